@@ -1,0 +1,29 @@
+# Everything runs inside .venv, created on first use, so a fresh machine needs only python3.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-all bench clean
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/tvms fmt examples/matmul.tvms
+	$(BIN)/tvms fmt --dialect tvm-0.27 examples/matmul.tvms
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests -q
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest tests -q --runslow
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/parse_print.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,6 @@
+"""tvms: a TVMScript toolchain. ``import tvms as tvm`` reads like Apache TVM's Python API."""
+from . import ir, script  # noqa: F401  (script registers the printer)
+from .ir import IRModule, ScriptError, TVMSError
+
+__all__ = ["IRModule", "ScriptError", "TVMSError", "ir", "script"]
+__version__ = "0.1.0"

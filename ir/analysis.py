@@ -1,0 +1,149 @@
+"""Analyses of TensorIR that the parser and later passes share: does a statement hold blocks,
+and which buffer regions does a block read and write."""
+from __future__ import annotations
+
+from typing import Any
+
+from .buffer import Buffer, BufferRegion
+from .expr import Add, BufferLoad, IntImm, Mul, PrimExpr, Range, Sub, Var, const
+from .simplify import simplify
+from .stmt import Block, BlockRealize, BufferStore, For, Stmt
+from .visitor import Visitor, walk
+
+
+def contains_block(stmt: Stmt) -> bool:
+    return any(isinstance(n, (Block, BlockRealize)) for n in walk(stmt))
+
+
+def substitute(expr: Any, mapping: dict) -> Any:
+    """``expr`` with variables replaced as ``mapping`` (Var -> PrimExpr) says."""
+    from .visitor import Mutator
+
+    class _Sub(Mutator):
+        def visit_Var(self, v: Var) -> Any:
+            return mapping.get(v, v)
+
+    return _Sub().visit(expr) if mapping else expr
+
+
+def _bounds(expr: PrimExpr, doms: dict) -> tuple[PrimExpr, PrimExpr] | None:
+    """[lo, hi] of an affine ``expr`` as the loop variables in ``doms`` range over their domains."""
+    if isinstance(expr, Var):
+        if expr in doms:
+            lo, extent = doms[expr]
+            return lo, simplify(Sub(Add(lo, extent), const(1, lo.dtype)))
+        return expr, expr
+    if isinstance(expr, IntImm):
+        return expr, expr
+    if isinstance(expr, (Add, Sub)):
+        a, b = _bounds(expr.a, doms), _bounds(expr.b, doms)
+        if a is None or b is None:
+            return None
+        if isinstance(expr, Add):
+            return simplify(Add(a[0], b[0])), simplify(Add(a[1], b[1]))
+        return simplify(Sub(a[0], b[1])), simplify(Sub(a[1], b[0]))
+    if isinstance(expr, Mul):
+        for x, c in ((expr.a, expr.b), (expr.b, expr.a)):
+            if isinstance(c, IntImm):
+                r = _bounds(x, doms)
+                if r is None:
+                    return None
+                lo, hi = simplify(Mul(r[0], c)), simplify(Mul(r[1], c))
+                return (lo, hi) if c.value >= 0 else (hi, lo)
+        return None
+    used = {n for n in walk(expr) if isinstance(n, Var)}
+    return (expr, expr) if not used & set(doms) else None
+
+
+class _AccessCollector(Visitor):
+    def __init__(self, block: Block):
+        self.doms: dict[Var, tuple] = {}
+        self.reads: dict[Buffer, list] = {}
+        self.writes: dict[Buffer, list] = {}
+        self.local = set(block.alloc_buffers)
+        self.matched = {m.buffer: m.source for m in block.match_buffers}
+
+    def record(self, table: dict, buffer: Buffer, ranges: list) -> None:
+        if buffer in self.local:
+            return
+        if buffer in self.matched:
+            source = self.matched[buffer]
+            buffer, ranges = source.buffer, list(source.region)
+        table.setdefault(buffer, []).append(ranges)
+
+    def point_ranges(self, buffer: Buffer, indices: tuple) -> list:
+        ranges = []
+        for i, index in enumerate(indices):
+            b = _bounds(index, self.doms)
+            if b is None:
+                extent = buffer.shape[i]
+                ranges.append(Range(const(0, extent.dtype), extent))
+            else:
+                lo, hi = b
+                ranges.append(Range(lo, simplify(Add(Sub(hi, lo), const(1, lo.dtype)))))
+        return ranges
+
+    def visit_BufferLoad(self, node: BufferLoad) -> None:
+        self.record(self.reads, node.buffer, self.point_ranges(node.buffer, node.indices))
+        self.generic_visit(node)
+
+    def visit_BufferStore(self, node: BufferStore) -> None:
+        self.visit(node.value)
+        for i in node.indices:
+            self.visit(i)
+        self.record(self.writes, node.buffer, self.point_ranges(node.buffer, node.indices))
+
+    def visit_For(self, node: For) -> None:
+        self.doms[node.loop_var] = (node.min, node.extent)
+        self.generic_visit(node)
+
+    def visit_BlockRealize(self, node: BlockRealize) -> None:
+        inner = node.block
+        binding = dict(zip((iv.var for iv in inner.iter_vars), node.iter_values))
+        for table, regions in ((self.reads, inner.reads), (self.writes, inner.writes)):
+            for region in regions:
+                ranges = []
+                for r in region.region:
+                    lo_b = _bounds(substitute(r.min, binding), self.doms)
+                    hi_b = _bounds(substitute(simplify(Sub(Add(r.min, r.extent), const(1, r.min.dtype))), binding), self.doms)
+                    if lo_b is None or hi_b is None:
+                        ranges = None
+                        break
+                    ranges.append(Range(lo_b[0], simplify(Add(Sub(hi_b[1], lo_b[0]), const(1, lo_b[0].dtype)))))
+                if ranges is None:
+                    ranges = [Range(const(0, e.dtype), e) for e in region.buffer.shape]
+                self.record(table, region.buffer, ranges)
+
+
+def _union(buffer: Buffer, accesses: list) -> BufferRegion:
+    from .structural import structural_equal
+
+    first = accesses[0]
+    if all(structural_equal(first, other) for other in accesses[1:]):
+        return BufferRegion(buffer, tuple(first))
+    merged = []
+    for dim, rng in enumerate(first):
+        los = [a[dim].min for a in accesses]
+        his = [simplify(Add(a[dim].min, a[dim].extent)) for a in accesses]
+        if all(isinstance(x, IntImm) for x in los + his):
+            lo, hi = min(x.value for x in los), max(x.value for x in his)
+            merged.append(Range(const(lo, rng.min.dtype), const(hi - lo, rng.min.dtype)))
+        elif all(structural_equal(los[0], x) for x in los) and all(structural_equal(his[0], x) for x in his):
+            merged.append(rng)
+        else:
+            extent = buffer.shape[dim]
+            merged.append(Range(const(0, extent.dtype), extent))
+    return BufferRegion(buffer, tuple(merged))
+
+
+def infer_block_regions(block: Block) -> tuple[tuple, tuple]:
+    """The (reads, writes) a block's body accesses, as TVM completes a block without
+    T.reads/T.writes. With an init statement, the written buffers are not also reads."""
+    collector = _AccessCollector(block)
+    if block.init is not None:
+        collector.visit(block.init)
+    collector.visit(block.body)
+    writes = tuple(_union(b, acc) for b, acc in collector.writes.items())
+    excluded = set(collector.writes) if block.init is not None else set()
+    reads = tuple(_union(b, acc) for b, acc in collector.reads.items() if b not in excluded)
+    return reads, writes

@@ -1,0 +1,124 @@
+"""Building expressions the way TVM's Python operators do: Python numbers take the other
+operand's type, narrower integers widen, and operations on two constants fold."""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+from .dtype import DataType
+from .errors import TVMSError
+from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, Cast, CmpOp, Div, FloatImm, FloorDiv,
+                   FloorMod, IntImm, Max, Min, Mod, Mul, Not, Or, PrimExpr, Sub, const)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) or isinstance(v, bool)
+
+
+def to_expr(value: Any, like: PrimExpr | None = None) -> PrimExpr:
+    """A PrimExpr for ``value``; a Python number takes the type of ``like`` when it fits."""
+    if isinstance(value, PrimExpr):
+        return value
+    if isinstance(value, bool):
+        return const(value, "bool")
+    if isinstance(value, int):
+        if like is not None and (like.dtype.is_integer or like.dtype.is_float):
+            return const(value, like.dtype.element_of)
+        return const(value, "int32" if -2**31 <= value < 2**31 else "int64")
+    if isinstance(value, float):
+        if like is not None and like.dtype.is_float:
+            return const(value, like.dtype.element_of)
+        return const(value, "float32")
+    raise TVMSError(f"expected an expression, got {type(value).__name__} {value!r}")
+
+
+def match_types(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
+    if not isinstance(a, PrimExpr):
+        b = to_expr(b)
+        a = to_expr(a, b)
+    else:
+        b = to_expr(b, a)
+    ta, tb = a.dtype, b.dtype
+    if ta == tb:
+        return a, b
+    if ta.lanes != tb.lanes:
+        raise TVMSError(f"cannot combine vectors of {ta} and {tb}")
+    if ta.is_float != tb.is_float:
+        # an integer meets a float: the integer becomes the float type
+        return (Cast(tb, a), b) if tb.is_float else (a, Cast(ta, b))
+    if (ta.is_integer or ta.is_bool) and (tb.is_integer or tb.is_bool) or (ta.is_float and tb.is_float):
+        if ta.bits >= tb.bits:
+            return a, Cast(ta, b)
+        return Cast(tb, a), b
+    raise TVMSError(f"type mismatch: {ta} and {tb}")
+
+
+_FOLD: dict[type, Callable] = {
+    Add: operator.add, Sub: operator.sub, Mul: operator.mul,
+    FloorDiv: lambda x, y: x // y if y else None, FloorMod: lambda x, y: x % y if y else None,
+    Min: min, Max: max,
+}
+_FOLD_CMP: dict[type, Callable] = {EQ: operator.eq, NE: operator.ne, LT: operator.lt,
+                                   LE: operator.le, GT: operator.gt, GE: operator.ge}
+
+
+def binary(cls: type, a: Any, b: Any) -> Any:
+    """``cls(a, b)`` with TVM's conversions; two Python numbers give a Python number."""
+    if _is_number(a) and _is_number(b) and not isinstance(a, PrimExpr):
+        fold = _FOLD.get(cls) or _FOLD_CMP.get(cls)
+        if fold is not None:
+            return fold(a, b)
+    a, b = match_types(a, b)
+    if isinstance(a, (IntImm, FloatImm)) and isinstance(b, (IntImm, FloatImm)):
+        if cls in _FOLD_CMP:
+            return const(_FOLD_CMP[cls](a.value, b.value), "bool")
+        fold = _FOLD.get(cls)
+        if fold is not None and (isinstance(a, IntImm) or cls in (Add, Sub, Mul, Min, Max)):
+            value = fold(a.value, b.value)
+            if value is not None:
+                return const(value, a.dtype)
+    if cls in (And, Or) and not (a.dtype.is_bool and b.dtype.is_bool):
+        raise TVMSError(f"'and'/'or' need boolean operands, got {a.dtype} and {b.dtype}")
+    return cls(a, b)
+
+
+def truediv(a: Any, b: Any) -> Any:
+    if _is_number(a) and _is_number(b) and not isinstance(a, PrimExpr):
+        return a / b
+    a, b = match_types(a, b)
+    if isinstance(a, FloatImm) and isinstance(b, FloatImm) and b.value != 0:
+        return const(a.value / b.value, a.dtype)
+    return Div(a, b)
+
+
+def negate(a: Any) -> Any:
+    if isinstance(a, (IntImm, FloatImm)) and not a.dtype.is_bool:
+        return const(-a.value, a.dtype)
+    if isinstance(a, PrimExpr):
+        return Mul(a, const(-1, a.dtype))  # as TVM's PrimExpr.__neg__
+    return -a
+
+
+def logical_not(a: Any) -> Any:
+    if isinstance(a, PrimExpr):
+        if isinstance(a, IntImm) and a.dtype.is_bool:
+            return const(not a.value, "bool")
+        return Not(a)
+    return not a
+
+
+def cast(dtype: "str | DataType", value: Any) -> PrimExpr:
+    dt = DataType(dtype)
+    value = to_expr(value)
+    if value.dtype == dt:
+        return value
+    return Cast(dt, value)
+
+
+BINARY_OPERATORS: dict[str, type] = {
+    "+": Add, "-": Sub, "*": Mul, "//": FloorDiv, "%": FloorMod,
+    "<": LT, "<=": LE, ">": GT, ">=": GE, "==": EQ, "!=": NE,
+}
+
+__all__ = ["binary", "truediv", "negate", "logical_not", "cast", "to_expr", "match_types",
+           "BINARY_OPERATORS", "CmpOp", "Mod"]

@@ -1,0 +1,79 @@
+"""Buffers: a typed, shaped view of memory that TensorIR loads from and stores to."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .dtype import DataType, handle
+from .expr import IntImm, PointerType, PrimExpr, Range, Var
+from .node import Node, binds
+
+DEFAULT_ALIGN = 64  # bytes; TVM's kAllocAlignment
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Buffer(Node):
+    """``T.Buffer((128, 128), "float32")``. Buffers have identity, like variables.
+
+    ``data`` is the handle variable pointing at the memory; its PointerType carries the
+    storage scope (``"global"``, ``"shared"``, ``"local"``, ...).
+    """
+
+    data: Var = binds()
+    dtype: DataType = DataType("float32")
+    shape: tuple = ()
+    strides: tuple = ()
+    elem_offset: PrimExpr | None = None
+    name: str = "buffer"
+    data_alignment: int = DEFAULT_ALIGN
+    offset_factor: int = 1
+    buffer_type: str = "default"  # or "auto_broadcast"
+    axis_separators: tuple = ()
+
+    @property
+    def scope(self) -> str:
+        ann = self.data.type_annotation
+        return ann.storage_scope if isinstance(ann, PointerType) else "global"
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.name!r}, {self.shape}, {self.dtype})"
+
+    def __getitem__(self, indices):  # A[i, j] from Python builds a load
+        from .expr import BufferLoad, const
+
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        return BufferLoad(self, tuple(const(i) for i in indices))
+
+
+def decl_buffer(shape, dtype="float32", name="buffer", *, data: Var | None = None, scope="global",
+                strides=(), elem_offset=None, data_alignment=DEFAULT_ALIGN, offset_factor=1,
+                buffer_type="default", axis_separators=(), span=None) -> Buffer:
+    """Make a Buffer, creating its data pointer when none is given."""
+    from .expr import const
+
+    dt = DataType(dtype)
+    shape = tuple(const(s, "int32") if isinstance(s, int) else s for s in shape)
+    if data is None:
+        data = Var(name, handle, PointerType(dt, scope))
+    return Buffer(data, dt, shape, tuple(strides), elem_offset, name, data_alignment, offset_factor,
+                  buffer_type, tuple(axis_separators), span=span)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BufferRegion(Node):
+    """``A[vi, 0:16]``: a buffer and one Range per dimension."""
+
+    buffer: Buffer
+    region: tuple
+
+    @staticmethod
+    def full(buffer: Buffer) -> "BufferRegion":
+        return BufferRegion(buffer, tuple(Range(IntImm(s.dtype, 0), s) for s in buffer.shape))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MatchBufferRegion(Node):
+    """``Asub = T.match_buffer(A[vi * 16:vi * 16 + 16], (16,))`` inside a block."""
+
+    buffer: Buffer = binds()
+    source: BufferRegion = field()

@@ -1,0 +1,135 @@
+"""Data types: ``float32``, ``int64``, ``bool``, ``handle``, ``void``, vector lanes ``float32x4``."""
+from __future__ import annotations
+
+import re
+
+from .errors import TVMSError
+
+_SCALAR = re.compile(r"^(int|uint|float|bfloat)(\d+)(?:_(e\d+m\d+\w*))?(?:x(\d+))?$")
+
+
+class DataType:
+    """An interned data type. Compare with ``is`` or ``==``; ``str()`` gives the canonical name."""
+
+    __slots__ = ("code", "bits", "lanes", "name", "__weakref__")
+    _cache: dict[str, "DataType"] = {}
+
+    code: str
+    bits: int
+    lanes: int
+    name: str
+
+    def __new__(cls, name: "str | DataType") -> "DataType":
+        if isinstance(name, DataType):
+            return name
+        hit = cls._cache.get(name)
+        if hit is not None:
+            return hit
+        code, bits, lanes, canonical = _parse(name)
+        hit = cls._cache.get(canonical)
+        if hit is None:
+            hit = object.__new__(cls)
+            hit.code, hit.bits, hit.lanes, hit.name = code, bits, lanes, canonical
+            cls._cache[canonical] = hit
+        cls._cache[name] = hit
+        return hit
+
+    def __repr__(self) -> str:
+        return f"DataType({self.name!r})"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return self.name == other
+        return self is other
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __reduce__(self):
+        return (DataType, (self.name,))
+
+    def with_lanes(self, lanes: int) -> "DataType":
+        base = self.element_of.name
+        return DataType(base if lanes == 1 else f"{base}x{lanes}")
+
+    @property
+    def element_of(self) -> "DataType":
+        return self if self.lanes == 1 else DataType(self.name.rsplit("x", 1)[0])
+
+    @property
+    def is_int(self) -> bool:
+        return self.code == "int"
+
+    @property
+    def is_uint(self) -> bool:
+        return self.code == "uint"
+
+    @property
+    def is_integer(self) -> bool:
+        """int or uint (not bool)."""
+        return self.code in ("int", "uint")
+
+    @property
+    def is_float(self) -> bool:
+        return self.code in ("float", "bfloat")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.code == "bool"
+
+    @property
+    def is_handle(self) -> bool:
+        return self.code == "handle"
+
+    @property
+    def is_void(self) -> bool:
+        return self.code == "void"
+
+
+def _parse(name: str) -> tuple[str, int, int, str]:
+    if not isinstance(name, str):
+        raise TVMSError(f"a data type must be a string, not {type(name).__name__}")
+    if name == "bool":
+        return "bool", 1, 1, name
+    if name in ("handle", "void"):
+        return name, 0 if name == "void" else 64, 1, name
+    m = re.match(r"^bool(?:x(\d+))$", name)
+    if m:
+        return "bool", 1, int(m.group(1)), name
+    m = _SCALAR.match(name)
+    if not m:
+        raise TVMSError(f"unknown data type {name!r}")
+    code, bits, fmt, lanes = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+    if code in ("int", "uint") and bits not in (1, 4, 8, 16, 32, 64):
+        raise TVMSError(f"unknown data type {name!r}: {code} has 1, 4, 8, 16, 32 or 64 bits")
+    if code == "float" and fmt is None and bits not in (16, 32, 64):
+        raise TVMSError(f"unknown data type {name!r}: float has 16, 32 or 64 bits")
+    if code == "bfloat" and bits != 16:
+        raise TVMSError(f"unknown data type {name!r}: only bfloat16 exists")
+    n = int(lanes) if lanes else 1
+    if lanes is not None and n < 2:
+        raise TVMSError(f"unknown data type {name!r}: a vector has at least 2 lanes")
+    if fmt is not None:
+        code = f"float{bits}_{fmt}"
+    return code if fmt is None else "float", bits, n, name
+
+
+def is_dtype_name(name: str) -> bool:
+    """True when ``name`` spells a data type (``T.float32`` and friends are then constructors)."""
+    try:
+        DataType(name)
+    except TVMSError:
+        return False
+    return True
+
+
+int32 = DataType("int32")
+int64 = DataType("int64")
+float32 = DataType("float32")
+float64 = DataType("float64")
+boolean = DataType("bool")
+handle = DataType("handle")
+void = DataType("void")

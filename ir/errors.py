@@ -1,0 +1,70 @@
+"""Source spans and the exception family every tvms error belongs to."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A region of a source text; lines and columns count from 1."""
+
+    source: "Source"
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    def __repr__(self) -> str:
+        return f"Span({self.source.name}:{self.line}:{self.col})"
+
+
+class Source:
+    """A named text that spans point into (a file, ``<stdin>``, or a Python file's decorated code)."""
+
+    __slots__ = ("name", "text", "line_offset", "col_offset", "_lines")
+
+    def __init__(self, text: str, name: str = "<string>", line_offset: int = 0, col_offset: int = 0):
+        self.name = name
+        self.text = text
+        self.line_offset = line_offset  # lines before the text in the real file (embedded scripts)
+        self.col_offset = col_offset  # indentation removed from every line (embedded scripts)
+        self._lines: list[str] | None = None
+
+    def line_text(self, line: int) -> str:
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+
+
+class TVMSError(Exception):
+    """The root of every error tvms raises on purpose."""
+
+
+class ScriptError(TVMSError):
+    """An error located in TVMScript source: renders as ``file:line:col: error: message``,
+    then the source line and a caret under the offending column."""
+
+    def __init__(self, message: str, span: Span | None = None, note: str | None = None):
+        self.message = message
+        self.span = span
+        self.note = note
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        if self.span is None:
+            text = f"error: {self.message}"
+        else:
+            s = self.span
+            src = s.source
+            line = s.line + src.line_offset
+            col = s.col + src.col_offset
+            text = f"{src.name}:{line}:{col}: error: {self.message}"
+            code = src.line_text(s.line)
+            if code:
+                width = max(1, (s.end_col - s.col) if s.end_line == s.line else len(code) - s.col + 1)
+                gutter = f"{line} | "
+                caret = " " * (len(gutter) + s.col - 1) + "^" + "~" * (width - 1)
+                text += f"\n{gutter}{code}\n{caret}"
+        if self.note:
+            text += f"\nnote: {self.note}"
+        return text

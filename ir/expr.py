@@ -1,0 +1,268 @@
+"""TensorIR expressions (``PrimExpr``), types, ranges and iteration variables."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from .dtype import DataType, boolean, handle, int32
+from .errors import TVMSError
+from .node import EMPTY, FrozenDict, Node, binds, derived
+
+
+# ---------------------------------------------------------------- types (of variables)
+@dataclass(frozen=True, slots=True, eq=False)
+class PrimType(Node):
+    """The type of a scalar variable, ``T.int32``."""
+
+    dtype: DataType
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PointerType(Node):
+    """The type of a handle variable that points at ``element`` data in ``storage_scope``."""
+
+    element: DataType
+    storage_scope: str = "global"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TupleType(Node):
+    """``()`` as a function's return type: the function returns nothing."""
+
+    fields: tuple = ()
+
+
+# ---------------------------------------------------------------- expressions
+@dataclass(frozen=True, slots=True, eq=False)
+class PrimExpr(Node):
+    """A scalar (or vector) expression. Every PrimExpr has a ``dtype``."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class IntImm(PrimExpr):
+    dtype: DataType
+    value: int
+
+    def __post_init__(self) -> None:
+        if not (self.dtype.is_integer or self.dtype.is_bool):
+            raise TVMSError(f"an integer constant cannot have type {self.dtype}")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FloatImm(PrimExpr):
+    dtype: DataType
+    value: float
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StringImm(PrimExpr):
+    value: str
+    dtype: DataType = derived(default=handle)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Var(PrimExpr):
+    """A variable. Two Vars are the same variable only if they are the same object."""
+
+    name: str
+    dtype: DataType = int32
+    type_annotation: Node | None = None  # PointerType for handles that point at data
+
+    def __repr__(self) -> str:
+        return f"Var({self.name!r}, {self.dtype})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SizeVar(Var):
+    """A variable known to be non-negative (a symbolic size)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BinaryOp(PrimExpr):
+    a: PrimExpr
+    b: PrimExpr
+    dtype: DataType = derived()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", self.a.dtype)
+
+
+class Add(BinaryOp): __slots__ = ()
+class Sub(BinaryOp): __slots__ = ()
+class Mul(BinaryOp): __slots__ = ()
+class Div(BinaryOp): __slots__ = ()
+class Mod(BinaryOp): __slots__ = ()  # noqa: E701  truncated modulo
+class FloorDiv(BinaryOp): __slots__ = ()
+class FloorMod(BinaryOp): __slots__ = ()
+class Min(BinaryOp): __slots__ = ()
+class Max(BinaryOp): __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CmpOp(BinaryOp):
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", boolean.with_lanes(self.a.dtype.lanes))
+
+
+class EQ(CmpOp): __slots__ = ()
+class NE(CmpOp): __slots__ = ()
+class LT(CmpOp): __slots__ = ()
+class LE(CmpOp): __slots__ = ()
+class GT(CmpOp): __slots__ = ()
+class GE(CmpOp): __slots__ = ()
+class And(BinaryOp): __slots__ = ()
+class Or(BinaryOp): __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Not(PrimExpr):
+    a: PrimExpr
+    dtype: DataType = derived()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", self.a.dtype)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Select(PrimExpr):
+    """``T.Select(c, t, f)``: both branches are evaluated."""
+
+    condition: PrimExpr
+    true_value: PrimExpr
+    false_value: PrimExpr
+    dtype: DataType = derived()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", self.true_value.dtype)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Cast(PrimExpr):
+    dtype: DataType
+    value: PrimExpr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Ramp(PrimExpr):
+    """The vector ``base, base + stride, ..., base + (lanes - 1) * stride``."""
+
+    base: PrimExpr
+    stride: PrimExpr
+    lanes: int
+    dtype: DataType = derived()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", self.base.dtype.with_lanes(self.lanes))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Broadcast(PrimExpr):
+    value: PrimExpr
+    lanes: int
+    dtype: DataType = derived()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", self.value.dtype.with_lanes(self.lanes))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Let(PrimExpr):
+    var: Var = binds()
+    value: PrimExpr = field()
+    body: PrimExpr = field()
+    dtype: DataType = derived()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", self.body.dtype)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BufferLoad(PrimExpr):
+    buffer: Any  # tvms.ir.buffer.Buffer
+    indices: tuple
+    dtype: DataType = derived()
+
+    def __post_init__(self) -> None:
+        lanes = 1
+        for index in self.indices:
+            lanes *= index.dtype.lanes
+        object.__setattr__(self, "dtype", self.buffer.dtype.with_lanes(self.buffer.dtype.lanes * lanes))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Op(Node):
+    """A built-in operator (intrinsic) that a Call applies; see ``tvms.ir.op``."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return f"Op({self.name!r})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Call(PrimExpr):
+    """A call to an intrinsic (``Op``) or to another function of the module (``GlobalVar``)."""
+
+    dtype: DataType
+    op: Node
+    args: tuple
+    attrs: FrozenDict = EMPTY  # keyword arguments some intrinsics take (launch_params=[...])
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CommReducer(Node):
+    """A commutative reducer ``lambda x, y: x + y`` with its identity element(s)."""
+
+    lhs: tuple = binds()
+    rhs: tuple = binds()
+    result: tuple = ()
+    identity_element: tuple = ()
+
+
+# ---------------------------------------------------------------- ranges and iteration variables
+@dataclass(frozen=True, slots=True, eq=False)
+class Range(Node):
+    """The half-open interval ``[min, min + extent)``."""
+
+    min: PrimExpr
+    extent: PrimExpr
+
+
+# IterVar kinds, named as TVM names them.
+DATA_PAR, THREAD_INDEX, COMM_REDUCE, ORDERED, OPAQUE = (
+    "DataPar", "ThreadIndex", "CommReduce", "Ordered", "Opaque")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class IterVar(Node):
+    """A block iterator (``T.axis.spatial``) or a thread index (``threadIdx.x``)."""
+
+    dom: Range | None
+    var: Var = binds()
+    iter_type: str = DATA_PAR
+    thread_tag: str = ""
+
+
+PrimExprLike = Union[PrimExpr, int, float, bool]
+
+
+def const(value: PrimExprLike, dtype: str | DataType | None = None) -> PrimExpr:
+    """A constant of the given type (int32 / float32 / bool inferred from the Python value)."""
+    if isinstance(value, PrimExpr):
+        return value
+    if dtype is None:
+        dtype = "bool" if isinstance(value, bool) else "int32" if isinstance(value, int) else "float32"
+    dt = DataType(dtype)
+    if dt.is_float:
+        return FloatImm(dt, float(value))
+    if dt.is_bool:
+        return IntImm(dt, int(bool(value)))
+    if dt.is_integer:
+        if isinstance(value, float) and not value.is_integer():
+            raise TVMSError(f"{value!r} is not a value of type {dt}")
+        return IntImm(dt, int(value))
+    raise TVMSError(f"cannot make a constant of type {dt}")
+
+
+def is_const_int(expr: Any, value: int | None = None) -> bool:
+    return isinstance(expr, IntImm) and (value is None or expr.value == value)

@@ -1,0 +1,124 @@
+"""IRModule: named functions (TensorIR and, later, Relax) plus module attributes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from .errors import TVMSError
+from .node import EMPTY, FrozenDict, Node
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GlobalVar(Node):
+    """The name of a function in a module; calls refer to functions through it."""
+
+    name_hint: str
+
+    def __repr__(self) -> str:
+        return f"GlobalVar({self.name_hint!r})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Target(Node):
+    """A compilation target as written in attributes: ``T.target({"kind": "llvm", ...})``."""
+
+    config: FrozenDict = EMPTY
+
+    @property
+    def kind(self) -> str:
+        return str(self.config.get("kind", ""))
+
+
+class IRModule:
+    """A set of named functions. Functions keep their insertion order (the order they print in).
+
+    Unlike the nodes, a module is a mutable container, as in TVM (``mod["main"] = f``).
+    """
+
+    __slots__ = ("_functions", "attrs", "span")
+
+    def __init__(self, functions: dict | None = None, attrs: dict | None = None, span=None):
+        self._functions: dict[str, tuple[GlobalVar, Node]] = {}
+        self.attrs: FrozenDict = FrozenDict(attrs) if attrs else EMPTY
+        self.span = span
+        for key, func in (functions or {}).items():
+            self[key] = func
+
+    @staticmethod
+    def from_expr(func: Node, name: str = "main") -> "IRModule":
+        return IRModule({name: func})
+
+    # -- mapping interface
+    def __getitem__(self, key: "str | GlobalVar") -> Node:
+        name = key.name_hint if isinstance(key, GlobalVar) else key
+        try:
+            return self._functions[name][1]
+        except KeyError:
+            raise TVMSError(f"the module has no function {name!r}; it has "
+                            f"{', '.join(self._functions) or 'none'}") from None
+
+    def __setitem__(self, key: "str | GlobalVar", func: Node) -> None:
+        name = key.name_hint if isinstance(key, GlobalVar) else key
+        gv = key if isinstance(key, GlobalVar) else (
+            self._functions[name][0] if name in self._functions else GlobalVar(name))
+        self._functions[name] = (gv, func)
+
+    def __delitem__(self, key: "str | GlobalVar") -> None:
+        del self._functions[key.name_hint if isinstance(key, GlobalVar) else key]
+
+    def __contains__(self, key: object) -> bool:
+        name = key.name_hint if isinstance(key, GlobalVar) else key
+        return name in self._functions
+
+    def __len__(self) -> int:
+        return len(self._functions)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._functions)
+
+    def functions_items(self) -> list[tuple[GlobalVar, Node]]:
+        return list(self._functions.values())
+
+    @property
+    def functions(self) -> dict[GlobalVar, Node]:
+        return dict(self._functions.values())
+
+    def get_global_var(self, name: str) -> GlobalVar:
+        if name not in self._functions:
+            raise TVMSError(f"the module has no function {name!r}")
+        return self._functions[name][0]
+
+    def get_global_vars(self) -> list[GlobalVar]:
+        return [gv for gv, _ in self._functions.values()]
+
+    def update_func(self, gv: GlobalVar, func: Node) -> None:
+        self[gv] = func
+
+    def with_attrs(self, attrs: dict[str, Any]) -> "IRModule":
+        mod = self.copy()
+        merged = dict(self.attrs)
+        merged.update(attrs)
+        mod.attrs = FrozenDict(merged)
+        return mod
+
+    def copy(self) -> "IRModule":
+        mod = IRModule(attrs=self.attrs, span=self.span)
+        mod._functions = dict(self._functions)
+        return mod
+
+    # -- printing
+    def script(self, **kwargs: Any) -> str:
+        from . import node
+
+        if node._printer is None:
+            raise RuntimeError("no printer registered: import tvms.script first")
+        return node._printer(self, **kwargs)
+
+    def show(self, **kwargs: Any) -> None:
+        print(self.script(**kwargs))
+
+    def __repr__(self) -> str:
+        return f"IRModule({', '.join(self._functions)})"
+
+    def __str__(self) -> str:
+        return self.script()

@@ -1,0 +1,111 @@
+"""The registry of TensorIR intrinsics (``T.exp``, ``T.if_then_else``, ``T.call_extern``, ...).
+
+Each entry says how the script spells the intrinsic and how the result type follows from the
+arguments, so that the parser and the printer share one table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .dtype import DataType
+from .errors import TVMSError
+from .expr import Op
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    name: str  # TVM's operator name, "tir.exp"
+    script_name: str  # how TVMScript spells it after "T.", "exp"
+    result: str  # "arg0"/"arg1": the type of that argument; "dtype": given as first argument;
+    #              otherwise a fixed data type such as "bool" or "int32"
+    arity: tuple[int, int | None]  # (min, max) number of arguments, the dtype excluded
+
+
+_OPS: dict[str, OpInfo] = {}
+_BY_SCRIPT_NAME: dict[str, OpInfo] = {}
+_INTERNED: dict[str, Op] = {}
+
+
+def register(script_name: str, result: str, arity: tuple[int, int | None], name: str | None = None) -> None:
+    info = OpInfo(name or f"tir.{script_name}", script_name, result, arity)
+    _OPS[info.name] = info
+    _BY_SCRIPT_NAME[script_name] = info
+
+
+_UNARY_MATH = ("exp exp2 exp10 log log2 log10 log1p expm1 sqrt rsqrt sin cos tan sinh cosh tanh asin "
+               "acos atan asinh acosh atanh erf sigmoid fabs floor ceil round trunc nearbyint "
+               "popcount clz bitwise_not").split()
+for _n in _UNARY_MATH:
+    register(_n, "arg0", (1, 1))
+for _n in "pow fmod atan2 hypot copysign nextafter ldexp bitwise_and bitwise_or bitwise_xor shift_left shift_right".split():
+    register(_n, "arg0", (2, 2))
+for _n in "isnan isinf isfinite".split():
+    register(_n, "bool", (1, 1))
+register("if_then_else", "arg1", (3, 3))
+register("likely", "arg0", (1, 1))
+register("reinterpret", "dtype", (1, 1))
+register("call_extern", "dtype", (1, None))
+register("call_pure_extern", "dtype", (1, None))
+register("call_intrin", "dtype", (1, None))
+register("call_llvm_intrin", "dtype", (1, None))
+register("call_llvm_pure_intrin", "dtype", (1, None))
+register("call_packed", "int32", (1, None), name="tir.tvm_call_packed")
+register("call_cpacked", "int32", (1, None), name="tir.tvm_call_cpacked")
+register("call_ffi_kernel", "int32", (1, None))
+register("tvm_storage_sync", "int32", (1, 3))
+register("tvm_warp_activemask", "uint32", (0, 0))
+register("tvm_warp_shuffle", "arg1", (5, 5))
+register("tvm_warp_shuffle_up", "arg1", (5, 5))
+register("tvm_warp_shuffle_down", "arg1", (5, 5))
+register("tvm_thread_allreduce", "handle", (1, None))
+register("address_of", "handle", (1, 1))
+register("ret", "arg0", (1, 1))
+register("max_value", "dtype", (0, 0))
+register("min_value", "dtype", (0, 0))
+register("infinity", "dtype", (0, 0))
+register("assume", "bool", (1, 1))
+register("undef", "dtype", (0, 0))
+register("type_annotation", "dtype", (0, 0))
+register("tvm_access_ptr", "handle", (5, 5))
+register("ptx_ldmatrix", "void", (7, 7))
+register("mma_store", "void", (6, 6))
+register("vectorlow", "dtype", (1, 1))
+register("vectorhigh", "dtype", (1, 1))
+register("start_profile_intrinsic", "void", (1, 1))
+register("end_profile_intrinsic", "void", (1, 1))
+
+
+def lookup_script_name(script_name: str) -> OpInfo | None:
+    return _BY_SCRIPT_NAME.get(script_name)
+
+
+def info_of(op: Op) -> OpInfo:
+    info = _OPS.get(op.name)
+    if info is None:  # an operator we do not know prints under its own short name
+        short = op.name.split(".", 1)[-1]
+        info = OpInfo(op.name, short, "dtype", (0, None))
+    return info
+
+
+def get_op(name: str) -> Op:
+    """The one ``Op`` object for an operator name (``"tir.exp"``)."""
+    op = _INTERNED.get(name)
+    if op is None:
+        op = _INTERNED[name] = Op(name)
+    return op
+
+
+def script_names() -> list[str]:
+    return sorted(_BY_SCRIPT_NAME)
+
+
+def result_dtype(info: OpInfo, args: tuple, explicit: DataType | None) -> DataType:
+    """The result type of a call of ``info`` on ``args`` (``explicit``: the dtype argument)."""
+    rule = info.result
+    if rule == "dtype":
+        if explicit is None:
+            raise TVMSError(f"T.{info.script_name} needs the result data type as its first argument")
+        return explicit
+    if rule in ("arg0", "arg1"):
+        return args[int(rule[3])].dtype
+    return DataType(rule)

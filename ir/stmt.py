@@ -1,0 +1,161 @@
+"""TensorIR statements: stores, loops, blocks, scopes and control flow."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .buffer import Buffer, BufferRegion
+from .dtype import DataType
+from .expr import IterVar, PrimExpr, Var
+from .node import EMPTY, FrozenDict, Node, binds
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Stmt(Node):
+    """A TensorIR statement."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BufferStore(Stmt):
+    buffer: Buffer
+    value: PrimExpr
+    indices: tuple
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Evaluate(Stmt):
+    """An expression evaluated for its effect, ``T.evaluate(...)``."""
+
+    value: PrimExpr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SeqStmt(Stmt):
+    seq: tuple
+
+
+# For kinds, as TVM names them.
+SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING = (
+    "serial", "parallel", "vectorized", "unroll", "thread_binding")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class For(Stmt):
+    loop_var: Var = binds()
+    min: PrimExpr = field()
+    extent: PrimExpr = field()
+    kind: str = field()
+    body: Stmt = field()
+    thread_binding: IterVar | None = None
+    annotations: FrozenDict = EMPTY
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class While(Stmt):
+    condition: PrimExpr
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class IfThenElse(Stmt):
+    condition: PrimExpr
+    then_case: Stmt
+    else_case: Stmt | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LetStmt(Stmt):
+    """Bind ``var`` to ``value`` in ``body``: ``x: T.int32 = value``."""
+
+    var: Var = binds()
+    value: PrimExpr = field()
+    body: Stmt = field()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AttrStmt(Stmt):
+    """Attach ``key = value`` about ``node`` to ``body``; ``thread_extent`` launches threads."""
+
+    node: Any = binds()  # an IterVar for thread_extent (defining its var), else any value
+    attr_key: str = field()
+    value: Any = field()
+    body: Stmt = field()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AssertStmt(Stmt):
+    """``assert condition, message``; ``body`` runs after the check."""
+
+    condition: PrimExpr
+    message: tuple  # the message parts (strings)
+    body: Stmt
+    error_kind: str = "RuntimeError"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Allocate(Stmt):
+    """``ptr = T.allocate([extents], "dtype", "scope")``: raw storage pointed at by buffer_var."""
+
+    buffer_var: Var = binds()
+    dtype: DataType = field()
+    extents: tuple = field()
+    condition: PrimExpr = field()
+    body: Stmt = field()
+    annotations: FrozenDict = EMPTY
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DeclBuffer(Stmt):
+    """Declare ``buffer`` (over existing data) for ``body``: ``B = T.decl_buffer(..., data=p)``."""
+
+    buffer: Buffer = binds()
+    body: Stmt = field()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AllocBuffer(Stmt):
+    """Allocate storage for ``buffer`` and declare it for ``body``: ``T.alloc_shared((32,))``."""
+
+    buffer: Buffer = binds()
+    body: Stmt = field()
+    annotations: FrozenDict = EMPTY
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Block(Stmt):
+    """A block: the unit of scheduling, with iterators, declared accesses and an optional init."""
+
+    iter_vars: tuple = binds()
+    alloc_buffers: tuple = binds(default=())
+    match_buffers: tuple = ()
+    reads: tuple = ()
+    writes: tuple = ()
+    name_hint: str = ""
+    init: Stmt | None = None
+    body: Stmt = field(default=None)  # type: ignore[assignment]
+    annotations: FrozenDict = EMPTY
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BlockRealize(Stmt):
+    """Run ``block`` with its iterators bound to ``iter_values`` where ``predicate`` holds."""
+
+    iter_values: tuple
+    predicate: PrimExpr
+    block: Block
+
+
+def seq(stmts: list | tuple) -> Stmt:
+    """One statement for a list of them: the statement itself when there is just one."""
+    flat: list = []
+    for s in stmts:
+        if isinstance(s, SeqStmt):
+            flat.extend(s.seq)
+        else:
+            flat.append(s)
+    if len(flat) == 1:
+        return flat[0]
+    return SeqStmt(tuple(flat))
+
+
+__all__ = [name for name in dir() if not name.startswith("_")] + ["BufferRegion"]

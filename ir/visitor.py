@@ -1,0 +1,94 @@
+"""One generic visitor and one generic mutator, both derived from the node classes' fields.
+
+Subclasses override ``visit_<ClassName>`` (``visit_For``, ``visit_BufferStore``) and call
+``generic_visit`` to continue into the children.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterator
+
+from .node import FrozenDict, Node, walk_fields
+
+
+def _children(value: Any) -> Iterator[Node]:
+    if isinstance(value, Node):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _children(v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _children(k)
+            yield from _children(v)
+
+
+def children(node: Node) -> Iterator[Node]:
+    for name, _, _ in walk_fields(type(node)):
+        yield from _children(getattr(node, name))
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node reachable from ``node``, in pre-order (shared nodes once per occurrence)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(list(children(n))))
+
+
+class Visitor:
+    """Walks IR; ``visit`` dispatches to ``visit_<ClassName>`` (or a base class's), else
+    ``generic_visit``."""
+
+    _dispatch: dict[type, Any] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._dispatch = {}  # per visitor class: node class -> method
+
+    def visit(self, node: Node) -> Any:
+        table = type(self)._dispatch
+        method = table.get(type(node))
+        if method is None:
+            method = table[type(node)] = self._find(type(node))
+        return method(self, node)
+
+    def _find(self, node_class: type) -> Any:
+        for klass in node_class.__mro__:
+            method = getattr(type(self), f"visit_{klass.__name__}", None)
+            if method is not None:
+                return method
+        return type(self).generic_visit
+
+    def generic_visit(self, node: Node) -> Any:
+        for child in children(node):
+            self.visit(child)
+
+
+class Mutator(Visitor):
+    """Rebuilds IR bottom-up; returns the very same object when nothing below it changed."""
+
+    def generic_visit(self, node: Node) -> Node:
+        changes = {}
+        for name, _, _ in walk_fields(type(node)):
+            old = getattr(node, name)
+            new = self._mutate(old)
+            if new is not old:
+                changes[name] = new
+        if not changes:
+            return node
+        return dataclasses.replace(node, **changes)  # type: ignore[type-var]
+
+    def _mutate(self, value: Any) -> Any:
+        if isinstance(value, Node):
+            return self.visit(value)
+        if isinstance(value, tuple):
+            new = tuple(self._mutate(v) for v in value)
+            return value if all(a is b for a, b in zip(new, value)) else new
+        if isinstance(value, dict):
+            items = [(self._mutate(k), self._mutate(v)) for k, v in value.items()]
+            if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
+                return value
+            return FrozenDict(items)
+        return value

@@ -1,0 +1,1 @@
+"""tvms.lowering: passes, schedules and code generators (later issues)."""

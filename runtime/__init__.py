@@ -1,0 +1,1 @@
+"""tvms.runtime: devices, tensors and compiled modules (later issues)."""

@@ -1,0 +1,1 @@
+"""tvms.script: TVMScript parser, printer and decorators."""

@@ -1,0 +1,67 @@
+"""The two spellings of TVMScript that tvms prints, and how to tell which one a text uses.
+
+``classic`` is the seeds' dialect (``T.block``, ``"tir.noalias"``); ``tvm-0.27`` is what Apache
+TVM 0.27 prints (``T.sblock``, ``"tirx.noalias"``, ``s_tir=True``, module-level ``TypeVar``).
+The IR is the same for both: only names and a few layout rules differ.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..ir.errors import TVMSError
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    block: str  # the scope that makes a block
+    block_attr: str
+    block_alloc: str  # a buffer allocated by a block (and by the implicit root block)
+    tir_module: str  # "tir" / "tirx": in the import header and attribute keys
+    header: tuple[str, ...]
+    typevar_header: str | None  # printed first when the module has TypeVar lines
+
+
+CLASSIC = Dialect(
+    name="classic", block="block", block_attr="block_attr", block_alloc="alloc_buffer",
+    tir_module="tir",
+    header=("# from tvm.script import ir as I", "# from tvm.script import tir as T"),
+    typevar_header=None)
+
+TVM_027 = Dialect(
+    name="tvm-0.27", block="sblock", block_attr="sblock_attr", block_alloc="sblock_alloc_buffer",
+    tir_module="tirx",
+    header=("# from tvm.script import ir as I", "# from tvm.script import tirx as T",
+            "# from tvm.tirx.layout import Axis"),
+    typevar_header="# from typing import TypeVar")
+
+DIALECTS = {d.name: d for d in (CLASSIC, TVM_027)}
+
+
+def get_dialect(name: "str | Dialect") -> Dialect:
+    if isinstance(name, Dialect):
+        return name
+    try:
+        return DIALECTS[name]
+    except KeyError:
+        raise TVMSError(f"unknown dialect {name!r}; choose one of {', '.join(DIALECTS)}") from None
+
+
+_TVM027_MARKERS = re.compile(r"\bT\.sblock|\bs_tir\s*=|\bTypeVar\(|import tirx\b|\"tirx\.")
+
+
+def detect_dialect(text: str) -> Dialect:
+    """The dialect a text is written in: TVM 0.27 when it uses any of 0.27's spellings."""
+    return TVM_027 if _TVM027_MARKERS.search(text) else CLASSIC
+
+
+def canonical_attr_key(key: str) -> str:
+    """Attribute keys are stored as the classic dialect spells them (``tir.noalias``)."""
+    return "tir." + key[5:] if key.startswith("tirx.") else key
+
+
+def dialect_attr_key(key: str, dialect: Dialect) -> str:
+    if dialect.tir_module == "tirx" and key.startswith("tir."):
+        return "tirx." + key[4:]
+    return key

@@ -1,0 +1,144 @@
+"""Text -> IRModule (or PrimFunc): the module-level layer of the parser.
+
+It finds ``@I.ir_module`` classes and ``@T.prim_func`` functions, module-level ``TypeVar``
+declarations (TVM 0.27) and ``I.module_attrs``, and hands each function to its builder.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.errors import ScriptError, Source
+from ..ir.function import PrimFunc
+from ..ir.module import IRModule
+from . import syntax as S
+from .diagnostics import did_you_mean, error
+from .dialect import detect_dialect
+from .parser import parse_syntax
+from .tir_expr import freeze_value
+from .tir_parser import TIRBuilder
+
+_MODULE_DECORATORS = {"I.ir_module", "ir_module", "tvm.script.ir_module", "ir.ir_module"}
+_PRIM_FUNC_DECORATORS = {"T.prim_func", "prim_func", "tir.prim_func"}
+_RELAX_DECORATORS = {"R.function", "relax.function"}
+
+
+def dotted(syn: Any) -> str | None:
+    """``tvm.script.ir_module`` for an attribute chain of names, else None."""
+    if isinstance(syn, S.Name):
+        return syn.id
+    if isinstance(syn, S.Attribute):
+        base = dotted(syn.value)
+        return f"{base}.{syn.attr}" if base else None
+    return None
+
+
+def _decorator(syn: Any) -> tuple[str | None, dict]:
+    """(dotted name, keyword arguments) of a decorator such as ``@T.prim_func(private=True)``."""
+    if isinstance(syn, S.Call):
+        kwargs = {}
+        for key, value in syn.kwargs:
+            kwargs[key] = value.value if isinstance(value, S.Constant) else value
+        return dotted(syn.func), kwargs
+    return dotted(syn), {}
+
+
+class ModuleParser:
+    def __init__(self, text: str, name: str = "<string>", source: Source | None = None):
+        self.source = source or Source(text, name)
+        self.text = text
+        self.dialect = detect_dialect(text)
+        self.typevars: set[str] = set()
+
+    def error(self, syn: Any, message: str) -> ScriptError:
+        return error(self.source, syn, message)
+
+    def parse(self) -> IRModule | PrimFunc:
+        tree = parse_syntax(self.text, self.source)
+        results: list = []
+        for stmt in tree.body:
+            if isinstance(stmt, S.Import) or _is_docstring(stmt):
+                continue
+            if isinstance(stmt, S.Assign) and self.typevar(stmt):
+                continue
+            if isinstance(stmt, S.ClassDef):
+                results.append(self.module(stmt))
+            elif isinstance(stmt, S.FunctionDef):
+                results.append(self.function(stmt))
+            else:
+                raise self.error(stmt, "expected an @I.ir_module class or a @T.prim_func function "
+                                 "at the top level")
+        if not results:
+            raise ScriptError("no @I.ir_module class or @T.prim_func function found",
+                              None, note=f"in {self.source.name}")
+        if len(results) > 1:
+            raise self.error(tree.body[-1], "a script holds one module or one function; "
+                             "put several functions into one @I.ir_module class")
+        return results[0]
+
+    def typevar(self, stmt: S.Assign) -> bool:
+        """``n = TypeVar("n")``: a symbolic size shared by the functions below (TVM 0.27)."""
+        value = stmt.value
+        if not (isinstance(value, S.Call) and dotted(value.func) in ("TypeVar", "typing.TypeVar")):
+            return False
+        target = stmt.targets[0]
+        if not isinstance(target, S.Name) or not value.args or not isinstance(value.args[0], S.Constant) \
+                or value.args[0].value != target.id:
+            raise self.error(stmt, "write a type variable as n = TypeVar(\"n\")")
+        self.typevars.add(target.id)
+        return True
+
+    def module(self, cls: S.ClassDef) -> IRModule:
+        names = [_decorator(d)[0] for d in cls.decorators]
+        if not any(n in _MODULE_DECORATORS for n in names):
+            raise self.error(cls, f"class {cls.name!r} needs the @I.ir_module decorator")
+        mod = IRModule()
+        attrs: dict = {}
+        for stmt in cls.body:
+            if isinstance(stmt, S.FunctionDef):
+                if stmt.name in mod:
+                    raise self.error(stmt, f"function {stmt.name!r} is defined twice in this module")
+                mod[stmt.name] = self.function(stmt)
+            elif isinstance(stmt, S.ExprStmt) and isinstance(stmt.value, S.Call) \
+                    and dotted(stmt.value.func) == "I.module_attrs":
+                args = stmt.value.args
+                if len(args) != 1 or not isinstance(args[0], S.DictExpr):
+                    raise self.error(stmt, "I.module_attrs takes one dict")
+                attrs.update(self.literal(args[0]))
+            elif isinstance(stmt, (S.Pass, S.Import)) or _is_docstring(stmt):
+                continue
+            else:
+                raise self.error(stmt, "a module class holds functions and I.module_attrs only")
+        if attrs:
+            mod.attrs = freeze_value(attrs)
+        mod.span = None
+        return mod
+
+    def literal(self, syn: Any) -> Any:
+        builder = TIRBuilder(self.source, self.dialect)
+        return builder.ev(syn)
+
+    def function(self, fdef: S.FunctionDef) -> PrimFunc:
+        for dec in fdef.decorators:
+            name, kwargs = _decorator(dec)
+            if name in _PRIM_FUNC_DECORATORS:
+                for key in kwargs:
+                    if key not in ("private", "s_tir", "check_well_formed"):
+                        raise self.error(dec, f"unknown @T.prim_func argument {key!r}")
+                builder = TIRBuilder(self.source, self.dialect, typevars=frozenset(self.typevars))
+                return builder.prim_func(fdef, kwargs)
+            if name in _RELAX_DECORATORS:
+                raise self.error(dec, "Relax functions (@R.function) are not supported yet")
+            known = sorted(_PRIM_FUNC_DECORATORS | _RELAX_DECORATORS)
+            raise self.error(dec, f"unknown decorator '@{name}'{did_you_mean(name or '', known)}")
+        raise self.error(fdef, f"function {fdef.name!r} needs a decorator such as @T.prim_func")
+
+
+def _is_docstring(stmt: Any) -> bool:
+    return isinstance(stmt, S.ExprStmt) and isinstance(stmt.value, S.Constant) \
+        and isinstance(stmt.value.value, str)
+
+
+def from_source(text: str, name: str = "<string>") -> IRModule | PrimFunc:
+    """Parse TVMScript text: an ``@I.ir_module`` class gives an IRModule, a bare
+    ``@T.prim_func`` a PrimFunc. Errors are ``tvms.ScriptError`` with the position."""
+    return ModuleParser(text, name).parse()

@@ -1,0 +1,491 @@
+"""Evaluating TVMScript expressions to IR: names, operators, buffer accesses and the ``T.*``
+builtins that make expressions (``T.float32(0.0)``, ``T.exp``, ``T.Cast``, ``T.max`` ...)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..ir import arith, op as op_registry
+from ..ir.buffer import Buffer, BufferRegion
+from ..ir.dtype import DataType, is_dtype_name
+from ..ir.errors import ScriptError, Source, TVMSError
+from ..ir.expr import (Add, And, Broadcast, BufferLoad, Call, Cast, CommReducer, Div, EQ,
+                       FloatImm, FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let, Max, Min, Mod,
+                       Mul, NE, Not, Or, PointerType, PrimExpr, PrimType, Ramp, Range, Select,
+                       StringImm, Sub, Var, const)
+from ..ir.module import Target
+from ..ir.node import EMPTY, FrozenDict
+from . import syntax as S
+from .diagnostics import did_you_mean, error
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A reference to ``T.<path>`` not yet called."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class NewVar:
+    """``T.int64()``: a variable declaration waiting for the name it is assigned to."""
+
+    dtype: DataType
+
+
+@dataclass(frozen=True)
+class BufferSlice:
+    """``A[0:16, j]``: a subscript with slices; a region in T.reads, a vector access elsewhere."""
+
+    buffer: Buffer
+    indices: tuple  # PrimExpr or (start, stop) pairs
+
+
+@dataclass(frozen=True)
+class BufferMethod:
+    buffer: Buffer
+    name: str
+
+
+@dataclass(frozen=True)
+class LetAnnotation:
+    """``T.let[T.int32]`` as a variable annotation."""
+
+    dtype: DataType
+
+
+# Names that mean the T module, the I module, or ``range``.
+T_NAMES = frozenset({"T", "tir"})
+
+
+class ExprEvaluator:
+    """Evaluates syntax nodes to IR values within the scopes the statement builder keeps."""
+
+    source: Source
+    scopes: list[dict[str, Any]]
+
+    # ---------------------------------------------------------------- errors and scopes
+    def error(self, syn: Any, message: str, note: str | None = None) -> ScriptError:
+        return error(self.source, syn, message, note)
+
+    def lookup(self, name: str, syn: Any) -> Any:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        if name in T_NAMES:
+            return Builtin("")
+        if name == "range":
+            return Builtin("serial")
+        known = [n for scope in self.scopes for n in scope]
+        raise self.error(syn, f"undefined variable {name!r}{did_you_mean(name, known)}")
+
+    # ---------------------------------------------------------------- evaluation
+    def ev(self, syn: Any) -> Any:
+        method = getattr(self, "ev_" + type(syn).__name__, None)
+        if method is None:
+            raise self.error(syn, f"this {type(syn).__name__} expression is not supported in TensorIR")
+        try:
+            return method(syn)
+        except TVMSError as e:
+            if isinstance(e, ScriptError):
+                raise
+            raise self.error(syn, str(e)) from None
+
+    def ev_expr(self, syn: Any, like: PrimExpr | None = None) -> PrimExpr:
+        value = self.ev(syn)
+        if isinstance(value, BufferSlice):
+            return self.slice_load(value, syn)
+        if isinstance(value, (PrimExpr, int, float, bool)):
+            return arith.to_expr(value, like)
+        raise self.error(syn, f"expected an expression, got {_describe(value)}")
+
+    def ev_Name(self, syn: S.Name) -> Any:
+        return self.lookup(syn.id, syn)
+
+    def ev_Constant(self, syn: S.Constant) -> Any:
+        return syn.value
+
+    def ev_TupleExpr(self, syn: S.TupleExpr) -> tuple:
+        return tuple(self.ev(e) for e in syn.elts)
+
+    def ev_ListExpr(self, syn: S.ListExpr) -> list:
+        return [self.ev(e) for e in syn.elts]
+
+    def ev_DictExpr(self, syn: S.DictExpr) -> dict:
+        return {self.ev(k): self.ev(v) for k, v in zip(syn.keys, syn.values)}
+
+    def ev_Attribute(self, syn: S.Attribute) -> Any:
+        base = self.ev(syn.value)
+        if isinstance(base, Builtin):
+            path = f"{base.path}.{syn.attr}" if base.path else syn.attr
+            if not base.path and not _is_builtin(path):
+                raise self.error(syn, f"unknown builtin 'T.{path}'"
+                                 f"{did_you_mean('T.' + path, ['T.' + n for n in all_builtin_names()])}")
+            return Builtin(path)
+        if isinstance(base, Buffer):
+            if syn.attr == "data":
+                return base.data
+            if syn.attr == "shape":
+                return base.shape
+            if syn.attr == "dtype":
+                return str(base.dtype)
+            if syn.attr in ("view", "access_ptr"):
+                return BufferMethod(base, syn.attr)
+        raise self.error(syn, f"{_describe(base)} has no attribute {syn.attr!r}")
+
+    def ev_Subscript(self, syn: S.Subscript) -> Any:
+        base = self.ev(syn.value)
+        if isinstance(base, Buffer):
+            return self.subscript_buffer(base, syn)
+        if isinstance(base, Builtin):
+            if base.path == "Buffer":  # the older T.Buffer[(128, 128), "float32"]
+                args = [self.ev(i) for i in syn.indices]
+                return self.call_builtin(base, args, {}, syn)
+            if base.path == "let":
+                return LetAnnotation(self.dtype_of(self.ev(syn.indices[0]), syn))
+        if isinstance(base, (tuple, list)) and len(syn.indices) == 1:
+            return base[self.ev(syn.indices[0])]
+        raise self.error(syn, f"cannot subscript {_describe(base)}")
+
+    def subscript_buffer(self, buffer: Buffer, syn: S.Subscript) -> Any:
+        items: list = []
+        sliced = False
+        for index in syn.indices:
+            if isinstance(index, S.Slice):
+                if index.step is not None:
+                    raise self.error(index, "a slice step is not supported here")
+                start = self.ev_expr(index.lower) if index.lower is not None else const(0)
+                if index.upper is None:
+                    raise self.error(syn, "a slice needs an end")
+                items.append((start, self.ev_expr(index.upper, start)))
+                sliced = True
+            else:
+                items.append(self.ev_expr(index))
+        if len(items) != len(buffer.shape):
+            raise self.error(syn, f"buffer {buffer.name!r} has {len(buffer.shape)} dimension"
+                             f"{'s' if len(buffer.shape) != 1 else ''} but is indexed with "
+                             f"{len(items)} ind{'ices' if len(items) != 1 else 'ex'}")
+        if sliced:
+            return BufferSlice(buffer, tuple(items))
+        return BufferLoad(buffer, tuple(items))
+
+    def slice_load(self, value: BufferSlice, syn: Any) -> PrimExpr:
+        """``A[i:i + 8]`` read as a vector: each slice becomes a Ramp."""
+        indices = []
+        for item in value.indices:
+            if isinstance(item, tuple):
+                start, stop = item
+                lanes = arith_extent(start, stop)
+                if not isinstance(lanes, IntImm):
+                    raise self.error(syn, "a vector slice needs a constant length")
+                indices.append(Ramp(start, const(1, start.dtype), lanes.value))
+            else:
+                indices.append(item)
+        return BufferLoad(value.buffer, tuple(indices))
+
+    def to_region(self, value: Any, syn: Any) -> BufferRegion:
+        if isinstance(value, Buffer):
+            return BufferRegion.full(value)
+        if isinstance(value, BufferLoad):
+            return BufferRegion(value.buffer, tuple(Range(i, const(1, i.dtype)) for i in value.indices))
+        if isinstance(value, BufferSlice):
+            return BufferRegion(value.buffer, tuple(
+                Range(i[0], arith_extent(i[0], i[1])) if isinstance(i, tuple) else Range(i, const(1, i.dtype))
+                for i in value.indices))
+        raise self.error(syn, f"expected a buffer region such as A[i, 0:16], got {_describe(value)}")
+
+    def ev_BinOp(self, syn: S.BinOp) -> Any:
+        a, b = self.operand(syn.left), self.operand(syn.right)
+        if syn.op == "/":
+            return arith.truediv(a, b)
+        cls = arith.BINARY_OPERATORS.get(syn.op)
+        if cls is None:
+            raise self.error(syn, f"the operator {syn.op!r} is not supported in TensorIR")
+        return arith.binary(cls, a, b)
+
+    def operand(self, syn: Any) -> Any:
+        value = self.ev(syn)
+        if isinstance(value, BufferSlice):
+            return self.slice_load(value, syn)
+        if not isinstance(value, (PrimExpr, int, float, bool)):
+            raise self.error(syn, f"expected an expression, got {_describe(value)}")
+        return value
+
+    def ev_UnaryOp(self, syn: S.UnaryOp) -> Any:
+        value = self.operand(syn.operand)
+        if syn.op == "-":
+            return arith.negate(value)
+        if syn.op == "+":
+            return value
+        raise self.error(syn, f"the operator {syn.op!r} is not supported in TensorIR")
+
+    def ev_NotOp(self, syn: S.NotOp) -> Any:
+        return arith.logical_not(self.operand(syn.operand))
+
+    def ev_BoolOp(self, syn: S.BoolOp) -> Any:
+        cls = And if syn.op == "and" else Or
+        result = self.operand(syn.values[0])
+        for v in syn.values[1:]:
+            result = arith.binary(cls, result, self.operand(v))
+        return result
+
+    def ev_Compare(self, syn: S.Compare) -> Any:
+        left = self.operand(syn.left)
+        result = None
+        for op, right_syn in zip(syn.ops, syn.comparators):
+            right = self.operand(right_syn)
+            one = arith.binary(arith.BINARY_OPERATORS[op], left, right)
+            result = one if result is None else arith.binary(And, result, one)
+            left = right
+        return result
+
+    def ev_Call(self, syn: S.Call) -> Any:
+        func = self.ev(syn.func)
+        if isinstance(func, Builtin) and func.path == "comm_reducer":
+            return self.comm_reducer(syn)
+        args = [self.ev(a) for a in syn.args if not isinstance(a, S.Starred)]
+        if any(isinstance(a, S.Starred) for a in syn.args):
+            raise self.error(syn, "star arguments are not supported in TVMScript")
+        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
+        if isinstance(func, Builtin):
+            return self.call_builtin(func, args, kwargs, syn)
+        if isinstance(func, BufferMethod):
+            return self.buffer_method(func, args, kwargs, syn)
+        raise self.error(syn.func, f"{_describe(func)} is not callable")
+
+    def comm_reducer(self, syn: S.Call) -> CommReducer:
+        if len(syn.args) != 2 or not isinstance(syn.args[0], S.Lambda):
+            raise self.error(syn, "T.comm_reducer takes a lambda and a list of identity elements")
+        lam = syn.args[0]
+        n = len(lam.params) // 2
+        identity = [self.ev_expr(e) for e in syn.args[1].elts]
+        if len(lam.params) != 2 * n or len(identity) != n:
+            raise self.error(lam, "the reducer lambda takes two arguments per identity element")
+        lhs = tuple(Var(p, identity[i].dtype) for i, p in enumerate(lam.params[:n]))
+        rhs = tuple(Var(p, identity[i].dtype) for i, p in enumerate(lam.params[n:]))
+        self.scopes.append({v.name: v for v in lhs + rhs})
+        try:
+            body = self.ev(lam.body)
+        finally:
+            self.scopes.pop()
+        result = tuple(arith.to_expr(r) for r in (body if isinstance(body, tuple) else (body,)))
+        return CommReducer(lhs, rhs, result, tuple(identity))
+
+    def buffer_method(self, method: BufferMethod, args: list, kwargs: dict, syn: Any) -> Any:
+        raise self.error(syn, f"{method.buffer.name}.{method.name}(...) is only allowed as a statement "
+                         f"that defines a buffer")
+
+    # ---------------------------------------------------------------- T.* builtins
+    def call_builtin(self, func: Builtin, args: list, kwargs: dict, syn: Any) -> Any:
+        path = func.path
+        handler = EXPR_BUILTINS.get(path)
+        if handler is not None:
+            return handler(self, args, kwargs, syn)
+        if is_dtype_name(path):
+            return self.dtype_constructor(DataType(path), args, kwargs, syn)
+        info = op_registry.lookup_script_name(path)
+        if info is not None:
+            return self.intrinsic(info, args, kwargs, syn)
+        raise self.error(syn, f"T.{path}(...) cannot be used in an expression")
+
+    def dtype_constructor(self, dtype: DataType, args: list, kwargs: dict, syn: Any) -> Any:
+        if not args:
+            return NewVar(dtype)
+        if len(args) != 1:
+            raise self.error(syn, f"T.{dtype}(...) takes one value")
+        value = args[0]
+        if isinstance(value, bool) or isinstance(value, (int, float)):
+            if dtype.is_float:
+                return FloatImm(dtype, float(value))
+            if isinstance(value, float) and not value.is_integer():
+                raise self.error(syn, f"{value!r} is not a value of type {dtype}")
+            return const(int(value) if not isinstance(value, bool) else value, dtype)
+        if isinstance(value, str) and dtype.is_float and value in ("inf", "-inf", "nan"):
+            return FloatImm(dtype, float(value))
+        if isinstance(value, PrimExpr):
+            return arith.cast(dtype, value)
+        raise self.error(syn, f"T.{dtype}(...) needs a number, got {_describe(value)}")
+
+    def intrinsic(self, info: op_registry.OpInfo, args: list, kwargs: dict, syn: Any) -> Call:
+        explicit = None
+        if info.result == "dtype":
+            if not args:
+                raise self.error(syn, f"T.{info.script_name} needs the result data type as its first argument")
+            explicit = self.dtype_of(args[0], syn)
+            args = args[1:]
+        lo, hi = info.arity
+        if len(args) < lo or (hi is not None and len(args) > hi):
+            want = str(lo) if lo == hi else f"{lo} to {hi}" if hi is not None else f"at least {lo}"
+            raise self.error(syn, f"T.{info.script_name} takes {want} argument{'s' if want != '1' else ''}, "
+                             f"got {len(args)}")
+        call_args = tuple(self.call_arg(a, syn) for a in args)
+        dtype = op_registry.result_dtype(info, call_args, explicit)
+        attrs = freeze_value(kwargs) if kwargs else EMPTY
+        return Call(dtype, op_registry.get_op(info.name), call_args, attrs)
+
+    def call_arg(self, value: Any, syn: Any) -> Any:
+        if isinstance(value, str):
+            return StringImm(value)
+        if isinstance(value, BufferSlice):
+            return self.slice_load(value, syn)
+        if isinstance(value, (PrimExpr, int, float, bool)):
+            return arith.to_expr(value)
+        if isinstance(value, (Buffer, CommReducer)):
+            return value
+        raise self.error(syn, f"{_describe(value)} cannot be an argument of an intrinsic")
+
+    def dtype_of(self, value: Any, syn: Any) -> DataType:
+        if isinstance(value, Builtin) and is_dtype_name(value.path):
+            return DataType(value.path)
+        if isinstance(value, str):
+            try:
+                return DataType(value)
+            except TVMSError as e:
+                raise self.error(syn, str(e)) from None
+        raise self.error(syn, f"expected a data type such as \"float32\", got {_describe(value)}")
+
+
+def arith_extent(start: PrimExpr, stop: PrimExpr) -> PrimExpr:
+    """``stop - start`` simplified where the difference is plain (``i + 16 - i`` is 16)."""
+    from ..ir.simplify import simplify
+
+    return simplify(arith.binary(Sub, stop, start))
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, Builtin):
+        return f"T.{value.path}" if value.path else "the module T"
+    if isinstance(value, Buffer):
+        return f"buffer {value.name!r}"
+    if isinstance(value, Var):
+        return f"variable {value.name!r}"
+    if isinstance(value, PrimExpr):
+        return f"a {value.dtype} expression"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return type(value).__name__ if not isinstance(value, (int, float)) else repr(value)
+
+
+# ---------------------------------------------------------------- the expression builtins table
+def _binary_builtin(cls: type) -> Callable:
+    def build(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
+        if len(args) != 2:
+            raise ev.error(syn, f"T.{cls.__name__} takes two arguments")
+        a, b = arith.match_types(ev.call_arg(args[0], syn), ev.call_arg(args[1], syn))
+        return cls(a, b)
+    return build
+
+
+def _fixed(n: int, name: str, build: Callable) -> Callable:
+    def check(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
+        if len(args) != n:
+            raise ev.error(syn, f"T.{name} takes {n} argument{'s' if n != 1 else ''}, got {len(args)}")
+        return build(ev, args, kwargs, syn)
+    return check
+
+
+def _cast(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
+    return Cast(ev.dtype_of(args[0], syn), ev.call_arg(args[1], syn))
+
+
+def _select(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
+    c, t, f = (ev.call_arg(a, syn) for a in args)
+    t, f = arith.match_types(t, f)
+    return Select(c, t, f)
+
+
+def _ramp(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
+    base, stride = arith.match_types(ev.call_arg(args[0], syn), ev.call_arg(args[1], syn))
+    return Ramp(base, stride, int(_int_value(ev, args[2], syn)))
+
+
+def _broadcast(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
+    return Broadcast(ev.call_arg(args[0], syn), int(_int_value(ev, args[1], syn)))
+
+
+def _let_expr(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
+    where = kwargs.get("where")
+    if not isinstance(where, dict) or len(where) != 1:
+        raise ev.error(syn, "T.Let(body, where={var: value}) binds exactly one variable")
+    (var, value), = where.items()
+    return Let(var, ev.call_arg(value, syn), ev.call_arg(args[0], syn))
+
+
+def _int_value(ev: ExprEvaluator, value: Any, syn: Any) -> int:
+    if isinstance(value, IntImm):
+        return value.value
+    if isinstance(value, int):
+        return value
+    raise ev.error(syn, f"expected a constant integer, got {_describe(value)}")
+
+
+def _target(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
+    config = args[0] if args else kwargs
+    if isinstance(config, str):
+        config = {"kind": config}
+    return Target(freeze_value(config))
+
+
+def freeze_value(value: Any) -> Any:
+    """Attribute values as stored in the IR: dicts frozen, lists as tuples."""
+    if isinstance(value, dict):
+        return FrozenDict({k: freeze_value(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(freeze_value(v) for v in value)
+    return value
+
+
+def _handle(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
+    return handle_type(ev, args, kwargs, syn)
+
+
+def handle_type(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
+    """``T.handle`` / ``T.handle("float32", "global")`` as a parameter type."""
+    if not args and not kwargs:
+        return PrimType(DataType("handle"))
+    dtype = ev.dtype_of(args[0] if args else kwargs.get("dtype"), syn)
+    scope = args[1] if len(args) > 1 else kwargs.get("storage_scope", "global")
+    return PointerType(dtype, scope)
+
+
+EXPR_BUILTINS: dict[str, Callable] = {
+    "Cast": _fixed(2, "Cast", _cast),
+    "Select": _fixed(3, "Select", _select),
+    "Ramp": _fixed(3, "Ramp", _ramp),
+    "Broadcast": _fixed(2, "Broadcast", _broadcast),
+    "Let": _let_expr,
+    "min": _binary_builtin(Min), "max": _binary_builtin(Max),
+    "truncdiv": _binary_builtin(Div), "truncmod": _binary_builtin(Mod),
+    "floordiv": _binary_builtin(FloorDiv), "floormod": _binary_builtin(FloorMod),
+    "Add": _binary_builtin(Add), "Sub": _binary_builtin(Sub), "Mul": _binary_builtin(Mul),
+    "Div": _binary_builtin(Div), "Mod": _binary_builtin(Mod), "FloorDiv": _binary_builtin(FloorDiv),
+    "FloorMod": _binary_builtin(FloorMod), "Min": _binary_builtin(Min), "Max": _binary_builtin(Max),
+    "EQ": _binary_builtin(EQ), "NE": _binary_builtin(NE), "LT": _binary_builtin(LT),
+    "LE": _binary_builtin(LE), "GT": _binary_builtin(GT), "GE": _binary_builtin(GE),
+    "And": _binary_builtin(And), "Or": _binary_builtin(Or),
+    "Not": _fixed(1, "Not", lambda ev, a, k, s: Not(ev.call_arg(a[0], s))),
+    "target": _target,
+    "handle": _handle,
+    # a buffer as a parameter type: the statement builder supplies buffer_decl
+    "Buffer": lambda ev, args, kwargs, syn: ev.buffer_decl("buffer", args, kwargs, syn),
+}
+
+# Builtins that are statements or scopes (handled by the statement builder), listed so that
+# ``T.<name>`` resolves and typos get a suggestion.
+STATEMENT_BUILTINS = frozenset(
+    "prim_func func_attr grid serial parallel vectorized unroll thread_binding block sblock "
+    "axis axis.spatial axis.reduce axis.remap axis.scan axis.opaque where reads writes init "
+    "block_attr sblock_attr alloc_buffer sblock_alloc_buffer match_buffer Buffer decl_buffer "
+    "alloc_shared alloc_local allocate launch_thread env_thread attr evaluate LetStmt let "
+    "comm_reducer Assert bool".split())
+
+
+def all_builtin_names() -> list[str]:
+    return sorted(set(EXPR_BUILTINS) | STATEMENT_BUILTINS | set(op_registry.script_names())
+                  | {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                     "float16", "float32", "float64", "bfloat16", "bool"})
+
+
+def _is_builtin(path: str) -> bool:
+    return (path in EXPR_BUILTINS or path in STATEMENT_BUILTINS or is_dtype_name(path)
+            or op_registry.lookup_script_name(path) is not None)
