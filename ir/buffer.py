@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from .dtype import DataType, handle
 from .expr import IntImm, PointerType, PrimExpr, Range, Var
-from .node import Node, binds
+from .node import Node, binds, hint
 
 DEFAULT_ALIGN = 64  # bytes; TVM's kAllocAlignment
 
@@ -23,7 +23,7 @@ class Buffer(Node):
     shape: tuple = ()
     strides: tuple = ()
     elem_offset: PrimExpr | None = None
-    name: str = "buffer"
+    name: str = hint(default="buffer")
     data_alignment: int = DEFAULT_ALIGN
     offset_factor: int = 1
     buffer_type: str = "default"  # or "auto_broadcast"

@@ -6,7 +6,7 @@ from typing import Any, Union
 
 from .dtype import DataType, boolean, handle, int32
 from .errors import TVMSError
-from .node import EMPTY, FrozenDict, Node, binds, derived
+from .node import EMPTY, FrozenDict, Node, binds, derived, hint
 
 
 # ---------------------------------------------------------------- types (of variables)
@@ -64,7 +64,7 @@ class StringImm(PrimExpr):
 class Var(PrimExpr):
     """A variable. Two Vars are the same variable only if they are the same object."""
 
-    name: str
+    name: str = hint()
     dtype: DataType = int32
     type_annotation: Node | None = None  # PointerType for handles that point at data
 
