@@ -1,0 +1,37 @@
+"""Shared test configuration: where the corpus and fixtures live, and the --runslow switch."""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+CORPUS = SHARED / "corpus"
+FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
+
+
+def corpus_manifest() -> list[dict]:
+    """The corpus manifest rows (empty when ../shared is not beside the checkout)."""
+    path = CORPUS / "manifest.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: a long test, run with --runslow")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --runslow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
