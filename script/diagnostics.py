@@ -35,3 +35,11 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """`` (did you mean "T.grid"?)`` or empty."""
     close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def join_or(words: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    words = list(words)
+    if len(words) <= 1:
+        return "".join(words)
+    return ", ".join(words[:-1]) + " or " + words[-1]

@@ -209,7 +209,7 @@ class SyntaxBuilder(Transformer):
     def assign(self, *parts: Syn) -> Syn:
         return Assign(list(parts[:-1]), parts[-1]).at(parts[0], parts[-1])
 
-    def ann_assign(self, target: Syn, annotation: Syn, value: Syn | None) -> Syn:
+    def ann_assign(self, target: Syn, annotation: Syn, value: Syn | None = None) -> Syn:
         return AnnAssign(target, annotation, value).at(target, value or annotation)
 
     def aug_assign(self, target: Syn, op: Token, value: Syn) -> Syn:
@@ -256,7 +256,10 @@ class SyntaxBuilder(Transformer):
     def while_stmt(self, test: Syn, body: list) -> Syn:
         return While(test, body).at(test, body[-1])
 
-    def with_stmt(self, item: Syn, target: Syn | None, body: list) -> Syn:
+    def with_stmt(self, item: Syn, *rest: Any) -> Syn:
+        # "as TARGET" is optional; Lark leaves no placeholder for an inlined optional rule
+        body = rest[-1]
+        target = rest[0] if len(rest) == 2 else None
         return With(item, target, body).at(item, body[-1])
 
     def param(self, name: Token, annotation: Syn | None, default: Syn | None) -> Syn:

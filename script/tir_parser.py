@@ -254,7 +254,10 @@ class TIRBuilder(ExprEvaluator):
         if isinstance(value, (PrimExpr, int, float, bool)):
             expr = arith.to_expr(value)
             name = self.target_name(target)
-            return self.let_stmt(name, expr.dtype, expr, rest, syn)
+            if self.lookup_local(name) is not None:
+                raise self.error(target, f"{name!r} is already defined; TensorIR variables cannot be "
+                                 f"reassigned (store into a buffer instead)")
+            return self.let_stmt(name, expr.dtype, expr, rest, syn, scalar_decl=self.dialect is not CLASSIC)
         raise self.error(value_syn, f"cannot assign {_describe(value)} to a name in TensorIR")
 
     def target_name(self, target: Any) -> str:
@@ -265,10 +268,12 @@ class TIRBuilder(ExprEvaluator):
     def stmt_AnnAssign(self, syn: S.AnnAssign, rest: list) -> Any:
         name = self.target_name(syn.target)
         ann = self.ev(syn.annotation)
+        scalar_decl = False
         if isinstance(ann, LetAnnotation):
             dtype = ann.dtype
         elif isinstance(ann, Builtin) and is_dtype_name(ann.path):
             dtype = DataType(ann.path)
+            scalar_decl = self.dialect is not CLASSIC  # TVM 0.27's mutable-scalar spelling
         elif isinstance(ann, Buffer) and syn.value is None:
             self.define(name, ann)
             return _Header()
@@ -278,16 +283,23 @@ class TIRBuilder(ExprEvaluator):
             self.define(name, Var(name, dtype))
             return _Header()
         value = self.ev_expr(syn.value)
-        if isinstance(value, IntImm) and value.dtype != dtype or (
-                not isinstance(syn.value, S.Call) and value.dtype != dtype and isinstance(value, (IntImm,))):
-            value = const(value.value, dtype)
-        return self.let_stmt(name, dtype, value, rest, syn)
+        if isinstance(value, (IntImm,)) and value.dtype != dtype and isinstance(syn.value, (S.Constant, S.UnaryOp)):
+            value = const(value.value, dtype)  # a literal takes the declared type
+        return self.let_stmt(name, dtype, value, rest, syn, scalar_decl)
 
-    def let_stmt(self, name: str, dtype: DataType, value: PrimExpr, rest: list, syn: Any) -> Any:
+    def lookup_local(self, name: str) -> Any:
+        for scope in reversed(self.scopes[1:]):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def let_stmt(self, name: str, dtype: DataType, value: PrimExpr, rest: list, syn: Any,
+                 scalar_decl: bool = False) -> Any:
         if value.dtype != dtype:
             raise self.error(syn, f"{name!r} is declared {dtype} but the value is {value.dtype}")
         var = Var(name, dtype)
-        return _TakesRest(LetStmt(var, value, self.rest_body(rest, {name: var}), span=self.span(syn)))
+        return _TakesRest(LetStmt(var, value, self.rest_body(rest, {name: var}), scalar_decl,
+                                  span=self.span(syn)))
 
     def buffer_store(self, target: S.Subscript, value_syn: Any) -> Stmt:
         dest = self.ev(target)

@@ -2,6 +2,7 @@
 sugar (``T.grid``, ``T.axis.remap``, the implicit root block, concise scoping)."""
 from __future__ import annotations
 
+import keyword
 import math
 import re
 from typing import Any, Callable
@@ -44,10 +45,17 @@ def quote(s: str) -> str:
 
 
 def format_float(value: float) -> str:
+    """As TVM prints a float: whole numbers with one decimal, others with 17 significant digits
+    (C's %.17g), and inf/nan as strings."""
     if math.isinf(value) or math.isnan(value):
-        return quote("inf" if value > 0 else "-inf") if math.isinf(value) else quote("nan")
-    text = repr(float(value))
-    return text
+        return quote("nan" if math.isnan(value) else "inf" if value > 0 else "-inf")
+    if value == math.floor(value):
+        return "%.1f" % value
+    return "%.17g" % value
+
+
+# Names a printed variable may not take: the script's module aliases and Python's keywords.
+RESERVED = frozenset(["T", "I", "R"] + keyword.kwlist + ["range"])
 
 
 class Namer:
@@ -55,7 +63,7 @@ class Namer:
 
     def __init__(self) -> None:
         self.names: dict[int, str] = {}
-        self.used: dict[str, int] = {}
+        self.used: dict[str, int] = {name: 1 for name in RESERVED}
         self.frames: list[list[int]] = [[]]
         self.keep: list = []
 
@@ -97,7 +105,7 @@ class TIRPrinter:
         self.indent = 0
         self.pending: list[str] = []  # definitions of free variables met while printing a statement
         self.func_level = True
-        self.buffer_defs: dict[int, Buffer] = {}  # data var id -> the buffer that defines it
+        self.buffer_defs: dict[int, list[Buffer]] = {}  # data var id -> buffers over that data
         self.typevars = typevars or {}  # hoisted names of module-level TypeVars (0.27)
         self.loop_doms: dict[int, tuple] = {}  # loop var id -> (min, extent), for T.axis.remap
 
@@ -115,8 +123,8 @@ class TIRPrinter:
             return name
         if id(v) in self.typevars:
             return self.typevars[id(v)]
-        owner = self.buffer_defs.get(id(v))
-        if owner is not None and self.namer.get(owner) is not None:
+        owner = self.data_owner(v)
+        if owner is not None:
             return f"{self.namer.get(owner)}.data"
         # a free variable: define it at the function level, before the statement that uses it
         name = self.namer.define(v, v.name)
@@ -136,14 +144,20 @@ class TIRPrinter:
         # a buffer used without a definition: declare it where the function starts
         name = self.namer.define(b, b.name)
         self.pending.append(f"{name} = {self.buffer_decl(b, 'Buffer', [])}")
-        self.buffer_defs[id(b.data)] = b
+        self.buffer_defs.setdefault(id(b.data), []).append(b)
         return name
 
     def define_buffer(self, b: Buffer) -> str:
         name = self.namer.define(b, b.name)
-        if self.namer.get(b.data) is None and id(b.data) not in self.buffer_defs:
-            self.buffer_defs[id(b.data)] = b
+        self.buffer_defs.setdefault(id(b.data), []).append(b)
         return name
+
+    def data_owner(self, data: Var, exclude: Buffer | None = None) -> Buffer | None:
+        """The innermost buffer in scope whose data pointer is ``data`` (prints as ``B.data``)."""
+        for b in reversed(self.buffer_defs.get(id(data), ())):
+            if b is not exclude and self.namer.get(b) is not None:
+                return b
+        return None
 
     # ---------------------------------------------------------------- expressions
     def expr(self, e: Any) -> str:
@@ -310,8 +324,7 @@ class TIRPrinter:
         args = args + [shape]
         if dtype_always or b.dtype.name != "float32":
             args.append(quote(str(b.dtype)))
-        owner = self.buffer_defs.get(id(b.data))
-        if self.namer.get(b.data) is not None or (owner is not None and owner is not b):
+        if self.namer.get(b.data) is not None or self.data_owner(b.data, exclude=b) is not None:
             args.append(f"data={self.var(b.data)}")
         if b.strides:
             args.append("strides=(" + ", ".join(self.expr(s) for s in b.strides) + ("," if len(b.strides) == 1 else "") + ")")
@@ -420,10 +433,18 @@ class TIRPrinter:
             self.pending.clear()
 
     # ---------------------------------------------------------------- statements
-    def body(self, s: Stmt, top: bool = False) -> None:
+    def body(self, s: Stmt, top: bool = False, alone: bool = True) -> None:
+        """Print a frame's body. ``alone``: nothing was printed in this frame before it.
+
+        A scope statement prints without ``with`` (its body following at the same level) when it
+        ends the frame; ``T.attr``/``T.launch_thread`` only when it is the frame's whole body.
+        """
         stmts = s.seq if isinstance(s, SeqStmt) else (s,)
+        if len(stmts) > 1:  # T.evaluate(0) is a no-op TVM leaves out of sequences
+            stmts = tuple(x for x in stmts if not _is_nop(x)) or stmts[:1]
         for i, stmt in enumerate(stmts):
-            concise = i == len(stmts) - 1
+            last = i == len(stmts) - 1
+            concise = last if not isinstance(stmt, AttrStmt) else (last and alone and len(stmts) == 1)
             if top:
                 self.top_level(lambda stmt=stmt, concise=concise: self.stmt(stmt, concise, top))
             else:
@@ -442,9 +463,9 @@ class TIRPrinter:
             raise TypeError(f"cannot print statement {type(s).__name__}")
         method(self, s, concise, top)
 
-    def continue_body(self, body: Stmt, top: bool) -> None:
+    def continue_body(self, body: Stmt, top: bool, alone: bool = False) -> None:
         """The body of a concisely printed scope continues at the same indentation."""
-        self.body(body, top)
+        self.body(body, top, alone)
 
     def st_store(self, s: BufferStore, concise: bool, top: bool) -> None:
         self.emit(f"{self.buffer(s.buffer)}[{self.indices(s.indices)}] = {self.expr(s.value)}")
@@ -470,13 +491,13 @@ class TIRPrinter:
         self.nested(s.body)
 
     def scope(self, concise: bool, top: bool, lhs: str | None, rhs: str, body: Stmt,
-              define: Callable[[], str] | None = None) -> None:
+              define: Callable[[], str] | None = None, alone_body: bool = False) -> None:
         """A statement with a body: ``lhs = rhs`` then the body at this level when it is the last
         statement here, else ``with rhs as lhs:`` and the body nested."""
         if concise:
             name = define() if define else None
             self.emit(f"{name or lhs} = {rhs}" if (name or lhs) else rhs)
-            self.continue_body(body, top)
+            self.continue_body(body, top, alone=alone_body)
         else:
             self.namer.push()
             name = define() if define else lhs
@@ -490,7 +511,10 @@ class TIRPrinter:
         value = self.expr(s.value)
         if concise:
             name = self.namer.define(s.var, s.var.name)
-            self.emit(f"{name}: T.{s.var.dtype} = {value}")
+            if self.d.name == "classic" or s.scalar_decl:
+                self.emit(f"{name}: T.{s.var.dtype} = {value}")
+            else:
+                self.emit(f"{name}: T.let[T.{s.var.dtype}] = {value}")
             self.continue_body(s.body, top)
         else:
             self.scope(False, top, None, f"T.LetStmt({value})", s.body,
@@ -501,12 +525,13 @@ class TIRPrinter:
         if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(node, IterVar) \
                 and self.namer.get(node.var) is None:
             rhs = f"T.launch_thread({quote(node.thread_tag)}, {self.expr(s.value)})"
-            self.scope(concise, top, None, rhs, s.body, lambda: self.namer.define(node.var, node.var.name))
+            self.scope(concise, top, None, rhs, s.body, lambda: self.namer.define(node.var, node.var.name),
+                       alone_body=True)
             return
         rhs = f"T.attr({self.value(node)}, {quote(s.attr_key)}, {self.value(s.value)})"
         if concise:
             self.emit(rhs)
-            self.continue_body(s.body, top)
+            self.continue_body(s.body, top, alone=True)
         else:
             self.emit(f"with {rhs}:")
             self.nested(s.body)
@@ -529,9 +554,8 @@ class TIRPrinter:
         self.scope(concise, top, None, rhs, s.body, lambda: self.define_buffer(b))
 
     def view_or_decl(self, b: Buffer) -> str:
-        owner = self.buffer_defs.get(id(b.data))
-        if (self.d.name != "classic" and owner is not None and owner is not b
-                and self.namer.get(owner) is not None and owner.dtype == b.dtype
+        owner = self.data_owner(b.data, exclude=b)
+        if (self.d.name != "classic" and owner is not None and owner.dtype == b.dtype
                 and self.simple_buffer(b) and owner.shape != b.shape
                 and [self.expr(x) for x in owner.shape] != [self.expr(x) for x in b.shape]):
             return f"{self.namer.get(owner)}.view({', '.join(self.expr(x) for x in b.shape)})"
@@ -696,6 +720,10 @@ def display_add(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     if _is_zero(a):
         return b
     return Add(a, b)
+
+
+def _is_nop(s: Stmt) -> bool:
+    return isinstance(s, Evaluate) and isinstance(s.value, IntImm) and s.value.value == 0
 
 
 def _is_zero(e: Any) -> bool:

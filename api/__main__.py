@@ -1,0 +1,7 @@
+"""``python -m tvms``: the command line tool (see ``tvms.cli``)."""
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""The ``tvms`` command line tool.
+
+``main(argv)`` parses the arguments and dispatches to one function per subcommand
+(``cmd_fmt``, ...); each returns the process exit code. To add a subcommand, write
+``_add_<name>_parser(subparsers)`` (which sets ``func=cmd_<name>``) and ``cmd_<name>(args)``,
+and call the former from ``build_parser``.
+
+Exit codes: 0 success, 1 ``--check`` found files to reformat, 2 usage error or an input
+that could not be read or parsed (``TVMSError``), 130 interrupted. Bugs (any other
+exception) are not swallowed: they propagate with their traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import stat
+import sys
+import tempfile
+from typing import Sequence
+
+from . import __version__
+from .ir import TVMSError
+
+PROG = "tvms"
+STDIN_NAME = "<stdin>"
+
+EXIT_OK = 0
+EXIT_CHANGED = 1
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+class InputError(Exception):
+    """A file that cannot be read or written; reported as ``tvms: error: ...``."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _error(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+def _decode(data: bytes, name: str) -> str:
+    try:
+        # utf-8-sig: a leading byte order mark is dropped (it is not TVMScript).
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        bad = data[err.start:err.start + 1]
+        raise InputError(
+            f"cannot read {name}: not valid UTF-8 (byte 0x{bad.hex()} at offset {err.start})"
+        ) from None
+
+
+def read_source(path: str) -> tuple[str, str]:
+    """``(name, text)`` of a file, or of standard input for ``-``. Raises InputError."""
+    if path == "-":
+        stream = sys.stdin
+        buffer = getattr(stream, "buffer", None)
+        if buffer is None:  # a text stream without bytes underneath (io.StringIO in tests)
+            return STDIN_NAME, stream.read()
+        return STDIN_NAME, _decode(buffer.read(), STDIN_NAME)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err.strerror or err}") from None
+    return path, _decode(data, path)
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Replace ``path``'s contents with ``text`` (UTF-8) atomically.
+
+    The text goes to a temporary file in the same directory, is fsynced, gets the
+    original file's permission bits, and then replaces the original with ``os.replace``.
+    On any failure the original is untouched and the temporary file is removed.
+    A symbolic link is followed: the file it points to is rewritten, the link stays.
+    """
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target) or "."
+    tmp_name = None
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+        with tempfile.NamedTemporaryFile(
+            "wb", delete=False, dir=directory,
+            prefix="." + os.path.basename(target) + ".", suffix=".tmp",
+        ) as tmp:
+            tmp_name = tmp.name
+            tmp.write(text.encode("utf-8"))
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, target)
+        tmp_name = None
+    except OSError as err:
+        raise InputError(f"cannot write {path}: {err.strerror or err}") from None
+    finally:
+        if tmp_name is not None:
+            try:
+                os.unlink(tmp_name)
+            except OSError:
+                pass
+
+
+def unified_diff(before: str, after: str, name: str) -> str:
+    """A unified diff with ``--- NAME`` / ``+++ NAME (formatted)`` headers ('' if equal).
+
+    A last line without a newline is followed by git's ``\\ No newline at end of file``."""
+    lines = []
+    for line in difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True),
+        fromfile=name, tofile=f"{name} (formatted)",
+    ):
+        if line.endswith("\n"):
+            lines.append(line)
+        else:
+            lines.append(line + "\n\\ No newline at end of file\n")
+    return "".join(lines)
+
+
+# --------------------------------------------------------------------------- fmt
+
+
+def format_text(text: str, name: str, dialect: str | None = None) -> str:
+    """The canonical text of a TVMScript source, in ``dialect`` (default: the input's).
+
+    The result ends with a newline exactly when the input did. Raises TVMSError."""
+    from .script import from_source
+    from .script.dialect import detect_dialect
+
+    node = from_source(text, name)
+    out = node.script(dialect=dialect or detect_dialect(text).name)
+    return out + "\n" if text.endswith("\n") else out
+
+
+def cmd_fmt(args: argparse.Namespace) -> int:
+    files = args.files or ["-"]
+    if args.in_place and "-" in files:
+        _error("--in-place cannot be used with standard input")
+        return EXIT_ERROR
+
+    failed = changed = False
+    for path in files:
+        try:
+            name, text = read_source(path)
+            formatted = format_text(text, name, args.dialect)
+            if formatted != text:
+                changed = True
+            if args.check or args.diff:
+                if formatted != text:
+                    if args.diff:
+                        sys.stdout.write(unified_diff(text, formatted, name))
+                    if args.check:
+                        print(f"would reformat {name}", file=sys.stderr)
+            elif args.in_place:
+                if formatted != text:
+                    write_atomic(path, formatted)
+            else:
+                sys.stdout.write(formatted if formatted.endswith("\n") else formatted + "\n")
+            sys.stdout.flush()
+        except InputError as err:
+            _error(str(err))
+            failed = True
+        except TVMSError as err:
+            print(str(err), file=sys.stderr)
+            failed = True
+    if failed:
+        return EXIT_ERROR
+    if args.check and changed:
+        return EXIT_CHANGED
+    return EXIT_OK
+
+
+def _add_fmt_parser(subparsers) -> None:
+    from .script.dialect import DIALECTS
+
+    p = subparsers.add_parser(
+        "fmt",
+        help="print TVMScript in canonical form",
+        description=(
+            "Parse TVMScript and print it back in canonical form. Without -i the result goes "
+            "to standard output, followed by one newline. With -i the files are rewritten in "
+            "place (atomically); a rewritten file ends with a newline exactly when the "
+            "original did. Files are read as UTF-8."
+        ),
+    )
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="files to format; none or '-' reads standard input")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; report each file that would change as "
+                        "'would reformat FILE' on stderr and exit 1 if any would")
+    p.add_argument("--diff", action="store_true",
+                   help="print a unified diff instead of the formatted text "
+                        "(exit code as --check when combined with it, else 0)")
+    p.add_argument("-i", "--in-place", action="store_true",
+                   help="rewrite the files in place (not with standard input); "
+                        "files already formatted are left alone")
+    p.add_argument("--dialect", choices=sorted(DIALECTS),
+                   help="dialect of the output (default: the dialect the input is written in)")
+    p.set_defaults(func=cmd_fmt)
+
+
+def _check_fmt_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.in_place and (args.check or args.diff):
+        parser.error("fmt: -i/--in-place cannot be combined with --check or --diff")
+
+
+# --------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="The tvms TVMScript toolchain.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_fmt_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (``--help``/usage errors included)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command == "fmt":
+            _check_fmt_args(parser, args)
+    except SystemExit as exc:  # --help, --version and usage errors
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else EXIT_ERROR)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``tvms fmt x | head``): stop quietly; point stdout at
+        # devnull so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
