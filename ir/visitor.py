@@ -37,6 +37,28 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(list(children(n))))
 
 
+def collect(node: Node, kind: type | tuple) -> list:
+    """Every node of the given class(es) reachable from ``node`` (a fast, iterative ``walk``)."""
+    found = []
+    stack: list = [node]
+    pop, push = stack.pop, stack.append
+    while stack:
+        n = pop()
+        if isinstance(n, Node):
+            if isinstance(n, kind):
+                found.append(n)
+            for name, _, _ in walk_fields(type(n)):
+                value = getattr(n, name)
+                if value is not None and not isinstance(value, (str, int, float)):
+                    push(value)
+        elif isinstance(n, (tuple, list)):
+            stack.extend(n)
+        elif isinstance(n, dict):
+            stack.extend(n.keys())
+            stack.extend(n.values())
+    return found
+
+
 class Visitor:
     """Walks IR; ``visit`` dispatches to ``visit_<ClassName>`` (or a base class's), else
     ``generic_visit``."""

@@ -213,6 +213,8 @@ def _describe(expected: set[str]) -> str:
         exp -= _EXPR_START
     if operator:
         words.append("an operator")
+    if "EQUAL" in exp:
+        exp.discard("AUGOP")  # "'='" covers "+=" and friends
     if exp >= {"DEF", "CLASS"}:
         words.append("a 'def' or 'class'")
         exp -= {"DEF", "CLASS"}

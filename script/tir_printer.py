@@ -21,7 +21,7 @@ from ..ir.node import FrozenDict, Node
 from ..ir.stmt import (SERIAL, THREAD_BINDING, Allocate, AllocBuffer, AssertStmt, AttrStmt, Block,
                        BlockRealize, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
                        SeqStmt, Stmt, While)
-from ..ir.visitor import walk
+from ..ir.visitor import collect, walk
 from .dialect import Dialect, dialect_attr_key
 
 # Precedence of printed expressions, as Python's grammar orders them (higher binds tighter).
@@ -108,6 +108,7 @@ class TIRPrinter:
         self.buffer_defs: dict[int, list[Buffer]] = {}  # data var id -> buffers over that data
         self.typevars = typevars or {}  # hoisted names of module-level TypeVars (0.27)
         self.loop_doms: dict[int, tuple] = {}  # loop var id -> (min, extent), for T.axis.remap
+        self.inlined: set = set()  # parameters printed as their buffers
 
     # ---------------------------------------------------------------- output
     def emit(self, text: str) -> None:
@@ -123,6 +124,8 @@ class TIRPrinter:
             return name
         if id(v) in self.typevars:
             return self.typevars[id(v)]
+        if v in self.inlined:
+            raise _ParamUsed(v)
         owner = self.data_owner(v)
         if owner is not None:
             return f"{self.namer.get(owner)}.data"
@@ -353,6 +356,25 @@ class TIRPrinter:
 
     # ---------------------------------------------------------------- functions
     def prim_func(self, f: PrimFunc, name: str, decorate_s_tir: bool) -> list[str]:
+        # A handle parameter prints inline as ``A: T.Buffer(...)`` unless the body uses the
+        # handle itself; finding that out costs a walk of the whole body, so print optimistically
+        # and start again without that parameter inlined when the body turns out to use it.
+        inlined = self.inlinable_params(f)
+        mark, indent = len(self.lines), self.indent
+        while True:
+            self.inlined = inlined
+            try:
+                self.prim_func_once(f, name, decorate_s_tir, inlined)
+                return self.lines
+            except _ParamUsed as used:
+                while len(self.namer.frames) > 1:
+                    self.namer.pop()
+                del self.lines[mark:]
+                self.pending.clear()
+                self.indent = indent
+                inlined = inlined - {used.param}
+
+    def prim_func_once(self, f: PrimFunc, name: str, decorate_s_tir: bool, inlined: set) -> None:
         namer = self.namer
         namer.push()
         dec_args = []
@@ -361,7 +383,6 @@ class TIRPrinter:
         if decorate_s_tir and f.s_tir:
             dec_args.append("s_tir=True")
         self.emit("@T.prim_func" + (f"({', '.join(dec_args)})" if dec_args else ""))
-        inlined = self.inlinable_params(f)
         params = []
         for p in f.params:
             if p in inlined:
@@ -394,23 +415,14 @@ class TIRPrinter:
             self.body(f.body, top=True)
         self.indent -= 1
         namer.pop()
-        return self.lines
 
     def inlinable_params(self, f: PrimFunc) -> set:
-        """Handle parameters whose buffer prints inline as ``A: T.Buffer(...)``."""
-        used: set[int] = set()
-        for node in walk(f.body):
-            if isinstance(node, Var):
-                used.add(id(node))
+        """Handle parameters whose buffer may print inline as ``A: T.Buffer(...)``."""
         data_count: dict[int, int] = {}
         for buf in f.buffer_map.values():
             data_count[id(buf.data)] = data_count.get(id(buf.data), 0) + 1
-        result = set()
-        for p, buf in f.buffer_map.items():
-            if id(p) in used or data_count[id(buf.data)] != 1 or not self.simple_buffer(buf):
-                continue
-            result.add(p)
-        return result
+        return {p for p, buf in f.buffer_map.items()
+                if data_count[id(buf.data)] == 1 and self.simple_buffer(buf)}
 
     def simple_buffer(self, b: Buffer) -> bool:
         if b.strides or b.elem_offset is not None or b.scope != "global" or b.axis_separators:
@@ -694,6 +706,14 @@ class TIRPrinter:
         from ..ir.structural import structural_equal
 
         return structural_equal(dom[0], iv.dom.min) and structural_equal(dom[1], iv.dom.extent)
+
+
+class _ParamUsed(Exception):
+    """The body uses a handle parameter that was printed inline as its buffer."""
+
+    def __init__(self, param: Var):
+        super().__init__(param.name)
+        self.param = param
 
 
 def implicit_root(body: Stmt) -> Block | None:
