@@ -2,8 +2,9 @@
 
 Variables and buffers are matched where they are *bound* (loop variables, block iterators,
 parameters, allocations, ...); a later use must refer to the matched partner. Free variables
-must be the very same object unless ``map_free_vars`` is set. Spans and printing hints are
-ignored.
+must be the very same object unless ``map_free_vars`` is set. A buffer met before any binding
+(the classic dialect's ``B = T.Buffer(..., data=A.data)`` aliases) is compared by its
+declaration. Names, spans and printing hints are ignored.
 """
 from __future__ import annotations
 
