@@ -32,7 +32,7 @@ class Source:
 
     def line_text(self, line: int) -> str:
         if self._lines is None:
-            self._lines = self.text.splitlines()
+            self._lines = self.text.split("\n")  # lines as the lexer counts them
         return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
 
 
@@ -63,7 +63,9 @@ class ScriptError(TVMSError):
             if code:
                 width = max(1, (s.end_col - s.col) if s.end_line == s.line else len(code) - s.col + 1)
                 gutter = f"{line} | "
-                caret = " " * (len(gutter) + s.col - 1) + "^" + "~" * (width - 1)
+                # keep the tabs of the line so that the caret lines up under it
+                lead = "".join(c if c == "\t" else " " for c in code[:s.col - 1])
+                caret = " " * len(gutter) + lead + "^" + "~" * (width - 1)
                 text += f"\n{gutter}{code}\n{caret}"
         if self.note:
             text += f"\nnote: {self.note}"

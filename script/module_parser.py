@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.errors import ScriptError, Source
+from ..ir.errors import ScriptError, Source, Span
 from ..ir.function import PrimFunc
 from ..ir.module import IRModule
 from . import syntax as S
@@ -69,7 +69,7 @@ class ModuleParser:
                                  "at the top level")
         if not results:
             raise ScriptError("no @I.ir_module class or @T.prim_func function found",
-                              None, note=f"in {self.source.name}")
+                              Span(self.source, 1, 1, 1, 2))
         if len(results) > 1:
             raise self.error(tree.body[-1], "a script holds one module or one function; "
                              "put several functions into one @I.ir_module class")

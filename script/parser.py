@@ -15,6 +15,7 @@ from lark.indenter import Indenter
 from ..ir.errors import ScriptError, Source, Span
 from . import syntax
 from .diagnostics import SyntaxProblem, error, join_or
+from .lexer import TVMScriptLexer
 
 
 class _LayoutError(Exception):
@@ -133,16 +134,19 @@ def _end_token(last: Token | None) -> Token:
 
 def _check_string(tok: Token) -> Token:
     """Lexer callback: a string literal must be a plain (or raw) str with valid escapes."""
-    prefix = re.match(r"[a-zA-Z]*", str(tok)).group(0).lower()
+    text = str(tok)
+    if text[0] in "\"'" and "\\" not in text:
+        return tok  # the common case: no prefix, no escapes
+    prefix = re.match(r"[a-zA-Z]*", text).group(0).lower()
     if "b" in prefix:
         raise SyntaxProblem("bytes literals (b\"...\") are not TVMScript; write a plain string", tok)
     if "f" in prefix:
         raise SyntaxProblem("f-strings are not TVMScript; write a plain string", tok)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _pyast.literal_eval(str(tok))
-    except (SyntaxError, ValueError) as e:
+            warnings.simplefilter("error")  # "\\s" is a warning today and an error tomorrow
+            _pyast.literal_eval(text)
+    except (SyntaxError, ValueError, Warning) as e:
         detail = (getattr(e, "msg", None) or str(e)).replace("(unicode error) ", "")
         raise SyntaxProblem(f"invalid string literal: {detail}", tok) from None
     return tok
@@ -151,7 +155,7 @@ def _check_string(tok: Token) -> Token:
 @functools.lru_cache(maxsize=None)
 def _lark() -> Lark:
     grammar = importlib.resources.files("tvms.grammars").joinpath("tvmscript.lark").read_text()
-    return Lark(grammar, parser="lalr", lexer="contextual", postlex=TVMScriptIndenter(),
+    return Lark(grammar, parser="lalr", lexer=TVMScriptLexer, postlex=TVMScriptIndenter(),
                 transformer=syntax.SyntaxBuilder(), maybe_placeholders=True, start="start",
                 lexer_callbacks={"STRING": _check_string, "LONG_STRING": _check_string})
 

@@ -139,12 +139,11 @@ class SyntaxBuilder(Transformer):
     def items(self, *elts: Any) -> list:
         return [e for e in elts if e is not None]
 
-    def list(self, items: list | None = None) -> Syn:
-        node = ListExpr(items or [])
-        return node.at(items[0], items[-1]) if items else _keyword_like(node)
+    def list(self, open_: Token, items: list | None, close: Token) -> Syn:
+        return ListExpr(items or []).at(open_, close)
 
-    def set(self, items: list) -> Syn:
-        raise _syntax_error(items[0], "set literals are not TVMScript")
+    def set(self, open_: Token, items: list, close: Token) -> Syn:
+        raise _syntax_error(open_, "set literals are not TVMScript")
 
     def dict_item(self, k: Syn, v: Syn) -> tuple:
         return (k, v)
@@ -152,10 +151,9 @@ class SyntaxBuilder(Transformer):
     def dict_items(self, *pairs: Any) -> list:
         return [p for p in pairs if p is not None]
 
-    def dict(self, pairs: list | None = None) -> Syn:
+    def dict(self, open_: Token, pairs: list | None, close: Token) -> Syn:
         pairs = pairs or []
-        node = DictExpr([k for k, _ in pairs], [v for _, v in pairs])
-        return node.at(pairs[0][0], pairs[-1][1]) if pairs else _keyword_like(node)
+        return DictExpr([k for k, _ in pairs], [v for _, v in pairs]).at(open_, close)
 
     # ---- operators
     def opchain(self, *items: Any) -> Syn:

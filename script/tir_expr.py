@@ -65,7 +65,11 @@ class ExprEvaluator:
     scopes: list[dict[str, Any]]
 
     # ---------------------------------------------------------------- errors and scopes
+    current: Any = None  # the statement being read: where errors go when a node has no position
+
     def error(self, syn: Any, message: str, note: str | None = None) -> ScriptError:
+        if not getattr(syn, "line", 0):
+            syn = self.current
         return error(self.source, syn, message, note)
 
     def lookup(self, name: str, syn: Any) -> Any:
@@ -86,9 +90,9 @@ class ExprEvaluator:
             raise self.error(syn, f"this {type(syn).__name__} expression is not supported in TensorIR")
         try:
             return method(syn)
+        except ScriptError:
+            raise
         except TVMSError as e:
-            if isinstance(e, ScriptError):
-                raise
             raise self.error(syn, str(e)) from None
 
     def ev_expr(self, syn: Any, like: PrimExpr | None = None) -> PrimExpr:
@@ -254,7 +258,8 @@ class ExprEvaluator:
         raise self.error(syn.func, f"{_describe(func)} is not callable")
 
     def comm_reducer(self, syn: S.Call) -> CommReducer:
-        if len(syn.args) != 2 or not isinstance(syn.args[0], S.Lambda):
+        if len(syn.args) != 2 or not isinstance(syn.args[0], S.Lambda) \
+                or not isinstance(syn.args[1], (S.ListExpr, S.TupleExpr)):
             raise self.error(syn, "T.comm_reducer takes a lambda and a list of identity elements")
         lam = syn.args[0]
         n = len(lam.params) // 2
@@ -363,7 +368,11 @@ def _describe(value: Any) -> str:
         return f"a {value.dtype} expression"
     if isinstance(value, str):
         return f"the string {value!r}"
-    return type(value).__name__ if not isinstance(value, (int, float)) else repr(value)
+    if isinstance(value, NewVar):
+        return f"a new T.{value.dtype} variable (T.{value.dtype}() declares one: n = T.{value.dtype}())"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return {dict: "a dict", list: "a list", tuple: "a tuple"}.get(type(value), type(value).__name__)
 
 
 # ---------------------------------------------------------------- the expression builtins table

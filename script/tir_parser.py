@@ -13,7 +13,7 @@ from ..ir import arith
 from ..ir.analysis import contains_block, infer_block_regions
 from ..ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from ..ir.dtype import DataType, handle, is_dtype_name
-from ..ir.errors import ScriptError, Source
+from ..ir.errors import ScriptError, Source, TVMSError
 from ..ir.expr import (COMM_REDUCE, Add, DATA_PAR, OPAQUE, ORDERED, THREAD_INDEX, BufferLoad, Call,
                        IntImm, IterVar, PointerType, PrimExpr, PrimType, Range, StringImm, Var,
                        const)
@@ -186,16 +186,18 @@ class TIRBuilder(ExprEvaluator):
         method = getattr(self, "stmt_" + type(syn).__name__, None)
         if method is None:
             raise self.error(syn, f"this statement ({type(syn).__name__}) is not allowed in TensorIR")
+        outer, self.current = self.current, syn
         try:
             result = method(syn, rest)
         except ScriptError:
             raise
-        except Exception as e:  # a TVMSError from the IR layer: give it this statement's position
-            from ..ir.errors import TVMSError
-
-            if isinstance(e, TVMSError):
-                raise self.error(syn, str(e)) from None
-            raise
+        except TVMSError as e:  # from the IR layer: give it this statement's position
+            raise self.error(syn, str(e)) from None
+        except (IndexError, KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as e:
+            # Python's own evaluation of the script's values failed (1 / 0, a bad index, ...)
+            raise self.error(syn, f"cannot evaluate this statement: {_python_error(e)}") from None
+        finally:
+            self.current = outer
         if self.blocks and result is not None and not isinstance(result, _Header):
             self.blocks[-1].header_done = True
         return None if isinstance(result, _Header) else result
@@ -317,7 +319,7 @@ class TIRBuilder(ExprEvaluator):
         if not isinstance(value, PrimExpr):
             raise self.error(value_syn, f"expected an expression, got {_describe(value)}")
         if value.dtype != dest.dtype and value.dtype.element_of != dest.dtype.element_of:
-            raise self.error(value_syn, f"cannot store a {value.dtype} value into buffer "
+            raise self.error(value_syn, f"cannot store {_article(str(value.dtype))} {value.dtype} value into buffer "
                              f"{dest.buffer.name!r} of {dest.buffer.dtype}")
         return BufferStore(dest.buffer, value, dest.indices, span=self.span(target))
 
@@ -395,7 +397,8 @@ class TIRBuilder(ExprEvaluator):
         if kind == "thread_binding" and thread is None:
             raise self.error(syn, "T.thread_binding needs thread=\"threadIdx.x\" (or another thread)")
         if not 1 <= len(args) <= 2:
-            raise self.error(syn, "a loop takes an extent, or a start and an end")
+            raise self.error(syn, f"a loop takes an extent, or a start and an end; got {len(args)} "
+                             f"argument{'s' if len(args) != 1 else ''}")
         if len(args) == 1:
             extent = self.int_expr(args[0], syn)
             lo = const(0, extent.dtype)
@@ -540,6 +543,15 @@ class TIRBuilder(ExprEvaluator):
         return _TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), span=self.span(call)))
 
 
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" or word.startswith(("int", "uint")) else "a"
+
+
+def _python_error(e: Exception) -> str:
+    text = str(e)
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
 class _TakesRest:
     """A statement that took the rest of the body as its own."""
 
@@ -565,8 +577,8 @@ def _call_args(b: TIRBuilder, call: S.Call) -> tuple[list, dict]:
 
 
 def _func_attr(b: TIRBuilder, call: S.Call, rest: list) -> Any:
-    if b.func is None or b.blocks:
-        raise b.error(call, "T.func_attr is only allowed at the top of a function")
+    if b.func is None or b.blocks or len(b.scopes) != 2:  # scopes: the globals, the function
+        raise b.error(call, "T.func_attr is only allowed at the top level of a function body")
     args, _ = _call_args(b, call)
     if len(args) != 1 or not isinstance(args[0], dict):
         raise b.error(call, "T.func_attr takes one dict")
@@ -733,7 +745,8 @@ def _match_buffer(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
     else:
         frame = b.func
         if frame is None or not isinstance(source, Var) or source not in frame.params:
-            raise b.error(call, "T.match_buffer outside a block matches a handle parameter of the function")
+            raise b.error(call, f"T.match_buffer outside a block matches a handle parameter of the "
+                          f"function, not {_describe(source)}")
         if source in frame.buffer_map:
             raise b.error(call, f"parameter {source.name!r} is already bound to a buffer")
         buf = b.buffer_decl(name, args, kwargs, call)

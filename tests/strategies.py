@@ -3,31 +3,37 @@ IRModules, for the round-trip properties of the parser and the printer.
 
 "Well-formed" means what TVM's verifier asks of scoping and types, not that a program runs:
 
-- every variable is used only where it is defined: loop variables inside their loop, let
-  variables inside the let, block iterators inside their block; a block hides the loop variables
-  around it (its iterator *bindings* and ``T.where`` predicate use them, its body does not);
+- a variable is used only where it is defined: loop variables inside their loop, let variables
+  inside the let, block iterators inside their block; a block hides the loops and lets around
+  it (its iterator *bindings* and ``T.where`` predicate use them, its body does not);
 - the symbolic size ``n`` (int64) is defined by the shape of a buffer matched to a ``T.handle``
-  parameter, and may be used anywhere in the body; scalar parameters likewise;
-- both operands of a binary operator have one data type; a store's value has the buffer's type
-  and a load or store has one index per dimension; a block iterator has the type of its domain
-  and of its binding; ranges have one type for min and extent;
+  parameter and may be used anywhere in the body, as may scalar parameters;
+- both operands of a binary operator have one data type; a store's value has the buffer's type;
+  a load or store has one index per dimension; a block iterator has the type of its domain and
+  of its binding; a range has one type for min and extent;
 - a function that holds blocks (or allocates at its root) is wrapped in the implicit root block,
   and ``s_tir`` says whether it holds blocks;
-- canonical forms the parser produces: sequences are flat (``tvms.ir.stmt.seq``), attribute
-  values are plain Python values (frozen), parameter names differ from the names of the buffers
-  matched to them (``var_A`` / ``A``, as TVM names them).
+- the canonical forms the parser builds: flat sequences (``tvms.ir.stmt.seq``) without the no-op
+  ``T.evaluate(0)``, attribute values as plain frozen Python values, parameter names that differ
+  from the names of the buffers matched to them (``var_A`` / ``A``, as TVM names them).
 
-Every strategy takes a ``Scope`` (what is defined where the generated code goes) and draws
-small things first, so that hypothesis shrinks to short programs: leaves before compound
-expressions, stores before loops, ``DataPar`` before other iterator kinds.
+How the strategies are built: drawing a program takes hundreds of choices, and building a
+hypothesis strategy object per choice (``one_of``, ``sampled_from``) costs more than parsing the
+program. So the generators are plain recursive functions over ``draw`` that only draw from a few
+cached primitive strategies (``_between(lo, hi)``), wrapped by ``st.composite`` at the public
+entry points (``exprs``, ``statements``, ``prim_funcs``, ``ir_modules``). Depth is bounded
+explicitly (expressions 2, statements 3), and every choice is ordered simplest first: choice 0
+is a leaf expression, a store, a ``DataPar`` iterator, the first name. Hypothesis shrinks
+integers towards 0, so a failure shrinks to a short program made of the simplest constructs.
 
-``check_well_formed(f)`` checks the scoping rules above on any PrimFunc, so that a failing
-round-trip can be told apart from a generator bug.
+``check_well_formed(f)`` checks the scoping and typing rules above on any PrimFunc, so that a
+failing round-trip can be told apart from a generator bug.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import hypothesis.strategies as st
 
@@ -36,7 +42,7 @@ from tvms.ir import (COMM_REDUCE, DATA_PAR, EQ, GE, GT, LE, LT, NE, OPAQUE, ORDE
                      DataType, Div, Evaluate, FloatImm, FloorDiv, FloorMod, For, FrozenDict,
                      IfThenElse, IntImm, IRModule, IterVar, LetStmt, Max, Min, Mod, Mul, Not, Or,
                      PrimExpr, PrimFunc, Range, Select, SeqStmt, Stmt, Sub, Var, decl_buffer,
-                     get_op, walk)
+                     get_op)
 from tvms.ir.analysis import contains_block
 from tvms.ir.stmt import AllocBuffer, seq
 from tvms.ir.visitor import children
@@ -46,36 +52,63 @@ F32, F16 = DataType("float32"), DataType("float16")
 BOOL, HANDLE = DataType("bool"), DataType("handle")
 INT_DTYPES = (I32, I64)
 FLOAT_DTYPES = (F32, F16)
-SCALAR_DTYPES = (I32, F32, BOOL, I64, F16)  # the order hypothesis shrinks towards
-
+SCALAR_DTYPES = (I32, F32, BOOL, I64, F16)  # simplest first
 TRUE = IntImm(BOOL, 1)
 
-# Constructs that the parser or printer mishandles today. The generators leave a construct out
-# while its switch is False; each has a focused xfail test in test_roundtrip_properties.py.
-# Turn a switch on when the bug is fixed.
+# Constructs that the parser or printer mishandles today. While a switch is False the generators
+# leave the construct out (or build the IR the way the parser does); each has a focused xfail
+# test in test_roundtrip_properties.py. Turn a switch on when its bug is fixed.
 GENERATE = {
-    # `not T.bool(True)` is folded to T.bool(False) by the parser
+    # `not T.bool(True)` parses as T.bool(False): the parser folds `not` of a constant
     "not_of_constant": False,
-    # AllocBuffer that is not the last statement of its sequence prints as
-    # `with T.decl_buffer(...) as B:` / `with T.alloc_buffer(...) as B:`, which does not parse
+    # an AllocBuffer that is not the last statement of its sequence prints as
+    # `with T.decl_buffer(...) as B:` (classic) / `with T.alloc_buffer(...) as B:` (0.27),
+    # which the parser rejects
     "alloc_buffer_in_sequence": False,
-    # the classic parser orders the buffer map as [inline T.Buffer params..., T.match_buffer
-    # params...], not in parameter order, and structural equality compares it in order
+    # the classic parser orders the buffer map [buffers inline in the signature...,
+    # T.match_buffer'ed...] whatever the parameter order, and structural equality compares
+    # buffer maps in order
     "matched_param_before_inline_param": False,
 }
 
-# Names are printing hints: collisions (two loops called `i`) and characters that are not valid
-# in Python names exercise the printer's renaming, and are all well-formed.
-LOOP_NAMES = ("i", "j", "k", "i0", "ax0", "i_1")
+# Names are printing hints. Collisions (two loops called `i`), names that are not Python names
+# and names the printer must not take (`T`, `range`, keywords) are all well-formed.
+LOOP_NAMES = ("i", "j", "k", "i0", "ax0", "i_1", "T", "in")
 ITER_NAMES = ("vi", "vj", "v_ax0", "vk", "i")
-LET_NAMES = ("x", "y", "t", "x_1")
+LET_NAMES = ("x", "y", "t", "x_1", "range")
 SCALAR_NAMES = ("m", "alpha", "flag", "x")
-BUFFER_NAMES = ("A", "B", "C", "A_local", "B_shared", "T_add", "buf.x")
+BUFFER_NAMES = ("A", "B", "C", "A_local", "B_shared", "T_add", "buf.x", "T")
 BLOCK_NAMES = ("C", "compute", "T_add", "C_init", "update", 'q"uote', "back\\slash", "sp ace", "")
 FUNC_NAMES = ("main", "add", "matmul", "fused_relu_1", "f")
 ATTR_KEYS = ("tir.noalias", "tir.is_scheduled", "pragma_auto_unroll_max_step",
              "software_pipeline_stage", "meta_schedule.tiling_structure", "key")
 THREAD_TAGS = ("threadIdx.x", "blockIdx.x", "threadIdx.y")
+SPECIAL_FLOATS = (0.0, 1.0, 1.5, -2.25, 1e-05, 3e+38, 0.5, -0.0, float("inf"), float("-inf"),
+                  float("nan"), 1e-30, 123456.789, 0.1)
+
+
+# ---------------------------------------------------------------- drawing primitives
+@functools.lru_cache(maxsize=None)
+def _between(lo: int, hi: int) -> st.SearchStrategy[int]:
+    return st.integers(lo, hi)
+
+
+_FLOATS32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+def pick(draw: Callable, options: Sequence) -> Any:
+    """One of ``options``; shrinks towards the first."""
+    return options[draw(_between(0, len(options) - 1))]
+
+
+def coin(draw: Callable) -> bool:
+    """False or True; shrinks towards False."""
+    return draw(_between(0, 1)) == 1
+
+
+def some(draw: Callable, lo: int, hi: int, make: Callable[[], Any]) -> list:
+    """``lo`` to ``hi`` things made by ``make``; shrinks towards ``lo``."""
+    return [make() for _ in range(draw(_between(lo, hi)))]
 
 
 @dataclass(frozen=True)
@@ -83,9 +116,9 @@ class Scope:
     """What is defined where generated code goes.
 
     ``globals``: variables defined for the whole function (scalar parameters, ``n``);
-    ``vars``: every scalar variable usable here (globals included);
-    ``loops``: (var, min, extent) of the loops around this point inside the current block,
-    which a block iterator may be remapped to; ``buffers``: buffers that may be accessed here.
+    ``vars``: every scalar variable usable here (globals included); ``loops``: (var, min,
+    extent) of the loops around this point since the enclosing block, which a block iterator
+    may be remapped to; ``buffers``: buffers that may be loaded and stored here.
     """
 
     globals: tuple = ()
@@ -94,6 +127,7 @@ class Scope:
     buffers: tuple = ()
     blocks: bool = False  # blocks may appear here (the function is schedulable TensorIR)
     depth: int = 3  # how many more levels of statements may open
+    scalar_decls: bool = True  # lets may carry TVM 0.27's mutable-scalar spelling (a hint)
 
     def of(self, dtype: DataType) -> tuple:
         return tuple(v for v in self.vars if v.dtype == dtype)
@@ -103,67 +137,62 @@ class Scope:
 
 
 # ---------------------------------------------------------------- constants
-_SPECIAL_FLOATS = (0.0, 1.0, 1.5, -2.25, 1e-05, 3e+38, 0.5, -0.0, float("inf"), float("-inf"),
-                   float("nan"), 1e-30, 123456.789)
-
-
-def constants(dtype: DataType) -> st.SearchStrategy[PrimExpr]:
-    """A constant of ``dtype``: mostly small numbers, sometimes the extremes of the type."""
+def draw_constant(draw: Callable, dtype: DataType) -> PrimExpr:
+    """Mostly small numbers, sometimes the extremes of the type, special floats."""
     if dtype.is_bool:
-        return st.sampled_from((True, False)).map(lambda v: IntImm(BOOL, int(v)))
+        return IntImm(BOOL, draw(_between(0, 1)))
     if dtype.is_integer:
         lo, hi = -2 ** (dtype.bits - 1), 2 ** (dtype.bits - 1) - 1
-        values = st.one_of(st.integers(0, 16), st.integers(-16, -1), st.sampled_from((lo, hi)),
-                           st.integers(lo, hi))
-        return values.map(lambda v: IntImm(dtype, v))
-    values = st.one_of(st.sampled_from(_SPECIAL_FLOATS), st.floats(width=32, allow_nan=False))
-    return values.map(lambda v: FloatImm(dtype, float(v)))
+        form = draw(_between(0, 3))
+        value = (draw(_between(0, 16)) if form == 0 else -draw(_between(1, 16)) if form == 1
+                 else pick(draw, (lo, hi)) if form == 2 else draw(_between(lo, hi)))
+        return IntImm(dtype, value)
+    value = pick(draw, SPECIAL_FLOATS) if coin(draw) is False else draw(_FLOATS32)
+    return FloatImm(dtype, float(value))
 
 
-def small_int(dtype: DataType, lo: int = 0, hi: int = 8) -> st.SearchStrategy[PrimExpr]:
-    return st.integers(lo, hi).map(lambda v: IntImm(dtype, v))
+def draw_small(draw: Callable, dtype: DataType, lo: int = 0, hi: int = 8) -> IntImm:
+    return IntImm(dtype, draw(_between(lo, hi)))
 
 
 # ---------------------------------------------------------------- expressions
-def exprs(dtype: DataType, scope: Scope, depth: int = 2) -> st.SearchStrategy[PrimExpr]:
-    """An expression of ``dtype`` over the variables and buffers of ``scope``."""
-    leaves = [constants(dtype)]
-    defined = scope.of(dtype)
-    if defined:
-        leaves.append(st.sampled_from(defined))
-    leaf = st.one_of(leaves)
-    if depth <= 0:
-        return leaf
-    return st.one_of(leaf, st.deferred(lambda: _compound(dtype, scope, depth - 1)))
-
-
 _INT_OPS = (Add, Sub, Mul, FloorDiv, FloorMod, Min, Max, Div, Mod)
 _FLOAT_OPS = (Add, Sub, Mul, Div, Min, Max)
 _CMP_OPS = (LT, EQ, NE, LE, GT, GE)
+_OPERAND_DTYPES = INT_DTYPES + FLOAT_DTYPES + (BOOL,)
 
 
-@st.composite
-def _compound(draw, dtype: DataType, scope: Scope, depth: int) -> PrimExpr:
+def draw_expr(draw: Callable, dtype: DataType, scope: Scope, depth: int = 2) -> PrimExpr:
+    """An expression of ``dtype`` over the variables and buffers of ``scope``."""
+    defined = scope.of(dtype)
+    leaf = draw(_between(0, 1 if depth <= 0 else 2))
+    if leaf == 0 or (leaf == 1 and not defined):
+        return draw_constant(draw, dtype)
+    if leaf == 1:
+        return pick(draw, defined)
+    return _compound(draw, dtype, scope, depth - 1)
+
+
+def _compound(draw: Callable, dtype: DataType, scope: Scope, depth: int) -> PrimExpr:
     def sub(dt: DataType = dtype) -> PrimExpr:
-        return draw(exprs(dt, scope, depth))
+        return draw_expr(draw, dt, scope, depth)
 
     kinds = ["binary", "select", "if_then_else", "cast"]
     if dtype.is_bool:
-        kinds = ["compare", "and_or", "not"] + kinds
+        kinds = ["compare", "and_or", "not"] + kinds[1:]
     if dtype.is_float:
         kinds.append("math")
-    if any(b.dtype == dtype for b in scope.buffers):
+    loadable = [b for b in scope.buffers if b.dtype == dtype]
+    if loadable:
         kinds.append("load")
-    kind = draw(st.sampled_from(kinds))
-    if kind == "binary" and not dtype.is_bool:
-        op = draw(st.sampled_from(_INT_OPS if dtype.is_integer else _FLOAT_OPS))
-        return op(sub(), sub())
-    if kind == "compare" or (kind == "binary" and dtype.is_bool):
-        operand = draw(st.sampled_from(INT_DTYPES + FLOAT_DTYPES + (BOOL,)))
-        op = draw(st.sampled_from(_CMP_OPS if operand != BOOL else (EQ, NE)))
-        return op(sub(operand), sub(operand))
+    kind = pick(draw, kinds)
+    if kind == "binary":
+        return pick(draw, _INT_OPS if dtype.is_integer else _FLOAT_OPS)(sub(), sub())
+    if kind == "compare":
+        operand = pick(draw, _OPERAND_DTYPES)
+        return pick(draw, _CMP_OPS if operand != BOOL else (EQ, NE))(sub(operand), sub(operand))
     if kind == "and_or":
-        return draw(st.sampled_from((And, Or)))(sub(), sub())
+        return pick(draw, (And, Or))(sub(), sub())
     if kind == "not":
         a = sub()
         if isinstance(a, IntImm) and not GENERATE["not_of_constant"]:
@@ -174,210 +203,281 @@ def _compound(draw, dtype: DataType, scope: Scope, depth: int) -> PrimExpr:
     if kind == "if_then_else":
         return Call(dtype, get_op("tir.if_then_else"), (sub(BOOL), sub(), sub()))
     if kind == "cast":
-        return Cast(dtype, sub(draw(st.sampled_from(SCALAR_DTYPES))))
+        return Cast(dtype, sub(pick(draw, SCALAR_DTYPES)))
     if kind == "math":
-        return Call(dtype, get_op(draw(st.sampled_from(("tir.exp", "tir.sqrt")))), (sub(),))
-    buffer = draw(st.sampled_from([b for b in scope.buffers if b.dtype == dtype]))
-    return BufferLoad(buffer, draw(indices(buffer, scope, depth)))
+        return Call(dtype, get_op(pick(draw, ("tir.exp", "tir.sqrt"))), (sub(),))
+    buffer = pick(draw, loadable)
+    return BufferLoad(buffer, draw_indices(draw, buffer, scope, depth))
 
 
-def indices(buffer: Buffer, scope: Scope, depth: int = 1) -> st.SearchStrategy[tuple]:
+def draw_indices(draw: Callable, buffer: Buffer, scope: Scope, depth: int = 1) -> tuple:
     """One index per dimension, each of the dimension's type."""
-    return st.tuples(*(exprs(dim.dtype, scope, depth) for dim in buffer.shape))
+    return tuple(draw_expr(draw, dim.dtype, scope, depth) for dim in buffer.shape)
+
+
+@st.composite
+def exprs(draw, dtype: DataType, scope: Scope = Scope(), depth: int = 2) -> PrimExpr:
+    return draw_expr(draw, dtype, scope, depth)
 
 
 # ---------------------------------------------------------------- attributes
-def attr_values(depth: int = 1) -> st.SearchStrategy[Any]:
+def draw_attr_value(draw: Callable, depth: int = 1) -> Any:
     """Attribute values as the parser stores them: Python scalars, tuples, frozen dicts."""
-    scalar = st.one_of(st.booleans(), st.integers(-4, 64), st.sampled_from(("", "SSRSRS", "a b")),
-                       st.sampled_from((0.5, -1.25, 1e-05)))
-    if depth <= 0:
-        return scalar
-    return st.one_of(scalar, st.lists(st.integers(0, 8), max_size=3).map(tuple),
-                     st.dictionaries(st.sampled_from(("x", "y")), attr_values(depth - 1),
-                                     max_size=2).map(FrozenDict))
+    kind = draw(_between(0, 5 if depth > 0 else 3))
+    if kind == 0:
+        return coin(draw)
+    if kind == 1:
+        return draw(_between(-4, 64))
+    if kind == 2:
+        return pick(draw, ("", "SSRSRS", "a b", 'q"uote'))
+    if kind == 3:
+        return pick(draw, (0.5, -1.25, 1e-05, 2.0))
+    if kind == 4:
+        return tuple(some(draw, 0, 3, lambda: draw(_between(0, 8))))
+    return FrozenDict({pick(draw, ("x", "y")): draw_attr_value(draw, depth - 1)
+                       for _ in range(draw(_between(0, 2)))})
 
 
-def attr_dicts(max_size: int = 2) -> st.SearchStrategy[FrozenDict]:
-    return st.dictionaries(st.sampled_from(ATTR_KEYS), attr_values(), max_size=max_size).map(FrozenDict)
+def draw_attrs(draw: Callable, max_size: int = 2, keys: Sequence[str] = ATTR_KEYS) -> FrozenDict:
+    return FrozenDict({pick(draw, keys): draw_attr_value(draw) for _ in range(draw(_between(0, max_size)))})
 
 
 # ---------------------------------------------------------------- buffers
-@st.composite
-def new_buffers(draw, scopes: tuple = ("global",), names: tuple = BUFFER_NAMES) -> Buffer:
+def draw_buffer(draw: Callable, scopes: Sequence[str] = ("global",)) -> Buffer:
     """A buffer of constant shape (int32 or int64 dimensions) in one of ``scopes``."""
-    dtype = draw(st.sampled_from(SCALAR_DTYPES))
-    index = draw(st.sampled_from(INT_DTYPES))
-    shape = draw(st.lists(small_int(index, 1, 16), min_size=1, max_size=3))
-    scope = draw(st.sampled_from(scopes))
-    return decl_buffer(tuple(shape), dtype, draw(st.sampled_from(names)), scope=scope)
+    dtype = pick(draw, SCALAR_DTYPES)
+    index = pick(draw, INT_DTYPES)
+    shape = some(draw, 1, 3, lambda: draw_small(draw, index, 1, 16))
+    return decl_buffer(tuple(shape), dtype, pick(draw, BUFFER_NAMES), scope=pick(draw, scopes))
 
 
-@st.composite
-def symbolic_buffers(draw, n: Var) -> Buffer:
+def draw_symbolic_buffer(draw: Callable, n: Var) -> Buffer:
     """A buffer whose int64 shape uses the size variable ``n`` at least once."""
-    dtype = draw(st.sampled_from(SCALAR_DTYPES))
-    dims = draw(st.lists(st.one_of(st.just(n), small_int(I64, 1, 16)), min_size=1, max_size=3))
+    dtype = pick(draw, SCALAR_DTYPES)
+    dims = some(draw, 1, 3, lambda: n if coin(draw) else draw_small(draw, I64, 1, 16))
     if n not in dims:
-        dims[draw(st.integers(0, len(dims) - 1))] = n
-    return decl_buffer(tuple(dims), dtype, draw(st.sampled_from(BUFFER_NAMES)))
+        dims[draw(_between(0, len(dims) - 1))] = n
+    return decl_buffer(tuple(dims), dtype, pick(draw, BUFFER_NAMES))
 
 
 # ---------------------------------------------------------------- statements
-def bodies(scope: Scope) -> st.SearchStrategy[Stmt]:
+def draw_body(draw: Callable, scope: Scope) -> Stmt:
     """One to three statements, as one flat sequence."""
-    count = st.integers(1, 3) if scope.depth > 0 else st.integers(1, 2)
-    return count.flatmap(lambda k: st.lists(statements(scope), min_size=k, max_size=k)).map(_sequence)
+    return _sequence(some(draw, 1, 3 if scope.depth > 0 else 2, lambda: draw_stmt(draw, scope)))
 
 
 def _sequence(items: list) -> Stmt:
     items = [x for s in items for x in (s.seq if isinstance(s, SeqStmt) else (s,))]
+    if len(items) > 1:  # T.evaluate(0) is a no-op that the printer leaves out of sequences
+        items = [s for s in items if not _is_nop(s)] or items[:1]
     if not GENERATE["alloc_buffer_in_sequence"]:
         # an allocation takes the rest of the sequence as its body instead
         for i, s in enumerate(items[:-1]):
             if isinstance(s, AllocBuffer):
-                body = _sequence([s.body] + items[i + 1:])
-                return seq(items[:i] + [s.with_changes(body=body)])
+                return seq(items[:i] + [s.with_changes(body=_sequence([s.body] + items[i + 1:]))])
     return seq(items)
 
 
-@st.composite
-def statements(draw, scope: Scope) -> Stmt:
+def _is_nop(s: Stmt) -> bool:
+    return isinstance(s, Evaluate) and isinstance(s.value, IntImm) and s.value.value == 0
+
+
+def draw_stmt(draw: Callable, scope: Scope) -> Stmt:
     kinds = ["store", "evaluate"]
     if scope.depth > 0:
-        kinds += ["for", "if", "let", "alloc"]
-        if scope.blocks:
-            kinds += ["block", "block"]
-    kind = draw(st.sampled_from(kinds))
+        kinds += ["for", "if", "let", "alloc"] + (["block", "block"] if scope.blocks else [])
+    kind = pick(draw, kinds)
     if kind == "store" and scope.buffers:
-        buffer = draw(st.sampled_from(scope.buffers))
-        return BufferStore(buffer, draw(exprs(buffer.dtype, scope)), draw(indices(buffer, scope)))
+        buffer = pick(draw, scope.buffers)
+        return BufferStore(buffer, draw_expr(draw, buffer.dtype, scope),
+                           draw_indices(draw, buffer, scope))
     if kind in ("store", "evaluate"):
-        return Evaluate(draw(st.one_of(constants(I32), exprs(draw(st.sampled_from(SCALAR_DTYPES)), scope))))
+        if coin(draw):
+            return Evaluate(draw_expr(draw, pick(draw, SCALAR_DTYPES), scope))
+        return Evaluate(draw_constant(draw, I32))
     if kind == "for":
-        return draw(loops(scope))
+        return draw_loop(draw, scope)
     if kind == "if":
-        cond = draw(exprs(BOOL, scope))
-        then = draw(bodies(scope.deeper()))
-        orelse = draw(st.one_of(st.none(), bodies(scope.deeper())))
-        return IfThenElse(cond, then, orelse)
+        cond = draw_expr(draw, BOOL, scope)
+        then = draw_body(draw, scope.deeper())
+        return IfThenElse(cond, then, draw_body(draw, scope.deeper()) if coin(draw) else None)
     if kind == "let":
-        dtype = draw(st.sampled_from(SCALAR_DTYPES))
-        value = draw(exprs(dtype, scope))
-        var = Var(draw(st.sampled_from(LET_NAMES)), dtype)
-        return LetStmt(var, value, draw(bodies(scope.deeper(vars=scope.vars + (var,)))))
+        dtype = pick(draw, SCALAR_DTYPES)
+        value = draw_expr(draw, dtype, scope)
+        var = Var(pick(draw, LET_NAMES), dtype)
+        body = draw_body(draw, scope.deeper(vars=scope.vars + (var,)))
+        return LetStmt(var, value, body, scope.scalar_decls and coin(draw))
     if kind == "alloc":
-        buffer = draw(new_buffers(("global", "shared", "local")))
-        body = draw(bodies(scope.deeper(buffers=scope.buffers + (buffer,))))
-        return AllocBuffer(buffer, body, draw(attr_dicts(1)))
-    return draw(blocks(scope))
+        buffer = draw_buffer(draw, ("global", "shared", "local"))
+        body = draw_body(draw, scope.deeper(buffers=scope.buffers + (buffer,)))
+        return AllocBuffer(buffer, body, draw_attrs(draw, 1))
+    return draw_block(draw, scope)
 
 
 @st.composite
-def extents(draw, dtype: DataType, scope: Scope) -> PrimExpr:
-    """A loop extent: a constant, a size variable, or an enclosing loop's variable."""
-    options = [small_int(dtype, 1, 16)]
+def statements(draw, scope: Scope = Scope()) -> Stmt:
+    return draw_stmt(draw, scope)
+
+
+def draw_loop(draw: Callable, scope: Scope) -> For:
+    """A loop of any kind, with an int32 or int64 extent (constant, size, or an enclosing loop's
+    variable), a min that is zero, a constant or a scalar parameter, maybe annotations."""
+    dtype = pick(draw, INT_DTYPES)
     sized = [v for v in scope.globals if v.dtype == dtype] + [l[0] for l in scope.loops if l[0].dtype == dtype]
-    if sized:
-        options.append(st.sampled_from(sized))
-    return draw(st.one_of(options))
-
-
-@st.composite
-def loops(draw, scope: Scope) -> For:
-    dtype = draw(st.sampled_from(INT_DTYPES))
-    extent = draw(extents(dtype, scope))
-    mins = [st.just(IntImm(dtype, 0)), small_int(dtype, -4, 8)]
+    extent = pick(draw, sized) if sized and coin(draw) else draw_small(draw, dtype, 1, 16)
     params = [v for v in scope.globals if v.dtype == dtype]
-    if params:
-        mins.append(st.sampled_from(params))
-    lo = draw(st.one_of(mins))
-    kind = draw(st.sampled_from(("serial", "parallel", "vectorized", "unroll", "thread_binding")))
+    form = draw(_between(0, 2))
+    lo = (IntImm(dtype, 0) if form == 0 else pick(draw, params) if form == 2 and params
+          else draw_small(draw, dtype, -4, 8))
+    kind = pick(draw, ("serial", "parallel", "vectorized", "unroll", "thread_binding"))
     binding = None
     if kind == "thread_binding":
-        binding = IterVar(None, Var("", dtype), "ThreadIndex", draw(st.sampled_from(THREAD_TAGS)))
-    annotations = draw(st.one_of(st.just(FrozenDict()), attr_dicts()))
-    var = Var(draw(st.sampled_from(LOOP_NAMES)), dtype)
+        binding = IterVar(None, Var("", dtype), "ThreadIndex", pick(draw, THREAD_TAGS))
+    annotations = draw_attrs(draw) if coin(draw) else FrozenDict()
+    var = Var(pick(draw, LOOP_NAMES), dtype)
     inner = scope.deeper(vars=scope.vars + (var,), loops=scope.loops + ((var, lo, extent),))
-    return For(var, lo, extent, kind, draw(bodies(inner)), binding, annotations)
+    return For(var, lo, extent, kind, draw_body(draw, inner), binding, annotations)
 
 
-@st.composite
-def domains(draw, dtype: DataType, scope: Scope) -> Range:
-    lo = draw(st.one_of(st.just(IntImm(dtype, 0)), small_int(dtype, -4, 8)))
-    extent = draw(st.one_of([small_int(dtype, 1, 16)] + (
-        [st.sampled_from([v for v in scope.globals if v.dtype == dtype])]
-        if any(v.dtype == dtype for v in scope.globals) else [])))
-    return Range(lo, extent)
-
-
-@st.composite
-def block_iters(draw, scope: Scope) -> tuple[IterVar, PrimExpr]:
-    """A block iterator and its binding: remapped to an enclosing loop, or any expression of
-    the enclosing loop variables (and parameters) of the iterator's type."""
-    kind = draw(st.sampled_from((DATA_PAR, COMM_REDUCE, ORDERED, OPAQUE)))
-    if scope.loops and draw(st.booleans()):
-        var, lo, extent = draw(st.sampled_from(scope.loops))
+def draw_block_iter(draw: Callable, scope: Scope) -> tuple[IterVar, PrimExpr]:
+    """A block iterator and its binding: remapped to an enclosing loop (same domain), or any
+    expression of the enclosing loops, lets and parameters of the iterator's type."""
+    kind = pick(draw, (DATA_PAR, COMM_REDUCE, ORDERED, OPAQUE))
+    if scope.loops and coin(draw):
+        var, lo, extent = pick(draw, scope.loops)
         dom, value = Range(lo, extent), var
     else:
-        dtype = draw(st.sampled_from(INT_DTYPES))
-        dom = draw(domains(dtype, scope))
-        value = draw(exprs(dtype, scope, 1))
-    return IterVar(dom, Var(draw(st.sampled_from(ITER_NAMES)), dom.extent.dtype), kind), value
+        dtype = pick(draw, INT_DTYPES)
+        lo = IntImm(dtype, 0) if not coin(draw) else draw_small(draw, dtype, -4, 8)
+        sizes = [v for v in scope.globals if v.dtype == dtype]
+        extent = pick(draw, sizes) if sizes and coin(draw) else draw_small(draw, dtype, 1, 16)
+        dom, value = Range(lo, extent), draw_expr(draw, dtype, scope, 1)
+    return IterVar(dom, Var(pick(draw, ITER_NAMES), dom.extent.dtype), kind), value
 
 
-@st.composite
-def regions(draw, scope: Scope) -> tuple:
-    """Regions of some buffers of ``scope``: per dimension a point or a range."""
+def draw_regions(draw: Callable, scope: Scope) -> tuple:
+    """Regions of up to two buffers of ``scope``: per dimension a point, the whole dimension,
+    or a constant-length range from a constant or a multiple of a variable."""
     if not scope.buffers:
         return ()
-    chosen = draw(st.lists(st.sampled_from(scope.buffers), max_size=2, unique_by=id))
     out = []
-    for buffer in chosen:
+    for _ in range(draw(_between(0, 2))):
+        buffer = pick(draw, scope.buffers)
+        if any(r.buffer is buffer for r in out):
+            continue
         ranges = []
         for dim in buffer.shape:
             dt = dim.dtype
-            form = draw(st.sampled_from(("point", "full", "range")))
-            if form == "point":
-                ranges.append(Range(draw(exprs(dt, scope, 1)), IntImm(dt, 1)))
-            elif form == "full":
+            form = draw(_between(0, 2))
+            if form == 0:
+                ranges.append(Range(draw_expr(draw, dt, scope, 1), IntImm(dt, 1)))
+            elif form == 1:
                 ranges.append(Range(IntImm(dt, 0), dim))
             else:
-                lo = draw(st.one_of(small_int(dt), st.sampled_from(scope.of(dt) or (IntImm(dt, 0),)).flatmap(
-                    lambda v: small_int(dt, 1, 4).map(lambda c: Mul(v, c) if isinstance(v, Var) else v))))
-                ranges.append(Range(lo, draw(small_int(dt, 2, 8))))
+                defined = scope.of(dt)
+                lo = (Mul(pick(draw, defined), draw_small(draw, dt, 1, 4)) if defined and coin(draw)
+                      else draw_small(draw, dt))
+                ranges.append(Range(lo, draw_small(draw, dt, 2, 8)))
         out.append(BufferRegion(buffer, tuple(ranges)))
     return tuple(out)
 
 
-@st.composite
-def blocks(draw, scope: Scope) -> BlockRealize:
-    iters = draw(st.lists(block_iters(scope), max_size=3))
+def draw_block(draw: Callable, scope: Scope) -> BlockRealize:
+    """A block (with realize): iterators bound to the loops around it, maybe a T.where,
+    reads/writes, allocations, an init when it reduces, annotations."""
+    iters = some(draw, 0, 3, lambda: draw_block_iter(draw, scope))
     iter_vars = tuple(iv for iv, _ in iters)
-    values = tuple(v for _, v in iters)
-    predicate = draw(st.one_of(st.just(TRUE), exprs(BOOL, scope, 1)))
-    allocs = tuple(draw(st.lists(new_buffers(("global", "local", "shared")), max_size=2)))
+    predicate = draw_expr(draw, BOOL, scope, 1) if coin(draw) else TRUE
+    allocs = tuple(some(draw, 0, 2, lambda: draw_buffer(draw, ("global", "local", "shared"))))
     # inside the block: the function's variables and the block's iterators, not the loops around
     inner = Scope(globals=scope.globals, vars=scope.globals + tuple(iv.var for iv in iter_vars),
-                  loops=(), buffers=scope.buffers, blocks=True, depth=scope.depth - 1)
-    reads, writes = draw(regions(inner)), draw(regions(inner))
+                  buffers=scope.buffers, blocks=True, depth=scope.depth - 1,
+                  scalar_decls=scope.scalar_decls)
+    reads, writes = draw_regions(draw, inner), draw_regions(draw, inner)
     inner = replace(inner, buffers=inner.buffers + allocs)
-    init = None
-    if any(iv.iter_type == COMM_REDUCE for iv in iter_vars) and draw(st.booleans()):
-        init = draw(bodies(inner))
-    body = draw(bodies(inner))
-    annotations = draw(st.one_of(st.just(FrozenDict()), attr_dicts()))
-    name = draw(st.sampled_from(BLOCK_NAMES))
-    block = Block(iter_vars, allocs, (), reads, writes, name, init, body, annotations)
-    return BlockRealize(values, predicate, block)
+    reduces = any(iv.iter_type == COMM_REDUCE for iv in iter_vars)
+    init = draw_body(draw, inner) if reduces and coin(draw) else None
+    body = draw_body(draw, inner)
+    annotations = draw_attrs(draw) if coin(draw) else FrozenDict()
+    block = Block(iter_vars, allocs, (), reads, writes, pick(draw, BLOCK_NAMES), init, body, annotations)
+    return BlockRealize(tuple(v for _, v in iters), predicate, block)
 
 
 # ---------------------------------------------------------------- functions and modules
+def root_block(body: Stmt, allocs: tuple = ()) -> BlockRealize:
+    """The implicit root block around the body of a function that holds blocks."""
+    return BlockRealize((), TRUE, Block((), tuple(allocs), (), (), (), "root", None, body))
+
+
+def draw_prim_func(draw: Callable, name: str = "main", symbol: str | None = None,
+                   scalar_decls: bool = True) -> PrimFunc:
+    schedulable = coin(draw)
+    n = Var("n", I64)
+    params: list = []
+    buffer_map: dict = {}
+    for _ in range(draw(_between(0, 3))):
+        if coin(draw):
+            buffer = draw_symbolic_buffer(draw, n)
+            param = Var("var_" + buffer.name.replace(".", "_"), HANDLE)
+        else:
+            buffer = draw_buffer(draw)
+            param = Var(buffer.name.replace(".", "_"), HANDLE)
+        params.append(param)
+        buffer_map[param] = buffer
+    scalars = some(draw, 0, 2, lambda: Var(pick(draw, SCALAR_NAMES), pick(draw, SCALAR_DTYPES)))
+    params = draw(st.permutations(params + scalars))
+    if not GENERATE["matched_param_before_inline_param"]:
+        matched = [p for p in params if p in buffer_map and n in buffer_map[p].shape]
+        params = [p for p in params if p not in matched] + matched
+    buffer_map = {p: buffer_map[p] for p in params if p in buffer_map}  # in parameter order
+    sized = any(n in b.shape for b in buffer_map.values())
+    root_allocs = tuple(some(draw, 0, 2, lambda: draw_buffer(draw, ("global", "shared", "local")))) \
+        if schedulable else ()
+    globals_ = tuple(scalars) + ((n,) if sized else ())
+    scope = Scope(globals=globals_, vars=globals_, buffers=tuple(buffer_map.values()) + root_allocs,
+                  blocks=schedulable, scalar_decls=scalar_decls)
+    body = draw_body(draw, scope)
+    if root_allocs or contains_block(body):
+        body = root_block(body, root_allocs)
+    attrs = dict(draw_attrs(draw))
+    if coin(draw) is False:  # public (the simpler case)
+        attrs["global_symbol"] = symbol or name
+    return PrimFunc(tuple(params), FrozenDict(buffer_map), body, None, FrozenDict(attrs),
+                    contains_block(body))
+
+
+@st.composite
+def prim_funcs(draw, name: str = "main", symbol: str | None = None,
+               scalar_decls: bool = True) -> PrimFunc:
+    """A PrimFunc: buffer parameters (some of symbolic shape ``n``, matched to ``T.handle``
+    parameters), scalar parameters, maybe blocks (and root allocations), attributes; public
+    with ``global_symbol`` = ``symbol`` (``name`` when None), or private.
+
+    ``scalar_decls``: some lets carry the hint that TVM 0.27 spells them ``x: T.int32 = v``,
+    which the classic dialect cannot keep (leave it False to compare across dialects)."""
+    return draw_prim_func(draw, name, symbol, scalar_decls)
+
+
+@st.composite
+def ir_modules(draw, scalar_decls: bool = True) -> IRModule:
+    """A module of one to three functions; a public one's symbol is usually its name."""
+    names = draw(st.lists(st.sampled_from(FUNC_NAMES), min_size=1, max_size=3, unique=True))
+    funcs = {}
+    for name in names:
+        symbol = name if coin(draw) is False else pick(draw, FUNC_NAMES)
+        funcs[name] = draw_prim_func(draw, name, symbol, scalar_decls)
+    attrs = {pick(draw, ("system_lib_prefix", "key")): draw_attr_value(draw, 0)} if coin(draw) else {}
+    return IRModule(funcs, attrs)
+
+
 class Shown:
     """A generated node that hypothesis reports as its classic TVMScript text."""
 
     def __init__(self, node: Any):
         self.node = node
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # hypothesis' pretty-printer
+        printer.text(repr(self))
 
     def __repr__(self) -> str:
         try:
@@ -386,74 +486,12 @@ class Shown:
             return f"<unprintable ({type(e).__name__}: {e}): {self.node!r}>"
 
 
-def root_block(body: Stmt, allocs: tuple = ()) -> BlockRealize:
-    """The implicit root block around the body of a function that holds blocks."""
-    return BlockRealize((), TRUE, Block((), tuple(allocs), (), (), (), "root", None, body))
-
-
-@st.composite
-def prim_funcs(draw, name: str = "main", symbol: str | None = None) -> PrimFunc:
-    """A PrimFunc: buffer parameters (some with the symbolic size ``n``), scalar parameters,
-    maybe blocks (with root allocations), attributes; public with ``global_symbol`` = ``symbol``
-    (``name`` when None) or private."""
-    schedulable = draw(st.booleans())
-    n = Var("n", I64)
-    params: list = []
-    buffer_map: dict = {}
-    for _ in range(draw(st.integers(0, 3))):
-        if draw(st.booleans()):
-            buffer = draw(symbolic_buffers(n))
-            param = Var("var_" + buffer.name.replace(".", "_"), HANDLE)
-        else:
-            buffer = draw(new_buffers())
-            param = Var(buffer.name.replace(".", "_"), HANDLE)
-        params.append(param)
-        buffer_map[param] = buffer
-    scalars = [Var(draw(st.sampled_from(SCALAR_NAMES)), draw(st.sampled_from(SCALAR_DTYPES)))
-               for _ in range(draw(st.integers(0, 2)))]
-    params = draw(st.permutations(params + scalars))
-    if not GENERATE["matched_param_before_inline_param"]:
-        # classic prints buffers of symbolic shape as T.match_buffer statements, which the
-        # parser adds to the buffer map after the buffers written inline in the signature
-        matched = [p for p in params if p in buffer_map and n in buffer_map[p].shape]
-        params = [p for p in params if p not in matched] + matched
-    buffer_map = {p: buffer_map[p] for p in params if p in buffer_map}  # in parameter order
-    sized = any(n in b.shape for b in buffer_map.values())
-    root_allocs = tuple(draw(st.lists(new_buffers(("global", "shared", "local")), max_size=2))) \
-        if schedulable else ()
-    globals_ = tuple(scalars) + ((n,) if sized else ())
-    scope = Scope(globals=globals_, vars=globals_, buffers=tuple(buffer_map.values()) + root_allocs,
-                  blocks=schedulable)
-    body = draw(bodies(scope))
-    if root_allocs or contains_block(body):
-        body = root_block(body, root_allocs)
-    attrs = dict(draw(attr_dicts()))
-    if not draw(st.booleans()):  # public
-        attrs["global_symbol"] = symbol or name
-    return PrimFunc(tuple(params), FrozenDict(buffer_map), body, None, FrozenDict(attrs),
-                    contains_block(body))
-
-
-@st.composite
-def ir_modules(draw) -> IRModule:
-    """A module of one to three functions; a public one's symbol is usually its name."""
-    names = draw(st.lists(st.sampled_from(FUNC_NAMES), min_size=1, max_size=3, unique=True))
-    funcs = {}
-    for name in names:
-        symbol = draw(st.one_of(st.just(name), st.sampled_from(FUNC_NAMES)))
-        funcs[name] = draw(prim_funcs(name, symbol))
-    attrs = draw(st.one_of(st.just({}), st.dictionaries(
-        st.sampled_from(("system_lib_prefix", "key")), attr_values(0), max_size=1)))
-    return IRModule(funcs, attrs)
-
-
 # ---------------------------------------------------------------- well-formedness
 def check_well_formed(func: PrimFunc) -> None:
-    """Raise AssertionError when a variable or buffer of ``func`` is used outside its scope."""
-    params = set(func.params)
-    sizes = {n for b in func.buffer_map.values() for d in b.shape for n in walk(d) if isinstance(n, Var)}
-    top_vars = frozenset(params | sizes)
-    top_bufs = frozenset(func.buffer_map.values())
+    """Raise AssertionError when ``func`` uses a variable or buffer outside its scope, or mixes
+    data types where TensorIR does not."""
+    sizes = {d for b in func.buffer_map.values() for d in b.shape if isinstance(d, Var)}
+    top_vars = frozenset(set(func.params) | sizes)
 
     def expr(e: Any, vs: frozenset, bs: frozenset, where: str) -> None:
         if isinstance(e, Var):
@@ -464,12 +502,14 @@ def check_well_formed(func: PrimFunc) -> None:
             for i in e.indices:
                 expr(i, vs, bs, where)
         elif isinstance(e, PrimExpr):
+            if hasattr(e, "a") and hasattr(e, "b"):
+                assert e.a.dtype == e.b.dtype, f"{where}: operands of {type(e).__name__}"
             for child in children(e):
                 expr(child, vs, bs, where)
 
     def stmt(s: Stmt, vs: frozenset, bs: frozenset) -> None:
         if isinstance(s, SeqStmt):
-            assert len(s.seq) > 1 and not any(isinstance(x, SeqStmt) for x in s.seq), "flat seq"
+            assert len(s.seq) > 1 and not any(isinstance(x, SeqStmt) for x in s.seq), "flat sequence"
             for x in s.seq:
                 stmt(x, vs, bs)
         elif isinstance(s, For):
@@ -483,6 +523,7 @@ def check_well_formed(func: PrimFunc) -> None:
             stmt(s.body, vs | {s.var}, bs)
         elif isinstance(s, IfThenElse):
             expr(s.condition, vs, bs, "if condition")
+            assert s.condition.dtype == BOOL, "if condition type"
             stmt(s.then_case, vs, bs)
             if s.else_case is not None:
                 stmt(s.else_case, vs, bs)
@@ -507,6 +548,7 @@ def check_well_formed(func: PrimFunc) -> None:
             for r in b.reads + b.writes:
                 assert r.buffer in bs, f"region of {r.buffer.name!r} outside its scope"
                 for rng in r.region:
+                    assert rng.min.dtype == rng.extent.dtype, "range types"
                     expr(rng.min, inner, bs, "region")
                     expr(rng.extent, inner, bs, "region")
             inner_bufs = bs | set(b.alloc_buffers)
@@ -520,4 +562,4 @@ def check_well_formed(func: PrimFunc) -> None:
     if contains_block(body):
         assert isinstance(body, BlockRealize) and body.block.name_hint == "root", "no root block"
     assert func.s_tir == contains_block(body), "s_tir"
-    stmt(body, top_vars, top_bufs)
+    stmt(body, top_vars, frozenset(func.buffer_map.values()))
