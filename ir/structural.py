@@ -14,6 +14,7 @@ from typing import Any
 from .buffer import Buffer
 from .errors import TVMSError
 from .expr import Var
+from .relax import Var as RelaxVar
 from .module import IRModule
 from .node import FrozenDict, Node, walk_fields
 
@@ -48,7 +49,7 @@ class _Equal:
         if isinstance(a, Node):
             if not isinstance(b, Node) or type(a) is not type(b):
                 self.fail(path, a, b)
-            if isinstance(a, (Var, Buffer)):
+            if isinstance(a, (Var, Buffer, RelaxVar)):
                 self.ref(a, b, path, binding)
             else:
                 self.node(a, b, path, binding)
@@ -144,7 +145,7 @@ def structural_hash(value: Any) -> int:
 
     def h(v: Any) -> Any:
         if isinstance(v, Node):
-            if isinstance(v, (Var, Buffer)):
+            if isinstance(v, (Var, Buffer, RelaxVar)):
                 n = numbering.get(id(v))
                 if n is not None:
                     return ("ref", n)
