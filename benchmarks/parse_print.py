@@ -243,13 +243,13 @@ def roundtrip_notes(rows: list[dict]) -> list[str]:
     for row in rows:
         for side, label in (("tvms", "tvms"), ("tvm", "TVM")):
             diff = (row[side] or {}).get("roundtrip")
-            if diff:
-                known = side == "tvm" and not row["tvm_roundtrips"]
-                notes.append(f"{label} print differs from the input of {row['workload']} at line "
-                             f"{diff['line']}" + (" (expected: TVM 0.27 does not round-trip"
-                                                  " this corpus text itself)" if known else "")
-                             + f":\n    input:   {diff['input'].strip()}\n"
-                             f"    printed: {diff['printed'].strip()}")
+            if not diff:
+                continue
+            known = side == "tvm" and not row["tvm_roundtrips"]
+            why = " (expected: TVM 0.27 does not round-trip this corpus text)" if known else ""
+            notes.append(f"{label} print differs from the input of {row['workload']} at line "
+                         f"{diff['line']}{why}:\n    input:   {diff['input'].strip()}\n"
+                         f"    printed: {diff['printed'].strip()}")
     return notes
 
 
@@ -273,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     tvm_python = None if args.no_tvm else find_tvm_python(args.tvm_python)
     if tvm_python is None:
-        notes.append("Apache TVM not found: TVM columns skipped" if not args.no_tvm
+        notes.append("Apache TVM not found (give --tvm-python or set TVMS_TVM_PYTHON): "
+                     "TVM columns skipped" if not args.no_tvm
                      else "--no-tvm: TVM columns skipped")
 
     machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
@@ -289,7 +290,10 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 theirs = measure_tvm(tvm_python, work, args.repeat)
                 machine["tvm"], machine["tvm_python"] = theirs["version"], theirs["python"]
-            except (OSError, RuntimeError, ValueError) as e:
+            except OSError as e:  # no such interpreter: no use trying the next workloads
+                notes.append(f"cannot run {tvm_python}: {e}; TVM columns skipped")
+                tvm_python = None
+            except (RuntimeError, ValueError) as e:
                 notes.append(f"TVM failed on {work.name} ({tvm_python}): {e}")
         rows.append(summarize(work, ours, theirs))
     machine["load_after"] = load_average()
