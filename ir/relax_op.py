@@ -131,6 +131,9 @@ def make_call(op: "str | OpSpec", args: list | tuple, attrs: dict | None = None,
         raise TVMSError(f"R.{spec.script_name} takes {want} argument{'s' if want != '1' else ''} "
                         f"({', '.join(spec.args)}), got {len(args)}")
     normalized = normalize_attrs(spec, attrs or {})
-    info = CallInfo(spec, args, tuple(a.struct_info for a in args), normalized, tuple(sinfo_args))
+    from .struct_info import ObjectStructInfo
+
+    sinfo = tuple(getattr(a, "struct_info", None) or ObjectStructInfo() for a in args)
+    info = CallInfo(spec, args, sinfo, normalized, tuple(sinfo_args))
     sinfo = spec.infer(info)
     return Call(get_op(spec.name), args, normalized, tuple(sinfo_args), sinfo, span=span)

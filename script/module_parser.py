@@ -9,27 +9,19 @@ from typing import Any
 
 from ..ir.errors import ScriptError, Source, Span
 from ..ir.function import PrimFunc
-from ..ir.module import IRModule
+from ..ir.module import GlobalVar, IRModule
 from . import syntax as S
+from .syntax import dotted
 from .diagnostics import did_you_mean, error
 from .dialect import detect_dialect
 from .parser import parse_syntax
 from .tir_expr import freeze_value
+from .relax_function import RelaxFunctionBuilder
 from .tir_parser import TIRBuilder
 
 _MODULE_DECORATORS = {"I.ir_module", "ir_module", "tvm.script.ir_module", "ir.ir_module"}
 _PRIM_FUNC_DECORATORS = {"T.prim_func", "prim_func", "tir.prim_func"}
 _RELAX_DECORATORS = {"R.function", "relax.function"}
-
-
-def dotted(syn: Any) -> str | None:
-    """``tvm.script.ir_module`` for an attribute chain of names, else None."""
-    if isinstance(syn, S.Name):
-        return syn.id
-    if isinstance(syn, S.Attribute):
-        base = dotted(syn.value)
-        return f"{base}.{syn.attr}" if base else None
-    return None
 
 
 def _decorator(syn: Any) -> tuple[str | None, dict]:
@@ -48,6 +40,7 @@ class ModuleParser:
         self.text = text
         self.dialect = detect_dialect(text)
         self.typevars: set[str] = set()
+        self.globals: dict[str, GlobalVar] = {}
 
     def error(self, syn: Any, message: str) -> ScriptError:
         return error(self.source, syn, message)
@@ -93,11 +86,13 @@ class ModuleParser:
             raise self.error(cls, f"class {cls.name!r} needs the @I.ir_module decorator")
         mod = IRModule()
         attrs: dict = {}
+        # every function can refer to every other (cls.name) whatever their order
+        self.globals = {s.name: GlobalVar(s.name) for s in cls.body if isinstance(s, S.FunctionDef)}
         for stmt in cls.body:
             if isinstance(stmt, S.FunctionDef):
                 if stmt.name in mod:
                     raise self.error(stmt, f"function {stmt.name!r} is defined twice in this module")
-                mod[stmt.name] = self.function(stmt)
+                mod[self.globals[stmt.name]] = self.function(stmt)
             elif isinstance(stmt, S.ExprStmt) and isinstance(stmt.value, S.Call) \
                     and dotted(stmt.value.func) == "I.module_attrs":
                 args = stmt.value.args
@@ -127,7 +122,12 @@ class ModuleParser:
                 builder = TIRBuilder(self.source, self.dialect, typevars=frozenset(self.typevars))
                 return builder.prim_func(fdef, kwargs)
             if name in _RELAX_DECORATORS:
-                raise self.error(dec, "Relax functions (@R.function) are not supported yet")
+                for key in kwargs:
+                    if key not in ("private", "pure"):
+                        raise self.error(dec, f"unknown @R.function argument {key!r}")
+                builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
+                                               frozenset(self.typevars), None)
+                return builder.function(fdef, kwargs)
             known = sorted(_PRIM_FUNC_DECORATORS | _RELAX_DECORATORS)
             raise self.error(dec, f"unknown decorator '@{name}'{did_you_mean(name or '', known)}")
         raise self.error(fdef, f"function {fdef.name!r} needs a decorator such as @T.prim_func")

@@ -10,8 +10,10 @@ from ..ir.function import PrimFunc
 from ..ir.module import IRModule
 from ..ir.node import Node, register_printer
 from ..ir.stmt import Stmt
-from ..ir.visitor import walk
+from ..ir import relax as rx
+from ..ir.visitor import collect
 from .dialect import Dialect, get_dialect
+from .relax_printer import RelaxPrinter
 from .tir_printer import Namer, TIRPrinter
 
 
@@ -40,67 +42,86 @@ def to_script(node: Any, dialect: "str | Dialect" = "classic", name: str | None 
     raise TypeError(f"cannot print a {type(node).__name__}")
 
 
-def _hoisted_typevars(funcs: list[PrimFunc]) -> tuple[list[str], dict[int, str]]:
-    """TVM 0.27 declares the symbolic sizes of buffer shapes once, as module-level TypeVars."""
-    names: list[str] = []
+def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
+    """TVM 0.27 declares symbolic sizes (int64 variables that no parameter binds) once, as
+    module-level ``n = TypeVar("n")`` lines, sorted by name."""
     ids: dict[int, str] = {}
     for f in funcs:
-        params = {id(p) for p in f.params}
-        for buf in f.buffer_map.values():
-            for dim in buf.shape:
-                for n in walk(dim):
-                    if isinstance(n, Var) and n.dtype == DataType("int64") and id(n) not in params:
-                        ids[id(n)] = n.name
-                        if n.name not in names:
-                            names.append(n.name)
-    return names, ids
+        if isinstance(f, PrimFunc):
+            params = {id(p) for p in f.params}
+            found = [n for buf in f.buffer_map.values() for dim in buf.shape for n in collect(dim, Var)]
+        else:
+            params = set()
+            found = collect(f, Var)
+        for n in found:
+            if n.dtype == DataType("int64") and id(n) not in params:
+                ids[id(n)] = n.name
+    return sorted(set(ids.values())), ids
 
 
-def _header(d: Dialect, typevars: list[str], with_ir: bool = True) -> list[str]:
+def _header(d: Dialect, typevars: list[str], body: list[str], relax: bool, with_ir: bool = True) -> list[str]:
+    """The import comments TVM prints: the TensorIR ones only when the text uses ``T.``."""
+    uses_t = any("T." in line for line in body)
     lines = []
     if typevars and d.typevar_header:
         lines.append(d.typevar_header)
-    lines += [h for h in d.header if with_ir or " ir as I" not in h]
+    for h in d.header:
+        if " ir as I" in h and not with_ir:
+            continue
+        if " ir as I" not in h and not uses_t:
+            continue
+        lines.append(h)
+    if relax:
+        lines.append("# from tvm.script import relax as R")
     lines.append("")
     lines += [f'{n} = TypeVar("{n}")' for n in typevars]
     return lines
 
 
+METADATA_NOTE = "# Metadata omitted. Use show_meta=True in script() method to show it."
+
+
 def _module(mod: IRModule, d: Dialect) -> str:
     funcs = [(gv.name_hint, f) for gv, f in mod.functions_items()]
-    typevars, typevar_ids = ([], {}) if d.typevar_header is None else _hoisted_typevars(
-        [f for _, f in funcs if isinstance(f, PrimFunc)])
-    lines = _header(d, typevars)
-    lines.append("@I.ir_module")
-    lines.append("class Module:")
+    typevars, typevar_ids = ([], {}) if d.typevar_header is None else _hoisted_typevars([f for _, f in funcs])
     namer = Namer()
     for name in typevars:
-        namer.used[name] = 1  # module-level names are taken
+        namer.used[name] = namer.used.get(name, 0) + 1  # module-level names are taken
+    names = {name for name, _ in funcs}
+    constants: list = []
+    body = ["@I.ir_module", "class Module:"]
     if mod.attrs:
-        p = TIRPrinter(d, namer)
-        lines.append(f"    I.module_attrs({p.attr_dict(mod.attrs)})")
+        p = RelaxPrinter(d, namer, typevar_ids, names, constants)
+        body.append(f"    I.module_attrs({p.attr_dict(mod.attrs)})")
     for i, (name, f) in enumerate(funcs):
         if i:
-            lines.append("")
-        p = TIRPrinter(d, namer, typevar_ids)
-        p.indent = 1
+            body.append("")
         if isinstance(f, PrimFunc):
+            p = TIRPrinter(d, namer, typevar_ids)
+            p.indent = 1
             p.prim_func(f, name, decorate_s_tir=d.name != "classic")
+        elif isinstance(f, rx.Function):
+            p = RelaxPrinter(d, namer, typevar_ids, names, constants)
+            p.indent = 1
+            p.function(f, name)
         else:
-            raise TypeError(f"cannot print a {type(f).__name__} in a module yet")
-        lines += p.lines
-    return "\n".join(lines)
+            raise TypeError(f"cannot print a {type(f).__name__} in a module")
+        body += p.lines
+    relax = any(isinstance(f, rx.Function) for _, f in funcs)
+    text = "\n".join(_header(d, typevars, body, relax) + body)
+    if "metadata[" in text:
+        text += "\n\n" + METADATA_NOTE
+    return text
 
 
 def _bare_function(f: PrimFunc, d: Dialect, name: str | None) -> str:
     name = name or str(f.attrs.get("global_symbol", "main"))
     typevars, typevar_ids = ([], {}) if d.typevar_header is None else _hoisted_typevars([f])
-    lines = _header(d, typevars, with_ir=False)
     p = TIRPrinter(d, typevars=typevar_ids)
     for n in typevars:
         p.namer.used[n] = 1
     p.prim_func(f, name, decorate_s_tir=d.name != "classic")
-    return "\n".join(lines + p.lines)
+    return "\n".join(_header(d, typevars, p.lines, relax=False, with_ir=False) + p.lines)
 
 
 register_printer(to_script)

@@ -357,3 +357,13 @@ def _syntax_error(where: Syn, message: str) -> Exception:
     from .diagnostics import SyntaxProblem
 
     return SyntaxProblem(message, where)
+
+
+def dotted(syn: Any) -> str | None:
+    """``tvm.script.ir_module`` for an attribute chain of names, else None."""
+    if isinstance(syn, Name):
+        return syn.id
+    if isinstance(syn, Attribute):
+        base = dotted(syn.value)
+        return f"{base}.{syn.attr}" if base else None
+    return None

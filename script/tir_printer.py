@@ -168,9 +168,10 @@ class TIRPrinter:
 
     def ex(self, e: Any) -> tuple[str, int]:
         """(text, precedence) of an expression."""
-        method = _EXPR_PRINTERS.get(type(e))
+        table = self.expr_printers
+        method = table.get(type(e))
         if method is None:
-            for klass, m in _EXPR_PRINTERS.items():
+            for klass, m in table.items():
                 if isinstance(e, klass):
                     method = m
                     break
@@ -302,7 +303,7 @@ class TIRPrinter:
             return f"T.target({self.attr_dict(v.config, sort=False)})"
         if isinstance(v, Buffer):
             return self.buffer(v)
-        if isinstance(v, Node) and type(v) in _EXPR_PRINTERS or isinstance(v, PrimExpr):
+        if isinstance(v, Node) and type(v) in self.expr_printers or isinstance(v, PrimExpr):
             return self.expr(v)
         if isinstance(v, DataType):
             return quote(str(v))
@@ -766,6 +767,7 @@ _EXPR_PRINTERS: dict[type, Callable] = {
     Var: TIRPrinter.ex_var,
 }
 _EXPR_PRINTERS.update({cls: TIRPrinter.ex_binary for cls in _BINARY})
+TIRPrinter.expr_printers = _EXPR_PRINTERS  # by node class; a subclass may replace entries
 
 _STMT_PRINTERS: dict[type, Callable] = {
     BufferStore: TIRPrinter.st_store, Evaluate: TIRPrinter.st_evaluate, SeqStmt: TIRPrinter.st_seq,

@@ -260,15 +260,56 @@ def main(A: T.Buffer((4,), "float32")):
     assert_error(src, 1, 5, r"function 'main' needs a decorator such as @T\.prim_func")
 
 
-def test_relax_function_is_not_supported_yet():
-    src = '''\
+_RELAX_HEAD = """\
 @I.ir_module
 class Module:
     @R.function
-    def main(x: R.Tensor((4,), "float32")):
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+"""
+
+
+def test_relax_dataflow_variable_escaping_its_block():
+    src = _RELAX_HEAD + """\
+        with R.dataflow():
+            y = R.add(x, x)
+            z = R.multiply(y, x)
+            R.output(z)
+        return y
+"""
+    assert_error(src, 9, 16, r"'y' is a dataflow variable: it is only visible inside its dataflow block")
+
+
+def test_relax_struct_info_mismatch_in_an_annotation():
+    src = _RELAX_HEAD + """\
+        y: R.Tensor((5,), "float32") = R.add(x, x)
+        return y
+"""
+    assert_error(src, 5, 12, r"'y' is annotated with a dimension 5 where its value has 4")
+
+
+def test_relax_match_cast_of_the_wrong_rank():
+    src = _RELAX_HEAD + """\
+        y = R.match_cast(x, R.Tensor((2, 2), "float32"))
         return x
-'''
-    assert_error(src, 3, 6, r"Relax functions \(@R\.function\) are not supported yet")
+"""
+    assert_error(src, 5, 13, r"R\.match_cast: a 1-d tensor cannot match 2 dimensions")
+
+
+def test_relax_call_to_a_missing_function():
+    src = _RELAX_HEAD + """\
+        cls = Module
+        y = R.call_tir(cls.mian, (x,), out_sinfo=R.Tensor((4,), "float32"))
+        return y
+"""
+    assert_error(src, 6, 24, r"the module has no function 'mian'; did you mean 'main'\?")
+
+
+def test_relax_operator_shape_error_names_the_op():
+    src = _RELAX_HEAD + """\
+        y = R.add(x, R.const([1.0, 2.0], "float32"))
+        return y
+"""
+    assert_error(src, 5, 13, r"R\.add: shapes \(4,\) and \(2,\) do not broadcast")
 
 
 def test_two_functions_with_the_same_name():

@@ -1,0 +1,285 @@
+"""Building a Relax function's body: bindings, dataflow blocks, ``if``, nested functions and
+``return``, with the well-formedness checks that need positions (undefined or escaping
+variables, struct-info mismatches)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir import relax as rx
+from ..ir.dtype import DataType
+from ..ir.errors import TVMSError
+from ..ir.expr import Var as TirVar
+from ..ir.node import EMPTY, FrozenDict
+from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, StructInfo, TensorStructInfo,
+                              TupleStructInfo)
+from ..ir.structural import structural_equal
+from . import syntax as S
+from .syntax import dotted
+from .relax_parser import ModuleRef, RBuiltin, RelaxBuilder
+from .tir_expr import NewVar, _describe, freeze_value
+from .tir_parser import FunctionFrame, _norm_attrs
+
+
+class RelaxFunctionBuilder(RelaxBuilder):
+    def function(self, fdef: S.FunctionDef, decorator_kwargs: dict, nested: bool = False) -> rx.Function:
+        if self.func is None:
+            self.func = FunctionFrame()  # holds this function's variables for module TypeVars
+        self.scopes.append({})
+        params = []
+        for p in fdef.params:
+            if p.annotation is None:
+                raise self.error(p, f"parameter {p.name!r} needs struct info, such as R.Tensor((4,), \"float32\")")
+            sinfo = self.as_struct_info(self.ev(p.annotation), p.annotation)
+            var = rx.Var(p.name, sinfo, span=self.span(p))
+            params.append(var)
+            self.define(p.name, var)
+        ret_sinfo = None
+        if fdef.returns is not None:
+            ret_sinfo = self.as_struct_info(self.ev(fdef.returns), fdef.returns)
+        self.attrs: dict = {}
+        blocks, body = self.function_body(fdef)
+        self.scopes.pop()
+        body_sinfo = getattr(body, "struct_info", ObjectStructInfo())
+        seq = rx.SeqExpr(tuple(blocks), body, body_sinfo)
+        attrs = dict(self.attrs)
+        if not decorator_kwargs.get("private", False) and not nested and "global_symbol" not in attrs:
+            attrs["global_symbol"] = fdef.name
+        pure = bool(decorator_kwargs.get("pure", True))
+        ret = ret_sinfo or body_sinfo
+        sinfo = FuncStructInfo(tuple(p.struct_info for p in params), ret, pure)
+        return rx.Function(tuple(params), seq, ret, pure, FrozenDict(attrs), sinfo, span=self.span(fdef))
+
+    def function_body(self, fdef: S.FunctionDef) -> tuple[list, Any]:
+        blocks: list = []
+        current: list = []
+        body = None
+        stmts = fdef.body
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, S.Return):
+                if i != len(stmts) - 1:
+                    raise self.error(stmts[i + 1], "statements after 'return' are never run")
+                body = self.to_relax(self.ev(stmt.value), stmt.value) if stmt.value is not None \
+                    else rx.Tuple((), TupleStructInfo(()))
+                break
+            if isinstance(stmt, S.With) and _is_dataflow(stmt):
+                if current:
+                    blocks.append(rx.BindingBlock(tuple(current)))
+                    current = []
+                blocks.append(self.dataflow(stmt))
+                continue
+            self.statement(stmt, current)
+        if body is None:
+            raise self.error(fdef, f"function {fdef.name!r} must end with a return statement")
+        if current:
+            blocks.append(rx.BindingBlock(tuple(current)))
+        self.check_defined(body, stmts[-1])
+        return blocks, body
+
+    def check_defined(self, expr: Any, syn: Any) -> None:
+        if isinstance(expr, rx.DataflowVar):
+            raise self.error(syn, f"{expr.name!r} is a dataflow variable: it is only visible inside its "
+                             f"dataflow block; list it in R.output(...) to use it after the block")
+
+    # ---------------------------------------------------------------- statements
+    def statement(self, stmt: Any, out: list) -> None:
+        if isinstance(stmt, S.ExprStmt) and isinstance(stmt.value, S.Call):
+            func = self.ev(stmt.value.func)
+            if isinstance(func, RBuiltin) and func.path == "func_attr":
+                args = [self.ev(a) for a in stmt.value.args]
+                if len(args) != 1 or not isinstance(args[0], dict):
+                    raise self.error(stmt, "R.func_attr takes one dict")
+                self.attrs.update(_norm_attrs(args[0]))
+                return
+            if isinstance(func, RBuiltin) and func.path == "output":
+                raise self.error(stmt, "R.output(...) is only allowed at the end of a dataflow block")
+            value = self.ev(stmt.value)
+            if isinstance(value, rx.RelaxExpr):  # a call for its effect: bound to an unused name
+                out.append(rx.VarBinding(value, rx.Var("_", value.struct_info)))
+                return
+            raise self.error(stmt, "an expression statement has no effect here")
+        if isinstance(stmt, S.Assign):
+            return self.assign(stmt, stmt.targets, stmt.value, None, out)
+        if isinstance(stmt, S.AnnAssign):
+            return self.assign(stmt, [stmt.target], stmt.value, stmt.annotation, out)
+        if isinstance(stmt, S.If):
+            return self.if_binding(stmt, out)
+        if isinstance(stmt, S.FunctionDef):
+            func = RelaxFunctionBuilder.nested_function(self, stmt)
+            var = rx.Var(stmt.name, func.struct_info, span=self.span(stmt))
+            self.define(stmt.name, var)
+            out.append(rx.VarBinding(func, var, span=self.span(stmt)))
+            return
+        if isinstance(stmt, (S.Pass, S.Import)):
+            return
+        raise self.error(stmt, f"this statement ({type(stmt).__name__}) is not allowed in a Relax function")
+
+    def nested_function(self, fdef: S.FunctionDef) -> rx.Function:
+        for dec in fdef.decorators:
+            if dotted(dec if not isinstance(dec, S.Call) else dec.func) not in ("R.function", "relax.function"):
+                raise self.error(dec, "a nested function needs @R.function")
+        saved = self.attrs
+        try:
+            return self.function(fdef, {}, nested=True)
+        finally:
+            self.attrs = saved
+
+    def assign(self, stmt: Any, targets: list, value_syn: Any, annotation: Any, out: list) -> None:
+        if len(targets) != 1 or not isinstance(targets[0], S.Name):
+            raise self.error(stmt, "a binding assigns one name")
+        name = targets[0].id
+        if isinstance(value_syn, S.Name) and value_syn.id == "Module" and annotation is None:
+            self.define(name, ModuleRef(self.module_names))  # cls = Module
+            return
+        if isinstance(value_syn, S.Call):
+            func = self.ev(value_syn.func)
+            if isinstance(func, RBuiltin) and func.path == "match_cast":
+                return self.match_cast(stmt, name, value_syn, annotation, out)
+        value = self.ev(value_syn)
+        if isinstance(value, NewVar):  # n = T.int64(): a symbolic size (the classic dialect)
+            existing = self.lookup_local(name)
+            if not isinstance(existing, TirVar):
+                self.define(name, TirVar(name, value.dtype))
+            return
+        value = self.to_relax(value, value_syn)
+        sinfo = value.struct_info if hasattr(value, "struct_info") else ObjectStructInfo()
+        if annotation is not None:
+            declared = self.as_struct_info(self.ev(annotation), annotation)
+            self.check_compatible(declared, sinfo, annotation, name)
+            sinfo = declared
+        var = self.new_var(name, sinfo, targets[0])
+        out.append(rx.VarBinding(value, var, span=self.span(stmt)))
+
+    def new_var(self, name: str, sinfo: StructInfo, syn: Any) -> rx.Var:
+        cls = rx.DataflowVar if self.in_dataflow and name not in (self.outputs or ()) else rx.Var
+        var = cls(name, sinfo, span=self.span(syn))
+        self.define(name, var)
+        return var
+
+    def check_compatible(self, declared: StructInfo, inferred: StructInfo, syn: Any, name: str) -> None:
+        """An annotation may be more precise than what is inferred, never in conflict with it."""
+        if isinstance(declared, TensorStructInfo) and isinstance(inferred, TensorStructInfo):
+            if declared.dtype != VOID and inferred.dtype != VOID and declared.dtype != inferred.dtype:
+                raise self.error(syn, f"{name!r} is annotated {declared.dtype} but its value is {inferred.dtype}")
+            a, b = declared.dims, inferred.dims
+            if a is not None and b is not None:
+                if len(a) != len(b):
+                    raise self.error(syn, f"{name!r} is annotated with {len(a)} dimensions but its value "
+                                     f"has {len(b)}")
+                for x, y in zip(a, b):
+                    if _static(x) is not None and _static(y) is not None and _static(x) != _static(y):
+                        raise self.error(syn, f"{name!r} is annotated with a dimension {_static(x)} where "
+                                         f"its value has {_static(y)}")
+
+    def match_cast(self, stmt: Any, name: str, call: S.Call, annotation: Any, out: list) -> None:
+        if len(call.args) != 2:
+            raise self.error(call, "R.match_cast takes a value and struct info")
+        value = self.to_relax(self.ev(call.args[0]), call.args[0])
+        sinfo = self.as_struct_info(self.ev(call.args[1]), call.args[1])
+        if annotation is not None:
+            declared = self.as_struct_info(self.ev(annotation), annotation)
+            if not structural_equal(declared, sinfo, map_free_vars=True):
+                raise self.error(annotation, "the annotation of a match_cast must equal its struct info")
+        inferred = value.struct_info
+        if type(inferred) is not type(sinfo) and not isinstance(inferred, ObjectStructInfo):
+            raise self.error(call, f"R.match_cast: a value of {_kind(inferred)} cannot match {_kind(sinfo)}")
+        if isinstance(inferred, TensorStructInfo) and isinstance(sinfo, TensorStructInfo):
+            if inferred.ndim >= 0 and sinfo.ndim >= 0 and inferred.ndim != sinfo.ndim:
+                raise self.error(call, f"R.match_cast: a {inferred.ndim}-d tensor cannot match "
+                                 f"{sinfo.ndim} dimensions")
+            if inferred.dtype != VOID and sinfo.dtype != VOID and inferred.dtype != sinfo.dtype:
+                raise self.error(call, f"R.match_cast: a {inferred.dtype} tensor cannot match {sinfo.dtype}")
+        var = self.new_var(name, sinfo, stmt)
+        out.append(rx.MatchCast(value, sinfo, var, span=self.span(stmt)))
+
+    def if_binding(self, stmt: S.If, out: list) -> None:
+        cond = self.to_relax(self.ev(stmt.test), stmt.test)
+        then_seq, then_name = self.branch(stmt.body, stmt)
+        else_seq, else_name = self.branch(stmt.orelse, stmt)
+        if then_name != else_name:
+            raise self.error(stmt, f"both branches of an if must end by assigning the same name "
+                             f"('{then_name}' and '{else_name}')")
+        sinfo = then_seq.struct_info
+        expr = rx.If(cond, then_seq, else_seq, sinfo, span=self.span(stmt))
+        var = self.new_var(then_name, sinfo, stmt)
+        out.append(rx.VarBinding(expr, var, span=self.span(stmt)))
+
+    def branch(self, stmts: list, where: Any) -> tuple[rx.SeqExpr, str]:
+        if not stmts:
+            raise self.error(where, "an if in a Relax function needs both branches")
+        self.scopes.append({})
+        try:
+            bindings: list = []
+            for s in stmts[:-1]:
+                self.statement(s, bindings)
+            last = stmts[-1]
+            if not isinstance(last, (S.Assign, S.AnnAssign)):
+                raise self.error(last, "a branch ends by assigning the value of the if")
+            target = last.targets[0] if isinstance(last, S.Assign) else last.target
+            value = self.to_relax(self.ev(last.value), last.value)
+            if isinstance(last, S.AnnAssign):
+                self.check_compatible(self.as_struct_info(self.ev(last.annotation), last.annotation),
+                                      value.struct_info, last.annotation, target.id)
+            blocks = (rx.BindingBlock(tuple(bindings)),) if bindings else ()
+            return rx.SeqExpr(blocks, value, value.struct_info), target.id
+        finally:
+            self.scopes.pop()
+
+    def dataflow(self, stmt: S.With) -> rx.DataflowBlock:
+        body = stmt.body
+        last = body[-1] if body else None
+        if not (isinstance(last, S.ExprStmt) and isinstance(last.value, S.Call)
+                and dotted(last.value.func) == "R.output"):
+            raise self.error(stmt, "a dataflow block ends with R.output(...) naming the variables it exports")
+        outputs = []
+        for a in last.value.args:
+            if not isinstance(a, S.Name):
+                raise self.error(a, "R.output(...) takes variable names")
+            outputs.append(a.id)
+        self.outputs, self.in_dataflow = set(outputs), True
+        bindings: list = []
+        try:
+            for s in body[:-1]:
+                if isinstance(s, S.If):
+                    raise self.error(s, "an if is not allowed inside a dataflow block")
+                self.statement(s, bindings)
+        finally:
+            self.in_dataflow, self.outputs = False, None
+        for a in last.value.args:
+            self.lookup(a.id, a)  # an output must be defined in the block
+        # dataflow variables stay inside the block
+        for scope in self.scopes[1:]:
+            for key, value in list(scope.items()):
+                if isinstance(value, rx.DataflowVar):
+                    scope[key] = _Escaped(value)
+        return rx.DataflowBlock(tuple(bindings), span=self.span(stmt))
+
+    def lookup(self, name: str, syn: Any) -> Any:
+        value = RelaxBuilder.lookup(self, name, syn)
+        if isinstance(value, _Escaped):
+            raise self.error(syn, f"{name!r} is a dataflow variable: it is only visible inside its "
+                             f"dataflow block; list it in R.output(...) to use it after the block")
+        return value
+
+
+class _Escaped:
+    """A dataflow variable after its block ended: using it is an error."""
+
+    def __init__(self, var: rx.DataflowVar):
+        self.var = var
+
+
+def _is_dataflow(stmt: S.With) -> bool:
+    return isinstance(stmt.item, S.Call) and dotted(stmt.item.func) == "R.dataflow"
+
+
+def _static(e: Any) -> int | None:
+    from ..ir.expr import IntImm
+
+    return e.value if isinstance(e, IntImm) else None
+
+
+def _kind(s: StructInfo) -> str:
+    return type(s).__name__.replace("StructInfo", "").lower() or "object"
+
+
+__all__ = ["RelaxFunctionBuilder", "DataType", "TVMSError", "EMPTY", "freeze_value"]

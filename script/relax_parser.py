@@ -1,0 +1,360 @@
+"""Building Relax from syntax: ``@R.function`` bodies, bindings, dataflow blocks, struct info.
+
+TensorIR expressions (symbolic sizes such as ``n`` and ``m * k``) inside struct info are
+evaluated by the TensorIR machinery this class inherits; Relax values and ``R.*`` builtins are
+handled here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..ir import arith, relax as rx
+from ..ir import relax_op
+from ..ir.dtype import DataType, is_dtype_name
+from ..ir.errors import ScriptError, TVMSError
+from ..ir.expr import IntImm, PrimExpr, Var as TirVar
+from ..ir.module import GlobalVar
+from ..ir.node import EMPTY, FrozenDict
+from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
+                              ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
+from . import syntax as S
+from .diagnostics import did_you_mean
+from .dialect import canonical_attr_key
+from .tir_expr import Builtin, NewVar, _describe, freeze_value
+from .tir_parser import TIRBuilder
+
+
+@dataclass(frozen=True)
+class RBuiltin:
+    """A reference to ``R.<path>`` not yet called."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    """``cls``: the module whose functions ``cls.name`` refers to."""
+
+    names: dict
+
+
+@dataclass
+class Metadata:
+    """``metadata["ir.GenericConst"]``: constants printed outside the text (or elided)."""
+
+    table: dict
+
+
+_STRUCT_INFO_BUILTINS = {"Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "Callable"}
+_R_VALUE_BUILTINS = {"const", "shape", "prim_value", "str", "dtype", "tuple", "match_cast",
+                     "ExternFunc", "call_tir", "call_dps_packed", "call_packed", "output",
+                     "dataflow", "func_attr", "function"}
+
+
+class RelaxBuilder(TIRBuilder):
+    """Builds one Relax Function from a ``def`` decorated with ``@R.function``."""
+
+    def __init__(self, source, dialect, module_names: dict, typevars: frozenset, metadata: dict | None):
+        super().__init__(source, dialect, typevars=typevars)
+        self.module_names = module_names  # name -> GlobalVar
+        self.metadata = metadata  # parsed metadata section, or None when elided
+        self.outputs: set[str] | None = None  # names a dataflow block exports
+        self.in_dataflow = False
+
+    # ---------------------------------------------------------------- names
+    def lookup(self, name: str, syn: Any) -> Any:
+        if name == "R":
+            return RBuiltin("")
+        if name == "metadata":
+            return Metadata(self.metadata or {})
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return super().lookup(name, syn)
+
+    # ---------------------------------------------------------------- expressions
+    def ev_Attribute(self, syn: S.Attribute) -> Any:
+        base = self.ev(syn.value)
+        if isinstance(base, RBuiltin):
+            path = f"{base.path}.{syn.attr}" if base.path else syn.attr
+            if not _is_r_builtin(path):
+                known = ["R." + n for n in sorted(_STRUCT_INFO_BUILTINS | _R_VALUE_BUILTINS
+                                                  | set(relax_op.script_names()))]
+                raise self.error(syn, f"unknown builtin 'R.{path}'{did_you_mean('R.' + path, known)}")
+            return RBuiltin(path)
+        if isinstance(base, ModuleRef):
+            gv = base.names.get(syn.attr)
+            if gv is None:
+                raise self.error(syn, f"the module has no function {syn.attr!r}"
+                                 f"{did_you_mean(syn.attr, list(base.names))}")
+            return gv
+        return super().ev_Attribute(syn)
+
+    def ev_Subscript(self, syn: S.Subscript) -> Any:
+        base = self.ev(syn.value)
+        if isinstance(base, Metadata):
+            return MetadataKind(base, self.ev(syn.indices[0]))
+        if isinstance(base, MetadataKind):
+            return self.metadata_constant(base, self.ev(syn.indices[0]), syn)
+        if isinstance(base, rx.RelaxExpr) and len(syn.indices) == 1:
+            index = self.ev(syn.indices[0])
+            if not isinstance(index, int):
+                raise self.error(syn, "a tuple is indexed by a constant integer")
+            sinfo = base.struct_info
+            field_sinfo = ObjectStructInfo()
+            if isinstance(sinfo, TupleStructInfo):
+                if not 0 <= index < len(sinfo.fields):
+                    raise self.error(syn, f"index {index} is out of range for a tuple of {len(sinfo.fields)}")
+                field_sinfo = sinfo.fields[index]
+            return rx.TupleGetItem(base, index, field_sinfo, span=self.span(syn))
+        return super().ev_Subscript(syn)
+
+    def metadata_constant(self, kind: "MetadataKind", index: Any, syn: Any) -> rx.Constant:
+        entries = kind.meta.table.get(kind.key)
+        if self.metadata is None or entries is None:
+            # the text was printed without its metadata: keep a placeholder the printer can
+            # print again, whose struct info the binding's annotation fills in
+            return rx.Constant(None, TensorStructInfo(None, VOID, -1), f"elided:{kind.key}:{index}",
+                               span=self.span(syn))
+        if not isinstance(index, int) or not 0 <= index < len(entries):
+            raise self.error(syn, f"metadata[{kind.key!r}] has no entry {index!r}")
+        return entries[index]
+
+    def ev_Call(self, syn: S.Call) -> Any:
+        func = self.ev(syn.func)
+        if isinstance(func, RBuiltin):
+            return self.r_call(func.path, syn)
+        if isinstance(func, (GlobalVar, rx.Var)):
+            args = tuple(self.to_relax(self.ev(a), a) for a in syn.args)
+            ret = ObjectStructInfo()
+            sinfo = getattr(func, "struct_info", None)
+            if isinstance(sinfo, FuncStructInfo):
+                ret = sinfo.ret
+            return rx.Call(func, args, EMPTY, (), ret, span=self.span(syn))
+        return super().ev_Call(syn)
+
+    def to_relax(self, value: Any, syn: Any) -> rx.RelaxExpr:
+        """A Relax expression for a value: tuples become Tuples, numbers PrimValues."""
+        if isinstance(value, (rx.RelaxExpr, GlobalVar)):
+            return value
+        if isinstance(value, (tuple, list)):
+            fields = tuple(self.to_relax(v, syn) for v in value)
+            return rx.Tuple(fields, TupleStructInfo(tuple(_sinfo(f) for f in fields)), span=self.span(syn))
+        if isinstance(value, bool) or isinstance(value, (int, float)) or isinstance(value, PrimExpr):
+            expr = arith.to_expr(value) if not isinstance(value, int) or isinstance(value, bool) \
+                else IntImm(DataType("int64"), value)
+            return rx.PrimValue(expr, PrimStructInfo(expr.dtype, expr), span=self.span(syn))
+        if isinstance(value, str):
+            return rx.StringImm(value, ObjectStructInfo(), span=self.span(syn))
+        raise self.error(syn, f"expected a Relax value, got {_describe(value)}")
+
+    # ---------------------------------------------------------------- R.* calls
+    def r_call(self, path: str, syn: S.Call) -> Any:
+        if path in _STRUCT_INFO_BUILTINS:
+            return self.struct_info_call(path, syn)
+        handler = getattr(self, "r_" + path, None)
+        if handler is not None and path in _R_VALUE_BUILTINS:
+            return handler(syn)
+        spec = relax_op.lookup(path)
+        if spec is None:
+            raise self.error(syn.func, f"R.{path}(...) cannot be used here")
+        args = [self.to_relax(self.ev(a), a) for a in syn.args]
+        attrs = {}
+        for key, value_syn in syn.kwargs:
+            attrs[key] = self.attr_value(self.ev(value_syn), value_syn)
+        return relax_op.make_call(spec, args, attrs, span=self.span(syn))
+
+    def attr_value(self, value: Any, syn: Any) -> Any:
+        if isinstance(value, list):
+            return tuple(self.attr_value(v, syn) for v in value)
+        if isinstance(value, IntImm):
+            return value.value
+        if isinstance(value, str) and value == "void":
+            return None  # the classic dialect writes an unset dtype as "void"
+        return value
+
+    def r_const(self, syn: S.Call) -> rx.Constant:
+        args = [self.ev(a) for a in syn.args]
+        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
+        value = args[0] if args else kwargs.get("value")
+        dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+        return make_constant(np.array(value, dtype=str(dtype) if dtype else None), span=self.span(syn))
+
+    def r_shape(self, syn: S.Call) -> rx.ShapeExpr:
+        values = self.ev(syn.args[0]) if syn.args else []
+        dims = tuple(self.dim(v, syn) for v in values)
+        return rx.ShapeExpr(dims, ShapeStructInfo(dims), span=self.span(syn))
+
+    def r_prim_value(self, syn: S.Call) -> rx.PrimValue:
+        value = self.ev(syn.args[0])
+        return self.to_relax(value, syn)
+
+    def r_str(self, syn: S.Call) -> rx.StringImm:
+        return rx.StringImm(self.ev(syn.args[0]), ObjectStructInfo(), span=self.span(syn))
+
+    def r_dtype(self, syn: S.Call) -> rx.DataTypeImm:
+        return rx.DataTypeImm(DataType(self.ev(syn.args[0])), ObjectStructInfo(), span=self.span(syn))
+
+    def r_tuple(self, syn: S.Call) -> rx.Tuple:
+        return self.to_relax(tuple(self.ev(a) for a in syn.args), syn)
+
+    def r_ExternFunc(self, syn: S.Call) -> rx.ExternFunc:
+        return rx.ExternFunc(self.ev(syn.args[0]), ObjectStructInfo(), span=self.span(syn))
+
+    def call_sinfo(self, syn: S.Call, kwargs: dict) -> tuple:
+        out = kwargs.pop("out_sinfo", None) if "out_sinfo" in kwargs else kwargs.pop("out_ty", None)
+        if out is None:
+            raise self.error(syn, "the output struct info is missing: out_sinfo=R.Tensor(...)")
+        out = out if isinstance(out, (list, tuple)) else [out]
+        for o in out:
+            if not isinstance(o, StructInfo):
+                raise self.error(syn, f"out_sinfo must be struct info such as R.Tensor((4,), \"float32\"), "
+                                 f"got {_describe(o)}")
+        return tuple(out)
+
+    def r_call_tir(self, syn: S.Call) -> rx.Call:
+        args = [self.ev(a) for a in syn.args]
+        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
+        sinfo_args = self.call_sinfo(syn, kwargs)
+        tir_vars = kwargs.pop("tir_vars", None)
+        if kwargs:
+            raise self.error(syn, f"R.call_tir has no argument {next(iter(kwargs))!r}")
+        if len(args) != 2 or not isinstance(args[0], GlobalVar):
+            raise self.error(syn, "R.call_tir takes a TensorIR function (cls.name) and a tuple of arguments")
+        call_args = [args[0], self.to_relax(tuple(args[1]) if isinstance(args[1], (tuple, list)) else args[1], syn)]
+        if tir_vars is not None:
+            call_args.append(self.to_relax_shape(tir_vars, syn))
+        return relax_op.make_call("call_tir", call_args, {}, sinfo_args, span=self.span(syn))
+
+    def to_relax_shape(self, values: Any, syn: Any) -> rx.ShapeExpr:
+        if isinstance(values, rx.ShapeExpr):
+            return values
+        dims = tuple(self.dim(v, syn) for v in values)
+        return rx.ShapeExpr(dims, ShapeStructInfo(dims))
+
+    def r_call_dps_packed(self, syn: S.Call) -> rx.Call:
+        args = [self.ev(a) for a in syn.args]
+        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
+        sinfo_args = self.call_sinfo(syn, kwargs)
+        func = args[0]
+        if isinstance(func, str):
+            func = rx.ExternFunc(func, ObjectStructInfo())
+        call_args = [func, self.to_relax(tuple(args[1]) if isinstance(args[1], (tuple, list)) else args[1], syn)]
+        return relax_op.make_call("call_dps_packed", call_args, {}, sinfo_args, span=self.span(syn))
+
+    def r_call_packed(self, syn: S.Call) -> rx.Call:
+        args = [self.ev(a) for a in syn.args]
+        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
+        sinfo = kwargs.pop("sinfo_args", None)
+        sinfo_args = tuple(sinfo) if isinstance(sinfo, (list, tuple)) else ((sinfo,) if sinfo else ())
+        func = rx.ExternFunc(args[0], ObjectStructInfo()) if isinstance(args[0], str) else args[0]
+        call_args = [func] + [self.to_relax(a, syn) for a in args[1:]]
+        return relax_op.make_call("call_packed", call_args, {}, sinfo_args, span=self.span(syn))
+
+    # ---------------------------------------------------------------- struct info
+    def dim(self, value: Any, syn: Any) -> PrimExpr:
+        """A dimension: ints are int64, strings name symbolic sizes (the classic signature)."""
+        if isinstance(value, bool):
+            raise self.error(syn, "a dimension is an integer, not a bool")
+        if isinstance(value, int):
+            return IntImm(DataType("int64"), value)
+        if isinstance(value, str):
+            return self.symbolic(value, syn)
+        if isinstance(value, PrimExpr) and (value.dtype.is_integer):
+            return value
+        raise self.error(syn, f"a dimension is an integer or a symbolic size, got {_describe(value)}")
+
+    def symbolic(self, name: str, syn: Any) -> TirVar:
+        if not name.isidentifier():
+            raise self.error(syn, f"a quoted dimension names one symbolic size, got {name!r}")
+        for scope in reversed(self.scopes):
+            if name in scope and isinstance(scope[name], TirVar):
+                return scope[name]
+        var = TirVar(name, DataType("int64"))
+        self.scopes[1 if len(self.scopes) > 1 else 0][name] = var
+        return var
+
+    def struct_info_call(self, path: str, syn: S.Call) -> StructInfo:
+        args = [self.ev(a) for a in syn.args]
+        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
+        return self.make_struct_info(path, args, kwargs, syn)
+
+    def make_struct_info(self, path: str, args: list, kwargs: dict, syn: Any) -> StructInfo:
+        if path == "Tensor":
+            shape = args[0] if args else kwargs.get("shape")
+            dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+            ndim = kwargs.get("ndim", -1)
+            dt = DataType(dtype) if dtype not in (None, "void") else VOID
+            if shape is None:
+                return TensorStructInfo(None, dt, ndim)
+            if isinstance(shape, rx.Var):
+                return TensorStructInfo(shape, dt, ndim)
+            dims = tuple(self.dim(d, syn) for d in shape)
+            return TensorStructInfo(rx.ShapeExpr(dims, ShapeStructInfo(dims)), dt, len(dims))
+        if path == "Shape":
+            values = args[0] if args else kwargs.get("values")
+            if values is None:
+                return ShapeStructInfo(None, kwargs.get("ndim", -1))
+            return ShapeStructInfo(tuple(self.dim(d, syn) for d in values))
+        if path == "Tuple":
+            return TupleStructInfo(tuple(self.as_struct_info(a, syn) for a in args))
+        if path in ("Object", "Any"):
+            return ObjectStructInfo()
+        if path == "Prim":
+            dtype = args[0] if args else kwargs.get("dtype")
+            value = kwargs.get("value")
+            if value is not None:
+                value = arith.to_expr(value) if not isinstance(value, str) else self.symbolic(value, syn)
+                return PrimStructInfo(value.dtype, value)
+            return PrimStructInfo(DataType(dtype))
+        if path == "Callable":
+            params = args[0] if args else kwargs.get("params")
+            ret = args[1] if len(args) > 1 else kwargs.get("ret")
+            purity = args[2] if len(args) > 2 else kwargs.get("purity", True)
+            return FuncStructInfo(None if params is None else tuple(self.as_struct_info(p, syn) for p in params),
+                                  self.as_struct_info(ret, syn), bool(purity))
+        raise self.error(syn, f"R.{path} is not struct info")
+
+    def as_struct_info(self, value: Any, syn: Any) -> StructInfo:
+        if isinstance(value, StructInfo):
+            return value
+        if isinstance(value, RBuiltin) and value.path in ("Object", "Any", "Tensor", "Shape", "Tuple"):
+            return self.make_struct_info(value.path, [], {}, syn)
+        if isinstance(value, Builtin) and is_dtype_name(value.path):
+            return PrimStructInfo(DataType(value.path))  # TVM 0.27 writes R.Prim("int64") as T.int64
+        raise self.error(syn, f"expected struct info such as R.Tensor((4,), \"float32\"), got {_describe(value)}")
+
+
+class MetadataKind:
+    """``metadata["ir.GenericConst"]`` before it is indexed."""
+
+    def __init__(self, meta: Metadata, key: Any):
+        self.meta, self.key = meta, key
+
+
+def make_constant(data: np.ndarray, span: Any = None) -> rx.Constant:
+    """A Constant of a numpy array, with its struct info and a digest of its bytes."""
+    import hashlib
+
+    data = np.asarray(data, order="C")  # (ascontiguousarray would make a scalar 1-d)
+    dims = tuple(IntImm(DataType("int64"), d) for d in data.shape)
+    sinfo = TensorStructInfo(rx.ShapeExpr(dims, ShapeStructInfo(dims)), DataType(str(data.dtype)), len(dims))
+    digest = hashlib.sha1(str(data.dtype).encode() + repr(data.shape).encode() + data.tobytes()).hexdigest()
+    return rx.Constant(data, sinfo, digest, span=span)
+
+
+def _sinfo(e: Any) -> StructInfo:
+    return getattr(e, "struct_info", None) or ObjectStructInfo()
+
+
+def _is_r_builtin(path: str) -> bool:
+    return (path in _STRUCT_INFO_BUILTINS or path in _R_VALUE_BUILTINS
+            or relax_op.lookup(path) is not None
+            or any(name.startswith(path + ".") for name in relax_op.script_names()))
+
+
+__all__ = ["RelaxBuilder", "RBuiltin", "ModuleRef", "make_constant", "FrozenDict", "canonical_attr_key",
+           "freeze_value", "NewVar", "ScriptError", "TVMSError", "rx"]

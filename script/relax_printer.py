@@ -1,0 +1,308 @@
+"""IR -> TVMScript text for Relax functions: bindings, dataflow blocks, struct info, calls.
+
+TensorIR expressions inside (symbolic sizes) are printed by the TensorIR printer this class
+extends, with int64 as the default integer type (Relax sizes are int64).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir import relax as rx
+from ..ir import relax_op
+from ..ir.dtype import DataType
+from ..ir.expr import IntImm, Op, PrimExpr, Var as TirVar
+from ..ir.module import GlobalVar
+from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
+                              ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
+from .tir_printer import _EXPR_PRINTERS, ATOM, TIRPrinter, format_float, quote
+
+_CONSTANT_KEY = {"classic": "relax.expr.Constant", "tvm-0.27": "ir.GenericConst"}
+
+
+class RelaxPrinter(TIRPrinter):
+    """Prints Relax functions; shares names and module state with the module printer."""
+
+    def __init__(self, dialect, namer, typevars: dict, module_names: set, constants: list):
+        super().__init__(dialect, namer, typevars)
+        self.module_names = module_names  # names of the module's functions (printed cls.name)
+        self.constants = constants  # constants printed as metadata[...][i], shared by the module
+        self.in_signature = False
+
+    # ---------------------------------------------------------------- TensorIR inside Relax
+    def ex_int(self, e: IntImm):
+        if e.dtype.name == "int64":
+            return str(e.value), ATOM  # Relax sizes are int64: printed bare
+        return super().ex_int(e)
+
+    def var(self, v: Any) -> str:
+        if isinstance(v, TirVar) and self.in_signature and self.namer.get(v) is None \
+                and id(v) not in self.typevars:
+            return quote(v.name)  # the classic signature names sizes before they are defined
+        return super().var(v)
+
+    def dims(self, values: tuple) -> str:
+        parts = []
+        for d in values:
+            text = self.expr(d)
+            if self.in_signature and not isinstance(d, (IntImm, TirVar)) and _has_undefined(self, d):
+                text = quote(text.replace('"', ""))
+            parts.append(text)
+        return ", ".join(parts)
+
+    # ---------------------------------------------------------------- struct info
+    def sinfo(self, s: StructInfo) -> str:
+        classic = self.d.name == "classic"
+        if isinstance(s, TensorStructInfo):
+            args = []
+            dims = s.dims
+            if dims is not None:
+                args.append(f"({self.dims(dims)}{',' if len(dims) == 1 else ''})")
+            elif s.shape is not None:
+                args.append(self.rexpr(s.shape))
+            if s.dtype != VOID:
+                args.append(f"dtype={quote(str(s.dtype))}")
+            if dims is None and s.shape is None and s.ndim >= 0:
+                args.append(f"ndim={s.ndim}")
+            return f"R.Tensor({', '.join(args)})" if args else "R.Tensor"
+        if isinstance(s, ShapeStructInfo):
+            if s.values is not None:
+                return f"R.Shape([{self.dims(s.values)}])"
+            return f"R.Shape(ndim={s.ndim})" if s.ndim >= 0 else "R.Shape"
+        if isinstance(s, TupleStructInfo):
+            return f"R.Tuple({', '.join(self.sinfo(f) for f in s.fields)})"
+        if isinstance(s, ObjectStructInfo):
+            return "R.Object" if classic else "R.Any"
+        if isinstance(s, PrimStructInfo):
+            if s.value is not None:
+                return f"R.Prim(value={self.expr(s.value)})"
+            return f"R.Prim({quote(str(s.dtype))})" if classic else f"T.{s.dtype}"
+        if isinstance(s, FuncStructInfo):
+            params = "None" if s.params is None else "[" + ", ".join(self.sinfo(p) for p in s.params) + "]"
+            return f"R.Callable({params}, {self.sinfo(s.ret)}, {s.purity})"
+        raise TypeError(f"cannot print struct info {type(s).__name__}")
+
+    # ---------------------------------------------------------------- expressions
+    def rexpr(self, e: Any, top: bool = False) -> str:
+        """A Relax expression; ``top``: the whole right side of a binding (tuples go bare)."""
+        if isinstance(e, rx.Var):
+            return self.namer.get(e) or e.name
+        if isinstance(e, GlobalVar):
+            return f"cls.{e.name_hint}" if e.name_hint in self.module_names else quote(e.name_hint)
+        if isinstance(e, rx.Call):
+            return self.call(e)
+        if isinstance(e, rx.Tuple):
+            if not e.fields:
+                return "R.tuple()"
+            items = ", ".join(self.rexpr(f) for f in e.fields)
+            if len(e.fields) == 1:
+                return f"({items},)"
+            return items if top else f"({items})"
+        if isinstance(e, rx.TupleGetItem):
+            return f"{self.rexpr(e.tuple_value)}[{e.index}]"
+        if isinstance(e, rx.ShapeExpr):
+            return f"R.shape([{self.dims(e.values)}])"
+        if isinstance(e, rx.PrimValue):
+            if self.d.name == "classic":
+                return f"R.prim_value({super().expr(e.value)})"
+            return self.expr(e.value)
+        if isinstance(e, rx.StringImm):
+            return f"R.str({quote(e.value)})"
+        if isinstance(e, rx.DataTypeImm):
+            return f"R.dtype({quote(str(e.value))})"
+        if isinstance(e, rx.ExternFunc):
+            return f"R.ExternFunc({quote(e.global_symbol)})"
+        if isinstance(e, rx.Constant):
+            return self.constant(e)
+        raise TypeError(f"cannot print a Relax {type(e).__name__} here")
+
+    def constant(self, c: rx.Constant) -> str:
+        key = _CONSTANT_KEY[self.d.name]
+        if c.data is None and c.digest.startswith("elided:"):
+            _, old_key, index = c.digest.split(":", 2)
+            if old_key in _CONSTANT_KEY.values():
+                old_key = key
+            return f"metadata[{quote(old_key)}][{index}]"
+        data = c.data
+        if data.ndim == 0 and data.dtype.kind in "biuf":
+            value = data.item()
+            text = format_float(value) if isinstance(value, float) else str(value)
+            return f"R.const({text}, {quote(str(data.dtype))})"
+        for i, known in enumerate(self.constants):
+            if known is c:
+                return f"metadata[{quote(key)}][{i}]"
+        self.constants.append(c)
+        return f"metadata[{quote(key)}][{len(self.constants) - 1}]"
+
+    def call(self, c: rx.Call) -> str:
+        if not isinstance(c.op, Op):
+            head = self.rexpr(c.op)
+            return f"{head}({', '.join(self.rexpr(a) for a in c.args)})"
+        spec = relax_op.spec_of(c.op)
+        name = spec.script_name
+        if name in ("call_tir", "call_dps_packed"):
+            return self.call_dps(name, c)
+        if name == "call_packed":
+            args = [self.rexpr(c.args[0]) if not isinstance(c.args[0], rx.ExternFunc) else quote(c.args[0].global_symbol)]
+            args += [self.rexpr(a) for a in c.args[1:]]
+            if c.sinfo_args:
+                sinfo = self.sinfo(c.sinfo_args[0]) if len(c.sinfo_args) == 1 else \
+                    "[" + ", ".join(self.sinfo(s) for s in c.sinfo_args) + "]"
+                args.append(f"sinfo_args={sinfo}")
+            return f"R.call_packed({', '.join(args)})"
+        args = [self.rexpr(a) for a in c.args]
+        for attr in spec.attrs:
+            value = c.attrs.get(attr.name, attr.default)
+            if not getattr(attr, "print_default", True) and value == attr.default:
+                continue
+            args.append(f"{attr.name}={self.attr_value(value, attr.kind)}")
+        return f"R.{name}({', '.join(args)})"
+
+    def call_dps(self, name: str, c: rx.Call) -> str:
+        func = c.args[0]
+        head = quote(func.global_symbol) if isinstance(func, rx.ExternFunc) else self.rexpr(func)
+        args = [head, self.rexpr(c.args[1])]
+        key = "out_sinfo" if self.d.name == "classic" else "out_ty"
+        out = self.sinfo(c.sinfo_args[0]) if len(c.sinfo_args) == 1 else \
+            "[" + ", ".join(self.sinfo(s) for s in c.sinfo_args) + "]"
+        args.append(f"{key}={out}")
+        if len(c.args) > 2:
+            args.append(f"tir_vars={self.rexpr(c.args[2])}")
+        return f"R.{name}({', '.join(args)})"
+
+    def attr_value(self, value: Any, kind: str) -> str:
+        if kind == relax_op.ATTR_DTYPE and value in (None, "void"):
+            return '"void"' if self.d.name == "classic" else "None"
+        if isinstance(value, tuple):
+            return "[" + ", ".join(self.attr_value(v, "any") for v in value) + "]"
+        if isinstance(value, PrimExpr):
+            return self.expr(value)
+        if isinstance(value, DataType):
+            return quote(str(value))
+        return self.value(value)
+
+    # ---------------------------------------------------------------- functions
+    def function(self, f: rx.Function, name: str, nested: bool = False) -> None:
+        self.namer.push()
+        decorator = "@R.function"
+        args = []
+        if f.is_private and not nested:
+            args.append("private=True")
+        if not f.is_pure:
+            args.append("pure=False")
+        if args:
+            decorator += f"({', '.join(args)})"
+        self.emit(decorator)
+        self.in_signature = self.d.name == "classic"
+        params = [f"{self.namer.define(p, p.name)}: {self.sinfo(p.struct_info)}" for p in f.params]
+        ret = self.sinfo(f.ret_struct_info)
+        self.in_signature = False
+        self.emit(f"def {name}({', '.join(params)}) -> {ret}:")
+        self.indent += 1
+        if self.d.name == "classic":
+            for v in _symbolic_vars([p.struct_info for p in f.params] + [f.ret_struct_info]):
+                if self.namer.get(v) is None:
+                    self.emit(f"{self.namer.define(v, v.name)} = T.{v.dtype}()")
+        attrs = {k: v for k, v in f.attrs.items() if not (k == "global_symbol" and v == name)}
+        if attrs:
+            self.emit(f"R.func_attr({self.attr_dict(attrs)})")
+        if not nested and _refers_to_module(f, self.module_names):
+            self.emit("cls = Module")
+        body = f.body
+        if isinstance(body, rx.SeqExpr):
+            for block in body.blocks:
+                self.top_level(lambda block=block: self.block(block))
+            result = body.body
+        else:
+            result = body
+        self.top_level(lambda: self.emit(f"return {self.rexpr(result)}"))
+        self.indent -= 1
+        self.namer.pop()
+
+    def block(self, block: rx.BindingBlock) -> None:
+        if isinstance(block, rx.DataflowBlock):
+            self.emit("with R.dataflow():")
+            self.indent += 1
+            for b in block.bindings:
+                self.binding(b)
+            outputs = [self.namer.get(b.var) for b in block.bindings
+                       if not isinstance(b.var, rx.DataflowVar) and b.var.name != "_"]
+            self.emit(f"R.output({', '.join(outputs)})")
+            self.indent -= 1
+        else:
+            for b in block.bindings:
+                self.binding(b)
+
+    def binding(self, b: Any) -> None:
+        value = b.value
+        if isinstance(value, rx.Function):
+            self.emit("# from tvm.script import relax as R")
+            self.lines.append("    " * self.indent)
+            self.function(value, self.namer.define(b.var, b.var.name), nested=True)
+            self.lines.append("")
+            return
+        if isinstance(value, rx.If):
+            return self.if_binding(b)
+        if isinstance(b, rx.MatchCast):
+            rhs = f"R.match_cast({self.rexpr(value)}, {self.sinfo(b.struct_info)})"
+            name = self.namer.define(b.var, b.var.name)
+            self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
+            return
+        rhs = self.rexpr(value, top=True)
+        if b.var.name == "_" and isinstance(value, rx.Call):
+            self.emit(rhs)
+            return
+        name = self.namer.define(b.var, b.var.name)
+        if isinstance(value, rx.Call) and value.sinfo_args:
+            self.emit(f"{name} = {rhs}")  # the call states its own struct info
+        else:
+            self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
+
+    def if_binding(self, b: rx.VarBinding) -> None:
+        value = b.value
+        self.emit(f"if {self.rexpr(value.cond)}:")
+        self.branch(value.true_branch, b.var)
+        self.emit("else:")
+        self.branch(value.false_branch, b.var)
+        self.namer.define(b.var, b.var.name)
+
+    def branch(self, seq: Any, var: rx.Var) -> None:
+        self.indent += 1
+        self.namer.push()
+        body = seq
+        if isinstance(seq, rx.SeqExpr):
+            for block in seq.blocks:
+                self.block(block)
+            body = seq.body
+        self.emit(f"{var.name}: {self.sinfo(var.struct_info)} = {self.rexpr(body)}")
+        self.namer.pop()
+        self.indent -= 1
+
+
+def _symbolic_vars(infos: list) -> list:
+    """TensorIR variables in struct info, in order of first appearance."""
+    from ..ir.visitor import collect
+
+    seen: dict[int, TirVar] = {}
+    for s in infos:
+        for v in collect(s, TirVar):
+            seen.setdefault(id(v), v)
+    return list(seen.values())
+
+
+def _has_undefined(p: RelaxPrinter, e: PrimExpr) -> bool:
+    from ..ir.visitor import collect
+
+    return any(p.namer.get(v) is None and id(v) not in p.typevars for v in collect(e, TirVar))
+
+
+def _refers_to_module(f: rx.Function, names: set) -> bool:
+    from ..ir.visitor import collect
+
+    return any(g.name_hint in names for g in collect(f.body, GlobalVar))
+
+
+RelaxPrinter.expr_printers = {**_EXPR_PRINTERS, IntImm: RelaxPrinter.ex_int}
+
+__all__ = ["RelaxPrinter", "np"]
