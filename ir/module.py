@@ -29,6 +29,14 @@ class Target(Node):
         return str(self.config.get("kind", ""))
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class MetadataRef(Node):
+    """``metadata["ffi.Module"][0]``: an entry of a metadata section that the text left out."""
+
+    key: str
+    index: int
+
+
 class IRModule:
     """A set of named functions. Functions keep their insertion order (the order they print in).
 

@@ -16,7 +16,10 @@ from .diagnostics import did_you_mean, error
 from .dialect import detect_dialect
 from .parser import parse_syntax
 from .tir_expr import freeze_value
+from ..ir.errors import TVMSError
+from .metadata import CONSTANT_KEYS, decode_entry
 from .relax_function import RelaxFunctionBuilder
+from .relax_parser import make_constant
 from .tir_parser import TIRBuilder
 
 _MODULE_DECORATORS = {"I.ir_module", "ir_module", "tvm.script.ir_module", "ir.ir_module"}
@@ -41,6 +44,7 @@ class ModuleParser:
         self.dialect = detect_dialect(text)
         self.typevars: set[str] = set()
         self.globals: dict[str, GlobalVar] = {}
+        self.metadata: dict | None = None
 
     def error(self, syn: Any, message: str) -> ScriptError:
         return error(self.source, syn, message)
@@ -48,8 +52,11 @@ class ModuleParser:
     def parse(self) -> IRModule | PrimFunc:
         tree = parse_syntax(self.text, self.source)
         results: list = []
+        for stmt in tree.body:  # the metadata section comes last but is needed first
+            if _is_metadata(stmt):
+                self.metadata = self.read_metadata(stmt)
         for stmt in tree.body:
-            if isinstance(stmt, S.Import) or _is_docstring(stmt):
+            if isinstance(stmt, S.Import) or _is_docstring(stmt) or _is_metadata(stmt):
                 continue
             if isinstance(stmt, S.Assign) and self.typevar(stmt):
                 continue
@@ -109,8 +116,27 @@ class ModuleParser:
         return mod
 
     def literal(self, syn: Any) -> Any:
-        builder = TIRBuilder(self.source, self.dialect)
+        builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
+                                       frozenset(self.typevars), self.metadata)
         return builder.ev(syn)
+
+    def read_metadata(self, stmt: S.Assign) -> dict:
+        """``metadata = {"ir.GenericConst": [{...}, ...]}`` (see tvms.script.metadata)."""
+        table = TIRBuilder(self.source, self.dialect).ev(stmt.value)
+        if not isinstance(table, dict):
+            raise self.error(stmt.value, "the metadata section is a dict of lists")
+        out = {}
+        for key, entries in table.items():
+            if key not in CONSTANT_KEYS or not isinstance(entries, list):
+                raise self.error(stmt.value, f"unknown metadata kind {key!r}; tvms reads "
+                                 f"{' and '.join(CONSTANT_KEYS)}")
+            try:
+                constants = [make_constant(decode_entry(e)) for e in entries]
+            except (TVMSError, ValueError, TypeError) as e:
+                raise self.error(stmt.value, f"bad metadata constant: {e}") from None
+            for k in CONSTANT_KEYS:  # either dialect's name refers to the same constants
+                out[k] = constants
+        return out
 
     def function(self, fdef: S.FunctionDef) -> PrimFunc:
         for dec in fdef.decorators:
@@ -126,11 +152,16 @@ class ModuleParser:
                     if key not in ("private", "pure"):
                         raise self.error(dec, f"unknown @R.function argument {key!r}")
                 builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
-                                               frozenset(self.typevars), None)
+                                               frozenset(self.typevars), self.metadata)
                 return builder.function(fdef, kwargs)
             known = sorted(_PRIM_FUNC_DECORATORS | _RELAX_DECORATORS)
             raise self.error(dec, f"unknown decorator '@{name}'{did_you_mean(name or '', known)}")
         raise self.error(fdef, f"function {fdef.name!r} needs a decorator such as @T.prim_func")
+
+
+def _is_metadata(stmt: Any) -> bool:
+    return isinstance(stmt, S.Assign) and len(stmt.targets) == 1 \
+        and isinstance(stmt.targets[0], S.Name) and stmt.targets[0].id == "metadata"
 
 
 def _is_docstring(stmt: Any) -> bool:

@@ -13,6 +13,7 @@ from ..ir.stmt import Stmt
 from ..ir import relax as rx
 from ..ir.visitor import collect
 from .dialect import Dialect, get_dialect
+from .metadata import CONSTANT_KEYS, render_section
 from .relax_printer import RelaxPrinter
 from .tir_printer import Namer, TIRPrinter
 
@@ -26,7 +27,7 @@ def to_script(node: Any, dialect: "str | Dialect" = "classic", name: str | None 
     """
     d = get_dialect(dialect)
     if isinstance(node, IRModule):
-        return _module(node, d)
+        return _module(node, d, show_meta)
     if isinstance(node, PrimFunc):
         return _bare_function(node, d, name)
     if isinstance(node, Stmt):
@@ -81,7 +82,7 @@ def _header(d: Dialect, typevars: list[str], body: list[str], relax: bool, with_
 METADATA_NOTE = "# Metadata omitted. Use show_meta=True in script() method to show it."
 
 
-def _module(mod: IRModule, d: Dialect) -> str:
+def _module(mod: IRModule, d: Dialect, show_meta: bool = False) -> str:
     funcs = [(gv.name_hint, f) for gv, f in mod.functions_items()]
     typevars, typevar_ids = ([], {}) if d.typevar_header is None else _hoisted_typevars([f for _, f in funcs])
     namer = Namer()
@@ -109,9 +110,22 @@ def _module(mod: IRModule, d: Dialect) -> str:
         body += p.lines
     relax = any(isinstance(f, rx.Function) for _, f in funcs)
     text = "\n".join(_header(d, typevars, body, relax) + body)
-    if "metadata[" in text:
+    elided = "metadata[" in text and (not constants or _refers_to_elided(text, constants))
+    if show_meta and constants and not elided:
+        text += "\n\n" + "\n".join(render_section(CONSTANT_KEYS[d.name != "classic"], constants))
+    elif "metadata[" in text:
         text += "\n\n" + METADATA_NOTE
     return text
+
+
+def _refers_to_elided(text: str, constants: list) -> bool:
+    """Whether the text refers to metadata that the module does not hold (left out when it was
+    parsed, or a runtime module): then no section can be printed."""
+    import re
+
+    refs = set(re.findall(r'metadata\["([^"]+)"\]\[(\d+)\]', text))
+    return any(key not in CONSTANT_KEYS or int(i) >= len(constants) for key, i in refs) or \
+        any(c.data is None for c in constants)
 
 
 def _bare_function(f: PrimFunc, d: Dialect, name: str | None) -> str:

@@ -16,7 +16,8 @@ from ..ir import relax_op
 from ..ir.dtype import DataType, is_dtype_name
 from ..ir.errors import ScriptError, TVMSError
 from ..ir.expr import IntImm, PrimExpr, Var as TirVar
-from ..ir.module import GlobalVar
+from ..ir.module import GlobalVar, MetadataRef
+from .metadata import CONSTANT_KEYS
 from ..ir.node import EMPTY, FrozenDict
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
@@ -73,6 +74,11 @@ class RelaxBuilder(TIRBuilder):
         for scope in reversed(self.scopes):
             if name in scope:
                 return scope[name]
+        # the older syntax of seed 002: bare Tensor(...) and module functions by bare name
+        if name == "Tensor":
+            return RBuiltin("Tensor")
+        if name in self.module_names:
+            return self.module_names[name]
         return super().lookup(name, syn)
 
     # ---------------------------------------------------------------- expressions
@@ -112,12 +118,15 @@ class RelaxBuilder(TIRBuilder):
             return rx.TupleGetItem(base, index, field_sinfo, span=self.span(syn))
         return super().ev_Subscript(syn)
 
-    def metadata_constant(self, kind: "MetadataKind", index: Any, syn: Any) -> rx.Constant:
+    def metadata_constant(self, kind: "MetadataKind", index: Any, syn: Any) -> Any:
+        if kind.key not in CONSTANT_KEYS:  # a runtime module or other object: keep the reference
+            return MetadataRef(str(kind.key), int(index))
         entries = kind.meta.table.get(kind.key)
         if self.metadata is None or entries is None:
             # the text was printed without its metadata: keep a placeholder the printer can
             # print again, whose struct info the binding's annotation fills in
-            return rx.Constant(None, TensorStructInfo(None, VOID, -1), f"elided:{kind.key}:{index}",
+            # (the digest names the entry in a dialect-neutral way: both spellings are one table)
+            return rx.Constant(None, TensorStructInfo(None, VOID, -1), f"elided:{CONSTANT_KEYS[1]}:{index}",
                                span=self.span(syn))
         if not isinstance(index, int) or not 0 <= index < len(entries):
             raise self.error(syn, f"metadata[{kind.key!r}] has no entry {index!r}")
@@ -218,6 +227,12 @@ class RelaxBuilder(TIRBuilder):
     def r_call_tir(self, syn: S.Call) -> rx.Call:
         args = [self.ev(a) for a in syn.args]
         kwargs = {k: self.ev(v) for k, v in syn.kwargs}
+        if len(args) == 3 and "dtype" in kwargs:
+            # the older R.call_tir(f, args, (1, 128), dtype="float32")
+            shape, dtype = args.pop(), kwargs.pop("dtype")
+            kwargs["out_sinfo"] = self.make_struct_info("Tensor", [shape, dtype], {}, syn)
+        if args and isinstance(args[0], str):  # a packed function: what call_dps_packed means now
+            return self.dps_packed_call(args, kwargs, syn)
         sinfo_args = self.call_sinfo(syn, kwargs)
         tir_vars = kwargs.pop("tir_vars", None)
         if kwargs:
@@ -238,6 +253,9 @@ class RelaxBuilder(TIRBuilder):
     def r_call_dps_packed(self, syn: S.Call) -> rx.Call:
         args = [self.ev(a) for a in syn.args]
         kwargs = {k: self.ev(v) for k, v in syn.kwargs}
+        return self.dps_packed_call(args, kwargs, syn)
+
+    def dps_packed_call(self, args: list, kwargs: dict, syn: S.Call) -> rx.Call:
         sinfo_args = self.call_sinfo(syn, kwargs)
         func = args[0]
         if isinstance(func, str):

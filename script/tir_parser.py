@@ -125,7 +125,8 @@ class TIRBuilder(ExprEvaluator):
         s_tir = decorator_kwargs.get("s_tir")
         if s_tir is None:
             s_tir = contains_block(body)
-        func = PrimFunc(tuple(frame.params), FrozenDict(frame.buffer_map), body, ret_type,
+        buffer_map = {p: frame.buffer_map[p] for p in frame.params if p in frame.buffer_map}
+        func = PrimFunc(tuple(frame.params), FrozenDict(buffer_map), body, ret_type,
                         FrozenDict(attrs), bool(s_tir), span=self.span(fdef))
         self.func = None
         return func
@@ -141,7 +142,9 @@ class TIRBuilder(ExprEvaluator):
                              f"or T.Buffer((128,), \"float32\")")
         ann = self.ev(p.annotation)
         if isinstance(ann, Buffer):
-            var = Var(p.name, handle)
+            # the handle behind an inline buffer parameter is named as LegalizeOps names its
+            # handles (var_<buffer>), so printing it as T.handle + T.match_buffer reads back alike
+            var = Var(f"var_{p.name}", handle)
             buf = ann.with_changes(name=p.name, data=Var(p.name, handle, ann.data.type_annotation))
             frame.params.append(var)
             frame.buffer_map[var] = buf

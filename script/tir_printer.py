@@ -16,7 +16,7 @@ from ..ir.expr import (COMM_REDUCE, DATA_PAR, OPAQUE, ORDERED, Add, And, Broadca
                        PointerType, PrimExpr, PrimType, Ramp, Select, StringImm, Sub, TupleType,
                        Var)
 from ..ir.function import PrimFunc
-from ..ir.module import GlobalVar, Target
+from ..ir.module import GlobalVar, MetadataRef, Target
 from ..ir.node import FrozenDict, Node
 from ..ir.stmt import (SERIAL, THREAD_BINDING, Allocate, AllocBuffer, AssertStmt, AttrStmt, Block,
                        BlockRealize, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
@@ -299,6 +299,8 @@ class TIRPrinter:
             return self.attr_dict(v)
         if isinstance(v, (tuple, list)):
             return "[" + ", ".join(self.value(x) for x in v) + "]"
+        if isinstance(v, MetadataRef):
+            return f"metadata[{quote(v.key)}][{v.index}]"
         if isinstance(v, Target):
             return f"T.target({self.attr_dict(v.config, sort=False)})"
         if isinstance(v, Buffer):

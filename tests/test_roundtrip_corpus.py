@@ -8,21 +8,29 @@ from conftest import CORPUS, FIXTURES, corpus_manifest
 from tvms.ir import first_mismatch
 from tvms.script import from_source
 
-# Every TensorIR file, including the two that Apache TVM itself does not round-trip
-# (tvm_roundtrip false in the manifest: GPU lowering output).
+# Every TVMScript file of the corpus, including those Apache TVM itself does not round-trip
+# (tvm_roundtrip false in the manifest: GPU lowering output, tuples, constants).
+SCRIPT_FILES = [row["file"] for row in corpus_manifest() if row["kind"] != "trace"]
 TIR_FILES = [row["file"] for row in corpus_manifest() if row["kind"] == "tir"]
+# Files that use operators the registry does not have yet.
+PENDING_OPS = {"mlp_bias_static_08_default_build.tvms": "R.null_value and the R.vm.* operators",
+}
 
 
-@pytest.mark.skipif(not TIR_FILES, reason="../shared/corpus is not present")
-@pytest.mark.parametrize("name", TIR_FILES)
-def test_corpus_tir_roundtrips_exactly(name: str) -> None:
+@pytest.mark.skipif(not SCRIPT_FILES, reason="../shared/corpus is not present")
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=f"needs {PENDING_OPS[n]}"))
+    if n in PENDING_OPS else n for n in SCRIPT_FILES])
+def test_corpus_roundtrips_exactly(name: str) -> None:
     text = (CORPUS / name).read_text()
     mod = from_source(text, name)
     assert mod.script(dialect="tvm-0.27") == text
     assert first_mismatch(mod, from_source(text)) is None
 
 
-CLASSIC_FIXTURES = sorted((FIXTURES / "seeds" / "classic").glob("*.tvms"))
+CLASSIC_FIXTURES = sorted((FIXTURES / "seeds" / "classic").glob("*.tvms")) + sorted(
+    (FIXTURES / "seeds_relax").glob("*.tvms"))
+
 
 
 @pytest.mark.parametrize("path", CLASSIC_FIXTURES, ids=lambda p: p.name)

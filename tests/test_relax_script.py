@@ -1,0 +1,76 @@
+"""Relax in TVMScript: constants and the metadata section, placeholders for elided constants,
+conversion between dialects, and struct info from the text."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import CORPUS, corpus_manifest
+from tvms.ir import first_mismatch, relax as rx
+from tvms.ir.struct_info import TensorStructInfo
+from tvms.script import from_source
+
+CONSTANTS = (CORPUS / "relax_script_constants_metadata.tvms") if CORPUS.exists() else None
+MIXED = [row["file"] for row in corpus_manifest()
+         if row["kind"] in ("relax", "mixed") and row["file"] not in (
+             "mlp_bias_static_08_default_build.tvms", "relax_op_nn_softmax_dyn_0_before.tvms")]
+
+MODULE = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+        c: R.Tensor((2, 3), dtype="float32") = R.const([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], "float32")
+        y: R.Tensor((2, 3), dtype="float32") = R.add(x, c)
+        return y'''
+
+
+def bindings(mod):
+    return [b for block in mod["main"].body.blocks for b in block.bindings]
+
+
+def test_show_meta_prints_the_constants_and_reads_them_back_exactly() -> None:
+    mod = from_source(MODULE)
+    plain = mod.script()
+    assert 'metadata["relax.expr.Constant"][0]' in plain
+    assert plain.endswith("# Metadata omitted. Use show_meta=True in script() method to show it.")
+    full = mod.script(show_meta=True)
+    assert '"dtype": "float32", "shape": [2, 3]' in full
+    again = from_source(full)
+    data = bindings(again)[0].value.data
+    np.testing.assert_array_equal(data, np.array([[1, 2, 3], [4, 5, 6]], "float32"))
+    assert again.script(show_meta=True) == full
+    assert first_mismatch(mod, again) is None
+    # the other dialect names the same constants differently
+    assert 'metadata["ir.GenericConst"][0]' in mod.script(dialect="tvm-0.27", show_meta=True)
+
+
+def test_text_without_metadata_still_parses_with_placeholders() -> None:
+    text = from_source(MODULE).script()  # metadata omitted
+    mod = from_source(text)
+    const = bindings(mod)[0].value
+    assert isinstance(const, rx.Constant) and const.data is None
+    sinfo = bindings(mod)[0].var.struct_info
+    assert isinstance(sinfo, TensorStructInfo) and [d.value for d in sinfo.dims] == [2, 3]
+    assert mod.script() == text  # and it prints the same reference again
+
+
+@pytest.mark.parametrize("name", MIXED)
+def test_relax_corpus_converts_to_classic_and_back(name: str) -> None:
+    text = (CORPUS / name).read_text()
+    mod = from_source(text, name)
+    classic = mod.script(dialect="classic")
+    assert "TypeVar" not in classic and "T.sblock" not in classic
+    back = from_source(classic, name)
+    assert first_mismatch(mod, back) is None
+    assert back.script(dialect="tvm-0.27") == text
+
+
+def test_symbolic_sizes_are_quoted_in_the_classic_signature() -> None:
+    text = (CORPUS / "mlp_bias_dyn_01_exported.tvms").read_text()
+    classic = from_source(text).script()
+    assert 'def forward(x: R.Tensor(("n", 784), dtype="float32")' in classic
+    assert '-> R.Tensor(("n", 10), dtype="float32"):\n        n = T.int64()\n' in classic
+    assert 'R.matmul(x, permute_dims, out_dtype="void")' in classic
