@@ -45,6 +45,7 @@ class ModuleParser:
         self.typevars: set[str] = set()
         self.globals: dict[str, GlobalVar] = {}
         self.metadata: dict | None = None
+        self.prim_func_names: set[str] = set()
 
     def error(self, syn: Any, message: str) -> ScriptError:
         return error(self.source, syn, message)
@@ -95,6 +96,8 @@ class ModuleParser:
         attrs: dict = {}
         # every function can refer to every other (cls.name) whatever their order
         self.globals = {s.name: GlobalVar(s.name) for s in cls.body if isinstance(s, S.FunctionDef)}
+        self.prim_func_names = {s.name for s in cls.body if isinstance(s, S.FunctionDef)
+                                and any(_decorator(d)[0] in _PRIM_FUNC_DECORATORS for d in s.decorators)}
         for stmt in cls.body:
             if isinstance(stmt, S.FunctionDef):
                 if stmt.name in mod:
@@ -153,6 +156,7 @@ class ModuleParser:
                         raise self.error(dec, f"unknown @R.function argument {key!r}")
                 builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
                                                frozenset(self.typevars), self.metadata)
+                builder.prim_funcs = self.prim_func_names
                 return builder.function(fdef, kwargs)
             known = sorted(_PRIM_FUNC_DECORATORS | _RELAX_DECORATORS)
             raise self.error(dec, f"unknown decorator '@{name}'{did_you_mean(name or '', known)}")

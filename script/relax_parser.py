@@ -63,6 +63,7 @@ class RelaxBuilder(TIRBuilder):
         self.module_names = module_names  # name -> GlobalVar
         self.metadata = metadata  # parsed metadata section, or None when elided
         self.outputs: set[str] | None = None  # names a dataflow block exports
+        self.prim_funcs: set[str] = set()  # which module functions are TensorIR
         self.in_dataflow = False
 
     # ---------------------------------------------------------------- names
@@ -142,6 +143,8 @@ class RelaxBuilder(TIRBuilder):
             sinfo = getattr(func, "struct_info", None)
             if isinstance(sinfo, FuncStructInfo):
                 ret = sinfo.ret
+            elif isinstance(func, GlobalVar) and func.name_hint in self.prim_funcs:
+                ret = TupleStructInfo(())  # a TensorIR function called in lowered form: no value
             return rx.Call(func, args, EMPTY, (), ret, span=self.span(syn))
         return super().ev_Call(syn)
 
@@ -266,8 +269,9 @@ class RelaxBuilder(TIRBuilder):
     def r_call_packed(self, syn: S.Call) -> rx.Call:
         args = [self.ev(a) for a in syn.args]
         kwargs = {k: self.ev(v) for k, v in syn.kwargs}
-        sinfo = kwargs.pop("sinfo_args", None)
-        sinfo_args = tuple(sinfo) if isinstance(sinfo, (list, tuple)) else ((sinfo,) if sinfo else ())
+        sinfo = kwargs.pop("sinfo_args", None) if "sinfo_args" in kwargs else kwargs.pop("ty_args", None)
+        sinfo = sinfo if isinstance(sinfo, (list, tuple)) else ((sinfo,) if sinfo is not None else ())
+        sinfo_args = tuple(self.as_struct_info(x, syn) for x in sinfo)
         func = rx.ExternFunc(args[0], ObjectStructInfo()) if isinstance(args[0], str) else args[0]
         call_args = [func] + [self.to_relax(a, syn) for a in args[1:]]
         return relax_op.make_call("call_packed", call_args, {}, sinfo_args, span=self.span(syn))

@@ -71,6 +71,8 @@ class RelaxPrinter(TIRPrinter):
                 return f"R.Shape([{self.dims(s.values)}])"
             return f"R.Shape(ndim={s.ndim})" if s.ndim >= 0 else "R.Shape"
         if isinstance(s, TupleStructInfo):
+            if not s.fields:
+                return "R.Tuple"
             return f"R.Tuple({', '.join(self.sinfo(f) for f in s.fields)})"
         if isinstance(s, ObjectStructInfo):
             return "R.Object" if classic else "R.Any"
@@ -147,9 +149,9 @@ class RelaxPrinter(TIRPrinter):
             args = [self.rexpr(c.args[0]) if not isinstance(c.args[0], rx.ExternFunc) else quote(c.args[0].global_symbol)]
             args += [self.rexpr(a) for a in c.args[1:]]
             if c.sinfo_args:
-                sinfo = self.sinfo(c.sinfo_args[0]) if len(c.sinfo_args) == 1 else \
-                    "[" + ", ".join(self.sinfo(s) for s in c.sinfo_args) + "]"
-                args.append(f"sinfo_args={sinfo}")
+                key = "sinfo_args" if self.d.name == "classic" else "ty_args"
+                items = ", ".join(self.sinfo(s) for s in c.sinfo_args)
+                args.append(f"{key}=({items}{',' if len(c.sinfo_args) == 1 else ''})")
             return f"R.call_packed({', '.join(args)})"
         args = [self.rexpr(a) for a in c.args]
         for attr in spec.attrs:
@@ -250,8 +252,8 @@ class RelaxPrinter(TIRPrinter):
             self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
             return
         rhs = self.rexpr(value, top=True)
-        if b.var.name == "_" and isinstance(value, rx.Call):
-            self.emit(rhs)
+        if isinstance(value, rx.Call) and (b.var.name == "_" or _is_void(b.var.struct_info)):
+            self.emit(rhs)  # a call made for its effect
             return
         name = self.namer.define(b.var, b.var.name)
         if isinstance(value, rx.Call) and value.sinfo_args:
@@ -278,6 +280,10 @@ class RelaxPrinter(TIRPrinter):
         self.emit(f"{var.name}: {self.sinfo(var.struct_info)} = {self.rexpr(body)}")
         self.namer.pop()
         self.indent -= 1
+
+
+def _is_void(s: StructInfo) -> bool:
+    return isinstance(s, TupleStructInfo) and not s.fields
 
 
 def _symbolic_vars(infos: list) -> list:

@@ -11,9 +11,7 @@ from tvms.ir.struct_info import TensorStructInfo
 from tvms.script import from_source
 
 CONSTANTS = (CORPUS / "relax_script_constants_metadata.tvms") if CORPUS.exists() else None
-MIXED = [row["file"] for row in corpus_manifest()
-         if row["kind"] in ("relax", "mixed") and row["file"] not in (
-             "mlp_bias_static_08_default_build.tvms", "relax_op_nn_softmax_dyn_0_before.tvms")]
+MIXED = [row["file"] for row in corpus_manifest() if row["kind"] in ("relax", "mixed")]
 
 MODULE = '''# from tvm.script import ir as I
 # from tvm.script import relax as R

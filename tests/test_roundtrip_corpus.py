@@ -12,15 +12,8 @@ from tvms.script import from_source
 # (tvm_roundtrip false in the manifest: GPU lowering output, tuples, constants).
 SCRIPT_FILES = [row["file"] for row in corpus_manifest() if row["kind"] != "trace"]
 TIR_FILES = [row["file"] for row in corpus_manifest() if row["kind"] == "tir"]
-# Files that use operators the registry does not have yet.
-PENDING_OPS = {"mlp_bias_static_08_default_build.tvms": "R.null_value and the R.vm.* operators",
-}
-
-
 @pytest.mark.skipif(not SCRIPT_FILES, reason="../shared/corpus is not present")
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=f"needs {PENDING_OPS[n]}"))
-    if n in PENDING_OPS else n for n in SCRIPT_FILES])
+@pytest.mark.parametrize("name", SCRIPT_FILES)
 def test_corpus_roundtrips_exactly(name: str) -> None:
     text = (CORPUS / name).read_text()
     mod = from_source(text, name)
