@@ -13,7 +13,20 @@ from .dtype import DataType
 from .expr import PrimExpr
 from .module import GlobalVar
 from .node import EMPTY, FrozenDict, Node, binds, hint
-from .struct_info import ObjectStructInfo, StructInfo
+from .struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
+                          StructInfo, TupleStructInfo, as_dims, defined_sizes, erase_undefined)
+
+# The __post_init__ hooks below accept the spellings of TVM's Python API (lists for tuples,
+# ints for sizes, a bare body for a function) and fill in struct info that follows from the
+# fields, as TVM's constructors do; nodes built field by field pass through unchanged.
+
+
+def _set(node: Any, name: str, value: Any) -> None:
+    object.__setattr__(node, name, value)
+
+
+def _unknown(sinfo: Any) -> bool:
+    return type(sinfo) is ObjectStructInfo
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -51,12 +64,24 @@ class Tuple(RelaxExpr):
     fields: tuple = ()
     struct_info: StructInfo = field(default_factory=ObjectStructInfo)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.fields, tuple):
+            _set(self, "fields", tuple(self.fields))
+        if _unknown(self.struct_info) and all(isinstance(f, RelaxExpr) for f in self.fields):
+            _set(self, "struct_info", TupleStructInfo(tuple(f.struct_info for f in self.fields)))
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class TupleGetItem(RelaxExpr):
     tuple_value: RelaxExpr = field()
     index: int = 0
     struct_info: StructInfo = field(default_factory=ObjectStructInfo)
+
+    def __post_init__(self) -> None:
+        sinfo = getattr(self.tuple_value, "struct_info", None)
+        if _unknown(self.struct_info) and isinstance(sinfo, TupleStructInfo) \
+                and 0 <= self.index < len(sinfo.fields):
+            _set(self, "struct_info", sinfo.fields[self.index])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -66,6 +91,12 @@ class ShapeExpr(RelaxExpr):
     values: tuple = ()
     struct_info: StructInfo = field(default_factory=ObjectStructInfo)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.values, tuple) or any(isinstance(v, int) for v in self.values):
+            _set(self, "values", as_dims(self.values))  # ShapeExpr([n, 4])
+        if _unknown(self.struct_info):
+            _set(self, "struct_info", ShapeStructInfo(self.values))
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class PrimValue(RelaxExpr):
@@ -73,6 +104,12 @@ class PrimValue(RelaxExpr):
 
     value: PrimExpr = field()
     struct_info: StructInfo = field(default_factory=ObjectStructInfo)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, int) and not isinstance(self.value, bool):
+            _set(self, "value", as_dims((self.value,))[0])  # PrimValue(1) is an int64, as in TVM
+        if _unknown(self.struct_info) and isinstance(self.value, PrimExpr):
+            _set(self, "struct_info", PrimStructInfo(self.value.dtype, self.value))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -106,6 +143,14 @@ class Call(RelaxExpr):
     sinfo_args: tuple = ()
     struct_info: StructInfo = field(default_factory=ObjectStructInfo)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.args, tuple):
+            _set(self, "args", tuple(self.args))
+        if not isinstance(self.sinfo_args, tuple):
+            _set(self, "sinfo_args", tuple(self.sinfo_args))
+        if not isinstance(self.attrs, FrozenDict):
+            _set(self, "attrs", FrozenDict(self.attrs or {}))
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class If(RelaxExpr):
@@ -137,6 +182,10 @@ class MatchCast(Node):
 class BindingBlock(Node):
     bindings: tuple = ()
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.bindings, tuple):
+            _set(self, "bindings", tuple(self.bindings))
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DataflowBlock(BindingBlock):
@@ -149,17 +198,53 @@ class SeqExpr(RelaxExpr):
     body: RelaxExpr = field(default=None)  # type: ignore[assignment]
     struct_info: StructInfo = field(default_factory=ObjectStructInfo)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.blocks, tuple):
+            _set(self, "blocks", tuple(self.blocks))
+        if _unknown(self.struct_info) and isinstance(self.body, RelaxExpr):
+            _set(self, "struct_info", self.body.struct_info)
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Function(RelaxExpr):
-    """A Relax function. Symbolic sizes in parameter struct info are bound by the parameters."""
+    """A Relax function. Symbolic sizes in parameter struct info are bound by the parameters.
+
+    As in TVM, ``Function(params, body)`` wraps a bare body in a SeqExpr without blocks (it
+    prints as ``return R.add(...)``), takes ``ret_struct_info`` from the body when not given
+    (forgetting symbolic sizes the parameters do not define), and computes its own
+    ``FuncStructInfo``.
+    """
 
     params: tuple = binds()
     body: RelaxExpr = field(default=None)  # type: ignore[assignment]
-    ret_struct_info: StructInfo = field(default_factory=ObjectStructInfo)
+    ret_struct_info: StructInfo = None  # type: ignore[assignment]  # None: the body's
     is_pure: bool = True
     attrs: FrozenDict = EMPTY
     struct_info: StructInfo = field(default_factory=ObjectStructInfo)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.params, tuple):
+            _set(self, "params", tuple(self.params))
+        if isinstance(self.body, RelaxExpr) and not isinstance(self.body, SeqExpr):
+            _set(self, "body", SeqExpr((), self.body, self.body.struct_info))
+        if self.ret_struct_info is None:  # the body's, without sizes the parameters do not define
+            body = getattr(self.body, "struct_info", None) or ObjectStructInfo()
+            _set(self, "ret_struct_info",
+                 erase_undefined(body, defined_sizes([p.struct_info for p in self.params])))
+        if not isinstance(self.attrs, FrozenDict):
+            _set(self, "attrs", FrozenDict(self.attrs or {}))
+        if _unknown(self.struct_info):
+            _set(self, "struct_info", FuncStructInfo(tuple(p.struct_info for p in self.params),
+                                                     self.ret_struct_info, self.is_pure))
+
+    def with_attr(self, key: str, value: Any) -> "Function":
+        attrs = dict(self.attrs)
+        attrs[key] = value
+        return self.with_changes(attrs=FrozenDict(attrs))  # type: ignore[return-value]
+
+    def without_attr(self, key: str) -> "Function":
+        attrs = FrozenDict({k: v for k, v in self.attrs.items() if k != key})
+        return self.with_changes(attrs=attrs)  # type: ignore[return-value]
 
     @property
     def is_private(self) -> bool:

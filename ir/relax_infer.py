@@ -1,113 +1,587 @@
-"""Struct-info inference helpers shared by the Relax operators: broadcasting, dtype rules,
-symbolic dimensions."""
+"""Struct-info inference helpers shared by the Relax operators: argument access, messages,
+symbolic dimension arithmetic (with the folding TVM's analyzer does), broadcasting, axes and
+dtype rules. The operators themselves live in ``relax_ops*.py``."""
 from __future__ import annotations
 
 from typing import Any
 
 from .dtype import DataType
-from .expr import IntImm, PrimExpr, const
-from .relax_op import CallInfo
-from .struct_info import (VOID, ObjectStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo,
+from .errors import TVMSError
+from .expr import Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
+from .relax import PrimValue, ShapeExpr, Tuple
+from .relax_op import CallInfo, OpSpec
+from .struct_info import (VOID, PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo,
                           TupleStructInfo)
 from .structural import structural_equal
 
+INT64 = DataType("int64")
+BOOL = DataType("bool")
 
+
+# ---------------------------------------------------------------- arguments
 def tensor_arg(info: CallInfo, i: int) -> TensorStructInfo:
     s = info.sinfo[i]
     if not isinstance(s, TensorStructInfo):
-        raise info.fail(f"argument {info.spec.args[min(i, len(info.spec.args) - 1)]!r} must be a "
-                        f"tensor, got {describe(s)}")
+        raise info.fail(f"argument {arg_name(info, i)!r} must be a tensor, got {describe(s)}")
     return s
 
 
+def arg_name(info: CallInfo, i: int) -> str:
+    names = info.spec.args
+    return names[min(i, len(names) - 1)] if names else f"#{i}"
+
+
+def tensor_args(info: CallInfo) -> list[TensorStructInfo]:
+    return [tensor_arg(info, i) for i in range(len(info.args))]
+
+
+def tuple_of_tensors(info: CallInfo, i: int) -> list[TensorStructInfo]:
+    """The tensors of a tuple argument (``R.concat((x, y))``)."""
+    s = info.sinfo[i]
+    if not isinstance(s, TupleStructInfo):
+        raise info.fail(f"argument {arg_name(info, i)!r} must be a tuple of tensors, got {describe(s)}")
+    for f in s.fields:
+        if not isinstance(f, TensorStructInfo):
+            raise info.fail(f"argument {arg_name(info, i)!r} must be a tuple of tensors, "
+                            f"but it holds {describe(f)}")
+    return list(s.fields)
+
+
+def shape_arg(info: CallInfo, i: int) -> ShapeStructInfo:
+    s = info.sinfo[i]
+    if not isinstance(s, ShapeStructInfo):
+        raise info.fail(f"argument {arg_name(info, i)!r} must be a shape such as R.shape([2, 3]), "
+                        f"got {describe(s)}")
+    return s
+
+
+def op_error(spec: OpSpec, message: str) -> TVMSError:
+    """An error naming the operator, for code that runs before a CallInfo exists (``prepare``)."""
+    return TVMSError(f"R.{spec.script_name}: {message}")
+
+
+def as_shape_expr(value: Any) -> Any:
+    """``(2, n)`` / ``[2, n]`` / a tuple of R.prim_value become ``R.shape([2, n])``; Relax shape
+    expressions and variables pass through."""
+    if isinstance(value, Tuple) and all(isinstance(f, PrimValue) for f in value.fields):
+        value = [f.value for f in value.fields]
+    if isinstance(value, (list, tuple)):
+        dims = tuple(to_dim(v) for v in value)
+        return ShapeExpr(dims, ShapeStructInfo(dims))
+    return value
+
+
+def prepare_shape_arg(index: int) -> Any:
+    """A ``prepare`` step making argument ``index`` a ShapeExpr (``R.zeros((2, n), ...)``)."""
+    def prepare(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
+        args = list(args)
+        args[index] = as_shape_expr(args[index])
+        return args, attrs
+    return prepare
+
+
+def as_tuple_expr(value: Any) -> Any:
+    """A Python list/tuple of Relax expressions becomes an R.Tuple."""
+    if isinstance(value, (list, tuple)):
+        fields = tuple(value)
+        return Tuple(fields, TupleStructInfo(tuple(f.struct_info for f in fields)))
+    return value
+
+
+# ---------------------------------------------------------------- messages
 def describe(s: StructInfo) -> str:
     """A short description of struct info for messages: ``a tensor of (n, 784) float32``."""
     if isinstance(s, TensorStructInfo):
-        shape = fmt_dims(s.dims) if s.dims is not None else f"{s.ndim}-d" if s.ndim >= 0 else "unknown shape"
-        return f"a tensor of {shape} {s.dtype if s.dtype != VOID else ''}".rstrip()
-    return {"ObjectStructInfo": "an object", "PrimStructInfo": "a scalar", "ShapeStructInfo": "a shape",
-            "TupleStructInfo": "a tuple", "FuncStructInfo": "a function"}.get(type(s).__name__, "a value")
-
-
-def make_tensor(dims: Any, dtype: DataType, ndim: int = -1) -> TensorStructInfo:
-    from .relax import ShapeExpr
-
-    if dims is None:
-        return TensorStructInfo(None, dtype, ndim)
-    dims = tuple(dims)
-    return TensorStructInfo(ShapeExpr(dims, ShapeStructInfo(dims)), dtype, len(dims))
-
-
-def dim_equal(a: PrimExpr, b: PrimExpr) -> bool:
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return a.value == b.value
-    return a is b or structural_equal(a, b)
-
-
-def broadcast_dims(info: CallInfo, a: tuple, b: tuple) -> tuple:
-    """numpy broadcasting of two symbolic shapes."""
-    out = []
-    for i in range(1, max(len(a), len(b)) + 1):
-        x = a[-i] if i <= len(a) else None
-        y = b[-i] if i <= len(b) else None
-        if x is None:
-            out.append(y)
-        elif y is None:
-            out.append(x)
-        elif isinstance(x, IntImm) and x.value == 1:
-            out.append(y)
-        elif isinstance(y, IntImm) and y.value == 1:
-            out.append(x)
-        elif dim_equal(x, y):
-            out.append(x)
-        elif isinstance(x, IntImm) and isinstance(y, IntImm):
-            raise info.fail(f"shapes {fmt_dims(a)} and {fmt_dims(b)} do not broadcast "
-                            f"(dimension {x.value} against {y.value})")
+        if s.dims is not None:
+            shape = fmt_dims(s.dims)
         else:
-            out.append(x)  # symbolic: assumed equal, as TVM does
-    return tuple(reversed(out))
+            shape = f"{s.ndim}-d" if s.ndim >= 0 else "unknown shape"
+        return f"a tensor of {shape} {s.dtype if s.dtype != VOID else ''}".rstrip()
+    if isinstance(s, PrimStructInfo):
+        return f"a {s.dtype} scalar"
+    names = {"ObjectStructInfo": "an object", "ShapeStructInfo": "a shape",
+             "TupleStructInfo": "a tuple", "FuncStructInfo": "a function"}
+    return names.get(type(s).__name__, "a value")
+
+
+_SYMBOLS = {Add: ("+", 1), Sub: ("-", 1), Mul: ("*", 2), FloorDiv: ("//", 2), FloorMod: ("%", 2)}
+
+
+def fmt_dim(d: Any) -> str:
+    """A dimension as TVMScript writes it: ``n * 2``, ``(n + 1) // 2``, ``T.min(3, n)``."""
+    if isinstance(d, int):
+        return str(d)
+    if isinstance(d, IntImm):
+        return str(d.value)
+    if isinstance(d, Var):
+        return d.name
+    if type(d) in _SYMBOLS:
+        symbol, prec = _SYMBOLS[type(d)]
+        return f"{_operand_text(d.a, prec, False)} {symbol} {_operand_text(d.b, prec, True)}"
+    if isinstance(d, (Min, Max)):
+        return f"T.{type(d).__name__.lower()}({fmt_dim(d.a)}, {fmt_dim(d.b)})"
+    if isinstance(d, Cast):
+        return fmt_dim(d.value)
+    return "?"
+
+
+def _operand_text(d: Any, parent: int, right: bool) -> str:
+    text = fmt_dim(d)
+    prec = _SYMBOLS.get(type(d), ("", 3))[1]
+    return f"({text})" if prec < parent or (right and prec == parent) else text
 
 
 def fmt_dims(dims: tuple) -> str:
-    parts = [str(d.value) if isinstance(d, IntImm) else getattr(d, "name", "?") for d in dims]
+    parts = [fmt_dim(d) for d in dims]
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
-def binary_dtype(info: CallInfo, a: TensorStructInfo, b: TensorStructInfo) -> DataType:
-    if a.dtype == VOID or b.dtype == VOID:
+# ---------------------------------------------------------------- building struct info
+def make_tensor(dims: Any, dtype: DataType, ndim: int = -1, vdevice: Any = None) -> TensorStructInfo:
+    """A tensor of the given dimensions (a ShapeExpr is built), or of ``ndim`` when dims is None."""
+    if dims is None:
+        return TensorStructInfo(None, dtype, ndim, vdevice)
+    dims = tuple(to_dim(d) for d in dims)
+    return TensorStructInfo(ShapeExpr(dims, ShapeStructInfo(dims)), dtype, len(dims), vdevice)
+
+
+def tensor_of_shape(shape: Any, sinfo: ShapeStructInfo, dtype: DataType,
+                    vdevice: Any = None) -> TensorStructInfo:
+    """A tensor whose shape is the Relax expression ``shape`` itself (a ShapeExpr or a shape
+    variable), as TVM's reshape / broadcast_to / zeros do."""
+    return TensorStructInfo(shape, dtype, sinfo.ndim, vdevice)
+
+
+def unknown_like(s: TensorStructInfo, ndim: int | None = None) -> TensorStructInfo:
+    """``s`` with its shape forgotten: only its rank (or ``ndim``) is known."""
+    return TensorStructInfo(None, s.dtype, s.ndim if ndim is None else ndim, s.vdevice)
+
+
+# ---------------------------------------------------------------- dimension arithmetic
+def to_dim(v: Any, like: Any = None) -> PrimExpr:
+    """A dimension PrimExpr: Python ints become int64 constants (or the type of ``like``)."""
+    if isinstance(v, PrimExpr):
+        return v
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TVMSError(f"a dimension must be an integer expression, got {v!r}")
+    dtype = like.dtype if isinstance(like, PrimExpr) and like.dtype.is_integer else INT64
+    return IntImm(dtype, v)
+
+
+def int_of(value: Any) -> int | None:
+    if isinstance(value, IntImm):
+        return value.value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def _pair(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
+    a = to_dim(a, b)
+    b = to_dim(b, a)
+    if a.dtype != b.dtype:  # an int32 constant meets an int64 dimension: widen the constant
+        if isinstance(a, IntImm):
+            a = IntImm(b.dtype, a.value)
+        elif isinstance(b, IntImm):
+            b = IntImm(a.dtype, b.value)
+    return a, b
+
+
+def dim_add(a: Any, b: Any) -> PrimExpr:
+    """``a + b`` folded as TVM's operator+ folds (constants, ``+ 0``), not simplified further."""
+    a, b = _pair(a, b)
+    x, y = int_of(a), int_of(b)
+    if x is not None and y is not None:
+        return IntImm(a.dtype, x + y)
+    if x == 0:
+        return b
+    if y == 0:
+        return a
+    return Add(a, b)
+
+
+def dim_sub(a: Any, b: Any) -> PrimExpr:
+    a, b = _pair(a, b)
+    x, y = int_of(a), int_of(b)
+    if x is not None and y is not None:
+        return IntImm(a.dtype, x - y)
+    if y == 0:
+        return a
+    return Sub(a, b)
+
+
+def dim_mul(a: Any, b: Any) -> PrimExpr:
+    a, b = _pair(a, b)
+    x, y = int_of(a), int_of(b)
+    if x is not None and y is not None:
+        return IntImm(a.dtype, x * y)
+    if x == 1:
+        return b
+    if y == 1:
+        return a
+    return Mul(a, b)
+
+
+def dim_floordiv(a: Any, b: Any) -> PrimExpr:
+    a, b = _pair(a, b)
+    x, y = int_of(a), int_of(b)
+    if x is not None and y:
+        return IntImm(a.dtype, x // y)
+    if y == 1:
+        return a
+    return FloorDiv(a, b)
+
+
+def dim_ceildiv(a: Any, b: int) -> PrimExpr:
+    """``ceildiv(a, b)`` for a positive constant ``b``, simplified: ``(n + 1) // 2``."""
+    return simplify_dim(dim_floordiv(dim_add(a, b - 1), b))
+
+
+def product(dims: tuple) -> PrimExpr:
+    out: PrimExpr = IntImm(INT64, 1)
+    for d in dims:
+        out = dim_mul(out, d)
+    return out
+
+
+def _key(e: Any) -> Any:
+    if isinstance(e, Var):
+        return ("var", id(e))
+    if isinstance(e, IntImm):
+        return ("int", e.value)
+    if isinstance(e, PrimExpr):
+        fields = [getattr(e, f) for f in getattr(type(e), "__dataclass_fields__", {}) if f != "dtype"]
+        return (type(e).__name__,) + tuple(_key(f) if isinstance(f, PrimExpr) else repr(f)
+                                           for f in fields)
+    return repr(e)
+
+
+class _Linear:
+    """``sum(coef * atom) + const``: the affine normal form the simplifier works in; the terms
+    keep the order in which they first appear (that is the order TVM prints them in)."""
+
+    __slots__ = ("terms", "const", "dtype")
+
+    def __init__(self, dtype: DataType):
+        self.terms: dict = {}  # key -> [coef, atom]
+        self.const = 0
+        self.dtype = dtype
+
+    def add(self, e: PrimExpr, scale: int) -> None:
+        if isinstance(e, IntImm):
+            self.const += scale * e.value
+        elif isinstance(e, Add):
+            self.add(e.a, scale)
+            self.add(e.b, scale)
+        elif isinstance(e, Sub):
+            self.add(e.a, scale)
+            self.add(e.b, -scale)
+        elif isinstance(e, Mul) and isinstance(e.b, IntImm):
+            self.add(e.a, scale * e.b.value)
+        elif isinstance(e, Mul) and isinstance(e.a, IntImm):
+            self.add(e.b, scale * e.a.value)
+        elif isinstance(e, FloorDiv) and isinstance(e.b, IntImm) and e.b.value > 0:
+            self.add_floordiv(e.a, e.b.value, scale)
+        elif isinstance(e, FloorDiv) and self.add_ratio(e.a, e.b, scale):
+            pass
+        else:
+            self.atom(_rebuild_children(e), scale)
+
+    def atom(self, e: PrimExpr, scale: int) -> None:
+        entry = self.terms.setdefault(_key(e), [0, e])
+        entry[0] += scale
+
+    def add_floordiv(self, x: PrimExpr, c: int, scale: int) -> None:
+        """``floordiv(x, c)``: the terms of ``x`` whose coefficients ``c`` divides come out
+        (``(n * 2 + 1) // 2`` is ``n``), as does a constant ``c`` divides (``(m - 2) // 2`` is
+        ``m // 2 - 1``); what is left stays a floordiv."""
+        inner = linear(x)
+        rest = _Linear(inner.dtype)
+        for key, coef, atom in inner.live():
+            if coef % c == 0:
+                self.atom(atom, scale * coef // c)
+            else:
+                rest.terms[key] = [coef, atom]
+        if not rest.live():
+            self.const += scale * (inner.const // c)
+            return
+        if inner.const % c == 0:
+            self.const += scale * inner.const // c
+        else:
+            rest.const = inner.const
+        self.atom(FloorDiv(rest.rebuild(), IntImm(inner.dtype, c)), scale)
+
+    def add_ratio(self, a: PrimExpr, b: PrimExpr, scale: int) -> bool:
+        """``floordiv(a, b)`` when ``a`` is a constant multiple of ``b`` (``n * 6 // n`` is 6), or
+        when every term of ``a`` has the variable ``b`` as a factor (``n * m * 4 // n`` is
+        ``m * 4``)."""
+        la, lb = linear(a), linear(b)
+        if isinstance(b, Var) and la.const == 0 and la.live():
+            quotients = [(coef, _factor_out(atom, b)) for _, coef, atom in la.live()]
+            if all(q is not None for _, q in quotients) \
+                    and not all(isinstance(q, IntImm) for _, q in quotients):
+                for coef, q in quotients:
+                    self.add(q, scale * coef)
+                return True
+        live_a, live_b = la.live(), {k: coef for k, coef, _ in lb.live()}
+        if not live_b or len(live_a) != len(live_b):
+            return False
+        k0, coef0, _ = live_a[0]
+        if k0 not in live_b or coef0 % live_b[k0]:
+            return False
+        ratio = coef0 // live_b[k0]
+        if any(live_b.get(k) is None or coef != ratio * live_b[k] for k, coef, _ in live_a) \
+                or la.const != ratio * lb.const:
+            return False
+        self.const += scale * ratio
+        return True
+
+    def live(self) -> list:
+        return [(k, coef, atom) for k, (coef, atom) in self.terms.items() if coef != 0]
+
+    def rebuild(self) -> PrimExpr:
+        """TVM's normal form: positive terms, a positive constant, then the negative terms and a
+        negative constant subtracted (``m - 2``, ``33 - n``, ``T.min(10, n) + 2 - T.min(2, n)``)."""
+        dt = self.dtype
+        live = self.live()
+        acc: PrimExpr = IntImm(dt, 0)
+        for _, coef, atom in live:
+            if coef > 0:
+                acc = dim_add(acc, atom if coef == 1 else Mul(atom, IntImm(dt, coef)))
+        if self.const > 0:
+            acc = dim_add(acc, IntImm(dt, self.const))
+        for _, coef, atom in live:
+            if coef < 0:
+                acc = Sub(acc, atom if coef == -1 else Mul(atom, IntImm(dt, -coef)))
+        if self.const < 0:
+            acc = dim_sub(acc, IntImm(dt, -self.const))
+        return acc
+
+
+def _factor_out(atom: PrimExpr, v: Var) -> PrimExpr | None:
+    """``atom / v`` when ``v`` is a factor of the product ``atom``."""
+    if atom is v:
+        return IntImm(v.dtype, 1)
+    if isinstance(atom, Mul):
+        left = _factor_out(atom.a, v)
+        if left is not None:
+            return atom.b if int_of(left) == 1 else Mul(left, atom.b)
+        right = _factor_out(atom.b, v)
+        if right is not None:
+            return atom.a if int_of(right) == 1 else Mul(atom.a, right)
+    return None
+
+
+def sub_clamped(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``a - b`` where ``b`` clamps against ``a`` or 0, folded as TVM's analyzer does for
+    non-negative sizes: ``a - min(x, a)`` is ``max(a - x, 0)``; ``a - max(a - 3, 0)`` is
+    ``min(3, a)``."""
+    if isinstance(b, Min) and (b.b is a or b.a is a):
+        r = sub_clamped(a, b.a if b.b is a else b.b)
+        return r if _non_negative(r) else Max(r, IntImm(a.dtype, 0))
+    if isinstance(b, Max) and int_of(b.b) == 0:
+        diff = simplify_dim(dim_sub(a, b.a))
+        if int_of(diff) is not None:
+            return Min(diff, a)
+    if prove_equal(a, b):
+        return IntImm(a.dtype, 0)
+    return simplify_dim(dim_sub(a, b))
+
+
+def _non_negative(e: PrimExpr) -> bool:
+    """Known to be >= 0, taking symbolic sizes as non-negative."""
+    if isinstance(e, IntImm):
+        return e.value >= 0
+    if isinstance(e, Var):
+        return True
+    if isinstance(e, Min):
+        return _non_negative(e.a) and _non_negative(e.b)
+    if isinstance(e, Max):
+        return _non_negative(e.a) or _non_negative(e.b)
+    return False
+
+
+def _rebuild_children(e: PrimExpr) -> PrimExpr:
+    if isinstance(e, (Min, Max, Mul, FloorDiv)):
+        a, b = simplify_dim(e.a), simplify_dim(e.b)
+        if int_of(a) is not None and int_of(b) is not None and isinstance(e, (Min, Max)):
+            return IntImm(a.dtype, (min if isinstance(e, Min) else max)(a.value, b.value))
+        return type(e)(a, b)
+    return e
+
+
+def linear(e: PrimExpr) -> _Linear:
+    out = _Linear(e.dtype)
+    out.add(e, 1)
+    return out
+
+
+def simplify_dim(e: Any) -> Any:
+    """Fold an integer dimension expression into TVM's canonical affine form: ``m + 2 - 2 - 1 + 1``
+    becomes ``m``, ``n * 2 * 3 // 2`` becomes ``n * 3``, ``(m - 2) // 2 + 1`` becomes ``m // 2``."""
+    if not isinstance(e, PrimExpr) or not e.dtype.is_integer or isinstance(e, (IntImm, Var)):
+        return e
+    return linear(e).rebuild()
+
+
+def _difference(a: PrimExpr, b: PrimExpr) -> int | None:
+    """``a - b`` when it is a constant."""
+    a, b = _pair(a, b)
+    if not a.dtype.is_integer:
+        return None
+    d = linear(Sub(a, b))
+    return d.const if not d.live() else None
+
+
+def prove_equal(a: Any, b: Any) -> bool:
+    a, b = _pair(a, b)
+    return a is b or structural_equal(a, b) or _difference(a, b) == 0
+
+
+def prove_not_equal(a: Any, b: Any) -> bool:
+    diff = _difference(*_pair(a, b))
+    return diff is not None and diff != 0
+
+
+# ---------------------------------------------------------------- broadcasting
+def broadcast_shapes(info: CallInfo, a: tuple, b: tuple) -> tuple | None:
+    """numpy broadcasting of two shapes as TVM does it: a 1 takes the other side, equal sizes
+    stay, two different constants are an error, anything else (``n`` against ``2``, ``n`` against
+    ``m``) gives None: the shape is unknown."""
+    out = []
+    for i in range(1, min(len(a), len(b)) + 1):
+        x, y = a[-i], b[-i]
+        if int_of(x) == 1:
+            out.append(y)
+        elif int_of(y) == 1:
+            out.append(x)
+        elif prove_equal(x, y):
+            out.append(x)
+        elif int_of(x) is not None and int_of(y) is not None:
+            raise info.fail(f"shapes {fmt_dims(a)} and {fmt_dims(b)} do not broadcast "
+                            f"(dimension {len(a) - i} is {x.value}, against {y.value})")
+        else:
+            return None
+    longer = a if len(a) > len(b) else b
+    return tuple(longer[:len(longer) - len(out)]) + tuple(reversed(out))
+
+
+def binary_dtype(info: CallInfo, a: StructInfo, b: StructInfo) -> DataType:
+    """The dtype of an arithmetic binary op: unknown if either is, equal otherwise (a bool operand
+    is let through, giving the left dtype, as in TVM)."""
+    da, db = a.dtype, b.dtype
+    if da == VOID or db == VOID:
         return VOID
-    if a.dtype != b.dtype:
-        raise info.fail(f"data types {a.dtype} and {b.dtype} do not match")
-    return a.dtype
+    if da != db and not da.is_bool and not db.is_bool:
+        raise info.fail(f"data types {da} and {db} do not match ({describe(a)} and {describe(b)})")
+    return da
+
+
+def _operand(info: CallInfo, i: int) -> StructInfo:
+    s = info.sinfo[i]
+    if not isinstance(s, (TensorStructInfo, PrimStructInfo)):
+        raise info.fail(f"argument {arg_name(info, i)!r} must be a tensor or a scalar, "
+                        f"got {describe(s)}")
+    return s
 
 
 def infer_broadcast(info: CallInfo, out_dtype: DataType | None = None) -> StructInfo:
-    a, b = tensor_arg(info, 0), tensor_arg(info, 1)
-    dtype = out_dtype or binary_dtype(info, a, b)
-    if a.dims is None or b.dims is None:
-        ndim = max(a.ndim, b.ndim) if a.ndim >= 0 and b.ndim >= 0 else -1
-        return TensorStructInfo(None, dtype, ndim)
-    return make_tensor(broadcast_dims(info, a.dims, b.dims), dtype)
+    """Elementwise binary ops on tensors or scalars (R.Prim). A scalar counts as shape ``(1,)``."""
+    a, b = _operand(info, 0), _operand(info, 1)
+    dtype = out_dtype if out_dtype is not None else binary_dtype(info, a, b)
+    if isinstance(a, PrimStructInfo) and isinstance(b, PrimStructInfo):
+        return PrimStructInfo(dtype)
+    ndim_a = 1 if isinstance(a, PrimStructInfo) else a.ndim
+    ndim_b = 1 if isinstance(b, PrimStructInfo) else b.ndim
+    ndim = -1 if ndim_a < 0 or ndim_b < 0 else max(ndim_a, ndim_b)
+    dims_a = (IntImm(INT64, 1),) if isinstance(a, PrimStructInfo) else known_dims(a)
+    dims_b = (IntImm(INT64, 1),) if isinstance(b, PrimStructInfo) else known_dims(b)
+    vdevice = getattr(a, "vdevice", None) or getattr(b, "vdevice", None)
+    if dims_a is not None and dims_b is not None:
+        out = broadcast_shapes(info, dims_a, dims_b)
+        if out is not None:
+            return make_tensor(out, dtype, vdevice=vdevice)
+    if isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo) and a.shape is not None \
+            and a.shape is b.shape:
+        return TensorStructInfo(a.shape, dtype, a.ndim, vdevice)
+    return TensorStructInfo(None, dtype, ndim, vdevice)
+
+
+def known_dims(s: TensorStructInfo) -> tuple | None:
+    """The dimensions of a tensor from its ShapeExpr or from its shape variable's struct info."""
+    dims = s.dims
+    if dims is None and s.shape is not None:
+        values = getattr(getattr(s.shape, "struct_info", None), "values", None)
+        dims = tuple(values) if values is not None else None
+    return dims
+
+
+def require_float(info: CallInfo, s: TensorStructInfo, what: str = "the input tensor") -> None:
+    if s.dtype != VOID and not s.dtype.is_float:
+        raise info.fail(f"{what} must have a float dtype, got {s.dtype}")
 
 
 def infer_unary(info: CallInfo) -> StructInfo:
     return tensor_arg(info, 0)
 
 
-def int_of(value: Any) -> int | None:
-    if isinstance(value, IntImm):
-        return value.value
-    if isinstance(value, int):
-        return value
-    return None
+def infer_unary_float(info: CallInfo) -> StructInfo:
+    x = tensor_arg(info, 0)
+    require_float(info, x)
+    return x
 
 
+# ---------------------------------------------------------------- axes
 def normalize_axis(info: CallInfo, axis: int, ndim: int) -> int:
-    if not -ndim <= axis < ndim:
-        raise info.fail(f"axis {axis} is out of range for a tensor of {ndim} dimensions")
-    return axis % ndim
+    return normalize_axes(info, (axis,), ndim)[0]
 
 
-__all__ = ["tensor_arg", "make_tensor", "broadcast_dims", "infer_broadcast", "infer_unary",
-           "binary_dtype", "normalize_axis", "int_of", "const", "ObjectStructInfo",
-           "TupleStructInfo"]
+def normalize_axes(info: CallInfo, axes: Any, ndim: int) -> list[int]:
+    """Axes made non-negative; out of range or repeated axes are errors."""
+    out: list[int] = []
+    for axis in axes:
+        if not -ndim <= axis < ndim:
+            raise info.fail(f"axis {axis} is out of range for a tensor of {ndim} dimension"
+                            f"{'s' if ndim != 1 else ''} (expected {-ndim} <= axis < {ndim})")
+        a = axis % ndim
+        if a in out:
+            raise info.fail(f"axis {a} is given more than once in {list(axes)}")
+        out.append(a)
+    return out
+
+
+def reduce_dims(info: CallInfo, x: TensorStructInfo, axes: Any, keepdims: bool,
+                dtype: DataType, one: PrimExpr | None = None) -> TensorStructInfo:
+    """The result of reducing ``x`` over ``axes`` (None: all of them)."""
+    one = one if one is not None else IntImm(INT64, 1)
+    norm = normalize_axes(info, axes, x.ndim) if x.ndim >= 0 and axes is not None else []
+    if keepdims:
+        ndim = x.ndim
+    elif axes is None:
+        ndim = 0
+    elif x.ndim < 0:
+        ndim = -1
+    else:
+        ndim = x.ndim - len(norm)
+    dims = x.dims
+    if dims is None:
+        if axes is None and keepdims and ndim >= 0:
+            return make_tensor([one] * ndim, dtype, vdevice=x.vdevice)
+        return make_tensor((), dtype, vdevice=x.vdevice) if ndim == 0 else \
+            TensorStructInfo(None, dtype, ndim, x.vdevice)
+    out = []
+    for i, d in enumerate(dims):
+        if axes is not None and i not in norm:
+            out.append(d)
+        elif keepdims:
+            out.append(one)
+    return make_tensor(out, dtype, vdevice=x.vdevice)
+
+
+__all__ = ["INT64", "BOOL", "tensor_arg", "tensor_args", "tuple_of_tensors", "shape_arg", "op_error",
+           "as_shape_expr", "prepare_shape_arg", "as_tuple_expr", "describe", "fmt_dim", "fmt_dims",
+           "make_tensor", "tensor_of_shape", "unknown_like", "to_dim", "int_of", "dim_add", "dim_sub",
+           "dim_mul", "dim_floordiv", "dim_ceildiv", "product", "simplify_dim", "sub_clamped",
+           "prove_equal", "prove_not_equal", "broadcast_shapes", "binary_dtype", "infer_broadcast",
+           "known_dims", "require_float", "infer_unary", "infer_unary_float", "normalize_axis",
+           "normalize_axes", "reduce_dims"]

@@ -44,6 +44,13 @@ class OpSpec:
     infer: Callable[["CallInfo"], StructInfo]
     variadic: bool = False
     min_args: int | None = None  # fewer Relax arguments than ``args`` are allowed (optional ones)
+    # Rewrites the arguments and the (normalized, mutable) attributes the way TVM's constructor
+    # does before inference: ``R.reshape(x, (-1, 2))`` resolves the -1, ``strides=2`` becomes
+    # ``[2, 2]``. ``prepare(spec, args, attrs) -> (args, attrs)``.
+    prepare: Callable[["OpSpec", tuple, dict], tuple] | None = None
+    # The order in which extra positional arguments fill the attributes, when it is not the
+    # printing order (TVM's ``R.nn.max_pool2d(x, pool_size, strides, padding, dilation, ...)``).
+    positional: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,8 +74,10 @@ _OPS: dict[str, Op] = {}
 
 def register(script_name: str, args: tuple[str, ...], infer: Callable[[CallInfo], StructInfo],
              attrs: tuple[Attr, ...] = (), *, name: str | None = None, variadic: bool = False,
-             min_args: int | None = None) -> OpSpec:
-    spec = OpSpec(name or f"relax.{script_name}", script_name, args, attrs, infer, variadic, min_args)
+             min_args: int | None = None, prepare: Callable | None = None,
+             positional: tuple[str, ...] | None = None) -> OpSpec:
+    spec = OpSpec(name or f"relax.{script_name}", script_name, args, attrs, infer, variadic, min_args,
+                  prepare, positional)
     _BY_NAME[spec.name] = spec
     _BY_SCRIPT[script_name] = spec
     return spec
@@ -98,6 +107,103 @@ def script_names() -> list[str]:
     return sorted(_BY_SCRIPT)
 
 
+def coerce_attr(spec: OpSpec, attr: Attr, value: Any) -> Any:
+    """``value`` in the canonical form of the attribute's kind: ``ints`` are tuples of Python ints
+    (a single int becomes a one-element tuple), ``dtype`` a DataType (None when unset), ``int``,
+    ``bool``, ``float`` and ``str`` the Python values. None stays None where the default is None."""
+    from .dtype import DataType
+    from .expr import FloatImm, IntImm
+
+    kind = attr.kind
+    if isinstance(value, (IntImm, FloatImm)):
+        value = bool(value.value) if value.dtype.is_bool else value.value
+    if value is None and (attr.default is None or kind == ATTR_DTYPE):
+        return None
+
+    def bad(want: str) -> TVMSError:
+        return TVMSError(f"R.{spec.script_name}: attribute {attr.name!r} must be {want}, got {value!r}")
+
+    def as_int(v: Any) -> int:
+        if isinstance(v, IntImm):
+            v = v.value
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise bad("an integer" if kind == ATTR_INT else "a list of integers")
+        return v
+
+    if kind == ATTR_INT:
+        return as_int(value)
+    if kind == ATTR_INTS:
+        if isinstance(value, (list, tuple)):
+            return tuple(as_int(v) for v in value)
+        return (as_int(value),)
+    if kind == ATTR_BOOL:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise bad("True or False")
+    if kind == ATTR_FLOAT:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad("a number")
+        return float(value)
+    if kind == ATTR_STR:
+        if not isinstance(value, str):
+            raise bad("a string")
+        return value
+    if kind == ATTR_DTYPE:
+        if isinstance(value, str) and value in ("", "void"):
+            return None
+        try:
+            return DataType(value)
+        except TVMSError:
+            raise bad("a data type such as \"float32\"") from None
+    return value
+
+
+def bind_arguments(spec: OpSpec, args: tuple, attrs: dict) -> tuple[tuple, dict]:
+    """Python's calling convention, as TVM's ``R.*`` functions have it: attributes may come
+    positionally after the Relax arguments (``R.expand_dims(x, 1)``, ``R.astype(x, "float16")``)
+    and Relax arguments by keyword (``R.full(shape=s, fill_value=v)``)."""
+    args, attrs = list(args), dict(attrs)
+    attr_names = {a.name for a in spec.attrs}
+    for i, name in enumerate(spec.args):
+        if name not in attrs or name in attr_names:
+            continue
+        if i < len(args):
+            raise TVMSError(f"R.{spec.script_name} got the argument {name!r} twice")
+        if i > len(args):
+            raise TVMSError(f"R.{spec.script_name}: argument {spec.args[len(args)]!r} is missing")
+        args.append(attrs.pop(name))
+    if not spec.variadic and len(args) > len(spec.args):
+        order = spec.positional or tuple(a.name for a in spec.attrs)
+        extra = args[len(spec.args):]
+        if len(extra) > len(order):
+            raise TVMSError(f"R.{spec.script_name} takes at most {len(spec.args) + len(order)} "
+                            f"arguments ({', '.join(spec.args + order)}), got {len(args)}")
+        del args[len(spec.args):]
+        for name, value in zip(order, extra):
+            if name in attrs:
+                raise TVMSError(f"R.{spec.script_name} got the attribute {name!r} twice")
+            attrs[name] = _attr_from_relax(value)
+    return tuple(args), attrs
+
+
+def _attr_from_relax(value: Any) -> Any:
+    """A positional attribute the parser has made a Relax value (``1`` a PrimValue, ``[0, 1]`` a
+    Tuple, ``"float16"`` a StringImm) as the plain value the attribute holds."""
+    from .relax import DataTypeImm, PrimValue, ShapeExpr, StringImm, Tuple
+
+    if isinstance(value, PrimValue):
+        return value.value
+    if isinstance(value, (StringImm, DataTypeImm)):
+        return value.value
+    if isinstance(value, Tuple):
+        return tuple(_attr_from_relax(f) for f in value.fields)
+    if isinstance(value, ShapeExpr):
+        return tuple(value.values)
+    return value
+
+
 def normalize_attrs(spec: OpSpec, attrs: dict) -> FrozenDict:
     """All of the op's attributes, defaults filled in, in the declared order."""
     unknown = set(attrs) - {a.name for a in spec.attrs}
@@ -107,7 +213,7 @@ def normalize_attrs(spec: OpSpec, attrs: dict) -> FrozenDict:
     out = {}
     for a in spec.attrs:
         if a.name in attrs:
-            out[a.name] = attrs[a.name]
+            out[a.name] = coerce_attr(spec, a, attrs[a.name])
         elif a.required:
             raise TVMSError(f"R.{spec.script_name} needs the attribute {a.name!r}")
         else:
@@ -124,13 +230,16 @@ def make_call(op: "str | OpSpec", args: list | tuple, attrs: dict | None = None,
     spec = op if isinstance(op, OpSpec) else lookup(op)
     if spec is None:
         raise TVMSError(f"unknown Relax operator {op!r}")
-    args = tuple(args)
+    args, attrs = bind_arguments(spec, tuple(args), attrs or {})
     low = spec.min_args if spec.min_args is not None else len(spec.args)
     if len(args) < low or (not spec.variadic and len(args) > len(spec.args)):
         want = f"{low}" if low == len(spec.args) and not spec.variadic else f"at least {low}"
         raise TVMSError(f"R.{spec.script_name} takes {want} argument{'s' if want != '1' else ''} "
                         f"({', '.join(spec.args)}), got {len(args)}")
-    normalized = normalize_attrs(spec, attrs or {})
+    normalized = normalize_attrs(spec, attrs)
+    if spec.prepare is not None:  # the op's constructor rewrites (see OpSpec.prepare)
+        args, prepared = spec.prepare(spec, args, dict(normalized))
+        args, normalized = tuple(args), FrozenDict(prepared)
     from .struct_info import ObjectStructInfo
 
     sinfo = tuple(getattr(a, "struct_info", None) or ObjectStructInfo() for a in args)

@@ -1,86 +1,129 @@
-"""The Relax operators: one ``register`` call each (see ``relax_op.py`` for the fields)."""
+"""The Relax operators: one ``register`` call each (see ``relax_op.py`` for the fields).
+
+Struct-info inference follows Apache TVM 0.27 (shapes, symbolic dimensions, dtype rules and the
+cases it rejects); every error names the operator. Attributes are declared in the order TVM
+prints them, and TVM prints all of them, defaults included: ``R.sum(x, axis=None, keepdims=False)``.
+
+Families: elementwise, reductions and creation here; layout and indexing in ``relax_ops_layout``;
+neural-network operators in ``relax_ops_nn``; calls into functions at the end of this file.
+"""
 from __future__ import annotations
 
-from .dtype import DataType
 from .expr import IntImm
-from .relax_infer import (infer_broadcast, infer_unary, int_of, make_tensor, normalize_axis,
-                          tensor_arg)
-from .relax_op import ATTR_DTYPE, ATTR_INTS, Attr, CallInfo, register
+from .module import GlobalVar
+from .relax_infer import (BOOL, INT64, as_tuple_expr, binary_dtype, broadcast_shapes, describe,
+                          infer_broadcast, infer_unary, infer_unary_float, make_tensor,
+                          prepare_shape_arg, reduce_dims, shape_arg, tensor_arg, tensor_of_shape)
+from .relax_op import ATTR_BOOL, ATTR_DTYPE, ATTR_INT, ATTR_INTS, Attr, CallInfo, OpSpec, register
 from .struct_info import (VOID, ObjectStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo,
                           TupleStructInfo)
 
 # ---------------------------------------------------------------- elementwise
+# Arithmetic: the dtypes must match (a bool operand is let through); comparisons give bool and do
+# not compare the dtypes. Operands are tensors or scalars (R.Prim), broadcast numpy-style.
 for _name in ("add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum"):
     register(_name, ("x1", "x2"), infer_broadcast)
 
 
 def _infer_compare(info: CallInfo) -> StructInfo:
-    return infer_broadcast(info, DataType("bool"))
+    return infer_broadcast(info, BOOL)
 
 
 for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
     register(_name, ("x1", "x2"), _infer_compare)
 
-for _name in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs", "sin", "cos",
-              "floor", "ceil", "round", "erf"):
+# Unary: the result is the input's struct info; the transcendental ones need a float input.
+for _name in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "erf"):
+    register(_name, ("x",), infer_unary_float)
+for _name in ("negative", "abs", "floor", "ceil", "round"):
     register(_name, ("x",), infer_unary)
 
-for _name in ("nn.relu", "nn.silu"):
-    register(_name, ("data",), infer_unary)
-register("nn.gelu", ("data",), infer_unary)
+register("nn.relu", ("data",), infer_unary)
+for _name in ("nn.gelu", "nn.gelu_tanh", "nn.silu"):
+    register(_name, ("data",), infer_unary_float)
 
 
-# ---------------------------------------------------------------- layout
-def _infer_permute_dims(info: CallInfo) -> StructInfo:
+def _infer_astype(info: CallInfo) -> StructInfo:
     x = tensor_arg(info, 0)
-    axes = info.attrs["axes"]
-    if x.dims is None:
-        return TensorStructInfo(None, x.dtype, x.ndim)
-    ndim = len(x.dims)
-    order = list(range(ndim))[::-1] if axes is None else [normalize_axis(info, int_of(a), ndim) for a in axes]
-    if sorted(order) != list(range(ndim)):
-        raise info.fail(f"axes {list(axes)} are not a permutation of {ndim} dimensions")
-    return make_tensor([x.dims[i] for i in order], x.dtype)
+    dtype = info.attrs["dtype"]
+    if dtype is None:
+        raise info.fail("the target dtype is missing, as in R.astype(x, dtype=\"float16\")")
+    return TensorStructInfo(x.shape, dtype, x.ndim, x.vdevice)
 
 
-register("permute_dims", ("x",), _infer_permute_dims, (Attr("axes", None, ATTR_INTS),))
+register("astype", ("x",), _infer_astype, (Attr("dtype", None, ATTR_DTYPE, required=True),))
 
 
-def _infer_matmul(info: CallInfo) -> StructInfo:
-    a, b = tensor_arg(info, 0), tensor_arg(info, 1)
-    out_dtype = info.attrs["out_dtype"]
-    dtype = DataType(out_dtype) if out_dtype not in (None, "void") else (
-        a.dtype if a.dtype == b.dtype else VOID)
-    if a.dims is None or b.dims is None:
-        return TensorStructInfo(None, dtype, -1)
-    da, db = a.dims, b.dims
-    if len(da) < 1 or len(db) < 1:
-        raise info.fail("matmul needs tensors of at least one dimension")
-    k1 = da[-1]
-    k2 = db[-2] if len(db) >= 2 else db[0]
-    if isinstance(k1, IntImm) and isinstance(k2, IntImm) and k1.value != k2.value:
-        raise info.fail(f"the reduction dimensions differ: {k1.value} against {k2.value}")
-    batch_a, batch_b = da[:-2], db[:-2]
-    from .relax_infer import broadcast_dims
-
-    batch = broadcast_dims(info, batch_a, batch_b)
-    out = list(batch) + ([da[-2]] if len(da) >= 2 else []) + ([db[-1]] if len(db) >= 2 else [])
-    return make_tensor(out, dtype)
+def _infer_where(info: CallInfo) -> StructInfo:
+    cond, a, b = (tensor_arg(info, i) for i in range(3))
+    if cond.dtype != VOID and not cond.dtype.is_bool:
+        raise info.fail(f"the condition must be a bool tensor, got {describe(cond)}")
+    dtype = binary_dtype(info, a, b)
+    ndims = (cond.ndim, a.ndim, b.ndim)
+    ndim = -1 if min(ndims) < 0 else max(ndims)
+    if cond.dims is not None and a.dims is not None and b.dims is not None:
+        out = broadcast_shapes(info, a.dims, b.dims)
+        out = broadcast_shapes(info, cond.dims, out) if out is not None else None
+        if out is not None:
+            return make_tensor(out, dtype)
+    elif cond.shape is not None and cond.shape is a.shape and cond.shape is b.shape:
+        return TensorStructInfo(cond.shape, dtype, cond.ndim)
+    return TensorStructInfo(None, dtype, ndim)
 
 
-register("matmul", ("x1", "x2"), _infer_matmul, (Attr("out_dtype", None, ATTR_DTYPE),))
+register("where", ("condition", "x1", "x2"), _infer_where)
 
 
-def _infer_reshape(info: CallInfo) -> StructInfo:
+# ---------------------------------------------------------------- reductions
+def _infer_statistical(info: CallInfo) -> StructInfo:
     x = tensor_arg(info, 0)
-    shape = info.sinfo[1]
-    if not isinstance(shape, ShapeStructInfo):
-        raise info.fail("the new shape must be a shape, such as R.shape([2, 3])")
-    return make_tensor(shape.values, x.dtype) if shape.values is not None else \
-        TensorStructInfo(None, x.dtype, shape.ndim)
+    return reduce_dims(info, x, info.attrs["axis"], info.attrs["keepdims"], x.dtype)
 
 
-register("reshape", ("x", "shape"), _infer_reshape)
+for _name in ("sum", "mean", "max", "min"):
+    register(_name, ("x",), _infer_statistical,
+             (Attr("axis", None, ATTR_INTS), Attr("keepdims", False, ATTR_BOOL)))
+
+
+def _infer_arg_reduce(info: CallInfo) -> StructInfo:
+    x = tensor_arg(info, 0)
+    axis = info.attrs["axis"]
+    # TVM takes the index dtype from the shape (int64 for every shape it builds)
+    dtype = x.dims[0].dtype if x.dims else INT64
+    return reduce_dims(info, x, None if axis is None else (axis,), info.attrs["keepdims"], dtype,
+                       one=IntImm(dtype, 1))
+
+
+for _name in ("argmax", "argmin"):
+    register(_name, ("x",), _infer_arg_reduce,
+             (Attr("axis", None, ATTR_INT), Attr("keepdims", False, ATTR_BOOL)))
+
+
+# ---------------------------------------------------------------- creation
+def _infer_zeros_ones(info: CallInfo) -> StructInfo:
+    shape = shape_arg(info, 0)
+    if info.attrs["dtype"] is None:
+        raise info.fail("the dtype is missing, as in R.zeros(R.shape([2, 3]), dtype=\"float32\")")
+    return tensor_of_shape(info.args[0], shape, info.attrs["dtype"])
+
+
+for _name in ("zeros", "ones"):
+    register(_name, ("shape",), _infer_zeros_ones, (Attr("dtype", None, ATTR_DTYPE, required=True),),
+             prepare=prepare_shape_arg(0))
+
+
+def _infer_full(info: CallInfo) -> StructInfo:
+    shape = shape_arg(info, 0)
+    fill = info.sinfo[1]
+    if not isinstance(fill, TensorStructInfo) or fill.ndim != 0:
+        raise info.fail(f"the fill value must be a zero-rank tensor such as R.const(1.0, \"float32\"), "
+                        f"got {describe(fill)}")
+    dtype = info.attrs["dtype"] if info.attrs["dtype"] is not None else fill.dtype
+    return tensor_of_shape(info.args[0], shape, dtype, fill.vdevice)
+
+
+register("full", ("shape", "fill_value"), _infer_full, (Attr("dtype", None, ATTR_DTYPE),),
+         prepare=prepare_shape_arg(0))
 
 
 def _infer_shape_of(info: CallInfo) -> StructInfo:
@@ -92,7 +135,35 @@ register("shape_of", ("expr",), _infer_shape_of)
 
 
 # ---------------------------------------------------------------- calls into functions
-def _infer_from_sinfo_args(info: CallInfo) -> StructInfo:
+def _prepare_dps(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
+    args = list(args)
+    args[1] = as_tuple_expr(args[1])
+    return args, attrs
+
+
+def _out_sinfo(info: CallInfo) -> StructInfo:
+    if not info.sinfo_args:
+        raise info.fail("the output struct info is missing: out_sinfo=R.Tensor((4,), \"float32\")")
+    for s in info.sinfo_args:
+        if not isinstance(s, TensorStructInfo) or s.dims is None:
+            raise info.fail(f"every output must be a tensor with a known shape, such as "
+                            f"R.Tensor((n, 4), \"float32\"); got {describe(s)}")
+    if not isinstance(info.sinfo[1], TupleStructInfo):
+        raise info.fail(f"the arguments must be a tuple such as (x, y), got {describe(info.sinfo[1])}")
+    return info.sinfo_args[0] if len(info.sinfo_args) == 1 else TupleStructInfo(tuple(info.sinfo_args))
+
+
+def _infer_call_tir(info: CallInfo) -> StructInfo:
+    if not isinstance(info.args[0], GlobalVar):
+        raise info.fail("the callee must be a TensorIR function of the module, such as cls.add")
+    return _out_sinfo(info)
+
+
+def _infer_call_dps_packed(info: CallInfo) -> StructInfo:
+    return _out_sinfo(info)
+
+
+def _infer_call_packed(info: CallInfo) -> StructInfo:
     if not info.sinfo_args:
         return ObjectStructInfo()
     if len(info.sinfo_args) == 1:
@@ -100,6 +171,11 @@ def _infer_from_sinfo_args(info: CallInfo) -> StructInfo:
     return TupleStructInfo(tuple(info.sinfo_args))
 
 
-register("call_tir", ("func", "args", "packed_ints"), _infer_from_sinfo_args, min_args=2)
-register("call_dps_packed", ("func", "args"), _infer_from_sinfo_args)
-register("call_packed", ("func", "args"), _infer_from_sinfo_args, variadic=True, min_args=1)
+register("call_tir", ("func", "args", "packed_ints"), _infer_call_tir, min_args=2, prepare=_prepare_dps)
+register("call_dps_packed", ("func", "args"), _infer_call_dps_packed, prepare=_prepare_dps)
+register("call_packed", ("func", "args"), _infer_call_packed, variadic=True, min_args=1)
+
+# ---------------------------------------------------------------- the other families
+from . import relax_ops_layout, relax_ops_nn  # noqa: E402,F401  (they register on import)
+
+__all__: list[str] = []  # the operators are reached through the registry (relax_op.lookup)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .dtype import DataType
-from .expr import IntImm, PrimExpr
+from .expr import IntImm, PrimExpr, Var
 from .node import Node
 
 VOID = DataType("void")  # "unknown dtype" in struct info
@@ -33,6 +33,10 @@ class PrimStructInfo(StructInfo):
     dtype: DataType
     value: PrimExpr | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.dtype, str):  # PrimStructInfo("int64")
+            object.__setattr__(self, "dtype", DataType(self.dtype))
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ShapeStructInfo(StructInfo):
@@ -42,6 +46,8 @@ class ShapeStructInfo(StructInfo):
     ndim: int = -1
 
     def __post_init__(self) -> None:
+        if isinstance(self.values, list) or (self.values is not None and _needs_dims(self.values)):
+            object.__setattr__(self, "values", as_dims(self.values))  # ShapeStructInfo([m, 4])
         if self.values is not None and self.ndim != len(self.values):
             object.__setattr__(self, "ndim", len(self.values))
 
@@ -57,6 +63,13 @@ class TensorStructInfo(StructInfo):
     vdevice: Any = None
 
     def __post_init__(self) -> None:
+        # The convenience spellings of TVM's Python API: TensorStructInfo([1, 784], "float32")
+        if isinstance(self.shape, (list, tuple)):
+            from .relax import ShapeExpr  # relax imports this module
+
+            object.__setattr__(self, "shape", ShapeExpr(as_dims(self.shape)))
+        if not isinstance(self.dtype, DataType):
+            object.__setattr__(self, "dtype", VOID if self.dtype in (None, "") else DataType(self.dtype))
         values = shape_values(self.shape)
         if values is not None and self.ndim != len(values):
             object.__setattr__(self, "ndim", len(values))
@@ -73,6 +86,10 @@ class TupleStructInfo(StructInfo):
 
     fields: tuple = ()
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.fields, tuple):
+            object.__setattr__(self, "fields", tuple(self.fields))
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class FuncStructInfo(StructInfo):
@@ -82,11 +99,60 @@ class FuncStructInfo(StructInfo):
     ret: StructInfo
     purity: bool = True
 
+    def __post_init__(self) -> None:
+        if self.params is not None and not isinstance(self.params, tuple):
+            object.__setattr__(self, "params", tuple(self.params))
+
+
+def as_dims(values: Any) -> tuple:
+    """Dimensions as PrimExprs: Python ints become int64 constants (Relax sizes are int64)."""
+    return tuple(IntImm(_INT64, int(v)) if isinstance(v, int) and not isinstance(v, bool) else v
+                 for v in values)
+
+
+def _needs_dims(values: Any) -> bool:
+    return not isinstance(values, tuple) or any(isinstance(v, int) for v in values)
+
+
+_INT64 = DataType("int64")
+
 
 def shape_values(shape: Any) -> tuple | None:
     """The PrimExpr dimensions of a tensor's shape field, or None when not statically listed."""
     values = getattr(shape, "values", None)
     return tuple(values) if values is not None else None
+
+
+def erase_undefined(sinfo: StructInfo, defined: set) -> StructInfo:
+    """``sinfo`` without the symbolic sizes whose ids are not in ``defined`` (TVM's
+    EraseToWellDefined): ``R.Tensor((m, k))`` becomes ``R.Tensor(ndim=2)`` when m is unknown."""
+    from .visitor import collect
+
+    def ok(e: Any) -> bool:
+        return all(id(v) in defined for v in collect(e, Var))
+
+    if isinstance(sinfo, TensorStructInfo):
+        dims = sinfo.dims
+        if dims is not None and not all(ok(d) for d in dims):
+            return TensorStructInfo(None, sinfo.dtype, sinfo.ndim, sinfo.vdevice)
+    elif isinstance(sinfo, ShapeStructInfo):
+        if sinfo.values is not None and not all(ok(d) for d in sinfo.values):
+            return ShapeStructInfo(None, sinfo.ndim)
+    elif isinstance(sinfo, PrimStructInfo):
+        if sinfo.value is not None and not ok(sinfo.value):
+            return PrimStructInfo(sinfo.dtype)
+    elif isinstance(sinfo, TupleStructInfo):
+        fields = tuple(erase_undefined(f, defined) for f in sinfo.fields)
+        if any(a is not b for a, b in zip(fields, sinfo.fields)):
+            return TupleStructInfo(fields)
+    return sinfo
+
+
+def defined_sizes(sinfos: Any) -> set:
+    """The ids of the symbolic sizes (TensorIR variables) that appear in ``sinfos``."""
+    from .visitor import collect
+
+    return {id(v) for s in sinfos for v in collect(s, Var)}
 
 
 def static_dims(sinfo: StructInfo) -> tuple[int, ...] | None:

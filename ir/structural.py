@@ -116,8 +116,9 @@ def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str
             if list(lf) != list(rf):
                 eq.fail("functions", list(lf), list(rf))
             for name in lf:
-                # each function binds its own variables; module-level names are shared
-                eq.value(lf[name], rf[name], f"[{name!r}]")
+                # each function binds its own variables (a builder may reuse one parameter Var
+                # in several functions; the classic text defines `n = T.int64()` in each)
+                _Equal(map_free_vars).value(lf[name], rf[name], f"[{name!r}]")
         else:
             eq.value(lhs, rhs, "")
     except _Mismatch as m:
@@ -160,7 +161,8 @@ def structural_hash(value: Any) -> int:
         if isinstance(v, float) and math.isnan(v):
             return "nan"
         if isinstance(v, IRModule):
-            return (h(dict(v.attrs)),) + tuple((name, h(v[name])) for name in v)
+            # each function numbers its own variables, as structural_equal compares them
+            return (h(dict(v.attrs)),) + tuple((name, structural_hash(v[name])) for name in v)
         return v
 
     return hash(h(value))

@@ -46,6 +46,7 @@ class ModuleParser:
         self.globals: dict[str, GlobalVar] = {}
         self.metadata: dict | None = None
         self.prim_func_names: set[str] = set()
+        self.signatures: dict = {}
 
     def error(self, syn: Any, message: str) -> ScriptError:
         return error(self.source, syn, message)
@@ -100,6 +101,12 @@ class ModuleParser:
                                 and any(_decorator(d)[0] in _PRIM_FUNC_DECORATORS for d in s.decorators)}
         for stmt in cls.body:
             if isinstance(stmt, S.FunctionDef):
+                for dec in stmt.decorators:
+                    name, kwargs = _decorator(dec)
+                    if name in _RELAX_DECORATORS:
+                        self.signatures[stmt.name] = self.relax_builder().signature(stmt, kwargs)
+        for stmt in cls.body:
+            if isinstance(stmt, S.FunctionDef):
                 if stmt.name in mod:
                     raise self.error(stmt, f"function {stmt.name!r} is defined twice in this module")
                 mod[self.globals[stmt.name]] = self.function(stmt)
@@ -117,6 +124,13 @@ class ModuleParser:
             mod.attrs = freeze_value(attrs)
         mod.span = None
         return mod
+
+    def relax_builder(self) -> RelaxFunctionBuilder:
+        builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
+                                       frozenset(self.typevars), self.metadata)
+        builder.prim_funcs = self.prim_func_names
+        builder.signatures = self.signatures
+        return builder
 
     def literal(self, syn: Any) -> Any:
         builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
@@ -154,10 +168,7 @@ class ModuleParser:
                 for key in kwargs:
                     if key not in ("private", "pure"):
                         raise self.error(dec, f"unknown @R.function argument {key!r}")
-                builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
-                                               frozenset(self.typevars), self.metadata)
-                builder.prim_funcs = self.prim_func_names
-                return builder.function(fdef, kwargs)
+                return self.relax_builder().function(fdef, kwargs)
             known = sorted(_PRIM_FUNC_DECORATORS | _RELAX_DECORATORS)
             raise self.error(dec, f"unknown decorator '@{name}'{did_you_mean(name or '', known)}")
         raise self.error(fdef, f"function {fdef.name!r} needs a decorator such as @T.prim_func")

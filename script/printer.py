@@ -51,9 +51,9 @@ def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
         if isinstance(f, PrimFunc):
             params = {id(p) for p in f.params}
             found = [n for buf in f.buffer_map.values() for dim in buf.shape for n in collect(dim, Var)]
-        else:
+        else:  # sizes the parameters bind; those a match_cast binds are defined in the body
             params = set()
-            found = collect(f, Var)
+            found = [n for p in f.params for n in collect(p.struct_info, Var)]
         for n in found:
             if n.dtype == DataType("int64") and id(n) not in params:
                 ids[id(n)] = n.name

@@ -45,9 +45,23 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if not decorator_kwargs.get("private", False) and not nested and "global_symbol" not in attrs:
             attrs["global_symbol"] = fdef.name
         pure = bool(decorator_kwargs.get("pure", True))
-        ret = ret_sinfo or body_sinfo
-        sinfo = FuncStructInfo(tuple(p.struct_info for p in params), ret, pure)
-        return rx.Function(tuple(params), seq, ret, pure, FrozenDict(attrs), sinfo, span=self.span(fdef))
+        # without "-> ...", Function derives the return struct info from the body as TVM does
+        return rx.Function(tuple(params), seq, ret_sinfo, pure, FrozenDict(attrs), span=self.span(fdef))
+
+    def signature(self, fdef: S.FunctionDef, decorator_kwargs: dict) -> FuncStructInfo:
+        """The struct info of a module function from its annotations alone, so that calls to it
+        (``cls.f(x)``) get their type before its body is read."""
+        if self.func is None:
+            self.func = FunctionFrame()
+        self.scopes.append({})
+        try:
+            params = tuple(self.as_struct_info(self.ev(p.annotation), p.annotation)
+                           for p in fdef.params if p.annotation is not None)
+            ret = self.as_struct_info(self.ev(fdef.returns), fdef.returns) if fdef.returns else ObjectStructInfo()
+        finally:
+            self.scopes.pop()
+            self.func = None
+        return FuncStructInfo(params, ret, bool(decorator_kwargs.get("pure", True)))
 
     def function_body(self, fdef: S.FunctionDef) -> tuple[list, Any]:
         blocks: list = []

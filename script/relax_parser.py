@@ -64,6 +64,7 @@ class RelaxBuilder(TIRBuilder):
         self.metadata = metadata  # parsed metadata section, or None when elided
         self.outputs: set[str] | None = None  # names a dataflow block exports
         self.prim_funcs: set[str] = set()  # which module functions are TensorIR
+        self.signatures: dict = {}  # Relax module functions: name -> FuncStructInfo
         self.in_dataflow = False
 
     # ---------------------------------------------------------------- names
@@ -145,6 +146,8 @@ class RelaxBuilder(TIRBuilder):
                 ret = sinfo.ret
             elif isinstance(func, GlobalVar) and func.name_hint in self.prim_funcs:
                 ret = TupleStructInfo(())  # a TensorIR function called in lowered form: no value
+            elif isinstance(func, GlobalVar) and func.name_hint in self.signatures:
+                ret = self.signatures[func.name_hint].ret
             return rx.Call(func, args, EMPTY, (), ret, span=self.span(syn))
         return super().ev_Call(syn)
 

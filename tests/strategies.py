@@ -38,14 +38,15 @@ from typing import Any, Callable, Sequence
 import hypothesis.strategies as st
 
 from tvms.ir import (COMM_REDUCE, DATA_PAR, EQ, GE, GT, LE, LT, NE, OPAQUE, ORDERED, Add, And,
-                     Block, BlockRealize, Buffer, BufferLoad, BufferRegion, BufferStore, Call, Cast,
-                     DataType, Div, Evaluate, FloatImm, FloorDiv, FloorMod, For, FrozenDict,
-                     IfThenElse, IntImm, IRModule, IterVar, LetStmt, Max, Min, Mod, Mul, Not, Or,
-                     PrimExpr, PrimFunc, Range, Select, SeqStmt, Stmt, Sub, Var, decl_buffer,
-                     get_op)
+                     AssertStmt, Block, BlockRealize, Buffer, BufferLoad, BufferRegion, BufferStore,
+                     Call, Cast, DataType, Div, Evaluate, FloatImm, FloorDiv, FloorMod, For,
+                     FrozenDict, IfThenElse, IntImm, IRModule, IterVar, Let, LetStmt, MatchBufferRegion,
+                     Max, Min, Mod, Mul, Not, Or, PrimExpr, PrimFunc, Range, Select, SeqStmt, Stmt,
+                     Sub, Var, While, decl_buffer, get_op)
+from tvms.ir.buffer import DEFAULT_ALIGN
 from tvms.ir.analysis import contains_block
 from tvms.ir.stmt import AllocBuffer, seq
-from tvms.ir.visitor import children
+from tvms.ir.visitor import children, walk
 
 I32, I64 = DataType("int32"), DataType("int64")
 F32, F16 = DataType("float32"), DataType("float16")
@@ -65,20 +66,35 @@ GENERATE = {
     # `with T.decl_buffer(...) as B:` (classic) / `with T.alloc_buffer(...) as B:` (0.27),
     # which the parser rejects
     "alloc_buffer_in_sequence": False,
-    # the classic parser orders the buffer map [buffers inline in the signature...,
-    # T.match_buffer'ed...] whatever the parameter order, and structural equality compares
-    # buffer maps in order
-    "matched_param_before_inline_param": False,
+    # (fixed) the parser ordered the buffer map [buffers inline in the signature..., buffers
+    # of T.match_buffer statements...] whatever the parameter order, and structural equality
+    # compares buffer maps in order
+    "matched_param_before_inline_param": True,
+    # an AssertStmt that is not the last statement of its sequence prints as
+    # `with T.Assert(cond, msg):`, which the parser rejects
+    "assert_in_sequence": False,
+    # a buffer of buffer_type "auto_broadcast" prints `buffer_type="auto"`, which the parser
+    # stores as "auto"
+    "auto_broadcast_buffer": False,
+    # a Let expression prints as `T.Let(body, where={x: value})` without defining `x`, and the
+    # parser then reports `x` as undefined
+    "let_expr": False,
+    # the parser computes an extent as `stop - start` (slices `A[0:n * 2]`, loops
+    # `range(2, 2 + n * 2)`, domains `T.axis.spatial((2, 2 + n * 2), i)`), and its simplifier
+    # leaves `2 + n * 2 - 2` (and `n * 2 - 0`) as they are when a variable has a coefficient
+    # other than 1
+    "scaled_extent_from_start": False,
 }
 
 # Names are printing hints. Collisions (two loops called `i`), names that are not Python names
 # and names the printer must not take (`T`, `range`, keywords) are all well-formed.
-LOOP_NAMES = ("i", "j", "k", "i0", "ax0", "i_1", "T", "in")
+LOOP_NAMES = ("i", "j", "k", "i0", "ax0", "i_1", "T", "in", "ä", "n")
 ITER_NAMES = ("vi", "vj", "v_ax0", "vk", "i")
 LET_NAMES = ("x", "y", "t", "x_1", "range")
-SCALAR_NAMES = ("m", "alpha", "flag", "x")
+SCALAR_NAMES = ("m", "alpha", "flag", "x", "n")
 BUFFER_NAMES = ("A", "B", "C", "A_local", "B_shared", "T_add", "buf.x", "T")
-BLOCK_NAMES = ("C", "compute", "T_add", "C_init", "update", 'q"uote', "back\\slash", "sp ace", "")
+BLOCK_NAMES = ("C", "compute", "T_add", "C_init", "update", 'q"uote', "back\\slash", "sp ace", "",
+               "line\nbreak", "tab\t", "ünï", "it's")
 FUNC_NAMES = ("main", "add", "matmul", "fused_relu_1", "f")
 ATTR_KEYS = ("tir.noalias", "tir.is_scheduled", "pragma_auto_unroll_max_step",
              "software_pipeline_stage", "meta_schedule.tiling_structure", "key")
@@ -127,7 +143,9 @@ class Scope:
     buffers: tuple = ()
     blocks: bool = False  # blocks may appear here (the function is schedulable TensorIR)
     depth: int = 3  # how many more levels of statements may open
-    scalar_decls: bool = True  # lets may carry TVM 0.27's mutable-scalar spelling (a hint)
+    # only what both dialects print alike (see prim_funcs): no let carries TVM 0.27's
+    # mutable-scalar spelling, no loop is called `n`
+    cross_dialect: bool = False
 
     def of(self, dtype: DataType) -> tuple:
         return tuple(v for v in self.vars if v.dtype == dtype)
@@ -182,6 +200,8 @@ def _compound(draw: Callable, dtype: DataType, scope: Scope, depth: int) -> Prim
         kinds = ["compare", "and_or", "not"] + kinds[1:]
     if dtype.is_float:
         kinds.append("math")
+    if GENERATE["let_expr"]:
+        kinds.append("let")
     loadable = [b for b in scope.buffers if b.dtype == dtype]
     if loadable:
         kinds.append("load")
@@ -206,6 +226,11 @@ def _compound(draw: Callable, dtype: DataType, scope: Scope, depth: int) -> Prim
         return Cast(dtype, sub(pick(draw, SCALAR_DTYPES)))
     if kind == "math":
         return Call(dtype, get_op(pick(draw, ("tir.exp", "tir.sqrt"))), (sub(),))
+    if kind == "let":
+        bound = pick(draw, SCALAR_DTYPES)
+        var = Var(pick(draw, LET_NAMES), bound)
+        value = sub(bound)
+        return Let(var, value, draw_expr(draw, dtype, replace(scope, vars=scope.vars + (var,)), depth))
     buffer = pick(draw, loadable)
     return BufferLoad(buffer, draw_indices(draw, buffer, scope, depth))
 
@@ -229,7 +254,7 @@ def draw_attr_value(draw: Callable, depth: int = 1) -> Any:
     if kind == 1:
         return draw(_between(-4, 64))
     if kind == 2:
-        return pick(draw, ("", "SSRSRS", "a b", 'q"uote'))
+        return pick(draw, ("", "SSRSRS", "a b", 'q"uote', "new\nline", "ünï", "back\\slash"))
     if kind == 3:
         return pick(draw, (0.5, -1.25, 1e-05, 2.0))
     if kind == 4:
@@ -243,21 +268,55 @@ def draw_attrs(draw: Callable, max_size: int = 2, keys: Sequence[str] = ATTR_KEY
 
 
 # ---------------------------------------------------------------- buffers
-def draw_buffer(draw: Callable, scopes: Sequence[str] = ("global",)) -> Buffer:
+def draw_buffer(draw: Callable, scopes: Sequence[str] = ("global",),
+                names: Sequence[str] = BUFFER_NAMES) -> Buffer:
     """A buffer of constant shape (int32 or int64 dimensions) in one of ``scopes``."""
     dtype = pick(draw, SCALAR_DTYPES)
     index = pick(draw, INT_DTYPES)
     shape = some(draw, 1, 3, lambda: draw_small(draw, index, 1, 16))
-    return decl_buffer(tuple(shape), dtype, pick(draw, BUFFER_NAMES), scope=pick(draw, scopes))
+    return decl_buffer(tuple(shape), dtype, pick(draw, names), scope=pick(draw, scopes))
 
 
-def draw_symbolic_buffer(draw: Callable, n: Var) -> Buffer:
+def draw_exotic_buffer(draw: Callable, names: Sequence[str] = BUFFER_NAMES) -> Buffer:
+    """A parameter buffer with a layout the signature cannot show: strides, an element
+    offset (constant, or a variable the buffer defines), alignment, offset factor."""
+    dtype = pick(draw, SCALAR_DTYPES)
+    shape = tuple(some(draw, 1, 2, lambda: draw_small(draw, I32, 1, 16)))
+    kwargs: dict = {}
+    form = draw(_between(0, 4 if GENERATE["auto_broadcast_buffer"] else 3))
+    if form == 0:
+        strides, step = [], 1
+        for dim in reversed(shape):
+            strides.insert(0, IntImm(I32, step))
+            step *= dim.value
+        kwargs["strides"] = tuple(strides)
+    elif form == 1:
+        kwargs["elem_offset"] = Var("elem_offset", I32) if coin(draw) else draw_small(draw, I32, 1, 8)
+    elif form == 2:
+        kwargs["data_alignment"] = pick(draw, (16, 128))
+    elif form == 3:
+        kwargs["offset_factor"] = pick(draw, (16, 4))
+    else:
+        kwargs["buffer_type"] = "auto_broadcast"
+    return decl_buffer(shape, dtype, pick(draw, names), **kwargs)
+
+
+def simple_buffer(buffer: Buffer) -> bool:
+    """A buffer the printer writes inline in the signature (``A: T.Buffer((4,), "int32")``)
+    in both dialects; the others print as ``T.match_buffer`` of a ``T.handle``."""
+    return (all(isinstance(d, IntImm) for d in buffer.shape) and not buffer.strides
+            and buffer.elem_offset is None and buffer.data_alignment == DEFAULT_ALIGN
+            and buffer.offset_factor == 1 and buffer.buffer_type == "default"
+            and buffer.scope == "global")
+
+
+def draw_symbolic_buffer(draw: Callable, n: Var, names: Sequence[str] = BUFFER_NAMES) -> Buffer:
     """A buffer whose int64 shape uses the size variable ``n`` at least once."""
     dtype = pick(draw, SCALAR_DTYPES)
-    dims = some(draw, 1, 3, lambda: n if coin(draw) else draw_small(draw, I64, 1, 16))
-    if n not in dims:
-        dims[draw(_between(0, len(dims) - 1))] = n
-    return decl_buffer(tuple(dims), dtype, pick(draw, BUFFER_NAMES))
+    dims = some(draw, 1, 3, lambda: draw_size(draw, n) if coin(draw) else draw_small(draw, I64, 1, 16))
+    if not any(_mentions(d, n) for d in dims):
+        dims[draw(_between(0, len(dims) - 1))] = draw_size(draw, n)
+    return decl_buffer(tuple(dims), dtype, pick(draw, names))
 
 
 # ---------------------------------------------------------------- statements
@@ -270,11 +329,13 @@ def _sequence(items: list) -> Stmt:
     items = [x for s in items for x in (s.seq if isinstance(s, SeqStmt) else (s,))]
     if len(items) > 1:  # T.evaluate(0) is a no-op that the printer leaves out of sequences
         items = [s for s in items if not _is_nop(s)] or items[:1]
-    if not GENERATE["alloc_buffer_in_sequence"]:
-        # an allocation takes the rest of the sequence as its body instead
-        for i, s in enumerate(items[:-1]):
-            if isinstance(s, AllocBuffer):
-                return seq(items[:i] + [s.with_changes(body=_sequence([s.body] + items[i + 1:]))])
+    # a scope that cannot print in the middle of a sequence takes the rest of it as its body
+    held = tuple(kind for kind, switch in ((AllocBuffer, "alloc_buffer_in_sequence"),
+                                           (AssertStmt, "assert_in_sequence"))
+                 if not GENERATE[switch])
+    for i, s in enumerate(items[:-1]):
+        if isinstance(s, held):
+            return seq(items[:i] + [s.with_changes(body=_sequence([s.body] + items[i + 1:]))])
     return seq(items)
 
 
@@ -285,7 +346,9 @@ def _is_nop(s: Stmt) -> bool:
 def draw_stmt(draw: Callable, scope: Scope) -> Stmt:
     kinds = ["store", "evaluate"]
     if scope.depth > 0:
-        kinds += ["for", "if", "let", "alloc"] + (["block", "block"] if scope.blocks else [])
+        kinds += ["for", "if", "let", "alloc", "assert", "while"]
+        if scope.blocks:
+            kinds += ["nest", "nest", "block"]
     kind = pick(draw, kinds)
     if kind == "store" and scope.buffers:
         buffer = pick(draw, scope.buffers)
@@ -306,11 +369,20 @@ def draw_stmt(draw: Callable, scope: Scope) -> Stmt:
         value = draw_expr(draw, dtype, scope)
         var = Var(pick(draw, LET_NAMES), dtype)
         body = draw_body(draw, scope.deeper(vars=scope.vars + (var,)))
-        return LetStmt(var, value, body, scope.scalar_decls and coin(draw))
+        return LetStmt(var, value, body, not scope.cross_dialect and coin(draw))
     if kind == "alloc":
         buffer = draw_buffer(draw, ("global", "shared", "local"))
         body = draw_body(draw, scope.deeper(buffers=scope.buffers + (buffer,)))
         return AllocBuffer(buffer, body, draw_attrs(draw, 1))
+    if kind == "assert":
+        cond = draw_expr(draw, BOOL, scope, 1)
+        message = pick(draw, ("x must be positive", "", 'say "hi"'))
+        error_kind = "RuntimeError" if coin(draw) is False else "ValueError"
+        return AssertStmt(cond, (message,), draw_body(draw, scope.deeper()), error_kind)
+    if kind == "while":
+        return While(draw_expr(draw, BOOL, scope, 1), draw_body(draw, scope.deeper()))
+    if kind == "nest":
+        return draw_nest(draw, scope)
     return draw_block(draw, scope)
 
 
@@ -319,24 +391,81 @@ def statements(draw, scope: Scope = Scope()) -> Stmt:
     return draw_stmt(draw, scope)
 
 
+def loop_names(scope: Scope) -> tuple:
+    # TVM 0.27 takes the name `n` for the whole module (a TypeVar), classic only in functions
+    # that use it, so a loop called `n` may be renamed differently
+    return tuple(x for x in LOOP_NAMES if x != "n") if scope.cross_dialect else LOOP_NAMES
+
+
+def draw_size(draw: Callable, size: Var, scaled: bool = True) -> PrimExpr:
+    """``n``, ``n + c``, ``n // c`` or (``scaled``) ``n * c``: the forms TVM's simplifier leaves."""
+    form = draw(_between(0, 3 if scaled else 2))
+    c = draw_small(draw, size.dtype, 2, 4)
+    return size if form == 0 else Add(size, c) if form == 1 else FloorDiv(size, c) if form == 2 else Mul(size, c)
+
+
+def draw_extent(draw: Callable, dtype: DataType, scope: Scope, lo: PrimExpr, loops: bool = True) -> PrimExpr:
+    """An extent counted from ``lo``: a constant, a size (a scalar parameter or ``n``, maybe
+    scaled or offset), or (``loops``) an enclosing loop's variable."""
+    form = draw(_between(0, 2))
+    sizes = [v for v in scope.globals if v.dtype == dtype]
+    outer = [l[0] for l in scope.loops if l[0].dtype == dtype] if loops else []
+    if form == 1 and sizes:
+        scaled = (isinstance(lo, IntImm) and lo.value == 0) or GENERATE["scaled_extent_from_start"]
+        return draw_size(draw, pick(draw, sizes), scaled)
+    if form == 2 and outer:
+        return pick(draw, outer)
+    return draw_small(draw, dtype, 1, 16)
+
+
+def _scaled(e: PrimExpr) -> bool:
+    """Whether ``e`` multiplies a variable (``n * 2``)."""
+    return any(isinstance(x, Mul) and not (isinstance(x.a, IntImm) and isinstance(x.b, IntImm))
+               for x in walk(e))
+
+
+def _mentions(e: PrimExpr, var: Var) -> bool:
+    return any(x is var for x in walk(e))
+
+
 def draw_loop(draw: Callable, scope: Scope) -> For:
     """A loop of any kind, with an int32 or int64 extent (constant, size, or an enclosing loop's
     variable), a min that is zero, a constant or a scalar parameter, maybe annotations."""
     dtype = pick(draw, INT_DTYPES)
-    sized = [v for v in scope.globals if v.dtype == dtype] + [l[0] for l in scope.loops if l[0].dtype == dtype]
-    extent = pick(draw, sized) if sized and coin(draw) else draw_small(draw, dtype, 1, 16)
     params = [v for v in scope.globals if v.dtype == dtype]
     form = draw(_between(0, 2))
     lo = (IntImm(dtype, 0) if form == 0 else pick(draw, params) if form == 2 and params
           else draw_small(draw, dtype, -4, 8))
+    extent = draw_extent(draw, dtype, scope, lo)
     kind = pick(draw, ("serial", "parallel", "vectorized", "unroll", "thread_binding"))
     binding = None
     if kind == "thread_binding":
         binding = IterVar(None, Var("", dtype), "ThreadIndex", pick(draw, THREAD_TAGS))
     annotations = draw_attrs(draw) if coin(draw) else FrozenDict()
-    var = Var(pick(draw, LOOP_NAMES), dtype)
+    var = Var(pick(draw, loop_names(scope)), dtype)
     inner = scope.deeper(vars=scope.vars + (var,), loops=scope.loops + ((var, lo, extent),))
     return For(var, lo, extent, kind, draw_body(draw, inner), binding, annotations)
+
+
+def draw_nest(draw: Callable, scope: Scope) -> For:
+    """One to three loops (mostly serial from zero: a T.grid) around a block whose iterators
+    are remapped to the loops, maybe followed by another statement."""
+    inner = scope.deeper()
+    headers = []
+    for _ in range(draw(_between(1, 3))):
+        dtype = pick(draw, INT_DTYPES)
+        lo = draw_small(draw, dtype, -4, 8) if coin(draw) else IntImm(dtype, 0)
+        extent = draw_extent(draw, dtype, scope, lo, loops=False)
+        kind = pick(draw, ("parallel", "vectorized", "unroll")) if coin(draw) else "serial"
+        var = Var(pick(draw, loop_names(scope)), dtype)
+        headers.append((var, lo, extent, kind))
+        inner = replace(inner, vars=inner.vars + (var,), loops=inner.loops + ((var, lo, extent),))
+    body = draw_block(draw, inner, remap=True)
+    if coin(draw):
+        body = _sequence([body, draw_stmt(draw, inner)])
+    for var, lo, extent, kind in reversed(headers):
+        body = For(var, lo, extent, kind, body)
+    return body
 
 
 def draw_block_iter(draw: Callable, scope: Scope) -> tuple[IterVar, PrimExpr]:
@@ -349,8 +478,7 @@ def draw_block_iter(draw: Callable, scope: Scope) -> tuple[IterVar, PrimExpr]:
     else:
         dtype = pick(draw, INT_DTYPES)
         lo = IntImm(dtype, 0) if not coin(draw) else draw_small(draw, dtype, -4, 8)
-        sizes = [v for v in scope.globals if v.dtype == dtype]
-        extent = pick(draw, sizes) if sizes and coin(draw) else draw_small(draw, dtype, 1, 16)
+        extent = draw_extent(draw, dtype, scope, lo, loops=False)
         dom, value = Range(lo, extent), draw_expr(draw, dtype, scope, 1)
     return IterVar(dom, Var(pick(draw, ITER_NAMES), dom.extent.dtype), kind), value
 
@@ -371,8 +499,10 @@ def draw_regions(draw: Callable, scope: Scope) -> tuple:
             form = draw(_between(0, 2))
             if form == 0:
                 ranges.append(Range(draw_expr(draw, dt, scope, 1), IntImm(dt, 1)))
-            elif form == 1:
+            elif form == 1 and (GENERATE["scaled_extent_from_start"] or not _scaled(dim)):
                 ranges.append(Range(IntImm(dt, 0), dim))
+            elif form == 1:
+                ranges.append(Range(IntImm(dt, 0), IntImm(dt, 1)))
             else:
                 defined = scope.of(dt)
                 lo = (Mul(pick(draw, defined), draw_small(draw, dt, 1, 4)) if defined and coin(draw)
@@ -382,24 +512,37 @@ def draw_regions(draw: Callable, scope: Scope) -> tuple:
     return tuple(out)
 
 
-def draw_block(draw: Callable, scope: Scope) -> BlockRealize:
-    """A block (with realize): iterators bound to the loops around it, maybe a T.where,
-    reads/writes, allocations, an init when it reduces, annotations."""
-    iters = some(draw, 0, 3, lambda: draw_block_iter(draw, scope))
+def draw_block(draw: Callable, scope: Scope, remap: bool = False) -> BlockRealize:
+    """A block (with realize): iterators bound to the loops around it (``remap``: first one
+    remapped to each enclosing loop, spatial or reduce), maybe a T.where, reads/writes,
+    allocations, buffers matched to regions, an init when it reduces, annotations."""
+    iters = []
+    if remap:
+        for var, lo, extent in scope.loops:
+            kind = COMM_REDUCE if coin(draw) else DATA_PAR
+            iters.append((IterVar(Range(lo, extent), Var(pick(draw, ITER_NAMES), var.dtype), kind), var))
+    iters += some(draw, 0, 1 if remap else 3, lambda: draw_block_iter(draw, scope))
     iter_vars = tuple(iv for iv, _ in iters)
     predicate = draw_expr(draw, BOOL, scope, 1) if coin(draw) else TRUE
     allocs = tuple(some(draw, 0, 2, lambda: draw_buffer(draw, ("global", "local", "shared"))))
     # inside the block: the function's variables and the block's iterators, not the loops around
     inner = Scope(globals=scope.globals, vars=scope.globals + tuple(iv.var for iv in iter_vars),
                   buffers=scope.buffers, blocks=True, depth=scope.depth - 1,
-                  scalar_decls=scope.scalar_decls)
+                  cross_dialect=scope.cross_dialect)
     reads, writes = draw_regions(draw, inner), draw_regions(draw, inner)
-    inner = replace(inner, buffers=inner.buffers + allocs)
+    matches = []
+    for _ in range(draw(_between(0, 1))):
+        for source in draw_regions(draw, inner)[:1]:
+            shape = tuple(r.extent for r in source.region)
+            matched = decl_buffer(shape, source.buffer.dtype, pick(draw, BUFFER_NAMES))
+            matches.append(MatchBufferRegion(matched, source))
+    inner = replace(inner, buffers=inner.buffers + allocs + tuple(m.buffer for m in matches))
     reduces = any(iv.iter_type == COMM_REDUCE for iv in iter_vars)
     init = draw_body(draw, inner) if reduces and coin(draw) else None
     body = draw_body(draw, inner)
     annotations = draw_attrs(draw) if coin(draw) else FrozenDict()
-    block = Block(iter_vars, allocs, (), reads, writes, pick(draw, BLOCK_NAMES), init, body, annotations)
+    block = Block(iter_vars, allocs, tuple(matches), reads, writes, pick(draw, BLOCK_NAMES), init, body,
+                  annotations)
     return BlockRealize(tuple(v for _, v in iters), predicate, block)
 
 
@@ -410,32 +553,44 @@ def root_block(body: Stmt, allocs: tuple = ()) -> BlockRealize:
 
 
 def draw_prim_func(draw: Callable, name: str = "main", symbol: str | None = None,
-                   scalar_decls: bool = True) -> PrimFunc:
+                   cross_dialect: bool = False) -> PrimFunc:
     schedulable = coin(draw)
     n = Var("n", I64)
     params: list = []
     buffer_map: dict = {}
+    names = BUFFER_NAMES
     for _ in range(draw(_between(0, 3))):
-        if coin(draw):
-            buffer = draw_symbolic_buffer(draw, n)
-            param = Var("var_" + buffer.name.replace(".", "_"), HANDLE)
-        else:
-            buffer = draw_buffer(draw)
-            param = Var(buffer.name.replace(".", "_"), HANDLE)
+        form = draw(_between(0, 5))
+        buffer = (draw_buffer(draw, names=names) if form < 3 else draw_symbolic_buffer(draw, n, names)
+                  if form < 5 else draw_exotic_buffer(draw, names))
+        if cross_dialect:
+            names = tuple(x for x in names if x != buffer.name)
+        prefix = "" if simple_buffer(buffer) else "var_"
+        param = Var(prefix + buffer.name.replace(".", "_"), HANDLE)
         params.append(param)
         buffer_map[param] = buffer
-    scalars = some(draw, 0, 2, lambda: Var(pick(draw, SCALAR_NAMES), pick(draw, SCALAR_DTYPES)))
+    # (the size variable is `n` too: TVM 0.27 declares it first, classic after the parameters)
+    scalar_names = [x for x in SCALAR_NAMES if not (cross_dialect and x == n.name)]
+    scalars = []
+    for _ in range(draw(_between(0, 2))):
+        scalars.append(Var(pick(draw, scalar_names), pick(draw, SCALAR_DTYPES)))
+        if cross_dialect:
+            scalar_names.remove(scalars[-1].name)
     params = draw(st.permutations(params + scalars))
     if not GENERATE["matched_param_before_inline_param"]:
-        matched = [p for p in params if p in buffer_map and n in buffer_map[p].shape]
-        params = [p for p in params if p not in matched] + matched
+        # inline buffers first, then (0.27 inlines symbolic shapes) symbolic, then the others
+        def order(p: Var) -> int:
+            buffer = buffer_map.get(p)
+            return (0 if buffer is None or simple_buffer(buffer)
+                    else 1 if any(_mentions(d, n) for d in buffer.shape) else 2)
+        params = sorted(params, key=order)
     buffer_map = {p: buffer_map[p] for p in params if p in buffer_map}  # in parameter order
-    sized = any(n in b.shape for b in buffer_map.values())
+    sized = any(_mentions(d, n) for b in buffer_map.values() for d in b.shape)
     root_allocs = tuple(some(draw, 0, 2, lambda: draw_buffer(draw, ("global", "shared", "local")))) \
         if schedulable else ()
     globals_ = tuple(scalars) + ((n,) if sized else ())
     scope = Scope(globals=globals_, vars=globals_, buffers=tuple(buffer_map.values()) + root_allocs,
-                  blocks=schedulable, scalar_decls=scalar_decls)
+                  blocks=schedulable, cross_dialect=cross_dialect)
     body = draw_body(draw, scope)
     if root_allocs or contains_block(body):
         body = root_block(body, root_allocs)
@@ -448,24 +603,29 @@ def draw_prim_func(draw: Callable, name: str = "main", symbol: str | None = None
 
 @st.composite
 def prim_funcs(draw, name: str = "main", symbol: str | None = None,
-               scalar_decls: bool = True) -> PrimFunc:
+               cross_dialect: bool = False) -> PrimFunc:
     """A PrimFunc: buffer parameters (some of symbolic shape ``n``, matched to ``T.handle``
     parameters), scalar parameters, maybe blocks (and root allocations), attributes; public
     with ``global_symbol`` = ``symbol`` (``name`` when None), or private.
 
-    ``scalar_decls``: some lets carry the hint that TVM 0.27 spells them ``x: T.int32 = v``,
-    which the classic dialect cannot keep (leave it False to compare across dialects)."""
-    return draw_prim_func(draw, name, symbol, scalar_decls)
+    ``cross_dialect``: only what both dialects print alike, to compare the two. Names are
+    printing hints, and a name taken in one dialect but not the other renames the names that
+    clash with it differently; so parameters and their buffers have distinct names (classic
+    defines the name of a handle parameter that TVM 0.27 writes inline as its buffer) and
+    nothing else is called ``n`` (TVM 0.27 declares ``n`` for the whole module). And no let
+    carries the hint that TVM 0.27 spells it ``x: T.int32 = v``, which the classic text
+    cannot keep."""
+    return draw_prim_func(draw, name, symbol, cross_dialect)
 
 
 @st.composite
-def ir_modules(draw, scalar_decls: bool = True) -> IRModule:
+def ir_modules(draw, cross_dialect: bool = False) -> IRModule:
     """A module of one to three functions; a public one's symbol is usually its name."""
     names = draw(st.lists(st.sampled_from(FUNC_NAMES), min_size=1, max_size=3, unique=True))
     funcs = {}
     for name in names:
         symbol = name if coin(draw) is False else pick(draw, FUNC_NAMES)
-        funcs[name] = draw_prim_func(draw, name, symbol, scalar_decls)
+        funcs[name] = draw_prim_func(draw, name, symbol, cross_dialect)
     attrs = {pick(draw, ("system_lib_prefix", "key")): draw_attr_value(draw, 0)} if coin(draw) else {}
     return IRModule(funcs, attrs)
 
@@ -490,7 +650,7 @@ class Shown:
 def check_well_formed(func: PrimFunc) -> None:
     """Raise AssertionError when ``func`` uses a variable or buffer outside its scope, or mixes
     data types where TensorIR does not."""
-    sizes = {d for b in func.buffer_map.values() for d in b.shape if isinstance(d, Var)}
+    sizes = {x for b in func.buffer_map.values() for d in b.shape for x in walk(d) if isinstance(x, Var)}
     top_vars = frozenset(set(func.params) | sizes)
 
     def expr(e: Any, vs: frozenset, bs: frozenset, where: str) -> None:
@@ -501,6 +661,9 @@ def check_well_formed(func: PrimFunc) -> None:
             assert len(e.indices) == len(e.buffer.shape), f"{where}: index count"
             for i in e.indices:
                 expr(i, vs, bs, where)
+        elif isinstance(e, Let):
+            expr(e.value, vs, bs, where)
+            expr(e.body, vs | {e.var}, bs, where)
         elif isinstance(e, PrimExpr):
             if hasattr(e, "a") and hasattr(e, "b"):
                 assert e.a.dtype == e.b.dtype, f"{where}: operands of {type(e).__name__}"
@@ -537,6 +700,9 @@ def check_well_formed(func: PrimFunc) -> None:
             expr(s.value, vs, bs, "evaluate")
         elif isinstance(s, AllocBuffer):
             stmt(s.body, vs, bs | {s.buffer})
+        elif isinstance(s, (AssertStmt, While)):
+            expr(s.condition, vs, bs, "condition")
+            stmt(s.body, vs, bs)
         elif isinstance(s, BlockRealize):
             for v in s.iter_values + (s.predicate,):
                 expr(v, vs, bs, "block binding")
@@ -551,7 +717,11 @@ def check_well_formed(func: PrimFunc) -> None:
                     assert rng.min.dtype == rng.extent.dtype, "range types"
                     expr(rng.min, inner, bs, "region")
                     expr(rng.extent, inner, bs, "region")
-            inner_bufs = bs | set(b.alloc_buffers)
+            for m in b.match_buffers:
+                assert m.source.buffer in bs, "match_buffer source outside its scope"
+                for rng in m.source.region:
+                    expr(rng.min, inner, bs, "match_buffer source")
+            inner_bufs = bs | set(b.alloc_buffers) | {m.buffer for m in b.match_buffers}
             if b.init is not None:
                 stmt(b.init, inner, inner_bufs)
             stmt(b.body, inner, inner_bufs)
