@@ -101,9 +101,7 @@ def negate(a: Any) -> Any:
 
 def logical_not(a: Any) -> Any:
     if isinstance(a, PrimExpr):
-        if isinstance(a, IntImm) and a.dtype.is_bool:
-            return const(not a.value, "bool")
-        return Not(a)
+        return Not(a)  # not folded, even for a constant: the text keeps the Not
     return not a
 
 

@@ -51,11 +51,14 @@ def simplify(e: PrimExpr) -> PrimExpr:
     live = [(k, c) for k, c in terms.items() if c != 0]
     if not live:
         return const(constant, e.dtype)
-    if len(live) == 1 and live[0][1] == 1:
-        atom = atoms[live[0][0]]
-        if constant == 0:
-            return atom
-        if constant > 0:
-            return Add(atom, const(constant, e.dtype))
-        return Sub(atom, const(-constant, e.dtype))
-    return e
+    if any(c < 0 for _, c in live):
+        return e  # keep subtractions of variables as written
+    result = None
+    for key, coeff in live:  # in the order the terms first appear
+        term = atoms[key] if coeff == 1 else Mul(atoms[key], const(coeff, e.dtype))
+        result = term if result is None else Add(result, term)
+    if constant > 0:
+        return Add(result, const(constant, e.dtype))
+    if constant < 0:
+        return Sub(result, const(-constant, e.dtype))
+    return result

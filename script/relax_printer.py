@@ -187,6 +187,7 @@ class RelaxPrinter(TIRPrinter):
     # ---------------------------------------------------------------- functions
     def function(self, f: rx.Function, name: str, nested: bool = False) -> None:
         self.namer.push()
+        outer_frame, self.func_frame = self.func_frame, len(self.namer.frames) - 1
         decorator = "@R.function"
         args = []
         if f.is_private and not nested:
@@ -221,6 +222,7 @@ class RelaxPrinter(TIRPrinter):
         self.top_level(lambda: self.emit(f"return {self.rexpr(result)}"))
         self.indent -= 1
         self.namer.pop()
+        self.func_frame = outer_frame
 
     def block(self, block: rx.BindingBlock) -> None:
         if isinstance(block, rx.DataflowBlock):

@@ -484,6 +484,22 @@ class TIRBuilder(ExprEvaluator):
             value = StringImm(value)
         return node, key, value
 
+    def with_scoped_assign(self, syn: S.With, call: S.Call) -> Stmt:
+        """``with T.decl_buffer(...) as B:`` and the other allocations: the with-form that the
+        printer uses when the statement is not the last of its body."""
+        if syn.target is None:
+            raise self.error(call, "write 'with ... as name:'")
+        func = self.ev(call.func)
+        result = ASSIGN_BUILTINS[func.path](self, syn.target, call, syn.body)
+        return result.stmt if isinstance(result, _TakesRest) else result
+
+    def with_assert(self, syn: S.With, call: S.Call) -> Stmt:
+        args = [self.ev(a) for a in call.args]
+        if len(args) != 2:
+            raise self.error(call, "T.Assert takes a condition and a message")
+        fake = S.Assert(call.args[0], call.args[1]).at(call, call)
+        return self.stmt_Assert(fake, syn.body).stmt
+
     def with_let(self, syn: S.With, call: S.Call) -> Stmt:
         if syn.target is None:
             raise self.error(call, "write 'with T.LetStmt(value) as name:'")
@@ -523,6 +539,8 @@ class TIRBuilder(ExprEvaluator):
         align = DEFAULT_ALIGN if align in (-1, None) else int(align)
         offset_factor = int(kwargs.pop("offset_factor", 0) or 1)
         buffer_type = kwargs.pop("buffer_type", "default")
+        if buffer_type == "auto":  # how buffer_type="auto_broadcast" is written
+            buffer_type = "auto_broadcast"
         axis_separators = tuple(kwargs.pop("axis_separators", None) or ())
         if kwargs:
             raise self.error(syn, f"unexpected buffer argument {next(iter(kwargs))!r}")
@@ -789,5 +807,7 @@ ASSIGN_BUILTINS: dict[str, Callable] = {
 WITH_BUILTINS: dict[str, Callable] = {
     "block": TIRBuilder.with_block, "sblock": TIRBuilder.with_block, "init": TIRBuilder.with_init,
     "launch_thread": TIRBuilder.with_launch_thread, "attr": TIRBuilder.with_attr,
-    "LetStmt": TIRBuilder.with_let,
+    "LetStmt": TIRBuilder.with_let, "Assert": TIRBuilder.with_assert,
+    **{name: TIRBuilder.with_scoped_assign for name in (
+        "decl_buffer", "alloc_buffer", "alloc_shared", "alloc_local", "allocate")},
 }

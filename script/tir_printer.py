@@ -77,7 +77,8 @@ class Namer:
             if not self.used[name]:
                 del self.used[name]
 
-    def define(self, obj: Any, hint: str) -> str:
+    def define(self, obj: Any, hint: str, frame: int = -1) -> str:
+        """A unique name for ``obj``, held until ``frame`` (default: the innermost) ends."""
         base = _INVALID.sub("_", hint) or "v"
         if base[0].isdigit():
             base = "v" + base
@@ -87,7 +88,7 @@ class Namer:
             name = f"{base}_{n}"
         self.names[id(obj)] = name
         self.used[name] = self.used.get(name, 0) + 1
-        self.frames[-1].append(id(obj))
+        self.frames[frame].append(id(obj))
         self.keep.append(obj)
         return name
 
@@ -109,6 +110,7 @@ class TIRPrinter:
         self.typevars = typevars or {}  # hoisted names of module-level TypeVars (0.27)
         self.loop_doms: dict[int, tuple] = {}  # loop var id -> (min, extent), for T.axis.remap
         self.inlined: set = set()  # parameters printed as their buffers
+        self.func_frame = -1  # the namer frame of the function being printed
 
     # ---------------------------------------------------------------- output
     def emit(self, text: str) -> None:
@@ -129,8 +131,9 @@ class TIRPrinter:
         owner = self.data_owner(v)
         if owner is not None:
             return f"{self.namer.get(owner)}.data"
-        # a free variable: define it at the function level, before the statement that uses it
-        name = self.namer.define(v, v.name)
+        # a free variable: define it at the function level, before the statement that uses it,
+        # and keep its name taken for the whole function
+        name = self.namer.define(v, v.name, self.func_frame)
         self.pending.append(f"{name} = {self.var_creation(v)}")
         return name
 
@@ -145,7 +148,7 @@ class TIRPrinter:
         if name is not None:
             return name
         # a buffer used without a definition: declare it where the function starts
-        name = self.namer.define(b, b.name)
+        name = self.namer.define(b, b.name, self.func_frame)
         self.pending.append(f"{name} = {self.buffer_decl(b, 'Buffer', [])}")
         self.buffer_defs.setdefault(id(b.data), []).append(b)
         return name
@@ -237,12 +240,9 @@ class TIRPrinter:
         return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", ATOM
 
     def ex_let(self, e: Let) -> tuple[str, int]:
-        value = self.expr(e.value)
-        self.namer.push()
-        name = self.namer.define(e.var, e.var.name)
-        body = self.expr(e.body)
-        self.namer.pop()
-        return f"T.Let({body}, where={{{name}: {value}}})", ATOM
+        # TVM writes the let variable's definition before the statement (v = T.int32())
+        name = self.var(e.var)
+        return f"T.Let({self.expr(e.body)}, where={{{name}: {self.expr(e.value)}}})", ATOM
 
     def ex_load(self, e: BufferLoad) -> tuple[str, int]:
         return f"{self.buffer(e.buffer)}[{self.indices(e.indices)}]", ATOM
@@ -380,6 +380,7 @@ class TIRPrinter:
     def prim_func_once(self, f: PrimFunc, name: str, decorate_s_tir: bool, inlined: set) -> None:
         namer = self.namer
         namer.push()
+        self.func_frame = len(namer.frames) - 1
         dec_args = []
         if f.is_private:
             dec_args.append("private=True")
@@ -439,13 +440,17 @@ class TIRPrinter:
         return True
 
     def top_level(self, print_stmt: Callable[[], None]) -> None:
-        """Print one function-level statement, preceded by the free variables it defines."""
-        mark = len(self.lines)
+        """Print one function-level statement, preceded by the free variables it defines.
+
+        Statements nest (a concise assert continues with the rest of the body), so each one
+        moves up only the definitions that appeared while it was being printed.
+        """
+        mark, start = len(self.lines), len(self.pending)
         print_stmt()
-        if self.pending:
+        if len(self.pending) > start:
             indent = "    " * self.indent
-            self.lines[mark:mark] = [indent + p for p in self.pending]
-            self.pending.clear()
+            self.lines[mark:mark] = [indent + p for p in self.pending[start:]]
+            del self.pending[start:]
 
     # ---------------------------------------------------------------- statements
     def body(self, s: Stmt, top: bool = False, alone: bool = True) -> None:

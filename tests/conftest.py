@@ -35,3 +35,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+# `pytest --hypothesis-profile=noshrink` shows a failing example at once (no shrinking): useful
+# while debugging a property, not for CI, where the shrunk example is the helpful one.
+from hypothesis import Phase, settings  # noqa: E402
+
+settings.register_profile("noshrink", phases=[Phase.explicit, Phase.reuse, Phase.generate])

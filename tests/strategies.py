@@ -60,30 +60,32 @@ TRUE = IntImm(BOOL, 1)
 # leave the construct out (or build the IR the way the parser does); each has a focused xfail
 # test in test_roundtrip_properties.py. Turn a switch on when its bug is fixed.
 GENERATE = {
-    # `not T.bool(True)` parses as T.bool(False): the parser folds `not` of a constant
-    "not_of_constant": False,
-    # an AllocBuffer that is not the last statement of its sequence prints as
+    # Each switch guarded a bug the properties found; all are fixed now, and the switches stay
+    # so that a regression can be isolated by turning one off.
+    # (fixed) `not T.bool(True)` parses as T.bool(False): the parser folds `not` of a constant
+    "not_of_constant": True,
+    # (fixed) an AllocBuffer that is not the last statement of its sequence prints as
     # `with T.decl_buffer(...) as B:` (classic) / `with T.alloc_buffer(...) as B:` (0.27),
     # which the parser rejects
-    "alloc_buffer_in_sequence": False,
+    "alloc_buffer_in_sequence": True,
     # (fixed) the parser ordered the buffer map [buffers inline in the signature..., buffers
     # of T.match_buffer statements...] whatever the parameter order, and structural equality
     # compares buffer maps in order
     "matched_param_before_inline_param": True,
-    # an AssertStmt that is not the last statement of its sequence prints as
+    # (fixed) an AssertStmt that is not the last statement of its sequence prints as
     # `with T.Assert(cond, msg):`, which the parser rejects
-    "assert_in_sequence": False,
-    # a buffer of buffer_type "auto_broadcast" prints `buffer_type="auto"`, which the parser
+    "assert_in_sequence": True,
+    # (fixed) a buffer of buffer_type "auto_broadcast" prints `buffer_type="auto"`, which the parser
     # stores as "auto"
-    "auto_broadcast_buffer": False,
-    # a Let expression prints as `T.Let(body, where={x: value})` without defining `x`, and the
+    "auto_broadcast_buffer": True,
+    # (fixed) a Let expression prints as `T.Let(body, where={x: value})` without defining `x`, and the
     # parser then reports `x` as undefined
-    "let_expr": False,
-    # the parser computes an extent as `stop - start` (slices `A[0:n * 2]`, loops
+    "let_expr": True,
+    # (fixed) the parser computes an extent as `stop - start` (slices `A[0:n * 2]`, loops
     # `range(2, 2 + n * 2)`, domains `T.axis.spatial((2, 2 + n * 2), i)`), and its simplifier
     # leaves `2 + n * 2 - 2` (and `n * 2 - 0`) as they are when a variable has a coefficient
     # other than 1
-    "scaled_extent_from_start": False,
+    "scaled_extent_from_start": True,
 }
 
 # Names are printing hints. Collisions (two loops called `i`), names that are not Python names

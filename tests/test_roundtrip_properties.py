@@ -7,9 +7,8 @@
    original as TVM 0.27 gives.
 
 The tests at the end pin down, each with the smallest program that shows it, the bugs these
-properties found. They are strict xfails, and ``strategies.GENERATE`` keeps the generators away
-from each bug until it is fixed: when one of them starts passing, remove its mark and turn its
-switch on.
+properties found (all fixed; ``strategies.GENERATE`` can turn a family of programs off to
+isolate a regression).
 """
 from __future__ import annotations
 
@@ -152,17 +151,12 @@ def _assert_roundtrips(func, dialect: str) -> None:
     assert_same_ir(func, parsed, text)
 
 
-@pytest.mark.xfail(strict=True, reason="`not T.bool(True)` parses as T.bool(False): the parser "
-                   "folds `not` of a constant (GENERATE['not_of_constant'])")
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_bug_not_of_a_constant_roundtrips(dialect: str) -> None:
     # T.evaluate(not T.bool(True))
     _assert_roundtrips(_func(Evaluate(Not(TRUE))), dialect)
 
 
-@pytest.mark.xfail(strict=True, reason="an AllocBuffer followed by another statement prints as "
-                   "`with T.decl_buffer(...) as B:` / `with T.alloc_local(...) as B:`, which the "
-                   "parser rejects (GENERATE['alloc_buffer_in_sequence'])")
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_bug_alloc_buffer_before_another_statement_roundtrips(dialect: str) -> None:
     # with T.decl_buffer((4,), "int32", scope="local") as B:
@@ -173,9 +167,6 @@ def test_bug_alloc_buffer_before_another_statement_roundtrips(dialect: str) -> N
     _assert_roundtrips(_func(body), dialect)
 
 
-@pytest.mark.xfail(strict=True, reason="an AssertStmt followed by another statement prints as "
-                   "`with T.Assert(cond, msg):`, which the parser rejects "
-                   "(GENERATE['assert_in_sequence'])")
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_bug_assert_before_another_statement_roundtrips(dialect: str) -> None:
     # with T.Assert(T.bool(True), "msg"):
@@ -197,8 +188,6 @@ def test_bug_buffer_map_keeps_parameter_order() -> None:
     _assert_roundtrips(_func(Evaluate(IntImm(I32, 0)), (pb, pa), {pb: b, pa: a}), "classic")
 
 
-@pytest.mark.xfail(strict=True, reason="buffer_type 'auto_broadcast' prints as buffer_type=\"auto\" "
-                   "and parses back as 'auto' (GENERATE['auto_broadcast_buffer'])")
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_bug_auto_broadcast_buffer_roundtrips(dialect: str) -> None:
     # A = T.match_buffer(var_A, (4,), buffer_type="auto")
@@ -207,8 +196,6 @@ def test_bug_auto_broadcast_buffer_roundtrips(dialect: str) -> None:
     _assert_roundtrips(_func(Evaluate(IntImm(I32, 0)), (pa,), {pa: a}), dialect)
 
 
-@pytest.mark.xfail(strict=True, reason="a Let expression prints as T.Let(x + 1, where={x: 3}) "
-                   "without defining x, and the parser reports x undefined (GENERATE['let_expr'])")
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_bug_let_expression_roundtrips(dialect: str) -> None:
     # T.evaluate(T.Let(x + 1, where={x: 3}))
@@ -232,9 +219,6 @@ def _scaled_extent_func(kind: str) -> PrimFunc:
     return func.with_changes(s_tir=kind != "loop")
 
 
-@pytest.mark.xfail(strict=True, reason="the parser computes an extent as stop - start and leaves "
-                   "`2 + n * 2 - 2` (and `n * 2 - 0`) unsimplified when a variable's coefficient is "
-                   "not 1 (GENERATE['scaled_extent_from_start'])")
 @pytest.mark.parametrize("kind", ["loop", "slice"])
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_bug_scaled_extent_from_a_start_roundtrips(kind: str, dialect: str) -> None:
