@@ -12,6 +12,7 @@ from typing import Any, Callable
 from .errors import TVMSError
 from .expr import Op
 from .node import FrozenDict
+from .op import get_op  # one interning table for every operator, TensorIR and Relax
 from .struct_info import StructInfo
 
 # Attribute kinds, which decide how values are checked, stored and printed.
@@ -69,7 +70,6 @@ class CallInfo:
 
 _BY_NAME: dict[str, OpSpec] = {}
 _BY_SCRIPT: dict[str, OpSpec] = {}
-_OPS: dict[str, Op] = {}
 
 
 def register(script_name: str, args: tuple[str, ...], infer: Callable[[CallInfo], StructInfo],
@@ -93,14 +93,6 @@ def spec_of(op: Op) -> OpSpec:
     if spec is None:
         raise TVMSError(f"unknown Relax operator {op.name!r}")
     return spec
-
-
-def get_op(name: str) -> Op:
-    """The one Op object of a Relax operator (``relax.add``)."""
-    op = _OPS.get(name)
-    if op is None:
-        op = _OPS[name] = Op(name)
-    return op
 
 
 def script_names() -> list[str]:
