@@ -38,7 +38,8 @@ def walk(node: Node) -> Iterator[Node]:
 
 
 def collect(node: Node, kind: type | tuple) -> list:
-    """Every node of the given class(es) reachable from ``node`` (a fast, iterative ``walk``)."""
+    """Every node of the given class(es) reachable from ``node``, in pre-order (as ``walk``,
+    but iterative and without generators: analyses call it on whole functions)."""
     found = []
     stack: list = [node]
     pop, push = stack.pop, stack.append
@@ -47,15 +48,17 @@ def collect(node: Node, kind: type | tuple) -> list:
         if isinstance(n, Node):
             if isinstance(n, kind):
                 found.append(n)
-            for name, _, _ in walk_fields(type(n)):
-                value = getattr(n, name)
+            fields = walk_fields(type(n))
+            for i in range(len(fields) - 1, -1, -1):  # reversed, so the first field is next
+                value = getattr(n, fields[i][0])
                 if value is not None and not isinstance(value, (str, int, float)):
                     push(value)
         elif isinstance(n, (tuple, list)):
-            stack.extend(n)
+            stack.extend(reversed(n))
         elif isinstance(n, dict):
-            stack.extend(n.keys())
-            stack.extend(n.values())
+            for k, v in reversed(list(n.items())):
+                push(v)
+                push(k)
     return found
 
 

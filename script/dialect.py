@@ -48,7 +48,11 @@ def get_dialect(name: "str | Dialect") -> Dialect:
         raise TVMSError(f"unknown dialect {name!r}; choose one of {', '.join(DIALECTS)}") from None
 
 
-_TVM027_MARKERS = re.compile(r"\bT\.sblock|\bs_tir\s*=|\bTypeVar\(|import tirx\b|\"tirx\.")
+# Spellings only TVM 0.27 prints (a Relax-only text can differ from the classic one in as little
+# as an unset dtype: out_dtype=None instead of out_dtype="void").
+_TVM027_MARKERS = re.compile(
+    r"\bT\.sblock|\bs_tir\s*=|\bTypeVar\(|import tirx\b|\"tirx\.|\bout_ty=|\bty_args=|\bR\.Any\b"
+    r"|ir\.GenericConst|\bT\.let\[|_dtype=None")
 
 
 def detect_dialect(text: str) -> Dialect:
