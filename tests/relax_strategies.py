@@ -744,6 +744,8 @@ def draw_function(draw: Callable, module: ModuleState, name: str, helper: bool =
     if param_sinfos is None:
         symbolic = sizes if (not helper or GENERATE["symbolic_callee"]) and coin(draw) else []
         param_sinfos = [draw_param_sinfo(draw, symbolic, not helper) for _ in range(draw(_between(1, 3)))]
+        if module.helper is not None and not helper and coin(draw):  # what main may pass to it
+            param_sinfos = list(module.helper[1]) + param_sinfos[:1]
     names = PARAM_NAMES + (TRICKY_NAMES if GENERATE["tricky_names"] and not module.cross_dialect else ())
     params = [rx.Var(pick(draw, names), s) for s in param_sinfos]
     has_if = not helper and draw(_between(0, 3)) == 0

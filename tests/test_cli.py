@@ -332,8 +332,6 @@ def test_python_m_tvms_stdin_bytes():
 
 def test_fmt_check_finds_the_corpus_and_seed_fixtures_already_formatted(capsys) -> None:
     """Every golden file is canonical in the dialect it is written in (detected, not given)."""
-    import pathlib
-
     from conftest import CORPUS, FIXTURES
 
     files = sorted(CORPUS.glob("*.tvms")) + sorted((FIXTURES / "seeds" / "classic").glob("*.tvms")) \
@@ -341,4 +339,3 @@ def test_fmt_check_finds_the_corpus_and_seed_fixtures_already_formatted(capsys) 
     if not any(p.parent == CORPUS for p in files):
         pytest.skip("../shared/corpus is not present")
     assert main(["fmt", "--check", *map(str, files)]) == 0, capsys.readouterr().err
-    assert isinstance(files[0], pathlib.Path)
