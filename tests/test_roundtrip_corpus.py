@@ -33,7 +33,7 @@ def test_seed_modules_roundtrip_in_the_classic_dialect(path) -> None:
 
 
 LEGACY = sorted((FIXTURES / "seeds" / "legacy").glob("*.tvms")) + sorted(
-    (FIXTURES / "seeds" / "input").glob("*.tvms"))
+    (FIXTURES / "seeds" / "input").glob("*.tvms")) + sorted((FIXTURES / "seeds_relax" / "input").glob("*.tvms"))
 
 
 @pytest.mark.parametrize("path", LEGACY, ids=lambda p: p.name)
