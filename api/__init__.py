@@ -1,7 +1,18 @@
 """tvms: a TVMScript toolchain. ``import tvms as tvm`` reads like Apache TVM's Python API."""
+import sys as _sys
+
 from . import ir, script  # noqa: F401  (script registers the printer)
-from . import relax  # noqa: E402
+from . import instrument, transform  # noqa: E402
+from . import relax, te  # noqa: E402,F401
 from .ir import IRModule, ScriptError, TVMSError
 
-__all__ = ["IRModule", "ScriptError", "TVMSError", "ir", "relax", "script"]
+# TVM spells the pass infrastructure both ``tvm.transform`` and ``tvm.ir.transform``. The ir/
+# layer must not import the lowering layer, so the face attaches the same module objects to
+# ``tvms.ir`` here (as attributes, and in sys.modules so ``import tvms.ir.transform`` works).
+for _name, _module in (("transform", transform), ("instrument", instrument)):
+    setattr(ir, _name, _module)
+    _sys.modules[f"{ir.__name__}.{_name}"] = _module
+del _name, _module
+
+__all__ = ["IRModule", "ScriptError", "TVMSError", "instrument", "ir", "relax", "script", "transform"]
 __version__ = "0.1.0"

@@ -5,8 +5,8 @@
 ``_add_<name>_parser(subparsers)`` (which sets ``func=cmd_<name>``) and ``cmd_<name>(args)``,
 and call the former from ``build_parser``.
 
-Exit codes: 0 success, 1 ``--check`` found files to reformat, 2 usage error or an input
-that could not be read or parsed (``TVMSError``), 130 interrupted. Bugs (any other
+Exit codes: 0 success, 1 ``fmt --check`` found files to reformat or an ``opt`` pass failed,
+2 usage error or an input that could not be read or parsed (``TVMSError``), 130 interrupted. Bugs (any other
 exception) are not swallowed: they propagate with their traceback.
 """
 from __future__ import annotations
@@ -27,6 +27,7 @@ STDIN_NAME = "<stdin>"
 
 EXIT_OK = 0
 EXIT_CHANGED = 1
+EXIT_PASS_FAILED = 1
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
@@ -81,7 +82,12 @@ def write_atomic(path: str, text: str) -> None:
     directory = os.path.dirname(target) or "."
     tmp_name = None
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:  # a new file: the permissions the umask allows
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
         with tempfile.NamedTemporaryFile(
             "wb", delete=False, dir=directory,
             prefix="." + os.path.basename(target) + ".", suffix=".tmp",
@@ -206,6 +212,120 @@ def _check_fmt_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("fmt: -i/--in-place cannot be combined with --check or --diff")
 
 
+# --------------------------------------------------------------------------- opt
+
+
+def cmd_opt(args: argparse.Namespace) -> int:
+    from .ir import IRModule
+    from .lowering.instrument import PassTimingInstrument, PrintAfterAll, VerifyEachInstrument
+    from .lowering.pass_registry import get_pass, list_passes, load_passes
+    from .lowering.transform import PassContext, PassError
+    from .script import from_source
+    from .script.dialect import detect_dialect
+
+    try:
+        for path in args.load or []:
+            load_passes(path)
+    except TVMSError as err:
+        _error(str(err))
+        return EXIT_ERROR
+    if args.list_passes:
+        for name in list_passes():
+            print(name)
+        return EXIT_OK
+    if not args.passes:
+        _error("opt: name the passes to run with -p PASS[,PASS...] (see --list-passes)")
+        return EXIT_ERROR
+    names = [n.strip() for n in args.passes.split(",")]
+    if any(not n for n in names):
+        _error(f"opt: empty pass name in -p {args.passes!r}")
+        return EXIT_ERROR
+    try:
+        passes = [get_pass(n) for n in names]
+        name, text = read_source(args.input)
+    except (InputError, TVMSError) as err:  # an unknown pass or an unreadable file
+        _error(str(err))
+        return EXIT_ERROR
+    try:
+        mod = from_source(text, name)
+    except TVMSError as err:  # renders itself: file:line:col, the line, a caret
+        print(str(err), file=sys.stderr)
+        return EXIT_ERROR
+    if not isinstance(mod, IRModule):
+        _error(f"opt: {name} holds a bare function; passes need an @I.ir_module")
+        return EXIT_ERROR
+    dialect = args.dialect or detect_dialect(text).name
+
+    instruments: list = []
+    timing = PassTimingInstrument() if args.timing else None
+    if args.print_after_all:
+        instruments.append(PrintAfterAll(file=sys.stderr, dialect=dialect))
+    if args.verify_each:
+        instruments.append(VerifyEachInstrument())
+    if timing is not None:
+        instruments.append(timing)
+    try:
+        with PassContext(opt_level=args.opt_level, instruments=instruments):
+            for p in passes:  # passes named on the command line run whatever their opt_level
+                mod = p(mod)
+        out = mod.script(dialect=dialect)
+    except PassError as err:
+        _error(str(err))
+        return EXIT_PASS_FAILED
+    finally:
+        if timing is not None:
+            print(timing.render(), file=sys.stderr)
+    out = out if out.endswith("\n") else out + "\n"
+    try:
+        if args.output and args.output != "-":
+            write_atomic(args.output, out)
+        else:
+            sys.stdout.write(out)
+            sys.stdout.flush()
+    except InputError as err:
+        _error(str(err))
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def _add_opt_parser(subparsers) -> None:
+    from .script.dialect import DIALECTS
+
+    p = subparsers.add_parser(
+        "opt",
+        help="run passes over a TVMScript module",
+        description=(
+            "Parse an @I.ir_module, run the named passes over it in order, and print the "
+            "result (to standard output, or atomically to -o FILE). Passes come from the "
+            "registry and from Python files given with --load, whose top-level "
+            "@tvms.transform.module_pass classes and pass objects are registered by name. "
+            "Exit codes: 0 success, 1 a pass failed, 2 usage or input error."
+        ),
+    )
+    p.add_argument("input", nargs="?", default="-", metavar="FILE",
+                   help="the module to transform; '-' or none reads standard input")
+    p.add_argument("-p", "--passes", metavar="PASS[,PASS...]",
+                   help="comma-separated pass names, run in this order")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the result to FILE (atomically) instead of standard output")
+    p.add_argument("--load", action="append", metavar="FILE.py",
+                   help="import passes from a Python file (repeatable)")
+    p.add_argument("--list-passes", action="store_true",
+                   help="print the names of the known passes (after --load) and exit")
+    p.add_argument("--print-after-all", action="store_true",
+                   help="print the module to standard error after every pass")
+    p.add_argument("--verify-each", action="store_true",
+                   help="after every pass, check that the module prints and parses back "
+                        "unchanged; a pass that breaks this fails")
+    p.add_argument("--timing", action="store_true",
+                   help="print the time each pass took to standard error")
+    p.add_argument("--opt-level", type=int, default=2, metavar="N",
+                   help="opt_level of the pass context the passes see (default 2)")
+    p.add_argument("--dialect", choices=sorted(DIALECTS),
+                   help="dialect of the output (default: the dialect the input is written in)")
+    p.set_defaults(func=cmd_opt)
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -214,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_fmt_parser(subparsers)
+    _add_opt_parser(subparsers)
     return parser
 
 

@@ -35,7 +35,43 @@ class TupleType(Node):
 # ---------------------------------------------------------------- expressions
 @dataclass(frozen=True, slots=True, eq=False)
 class PrimExpr(Node):
-    """A scalar (or vector) expression. Every PrimExpr has a ``dtype``."""
+    """A scalar (or vector) expression. Every PrimExpr has a ``dtype``.
+
+    Python's arithmetic and ordering operators build expressions with TVM's conversions
+    (``tvms.ir.arith``), as ``te.compute`` bodies need; ``==`` stays identity, as for every node.
+    """
+
+    def _op(self, cls_name: str, other: Any, reflected: bool = False) -> Any:
+        from . import arith
+
+        if not isinstance(other, (PrimExpr, int, float)):
+            return NotImplemented
+        a, b = (other, self) if reflected else (self, other)
+        if cls_name == "Div":
+            return arith.truediv(a, b)
+        return arith.binary(globals()[cls_name], a, b)
+
+    __add__ = lambda s, o: s._op("Add", o)  # noqa: E731
+    __radd__ = lambda s, o: s._op("Add", o, True)  # noqa: E731
+    __sub__ = lambda s, o: s._op("Sub", o)  # noqa: E731
+    __rsub__ = lambda s, o: s._op("Sub", o, True)  # noqa: E731
+    __mul__ = lambda s, o: s._op("Mul", o)  # noqa: E731
+    __rmul__ = lambda s, o: s._op("Mul", o, True)  # noqa: E731
+    __truediv__ = lambda s, o: s._op("Div", o)  # noqa: E731
+    __rtruediv__ = lambda s, o: s._op("Div", o, True)  # noqa: E731
+    __floordiv__ = lambda s, o: s._op("FloorDiv", o)  # noqa: E731
+    __rfloordiv__ = lambda s, o: s._op("FloorDiv", o, True)  # noqa: E731
+    __mod__ = lambda s, o: s._op("FloorMod", o)  # noqa: E731
+    __rmod__ = lambda s, o: s._op("FloorMod", o, True)  # noqa: E731
+    __lt__ = lambda s, o: s._op("LT", o)  # noqa: E731
+    __le__ = lambda s, o: s._op("LE", o)  # noqa: E731
+    __gt__ = lambda s, o: s._op("GT", o)  # noqa: E731
+    __ge__ = lambda s, o: s._op("GE", o)  # noqa: E731
+
+    def __neg__(self) -> Any:
+        from .arith import negate
+
+        return negate(self)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -1,1 +1,2 @@
-"""tvms.lowering: passes, schedules and code generators (later issues)."""
+"""tvms.lowering: the pass infrastructure (transform, instrument, pass_registry), Relax visitors
+(relax/); schedules and code generators come with later issues."""

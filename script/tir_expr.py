@@ -154,7 +154,11 @@ class ExprEvaluator:
     def subscript_buffer(self, buffer: Buffer, syn: S.Subscript) -> Any:
         items: list = []
         sliced = False
-        for index in syn.indices:
+        # ``S[()]`` indexes a 0-d buffer (TVM's spelling)
+        indices = syn.indices
+        if len(indices) == 1 and isinstance(indices[0], S.TupleExpr) and not indices[0].elts:
+            indices = []
+        for index in indices:
             if isinstance(index, S.Slice):
                 if index.step is not None:
                     raise self.error(index, "a slice step is not supported here")

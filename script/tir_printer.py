@@ -256,7 +256,7 @@ class TIRPrinter:
                 parts.append(f"{self.expr(index.base)}:{self.expr(stop)}{step}")
             else:
                 parts.append(self.expr(index))
-        return ", ".join(parts)
+        return ", ".join(parts) if parts else "()"  # a 0-d buffer: ``S[()]``
 
     def ex_call(self, e: Call) -> tuple[str, int]:
         if isinstance(e.op, GlobalVar):
@@ -355,7 +355,7 @@ class TIRPrinter:
                 parts.append(self.expr(rng.min))
             else:
                 parts.append(f"{self.expr(rng.min)}:{self.expr(display_add(rng.min, rng.extent))}")
-        return f"{self.buffer(r.buffer)}[{', '.join(parts)}]"
+        return f"{self.buffer(r.buffer)}[{', '.join(parts) if parts else '()'}]"
 
     # ---------------------------------------------------------------- functions
     def prim_func(self, f: PrimFunc, name: str, decorate_s_tir: bool) -> list[str]:

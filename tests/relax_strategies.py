@@ -39,7 +39,7 @@ import hypothesis.strategies as st
 
 from strategies import _between, coin, draw_attr_value, pick
 from tvms import relax
-from tvms.ir import DataType, FrozenDict, IntImm, IRModule, PrimFunc
+from tvms.ir import DataType, FrozenDict, IntImm, IRModule, Max, Min, PrimFunc
 from tvms.ir import Var as TirVar
 from tvms.ir import relax as rx
 from tvms.ir import relax_op
@@ -68,17 +68,38 @@ GENERATE = {
     # an `if` whose branches have different struct info: the builder gives the binding the join
     # of both, the parser the struct info of the then-branch
     "if_branches_differ": False,
-    # names that the printer must not take or must rename (R, T, I, cls, Module, keywords, ...)
-    "tricky_names": False,
+    # a variable called `cls` or `metadata` prints as it is, and then reads as the module
+    # (`cls = Module`) or the metadata table
+    "reserved_names": False,
+    # the classic dialect: a parameter with the name of a symbolic size in the signature (`m`)
+    # keeps its name and the size becomes `m_1 = T.int64()`, but the signature still says "m"
+    "param_named_like_size": False,
     # R.const of nan / inf
     "special_float_const": False,
+    # `T.min(4, n)` / `T.max(n - 1, 0)` (sizes strided_slice and split compute) parse with the
+    # constant as `T.Cast("int64", 4)` instead of an int64 constant
+    "min_max_with_constant": False,
+    # a tensor whose shape is a shape variable (`R.zeros(s, ...)`, `R.Tensor(s, dtype=...)`): the
+    # parser gives the annotation ndim -1, and a function returning one keeps `s` in its return
+    # struct info
+    "shape_var_tensor": False,
+    # a compound size (`m * 2`) in the classic signature prints quoted ("m * 2"), which the parser
+    # rejects
+    "compound_size_in_signature": False,
+    # the variable an `if` binds has the name of a variable already in scope: the printer writes
+    # the name as it is at the end of both branches but renames it (`x_1`) where it is used
+    "if_name_clash": False,
 }
 
 # Names are printing hints; a name may repeat (the printer renames).
-PARAM_NAMES = ("x", "y", "w", "b", "data", "lv", "gv")
-VALUE_NAMES = ("", "lv", "gv", "x", "y", "out", "t", "lv1", "a.b")
-TRICKY_NAMES = ("n", "m", "R", "T", "I", "cls", "Module", "metadata", "in", "range", "main",
-                "helper", "ä", "None", "True")
+# (names the printer must rename: the namespaces R, T, I; keywords; builtins; function names;
+# the names of symbolic sizes)
+PARAM_NAMES = ("x", "y", "w", "b", "data", "lv", "gv", "R", "T", "in", "range", "Module", "main",
+               "ä", "None", "I")
+VALUE_NAMES = ("", "lv", "gv", "x", "y", "out", "t", "lv1", "a.b", "R", "T", "I", "n", "m", "k",
+               "in", "True", "range", "Module", "main", "helper", "ä")
+RESERVED_NAMES = ("cls", "metadata")
+SIZE_NAMES_AS_PARAMS = ("n", "m")
 SIZE_NAMES = ("n", "m")
 NEW_SIZE_NAMES = ("k", "m", "n")  # sizes match_cast binds (may repeat a parameter size's name)
 FUNC_NAMES = ("main", "forward")
@@ -112,6 +133,19 @@ def dtype_of(v: Any) -> DataType:
 
 def size_vars(e: Any) -> list:
     return collect(e, TirVar)
+
+
+def has_min_max(e: Any) -> bool:
+    return bool(collect(e, Min) or collect(e, Max))
+
+
+def has_compound_size(sinfo: Any) -> bool:
+    """A size that is neither a constant nor a variable (``m * 2``) in ``sinfo``."""
+    if isinstance(sinfo, TupleStructInfo):
+        return any(has_compound_size(f) for f in sinfo.fields)
+    dims = sinfo.dims if isinstance(sinfo, TensorStructInfo) else \
+        sinfo.values if isinstance(sinfo, ShapeStructInfo) else None
+    return any(not isinstance(d, (IntImm, TirVar)) for d in dims or ())
 
 
 def is_static(d: Any) -> bool:
@@ -205,9 +239,7 @@ class Scope:
 
 
 def value_name(draw: Callable, scope: Scope) -> str:
-    names = VALUE_NAMES
-    if GENERATE["tricky_names"] and not scope.module.cross_dialect:
-        names = names + TRICKY_NAMES
+    names = VALUE_NAMES + (RESERVED_NAMES if GENERATE["reserved_names"] else ())
     return pick(draw, names)
 
 
@@ -341,7 +373,9 @@ def op_matmul(draw: Callable, scope: Scope) -> Any:
 
 
 def op_reshape(draw: Callable, scope: Scope) -> Any:
-    xs = scope.shaped()
+    # (not of a tensor of no elements: R.reshape reads a 0 in the new shape as "keep the size
+    # there", in TVM as here, so a zero-size result does not print as what it is)
+    xs = scope.shaped(lambda v: all(int_of(d) != 0 for d in dims_of(v)))
     if not xs:
         return None
     x = pick(draw, xs)
@@ -426,6 +460,8 @@ def op_split(draw: Callable, scope: Scope) -> Any:
         hi = int_of(dx[axis]) if is_static(dx[axis]) else 6
         spec = sorted(draw(_between(0, hi + 1)) for _ in range(draw(_between(1, 2))))
     result = call("split", [x], {"indices_or_sections": spec, "axis": axis - len(dx) if coin(draw) else axis})
+    if not GENERATE["min_max_with_constant"] and has_min_max(result.struct_info):
+        return None
     if not isinstance(result.struct_info, TupleStructInfo) or coin(draw):
         return result
     parts = emit(draw, scope, result)
@@ -455,7 +491,11 @@ def op_strided_slice(draw: Callable, scope: Scope) -> Any:
         end.append(extent if not is_static(extent) and coin(draw) else draw(_between(-hi - 1, hi + 1)))
         strides.append(pick(draw, (1, 2, -1)))
     args = [x, axes, begin, end] + ([strides] if inbound or coin(draw) or any(s != 1 for s in strides) else [])
-    return call("strided_slice", args, {"assume_inbound": inbound})
+    result = call("strided_slice", args, {"assume_inbound": inbound})
+    if any(int_of(d) is not None and int_of(d) < 0 for d in dims_of(result)):
+        # begin after end: TVM (and tvms) give a negative size; slice the whole axis instead
+        return call("strided_slice", [x, axes, [0] * len(axes), [dx[a] for a in axes]])
+    return result
 
 
 def op_take(draw: Callable, scope: Scope) -> Any:
@@ -540,7 +580,8 @@ def draw_shape(draw: Callable, scope: Scope, lo: int = 0) -> list:
 
 def op_create(draw: Callable, scope: Scope) -> Any:
     kind = draw(_between(0, 2))
-    shapes = [s for s in scope.of_kind(ShapeStructInfo) if s.struct_info.ndim >= 0]
+    shapes = [s for s in scope.of_kind(ShapeStructInfo) if s.struct_info.ndim >= 0] \
+        if GENERATE["shape_var_tensor"] else []
     shape = pick(draw, shapes) if shapes and coin(draw) else shape_expr(draw_shape(draw, scope))
     dtype = pick(draw, DTYPES)
     if kind < 2:
@@ -606,7 +647,7 @@ def op_call_helper(draw: Callable, scope: Scope) -> Any:
     gv, params = helper
     args = []
     for p in params:
-        matching = [v for v in scope.values if structural_equal(v.struct_info, p)]
+        matching = [v for v in scope.values if structural_equal(v.struct_info, p, map_free_vars=True)]
         if not matching:
             return None
         args.append(pick(draw, matching))
@@ -639,12 +680,19 @@ def draw_binding(draw: Callable, scope: Scope, output: bool = False) -> rx.Var:
         value = ops[(start + i) % len(ops)](draw, scope)
         if isinstance(value, rx.Var):  # bound already (match_cast)
             return value
+        if value is not None and not GENERATE["min_max_with_constant"] and has_min_max(value.struct_info):
+            continue
         if value is not None:
             return emit(draw, scope, value, output)
     raise AssertionError("generator bug: nothing to bind")
 
 
 # ---------------------------------------------------------------- TensorIR kernels
+@functools.lru_cache(maxsize=None)
+def _parse_prim_func(text: str) -> PrimFunc:
+    return from_source(text)  # (IR is immutable: modules may share a function)
+
+
 def kernel(draw: Callable, module: ModuleState, dims: tuple, dtype: DataType, arity: int) -> GlobalVar:
     """A TensorIR function of the module taking ``arity`` buffers of ``dims`` and writing one:
     ``B = A`` (or ``A + A``, ``A + 1``), parsed from text; one per shape."""
@@ -677,7 +725,7 @@ def kernel(draw: Callable, module: ModuleState, dims: tuple, dtype: DataType, ar
               f"        with T.block(\"compute\"):",
               f"            {', '.join(iters)} = T.axis.remap(\"{'S' * len(dims)}\", [{', '.join(names)}])",
               f"            B[{index}] = {value}"]
-    func = from_source("\n".join(lines) + "\n")
+    func = _parse_prim_func("\n".join(lines) + "\n")
     gv = module.bb.add_func(func, pick(draw, PRIM_NAMES))
     module.kernels[key] = gv
     return gv
@@ -696,6 +744,17 @@ def draw_param_sinfo(draw: Callable, sizes: list, allow_unknown: bool = True) ->
     return TensorStructInfo(shape_expr(dims), dtype, ndim)
 
 
+def with_sizes(sinfo: StructInfo, sizes: list) -> StructInfo:
+    """A parameter's struct info with its symbolic sizes replaced by those of ``sizes`` of the
+    same names (each function has its own)."""
+    dims = sinfo.dims if isinstance(sinfo, TensorStructInfo) else None
+    if dims is None:
+        return sinfo
+    by_name = {v.name: v for v in sizes}
+    dims = [by_name[d.name] if isinstance(d, TirVar) else d for d in dims]
+    return TensorStructInfo(shape_expr(dims), sinfo.dtype, len(dims))
+
+
 def draw_attrs(draw: Callable) -> dict:
     attrs = {}
     for _ in range(draw(_between(0, 2))):
@@ -707,6 +766,13 @@ def draw_attrs(draw: Callable) -> dict:
 def draw_bindings(draw: Callable, scope: Scope, lo: int, hi: int) -> None:
     for _ in range(draw(_between(lo, hi))):
         draw_binding(draw, scope)
+
+
+def call_helper(draw: Callable, scope: Scope) -> None:
+    """A call of the helper function, when values of its parameters' struct info are in scope."""
+    value = op_call_helper(draw, scope)
+    if value is not None:
+        emit(draw, scope, value)
 
 
 def draw_if(draw: Callable, scope: Scope, cond: rx.Var) -> None:
@@ -731,7 +797,13 @@ def draw_if(draw: Callable, scope: Scope, cond: rx.Var) -> None:
 
     then = branch(x)
     other = branch(pick(draw, xs) if differ else x)
-    var = bb.emit(rx.If(cond, then, other), value_name(draw, scope) or "z")
+    name = value_name(draw, scope) or "z"
+    if not GENERATE["if_name_clash"]:
+        taken = {v.name for v in scope.values}
+        name = bb.get_unique_name(name)
+        while name in taken:
+            name = bb.get_unique_name(name)
+    var = bb.emit(rx.If(cond, then, other), name)
     scope.values.append(var)
 
 
@@ -745,8 +817,9 @@ def draw_function(draw: Callable, module: ModuleState, name: str, helper: bool =
         symbolic = sizes if (not helper or GENERATE["symbolic_callee"]) and coin(draw) else []
         param_sinfos = [draw_param_sinfo(draw, symbolic, not helper) for _ in range(draw(_between(1, 3)))]
         if module.helper is not None and not helper and coin(draw):  # what main may pass to it
-            param_sinfos = list(module.helper[1]) + param_sinfos[:1]
-    names = PARAM_NAMES + (TRICKY_NAMES if GENERATE["tricky_names"] and not module.cross_dialect else ())
+            param_sinfos = [with_sizes(p, sizes) for p in module.helper[1]] + param_sinfos[:1]
+    names = (PARAM_NAMES + (RESERVED_NAMES if GENERATE["reserved_names"] else ())
+             + (SIZE_NAMES_AS_PARAMS if GENERATE["param_named_like_size"] else ()))
     params = [rx.Var(pick(draw, names), s) for s in param_sinfos]
     has_if = not helper and draw(_between(0, 3)) == 0
     if has_if:
@@ -757,9 +830,14 @@ def draw_function(draw: Callable, module: ModuleState, name: str, helper: bool =
     private = coin(draw)
     with bb.function(name, params, attrs=attrs, private=private):
         draw_bindings(draw, scope, 0, 1 if draw(_between(0, 3)) == 0 else 0)
+        calls_helper = module.helper is not None and not helper and coin(draw)
+        if calls_helper and coin(draw):
+            call_helper(draw, scope)
         if draw(_between(0, 5)):
             with bb.dataflow():
                 scope.dataflow = True
+                if calls_helper:
+                    call_helper(draw, scope)
                 draw_bindings(draw, scope, 1, 8)
                 flow = [v for v in scope.values if isinstance(v, rx.DataflowVar)]
                 outputs = [bb.emit_output(pick(draw, flow), value_name(draw, scope))
@@ -773,6 +851,8 @@ def draw_function(draw: Callable, module: ModuleState, name: str, helper: bool =
         if has_if:
             draw_if(draw, scope, params[-1])
         results = [v for v in scope.values if v not in params] or scope.values
+        if not GENERATE["compound_size_in_signature"]:
+            results = [v for v in results if not has_compound_size(v.struct_info)] or params
         if coin(draw):
             out = pick(draw, results)
         else:

@@ -1,0 +1,417 @@
+"""Numpy references for the Relax operators: one function per operator, keyed by its name.
+
+``NUMPY_OPS["relax.add"](args, attrs)`` takes the evaluated arguments (numpy arrays for tensors,
+Python numbers for ``R.prim_value``, tuples for tuples, ``Shape`` for shapes) and the call's
+normalized attributes, and returns the result. The formulas are the textbook ones, written for
+clarity, not speed; where TVM's legalization chooses a convention (integer division truncates,
+gelu uses erf, rounding is half-to-even) the reference follows it.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from tvms.ir.errors import TVMSError
+
+from .tir_values import numpy_dtype
+
+
+class Shape(tuple):
+    """A Relax shape value (``R.shape([2, 3])``, ``R.shape_of(x)``): a tuple of ints."""
+
+
+NUMPY_OPS: dict[str, Callable[[tuple, Any], Any]] = {}
+
+
+def numpy_op(*names: str) -> Callable:
+    """Register the decorated function as the reference of the Relax operators ``names``."""
+    def wrap(fn: Callable) -> Callable:
+        for name in names:
+            NUMPY_OPS[name if name.startswith("relax.") else f"relax.{name}"] = fn
+        return fn
+    return wrap
+
+
+def _pair(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Two operands as arrays; a Python scalar takes the other operand's dtype."""
+    if not isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        a = np.asarray(a, dtype=b.dtype)
+    elif not isinstance(b, np.ndarray) and isinstance(a, np.ndarray):
+        b = np.asarray(b, dtype=a.dtype)
+    return np.asarray(a), np.asarray(b)
+
+
+def _result_dtype(a: np.ndarray, b: np.ndarray) -> np.dtype:
+    return b.dtype if a.dtype == np.bool_ else a.dtype
+
+
+def _trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+_BINARY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "power": np.power,
+    "maximum": np.maximum, "minimum": np.minimum,
+}
+
+
+def _binary(fn: Callable) -> Callable:
+    def apply(args: tuple, attrs: Any) -> np.ndarray:
+        a, b = _pair(*args)
+        return np.asarray(fn(a, b)).astype(_result_dtype(a, b), copy=False)
+    return apply
+
+
+for _name, _fn in _BINARY.items():
+    numpy_op(_name)(_binary(_fn))
+
+
+@numpy_op("divide")
+def divide(args: tuple, attrs: Any) -> np.ndarray:
+    a, b = _pair(*args)
+    dtype = _result_dtype(a, b)
+    if np.issubdtype(dtype, np.integer):
+        return _trunc_divide(a, b).astype(dtype)  # TVM's integer division truncates
+    return (a / b).astype(dtype)
+
+
+@numpy_op("floor_divide")
+def floor_divide(args: tuple, attrs: Any) -> np.ndarray:
+    a, b = _pair(*args)
+    dtype = _result_dtype(a, b)
+    if np.issubdtype(dtype, np.integer):
+        return (a // b).astype(dtype)
+    return np.floor(a / b).astype(dtype)
+
+
+_COMPARE = {"equal": np.equal, "not_equal": np.not_equal, "less": np.less,
+            "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal}
+for _name, _fn in _COMPARE.items():
+    numpy_op(_name)(lambda args, attrs, _fn=_fn: np.asarray(_fn(*_pair(*args))))
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-x))
+
+
+_UNARY = {
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
+    "tanh": np.tanh, "sigmoid": _sigmoid, "sin": np.sin, "cos": np.cos, "erf": _erf,
+    "negative": np.negative, "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.rint,
+    "nn.relu": lambda x: np.maximum(x, 0),
+    "nn.gelu": lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
+    "nn.gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
+    "nn.silu": lambda x: x * _sigmoid(x),
+}
+
+
+def _unary(fn: Callable) -> Callable:
+    def apply(args: tuple, attrs: Any) -> np.ndarray:
+        x = np.asarray(args[0])
+        return np.asarray(fn(x)).astype(x.dtype, copy=False)
+    return apply
+
+
+for _name, _fn in _UNARY.items():
+    numpy_op(_name)(_unary(_fn))
+
+
+@numpy_op("astype")
+def astype(args: tuple, attrs: Any) -> np.ndarray:
+    return np.asarray(args[0]).astype(numpy_dtype(attrs["dtype"]))
+
+
+@numpy_op("where")
+def where(args: tuple, attrs: Any) -> np.ndarray:
+    cond, a, b = args
+    a, b = _pair(a, b)
+    return np.where(np.asarray(cond), a, b).astype(_result_dtype(a, b))
+
+
+# ---------------------------------------------------------------- reductions
+def _axis(attrs: Any) -> tuple | None:
+    axis = attrs["axis"]
+    return None if axis is None else tuple(axis) if isinstance(axis, (tuple, list)) else axis
+
+
+def _reduction(fn: Callable) -> Callable:
+    def apply(args: tuple, attrs: Any) -> np.ndarray:
+        x = np.asarray(args[0])
+        return np.asarray(fn(x, axis=_axis(attrs), keepdims=attrs["keepdims"])).astype(x.dtype)
+    return apply
+
+
+for _name, _fn in {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}.items():
+    numpy_op(_name)(_reduction(_fn))
+
+
+def _arg_reduction(fn: Callable) -> Callable:
+    def apply(args: tuple, attrs: Any) -> np.ndarray:
+        x = np.asarray(args[0])
+        axis = attrs["axis"]
+        out = fn(x, axis=axis, keepdims=attrs["keepdims"])
+        if axis is None and attrs["keepdims"]:
+            out = np.asarray(out).reshape((1,) * x.ndim)
+        return np.asarray(out).astype(np.int64)
+    return apply
+
+
+numpy_op("argmax")(_arg_reduction(np.argmax))
+numpy_op("argmin")(_arg_reduction(np.argmin))
+
+
+# ---------------------------------------------------------------- creation
+@numpy_op("zeros")
+def zeros(args: tuple, attrs: Any) -> np.ndarray:
+    return np.zeros(tuple(args[0]), dtype=numpy_dtype(attrs["dtype"]))
+
+
+@numpy_op("ones")
+def ones(args: tuple, attrs: Any) -> np.ndarray:
+    return np.ones(tuple(args[0]), dtype=numpy_dtype(attrs["dtype"]))
+
+
+@numpy_op("full")
+def full(args: tuple, attrs: Any) -> np.ndarray:
+    fill = np.asarray(args[1])
+    dtype = numpy_dtype(attrs["dtype"]) if attrs["dtype"] is not None else fill.dtype
+    return np.full(tuple(args[0]), fill, dtype=dtype)
+
+
+@numpy_op("shape_of")
+def shape_of(args: tuple, attrs: Any) -> Shape:
+    return Shape(np.asarray(args[0]).shape)
+
+
+# ---------------------------------------------------------------- layout and indexing
+@numpy_op("matmul")
+def matmul(args: tuple, attrs: Any) -> np.ndarray:
+    a, b = (np.asarray(x) for x in args)
+    dtype = numpy_dtype(attrs["out_dtype"]) if attrs["out_dtype"] is not None else a.dtype
+    return np.matmul(a.astype(dtype), b.astype(dtype))
+
+
+@numpy_op("permute_dims")
+def permute_dims(args: tuple, attrs: Any) -> np.ndarray:
+    axes = attrs["axes"]
+    return np.ascontiguousarray(np.transpose(args[0], axes))
+
+
+@numpy_op("reshape")
+def reshape(args: tuple, attrs: Any) -> np.ndarray:
+    return np.reshape(args[0], tuple(args[1])).copy()
+
+
+@numpy_op("broadcast_to")
+def broadcast_to(args: tuple, attrs: Any) -> np.ndarray:
+    return np.broadcast_to(args[0], tuple(args[1])).copy()
+
+
+@numpy_op("expand_dims")
+def expand_dims(args: tuple, attrs: Any) -> np.ndarray:
+    x = np.asarray(args[0])
+    ndim = x.ndim + len(attrs["axis"])
+    axes = sorted(a % ndim for a in attrs["axis"])
+    return np.expand_dims(x, tuple(axes)).copy()
+
+
+@numpy_op("squeeze")
+def squeeze(args: tuple, attrs: Any) -> np.ndarray:
+    axis = attrs["axis"]
+    return np.squeeze(args[0], axis=None if axis is None else tuple(axis)).copy()
+
+
+@numpy_op("concat")
+def concat(args: tuple, attrs: Any) -> np.ndarray:
+    axis = attrs["axis"]
+    return np.concatenate([np.asarray(t) for t in args[0]], axis=axis)
+
+
+@numpy_op("split")
+def split(args: tuple, attrs: Any) -> Any:
+    spec = attrs["indices_or_sections"]
+    x = np.asarray(args[0])
+    if isinstance(spec, int) and spec == 1:
+        return x.copy()
+    if isinstance(spec, int):  # TVM: equal parts of ceil(extent / sections), the last smaller
+        extent = x.shape[attrs["axis"]]
+        size = -(-extent // spec)
+        spec = tuple(size * i for i in range(1, spec) if size * i < extent)
+    return tuple(p.copy() for p in np.split(x, list(spec), axis=attrs["axis"]))
+
+
+@numpy_op("strided_slice")
+def strided_slice(args: tuple, attrs: Any) -> np.ndarray:
+    x = np.asarray(args[0])
+    axes, begin, end = args[1], args[2], args[3]
+    strides = args[4] if len(args) > 4 else (1,) * len(axes)
+    index = [slice(None)] * x.ndim
+    for axis, b, e, s in zip(axes, begin, end, strides):
+        index[axis] = slice(int(b), int(e), int(s))
+    return x[tuple(index)].copy()
+
+
+@numpy_op("take")
+def take(args: tuple, attrs: Any) -> np.ndarray:
+    x, idx = np.asarray(args[0]), np.asarray(args[1])
+    axis = attrs["axis"] if attrs["axis"] is not None else 0
+    mode = {"fast": "raise", "nan": "raise"}.get(attrs["mode"], attrs["mode"])
+    return np.take(x, idx, axis=axis, mode=mode)
+
+
+# ---------------------------------------------------------------- neural networks
+@numpy_op("nn.softmax")
+def softmax(args: tuple, attrs: Any) -> np.ndarray:
+    x = np.asarray(args[0])
+    e = np.exp(x - np.max(x, axis=attrs["axis"], keepdims=True))
+    return (e / np.sum(e, axis=attrs["axis"], keepdims=True)).astype(x.dtype)
+
+
+@numpy_op("nn.log_softmax")
+def log_softmax(args: tuple, attrs: Any) -> np.ndarray:
+    x = np.asarray(args[0])
+    shifted = x - np.max(x, axis=attrs["axis"], keepdims=True)
+    return (shifted - np.log(np.sum(np.exp(shifted), axis=attrs["axis"], keepdims=True))).astype(x.dtype)
+
+
+def _bcast_params(p: np.ndarray, x: np.ndarray, axes: tuple) -> np.ndarray:
+    """gamma / beta of shape x.shape[axes] placed so that they broadcast against x."""
+    shape = [1] * x.ndim
+    for a in axes:
+        shape[a] = x.shape[a]
+    return np.asarray(p).reshape(shape)
+
+
+@numpy_op("nn.layer_norm")
+def layer_norm(args: tuple, attrs: Any) -> np.ndarray:
+    x, gamma, beta = (np.asarray(a) for a in args)
+    axes = tuple(sorted(a % x.ndim for a in attrs["axes"]))
+    mean = np.mean(x, axis=axes, keepdims=True)
+    var = np.mean((x - mean) ** 2, axis=axes, keepdims=True)
+    out = (x - mean) / np.sqrt(var + attrs["epsilon"])
+    if attrs["scale"]:
+        out = out * _bcast_params(gamma, x, axes)
+    if attrs["center"]:
+        out = out + _bcast_params(beta, x, axes)
+    return out.astype(x.dtype)
+
+
+@numpy_op("nn.rms_norm")
+def rms_norm(args: tuple, attrs: Any) -> np.ndarray:
+    x, weight = (np.asarray(a) for a in args)
+    axes = tuple(sorted(a % x.ndim for a in attrs["axes"]))
+    ms = np.mean(x.astype(np.float64) ** 2, axis=axes, keepdims=True)
+    return (x / np.sqrt(ms + attrs["epsilon"]) * _bcast_params(weight, x, axes)).astype(x.dtype)
+
+
+def _to_nchw(x: np.ndarray, layout: str) -> np.ndarray:
+    if layout != "NCHW" and layout != "OIHW":
+        target = "NCHW" if "N" in layout else "OIHW"
+        return np.transpose(x, [layout.index(c) for c in target])
+    return x
+
+
+def _from_nchw(x: np.ndarray, layout: str) -> np.ndarray:
+    if layout in ("NCHW", "OIHW"):
+        return x
+    return np.transpose(x, ["NCHW".index(c) for c in layout])
+
+
+def _check_layout(layout: str, letters: str, op: str) -> None:
+    if sorted(layout) != sorted(letters):
+        raise TVMSError(f"the numpy reference of {op} supports plain layouts ({letters} permuted), "
+                        f"got {layout!r}")
+
+
+@numpy_op("nn.conv2d")
+def conv2d(args: tuple, attrs: Any) -> np.ndarray:
+    """Direct convolution: out[n, o, y, x] = sum over c, r, s of in[n, c, ...] * w[o, c, r, s]."""
+    _check_layout(attrs["data_layout"], "NCHW", "nn.conv2d")
+    _check_layout(attrs["kernel_layout"], "OIHW", "nn.conv2d")
+    x = _to_nchw(np.asarray(args[0]), attrs["data_layout"])
+    w = _to_nchw(np.asarray(args[1]), attrs["kernel_layout"])
+    dtype = numpy_dtype(attrs["out_dtype"]) if attrs["out_dtype"] is not None else x.dtype
+    (sh, sw), (dh, dw), groups = attrs["strides"], attrs["dilation"], attrs["groups"]
+    top, left, bottom, right = attrs["padding"]
+    x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh = (h - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, o, oh, ow), dtype=np.float64 if np.issubdtype(dtype, np.floating) else dtype)
+    per_group = o // groups
+    for g in range(groups):
+        xs = x[:, g * cg:(g + 1) * cg].astype(out.dtype)
+        ws = w[g * per_group:(g + 1) * per_group].astype(out.dtype)
+        for r in range(kh):
+            for s in range(kw):
+                patch = xs[:, :, r * dh:r * dh + sh * (oh - 1) + 1:sh, s * dw:s * dw + sw * (ow - 1) + 1:sw]
+                out[:, g * per_group:(g + 1) * per_group] += np.einsum("nchw,oc->nohw", patch, ws[:, :, r, s])
+    out_layout = attrs["out_layout"] or attrs["data_layout"]
+    return _from_nchw(out.astype(dtype), out_layout)
+
+
+def _pool2d(args: tuple, attrs: Any, kind: str) -> np.ndarray:
+    _check_layout(attrs["layout"], "NCHW", f"nn.{kind}_pool2d")
+    x = _to_nchw(np.asarray(args[0]), attrs["layout"])
+    (kh, kw), (sh, sw), (dh, dw) = attrs["pool_size"], attrs["strides"], attrs["dilation"]
+    top, left, bottom, right = attrs["padding"]
+    n, c, h, w = x.shape
+
+    def out_size(extent: int, lo: int, hi: int, k: int, d: int, s: int) -> int:
+        span = extent + lo + hi - d * (k - 1) - 1
+        return (-(-span // s) if attrs["ceil_mode"] else span // s) + 1
+
+    oh, ow = out_size(h, top, bottom, kh, dh, sh), out_size(w, left, right, kw, dw, sw)
+    out = np.zeros((n, c, oh, ow), dtype=x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            rows = [i * sh + r * dh - top for r in range(kh)]
+            cols = [j * sw + s * dw - left for s in range(kw)]
+            inside = [(y, z) for y in rows for z in cols if 0 <= y < h and 0 <= z < w]
+            vals = np.stack([x[:, :, y, z] for y, z in inside], axis=-1) if inside else None
+            if kind == "max":
+                out[:, :, i, j] = vals.max(axis=-1)
+            else:
+                if attrs["count_include_pad"]:  # the window clipped to the padded input
+                    count = sum(1 for y in rows for z in cols
+                                if -top <= y < h + bottom and -left <= z < w + right)
+                else:
+                    count = len(inside)
+                out[:, :, i, j] = vals.sum(axis=-1) / count
+    return _from_nchw(out, attrs["out_layout"] or attrs["layout"])
+
+
+numpy_op("nn.max_pool2d")(lambda args, attrs: _pool2d(args, attrs, "max"))
+numpy_op("nn.avg_pool2d")(lambda args, attrs: _pool2d(args, attrs, "avg"))
+
+
+# ---------------------------------------------------------------- lowered (VM) operators
+@numpy_op("null_value")
+def null_value(args: tuple, attrs: Any) -> None:
+    return None
+
+
+@numpy_op("vm.alloc_storage")
+def alloc_storage(args: tuple, attrs: Any) -> np.ndarray:
+    size = args[0]
+    return np.zeros(int(size[0] if isinstance(size, tuple) else size), dtype=np.uint8)
+
+
+@numpy_op("vm.alloc_tensor")
+def alloc_tensor(args: tuple, attrs: Any) -> np.ndarray:
+    # a fresh array: the reference does not model storage reuse between tensors
+    storage, offset, shape, dtype = args[0], args[1], args[2], args[3]
+    return np.zeros(tuple(shape), dtype=numpy_dtype(dtype))
+
+
+@numpy_op("vm.kill_object")
+def kill_object(args: tuple, attrs: Any) -> tuple:
+    return ()

@@ -1,0 +1,284 @@
+"""The Relax reference executor: evaluates a Relax function of a module with numpy.
+
+``run_relax(mod, "main", x, w)`` returns numpy arrays (tuples for tuples). Operators run their
+numpy reference (``numpy_ops.NUMPY_OPS``); ``R.call_tir`` runs the PrimFunc with the TensorIR
+reference executor, so a module before and after legalization computes the same numbers by
+two independent routes. ``R.call_dps_packed`` / ``R.call_packed`` call functions registered
+with ``register_func``.
+
+Values: tensors are numpy arrays, ``R.prim_value`` / ``R.Prim`` are Python numbers, shapes are
+``Shape`` (a tuple of ints), tuples are tuples, functions (closures) are ``Closure`` objects.
+Symbolic sizes (``n``) are bound from the arguments' shapes and from ``R.match_cast``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from tvms.ir import expr as tir
+from tvms.ir import relax as rx
+from tvms.ir.errors import TVMSError
+from tvms.ir.function import PrimFunc
+from tvms.ir.module import GlobalVar, IRModule
+from tvms.ir.struct_info import (ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
+                                 TensorStructInfo, TupleStructInfo)
+
+from .numpy_ops import NUMPY_OPS, Shape
+from .reference import compile_expr, run_prim_func
+from .tir_values import cast_value, numpy_dtype
+
+_PACKED: dict[str, Callable] = {}
+
+
+def register_func(name: str, func: Callable | None = None, override: bool = False) -> Callable:
+    """Register a packed function for ``R.call_packed`` / ``R.call_dps_packed``.
+
+    >>> @register_func("my.add_one")
+    ... def add_one(x, out): out[...] = x + 1
+    """
+    def wrap(fn: Callable) -> Callable:
+        if name in _PACKED and not override:
+            raise TVMSError(f"the packed function {name!r} is already registered")
+        _PACKED[name] = fn
+        return fn
+    return wrap(func) if func is not None else wrap
+
+
+def get_func(name: str) -> Callable:
+    fn = _PACKED.get(name)
+    if fn is None:
+        raise TVMSError(f"no packed function named {name!r} is registered (see register_func)")
+    return fn
+
+
+# Operators the interpreter handles itself (they call functions rather than compute).
+SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed")
+
+
+@dataclass
+class Closure:
+    """A Relax function value: the function and the variables it captured."""
+
+    func: rx.Function
+    env: dict
+
+
+class _Interpreter:
+    def __init__(self, mod: IRModule):
+        self.mod = mod
+
+    # ---- symbolic sizes and struct info
+    def prim(self, e: Any, sizes: dict) -> Any:
+        if isinstance(e, int):
+            return e
+        try:
+            return compile_expr(e)(sizes)
+        except KeyError as err:
+            raise TVMSError(f"the symbolic size {err.args[0].name!r} is not bound") from None
+
+    def match(self, sinfo: Any, value: Any, sizes: dict, what: str) -> None:
+        """Check ``value`` against ``sinfo`` and bind the symbolic sizes it defines."""
+        if sinfo is None or isinstance(sinfo, ObjectStructInfo):
+            return
+        if isinstance(sinfo, TensorStructInfo):
+            if not isinstance(value, np.ndarray):
+                raise TVMSError(f"{what}: expected a tensor, got {type(value).__name__}")
+            if not sinfo.dtype.is_void and value.dtype != numpy_dtype(sinfo.dtype):
+                raise TVMSError(f"{what}: expected dtype {sinfo.dtype}, got {value.dtype}")
+            if sinfo.ndim >= 0 and value.ndim != sinfo.ndim:
+                raise TVMSError(f"{what}: expected {sinfo.ndim} dimensions, got shape {value.shape}")
+            if sinfo.dims is not None:
+                self.match_dims(sinfo.dims, value.shape, sizes, what)  # plain variables bind first
+            elif isinstance(sinfo.shape, rx.Var):
+                sizes.setdefault(("shape", sinfo.shape), Shape(value.shape))
+        elif isinstance(sinfo, ShapeStructInfo):
+            if not isinstance(value, tuple):
+                raise TVMSError(f"{what}: expected a shape, got {type(value).__name__}")
+            if sinfo.values is not None:
+                self.match_dims(sinfo.values, value, sizes, what)
+        elif isinstance(sinfo, PrimStructInfo):
+            if sinfo.value is not None:
+                self.match_dims((sinfo.value,), (value,), sizes, what)
+        elif isinstance(sinfo, TupleStructInfo):
+            if not isinstance(value, tuple) or len(value) != len(sinfo.fields):
+                raise TVMSError(f"{what}: expected a tuple of {len(sinfo.fields)}")
+            for i, (s, v) in enumerate(zip(sinfo.fields, value)):
+                self.match(s, v, sizes, f"{what}[{i}]")
+
+    def match_dims(self, declared: tuple, actual: tuple, sizes: dict, what: str) -> None:
+        if len(declared) != len(actual):
+            raise TVMSError(f"{what}: expected {len(declared)} dimensions, got {tuple(actual)}")
+        for d, a in zip(declared, actual):
+            if isinstance(d, tir.Var) and d not in sizes:
+                sizes[d] = int(a)
+        for i, (d, a) in enumerate(zip(declared, actual)):
+            expected = self.prim(d, sizes)
+            if expected != a:
+                raise TVMSError(f"{what}: dimension {i} should be {d} = {expected}, got {a}")
+
+    # ---- functions
+    def call_function(self, func: rx.Function, args: list, captured: dict | None = None) -> Any:
+        if len(args) != len(func.params):
+            raise TVMSError(f"the function takes {len(func.params)} arguments, got {len(args)}")
+        env: dict = dict(captured or {})
+        sizes: dict = {k: v for k, v in env.items() if isinstance(k, tir.Var)}
+        for p, a in zip(func.params, args):
+            self.match(p.struct_info, a, sizes, f"argument {p.name!r}")
+            env[p] = a
+        env.update(sizes)
+        result = self.eval(func.body, env)
+        self.match(func.ret_struct_info, result, dict(sizes), "the result")
+        return result
+
+    def eval(self, e: Any, env: dict) -> Any:
+        method = getattr(self, "x_" + type(e).__name__, None)
+        if method is None:
+            raise TVMSError(f"the Relax reference executor cannot evaluate {type(e).__name__}")
+        return method(e, env)
+
+    def x_SeqExpr(self, e: rx.SeqExpr, env: dict) -> Any:
+        for block in e.blocks:
+            for b in block.bindings:
+                value = self.eval(b.value, env)
+                if isinstance(b, rx.MatchCast):
+                    sizes = {k: v for k, v in env.items() if isinstance(k, tir.Var)}
+                    self.match(b.struct_info, value, sizes, f"R.match_cast of {b.var.name!r}")
+                    env.update(sizes)
+                env[b.var] = value
+        return self.eval(e.body, env)
+
+    def x_Var(self, e: rx.Var, env: dict) -> Any:
+        try:
+            return env[e]
+        except KeyError:
+            raise TVMSError(f"the Relax variable {e.name!r} is used before it is bound") from None
+
+    x_DataflowVar = x_Var
+
+    def x_Constant(self, e: rx.Constant, env: dict) -> Any:
+        if e.data is None:
+            raise TVMSError("a constant without data (a metadata placeholder) cannot be evaluated")
+        return np.asarray(e.data)
+
+    def x_Tuple(self, e: rx.Tuple, env: dict) -> tuple:
+        return tuple(self.eval(f, env) for f in e.fields)
+
+    def x_TupleGetItem(self, e: rx.TupleGetItem, env: dict) -> Any:
+        return self.eval(e.tuple_value, env)[e.index]
+
+    def x_ShapeExpr(self, e: rx.ShapeExpr, env: dict) -> Shape:
+        return Shape(int(self.prim(v, env)) for v in e.values)
+
+    def x_PrimValue(self, e: rx.PrimValue, env: dict) -> Any:
+        return cast_value(self.prim(e.value, env), e.value.dtype)
+
+    def x_StringImm(self, e: rx.StringImm, env: dict) -> str:
+        return e.value
+
+    def x_DataTypeImm(self, e: rx.DataTypeImm, env: dict) -> Any:
+        return e.value
+
+    def x_GlobalVar(self, e: GlobalVar, env: dict) -> Any:
+        return self.mod[e]
+
+    def x_ExternFunc(self, e: rx.ExternFunc, env: dict) -> Callable:
+        return get_func(e.global_symbol)
+
+    def x_Function(self, e: rx.Function, env: dict) -> Closure:
+        return Closure(e, dict(env))
+
+    def x_If(self, e: rx.If, env: dict) -> Any:
+        cond = self.eval(e.cond, env)
+        branch = e.true_branch if bool(np.asarray(cond)) else e.false_branch
+        return self.eval(branch, env)
+
+    def x_Call(self, e: rx.Call, env: dict) -> Any:
+        op = e.op
+        if isinstance(op, tir.Op):
+            if op.name == "relax.call_tir":
+                return self.call_tir(e, env)
+            if op.name == "relax.call_dps_packed":
+                return self.call_dps(e, env)
+            if op.name == "relax.call_packed":
+                fn = self.callee(e.args[0], env)
+                return fn(*(self.eval(a, env) for a in e.args[1:]))
+            ref = NUMPY_OPS.get(op.name)
+            if ref is None:
+                raise TVMSError(f"the Relax operator {op.name!r} has no numpy reference")
+            return ref(tuple(self.eval(a, env) for a in e.args), e.attrs)
+        target = self.eval(op, env) if not isinstance(op, GlobalVar) else self.mod[op]
+        args = [self.eval(a, env) for a in e.args]
+        if isinstance(target, rx.Function):
+            return self.call_function(target, args)
+        if isinstance(target, Closure):
+            return self.call_function(target.func, args, target.env)
+        if isinstance(target, PrimFunc):
+            raise TVMSError("a PrimFunc is called through R.call_tir, not directly")
+        if callable(target):
+            return target(*args)
+        raise TVMSError(f"cannot call a value of type {type(target).__name__}")
+
+    def callee(self, e: Any, env: dict) -> Callable:
+        if isinstance(e, rx.StringImm):
+            return get_func(e.value)
+        fn = self.eval(e, env)
+        if not callable(fn):
+            raise TVMSError(f"R.call_packed: {fn!r} is not a packed function")
+        return fn
+
+    def outputs(self, e: rx.Call, env: dict) -> list:
+        outs = []
+        for s in e.sinfo_args:
+            if not isinstance(s, TensorStructInfo) or s.dims is None:
+                raise TVMSError("the outputs of a destination-passing call need known shapes")
+            shape = tuple(int(self.prim(d, env)) for d in s.dims)
+            outs.append(np.zeros(shape, dtype=numpy_dtype(s.dtype)))
+        return outs
+
+    def call_tir(self, e: rx.Call, env: dict) -> Any:
+        gv = e.args[0]
+        func = self.mod[gv]
+        if not isinstance(func, PrimFunc):
+            raise TVMSError(f"R.call_tir: {gv.name_hint!r} is not a PrimFunc")
+        inputs = list(self.eval(e.args[1], env))
+        outs = self.outputs(e, env)
+        extra = list(self.eval(e.args[2], env)) if len(e.args) > 2 else []
+        run_prim_func(func, *inputs, *outs, *extra)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def call_dps(self, e: rx.Call, env: dict) -> Any:
+        fn = self.callee(e.args[0], env)
+        inputs = list(self.eval(e.args[1], env))
+        outs = self.outputs(e, env)
+        fn(*inputs, *outs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def run_relax(mod: IRModule, func_name: str, *args: Any) -> Any:
+    """Evaluate the Relax function ``func_name`` of ``mod`` on numpy arrays (and numbers, shapes,
+    tuples); returns the result as numpy arrays.
+
+    >>> run_relax(mod, "main", np.ones((2, 3), "float32"))
+    """
+    func = mod[func_name]
+    if not isinstance(func, rx.Function):
+        raise TVMSError(f"{func_name!r} is not a Relax function")
+    args = [Shape(a) if isinstance(a, tuple) and _is_shape_param(p) else a
+            for a, p in zip(args, func.params)]
+    with np.errstate(all="ignore"):
+        return _Interpreter(mod).call_function(func, list(args))
+
+
+def eval_expr(expr: Any, mod: IRModule | None = None, env: dict | None = None) -> Any:
+    """Evaluate one Relax expression (its free variables looked up in ``env``)."""
+    with np.errstate(all="ignore"):
+        return _Interpreter(mod if mod is not None else IRModule()).eval(expr, dict(env or {}))
+
+
+def _is_shape_param(p: rx.Var) -> bool:
+    return isinstance(p.struct_info, ShapeStructInfo)
+
+
+__all__ = ["run_relax", "eval_expr", "register_func", "get_func", "Closure", "Shape", "SPECIAL_OPS"]

@@ -1,0 +1,142 @@
+"""TensorIR values with numpy: data types, casts with TVM's wraparound, truncating division and
+the intrinsics (``T.exp``, ``T.max_value``, ...) that the reference executor calls."""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from tvms.ir.dtype import DataType
+from tvms.ir.errors import TVMSError
+
+
+# ---------------------------------------------------------------- dtypes and values
+def numpy_dtype(dtype: DataType | str) -> np.dtype:
+    """The numpy dtype of a TensorIR scalar type (vector types: of their element)."""
+    dt = DataType(dtype).element_of
+    if dt.is_bool:
+        return np.dtype(np.bool_)
+    if dt.code == "float" and dt.bits in (16, 32, 64):
+        return np.dtype(f"float{dt.bits}")
+    if dt.is_int and dt.bits in (8, 16, 32, 64):
+        return np.dtype(f"int{dt.bits}")
+    if dt.is_uint and dt.bits in (8, 16, 32, 64):
+        return np.dtype(f"uint{dt.bits}")
+    if dt.is_handle:
+        return np.dtype(object)
+    raise TVMSError(f"the reference executor cannot represent the data type {dt}")
+
+
+def wrap_int(value: int, dtype: DataType) -> int:
+    """``value`` wrapped to the width of the integer type ``dtype`` (two's complement)."""
+    bits = dtype.bits
+    if dtype.is_bool:
+        return bool(value)
+    value = int(value) & ((1 << bits) - 1)
+    if dtype.is_int and value >= 1 << (bits - 1):
+        value -= 1 << bits
+    return value
+
+
+def cast_value(value: Any, dtype: DataType) -> Any:
+    """``value`` as a value of ``dtype``: Python int / bool for integers, numpy scalar for floats,
+    numpy arrays for vectors."""
+    if dtype.lanes > 1 or isinstance(value, np.ndarray):
+        arr = np.asarray(value)
+        if dtype.is_integer and arr.dtype.kind == "f":
+            arr = np.trunc(arr)
+        return arr.astype(numpy_dtype(dtype))
+    if dtype.is_bool:
+        return bool(value)
+    if dtype.is_integer:
+        if isinstance(value, (float, np.floating)):
+            value = math.trunc(float(value))
+        return wrap_int(int(value), dtype)
+    if dtype.is_float:
+        return numpy_dtype(dtype).type(value)
+    return value
+
+
+def trunc_div(a: Any, b: Any) -> Any:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        q = np.abs(a) // np.abs(b)
+        return np.where((np.asarray(a) < 0) != (np.asarray(b) < 0), -q, q)
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+def trunc_mod(a: Any, b: Any) -> Any:
+    return a - trunc_div(a, b) * b
+
+
+# ---------------------------------------------------------------- intrinsics
+def _float_fn(f: Callable) -> Callable:
+    def apply(dtype: DataType, *args: Any) -> Any:
+        return cast_value(f(*args), dtype)
+    return apply
+
+
+def _erf(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return np.vectorize(math.erf)(x)
+    return math.erf(float(x))
+
+
+def _sigmoid(x: Any) -> Any:
+    return 1 / (1 + np.exp(-x))
+
+
+def _round(x: Any) -> Any:
+    return np.rint(x)  # TVM's round is round-half-to-even (llvm.nearbyint)
+
+
+def _limit(which: str) -> Callable:
+    def apply(dtype: DataType) -> Any:
+        nd = numpy_dtype(dtype)
+        info = np.finfo(nd) if dtype.is_float else np.iinfo(nd)
+        return cast_value(info.max if which == "max" else info.min, dtype)
+    return apply
+
+
+def _reinterpret(dtype: DataType, x: Any) -> Any:
+    # the argument's dtype is not known here; numpy scalars and arrays carry theirs
+    return np.asarray(x).view(numpy_dtype(dtype))[()] if dtype.is_float else \
+        int(np.asarray(x).view(numpy_dtype(dtype))[()])
+
+
+def _no_op(dtype: DataType, *args: Any) -> Any:
+    return 0
+
+
+# name -> f(dtype, *evaluated args). if_then_else is compiled lazily, separately.
+INTRINSICS: dict[str, Callable] = {
+    "tir.exp": _float_fn(np.exp), "tir.exp2": _float_fn(np.exp2), "tir.exp10": _float_fn(lambda x: 10 ** x),
+    "tir.log": _float_fn(np.log), "tir.log2": _float_fn(np.log2), "tir.log10": _float_fn(np.log10),
+    "tir.log1p": _float_fn(np.log1p), "tir.expm1": _float_fn(np.expm1),
+    "tir.sqrt": _float_fn(np.sqrt), "tir.rsqrt": _float_fn(lambda x: 1 / np.sqrt(x)),
+    "tir.sin": _float_fn(np.sin), "tir.cos": _float_fn(np.cos), "tir.tan": _float_fn(np.tan),
+    "tir.sinh": _float_fn(np.sinh), "tir.cosh": _float_fn(np.cosh), "tir.tanh": _float_fn(np.tanh),
+    "tir.asin": _float_fn(np.arcsin), "tir.acos": _float_fn(np.arccos), "tir.atan": _float_fn(np.arctan),
+    "tir.asinh": _float_fn(np.arcsinh), "tir.acosh": _float_fn(np.arccosh), "tir.atanh": _float_fn(np.arctanh),
+    "tir.erf": _float_fn(_erf), "tir.sigmoid": _float_fn(_sigmoid),
+    "tir.fabs": _float_fn(np.abs), "tir.floor": _float_fn(np.floor), "tir.ceil": _float_fn(np.ceil),
+    "tir.round": _float_fn(_round), "tir.nearbyint": _float_fn(_round), "tir.trunc": _float_fn(np.trunc),
+    "tir.pow": _float_fn(np.power), "tir.fmod": _float_fn(np.fmod), "tir.atan2": _float_fn(np.arctan2),
+    "tir.hypot": _float_fn(np.hypot), "tir.copysign": _float_fn(np.copysign),
+    "tir.nextafter": _float_fn(np.nextafter),
+    "tir.isnan": lambda dt, x: cast_value(np.isnan(x), dt),
+    "tir.isinf": lambda dt, x: cast_value(np.isinf(x), dt),
+    "tir.isfinite": lambda dt, x: cast_value(np.isfinite(x), dt),
+    "tir.likely": lambda dt, x: x,
+    "tir.assume": lambda dt, x: True,
+    "tir.max_value": _limit("max"), "tir.min_value": _limit("min"),
+    "tir.infinity": lambda dt: cast_value(np.inf, dt),
+    "tir.reinterpret": _reinterpret,
+    "tir.bitwise_and": lambda dt, a, b: a & b, "tir.bitwise_or": lambda dt, a, b: a | b,
+    "tir.bitwise_xor": lambda dt, a, b: a ^ b, "tir.bitwise_not": lambda dt, a: cast_value(~a, dt),
+    "tir.shift_left": lambda dt, a, b: cast_value(a << b, dt), "tir.shift_right": lambda dt, a, b: a >> b,
+    "tir.popcount": lambda dt, a: bin(wrap_int(a, DataType(f"uint{dt.bits}"))).count("1"),
+    "tir.tvm_storage_sync": _no_op,  # serial thread emulation: every thread already finished
+    "tir.start_profile_intrinsic": _no_op, "tir.end_profile_intrinsic": _no_op,
+}

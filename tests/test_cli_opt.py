@@ -1,0 +1,178 @@
+"""``tvms opt``: run passes over a module from the command line."""
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CORPUS, FIXTURES, ROOT
+from tvms.cli import main
+from tvms.lowering import pass_registry
+
+EXAMPLE = str(ROOT / "examples" / "relu_to_gelu.py")
+BEFORE = (FIXTURES / "seeds_relax" / "seed003_relax_mlp_exported.tvms").read_text()
+AFTER = (FIXTURES / "seeds_relax" / "seed003_relax_relu_to_gelu.tvms").read_text().rstrip("\n") + "\n"
+
+FAILING = '''\
+import tvms as tvm
+
+@tvm.transform.module_pass(opt_level=0, name="Explode")
+def explode(mod, ctx):
+    raise RuntimeError("kaboom")
+
+@tvm.transform.module_pass(opt_level=0, name="Unprintable")
+def unprintable(mod, ctx):
+    mod["forward"] = object()
+    return mod
+
+@tvm.transform.module_pass(opt_level=3, name="MarkIt")
+class MarkIt:
+    def transform_module(self, mod, ctx):
+        return mod.with_attrs({"marked": ctx.opt_level})
+'''
+
+
+@pytest.fixture(autouse=True)
+def clean_registry():
+    saved = dict(pass_registry._REGISTRY), dict(pass_registry._SOURCES)
+    yield
+    pass_registry._REGISTRY.clear()
+    pass_registry._REGISTRY.update(saved[0])
+    pass_registry._SOURCES.clear()
+    pass_registry._SOURCES.update(saved[1])
+
+
+@pytest.fixture
+def model(tmp_path):
+    path = tmp_path / "model.tvms"
+    path.write_text(BEFORE)
+    return path
+
+
+@pytest.fixture
+def failing(tmp_path):
+    path = tmp_path / "failing.py"
+    path.write_text(FAILING)
+    return str(path)
+
+
+def test_file_to_stdout(model, capsys):
+    assert main(["opt", "--load", EXAMPLE, "-p", "ReluToGelu", str(model)]) == 0
+    out, err = capsys.readouterr()
+    assert out == AFTER
+    assert err == ""
+    assert model.read_text() == BEFORE
+
+
+def test_stdin_to_stdout(monkeypatch, capsys):
+    for argv in (["opt", "--load", EXAMPLE, "-p", "ReluToGelu"],
+                 ["opt", "--load", EXAMPLE, "-p", "ReluToGelu", "-"]):
+        monkeypatch.setattr(sys, "stdin", io.StringIO(BEFORE))
+        assert main(argv) == 0
+        assert capsys.readouterr().out == AFTER
+
+
+def test_output_file_is_written_atomically(model, tmp_path, capsys):
+    out_path = tmp_path / "out.tvms"
+    assert main(["opt", "--load", EXAMPLE, "-p", "ReluToGelu", str(model), "-o", str(out_path)]) == 0
+    assert out_path.read_text() == AFTER
+    assert capsys.readouterr().out == ""
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    # rewriting the input in place keeps its permissions
+    os.chmod(model, 0o640)
+    assert main(["opt", "--load", EXAMPLE, "-p", "ReluToGelu", str(model), "-o", str(model)]) == 0
+    assert model.read_text() == AFTER
+    assert oct(os.stat(model).st_mode & 0o777) == oct(0o640)
+
+
+def test_failed_pass_leaves_output_file_alone(model, tmp_path, failing, capsys):
+    out_path = tmp_path / "out.tvms"
+    out_path.write_text("old\n")
+    assert main(["opt", "--load", failing, "-p", "Explode", str(model), "-o", str(out_path)]) == 1
+    assert out_path.read_text() == "old\n"
+    err = capsys.readouterr().err
+    assert err == "tvms: error: pass 'Explode': RuntimeError: kaboom\n"
+
+
+def test_tvm_0_27_dialect(capsys):
+    if not CORPUS.exists():
+        pytest.skip("needs ../shared/corpus")
+    src = str(CORPUS / "mlp_bias_dyn_01_exported.tvms")
+    assert main(["opt", "--load", EXAMPLE, "-p", "ReluToGelu", src]) == 0  # keeps the input's dialect
+    expected = (CORPUS / "mlp_bias_dyn_06_relu_to_gelu.tvms").read_text().rstrip("\n") + "\n"
+    assert capsys.readouterr().out == expected
+    assert main(["opt", "--load", EXAMPLE, "-p", "ReluToGelu", "--dialect", "classic", src]) == 0
+    assert 'R.Tensor(("n", 784)' in capsys.readouterr().out
+
+
+def test_list_passes(failing, capsys):
+    assert main(["opt", "--load", EXAMPLE, "--load", failing, "--list-passes"]) == 0
+    names = capsys.readouterr().out.split()
+    assert {"ReluToGelu", "Explode", "Unprintable", "MarkIt"} <= set(names)
+    assert names == sorted(names)
+
+
+def test_unknown_pass_names_close_ones(model, capsys):
+    assert main(["opt", "--load", EXAMPLE, "-p", "ReluToGelu,ReluToGelo", str(model)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("tvms: error: unknown pass 'ReluToGelo'; did you mean 'ReluToGelu'?")
+    assert "Traceback" not in err
+
+
+def test_usage_errors_exit_2(model, tmp_path, capsys):
+    assert main(["opt", str(model)]) == 2  # no -p
+    assert "-p PASS" in capsys.readouterr().err
+    assert main(["opt", "--load", EXAMPLE, "-p", "ReluToGelu,", str(model)]) == 2
+    assert "empty pass name" in capsys.readouterr().err
+    assert main(["opt", "--load", str(tmp_path / "nope.py"), "--list-passes"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["opt", "--load", EXAMPLE, "-p", "ReluToGelu", str(tmp_path / "missing.tvms")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["opt", "--bogus"]) == 2
+
+
+def test_parse_error_exit_2_with_position(tmp_path, capsys):
+    bad = tmp_path / "bad.tvms"
+    bad.write_text(BEFORE.replace("R.nn.relu(add)", "R.nn.relu(add"))
+    assert main(["opt", "--load", EXAMPLE, "-p", "ReluToGelu", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:" in err and "^" in err and "Traceback" not in err
+
+
+def test_verify_each_names_the_broken_pass(model, failing, capsys):
+    assert main(["opt", "--load", EXAMPLE, "--load", failing, "--verify-each",
+                 "-p", "ReluToGelu,Unprintable", str(model)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("tvms: error: pass 'Unprintable': produced IR that cannot be printed")
+
+
+def test_print_after_all_and_timing_go_to_stderr(model, capsys):
+    assert main(["opt", "--load", EXAMPLE, "-p", "ReluToGelu", "--print-after-all", "--timing",
+                 "--verify-each", str(model)]) == 0
+    out, err = capsys.readouterr()
+    assert out == AFTER
+    assert err.startswith("After Running Pass: ReluToGelu (opt_level=0)\n" + AFTER)
+    assert "Pass timing:" in err and "ReluToGelu" in err.split("Pass timing:")[1]
+
+
+def test_named_passes_run_whatever_their_opt_level(model, failing, capsys):
+    assert main(["opt", "--load", failing, "-p", "MarkIt", "--opt-level", "1", str(model)]) == 0
+    assert '"marked": 1' in capsys.readouterr().out
+
+
+def test_the_installed_command(model):
+    proc = subprocess.run(
+        [sys.executable, "-m", "tvms", "opt", "--load", EXAMPLE, "-p", "ReluToGelu"],
+        input=BEFORE, capture_output=True, text=True, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == AFTER
+    proc = subprocess.run([sys.executable, "-m", "tvms", "opt", "-p", "Nope", str(model)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "unknown pass 'Nope'" in proc.stderr
