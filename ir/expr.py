@@ -41,37 +41,30 @@ class PrimExpr(Node):
     (``tvms.ir.arith``), as ``te.compute`` bodies need; ``==`` stays identity, as for every node.
     """
 
-    def _op(self, cls_name: str, other: Any, reflected: bool = False) -> Any:
+    def __neg__(self) -> Any:
+        from .arith import negate
+
+        return negate(self)
+
+
+def _operator(symbol: str, reflected: bool) -> Any:
+    """A Python operator method of PrimExpr: ``a + 1`` builds Add(a, 1) with TVM's conversions."""
+    def method(self: PrimExpr, other: Any) -> Any:
         from . import arith
 
         if not isinstance(other, (PrimExpr, int, float)):
             return NotImplemented
         a, b = (other, self) if reflected else (self, other)
-        if cls_name == "Div":
-            return arith.truediv(a, b)
-        return arith.binary(globals()[cls_name], a, b)
+        return arith.truediv(a, b) if symbol == "/" else arith.binary(arith.BINARY_OPERATORS[symbol], a, b)
+    return method
 
-    __add__ = lambda s, o: s._op("Add", o)  # noqa: E731
-    __radd__ = lambda s, o: s._op("Add", o, True)  # noqa: E731
-    __sub__ = lambda s, o: s._op("Sub", o)  # noqa: E731
-    __rsub__ = lambda s, o: s._op("Sub", o, True)  # noqa: E731
-    __mul__ = lambda s, o: s._op("Mul", o)  # noqa: E731
-    __rmul__ = lambda s, o: s._op("Mul", o, True)  # noqa: E731
-    __truediv__ = lambda s, o: s._op("Div", o)  # noqa: E731
-    __rtruediv__ = lambda s, o: s._op("Div", o, True)  # noqa: E731
-    __floordiv__ = lambda s, o: s._op("FloorDiv", o)  # noqa: E731
-    __rfloordiv__ = lambda s, o: s._op("FloorDiv", o, True)  # noqa: E731
-    __mod__ = lambda s, o: s._op("FloorMod", o)  # noqa: E731
-    __rmod__ = lambda s, o: s._op("FloorMod", o, True)  # noqa: E731
-    __lt__ = lambda s, o: s._op("LT", o)  # noqa: E731
-    __le__ = lambda s, o: s._op("LE", o)  # noqa: E731
-    __gt__ = lambda s, o: s._op("GT", o)  # noqa: E731
-    __ge__ = lambda s, o: s._op("GE", o)  # noqa: E731
 
-    def __neg__(self) -> Any:
-        from .arith import negate
-
-        return negate(self)
+for _name, _symbol in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"),
+                       ("floordiv", "//"), ("mod", "%")):
+    setattr(PrimExpr, f"__{_name}__", _operator(_symbol, False))
+    setattr(PrimExpr, f"__r{_name}__", _operator(_symbol, True))
+for _name, _symbol in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
+    setattr(PrimExpr, f"__{_name}__", _operator(_symbol, False))
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -139,6 +139,13 @@ def has_min_max(e: Any) -> bool:
     return bool(collect(e, Min) or collect(e, Max))
 
 
+def has_negative_size(sinfo: Any) -> bool:
+    """A negative constant size: TVM's inference gives one to a split into more sections than
+    the axis has elements, or to a slice whose begin is past its end."""
+    return any(int_of(d) is not None and int_of(d) < 0 for t in collect(sinfo, TensorStructInfo)
+               for d in t.dims or ())
+
+
 def has_compound_size(sinfo: Any) -> bool:
     """A size that is neither a constant nor a variable (``m * 2``) in ``sinfo``."""
     if isinstance(sinfo, TupleStructInfo):
@@ -460,7 +467,8 @@ def op_split(draw: Callable, scope: Scope) -> Any:
         hi = int_of(dx[axis]) if is_static(dx[axis]) else 6
         spec = sorted(draw(_between(0, hi + 1)) for _ in range(draw(_between(1, 2))))
     result = call("split", [x], {"indices_or_sections": spec, "axis": axis - len(dx) if coin(draw) else axis})
-    if not GENERATE["min_max_with_constant"] and has_min_max(result.struct_info):
+    if has_negative_size(result.struct_info) or \
+            not GENERATE["min_max_with_constant"] and has_min_max(result.struct_info):
         return None
     if not isinstance(result.struct_info, TupleStructInfo) or coin(draw):
         return result
@@ -680,6 +688,8 @@ def draw_binding(draw: Callable, scope: Scope, output: bool = False) -> rx.Var:
         value = ops[(start + i) % len(ops)](draw, scope)
         if isinstance(value, rx.Var):  # bound already (match_cast)
             return value
+        if value is not None and has_negative_size(value.struct_info):
+            continue
         if value is not None and not GENERATE["min_max_with_constant"] and has_min_max(value.struct_info):
             continue
         if value is not None:

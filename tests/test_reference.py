@@ -387,3 +387,27 @@ def test_integer_semantics_property() -> None:
                                 a - b if a < b else a * 2]
 
     check()
+
+
+def test_let_expression_and_likely() -> None:
+    from tvms.ir import expr as E
+    from tvms.ir import stmt as S
+    from tvms.ir.buffer import decl_buffer
+    from tvms.ir.dtype import handle
+    from tvms.ir.node import FrozenDict
+    from tvms.ir.op import get_op
+    from tvms.runtime.reference import compile_expr
+
+    buf = decl_buffer((4,), "int32", "B")
+    param = E.Var("b", handle)
+    i, v = E.Var("i"), E.Var("v")
+    value = E.Let(v, E.Mul(i, E.IntImm(E.int32, 3)), E.Add(v, v))  # let v = 3 i in v + v
+    cond = E.Call(E.boolean, get_op("tir.likely"), (E.LT(i, E.IntImm(E.int32, 2)),))
+    body = S.For(i, E.IntImm(E.int32, 0), E.IntImm(E.int32, 4), "serial",
+                 S.IfThenElse(cond, S.BufferStore(buf, value, (i,)),
+                              S.BufferStore(buf, E.IntImm(E.int32, -1), (i,))))
+    func = PrimFunc((param,), FrozenDict({param: buf}), body)
+    out = np.zeros(4, "int32")
+    run_prim_func(func, out)
+    np.testing.assert_array_equal(out, [0, 6, -1, -1])
+    assert compile_expr(value)({i: 5}) == 30
