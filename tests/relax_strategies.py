@@ -89,6 +89,14 @@ GENERATE = {
     # the variable an `if` binds has the name of a variable already in scope: the printer writes
     # the name as it is at the end of both branches but renames it (`x_1`) where it is used
     "if_name_clash": False,
+    # random calls (the error property): a dtype attribute given a Python list raises TypeError
+    "list_as_dtype_attr": False,
+    # random calls: a shape or index list holding a non-integer (`(2, "a")`, `[0.5]`) raises a
+    # TVMSError that does not name the operator
+    "non_integer_in_shape_list": False,
+    # random calls: a Python list of non-Relax values for a tuple argument (concat's tensors,
+    # call_tir's args) raises AttributeError
+    "python_values_as_tuple_arg": False,
 }
 
 # Names are printing hints; a name may repeat (the printer renames).
@@ -927,6 +935,15 @@ class RandomCall:
         return f"make_call({self.op!r}, {self.args!r}, {self.attrs!r})"
 
 
+def _py_value(draw: Callable, as_attr: bool) -> Any:
+    value = pick(draw, PY_VALUES)
+    if isinstance(value, (list, tuple)) and not GENERATE["non_integer_in_shape_list"]:
+        value = type(value)(v for v in value if isinstance(v, int))
+    if isinstance(value, list) and as_attr and not GENERATE["list_as_dtype_attr"]:
+        value = tuple(value)
+    return value
+
+
 @st.composite
 def random_calls(draw) -> RandomCall:
     """A call of a random operator with random arguments (values of every kind, Python values)
@@ -934,12 +951,15 @@ def random_calls(draw) -> RandomCall:
     name = pick(draw, relax_op.script_names())
     spec = relax_op.lookup(name)
     args = []
-    for _ in range(draw(_between(0, len(spec.args) + 1))):
-        args.append(pick(draw, SAMPLE_VALUES) if draw(_between(0, 3)) else pick(draw, PY_VALUES))
+    for i in range(draw(_between(0, len(spec.args) + 1))):
+        arg_name = spec.args[i] if i < len(spec.args) else None
+        python = draw(_between(0, 3)) == 0 and (
+            GENERATE["python_values_as_tuple_arg"] or arg_name not in ("tensors", "args"))
+        args.append(_py_value(draw, arg_name is None) if python else pick(draw, SAMPLE_VALUES))
     attrs = {}
     for _ in range(draw(_between(0, len(spec.attrs) + 1))):
         key = pick(draw, [a.name for a in spec.attrs] + ["bogus"])
-        attrs[key] = pick(draw, PY_VALUES)
+        attrs[key] = _py_value(draw, True)
     return RandomCall(name, args, attrs)
 
 
