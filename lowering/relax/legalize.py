@@ -1,0 +1,373 @@
+"""``LegalizeOps``: Relax operator calls become ``R.call_tir`` of TensorIR functions made with TE.
+
+This mirrors ``tvm.relax.transform.LegalizeOps()`` of Apache TVM 0.27 for the operators listed in
+``LEGALIZE``: each legalization builds the same TE computation as TVM's (topi's ``add``,
+``transpose``, ``nn.relu``, the ``matmul`` of ``legalize_ops/linear_algebra.py``, ...) through
+``call_te``, which names the PrimFunc's parameters after the Relax arguments and adds the PrimFunc
+to the module under TVM's name (``add``, ``add1``, ...). Calls of operators without a
+legalization are left as they are.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...ir import arith
+from ...ir import relax as rx
+from ...ir.dtype import DataType
+from ...ir.errors import TVMSError
+from ...ir.expr import BufferLoad, FloatImm, IntImm, IterVar, Op, Range
+from ...ir.stmt import BufferStore
+from ...ir.visitor import Mutator
+from ...ir.function import PrimFunc
+from ...ir.module import IRModule
+from ...ir.node import FrozenDict
+from ...ir.relax_op import make_call
+from ...ir.struct_info import TensorStructInfo
+from .. import te
+from ..pass_registry import register_pass
+from ..transform import module_pass
+from .expr_functor import PyExprMutator
+
+class _NotLegalized(Exception):
+    """Raised by a legalization for a case it does not cover: the call stays as it is."""
+
+
+LegalizeFunc = Callable[[Any, rx.Call], Any]
+LEGALIZE: dict[str, LegalizeFunc] = {}
+
+
+def register_legalize(op_name: str) -> Callable[[LegalizeFunc], LegalizeFunc]:
+    def add(f: LegalizeFunc) -> LegalizeFunc:
+        LEGALIZE[op_name] = f
+        return f
+    return add
+
+
+# ---------------------------------------------------------------- call_te
+def _tensor_sinfo(expr: Any) -> TensorStructInfo | None:
+    sinfo = getattr(expr, "struct_info", None)
+    if isinstance(sinfo, TensorStructInfo) and sinfo.dims is not None and not sinfo.dtype.is_void:
+        return sinfo
+    return None
+
+
+def call_te(bb: Any, fte: Callable, *args: Any, primfunc_name_hint: str | None = None) -> rx.Call:
+    """TVM's ``BlockBuilder.call_te``: run ``fte`` on TE placeholders standing for the Relax
+    tensor arguments (named after them), make a private PrimFunc of it, add it to the module and
+    return the ``R.call_tir`` of it. Arguments that are not Relax expressions (scalars) pass
+    through to ``fte`` unchanged."""
+    te_args, inputs, rx_args = [], [], []
+    for a in args:
+        if isinstance(a, rx.RelaxExpr):
+            sinfo = _tensor_sinfo(a)
+            if sinfo is None:
+                raise TVMSError(f"call_te: argument {a!r} is not a tensor of known shape and dtype")
+            name = a.name if isinstance(a, rx.Var) else "rxplaceholder"
+            t = te.placeholder(sinfo.dims, str(sinfo.dtype), name=name)
+            te_args.append(t)
+            inputs.append(t)
+            rx_args.append(a)
+        else:
+            te_args.append(a)
+    out = fte(*te_args)
+    func = _Int64Indices().visit(te.create_prim_func(inputs + [out]))
+    attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
+    func = func.with_changes(attrs=FrozenDict(attrs))
+    gv = bb.add_func(func, primfunc_name_hint or fte.__name__)
+    out_sinfo = TensorStructInfo(rx.ShapeExpr(tuple(out.shape)), out.dtype)
+    return make_call("call_tir", [gv, rx.Tuple(tuple(rx_args))], {}, (out_sinfo,))
+
+
+class _Int64Indices(Mutator):
+    """What ``te.create_prim_func(..., index_dtype_override="int64")`` changes in the functions
+    that legalization makes: int32 constants among the indices (an iterator's start, a broadcast
+    ``0`` index) become int64."""
+
+    def visit_IterVar(self, iv: IterVar) -> IterVar:
+        dom = iv.dom
+        if dom is not None and iv.var.dtype == _I64 and _is_i32(dom.min):
+            return iv.with_changes(dom=Range(IntImm(_I64, dom.min.value), dom.extent))
+        return iv
+
+    def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:
+        load = self.generic_visit(load)
+        if not any(_is_i32(i) for i in load.indices):
+            return load
+        return load.with_changes(indices=tuple(IntImm(_I64, i.value) if _is_i32(i) else i
+                                               for i in load.indices))
+
+    def visit_BufferStore(self, store: BufferStore) -> Any:
+        store = self.generic_visit(store)
+        if not any(_is_i32(i) for i in store.indices):
+            return store
+        return store.with_changes(indices=tuple(IntImm(_I64, i.value) if _is_i32(i) else i
+                                                for i in store.indices))
+
+
+_I64 = DataType("int64")
+
+
+def _is_i32(x: Any) -> bool:
+    return isinstance(x, IntImm) and x.dtype == DataType("int32")
+
+
+# ---------------------------------------------------------------- topi-like computes
+def _is_const(x: Any, value: int) -> bool:
+    return isinstance(x, IntImm) and x.value == value
+
+
+def _same(a: Any, b: Any) -> bool:
+    from ...ir import structural_equal
+
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return a.value == b.value
+    return a is b or structural_equal(a, b)
+
+
+def _broadcast_shape(a: tuple, b: tuple) -> tuple:
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        da = a[-i] if i <= len(a) else None
+        db = b[-i] if i <= len(b) else None
+        if da is None:
+            out.append(db)
+        elif db is None or _same(da, db) or _is_const(db, 1):
+            out.append(da)
+        elif _is_const(da, 1):
+            out.append(db)
+        else:
+            raise _NotLegalized  # two different symbolic sizes: not covered, the call stays
+    return tuple(reversed(out))
+
+
+def _broadcast_index(t: Any, out_shape: tuple, idx: tuple) -> list:
+    """The indices into ``t`` for the output element ``idx`` (topi's InputIndexFromBroadcast)."""
+    shape = tuple(t.shape)
+    off = len(out_shape) - len(shape)
+    return [IntImm(_I64, 0) if _is_const(d, 1) and not _is_const(out_shape[off + i], 1) else idx[off + i]
+            for i, d in enumerate(shape)]
+
+
+def _compute(shape: tuple, f: Callable, name: str, tag: str = "", prefix: str = "i") -> te.Tensor:
+    """``te.compute`` with the axes named ``{prefix}0, {prefix}1, ...``."""
+    n = len(shape)
+    params = ", ".join(f"{prefix}{i}" for i in range(n))
+    fcompute = eval(f"lambda {params}: f(({params}{',' if n == 1 else ''}))", {"f": f})  # noqa: S307
+    return te.compute(shape, fcompute, name=name, tag=tag)
+
+
+def _binary_compute(name: str, fop: Callable) -> Callable:
+    def compute(a: Any, b: Any) -> Any:
+        a_t, b_t = isinstance(a, te.Tensor), isinstance(b, te.Tensor)
+        if a_t and b_t:
+            shape = _broadcast_shape(tuple(a.shape), tuple(b.shape))
+            return _compute(shape, lambda idx: fop(a[tuple(_broadcast_index(a, shape, idx))],
+                                                   b[tuple(_broadcast_index(b, shape, idx))]),
+                            f"T_{name}", "broadcast", "ax")
+        if a_t:
+            return _compute(tuple(a.shape), lambda idx: fop(a[idx], b), f"T_{name}", "elemwise", "ax")
+        if b_t:
+            return _compute(tuple(b.shape), lambda idx: fop(a, b[idx]), f"T_{name}", "elemwise", "ax")
+        raise TVMSError(f"legalize {name}: no tensor operand")
+
+    compute.__name__ = name
+    return compute
+
+
+def _scalar_const(expr: Any) -> Any:
+    """TVM's ``_try_convert_to_scalar_const``: a 0-d int/float constant becomes its value."""
+    if isinstance(expr, rx.Constant):
+        sinfo = expr.struct_info
+        if isinstance(sinfo, TensorStructInfo) and sinfo.ndim == 0:
+            dt = sinfo.dtype
+            value = expr.data.item()
+            if dt.is_float:
+                return FloatImm(dt, float(value))
+            if dt.is_int or dt.is_uint or dt.is_bool:
+                return IntImm(dt, int(value))
+    return expr
+
+
+_BINARY = {
+    "add": lambda x, y: x + y,
+    "subtract": lambda x, y: x - y,
+    "multiply": lambda x, y: x * y,
+    "divide": lambda x, y: x / y,
+    "maximum": lambda x, y: te.max(x, y),
+    "minimum": lambda x, y: te.min(x, y),
+}
+
+
+def _binary_legalize(name: str) -> LegalizeFunc:
+    compute = _binary_compute(name, _BINARY[name])
+
+    def legalize(bb: Any, call: rx.Call) -> Any:
+        arg0, arg1 = call.args
+        arg1 = _scalar_const(arg1)
+        if isinstance(arg1, rx.RelaxExpr):
+            arg0 = _scalar_const(arg0)
+        return call_te(bb, compute, arg0, arg1, primfunc_name_hint=name)
+
+    return legalize
+
+
+for _name in _BINARY:
+    register_legalize(f"relax.{_name}")(_binary_legalize(_name))
+
+
+@register_legalize("relax.nn.relu")
+def _relu(bb: Any, call: rx.Call) -> Any:
+    def relu(x: te.Tensor) -> te.Tensor:
+        from ...ir.expr import const
+
+        return _compute(tuple(x.shape), lambda i: te.max(x[i], const(0, str(x.dtype))), "compute",
+                        "elemwise")
+
+    return call_te(bb, relu, call.args[0], primfunc_name_hint="relu")
+
+
+@register_legalize("relax.nn.gelu")
+def _gelu(bb: Any, call: rx.Call) -> Any:
+    from ...ir.expr import Call as PrimCall, const
+    from ...ir.op import get_op
+
+    mul, add = _binary_compute("multiply", _BINARY["multiply"]), _binary_compute("add", _BINARY["add"])
+
+    def unary(t: te.Tensor, f: Callable) -> te.Tensor:
+        return _compute(tuple(t.shape), lambda i: f(t[i]), "compute", "elemwise")
+
+    def erf(t: te.Tensor) -> te.Tensor:
+        return unary(t, lambda v: PrimCall(v.dtype, get_op("tir.erf"), (v,)))
+
+    def gelu(x: te.Tensor) -> te.Tensor:
+        dtype = str(x.dtype)
+        erf_inp = mul(x, const(0.5 ** 0.5, dtype))
+        if dtype == "float16":  # TVM computes the erf in float32
+            e = unary(erf(unary(erf_inp, lambda v: arith.cast("float32", v))),
+                      lambda v: arith.cast("float16", v))
+        else:
+            e = erf(erf_inp)
+        return mul(x, add(const(0.5, dtype), mul(e, const(0.5, dtype))))
+
+    return call_te(bb, gelu, call.args[0], primfunc_name_hint="gelu")
+
+
+@register_legalize("relax.permute_dims")
+def _permute_dims(bb: Any, call: rx.Call) -> Any:
+    axes = call.attrs.get("axes")
+
+    def transpose(x: te.Tensor) -> te.Tensor:
+        n = len(x.shape)
+        perm = list(range(n - 1, -1, -1)) if axes is None else [int(a) % n for a in axes]
+        shape = tuple(x.shape[p] for p in perm)
+
+        def body(idx: tuple) -> Any:
+            src = [None] * n
+            for i, p in enumerate(perm):
+                src[p] = idx[i]
+            return x[tuple(src)]
+
+        return _compute(shape, body, "T_transpose", "injective", "ax")
+
+    return call_te(bb, transpose, call.args[0], primfunc_name_hint="transpose")
+
+
+@register_legalize("relax.matmul")
+def _matmul(bb: Any, call: rx.Call) -> Any:
+    out_dtype = call.attrs.get("out_dtype")
+    out_dtype = None if out_dtype is None or str(out_dtype) in ("", "void") else str(out_dtype)
+    out_shape = tuple(call.struct_info.dims)
+
+    def matmul(a: te.Tensor, b: te.Tensor) -> te.Tensor:
+        a_shape, b_shape = list(a.shape), list(b.shape)
+        a_prepended = len(a_shape) == 1
+        b_appended = len(b_shape) == 1
+        if a_prepended:
+            a_shape.insert(0, IntImm(DataType("int64"), 1))
+        if b_appended:
+            b_shape.append(IntImm(DataType("int64"), 1))
+        is_a_larger = len(a_shape) > len(b_shape)
+        offset = abs(len(a_shape) - len(b_shape))
+        if _is_const(a_shape[-1], 0):
+            from ...ir.expr import const
+
+            return _compute(out_shape, lambda idx: const(0, str(call.struct_info.dtype)), "matmul")
+
+        def body(idx: tuple) -> Any:
+            k = te.reduce_axis((0, a_shape[-1]), name="k")
+            a_idx, b_idx = [], []
+            for i in range(offset):
+                (a_idx if is_a_larger else b_idx).append(idx[i])
+            for i in range(offset, len(out_shape) - (2 - a_prepended - b_appended)):
+                a_dim = a_shape[i if is_a_larger else i - offset]
+                b_dim = b_shape[i if not is_a_larger else i - offset]
+                if not _same(a_dim, b_dim):
+                    a_idx.append(IntImm(_I64, 0) if _is_const(a_dim, 1) else idx[i])
+                    b_idx.append(IntImm(_I64, 0) if _is_const(b_dim, 1) else idx[i])
+                else:
+                    a_idx.append(idx[i])
+                    b_idx.append(idx[i])
+            if not a_prepended:
+                a_idx.append(idx[-2 + b_appended])
+            a_idx.append(k)
+            b_idx.append(k)
+            if not b_appended:
+                b_idx.append(idx[-1])
+            x, y = a[tuple(a_idx)], b[tuple(b_idx)]
+            if out_dtype is not None:
+                x, y = arith.cast(out_dtype, x), arith.cast(out_dtype, y)
+            return te.sum(x * y, axis=k)
+
+        return _compute(out_shape, body, "matmul")
+
+    return call_te(bb, matmul, call.args[0], call.args[1], primfunc_name_hint="matmul")
+
+
+# ---------------------------------------------------------------- the pass
+class _Legalizer(PyExprMutator):
+    def visit_call_(self, call: rx.Call) -> Any:
+        call = self.visit_expr_post_order(call)
+        if not isinstance(call, rx.Call) or not isinstance(call.op, Op):
+            return call
+        legalize = LEGALIZE.get(call.op.name)
+        if legalize is None:
+            return call
+        if any(_tensor_sinfo(a) is None and not isinstance(_scalar_const(a), (FloatImm, IntImm))
+               for a in call.args) or _tensor_sinfo(call) is None:
+            return call  # TVM skips calls whose shapes are not known
+        try:
+            return legalize(self.builder_, call)
+        except _NotLegalized:
+            return call
+
+
+@module_pass(opt_level=0, name="LegalizeOps")
+class LegalizeOps:
+    """``relax.transform.LegalizeOps()``: lower the Relax operator calls that have a
+    legalization to ``R.call_tir`` of PrimFuncs; other calls stay as they are."""
+
+    def transform_module(self, mod: IRModule, ctx: Any = None) -> IRModule:
+        mutator = _Legalizer(mod)
+        for gv, func in mod.functions_items():
+            if isinstance(func, rx.Function):
+                new = mutator.visit_expr(func)
+                if new is not func:
+                    mutator.builder_.update_func(gv, new)
+        return _tvm_print_order(mutator.builder_.get())
+
+
+def _tvm_print_order(mod: IRModule) -> IRModule:
+    """The module with its functions in the order TVM prints a module: the PrimFuncs by name,
+    then the other (Relax) functions by name. (TVM's module is unordered; tvms prints in
+    insertion order, so the pass inserts in TVM's printing order.)"""
+    items = mod.functions_items()
+    items.sort(key=lambda gf: (not isinstance(gf[1], PrimFunc), gf[0].name_hint))
+    out = IRModule(attrs=mod.attrs, span=mod.span)
+    for gv, func in items:
+        out[gv] = func
+    return out
+
+
+register_pass("LegalizeOps", LegalizeOps, override=True)
+
+__all__ = ["LEGALIZE", "LegalizeOps", "call_te", "register_legalize"]
