@@ -5,13 +5,15 @@ A module holds a ``main`` Relax function and maybe a helper Relax function that 
 (``cls.helper(x)``) and TensorIR functions that ``main`` calls with ``R.call_tir`` (small copy /
 add-one kernels parsed from text, one per shape). A Relax function has one to three tensor
 parameters of small static shapes (1-4 dimensions), some with the symbolic int64 sizes ``n`` and
-``m``, of dtype float32 / float16 / int32 / bool; maybe ``R.func_attr``; public or private; a few
-bindings outside dataflow, a dataflow block of one to eight bindings, more bindings after it,
-maybe an ``if``/``else`` binding, and returns one value or a tuple.
+``m``, of dtype float32 / float16 / int32 / bool (now and then one of known rank only, or an
+``R.Prim`` scalar, an ``R.Shape`` or an ``R.Object`` instead); maybe ``R.func_attr``; public or
+private; a few bindings outside dataflow, a dataflow block of one to eight bindings, more
+bindings after it, maybe an ``if``/``else`` binding (on a ``cond`` parameter), and returns one
+value or a tuple.
 
 The bindings call the operators of ``ir/relax_ops*.py`` on values in scope whose struct info the
-operator accepts: elementwise operators on equal or broadcastable shapes (and ``R.const``
-scalars), matmul with matching inner sizes, permute_dims, reshape to a shape of the same number
+operator accepts: elementwise operators on equal or broadcastable shapes (and ``R.const``,
+``R.prim_value`` and ``R.Prim`` scalars), matmul with matching inner sizes, permute_dims, reshape to a shape of the same number
 of elements, reductions, expand_dims / squeeze, concat, split (then ``t[i]``), strided_slice,
 take, astype, where, softmax, layer_norm / rms_norm, broadcast_to, zeros / ones / full,
 shape_of; plus tuples and tuple indexing, ``R.match_cast`` to a more specific shape (binding new
@@ -21,8 +23,8 @@ these generators, never an expected outcome.
 
 "Well-formed" means what TVM's well-formedness check asks (``check_well_formed``): a Relax
 variable is used after its binding and inside its scope (a dataflow variable inside its block, a
-branch's variables inside the branch); a symbolic size is used where a parameter's struct info or
-an earlier ``R.match_cast`` defines it; calls of module functions have the arguments the callee
+branch's variables inside the branch, a shape variable in struct info likewise); a symbolic size
+is used where a parameter's struct info or an earlier ``R.match_cast`` defines it; calls of module functions have the arguments the callee
 declares; every operator call has the struct info inference gives it.
 
 As in ``strategies.py`` (read its docstring), the generators are plain functions over ``draw``
@@ -39,15 +41,15 @@ import hypothesis.strategies as st
 
 from strategies import _between, coin, draw_attr_value, pick
 from tvms import relax
-from tvms.ir import DataType, FrozenDict, IntImm, IRModule, Max, Min, PrimFunc
+from tvms.ir import DataType, FloatImm, IntImm, IRModule, Max, Min, PrimFunc
 from tvms.ir import Var as TirVar
 from tvms.ir import relax as rx
 from tvms.ir import relax_op
 from tvms.ir.errors import TVMSError
 from tvms.ir.module import GlobalVar
 from tvms.ir.relax_infer import int_of, known_dims, prove_equal
-from tvms.ir.struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
-                                 StructInfo, TensorStructInfo, TupleStructInfo)
+from tvms.ir.struct_info import (ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
+                                 TensorStructInfo, TupleStructInfo)
 from tvms.ir.structural import first_mismatch, structural_equal
 from tvms.ir.visitor import collect
 from tvms.script import from_source
@@ -74,8 +76,6 @@ GENERATE = {
     # the classic dialect: a parameter with the name of a symbolic size in the signature (`m`)
     # keeps its name and the size becomes `m_1 = T.int64()`, but the signature still says "m"
     "param_named_like_size": False,
-    # R.const of nan / inf
-    "special_float_const": False,
     # `T.min(4, n)` / `T.max(n - 1, 0)` (sizes strided_slice and split compute) parse with the
     # constant as `T.Cast("int64", 4)` instead of an int64 constant
     "min_max_with_constant": False,
@@ -89,6 +89,9 @@ GENERATE = {
     # the variable an `if` binds has the name of a variable already in scope: the printer writes
     # the name as it is at the end of both branches but renames it (`x_1`) where it is used
     "if_name_clash": False,
+    # an int32 R.prim_value prints as `R.prim_value(0)` (classic) / `0` (TVM 0.27), which reads
+    # back as an int64
+    "int32_prim_value": False,
     # random calls (the error property): a dtype attribute given a Python list raises TypeError
     "list_as_dtype_attr": False,
     # random calls: a shape or index list holding a non-integer (`(2, "a")`, `[0.5]`) raises a
@@ -107,15 +110,14 @@ PARAM_NAMES = ("x", "y", "w", "b", "data", "lv", "gv", "R", "T", "in", "range", 
 VALUE_NAMES = ("", "lv", "gv", "x", "y", "out", "t", "lv1", "a.b", "R", "T", "I", "n", "m", "k",
                "in", "True", "range", "Module", "main", "helper", "ä")
 RESERVED_NAMES = ("cls", "metadata")
-SIZE_NAMES_AS_PARAMS = ("n", "m")
 SIZE_NAMES = ("n", "m")
 NEW_SIZE_NAMES = ("k", "m", "n")  # sizes match_cast binds (may repeat a parameter size's name)
 FUNC_NAMES = ("main", "forward")
 HELPER_NAMES = ("helper", "fused_add", "f")
 PRIM_NAMES = ("copy", "add_one", "tir_kernel")
 ATTR_KEYS = ("num_input", "key", "relax.rewrite", "tir_var_upper_bound")
-SPECIAL_FLOATS = (0.0, 1.0, -2.5, 0.5, 1e-05, 3.0e38, -0.0, 0.1, 123.25)
-NONFINITE = (float("nan"), float("inf"), float("-inf"))
+SPECIAL_FLOATS = (0.0, 1.0, -2.5, 0.5, 1e-05, 3.0e38, -0.0, 0.1, 123.25, float("nan"), float("inf"),
+                  float("-inf"))
 
 
 # ---------------------------------------------------------------- small helpers
@@ -211,8 +213,7 @@ def const(draw: Callable, dtype: DataType) -> rx.Constant:
         value = (draw(_between(0, 8)) if form == 0 else -draw(_between(1, 8)) if form == 1
                  else pick(draw, (2 ** 31 - 1, -2 ** 31)))
         return relax.const(value, str(dtype))
-    options = SPECIAL_FLOATS + (NONFINITE if GENERATE["special_float_const"] else ())
-    value = pick(draw, options)
+    value = pick(draw, SPECIAL_FLOATS)
     if dtype == F16 and abs(value) > 60000:
         value = 65504.0
     return relax.const(value, str(dtype))
@@ -228,7 +229,6 @@ class ModuleState:
     cross_dialect: bool = False
     kernels: dict = field(default_factory=dict)  # (dims key, dtype, arity) -> GlobalVar
     helper: Any = None  # (GlobalVar, param struct infos) of the helper function
-    used_names: set = field(default_factory=set)
 
 
 @dataclass
@@ -255,6 +255,8 @@ class Scope:
 
 def value_name(draw: Callable, scope: Scope) -> str:
     names = VALUE_NAMES + (RESERVED_NAMES if GENERATE["reserved_names"] else ())
+    if scope.module.cross_dialect:
+        names = tuple(x for x in names if x not in SIZE_NAMES + NEW_SIZE_NAMES)
     return pick(draw, names)
 
 
@@ -297,13 +299,21 @@ def operand_for(draw: Callable, scope: Scope, a: Any, dtype: DataType | None = N
     """A second operand for ``a``: itself, a scalar constant, or a value that broadcasts with it."""
     dtype = dtype or dtype_of(a)
     da = dims_of(a)
-    kind = draw(_between(0, 2))
+    kind = draw(_between(0, 3))
     if kind == 1:
         return const(draw, dtype)
     if kind == 2 and da is not None:
         others = scope.shaped(lambda v: dtype_of(v) == dtype and can_broadcast(da, dims_of(v)))
         if others:
             return pick(draw, others)
+    if kind == 3:  # a scalar: R.Prim parameter, or R.prim_value
+        scalars = [v for v in scope.of_kind(PrimStructInfo) if v.struct_info.dtype == dtype]
+        if scalars and coin(draw):
+            return pick(draw, scalars)
+        if dtype.is_float:
+            return rx.PrimValue(FloatImm(dtype, pick(draw, (0.5, 2.0, -1.0))))
+        if dtype != I32 or GENERATE["int32_prim_value"]:
+            return rx.PrimValue(IntImm(dtype, draw(_between(0, 1 if dtype.is_bool else 9))))
     return a
 
 
@@ -508,7 +518,7 @@ def op_strided_slice(draw: Callable, scope: Scope) -> Any:
         strides.append(pick(draw, (1, 2, -1)))
     args = [x, axes, begin, end] + ([strides] if inbound or coin(draw) or any(s != 1 for s in strides) else [])
     result = call("strided_slice", args, {"assume_inbound": inbound})
-    if any(int_of(d) is not None and int_of(d) < 0 for d in dims_of(result)):
+    if has_negative_size(result.struct_info):
         # begin after end: TVM (and tvms) give a negative size; slice the whole axis instead
         return call("strided_slice", [x, axes, [0] * len(axes), [dx[a] for a in axes]])
     return result
@@ -541,8 +551,8 @@ def op_where(draw: Callable, scope: Scope) -> Any:
     else:
         cond = emit(draw, scope, call(pick(draw, COMPARE), [a, const(draw, dtype_of(a))]))
     b = operand_for(draw, scope, a)
-    if not can_broadcast(dims_of(cond), dims_of(b) if dims_of(b) is not None else ()):
-        b = a
+    if tensor_sinfo(b) is None or not can_broadcast(dims_of(cond), dims_of(b) if dims_of(b) is not None else ()):
+        b = a  # (R.where takes tensors only)
     return call("where", [cond, a, b])
 
 
@@ -629,13 +639,17 @@ def op_const(draw: Callable, scope: Scope) -> Any:
 def op_match_cast(draw: Callable, scope: Scope) -> Any:
     """``R.match_cast`` of a tensor to a more specific shape: an unknown size becomes a new
     symbolic size or a constant, a symbolic size may become a constant."""
-    xs = scope.tensors()
+    xs = scope.tensors() + scope.of_kind(ObjectStructInfo)
     if not xs:
         return None
     x = pick(draw, xs)
     sinfo = tensor_sinfo(x)
+    if sinfo is None:  # an R.Object: any tensor
+        sinfo = TensorStructInfo(None, pick(draw, DTYPES), draw(_between(0, 3)))
     old = dims_of(x)
-    new_names = [name for name in NEW_SIZE_NAMES]
+    new_names = list(NEW_SIZE_NAMES)
+    if scope.module.cross_dialect:
+        new_names = [x for x in new_names if x not in {v.name for v in scope.sizes}]
     dims, fresh = [], []
     for i in range(sinfo.ndim):
         d = old[i] if old is not None else None
@@ -644,10 +658,14 @@ def op_match_cast(draw: Callable, scope: Scope) -> Any:
             dims.append(d)
         elif form == 2 or d is not None:
             dims.append(IntImm(I64, draw(_between(1, 4))))
-        else:
+        elif new_names:
             v = TirVar(pick(draw, new_names), I64)
             dims.append(v)
             fresh.append(v)
+            if scope.module.cross_dialect:
+                new_names.remove(v.name)
+        else:
+            dims.append(IntImm(I64, draw(_between(1, 4))))
     target = TensorStructInfo(shape_expr(dims), sinfo.dtype, len(dims))
     bb = scope.module.bb
     var = bb.match_cast(x, target, value_name(draw, scope))
@@ -752,11 +770,20 @@ def kernel(draw: Callable, module: ModuleState, dims: tuple, dtype: DataType, ar
 # ---------------------------------------------------------------- functions
 def draw_param_sinfo(draw: Callable, sizes: list, allow_unknown: bool = True) -> StructInfo:
     """A tensor of 1-4 dimensions of small sizes, some symbolic (``sizes``), or (rarely) of
-    known rank only."""
+    known rank only; ``allow_unknown`` also (rarely) a scalar ``R.Prim``, a shape ``R.Shape``
+    (which may define sizes) or an ``R.Object``."""
     dtype = pick(draw, DTYPES)
     ndim = draw(_between(1, 4))
-    if allow_unknown and draw(_between(0, 7)) == 0:
-        return TensorStructInfo(None, dtype, ndim)
+    if allow_unknown and draw(_between(0, 5)) == 0:
+        kind = draw(_between(0, 3))
+        if kind == 0:
+            return TensorStructInfo(None, dtype, ndim)
+        if kind == 1:
+            return PrimStructInfo(pick(draw, NUMERIC + (I64,)))
+        if kind == 2:
+            return ShapeStructInfo([pick(draw, sizes) if sizes and coin(draw) else draw(_between(1, 4))
+                                    for _ in range(ndim)])
+        return ObjectStructInfo()
     dims = [pick(draw, sizes) if sizes and draw(_between(0, 2)) == 0 else IntImm(I64, draw(_between(1, 5)))
             for _ in range(ndim)]
     return TensorStructInfo(shape_expr(dims), dtype, ndim)
@@ -837,7 +864,7 @@ def draw_function(draw: Callable, module: ModuleState, name: str, helper: bool =
         if module.helper is not None and not helper and coin(draw):  # what main may pass to it
             param_sinfos = [with_sizes(p, sizes) for p in module.helper[1]] + param_sinfos[:1]
     names = (PARAM_NAMES + (RESERVED_NAMES if GENERATE["reserved_names"] else ())
-             + (SIZE_NAMES_AS_PARAMS if GENERATE["param_named_like_size"] else ()))
+             + (SIZE_NAMES if GENERATE["param_named_like_size"] else ()))
     params = [rx.Var(pick(draw, names), s) for s in param_sinfos]
     has_if = not helper and draw(_between(0, 3)) == 0
     if has_if:
@@ -895,8 +922,12 @@ def draw_module(draw: Callable, cross_dialect: bool = False) -> IRModule:
 def relax_modules(draw, cross_dialect: bool = False) -> IRModule:
     """A module of a Relax function, maybe a helper it calls and TensorIR kernels.
 
-    ``cross_dialect``: only what both dialects print alike, to compare the two (no names that
-    one dialect renames and the other does not)."""
+    ``cross_dialect``: only what both dialects print alike, to compare the two. Names are
+    printing hints, and TVM 0.27 declares the symbolic sizes for the whole module (``k =
+    TypeVar("k")``) where the classic dialect declares them in each function; so a name that
+    clashes with a size's is renamed differently in the two, and reading back the classic
+    renaming (``k_1``) renames it once more in TVM 0.27. Here no value is named like a size, and
+    the sizes of a function have distinct names."""
     return draw_module(draw, cross_dialect)
 
 
@@ -978,10 +1009,14 @@ def _check_function(mod: IRModule, name: str, func: rx.Function) -> None:
     sizes = {id(v) for p in func.params for v in size_vars(p.struct_info)}
     for v in size_vars(func.ret_struct_info):
         assert id(v) in sizes, f"{where}: the return struct info uses the size {v.name!r} no parameter defines"
+    for v in collect(func.ret_struct_info, rx.Var):
+        assert v in func.params, f"{where}: the return struct info uses the variable {v.name!r} of the body"
 
-    def sinfo_ok(s: Any, sizes: set, what: str) -> None:
+    def sinfo_ok(s: Any, sizes: set, what: str, defined: set | None = None) -> None:
         for v in size_vars(s):
             assert id(v) in sizes, f"{where}: {what} uses the undefined size {v.name!r}"
+        for v in collect(s, rx.Var) if defined is not None else ():  # shape variables
+            assert id(v) in defined, f"{where}: {what} uses {v.name!r} outside its scope"
 
     def expr(e: Any, defined: set, sizes: set, what: str) -> None:
         if isinstance(e, rx.Var):
@@ -1001,7 +1036,7 @@ def _check_function(mod: IRModule, name: str, func: rx.Function) -> None:
         if isinstance(e, rx.Call):
             for a in e.args:
                 expr(a, defined, sizes, what)
-            sinfo_ok(e.struct_info, sizes, what)
+            sinfo_ok(e.struct_info, sizes, what, defined)
             if isinstance(e.op, GlobalVar):
                 callee = mod[e.op]
                 if isinstance(callee, rx.Function):
@@ -1013,7 +1048,7 @@ def _check_function(mod: IRModule, name: str, func: rx.Function) -> None:
                             f"{where}: {what} passes {a.struct_info!r} for {p!r}"
                 else:
                     assert isinstance(callee, PrimFunc), f"{where}: {what} calls a {type(callee).__name__}"
-            elif not isinstance(e.op, GlobalVar):
+            else:
                 spec = relax_op.spec_of(e.op)
                 again = relax_op.make_call(spec, e.args, dict(e.attrs), e.sinfo_args)
                 found = first_mismatch(e.struct_info, again.struct_info)
@@ -1037,7 +1072,7 @@ def _check_function(mod: IRModule, name: str, func: rx.Function) -> None:
                 expr(b.value, defined, sizes, what)
                 if isinstance(b, rx.MatchCast):
                     sizes |= {id(v) for v in size_vars(b.struct_info)}
-                sinfo_ok(b.var.struct_info, sizes, what)
+                sinfo_ok(b.var.struct_info, sizes, what, defined)
                 assert isinstance(b.var, rx.DataflowVar) <= isinstance(block, rx.DataflowBlock), \
                     f"{where}: dataflow variable {b.var.name!r} outside a dataflow block"
                 defined.add(id(b.var))
