@@ -228,13 +228,20 @@ def make_call(op: "str | OpSpec", args: list | tuple, attrs: dict | None = None,
         want = f"{low}" if low == len(spec.args) and not spec.variadic else f"at least {low}"
         raise TVMSError(f"R.{spec.script_name} takes {want} argument{'s' if want != '1' else ''} "
                         f"({', '.join(spec.args)}), got {len(args)}")
-    normalized = normalize_attrs(spec, attrs)
-    if spec.prepare is not None:  # the op's constructor rewrites (see OpSpec.prepare)
-        args, prepared = spec.prepare(spec, args, dict(normalized))
-        args, normalized = tuple(args), FrozenDict(prepared)
-    from .struct_info import ObjectStructInfo
+    try:
+        normalized = normalize_attrs(spec, attrs)
+        if spec.prepare is not None:  # the op's constructor rewrites (see OpSpec.prepare)
+            args, prepared = spec.prepare(spec, args, dict(normalized))
+            args, normalized = tuple(args), FrozenDict(prepared)
+        from .struct_info import ObjectStructInfo
 
-    sinfo = tuple(getattr(a, "struct_info", None) or ObjectStructInfo() for a in args)
-    info = CallInfo(spec, args, sinfo, normalized, tuple(sinfo_args))
-    sinfo = spec.infer(info)
+        sinfo = tuple(getattr(a, "struct_info", None) or ObjectStructInfo() for a in args)
+        info = CallInfo(spec, args, sinfo, normalized, tuple(sinfo_args))
+        sinfo = spec.infer(info)
+    except TVMSError as e:  # every error of a call names its operator
+        message = str(e)
+        prefix = f"R.{spec.script_name}"
+        raise TVMSError(message if message.startswith(prefix) else f"{prefix}: {message}") from None
+    except (TypeError, AttributeError, ValueError, KeyError, IndexError) as e:
+        raise TVMSError(f"R.{spec.script_name}: invalid arguments or attributes ({e})") from None
     return Call(get_op(spec.name), args, normalized, tuple(sinfo_args), sinfo, span=span)

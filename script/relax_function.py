@@ -212,7 +212,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if then_name != else_name:
             raise self.error(stmt, f"both branches of an if must end by assigning the same name "
                              f"('{then_name}' and '{else_name}')")
-        sinfo = then_seq.struct_info
+        sinfo = join_struct_info(then_seq.struct_info, else_seq.struct_info)
         expr = rx.If(cond, then_seq, else_seq, sinfo, span=self.span(stmt))
         var = self.new_var(then_name, sinfo, stmt)
         out.append(rx.VarBinding(expr, var, span=self.span(stmt)))
@@ -280,6 +280,19 @@ class _Escaped:
 
     def __init__(self, var: rx.DataflowVar):
         self.var = var
+
+
+def join_struct_info(a: StructInfo, b: StructInfo) -> StructInfo:
+    """What both branches of an if are known to give: equal struct info stays, tensors keep
+    what they share (dtype, rank), anything else is an object."""
+    if structural_equal(a, b, map_free_vars=False):
+        return a
+    if isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo):
+        dtype = a.dtype if a.dtype == b.dtype else VOID
+        return TensorStructInfo(None, dtype, a.ndim if a.ndim == b.ndim else -1)
+    if isinstance(a, TupleStructInfo) and isinstance(b, TupleStructInfo) and len(a.fields) == len(b.fields):
+        return TupleStructInfo(tuple(join_struct_info(x, y) for x, y in zip(a.fields, b.fields)))
+    return ObjectStructInfo()
 
 
 def _is_dataflow(stmt: S.With) -> bool:

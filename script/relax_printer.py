@@ -34,6 +34,8 @@ class RelaxPrinter(TIRPrinter):
     def ex_int(self, e: IntImm):
         if e.dtype.name == "int64":
             return str(e.value), ATOM  # Relax sizes are int64: printed bare
+        if e.dtype.name == "int32":
+            return f"T.int32({e.value})", ATOM  # a bare number means int64 here
         return super().ex_int(e)
 
     def var(self, v: Any) -> str:
@@ -265,13 +267,14 @@ class RelaxPrinter(TIRPrinter):
 
     def if_binding(self, b: rx.VarBinding) -> None:
         value = b.value
-        self.emit(f"if {self.rexpr(value.cond)}:")
-        self.branch(value.true_branch, b.var)
+        cond = self.rexpr(value.cond)
+        name = self.namer.define(b.var, b.var.name)  # both branches assign this very name
+        self.emit(f"if {cond}:")
+        self.branch(value.true_branch, b.var, name)
         self.emit("else:")
-        self.branch(value.false_branch, b.var)
-        self.namer.define(b.var, b.var.name)
+        self.branch(value.false_branch, b.var, name)
 
-    def branch(self, seq: Any, var: rx.Var) -> None:
+    def branch(self, seq: Any, var: rx.Var, name: str) -> None:
         self.indent += 1
         self.namer.push()
         body = seq
@@ -279,7 +282,7 @@ class RelaxPrinter(TIRPrinter):
             for block in seq.blocks:
                 self.block(block)
             body = seq.body
-        self.emit(f"{var.name}: {self.sinfo(var.struct_info)} = {self.rexpr(body)}")
+        self.emit(f"{name}: {self.sinfo(var.struct_info)} = {self.rexpr(body)}")
         self.namer.pop()
         self.indent -= 1
 

@@ -391,7 +391,9 @@ def _binary_builtin(cls: type) -> Callable:
     def build(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
         if len(args) != 2:
             raise ev.error(syn, f"T.{cls.__name__} takes two arguments")
-        a, b = arith.match_types(ev.call_arg(args[0], syn), ev.call_arg(args[1], syn))
+        a, b = (x if isinstance(x, (int, float)) and not isinstance(x, bool) else ev.call_arg(x, syn)
+                for x in args)  # a Python literal takes the other operand's type, not a Cast
+        a, b = arith.match_types(a, b)
         return cls(a, b)
     return build
 

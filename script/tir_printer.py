@@ -55,7 +55,7 @@ def format_float(value: float) -> str:
 
 
 # Names a printed variable may not take: the script's module aliases and Python's keywords.
-RESERVED = frozenset(["T", "I", "R"] + keyword.kwlist + ["range"])
+RESERVED = frozenset(["T", "I", "R"] + keyword.kwlist + ["range", "metadata", "cls", "Module"])
 
 
 class Namer:
