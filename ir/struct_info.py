@@ -161,3 +161,34 @@ def static_dims(sinfo: StructInfo) -> tuple[int, ...] | None:
     if dims is None or not all(isinstance(d, IntImm) for d in dims):
         return None
     return tuple(d.value for d in dims)
+
+
+def call_result(func: FuncStructInfo, args: tuple) -> StructInfo:
+    """The struct info of calling ``func`` on arguments of struct info ``args``: the callee's
+    symbolic sizes are replaced by the caller's (matched through the parameters), and sizes
+    that cannot be matched are forgotten, as TVM derives a call's type."""
+    from .analysis import substitute
+
+    mapping: dict = {}
+
+    def match(param: StructInfo, arg: StructInfo) -> None:
+        if isinstance(param, TensorStructInfo) and isinstance(arg, TensorStructInfo):
+            pd, ad = param.dims, arg.dims
+            if pd is not None and ad is not None and len(pd) == len(ad):
+                for p, a in zip(pd, ad):
+                    if isinstance(p, Var) and p not in mapping:
+                        mapping[p] = a
+        elif isinstance(param, ShapeStructInfo) and isinstance(arg, ShapeStructInfo):
+            if param.values is not None and arg.values is not None:
+                for p, a in zip(param.values, arg.values):
+                    if isinstance(p, Var) and p not in mapping:
+                        mapping[p] = a
+        elif isinstance(param, TupleStructInfo) and isinstance(arg, TupleStructInfo):
+            for p, a in zip(param.fields, arg.fields):
+                match(p, a)
+
+    for p, a in zip(func.params or (), args):
+        match(p, a)
+    ret = substitute(func.ret, mapping) if mapping else func.ret
+    caller_sizes = defined_sizes(args)
+    return erase_undefined(ret, caller_sizes)

@@ -33,7 +33,7 @@ from ..ir.expr import Op
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import FrozenDict
 from ..ir.struct_info import (FuncStructInfo, ObjectStructInfo, StructInfo, TensorStructInfo,
-                              TupleStructInfo)
+                              TupleStructInfo, call_result)
 from ..ir.structural import structural_equal, structural_hash
 from ..ir.visitor import Mutator
 from .dialect import canonical_attr_key
@@ -377,7 +377,9 @@ class BlockBuilder:
         sinfo = getattr(op, "struct_info", None)
         if isinstance(op, GlobalVar) and op in self._mod:
             sinfo = getattr(self._mod[op], "struct_info", None)
-        return sinfo.ret if isinstance(sinfo, FuncStructInfo) else ObjectStructInfo()
+        if not isinstance(sinfo, FuncStructInfo):
+            return ObjectStructInfo()
+        return call_result(sinfo, tuple(getattr(a, "struct_info", ObjectStructInfo()) for a in call.args))
 
     def _normalize_if(self, e: rx.If) -> rx.If:
         cond = self._normalize_arg(e.cond)

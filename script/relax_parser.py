@@ -20,7 +20,8 @@ from ..ir.module import GlobalVar, MetadataRef
 from .metadata import CONSTANT_KEYS
 from ..ir.node import EMPTY, FrozenDict
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
-                              ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
+                              ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo,
+                              call_result)
 from . import syntax as S
 from .diagnostics import did_you_mean
 from .dialect import canonical_attr_key
@@ -142,12 +143,12 @@ class RelaxBuilder(TIRBuilder):
             args = tuple(self.to_relax(self.ev(a), a) for a in syn.args)
             ret = ObjectStructInfo()
             sinfo = getattr(func, "struct_info", None)
+            if isinstance(func, GlobalVar) and func.name_hint in self.signatures:
+                sinfo = self.signatures[func.name_hint]
             if isinstance(sinfo, FuncStructInfo):
-                ret = sinfo.ret
+                ret = call_result(sinfo, tuple(_sinfo(a) for a in args))
             elif isinstance(func, GlobalVar) and func.name_hint in self.prim_funcs:
                 ret = TupleStructInfo(())  # a TensorIR function called in lowered form: no value
-            elif isinstance(func, GlobalVar) and func.name_hint in self.signatures:
-                ret = self.signatures[func.name_hint].ret
             return rx.Call(func, args, EMPTY, (), ret, span=self.span(syn))
         return super().ev_Call(syn)
 

@@ -66,7 +66,7 @@ FLOATS = (F32, F16)
 GENERATE = {
     # a call of a module function whose parameters have symbolic sizes gets the callee's return
     # struct info as it is (the callee's own `n`), not with the caller's sizes substituted
-    "symbolic_callee": False,
+    "symbolic_callee": True,  # fixed
     # an `if` whose branches have different struct info: the builder gives the binding the join
     # of both, the parser the struct info of the then-branch
     "if_branches_differ": True,  # fixed

@@ -168,8 +168,6 @@ def _callee_module() -> tuple:
     return bb.get(), n, y
 
 
-@pytest.mark.xfail(strict=True, reason="a call of a module function takes the callee's return struct "
-                                       "info without substituting its symbolic sizes")
 def test_bug_call_of_a_function_with_symbolic_sizes_substitutes_them() -> None:
     # y = cls.helper(x) in main: TVM derives R.Tensor((n, 4)) with main's n; the builder gives
     # helper's n, which main does not define (and main's return struct info loses its shape)
@@ -178,8 +176,6 @@ def test_bug_call_of_a_function_with_symbolic_sizes_substitutes_them() -> None:
     check_well_formed(mod)
 
 
-@pytest.mark.xfail(strict=True, reason="the parser takes the callee's return struct info without "
-                                       "substituting its symbolic sizes")
 def test_bug_parsed_call_of_a_function_with_symbolic_sizes_substitutes_them() -> None:
     text = '''
 @I.ir_module
