@@ -230,7 +230,8 @@ class Function(RelaxExpr):
         if self.ret_struct_info is None:  # the body's, without sizes the parameters do not define
             body = getattr(self.body, "struct_info", None) or ObjectStructInfo()
             _set(self, "ret_struct_info",
-                 erase_undefined(body, defined_sizes([p.struct_info for p in self.params])))
+                 erase_undefined(body, defined_sizes([p.struct_info for p in self.params])
+                                 | {id(p) for p in self.params}))
         if not isinstance(self.attrs, FrozenDict):
             _set(self, "attrs", FrozenDict(self.attrs or {}))
         if _unknown(self.struct_info):

@@ -135,6 +135,9 @@ def erase_undefined(sinfo: StructInfo, defined: set) -> StructInfo:
         dims = sinfo.dims
         if dims is not None and not all(ok(d) for d in dims):
             return TensorStructInfo(None, sinfo.dtype, sinfo.ndim, sinfo.vdevice)
+        if dims is None and sinfo.shape is not None and id(sinfo.shape) not in defined:
+            # shaped by a Relax shape variable that is not visible here
+            return TensorStructInfo(None, sinfo.dtype, sinfo.ndim, sinfo.vdevice)
     elif isinstance(sinfo, ShapeStructInfo):
         if sinfo.values is not None and not all(ok(d) for d in sinfo.values):
             return ShapeStructInfo(None, sinfo.ndim)
@@ -149,7 +152,8 @@ def erase_undefined(sinfo: StructInfo, defined: set) -> StructInfo:
 
 
 def defined_sizes(sinfos: Any) -> set:
-    """The ids of the symbolic sizes (TensorIR variables) that appear in ``sinfos``."""
+    """The ids of the symbolic sizes (TensorIR variables) that appear in ``sinfos``.
+    (Relax shape variables are defined by being parameters: callers add their ids.)"""
     from .visitor import collect
 
     return {id(v) for s in sinfos for v in collect(s, Var)}

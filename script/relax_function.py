@@ -55,8 +55,12 @@ class RelaxFunctionBuilder(RelaxBuilder):
             self.func = FunctionFrame()
         self.scopes.append({})
         try:
-            params = tuple(self.as_struct_info(self.ev(p.annotation), p.annotation)
-                           for p in fdef.params if p.annotation is not None)
+            params = []
+            for p in fdef.params:
+                if p.annotation is not None:
+                    params.append(self.as_struct_info(self.ev(p.annotation), p.annotation))
+                    self.define(p.name, rx.Var(p.name, params[-1]))  # a later annotation may use it
+            params = tuple(params)
             ret = self.as_struct_info(self.ev(fdef.returns), fdef.returns) if fdef.returns else ObjectStructInfo()
         finally:
             self.scopes.pop()

@@ -316,7 +316,10 @@ class RelaxBuilder(TIRBuilder):
             dt = DataType(dtype) if dtype not in (None, "void") else VOID
             if shape is None:
                 return TensorStructInfo(None, dt, ndim)
-            if isinstance(shape, rx.Var):
+            if isinstance(shape, rx.Var):  # shaped by a Relax shape variable: its rank is known
+                shape_sinfo = shape.struct_info
+                if ndim == -1 and isinstance(shape_sinfo, ShapeStructInfo):
+                    ndim = shape_sinfo.ndim
                 return TensorStructInfo(shape, dt, ndim)
             dims = tuple(self.dim(d, syn) for d in shape)
             return TensorStructInfo(rx.ShapeExpr(dims, ShapeStructInfo(dims)), dt, len(dims))

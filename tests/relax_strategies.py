@@ -82,7 +82,7 @@ GENERATE = {
     # a tensor whose shape is a shape variable (`R.zeros(s, ...)`, `R.Tensor(s, dtype=...)`): the
     # parser gives the annotation ndim -1, and a function returning one keeps `s` in its return
     # struct info
-    "shape_var_tensor": False,
+    "shape_var_tensor": True,  # fixed
     # a compound size (`m * 2`) in the classic signature prints quoted ("m * 2"), which the parser
     # rejects
     "compound_size_in_signature": False,

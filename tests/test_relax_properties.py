@@ -251,14 +251,10 @@ def _shape_var_module(return_it: bool) -> IRModule:
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-@pytest.mark.xfail(strict=True, reason="the annotation R.Tensor(s, dtype=...) of a shape variable "
-                                       "parses with ndim -1 instead of the shape's ndim")
 def test_bug_tensor_annotation_with_a_shape_variable_keeps_its_ndim(dialect: str) -> None:
     assert_roundtrips(_shape_var_module(False), dialect)
 
 
-@pytest.mark.xfail(strict=True, reason="a function's return struct info keeps a shape variable of "
-                                       "its body (TVM's EraseToWellDefined forgets it: ndim only)")
 def test_bug_return_struct_info_forgets_a_shape_variable_of_the_body() -> None:
     # def main(x) -> R.Tensor(s, dtype="float32"): ... `s` is bound inside the body
     ret = _shape_var_module(True)["main"].ret_struct_info
