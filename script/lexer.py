@@ -48,7 +48,7 @@ class TVMScriptLexer(Lexer):
         self.callbacks = dict(lexer_conf.callbacks or {})
 
     def lex(self, text: str) -> Iterator[Token]:
-        keywords, punct, callbacks = self.keywords, self.punct, self.callbacks
+        keywords, callbacks = self.keywords, self.callbacks
         match = _MASTER.match
         pos, end = 0, len(text)
         line, line_start = 1, 0

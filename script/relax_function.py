@@ -16,7 +16,7 @@ from ..ir.structural import structural_equal
 from . import syntax as S
 from .syntax import dotted
 from .relax_parser import ModuleRef, RBuiltin, RelaxBuilder
-from .tir_expr import NewVar, _describe, freeze_value
+from .tir_expr import NewVar, freeze_value
 from .tir_parser import FunctionFrame, _norm_attrs
 
 

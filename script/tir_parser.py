@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ..ir import arith
 from ..ir.analysis import contains_block, infer_block_regions
-from ..ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion, MatchBufferRegion, decl_buffer
+from ..ir.buffer import DEFAULT_ALIGN, Buffer, MatchBufferRegion, decl_buffer
 from ..ir.dtype import DataType, handle, is_dtype_name
 from ..ir.errors import ScriptError, Source, TVMSError
 from ..ir.expr import (COMM_REDUCE, Add, DATA_PAR, OPAQUE, ORDERED, THREAD_INDEX, BufferLoad, Call,
@@ -21,11 +21,11 @@ from ..ir.function import PrimFunc
 from ..ir.node import EMPTY, FrozenDict
 from ..ir.stmt import (PARALLEL, SERIAL, THREAD_BINDING, UNROLLED, VECTORIZED, Allocate,
                        AllocBuffer, AssertStmt, AttrStmt, Block, BlockRealize, BufferStore,
-                       DeclBuffer, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, While, seq)
+                       DeclBuffer, Evaluate, For, IfThenElse, LetStmt, Stmt, While, seq)
 from . import syntax as S
 from .dialect import CLASSIC, Dialect, canonical_attr_key
 from .tir_expr import (Builtin, BufferMethod, BufferSlice, ExprEvaluator, LetAnnotation, NewVar,
-                       _describe, arith_extent, freeze_value, handle_type)
+                       _describe, arith_extent, freeze_value)
 
 _LOOP_KINDS = {"serial": SERIAL, "parallel": PARALLEL, "vectorized": VECTORIZED,
                "unroll": UNROLLED, "thread_binding": THREAD_BINDING}
@@ -377,14 +377,14 @@ class TIRBuilder(ExprEvaluator):
                                  f"defines one loop variable, not {len(names)}")
             loops = [self.loop_header(names[0], func.path, args, kwargs, it)]
         vars_ = []
-        for name, lo, extent, kind, thread, annotations in loops:
+        for name, lo, extent, _kind, _thread, _annotations in loops:
             var = Var(name, extent.dtype)
             vars_.append(var)
             self.loop_doms[var] = (lo, extent)
         body = self.scoped(lambda: self.body(syn.body), dict(zip(names, vars_)))
-        for var, (name, lo, extent, kind, thread, annotations) in reversed(list(zip(vars_, loops))):
+        for var, (_name, lo, extent, kind, thread, loop_annotations) in reversed(list(zip(vars_, loops))):
             binding = IterVar(None, Var("", var.dtype), THREAD_INDEX, thread) if thread else None
-            body = For(var, lo, extent, kind, body, binding, annotations, span=self.span(syn))
+            body = For(var, lo, extent, kind, body, binding, loop_annotations, span=self.span(syn))
         return body
 
     def int_expr(self, value: Any, syn: Any) -> PrimExpr:

@@ -12,16 +12,16 @@ from ..ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion
 from ..ir.dtype import DataType
 from ..ir.expr import (COMM_REDUCE, DATA_PAR, OPAQUE, ORDERED, Add, And, Broadcast, BufferLoad,
                        Call, Cast, CommReducer, Div, EQ, FloatImm, FloorDiv, FloorMod, GE, GT,
-                       IntImm, IterVar, LE, LT, Let, Max, Min, Mod, Mul, NE, Not, Op, Or,
+                       IntImm, IterVar, LE, LT, Let, Max, Min, Mod, Mul, NE, Not, Or,
                        PointerType, PrimExpr, PrimType, Ramp, Select, StringImm, Sub, TupleType,
                        Var)
 from ..ir.function import PrimFunc
 from ..ir.module import GlobalVar, MetadataRef, Target
-from ..ir.node import FrozenDict, Node
+from ..ir.node import Node
 from ..ir.stmt import (SERIAL, THREAD_BINDING, Allocate, AllocBuffer, AssertStmt, AttrStmt, Block,
                        BlockRealize, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
                        SeqStmt, Stmt, While)
-from ..ir.visitor import collect, walk
+from ..ir.visitor import walk
 from .dialect import Dialect, dialect_attr_key
 
 # Precedence of printed expressions, as Python's grammar orders them (higher binds tighter).

@@ -24,37 +24,17 @@ from relax_strategies import (GENERATE, SAMPLE_VALUES, RandomCall, check_well_fo
                               relax_modules)
 from strategies import Shown
 from tvms import relax
-from tvms.ir import DataType, IRModule, first_mismatch, relax_op
+from tvms.ir import DataType, IRModule, relax_op
 from tvms.ir import relax as rx
-from tvms.ir.errors import ScriptError, TVMSError
+from tvms.ir.errors import TVMSError
 from tvms.ir.module import GlobalVar
 from tvms.ir.visitor import collect
 from tvms.script import from_source
+from roundtrip_checks import assert_same_ir, assert_same_text, roundtrip
 
 DIALECTS = ("classic", "tvm-0.27")
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
 TS = relax.TensorStructInfo
-
-
-def roundtrip(node, dialect: str):
-    """(the printed text, the IR parsed back from it)."""
-    text = node.script(dialect=dialect)
-    try:
-        return text, from_source(text)
-    except ScriptError as e:
-        raise AssertionError(f"the printed {dialect} text does not parse:\n{e}\n--- text:\n{text}") from None
-
-
-def assert_same_ir(expected, actual, text: str) -> None:
-    found = first_mismatch(expected, actual)
-    if found is not None:
-        path, lhs, rhs = found
-        raise AssertionError(f"the parsed IR differs at {path or '<root>'}:\n  printed: {lhs!r}\n"
-                             f"  parsed:  {rhs!r}\n--- text:\n{text}")
-
-
-def assert_same_text(expected: str, actual: str, what: str) -> None:
-    assert actual == expected, f"{what}\n--- expected:\n{expected}\n--- got:\n{actual}"
 
 
 def assert_roundtrips(mod: IRModule, dialect: str) -> None:

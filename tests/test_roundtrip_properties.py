@@ -20,35 +20,13 @@ from strategies import (BOOL, F16, F32, HANDLE, I32, I64, SCALAR_DTYPES, TRUE, S
                         check_well_formed, exprs, ir_modules, prim_funcs, root_block)
 from tvms.ir import (Add, AllocBuffer, AssertStmt, Block, BlockRealize, BufferRegion, Evaluate,
                      For, FrozenDict, IntImm, IRModule, Let, Mul, Not, PrimFunc, Var, decl_buffer,
-                     first_mismatch, seq)
-from tvms.ir.errors import ScriptError
-from tvms.script import from_source
+                     seq)
+from roundtrip_checks import assert_same_ir, assert_same_text, roundtrip
 
 DIALECTS = ("classic", "tvm-0.27")
 
 # Drawing a program takes hundreds of choices; hypothesis' health checks would call that slow.
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
-
-
-def roundtrip(node, dialect: str):
-    """(the printed text, the IR parsed back from it)."""
-    text = node.script(dialect=dialect)
-    try:
-        return text, from_source(text)
-    except ScriptError as e:
-        raise AssertionError(f"the printed {dialect} text does not parse:\n{e}\n--- text:\n{text}") from None
-
-
-def assert_same_ir(expected, actual, text: str) -> None:
-    found = first_mismatch(expected, actual)
-    if found is not None:
-        path, lhs, rhs = found
-        raise AssertionError(f"the parsed IR differs at {path or '<root>'}:\n  printed: {lhs!r}\n"
-                             f"  parsed:  {rhs!r}\n--- text:\n{text}")
-
-
-def assert_same_text(expected: str, actual: str, what: str) -> None:
-    assert actual == expected, f"{what}\n--- expected:\n{expected}\n--- got:\n{actual}"
 
 
 # ---------------------------------------------------------------- the generators themselves
