@@ -91,6 +91,16 @@ class MutatorBuilder(BlockBuilder):
 # --------------------------------------------------------------------------- visitor
 
 
+def _dispatch_binding(functor: Any, binding: Node) -> None:
+    """Send a binding to the visitor's or mutator's hook for its kind."""
+    if isinstance(binding, rx.MatchCast):
+        functor.visit_match_cast_(binding)
+    elif isinstance(binding, rx.VarBinding):
+        functor.visit_var_binding_(binding)
+    else:
+        raise TVMSError(f"visit_binding: not a binding: {type(binding).__name__}")
+
+
 class PyExprVisitor:
     """Walks a Relax expression; every hook returns None. Override hooks, call ``super()``."""
 
@@ -99,12 +109,7 @@ class PyExprVisitor:
 
     # -- bindings and blocks
     def visit_binding(self, binding: Node) -> None:
-        if isinstance(binding, rx.MatchCast):
-            self.visit_match_cast_(binding)
-        elif isinstance(binding, rx.VarBinding):
-            self.visit_var_binding_(binding)
-        else:
-            raise TVMSError(f"visit_binding: not a binding: {type(binding).__name__}")
+        _dispatch_binding(self, binding)
 
     def visit_var_binding_(self, binding: rx.VarBinding) -> None:
         self.visit_expr(binding.value)
@@ -206,12 +211,7 @@ class PyExprMutator:
 
     # -- bindings and blocks: they emit into builder_'s current block
     def visit_binding(self, binding: Node) -> None:
-        if isinstance(binding, rx.MatchCast):
-            self.visit_match_cast_(binding)
-        elif isinstance(binding, rx.VarBinding):
-            self.visit_var_binding_(binding)
-        else:
-            raise TVMSError(f"visit_binding: not a binding: {type(binding).__name__}")
+        _dispatch_binding(self, binding)
 
     def visit_var_binding_(self, binding: rx.VarBinding) -> None:
         value = self.builder_.normalize(self.visit_expr(binding.value))
