@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/tvms fmt examples/matmul.tvms
 	$(BIN)/tvms fmt --dialect tvm-0.27 examples/matmul.tvms
+	$(BIN)/tvms opt --pipeline zero --timing examples/mlp.tvms
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests -q

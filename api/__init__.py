@@ -3,7 +3,7 @@ import sys as _sys
 
 from . import ir, script  # noqa: F401  (script registers the printer)
 from . import instrument, transform  # noqa: E402
-from . import relax, te  # noqa: E402,F401
+from . import relax, te, tir  # noqa: E402,F401
 from .ir import IRModule, ScriptError, TVMSError
 
 # TVM spells the pass infrastructure both ``tvm.transform`` and ``tvm.ir.transform``. The ir/

@@ -219,6 +219,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
     from .ir import IRModule
     from .lowering.instrument import PassTimingInstrument, PrintAfterAll, VerifyEachInstrument
     from .lowering.pass_registry import get_pass, list_passes, load_passes
+    from .lowering.relax.pipeline import get_pipeline
     from .lowering.transform import PassContext, PassError
     from .script import from_source
     from .script.dialect import detect_dialect
@@ -233,15 +234,17 @@ def cmd_opt(args: argparse.Namespace) -> int:
         for name in list_passes():
             print(name)
         return EXIT_OK
-    if not args.passes:
-        _error("opt: name the passes to run with -p PASS[,PASS...] (see --list-passes)")
+    if not args.passes and not args.pipeline:
+        _error("opt: name the passes to run with -p PASS[,PASS...] (see --list-passes) or a "
+               "pipeline with --pipeline NAME")
         return EXIT_ERROR
-    names = [n.strip() for n in args.passes.split(",")]
+    names = [n.strip() for n in args.passes.split(",")] if args.passes else []
     if any(not n for n in names):
         _error(f"opt: empty pass name in -p {args.passes!r}")
         return EXIT_ERROR
     try:
-        passes = [get_pass(n) for n in names]
+        passes = [get_pipeline(args.pipeline)] if args.pipeline else []
+        passes += [get_pass(n) for n in names]
         name, text = read_source(args.input)
     except (InputError, TVMSError) as err:  # an unknown pass or an unreadable file
         _error(str(err))
@@ -275,10 +278,15 @@ def cmd_opt(args: argparse.Namespace) -> int:
     finally:
         if timing is not None:
             print(timing.render(), file=sys.stderr)
+    return emit_text(out, args.output)
+
+
+def emit_text(out: str, output: str | None) -> int:
+    """Write a command's result (with a final newline) to ``output`` atomically, or to stdout."""
     out = out if out.endswith("\n") else out + "\n"
     try:
-        if args.output and args.output != "-":
-            write_atomic(args.output, out)
+        if output and output != "-":
+            write_atomic(output, out)
         else:
             sys.stdout.write(out)
             sys.stdout.flush()
@@ -288,11 +296,22 @@ def cmd_opt(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def module_command(subparsers, name: str, help: str, description: str, what: str) -> argparse.ArgumentParser:
+    """A subcommand that reads one module (a file, or standard input) and writes one (to
+    standard output, or atomically to -o FILE)."""
+    p = subparsers.add_parser(name, help=help, description=description)
+    p.add_argument("input", nargs="?", default="-", metavar="FILE",
+                   help=f"the module to {what}; '-' or none reads standard input")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the result to FILE (atomically) instead of standard output")
+    return p
+
+
 def _add_opt_parser(subparsers) -> None:
     from .script.dialect import DIALECTS
 
-    p = subparsers.add_parser(
-        "opt",
+    p = module_command(
+        subparsers, "opt",
         help="run passes over a TVMScript module",
         description=(
             "Parse an @I.ir_module, run the named passes over it in order, and print the "
@@ -301,13 +320,13 @@ def _add_opt_parser(subparsers) -> None:
             "@tvms.transform.module_pass classes and pass objects are registered by name. "
             "Exit codes: 0 success, 1 a pass failed, 2 usage or input error."
         ),
+        what="transform",
     )
-    p.add_argument("input", nargs="?", default="-", metavar="FILE",
-                   help="the module to transform; '-' or none reads standard input")
     p.add_argument("-p", "--passes", metavar="PASS[,PASS...]",
                    help="comma-separated pass names, run in this order")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="write the result to FILE (atomically) instead of standard output")
+    p.add_argument("--pipeline", metavar="NAME",
+                   help="run a pre-built pipeline first (relax.get_pipeline: 'zero' is LegalizeOps, "
+                        "AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR)")
     p.add_argument("--load", action="append", metavar="FILE.py",
                    help="import passes from a Python file (repeatable)")
     p.add_argument("--list-passes", action="store_true",
@@ -335,6 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_fmt_parser(subparsers)
     _add_opt_parser(subparsers)
+    from .cli_schedule import add_schedule_parser
+    add_schedule_parser(subparsers)
     return parser
 
 

@@ -97,6 +97,10 @@ class Var(PrimExpr):
     dtype: DataType = int32
     type_annotation: Node | None = None  # PointerType for handles that point at data
 
+    def __post_init__(self) -> None:
+        if isinstance(self.dtype, str):  # Var("n", "int64"), as TVM allows
+            object.__setattr__(self, "dtype", DataType(self.dtype))
+
     def __repr__(self) -> str:
         return f"Var({self.name!r}, {self.dtype})"
 

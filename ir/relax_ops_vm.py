@@ -17,17 +17,29 @@ def _void(info: CallInfo) -> StructInfo:
     return TupleStructInfo(())
 
 
-def _alloc_tensor(info: CallInfo) -> StructInfo:
+def _tensor_of(info: CallInfo, shape_at: int, usage: str) -> StructInfo:
+    """A tensor whose shape and dtype are the arguments at ``shape_at`` and the one after."""
     from .relax import DataTypeImm
 
-    shape, dtype = info.args[2], info.args[3]
-    if not isinstance(info.sinfo[2], ShapeStructInfo) or not isinstance(dtype, DataTypeImm):
-        raise info.fail("takes (storage, offset, shape, dtype, device index) with R.shape and R.dtype")
-    return TensorStructInfo(shape if info.sinfo[2].values is not None else None, dtype.value,
-                            info.sinfo[2].ndim)
+    shape, dtype = info.args[shape_at], info.args[shape_at + 1]
+    if not isinstance(info.sinfo[shape_at], ShapeStructInfo) or not isinstance(dtype, DataTypeImm):
+        raise info.fail(f"takes ({usage}) with R.shape and R.dtype")
+    sinfo = info.sinfo[shape_at]
+    return TensorStructInfo(shape if sinfo.values is not None else None, dtype.value, sinfo.ndim)
+
+
+def _alloc_tensor(info: CallInfo) -> StructInfo:
+    return _tensor_of(info, 2, "storage, offset, shape, dtype, device index")
+
+
+def _builtin_alloc_tensor(info: CallInfo) -> StructInfo:
+    return _tensor_of(info, 0, "shape, dtype, device index, storage scope")
 
 
 register("null_value", (), _object)
+# the output of a destination-passing call, before memory planning (CallTIRRewrite)
+register("builtin.alloc_tensor", ("shape", "dtype", "runtime_device_index", "storage_scope"),
+         _builtin_alloc_tensor, min_args=3)
 register("vm.alloc_storage", ("size", "runtime_device_index", "dtype", "storage_scope"), _object)
 register("vm.alloc_tensor", ("storage", "offset", "shape", "dtype", "runtime_device_index"), _alloc_tensor)
 register("vm.kill_object", ("obj",), _void)

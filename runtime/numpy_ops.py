@@ -148,7 +148,20 @@ def _reduction(fn: Callable) -> Callable:
     return apply
 
 
-for _name, _fn in {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}.items():
+def _limits(dtype: np.dtype) -> tuple:
+    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype) if dtype.kind in "iu" else None
+    return (info.min, info.max) if info is not None else (False, True)
+
+
+def _max(x: np.ndarray, **kw: Any) -> np.ndarray:  # over no elements: TVM's identity, the lowest value
+    return np.max(x, initial=_limits(x.dtype)[0], **kw)
+
+
+def _min(x: np.ndarray, **kw: Any) -> np.ndarray:
+    return np.min(x, initial=_limits(x.dtype)[1], **kw)
+
+
+for _name, _fn in {"sum": np.sum, "mean": np.mean, "max": _max, "min": _min}.items():
     numpy_op(_name)(_reduction(_fn))
 
 
@@ -195,13 +208,13 @@ def shape_of(args: tuple, attrs: Any) -> Shape:
 def matmul(args: tuple, attrs: Any) -> np.ndarray:
     a, b = (np.asarray(x) for x in args)
     dtype = numpy_dtype(attrs["out_dtype"]) if attrs["out_dtype"] is not None else a.dtype
-    return np.matmul(a.astype(dtype), b.astype(dtype))
+    return np.asarray(np.matmul(a.astype(dtype), b.astype(dtype)))  # (1-d @ 1-d: 0-d, not a scalar)
 
 
 @numpy_op("permute_dims")
 def permute_dims(args: tuple, attrs: Any) -> np.ndarray:
     axes = attrs["axes"]
-    return np.ascontiguousarray(np.transpose(args[0], axes))
+    return np.array(np.transpose(args[0], axes), order="C")  # (0-d stays 0-d)
 
 
 @numpy_op("reshape")
@@ -240,10 +253,10 @@ def split(args: tuple, attrs: Any) -> Any:
     x = np.asarray(args[0])
     if isinstance(spec, int) and spec == 1:
         return x.copy()
-    if isinstance(spec, int):  # TVM: equal parts of ceil(extent / sections), the last smaller
-        extent = x.shape[attrs["axis"]]
+    if isinstance(spec, int):  # TVM: `sections` parts of ceil(extent / sections), the last
+        extent = x.shape[attrs["axis"]]  # ones smaller, maybe empty
         size = -(-extent // spec)
-        spec = tuple(size * i for i in range(1, spec) if size * i < extent)
+        spec = tuple(min(size * i, extent) for i in range(1, spec))
     return tuple(p.copy() for p in np.split(x, list(spec), axis=attrs["axis"]))
 
 
@@ -270,14 +283,14 @@ def take(args: tuple, attrs: Any) -> np.ndarray:
 @numpy_op("nn.softmax")
 def softmax(args: tuple, attrs: Any) -> np.ndarray:
     x = np.asarray(args[0])
-    e = np.exp(x - np.max(x, axis=attrs["axis"], keepdims=True))
+    e = np.exp(x - np.max(x, axis=attrs["axis"], keepdims=True, initial=-np.inf))
     return (e / np.sum(e, axis=attrs["axis"], keepdims=True)).astype(x.dtype)
 
 
 @numpy_op("nn.log_softmax")
 def log_softmax(args: tuple, attrs: Any) -> np.ndarray:
     x = np.asarray(args[0])
-    shifted = x - np.max(x, axis=attrs["axis"], keepdims=True)
+    shifted = x - np.max(x, axis=attrs["axis"], keepdims=True, initial=-np.inf)
     return (shifted - np.log(np.sum(np.exp(shifted), axis=attrs["axis"], keepdims=True))).astype(x.dtype)
 
 
@@ -408,8 +421,13 @@ def alloc_storage(args: tuple, attrs: Any) -> np.ndarray:
 @numpy_op("vm.alloc_tensor")
 def alloc_tensor(args: tuple, attrs: Any) -> np.ndarray:
     # a fresh array: the reference does not model storage reuse between tensors
-    storage, offset, shape, dtype = args[0], args[1], args[2], args[3]
+    shape, dtype = args[2], args[3]  # (args 0 and 1: the storage and the offset in it)
     return np.zeros(tuple(shape), dtype=numpy_dtype(dtype))
+
+
+@numpy_op("builtin.alloc_tensor")
+def builtin_alloc_tensor(args: tuple, attrs: Any) -> np.ndarray:
+    return np.zeros(tuple(args[0]), dtype=numpy_dtype(args[1]))  # (shape, dtype, device, scope)
 
 
 @numpy_op("vm.kill_object")

@@ -579,5 +579,7 @@ def run_prim_func(func: PrimFunc, *args: Any, **scalars: Any) -> None:
             raise
         except IndexError as err:
             raise TVMSError(f"out-of-bounds access: {err}") from None
+        except ZeroDivisionError:  # (integer division or modulo by zero: undefined in TVM too)
+            raise TVMSError("integer division by zero") from None
     for arr, flat in copy_back:
         arr[...] = flat.reshape(arr.shape)

@@ -107,6 +107,16 @@ class _Interpreter:
             for i, (s, v) in enumerate(zip(sinfo.fields, value)):
                 self.match(s, v, sizes, f"{what}[{i}]")
 
+    def bind_plain_sizes(self, sinfo: Any, value: Any, sizes: dict) -> None:
+        """Bind the sizes that ``sinfo`` states as plain dimensions (``n``, not ``n + 1``)."""
+        dims = sinfo.dims if isinstance(sinfo, TensorStructInfo) else \
+            sinfo.values if isinstance(sinfo, ShapeStructInfo) else None
+        actual = getattr(value, "shape", None) if isinstance(sinfo, TensorStructInfo) else value
+        if dims is not None and isinstance(actual, tuple) and len(actual) == len(dims):
+            for d, a in zip(dims, actual):
+                if isinstance(d, tir.Var) and d not in sizes:
+                    sizes[d] = int(a)
+
     def match_dims(self, declared: tuple, actual: tuple, sizes: dict, what: str) -> None:
         if len(declared) != len(actual):
             raise TVMSError(f"{what}: expected {len(declared)} dimensions, got {tuple(actual)}")
@@ -124,6 +134,8 @@ class _Interpreter:
             raise TVMSError(f"the function takes {len(func.params)} arguments, got {len(args)}")
         env: dict = dict(captured or {})
         sizes: dict = {k: v for k, v in env.items() if isinstance(k, tir.Var)}
+        for p, a in zip(func.params, args):  # plain sizes first: a parameter of shape
+            self.bind_plain_sizes(p.struct_info, a, sizes)  # ((n + 1) // 2,) needs a later n
         for p, a in zip(func.params, args):
             self.match(p.struct_info, a, sizes, f"argument {p.name!r}")
             env[p] = a
@@ -207,15 +219,22 @@ class _Interpreter:
             ref = NUMPY_OPS.get(op.name)
             if ref is None:
                 raise TVMSError(f"the Relax operator {op.name!r} has no numpy reference")
-            return ref(tuple(self.eval(a, env) for a in e.args), e.attrs)
+            args = tuple(self.eval(a, env) for a in e.args)
+            try:
+                result = ref(args, e.attrs)
+            except IndexError as err:  # (R.take of an index out of range)
+                raise TVMSError(f"{op.name}: out-of-bounds access: {err}") from None
+            self.check_shapes(e.struct_info, result, env, op.name)
+            return result
         target = self.eval(op, env) if not isinstance(op, GlobalVar) else self.mod[op]
         args = [self.eval(a, env) for a in e.args]
         if isinstance(target, rx.Function):
             return self.call_function(target, args)
         if isinstance(target, Closure):
             return self.call_function(target.func, args, target.env)
-        if isinstance(target, PrimFunc):
-            raise TVMSError("a PrimFunc is called through R.call_tir, not directly")
+        if isinstance(target, PrimFunc):  # after CallTIRRewrite: it writes its outputs in place
+            run_prim_func(target, *args)
+            return ()
         if callable(target):
             return target(*args)
         raise TVMSError(f"cannot call a value of type {type(target).__name__}")
@@ -228,12 +247,27 @@ class _Interpreter:
             raise TVMSError(f"R.call_packed: {fn!r} is not a packed function")
         return fn
 
+    def check_shapes(self, sinfo: Any, value: Any, env: dict, what: str) -> None:
+        """The shapes an operator's inferred struct info states (with the sizes bound now) are
+        the shapes its numpy reference computed: a size the arguments make negative (R.split
+        of n = 1 into 3) is an error here, not a silently different result."""
+        if isinstance(sinfo, TupleStructInfo) and isinstance(value, tuple):
+            for s, v in zip(sinfo.fields, value):
+                self.check_shapes(s, v, env, what)
+        elif isinstance(sinfo, TensorStructInfo) and sinfo.dims is not None:
+            expected = tuple(self.prim(d, env) for d in sinfo.dims)
+            if expected != np.shape(value):
+                raise TVMSError(f"{what}: the arguments give the result shape {np.shape(value)}, "
+                                f"where its struct info says {expected}")
+
     def outputs(self, e: rx.Call, env: dict) -> list:
         outs = []
         for s in e.sinfo_args:
             if not isinstance(s, TensorStructInfo) or s.dims is None:
                 raise TVMSError("the outputs of a destination-passing call need known shapes")
             shape = tuple(int(self.prim(d, env)) for d in s.dims)
+            if any(d < 0 for d in shape):
+                raise TVMSError(f"an output of shape {shape}: the arguments make a size negative")
             outs.append(np.zeros(shape, dtype=numpy_dtype(s.dtype)))
         return outs
 
@@ -242,7 +276,8 @@ class _Interpreter:
         func = self.mod[gv]
         if not isinstance(func, PrimFunc):
             raise TVMSError(f"R.call_tir: {gv.name_hint!r} is not a PrimFunc")
-        inputs = list(self.eval(e.args[1], env))
+        # (a 0-d result of a numpy reference may be a numpy scalar: buffers need arrays)
+        inputs = [np.asarray(v) if isinstance(v, np.generic) else v for v in self.eval(e.args[1], env)]
         outs = self.outputs(e, env)
         extra = list(self.eval(e.args[2], env)) if len(e.args) > 2 else []
         run_prim_func(func, *inputs, *outs, *extra)

@@ -51,6 +51,9 @@ def cast_value(value: Any, dtype: DataType) -> Any:
         return bool(value)
     if dtype.is_integer:
         if isinstance(value, (float, np.floating)):
+            if not math.isfinite(value):  # undefined in C; what numpy's cast gives, as astype
+                with np.errstate(invalid="ignore"):
+                    return int(np.array(value).astype(numpy_dtype(dtype)))
             value = math.trunc(float(value))
         return wrap_int(int(value), dtype)
     if dtype.is_float:

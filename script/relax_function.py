@@ -8,7 +8,8 @@ from typing import Any
 from ..ir import relax as rx
 from ..ir.dtype import DataType
 from ..ir.errors import TVMSError
-from ..ir.expr import Var as TirVar
+from ..ir.expr import Op, Var as TirVar
+from ..ir.module import GlobalVar
 from ..ir.node import EMPTY, FrozenDict
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, StructInfo, TensorStructInfo,
                               TupleStructInfo)
@@ -24,6 +25,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
     def function(self, fdef: S.FunctionDef, decorator_kwargs: dict, nested: bool = False) -> rx.Function:
         if self.func is None:
             self.func = FunctionFrame()  # holds this function's variables for module TypeVars
+        saved_slots, self.slots = getattr(self, "slots", None), {}
         self.scopes.append({})
         params = []
         for p in fdef.params:
@@ -39,6 +41,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         self.attrs: dict = {}
         blocks, body = self.function_body(fdef)
         self.scopes.pop()
+        self.slots = saved_slots
         body_sinfo = getattr(body, "struct_info", ObjectStructInfo())
         seq = rx.SeqExpr(tuple(blocks), body, body_sinfo)
         attrs = dict(self.attrs)
@@ -68,17 +71,28 @@ class RelaxFunctionBuilder(RelaxBuilder):
         return FuncStructInfo(params, ret, bool(decorator_kwargs.get("pure", True)))
 
     def function_body(self, fdef: S.FunctionDef) -> tuple[list, Any]:
+        stmts = fdef.body
+        for i, stmt in enumerate(stmts[:-1]):
+            if isinstance(stmt, S.Return):
+                raise self.error(stmts[i + 1], "statements after 'return' are never run")
+        last = stmts[-1]
+        if not isinstance(last, S.Return):
+            raise self.error(fdef, f"function {fdef.name!r} must end with a return statement")
+        blocks, current = self.binding_blocks(stmts[:-1])
+        body = self.to_relax(self.ev(last.value), last.value) if last.value is not None \
+            else rx.Tuple((), TupleStructInfo(()))
+        body = self.bind_operand(body, current)  # a call returned is bound first, as in TVM
+        if current:
+            blocks.append(rx.BindingBlock(tuple(current)))
+        self.check_defined(body, last)
+        return blocks, body
+
+    def binding_blocks(self, stmts: list) -> tuple[list, list]:
+        """The binding blocks of ``stmts`` (a ``with R.dataflow()`` makes one of its own), and
+        the bindings of the last block, still open."""
         blocks: list = []
         current: list = []
-        body = None
-        stmts = fdef.body
-        for i, stmt in enumerate(stmts):
-            if isinstance(stmt, S.Return):
-                if i != len(stmts) - 1:
-                    raise self.error(stmts[i + 1], "statements after 'return' are never run")
-                body = self.to_relax(self.ev(stmt.value), stmt.value) if stmt.value is not None \
-                    else rx.Tuple((), TupleStructInfo(()))
-                break
+        for stmt in stmts:
             if isinstance(stmt, S.With) and _is_dataflow(stmt):
                 if current:
                     blocks.append(rx.BindingBlock(tuple(current)))
@@ -86,12 +100,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
                 blocks.append(self.dataflow(stmt))
                 continue
             self.statement(stmt, current)
-        if body is None:
-            raise self.error(fdef, f"function {fdef.name!r} must end with a return statement")
-        if current:
-            blocks.append(rx.BindingBlock(tuple(current)))
-        self.check_defined(body, stmts[-1])
-        return blocks, body
+        return blocks, current
 
     def check_defined(self, expr: Any, syn: Any) -> None:
         if isinstance(expr, rx.DataflowVar):
@@ -112,6 +121,8 @@ class RelaxFunctionBuilder(RelaxBuilder):
                 raise self.error(stmt, "R.output(...) is only allowed at the end of a dataflow block")
             value = self.ev(stmt.value)
             if isinstance(value, rx.RelaxExpr):  # a call for its effect: bound to an unused name
+                value = self.normalize(value, out)
+                self.take_slot()
                 out.append(rx.VarBinding(value, rx.Var("_", value.struct_info)))
                 return
             raise self.error(stmt, "an expression statement has no effect here")
@@ -123,6 +134,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
             return self.if_binding(stmt, out)
         if isinstance(stmt, S.FunctionDef):
             func = RelaxFunctionBuilder.nested_function(self, stmt)
+            self.take_slot()
             var = rx.Var(stmt.name, func.struct_info, span=self.span(stmt))
             self.define(stmt.name, var)
             out.append(rx.VarBinding(func, var, span=self.span(stmt)))
@@ -158,7 +170,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
             if not isinstance(existing, TirVar):
                 self.define(name, TirVar(name, value.dtype))
             return
-        value = self.to_relax(value, value_syn)
+        value = self.normalize(self.to_relax(value, value_syn), out)
         sinfo = value.struct_info if hasattr(value, "struct_info") else ObjectStructInfo()
         if annotation is not None:
             declared = self.as_struct_info(self.ev(annotation), annotation)
@@ -167,7 +179,48 @@ class RelaxFunctionBuilder(RelaxBuilder):
         var = self.new_var(name, sinfo, targets[0])
         out.append(rx.VarBinding(value, var, span=self.span(stmt)))
 
+    # ---------------------------------------------------------------- normal form
+    def take_slot(self) -> str:
+        """The name TVM's builder gives the next binding: each binding of a function, named by
+        the script or not, takes the next of ``gv``, ``gv1``, ... (``lv``, ``lv1``, ... inside a
+        dataflow block), so generated names come out as TVM's."""
+        prefix = "lv" if self.in_dataflow else "gv"
+        k = self.slots.get(prefix, 0)
+        self.slots[prefix] = k + 1
+        return prefix if k == 0 else f"{prefix}{k}"
+
+    def normalize(self, value: Any, out: list) -> Any:
+        """``value`` in TVM's normal form: its operands that are neither leaves nor tuples
+        (nested calls, items of a called function's result) are bound first, innermost first."""
+        if isinstance(value, rx.Call):
+            args = tuple(self.bind_operand(a, out) for a in value.args)
+            if any(a is not b for a, b in zip(args, value.args)):
+                value = value.with_changes(args=args)
+        elif isinstance(value, rx.Tuple):
+            fields = tuple(self.bind_operand(f, out) for f in value.fields)
+            if any(a is not b for a, b in zip(fields, value.fields)):
+                value = value.with_changes(fields=fields)
+        elif isinstance(value, rx.TupleGetItem):
+            tup = self.bind_operand(value.tuple_value, out)
+            if tup is not value.tuple_value:
+                value = value.with_changes(tuple_value=tup)
+        return value
+
+    def bind_operand(self, value: Any, out: list) -> Any:
+        """An operand in normal form: a leaf or a tuple stays; anything else is bound to a
+        fresh variable, which replaces it."""
+        if isinstance(value, _LEAVES):
+            return value
+        value = self.normalize(value, out)
+        if isinstance(value, rx.Tuple):
+            return value
+        name = self.take_slot()
+        var = (rx.DataflowVar if self.in_dataflow else rx.Var)(name, value.struct_info)
+        out.append(rx.VarBinding(value, var))
+        return var
+
     def new_var(self, name: str, sinfo: StructInfo, syn: Any) -> rx.Var:
+        self.take_slot()
         cls = rx.DataflowVar if self.in_dataflow and name not in (self.outputs or ()) else rx.Var
         var = cls(name, sinfo, span=self.span(syn))
         self.define(name, var)
@@ -191,7 +244,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
     def match_cast(self, stmt: Any, name: str, call: S.Call, annotation: Any, out: list) -> None:
         if len(call.args) != 2:
             raise self.error(call, "R.match_cast takes a value and struct info")
-        value = self.to_relax(self.ev(call.args[0]), call.args[0])
+        value = self.bind_operand(self.to_relax(self.ev(call.args[0]), call.args[0]), out)
         sinfo = self.as_struct_info(self.ev(call.args[1]), call.args[1])
         if annotation is not None:
             declared = self.as_struct_info(self.ev(annotation), annotation)
@@ -210,9 +263,9 @@ class RelaxFunctionBuilder(RelaxBuilder):
         out.append(rx.MatchCast(value, sinfo, var, span=self.span(stmt)))
 
     def if_binding(self, stmt: S.If, out: list) -> None:
-        cond = self.to_relax(self.ev(stmt.test), stmt.test)
-        then_seq, then_name = self.branch(stmt.body, stmt)
-        else_seq, else_name = self.branch(stmt.orelse, stmt)
+        cond = self.bind_operand(self.to_relax(self.ev(stmt.test), stmt.test), out)
+        then_seq, then_name = self.branch(stmt.body, stmt, "then")
+        else_seq, else_name = self.branch(stmt.orelse, stmt, "else")
         if then_name != else_name:
             raise self.error(stmt, f"both branches of an if must end by assigning the same name "
                              f"('{then_name}' and '{else_name}')")
@@ -221,24 +274,31 @@ class RelaxFunctionBuilder(RelaxBuilder):
         var = self.new_var(then_name, sinfo, stmt)
         out.append(rx.VarBinding(expr, var, span=self.span(stmt)))
 
-    def branch(self, stmts: list, where: Any) -> tuple[rx.SeqExpr, str]:
+    def branch(self, stmts: list, where: Any, which: str) -> tuple[rx.SeqExpr, str]:
+        """One branch of an if. As in TVM, a value computed by the branch's last assignment
+        (``z = R.add(b, x)``) is bound to ``z_then`` (``z_else``), which the branch returns."""
         if not stmts:
             raise self.error(where, "an if in a Relax function needs both branches")
         self.scopes.append({})
         try:
-            bindings: list = []
-            for s in stmts[:-1]:
-                self.statement(s, bindings)
+            blocks, bindings = self.binding_blocks(stmts[:-1])
             last = stmts[-1]
             if not isinstance(last, (S.Assign, S.AnnAssign)):
                 raise self.error(last, "a branch ends by assigning the value of the if")
             target = last.targets[0] if isinstance(last, S.Assign) else last.target
-            value = self.to_relax(self.ev(last.value), last.value)
+            value = self.normalize(self.to_relax(self.ev(last.value), last.value), bindings)
             if isinstance(last, S.AnnAssign):
                 self.check_compatible(self.as_struct_info(self.ev(last.annotation), last.annotation),
                                       value.struct_info, last.annotation, target.id)
-            blocks = (rx.BindingBlock(tuple(bindings)),) if bindings else ()
-            return rx.SeqExpr(blocks, value, value.struct_info), target.id
+            if not isinstance(value, _LEAVES):
+                self.take_slot()
+                var = rx.Var(f"{target.id}_{which}", value.struct_info, span=self.span(last))
+                bindings.append(rx.VarBinding(value, var, span=self.span(last)))
+                value = var
+            if bindings:
+                blocks.append(rx.BindingBlock(tuple(bindings)))
+            self.check_defined(value, last.value)
+            return rx.SeqExpr(tuple(blocks), value, value.struct_info), target.id
         finally:
             self.scopes.pop()
 
@@ -284,6 +344,11 @@ class _Escaped:
 
     def __init__(self, var: rx.DataflowVar):
         self.var = var
+
+
+# What TVM's normal form leaves in place as an operand.
+_LEAVES = (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.DataTypeImm,
+           rx.ExternFunc, GlobalVar, Op)
 
 
 def join_struct_info(a: StructInfo, b: StructInfo) -> StructInfo:

@@ -14,7 +14,7 @@ import numpy as np
 from ..ir import arith, relax as rx
 from ..ir import relax_op
 from ..ir.dtype import DataType, is_dtype_name
-from ..ir.errors import ScriptError, TVMSError
+from ..ir.errors import ScriptError, Source, TVMSError
 from ..ir.expr import IntImm, PrimExpr, Var as TirVar
 from ..ir.module import GlobalVar, MetadataRef
 from .metadata import CONSTANT_KEYS
@@ -50,6 +50,8 @@ class Metadata:
     table: dict
 
 
+_RELAX_OPERATORS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "//": "floor_divide",
+                    "**": "power", "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
 _STRUCT_INFO_BUILTINS = {"Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "Callable"}
 _R_VALUE_BUILTINS = {"const", "shape", "prim_value", "str", "dtype", "tuple", "match_cast",
                      "ExternFunc", "call_tir", "call_dps_packed", "call_packed", "output",
@@ -135,6 +137,33 @@ class RelaxBuilder(TIRBuilder):
             raise self.error(syn, f"metadata[{kind.key!r}] has no entry {index!r}")
         return entries[index]
 
+    # ---------------------------------------------------------------- Python operators
+    # On Relax values, as in TVM's parser: `x * y` is R.multiply(x, y), `-x` R.negative(x).
+    def ev_BinOp(self, syn: S.BinOp) -> Any:
+        left, right = self.ev(syn.left), self.ev(syn.right)
+        if isinstance(left, rx.RelaxExpr) or isinstance(right, rx.RelaxExpr):
+            return self.relax_operator(_RELAX_OPERATORS, syn.op, [left, right], syn)
+        return super().ev_BinOp(syn)
+
+    def ev_UnaryOp(self, syn: S.UnaryOp) -> Any:
+        value = self.ev(syn.operand)
+        if isinstance(value, rx.RelaxExpr):
+            return self.relax_operator({"-": "negative"}, syn.op, [value], syn)
+        return super().ev_UnaryOp(syn)
+
+    def ev_Compare(self, syn: S.Compare) -> Any:
+        left = self.ev(syn.left)
+        if isinstance(left, rx.RelaxExpr) and len(syn.ops) == 1:
+            return self.relax_operator(_RELAX_OPERATORS, syn.ops[0], [left, self.ev(syn.comparators[0])], syn)
+        return super().ev_Compare(syn)
+
+    def relax_operator(self, table: dict, op: str, operands: list, syn: Any) -> rx.Call:
+        name = table.get(op)
+        if name is None:
+            raise self.error(syn, f"the operator {op!r} is not defined on Relax values")
+        args = [self.to_relax(v, syn) for v in operands]
+        return relax_op.make_call(name, args, {}, (), span=self.span(syn))
+
     def ev_Call(self, syn: S.Call) -> Any:
         func = self.ev(syn.func)
         if isinstance(func, RBuiltin):
@@ -178,10 +207,13 @@ class RelaxBuilder(TIRBuilder):
         if spec is None:
             raise self.error(syn.func, f"R.{path}(...) cannot be used here")
         args = [self.to_relax(self.ev(a), a) for a in syn.args]
-        attrs = {}
+        attrs, sinfo_args = {}, ()
         for key, value_syn in syn.kwargs:
+            if key in ("sinfo_args", "ty_args"):  # R.builtin.alloc_tensor(..., ty_args=(...))
+                sinfo_args = tuple(self.as_struct_info(x, syn) for x in self.ev(value_syn))
+                continue
             attrs[key] = self.attr_value(self.ev(value_syn), value_syn)
-        return relax_op.make_call(spec, args, attrs, span=self.span(syn))
+        return relax_op.make_call(spec, args, attrs, sinfo_args, span=self.span(syn))
 
     def attr_value(self, value: Any, syn: Any) -> Any:
         if isinstance(value, list):
@@ -293,15 +325,32 @@ class RelaxBuilder(TIRBuilder):
             return value
         raise self.error(syn, f"a dimension is an integer or a symbolic size, got {_describe(value)}")
 
-    def symbolic(self, name: str, syn: Any) -> TirVar:
+    def symbolic(self, name: str, syn: Any) -> PrimExpr:
         if not name.isidentifier():
-            raise self.error(syn, f"a quoted dimension names one symbolic size, got {name!r}")
+            return self.size_expression(name, syn)
         for scope in reversed(self.scopes):
             if name in scope and isinstance(scope[name], TirVar):
                 return scope[name]
         var = TirVar(name, DataType("int64"))
         self.scopes[1 if len(self.scopes) > 1 else 0][name] = var
         return var
+
+    def size_expression(self, text: str, syn: Any) -> PrimExpr:
+        """A quoted compound size of the classic signature (``"m * 2"``, as TVM prints a size
+        that is not one variable): an expression over the symbolic sizes in scope."""
+        from .parser import parse_syntax
+
+        problem = f"a quoted dimension is a symbolic size or an expression of sizes, got {text!r}"
+        try:
+            stmts = parse_syntax(text, Source(text, "<size>")).body
+            if len(stmts) != 1 or not isinstance(stmts[0], S.ExprStmt):
+                raise self.error(syn, problem)
+            value = self.ev(stmts[0].value)
+        except ScriptError as e:
+            raise self.error(syn, f"{problem}: {e.message}") from None
+        if not (isinstance(value, PrimExpr) and value.dtype.is_integer):
+            raise self.error(syn, problem)
+        return value
 
     def struct_info_call(self, path: str, syn: S.Call) -> StructInfo:
         args = [self.ev(a) for a in syn.args]

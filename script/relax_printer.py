@@ -14,6 +14,7 @@ from ..ir import relax_op
 from ..ir.dtype import DataType
 from ..ir.expr import IntImm, Op, PrimExpr, Var as TirVar
 from ..ir.module import GlobalVar
+from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
 from .tir_printer import _EXPR_PRINTERS, ATOM, TIRPrinter, format_float, quote
@@ -29,6 +30,7 @@ class RelaxPrinter(TIRPrinter):
         self.module_names = module_names  # names of the module's functions (printed cls.name)
         self.constants = constants  # constants printed as metadata[...][i], shared by the module
         self.in_signature = False
+        self.quoted: set = set()  # the sizes the classic signature names before defining them
 
     # ---------------------------------------------------------------- TensorIR inside Relax
     def ex_int(self, e: IntImm):
@@ -39,16 +41,18 @@ class RelaxPrinter(TIRPrinter):
         return super().ex_int(e)
 
     def var(self, v: Any) -> str:
-        if isinstance(v, TirVar) and self.in_signature and self.namer.get(v) is None \
-                and id(v) not in self.typevars:
-            return quote(v.name)  # the classic signature names sizes before they are defined
+        if self.in_signature and id(v) in self.quoted:
+            return quote(self.namer.get(v))  # the classic signature names sizes before they are defined
         return super().var(v)
+
+    def has_quoted(self, e: PrimExpr) -> bool:
+        return any(id(v) in self.quoted for v in collect(e, TirVar))
 
     def dims(self, values: tuple) -> str:
         parts = []
         for d in values:
             text = self.expr(d)
-            if self.in_signature and not isinstance(d, (IntImm, TirVar)) and _has_undefined(self, d):
+            if self.in_signature and not isinstance(d, (IntImm, TirVar)) and self.has_quoted(d):
                 text = quote(text.replace('"', ""))
             parts.append(text)
         return ", ".join(parts)
@@ -150,10 +154,7 @@ class RelaxPrinter(TIRPrinter):
         if name == "call_packed":
             args = [self.rexpr(c.args[0]) if not isinstance(c.args[0], rx.ExternFunc) else quote(c.args[0].global_symbol)]
             args += [self.rexpr(a) for a in c.args[1:]]
-            if c.sinfo_args:
-                key = "sinfo_args" if self.d.name == "classic" else "ty_args"
-                items = ", ".join(self.sinfo(s) for s in c.sinfo_args)
-                args.append(f"{key}=({items}{',' if len(c.sinfo_args) == 1 else ''})")
+            args += self.sinfo_args_kwarg(c)
             return f"R.call_packed({', '.join(args)})"
         args = [self.rexpr(a) for a in c.args]
         for attr in spec.attrs:
@@ -161,7 +162,15 @@ class RelaxPrinter(TIRPrinter):
             if not getattr(attr, "print_default", True) and value == attr.default:
                 continue
             args.append(f"{attr.name}={self.attr_value(value, attr.kind)}")
+        args += self.sinfo_args_kwarg(c)  # R.builtin.alloc_tensor(..., ty_args=(...))
         return f"R.{name}({', '.join(args)})"
+
+    def sinfo_args_kwarg(self, c: rx.Call) -> list[str]:
+        if not c.sinfo_args:
+            return []
+        key = "sinfo_args" if self.d.name == "classic" else "ty_args"
+        items = ", ".join(self.sinfo(s) for s in c.sinfo_args)
+        return [f"{key}=({items}{',' if len(c.sinfo_args) == 1 else ''})"]
 
     def call_dps(self, name: str, c: rx.Call) -> str:
         func = c.args[0]
@@ -199,16 +208,21 @@ class RelaxPrinter(TIRPrinter):
         if args:
             decorator += f"({', '.join(args)})"
         self.emit(decorator)
+        sizes = []
+        if self.d.name == "classic":  # the sizes are named first: a parameter may take `m_1`
+            sizes = [v for v in _symbolic_vars([p.struct_info for p in f.params] + [f.ret_struct_info])
+                     if self.namer.get(v) is None and id(v) not in self.typevars]
+            for v in sizes:
+                self.namer.define(v, v.name)
+            self.quoted = {id(v) for v in sizes}
         self.in_signature = self.d.name == "classic"
         params = [f"{self.namer.define(p, p.name)}: {self.sinfo(p.struct_info)}" for p in f.params]
         ret = self.sinfo(f.ret_struct_info)
-        self.in_signature = False
+        self.in_signature, self.quoted = False, set()
         self.emit(f"def {name}({', '.join(params)}) -> {ret}:")
         self.indent += 1
-        if self.d.name == "classic":
-            for v in _symbolic_vars([p.struct_info for p in f.params] + [f.ret_struct_info]):
-                if self.namer.get(v) is None:
-                    self.emit(f"{self.namer.define(v, v.name)} = T.{v.dtype}()")
+        for v in sizes:
+            self.emit(f"{self.namer.get(v)} = T.{v.dtype}()")
         attrs = {k: v for k, v in f.attrs.items() if not (k == "global_symbol" and v == name)}
         if attrs:
             self.emit(f"R.func_attr({self.attr_dict(attrs)})")
@@ -243,6 +257,10 @@ class RelaxPrinter(TIRPrinter):
     def binding(self, b: Any) -> None:
         value = b.value
         if isinstance(value, rx.Function):
+            # (a nested function's own header names TypeVar when its signature uses a hoisted size)
+            if self.d.typevar_header and any(id(v) in self.typevars for p in value.params
+                                             for v in collect(p.struct_info, TirVar)):
+                self.emit(self.d.typevar_header)
             self.emit("# from tvm.script import relax as R")
             self.lines.append("    " * self.indent)
             self.function(value, self.namer.define(b.var, b.var.name), nested=True)
@@ -260,7 +278,7 @@ class RelaxPrinter(TIRPrinter):
             self.emit(rhs)  # a call made for its effect
             return
         name = self.namer.define(b.var, b.var.name)
-        if isinstance(value, rx.Call) and value.sinfo_args:
+        if isinstance(value, rx.Call) and value.sinfo_args and _states_own_sinfo(value):
             self.emit(f"{name} = {rhs}")  # the call states its own struct info
         else:
             self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
@@ -287,14 +305,19 @@ class RelaxPrinter(TIRPrinter):
         self.indent -= 1
 
 
+def _states_own_sinfo(c: rx.Call) -> bool:
+    """The calls whose bound variable prints without annotation (``R.call_tir`` and the other
+    ``R.call_*``); other operators with struct info arguments (``R.builtin.alloc_tensor(...,
+    ty_args=...)``) keep it, as TVM prints them."""
+    return not isinstance(c.op, Op) or relax_op.spec_of(c.op).script_name.startswith("call_")
+
+
 def _is_void(s: StructInfo) -> bool:
     return isinstance(s, TupleStructInfo) and not s.fields
 
 
 def _symbolic_vars(infos: list) -> list:
     """TensorIR variables in struct info, in order of first appearance."""
-    from ..ir.visitor import collect
-
     seen: dict[int, TirVar] = {}
     for s in infos:
         for v in collect(s, TirVar):
@@ -302,15 +325,9 @@ def _symbolic_vars(infos: list) -> list:
     return list(seen.values())
 
 
-def _has_undefined(p: RelaxPrinter, e: PrimExpr) -> bool:
-    from ..ir.visitor import collect
-
-    return any(p.namer.get(v) is None and id(v) not in p.typevars for v in collect(e, TirVar))
 
 
 def _refers_to_module(f: rx.Function, names: set) -> bool:
-    from ..ir.visitor import collect
-
     return any(g.name_hint in names for g in collect(f.body, GlobalVar))
 
 

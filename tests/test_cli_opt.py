@@ -108,6 +108,19 @@ def test_tvm_0_27_dialect(capsys):
     assert 'R.Tensor(("n", 784)' in capsys.readouterr().out
 
 
+def test_zero_pipeline_by_name(capsys):
+    if not CORPUS.exists():
+        pytest.skip("needs ../shared/corpus")
+    src = str(CORPUS / "mlp_bias_dyn_01_exported.tvms")
+    assert main(["opt", "--pipeline", "zero", src]) == 0
+    expected = (CORPUS / "mlp_bias_dyn_04_zero_pipeline.tvms").read_text().rstrip("\n") + "\n"
+    assert capsys.readouterr().out == expected
+    assert main(["opt", "--pipeline", "zero", "-p", "DeadCodeElimination", src]) == 0  # then -p
+    assert capsys.readouterr().out == expected
+    assert main(["opt", "--pipeline", "one", src]) == 2
+    assert "unknown pipeline 'one'; the known pipelines are 'zero'" in capsys.readouterr().err
+
+
 def test_list_passes(failing, capsys):
     assert main(["opt", "--load", EXAMPLE, "--load", failing, "--list-passes"]) == 0
     names = capsys.readouterr().out.split()

@@ -312,6 +312,31 @@ def test_relax_operator_shape_error_names_the_op():
     assert_error(src, 5, 13, r"R\.add: shapes \(4,\) and \(2,\) do not broadcast")
 
 
+def test_relax_quoted_size_that_is_not_an_expression():
+    src = """\
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("m", 2), "float32")) -> R.Tensor(("m +",), "float32"):
+        return R.reshape(x, R.shape([-1]))
+"""
+    assert_error(src, 4, 51, r"a quoted dimension is a symbolic size or an expression of sizes, got "
+                             r"'m \+': .*expected an expression after '\+'")
+
+
+def test_relax_if_inside_a_dataflow_block():
+    src = _RELAX_HEAD + """\
+        with R.dataflow():
+            if x:
+                y = x
+            else:
+                y = x
+            R.output(y)
+        return y
+"""
+    assert_error(src, 6, 16, r"an if is not allowed inside a dataflow block")
+
+
 def test_two_functions_with_the_same_name():
     src = '''\
 @I.ir_module

@@ -210,8 +210,6 @@ def test_sequential_and_int_input() -> None:
     assert func.params[1].struct_info.values == (k,)  # R.Shape([k]) shares the size of x
 
 
-@pytest.mark.xfail(strict=True, reason="printer (classic): a size named like a parameter (k) is "
-                   "renamed k_1 in the body but still written \"k\" in the signature")
 def test_int_input_classic_roundtrip() -> None:
     mod, _ = export_int_input()
     back = from_source(mod.script())

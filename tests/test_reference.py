@@ -359,6 +359,17 @@ def f(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
         run_prim_func(func, np.zeros(4, "float32"), np.zeros(4, "float32"))
 
 
+def test_integer_division_by_zero_is_an_error() -> None:
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((4,), "int32"), B: T.Buffer((4,), "int32")):
+    for i in range(4):
+        B[i] = A[i] // A[3 - i]
+""")
+    with pytest.raises(TVMSError, match="integer division by zero"):
+        run_prim_func(func, np.array([1, 2, 0, 4], "int32"), np.zeros(4, "int32"))
+
+
 INT_OPS = load("""
 @T.prim_func
 def f(A: T.Buffer((1,), "int32"), B: T.Buffer((1,), "int32"), C: T.Buffer((6,), "int32")):

@@ -139,7 +139,7 @@ Y = [[2.0, 2.0, -2.0], [4.0, -5.0, 3.0]]
 
 def test_elementwise_ops() -> None:
     x, y = const(X), const(Y)
-    ax, ay = np.array(X, "float32"), np.array(Y, "float32")
+    ax = np.array(X, "float32")
     assert call("add", x, y).tolist() == [[3, 0, 1], [0, 0, -3]]
     assert call("subtract", x, y).tolist() == [[-1, -4, 5], [-8, 10, -9]]
     assert call("multiply", x, y).tolist() == [[2, -4, -6], [-16, -25, -18]]

@@ -26,10 +26,28 @@ def size(name: str) -> tvm.ir.Var:
 
 
 def assert_roundtrip(mod: tvm.IRModule) -> None:
-    """parse(print(mod)) is structurally equal to mod, in both dialects."""
+    """parse(print(mod)) is structurally equal to mod, in both dialects. A module with nested
+    calls reads back in normal form (the parser binds them first, as TVM's does), and that
+    module's text is a fixpoint."""
     for dialect in ("classic", "tvm-0.27"):
         back = from_source(mod.script(dialect=dialect))
+        if _has_nested_calls(mod):
+            assert not _has_nested_calls(back)
+            mod, back = back, from_source(back.script(dialect=dialect))
         assert structural_equal(mod, back), (dialect, first_mismatch(mod, back))
+
+
+def _has_nested_calls(mod: tvm.IRModule) -> bool:
+    """Whether a call has a nested call (or a function returns one) as an operand."""
+    from tvms.ir.visitor import collect
+
+    def nested(a: object) -> bool:
+        return isinstance(a, (relax.Call, relax.TupleGetItem, relax.If)) or \
+            isinstance(a, relax.Tuple) and any(nested(f) for f in a.fields)
+
+    funcs = [f for _, f in mod.functions_items() if isinstance(f, relax.Function)]
+    return any(nested(a) for f in funcs for call in collect(f, relax.Call) for a in call.args) or \
+        any(nested(f.body.body if isinstance(f.body, relax.SeqExpr) else f.body) for f in funcs)
 
 
 def mlp_vars() -> tuple:

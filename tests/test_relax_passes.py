@@ -80,11 +80,7 @@ def test_semantics_kept(module: str, variant: str) -> None:
     assert_same_results(mod, VARIANTS[variant]()(mod))
 
 
-# the parser does not take ``with R.dataflow()`` inside an if branch yet (nested ConvertToDataflow*)
-ROUNDTRIP = [(m, v) for m, v in CASES if not (m == "nested" and v.startswith("ConvertToDataflow"))]
-
-
-@pytest.mark.parametrize("module,variant", ROUNDTRIP)
+@pytest.mark.parametrize("module,variant", CASES)
 def test_roundtrip_of_result(module: str, variant: str) -> None:
     after = VARIANTS[variant]()(load(module))
     back = from_source(after.script(dialect="tvm-0.27"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import CORPUS, corpus_manifest
+from conftest import CORPUS, FIXTURES, corpus_manifest
 from tvms.ir import first_mismatch, relax as rx
 from tvms.ir.struct_info import TensorStructInfo
 from tvms.script import from_source
@@ -72,3 +72,33 @@ def test_symbolic_sizes_are_quoted_in_the_classic_signature() -> None:
     assert 'def forward(x: R.Tensor(("n", 784), dtype="float32")' in classic
     assert '-> R.Tensor(("n", 10), dtype="float32"):\n        n = T.int64()\n' in classic
     assert 'R.matmul(x, permute_dims, out_dtype="void")' in classic
+
+
+# ---------------------------------------------------------------- normal form
+NORMAL_FORM = FIXTURES / "normal_form"
+
+
+@pytest.mark.parametrize("dialect", ["classic", "tvm-0.27"])
+@pytest.mark.parametrize("name", ["", "operators_"])
+def test_nested_calls_are_bound_first_with_tvms_names(name: str, dialect: str) -> None:
+    """Nested calls, tuple items, a call returned and a computed branch value are bound to
+    variables as TVM's parser binds them (``gv``, ``lv3``, ``z_then``; every binding takes a
+    number, so the generated ones skip those the script's names took); Python operators on
+    Relax values are operator calls (``x * y`` is ``R.multiply(x, y)``). The goldens are TVM
+    0.27's output for the inputs; the two dialects print these alike."""
+    mod = from_source((NORMAL_FORM / f"{name}input.tvms").read_text())
+    assert mod.script(dialect=dialect) == (NORMAL_FORM / f"{name}tvm_0.27.tvms").read_text().rstrip("\n")
+
+
+def test_normal_form_keeps_the_results() -> None:
+    from tvms.runtime.reference_relax import run_relax
+
+    mod = from_source((NORMAL_FORM / "input.tvms").read_text())
+    x, y = np.random.default_rng(0).standard_normal((2, 2, 3)).astype("float32")
+    np.testing.assert_allclose(run_relax(mod, "straight", x, y),
+                               2 * (np.exp(np.exp(x) - x) - (np.exp(x) - x)), rtol=1e-5)
+    got = run_relax(mod, "items", x, y)
+    np.testing.assert_allclose(got[1], np.exp(x + np.exp(y)), rtol=1e-5)
+    for c in (True, False):
+        z = np.exp(x) + x if c else -x
+        np.testing.assert_allclose(run_relax(mod, "branches", x, np.array(c)), np.exp(z) + z, rtol=1e-5)

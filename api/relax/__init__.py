@@ -16,11 +16,13 @@ from ..ir.struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, 
                                StructInfo, TensorStructInfo, TupleStructInfo)
 from ..script.block_builder import BlockBuilder, const
 from ..script.relax_op_api import call_dps_packed, call_packed, call_tir
-from . import frontend, op, transform
+from ..lowering.relax.pipeline import get_pipeline
+from . import backend, dpl, frontend, op, transform
 
 __all__ = ["BindingBlock", "BlockBuilder", "Call", "Constant", "DataTypeImm", "DataflowBlock",
            "DataflowVar", "Expr", "ExternFunc", "FuncStructInfo", "Function", "GlobalVar", "If",
            "MatchCast", "ObjectStructInfo", "PrimStructInfo", "PrimValue", "SeqExpr", "ShapeExpr",
            "ShapeStructInfo", "StringImm", "StructInfo", "TensorStructInfo", "Tuple", "TupleGetItem",
            "TupleStructInfo", "Var", "VarBinding", "call_dps_packed", "call_packed", "call_tir", "const",
-           "frontend", "op", "transform"]
+           "frontend", "get_pipeline", "op", "transform"]
+__all__ += ["backend", "dpl"]

@@ -1,7 +1,15 @@
 """tvms.relax.transform: Relax passes, shaped like ``tvm.relax.transform`` (re-exports only)."""
+from ..lowering.relax.call_tir_rewrite import CallTIRRewrite
+from ..lowering.relax.fuse_by_pattern import FuseOpsByPattern, FusionPattern, PatternCheckContext
+from ..lowering.relax.fuse_ops import FuseOps
+from ..lowering.relax.fuse_tir import FuseTIR
 from ..lowering.relax.legalize import LegalizeOps
+from ..lowering.relax.op_pattern import AnnotateTIROpPattern
+from ..lowering.relax.run_codegen import RunCodegen
 from ..lowering.relax.passes import (BindParams, CanonicalizeBindings, ConvertToDataflow,
                                      DeadCodeElimination, FoldConstant, ToNonDataflow)
 
 __all__ = ["BindParams", "CanonicalizeBindings", "ConvertToDataflow", "DeadCodeElimination",
            "FoldConstant", "LegalizeOps", "ToNonDataflow"]
+__all__ += ["AnnotateTIROpPattern", "CallTIRRewrite", "FuseOps", "FuseTIR"]
+__all__ += ["FuseOpsByPattern", "FusionPattern", "PatternCheckContext", "RunCodegen"]

@@ -15,7 +15,8 @@ from ...ir import arith
 from ...ir import relax as rx
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
-from ...ir.expr import BufferLoad, FloatImm, IntImm, IterVar, Op, Range
+from ...ir.expr import (EQ, GE, GT, LE, LT, NE, BufferLoad, FloatImm, FloorDiv, IntImm, IterVar,
+                        Op, Range)
 from ...ir.stmt import BufferStore
 from ...ir.visitor import Mutator
 from ...ir.function import PrimFunc
@@ -27,6 +28,9 @@ from .. import te
 from ..pass_registry import register_pass
 from ..transform import module_pass
 from .expr_functor import PyExprMutator
+from .passes import tvm_print_order
+
+_tvm_print_order = tvm_print_order  # (the name the fusion passes import)
 
 class _NotLegalized(Exception):
     """Raised by a legalization for a case it does not cover: the call stays as it is."""
@@ -62,7 +66,8 @@ def call_te(bb: Any, fte: Callable, *args: Any, primfunc_name_hint: str | None =
             sinfo = _tensor_sinfo(a)
             if sinfo is None:
                 raise TVMSError(f"call_te: argument {a!r} is not a tensor of known shape and dtype")
-            name = a.name if isinstance(a, rx.Var) else "rxplaceholder"
+            # TVM names a tensor argument that is not a variable (a constant) by its position
+            name = a.name if isinstance(a, rx.Var) else chr(ord("A") + len(inputs))
             t = te.placeholder(sinfo.dims, str(sinfo.dtype), name=name)
             te_args.append(t)
             inputs.append(t)
@@ -70,12 +75,57 @@ def call_te(bb: Any, fte: Callable, *args: Any, primfunc_name_hint: str | None =
         else:
             te_args.append(a)
     out = fte(*te_args)
-    func = _Int64Indices().visit(te.create_prim_func(inputs + [out]))
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]  # several: a tuple result
+    sizes = _unbound_sizes(inputs + outs)
+    func = _Int64Indices().visit(te.create_prim_func(inputs + sizes + outs, index_dtype_override="int64"))
+    func = _OwnSizes(list(_size_vars(inputs + outs).values())).visit(func)
     attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
     func = func.with_changes(attrs=FrozenDict(attrs))
     gv = bb.add_func(func, primfunc_name_hint or fte.__name__)
-    out_sinfo = TensorStructInfo(rx.ShapeExpr(tuple(out.shape)), out.dtype)
-    return make_call("call_tir", [gv, rx.Tuple(tuple(rx_args))], {}, (out_sinfo,))
+    out_sinfo = tuple(TensorStructInfo(rx.ShapeExpr(tuple(o.shape)), o.dtype) for o in outs)
+    rx_args += [rx.PrimValue(v) for v in sizes]
+    return make_call("call_tir", [gv, rx.Tuple(tuple(rx_args))], {}, out_sinfo)
+
+
+class _OwnSizes(Mutator):
+    """Gives the PrimFunc its own copy of each symbolic size of ``sizes`` (as TVM's call_te
+    does), so that it shares no variable with the Relax function; each buffer is rebuilt once."""
+
+    def __init__(self, sizes: list) -> None:
+        self.copies = {id(v): type(v)(v.name, v.dtype) for v in sizes}
+        self.buffers: dict = {}
+
+    def visit_Var(self, v: Any) -> Any:
+        return self.copies.get(id(v), v)
+
+    def visit_Buffer(self, b: Any) -> Any:
+        new = self.buffers.get(id(b))
+        if new is None:
+            new = self.buffers[id(b)] = self.generic_visit(b)
+        return new
+
+
+def _size_vars(tensors: list) -> dict:
+    """The symbolic sizes the tensors' shapes use, by identity, in order of appearance."""
+    from ...ir.expr import Var
+    from ...ir.visitor import collect
+
+    used: dict = {}
+    for t in tensors:
+        for d in t.shape:
+            for v in collect(d, Var):
+                used.setdefault(id(v), v)
+    return used
+
+
+def _unbound_sizes(tensors: list) -> list:
+    """The symbolic sizes the shapes use but no dimension is by itself (``n`` of a
+    ``(n + 1) // 2`` dimension): the PrimFunc could not learn them from its buffers, so, as in
+    TVM, they become scalar parameters before the outputs and the call passes them."""
+    from ...ir.expr import Var
+
+    bound = {id(d) for t in tensors for d in t.shape if isinstance(d, Var)}
+    return [v for k, v in _size_vars(tensors).items() if k not in bound]
 
 
 class _Int64Indices(Mutator):
@@ -148,12 +198,13 @@ def _broadcast_index(t: Any, out_shape: tuple, idx: tuple) -> list:
             for i, d in enumerate(shape)]
 
 
-def _compute(shape: tuple, f: Callable, name: str, tag: str = "", prefix: str = "i") -> te.Tensor:
+def _compute(shape: tuple, f: Callable, name: str, tag: str = "", prefix: str = "i",
+             attrs: dict | None = None) -> te.Tensor:
     """``te.compute`` with the axes named ``{prefix}0, {prefix}1, ...``."""
     n = len(shape)
     params = ", ".join(f"{prefix}{i}" for i in range(n))
     fcompute = eval(f"lambda {params}: f(({params}{',' if n == 1 else ''}))", {"f": f})  # noqa: S307
-    return te.compute(shape, fcompute, name=name, tag=tag)
+    return te.compute(shape, fcompute, name=name, tag=tag, attrs=attrs)
 
 
 def _binary_compute(name: str, fop: Callable) -> Callable:
@@ -188,6 +239,25 @@ def _scalar_const(expr: Any) -> Any:
     return expr
 
 
+def _floor_divide(x: Any, y: Any) -> Any:
+    """topi's floor_divide: ``floor(x / y)`` for floats, ``x // y`` (FloorDiv) for integers."""
+    from ...ir.expr import Call as PrimCall
+    from ...ir.op import get_op
+
+    if arith.to_expr(x).dtype.is_float or arith.to_expr(y).dtype.is_float:
+        q = arith.truediv(x, y)
+        return PrimCall(q.dtype, get_op("tir.floor"), (q,))
+    return arith.binary(FloorDiv, x, y)
+
+
+def _power(x: Any, y: Any) -> Any:
+    from ...ir.expr import Call as PrimCall
+    from ...ir.op import get_op
+
+    x, y = arith.match_types(x, y)
+    return PrimCall(x.dtype, get_op("tir.pow"), (x, y))
+
+
 _BINARY = {
     "add": lambda x, y: x + y,
     "subtract": lambda x, y: x - y,
@@ -195,6 +265,14 @@ _BINARY = {
     "divide": lambda x, y: x / y,
     "maximum": lambda x, y: te.max(x, y),
     "minimum": lambda x, y: te.min(x, y),
+    "floor_divide": _floor_divide,
+    "power": _power,
+    "equal": lambda x, y: arith.binary(EQ, x, y),
+    "not_equal": lambda x, y: arith.binary(NE, x, y),
+    "greater": lambda x, y: arith.binary(GT, x, y),
+    "greater_equal": lambda x, y: arith.binary(GE, x, y),
+    "less": lambda x, y: arith.binary(LT, x, y),
+    "less_equal": lambda x, y: arith.binary(LE, x, y),
 }
 
 
@@ -202,13 +280,23 @@ def _binary_legalize(name: str) -> LegalizeFunc:
     compute = _binary_compute(name, _BINARY[name])
 
     def legalize(bb: Any, call: rx.Call) -> Any:
-        arg0, arg1 = call.args
+        arg0, arg1 = (_prim_value_operand(a) for a in call.args)
         arg1 = _scalar_const(arg1)
         if isinstance(arg1, rx.RelaxExpr):
             arg0 = _scalar_const(arg0)
         return call_te(bb, compute, arg0, arg1, primfunc_name_hint=name)
 
     return legalize
+
+
+def _prim_value_operand(expr: Any) -> Any:
+    """An ``R.prim_value`` operand: its constant, which TVM's call_te writes into the body
+    (``x[i] + T.float32(0.5)``); a symbolic one is not covered, the call stays."""
+    if not isinstance(expr, rx.PrimValue):
+        return expr
+    if isinstance(expr.value, (IntImm, FloatImm)):
+        return expr.value
+    raise _NotLegalized
 
 
 for _name in _BINARY:
@@ -324,6 +412,20 @@ def _matmul(bb: Any, call: rx.Call) -> Any:
 
 
 # ---------------------------------------------------------------- the pass
+def _shapes_known(sinfo: Any) -> bool:
+    """TVM's ``KnowAllShapeValues``: tensors (of a known dtype) and shapes with known sizes,
+    tuples of such, and scalars."""
+    from ...ir.struct_info import PrimStructInfo, ShapeStructInfo, TupleStructInfo
+
+    if isinstance(sinfo, TensorStructInfo):
+        return sinfo.dims is not None and not sinfo.dtype.is_void
+    if isinstance(sinfo, TupleStructInfo):
+        return all(_shapes_known(f) for f in sinfo.fields)
+    if isinstance(sinfo, ShapeStructInfo):
+        return sinfo.values is not None
+    return isinstance(sinfo, PrimStructInfo)
+
+
 class _Legalizer(PyExprMutator):
     def visit_call_(self, call: rx.Call) -> Any:
         call = self.visit_expr_post_order(call)
@@ -332,8 +434,7 @@ class _Legalizer(PyExprMutator):
         legalize = LEGALIZE.get(call.op.name)
         if legalize is None:
             return call
-        if any(_tensor_sinfo(a) is None and not isinstance(_scalar_const(a), (FloatImm, IntImm))
-               for a in call.args) or _tensor_sinfo(call) is None:
+        if not all(_shapes_known(getattr(e, "struct_info", None)) for e in call.args + (call,)):
             return call  # TVM skips calls whose shapes are not known
         try:
             return legalize(self.builder_, call)
@@ -353,21 +454,12 @@ class LegalizeOps:
                 new = mutator.visit_expr(func)
                 if new is not func:
                     mutator.builder_.update_func(gv, new)
-        return _tvm_print_order(mutator.builder_.get())
-
-
-def _tvm_print_order(mod: IRModule) -> IRModule:
-    """The module with its functions in the order TVM prints a module: the PrimFuncs by name,
-    then the other (Relax) functions by name. (TVM's module is unordered; tvms prints in
-    insertion order, so the pass inserts in TVM's printing order.)"""
-    items = mod.functions_items()
-    items.sort(key=lambda gf: (not isinstance(gf[1], PrimFunc), gf[0].name_hint))
-    out = IRModule(attrs=mod.attrs, span=mod.span)
-    for gv, func in items:
-        out[gv] = func
-    return out
+        return tvm_print_order(mutator.builder_.get())
 
 
 register_pass("LegalizeOps", LegalizeOps, override=True)
+
+# The other operator families register themselves into LEGALIZE when imported.
+from . import legalize_manip, legalize_math  # noqa: E402,F401
 
 __all__ = ["LEGALIZE", "LegalizeOps", "call_te", "register_legalize"]

@@ -110,6 +110,20 @@ def _relax_funcs(mod: IRModule) -> list:
 # --------------------------------------------------------------------------- ToNonDataflow
 
 
+def tvm_print_order(mod: IRModule) -> IRModule:
+    """The module with its functions in the order TVM prints a module: PrimFuncs by name, then
+    Relax functions by name, ``main`` last. (TVM's module is unordered; tvms prints in insertion
+    order, so passes that add functions insert them in TVM's printing order.)"""
+    from ...ir.function import PrimFunc
+
+    items = sorted(mod.functions_items(), key=lambda gf: (
+        not isinstance(gf[1], PrimFunc), gf[0].name_hint == "main", gf[0].name_hint))
+    out = IRModule(attrs=mod.attrs, span=mod.span)
+    for gv, func in items:
+        out[gv] = func
+    return out
+
+
 def to_non_dataflow(func: rx.Function) -> rx.Function:
     dvs = [n for n in walk(func) if isinstance(n, rx.DataflowVar)]
     mapping = {}
@@ -474,7 +488,8 @@ def _try_fold(call: rx.Call, mod: IRModule | None) -> Any:
     shape = tuple(int(d.value) for d in call.struct_info.shape.values)
     if value.shape != shape:
         return None
-    return make_constant(np.ascontiguousarray(value.astype(str(call.struct_info.dtype))))
+    # (not np.ascontiguousarray: it makes a 0-d array 1-d)
+    return make_constant(np.array(value, dtype=str(call.struct_info.dtype), order="C"))
 
 
 def fold_constant(func: rx.Function, mod: IRModule | None = None) -> rx.Function:

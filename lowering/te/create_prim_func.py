@@ -19,14 +19,17 @@ from ...ir.expr import (COMM_REDUCE, DATA_PAR, GE, GT, LE, LT, Add, BufferLoad, 
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.simplify import simplify as _fold_affine
-from ...ir.stmt import SERIAL, Block, BlockRealize, BufferStore, For, seq
+from ...ir.stmt import SERIAL, Block, BlockRealize, BufferStore, For, LetStmt, seq
 from ...ir.visitor import Mutator
-from .tensor import ComputeOp, Reduce, Tensor
+from .tensor import ComputeOp, MultiReduce, Reduce, Tensor
 
 
 class _Simplify(Mutator):
     """The part of TVM's ``Analyzer.Simplify`` that TE bodies meet: ``a >= b`` becomes ``b <= a``,
     ``a > b`` becomes ``b < a``, and integer affine index forms fold (``yy * 1 + ry * 1``)."""
+
+    def visit_Buffer(self, b: Buffer) -> Buffer:
+        return b  # (a buffer's shape is the placeholder's: rebuilding it would make a new buffer)
 
     def visit(self, node: Any) -> Any:
         node = super().visit(node)
@@ -71,7 +74,7 @@ def _fresh(name: str, used: set) -> str:
     return fresh
 
 
-def _block(op: ComputeOp, out: Buffer, block_name: str) -> Any:
+def _block(op: ComputeOp, outs: tuple, block_name: str, index_dtype: str = "int32") -> Any:
     var_map: dict = {}
     iter_vars, loop_vars = [], []
     for axis in op.axis + op.reduce_axis:
@@ -81,8 +84,10 @@ def _block(op: ComputeOp, out: Buffer, block_name: str) -> Any:
         iter_vars.append(IterVar(dom, v, COMM_REDUCE if axis.iter_type == COMM_REDUCE else DATA_PAR))
         loop_vars.append(Var(axis.var.name, axis.var.dtype))
     indices = tuple(var_map[a.var] for a in op.axis)
-    init = None
-    if isinstance(op.body, Reduce):
+    init, out = None, outs[0]
+    if isinstance(op.body, MultiReduce):
+        init, body = _multi_reduce(op.body, outs, indices, var_map)
+    elif isinstance(op.body, Reduce):
         rhs = simplify(substitute(op.body.source, var_map))
         init = BufferStore(out, op.body.identity(), indices)
         body = BufferStore(out, op.body.combine(BufferLoad(out, indices), rhs), indices)
@@ -90,8 +95,9 @@ def _block(op: ComputeOp, out: Buffer, block_name: str) -> Any:
         body = BufferStore(out, simplify(substitute(op.body, var_map)), indices)
     bindings = list(loop_vars)
     if not iter_vars:  # a scalar output: TVM gives the block one unit iterator
-        iter_vars.append(IterVar(Range(const(0), const(1)), Var("vi"), DATA_PAR))
-        bindings.append(const(0))
+        iter_vars.append(IterVar(Range(const(0, index_dtype), const(1, index_dtype)),
+                                 Var("vi", index_dtype), DATA_PAR))
+        bindings.append(const(0, index_dtype))
     annotations = FrozenDict({k: v.buffer if isinstance(v, Tensor) else v for k, v in op.attrs.items()})
     block = Block(tuple(iter_vars), (), (), (), (), block_name, init, body, annotations)
     reads, writes = infer_block_regions(block)
@@ -99,16 +105,32 @@ def _block(op: ComputeOp, out: Buffer, block_name: str) -> Any:
     for axis, lv in reversed(list(zip(op.axis + op.reduce_axis, loop_vars))):
         lo = axis.dom.min  # TVM's For gives a constant start the loop variable's type
         lo = IntImm(lv.dtype, lo.value) if isinstance(lo, IntImm) else lo
-        stmt = For(lv, lo, axis.dom.extent, SERIAL, stmt)
+        stmt = For(lv, lo, simplify(axis.dom.extent), SERIAL, stmt)  # TVM simplifies extents too
     return stmt
 
 
-def create_prim_func(args: Any) -> PrimFunc:
+def _multi_reduce(red: MultiReduce, outs: tuple, indices: tuple, var_map: dict) -> tuple:
+    """The ``T.init`` and the update of a block reducing several values together, as TVM writes
+    them: each combined value is first bound to ``v_<buffer>``, then all are stored."""
+    rhs = tuple(simplify(substitute(s, var_map)) for s in red.sources)
+    init = seq([BufferStore(b, ident, indices) for b, ident in zip(outs, red.identity)])
+    combined = red.combine(tuple(BufferLoad(b, indices) for b in outs), rhs)
+    lets = [Var("v_" + b.name, b.dtype) for b in outs]
+    body: Any = seq([BufferStore(b, v, indices) for b, v in zip(outs, lets)])
+    for v, value in reversed(list(zip(lets, combined))):
+        body = LetStmt(v, value, body)
+    return init, body
+
+
+def create_prim_func(args: Any, index_dtype_override: str | None = None) -> PrimFunc:
     """The PrimFunc computing the tensors of ``args`` from the other tensors of ``args``.
 
     >>> A = te.placeholder((10,), name="A")
     >>> B = te.compute((10,), lambda i: A[i] + 1.0, name="B")
     >>> f = te.create_prim_func([A, B])     # def main(A: T.Buffer((10,), "float32"), B: ...)
+
+    ``index_dtype_override="int64"`` (as Relax legalization asks) makes the unit iterator of a
+    scalar block int64.
     """
     args = list(args) if isinstance(args, (list, tuple)) else [args]
     for a in args:
@@ -117,10 +139,10 @@ def create_prim_func(args: Any) -> PrimFunc:
     arg_buffers = {id(a.buffer) for a in args if isinstance(a, Tensor)}
     allocs, stmts, used = [], [], set()
     for out in _post_dfs(args):
-        if id(out.buffer) not in arg_buffers:
-            allocs.append(out.buffer)
+        outs = getattr(out.op, "buffers", ()) or (out.buffer,)
+        allocs += [b for b in outs if id(b) not in arg_buffers]
         if isinstance(out.op, ComputeOp):
-            stmts.append(_block(out.op, out.buffer, _fresh(out.op.name, used)))
+            stmts.append(_block(out.op, outs, _fresh(out.op.name, used), index_dtype_override or "int32"))
     root = Block((), tuple(allocs), (), (), (), "root", None, seq(stmts))
     params, buffer_map = [], {}
     for a in args:

@@ -15,7 +15,8 @@ from ...ir.buffer import Buffer, decl_buffer
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.expr import (COMM_REDUCE, DATA_PAR, Add, And, BufferLoad, Call, FloatImm, IntImm, IterVar,
-                        Max, Min, Or, PrimExpr, Range, Sub, Var, const)
+                        Max, Min, Or, PrimExpr, Range, Sub, Var)
+from ...ir.expr import const as _const
 from ...ir.node import Node, walk_fields
 from ...ir.op import get_op
 
@@ -73,8 +74,6 @@ def var(name: str = "tindex", dtype: str = "int32") -> Var:
 
 def const(value: Any, dtype: str = "int32") -> PrimExpr:
     """``te.const(0.0, "float32")``: a constant (int32 unless told)."""
-    from ...ir.expr import const as _const
-
     return _const(value, dtype)
 
 
@@ -98,8 +97,19 @@ class Reduce:
         return min_value(self.dtype) if self.kind == "max" else max_value(self.dtype)
 
     def combine(self, lhs: PrimExpr, rhs: PrimExpr) -> PrimExpr:
+        if self.kind == "sum" and self.dtype.is_bool:
+            return Or(lhs, rhs)  # TVM's sum of booleans is their "or"
         return {"sum": lambda: lhs + rhs, "max": lambda: Max(lhs, rhs),
                 "min": lambda: Min(lhs, rhs)}[self.kind]()
+
+
+def _reduce_axes(axis: Any, what: str) -> tuple:
+    """``axis=`` of a reduction as a tuple, checked to be reduce axes."""
+    axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
+    for a in axes:
+        if not (isinstance(a, IterVar) and a.iter_type == COMM_REDUCE):
+            raise TVMSError(f"{what} reduces over te.reduce_axis axes, got {a!r}")
+    return axes
 
 
 def _reducer(kind: str, elementwise: Callable) -> Callable:
@@ -115,11 +125,7 @@ def _reducer(kind: str, elementwise: Callable) -> Callable:
             return result
         if where is not None:
             raise TVMSError(f"te.{kind}(..., where=...) is not supported yet")
-        axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
-        for a in axes:
-            if not (isinstance(a, IterVar) and a.iter_type == COMM_REDUCE):
-                raise TVMSError(f"te.{kind} reduces over te.reduce_axis axes, got {a!r}")
-        return Reduce(kind, arith.to_expr(_expr(expr)), axes)
+        return Reduce(kind, arith.to_expr(_expr(expr)), _reduce_axes(axis, f"te.{kind}"))
 
     reducer.__name__ = kind
     reducer.__doc__ = (f"``te.{kind}(expr, axis=k)`` reduces over reduce axes; "
@@ -130,6 +136,39 @@ def _reducer(kind: str, elementwise: Callable) -> Callable:
 sum = _reducer("sum", lambda a, b: arith.binary(Add, a, b))  # noqa: A001  (TVM's name)
 max = _reducer("max", lambda a, b: arith.binary(Max, a, b))  # noqa: A001
 min = _reducer("min", lambda a, b: arith.binary(Min, a, b))  # noqa: A001
+
+
+@dataclass(frozen=True)
+class MultiReduce:
+    """A reduction of several values together (argmax reduces an (index, value) pair) with a
+    custom combiner: the body of a compute with one output per value (not an IR node)."""
+
+    sources: tuple  # of PrimExpr, one per output
+    axis: tuple  # of Axis
+    combine: Callable  # (accumulated values, new values) -> combined values
+    identity: tuple  # of PrimExpr, one per output
+
+    @property
+    def dtypes(self) -> tuple:
+        return tuple(s.dtype for s in self.sources)
+
+
+def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reduce") -> Callable:
+    """``te.comm_reducer``: a reducer of tuples of values. ``fcombine(lhs, rhs)`` combines two
+    tuples into one, ``fidentity(*dtypes)`` gives the identity tuple; the reducer is called as
+    ``reducer((idx, val), axis=[k])``."""
+    def reducer(exprs: Any, axis: Any, where: Any = None) -> MultiReduce:
+        if where is not None:
+            raise TVMSError(f"{name}(..., where=...) is not supported")
+        axes = _reduce_axes(axis, name)
+        sources = tuple(arith.to_expr(_expr(e)) for e in exprs)
+        identity = tuple(fidentity(*(s.dtype for s in sources)))
+        if len(identity) != len(sources):
+            raise TVMSError(f"{name}: {len(sources)} values but {len(identity)} identities")
+        return MultiReduce(sources, axes, fcombine, identity)
+
+    reducer.__name__ = name
+    return reducer
 
 
 # ---------------------------------------------------------------- scalar helpers
@@ -233,10 +272,11 @@ class ComputeOp(Operation):
     axis: tuple  # of IterVar (DataPar)
     body: Any
     inputs: tuple  # of Tensor, in the order the body first reads them
+    buffers: tuple = ()  # the output buffers (several for a MultiReduce body)
 
     @property
     def reduce_axis(self) -> tuple:
-        return self.body.axis if isinstance(self.body, Reduce) else ()
+        return self.body.axis if isinstance(self.body, (Reduce, MultiReduce)) else ()
 
 
 def _shape(shape: Any) -> tuple:
@@ -254,10 +294,12 @@ _reading: list = []  # while an fcompute runs: the tensors it indexes (see Tenso
 
 
 def compute(shape: Any, fcompute: Callable, name: str = "compute", tag: str = "",
-            attrs: dict | None = None) -> Tensor:
+            attrs: dict | None = None, varargs_names: list | None = None) -> Tensor:
     """``te.compute((n, m), lambda i, j: A[i, j] + 1.0, name="B")``.
 
-    The axes are named after ``fcompute``'s parameters (``i0, i1, ...`` for ``*args``), as TVM names them.
+    The axes are named after ``fcompute``'s parameters (``i0, i1, ...`` for ``*args``, unless
+    ``varargs_names`` names them), as TVM names them.
+    A ``MultiReduce`` body (``te.comm_reducer``) gives a list of tensors, ``{name}_v0, ...``.
     """
     shape = _shape(shape)
     spec = inspect.getfullargspec(fcompute)
@@ -265,7 +307,8 @@ def compute(shape: Any, fcompute: Callable, name: str = "compute", tag: str = ""
         raise TVMSError("fcompute takes positional index arguments only")
     names = list(spec.args)
     if spec.varargs is not None:
-        names += [f"i{i}" for i in range(len(shape) - len(spec.args))]
+        extra = len(shape) - len(spec.args)
+        names += list(varargs_names)[:extra] if varargs_names else [f"i{i}" for i in range(extra)]
     if len(names) != len(shape):
         raise TVMSError(f"fcompute takes {len(names)} indices but the shape has {len(shape)} dimensions")
     axis = tuple(Axis(_range((0, s)), Var(n, s.dtype), DATA_PAR) for n, s in zip(names, shape))
@@ -278,13 +321,19 @@ def compute(shape: Any, fcompute: Callable, name: str = "compute", tag: str = ""
         if len(body) != 1:
             raise TVMSError("a compute with several outputs is not supported yet")
         body = body[0]
-    if not isinstance(body, Reduce):
+    if not isinstance(body, (Reduce, MultiReduce)):
         body = arith.to_expr(_expr(body))
-    source = body.source if isinstance(body, Reduce) else body
+    source = body.source if isinstance(body, Reduce) else body.sources if isinstance(body, MultiReduce) \
+        else body
     # TVM orders a compute's inputs as a post-order walk of its body first reaches them
     inputs = tuple(read[id(b)] for b in loaded_buffers(source) if id(b) in read)
-    op = ComputeOp(name, tag, dict(attrs or {}), axis, body, inputs)
-    return Tensor(op, decl_buffer(shape, body.dtype, name))
+    if isinstance(body, MultiReduce):
+        buffers = tuple(decl_buffer(shape, dt, f"{name}_v{i}") for i, dt in enumerate(body.dtypes))
+    else:
+        buffers = (decl_buffer(shape, body.dtype, name),)
+    op = ComputeOp(name, tag, dict(attrs or {}), axis, body, inputs, buffers)
+    tensors = [Tensor(op, b) for b in buffers]
+    return tensors if isinstance(body, MultiReduce) else tensors[0]
 
 
 def loaded_buffers(expr: Any) -> list:

@@ -1,0 +1,9 @@
+"""``tvms.tir``: TensorIR schedules, as ``tvm.tir`` (and ``tvm.s_tir``) spell them."""
+from .lowering.schedule import (BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Schedule,
+                                 ScheduleError, Trace)
+from .lowering.schedule.replay import apply_trace_text
+
+SBlockRV = BlockRV  # TVM 0.27's name
+
+__all__ = ["BlockRV", "ExprRV", "Instruction", "InstructionKind", "LoopRV", "SBlockRV", "Schedule",
+           "ScheduleError", "Trace", "apply_trace_text"]

@@ -1,0 +1,94 @@
+"""``CallTIRRewrite``: destination-passing calls become explicit, as TVM's pass does.
+
+``y = R.call_tir(f, (x,), out_sinfo=T)`` becomes::
+
+    alloc: T = R.builtin.alloc_tensor(R.shape([...]), R.dtype("float32"), 0, R.str("global"))
+    cls.f(x, alloc)          # the PrimFunc writes its output in place
+    y: T = alloc
+
+(one ``alloc`` per output tensor; a tuple of outputs becomes a tuple of the allocations).
+``R.call_dps_packed`` is rewritten the same way, calling the packed function.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import relax as rx
+from ...ir.dtype import DataType
+from ...ir.errors import TVMSError
+from ...ir.expr import IntImm, Op
+from ...ir.module import IRModule
+from ...ir.node import Node
+from ...ir.relax_op import make_call
+from ...ir.struct_info import TensorStructInfo, TupleStructInfo
+from ..pass_registry import register_pass
+from ..transform import module_pass
+from .expr_functor import PyExprMutator
+
+_DPS_OPS = ("relax.call_tir", "relax.call_dps_packed")
+
+
+class _Rewriter(PyExprMutator):
+    def visit_call_(self, call: rx.Call) -> Node:
+        call = super().visit_call_(call)
+        if not (isinstance(call.op, Op) and call.op.name in _DPS_OPS):
+            return call
+        out_sinfo = self.builder_.normalize(call).struct_info
+        outs = [self.allocate(s) for s in flat_tensors(out_sinfo)]
+        inputs = call.args[1].fields if isinstance(call.args[1], rx.Tuple) else (call.args[1],)
+        extra = tuple(call.args[2].values) if len(call.args) > 2 else ()
+        if extra:
+            raise TVMSError("CallTIRRewrite: R.call_tir with tir_vars is not supported yet")
+        # the callee writes into the allocations and returns nothing
+        self.builder_.emit(rx.Call(call.args[0], tuple(inputs) + tuple(outs),
+                                   struct_info=TupleStructInfo(())), "_")
+        index = [0]
+        return _rebuild(out_sinfo, outs, index)
+
+    def allocate(self, sinfo: TensorStructInfo) -> rx.Var:
+        if not isinstance(sinfo.shape, rx.ShapeExpr) or sinfo.dtype.is_void:
+            raise TVMSError("CallTIRRewrite: outputs need a known shape and dtype")
+        device = rx.PrimValue(IntImm(DataType("int64"), 0))
+        args = [sinfo.shape, rx.DataTypeImm(sinfo.dtype), device, rx.StringImm("global")]
+        alloc = make_call("builtin.alloc_tensor", args, {}, (sinfo,))
+        return self.builder_.emit(alloc, "alloc")
+
+
+def flat_tensors(sinfos: Any) -> list:
+    """The tensor struct infos of ``sinfos`` (a struct info or a sequence of them), tuples
+    flattened in order."""
+    if isinstance(sinfos, (tuple, list)):
+        return [t for s in sinfos for t in flat_tensors(s)]
+    if isinstance(sinfos, TupleStructInfo):
+        return flat_tensors(sinfos.fields)
+    if isinstance(sinfos, TensorStructInfo):
+        return [sinfos]
+    raise TVMSError(f"outputs of destination-passing calls are tensors or tuples of them, not "
+                    f"{type(sinfos).__name__}")
+
+
+def _rebuild(sinfo: Any, outs: list, index: list) -> Any:
+    """The call's value: the allocation(s), shaped as the output struct info."""
+    if isinstance(sinfo, TupleStructInfo):
+        return rx.Tuple(tuple(_rebuild(f, outs, index) for f in sinfo.fields))
+    index[0] += 1
+    return outs[index[0] - 1]
+
+
+@module_pass(opt_level=0, name="CallTIRRewrite")
+class CallTIRRewrite:
+    """``R.call_tir`` / ``R.call_dps_packed`` become an output allocation and a direct call."""
+
+    def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
+        rewriter = _Rewriter(mod)
+        for gv, f in mod.functions_items():
+            if isinstance(f, rx.Function):
+                new = rewriter.visit_expr(f)
+                if new is not f:
+                    rewriter.builder_.update_func(gv, new)
+        return rewriter.builder_.get()
+
+
+register_pass(factory=CallTIRRewrite)
+
+__all__ = ["CallTIRRewrite", "flat_tensors"]

@@ -1,0 +1,156 @@
+"""Buffers in other memory scopes: cache_read, cache_write, set_scope and storage_align.
+
+A cache is a new buffer ``A_shared`` plus a copy block of the same name over loops ``ax0, ax1``
+that covers the whole buffer, placed in the scope of the block: after the producer of the read
+buffer (cache_read) or after the writer (cache_write). The cache buffer is allocated by the
+scope's block.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.buffer import Buffer, BufferRegion, decl_buffer
+from ...ir.expr import DATA_PAR, BufferLoad, IntImm, IterVar, Range, Var, const
+from ...ir.function import PrimFunc
+from ...ir.node import FrozenDict
+from ...ir.stmt import Block, BlockRealize, BufferStore, SeqStmt, Stmt, seq
+from ...ir.visitor import Mutator
+from .errors import ScheduleError
+from .loop_transform import nest
+from .tree import blocks_under, parent_block, replace_in, replace_stmts
+
+
+class BufferSwap(Mutator):
+    """Replaces one buffer by another in loads, stores, regions and allocations."""
+
+    def __init__(self, old: Buffer, new: Buffer):
+        self.old, self.new = old, new
+
+    def visit_Buffer(self, b: Buffer) -> Buffer:
+        return self.new if b is self.old else b
+
+    def visit_Var(self, v: Var) -> Var:
+        return v
+
+
+def _buffer(block: Block, regions: tuple, index: int, what: str) -> Buffer:
+    if not isinstance(index, int) or not 0 <= index < len(regions):
+        raise ScheduleError(f"{what}_buffer_index {index!r} is out of range: block '{block.name_hint}' "
+                            f"{what}s {len(regions)} buffer(s)")
+    return regions[index].buffer
+
+
+def _scope_children(path: tuple) -> tuple[Block, list[Stmt]]:
+    scope = parent_block(path)
+    body = scope.body
+    return scope, list(body.seq) if isinstance(body, SeqStmt) else [body]
+
+
+def _position_of(children: list[Stmt], realize: BlockRealize) -> int:
+    return next(i for i, child in enumerate(children) if any(r is realize for r in blocks_under(child)))
+
+
+def copy_block(src: Buffer, dst: Buffer, name: str) -> Stmt:
+    """``for ax0, ax1: dst[v0, v1] = src[v0, v1]`` over the whole buffer."""
+    shape = src.shape
+    if not all(isinstance(s, IntImm) for s in shape):
+        raise ScheduleError(f"cannot cache buffer '{src.name}' of symbolic shape")
+    loop_vars = [Var(f"ax{i}") for i in range(len(shape))]
+    iters = [IterVar(Range(const(0), s), Var(f"v{i}"), DATA_PAR) for i, s in enumerate(shape)]
+    point = tuple(iv.var for iv in iters)
+    region = tuple(Range(v, const(1)) for v in point)
+    block = Block(tuple(iters), (), (), (BufferRegion(src, region),), (BufferRegion(dst, region),), name,
+                  None, BufferStore(dst, BufferLoad(src, point), point))
+    realize = BlockRealize(tuple(loop_vars), const(True), block)
+    return nest(loop_vars, [s.value for s in shape], realize)
+
+
+def _insert(func: PrimFunc, scope: Block, children: list[Stmt], position: int, stmt: Stmt,
+            new_buffer: Buffer, swaps: dict[int, Stmt]) -> PrimFunc:
+    new_children = children[:position] + [stmt] + children[position:]
+    new_children = [swaps.get(id(c), c) for c in new_children]
+    new_scope = scope.with_changes(body=seq(new_children), alloc_buffers=scope.alloc_buffers + (new_buffer,))
+    return replace_stmts(func, {id(scope): new_scope})
+
+
+def _swap_in(children: list[Stmt], names: set | None, old: Buffer, new: Buffer, skip: int) -> dict:
+    """Blocks (all readers of ``old``, or those named) in the scope's statements from ``skip`` on,
+    rewritten to use ``new``; keyed by the id of the scope statement holding them."""
+    swaps = {}
+    for child in children[skip:]:
+        table = {}
+        for r in blocks_under(child):
+            reads_old = any(x.buffer is old for x in r.block.reads)
+            if (names is None and reads_old) or (names is not None and r.block.name_hint in names):
+                table[id(r.block)] = BufferSwap(old, new).visit(r.block)
+        if table:
+            swaps[id(child)] = replace_in(child, table)
+    return swaps
+
+
+def cache_read(func: PrimFunc, realize: BlockRealize, path: tuple, index: int, scope_name: str,
+               consumers: list[str] | None) -> tuple[PrimFunc, str]:
+    block = realize.block
+    old = _buffer(block, block.reads, index, "read")
+    new = decl_buffer(old.shape, old.dtype, f"{old.name}_{scope_name}", scope=scope_name)
+    scope, children = _scope_children(path)
+    writers = [i for i, child in enumerate(children)
+               if any(any(w.buffer is old for w in r.block.writes) for r in blocks_under(child))]
+    position = writers[-1] + 1 if writers else 0
+    if not any(r is realize for child in children[position:] for r in blocks_under(child)):
+        raise ScheduleError(f"cache_read: block '{block.name_hint}' is not after every writer of "
+                            f"buffer '{old.name}' in its scope")
+    names = set(consumers) if consumers else None
+    swaps = _swap_in(children, names, old, new, position)
+    return _insert(func, scope, children, position, copy_block(old, new, new.name), new, swaps), new.name
+
+
+def cache_write(func: PrimFunc, realize: BlockRealize, path: tuple, index: int, scope_name: str,
+                consumers: list[str] | None) -> tuple[PrimFunc, str]:
+    block = realize.block
+    old = _buffer(block, block.writes, index, "write")
+    new = decl_buffer(old.shape, old.dtype, f"{old.name}_{scope_name}", scope=scope_name)
+    others = [r.block.name_hint for r in blocks_under(func.body)
+              if r is not realize and any(w.buffer is old for w in r.block.writes)]
+    if others:
+        raise ScheduleError(f"cache_write: buffer '{old.name}' of block '{block.name_hint}' is also "
+                            f"written by block(s) {', '.join(repr(n) for n in others)}")
+    scope, children = _scope_children(path)
+    position = _position_of(children, realize) + 1
+    sharing = [r.block.name_hint for r in blocks_under(children[position - 1])
+               if r is not realize and any(x.buffer is old for x in r.block.reads)]
+    if sharing:  # the write-back goes after the writer's whole loop nest: too late for them
+        raise ScheduleError(f"cache_write: block '{sharing[0]}' reads buffer '{old.name}' inside the loop "
+                            f"nest of its writer '{block.name_hint}'; the cache would be written back "
+                            f"after it")
+    swaps = {id(children[position - 1]): replace_in(children[position - 1],
+                                                          {id(block): BufferSwap(old, new).visit(block)})}
+    if consumers:
+        swaps.update(_swap_in(children, set(consumers), old, new, position))
+    return _insert(func, scope, children, position, copy_block(new, old, new.name), new, swaps), new.name
+
+
+def set_scope(func: PrimFunc, realize: BlockRealize, index: int, scope_name: str) -> PrimFunc:
+    block = realize.block
+    old = _buffer(block, block.writes, index, "write")
+    if any(b is old for b in func.buffer_map.values()):
+        raise ScheduleError(f"set_scope: buffer '{old.name}' written by block '{block.name_hint}' is a "
+                            f"parameter of the function; only allocated buffers can change scope")
+    new = decl_buffer(old.shape, old.dtype, f"{old.name}_{scope_name}", scope=scope_name)
+    return func.with_changes(body=BufferSwap(old, new).visit(func.body))  # type: ignore[return-value]
+
+
+def storage_align(func: PrimFunc, realize: BlockRealize, index: int, axis: int, factor: int,
+                  offset: int) -> PrimFunc:
+    block = realize.block
+    buffer = _buffer(block, block.writes, index, "write")
+    if not 0 <= axis < len(buffer.shape):
+        raise ScheduleError(f"storage_align: axis {axis} is out of range for buffer '{buffer.name}' "
+                            f"of rank {len(buffer.shape)}")
+    if factor <= 0 or not 0 <= offset < factor:
+        raise ScheduleError(f"storage_align: need factor > 0 and 0 <= offset < factor, got factor "
+                            f"{factor} and offset {offset}")
+    annotations: dict[str, Any] = dict(block.annotations)
+    annotations["buffer_dim_align"] = tuple(annotations.get("buffer_dim_align", ())) + (
+        (index, axis, factor, offset),)
+    return replace_stmts(func, {id(block): block.with_changes(annotations=FrozenDict(annotations))})

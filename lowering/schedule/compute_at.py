@@ -1,0 +1,217 @@
+"""compute_at and reverse_compute_at: move a block under a loop of its consumer or producer.
+
+The moved block computes, in each iteration of the loop, just the region the blocks under the
+loop need (compute_at) or produce (reverse_compute_at). That region is found per buffer
+dimension as the bounds of the access over the loops inside the target loop, the target loop and
+those around it staying symbolic. New loops ``ax0, ax1, ...`` cover the region's dimensions of
+more than one element; a dimension of one element binds the iterator directly.
+"""
+from __future__ import annotations
+
+from ...ir.analysis import substitute
+from ...ir.arith_analyzer import Analyzer, Sum
+from ...ir.buffer import Buffer
+from ...ir.expr import GE, LT, Add, And, IntImm, PrimExpr, Sub, Var, const
+from ...ir.function import PrimFunc
+from ...ir.stmt import Block, BlockRealize, For, SeqStmt, Stmt, seq
+from ...ir.visitor import walk
+from .errors import ScheduleError
+from .tree import (blocks_under, enclosing_loops, find_block, find_loop, parent_block, remove_block,
+                   replace_stmts, walk_with_path)
+
+
+def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]]) -> tuple[PrimExpr, PrimExpr] | None:
+    """[lo, hi] of ``e`` as the ``inner`` loops range over their domains; other variables stay."""
+    analyzer = Analyzer()
+    for var, lo, extent in inner.values():
+        analyzer.bind(var, lo, extent)
+    s = analyzer.canonical(e)
+    fixed, low, high = [], 0, 0
+    for t in s.terms:
+        if any(isinstance(n, Var) and id(n) in inner for n in _vars(t.index)):
+            b = analyzer.term_bound(t)
+            if b is None:
+                return None
+            a, c = b[0] * t.scale, b[1] * t.scale
+            low, high = low + min(a, c), high + max(a, c)
+        else:
+            fixed.append(t)
+    rest = Sum(tuple(fixed), s.base)
+    dtype = e.dtype
+    return (analyzer.simplify(Add(analyzer.to_expr(rest, dtype), const(low, dtype))),
+            analyzer.simplify(Add(analyzer.to_expr(rest, dtype), const(high, dtype))))
+
+
+def _vars(e: PrimExpr) -> list:
+    return [n for n in walk(e) if isinstance(n, Var)]
+
+
+def _region_under(loop: For, buffer: Buffer, writes: bool) -> list[tuple[PrimExpr, PrimExpr]]:
+    """Per dimension, [lo, hi] of what the blocks under ``loop`` write (or read) of ``buffer``."""
+    found: list | None = None
+    for node, path in walk_with_path(loop.body, (loop,)):
+        if not isinstance(node, BlockRealize):
+            continue
+        regions = node.block.writes if writes else node.block.reads
+        inner = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value)
+                 for n in enclosing_loops(path) if n is not loop
+                 and isinstance(n.min, IntImm) and isinstance(n.extent, IntImm)}
+        binding = dict(zip((iv.var for iv in node.block.iter_vars), node.iter_values))
+        for region in regions:
+            if region.buffer is not buffer:
+                continue
+            dims = []
+            for r in region.region:
+                lo = _symbolic_bounds(substitute(r.min, binding), inner)
+                hi = _symbolic_bounds(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), binding), inner)
+                if lo is None or hi is None:
+                    raise ScheduleError(f"cannot bound the access of block '{node.block.name_hint}' to "
+                                        f"'{buffer.name}' under loop '{loop.loop_var.name}'")
+                dims.append((lo[0], hi[1]))
+            found = dims if found is None else [_union(a, b) for a, b in zip(found, dims)]
+    if found is None:
+        raise ScheduleError(f"no block under loop '{loop.loop_var.name}' {'writes' if writes else 'reads'} "
+                            f"buffer '{buffer.name}'")
+    return found
+
+
+def _union(a: tuple, b: tuple) -> tuple:
+    analyzer = Analyzer()
+    lo = analyzer.canonical(Sub(a[0], b[0]))
+    hi = analyzer.canonical(Sub(a[1], b[1]))
+    if lo.terms or hi.terms:
+        raise ScheduleError("the blocks under the loop access regions whose union is not a box")
+    return (a[0] if lo.base <= 0 else b[0], a[1] if hi.base >= 0 else b[1])
+
+
+def _rebuild_block(realize: BlockRealize, buffer: Buffer, accessed: tuple, dims: list,
+                   preserve_unit_loops: bool, around: list[For]) -> Stmt:
+    """``realize`` over new loops that cover ``dims`` of ``buffer`` (accessed at ``accessed``)."""
+    block = realize.block
+    position = {id(index): d for d, index in enumerate(accessed) if isinstance(index, Var)}
+    analyzer = Analyzer()
+    loop_vars, extents, values = [], [], []
+    for iv in block.iter_vars:
+        if id(iv.var) in position:
+            lo, hi = dims[position[id(iv.var)]]
+            extent = analyzer.simplify(Sub(hi, lo))
+            if not isinstance(extent, IntImm):
+                raise ScheduleError(f"the region of '{buffer.name}' that block '{block.name_hint}' "
+                                    f"covers has a symbolic size")
+            size = extent.value + 1
+        else:  # an iterator the buffer access does not name: its whole domain
+            lo, size = iv.dom.min, iv.dom.extent.value
+        if size == 1 and not preserve_unit_loops:
+            values.append(analyzer.simplify(lo))
+            continue
+        var = Var(f"ax{len(loop_vars)}", iv.var.dtype)
+        loop_vars.append(var)
+        extents.append(size)
+        values.append(analyzer.simplify(Add(lo, var)))
+    guard = _domain_guard(block, values, around, loop_vars, extents)
+    stmt: Stmt = BlockRealize(tuple(values), guard, block)
+    for var, size in zip(reversed(loop_vars), reversed(extents)):
+        stmt = For(var, const(0, var.dtype), const(size, var.dtype), "serial", stmt)
+    return stmt
+
+
+def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list, extents: list) -> PrimExpr:
+    """``T.where`` keeping each binding inside its iterator's domain where the region overshoots it
+    (a split that does not divide leaves the accessed region larger than the buffer)."""
+    analyzer = Analyzer()
+    for node in around:
+        if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
+            analyzer.bind(node.loop_var, node.min.value, node.extent.value)
+    for var, size in zip(loop_vars, extents):
+        analyzer.bind(var, 0, size)
+    conds: list[PrimExpr] = []
+    for iv, value in zip(block.iter_vars, values):
+        lo, end = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value
+        b = analyzer.bound(value)
+        if b is None or b[0] < lo:
+            conds.append(GE(value, const(lo, value.dtype)))
+        if b is None or b[1] >= end:
+            conds.append(LT(value, const(end, value.dtype)))
+    guard = conds[0] if conds else const(True)
+    for cond in conds[1:]:
+        guard = And(guard, cond)
+    return guard
+
+
+def _check_same_scope(realize: BlockRealize, path: tuple, loop: For, loop_path: tuple, primitive: str) -> None:
+    name = realize.block.name_hint
+    if any(node is loop for node in path):
+        raise ScheduleError(f"{primitive}: loop '{loop.loop_var.name}' is an ancestor of block '{name}'")
+    if parent_block(path) is not parent_block(loop_path):
+        raise ScheduleError(f"{primitive}: block '{name}' and loop '{loop.loop_var.name}' are not in the "
+                            f"same scope")
+
+
+def compute_at(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, loop_path: tuple,
+               preserve_unit_loops: bool, reverse: bool) -> PrimFunc:
+    primitive = "reverse_compute_at" if reverse else "compute_at"
+    block = realize.block
+    name = block.name_hint
+    _check_same_scope(realize, path, loop, loop_path, primitive)
+    if reverse:
+        inputs = [r.buffer for r in block.reads if any(
+            any(w.buffer is r.buffer for w in b.block.writes) for b in blocks_under(loop.body))]
+        if len({id(b) for b in inputs}) != 1:
+            raise ScheduleError(f"reverse_compute_at: block '{name}' must read exactly one buffer that "
+                                f"the blocks under loop '{loop.loop_var.name}' produce")
+        buffer = inputs[0]
+        others = [b for b in blocks_under(func.body) if b not in blocks_under(loop.body)
+                  and any(w.buffer is buffer for w in b.block.writes)]
+        accessed = next(r for r in block.reads if r.buffer is buffer)
+    else:
+        if any(w.buffer is b for w in block.writes for b in func.buffer_map.values()):
+            raise ScheduleError(f"compute_at: block '{name}' is an output block (it writes a function "
+                                f"parameter)")
+        if len(block.writes) != 1:
+            raise ScheduleError(f"compute_at: block '{name}' must write exactly one buffer")
+        buffer = block.writes[0].buffer
+        others = [b for b in blocks_under(func.body) if b not in blocks_under(loop.body)
+                  and b is not realize and any(x.buffer is buffer for x in b.block.reads)]
+        accessed = block.writes[0]
+    if others:
+        raise ScheduleError(f"{primitive}: block '{others[0].block.name_hint}' outside loop "
+                            f"'{loop.loop_var.name}' also {'writes' if reverse else 'reads'} buffer "
+                            f"'{buffer.name}' of block '{name}'")
+    if any(r.extent is not None and not (isinstance(r.extent, IntImm) and r.extent.value == 1)
+           for r in accessed.region):
+        raise ScheduleError(f"{primitive}: block '{name}' must access '{buffer.name}' one element at a time")
+    dims = _region_under(loop, buffer, writes=reverse)
+    moved = _rebuild_block(realize, buffer, tuple(r.min for r in accessed.region), dims, preserve_unit_loops,
+                           enclosing_loops(loop_path) + [loop])
+    # The block leaves its place, then goes into the loop's body next to the blocks it serves.
+    func = remove_block(func, name, primitive)
+    loop = find_loop(func, loop.loop_var)[0]
+    children = list(loop.body.seq) if isinstance(loop.body, SeqStmt) else [loop.body]
+    serves = [i for i, child in enumerate(children)
+              if any(any(x.buffer is buffer for x in (r.block.writes if reverse else r.block.reads))
+                     for r in blocks_under(child))]
+    at = serves[-1] + 1 if reverse else serves[0]
+    children.insert(at, moved)
+    func = replace_stmts(func, {id(loop): loop.with_changes(body=seq(children))})
+    if find_block(func, name) is None:
+        raise ScheduleError(f"{primitive}: block '{name}' was lost")
+    _check_order(func, buffer, name, reverse, primitive)
+    return func
+
+
+def _check_order(func: PrimFunc, buffer: Buffer, name: str, reverse: bool, primitive: str) -> None:
+    """The moved block must still run after what it reads and before what reads it."""
+    order = [r.block for r in blocks_under(func.body)]
+    index = next(i for i, b in enumerate(order) if b.name_hint == name)
+    moved = order[index]
+    for i, b in enumerate(order):
+        if b is moved:
+            continue
+        writes_mine = any(w.buffer is x.buffer for w in b.writes for x in moved.reads)
+        reads_mine = any(x.buffer is w.buffer for x in b.reads for w in moved.writes)
+        if (writes_mine and i > index) or (reads_mine and i < index):
+            raise ScheduleError(f"{primitive}: moving block '{name}' there would break its dependence "
+                                f"on block '{b.name_hint}'")
+
+
+__all__ = ["compute_at"]

@@ -1,0 +1,112 @@
+"""transform_layout: store a buffer in a new shape, mapping every access through an index map.
+
+``lambda i, j: (i // 16, j // 16, i % 16, j % 16)`` turns a (128, 128) buffer into
+(8, 8, 16, 16); each load, store and accessed region of the buffer is rewritten, and so is the
+function parameter or the allocation that declares it.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from ...ir.analysis import substitute
+from ...ir.arith_analyzer import Analyzer
+from ...ir.buffer import Buffer, BufferRegion
+from ...ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var, const
+from ...ir.function import PrimFunc
+from ...ir.node import FrozenDict
+from ...ir.stmt import BlockRealize, BufferStore
+from ...ir.visitor import Mutator
+from .errors import ScheduleError
+
+
+class IndexMap:
+    """A map from buffer indices to new indices, printed as the lambda it came from."""
+
+    def __init__(self, initial_indices: list[Var], final_indices: list[PrimExpr]):
+        self.initial_indices = list(initial_indices)
+        self.final_indices = list(final_indices)
+
+    @staticmethod
+    def from_func(func: Callable, ndim: int) -> "IndexMap":
+        names = list(inspect.signature(func).parameters)
+        if len(names) != ndim:
+            raise ScheduleError(f"transform_layout: the index map takes {len(names)} indices, the buffer "
+                                f"has {ndim} dimensions")
+        variables = [Var(n) for n in names]
+        result = func(*variables)
+        final = list(result) if isinstance(result, (list, tuple)) else [result]
+        return IndexMap(variables, [const(e) if isinstance(e, int) else e for e in final])
+
+    def apply(self, indices: tuple) -> tuple:
+        mapping = dict(zip(self.initial_indices, indices))
+        analyzer = Analyzer()
+        return tuple(analyzer.simplify(substitute(e, mapping)) for e in self.final_indices)
+
+    def __str__(self) -> str:
+        params = ", ".join(v.name for v in self.initial_indices)
+        return f"lambda {params}: ({''.join(e.script() + ', ' for e in self.final_indices).rstrip(' ')})"
+
+    __repr__ = __str__
+
+
+class _Relayout(Mutator):
+    def __init__(self, old: Buffer, new: Buffer, index_map: IndexMap):
+        self.old, self.new, self.index_map = old, new, index_map
+
+    def visit_Buffer(self, b: Buffer) -> Buffer:
+        return self.new if b is self.old else b
+
+    def visit_Var(self, v: Var) -> Var:
+        return v
+
+    def visit_BufferLoad(self, node: BufferLoad) -> Any:
+        node = self.generic_visit(node)
+        if node.buffer is not self.new:
+            return node
+        return BufferLoad(self.new, self.index_map.apply(node.indices))
+
+    def visit_BufferStore(self, node: BufferStore) -> Any:
+        node = self.generic_visit(node)
+        if node.buffer is not self.new:
+            return node
+        return BufferStore(self.new, node.value, self.index_map.apply(node.indices))
+
+    def visit_BufferRegion(self, node: BufferRegion) -> Any:
+        if node.buffer is not self.old:
+            return node
+        if all(isinstance(r.extent, IntImm) and r.extent.value == 1 for r in node.region):
+            mins = self.index_map.apply(tuple(r.min for r in node.region))
+            return BufferRegion(self.new, tuple(Range(m, const(1, m.dtype)) for m in mins))
+        return BufferRegion.full(self.new)
+
+
+def _new_shape(buffer: Buffer, index_map: IndexMap) -> tuple:
+    analyzer = Analyzer()
+    for var, extent in zip(index_map.initial_indices, buffer.shape):
+        if not isinstance(extent, IntImm):
+            raise ScheduleError(f"transform_layout: buffer '{buffer.name}' has a symbolic shape")
+        analyzer.bind(var, 0, extent.value)
+    shape = []
+    for e in index_map.final_indices:
+        b = analyzer.bound(e)
+        if b is None or b[0] < 0:
+            raise ScheduleError(f"transform_layout: cannot bound the new index {e.script()} of buffer "
+                                f"'{buffer.name}' (it must be non-negative and bounded)")
+        shape.append(const(b[1] + 1, e.dtype))
+    return tuple(shape)
+
+
+def transform_layout(func: PrimFunc, realize: BlockRealize, buffer_type: str, index: int,
+                     index_map: Any) -> tuple[PrimFunc, IndexMap]:
+    block = realize.block
+    regions = {"read": block.reads, "write": block.writes}.get(buffer_type)
+    if regions is None or not isinstance(index, int) or not 0 <= index < len(regions):
+        raise ScheduleError(f"transform_layout: block '{block.name_hint}' has no {buffer_type} buffer {index}")
+    old = regions[index].buffer
+    if not isinstance(index_map, IndexMap):
+        index_map = IndexMap.from_func(index_map, len(old.shape))
+    new = old.with_changes(shape=_new_shape(old, index_map))
+    body = _Relayout(old, new, index_map).visit(func.body)
+    buffer_map = FrozenDict({p: (new if b is old else b) for p, b in func.buffer_map.items()})
+    return func.with_changes(body=body, buffer_map=buffer_map), index_map  # type: ignore[return-value]

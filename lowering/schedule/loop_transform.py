@@ -1,0 +1,190 @@
+"""Loop transformations that change the iteration space's shape: split, fuse and reorder.
+
+Each takes the PrimFunc and the loops (found by the schedule) and returns the new PrimFunc and
+the new loop variables. Block bindings are rewritten and brought to canonical form; a split
+that overshoots the extent guards the blocks with ``T.where``.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Any
+
+from ...ir.analysis import substitute
+from ...ir.arith_analyzer import Analyzer
+from ...ir.expr import LT, Add, And, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Var, const, is_const_int
+from ...ir.function import PrimFunc
+from ...ir.iter_map import is_bijective_affine
+from ...ir.stmt import SERIAL, BlockRealize, For, Stmt
+from ...ir.visitor import Mutator, walk
+from .errors import ScheduleError
+from .tree import enclosing_loops, find_loop, replace_stmts, walk_with_path
+
+
+def const_extent(loop: For, primitive: str) -> int:
+    if not isinstance(loop.extent, IntImm) or not is_const_int(loop.min, 0):
+        raise ScheduleError(f"{primitive}: loop '{loop.loop_var.name}' must start at 0 and have a "
+                            f"constant extent, it is [{loop.min}, {loop.extent})")
+    return loop.extent.value
+
+
+def uses_var(e: Any, var_ids: set) -> bool:
+    return any(isinstance(n, Var) and id(n) in var_ids for n in walk(e))
+
+
+class _Rebind(Mutator):
+    """Replaces loop variables in a loop body; block bindings are simplified afterwards."""
+
+    def __init__(self, mapping: dict, analyzer: Analyzer, guard: PrimExpr | None = None):
+        self.mapping = mapping
+        self.ids = {id(v) for v in mapping}
+        self.analyzer = analyzer
+        self.guard = guard
+
+    def visit_Var(self, v: Var) -> Any:
+        return self.mapping.get(v, v)
+
+    def visit_BlockRealize(self, r: BlockRealize) -> Any:
+        values = tuple(self.analyzer.simplify(substitute(v, self.mapping)) if uses_var(v, self.ids) else v
+                       for v in r.iter_values)
+        predicate = substitute(r.predicate, self.mapping)
+        if self.guard is not None:
+            predicate = self.guard if is_const_int(predicate, 1) else And(predicate, self.guard)
+        block = self.visit(r.block)
+        if (all(a is b for a, b in zip(values, r.iter_values)) and predicate is r.predicate
+                and block is r.block):
+            return r
+        return BlockRealize(values, predicate, block)
+
+
+def conjuncts(e: PrimExpr) -> list[PrimExpr]:
+    """The parts of a predicate ``a and b and ...``."""
+    return conjuncts(e.a) + conjuncts(e.b) if isinstance(e, And) else [e]
+
+
+def conjoin(parts: list[PrimExpr]) -> PrimExpr:
+    result = parts[0] if parts else const(True)
+    for part in parts[1:]:
+        result = And(result, part)
+    return result
+
+
+def nest(loop_vars: list[Var], extents: list[int], body: Stmt) -> Stmt:
+    """Serial loops over ``loop_vars`` (outermost first) around ``body``."""
+    for var, extent in zip(reversed(loop_vars), reversed(extents)):
+        body = For(var, const(0, var.dtype), const(extent, var.dtype), SERIAL, body)
+    return body
+
+
+def resolve_factors(loop: For, factors: list, extent: int) -> list[int]:
+    name = loop.loop_var.name
+    if not factors:
+        raise ScheduleError(f"split: no factors given for loop '{name}'")
+    holes = [i for i, f in enumerate(factors) if f is None or f == -1]
+    if len(holes) > 1:
+        raise ScheduleError(f"split: only one factor of loop '{name}' can be None or -1, got {factors}")
+    for f in factors:
+        if f is not None and f != -1 and (not isinstance(f, int) or f <= 0):
+            raise ScheduleError(f"split: the factors of loop '{name}' must be positive integers, got {f!r}")
+    known = prod(f for f in factors if f is not None and f != -1)
+    result = list(factors)
+    if holes:
+        result[holes[0]] = -(-extent // known)
+    if prod(result) < extent:
+        raise ScheduleError(f"split: the product of factors {result} is less than the extent "
+                            f"{extent} of loop '{name}'")
+    return result
+
+
+def split(func: PrimFunc, loop: For, factors: list, preserve_unit_iters: bool,
+          disable_predication: bool) -> tuple[PrimFunc, list[Var]]:
+    extent = const_extent(loop, "split")
+    sizes = resolve_factors(loop, factors, extent)
+    old = loop.loop_var
+    dtype = old.dtype
+    new_vars = [Var(f"{old.name}_{i}", dtype) for i in range(len(sizes))]
+    parts: list[PrimExpr] = [const(0, dtype) if size == 1 and not preserve_unit_iters else v
+                             for v, size in zip(new_vars, sizes)]
+    value = parts[0]
+    for part, size in zip(parts[1:], sizes[1:]):  # ((v0 * f1 + v1) * f2 + v2), zeros left out
+        scaled = value if is_const_int(value, 0) else Mul(value, const(size, dtype))
+        value = part if is_const_int(scaled, 0) else scaled if is_const_int(part, 0) else Add(scaled, part)
+    guard = None
+    if prod(sizes) != extent and not disable_predication:
+        guard = LT(value, const(extent, dtype))
+    body = _Rebind({old: value}, Analyzer(), guard).visit(loop.body)
+    return replace_stmts(func, {id(loop): nest(new_vars, sizes, body)}), new_vars
+
+
+def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[PrimFunc, Var]:
+    for outer, inner in zip(loops, loops[1:]):
+        if outer.body is not inner:
+            raise ScheduleError(f"fuse: the loops can't be fused because the outer loop "
+                                f"'{outer.loop_var.name}' is not the parent of the inner loop "
+                                f"'{inner.loop_var.name}' (or has other statements in its body)")
+    extents = [const_extent(loop, "fuse") for loop in loops]
+    dtype = loops[0].loop_var.dtype
+    fused = Var("_".join(loop.loop_var.name for loop in loops) + "_fused", dtype)
+    total = prod(extents)
+    mapping: dict = {}
+    for i, (loop, extent) in enumerate(zip(loops, extents)):
+        if extent == 1 and not preserve_unit_iters:
+            mapping[loop.loop_var] = const(0, dtype)
+            continue
+        stride = prod(extents[i + 1:])
+        value: PrimExpr = fused if stride == 1 else FloorDiv(fused, const(stride, dtype))
+        if i > 0:
+            value = FloorMod(value, const(extent, dtype))
+        mapping[loop.loop_var] = value
+    analyzer = Analyzer()
+    analyzer.bind(fused, 0, total)
+    body = _Rebind(mapping, analyzer).visit(loops[-1].body)
+    new_loop = For(fused, const(0, dtype), const(total, dtype), SERIAL, body)
+    return replace_stmts(func, {id(loops[0]): new_loop}), fused
+
+
+def reorder(func: PrimFunc, loops: list[For]) -> PrimFunc:
+    names = [loop.loop_var.name for loop in loops]
+    seen: set = set()
+    for loop in loops:
+        if id(loop) in seen:
+            raise ScheduleError(f"reorder: loop '{loop.loop_var.name}' appears in the input array "
+                                f"for multiple times")
+        seen.add(id(loop))
+    # The deepest loop's ancestors must hold every given loop, in one chain of single children.
+    paths = {id(loop): find_loop(func, loop.loop_var)[1] for loop in loops}
+    deepest = max(loops, key=lambda loop: len(paths[id(loop)]))
+    chain = enclosing_loops(paths[id(deepest)]) + [deepest]
+    chain_ids = [id(loop) for loop in chain]
+    if not all(id(loop) in chain_ids for loop in loops):
+        raise ScheduleError(f"reorder: the loops {names} are not in a single chain "
+                            f"(one is not an ancestor of the others)")
+    top = min(chain_ids.index(id(loop)) for loop in loops)
+    segment = chain[top:]
+    for outer, inner in zip(segment, segment[1:]):
+        if outer.body is not inner:
+            raise ScheduleError(f"reorder: loop '{outer.loop_var.name}' has statements besides "
+                                f"loop '{inner.loop_var.name}' in its body, so the loops {names} "
+                                f"are not a single chain")
+    _check_affine(func, segment)
+    order = iter(loops)
+    arranged = [next(order) if id(loop) in seen else loop for loop in segment]
+    body: Stmt = segment[-1].body
+    for loop in reversed(arranged):
+        body = loop.with_changes(body=body)
+    return replace_stmts(func, {id(segment[0]): body})
+
+
+def _check_affine(func: PrimFunc, segment: list[For]) -> None:
+    """Every block under the reordered loops must bind its iterators affinely to its loops."""
+    seg_ids = {id(loop.loop_var) for loop in segment}
+    outer = enclosing_loops(find_loop(func, segment[0].loop_var)[1])
+    for node, path in walk_with_path(segment[0]):
+        if not isinstance(node, BlockRealize):
+            continue
+        loops = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value)
+                 for n in outer + enclosing_loops(path)
+                 if isinstance(n.extent, IntImm) and isinstance(n.min, IntImm)}
+        values = [v for v in node.iter_values if uses_var(v, seg_ids)]
+        if values and not is_bijective_affine(values, loops):
+            raise ScheduleError(f"reorder: the bindings of block '{node.block.name_hint}' are not an "
+                                f"affine, one-to-one map of the loops")

@@ -1,0 +1,541 @@
+"""The Schedule: a module under transformation, the handles it hands out, and its trace.
+
+Every primitive runs as a transaction: on failure the module and the handle table are put back
+as they were and a ScheduleError names the block or loop and the reason. A block handle is kept
+as (function, block name) and a loop handle as (function, loop variable), which stay valid
+while later primitives rebuild the immutable IR around them.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any, Callable
+
+from ...ir.errors import TVMSError
+from ...ir.function import PrimFunc
+from ...ir.module import IRModule
+from ...ir.stmt import BlockRealize, For
+from ...script.dialect import detect_dialect, get_dialect
+from . import (annotation, blockize, cache, compute_at, inline, layout, loop_kinds, loop_transform, reduction, rfactor,
+               sampling)
+from .errors import ScheduleError
+from .random_vars import BlockRV, ExprRV, LoopRV
+from .trace import CLASSIC, Instruction, Trace
+from .tree import blocks_under, child_blocks, enclosing_loops, find_block, find_loop, parent_block
+
+
+def _source_dialect(mod: IRModule, names: list[str]) -> str:
+    """The dialect the module was written in (so the trace prints like it); classic when unknown."""
+    for name in names:
+        span = mod[name].span
+        if span is not None:
+            return detect_dialect(span.source.text).name
+    return CLASSIC
+
+
+ROOT, INLINE = "root", "inline"  # the two locations sample_compute_location names without a loop
+
+
+class Schedule:
+    """``Schedule(mod_or_func, seed=None)``: transform the TensorIR functions of a module."""
+
+    def __init__(self, mod: "IRModule | PrimFunc", seed: int | None = None, dialect: str | None = None,
+                 debug_mask: Any = "all", error_render_level: str = "detail", enable_check: bool = True):
+        # debug_mask, error_render_level and enable_check are TVM's options; tvms always checks.
+        if isinstance(mod, PrimFunc):
+            mod = IRModule({"main": mod})
+        if not isinstance(mod, IRModule):
+            raise ScheduleError(f"Schedule takes an IRModule or a PrimFunc, got {type(mod).__name__}")
+        self._mod = mod.copy()
+        prim_funcs = [name for name in mod if isinstance(mod[name], PrimFunc)]
+        self._func_name: str | None = "main" if "main" in prim_funcs else (
+            prim_funcs[0] if len(prim_funcs) == 1 else None)
+        self._rng = random.Random(seed if seed is not None else random.randrange(1 << 31))
+        self._rvs: dict = {}  # BlockRV -> (func, name); LoopRV -> (func, Var); ExprRV -> int
+        self._trace = Trace(dialect=get_dialect(dialect).name if dialect else _source_dialect(mod, prim_funcs))
+
+    # ------------------------------------------------------------ state
+    @property
+    def mod(self) -> IRModule:
+        return self._mod.copy()
+
+    @property
+    def trace(self) -> Trace:
+        return self._trace.copy()
+
+    @property
+    def func_working_on(self) -> str | None:
+        return self._func_name
+
+    def work_on(self, func_name: str) -> None:
+        self._prim_func(func_name)
+        self._func_name = func_name
+
+    def copy(self) -> "Schedule":
+        """An independent schedule in the same state; the handles stay valid in both."""
+        other = Schedule.__new__(Schedule)
+        other._mod = self._mod.copy()
+        other._func_name = self._func_name
+        other._rng = random.Random()
+        other._rng.setstate(self._rng.getstate())
+        other._rvs = dict(self._rvs)
+        other._trace = self._trace.copy()
+        return other
+
+    def seed(self, seed: int) -> None:
+        self._rng.seed(seed)
+
+    def fork_seed(self) -> int:
+        """A new seed drawn from this schedule's generator (for a schedule of its own)."""
+        return self._rng.randrange(1 << 31)
+
+    def get(self, rv: Any) -> Any:
+        """The current Block, For or integer a handle stands for (lists map element-wise)."""
+        if isinstance(rv, (list, tuple)):
+            return [self.get(r) for r in rv]
+        if isinstance(rv, BlockRV):
+            return self._block(rv)[1].block
+        if isinstance(rv, LoopRV):
+            return self._loop(rv)[1]
+        if isinstance(rv, ExprRV):
+            return self._int(rv)
+        return rv
+
+    def remove_rv(self, rv: Any) -> None:
+        self._rvs.pop(rv, None)
+
+    def show(self, **kwargs: Any) -> None:
+        print(self._mod.script(**kwargs))
+
+    # ------------------------------------------------------------ lookups
+    def _prim_func(self, func_name: str | None) -> PrimFunc:
+        if func_name is None:
+            raise ScheduleError("the module has several functions; name one (func_name=... or work_on)")
+        if func_name not in self._mod or not isinstance(self._mod[func_name], PrimFunc):
+            raise ScheduleError(f"the module has no TensorIR function {func_name!r}")
+        return self._mod[func_name]
+
+    def _block(self, rv: Any) -> tuple[str, BlockRealize, tuple]:
+        return self._lookup(rv, BlockRV, "block", find_block, lambda name: f"block '{name}'")
+
+    def _loop(self, rv: Any) -> tuple[str, For, tuple]:
+        return self._lookup(rv, LoopRV, "loop", find_loop, lambda var: f"loop '{var.name}'")
+
+    def _lookup(self, rv: Any, rv_type: type, what: str, finder: Callable, describe: Callable) -> tuple:
+        """(function name, node, ancestors) of the block or loop a handle stands for."""
+        if not isinstance(rv, rv_type):
+            raise ScheduleError(f"expected a {what} handle ({rv_type.__name__}), got {type(rv).__name__}")
+        where = self._rvs.get(rv)
+        if where is None:
+            raise ScheduleError(f"{rv!r} does not belong to this schedule or its {what} was removed")
+        func_name, key = where
+        found = finder(self._prim_func(func_name), key)
+        if found is None:
+            raise ScheduleError(f"{describe(key)} no longer exists in function {func_name!r} "
+                                f"(a split, fuse, inline or rename replaced it)")
+        return func_name, found[0], found[1]
+
+    def _int(self, value: Any) -> Any:
+        if isinstance(value, ExprRV):
+            if value not in self._rvs:
+                raise ScheduleError(f"{value!r} does not belong to this schedule")
+            return self._rvs[value]
+        return value
+
+    def _new_blocks(self, func_name: str, realizes: list) -> list[BlockRV]:
+        rvs = [BlockRV() for _ in realizes]
+        for rv, r in zip(rvs, realizes):
+            self._rvs[rv] = (func_name, r.block.name_hint)
+        return rvs
+
+    def _new_loops(self, func_name: str, loop_vars: list) -> list[LoopRV]:
+        rvs = [LoopRV() for _ in loop_vars]
+        for rv, var in zip(rvs, loop_vars):
+            self._rvs[rv] = (func_name, var)
+        return rvs
+
+    # ------------------------------------------------------------ transactions
+    def _run(self, primitive: str, action: Callable[[], Any]) -> Any:
+        """Run ``action``; on any failure restore the module and handles and raise ScheduleError."""
+        saved_mod, saved_rvs = self._mod.copy(), dict(self._rvs)
+        try:
+            return action()
+        except ScheduleError:
+            self._mod, self._rvs = saved_mod, saved_rvs
+            raise
+        except TVMSError as e:
+            self._mod, self._rvs = saved_mod, saved_rvs
+            raise ScheduleError(f"{primitive}: {e}") from None
+        except BaseException:  # a bug or an interrupt: still leave the schedule as it was
+            self._mod, self._rvs = saved_mod, saved_rvs
+            raise
+
+    def _record(self, kind: str, inputs: list, attrs: list, outputs: list, decision: Any = None) -> None:
+        self._trace.append(Instruction(kind, list(inputs), list(attrs), list(outputs)), decision)
+
+    def _update(self, func_name: str, func: PrimFunc) -> None:
+        self._mod[func_name] = func
+
+    # ------------------------------------------------------------ getting blocks and loops
+    def get_sblock(self, name: str, func_name: str | None = None) -> BlockRV:
+        def action() -> BlockRV:
+            fname = func_name or self._func_name
+            found = find_block(self._prim_func(fname), name)
+            if found is None:
+                raise ScheduleError(f"get_block: cannot find a block with the name {name!r} in "
+                                    f"function {fname!r}")
+            (rv,) = self._new_blocks(fname, [found[0]])
+            self._record("GetSBlock", [], [name, fname], [rv])
+            return rv
+        return self._run("get_block", action)
+
+    get_block = get_sblock
+
+    def get_loops(self, block: BlockRV) -> list[LoopRV]:
+        def action() -> list[LoopRV]:
+            fname, _, path = self._block(block)
+            rvs = self._new_loops(fname, [loop.loop_var for loop in enclosing_loops(path)])
+            self._record("GetLoops", [block], [], rvs)
+            return rvs
+        return self._run("get_loops", action)
+
+    def get_child_blocks(self, block_or_loop: "BlockRV | LoopRV") -> list[BlockRV]:
+        def action() -> list[BlockRV]:
+            fname, node, _ = self._block_or_loop(block_or_loop)
+            rvs = self._new_blocks(fname, child_blocks(node))
+            self._record("GetChildBlocks", [block_or_loop], [], rvs)
+            return rvs
+        return self._run("get_child_blocks", action)
+
+    def get_producers(self, block: BlockRV) -> list[BlockRV]:
+        return self._neighbours(block, "GetProducers")
+
+    def get_consumers(self, block: BlockRV) -> list[BlockRV]:
+        return self._neighbours(block, "GetConsumers")
+
+    def _neighbours(self, block: BlockRV, kind: str) -> list[BlockRV]:
+        """Blocks of the same scope that write what ``block`` reads (producers), or read what it
+        writes (consumers)."""
+        def action() -> list[BlockRV]:
+            fname, realize, path = self._block(block)
+            siblings = child_blocks(parent_block(path))
+            index = next(i for i, r in enumerate(siblings) if r is realize)
+            mine_in = {id(r.buffer) for r in realize.block.reads}
+            mine_out = {id(w.buffer) for w in realize.block.writes}
+            if kind == "GetProducers":
+                found = [r for r in siblings[:index] if any(id(w.buffer) in mine_in for w in r.block.writes)]
+            else:
+                found = [r for r in siblings[index + 1:] if any(id(x.buffer) in mine_out for x in r.block.reads)]
+            rvs = self._new_blocks(fname, found)
+            self._record(kind, [block], [], rvs)
+            return rvs
+        return self._run(kind, action)
+
+    def _block_or_loop(self, rv: Any) -> tuple[str, Any, tuple]:
+        if isinstance(rv, LoopRV):
+            return self._loop(rv)
+        return self._block(rv)
+
+    # ------------------------------------------------------------ loop transformations
+    def split(self, loop: LoopRV, factors: list, preserve_unit_iters: bool = True,
+              disable_predication: bool = False) -> list[LoopRV]:
+        def action() -> list[LoopRV]:
+            fname, node, _ = self._loop(loop)
+            if not isinstance(factors, (list, tuple)):
+                raise ScheduleError(f"split: factors must be a list, got {factors!r}")
+            values = [self._int(f) for f in factors]
+            func, new_vars = loop_transform.split(self._prim_func(fname), node, values,
+                                                  preserve_unit_iters, disable_predication)
+            self._update(fname, func)
+            rvs = self._new_loops(fname, new_vars)
+            self._record("Split", [loop, *factors], [bool(preserve_unit_iters), bool(disable_predication)], rvs)
+            return rvs
+        return self._run("split", action)
+
+    def fuse(self, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
+        def action() -> LoopRV:
+            if not loops:
+                raise ScheduleError("fuse: no loops given")
+            found = [self._loop(rv) for rv in loops]
+            fname = found[0][0]
+            func, fused = loop_transform.fuse(self._prim_func(fname), [f[1] for f in found],
+                                              preserve_unit_iters)
+            self._update(fname, func)
+            (rv,) = self._new_loops(fname, [fused])
+            self._record("Fuse", list(loops), [bool(preserve_unit_iters)], [rv])
+            return rv
+        return self._run("fuse", action)
+
+    def reorder(self, *ordered_loops: LoopRV) -> None:
+        def action() -> None:
+            found = [self._loop(rv) for rv in ordered_loops]
+            if not found:
+                raise ScheduleError("reorder: no loops given")
+            fname = found[0][0]
+            self._update(fname, loop_transform.reorder(self._prim_func(fname), [f[1] for f in found]))
+            self._record("Reorder", list(ordered_loops), [], [])
+        self._run("reorder", action)
+
+    def _loop_kind(self, loop: LoopRV, primitive: str, kind: str) -> None:
+        def action() -> None:
+            fname, node, _ = self._loop(loop)
+            self._update(fname, loop_kinds.set_kind(self._prim_func(fname), node, primitive))
+            self._record(kind, [loop], [], [])
+        self._run(primitive, action)
+
+    def parallel(self, loop: LoopRV) -> None:
+        self._loop_kind(loop, "parallel", "Parallel")
+
+    def vectorize(self, loop: LoopRV) -> None:
+        self._loop_kind(loop, "vectorize", "Vectorize")
+
+    def unroll(self, loop: LoopRV) -> None:
+        self._loop_kind(loop, "unroll", "Unroll")
+
+    def bind(self, loop: LoopRV, thread_axis: str) -> None:
+        def action() -> None:
+            fname, node, _ = self._loop(loop)
+            self._update(fname, loop_kinds.bind(self._prim_func(fname), node, thread_axis))
+            self._record("Bind", [loop], [thread_axis], [])
+        self._run("bind", action)
+
+    def annotate(self, block_or_loop: "BlockRV | LoopRV", ann_key: str, ann_val: Any) -> None:
+        def action() -> None:
+            fname, node, _ = self._block_or_loop(block_or_loop)
+            value = self._int(ann_val)
+            self._update(fname, annotation.annotate(self._prim_func(fname), node, ann_key, value))
+            self._record("Annotate", [block_or_loop, ann_val], [ann_key], [])
+        self._run("annotate", action)
+
+    def unannotate(self, block_or_loop: "BlockRV | LoopRV", ann_key: str) -> None:
+        def action() -> None:
+            fname, node, _ = self._block_or_loop(block_or_loop)
+            self._update(fname, annotation.unannotate(self._prim_func(fname), node, ann_key))
+            self._record("Unannotate", [block_or_loop], [ann_key], [])
+        self._run("unannotate", action)
+
+    # ------------------------------------------------------------ reductions
+    def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:
+        def action() -> BlockRV:
+            fname, realize, path = self._block(block)
+            loop_fname, node, _ = self._loop(loop)
+            if loop_fname != fname:
+                raise ScheduleError("decompose_reduction: the block and the loop are in different functions")
+            old_name = realize.block.name_hint
+            func, init_name = reduction.decompose_reduction(self._prim_func(fname), realize, path, node)
+            self._update(fname, func)
+            for rv, where in list(self._rvs.items()):  # handles of the block now name C_update
+                if where == (fname, old_name):
+                    self._rvs[rv] = (fname, f"{old_name}_update")
+            (rv,) = self._new_blocks(fname, [find_block(func, init_name)[0]])
+            self._record("DecomposeReduction", [block, loop], [], [rv])
+            return rv
+        return self._run("decompose_reduction", action)
+
+    # ------------------------------------------------------------ moving blocks
+    def compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
+                   index: int = -1) -> None:
+        self._compute_at(block, loop, preserve_unit_loops, index, reverse=False)
+
+    def reverse_compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
+                           index: int = -1) -> None:
+        self._compute_at(block, loop, preserve_unit_loops, index, reverse=True)
+
+    def _compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool, index: int,
+                    reverse: bool) -> None:
+        primitive = "reverse_compute_at" if reverse else "compute_at"
+
+        def action() -> None:
+            if index != -1:
+                raise ScheduleError(f"{primitive}: only index=-1 (next to the blocks it serves) is "
+                                    f"supported, got {index}")
+            fname, realize, path = self._block(block)
+            location = self._rvs.get(loop)
+            if location in (ROOT, INLINE):  # a location sample_compute_location chose
+                if location == INLINE:
+                    inliner = inline.reverse_compute_inline if reverse else inline.compute_inline
+                    self._update(fname, inliner(self._prim_func(fname), realize))
+                    self._rvs.pop(block, None)  # the block is gone
+                self._record("ReverseComputeAt" if reverse else "ComputeAt", [block, loop],
+                             [bool(preserve_unit_loops), index], [])
+                return
+            _, node, loop_path = self._loop(loop)
+            func = compute_at.compute_at(self._prim_func(fname), realize, path, node, loop_path,
+                                         bool(preserve_unit_loops), reverse)
+            self._update(fname, func)
+            self._record("ReverseComputeAt" if reverse else "ComputeAt", [block, loop],
+                         [bool(preserve_unit_loops), index], [])
+        self._run(primitive, action)
+
+    # ------------------------------------------------------------ inlining and caches
+    def compute_inline(self, block: BlockRV) -> None:
+        self._block_rewrite(block, "compute_inline", "ComputeInline", inline.compute_inline)
+
+    def reverse_compute_inline(self, block: BlockRV) -> None:
+        self._block_rewrite(block, "reverse_compute_inline", "ReverseComputeInline",
+                            inline.reverse_compute_inline)
+
+    def _block_rewrite(self, block: BlockRV, primitive: str, kind: str, rewrite: Callable) -> None:
+        def action() -> None:
+            fname, realize, _ = self._block(block)
+            self._update(fname, rewrite(self._prim_func(fname), realize))
+            self._rvs.pop(block, None)  # the block is gone
+            self._record(kind, [block], [], [])
+        self._run(primitive, action)
+
+    def cache_read(self, block: BlockRV, read_buffer_index: int, storage_scope: str,
+                   consumer_blocks: list | None = None) -> BlockRV:
+        return self._cache(block, read_buffer_index, storage_scope, consumer_blocks, "CacheRead")
+
+    def cache_write(self, block: BlockRV, write_buffer_index: int, storage_scope: str,
+                    consumer_blocks: list | None = None) -> BlockRV:
+        return self._cache(block, write_buffer_index, storage_scope, consumer_blocks, "CacheWrite")
+
+    def _cache(self, block: BlockRV, index: int, scope: str, consumer_blocks: list | None, kind: str) -> BlockRV:
+        primitive = "cache_read" if kind == "CacheRead" else "cache_write"
+
+        def action() -> BlockRV:
+            fname, realize, path = self._block(block)
+            consumers = [self._block(b)[1].block.name_hint for b in consumer_blocks or []]
+            make = cache.cache_read if kind == "CacheRead" else cache.cache_write
+            func, name = make(self._prim_func(fname), realize, path, index, scope, consumers)
+            self._update(fname, func)
+            (rv,) = self._new_blocks(fname, [find_block(func, name)[0]])
+            self._record(kind, [block, list(consumer_blocks or [])], [index, scope], [rv])
+            return rv
+        return self._run(primitive, action)
+
+    def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
+        def action() -> None:
+            fname, realize, _ = self._block(block)
+            self._update(fname, cache.set_scope(self._prim_func(fname), realize, buffer_index, storage_scope))
+            self._record("SetScope", [block], [buffer_index, storage_scope], [])
+        self._run("set_scope", action)
+
+    def storage_align(self, block: BlockRV, buffer_index: int, axis: int, factor: int, offset: int) -> None:
+        def action() -> None:
+            fname, realize, _ = self._block(block)
+            self._update(fname, cache.storage_align(self._prim_func(fname), realize, buffer_index, axis,
+                                                    factor, offset))
+            self._record("StorageAlign", [block], [buffer_index, axis, factor, offset], [])
+        self._run("storage_align", action)
+
+    def blockize(self, target: LoopRV, preserve_unit_iters: bool = True) -> BlockRV:
+        def action() -> BlockRV:
+            if not isinstance(target, LoopRV):
+                raise ScheduleError("blockize: only a loop target is supported (not a list of blocks)")
+            fname, node, _ = self._loop(target)
+            func, outer_name = blockize.blockize(self._prim_func(fname), node)
+            self._update(fname, func)
+            (rv,) = self._new_blocks(fname, [find_block(func, outer_name)[0]])
+            self._record("Blockize", [target], [bool(preserve_unit_iters)], [rv])
+            return rv
+        return self._run("blockize", action)
+
+    def rfactor(self, loop: LoopRV, factor_axis: int = 0) -> BlockRV:
+        def action() -> BlockRV:
+            fname, node, _ = self._loop(loop)
+            func = self._prim_func(fname)
+            reductions = [r for r in blocks_under(node.body) if r.block.init is not None]
+            if len(reductions) != 1:
+                raise ScheduleError(f"rfactor: loop '{node.loop_var.name}' must hold exactly one reduction "
+                                    f"block, it holds {len(reductions)}")
+            realize, path = find_block(func, reductions[0].block.name_hint)
+            func, rf_name = rfactor.rfactor(func, realize, path, node, factor_axis)
+            self._update(fname, func)
+            (rv,) = self._new_blocks(fname, [find_block(func, rf_name)[0]])
+            self._record("RFactor", [loop], [factor_axis], [rv])
+            return rv
+        return self._run("rfactor", action)
+
+    def transform_layout(self, block: BlockRV, buffer: "tuple | str", index_map: Any,
+                         pad_value: Any = None, assume_injective_transform: bool = False) -> None:
+        def action() -> None:
+            fname, realize, _ = self._block(block)
+            if pad_value is not None:
+                raise ScheduleError("transform_layout: pad_value is not supported yet")
+            kind, index = self._buffer_position(realize.block, buffer)
+            func, imap = layout.transform_layout(self._prim_func(fname), realize, kind, index, index_map)
+            self._update(fname, func)
+            self._record("TransformLayout", [block, imap, pad_value], [(kind, index),
+                                                                       bool(assume_injective_transform)], [])
+        self._run("transform_layout", action)
+
+    @staticmethod
+    def _buffer_position(block: Any, buffer: Any) -> tuple[str, int]:
+        """``("write", 0)`` for a buffer given as such a pair or by name."""
+        if isinstance(buffer, (tuple, list)) and len(buffer) == 2:
+            return str(buffer[0]), buffer[1]
+        for kind, regions in (("write", block.writes), ("read", block.reads)):
+            for i, region in enumerate(regions):
+                if region.buffer.name == buffer:
+                    return kind, i
+        raise ScheduleError(f"block '{block.name_hint}' accesses no buffer {buffer!r}")
+
+    # ------------------------------------------------------------ sampling
+    def sample_perfect_tile(self, loop: LoopRV, n: int, max_innermost_factor: int = 16,
+                            decision: list | None = None) -> list[ExprRV]:
+        def action() -> list[ExprRV]:
+            _, node, _ = self._loop(loop)
+            extent = loop_transform.const_extent(node, "sample_perfect_tile")
+            chosen = sampling.sample_perfect_tile(self._rng, extent, n, max_innermost_factor, decision,
+                                                  node.loop_var.name)
+            rvs = [ExprRV() for _ in chosen]
+            self._rvs.update(zip(rvs, chosen))
+            self._record("SamplePerfectTile", [loop], [n, max_innermost_factor], rvs, chosen)
+            return rvs
+        return self._run("sample_perfect_tile", action)
+
+    def sample_categorical(self, candidates: list, probs: list, decision: int | None = None) -> ExprRV:
+        def action() -> ExprRV:
+            index = sampling.sample_categorical(self._rng, list(candidates), list(probs), decision)
+            rv = ExprRV()
+            self._rvs[rv] = candidates[index]
+            self._record("SampleCategorical", [], [list(candidates), list(probs)], [rv], index)
+            return rv
+        return self._run("sample_categorical", action)
+
+    def sample_compute_location(self, block: BlockRV, decision: int | None = None) -> LoopRV:
+        """A place to compute ``block`` at: one of the loops around its consumers where compute_at
+        succeeds (decision 0, 1, ...), the root (decision -1) or inlined (decision -2)."""
+        def action() -> LoopRV:
+            fname, realize, path = self._block(block)
+            loops, inlinable = self._compute_locations(block)
+            choices = ([-2] if inlinable else []) + [-1] + list(range(len(loops)))
+            chosen = decision if decision is not None else self._rng.choice(choices)
+            if chosen not in choices:
+                raise ScheduleError(f"sample_compute_location: decision {chosen!r} is not a valid location "
+                                    f"of block '{realize.block.name_hint}' (choices {choices})")
+            rv = LoopRV()
+            self._rvs[rv] = {-2: INLINE, -1: ROOT}.get(chosen) or (fname, loops[chosen].loop_var)
+            self._record("SampleComputeLocation", [block], [], [rv], chosen)
+            return rv
+        return self._run("sample_compute_location", action)
+
+    def _compute_locations(self, block: BlockRV) -> tuple[list, bool]:
+        """The loops around ``block``'s consumers where compute_at works, and whether it inlines."""
+        fname, realize, path = self._block(block)
+        func = self._prim_func(fname)
+        probe = self.copy()  # looking up the consumers must not extend this schedule's trace
+        consumers = probe.get_consumers(block)
+        found: list = []
+        if consumers:
+            first = probe._block(consumers[0])
+            for loop in enclosing_loops(first[2]):
+                try:
+                    compute_at.compute_at(func, realize, path, loop, find_loop(func, loop.loop_var)[1], False, False)
+                except TVMSError:
+                    continue
+                found.append(loop)
+        try:
+            inline.compute_inline(func, realize)
+            inlinable = True
+        except TVMSError:
+            inlinable = False
+        return found, inlinable
+
+    def enter_postproc(self) -> None:
+        """Mark where post-processing starts (``remove_postproc`` cuts the trace here)."""
+        self._record("EnterPostproc", [], [], [])
+
+
+__all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "ExprRV"]

@@ -1,0 +1,126 @@
+"""Finding blocks and loops in a PrimFunc's statement tree, and replacing statements in it.
+
+The IR is immutable, so a schedule refers to a block by its name and to a loop by its loop
+variable; these helpers find the current node and its ancestors for either.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+from ...ir.expr import PrimExpr, Var
+from ...ir.function import PrimFunc
+from ...ir.node import Node
+from ...ir.stmt import Block, BlockRealize, For, SeqStmt, Stmt, seq
+from ...ir.visitor import Mutator, children
+from .errors import ScheduleError
+
+
+def stmt_children(s: Stmt) -> list[Stmt]:
+    """The statements directly inside ``s`` (a block's init holds no blocks or loops of interest)."""
+    if isinstance(s, Block):
+        return [s.body]
+    return [c for c in children(s) if isinstance(c, Stmt)]
+
+
+def walk_with_path(s: Stmt, path: tuple = ()) -> Iterator[tuple[Stmt, tuple]]:
+    """Every statement under ``s`` (pre-order) with its ancestors, outermost first."""
+    stack = [(s, path)]
+    while stack:
+        node, p = stack.pop()
+        yield node, p
+        inner = p + (node,)
+        stack.extend((c, inner) for c in reversed(stmt_children(node)))
+
+
+def find(func: PrimFunc, match: Callable[[Stmt], bool]) -> tuple[Stmt, tuple] | None:
+    for node, path in walk_with_path(func.body):
+        if match(node):
+            return node, path
+    return None
+
+
+def find_block(func: PrimFunc, name: str) -> tuple[BlockRealize, tuple] | None:
+    return find(func, lambda n: isinstance(n, BlockRealize) and n.block.name_hint == name)
+
+
+def find_loop(func: PrimFunc, loop_var: Var) -> tuple[For, tuple] | None:
+    return find(func, lambda n: isinstance(n, For) and n.loop_var is loop_var)
+
+
+def enclosing_loops(path: tuple) -> list[For]:
+    """The loops between a statement and its nearest enclosing block, outermost first."""
+    loops: list[For] = []
+    for node in path:
+        if isinstance(node, (Block, BlockRealize)):
+            loops = []
+        elif isinstance(node, For):
+            loops.append(node)
+    return loops
+
+
+def parent_block(path: tuple) -> Block | None:
+    for node in reversed(path):
+        if isinstance(node, Block):
+            return node
+    return None
+
+
+def child_blocks(s: Stmt) -> list[BlockRealize]:
+    """The blocks under ``s`` that no other block under ``s`` encloses, in program order."""
+    found: list[BlockRealize] = []
+    stack = list(reversed(stmt_children(s.block if isinstance(s, BlockRealize) else s)))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BlockRealize):
+            found.append(node)
+        else:
+            stack.extend(reversed(stmt_children(node)))
+    return found
+
+
+def blocks_under(s: Stmt) -> list[BlockRealize]:
+    """Every block realize under ``s`` (``s`` included), in program order."""
+    return [n for n, _ in walk_with_path(s) if isinstance(n, BlockRealize)]
+
+
+class _Replacer(Mutator):
+    """Rebuilds statements, swapping the nodes named in ``table`` (by identity)."""
+
+    def __init__(self, table: dict[int, Any]):
+        self.table = table
+
+    def visit(self, node: Node) -> Any:
+        new = self.table.get(id(node))
+        if new is not None:
+            return new
+        if isinstance(node, PrimExpr) or not isinstance(node, Stmt):
+            return node
+        result = self.generic_visit(node)
+        if isinstance(result, SeqStmt) and result is not node:
+            result = seq(result.seq)  # a replacement that is itself a sequence is spliced in
+        return result
+
+
+def replace_in(stmt: Stmt, table: dict[int, Any]) -> Stmt:
+    """``stmt`` with each statement whose id is a key of ``table`` replaced by its value."""
+    return _Replacer(table).visit(stmt)
+
+
+def replace_stmts(func: PrimFunc, table: dict[int, Stmt]) -> PrimFunc:
+    """``func`` with each statement whose id is a key of ``table`` replaced by its value."""
+    body = replace_in(func.body, table)
+    return func if body is func.body else func.with_changes(body=body)  # type: ignore[return-value]
+
+
+def remove_block(func: PrimFunc, name: str, primitive: str) -> PrimFunc:
+    """``func`` without block ``name`` and the loops that hold only it."""
+    realize, path = find_block(func, name)
+    node: Stmt = realize
+    parents = list(path)
+    while parents and isinstance(parents[-1], For) and parents[-1].body is node:
+        node = parents.pop()
+    parent = parents[-1] if parents else None
+    if not isinstance(parent, SeqStmt):
+        raise ScheduleError(f"{primitive}: block '{name}' is the only statement of its scope; "
+                            f"removing it would leave the scope empty")
+    return replace_stmts(func, {id(parent): seq([s for s in parent.seq if s is not node])})

@@ -1,0 +1,64 @@
+"""``tvms schedule``: apply a trace file to a module from the command line."""
+from __future__ import annotations
+
+import pytest
+from conftest import FIXTURES
+
+from tvms.cli import main
+
+GOLDEN = FIXTURES / "schedule"
+BASE = GOLDEN / "matmul_00_base.tvms"
+
+
+def test_applies_a_trace_and_prints_the_module(capsys) -> None:
+    assert main(["schedule", str(BASE), "--trace", str(GOLDEN / "mm_schedule_mm.trace.py")]) == 0
+    out = capsys.readouterr().out
+    assert out == (GOLDEN / "mm_schedule_mm.tvms").read_text() + "\n"
+
+
+def test_writes_atomically_and_prints_the_trace(tmp_path, capsys) -> None:
+    target = tmp_path / "out.tvms"
+    trace = GOLDEN / "mm_loop_kinds.trace.py"
+    assert main(["schedule", str(BASE), "--trace", str(trace), "-o", str(target), "--print-trace"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == trace.read_text() + "\n"
+    assert target.read_text() == (GOLDEN / "mm_loop_kinds.tvms").read_text() + "\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.tvms"]  # no temporary file left
+
+
+def test_classic_dialect_output_and_classic_trace(tmp_path, capsys) -> None:
+    trace = tmp_path / "t.py"
+    trace.write_text((GOLDEN / "seed002_schedule_mm.trace.py").read_text())
+    assert main(["schedule", str(BASE), "--trace", str(trace), "--dialect", "classic", "--print-trace"]) == 0
+    captured = capsys.readouterr()
+    assert "with T.block(\"C_init\"):" in captured.out and "@T.prim_func\n" in captured.out
+    assert captured.err == trace.read_text() + "\n"
+
+
+@pytest.mark.parametrize("trace_text, code, message", [
+    ('b0 = sch.get_block(name="D", func_name="main")', 1, "cannot find a block with the name 'D'"),
+    ('b0 = sch.get_block(name="C", func_name="main")\nl1, l2, l3 = sch.get_loops(block=b0)\n'
+     'sch.vectorize(loop=l3)', 1, "loop 'k'"),
+    ("import os", 2, "only call schedule methods"),
+    ("b0 = = 1", 2, "not valid Python"),
+    ("sch.get_loops()", 2, "get_loops"),
+])
+def test_failures_exit_with_a_clear_message(tmp_path, capsys, trace_text, code, message) -> None:
+    trace = tmp_path / "t.py"
+    trace.write_text(trace_text)
+    target = tmp_path / "out.tvms"
+    assert main(["schedule", str(BASE), "--trace", str(trace), "-o", str(target)]) == code
+    err = capsys.readouterr().err
+    assert err.startswith("tvms: error: schedule: ") and message in err
+    assert not target.exists()
+
+
+def test_unreadable_inputs_and_usage(tmp_path, capsys) -> None:
+    assert main(["schedule", str(tmp_path / "missing.tvms"), "--trace", str(BASE)]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    bad = tmp_path / "bad.tvms"
+    bad.write_text("@I.ir_module\nclass M:\n    x = = 1\n")
+    assert main(["schedule", str(bad), "--trace", str(GOLDEN / "mm_bind.trace.py")]) == 2
+    assert "bad.tvms:" in capsys.readouterr().err
+    assert main(["schedule", str(BASE)]) == 2  # --trace is required

@@ -1,0 +1,199 @@
+"""The Schedule core: handles that survive rewrites, lookups, copies, seeds, samplers and traces."""
+from __future__ import annotations
+
+import pytest
+from conftest import FIXTURES
+
+import tvms
+from tvms.ir.function import PrimFunc
+from tvms.ir.stmt import For
+from tvms.tir import Instruction, Schedule, ScheduleError, Trace, apply_trace_text
+
+GOLDEN = FIXTURES / "schedule"
+
+
+def matmul() -> tvms.IRModule:
+    return tvms.script.from_source((GOLDEN / "matmul_00_base.tvms").read_text())
+
+
+def chain() -> tvms.IRModule:
+    return tvms.script.from_source((GOLDEN / "elementwise_00_base.tvms").read_text())
+
+
+def test_handles_survive_later_rewrites() -> None:
+    sch = Schedule(matmul())
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    j0, j1 = sch.split(j, factors=[None, 4])
+    sch.reorder(i, j0, k, j1)
+    sch.parallel(i)  # i was rebuilt twice; its handle still finds it
+    assert sch.get(i).kind == "parallel" and sch.get(i).loop_var.name == "i"
+    assert [sch.get(loop).loop_var.name for loop in sch.get_loops(block)] == ["i", "j_0", "k", "j_1"]
+    init = sch.decompose_reduction(block, k)
+    assert sch.get(block).name_hint == "C_update"  # the handle follows the renamed block
+    assert sch.get(init).name_hint == "C_init"
+    with pytest.raises(ScheduleError, match="loop 'j' no longer exists"):
+        sch.get(j)
+
+
+def test_get_sblock_is_get_block_and_prim_func_input_works() -> None:
+    func = matmul()["main"]
+    assert isinstance(func, PrimFunc)
+    sch = Schedule(func)
+    assert sch.get(sch.get_sblock("C", func_name="main")) is sch.get(sch.get_block(name="C"))
+    assert list(sch.mod) == ["main"]
+    sch.work_on("main")
+    assert sch.func_working_on == "main"
+    with pytest.raises(ScheduleError, match="no TensorIR function 'nope'"):
+        sch.work_on("nope")
+
+
+def test_child_blocks_producers_consumers() -> None:
+    sch = Schedule(chain())
+    b, c = sch.get_block("B"), sch.get_block("C")
+    root = sch.get_block("root")
+    assert [sch.get(x).name_hint for x in sch.get_child_blocks(root)] == ["B", "C"]
+    assert [sch.get(x).name_hint for x in sch.get_producers(c)] == ["B"]
+    assert [sch.get(x).name_hint for x in sch.get_consumers(b)] == ["C"]
+    assert sch.get_producers(b) == [] and sch.get_consumers(c) == []
+    outer = sch.get_loops(c)[0]
+    assert [sch.get(x).name_hint for x in sch.get_child_blocks(outer)] == ["C"]
+
+
+def test_copy_is_independent_and_keeps_handles() -> None:
+    sch = Schedule(matmul(), seed=7)
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    other = sch.copy()
+    other.split(j, factors=[None, 8])
+    assert isinstance(sch.get(j), For)  # the original still has loop j
+    assert [other.get(x).loop_var.name for x in other.get_loops(block)] == ["i", "j_0", "j_1", "k"]
+    assert len(other.trace.insts) == len(sch.trace.insts) + 2
+    assert sch.fork_seed() == other.fork_seed()  # the generator state was copied too
+
+
+def test_seeded_sampling_is_deterministic_and_decisions_replay() -> None:
+    def draw(seed: int) -> list:
+        sch = Schedule(matmul(), seed=seed)
+        i, _, _ = sch.get_loops(sch.get_block("C"))
+        tiles = sch.sample_perfect_tile(i, n=3, max_innermost_factor=8)
+        choice = sch.sample_categorical([1, 2, 3], [0.2, 0.3, 0.5])
+        return [sch.get(v) for v in tiles] + [sch.get(choice)]
+
+    first = draw(11)
+    assert first == draw(11)
+    assert first[0] * first[1] * first[2] == 128 and first[2] <= 8
+    assert len({tuple(draw(s)) for s in range(10)}) > 1
+    with pytest.raises(ScheduleError, match="not a tiling of loop 'i'"):
+        sch = Schedule(matmul())
+        sch.sample_perfect_tile(sch.get_loops(sch.get_block("C"))[0], n=2, decision=[3, 5])
+
+
+def test_trace_replay_with_a_decision_provider_and_with_decision() -> None:
+    sch = Schedule(matmul(), seed=3)
+    block = sch.get_block("C")
+    _, j, _ = sch.get_loops(block)
+    sch.split(j, sch.sample_perfect_tile(j, n=2, decision=[8, 16]))
+    trace = sch.trace
+    sample = trace.insts[2]
+    assert trace.get_decision(sample) == [8, 16]
+    replay = Schedule(matmul())
+    trace.with_decision(sample, [32, 4], remove_postproc=True).apply_to_schedule(replay, remove_postproc=False)
+    assert [replay.get(x).extent.value for x in replay.get_loops(replay.get_block("C"))] == [128, 32, 4, 128]
+    forced = Schedule(matmul())
+    trace.apply_to_schedule(forced, False, decision_provider=lambda inst, ins, attrs, d: [2, 64]
+                            if inst.kind == "SamplePerfectTile" else d)
+    assert "decision=[2, 64]" in str(forced.trace)
+
+
+def test_postproc_is_cut_by_remove_postproc() -> None:
+    sch = Schedule(matmul())
+    block = sch.get_block("C")
+    sch.enter_postproc()
+    sch.parallel(sch.get_loops(block)[0])
+    assert sch.trace.as_python()[-1] == "sch.parallel(loop=l1)"
+    assert sch.trace.as_python(remove_postproc=True) == ['b0 = sch.get_sblock(name="C", func_name="main")']
+    replay = Schedule(matmul())
+    sch.trace.apply_to_schedule(replay, remove_postproc=True)
+    assert replay.mod.script() == matmul().script()
+
+
+def test_trace_edit_and_json_errors() -> None:
+    trace = Trace()
+    assert trace.pop() is None and str(trace).endswith("  pass")
+    with pytest.raises(tvms.TVMSError, match="unknown schedule instruction kind"):
+        Instruction("Frobnicate", [], [], [])
+    with pytest.raises(tvms.TVMSError, match="not a schedule trace"):
+        Trace.from_json({"a": 1})
+
+
+def test_trace_text_may_only_call_schedule_methods() -> None:
+    sch = Schedule(matmul())
+    with pytest.raises(tvms.TVMSError, match="not a schedule method"):
+        apply_trace_text('__import__("os").system("true")', sch)
+    with pytest.raises(tvms.TVMSError, match="only call schedule methods"):
+        apply_trace_text("import os", sch)
+    with pytest.raises(tvms.TVMSError, match="not valid Python"):
+        apply_trace_text("b0 = = 1", sch)
+    assert sch.trace.insts == []
+
+
+def test_classic_module_prints_classic_trace() -> None:
+    classic = tvms.script.from_source(matmul().script(dialect="classic"))
+    sch = Schedule(classic)
+    sch.get_loops(sch.get_block("C"))
+    assert str(sch.trace) == 'b0 = sch.get_block(name="C", func_name="main")\n' \
+                             'l1, l2, l3 = sch.get_loops(block=b0)'
+    assert Schedule(classic, dialect="tvm-0.27").trace.dialect == "tvm-0.27"
+
+
+def test_annotations_on_blocks_and_loops() -> None:
+    sch = Schedule(matmul())
+    block = sch.get_block("C")
+    k = sch.get_loops(block)[2]
+    sch.annotate(block, "meta", [1, 2])
+    sch.annotate(k, "pragma_unroll_explicit", 0)
+    assert sch.get(block).annotations["meta"] == (1, 2)
+    sch.unannotate(block, "meta")
+    assert "meta" not in sch.get(block).annotations
+    with pytest.raises(ScheduleError, match="block 'C' has no annotation 'meta'"):
+        sch.unannotate(block, "meta")
+    text = sch.mod.script()
+    assert tvms.script.from_source(text).script() == text
+
+
+def test_blockize_needs_one_block_under_the_loop() -> None:
+    sch = Schedule(chain())
+    i = sch.get_loops(sch.get_block("C"))[0]
+    sch.compute_at(sch.get_block("B"), i)
+    before = sch.mod.script()
+    with pytest.raises(ScheduleError, match="blockize: loop 'i' must hold exactly one block, it holds 2"):
+        sch.blockize(i)
+    assert sch.mod.script() == before
+
+
+def test_sample_compute_location_is_seeded_and_every_choice_computes_the_same() -> None:
+    import numpy as np
+
+    from tvms.runtime.reference import run_prim_func
+
+    a = np.random.default_rng(1).random((64, 32), dtype=np.float32)
+    seen = set()
+    for seed in range(8):
+        sch = Schedule(chain(), seed=seed)
+        block = sch.get_block("B")
+        location = sch.sample_compute_location(block)
+        decision = sch.trace.decisions[sch.trace.insts[-1]]
+        assert decision in (-2, -1, 0, 1)
+        seen.add(decision)
+        again = Schedule(chain(), seed=seed)
+        again.sample_compute_location(again.get_block("B"))
+        assert again.trace.decisions[again.trace.insts[-1]] == decision
+        sch.compute_at(block, location)
+        c = np.zeros((64, 32), dtype=np.float32)
+        run_prim_func(sch.mod["main"], a, c)
+        np.testing.assert_allclose(c, a * 2 + 1)
+    assert len(seen) > 1
+    with pytest.raises(ScheduleError, match="decision 5 is not a valid location of block 'B'"):
+        sch = Schedule(chain())
+        sch.sample_compute_location(sch.get_block("B"), decision=5)
