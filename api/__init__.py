@@ -5,6 +5,9 @@ from . import ir, script  # noqa: F401  (script registers the printer)
 from . import instrument, transform  # noqa: E402
 from . import relax, te, tir  # noqa: E402,F401
 from .ir import IRModule, ScriptError, TVMSError
+from . import nd, runtime  # noqa: E402,F401
+from .runtime import cpu, cuda, device, get_global_func, register_func  # noqa: E402
+from .runtime.module import build  # noqa: E402
 
 # TVM spells the pass infrastructure both ``tvm.transform`` and ``tvm.ir.transform``. The ir/
 # layer must not import the lowering layer, so the face attaches the same module objects to
@@ -14,5 +17,6 @@ for _name, _module in (("transform", transform), ("instrument", instrument)):
     _sys.modules[f"{ir.__name__}.{_name}"] = _module
 del _name, _module
 
-__all__ = ["IRModule", "ScriptError", "TVMSError", "instrument", "ir", "relax", "script", "transform"]
+__all__ = ["IRModule", "ScriptError", "TVMSError", "cpu", "cuda", "device", "get_global_func", "instrument",
+           "ir", "nd", "register_func", "relax", "runtime", "script", "transform"]
 __version__ = "0.1.0"

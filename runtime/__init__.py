@@ -1,1 +1,11 @@
-"""tvms.runtime: devices, tensors and compiled modules (later issues)."""
+"""tvms.runtime: devices, tensors, the global function registry (compiled modules: later issues).
+
+This package is also the face ``tvms.runtime`` (TVM 0.27's names: ``tvms.runtime.tensor``,
+``Device``, ``Tensor``); the folder is mapped to that name, so the names live here, not in api/.
+"""
+from .device import Device, cpu, cuda, device
+from .registry import get_global_func, list_global_func_names, register_func, remove_global_func
+from .tensor import NDArray, Tensor, empty, from_dlpack, tensor
+
+__all__ = ["Device", "NDArray", "Tensor", "cpu", "cuda", "device", "empty", "from_dlpack",
+           "get_global_func", "list_global_func_names", "register_func", "remove_global_func", "tensor"]

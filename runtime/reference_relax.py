@@ -4,7 +4,7 @@
 numpy reference (``numpy_ops.NUMPY_OPS``); ``R.call_tir`` runs the PrimFunc with the TensorIR
 reference executor, so a module before and after legalization computes the same numbers by
 two independent routes. ``R.call_dps_packed`` / ``R.call_packed`` call functions registered
-with ``register_func``.
+with ``register_func`` (``registry.py``).
 
 Values: tensors are numpy arrays, ``R.prim_value`` / ``R.Prim`` are Python numbers, shapes are
 ``Shape`` (a tuple of ints), tuples are tuples, functions (closures) are ``Closure`` objects.
@@ -27,30 +27,12 @@ from tvms.ir.struct_info import (ObjectStructInfo, PrimStructInfo, ShapeStructIn
 
 from .numpy_ops import NUMPY_OPS, Shape
 from .reference import compile_expr, run_prim_func
+from .registry import _FUNCTIONS, get_global_func, register_func
 from .tir_values import cast_value, numpy_dtype
 
-_PACKED: dict[str, Callable] = {}
-
-
-def register_func(name: str, func: Callable | None = None, override: bool = False) -> Callable:
-    """Register a packed function for ``R.call_packed`` / ``R.call_dps_packed``.
-
-    >>> @register_func("my.add_one")
-    ... def add_one(x, out): out[...] = x + 1
-    """
-    def wrap(fn: Callable) -> Callable:
-        if name in _PACKED and not override:
-            raise TVMSError(f"the packed function {name!r} is already registered")
-        _PACKED[name] = fn
-        return fn
-    return wrap(func) if func is not None else wrap
-
-
-def get_func(name: str) -> Callable:
-    fn = _PACKED.get(name)
-    if fn is None:
-        raise TVMSError(f"no packed function named {name!r} is registered (see register_func)")
-    return fn
+# the registry is runtime/registry.py's; these old names stay importable from here
+_PACKED = _FUNCTIONS
+get_func = get_global_func
 
 
 # Operators the interpreter handles itself (they call functions rather than compute).
@@ -196,7 +178,7 @@ class _Interpreter:
         return self.mod[e]
 
     def x_ExternFunc(self, e: rx.ExternFunc, env: dict) -> Callable:
-        return get_func(e.global_symbol)
+        return get_global_func(e.global_symbol)
 
     def x_Function(self, e: rx.Function, env: dict) -> Closure:
         return Closure(e, dict(env))
@@ -241,7 +223,7 @@ class _Interpreter:
 
     def callee(self, e: Any, env: dict) -> Callable:
         if isinstance(e, rx.StringImm):
-            return get_func(e.value)
+            return get_global_func(e.value)
         fn = self.eval(e, env)
         if not callable(fn):
             raise TVMSError(f"R.call_packed: {fn!r} is not a packed function")

@@ -143,3 +143,18 @@ INTRINSICS: dict[str, Callable] = {
     "tir.tvm_storage_sync": _no_op,  # serial thread emulation: every thread already finished
     "tir.start_profile_intrinsic": _no_op, "tir.end_profile_intrinsic": _no_op,
 }
+
+
+def _llvm_intrin(dtype: DataType, name: str, *args: Any) -> Any:
+    """``T.call_llvm_pure_intrin(dtype, "llvm.exp", x)``, as LowerIntrin produces it."""
+    if name == "llvm.fmuladd":
+        return cast_value(args[0] * args[1] + args[2], dtype)
+    from tvms.lowering.tir.lower_intrin import LLVM_INTRINSICS  # the table LowerIntrin applies
+
+    tir_name = next((tir for tir, llvm in LLVM_INTRINSICS.items() if llvm == name), None)
+    if tir_name is None:
+        raise TVMSError(f"the reference executor does not implement the LLVM intrinsic {name!r}")
+    return INTRINSICS[tir_name](dtype, *args)
+
+
+INTRINSICS["tir.call_llvm_pure_intrin"] = INTRINSICS["tir.call_llvm_intrin"] = _llvm_intrin

@@ -60,7 +60,7 @@ class RunCodegen:
         # the function registry is the runtime's (TVM's global functions sit below every
         # layer): imported when the pass runs, as FoldConstant imports the executor, so that
         # importing the lowering layer does not import the runtime
-        from ...runtime.reference_relax import get_func, register_func
+        from ...runtime.registry import get_global_func, register_func
 
         by_backend: dict[str, list] = {}
         for gv, func in mod.functions_items():
@@ -71,7 +71,7 @@ class RunCodegen:
         built = list(mod.attrs.get("external_mods", ()))
         for backend, items in by_backend.items():
             try:
-                codegen = get_func(f"relax.ext.{backend}")
+                codegen = get_global_func(f"relax.ext.{backend}")
             except TVMSError:
                 raise TVMSError(f"RunCodegen: no codegen for the backend {backend!r}: register "
                                 f"one as 'relax.ext.{backend}'") from None

@@ -1,0 +1,1 @@
+"""Code generation: LLVM IR (llvmlite) from lowered TensorIR."""

@@ -1,0 +1,179 @@
+"""TensorIR intrinsics (``T.exp``, ``T.sqrt``, ``T.isnan``, ...) as LLVM intrinsics or libm calls.
+
+``emit_intrinsic(builder, module, call, args)`` returns the value of ``call`` whose arguments are
+already generated. Intrinsics LLVM knows (``llvm.exp``, ``llvm.sqrt``, ...) work on vectors too;
+libm functions (``tanhf``) are called lane by lane on vectors.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from llvmlite import ir
+
+from ...ir.dtype import DataType
+from ...ir.errors import TVMSError
+from . import llvm_types as T
+
+# TensorIR name -> LLVM intrinsic (overloaded on the float type, vectors included)
+LLVM_MATH = {
+    "exp": "exp", "exp2": "exp2", "exp10": "exp10", "log": "log", "log2": "log2", "log10": "log10",
+    "sqrt": "sqrt", "sin": "sin", "cos": "cos", "fabs": "fabs", "floor": "floor", "ceil": "ceil",
+    "trunc": "trunc", "round": "roundeven", "nearbyint": "nearbyint", "pow": "pow",
+    "copysign": "copysign",
+}
+# TensorIR name -> the libm function (the float32 variant adds "f")
+LIBM = {name: name for name in ("tan sinh cosh tanh asin acos atan asinh acosh atanh erf log1p expm1 "
+                                "atan2 hypot nextafter").split()}
+
+
+def _suffix(t: ir.Type) -> str:
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{_suffix(t.element)}"
+    if isinstance(t, ir.IntType):
+        return f"i{t.width}"
+    return {ir.HalfType: "f16", ir.FloatType: "f32", ir.DoubleType: "f64"}[type(t)]
+
+
+def declare(module: ir.Module, name: str, ret: ir.Type, args: list) -> ir.Function:
+    """The function ``name`` of ``module``, declared on first use."""
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    return ir.Function(module, ir.FunctionType(ret, args), name)
+
+
+def call_llvm_intrinsic(builder: ir.IRBuilder, base: str, args: list, extra: list = ()) -> ir.Value:
+    """``llvm.<base>.<type>(args..., extra...)`` overloaded on the first argument's type."""
+    t = args[0].type
+    fn = declare(builder.module, f"llvm.{base}.{_suffix(t)}", t, [a.type for a in (*args, *extra)])
+    return builder.call(fn, [*args, *extra])
+
+
+def _per_lane(builder: ir.IRBuilder, args: list, scalar: Callable) -> ir.Value:
+    """Apply ``scalar`` to each lane of vector ``args`` and gather the results into a vector."""
+    lanes = T.lanes_of(args[0])
+    if lanes == 1:
+        return scalar(args)
+    out = ir.Constant(args[0].type, ir.Undefined)
+    for lane in range(lanes):
+        index = ir.Constant(T.I32, lane)
+        value = scalar([builder.extract_element(a, index) for a in args])
+        out = builder.insert_element(out, value, index)
+    return out
+
+
+def _libm(builder: ir.IRBuilder, name: str, args: list) -> ir.Value:
+    def scalar(xs: list) -> ir.Value:
+        t = xs[0].type
+        if isinstance(t, ir.HalfType):  # no half-precision libm: compute in float
+            wide = [builder.fpext(x, ir.FloatType()) for x in xs]
+            return builder.fptrunc(scalar(wide), t)
+        symbol = name + ("f" if isinstance(t, ir.FloatType) else "")
+        return builder.call(declare(builder.module, symbol, t, [t] * len(xs)), xs)
+    return _per_lane(builder, args, scalar)
+
+
+def _float_const(like: ir.Value, value: float) -> ir.Value:
+    element = T.element_type(like)
+    c = ir.Constant(element, value)
+    lanes = T.lanes_of(like)
+    return c if lanes == 1 else ir.Constant(like.type, [c] * lanes)
+
+
+def _is_inf(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    return builder.fcmp_ordered("==", call_llvm_intrinsic(builder, "fabs", [x]), _float_const(x, math.inf))
+
+
+def _limit(dtype: DataType, which: str) -> ir.Constant:
+    if dtype.is_float:
+        finfo = {16: 65504.0, 32: 3.4028234663852886e38, 64: 1.7976931348623157e308}[dtype.bits]
+        return T.constant(dtype, finfo if which == "max" else -finfo)
+    if dtype.is_uint or dtype.is_bool:
+        return T.constant(dtype, ((1 << dtype.bits) - 1) if which == "max" else 0)
+    half = 1 << (dtype.bits - 1)
+    return T.constant(dtype, half - 1 if which == "max" else -half)
+
+
+def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
+    """The value of the TensorIR ``call`` of an ``Op`` whose arguments are ``args``."""
+    name = call.op.name.split(".", 1)[-1]
+    dtype = call.dtype
+    arg_types = [a.dtype.element_of for a in call.args]
+    if name in LLVM_MATH and all(t.is_float for t in arg_types):
+        return call_llvm_intrinsic(builder, LLVM_MATH[name], T.unify(builder, *args))
+    if name in LIBM and all(t.is_float for t in arg_types):
+        return _libm(builder, LIBM[name], T.unify(builder, *args))
+    if name == "fabs" and arg_types[0].is_int:
+        return call_llvm_intrinsic(builder, "abs", args, [ir.Constant(T.I1, 0)])
+    if name == "fmod":
+        return builder.frem(*T.unify(builder, *args))
+    if name == "rsqrt":
+        return builder.fdiv(_float_const(args[0], 1.0), call_llvm_intrinsic(builder, "sqrt", args))
+    if name == "sigmoid":  # 1 / (1 + exp(-x))
+        e = call_llvm_intrinsic(builder, "exp", [builder.fneg(args[0])])
+        return builder.fdiv(_float_const(e, 1.0), builder.fadd(_float_const(e, 1.0), e))
+    if name == "isnan":
+        return builder.fcmp_unordered("uno", args[0], args[0])
+    if name == "isinf":
+        return _is_inf(builder, args[0])
+    if name == "isfinite":  # ordered and not infinite
+        return builder.and_(builder.fcmp_ordered("ord", args[0], args[0]),
+                            builder.not_(_is_inf(builder, args[0])))
+    if name in ("likely", "tvm_likely"):
+        return args[0]
+    if name == "assume":
+        return ir.Constant(T.I1, 1)
+    if name in ("max_value", "min_value"):
+        return _limit(dtype, name[:3])
+    if name == "infinity":
+        return T.constant(dtype, math.inf)
+    if name == "reinterpret":
+        return builder.bitcast(args[0], T.with_lanes(T.scalar_type(dtype), T.lanes_of(args[0])))
+    if name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        op = {"bitwise_and": builder.and_, "bitwise_or": builder.or_, "bitwise_xor": builder.xor}[name]
+        return op(*T.unify(builder, *args))
+    if name == "bitwise_not":
+        return builder.not_(args[0])
+    if name == "shift_left":
+        return builder.shl(*T.unify(builder, *args))
+    if name == "shift_right":
+        a, b = T.unify(builder, *args)
+        return builder.lshr(a, b) if arg_types[0].is_uint else builder.ashr(a, b)
+    if name == "popcount":
+        return call_llvm_intrinsic(builder, "ctpop", args)
+    if name == "clz":
+        return call_llvm_intrinsic(builder, "ctlz", args, [ir.Constant(T.I1, 0)])
+    if name in ("call_extern", "call_pure_extern"):
+        return _call_extern(builder, call, args)
+    if name in ("call_llvm_intrin", "call_llvm_pure_intrin"):
+        return _call_llvm_intrin(builder, call, args)
+    raise TVMSError(f"the llvm target does not implement the intrinsic T.{name} "
+                    f"on {', '.join(map(str, arg_types)) or 'no arguments'}")
+
+
+def _call_extern(builder: ir.IRBuilder, call, args: list) -> ir.Value:
+    """``T.call_extern("float32", "expf", x)``: a call of a C function of the process."""
+    symbol = getattr(call.args[0], "value", None)
+    if not isinstance(symbol, str):
+        raise TVMSError("T.call_extern needs the function name (a string) as its first argument")
+    values = args[1:]
+    fn = declare(builder.module, symbol, T.scalar_type(call.dtype), [v.type for v in values])
+    return builder.call(fn, values)
+
+
+def _call_llvm_intrin(builder: ir.IRBuilder, call, args: list) -> ir.Value:
+    """``T.call_llvm_pure_intrin("float32x8", "llvm.fmuladd", a, b, c)``, as TVM's LowerIntrin
+    writes it: an LLVM intrinsic by name, overloaded on the result type (target-specific ones,
+    ``llvm.x86.*``, are not overloaded)."""
+    symbol = getattr(call.args[0], "value", None)
+    if not isinstance(symbol, str) or not symbol.startswith("llvm."):
+        raise TVMSError(f"T.{call.op.name.split('.', 1)[-1]} needs the LLVM intrinsic's name "
+                        f"(\"llvm.fmuladd\") as its first argument")
+    ret = T.with_lanes(T.scalar_type(call.dtype), call.dtype.lanes)
+    values = args[1:]
+    if all(a.dtype.element_of == call.dtype.element_of for a in call.args[1:]):
+        values = T.unify(builder, *values)
+    overloaded = not any(symbol.startswith(f"llvm.{arch}.") for arch in ("x86", "aarch64", "arm", "nvvm", "amdgcn"))
+    name = f"{symbol}.{_suffix(ret)}" if overloaded else symbol
+    return builder.call(declare(builder.module, name, ret, [v.type for v in values]), values)

@@ -1,0 +1,207 @@
+"""Parallel loops on all cores, without Python: outlined tasks run by libgomp's thread pool.
+
+A ``T.parallel`` loop becomes a task function ``task(closure*)``: it asks OpenMP which task it is
+(``omp_get_thread_num`` of ``omp_get_num_threads``), takes its contiguous chunk of iterations and
+runs the loop body, with the values the body uses from outside read from the closure. The caller
+stores those values into the closure and calls ``GOMP_parallel(task, closure, n, 0)``, which runs
+``n`` tasks on libgomp's persistent threads and returns when all are done.
+
+Why libgomp: its threads are created once and reused, so a parallel region costs microseconds
+(threads created per call would cost tens), it is part of GCC's runtime on every Linux system,
+and the whole launch happens in native code: the Python caller has released the GIL (ctypes
+does for the entry call) and no Python callback is ever involved.
+
+Where libgomp is missing (or ``TVMS_THREAD_POOL=pthread``), the caller instead starts tasks
+1..n-1 on threads it creates with libc's ``pthread_create``, runs task 0 itself and joins them.
+
+The thread count is the global ``__tvms_num_threads``, which the runtime sets before each call
+(from ``TVM_NUM_THREADS`` or the target's ``-num-cores``), clamped to the loop's extent.
+"""
+from __future__ import annotations
+
+import ctypes.util
+import functools
+import os
+from typing import Any
+
+from llvmlite import ir
+
+from ...ir import expr as E
+from ...ir.dtype import DataType
+from ...ir.visitor import collect
+from . import llvm_types as T
+from .llvm_intrinsics import declare as declare_c
+
+NUM_THREADS_SYMBOL = "__tvms_num_threads"
+MAX_THREADS = 256
+_loaded = False
+
+
+@functools.lru_cache(maxsize=None)
+def _libgomp() -> str | None:
+    return ctypes.util.find_library("gomp")  # (runs ldconfig: once)
+
+
+def thread_pool_kind() -> str:
+    """``"gomp"`` when libgomp is installed (and ``TVMS_THREAD_POOL`` does not say ``pthread``),
+    else ``"pthread"``: threads created per parallel loop with libc's pthreads."""
+    if os.environ.get("TVMS_THREAD_POOL", "") == "pthread" or _libgomp() is None:
+        return "pthread"
+    return "gomp"
+
+
+def load_thread_pool() -> None:
+    """Make libgomp's symbols visible to the JIT (once per process)."""
+    global _loaded
+    if _loaded:
+        return
+    from .llvm_target import require_llvm
+
+    binding = require_llvm()
+    path = _libgomp()
+    if path is not None:
+        binding.load_library_permanently(path)
+    _loaded = True
+
+
+def num_threads_global(module: ir.Module) -> ir.GlobalVariable:
+    existing = module.globals.get(NUM_THREADS_SYMBOL)
+    if existing is not None:
+        return existing
+    g = ir.GlobalVariable(module, T.I32, NUM_THREADS_SYMBOL)
+    g.initializer = ir.Constant(T.I32, 1)
+    return g
+
+
+def parallel_loop(cg: Any, loop: Any) -> None:
+    """Emit ``loop`` (a ``T.parallel`` For) as a task run on the thread pool; ``cg`` is the
+    function codegen whose builder sits where the loop belongs."""
+    module, bld = cg.module, cg.builder
+    captured, seen = [], set()
+    for v in collect(loop, E.Var):
+        if v is not loop.loop_var and v in cg.env and id(v) not in seen:
+            seen.add(id(v))
+            captured.append(v)
+    name = cg.fresh(f"{bld.function.name}.parallel")
+    impl = cg.kernel(f"{name}.impl", captured, lambda task, ntasks: _task_body(cg, loop, task, ntasks),
+                     leading=((T.I32, "task"), (T.I32, "num_tasks")))
+
+    closure_type = ir.LiteralStructType([T.scalar_type(v.dtype) for v in captured] or [T.I8])
+    closure = cg.entry_alloca(closure_type, 1, f"{name}.closure")
+    for k, v in enumerate(captured):
+        slot = bld.gep(closure, [ir.Constant(T.I32, 0), ir.Constant(T.I32, k)], source_etype=closure_type)
+        bld.store(cg.env[v], slot)
+    extent = T.cast(bld, cg.expr(loop.extent), loop.extent.dtype, DataType("int32"))
+    threads = bld.load(num_threads_global(module), typ=T.I32)
+    n = _clamp(bld, bld.select(bld.icmp_signed("<", extent, threads), extent, threads), MAX_THREADS)
+    run_task = (lambda tb, closure_ptr, tid, nt:
+                tb.call(impl, [tid, nt, *_unpack(tb, closure_ptr, closure_type, len(captured))]))
+    if thread_pool_kind() == "gomp":
+        _launch_gomp(cg, name, run_task, closure, n)
+    else:
+        _launch_pthreads(cg, name, run_task, closure, n)
+
+
+def _clamp(bld: ir.IRBuilder, n: ir.Value, most: int) -> ir.Value:
+    """``n`` limited to ``[1, most]``."""
+    n = bld.select(bld.icmp_signed("<", n, ir.Constant(T.I32, 1)), ir.Constant(T.I32, 1), n)
+    return bld.select(bld.icmp_signed(">", n, ir.Constant(T.I32, most)), ir.Constant(T.I32, most), n)
+
+
+def _unpack(tb: ir.IRBuilder, closure: ir.Value, closure_type: ir.Type, count: int) -> list:
+    return [tb.load(tb.gep(closure, [ir.Constant(T.I32, 0), ir.Constant(T.I32, k)], source_etype=closure_type),
+                    typ=closure_type.elements[k]) for k in range(count)]
+
+
+def _launch_gomp(cg: Any, name: str, run_task, closure: ir.Value, n: ir.Value) -> None:
+    """``GOMP_parallel(task, closure, n, 0)``; each task asks OpenMP for its number."""
+    module = cg.module
+    task = ir.Function(module, ir.FunctionType(ir.VoidType(), [T.PTR]), name)
+    task.linkage = "internal"
+    tb = ir.IRBuilder(task.append_basic_block("entry"))
+    tid = tb.call(declare_c(module, "omp_get_thread_num", T.I32, []), [])
+    nt = tb.call(declare_c(module, "omp_get_num_threads", T.I32, []), [])
+    run_task(tb, task.args[0], tid, nt)
+    tb.ret_void()
+    launch = declare_c(module, "GOMP_parallel", ir.VoidType(), [T.PTR, T.PTR, T.I32, T.I32])
+    cg.builder.call(launch, [task, closure, n, ir.Constant(T.I32, 0)])
+
+
+JOB = ir.LiteralStructType([T.PTR, T.I32, T.I32])  # pthreads: (closure, task, number of tasks)
+
+
+def _launch_pthreads(cg: Any, name: str, run_task, closure: ir.Value, n: ir.Value) -> None:
+    """Tasks 1..n-1 on threads made for this loop, task 0 on the caller; then join them all.
+    (The fallback where libgomp is missing: creating threads per loop costs tens of microseconds.)"""
+    module, bld = cg.module, cg.builder
+    task = ir.Function(module, ir.FunctionType(T.PTR, [T.PTR]), name)
+    task.linkage = "internal"
+    tb = ir.IRBuilder(task.append_basic_block("entry"))
+    job = _unpack(tb, task.args[0], JOB, 3)
+    run_task(tb, job[0], job[1], job[2])
+    tb.ret(ir.Constant(T.PTR, None))
+    jobs = cg.entry_alloca(JOB, MAX_THREADS, f"{name}.jobs")
+    handles = cg.entry_alloca(T.I64, MAX_THREADS, f"{name}.threads")
+    create = declare_c(module, "pthread_create", T.I32, [T.PTR, T.PTR, T.PTR, T.PTR])
+    join = declare_c(module, "pthread_join", T.I32, [T.I64, T.PTR])
+
+    def job_at(t: ir.Value) -> ir.Value:
+        return bld.gep(jobs, [t], source_etype=JOB)
+
+    def start(t: ir.Value) -> None:
+        for k, value in enumerate((closure, t, n)):
+            bld.store(value, bld.gep(job_at(t), [ir.Constant(T.I32, 0), ir.Constant(T.I32, k)], source_etype=JOB))
+        handle = bld.gep(handles, [t], source_etype=T.I64)
+        failed = bld.icmp_signed("!=", bld.call(create, [handle, ir.Constant(T.PTR, None), task, job_at(t)]),
+                                 ir.Constant(T.I32, 0))
+        with bld.if_then(failed):  # no thread to be had: run the task here, nothing to join
+            bld.call(task, [job_at(t)])
+            bld.store(ir.Constant(T.I64, 0), handle)
+
+    def finish(t: ir.Value) -> None:
+        handle = bld.load(bld.gep(handles, [t], source_etype=T.I64), typ=T.I64)
+        with bld.if_then(bld.icmp_unsigned("!=", handle, ir.Constant(T.I64, 0))):
+            bld.call(join, [handle, ir.Constant(T.PTR, None)])
+
+    one = ir.Constant(T.I32, 1)
+    _count(bld, one, n, start)
+    for k, value in enumerate((closure, ir.Constant(T.I32, 0), n)):
+        bld.store(value, bld.gep(job_at(ir.Constant(T.I32, 0)), [ir.Constant(T.I32, 0), ir.Constant(T.I32, k)],
+                                 source_etype=JOB))
+    bld.call(task, [job_at(ir.Constant(T.I32, 0))])
+    _count(bld, one, n, finish)
+
+
+def _count(bld: ir.IRBuilder, lo: ir.Value, hi: ir.Value, emit) -> None:
+    """``for t in [lo, hi): emit(t)`` (i32)."""
+    pre = bld.block
+    head, body, done = (bld.append_basic_block(n) for n in ("count", "count.body", "count.end"))
+    bld.branch(head)
+    bld.position_at_end(head)
+    t = bld.phi(T.I32)
+    t.add_incoming(lo, pre)
+    bld.cbranch(bld.icmp_signed("<", t, hi), body, done)
+    bld.position_at_end(body)
+    emit(t)
+    t.add_incoming(bld.add(t, ir.Constant(T.I32, 1)), bld.block)
+    bld.branch(head)
+    bld.position_at_end(done)
+
+
+def _task_body(cg: Any, loop: Any, task: ir.Value, ntasks: ir.Value) -> None:
+    """Iterations ``[lo, hi)`` of task ``task``: contiguous chunks of ceil(extent / ntasks)."""
+    bld = cg.builder
+    vt = T.scalar_type(loop.loop_var.dtype)
+    lo0 = cg.loop_start(loop)
+    extent = T.cast(bld, cg.expr(loop.extent), loop.extent.dtype, loop.loop_var.dtype)
+    task, ntasks = bld.sext(task, vt) if vt != T.I32 else task, bld.sext(ntasks, vt) if vt != T.I32 else ntasks
+    chunk = bld.sdiv(bld.sub(bld.add(extent, ntasks), ir.Constant(vt, 1)), ntasks)
+    lo = bld.add(lo0, bld.mul(task, chunk))
+    end = bld.add(lo0, extent)
+    hi = bld.add(lo, chunk)
+    hi = bld.select(bld.icmp_signed("<", end, hi), end, hi)
+    cg.in_parallel = True
+    try:
+        cg.serial_loop(loop.loop_var, lo, hi, loop.body)
+    finally:
+        cg.in_parallel = False

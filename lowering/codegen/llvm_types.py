@@ -1,0 +1,118 @@
+"""TensorIR data types as LLVM types, and the conversions (casts) between them."""
+from __future__ import annotations
+
+from typing import Any
+
+from llvmlite import ir
+
+from ...ir.dtype import DataType
+from ...ir.errors import TVMSError
+
+PTR = ir.PointerType()
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+
+
+def scalar_type(dtype: DataType) -> ir.Type:
+    """The LLVM type of one element of ``dtype`` in registers (bool is i1)."""
+    dt = DataType(dtype).element_of
+    if dt.is_bool:
+        return I1
+    if dt.is_integer:
+        return ir.IntType(dt.bits)
+    if dt.code == "float":
+        types = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}
+        if dt.bits in types:
+            return types[dt.bits]
+    if dt.is_handle:
+        return PTR
+    raise TVMSError(f"the llvm target does not support the data type {dt}")
+
+
+def memory_type(dtype: DataType) -> ir.Type:
+    """The LLVM type of one element in memory: bool takes a byte, as in numpy."""
+    dt = DataType(dtype).element_of
+    return I8 if dt.is_bool else scalar_type(dt)
+
+
+def with_lanes(element: ir.Type, lanes: int) -> ir.Type:
+    return element if lanes == 1 else ir.VectorType(element, lanes)
+
+
+def lanes_of(value: ir.Value) -> int:
+    return value.type.count if isinstance(value.type, ir.VectorType) else 1
+
+
+def element_type(value: ir.Value) -> ir.Type:
+    t = value.type
+    return t.element if isinstance(t, ir.VectorType) else t
+
+
+def broadcast(builder: ir.IRBuilder, value: ir.Value, lanes: int) -> ir.Value:
+    """``value`` repeated in ``lanes`` lanes (unchanged when it already is a vector)."""
+    if lanes == 1 or lanes_of(value) == lanes:
+        return value
+    if lanes_of(value) != 1:
+        raise TVMSError(f"cannot combine vectors of {lanes_of(value)} and {lanes} lanes")
+    vec_type = ir.VectorType(value.type, lanes)
+    if isinstance(value, ir.Constant):
+        return ir.Constant(vec_type, [value.constant] * lanes)
+    one = builder.insert_element(ir.Constant(vec_type, ir.Undefined), value, ir.Constant(I32, 0))
+    return builder.shuffle_vector(one, ir.Constant(vec_type, ir.Undefined),
+                                  ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+
+
+def unify(builder: ir.IRBuilder, *values: ir.Value) -> list:
+    """The values broadcast to a common number of lanes."""
+    lanes = max(lanes_of(v) for v in values)
+    return [broadcast(builder, v, lanes) for v in values]
+
+
+def constant(dtype: DataType, value: Any) -> ir.Constant:
+    dt = DataType(dtype)
+    element = scalar_type(dt)
+    if dt.is_bool:
+        value = int(bool(value))
+    elif dt.is_integer:
+        value = int(value) & ((1 << dt.bits) - 1)
+    else:
+        value = float(value)
+    if dt.lanes > 1:
+        return ir.Constant(ir.VectorType(element, dt.lanes), [ir.Constant(element, value)] * dt.lanes)
+    return ir.Constant(element, value)
+
+
+def cast(builder: ir.IRBuilder, value: ir.Value, source: DataType, target: DataType) -> ir.Value:
+    """``value`` of type ``source`` converted to ``target`` with C's (and TVM's) rules: integers
+    wrap, floats truncate toward zero, anything to bool compares with zero."""
+    src, dst = DataType(source).element_of, DataType(target).element_of
+    lanes = lanes_of(value)
+    to = with_lanes(scalar_type(dst), lanes)
+    if value.type == to:
+        return value
+    if dst.is_bool:
+        if src.is_float:
+            return builder.fcmp_unordered("!=", value, ir.Constant(value.type, None))
+        return builder.icmp_unsigned("!=", value, ir.Constant(value.type, None))
+    if src.is_float and dst.is_float:
+        return builder.fpext(value, to) if dst.bits > src.bits else builder.fptrunc(value, to)
+    if src.is_float:
+        return builder.fptoui(value, to) if dst.is_uint else builder.fptosi(value, to)
+    if dst.is_float:  # from an integer or bool
+        return builder.sitofp(value, to) if src.is_int else builder.uitofp(value, to)
+    if dst.bits < element_type(value).width:
+        return builder.trunc(value, to)
+    return builder.sext(value, to) if src.is_int else builder.zext(value, to)
+
+
+def to_memory(builder: ir.IRBuilder, value: ir.Value, dtype: DataType) -> ir.Value:
+    """A register value ready to store into a buffer of ``dtype`` (bool: i1 -> i8)."""
+    if DataType(dtype).is_bool:
+        return builder.zext(value, with_lanes(I8, lanes_of(value)))
+    return value
+
+
+def from_memory(builder: ir.IRBuilder, value: ir.Value, dtype: DataType) -> ir.Value:
+    """A loaded value as a register value of ``dtype`` (bool: i8 -> i1)."""
+    if DataType(dtype).is_bool:
+        return builder.icmp_unsigned("!=", value, ir.Constant(value.type, None))
+    return value

@@ -1,0 +1,25 @@
+"""TIR lowering: the passes that turn scheduled TensorIR into loop-level code for a CPU code
+generator, each a named, registered pass as in TVM 0.27, and ``lower_for_codegen`` running them."""
+from __future__ import annotations
+
+from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
+from .convert_blocks_to_opaque import ConvertBlocksToOpaque, convert_blocks_to_opaque
+from .flatten_buffer import FlattenBuffer, flatten_buffer
+from .lower_init_block import LowerInitBlock, lower_init_block
+from .lower_intrin import LowerIntrin, lower_intrin
+from .lower_match_buffer import LowerMatchBuffer, lower_match_buffer
+from .lower_opaque_block import LowerOpaqueBlock, lower_opaque_block
+from .pipeline import CPU_PIPELINE, check_lowered, lower_for_codegen
+from .plan_buffer_allocation import PlanAndUpdateBufferAllocationLocation, plan_buffer_allocation
+from .stmt_simplify import StmtSimplify, stmt_simplify
+from .unroll_loop import UnrollLoop, unroll_loop
+from .vectorize_loop import VectorizeLoop, vectorize_loop
+
+__all__ = [
+    "CompactBufferAllocation", "ConvertBlocksToOpaque", "FlattenBuffer", "LowerInitBlock",
+    "LowerIntrin", "LowerMatchBuffer", "LowerOpaqueBlock", "PlanAndUpdateBufferAllocationLocation",
+    "StmtSimplify", "UnrollLoop", "VectorizeLoop", "CPU_PIPELINE", "check_lowered",
+    "lower_for_codegen", "compact_buffer_allocation", "convert_blocks_to_opaque", "flatten_buffer",
+    "lower_init_block", "lower_intrin", "lower_match_buffer", "lower_opaque_block",
+    "plan_buffer_allocation", "stmt_simplify", "unroll_loop", "vectorize_loop",
+]

@@ -1,0 +1,92 @@
+"""FlattenBuffer: every buffer becomes one-dimensional; indices become row-major offsets.
+
+Each parameter buffer gets a flat view declared at the top of the body (``A_1 = A.view(16384)``,
+or ``T.decl_buffer((n,), data=A.data)`` when it was already flat), allocations shrink to one
+dimension, and ``A[i, j]`` becomes ``A_1[i * 128 + j]``, simplified with the ranges of the
+enclosing loops (``i_0 * 4096 + i_1 * 128 + j``, as TVM prints it). Buffers with explicit
+strides or axis separators are not supported.
+"""
+from __future__ import annotations
+
+from functools import reduce
+from operator import mul
+
+from ...ir.buffer import Buffer, decl_buffer
+from ...ir.errors import TVMSError
+from ...ir.expr import Add, BufferLoad, IntImm, Mul, PrimExpr, const
+from ...ir.function import PrimFunc
+from ...ir.stmt import AllocBuffer, BufferStore, DeclBuffer
+from .loop_ranges import LoopRangeMutator
+from .tir_pass import define_tir_pass
+
+
+def flat_buffer(buffer: Buffer) -> Buffer:
+    """The one-dimensional buffer over the same data as ``buffer``."""
+    if buffer.strides or buffer.axis_separators:
+        raise TVMSError(f"FlattenBuffer: buffer {buffer.name} has explicit strides or axis separators")
+    if not all(isinstance(s, IntImm) for s in buffer.shape):
+        extent: PrimExpr = reduce(Mul, buffer.shape) if buffer.shape else const(1, "int32")
+    else:
+        extent = const(reduce(mul, (s.value for s in buffer.shape), 1), buffer.shape[0].dtype
+                       if buffer.shape else "int32")
+    return decl_buffer((extent,), buffer.dtype, buffer.name, data=buffer.data,
+                       elem_offset=buffer.elem_offset, data_alignment=buffer.data_alignment,
+                       offset_factor=buffer.offset_factor, buffer_type=buffer.buffer_type)
+
+
+class _Flattener(LoopRangeMutator):
+    def __init__(self, flats: dict) -> None:
+        super().__init__()
+        self.flats = flats  # original Buffer -> flat Buffer
+
+    def flat_of(self, buffer: Buffer) -> Buffer:
+        flat = self.flats.get(buffer)
+        if flat is None:
+            raise TVMSError(f"FlattenBuffer: buffer {buffer.name} is used outside its declaration")
+        return flat
+
+    def offset(self, buffer: Buffer, indices: tuple) -> tuple:
+        if not indices:
+            return (const(0, "int32"),)
+        linear = indices[0]
+        for extent, index in zip(buffer.shape[1:], indices[1:]):
+            linear = Add(Mul(linear, extent), index)
+        if linear.dtype.lanes > 1:  # vector indices are left as written
+            return (linear,)
+        return (self.analyzer.simplify(linear),)
+
+    def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:
+        load = self.generic_visit(load)
+        if load.buffer in self.flats.values():
+            return load
+        return BufferLoad(self.flat_of(load.buffer), self.offset(load.buffer, load.indices))
+
+    def visit_BufferStore(self, store: BufferStore) -> BufferStore:
+        value = self.visit(store.value)
+        indices = tuple(self.visit(i) for i in store.indices)
+        return BufferStore(self.flat_of(store.buffer), value, self.offset(store.buffer, indices))
+
+    def visit_AllocBuffer(self, alloc: AllocBuffer) -> AllocBuffer:
+        self.flats[alloc.buffer] = flat = flat_buffer(alloc.buffer)
+        return AllocBuffer(flat, self.visit(alloc.body), alloc.annotations)
+
+    def visit_DeclBuffer(self, decl: DeclBuffer) -> DeclBuffer:
+        self.flats[decl.buffer] = flat = flat_buffer(decl.buffer)
+        return DeclBuffer(flat, self.visit(decl.body))
+
+    def visit_Buffer(self, buffer: Buffer) -> Buffer:  # buffers are rewritten where accessed
+        return buffer
+
+
+def flatten_buffer(func: PrimFunc) -> PrimFunc:
+    """``func`` with only one-dimensional buffers."""
+    flats = {buf: flat_buffer(buf) for buf in func.buffer_map.values()}
+    body = _Flattener(dict(flats)).visit(func.body)
+    for buf in reversed(list(func.buffer_map.values())):
+        body = DeclBuffer(flats[buf], body)
+    return func.with_changes(body=body)
+
+
+FlattenBuffer = define_tir_pass("FlattenBuffer", flatten_buffer)
+
+__all__ = ["FlattenBuffer", "flatten_buffer", "flat_buffer"]

@@ -1,0 +1,60 @@
+"""LowerIntrin for CPU (LLVM) targets: math intrinsics with an LLVM counterpart become
+``T.call_llvm_pure_intrin(dtype, "llvm.<name>", args...)``.
+
+``T.exp(x)`` becomes ``T.call_llvm_pure_intrin("float32x16", "llvm.exp", x)`` as TVM prints it,
+and a float ``c + a * b`` (or ``a * b + c``) becomes one ``llvm.fmuladd(a, b, c)``.
+Intrinsics without an LLVM intrinsic (``tanh``, ``erf``, ``sigmoid``, ...) stay as they are;
+the code generator calls libm for them.
+"""
+from __future__ import annotations
+
+from ...ir.expr import Add, Call, Mul, Op, PrimExpr, StringImm
+from ...ir.function import PrimFunc
+from ...ir.op import get_op
+from ...ir.visitor import Mutator
+from .tir_pass import define_tir_pass
+
+# tir op name -> LLVM intrinsic, for float arguments
+LLVM_INTRINSICS = {
+    "tir.exp": "llvm.exp", "tir.exp2": "llvm.exp2", "tir.log": "llvm.log", "tir.log2": "llvm.log2",
+    "tir.log10": "llvm.log10", "tir.sqrt": "llvm.sqrt", "tir.floor": "llvm.floor",
+    "tir.ceil": "llvm.ceil", "tir.trunc": "llvm.trunc", "tir.fabs": "llvm.fabs",
+    "tir.round": "llvm.nearbyint", "tir.nearbyint": "llvm.nearbyint", "tir.pow": "llvm.pow",
+    "tir.sin": "llvm.sin", "tir.cos": "llvm.cos", "tir.copysign": "llvm.copysign",
+    "tir.fma": "llvm.fmuladd",
+}
+
+
+def _llvm_call(call_dtype, llvm_name: str, args: tuple) -> Call:
+    return Call(call_dtype, get_op("tir.call_llvm_pure_intrin"), (StringImm(llvm_name), *args))
+
+
+class _IntrinLowerer(Mutator):
+    def visit_Add(self, add: Add) -> PrimExpr:
+        add = self.generic_visit(add)
+        if not add.dtype.is_float:
+            return add
+        if isinstance(add.b, Mul):  # TVM looks at the right operand first
+            return _llvm_call(add.dtype, LLVM_INTRINSICS["tir.fma"], (add.b.a, add.b.b, add.a))
+        if isinstance(add.a, Mul):
+            return _llvm_call(add.dtype, LLVM_INTRINSICS["tir.fma"], (add.a.a, add.a.b, add.b))
+        return add
+
+    def visit_Call(self, call: Call) -> Call:
+        call = self.generic_visit(call)
+        if not isinstance(call.op, Op) or not call.dtype.is_float:
+            return call
+        llvm_name = LLVM_INTRINSICS.get(call.op.name)
+        if llvm_name is None:
+            return call
+        return _llvm_call(call.dtype, llvm_name, call.args)
+
+
+def lower_intrin(func: PrimFunc) -> PrimFunc:
+    """``func`` with math intrinsics as LLVM intrinsic calls."""
+    return func.with_changes(body=_IntrinLowerer().visit(func.body))
+
+
+LowerIntrin = define_tir_pass("LowerIntrin", lower_intrin)
+
+__all__ = ["LowerIntrin", "lower_intrin", "LLVM_INTRINSICS"]

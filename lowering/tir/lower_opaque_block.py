@@ -1,0 +1,88 @@
+"""LowerOpaqueBlock: opaque blocks disappear, leaving plain loops, ``if``s and allocations.
+
+A block's predicate becomes an ``if``, its ``alloc_buffers`` become ``T.alloc_buffer``
+statements around its body (annotated with the data alignment, as TVM does), and a serial loop
+of extent 1 without annotations is replaced by its body with the loop variable set to the min.
+Loop annotations named ``pragma_*`` become ``T.attr`` statements around the loop. A thread-bound
+loop becomes a thread launch, ``with T.launch_thread("blockIdx.x", 48) as bx:``, which is how GPU
+code generators (and the reference executor) expect thread indices.
+"""
+from __future__ import annotations
+
+from ...ir.buffer import DEFAULT_ALIGN
+from ...ir.errors import TVMSError
+from ...ir.expr import THREAD_INDEX, Add, IterVar, Range, StringImm, const, is_const_int
+from ...ir.function import PrimFunc
+from ...ir.node import FrozenDict
+from ...ir.stmt import SERIAL, THREAD_BINDING, AllocBuffer, AttrStmt, Block, BlockRealize, For, IfThenElse, Stmt
+from ...ir.analysis import substitute
+from ...ir.visitor import Mutator
+from .tir_pass import define_tir_pass
+
+PRAGMA_PREFIX = "pragma_"
+
+
+def _allocation_annotations(alignment: int) -> FrozenDict:
+    return FrozenDict({"buffer_allocated_addr": (), "buffer_data_alignment": alignment})
+
+
+
+class _BlockLowerer(Mutator):
+    def visit_BlockRealize(self, realize: BlockRealize) -> Stmt:
+        if realize.block.iter_vars:
+            raise TVMSError(f"LowerOpaqueBlock: block {realize.block.name_hint!r} still has iterators; "
+                            f"run ConvertBlocksToOpaque first")
+        body = self.visit(realize.block)
+        if is_const_int(realize.predicate, 1):
+            return body
+        return IfThenElse(realize.predicate, body)
+
+    def visit_Block(self, block: Block) -> Stmt:
+        if block.match_buffers:
+            raise TVMSError(f"LowerOpaqueBlock: block {block.name_hint!r} still has match_buffers; "
+                            f"run LowerMatchBuffer first")
+        if block.init is not None:
+            raise TVMSError(f"LowerOpaqueBlock: block {block.name_hint!r} still has an init; "
+                            f"run LowerInitBlock first")
+        body = self.visit(block.body)
+        for buffer in reversed(block.alloc_buffers):
+            body = AllocBuffer(buffer, body, _allocation_annotations(buffer.data_alignment or DEFAULT_ALIGN))
+        return body
+
+    def visit_For(self, loop: For) -> Stmt:
+        body = self.visit(loop.body)
+        if loop.kind == THREAD_BINDING:
+            return _launch_thread(loop, body)
+        if (loop.kind == SERIAL and is_const_int(loop.extent, 1) and not loop.annotations
+                and loop.thread_binding is None):
+            return substitute(body, {loop.loop_var: loop.min})
+        kept = {k: v for k, v in loop.annotations.items() if not k.startswith(PRAGMA_PREFIX)}
+        result: Stmt = loop.with_changes(body=body, annotations=FrozenDict(kept))
+        for key, value in reversed([(k, v) for k, v in loop.annotations.items()
+                                    if k.startswith(PRAGMA_PREFIX)]):
+            if isinstance(value, str):
+                value = StringImm(value)
+            elif isinstance(value, int):
+                value = const(value, "int32")
+            result = AttrStmt(loop.loop_var, key, value, result)
+        return result
+
+
+def _launch_thread(loop: For, body: Stmt) -> Stmt:
+    if loop.thread_binding is None:
+        raise TVMSError(f"LowerOpaqueBlock: loop {loop.loop_var.name} is thread-bound to no thread")
+    if not is_const_int(loop.min, 0):  # a launched thread index counts from 0
+        body = substitute(body, {loop.loop_var: Add(loop.loop_var, loop.min)})
+    thread = IterVar(Range(const(0, loop.extent.dtype), loop.extent), loop.loop_var, THREAD_INDEX,
+                     loop.thread_binding.thread_tag)
+    return AttrStmt(thread, "thread_extent", loop.extent, body)
+
+
+def lower_opaque_block(func: PrimFunc) -> PrimFunc:
+    """``func`` without blocks."""
+    return func.with_changes(body=_BlockLowerer().visit(func.body))
+
+
+LowerOpaqueBlock = define_tir_pass("LowerOpaqueBlock", lower_opaque_block)
+
+__all__ = ["LowerOpaqueBlock", "lower_opaque_block"]

@@ -1,0 +1,47 @@
+"""StmtSimplify (TVM's ``Simplify``): buffer indices in canonical form, decided ``if``s removed.
+
+Indices are rewritten with the ranges of the enclosing loops (``ax0 * 100 + (h + ax1 + -1) * 10
++ (ax2 - 1)`` becomes ``ax0 * 100 + h * 10 + ax1 * 10 + ax2 - 11``); an ``if`` whose condition
+the analyzer proves true or false keeps only the branch that runs. Other expressions are kept.
+"""
+from __future__ import annotations
+
+from ...ir.expr import BufferLoad, PrimExpr, const
+from ...ir.function import PrimFunc
+from ...ir.stmt import BufferStore, Evaluate, IfThenElse, Stmt
+from .loop_ranges import LoopRangeMutator
+from .tir_pass import define_tir_pass
+
+
+class _StmtSimplifier(LoopRangeMutator):
+    def index(self, e: PrimExpr) -> PrimExpr:
+        e = self.visit(e)
+        if e.dtype.lanes > 1 or not e.dtype.is_integer:
+            return e
+        return self.analyzer.simplify(e)
+
+    def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:
+        return BufferLoad(load.buffer, tuple(self.index(i) for i in load.indices))
+
+    def visit_BufferStore(self, store: BufferStore) -> BufferStore:
+        return BufferStore(store.buffer, self.visit(store.value),
+                           tuple(self.index(i) for i in store.indices))
+
+    def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
+        s = self.generic_visit(s)
+        decided = self.analyzer.prove(s.condition)
+        if decided is True:
+            return s.then_case
+        if decided is False:
+            return s.else_case if s.else_case is not None else Evaluate(const(0, "int32"))
+        return s
+
+
+def stmt_simplify(func: PrimFunc) -> PrimFunc:
+    """``func`` with its buffer indices simplified."""
+    return func.with_changes(body=_StmtSimplifier().visit(func.body))
+
+
+StmtSimplify = define_tir_pass("StmtSimplify", stmt_simplify)
+
+__all__ = ["StmtSimplify", "stmt_simplify"]

@@ -1,0 +1,105 @@
+"""VectorizeLoop: a ``T.vectorized`` loop of constant extent becomes vector statements.
+
+The loop variable becomes ``T.Ramp(0, 1, n)``: a buffer index linear in it becomes a Ramp
+(``C[i * 128 + j]`` -> ``C[i * 128:i * 128 + 8]``), a value that does not depend on it is
+broadcast where it meets a vector (``T.Broadcast(A[i], 8)``), and arithmetic, casts, selects and
+intrinsic calls work lane-wise. A loop whose body is not a sequence of stores, or whose indices
+are not linear in the loop variable, stays a ``T.vectorized`` loop for the code generator.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ...ir.arith_analyzer import Analyzer
+from ...ir.analysis import substitute
+from ...ir.expr import (Add, BinaryOp, Broadcast, BufferLoad, Call, Cast, IntImm, Not, PrimExpr,
+                        Mul, Ramp, Select, StringImm, Sub, Var, const)
+from ...ir.function import PrimFunc
+from ...ir.stmt import VECTORIZED, BufferStore, For, SeqStmt, Stmt
+from ...ir.visitor import collect
+from .loop_ranges import LoopRangeMutator
+from .tir_pass import define_tir_pass
+
+
+class NotVectorizable(Exception):
+    """The loop body has a form the vectorizer does not handle."""
+
+
+def _uses(e: PrimExpr, var: Var) -> bool:
+    return any(v is var for v in collect(e, Var))
+
+
+class _LoopVectorizer:
+    """Rewrites the body of one vectorized loop over ``var`` with ``lanes`` lanes."""
+
+    def __init__(self, var: Var, lanes: int, analyzer: Analyzer) -> None:
+        self.var, self.lanes, self.analyzer = var, lanes, analyzer
+
+    def widen(self, e: PrimExpr) -> PrimExpr:
+        return e if e.dtype.lanes == self.lanes else Broadcast(e, self.lanes)
+
+    def index(self, e: PrimExpr) -> PrimExpr:
+        """A Ramp for an index linear in the loop variable (the index itself if it does not use it)."""
+        if not _uses(e, self.var):
+            return e
+        simplify = self.analyzer.simplify
+        base = simplify(substitute(e, {self.var: const(0, e.dtype)}))
+        stride = simplify(Sub(substitute(e, {self.var: const(1, e.dtype)}), base))
+        if not isinstance(stride, IntImm):
+            raise NotVectorizable(f"index {e} is not linear in {self.var.name}")
+        rest = simplify(Sub(e, Add(base, Mul(self.var, stride))))
+        if not (isinstance(rest, IntImm) and rest.value == 0):
+            raise NotVectorizable(f"index {e} is not linear in {self.var.name}")
+        return base if stride.value == 0 else Ramp(base, stride, self.lanes)
+
+    def expr(self, e: PrimExpr) -> PrimExpr:
+        if not _uses(e, self.var):
+            return e
+        if e is self.var:
+            return Ramp(const(0, e.dtype), const(1, e.dtype), self.lanes)
+        if isinstance(e, BufferLoad):
+            return BufferLoad(e.buffer, tuple(self.index(i) for i in e.indices))
+        if isinstance(e, BinaryOp):
+            return type(e)(self.widen(self.expr(e.a)), self.widen(self.expr(e.b)))
+        if isinstance(e, Not):
+            return Not(self.expr(e.a))
+        if isinstance(e, Cast):
+            return Cast(e.dtype.with_lanes(self.lanes), self.widen(self.expr(e.value)))
+        if isinstance(e, Select):
+            return Select(*(self.widen(self.expr(x)) for x in (e.condition, e.true_value, e.false_value)))
+        if isinstance(e, Call) and all(isinstance(a, PrimExpr) for a in e.args):
+            args = tuple(a if isinstance(a, StringImm) else self.widen(self.expr(a)) for a in e.args)
+            return dataclasses.replace(e, dtype=e.dtype.with_lanes(self.lanes), args=args)
+        raise NotVectorizable(f"cannot vectorize {type(e).__name__}")
+
+    def stmt(self, s: Stmt) -> Stmt:
+        if isinstance(s, SeqStmt):
+            return SeqStmt(tuple(self.stmt(x) for x in s.seq))
+        if isinstance(s, BufferStore):
+            indices = tuple(self.index(i) for i in s.indices)
+            if not any(i.dtype.lanes > 1 for i in indices):
+                raise NotVectorizable("a store to the same element from every lane")
+            return BufferStore(s.buffer, self.widen(self.expr(s.value)), indices)
+        raise NotVectorizable(f"cannot vectorize a {type(s).__name__}")
+
+
+class _Vectorizer(LoopRangeMutator):
+    def visit_For(self, loop: For) -> Stmt:
+        loop = super().visit_For(loop)
+        if (loop.kind != VECTORIZED or not isinstance(loop.extent, IntImm)
+                or not (isinstance(loop.min, IntImm) and loop.min.value == 0) or loop.extent.value < 2):
+            return loop
+        try:
+            return _LoopVectorizer(loop.loop_var, loop.extent.value, self.analyzer).stmt(loop.body)
+        except NotVectorizable:
+            return loop  # left to the code generator as a vectorized loop
+
+
+def vectorize_loop(func: PrimFunc) -> PrimFunc:
+    """``func`` with its simple vectorized loops turned into vector statements."""
+    return func.with_changes(body=_Vectorizer().visit(func.body))
+
+
+VectorizeLoop = define_tir_pass("VectorizeLoop", vectorize_loop)
+
+__all__ = ["VectorizeLoop", "vectorize_loop"]

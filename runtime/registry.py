@@ -1,0 +1,64 @@
+"""The global packed-function registry: functions by name, as TVM's ``register_func`` /
+``get_global_func``.
+
+Relax reaches these by name (``R.call_packed("env.relu", ...)``, ``R.call_dps_packed``), codegen
+backends register themselves as ``relax.ext.<backend>``, and RunCodegen registers the kernels it
+builds. There is one registry for the whole process.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Callable
+
+from tvms.ir.errors import TVMSError
+
+_FUNCTIONS: dict[str, Callable] = {}
+
+
+def register_func(name: str | Callable, f: Callable | None = None, override: bool = False) -> Callable:
+    """Register ``f`` as the global function ``name``; without ``f``, a decorator.
+
+    >>> @register_func("env.add_one")
+    ... def add_one(x, out): out[...] = x + 1
+
+    ``@register_func`` on its own registers under the function's ``__name__``. A name already
+    taken is refused unless ``override=True``.
+    """
+    if callable(name) and f is None:  # bare ``@register_func``
+        return register_func(name.__name__, name, override)
+    if not isinstance(name, str) or not name:
+        raise TVMSError(f"a global function is registered under a non-empty string, not {name!r}")
+
+    def register(fn: Callable) -> Callable:
+        if not callable(fn):
+            raise TVMSError(f"register_func({name!r}): {type(fn).__name__} is not callable")
+        if name in _FUNCTIONS and not override:
+            raise TVMSError(f"the global function {name!r} is already registered "
+                            f"(pass override=True to replace it)")
+        _FUNCTIONS[name] = fn
+        return fn
+
+    return register(f) if f is not None else register
+
+
+def get_global_func(name: str, allow_missing: bool = False) -> Callable | None:
+    """The function registered as ``name``; a missing one is an error, or None with
+    ``allow_missing=True``."""
+    fn = _FUNCTIONS.get(name)
+    if fn is None and not allow_missing:
+        close = difflib.get_close_matches(name, list(_FUNCTIONS), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else " (see register_func)"
+        raise TVMSError(f"no global function named {name!r} is registered{hint}")
+    return fn
+
+
+def list_global_func_names() -> list[str]:
+    return sorted(_FUNCTIONS)
+
+
+def remove_global_func(name: str) -> None:
+    if _FUNCTIONS.pop(name, None) is None:
+        raise TVMSError(f"cannot remove {name!r}: no global function of that name is registered")
+
+
+__all__ = ["get_global_func", "list_global_func_names", "register_func", "remove_global_func"]
