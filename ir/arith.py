@@ -79,7 +79,32 @@ def binary(cls: type, a: Any, b: Any) -> Any:
                 return const(value, a.dtype)
     if cls in (And, Or) and not (a.dtype.is_bool and b.dtype.is_bool):
         raise TVMSError(f"'and'/'or' need boolean operands, got {a.dtype} and {b.dtype}")
-    return cls(a, b)
+    folded = fold_identity(cls, a, b)
+    return folded if folded is not None else cls(a, b)
+
+
+def _is_value(e: Any, value: int) -> bool:
+    return isinstance(e, (IntImm, FloatImm)) and not e.dtype.is_bool and e.value == value
+
+
+def fold_identity(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
+    """What TVM's operators make of an operation with a neutral or absorbing constant: ``x + 0``,
+    ``x - 0``, ``x * 1``, ``x // 1`` are ``x``, ``x * 0`` is ``0``, ``x % 1`` is ``0``; else None.
+    (The printer writes such a node that was built directly as ``T.Add(x, 0)``, so that it reads
+    back as itself.)"""
+    if cls is Add:
+        return a if _is_value(b, 0) else b if _is_value(a, 0) else None
+    if cls is Sub:
+        return a if _is_value(b, 0) else None
+    if cls is Mul:
+        if _is_value(b, 1) or _is_value(a, 0):
+            return a
+        return b if _is_value(a, 1) or _is_value(b, 0) else None
+    if cls in (FloorDiv, Div):
+        return a if _is_value(b, 1) else None
+    if cls in (FloorMod, Mod) and _is_value(b, 1):
+        return const(0, a.dtype)
+    return None
 
 
 def truediv(a: Any, b: Any) -> Any:
@@ -88,7 +113,8 @@ def truediv(a: Any, b: Any) -> Any:
     a, b = match_types(a, b)
     if isinstance(a, FloatImm) and isinstance(b, FloatImm) and b.value != 0:
         return const(a.value / b.value, a.dtype)
-    return Div(a, b)
+    folded = fold_identity(Div, a, b)
+    return folded if folded is not None else Div(a, b)
 
 
 def negate(a: Any) -> Any:

@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any, Callable
 
-from ..ir import op as op_registry
+from ..ir import arith, op as op_registry
 from ..ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion
 from ..ir.dtype import DataType
 from ..ir.expr import (COMM_REDUCE, DATA_PAR, OPAQUE, ORDERED, Add, And, Broadcast, BufferLoad,
@@ -206,7 +206,8 @@ class TIRPrinter:
 
     def ex_binary(self, e: Any) -> tuple[str, int]:
         op, prec = _BINARY[type(e)]
-        if _is_number(e.a) and _is_number(e.b):
+        # (what the operator would fold when read back prints as the node it is)
+        if _is_number(e.a) and _is_number(e.b) or arith.fold_identity(type(e), e.a, e.b) is not None:
             return f"T.{_SUGAR_NAMES[type(e)]}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
         # the right operand is parenthesized on equal precedence (a - (b - c)); comparisons also
         # on the left, since Python would read a < b == c as a chain
@@ -215,7 +216,8 @@ class TIRPrinter:
         return f"{left} {op} {right}", prec
 
     def ex_div(self, e: Div) -> tuple[str, int]:
-        if e.a.dtype.is_float and not (_is_number(e.a) and _is_number(e.b)):
+        if e.a.dtype.is_float and not (_is_number(e.a) and _is_number(e.b)) \
+                and arith.fold_identity(Div, e.a, e.b) is None:
             return f"{self.child(e.a, MUL)} / {self.child(e.b, MUL, True)}", MUL
         return f"T.Div({self.expr(e.a)}, {self.expr(e.b)})", ATOM
 
@@ -245,12 +247,13 @@ class TIRPrinter:
         return f"T.Let({self.expr(e.body)}, where={{{name}: {self.expr(e.value)}}})", ATOM
 
     def ex_load(self, e: BufferLoad) -> tuple[str, int]:
-        return f"{self.buffer(e.buffer)}[{self.indices(e.indices)}]", ATOM
+        # (a vector load keeps T.Ramp, as TVM prints it; a store's ramp is a slice)
+        return f"{self.buffer(e.buffer)}[{self.indices(e.indices, slices=False)}]", ATOM
 
-    def indices(self, indices: tuple) -> str:
+    def indices(self, indices: tuple, slices: bool = True) -> str:
         parts = []
         for index in indices:
-            if isinstance(index, Ramp) and isinstance(index.stride, IntImm):
+            if slices and isinstance(index, Ramp) and isinstance(index.stride, IntImm):
                 stop = display_add(index.base, IntImm(index.base.dtype, index.lanes * index.stride.value))
                 step = "" if index.stride.value == 1 else f":{self.expr(index.stride)}"
                 parts.append(f"{self.expr(index.base)}:{self.expr(stop)}{step}")
