@@ -16,6 +16,7 @@ demo: $(STAMP)
 	$(BIN)/tvms fmt examples/matmul.tvms
 	$(BIN)/tvms fmt --dialect tvm-0.27 examples/matmul.tvms
 	$(BIN)/tvms opt --pipeline zero --timing examples/mlp.tvms
+	$(BIN)/tvms run examples/mlp.tvms --entry forward --random-inputs --shape n=4 --time
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests -q

@@ -356,6 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_opt_parser(subparsers)
     from .cli_schedule import add_schedule_parser
     add_schedule_parser(subparsers)
+    from .cli_build import add_build_parsers
+    add_build_parsers(subparsers)
     return parser
 
 

@@ -4,8 +4,10 @@ This package is also the face ``tvms.runtime`` (TVM 0.27's names: ``tvms.runtime
 ``Device``, ``Tensor``); the folder is mapped to that name, so the names live here, not in api/.
 """
 from .device import Device, cpu, cuda, device
+from .export import load_module
 from .registry import get_global_func, list_global_func_names, register_func, remove_global_func
 from .tensor import NDArray, Tensor, empty, from_dlpack, tensor
 
 __all__ = ["Device", "NDArray", "Tensor", "cpu", "cuda", "device", "empty", "from_dlpack",
-           "get_global_func", "list_global_func_names", "register_func", "remove_global_func", "tensor"]
+           "get_global_func", "list_global_func_names", "load_module", "register_func", "remove_global_func",
+           "tensor"]

@@ -229,11 +229,18 @@ class Module:
             parts.append({"ll": c.llvm_ir, "opt": c.optimized_ir}.get(fmt) or c.assembly())
         return "\n".join(parts)
 
+    def export_library(self, path: str) -> None:
+        """Write the compiled code to ``path`` as a self-contained shared library (atomically);
+        ``tvms.runtime.load_module(path)`` loads it again."""
+        from .export import export_library
+
+        export_library(self, path)
+
     def __repr__(self) -> str:
         return f"Module({', '.join(self.functions)}, target={self.target!r})"
 
 
-def build(mod_or_func: Any, target: Any = "llvm", name: str = "main") -> Module:
+def build(mod_or_func: Any, target: Any = None, name: str = "main") -> Module:
     """Compile the PrimFuncs of an IRModule (or one PrimFunc, named ``name``) for the CPU."""
     if isinstance(mod_or_func, PrimFunc):
         funcs = {name: mod_or_func}
@@ -249,7 +256,9 @@ def build(mod_or_func: Any, target: Any = "llvm", name: str = "main") -> Module:
         raise TVMSError(f"build takes an IRModule or a PrimFunc, got {type(mod_or_func).__name__}")
     from tvms.lowering.codegen.compile import compile_prim_func  # llvmlite only when building
 
-    text = str(target) if target is not None else "llvm"
+    from .target import resolve_target  # (None: the target of `with Target(...)`, else llvm)
+
+    text = str(resolve_target(target))
     compiled = {key: Function(key, compile_prim_func(f, text, _symbol(key))) for key, f in funcs.items()}
     return Module(compiled, text)
 

@@ -56,9 +56,13 @@ class _Interpreter:
         if isinstance(e, int):
             return e
         try:
-            return compile_expr(e)(sizes)
+            return self.compiled(e)(sizes)
         except KeyError as err:
             raise TVMSError(f"the symbolic size {err.args[0].name!r} is not bound") from None
+
+    def compiled(self, e: Any) -> Callable:
+        """``e`` as a function of the bound sizes (the VM caches these)."""
+        return compile_expr(e)
 
     def match(self, sinfo: Any, value: Any, sizes: dict, what: str) -> None:
         """Check ``value`` against ``sinfo`` and bind the symbolic sizes it defines."""
@@ -108,7 +112,9 @@ class _Interpreter:
         for i, (d, a) in enumerate(zip(declared, actual)):
             expected = self.prim(d, sizes)
             if expected != a:
-                raise TVMSError(f"{what}: dimension {i} should be {d} = {expected}, got {a}")
+                named = f"{d.name} = " if isinstance(d, tir.Var) else \
+                    "" if isinstance(d, (int, tir.IntImm)) else f"{d} = "
+                raise TVMSError(f"{what}: dimension {i} should be {named}{expected}, got {a}")
 
     # ---- functions
     def call_function(self, func: rx.Function, args: list, captured: dict | None = None) -> Any:
@@ -135,13 +141,16 @@ class _Interpreter:
     def x_SeqExpr(self, e: rx.SeqExpr, env: dict) -> Any:
         for block in e.blocks:
             for b in block.bindings:
-                value = self.eval(b.value, env)
-                if isinstance(b, rx.MatchCast):
-                    sizes = {k: v for k, v in env.items() if isinstance(k, tir.Var)}
-                    self.match(b.struct_info, value, sizes, f"R.match_cast of {b.var.name!r}")
-                    env.update(sizes)
-                env[b.var] = value
+                self.bind(b, env)
         return self.eval(e.body, env)
+
+    def bind(self, b: Any, env: dict) -> None:
+        value = self.eval(b.value, env)
+        if isinstance(b, rx.MatchCast):
+            sizes = {k: v for k, v in env.items() if isinstance(k, tir.Var)}
+            self.match(b.struct_info, value, sizes, f"R.match_cast of {b.var.name!r}")
+            env.update(sizes)
+        env[b.var] = value
 
     def x_Var(self, e: rx.Var, env: dict) -> Any:
         try:
@@ -215,7 +224,7 @@ class _Interpreter:
         if isinstance(target, Closure):
             return self.call_function(target.func, args, target.env)
         if isinstance(target, PrimFunc):  # after CallTIRRewrite: it writes its outputs in place
-            run_prim_func(target, *args)
+            self.run_prim(op, target, args)
             return ()
         if callable(target):
             return target(*args)
@@ -250,8 +259,16 @@ class _Interpreter:
             shape = tuple(int(self.prim(d, env)) for d in s.dims)
             if any(d < 0 for d in shape):
                 raise TVMSError(f"an output of shape {shape}: the arguments make a size negative")
-            outs.append(np.zeros(shape, dtype=numpy_dtype(s.dtype)))
+            outs.append(self.allocate(e, shape, numpy_dtype(s.dtype)))
         return outs
+
+    def allocate(self, e: rx.Call, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        """A fresh output of the destination-passing call ``e`` (the VM plans reuse here)."""
+        return np.zeros(shape, dtype=dtype)
+
+    def run_prim(self, gv: Any, func: PrimFunc, args: list) -> None:
+        """Run the PrimFunc bound to ``gv`` on ``args`` (the VM runs its compiled kernel)."""
+        run_prim_func(func, *args)
 
     def call_tir(self, e: rx.Call, env: dict) -> Any:
         gv = e.args[0]
@@ -262,7 +279,7 @@ class _Interpreter:
         inputs = [np.asarray(v) if isinstance(v, np.generic) else v for v in self.eval(e.args[1], env)]
         outs = self.outputs(e, env)
         extra = list(self.eval(e.args[2], env)) if len(e.args) > 2 else []
-        run_prim_func(func, *inputs, *outs, *extra)
+        self.run_prim(gv, func, [*inputs, *outs, *extra])
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def call_dps(self, e: rx.Call, env: dict) -> Any:

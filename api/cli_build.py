@@ -1,0 +1,375 @@
+"""``tvms build`` and ``tvms run``: compile a module to a shared library, and run one.
+
+``tvms build IN.tvms --target llvm -o model.so`` writes the library (atomically);
+``tvms run IN.tvms|model.so --entry main --input A=a.npy --random-inputs --time`` calls a function
+and prints its outputs (and latency statistics). Exit codes: 0 success, 1 the module could not be
+compiled or linked, 2 a usage or input error (unreadable or unparsable file, a missing input, an
+input of the wrong shape or dtype).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .cli import EXIT_ERROR, EXIT_OK, InputError, _error, read_source
+from .ir import TVMSError
+
+EXIT_BUILD_FAILED = 1
+SMALL_OUTPUT = 64  # outputs with at most this many elements are printed in full
+_ELF_MAGIC = b"\x7fELF"
+
+
+class _Failure(Exception):
+    """A command failure already worded for the user, with its exit code."""
+
+    def __init__(self, message: str, code: int, rendered: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.rendered = rendered  # a parse error prints itself (file:line:col, the line, a caret)
+
+    def report(self) -> int:
+        print(str(self), file=sys.stderr) if self.rendered else _error(str(self))
+        return self.code
+
+
+# --------------------------------------------------------------------------- loading programs
+
+
+def _parse(path: str) -> Any:
+    from .script import from_source
+
+    try:
+        name, text = read_source(path)
+    except InputError as err:
+        raise _Failure(str(err), EXIT_ERROR) from None
+    try:
+        return from_source(text, name)
+    except TVMSError as err:
+        raise _Failure(str(err), EXIT_ERROR, rendered=True) from None
+
+
+def _compile(node: Any, target: str, path: str) -> Any:
+    """A runtime Module (TensorIR) or a Relax Executable for ``node``."""
+    import tvms
+    from .ir import IRModule
+    from .ir import relax as rx
+    from .ir.function import PrimFunc
+
+    if not isinstance(node, (IRModule, PrimFunc, rx.Function)):
+        raise _Failure(f"{path} holds no module or function to compile", EXIT_ERROR)
+    try:  # (compile gives build's Module for TensorIR alone, an Executable with Relax functions)
+        return tvms.compile(node, target)
+    except TVMSError as err:
+        raise _Failure(f"cannot compile {path}: {err}", EXIT_BUILD_FAILED) from None
+
+
+def _is_library(path: str) -> bool:
+    if path.endswith(".so"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == _ELF_MAGIC
+    except OSError:
+        return False
+
+
+def _load_program(path: str, target: str) -> Any:
+    if path != "-" and _is_library(path):
+        from .runtime import load_module
+
+        try:
+            return load_module(path)
+        except TVMSError as err:
+            raise _Failure(str(err), EXIT_ERROR) from None
+    return _compile(_parse(path), target, path)
+
+
+# --------------------------------------------------------------------------- build
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    if not args.output or args.output == "-":
+        _error("build: name the library to write with -o FILE.so")
+        return EXIT_ERROR
+    try:
+        program = _compile(_parse(args.input), args.target, args.input)
+        try:
+            program.export_library(args.output)
+        except TVMSError as err:
+            raise _Failure(str(err), EXIT_BUILD_FAILED) from None
+    except _Failure as err:
+        return err.report()
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _parse_bindings(items: list, what: str) -> dict:
+    """``["x=a.npy", ...]`` as ``{"x": "a.npy"}``; a malformed item is a usage error."""
+    out: dict = {}
+    for item in items or []:
+        name, eq, value = item.partition("=")
+        if not eq or not name or not value:
+            raise _Failure(f"run: {what} {item!r} is not NAME=VALUE", EXIT_ERROR)
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _read_npy(name: str, path: str) -> np.ndarray:
+    try:
+        value = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise _Failure(f"run: cannot read input {name} from {path}: {err}", EXIT_ERROR) from None
+    if not isinstance(value, np.ndarray):
+        raise _Failure(f"run: {path} holds several arrays; give input {name} one .npy file", EXIT_ERROR)
+    return np.ascontiguousarray(value)
+
+
+def _random_array(shape: tuple, dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(dtype)
+    return rng.integers(0, 10, shape).astype(dtype)
+
+
+@dataclass(frozen=True)
+class _Param:
+    """One argument of the function to run: a tensor (``shape`` its declared sizes) or a scalar
+    (``shape`` None, ``var`` its variable); ``output`` for a destination the call writes."""
+
+    name: str
+    dtype: str
+    shape: tuple | None
+    var: Any = None
+    output: bool = False
+
+
+def _tir_params(fn: Any) -> list:
+    from .runtime.export import written_params
+
+    func = fn.compiled.func
+    outputs = getattr(fn.compiled, "outputs", None)  # (a loaded library stores them)
+    outputs = outputs if outputs is not None else written_params(func)
+    params = []
+    for k, p in enumerate(func.params):
+        buf = func.buffer_map.get(p)
+        params.append(_Param(p.name, str(p.dtype), None, p) if buf is None
+                      else _Param(buf.name, str(buf.dtype), tuple(buf.shape), output=k in outputs))
+    return params
+
+
+def _relax_params(func: Any, entry: str) -> list:
+    from .ir.struct_info import TensorStructInfo
+
+    params = []
+    for p in func.params:
+        info = p.struct_info
+        shape = getattr(info.shape, "values", None) if isinstance(info, TensorStructInfo) else None
+        if shape is None or info.dtype.is_void:
+            raise _Failure(f"run: parameter {p.name} of {entry} is not a tensor of known rank and "
+                           f"dtype ({info.script()}); tvms run passes tensors only", EXIT_ERROR)
+        params.append(_Param(p.name, str(info.dtype), tuple(shape)))
+    return params
+
+
+class _Arguments:
+    """The arguments of a call, gathered from --input, --shape and --random-inputs."""
+
+    def __init__(self, params: list, fname: str, args: argparse.Namespace) -> None:
+        self.params, self.fname = params, fname
+        self.files = _parse_bindings(args.input_files, "--input")
+        self.rng = np.random.default_rng(args.seed)
+        self.random = args.random_inputs
+        sizes = {v.name: v for p in params for d in p.shape or () for v in _free_vars(d)}
+        sizes.update({p.name: p.var for p in params if p.shape is None})
+        self.env: dict = {}
+        for name, value in _parse_bindings(args.shape, "--shape").items():
+            if name not in sizes:
+                known = ", ".join(sizes) or "none"
+                raise _Failure(f"run: {fname} has no size named {name!r} (its sizes: {known})", EXIT_ERROR)
+            try:
+                self.env[sizes[name]] = int(value)
+            except ValueError:
+                raise _Failure(f"run: --shape {name}={value}: the size must be an integer", EXIT_ERROR) from None
+
+    def gather(self) -> list:
+        from .ir import expr as E
+
+        names = [p.name for p in self.params]
+        unknown = sorted(set(self.files) - set(names))
+        if unknown:
+            raise _Failure(f"run: {self.fname} has no parameter {unknown[0]!r} "
+                           f"(its parameters: {', '.join(names)})", EXIT_ERROR)
+        given = {p.name: _read_npy(p.name, self.files[p.name]) for p in self.params
+                 if p.name in self.files and p.shape is not None}
+        for p in self.params:  # the given inputs bind the sizes
+            arr = given.get(p.name)
+            if arr is not None and arr.ndim == len(p.shape):
+                for declared, actual in zip(p.shape, arr.shape):
+                    if isinstance(declared, E.Var):
+                        self.env.setdefault(declared, actual)
+        return [self._value(p, given) for p in self.params]
+
+    def _value(self, p: _Param, given: dict) -> Any:
+        from .runtime.tir_values import numpy_dtype
+        from .ir.dtype import DataType
+
+        if p.name in given:
+            return given[p.name]
+        if p.shape is None:
+            if p.var not in self.env:
+                raise _Failure(f"run: missing scalar argument {p.name}: give --shape {p.name}=VALUE", EXIT_ERROR)
+            return self.env[p.var]
+        if not (p.output or self.random):
+            raise _Failure(f"run: missing input {p.name}: give --input {p.name}=FILE.npy, "
+                           f"or --random-inputs", EXIT_ERROR)
+        shape = self._shape(p)
+        dtype = np.dtype(numpy_dtype(DataType(p.dtype)))
+        return np.zeros(shape, dtype) if p.output else _random_array(shape, dtype, self.rng)
+
+    def _shape(self, p: _Param) -> tuple:
+        from .runtime.reference import compile_expr
+
+        dims = []
+        for d in p.shape:
+            try:
+                dims.append(int(compile_expr(d)(self.env)))
+            except KeyError:
+                free = sorted({v.name for v in _free_vars(d)} - {v.name for v in self.env})
+                raise _Failure(f"run: the shape of {p.name} depends on the size {', '.join(free)}: give "
+                               f"--shape {free[0]}=N or an --input that has it", EXIT_ERROR) from None
+        return tuple(dims)
+
+
+def _free_vars(expr: Any) -> list:
+    from .ir import expr as E
+    from .ir.visitor import collect
+
+    return [expr] if isinstance(expr, E.Var) else collect(expr, E.Var)
+
+
+def describe_array(name: str, value: np.ndarray) -> str:
+    """An output as text: name, shape and dtype, a summary, and the values when it is small."""
+    lines = [f"{name}: shape {tuple(value.shape)} {value.dtype}"]
+    if value.size:
+        data = value.astype(np.float64) if value.dtype.kind in "biuf" else value
+        lines.append(f"  min {data.min():.6g}  max {data.max():.6g}  mean {data.mean():.6g}")
+    if value.size <= SMALL_OUTPUT:
+        lines.append("  " + np.array2string(value, precision=6, separator=", ").replace("\n", "\n  "))
+    return "\n".join(lines)
+
+
+def describe_timing(result: Any, number: int) -> str:
+    return (f"latency (ms, {len(result.results)} repeats of {number} runs): mean {result.mean * 1e3:.4f}  "
+            f"median {result.median * 1e3:.4f}  min {result.min * 1e3:.4f}")
+
+
+def _outputs(result: Any, prefix: str = "output") -> list:
+    """``(name, array)`` for each tensor a Relax function returned (tuples flattened)."""
+    if isinstance(result, (tuple, list)):
+        return [item for k, v in enumerate(result) for item in _outputs(v, f"{prefix}[{k}]")]
+    return [(prefix, np.asarray(getattr(result, "array", result)))]
+
+
+def _prepare(program: Any, entry: str | None, args: argparse.Namespace) -> tuple:
+    """``(call, values, timer)`` for the function to run: a kernel of a Module, or a Relax
+    function of an Executable run by the VM."""
+    from .runtime.module import Module
+
+    if isinstance(program, Module):
+        entry = entry or program.entry_name
+        try:
+            fn = program.get_function(entry)
+        except TVMSError as err:
+            raise _Failure(f"run: {err}", EXIT_ERROR) from None
+        params = _tir_params(fn)
+        values = _Arguments(params, entry, args).gather()
+        try:
+            fn.pack(tuple(values))  # the call's own checks (shape, dtype), reported as input errors
+        except TVMSError as err:
+            raise _Failure(f"run: {err}", EXIT_ERROR) from None
+
+        def call() -> list:
+            fn(*values)
+            return [(p.name, v) for p, v in zip(params, values) if p.output]
+
+        return call, values, fn.time_evaluator(args.number, args.repeat)
+    from .runtime.vm import VirtualMachine
+    from .runtime.device import cpu
+
+    vm = VirtualMachine(program, cpu())
+    names = program.function_names
+    entry = entry or ("main" if "main" in names or len(names) != 1 else names[0])
+    if entry not in names:
+        raise _Failure(f"run: the executable has no Relax function {entry!r}; it has "
+                       f"{', '.join(names) or 'none'}", EXIT_ERROR)
+    values = _Arguments(_relax_params(program.mod[entry], entry), entry, args).gather()
+    return (lambda: _outputs(vm[entry](*values)), values,
+            vm.time_evaluator(entry, number=args.number, repeat=args.repeat))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        program = _load_program(args.input, args.target)
+        call, values, timer = _prepare(program, args.entry, args)
+        try:
+            outputs = call()
+        except TVMSError as err:  # a failure inside the program (the arguments were checked)
+            raise _Failure(f"run: {err}", EXIT_ERROR) from None
+    except _Failure as err:
+        return err.report()
+    for name, value in outputs:
+        print(describe_array(name, value))
+    if args.time:
+        print(describe_timing(timer(*values), args.number))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- parsers
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def add_build_parsers(subparsers) -> None:
+    p = subparsers.add_parser(
+        "build", help="compile a module to a shared library",
+        description=("Compile a TVMScript module (TensorIR functions with tvms.build; Relax modules "
+                     "with tvms.compile) for the CPU and write it, atomically, as a shared library "
+                     "that 'tvms run' and tvms.runtime.load_module load. Exit codes: 0 success, "
+                     "1 compiling or linking failed, 2 usage or input error."))
+    p.add_argument("input", nargs="?", default="-", metavar="FILE",
+                   help="the module to compile; '-' or none reads standard input")
+    p.add_argument("-o", "--output", metavar="FILE.so", help="the library to write (required)")
+    p.add_argument("--target", default="llvm", help="the target (default: llvm, the host CPU)")
+    p.set_defaults(func=cmd_build)
+
+    r = subparsers.add_parser(
+        "run", help="run a function of a module or library",
+        description=("Run a function of a TVMScript module (compiled first) or of a library written "
+                     "by 'tvms build', and print its outputs: shape, dtype, a summary, and the values "
+                     "of small ones. Sizes such as n come from the given inputs or --shape. "
+                     "Exit codes: 0 success, 1 compiling failed, 2 usage or input error."))
+    r.add_argument("input", metavar="FILE", help="a .tvms module, or a library (.so)")
+    r.add_argument("--entry", metavar="NAME", help="the function to run (default: main, or the only one)")
+    r.add_argument("--input", dest="input_files", action="append", metavar="NAME=FILE.npy",
+                   help="an input array, by parameter name (repeatable)")
+    r.add_argument("--shape", action="append", metavar="NAME=N",
+                   help="bind a symbolic size (or a scalar parameter) to N (repeatable)")
+    r.add_argument("--random-inputs", action="store_true",
+                   help="fill the inputs not given with --input with random values")
+    r.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    r.add_argument("--time", action="store_true", help="print latency statistics")
+    r.add_argument("--number", type=_positive, default=10, help="runs per repeat when timing (default 10)")
+    r.add_argument("--repeat", type=_positive, default=3, help="timed repeats (default 3)")
+    r.add_argument("--target", default="llvm", help="the target to compile a .tvms module for")
+    r.set_defaults(func=cmd_run)

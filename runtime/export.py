@@ -1,0 +1,272 @@
+"""Shipping compiled code: ``Module.export_library(path)`` and ``tvms.runtime.load_module(path)``.
+
+``export_library`` writes a real shared library: the machine code of every compiled PrimFunc
+(emitted by llvmlite as position-independent object code) linked by the system C compiler
+(``cc -shared``) together with a data symbol ``__tvms_metadata``: a JSON text that names each
+function's entry symbol, its signature (the printed parameters and buffers, symbolic sizes
+included), the order of its argument slots, and the target. The library is therefore
+self-contained: ``load_module`` needs only it (and tvms) to call the functions again, with the
+same argument checks and ``time_evaluator`` as a freshly built module.
+
+Each function's code lives in its own LLVM module, and each such module defines the thread-count
+global of its parallel loops; in the library it is renamed ``<entry>__num_threads`` so that the
+objects link together and the loader can find each one.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tvms.ir import stmt as S
+from tvms.ir.errors import TVMSError
+from tvms.ir.function import PrimFunc
+from tvms.ir.visitor import collect
+
+METADATA_SYMBOL = "__tvms_metadata"
+METADATA_SIZE_SYMBOL = "__tvms_metadata_size"
+FORMAT = "tvms-library"
+VERSION = 1
+
+
+# --------------------------------------------------------------------------- what a library holds
+
+
+def written_params(func: PrimFunc) -> tuple:
+    """Indices of the buffer parameters ``func`` stores into (its outputs, in TVM's
+    destination-passing style)."""
+    stored = {id(s.buffer.data) for s in collect(func.body, S.BufferStore)}
+    return tuple(k for k, p in enumerate(func.params)
+                 if (b := func.buffer_map.get(p)) is not None and id(b.data) in stored)
+
+
+def signature_text(func: PrimFunc) -> str:
+    """``func`` printed with an empty body: what a caller needs to check its arguments."""
+    return replace(func, body=S.Evaluate(_zero())).script()
+
+
+def _zero() -> Any:
+    from tvms.ir import expr as E
+    from tvms.ir.dtype import DataType
+
+    return E.IntImm(DataType("int32"), 0)
+
+
+def _parse_signature(text: str, name: str) -> PrimFunc:
+    from tvms.script import from_source
+
+    func = from_source(text, f"<{name} signature>")
+    if not isinstance(func, PrimFunc):
+        raise TVMSError(f"library metadata: the signature of {name} is not a PrimFunc")
+    return func
+
+
+@dataclass(frozen=True)
+class LoadedFunction:
+    """A function of a loaded library, in the shape ``runtime.module.Function`` calls: the entry
+    ``address``, the signature ``func``, the ``slots`` it reads and the thread-count global."""
+
+    func: PrimFunc
+    target: Any  # an LLVMTarget (for the thread count)
+    address: int
+    slots: tuple
+    num_threads_address: int
+    outputs: tuple
+    library: Any  # the ctypes handle: the code stays mapped while a function refers to it
+
+    def assembly(self) -> str:
+        raise TVMSError("a loaded library holds machine code only; its source is not available")
+
+    llvm_ir = optimized_ir = ""
+
+
+# --------------------------------------------------------------------------- export
+
+
+def export_library(module: Any, path: str, relax_text: str | None = None) -> None:
+    """Write ``module`` (a runtime Module built for the llvm target) to ``path`` as a shared
+    library (atomically); ``relax_text`` is the Relax program of an Executable, kept with it."""
+    compiler = shutil.which(os.environ.get("CC", "cc"))
+    if compiler is None:
+        raise TVMSError(f"export_library needs a C compiler to link the shared library: "
+                        f"{os.environ.get('CC', 'cc')!r} was not found on PATH (install gcc or clang, or set CC)")
+    from tvms.lowering.codegen import llvm_parallel
+
+    functions, objects, needs_threads = [], [], False
+    for key, fn in module.functions.items():
+        compiled = fn.compiled
+        if not compiled.optimized_ir:
+            raise TVMSError(f"export_library: {key} has no LLVM IR (a function loaded from a library "
+                            f"cannot be exported again; export the module it was built from)")
+        symbol = _entry_symbol(compiled)
+        threads = f"{symbol}__num_threads" if compiled.num_threads_address else None
+        needs_threads |= threads is not None
+        objects.append(_object_code(compiled, threads))
+        functions.append({
+            "name": key, "symbol": symbol, "num_threads_symbol": threads,
+            "signature": signature_text(compiled.func),
+            "slots": [v.name for v in compiled.slots],
+            "outputs": list(written_params(compiled.func)),
+            "params": _describe_params(compiled.func),
+        })
+    metadata = {"format": FORMAT, "version": VERSION, "target": module.target,
+                "functions": functions, "relax": relax_text}
+    objects.append(_metadata_object(json.dumps(metadata, indent=1), module.target))
+    libs = ["-lm"]
+    if needs_threads:
+        libs.append("-lgomp" if llvm_parallel.thread_pool_kind() == "gomp" else "-lpthread")
+    _link(compiler, objects, libs, path)
+
+
+def _entry_symbol(compiled: Any) -> str:
+    """The one function the code exports (the others are its internal parallel tasks)."""
+    names = re.findall(r"^define (?!internal)[^@\n]*@([\w.$]+)\(", compiled.optimized_ir, re.M)
+    if len(names) != 1:
+        raise TVMSError(f"export_library: expected one exported function in the code, found {names}")
+    return names[0]
+
+
+def _pic_machine(target: Any) -> Any:
+    """A target machine like the JIT's, but emitting position-independent code (shared objects)."""
+    from tvms.lowering.codegen.llvm_target import require_llvm
+
+    binding = require_llvm()
+    return binding.Target.from_triple(target.triple).create_target_machine(
+        cpu=target.cpu, features=target.features, opt=3, reloc="pic", codemodel="default")
+
+
+def _object_code(compiled: Any, threads_symbol: str | None) -> bytes:
+    from tvms.lowering.codegen.llvm_parallel import NUM_THREADS_SYMBOL
+    from tvms.lowering.codegen.llvm_target import require_llvm
+
+    module = require_llvm().parse_assembly(compiled.optimized_ir)
+    if threads_symbol is not None:
+        module.get_global_variable(NUM_THREADS_SYMBOL).name = threads_symbol
+    return _pic_machine(compiled.target).emit_object(module)
+
+
+def _metadata_object(text: str, target: str) -> bytes:
+    """An object file defining ``__tvms_metadata`` (the UTF-8 text, NUL-terminated) and its
+    length ``__tvms_metadata_size``."""
+    from llvmlite import ir
+
+    from tvms.lowering.codegen.llvm_target import parse_llvm_target, require_llvm
+
+    data = bytearray(text.encode("utf-8")) + b"\0"
+    mod = ir.Module(name="tvms_metadata")
+    array_type = ir.ArrayType(ir.IntType(8), len(data))
+    blob = ir.GlobalVariable(mod, array_type, METADATA_SYMBOL)
+    blob.initializer = ir.Constant(array_type, data)
+    blob.global_constant = True
+    size = ir.GlobalVariable(mod, ir.IntType(64), METADATA_SIZE_SYMBOL)
+    size.initializer = ir.Constant(ir.IntType(64), len(data) - 1)
+    size.global_constant = True
+    llvm_target = parse_llvm_target(target)
+    parsed = require_llvm().parse_assembly(str(mod))
+    parsed.triple = llvm_target.triple
+    return _pic_machine(llvm_target).emit_object(parsed)
+
+
+def _link(compiler: str, objects: list, libs: list, path: str) -> None:
+    """Link ``objects`` into a shared library at ``path``: built in a temporary directory beside
+    it, then moved into place, so ``path`` is never left half written."""
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target) or "."
+    try:
+        work = tempfile.mkdtemp(prefix="." + os.path.basename(target) + ".", dir=directory)
+    except OSError as err:
+        raise TVMSError(f"cannot write {path}: {err.strerror or err}") from None
+    try:
+        names = []
+        for k, code in enumerate(objects):
+            names.append(os.path.join(work, f"part{k}.o"))
+            with open(names[-1], "wb") as f:
+                f.write(code)
+        out = os.path.join(work, "lib.so")
+        done = subprocess.run([compiler, "-shared", "-o", out, *names, *libs],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise TVMSError(f"export_library: linking with {compiler} failed:\n{done.stderr.strip()}")
+        os.chmod(out, 0o755)
+        os.replace(out, target)
+    except OSError as err:
+        raise TVMSError(f"cannot write {path}: {err.strerror or err}") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _describe_params(func: PrimFunc) -> list:
+    """Each parameter's name, dtype and (for a buffer) shape, sizes printed as expressions."""
+    from tvms.ir import expr as E
+
+    out = []
+    for p in func.params:
+        buf = func.buffer_map.get(p)
+        if buf is None:
+            out.append({"name": p.name, "dtype": str(p.dtype)})
+        else:
+            dims = [d.value if isinstance(d, E.IntImm) else d.script() for d in buf.shape]
+            out.append({"name": buf.name, "dtype": str(buf.dtype), "shape": dims})
+    return out
+
+
+# --------------------------------------------------------------------------- load
+
+
+def read_metadata(path: str) -> tuple[dict, Any]:
+    """The metadata of the library at ``path`` and its ctypes handle."""
+    if not os.path.isfile(path):
+        raise TVMSError(f"load_module: {path} does not exist")
+    try:
+        lib = ctypes.CDLL(os.path.abspath(path))
+    except OSError as err:
+        raise TVMSError(f"load_module: cannot load {path}: {err}") from None
+    try:
+        size = ctypes.c_uint64.in_dll(lib, METADATA_SIZE_SYMBOL).value
+        blob = (ctypes.c_char * size).in_dll(lib, METADATA_SYMBOL)
+    except ValueError:
+        raise TVMSError(f"load_module: {path} is not a tvms library (it has no {METADATA_SYMBOL})") from None
+    try:
+        metadata = json.loads(bytes(blob).decode("utf-8"))
+    except ValueError as err:
+        raise TVMSError(f"load_module: the metadata of {path} is damaged: {err}") from None
+    if metadata.get("format") != FORMAT or metadata.get("version") != VERSION:
+        raise TVMSError(f"load_module: {path} has metadata of format {metadata.get('format')!r} "
+                        f"version {metadata.get('version')!r}; this tvms reads {FORMAT!r} version {VERSION}")
+    return metadata, lib
+
+
+def load_module(path: str) -> Any:
+    """A Module calling the functions of the library at ``path`` (an Executable when the library
+    holds a Relax program)."""
+    from tvms.lowering.codegen.llvm import entry_slots
+    from tvms.lowering.codegen.llvm_target import parse_llvm_target
+
+    from .module import Function, Module
+
+    metadata, lib = read_metadata(path)
+    target = parse_llvm_target(metadata["target"])
+    functions = {}
+    for entry in metadata["functions"]:
+        name = entry["name"]
+        func = _parse_signature(entry["signature"], name)
+        slots = tuple(entry_slots(func))
+        if [v.name for v in slots] != entry["slots"]:
+            raise TVMSError(f"load_module: the signature of {name} in {path} does not match its slots")
+        address = ctypes.cast(getattr(lib, entry["symbol"]), ctypes.c_void_p).value
+        threads = entry["num_threads_symbol"]
+        threads_address = ctypes.addressof(ctypes.c_int32.in_dll(lib, threads)) if threads else 0
+        loaded = LoadedFunction(func, target, address, slots, threads_address, tuple(entry["outputs"]), lib)
+        functions[name] = Function(name, loaded)
+    kernels = Module(functions, metadata["target"])
+    if metadata.get("relax") is None:
+        return kernels
+    from .vm import Executable
+
+    return Executable.from_parts(metadata["relax"], kernels)

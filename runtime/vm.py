@@ -1,0 +1,288 @@
+"""The Relax VM on the CPU: ``tvms.compile`` / ``tvms.relax.build`` and ``VirtualMachine``.
+
+>>> ex = tvms.compile(mod, target="llvm")          # zero pipeline if needed, then one kernel build
+>>> vm = tvms.relax.VirtualMachine(ex, tvms.cpu())
+>>> out = vm["main"](x, w)                         # tvms Tensors or numpy arrays in, Tensors out
+
+The VM walks the lowered Relax functions as the reference executor does (it shares its
+interpreter: struct info checks, symbolic sizes bound from the arguments, tuples, if/else,
+match_cast, closures), but ``R.call_tir`` and direct PrimFunc calls run the LLVM-compiled kernels,
+and the outputs of destination-passing calls come from a buffer pool planned per ``SeqExpr``
+(``vm_memory.py``). Packed functions (``R.call_dps_packed``, ``R.call_packed``) receive numpy
+arrays, as under the reference executor; they support DLPack (``torch.from_dlpack(x)``).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from tvms.ir import relax as rx
+from tvms.ir.errors import TVMSError
+from tvms.ir.expr import Op
+from tvms.ir.function import PrimFunc
+from tvms.ir.module import GlobalVar, IRModule
+
+from .module import Module, TimingResult, _on_cpu, build
+from .numpy_ops import Shape
+from .reference_relax import SPECIAL_OPS, _Interpreter, _is_shape_param
+from .target import resolve_target
+from .tensor import ALIGNMENT, Tensor, tensor
+from .vm_memory import BufferPool, SeqPlan, plan_seq, walk
+
+# operator-name prefixes the VM runs itself (allocation, not computation): not "Relax operators"
+_RUNTIME_OPS = ("relax.builtin.", "relax.vm.", "relax.memory.", "builtin.", "vm.")
+
+
+class Executable:
+    """A compiled module: the lowered Relax functions (``mod``, its PrimFuncs kept) and one
+    ``Module`` holding every PrimFunc compiled (``kernels()``)."""
+
+    def __init__(self, mod: IRModule, kernels: Module) -> None:
+        missing = [k for k in mod if isinstance(mod[k], PrimFunc) and k not in kernels.functions]
+        if missing:
+            raise TVMSError(f"the kernels module lacks the PrimFuncs {', '.join(missing)}")
+        self.mod = mod
+        self._kernels = kernels
+
+    @property
+    def function_names(self) -> list[str]:
+        return [k for k in self.mod if isinstance(self.mod[k], rx.Function)]
+
+    def relax_text(self) -> str:
+        """The lowered module as ``@I.ir_module`` text. The PrimFuncs are kept, so the text
+        parses back on its own (their compiled code is in ``kernels()``)."""
+        return self.mod.script()
+
+    def kernels(self) -> Module:
+        return self._kernels
+
+    def export_library(self, path: str) -> None:
+        """Write the kernels and the Relax program to ``path`` as one shared library;
+        ``tvms.runtime.load_module(path)`` gives the Executable back."""
+        from .export import export_library
+
+        export_library(self._kernels, path, relax_text=self.relax_text())
+
+    def export_library(self, path: str) -> None:
+        """Write the kernels and the Relax text as one shared library (``runtime/export.py``);
+        ``tvms.runtime.load_module(path)`` gives the Executable back."""
+        from .export import export_library  # (it needs a C compiler: imported when used)
+
+        export_library(self._kernels, path, self.relax_text())
+
+    @classmethod
+    def from_parts(cls, relax_text: str, kernels: Module) -> "Executable":
+        """The executable that ``relax_text()`` and ``kernels()`` describe (for reloading)."""
+        from tvms.script import from_source  # (the script layer is only needed here)
+
+        mod = from_source(relax_text)
+        if not isinstance(mod, IRModule):
+            raise TVMSError("Executable.from_parts: the text is not an @I.ir_module")
+        return cls(mod, kernels)
+
+    def __repr__(self) -> str:
+        return f"Executable({', '.join(self.function_names)}; kernels {', '.join(self._kernels.functions)})"
+
+
+def has_relax_operators(mod: IRModule) -> bool:
+    """Whether a Relax function of ``mod`` still calls a computing operator (``R.add``...)."""
+    for key in mod:
+        func = mod[key]
+        if isinstance(func, rx.Function):
+            for n in walk(func):
+                if isinstance(n, rx.Call) and isinstance(n.op, Op) and n.op.name not in SPECIAL_OPS \
+                        and not n.op.name.startswith(_RUNTIME_OPS):
+                    return True
+    return False
+
+
+def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero") -> "Executable | Module":
+    """Compile ``mod``: with Relax functions an ``Executable`` for ``VirtualMachine``; a module
+    of PrimFuncs only (or a PrimFunc) gives ``tvms.build``'s ``Module``, as ``tvm.compile``.
+
+    ``relax_pipeline`` (a name or a pass) runs when Relax operators remain, as TVM runs its
+    build pipeline on a module that is not lowered yet; None skips it."""
+    target = resolve_target(target)
+    if isinstance(mod, rx.Function):
+        mod = IRModule({"main": mod})
+    if isinstance(mod, PrimFunc) or (isinstance(mod, IRModule)
+                                     and all(isinstance(mod[k], PrimFunc) for k in mod) and len(mod)):
+        return build(mod, target)
+    if not isinstance(mod, IRModule):
+        raise TVMSError(f"compile takes an IRModule, a Relax function or a PrimFunc, "
+                        f"not {type(mod).__name__}")
+    if relax_pipeline is not None and has_relax_operators(mod):
+        if isinstance(relax_pipeline, str):
+            from tvms.lowering.relax.pipeline import get_pipeline
+            # TVM's "default" legalizes before the VM; here the zero pipeline also fuses
+            relax_pipeline = get_pipeline("zero" if relax_pipeline == "default" else relax_pipeline)
+        mod = relax_pipeline(mod)
+    prims = {k: mod[k] for k in mod if isinstance(mod[k], PrimFunc)}
+    kernels = build(IRModule(prims), target) if prims else Module({}, str(target))
+    return Executable(mod, kernels)
+
+
+class _VMInterpreter(_Interpreter):
+    """The reference interpreter with compiled kernels and planned output buffers."""
+
+    def __init__(self, ex: Executable) -> None:
+        super().__init__(ex.mod)
+        self.kernels = ex.kernels()
+        self.pool = BufferPool()
+        self.plans: dict[int, SeqPlan] = {}
+        self.pooled_calls: set = set()
+        self.unpooled = 0  # outputs allocated outside the pool (they outlive their function)
+        self.compiled_exprs: dict[int, Callable] = {}
+
+    def compiled(self, e: Any) -> Callable:
+        fn = self.compiled_exprs.get(id(e))
+        if fn is None:  # (keyed by identity: the module, and so ``e``, outlives the VM's calls)
+            fn = self.compiled_exprs[id(e)] = super().compiled(e)
+        return fn
+
+    def plan(self, seq: rx.SeqExpr) -> SeqPlan:
+        plan = self.plans.get(id(seq))
+        if plan is None:
+            plan = self.plans[id(seq)] = plan_seq(seq)
+            self.pooled_calls |= plan.pooled_calls
+        return plan
+
+    def x_SeqExpr(self, e: rx.SeqExpr, env: dict) -> Any:
+        plan = self.plan(e)
+        for i, b in enumerate(plan.bindings):
+            self.bind(b, env)
+            for var in plan.release_after.get(i, ()):
+                self.pool.release(env[var])
+        return self.eval(e.body, env)
+
+    def allocate(self, e: rx.Call, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        if id(e) in self.pooled_calls:
+            return self.pool.take(shape, dtype)
+        self.unpooled += 1
+        return tensor(np.empty(shape, dtype)).array  # (aligned: it may become a result Tensor)
+
+    def run_prim(self, gv: Any, func: PrimFunc, args: list) -> None:
+        name = gv.name_hint if isinstance(gv, GlobalVar) else str(gv)
+        kernel = self.kernels.get_function(name)
+        # constants may be read-only and numpy results 0-d scalars: kernels take writable arrays
+        kernel(*(np.require(a, requirements=("C", "W")) if isinstance(a, (np.ndarray, np.generic))
+                 else a for a in args))
+
+
+class VirtualMachine:
+    """Runs the Relax functions of an ``Executable``: ``vm["main"](*args)``.
+
+    One VM keeps one buffer pool, so intermediate buffers are reused within a call and across
+    calls; ``memory_stats()`` says how many were allocated."""
+
+    def __init__(self, ex: Executable, device: Any = None, memory_cfg: Any = None) -> None:
+        if not isinstance(ex, Executable):
+            raise TVMSError(f"VirtualMachine takes an Executable (from tvms.compile), "
+                            f"not {type(ex).__name__}")
+        for dev in device if isinstance(device, (list, tuple)) else [device]:
+            if not _on_cpu(dev):
+                raise TVMSError(f"VirtualMachine: this executable runs on the CPU, not on {dev}")
+        self.executable = ex
+        self.device = device
+        self._interp = _VMInterpreter(ex)
+
+    @property
+    def module(self) -> "VirtualMachine":
+        """TVM reaches ``time_evaluator`` through ``vm.module``; here the VM is its own module."""
+        return self
+
+    def __getitem__(self, name: str) -> Callable:
+        return self.get_function(name)
+
+    def get_function(self, name: str) -> Callable:
+        if name not in self.executable.function_names:
+            raise TVMSError(f"the executable has no Relax function {name!r}; it has "
+                            f"{', '.join(self.executable.function_names) or 'none'}")
+
+        def call(*args: Any) -> Any:
+            return self.invoke(name, *args)
+
+        call.__name__ = name
+        return call
+
+    def invoke(self, name: str, *args: Any) -> Any:
+        func = self.executable.mod[name]
+        if len(args) != len(func.params):
+            raise TVMSError(f"{name} takes {len(func.params)} arguments "
+                            f"({', '.join(p.name for p in func.params)}), got {len(args)}")
+        values = [_argument(a, p, name) for a, p in zip(args, func.params)]
+        with np.errstate(all="ignore"):
+            return _result(self._interp.call_function(func, values))
+
+    def memory_stats(self) -> dict:
+        """``pooled``: distinct intermediate buffers the pool allocated; ``reused``: requests a
+        released buffer served; ``unpooled``: outputs allocated for values that outlive a call."""
+        pool = self._interp.pool
+        return {"pooled": pool.fresh, "reused": pool.reused, "unpooled": self._interp.unpooled}
+
+    def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, **_ignored: Any) -> Callable[..., TimingResult]:
+        """A function that runs ``name`` ``number`` times per repeat (after one warm-up call)
+        and returns the seconds per call."""
+        if not _on_cpu(dev):
+            raise TVMSError(f"time_evaluator: this executable runs on the CPU, not on {dev}")
+        if number < 1 or repeat < 1:
+            raise TVMSError("time_evaluator: number and repeat must be at least 1")
+        fn = self.get_function(name)
+
+        def evaluate(*args: Any) -> TimingResult:
+            fn(*args)
+            results = []
+            for _ in range(repeat):
+                count, start = 0, time.perf_counter()
+                while count < number or (time.perf_counter() - start) * 1e3 < min_repeat_ms:
+                    fn(*args)
+                    count += 1
+                results.append((time.perf_counter() - start) / count)
+            return TimingResult(tuple(results))
+
+        return evaluate
+
+
+def _argument(value: Any, param: rx.Var | None, fname: str) -> Any:
+    """A call argument as the interpreter's value: tensors as numpy arrays, shapes as Shape."""
+    if isinstance(value, Tensor):
+        return value.array
+    if isinstance(value, np.ndarray):
+        return np.require(value, requirements="C")  # (ascontiguousarray would make 0-d 1-d)
+    if isinstance(value, (tuple, list)):
+        if param is not None and _is_shape_param(param):
+            return Shape(int(v) for v in value)
+        return tuple(_argument(v, None, fname) for v in value)
+    if isinstance(value, (bool, int, float, np.number, np.bool_)):
+        return value
+    name = param.name if param is not None else "a tuple field"
+    raise TVMSError(f"{fname} argument {name!r}: expected a tensor, a numpy array, a tuple or a "
+                    f"number, got {type(value).__name__}")
+
+
+def _result(value: Any) -> Any:
+    """Interpreter values as the VM returns them: arrays as Tensors (sharing memory when the
+    array is fit to be one), tuples of results, shapes and numbers as they are."""
+    if isinstance(value, Shape):
+        return value
+    if isinstance(value, tuple):
+        return tuple(_result(v) for v in value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value)
+        fit = arr.flags.c_contiguous and arr.flags.writeable and (not arr.size or arr.ctypes.data % ALIGNMENT == 0)
+        return Tensor(arr) if fit and isinstance(value, np.ndarray) else tensor(arr)
+    return value
+
+
+def relax_build(mod: Any, target: Any = None, relax_pipeline: Any = "zero") -> Executable:
+    """``tvms.relax.build``: as ``compile``, for modules with Relax functions."""
+    ex = compile(mod, target, relax_pipeline)
+    if not isinstance(ex, Executable):
+        raise TVMSError("relax.build: the module has no Relax function (use tvms.build for TensorIR)")
+    return ex
+
+
+__all__ = ["Executable", "VirtualMachine", "compile", "has_relax_operators", "relax_build"]

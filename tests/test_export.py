@@ -1,0 +1,217 @@
+"""``Module.export_library`` / ``tvms.runtime.load_module``: a shipped library runs on its own."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llvmlite")
+
+import tvms  # noqa: E402
+from tvms.ir.errors import TVMSError  # noqa: E402
+from tvms.runtime.export import read_metadata  # noqa: E402
+from tvms.script import from_source  # noqa: E402
+
+HERE = Path(__file__).parent
+FIXTURE_MATMUL = HERE / "fixtures" / "codegen" / "matmul_sched_cpu_flattened.tvms"
+
+# two functions in one library, both with parallel loops (each keeps its own thread count)
+TWO_KERNELS = """# from tvm.script import ir as I
+# from tvm.script import tir as T
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def scale_add(A: T.Buffer((1000,), "float32"), B: T.Buffer((1000,), "float32"), C: T.Buffer((1000,), "float32")):
+        for i_0 in T.parallel(125):
+            for i_1 in T.vectorized(8):
+                C[i_0 * 8 + i_1] = A[i_0 * 8 + i_1] * T.float32(2.0) + B[i_0 * 8 + i_1]
+
+    @T.prim_func
+    def relu(a: T.handle, b: T.handle):
+        n = T.int32()
+        A = T.match_buffer(a, (n,), "float32")
+        B = T.match_buffer(b, (n * 2,), "float32")
+        for i in T.parallel(n):
+            B[i] = T.max(A[i], T.float32(0.0))
+            B[i + n] = T.exp(A[i])
+"""
+
+
+@pytest.fixture(scope="module")
+def two_kernels_lib(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("lib") / "kernels.so"
+    tvms.build(from_source(TWO_KERNELS), target="llvm -num-cores=2").export_library(str(path))
+    return path
+
+
+def _matmul_inputs() -> tuple:
+    rng = np.random.default_rng(0)
+    return rng.random((128, 128), dtype=np.float32), rng.random((128, 128), dtype=np.float32)
+
+
+def test_loaded_library_in_a_fresh_process_gives_the_same_numbers(tmp_path):
+    func = from_source(FIXTURE_MATMUL.read_text())["main"]  # parallel + vectorized loops
+    lib = tvms.build(func)
+    a, b = _matmul_inputs()
+    expected = np.zeros((128, 128), np.float32)
+    lib(a, b, expected)
+    np.testing.assert_allclose(expected, a @ b, rtol=1e-4)
+    shipped = tmp_path / "ship"
+    shipped.mkdir()
+    lib.export_library(str(shipped / "matmul.so"))
+    np.save(shipped / "a.npy", a)
+    np.save(shipped / "b.npy", b)
+    # the child sees only the library and the inputs: no source, no build
+    script = textwrap.dedent("""
+        import sys, numpy as np, tvms
+        lib = tvms.runtime.load_module("matmul.so")
+        c = np.zeros((128, 128), np.float32)
+        lib["main"](np.load("a.npy"), np.load("b.npy"), c)
+        from tvms.lowering.codegen import compile as codegen
+        assert not codegen._CACHE, "the child compiled something"
+        np.save("c.npy", c)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=shipped, capture_output=True, text=True,
+                          env={**os.environ, "TVM_NUM_THREADS": "2"})
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(np.load(shipped / "c.npy"), expected)
+
+
+def test_two_parallel_kernels_from_one_library(two_kernels_lib, monkeypatch):
+    lib = tvms.runtime.load_module(str(two_kernels_lib))
+    assert sorted(lib.functions) == ["relu", "scale_add"]
+    rng = np.random.default_rng(3)
+    a, b = rng.random(1000, dtype=np.float32), rng.random(1000, dtype=np.float32)
+    c = np.zeros(1000, np.float32)
+    lib["scale_add"](a, b, c)
+    np.testing.assert_allclose(c, a * 2 + b, rtol=1e-6)
+    for threads in ("1", "3"):
+        monkeypatch.setenv("TVM_NUM_THREADS", threads)
+        x = np.linspace(-2, 2, 7, dtype=np.float32)  # symbolic n = 7, bound from the argument
+        y = np.zeros(14, np.float32)
+        lib["relu"](x, y)
+        np.testing.assert_allclose(y, np.concatenate([np.maximum(x, 0), np.exp(x)]), rtol=1e-6)
+
+
+def test_loaded_functions_check_their_arguments(two_kernels_lib):
+    lib = tvms.runtime.load_module(str(two_kernels_lib))
+    x = np.zeros(7, np.float32)
+    with pytest.raises(TVMSError, match=r"relu argument 1 \(B\): dimension 0: expected extent 14, got 7"):
+        lib["relu"](x, np.zeros(7, np.float32))
+    with pytest.raises(TVMSError, match=r"expected dtype float32, got float64"):
+        lib["relu"](x.astype(np.float64), np.zeros(14, np.float32))
+    with pytest.raises(TVMSError, match=r"takes 3 arguments \(A, B, C\), got 1"):
+        lib["scale_add"](x)
+    with pytest.raises(TVMSError, match="no function 'main'"):
+        lib["main"]
+    with pytest.raises(TVMSError, match="machine code only"):
+        lib.get_source("asm")
+
+
+def test_time_evaluator_of_a_loaded_library(two_kernels_lib):
+    lib = tvms.runtime.load_module(str(two_kernels_lib))
+    args = (np.ones(1000, np.float32), np.ones(1000, np.float32), np.zeros(1000, np.float32))
+    result = lib.time_evaluator("scale_add", tvms.cpu(), number=3, repeat=2)(*args)
+    assert len(result.results) == 2 and 0 < result.min <= result.mean
+    np.testing.assert_array_equal(args[2], np.full(1000, 3, np.float32))
+
+
+def test_metadata_names_functions_signatures_and_target(two_kernels_lib):
+    metadata, _ = read_metadata(str(two_kernels_lib))
+    assert metadata["target"] == "llvm -num-cores=2"
+    assert metadata["relax"] is None
+    by_name = {f["name"]: f for f in metadata["functions"]}
+    relu = by_name["relu"]
+    assert relu["params"] == [{"name": "A", "dtype": "float32", "shape": ["n"]},
+                              {"name": "B", "dtype": "float32", "shape": ["n * 2"]}]
+    assert relu["slots"] == ["A", "B", "n"] and relu["outputs"] == [1]
+    assert relu["symbol"] == "tvms_relu" and relu["num_threads_symbol"] == "tvms_relu__num_threads"
+    assert by_name["scale_add"]["params"][2] == {"name": "C", "dtype": "float32", "shape": [1000]}
+    assert by_name["scale_add"]["outputs"] == [2]
+    assert "n = T.int32()" in relu["signature"] and "T.parallel" not in relu["signature"]
+
+
+def test_the_pthread_thread_pool_works_from_a_library(tmp_path, monkeypatch):
+    monkeypatch.setenv("TVMS_THREAD_POOL", "pthread")
+    lib = tvms.build(from_source(TWO_KERNELS))
+    assert "pthread_create" in lib.get_source("ll")
+    lib.export_library(str(tmp_path / "pthread.so"))
+    loaded = tvms.runtime.load_module(str(tmp_path / "pthread.so"))
+    x = np.linspace(-1, 1, 33, dtype=np.float32)
+    y = np.zeros(66, np.float32)
+    loaded["relu"](x, y)
+    np.testing.assert_allclose(y[:33], np.maximum(x, 0))
+
+
+def test_missing_c_compiler_is_a_clear_error_and_leaves_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "model.so"
+    path.write_bytes(b"old")
+    lib = tvms.build(from_source(TWO_KERNELS))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("CC", raising=False)
+    with pytest.raises(TVMSError, match=r"needs a C compiler .*'cc' was not found on PATH"):
+        lib.export_library(str(path))
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["model.so"]
+
+
+def test_export_replaces_atomically_without_leftovers(tmp_path):
+    path = tmp_path / "model.so"
+    path.write_bytes(b"old")
+    tvms.build(from_source(TWO_KERNELS)).export_library(str(path))
+    assert path.read_bytes()[:4] == b"\x7fELF"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.so"]
+
+
+def test_loading_what_is_not_a_tvms_library(tmp_path):
+    with pytest.raises(TVMSError, match="does not exist"):
+        tvms.runtime.load_module(str(tmp_path / "nothing.so"))
+    (tmp_path / "x.c").write_text("int answer(void) { return 42; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "plain.so"), str(tmp_path / "x.c")], check=True)
+    with pytest.raises(TVMSError, match="is not a tvms library"):
+        tvms.runtime.load_module(str(tmp_path / "plain.so"))
+    (tmp_path / "text.so").write_text("hello")
+    with pytest.raises(TVMSError, match="cannot load"):
+        tvms.runtime.load_module(str(tmp_path / "text.so"))
+
+
+def test_a_loaded_library_cannot_be_exported_again(two_kernels_lib, tmp_path):
+    lib = tvms.runtime.load_module(str(two_kernels_lib))
+    with pytest.raises(TVMSError, match="cannot be exported again"):
+        lib.export_library(str(tmp_path / "again.so"))
+
+
+MLP = Path(__file__).parent.parent / "examples" / "mlp.tvms"  # the corpus MLP, batch n symbolic
+
+
+def test_relax_executable_ships_its_program_and_kernels(tmp_path):
+    from tvms.runtime.reference_relax import run_relax
+
+    mod = from_source(MLP.read_text())
+    ex = tvms.compile(mod, target="llvm")
+    ex.export_library(str(tmp_path / "mlp.so"))
+    metadata, _ = read_metadata(str(tmp_path / "mlp.so"))
+    assert metadata["relax"] == ex.relax_text()
+    assert sorted(f["name"] for f in metadata["functions"]) == sorted(ex.kernels().functions)
+    rng = np.random.default_rng(5)
+    shapes = [(3, 784), (256, 784), (256,), (10, 256), (10,)]
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    for k, arr in enumerate(inputs):
+        np.save(tmp_path / f"in{k}.npy", arr)
+    script = textwrap.dedent("""
+        import numpy as np, tvms
+        ex = tvms.runtime.load_module("mlp.so")
+        assert type(ex).__name__ == "Executable", ex
+        vm = tvms.relax.VirtualMachine(ex, tvms.cpu())
+        out = vm["forward"](*[np.load(f"in{k}.npy") for k in range(5)])
+        np.save("out.npy", out.numpy())
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    expected = run_relax(mod, "forward", *inputs)
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, rtol=1e-4, atol=1e-3)

@@ -1,0 +1,270 @@
+"""The Relax VM on the CPU: ``tvms.compile`` / ``relax.build``, ``VirtualMachine``, memory reuse,
+packed functions, targets, and clear errors. Results are checked against numpy and against the
+reference executor (``run_relax``)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import CORPUS, FIXTURES
+
+import tvms as tvm
+from tvms import TVMSError, relax
+from tvms.relax.backend import get_patterns_with_prefix
+from tvms.runtime import cpu_blas  # noqa: F401  (registers the cpu_blas patterns and codegen)
+from tvms.runtime.reference_relax import run_relax
+from tvms.runtime.vm import Executable
+from tvms.script import from_source
+
+RNG = np.random.default_rng(7)
+TOL = {"rtol": 1e-4, "atol": 1e-4}
+
+
+def rand(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype("float32")
+
+
+def mlp_params(hidden: int) -> list[np.ndarray]:
+    return [rand(hidden, 784), rand(hidden), rand(10, hidden), rand(10)]
+
+
+def mlp_numpy(x: np.ndarray, w0: np.ndarray, b0: np.ndarray, w1: np.ndarray, b1: np.ndarray) -> np.ndarray:
+    return np.maximum(x @ w0.T + b0, 0) @ w1.T + b1
+
+
+@pytest.fixture(scope="module")
+def corpus_mlp() -> tuple:
+    mod = from_source((CORPUS / "mlp_bias_dyn_01_exported.tvms").read_text())
+    return mod, tvm.compile(mod, target="llvm")
+
+
+@pytest.mark.parametrize("n", [1, 64])
+def test_corpus_mlp_dynamic_batch(corpus_mlp: tuple, n: int) -> None:
+    mod, ex = corpus_mlp
+    assert isinstance(ex, Executable)
+    # the zero pipeline ran: only calls of the compiled kernels remain
+    assert sorted(ex.kernels().functions) == ["fused_matmul1_add1", "fused_matmul_add_relu",
+                                              "transpose", "transpose1"]
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    x, params = rand(n, 784), mlp_params(256)
+    out = vm["forward"](tvm.nd.array(x), *params)  # a Tensor and numpy arrays mixed
+    assert isinstance(out, tvm.nd.Tensor) and out.shape == (n, 10) and out.dtype == "float32"
+    np.testing.assert_allclose(out.numpy(), mlp_numpy(x, *params), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(out.numpy(), run_relax(mod, "forward", x, *params), rtol=1e-3, atol=1e-3)
+
+
+def test_seed003_fused_module() -> None:
+    mod = from_source((FIXTURES / "seeds_relax" / "seed003_mixed_fused.tvms").read_text())
+    ex = relax.build(mod, "llvm")
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    for n in (3, 5):
+        x, params = rand(n, 784), mlp_params(128)
+        np.testing.assert_allclose(vm["forward"](x, *params).numpy(), mlp_numpy(x, *params),
+                                   rtol=1e-3, atol=1e-3)
+
+
+def test_seed002_mixture_with_environment_functions() -> None:
+    # seed 002's MyModuleMixture as written (old R.call_tir("env.relu", ...) syntax): packed
+    # functions in destination-passing style, reading their arguments through DLPack
+    @tvm.register_func("env.linear", override=True)
+    def linear(x, w, b, out) -> None:
+        np.matmul(np.from_dlpack(x), np.from_dlpack(w).T, out=np.from_dlpack(out))
+        np.add(np.from_dlpack(out), np.from_dlpack(b), out=np.from_dlpack(out))
+
+    @tvm.register_func("env.relu", override=True)
+    def relu(x, out) -> None:
+        np.maximum(np.from_dlpack(x), 0, out=np.from_dlpack(out))
+
+    x, params = rand(1, 784), mlp_params(128)
+    bound = relax.transform.BindParams("main", {k: tvm.nd.array(v) for k, v in
+                                                zip(("w0", "b0", "w1", "b1"), params)})(
+        from_source((FIXTURES / "seeds_relax" / "input" / "seed002_mymodule_mixture.tvms").read_text()))
+    vm = relax.VirtualMachine(relax.vm.build(bound, target="llvm"), tvm.cpu())  # (the seed's old name)
+    np.testing.assert_allclose(vm["main"](tvm.nd.array(x)).numpy(), mlp_numpy(x, *params), rtol=1e-3, atol=1e-3)
+    timing = vm.module.time_evaluator("main", tvm.cpu(), number=3, repeat=2)(tvm.nd.array(x))
+    assert len(timing.results) == 2 and 0 < timing.mean < 1
+
+
+def test_cpu_blas_dispatch_then_vm(corpus_mlp: tuple) -> None:
+    mod, _ = corpus_mlp
+    patterns = get_patterns_with_prefix("cpu_blas")
+    offloaded = relax.transform.RunCodegen()(
+        relax.transform.FuseOpsByPattern(patterns, annotate_codegen=True)(mod))
+    ex = tvm.compile(offloaded, target="llvm")
+    # both matmul + bias (+ relu) chains went to cpu_blas: the VM calls them as packed functions
+    assert "fused_matmul_add_relu" not in ex.kernels().functions
+    assert "R.call_dps_packed" in ex.relax_text()
+    x, params = rand(4, 784), mlp_params(256)
+    out = relax.VirtualMachine(ex, tvm.cpu())["forward"](x, *params)
+    np.testing.assert_allclose(out.numpy(), mlp_numpy(x, *params), rtol=1e-3, atol=1e-3)
+
+
+CALL_PACKED = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n",), dtype="float32"), flag: R.Tensor((), dtype="bool")):
+        n = T.int64()
+        y = R.call_packed("test_vm.double", x, sinfo_args=(R.Tensor((n,), dtype="float32"),))
+        if flag:
+            z = R.add(y, y)
+        else:
+            z = R.multiply(y, y)
+        t = (z, y)
+        w = R.match_cast(t[0], R.Tensor((n,), dtype="float32"))
+        return (w, t[1])
+'''
+
+
+def test_call_packed_tuples_if_and_match_cast() -> None:
+    tvm.register_func("test_vm.double", lambda x: x * 2, override=True)
+    mod = from_source(CALL_PACKED)
+    vm = relax.VirtualMachine(tvm.compile(mod), tvm.cpu())
+    x = rand(6)
+    for flag in (True, False):
+        w, y = vm["main"](x, np.array(flag))
+        expect = 4 * x if flag else 4 * x * x
+        np.testing.assert_allclose(w.numpy(), expect, **TOL)
+        np.testing.assert_allclose(y.numpy(), 2 * x, **TOL)
+        np.testing.assert_allclose(w.numpy(), run_relax(mod, "main", x, np.array(flag))[0], **TOL)
+
+
+CLOSURE = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        @R.function
+        def inner(y: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+            z = R.add(x, y)
+            return z
+        a = inner(x)
+        b = inner(a)
+        return b
+'''
+
+
+def test_closure_capturing_a_parameter() -> None:
+    mod = from_source(CLOSURE)
+    x = rand(4)
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    np.testing.assert_allclose(vm["main"](x).numpy(), 3 * x, **TOL)
+    np.testing.assert_allclose(vm["main"](x).numpy(), run_relax(mod, "main", x), **TOL)
+
+
+def chain_module(length: int) -> str:
+    calls = "\n".join(f"            a{i + 1} = R.call_tir(cls.add_one, (a{i},), "
+                      f"out_sinfo=R.Tensor((n, 16), dtype=\"float32\"))" for i in range(length))
+    return f'''
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add_one(p_a: T.handle, p_b: T.handle):
+        n = T.int64()
+        A = T.match_buffer(p_a, (n, T.int64(16)))
+        B = T.match_buffer(p_b, (n, T.int64(16)))
+        for i, j in T.grid(n, T.int64(16)):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] + T.float32(1)
+
+    @R.function
+    def main(a0: R.Tensor(("n", 16), dtype="float32")) -> R.Tensor(("n", 16), dtype="float32"):
+        n = T.int64()
+        cls = Module
+        with R.dataflow():
+{calls}
+            R.output(a{length})
+        return a{length}
+'''
+
+
+def test_memory_reuse_in_a_chain_of_ten_elementwise_kernels() -> None:
+    ex = tvm.compile(from_source(chain_module(10)), target="llvm")
+    assert list(ex.kernels().functions) == ["add_one"]
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    x = rand(3, 16)
+    out = vm["main"](x)
+    np.testing.assert_allclose(out.numpy(), x + 10, **TOL)
+    # nine intermediates ping-pong between two pooled buffers; the result is its own buffer
+    assert vm.memory_stats() == {"pooled": 2, "reused": 7, "unpooled": 1}
+    out2 = vm["main"](x)  # a second call reuses the pool: no new intermediate buffer
+    assert vm.memory_stats() == {"pooled": 2, "reused": 16, "unpooled": 2}
+    # results are never pool buffers: the first result survives the second call
+    np.testing.assert_allclose(out.numpy(), x + 10, **TOL)
+    assert not np.shares_memory(out.array, out2.array)
+    vm["main"](rand(5, 16))  # another batch size: buffers of another size
+    assert vm.memory_stats()["pooled"] == 4
+
+
+def test_target_with_num_cores_and_current_target() -> None:
+    target = tvm.target.Target("llvm -num-cores=2")
+    assert target.kind == "llvm" and target.num_cores == 2 and str(target) == "llvm -num-cores=2"
+    assert tvm.target.Target.current() is None
+    with target:
+        assert tvm.target.Target.current() is target
+        ex = tvm.compile(from_source(chain_module(2)))
+        lib = tvm.build(from_source(chain_module(1))["add_one"])  # tvms.build reads it too
+    assert lib.target == "llvm -num-cores=2"
+    assert tvm.target.Target.current() is None
+    assert ex.kernels().target == "llvm -num-cores=2"
+    assert ex.kernels()["add_one"].compiled.target.threads == 2
+    with pytest.raises(TVMSError, match="unknown target kind"):
+        tvm.target.Target("llvmx")
+    with pytest.raises(TVMSError, match="num-cores"):
+        tvm.target.Target("llvm -num-cores=two")
+
+
+def test_executable_parts_rebuild_the_executable(corpus_mlp: tuple) -> None:
+    _, ex = corpus_mlp
+    text = ex.relax_text()
+    assert text.startswith("# from tvm.script import") or "@I.ir_module" in text
+    again = Executable.from_parts(text, ex.kernels())
+    assert again.relax_text() == text
+    x, params = rand(2, 784), mlp_params(256)
+    first = relax.VirtualMachine(ex, tvm.cpu())["forward"](x, *params).numpy()
+    np.testing.assert_array_equal(relax.VirtualMachine(again, tvm.cpu())["forward"](x, *params).numpy(), first)
+
+
+def test_bad_calls_are_clear_errors(corpus_mlp: tuple) -> None:
+    _, ex = corpus_mlp
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    x, params = rand(2, 784), mlp_params(256)
+    with pytest.raises(TVMSError, match="takes 5 arguments"):
+        vm["forward"](x, *params[:3])
+    with pytest.raises(TVMSError, match="expected dtype float32, got float64"):
+        vm["forward"](x.astype("float64"), *params)
+    with pytest.raises(TVMSError, match="dimension 1 should be 784"):
+        vm["forward"](rand(2, 783), *params)
+    with pytest.raises(TVMSError, match="expected 2 dimensions"):
+        vm["forward"](rand(784), *params)
+    with pytest.raises(TVMSError, match="expected a tensor, a numpy array"):
+        vm["forward"]("x", *params)
+    with pytest.raises(TVMSError, match="no Relax function 'main'"):
+        vm["main"]
+    with pytest.raises(TVMSError, match="not on cuda"):
+        relax.VirtualMachine(ex, tvm.cuda())
+    with pytest.raises(TVMSError, match="takes an Executable"):
+        relax.VirtualMachine(object(), tvm.cpu())
+    with pytest.raises(TVMSError, match="no Relax function"):
+        relax.build(from_source(chain_module(1))["add_one"])
+
+
+def test_exported_executable_loads_and_runs(corpus_mlp: tuple, tmp_path) -> None:
+    _, ex = corpus_mlp
+    path = str(tmp_path / "mlp.so")
+    ex.export_library(path)
+    loaded = tvm.runtime.load_module(path)
+    assert isinstance(loaded, Executable) and loaded.relax_text() == ex.relax_text()
+    x, params = rand(3, 784), mlp_params(256)
+    np.testing.assert_array_equal(relax.VirtualMachine(loaded, tvm.cpu())["forward"](x, *params).numpy(),
+                                  relax.VirtualMachine(ex, tvm.cpu())["forward"](x, *params).numpy())
+
+
+def test_after_call_tir_rewrite_alloc_tensor_and_direct_kernel_calls() -> None:
+    mod = relax.transform.CallTIRRewrite()(
+        from_source((FIXTURES / "seeds_relax" / "seed003_mixed_fused.tvms").read_text()))
+    text = mod.script()
+    assert "R.builtin.alloc_tensor" in text and "R.call_tir" not in text
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    x, params = rand(2, 784), mlp_params(128)
+    np.testing.assert_allclose(vm["forward"](x, *params).numpy(), mlp_numpy(x, *params), rtol=1e-3, atol=1e-3)
