@@ -476,9 +476,20 @@ def _entry_vars(func: PrimFunc) -> list:
     return out
 
 
+_EXPR_CACHE: dict[int, tuple[E.PrimExpr, Fn]] = {}
+
+
 def compile_expr(e: E.PrimExpr) -> Fn:
-    """A closure ``env -> value`` evaluating ``e`` (env maps Vars to values)."""
-    return _Compiler().expr(e)
+    """A closure ``env -> value`` evaluating ``e`` (env maps Vars to values); cached per
+    expression object, since the runtime checks the same declared shapes at every call."""
+    hit = _EXPR_CACHE.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    fn = _Compiler().expr(e)
+    if len(_EXPR_CACHE) > 4096:  # the cache holds the expressions alive: keep it bounded
+        _EXPR_CACHE.clear()
+    _EXPR_CACHE[id(e)] = (e, fn)
+    return fn
 
 
 _CACHE: dict[int, tuple[PrimFunc, Fn, str]] = {}

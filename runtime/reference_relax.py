@@ -56,13 +56,9 @@ class _Interpreter:
         if isinstance(e, int):
             return e
         try:
-            return self.compiled(e)(sizes)
+            return compile_expr(e)(sizes)  # (cached per expression)
         except KeyError as err:
             raise TVMSError(f"the symbolic size {err.args[0].name!r} is not bound") from None
-
-    def compiled(self, e: Any) -> Callable:
-        """``e`` as a function of the bound sizes (the VM caches these)."""
-        return compile_expr(e)
 
     def match(self, sinfo: Any, value: Any, sizes: dict, what: str) -> None:
         """Check ``value`` against ``sinfo`` and bind the symbolic sizes it defines."""

@@ -59,13 +59,6 @@ class Executable:
         return self._kernels
 
     def export_library(self, path: str) -> None:
-        """Write the kernels and the Relax program to ``path`` as one shared library;
-        ``tvms.runtime.load_module(path)`` gives the Executable back."""
-        from .export import export_library
-
-        export_library(self._kernels, path, relax_text=self.relax_text())
-
-    def export_library(self, path: str) -> None:
         """Write the kernels and the Relax text as one shared library (``runtime/export.py``);
         ``tvms.runtime.load_module(path)`` gives the Executable back."""
         from .export import export_library  # (it needs a C compiler: imported when used)
@@ -134,13 +127,6 @@ class _VMInterpreter(_Interpreter):
         self.plans: dict[int, SeqPlan] = {}
         self.pooled_calls: set = set()
         self.unpooled = 0  # outputs allocated outside the pool (they outlive their function)
-        self.compiled_exprs: dict[int, Callable] = {}
-
-    def compiled(self, e: Any) -> Callable:
-        fn = self.compiled_exprs.get(id(e))
-        if fn is None:  # (keyed by identity: the module, and so ``e``, outlives the VM's calls)
-            fn = self.compiled_exprs[id(e)] = super().compiled(e)
-        return fn
 
     def plan(self, seq: rx.SeqExpr) -> SeqPlan:
         plan = self.plans.get(id(seq))
