@@ -22,6 +22,7 @@ from tvms.ir import relax as rx
 from tvms.ir.errors import TVMSError
 from tvms.ir.expr import Op
 from tvms.ir.function import PrimFunc
+from tvms.ir.node import FrozenDict
 from tvms.ir.module import GlobalVar, IRModule
 
 from .module import Module, TimingResult, _on_cpu, build
@@ -111,10 +112,28 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero") -> "Exec
             from tvms.lowering.relax.pipeline import get_pipeline
             # TVM's "default" legalizes before the VM; here the zero pipeline also fuses
             relax_pipeline = get_pipeline("zero" if relax_pipeline == "default" else relax_pipeline)
-        mod = relax_pipeline(mod)
+        # TVM's build keeps every Relax function; the pipeline's dead-code elimination keeps the
+        # public ones only, so a private one (IRModule.from_expr(func)) is public while it runs
+        private = [k for k in mod if isinstance(mod[k], rx.Function) and "global_symbol" not in mod[k].attrs]
+        mod = relax_pipeline(_with_global_symbols(mod, private, True))
+        mod = _with_global_symbols(mod, [k for k in private if k in mod], False)
     prims = {k: mod[k] for k in mod if isinstance(mod[k], PrimFunc)}
     kernels = build(IRModule(prims), target) if prims else Module({}, str(target))
     return Executable(mod, kernels)
+
+
+def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:
+    """``mod`` with the functions ``names`` given (or rid of) their ``global_symbol``."""
+    if not names:
+        return mod
+    out = mod.copy()
+    for name in names:
+        func = mod[name]
+        attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
+        if add:
+            attrs["global_symbol"] = name
+        out[mod.get_global_var(name)] = func.with_changes(attrs=FrozenDict(attrs))
+    return out
 
 
 class _VMInterpreter(_Interpreter):

@@ -37,11 +37,15 @@ def prim_func(func: Callable | None = None, *, private: bool = False, s_tir: boo
     whole class at once.
     """
     def decorate(f: Callable) -> Any:
-        if "." in f.__qualname__ and "<locals>" not in f.__qualname__.rsplit(".", 1)[0]:
-            return f  # a method of a class that @I.ir_module will parse
-        return _parse(f)
+        return f if _is_method(f) else _parse(f)
 
     return decorate(func) if func is not None else decorate
+
+
+def _is_method(f: Callable) -> bool:
+    """A function defined in a class body: the class's ``@I.ir_module`` parses it."""
+    parts = f.__qualname__.split(".")  # C.f, or g.<locals>.C.f; not g.<locals>.f
+    return len(parts) > 1 and parts[-2] != "<locals>"
 
 
 def ir_module(cls: type) -> Any:

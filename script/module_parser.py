@@ -95,6 +95,7 @@ class ModuleParser:
             raise self.error(cls, f"class {cls.name!r} needs the @I.ir_module decorator")
         mod = IRModule()
         attrs: dict = {}
+        self.class_name = cls.name  # `cls = Module` may name the class as it is written
         # every function can refer to every other (cls.name) whatever their order
         self.globals = {s.name: GlobalVar(s.name) for s in cls.body if isinstance(s, S.FunctionDef)}
         self.prim_func_names = {s.name for s in cls.body if isinstance(s, S.FunctionDef)
@@ -130,6 +131,7 @@ class ModuleParser:
                                        frozenset(self.typevars), self.metadata)
         builder.prim_funcs = self.prim_func_names
         builder.signatures = self.signatures
+        builder.class_name = getattr(self, "class_name", "Module")
         return builder
 
     def literal(self, syn: Any) -> Any:

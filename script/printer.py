@@ -28,7 +28,7 @@ def to_script(node: Any, dialect: "str | Dialect" = "classic", name: str | None 
     d = get_dialect(dialect)
     if isinstance(node, IRModule):
         return _module(node, d, show_meta)
-    if isinstance(node, PrimFunc):
+    if isinstance(node, (PrimFunc, rx.Function)):
         return _bare_function(node, d, name)
     if isinstance(node, Stmt):
         p = TIRPrinter(d)
@@ -128,14 +128,21 @@ def _refers_to_elided(text: str, constants: list) -> bool:
         any(c.data is None for c in constants)
 
 
-def _bare_function(f: PrimFunc, d: Dialect, name: str | None) -> str:
+def _bare_function(f: "PrimFunc | rx.Function", d: Dialect, name: str | None) -> str:
+    """A function outside a module (``@T.prim_func def main`` / ``@R.function def main``)."""
     name = name or str(f.attrs.get("global_symbol", "main"))
     typevars, typevar_ids = ([], {}) if d.typevar_header is None else _hoisted_typevars([f])
-    p = TIRPrinter(d, typevars=typevar_ids)
+    namer = Namer()
     for n in typevars:
-        p.namer.used[n] = 1
-    p.prim_func(f, name, decorate_s_tir=d.name != "classic")
-    return "\n".join(_header(d, typevars, p.lines, relax=False, with_ir=False) + p.lines)
+        namer.used[n] = 1
+    relax = isinstance(f, rx.Function)
+    if relax:
+        p = RelaxPrinter(d, namer, typevar_ids, set(), [])
+        p.function(f, name)
+    else:
+        p = TIRPrinter(d, namer, typevar_ids)
+        p.prim_func(f, name, decorate_s_tir=d.name != "classic")
+    return "\n".join(_header(d, typevars, p.lines, relax=relax, with_ir=False) + p.lines)
 
 
 register_printer(to_script)

@@ -157,7 +157,8 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if len(targets) != 1 or not isinstance(targets[0], S.Name):
             raise self.error(stmt, "a binding assigns one name")
         name = targets[0].id
-        if isinstance(value_syn, S.Name) and value_syn.id == "Module" and annotation is None:
+        if isinstance(value_syn, S.Name) and value_syn.id in ("Module", getattr(self, "class_name", "Module")) \
+                and annotation is None:
             self.define(name, ModuleRef(self.module_names))  # cls = Module
             return
         if isinstance(value_syn, S.Call):

@@ -1,4 +1,4 @@
-"""Smoke test of the parse/print benchmark: a --quick run without TVM finishes and prints its
+"""Smoke tests of the benchmarks: a --quick run without TVM finishes and prints its
 table. It checks no figure (timings are never asserted)."""
 from __future__ import annotations
 
@@ -9,12 +9,28 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def test_quick_benchmark_runs_and_prints_a_table() -> None:
-    done = subprocess.run([sys.executable, "benchmarks/parse_print.py", "--quick", "--no-tvm"],
+def run_quick(script: str, *flags: str) -> subprocess.CompletedProcess:
+    """A finished ``--quick`` run of ``benchmarks/SCRIPT``; fails the test when it exits with an error."""
+    done = subprocess.run([sys.executable, f"benchmarks/{script}", "--quick", *flags],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_quick_benchmark_runs_and_prints_a_table() -> None:
+    done = run_quick("parse_print.py", "--no-tvm")
     lines = done.stdout.splitlines()
     assert any(line.startswith("workload") and "parse tvms" in line for line in lines)
     for workload in ("matmul", "conv2d", "tiled", "gpu", "all"):
         assert any(line.startswith(workload + " ") for line in lines), done.stdout
     assert "tvms print differs" not in done.stdout  # every workload round-trips in tvms
+
+
+def test_quick_cpu_e2e_benchmark_runs_and_prints_a_table() -> None:
+    done = run_quick("cpu_e2e.py")
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("machine: ") and " cores, numpy " in line for line in lines), done.stdout
+    for row in ("add numpy np.add", "add tvms unscheduled", "add tvms parallel + vectorized",
+                "mlp batch 1 tvms VM", "mlp batch 4 tvms VM", "compile mlp, first",
+                "compile mlp, unchanged (cache)"):
+        assert any(line.startswith(row) for line in lines), done.stdout

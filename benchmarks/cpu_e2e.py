@@ -1,0 +1,176 @@
+"""End-to-end CPU figures of tvms, side by side in one run: an elementwise add in GB/s, the MLP
+example through the Relax VM, and compile times, beside numpy and Apache TVM 0.27.
+
+    .venv/bin/python benchmarks/cpu_e2e.py              # 16M floats, MLP at batch 1 and 64
+    .venv/bin/python benchmarks/cpu_e2e.py --quick      # small sizes, 1 repeat, no TVM
+
+* add: ``tvms.build`` of the TensorIR add of ``cpu_e2e_kernels.py``, unscheduled and scheduled
+  (``T.parallel`` outer, ``T.vectorized`` inner), beside ``np.add(a, b, out=c)`` and ``np.copyto``
+  (a memcpy-like baseline). GB/s are bytes moved over the median time: 3 arrays x 4 bytes x N for
+  an add, 2 x 4 x N for the copy.
+* MLP: ``examples/mlp.tvms`` (784-256-10) through ``tvms.compile`` + ``relax.VirtualMachine``,
+  beside numpy (``relu(x @ w1.T + b1) @ w2.T + b2``); results are checked against numpy first.
+* compile: the first ``tvms.compile`` of the MLP in this process, then a compile of a freshly
+  parsed, unchanged copy (its kernels come from the content-addressed cache).
+
+With Apache TVM found (``--tvm-python``, else as ``parse_print.py`` finds it) the same add texts
+and the MLP (zero pipeline + ``tvm.compile`` + VM) run in TVM's Python (``cpu_e2e_tvm.py``). The
+"vs" columns are the other side's time over tvms's (above 1: tvms is faster).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+import tvms
+from cpu_e2e_kernels import ADD_SCHEDULES, CHUNK, add_text
+from parse_print import cpu_model, find_tvm_python, load_average
+from tvms.script import from_source
+
+MLP_PATH = Path(__file__).resolve().parent.parent / "examples" / "mlp.tvms"
+WEIGHT_SHAPES = [(256, 784), (256,), (10, 256), (10,)]
+
+
+def per_call_seconds(fn, number: int, repeat: int) -> float:
+    """Median over ``repeat`` runs of the seconds per call of ``number`` calls, after one warm-up."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - start) / number)
+    return float(np.median(times))
+
+
+def numpy_blas() -> str:
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{blas['name']} {blas.get('version', '')}".strip()
+    except Exception:  # (older numpy has no dict mode; the name is only descriptive)
+        return "unknown BLAS"
+
+
+def measure_tvm(python: str, n: int, batches: list[int], repeat: int) -> dict:
+    """Median seconds per label of Apache TVM's side, from a subprocess in its Python."""
+    script = Path(__file__).with_name("cpu_e2e_tvm.py")
+    done = subprocess.run([python, str(script), str(n), ",".join(map(str, batches)), str(repeat), str(MLP_PATH)],
+                          capture_output=True, text=True, cwd=script.parent)
+    if done.returncode != 0:
+        print(f"Apache TVM run failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[-400:]}")
+        return {}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def add_rows(n: int, repeat: int) -> list[tuple]:
+    """(label, seconds, bytes moved) of numpy's add and copy and of each tvms add schedule."""
+    rng = np.random.default_rng(0)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    c = np.zeros(n, np.float32)
+    add_bytes = 3 * 4 * n
+    rows = [("add numpy np.add(out=)", per_call_seconds(lambda: np.add(a, b, out=c), 1, repeat), add_bytes),
+            ("add numpy np.copyto (copy)", per_call_seconds(lambda: np.copyto(c, a), 1, repeat), 2 * 4 * n)]
+    for label, template in ADD_SCHEDULES.items():
+        lib = tvms.build(from_source(add_text(template, n))["main"], target="llvm")
+        c[...] = 0
+        lib(a, b, c)
+        np.testing.assert_allclose(c, a + b, rtol=1e-6)
+        timing = lib.time_evaluator("main", number=1, repeat=repeat)(a, b, c)
+        rows.append((f"add tvms {label}", timing.median, add_bytes))
+    return rows
+
+
+def compile_mlp() -> tuple:
+    """The MLP's VM and the seconds of its first compile and of a compile of an unchanged copy."""
+    text = MLP_PATH.read_text()
+    module, copy = from_source(text), from_source(text)
+    start = time.perf_counter()
+    executable = tvms.compile(module, target="llvm")
+    first_s = time.perf_counter() - start
+    start = time.perf_counter()
+    tvms.compile(copy, target="llvm")
+    again_s = time.perf_counter() - start
+    return tvms.relax.VirtualMachine(executable, tvms.cpu()), first_s, again_s
+
+
+def mlp_rows(vm, batches: list[int], repeat: int) -> list[tuple]:
+    """(label, numpy seconds, tvms seconds) per batch, after checking the VM against numpy."""
+    rng = np.random.default_rng(0)
+    w1, b1, w2, b2 = (rng.standard_normal(s, dtype=np.float32) for s in WEIGHT_SHAPES)
+
+    def forward_numpy(x: np.ndarray) -> np.ndarray:
+        return np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+
+    rows = []
+    for batch in batches:
+        x = rng.standard_normal((batch, 784), dtype=np.float32)
+        args = [tvms.nd.array(v) for v in (x, w1, b1, w2, b2)]
+        np.testing.assert_allclose(vm["forward"](*args).numpy(), forward_numpy(x), rtol=1e-3, atol=1e-3)
+        numpy_s = per_call_seconds(lambda: forward_numpy(x), 10, repeat)
+        tvms_s = vm.time_evaluator("forward", number=10, repeat=repeat)(*args).median
+        rows.append((f"mlp batch {batch}", numpy_s, tvms_s))
+    return rows
+
+
+def ratio(theirs: float | None, ours: float) -> str:
+    return f"{theirs / ours:7.2f}x" if theirs else ""
+
+
+def render(add: list[tuple], mlp: list[tuple], compiles: tuple, theirs: dict) -> list[str]:
+    lines = [f"{'':34} {'ms':>9} {'GB/s':>7} {'vs numpy':>9} {'TVM ms':>9} {'TVM GB/s':>9} {'vs TVM':>8}"]
+    numpy_add_s = add[0][1]
+    for label, seconds, moved in add:
+        tvm_s = theirs.get(label.replace("add tvms ", "add "), None) if label.startswith("add tvms") else None
+        tvm_cells = f"{tvm_s * 1e3:9.3f} {moved / tvm_s / 1e9:9.2f} {ratio(tvm_s, seconds):>8}" if tvm_s else ""
+        lines.append(f"{label:34} {seconds * 1e3:9.3f} {moved / seconds / 1e9:7.2f} "
+                     f"{ratio(numpy_add_s, seconds):>9} {tvm_cells}")
+    for label, numpy_s, tvms_s in mlp:
+        tvm_s = theirs.get(label)
+        lines.append(f"{label + ' numpy':34} {numpy_s * 1e3:9.3f} {'':7} {ratio(numpy_s, numpy_s):>9}")
+        lines.append(f"{label + ' tvms VM':34} {tvms_s * 1e3:9.3f} {'':7} {ratio(numpy_s, tvms_s):>9} "
+                     + (f"{tvm_s * 1e3:9.3f} {'':9} {ratio(tvm_s, tvms_s):>8}" if tvm_s else ""))
+    first_s, again_s = compiles
+    tvm_s = theirs.get("mlp compile")
+    lines.append(f"{'compile mlp, first':34} {first_s * 1e3:9.1f} {'':7} {'':9} "
+                 + (f"{tvm_s * 1e3:9.1f} {'':9} {ratio(tvm_s, first_s):>8}" if tvm_s else ""))
+    lines.append(f"{'compile mlp, unchanged (cache)':34} {again_s * 1e3:9.1f} {'':7} {'':9} "
+                 f"{'':9} {'':9} {ratio(tvm_s, again_s):>8}")
+    lines.append(f"repeated compile: {first_s / again_s:.1f}x faster than the first")
+    return lines
+
+
+def main(argv: list | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=16 * 1024 * 1024, help="floats per add array")
+    parser.add_argument("--batches", default="1,64", help="MLP batch sizes, comma-separated")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="small sizes, 1 repeat, no TVM")
+    parser.add_argument("--no-tvm", action="store_true", help="skip Apache TVM's columns")
+    parser.add_argument("--tvm-python", help="Python with Apache TVM 0.27 (default as parse_print.py)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.n, args.batches, args.repeat, args.no_tvm = 16 * CHUNK, "1,4", 1, True
+    batches = [int(b) for b in args.batches.split(",")]
+    load_before = load_average()
+    # the compile comes first, so its "first" is this process's first build of the MLP's kernels
+    vm, first_s, again_s = compile_mlp()
+    add = add_rows(args.n, args.repeat)
+    mlp = mlp_rows(vm, batches, args.repeat)
+    tvm_python = None if args.no_tvm else find_tvm_python(args.tvm_python)
+    theirs = measure_tvm(tvm_python, args.n, batches, args.repeat) if tvm_python else {}
+    print(f"tvms CPU end to end: add of N={args.n:,} float32, MLP 784-256-10, median of {args.repeat}"
+          + ("" if theirs else " (no Apache TVM columns)"))
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, numpy {np.__version__} with {numpy_blas()}, "
+          f"load average {load_before} before / {load_average()} after"
+          + (f"; Apache TVM {theirs['version']}" if theirs else ""))
+    print("\n".join(line.rstrip() for line in render(add, mlp, (first_s, again_s), theirs)))
+
+
+if __name__ == "__main__":
+    main()
