@@ -64,15 +64,16 @@ class Namer:
     def __init__(self) -> None:
         self.names: dict[int, str] = {}
         self.used: dict[str, int] = {name: 1 for name in RESERVED}
-        self.frames: list[list[int]] = [[]]
+        self.frames: list[list[tuple[int, str]]] = [[]]
         self.keep: list = []
 
     def push(self) -> None:
         self.frames.append([])
 
     def pop(self) -> None:
-        for key in self.frames.pop():
-            name = self.names.pop(key)
+        for key, name in self.frames.pop():
+            if self.names.get(key) == name:  # (an object defined again inside keeps the new name
+                del self.names[key]           # until that frame ends)
             self.used[name] -= 1
             if not self.used[name]:
                 del self.used[name]
@@ -88,7 +89,7 @@ class Namer:
             name = f"{base}_{n}"
         self.names[id(obj)] = name
         self.used[name] = self.used.get(name, 0) + 1
-        self.frames[frame].append(id(obj))
+        self.frames[frame].append((id(obj), name))
         self.keep.append(obj)
         return name
 
