@@ -1,8 +1,10 @@
 """Shared test configuration: where the corpus and fixtures live, and the --runslow switch."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import pathlib
+from types import ModuleType
 
 import pytest
 
@@ -10,6 +12,15 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "corpus"
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
+
+
+def load_example(filename: str) -> ModuleType:
+    """A Python file of ``examples/``, imported as a module (the examples are not a package)."""
+    spec = importlib.util.spec_from_file_location(f"example_{pathlib.Path(filename).stem}",
+                                                  ROOT / "examples" / filename)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def corpus_manifest() -> list[dict]:

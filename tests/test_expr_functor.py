@@ -1,25 +1,15 @@
 """tvms.relax.expr_functor: seed 003's ReluToGelu pass, visitors and mutators."""
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 import tvms as tvm
-from conftest import CORPUS, FIXTURES, ROOT
+from conftest import CORPUS, FIXTURES, load_example
 from tvms import relax
 from tvms.relax.expr_functor import PyExprMutator, PyExprVisitor, mutator, visitor
 from tvms.script import from_source
 
 SEEDS = FIXTURES / "seeds_relax"
-
-
-def load_example():
-    spec = importlib.util.spec_from_file_location("relu_to_gelu_example",
-                                                  ROOT / "examples" / "relu_to_gelu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # The pass exactly as seed 003 writes it (with ``tvms`` for ``tvm``).
@@ -64,7 +54,7 @@ def test_relu_to_gelu_matches_tvm_0_27_output():
 
 
 def test_the_example_file_is_the_same_pass():
-    example = load_example()
+    example = load_example("relu_to_gelu.py")
     before = from_source((SEEDS / "seed003_relax_mlp_exported.tvms").read_text())
     expected = (SEEDS / "seed003_relax_relu_to_gelu.tvms").read_text().rstrip("\n")
     assert example.ReluToGelu()(before).script() == expected

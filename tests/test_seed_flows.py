@@ -4,12 +4,11 @@ random search and parameter-bound mixture module; seed 003's legalized, fused an
 MLP (its ReluToGelu pass from examples/relu_to_gelu.py). Every result is compared with numpy."""
 from __future__ import annotations
 
-import importlib.util
 from math import erf
 
 import numpy as np
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, load_example
 
 import tvms as tvm
 from tvms import IRModule, relax, te
@@ -380,16 +379,8 @@ def test_seed003_fused_module_on_cpu(origin_mod: IRModule, n: int) -> None:
     run_mlp(mod, n)
 
 
-def relu_to_gelu_example():
-    """Seed 003's ReluToGelu pass as examples/relu_to_gelu.py keeps it, word for word."""
-    spec = importlib.util.spec_from_file_location("seed003_relu_to_gelu", ROOT / "examples" / "relu_to_gelu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.ReluToGelu
-
-
 def test_seed003_relu_to_gelu_module_on_cpu(origin_mod: IRModule) -> None:
-    ReluToGelu = relu_to_gelu_example()
+    ReluToGelu = load_example("relu_to_gelu.py").ReluToGelu  # seed 003's pass, word for word
     mod = ReluToGelu()(origin_mod)
     gelu = np.vectorize(lambda h: 0.5 * h * (1 + erf(h / np.sqrt(2))), otypes=[np.float32])
     run_mlp(relax.get_pipeline("zero")(mod), 3, act=gelu)

@@ -169,9 +169,9 @@ class Module:
     np.testing.assert_allclose(out, np.sqrt(a) * a + np.tanh(a), rtol=1e-5)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(sorted(MODULES)), st.data())
-def test_lowering_random_schedules_keeps_results(name: str, data: st.DataObject) -> None:
+def randomly_scheduled(name: str, data: st.DataObject) -> tuple:
+    """One of the schedule properties' modules and a schedule of it after 1-5 random steps
+    (a step the schedule refuses is skipped)."""
     original = from_source(MODULES[name])
     sch = Schedule(original, seed=data.draw(st.integers(0, 1000)))
     for _ in range(data.draw(st.integers(1, 5))):
@@ -179,6 +179,13 @@ def test_lowering_random_schedules_keeps_results(name: str, data: st.DataObject)
             apply_random_step(sch, data)
         except ScheduleError:
             continue
+    return original, sch
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(sorted(MODULES)), st.data())
+def test_lowering_random_schedules_keeps_results(name: str, data: st.DataObject) -> None:
+    original, sch = randomly_scheduled(name, data)
     lowered = lowering.lower_for_codegen(sch.mod["main"])
     inputs = random_inputs(original["main"])
     for want, got in zip(results(original["main"], inputs), results(lowered, inputs)):
@@ -191,13 +198,7 @@ def test_compiled_random_schedules_equal_the_reference(name: str, data: st.DataO
     """The LLVM build (``tvms.build``: lowering, codegen, JIT) of a randomly scheduled function
     computes what the reference executor computes for the unscheduled one."""
     pytest.importorskip("llvmlite")
-    original = from_source(MODULES[name])
-    sch = Schedule(original, seed=data.draw(st.integers(0, 1000)))
-    for _ in range(data.draw(st.integers(1, 5))):
-        try:
-            apply_random_step(sch, data)
-        except ScheduleError:
-            continue
+    original, sch = randomly_scheduled(name, data)
     lib = tvms.build(sch.mod, target="llvm")
     inputs = random_inputs(original["main"])
     got = [a.copy() for a in inputs]

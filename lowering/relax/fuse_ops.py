@@ -26,10 +26,9 @@ from ...ir.visitor import collect, walk
 from ..pass_registry import register_pass
 from ..transform import module_pass
 from .expr_functor import PyExprMutator
-from .legalize import _tvm_print_order
 from .op_pattern import (BROADCAST, COMM_REDUCE_KIND, ELEMWISE, INJECTIVE, OPAQUE,
                          OUT_EWISE_FUSABLE, TUPLE)
-from .passes import _substitute
+from .passes import _substitute, tvm_print_order
 
 MAX_FUSED_OPS = 256  # TVM's default for the "relax.FuseOps.max_depth" config
 _CALL_TIR = ("relax.call_tir", "relax.call_tir_inplace")
@@ -599,7 +598,7 @@ def fuse_ops(mod: IRModule, opt_level: int, max_depth: int = MAX_FUSED_OPS) -> I
     graph = build_graph(mod)
     groups = _Partitioner(graph.order, opt_level, max_depth).partition()
     group_of = {id(n.ref): groups[n.index].root() for n in graph.order}
-    return _tvm_print_order(_Fusor(mod, group_of).transform(mod))
+    return tvm_print_order(_Fusor(mod, group_of).transform(mod))
 
 
 @module_pass(opt_level=0, name="FuseOps")

@@ -32,8 +32,7 @@ from ..pass_registry import register_pass
 from ..transform import module_pass
 from .expr_functor import PyExprMutator
 from .call_tir_rewrite import flat_tensors as _flat_tensors
-from .legalize import _tvm_print_order
-from .passes import canonicalize_bindings, DeadCodeElimination
+from .passes import canonicalize_bindings, DeadCodeElimination, tvm_print_order
 
 
 class _Renew(Mutator):
@@ -337,7 +336,7 @@ class FuseTIR:
                 mod[gv] = canonicalize_bindings(f)
         mod = fuse_tir(mod)
         # DeadCodeElimination's work, as part of this pass (no instrument sees it run apart)
-        return _tvm_print_order(DeadCodeElimination().pass_func(mod, ctx))
+        return tvm_print_order(DeadCodeElimination().pass_func(mod, ctx))
 
 
 register_pass(factory=FuseTIR)

@@ -19,7 +19,6 @@ from ...ir.expr import (EQ, GE, GT, LE, LT, NE, BufferLoad, FloatImm, FloorDiv, 
                         Op, Range)
 from ...ir.stmt import BufferStore
 from ...ir.visitor import Mutator
-from ...ir.function import PrimFunc
 from ...ir.module import IRModule
 from ...ir.node import FrozenDict
 from ...ir.relax_op import make_call
@@ -29,8 +28,6 @@ from ..pass_registry import register_pass
 from ..transform import module_pass
 from .expr_functor import PyExprMutator
 from .passes import tvm_print_order
-
-_tvm_print_order = tvm_print_order  # (the name the fusion passes import)
 
 class _NotLegalized(Exception):
     """Raised by a legalization for a case it does not cover: the call stays as it is."""
@@ -140,18 +137,18 @@ class _Int64Indices(Mutator):
         return iv
 
     def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:
-        load = self.generic_visit(load)
-        if not any(_is_i32(i) for i in load.indices):
-            return load
-        return load.with_changes(indices=tuple(IntImm(_I64, i.value) if _is_i32(i) else i
-                                               for i in load.indices))
+        return _widen_indices(self.generic_visit(load))
 
     def visit_BufferStore(self, store: BufferStore) -> Any:
-        store = self.generic_visit(store)
-        if not any(_is_i32(i) for i in store.indices):
-            return store
-        return store.with_changes(indices=tuple(IntImm(_I64, i.value) if _is_i32(i) else i
-                                                for i in store.indices))
+        return _widen_indices(self.generic_visit(store))
+
+
+def _widen_indices(access: Any) -> Any:
+    """A buffer load or store with its int32 constant indices made int64."""
+    if not any(_is_i32(i) for i in access.indices):
+        return access
+    return access.with_changes(indices=tuple(IntImm(_I64, i.value) if _is_i32(i) else i
+                                             for i in access.indices))
 
 
 _I64 = DataType("int64")
