@@ -52,7 +52,10 @@ class RelaxPrinter(TIRPrinter):
         parts = []
         for d in values:
             text = self.expr(d)
-            if self.in_signature and not isinstance(d, (IntImm, TirVar)) and self.has_quoted(d):
+            # a compound size in a signature is quoted: classic TVM when it reads a size the
+            # signature names before defining it, TVM 0.27 always (its parser defines sizes there)
+            if self.in_signature and not isinstance(d, (IntImm, TirVar)) and (
+                    self.has_quoted(d) if self.d.name == "classic" else collect(d, TirVar)):
                 text = quote(text.replace('"', ""))
             parts.append(text)
         return ", ".join(parts)
@@ -215,7 +218,7 @@ class RelaxPrinter(TIRPrinter):
             for v in sizes:
                 self.namer.define(v, v.name)
             self.quoted = {id(v) for v in sizes}
-        self.in_signature = self.d.name == "classic"
+        self.in_signature = True
         params = [f"{self.namer.define(p, p.name)}: {self.sinfo(p.struct_info)}" for p in f.params]
         ret = self.sinfo(f.ret_struct_info)
         self.in_signature, self.quoted = False, set()

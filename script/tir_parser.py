@@ -55,6 +55,10 @@ class FunctionFrame:
     attrs: dict = field(default_factory=dict)
     root_allocs: list = field(default_factory=list)
     typevars: dict = field(default_factory=dict)  # module-level TypeVar names -> this function's Var
+    # while the signature is read: scalar parameters' dtypes by name, and the size variables that
+    # quoted buffer dimensions created (a later scalar parameter of that name is that variable)
+    signature_dtypes: dict | None = None
+    size_vars: dict = field(default_factory=dict)
 
 
 def _norm_attrs(value: Any) -> FrozenDict:
@@ -89,6 +93,13 @@ class TIRBuilder(ExprEvaluator):
             return var
         return ExprEvaluator.lookup(self, name, syn)
 
+    def is_known(self, name: str) -> bool:
+        try:
+            self.lookup(name, None)
+        except ScriptError:
+            return False
+        return True
+
     def define(self, name: str, value: Any) -> None:
         self.scopes[-1][name] = value
 
@@ -103,8 +114,10 @@ class TIRBuilder(ExprEvaluator):
     def prim_func(self, fdef: S.FunctionDef, decorator_kwargs: dict) -> PrimFunc:
         self.func = frame = FunctionFrame()
         self.scopes.append({})
+        frame.signature_dtypes = self.scalar_param_dtypes(fdef.params)
         for p in fdef.params:
             self.param(p, frame)
+        frame.signature_dtypes = None
         ret_type = None
         if fdef.returns is not None:
             ret = self.ev(fdef.returns)
@@ -155,7 +168,7 @@ class TIRBuilder(ExprEvaluator):
         if isinstance(ann, Builtin) and is_dtype_name(ann.path):
             ann = PrimType(DataType(ann.path))
         if isinstance(ann, PrimType):
-            var = Var(p.name, ann.dtype)
+            var = frame.size_vars.get(p.name) or Var(p.name, ann.dtype)
         elif isinstance(ann, PointerType):
             var = Var(p.name, handle, ann)
         else:
@@ -163,6 +176,50 @@ class TIRBuilder(ExprEvaluator):
                              f"T.int32 or T.Buffer(...), got {_describe(ann)}")
         frame.params.append(var)
         self.define(p.name, var)
+
+    def scalar_param_dtypes(self, params: list) -> dict:
+        """The dtypes that the signature's scalar parameters declare (``n: T.int64``), by name."""
+        dtypes = {}
+        for p in params:
+            if isinstance(p.annotation, S.Attribute):
+                ann = self.ev(p.annotation)
+                if isinstance(ann, Builtin) and is_dtype_name(ann.path):
+                    dtypes[p.name] = DataType(ann.path)
+        return dtypes
+
+    def quoted_size(self, text: str, syn: Any) -> PrimExpr:
+        """A quoted dimension of a signature buffer, as TVM 0.27 prints a size over variables the
+        signature has not defined yet (``T.Buffer(("(n + 1) // 2", 4))``). Its names that are not
+        defined (or that name a module TypeVar but also a scalar parameter) become variables here:
+        with that parameter's dtype, else int32; later dimensions and the parameter reuse them."""
+        from .parser import parse_syntax
+
+        frame = self.func
+        problem = f"a quoted buffer dimension is an expression of sizes, got {text!r}"
+        if frame is None or frame.signature_dtypes is None:
+            raise self.error(syn, f"{problem}; quoted sizes are read in a PrimFunc's signature only")
+        try:
+            stmts = parse_syntax(text, Source(text, "<size>")).body
+        except ScriptError as e:
+            raise self.error(syn, f"{problem}: {e.message}") from None
+        if len(stmts) != 1 or not isinstance(stmts[0], S.ExprStmt):
+            raise self.error(syn, problem)
+        for name in _names_in(stmts[0].value):
+            if any(name in scope for scope in self.scopes):
+                continue
+            if name in self.typevar_names:
+                missing = name in frame.signature_dtypes  # the parameter shadows the TypeVar
+            else:
+                missing = not self.is_known(name)
+            if missing:
+                var = Var(name, frame.signature_dtypes.get(name, DataType("int32")))
+                frame.size_vars[name] = var
+                self.define(name, var)
+        try:
+            value = self.ev(stmts[0].value)
+        except ScriptError as e:
+            raise self.error(syn, f"{problem}: {e.message}") from None
+        return self.int_expr(value, syn)
 
     # ---------------------------------------------------------------- bodies
     def body(self, stmts: list) -> Stmt:
@@ -523,7 +580,8 @@ class TIRBuilder(ExprEvaluator):
             shape = (shape,)
         if not isinstance(shape, (tuple, list)):
             raise self.error(syn, f"a buffer shape is a tuple, got {_describe(shape)}")
-        dims = tuple(self.int_expr(s, syn) for s in shape)
+        dims = tuple(self.quoted_size(s, syn) if isinstance(s, str) else self.int_expr(s, syn)
+                     for s in shape)
         dt = self.dtype_of(dtype, syn)
         data = kwargs.pop("data", None)
         if data is not None and not (isinstance(data, Var) and data.dtype == handle):
@@ -811,3 +869,24 @@ WITH_BUILTINS: dict[str, Callable] = {
     **{name: TIRBuilder.with_scoped_assign for name in (
         "decl_buffer", "alloc_buffer", "alloc_shared", "alloc_local", "allocate")},
 }
+
+
+def _names_in(syn: Any) -> list[str]:
+    """The plain names an expression's syntax reads, first occurrence first."""
+    names: list[str] = []
+
+    def visit(node: Any) -> None:
+        if isinstance(node, S.Name):
+            if node.id not in names:
+                names.append(node.id)
+        elif isinstance(node, S.Attribute):
+            visit(node.value)
+        elif isinstance(node, (list, tuple)):
+            for item in node:
+                visit(item)
+        elif isinstance(node, S.Syn):
+            for name in type(node).__slots__:
+                visit(getattr(node, name))
+
+    visit(syn)
+    return names

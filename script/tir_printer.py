@@ -21,7 +21,7 @@ from ..ir.node import Node
 from ..ir.stmt import (SERIAL, THREAD_BINDING, Allocate, AllocBuffer, AssertStmt, AttrStmt, Block,
                        BlockRealize, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
                        SeqStmt, Stmt, While)
-from ..ir.visitor import walk
+from ..ir.visitor import collect, walk
 from .dialect import Dialect, dialect_attr_key
 
 # Precedence of printed expressions, as Python's grammar orders them (higher binds tighter).
@@ -112,6 +112,7 @@ class TIRPrinter:
         self.loop_doms: dict[int, tuple] = {}  # loop var id -> (min, extent), for T.axis.remap
         self.inlined: set = set()  # parameters printed as their buffers
         self.func_frame = -1  # the namer frame of the function being printed
+        self.scalar_params: set = set()  # ids of the PrimFunc's scalar parameters (TVM 0.27)
 
     # ---------------------------------------------------------------- output
     def emit(self, text: str) -> None:
@@ -329,8 +330,11 @@ class TIRPrinter:
         raise TypeError(f"cannot print type {t!r}")
 
     # ---------------------------------------------------------------- buffers
-    def buffer_decl(self, b: Buffer, method: str, args: list[str], dtype_always: bool = False) -> str:
-        shape = "(" + ", ".join(self.expr(s) for s in b.shape) + ("," if len(b.shape) == 1 else "") + ")"
+    def buffer_decl(self, b: Buffer, method: str, args: list[str], dtype_always: bool = False,
+                    signature: set | None = None) -> str:
+        """``signature``: the parameters defined so far, when ``b`` is a parameter's buffer."""
+        dims = [self.expr(s) if signature is None else self.signature_dim(s, signature) for s in b.shape]
+        shape = "(" + ", ".join(dims) + ("," if len(b.shape) == 1 else "") + ")"
         args = args + [shape]
         if dtype_always or b.dtype.name != "float32":
             args.append(quote(str(b.dtype)))
@@ -352,6 +356,23 @@ class TIRPrinter:
             args.append("axis_separators=[" + ", ".join(str(a) for a in b.axis_separators) + "]")
         return f"T.{method}({', '.join(args)})"
 
+    def signature_dim(self, dim: PrimExpr, defined: set) -> str:
+        """A dimension of a buffer in a TVM 0.27 signature. It is quoted when it reads a scalar
+        parameter not defined yet (the quote defines it, as TVM's parser reads it) or when it is
+        an expression over a size that only the buffers bind."""
+        if isinstance(dim, IntImm):
+            return self.expr(dim)
+        found = [v for v in walk(dim) if isinstance(v, Var)]
+        early = [v for v in found if id(v) in self.scalar_params and id(v) not in defined]
+        for v in early:
+            if self.namer.get(v) is None:
+                self.namer.define(v, v.name)
+            defined.add(id(v))
+        text = self.expr(dim)
+        if early or (not isinstance(dim, Var) and any(id(v) not in self.scalar_params for v in found)):
+            return quote(text)
+        return text
+
     def region(self, r: BufferRegion) -> str:
         parts = []
         for rng in r.region:
@@ -366,20 +387,41 @@ class TIRPrinter:
         # A handle parameter prints inline as ``A: T.Buffer(...)`` unless the body uses the
         # handle itself; finding that out costs a walk of the whole body, so print optimistically
         # and start again without that parameter inlined when the body turns out to use it.
+        if self.d.typevar_header is not None:  # TVM 0.27: a scalar parameter may size a signature buffer
+            self.scalar_params = {id(p) for p in f.params if p not in f.buffer_map}
         inlined = self.inlinable_params(f)
         mark, indent = len(self.lines), self.indent
-        while True:
-            self.inlined = inlined
-            try:
-                self.prim_func_once(f, name, decorate_s_tir, inlined)
-                return self.lines
-            except _ParamUsed as used:
-                while len(self.namer.frames) > 1:
-                    self.namer.pop()
-                del self.lines[mark:]
-                self.pending.clear()
-                self.indent = indent
-                inlined = inlined - {used.param}
+        released = self.release_shadowed_names(f)
+        try:
+            while True:
+                self.inlined = inlined
+                try:
+                    self.prim_func_once(f, name, decorate_s_tir, inlined)
+                    return self.lines
+                except _ParamUsed as used:
+                    while len(self.namer.frames) > 1:
+                        self.namer.pop()
+                    del self.lines[mark:]
+                    self.pending.clear()
+                    self.indent = indent
+                    inlined = inlined - {used.param}
+        finally:
+            for taken in released:
+                self.namer.used[taken] = self.namer.used.get(taken, 0) + 1
+            self.scalar_params = set()
+
+    def release_shadowed_names(self, f: PrimFunc) -> list[str]:
+        """Module TypeVar names that a scalar parameter of ``f`` may take while ``f`` prints
+        (``n: T.int64`` beside ``n = TypeVar("n")``): those ``f`` does not read as TypeVars."""
+        read = {self.typevars[id(v)] for v in collect(f, Var) if id(v) in self.typevars}
+        released = []
+        for p in f.params:
+            name = p.name
+            if (p not in f.buffer_map and name in self.typevars.values() and name not in read
+                    and self.namer.used.get(name) == 1 and name not in released):
+                del self.namer.used[name]
+                released.append(name)
+        return released
 
     def prim_func_once(self, f: PrimFunc, name: str, decorate_s_tir: bool, inlined: set) -> None:
         namer = self.namer
@@ -392,13 +434,16 @@ class TIRPrinter:
             dec_args.append("s_tir=True")
         self.emit("@T.prim_func" + (f"({', '.join(dec_args)})" if dec_args else ""))
         params = []
+        defined: set = set()
         for p in f.params:
             if p in inlined:
                 buf = f.buffer_map[p]
-                params.append(f"{self.define_buffer(buf)}: {self.buffer_decl(buf, 'Buffer', [], dtype_always=True)}")
+                params.append(f"{self.define_buffer(buf)}: "
+                              f"{self.buffer_decl(buf, 'Buffer', [], dtype_always=True, signature=defined)}")
             else:
                 ann = p.type_annotation if p.type_annotation is not None else PrimType(p.dtype)
-                params.append(f"{namer.define(p, p.name)}: {self.type_doc(ann)}")
+                params.append(f"{namer.get(p) or namer.define(p, p.name)}: {self.type_doc(ann)}")
+                defined.add(id(p))
         ret = ""
         if f.ret_type is not None and not (isinstance(f.ret_type, TupleType) and not f.ret_type.fields):
             ret = f" -> {self.type_doc(f.ret_type)}"
@@ -439,7 +484,7 @@ class TIRPrinter:
             return False
         for s in b.shape:
             for n in walk(s):
-                if isinstance(n, Var) and id(n) not in self.typevars:
+                if isinstance(n, Var) and id(n) not in self.typevars and id(n) not in self.scalar_params:
                     return False
         return True
 
