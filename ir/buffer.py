@@ -25,7 +25,7 @@ class Buffer(Node):
     elem_offset: PrimExpr | None = None
     name: str = hint(default="buffer")
     data_alignment: int = DEFAULT_ALIGN
-    offset_factor: int = 1
+    offset_factor: int = 0  # 0: not given (TVM prints offset_factor only when it was)
     buffer_type: str = "default"  # or "auto_broadcast"
     axis_separators: tuple = ()
 
@@ -46,7 +46,7 @@ class Buffer(Node):
 
 
 def decl_buffer(shape, dtype="float32", name="buffer", *, data: Var | None = None, scope="global",
-                strides=(), elem_offset=None, data_alignment=DEFAULT_ALIGN, offset_factor=1,
+                strides=(), elem_offset=None, data_alignment=DEFAULT_ALIGN, offset_factor=0,
                 buffer_type="default", axis_separators=(), span=None) -> Buffer:
     """Make a Buffer, creating its data pointer when none is given."""
     from .expr import const

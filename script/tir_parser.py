@@ -595,7 +595,7 @@ class TIRBuilder(ExprEvaluator):
                 elem_offset = None
         align = kwargs.pop("align", -1)
         align = DEFAULT_ALIGN if align in (-1, None) else int(align)
-        offset_factor = int(kwargs.pop("offset_factor", 0) or 1)
+        offset_factor = int(kwargs.pop("offset_factor", None) or 0)
         buffer_type = kwargs.pop("buffer_type", "default")
         if buffer_type == "auto":  # how buffer_type="auto_broadcast" is written
             buffer_type = "auto_broadcast"

@@ -348,7 +348,7 @@ class TIRPrinter:
             args.append(f"scope={quote(b.scope)}")
         if b.data_alignment != DEFAULT_ALIGN:
             args.append(f"align={b.data_alignment}")
-        if b.offset_factor != 1:
+        if b.offset_factor:
             args.append(f"offset_factor={b.offset_factor}")
         if b.buffer_type != "default":
             args.append('buffer_type="auto"')
@@ -480,7 +480,7 @@ class TIRPrinter:
     def simple_buffer(self, b: Buffer) -> bool:
         if b.strides or b.elem_offset is not None or b.scope != "global" or b.axis_separators:
             return False
-        if b.data_alignment != DEFAULT_ALIGN or b.offset_factor != 1 or b.buffer_type != "default":
+        if b.data_alignment != DEFAULT_ALIGN or b.offset_factor or b.buffer_type != "default":
             return False
         for s in b.shape:
             for n in walk(s):

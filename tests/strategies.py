@@ -308,7 +308,7 @@ def simple_buffer(buffer: Buffer) -> bool:
     in both dialects; the others print as ``T.match_buffer`` of a ``T.handle``."""
     return (all(isinstance(d, IntImm) for d in buffer.shape) and not buffer.strides
             and buffer.elem_offset is None and buffer.data_alignment == DEFAULT_ALIGN
-            and buffer.offset_factor == 1 and buffer.buffer_type == "default"
+            and not buffer.offset_factor and buffer.buffer_type == "default"
             and buffer.scope == "global")
 
 
