@@ -153,6 +153,8 @@ class TIRBuilder(ExprEvaluator):
         if p.annotation is None:
             raise self.error(p, f"parameter {p.name!r} needs a type, such as T.handle, T.int32 "
                              f"or T.Buffer((128,), \"float32\")")
+        if frame.signature_dtypes is not None:
+            self.predefine_quoted_sizes(p.annotation)
         ann = self.ev(p.annotation)
         if isinstance(ann, Buffer):
             # the handle behind an inline buffer parameter is named as LegalizeOps names its
@@ -189,22 +191,36 @@ class TIRBuilder(ExprEvaluator):
 
     def quoted_size(self, text: str, syn: Any) -> PrimExpr:
         """A quoted dimension of a signature buffer, as TVM 0.27 prints a size over variables the
-        signature has not defined yet (``T.Buffer(("(n + 1) // 2", 4))``). Its names that are not
-        defined (or that name a module TypeVar but also a scalar parameter) become variables here:
-        with that parameter's dtype, else int32; later dimensions and the parameter reuse them."""
+        signature has not defined yet (``T.Buffer(("(n + 1) // 2", 4))``): see
+        ``define_quoted_names``."""
+        expr = self.quoted_syntax(text, syn)
+        self.define_quoted_names(expr)
+        try:
+            value = self.ev(expr)
+        except ScriptError as e:
+            raise self.error(syn, f"{_quoted_problem(text)}: {e.message}") from None
+        return self.int_expr(value, syn)
+
+    def quoted_syntax(self, text: str, syn: Any) -> Any:
         from .parser import parse_syntax
 
-        frame = self.func
-        problem = f"a quoted buffer dimension is an expression of sizes, got {text!r}"
-        if frame is None or frame.signature_dtypes is None:
-            raise self.error(syn, f"{problem}; quoted sizes are read in a PrimFunc's signature only")
+        if self.func is None or self.func.signature_dtypes is None:
+            raise self.error(syn, f"{_quoted_problem(text)}; quoted sizes are read in a PrimFunc's "
+                             f"signature only")
         try:
             stmts = parse_syntax(text, Source(text, "<size>")).body
         except ScriptError as e:
-            raise self.error(syn, f"{problem}: {e.message}") from None
+            raise self.error(syn, f"{_quoted_problem(text)}: {e.message}") from None
         if len(stmts) != 1 or not isinstance(stmts[0], S.ExprStmt):
-            raise self.error(syn, problem)
-        for name in _names_in(stmts[0].value):
+            raise self.error(syn, _quoted_problem(text))
+        return stmts[0].value
+
+    def define_quoted_names(self, expr: Any) -> None:
+        """A quoted size defines the names it reads that are not defined yet (or that name a module
+        TypeVar and also a scalar parameter): with that parameter's dtype, else int32. The other
+        dimensions and the parameter itself are then those variables."""
+        frame = self.func
+        for name in _names_in(expr):
             if any(name in scope for scope in self.scopes):
                 continue
             if name in self.typevar_names:
@@ -215,11 +231,19 @@ class TIRBuilder(ExprEvaluator):
                 var = Var(name, frame.signature_dtypes.get(name, DataType("int32")))
                 frame.size_vars[name] = var
                 self.define(name, var)
-        try:
-            value = self.ev(stmts[0].value)
-        except ScriptError as e:
-            raise self.error(syn, f"{problem}: {e.message}") from None
-        return self.int_expr(value, syn)
+
+    def predefine_quoted_sizes(self, annotation: Any) -> None:
+        """The quoted sizes of a ``T.Buffer`` annotation define their names before any dimension
+        is read, so ``T.Buffer(("n", n))`` reads as TVM reads it."""
+        if not (isinstance(annotation, S.Call) and isinstance(annotation.func, S.Attribute)):
+            return
+        func = self.ev(annotation.func)
+        if not (isinstance(func, Builtin) and func.path == "Buffer"):
+            return
+        shape = annotation.args[0] if annotation.args else dict(annotation.kwargs).get("shape")
+        for dim in shape.elts if isinstance(shape, S.TupleExpr) else [shape]:
+            if isinstance(dim, S.Constant) and isinstance(dim.value, str):
+                self.define_quoted_names(self.quoted_syntax(dim.value, dim))
 
     # ---------------------------------------------------------------- bodies
     def body(self, stmts: list) -> Stmt:
@@ -869,6 +893,10 @@ WITH_BUILTINS: dict[str, Callable] = {
     **{name: TIRBuilder.with_scoped_assign for name in (
         "decl_buffer", "alloc_buffer", "alloc_shared", "alloc_local", "allocate")},
 }
+
+
+def _quoted_problem(text: str) -> str:
+    return f"a quoted buffer dimension is an expression of sizes, got {text!r}"
 
 
 def _names_in(syn: Any) -> list[str]:

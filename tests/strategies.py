@@ -72,6 +72,9 @@ GENERATE = {
     # of T.match_buffer statements...] whatever the parameter order, and structural equality
     # compares buffer maps in order
     "matched_param_before_inline_param": True,
+    # (fixed) a size that is a scalar parameter (`n: T.int64` sizing buffers) printed as `n_1`
+    # with T.match_buffer in TVM 0.27, and the quoted sizes TVM prints did not parse
+    "size_is_a_parameter": True,
     # (fixed) an AssertStmt that is not the last statement of its sequence prints as
     # `with T.Assert(cond, msg):`, which the parser rejects
     "assert_in_sequence": True,
@@ -578,6 +581,9 @@ def draw_prim_func(draw: Callable, name: str = "main", symbol: str | None = None
         scalars.append(Var(pick(draw, scalar_names), pick(draw, SCALAR_DTYPES)))
         if cross_dialect:
             scalar_names.remove(scalars[-1].name)
+    if GENERATE["size_is_a_parameter"] and any(_mentions(d, n) for b in buffer_map.values() for d in b.shape) \
+            and coin(draw):
+        scalars.append(n)
     params = draw(st.permutations(params + scalars))
     if not GENERATE["matched_param_before_inline_param"]:
         # inline buffers first, then (0.27 inlines symbolic shapes) symbolic, then the others
@@ -590,7 +596,7 @@ def draw_prim_func(draw: Callable, name: str = "main", symbol: str | None = None
     sized = any(_mentions(d, n) for b in buffer_map.values() for d in b.shape)
     root_allocs = tuple(some(draw, 0, 2, lambda: draw_buffer(draw, ("global", "shared", "local")))) \
         if schedulable else ()
-    globals_ = tuple(scalars) + ((n,) if sized else ())
+    globals_ = tuple(scalars) + ((n,) if sized and n not in scalars else ())
     scope = Scope(globals=globals_, vars=globals_, buffers=tuple(buffer_map.values()) + root_allocs,
                   blocks=schedulable, cross_dialect=cross_dialect)
     body = draw_body(draw, scope)
