@@ -56,8 +56,15 @@ def match_types(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
 _FOLD: dict[type, Callable] = {
     Add: operator.add, Sub: operator.sub, Mul: operator.mul,
     FloorDiv: lambda x, y: x // y if y else None, FloorMod: lambda x, y: x % y if y else None,
-    Min: min, Max: max,
+    Min: min, Max: max, Div: lambda x, y: _truncdiv(x, y) if y else None,
+    Mod: lambda x, y: x - y * _truncdiv(x, y) if y else None,
 }
+
+
+def _truncdiv(x: int, y: int) -> int:
+    """Integer division rounding towards zero (C's, TVM's truncdiv)."""
+    q = abs(x) // abs(y)
+    return q if (x < 0) == (y < 0) else -q
 _FOLD_CMP: dict[type, Callable] = {EQ: operator.eq, NE: operator.ne, LT: operator.lt,
                                    LE: operator.le, GT: operator.gt, GE: operator.ge}
 
@@ -89,7 +96,8 @@ def _is_value(e: Any, value: int) -> bool:
 
 def fold_identity(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
     """What TVM's operators make of an operation with a neutral or absorbing constant: ``x + 0``,
-    ``x - 0``, ``x * 1``, ``x // 1`` are ``x``, ``x * 0`` is ``0``, ``x % 1`` is ``0``; else None.
+    ``x - 0``, ``x * 1``, ``x // 1`` are ``x``, ``x * 0``, ``0 // x`` and ``x % 1`` are ``0``,
+    ``min(x, x)`` is ``x``; else None.
     (The printer writes such a node that was built directly as ``T.Add(x, 0)``, so that it reads
     back as itself.)"""
     if cls is Add:
@@ -100,10 +108,14 @@ def fold_identity(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
         if _is_value(b, 1) or _is_value(a, 0):
             return a
         return b if _is_value(a, 1) or _is_value(b, 0) else None
+    if cls in (FloorDiv, Div, FloorMod, Mod) and _is_value(a, 0) and a.dtype.is_integer:
+        return a  # 0 divided by anything
     if cls in (FloorDiv, Div):
         return a if _is_value(b, 1) else None
     if cls in (FloorMod, Mod) and _is_value(b, 1):
         return const(0, a.dtype)
+    if cls in (Min, Max) and a is b:
+        return a
     return None
 
 

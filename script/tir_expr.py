@@ -387,14 +387,16 @@ def _describe(value: Any) -> str:
 
 
 # ---------------------------------------------------------------- the expression builtins table
-def _binary_builtin(cls: type) -> Callable:
+def _binary_builtin(cls: type, fold: bool = False) -> Callable:
+    """``T.Add(a, b)`` builds the node as written; ``fold``: ``T.floordiv(a, b)`` folds
+    constants and neutral operands as TVM's operator functions do."""
     def build(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
         if len(args) != 2:
             raise ev.error(syn, f"T.{cls.__name__} takes two arguments")
         a, b = (x if isinstance(x, (int, float)) and not isinstance(x, bool) else ev.call_arg(x, syn)
                 for x in args)  # a Python literal takes the other operand's type, not a Cast
         a, b = arith.match_types(a, b)
-        return cls(a, b)
+        return arith.binary(cls, a, b) if fold else cls(a, b)
     return build
 
 
@@ -476,9 +478,9 @@ EXPR_BUILTINS: dict[str, Callable] = {
     "Ramp": _fixed(3, "Ramp", _ramp),
     "Broadcast": _fixed(2, "Broadcast", _broadcast),
     "Let": _let_expr,
-    "min": _binary_builtin(Min), "max": _binary_builtin(Max),
-    "truncdiv": _binary_builtin(Div), "truncmod": _binary_builtin(Mod),
-    "floordiv": _binary_builtin(FloorDiv), "floormod": _binary_builtin(FloorMod),
+    "min": _binary_builtin(Min, fold=True), "max": _binary_builtin(Max, fold=True),
+    "truncdiv": _binary_builtin(Div, fold=True), "truncmod": _binary_builtin(Mod, fold=True),
+    "floordiv": _binary_builtin(FloorDiv, fold=True), "floormod": _binary_builtin(FloorMod, fold=True),
     "Add": _binary_builtin(Add), "Sub": _binary_builtin(Sub), "Mul": _binary_builtin(Mul),
     "Div": _binary_builtin(Div), "Mod": _binary_builtin(Mod), "FloorDiv": _binary_builtin(FloorDiv),
     "FloorMod": _binary_builtin(FloorMod), "Min": _binary_builtin(Min), "Max": _binary_builtin(Max),

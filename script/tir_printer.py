@@ -38,6 +38,11 @@ _AXIS_NAMES = {DATA_PAR: "spatial", COMM_REDUCE: "reduce", ORDERED: "scan", OPAQ
 _INVALID = re.compile(r"\W")
 
 
+def _would_fold(e: Any) -> bool:
+    """Whether building ``e``'s operation from its operands would fold it (two numbers, ``x + 0``)."""
+    return _is_number(e.a) and _is_number(e.b) or arith.fold_identity(type(e), e.a, e.b) is not None
+
+
 def quote(s: str) -> str:
     """A Python string literal in double quotes, as TVM prints strings."""
     out = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
@@ -206,10 +211,17 @@ class TIRPrinter:
     def ex_var(self, e: Var) -> tuple[str, int]:
         return self.var(e), ATOM
 
+    @staticmethod
+    def ex_function(name: str, node_name: str) -> Callable:
+        """``T.min(a, b)``, or ``T.Min(a, b)`` when ``T.min`` would fold it when read back."""
+        def build(p: "TIRPrinter", e: Any) -> tuple[str, int]:
+            return f"T.{node_name if _would_fold(e) else name}({p.expr(e.a)}, {p.expr(e.b)})", ATOM
+        return build
+
     def ex_binary(self, e: Any) -> tuple[str, int]:
         op, prec = _BINARY[type(e)]
         # (what the operator would fold when read back prints as the node it is)
-        if _is_number(e.a) and _is_number(e.b) or arith.fold_identity(type(e), e.a, e.b) is not None:
+        if _would_fold(e):
             return f"T.{_SUGAR_NAMES[type(e)]}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
         # the right operand is parenthesized on equal precedence (a - (b - c)); comparisons also
         # on the left, since Python would read a < b == c as a chain
@@ -817,9 +829,8 @@ _EXPR_PRINTERS: dict[type, Callable] = {
     Ramp: TIRPrinter.ex_ramp, Broadcast: TIRPrinter.ex_broadcast, Let: TIRPrinter.ex_let,
     BufferLoad: TIRPrinter.ex_load, Call: TIRPrinter.ex_call, CommReducer: TIRPrinter.ex_reducer,
     Div: TIRPrinter.ex_div, IterVar: TIRPrinter.ex_iter_var,
-    Min: lambda p, e: (f"T.min({p.expr(e.a)}, {p.expr(e.b)})", ATOM),
-    Max: lambda p, e: (f"T.max({p.expr(e.a)}, {p.expr(e.b)})", ATOM),
-    Mod: lambda p, e: (f"T.truncmod({p.expr(e.a)}, {p.expr(e.b)})", ATOM),
+    Min: TIRPrinter.ex_function("min", "Min"), Max: TIRPrinter.ex_function("max", "Max"),
+    Mod: TIRPrinter.ex_function("truncmod", "Mod"),
     Var: TIRPrinter.ex_var,
 }
 _EXPR_PRINTERS.update({cls: TIRPrinter.ex_binary for cls in _BINARY})
