@@ -14,7 +14,8 @@ from .expr import PrimExpr
 from .module import GlobalVar
 from .node import EMPTY, FrozenDict, Node, binds, hint
 from .struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
-                          StructInfo, TupleStructInfo, as_dims, defined_sizes, erase_undefined)
+                          StructInfo, TupleStructInfo, as_dims, defined_sizes, erase_undefined,
+                          is_base_of)
 
 # The __post_init__ hooks below accept the spellings of TVM's Python API (lists for tuples,
 # ints for sizes, a bare body for a function) and fill in struct info that follows from the
@@ -227,11 +228,15 @@ class Function(RelaxExpr):
             _set(self, "params", tuple(self.params))
         if isinstance(self.body, RelaxExpr) and not isinstance(self.body, SeqExpr):
             _set(self, "body", SeqExpr((), self.body, self.body.struct_info))
-        if self.ret_struct_info is None:  # the body's, without sizes the parameters do not define
-            body = getattr(self.body, "struct_info", None) or ObjectStructInfo()
-            _set(self, "ret_struct_info",
-                 erase_undefined(body, defined_sizes([p.struct_info for p in self.params])
-                                 | {id(p) for p in self.params}))
+        # the return struct info is the body's (without sizes the parameters do not define) when
+        # not given, and also when the one given is coarser (TVM lets the body refine it)
+        body = getattr(self.body, "struct_info", None)
+        if self.ret_struct_info is None or (body is not None and not isinstance(body, ObjectStructInfo)
+                                            and self.ret_struct_info is not body):
+            body = erase_undefined(body or ObjectStructInfo(),
+                                   defined_sizes([p.struct_info for p in self.params]) | {id(p) for p in self.params})
+            if self.ret_struct_info is None or is_base_of(self.ret_struct_info, body):
+                _set(self, "ret_struct_info", body)
         if not isinstance(self.attrs, FrozenDict):
             _set(self, "attrs", FrozenDict(self.attrs or {}))
         if _unknown(self.struct_info):

@@ -193,6 +193,68 @@ def call_result(func: FuncStructInfo, args: tuple) -> StructInfo:
 
     for p, a in zip(func.params or (), args):
         match(p, a)
-    ret = substitute(func.ret, mapping) if mapping else func.ret
+    ret = simplified_sizes(substitute(func.ret, mapping)) if mapping else func.ret
     caller_sizes = defined_sizes(args)
     return erase_undefined(ret, caller_sizes)
+
+
+def simplified_sizes(sinfo: StructInfo) -> StructInfo:
+    """``sinfo`` with its compound sizes simplified (``(n + 2 - 1) // 2`` is ``(n + 1) // 2``),
+    as TVM simplifies the sizes it substitutes into a call's result."""
+    from .arith_analyzer import simplify_index
+
+    def simplify(e: Any) -> Any:
+        return e if isinstance(e, (IntImm, Var)) or not isinstance(e, PrimExpr) else simplify_index(e)
+
+    if isinstance(sinfo, TensorStructInfo) and sinfo.dims is not None:
+        dims = tuple(simplify(d) for d in sinfo.dims)
+        if any(a is not b for a, b in zip(dims, sinfo.dims)):
+            return TensorStructInfo(dims, sinfo.dtype, sinfo.ndim, sinfo.vdevice)
+    elif isinstance(sinfo, ShapeStructInfo) and sinfo.values is not None:
+        values = tuple(simplify(d) for d in sinfo.values)
+        if any(a is not b for a, b in zip(values, sinfo.values)):
+            return ShapeStructInfo(values, sinfo.ndim)
+    elif isinstance(sinfo, TupleStructInfo):
+        fields = tuple(simplified_sizes(f) for f in sinfo.fields)
+        if any(a is not b for a, b in zip(fields, sinfo.fields)):
+            return TupleStructInfo(fields)
+    return sinfo
+
+
+def is_base_of(base: StructInfo, derived: StructInfo) -> bool:
+    """Whether every value ``derived`` describes is also described by ``base`` (TVM's IsBaseOf):
+    ``R.Tensor(ndim=2)`` is a base of ``R.Tensor((n, 4))``; sizes are compared once simplified,
+    so ``(n + 2 - 1) // 2`` and ``(n + 1) // 2`` are the same size."""
+    if base is derived or isinstance(base, ObjectStructInfo):
+        return True
+    if isinstance(base, TensorStructInfo) and isinstance(derived, TensorStructInfo):
+        if not base.dtype.is_void and base.dtype != derived.dtype:
+            return False
+        if base.ndim != -1 and base.ndim != derived.ndim:
+            return False
+        return base.dims is None or (derived.dims is not None and _same_sizes(base.dims, derived.dims))
+    if isinstance(base, ShapeStructInfo) and isinstance(derived, ShapeStructInfo):
+        if base.ndim != -1 and base.ndim != derived.ndim:
+            return False
+        return base.values is None or (derived.values is not None and _same_sizes(base.values, derived.values))
+    if isinstance(base, PrimStructInfo) and isinstance(derived, PrimStructInfo):
+        return base.dtype == derived.dtype and (
+            base.value is None or (derived.value is not None and _same_sizes((base.value,), (derived.value,))))
+    if isinstance(base, TupleStructInfo) and isinstance(derived, TupleStructInfo):
+        return len(base.fields) == len(derived.fields) and all(
+            is_base_of(b, d) for b, d in zip(base.fields, derived.fields))
+    return False
+
+
+def _same_sizes(a: tuple, b: tuple) -> bool:
+    from .arith_analyzer import simplify_index
+    from .simplify import _key
+
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is y:
+            continue
+        if x.dtype != y.dtype or _key(simplify_index(x)) != _key(simplify_index(y)):
+            return False
+    return True

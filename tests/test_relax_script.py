@@ -102,3 +102,39 @@ def test_normal_form_keeps_the_results() -> None:
     for c in (True, False):
         z = np.exp(x) + x if c else -x
         np.testing.assert_allclose(run_relax(mod, "branches", x, np.array(c)), np.exp(z) + z, rtol=1e-5)
+
+
+def test_the_body_refines_a_coarser_return_type() -> None:
+    """``-> R.Tensor(ndim=2)`` over a body of ``R.Tensor((3, 4))`` becomes the body's type, as
+    TVM's Function constructor makes it (``R.Object`` too; TVM 0.27's golden)."""
+    mod = from_source((FIXTURES / "normal_form" / "coarse_return_input.tvms").read_text())
+    golden = (FIXTURES / "normal_form" / "coarse_return_tvm_0.27.tvms").read_text().rstrip("\n")
+    text = mod.script(dialect="tvm-0.27")
+    for name in ("f", "g", "main"):  # (TVM prints the functions sorted by name)
+        assert _function_text(text, name) == _function_text(golden, name)
+
+
+def _function_text(text: str, name: str) -> str:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"    def {name}("))
+    return "\n".join(lines[start:start + 2])
+
+
+def test_is_base_of() -> None:
+    from tvms.ir import Var
+    from tvms.ir.arith import binary
+    from tvms.ir.expr import Add, FloorDiv, Sub, const
+    from tvms.ir.struct_info import ObjectStructInfo, TupleStructInfo, is_base_of
+
+    n = Var("n", "int64")
+    two = const(2, "int64")
+    long_form = binary(FloorDiv, Sub(Add(n, two), const(1, "int64")), two)  # (n + 2 - 1) // 2
+    short_form = binary(FloorDiv, Add(n, const(1, "int64")), two)
+    exact = TensorStructInfo((short_form, 4), "float32")
+    assert is_base_of(TensorStructInfo((long_form, 4), "float32"), exact)
+    assert is_base_of(TensorStructInfo(None, "float32", 2), exact)
+    assert is_base_of(ObjectStructInfo(), exact)
+    assert is_base_of(TupleStructInfo([TensorStructInfo(None, "float32", -1)]), TupleStructInfo([exact]))
+    assert not is_base_of(exact, TensorStructInfo(None, "float32", 2))
+    assert not is_base_of(TensorStructInfo((n, 4), "float32"), exact)
+    assert not is_base_of(TensorStructInfo(None, "int32", 2), exact)
