@@ -17,7 +17,7 @@ from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
 PASSES = ["LegalizeOps", "FoldConstant", "CanonicalizeBindings", "DeadCodeElimination",
-          "ToNonDataflow", "ConvertToDataflow"]
+          "ToNonDataflow", "ConvertToDataflow", "FuseTransposeMatmul"]
 
 SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -3,6 +3,7 @@ from ..lowering.relax.call_tir_rewrite import CallTIRRewrite
 from ..lowering.relax.fuse_by_pattern import FuseOpsByPattern, FusionPattern, PatternCheckContext
 from ..lowering.relax.fuse_ops import FuseOps
 from ..lowering.relax.fuse_tir import FuseTIR
+from ..lowering.relax.fuse_transpose_matmul import FuseTransposeMatmul
 from ..lowering.relax.legalize import LegalizeOps
 from ..lowering.relax.op_pattern import AnnotateTIROpPattern
 from ..lowering.relax.run_codegen import RunCodegen
@@ -11,5 +12,5 @@ from ..lowering.relax.passes import (BindParams, CanonicalizeBindings, ConvertTo
 
 __all__ = ["BindParams", "CanonicalizeBindings", "ConvertToDataflow", "DeadCodeElimination",
            "FoldConstant", "LegalizeOps", "ToNonDataflow"]
-__all__ += ["AnnotateTIROpPattern", "CallTIRRewrite", "FuseOps", "FuseTIR"]
+__all__ += ["AnnotateTIROpPattern", "CallTIRRewrite", "FuseOps", "FuseTIR", "FuseTransposeMatmul"]
 __all__ += ["FuseOpsByPattern", "FusionPattern", "PatternCheckContext", "RunCodegen"]

@@ -361,7 +361,14 @@ def _permute_dims(bb: Any, call: rx.Call) -> Any:
 def _matmul(bb: Any, call: rx.Call) -> Any:
     out_dtype = call.attrs.get("out_dtype")
     out_dtype = None if out_dtype is None or str(out_dtype) in ("", "void") else str(out_dtype)
-    out_shape = tuple(call.struct_info.dims)
+    compute = matmul_te(tuple(call.struct_info.dims), str(call.struct_info.dtype), out_dtype, "matmul")
+    return call_te(bb, compute, call.args[0], call.args[1], primfunc_name_hint="matmul")
+
+
+def matmul_te(out_shape: tuple, result_dtype: str, out_dtype: str | None, name: str,
+              transpose_b: bool = False) -> Callable:
+    """The TE function of ``matmul(a, b)`` with numpy's broadcasting (a 1-d ``a`` is a row, a
+    1-d ``b`` a column); ``transpose_b``: ``b`` holds its last two axes swapped (``NT_matmul``)."""
 
     def matmul(a: te.Tensor, b: te.Tensor) -> te.Tensor:
         a_shape, b_shape = list(a.shape), list(b.shape)
@@ -373,10 +380,10 @@ def _matmul(bb: Any, call: rx.Call) -> Any:
             b_shape.append(IntImm(DataType("int64"), 1))
         is_a_larger = len(a_shape) > len(b_shape)
         offset = abs(len(a_shape) - len(b_shape))
-        if _is_const(a_shape[-1], 0):
+        if _is_const(a_shape[-1], 0) and not transpose_b:
             from ...ir.expr import const
 
-            return _compute(out_shape, lambda idx: const(0, str(call.struct_info.dtype)), "matmul")
+            return _compute(out_shape, lambda idx: const(0, result_dtype), name)
 
         def body(idx: tuple) -> Any:
             k = te.reduce_axis((0, a_shape[-1]), name="k")
@@ -395,17 +402,16 @@ def _matmul(bb: Any, call: rx.Call) -> Any:
             if not a_prepended:
                 a_idx.append(idx[-2 + b_appended])
             a_idx.append(k)
-            b_idx.append(k)
-            if not b_appended:
-                b_idx.append(idx[-1])
+            column = [] if b_appended else [idx[-1]]
+            b_idx += column + [k] if transpose_b else [k] + column
             x, y = a[tuple(a_idx)], b[tuple(b_idx)]
             if out_dtype is not None:
                 x, y = arith.cast(out_dtype, x), arith.cast(out_dtype, y)
             return te.sum(x * y, axis=k)
 
-        return _compute(out_shape, body, "matmul")
+        return _compute(out_shape, body, name)
 
-    return call_te(bb, matmul, call.args[0], call.args[1], primfunc_name_hint="matmul")
+    return matmul
 
 
 # ---------------------------------------------------------------- the pass
@@ -459,4 +465,4 @@ register_pass("LegalizeOps", LegalizeOps, override=True)
 # The other operator families register themselves into LEGALIZE when imported.
 from . import legalize_manip, legalize_math  # noqa: E402,F401
 
-__all__ = ["LEGALIZE", "LegalizeOps", "call_te", "register_legalize"]
+__all__ = ["LEGALIZE", "LegalizeOps", "call_te", "matmul_te", "register_legalize"]
