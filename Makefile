@@ -26,6 +26,9 @@ test-all: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/parse_print.py
+	$(BIN)/python benchmarks/cpu_e2e.py
+	$(BIN)/python benchmarks/matmul_cpu.py
+	$(BIN)/python benchmarks/cpu_default.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

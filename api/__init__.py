@@ -9,6 +9,7 @@ from . import nd, runtime  # noqa: E402,F401
 from .runtime import cpu, cuda, device, get_global_func, register_func  # noqa: E402
 from .runtime.module import build  # noqa: E402
 from . import target  # noqa: E402,F401
+from . import dlight  # noqa: E402,F401
 from .runtime.vm import compile  # noqa: E402,A004
 
 # TVM spells the pass infrastructure both ``tvm.transform`` and ``tvm.ir.transform``. The ir/

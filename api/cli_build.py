@@ -52,7 +52,7 @@ def _parse(path: str) -> Any:
         raise _Failure(str(err), EXIT_ERROR, rendered=True) from None
 
 
-def _compile(node: Any, target: str, path: str) -> Any:
+def _compile(node: Any, target: str, path: str, default_schedule: bool = True) -> Any:
     """A runtime Module (TensorIR) or a Relax Executable for ``node``."""
     import tvms
     from .ir import IRModule
@@ -62,7 +62,7 @@ def _compile(node: Any, target: str, path: str) -> Any:
     if not isinstance(node, (IRModule, PrimFunc, rx.Function)):
         raise _Failure(f"{path} holds no module or function to compile", EXIT_ERROR)
     try:  # (compile gives build's Module for TensorIR alone, an Executable with Relax functions)
-        return tvms.compile(node, target)
+        return tvms.compile(node, target, default_schedule=default_schedule)
     except TVMSError as err:
         raise _Failure(f"cannot compile {path}: {err}", EXIT_BUILD_FAILED) from None
 
@@ -77,7 +77,7 @@ def _is_library(path: str) -> bool:
         return False
 
 
-def _load_program(path: str, target: str) -> Any:
+def _load_program(path: str, target: str, default_schedule: bool = True) -> Any:
     if path != "-" and _is_library(path):
         from .runtime import load_module
 
@@ -85,7 +85,7 @@ def _load_program(path: str, target: str) -> Any:
             return load_module(path)
         except TVMSError as err:
             raise _Failure(str(err), EXIT_ERROR) from None
-    return _compile(_parse(path), target, path)
+    return _compile(_parse(path), target, path, default_schedule)
 
 
 # --------------------------------------------------------------------------- build
@@ -96,7 +96,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         _error("build: name the library to write with -o FILE.so")
         return EXIT_ERROR
     try:
-        program = _compile(_parse(args.input), args.target, args.input)
+        program = _compile(_parse(args.input), args.target, args.input, not args.no_default_schedule)
         try:
             program.export_library(args.output)
         except TVMSError as err:
@@ -316,7 +316,7 @@ def _prepare(program: Any, entry: str | None, args: argparse.Namespace) -> tuple
 
 def cmd_run(args: argparse.Namespace) -> int:
     try:
-        program = _load_program(args.input, args.target)
+        program = _load_program(args.input, args.target, not args.no_default_schedule)
         call, values, timer = _prepare(program, args.entry, args)
         try:
             outputs = call()
@@ -351,6 +351,7 @@ def add_build_parsers(subparsers) -> None:
                    help="the module to compile; '-' or none reads standard input")
     p.add_argument("-o", "--output", metavar="FILE.so", help="the library to write (required)")
     p.add_argument("--target", default="llvm", help="the target (default: llvm, the host CPU)")
+    _add_schedule_flag(p)
     p.set_defaults(func=cmd_build)
 
     r = subparsers.add_parser(
@@ -372,4 +373,10 @@ def add_build_parsers(subparsers) -> None:
     r.add_argument("--number", type=_positive, default=10, help="runs per repeat when timing (default 10)")
     r.add_argument("--repeat", type=_positive, default=3, help="timed repeats (default 3)")
     r.add_argument("--target", default="llvm", help="the target to compile a .tvms module for")
+    _add_schedule_flag(r)
     r.set_defaults(func=cmd_run)
+
+
+def _add_schedule_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-default-schedule", action="store_true",
+                        help="compile the TensorIR as written (no default CPU schedules)")

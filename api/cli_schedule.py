@@ -1,4 +1,4 @@
-"""``tvms schedule``: apply a printed schedule trace to a module.
+"""``tvms schedule``: apply a printed schedule trace to a module, or the default schedules.
 
 Exit codes: 0 success, 1 a schedule primitive of the trace failed (the schedule error names the
 block or loop), 2 a usage or input error (unreadable or unparsable module or trace).
@@ -22,9 +22,12 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     from .script import from_source
     from .script.dialect import detect_dialect
 
+    if (args.trace is None) == (not args.default):
+        _error("schedule: give either --trace TRACE.py or --default")
+        return EXIT_ERROR
     try:
         name, text = read_source(args.input)
-        trace_name, trace_text = read_source(args.trace)
+        trace_name, trace_text = read_source(args.trace) if args.trace else ("", "")
     except InputError as err:
         _error(str(err))
         return EXIT_ERROR
@@ -37,6 +40,8 @@ def cmd_schedule(args: argparse.Namespace) -> int:
         _error(f"schedule: {name} holds no TensorIR module or function")
         return EXIT_ERROR
     dialect = args.dialect or detect_dialect(text).name
+    if args.default:
+        return _default_schedules(mod, args.target, dialect, args.output)
     sch = Schedule(mod, dialect=dialect)
     try:
         apply_trace_text(trace_text, sch, trace_name)
@@ -54,6 +59,24 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     return emit_text(sch.mod.script(dialect=dialect), args.output)
 
 
+def _default_schedules(mod, target: str, dialect: str, output: str | None) -> int:
+    """The module with every unscheduled PrimFunc given the default schedule of its kind
+    (``tvms.dlight.cpu``: matmul, GEMV, reduction, elementwise, or the fallback)."""
+    from .ir import IRModule
+    from .lowering.dlight import ApplyDefaultSchedule
+    from .lowering.dlight.cpu import default_rules
+    from .runtime.target import Target
+
+    try:
+        with Target(target):
+            mod = ApplyDefaultSchedule(*default_rules())(mod if isinstance(mod, IRModule)
+                                                         else IRModule({"main": mod}))
+    except TVMSError as err:
+        _error(f"schedule: {err}")
+        return EXIT_SCHEDULE_FAILED
+    return emit_text(mod.script(dialect=dialect), output)
+
+
 def add_schedule_parser(subparsers) -> None:
     from .script.dialect import DIALECTS
 
@@ -62,13 +85,18 @@ def add_schedule_parser(subparsers) -> None:
         help="apply a schedule trace to a TensorIR module",
         description=(
             "Parse a module, replay the schedule trace of TRACE.py on it (the Python that "
-            "print(sch.trace) shows, in either dialect) and print the scheduled module (to "
+            "print(sch.trace) shows, in either dialect), or with --default give each "
+            "unscheduled function its default schedule, and print the scheduled module (to "
             "standard output, or atomically to -o FILE). Exit codes: 0 success, 1 a schedule "
             "primitive failed, 2 usage or input error."
         ),
         what="schedule",
     )
-    p.add_argument("--trace", required=True, metavar="TRACE.py", help="the trace to apply")
+    p.add_argument("--trace", metavar="TRACE.py", help="the trace to apply")
+    p.add_argument("--default", action="store_true",
+                   help="instead of a trace, give each unscheduled function its default schedule "
+                        "for --target (tvms.dlight.cpu rules)")
+    p.add_argument("--target", default="llvm", help="the target of --default (default: llvm)")
     p.add_argument("--print-trace", action="store_true",
                    help="print the trace that was applied to standard error")
     p.add_argument("--dialect", choices=sorted(DIALECTS),

@@ -42,3 +42,24 @@ def add_text(template: str, n: int) -> str:
     if n % CHUNK:
         raise ValueError(f"n={n} is not a multiple of {CHUNK}")
     return template.format(n=n, n_chunks=n // CHUNK)
+
+
+def chain_text(length: int) -> str:
+    """A Relax function of ``length`` tiny kernels in a row (add one to a (1, 16) tensor): its
+    time through the VM beside the kernels' own is the VM's overhead per kernel call."""
+    calls = "".join(f"            a{i + 1} = R.call_tir(cls.add_one, (a{i},), "
+                    f"out_sinfo=R.Tensor((1, 16), dtype=\"float32\"))\n" for i in range(length))
+    return f"""@I.ir_module
+class Module:
+    @T.prim_func
+    def add_one(A: T.Buffer((1, 16), "float32"), B: T.Buffer((1, 16), "float32")):
+        for i, j in T.grid(1, 16):
+            B[i, j] = A[i, j] + T.float32(1)
+
+    @R.function
+    def main(a0: R.Tensor((1, 16), dtype="float32")) -> R.Tensor((1, 16), dtype="float32"):
+        cls = Module
+        with R.dataflow():
+{calls}            R.output(a{length})
+        return a{length}
+"""

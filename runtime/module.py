@@ -14,7 +14,7 @@ import ctypes
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -37,7 +37,11 @@ def _as_array(value: Any) -> Any:
 
 
 class Function:
-    """One compiled PrimFunc, callable with its arguments in parameter order."""
+    """One compiled PrimFunc, callable with its arguments in parameter order.
+
+    What a call checks is worked out once per parameter here (``_BufferCheck``), and where each
+    slot's value comes from (``_slot_filler``), so a call is a few attribute reads per argument.
+    ``run`` skips the checks for callers that have proven the arguments fit (the VM)."""
 
     def __init__(self, name: str, compiled: Any) -> None:  # a codegen CompiledFunction
         self.name = name
@@ -45,60 +49,43 @@ class Function:
         self._entry = _ENTRY_TYPE(compiled.address)
         func = compiled.func
         self._params = [(p, func.buffer_map.get(p)) for p in func.params]
-        self._dtypes = [None if b is None else numpy_dtype(b.dtype) for _, b in self._params]
+        self._checks = [None if b is None else _BufferCheck(f"{name} argument {k} ({b.name})", b)
+                        for k, (_, b) in enumerate(self._params)]
+        self._slots = _slot_filler(name, compiled.slots, self._params)
+        address = compiled.num_threads_address
+        threads = ctypes.c_int32.from_address(address) if address else None
+        # run(values): the call with ``values`` already known to fit the parameters (C-contiguous
+        # arrays of the declared dtypes and shapes, Python numbers for scalars): no checks at all
+        self.run = _runner(self._slots, self._entry, threads, compiled.target)
 
     def __call__(self, *args: Any) -> None:
-        slots = self.pack(args)
-        if self.compiled.num_threads_address:
-            ctypes.c_int32.from_address(self.compiled.num_threads_address).value = self.compiled.target.threads
-        self._entry(ctypes.addressof(slots))
+        self.run(self.checked(args))
 
-    def pack(self, args: tuple) -> ctypes.Array:
-        """Check ``args`` against the parameters and fill the slot array the entry reads."""
+    def checked(self, args: tuple) -> list:
+        """``args`` checked against the parameters (count, device, dtype, shape, contiguity),
+        as the values ``run`` takes: numpy arrays for buffers, Python numbers for scalars."""
         if len(args) != len(self._params):
             names = ", ".join(p.name if b is None else b.name for p, b in self._params)
             raise TVMSError(f"{self.name} takes {len(self._params)} arguments ({names}), got {len(args)}")
-        env: dict = {}
-        checks = []
-        for k, ((param, buf), arg, dtype) in enumerate(zip(self._params, args, self._dtypes)):
-            if buf is None:
-                env[param] = self._scalar(param, arg, k)
-                continue
-            arr = _as_array(arg)
-            where = f"{self.name} argument {k} ({buf.name})"
-            if not _on_cpu(getattr(arg, "device", None)):
-                raise TVMSError(f"{where}: the tensor is on {arg.device}; this module runs on the CPU")
-            if not isinstance(arr, np.ndarray):
-                raise TVMSError(f"{where}: expected an array, got {type(arg).__name__}")
-            if arr.dtype != dtype:
-                raise TVMSError(f"{where}: expected dtype {buf.dtype}, got {arr.dtype}")
-            if arr.ndim != len(buf.shape):
-                raise TVMSError(f"{where}: expected {len(buf.shape)} dimensions, got shape {arr.shape}")
-            if not arr.flags.c_contiguous:
-                raise TVMSError(f"{where}: the array must be C-contiguous (use np.ascontiguousarray)")
-            if not arr.flags.writeable:
-                raise TVMSError(f"{where}: the array is read-only")
-            env[buf.data] = arr.ctypes.data
-            for axis, (declared, actual) in enumerate(zip(buf.shape, arr.shape)):
-                if isinstance(declared, E.Var) and declared not in env:
-                    env[declared] = actual
-                else:
-                    checks.append((declared, actual, f"{where}: dimension {axis}"))
-            if buf.strides:
-                strides = np.cumprod((1,) + arr.shape[:0:-1])[::-1] if arr.ndim else ()
-                for declared, actual in zip(buf.strides, strides):
-                    if isinstance(declared, E.Var) and declared not in env:
-                        env[declared] = int(actual)
-            if isinstance(buf.elem_offset, E.Var) and buf.elem_offset not in env:
-                env[buf.elem_offset] = 0
-        for declared, actual, where in checks:
-            expected = declared.value if isinstance(declared, E.IntImm) else compile_expr(declared)(env)
+        sizes: dict = {}
+        deferred: list = []
+        values = []
+        for k, (check, arg) in enumerate(zip(self._checks, args)):
+            if check is None:
+                param = self._params[k][0]
+                values.append(sizes.setdefault(param, self._scalar(param, arg, k)))
+            else:
+                values.append(check(arg, sizes, deferred))
+        for declared, actual, where in deferred:  # (sizes stated by expressions: all bound now)
+            expected = compile_expr(declared)(sizes)
             if expected != actual:
                 raise TVMSError(f"{where}: expected extent {expected}, got {actual}")
-        slots = (ctypes.c_uint64 * max(1, len(self.compiled.slots)))()
-        for k, var in enumerate(self.compiled.slots):
-            slots[k] = _slot_bits(env[var], var)
-        return slots
+        return values
+
+    def pack(self, args: tuple) -> ctypes.Array:
+        """Check ``args`` against the parameters and fill the slot array the entry reads."""
+        return self._slots(self.checked(args))
+
 
     def _scalar(self, param: E.Var, value: Any, k: int) -> Any:
         value = _as_array(value)
@@ -121,11 +108,135 @@ def _on_cpu(device: Any) -> bool:
     return getattr(device, "device_type", None) == 1  # DLPack's kDLCPU
 
 
-def _slot_bits(value: Any, var: E.Var) -> int:
-    """A value as the 64 bits of its slot (floats as doubles, integers two's complement)."""
-    if var.dtype.is_float:
-        return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
-    return int(value) & 0xFFFFFFFFFFFFFFFF
+class _BufferCheck:
+    """The checks of one buffer parameter, worked out once: its dtype, rank, and per axis a
+    constant extent, a symbolic size (bound by its first use, compared after), or an expression
+    (compared once every size is bound)."""
+
+    def __init__(self, where: str, buf: Any) -> None:
+        self.where, self.buf = where, buf
+        self.dtype = numpy_dtype(buf.dtype)
+        self.ndim = len(buf.shape)
+        self.axes = tuple((axis, d.value if isinstance(d, E.IntImm) else d) for axis, d in enumerate(buf.shape))
+        # sizes only strides and offsets state (an expression of a later extent may use them)
+        self.stride_vars = tuple((axis, d) for axis, d in enumerate(buf.strides) if isinstance(d, E.Var))
+        self.offset_var = buf.elem_offset if isinstance(buf.elem_offset, E.Var) else None
+
+    def __call__(self, arg: Any, sizes: dict, deferred: list) -> np.ndarray:
+        where = self.where
+        if type(arg) is np.ndarray:
+            arr = arg
+        else:
+            arr = _as_array(arg)
+            if not _on_cpu(getattr(arg, "device", None)):
+                raise TVMSError(f"{where}: the tensor is on {arg.device}; this module runs on the CPU")
+            if not isinstance(arr, np.ndarray):
+                raise TVMSError(f"{where}: expected an array, got {type(arg).__name__}")
+        if arr.dtype != self.dtype:
+            raise TVMSError(f"{where}: expected dtype {self.buf.dtype}, got {arr.dtype}")
+        shape = arr.shape
+        if len(shape) != self.ndim:
+            raise TVMSError(f"{where}: expected {self.ndim} dimensions, got shape {shape}")
+        flags = arr.flags
+        if not flags.c_contiguous:
+            raise TVMSError(f"{where}: the array must be C-contiguous (use np.ascontiguousarray)")
+        if not flags.writeable:
+            raise TVMSError(f"{where}: the array is read-only")
+        for axis, declared in self.axes:
+            actual = shape[axis]
+            if type(declared) is int:
+                expected = declared
+            elif isinstance(declared, E.Var):
+                expected = sizes.setdefault(declared, actual)
+            else:
+                deferred.append((declared, actual, f"{where}: dimension {axis}"))
+                continue
+            if expected != actual:
+                raise TVMSError(f"{where}: dimension {axis}: expected extent {expected}, got {actual}")
+        for axis, var in self.stride_vars:
+            sizes.setdefault(var, int(np.prod(shape[axis + 1:], dtype=np.int64)))
+        if self.offset_var is not None:
+            sizes.setdefault(self.offset_var, 0)
+        return arr
+
+
+_byte_at = ctypes.c_byte.from_buffer
+
+
+def _data_address(arr: np.ndarray) -> int:
+    """Where ``arr``'s data starts: through the buffer protocol, much cheaper than
+    ``arr.ctypes.data``, which serves read-only and empty arrays (the protocol refuses them)."""
+    try:
+        return ctypes.addressof(_byte_at(arr))
+    except (TypeError, ValueError, BufferError):
+        return arr.ctypes.data
+
+
+def _runner(fill: Callable, entry: Callable, threads: Any, target: Any) -> Callable[[list], None]:
+    """The unchecked call: fill the slots, set the thread count if the kernel has parallel
+    loops (TVM_NUM_THREADS may change between calls), enter the native code."""
+    addressof = ctypes.addressof
+    # (the slot array is held in a local: only its address goes to the entry, and a temporary
+    # would be freed before the native code reads it)
+    if threads is None:
+        def run(values: list) -> None:
+            slots = fill(values)
+            entry(addressof(slots))
+    else:
+        def run(values: list) -> None:
+            slots = fill(values)
+            threads.value = target.threads
+            entry(addressof(slots))
+    return run
+
+
+def _slot_filler(name: str, slots: tuple, params: list) -> Callable[[list], ctypes.Array]:
+    """A function of the checked values that makes the slot array: one Python expression per
+    slot (compiled once, so a call evaluates them in a single frame)."""
+    sources = [_slot_source(var, params) for var in slots]
+    missing = [var.name for var, source in zip(slots, sources) if source is None]
+    if missing:
+        def unbound(values: list) -> ctypes.Array:
+            raise TVMSError(f"{name}: the kernel reads {', '.join(missing)}, which no parameter defines")
+        return unbound
+    namespace = {"Slots": ctypes.c_uint64 * max(1, len(slots)), "address": _data_address,
+                 "float_bits": _float_bits, "stride": _contiguous_stride, "M": _MASK64}
+    return eval(f"lambda values: Slots({', '.join(sources)})", namespace)  # (sources: ours only)
+
+
+def _slot_source(var: E.Var, params: list) -> str | None:
+    """How one slot's 64 bits come from the checked values, as an expression of ``values``: a
+    buffer's data address, a parameter's scalar, or a size read off the first buffer that states
+    it (its extent, its contiguous stride, or 0 for an offset); None if nothing states it."""
+    for k, (param, buf) in enumerate(params):
+        if buf is None and param is var:
+            return f"float_bits(values[{k}])" if var.dtype.is_float else f"int(values[{k}]) & M"
+        if buf is not None and buf.data is var:
+            return f"address(values[{k}])"
+    for k, (_, buf) in enumerate(params):
+        if buf is None:
+            continue
+        for axis, d in enumerate(buf.shape):
+            if d is var:
+                return f"values[{k}].shape[{axis}] & M"
+        for axis, d in enumerate(buf.strides):
+            if d is var:
+                return f"stride(values[{k}], {axis})"
+        if buf.elem_offset is var:
+            return "0"
+    return None
+
+
+def _contiguous_stride(arr: np.ndarray, axis: int) -> int:
+    return int(np.prod(arr.shape[axis + 1:], dtype=np.int64)) & _MASK64
+
+
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+
+
+def _float_bits(value: Any) -> int:
+    """A number as the 64 bits of a double (how a float scalar travels in its slot)."""
+    return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
 
 
 @dataclass(frozen=True)

@@ -153,12 +153,14 @@ def _limits(dtype: np.dtype) -> tuple:
     return (info.min, info.max) if info is not None else (False, True)
 
 
-def _max(x: np.ndarray, **kw: Any) -> np.ndarray:  # over no elements: TVM's identity, the lowest value
-    return np.max(x, initial=_limits(x.dtype)[0], **kw)
+# max and min skip NaN, as TVM computes them (its kernels use maxnum/minnum); over no elements
+# they give TVM's identity, the lowest (highest) value
+def _max(x: np.ndarray, **kw: Any) -> np.ndarray:
+    return np.fmax.reduce(x, initial=_limits(x.dtype)[0], **kw)
 
 
 def _min(x: np.ndarray, **kw: Any) -> np.ndarray:
-    return np.min(x, initial=_limits(x.dtype)[1], **kw)
+    return np.fmin.reduce(x, initial=_limits(x.dtype)[1], **kw)
 
 
 for _name, _fn in {"sum": np.sum, "mean": np.mean, "max": _max, "min": _min}.items():
@@ -176,8 +178,34 @@ def _arg_reduction(fn: Callable) -> Callable:
     return apply
 
 
-numpy_op("argmax")(_arg_reduction(np.argmax))
-numpy_op("argmin")(_arg_reduction(np.argmin))
+def _scan(better: Callable, start: int) -> Callable:
+    """argmax/argmin as TVM's kernels reduce: from (index -1, the lowest (highest) value), each
+    element replaces the best unless the best is ``better`` or equal with a smaller index, so a
+    NaN (which compares false) is replaced and replaces. Without NaN: numpy's argmax/argmin."""
+    def apply(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+        if x.dtype.kind != "f" or not np.isnan(x).any():
+            fn = np.argmax if start == 0 else np.argmin
+            return fn(x, axis=axis, keepdims=keepdims)
+        if axis is None:
+            rows, kept = x.reshape(-1), ()
+        else:
+            axis = axis % x.ndim
+            rows = np.moveaxis(x, axis, -1)
+            kept = rows.shape[:-1]
+        index = np.full(kept, -1, np.int64)
+        best = np.full(kept, _limits(x.dtype)[start], x.dtype)
+        for r in range(rows.shape[-1]):
+            value = rows[..., r]
+            keep = better(best, value) | ((best == value) & (index < r))
+            index, best = np.where(keep, index, r), np.where(keep, best, value)
+        if keepdims:
+            index = np.expand_dims(index, axis if axis is not None else tuple(range(x.ndim)))
+        return index
+    return apply
+
+
+numpy_op("argmax")(_arg_reduction(_scan(np.greater, 0)))
+numpy_op("argmin")(_arg_reduction(_scan(np.less, 1)))
 
 
 # ---------------------------------------------------------------- creation

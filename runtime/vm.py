@@ -4,16 +4,26 @@
 >>> vm = tvms.relax.VirtualMachine(ex, tvms.cpu())
 >>> out = vm["main"](x, w)                         # tvms Tensors or numpy arrays in, Tensors out
 
-The VM walks the lowered Relax functions as the reference executor does (it shares its
+The VM runs the lowered Relax functions with the reference executor's semantics (it shares its
 interpreter: struct info checks, symbolic sizes bound from the arguments, tuples, if/else,
 match_cast, closures), but ``R.call_tir`` and direct PrimFunc calls run the LLVM-compiled kernels,
-and the outputs of destination-passing calls come from a buffer pool planned per ``SeqExpr``
-(``vm_memory.py``). Packed functions (``R.call_dps_packed``, ``R.call_packed``) receive numpy
-arrays, as under the reference executor; they support DLPack (``torch.from_dlpack(x)``).
+and the outputs of destination-passing calls and ``R.builtin.alloc_tensor`` come from a buffer
+pool planned per ``SeqExpr`` (``vm_memory.py``). Each function is prepared once into a flat list
+of steps (``vm_fast_path.py``): a call checks its arguments once and then runs kernels without
+walking the IR; what the steps do not cover falls back to the interpreter. Packed functions
+(``R.call_dps_packed``, ``R.call_packed``) receive numpy arrays, as under the reference
+executor; they support DLPack (``torch.from_dlpack(x)``).
+
+``compile`` caches its result by content (``compile_key``), and the kernels' object code is
+also cached on disk (``lowering/codegen/object_cache.py``). A VirtualMachine, like TVM's, is for
+one thread at a time; an Executable may be shared by many VMs.
 """
 from __future__ import annotations
 
+import hashlib
+import threading
 import time
+from collections import OrderedDict
 from typing import Any, Callable
 
 import numpy as np
@@ -25,12 +35,15 @@ from tvms.ir.function import PrimFunc
 from tvms.ir.node import FrozenDict
 from tvms.ir.module import GlobalVar, IRModule
 
-from .module import Module, TimingResult, _on_cpu, build
+from .device import cpu
+from .module import Module, TimingResult, _data_address, _on_cpu, build
 from .numpy_ops import Shape
 from .reference_relax import SPECIAL_OPS, _Interpreter, _is_shape_param
 from .target import resolve_target
 from .tensor import ALIGNMENT, Tensor, tensor
-from .vm_memory import BufferPool, SeqPlan, plan_seq, walk
+from .tir_values import numpy_dtype
+from .vm_fast_path import FastFunction
+from .vm_memory import ALLOC_TENSOR, BufferPool, SeqPlan, aligned_empty, plan_seq, walk
 
 # operator-name prefixes the VM runs itself (allocation, not computation): not "Relax operators"
 _RUNTIME_OPS = ("relax.builtin.", "relax.vm.", "relax.memory.", "builtin.", "vm.")
@@ -92,18 +105,71 @@ def has_relax_operators(mod: IRModule) -> bool:
     return False
 
 
-def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero") -> "Executable | Module":
+def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
+            default_schedule: bool = True) -> "Executable | Module":
     """Compile ``mod``: with Relax functions an ``Executable`` for ``VirtualMachine``; a module
     of PrimFuncs only (or a PrimFunc) gives ``tvms.build``'s ``Module``, as ``tvm.compile``.
 
     ``relax_pipeline`` (a name or a pass) runs when Relax operators remain, as TVM runs its
-    build pipeline on a module that is not lowered yet; None skips it."""
+    build pipeline on a module that is not lowered yet; None skips it.
+
+    ``default_schedule`` (CPU targets): every PrimFunc that is not scheduled yet (see
+    ``tvms.dlight.is_scheduled``) gets the default schedule of its kind (``tvms.dlight.cpu``:
+    matmul, GEMV, reduction, elementwise, fallback), and a named pipeline is preceded by
+    FuseTransposeMatmul, so that a linear layer reads its weight as stored. False compiles the
+    TensorIR as it is, as TVM does.
+
+    The result is cached by content (``compile_key``): compiling a module whose text, target and
+    options are unchanged returns the same Executable (or Module), which is safe to share: each
+    VirtualMachine keeps its own buffers."""
     target = resolve_target(target)
     if isinstance(mod, rx.Function):
         mod = IRModule({"main": mod})
-    if isinstance(mod, PrimFunc) or (isinstance(mod, IRModule)
-                                     and all(isinstance(mod[k], PrimFunc) for k in mod) and len(mod)):
-        return build(mod, target)
+    key = compile_key(mod, target, relax_pipeline, default_schedule=bool(default_schedule))
+    if key is not None:
+        with _COMPILED_LOCK:
+            hit = _COMPILED.get(key)
+            if hit is not None:
+                _COMPILED.move_to_end(key)
+                return hit
+    result = _compile_uncached(mod, target, relax_pipeline,
+                               bool(default_schedule) and _schedules_by_default(target))
+    if key is not None:
+        with _COMPILED_LOCK:
+            _COMPILED[key] = result
+            while len(_COMPILED) > _COMPILED_MAX:
+                _COMPILED.popitem(last=False)
+    return result
+
+
+# compile's results by content key, least recently used first (bounded: each holds native code)
+_COMPILED: "OrderedDict[tuple, Any]" = OrderedDict()
+_COMPILED_LOCK = threading.Lock()
+_COMPILED_MAX = 64
+
+
+def compile_key(mod: Any, target: Any, relax_pipeline: Any, **options: Any) -> tuple | None:
+    """What a compile depends on: the sha256 of the module's text (constants included), the
+    target, the pipeline's name, then each further option of ``compile`` as a (name, value) pair
+    (values with a stable ``repr``). None when the result cannot be keyed (a pipeline given as a
+    pass object, an input compile rejects)."""
+    if relax_pipeline is not None and not isinstance(relax_pipeline, str):
+        return None
+    if not isinstance(mod, (PrimFunc, IRModule)):
+        return None
+    try:
+        text = mod.script(show_meta=True) if isinstance(mod, IRModule) else "prim_func\n" + mod.script()
+    except Exception:  # (a module the printer cannot print yet is compiled, just not cached)
+        return None
+    extra = tuple((name, repr(value)) for name, value in sorted(options.items()))
+    return (hashlib.sha256(text.encode()).hexdigest(), str(target), relax_pipeline, *extra)
+
+
+def _compile_uncached(mod: Any, target: Any, relax_pipeline: Any, schedule: bool) -> "Executable | Module":
+    if isinstance(mod, PrimFunc):
+        mod = IRModule({"main": mod})
+    if isinstance(mod, IRModule) and all(isinstance(mod[k], PrimFunc) for k in mod) and len(mod):
+        return build(default_schedules(mod, target) if schedule else mod, target)
     if not isinstance(mod, IRModule):
         raise TVMSError(f"compile takes an IRModule, a Relax function or a PrimFunc, "
                         f"not {type(mod).__name__}")
@@ -112,14 +178,42 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero") -> "Exec
             from tvms.lowering.relax.pipeline import get_pipeline
             # TVM's "default" legalizes before the VM; here the zero pipeline also fuses
             relax_pipeline = get_pipeline("zero" if relax_pipeline == "default" else relax_pipeline)
+            if schedule:
+                from tvms.lowering.relax.fuse_transpose_matmul import FuseTransposeMatmul
+                from tvms.lowering.transform import Sequential
+
+                relax_pipeline = Sequential([FuseTransposeMatmul(), relax_pipeline])
         # TVM's build keeps every Relax function; the pipeline's dead-code elimination keeps the
         # public ones only, so a private one (IRModule.from_expr(func)) is public while it runs
         private = [k for k in mod if isinstance(mod[k], rx.Function) and "global_symbol" not in mod[k].attrs]
         mod = relax_pipeline(_with_global_symbols(mod, private, True))
         mod = _with_global_symbols(mod, [k for k in private if k in mod], False)
+    if schedule:
+        mod = default_schedules(mod, target)
+    return Executable(mod, _build_kernels(mod, target))
+
+
+def _schedules_by_default(target: Any) -> bool:
+    """Whether ``compile`` gives unscheduled TensorIR a default schedule for this target (the
+    CPU: the rules of ``tvms.dlight.cpu``)."""
+    return str(target).split(" ", 1)[0] == "llvm"
+
+
+def default_schedules(mod: IRModule, target: Any) -> IRModule:
+    """``mod`` with each PrimFunc that is not scheduled yet given its default CPU schedule."""
+    from tvms.lowering.dlight import ApplyDefaultSchedule
+    from tvms.lowering.dlight.cpu import default_rules
+
+    from .target import Target
+
+    with target if isinstance(target, Target) else Target(str(target)):
+        return ApplyDefaultSchedule(*default_rules())(mod)
+
+
+def _build_kernels(mod: IRModule, target: Any) -> Module:
+    """The one place the lowered module's PrimFuncs are taken and compiled for the VM."""
     prims = {k: mod[k] for k in mod if isinstance(mod[k], PrimFunc)}
-    kernels = build(IRModule(prims), target) if prims else Module({}, str(target))
-    return Executable(mod, kernels)
+    return build(IRModule(prims), target) if prims else Module({}, str(target))
 
 
 def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:
@@ -137,7 +231,9 @@ def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:
 
 
 class _VMInterpreter(_Interpreter):
-    """The reference interpreter with compiled kernels and planned output buffers."""
+    """The reference interpreter with compiled kernels and planned output buffers. A Relax
+    function called without captured variables runs its prepared steps (``vm_fast_path.py``);
+    what they leave to the interpreter comes back here."""
 
     def __init__(self, ex: Executable) -> None:
         super().__init__(ex.mod)
@@ -146,13 +242,30 @@ class _VMInterpreter(_Interpreter):
         self.plans: dict[int, SeqPlan] = {}
         self.pooled_calls: set = set()
         self.unpooled = 0  # outputs allocated outside the pool (they outlive their function)
+        self.fast: dict[int, tuple] = {}  # id of a Relax function -> (it, its FastFunction)
 
     def plan(self, seq: rx.SeqExpr) -> SeqPlan:
         plan = self.plans.get(id(seq))
         if plan is None:
-            plan = self.plans[id(seq)] = plan_seq(seq)
+            plan = self.plans[id(seq)] = plan_seq(seq, self.is_prim_func)
             self.pooled_calls |= plan.pooled_calls
         return plan
+
+    def is_prim_func(self, op: Any) -> bool:
+        return isinstance(op, GlobalVar) and op.name_hint in self.mod and isinstance(self.mod[op], PrimFunc)
+
+    def call_function(self, func: rx.Function, args: list, captured: dict | None = None) -> Any:
+        if captured or not isinstance(func.body, rx.SeqExpr):
+            return self.call_function_slow(func, args, captured)
+        entry = self.fast.get(id(func))
+        if entry is None or entry[0] is not func:
+            entry = self.fast[id(func)] = (func, FastFunction(self, func))
+        return entry[1](args)
+
+    def call_function_slow(self, func: rx.Function, args: list, captured: dict | None = None) -> Any:
+        """The interpreter's own walk of ``func`` (for calls the prepared steps do not take)."""
+        with np.errstate(all="ignore"):  # (numpy operators: inf and nan as Relax computes them)
+            return super().call_function(func, args, captured)
 
     def x_SeqExpr(self, e: rx.SeqExpr, env: dict) -> Any:
         plan = self.plan(e)
@@ -162,11 +275,17 @@ class _VMInterpreter(_Interpreter):
                 self.pool.release(env[var])
         return self.eval(e.body, env)
 
+    def x_Call(self, e: rx.Call, env: dict) -> Any:
+        if isinstance(e.op, Op) and e.op.name == ALLOC_TENSOR:  # pooled as planned, else aligned
+            shape, dtype = self.eval(e.args[0], env), self.eval(e.args[1], env)
+            return self.allocate(e, tuple(int(d) for d in shape), numpy_dtype(dtype))
+        return super().x_Call(e, env)
+
     def allocate(self, e: rx.Call, shape: tuple, dtype: np.dtype) -> np.ndarray:
         if id(e) in self.pooled_calls:
             return self.pool.take(shape, dtype)
         self.unpooled += 1
-        return tensor(np.empty(shape, dtype)).array  # (aligned: it may become a result Tensor)
+        return aligned_empty(shape, dtype)  # (aligned: it may become a result Tensor)
 
     def run_prim(self, gv: Any, func: PrimFunc, args: list) -> None:
         name = gv.name_hint if isinstance(gv, GlobalVar) else str(gv)
@@ -217,9 +336,8 @@ class VirtualMachine:
         if len(args) != len(func.params):
             raise TVMSError(f"{name} takes {len(func.params)} arguments "
                             f"({', '.join(p.name for p in func.params)}), got {len(args)}")
-        values = [_argument(a, p, name) for a, p in zip(args, func.params)]
-        with np.errstate(all="ignore"):
-            return _result(self._interp.call_function(func, values))
+        values = [a.array if type(a) is Tensor else _argument(a, p, name) for a, p in zip(args, func.params)]
+        return _result(self._interp.call_function(func, values))
 
     def memory_stats(self) -> dict:
         """``pooled``: distinct intermediate buffers the pool allocated; ``reused``: requests a
@@ -275,19 +393,33 @@ def _result(value: Any) -> Any:
         return value
     if isinstance(value, tuple):
         return tuple(_result(v) for v in value)
+    if type(value) is np.ndarray:
+        flags = value.flags
+        if flags.c_contiguous and flags.writeable and (not value.size or _data_address(value) % ALIGNMENT == 0):
+            return _tensor_of_fit_array(value)
     if isinstance(value, (np.ndarray, np.generic)):
-        arr = np.asarray(value)
-        fit = arr.flags.c_contiguous and arr.flags.writeable and (not arr.size or arr.ctypes.data % ALIGNMENT == 0)
-        return Tensor(arr) if fit and isinstance(value, np.ndarray) else tensor(arr)
+        return tensor(np.asarray(value))
     return value
 
 
-def relax_build(mod: Any, target: Any = None, relax_pipeline: Any = "zero") -> Executable:
+_CPU = cpu(0)
+
+
+def _tensor_of_fit_array(arr: np.ndarray) -> Tensor:
+    """A Tensor sharing ``arr``, which ``_result`` has just found to meet the Tensor
+    invariants (C-contiguous, writable, aligned): the constructor's checks are not run again."""
+    result = Tensor.__new__(Tensor)
+    result.array, result.device = arr, _CPU
+    return result
+
+
+def relax_build(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
+                default_schedule: bool = True) -> Executable:
     """``tvms.relax.build``: as ``compile``, for modules with Relax functions."""
-    ex = compile(mod, target, relax_pipeline)
+    ex = compile(mod, target, relax_pipeline, default_schedule)
     if not isinstance(ex, Executable):
         raise TVMSError("relax.build: the module has no Relax function (use tvms.build for TensorIR)")
     return ex
 
 
-__all__ = ["Executable", "VirtualMachine", "compile", "has_relax_operators", "relax_build"]
+__all__ = ["Executable", "VirtualMachine", "compile", "compile_key", "has_relax_operators", "relax_build"]

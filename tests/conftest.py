@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import pathlib
+import shutil
+import tempfile
 from types import ModuleType
 
 import pytest
@@ -37,6 +40,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: a long test, run with --runslow")
+    # compiled kernels are cached on disk (lowering/codegen/object_cache.py): the tests use a
+    # cache of their own, so they neither fill the user's ~/.cache/tvms nor read kernels from it
+    if "TVMS_CACHE_DIR" not in os.environ:
+        config._tvms_cache = tempfile.mkdtemp(prefix="tvms-test-cache-")
+        os.environ["TVMS_CACHE_DIR"] = config._tvms_cache
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cache = getattr(config, "_tvms_cache", None)
+    if cache is not None:
+        shutil.rmtree(cache, ignore_errors=True)
+        os.environ.pop("TVMS_CACHE_DIR", None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:

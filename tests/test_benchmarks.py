@@ -2,6 +2,7 @@
 table. It checks no figure (timings are never asserted)."""
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -34,3 +35,15 @@ def test_quick_cpu_e2e_benchmark_runs_and_prints_a_table() -> None:
                 "mlp batch 1 tvms VM", "mlp batch 4 tvms VM", "compile mlp, first",
                 "compile mlp, unchanged (cache)"):
         assert any(line.startswith(row) for line in lines), done.stdout
+
+
+def test_quick_cpu_default_benchmark_runs_and_prints_its_goals() -> None:
+    done = run_quick("cpu_default.py")
+    lines = done.stdout.splitlines()
+    tables = len({1, os.cpu_count() or 1})  # one per thread count: 1, and all cores
+    assert any(line.startswith("machine: ") and " cores, " in line for line in lines), done.stdout
+    assert any(line.startswith("clock: ") and "timing loop" in line for line in lines), done.stdout
+    for row in ("add ", "  np.copyto", "softmax ", "layer_norm ", "matmul 64 ", "mlp batch 1 ", "mlp batch 4 "):
+        assert sum(line.startswith(row) for line in lines) == tables, (row, done.stdout)
+    assert sum(line.startswith("goal: add >= 90% of np.copyto") for line in lines) == tables, done.stdout
+    assert sum(line.startswith("goal: MLP batch 4 within 1.5x") for line in lines) == tables, done.stdout

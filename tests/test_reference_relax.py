@@ -281,3 +281,36 @@ def test_vm_ops() -> None:
     t = NUMPY_OPS["relax.vm.alloc_tensor"]((storage, 0, Shape((2, 3)), "float32", 0), {})
     assert t.shape == (2, 3) and t.dtype == np.float32
     assert NUMPY_OPS["relax.vm.kill_object"]((t,), {}) == ()
+
+
+NAN_REDUCTIONS = '''
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tuple(R.Tensor((2,), dtype="float32"), R.Tensor((2,), dtype="int64"), R.Tensor((3,), dtype="float32"), R.Tensor((1, 1), dtype="int64")):
+        with R.dataflow():
+            a = R.max(x, axis=[1], keepdims=False)
+            b = R.argmax(x, axis=1, keepdims=False)
+            c = R.min(x, axis=[0], keepdims=False)
+            d = R.argmin(x, axis=None, keepdims=True)
+            gv = (a, b, c, d)
+            R.output(gv)
+        return gv
+'''
+
+
+def test_reductions_treat_nan_as_tvm_kernels_do() -> None:
+    """max/min skip NaN (maxnum) and argmax/argmin follow TVM's comparisons, in which a NaN is
+    replaced and replaces: the operators give what their legalized kernels give."""
+    from tvms.lowering.pass_registry import get_pass
+
+    mod = from_source(NAN_REDUCTIONS)
+    x = np.array([[np.nan, 0.5, 0.25], [0.5, np.nan, -1.0]], "float32")
+    want = run_relax(mod, "main", x)
+    got = run_relax(get_pass("LegalizeOps")(mod), "main", x)
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(want[0], [0.5, 0.5])
+    np.testing.assert_array_equal(want[1], [1, 2])  # (a NaN is replaced, then replaces)

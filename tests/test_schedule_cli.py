@@ -62,3 +62,31 @@ def test_unreadable_inputs_and_usage(tmp_path, capsys) -> None:
     assert main(["schedule", str(bad), "--trace", str(GOLDEN / "mm_bind.trace.py")]) == 2
     assert "bad.tvms:" in capsys.readouterr().err
     assert main(["schedule", str(BASE)]) == 2  # --trace is required
+
+
+def test_default_schedules_from_the_command_line(tmp_path, capsys) -> None:
+    """``--default`` gives every function its default CPU schedule; the result reads back,
+    carries ``tir.is_scheduled`` and computes the same matmul."""
+    import numpy as np
+
+    import tvms
+    from tvms.script import from_source
+
+    target = tmp_path / "scheduled.tvms"
+    assert main(["schedule", str(BASE), "--default", "-o", str(target)]) == 0
+    text = target.read_text().rstrip("\n")
+    mod = from_source(text)
+    assert mod.script(dialect="tvm-0.27") == text
+    assert '"tirx.is_scheduled": True' in text and "T.parallel" in text
+    pytest.importorskip("llvmlite")
+    a, b = (np.random.default_rng(i).standard_normal((128, 128)).astype("float32") for i in (1, 2))
+    c = np.zeros((128, 128), dtype="float32")
+    tvms.build(mod, target="llvm")["main"](a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_default_and_trace_exclude_each_other(capsys) -> None:
+    trace = str(GOLDEN / "mm_schedule_mm.trace.py")
+    assert main(["schedule", str(BASE), "--default", "--trace", trace]) == 2
+    assert main(["schedule", str(BASE)]) == 2
+    assert "give either --trace TRACE.py or --default" in capsys.readouterr().err

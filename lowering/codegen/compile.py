@@ -3,7 +3,9 @@
 ``compile_prim_func(func, target)`` lowers the function when it still has blocks (through
 ``tvms.lowering.tir.lower_for_codegen`` once that exists), generates LLVM IR, optimizes it at O3
 for the target CPU and JIT-compiles it with MCJIT. The result is cached under a hash of the
-printed function and the target, so building an unchanged function again is a dictionary lookup.
+printed function and the target, so building an unchanged function again is a dictionary lookup;
+the object code is also kept on disk (``object_cache.py``), so a new process loads it instead of
+generating it again.
 """
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ from ...ir import stmt as S
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.visitor import collect
-from . import llvm_parallel
+from . import llvm_parallel, object_cache
 from .llvm import codegen_llvm, entry_slots
-from .llvm_target import LLVMTarget, assembly, jit, optimize, parse_llvm_target
+from .llvm_target import LLVMTarget, assembly, optimize, parse_llvm_target
 
 
 @dataclass(frozen=True)
@@ -84,13 +86,21 @@ def compile_prim_func(func: PrimFunc, target: object = "llvm", name: str = "main
         hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    text = codegen_llvm(lowered, name)
     uses_threads = any(s.kind == S.PARALLEL for s in collect(lowered.body, S.For))
     if uses_threads:
         llvm_parallel.load_thread_pool()
-    module = optimize(text, llvm_target)
-    optimized = str(module)
-    engine = jit(module, llvm_target)
+    on_disk_key = object_cache.disk_key(key, name)
+    cached = object_cache.load(on_disk_key)
+    if cached is not None:  # made by an earlier process: load its object code, generate nothing
+        text, optimized = cached.llvm_ir, cached.optimized_ir
+        engine, _ = object_cache.jit_with_cache(_parse(optimized), llvm_target, cached.object_code)
+    else:
+        text = codegen_llvm(lowered, name)
+        module = optimize(text, llvm_target)
+        optimized = str(module)
+        engine, object_code = object_cache.jit_with_cache(module, llvm_target, None)
+        if object_code:
+            object_cache.store(on_disk_key, object_cache.CachedKernel(text, optimized, object_code))
     compiled = CompiledFunction(
         lowered, llvm_target, engine.get_function_address(name), tuple(entry_slots(lowered)),
         engine.get_global_value_address(llvm_parallel.NUM_THREADS_SYMBOL) if uses_threads else 0,

@@ -175,7 +175,10 @@ class _FunctionCodegen:
         a, b, dt = self.operands(e)
         if dt.is_float:  # "contract" lets a*b+c become one fused multiply-add, as TVM allows
             return getattr(self.builder, float_op)(a, b, flags=("contract",))
-        return getattr(self.builder, int_op)(a, b)
+        # TensorIR's signed arithmetic does not wrap (as TVM emits it): "nsw" lets LLVM tell that
+        # C[x] and C[x + 1152] never overlap, so a register tile's accumulators leave memory
+        flags = ("nsw",) if dt.is_int else ()
+        return getattr(self.builder, int_op)(a, b, flags=flags)
 
     def e_Add(self, e): return self._arith(e, "add", "fadd")
     def e_Sub(self, e): return self._arith(e, "sub", "fsub")

@@ -170,10 +170,12 @@ def _call_llvm_intrin(builder: ir.IRBuilder, call, args: list) -> ir.Value:
     if not isinstance(symbol, str) or not symbol.startswith("llvm."):
         raise TVMSError(f"T.{call.op.name.split('.', 1)[-1]} needs the LLVM intrinsic's name "
                         f"(\"llvm.fmuladd\") as its first argument")
-    ret = T.with_lanes(T.scalar_type(call.dtype), call.dtype.lanes)
     values = args[1:]
     if all(a.dtype.element_of == call.dtype.element_of for a in call.args[1:]):
         values = T.unify(builder, *values)
+    # inside a vectorized loop the arguments may be vectors while the call still reads scalar
+    lanes = max([call.dtype.lanes] + [T.lanes_of(v) for v in values])
+    ret = T.with_lanes(T.scalar_type(call.dtype), lanes)
     overloaded = not any(symbol.startswith(f"llvm.{arch}.") for arch in ("x86", "aarch64", "arm", "nvvm", "amdgcn"))
     name = f"{symbol}.{_suffix(ret)}" if overloaded else symbol
     return builder.call(declare(builder.module, name, ret, [v.type for v in values]), values)

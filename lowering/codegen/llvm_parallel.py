@@ -15,10 +15,16 @@ Where libgomp is missing (or ``TVMS_THREAD_POOL=pthread``), the caller instead s
 1..n-1 on threads it creates with libc's ``pthread_create``, runs task 0 itself and joins them.
 
 The thread count is the global ``__tvms_num_threads``, which the runtime sets before each call
-(from ``TVM_NUM_THREADS`` or the target's ``-num-cores``), clamped to the loop's extent.
+(from ``TVM_NUM_THREADS`` or the target's ``-num-cores``), clamped to the loop's extent and to the
+loop's work: each task gets at least ``MIN_TASK_WORK`` stores (the body's stores per iteration,
+estimated at compile time, times the extent). Waking a sleeping worker costs 27-60 us here (more
+when the machine is loaded: the woken thread waits for a core, and the caller waits for it), so a
+loop with less work than two tasks' worth calls its task function directly, in the caller's
+thread, without touching the thread pool.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes.util
 import functools
 import os
@@ -27,6 +33,7 @@ from typing import Any
 from llvmlite import ir
 
 from ...ir import expr as E
+from ...ir import stmt as S
 from ...ir.dtype import DataType
 from ...ir.visitor import collect
 from . import llvm_types as T
@@ -34,6 +41,8 @@ from .llvm_intrinsics import declare as declare_c
 
 NUM_THREADS_SYMBOL = "__tvms_num_threads"
 MAX_THREADS = 256
+MIN_TASK_WORK = 1 << 17  # stores per task below which another thread costs more than it saves
+UNKNOWN_WORK = 1 << 40  # a body with loops of symbolic extent: assume it is worth the threads
 _loaded = False
 
 
@@ -60,8 +69,31 @@ def load_thread_pool() -> None:
     binding = require_llvm()
     path = _libgomp()
     if path is not None:
+        # Held open by a handle that is never closed (and RTLD_NODELETE): at exit llvmlite
+        # dlcloses what it loaded, and unmapping libgomp under its idle workers crashed the process.
+        with _passive_waiting():
+            ctypes.CDLL(path, mode=os.RTLD_GLOBAL | os.RTLD_NODELETE)
         binding.load_library_permanently(path)
     _loaded = True
+
+
+@contextlib.contextmanager
+def _passive_waiting():
+    """``OMP_WAIT_POLICY=passive`` while libgomp loads (it reads its settings then), unless the user
+    set a policy or a spin count; the variable is not left behind for child processes.
+
+    By default libgomp's idle threads spin for milliseconds before sleeping. On a shared machine
+    a spinning thread holds a core another process needs, and a caller that waits for a preempted
+    worker spins too: a tiny parallel region called every millisecond took 11 ms per call that way
+    (a 0.1 ms one, 15 ms), and 0.06 ms (0.2 ms) with sleeping workers."""
+    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+        yield
+        return
+    os.environ["OMP_WAIT_POLICY"] = "passive"
+    try:
+        yield
+    finally:
+        del os.environ["OMP_WAIT_POLICY"]
 
 
 def num_threads_global(module: ir.Module) -> ir.GlobalVariable:
@@ -76,7 +108,7 @@ def num_threads_global(module: ir.Module) -> ir.GlobalVariable:
 def parallel_loop(cg: Any, loop: Any) -> None:
     """Emit ``loop`` (a ``T.parallel`` For) as a task run on the thread pool; ``cg`` is the
     function codegen whose builder sits where the loop belongs."""
-    module, bld = cg.module, cg.builder
+    bld = cg.builder
     captured, seen = [], set()
     for v in collect(loop, E.Var):
         if v is not loop.loop_var and v in cg.env and id(v) not in seen:
@@ -88,24 +120,64 @@ def parallel_loop(cg: Any, loop: Any) -> None:
 
     closure_type = ir.LiteralStructType([T.scalar_type(v.dtype) for v in captured] or [T.I8])
     closure = cg.entry_alloca(closure_type, 1, f"{name}.closure")
-    for k, v in enumerate(captured):
-        slot = bld.gep(closure, [ir.Constant(T.I32, 0), ir.Constant(T.I32, k)], source_etype=closure_type)
-        bld.store(cg.env[v], slot)
-    extent = T.cast(bld, cg.expr(loop.extent), loop.extent.dtype, DataType("int32"))
-    threads = bld.load(num_threads_global(module), typ=T.I32)
-    n = _clamp(bld, bld.select(bld.icmp_signed("<", extent, threads), extent, threads), MAX_THREADS)
+    n = _task_count(cg, loop)
     run_task = (lambda tb, closure_ptr, tid, nt:
                 tb.call(impl, [tid, nt, *_unpack(tb, closure_ptr, closure_type, len(captured))]))
-    if thread_pool_kind() == "gomp":
-        _launch_gomp(cg, name, run_task, closure, n)
-    else:
-        _launch_pthreads(cg, name, run_task, closure, n)
+    one = ir.Constant(T.I32, 1)
+    with bld.if_else(bld.icmp_signed("==", n, one)) as (serial, threaded):
+        with serial:  # too little work (or one thread): run it here, no thread pool involved
+            bld.call(impl, [ir.Constant(T.I32, 0), one, *(cg.env[v] for v in captured)])
+        with threaded:
+            for k, v in enumerate(captured):
+                slot = bld.gep(closure, [ir.Constant(T.I32, 0), ir.Constant(T.I32, k)], source_etype=closure_type)
+                bld.store(cg.env[v], slot)
+            if thread_pool_kind() == "gomp":
+                _launch_gomp(cg, name, run_task, closure, n)
+            else:
+                _launch_pthreads(cg, name, run_task, closure, n)
+
+
+def _task_count(cg: Any, loop: Any) -> ir.Value:
+    """``min(extent, threads, extent * work per iteration // MIN_TASK_WORK)`` in ``[1, MAX_THREADS]``."""
+    bld = cg.builder
+    extent = T.cast(bld, cg.expr(loop.extent), loop.extent.dtype, DataType("int64"))
+    threads = bld.sext(bld.load(num_threads_global(cg.module), typ=T.I32), T.I64)
+    n = _smaller(bld, extent, threads)
+    per_iteration = iteration_work(loop.body)
+    if per_iteration < MIN_TASK_WORK:  # (else each iteration is worth a task: no limit, no overflow)
+        tasks_worth = bld.sdiv(bld.mul(extent, ir.Constant(T.I64, per_iteration)), ir.Constant(T.I64, MIN_TASK_WORK))
+        n = _smaller(bld, n, tasks_worth)
+    return bld.trunc(_clamp(bld, n, MAX_THREADS), T.I32)
+
+
+def iteration_work(body: Any) -> int:
+    """Stores one iteration of a loop body executes (inner loops' constant extents multiplied in;
+    ``UNKNOWN_WORK`` when an inner loop's extent is symbolic, or a while loop or a call is inside)."""
+    if isinstance(body, S.BufferStore):
+        return 1
+    if isinstance(body, S.While) or (isinstance(body, S.Evaluate) and isinstance(body.value, E.Call)):
+        return UNKNOWN_WORK  # (a call may be a whole library routine)
+    if isinstance(body, S.For):
+        if not isinstance(body.extent, E.IntImm):
+            return UNKNOWN_WORK
+        return min(UNKNOWN_WORK, body.extent.value * iteration_work(body.body))
+    if isinstance(body, S.IfThenElse):  # the costlier branch, as if always taken
+        return max(iteration_work(body.then_case), iteration_work(body.else_case) if body.else_case else 0)
+    if isinstance(body, S.SeqStmt):
+        return min(UNKNOWN_WORK, sum(iteration_work(s) for s in body.seq))
+    inner = getattr(body, "body", None)  # lets, attributes, allocations: what they wrap
+    return iteration_work(inner) if isinstance(inner, S.Stmt) else 0
+
+
+def _smaller(bld: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
+    return bld.select(bld.icmp_signed("<", a, b), a, b)
 
 
 def _clamp(bld: ir.IRBuilder, n: ir.Value, most: int) -> ir.Value:
     """``n`` limited to ``[1, most]``."""
-    n = bld.select(bld.icmp_signed("<", n, ir.Constant(T.I32, 1)), ir.Constant(T.I32, 1), n)
-    return bld.select(bld.icmp_signed(">", n, ir.Constant(T.I32, most)), ir.Constant(T.I32, most), n)
+    lowest, highest = ir.Constant(n.type, 1), ir.Constant(n.type, most)
+    n = bld.select(bld.icmp_signed("<", n, lowest), lowest, n)
+    return bld.select(bld.icmp_signed(">", n, highest), highest, n)
 
 
 def _unpack(tb: ir.IRBuilder, closure: ir.Value, closure_type: ir.Type, count: int) -> list:

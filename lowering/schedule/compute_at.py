@@ -11,9 +11,10 @@ from __future__ import annotations
 from ...ir.analysis import substitute
 from ...ir.arith_analyzer import Analyzer, Sum
 from ...ir.buffer import Buffer
-from ...ir.expr import GE, LT, Add, And, IntImm, PrimExpr, Sub, Var, const
+from ...ir.expr import GE, LT, Add, And, IntImm, IterVar, PrimExpr, Sub, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, For, SeqStmt, Stmt, seq
+from ...ir.structural import structural_equal
 from ...ir.visitor import walk
 from .errors import ScheduleError
 from .tree import (blocks_under, enclosing_loops, find_block, find_loop, parent_block, remove_block,
@@ -100,6 +101,9 @@ def _rebuild_block(realize: BlockRealize, buffer: Buffer, accessed: tuple, dims:
                                     f"covers has a symbolic size")
             size = extent.value + 1
         else:  # an iterator the buffer access does not name: its whole domain
+            if not isinstance(iv.dom.extent, IntImm):
+                raise ScheduleError(f"iterator '{iv.var.name}' of block '{block.name_hint}' has a "
+                                    f"symbolic domain; the loop covering it would too")
             lo, size = iv.dom.min, iv.dom.extent.value
         if size == 1 and not preserve_unit_loops:
             values.append(analyzer.simplify(lo))
@@ -126,6 +130,9 @@ def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list
         analyzer.bind(var, 0, size)
     conds: list[PrimExpr] = []
     for iv, value in zip(block.iter_vars, values):
+        if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):
+            conds.extend(_symbolic_domain_guard(iv, value, around))
+            continue
         lo, end = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value
         b = analyzer.bound(value)
         if b is None or b[0] < lo:
@@ -136,6 +143,16 @@ def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list
     for cond in conds[1:]:
         guard = And(guard, cond)
     return guard
+
+
+def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For]) -> list[PrimExpr]:
+    """The conditions keeping ``value`` in a symbolic domain: none when it is a loop variable
+    whose loop has exactly that domain (a row loop ``for i in range(n)`` bound to ``i``)."""
+    for node in around:
+        if (value is node.loop_var and structural_equal(node.min, iv.dom.min)
+                and structural_equal(node.extent, iv.dom.extent)):
+            return []
+    return [GE(value, iv.dom.min), LT(value, Add(iv.dom.min, iv.dom.extent))]
 
 
 def _check_same_scope(realize: BlockRealize, path: tuple, loop: For, loop_path: tuple, primitive: str) -> None:

@@ -68,10 +68,11 @@ def conjoin(parts: list[PrimExpr]) -> PrimExpr:
     return result
 
 
-def nest(loop_vars: list[Var], extents: list[int], body: Stmt) -> Stmt:
-    """Serial loops over ``loop_vars`` (outermost first) around ``body``."""
+def nest(loop_vars: list[Var], extents: list, body: Stmt) -> Stmt:
+    """Serial loops over ``loop_vars`` (outermost first; extents ints or expressions) around ``body``."""
     for var, extent in zip(reversed(loop_vars), reversed(extents)):
-        body = For(var, const(0, var.dtype), const(extent, var.dtype), SERIAL, body)
+        size = const(extent, var.dtype) if isinstance(extent, int) else extent
+        body = For(var, const(0, var.dtype), size, SERIAL, body)
     return body
 
 
@@ -95,21 +96,41 @@ def resolve_factors(loop: For, factors: list, extent: int) -> list[int]:
     return result
 
 
+def symbolic_factors(loop: For, factors: list) -> list:
+    """The sizes of a split of a loop ``[0, n)`` of symbolic extent: the one hole becomes
+    ``(n + known - 1) // known``, so the tail is guarded, as for a split that overshoots."""
+    holes = [i for i, f in enumerate(factors) if f is None or f == -1]
+    if len(holes) != 1 or any(not isinstance(f, int) or f <= 0 for i, f in enumerate(factors) if i != holes[0]):
+        raise ScheduleError(f"split: loop '{loop.loop_var.name}' has the symbolic extent {loop.extent}: "
+                            f"give constant factors and one None, got {factors}")
+    known = prod(f for i, f in enumerate(factors) if i != holes[0])
+    dtype = loop.extent.dtype
+    sizes: list = list(factors)
+    sizes[holes[0]] = Analyzer().simplify(FloorDiv(Add(loop.extent, const(known - 1, dtype)), const(known, dtype)))
+    return sizes
+
+
 def split(func: PrimFunc, loop: For, factors: list, preserve_unit_iters: bool,
           disable_predication: bool) -> tuple[PrimFunc, list[Var]]:
-    extent = const_extent(loop, "split")
-    sizes = resolve_factors(loop, factors, extent)
+    if is_const_int(loop.min, 0) and not isinstance(loop.extent, IntImm):
+        extent, sizes = loop.extent, symbolic_factors(loop, factors)
+    else:
+        extent = const_extent(loop, "split")
+        sizes = resolve_factors(loop, factors, extent)
     old = loop.loop_var
     dtype = old.dtype
     new_vars = [Var(f"{old.name}_{i}", dtype) for i in range(len(sizes))]
-    parts: list[PrimExpr] = [const(0, dtype) if size == 1 and not preserve_unit_iters else v
-                             for v, size in zip(new_vars, sizes)]
+    parts: list[PrimExpr] = [const(0, dtype) if isinstance(size, int) and size == 1 and not preserve_unit_iters
+                             else v for v, size in zip(new_vars, sizes)]
     value = parts[0]
     for part, size in zip(parts[1:], sizes[1:]):  # ((v0 * f1 + v1) * f2 + v2), zeros left out
-        scaled = value if is_const_int(value, 0) else Mul(value, const(size, dtype))
+        factor = const(size, dtype) if isinstance(size, int) else size
+        scaled = value if is_const_int(value, 0) else Mul(value, factor)
         value = part if is_const_int(scaled, 0) else scaled if is_const_int(part, 0) else Add(scaled, part)
     guard = None
-    if prod(sizes) != extent and not disable_predication:
+    if not isinstance(extent, int) and not disable_predication:
+        guard = LT(value, extent)
+    elif isinstance(extent, int) and prod(sizes) != extent and not disable_predication:
         guard = LT(value, const(extent, dtype))
     body = _Rebind({old: value}, Analyzer(), guard).visit(loop.body)
     return replace_stmts(func, {id(loop): nest(new_vars, sizes, body)}), new_vars
@@ -178,13 +199,16 @@ def _check_affine(func: PrimFunc, segment: list[For]) -> None:
     """Every block under the reordered loops must bind its iterators affinely to its loops."""
     seg_ids = {id(loop.loop_var) for loop in segment}
     outer = enclosing_loops(find_loop(func, segment[0].loop_var)[1])
+    # an outer loop of symbolic extent only offsets the bindings: count it as 0
+    offsets = {n.loop_var: const(0, n.loop_var.dtype) for n in outer
+               if not (isinstance(n.extent, IntImm) and isinstance(n.min, IntImm))}
     for node, path in walk_with_path(segment[0]):
         if not isinstance(node, BlockRealize):
             continue
         loops = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value)
                  for n in outer + enclosing_loops(path)
                  if isinstance(n.extent, IntImm) and isinstance(n.min, IntImm)}
-        values = [v for v in node.iter_values if uses_var(v, seg_ids)]
+        values = [substitute(v, offsets) for v in node.iter_values if uses_var(v, seg_ids)]
         if values and not is_bijective_affine(values, loops):
             raise ScheduleError(f"reorder: the bindings of block '{node.block.name_hint}' are not an "
                                 f"affine, one-to-one map of the loops")

@@ -13,13 +13,14 @@ from .pipeline import CPU_PIPELINE, check_lowered, lower_for_codegen
 from .plan_buffer_allocation import PlanAndUpdateBufferAllocationLocation, plan_buffer_allocation
 from .stmt_simplify import StmtSimplify, stmt_simplify
 from .unroll_loop import UnrollLoop, unroll_loop
+from .unswitch_guards import UnswitchGuards, unswitch_guards
 from .vectorize_loop import VectorizeLoop, vectorize_loop
 
 __all__ = [
     "CompactBufferAllocation", "ConvertBlocksToOpaque", "FlattenBuffer", "LowerInitBlock",
     "LowerIntrin", "LowerMatchBuffer", "LowerOpaqueBlock", "PlanAndUpdateBufferAllocationLocation",
-    "StmtSimplify", "UnrollLoop", "VectorizeLoop", "CPU_PIPELINE", "check_lowered",
+    "StmtSimplify", "UnrollLoop", "UnswitchGuards", "VectorizeLoop", "CPU_PIPELINE", "check_lowered",
     "lower_for_codegen", "compact_buffer_allocation", "convert_blocks_to_opaque", "flatten_buffer",
     "lower_init_block", "lower_intrin", "lower_match_buffer", "lower_opaque_block",
-    "plan_buffer_allocation", "stmt_simplify", "unroll_loop", "vectorize_loop",
+    "plan_buffer_allocation", "stmt_simplify", "unroll_loop", "unswitch_guards", "vectorize_loop",
 ]

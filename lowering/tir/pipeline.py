@@ -2,7 +2,8 @@
 
 ``lower_for_codegen(func)`` runs, in TVM's order: LowerInitBlock, PlanAndUpdateBufferAllocationLocation,
 ConvertBlocksToOpaque, CompactBufferAllocation, LowerMatchBuffer, LowerOpaqueBlock, FlattenBuffer,
-StmtSimplify, VectorizeLoop, UnrollLoop, LowerIntrin.
+StmtSimplify, VectorizeLoop, UnrollLoop, UnswitchGuards (a tile's tail guards tested once per
+loop), LowerIntrin.
 
 The contract for the code generator: the returned function's body holds only these statements
 
@@ -44,11 +45,12 @@ from .lower_opaque_block import lower_opaque_block
 from .plan_buffer_allocation import plan_buffer_allocation
 from .stmt_simplify import stmt_simplify
 from .unroll_loop import unroll_loop
+from .unswitch_guards import unswitch_guards
 from .vectorize_loop import vectorize_loop
 
 CPU_PIPELINE = (lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
                 compact_buffer_allocation, lower_match_buffer, lower_opaque_block, flatten_buffer,
-                stmt_simplify, vectorize_loop, unroll_loop, lower_intrin)
+                stmt_simplify, vectorize_loop, unroll_loop, unswitch_guards, lower_intrin)
 
 ALLOWED_STMTS = (For, BufferStore, DeclBuffer, AllocBuffer, LetStmt, IfThenElse, Evaluate, AttrStmt,
                  AssertStmt, SeqStmt)

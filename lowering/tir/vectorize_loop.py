@@ -3,8 +3,10 @@
 The loop variable becomes ``T.Ramp(0, 1, n)``: a buffer index linear in it becomes a Ramp
 (``C[i * 128 + j]`` -> ``C[i * 128:i * 128 + 8]``), a value that does not depend on it is
 broadcast where it meets a vector (``T.Broadcast(A[i], 8)``), and arithmetic, casts, selects and
-intrinsic calls work lane-wise. A loop whose body is not a sequence of stores, or whose indices
-are not linear in the loop variable, stays a ``T.vectorized`` loop for the code generator.
+intrinsic calls work lane-wise; an ``if`` whose condition does not depend on the loop variable
+stays a scalar branch around vector statements. A loop whose body is not a sequence of stores,
+or whose indices are not linear in the loop variable, stays a ``T.vectorized`` loop for the
+code generator.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from ...ir.analysis import substitute
 from ...ir.expr import (Add, BinaryOp, Broadcast, BufferLoad, Call, Cast, IntImm, Not, PrimExpr,
                         Mul, Ramp, Select, StringImm, Sub, Var, const)
 from ...ir.function import PrimFunc
-from ...ir.stmt import VECTORIZED, BufferStore, For, SeqStmt, Stmt
+from ...ir.stmt import VECTORIZED, BufferStore, For, IfThenElse, SeqStmt, Stmt
 from ...ir.visitor import collect
 from .loop_ranges import LoopRangeMutator
 from .tir_pass import define_tir_pass
@@ -80,6 +82,10 @@ class _LoopVectorizer:
             if not any(i.dtype.lanes > 1 for i in indices):
                 raise NotVectorizable("a store to the same element from every lane")
             return BufferStore(s.buffer, self.widen(self.expr(s.value)), indices)
+        if isinstance(s, IfThenElse) and not _uses(s.condition, self.var):
+            # a guard the same for every lane (a tail row of a tile) stays one scalar branch
+            orelse = None if s.else_case is None else self.stmt(s.else_case)
+            return IfThenElse(s.condition, self.stmt(s.then_case), orelse)
         raise NotVectorizable(f"cannot vectorize a {type(s).__name__}")
 
 

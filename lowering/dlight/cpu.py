@@ -1,0 +1,17 @@
+"""``tvms.dlight.cpu``: the default schedule rules for CPU targets, and the list tvms applies."""
+from __future__ import annotations
+
+from .base import ScheduleRule
+from .cpu_elementwise import Elementwise
+from .cpu_fallback import Fallback
+from .cpu_gemv import GEMV
+from .cpu_matmul import Matmul
+from .cpu_reduction import Reduction
+
+
+def default_rules() -> list[ScheduleRule]:
+    """The rules in the order they are tried: the most specific first, Fallback last."""
+    return [Matmul(), GEMV(), Reduction(), Elementwise(), Fallback()]
+
+
+__all__ = ["Elementwise", "Fallback", "GEMV", "Matmul", "Reduction", "default_rules"]

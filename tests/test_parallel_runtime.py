@@ -1,0 +1,234 @@
+"""Parallel loops at run time: the thread count follows ``TVM_NUM_THREADS`` (read at each call)
+or the target's ``-num-cores``; loops with little work run in the caller's thread; results at
+any thread count equal numpy. Threads are observed from inside the kernel: each iteration
+records ``omp_get_thread_num`` and ``omp_get_num_threads`` of the libgomp region running it."""
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llvmlite")
+
+import tvms  # noqa: E402
+from tvms.lowering.codegen import llvm_parallel  # noqa: E402
+from tvms.script import from_source  # noqa: E402
+
+pytestmark = pytest.mark.skipif(llvm_parallel.thread_pool_kind() != "gomp",
+                                reason="thread ids are observed through libgomp")
+
+HEADER = "# from tvm.script import ir as I\n# from tvm.script import tir as T\n\n@I.ir_module\nclass Module:\n"
+# Each iteration adds A[i] to S[i] WORK times: one iteration is worth a task of its own, so the
+# number of tasks is min(extent, threads); then it records which thread of how many ran it.
+WORK = llvm_parallel.MIN_TASK_WORK
+TRACED = """
+    @T.prim_func
+    def main(a: T.handle, s: T.handle, tid: T.handle, nt: T.handle):
+        n = T.int32()
+        A = T.match_buffer(a, (n,), "float32")
+        S = T.match_buffer(s, (n,), "float32")
+        Tid = T.match_buffer(tid, (n,), "int32")
+        Nt = T.match_buffer(nt, (n,), "int32")
+        for i in T.parallel({extent}):
+            for j in range({work}):
+                S[i] = S[i] + A[i]
+            Tid[i] = T.call_extern("int32", "omp_get_thread_num")
+            Nt[i] = T.call_extern("int32", "omp_get_num_threads")
+"""
+# The same record with almost no work per iteration: never worth a second thread.
+LIGHT = """
+    @T.prim_func
+    def main(a: T.handle, nt: T.handle):
+        n = T.int32()
+        A = T.match_buffer(a, (n,), "float32")
+        Nt = T.match_buffer(nt, (n,), "int32")
+        for i in T.parallel(n):
+            A[i] = A[i] * T.float32(2.0)
+            Nt[i] = T.call_extern("int32", "omp_get_num_threads")
+"""
+# An inner loop of symbolic extent: its work is unknown at compile time, so the threads are used.
+SYMBOLIC_INNER = """
+    @T.prim_func
+    def main(a: T.handle, nt: T.handle):
+        n = T.int32()
+        m = T.int32()
+        A = T.match_buffer(a, (n, m), "float32")
+        Nt = T.match_buffer(nt, (n,), "int32")
+        for i in T.parallel(n):
+            for j in range(m):
+                A[i, j] = A[i, j] + T.float32(1.0)
+            Nt[i] = T.call_extern("int32", "omp_get_num_threads")
+"""
+# Which OS thread ran each iteration (pthread_self), for the pool without libgomp.
+THREAD_SELF = """
+    @T.prim_func
+    def main(a: T.handle, s: T.handle, who: T.handle):
+        n = T.int32()
+        A = T.match_buffer(a, (n,), "float32")
+        S = T.match_buffer(s, (n,), "float32")
+        Who = T.match_buffer(who, (n,), "uint64")
+        for i in T.parallel(n):
+            for j in range({work}):
+                S[i] = S[i] + A[i]
+            Who[i] = T.call_extern("uint64", "pthread_self")
+"""
+MATMUL = """
+    @T.prim_func
+    def main(A: T.Buffer((96, 96), "float32"), B: T.Buffer((96, 96), "float32"), C: T.Buffer((96, 96), "float32")):
+        for i_0 in T.parallel(24):
+            for i_1, j in T.grid(4, 96):
+                C[i_0 * 4 + i_1, j] = T.float32(0.0)
+                for k in range(96):
+                    C[i_0 * 4 + i_1, j] = C[i_0 * 4 + i_1, j] + A[i_0 * 4 + i_1, k] * B[k, j]
+"""
+
+
+def build(body: str, target: str = "llvm", **fields):
+    return tvms.build(from_source(HEADER + body.format(**fields))["main"], target=target)
+
+
+def traced(target: str = "llvm", extent: str = "n"):
+    return build(TRACED, target, extent=extent, work=WORK)
+
+
+def run_traced(lib, n: int) -> tuple:
+    """(thread id, thread count) per iteration, after checking the sums against numpy."""
+    a = (np.arange(n) % 7 + 1).astype(np.float32)  # small integers: the sums are exact
+    s = np.zeros(n, np.float32)
+    tid, nt = np.full(n, -1, np.int32), np.full(n, -1, np.int32)
+    lib(a, s, tid, nt)
+    np.testing.assert_array_equal(s, a * WORK)
+    return tid, nt
+
+
+def expected_threads(n: int, threads: int) -> tuple:
+    """Contiguous chunks of ceil(n / tasks) iterations, tasks = min(n, threads)."""
+    tasks = max(1, min(n, threads))
+    chunk = -(-n // tasks) if n else 1
+    return np.arange(n, dtype=np.int32) // chunk, np.full(n, tasks, np.int32)
+
+
+@pytest.fixture
+def no_thread_setting(monkeypatch):
+    monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
+    monkeypatch.delenv("TVMS_THREAD_POOL", raising=False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_every_extent_up_to_40_runs_each_iteration_once_on_its_chunk(no_thread_setting, threads):
+    no_thread_setting.setenv("TVM_NUM_THREADS", str(threads))
+    lib = traced()
+    for n in range(41):
+        tid, nt = run_traced(lib, n)
+        want_tid, want_nt = expected_threads(n, threads)
+        np.testing.assert_array_equal(tid, want_tid, err_msg=f"extent {n}")
+        np.testing.assert_array_equal(nt, want_nt, err_msg=f"extent {n}")
+
+
+@pytest.mark.parametrize("extent", [0, 1, 2, 3, 5, 17, 40])
+def test_constant_extents_split_as_symbolic_ones_do(no_thread_setting, extent):
+    no_thread_setting.setenv("TVM_NUM_THREADS", "2")
+    tid, nt = run_traced(traced(extent=str(extent)), extent)
+    want_tid, want_nt = expected_threads(extent, 2)
+    np.testing.assert_array_equal(tid, want_tid)
+    np.testing.assert_array_equal(nt, want_nt)
+
+
+def test_thread_count_is_read_at_each_call(no_thread_setting):
+    lib = traced()
+    for threads in (2, 1, 3, 2):
+        no_thread_setting.setenv("TVM_NUM_THREADS", str(threads))
+        _, nt = run_traced(lib, 12)
+        assert set(nt) == {threads}
+
+
+@pytest.mark.parametrize("cores", [1, 2, 3])
+def test_thread_count_follows_num_cores_of_the_target(no_thread_setting, cores):
+    _, nt = run_traced(traced(f"llvm -num-cores={cores}"), 12)
+    assert set(nt) == {cores}
+
+
+def run_python(script: str, **env: str) -> subprocess.CompletedProcess:
+    """``script`` run by a fresh Python with ``env`` added to this process's environment."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **env})
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_environment_of_a_new_process_overrides_num_cores_and_libgomp_sleeps_when_idle():
+    done = run_python(f"""
+        import os, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_parallel_runtime import run_traced, traced
+        _, nt = run_traced(traced("llvm -num-cores=1"), 9)
+        print(sorted(set(nt.tolist())), os.environ.get("OMP_WAIT_POLICY"))
+    """, TVM_NUM_THREADS="3", OMP_DISPLAY_ENV="true")  # libgomp prints its settings when it loads
+    assert done.stdout.split() == ["[3]", "None"]  # (the policy is not passed on to child processes)
+    assert "OMP_WAIT_POLICY = 'PASSIVE'" in done.stderr
+
+
+def test_a_wait_policy_the_user_chose_is_kept():
+    script = "from tvms.lowering.codegen import llvm_parallel; llvm_parallel.load_thread_pool()"
+    done = run_python(script, OMP_WAIT_POLICY="active", OMP_DISPLAY_ENV="true")
+    assert "OMP_WAIT_POLICY = 'ACTIVE'" in done.stderr
+
+
+def test_little_work_runs_in_the_callers_thread(no_thread_setting):
+    no_thread_setting.setenv("TVM_NUM_THREADS", "2")
+    lib = build(LIGHT)
+    assert "GOMP_parallel" in lib.get_source("ll")  # the pool is there for larger extents
+    for n in (0, 1, 2, 37, 40, 1000):
+        a = np.arange(n, dtype=np.float32)
+        nt = np.full(n, -1, np.int32)
+        lib(a, nt)
+        np.testing.assert_array_equal(a, np.arange(n, dtype=np.float32) * 2)
+        assert set(nt.tolist()) <= {1}
+
+
+def test_enough_light_work_is_shared_by_two_threads(no_thread_setting):
+    no_thread_setting.setenv("TVM_NUM_THREADS", "2")
+    n = WORK + 2  # two stores per iteration: just over two tasks' worth
+    a, nt = np.ones(n, np.float32), np.zeros(n, np.int32)
+    build(LIGHT)(a, nt)
+    assert set(nt.tolist()) == {2}
+
+
+def test_work_unknown_at_compile_time_is_shared(no_thread_setting):
+    no_thread_setting.setenv("TVM_NUM_THREADS", "2")
+    a, nt = np.zeros((4, 3), np.float32), np.zeros(4, np.int32)
+    build(SYMBOLIC_INNER)(a, nt)
+    np.testing.assert_array_equal(a, np.ones((4, 3), np.float32))
+    assert set(nt.tolist()) == {2}
+
+
+def test_pthread_pool_runs_chunks_on_separate_threads_and_task_0_on_the_caller(no_thread_setting):
+    no_thread_setting.setenv("TVMS_THREAD_POOL", "pthread")
+    no_thread_setting.setenv("TVM_NUM_THREADS", "3")
+    lib = build(THREAD_SELF, work=WORK)
+    assert "pthread_create" in lib.get_source("ll") and "GOMP_parallel" not in lib.get_source("ll")
+    a, s, who = np.full(7, 2, np.float32), np.zeros(7, np.float32), np.zeros(7, np.uint64)
+    lib(a, s, who)
+    np.testing.assert_array_equal(s, a * WORK)
+    chunks = [set(who[k:k + 3].tolist()) for k in (0, 3, 6)]  # ceil(7 / 3) = 3 iterations each
+    assert all(len(c) == 1 for c in chunks) and len(set.union(*chunks)) == 3, who
+    libc = ctypes.CDLL(None)
+    libc.pthread_self.restype = ctypes.c_uint64
+    assert chunks[0] == {libc.pthread_self()}
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_parallel_matmul_equals_numpy_at_each_thread_count(no_thread_setting, threads):
+    no_thread_setting.setenv("TVM_NUM_THREADS", threads)
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((2, 96, 96), dtype=np.float32)
+    c = np.full((96, 96), np.nan, np.float32)
+    build(MATMUL)(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
