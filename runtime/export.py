@@ -223,6 +223,10 @@ def read_metadata(path: str) -> tuple[dict, Any]:
     """The metadata of the library at ``path`` and its ctypes handle."""
     if not os.path.isfile(path):
         raise TVMSError(f"load_module: {path} does not exist")
+    from tvms.lowering.codegen.llvm_parallel import load_thread_pool, thread_pool_kind
+
+    if thread_pool_kind() == "gomp":
+        load_thread_pool()  # (first: so libgomp's workers sleep when idle, as for JIT-built code)
     try:
         lib = ctypes.CDLL(os.path.abspath(path))
     except OSError as err:

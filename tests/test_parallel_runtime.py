@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -232,3 +233,23 @@ def test_parallel_matmul_equals_numpy_at_each_thread_count(no_thread_setting, th
     c = np.full((96, 96), np.nan, np.float32)
     build(MATMUL)(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_loaded_library_also_lets_libgomp_sleep(tmp_path):
+    """A library written by export_library and loaded alone (load_module, in a fresh process)
+    brings libgomp in with the same passive waiting as JIT-built code, and runs on 3 threads."""
+    pytest.importorskip("llvmlite")
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler to link the library")
+    path = tmp_path / "traced.so"
+    traced().export_library(str(path))
+    done = run_python(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_parallel_runtime import run_traced
+        from tvms.runtime import load_module
+        _, nt = run_traced(load_module({str(path)!r})["main"], 9)
+        print(sorted(set(nt.tolist())))
+    """, TVM_NUM_THREADS="3", OMP_DISPLAY_ENV="true")
+    assert done.stdout.split() == ["[3]"]
+    assert "OMP_WAIT_POLICY = 'PASSIVE'" in done.stderr

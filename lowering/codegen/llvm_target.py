@@ -126,11 +126,3 @@ def assembly(module, target: LLVMTarget) -> str:
     """The machine code of an optimized module as assembly text."""
     return target_machine(target).emit_assembly(module)
 
-
-def jit(module, target: LLVMTarget):
-    """An MCJIT engine owning ``module`` (compiled and finalized)."""
-    binding = require_llvm()
-    engine = binding.create_mcjit_compiler(module, target_machine(target))
-    engine.finalize_object()
-    engine.run_static_constructors()
-    return engine
