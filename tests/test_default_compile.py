@@ -93,3 +93,31 @@ def test_the_command_line_can_turn_default_schedules_off(capsys) -> None:
         printed.append(capsys.readouterr().out)
     for out in printed:
         assert "shape (2, 10)" in out and "float32" in out
+
+
+def test_softmax_over_a_symbolic_middle_axis() -> None:
+    """Found by the drawn programs: compute_at under a loop whose inner loop has a symbolic
+    extent (rows of ``n``) kept that loop's variable unbound; it now refuses (a ScheduleError,
+    so the next rule schedules the function) and the result is right."""
+    mod = from_source('''
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, "n", 1), dtype="float32")) -> R.Tensor((1, "n", 1), dtype="float32"):
+        n = T.int64()
+        with R.dataflow():
+            gv: R.Tensor((1, n, 1), dtype="float32") = R.nn.softmax(x, axis=-1)
+            R.output(gv)
+        return gv
+''')
+    vm = relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    x = np.random.default_rng(3).standard_normal((1, 5, 1)).astype("float32")
+    np.testing.assert_allclose(vm["main"](x).numpy(), np.ones((1, 5, 1), "float32"), rtol=1e-6)
+    kernel = relax.get_pipeline("zero")(mod)
+    name = next(k for k in kernel if isinstance(kernel[k], PrimFunc))
+    sch = tvms.tir.Schedule(kernel[name])
+    blocks = sch.get_child_blocks(sch.get_block("root"))
+    with pytest.raises(tvms.tir.ScheduleError, match="symbolic extent"):
+        sch.compute_at(blocks[2], sch.get_loops(blocks[3])[0])

@@ -54,15 +54,21 @@ def _region_under(loop: For, buffer: Buffer, writes: bool) -> list[tuple[PrimExp
         if not isinstance(node, BlockRealize):
             continue
         regions = node.block.writes if writes else node.block.reads
-        inner = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value)
-                 for n in enclosing_loops(path) if n is not loop
-                 and isinstance(n.min, IntImm) and isinstance(n.extent, IntImm)}
+        inner_loops = [n for n in enclosing_loops(path) if n is not loop]
+        inner = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value) for n in inner_loops
+                 if isinstance(n.min, IntImm) and isinstance(n.extent, IntImm)}
+        symbolic = {id(n.loop_var): n for n in inner_loops if id(n.loop_var) not in inner}
         binding = dict(zip((iv.var for iv in node.block.iter_vars), node.iter_values))
         for region in regions:
             if region.buffer is not buffer:
                 continue
             dims = []
             for r in region.region:
+                used = [symbolic[id(v)] for v in _vars(substitute(r.min, binding)) if id(v) in symbolic]
+                if used:  # (its range cannot be bounded by a number: the region would be wrong)
+                    raise ScheduleError(f"the access of block '{node.block.name_hint}' to '{buffer.name}' "
+                                        f"under loop '{loop.loop_var.name}' varies with loop "
+                                        f"'{used[0].loop_var.name}' of symbolic extent")
                 lo = _symbolic_bounds(substitute(r.min, binding), inner)
                 hi = _symbolic_bounds(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), binding), inner)
                 if lo is None or hi is None:
