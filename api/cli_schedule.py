@@ -60,17 +60,13 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 
 def _default_schedules(mod, target: str, dialect: str, output: str | None) -> int:
-    """The module with every unscheduled PrimFunc given the default schedule of its kind
-    (``tvms.dlight.cpu``: matmul, GEMV, reduction, elementwise, or the fallback)."""
+    """The module with every unscheduled PrimFunc given the default schedule of its kind, as
+    ``tvms.compile`` gives it (``tvms.dlight.cpu``: matmul, GEMV, reduction, elementwise, fallback)."""
     from .ir import IRModule
-    from .lowering.dlight import ApplyDefaultSchedule
-    from .lowering.dlight.cpu import default_rules
-    from .runtime.target import Target
+    from .runtime.vm import default_schedules
 
     try:
-        with Target(target):
-            mod = ApplyDefaultSchedule(*default_rules())(mod if isinstance(mod, IRModule)
-                                                         else IRModule({"main": mod}))
+        mod = default_schedules(mod if isinstance(mod, IRModule) else IRModule({"main": mod}), target)
     except TVMSError as err:
         _error(f"schedule: {err}")
         return EXIT_SCHEDULE_FAILED

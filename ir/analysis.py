@@ -147,3 +147,21 @@ def infer_block_regions(block: Block) -> tuple[tuple, tuple]:
     excluded = set(collector.writes) if block.init is not None else set()
     reads = tuple(_union(b, acc) for b, acc in collector.reads.items() if b not in excluded)
     return reads, writes
+
+
+def entry_vars(func: Any) -> list:
+    """The variables a caller of the PrimFunc ``func`` supplies, in the order of a compiled
+    entry's slots: each parameter (a buffer parameter as its data pointer), then the symbolic
+    sizes, strides and offsets of the parameters' buffers, each once."""
+    found: list = []
+    seen: set = set()
+    values = [func.buffer_map[p].data if p in func.buffer_map else p for p in func.params]
+    for p in func.params:
+        buf = func.buffer_map.get(p)
+        if buf is not None:
+            values += [*buf.shape, *buf.strides, buf.elem_offset]
+    for v in values:
+        if isinstance(v, Var) and id(v) not in seen:
+            seen.add(id(v))
+            found.append(v)
+    return found

@@ -33,6 +33,7 @@ from tvms.ir import stmt as S
 from tvms.ir.buffer import Buffer
 from tvms.ir.dtype import DataType
 from tvms.ir.errors import TVMSError
+from tvms.ir.analysis import entry_vars
 from tvms.ir.function import PrimFunc
 
 from .tir_values import INTRINSICS, cast_value, numpy_dtype, trunc_div, trunc_mod
@@ -437,8 +438,8 @@ class _Codegen(_Compiler):
 
     # ---- the function
     def function(self, func: PrimFunc) -> tuple[Callable, str]:
-        entry = _entry_vars(func)
-        for var in entry:
+        # (the handles of buffer parameters too: a body may read one)
+        for var in dict.fromkeys([*func.params, *entry_vars(func)]):
             self.emit(f"{self.local(var)} = env.get({self.name(var, '_x')})")
         for p in func.params:
             buf = func.buffer_map.get(p)
@@ -454,26 +455,6 @@ class _Codegen(_Compiler):
 
 def _negative_index(index: int, name: str) -> None:
     raise TVMSError(f"out-of-bounds access: element {index} of buffer {name!r}")
-
-
-def _entry_vars(func: PrimFunc) -> list:
-    """The variables ``run_prim_func`` binds before the body runs, in a fixed order."""
-    out: list = []
-    seen: set = set()
-
-    def add(v: Any) -> None:
-        if isinstance(v, E.Var) and id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-
-    for p in func.params:
-        add(p)
-        buf = func.buffer_map.get(p)
-        if buf is not None:
-            add(buf.data)
-            for x in (*buf.shape, *buf.strides, buf.elem_offset):
-                add(x)
-    return out
 
 
 _EXPR_CACHE: dict[int, tuple[E.PrimExpr, Fn]] = {}

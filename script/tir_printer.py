@@ -425,12 +425,15 @@ class TIRPrinter:
     def release_shadowed_names(self, f: PrimFunc) -> list[str]:
         """Module TypeVar names that a scalar parameter of ``f`` may take while ``f`` prints
         (``n: T.int64`` beside ``n = TypeVar("n")``): those ``f`` does not read as TypeVars."""
+        names = set(self.typevars.values())
+        candidates = [p for p in f.params if p not in f.buffer_map and p.name in names]
+        if not candidates:  # (the common case: no walk of the function)
+            return []
         read = {self.typevars[id(v)] for v in collect(f, Var) if id(v) in self.typevars}
         released = []
-        for p in f.params:
+        for p in candidates:
             name = p.name
-            if (p not in f.buffer_map and name in self.typevars.values() and name not in read
-                    and self.namer.used.get(name) == 1 and name not in released):
+            if name not in read and self.namer.used.get(name) == 1 and name not in released:
                 del self.namer.used[name]
                 released.append(name)
         return released

@@ -22,6 +22,7 @@ from ...ir import stmt as S
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
+from ...ir.analysis import entry_vars
 from ...ir.function import PrimFunc
 from ...ir.visitor import collect
 from . import llvm_parallel
@@ -33,26 +34,8 @@ MAX_UNROLL = 64  # constant-extent unrolled loops up to this many iterations are
 MAX_STACK_BYTES = 64 * 1024  # larger (or dynamic) allocations go to the heap
 
 
-def entry_slots(func: PrimFunc) -> list:
-    """The variables the caller passes, in slot order: each parameter (a buffer parameter as its
-    data pointer), then the symbolic sizes, strides and offsets of the buffers."""
-    slots: list = []
-    seen: set = set()
-
-    def add(v: Any) -> None:
-        if isinstance(v, E.Var) and id(v) not in seen:
-            seen.add(id(v))
-            slots.append(v)
-
-    for p in func.params:
-        buf = func.buffer_map.get(p)
-        add(buf.data if buf is not None else p)
-    for p in func.params:
-        buf = func.buffer_map.get(p)
-        if buf is not None:
-            for x in (*buf.shape, *buf.strides, buf.elem_offset):
-                add(x)
-    return slots
+# slot k of an entry holds the value of entry_slots(func)[k]
+entry_slots = entry_vars
 
 
 def codegen_llvm(func: PrimFunc, name: str = "main") -> str:
