@@ -2,11 +2,13 @@
 
 ``export_library`` writes a real shared library: the machine code of every compiled PrimFunc
 (emitted by llvmlite as position-independent object code) linked by the system C compiler
-(``cc -shared``) together with a data symbol ``__tvms_metadata``: a JSON text that names each
-function's entry symbol, its signature (the printed parameters and buffers, symbolic sizes
-included), the order of its argument slots, and the target. The library is therefore
-self-contained: ``load_module`` needs only it (and tvms) to call the functions again, with the
-same argument checks and ``time_evaluator`` as a freshly built module.
+(``cc -shared``), followed by the metadata: a JSON text that names each function's entry symbol,
+its signature (the printed parameters and buffers, symbolic sizes included), the order of its
+argument slots, the target and the Relax program. The library is therefore self-contained:
+``load_module`` needs only it (and tvms) to call the functions again, with the same argument
+checks and ``time_evaluator`` as a freshly built module. A trailer with the sizes and SHA-256
+hashes of both parts ends the file (``library_file`` documents the layout); ``load_module``
+checks it before ``dlopen``, so a damaged file is an error, not a crash.
 
 Each function's code lives in its own LLVM module, and each such module defines the thread-count
 global of its parallel loops; in the library it is renamed ``<entry>__num_threads`` so that the
@@ -29,10 +31,10 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
 from tvms.ir.visitor import collect
 
-METADATA_SYMBOL = "__tvms_metadata"
-METADATA_SIZE_SYMBOL = "__tvms_metadata_size"
+from .library_file import append_trailer, verify_library
+
 FORMAT = "tvms-library"
-VERSION = 1
+VERSION = 2  # 2: the metadata follows the shared object, checked by the trailer's hashes
 
 
 # --------------------------------------------------------------------------- what a library holds
@@ -117,11 +119,10 @@ def export_library(module: Any, path: str, relax_text: str | None = None) -> Non
         })
     metadata = {"format": FORMAT, "version": VERSION, "target": module.target,
                 "functions": functions, "relax": relax_text}
-    objects.append(_metadata_object(json.dumps(metadata, indent=1), module.target))
     libs = ["-lm"]
     if needs_threads:
         libs.append("-lgomp" if llvm_parallel.thread_pool_kind() == "gomp" else "-lpthread")
-    _link(compiler, objects, libs, path)
+    _link(compiler, objects, libs, path, json.dumps(metadata, indent=1).encode("utf-8"))
 
 
 def _entry_symbol(compiled: Any) -> str:
@@ -151,31 +152,10 @@ def _object_code(compiled: Any, threads_symbol: str | None) -> bytes:
     return _pic_machine(compiled.target).emit_object(module)
 
 
-def _metadata_object(text: str, target: str) -> bytes:
-    """An object file defining ``__tvms_metadata`` (the UTF-8 text, NUL-terminated) and its
-    length ``__tvms_metadata_size``."""
-    from llvmlite import ir
-
-    from tvms.lowering.codegen.llvm_target import parse_llvm_target, require_llvm
-
-    data = bytearray(text.encode("utf-8")) + b"\0"
-    mod = ir.Module(name="tvms_metadata")
-    array_type = ir.ArrayType(ir.IntType(8), len(data))
-    blob = ir.GlobalVariable(mod, array_type, METADATA_SYMBOL)
-    blob.initializer = ir.Constant(array_type, data)
-    blob.global_constant = True
-    size = ir.GlobalVariable(mod, ir.IntType(64), METADATA_SIZE_SYMBOL)
-    size.initializer = ir.Constant(ir.IntType(64), len(data) - 1)
-    size.global_constant = True
-    llvm_target = parse_llvm_target(target)
-    parsed = require_llvm().parse_assembly(str(mod))
-    parsed.triple = llvm_target.triple
-    return _pic_machine(llvm_target).emit_object(parsed)
-
-
-def _link(compiler: str, objects: list, libs: list, path: str) -> None:
-    """Link ``objects`` into a shared library at ``path``: built in a temporary directory beside
-    it, then moved into place, so ``path`` is never left half written."""
+def _link(compiler: str, objects: list, libs: list, path: str, metadata: bytes) -> None:
+    """Link ``objects`` into a shared library at ``path``, ``metadata`` and the trailer after
+    it: built in a temporary directory beside it, then moved into place, so ``path`` is never
+    left half written."""
     target = os.path.realpath(path)
     directory = os.path.dirname(target) or "."
     try:
@@ -193,6 +173,7 @@ def _link(compiler: str, objects: list, libs: list, path: str) -> None:
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise TVMSError(f"export_library: linking with {compiler} failed:\n{done.stderr.strip()}")
+        append_trailer(out, metadata)
         os.chmod(out, 0o755)
         os.replace(out, target)
     except OSError as err:
@@ -220,9 +201,17 @@ def _describe_params(func: PrimFunc) -> list:
 
 
 def read_metadata(path: str) -> tuple[dict, Any]:
-    """The metadata of the library at ``path`` and its ctypes handle."""
-    if not os.path.isfile(path):
-        raise TVMSError(f"load_module: {path} does not exist")
+    """The metadata of the library at ``path`` and its ctypes handle; the file's sizes and hashes
+    are checked before it is loaded."""
+    text = verify_library(path)
+    try:
+        metadata = json.loads(text.decode("utf-8"))
+    except ValueError as err:
+        raise TVMSError(f"load_module: the metadata of {path} is not JSON: {err}") from None
+    fields = metadata if isinstance(metadata, dict) else {}
+    if fields.get("format") != FORMAT or fields.get("version") != VERSION:
+        raise TVMSError(f"load_module: {path} has metadata of format {fields.get('format')!r} version "
+                        f"{fields.get('version')!r}; this tvms reads {FORMAT!r} version {VERSION}")
     from tvms.lowering.codegen.llvm_parallel import load_thread_pool, thread_pool_kind
 
     if thread_pool_kind() == "gomp":
@@ -231,30 +220,26 @@ def read_metadata(path: str) -> tuple[dict, Any]:
         lib = ctypes.CDLL(os.path.abspath(path))
     except OSError as err:
         raise TVMSError(f"load_module: cannot load {path}: {err}") from None
-    try:
-        size = ctypes.c_uint64.in_dll(lib, METADATA_SIZE_SYMBOL).value
-        blob = (ctypes.c_char * size).in_dll(lib, METADATA_SYMBOL)
-    except ValueError:
-        raise TVMSError(f"load_module: {path} is not a tvms library (it has no {METADATA_SYMBOL})") from None
-    try:
-        metadata = json.loads(bytes(blob).decode("utf-8"))
-    except ValueError as err:
-        raise TVMSError(f"load_module: the metadata of {path} is damaged: {err}") from None
-    if metadata.get("format") != FORMAT or metadata.get("version") != VERSION:
-        raise TVMSError(f"load_module: {path} has metadata of format {metadata.get('format')!r} "
-                        f"version {metadata.get('version')!r}; this tvms reads {FORMAT!r} version {VERSION}")
     return metadata, lib
 
 
 def load_module(path: str) -> Any:
     """A Module calling the functions of the library at ``path`` (an Executable when the library
     holds a Relax program)."""
+    metadata, lib = read_metadata(path)
+    try:
+        return _module_of(metadata, lib, path)
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
+        # (only a file written with valid hashes by something other than export_library)
+        raise TVMSError(f"load_module: the metadata of {path} is malformed: {type(err).__name__}: {err}") from None
+
+
+def _module_of(metadata: dict, lib: Any, path: str) -> Any:
     from tvms.lowering.codegen.llvm import entry_slots
     from tvms.lowering.codegen.llvm_target import parse_llvm_target
 
     from .module import Function, Module
 
-    metadata, lib = read_metadata(path)
     target = parse_llvm_target(metadata["target"])
     functions = {}
     for entry in metadata["functions"]:
