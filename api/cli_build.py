@@ -61,10 +61,23 @@ def _compile(node: Any, target: str, path: str, default_schedule: bool = True) -
 
     if not isinstance(node, (IRModule, PrimFunc, rx.Function)):
         raise _Failure(f"{path} holds no module or function to compile", EXIT_ERROR)
+    _check_target(target)
     try:  # (compile gives build's Module for TensorIR alone, an Executable with Relax functions)
         return tvms.compile(node, target, default_schedule=default_schedule)
     except TVMSError as err:
         raise _Failure(f"cannot compile {path}: {err}", EXIT_BUILD_FAILED) from None
+
+
+def _check_target(target: str) -> None:
+    """An llvm ``--target`` whose CPU, features or triple LLVM does not know is an input error,
+    refused before anything is compiled (LLVM would abort the process on it)."""
+    from .lowering.codegen.llvm_target import parse_llvm_target
+
+    if target.split()[:1] == ["llvm"]:
+        try:
+            parse_llvm_target(target)
+        except TVMSError as err:
+            raise _Failure(str(err), EXIT_ERROR) from None
 
 
 def _is_library(path: str) -> bool:

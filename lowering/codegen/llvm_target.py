@@ -1,7 +1,8 @@
 """The host CPU as an LLVM target: target strings, the target machine, O3 optimization, MCJIT.
 
-``parse_llvm_target("llvm -mcpu=znver3 -num-cores=2")`` reads the target; ``optimize`` runs
-llvmlite's new pass manager at O3 tuned for that CPU; ``jit`` hands optimized IR to MCJIT.
+``parse_llvm_target("llvm -mcpu=znver3 -num-cores=2")`` reads the target and refuses names LLVM
+would abort on (``llvm_names``); ``optimize`` runs llvmlite's new pass manager at O3 tuned for
+that CPU; ``jit`` hands optimized IR to MCJIT.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import threading
 from dataclasses import dataclass
 
 from ...ir.errors import TVMSError
+from .llvm_names import check_names
 
 try:
     import llvmlite.binding as llvm
@@ -84,7 +86,7 @@ def parse_llvm_target(target: object) -> LLVMTarget:
         if not eq:
             continue  # flags such as -keys are not needed to generate host code
         if key == "mcpu":
-            fields["mcpu"] = value
+            fields["mcpu"] = "" if value == "native" else value  # (TVM's name for the host CPU)
         elif key == "mattr":
             fields["mattr"] = tuple(v for v in value.split(",") if v)
         elif key == "mtriple":
@@ -93,7 +95,9 @@ def parse_llvm_target(target: object) -> LLVMTarget:
             if not value.isdigit() or int(value) < 1:
                 raise TVMSError(f"target {text!r}: -num-cores needs a positive integer")
             fields["num_cores"] = int(value)
-    return LLVMTarget(text=text, **fields)
+    parsed = LLVMTarget(text=text, **fields)
+    check_names(text, parsed.mcpu, parsed.mattr, parsed.mtriple)
+    return parsed
 
 
 def target_machine(target: LLVMTarget):
