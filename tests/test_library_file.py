@@ -4,6 +4,7 @@ Before the trailer, ``load_module`` handed any file to the dynamic loader: a tru
 a library died with SIGBUS inside ``dlopen``, a flipped byte ran whatever it became."""
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 import sys
@@ -111,7 +112,7 @@ def test_a_flipped_byte_in_the_code_the_metadata_or_the_trailer_is_named(library
     }
     for name, (offset, message) in cases.items():
         path = _variant(tmp_path, f"{name}.so", _flip(data, offset))
-        with pytest.raises(TVMSError, match=f"^load_module: {path} (is damaged: )?{message}"):
+        with pytest.raises(TVMSError, match=f"^load_module: {re.escape(path)} (is damaged: )?{message}"):
             tvms.runtime.load_module(path)
 
 
@@ -128,7 +129,6 @@ def test_every_single_byte_flip_is_detected(library, tmp_path):
                 verify_library(str(path))
             f.seek(offset)
             f.write(bytes([data[offset]]))
-    f.close()
     assert verify_library(str(path)) == bytes(data[_sizes(data)[0]:-TRAILER_SIZE])
 
 
@@ -148,7 +148,7 @@ def test_files_that_are_not_tvms_libraries(tmp_path):
         str(plain): "is not a tvms library, or it is truncated",
     }
     for path, message in cases.items():
-        with pytest.raises(TVMSError, match=f"^load_module: {path} {message}"):
+        with pytest.raises(TVMSError, match=f"^load_module: {re.escape(path)} {message}"):
             tvms.runtime.load_module(path)
 
 
@@ -158,14 +158,13 @@ def test_a_consistent_trailer_over_foreign_metadata_is_refused(library, tmp_path
     data = library.read_bytes()
     image = data[:_sizes(data)[0]]
     for name, metadata, message in (
-            ("notjson", b"\xff{", "the metadata of .* is not JSON"),
-            ("list", b"[1, 2]", "has metadata of format None version None"),
+            ("notjson", b"\xff{", "the metadata of {} is not JSON"),
+            ("list", b"[1, 2]", "{} has metadata of format None version None"),
             ("nofunctions", b'{"format": "tvms-library", "version": 2, "target": "llvm"}',
-             "the metadata of .* is malformed: KeyError: 'functions'")):
+             "the metadata of {} is malformed: KeyError: 'functions'")):
         path = _variant(tmp_path, f"{name}.so", image)
         append_trailer(path, metadata)
-        with pytest.raises(TVMSError, match=f"^load_module: {message}" if message.startswith("the")
-                           else f"^load_module: {path} {message}"):
+        with pytest.raises(TVMSError, match="^load_module: " + message.format(re.escape(path))):
             tvms.runtime.load_module(path)
 
 

@@ -40,9 +40,9 @@ def check_names(text: str, mcpu: str, mattr: tuple, mtriple: str) -> None:
 
     llvm = require_llvm()
     host = llvm.get_triple_parts(llvm.get_process_triple())
-    arch = host.Arch
     if mtriple:
-        arch = _check_triple(text, mtriple, host, llvm)
+        _check_triple(text, mtriple, host, llvm)
+    arch = host.Arch  # (the only one a triple may name)
     names = table()["arches"].get(arch, {"cpus": [], "known_cpus": [], "features": {}})
     host_cpu = llvm.get_host_cpu_name()
     if mcpu and mcpu not in ("native", host_cpu) and mcpu not in names["cpus"]:
@@ -57,20 +57,20 @@ def check_names(text: str, mcpu: str, mattr: tuple, mtriple: str) -> None:
         if sign not in ("+", "-"):
             raise TVMSError(f"target {text!r}: -mattr feature {feature!r} must start with '+' (enable) "
                             f"or '-' (disable){_close('+' + feature, _signed(names['features']))}")
-        allowed = names["features"].get(name, "+-" if arch == host.Arch and name in host_features else "")
+        allowed = names["features"].get(name, "+-" if name in host_features else "")
         if sign not in allowed:
             problem = (f"LLVM cannot generate {arch} code with {feature!r}" if name in names["features"]
                        else f"unknown -mattr feature {feature!r} for {arch}")
             raise TVMSError(f"target {text!r}: {problem}{_close(feature, _signed(names['features']))}")
 
 
-def _check_triple(text: str, mtriple: str, host, llvm) -> str:
-    """The architecture of ``mtriple``, which must be this machine's (tvms runs the code it
-    generates here, and links libraries with the host's C compiler)."""
+def _check_triple(text: str, mtriple: str, host, llvm) -> None:
+    """``mtriple`` must name this machine's architecture and OS: tvms runs the code it generates
+    here, and links libraries with the host's C compiler."""
     parts = llvm.get_triple_parts(mtriple)
     host_triple = llvm.get_process_triple()
     if parts.Arch == host.Arch and parts.OS in (host.OS, "unknown"):
-        return parts.Arch
+        return
     known = [host_triple, f"{host.Arch}-pc-{host.OS}-gnu", f"{host.Arch}-{host.OS}-gnu"]
     if parts.Arch == "unknown":
         problem = f"LLVM knows no architecture in -mtriple {mtriple!r} (a triple is arch-vendor-os)"
