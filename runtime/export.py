@@ -26,6 +26,7 @@ from typing import Any
 
 from tvms.ir import stmt as S
 from tvms.ir.errors import TVMSError
+from tvms.ir.files import write_file
 from tvms.ir.function import PrimFunc
 from tvms.ir.visitor import collect
 
@@ -174,14 +175,12 @@ def _metadata_object(text: str, target: str) -> bytes:
 
 
 def _link(compiler: str, objects: list, libs: list, path: str) -> None:
-    """Link ``objects`` into a shared library at ``path``: built in a temporary directory beside
-    it, then moved into place, so ``path`` is never left half written."""
-    target = os.path.realpath(path)
-    directory = os.path.dirname(target) or "."
+    """Link ``objects`` into a shared library at ``path``: linked in a temporary directory, then
+    written with write_file (atomically, or through a device such as /dev/null)."""
     try:
-        work = tempfile.mkdtemp(prefix="." + os.path.basename(target) + ".", dir=directory)
+        work = tempfile.mkdtemp(prefix="tvms-link-")
     except OSError as err:
-        raise TVMSError(f"cannot write {path}: {err.strerror or err}") from None
+        raise TVMSError(f"export_library: cannot make a directory to link in: {err.strerror or err}") from None
     try:
         names = []
         for k, code in enumerate(objects):
@@ -193,12 +192,13 @@ def _link(compiler: str, objects: list, libs: list, path: str) -> None:
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise TVMSError(f"export_library: linking with {compiler} failed:\n{done.stderr.strip()}")
-        os.chmod(out, 0o755)
-        os.replace(out, target)
+        with open(out, "rb") as f:
+            data = f.read()
     except OSError as err:
-        raise TVMSError(f"cannot write {path}: {err.strerror or err}") from None
+        raise TVMSError(f"export_library: cannot link {path}: {err.strerror or err}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    write_file(path, data, new_mode=0o777)
 
 
 def _describe_params(func: PrimFunc) -> list:
