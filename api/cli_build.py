@@ -2,9 +2,10 @@
 
 ``tvms build IN.tvms --target llvm -o model.so`` writes the library (atomically);
 ``tvms run IN.tvms|model.so --entry main --input A=a.npy --random-inputs --time`` calls a function
-and prints its outputs (and latency statistics). Exit codes: 0 success, 1 the module could not be
-compiled or linked, 2 a usage or input error (unreadable or unparsable file, a missing input, an
-input of the wrong shape or dtype).
+and prints its outputs (and latency statistics). Exit codes (tvms.cli's contract): 0 success,
+1 the module could not be compiled or linked, or the program failed while running, 2 a usage or
+input error (unreadable or unparsable file, a missing input, an input of the wrong shape or dtype,
+a bad --shape value, a library that cannot be written).
 """
 from __future__ import annotations
 
@@ -434,7 +435,8 @@ def add_build_parsers(subparsers) -> None:
         description=("Run a function of a TVMScript module (compiled first) or of a library written "
                      "by 'tvms build', and print its outputs: shape, dtype, a summary, and the values "
                      "of small ones. Sizes such as n come from the given inputs or --shape. "
-                     "Exit codes: 0 success, 1 compiling failed, 2 usage or input error."))
+                     "Exit codes: 0 success, 1 compiling failed or the program failed, 2 usage or input "
+                     "error, 70 internal error."))
     r.add_argument("input", metavar="FILE", help="a .tvms module, or a library (.so)")
     r.add_argument("--entry", metavar="NAME", help="the function to run (default: main, or the only one)")
     r.add_argument("--input", dest="input_files", action="append", metavar="NAME=FILE.npy",

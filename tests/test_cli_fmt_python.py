@@ -135,6 +135,15 @@ def test_crlf_and_tabs_around_a_definition_are_kept(tmp_path, capsys):
     assert path.read_bytes() == text.replace("A[0]=T.float32(0)", "A[0] = T.float32(0.0)").encode()
 
 
+@pytest.mark.parametrize("decorator", ["tvm.script.tir.prim_func", "tvms.script.tir.prim_func",
+                                       "tvms.script.prim_func", "T.prim_func(private=True)"])
+def test_spelled_out_decorators(tmp_path, capsys, decorator):
+    path = tmp_path / "d.py"
+    path.write_text(f"@{decorator}\ndef k(A: T.Buffer((2,), \"float32\")):\n    A[0]=T.float32(0)\n")
+    assert main(["fmt", "-i", str(path)]) == 0
+    assert path.read_text() == f"@{decorator}\ndef k(A: T.Buffer((2,), \"float32\")):\n    A[0] = T.float32(0.0)\n"
+
+
 def test_an_error_inside_a_definition_is_positioned_in_the_python_file(tmp_path, capsys):
     path = tmp_path / "bad.py"
     path.write_text("import tvm\n\n\nclass C:\n    @T.prim_func\n    def k(A: T.Buffer((2,), \"float32\")):\n"
