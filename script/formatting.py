@@ -32,7 +32,9 @@ class FormatRefused(TVMSError):
 def format_script(text: str, name: str, dialect: str | None = None, verify: bool = False) -> str:
     """The canonical text of a TVMScript source (ends with a newline exactly when ``text`` does)."""
     node = from_source(text, name)
-    out = node.script(dialect=dialect or detect_dialect(text).name)
+    # show_meta: constants written inline (R.const([...])) print as a metadata section; without
+    # it their values would be lost ("# Metadata omitted")
+    out = node.script(dialect=dialect or detect_dialect(text).name, show_meta=True)
     if verify:
         _verify(node, out, Source(out, name), name)
     return out + "\n" if text.endswith("\n") else out

@@ -232,3 +232,18 @@ def test_a_printer_bug_in_a_python_file_is_refused(tmp_path, capsys, monkeypatch
     assert main(["fmt", "-i", str(path)]) == 2
     assert "not written: the formatted text parses to different IR" in capsys.readouterr().err
     assert path.read_text() == MIXED
+
+
+def test_inline_constants_survive_formatting(tmp_path, capsys):
+    """R.const([...]) prints as metadata[...]: the metadata section is written with it (it used to
+    be "# Metadata omitted", and the values were lost)."""
+    from conftest import FIXTURES
+    from tvms.ir.structural import structural_equal
+
+    path = tmp_path / "fold.tvms"
+    text = (FIXTURES / "relax_passes" / "fold1.input.tvms").read_text()
+    path.write_text(text)
+    assert main(["fmt", "-i", str(path)]) == 0
+    written = path.read_text()
+    assert 'metadata["relax.expr.Constant"][0]' in written and "Metadata omitted" not in written
+    assert structural_equal(from_source(written), from_source(text))
