@@ -264,6 +264,9 @@ class _Arguments:
                 free = sorted({v.name for v in _free_vars(d)} - {v.name for v in self.env})
                 raise _Failure(f"run: the shape of {p.name} depends on the size {', '.join(free)}: give "
                                f"--shape {free[0]}=N or an --input that has it", EXIT_ERROR) from None
+            except ArithmeticError as err:  # n // m with m = 0
+                raise _Failure(f"run: with these sizes the shape {_describe_shape(p.shape)} of {p.name} "
+                               f"cannot be computed ({err})", EXIT_ERROR) from None
         if any(d < 0 for d in dims):
             raise _Failure(f"run: with these sizes {p.name} would have the negative shape {tuple(dims)} "
                            f"({_describe_shape(p.shape)})", EXIT_ERROR)
