@@ -25,6 +25,9 @@ from .module_parser import ModuleParser, from_source
 _SCRIPT_DECORATOR = re.compile(r"(^|\.)(ir_module|prim_func)$|(^|\.)(R|relax)\.function$")
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
 class FormatRefused(TVMSError):
     """The formatted text would not parse back to the same IR (a printer bug): nothing is written."""
 
@@ -42,7 +45,7 @@ def format_script(text: str, name: str, dialect: str | None = None, verify: bool
 
 def format_python(text: str, name: str, dialect: str | None = None, verify: bool = False) -> str:
     """``text`` (a Python file) with its TVMScript definitions formatted, the rest unchanged."""
-    lines = text.splitlines(keepends=True)
+    lines = _LINE.findall(text)  # (not splitlines: a form feed or U+2028 ends no line for ast)
     out: list[str] = []
     done = 0  # lines[:done] are in out
     file_source = Source(text, name)

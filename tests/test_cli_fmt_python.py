@@ -144,6 +144,15 @@ def test_spelled_out_decorators(tmp_path, capsys, decorator):
     assert path.read_text() == f"@{decorator}\ndef k(A: T.Buffer((2,), \"float32\")):\n    A[0] = T.float32(0.0)\n"
 
 
+def test_line_breaks_python_does_not_count_are_no_lines(tmp_path, capsys):
+    path = tmp_path / "ff.py"
+    text = ('s = "a\u2028b"  # \x0c\n\n@T.prim_func\ndef k(A: T.Buffer((2,), "float32")):\n'
+            '    A[0]=T.float32(0)\nz = 1\n')
+    path.write_text(text)
+    assert main(["fmt", "-i", str(path)]) == 0
+    assert path.read_text() == text.replace("A[0]=T.float32(0)", "A[0] = T.float32(0.0)")
+
+
 def test_an_error_inside_a_definition_is_positioned_in_the_python_file(tmp_path, capsys):
     path = tmp_path / "bad.py"
     path.write_text("import tvm\n\n\nclass C:\n    @T.prim_func\n    def k(A: T.Buffer((2,), \"float32\")):\n"
