@@ -48,6 +48,11 @@ SCHEDULE = FIXTURES / "schedule" / "matmul_00_base.tvms"
 
 @pytest.fixture
 def files(tmp_path, monkeypatch) -> Path:
+    from tvms.lowering import pass_registry
+
+    # (--load registers Boom: the registry is restored afterwards)
+    monkeypatch.setattr(pass_registry, "_REGISTRY", dict(pass_registry._REGISTRY))
+    monkeypatch.setattr(pass_registry, "_SOURCES", dict(pass_registry._SOURCES))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "k.tvms").write_text(KERNEL)
     (tmp_path / "ugly.tvms").write_text(KERNEL.replace("A[i, j] + ", "A[i, j]  +  "))
@@ -55,6 +60,8 @@ def files(tmp_path, monkeypatch) -> Path:
     (tmp_path / "unknown.tvms").write_text(UNKNOWN_SHAPE)
     (tmp_path / "bad.tvms").write_text(KERNEL.replace("T.grid", "T.grdi"))
     (tmp_path / "fail.trace.py").write_text('b0 = sch.get_block(name="D", func_name="main")\n')
+    (tmp_path / "boom.py").write_text("import tvms\n\n@tvms.transform.module_pass(opt_level=0, name='Boom')\n"
+                                      "def boom(mod, ctx):\n    raise RuntimeError('boom')\n")
     np.save(tmp_path / "scalar.npy", np.float32(3))
     np.save(tmp_path / "flat.npy", np.zeros(4, np.float32))
     np.save(tmp_path / "ints.npy", np.zeros((3, 2), np.int32))
@@ -72,6 +79,7 @@ CASES = [
     (["fmt", "--nope"], 2, "unrecognized arguments"),
     # opt
     (["opt", "-p", "LegalizeOps", "r.tvms"], 0, None),
+    (["opt", "--load", "boom.py", "-p", "Boom", "r.tvms"], 1, "pass 'Boom': RuntimeError: boom"),
     (["opt", "-p", "LegalizeOps", "k.tvms"], 2, "holds a bare function"),
     (["opt", "-p", "NoSuchPass", "r.tvms"], 2, "NoSuchPass"),
     (["opt", "-p", "LegalizeOps", "bad.tvms"], 2, "bad.tvms:8:17"),
@@ -127,7 +135,8 @@ def test_exit_code(files, capsys, argv, code, message):
 
 @pytest.mark.parametrize("command", [["fmt", "k.tvms"], ["opt", "-p", "LegalizeOps", "r.tvms"],
                                      ["schedule", "--default", str(SCHEDULE)],
-                                     ["build", "k.tvms", "-o", "k.so"]])
+                                     ["build", "k.tvms", "-o", "k.so"],
+                                     ["run", "k.tvms", "--random-inputs", "--shape", "n=3"]])
 def test_an_internal_error_is_one_line_with_exit_70(files, capsys, monkeypatch, command):
     """A bug (any exception that is not a TVMSError) is one line and exit 70 in every subcommand."""
     from tvms.script import module_parser
