@@ -43,6 +43,10 @@ class Module:
         return x
 '''
 
+CALLS_MISSING = RELAX.replace("@R.function", "@R.function(pure=False)").replace(
+    'y: R.Tensor((n, 2), dtype="float32") = R.add(x, x)',
+    'y = R.call_packed("no.such.function", x, sinfo_args=(R.Tensor((n, 2), dtype="float32"),))')
+
 SCHEDULE = FIXTURES / "schedule" / "matmul_00_base.tvms"
 
 
@@ -58,6 +62,7 @@ def files(tmp_path, monkeypatch) -> Path:
     (tmp_path / "ugly.tvms").write_text(KERNEL.replace("A[i, j] + ", "A[i, j]  +  "))
     (tmp_path / "r.tvms").write_text(RELAX)
     (tmp_path / "unknown.tvms").write_text(UNKNOWN_SHAPE)
+    (tmp_path / "missing_func.tvms").write_text(CALLS_MISSING)
     (tmp_path / "bad.tvms").write_text(KERNEL.replace("T.grid", "T.grdi"))
     (tmp_path / "fail.trace.py").write_text('b0 = sch.get_block(name="D", func_name="main")\n')
     (tmp_path / "boom.py").write_text("import tvms\n\n@tvms.transform.module_pass(opt_level=0, name='Boom')\n"
@@ -98,6 +103,8 @@ CASES = [
     (["run", "k.tvms", "--random-inputs", "--shape", "n=3"], 0, None),
     (["run", "r.tvms", "--input", "x=ok.npy"], 0, None),
     (["run", "k.tvms", "--target", "cuda", "--random-inputs", "--shape", "n=3"], 1, "cannot compile k.tvms"),
+    (["run", "missing_func.tvms", "--input", "x=ok.npy"], 1,
+     "run: no global function named 'no.such.function' is registered"),
     (["run", "k.tvms", "--random-inputs", "--shape", "n=-1"], 2, "--shape n=-1: a size cannot be negative"),
     (["run", "k.tvms", "--random-inputs", "--shape", "n=abc"], 2, "--shape n=abc: the size must be an integer"),
     (["run", "k.tvms", "--random-inputs", "--shape", "n=1e30"], 2, "--shape n=1e30: the size must be an integer"),
