@@ -5,18 +5,19 @@
 ``_add_<name>_parser(subparsers)`` (which sets ``func=cmd_<name>``) and ``cmd_<name>(args)``,
 and call the former from ``build_parser``.
 
-Exit codes: 0 success, 1 ``fmt --check`` found files to reformat or an ``opt`` pass failed,
-2 usage error or an input that could not be read or parsed (``TVMSError``), 130 interrupted. Bugs (any other
-exception) are not swallowed: they propagate with their traceback.
+Exit codes, the same for every subcommand (the README's table):
+0 done; 1 the requested operation failed (a pass, a schedule primitive, compiling, running the
+program, a ``--check`` difference); 2 usage or input error (an unreadable or unparsable file, a bad
+argument or target, a write that cannot happen); 70 an internal error (a bug in tvms: any exception
+that is not a TVMSError, reported in one line; ``TVMS_TRACEBACK=1`` shows its traceback);
+130 interrupted.
 """
 from __future__ import annotations
 
 import argparse
 import difflib
 import os
-import stat
 import sys
-import tempfile
 from typing import Sequence
 
 from . import __version__
@@ -26,9 +27,11 @@ PROG = "tvms"
 STDIN_NAME = "<stdin>"
 
 EXIT_OK = 0
-EXIT_CHANGED = 1
-EXIT_PASS_FAILED = 1
+EXIT_FAILED = 1  # the requested operation failed
+EXIT_CHANGED = EXIT_FAILED
+EXIT_PASS_FAILED = EXIT_FAILED
 EXIT_ERROR = 2
+EXIT_INTERNAL = 70  # (EX_SOFTWARE in BSD's sysexits.h)
 EXIT_INTERRUPTED = 130
 
 
@@ -71,42 +74,14 @@ def read_source(path: str) -> tuple[str, str]:
 
 
 def write_atomic(path: str, text: str) -> None:
-    """Replace ``path``'s contents with ``text`` (UTF-8) atomically.
+    """Write ``text`` (UTF-8) to ``path`` with tvms.ir.files.write_file (atomic for a regular
+    file, written through for a device or a FIFO). Raises InputError."""
+    from .ir.files import WriteError, write_file
 
-    The text goes to a temporary file in the same directory, is fsynced, gets the
-    original file's permission bits, and then replaces the original with ``os.replace``.
-    On any failure the original is untouched and the temporary file is removed.
-    A symbolic link is followed: the file it points to is rewritten, the link stays.
-    """
-    target = os.path.realpath(path)
-    directory = os.path.dirname(target) or "."
-    tmp_name = None
     try:
-        try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)
-        except FileNotFoundError:  # a new file: the permissions the umask allows
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        with tempfile.NamedTemporaryFile(
-            "wb", delete=False, dir=directory,
-            prefix="." + os.path.basename(target) + ".", suffix=".tmp",
-        ) as tmp:
-            tmp_name = tmp.name
-            tmp.write(text.encode("utf-8"))
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.chmod(tmp_name, mode)
-        os.replace(tmp_name, target)
-        tmp_name = None
-    except OSError as err:
-        raise InputError(f"cannot write {path}: {err.strerror or err}") from None
-    finally:
-        if tmp_name is not None:
-            try:
-                os.unlink(tmp_name)
-            except OSError:
-                pass
+        write_file(path, text.encode("utf-8"))
+    except WriteError as err:
+        raise InputError(str(err)) from None
 
 
 def unified_diff(before: str, after: str, name: str) -> str:
@@ -128,16 +103,14 @@ def unified_diff(before: str, after: str, name: str) -> str:
 # --------------------------------------------------------------------------- fmt
 
 
-def format_text(text: str, name: str, dialect: str | None = None) -> str:
-    """The canonical text of a TVMScript source, in ``dialect`` (default: the input's).
+def format_text(text: str, name: str, dialect: str | None = None, verify: bool = False) -> str:
+    """The canonical text of a TVMScript source, in ``dialect`` (default: the input's); for a
+    ``.py`` file, the file with only its TVMScript definitions formatted. ``verify`` (before a
+    write): refuse a text that does not parse back to the same IR. Raises TVMSError."""
+    from .script.formatting import format_python, format_script
 
-    The result ends with a newline exactly when the input did. Raises TVMSError."""
-    from .script import from_source
-    from .script.dialect import detect_dialect
-
-    node = from_source(text, name)
-    out = node.script(dialect=dialect or detect_dialect(text).name)
-    return out + "\n" if text.endswith("\n") else out
+    fmt = format_python if name.endswith(".py") else format_script
+    return fmt(text, name, dialect, verify)
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
@@ -145,12 +118,16 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     if args.in_place and "-" in files:
         _error("--in-place cannot be used with standard input")
         return EXIT_ERROR
+    if args.output and len(files) != 1:
+        _error("fmt: -o/--output takes one input file")
+        return EXIT_ERROR
 
     failed = changed = False
     for path in files:
         try:
             name, text = read_source(path)
-            formatted = format_text(text, name, args.dialect)
+            writes = args.in_place or bool(args.output and args.output != "-")
+            formatted = format_text(text, name, args.dialect, writes)
             if formatted != text:
                 changed = True
             if args.check or args.diff:
@@ -162,6 +139,8 @@ def cmd_fmt(args: argparse.Namespace) -> int:
             elif args.in_place:
                 if formatted != text:
                     write_atomic(path, formatted)
+            elif writes:
+                write_atomic(args.output, formatted if formatted.endswith("\n") else formatted + "\n")
             else:
                 sys.stdout.write(formatted if formatted.endswith("\n") else formatted + "\n")
             sys.stdout.flush()
@@ -188,7 +167,9 @@ def _add_fmt_parser(subparsers) -> None:
             "Parse TVMScript and print it back in canonical form. Without -i the result goes "
             "to standard output, followed by one newline. With -i the files are rewritten in "
             "place (atomically); a rewritten file ends with a newline exactly when the "
-            "original did. Files are read as UTF-8."
+            "original did. In a .py file only the @I.ir_module, @T.prim_func and @R.function "
+            "definitions are formatted; every other line stays as it is. Before -i or -o writes, "
+            "the formatted text is parsed back and must give the same IR. Files are read as UTF-8."
         ),
     )
     p.add_argument("files", nargs="*", metavar="FILE",
@@ -202,14 +183,18 @@ def _add_fmt_parser(subparsers) -> None:
     p.add_argument("-i", "--in-place", action="store_true",
                    help="rewrite the files in place (not with standard input); "
                         "files already formatted are left alone")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the formatted text of the one input FILE to FILE (atomically)")
     p.add_argument("--dialect", choices=sorted(DIALECTS),
                    help="dialect of the output (default: the dialect the input is written in)")
     p.set_defaults(func=cmd_fmt)
 
 
 def _check_fmt_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.in_place and (args.check or args.diff):
-        parser.error("fmt: -i/--in-place cannot be combined with --check or --diff")
+    if (args.in_place or args.output) and (args.check or args.diff):
+        parser.error("fmt: -i/--in-place and -o/--output cannot be combined with --check or --diff")
+    if args.in_place and args.output:
+        parser.error("fmt: -i/--in-place and -o/--output exclude each other")
 
 
 # --------------------------------------------------------------------------- opt
@@ -274,6 +259,9 @@ def cmd_opt(args: argparse.Namespace) -> int:
         out = mod.script(dialect=dialect)
     except PassError as err:
         _error(str(err))
+        return EXIT_PASS_FAILED
+    except TVMSError as err:  # a pass (or printing its result) refused the module
+        _error(f"opt: {err}")
         return EXIT_PASS_FAILED
     finally:
         if timing is not None:
@@ -375,12 +363,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except TVMSError as err:  # (subcommands report input errors themselves, before the operation)
+        print(str(err), file=sys.stderr)
+        return EXIT_FAILED
     except BrokenPipeError:
         # The reader went away (``tvms fmt x | head``): stop quietly; point stdout at
         # devnull so the interpreter's final flush does not fail again.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except Exception as err:  # a bug: one line, not a traceback (set TVMS_TRACEBACK=1 for it)
+        if os.environ.get("TVMS_TRACEBACK"):
+            raise
+        detail = f"{type(err).__name__}: {err}".splitlines()[0]
+        print(f"{PROG}: internal error: {detail} (a bug in tvms: please report it with the command "
+              "and its input; TVMS_TRACEBACK=1 shows the traceback)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,23 +2,26 @@
 
 ``tvms build IN.tvms --target llvm -o model.so`` writes the library (atomically);
 ``tvms run IN.tvms|model.so --entry main --input A=a.npy --random-inputs --time`` calls a function
-and prints its outputs (and latency statistics). Exit codes: 0 success, 1 the module could not be
-compiled or linked, 2 a usage or input error (unreadable or unparsable file, a missing input, an
-input of the wrong shape or dtype).
+and prints its outputs (and latency statistics). Exit codes (tvms.cli's contract): 0 success,
+1 the module could not be compiled or linked, or the program failed while running, 2 a usage or
+input error (unreadable or unparsable file, a missing input, an input of the wrong shape or dtype,
+a bad --shape value, a library that cannot be written).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .cli import EXIT_ERROR, EXIT_OK, InputError, _error, read_source
+from .cli import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError, _error, read_source
 from .ir import TVMSError
+from .ir.files import WriteError
 
-EXIT_BUILD_FAILED = 1
+EXIT_BUILD_FAILED = EXIT_FAILED
 SMALL_OUTPUT = 64  # outputs with at most this many elements are printed in full
 _ELF_MAGIC = b"\x7fELF"
 
@@ -112,6 +115,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         program = _compile(_parse(args.input), args.target, args.input, not args.no_default_schedule)
         try:
             program.export_library(args.output)
+        except WriteError as err:  # a write that cannot happen is an input error, not a failed build
+            raise _Failure(str(err), EXIT_ERROR) from None
         except TVMSError as err:
             raise _Failure(str(err), EXIT_BUILD_FAILED) from None
     except _Failure as err:
@@ -140,7 +145,7 @@ def _read_npy(name: str, path: str) -> np.ndarray:
         raise _Failure(f"run: cannot read input {name} from {path}: {err}", EXIT_ERROR) from None
     if not isinstance(value, np.ndarray):
         raise _Failure(f"run: {path} holds several arrays; give input {name} one .npy file", EXIT_ERROR)
-    return np.ascontiguousarray(value)
+    return value if value.flags.c_contiguous else value.copy(order="C")  # (a 0-d array stays 0-d)
 
 
 def _random_array(shape: tuple, dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
@@ -185,8 +190,8 @@ def _relax_params(func: Any, entry: str) -> list:
         info = p.struct_info
         shape = getattr(info.shape, "values", None) if isinstance(info, TensorStructInfo) else None
         if shape is None or info.dtype.is_void:
-            raise _Failure(f"run: parameter {p.name} of {entry} is not a tensor of known rank and "
-                           f"dtype ({info.script()}); tvms run passes tensors only", EXIT_ERROR)
+            raise _Failure(f"run: parameter {p.name} of {entry} is {info.script()}: tvms run passes "
+                           f"tensors whose shape and dtype the signature gives", EXIT_ERROR)
         params.append(_Param(p.name, str(info.dtype), tuple(shape)))
     return params
 
@@ -200,20 +205,16 @@ class _Arguments:
         self.rng = np.random.default_rng(args.seed)
         self.random = args.random_inputs
         sizes = {v.name: v for p in params for d in p.shape or () for v in _free_vars(d)}
-        sizes.update({p.name: p.var for p in params if p.shape is None})
+        scalars = {p.name: p.var for p in params if p.shape is None}
         self.env: dict = {}
         for name, value in _parse_bindings(args.shape, "--shape").items():
-            if name not in sizes:
-                known = ", ".join(sizes) or "none"
+            if name not in sizes and name not in scalars:
+                known = ", ".join([*sizes, *scalars]) or "none"
                 raise _Failure(f"run: {fname} has no size named {name!r} (its sizes: {known})", EXIT_ERROR)
-            try:
-                self.env[sizes[name]] = int(value)
-            except ValueError:
-                raise _Failure(f"run: --shape {name}={value}: the size must be an integer", EXIT_ERROR) from None
+            var = sizes.get(name, scalars.get(name))
+            self.env[var] = _scalar_value(name, value, var.dtype, is_size=name in sizes)
 
     def gather(self) -> list:
-        from .ir import expr as E
-
         names = [p.name for p in self.params]
         unknown = sorted(set(self.files) - set(names))
         if unknown:
@@ -221,18 +222,33 @@ class _Arguments:
                            f"(its parameters: {', '.join(names)})", EXIT_ERROR)
         given = {p.name: _read_npy(p.name, self.files[p.name]) for p in self.params
                  if p.name in self.files and p.shape is not None}
-        for p in self.params:  # the given inputs bind the sizes
-            arr = given.get(p.name)
-            if arr is not None and arr.ndim == len(p.shape):
-                for declared, actual in zip(p.shape, arr.shape):
-                    if isinstance(declared, E.Var):
-                        self.env.setdefault(declared, actual)
+        for p in self.params:  # the given inputs are checked, and bind the sizes
+            if p.name in given:
+                self._check(p, given[p.name])
         return [self._value(p, given) for p in self.params]
 
-    def _value(self, p: _Param, given: dict) -> Any:
-        from .runtime.tir_values import numpy_dtype
-        from .ir.dtype import DataType
+    def _check(self, p: _Param, arr: np.ndarray) -> None:
+        """A given input against its parameter: rank, dtype, static sizes, and the symbolic sizes
+        bound so far (by --shape or an earlier input), which it binds otherwise."""
+        from .ir import expr as E
 
+        declared = f"{p.name} is declared {_describe_shape(p.shape)} {p.dtype}"
+        if arr.ndim != len(p.shape):
+            raise _Failure(f"run: input {p.name} is {arr.ndim}-d (shape {tuple(arr.shape)}); "
+                           f"{declared}", EXIT_ERROR)
+        if arr.dtype != _numpy_dtype(p.dtype):
+            raise _Failure(f"run: input {p.name} has dtype {arr.dtype}; {declared}", EXIT_ERROR)
+        for k, (dim, actual) in enumerate(zip(p.shape, arr.shape)):
+            if isinstance(dim, E.IntImm) and dim.value != actual:
+                raise _Failure(f"run: input {p.name}: dimension {k}: expected extent {dim.value}, "
+                               f"got {actual} ({declared})", EXIT_ERROR)
+            if isinstance(dim, E.Var):
+                bound = self.env.setdefault(dim, actual)
+                if bound != actual:
+                    raise _Failure(f"run: input {p.name}: dimension {k} is the size {dim.name}, {actual} "
+                                   f"here but {bound} from --shape or an earlier input", EXIT_ERROR)
+
+    def _value(self, p: _Param, given: dict) -> Any:
         if p.name in given:
             return given[p.name]
         if p.shape is None:
@@ -243,7 +259,11 @@ class _Arguments:
             raise _Failure(f"run: missing input {p.name}: give --input {p.name}=FILE.npy, "
                            f"or --random-inputs", EXIT_ERROR)
         shape = self._shape(p)
-        dtype = np.dtype(numpy_dtype(DataType(p.dtype)))
+        dtype = _numpy_dtype(p.dtype)
+        nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if nbytes > _memory_bytes():
+            raise _Failure(f"run: {p.name} of shape {shape} would take {nbytes:,} bytes, more than "
+                           f"this machine's memory; give smaller --shape sizes", EXIT_ERROR)
         return np.zeros(shape, dtype) if p.output else _random_array(shape, dtype, self.rng)
 
     def _shape(self, p: _Param) -> tuple:
@@ -257,7 +277,60 @@ class _Arguments:
                 free = sorted({v.name for v in _free_vars(d)} - {v.name for v in self.env})
                 raise _Failure(f"run: the shape of {p.name} depends on the size {', '.join(free)}: give "
                                f"--shape {free[0]}=N or an --input that has it", EXIT_ERROR) from None
+            except ArithmeticError as err:  # n // m with m = 0
+                raise _Failure(f"run: with these sizes the shape {_describe_shape(p.shape)} of {p.name} "
+                               f"cannot be computed ({err})", EXIT_ERROR) from None
+        if any(d < 0 for d in dims):
+            raise _Failure(f"run: with these sizes {p.name} would have the negative shape {tuple(dims)} "
+                           f"({_describe_shape(p.shape)})", EXIT_ERROR)
         return tuple(dims)
+
+
+def _scalar_value(name: str, text: str, dtype: Any, is_size: bool) -> Any:
+    """The value of ``--shape NAME=TEXT`` for a variable of ``dtype``: a number that the dtype
+    holds (an integer; a float for a float scalar), and not negative when it is a size."""
+    what = "the size" if is_size else f"{name} ({dtype})"
+    if dtype.is_float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise _Failure(f"run: --shape {name}={text}: {what} must be a number", EXIT_ERROR) from None
+        if not np.isfinite(value) or abs(value) > np.finfo(_numpy_dtype(dtype)).max:
+            raise _Failure(f"run: --shape {name}={text}: out of the range of {dtype}", EXIT_ERROR)
+        return value
+    try:
+        value = int(text)
+    except ValueError:
+        raise _Failure(f"run: --shape {name}={text}: {what} must be an integer", EXIT_ERROR) from None
+    if is_size and value < 0:
+        raise _Failure(f"run: --shape {name}={text}: a size cannot be negative", EXIT_ERROR)
+    info = np.iinfo(_numpy_dtype(dtype)) if (dtype.is_int or dtype.is_uint) else None
+    if info is not None and not info.min <= value <= info.max:
+        raise _Failure(f"run: --shape {name}={text}: out of the range of {dtype} "
+                       f"({info.min}..{info.max})", EXIT_ERROR)
+    return value
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype:
+    from .ir.dtype import DataType
+    from .runtime.tir_values import numpy_dtype
+
+    return np.dtype(numpy_dtype(DataType(str(dtype))))
+
+
+def _describe_shape(shape: tuple) -> str:
+    from .ir import expr as E
+
+    dims = [str(d.value) if isinstance(d, E.IntImm) else d.script() for d in shape]
+    return f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
+
+
+def _memory_bytes() -> int:
+    """This machine's physical memory: no input is made bigger than that."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 40
 
 
 def _free_vars(expr: Any) -> list:
@@ -331,16 +404,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         program = _load_program(args.input, args.target, not args.no_default_schedule)
         call, values, timer = _prepare(program, args.entry, args)
-        try:
+        try:  # a failure inside the program (the arguments were checked)
             outputs = call()
-        except TVMSError as err:  # a failure inside the program (the arguments were checked)
-            raise _Failure(f"run: {err}", EXIT_ERROR) from None
+            for name, value in outputs:
+                print(describe_array(name, value))
+            if args.time:
+                print(describe_timing(timer(*values), args.number))
+        except TVMSError as err:
+            raise _Failure(f"run: {err}", EXIT_FAILED) from None
     except _Failure as err:
         return err.report()
-    for name, value in outputs:
-        print(describe_array(name, value))
-    if args.time:
-        print(describe_timing(timer(*values), args.number))
     return EXIT_OK
 
 
@@ -350,6 +423,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def _seed(text: str) -> int:
+    if not text.isdigit():  # (numpy's generators take no negative seed)
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
     return int(text)
 
 
@@ -372,7 +451,8 @@ def add_build_parsers(subparsers) -> None:
         description=("Run a function of a TVMScript module (compiled first) or of a library written "
                      "by 'tvms build', and print its outputs: shape, dtype, a summary, and the values "
                      "of small ones. Sizes such as n come from the given inputs or --shape. "
-                     "Exit codes: 0 success, 1 compiling failed, 2 usage or input error."))
+                     "Exit codes: 0 success, 1 compiling failed or the program failed, 2 usage or input "
+                     "error, 70 internal error."))
     r.add_argument("input", metavar="FILE", help="a .tvms module, or a library (.so)")
     r.add_argument("--entry", metavar="NAME", help="the function to run (default: main, or the only one)")
     r.add_argument("--input", dest="input_files", action="append", metavar="NAME=FILE.npy",
@@ -381,7 +461,7 @@ def add_build_parsers(subparsers) -> None:
                    help="bind a symbolic size (or a scalar parameter) to N (repeatable)")
     r.add_argument("--random-inputs", action="store_true",
                    help="fill the inputs not given with --input with random values")
-    r.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    r.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs (default 0)")
     r.add_argument("--time", action="store_true", help="print latency statistics")
     r.add_argument("--number", type=_positive, default=10, help="runs per repeat when timing (default 10)")
     r.add_argument("--repeat", type=_positive, default=3, help="timed repeats (default 3)")

@@ -28,6 +28,7 @@ from typing import Any
 
 from tvms.ir import stmt as S
 from tvms.ir.errors import TVMSError
+from tvms.ir.files import write_file
 from tvms.ir.function import PrimFunc
 from tvms.ir.visitor import collect
 
@@ -153,15 +154,13 @@ def _object_code(compiled: Any, threads_symbol: str | None) -> bytes:
 
 
 def _link(compiler: str, objects: list, libs: list, path: str, metadata: bytes) -> None:
-    """Link ``objects`` into a shared library at ``path``, ``metadata`` and the trailer after
-    it: built in a temporary directory beside it, then moved into place, so ``path`` is never
-    left half written."""
-    target = os.path.realpath(path)
-    directory = os.path.dirname(target) or "."
+    """Link ``objects`` into a shared library at ``path`` with ``metadata`` and the trailer after
+    it: linked in a temporary directory, then written with write_file (atomically, or through a
+    device such as /dev/null), so ``path`` is never left half written."""
     try:
-        work = tempfile.mkdtemp(prefix="." + os.path.basename(target) + ".", dir=directory)
+        work = tempfile.mkdtemp(prefix="tvms-link-")
     except OSError as err:
-        raise TVMSError(f"cannot write {path}: {err.strerror or err}") from None
+        raise TVMSError(f"export_library: cannot make a directory to link in: {err.strerror or err}") from None
     try:
         names = []
         for k, code in enumerate(objects):
@@ -174,12 +173,13 @@ def _link(compiler: str, objects: list, libs: list, path: str, metadata: bytes) 
         if done.returncode != 0:
             raise TVMSError(f"export_library: linking with {compiler} failed:\n{done.stderr.strip()}")
         append_trailer(out, metadata)
-        os.chmod(out, 0o755)
-        os.replace(out, target)
+        with open(out, "rb") as f:
+            data = f.read()
     except OSError as err:
-        raise TVMSError(f"cannot write {path}: {err.strerror or err}") from None
+        raise TVMSError(f"export_library: cannot link {path}: {err.strerror or err}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    write_file(path, data, new_mode=0o777)
 
 
 def _describe_params(func: PrimFunc) -> list:

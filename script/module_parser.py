@@ -22,9 +22,13 @@ from .relax_function import RelaxFunctionBuilder
 from .relax_parser import make_constant
 from .tir_parser import TIRBuilder
 
-_MODULE_DECORATORS = {"I.ir_module", "ir_module", "tvm.script.ir_module", "ir.ir_module"}
-_PRIM_FUNC_DECORATORS = {"T.prim_func", "prim_func", "tir.prim_func"}
-_RELAX_DECORATORS = {"R.function", "relax.function"}
+# (the spelled-out forms too: a Python file may write @tvm.script.tir.prim_func)
+_MODULE_DECORATORS = {"I.ir_module", "ir_module", "tvm.script.ir_module", "ir.ir_module",
+                      "tvms.script.ir_module", "tvm.script.ir.ir_module", "tvms.script.ir.ir_module"}
+_PRIM_FUNC_DECORATORS = {"T.prim_func", "prim_func", "tir.prim_func", "tvm.script.tir.prim_func",
+                         "tvms.script.tir.prim_func", "tvms.script.prim_func"}
+_RELAX_DECORATORS = {"R.function", "relax.function", "tvm.script.relax.function",
+                     "tvms.script.relax.function"}
 
 
 def _decorator(syn: Any) -> tuple[str | None, dict]:

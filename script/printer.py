@@ -10,6 +10,7 @@ from ..ir.function import PrimFunc
 from ..ir.module import IRModule
 from ..ir.node import Node, register_printer
 from ..ir.stmt import Stmt
+from ..ir.struct_info import StructInfo
 from ..ir import relax as rx
 from ..ir.visitor import collect
 from .dialect import Dialect, get_dialect
@@ -38,6 +39,8 @@ def to_script(node: Any, dialect: "str | Dialect" = "classic", name: str | None 
         return TIRPrinter(d).expr(node)
     if isinstance(node, Buffer):
         return TIRPrinter(d).buffer_decl(node, "Buffer", [], dtype_always=True)
+    if isinstance(node, StructInfo):
+        return RelaxPrinter(d, Namer(), {}, set(), []).sinfo(node)
     if isinstance(node, Node):
         return TIRPrinter(d).value(node)
     raise TypeError(f"cannot print a {type(node).__name__}")

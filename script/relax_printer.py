@@ -17,7 +17,7 @@ from ..ir.module import GlobalVar
 from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
-from .tir_printer import _EXPR_PRINTERS, ATOM, TIRPrinter, format_float, quote
+from .tir_printer import _EXPR_PRINTERS, ATOM, TIRPrinter, def_name, format_float, quote
 
 _CONSTANT_KEY = {"classic": "relax.expr.Constant", "tvm-0.27": "ir.GenericConst"}
 
@@ -200,6 +200,7 @@ class RelaxPrinter(TIRPrinter):
 
     # ---------------------------------------------------------------- functions
     def function(self, f: rx.Function, name: str, nested: bool = False) -> None:
+        name = def_name(name)
         self.namer.push()
         outer_frame, self.func_frame = self.func_frame, len(self.namer.frames) - 1
         decorator = "@R.function"

@@ -63,6 +63,17 @@ def format_float(value: float) -> str:
 RESERVED = frozenset(["T", "I", "R"] + keyword.kwlist + ["range", "metadata", "cls", "Module"])
 
 
+def def_name(name: str) -> str:
+    """A function's name as its ``def`` line can hold it: as TVM prints it, every character that
+    cannot be in a Python identifier becomes ``_`` (and a leading digit or a keyword gets one). The
+    parser takes the ``def`` name for the global symbol only when ``T.func_attr`` gives none; the
+    printers print the real one there whenever the two differ, so the name parses back."""
+    shown = _INVALID.sub("_", name) or "_"
+    if shown[0].isdigit():
+        shown = "_" + shown
+    return shown + "_" if keyword.iskeyword(shown) else shown
+
+
 class Namer:
     """Gives variables and buffers unique printable names; names are freed when scopes end."""
 
@@ -439,6 +450,7 @@ class TIRPrinter:
         return released
 
     def prim_func_once(self, f: PrimFunc, name: str, decorate_s_tir: bool, inlined: set) -> None:
+        name = def_name(name)
         namer = self.namer
         namer.push()
         self.func_frame = len(namer.frames) - 1

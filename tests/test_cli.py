@@ -254,7 +254,7 @@ def test_keyboard_interrupt_exits_130(tmp_path, capsys, monkeypatch):
     assert capsys.readouterr().err == ""
 
 
-def test_bugs_are_not_swallowed(tmp_path, monkeypatch):
+def test_a_bug_is_one_line_with_exit_70_and_its_traceback_on_request(tmp_path, monkeypatch, capsys):
     import tvms.cli
 
     def buggy(*args):
@@ -262,7 +262,13 @@ def test_bugs_are_not_swallowed(tmp_path, monkeypatch):
 
     monkeypatch.setattr(tvms.cli, "format_text", buggy)
     path = write(tmp_path, "c.tvms", CANONICAL)
-    with pytest.raises(ZeroDivisionError):
+    monkeypatch.delenv("TVMS_TRACEBACK", raising=False)
+    assert main(["fmt", str(path)]) == 70
+    assert capsys.readouterr().err == (
+        "tvms: internal error: ZeroDivisionError: bug (a bug in tvms: please report it with the "
+        "command and its input; TVMS_TRACEBACK=1 shows the traceback)\n")
+    monkeypatch.setenv("TVMS_TRACEBACK", "1")
+    with pytest.raises(ZeroDivisionError):  # bugs are not swallowed for who debugs them
         main(["fmt", str(path)])
 
 

@@ -112,10 +112,11 @@ def test_run_input_errors_exit_2(relu_file, extra, message, capsys, monkeypatch)
 def test_wrong_shape_or_dtype_of_an_input_exits_2(matmul_lib, tmp_path, capsys):
     np.save(tmp_path / "a.npy", np.zeros((128, 64), np.float32))
     assert main(["run", str(matmul_lib), "--random-inputs", "--input", f"A={tmp_path / 'a.npy'}"]) == 2
-    assert "argument 0 (A): dimension 1: expected extent 128, got 64" in capsys.readouterr().err
+    assert "input A: dimension 1: expected extent 128, got 64 (A is declared (128, 128) float32)" \
+        in capsys.readouterr().err
     np.save(tmp_path / "a.npy", np.zeros((128, 128), np.float64))
     assert main(["run", str(matmul_lib), "--random-inputs", "--input", f"A={tmp_path / 'a.npy'}"]) == 2
-    assert "expected dtype float32, got float64" in capsys.readouterr().err
+    assert "input A has dtype float64; A is declared (128, 128) float32" in capsys.readouterr().err
 
 
 def test_build_errors(relu_file, tmp_path, capsys, monkeypatch):
