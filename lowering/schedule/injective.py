@@ -5,7 +5,7 @@ The results of the map fall into groups that share no index (``(i // 16, j // 16
 j % 16)``: one group of ``i``, one of ``j``); the map is one-to-one exactly when no index is
 dropped and each group is one-to-one on its own indices. A group is checked by evaluating it, with
 numpy, at every point of its indices (up to ``ENUMERATION_LIMIT`` points), or, when larger, by
-recognizing a single affine result whose coefficients keep the points apart (``i * 4096 + j``).
+the iteration-map analysis: affine results that use each digit of each index once (``i * 4096 + j``).
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.expr import Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
+from ...ir.iter_map import FusedKey, affine_pieces, is_bijective_affine
 from ...ir.visitor import collect
 from .errors import ScheduleError
 
@@ -43,42 +44,30 @@ def _evaluate(expr: PrimExpr, grid: dict) -> Any:
         raise Unchecked(f"it holds {type(expr).__name__}")
     a, b = _evaluate(expr.a, grid), _evaluate(expr.b, grid)
     if isinstance(expr, (FloorDiv, FloorMod)) and np.any(b == 0):
-        raise ScheduleError(f"the index map divides by zero in {expr.script()}")
+        raise ScheduleError(f"transform_layout: the index map divides by zero in {expr.script()}")
     return op(a, b)
 
 
-def _linear(expr: PrimExpr) -> dict | None:
-    """``{var: coefficient, None: constant}`` when ``expr`` is affine in its variables."""
-    if isinstance(expr, Var):
-        return {expr: 1}
-    if isinstance(expr, IntImm):
-        return {None: expr.value}
-    if isinstance(expr, (Add, Sub)):
-        a, b = _linear(expr.a), _linear(expr.b)
-        if a is None or b is None:
-            return None
-        sign = 1 if isinstance(expr, Add) else -1
-        return {k: a.get(k, 0) + sign * b.get(k, 0) for k in a.keys() | b.keys()}
-    if isinstance(expr, Mul):
-        for const, other in ((expr.a, expr.b), (expr.b, expr.a)):
-            if isinstance(const, IntImm):
-                inner = _linear(other)
-                return None if inner is None else {k: c * const.value for k, c in inner.items()}
-    return None
-
-
-def _affine_keeps_apart(expr: PrimExpr, extents: dict) -> bool:
-    """Whether an affine result is one-to-one on its box: sorted by size, each coefficient is
-    larger than the span the smaller ones cover (a mixed-radix number)."""
-    form = _linear(expr)
-    if form is None:
-        return False
-    span = 0
-    for var, coef in sorted(((v, abs(c)) for v, c in form.items() if v is not None and extents[v] > 1),
-                            key=lambda vc: vc[1]):
-        if coef <= span:
+def _digits_prove_one_to_one(results: list, group: list, sizes: dict) -> bool:
+    """Whether the results are affine pieces of their indices (``ir/iter_map.py``) that use every
+    digit of every index exactly once: ``i * 4096 + j``, ``(i // 64, i % 64)``."""
+    loops = {id(v): (v, 0, sizes[v]) for v in group}
+    if not is_bijective_affine(results, loops):
+        return False  # a digit used twice, or not affine
+    spans: dict = {}
+    for binding in affine_pieces(results, loops):
+        for key, lower, upper, _ in binding:
+            if isinstance(key, FusedKey):
+                return False  # a fused sum's own extent is not known here: enumerate or vouch
+            spans.setdefault(id(key), []).append((lower, lower * upper))
+    for var in group:
+        covered = 1  # the digits [1, covered) of var are used
+        for low, high in sorted(spans.get(id(var), [])):
+            if low != covered:
+                return False  # a digit no result uses: elements differing only there collide
+            covered = high
+        if covered < sizes[var]:
             return False
-        span += coef * (extents[var] - 1)
     return True
 
 
@@ -140,7 +129,7 @@ def collision(initial: list, results: list, extents: list, new_extents: list) ->
         group = [v for v in initial if v in group_vars]
         points = math.prod(sizes[v] for v in group)
         if points > ENUMERATION_LIMIT:
-            if len(positions) == 1 and _affine_keeps_apart(results[positions[0]], sizes):
+            if _digits_prove_one_to_one([results[k] for k in sorted(positions)], group, sizes):
                 continue
             raise Unchecked(f"one group of its indices spans {points} points, more than the "
                             f"{ENUMERATION_LIMIT} checked one by one")
