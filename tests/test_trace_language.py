@@ -117,6 +117,8 @@ B0 = 'b0 = sch.get_block(name="C", func_name="main")\n'
     ("def apply_trace(sch):\n  def g(): pass",
      "t.py:2:3: error: apply_trace is defined at the top of a trace, not inside it"),
     ("def apply_trace(sch): pass\ndef apply_trace(sch): pass", "t.py:2:1: error: a trace defines apply_trace once"),
+    ("return", "t.py:1:1: error: return outside apply_trace"),
+    ("def apply_trace(sch):\n  return sch", "t.py:2:10: error: apply_trace returns nothing"),
     # index maps: arithmetic on the lambda's parameters
     (B0 + 'sch.transform_layout(b0, ("write", 0), lambda i, j: (i.__class__, j))',
      "t.py:2:54: error: an index map is arithmetic (+ - * // %) on its parameters; an attribute is not"),
@@ -172,6 +174,13 @@ def test_a_failed_primitive_is_a_schedule_error_at_its_call() -> None:
     assert (info.value.span.line, info.value.span.col) == (4, 12)
     assert str(info.value).startswith("t.py:4:12: error: split: ") and "product of factors [2, 3]" in str(info.value)
     assert len(sch.trace.insts) == 2  # the calls before it ran, the failed one left no trace
+
+
+def test_a_malformed_apply_trace_runs_none_of_the_trace() -> None:
+    sch = Schedule(matmul())
+    with pytest.raises(ScriptError, match="apply_trace takes one parameter"):
+        apply_trace_text(B0 + "def apply_trace(sch, other): pass\n", sch)
+    assert sch.trace.insts == []
 
 
 def test_a_wrong_argument_value_is_a_located_error() -> None:

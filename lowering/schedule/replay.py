@@ -168,10 +168,11 @@ class _Interpreter:
         functions = [s for s in module.body if isinstance(s, ast.FunctionDef)]
         if len(functions) > 1:
             raise self.reader.error(functions[1], "a trace defines apply_trace once")
+        receiver = self.signature(functions[0]) if functions else None  # checked before anything runs
         env: dict = {}
-        self.block([s for s in module.body if not isinstance(s, ast.FunctionDef)], env, "sch")
-        if functions:  # as Python would: defined, then called after the other statements, seeing their names
-            self.block(functions[0].body, dict(env), self.signature(functions[0]))
+        self.block([s for s in module.body if not isinstance(s, ast.FunctionDef)], env, "sch", in_function=False)
+        if receiver is not None:  # as Python would: defined, then called after the other statements
+            self.block(functions[0].body, dict(env), receiver, in_function=True)
 
     def signature(self, node: ast.FunctionDef) -> str:
         """The name the schedule has inside ``def apply_trace(sch: s_tir.Schedule) -> None:``."""
@@ -193,9 +194,11 @@ class _Interpreter:
             raise err(node.returns, "apply_trace returns None")
         return args.args[0].arg
 
-    def block(self, statements: list, env: dict, receiver: str) -> None:
+    def block(self, statements: list, env: dict, receiver: str, in_function: bool) -> None:
         for stmt in statements:
             if isinstance(stmt, ast.Return):
+                if not in_function:
+                    raise self.reader.error(stmt, "return outside apply_trace")
                 if stmt.value is not None and not (isinstance(stmt.value, ast.Constant) and stmt.value.value is None):
                     raise self.reader.error(stmt.value, "apply_trace returns nothing")
                 return
