@@ -34,9 +34,9 @@ def escapes(marker) -> list[str]:
         # the same through the class: every later Schedule would run the payload
         f'sch.__class__.get_loops = sch.get_block.__globals__.get\n'
         f'sch.get_loops = sch.get_loops("random")._os.system\nsch.get_loops("touch {marker}")\n',
-        # inside apply_trace, hidden in an index map
-        f'def apply_trace(sch):\n  sch.split = lambda i: i\n'
-        f'  sch.get_loops = sch.get_block.__globals__.get("random")._os.system\n'
+        # the same inside apply_trace
+        f'def apply_trace(sch):\n  sch.get_loops = sch.get_block.__globals__.get\n'
+        f'  sch.get_loops = sch.get_loops("random")._os.system\n'
         f'  sch.get_loops("touch {marker}")\n',
     ]
 
