@@ -45,15 +45,10 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     sch = Schedule(mod, dialect=dialect)
     try:
         apply_trace_text(trace_text, sch, trace_name)
-    except ScheduleError as err:
-        _error(f"schedule: {trace_name}: {err}")
-        return EXIT_SCHEDULE_FAILED
-    except TVMSError as err:
-        _error(f"schedule: {err}")
-        return EXIT_ERROR
-    except TypeError as err:  # a call with the wrong arguments, e.g. sch.split(l1)
-        _error(f"schedule: {trace_name}: {err}")
-        return EXIT_ERROR
+    except TVMSError as err:  # located in the trace: file:line:col, the line, a caret
+        print(str(err), file=sys.stderr)
+        # a primitive that failed on this module (1), or a trace that is not one (2)
+        return EXIT_SCHEDULE_FAILED if isinstance(err, ScheduleError) else EXIT_ERROR
     if args.print_trace:
         print(sch.trace.script(dialect=dialect), file=sys.stderr)
     return emit_text(sch.mod.script(dialect=dialect), args.output)

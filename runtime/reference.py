@@ -9,6 +9,9 @@ Python locals, buffer accesses flat-index arithmetic on numpy arrays, intrinsics
 numpy functions in ``INTRINSICS``. This is about five times faster than walking closures per
 element (a 128x128x128 matmul in about 3 s). ``compile_expr`` compiles one expression into a
 closure over an environment dict (the Relax executor evaluates symbolic sizes with it).
+No text of the program reaches that source: a variable becomes a local named ``v_`` and the
+letters and digits of its name, and strings (buffer names, messages, string constants) and
+non-integer constants are passed in the namespace, by reference.
 Semantics follow TVM:
 
 * every loop kind runs serially (parallel, vectorized, unrolled, thread-bound);
@@ -80,13 +83,13 @@ class _Compiler:
         return method(e)
 
     def e_IntImm(self, e: E.IntImm) -> str:
-        return repr(bool(e.value)) if e.dtype.is_bool else repr(e.value)
+        return repr(bool(e.value)) if e.dtype.is_bool else repr(int(e.value))
 
     def e_FloatImm(self, e: E.FloatImm) -> str:
         return self.name(cast_value(e.value, e.dtype))
 
     def e_StringImm(self, e: E.StringImm) -> str:
-        return repr(e.value)
+        return self.name(str(e.value), "_s")  # a program's text stays data, never source
 
     def e_Var(self, e: E.Var) -> str:
         return f"env[{self.name(e, '_x')}]"
@@ -167,7 +170,7 @@ class _Compiler:
         return f"({self.src(e.base)} + ({self.src(e.stride)}) * {lanes})"
 
     def e_Broadcast(self, e: E.Broadcast) -> str:
-        return f"np.full({e.lanes}, {self.src(e.value)}, dtype={self.name(numpy_dtype(e.dtype))})"
+        return f"np.full({int(e.lanes)}, {self.src(e.value)}, dtype={self.name(numpy_dtype(e.dtype))})"
 
     def e_Let(self, e: E.Let) -> str:
         return f"(env.__setitem__({self.name(e.var, '_x')}, {self.src(e.value)}), {self.src(e.body)})[1]"
@@ -255,7 +258,8 @@ class _Codegen(_Compiler):
             return f"{flat}[{index}]"
         # numpy would wrap a negative index around silently; past the end it raises IndexError
         i = self.fresh("i")
-        return f"{flat}[{i} if ({i} := {index}) >= 0 else {self.name(_negative_index, '_f')}({i}, {buffer.name!r})]"
+        return (f"{flat}[{i} if ({i} := {index}) >= 0 else "
+                f"{self.name(_negative_index, '_f')}({i}, {self.name(buffer.name, '_s')})]")
 
     def e_BufferLoad(self, e: E.BufferLoad) -> str:
         load = self.access(e.buffer, e.indices)
@@ -269,7 +273,7 @@ class _Codegen(_Compiler):
     def value_src(self, e: Any) -> str:
         """Source for a size: a literal when constant, else a fresh local assigned now."""
         if isinstance(e, E.IntImm):
-            return repr(e.value)
+            return repr(int(e.value))
         name = self.fresh("n")
         self.emit(f"{name} = {self.src(e)}")
         return name
@@ -353,7 +357,7 @@ class _Codegen(_Compiler):
         message = f"assertion failed ({s.error_kind}): " + "".join(str(m) for m in s.message)
         self.emit(f"if not ({self.src(s.condition)}):")
         self.depth += 1
-        self.emit(f"raise {self.name(TVMSError, '_E')}({message!r})")
+        self.emit(f"raise {self.name(TVMSError, '_E')}({self.name(message, '_s')})")
         self.depth -= 1
         self.stmt(s.body)
 

@@ -198,10 +198,8 @@ def _broadcast_index(t: Any, out_shape: tuple, idx: tuple) -> list:
 def _compute(shape: tuple, f: Callable, name: str, tag: str = "", prefix: str = "i",
              attrs: dict | None = None) -> te.Tensor:
     """``te.compute`` with the axes named ``{prefix}0, {prefix}1, ...``."""
-    n = len(shape)
-    params = ", ".join(f"{prefix}{i}" for i in range(n))
-    fcompute = eval(f"lambda {params}: f(({params}{',' if n == 1 else ''}))", {"f": f})  # noqa: S307
-    return te.compute(shape, fcompute, name=name, tag=tag, attrs=attrs)
+    names = [f"{prefix}{i}" for i in range(len(shape))]
+    return te.compute(shape, lambda *idx: f(idx), name=name, tag=tag, attrs=attrs, varargs_names=names)
 
 
 def _binary_compute(name: str, fop: Callable) -> Callable:

@@ -2,7 +2,9 @@
 
 ``lambda i, j: (i // 16, j // 16, i % 16, j % 16)`` turns a (128, 128) buffer into
 (8, 8, 16, 16); each load, store and accessed region of the buffer is rewritten, and so is the
-function parameter or the allocation that declares it.
+function parameter or the allocation that declares it. The map must be one-to-one on the
+buffer (``injective.py``): one that drops an index or sends two elements to one place would lose
+data, and is refused unless the caller vouches for it (``assume_injective_transform=True``).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from ...ir.node import FrozenDict
 from ...ir.stmt import BlockRealize, BufferStore
 from ...ir.visitor import Mutator
 from .errors import ScheduleError
+from .injective import Unchecked, collision
 
 
 class IndexMap:
@@ -97,8 +100,29 @@ def _new_shape(buffer: Buffer, index_map: IndexMap) -> tuple:
     return tuple(shape)
 
 
+def _tuple_text(exprs: tuple) -> str:
+    return "(" + ", ".join(e.script() for e in exprs) + ("," if len(exprs) == 1 else "") + ")"
+
+
+def _check_one_to_one(buffer: Buffer, index_map: IndexMap, new_shape: tuple) -> None:
+    """Refuse a map that sends two elements of ``buffer`` to one place of the new layout."""
+    extents = [e.value for e in buffer.shape]
+    what = f"the index map {index_map} on buffer '{buffer.name}' of shape {tuple(extents)}"
+    try:
+        found = collision(index_map.initial_indices, index_map.final_indices, extents,
+                          [e.value for e in new_shape])
+    except Unchecked as e:
+        raise ScheduleError(f"transform_layout: cannot check that {what} is one-to-one ({e}); pass "
+                            f"assume_injective_transform=True if it is") from None
+    if found is not None:
+        first, second = (", ".join(f"{v.name}={point[v]}" for v in index_map.initial_indices) for point in found)
+        place = index_map.apply(tuple(const(found[0][v]) for v in index_map.initial_indices))
+        raise ScheduleError(f"transform_layout: {what} is not one-to-one: it sends ({first}) and ({second}) "
+                            f"both to {_tuple_text(place)}, so the new layout would lose data")
+
+
 def transform_layout(func: PrimFunc, realize: BlockRealize, buffer_type: str, index: int,
-                     index_map: Any) -> tuple[PrimFunc, IndexMap]:
+                     index_map: Any, assume_injective: bool = False) -> tuple[PrimFunc, IndexMap]:
     block = realize.block
     regions = {"read": block.reads, "write": block.writes}.get(buffer_type)
     if regions is None or not isinstance(index, int) or not 0 <= index < len(regions):
@@ -106,7 +130,13 @@ def transform_layout(func: PrimFunc, realize: BlockRealize, buffer_type: str, in
     old = regions[index].buffer
     if not isinstance(index_map, IndexMap):
         index_map = IndexMap.from_func(index_map, len(old.shape))
-    new = old.with_changes(shape=_new_shape(old, index_map))
+    elif len(index_map.initial_indices) != len(old.shape):
+        raise ScheduleError(f"transform_layout: the index map takes {len(index_map.initial_indices)} indices, "
+                            f"the buffer has {len(old.shape)} dimensions")
+    shape = _new_shape(old, index_map)
+    if not assume_injective:
+        _check_one_to_one(old, index_map, shape)
+    new = old.with_changes(shape=shape)
     body = _Relayout(old, new, index_map).visit(func.body)
     buffer_map = FrozenDict({p: (new if b is old else b) for p, b in func.buffer_map.items()})
     return func.with_changes(body=body, buffer_map=buffer_map), index_map  # type: ignore[return-value]

@@ -454,7 +454,8 @@ class Schedule:
             if pad_value is not None:
                 raise ScheduleError("transform_layout: pad_value is not supported yet")
             kind, index = self._buffer_position(realize.block, buffer)
-            func, imap = layout.transform_layout(self._prim_func(fname), realize, kind, index, index_map)
+            func, imap = layout.transform_layout(self._prim_func(fname), realize, kind, index, index_map,
+                                                 bool(assume_injective_transform))
             self._update(fname, func)
             self._record("TransformLayout", [block, imap, pad_value], [(kind, index),
                                                                        bool(assume_injective_transform)], [])
