@@ -4,9 +4,10 @@
 >>> lib["main"](a, b, c)          # numpy arrays (or tensors holding one in ``.array``), in place
 >>> lib.time_evaluator("main", number=10)(a, b, c).mean
 
-Each call checks the arguments (count, dtype, shape, contiguity) and raises a TVMSError instead
-of letting native code touch the wrong memory. The native function is called through ctypes,
-which releases the GIL for the duration of the call.
+Each call checks the arguments (count, dtype, shape, contiguity, and that a buffer the function
+writes shares no memory with another argument) and raises a TVMSError instead of letting native
+code touch the wrong memory. The native function is called through ctypes, which releases the
+GIL for the duration of the call.
 """
 from __future__ import annotations
 
@@ -19,9 +20,12 @@ from typing import Any, Callable
 import numpy as np
 
 from tvms.ir import expr as E
+from tvms.ir import stmt as S
+from tvms.ir.buffer import Buffer
 from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
 from tvms.ir.module import IRModule
+from tvms.ir.node import Node, walk_fields
 from .reference import compile_expr
 from .tir_values import numpy_dtype
 
@@ -52,6 +56,12 @@ class Function:
         self._checks = [None if b is None else _BufferCheck(f"{name} argument {k} ({b.name})", b)
                         for k, (_, b) in enumerate(self._params)]
         self._slots = _slot_filler(name, compiled.slots, self._params)
+        # the buffers the kernel writes, each with the other buffers it must not overlap: the
+        # kernel is compiled ``noalias``, so a call where they share memory computes anything
+        written = _written_data(func)
+        buffers = [k for k, (_, b) in enumerate(self._params) if b is not None]
+        self._disjoint = [(k, [j for j in buffers if j != k]) for k in buffers
+                          if self._params[k][1].data in written and len(buffers) > 1]
         address = compiled.num_threads_address
         threads = ctypes.c_int32.from_address(address) if address else None
         # run(values): the call with ``values`` already known to fit the parameters (C-contiguous
@@ -80,6 +90,14 @@ class Function:
             expected = compile_expr(declared)(sizes)
             if expected != actual:
                 raise TVMSError(f"{where}: expected extent {expected}, got {actual}")
+        for k, others in self._disjoint:
+            owner = _owner(values[k])
+            for j in others:
+                if (owner is None or owner is _owner(values[j])) \
+                        and np.may_share_memory(values[k], values[j]):  # (exact: both are contiguous)
+                    raise TVMSError(f"{self.name} argument {k} ({self._params[k][1].name}) shares memory "
+                                    f"with argument {j} ({self._params[j][1].name}); the function "
+                                    f"writes it and assumes its buffers do not overlap (pass a copy)")
         return values
 
     def pack(self, args: tuple) -> ctypes.Array:
@@ -99,6 +117,37 @@ class Function:
 
     def time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0) -> "Evaluator":
         return Evaluator(self, number, repeat, min_repeat_ms)
+
+
+def _owner(arr: np.ndarray) -> np.ndarray | None:
+    """The array that owns ``arr``'s memory (itself, or the array it is a view of), or None when
+    another object does (bytes, a mapped file). Arrays with different owners never overlap."""
+    base = arr.base
+    if base is None:
+        return arr
+    while isinstance(base, np.ndarray):
+        if base.base is None:
+            return base
+        base = base.base
+    return None
+
+
+def _written_data(func: PrimFunc) -> set:
+    """The data pointers (Vars) that ``func`` may write through: those its stores write, and any
+    it passes on as a bare pointer (to an extern call: it may write there too)."""
+    found: set = set()
+    stack: list = [func.body]
+    while stack:  # (iterative: the walk follows the program's nesting)
+        node = stack.pop()
+        if isinstance(node, (tuple, list)):
+            stack.extend(node)
+        elif isinstance(node, E.Var):
+            found.add(node)
+        elif isinstance(node, Node) and not isinstance(node, Buffer):  # (a buffer is no use of its data)
+            if isinstance(node, S.BufferStore):
+                found.add(node.buffer.data)
+            stack.extend(getattr(node, name) for name, _, _ in walk_fields(type(node)))
+    return found
 
 
 def _on_cpu(device: Any) -> bool:
