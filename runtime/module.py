@@ -20,12 +20,10 @@ from typing import Any, Callable
 import numpy as np
 
 from tvms.ir import expr as E
-from tvms.ir import stmt as S
-from tvms.ir.buffer import Buffer
 from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
 from tvms.ir.module import IRModule
-from tvms.ir.node import Node, walk_fields
+from .export import written_params
 from .reference import compile_expr
 from .tir_values import numpy_dtype
 
@@ -58,10 +56,11 @@ class Function:
         self._slots = _slot_filler(name, compiled.slots, self._params)
         # the buffers the kernel writes, each with the other buffers it must not overlap: the
         # kernel is compiled ``noalias``, so a call where they share memory computes anything
-        written = _written_data(func)
+        # (a loaded library lists them; its signature has no body)
+        written = getattr(compiled, "outputs", None)
+        written = written_params(func) if written is None else written
         buffers = [k for k, (_, b) in enumerate(self._params) if b is not None]
-        self._disjoint = [(k, [j for j in buffers if j != k]) for k in buffers
-                          if self._params[k][1].data in written and len(buffers) > 1]
+        self._disjoint = [(k, [j for j in buffers if j != k]) for k in written if len(buffers) > 1]
         address = compiled.num_threads_address
         threads = ctypes.c_int32.from_address(address) if address else None
         # run(values): the call with ``values`` already known to fit the parameters (C-contiguous
@@ -130,24 +129,6 @@ def _owner(arr: np.ndarray) -> np.ndarray | None:
             return base
         base = base.base
     return None
-
-
-def _written_data(func: PrimFunc) -> set:
-    """The data pointers (Vars) that ``func`` may write through: those its stores write, and any
-    it passes on as a bare pointer (to an extern call: it may write there too)."""
-    found: set = set()
-    stack: list = [func.body]
-    while stack:  # (iterative: the walk follows the program's nesting)
-        node = stack.pop()
-        if isinstance(node, (tuple, list)):
-            stack.extend(node)
-        elif isinstance(node, E.Var):
-            found.add(node)
-        elif isinstance(node, Node) and not isinstance(node, Buffer):  # (a buffer is no use of its data)
-            if isinstance(node, S.BufferStore):
-                found.add(node.buffer.data)
-            stack.extend(getattr(node, name) for name, _, _ in walk_fields(type(node)))
-    return found
 
 
 def _on_cpu(device: Any) -> bool:

@@ -228,6 +228,14 @@ def test_an_output_that_overlaps_an_input_is_refused():
     np.testing.assert_array_equal(x, np.arange(8))  # nothing ran
 
 
+def test_a_function_of_a_loaded_library_refuses_overlapping_arguments_too(tmp_path):
+    tvms.build(from_source(ADD)).export_library(str(tmp_path / "add.so"))
+    add = tvms.runtime.load_module(str(tmp_path / "add.so"))["main"]
+    x = np.ones(4, np.float32)
+    with pytest.raises(TVMSError, match=r"argument 2 \(C\) shares memory with argument 0 \(A\)"):
+        add(x, np.ones(4, np.float32), x)
+
+
 def test_inputs_may_share_memory_and_disjoint_views_are_fine():
     add = tvms.build(from_source(ADD))["main"]
     x = np.arange(8, dtype=np.float32)
