@@ -236,6 +236,29 @@ def test_a_function_of_a_loaded_library_refuses_overlapping_arguments_too(tmp_pa
         add(x, np.ones(4, np.float32), x)
 
 
+def test_a_relax_function_that_passes_a_tensor_as_input_and_output_of_a_kernel_is_refused():
+    mod = from_source('''\
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32"), C: T.Buffer((4,), "float32")):
+        for i in range(4):
+            C[i] = A[i] + B[i]
+
+    @R.function(pure=False)
+    def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        cls = Module
+        _ = cls.add(x, y, y)
+        return y
+''')
+    vm = relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    x, y = np.ones(4, np.float32), np.ones(4, np.float32)
+    # (the VM's fast path ran the kernel without its checks: the parameters fit its signature)
+    with pytest.raises(TVMSError, match=r"^add argument 2 \(C\) shares memory with argument 1 \(B\)"):
+        vm["main"](x, y)
+    np.testing.assert_array_equal(y, np.ones(4))
+
+
 def test_inputs_may_share_memory_and_disjoint_views_are_fine():
     add = tvms.build(from_source(ADD))["main"]
     x = np.arange(8, dtype=np.float32)
