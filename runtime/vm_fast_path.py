@@ -222,7 +222,8 @@ class FastFunction:
         written = [held[k] for k in written_params(func)]
         return all(h is not None and not isinstance(h, list) and held.count(h) == 1 for h in written)
 
-    def kernel_runner(self, gv: GlobalVar, func: PrimFunc, facts: list, disjoint: bool = True) -> Callable[[list], None]:
+    def kernel_runner(self, gv: GlobalVar, func: PrimFunc, facts: list,
+                      disjoint: bool = True) -> Callable[[list], None]:
         """The compiled kernel of ``gv`` as a function of its argument list: without checks when
         the VM has proven every argument fits (and that the buffers do not overlap), else
         through the kernel's own checks."""

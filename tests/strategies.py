@@ -262,7 +262,8 @@ def _region_inside(source: BufferRegion) -> BufferRegion:
     for rng, dim in zip(source.region, source.buffer.shape):
         if all(isinstance(x, IntImm) for x in (rng.min, rng.extent, dim)):
             lo = max(0, min(rng.min.value, dim.value - 1))
-            rng = Range(IntImm(rng.min.dtype, lo), IntImm(rng.extent.dtype, min(rng.extent.value, dim.value - lo)))
+            extent = min(rng.extent.value, dim.value - lo)
+            rng = Range(IntImm(rng.min.dtype, lo), IntImm(rng.extent.dtype, extent))
         ranges.append(rng)
     return BufferRegion(source.buffer, tuple(ranges))
 
