@@ -2,14 +2,14 @@
 where it is parsed (with the position of the offending node) and again before it is compiled
 (for functions built in Python).
 
-Memory: every access stays inside its buffer as far as constants tell.
+Memory: every access that may run stays inside its buffer as far as constants tell (code under
+a loop or block iterator of extent 0 never runs: the legalized code of an operator on an empty
+tensor is such code).
   - A constant index (or the constant lanes of a vector index ``A[0:8]``) lies in ``[0, extent)``
     of its axis wherever that extent is a constant: ``B[4]`` of a 4-element buffer, ``B[-1]`` and
     ``B[100000000]`` are refused, in loads and stores, in blocks and in plain loops.
   - A ``T.match_buffer`` region with constant bounds lies inside its source buffer.
-  - A buffer with an axis of extent 0 has no element to read: a load from it is refused, unless
-    it sits under a loop (or block iterator) of extent 0, which never runs (the legalized code of
-    an operator on an empty tensor reads it that way).
+  - A buffer with an axis of extent 0 has no element to read: a load from it is refused.
 
 Iteration kinds: a block with ``T.init()`` is a reduction. ``T.init()`` runs once for each value
 of the block's spatial iterators, when its reduction iterators are at their start; so for every
@@ -60,10 +60,9 @@ def _walk(func: PrimFunc) -> None:
         if not isinstance(node, Node) or isinstance(node, Buffer):
             continue  # (a buffer's own fields hold no accesses)
         span = node.span or span
-        if isinstance(node, BufferLoad):
-            _check_load(node, span, dead)
-        elif isinstance(node, BufferStore):
-            _check_indices(node.buffer, node.indices, span)
+        if isinstance(node, (BufferLoad, BufferStore)):
+            if not dead:
+                _check_access(node, span)
         elif isinstance(node, MatchBufferRegion):
             _check_region(node, span)
         elif isinstance(node, Block):
@@ -114,12 +113,12 @@ def _check_indices(buffer: Buffer, indices: tuple, span: Span | None) -> None:
                               f"{buffer.name!r} of shape {_shape_text(buffer)}", span)
 
 
-def _check_load(load: BufferLoad, span: Span | None, dead: bool) -> None:
-    buffer = load.buffer
-    if not dead and any(_is_const(d, 0) for d in buffer.shape):
+def _check_access(access: BufferLoad | BufferStore, span: Span | None) -> None:
+    buffer = access.buffer
+    if isinstance(access, BufferLoad) and any(_is_const(d, 0) for d in buffer.shape):
         raise ScriptError(f"buffer {buffer.name!r} of shape {_shape_text(buffer)} has no elements; "
                           f"it cannot be read", span)
-    _check_indices(buffer, load.indices, span)
+    _check_indices(buffer, access.indices, span)
 
 
 def _check_region(match: MatchBufferRegion, span: Span | None) -> None:
