@@ -258,3 +258,50 @@ def _same_sizes(a: tuple, b: tuple) -> bool:
         if x.dtype != y.dtype or _key(simplify_index(x)) != _key(simplify_index(y)):
             return False
     return True
+
+
+def conflict(annotated: StructInfo, inferred: StructInfo) -> str | None:
+    """Why no value can fit both struct infos (TVM's BaseCheck says "fail at level 0"), in words,
+    or None when some value may fit both: an unknown dtype, rank or shape, or symbolic sizes
+    that may be equal, are no conflict; a different kind, a known dtype, rank or constant size
+    that differs is. ``conflict(R.Tensor((1, 10)), R.Tensor((1, 20)))`` is "extent 10 vs 20 in
+    dimension 1" (the annotated one first)."""
+    if isinstance(annotated, ObjectStructInfo) or isinstance(inferred, ObjectStructInfo):
+        return None
+    if type(annotated) is not type(inferred):
+        return f"{_kind(annotated)} vs {_kind(inferred)}"
+    if isinstance(annotated, TensorStructInfo):
+        if not annotated.dtype.is_void and not inferred.dtype.is_void and annotated.dtype != inferred.dtype:
+            return f"dtype {annotated.dtype} vs {inferred.dtype}"
+        return _rank_or_size_conflict(annotated.ndim, inferred.ndim, annotated.dims, inferred.dims)
+    if isinstance(annotated, ShapeStructInfo):
+        return _rank_or_size_conflict(annotated.ndim, inferred.ndim, annotated.values, inferred.values)
+    if isinstance(annotated, PrimStructInfo):
+        if annotated.dtype != inferred.dtype:
+            return f"dtype {annotated.dtype} vs {inferred.dtype}"
+        a, b = annotated.value, inferred.value
+        if isinstance(a, IntImm) and isinstance(b, IntImm) and a.value != b.value:
+            return f"value {a.value} vs {b.value}"
+        return None
+    if isinstance(annotated, TupleStructInfo):
+        if len(annotated.fields) != len(inferred.fields):
+            return f"{len(annotated.fields)} vs {len(inferred.fields)} fields"
+        for k, (a, b) in enumerate(zip(annotated.fields, inferred.fields)):
+            reason = conflict(a, b)
+            if reason is not None:
+                return f"field {k}: {reason}"
+    return None
+
+
+def _kind(sinfo: StructInfo) -> str:
+    return {TensorStructInfo: "a tensor", ShapeStructInfo: "a shape", PrimStructInfo: "a scalar",
+            TupleStructInfo: "a tuple", FuncStructInfo: "a function"}.get(type(sinfo), type(sinfo).__name__)
+
+
+def _rank_or_size_conflict(ndim_a: int, ndim_b: int, dims_a: tuple | None, dims_b: tuple | None) -> str | None:
+    if ndim_a != -1 and ndim_b != -1 and ndim_a != ndim_b:
+        return f"{ndim_a} vs {ndim_b} dimensions"
+    for axis, (a, b) in enumerate(zip(dims_a or (), dims_b or ())):
+        if isinstance(a, IntImm) and isinstance(b, IntImm) and a.value != b.value:
+            return f"extent {a.value} vs {b.value} in dimension {axis}"
+    return None

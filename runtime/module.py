@@ -4,9 +4,10 @@
 >>> lib["main"](a, b, c)          # numpy arrays (or tensors holding one in ``.array``), in place
 >>> lib.time_evaluator("main", number=10)(a, b, c).mean
 
-Each call checks the arguments (count, dtype, shape, contiguity) and raises a TVMSError instead
-of letting native code touch the wrong memory. The native function is called through ctypes,
-which releases the GIL for the duration of the call.
+Each call checks the arguments (count, dtype, shape, contiguity, and that a buffer the function
+writes shares no memory with another argument) and raises a TVMSError instead of letting native
+code touch the wrong memory. The native function is called through ctypes, which releases the
+GIL for the duration of the call.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tvms.ir import expr as E
 from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
 from tvms.ir.module import IRModule
+from .export import written_params
 from .reference import compile_expr
 from .tir_values import numpy_dtype
 
@@ -52,6 +54,13 @@ class Function:
         self._checks = [None if b is None else _BufferCheck(f"{name} argument {k} ({b.name})", b)
                         for k, (_, b) in enumerate(self._params)]
         self._slots = _slot_filler(name, compiled.slots, self._params)
+        # the buffers the kernel writes, each with the other buffers it must not overlap: the
+        # kernel is compiled ``noalias``, so a call where they share memory computes anything
+        # (a loaded library lists them; its signature has no body)
+        written = getattr(compiled, "outputs", None)
+        written = written_params(func) if written is None else written
+        buffers = [k for k, (_, b) in enumerate(self._params) if b is not None]
+        self._disjoint = [(k, [j for j in buffers if j != k]) for k in written if len(buffers) > 1]
         address = compiled.num_threads_address
         threads = ctypes.c_int32.from_address(address) if address else None
         # run(values): the call with ``values`` already known to fit the parameters (C-contiguous
@@ -80,6 +89,14 @@ class Function:
             expected = compile_expr(declared)(sizes)
             if expected != actual:
                 raise TVMSError(f"{where}: expected extent {expected}, got {actual}")
+        for k, others in self._disjoint:
+            owner = _owner(values[k])
+            for j in others:
+                if (owner is None or owner is _owner(values[j])) \
+                        and np.may_share_memory(values[k], values[j]):  # (exact: both are contiguous)
+                    raise TVMSError(f"{self.name} argument {k} ({self._params[k][1].name}) shares memory "
+                                    f"with argument {j} ({self._params[j][1].name}); the function "
+                                    f"writes it and assumes its buffers do not overlap (pass a copy)")
         return values
 
     def pack(self, args: tuple) -> ctypes.Array:
@@ -99,6 +116,19 @@ class Function:
 
     def time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0) -> "Evaluator":
         return Evaluator(self, number, repeat, min_repeat_ms)
+
+
+def _owner(arr: np.ndarray) -> np.ndarray | None:
+    """The array that owns ``arr``'s memory (itself, or the array it is a view of), or None when
+    another object does (bytes, a mapped file). Arrays with different owners never overlap."""
+    base = arr.base
+    if base is None:
+        return arr
+    while isinstance(base, np.ndarray):
+        if base.base is None:
+            return base
+        base = base.base
+    return None
 
 
 def _on_cpu(device: Any) -> bool:

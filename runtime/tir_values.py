@@ -46,7 +46,8 @@ def cast_value(value: Any, dtype: DataType) -> Any:
         arr = np.asarray(value)
         if dtype.is_integer and arr.dtype.kind == "f":
             arr = np.trunc(arr)
-        return arr.astype(numpy_dtype(dtype))
+        with np.errstate(over="ignore"):  # (floats out of range: inf, as below)
+            return arr.astype(numpy_dtype(dtype))
     if dtype.is_bool:
         return bool(value)
     if dtype.is_integer:
@@ -57,7 +58,8 @@ def cast_value(value: Any, dtype: DataType) -> Any:
             value = math.trunc(float(value))
         return wrap_int(int(value), dtype)
     if dtype.is_float:
-        return numpy_dtype(dtype).type(value)
+        with np.errstate(over="ignore"):  # out of range: inf, as the conversion rounds it
+            return numpy_dtype(dtype).type(value)
     return value
 
 

@@ -25,6 +25,7 @@ from tvms.ir.module import GlobalVar
 from tvms.ir.structural import structural_equal
 from tvms.ir.struct_info import TensorStructInfo
 
+from .export import written_params
 from .numpy_ops import Shape
 from .reference import compile_expr
 from .tir_values import numpy_dtype
@@ -45,6 +46,10 @@ class FastFunction:
     def __init__(self, interp: "_VMInterpreter", func: rx.Function) -> None:
         self.interp, self.func = interp, func
         self.known: dict = {}  # Relax Var -> Known (or a list of them, for tuple values)
+        # Relax Var -> the tensor the VM allocated here that it holds (a key naming it, or a list
+        # of keys for the outputs of a call_tir): it shares memory with no parameter and no other
+        # allocation, so a kernel writing it needs no overlap check
+        self.fresh: dict = {}
         # what the preparation made of the bindings (the tests look at these)
         self.interpreted = self.checked_kernels = self.unchecked_kernels = 0
         # constants that kernels read, prepared once (C-contiguous; call_tir inputs are only read)
@@ -106,12 +111,17 @@ class FastFunction:
         if isinstance(value, rx.Var):
             if value in self.known:
                 self.known[var] = self.known[value]
+            if value in self.fresh:
+                self.fresh[var] = self.fresh[value]
             source = value
             return lambda env: env.__setitem__(var, env[source])
         if isinstance(value, rx.TupleGetItem) and isinstance(value.tuple_value, rx.Var):
             fact = self.known.get(value.tuple_value)
             if isinstance(fact, list) and value.index < len(fact):
                 self.known[var] = fact[value.index]
+            fresh = self.fresh.get(value.tuple_value)
+            if isinstance(fresh, list) and value.index < len(fresh):
+                self.fresh[var] = fresh[value.index]
             source, index = value.tuple_value, value.index
             return lambda env: env.__setitem__(var, env[source][index])
         if isinstance(value, rx.Tuple) and all(isinstance(f, rx.Var) for f in value.fields):
@@ -136,11 +146,12 @@ class FastFunction:
                 and isinstance(call.args[1], rx.DataTypeImm):
             dims, dtype = call.args[0].values, numpy_dtype(call.args[1].value)
             self.known[var] = (dtype, _plain_dims(dims))
+            self.fresh[var] = var
             allocate = self.allocator(call, dims, dtype)
             return lambda env: env.__setitem__(var, allocate(env))
         if _prim_func(interp.mod, op) and all(isinstance(a, rx.Var) for a in call.args):
-            run = self.kernel_runner(op, _prim_func(interp.mod, op), [self.known.get(a) for a in call.args])
-            args = call.args
+            func, args = _prim_func(interp.mod, op), call.args
+            run = self.kernel_runner(op, func, [self.known.get(a) for a in args], self.disjoint(func, args))
             return lambda env: (run([env[a] for a in args]), env.__setitem__(var, ()))
         return None
 
@@ -173,6 +184,7 @@ class FastFunction:
         outputs = facts[len(inputs):len(inputs) + len(outs)]
         single = len(outs) == 1
         self.known[var] = outputs[0] if single else outputs
+        self.fresh[var] = var if single else [(var, k) for k in range(len(outs))]
 
         def call_tir(env: dict) -> None:
             results = [allocate(env) for allocate in allocators]
@@ -200,11 +212,23 @@ class FastFunction:
             return aligned_empty(shape if isinstance(shape, tuple) else shape(env), dtype)
         return fresh
 
-    def kernel_runner(self, gv: GlobalVar, func: PrimFunc, facts: list) -> Callable[[list], None]:
+    def disjoint(self, func: PrimFunc, args: tuple) -> bool:
+        """Whether the buffers of a direct call of ``func`` cannot overlap: each one it writes is
+        a tensor allocated here and passed once, and every other argument is a parameter or such
+        a tensor (else the kernel's own checks look at the arrays)."""
+        held = [self.fresh.get(a) for a in args]
+        if any(h is None and a not in self.func.params for a, h in zip(args, held)):
+            return False
+        written = [held[k] for k in written_params(func)]
+        return all(h is not None and not isinstance(h, list) and held.count(h) == 1 for h in written)
+
+    def kernel_runner(self, gv: GlobalVar, func: PrimFunc, facts: list,
+                      disjoint: bool = True) -> Callable[[list], None]:
         """The compiled kernel of ``gv`` as a function of its argument list: without checks when
-        the VM has proven every argument fits, else through the kernel's own checks."""
+        the VM has proven every argument fits (and that the buffers do not overlap), else
+        through the kernel's own checks."""
         kernel = self.interp.kernels.get_function(gv.name_hint)
-        if _proven(func, facts):
+        if disjoint and _proven(func, facts):
             self.unchecked_kernels += 1
             return kernel.run
         self.checked_kernels += 1

@@ -12,7 +12,7 @@ from ..ir.expr import Op, Var as TirVar
 from ..ir.module import GlobalVar
 from ..ir.node import EMPTY, FrozenDict
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, StructInfo, TensorStructInfo,
-                              TupleStructInfo)
+                              TupleStructInfo, conflict)
 from ..ir.structural import structural_equal
 from . import syntax as S
 from .syntax import dotted
@@ -43,6 +43,10 @@ class RelaxFunctionBuilder(RelaxBuilder):
         self.scopes.pop()
         self.slots = saved_slots
         body_sinfo = getattr(body, "struct_info", ObjectStructInfo())
+        reason = conflict(ret_sinfo, body_sinfo) if ret_sinfo is not None else None
+        if reason is not None:  # (a coarser or finer annotation that may hold is fine, as in TVM)
+            raise self.error(fdef.returns, f"the return annotation contradicts the value returned "
+                             f"(annotation vs value: {reason})")
         seq = rx.SeqExpr(tuple(blocks), body, body_sinfo)
         attrs = dict(self.attrs)
         if not decorator_kwargs.get("private", False) and not nested and "global_symbol" not in attrs:

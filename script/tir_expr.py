@@ -16,7 +16,7 @@ from ..ir.expr import (Add, And, Broadcast, BufferLoad, Call, Cast, CommReducer,
 from ..ir.module import Target
 from ..ir.node import EMPTY, FrozenDict
 from . import syntax as S
-from .diagnostics import did_you_mean, error
+from .diagnostics import did_you_mean, error, span_of
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,9 @@ class ExprEvaluator:
         if not getattr(syn, "line", 0):
             syn = self.current
         return error(self.source, syn, message, note)
+
+    def span(self, syn: Any) -> Any:
+        return span_of(self.source, syn)
 
     def lookup(self, name: str, syn: Any) -> Any:
         for scope in reversed(self.scopes):
@@ -175,7 +178,7 @@ class ExprEvaluator:
                              f"{len(items)} ind{'ices' if len(items) != 1 else 'ex'}")
         if sliced:
             return BufferSlice(buffer, tuple(items))
-        return BufferLoad(buffer, tuple(items))
+        return BufferLoad(buffer, tuple(items), span=self.span(syn))
 
     def slice_load(self, value: BufferSlice, syn: Any) -> PrimExpr:
         """``A[i:i + 8]`` read as a vector: each slice becomes a Ramp."""
@@ -189,7 +192,7 @@ class ExprEvaluator:
                 indices.append(Ramp(start, const(1, start.dtype), lanes.value))
             else:
                 indices.append(item)
-        return BufferLoad(value.buffer, tuple(indices))
+        return BufferLoad(value.buffer, tuple(indices), span=self.span(syn))
 
     def to_region(self, value: Any, syn: Any) -> BufferRegion:
         if isinstance(value, Buffer):

@@ -22,6 +22,7 @@ from ..ir.node import EMPTY, FrozenDict
 from ..ir.stmt import (PARALLEL, SERIAL, THREAD_BINDING, UNROLLED, VECTORIZED, Allocate,
                        AllocBuffer, AssertStmt, AttrStmt, Block, BlockRealize, BufferStore,
                        DeclBuffer, Evaluate, For, IfThenElse, LetStmt, Stmt, While, seq)
+from ..ir.well_formed import verify_well_formed
 from . import syntax as S
 from .dialect import CLASSIC, Dialect, canonical_attr_key
 from .tir_expr import (Builtin, BufferMethod, BufferSlice, ExprEvaluator, LetAnnotation, NewVar,
@@ -142,12 +143,9 @@ class TIRBuilder(ExprEvaluator):
         func = PrimFunc(tuple(frame.params), FrozenDict(buffer_map), body, ret_type,
                         FrozenDict(attrs), bool(s_tir), span=self.span(fdef))
         self.func = None
+        if decorator_kwargs.get("check_well_formed", True):
+            verify_well_formed(func)
         return func
-
-    def span(self, syn: Any):
-        from .diagnostics import span_of
-
-        return span_of(self.source, syn)
 
     def param(self, p: S.Param, frame: FunctionFrame) -> None:
         if p.annotation is None:
@@ -751,7 +749,7 @@ def _new_axis(b: TIRBuilder, name: str, kind: str, dom: Any, binding: Any, call:
     if value.dtype != var_dtype:
         value = arith.cast(var_dtype, value)
     var = Var(name, var_dtype)
-    frame.iter_vars.append(IterVar(rng, var, kind))
+    frame.iter_vars.append(IterVar(rng, var, kind, span=b.span(call)))
     frame.iter_values.append(value)
     b.define(name, var)
 
@@ -844,7 +842,7 @@ def _match_buffer(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
     if b.blocks:
         region = b.to_region(source, call)
         buf = b.buffer_decl(name, args, kwargs, call)
-        b.blocks[-1].match_buffers.append(MatchBufferRegion(buf, region))
+        b.blocks[-1].match_buffers.append(MatchBufferRegion(buf, region, span=b.span(call)))
     else:
         frame = b.func
         if frame is None or not isinstance(source, Var) or source not in frame.params:

@@ -11,6 +11,9 @@ IRModules, for the round-trip properties of the parser and the printer.
 - both operands of a binary operator have one data type; a store's value has the buffer's type;
   a load or store has one index per dimension; a block iterator has the type of its domain and
   of its binding; a range has one type for min and extent;
+- what the parser's well-formedness check asks (``tvms.ir.well_formed``): a constant index lies
+  inside its dimension, a matched region inside its buffer, and a block's init agrees with its
+  iteration kinds (else the generator leaves the init out);
 - a function that holds blocks (or allocates at its root) is wrapped in the implicit root block,
   and ``s_tir`` says whether it holds blocks;
 - the canonical forms the parser builds: flat sequences (``tvms.ir.stmt.seq``) without the no-op
@@ -42,11 +45,12 @@ from tvms.ir import (COMM_REDUCE, DATA_PAR, EQ, GE, GT, LE, LT, NE, OPAQUE, ORDE
                      Call, Cast, DataType, Div, Evaluate, FloatImm, FloorDiv, FloorMod, For,
                      FrozenDict, IfThenElse, IntImm, IRModule, IterVar, Let, LetStmt, MatchBufferRegion,
                      Max, Min, Mod, Mul, Not, Or, PrimExpr, PrimFunc, Range, Select, SeqStmt, Stmt,
-                     Sub, Var, While, decl_buffer, get_op)
+                     ScriptError, Sub, Var, While, decl_buffer, get_op)
 from tvms.ir.buffer import DEFAULT_ALIGN
 from tvms.ir.analysis import contains_block
 from tvms.ir.stmt import AllocBuffer, seq
 from tvms.ir.visitor import children, walk
+from tvms.ir.well_formed import check_block_iterators
 
 I32, I64 = DataType("int32"), DataType("int64")
 F32, F16 = DataType("float32"), DataType("float16")
@@ -241,8 +245,27 @@ def _compound(draw: Callable, dtype: DataType, scope: Scope, depth: int) -> Prim
 
 
 def draw_indices(draw: Callable, buffer: Buffer, scope: Scope, depth: int = 1) -> tuple:
-    """One index per dimension, each of the dimension's type."""
-    return tuple(draw_expr(draw, dim.dtype, scope, depth) for dim in buffer.shape)
+    """One index per dimension, each of the dimension's type (a constant one inside it)."""
+    return tuple(_inside(draw_expr(draw, dim.dtype, scope, depth), dim) for dim in buffer.shape)
+
+
+def _inside(index: PrimExpr, extent: PrimExpr) -> PrimExpr:
+    """A constant ``index`` brought into ``[0, extent)`` when the extent is a constant too."""
+    if isinstance(index, IntImm) and isinstance(extent, IntImm) and not 0 <= index.value < extent.value:
+        return IntImm(index.dtype, index.value % extent.value)
+    return index
+
+
+def _region_inside(source: BufferRegion) -> BufferRegion:
+    """``source`` with each constant range clipped to its constant dimension."""
+    ranges = []
+    for rng, dim in zip(source.region, source.buffer.shape):
+        if all(isinstance(x, IntImm) for x in (rng.min, rng.extent, dim)):
+            lo = max(0, min(rng.min.value, dim.value - 1))
+            extent = min(rng.extent.value, dim.value - lo)
+            rng = Range(IntImm(rng.min.dtype, lo), IntImm(rng.extent.dtype, extent))
+        ranges.append(rng)
+    return BufferRegion(source.buffer, tuple(ranges))
 
 
 @st.composite
@@ -538,6 +561,7 @@ def draw_block(draw: Callable, scope: Scope, remap: bool = False) -> BlockRealiz
     matches = []
     for _ in range(draw(_between(0, 1))):
         for source in draw_regions(draw, inner)[:1]:
+            source = _region_inside(source)
             shape = tuple(r.extent for r in source.region)
             matched = decl_buffer(shape, source.buffer.dtype, pick(draw, BUFFER_NAMES))
             matches.append(MatchBufferRegion(matched, source))
@@ -548,6 +572,10 @@ def draw_block(draw: Callable, scope: Scope, remap: bool = False) -> BlockRealiz
     annotations = draw_attrs(draw) if coin(draw) else FrozenDict()
     block = Block(iter_vars, allocs, tuple(matches), reads, writes, pick(draw, BLOCK_NAMES), init, body,
                   annotations)
+    try:
+        check_block_iterators(block)
+    except ScriptError:  # (random stores rarely index by every spatial iterator)
+        block = block.with_changes(init=None)
     return BlockRealize(tuple(v for _, v in iters), predicate, block)
 
 

@@ -220,6 +220,47 @@ def test_casts():
     np.testing.assert_array_equal(out[4], a > 0)
 
 
+OUT_OF_RANGE_FLOATS = """
+    @T.prim_func
+    def main(A: T.Buffer((3,), "float32"), H: T.Buffer((3,), "float16")):
+        A[0] = T.float32(1e300)
+        A[1] = T.float32(-1e300)
+        A[2] = T.Cast("float32", T.float16(1000000.0))
+        H[0] = T.float16(70000.0)
+        H[1] = T.float16(-1000000.0)
+        H[2] = T.float16(65519.0)
+"""
+
+
+def test_float_constants_out_of_their_range_round_to_infinity():
+    # (code generation failed with "OverflowError: float too large to pack with e format")
+    text = HEADER + OUT_OF_RANGE_FLOATS
+    assert "T.float16(1000000.0)" in from_source(text).script()  # printed as written
+    out = check_against_reference(prim_func(OUT_OF_RANGE_FLOATS), np.zeros(3, np.float32),
+                                  np.zeros(3, np.float16))
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out[0], [np.float32(1e300), np.float32(-1e300), np.float16(1e6)])
+        np.testing.assert_array_equal(out[1], np.array([70000.0, -1e6, 65519.0]).astype(np.float16))
+    assert list(out[1]) == [np.inf, -np.inf, 65504.0]  # IEEE rounding: 65519 is still the largest
+
+
+def test_a_relax_constant_cast_out_of_float16_range_compiles_to_infinity():
+    mod = from_source("""
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), "float16")) -> R.Tensor((2,), "float16"):
+        with R.dataflow():
+            c = R.full((2,), R.const(3.0e38, "float32"), "float16")
+            y = R.add(x, c)
+            R.output(y)
+        return y
+""")
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    y = vm["main"](tvms.nd.array(np.ones(2, np.float16))).numpy()
+    np.testing.assert_array_equal(y, [np.inf, np.inf])
+
+
 def test_math_intrinsics():
     a = np.linspace(-4, 4, 64, dtype=np.float32)
     check_against_reference(prim_func(MATH), a, np.zeros((13, 64), np.float32), np.zeros(64, np.float64),

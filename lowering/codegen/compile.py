@@ -18,6 +18,7 @@ from ...ir import stmt as S
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.visitor import collect
+from ...ir.well_formed import verify_well_formed
 from . import llvm_parallel, object_cache
 from .llvm import codegen_llvm, entry_slots
 from .llvm_target import LLVMTarget, assembly, optimize, parse_llvm_target
@@ -80,6 +81,7 @@ def compile_prim_func(func: PrimFunc, target: object = "llvm", name: str = "main
     if not isinstance(func, PrimFunc):
         raise TVMSError(f"compile_prim_func takes a PrimFunc, got {type(func).__name__}")
     llvm_target = target if isinstance(target, LLVMTarget) else parse_llvm_target(target)
+    verify_well_formed(func)  # (a function built in Python was not checked by the parser)
     lowered = lower_if_needed(func)
     key = content_key(lowered, llvm_target)
     with _LOCK:

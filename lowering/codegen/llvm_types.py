@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from llvmlite import ir
 
 from ...ir.dtype import DataType
@@ -75,10 +76,21 @@ def constant(dtype: DataType, value: Any) -> ir.Constant:
     elif dt.is_integer:
         value = int(value) & ((1 << dt.bits) - 1)
     else:
-        value = float(value)
+        value = rounded_float(value, dt.bits)
     if dt.lanes > 1:
         return ir.Constant(ir.VectorType(element, dt.lanes), [ir.Constant(element, value)] * dt.lanes)
     return ir.Constant(element, value)
+
+
+_NUMPY_FLOATS = {16: np.float16, 32: np.float32, 64: np.float64}
+
+
+def rounded_float(value: Any, bits: int) -> float:
+    """``value`` rounded to the nearest float of ``bits`` bits, as an IEEE conversion rounds it:
+    past the type's range it is ``inf`` or ``-inf`` (``T.float16(70000.0)`` stores inf, as
+    ``np.float16(70000.0)`` is), never an error."""
+    with np.errstate(over="ignore"):
+        return float(_NUMPY_FLOATS[bits](value))
 
 
 def cast(builder: ir.IRBuilder, value: ir.Value, source: DataType, target: DataType) -> ir.Value:
