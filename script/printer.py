@@ -62,7 +62,7 @@ def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
 
 def _header(d: Dialect, typevars: list[str], body: list[str], relax: bool, with_ir: bool = True) -> list[str]:
     """The import comments TVM prints: the TensorIR ones only when the text uses ``T.``."""
-    uses_t = any("T." in line for line in body)
+    uses_t = any("T." in line and not line.lstrip().startswith("#") for line in body)
     lines = []
     if typevars and d.typevar_header:
         lines.append(d.typevar_header)
@@ -90,7 +90,9 @@ def _module(mod: IRModule, d: Dialect, show_meta: bool = False) -> str:
         namer.used[name] = namer.used.get(name, 0) + 1  # module-level names are taken
     names = {name for name, _ in funcs}
     constants: list = []
-    body = ["@I.ir_module", "class Module:"]
+    notes = mod.span.comments if mod.span is not None else None
+    body = [*notes.before, "@I.ir_module", f"class Module:  {notes.after}" if notes.after else "class Module:"] \
+        if notes else ["@I.ir_module", "class Module:"]
     if mod.attrs:
         p = RelaxPrinter(d, namer, typevar_ids, names, constants)
         body.append(f"    I.module_attrs({p.attr_dict(mod.attrs)})")
@@ -108,6 +110,8 @@ def _module(mod: IRModule, d: Dialect, show_meta: bool = False) -> str:
         else:
             raise TypeError(f"cannot print a {type(f).__name__} in a module")
         body += p.lines
+    if notes:
+        body += notes.below
     relax = any(isinstance(f, rx.Function) for _, f in funcs)
     text = "\n".join(_header(d, typevars, body, relax) + body)
     elided = "metadata[" in text and (not constants or _refers_to_elided(text, constants))

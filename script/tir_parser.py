@@ -23,6 +23,7 @@ from ..ir.stmt import (PARALLEL, SERIAL, THREAD_BINDING, UNROLLED, VECTORIZED, A
                        AllocBuffer, AssertStmt, AttrStmt, Block, BlockRealize, BufferStore,
                        DeclBuffer, Evaluate, For, IfThenElse, LetStmt, Stmt, While, seq)
 from . import syntax as S
+from .comments import carry
 from .dialect import CLASSIC, Dialect, canonical_attr_key
 from .tir_expr import (Builtin, BufferMethod, BufferSlice, ExprEvaluator, LetAnnotation, NewVar,
                        _describe, arith_extent, freeze_value)
@@ -126,7 +127,7 @@ class TIRBuilder(ExprEvaluator):
             elif ret is not None:
                 raise self.error(fdef.returns, f"a PrimFunc returns a data type such as T.int32, "
                                  f"not {_describe(ret)}")
-        body = self.body(fdef.body)
+        body = self.body(fdef.body, fdef)
         self.scopes.pop()
         if frame.root_allocs or (contains_block(body) and not _is_root_realize(body)):
             root = Block((), tuple(frame.root_allocs), (), (), (), "root", None, body)
@@ -246,7 +247,9 @@ class TIRBuilder(ExprEvaluator):
                 self.define_quoted_names(self.quoted_syntax(dim.value, dim))
 
     # ---------------------------------------------------------------- bodies
-    def body(self, stmts: list) -> Stmt:
+    def body(self, stmts: list, owner: Any = None) -> Stmt:
+        """The statements of a body; ``owner``: the block or function whose declarations
+        (``T.reads``, ``T.func_attr``, ...) open it."""
         out: list[Stmt] = []
         i = 0
         while i < len(stmts):
@@ -256,7 +259,12 @@ class TIRBuilder(ExprEvaluator):
             if isinstance(result, _TakesRest):
                 out.append(result.stmt)
                 break
-            if result is not None:
+            if result is None or isinstance(result, _Header):
+                if owner is not None and not out:  # its comments go on
+                    carry(self.source, syn, owner, "inside")
+                else:
+                    carry(self.source, syn, rest[0] if rest else None)
+            else:
                 out.append(result)
             i += 1
         if not out:
@@ -509,7 +517,7 @@ class TIRBuilder(ExprEvaluator):
         frame = BlockFrame(name)
         self.blocks.append(frame)
         try:
-            body = self.scoped(lambda: self.body(syn.body))
+            body = self.scoped(lambda: self.body(syn.body, syn))
         finally:
             self.blocks.pop()
         block = Block(tuple(frame.iter_vars), tuple(frame.alloc_buffers), tuple(frame.match_buffers),
@@ -531,6 +539,7 @@ class TIRBuilder(ExprEvaluator):
 
     def with_init(self, syn: S.With, call: S.Call) -> Any:
         frame = self.current_block(call, "T.init()")
+        carry(self.source, syn, syn.body[0])  # comments before `with T.init():` go inside
         frame.init = self.scoped(lambda: self.body(syn.body))
         return _Header()
 

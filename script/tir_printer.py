@@ -10,6 +10,7 @@ from typing import Any, Callable
 from ..ir import arith, op as op_registry
 from ..ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion
 from ..ir.dtype import DataType
+from ..ir.errors import Comments, Span
 from ..ir.expr import (COMM_REDUCE, DATA_PAR, OPAQUE, ORDERED, Add, And, Broadcast, BufferLoad,
                        Call, Cast, CommReducer, Div, EQ, FloatImm, FloorDiv, FloorMod, GE, GT,
                        IntImm, IterVar, LE, LT, Let, Max, Min, Mod, Mul, NE, Not, Or,
@@ -125,6 +126,28 @@ class TIRPrinter:
 
     def tir(self, name: str) -> str:
         return f"T.{name}"
+
+    def commented(self, node: Any, print_node: Callable[[], None]) -> None:
+        """Print a node with the comments its span carries (see tvms.script.printer)."""
+        notes = comments_of(node)
+        if notes is None:
+            print_node()
+            return
+        for text in notes.before:
+            self.emit(text)
+        head = len(self.lines)
+        print_node()
+        if notes.after is not None or notes.inside:
+            for i in range(head, len(self.lines)):  # its first line of code: after decorators
+                code = self.lines[i].lstrip()
+                if code and not code.startswith(("@", "#")):
+                    indent = self.lines[i][:len(self.lines[i]) - len(code)] + "    "
+                    if notes.after is not None:
+                        self.lines[i] += "  " + notes.after
+                    self.lines[i + 1:i + 1] = [indent + text for text in notes.inside]
+                    break
+        for text in notes.below:
+            self.emit(text)
 
     # ---------------------------------------------------------------- names
     def var(self, v: Var) -> str:
@@ -408,7 +431,7 @@ class TIRPrinter:
             while True:
                 self.inlined = inlined
                 try:
-                    self.prim_func_once(f, name, decorate_s_tir, inlined)
+                    self.commented(f, lambda: self.prim_func_once(f, name, decorate_s_tir, inlined))
                     return self.lines
                 except _ParamUsed as used:
                     while len(self.namer.frames) > 1:
@@ -545,7 +568,10 @@ class TIRPrinter:
         method = _STMT_PRINTERS.get(type(s))
         if method is None:
             raise TypeError(f"cannot print statement {type(s).__name__}")
-        method(self, s, concise, top)
+        if s.span is None or s.span.comments is None:
+            method(self, s, concise, top)
+        else:
+            self.commented(s, lambda: method(self, s, concise, top))
 
     def continue_body(self, body: Stmt, top: bool, alone: bool = False) -> None:
         """The body of a concisely printed scope continues at the same indentation."""
@@ -685,6 +711,7 @@ class TIRPrinter:
                 self.loop_doms[id(g.loop_var)] = (g.min, g.extent)
             self.emit(f"for {names} in T.grid({extents}):")
             body = grid[-1].body
+            inner = _merged_comments(grid)
         else:
             args = []
             if _is_zero(s.min):
@@ -703,8 +730,12 @@ class TIRPrinter:
             self.loop_doms[id(s.loop_var)] = (s.min, s.extent)
             self.emit(f"for {name} in {head}({', '.join(args)}):")
             body = s.body
+            inner = None
         self.indent += 1
-        self.body(body)
+        if inner is None:
+            self.body(body)
+        else:  # the comments of loops merged into T.grid open and close its body
+            self.commented(inner, lambda: self.body(body))
         self.indent -= 1
         self.namer.pop()
 
@@ -786,6 +817,34 @@ class _ParamUsed(Exception):
     def __init__(self, param: Var):
         super().__init__(param.name)
         self.param = param
+
+
+def comments_of(node: Any) -> Comments | None:
+    span = getattr(node, "span", None)
+    return span.comments if span is not None else None
+
+
+class _Commented:
+    """Comments to print around something that is not a node of its own."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, comments: Comments):
+        self.span = Span(None, 0, 0, 0, 0, comments)  # type: ignore[arg-type]
+
+
+def _merged_comments(grid: list) -> "_Commented | None":
+    """The comments of the inner loops of a T.grid (the outer one prints its own), as lines at
+    the start of its body and below it; the loops of one T.grid statement share the outer's."""
+    seen = [comments_of(grid[0])]
+    merged = Comments()
+    for loop in grid[1:]:
+        notes = comments_of(loop)
+        if notes is not None and not any(notes is x for x in seen):
+            seen.append(notes)
+            lines = notes.before + ((notes.after,) if notes.after else ())
+            merged = merged + Comments(lines, None, notes.below)
+    return _Commented(merged) if merged.before or merged.below else None
 
 
 def implicit_root(body: Stmt) -> Block | None:
