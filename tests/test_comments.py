@@ -1,0 +1,146 @@
+"""Comments survive parsing and printing (``tvms fmt``): attached to the statements they belong
+to, printed back in place in both dialects, ignored by structural equality."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import FIXTURES
+from tvms.cli import main
+from tvms.ir import structural_equal, structural_hash
+from tvms.script import from_source
+
+GOLDEN = FIXTURES / "comments"
+# (file, dialect): each file is the canonical text, comments included, in that dialect
+CASES = [("tir_classic.tvms", "classic"), ("tir_tvm-0.27.tvms", "tvm-0.27"),
+         ("function_classic.tvms", "classic"), ("function_tvm-0.27.tvms", "tvm-0.27"),
+         ("relax.tvms", "classic"), ("relax.tvms", "tvm-0.27")]
+
+
+def fmt(text: str, dialect: str = "classic") -> str:
+    return from_source(text, "t.tvms").script(dialect=dialect) + "\n"
+
+
+def without_comments(text: str) -> str:
+    lines = [line if line.lstrip().startswith("#") else line.split("  #")[0] for line in text.split("\n")
+             if not line.lstrip().startswith("#") or "from tvm" in line or '("root")' in line]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("name,dialect", CASES)
+def test_golden_files_print_back_byte_for_byte(name: str, dialect: str) -> None:
+    text = (GOLDEN / name).read_text()
+    assert text.count("# ") >= 5  # (the files do hold comments)
+    assert fmt(text, dialect) == text
+
+
+@pytest.mark.parametrize("name,dialect", CASES)
+def test_comments_are_not_semantics(name: str, dialect: str) -> None:
+    text = (GOLDEN / name).read_text()
+    bare = without_comments(text)
+    assert "# a" not in bare and "# end" not in bare
+    with_, without = from_source(text), from_source(bare)
+    assert structural_equal(with_, without)
+    assert structural_hash(with_) == structural_hash(without)
+    assert fmt(bare, dialect) == bare + "\n" * (not bare.endswith("\n"))
+
+
+def test_each_place_a_comment_is_kept() -> None:
+    text = (GOLDEN / "tir_classic.tvms").read_text()
+    lines = text.split("\n")
+    # whole-line comments stay at their place and indentation; trailing ones on their line
+    assert lines[3:6] == ["# Comments in every place a TensorIR module has one.", "@I.ir_module",
+                          "class Module:  # the class line"]
+    for expected in ['            with T.block("C"):  # the block',
+                     "                # the block's declarations",  # first in the block
+                     "                with T.init():",
+                     "                    # the init",
+                     "                    C[vi, vj] = T.float32(0.0)  # zero",
+                     "                # end of the block's body",
+                     "        # end of the function's body",
+                     "    # end of the class's body",
+                     "# end of the file"]:
+        assert expected in lines
+
+
+# Comments that move: the printer lays out again what they were inside of.
+MOVED_IN = '''\
+# a header comment the printer writes again:
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(a: T.handle, n: T.int32):
+    T.func_attr({
+        # inside a multi-line call
+        "tag": "#not a comment",  # trailing, inside
+    })
+    A = T.match_buffer(a, (4,), "float32")  # the buffer
+    for i in range(4):
+        for j in range(4):  # inner
+            A[i] = (A[i]  # on the first line
+                    + T.float32(1))  # on the last line
+'''
+MOVED_OUT = '''\
+# from tvm.script import tir as T
+
+# a header comment the printer writes again:
+@T.prim_func
+def main(A: T.Buffer((4,), "float32"), n: T.int32):
+    # inside a multi-line call
+    # trailing, inside
+    # the buffer
+    T.func_attr({"tag": "#not a comment"})
+    for i, j in T.grid(4, 4):
+        # inner
+        # on the last line
+        A[i] = A[i] + T.float32(1.0)  # on the first line
+'''
+
+
+def test_comments_inside_statements_move_before_them() -> None:
+    assert fmt(MOVED_IN) == MOVED_OUT
+    assert fmt(MOVED_OUT) == MOVED_OUT
+
+
+@pytest.mark.parametrize("dialect", ["classic", "tvm-0.27"])
+@pytest.mark.parametrize("text", [MOVED_IN] + [(GOLDEN / n).read_text() for n, _ in CASES],
+                         ids=["moved"] + [f"{n}-{d}" for n, d in CASES])
+def test_fmt_is_idempotent(text: str, dialect: str) -> None:
+    once = fmt(text, dialect)
+    assert fmt(once, dialect) == once
+
+
+def test_the_header_is_not_duplicated() -> None:
+    text = (GOLDEN / "tir_classic.tvms").read_text()
+    out = fmt(text, "tvm-0.27")
+    assert out.count("import") == 3 and out.count('("root")') == 1
+    assert fmt(out, "classic") == text
+
+
+def test_an_else_starts_a_new_block() -> None:
+    text = (GOLDEN / "tir_classic.tvms").read_text()
+    assert "            # end of then\n        else:\n            # else\n" in text
+
+
+def test_fmt_in_place_keeps_comments(tmp_path, capsys) -> None:
+    path = tmp_path / "m.tvms"
+    path.write_text(MOVED_IN)
+    assert main(["fmt", "-i", str(path)]) == 0
+    assert path.read_text() == MOVED_OUT
+    assert main(["fmt", "--check", str(path)]) == 0
+
+
+def test_a_schedule_keeps_the_comments_of_the_blocks_it_keeps(tmp_path, capsys) -> None:
+    path = tmp_path / "m.tvms"
+    path.write_text((GOLDEN / "tir_classic.tvms").read_text())
+    assert main(["schedule", "--default", str(path)]) == 0
+    out = capsys.readouterr().out
+    for kept in ["# the init", "# zero", "# the update", "# before the first function",
+                 "# end of the file"]:
+        assert kept in out
+    assert fmt(out) == out + "\n" * (not out.endswith("\n"))
+
+
+def test_an_operator_may_start_a_continued_line() -> None:
+    # (a line break in brackets, after a comment, does not make "+" a prefix operator)
+    text = MOVED_IN.replace("  # on the first line", "")
+    assert "A[i] = A[i] + T.float32(1.0)\n" in fmt(text)
