@@ -1,4 +1,17 @@
-"""IR -> TVMScript text: modules, functions and fragments, in the dialect asked for."""
+"""IR -> TVMScript text: modules, functions and fragments, in the dialect asked for.
+
+Comments. The parser attaches each comment of the text to a statement (``tvms.script.comments``)
+and the builders keep them in the ``span`` of the nodes they make, so they travel with a node the
+way its source position does, and structural equality ignores them. The printers print a node's
+``Comments``: ``before`` on lines of their own above it; ``after`` at the end of its first line of
+code (the ``def`` line of a function, not its decorator; the ``with``/``for`` line of a block or
+loop); ``inside`` first in its body (the comments of declaration lines such as ``T.reads`` or
+``T.func_attr``, which the printer writes again in its own order); ``below`` after it and its
+body, at its indentation (the end of a block). A comment inside a statement that spans lines goes
+before that statement: the printer lays expressions out on one line. The generated lines (the
+``# from tvm.script import`` header, ``# with T.block("root"):``) are dropped by the parser and
+printed again here, so they never repeat. A node that a pass rebuilds from scratch has no comments.
+"""
 from __future__ import annotations
 
 from typing import Any

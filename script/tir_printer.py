@@ -10,7 +10,7 @@ from typing import Any, Callable
 from ..ir import arith, op as op_registry
 from ..ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion
 from ..ir.dtype import DataType
-from ..ir.errors import Comments, Span
+from ..ir.errors import Comments
 from ..ir.expr import (COMM_REDUCE, DATA_PAR, OPAQUE, ORDERED, Add, And, Broadcast, BufferLoad,
                        Call, Cast, CommReducer, Div, EQ, FloatImm, FloorDiv, FloorMod, GE, GT,
                        IntImm, IterVar, LE, LT, Let, Max, Min, Mod, Mul, NE, Not, Or,
@@ -132,13 +132,22 @@ class TIRPrinter:
         notes = comments_of(node)
         if notes is None:
             print_node()
-            return
+        else:
+            head = self.comments_before(notes)
+            print_node()
+            self.comments_after(notes, head)
+
+    def comments_before(self, notes: Comments) -> int:
+        """Print the comments above a node; returns where the node's lines start."""
         for text in notes.before:
             self.emit(text)
-        head = len(self.lines)
-        print_node()
+        return len(self.lines)
+
+    def comments_after(self, notes: Comments, head: int) -> None:
+        """Add the trailing comment to the node's first line of code (after its decorators), the
+        comments that open its body after that line, and those below it."""
         if notes.after is not None or notes.inside:
-            for i in range(head, len(self.lines)):  # its first line of code: after decorators
+            for i in range(head, len(self.lines)):
                 code = self.lines[i].lstrip()
                 if code and not code.startswith(("@", "#")):
                     indent = self.lines[i][:len(self.lines[i]) - len(code)] + "    "
@@ -568,10 +577,13 @@ class TIRPrinter:
         method = _STMT_PRINTERS.get(type(s))
         if method is None:
             raise TypeError(f"cannot print statement {type(s).__name__}")
-        if s.span is None or s.span.comments is None:
+        notes = s.span.comments if s.span is not None else None
+        if notes is None:
             method(self, s, concise, top)
         else:
-            self.commented(s, lambda: method(self, s, concise, top))
+            head = self.comments_before(notes)
+            method(self, s, concise, top)
+            self.comments_after(notes, head)
 
     def continue_body(self, body: Stmt, top: bool, alone: bool = False) -> None:
         """The body of a concisely printed scope continues at the same indentation."""
@@ -735,7 +747,9 @@ class TIRPrinter:
         if inner is None:
             self.body(body)
         else:  # the comments of loops merged into T.grid open and close its body
-            self.commented(inner, lambda: self.body(body))
+            head = self.comments_before(inner)
+            self.body(body)
+            self.comments_after(inner, head)
         self.indent -= 1
         self.namer.pop()
 
@@ -824,27 +838,17 @@ def comments_of(node: Any) -> Comments | None:
     return span.comments if span is not None else None
 
 
-class _Commented:
-    """Comments to print around something that is not a node of its own."""
-
-    __slots__ = ("span",)
-
-    def __init__(self, comments: Comments):
-        self.span = Span(None, 0, 0, 0, 0, comments)  # type: ignore[arg-type]
-
-
-def _merged_comments(grid: list) -> "_Commented | None":
+def _merged_comments(grid: list) -> Comments | None:
     """The comments of the inner loops of a T.grid (the outer one prints its own), as lines at
     the start of its body and below it; the loops of one T.grid statement share the outer's."""
-    seen = [comments_of(grid[0])]
-    merged = Comments()
+    outer, merged = comments_of(grid[0]), None
     for loop in grid[1:]:
         notes = comments_of(loop)
-        if notes is not None and not any(notes is x for x in seen):
-            seen.append(notes)
-            lines = notes.before + ((notes.after,) if notes.after else ())
-            merged = merged + Comments(lines, None, notes.below)
-    return _Commented(merged) if merged.before or merged.below else None
+        if notes is None or notes is outer:
+            continue
+        part = Comments(before=notes.before + ((notes.after,) if notes.after else ()), below=notes.below)
+        merged = part if merged is None else merged + part
+    return merged
 
 
 def implicit_root(body: Stmt) -> Block | None:
