@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import replace
 from typing import Any
 
 from ..ir.errors import Comments, Source
@@ -71,15 +72,33 @@ def attach(tree: S.Module, source: Source) -> None:
                        for key, (b, a, w) in notes.items()}
 
 
+def take(source: Source, syn: Any) -> Comments | None:
+    """The comments of a statement, which no node built from it will carry then."""
+    return source.comments.pop((syn.line, syn.col), None) if source.comments else None
+
+
+def as_lines(comments: Comments) -> tuple[str, ...]:
+    return comments.before + ((comments.after,) if comments.after else ()) + comments.inside \
+        + comments.below
+
+
+def add_below(node: Any, comments: Comments) -> Any:
+    """``node`` with more comments below it (a node already built: its span is rebuilt)."""
+    span = node.span
+    if span is None:
+        return node
+    below = Comments(below=as_lines(comments))
+    return node.with_changes(span=replace(span, comments=span.comments + below if span.comments else below))
+
+
 def carry(source: Source, syn: Any, to: Any, where: str = "before") -> None:
     """Move the comments of a statement that makes no node of its own (``T.reads``, ``T.func_attr``,
     ``R.output``) to another statement, as lines ``before`` it, ``inside`` it (first in its body)
     or ``below`` it."""
-    comments = source.comments.pop((syn.line, syn.col), None) if source.comments else None
+    comments = take(source, syn)
     if comments is None or to is None:
         return
-    lines = comments.before + ((comments.after,) if comments.after else ()) + comments.inside \
-        + comments.below
+    lines = as_lines(comments)
     key = (to.line, to.col)
     old = source.comments.get(key, Comments())
     source.comments[key] = Comments(before=lines) + old if where == "before" else \

@@ -6,7 +6,7 @@ as their own body, exactly as TVM reads them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..ir import arith
@@ -23,7 +23,7 @@ from ..ir.stmt import (PARALLEL, SERIAL, THREAD_BINDING, UNROLLED, VECTORIZED, A
                        AllocBuffer, AssertStmt, AttrStmt, Block, BlockRealize, BufferStore,
                        DeclBuffer, Evaluate, For, IfThenElse, LetStmt, Stmt, While, seq)
 from . import syntax as S
-from .comments import carry
+from .comments import add_below, carry, take
 from .dialect import CLASSIC, Dialect, canonical_attr_key
 from .tir_expr import (Builtin, BufferMethod, BufferSlice, ExprEvaluator, LetAnnotation, NewVar,
                        _describe, arith_extent, freeze_value)
@@ -262,8 +262,13 @@ class TIRBuilder(ExprEvaluator):
             if result is None or isinstance(result, _Header):
                 if owner is not None and not out:  # its comments go on
                     carry(self.source, syn, owner, "inside")
-                else:
-                    carry(self.source, syn, rest[0] if rest else None)
+                elif rest:
+                    carry(self.source, syn, rest[0])
+                else:  # the body's last line: below what came before, or on its no-op
+                    left = take(self.source, syn)
+                    if left is not None:
+                        out.append(add_below(out.pop(), left) if out else
+                                   Evaluate(const(0), span=replace(self.span(syn), comments=left)))
             else:
                 out.append(result)
             i += 1

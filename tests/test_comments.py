@@ -144,3 +144,25 @@ def test_an_operator_may_start_a_continued_line() -> None:
     # (a line break in brackets, after a comment, does not make "+" a prefix operator)
     text = MOVED_IN.replace("  # on the first line", "")
     assert "A[i] = A[i] + T.float32(1.0)\n" in fmt(text)
+
+
+LAST_LINES = '''\
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((4,), "float32")):
+    for i in range(4):
+        pass  # nothing here
+    for j in range(4):
+        with T.block("B"):
+            vj = T.axis.spatial(4, j)
+            A[vj] = T.float32(0)
+            T.reads()  # a late declaration
+'''
+
+
+def test_the_comments_of_a_last_line_that_makes_no_node_are_kept() -> None:
+    out = fmt(LAST_LINES)
+    assert "        T.evaluate(0)  # nothing here\n" in out
+    assert out.endswith("            A[vj] = T.float32(0.0)\n            # a late declaration\n")
+    assert fmt(out) == out
