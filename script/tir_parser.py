@@ -150,6 +150,12 @@ class TIRBuilder(ExprEvaluator):
 
         return span_of(self.source, syn)
 
+    def assigned_span(self, call: Any, target: Any):
+        """The span of the call in ``target = call``, with the comments of the statement."""
+        span = self.span(call)
+        comments = self.source.comments.get((target.line, target.col)) if self.source.comments else None
+        return replace(span, comments=comments) if comments is not None and span is not None else span
+
     def param(self, p: S.Param, frame: FunctionFrame) -> None:
         if p.annotation is None:
             raise self.error(p, f"parameter {p.name!r} needs a type, such as T.handle, T.int32 "
@@ -315,14 +321,14 @@ class TIRBuilder(ExprEvaluator):
                 return STMT_BUILTINS[func.path](self, value, rest)
         result = self.ev(value)
         if isinstance(result, PrimExpr):
-            return Evaluate(result)
+            return Evaluate(result, span=self.span(syn))
         raise self.error(syn, f"this expression statement has no effect ({_describe(result)})")
 
     def stmt_Return(self, syn: S.Return, rest: list) -> Any:
         value = self.ev_expr(syn.value) if syn.value is not None else const(0)
         from ..ir.op import get_op
 
-        return Evaluate(Call(value.dtype, get_op("tir.ret"), (value,)))
+        return Evaluate(Call(value.dtype, get_op("tir.ret"), (value,)), span=self.span(syn))
 
     def stmt_AugAssign(self, syn: S.AugAssign, rest: list) -> Any:
         target = S.BinOp(syn.target, syn.op, syn.value).at(syn.target, syn.value)
@@ -554,7 +560,7 @@ class TIRBuilder(ExprEvaluator):
         name = self.target_name(syn.target)
         return self.launch_thread(name, call, lambda names: self.scoped(lambda: self.body(syn.body), names))
 
-    def launch_thread(self, name: str, call: S.Call, build_body: Callable) -> Stmt:
+    def launch_thread(self, name: str, call: S.Call, build_body: Callable, span: Any = None) -> Stmt:
         args = [self.ev(a) for a in call.args]
         if len(args) != 2 or not isinstance(args[0], str):
             raise self.error(call, "T.launch_thread takes a thread tag such as \"threadIdx.x\" and an extent")
@@ -562,7 +568,7 @@ class TIRBuilder(ExprEvaluator):
         var = Var(name, extent.dtype)
         iv = IterVar(Range(const(0, extent.dtype), extent), var, THREAD_INDEX, tag)
         key = "virtual_thread" if tag.startswith("vthread") else "thread_extent"
-        return AttrStmt(iv, key, extent, build_body({name: var}), span=self.span(call))
+        return AttrStmt(iv, key, extent, build_body({name: var}), span=span or self.span(call))
 
     def with_attr(self, syn: S.With, call: S.Call) -> Stmt:
         node, key, value = self.attr_args(call)
@@ -657,7 +663,7 @@ class TIRBuilder(ExprEvaluator):
         base = method.buffer
         buf = self.buffer_decl(name, [shape], {"dtype": kwargs.pop("dtype", str(base.dtype)),
                                                "data": base.data, **kwargs}, call)
-        return _TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), span=self.span(call)))
+        return _TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), span=self.assigned_span(call, target)))
 
 
 def _article(word: str) -> str:
@@ -829,7 +835,7 @@ def _alloc_stmt(scope: str) -> Callable:
         annotations = _norm_attrs(kwargs.pop("annotations", None) or {})
         buf = b.buffer_decl(name, args, kwargs, call, scope_default=scope)
         return _TakesRest(AllocBuffer(buf, b.rest_body(rest, {name: buf}), annotations or EMPTY,
-                                      span=b.span(call)))
+                                      span=b.assigned_span(call, target)))
     return build
 
 
@@ -839,7 +845,7 @@ def _decl_buffer(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
     if kwargs.get("data") is None and len(args) < 3:
         return _alloc_stmt("global")(b, target, call, rest)
     buf = b.buffer_decl(name, args, kwargs, call)
-    return _TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.span(call)))
+    return _TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target)))
 
 
 def _buffer_alias(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
@@ -874,7 +880,8 @@ def _match_buffer(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
 
 def _launch_thread_assign(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
     name = b.target_name(target)
-    return _TakesRest(b.launch_thread(name, call, lambda names: b.rest_body(rest, names)))
+    return _TakesRest(b.launch_thread(name, call, lambda names: b.rest_body(rest, names),
+                                      b.assigned_span(call, target)))
 
 
 def _allocate(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
@@ -888,7 +895,7 @@ def _allocate(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
     var = Var(name, handle, PointerType(dtype, scope))
     return _TakesRest(Allocate(var, dtype, tuple(b.int_expr(e, call) for e in extents),
                                arith.to_expr(cond), b.rest_body(rest, {name: var}),
-                               annotations or EMPTY, span=b.span(call)))
+                               annotations or EMPTY, span=b.assigned_span(call, target)))
 
 
 ASSIGN_BUILTINS: dict[str, Callable] = {

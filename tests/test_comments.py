@@ -166,3 +166,25 @@ def test_the_comments_of_a_last_line_that_makes_no_node_are_kept() -> None:
     assert "        T.evaluate(0)  # nothing here\n" in out
     assert out.endswith("            A[vj] = T.float32(0.0)\n            # a late declaration\n")
     assert fmt(out) == out
+
+
+SCOPES = '''\
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((64,), "float32")):
+    # threads
+    bx = T.launch_thread("blockIdx.x", 2)  # blocks
+    # more threads
+    tx = T.launch_thread("threadIdx.x", 32)
+    A[bx * 32 + tx] = T.float32(1.0)
+    # a buffer
+    B = T.decl_buffer((4,))  # B
+    # extern
+    T.call_extern("int32", "f", B.data)  # the call
+'''
+
+
+def test_statements_that_take_the_rest_of_the_body_keep_their_comments() -> None:
+    # (their nodes are built from the call on the right of "=")
+    assert fmt(SCOPES) == SCOPES
