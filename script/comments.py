@@ -53,6 +53,9 @@ def attach(tree: S.Module, source: Source) -> None:
             prev_i = bisect.bisect_left(starts, line) - 1
             next_i = bisect.bisect_right(starts, line)
             nxt = entries[next_i] if next_i < len(entries) else None
+            if prev_i >= 0 and entries[prev_i].key[0] > line:  # between decorators and `def`
+                note(entries[prev_i], 0, text)
+                continue
             owner = _closing_block_end(entries, prev_i, nxt, line, col) if prev_i >= 0 else None
             if owner is not None:
                 note(owner, 2, text)

@@ -305,7 +305,7 @@ class RelaxPrinter(TIRPrinter):
         body = seq
         if isinstance(seq, rx.SeqExpr):
             for block in seq.blocks:
-                self.block(block)
+                self.commented(block, lambda block=block: self.block(block))
             body = seq.body
         self.commented(seq, lambda: self.emit(f"{name}: {self.sinfo(var.struct_info)} = {self.rexpr(body)}"))
         self.namer.pop()

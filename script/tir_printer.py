@@ -119,6 +119,7 @@ class TIRPrinter:
         self.inlined: set = set()  # parameters printed as their buffers
         self.func_frame = -1  # the namer frame of the function being printed
         self.scalar_params: set = set()  # ids of the PrimFunc's scalar parameters (TVM 0.27)
+        self.root_comment_at: int | None = None  # the line of `# with T.block("root"):`
 
     # ---------------------------------------------------------------- output
     def emit(self, text: str) -> None:
@@ -143,9 +144,10 @@ class TIRPrinter:
             self.emit(text)
         return len(self.lines)
 
-    def comments_after(self, notes: Comments, head: int) -> None:
+    def comments_after(self, notes: Comments, head: int, inside_at: int | None = None) -> None:
         """Add the trailing comment to the node's first line of code (after its decorators), the
-        comments that open its body after that line, and those below it."""
+        comments that open its body after that line (or after line ``inside_at``), and those
+        below it."""
         if notes.after is not None or notes.inside:
             for i in range(head, len(self.lines)):
                 code = self.lines[i].lstrip()
@@ -153,7 +155,8 @@ class TIRPrinter:
                     indent = self.lines[i][:len(self.lines[i]) - len(code)] + "    "
                     if notes.after is not None:
                         self.lines[i] += "  " + notes.after
-                    self.lines[i + 1:i + 1] = [indent + text for text in notes.inside]
+                    at = (i if inside_at is None else inside_at) + 1
+                    self.lines[at:at] = [indent + text for text in notes.inside]
                     break
         for text in notes.below:
             self.emit(text)
@@ -440,7 +443,12 @@ class TIRPrinter:
             while True:
                 self.inlined = inlined
                 try:
-                    self.commented(f, lambda: self.prim_func_once(f, name, decorate_s_tir, inlined))
+                    self.root_comment_at = None
+                    notes = comments_of(f)
+                    head = self.comments_before(notes) if notes is not None else 0
+                    self.prim_func_once(f, name, decorate_s_tir, inlined)
+                    if notes is not None:  # (its own comments go after the generated root line)
+                        self.comments_after(notes, head, self.root_comment_at)
                     return self.lines
                 except _ParamUsed as used:
                     while len(self.namer.frames) > 1:
@@ -506,6 +514,7 @@ class TIRPrinter:
                     f"{self.define_buffer(buf)} = {self.buffer_decl(buf, 'match_buffer', [self.var(p)])}"))
         root = implicit_root(f.body)
         if root is not None:
+            self.root_comment_at = len(self.lines)
             self.emit(f'# with T.{self.d.block}("root"):')
             for buf in root.alloc_buffers:
                 self.top_level(lambda buf=buf: self.emit(

@@ -2,9 +2,12 @@
 to, printed back in place in both dialects, ignored by structural equality."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from conftest import FIXTURES
+from conftest import CORPUS, FIXTURES, corpus_manifest
+from tvms.ir import ScriptError
 from tvms.cli import main
 from tvms.ir import structural_equal, structural_hash
 from tvms.script import from_source
@@ -188,3 +191,51 @@ def main(A: T.Buffer((64,), "float32")):
 def test_statements_that_take_the_rest_of_the_body_keep_their_comments() -> None:
     # (their nodes are built from the call on the right of "=")
     assert fmt(SCOPES) == SCOPES
+
+
+# ---------------------------------------------------------------- every statement of real files
+def commented(text: str) -> tuple[str, int]:
+    """The text with a comment line before every statement and a trailing comment after its
+    first line (statement lines: those outside brackets), and how many comments it added."""
+    out, n, depth = [], 0, 0
+    for line in text.split("\n"):
+        code = line.strip()
+        if code and not code.startswith(("#", "else", "elif")) and depth == 0:
+            out.append(f"{line[:len(line) - len(code)]}# c{n}")
+            line, n = f"{line}  # c{n + 1}", n + 2
+        depth += sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
+        out.append(line)
+    return "\n".join(out), n
+
+
+def check_every_comment_survives(text: str, name: str) -> None:
+    try:
+        plain = from_source(text, name)
+    except ScriptError:
+        pytest.skip("the file itself is not read back")
+    dialect = "tvm-0.27" if "tirx" in text or "TypeVar" in text else "classic"
+    source, count = commented(text)
+    mod = from_source(source, name)
+    out = mod.script(dialect=dialect)
+    found = re.findall(r"# c(\d+)\b", out)
+    assert sorted(map(int, found)) == list(range(count))  # each once
+    assert from_source(out).script(dialect=dialect) == out
+    assert structural_equal(mod, plain)
+
+
+FAST = sorted((FIXTURES / "seeds" / "classic").glob("*.tvms")) + sorted((FIXTURES / "seeds_relax").glob("*.tvms"))
+
+
+@pytest.mark.parametrize("path", FAST, ids=lambda p: p.name)
+def test_a_comment_before_and_after_every_statement_survives(path) -> None:
+    check_every_comment_survives(path.read_text(), path.name)
+
+
+ALL = sorted(set(FIXTURES.glob("**/*.tvms")) - set(FAST) - set(GOLDEN.glob("*")))
+ALL += [CORPUS / row["file"] for row in corpus_manifest() if row["kind"] != "trace"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_a_comment_before_and_after_every_statement_of_every_file_survives(path) -> None:
+    check_every_comment_survives(path.read_text(), path.name)
