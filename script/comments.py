@@ -23,20 +23,23 @@ printed again where they belong, never twice.
 from __future__ import annotations
 
 import bisect
-import re
 from dataclasses import replace
 from typing import Any
 
 from ..ir.errors import Comments, Source
 from . import syntax as S
+from .dialect import DIALECTS, RELAX_HEADER
+from .printer import METADATA_NOTE
 
-GENERATED = re.compile(r'# from [\w.]+ import \w+(?: as \w+)?|# with T\.s?block\("root"\):'
-                       r'|# Metadata omitted\. Use show_meta=True in script\(\) method to show it\.')
+# The comment lines that the printer writes itself.
+GENERATED = frozenset([line for d in DIALECTS.values()
+                       for line in (*d.header, d.typevar_header, f'# with T.{d.block}("root"):') if line]
+                      + [RELAX_HEADER, METADATA_NOTE])
 
 
 def attach(tree: S.Module, source: Source) -> None:
     """Fill ``source.comments`` with the comments of the parsed text, by statement start."""
-    raw = [c for c in tree.comments if not GENERATED.fullmatch(c[2])]
+    raw = [c for c in tree.comments if c[2] not in GENERATED]
     if not raw:
         return
     entries = _statements(tree.body, source.text.split("\n"))

@@ -25,7 +25,7 @@ from ..ir.node import Node, register_printer
 from ..ir.stmt import Stmt
 from ..ir import relax as rx
 from ..ir.visitor import collect
-from .dialect import Dialect, get_dialect
+from .dialect import RELAX_HEADER, Dialect, get_dialect
 from .metadata import CONSTANT_KEYS, render_section
 from .relax_printer import RelaxPrinter
 from .tir_printer import Namer, TIRPrinter
@@ -86,7 +86,7 @@ def _header(d: Dialect, typevars: list[str], body: list[str], relax: bool, with_
             continue
         lines.append(h)
     if relax:
-        lines.append("# from tvm.script import relax as R")
+        lines.append(RELAX_HEADER)
     lines.append("")
     lines += [f'{n} = TypeVar("{n}")' for n in typevars]
     return lines

@@ -17,6 +17,7 @@ from ..ir.module import GlobalVar
 from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
+from .dialect import RELAX_HEADER
 from .tir_printer import _EXPR_PRINTERS, ATOM, TIRPrinter, format_float, quote
 
 _CONSTANT_KEY = {"classic": "relax.expr.Constant", "tvm-0.27": "ir.GenericConst"}
@@ -267,7 +268,7 @@ class RelaxPrinter(TIRPrinter):
             if self.d.typevar_header and any(id(v) in self.typevars for p in value.params
                                              for v in collect(p.struct_info, TirVar)):
                 self.emit(self.d.typevar_header)
-            self.emit("# from tvm.script import relax as R")
+            self.emit(RELAX_HEADER)
             self.lines.append("    " * self.indent)
             # (the binding prints the comments it shares with the function)
             self.print_function(value, self.namer.define(b.var, b.var.name), nested=True)

@@ -239,3 +239,10 @@ ALL += [CORPUS / row["file"] for row in corpus_manifest() if row["kind"] != "tra
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
 def test_a_comment_before_and_after_every_statement_of_every_file_survives(path) -> None:
     check_every_comment_survives(path.read_text(), path.name)
+
+
+def test_only_the_lines_the_printer_writes_are_dropped() -> None:
+    text = SCOPES.replace("    # a buffer\n", "    # from tvm.script import tir as T\n    # from numpy import pi\n")
+    out = fmt(text)
+    assert out.count("# from tvm.script import tir as T") == 1
+    assert "    # from numpy import pi\n    B = T.decl_buffer" in out
