@@ -246,3 +246,15 @@ def test_only_the_lines_the_printer_writes_are_dropped() -> None:
     out = fmt(text)
     assert out.count("# from tvm.script import tir as T") == 1
     assert "    # from numpy import pi\n    B = T.decl_buffer" in out
+
+
+def test_a_pass_keeps_the_comments_of_the_bindings_it_rewrites_in_place(tmp_path, capsys) -> None:
+    path = tmp_path / "m.tvms"
+    path.write_text((GOLDEN / "relax.tvms").read_text())
+    assert main(["opt", "-p", "LegalizeOps", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "R.call_tir(cls.add, (x, y), out_sinfo=R.Tensor((2, 3), dtype=\"float32\"))  # the sum\n" in out
+    for kept in ["        # the graph\n        with R.dataflow():  # the dataflow block\n",
+                 "            # what leaves the block\n", "        return z  # the result\n        # end of main\n",
+                 "# end of the file"]:
+        assert kept in out
