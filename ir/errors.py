@@ -1,18 +1,44 @@
 """Source spans and the exception family every tvms error belongs to."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Comments:
+    """The comments a statement carries from its source text (each ``"# ..."`` as written):
+    ``before`` on their own lines above it, ``after`` at the end of its first line, ``inside``
+    first in its body (beside the lines that declare a block or function: axes, T.reads, ...),
+    ``below`` on their own lines after it (and its body), at its indentation: a block's end."""
+
+    before: tuple[str, ...] = ()
+    after: str | None = None
+    inside: tuple[str, ...] = ()
+    below: tuple[str, ...] = ()
+
+    def __add__(self, other: "Comments") -> "Comments":
+        """Both, in order; ``other``'s trailing comment becomes a line of its own."""
+        after = self.after
+        before = self.before + other.before
+        if other.after is not None:
+            if after is None:
+                after = other.after
+            else:
+                before += (other.after,)
+        return Comments(before, after, self.inside + other.inside, self.below + other.below)
 
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """A region of a source text; lines and columns count from 1."""
+    """A region of a source text; lines and columns count from 1. ``comments``: those attached
+    to the statement that starts here (annotations like the position: never semantics)."""
 
     source: "Source"
     line: int
     col: int
     end_line: int
     end_col: int
+    comments: Comments | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         return f"Span({self.source.name}:{self.line}:{self.col})"
@@ -21,7 +47,7 @@ class Span:
 class Source:
     """A named text that spans point into (a file, ``<stdin>``, or a Python file's decorated code)."""
 
-    __slots__ = ("name", "text", "line_offset", "col_offset", "_lines")
+    __slots__ = ("name", "text", "line_offset", "col_offset", "_lines", "comments")
 
     def __init__(self, text: str, name: str = "<string>", line_offset: int = 0, col_offset: int = 0):
         self.name = name
@@ -29,6 +55,8 @@ class Source:
         self.line_offset = line_offset  # lines before the text in the real file (embedded scripts)
         self.col_offset = col_offset  # indentation removed from every line (embedded scripts)
         self._lines: list[str] | None = None
+        # (line, col) of a statement -> its Comments, filled by the parser (tvms.script.comments)
+        self.comments: dict[tuple[int, int], Comments] = {}
 
     def line_text(self, line: int) -> str:
         if self._lines is None:

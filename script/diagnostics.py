@@ -24,7 +24,9 @@ def span_of(source: Source, syn: Any) -> Span | None:
     col = getattr(syn, "col", None) or getattr(syn, "column", 1) or 1
     end_line = getattr(syn, "end_line", line) or line
     end_col = getattr(syn, "end_col", None) or getattr(syn, "end_column", col + 1) or col + 1
-    return Span(source, line, col, end_line, end_col)
+    # a statement's comments travel in the spans of the nodes built from it
+    comments = source.comments.get((line, col)) if source.comments else None
+    return Span(source, line, col, end_line, end_col, comments)
 
 
 def error(source: Source, syn: Any, message: str, note: str | None = None) -> ScriptError:

@@ -37,6 +37,7 @@ TVM_027 = Dialect(
     typevar_header="# from typing import TypeVar")
 
 DIALECTS = {d.name: d for d in (CLASSIC, TVM_027)}
+RELAX_HEADER = "# from tvm.script import relax as R"  # (both dialects)
 
 
 def get_dialect(name: "str | Dialect") -> Dialect:

@@ -53,6 +53,7 @@ class TVMScriptLexer(Lexer):
         pos, end = 0, len(text)
         line, line_start = 1, 0
         prev = ""  # type of the previous token
+        depth = 0  # open brackets: a line break inside them continues the expression
         while pos < end:
             m = match(text, pos)
             if m is None:
@@ -71,7 +72,8 @@ class TVMScriptLexer(Lexer):
                     last = text.rfind("\n", pos, new_pos)
                     end_col = new_pos - last if breaks else col + len(value)
                     yield Token("_NL", value, pos, line, col, line + breaks, end_col, new_pos)
-                    prev = "_NL"
+                    if not depth:
+                        prev = "_NL"
                 if breaks:
                     line += breaks
                     line_start = text.rfind("\n", pos, new_pos) + 1
@@ -81,6 +83,8 @@ class TVMScriptLexer(Lexer):
                 ttype = keywords.get(value, "NAME")
             elif kind == "op":
                 ttype = _OP_TYPES.get(value) or self.operator(value, prev)
+                if ttype in _BRACKETS:
+                    depth += _BRACKETS[ttype]
             else:
                 ttype = _KIND_TYPES[kind]
             breaks = value.count("\n") if kind == "long_string" else 0
@@ -106,6 +110,7 @@ class TVMScriptLexer(Lexer):
         return self.punct.get(value) or "BINOP"
 
 
+_BRACKETS = {"LPAR": 1, "LSQB": 1, "LBRACE": 1, "RPAR": -1, "RSQB": -1, "RBRACE": -1}
 _KIND_TYPES = {"dec": "DEC_NUMBER", "float": "FLOAT_NUMBER", "hex": "HEX_NUMBER", "string": "STRING",
                "long_string": "LONG_STRING"}
 _OP_TYPES = {"(": "LPAR", "[": "LSQB", "{": "LBRACE", ")": "RPAR", "]": "RSQB", "}": "RBRACE",

@@ -12,7 +12,8 @@ from ..ir.function import PrimFunc
 from ..ir.module import GlobalVar, IRModule
 from . import syntax as S
 from .syntax import dotted
-from .diagnostics import did_you_mean, error
+from .comments import attach, carry
+from .diagnostics import did_you_mean, error, span_of
 from .dialect import detect_dialect
 from .parser import parse_syntax
 from .tir_expr import freeze_value
@@ -57,6 +58,7 @@ class ModuleParser:
 
     def parse(self) -> IRModule | PrimFunc:
         tree = parse_syntax(self.text, self.source)
+        attach(tree, self.source)
         results: list = []
         for stmt in tree.body:  # the metadata section comes last but is needed first
             if _is_metadata(stmt):
@@ -67,8 +69,10 @@ class ModuleParser:
             if isinstance(stmt, S.Assign) and self.typevar(stmt):
                 continue
             if isinstance(stmt, S.ClassDef):
+                self.keep_top_level_comments(tree.body, stmt)
                 results.append(self.module(stmt))
             elif isinstance(stmt, S.FunctionDef):
+                self.keep_top_level_comments(tree.body, stmt)
                 results.append(self.function(stmt))
             else:
                 raise self.error(stmt, "expected an @I.ir_module class or a @T.prim_func function "
@@ -80,6 +84,16 @@ class ModuleParser:
             raise self.error(tree.body[-1], "a script holds one module or one function; "
                              "put several functions into one @I.ir_module class")
         return results[0]
+
+    def keep_top_level_comments(self, stmts: list, definition: Any) -> None:
+        """The comments of the top-level lines the printer writes again (imports, TypeVars,
+        metadata) go before the definition, or below it when they come after it."""
+        after = False
+        for stmt in stmts:
+            if stmt is definition:
+                after = True
+            else:
+                carry(self.source, stmt, definition, where="below" if after else "before")
 
     def typevar(self, stmt: S.Assign) -> bool:
         """``n = TypeVar("n")``: a symbolic size shared by the functions below (TVM 0.27)."""
@@ -110,6 +124,12 @@ class ModuleParser:
                     name, kwargs = _decorator(dec)
                     if name in _RELAX_DECORATORS:
                         self.signatures[stmt.name] = self.relax_builder().signature(stmt, kwargs)
+        functions = [s for s in cls.body if isinstance(s, S.FunctionDef)]
+        for stmt in cls.body:  # comments of I.module_attrs (...) go to the next function
+            if not isinstance(stmt, S.FunctionDef):
+                later = [f for f in functions if f.line > stmt.line]
+                carry(self.source, stmt, later[0] if later else functions[-1] if functions else None,
+                      where="before" if later else "below")
         for stmt in cls.body:
             if isinstance(stmt, S.FunctionDef):
                 if stmt.name in mod:
@@ -128,6 +148,8 @@ class ModuleParser:
         if attrs:
             mod.attrs = freeze_value(attrs)
         mod.span = None
+        if self.source.comments.get((cls.line, cls.col)):
+            mod.span = span_of(self.source, cls)  # the comments of the class
         return mod
 
     def relax_builder(self) -> RelaxFunctionBuilder:

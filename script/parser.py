@@ -33,6 +33,7 @@ def _line_start(token: Token) -> tuple[int, int, str]:
 
 
 _CLOSER = {"(": ")", "[": "]", "{": "}"}
+_COMMENT = re.compile(r"#[^\n]*")
 _EOF = "<end of text>"  # the value of the _DEDENT tokens that close the blocks at the end
 
 
@@ -53,6 +54,8 @@ class TVMScriptIndenter(Indenter):
     tab_len = 8
 
     def process(self, stream):
+        self.comments: list[tuple] = []  # (line, col, text, own_line, in_brackets), in order
+        self.code_line = 0  # the last line that a token of code ends on
         self.paren_level = 0
         self.indent_level = [0]
         self.alt_level = [0]  # the same indentations measured with a tab one column wide
@@ -63,8 +66,11 @@ class TVMScriptIndenter(Indenter):
         token = None
         for token in stream:
             if token.type == self.NL_type:
+                if "#" in token:
+                    self.note_comments(token)
                 yield from self.handle_NL(token)
                 continue
+            self.code_line = token.end_line
             if token.type in self.CLOSE_PAREN_types:
                 if not self.brackets:
                     raise _LayoutError(token.line, token.column, f"unmatched {str(token)!r}: "
@@ -90,6 +96,19 @@ class TVMScriptIndenter(Indenter):
             self.indent_level.pop()
             self.alt_level.pop()
             yield Token.new_borrow_pos(self.DEDENT_type, _EOF, end)
+
+    def note_comments(self, token: Token) -> None:
+        """Record the comments of a newline token (it holds the line breaks and comments
+        between two lines of code); tvms.script.comments attaches them to statements."""
+        for m in _COMMENT.finditer(token):
+            start = m.start()
+            newline = token.rfind("\n", 0, start)
+            if newline >= 0:
+                line, col, own_line = token.line + token.count("\n", 0, start), start - newline, True
+            else:
+                line, col = token.line, token.column + start
+                own_line = line != self.code_line
+            self.comments.append((line, col, m.group().rstrip(), own_line, self.paren_level > 0))
 
     def handle_NL(self, token: Token):
         if self.paren_level > 0:
@@ -165,7 +184,9 @@ def parse_syntax(text: str, source: Source) -> syntax.Syn:
     if not text.endswith("\n"):
         text += "\n"
     try:
-        return _lark().parse(text)
+        tree = _lark().parse(text)
+        tree.comments = _lark().options.postlex.comments
+        return tree
     except _LayoutError as e:
         raise ScriptError(e.message, Span(source, e.line, e.col, e.line, e.col + e.width)) from None
     except SyntaxProblem as e:

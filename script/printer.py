@@ -1,4 +1,17 @@
-"""IR -> TVMScript text: modules, functions and fragments, in the dialect asked for."""
+"""IR -> TVMScript text: modules, functions and fragments, in the dialect asked for.
+
+Comments. The parser attaches each comment of the text to a statement (``tvms.script.comments``)
+and the builders keep them in the ``span`` of the nodes they make, so they travel with a node the
+way its source position does, and structural equality ignores them. The printers print a node's
+``Comments``: ``before`` on lines of their own above it; ``after`` at the end of its first line of
+code (the ``def`` line of a function, not its decorator; the ``with``/``for`` line of a block or
+loop); ``inside`` first in its body (the comments of declaration lines such as ``T.reads`` or
+``T.func_attr``, which the printer writes again in its own order); ``below`` after it and its
+body, at its indentation (the end of a block). A comment inside a statement that spans lines goes
+before that statement: the printer lays expressions out on one line. The generated lines (the
+``# from tvm.script import`` header, ``# with T.block("root"):``) are dropped by the parser and
+printed again here, so they never repeat. A node that a pass rebuilds from scratch has no comments.
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -13,7 +26,7 @@ from ..ir.stmt import Stmt
 from ..ir.struct_info import StructInfo
 from ..ir import relax as rx
 from ..ir.visitor import collect
-from .dialect import Dialect, get_dialect
+from .dialect import RELAX_HEADER, Dialect, get_dialect
 from .metadata import CONSTANT_KEYS, render_section
 from .relax_printer import RelaxPrinter
 from .tir_printer import Namer, TIRPrinter
@@ -65,7 +78,7 @@ def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
 
 def _header(d: Dialect, typevars: list[str], body: list[str], relax: bool, with_ir: bool = True) -> list[str]:
     """The import comments TVM prints: the TensorIR ones only when the text uses ``T.``."""
-    uses_t = any("T." in line for line in body)
+    uses_t = any("T." in line and not line.lstrip().startswith("#") for line in body)
     lines = []
     if typevars and d.typevar_header:
         lines.append(d.typevar_header)
@@ -76,7 +89,7 @@ def _header(d: Dialect, typevars: list[str], body: list[str], relax: bool, with_
             continue
         lines.append(h)
     if relax:
-        lines.append("# from tvm.script import relax as R")
+        lines.append(RELAX_HEADER)
     lines.append("")
     lines += [f'{n} = TypeVar("{n}")' for n in typevars]
     return lines
@@ -93,7 +106,9 @@ def _module(mod: IRModule, d: Dialect, show_meta: bool = False) -> str:
         namer.used[name] = namer.used.get(name, 0) + 1  # module-level names are taken
     names = {name for name, _ in funcs}
     constants: list = []
-    body = ["@I.ir_module", "class Module:"]
+    notes = mod.span.comments if mod.span is not None else None
+    body = [*notes.before, "@I.ir_module", f"class Module:  {notes.after}" if notes.after else "class Module:"] \
+        if notes else ["@I.ir_module", "class Module:"]
     if mod.attrs:
         p = RelaxPrinter(d, namer, typevar_ids, names, constants)
         body.append(f"    I.module_attrs({p.attr_dict(mod.attrs)})")
@@ -111,6 +126,8 @@ def _module(mod: IRModule, d: Dialect, show_meta: bool = False) -> str:
         else:
             raise TypeError(f"cannot print a {type(f).__name__} in a module")
         body += p.lines
+    if notes:
+        body += notes.below
     relax = any(isinstance(f, rx.Function) for _, f in funcs)
     text = "\n".join(_header(d, typevars, body, relax) + body)
     elided = "metadata[" in text and (not constants or _refers_to_elided(text, constants))

@@ -15,6 +15,7 @@ from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, StructInfo
                               TupleStructInfo, conflict)
 from ..ir.structural import structural_equal
 from . import syntax as S
+from .comments import carry
 from .syntax import dotted
 from .relax_parser import ModuleRef, RBuiltin, RelaxBuilder
 from .tir_expr import NewVar, freeze_value
@@ -47,7 +48,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if reason is not None:  # (a coarser or finer annotation that may hold is fine, as in TVM)
             raise self.error(fdef.returns, f"the return annotation contradicts the value returned "
                              f"(annotation vs value: {reason})")
-        seq = rx.SeqExpr(tuple(blocks), body, body_sinfo)
+        seq = rx.SeqExpr(tuple(blocks), body, body_sinfo, span=self.span(fdef.body[-1]))  # `return`
         attrs = dict(self.attrs)
         if not decorator_kwargs.get("private", False) and not nested and "global_symbol" not in attrs:
             attrs["global_symbol"] = fdef.name
@@ -82,7 +83,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         last = stmts[-1]
         if not isinstance(last, S.Return):
             raise self.error(fdef, f"function {fdef.name!r} must end with a return statement")
-        blocks, current = self.binding_blocks(stmts[:-1])
+        blocks, current = self.binding_blocks(stmts[:-1], fdef)
         body = self.to_relax(self.ev(last.value), last.value) if last.value is not None \
             else rx.Tuple((), TupleStructInfo(()))
         body = self.bind_operand(body, current)  # a call returned is bound first, as in TVM
@@ -91,20 +92,30 @@ class RelaxFunctionBuilder(RelaxBuilder):
         self.check_defined(body, last)
         return blocks, body
 
-    def binding_blocks(self, stmts: list) -> tuple[list, list]:
+    def binding_blocks(self, stmts: list, owner: Any = None) -> tuple[list, list]:
         """The binding blocks of ``stmts`` (a ``with R.dataflow()`` makes one of its own), and
-        the bindings of the last block, still open."""
+        the bindings of the last block, still open. ``owner``: the function they open."""
         blocks: list = []
         current: list = []
-        for stmt in stmts:
+        for i, stmt in enumerate(stmts):
             if isinstance(stmt, S.With) and _is_dataflow(stmt):
                 if current:
                     blocks.append(rx.BindingBlock(tuple(current)))
                     current = []
                 blocks.append(self.dataflow(stmt))
                 continue
-            self.statement(stmt, current)
+            opening = owner is not None and not blocks and not current
+            self.statement_or_carry(stmt, current, owner if opening else
+                                    stmts[i + 1] if i + 1 < len(stmts) else None, opening)
         return blocks, current
+
+    def statement_or_carry(self, stmt: Any, out: list, heir: Any, inside: bool = False) -> None:
+        """A statement; one that binds nothing (``R.func_attr``) leaves its comments to ``heir``:
+        the next statement, or the function it opens (``inside``)."""
+        count = len(out)
+        self.statement(stmt, out)
+        if len(out) == count:
+            carry(self.source, stmt, heir, "inside" if inside else "before")
 
     def check_defined(self, expr: Any, syn: Any) -> None:
         if isinstance(expr, rx.DataflowVar):
@@ -127,7 +138,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
             if isinstance(value, rx.RelaxExpr):  # a call for its effect: bound to an unused name
                 value = self.normalize(value, out)
                 self.take_slot()
-                out.append(rx.VarBinding(value, rx.Var("_", value.struct_info)))
+                out.append(rx.VarBinding(value, rx.Var("_", value.struct_info), span=self.span(stmt)))
                 return
             raise self.error(stmt, "an expression statement has no effect here")
         if isinstance(stmt, S.Assign):
@@ -295,7 +306,9 @@ class RelaxFunctionBuilder(RelaxBuilder):
             if isinstance(last, S.AnnAssign):
                 self.check_compatible(self.as_struct_info(self.ev(last.annotation), last.annotation),
                                       value.struct_info, last.annotation, target.id)
+            span = self.span(last)  # the comments of the last line: its binding's, or the branch's
             if not isinstance(value, _LEAVES):
+                span = None
                 self.take_slot()
                 var = rx.Var(f"{target.id}_{which}", value.struct_info, span=self.span(last))
                 bindings.append(rx.VarBinding(value, var, span=self.span(last)))
@@ -303,7 +316,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
             if bindings:
                 blocks.append(rx.BindingBlock(tuple(bindings)))
             self.check_defined(value, last.value)
-            return rx.SeqExpr(tuple(blocks), value, value.struct_info), target.id
+            return rx.SeqExpr(tuple(blocks), value, value.struct_info, span=span), target.id
         finally:
             self.scopes.pop()
 
@@ -320,11 +333,13 @@ class RelaxFunctionBuilder(RelaxBuilder):
             outputs.append(a.id)
         self.outputs, self.in_dataflow = set(outputs), True
         bindings: list = []
+        # the comments of R.output(...) go below the last binding, the line before it
+        carry(self.source, last, body[-2] if len(body) > 1 else stmt, "below" if len(body) > 1 else "before")
         try:
-            for s in body[:-1]:
+            for i, s in enumerate(body[:-1]):
                 if isinstance(s, S.If):
                     raise self.error(s, "an if is not allowed inside a dataflow block")
-                self.statement(s, bindings)
+                self.statement_or_carry(s, bindings, body[i + 1] if i + 2 < len(body) else None)
         finally:
             self.in_dataflow, self.outputs = False, None
         for a in last.value.args:

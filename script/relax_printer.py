@@ -17,6 +17,7 @@ from ..ir.module import GlobalVar
 from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
+from .dialect import RELAX_HEADER
 from .tir_printer import _EXPR_PRINTERS, ATOM, TIRPrinter, def_name, format_float, quote
 
 _CONSTANT_KEY = {"classic": "relax.expr.Constant", "tvm-0.27": "ir.GenericConst"}
@@ -200,6 +201,9 @@ class RelaxPrinter(TIRPrinter):
 
     # ---------------------------------------------------------------- functions
     def function(self, f: rx.Function, name: str, nested: bool = False) -> None:
+        self.commented(f, lambda: self.print_function(f, name, nested))
+
+    def print_function(self, f: rx.Function, name: str, nested: bool = False) -> None:
         name = def_name(name)
         self.namer.push()
         outer_frame, self.func_frame = self.func_frame, len(self.namer.frames) - 1
@@ -235,11 +239,11 @@ class RelaxPrinter(TIRPrinter):
         body = f.body
         if isinstance(body, rx.SeqExpr):
             for block in body.blocks:
-                self.top_level(lambda block=block: self.block(block))
+                self.top_level(lambda block=block: self.commented(block, lambda: self.block(block)))
             result = body.body
         else:
             result = body
-        self.top_level(lambda: self.emit(f"return {self.rexpr(result)}"))
+        self.top_level(lambda: self.commented(body, lambda: self.emit(f"return {self.rexpr(result)}")))
         self.indent -= 1
         self.namer.pop()
         self.func_frame = outer_frame
@@ -249,14 +253,14 @@ class RelaxPrinter(TIRPrinter):
             self.emit("with R.dataflow():")
             self.indent += 1
             for b in block.bindings:
-                self.binding(b)
+                self.commented(b, lambda b=b: self.binding(b))
             outputs = [self.namer.get(b.var) for b in block.bindings
                        if not isinstance(b.var, rx.DataflowVar) and b.var.name != "_"]
             self.emit(f"R.output({', '.join(outputs)})")
             self.indent -= 1
         else:
             for b in block.bindings:
-                self.binding(b)
+                self.commented(b, lambda b=b: self.binding(b))
 
     def binding(self, b: Any) -> None:
         value = b.value
@@ -265,9 +269,10 @@ class RelaxPrinter(TIRPrinter):
             if self.d.typevar_header and any(id(v) in self.typevars for p in value.params
                                              for v in collect(p.struct_info, TirVar)):
                 self.emit(self.d.typevar_header)
-            self.emit("# from tvm.script import relax as R")
+            self.emit(RELAX_HEADER)
             self.lines.append("    " * self.indent)
-            self.function(value, self.namer.define(b.var, b.var.name), nested=True)
+            # (the binding prints the comments it shares with the function)
+            self.print_function(value, self.namer.define(b.var, b.var.name), nested=True)
             self.lines.append("")
             return
         if isinstance(value, rx.If):
@@ -302,9 +307,9 @@ class RelaxPrinter(TIRPrinter):
         body = seq
         if isinstance(seq, rx.SeqExpr):
             for block in seq.blocks:
-                self.block(block)
+                self.commented(block, lambda block=block: self.block(block))
             body = seq.body
-        self.emit(f"{name}: {self.sinfo(var.struct_info)} = {self.rexpr(body)}")
+        self.commented(seq, lambda: self.emit(f"{name}: {self.sinfo(var.struct_info)} = {self.rexpr(body)}"))
         self.namer.pop()
         self.indent -= 1
 

@@ -85,7 +85,7 @@ With = _node("With", "item target body")
 FunctionDef = _node("FunctionDef", "name params returns body decorators")
 ClassDef = _node("ClassDef", "name bases body decorators")
 Param = _node("Param", "name annotation default")
-Module = _node("Module", "body")
+Module = _node("Module", "body comments")  # comments: as TVMScriptIndenter records them
 
 
 def _span_of(items: list) -> tuple[Any, Any]:
@@ -284,7 +284,7 @@ class SyntaxBuilder(Transformer):
         return definition
 
     def start(self, *stmts: Syn) -> Syn:
-        node = Module([s for s in stmts if isinstance(s, Syn)])
+        node = Module([s for s in stmts if isinstance(s, Syn)], [])
         node.line = node.col = node.end_line = node.end_col = 1
         return node
 

@@ -6,7 +6,7 @@ as their own body, exactly as TVM reads them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..ir import arith
@@ -24,6 +24,7 @@ from ..ir.stmt import (PARALLEL, SERIAL, THREAD_BINDING, UNROLLED, VECTORIZED, A
                        DeclBuffer, Evaluate, For, IfThenElse, LetStmt, Stmt, While, seq)
 from ..ir.well_formed import verify_well_formed
 from . import syntax as S
+from .comments import add_below, carry, take
 from .dialect import CLASSIC, Dialect, canonical_attr_key
 from .tir_expr import (Builtin, BufferMethod, BufferSlice, ExprEvaluator, LetAnnotation, NewVar,
                        _describe, arith_extent, freeze_value)
@@ -127,7 +128,7 @@ class TIRBuilder(ExprEvaluator):
             elif ret is not None:
                 raise self.error(fdef.returns, f"a PrimFunc returns a data type such as T.int32, "
                                  f"not {_describe(ret)}")
-        body = self.body(fdef.body)
+        body = self.body(fdef.body, fdef)
         self.scopes.pop()
         if frame.root_allocs or (contains_block(body) and not _is_root_realize(body)):
             root = Block((), tuple(frame.root_allocs), (), (), (), "root", None, body)
@@ -146,6 +147,12 @@ class TIRBuilder(ExprEvaluator):
         if decorator_kwargs.get("check_well_formed", True):
             verify_well_formed(func)
         return func
+
+    def assigned_span(self, call: Any, target: Any):
+        """The span of the call in ``target = call``, with the comments of the statement."""
+        span = self.span(call)
+        comments = self.source.comments.get((target.line, target.col)) if self.source.comments else None
+        return replace(span, comments=comments) if comments is not None and span is not None else span
 
     def param(self, p: S.Param, frame: FunctionFrame) -> None:
         if p.annotation is None:
@@ -244,7 +251,9 @@ class TIRBuilder(ExprEvaluator):
                 self.define_quoted_names(self.quoted_syntax(dim.value, dim))
 
     # ---------------------------------------------------------------- bodies
-    def body(self, stmts: list) -> Stmt:
+    def body(self, stmts: list, owner: Any = None) -> Stmt:
+        """The statements of a body; ``owner``: the block or function whose declarations
+        (``T.reads``, ``T.func_attr``, ...) open it."""
         out: list[Stmt] = []
         i = 0
         while i < len(stmts):
@@ -254,7 +263,17 @@ class TIRBuilder(ExprEvaluator):
             if isinstance(result, _TakesRest):
                 out.append(result.stmt)
                 break
-            if result is not None:
+            if result is None or isinstance(result, _Header):
+                if owner is not None and not out:  # its comments go on
+                    carry(self.source, syn, owner, "inside")
+                elif rest:
+                    carry(self.source, syn, rest[0])
+                else:  # the body's last line: below what came before, or on its no-op
+                    left = take(self.source, syn)
+                    if left is not None:
+                        out.append(add_below(out.pop(), left) if out else
+                                   Evaluate(const(0), span=replace(self.span(syn), comments=left)))
+            else:
                 out.append(result)
             i += 1
         if not out:
@@ -300,14 +319,14 @@ class TIRBuilder(ExprEvaluator):
                 return STMT_BUILTINS[func.path](self, value, rest)
         result = self.ev(value)
         if isinstance(result, PrimExpr):
-            return Evaluate(result)
+            return Evaluate(result, span=self.span(syn))
         raise self.error(syn, f"this expression statement has no effect ({_describe(result)})")
 
     def stmt_Return(self, syn: S.Return, rest: list) -> Any:
         value = self.ev_expr(syn.value) if syn.value is not None else const(0)
         from ..ir.op import get_op
 
-        return Evaluate(Call(value.dtype, get_op("tir.ret"), (value,)))
+        return Evaluate(Call(value.dtype, get_op("tir.ret"), (value,)), span=self.span(syn))
 
     def stmt_AugAssign(self, syn: S.AugAssign, rest: list) -> Any:
         target = S.BinOp(syn.target, syn.op, syn.value).at(syn.target, syn.value)
@@ -507,7 +526,7 @@ class TIRBuilder(ExprEvaluator):
         frame = BlockFrame(name)
         self.blocks.append(frame)
         try:
-            body = self.scoped(lambda: self.body(syn.body))
+            body = self.scoped(lambda: self.body(syn.body, syn))
         finally:
             self.blocks.pop()
         block = Block(tuple(frame.iter_vars), tuple(frame.alloc_buffers), tuple(frame.match_buffers),
@@ -529,6 +548,7 @@ class TIRBuilder(ExprEvaluator):
 
     def with_init(self, syn: S.With, call: S.Call) -> Any:
         frame = self.current_block(call, "T.init()")
+        carry(self.source, syn, syn.body[0])  # comments before `with T.init():` go inside
         frame.init = self.scoped(lambda: self.body(syn.body))
         return _Header()
 
@@ -538,7 +558,7 @@ class TIRBuilder(ExprEvaluator):
         name = self.target_name(syn.target)
         return self.launch_thread(name, call, lambda names: self.scoped(lambda: self.body(syn.body), names))
 
-    def launch_thread(self, name: str, call: S.Call, build_body: Callable) -> Stmt:
+    def launch_thread(self, name: str, call: S.Call, build_body: Callable, span: Any = None) -> Stmt:
         args = [self.ev(a) for a in call.args]
         if len(args) != 2 or not isinstance(args[0], str):
             raise self.error(call, "T.launch_thread takes a thread tag such as \"threadIdx.x\" and an extent")
@@ -546,7 +566,7 @@ class TIRBuilder(ExprEvaluator):
         var = Var(name, extent.dtype)
         iv = IterVar(Range(const(0, extent.dtype), extent), var, THREAD_INDEX, tag)
         key = "virtual_thread" if tag.startswith("vthread") else "thread_extent"
-        return AttrStmt(iv, key, extent, build_body({name: var}), span=self.span(call))
+        return AttrStmt(iv, key, extent, build_body({name: var}), span=span or self.span(call))
 
     def with_attr(self, syn: S.With, call: S.Call) -> Stmt:
         node, key, value = self.attr_args(call)
@@ -641,7 +661,7 @@ class TIRBuilder(ExprEvaluator):
         base = method.buffer
         buf = self.buffer_decl(name, [shape], {"dtype": kwargs.pop("dtype", str(base.dtype)),
                                                "data": base.data, **kwargs}, call)
-        return _TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), span=self.span(call)))
+        return _TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), span=self.assigned_span(call, target)))
 
 
 def _article(word: str) -> str:
@@ -813,7 +833,7 @@ def _alloc_stmt(scope: str) -> Callable:
         annotations = _norm_attrs(kwargs.pop("annotations", None) or {})
         buf = b.buffer_decl(name, args, kwargs, call, scope_default=scope)
         return _TakesRest(AllocBuffer(buf, b.rest_body(rest, {name: buf}), annotations or EMPTY,
-                                      span=b.span(call)))
+                                      span=b.assigned_span(call, target)))
     return build
 
 
@@ -823,7 +843,7 @@ def _decl_buffer(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
     if kwargs.get("data") is None and len(args) < 3:
         return _alloc_stmt("global")(b, target, call, rest)
     buf = b.buffer_decl(name, args, kwargs, call)
-    return _TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.span(call)))
+    return _TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target)))
 
 
 def _buffer_alias(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
@@ -858,7 +878,8 @@ def _match_buffer(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
 
 def _launch_thread_assign(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
     name = b.target_name(target)
-    return _TakesRest(b.launch_thread(name, call, lambda names: b.rest_body(rest, names)))
+    return _TakesRest(b.launch_thread(name, call, lambda names: b.rest_body(rest, names),
+                                      b.assigned_span(call, target)))
 
 
 def _allocate(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
@@ -872,7 +893,7 @@ def _allocate(b: TIRBuilder, target: Any, call: S.Call, rest: list) -> Any:
     var = Var(name, handle, PointerType(dtype, scope))
     return _TakesRest(Allocate(var, dtype, tuple(b.int_expr(e, call) for e in extents),
                                arith.to_expr(cond), b.rest_body(rest, {name: var}),
-                               annotations or EMPTY, span=b.span(call)))
+                               annotations or EMPTY, span=b.assigned_span(call, target)))
 
 
 ASSIGN_BUILTINS: dict[str, Callable] = {

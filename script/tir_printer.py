@@ -10,6 +10,7 @@ from typing import Any, Callable
 from ..ir import arith, op as op_registry
 from ..ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion
 from ..ir.dtype import DataType
+from ..ir.errors import Comments
 from ..ir.expr import (COMM_REDUCE, DATA_PAR, OPAQUE, ORDERED, Add, And, Broadcast, BufferLoad,
                        Call, Cast, CommReducer, Div, EQ, FloatImm, FloorDiv, FloorMod, GE, GT,
                        IntImm, IterVar, LE, LT, Let, Max, Min, Mod, Mul, NE, Not, Or,
@@ -129,6 +130,7 @@ class TIRPrinter:
         self.inlined: set = set()  # parameters printed as their buffers
         self.func_frame = -1  # the namer frame of the function being printed
         self.scalar_params: set = set()  # ids of the PrimFunc's scalar parameters (TVM 0.27)
+        self.root_comment_at: int | None = None  # the line of `# with T.block("root"):`
 
     # ---------------------------------------------------------------- output
     def emit(self, text: str) -> None:
@@ -136,6 +138,39 @@ class TIRPrinter:
 
     def tir(self, name: str) -> str:
         return f"T.{name}"
+
+    def commented(self, node: Any, print_node: Callable[[], None]) -> None:
+        """Print a node with the comments its span carries (see tvms.script.printer)."""
+        notes = comments_of(node)
+        if notes is None:
+            print_node()
+        else:
+            head = self.comments_before(notes)
+            print_node()
+            self.comments_after(notes, head)
+
+    def comments_before(self, notes: Comments) -> int:
+        """Print the comments above a node; returns where the node's lines start."""
+        for text in notes.before:
+            self.emit(text)
+        return len(self.lines)
+
+    def comments_after(self, notes: Comments, head: int, inside_at: int | None = None) -> None:
+        """Add the trailing comment to the node's first line of code (after its decorators), the
+        comments that open its body after that line (or after line ``inside_at``), and those
+        below it."""
+        if notes.after is not None or notes.inside:
+            for i in range(head, len(self.lines)):
+                code = self.lines[i].lstrip()
+                if code and not code.startswith(("@", "#")):
+                    indent = self.lines[i][:len(self.lines[i]) - len(code)] + "    "
+                    if notes.after is not None:
+                        self.lines[i] += "  " + notes.after
+                    at = (i if inside_at is None else inside_at) + 1
+                    self.lines[at:at] = [indent + text for text in notes.inside]
+                    break
+        for text in notes.below:
+            self.emit(text)
 
     # ---------------------------------------------------------------- names
     def var(self, v: Var) -> str:
@@ -419,7 +454,12 @@ class TIRPrinter:
             while True:
                 self.inlined = inlined
                 try:
+                    self.root_comment_at = None
+                    notes = comments_of(f)
+                    head = self.comments_before(notes) if notes is not None else 0
                     self.prim_func_once(f, name, decorate_s_tir, inlined)
+                    if notes is not None:  # (its own comments go after the generated root line)
+                        self.comments_after(notes, head, self.root_comment_at)
                     return self.lines
                 except _ParamUsed as used:
                     while len(self.namer.frames) > 1:
@@ -486,6 +526,7 @@ class TIRPrinter:
                     f"{self.define_buffer(buf)} = {self.buffer_decl(buf, 'match_buffer', [self.var(p)])}"))
         root = implicit_root(f.body)
         if root is not None:
+            self.root_comment_at = len(self.lines)
             self.emit(f'# with T.{self.d.block}("root"):')
             for buf in root.alloc_buffers:
                 self.top_level(lambda buf=buf: self.emit(
@@ -557,7 +598,13 @@ class TIRPrinter:
         method = _STMT_PRINTERS.get(type(s))
         if method is None:
             raise TypeError(f"cannot print statement {type(s).__name__}")
-        method(self, s, concise, top)
+        notes = s.span.comments if s.span is not None else None
+        if notes is None:
+            method(self, s, concise, top)
+        else:
+            head = self.comments_before(notes)
+            method(self, s, concise, top)
+            self.comments_after(notes, head)
 
     def continue_body(self, body: Stmt, top: bool, alone: bool = False) -> None:
         """The body of a concisely printed scope continues at the same indentation."""
@@ -697,6 +744,7 @@ class TIRPrinter:
                 self.loop_doms[id(g.loop_var)] = (g.min, g.extent)
             self.emit(f"for {names} in T.grid({extents}):")
             body = grid[-1].body
+            inner = _merged_comments(grid)
         else:
             args = []
             if _is_zero(s.min):
@@ -715,8 +763,14 @@ class TIRPrinter:
             self.loop_doms[id(s.loop_var)] = (s.min, s.extent)
             self.emit(f"for {name} in {head}({', '.join(args)}):")
             body = s.body
+            inner = None
         self.indent += 1
-        self.body(body)
+        if inner is None:
+            self.body(body)
+        else:  # the comments of loops merged into T.grid open and close its body
+            head = self.comments_before(inner)
+            self.body(body)
+            self.comments_after(inner, head)
         self.indent -= 1
         self.namer.pop()
 
@@ -798,6 +852,24 @@ class _ParamUsed(Exception):
     def __init__(self, param: Var):
         super().__init__(param.name)
         self.param = param
+
+
+def comments_of(node: Any) -> Comments | None:
+    span = getattr(node, "span", None)
+    return span.comments if span is not None else None
+
+
+def _merged_comments(grid: list) -> Comments | None:
+    """The comments of the inner loops of a T.grid (the outer one prints its own), as lines at
+    the start of its body and below it; the loops of one T.grid statement share the outer's."""
+    outer, merged = comments_of(grid[0]), None
+    for loop in grid[1:]:
+        notes = comments_of(loop)
+        if notes is None or notes is outer:
+            continue
+        part = Comments(before=notes.before + ((notes.after,) if notes.after else ()), below=notes.below)
+        merged = part if merged is None else merged + part
+    return merged
 
 
 def implicit_root(body: Stmt) -> Block | None:
