@@ -26,6 +26,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Sequence
 
+from ..ir.deep import deep_recursion
 from ..ir.errors import TVMSError
 from ..ir.module import IRModule
 from ..ir.relax import Function as RelaxFunction
@@ -124,6 +125,7 @@ class Pass:
 
     info: PassInfo
 
+    @deep_recursion
     def __call__(self, mod: IRModule) -> IRModule:
         if not isinstance(mod, IRModule):
             raise TVMSError(f"{self.info.name}: a pass applies to an IRModule, got {type(mod).__name__}")
