@@ -1,5 +1,5 @@
-"""Generators of deep and large TVMScript inputs (issue 12, point 5): each returns the text of a
-module whose nesting grows with ``depth`` (or whose size grows with ``count``)."""
+"""Generators of deep TVMScript inputs (issue 12, point 5): each returns the text of a module
+whose nesting grows with its argument (large files: ``benchmarks/large_file.py``)."""
 from __future__ import annotations
 
 HEADER = ("# from tvm.script import ir as I\n# from tvm.script import tir as T\n"
@@ -78,20 +78,3 @@ def nested_list_attr(depth: int) -> str:
             "    def main(A: T.Buffer((1,), \"float32\")):\n"
             f"        T.func_attr({{\"deep\": {value}}})\n"
             "        A[0] = T.float32(0.0)\n")
-
-
-def many_functions(count: int) -> str:
-    """A module of ``count`` small PrimFuncs (about 520 bytes each: 20,000 make ~10 MB)."""
-    parts = [HEADER]
-    for k in range(count):
-        parts.append(
-            "    @T.prim_func\n"
-            f"    def add_{k}(A: T.Buffer((128, 128), \"float32\"), B: T.Buffer((128, 128), \"float32\")):\n"
-            "        T.func_attr({\"tir.noalias\": T.bool(True)})\n"
-            "        for i, j in T.grid(128, 128):\n"
-            f"            with T.block(\"B\"):\n"
-            "                vi, vj = T.axis.remap(\"SS\", [i, j])\n"
-            "                T.reads(A[vi, vj])\n"
-            "                T.writes(B[vi, vj])\n"
-            f"                B[vi, vj] = A[vi, vj] * T.float32({k % 97}.0) + T.float32(1.0)\n\n")
-    return "".join(parts)
