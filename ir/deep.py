@@ -3,11 +3,12 @@
 The parser, the printer, the visitors, structural equality, the passes, the reference executor and
 the code generator all recurse into nested expressions and statements, so their Python depth grows
 with the program's nesting (a 2,000-term sum is a 2,000-deep chain of ``Add``). Rather than rewrite
-every walk iteratively, the public entry points run on a thread with a large stack and a higher
-recursion limit (``@deep_recursion``); the parser refuses nesting beyond ``MAX_NESTING``, which that
-room covers with a wide margin in every layer (``tests/test_deep_nesting.py`` checks each one at the
-limit). A program built from Python that nests deeper still ends in a ``TVMSError``, never in a
-``RecursionError``.
+every walk iteratively, the public entry points (``@deep_recursion``: parsing, printing, structural
+equality and hashing, passes, build, compile, the reference executors, the VM) run as they are and,
+when they run out of recursion, again on a thread with a large stack and a higher recursion limit.
+The parser refuses nesting beyond ``MAX_NESTING``, which that room covers with a wide margin in
+every layer (``tests/test_deep_nesting.py`` checks each one near the limit with --runslow). IR built
+from Python that nests deeper still ends in a ``TVMSError``, never in a ``RecursionError``.
 """
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ from .errors import TVMSError
 
 # The deepest nesting of expressions and statements the parser accepts.
 MAX_NESTING = 5000
-# Python frames a deep walk may use: the deepest layer (the parser) needs about 8 per level of
-# nesting, so MAX_NESTING levels need ~40,000.
+# Python frames a deep walk may use: the deepest layers (parsing nested calls, code generation,
+# LegalizeOps on nested tuples) use about 4 per level of nesting (measured at depth 1,000), so
+# MAX_NESTING levels need ~20,000; the rest is room for walks started inside walks.
 RECURSION_LIMIT = 120_000
 # A Python frame that goes through C (a dataclass constructor, ``map``, a generator) costs at most
 # about 700 bytes of C stack on CPython 3.11 (measured): 2 KiB a frame leaves room.
