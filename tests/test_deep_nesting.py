@@ -148,6 +148,24 @@ def test_cli_fmt_of_deep_input_gives_no_traceback(tmp_path, capsys):
     assert f"nesting too deep (limit {MAX_NESTING})" in capsys.readouterr().err
 
 
+SPLIT_TRACE = """# from tvm import s_tir
+def apply_trace(sch: s_tir.Schedule) -> None:
+  b0 = sch.get_sblock(name="B", func_name="main")
+  (l1,) = sch.get_loops(block=b0)
+  l2, l3 = sch.split(loop=l1, factors=[None, 2], preserve_unit_iters=True, disable_predication=False)
+"""
+
+
+def test_cli_schedule_of_a_long_sum(tmp_path, capsys):
+    # schedule primitives walk the block's body; the CLI gives every subcommand the room
+    module, trace = tmp_path / "sum.tvms", tmp_path / "split.py"
+    module.write_text(long_sum_tir(FAST["sum"]))
+    trace.write_text(SPLIT_TRACE)
+    assert main(["schedule", str(module), "--trace", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "for i_0, i_1 in T.grid(2, 2):" in out and out.count("A[vi]") == FAST["sum"] + 1
+
+
 RECURSIVE = '''
 @I.ir_module
 class Module:
