@@ -22,6 +22,7 @@ from typing import Sequence
 
 from . import __version__
 from .ir import TVMSError
+from .ir.deep import run_deep
 
 PROG = "tvms"
 STDIN_NAME = "<stdin>"
@@ -359,8 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version and usage errors
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else EXIT_ERROR)
-    try:
-        return args.func(args)
+    try:  # (on a thread with room for deep input: every subcommand's walks follow its nesting)
+        return run_deep(args.func, args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except TVMSError as err:  # (subcommands report input errors themselves, before the operation)

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from .buffer import Buffer
+from .deep import deep_recursion
 from .errors import TVMSError
 from .expr import Var
 from .relax import Var as RelaxVar
@@ -20,9 +21,22 @@ from .node import FrozenDict, Node, walk_fields
 
 
 class _Mismatch(Exception):
-    def __init__(self, path: str, lhs: Any, rhs: Any):
-        super().__init__(path)
-        self.path, self.lhs, self.rhs = path, lhs, rhs
+    def __init__(self, path: "_Path", lhs: Any, rhs: Any):
+        self.path, self.lhs, self.rhs = _render(path), lhs, rhs
+        super().__init__(self.path)
+
+
+# A path into the IR as a chain (parent, step), rendered only when a mismatch is reported:
+# building each step's full string would cost the depth at every step (cubic on deep IR).
+_Path = Any  # a str, or a (parent, step) pair whose parent is a _Path
+
+
+def _render(path: _Path) -> str:
+    steps = []
+    while isinstance(path, tuple):
+        path, step = path
+        steps.append(step)
+    return path + "".join(reversed(steps))
 
 
 class _Equal:
@@ -32,10 +46,10 @@ class _Equal:
         self.rmap: dict[int, Any] = {}
         self.keep: list = []  # keeps mapped objects alive so that their ids stay unique
 
-    def fail(self, path: str, a: Any, b: Any) -> None:
+    def fail(self, path: _Path, a: Any, b: Any) -> None:
         raise _Mismatch(path, a, b)
 
-    def bind(self, a: Any, b: Any, path: str) -> None:
+    def bind(self, a: Any, b: Any, path: _Path) -> None:
         ia, ib = id(a), id(b)
         if ia in self.lmap or ib in self.rmap:
             if self.lmap.get(ia) is not b:
@@ -45,7 +59,7 @@ class _Equal:
         self.rmap[ib] = a
         self.keep.append((a, b))
 
-    def value(self, a: Any, b: Any, path: str, binding: bool = False) -> None:
+    def value(self, a: Any, b: Any, path: _Path, binding: bool = False) -> None:
         if isinstance(a, Node):
             if not isinstance(b, Node) or type(a) is not type(b):
                 self.fail(path, a, b)
@@ -57,7 +71,7 @@ class _Equal:
             if not isinstance(b, (tuple, list)) or len(a) != len(b):
                 self.fail(path, a, b)
             for i, (x, y) in enumerate(zip(a, b)):
-                self.value(x, y, f"{path}[{i}]", binding)
+                self.value(x, y, (path, f"[{i}]"), binding)
         elif isinstance(a, dict):
             if not isinstance(b, dict) or len(a) != len(b):
                 self.fail(path, a, b)
@@ -65,11 +79,11 @@ class _Equal:
                 if set(a) != set(b):
                     self.fail(path, a, b)
                 for k in a:
-                    self.value(a[k], b[k], f"{path}[{k!r}]", binding)
+                    self.value(a[k], b[k], (path, f"[{k!r}]"), binding)
             else:  # keyed by nodes (a buffer map): compare in order
                 for i, ((ka, va), (kb, vb)) in enumerate(zip(a.items(), b.items())):
-                    self.value(ka, kb, f"{path}.key[{i}]", binding)
-                    self.value(va, vb, f"{path}.value[{i}]", binding)
+                    self.value(ka, kb, (path, f".key[{i}]"), binding)
+                    self.value(va, vb, (path, f".value[{i}]"), binding)
         elif isinstance(a, float) and isinstance(b, float):
             if not (a == b or (math.isnan(a) and math.isnan(b))):
                 self.fail(path, a, b)
@@ -77,12 +91,12 @@ class _Equal:
             if not (a is None and b is None):
                 self.fail(path, a, b)
 
-    def node(self, a: Node, b: Node, path: str, binding: bool) -> None:
+    def node(self, a: Node, b: Node, path: _Path, binding: bool) -> None:
         for name, binds, structural in walk_fields(type(a)):
             if structural:
-                self.value(getattr(a, name), getattr(b, name), f"{path}.{name}", binding or binds)
+                self.value(getattr(a, name), getattr(b, name), (path, "." + name), binding or binds)
 
-    def ref(self, a: Any, b: Any, path: str, binding: bool) -> None:
+    def ref(self, a: Any, b: Any, path: _Path, binding: bool) -> None:
         """A variable or buffer: matched at its binding site, looked up at its uses."""
         mapped = self.lmap.get(id(a))
         if mapped is not None:
@@ -104,6 +118,7 @@ def _module_functions(mod: IRModule) -> dict:
     return {name: mod[name] for name in mod}
 
 
+@deep_recursion
 def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str, Any, Any] | None:
     """None when equal, else (path, lhs part, rhs part) of the first difference."""
     eq = _Equal(map_free_vars)
@@ -118,7 +133,7 @@ def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str
             for name in lf:
                 # each function binds its own variables (a builder may reuse one parameter Var
                 # in several functions; the classic text defines `n = T.int64()` in each)
-                _Equal(map_free_vars).value(lf[name], rf[name], f"[{name!r}]")
+                _Equal(map_free_vars).value(lf[name], rf[name], ("", f"[{name!r}]"))
         else:
             eq.value(lhs, rhs, "")
     except _Mismatch as m:
@@ -126,6 +141,7 @@ def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str
     return None
 
 
+@deep_recursion
 def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
     """True when ``lhs`` and ``rhs`` are the same IR up to renaming of bound variables."""
     return first_mismatch(lhs, rhs, map_free_vars) is None
@@ -138,6 +154,7 @@ def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> 
         raise TVMSError(f"structural mismatch at {path or '<root>'}:\n  lhs: {a!r}\n  rhs: {b!r}")
 
 
+@deep_recursion
 def structural_hash(value: Any) -> int:
     """A hash consistent with ``structural_equal(..., map_free_vars=True)``: variables hash by
     the order in which they are first met, not by name or identity."""

@@ -64,7 +64,9 @@ def collect(node: Node, kind: type | tuple) -> list:
 
 class Visitor:
     """Walks IR; ``visit`` dispatches to ``visit_<ClassName>`` (or a base class's), else
-    ``generic_visit``."""
+    ``generic_visit``. The walk recurses as deep as the IR nests: passes, printing and
+    compiling give it room (``tvms.ir.deep``); a walk started directly on deep IR does that
+    with ``run_deep(visitor.visit, node)``."""
 
     _dispatch: dict[type, Any] = {}
 

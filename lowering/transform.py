@@ -26,6 +26,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Sequence
 
+from ..ir.deep import deep_recursion
 from ..ir.errors import TVMSError
 from ..ir.module import IRModule
 from ..ir.relax import Function as RelaxFunction
@@ -111,6 +112,11 @@ class PassContext:
 _DEFAULT_CONTEXT = PassContext()
 
 
+@deep_recursion  # (a rerun on deep IR starts from a fresh copy; the instruments see one run)
+def _transform_copy(pass_: "Pass", mod: IRModule, ctx: "PassContext") -> IRModule:
+    return pass_._transform(mod.copy(), ctx)
+
+
 def _call(instrument: Any, hook: str, *args: Any) -> Any:
     method = getattr(instrument, hook, None)
     return method(*args) if method is not None else None
@@ -137,7 +143,7 @@ class Pass:
         for inst in ctx.instruments:
             _call(inst, "run_before_pass", mod, self.info)
         try:
-            result = self._transform(mod.copy(), ctx)
+            result = _transform_copy(self, mod, ctx)
         except PassError:
             raise
         except Exception as err:  # a pass's own failure: say which pass it was

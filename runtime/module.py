@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tvms.ir import expr as E
+from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
 from tvms.ir.module import IRModule
@@ -381,6 +382,7 @@ class Module:
         return f"Module({', '.join(self.functions)}, target={self.target!r})"
 
 
+@deep_recursion
 def build(mod_or_func: Any, target: Any = None, name: str = "main") -> Module:
     """Compile the PrimFuncs of an IRModule (or one PrimFunc, named ``name``) for the CPU."""
     if isinstance(mod_or_func, PrimFunc):

@@ -35,6 +35,7 @@ from tvms.ir import expr as E
 from tvms.ir import stmt as S
 from tvms.ir.buffer import Buffer
 from tvms.ir.dtype import DataType
+from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.analysis import entry_vars
 from tvms.ir.function import PrimFunc
@@ -55,6 +56,11 @@ def compact_strides(shape: tuple) -> tuple:
         strides.append(acc)
         acc *= extent
     return tuple(reversed(strides))
+
+
+# Operators whose left operand needs no parentheses when it is one of these (same precedence,
+# left-associative in Python as in TensorIR), so that a long sum is not deeply parenthesized.
+_LEFT_CHAINS = {E.Add: (E.Add, E.Sub), E.Sub: (E.Add, E.Sub), E.Mul: (E.Mul,)}
 
 
 class _Compiler:
@@ -97,7 +103,10 @@ class _Compiler:
     e_SizeVar = e_Var
 
     def _bin(self, e: E.BinaryOp, op: str) -> str:
-        return f"({self.src(e.a)} {op} {self.src(e.b)})"
+        lhs = self.src(e.a)
+        if type(e.a) in _LEFT_CHAINS.get(type(e), ()):
+            lhs = lhs[1:-1]  # `(a + b) + c` as `a + b + c`: Python allows 200 nested parentheses
+        return f"({lhs} {op} {self.src(e.b)})"
 
     def _call(self, fn: Callable, *parts: str) -> str:
         return f"{self.name(fn, '_f')}({', '.join(parts)})"
@@ -452,8 +461,14 @@ class _Codegen(_Compiler):
         self.stmt(func.body)
         source = "def _prim_func(env):\n" + "\n".join(self.lines) + "\n    return None\n"
         scope: dict = {}
-        exec(compile(source, f"<tvms reference {func.attrs.get('global_symbol', 'prim_func')}>", "exec"),
-             self.ns, scope)  # noqa: S102  (our own generated code)
+        name = func.attrs.get('global_symbol', 'prim_func')
+        try:
+            code = compile(source, f"<tvms reference {name}>", "exec")
+        except (SyntaxError, RecursionError, MemoryError) as e:  # Python's own nesting limits
+            raise TVMSError(f"the reference executor cannot run {name!r}: it nests too deeply for "
+                            f"the Python function it becomes ({getattr(e, 'msg', e)}; Python allows "
+                            f"20 nested loops and 100 levels of indentation)") from None
+        exec(code, self.ns, scope)  # noqa: S102  (our own generated code)
         return scope["_prim_func"], source
 
 
@@ -464,6 +479,7 @@ def _negative_index(index: int, name: str) -> None:
 _EXPR_CACHE: dict[int, tuple[E.PrimExpr, Fn]] = {}
 
 
+@deep_recursion
 def compile_expr(e: E.PrimExpr) -> Fn:
     """A closure ``env -> value`` evaluating ``e`` (env maps Vars to values); cached per
     expression object, since the runtime checks the same declared shapes at every call."""
@@ -480,6 +496,7 @@ def compile_expr(e: E.PrimExpr) -> Fn:
 _CACHE: dict[int, tuple[PrimFunc, Fn, str]] = {}
 
 
+@deep_recursion
 def compile_prim_func(func: PrimFunc) -> Fn:
     """``func`` compiled into one Python function of ``env`` (cached per function object)."""
     hit = _CACHE.get(id(func))

@@ -19,6 +19,7 @@ import numpy as np
 
 from tvms.ir import expr as tir
 from tvms.ir import relax as rx
+from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
 from tvms.ir.module import GlobalVar, IRModule
@@ -286,6 +287,7 @@ class _Interpreter:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+@deep_recursion
 def run_relax(mod: IRModule, func_name: str, *args: Any) -> Any:
     """Evaluate the Relax function ``func_name`` of ``mod`` on numpy arrays (and numbers, shapes,
     tuples); returns the result as numpy arrays.
@@ -301,6 +303,7 @@ def run_relax(mod: IRModule, func_name: str, *args: Any) -> Any:
         return _Interpreter(mod).call_function(func, list(args))
 
 
+@deep_recursion
 def eval_expr(expr: Any, mod: IRModule | None = None, env: dict | None = None) -> Any:
     """Evaluate one Relax expression (its free variables looked up in ``env``)."""
     with np.errstate(all="ignore"):

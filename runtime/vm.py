@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tvms.ir import relax as rx
+from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.expr import Op
 from tvms.ir.function import PrimFunc
@@ -105,6 +106,7 @@ def has_relax_operators(mod: IRModule) -> bool:
     return False
 
 
+@deep_recursion
 def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
             default_schedule: bool = True) -> "Executable | Module":
     """Compile ``mod``: with Relax functions an ``Executable`` for ``VirtualMachine``; a module
@@ -331,6 +333,8 @@ class VirtualMachine:
         call.__name__ = name
         return call
 
+    @deep_recursion(too_deep="recursion too deep: a Relax function calls itself (directly or "
+                             "through others) more deeply than the VM follows")
     def invoke(self, name: str, *args: Any) -> Any:
         func = self.executable.mod[name]
         if len(args) != len(func.params):

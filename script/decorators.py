@@ -8,7 +8,7 @@ import textwrap
 from typing import Any, Callable
 
 from ..ir.errors import ScriptError, Source
-from .module_parser import ModuleParser
+from .module_parser import parse_module
 
 
 def _source_of(obj: Any) -> Source:
@@ -26,7 +26,7 @@ def _source_of(obj: Any) -> Source:
 
 def _parse(obj: Any) -> Any:
     source = _source_of(obj)
-    return ModuleParser(source.text, source.name, source=source).parse()
+    return parse_module(source.text, source.name, source=source)
 
 
 def prim_func(func: Callable | None = None, *, private: bool = False, s_tir: bool | None = None,

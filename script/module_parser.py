@@ -15,9 +15,11 @@ from .syntax import dotted
 from .comments import attach, carry
 from .diagnostics import did_you_mean, error, span_of
 from .dialect import detect_dialect
+from .nesting import check_nesting
 from .parser import parse_syntax
 from .tir_expr import freeze_value
 from ..ir.errors import TVMSError
+from ..ir.deep import deep_recursion
 from .metadata import CONSTANT_KEYS, decode_entry
 from .relax_function import RelaxFunctionBuilder
 from .relax_parser import make_constant
@@ -58,6 +60,7 @@ class ModuleParser:
 
     def parse(self) -> IRModule | PrimFunc:
         tree = parse_syntax(self.text, self.source)
+        check_nesting(tree, self.source)
         attach(tree, self.source)
         results: list = []
         for stmt in tree.body:  # the metadata section comes last but is needed first
@@ -215,4 +218,10 @@ def _is_docstring(stmt: Any) -> bool:
 def from_source(text: str, name: str = "<string>") -> IRModule | PrimFunc:
     """Parse TVMScript text: an ``@I.ir_module`` class gives an IRModule, a bare
     ``@T.prim_func`` a PrimFunc. Errors are ``tvms.ScriptError`` with the position."""
-    return ModuleParser(text, name).parse()
+    return parse_module(text, name)
+
+
+@deep_recursion  # (a fresh ModuleParser each time: a retry starts clean)
+def parse_module(text: str, name: str = "<string>", source: Source | None = None) -> IRModule | PrimFunc:
+    """``from_source``, for a text that may come with its Source (a decorated Python function)."""
+    return ModuleParser(text, name, source=source).parse()

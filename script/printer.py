@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.buffer import Buffer
+from ..ir.deep import deep_recursion
 from ..ir.dtype import DataType
 from ..ir.expr import PrimExpr, Var
 from ..ir.function import PrimFunc
@@ -32,6 +33,7 @@ from .relax_printer import RelaxPrinter
 from .tir_printer import Namer, TIRPrinter
 
 
+@deep_recursion
 def to_script(node: Any, dialect: "str | Dialect" = "classic", name: str | None = None,
               show_meta: bool = False) -> str:
     """TVMScript text of an IRModule, a PrimFunc, a statement or an expression.

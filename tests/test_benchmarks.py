@@ -47,3 +47,10 @@ def test_quick_cpu_default_benchmark_runs_and_prints_its_goals() -> None:
         assert sum(line.startswith(row) for line in lines) == tables, (row, done.stdout)
     assert sum(line.startswith("goal: add >= 90% of np.copyto") for line in lines) == tables, done.stdout
     assert sum(line.startswith("goal: MLP batch 4 within 1.5x") for line in lines) == tables, done.stdout
+
+
+def test_quick_large_file_benchmark_formats_without_changes() -> None:
+    done = run_quick("large_file.py")
+    rows = [line.split() for line in done.stdout.splitlines() if line.split()[:1] in (["100"], ["200"])]
+    assert [row[0] for row in rows] == ["100", "200"], done.stdout
+    assert all(row[-1] == "unchanged" for row in rows), done.stdout  # fmt printed each file back
