@@ -18,7 +18,9 @@ starts, so that the builders put it into the spans of the nodes they make (``spa
 
 The lines that the printer generates (``# from tvm.script import ...``, ``# from typing import
 TypeVar``, ``# with T.block("root"):``, the note on omitted metadata) are dropped: they are
-printed again where they belong, never twice.
+printed again where they belong, never twice. So are the lines that older TVM printers wrote
+into every function (``# function attr dict``, ``# body``, ``# with T.block("root")``): the seed
+tutorials show them, and they are not a user's words.
 """
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ from .printer import METADATA_NOTE
 # The comment lines that the printer writes itself.
 GENERATED = frozenset([line for d in DIALECTS.values()
                        for line in (*d.header, d.typevar_header, f'# with T.{d.block}("root"):') if line]
-                      + [RELAX_HEADER, METADATA_NOTE])
+                      + [RELAX_HEADER, METADATA_NOTE]
+                      + ["# function attr dict", "# body", '# with T.block("root")'])
 
 
 def attach(tree: S.Module, source: Source) -> None:
