@@ -229,7 +229,14 @@ class RelaxBuilder(TIRBuilder):
         kwargs = {k: self.ev(v) for k, v in syn.kwargs}
         value = args[0] if args else kwargs.get("value")
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
-        return make_constant(np.array(value, dtype=str(dtype) if dtype else None), span=self.span(syn))
+        dtype = str(self.dtype_of(dtype, syn)) if dtype else None
+        try:
+            data = np.array(value, dtype=dtype)
+        except (TypeError, ValueError, OverflowError) as err:  # a dtype numpy lacks, a ragged list
+            of_type = f" of type {dtype}" if dtype else ""
+            raise self.error(syn, f"R.const cannot make a constant{of_type} from {_describe(value)}: "
+                                  f"{err}") from None
+        return make_constant(data, span=self.span(syn))
 
     def r_shape(self, syn: S.Call) -> rx.ShapeExpr:
         values = self.ev(syn.args[0]) if syn.args else []

@@ -116,7 +116,25 @@ class ExprEvaluator:
         return [self.ev(e) for e in syn.elts]
 
     def ev_DictExpr(self, syn: S.DictExpr) -> dict:
-        return {self.ev(k): self.ev(v) for k, v in zip(syn.keys, syn.values)}
+        """Dicts are attribute values: keys are hashable, values are data the IR can hold (not
+        a builtin or a declaration, which nothing could print back)."""
+        out = {}
+        for k, v in zip(syn.keys, syn.values):
+            key, value = self.ev(k), self.ev(v)
+            try:
+                hash(key)
+            except TypeError:  # a list, a dict
+                raise self.error(k, f"a dict key must be a string or a number, not {_describe(key)}") from None
+            self.check_data(value, v)
+            out[key] = value
+        return out
+
+    def check_data(self, value: Any, syn: Any) -> None:
+        if isinstance(value, (Builtin, NewVar, BufferSlice, BufferMethod, LetAnnotation)):
+            raise self.error(syn, f"{_describe(value)} is not a value an attribute can hold")
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                self.check_data(item, syn)
 
     def ev_Attribute(self, syn: S.Attribute) -> Any:
         base = self.ev(syn.value)
@@ -165,7 +183,12 @@ class ExprEvaluator:
                 start = self.ev_expr(index.lower) if index.lower is not None else const(0)
                 if index.upper is None:
                     raise self.error(syn, "a slice needs an end")
-                items.append((start, self.ev_expr(index.upper, start)))
+                stop = self.ev_expr(index.upper, start)
+                for bound, bound_syn in ((start, index.lower), (stop, index.upper)):
+                    if not bound.dtype.is_integer:  # an extent stop - start that prints back as itself
+                        raise self.error(bound_syn or index, f"a slice bound must be an integer, "
+                                                             f"not {_describe(bound)}")
+                items.append((start, stop))
                 sliced = True
             else:
                 items.append(self.ev_expr(index))

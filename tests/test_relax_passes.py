@@ -244,7 +244,7 @@ def test_fold_constant_values() -> None:
 
 
 # ---------------------------------------------------------------- the corpus
-# corpus/<file>.<Pass>.tvms: TVM 0.27's text after <Pass> on /work/shared/corpus/<file>.tvms
+# corpus/<file>.<Pass>.tvms: TVM 0.27's text after <Pass> on ../shared/corpus/<file>.tvms (copied into tests/fixtures/corpus)
 
 CORPUS_GOLDEN = sorted((GOLDEN / "corpus").glob("*.tvms"))
 

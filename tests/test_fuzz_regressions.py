@@ -1,0 +1,93 @@
+"""Inputs the fuzzer (benchmarks/fuzz.py) found escaping as other exceptions than a ScriptError,
+reduced by hand; each is now refused with a position (or accepted, where Python accepts it)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from test_errors import assert_error
+from tvms.script import from_source
+
+FUNC = '''\
+@T.prim_func
+def main(A: T.Buffer((4,), "int32")):
+    T.func_attr({ATTR})
+    for i in range(4):
+        A[i] STORE 2
+'''
+
+
+def func(attr: str = '"tir.noalias": True', store: str = "=") -> str:
+    return FUNC.replace("ATTR", attr).replace("STORE", store)
+
+
+# `A[i] **= 2` was KeyError: '**=' (the lexer made the token, the grammar did not know it)
+@pytest.mark.parametrize("op", ["**", "@", "&", "|", "^", "<<", ">>"])
+def test_every_python_augmented_assignment_is_one_token(op: str) -> None:
+    assert_error(func(store=op + "="), 5, 9, f"the operator '{re.escape(op)}' is not supported in TensorIR")
+
+
+def test_supported_augmented_assignment_still_builds() -> None:
+    assert 'A[i] = A[i] // 2' in from_source(func(store="//=")).script()
+
+
+# a 5000-digit integer was ValueError (Python's limit on decimal digits in int())
+def test_integer_literal_over_the_digit_limit() -> None:
+    assert_error(func(store="= " + "9" * 5000 + " +"), 5, 16, r"integer literal too long \(5000 digits\)")
+
+
+# a raw carriage return in a string was SyntaxError from ast.literal_eval (unterminated string),
+# a NUL byte ValueError or SyntaxError (by Python version)
+@pytest.mark.parametrize("raw, what", [("\r", r"carriage return; write \\r"), ("\x00", r"NUL byte; write \\x00")])
+def test_raw_control_character_in_a_string(raw: str, what: str) -> None:
+    assert_error(func(attr=f'"tir.no{raw}alias": True'), 3, 18, "a string literal holds a raw " + what)
+
+
+def test_crlf_line_ends_inside_a_long_string_are_line_ends() -> None:
+    assert from_source(func(attr='"""tir.\r\nnoalias""": True')).attrs["tir.\nnoalias"] is True
+
+
+# `T.func_attr({"k": T.LetStmt})` was TypeError in the printer ("cannot print Builtin")
+@pytest.mark.parametrize("value, col, shown", [("T.LetStmt", 23, "T.LetStmt"), ("[1, T.int32]", 23, "T.int32")])
+def test_attribute_value_that_is_not_data(value: str, col: int, shown: str) -> None:
+    assert_error(func(attr=f'"k": {value}'), 3, col, f"{shown} is not a value an attribute can hold")
+
+
+# `{[1]: 2}` was TypeError: unhashable type: 'list'
+def test_attribute_key_that_is_not_hashable() -> None:
+    assert_error(func(attr="[1]: 2"), 3, 18, "a dict key must be a string or a number, not a list")
+
+
+# `T.reads(A[vi * 8:vi * 1e400 + 8])` parsed, and printed differently at each round (the float
+# extent stop - start printed back as start + extent)
+def test_slice_bound_that_is_not_an_integer() -> None:
+    src = '''\
+@T.prim_func
+def main(A: T.Buffer((16,), "float32")):
+    for i in range(2):
+        with T.block("b"):
+            vi = T.axis.spatial(2, i)
+            T.reads(A[vi * 8:vi * 1e400 + 8])
+            A[vi] = T.float32(0)
+'''
+    assert_error(src, 6, 30, "a slice bound must be an integer, not a float32 expression")
+
+
+RELAX = '''\
+@R.function
+def main(x: R.Tensor((), dtype="float32")):
+    c = CONST
+    return c
+'''
+
+
+# `R.const(2.5, "float32float32")` was TypeError from numpy ("data type not understood")
+@pytest.mark.parametrize("const, match", [
+    ('R.const(2.5, "float32float32")', "unknown data type 'float32float32'"),
+    ('R.const(2.5, "bfloat16")', "R.const cannot make a constant of type bfloat16 from 2.5: "),
+    ('R.const([[1, 2], [3]], "float32")', "R.const cannot make a constant of type float32 from a list: "),
+    ('R.const(1e400, "int32")', "R.const cannot make a constant of type int32 from inf: "),
+])
+def test_relax_constant_numpy_cannot_make(const: str, match: str) -> None:
+    assert_error(RELAX.replace("CONST", const), 3, 9, re.escape(match))
