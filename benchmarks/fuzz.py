@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import random
 import re
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections import Counter
@@ -352,11 +355,23 @@ class Report:
     seconds: float = 0.0
 
     @property
+    def inputs(self) -> int:
+        return sum(self.counts.values())
+
+    @property
     def escaped(self) -> int:
         return sum(self.counts[o] for o in ESCAPES)
 
 
-def _worker(conn, config: Config, memory_mb: int) -> None:
+def _exit_with_parent(parent: int) -> None:
+    """A worker busy with a hanging input never reads its pipe: it leaves when its parent is gone."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(1)
+
+
+def _worker(conn, config: Config, memory_mb: int, parent: int) -> None:
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     try:
         import resource
         limit = memory_mb * 2 ** 20
@@ -379,19 +394,19 @@ class Pool:
 
     def _start(self):
         parent, child = self.context.Pipe()
-        proc = self.context.Process(target=_worker, args=(child, self.config, self.memory_mb),
-                                    daemon=True)
+        proc = self.context.Process(target=_worker, daemon=True,
+                                    args=(child, self.config, self.memory_mb, os.getpid()))
         proc.start()
         child.close()
         parent.recv()  # "ready": the seeds are loaded
         return [proc, parent, None, 0.0]  # process, connection, input index, deadline
 
-    def run(self, indices, timeout: float, record) -> None:
+    def run(self, indices, timeout: float, record, stop_at: float) -> None:
         pending = iter(indices)
         busy = 0
         while True:
             for w in self.workers:
-                if w[2] is None:
+                if w[2] is None and time.monotonic() < stop_at:
                     index = next(pending, None)
                     if index is not None:
                         w[2], w[3] = index, time.monotonic() + timeout
@@ -425,16 +440,19 @@ class Pool:
                 self.workers[slot] = self._start()
 
     def close(self) -> None:
-        for proc, conn, _, _ in self.workers:
-            conn.send(None)
-            proc.join(timeout=5)
+        for proc, conn, index, _ in self.workers:
+            if index is None:  # idle: asked to stop; busy (interrupted): killed
+                conn.send(None)
+                proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
+                proc.join()
 
 
 def fuzz(count: int, config: Config, jobs: int = 0, timeout: float = 10.0, out: Path | None = None,
-         memory_mb: int = 4096, start: int = 0, progress=None) -> Report:
-    """Run inputs ``start .. start+count-1``; ``jobs=0`` runs them in this process (no timeout)."""
+         memory_mb: int = 4096, start: int = 0, progress=None, minutes: float = float("inf")) -> Report:
+    """Run inputs ``start .. start+count-1``, or those begun within ``minutes``; ``jobs=0`` runs
+    them in this process (no timeout)."""
     inputs = config.inputs()
     report = Report()
     saved = Counter()
@@ -449,18 +467,21 @@ def fuzz(count: int, config: Config, jobs: int = 0, timeout: float = 10.0, out: 
                 saved[signature] += 1
                 save_escape(out, inputs, index, signature, detail)
         done = sum(report.counts.values())
-        if progress is not None and done % 1000 == 0:
+        if progress is not None and done % 2000 == 0:
             progress(done, report)
 
     began = time.perf_counter()
+    stop_at = time.monotonic() + minutes * 60
     indices = range(start, start + count)
     if jobs == 0:
         for index in indices:
+            if time.monotonic() >= stop_at:
+                break
             record(index, *run_input(config, inputs, index))
     else:
         pool = Pool(config, jobs, memory_mb)
         try:
-            pool.run(indices, timeout, record)
+            pool.run(indices, timeout, record, stop_at)
         finally:
             pool.close()
     report.seconds = time.perf_counter() - began
@@ -475,7 +496,8 @@ def save_escape(out: Path, inputs: Inputs, index: int, signature: str, detail: s
                                       f"{recipe}\n\n{detail}\n")
 
 
-def print_report(report: Report, count: int, out: Path | None) -> None:
+def print_report(report: Report, out: Path | None) -> None:
+    count = report.inputs
     rate = count / report.seconds if report.seconds else 0.0
     print(f"{count} inputs in {report.seconds:.1f} s ({rate:.1f} inputs/s)")
     print(f"{'outcome':<10} {'count':>8}")
@@ -503,6 +525,8 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=20.0, help="seconds per input (default 20)")
     p.add_argument("--memory-mb", type=int, default=4096, help="address-space limit of a worker")
     p.add_argument("--out", type=Path, default=Path("fuzz-escapes"), help="where escaping inputs go")
+    p.add_argument("--minutes", type=float, default=float("inf"),
+                   help="begin no input after this many minutes (the report counts those run)")
     p.add_argument("--start", type=int, default=0, help="index of the first input")
     p.add_argument("--only", type=int, help="run input INDEX alone, in this process, and show it")
     args = p.parse_args(argv)
@@ -521,12 +545,16 @@ def main(argv=None) -> int:
         print(run_input(config, inputs, args.only))
         return 0
 
+    began = time.perf_counter()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill: workers stop too
+
     def progress(done: int, report: Report) -> None:
-        print(f"  {done} inputs, {report.escaped} escapes", file=sys.stderr, flush=True)
+        counts = ", ".join(f"{o} {report.counts[o]}" for o in ("ok", "refused") + ESCAPES)
+        print(f"  {done} inputs in {time.perf_counter() - began:.0f} s: {counts}", file=sys.stderr, flush=True)
 
     report = fuzz(args.inputs, config, args.jobs, args.timeout, args.out, args.memory_mb,
-                  args.start, progress)
-    print_report(report, args.inputs, args.out)
+                  args.start, progress, args.minutes)
+    print_report(report, args.out)
     return 1 if report.escaped else 0
 
 

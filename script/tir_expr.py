@@ -184,14 +184,12 @@ class ExprEvaluator:
                 if index.upper is None:
                     raise self.error(syn, "a slice needs an end")
                 stop = self.ev_expr(index.upper, start)
-                for bound, bound_syn in ((start, index.lower), (stop, index.upper)):
-                    if not bound.dtype.is_integer:  # an extent stop - start that prints back as itself
-                        raise self.error(bound_syn or index, f"a slice bound must be an integer, "
-                                                             f"not {_describe(bound)}")
+                self.check_index(start, index.lower or index, "a slice bound")
+                self.check_index(stop, index.upper, "a slice bound")
                 items.append((start, stop))
                 sliced = True
             else:
-                items.append(self.ev_expr(index))
+                items.append(self.check_index(self.ev_expr(index), index, "a buffer index"))
         if len(items) != len(buffer.shape):
             raise self.error(syn, f"buffer {buffer.name!r} has {len(buffer.shape)} dimension"
                              f"{'s' if len(buffer.shape) != 1 else ''} but is indexed with "
@@ -199,6 +197,13 @@ class ExprEvaluator:
         if sliced:
             return BufferSlice(buffer, tuple(items))
         return BufferLoad(buffer, tuple(items))
+
+    def check_index(self, index: PrimExpr, syn: Any, what: str) -> PrimExpr:
+        # a float index has no element to address (and a float region printed back as start +
+        # extent would differ at each round)
+        if not index.dtype.is_integer:
+            raise self.error(syn, f"{what} must be an integer, not {_describe(index)}")
+        return index
 
     def slice_load(self, value: BufferSlice, syn: Any) -> PrimExpr:
         """``A[i:i + 8]`` read as a vector: each slice becomes a Ramp."""

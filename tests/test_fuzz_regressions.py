@@ -72,6 +72,11 @@ def main(A: T.Buffer((16,), "float32")):
             A[vi] = T.float32(0)
 '''
     assert_error(src, 6, 30, "a slice bound must be an integer, not a float32 expression")
+    # a point of a region (`B[1e-400]`) printed as a float slice that did not parse back
+    assert_error(src.replace("vi * 8:vi * 1e400 + 8", "1e-400"), 6, 23,
+                 "a buffer index must be an integer, not a float32 expression")
+    assert_error(src.replace("vi * 8:vi * 1e400 + 8", "0:16").replace("T.float32(0)", "A[1.5]"), 7, 23,
+                 "a buffer index must be an integer, not a float32 expression")
 
 
 RELAX = '''\
