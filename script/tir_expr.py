@@ -180,10 +180,14 @@ class ExprEvaluator:
             if isinstance(index, S.Slice):
                 if index.step is not None:
                     raise self.error(index, "a slice step is not supported here")
-                start = self.ev_expr(index.lower) if index.lower is not None else const(0)
                 if index.upper is None:
                     raise self.error(syn, "a slice needs an end")
+                start = self.ev_expr(index.lower) if index.lower is not None else None
                 stop = self.ev_expr(index.upper, start)
+                if start is None or (isinstance(start, IntImm) and stop.dtype.is_integer):
+                    # `:n` and `0:n` start at a zero of n's type (an int32 0 beside an int64 end
+                    # printed back with a cast, one more at each round)
+                    start = IntImm(stop.dtype, start.value if start is not None else 0)
                 self.check_index(start, index.lower or index, "a slice bound")
                 self.check_index(stop, index.upper, "a slice bound")
                 items.append((start, stop))

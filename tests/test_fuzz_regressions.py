@@ -96,3 +96,18 @@ def main(x: R.Tensor((), dtype="float32")):
 ])
 def test_relax_constant_numpy_cannot_make(const: str, match: str) -> None:
     assert_error(RELAX.replace("CONST", const), 3, 9, re.escape(match))
+
+
+# `x[v, : + T.int64(8)]` printed as `0:T.int64(8) - T.Cast("int64", 0)`, with one more cast at
+# each round: an omitted or literal start now takes the end's type
+def test_slice_start_takes_the_type_of_its_end() -> None:
+    src = '''\
+@T.prim_func
+def main(A: T.Buffer((T.int64(16),), "float32")):
+    with T.block("b"):
+        T.reads(A[: + T.int64(8)], A[0:T.int64(8)], A[T.int64(1):4])
+        A[0] = T.float32(0)
+'''
+    printed = from_source(src).script()
+    assert "T.reads(A[T.int64(0):T.int64(8)], A[T.int64(0):T.int64(8)], A[T.int64(1):T.int64(4)])" in printed
+    assert from_source(printed).script() == printed
