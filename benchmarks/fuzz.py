@@ -13,8 +13,9 @@ a user reaches from the command line, in process:
 
 Outcomes: ok, refused (a TVMSError: an expected refusal), roundtrip (fmt's output did not parse
 back or printed differently), exception (any other exception, by type and innermost frame),
-crash (the worker process died) and hang (over --timeout). Everything but ok and refused is an
-escape, written to --out (the input, and a note with its recipe and traceback) to reproduce.
+crash (the worker process died) and hang (over --timeout, more for a big input). Everything but
+ok and refused is an escape, written to --out (the input, and a note with its recipe and
+traceback) to reproduce.
 
     python benchmarks/fuzz.py --inputs 100000 --seed 1 --jobs 2
     python benchmarks/fuzz.py --inputs 2000 --stages fmt --jobs 0     # in this process
@@ -401,7 +402,8 @@ class Pool:
         parent.recv()  # "ready": the seeds are loaded
         return [proc, parent, None, 0.0]  # process, connection, input index, deadline
 
-    def run(self, indices, timeout: float, record, stop_at: float) -> None:
+    def run(self, indices, budget, record, stop_at: float) -> None:
+        """Run ``indices``; ``budget(index)`` is the seconds after which input ``index`` hangs."""
         pending = iter(indices)
         busy = 0
         while True:
@@ -409,7 +411,7 @@ class Pool:
                 if w[2] is None and time.monotonic() < stop_at:
                     index = next(pending, None)
                     if index is not None:
-                        w[2], w[3] = index, time.monotonic() + timeout
+                        w[2], w[3] = index, time.monotonic() + budget(index)
                         w[1].send(index)
                         busy += 1
             if busy == 0:
@@ -433,7 +435,7 @@ class Pool:
                 elif time.monotonic() >= w[3]:
                     w[0].kill()
                     w[0].join()
-                    record(index, "hang", f"over {timeout:g} s", "")
+                    record(index, "hang", "over its time", f"over {budget(index):.1f} s")
                 else:
                     continue
                 busy -= 1
@@ -481,7 +483,8 @@ def fuzz(count: int, config: Config, jobs: int = 0, timeout: float = 10.0, out: 
     else:
         pool = Pool(config, jobs, memory_mb)
         try:
-            pool.run(indices, timeout, record, stop_at)
+            # a big input may take longer: the time allowed grows with its size
+            pool.run(indices, lambda i: timeout * (1 + len(inputs.make(i)[1]) / 100_000), record, stop_at)
         finally:
             pool.close()
     report.seconds = time.perf_counter() - began
@@ -522,7 +525,8 @@ def main(argv=None) -> int:
     p.add_argument("--generated", type=int, default=40, help="generated programs among the seeds")
     p.add_argument("--max-depth", type=int, default=NEST_DEPTHS[-1],
                    help=f"deepest nesting made, of {', '.join(map(str, NEST_DEPTHS))}")
-    p.add_argument("--timeout", type=float, default=20.0, help="seconds per input (default 20)")
+    p.add_argument("--timeout", type=float, default=5.0,
+                   help="seconds an input may take, and as many per 100 KB of it (default 5)")
     p.add_argument("--memory-mb", type=int, default=4096, help="address-space limit of a worker")
     p.add_argument("--out", type=Path, default=Path("fuzz-escapes"), help="where escaping inputs go")
     p.add_argument("--minutes", type=float, default=float("inf"),
