@@ -354,6 +354,7 @@ class Report:
     escapes: Counter = field(default_factory=Counter)  # signature -> count
     examples: dict = field(default_factory=dict)  # signature -> first input index
     seconds: float = 0.0
+    interrupted: bool = False
 
     @property
     def inputs(self) -> int:
@@ -475,18 +476,22 @@ def fuzz(count: int, config: Config, jobs: int = 0, timeout: float = 10.0, out: 
     began = time.perf_counter()
     stop_at = time.monotonic() + minutes * 60
     indices = range(start, start + count)
-    if jobs == 0:
-        for index in indices:
-            if time.monotonic() >= stop_at:
-                break
-            record(index, *run_input(config, inputs, index))
-    else:
-        pool = Pool(config, jobs, memory_mb)
-        try:
-            # a big input may take longer: the time allowed grows with its size
-            pool.run(indices, lambda i: timeout * (1 + len(inputs.make(i)[1]) / 100_000), record, stop_at)
-        finally:
-            pool.close()
+    try:
+        if jobs == 0:
+            for index in indices:
+                if time.monotonic() >= stop_at:
+                    break
+                record(index, *run_input(config, inputs, index))
+        else:
+            pool = Pool(config, jobs, memory_mb)
+            try:
+                # a big input may take longer: the time allowed grows with its size
+                pool.run(indices, lambda i: timeout * (1 + len(inputs.make(i)[1]) / 100_000), record,
+                         stop_at)
+            finally:
+                pool.close()
+    except KeyboardInterrupt:  # the report counts the inputs run so far
+        report.interrupted = True
     report.seconds = time.perf_counter() - began
     return report
 
@@ -502,7 +507,8 @@ def save_escape(out: Path, inputs: Inputs, index: int, signature: str, detail: s
 def print_report(report: Report, out: Path | None) -> None:
     count = report.inputs
     rate = count / report.seconds if report.seconds else 0.0
-    print(f"{count} inputs in {report.seconds:.1f} s ({rate:.1f} inputs/s)")
+    stopped = " (interrupted)" if report.interrupted else ""
+    print(f"{count} inputs in {report.seconds:.1f} s ({rate:.1f} inputs/s){stopped}")
     print(f"{'outcome':<10} {'count':>8}")
     for outcome in ("ok", "refused") + ESCAPES:
         print(f"{outcome:<10} {report.counts[outcome]:>8}")
