@@ -143,19 +143,19 @@ class RelaxBuilder(TIRBuilder):
         left, right = self.ev(syn.left), self.ev(syn.right)
         if isinstance(left, rx.RelaxExpr) or isinstance(right, rx.RelaxExpr):
             return self.relax_operator(_RELAX_OPERATORS, syn.op, [left, right], syn)
-        return super().ev_BinOp(syn)
+        return self.binary(syn, left, right)
 
     def ev_UnaryOp(self, syn: S.UnaryOp) -> Any:
         value = self.ev(syn.operand)
         if isinstance(value, rx.RelaxExpr):
             return self.relax_operator({"-": "negative"}, syn.op, [value], syn)
-        return super().ev_UnaryOp(syn)
+        return self.unary(syn, value)
 
     def ev_Compare(self, syn: S.Compare) -> Any:
         left = self.ev(syn.left)
         if isinstance(left, rx.RelaxExpr) and len(syn.ops) == 1:
             return self.relax_operator(_RELAX_OPERATORS, syn.ops[0], [left, self.ev(syn.comparators[0])], syn)
-        return super().ev_Compare(syn)
+        return self.compare(syn, left)
 
     def relax_operator(self, table: dict, op: str, operands: list, syn: Any) -> rx.Call:
         name = table.get(op)

@@ -234,8 +234,13 @@ class ExprEvaluator:
                 for i in value.indices))
         raise self.error(syn, f"expected a buffer region such as A[i, 0:16], got {_describe(value)}")
 
+    # The operators take their operands evaluated, so that a subclass that looks at the values
+    # first (the Relax parser) evaluates each operand once, not once per level of nesting.
     def ev_BinOp(self, syn: S.BinOp) -> Any:
-        a, b = self.operand(syn.left), self.operand(syn.right)
+        return self.binary(syn, self.ev(syn.left), self.ev(syn.right))
+
+    def binary(self, syn: S.BinOp, left: Any, right: Any) -> Any:
+        a, b = self.as_operand(left, syn.left), self.as_operand(right, syn.right)
         if syn.op == "/":
             return arith.truediv(a, b)
         cls = arith.BINARY_OPERATORS.get(syn.op)
@@ -244,7 +249,9 @@ class ExprEvaluator:
         return arith.binary(cls, a, b)
 
     def operand(self, syn: Any) -> Any:
-        value = self.ev(syn)
+        return self.as_operand(self.ev(syn), syn)
+
+    def as_operand(self, value: Any, syn: Any) -> Any:
         if isinstance(value, BufferSlice):
             return self.slice_load(value, syn)
         if not isinstance(value, (PrimExpr, int, float, bool)):
@@ -252,7 +259,10 @@ class ExprEvaluator:
         return value
 
     def ev_UnaryOp(self, syn: S.UnaryOp) -> Any:
-        value = self.operand(syn.operand)
+        return self.unary(syn, self.ev(syn.operand))
+
+    def unary(self, syn: S.UnaryOp, operand: Any) -> Any:
+        value = self.as_operand(operand, syn.operand)
         if syn.op == "-":
             return arith.negate(value)
         if syn.op == "+":
@@ -270,7 +280,10 @@ class ExprEvaluator:
         return result
 
     def ev_Compare(self, syn: S.Compare) -> Any:
-        left = self.operand(syn.left)
+        return self.compare(syn, self.ev(syn.left))
+
+    def compare(self, syn: S.Compare, left: Any) -> Any:
+        left = self.as_operand(left, syn.left)
         result = None
         for op, right_syn in zip(syn.ops, syn.comparators):
             right = self.operand(right_syn)

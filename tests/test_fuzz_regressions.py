@@ -111,3 +111,25 @@ def main(A: T.Buffer((T.int64(16),), "float32")):
     printed = from_source(src).script()
     assert "T.reads(A[T.int64(0):T.int64(8)], A[T.int64(0):T.int64(8)], A[T.int64(1):T.int64(4)])" in printed
     assert from_source(printed).script() == printed
+
+
+# A 300-term sum in a Relax shape took minutes: the Relax parser evaluated both operands of an
+# operator, then the TensorIR evaluator evaluated them again, doubling at each level of nesting.
+@pytest.mark.parametrize("op", ["+", "-"])
+def test_relax_operators_evaluate_each_operand_once(op: str, monkeypatch) -> None:
+    from tvms.script.relax_parser import RelaxBuilder
+
+    calls = []
+    evaluate = RelaxBuilder.ev_Constant
+    monkeypatch.setattr(RelaxBuilder, "ev_Constant", lambda self, syn: calls.append(syn) or evaluate(self, syn))
+    terms = 12  # about 2**12 evaluations before
+    expr = " + ".join(["2"] * terms) if op == "+" else "-" * terms + "2"
+    src = f'''\
+@R.function
+def main(x: R.Tensor((2,), dtype="float32")):
+    y = R.prim_value({expr})
+    return y
+'''
+    from_source(src)
+    in_expr = [c for c in calls if c.line == 3]  # not the signature's constants
+    assert len(in_expr) == (terms if op == "+" else 1)
