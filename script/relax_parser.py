@@ -124,6 +124,11 @@ class RelaxBuilder(TIRBuilder):
         return super().ev_Subscript(syn)
 
     def metadata_constant(self, kind: "MetadataKind", index: Any, syn: Any) -> Any:
+        if isinstance(index, IntImm):
+            index = index.value
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            # (a float index printed back as itself: `[-inf]` did not parse again)
+            raise self.error(syn, f"a metadata index must be a non-negative integer, not {_describe(index)}")
         if kind.key not in CONSTANT_KEYS:  # a runtime module or other object: keep the reference
             return MetadataRef(str(kind.key), int(index))
         entries = kind.meta.table.get(kind.key)
@@ -133,7 +138,7 @@ class RelaxBuilder(TIRBuilder):
             # (the digest names the entry in a dialect-neutral way: both spellings are one table)
             return rx.Constant(None, TensorStructInfo(None, VOID, -1), f"elided:{CONSTANT_KEYS[1]}:{index}",
                                span=self.span(syn))
-        if not isinstance(index, int) or not 0 <= index < len(entries):
+        if index >= len(entries):
             raise self.error(syn, f"metadata[{kind.key!r}] has no entry {index!r}")
         return entries[index]
 

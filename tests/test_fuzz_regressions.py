@@ -133,3 +133,15 @@ def main(x: R.Tensor((2,), dtype="float32")):
     from_source(src)
     in_expr = [c for c in calls if c.line == 3]  # not the signature's constants
     assert len(in_expr) == (terms if op == "+" else 1)
+
+
+# `metadata["ir.GenericConst"][1e400]` printed as `[-inf]`, which did not parse back
+@pytest.mark.parametrize("index, shown", [("1e400", "inf"), ("-1", "-1"), ("1.5", "1.5"), ('"a"', "the string 'a'")])
+def test_metadata_index_that_is_not_a_non_negative_integer(index: str, shown: str) -> None:
+    src = f'''\
+@R.function
+def main(x: R.Tensor((2, 3), dtype="float32")):
+    c: R.Tensor((2, 3), dtype="float32") = metadata["ir.GenericConst"][{index}]
+    return c
+'''
+    assert_error(src, 3, 44, re.escape(f"a metadata index must be a non-negative integer, not {shown}"))
