@@ -369,6 +369,11 @@ class RelaxBuilder(TIRBuilder):
         kwargs = {k: self.ev(v) for k, v in syn.kwargs}
         return self.make_struct_info(path, args, kwargs, syn)
 
+    def sizes(self, shape: Any, what: str, syn: Any) -> tuple | list:
+        if not isinstance(shape, (tuple, list)):  # `R.Tensor((256), ...)` is a number, not a tuple
+            raise self.error(syn, f"the shape of {what} must be a tuple of sizes, not {_describe(shape)}")
+        return shape
+
     def make_struct_info(self, path: str, args: list, kwargs: dict, syn: Any) -> StructInfo:
         if path == "Tensor":
             shape = args[0] if args else kwargs.get("shape")
@@ -382,13 +387,13 @@ class RelaxBuilder(TIRBuilder):
                 if ndim == -1 and isinstance(shape_sinfo, ShapeStructInfo):
                     ndim = shape_sinfo.ndim
                 return TensorStructInfo(shape, dt, ndim)
-            dims = tuple(self.dim(d, syn) for d in shape)
+            dims = tuple(self.dim(d, syn) for d in self.sizes(shape, "R.Tensor", syn))
             return TensorStructInfo(rx.ShapeExpr(dims, ShapeStructInfo(dims)), dt, len(dims))
         if path == "Shape":
             values = args[0] if args else kwargs.get("values")
             if values is None:
                 return ShapeStructInfo(None, kwargs.get("ndim", -1))
-            return ShapeStructInfo(tuple(self.dim(d, syn) for d in values))
+            return ShapeStructInfo(tuple(self.dim(d, syn) for d in self.sizes(values, "R.Shape", syn)))
         if path == "Tuple":
             return TupleStructInfo(tuple(self.as_struct_info(a, syn) for a in args))
         if path in ("Object", "Any"):

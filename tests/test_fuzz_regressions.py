@@ -145,3 +145,17 @@ def main(x: R.Tensor((2, 3), dtype="float32")):
     return c
 '''
     assert_error(src, 3, 44, re.escape(f"a metadata index must be a non-negative integer, not {shown}"))
+
+
+# `R.Tensor((2569.99e-06), ...)` (a number, not a tuple) was TypeError: 'float' object is not iterable
+@pytest.mark.parametrize("annotation, shown", [('R.Tensor((256), dtype="float32")', "256"),
+                                               ('R.Tensor((2.5), dtype="float32")', "2.5"),
+                                               ("R.Shape(3)", "3")])
+def test_relax_shape_that_is_not_a_tuple(annotation: str, shown: str) -> None:
+    what = annotation.split("(")[0]
+    src = f'''\
+@R.function
+def main(x: {annotation}):
+    return x
+'''
+    assert_error(src, 2, 13, re.escape(f"the shape of {what} must be a tuple of sizes, not {shown}"))
