@@ -477,6 +477,8 @@ def _let_expr(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
     if not isinstance(where, dict) or len(where) != 1:
         raise ev.error(syn, "T.Let(body, where={var: value}) binds exactly one variable")
     (var, value), = where.items()
+    if not isinstance(var, Var):  # the key names the bound variable
+        raise ev.error(syn, f"T.Let binds a variable, not {_describe(var)}")
     return Let(var, ev.call_arg(value, syn), ev.call_arg(args[0], syn))
 
 

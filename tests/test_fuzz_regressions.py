@@ -159,3 +159,9 @@ def main(x: {annotation}):
     return x
 '''
     assert_error(src, 2, 13, re.escape(f"the shape of {what} must be a tuple of sizes, not {shown}"))
+
+
+# `T.Let(x, where={T.evaluate: 1})` was AttributeError in the printer (a builtin as the variable)
+def test_let_expression_binds_a_variable() -> None:
+    assert_error(func(store="= T.Let(A[i], where={T.evaluate: 1}) +"), 5, 16,
+                 "T.Let binds a variable, not T.evaluate")
