@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all bench clean
+.PHONY: demo test test-all fuzz bench clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -18,11 +18,18 @@ demo: $(STAMP)
 	$(BIN)/tvms opt --pipeline zero --timing examples/mlp.tvms
 	$(BIN)/tvms run examples/mlp.tvms --entry forward --random-inputs --shape n=4 --time
 
+# `test` draws the same Hypothesis examples every run (profile ci, tests/conftest.py); `test-all`
+# and `fuzz` draw fresh ones.
 test: $(STAMP)
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests -q --hypothesis-profile=ci
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest tests -q --runslow
+	$(BIN)/python -m pytest tests -q --runslow --hypothesis-profile=fuzz
+
+FUZZ_INPUTS ?= 20000
+fuzz: $(STAMP)
+	$(BIN)/python -m pytest tests -q -m hypothesis --hypothesis-profile=fuzz
+	$(BIN)/python benchmarks/fuzz.py --inputs $(FUZZ_INPUTS) --jobs 2 --out fuzz-escapes
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/parse_print.py

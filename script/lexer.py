@@ -26,11 +26,13 @@ _MASTER = re.compile(r"""
 |(?P<long_string>[ubfUBF]?[rR]?(?:\"\"\"[\s\S]*?(?<!\\)(?:\\\\)*?\"\"\"|'''[\s\S]*?(?<!\\)(?:\\\\)*?'''))
 |(?P<string>[ubfUBF]?[rR]?(?:"(?!"").*?(?<!\\)(?:\\\\)*?"|'(?!'').*?(?<!\\)(?:\\\\)*?'))
 |(?P<name>[^\W\d]\w*)
-|(?P<op>\*\*=|//=|>>=|<<=|->|\*\*|//|<<|>>|<=|>=|==|!=|\+=|-=|\*=|/=|%=|[-+*/%@<>&|^~=.,:()\[\]{}])
+|(?P<op>\*\*=|//=|>>=|<<=|->|\*\*|//|<<|>>|<=|>=|==|!=|[-+*/%@&|^]=|[-+*/%@<>&|^~=.,:()\[\]{}])
 """, re.VERBOSE)
 
 _BINARY = frozenset("/ // % < > <= >= == != & | ^ << >>".split())
-_AUGMENTED = frozenset("+= -= *= /= //= %=".split())
+# Every augmented assignment of Python is one token, as the grammar's AUGOP: what the parser does
+# not support it refuses with a position (a token the grammar does not know would escape it).
+_AUGMENTED = frozenset("+= -= *= /= //= %= **= @= &= |= ^= <<= >>=".split())
 # After these token types an operator is binary: they end an operand.
 _OPERAND_END = frozenset({"NAME", "DEC_NUMBER", "HEX_NUMBER", "FLOAT_NUMBER", "STRING", "LONG_STRING",
                           "RPAR", "RSQB", "RBRACE", "NONE", "TRUE", "FALSE"})

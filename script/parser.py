@@ -151,9 +151,19 @@ def _end_token(last: Token | None) -> Token:
                  last.end_column, last.end_pos)
 
 
+_RAW_IN_STRING = re.compile("\r(?!\n)|\x00")
+_RAW_NAMES = {"\r": ("carriage return", "\\r"), "\x00": ("NUL byte", "\\x00")}
+
+
 def _check_string(tok: Token) -> Token:
     """Lexer callback: a string literal must be a plain (or raw) str with valid escapes."""
     text = str(tok)
+    # Python ends a line at a lone carriage return and reads no NUL byte: in a literal they must
+    # be escapes (the lexer's strings hold them, Python's would not)
+    raw = _RAW_IN_STRING.search(text)
+    if raw:
+        what, escape = _RAW_NAMES[raw.group()]
+        raise SyntaxProblem(f"a string literal holds a raw {what}; write {escape} instead", tok)
     if text[0] in "\"'" and "\\" not in text:
         return tok  # the common case: no prefix, no escapes
     prefix = re.match(r"[a-zA-Z]*", text).group(0).lower()

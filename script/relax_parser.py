@@ -124,6 +124,11 @@ class RelaxBuilder(TIRBuilder):
         return super().ev_Subscript(syn)
 
     def metadata_constant(self, kind: "MetadataKind", index: Any, syn: Any) -> Any:
+        if isinstance(index, IntImm):
+            index = index.value
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            # (a float index printed back as itself: `[-inf]` did not parse again)
+            raise self.error(syn, f"a metadata index must be a non-negative integer, not {_describe(index)}")
         if kind.key not in CONSTANT_KEYS:  # a runtime module or other object: keep the reference
             return MetadataRef(str(kind.key), int(index))
         entries = kind.meta.table.get(kind.key)
@@ -133,7 +138,7 @@ class RelaxBuilder(TIRBuilder):
             # (the digest names the entry in a dialect-neutral way: both spellings are one table)
             return rx.Constant(None, TensorStructInfo(None, VOID, -1), f"elided:{CONSTANT_KEYS[1]}:{index}",
                                span=self.span(syn))
-        if not isinstance(index, int) or not 0 <= index < len(entries):
+        if index >= len(entries):
             raise self.error(syn, f"metadata[{kind.key!r}] has no entry {index!r}")
         return entries[index]
 
@@ -143,19 +148,19 @@ class RelaxBuilder(TIRBuilder):
         left, right = self.ev(syn.left), self.ev(syn.right)
         if isinstance(left, rx.RelaxExpr) or isinstance(right, rx.RelaxExpr):
             return self.relax_operator(_RELAX_OPERATORS, syn.op, [left, right], syn)
-        return super().ev_BinOp(syn)
+        return self.binary(syn, left, right)
 
     def ev_UnaryOp(self, syn: S.UnaryOp) -> Any:
         value = self.ev(syn.operand)
         if isinstance(value, rx.RelaxExpr):
             return self.relax_operator({"-": "negative"}, syn.op, [value], syn)
-        return super().ev_UnaryOp(syn)
+        return self.unary(syn, value)
 
     def ev_Compare(self, syn: S.Compare) -> Any:
         left = self.ev(syn.left)
         if isinstance(left, rx.RelaxExpr) and len(syn.ops) == 1:
             return self.relax_operator(_RELAX_OPERATORS, syn.ops[0], [left, self.ev(syn.comparators[0])], syn)
-        return super().ev_Compare(syn)
+        return self.compare(syn, left)
 
     def relax_operator(self, table: dict, op: str, operands: list, syn: Any) -> rx.Call:
         name = table.get(op)
@@ -229,7 +234,14 @@ class RelaxBuilder(TIRBuilder):
         kwargs = {k: self.ev(v) for k, v in syn.kwargs}
         value = args[0] if args else kwargs.get("value")
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
-        return make_constant(np.array(value, dtype=str(dtype) if dtype else None), span=self.span(syn))
+        dtype = str(self.dtype_of(dtype, syn)) if dtype else None
+        try:
+            data = np.array(value, dtype=dtype)
+        except (TypeError, ValueError, OverflowError) as err:  # a dtype numpy lacks, a ragged list
+            of_type = f" of type {dtype}" if dtype else ""
+            raise self.error(syn, f"R.const cannot make a constant{of_type} from {_describe(value)}: "
+                                  f"{err}") from None
+        return make_constant(data, span=self.span(syn))
 
     def r_shape(self, syn: S.Call) -> rx.ShapeExpr:
         values = self.ev(syn.args[0]) if syn.args else []
@@ -357,6 +369,11 @@ class RelaxBuilder(TIRBuilder):
         kwargs = {k: self.ev(v) for k, v in syn.kwargs}
         return self.make_struct_info(path, args, kwargs, syn)
 
+    def sizes(self, shape: Any, what: str, syn: Any) -> tuple | list:
+        if not isinstance(shape, (tuple, list)):  # `R.Tensor((256), ...)` is a number, not a tuple
+            raise self.error(syn, f"the shape of {what} must be a tuple of sizes, not {_describe(shape)}")
+        return shape
+
     def make_struct_info(self, path: str, args: list, kwargs: dict, syn: Any) -> StructInfo:
         if path == "Tensor":
             shape = args[0] if args else kwargs.get("shape")
@@ -370,13 +387,13 @@ class RelaxBuilder(TIRBuilder):
                 if ndim == -1 and isinstance(shape_sinfo, ShapeStructInfo):
                     ndim = shape_sinfo.ndim
                 return TensorStructInfo(shape, dt, ndim)
-            dims = tuple(self.dim(d, syn) for d in shape)
+            dims = tuple(self.dim(d, syn) for d in self.sizes(shape, "R.Tensor", syn))
             return TensorStructInfo(rx.ShapeExpr(dims, ShapeStructInfo(dims)), dt, len(dims))
         if path == "Shape":
             values = args[0] if args else kwargs.get("values")
             if values is None:
                 return ShapeStructInfo(None, kwargs.get("ndim", -1))
-            return ShapeStructInfo(tuple(self.dim(d, syn) for d in values))
+            return ShapeStructInfo(tuple(self.dim(d, syn) for d in self.sizes(values, "R.Shape", syn)))
         if path == "Tuple":
             return TupleStructInfo(tuple(self.as_struct_info(a, syn) for a in args))
         if path in ("Object", "Any"):

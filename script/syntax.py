@@ -102,7 +102,10 @@ class SyntaxBuilder(Transformer):
         return Name(str(tok)).at(tok)
 
     def integer(self, tok: Token) -> Syn:
-        return Constant(int(tok.replace("_", ""))).at(tok)
+        try:
+            return Constant(int(tok.replace("_", ""))).at(tok)
+        except ValueError:  # over Python's limit on decimal digits (sys.get_int_max_str_digits)
+            raise _syntax_error(tok, f"integer literal too long ({len(tok)} digits)") from None
 
     def hex_integer(self, tok: Token) -> Syn:
         return Constant(int(tok, 16)).at(tok)

@@ -119,7 +119,25 @@ class ExprEvaluator:
         return [self.ev(e) for e in syn.elts]
 
     def ev_DictExpr(self, syn: S.DictExpr) -> dict:
-        return {self.ev(k): self.ev(v) for k, v in zip(syn.keys, syn.values)}
+        """Dicts are attribute values: keys are hashable, values are data the IR can hold (not
+        a builtin or a declaration, which nothing could print back)."""
+        out = {}
+        for k, v in zip(syn.keys, syn.values):
+            key, value = self.ev(k), self.ev(v)
+            try:
+                hash(key)
+            except TypeError:  # a list, a dict
+                raise self.error(k, f"a dict key must be a string or a number, not {_describe(key)}") from None
+            self.check_data(value, v)
+            out[key] = value
+        return out
+
+    def check_data(self, value: Any, syn: Any) -> None:
+        if isinstance(value, (Builtin, NewVar, BufferSlice, BufferMethod, LetAnnotation)):
+            raise self.error(syn, f"{_describe(value)} is not a value an attribute can hold")
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                self.check_data(item, syn)
 
     def ev_Attribute(self, syn: S.Attribute) -> Any:
         base = self.ev(syn.value)
@@ -165,13 +183,20 @@ class ExprEvaluator:
             if isinstance(index, S.Slice):
                 if index.step is not None:
                     raise self.error(index, "a slice step is not supported here")
-                start = self.ev_expr(index.lower) if index.lower is not None else const(0)
                 if index.upper is None:
                     raise self.error(syn, "a slice needs an end")
-                items.append((start, self.ev_expr(index.upper, start)))
+                start = self.ev_expr(index.lower) if index.lower is not None else None
+                stop = self.ev_expr(index.upper, start)
+                if start is None or (isinstance(start, IntImm) and stop.dtype.is_integer):
+                    # `:n` and `0:n` start at a zero of n's type (an int32 0 beside an int64 end
+                    # printed back with a cast, one more at each round)
+                    start = IntImm(stop.dtype, start.value if start is not None else 0)
+                self.check_index(start, index.lower or index, "a slice bound")
+                self.check_index(stop, index.upper, "a slice bound")
+                items.append((start, stop))
                 sliced = True
             else:
-                items.append(self.ev_expr(index))
+                items.append(self.check_index(self.ev_expr(index), index, "a buffer index"))
         if len(items) != len(buffer.shape):
             raise self.error(syn, f"buffer {buffer.name!r} has {len(buffer.shape)} dimension"
                              f"{'s' if len(buffer.shape) != 1 else ''} but is indexed with "
@@ -179,6 +204,13 @@ class ExprEvaluator:
         if sliced:
             return BufferSlice(buffer, tuple(items))
         return BufferLoad(buffer, tuple(items), span=self.span(syn))
+
+    def check_index(self, index: PrimExpr, syn: Any, what: str) -> PrimExpr:
+        # a float index has no element to address (and a float region printed back as start +
+        # extent would differ at each round)
+        if not index.dtype.is_integer:
+            raise self.error(syn, f"{what} must be an integer, not {_describe(index)}")
+        return index
 
     def slice_load(self, value: BufferSlice, syn: Any) -> PrimExpr:
         """``A[i:i + 8]`` read as a vector: each slice becomes a Ramp."""
@@ -205,8 +237,13 @@ class ExprEvaluator:
                 for i in value.indices))
         raise self.error(syn, f"expected a buffer region such as A[i, 0:16], got {_describe(value)}")
 
+    # The operators take their operands evaluated, so that a subclass that looks at the values
+    # first (the Relax parser) evaluates each operand once, not once per level of nesting.
     def ev_BinOp(self, syn: S.BinOp) -> Any:
-        a, b = self.operand(syn.left), self.operand(syn.right)
+        return self.binary(syn, self.ev(syn.left), self.ev(syn.right))
+
+    def binary(self, syn: S.BinOp, left: Any, right: Any) -> Any:
+        a, b = self.as_operand(left, syn.left), self.as_operand(right, syn.right)
         if syn.op == "/":
             return arith.truediv(a, b)
         cls = arith.BINARY_OPERATORS.get(syn.op)
@@ -215,7 +252,9 @@ class ExprEvaluator:
         return arith.binary(cls, a, b)
 
     def operand(self, syn: Any) -> Any:
-        value = self.ev(syn)
+        return self.as_operand(self.ev(syn), syn)
+
+    def as_operand(self, value: Any, syn: Any) -> Any:
         if isinstance(value, BufferSlice):
             return self.slice_load(value, syn)
         if not isinstance(value, (PrimExpr, int, float, bool)):
@@ -223,7 +262,10 @@ class ExprEvaluator:
         return value
 
     def ev_UnaryOp(self, syn: S.UnaryOp) -> Any:
-        value = self.operand(syn.operand)
+        return self.unary(syn, self.ev(syn.operand))
+
+    def unary(self, syn: S.UnaryOp, operand: Any) -> Any:
+        value = self.as_operand(operand, syn.operand)
         if syn.op == "-":
             return arith.negate(value)
         if syn.op == "+":
@@ -241,7 +283,10 @@ class ExprEvaluator:
         return result
 
     def ev_Compare(self, syn: S.Compare) -> Any:
-        left = self.operand(syn.left)
+        return self.compare(syn, self.ev(syn.left))
+
+    def compare(self, syn: S.Compare, left: Any) -> Any:
+        left = self.as_operand(left, syn.left)
         result = None
         for op, right_syn in zip(syn.ops, syn.comparators):
             right = self.operand(right_syn)
@@ -435,6 +480,8 @@ def _let_expr(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
     if not isinstance(where, dict) or len(where) != 1:
         raise ev.error(syn, "T.Let(body, where={var: value}) binds exactly one variable")
     (var, value), = where.items()
+    if not isinstance(var, Var):  # the key names the bound variable
+        raise ev.error(syn, f"T.Let binds a variable, not {_describe(var)}")
     return Let(var, ev.call_arg(value, syn), ev.call_arg(args[0], syn))
 
 

@@ -15,6 +15,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "corpus"
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
+# The corpus files that single tests read, copied from ../shared/corpus so that a plain clone runs
+# them; only the tests over the whole corpus (corpus_manifest) skip without ../shared.
+# tests/test_corpus_copies.py checks that the copies still equal the corpus.
+CORPUS_COPY = FIXTURES / "corpus"
 
 
 def load_example(filename: str) -> ModuleType:
@@ -63,8 +67,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
             item.add_marker(skip)
 
 
+# Hypothesis profiles. `ci` (the default, `make test`) draws the same examples on every run, so a
+# newly drawn example never fails a submission; `fuzz` (`make test-all`, `make fuzz`) draws fresh
+# ones and keeps failures in .hypothesis/ to replay. The deadline is generous: two shared cores
+# are slow, and a timing failure there says nothing about the code.
 # `pytest --hypothesis-profile=noshrink` shows a failing example at once (no shrinking): useful
 # while debugging a property, not for CI, where the shrunk example is the helpful one.
+from datetime import timedelta  # noqa: E402
+
 from hypothesis import Phase, settings  # noqa: E402
 
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True,
+                          deadline=timedelta(seconds=5))
+settings.register_profile("fuzz", derandomize=False, print_blob=True, deadline=timedelta(seconds=5))
 settings.register_profile("noshrink", phases=[Phase.explicit, Phase.reuse, Phase.generate])
+settings.load_profile("ci")  # `--hypothesis-profile=NAME` replaces it

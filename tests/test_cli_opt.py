@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import CORPUS, FIXTURES, ROOT
+from conftest import CORPUS_COPY, FIXTURES, ROOT
 from tvms.cli import main
 from tvms.lowering import pass_registry
 
@@ -98,22 +98,18 @@ def test_failed_pass_leaves_output_file_alone(model, tmp_path, failing, capsys):
 
 
 def test_tvm_0_27_dialect(capsys):
-    if not CORPUS.exists():
-        pytest.skip("needs ../shared/corpus")
-    src = str(CORPUS / "mlp_bias_dyn_01_exported.tvms")
+    src = str(CORPUS_COPY / "mlp_bias_dyn_01_exported.tvms")
     assert main(["opt", "--load", EXAMPLE, "-p", "ReluToGelu", src]) == 0  # keeps the input's dialect
-    expected = (CORPUS / "mlp_bias_dyn_06_relu_to_gelu.tvms").read_text().rstrip("\n") + "\n"
+    expected = (CORPUS_COPY / "mlp_bias_dyn_06_relu_to_gelu.tvms").read_text().rstrip("\n") + "\n"
     assert capsys.readouterr().out == expected
     assert main(["opt", "--load", EXAMPLE, "-p", "ReluToGelu", "--dialect", "classic", src]) == 0
     assert 'R.Tensor(("n", 784)' in capsys.readouterr().out
 
 
 def test_zero_pipeline_by_name(capsys):
-    if not CORPUS.exists():
-        pytest.skip("needs ../shared/corpus")
-    src = str(CORPUS / "mlp_bias_dyn_01_exported.tvms")
+    src = str(CORPUS_COPY / "mlp_bias_dyn_01_exported.tvms")
     assert main(["opt", "--pipeline", "zero", src]) == 0
-    expected = (CORPUS / "mlp_bias_dyn_04_zero_pipeline.tvms").read_text().rstrip("\n") + "\n"
+    expected = (CORPUS_COPY / "mlp_bias_dyn_04_zero_pipeline.tvms").read_text().rstrip("\n") + "\n"
     assert capsys.readouterr().out == expected
     assert main(["opt", "--pipeline", "zero", "-p", "DeadCodeElimination", src]) == 0  # then -p
     assert capsys.readouterr().out == expected

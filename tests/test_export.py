@@ -17,8 +17,9 @@ from tvms.ir.errors import TVMSError  # noqa: E402
 from tvms.runtime.export import read_metadata  # noqa: E402
 from tvms.script import from_source  # noqa: E402
 
-HERE = Path(__file__).parent
-FIXTURE_MATMUL = HERE / "fixtures" / "codegen" / "matmul_sched_cpu_flattened.tvms"
+from conftest import CORPUS_COPY  # noqa: E402
+
+FIXTURE_MATMUL = CORPUS_COPY / "lower_matmul_sched_cpu_03_FlattenBuffer.tvms"
 
 # two functions in one library, both with parallel loops (each keeps its own thread count)
 TWO_KERNELS = """# from tvm.script import ir as I

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import tvms as tvm
-from conftest import CORPUS, FIXTURES, load_example
+from conftest import CORPUS_COPY, FIXTURES, load_example
 from tvms import relax
 from tvms.relax.expr_functor import PyExprMutator, PyExprVisitor, mutator, visitor
 from tvms.script import from_source
@@ -46,10 +46,9 @@ def test_seed_003_relu_to_gelu_classic_golden():
     assert origin_mod.script() == before.rstrip("\n")  # the input is untouched
 
 
-@pytest.mark.skipif(not CORPUS.exists(), reason="needs ../shared/corpus")
 def test_relu_to_gelu_matches_tvm_0_27_output():
-    before = from_source((CORPUS / "mlp_bias_dyn_01_exported.tvms").read_text())
-    expected = (CORPUS / "mlp_bias_dyn_06_relu_to_gelu.tvms").read_text()
+    before = from_source((CORPUS_COPY / "mlp_bias_dyn_01_exported.tvms").read_text())
+    expected = (CORPUS_COPY / "mlp_bias_dyn_06_relu_to_gelu.tvms").read_text()
     assert ReluToGelu()(before).script(dialect="tvm-0.27") == expected.rstrip("\n")
 
 

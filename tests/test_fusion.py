@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, reject, settings
 
-from conftest import CORPUS, FIXTURES
+from conftest import CORPUS_COPY, FIXTURES
 from program_strategies import Program, assert_same_values, dataflow_programs
 from tvms import TVMSError, relax
 from tvms.cli import main
@@ -34,8 +34,6 @@ STAGES = [
     ("FuseOps", "FuseTIR", "FuseTIR", {}),
     ("FuseTIR", "CallTIRRewrite", "CallTIRRewrite", {}),
 ]
-needs_corpus = pytest.mark.skipif(not (CORPUS / "mlp_bias_dyn_01_exported.tvms").exists(),
-                                  reason="../shared/corpus is absent")
 
 
 def _golden(case: str, stage: str) -> str:
@@ -163,30 +161,27 @@ def test_op_pattern_of_matmul_and_softmax() -> None:
 
 
 # ---------------------------------------------------------------- the MLP of the corpus
-@needs_corpus
 def test_corpus_mlp_fused() -> None:
-    mod = from_source((CORPUS / "mlp_bias_dyn_02_legalized.tvms").read_text())
+    mod = from_source((CORPUS_COPY / "mlp_bias_dyn_02_legalized.tvms").read_text())
     out = Sequential([relax.transform.AnnotateTIROpPattern(), relax.transform.FuseOps(),
                       relax.transform.FuseTIR()])(mod)
-    assert _tvm_text(out) == (CORPUS / "mlp_bias_dyn_03_fused.tvms").read_text().rstrip("\n")
+    assert _tvm_text(out) == (CORPUS_COPY / "mlp_bias_dyn_03_fused.tvms").read_text().rstrip("\n")
 
 
-@needs_corpus
 def test_corpus_mlp_zero_pipeline() -> None:
-    mod = from_source((CORPUS / "mlp_bias_dyn_01_exported.tvms").read_text())
+    mod = from_source((CORPUS_COPY / "mlp_bias_dyn_01_exported.tvms").read_text())
     out = relax.get_pipeline("zero")(mod)
-    golden = (CORPUS / "mlp_bias_dyn_04_zero_pipeline.tvms").read_text().rstrip("\n")
+    golden = (CORPUS_COPY / "mlp_bias_dyn_04_zero_pipeline.tvms").read_text().rstrip("\n")
     assert _tvm_text(out) == golden
     assert [gv.name_hint for gv in out.get_global_vars()] == [
         "fused_matmul1_add1", "fused_matmul_add_relu", "transpose", "transpose1", "forward"]
 
 
-@needs_corpus
 def test_cli_runs_the_fusion_passes_by_name(capsys: pytest.CaptureFixture) -> None:
-    path = str(CORPUS / "mlp_bias_dyn_01_exported.tvms")
+    path = str(CORPUS_COPY / "mlp_bias_dyn_01_exported.tvms")
     assert main(["opt", "-p", "LegalizeOps,AnnotateTIROpPattern,FuseOps,FuseTIR", path]) == 0
     assert capsys.readouterr().out.rstrip("\n") == \
-        (CORPUS / "mlp_bias_dyn_03_fused.tvms").read_text().rstrip("\n")
+        (CORPUS_COPY / "mlp_bias_dyn_03_fused.tvms").read_text().rstrip("\n")
 
 
 def test_seed003_classic_fused() -> None:

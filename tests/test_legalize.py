@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import CORPUS, FIXTURES
+from conftest import CORPUS_COPY, FIXTURES
 from tvms.ir import IntImm, IRModule, first_mismatch
 from tvms.ir import relax as rx
 from tvms.ir.function import PrimFunc
@@ -15,11 +15,10 @@ from tvms.lowering.relax.legalize import LEGALIZE, LegalizeOps
 from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
-EXPORTED = CORPUS / "mlp_bias_dyn_01_exported.tvms"
-LEGALIZED = CORPUS / "mlp_bias_dyn_02_legalized.tvms"
+EXPORTED = CORPUS_COPY / "mlp_bias_dyn_01_exported.tvms"
+LEGALIZED = CORPUS_COPY / "mlp_bias_dyn_02_legalized.tvms"
 SEEDS = FIXTURES / "seeds_relax"
 LEGALIZE_DIR = FIXTURES / "legalize"
-needs_corpus = pytest.mark.skipif(not EXPORTED.exists(), reason="../shared/corpus is absent")
 
 
 def _call_tirs(mod: IRModule) -> list:
@@ -32,7 +31,6 @@ def _call_tirs(mod: IRModule) -> list:
 
 
 # ---------------------------------------------------------------- goldens
-@needs_corpus
 def test_mlp_golden_prints_as_tvm() -> None:
     out = LegalizeOps()(from_source(EXPORTED.read_text()))
     assert out.script(dialect="tvm-0.27") == LEGALIZED.read_text().rstrip("\n")
@@ -41,7 +39,6 @@ def test_mlp_golden_prints_as_tvm() -> None:
     assert all(f.is_private for _, f in out.functions_items() if isinstance(f, PrimFunc))
 
 
-@needs_corpus
 def test_registered_by_name_and_text_parses_back() -> None:
     out = get_pass("LegalizeOps")(from_source(EXPORTED.read_text()))
     text = out.script(dialect="tvm-0.27")
@@ -60,7 +57,6 @@ def test_seed003_classic_golden() -> None:
     assert "attrs" in path
 
 
-@needs_corpus
 def test_mlp_same_numbers_before_and_after() -> None:
     mod = from_source(EXPORTED.read_text())
     out = LegalizeOps()(mod)

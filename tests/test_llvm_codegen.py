@@ -16,9 +16,10 @@ from tvms.ir.errors import TVMSError  # noqa: E402
 from tvms.runtime.reference import run_prim_func  # noqa: E402
 from tvms.script import from_source  # noqa: E402
 
-CORPUS_MATMUL = Path("/work/shared/corpus/lower_matmul_sched_cpu_03_FlattenBuffer.tvms")
+from conftest import CORPUS_COPY  # noqa: E402
+
 HERE = Path(__file__).parent
-FIXTURE_MATMUL = HERE / "fixtures" / "codegen" / "matmul_sched_cpu_flattened.tvms"
+FIXTURE_MATMUL = CORPUS_COPY / "lower_matmul_sched_cpu_03_FlattenBuffer.tvms"
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tir as T\n\n@I.ir_module\nclass Module:\n"
 
 
@@ -160,12 +161,6 @@ def test_corpus_matmul_with_parallel_and_vectorized_loops_equals_numpy():
     c[...] = 0
     lib(a, b, c)  # the module itself calls main
     np.testing.assert_allclose(c, a @ b, rtol=1e-4)
-
-
-def test_matmul_fixture_is_the_corpus_file():
-    if not CORPUS_MATMUL.exists():
-        pytest.skip("the shared corpus is not on this machine")
-    assert FIXTURE_MATMUL.read_text() == CORPUS_MATMUL.read_text()
 
 
 def test_vectorized_loop_becomes_ymm_vector_instructions():
@@ -359,10 +354,7 @@ def test_unknown_function_and_target_are_errors(elementwise_lib):
 
 
 def test_function_with_blocks_is_lowered_or_refused_clearly():
-    func = from_source(Path("/work/shared/corpus/lower_matmul_sched_cpu_00_input.tvms").read_text())["main"] \
-        if Path("/work/shared/corpus/lower_matmul_sched_cpu_00_input.tvms").exists() else None
-    if func is None:
-        pytest.skip("the shared corpus is not on this machine")
+    func = from_source((CORPUS_COPY / "lower_matmul_sched_cpu_00_input.tvms").read_text())["main"]
     try:
         import tvms.lowering.tir.pipeline  # noqa: F401  (lower_for_codegen)
     except ImportError:

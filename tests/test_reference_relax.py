@@ -15,13 +15,13 @@ from tvms.runtime.numpy_ops import NUMPY_OPS, Shape
 from tvms.runtime.reference_relax import SPECIAL_OPS, eval_expr, register_func, run_relax
 from tvms.script import from_source
 
-from conftest import CORPUS
+from conftest import CORPUS_COPY
 
 RNG = np.random.default_rng(11)
 
 
 def load(name: str):
-    return from_source((CORPUS / name).read_text())
+    return from_source((CORPUS_COPY / name).read_text())
 
 
 # ---------------------------------------------------------------- the corpus

@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import CORPUS, FIXTURES, corpus_manifest
+from conftest import CORPUS, CORPUS_COPY, FIXTURES, corpus_manifest
 from tvms.ir import first_mismatch, relax as rx
 from tvms.ir.struct_info import TensorStructInfo
 from tvms.script import from_source
 
-CONSTANTS = (CORPUS / "relax_script_constants_metadata.tvms") if CORPUS.exists() else None
 MIXED = [row["file"] for row in corpus_manifest() if row["kind"] in ("relax", "mixed")]
 
 MODULE = '''# from tvm.script import ir as I
@@ -67,7 +66,7 @@ def test_relax_corpus_converts_to_classic_and_back(name: str) -> None:
 
 
 def test_symbolic_sizes_are_quoted_in_the_classic_signature() -> None:
-    text = (CORPUS / "mlp_bias_dyn_01_exported.tvms").read_text()
+    text = (CORPUS_COPY / "mlp_bias_dyn_01_exported.tvms").read_text()
     classic = from_source(text).script()
     assert 'def forward(x: R.Tensor(("n", 784), dtype="float32")' in classic
     assert '-> R.Tensor(("n", 10), dtype="float32"):\n        n = T.int64()\n' in classic

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CORPUS, FIXTURES
+from conftest import CORPUS_COPY, FIXTURES
 
 import tvms as tvm
 from tvms import TVMSError, relax
@@ -33,7 +33,7 @@ def mlp_numpy(x: np.ndarray, w0: np.ndarray, b0: np.ndarray, w1: np.ndarray, b1:
 
 @pytest.fixture(scope="module")
 def corpus_mlp() -> tuple:
-    mod = from_source((CORPUS / "mlp_bias_dyn_01_exported.tvms").read_text())
+    mod = from_source((CORPUS_COPY / "mlp_bias_dyn_01_exported.tvms").read_text())
     return mod, tvm.compile(mod, target="llvm")
 
 

@@ -10,7 +10,7 @@ import json
 import sys
 
 import pytest
-from conftest import CORPUS, FIXTURES, corpus_manifest
+from conftest import CORPUS, CORPUS_COPY, FIXTURES, corpus_manifest
 
 import tvms
 from tvms.tir import Schedule, ScheduleError, Trace, apply_trace_text
@@ -160,18 +160,14 @@ CORPUS_CASES = {"sched_matmul_cache_write_reverse_compute_at.tvms": "mm_cache_wr
 
 @pytest.mark.parametrize("corpus_file", sorted(CORPUS_CASES))
 def test_case_reproduces_the_corpus_module(corpus_file: str) -> None:
-    path = CORPUS / corpus_file
-    if not path.exists():
-        pytest.skip("../shared/corpus is not beside the checkout")
+    path = CORPUS_COPY / corpus_file
     assert scheduled(CORPUS_CASES[corpus_file]).mod.script(dialect=DIALECT) == path.read_text()
 
 
 def test_compute_inline_of_the_padding_reproduces_the_corpus_conv2d() -> None:
     """The corpus keeps the result of inlining a conv2d's padding block, not its input; the
     input (``conv2d_pad_00_base.tvms``) is rebuilt so that TVM 0.27 gives that exact result."""
-    path = CORPUS / "sched_conv2d_compute_inline_pad.tvms"
-    if not path.exists():
-        pytest.skip("../shared/corpus is not beside the checkout")
+    path = CORPUS_COPY / "sched_conv2d_compute_inline_pad.tvms"
     sch = Schedule(tvms.script.from_source((GOLDEN / "conv2d_pad_00_base.tvms").read_text()))
     sch.compute_inline(sch.get_sblock("pad"))
     assert sch.mod.script(dialect=DIALECT) == path.read_text()

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tvms
-from conftest import CORPUS, FIXTURES
+from conftest import CORPUS_COPY, FIXTURES
 from test_schedule_properties import MODULES, apply_random_step
 from tvms.ir.errors import TVMSError
 from tvms.ir.stmt import Block, BlockRealize
@@ -79,15 +79,13 @@ def test_pass_output_matches_tvm(case: str, number: str, pass_name: str) -> None
 def test_matmul_reproduces_the_corpus_flatten_golden() -> None:
     """The corpus pair lower_matmul_sched_cpu_00_input -> _03_FlattenBuffer, through the
     first seven passes."""
-    source = CORPUS / "lower_matmul_sched_cpu_00_input.tvms"
-    if not source.exists():
-        pytest.skip("the shared corpus is not available")
+    source = CORPUS_COPY / "lower_matmul_sched_cpu_00_input.tvms"
     func = from_source(source.read_text())["main"]
     for step in lowering.CPU_PIPELINE[:7]:
         func = step(func)
     mod = from_source(source.read_text())
     mod["main"] = func
-    assert mod.script(dialect=DIALECT) == (CORPUS / "lower_matmul_sched_cpu_03_FlattenBuffer.tvms").read_text()
+    assert mod.script(dialect=DIALECT) == (CORPUS_COPY / "lower_matmul_sched_cpu_03_FlattenBuffer.tvms").read_text()
 
 
 def random_inputs(func) -> list:
