@@ -94,7 +94,7 @@ def run_deep(fn: Callable[..., Any], *args: Any, too_deep: str = _TOO_DEEP, **kw
     raise value
 
 
-def _from_recursion(err: BaseException) -> bool:
+def from_recursion(err: BaseException) -> bool:
     """Whether ``err`` is a RecursionError or was raised while handling one (a pass wraps the
     errors of its walk in a PassError)."""
     seen = 0
@@ -104,6 +104,11 @@ def _from_recursion(err: BaseException) -> bool:
         err = err.__cause__ or err.__context__
         seen += 1
     return False
+
+
+def in_deep_walk() -> bool:
+    """Whether this thread already runs with the room ``run_deep`` gives."""
+    return getattr(_room, "inside", False)
 
 
 def deep_recursion(fn: F | None = None, *, too_deep: str = _TOO_DEEP) -> F:
@@ -116,12 +121,12 @@ def deep_recursion(fn: F | None = None, *, too_deep: str = _TOO_DEEP) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if getattr(_room, "inside", False):
+        if in_deep_walk():
             return fn(*args, **kwargs)
         try:
             return fn(*args, **kwargs)
         except Exception as err:  # noqa: BLE001 - only a walk that ran out of stack is retried
-            if not _from_recursion(err):
+            if not from_recursion(err):
                 raise
         return run_deep(fn, *args, too_deep=too_deep, **kwargs)
 

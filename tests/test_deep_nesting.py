@@ -173,6 +173,20 @@ def test_cli_schedule_of_a_long_sum(tmp_path, capsys):
     assert "for i_0, i_1 in T.grid(2, 2):" in out and out.count("A[vi]") == FAST["sum"] + 1
 
 
+
+def test_schedule_api_on_a_long_sum_runs_with_room_and_records_once():
+    # a primitive that runs out of recursion is undone and run again with room: the trace
+    # holds each instruction once and the schedule computes what it did
+    sch = tvms.tir.Schedule(from_source(long_sum_tir(FAST["sum"])))
+    (loop,) = sch.get_loops(sch.get_block("B"))
+    outer, inner = sch.split(loop, [2, 2])
+    sch.reorder(inner, outer)
+    assert [inst.kind for inst in sch.trace.insts] == ["GetSBlock", "GetLoops", "Split", "Reorder"]
+    a = np.arange(4, dtype="float32")
+    b = np.zeros(4, dtype="float32")
+    run_deep(run_prim_func, sch.mod["main"], a, b)
+    np.testing.assert_allclose(b, a * FAST["sum"])
+
 RECURSIVE = '''
 @I.ir_module
 class Module:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
+from ...ir.deep import from_recursion, in_deep_walk, run_deep
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.module import IRModule
@@ -155,10 +156,23 @@ class Schedule:
 
     # ------------------------------------------------------------ transactions
     def _run(self, primitive: str, action: Callable[[], Any]) -> Any:
-        """Run ``action``; on any failure restore the module and handles and raise ScheduleError."""
+        """Run ``action``; on any failure restore the module and handles and raise ScheduleError.
+
+        A primitive whose walk ran out of recursion on deeply nested IR is undone (module,
+        handles, trace, random state) and run again with room for it (``ir.deep.run_deep``)."""
         saved_mod, saved_rvs = self._mod.copy(), dict(self._rvs)
+        saved_trace, saved_rng = len(self._trace.insts), self._rng.getstate()
         try:
-            return action()
+            try:
+                return action()
+            except Exception as err:  # noqa: BLE001 - only a walk out of stack is run again
+                if not from_recursion(err) or in_deep_walk():
+                    raise
+            self._mod, self._rvs = saved_mod.copy(), dict(saved_rvs)
+            while len(self._trace.insts) > saved_trace:
+                self._trace.pop()
+            self._rng.setstate(saved_rng)
+            return run_deep(action)
         except ScheduleError:
             self._mod, self._rvs = saved_mod, saved_rvs
             raise
