@@ -68,6 +68,14 @@ class TVMSError(Exception):
     """The root of every error tvms raises on purpose."""
 
 
+def _visible(code: str) -> str:
+    """The source line as shown under an error: control characters (a stray carriage return, a
+    NUL, an escape sequence) become their one-column pictures (U+2400...), so they neither
+    garble the terminal nor move the caret; tabs stay, the caret line copies them."""
+    return "".join(chr(0x2400 + ord(c)) if (ord(c) < 32 and c != "\t") else "\u2421" if c == "\x7f" else c
+                   for c in code)
+
+
 class ScriptError(TVMSError):
     """An error located in TVMScript source: renders as ``file:line:col: error: message``,
     then the source line and a caret under the offending column."""
@@ -87,7 +95,7 @@ class ScriptError(TVMSError):
             line = s.line + src.line_offset
             col = s.col + src.col_offset
             text = f"{src.name}:{line}:{col}: error: {self.message}"
-            code = src.line_text(s.line)
+            code = _visible(src.line_text(s.line).removesuffix("\r"))  # (a CRLF line end)
             if code:
                 width = max(1, (s.end_col - s.col) if s.end_line == s.line else len(code) - s.col + 1)
                 gutter = f"{line} | "

@@ -50,7 +50,10 @@ def assert_error(src: str, line: int, col: int, match: str, name: str = NAME) ->
     if not source_line:  # nothing to show (an empty file)
         return err
     gutter = f"{line} | "
-    assert rendered[1] == gutter + source_line
+    # control characters show as their one-column pictures (U+2400...), a CRLF's CR not at all
+    shown = "".join(chr(0x2400 + ord(c)) if ord(c) < 32 and c != "\t" else c
+                    for c in source_line.removesuffix("\r"))
+    assert rendered[1] == gutter + shown
     caret = rendered[2]
     assert caret.lstrip(" \t").startswith("^"), caret
     # the padding copies the line's tabs, so the caret lines up in a terminal too

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from test_errors import assert_error
+from tvms.ir.errors import ScriptError
 from tvms.script import from_source
 
 FUNC = '''\
@@ -165,3 +166,13 @@ def main(x: {annotation}):
 def test_let_expression_binds_a_variable() -> None:
     assert_error(func(store="= T.Let(A[i], where={T.evaluate: 1}) +"), 5, 16,
                  "T.Let binds a variable, not T.evaluate")
+
+
+def test_control_characters_in_the_shown_line_are_pictures_and_the_caret_stays():
+    # a raw escape sequence or carriage return in the line under an error garbled the terminal
+    source = '@T.prim_func\ndef f(A: T.Buffer((4,), "float32")):\n    A[0] = T.grdi\x1b[31m(1)\r\x00x\r\n'
+    with pytest.raises(ScriptError) as info:
+        from_source(source, "cr.tvms")
+    lines = str(info.value).splitlines()
+    assert lines[1] == "3 |     A[0] = T.grdi\u241b[31m(1)\u240d\u2400x"
+    assert lines[2].index("^") == lines[1].index("\u241b")
