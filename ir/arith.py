@@ -8,7 +8,7 @@ from typing import Any, Callable
 from .dtype import DataType
 from .errors import TVMSError
 from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, Cast, CmpOp, Div, FloatImm, FloorDiv,
-                   FloorMod, IntImm, Max, Min, Mod, Mul, Not, Or, PrimExpr, Sub, const)
+                   FloorMod, IntImm, Max, Min, Mod, Mul, Not, Or, PrimExpr, Sub, const, wrap_int)
 
 
 def _is_number(v: Any) -> bool:
@@ -83,7 +83,7 @@ def binary(cls: type, a: Any, b: Any) -> Any:
         if fold is not None and (isinstance(a, IntImm) or cls in (Add, Sub, Mul, Min, Max)):
             value = fold(a.value, b.value)
             if value is not None:
-                return const(value, a.dtype)
+                return const(wrap_int(value, a.dtype) if isinstance(value, int) else value, a.dtype)
     if cls in (And, Or) and not (a.dtype.is_bool and b.dtype.is_bool):
         raise TVMSError(f"'and'/'or' need boolean operands, got {a.dtype} and {b.dtype}")
     folded = fold_identity(cls, a, b)
@@ -131,7 +131,7 @@ def truediv(a: Any, b: Any) -> Any:
 
 def negate(a: Any) -> Any:
     if isinstance(a, (IntImm, FloatImm)) and not a.dtype.is_bool:
-        return const(-a.value, a.dtype)
+        return const(wrap_int(-a.value, a.dtype) if isinstance(a, IntImm) else -a.value, a.dtype)
     if isinstance(a, PrimExpr):
         return Mul(a, const(-1, a.dtype))  # as TVM's PrimExpr.__neg__
     return -a

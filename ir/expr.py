@@ -297,5 +297,16 @@ def const(value: PrimExprLike, dtype: str | DataType | None = None) -> PrimExpr:
     raise TVMSError(f"cannot make a constant of type {dt}")
 
 
+def wrap_int(value: int, dtype: Any) -> int:
+    """A folded integer as the machine computes it in ``dtype``: two's complement wrap-around
+    (``T.Mul(2147483647, -2147483648)`` in int32 is ``-2147483648``), so a folded constant
+    always fits its type and prints back as itself."""
+    if not dtype.is_integer or dtype.is_bool:
+        return value
+    bits = dtype.bits
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if not dtype.is_uint and value >= 1 << (bits - 1) else value
+
+
 def is_const_int(expr: Any, value: int | None = None) -> bool:
     return isinstance(expr, IntImm) and (value is None or expr.value == value)

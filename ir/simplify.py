@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .expr import Add, Cast, IntImm, Mul, PrimExpr, Sub, Var, const
+from .expr import Add, Cast, IntImm, Mul, PrimExpr, Sub, Var, const, wrap_int
 from .node import Node, walk_fields
 
 
@@ -48,13 +48,16 @@ def simplify(e: PrimExpr) -> PrimExpr:
     terms: dict = {}
     atoms: dict = {}
     constant = _linear(e, 1, terms, atoms)
-    live = [(k, c) for k, c in terms.items() if c != 0]
+    # the sums are exact; wrapped into the type they are what the machine computes
+    constant = wrap_int(constant, e.dtype)
+    live = [(k, c) for k, c in terms.items() if wrap_int(c, e.dtype) != 0]
     if not live:
         return const(constant, e.dtype)
     if any(c < 0 for _, c in live):
         return e  # keep subtractions of variables as written
     result = None
     for key, coeff in live:  # in the order the terms first appear
+        coeff = wrap_int(coeff, e.dtype)
         term = atoms[key] if coeff == 1 else Mul(atoms[key], const(coeff, e.dtype))
         result = term if result is None else Add(result, term)
     if constant > 0:

@@ -29,9 +29,10 @@ from typing import Any
 
 from .buffer import Buffer, MatchBufferRegion
 from .errors import ScriptError, Span
-from .expr import COMM_REDUCE, DATA_PAR, BufferLoad, IntImm, Ramp, Var
+from .expr import COMM_REDUCE, DATA_PAR, Add, BufferLoad, IntImm, Mul, Ramp, Sub, Var
 from .function import PrimFunc
 from .node import Node, walk_fields
+from .simplify import simplify
 from .stmt import Block, BlockRealize, BufferStore, For, LetStmt
 from .visitor import collect
 
@@ -92,7 +93,10 @@ def _shape_text(buffer: Buffer) -> str:
 
 
 def _constant_span(index: Any) -> tuple[int, int] | None:
-    """The least and greatest value of a constant index (a vector's lanes too), else None."""
+    """The least and greatest value of a constant index (a vector's lanes too, and arithmetic of
+    constants such as ``T.Mul(4, 3)``, as the machine computes it), else None."""
+    if isinstance(index, (Add, Sub, Mul)):
+        index = simplify(index)
     if isinstance(index, IntImm):
         return index.value, index.value
     if isinstance(index, Ramp) and isinstance(index.base, IntImm) and isinstance(index.stride, IntImm):

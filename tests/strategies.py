@@ -50,6 +50,7 @@ from tvms.ir.buffer import DEFAULT_ALIGN
 from tvms.ir.analysis import contains_block
 from tvms.ir.stmt import AllocBuffer, seq
 from tvms.ir.visitor import children, walk
+from tvms.ir.simplify import simplify
 from tvms.ir.well_formed import check_block_iterators
 
 I32, I64 = DataType("int32"), DataType("int64")
@@ -250,9 +251,11 @@ def draw_indices(draw: Callable, buffer: Buffer, scope: Scope, depth: int = 1) -
 
 
 def _inside(index: PrimExpr, extent: PrimExpr) -> PrimExpr:
-    """A constant ``index`` brought into ``[0, extent)`` when the extent is a constant too."""
-    if isinstance(index, IntImm) and isinstance(extent, IntImm) and not 0 <= index.value < extent.value:
-        return IntImm(index.dtype, index.value % extent.value)
+    """A constant ``index`` (or arithmetic of constants) brought into ``[0, extent)`` when the
+    extent is a constant too."""
+    value = simplify(index) if isinstance(index, (Add, Sub, Mul)) else index
+    if isinstance(value, IntImm) and isinstance(extent, IntImm) and not 0 <= value.value < extent.value:
+        return IntImm(index.dtype, value.value % extent.value)
     return index
 
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from test_errors import assert_error
+from test_errors import assert_error, parse_error
 from tvms.ir.errors import ScriptError
 from tvms.script import from_source
 
@@ -176,3 +176,39 @@ def test_control_characters_in_the_shown_line_are_pictures_and_the_caret_stays()
     lines = str(info.value).splitlines()
     assert lines[1] == "3 |     A[0] = T.grdi\u241b[31m(1)\u240d\u2400x"
     assert lines[2].index("^") == lines[1].index("\u241b")
+
+
+# an inferred region folded T.Mul(2147483647, -2147483648) in exact integers: an int32 constant of
+# -4611686016279904256 printed as a bare literal, which read back as int64 (fmt not idempotent)
+WRAPPING = '''# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((4, 2), "int32")):
+    for i in range(4):
+        with T.block("B"):
+            vi = T.axis.spatial(4, i)
+            A[vi, T.Mul(2147483647, -2147483648)] = 1
+'''
+
+
+def test_folded_integer_constants_wrap_in_their_type() -> None:
+    from tvms.ir import expr as E
+    from tvms.ir.simplify import simplify
+
+    i32 = E.DataType("int32")
+    big, low = E.IntImm(i32, 2147483647), E.IntImm(i32, -2147483648)
+    assert simplify(E.Mul(big, low)).value == -2147483648
+    assert simplify(E.Add(big, E.IntImm(i32, 1))).value == -2147483648
+    assert simplify(E.Add(E.IntImm(E.DataType("uint8"), 255), E.IntImm(E.DataType("uint8"), 1))).value == 0
+    unchecked = WRAPPING.replace("@T.prim_func", "@T.prim_func(check_well_formed=False)")
+    once = from_source(unchecked).script()
+    assert "T.writes(A[vi, -2147483648])" in once
+    assert from_source(once.replace("@T.prim_func", "@T.prim_func(check_well_formed=False)")).script() == once
+
+
+def test_a_constant_index_expression_out_of_bounds_is_refused() -> None:
+    # the well-formedness check folded only literal indices: T.Mul(2147483647, -2147483648)
+    # compiled to a store far outside the buffer
+    err = parse_error(WRAPPING)
+    assert "index -2147483648 is out of bounds for axis 1 of buffer 'A' of shape (4, 2)" in err.message
+    assert (err.span.line, err.span.col) == (8, 13)
