@@ -169,7 +169,7 @@ class _Param:
 
 
 def _tir_params(fn: Any) -> list:
-    from .runtime.export import written_params
+    from .ir.analysis import written_params
 
     func = fn.compiled.func
     outputs = getattr(fn.compiled, "outputs", None)  # (a loaded library stores them)

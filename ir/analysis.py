@@ -8,7 +8,7 @@ from .buffer import Buffer, BufferRegion
 from .expr import Add, BufferLoad, IntImm, Mul, PrimExpr, Range, Sub, Var, const
 from .simplify import simplify
 from .stmt import Block, BlockRealize, BufferStore, For, Stmt
-from .visitor import Visitor, walk
+from .visitor import Visitor, collect, walk
 
 
 def contains_block(stmt: Stmt) -> bool:
@@ -165,3 +165,11 @@ def entry_vars(func: Any) -> list:
             seen.add(id(v))
             found.append(v)
     return found
+
+
+def written_params(func: Any) -> tuple:
+    """Indices of the buffer parameters ``func`` stores into (its outputs, in TVM's
+    destination-passing style)."""
+    stored = {id(s.buffer.data) for s in collect(func.body, BufferStore)}
+    return tuple(k for k, p in enumerate(func.params)
+                 if (b := func.buffer_map.get(p)) is not None and id(b.data) in stored)

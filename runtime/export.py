@@ -28,9 +28,9 @@ from typing import Any
 
 from tvms.ir import stmt as S
 from tvms.ir.errors import TVMSError
+from tvms.ir.analysis import written_params
 from tvms.ir.files import write_file
 from tvms.ir.function import PrimFunc
-from tvms.ir.visitor import collect
 
 from .library_file import append_trailer, verify_library
 
@@ -39,14 +39,6 @@ VERSION = 2  # 2: the metadata follows the shared object, checked by the trailer
 
 
 # --------------------------------------------------------------------------- what a library holds
-
-
-def written_params(func: PrimFunc) -> tuple:
-    """Indices of the buffer parameters ``func`` stores into (its outputs, in TVM's
-    destination-passing style)."""
-    stored = {id(s.buffer.data) for s in collect(func.body, S.BufferStore)}
-    return tuple(k for k, p in enumerate(func.params)
-                 if (b := func.buffer_map.get(p)) is not None and id(b.data) in stored)
 
 
 def signature_text(func: PrimFunc) -> str:

@@ -20,11 +20,11 @@ from typing import Any, Callable
 import numpy as np
 
 from tvms.ir import expr as E
+from tvms.ir.analysis import written_params
 from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
 from tvms.ir.module import IRModule
-from .export import written_params
 from .reference import compile_expr
 from .tir_values import numpy_dtype
 

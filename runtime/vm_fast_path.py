@@ -18,6 +18,7 @@ import numpy as np
 
 from tvms.ir import expr as tir
 from tvms.ir import relax as rx
+from tvms.ir.analysis import written_params
 from tvms.ir.errors import TVMSError
 from tvms.ir.expr import Op
 from tvms.ir.function import PrimFunc
@@ -25,7 +26,6 @@ from tvms.ir.module import GlobalVar
 from tvms.ir.structural import structural_equal
 from tvms.ir.struct_info import TensorStructInfo
 
-from .export import written_params
 from .numpy_ops import Shape
 from .reference import compile_expr
 from .tir_values import numpy_dtype
