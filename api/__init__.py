@@ -7,10 +7,10 @@ from . import relax, te, tir  # noqa: E402,F401
 from .ir import IRModule, ScriptError, TVMSError
 from . import nd, runtime  # noqa: E402,F401
 from .runtime import cpu, cuda, device, get_global_func, register_func  # noqa: E402
-from .runtime.module import build  # noqa: E402
+from .lowering.build import build  # noqa: E402
 from . import target  # noqa: E402,F401
 from . import dlight  # noqa: E402,F401
-from .runtime.vm import compile  # noqa: E402,A004
+from .lowering.build import compile  # noqa: E402,A004
 
 # TVM spells the pass infrastructure both ``tvm.transform`` and ``tvm.ir.transform``. The ir/
 # layer must not import the lowering layer, so the face attaches the same module objects to

@@ -58,7 +58,7 @@ def _default_schedules(mod, target: str, dialect: str, output: str | None) -> in
     """The module with every unscheduled PrimFunc given the default schedule of its kind, as
     ``tvms.compile`` gives it (``tvms.dlight.cpu``: matmul, GEMV, reduction, elementwise, fallback)."""
     from .ir import IRModule
-    from .runtime.vm import default_schedules
+    from .lowering.build import default_schedules
 
     try:
         mod = default_schedules(mod if isinstance(mod, IRModule) else IRModule({"main": mod}), target)

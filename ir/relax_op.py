@@ -15,6 +15,10 @@ from .node import FrozenDict
 from .op import get_op  # one interning table for every operator, TensorIR and Relax
 from .struct_info import StructInfo
 
+# The operators that call functions (kernels, packed functions) rather than compute: the
+# executors run them themselves, and a module calling only these needs no Relax pipeline.
+SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed")
+
 # Attribute kinds, which decide how values are checked, stored and printed.
 ATTR_ANY, ATTR_INT, ATTR_INTS, ATTR_BOOL, ATTR_STR, ATTR_DTYPE, ATTR_FLOAT, ATTR_PRIM = (
     "any", "int", "ints", "bool", "str", "dtype", "float", "prim")

@@ -5,7 +5,7 @@ This package is also the face ``tvms.runtime`` (TVM 0.27's names: ``tvms.runtime
 """
 from .device import Device, cpu, cuda, device
 from .export import load_module
-from .registry import get_global_func, list_global_func_names, register_func, remove_global_func
+from ..ir.registry import get_global_func, list_global_func_names, register_func, remove_global_func
 from .tensor import NDArray, Tensor, empty, from_dlpack, tensor
 
 __all__ = ["Device", "NDArray", "Tensor", "cpu", "cuda", "device", "empty", "from_dlpack",

@@ -28,7 +28,7 @@ from ..lowering.relax.backend import (has_leaking_intermediate_variables, make_m
 from ..lowering.relax.fuse_by_pattern import PatternCheckContext
 from ..lowering.relax.run_codegen import ExternalModule, external_module
 from .numpy_ops import NUMPY_OPS
-from .registry import register_func
+from ..ir.registry import register_func
 
 BACKEND = "cpu_blas"
 _DTYPES = ("float32", "float64")  # what numpy's BLAS multiplies natively

@@ -1,4 +1,4 @@
-"""Compiled modules: ``tvms.build(mod_or_func, target="llvm")`` and calling the result.
+"""Compiled modules: what ``tvms.build(mod_or_func, target="llvm")`` returns, and calling it.
 
 >>> lib = tvms.build(matmul, target="llvm")
 >>> lib["main"](a, b, c)          # numpy arrays (or tensors holding one in ``.array``), in place
@@ -21,10 +21,9 @@ import numpy as np
 
 from tvms.ir import expr as E
 from tvms.ir.analysis import written_params
-from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
-from tvms.ir.module import IRModule
+from tvms.ir.registry import register_func
 from .reference import compile_expr
 from .tir_values import numpy_dtype
 
@@ -382,30 +381,10 @@ class Module:
         return f"Module({', '.join(self.functions)}, target={self.target!r})"
 
 
-@deep_recursion
-def build(mod_or_func: Any, target: Any = None, name: str = "main") -> Module:
-    """Compile the PrimFuncs of an IRModule (or one PrimFunc, named ``name``) for the CPU."""
-    if isinstance(mod_or_func, PrimFunc):
-        funcs = {name: mod_or_func}
-    elif isinstance(mod_or_func, IRModule):
-        funcs = {key: f for key, f in ((k, mod_or_func[k]) for k in mod_or_func) if isinstance(f, PrimFunc)}
-        others = [k for k in mod_or_func if k not in funcs]
-        if others:
-            raise TVMSError(f"build compiles TensorIR functions; {', '.join(others)} are not "
-                            f"(compile a module with Relax functions with tvms.compile)")
-        if not funcs:
-            raise TVMSError("build: the module has no functions")
-    else:
-        raise TVMSError(f"build takes an IRModule or a PrimFunc, got {type(mod_or_func).__name__}")
-    from tvms.lowering.codegen.compile import compile_prim_func  # llvmlite only when building
-
-    from .target import resolve_target  # (None: the target of `with Target(...)`, else llvm)
-
-    text = str(resolve_target(target))
-    compiled = {key: Function(key, compile_prim_func(f, text, _symbol(key))) for key, f in funcs.items()}
-    return Module(compiled, text)
+def load_kernels(artifacts: dict, target: str) -> Module:
+    """The Module calling the code generator's ``artifacts`` (by function name): the link step
+    of ``tvms.build``, which reaches it by name (``runtime.module.load_llvm``)."""
+    return Module({key: Function(key, artifact) for key, artifact in artifacts.items()}, target)
 
 
-def _symbol(name: str) -> str:
-    """An LLVM symbol for a function name (it is the name, prefixed to avoid C library names)."""
-    return "tvms_" + "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+register_func("runtime.module.load_llvm", load_kernels)

@@ -28,16 +28,13 @@ from tvms.ir.struct_info import (ObjectStructInfo, PrimStructInfo, ShapeStructIn
 
 from .numpy_ops import NUMPY_OPS, Shape
 from .reference import compile_expr, run_prim_func
-from .registry import _FUNCTIONS, get_global_func, register_func
+from ..ir.registry import _FUNCTIONS, get_global_func, register_func
+from ..ir.relax_op import SPECIAL_OPS
 from .tir_values import cast_value, numpy_dtype
 
-# the registry is runtime/registry.py's; these old names stay importable from here
+# the registry is ir/registry.py's; these old names stay importable from here
 _PACKED = _FUNCTIONS
 get_func = get_global_func
-
-
-# Operators the interpreter handles itself (they call functions rather than compute).
-SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed")
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The Relax VM on the CPU: ``tvms.compile`` / ``tvms.relax.build`` and ``VirtualMachine``.
+"""The Relax VM on the CPU: runs the ``Executable`` that ``tvms.compile`` / ``tvms.relax.build``
+(``lowering/build.py``) make.
 
 >>> ex = tvms.compile(mod, target="llvm")          # zero pipeline if needed, then one kernel build
 >>> vm = tvms.relax.VirtualMachine(ex, tvms.cpu())
@@ -14,16 +15,12 @@ walking the IR; what the steps do not cover falls back to the interpreter. Packe
 (``R.call_dps_packed``, ``R.call_packed``) receive numpy arrays, as under the reference
 executor; they support DLPack (``torch.from_dlpack(x)``).
 
-``compile`` caches its result by content (``compile_key``), and the kernels' object code is
-also cached on disk (``lowering/codegen/object_cache.py``). A VirtualMachine, like TVM's, is for
-one thread at a time; an Executable may be shared by many VMs.
+A VirtualMachine, like TVM's, is for one thread at a time; an Executable may be shared by many
+VMs.
 """
 from __future__ import annotations
 
-import hashlib
-import threading
 import time
-from collections import OrderedDict
 from typing import Any, Callable
 
 import numpy as np
@@ -33,22 +30,17 @@ from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.expr import Op
 from tvms.ir.function import PrimFunc
-from tvms.ir.node import FrozenDict
 from tvms.ir.module import GlobalVar, IRModule
+from tvms.ir.registry import register_func
 
 from .device import cpu
-from .module import Module, TimingResult, _data_address, _on_cpu, build
+from .module import Module, TimingResult, _data_address, _on_cpu
 from .numpy_ops import Shape
-from .reference_relax import SPECIAL_OPS, _Interpreter, _is_shape_param
-from .target import resolve_target
+from .reference_relax import _Interpreter, _is_shape_param
 from .tensor import ALIGNMENT, Tensor, tensor
 from .tir_values import numpy_dtype
 from .vm_fast_path import FastFunction
-from .vm_memory import ALLOC_TENSOR, BufferPool, SeqPlan, aligned_empty, plan_seq, walk
-
-# operator-name prefixes the VM runs itself (allocation, not computation): not "Relax operators"
-_RUNTIME_OPS = ("relax.builtin.", "relax.vm.", "relax.memory.", "builtin.", "vm.")
-
+from .vm_memory import ALLOC_TENSOR, BufferPool, SeqPlan, aligned_empty, plan_seq
 
 class Executable:
     """A compiled module: the lowered Relax functions (``mod``, its PrimFuncs kept) and one
@@ -94,142 +86,7 @@ class Executable:
         return f"Executable({', '.join(self.function_names)}; kernels {', '.join(self._kernels.functions)})"
 
 
-def has_relax_operators(mod: IRModule) -> bool:
-    """Whether a Relax function of ``mod`` still calls a computing operator (``R.add``...)."""
-    for key in mod:
-        func = mod[key]
-        if isinstance(func, rx.Function):
-            for n in walk(func):
-                if isinstance(n, rx.Call) and isinstance(n.op, Op) and n.op.name not in SPECIAL_OPS \
-                        and not n.op.name.startswith(_RUNTIME_OPS):
-                    return True
-    return False
-
-
-@deep_recursion
-def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
-            default_schedule: bool = True) -> "Executable | Module":
-    """Compile ``mod``: with Relax functions an ``Executable`` for ``VirtualMachine``; a module
-    of PrimFuncs only (or a PrimFunc) gives ``tvms.build``'s ``Module``, as ``tvm.compile``.
-
-    ``relax_pipeline`` (a name or a pass) runs when Relax operators remain, as TVM runs its
-    build pipeline on a module that is not lowered yet; None skips it.
-
-    ``default_schedule`` (CPU targets): every PrimFunc that is not scheduled yet (see
-    ``tvms.dlight.is_scheduled``) gets the default schedule of its kind (``tvms.dlight.cpu``:
-    matmul, GEMV, reduction, elementwise, fallback), and a named pipeline is preceded by
-    FuseTransposeMatmul, so that a linear layer reads its weight as stored. False compiles the
-    TensorIR as it is, as TVM does.
-
-    The result is cached by content (``compile_key``): compiling a module whose text, target and
-    options are unchanged returns the same Executable (or Module), which is safe to share: each
-    VirtualMachine keeps its own buffers."""
-    target = resolve_target(target)
-    if isinstance(mod, rx.Function):
-        mod = IRModule({"main": mod})
-    key = compile_key(mod, target, relax_pipeline, default_schedule=bool(default_schedule))
-    if key is not None:
-        with _COMPILED_LOCK:
-            hit = _COMPILED.get(key)
-            if hit is not None:
-                _COMPILED.move_to_end(key)
-                return hit
-    result = _compile_uncached(mod, target, relax_pipeline,
-                               bool(default_schedule) and _schedules_by_default(target))
-    if key is not None:
-        with _COMPILED_LOCK:
-            _COMPILED[key] = result
-            while len(_COMPILED) > _COMPILED_MAX:
-                _COMPILED.popitem(last=False)
-    return result
-
-
-# compile's results by content key, least recently used first (bounded: each holds native code)
-_COMPILED: "OrderedDict[tuple, Any]" = OrderedDict()
-_COMPILED_LOCK = threading.Lock()
-_COMPILED_MAX = 64
-
-
-def compile_key(mod: Any, target: Any, relax_pipeline: Any, **options: Any) -> tuple | None:
-    """What a compile depends on: the sha256 of the module's text (constants included), the
-    target, the pipeline's name, then each further option of ``compile`` as a (name, value) pair
-    (values with a stable ``repr``). None when the result cannot be keyed (a pipeline given as a
-    pass object, an input compile rejects)."""
-    if relax_pipeline is not None and not isinstance(relax_pipeline, str):
-        return None
-    if not isinstance(mod, (PrimFunc, IRModule)):
-        return None
-    try:
-        text = mod.script(show_meta=True) if isinstance(mod, IRModule) else "prim_func\n" + mod.script()
-    except Exception:  # (a module the printer cannot print yet is compiled, just not cached)
-        return None
-    extra = tuple((name, repr(value)) for name, value in sorted(options.items()))
-    return (hashlib.sha256(text.encode()).hexdigest(), str(target), relax_pipeline, *extra)
-
-
-def _compile_uncached(mod: Any, target: Any, relax_pipeline: Any, schedule: bool) -> "Executable | Module":
-    if isinstance(mod, PrimFunc):
-        mod = IRModule({"main": mod})
-    if isinstance(mod, IRModule) and all(isinstance(mod[k], PrimFunc) for k in mod) and len(mod):
-        return build(default_schedules(mod, target) if schedule else mod, target)
-    if not isinstance(mod, IRModule):
-        raise TVMSError(f"compile takes an IRModule, a Relax function or a PrimFunc, "
-                        f"not {type(mod).__name__}")
-    if relax_pipeline is not None and has_relax_operators(mod):
-        if isinstance(relax_pipeline, str):
-            from tvms.lowering.relax.pipeline import get_pipeline
-            # TVM's "default" legalizes before the VM; here the zero pipeline also fuses
-            relax_pipeline = get_pipeline("zero" if relax_pipeline == "default" else relax_pipeline)
-            if schedule:
-                from tvms.lowering.relax.fuse_transpose_matmul import FuseTransposeMatmul
-                from tvms.lowering.transform import Sequential
-
-                relax_pipeline = Sequential([FuseTransposeMatmul(), relax_pipeline])
-        # TVM's build keeps every Relax function; the pipeline's dead-code elimination keeps the
-        # public ones only, so a private one (IRModule.from_expr(func)) is public while it runs
-        private = [k for k in mod if isinstance(mod[k], rx.Function) and "global_symbol" not in mod[k].attrs]
-        mod = relax_pipeline(_with_global_symbols(mod, private, True))
-        mod = _with_global_symbols(mod, [k for k in private if k in mod], False)
-    if schedule:
-        mod = default_schedules(mod, target)
-    return Executable(mod, _build_kernels(mod, target))
-
-
-def _schedules_by_default(target: Any) -> bool:
-    """Whether ``compile`` gives unscheduled TensorIR a default schedule for this target (the
-    CPU: the rules of ``tvms.dlight.cpu``)."""
-    return str(target).split(" ", 1)[0] == "llvm"
-
-
-def default_schedules(mod: IRModule, target: Any) -> IRModule:
-    """``mod`` with each PrimFunc that is not scheduled yet given its default CPU schedule."""
-    from tvms.lowering.dlight import ApplyDefaultSchedule
-    from tvms.lowering.dlight.cpu import default_rules
-
-    from .target import Target
-
-    with target if isinstance(target, Target) else Target(str(target)):
-        return ApplyDefaultSchedule(*default_rules())(mod)
-
-
-def _build_kernels(mod: IRModule, target: Any) -> Module:
-    """The one place the lowered module's PrimFuncs are taken and compiled for the VM."""
-    prims = {k: mod[k] for k in mod if isinstance(mod[k], PrimFunc)}
-    return build(IRModule(prims), target) if prims else Module({}, str(target))
-
-
-def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:
-    """``mod`` with the functions ``names`` given (or rid of) their ``global_symbol``."""
-    if not names:
-        return mod
-    out = mod.copy()
-    for name in names:
-        func = mod[name]
-        attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
-        if add:
-            attrs["global_symbol"] = name
-        out[mod.get_global_var(name)] = func.with_changes(attrs=FrozenDict(attrs))
-    return out
+register_func("runtime.vm.executable", Executable)  # (the link step of tvms.compile)
 
 
 class _VMInterpreter(_Interpreter):
@@ -417,13 +274,4 @@ def _tensor_of_fit_array(arr: np.ndarray) -> Tensor:
     return result
 
 
-def relax_build(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
-                default_schedule: bool = True) -> Executable:
-    """``tvms.relax.build``: as ``compile``, for modules with Relax functions."""
-    ex = compile(mod, target, relax_pipeline, default_schedule)
-    if not isinstance(ex, Executable):
-        raise TVMSError("relax.build: the module has no Relax function (use tvms.build for TensorIR)")
-    return ex
-
-
-__all__ = ["Executable", "VirtualMachine", "compile", "compile_key", "has_relax_operators", "relax_build"]
+__all__ = ["Executable", "VirtualMachine"]

@@ -20,7 +20,7 @@ from tvms.lowering.dlight.analysis import vector_lanes
 from tvms.lowering.dlight.cpu_matmul import MR, Matmul
 from tvms.lowering.tir import lower_for_codegen, unswitch_guards
 from tvms.runtime.reference import run_prim_func
-from tvms.runtime.target import Target
+from tvms.target import Target
 from tvms.script import from_source
 
 from conftest import ROOT

@@ -19,7 +19,8 @@ import tvms
 from tvms import TVMSError, relax
 from tvms.relax import get_pipeline
 from tvms.runtime.reference_relax import run_relax
-from tvms.runtime.vm import Executable, compile_key
+from tvms.lowering.build import compile_key
+from tvms.runtime.vm import Executable
 from tvms.runtime.vm_fast_path import FastFunction
 from tvms.script import from_source
 

@@ -2,6 +2,6 @@
 from __future__ import annotations
 
 from ..runtime.vm import Executable, VirtualMachine
-from ..runtime.vm import relax_build as build
+from ..lowering.build import relax_build as build
 
 __all__ = ["Executable", "VirtualMachine", "build"]

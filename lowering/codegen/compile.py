@@ -1,8 +1,9 @@
-"""PrimFunc -> native code for the host CPU, cached by content.
+"""The llvm target's code generator: a lowered PrimFunc -> native code for the host CPU, cached
+by content.
 
-``compile_prim_func(func, target)`` lowers the function when it still has blocks (through
-``tvms.lowering.tir.lower_for_codegen`` once that exists), generates LLVM IR, optimizes it at O3
-for the target CPU and JIT-compiles it with MCJIT. The result is cached under a hash of the
+``compile_prim_func(func, target)`` takes loop-level code (the build driver has run the TIR
+pipeline), generates LLVM IR, optimizes it at O3 for the target CPU and JIT-compiles it with
+MCJIT. The result is cached under a hash of the
 printed function and the target, so building an unchanged function again is a dictionary lookup;
 the object code is also kept on disk (``object_cache.py``), so a new process loads it instead of
 generating it again.
@@ -18,7 +19,6 @@ from ...ir import stmt as S
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.visitor import collect
-from ...ir.well_formed import verify_well_formed
 from . import llvm_parallel, object_cache
 from .llvm import codegen_llvm, entry_slots
 from .llvm_target import LLVMTarget, assembly, optimize, parse_llvm_target
@@ -49,23 +49,6 @@ def _parse(text: str) -> Any:
     return require_llvm().parse_assembly(text)
 
 
-def is_lowered(func: PrimFunc) -> bool:
-    """Whether ``func`` is loop-level code (no blocks left) that codegen can take directly."""
-    return not collect(func.body, (S.Block, S.BlockRealize))
-
-
-def lower_if_needed(func: PrimFunc) -> PrimFunc:
-    if is_lowered(func):
-        return func
-    try:
-        from ..tir import lower_for_codegen  # written alongside; absent until it lands
-    except ImportError:
-        raise TVMSError("this function still has blocks and the TIR lowering passes "
-                        "(tvms.lowering.tir.lower_for_codegen) are not available: "
-                        "pass a lowered (flattened) function") from None
-    return lower_for_codegen(func)
-
-
 _CACHE: dict = {}
 _LOCK = threading.Lock()
 
@@ -81,8 +64,7 @@ def compile_prim_func(func: PrimFunc, target: object = "llvm", name: str = "main
     if not isinstance(func, PrimFunc):
         raise TVMSError(f"compile_prim_func takes a PrimFunc, got {type(func).__name__}")
     llvm_target = target if isinstance(target, LLVMTarget) else parse_llvm_target(target)
-    verify_well_formed(func)  # (a function built in Python was not checked by the parser)
-    lowered = lower_if_needed(func)
+    lowered = func
     key = content_key(lowered, llvm_target)
     with _LOCK:
         hit = _CACHE.get(key)

@@ -7,11 +7,11 @@ that CPU; ``jit`` hands optimized IR to MCJIT.
 from __future__ import annotations
 
 import ctypes.util
-import os
 import threading
 from dataclasses import dataclass
 
 from ...ir.errors import TVMSError
+from ...ir.target import Target, as_target, thread_count
 from .llvm_names import check_names
 
 try:
@@ -20,7 +20,6 @@ except ImportError:  # pragma: no cover - llvmlite is a dependency; the message 
     llvm = None
 
 _INIT_LOCK = threading.Lock()
-_CPU_COUNT = os.cpu_count() or 1
 _initialized = False
 
 
@@ -67,37 +66,22 @@ class LLVMTarget:
     @property
     def threads(self) -> int:
         """Threads for parallel loops: TVM_NUM_THREADS, else ``-num-cores``, else all cores."""
-        env = os.environ.get("TVM_NUM_THREADS", "")
-        if env.strip().isdigit() and int(env) > 0:
-            return int(env)
-        return self.num_cores or _CPU_COUNT
+        return thread_count(self.num_cores)
 
 
 def parse_llvm_target(target: object) -> LLVMTarget:
-    """An ``LLVMTarget`` from ``"llvm -mcpu=... -mattr=+avx2 -num-cores=4"`` (or an object whose
-    ``str()`` gives such a string, as a ``Target`` does)."""
-    text = str(target).strip() if target is not None else "llvm"
-    words = text.split()
-    if not words or words[0] != "llvm":
-        raise TVMSError(f"build supports the target 'llvm' (the host CPU), not {text!r}")
-    fields: dict = {}
-    for word in words[1:]:
-        key, eq, value = word.lstrip("-").partition("=")
-        if not eq:
-            continue  # flags such as -keys are not needed to generate host code
-        if key == "mcpu":
-            fields["mcpu"] = "" if value == "native" else value  # (TVM's name for the host CPU)
-        elif key == "mattr":
-            fields["mattr"] = tuple(v for v in value.split(",") if v)
-        elif key == "mtriple":
-            fields["mtriple"] = value
-        elif key == "num-cores":
-            if not value.isdigit() or int(value) < 1:
-                raise TVMSError(f"target {text!r}: -num-cores needs a positive integer")
-            fields["num_cores"] = int(value)
-    parsed = LLVMTarget(text=text, **fields)
-    check_names(text, parsed.mcpu, parsed.mattr, parsed.mtriple)
-    return parsed
+    """An ``LLVMTarget`` from a ``Target`` of kind ``llvm`` (or the text of one, such as
+    ``"llvm -mcpu=... -mattr=+avx2 -num-cores=4"``), refusing CPU and feature names LLVM would
+    abort on (``llvm_names``). The options are read by ``Target``, the one target parser."""
+    parsed = as_target("llvm" if target is None else target if isinstance(target, (Target, dict)) else str(target))
+    if parsed.kind != "llvm":
+        raise TVMSError(f"the LLVM code generator takes the target 'llvm' (the host CPU), not {str(parsed)!r}")
+    mcpu = parsed.mcpu or ""
+    llvm_target = LLVMTarget(mcpu="" if mcpu == "native" else mcpu,  # (TVM's name for the host CPU)
+                             mattr=parsed.mattr, mtriple=parsed.attrs.get("mtriple", ""),
+                             num_cores=parsed.num_cores or 0, text=parsed.text)
+    check_names(parsed.text, llvm_target.mcpu, llvm_target.mattr, llvm_target.mtriple)
+    return llvm_target
 
 
 def target_machine(target: LLVMTarget):

@@ -18,6 +18,7 @@ from ...ir.function import PrimFunc
 from ...ir.module import IRModule
 from ...ir.module import Target as IRTarget
 from ...ir.node import FrozenDict
+from ...ir.target import Target
 from ...ir.visitor import collect
 from ..schedule import Schedule, ScheduleError
 from ..transform import module_pass
@@ -70,8 +71,6 @@ def mark_scheduled(func: PrimFunc) -> PrimFunc:
 
 def function_target(func: PrimFunc) -> Any:
     """The target a function is scheduled for: its ``target`` attribute, else the current one."""
-    from ...runtime.target import Target  # (the runtime layer knows targets)
-
     target = func.attrs.get("target") or Target.current()
     if target is None:
         raise TVMSError("ApplyDefaultSchedule needs a target: run it under "

@@ -18,6 +18,7 @@ from ...ir import relax as rx
 from ...ir.errors import TVMSError
 from ...ir.module import GlobalVar, IRModule, MetadataRef
 from ...ir.node import FrozenDict
+from ...ir.registry import get_global_func, register_func
 from ...ir.relax_op import make_call
 from ...ir.struct_info import TupleStructInfo
 from ...ir.visitor import walk
@@ -57,11 +58,6 @@ class RunCodegen:
         self.entry_functions = list(entry_functions or [])
 
     def transform_module(self, mod: IRModule, ctx: Any = None) -> IRModule:
-        # the function registry is the runtime's (TVM's global functions sit below every
-        # layer): imported when the pass runs, as FoldConstant imports the executor, so that
-        # importing the lowering layer does not import the runtime
-        from ...runtime.registry import get_global_func, register_func
-
         by_backend: dict[str, list] = {}
         for gv, func in mod.functions_items():
             if isinstance(func, rx.Function) and "Codegen" in func.attrs:

@@ -1,0 +1,198 @@
+"""Compilation targets: ``tvms.target.Target("llvm -num-cores=2")`` and ``with target:``.
+
+A ``Target`` is its kind (the first word) and its ``-key=value`` options, read and checked here,
+the one place a target string is parsed: the string form ``"llvm -mcpu=haswell -num-cores=4"``
+and TVM 0.27's dict form ``{"kind": "llvm", "mcpu": "haswell", "num-cores": 4}`` give the same
+target. Entering it with ``with`` makes it the current target, which ``tvms.build`` and
+``tvms.compile`` use when they are called without one (TVM's ``Target.current()``).
+``str(target)`` is its normalized text (the compile cache keys on it). What a kind does with its
+options (LLVM's CPU and feature names, say) is its row's business (``lowering/targets.py``).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from .errors import TVMSError
+
+# the kinds TVM names; the target table (lowering/targets.py) says which of them tvms compiles
+KNOWN_KINDS = ("llvm", "c", "cuda", "rocm", "metal", "vulkan", "opencl", "webgpu")
+
+
+def _text(value: Any) -> str:
+    return str(value)
+
+
+def _names(value: Any) -> tuple:
+    """A comma-separated list (``-mattr=+avx2,+fma``), or a list in the dict form."""
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return tuple(str(v) for v in items if str(v))
+
+
+def _count(value: Any) -> int:
+    """A positive integer (``-num-cores=4``)."""
+    text = str(value)
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError("a positive integer")
+    return int(text)
+
+
+def _level(value: Any) -> int:
+    """A non-negative integer (``-opt-level=3``)."""
+    text = str(value)
+    if not text.isdigit():
+        raise ValueError("a non-negative integer")
+    return int(text)
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("1", "true"):
+        return True
+    if str(value).lower() in ("0", "false"):
+        return False
+    raise ValueError("true or false")
+
+
+# option -> how its value is read; the options every kind takes, then each kind's own
+_COMMON: dict[str, Callable[[Any], Any]] = {"keys": _names, "tag": _text, "device": _text, "model": _text,
+                                            "libs": _names}
+_CPU = {"mcpu": _text, "mattr": _names, "mtriple": _text, "mabi": _text, "num-cores": _count,
+        "opt-level": _level, "system-lib": _flag, "fast-math": _flag}
+_GPU = {"arch": _text, "max_num_threads": _count, "thread_warp_size": _count,
+        "max_threads_per_block": _count, "max_shared_memory_per_block": _count,
+        "registers_per_block": _count, "l2_cache_size_bytes": _count}
+OPTIONS: dict[str, dict] = {kind: {**_COMMON, **(_CPU if kind in ("llvm", "c") else _GPU)}
+                            for kind in KNOWN_KINDS}
+
+_CURRENT: list["Target"] = []
+
+
+class Target:
+    """A target: ``kind`` and ``attrs`` (its options, values read: ``-mattr`` a tuple of names,
+    ``-num-cores`` an int), and ``host`` (the target of the host code, or None)."""
+
+    def __init__(self, target: "str | dict | Target", host: "str | dict | Target | None" = None) -> None:
+        if isinstance(target, Target):
+            kind, options, host = target.kind, dict(target.attrs), host if host is not None else target.host
+        elif isinstance(target, dict):
+            kind, options = _from_dict(target)
+        elif isinstance(target, str):
+            kind, options = _from_text(target)
+        else:
+            raise TVMSError(f"a Target is made from a string or a dict, not {type(target).__name__}")
+        if "host" in options:  # (-host=... or a "host" entry: the target of the host code)
+            host = options.pop("host") if host is None else host
+            options.pop("host", None)
+        where = repr(target) if not isinstance(target, Target) else repr(str(target))
+        if kind not in KNOWN_KINDS:
+            raise TVMSError(f"unknown target kind {kind!r} in {where}; the kinds are {', '.join(KNOWN_KINDS)}")
+        known = OPTIONS[kind]
+        self.kind = kind
+        self.attrs: dict[str, Any] = {}
+        for key, value in options.items():
+            read = known.get(key)
+            if read is None:
+                raise TVMSError(f"target {where}: unknown option -{key} for kind {kind!r}; it takes "
+                                f"{', '.join('-' + k for k in sorted(known))}")
+            try:
+                self.attrs[key] = read(value)
+            except ValueError as err:
+                raise TVMSError(f"target {where}: -{key}={value} is not valid (-{key} needs {err})") from None
+        self.text = " ".join([kind] + [f"-{k}={_show(v)}" for k, v in self.attrs.items()])
+        self.host = None if host is None else host if isinstance(host, Target) else Target(host)
+
+    @property
+    def num_cores(self) -> int | None:
+        return self.attrs.get("num-cores")
+
+    @property
+    def mcpu(self) -> str | None:
+        return self.attrs.get("mcpu")
+
+    @property
+    def mattr(self) -> tuple:
+        return self.attrs.get("mattr", ())
+
+    @property
+    def keys(self) -> tuple:
+        return self.attrs.get("keys", ())
+
+    @property
+    def threads(self) -> int:
+        """Threads for parallel loops: TVM_NUM_THREADS, else ``-num-cores``, else all cores."""
+        return thread_count(self.num_cores)
+
+    def __enter__(self) -> "Target":
+        _CURRENT.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _CURRENT.pop()  # (with-statements nest: the innermost leaves first)
+
+    @staticmethod
+    def current(allow_none: bool = True) -> "Target | None":
+        """The innermost target entered with ``with``; None (or an error) when there is none."""
+        if not _CURRENT and not allow_none:
+            raise TVMSError("no target is current (use `with tvms.target.Target(...):`)")
+        return _CURRENT[-1] if _CURRENT else None
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Target({self.text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Target) and other.text == self.text and other.host == self.host
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+def _from_text(text: str) -> tuple[str, dict]:
+    words = text.split()
+    if not words:
+        raise TVMSError("an empty target string; a target starts with its kind (e.g. 'llvm')")
+    options: dict[str, Any] = {}
+    for word in words[1:]:
+        if not word.startswith("-"):
+            raise TVMSError(f"target {text!r}: option {word!r} must start with '-'")
+        key, eq, value = word.lstrip("-").partition("=")
+        options[key] = value if eq else True  # (a bare -flag: only a true-or-false option takes it)
+    return words[0], options
+
+
+def _from_dict(config: dict) -> tuple[str, dict]:
+    """TVM 0.27's dict form: ``kind`` and the options by name (values as in the string form, or
+    lists for the list options)."""
+    if "kind" not in config:
+        raise TVMSError(f"a target dict needs a 'kind' entry: {config!r}")
+    return str(config["kind"]), {str(k): v for k, v in config.items() if k != "kind"}
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def thread_count(num_cores: int | None) -> int:
+    """Threads for parallel loops: TVM_NUM_THREADS, else ``num_cores``, else all cores."""
+    env = os.environ.get("TVM_NUM_THREADS", "")
+    if env.strip().isdigit() and int(env) > 0:
+        return int(env)
+    return num_cores or os.cpu_count() or 1
+
+
+def as_target(target: "str | dict | Target | None") -> Target:
+    """``target`` as a Target: itself, parsed, or when None the current target, else ``llvm``."""
+    if target is None:
+        return Target.current() or Target("llvm")
+    return target if isinstance(target, Target) else Target(target)
+
+
+__all__ = ["KNOWN_KINDS", "OPTIONS", "Target", "as_target", "thread_count"]

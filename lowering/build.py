@@ -1,0 +1,258 @@
+"""The build driver: ``tvms.build`` (TensorIR -> Module) and ``tvms.compile`` (Relax -> Executable).
+
+Both are short sequences of named steps, each reading the target's row of the target table
+(``targets.py``), so nothing here names a target kind:
+
+    relax pipeline -> default schedules -> TIR pipeline -> code generation -> link
+
+The link step hands the artifacts to the runtime through the packed-function registry (the
+row's loader, and ``runtime.vm.executable`` for a Relax program): this layer never imports the
+runtime, which only loads and runs what is made here.
+
+``compile`` caches its result by content (``compile_key``), and the kernels' object code is
+also cached on disk (``codegen/object_cache.py``).
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from ..ir import relax as rx
+from ..ir import stmt as S
+from ..ir.deep import deep_recursion
+from ..ir.errors import TVMSError
+from ..ir.expr import Op
+from ..ir.function import PrimFunc
+from ..ir.module import IRModule
+from ..ir.node import FrozenDict
+from ..ir.registry import get_global_func
+from ..ir.relax_op import SPECIAL_OPS
+from ..ir.target import Target, as_target
+from ..ir.visitor import collect
+from ..ir.well_formed import verify_well_formed
+from .targets import TargetKind, target_kind
+
+# operator-name prefixes the VM runs itself (allocation, not computation): not "Relax operators"
+_RUNTIME_OPS = ("relax.builtin.", "relax.vm.", "relax.memory.", "builtin.", "vm.")
+EXECUTABLE_LOADER = "runtime.vm.executable"  # (lowered module, kernels Module) -> Executable
+
+
+# --------------------------------------------------------------------------- build (TensorIR)
+
+
+@deep_recursion
+def build(mod_or_func: Any, target: Any = None, name: str = "main") -> Any:
+    """Compile the PrimFuncs of an IRModule (or one PrimFunc, named ``name``) for ``target``
+    (default: the current target, else ``llvm``) into a runtime Module."""
+    funcs = _prim_funcs(mod_or_func, name)
+    target = as_target(target)
+    row = target_kind(target)
+    lowered = {key: lower_prim_func(func, row, target) for key, func in funcs.items()}
+    return link_kernels(codegen(lowered, row, target), row, target)
+
+
+def _prim_funcs(mod_or_func: Any, name: str) -> dict:
+    if isinstance(mod_or_func, PrimFunc):
+        return {name: mod_or_func}
+    if not isinstance(mod_or_func, IRModule):
+        raise TVMSError(f"build takes an IRModule or a PrimFunc, got {type(mod_or_func).__name__}")
+    funcs = {key: f for key, f in ((k, mod_or_func[k]) for k in mod_or_func) if isinstance(f, PrimFunc)}
+    others = [k for k in mod_or_func if k not in funcs]
+    if others:
+        raise TVMSError(f"build compiles TensorIR functions; {', '.join(others)} are not "
+                        f"(compile a module with Relax functions with tvms.compile)")
+    if not funcs:
+        raise TVMSError("build: the module has no functions")
+    return funcs
+
+
+def lower_prim_func(func: PrimFunc, row: TargetKind, target: Target) -> PrimFunc:
+    """The TIR pipeline step: ``func`` checked and, while blocks remain, lowered to loop-level
+    code by the target's pipeline."""
+    verify_well_formed(func)  # (a function built in Python was not checked by the parser)
+    if not collect(func.body, (S.Block, S.BlockRealize)):
+        return func
+    return row.lower(func, target)
+
+
+def codegen(lowered: dict, row: TargetKind, target: Target) -> dict:
+    """The code generation step: one artifact per lowered function, by name."""
+    return {key: row.codegen(func, target, _symbol(key)) for key, func in lowered.items()}
+
+
+def link_kernels(artifacts: dict, row: TargetKind, target: Target) -> Any:
+    """The link step: the runtime Module holding the artifacts (the row's loader)."""
+    return row.load(artifacts, target)
+
+
+def _symbol(name: str) -> str:
+    """A native symbol for a function name (it is the name, prefixed to avoid C library names)."""
+    return "tvms_" + "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+# --------------------------------------------------------------------------- compile (Relax)
+
+
+@deep_recursion
+def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
+            default_schedule: bool = True) -> Any:
+    """Compile ``mod``: with Relax functions an ``Executable`` for ``VirtualMachine``; a module
+    of PrimFuncs only (or a PrimFunc) gives ``tvms.build``'s ``Module``, as ``tvm.compile``.
+
+    ``relax_pipeline`` (a name or a pass) runs when Relax operators remain, as TVM runs its
+    build pipeline on a module that is not lowered yet; None skips it.
+
+    ``default_schedule``: every PrimFunc that is not scheduled yet (see
+    ``tvms.dlight.is_scheduled``) gets the default schedule of its kind from the target's rules
+    (``tvms.dlight.cpu`` for llvm: matmul, GEMV, reduction, elementwise, fallback), and a named
+    pipeline is preceded by FuseTransposeMatmul, so that a linear layer reads its weight as
+    stored. False compiles the TensorIR as it is, as TVM does.
+
+    The result is cached by content (``compile_key``): compiling a module whose text, target and
+    options are unchanged returns the same Executable (or Module), which is safe to share: each
+    VirtualMachine keeps its own buffers."""
+    target = as_target(target)
+    if isinstance(mod, rx.Function):
+        mod = IRModule({"main": mod})
+    key = compile_key(mod, target, relax_pipeline, default_schedule=bool(default_schedule))
+    if key is not None:
+        with _COMPILED_LOCK:
+            hit = _COMPILED.get(key)
+            if hit is not None:
+                _COMPILED.move_to_end(key)
+                return hit
+    result = _compile_uncached(mod, target, relax_pipeline, bool(default_schedule))
+    if key is not None:
+        with _COMPILED_LOCK:
+            _COMPILED[key] = result
+            while len(_COMPILED) > _COMPILED_MAX:
+                _COMPILED.popitem(last=False)
+    return result
+
+
+# compile's results by content key, least recently used first (bounded: each holds native code)
+_COMPILED: "OrderedDict[tuple, Any]" = OrderedDict()
+_COMPILED_LOCK = threading.Lock()
+_COMPILED_MAX = 64
+
+
+def compile_key(mod: Any, target: Any, relax_pipeline: Any, **options: Any) -> tuple | None:
+    """What a compile depends on: the sha256 of the module's text (constants included), the
+    target, the pipeline's name, then each further option of ``compile`` as a (name, value) pair
+    (values with a stable ``repr``). None when the result cannot be keyed (a pipeline given as a
+    pass object, an input compile rejects)."""
+    if relax_pipeline is not None and not isinstance(relax_pipeline, str):
+        return None
+    if not isinstance(mod, (PrimFunc, IRModule)):
+        return None
+    try:
+        text = mod.script(show_meta=True) if isinstance(mod, IRModule) else "prim_func\n" + mod.script()
+    except Exception:  # (a module the printer cannot print yet is compiled, just not cached)
+        return None
+    extra = tuple((name, repr(value)) for name, value in sorted(options.items()))
+    return (hashlib.sha256(text.encode()).hexdigest(), str(target), relax_pipeline, *extra)
+
+
+def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: bool) -> Any:
+    row = target_kind(target)
+    if isinstance(mod, PrimFunc):
+        mod = IRModule({"main": mod})
+    if not isinstance(mod, IRModule):
+        raise TVMSError(f"compile takes an IRModule, a Relax function or a PrimFunc, "
+                        f"not {type(mod).__name__}")
+    if _prim_funcs_only(mod):
+        return build(default_schedules(mod, target, row) if schedule else mod, target)
+    mod = run_relax_pipeline(mod, relax_pipeline, schedule)
+    if schedule:
+        mod = default_schedules(mod, target, row)
+    return link_executable(mod, _build_kernels(mod, row, target))
+
+
+def _prim_funcs_only(mod: IRModule) -> bool:
+    return len(mod) > 0 and all(isinstance(mod[k], PrimFunc) for k in mod)
+
+
+def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool) -> IRModule:
+    """The Relax pipeline step: ``relax_pipeline`` (a name or a pass) when Relax operators
+    remain; with default schedules, a named pipeline is preceded by FuseTransposeMatmul."""
+    if relax_pipeline is None or not has_relax_operators(mod):
+        return mod
+    if isinstance(relax_pipeline, str):
+        from .relax.pipeline import get_pipeline
+
+        # TVM's "default" legalizes before the VM; here the zero pipeline also fuses
+        relax_pipeline = get_pipeline("zero" if relax_pipeline == "default" else relax_pipeline)
+        if schedule:
+            from .relax.fuse_transpose_matmul import FuseTransposeMatmul
+            from .transform import Sequential
+
+            relax_pipeline = Sequential([FuseTransposeMatmul(), relax_pipeline])
+    # TVM's build keeps every Relax function; the pipeline's dead-code elimination keeps the
+    # public ones only, so a private one (IRModule.from_expr(func)) is public while it runs
+    private = [k for k in mod if isinstance(mod[k], rx.Function) and "global_symbol" not in mod[k].attrs]
+    mod = relax_pipeline(_with_global_symbols(mod, private, True))
+    return _with_global_symbols(mod, [k for k in private if k in mod], False)
+
+
+def has_relax_operators(mod: IRModule) -> bool:
+    """Whether a Relax function of ``mod`` still calls a computing operator (``R.add``...)."""
+    for key in mod:
+        func = mod[key]
+        if isinstance(func, rx.Function):
+            for n in collect(func, rx.Call):
+                if isinstance(n.op, Op) and n.op.name not in SPECIAL_OPS \
+                        and not n.op.name.startswith(_RUNTIME_OPS):
+                    return True
+    return False
+
+
+def default_schedules(mod: IRModule, target: Any, row: TargetKind | None = None) -> IRModule:
+    """The default schedules step: ``mod`` with each PrimFunc that is not scheduled yet given
+    the first of the target's default rules that applies."""
+    from .dlight import ApplyDefaultSchedule
+
+    target = as_target(target)
+    row = row or target_kind(target)
+    with target:
+        return ApplyDefaultSchedule(*row.default_rules())(mod)
+
+
+def _build_kernels(mod: IRModule, row: TargetKind, target: Target) -> Any:
+    """The one place the lowered module's PrimFuncs are taken and compiled for the VM."""
+    prims = {k: mod[k] for k in mod if isinstance(mod[k], PrimFunc)}
+    if not prims:
+        return link_kernels({}, row, target)
+    return build(IRModule(prims), target)
+
+
+def link_executable(mod: IRModule, kernels: Any) -> Any:
+    """The link step of a Relax program: the runtime's Executable of ``mod`` and its kernels."""
+    return get_global_func(EXECUTABLE_LOADER)(mod, kernels)
+
+
+def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:
+    """``mod`` with the functions ``names`` given (or rid of) their ``global_symbol``."""
+    if not names:
+        return mod
+    out = mod.copy()
+    for name in names:
+        func = mod[name]
+        attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
+        if add:
+            attrs["global_symbol"] = name
+        out[mod.get_global_var(name)] = func.with_changes(attrs=FrozenDict(attrs))
+    return out
+
+
+def relax_build(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
+                default_schedule: bool = True) -> Any:
+    """``tvms.relax.build``: as ``compile``, for modules with Relax functions."""
+    ex = compile(mod, target, relax_pipeline, default_schedule)
+    if isinstance(mod, PrimFunc) or (isinstance(mod, IRModule) and _prim_funcs_only(mod)):
+        raise TVMSError("relax.build: the module has no Relax function (use tvms.build for TensorIR)")
+    return ex
+
+
+__all__ = ["build", "compile", "compile_key", "default_schedules", "has_relax_operators", "relax_build"]

@@ -1,0 +1,90 @@
+"""The target table: what compiling for each target kind takes, one row per kind.
+
+A row names the kind's TIR lowering pipeline (scheduled TensorIR -> loop-level code), its code
+generator (loop-level PrimFunc -> an artifact: code plus what calling it needs), its default
+schedule rules (``tvms.dlight``) and the name of the runtime function that loads its artifacts
+into a callable module. The build driver (``build.py``) only reads rows; a new kind (``cuda``) is
+a new row and its files. The loader is reached through the packed-function registry, by name
+(``runtime.module.load_<kind>``), as TVM's ``runtime.module.loadbinary_<kind>``: the runtime
+registers it when imported, so this layer never imports the runtime.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..ir.errors import TVMSError
+from ..ir.function import PrimFunc
+from ..ir.registry import get_global_func
+from ..ir.target import Target
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    """One row of the table: how code for ``kind`` is lowered, generated, scheduled and loaded."""
+
+    kind: str
+    lower: Callable[[PrimFunc, Target], PrimFunc]  # the TIR pipeline: blocks -> loop-level code
+    codegen: Callable[[PrimFunc, Target, str], Any]  # a lowered function, its symbol -> artifact
+    default_rules: Callable[[], list]  # the dlight rules tried on an unscheduled PrimFunc
+    loader: str  # the registered runtime function: (artifacts by name, target text) -> Module
+
+    def load(self, artifacts: dict, target: Target) -> Any:
+        """The runtime module holding ``artifacts`` (the driver's link step)."""
+        loader = get_global_func(self.loader, allow_missing=True)
+        if loader is None:
+            raise TVMSError(f"no runtime loader {self.loader!r} is registered for target kind "
+                            f"{self.kind!r} (import tvms, which imports the runtime)")
+        return loader(artifacts, str(target))
+
+
+_TABLE: dict[str, TargetKind] = {}
+
+
+def register_target_kind(row: TargetKind) -> TargetKind:
+    """Add ``row`` to the table (one row per kind)."""
+    if row.kind in _TABLE:
+        raise TVMSError(f"the target kind {row.kind!r} is already registered")
+    _TABLE[row.kind] = row
+    return row
+
+
+def target_kind(target: Target) -> TargetKind:
+    """The row of ``target``'s kind; a kind without one is refused, naming the kinds that have."""
+    row = _TABLE.get(target.kind)
+    if row is None:
+        raise TVMSError(f"no code generator for target kind {target.kind!r} (target {str(target)!r}); "
+                        f"tvms compiles for: {', '.join(sorted(_TABLE))}")
+    return row
+
+
+def compiled_kinds() -> list[str]:
+    return sorted(_TABLE)
+
+
+# --------------------------------------------------------------------------- the rows
+# (each row's modules are imported when it is used: llvmlite only when building)
+
+
+def _llvm_lower(func: PrimFunc, target: Target) -> PrimFunc:
+    from .tir.pipeline import lower_for_codegen
+
+    return lower_for_codegen(func)
+
+
+def _llvm_codegen(func: PrimFunc, target: Target, symbol: str) -> Any:
+    from .codegen.compile import compile_prim_func
+
+    return compile_prim_func(func, target, symbol)
+
+
+def _cpu_rules() -> list:
+    from .dlight.cpu import default_rules
+
+    return default_rules()
+
+
+register_target_kind(TargetKind("llvm", _llvm_lower, _llvm_codegen, _cpu_rules, "runtime.module.load_llvm"))
+
+
+__all__ = ["TargetKind", "compiled_kinds", "register_target_kind", "target_kind"]
