@@ -28,11 +28,13 @@ from typing import Any
 
 from tvms.ir import stmt as S
 from tvms.ir.errors import TVMSError
-from tvms.ir.analysis import written_params
+from tvms.ir.analysis import entry_vars, written_params
 from tvms.ir.files import write_file
 from tvms.ir.function import PrimFunc
+from tvms.ir.target import Target
 
 from .library_file import append_trailer, verify_library
+from .thread_pool import load_thread_pool, thread_pool_kind
 
 FORMAT = "tvms-library"
 VERSION = 2  # 2: the metadata follows the shared object, checked by the trailer's hashes
@@ -68,7 +70,7 @@ class LoadedFunction:
     ``address``, the signature ``func``, the ``slots`` it reads and the thread-count global."""
 
     func: PrimFunc
-    target: Any  # an LLVMTarget (for the thread count)
+    target: Any  # a Target (for the thread count)
     address: int
     slots: tuple
     num_threads_address: int
@@ -91,9 +93,7 @@ def export_library(module: Any, path: str, relax_text: str | None = None) -> Non
     if compiler is None:
         raise TVMSError(f"export_library needs a C compiler to link the shared library: "
                         f"{os.environ.get('CC', 'cc')!r} was not found on PATH (install gcc or clang, or set CC)")
-    from tvms.lowering.codegen import llvm_parallel
-
-    functions, objects, needs_threads = [], [], False
+    functions, objects, pools = [], [], set()
     for key, fn in module.functions.items():
         compiled = fn.compiled
         if not compiled.optimized_ir:
@@ -101,8 +101,9 @@ def export_library(module: Any, path: str, relax_text: str | None = None) -> Non
                             f"cannot be exported again; export the module it was built from)")
         symbol = _entry_symbol(compiled)
         threads = f"{symbol}__num_threads" if compiled.num_threads_address else None
-        needs_threads |= threads is not None
-        objects.append(_object_code(compiled, threads))
+        if compiled.thread_pool:
+            pools.add(compiled.thread_pool)
+        objects.append(compiled.shared_object(threads))  # (code generation's: PIC object code)
         functions.append({
             "name": key, "symbol": symbol, "num_threads_symbol": threads,
             "signature": signature_text(compiled.func),
@@ -113,8 +114,7 @@ def export_library(module: Any, path: str, relax_text: str | None = None) -> Non
     metadata = {"format": FORMAT, "version": VERSION, "target": module.target,
                 "functions": functions, "relax": relax_text}
     libs = ["-lm"]
-    if needs_threads:
-        libs.append("-lgomp" if llvm_parallel.thread_pool_kind() == "gomp" else "-lpthread")
+    libs += sorted({"gomp": "-lgomp", "pthread": "-lpthread"}[pool] for pool in pools)
     _link(compiler, objects, libs, path, json.dumps(metadata, indent=1).encode("utf-8"))
 
 
@@ -124,25 +124,6 @@ def _entry_symbol(compiled: Any) -> str:
     if len(names) != 1:
         raise TVMSError(f"export_library: expected one exported function in the code, found {names}")
     return names[0]
-
-
-def _pic_machine(target: Any) -> Any:
-    """A target machine like the JIT's, but emitting position-independent code (shared objects)."""
-    from tvms.lowering.codegen.llvm_target import require_llvm
-
-    binding = require_llvm()
-    return binding.Target.from_triple(target.triple).create_target_machine(
-        cpu=target.cpu, features=target.features, opt=3, reloc="pic", codemodel="default")
-
-
-def _object_code(compiled: Any, threads_symbol: str | None) -> bytes:
-    from tvms.lowering.codegen.llvm_parallel import NUM_THREADS_SYMBOL
-    from tvms.lowering.codegen.llvm_target import require_llvm
-
-    module = require_llvm().parse_assembly(compiled.optimized_ir)
-    if threads_symbol is not None:
-        module.get_global_variable(NUM_THREADS_SYMBOL).name = threads_symbol
-    return _pic_machine(compiled.target).emit_object(module)
 
 
 def _link(compiler: str, objects: list, libs: list, path: str, metadata: bytes) -> None:
@@ -204,8 +185,6 @@ def read_metadata(path: str) -> tuple[dict, Any]:
     if fields.get("format") != FORMAT or fields.get("version") != VERSION:
         raise TVMSError(f"load_module: {path} has metadata of format {fields.get('format')!r} version "
                         f"{fields.get('version')!r}; this tvms reads {FORMAT!r} version {VERSION}")
-    from tvms.lowering.codegen.llvm_parallel import load_thread_pool, thread_pool_kind
-
     if thread_pool_kind() == "gomp":
         load_thread_pool()  # (first: so libgomp's workers sleep when idle, as for JIT-built code)
     try:
@@ -227,17 +206,14 @@ def load_module(path: str) -> Any:
 
 
 def _module_of(metadata: dict, lib: Any, path: str) -> Any:
-    from tvms.lowering.codegen.llvm import entry_slots
-    from tvms.lowering.codegen.llvm_target import parse_llvm_target
-
     from .module import Function, Module
 
-    target = parse_llvm_target(metadata["target"])
+    target = Target(metadata["target"])
     functions = {}
     for entry in metadata["functions"]:
         name = entry["name"]
         func = _parse_signature(entry["signature"], name)
-        slots = tuple(entry_slots(func))
+        slots = tuple(entry_vars(func))
         if [v.name for v in slots] != entry["slots"]:
             raise TVMSError(f"load_module: the signature of {name} in {path} does not match its slots")
         address = ctypes.cast(getattr(lib, entry["symbol"]), ctypes.c_void_p).value

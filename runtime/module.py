@@ -24,6 +24,7 @@ from tvms.ir.analysis import written_params
 from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
 from tvms.ir.registry import register_func
+from .llvm_jit import load_kernel
 from .reference import compile_expr
 from .tir_values import numpy_dtype
 
@@ -384,7 +385,7 @@ class Module:
 def load_kernels(artifacts: dict, target: str) -> Module:
     """The Module calling the code generator's ``artifacts`` (by function name): the link step
     of ``tvms.build``, which reaches it by name (``runtime.module.load_llvm``)."""
-    return Module({key: Function(key, artifact) for key, artifact in artifacts.items()}, target)
+    return Module({key: Function(key, load_kernel(artifact)) for key, artifact in artifacts.items()}, target)
 
 
 register_func("runtime.module.load_llvm", load_kernels)

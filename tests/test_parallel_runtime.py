@@ -19,9 +19,10 @@ pytest.importorskip("llvmlite")
 
 import tvms  # noqa: E402
 from tvms.lowering.codegen import llvm_parallel  # noqa: E402
+from tvms.runtime.thread_pool import thread_pool_kind  # noqa: E402
 from tvms.script import from_source  # noqa: E402
 
-pytestmark = pytest.mark.skipif(llvm_parallel.thread_pool_kind() != "gomp",
+pytestmark = pytest.mark.skipif(thread_pool_kind() != "gomp",
                                 reason="thread ids are observed through libgomp")
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tir as T\n\n@I.ir_module\nclass Module:\n"
@@ -177,7 +178,7 @@ def test_environment_of_a_new_process_overrides_num_cores_and_libgomp_sleeps_whe
 
 
 def test_a_wait_policy_the_user_chose_is_kept():
-    script = "from tvms.lowering.codegen import llvm_parallel; llvm_parallel.load_thread_pool()"
+    script = "from tvms.runtime.thread_pool import load_thread_pool; load_thread_pool()"
     done = run_python(script, OMP_WAIT_POLICY="active", OMP_DISPLAY_ENV="true")
     assert "OMP_WAIT_POLICY = 'ACTIVE'" in done.stderr
 

@@ -2,9 +2,10 @@
 by content.
 
 ``compile_prim_func(func, target)`` takes loop-level code (the build driver has run the TIR
-pipeline), generates LLVM IR, optimizes it at O3 for the target CPU and JIT-compiles it with
-MCJIT. The result is cached under a hash of the
-printed function and the target, so building an unchanged function again is a dictionary lookup;
+pipeline), generates LLVM IR, optimizes it at O3 for the target CPU and emits its object code:
+a ``KernelArtifact``, which the runtime loads (``runtime/llvm_jit.py``). The result is cached
+under a hash of the printed function and the target, so building an unchanged function again is
+a dictionary lookup (a function with the same body under another name shares its code);
 the object code is also kept on disk (``object_cache.py``), so a new process loads it instead of
 generating it again.
 """
@@ -21,26 +22,37 @@ from ...ir.function import PrimFunc
 from ...ir.visitor import collect
 from . import llvm_parallel, object_cache
 from .llvm import codegen_llvm, entry_slots
-from .llvm_target import LLVMTarget, assembly, optimize, parse_llvm_target
+from .llvm_target import LLVMTarget, assembly, optimize, parse_llvm_target, target_machine
 
 
 @dataclass(frozen=True)
-class CompiledFunction:
-    """A JIT-compiled PrimFunc: ``address`` of ``void entry(i64 *slots)``, the variables each slot
-    holds, and the engine that owns the code (kept alive with it)."""
+class KernelArtifact:
+    """What the llvm code generator makes of a lowered PrimFunc, for the runtime to load: the
+    object code of ``void symbol(i64 *slots)``, the variables each slot holds, the function
+    (its signature: what a call checks) and the thread pool its parallel loops launch on (None
+    without parallel loops). ``threads_symbol`` names the thread-count global the runtime sets."""
 
     func: PrimFunc
     target: LLVMTarget
-    address: int
+    symbol: str
     slots: tuple
-    num_threads_address: int
+    object_code: bytes  # relocatable code for the JIT (``runtime/llvm_jit.py``)
+    thread_pool: str | None
     llvm_ir: str
     optimized_ir: str
-    engine: Any
+    threads_symbol: str = llvm_parallel.NUM_THREADS_SYMBOL
 
     def assembly(self) -> str:
         """The machine code as assembly (generated on demand: it takes a moment)."""
         return assembly(_parse(self.optimized_ir), self.target)
+
+    def shared_object(self, threads_symbol: str | None) -> bytes:
+        """The code as position-independent object code, for a shared library; its
+        thread-count global renamed ``threads_symbol`` (each function of a library has its own)."""
+        module = _parse(self.optimized_ir)
+        if threads_symbol is not None:
+            module.get_global_variable(self.threads_symbol).name = threads_symbol
+        return target_machine(self.target, reloc="pic").emit_object(module)
 
 
 def _parse(text: str) -> Any:
@@ -60,35 +72,28 @@ def content_key(func: PrimFunc, target: LLVMTarget) -> str:
     return hashlib.sha256(f"{target.text}\n{target.cpu}\n{target.features}\n{pool}\n{text}".encode()).hexdigest()
 
 
-def compile_prim_func(func: PrimFunc, target: object = "llvm", name: str = "main") -> CompiledFunction:
+def compile_prim_func(func: PrimFunc, target: object = "llvm", name: str = "main") -> KernelArtifact:
+    """The artifact of the lowered ``func`` with the entry symbol ``name``: from the in-process
+    cache, else from the disk cache (no code generated), else generated and optimized at O3."""
     if not isinstance(func, PrimFunc):
         raise TVMSError(f"compile_prim_func takes a PrimFunc, got {type(func).__name__}")
     llvm_target = target if isinstance(target, LLVMTarget) else parse_llvm_target(target)
-    lowered = func
-    key = content_key(lowered, llvm_target)
+    key = content_key(func, llvm_target)
     with _LOCK:
         hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    uses_threads = any(s.kind == S.PARALLEL for s in collect(lowered.body, S.For))
-    if uses_threads:
-        llvm_parallel.load_thread_pool()
     on_disk_key = object_cache.disk_key(key, name)
     cached = object_cache.load(on_disk_key)
-    if cached is not None:  # made by an earlier process: load its object code, generate nothing
-        text, optimized = cached.llvm_ir, cached.optimized_ir
-        engine, _ = object_cache.jit_with_cache(_parse(optimized), llvm_target, cached.object_code)
-    else:
-        text = codegen_llvm(lowered, name)
+    if cached is None:
+        text = codegen_llvm(func, name)
         module = optimize(text, llvm_target)
-        optimized = str(module)
-        engine, object_code = object_cache.jit_with_cache(module, llvm_target, None)
-        if object_code:
-            object_cache.store(on_disk_key, object_cache.CachedKernel(text, optimized, object_code))
-    compiled = CompiledFunction(
-        lowered, llvm_target, engine.get_function_address(name), tuple(entry_slots(lowered)),
-        engine.get_global_value_address(llvm_parallel.NUM_THREADS_SYMBOL) if uses_threads else 0,
-        text, optimized, engine)
+        cached = object_cache.CachedKernel(text, str(module), target_machine(llvm_target).emit_object(module))
+        object_cache.store(on_disk_key, cached)
+    uses_threads = any(s.kind == S.PARALLEL for s in collect(func.body, S.For))
+    artifact = KernelArtifact(func, llvm_target, name, tuple(entry_slots(func)), cached.object_code,
+                              llvm_parallel.thread_pool_kind() if uses_threads else None,
+                              cached.llvm_ir, cached.optimized_ir)
     with _LOCK:
-        _CACHE[key] = compiled
-    return compiled
+        _CACHE[key] = artifact
+    return artifact

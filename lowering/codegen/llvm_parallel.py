@@ -24,10 +24,6 @@ thread, without touching the thread pool.
 """
 from __future__ import annotations
 
-import contextlib
-import ctypes.util
-import functools
-import os
 from typing import Any
 
 from llvmlite import ir
@@ -35,6 +31,7 @@ from llvmlite import ir
 from ...ir import expr as E
 from ...ir import stmt as S
 from ...ir.dtype import DataType
+from ...ir.registry import get_global_func
 from ...ir.visitor import collect
 from . import llvm_types as T
 from .llvm_intrinsics import declare as declare_c
@@ -43,57 +40,12 @@ NUM_THREADS_SYMBOL = "__tvms_num_threads"
 MAX_THREADS = 256
 MIN_TASK_WORK = 1 << 17  # stores per task below which another thread costs more than it saves
 UNKNOWN_WORK = 1 << 40  # a body with loops of symbolic extent: assume it is worth the threads
-_loaded = False
-
-
-@functools.lru_cache(maxsize=None)
-def _libgomp() -> str | None:
-    return ctypes.util.find_library("gomp")  # (runs ldconfig: once)
 
 
 def thread_pool_kind() -> str:
-    """``"gomp"`` when libgomp is installed (and ``TVMS_THREAD_POOL`` does not say ``pthread``),
-    else ``"pthread"``: threads created per parallel loop with libc's pthreads."""
-    if os.environ.get("TVMS_THREAD_POOL", "") == "pthread" or _libgomp() is None:
-        return "pthread"
-    return "gomp"
-
-
-def load_thread_pool() -> None:
-    """Make libgomp's symbols visible to the JIT (once per process)."""
-    global _loaded
-    if _loaded:
-        return
-    from .llvm_target import require_llvm
-
-    binding = require_llvm()
-    path = _libgomp()
-    if path is not None:
-        # Held open by a handle that is never closed (and RTLD_NODELETE): at exit llvmlite
-        # dlcloses what it loaded, and unmapping libgomp under its idle workers crashed the process.
-        with _passive_waiting():
-            ctypes.CDLL(path, mode=os.RTLD_GLOBAL | os.RTLD_NODELETE)
-        binding.load_library_permanently(path)
-    _loaded = True
-
-
-@contextlib.contextmanager
-def _passive_waiting():
-    """``OMP_WAIT_POLICY=passive`` while libgomp loads (it reads its settings then), unless the user
-    set a policy or a spin count; the variable is not left behind for child processes.
-
-    By default libgomp's idle threads spin for milliseconds before sleeping. On a shared machine
-    a spinning thread holds a core another process needs, and a caller that waits for a preempted
-    worker spins too: a tiny parallel region called every millisecond took 11 ms per call that way
-    (a 0.1 ms one, 15 ms), and 0.06 ms (0.2 ms) with sleeping workers."""
-    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
-        yield
-        return
-    os.environ["OMP_WAIT_POLICY"] = "passive"
-    try:
-        yield
-    finally:
-        del os.environ["OMP_WAIT_POLICY"]
+    """The thread pool the runtime runs parallel loops on (``"gomp"`` or ``"pthread"``): the
+    runtime decides (``runtime/thread_pool.py``), the launch code follows."""
+    return get_global_func("runtime.thread_pool_kind")()
 
 
 def num_threads_global(module: ir.Module) -> ir.GlobalVariable:

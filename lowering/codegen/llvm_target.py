@@ -1,12 +1,11 @@
-"""The host CPU as an LLVM target: target strings, the target machine, O3 optimization, MCJIT.
+"""The host CPU as an LLVM target: the target's machine, O3 optimization, assembly.
 
 ``parse_llvm_target("llvm -mcpu=znver3 -num-cores=2")`` reads the target and refuses names LLVM
 would abort on (``llvm_names``); ``optimize`` runs llvmlite's new pass manager at O3 tuned for
-that CPU; ``jit`` hands optimized IR to MCJIT.
+that CPU (the runtime links the object code into the process: ``runtime/llvm_jit.py``).
 """
 from __future__ import annotations
 
-import ctypes.util
 import threading
 from dataclasses import dataclass
 
@@ -24,7 +23,7 @@ _initialized = False
 
 
 def require_llvm():
-    """llvmlite's binding, initialized once (native target, asm printer, process symbols)."""
+    """llvmlite's binding, initialized once (native target, asm printer)."""
     global _initialized
     if llvm is None:
         raise TVMSError("the llvm target needs llvmlite: pip install llvmlite")
@@ -32,9 +31,6 @@ def require_llvm():
         if not _initialized:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
-            libm = ctypes.util.find_library("m")
-            if libm:  # libm's functions (tanhf, erff, ...) for the JIT to link against
-                llvm.load_library_permanently(libm)
             _initialized = True
     return llvm
 
@@ -84,10 +80,13 @@ def parse_llvm_target(target: object) -> LLVMTarget:
     return llvm_target
 
 
-def target_machine(target: LLVMTarget):
+def target_machine(target: LLVMTarget, reloc: str = "default"):
+    """The machine ``target`` names; its code is for the JIT, or position-independent for a
+    shared library with ``reloc="pic"``."""
     binding = require_llvm()
     return binding.Target.from_triple(target.triple).create_target_machine(
-        cpu=target.cpu, features=target.features, opt=3, reloc="default", codemodel="jitdefault")
+        cpu=target.cpu, features=target.features, opt=3, reloc=reloc,
+        codemodel="jitdefault" if reloc == "default" else "default")
 
 
 def optimize(ir_text: str, target: LLVMTarget):

@@ -1,8 +1,8 @@
 """The on-disk cache of compiled kernels, so a new process rebuilding an unchanged kernel skips
 LLVM IR generation, the O3 optimization and machine code generation.
 
-An entry holds a kernel's LLVM IR, its optimized IR (export and ``get_source`` read it) and the
-object code MCJIT made of it, under ``$TVMS_CACHE_DIR`` (default ``~/.cache/tvms``; set it empty
+An entry holds a kernel's LLVM IR, its optimized IR (export and ``get_source`` read it) and its
+object code (what the runtime's JIT loads), under ``$TVMS_CACHE_DIR`` (default ``~/.cache/tvms``; set it empty
 to turn the cache off). The key covers everything the code depends on: the in-process content
 key (the lowered function's text, the target, its CPU and features, the thread pool), the entry
 symbol, the llvmlite and LLVM versions, and the source of this codegen package (code generated
@@ -19,9 +19,8 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from .llvm_target import LLVMTarget, require_llvm, target_machine
+from .llvm_target import require_llvm
 
 _MAGIC = b"TVMSOBJ1\n"
 _PRUNE_EVERY = 32  # writes between two looks at the folder's size (listing it costs a little)
@@ -154,16 +153,4 @@ def prune(folder: Path, max_bytes: int) -> None:
             pass
 
 
-def jit_with_cache(module: Any, target: LLVMTarget, object_code: bytes | None) -> tuple:
-    """An MCJIT engine for ``module``: loading ``object_code`` when given (no code generation),
-    else compiling it. Returns the engine and the object code it runs."""
-    made: list = []
-    engine = require_llvm().create_mcjit_compiler(module, target_machine(target))
-    engine.set_object_cache(notify_func=lambda _module, buffer: made.append(buffer),
-                            getbuffer_func=lambda _module: object_code)
-    engine.finalize_object()
-    engine.run_static_constructors()
-    return engine, object_code if object_code is not None else (made[0] if made else b"")
-
-
-__all__ = ["CachedKernel", "STATS", "cache_dir", "disk_key", "jit_with_cache", "load", "prune", "store"]
+__all__ = ["CachedKernel", "STATS", "cache_dir", "disk_key", "load", "prune", "store"]
