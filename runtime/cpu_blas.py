@@ -1,18 +1,9 @@
-"""The ``cpu_blas`` backend: matrix multiplications (with bias and activation) offloaded to
-numpy, whose ``np.matmul`` calls the BLAS numpy was built with.
+"""The kernel of the ``cpu_blas`` backend (``lowering/relax/cpu_blas.py``): a composite's steps
+run with numpy, whose ``np.matmul`` calls the BLAS numpy was built with.
 
-Importing this module registers its patterns (``cpu_blas.matmul``, ``cpu_blas.matmul_bias``,
-``cpu_blas.matmul_transposed_bias_relu``, ..., shaped like TVM's cuBLAS patterns) with the
-backend registry and its codegen ``relax.ext.cpu_blas`` with the runtime's function registry::
-
-    patterns = relax.backend.get_patterns_with_prefix("cpu_blas")
-    mod = relax.transform.FuseOpsByPattern(patterns, annotate_codegen=True)(mod)
-    mod = relax.transform.RunCodegen()(mod)      # R.call_dps_packed("fused_..._cpu_blas", ...)
-
-The codegen turns each composite function into a packed function in destination-passing style
-(``f(*inputs, *outputs)``) that evaluates its bindings with numpy and writes the outputs.
-(It lives in the runtime layer: it builds runtime functions, and the layers below it do not
-import the runtime.)
+The backend's codegen reaches it by name (``runtime.cpu_blas.kernel``): given the composite's
+steps (variable, operator name, operands, attributes), parameters and results, it returns a
+packed function in destination-passing style, ``f(*inputs, *outputs)``.
 """
 from __future__ import annotations
 
@@ -22,87 +13,14 @@ import numpy as np
 
 from ..ir import relax as rx
 from ..ir.errors import TVMSError
-from ..ir.expr import Op
-from ..lowering.relax.backend import (has_leaking_intermediate_variables, make_matmul_pattern,
-                                      register_patterns)
-from ..lowering.relax.fuse_by_pattern import PatternCheckContext
-from ..lowering.relax.run_codegen import ExternalModule, external_module
-from .numpy_ops import NUMPY_OPS
 from ..ir.registry import register_func
-
-BACKEND = "cpu_blas"
-_DTYPES = ("float32", "float64")  # what numpy's BLAS multiplies natively
-# The operators a cpu_blas composite may hold (what its patterns match).
-_KERNEL_OPS = ("relax.matmul", "relax.permute_dims", "relax.add", "relax.nn.relu", "relax.nn.gelu")
+from .numpy_ops import NUMPY_OPS
 
 
-def check_matmul(context: PatternCheckContext) -> bool:
-    """Accept a match whose operands share a BLAS float dtype and whose intermediates stay
-    inside it."""
-    if has_leaking_intermediate_variables(context):
-        return False
-    lhs = context.annotated_expr["lhs"].struct_info
-    rhs = context.annotated_expr["rhs"].struct_info
-    return str(getattr(lhs, "dtype", "")) == str(getattr(rhs, "dtype", "")) \
-        and str(getattr(lhs, "dtype", "")) in _DTYPES
-
-
-# name, with bias, activation, transposed right-hand side; later entries take priority
-_SHAPES = [
-    ("matmul", False, None, False),
-    ("matmul_bias", True, None, False),
-    ("matmul_bias_relu", True, "relax.nn.relu", False),
-    ("matmul_bias_gelu", True, "relax.nn.gelu", False),
-    ("matmul_transposed", False, None, True),
-    ("matmul_transposed_bias", True, None, True),
-    ("matmul_transposed_bias_relu", True, "relax.nn.relu", True),
-    ("matmul_transposed_bias_gelu", True, "relax.nn.gelu", True),
-]
-register_patterns([(f"{BACKEND}.{name}", *make_matmul_pattern(bias, act, transposed), check_matmul)
-                   for name, bias, act, transposed in _SHAPES])
-
-
-# --------------------------------------------------------------------------- codegen
-
-
-def composite_of(func: rx.Function) -> rx.Function:
-    """The composite function a ``"Codegen"`` function calls (bound as ``local_func`` or called
-    directly)."""
-    for n in _bindings(func):
-        if isinstance(n.value, rx.Function) and "Composite" in n.value.attrs:
-            return n.value
-    body = func.body.body if isinstance(func.body, rx.SeqExpr) else func.body
-    if isinstance(body, rx.Call) and isinstance(body.op, rx.Function):
-        return body.op
-    raise TVMSError(f"{BACKEND}: {func.attrs.get('global_symbol', '?')!r} calls no composite "
-                    f"function")
-
-
-def _bindings(func: rx.Function) -> list:
-    body = func.body
-    return [b for block in getattr(body, "blocks", ()) for b in block.bindings]
-
-
-def compile_composite(composite: rx.Function, symbol: str = "") -> Callable:
-    """A packed function ``f(*inputs, *outputs)`` that runs ``composite`` with numpy and
-    writes its result(s) into ``outputs``."""
-    steps = []
-    for b in _bindings(composite):
-        value = b.value
-        if not (isinstance(b, rx.VarBinding) and isinstance(value, rx.Call)
-                and isinstance(value.op, Op) and value.op.name in _KERNEL_OPS):
-            what = value.op.name if isinstance(value, rx.Call) and isinstance(value.op, Op) \
-                else type(value).__name__
-            raise TVMSError(f"{BACKEND}: cannot offload {what} in {symbol or 'a composite'}; "
-                            f"it runs {', '.join(_KERNEL_OPS)}")
-        for x in value.args:
-            if not isinstance(x, (rx.Var, rx.Constant)):
-                raise TVMSError(f"{BACKEND}: {value.op.name} in {symbol or 'a composite'} takes a "
-                                f"{type(x).__name__}; the kernels take tensors only")
-        steps.append((b.var, NUMPY_OPS[value.op.name], value.args, value.attrs))
-    result = composite.body.body
-    results = result.fields if isinstance(result, rx.Tuple) else (result,)
-    params = composite.params
+def blas_kernel(steps: list, params: tuple, results: tuple, symbol: str = "") -> Callable:
+    """The packed function running ``steps`` ((var, operator name, operands, attrs), in order)
+    on the inputs ``params`` and writing ``results`` into the outputs."""
+    prepared = [(var, NUMPY_OPS[op], operands, attrs) for var, op, operands, attrs in steps]
 
     def packed(*args: Any) -> None:
         if len(args) != len(params) + len(results):
@@ -113,7 +31,7 @@ def compile_composite(composite: rx.Function, symbol: str = "") -> Callable:
         def read(x: Any) -> Any:
             return np.asarray(x.data) if isinstance(x, rx.Constant) else env[x]
 
-        for var, kernel, operands, attrs in steps:
+        for var, kernel, operands, attrs in prepared:
             env[var] = kernel(tuple(read(x) for x in operands), attrs)
         for out, value in zip(args[len(params):], results):
             np.copyto(out, read(value), casting="same_kind")
@@ -122,18 +40,6 @@ def compile_composite(composite: rx.Function, symbol: str = "") -> Callable:
     return packed
 
 
-def codegen(functions: list, options: Any = None,
-            constant_names: Any = None) -> list[ExternalModule]:
-    """``relax.ext.cpu_blas``: one module holding a packed function per ``"Codegen"`` function."""
-    built = {}
-    for func in functions:
-        symbol = str(func.attrs.get("global_symbol", ""))
-        if not symbol:
-            raise TVMSError(f"{BACKEND}: a function to offload needs a global_symbol")
-        built[symbol] = compile_composite(composite_of(func), symbol)
-    return [external_module(BACKEND, built)]
+register_func("runtime.cpu_blas.kernel", blas_kernel)
 
-
-register_func(f"relax.ext.{BACKEND}", codegen, override=True)
-
-__all__ = ["BACKEND", "check_matmul", "codegen", "compile_composite", "composite_of"]
+__all__ = ["blas_kernel"]

@@ -19,7 +19,8 @@ from tvms.lowering.relax.run_codegen import ExternalModule
 from tvms.relax.backend import get_pattern, get_patterns_with_prefix, make_matmul_pattern
 from tvms.relax.dpl import (is_call_dps_packed, is_const, is_dfv, is_op, is_tuple,
                             is_tuple_get_item, is_var, rewrite_call, wildcard)
-from tvms.runtime import cpu_blas, reference_relax
+from tvms.lowering.relax import cpu_blas
+from tvms.runtime import reference_relax
 from tvms.runtime.reference_relax import get_func, register_func, run_relax
 from tvms.script import from_source
 

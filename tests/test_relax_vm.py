@@ -10,7 +10,7 @@ from conftest import CORPUS_COPY, FIXTURES
 import tvms as tvm
 from tvms import TVMSError, relax
 from tvms.relax.backend import get_patterns_with_prefix
-from tvms.runtime import cpu_blas  # noqa: F401  (registers the cpu_blas patterns and codegen)
+from tvms.lowering.relax import cpu_blas  # noqa: F401  (registers the cpu_blas patterns and codegen)
 from tvms.runtime.reference_relax import run_relax
 from tvms.runtime.vm import Executable
 from tvms.script import from_source

@@ -1,5 +1,5 @@
 """Runtime devices (runtime/device.py), tensors (runtime/tensor.py, ``tvms.nd``) and the global
-function registry (runtime/registry.py), against Apache TVM 0.27's observable behaviour
+function registry (ir/registry.py), against Apache TVM 0.27's observable behaviour
 (fixtures/runtime/tvm027_devices_tensors.json, made by the script beside it)."""
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from hypothesis.extra import numpy as hnp
 
 import tvms as tvm
 from tvms import TVMSError
-from tvms.runtime import reference_relax, registry
+from tvms.ir import registry
+from tvms.runtime import reference_relax
 from tvms.runtime.reference_relax import run_relax
 from tvms.runtime.tensor import ALIGNMENT, TENSOR_DTYPES
 from tvms.script import from_source
@@ -285,7 +286,7 @@ def test_one_registry_for_relax_and_codegen() -> None:
     assert reference_relax._PACKED is registry._FUNCTIONS
     assert reference_relax.register_func is tvm.register_func
     assert reference_relax.get_func is tvm.get_global_func
-    from tvms.runtime import cpu_blas
+    from tvms.lowering.relax import cpu_blas
     assert tvm.get_global_func("relax.ext.cpu_blas") is cpu_blas.codegen
 
 
