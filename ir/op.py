@@ -109,3 +109,15 @@ def result_dtype(info: OpInfo, args: tuple, explicit: DataType | None) -> DataTy
     if rule in ("arg0", "arg1"):
         return args[int(rule[3])].dtype
     return DataType(rule)
+
+
+# tir op name -> LLVM intrinsic, for float arguments: what LowerIntrin writes for the llvm target
+# (lowering/tir/lower_intrin.py) and what the reference executor reads back (runtime/tir_values.py)
+LLVM_INTRINSICS = {
+    "tir.exp": "llvm.exp", "tir.exp2": "llvm.exp2", "tir.log": "llvm.log", "tir.log2": "llvm.log2",
+    "tir.log10": "llvm.log10", "tir.sqrt": "llvm.sqrt", "tir.floor": "llvm.floor",
+    "tir.ceil": "llvm.ceil", "tir.trunc": "llvm.trunc", "tir.fabs": "llvm.fabs",
+    "tir.round": "llvm.nearbyint", "tir.nearbyint": "llvm.nearbyint", "tir.pow": "llvm.pow",
+    "tir.sin": "llvm.sin", "tir.cos": "llvm.cos", "tir.copysign": "llvm.copysign",
+    "tir.fma": "llvm.fmuladd",
+}

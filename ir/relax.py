@@ -6,15 +6,18 @@ block.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .dtype import DataType
-from .expr import PrimExpr
+from .expr import IntImm, PrimExpr
 from .module import GlobalVar
 from .node import EMPTY, FrozenDict, Node, binds, hint
 from .struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
-                          StructInfo, TupleStructInfo, as_dims, defined_sizes, erase_undefined,
+                          StructInfo, TensorStructInfo, TupleStructInfo, as_dims, defined_sizes, erase_undefined,
                           is_base_of)
 
 # The __post_init__ hooks below accept the spellings of TVM's Python API (lists for tuples,
@@ -257,6 +260,32 @@ class Function(RelaxExpr):
         return "global_symbol" not in self.attrs
 
 
+# --------------------------------------------------------------------------- shared by the builders
+
+
+def make_constant(data: np.ndarray, span: Any = None) -> Constant:
+    """A Constant of a numpy array, with its struct info and a digest of its bytes."""
+    data = np.asarray(data, order="C")  # (ascontiguousarray would make a scalar 1-d)
+    dims = tuple(IntImm(DataType("int64"), d) for d in data.shape)
+    sinfo = TensorStructInfo(ShapeExpr(dims, ShapeStructInfo(dims)), DataType(str(data.dtype)), len(dims))
+    digest = hashlib.sha1(str(data.dtype).encode() + repr(data.shape).encode() + data.tobytes()).hexdigest()
+    return Constant(data, sinfo, digest, span=span)
+
+
+def merge_blocks(blocks: list) -> list:
+    """Empty blocks dropped; adjacent blocks of the same kind merged (TVM's NormalizeBlocks)."""
+    out: list = []
+    for b in blocks:
+        if not b.bindings:
+            continue
+        if out and type(out[-1]) is type(b):
+            out[-1] = type(b)(out[-1].bindings + b.bindings)
+        else:
+            out.append(b)
+    return out
+
+
 __all__ = ["RelaxExpr", "Var", "DataflowVar", "Constant", "Tuple", "TupleGetItem", "ShapeExpr",
            "PrimValue", "StringImm", "DataTypeImm", "ExternFunc", "Call", "If", "VarBinding",
-           "MatchCast", "BindingBlock", "DataflowBlock", "SeqExpr", "Function", "GlobalVar"]
+           "MatchCast", "BindingBlock", "DataflowBlock", "SeqExpr", "Function", "GlobalVar",
+           "make_constant", "merge_blocks"]

@@ -307,6 +307,9 @@ def eval_expr(expr: Any, mod: IRModule | None = None, env: dict | None = None) -
         return _Interpreter(mod if mod is not None else IRModule()).eval(expr, dict(env or {}))
 
 
+register_func("runtime.reference_relax.eval_expr", eval_expr)  # (FoldConstant evaluates with it)
+
+
 def _is_shape_param(p: rx.Var) -> bool:
     return isinstance(p.struct_info, ShapeStructInfo)
 

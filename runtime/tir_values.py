@@ -9,6 +9,7 @@ import numpy as np
 
 from tvms.ir.dtype import DataType
 from tvms.ir.errors import TVMSError
+from tvms.ir.op import LLVM_INTRINSICS
 
 
 # ---------------------------------------------------------------- dtypes and values
@@ -151,8 +152,6 @@ def _llvm_intrin(dtype: DataType, name: str, *args: Any) -> Any:
     """``T.call_llvm_pure_intrin(dtype, "llvm.exp", x)``, as LowerIntrin produces it."""
     if name == "llvm.fmuladd":
         return cast_value(args[0] * args[1] + args[2], dtype)
-    from tvms.lowering.tir.lower_intrin import LLVM_INTRINSICS  # the table LowerIntrin applies
-
     tir_name = next((tir for tir, llvm in LLVM_INTRINSICS.items() if llvm == name), None)
     if tir_name is None:
         raise TVMSError(f"the reference executor does not implement the LLVM intrinsic {name!r}")

@@ -26,38 +26,20 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..ir import relax as rx
+from ..ir.name_supply import NameSupply
 from ..ir import relax_op
 from ..ir.dtype import DataType
 from ..ir.errors import TVMSError
 from ..ir.expr import Op
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import FrozenDict
+from ..ir.relax import make_constant, merge_blocks
 from ..ir.struct_info import (FuncStructInfo, ObjectStructInfo, StructInfo, TensorStructInfo,
                               TupleStructInfo, call_result)
 from ..ir.structural import structural_equal, structural_hash
 from ..ir.visitor import Mutator
 from .dialect import canonical_attr_key
-from .relax_parser import make_constant
 from .tir_expr import freeze_value
-
-
-class NameSupply:
-    """Unique names, as TVM's NameSupply: ``lv``, ``lv1``, ``lv2``; ``fc1.weight`` -> ``fc1_weight``."""
-
-    def __init__(self) -> None:
-        self._count: dict[str, int] = {}
-
-    def fresh(self, name: str) -> str:
-        name = name.replace(".", "_")
-        if name not in self._count:
-            self._count[name] = 0
-            return name
-        candidate = name
-        while candidate in self._count:
-            self._count[name] += 1
-            candidate = f"{name}{self._count[name]}"
-        self._count[candidate] = 0
-        return candidate
 
 
 class _Frame:
@@ -174,6 +156,15 @@ class BlockBuilder:
         if not self._funcs:
             raise TVMSError(f"BlockBuilder.{what}() is only allowed inside `with bb.function(...)`")
         return self._funcs[-1]
+
+    def begin_block(self, is_dataflow: bool) -> None:
+        """Open a bare binding block (a dataflow block when ``is_dataflow``) to emit into,
+        outside ``with bb.function``: what a mutator normalizes into."""
+        self._frames.append(_Frame(is_dataflow))
+
+    def end_block(self) -> rx.BindingBlock:
+        """Close the block ``begin_block`` opened and return it."""
+        return self._frames.pop().block()
 
     def _frame(self) -> _Frame:
         if not self._frames:
@@ -405,7 +396,7 @@ class BlockBuilder:
             prologue = self._frames.pop()
         if prologue.bindings:
             blocks.append(prologue.block())
-        blocks = _merge_blocks(blocks)
+        blocks = merge_blocks(blocks)
         if body is seq.body and len(blocks) == len(seq.blocks) \
                 and all(a is b for a, b in zip(blocks, seq.blocks)) and _known(seq.struct_info):
             return seq
@@ -486,19 +477,6 @@ def _sinfo(e: Any) -> StructInfo:
 
 def _known(sinfo: Any) -> bool:
     return sinfo is not None and type(sinfo) is not ObjectStructInfo
-
-
-def _merge_blocks(blocks: list) -> list:
-    """Empty blocks dropped; adjacent blocks of the same kind merged (TVM's NormalizeBlocks)."""
-    out: list = []
-    for b in blocks:
-        if not b.bindings:
-            continue
-        if out and type(out[-1]) is type(b):
-            out[-1] = type(b)(out[-1].bindings + b.bindings)
-        else:
-            out.append(b)
-    return out
 
 
 def _join(a: StructInfo, b: StructInfo) -> StructInfo:

@@ -19,6 +19,7 @@ from ..ir.expr import IntImm, PrimExpr, Var as TirVar
 from ..ir.module import GlobalVar, MetadataRef
 from .metadata import CONSTANT_KEYS
 from ..ir.node import EMPTY, FrozenDict
+from ..ir.relax import make_constant
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo,
                               call_result)
@@ -428,17 +429,6 @@ class MetadataKind:
 
     def __init__(self, meta: Metadata, key: Any):
         self.meta, self.key = meta, key
-
-
-def make_constant(data: np.ndarray, span: Any = None) -> rx.Constant:
-    """A Constant of a numpy array, with its struct info and a digest of its bytes."""
-    import hashlib
-
-    data = np.asarray(data, order="C")  # (ascontiguousarray would make a scalar 1-d)
-    dims = tuple(IntImm(DataType("int64"), d) for d in data.shape)
-    sinfo = TensorStructInfo(rx.ShapeExpr(dims, ShapeStructInfo(dims)), DataType(str(data.dtype)), len(dims))
-    digest = hashlib.sha1(str(data.dtype).encode() + repr(data.shape).encode() + data.tobytes()).hexdigest()
-    return rx.Constant(data, sinfo, digest, span=span)
 
 
 def _sinfo(e: Any) -> StructInfo:

@@ -37,7 +37,8 @@ from ...ir.module import GlobalVar, IRModule
 from ...ir.node import Node
 from ...ir.struct_info import ObjectStructInfo
 from ...ir.structural import structural_equal
-from ...script.block_builder import BlockBuilder, _Frame, _merge_blocks
+from ...ir.relax import merge_blocks
+from ...script.block_builder import BlockBuilder
 
 # node class -> hook name; subclasses come before their bases (DataflowVar before Var)
 _EXPR_HOOKS: list[tuple[type, str]] = [
@@ -77,12 +78,6 @@ def _hook(node: Any) -> str:
 class MutatorBuilder(BlockBuilder):
     """The ``builder_`` of a mutator: a BlockBuilder over the module being rewritten, which can
     also open a bare binding block (outside ``with bb.function``) to normalize into."""
-
-    def begin_block(self, is_dataflow: bool) -> None:
-        self._frames.append(_Frame(is_dataflow))
-
-    def end_block(self) -> rx.BindingBlock:
-        return self._frames.pop().block()
 
     def in_block(self) -> bool:
         return bool(self._frames)
@@ -300,7 +295,7 @@ class PyExprMutator:
             prologue = self.builder_.end_block()
         if prologue.bindings:
             blocks.append(prologue)
-        blocks = _merge_blocks(blocks)
+        blocks = merge_blocks(blocks)
         if body is seq.body and len(blocks) == len(seq.blocks) \
                 and all(a is b for a, b in zip(blocks, seq.blocks)):
             return seq

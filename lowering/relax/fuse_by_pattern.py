@@ -31,7 +31,7 @@ from ...ir.module import GlobalVar, IRModule
 from ...ir.struct_info import ShapeStructInfo, TensorStructInfo, call_result
 from ...ir.structural import structural_equal
 from ...ir.visitor import collect, walk
-from ...script.block_builder import NameSupply
+from ...ir.name_supply import NameSupply
 from ..pass_registry import register_pass
 from ..transform import module_pass
 from .dpl import CallPattern, DFPattern, TupleGetItemPattern

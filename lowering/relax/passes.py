@@ -12,13 +12,14 @@ from typing import Any, Iterable
 import numpy as np
 
 from ...ir import relax as rx
+from ...ir.registry import get_global_func
+from ...ir.relax import make_constant, merge_blocks
 from ...ir.expr import IntImm, Var as TirVar
 from ...ir.module import GlobalVar, IRModule
 from ...ir.node import Node
 from ...ir.struct_info import FuncStructInfo, TensorStructInfo
 from ...ir.structural import structural_equal
 from ...ir.visitor import Mutator, walk
-from ...script.block_builder import _merge_blocks
 from ..pass_registry import register_pass
 from ..transform import module_pass
 
@@ -137,7 +138,7 @@ def to_non_dataflow(func: rx.Function) -> rx.Function:
             seq = self.generic_visit(seq)
             blocks = [rx.BindingBlock(b.bindings) if isinstance(b, rx.DataflowBlock) else b
                       for b in seq.blocks]
-            return seq.with_changes(blocks=tuple(_merge_blocks(blocks)))
+            return seq.with_changes(blocks=tuple(merge_blocks(blocks)))
 
     return _Blocks().visit(func)
 
@@ -220,7 +221,7 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
                     new.append(_substitute_value(b))
                 blocks.append(type(blk)(tuple(new), span=blk.span))
             body = _substitute(seq.body, final)
-            return seq.with_changes(blocks=tuple(_merge_blocks(blocks)), body=body)
+            return seq.with_changes(blocks=tuple(merge_blocks(blocks)), body=body)
 
     def _substitute_value(b: Node) -> Node:
         value = _Rewrite().visit(b.value) if _has_seq(b.value) else b.value
@@ -291,7 +292,7 @@ def remove_unused_bindings(func: rx.Function, mod: IRModule | None = None) -> rx
                 live |= _binding_uses(b)
                 kept.append(b)
             new_blocks.append(type(blk)(tuple(reversed(kept)), span=blk.span))
-        blocks = _merge_blocks(list(reversed(new_blocks)))
+        blocks = merge_blocks(list(reversed(new_blocks)))
         return seq.with_changes(blocks=tuple(blocks))
 
     def _dce_expr(e: Any) -> Any:
@@ -379,7 +380,7 @@ def convert_to_dataflow(func: rx.Function, min_size: int, mod: IRModule | None =
                 blocks.append(rx.DataflowBlock(tuple(bs)))
             else:
                 blocks.append(rx.BindingBlock(tuple(bs)))
-        new = seq.with_changes(blocks=tuple(_merge_blocks(blocks)))
+        new = seq.with_changes(blocks=tuple(merge_blocks(blocks)))
         mapping: dict = {}
         for blk in new.blocks:
             if not isinstance(blk, rx.DataflowBlock):
@@ -415,8 +416,6 @@ class ConvertToDataflow:
 
 
 def bind_params(func: rx.Function, params: dict) -> rx.Function:
-    from ...script.relax_parser import make_constant
-
     by_name = {}
     for key, value in params.items():
         by_name[key if isinstance(key, rx.Var) else str(key)] = value
@@ -470,8 +469,6 @@ def _static_tensor(sinfo: Any) -> bool:
 def _try_fold(call: rx.Call, mod: IRModule | None) -> Any:
     """The constant a call of a Relax operator on constants evaluates to, else None."""
     from ...ir.expr import Op
-    from ...runtime.reference_relax import eval_expr
-    from ...script.relax_parser import make_constant
 
     if not isinstance(call.op, Op) or call.op.name in _IMPURE_OPS or not call.op.name.startswith("relax."):
         return None
@@ -481,8 +478,9 @@ def _try_fold(call: rx.Call, mod: IRModule | None) -> Any:
         return None
     if not _static_tensor(call.struct_info):
         return None
+    evaluate = get_global_func("runtime.reference_relax.eval_expr")  # (the reference executor's)
     try:
-        value = np.asarray(eval_expr(call, mod))
+        value = np.asarray(evaluate(call, mod))
     except Exception:  # noqa: BLE001  (an op the reference executor cannot run stays)
         return None
     shape = tuple(int(d.value) for d in call.struct_info.shape.values)

@@ -10,20 +10,9 @@ from __future__ import annotations
 
 from ...ir.expr import Add, Call, Mul, Op, PrimExpr, StringImm
 from ...ir.function import PrimFunc
-from ...ir.op import get_op
+from ...ir.op import LLVM_INTRINSICS, get_op
 from ...ir.visitor import Mutator
 from .tir_pass import define_tir_pass
-
-# tir op name -> LLVM intrinsic, for float arguments
-LLVM_INTRINSICS = {
-    "tir.exp": "llvm.exp", "tir.exp2": "llvm.exp2", "tir.log": "llvm.log", "tir.log2": "llvm.log2",
-    "tir.log10": "llvm.log10", "tir.sqrt": "llvm.sqrt", "tir.floor": "llvm.floor",
-    "tir.ceil": "llvm.ceil", "tir.trunc": "llvm.trunc", "tir.fabs": "llvm.fabs",
-    "tir.round": "llvm.nearbyint", "tir.nearbyint": "llvm.nearbyint", "tir.pow": "llvm.pow",
-    "tir.sin": "llvm.sin", "tir.cos": "llvm.cos", "tir.copysign": "llvm.copysign",
-    "tir.fma": "llvm.fmuladd",
-}
-
 
 def _llvm_call(call_dtype, llvm_name: str, args: tuple) -> Call:
     return Call(call_dtype, get_op("tir.call_llvm_pure_intrin"), (StringImm(llvm_name), *args))
