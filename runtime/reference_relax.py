@@ -28,12 +28,11 @@ from tvms.ir.struct_info import (ObjectStructInfo, PrimStructInfo, ShapeStructIn
 
 from .numpy_ops import NUMPY_OPS, Shape
 from .reference import compile_expr, run_prim_func
-from ..ir.registry import _FUNCTIONS, get_global_func, register_func
+from ..ir.registry import get_global_func, register_func
 from ..ir.relax_op import SPECIAL_OPS
 from .tir_values import cast_value, numpy_dtype
 
 # the registry is ir/registry.py's; these old names stay importable from here
-_PACKED = _FUNCTIONS
 get_func = get_global_func
 
 

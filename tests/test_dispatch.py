@@ -20,6 +20,7 @@ from tvms.relax.backend import get_pattern, get_patterns_with_prefix, make_matmu
 from tvms.relax.dpl import (is_call_dps_packed, is_const, is_dfv, is_op, is_tuple,
                             is_tuple_get_item, is_var, rewrite_call, wildcard)
 from tvms.lowering.relax import cpu_blas
+from tvms.ir import registry
 from tvms.runtime import reference_relax
 from tvms.runtime.reference_relax import get_func, register_func, run_relax
 from tvms.script import from_source
@@ -270,7 +271,7 @@ def RUN(mod: tvm.IRModule) -> tvm.IRModule:
 @pytest.fixture
 def cublas_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """Seed 000 dispatches to "cublas": here its codegen is cpu_blas's (numpy)."""
-    monkeypatch.setitem(reference_relax._PACKED, "relax.ext.cublas", cpu_blas.codegen)
+    monkeypatch.setitem(registry._FUNCTIONS, "relax.ext.cublas", cpu_blas.codegen)
 
 
 @pytest.mark.parametrize("module,variant", RUN_CODEGEN_CASES)
@@ -287,7 +288,7 @@ def test_run_codegen_golden_and_numbers(module: str, variant: str, cublas_on_cpu
     calls: list = []
     for symbol, fn in library.functions.items():  # count the calls into the numpy functions
         assert get_func(symbol) is fn
-        monkeypatch.setitem(reference_relax._PACKED, symbol,
+        monkeypatch.setitem(registry._FUNCTIONS, symbol,
                             lambda *args, _fn=fn, _s=symbol: (calls.append(_s), _fn(*args))[1])
     assert_same_numbers(before, after, entry_name(before))
     assert sorted(set(calls)) == sorted(library.functions)
