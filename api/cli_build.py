@@ -72,15 +72,15 @@ def _compile(node: Any, target: str, path: str, default_schedule: bool = True) -
 
 
 def _check_target(target: str) -> None:
-    """An llvm ``--target`` whose CPU, features or triple LLVM does not know is an input error,
-    refused before anything is compiled (LLVM would abort the process on it)."""
-    from .lowering.codegen.llvm_target import parse_llvm_target
+    """A ``--target`` that does not parse, or whose options its kind refuses (for llvm: a CPU,
+    features or triple LLVM does not know; LLVM would abort the process on it), is an input
+    error, refused before anything is compiled."""
+    from .lowering.targets import check_target
 
-    if target.split()[:1] == ["llvm"]:
-        try:
-            parse_llvm_target(target)
-        except TVMSError as err:
-            raise _Failure(str(err), EXIT_ERROR) from None
+    try:
+        check_target(target)
+    except TVMSError as err:
+        raise _Failure(str(err), EXIT_ERROR) from None
 
 
 def _is_library(path: str) -> bool:

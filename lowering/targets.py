@@ -2,8 +2,9 @@
 
 A row names the kind's TIR lowering pipeline (scheduled TensorIR -> loop-level code), its code
 generator (loop-level PrimFunc -> an artifact: code plus what calling it needs), its default
-schedule rules (``tvms.dlight``) and the name of the runtime function that loads its artifacts
-into a callable module. The build driver (``build.py``) only reads rows; a new kind (``cuda``) is
+schedule rules (``tvms.dlight``), the name of the runtime function that loads its artifacts
+into a callable module, and the check of its options (llvm: the CPU and feature names LLVM
+knows, ``codegen/llvm_names.py``). The build driver (``build.py``) only reads rows; a new kind (``cuda``) is
 a new row and its files. The loader is reached through the packed-function registry, by name
 (``runtime.module.load_<kind>``), as TVM's ``runtime.module.loadbinary_<kind>``: the runtime
 registers it when imported, so this layer never imports the runtime.
@@ -16,7 +17,7 @@ from typing import Any, Callable
 from ..ir.errors import TVMSError
 from ..ir.function import PrimFunc
 from ..ir.registry import get_global_func
-from ..ir.target import Target
+from ..ir.target import Target, as_target
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class TargetKind:
     codegen: Callable[[PrimFunc, Target, str], Any]  # a lowered function, its symbol -> artifact
     default_rules: Callable[[], list]  # the dlight rules tried on an unscheduled PrimFunc
     loader: str  # the registered runtime function: (artifacts by name, target text) -> Module
+    check: Callable[[Target], Any]  # refuses options the kind's compiler would choke on
 
     def load(self, artifacts: dict, target: Target) -> Any:
         """The runtime module holding ``artifacts`` (the driver's link step)."""
@@ -58,6 +60,16 @@ def target_kind(target: Target) -> TargetKind:
     return row
 
 
+def check_target(target: Any) -> Target:
+    """``target`` parsed, and checked by its kind's row when it has one (a kind without a row
+    is refused when something is compiled for it)."""
+    target = as_target(target)
+    row = _TABLE.get(target.kind)
+    if row is not None:
+        row.check(target)
+    return target
+
+
 def compiled_kinds() -> list[str]:
     return sorted(_TABLE)
 
@@ -78,13 +90,20 @@ def _llvm_codegen(func: PrimFunc, target: Target, symbol: str) -> Any:
     return compile_prim_func(func, target, symbol)
 
 
+def _llvm_check(target: Target) -> Any:
+    from .codegen.llvm_target import parse_llvm_target
+
+    return parse_llvm_target(target)
+
+
 def _cpu_rules() -> list:
     from .dlight.cpu import default_rules
 
     return default_rules()
 
 
-register_target_kind(TargetKind("llvm", _llvm_lower, _llvm_codegen, _cpu_rules, "runtime.module.load_llvm"))
+register_target_kind(TargetKind("llvm", _llvm_lower, _llvm_codegen, _cpu_rules, "runtime.module.load_llvm",
+                                _llvm_check))
 
 
-__all__ = ["TargetKind", "compiled_kinds", "register_target_kind", "target_kind"]
+__all__ = ["TargetKind", "check_target", "compiled_kinds", "register_target_kind", "target_kind"]

@@ -109,3 +109,16 @@ def test_the_runtime_registers_what_the_driver_reaches_by_name() -> None:
                  "runtime.cpu_blas.kernel", "runtime.reference_relax.eval_expr"):
         assert callable(get_global_func(name))
     assert target_kind(Target("llvm")).loader == "runtime.module.load_llvm"
+
+
+def test_check_target_parses_and_asks_the_row(tmp_path) -> None:
+    from tvms.cli import main
+    from tvms.lowering.targets import check_target
+
+    assert check_target("llvm -mcpu=haswell") == Target("llvm -mcpu=haswell")
+    assert check_target("cuda").kind == "cuda"  # (refused when something is compiled for it)
+    with pytest.raises(TVMSError, match="skylakee"):
+        check_target("llvm -mcpu=skylakee")
+    source = tmp_path / "k.tvms"
+    source.write_text(ADD_ONE)
+    assert main(["build", str(source), "--target", "llvm -mcpux=haswell", "-o", str(tmp_path / "k.so")]) == 2
