@@ -1,2 +1,3 @@
-"""tvms.lowering: the pass infrastructure (transform, instrument, pass_registry), Relax visitors
-(relax/); schedules and code generators come with later issues."""
+"""tvms.lowering: the build driver (build.py) and the target table (targets.py), the pass
+infrastructure (transform, instrument, pass_registry), Relax passes (relax/), schedules
+(schedule/, dlight/), TIR lowering (tir/) and code generation (codegen/)."""

@@ -46,7 +46,7 @@ class Function:
     slot's value comes from (``_slot_filler``), so a call is a few attribute reads per argument.
     ``run`` skips the checks for callers that have proven the arguments fit (the VM)."""
 
-    def __init__(self, name: str, compiled: Any) -> None:  # a codegen CompiledFunction
+    def __init__(self, name: str, compiled: Any) -> None:  # a JitKernel, or a LoadedFunction of a library
         self.name = name
         self.compiled = compiled
         self._entry = _ENTRY_TYPE(compiled.address)
