@@ -17,7 +17,6 @@ from typing import Any
 
 from ..ir.errors import ScriptError, Source, Span, TVMSError
 from ..ir.structural import first_mismatch
-from .dialect import detect_dialect
 from .module_parser import ModuleParser, from_source
 
 # The last parts of the decorators whose definitions are TVMScript (``I.ir_module``,
@@ -37,7 +36,7 @@ def format_script(text: str, name: str, dialect: str | None = None, verify: bool
     node = from_source(text, name)
     # show_meta: constants written inline (R.const([...])) print as a metadata section; without
     # it their values would be lost ("# Metadata omitted")
-    out = node.script(dialect=dialect or detect_dialect(text).name, show_meta=True)
+    out = node.script(dialect=dialect or node.source_dialect, show_meta=True)
     if verify:
         _verify(node, out, Source(out, name), name)
     return out + "\n" if text.endswith("\n") else out
@@ -108,7 +107,7 @@ def _format_definition(raw: list[str], n_decorators: int, first: int, definition
     source = Source(piece, name, line_offset=first, col_offset=len(indent))
     node = ModuleParser(piece, name, source=source).parse()
     is_class = isinstance(definition, ast.ClassDef)
-    printed = node.script(dialect=dialect or detect_dialect(piece).name,
+    printed = node.script(dialect=dialect or node.source_dialect,
                           **({} if is_class else {"name": definition.name}))
     body = _printed_definition(printed, definition, file_source)
     if is_class and definition.name != "Module":  # the class keeps the name its author chose
