@@ -107,13 +107,15 @@ def _module(mod: IRModule, d: Dialect, show_meta: bool = False) -> str:
     for name in typevars:
         namer.used[name] = namer.used.get(name, 0) + 1  # module-level names are taken
     names = {name for name, _ in funcs}
-    constants: list = []
+    constants: list = []  # the module's metadata section, filled by the printers
+    absent_metadata = False  # the text refers to metadata the module does not hold
     notes = mod.span.comments if mod.span is not None else None
     body = [*notes.before, "@I.ir_module", f"class Module:  {notes.after}" if notes.after else "class Module:"] \
         if notes else ["@I.ir_module", "class Module:"]
     if mod.attrs:
         p = RelaxPrinter(d, namer, typevar_ids, names, constants)
         body.append(f"    I.module_attrs({p.attr_dict(mod.attrs)})")
+        absent_metadata = p.absent_metadata
     for i, (name, f) in enumerate(funcs):
         if i:
             body.append("")
@@ -128,26 +130,18 @@ def _module(mod: IRModule, d: Dialect, show_meta: bool = False) -> str:
         else:
             raise TypeError(f"cannot print a {type(f).__name__} in a module")
         body += p.lines
+        absent_metadata |= p.absent_metadata
     if notes:
         body += notes.below
     relax = any(isinstance(f, rx.Function) for _, f in funcs)
     text = "\n".join(_header(d, typevars, body, relax) + body)
-    elided = "metadata[" in text and (not constants or _refers_to_elided(text, constants))
-    if show_meta and constants and not elided:
+    # a section is printed only when it is complete: not for a text that also refers to entries
+    # the module does not hold (constants left out when it was parsed, a runtime module)
+    if show_meta and constants and not absent_metadata:
         text += "\n\n" + "\n".join(render_section(CONSTANT_KEYS[d.name != "classic"], constants))
-    elif "metadata[" in text:
+    elif constants or absent_metadata:
         text += "\n\n" + METADATA_NOTE
     return text
-
-
-def _refers_to_elided(text: str, constants: list) -> bool:
-    """Whether the text refers to metadata that the module does not hold (left out when it was
-    parsed, or a runtime module): then no section can be printed."""
-    import re
-
-    refs = set(re.findall(r'metadata\["([^"]+)"\]\[(\d+)\]', text))
-    return any(key not in CONSTANT_KEYS or int(i) >= len(constants) for key, i in refs) or \
-        any(c.data is None for c in constants)
 
 
 def _bare_function(f: "PrimFunc | rx.Function", d: Dialect, name: str | None) -> str:

@@ -52,14 +52,22 @@ class RelaxPrinter(TIRPrinter):
     def dims(self, values: tuple) -> str:
         parts = []
         for d in values:
-            text = self.expr(d)
             # a compound size in a signature is quoted: classic TVM when it reads a size the
             # signature names before defining it, TVM 0.27 always (its parser defines sizes there)
             if self.in_signature and not isinstance(d, (IntImm, TirVar)) and (
                     self.has_quoted(d) if self.d.name == "classic" else collect(d, TirVar)):
-                text = quote(text.replace('"', ""))
-            parts.append(text)
+                parts.append(quote(self.unquoted_expr(d)))
+            else:
+                parts.append(self.expr(d))
         return ", ".join(parts)
+
+    def unquoted_expr(self, e: PrimExpr) -> str:
+        """``e`` with the sizes the signature quotes written bare (it is quoted as a whole)."""
+        self.in_signature = False
+        try:
+            return self.expr(e)
+        finally:
+            self.in_signature = True
 
     # ---------------------------------------------------------------- struct info
     def sinfo(self, s: StructInfo) -> str:
@@ -131,7 +139,8 @@ class RelaxPrinter(TIRPrinter):
 
     def constant(self, c: rx.Constant) -> str:
         key = _CONSTANT_KEY[self.d.name]
-        if c.data is None and c.digest.startswith("elided:"):
+        if c.data is None and c.digest.startswith("elided:"):  # left out of the text it was parsed from
+            self.absent_metadata = True
             _, old_key, index = c.digest.split(":", 2)
             if old_key in _CONSTANT_KEY.values():
                 old_key = key
