@@ -26,9 +26,11 @@ _CONSTANT_KEY = {"classic": "relax.expr.Constant", "tvm-0.27": "ir.GenericConst"
 class RelaxPrinter(TIRPrinter):
     """Prints Relax functions; shares names and module state with the module printer."""
 
-    def __init__(self, dialect, namer, typevars: dict, module_names: set, constants: list):
+    def __init__(self, dialect, namer, typevars: dict, module_names: set, constants: list,
+                 class_name: str = "Module"):
         super().__init__(dialect, namer, typevars)
         self.module_names = module_names  # names of the module's functions (printed cls.name)
+        self.class_name = class_name  # the module's class (`cls = Module`)
         self.constants = constants  # constants printed as metadata[...][i], shared by the module
         self.in_signature = False
         self.quoted: set = set()  # the sizes the classic signature names before defining them
@@ -244,7 +246,7 @@ class RelaxPrinter(TIRPrinter):
         if attrs:
             self.emit(f"R.func_attr({self.attr_dict(attrs)})")
         if not nested and _refers_to_module(f, self.module_names):
-            self.emit("cls = Module")
+            self.emit(f"cls = {self.class_name}")
         body = f.body
         if isinstance(body, rx.SeqExpr):
             for block in body.blocks:
