@@ -22,7 +22,7 @@ class PrimFunc(Node):
     ret_type: Node | None = None
     attrs: FrozenDict = EMPTY
     s_tir: bool = hint(default=False)
-    source_dialect: str | None = hint(default=None, kw_only=True)
+    source_dialect: str | None = hint(default=None, kw_only=True, repr=False)  # (where it came from, as span)
 
     @property
     def is_private(self) -> bool:

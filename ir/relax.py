@@ -223,7 +223,7 @@ class Function(RelaxExpr):
     is_pure: bool = True
     attrs: FrozenDict = EMPTY
     struct_info: StructInfo = field(default_factory=ObjectStructInfo)
-    source_dialect: str | None = hint(default=None, kw_only=True)
+    source_dialect: str | None = hint(default=None, kw_only=True, repr=False)  # (where it came from, as span)
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, tuple):
