@@ -208,7 +208,6 @@ def cmd_opt(args: argparse.Namespace) -> int:
     from .lowering.relax.pipeline import get_pipeline
     from .lowering.transform import PassContext, PassError
     from .script import from_source
-    from .script.dialect import detect_dialect
 
     try:
         for path in args.load or []:
@@ -243,7 +242,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
     if not isinstance(mod, IRModule):
         _error(f"opt: {name} holds a bare function; passes need an @I.ir_module")
         return EXIT_ERROR
-    dialect = args.dialect or detect_dialect(text).name
+    dialect = args.dialect or mod.source_dialect  # (a parsed module knows its dialect)
 
     instruments: list = []
     timing = PassTimingInstrument() if args.timing else None

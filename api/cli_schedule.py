@@ -20,7 +20,6 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     from .lowering.schedule import Schedule, ScheduleError
     from .lowering.schedule.replay import apply_trace_text
     from .script import from_source
-    from .script.dialect import detect_dialect
 
     if (args.trace is None) == (not args.default):
         _error("schedule: give either --trace TRACE.py or --default")
@@ -39,7 +38,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     if not isinstance(mod, (IRModule, PrimFunc)):
         _error(f"schedule: {name} holds no TensorIR module or function")
         return EXIT_ERROR
-    dialect = args.dialect or detect_dialect(text).name
+    dialect = args.dialect or mod.source_dialect  # (a parsed module knows its dialect)
     if args.default:
         return _default_schedules(mod, args.target, dialect, args.output)
     sch = Schedule(mod, dialect=dialect)

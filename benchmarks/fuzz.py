@@ -218,12 +218,10 @@ class RoundTripFailure(Exception):
 
 def stage_fmt(name: str, text: str):
     from tvms.script import from_source
-    from tvms.script.dialect import detect_dialect
-
     from tvms.ir.errors import TVMSError
 
     node = from_source(text, name)
-    dialect = detect_dialect(text).name
+    dialect = node.source_dialect
     printed = node.script(dialect=dialect)
     try:
         again = from_source(printed, f"{name} (printed)").script(dialect=dialect)

@@ -12,7 +12,8 @@ class PrimFunc(Node):
     """A TensorIR function: parameters (vars), the buffers bound to handle parameters, a body.
 
     ``s_tir`` records that the function is written in schedulable TensorIR (blocks); TVM 0.27
-    prints it as ``@T.prim_func(s_tir=True)``. It only guides printing.
+    prints it as ``@T.prim_func(s_tir=True)``. It only guides printing. ``source_dialect`` is
+    the dialect of the text the function was parsed from (see ``IRModule``).
     """
 
     params: tuple = binds()
@@ -21,6 +22,7 @@ class PrimFunc(Node):
     ret_type: Node | None = None
     attrs: FrozenDict = EMPTY
     s_tir: bool = hint(default=False)
+    source_dialect: str | None = hint(default=None, kw_only=True, repr=False)  # (where it came from, as span)
 
     @property
     def is_private(self) -> bool:

@@ -41,16 +41,28 @@ class IRModule:
     """A set of named functions. Functions keep their insertion order (the order they print in).
 
     Unlike the nodes, a module is a mutable container, as in TVM (``mod["main"] = f``).
+
+    ``source_dialect`` is the name of the dialect of the text the module was parsed from
+    (``"classic"`` or ``"tvm-0.27"``), detected once per text by the parser, or None for a module
+    built in Python (BlockBuilder, te, nn). It is what a schedule's trace, ``tvms fmt`` and the CLI
+    print in by default. Like ``span`` it is a remark about where the IR came from, not part of
+    it: structural equality and hashing ignore it. It travels the way ``span`` does: ``copy()``
+    (and so every pass that copies the module) keeps it, a module assembled from parsed functions
+    takes it from them (each parsed ``PrimFunc`` and Relax ``Function`` carries it as a
+    non-structural field, which ``with_changes`` keeps), and a function a pass builds anew has none.
     """
 
-    __slots__ = ("_functions", "attrs", "span")
+    __slots__ = ("_functions", "attrs", "span", "source_dialect")
 
-    def __init__(self, functions: dict | None = None, attrs: dict | None = None, span=None):
+    def __init__(self, functions: dict | None = None, attrs: dict | None = None, span=None,
+                 source_dialect: str | None = None):
         self._functions: dict[str, tuple[GlobalVar, Node]] = {}
         self.attrs: FrozenDict = FrozenDict(attrs) if attrs else EMPTY
         self.span = span
         for key, func in (functions or {}).items():
             self[key] = func
+        self.source_dialect = source_dialect or next(
+            (d for _, f in self._functions.values() if (d := getattr(f, "source_dialect", None))), None)
 
     @staticmethod
     def from_expr(func: Node, name: str = "main") -> "IRModule":
@@ -110,7 +122,7 @@ class IRModule:
         return mod
 
     def copy(self) -> "IRModule":
-        mod = IRModule(attrs=self.attrs, span=self.span)
+        mod = IRModule(attrs=self.attrs, span=self.span, source_dialect=self.source_dialect)
         mod._functions = dict(self._functions)
         return mod
 

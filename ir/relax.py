@@ -216,7 +216,8 @@ class Function(RelaxExpr):
     As in TVM, ``Function(params, body)`` wraps a bare body in a SeqExpr without blocks (it
     prints as ``return R.add(...)``), takes ``ret_struct_info`` from the body when not given
     (forgetting symbolic sizes the parameters do not define), and computes its own
-    ``FuncStructInfo``.
+    ``FuncStructInfo``. ``source_dialect`` is the dialect of the text the function was parsed
+    from (see ``IRModule``).
     """
 
     params: tuple = binds()
@@ -225,6 +226,7 @@ class Function(RelaxExpr):
     is_pure: bool = True
     attrs: FrozenDict = EMPTY
     struct_info: StructInfo = field(default_factory=ObjectStructInfo)
+    source_dialect: str | None = hint(default=None, kw_only=True, repr=False)  # (where it came from, as span)
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, tuple):

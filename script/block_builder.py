@@ -297,7 +297,7 @@ class BlockBuilder:
                 rename[id(gv)] = GlobalVar(new)
             taken.add(new or gv.name_hint)
         mutator = _RenameGlobals(rename)
-        mod = IRModule(attrs=self._mod.attrs)
+        mod = IRModule(attrs=self._mod.attrs, source_dialect=self._mod.source_dialect)
         for gv, f in items:
             mod[rename.get(id(gv), gv)] = mutator.visit(f)
         return mod
@@ -425,7 +425,8 @@ class BlockBuilder:
         body = self._normalize_scope(f.body)
         if body is f.body:
             return f
-        return rx.Function(f.params, body, f.ret_struct_info, f.is_pure, f.attrs, span=f.span)
+        return rx.Function(f.params, body, f.ret_struct_info, f.is_pure, f.attrs, span=f.span,
+                           source_dialect=f.source_dialect)
 
 
 class _RenameGlobals(Mutator):

@@ -6,7 +6,6 @@ The IR is the same for both: only names and a few layout rules differ.
 """
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
@@ -57,12 +56,11 @@ _TVM027_MARKERS = re.compile(
     r"|ir\.GenericConst|\bT\.let\[|_dtype=None")
 
 
-@functools.lru_cache(maxsize=4)
 def detect_dialect(text: str) -> Dialect:
     """The dialect a text is written in: TVM 0.27 when it uses any of 0.27's spellings.
 
-    Cached: a schedule asks for its function's source text, which is the whole file, once per
-    function (a str keeps its hash, so a repeated look-up of the same text is O(1))."""
+    The parser asks once per text and records the answer on the IR it builds
+    (``IRModule.source_dialect``): nothing downstream looks at the text again."""
     return TVM_027 if _TVM027_MARKERS.search(text) else CLASSIC
 
 

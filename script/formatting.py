@@ -17,8 +17,8 @@ from typing import Any
 
 from ..ir.errors import ScriptError, Source, Span, TVMSError
 from ..ir.structural import first_mismatch
-from .dialect import detect_dialect
 from .module_parser import ModuleParser, from_source
+from .printer import PrintedDefinition, print_definition
 
 # The last parts of the decorators whose definitions are TVMScript (``I.ir_module``,
 # ``tvm.script.ir_module``, ``T.prim_func(private=True)``, ``R.function``, ...).
@@ -37,7 +37,7 @@ def format_script(text: str, name: str, dialect: str | None = None, verify: bool
     node = from_source(text, name)
     # show_meta: constants written inline (R.const([...])) print as a metadata section; without
     # it their values would be lost ("# Metadata omitted")
-    out = node.script(dialect=dialect or detect_dialect(text).name, show_meta=True)
+    out = node.script(dialect=dialect or node.source_dialect, show_meta=True)
     if verify:
         _verify(node, out, Source(out, name), name)
     return out + "\n" if text.endswith("\n") else out
@@ -107,14 +107,9 @@ def _format_definition(raw: list[str], n_decorators: int, first: int, definition
     piece = textwrap.dedent("".join(raw))
     source = Source(piece, name, line_offset=first, col_offset=len(indent))
     node = ModuleParser(piece, name, source=source).parse()
-    is_class = isinstance(definition, ast.ClassDef)
-    printed = node.script(dialect=dialect or detect_dialect(piece).name,
-                          **({} if is_class else {"name": definition.name}))
+    # (the class keeps the name its author chose, the function its own)
+    printed = print_definition(node, dialect or node.source_dialect, definition.name)
     body = _printed_definition(printed, definition, file_source)
-    if is_class and definition.name != "Module":  # the class keeps the name its author chose
-        body = [f"class {definition.name}:" if k == 0 else
-                re.sub(r"^(\s*)cls = Module$", rf"\g<1>cls = {definition.name}", line)
-                for k, line in enumerate(body)]
     decorators = [line.rstrip("\r\n") for line in raw[:n_decorators]]
     decorators = [line[len(indent):] if line.startswith(indent) else line.lstrip() for line in decorators]
     if verify:
@@ -125,21 +120,18 @@ def _format_definition(raw: list[str], n_decorators: int, first: int, definition
             for k, line in enumerate(body)]
 
 
-def _printed_definition(printed: str, definition: Any, file_source: Source) -> list[str]:
+def _printed_definition(printed: PrintedDefinition, definition: Any, file_source: Source) -> list[str]:
     """The printed `class`/`def` line and what follows it, without the import comments and the
     decorators before it; refused when the printer needs more than the definition (module-level
     TypeVar declarations, a metadata section), which a Python file holds elsewhere."""
-    lines = printed.split("\n")
-    start = next(k for k, line in enumerate(lines) if line.startswith(("class ", "def ")))
-    before = [line for line in lines[:start] if line and not line.startswith(("#", "@"))]
-    after = [k for k, line in enumerate(lines) if k > start and line and not line[0].isspace()]
-    if before or after:
-        extra = (before or [lines[after[0]]])[0]
+    outside = printed.declarations + printed.footer
+    if outside:
+        extra = outside[0]
         raise ScriptError(f"cannot format {definition.name!r} inside a Python file: its text needs "
                           f"'{extra}' outside the definition; format it as a .tvms file",
                           Span(file_source, definition.lineno, definition.col_offset + 1,
                                definition.lineno, definition.col_offset + 2))
-    return lines[start:]
+    return printed.definition[printed.head:]
 
 
 def _verify(node: Any, out: str, source: Source, name: str) -> None:

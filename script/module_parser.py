@@ -114,7 +114,7 @@ class ModuleParser:
         names = [_decorator(d)[0] for d in cls.decorators]
         if not any(n in _MODULE_DECORATORS for n in names):
             raise self.error(cls, f"class {cls.name!r} needs the @I.ir_module decorator")
-        mod = IRModule()
+        mod = IRModule(source_dialect=self.dialect.name)
         attrs: dict = {}
         self.class_name = cls.name  # `cls = Module` may name the class as it is written
         # every function can refer to every other (cls.name) whatever their order

@@ -14,6 +14,7 @@ printed again here, so they never repeat. A node that a pass rebuilds from scrat
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..ir.buffer import Buffer
@@ -30,7 +31,7 @@ from ..ir.visitor import collect
 from .dialect import RELAX_HEADER, Dialect, get_dialect
 from .metadata import CONSTANT_KEYS, render_section
 from .relax_printer import RelaxPrinter
-from .tir_printer import Namer, TIRPrinter
+from .tir_printer import Namer, TIRPrinter, comments_of
 
 
 @deep_recursion
@@ -39,13 +40,13 @@ def to_script(node: Any, dialect: "str | Dialect" = "classic", name: str | None 
     """TVMScript text of an IRModule, a PrimFunc, a statement or an expression.
 
     ``dialect="classic"`` prints what the seeds show; ``dialect="tvm-0.27"`` what Apache TVM
-    0.27 prints. The text has no trailing newline, as TVM's ``script()``.
+    0.27 prints. ``name`` is the name of a function's ``def`` (default: its global symbol, or
+    ``main``) or of a module's class (default ``Module``). The text has no trailing newline, as
+    TVM's ``script()``.
     """
     d = get_dialect(dialect)
-    if isinstance(node, IRModule):
-        return _module(node, d, show_meta)
-    if isinstance(node, (PrimFunc, rx.Function)):
-        return _bare_function(node, d, name)
+    if isinstance(node, (IRModule, PrimFunc, rx.Function)):
+        return print_definition(node, d, name, show_meta).text()
     if isinstance(node, Stmt):
         p = TIRPrinter(d)
         p.body(node, top=True)
@@ -78,6 +79,39 @@ def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
     return sorted(set(ids.values())), ids
 
 
+@dataclass
+class PrintedDefinition:
+    """A module or a function printed in its parts, for a caller that places them apart (a
+    definition formatted inside a Python file keeps its own decorators and imports)."""
+
+    header: list[str]  # the import comments, a blank line, then the TypeVar declarations
+    definition: list[str]  # the comments above it, its decorator, its class/def line and body
+    head: int  # where the class/def line is in ``definition``
+    footer: list[str]  # the metadata section, or the note that it is left out
+    declarations: list[str]  # TVM 0.27's ``n = TypeVar("n")`` lines (the end of the header)
+
+    def text(self) -> str:
+        text = "\n".join(self.header + self.definition)
+        return text + "\n\n" + "\n".join(self.footer) if self.footer else text
+
+
+@deep_recursion
+def print_definition(node: "IRModule | PrimFunc | rx.Function", dialect: "str | Dialect" = "classic",
+                     name: str | None = None, show_meta: bool = False) -> PrintedDefinition:
+    """``to_script`` of a module or a function, in its parts."""
+    d = get_dialect(dialect)
+    if isinstance(node, IRModule):
+        return _module(node, d, name or "Module", show_meta)
+    return _bare_function(node, d, name)
+
+
+def _head(node: Any) -> int:
+    """Where a printed definition's class/def line is: after the comments above it and its
+    (one-line) decorator."""
+    notes = comments_of(node)
+    return (len(notes.before) if notes is not None else 0) + 1
+
+
 def _header(d: Dialect, typevars: list[str], body: list[str], relax: bool, with_ir: bool = True) -> list[str]:
     """The import comments TVM prints: the TensorIR ones only when the text uses ``T.``."""
     uses_t = any("T." in line and not line.lstrip().startswith("#") for line in body)
@@ -93,27 +127,34 @@ def _header(d: Dialect, typevars: list[str], body: list[str], relax: bool, with_
     if relax:
         lines.append(RELAX_HEADER)
     lines.append("")
-    lines += [f'{n} = TypeVar("{n}")' for n in typevars]
+    lines += _declarations(typevars)
     return lines
+
+
+def _declarations(typevars: list[str]) -> list[str]:
+    return [f'{n} = TypeVar("{n}")' for n in typevars]
 
 
 METADATA_NOTE = "# Metadata omitted. Use show_meta=True in script() method to show it."
 
 
-def _module(mod: IRModule, d: Dialect, show_meta: bool = False) -> str:
+def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> PrintedDefinition:
     funcs = [(gv.name_hint, f) for gv, f in mod.functions_items()]
     typevars, typevar_ids = ([], {}) if d.typevar_header is None else _hoisted_typevars([f for _, f in funcs])
     namer = Namer()
     for name in typevars:
         namer.used[name] = namer.used.get(name, 0) + 1  # module-level names are taken
     names = {name for name, _ in funcs}
-    constants: list = []
+    constants: list = []  # the module's metadata section, filled by the printers
+    absent_metadata = False  # the text refers to metadata the module does not hold
     notes = mod.span.comments if mod.span is not None else None
-    body = [*notes.before, "@I.ir_module", f"class Module:  {notes.after}" if notes.after else "class Module:"] \
-        if notes else ["@I.ir_module", "class Module:"]
+    head = f"class {class_name}:"
+    body = [*notes.before, "@I.ir_module", f"{head}  {notes.after}" if notes.after else head] \
+        if notes else ["@I.ir_module", head]
     if mod.attrs:
         p = RelaxPrinter(d, namer, typevar_ids, names, constants)
         body.append(f"    I.module_attrs({p.attr_dict(mod.attrs)})")
+        absent_metadata = p.absent_metadata
     for i, (name, f) in enumerate(funcs):
         if i:
             body.append("")
@@ -122,35 +163,28 @@ def _module(mod: IRModule, d: Dialect, show_meta: bool = False) -> str:
             p.indent = 1
             p.prim_func(f, name, decorate_s_tir=d.name != "classic")
         elif isinstance(f, rx.Function):
-            p = RelaxPrinter(d, namer, typevar_ids, names, constants)
+            p = RelaxPrinter(d, namer, typevar_ids, names, constants, class_name)
             p.indent = 1
             p.function(f, name)
         else:
             raise TypeError(f"cannot print a {type(f).__name__} in a module")
         body += p.lines
+        absent_metadata |= p.absent_metadata
     if notes:
         body += notes.below
     relax = any(isinstance(f, rx.Function) for _, f in funcs)
-    text = "\n".join(_header(d, typevars, body, relax) + body)
-    elided = "metadata[" in text and (not constants or _refers_to_elided(text, constants))
-    if show_meta and constants and not elided:
-        text += "\n\n" + "\n".join(render_section(CONSTANT_KEYS[d.name != "classic"], constants))
-    elif "metadata[" in text:
-        text += "\n\n" + METADATA_NOTE
-    return text
+    footer = []
+    # a section is printed only when it is complete: not for a text that also refers to entries
+    # the module does not hold (constants left out when it was parsed, a runtime module)
+    if show_meta and constants and not absent_metadata:
+        footer = render_section(CONSTANT_KEYS[d.name != "classic"], constants)
+    elif constants or absent_metadata:
+        footer = [METADATA_NOTE]
+    return PrintedDefinition(_header(d, typevars, body, relax), body, _head(mod), footer,
+                             _declarations(typevars))
 
 
-def _refers_to_elided(text: str, constants: list) -> bool:
-    """Whether the text refers to metadata that the module does not hold (left out when it was
-    parsed, or a runtime module): then no section can be printed."""
-    import re
-
-    refs = set(re.findall(r'metadata\["([^"]+)"\]\[(\d+)\]', text))
-    return any(key not in CONSTANT_KEYS or int(i) >= len(constants) for key, i in refs) or \
-        any(c.data is None for c in constants)
-
-
-def _bare_function(f: "PrimFunc | rx.Function", d: Dialect, name: str | None) -> str:
+def _bare_function(f: "PrimFunc | rx.Function", d: Dialect, name: str | None) -> PrintedDefinition:
     """A function outside a module (``@T.prim_func def main`` / ``@R.function def main``)."""
     name = name or str(f.attrs.get("global_symbol", "main"))
     typevars, typevar_ids = ([], {}) if d.typevar_header is None else _hoisted_typevars([f])
@@ -164,7 +198,8 @@ def _bare_function(f: "PrimFunc | rx.Function", d: Dialect, name: str | None) ->
     else:
         p = TIRPrinter(d, namer, typevar_ids)
         p.prim_func(f, name, decorate_s_tir=d.name != "classic")
-    return "\n".join(_header(d, typevars, p.lines, relax=relax, with_ir=False) + p.lines)
+    return PrintedDefinition(_header(d, typevars, p.lines, relax=relax, with_ir=False), p.lines, _head(f), [],
+                             _declarations(typevars))
 
 
 register_printer(to_script)

@@ -54,7 +54,8 @@ class RelaxFunctionBuilder(RelaxBuilder):
             attrs["global_symbol"] = fdef.name
         pure = bool(decorator_kwargs.get("pure", True))
         # without "-> ...", Function derives the return struct info from the body as TVM does
-        return rx.Function(tuple(params), seq, ret_sinfo, pure, FrozenDict(attrs), span=self.span(fdef))
+        return rx.Function(tuple(params), seq, ret_sinfo, pure, FrozenDict(attrs), span=self.span(fdef),
+                           source_dialect=self.dialect.name)
 
     def signature(self, fdef: S.FunctionDef, decorator_kwargs: dict) -> FuncStructInfo:
         """The struct info of a module function from its annotations alone, so that calls to it

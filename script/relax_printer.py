@@ -26,9 +26,11 @@ _CONSTANT_KEY = {"classic": "relax.expr.Constant", "tvm-0.27": "ir.GenericConst"
 class RelaxPrinter(TIRPrinter):
     """Prints Relax functions; shares names and module state with the module printer."""
 
-    def __init__(self, dialect, namer, typevars: dict, module_names: set, constants: list):
+    def __init__(self, dialect, namer, typevars: dict, module_names: set, constants: list,
+                 class_name: str = "Module"):
         super().__init__(dialect, namer, typevars)
         self.module_names = module_names  # names of the module's functions (printed cls.name)
+        self.class_name = class_name  # the module's class (`cls = Module`)
         self.constants = constants  # constants printed as metadata[...][i], shared by the module
         self.in_signature = False
         self.quoted: set = set()  # the sizes the classic signature names before defining them
@@ -52,14 +54,22 @@ class RelaxPrinter(TIRPrinter):
     def dims(self, values: tuple) -> str:
         parts = []
         for d in values:
-            text = self.expr(d)
             # a compound size in a signature is quoted: classic TVM when it reads a size the
             # signature names before defining it, TVM 0.27 always (its parser defines sizes there)
             if self.in_signature and not isinstance(d, (IntImm, TirVar)) and (
                     self.has_quoted(d) if self.d.name == "classic" else collect(d, TirVar)):
-                text = quote(text.replace('"', ""))
-            parts.append(text)
+                parts.append(quote(self.unquoted_expr(d)))
+            else:
+                parts.append(self.expr(d))
         return ", ".join(parts)
+
+    def unquoted_expr(self, e: PrimExpr) -> str:
+        """``e`` with the sizes the signature quotes written bare (it is quoted as a whole)."""
+        self.in_signature = False
+        try:
+            return self.expr(e)
+        finally:
+            self.in_signature = True
 
     # ---------------------------------------------------------------- struct info
     def sinfo(self, s: StructInfo) -> str:
@@ -131,7 +141,8 @@ class RelaxPrinter(TIRPrinter):
 
     def constant(self, c: rx.Constant) -> str:
         key = _CONSTANT_KEY[self.d.name]
-        if c.data is None and c.digest.startswith("elided:"):
+        if c.data is None and c.digest.startswith("elided:"):  # left out of the text it was parsed from
+            self.absent_metadata = True
             _, old_key, index = c.digest.split(":", 2)
             if old_key in _CONSTANT_KEY.values():
                 old_key = key
@@ -235,7 +246,7 @@ class RelaxPrinter(TIRPrinter):
         if attrs:
             self.emit(f"R.func_attr({self.attr_dict(attrs)})")
         if not nested and _refers_to_module(f, self.module_names):
-            self.emit("cls = Module")
+            self.emit(f"cls = {self.class_name}")
         body = f.body
         if isinstance(body, rx.SeqExpr):
             for block in body.blocks:

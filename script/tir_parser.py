@@ -142,7 +142,8 @@ class TIRBuilder(ExprEvaluator):
             s_tir = contains_block(body)
         buffer_map = {p: frame.buffer_map[p] for p in frame.params if p in frame.buffer_map}
         func = PrimFunc(tuple(frame.params), FrozenDict(buffer_map), body, ret_type,
-                        FrozenDict(attrs), bool(s_tir), span=self.span(fdef))
+                        FrozenDict(attrs), bool(s_tir), span=self.span(fdef),
+                        source_dialect=self.dialect.name)
         self.func = None
         if decorator_kwargs.get("check_well_formed", True):
             verify_well_formed(func)

@@ -131,6 +131,7 @@ class TIRPrinter:
         self.func_frame = -1  # the namer frame of the function being printed
         self.scalar_params: set = set()  # ids of the PrimFunc's scalar parameters (TVM 0.27)
         self.root_comment_at: int | None = None  # the line of `# with T.block("root"):`
+        self.absent_metadata = False  # printed metadata[...][i] for an entry the IR does not hold
 
     # ---------------------------------------------------------------- output
     def emit(self, text: str) -> None:
@@ -363,6 +364,7 @@ class TIRPrinter:
         if isinstance(v, (tuple, list)):
             return "[" + ", ".join(self.value(x) for x in v) + "]"
         if isinstance(v, MetadataRef):
+            self.absent_metadata = True
             return f"metadata[{quote(v.key)}][{v.index}]"
         if isinstance(v, Target):
             return f"T.target({self.attr_dict(v.config, sort=False)})"

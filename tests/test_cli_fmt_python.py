@@ -231,13 +231,18 @@ def test_a_printer_bug_is_refused_before_the_write(tmp_path, capsys, monkeypatch
 
 
 def test_a_printer_bug_in_a_python_file_is_refused(tmp_path, capsys, monkeypatch):
-    from tvms.ir.module import IRModule
+    from tvms.script import formatting
 
     path = tmp_path / "m.py"
     path.write_text(MIXED)
-    real = IRModule.script
-    monkeypatch.setattr(IRModule, "script",
-                        lambda self, **kw: real(self, **kw).replace("range(4)", "range(5)"))
+    real = formatting.print_definition
+
+    def buggy(*args, **kwargs):
+        printed = real(*args, **kwargs)
+        printed.definition = [line.replace("range(4)", "range(5)") for line in printed.definition]
+        return printed
+
+    monkeypatch.setattr(formatting, "print_definition", buggy)
     assert main(["fmt", "-i", str(path)]) == 2
     assert "not written: the formatted text parses to different IR" in capsys.readouterr().err
     assert path.read_text() == MIXED

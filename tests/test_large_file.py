@@ -27,7 +27,6 @@ def test_compiling_a_module_scans_its_text_for_the_dialect_once(monkeypatch):
             return markers.search(s)
 
     monkeypatch.setattr(dialect, "_TVM027_MARKERS", Counting())
-    dialect.detect_dialect.cache_clear()
     mod = from_source(text)
     lib = tvms.compile(mod, "llvm")
     assert sorted(lib.functions) == [f"add_{k}" for k in range(4)]

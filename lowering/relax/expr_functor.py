@@ -284,7 +284,8 @@ class PyExprMutator:
         body = self.visit_with_new_scope(func.body)
         if body is func.body and all(a is b for a, b in zip(params, func.params)):
             return func
-        return rx.Function(params, body, func.ret_struct_info, func.is_pure, func.attrs, span=func.span)
+        return rx.Function(params, body, func.ret_struct_info, func.is_pure, func.attrs, span=func.span,
+                           source_dialect=func.source_dialect)
 
     def visit_seq_expr_(self, seq: rx.SeqExpr) -> Node:
         blocks = [self.visit_binding_block(b) for b in seq.blocks]

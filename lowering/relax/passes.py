@@ -119,7 +119,7 @@ def tvm_print_order(mod: IRModule) -> IRModule:
 
     items = sorted(mod.functions_items(), key=lambda gf: (
         not isinstance(gf[1], PrimFunc), gf[0].name_hint == "main", gf[0].name_hint))
-    out = IRModule(attrs=mod.attrs, span=mod.span)
+    out = IRModule(attrs=mod.attrs, span=mod.span, source_dialect=mod.source_dialect)
     for gv, func in items:
         out[gv] = func
     return out
@@ -438,7 +438,8 @@ def bind_params(func: rx.Function, params: dict) -> rx.Function:
     if not mapping:
         return func
     body = _substitute(func.body, mapping)
-    new = rx.Function(tuple(kept), body, func.ret_struct_info, func.is_pure, func.attrs, span=func.span)
+    new = rx.Function(tuple(kept), body, func.ret_struct_info, func.is_pure, func.attrs, span=func.span,
+                      source_dialect=func.source_dialect)
     return _substitute(new, sym) if sym else new
 
 

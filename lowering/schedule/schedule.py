@@ -15,22 +15,13 @@ from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.module import IRModule
 from ...ir.stmt import BlockRealize, For
-from ...script.dialect import detect_dialect, get_dialect
+from ...script.dialect import get_dialect
 from . import (annotation, blockize, cache, compute_at, inline, layout, loop_kinds, loop_transform, reduction, rfactor,
                sampling)
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .trace import CLASSIC, Instruction, Trace
 from .tree import blocks_under, child_blocks, enclosing_loops, find_block, find_loop, parent_block
-
-
-def _source_dialect(mod: IRModule, names: list[str]) -> str:
-    """The dialect the module was written in (so the trace prints like it); classic when unknown."""
-    for name in names:
-        span = mod[name].span
-        if span is not None:
-            return detect_dialect(span.source.text).name
-    return CLASSIC
 
 
 ROOT, INLINE = "root", "inline"  # the two locations sample_compute_location names without a loop
@@ -43,7 +34,7 @@ class Schedule:
                  debug_mask: Any = "all", error_render_level: str = "detail", enable_check: bool = True):
         # debug_mask, error_render_level and enable_check are TVM's options; tvms always checks.
         if isinstance(mod, PrimFunc):
-            mod = IRModule({"main": mod})
+            mod = IRModule.from_expr(mod)
         if not isinstance(mod, IRModule):
             raise ScheduleError(f"Schedule takes an IRModule or a PrimFunc, got {type(mod).__name__}")
         self._mod = mod.copy()
@@ -52,7 +43,8 @@ class Schedule:
             prim_funcs[0] if len(prim_funcs) == 1 else None)
         self._rng = random.Random(seed if seed is not None else random.randrange(1 << 31))
         self._rvs: dict = {}  # BlockRV -> (func, name); LoopRV -> (func, Var); ExprRV -> int
-        self._trace = Trace(dialect=get_dialect(dialect).name if dialect else _source_dialect(mod, prim_funcs))
+        # the trace prints in the dialect the module was written in (classic for one built in Python)
+        self._trace = Trace(dialect=get_dialect(dialect).name if dialect else mod.source_dialect or CLASSIC)
 
     # ------------------------------------------------------------ state
     @property

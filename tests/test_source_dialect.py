@@ -1,0 +1,122 @@
+"""The IR remembers the dialect it was read in (issue 13, point 6): detected once per text by the
+parser, kept through copies, passes and schedules, out of structural equality, and used by the
+schedule's trace, ``fmt`` and the CLI instead of looking at the text again."""
+from __future__ import annotations
+
+import pytest
+from conftest import FIXTURES
+
+import tvms
+from tvms import relax, te
+from tvms.ir import IRModule, structural_equal, structural_hash
+from tvms.script import dialect, from_source
+from tvms.script.formatting import format_script
+from tvms.tir import Schedule
+
+MATMUL_027 = (FIXTURES / "schedule" / "matmul_00_base.tvms").read_text()
+MATMUL_CLASSIC = from_source(MATMUL_027).script(dialect="classic")
+
+ADD_RELAX = '''@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32"), y: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        z = R.add(x, y)
+        return z
+'''
+
+
+def scheduled_trace(node) -> str:
+    sch = Schedule(node)
+    sch.split(sch.get_loops(sch.get_block("C"))[0], factors=[None, 8])
+    return "\n".join(sch.trace.as_python())
+
+
+@pytest.fixture
+def scans(monkeypatch) -> list[int]:
+    """The lengths of the texts whose dialect is looked for, in order."""
+    found: list[int] = []
+    markers = dialect._TVM027_MARKERS
+
+    class Counting:
+        def search(self, text: str):
+            found.append(len(text))
+            return markers.search(text)
+
+    monkeypatch.setattr(dialect, "_TVM027_MARKERS", Counting())
+    return found
+
+
+def test_a_parsed_module_and_its_functions_record_their_dialect() -> None:
+    mod = from_source(MATMUL_027)
+    assert mod.source_dialect == "tvm-0.27" and mod["main"].source_dialect == "tvm-0.27"
+    classic = from_source(MATMUL_CLASSIC)
+    assert classic.source_dialect == "classic" and classic["main"].source_dialect == "classic"
+    func = from_source(classic["main"].script(dialect="tvm-0.27"))  # a bare @T.prim_func
+    assert func.source_dialect == "tvm-0.27"
+    rmod = from_source(ADD_RELAX)
+    assert rmod.source_dialect == "classic" and rmod["main"].source_dialect == "classic"
+
+
+def test_a_tvm027_module_schedules_with_a_tvm027_trace(scans) -> None:
+    mod = from_source(MATMUL_027)
+    expected = ('b0 = sch.get_sblock(name="C", func_name="main")\n'
+                'l1, l2, l3 = sch.get_loops(block=b0)\n'
+                'l4, l5 = sch.split(loop=l1, factors=[None, 8], preserve_unit_iters=True, disable_predication=False)')
+    assert scheduled_trace(mod) == expected
+    assert scheduled_trace(mod["main"]) == expected  # a function taken out of the module remembers it
+    assert scheduled_trace(IRModule({"main": mod["main"]})) == expected  # and so does a module made of it
+    assert scans == [len(MATMUL_027)]  # the parser's detection, and no other
+
+
+def test_a_classic_module_schedules_with_a_classic_trace(scans) -> None:
+    mod = from_source(MATMUL_CLASSIC)
+    assert scheduled_trace(mod) == ('b0 = sch.get_block(name="C", func_name="main")\n'
+                                    'l1, l2, l3 = sch.get_loops(block=b0)\n'
+                                    'l4, l5 = sch.split(loop=l1, factors=[None, 8], preserve_unit_iters=True)')
+    assert scans == [len(MATMUL_CLASSIC)]
+
+
+def test_the_dialect_is_not_part_of_structural_equality_or_hashing() -> None:
+    new, old = from_source(MATMUL_027), from_source(MATMUL_CLASSIC)
+    assert new.source_dialect != old.source_dialect
+    assert structural_equal(new, old) and structural_equal(new["main"], old["main"])
+    assert structural_hash(new) == structural_hash(old)
+    assert structural_hash(new["main"]) == structural_hash(old["main"])
+
+
+def test_the_dialect_survives_copies_schedules_and_passes() -> None:
+    mod = from_source(MATMUL_027)
+    assert mod.copy().source_dialect == "tvm-0.27"
+    assert mod.with_attrs({"k": 1}).source_dialect == "tvm-0.27"
+    sch = Schedule(mod)
+    sch.parallel(sch.get_loops(sch.get_block("C"))[0])
+    assert sch.mod.source_dialect == "tvm-0.27" and sch.mod["main"].source_dialect == "tvm-0.27"
+    rmod = from_source(ADD_RELAX)
+    for passes in ([relax.transform.LegalizeOps()],
+                   [relax.transform.LegalizeOps(), relax.transform.FuseOps(), relax.transform.FuseTIR()]):
+        out = rmod
+        for p in passes:
+            out = p(out)
+        assert out.source_dialect == "classic" and out["main"].source_dialect == "classic"
+
+
+def test_a_module_built_in_python_has_no_source_dialect_and_a_classic_trace() -> None:
+    A = te.placeholder((64, 64), name="A")
+    B = te.placeholder((64, 64), name="B")
+    C = te.compute((64, 64), lambda i, j: A[i, j] + B[i, j], name="C")
+    mod = IRModule({"main": te.create_prim_func([A, B, C])})
+    assert mod.source_dialect is None and mod["main"].source_dialect is None
+    sch = Schedule(mod)
+    sch.get_block("C")
+    assert sch.trace.as_python() == ['b0 = sch.get_block(name="C", func_name="main")']
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(relax.op.add(x, x)))
+    assert bb.get().source_dialect is None
+
+
+def test_fmt_prints_in_the_dialect_the_parser_recorded(scans) -> None:
+    assert format_script(MATMUL_027, "new.tvms") == MATMUL_027
+    assert format_script(MATMUL_CLASSIC, "old.tvms") == MATMUL_CLASSIC
+    assert scans == [len(MATMUL_027), len(MATMUL_CLASSIC)]
