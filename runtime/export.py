@@ -16,6 +16,8 @@ objects link together and the loader can find each one.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import ctypes
 import json
 import os
@@ -35,7 +37,8 @@ from tvms.ir.function import PrimFunc
 from .library_file import append_trailer, verify_library
 
 FORMAT = "tvms-library"
-VERSION = 2  # 2: the metadata follows the shared object, checked by the trailer's hashes
+VERSION = 3  # 2: the metadata follows the shared object, checked by the trailer's hashes;
+# 3: an Executable's Relax functions as a serialized VM program, not TVMScript
 
 
 # --------------------------------------------------------------------------- what a library holds
@@ -84,9 +87,10 @@ class LoadedFunction:
 # --------------------------------------------------------------------------- export
 
 
-def export_library(module: Any, path: str, relax_text: str | None = None) -> None:
+def export_library(module: Any, path: str, vm_program: bytes | None = None) -> None:
     """Write ``module`` (a runtime Module built for the llvm target) to ``path`` as a shared
-    library (atomically); ``relax_text`` is the Relax program of an Executable, kept with it."""
+    library (atomically); ``vm_program`` is the serialized VM program of an Executable, kept
+    with it."""
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
         raise TVMSError(f"export_library needs a C compiler to link the shared library: "
@@ -111,7 +115,8 @@ def export_library(module: Any, path: str, relax_text: str | None = None) -> Non
             "params": _describe_params(compiled.func),
         })
     metadata = {"format": FORMAT, "version": VERSION, "target": module.target,
-                "functions": functions, "relax": relax_text}
+                "functions": functions,
+                "vm_program": None if vm_program is None else base64.b64encode(vm_program).decode("ascii")}
     libs = ["-lm"]
     if needs_threads:
         libs.append("-lgomp" if llvm_parallel.thread_pool_kind() == "gomp" else "-lpthread")
@@ -246,8 +251,14 @@ def _module_of(metadata: dict, lib: Any, path: str) -> Any:
         loaded = LoadedFunction(func, target, address, slots, threads_address, tuple(entry["outputs"]), lib)
         functions[name] = Function(name, loaded)
     kernels = Module(functions, metadata["target"])
-    if metadata.get("relax") is None:
+    if metadata.get("vm_program") is None:
         return kernels
+    from tvms.ir.vm_program import deserialize
+
     from .vm import Executable
 
-    return Executable.from_parts(metadata["relax"], kernels)
+    try:
+        program = base64.b64decode(metadata["vm_program"], validate=True)
+    except binascii.Error as err:
+        raise TVMSError(f"load_module: the VM program in {path} is not base64: {err}") from None
+    return Executable(deserialize(program), kernels)
