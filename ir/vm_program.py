@@ -205,7 +205,7 @@ def serialize(program: VMProgram) -> bytes:
     raw bytes."""
     constants, blobs, offset = [], [], 0
     for c in program.constants:
-        arr = np.ascontiguousarray(c)
+        arr = np.require(c, requirements="C")  # (ascontiguousarray would make a 0-d array 1-d)
         if arr.dtype.hasobject:
             raise TVMSError("a VM constant of Python objects cannot be serialized")
         data = arr.tobytes()
