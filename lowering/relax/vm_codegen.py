@@ -216,7 +216,7 @@ class _FunctionCompiler:
         if isinstance(sinfo, TensorStructInfo):
             dtype = None if sinfo.dtype.is_void else str(sinfo.dtype)
             self.builtin("vm.builtin.check_tensor_info", [arg, Imm(sinfo.ndim), Imm(dtype), Imm(what)], result=False)
-            if sinfo.dims is not None:
+            if sinfo.dims:  # (a 0-d tensor: the rank check said all)
                 self.match_dims("tensor", arg, sinfo.dims, what)
         elif isinstance(sinfo, ShapeStructInfo):
             self.builtin("vm.builtin.check_shape_info", [arg, Imm(what)], result=False)
