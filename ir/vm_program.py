@@ -33,7 +33,8 @@ import numpy as np
 
 from .dtype import DataType
 from .errors import TVMSError
-from .expr import FloatImm, IntImm
+from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, Cast, Div, FloatImm, FloorDiv, FloorMod, IntImm,
+                   Max, Min, Mod, Mul, Not, Or, Select, Sub)
 from .node import FrozenDict
 
 MAGIC = b"TVMS-VM\n"
@@ -45,6 +46,9 @@ KINDS = ("kernel", "packed", "builtin", "function")
 SIZE_OPS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "mod": 2, "floordiv": 2, "floormod": 2,
             "min": 2, "max": 2, "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
             "and": 2, "or": 2, "not": 1, "select": 3}
+_PRIM_OPS = {"add": Add, "sub": Sub, "mul": Mul, "div": Div, "mod": Mod, "floordiv": FloorDiv,
+             "floormod": FloorMod, "min": Min, "max": Max, "eq": EQ, "ne": NE, "lt": LT, "le": LE,
+             "gt": GT, "ge": GE, "and": And, "or": Or}
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "floordiv": "//",
             "floormod": "%%", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
             "and": "&&", "or": "||"}
@@ -117,7 +121,10 @@ class VMFunction:
     """One function: ``params`` (names, in register order 0, 1, ...), which of them take shape
     values (``shape_params``, indices), ``num_regs`` registers, ``heap`` (the names of the size
     variables, one per slot), its ``code``; ``closure``: lifted out of another function (it is
-    reached through a closure value, never by name from outside)."""
+    reached through a closure value, never by name from outside). ``signature``: per parameter,
+    ``(annotation, dtype, dims)``: its struct info as text, and for a tensor its dtype (else
+    None) and dims as size expressions (None when unknown), for tools that make arguments
+    (``tvms run``)."""
 
     name: str
     params: tuple
@@ -126,6 +133,7 @@ class VMFunction:
     code: tuple
     shape_params: tuple = ()
     closure: bool = False
+    signature: tuple = ()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -245,13 +253,22 @@ def deserialize(data: bytes) -> VMProgram:
 def _function_json(f: VMFunction) -> dict:
     return {"name": f.name, "params": list(f.params), "num_regs": f.num_regs, "heap": list(f.heap),
             "shape_params": list(f.shape_params), "closure": f.closure,
+            "signature": [[text, dtype, None if dims is None else [_size_json(d) for d in dims]]
+                          for text, dtype, dims in f.signature],
             "code": [_inst_json(i) for i in f.code]}
 
 
 def _function_of(d: dict) -> VMFunction:
     return VMFunction(_str(d["name"]), tuple(_str(p) for p in d["params"]), _int(d["num_regs"]),
                       tuple(_str(h) for h in d["heap"]), tuple(_inst_of(i) for i in d["code"]),
-                      tuple(_int(k) for k in d["shape_params"]), bool(d["closure"]))
+                      tuple(_int(k) for k in d["shape_params"]), bool(d["closure"]),
+                      tuple(_tensor_type_of(t) for t in d["signature"]))
+
+
+def _tensor_type_of(t: Any) -> tuple:
+    text, dtype, dims = t
+    return (_str(text), None if dtype is None else str(DataType(_str(dtype))),
+            None if dims is None else tuple(_size_of(x) for x in dims))
 
 
 def _inst_json(inst: Any) -> list:
@@ -406,6 +423,24 @@ def _validate(program: VMProgram) -> None:
         check(bool(f.code) and isinstance(f.code[-1], (Ret, Goto)), "the code does not end in ret or goto")
 
 
+def prim_expr_of(e: Any, variables: list) -> Any:
+    """A size expression as a TIR expression (int64), heap slot ``k`` read as ``variables[k]``."""
+    if isinstance(e, bool) or isinstance(e, int):
+        return IntImm(DataType("int64"), int(e))
+    if isinstance(e, float):
+        return FloatImm(DataType("float64"), e)
+    op, args = e[0], e[1:]
+    if op == "slot":
+        return variables[args[0]]
+    if op == "cast":
+        return Cast(DataType(args[0]), prim_expr_of(args[1], variables))
+    if op == "not":
+        return Not(prim_expr_of(args[0], variables))
+    if op == "select":
+        return Select(*(prim_expr_of(x, variables) for x in args))
+    return _PRIM_OPS[op](*(prim_expr_of(x, variables) for x in args))
+
+
 def _slots(e: Any) -> list:
     if not isinstance(e, tuple):
         return []
@@ -428,4 +463,4 @@ def _str(v: Any) -> str:
 
 __all__ = ["Call", "Const", "Goto", "If", "Imm", "KINDS", "MAGIC", "Reg", "Ret", "SIZE_OPS", "Size",
            "VERSION", "VMFunction", "VMProgram", "decode_value", "deserialize", "encode_value",
-           "serialize", "size_text"]
+           "prim_expr_of", "serialize", "size_text"]

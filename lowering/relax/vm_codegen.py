@@ -140,10 +140,18 @@ class _FunctionCompiler:
             self.match(func.ret_struct_info, result, "the result")
         self.code.append(Ret(self.in_register(result).index))
         shape_params = tuple(first + k for k, p in enumerate(params) if isinstance(p.struct_info, ShapeStructInfo))
+        signature = [("", None, None)] * first + [self.tensor_type(p.struct_info) for p in params]
         self.cg.functions.append(VMFunction(
             self.name, tuple(names + [p.name for p in params]), self.num_regs,
-            tuple(v.name for v in self.slots), tuple(self.code), shape_params, bool(self.captured or self.captured_sizes)
-            or self.name not in self.cg.mod))
+            tuple(v.name for v in self.slots), tuple(self.code), shape_params,
+            bool(self.captured or self.captured_sizes) or self.name not in self.cg.mod, tuple(signature)))
+
+    def tensor_type(self, sinfo: Any) -> tuple:
+        """A parameter as ``VMFunction.signature`` records it: (annotation, dtype, dims)."""
+        text = sinfo.script() if hasattr(sinfo, "script") else str(sinfo)
+        if not isinstance(sinfo, TensorStructInfo) or sinfo.dtype.is_void:
+            return text, None, None
+        return text, str(sinfo.dtype), None if sinfo.dims is None else tuple(self.size_expr(d) for d in sinfo.dims)
 
     def check_params(self, params: tuple) -> None:
         """The argument checks, as the reference executor makes them: when a dimension is an
