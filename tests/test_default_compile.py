@@ -26,7 +26,8 @@ MLP = (ROOT / "examples" / "mlp.tvms").read_text()
 
 
 def _kernels(ex) -> dict:
-    return {k: ex.mod[k] for k in ex.mod if isinstance(ex.mod[k], PrimFunc)}
+    """The PrimFuncs the executable's kernels were compiled from."""
+    return {k: f.compiled.func for k, f in ex.kernels().functions.items()}
 
 
 def test_the_mlp_is_scheduled_by_default_and_computes_the_same() -> None:
