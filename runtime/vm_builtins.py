@@ -26,7 +26,7 @@ from tvms.ir.vm_program import Call, Const, Imm, Reg, Size
 from .numpy_ops import NUMPY_OPS, Shape
 from .registry import get_global_func
 from .tir_values import cast_value, numpy_dtype
-from .vm_memory import aligned_empty
+from .vm_memory import aligned_bytes, aligned_empty
 
 if TYPE_CHECKING:
     from .vm import VirtualMachine
@@ -344,6 +344,42 @@ def _alloc_tensor(vm, call, names) -> Step:
     return alloc
 
 
+def _alloc_storage(vm, call, names) -> Step:
+    (dtype,) = _immediates(call, 1)
+    itemsize = numpy_dtype(dtype).itemsize
+    dims = values_of(vm, call.args[1:], names)
+
+    def alloc(regs: list, heap: list) -> np.ndarray:
+        nbytes = itemsize
+        for d in dims(regs, heap):
+            nbytes *= int(d)
+        storage = aligned_bytes(nbytes)
+        storage[:] = 0  # (as the reference's storage: zeros)
+        return storage
+    return _writing(call.dst, alloc)
+
+
+def _alloc_tensor_in_storage(vm, call, names) -> Step:
+    (dtype,) = _immediates(call, 1)
+    dtype = numpy_dtype(dtype)
+    storage, offset = _Reader(vm, call.args[1], names).get, _Reader(vm, call.args[2], names).get
+    dims = values_of(vm, call.args[3:], names)
+
+    def alloc(regs: list, heap: list) -> np.ndarray:
+        shape, start = tuple(int(d) for d in dims(regs, heap)), int(offset(regs, heap))
+        nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        raw = storage(regs, heap)
+        if not isinstance(raw, np.ndarray) or raw.dtype != np.uint8 or start < 0 or start + nbytes > raw.size:
+            raise TVMSError(f"R.vm.alloc_tensor: a tensor of shape {shape} at offset {start} does not fit "
+                            f"its storage")
+        return raw[start:start + nbytes].view(dtype).reshape(shape)
+    return _writing(call.dst, alloc)
+
+
+def _kill_object(vm, call, names) -> Step:
+    return _writing(call.dst, lambda regs, heap: ())  # (the register keeps it until the call ends)
+
+
 def _release(vm, call, names) -> Step:
     get, release = _Reader(vm, call.args[0], names).get, vm.pool.release
     return lambda regs, heap: release(get(regs, heap))
@@ -426,6 +462,8 @@ _BUILTINS = {
     "vm.builtin.bind_sizes": _bind_sizes, "vm.builtin.check_shape_info": _check_shape_info,
     "vm.builtin.check_tuple_info": _check_tuple_info, "vm.builtin.check_result_shape": _check_result_shape,
     "vm.builtin.alloc_tensor": _alloc_tensor, "vm.builtin.release": _release, "vm.builtin.copy": _copy,
+    "vm.builtin.alloc_storage": _alloc_storage, "vm.builtin.alloc_tensor_in_storage": _alloc_tensor_in_storage,
+    "vm.builtin.kill_object": _kill_object,
     "vm.builtin.make_tuple": _make_tuple, "vm.builtin.tuple_get": _tuple_get,
     "vm.builtin.make_shape": _make_shape, "vm.builtin.prim_value": _prim_value,
     "vm.builtin.get_packed": _get_packed, "vm.builtin.make_closure": _make_closure,

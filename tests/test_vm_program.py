@@ -207,3 +207,43 @@ def test_the_runtime_vm_imports_no_reference_executor_and_no_script_layer() -> N
         imported = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
         imported += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
         assert not [m for m in imported if "reference" in m or m.startswith(("tvms.script", "..script"))], name
+
+
+STORAGE = '''
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add_one(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+        for i in range(4):
+            b[i] = a[i] + T.float32(1)
+
+    @R.function(pure=False)
+    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        cls = Module
+        heap: R.Any = R.null_value()
+        storage: R.Any = R.vm.alloc_storage(R.shape([32]), 0, R.dtype("uint8"), R.str("global"))
+        a: R.Tensor((4,), dtype="float32") = R.vm.alloc_tensor(storage, 0, R.shape([4]), R.dtype("float32"), 0)
+        b: R.Tensor((4,), dtype="float32") = R.vm.alloc_tensor(storage, 16, R.shape([4]), R.dtype("float32"), 0)
+        R.vm.kill_object(storage)
+        cls.add_one(x, a)
+        cls.add_one(a, b)
+        R.vm.kill_object(a)
+        return b
+'''
+
+
+def test_vm_lowered_storage_operators_are_vm_builtins() -> None:
+    # the tensors are views of one storage, as TVM's memory planning means them
+    mod = from_source(STORAGE)
+    ex = tvms.compile(mod, target="llvm", relax_pipeline=None)
+    text = ex.as_text()
+    assert "call builtin vm.builtin.alloc_storage('uint8', size(32))" in text
+    assert "call builtin vm.builtin.alloc_tensor_in_storage('float32', %2, size(16), size(4))" in text
+    x = np.arange(4, dtype="float32")
+    got = relax.VirtualMachine(ex, tvms.cpu())["main"](x).numpy()
+    np.testing.assert_array_equal(got, run_relax(mod, "main", x))
+    np.testing.assert_array_equal(got, x + 2)
+    too_small = from_source(STORAGE.replace("R.shape([32])", "R.shape([24])"))
+    vm = relax.VirtualMachine(tvms.compile(too_small, target="llvm", relax_pipeline=None), tvms.cpu())
+    with pytest.raises(TVMSError, match=r"a tensor of shape \(4,\) at offset 16 does not fit its storage"):
+        vm["main"](x)

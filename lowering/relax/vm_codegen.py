@@ -42,6 +42,7 @@ _SIZE_OPS = {tir.Add: "add", tir.Sub: "sub", tir.Mul: "mul", tir.Div: "div", tir
              tir.FloorDiv: "floordiv", tir.FloorMod: "floormod", tir.Min: "min", tir.Max: "max",
              tir.EQ: "eq", tir.NE: "ne", tir.LT: "lt", tir.LE: "le", tir.GT: "gt", tir.GE: "ge",
              tir.And: "and", tir.Or: "or"}
+_STORAGE_OPS = ("relax.null_value", "relax.vm.alloc_storage", "relax.vm.alloc_tensor", "relax.vm.kill_object")
 _SIZE = "size"  # the fact of an integer from a shape expression (a kernel's scalar size parameter)
 
 
@@ -363,6 +364,8 @@ class _FunctionCompiler:
                 return self.call_packed(e, dst)
             if op.name == ALLOC_TENSOR:
                 return self.alloc_tensor(e, dst, var)
+            if op.name in _STORAGE_OPS:
+                return self.storage(e, dst)
             return self.operator(e, dst)
         callee = self.cg.callee(op)
         if isinstance(callee, PrimFunc):
@@ -481,6 +484,27 @@ class _FunctionCompiler:
             self.known[var] = (_dtype_key(dtype.value), _plain_dims(shape.values))
             self.fresh[var] = var
         return self.alloc(dtype.value, shape.values, id(e) in self.pooled, dst)
+
+    def storage(self, e: rx.Call, dst: int | None) -> Reg:
+        """The operators of VM-lowered Relax (TVM's memory planning made them): storage of a
+        size, a tensor at an offset in it, an object's end, the null value."""
+        name, args = e.op.name, e.args
+        if name == "relax.null_value":
+            return self.builtin("vm.builtin.copy", [Imm(None)], dst)
+        if name == "relax.vm.kill_object":
+            return self.builtin("vm.builtin.kill_object", [self.expr(args[0])], dst)
+        # (alloc_storage: size, device index, dtype, scope; alloc_tensor: storage, offset, shape, dtype, ...)
+        shape, dtype = (args[0], args[2]) if name == "relax.vm.alloc_storage" else (args[2], args[3])
+        if not isinstance(shape, rx.ShapeExpr) or not isinstance(dtype, rx.DataTypeImm):
+            raise TVMSError(f"{self.name}: R.{name[len('relax.'):]} takes an R.shape([...]) and a dtype for the VM")
+        sizes = [self.size(d) for d in shape.values]
+        if name == "relax.vm.alloc_storage":
+            return self.builtin("vm.builtin.alloc_storage", [Imm(str(dtype.value)), *sizes], dst)
+        if not isinstance(args[1], (rx.PrimValue, rx.Constant)) and not isinstance(args[1], rx.Var):
+            raise TVMSError(f"{self.name}: R.vm.alloc_tensor takes its offset as a number")
+        offset = self.size(args[1].value) if isinstance(args[1], rx.PrimValue) else self.expr(args[1])
+        return self.builtin("vm.builtin.alloc_tensor_in_storage",
+                            [Imm(str(dtype.value)), self.expr(args[0]), offset, *sizes], dst)
 
     # ---- what is known of arguments
     def fact_of(self, x: Any) -> Any:
