@@ -33,9 +33,9 @@ from ...ir.function import PrimFunc
 from ...ir.module import GlobalVar, IRModule
 from ...ir.struct_info import (ObjectStructInfo, PrimStructInfo, ShapeStructInfo, TensorStructInfo,
                                TupleStructInfo)
-from ...ir.structural import structural_equal
 from ...ir.visitor import walk
 from ...ir.vm_program import Call, Const, Goto, If, Imm, Reg, Ret, Size, VMFunction, VMProgram
+from .vm_kernel_proof import SIZE, dtype_key, known_of_sinfo, plain_dims, proven, same_known
 from .vm_memory_plan import ALLOC_TENSOR, plan_seq
 
 _SIZE_OPS = {tir.Add: "add", tir.Sub: "sub", tir.Mul: "mul", tir.Div: "div", tir.Mod: "mod",
@@ -43,7 +43,6 @@ _SIZE_OPS = {tir.Add: "add", tir.Sub: "sub", tir.Mul: "mul", tir.Div: "div", tir
              tir.EQ: "eq", tir.NE: "ne", tir.LT: "lt", tir.LE: "le", tir.GT: "gt", tir.GE: "ge",
              tir.And: "and", tir.Or: "or"}
 _STORAGE_OPS = ("relax.null_value", "relax.vm.alloc_storage", "relax.vm.alloc_tensor", "relax.vm.kill_object")
-_SIZE = "size"  # the fact of an integer from a shape expression (a kernel's scalar size parameter)
 
 
 def compile_vm(mod: IRModule) -> VMProgram:
@@ -127,7 +126,7 @@ class _FunctionCompiler:
         first = self.num_regs
         for p in params:
             self.values[p] = Reg(self.reg())
-            fact = _known_of_sinfo(p.struct_info)
+            fact = known_of_sinfo(p.struct_info)
             if fact is not None:
                 self.known[p] = fact
         self.check_params(params)
@@ -136,7 +135,7 @@ class _FunctionCompiler:
             raise TVMSError(f"{self.name}: a function body that is not a SeqExpr ({type(body).__name__})")
         result = self.seq(body)
         proven = isinstance(body.body, rx.Var) and \
-            _same_known(self.known.get(body.body), _known_of_sinfo(func.ret_struct_info))
+            same_known(self.known.get(body.body), known_of_sinfo(func.ret_struct_info))
         if not proven:
             self.match(func.ret_struct_info, result, "the result")
         self.code.append(Ret(self.in_register(result).index))
@@ -439,11 +438,11 @@ class _FunctionCompiler:
             extra = [self.size(v) for v in e.args[2].values]
         facts = [self.fact_of(x) for x in (e.args[1].fields if isinstance(e.args[1], rx.Tuple) else
                                            [None] * len(inputs))]
-        out_facts = [(_dtype_key(s.dtype), _plain_dims(s.dims))
+        out_facts = [(dtype_key(s.dtype), plain_dims(s.dims))
                      for s in e.sinfo_args]
-        facts += out_facts + [_SIZE] * len(extra)
+        facts += out_facts + [SIZE] * len(extra)
         self.code.append(Call(None, "kernel", gv.name_hint, tuple(inputs + outs + extra),
-                              checked=not _proven(func, facts)))
+                              checked=not proven(func, facts)))
         if var is not None:
             single = len(outs) == 1
             self.known[var] = out_facts[0] if single else out_facts
@@ -455,7 +454,7 @@ class _FunctionCompiler:
         func = self.cg.callee(e.op)
         args = [self.expr(a) for a in e.args]
         facts = [self.fact_of(a) for a in e.args]
-        checked = not (self.disjoint(func, e.args) and _proven(func, facts))
+        checked = not (self.disjoint(func, e.args) and proven(func, facts))
         out = self.reg() if dst is None else dst
         self.code.append(Call(out, "kernel", e.op.name_hint, tuple(args), checked=checked))
         return Reg(out)
@@ -481,7 +480,7 @@ class _FunctionCompiler:
         if not isinstance(shape, rx.ShapeExpr) or not isinstance(dtype, rx.DataTypeImm):
             raise TVMSError(f"{self.name}: R.builtin.alloc_tensor takes an R.shape([...]) and a dtype for the VM")
         if var is not None:
-            self.known[var] = (_dtype_key(dtype.value), _plain_dims(shape.values))
+            self.known[var] = (dtype_key(dtype.value), plain_dims(shape.values))
             self.fresh[var] = var
         return self.alloc(dtype.value, shape.values, id(e) in self.pooled, dst)
 
@@ -548,72 +547,6 @@ def _packed_name(callee: Any, what: str) -> str:
     if isinstance(callee, rx.ExternFunc):
         return callee.global_symbol
     raise TVMSError(f"{what}: the VM calls packed functions by name, not {type(callee).__name__}")
-
-
-def _dtype_key(dtype: Any) -> str:
-    """A dtype as facts compare it (a numpy dtype equals its name)."""
-    return str(dtype)
-
-
-def _plain_dims(dims: tuple) -> tuple:
-    return tuple(d.value if isinstance(d, tir.IntImm) else d for d in dims)
-
-
-def _known_of_sinfo(sinfo: Any) -> tuple | None:
-    if isinstance(sinfo, TensorStructInfo) and sinfo.dims is not None and not sinfo.dtype.is_void:
-        return _dtype_key(sinfo.dtype), _plain_dims(sinfo.dims)
-    return None
-
-
-def _same_dim(a: Any, b: Any) -> bool:
-    if isinstance(a, int) or isinstance(b, int):
-        return a == b
-    return a is b or structural_equal(a, b)
-
-
-def _same_known(a: Any, b: Any) -> bool:
-    return (isinstance(a, tuple) and isinstance(b, tuple) and a[0] == b[0] and len(a[1]) == len(b[1])
-            and all(_same_dim(x, y) for x, y in zip(a[1], b[1])))
-
-
-def _proven(func: PrimFunc, facts: list) -> bool:
-    """Whether arguments with these known dtypes and dims fit ``func``'s parameters for every
-    value of the sizes: each buffer's dtype and rank match, a constant extent meets the same
-    constant, and each symbolic extent of the kernel stands for one and the same Relax
-    dimension wherever it occurs. Then the kernel may run without its per-call checks."""
-    if len(facts) != len(func.params):
-        return False
-    scalars = {p for p in func.params if p not in func.buffer_map}
-    extents = {d for b in func.buffer_map.values() for d in b.shape if isinstance(d, tir.Var)}
-    meaning: dict = {}  # kernel size Var -> the Relax dimension it takes
-    for param, fact in zip(func.params, facts):  # (facts: known, _SIZE, or None: unknown)
-        buf = func.buffer_map.get(param)
-        if buf is None:
-            if fact != _SIZE or not param.dtype.is_integer:
-                return False
-            continue
-        if not isinstance(fact, tuple) or fact[0] != _dtype_key(buf.dtype) or len(fact[1]) != len(buf.shape):
-            return False
-        # (a contiguous layout: no strides stated, an offset of 0 or of its own variable)
-        offset = buf.elem_offset
-        if buf.strides or not (_is_zero(offset) or (isinstance(offset, tir.Var) and offset not in extents)):
-            return False
-        for declared, dim in zip(buf.shape, fact[1]):
-            if isinstance(declared, tir.IntImm):
-                if dim != declared.value:
-                    return False
-            elif isinstance(declared, tir.Var) and declared not in scalars:  # (a scalar's value
-                # comes from the call, not from the array: the kernel's check compares them)
-                if declared in meaning and not _same_dim(meaning[declared], dim):
-                    return False
-                meaning.setdefault(declared, dim)
-            else:
-                return False
-    return True
-
-
-def _is_zero(e: Any) -> bool:
-    return e is None or (isinstance(e, tir.IntImm) and e.value == 0)
 
 
 __all__ = ["compile_vm"]
