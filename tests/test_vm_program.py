@@ -247,3 +247,22 @@ def test_vm_lowered_storage_operators_are_vm_builtins() -> None:
     vm = relax.VirtualMachine(tvms.compile(too_small, target="llvm", relax_pipeline=None), tvms.cpu())
     with pytest.raises(TVMSError, match=r"a tensor of shape \(4,\) at offset 16 does not fit its storage"):
         vm["main"](x)
+
+
+def test_every_corpus_module_compiles_to_a_program_that_survives_serialization() -> None:
+    from conftest import CORPUS_COPY
+
+    compiled = 0
+    for path in sorted(CORPUS_COPY.glob("*.tvms")):
+        mod = from_source(path.read_text())
+        if not any(isinstance(mod[k], relax.Function) for k in mod):
+            continue
+        if "metadata[" in path.read_text():  # (constants shown as references only: no data)
+            with pytest.raises(TVMSError, match="a constant without data"):
+                compile_vm(mod)
+            continue
+        program = compile_vm(mod)
+        again = deserialize(serialize(program))
+        assert again.functions == program.functions and again.as_text() == program.as_text(), path.name
+        compiled += 1
+    assert compiled >= 20
