@@ -13,7 +13,7 @@ from conftest import ROOT
 from program_strategies import Program, assert_same_values, dataflow_programs
 from test_pass_properties import SETTINGS
 from test_pass_properties import _run as run_reference
-from test_vm_fast_path import _as_numpy, mlp_args
+from test_vm_compiled import _as_numpy, mlp_args
 import tvms
 from tvms import TVMSError, relax
 from tvms.cli import main

@@ -66,7 +66,7 @@ def mlp_vm() -> relax.VirtualMachine:
 
 
 @pytest.mark.parametrize("batch", [1, 3, 64])
-def test_mlp_fast_path_equals_reference_and_interpreter(mlp_vm: relax.VirtualMachine, batch: int) -> None:
+def test_mlp_equals_reference_and_reloaded_program(mlp_vm: relax.VirtualMachine, batch: int) -> None:
     args = mlp_args(batch)
     out = mlp_vm["forward"](*args)
     np.testing.assert_allclose(out.numpy(), mlp_numpy(*args), rtol=1e-3, atol=1e-3)
