@@ -183,16 +183,17 @@ def _tir_params(fn: Any) -> list:
 
 
 def _relax_params(func: Any, entry: str) -> list:
-    from .ir.struct_info import TensorStructInfo
+    """The parameters of a VM program's function (``VMFunction``), from its signature."""
+    from .ir import expr as E
+    from .ir.vm_program import prim_expr_of
 
+    sizes = [E.Var(name, "int64") for name in func.heap]
     params = []
-    for p in func.params:
-        info = p.struct_info
-        shape = getattr(info.shape, "values", None) if isinstance(info, TensorStructInfo) else None
-        if shape is None or info.dtype.is_void:
-            raise _Failure(f"run: parameter {p.name} of {entry} is {info.script()}: tvms run passes "
+    for name, (text, dtype, dims) in zip(func.params, func.signature):
+        if dtype is None or dims is None:
+            raise _Failure(f"run: parameter {name} of {entry} is {text}: tvms run passes "
                            f"tensors whose shape and dtype the signature gives", EXIT_ERROR)
-        params.append(_Param(p.name, str(info.dtype), tuple(shape)))
+        params.append(_Param(name, dtype, tuple(prim_expr_of(d, sizes) for d in dims)))
     return params
 
 
@@ -395,7 +396,7 @@ def _prepare(program: Any, entry: str | None, args: argparse.Namespace) -> tuple
     if entry not in names:
         raise _Failure(f"run: the executable has no Relax function {entry!r}; it has "
                        f"{', '.join(names) or 'none'}", EXIT_ERROR)
-    values = _Arguments(_relax_params(program.mod[entry], entry), entry, args).gather()
+    values = _Arguments(_relax_params(program.program.function(entry), entry), entry, args).gather()
     return (lambda: _outputs(vm[entry](*values)), values,
             vm.time_evaluator(entry, number=args.number, repeat=args.repeat))
 

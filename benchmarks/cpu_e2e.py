@@ -161,7 +161,7 @@ def vm_beyond_kernels(executable, name: str, args: list, number: int, repeat: in
     other processes on the machine disturb less than the wall clock."""
     inside = [0.0]
     kernels = executable.kernels()
-    timed = tvms.runtime.vm.Executable(executable.mod, tvms.runtime.module.Module(
+    timed = tvms.runtime.vm.Executable(executable.program, tvms.runtime.module.Module(
         {k: _TimedKernel(f, inside) for k, f in kernels.functions.items()}, kernels.target))
     vm = tvms.relax.VirtualMachine(timed, tvms.cpu())
     vm[name](*args)

@@ -36,7 +36,7 @@ from .targets import TargetKind, target_kind
 
 # operator-name prefixes the VM runs itself (allocation, not computation): not "Relax operators"
 _RUNTIME_OPS = ("relax.builtin.", "relax.vm.", "relax.memory.", "builtin.", "vm.")
-EXECUTABLE_LOADER = "runtime.vm.executable"  # (lowered module, kernels Module) -> Executable
+EXECUTABLE_LOADER = "runtime.vm.executable"  # (VMProgram, kernels Module) -> Executable
 
 
 # --------------------------------------------------------------------------- build (TensorIR)
@@ -228,8 +228,11 @@ def _build_kernels(mod: IRModule, row: TargetKind, target: Target) -> Any:
 
 
 def link_executable(mod: IRModule, kernels: Any) -> Any:
-    """The link step of a Relax program: the runtime's Executable of ``mod`` and its kernels."""
-    return get_global_func(EXECUTABLE_LOADER)(mod, kernels)
+    """The link step of a Relax program: its VM program (``relax/vm_codegen.py``) and its
+    kernels, made into the runtime's Executable."""
+    from .relax.vm_codegen import compile_vm
+
+    return get_global_func(EXECUTABLE_LOADER)(compile_vm(mod), kernels)
 
 
 def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:

@@ -3,8 +3,8 @@
 ``export_library`` writes a real shared library: the machine code of every compiled PrimFunc
 (emitted by llvmlite as position-independent object code) linked by the system C compiler
 (``cc -shared``), followed by the metadata: a JSON text that names each function's entry symbol,
-its signature (the printed parameters and buffers, symbolic sizes included), the order of its
-argument slots, the target and the Relax program. The library is therefore self-contained:
+its signature (parameters and buffers with their symbolic sizes, as data: ``ir/signature.py``),
+the order of its argument slots, the target and the Relax program (a serialized VM program). The library is therefore self-contained:
 ``load_module`` needs only it (and tvms) to call the functions again, with the same argument
 checks and ``time_evaluator`` as a freshly built module. A trailer with the sizes and SHA-256
 hashes of both parts ends the file (``library_file`` documents the layout); ``load_module``
@@ -16,6 +16,8 @@ objects link together and the loader can find each one.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import ctypes
 import json
 import os
@@ -23,45 +25,25 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from tvms.ir import stmt as S
 from tvms.ir.errors import TVMSError
 from tvms.ir.analysis import entry_vars, written_params
 from tvms.ir.files import write_file
 from tvms.ir.function import PrimFunc
+from tvms.ir.signature import signature_json, signature_of
 from tvms.ir.target import Target
 
 from .library_file import append_trailer, verify_library
 from .thread_pool import load_thread_pool, thread_pool_kind
 
 FORMAT = "tvms-library"
-VERSION = 2  # 2: the metadata follows the shared object, checked by the trailer's hashes
+VERSION = 3  # 2: the metadata follows the shared object, checked by the trailer's hashes;
+# 3: an Executable's Relax functions as a serialized VM program, signatures as JSON data (not TVMScript)
 
 
 # --------------------------------------------------------------------------- what a library holds
-
-
-def signature_text(func: PrimFunc) -> str:
-    """``func`` printed with an empty body: what a caller needs to check its arguments."""
-    return replace(func, body=S.Evaluate(_zero())).script()
-
-
-def _zero() -> Any:
-    from tvms.ir import expr as E
-    from tvms.ir.dtype import DataType
-
-    return E.IntImm(DataType("int32"), 0)
-
-
-def _parse_signature(text: str, name: str) -> PrimFunc:
-    from tvms.script import from_source
-
-    func = from_source(text, f"<{name} signature>")
-    if not isinstance(func, PrimFunc):
-        raise TVMSError(f"library metadata: the signature of {name} is not a PrimFunc")
-    return func
 
 
 @dataclass(frozen=True)
@@ -86,9 +68,10 @@ class LoadedFunction:
 # --------------------------------------------------------------------------- export
 
 
-def export_library(module: Any, path: str, relax_text: str | None = None) -> None:
+def export_library(module: Any, path: str, vm_program: bytes | None = None) -> None:
     """Write ``module`` (a runtime Module built for the llvm target) to ``path`` as a shared
-    library (atomically); ``relax_text`` is the Relax program of an Executable, kept with it."""
+    library (atomically); ``vm_program`` is the serialized VM program of an Executable, kept
+    with it."""
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
         raise TVMSError(f"export_library needs a C compiler to link the shared library: "
@@ -106,13 +89,14 @@ def export_library(module: Any, path: str, relax_text: str | None = None) -> Non
         objects.append(compiled.shared_object(threads))  # (code generation's: PIC object code)
         functions.append({
             "name": key, "symbol": symbol, "num_threads_symbol": threads,
-            "signature": signature_text(compiled.func),
+            "signature": signature_json(compiled.func),
             "slots": [v.name for v in compiled.slots],
             "outputs": list(written_params(compiled.func)),
             "params": _describe_params(compiled.func),
         })
     metadata = {"format": FORMAT, "version": VERSION, "target": module.target,
-                "functions": functions, "relax": relax_text}
+                "functions": functions,
+                "vm_program": None if vm_program is None else base64.b64encode(vm_program).decode("ascii")}
     libs = ["-lm"]
     libs += sorted({"gomp": "-lgomp", "pthread": "-lpthread"}[pool] for pool in pools)
     _link(compiler, objects, libs, path, json.dumps(metadata, indent=1).encode("utf-8"))
@@ -212,7 +196,7 @@ def _module_of(metadata: dict, lib: Any, path: str) -> Any:
     functions = {}
     for entry in metadata["functions"]:
         name = entry["name"]
-        func = _parse_signature(entry["signature"], name)
+        func = signature_of(entry["signature"], name)
         slots = tuple(entry_vars(func))
         if [v.name for v in slots] != entry["slots"]:
             raise TVMSError(f"load_module: the signature of {name} in {path} does not match its slots")
@@ -222,8 +206,14 @@ def _module_of(metadata: dict, lib: Any, path: str) -> Any:
         loaded = LoadedFunction(func, target, address, slots, threads_address, tuple(entry["outputs"]), lib)
         functions[name] = Function(name, loaded)
     kernels = Module(functions, metadata["target"])
-    if metadata.get("relax") is None:
+    if metadata.get("vm_program") is None:
         return kernels
+    from tvms.ir.vm_program import deserialize
+
     from .vm import Executable
 
-    return Executable.from_parts(metadata["relax"], kernels)
+    try:
+        program = base64.b64decode(metadata["vm_program"], validate=True)
+    except binascii.Error as err:
+        raise TVMSError(f"load_module: the VM program in {path} is not base64: {err}") from None
+    return Executable(deserialize(program), kernels)

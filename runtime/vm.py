@@ -5,15 +5,14 @@
 >>> vm = tvms.relax.VirtualMachine(ex, tvms.cpu())
 >>> out = vm["main"](x, w)                         # tvms Tensors or numpy arrays in, Tensors out
 
-The VM runs the lowered Relax functions with the reference executor's semantics (it shares its
-interpreter: struct info checks, symbolic sizes bound from the arguments, tuples, if/else,
-match_cast, closures), but ``R.call_tir`` and direct PrimFunc calls run the LLVM-compiled kernels,
-and the outputs of destination-passing calls and ``R.builtin.alloc_tensor`` come from a buffer
-pool planned per ``SeqExpr`` (``vm_memory.py``). Each function is prepared once into a flat list
-of steps (``vm_fast_path.py``): a call checks its arguments once and then runs kernels without
-walking the IR; what the steps do not cover falls back to the interpreter. Packed functions
-(``R.call_dps_packed``, ``R.call_packed``) receive numpy arrays, as under the reference
-executor; they support DLPack (``torch.from_dlpack(x)``).
+An ``Executable`` holds a ``VMProgram`` (``ir/vm_program.py``: registers, calls of kernels,
+packed functions and builtins, ``If``/``Goto``/``Ret``), compiled from the lowered Relax
+functions by ``lowering/relax/vm_codegen.py``, and the ``Module`` of compiled kernels. The VM
+interprets that program and nothing else: each function's instructions become closures
+(``vm_builtins.py``) the first time a VM runs it, and a call runs them over a list of registers
+and a heap of symbolic sizes. Outputs the compiler planned so come from the VM's buffer pool
+(``vm_memory.py``). Packed functions (``R.call_dps_packed``, ``R.call_packed``) receive numpy
+arrays, as under the reference executor; they support DLPack (``torch.from_dlpack(x)``).
 
 A VirtualMachine, like TVM's, is for one thread at a time; an Executable may be shared by many
 VMs.
@@ -25,62 +24,53 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tvms.ir import relax as rx
 from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
-from tvms.ir.expr import Op
-from tvms.ir.function import PrimFunc
-from tvms.ir.module import GlobalVar, IRModule
 from tvms.ir.registry import register_func
+from tvms.ir.vm_program import Call, Goto, If, Ret, VMFunction, VMProgram
 
 from .device import cpu
 from .module import Module, TimingResult, _data_address, _on_cpu
 from .numpy_ops import Shape
-from .reference_relax import _Interpreter, _is_shape_param
 from .tensor import ALIGNMENT, Tensor, tensor
-from .tir_values import numpy_dtype
-from .vm_fast_path import FastFunction
-from .vm_memory import ALLOC_TENSOR, BufferPool, SeqPlan, aligned_empty, plan_seq
+from .vm_builtins import step_of
+from .vm_memory import BufferPool
+
 
 class Executable:
-    """A compiled module: the lowered Relax functions (``mod``, its PrimFuncs kept) and one
-    ``Module`` holding every PrimFunc compiled (``kernels()``)."""
+    """A compiled module: the VM program of its Relax functions (``program``) and one ``Module``
+    holding every PrimFunc compiled (``kernels()``)."""
 
-    def __init__(self, mod: IRModule, kernels: Module) -> None:
-        missing = [k for k in mod if isinstance(mod[k], PrimFunc) and k not in kernels.functions]
+    def __init__(self, program: VMProgram, kernels: Module) -> None:
+        if not isinstance(program, VMProgram):
+            raise TVMSError(f"Executable takes a VMProgram, not {type(program).__name__}")
+        called = {inst.func for f in program.functions for inst in f.code
+                  if isinstance(inst, Call) and inst.kind == "kernel"}
+        missing = sorted(called - set(kernels.functions))
         if missing:
             raise TVMSError(f"the kernels module lacks the PrimFuncs {', '.join(missing)}")
-        self.mod = mod
+        self.program = program
         self._kernels = kernels
 
     @property
     def function_names(self) -> list[str]:
-        return [k for k in self.mod if isinstance(self.mod[k], rx.Function)]
+        return [f.name for f in self.program.functions if not f.closure]
 
-    def relax_text(self) -> str:
-        """The lowered module as ``@I.ir_module`` text. The PrimFuncs are kept, so the text
-        parses back on its own (their compiled code is in ``kernels()``)."""
-        return self.mod.script()
+    def as_text(self) -> str:
+        """The VM program, one instruction per line (as TVM's ``Executable.as_text``)."""
+        return self.program.as_text()
 
     def kernels(self) -> Module:
         return self._kernels
 
     def export_library(self, path: str) -> None:
-        """Write the kernels and the Relax text as one shared library (``runtime/export.py``);
-        ``tvms.runtime.load_module(path)`` gives the Executable back."""
+        """Write the kernels and the serialized VM program as one shared library
+        (``runtime/export.py``); ``tvms.runtime.load_module(path)`` gives the Executable back."""
+        from tvms.ir.vm_program import serialize
+
         from .export import export_library  # (it needs a C compiler: imported when used)
 
-        export_library(self._kernels, path, self.relax_text())
-
-    @classmethod
-    def from_parts(cls, relax_text: str, kernels: Module) -> "Executable":
-        """The executable that ``relax_text()`` and ``kernels()`` describe (for reloading)."""
-        from tvms.script import from_source  # (the script layer is only needed here)
-
-        mod = from_source(relax_text)
-        if not isinstance(mod, IRModule):
-            raise TVMSError("Executable.from_parts: the text is not an @I.ir_module")
-        return cls(mod, kernels)
+        export_library(self._kernels, path, serialize(self.program))
 
     def __repr__(self) -> str:
         return f"Executable({', '.join(self.function_names)}; kernels {', '.join(self._kernels.functions)})"
@@ -89,69 +79,55 @@ class Executable:
 register_func("runtime.vm.executable", Executable)  # (the link step of tvms.compile)
 
 
-class _VMInterpreter(_Interpreter):
-    """The reference interpreter with compiled kernels and planned output buffers. A Relax
-    function called without captured variables runs its prepared steps (``vm_fast_path.py``);
-    what they leave to the interpreter comes back here."""
+class _Function:
+    """One function of the program as a VM runs it: its instructions as closures, made at the
+    first call. A straight-line function runs them in order; one with jumps follows the
+    program counter (a step returns the next pc, or None for the next instruction)."""
 
-    def __init__(self, ex: Executable) -> None:
-        super().__init__(ex.mod)
-        self.kernels = ex.kernels()
-        self.pool = BufferPool()
-        self.plans: dict[int, SeqPlan] = {}
-        self.pooled_calls: set = set()
-        self.unpooled = 0  # outputs allocated outside the pool (they outlive their function)
-        self.fast: dict[int, tuple] = {}  # id of a Relax function -> (it, its FastFunction)
+    def __init__(self, vm: "VirtualMachine", f: VMFunction) -> None:
+        self.name, self.num_params, self.num_regs, self.heap_size = f.name, len(f.params), f.num_regs, len(f.heap)
+        code = f.code
+        self.straight = all(isinstance(i, Call) for i in code[:-1]) and isinstance(code[-1], Ret)
+        if self.straight:
+            self.steps = [step_of(vm, i, f.heap) for i in code[:-1]]
+            self.ret = code[-1].reg
+        else:
+            self.steps = [_control_step(i, pc) if not isinstance(i, Call) else step_of(vm, i, f.heap)
+                          for pc, i in enumerate(code)]
 
-    def plan(self, seq: rx.SeqExpr) -> SeqPlan:
-        plan = self.plans.get(id(seq))
-        if plan is None:
-            plan = self.plans[id(seq)] = plan_seq(seq, self.is_prim_func)
-            self.pooled_calls |= plan.pooled_calls
-        return plan
+    def __call__(self, args: list) -> Any:
+        if len(args) != self.num_params:
+            raise TVMSError(f"the function takes {self.num_params} arguments, got {len(args)}")
+        regs = args + [None] * (self.num_regs - self.num_params)
+        heap = [None] * self.heap_size
+        steps = self.steps
+        if self.straight:
+            for step in steps:
+                step(regs, heap)
+            return regs[self.ret]
+        pc = 0
+        while True:
+            nxt = steps[pc](regs, heap)
+            if nxt is None:
+                pc += 1
+            elif nxt >= 0:
+                pc = nxt
+            else:
+                return regs[-1 - nxt]
 
-    def is_prim_func(self, op: Any) -> bool:
-        return isinstance(op, GlobalVar) and op.name_hint in self.mod and isinstance(self.mod[op], PrimFunc)
 
-    def call_function(self, func: rx.Function, args: list, captured: dict | None = None) -> Any:
-        if captured or not isinstance(func.body, rx.SeqExpr):
-            return self.call_function_slow(func, args, captured)
-        entry = self.fast.get(id(func))
-        if entry is None or entry[0] is not func:
-            entry = self.fast[id(func)] = (func, FastFunction(self, func))
-        return entry[1](args)
-
-    def call_function_slow(self, func: rx.Function, args: list, captured: dict | None = None) -> Any:
-        """The interpreter's own walk of ``func`` (for calls the prepared steps do not take)."""
-        with np.errstate(all="ignore"):  # (numpy operators: inf and nan as Relax computes them)
-            return super().call_function(func, args, captured)
-
-    def x_SeqExpr(self, e: rx.SeqExpr, env: dict) -> Any:
-        plan = self.plan(e)
-        for i, b in enumerate(plan.bindings):
-            self.bind(b, env)
-            for var in plan.release_after.get(i, ()):
-                self.pool.release(env[var])
-        return self.eval(e.body, env)
-
-    def x_Call(self, e: rx.Call, env: dict) -> Any:
-        if isinstance(e.op, Op) and e.op.name == ALLOC_TENSOR:  # pooled as planned, else aligned
-            shape, dtype = self.eval(e.args[0], env), self.eval(e.args[1], env)
-            return self.allocate(e, tuple(int(d) for d in shape), numpy_dtype(dtype))
-        return super().x_Call(e, env)
-
-    def allocate(self, e: rx.Call, shape: tuple, dtype: np.dtype) -> np.ndarray:
-        if id(e) in self.pooled_calls:
-            return self.pool.take(shape, dtype)
-        self.unpooled += 1
-        return aligned_empty(shape, dtype)  # (aligned: it may become a result Tensor)
-
-    def run_prim(self, gv: Any, func: PrimFunc, args: list) -> None:
-        name = gv.name_hint if isinstance(gv, GlobalVar) else str(gv)
-        kernel = self.kernels.get_function(name)
-        # constants may be read-only and numpy results 0-d scalars: kernels take writable arrays
-        kernel(*(np.require(a, requirements=("C", "W")) if isinstance(a, (np.ndarray, np.generic))
-                 else a for a in args))
+def _control_step(inst: Any, pc: int) -> Callable[[list, list], int | None]:
+    """``If``, ``Goto`` and ``Ret`` as steps: the next pc, or ``-1 - reg`` to return ``reg``."""
+    if isinstance(inst, Ret):
+        done = -1 - inst.reg
+        return lambda regs, heap: done
+    if isinstance(inst, Goto):
+        target = pc + inst.offset
+        return lambda regs, heap: target
+    if isinstance(inst, If):
+        cond, target = inst.cond, pc + inst.false_offset
+        return lambda regs, heap: None if bool(np.asarray(regs[cond])) else target
+    raise TVMSError(f"not a VM instruction: {inst!r}")
 
 
 class VirtualMachine:
@@ -169,7 +145,12 @@ class VirtualMachine:
                 raise TVMSError(f"VirtualMachine: this executable runs on the CPU, not on {dev}")
         self.executable = ex
         self.device = device
-        self._interp = _VMInterpreter(ex)
+        self.pool = BufferPool()
+        self.unpooled = 0  # outputs allocated outside the pool (they outlive their function)
+        # the constants as kernels take them (C-contiguous and writable), made once
+        self.constants = [np.require(c, requirements=("C", "W")) for c in ex.program.constants]
+        self._programs = {f.name: f for f in ex.program.functions}
+        self._functions: dict[str, _Function] = {}
 
     @property
     def module(self) -> "VirtualMachine":
@@ -190,21 +171,27 @@ class VirtualMachine:
         call.__name__ = name
         return call
 
+    def call(self, name: str, args: list) -> Any:
+        """Run the program's function ``name`` on VM values (its instructions made at first use)."""
+        fn = self._functions.get(name)
+        if fn is None:
+            fn = self._functions[name] = _Function(self, self._programs[name])
+        return fn(args)
+
     @deep_recursion(too_deep="recursion too deep: a Relax function calls itself (directly or "
                              "through others) more deeply than the VM follows")
     def invoke(self, name: str, *args: Any) -> Any:
-        func = self.executable.mod[name]
-        if len(args) != len(func.params):
-            raise TVMSError(f"{name} takes {len(func.params)} arguments "
-                            f"({', '.join(p.name for p in func.params)}), got {len(args)}")
-        values = [a.array if type(a) is Tensor else _argument(a, p, name) for a, p in zip(args, func.params)]
-        return _result(self._interp.call_function(func, values))
+        f = self._programs[name]
+        if len(args) != len(f.params):
+            raise TVMSError(f"{name} takes {len(f.params)} arguments "
+                            f"({', '.join(f.params)}), got {len(args)}")
+        values = [_argument(a, k in f.shape_params, p, name) for k, (a, p) in enumerate(zip(args, f.params))]
+        return _result(self.call(name, values))
 
     def memory_stats(self) -> dict:
         """``pooled``: distinct intermediate buffers the pool allocated; ``reused``: requests a
         released buffer served; ``unpooled``: outputs allocated for values that outlive a call."""
-        pool = self._interp.pool
-        return {"pooled": pool.fresh, "reused": pool.reused, "unpooled": self._interp.unpooled}
+        return {"pooled": self.pool.fresh, "reused": self.pool.reused, "unpooled": self.unpooled}
 
     def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, **_ignored: Any) -> Callable[..., TimingResult]:
@@ -230,19 +217,24 @@ class VirtualMachine:
         return evaluate
 
 
-def _argument(value: Any, param: rx.Var | None, fname: str) -> Any:
-    """A call argument as the interpreter's value: tensors as numpy arrays, shapes as Shape."""
-    if isinstance(value, Tensor):
+def _argument(value: Any, is_shape: bool, name: str, fname: str) -> Any:
+    """A call argument as the VM's value: tensors as C-contiguous, writable numpy arrays (as
+    kernels take them: others are copied), shapes as Shape, tuples of values, numbers."""
+    if type(value) is Tensor:
         return value.array
+    if isinstance(value, Tensor):
+        value = value.array
     if isinstance(value, np.ndarray):
-        return np.require(value, requirements="C")  # (ascontiguousarray would make 0-d 1-d)
+        flags = value.flags
+        if flags.c_contiguous and flags.writeable:
+            return value
+        return np.require(value, requirements=("C", "W"))  # (ascontiguousarray would make 0-d 1-d)
     if isinstance(value, (tuple, list)):
-        if param is not None and _is_shape_param(param):
+        if is_shape:
             return Shape(int(v) for v in value)
-        return tuple(_argument(v, None, fname) for v in value)
+        return tuple(_argument(v, False, "a tuple field", fname) for v in value)
     if isinstance(value, (bool, int, float, np.number, np.bool_)):
         return value
-    name = param.name if param is not None else "a tuple field"
     raise TVMSError(f"{fname} argument {name!r}: expected a tensor, a numpy array, a tuple or a "
                     f"number, got {type(value).__name__}")
 

@@ -13,7 +13,7 @@ from conftest import ROOT
 from program_strategies import Program, assert_same_values, dataflow_programs
 from test_pass_properties import SETTINGS
 from test_pass_properties import _run as run_reference
-from test_vm_fast_path import _as_numpy, mlp_args
+from test_vm_compiled import _as_numpy, mlp_args
 import tvms
 from tvms import TVMSError, relax
 from tvms.cli import main
@@ -26,7 +26,8 @@ MLP = (ROOT / "examples" / "mlp.tvms").read_text()
 
 
 def _kernels(ex) -> dict:
-    return {k: ex.mod[k] for k in ex.mod if isinstance(ex.mod[k], PrimFunc)}
+    """The PrimFuncs the executable's kernels were compiled from."""
+    return {k: f.compiled.func for k, f in ex.kernels().functions.items()}
 
 
 def test_the_mlp_is_scheduled_by_default_and_computes_the_same() -> None:

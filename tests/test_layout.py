@@ -19,10 +19,6 @@ ALLOWED = {
 }
 # (file, imported module or package) -> why the import is allowed for now
 EXCEPTIONS = {
-    ("runtime/vm.py", "tvms.script"):
-        "Executable.from_parts parses the Relax text: removed by the VM program (issue 13 point 3)",
-    ("runtime/export.py", "tvms.script"):
-        "a library's Relax text and signatures are parsed: removed by the VM program (issue 13 point 3)",
     ("lowering/relax/index_canonical.py", "tvms.ir.simplify"):
         "shares the simplifier's private _key: removed by the one arithmetic simplifier (issue 13 point 5)",
 }

@@ -160,7 +160,7 @@ def test_a_consistent_trailer_over_foreign_metadata_is_refused(library, tmp_path
     for name, metadata, message in (
             ("notjson", b"\xff{", "the metadata of {} is not JSON"),
             ("list", b"[1, 2]", "{} has metadata of format None version None"),
-            ("nofunctions", b'{"format": "tvms-library", "version": 2, "target": "llvm"}',
+            ("nofunctions", b'{"format": "tvms-library", "version": 3, "target": "llvm"}',
              "the metadata of {} is malformed: KeyError: 'functions'")):
         path = _variant(tmp_path, f"{name}.so", image)
         append_trailer(path, metadata)

@@ -1,6 +1,7 @@
-"""The Relax VM's fast path (``runtime/vm_fast_path.py``), the cheaper kernel calls of
-``runtime/module.py``, the content-addressed compile cache and the on-disk kernel cache: results
-equal the reference executor and the VM's own interpreter path, pooled buffers never corrupt
+"""The Relax VM's compiled programs (``lowering/relax/vm_codegen.py``), the cheaper kernel calls
+of ``runtime/module.py``, the content-addressed compile cache and the on-disk kernel cache:
+results equal the reference executor and a VM of the program read back from its serialized
+form, kernels the compiler proved safe run without checks, pooled buffers never corrupt
 returned results, errors name the parameter, an unchanged module compiles to the same
 Executable, and kernel object code survives a new process while a damaged entry is rebuilt."""
 from __future__ import annotations
@@ -19,9 +20,9 @@ import tvms
 from tvms import TVMSError, relax
 from tvms.relax import get_pipeline
 from tvms.runtime.reference_relax import run_relax
+from tvms.ir.vm_program import Call, deserialize, serialize
 from tvms.lowering.build import compile_key
 from tvms.runtime.vm import Executable
-from tvms.runtime.vm_fast_path import FastFunction
 from tvms.script import from_source
 
 MLP_TEXT = (Path(__file__).resolve().parent.parent / "examples" / "mlp.tvms").read_text()
@@ -40,16 +41,22 @@ def mlp_numpy(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2:
     return np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
 
 
-def fast_function(vm: relax.VirtualMachine, name: str) -> FastFunction:
-    """The prepared form of ``name`` the VM made at its first call."""
-    func = vm.executable.mod[name]
-    return vm._interp.fast[id(func)][1]
+def program_stats(vm: relax.VirtualMachine, name: str) -> dict:
+    """What the compiler made of ``name``: kernel calls with and without checks, Relax operators
+    left to their numpy references, and whether the result is checked at run time."""
+    calls = [i for i in vm.executable.program.function(name).code if isinstance(i, Call)]
+    kernels = [i for i in calls if i.kind == "kernel"]
+    return {"checked_kernels": sum(i.checked for i in kernels),
+            "unchecked_kernels": sum(not i.checked for i in kernels),
+            "operators": sum(i.func == "vm.builtin.relax_op" for i in calls),
+            "result_checked": any(i.kind == "builtin" and "'the result'" in repr(i.args) for i in calls)}
 
 
-def slow_result(vm: relax.VirtualMachine, name: str, *args: np.ndarray):
-    """``name`` run by the VM's interpreter path (the same kernels, walked node by node)."""
-    func = vm.executable.mod[name]
-    return vm._interp.call_function_slow(func, [np.ascontiguousarray(a) for a in args])
+def reloaded_result(vm: relax.VirtualMachine, name: str, *args: np.ndarray):
+    """``name`` run by a new VM of the program read back from its serialized form."""
+    ex = vm.executable
+    again = Executable(deserialize(serialize(ex.program)), ex.kernels())
+    return _as_numpy(relax.VirtualMachine(again, tvms.cpu())[name](*args))
 
 
 @pytest.fixture(scope="module")
@@ -60,17 +67,15 @@ def mlp_vm() -> relax.VirtualMachine:
 
 
 @pytest.mark.parametrize("batch", [1, 3, 64])
-def test_mlp_fast_path_equals_reference_and_interpreter(mlp_vm: relax.VirtualMachine, batch: int) -> None:
+def test_mlp_equals_reference_and_reloaded_program(mlp_vm: relax.VirtualMachine, batch: int) -> None:
     args = mlp_args(batch)
     out = mlp_vm["forward"](*args)
     np.testing.assert_allclose(out.numpy(), mlp_numpy(*args), rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(out.numpy(), run_relax(from_source(MLP_TEXT), "forward", *args), rtol=1e-3, atol=1e-3)
-    np.testing.assert_array_equal(out.numpy(), slow_result(mlp_vm, "forward", *args))
-    fast = fast_function(mlp_vm, "forward")
-    # every binding of the lowered MLP has its own step, every kernel runs without re-checks,
-    # and the result's struct info is proven from the steps
-    assert fast.interpreted == 0 and fast.checked_kernels == 0 and fast.unchecked_kernels == 4
-    assert fast.result_proven
+    np.testing.assert_array_equal(out.numpy(), reloaded_result(mlp_vm, "forward", *args))
+    # every kernel runs without re-checks, and the result's struct info is proven by the compiler
+    assert program_stats(mlp_vm, "forward") == {"checked_kernels": 0, "unchecked_kernels": 4,
+                                                "operators": 0, "result_checked": False}
 
 
 def test_returned_tensors_survive_later_calls(mlp_vm: relax.VirtualMachine) -> None:
@@ -90,8 +95,8 @@ def test_call_tir_rewrite_allocations_are_pooled() -> None:
     args = mlp_args(3)
     out = vm["forward"](*args)
     np.testing.assert_allclose(out.numpy(), mlp_numpy(*args), rtol=1e-3, atol=1e-3)
-    fast = fast_function(vm, "forward")
-    assert fast.interpreted == 0 and fast.unchecked_kernels == 4
+    stats = program_stats(vm, "forward")
+    assert stats["operators"] == 0 and stats["unchecked_kernels"] == 4
     # the three R.builtin.alloc_tensor intermediates (of three sizes) come from the pool and
     # serve the next call again; the result is allocated apart, at each call
     assert vm.memory_stats() == {"pooled": 3, "reused": 0, "unpooled": 1}
@@ -112,7 +117,7 @@ def test_bad_arguments_name_the_parameter(mlp_vm: relax.VirtualMachine) -> None:
         forward(x, w1, b1, w2[:, :255], b2)
     with pytest.raises(TVMSError, match="argument 'x': expected 2 dimensions"):
         forward(x[0], w1, b1, w2, b2)
-    # a non-contiguous or read-only argument is not an error: the interpreter path takes it
+    # a non-contiguous or read-only argument is not an error: the VM takes a copy
     read_only = w2.copy()
     read_only.flags.writeable = False
     np.testing.assert_allclose(forward(x, w1.T.copy().T, b1, read_only, b2).numpy(),
@@ -159,7 +164,7 @@ def test_an_unproven_kernel_call_keeps_its_checks() -> None:
     vm = relax.VirtualMachine(tvms.compile(from_source(MISMATCHED), target="llvm"), tvms.cpu())
     with pytest.raises(TVMSError, match="dimension 0: expected extent 8, got 4"):
         vm["main"](rand(4))
-    assert fast_function(vm, "main").checked_kernels == 1
+    assert program_stats(vm, "main")["checked_kernels"] == 1
 
 
 TWO_OUTPUTS_AND_SIZES = '''
@@ -197,8 +202,8 @@ def test_two_outputs_tuple_items_and_size_arguments() -> None:
     got = vm["main"](x)
     assert [t.numpy().tolist() for t in got] == [[7.0, 8.0, 9.0], [0.0, 2.0, 4.0]]  # x + 4 + 3, 2x
     assert_same_values(tuple(t.numpy() for t in got), run_relax(mod, "main", x), rtol=0, atol=0)
-    fast = fast_function(vm, "main")
-    assert fast.interpreted == 0 and fast.unchecked_kernels == 2
+    stats = program_stats(vm, "main")
+    assert stats["operators"] == 0 and stats["unchecked_kernels"] == 2
 
 
 MIXED = '''
@@ -220,14 +225,14 @@ class Module:
 '''
 
 
-def test_operators_left_to_the_interpreter_feed_kernels() -> None:
+def test_operators_left_in_the_module_feed_kernels() -> None:
     # R.permute_dims runs as numpy (a strided view) and R.sum gives a 0-d value: the kernel
-    # after them keeps its checks and gets contiguous copies, as on the interpreter path
+    # after them keeps its checks and gets contiguous copies
     vm = relax.VirtualMachine(tvms.compile(from_source(MIXED), target="llvm", relax_pipeline=None), tvms.cpu())
     x, c = rand(4, 3), np.array(2.0, "float32")
     np.testing.assert_allclose(vm["main"](x, c).numpy(), x.T + 3, rtol=1e-6)
-    fast = fast_function(vm, "main")
-    assert fast.interpreted == 3 and fast.checked_kernels == 1
+    stats = program_stats(vm, "main")
+    assert stats["operators"] == 3 and stats["checked_kernels"] == 1
 
 
 def _as_numpy(value):
@@ -252,10 +257,10 @@ def test_drawn_programs_fast_path_equals_reference(rewrite: bool, program: Progr
         warnings.simplefilter("ignore", RuntimeWarning)
         got = _as_numpy(vm[program.entry](*program.args))
         again = _as_numpy(vm[program.entry](*program.args))  # (pooled buffers reused)
-        interpreted = slow_result(vm, program.entry, *program.args)
+        reloaded = reloaded_result(vm, program.entry, *program.args)
     assert_same_values(got, want)
     assert_same_values(again, got, rtol=0, atol=0)
-    assert_same_values(got, interpreted, rtol=0, atol=0)
+    assert_same_values(got, reloaded, rtol=0, atol=0)
 
 
 def test_unchanged_module_compiles_to_the_same_executable() -> None:
@@ -272,7 +277,7 @@ def test_unchanged_module_compiles_to_the_same_executable() -> None:
     vm1, vm2 = (relax.VirtualMachine(first, tvms.cpu()) for _ in range(2))
     args = mlp_args(2)
     np.testing.assert_array_equal(vm1["forward"](*args).numpy(), vm2["forward"](*args).numpy())
-    assert vm1._interp.pool is not vm2._interp.pool
+    assert vm1.pool is not vm2.pool
 
 
 def test_compile_key_sees_constants_and_options() -> None:

@@ -1,0 +1,466 @@
+"""The Relax VM's instruction set: what ``lowering/relax/vm_codegen.py`` compiles a Relax module to
+and what ``runtime/vm.py`` interprets.
+
+A ``VMProgram`` holds one ``VMFunction`` per Relax function (and per closure lifted out of one)
+and a pool of tensor constants. A function has registers (its parameters come first), a heap
+of symbolic sizes (``n`` of ``R.Tensor(("n", 784))``: one slot per size variable, bound by the
+shape checks) and a list of instructions, as TVM's VM executable has them:
+
+- ``Call(dst, kind, func, args)``: ``kind`` says what ``func`` names: a compiled PrimFunc
+  (``kernel``, destination passing: it writes into its output arguments), a packed function
+  of the registry (``packed``), a VM builtin (``builtin``: allocation, shape checks, tuples,
+  closures, ...) or another function of the program (``function``). ``dst`` is the register
+  that takes the result (None: the result is dropped).
+- ``Ret(reg)``, ``Goto(offset)``, ``If(cond, false_offset)`` (offsets relative to the
+  instruction itself, as in TVM).
+
+An argument is a register (``Reg``), a constant of the pool (``Const``), an immediate value
+(``Imm``: numbers, strings, dtypes, tuples and dicts of them) or a size expression (``Size``:
+integers and heap slots combined by ``add``, ``floordiv``, ``min``, ...; see ``SIZE_OPS``).
+
+``serialize(program)`` gives bytes (a magic, a version, a JSON header, then the constants' raw
+bytes); ``deserialize`` reads them back and refuses anything else with a TVMSError.
+``program.as_text()`` shows the program for reading.
+"""
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .dtype import DataType
+from .errors import TVMSError
+from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, Cast, Div, FloatImm, FloorDiv, FloorMod, IntImm,
+                   Max, Min, Mod, Mul, Not, Or, Select, Sub)
+from .node import FrozenDict
+
+MAGIC = b"TVMS-VM\n"
+VERSION = 1
+
+KINDS = ("kernel", "packed", "builtin", "function")
+# size-expression operators and their arity; ("slot", k) reads heap slot k, ("cast", dtype, e)
+# converts e to a dtype
+SIZE_OPS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "mod": 2, "floordiv": 2, "floormod": 2,
+            "min": 2, "max": 2, "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
+            "and": 2, "or": 2, "not": 1, "select": 3}
+PRIM_OPS = {"add": Add, "sub": Sub, "mul": Mul, "div": Div, "mod": Mod, "floordiv": FloorDiv,
+             "floormod": FloorMod, "min": Min, "max": Max, "eq": EQ, "ne": NE, "lt": LT, "le": LE,
+             "gt": GT, "ge": GE, "and": And, "or": Or}
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "floordiv": "//",
+            "floormod": "%%", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+            "and": "&&", "or": "||"}
+
+
+# ---------------------------------------------------------------- arguments
+@dataclass(frozen=True, slots=True)
+class Reg:
+    """A register of the running function."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """A tensor of the program's constant pool."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Imm:
+    """An immediate value: None, a bool, int, float or str, a DataType, a TIR constant, or a
+    tuple, list or dict of such values."""
+
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Size:
+    """A size expression over the heap: an int or float, ``("slot", k)``, ``(op, *operands)``
+    with ``op`` in ``SIZE_OPS``, or ``("cast", dtype, operand)``."""
+
+    expr: Any
+
+
+# ---------------------------------------------------------------- instructions
+@dataclass(frozen=True, slots=True)
+class Call:
+    """``dst = func(*args)``; ``checked`` (kernels only): False when the compiler proved that
+    the arguments fit the kernel's parameters, so it runs without its per-call checks."""
+
+    dst: int | None
+    kind: str
+    func: str
+    args: tuple = ()
+    checked: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Ret:
+    reg: int
+
+
+@dataclass(frozen=True, slots=True)
+class Goto:
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    """Go on with the next instruction when register ``cond`` is true, else jump by ``false_offset``."""
+
+    cond: int
+    false_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class VMFunction:
+    """One function: ``params`` (names, in register order 0, 1, ...), which of them take shape
+    values (``shape_params``, indices), ``num_regs`` registers, ``heap`` (the names of the size
+    variables, one per slot), its ``code``; ``closure``: lifted out of another function (it is
+    reached through a closure value, never by name from outside). ``signature``: per parameter,
+    ``(annotation, dtype, dims)``: its struct info as text, and for a tensor its dtype (else
+    None) and dims as size expressions (None when unknown), for tools that make arguments
+    (``tvms run``)."""
+
+    name: str
+    params: tuple
+    num_regs: int
+    heap: tuple
+    code: tuple
+    shape_params: tuple = ()
+    closure: bool = False
+    signature: tuple = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class VMProgram:
+    """The functions of a compiled module and the constants they read (numpy arrays)."""
+
+    functions: tuple
+    constants: tuple = ()
+
+    def function(self, name: str) -> VMFunction:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise TVMSError(f"the VM program has no function {name!r}")
+
+    def as_text(self) -> str:
+        """The program, one instruction per line, for reading (as TVM's ``Executable.as_text``)."""
+        lines = []
+        for f in self.functions:
+            head = "closure" if f.closure else "function"
+            lines.append(f"{head} {f.name}({', '.join(f.params)})  # registers: {f.num_regs}, "
+                         f"heap: [{', '.join(f.heap)}]")
+            for pc, inst in enumerate(f.code):
+                lines.append(f"  {pc:>3}: {_inst_text(inst, f.heap)}")
+        if self.constants:
+            lines.append("constants")
+            for k, c in enumerate(self.constants):
+                lines.append(f"  c{k}: {c.dtype} {tuple(c.shape)}")
+        return "\n".join(lines) + "\n"
+
+    def __repr__(self) -> str:
+        return f"VMProgram({', '.join(f.name for f in self.functions)})"
+
+
+def _inst_text(inst: Any, heap: tuple) -> str:
+    if isinstance(inst, Call):
+        dst = f"%{inst.dst} = " if inst.dst is not None else ""
+        args = ", ".join(_arg_text(a, heap) for a in inst.args)
+        note = "  # unchecked" if inst.kind == "kernel" and not inst.checked else ""
+        return f"{dst}call {inst.kind} {inst.func}({args}){note}"
+    if isinstance(inst, Ret):
+        return f"ret %{inst.reg}"
+    if isinstance(inst, Goto):
+        return f"goto {inst.offset:+d}"
+    return f"if not %{inst.cond} goto {inst.false_offset:+d}"
+
+
+def _arg_text(arg: Any, heap: tuple) -> str:
+    if isinstance(arg, Reg):
+        return f"%{arg.index}"
+    if isinstance(arg, Const):
+        return f"c{arg.index}"
+    if isinstance(arg, Size):
+        return f"size({size_text(arg.expr, heap)})"
+    value = arg.value
+    return str(value) if isinstance(value, DataType) else repr(value)
+
+
+def size_text(e: Any, heap: tuple = ()) -> str:
+    """A size expression as text; heap slots by the name of their variable."""
+    if not isinstance(e, tuple):
+        return repr(e)
+    op = e[0]
+    if op == "slot":
+        return heap[e[1]] if e[1] < len(heap) else f"h{e[1]}"
+    if op == "cast":
+        return f"{e[1]}({size_text(e[2], heap)})"
+    if op in _SYMBOLS and len(e) == 3:
+        return f"({size_text(e[1], heap)} {_SYMBOLS[op]} {size_text(e[2], heap)})"
+    return f"{op}({', '.join(size_text(x, heap) for x in e[1:])})"
+
+
+# ---------------------------------------------------------------- serialization
+def serialize(program: VMProgram) -> bytes:
+    """``program`` as bytes: ``MAGIC``, the version (u32), the header's length (u64), the
+    header (JSON: the functions, and each constant's dtype, shape and place), the constants'
+    raw bytes."""
+    constants, blobs, offset = [], [], 0
+    for c in program.constants:
+        arr = np.require(c, requirements="C")  # (ascontiguousarray would make a 0-d array 1-d)
+        if arr.dtype.hasobject:
+            raise TVMSError("a VM constant of Python objects cannot be serialized")
+        data = arr.tobytes()
+        constants.append({"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset, "nbytes": len(data)})
+        blobs.append(data)
+        offset += len(data)
+    header = {"functions": [_function_json(f) for f in program.functions], "constants": constants}
+    text = json.dumps(header, separators=(",", ":"), allow_nan=True).encode("utf-8")
+    return MAGIC + struct.pack("<IQ", VERSION, len(text)) + text + b"".join(blobs)
+
+
+def deserialize(data: bytes) -> VMProgram:
+    """The program ``serialize`` wrote; a TVMSError for anything else."""
+    data = bytes(data)
+    fixed = len(MAGIC) + 12
+    if len(data) < fixed or not data.startswith(MAGIC):
+        raise TVMSError("not a serialized VM program (wrong magic)")
+    version, size = struct.unpack("<IQ", data[len(MAGIC):fixed])
+    if version != VERSION:
+        raise TVMSError(f"a VM program of version {version}; this tvms reads version {VERSION}")
+    if fixed + size > len(data):
+        raise TVMSError("a malformed VM program: the header is cut short")
+    try:
+        header = json.loads(data[fixed:fixed + size].decode("utf-8"))
+        functions = tuple(_function_of(f) for f in header["functions"])
+        blob = data[fixed + size:]
+        constants = tuple(_constant_of(c, blob) for c in header["constants"])
+    except TVMSError as err:
+        raise TVMSError(f"a malformed VM program: {err}") from None
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
+        raise TVMSError(f"a malformed VM program: {type(err).__name__}: {err}") from None
+    program = VMProgram(functions, constants)
+    _validate(program)
+    return program
+
+
+def _function_json(f: VMFunction) -> dict:
+    return {"name": f.name, "params": list(f.params), "num_regs": f.num_regs, "heap": list(f.heap),
+            "shape_params": list(f.shape_params), "closure": f.closure,
+            "signature": [[text, dtype, None if dims is None else [_size_json(d) for d in dims]]
+                          for text, dtype, dims in f.signature],
+            "code": [_inst_json(i) for i in f.code]}
+
+
+def _function_of(d: dict) -> VMFunction:
+    return VMFunction(_str(d["name"]), tuple(_str(p) for p in d["params"]), _int(d["num_regs"]),
+                      tuple(_str(h) for h in d["heap"]), tuple(_inst_of(i) for i in d["code"]),
+                      tuple(_int(k) for k in d["shape_params"]), bool(d["closure"]),
+                      tuple(_tensor_type_of(t) for t in d["signature"]))
+
+
+def _tensor_type_of(t: Any) -> tuple:
+    text, dtype, dims = t
+    return (_str(text), None if dtype is None else str(DataType(_str(dtype))),
+            None if dims is None else tuple(_size_of(x) for x in dims))
+
+
+def _inst_json(inst: Any) -> list:
+    if isinstance(inst, Call):
+        return ["call", inst.dst, inst.kind, inst.func, [_arg_json(a) for a in inst.args], inst.checked]
+    if isinstance(inst, Ret):
+        return ["ret", inst.reg]
+    if isinstance(inst, Goto):
+        return ["goto", inst.offset]
+    if isinstance(inst, If):
+        return ["if", inst.cond, inst.false_offset]
+    raise TVMSError(f"not a VM instruction: {inst!r}")
+
+
+def _inst_of(d: list) -> Any:
+    op = d[0]
+    if op == "call" and len(d) == 6:
+        kind = _str(d[2])
+        if kind not in KINDS:
+            raise TVMSError(f"unknown call kind {kind!r}")
+        dst = None if d[1] is None else _int(d[1])
+        return Call(dst, kind, _str(d[3]), tuple(_arg_of(a) for a in d[4]), bool(d[5]))
+    if op == "ret" and len(d) == 2:
+        return Ret(_int(d[1]))
+    if op == "goto" and len(d) == 2:
+        return Goto(_int(d[1]))
+    if op == "if" and len(d) == 3:
+        return If(_int(d[1]), _int(d[2]))
+    raise TVMSError(f"unknown instruction {d!r:.80}")
+
+
+def _arg_json(a: Any) -> list:
+    if isinstance(a, Reg):
+        return ["r", a.index]
+    if isinstance(a, Const):
+        return ["c", a.index]
+    if isinstance(a, Size):
+        return ["s", _size_json(a.expr)]
+    return ["i", encode_value(a.value)]
+
+
+def _arg_of(d: list) -> Any:
+    tag, value = d
+    if tag == "r":
+        return Reg(_int(value))
+    if tag == "c":
+        return Const(_int(value))
+    if tag == "s":
+        return Size(_size_of(value))
+    if tag == "i":
+        return Imm(decode_value(value))
+    raise TVMSError(f"unknown argument tag {tag!r}")
+
+
+def _size_json(e: Any) -> Any:
+    if isinstance(e, tuple):
+        return [e[0], *(x if e[0] == "cast" and k == 0 else _size_json(x) for k, x in enumerate(e[1:]))]
+    return e
+
+
+def _size_of(d: Any) -> Any:
+    if isinstance(d, bool) or not isinstance(d, (int, float, list)):
+        raise TVMSError(f"not a size expression: {d!r:.80}")
+    if not isinstance(d, list):
+        return d
+    op = d[0]
+    if op == "slot" and len(d) == 2:
+        return ("slot", _int(d[1]))
+    if op == "cast" and len(d) == 3:
+        return ("cast", str(DataType(_str(d[1]))), _size_of(d[2]))
+    if SIZE_OPS.get(op) != len(d) - 1:
+        raise TVMSError(f"unknown size operator {op!r}")
+    return (op, *(_size_of(x) for x in d[1:]))
+
+
+def encode_value(v: Any) -> Any:
+    """An immediate value as JSON (tagged where JSON has no such type)."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, DataType):
+        return {"dtype": v.name}
+    if isinstance(v, (IntImm, FloatImm)):
+        return {"imm": [v.dtype.name, v.value]}
+    if isinstance(v, tuple):
+        return {"tuple": [encode_value(x) for x in v]}
+    if isinstance(v, list):
+        return {"list": [encode_value(x) for x in v]}
+    if isinstance(v, dict):
+        return {"dict": [[k, encode_value(x)] for k, x in v.items()]}
+    raise TVMSError(f"a value of type {type(v).__name__} cannot be stored in a VM program")
+
+
+def decode_value(d: Any) -> Any:
+    if d is None or isinstance(d, (bool, int, float, str)):
+        return d
+    if not isinstance(d, dict) or len(d) != 1:
+        raise TVMSError(f"not an immediate value: {d!r:.80}")
+    (tag, v), = d.items()
+    if tag == "dtype":
+        return DataType(_str(v))
+    if tag == "imm":
+        dtype = DataType(_str(v[0]))
+        return FloatImm(dtype, float(v[1])) if dtype.is_float else IntImm(dtype, _int(v[1]))
+    if tag == "tuple":
+        return tuple(decode_value(x) for x in v)
+    if tag == "list":
+        return [decode_value(x) for x in v]
+    if tag == "dict":
+        return FrozenDict({_str(k): decode_value(x) for k, x in v})
+    raise TVMSError(f"unknown value tag {tag!r}")
+
+
+def _constant_of(d: dict, blob: bytes) -> np.ndarray:
+    dtype = np.dtype(_str(d["dtype"]))
+    if dtype.hasobject:
+        raise TVMSError("a constant of Python objects")
+    shape = tuple(_int(x) for x in d["shape"])
+    offset, nbytes = _int(d["offset"]), _int(d["nbytes"])
+    count = int(np.prod(shape, dtype=np.int64))
+    if offset < 0 or nbytes != count * dtype.itemsize or offset + nbytes > len(blob):
+        raise TVMSError("a constant's bytes do not match its dtype and shape")
+    return np.frombuffer(blob, dtype, count, offset).reshape(shape)
+
+
+def _validate(program: VMProgram) -> None:
+    """Registers, constants, heap slots and jumps within bounds; calls of functions that exist."""
+    names = {f.name for f in program.functions}
+    for f in program.functions:
+        def check(ok: bool, what: str) -> None:
+            if not ok:
+                raise TVMSError(f"a malformed VM program: {f.name}: {what}")
+        check(len(f.params) <= f.num_regs, "more parameters than registers")
+        check(all(0 <= k < len(f.params) for k in f.shape_params), "a shape parameter out of range")
+        for pc, inst in enumerate(f.code):
+            if isinstance(inst, Call):
+                check(inst.dst is None or 0 <= inst.dst < f.num_regs, f"instruction {pc}: register out of range")
+                check(inst.kind != "function" or inst.func in names, f"instruction {pc}: no function {inst.func!r}")
+                for a in inst.args:
+                    if isinstance(a, Reg):
+                        check(0 <= a.index < f.num_regs, f"instruction {pc}: register out of range")
+                    elif isinstance(a, Const):
+                        check(0 <= a.index < len(program.constants), f"instruction {pc}: constant out of range")
+                    elif isinstance(a, Size):
+                        check(all(0 <= s < len(f.heap) for s in _slots(a.expr)),
+                              f"instruction {pc}: heap slot out of range")
+            elif isinstance(inst, (Ret, If)):
+                reg = inst.reg if isinstance(inst, Ret) else inst.cond
+                check(0 <= reg < f.num_regs, f"instruction {pc}: register out of range")
+            if isinstance(inst, (Goto, If)):
+                offset = inst.offset if isinstance(inst, Goto) else inst.false_offset
+                check(0 <= pc + offset < len(f.code), f"instruction {pc}: a jump out of the code")
+        check(bool(f.code) and isinstance(f.code[-1], (Ret, Goto)), "the code does not end in ret or goto")
+
+
+def prim_expr_of(e: Any, variables: list) -> Any:
+    """A size expression as a TIR expression (int64), heap slot ``k`` read as ``variables[k]``."""
+    if isinstance(e, bool) or isinstance(e, int):
+        return IntImm(DataType("int64"), int(e))
+    if isinstance(e, float):
+        return FloatImm(DataType("float64"), e)
+    op, args = e[0], e[1:]
+    if op == "slot":
+        return variables[args[0]]
+    if op == "cast":
+        return Cast(DataType(args[0]), prim_expr_of(args[1], variables))
+    if op == "not":
+        return Not(prim_expr_of(args[0], variables))
+    if op == "select":
+        return Select(*(prim_expr_of(x, variables) for x in args))
+    return PRIM_OPS[op](*(prim_expr_of(x, variables) for x in args))
+
+
+def _slots(e: Any) -> list:
+    if not isinstance(e, tuple):
+        return []
+    if e[0] == "slot":
+        return [e[1]]
+    return [s for x in e[1:] if isinstance(x, tuple) for s in _slots(x)]
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TVMSError(f"expected an integer, got {v!r:.40}")
+    return v
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise TVMSError(f"expected a string, got {v!r:.40}")
+    return v
+
+
+__all__ = ["Call", "Const", "Goto", "If", "Imm", "KINDS", "MAGIC", "Reg", "Ret", "SIZE_OPS", "Size",
+           "VERSION", "VMFunction", "VMProgram", "decode_value", "deserialize", "encode_value",
+           "prim_expr_of", "serialize", "size_text"]
