@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tvms  # noqa: F401  (registers the printer)
-from tvms.ir.arith_analyzer import Analyzer
+from tvms.ir.arith import Analyzer
 from tvms.ir.expr import Add, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, const
-from tvms.ir.iter_map import is_bijective_affine
+from tvms.ir.arith import is_bijective_affine
 
 x, y = Var("x"), Var("y")
 f, f0, f1 = Var("f"), Var("f0"), Var("f1")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.expr import Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
-from ...ir.iter_map import FusedKey, affine_pieces, is_bijective_affine
+from ...ir.arith import FusedKey, affine_pieces, is_bijective_affine
 from ...ir.visitor import collect
 from .errors import ScheduleError
 

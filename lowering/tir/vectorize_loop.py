@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...ir.arith_analyzer import Analyzer
+from ...ir.arith import Analyzer
 from ...ir.analysis import substitute
 from ...ir.expr import (Add, BinaryOp, Broadcast, BufferLoad, Call, Cast, IntImm, Not, PrimExpr,
                         Mul, Ramp, Select, StringImm, Sub, Var, const)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .expr import Add, Cast, IntImm, Mul, PrimExpr, Sub, Var, const, wrap_int
-from .node import Node, walk_fields
+from ..expr import Add, Cast, IntImm, Mul, PrimExpr, Sub, Var, const, wrap_int
+from ..node import Node, walk_fields
 
 
 def _key(e: Any) -> Any:

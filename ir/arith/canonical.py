@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...ir.expr import LE, Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, const
-from ...ir.simplify import _key
+from ..expr import LE, Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, const
+from .affine import _key
 
 _INF = None  # an upper factor of "no modulo"
 

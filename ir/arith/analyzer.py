@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from .dtype import DataType
-from .expr import (EQ, GE, GT, LE, LT, NE, Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr,
+from ..dtype import DataType
+from ..expr import (EQ, GE, GT, LE, LT, NE, Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr,
                    Sub, Var, const)
-from .simplify import _key as expr_key
+from .affine import _key as expr_key
 
 
 @dataclass(frozen=True)
