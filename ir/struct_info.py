@@ -248,7 +248,7 @@ def is_base_of(base: StructInfo, derived: StructInfo) -> bool:
 
 def _same_sizes(a: tuple, b: tuple) -> bool:
     from .arith import simplify_index
-    from .arith.affine import _key
+    from .arith.split_sum import expr_key as _key
 
     if len(a) != len(b):
         return False

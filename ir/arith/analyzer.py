@@ -1,55 +1,43 @@
-"""An arithmetic analyzer for integer index expressions: a canonical form with known variable ranges.
+"""The arithmetic analyzer: integer index expressions brought to the canonical form of split terms
+(``split_sum.py``), knowing the ranges of some variables.
 
-An index expression is read as a sum of *split terms* plus a constant. A split term is
-``index // lower % upper * scale`` over one atom (a variable, or an expression the analyzer
-cannot take apart). In this form ``x // 4096 * 32 + x // 128 % 32`` merges into ``x // 128``,
-and a ``% 128`` disappears when the variable's range already stays below 128. The terms of a
-printed sum go by decreasing scale, as TVM's canonical simplifier orders them
-(``k_0 * 49 + k_1 * 7 + k_2``).
+A ``% 128`` disappears when the variable's range already stays below 128, and terms over one
+variable merge (``x // 4096 * 32 + x // 128 % 32`` is ``x // 128``). Division and modulo of a sum by
+a constant ``c`` follow one of two TVM behaviours, the analyzer's ``mode``:
 
-A division or modulo of a sum by a constant is taken apart only when the rest's range is known to
-stay in [0, c); otherwise the sum stays whole (``(f0 * 128 + f1) // 128``), as the bindings of
-TVM's schedule primitives print (TVM's canonical_simplify would print ``f1 // 128 + f0``).
+- ``SCHEDULE``: the sum is taken apart only when the rest (what ``c`` does not divide) is known to
+  stay in [0, c); otherwise it stays whole, ``(f0 * 128 + f1) // 128``, as the bindings that TVM's
+  schedule primitives print;
+- ``CANONICAL``: the multiples of ``c`` always come out, ``(a * 4 + b) // 4`` is ``b // 4 + a``, as
+  TVM's ``CanonicalSimplifier`` gives the indices that legalization builds.
+
+Terms print in TVM's order (larger scale first: ``k_0 * 49 + k_1 * 7 + k_2``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from math import gcd
 from typing import Optional
 
 from ..dtype import DataType
 from ..expr import (EQ, GE, GT, LE, LT, NE, Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr,
-                   Sub, Var, const)
-from .affine import _key as expr_key
+                    Sub, Var, const)
+from .split_sum import SplitTerm, Sum, merge_terms, sum_to_expr, tvm_order
 
-
-@dataclass(frozen=True)
-class SplitTerm:
-    """``index // lower % upper * scale``; ``upper`` None means no modulo."""
-
-    index: PrimExpr
-    lower: int
-    upper: Optional[int]
-    scale: int
-
-    def same_index(self, other: "SplitTerm") -> bool:
-        return expr_key(self.index) == expr_key(other.index)
-
-
-@dataclass(frozen=True)
-class Sum:
-    """A canonical integer expression: split terms (ordered by decreasing scale) plus ``base``."""
-
-    terms: tuple
-    base: int
-
+SCHEDULE = "schedule"
+CANONICAL = "canonical"
 
 Bound = Optional[tuple]  # (lo, hi), both inclusive, or None when unknown
 
 
 class Analyzer:
-    """Simplifies integer index expressions, knowing the ranges of some variables."""
+    """Simplifies integer index expressions, knowing the ranges of some variables; ``mode`` is
+    ``SCHEDULE`` or ``CANONICAL`` (see the module's docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str = SCHEDULE) -> None:
+        if mode not in (SCHEDULE, CANONICAL):
+            raise ValueError(f"unknown analyzer mode {mode!r}")
+        self.mode = mode
         self._ranges: dict[int, tuple[int, int]] = {}
 
     def bind(self, var: Var, min_value: int, extent: int) -> None:
@@ -96,6 +84,7 @@ class Analyzer:
 
     # ------------------------------------------------------------ canonical form
     def canonical(self, e: PrimExpr) -> Sum:
+        """``e`` as a sum of split terms."""
         if isinstance(e, IntImm):
             return Sum((), e.value)
         if isinstance(e, Add):
@@ -108,13 +97,17 @@ class Analyzer:
                 return self.scale(a, b.base)
             if not a.terms:
                 return self.scale(b, a.base)
+            return self.product(a, b, e.dtype)
         if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0:
-            a = self.canonical(e.a)
-            if isinstance(e, FloorDiv) and _is_mod_atom(a, e.b.value):  # x % 128 // 16
+            a, c = self.canonical(e.a), e.b.value
+            if not a.terms:
+                return Sum((), a.base // c if isinstance(e, FloorDiv) else a.base % c)
+            if isinstance(e, FloorDiv) and _is_mod_atom(a, c):  # x % 128 // 16
                 t = a.terms[0]
-                return self.normalize(Sum((SplitTerm(t.index.a, e.b.value, t.index.b.value // e.b.value, 1),), 0))
-            return self.floordiv(a, e.b.value, e.dtype) if isinstance(e, FloorDiv) else \
-                self.floormod(a, e.b.value, e.dtype)
+                return self.normalize(Sum((SplitTerm(t.index.a, c, t.index.b.value // c, 1),), 0))
+            return self.floordiv(a, c, e.dtype) if isinstance(e, FloorDiv) else self.floormod(a, c, e.dtype)
+        if isinstance(e, (FloorDiv, FloorMod)):  # by a non-constant: its operands are simplified
+            return self.atom(type(e)(self.simplify(e.a), self.simplify(e.b)))
         return self.atom(e)
 
     def atom(self, e: PrimExpr) -> Sum:
@@ -130,48 +123,89 @@ class Analyzer:
         return self.normalize(Sum(tuple(replace(t, scale=t.scale * factor) for t in a.terms),
                                   a.base * factor))
 
+    def product(self, a: Sum, b: Sum, dtype: DataType) -> Sum:
+        """A product of two non-constant sums is one atom; the scales of single terms stay
+        outside, as TVM prints them: ``v * (n * 2)`` is ``v * n * 2``."""
+        ta, tb = self.as_term(a, dtype), self.as_term(b, dtype)
+        return self.normalize(Sum((SplitTerm(Mul(ta.to_expr(1), tb.to_expr(1)), 1, None, ta.scale * tb.scale),), 0))
+
+    def as_term(self, a: Sum, dtype: DataType) -> SplitTerm:
+        """``a`` as one split term (TVM's ToSplitExpr): its own term, or the whole sum as an atom."""
+        t = a.single_term()
+        return t if t is not None else SplitTerm(self.to_expr(a, dtype), 1, None, 1)
+
     def floordiv(self, a: Sum, c: int, dtype: DataType) -> Sum:
+        """``a // c`` for a constant ``c > 0``."""
         if c == 1:
             return a
-        if all(t.scale % c == 0 for t in a.terms) and a.base % c == 0:
-            return self.scale_down(a, c)
-        if len(a.terms) == 1 and a.base == 0:
-            t = a.terms[0]
-            if t.scale % c == 0:
-                return self.normalize(Sum((replace(t, scale=t.scale // c),), 0))
-            if t.scale > 0 and c % t.scale == 0:
-                k = c // t.scale
-                if t.upper is None or t.upper % k == 0:
-                    upper = None if t.upper is None else t.upper // k
-                    return self.normalize(Sum((SplitTerm(t.index, t.lower * k, upper, 1),), 0))
-        # Separate the multiples of c; the rest may stay within [0, c).
-        divisible = tuple(t for t in a.terms if t.scale % c == 0)
-        rest = Sum(tuple(t for t in a.terms if t.scale % c != 0), a.base % c)
-        rb = self.sum_bound(rest)
-        if rb is not None and rb[0] >= 0 and rb[1] < c:
-            return self.scale_down(Sum(divisible, a.base - a.base % c), c)
-        whole = self.sum_bound(a)
-        if whole is not None and whole[0] >= 0 and whole[1] < c:
-            return Sum((), 0)
-        return self.atom_split(a, c, None, dtype)
+        whole, rest = a.separate(c)
+        if not rest.terms and not rest.base or self.within(rest, c):
+            return self.scale_down(whole, c)  # the rest adds nothing to the quotient
+        parts = self.lanes_in_period(a, c)
+        if parts is not None:
+            return self.floordiv(parts[0], c, dtype)
+        if self.mode == SCHEDULE and (whole.terms or whole.base):
+            if self.within(a, c):
+                return Sum((), 0)
+            return self.atom_split(a, c, None, dtype)  # kept whole: (f0 * 128 + f1) // 128
+        return self.add(self.scale_down(whole, c), self.divide_rest(rest, c, dtype), 1)
+
+    def divide_rest(self, rest: Sum, c: int, dtype: DataType) -> Sum:
+        """``rest // c`` where ``c`` divides none of the terms of ``rest``."""
+        t = rest.single_term()
+        if t is None and self.mode == CANONICAL and len(rest.terms) == 1 and _plain_quotient(rest.terms[0]):
+            # (x // l + b) // c is (x + b * l) // (l * c)
+            q = rest.terms[0]
+            index = self.add(self.canonical(q.index), Sum((), rest.base * q.lower), 1)
+            return self.atom_split(index, q.lower * c, None, dtype)
+        if t is not None and t.scale > 0 and c % t.scale == 0:  # (x * s) // c is x // (c / s)
+            k = c // t.scale
+            if t.upper is None or t.upper % k == 0:
+                upper = None if t.upper is None else t.upper // k
+                return self.normalize(Sum((SplitTerm(t.index, t.lower * k, upper, 1),), 0))
+        return self.atom_split(rest, c, None, dtype)
 
     def floormod(self, a: Sum, c: int, dtype: DataType) -> Sum:
+        """``a % c`` for a constant ``c > 0``: the multiples of ``c`` drop out."""
         if c == 1:
             return Sum((), 0)
-        rest = Sum(tuple(t for t in a.terms if t.scale % c != 0), a.base % c)
+        whole, rest = a.separate(c)
+        rest = Sum(rest.terms, rest.base % c)
         if not rest.terms:
-            return Sum((), rest.base)
-        rb = self.sum_bound(rest)
-        if rb is not None and rb[0] >= 0 and rb[1] < c:
+            return rest
+        if self.within(rest, c):
             return self.normalize(rest)
-        if len(a.terms) == 1 and a.base == 0:
-            t = a.terms[0]
-            if t.scale > 0 and c % t.scale == 0:
-                k = c // t.scale
-                if t.upper is None or t.upper % k == 0:
-                    return self.normalize(Sum((SplitTerm(t.index, t.lower, k, t.scale),), 0))
-        # As TVM: multiples of c are dropped only when the rest is proven to stay in [0, c).
-        return self.atom_split(a, 1, c, dtype)
+        parts = self.lanes_in_period(a, c)
+        if parts is not None:
+            return self.add(self.floormod(parts[0], c, dtype), parts[1], 1)
+        if self.mode == SCHEDULE and (whole.terms or whole.base or rest.base):
+            # TVM's schedule bindings: multiples of c are dropped only when the rest is in [0, c)
+            return self.atom_split(a, 1, c, dtype)
+        t = rest.single_term()
+        if t is not None and t.scale > 0 and c % t.scale == 0:  # (x * s) % c is x % (c / s) * s
+            k = c // t.scale
+            if t.upper is None or t.upper % k == 0:
+                return self.normalize(Sum((SplitTerm(t.index, t.lower, k, t.scale),), 0))
+        return self.atom_split(rest, 1, c, dtype)
+
+    def lanes_in_period(self, a: Sum, c: int) -> Optional[tuple[Sum, Sum]]:
+        """``a`` as ``big + small``, where a ``g`` that divides ``c`` divides every term of ``big``
+        and ``small`` stays in [0, g), or None. Then ``small`` never carries into the next multiple
+        of ``c``: ``(big + small) // c`` is ``big // c`` and ``(big + small) % c`` is
+        ``big % c + small``. So ``(f0 * 8 + f1) % 1000`` with ``f1`` in [0, 8) is
+        ``f0 % 125 * 8 + f1``: a ramp over the vector lanes ``f1``."""
+        for g in sorted({gcd(t.scale, c) for t in a.terms}, reverse=True):
+            if g == 1 or g == c:  # g == c is the plain separation of the multiples of c
+                continue
+            big, small = a.separate(g)
+            if big.terms and (small.terms or small.base) and self.within(small, g):
+                return big, small
+        return None
+
+    def within(self, a: Sum, c: int) -> bool:
+        """Whether ``a`` is known to stay in [0, c)."""
+        b = self.sum_bound(a)
+        return b is not None and b[0] >= 0 and b[1] < c
 
     def scale_down(self, a: Sum, c: int) -> Sum:
         return self.normalize(Sum(tuple(replace(t, scale=t.scale // c) for t in a.terms), a.base // c))
@@ -190,7 +224,7 @@ class Analyzer:
                 for j in range(len(terms)):
                     if i == j or not terms[i].same_index(terms[j]):
                         continue
-                    merged = _merge(terms[i], terms[j])
+                    merged = merge_terms(terms[i], terms[j])
                     if merged is not False:
                         keep = [t for k, t in enumerate(terms) if k not in (i, j)]
                         if merged is not None:
@@ -202,8 +236,7 @@ class Analyzer:
                         break
                 if changed:
                     break
-        terms.sort(key=lambda t: -t.scale)  # stable: equal scales keep their order
-        return Sum(tuple(terms), s.base)
+        return Sum(tuple(tvm_order(terms)), s.base)
 
     def tidy(self, t: SplitTerm) -> Optional[SplitTerm]:
         """``t`` without a modulo its atom's range makes useless; None when ``t`` is always 0."""
@@ -239,30 +272,8 @@ class Analyzer:
 
     # ------------------------------------------------------------ back to expressions
     def to_expr(self, s: Sum, dtype: DataType) -> PrimExpr:
-        result: PrimExpr | None = None
-        base_first = bool(s.terms) and s.terms[0].scale < 0 and s.base != 0
-        if base_first:  # 3 - x * 3, as TVM prints a sum that starts negative
-            result = const(s.base, dtype)
-        for t in s.terms:
-            e = t.index
-            if t.upper is not None:  # TVM's form: x % (lower * upper) // lower
-                e = FloorMod(e, const(t.lower * t.upper, dtype))
-            if t.lower != 1:
-                e = FloorDiv(e, const(t.lower, dtype))
-            magnitude = abs(t.scale)
-            if result is None:
-                result = e if t.scale == 1 else Mul(e, const(t.scale, dtype))
-                continue
-            if magnitude != 1:
-                e = Mul(e, const(magnitude, dtype))
-            result = Add(result, e) if t.scale > 0 else Sub(result, e)
-        if result is None:
-            return const(s.base, dtype)
-        if s.base > 0 and not base_first:
-            return Add(result, const(s.base, dtype))
-        if s.base < 0 and not base_first:
-            return Sub(result, const(-s.base, dtype))
-        return result
+        """The expression of a canonical sum (see ``split_sum.sum_to_expr``)."""
+        return sum_to_expr(s, dtype)
 
     def prove(self, cond: PrimExpr) -> Optional[bool]:
         """True or False when the comparison ``cond`` is decided by the ranges, else None."""
@@ -289,16 +300,8 @@ def _is_mod_atom(a: Sum, c: int) -> bool:
             and isinstance(t.index.b, IntImm) and t.index.b.value % c == 0)
 
 
-def _merge(a: SplitTerm, b: SplitTerm):
-    """One term for ``a + b`` (same atom), None when they cancel, False when they do not merge."""
-    if a.lower == b.lower and a.upper == b.upper:
-        total = a.scale + b.scale
-        return None if total == 0 else replace(a, scale=total)
-    # x // (l * u) % U * (s * u)  +  x // l % u * s  ==  x // l % (U * u) * s
-    if b.upper is not None and a.lower == b.lower * b.upper and a.scale == b.scale * b.upper:
-        upper = None if a.upper is None else a.upper * b.upper
-        return SplitTerm(b.index, b.lower, upper, b.scale)
-    return False
+def _plain_quotient(t: SplitTerm) -> bool:
+    return t.scale == 1 and t.upper is None and t.lower > 1
 
 
 def simplify_index(e: PrimExpr, ranges: dict | None = None) -> PrimExpr:
@@ -309,4 +312,24 @@ def simplify_index(e: PrimExpr, ranges: dict | None = None) -> PrimExpr:
     return analyzer.simplify(e)
 
 
-__all__ = ["Analyzer", "SplitTerm", "Sum", "simplify_index"]
+def canonical(e: PrimExpr) -> PrimExpr:
+    """``e`` as TVM's CanonicalSimplifier writes it (the indices legalization builds); other
+    expressions come back unchanged."""
+    return Analyzer(CANONICAL).simplify(e)
+
+
+def divisible(e: PrimExpr, d: int) -> bool:
+    """Whether each term of ``e`` (and its constant) is a multiple of ``d``."""
+    s = Analyzer(CANONICAL).canonical(e)
+    return s.base % d == 0 and all(t.scale % d == 0 for t in s.terms)
+
+
+def canonical_ge_zero(e: PrimExpr) -> PrimExpr:
+    """``e >= 0`` as TVM simplifies it: the constant moves to the left, ``c <= rest``."""
+    analyzer = Analyzer(CANONICAL)
+    s = analyzer.canonical(e)
+    return LE(const(-s.base, e.dtype), analyzer.to_expr(Sum(s.terms, 0), e.dtype))
+
+
+__all__ = ["Analyzer", "SCHEDULE", "CANONICAL", "SplitTerm", "Sum", "simplify_index", "canonical",
+           "divisible", "canonical_ge_zero"]

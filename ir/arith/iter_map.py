@@ -11,7 +11,7 @@ from typing import Any
 
 from .analyzer import Analyzer
 from ..expr import PrimExpr, Var
-from .affine import _key as expr_key
+from .split_sum import expr_key
 
 
 def _mixed_radix(pieces: list) -> bool:
