@@ -11,7 +11,16 @@ a constant ``c`` follow one of two TVM behaviours, the analyzer's ``mode``:
 - ``CANONICAL``: the multiples of ``c`` always come out, ``(a * 4 + b) // 4`` is ``b // 4 + a``, as
   TVM's ``CanonicalSimplifier`` gives the indices that legalization builds.
 
-Terms print in TVM's order (larger scale first: ``k_0 * 49 + k_1 * 7 + k_2``).
+In these two modes the terms print in TVM's order (larger scale first: ``k_0 * 49 + k_1 * 7 + k_2``).
+Two more modes keep the terms in the order they are written, as TVM's rewrite simplifier leaves a
+sum it does not reorder:
+
+- ``DIMENSION``: the ``CANONICAL`` rules (but ``(n // 4 + 1) // 2`` stays), and a division by a
+  symbolic size that divides exactly (``n * 6 // n`` is 6), as TVM folds the sizes in Relax struct
+  info (``m + 2 - 2 - 1 + 1`` is ``m``, ``(m - 2) // 2 + 1`` is ``m // 2``);
+- ``AFFINE``: only like terms combine and constants fold; anything but ``+ - *`` by a constant stays
+  as written, and a sum with a subtracted term comes back unchanged (``A[i * 16:i * 16 + 16]`` has
+  extent ``16``).
 """
 from __future__ import annotations
 
@@ -20,22 +29,25 @@ from math import gcd
 from typing import Optional
 
 from ..dtype import DataType
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr,
+from ..expr import (EQ, GE, GT, LE, LT, NE, Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr,
                     Sub, Var, const)
-from .split_sum import SplitTerm, Sum, merge_terms, sum_to_expr, tvm_order
+from .split_sum import SplitTerm, Sum, expr_key, merge_terms, sum_to_expr, tvm_order
 
 SCHEDULE = "schedule"
 CANONICAL = "canonical"
+DIMENSION = "dimension"
+AFFINE = "affine"
+_MODES = (SCHEDULE, CANONICAL, DIMENSION, AFFINE)
 
 Bound = Optional[tuple]  # (lo, hi), both inclusive, or None when unknown
 
 
 class Analyzer:
     """Simplifies integer index expressions, knowing the ranges of some variables; ``mode`` is
-    ``SCHEDULE`` or ``CANONICAL`` (see the module's docstring)."""
+    one of ``SCHEDULE``, ``CANONICAL``, ``DIMENSION``, ``AFFINE`` (see the module's docstring)."""
 
     def __init__(self, mode: str = SCHEDULE) -> None:
-        if mode not in (SCHEDULE, CANONICAL):
+        if mode not in _MODES:
             raise ValueError(f"unknown analyzer mode {mode!r}")
         self.mode = mode
         self._ranges: dict[int, tuple[int, int]] = {}
@@ -49,7 +61,12 @@ class Analyzer:
         """The canonical form of an integer expression; other expressions come back unchanged."""
         if not isinstance(e, PrimExpr) or not e.dtype.is_integer or e.dtype.lanes != 1:
             return e
-        return self.to_expr(self.canonical(e), e.dtype)
+        if self.mode == AFFINE and isinstance(e, Cast):
+            return e
+        s = self.canonical(e)
+        if self.mode == AFFINE and any(t.scale < 0 for t in s.terms):
+            return e  # subtractions of variables stay as written
+        return self.to_expr(s, e.dtype)
 
     def can_prove_less(self, e: PrimExpr, bound: int) -> bool:
         """Whether ``e < bound`` for every value of the bound variables."""
@@ -97,7 +114,9 @@ class Analyzer:
                 return self.scale(a, b.base)
             if not a.terms:
                 return self.scale(b, a.base)
-            return self.product(a, b, e.dtype)
+            return self.atom(e) if self.mode == AFFINE else self.product(a, b, e.dtype)
+        if self.mode == AFFINE:
+            return self.atom(e)
         if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0:
             a, c = self.canonical(e.a), e.b.value
             if not a.terms:
@@ -106,9 +125,40 @@ class Analyzer:
                 t = a.terms[0]
                 return self.normalize(Sum((SplitTerm(t.index.a, c, t.index.b.value // c, 1),), 0))
             return self.floordiv(a, c, e.dtype) if isinstance(e, FloorDiv) else self.floormod(a, c, e.dtype)
-        if isinstance(e, (FloorDiv, FloorMod)):  # by a non-constant: its operands are simplified
-            return self.atom(type(e)(self.simplify(e.a), self.simplify(e.b)))
+        if isinstance(e, FloorDiv) and self.mode == DIMENSION:
+            quotient = self.exact_quotient(e.a, e.b)
+            if quotient is not None:
+                return quotient
+        if isinstance(e, (FloorDiv, FloorMod, Min, Max)):  # its operands are simplified
+            a, b = self.simplify(e.a), self.simplify(e.b)
+            if isinstance(e, (Min, Max)) and isinstance(a, IntImm) and isinstance(b, IntImm):
+                return Sum((), (min if isinstance(e, Min) else max)(a.value, b.value))
+            return self.atom(type(e)(a, b))
         return self.atom(e)
+
+    def exact_quotient(self, a: PrimExpr, b: PrimExpr) -> Optional[Sum]:
+        """``a // b`` for a symbolic ``b`` that divides ``a`` exactly, as TVM folds sizes: ``n * 6 // n``
+        is 6, ``n * m * 4 // n`` is ``m * 4``; else None."""
+        sa, sb = self.canonical(a), self.canonical(b)
+        if isinstance(b, Var) and sa.base == 0 and sa.terms \
+                and all(t.lower == 1 and t.upper is None for t in sa.terms):
+            quotients = [(t.scale, _factor_out(t.index, b)) for t in sa.terms]
+            if all(q is not None for _, q in quotients) and not all(isinstance(q, IntImm) for _, q in quotients):
+                total = Sum((), 0)
+                for scale, q in quotients:
+                    total = self.add(total, self.scale(self.canonical(q), scale), 1)
+                return total
+        if not sb.terms or len(sa.terms) != len(sb.terms):
+            return None
+        first, by_key = sa.terms[0], {_term_key(t): t.scale for t in sb.terms}
+        divisor = by_key.get(_term_key(first))
+        if divisor is None or first.scale % divisor:
+            return None
+        ratio = first.scale // divisor
+        if any(by_key.get(_term_key(t)) is None or t.scale != ratio * by_key[_term_key(t)] for t in sa.terms) \
+                or sa.base != ratio * sb.base:
+            return None
+        return Sum((), ratio)
 
     def atom(self, e: PrimExpr) -> Sum:
         return self.normalize(Sum((SplitTerm(e, 1, None, 1),), 0))
@@ -154,7 +204,7 @@ class Analyzer:
         """``rest // c`` where ``c`` divides none of the terms of ``rest``."""
         t = rest.single_term()
         if t is None and self.mode == CANONICAL and len(rest.terms) == 1 and _plain_quotient(rest.terms[0]):
-            # (x // l + b) // c is (x + b * l) // (l * c)
+            # (x // l + b) // c is (x + b * l) // (l * c), as TVM's canonical simplifier merges them
             q = rest.terms[0]
             index = self.add(self.canonical(q.index), Sum((), rest.base * q.lower), 1)
             return self.atom_split(index, q.lower * c, None, dtype)
@@ -215,7 +265,8 @@ class Analyzer:
         return self.normalize(Sum((SplitTerm(index, lower, upper, 1),), 0))
 
     def normalize(self, s: Sum) -> Sum:
-        """Drop modulos the ranges make useless, merge terms over one atom, order by scale."""
+        """Drop modulos the ranges make useless, merge terms over one atom, and put the terms in
+        TVM's order (``SCHEDULE``, ``CANONICAL``) or leave them as written."""
         terms = [t for t in (self.tidy(t) for t in s.terms) if t is not None]
         changed = True
         while changed:
@@ -236,7 +287,7 @@ class Analyzer:
                         break
                 if changed:
                     break
-        return Sum(tuple(tvm_order(terms)), s.base)
+        return Sum(tuple(tvm_order(terms) if self.mode in (SCHEDULE, CANONICAL) else terms), s.base)
 
     def tidy(self, t: SplitTerm) -> Optional[SplitTerm]:
         """``t`` without a modulo its atom's range makes useless; None when ``t`` is always 0."""
@@ -300,6 +351,28 @@ def _is_mod_atom(a: Sum, c: int) -> bool:
             and isinstance(t.index.b, IntImm) and t.index.b.value % c == 0)
 
 
+def _factor_out(atom: PrimExpr, v: Var) -> Optional[PrimExpr]:
+    """``atom / v`` when ``v`` is a factor of the product ``atom``."""
+    if atom is v:
+        return IntImm(v.dtype, 1)
+    if isinstance(atom, Mul):
+        left = _factor_out(atom.a, v)
+        if left is not None:
+            return atom.b if _is_one(left) else Mul(left, atom.b)
+        right = _factor_out(atom.b, v)
+        if right is not None:
+            return atom.a if _is_one(right) else Mul(atom.a, right)
+    return None
+
+
+def _is_one(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 1
+
+
+def _term_key(t: SplitTerm) -> tuple:
+    return (expr_key(t.index), t.lower, t.upper)
+
+
 def _plain_quotient(t: SplitTerm) -> bool:
     return t.scale == 1 and t.upper is None and t.lower > 1
 
@@ -310,6 +383,12 @@ def simplify_index(e: PrimExpr, ranges: dict | None = None) -> PrimExpr:
     for var, (lo, extent) in (ranges or {}).items():
         analyzer.bind(var, lo, extent)
     return analyzer.simplify(e)
+
+
+def simplify(e: PrimExpr) -> PrimExpr:
+    """Fold ``e`` when it is an integer affine form whose variable terms cancel or are few (the
+    ``AFFINE`` mode)."""
+    return Analyzer(AFFINE).simplify(e)
 
 
 def canonical(e: PrimExpr) -> PrimExpr:
@@ -331,5 +410,5 @@ def canonical_ge_zero(e: PrimExpr) -> PrimExpr:
     return LE(const(-s.base, e.dtype), analyzer.to_expr(Sum(s.terms, 0), e.dtype))
 
 
-__all__ = ["Analyzer", "SCHEDULE", "CANONICAL", "SplitTerm", "Sum", "simplify_index", "canonical",
+__all__ = ["Analyzer", "SCHEDULE", "CANONICAL", "DIMENSION", "AFFINE", "SplitTerm", "Sum", "simplify_index", "simplify", "canonical",
            "divisible", "canonical_ge_zero"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from ..dtype import DataType
-from ..expr import FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, Add, Var, const
+from ..expr import Add, FloorDiv, FloorMod, Mul, PrimExpr, Sub, Var, const, wrap_int
 from ..node import Node, walk_fields
 
 
@@ -54,7 +54,7 @@ class SplitTerm:
             e = FloorMod(e, const(self.lower * self.upper, dtype))
         if self.lower != 1:
             e = FloorDiv(e, const(self.lower, dtype))
-        return e if scale == 1 else Mul(e, const(scale, dtype))
+        return e if scale == 1 else Mul(e, const(wrap_int(scale, dtype), dtype))
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,8 @@ def tvm_order(terms: list) -> list:
 def sum_to_expr(s: Sum, dtype: DataType) -> PrimExpr:
     """The expression TVM's ``SumExpr::Normalize`` prints: the positive terms, a positive constant,
     then the negative terms and a negative constant subtracted (``a + 3 - b``, ``3 - x * 3``);
-    a lone negated term is ``x * -c``."""
+    a lone negated term is ``x * -c``. Constants wrap in ``dtype``, as the machine computes them."""
+    s = Sum(s.terms, wrap_int(s.base, dtype))
     if not s.terms:
         return const(s.base, dtype)
     if s.base == 0 and len(s.terms) == 1 and s.terms[0].scale < -1:
