@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .arith import DIMENSION, Analyzer
+from .arith import DIMENSION, Analyzer, binary
 from .dtype import DataType
 from .errors import TVMSError
 from .expr import Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
@@ -190,47 +190,19 @@ def _pair(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
 
 def dim_add(a: Any, b: Any) -> PrimExpr:
     """``a + b`` folded as TVM's operator+ folds (constants, ``+ 0``), not simplified further."""
-    a, b = _pair(a, b)
-    x, y = int_of(a), int_of(b)
-    if x is not None and y is not None:
-        return IntImm(a.dtype, x + y)
-    if x == 0:
-        return b
-    if y == 0:
-        return a
-    return Add(a, b)
+    return binary(Add, *_pair(a, b))
 
 
 def dim_sub(a: Any, b: Any) -> PrimExpr:
-    a, b = _pair(a, b)
-    x, y = int_of(a), int_of(b)
-    if x is not None and y is not None:
-        return IntImm(a.dtype, x - y)
-    if y == 0:
-        return a
-    return Sub(a, b)
+    return binary(Sub, *_pair(a, b))
 
 
 def dim_mul(a: Any, b: Any) -> PrimExpr:
-    a, b = _pair(a, b)
-    x, y = int_of(a), int_of(b)
-    if x is not None and y is not None:
-        return IntImm(a.dtype, x * y)
-    if x == 1:
-        return b
-    if y == 1:
-        return a
-    return Mul(a, b)
+    return binary(Mul, *_pair(a, b))
 
 
 def dim_floordiv(a: Any, b: Any) -> PrimExpr:
-    a, b = _pair(a, b)
-    x, y = int_of(a), int_of(b)
-    if x is not None and y:
-        return IntImm(a.dtype, x // y)
-    if y == 1:
-        return a
-    return FloorDiv(a, b)
+    return binary(FloorDiv, *_pair(a, b))
 
 
 def dim_ceildiv(a: Any, b: int) -> PrimExpr:
