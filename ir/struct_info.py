@@ -247,15 +247,14 @@ def is_base_of(base: StructInfo, derived: StructInfo) -> bool:
 
 
 def _same_sizes(a: tuple, b: tuple) -> bool:
-    from .arith import simplify_index
-    from .arith.split_sum import expr_key as _key
+    from .arith import expr_key, simplify_index
 
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
         if x is y:
             continue
-        if x.dtype != y.dtype or _key(simplify_index(x)) != _key(simplify_index(y)):
+        if x.dtype != y.dtype or expr_key(simplify_index(x)) != expr_key(simplify_index(y)):
             return False
     return True
 

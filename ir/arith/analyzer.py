@@ -59,10 +59,10 @@ class Analyzer:
     # ------------------------------------------------------------ entry points
     def simplify(self, e: PrimExpr) -> PrimExpr:
         """The canonical form of an integer expression; other expressions come back unchanged."""
-        if not isinstance(e, PrimExpr) or not e.dtype.is_integer or e.dtype.lanes != 1:
+        if not isinstance(e, PrimExpr) or not e.dtype.is_integer:
             return e
-        if self.mode == AFFINE and isinstance(e, Cast):
-            return e
+        if self.mode == AFFINE and isinstance(e, Cast) or self.mode != AFFINE and e.dtype.lanes != 1:
+            return e  # the affine fold also folds vector sums of like terms
         s = self.canonical(e)
         if self.mode == AFFINE and any(t.scale < 0 for t in s.terms):
             return e  # subtractions of variables stay as written
@@ -143,7 +143,8 @@ class Analyzer:
         if isinstance(b, Var) and sa.base == 0 and sa.terms \
                 and all(t.lower == 1 and t.upper is None for t in sa.terms):
             quotients = [(t.scale, _factor_out(t.index, b)) for t in sa.terms]
-            if all(q is not None for _, q in quotients) and not all(isinstance(q, IntImm) for _, q in quotients):
+            if all(q is not None for _, q in quotients) \
+                    and not all(isinstance(q, IntImm) for _, q in quotients):
                 total = Sum((), 0)
                 for scale, q in quotients:
                     total = self.add(total, self.scale(self.canonical(q), scale), 1)
@@ -155,8 +156,8 @@ class Analyzer:
         if divisor is None or first.scale % divisor:
             return None
         ratio = first.scale // divisor
-        if any(by_key.get(_term_key(t)) is None or t.scale != ratio * by_key[_term_key(t)] for t in sa.terms) \
-                or sa.base != ratio * sb.base:
+        if sa.base != ratio * sb.base \
+                or any(t.scale != ratio * by_key.get(_term_key(t), 0) for t in sa.terms):
             return None
         return Sum((), ratio)
 
@@ -177,7 +178,8 @@ class Analyzer:
         """A product of two non-constant sums is one atom; the scales of single terms stay
         outside, as TVM prints them: ``v * (n * 2)`` is ``v * n * 2``."""
         ta, tb = self.as_term(a, dtype), self.as_term(b, dtype)
-        return self.normalize(Sum((SplitTerm(Mul(ta.to_expr(1), tb.to_expr(1)), 1, None, ta.scale * tb.scale),), 0))
+        atom = Mul(ta.to_expr(1), tb.to_expr(1))
+        return self.normalize(Sum((SplitTerm(atom, 1, None, ta.scale * tb.scale),), 0))
 
     def as_term(self, a: Sum, dtype: DataType) -> SplitTerm:
         """``a`` as one split term (TVM's ToSplitExpr): its own term, or the whole sum as an atom."""
@@ -410,5 +412,5 @@ def canonical_ge_zero(e: PrimExpr) -> PrimExpr:
     return LE(const(-s.base, e.dtype), analyzer.to_expr(Sum(s.terms, 0), e.dtype))
 
 
-__all__ = ["Analyzer", "SCHEDULE", "CANONICAL", "DIMENSION", "AFFINE", "SplitTerm", "Sum", "simplify_index", "simplify", "canonical",
-           "divisible", "canonical_ge_zero"]
+__all__ = ["Analyzer", "SCHEDULE", "CANONICAL", "DIMENSION", "AFFINE", "simplify_index", "simplify",
+           "canonical", "divisible", "canonical_ge_zero"]

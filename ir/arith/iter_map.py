@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .analyzer import Analyzer
 from ..expr import PrimExpr, Var
+from .analyzer import Analyzer
 from .split_sum import expr_key
 
 
