@@ -99,13 +99,34 @@ def _index_sums():
     legalization build, where the division and modulo rules do their work."""
     positive = st.sampled_from(DIVISORS[:-1])
     term = st.builds(lambda v, s: Mul(v, const(s, I32)), st.sampled_from(VARS),
-                     st.sampled_from((1, 2, 4, 6, 8, 66)))
-    term = st.one_of(term, st.builds(lambda t, d: FloorDiv(t, const(d, I32)), term, positive),
+                     st.sampled_from((1, 1, 2, 4, 6, 8, 8, 66)))
+    term = st.one_of(term, term, term, st.builds(lambda t, d: FloorDiv(t, const(d, I32)), term, positive),
                      st.builds(lambda t, d: FloorMod(t, const(d, I32)), term, positive))
     total = st.lists(term, min_size=1, max_size=4).map(lambda ts: _add_all(ts))
     total = st.builds(Add, total, st.integers(-10, 10).map(lambda v: const(v, I32)))
     return st.builds(lambda t, op, d: op(t, const(d, I32)), total, st.sampled_from((FloorDiv, FloorMod)),
                      positive)
+
+
+@st.composite
+def _period_cases(draw):
+    """``(x * g * m + y * s + base) // (g * k)`` and ``%`` with ranges: a multiple of ``g`` plus a
+    small part whose range ends just below, at or just past one period ``g`` of the divisor (the
+    vector lanes of a fused loop, the inner tile of a split)."""
+    x, y = VARS[0], VARS[1]
+    g = draw(st.sampled_from((2, 4, 6, 8)))
+    m, s = draw(st.sampled_from((1, 2, 3))), draw(st.sampled_from((1, 2, 3)))
+    base, k = draw(st.integers(0, g - 1)), draw(st.sampled_from((2, 3, 125)))
+    op = draw(st.sampled_from((FloorDiv, FloorMod)))
+    y_extent = draw(st.integers(1, (g - base) // s + 2))
+    x_extent = draw(st.sampled_from((2, 3, 8, 9, 125, 130)))
+    total = Add(Add(Mul(x, const(g * m, I32)), Mul(y, const(s, I32))), const(base, I32))
+    return op(total, const(g * k, I32)), [(0, x_extent), (0, y_extent), (0, 1)]
+
+
+# loop ranges as tiles make them: from 0 (mostly), extents that divide, or just miss, the divisors
+TILE_RANGES = st.tuples(st.sampled_from((0, 0, 0, 1, -1)),
+                        st.sampled_from((2, 3, 4, 6, 8, 9, 11, 16, 66, 125, 130)))
 
 
 def _add_all(terms):
@@ -116,10 +137,15 @@ def _add_all(terms):
 
 
 @settings(max_examples=200)
-@given(_index_sums(), st.lists(st.tuples(st.integers(-3, 3), st.integers(1, 130)), min_size=3, max_size=3),
-       st.data())
+@given(_index_sums(), st.lists(TILE_RANGES, min_size=3, max_size=3), st.data())
 def test_index_simplification_preserves_the_value(e, ranges, data) -> None:
     _check(e, ranges, data)
+
+
+@settings(max_examples=200)
+@given(_period_cases(), st.data())
+def test_division_of_a_period_and_its_lanes_preserves_the_value(case, data) -> None:
+    _check(*case, data)
 
 
 @settings(max_examples=100)

@@ -56,6 +56,12 @@ class Analyzer:
         """``var`` takes the values ``min_value .. min_value + extent - 1``."""
         self._ranges[id(var)] = (min_value, min_value + extent - 1)
 
+    def with_mode(self, mode: str) -> "Analyzer":
+        """An analyzer in ``mode`` that knows the same ranges (and sees later bindings)."""
+        other = Analyzer(mode)
+        other._ranges = self._ranges
+        return other
+
     # ------------------------------------------------------------ entry points
     def simplify(self, e: PrimExpr) -> PrimExpr:
         """The canonical form of an integer expression; other expressions come back unchanged."""
@@ -193,7 +199,7 @@ class Analyzer:
         whole, rest = a.separate(c)
         if not rest.terms and not rest.base or self.within(rest, c):
             return self.scale_down(whole, c)  # the rest adds nothing to the quotient
-        parts = self.lanes_in_period(a, c)
+        parts = None if self.mode == SCHEDULE else self.lanes_in_period(a, c)
         if parts is not None:
             return self.floordiv(parts[0], c, dtype)
         if self.mode == SCHEDULE and (whole.terms or whole.base):
@@ -227,7 +233,7 @@ class Analyzer:
             return rest
         if self.within(rest, c):
             return self.normalize(rest)
-        parts = self.lanes_in_period(a, c)
+        parts = None if self.mode == SCHEDULE else self.lanes_in_period(a, c)
         if parts is not None:
             return self.add(self.floormod(parts[0], c, dtype), parts[1], 1)
         if self.mode == SCHEDULE and (whole.terms or whole.base or rest.base):
@@ -245,7 +251,8 @@ class Analyzer:
         and ``small`` stays in [0, g), or None. Then ``small`` never carries into the next multiple
         of ``c``: ``(big + small) // c`` is ``big // c`` and ``(big + small) % c`` is
         ``big % c + small``. So ``(f0 * 8 + f1) % 1000`` with ``f1`` in [0, 8) is
-        ``f0 % 125 * 8 + f1``: a ramp over the vector lanes ``f1``."""
+        ``f0 % 125 * 8 + f1``: a ramp over the vector lanes ``f1``. (Not in ``SCHEDULE`` mode: TVM's
+        schedule primitives print such a binding whole, ``(f0 * 8 + f1) % 1000``.)"""
         for g in sorted({gcd(t.scale, c) for t in a.terms}, reverse=True):
             if g == 1 or g == c:  # g == c is the plain separation of the multiples of c
                 continue
