@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tvms  # noqa: F401  (registers the printer)
-from tvms.ir.arith import CANONICAL, SCHEDULE, Analyzer
+from tvms.ir.arith import AFFINE, CANONICAL, DIMENSION, SCHEDULE, Analyzer
 from tvms.ir.expr import Add, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, const
 from tvms.ir.arith import is_bijective_affine
 
@@ -154,3 +154,20 @@ def test_vector_lanes_inside_one_period_of_a_modulo_form_a_ramp() -> None:
     assert analyzer.simplify(Sub(FloorMod(lane_one, c(1000)), FloorMod(Mul(f0, c(8)), c(1000)))).script() == "1"
     # a lane that may cross the period stays whole: 12 does not divide 1000
     assert analyzer.simplify(FloorMod(Add(Mul(f0, c(12)), f1), c(1000))).script() == "(f0 * 12 + f1) % 1000"
+
+
+@pytest.mark.parametrize("mode, expected", [
+    (SCHEDULE, ["(f0 * 128 + f1) // 128", "(f0 * 128 + f1) % 128", "f0 * 2 + f1"]),
+    (CANONICAL, ["f1 // 128 + f0", "f1 % 128", "f0 * 2 + f1"]),
+    (DIMENSION, ["f0 + f1 // 128", "f1 % 128", "f1 + f0 * 2"]),
+    (AFFINE, ["(f0 * 128 + f1) // 128", "(f0 * 128 + f1) % 128", "f1 + f0 * 2"]),
+])
+def test_each_mode_reproduces_its_tvm_behaviour(mode, expected) -> None:
+    """One sum in the four modes: the schedule binding keeps a split fused iterator whole, TVM's
+    canonical simplifier takes the multiples of 128 out (in its term order), the struct-info sizes
+    keep the written order, and the affine fold leaves divisions alone."""
+    analyzer = Analyzer(mode)
+    fused = Add(Mul(f0, c(128)), f1)
+    got = [analyzer.simplify(FloorDiv(fused, c(128))), analyzer.simplify(FloorMod(fused, c(128))),
+           analyzer.simplify(Add(f1, Mul(f0, c(2))))]
+    assert [e.script() for e in got] == expected
