@@ -6,7 +6,7 @@ from typing import Any
 
 from .buffer import Buffer, BufferRegion
 from .expr import Add, BufferLoad, IntImm, Mul, PrimExpr, Range, Sub, Var, const
-from .simplify import simplify
+from .arith import simplify
 from .stmt import Block, BlockRealize, BufferStore, For, Stmt
 from .visitor import Visitor, collect, walk
 

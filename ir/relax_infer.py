@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .arith import DIMENSION, Analyzer, binary
 from .dtype import DataType
 from .errors import TVMSError
 from .expr import Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
@@ -189,47 +190,19 @@ def _pair(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
 
 def dim_add(a: Any, b: Any) -> PrimExpr:
     """``a + b`` folded as TVM's operator+ folds (constants, ``+ 0``), not simplified further."""
-    a, b = _pair(a, b)
-    x, y = int_of(a), int_of(b)
-    if x is not None and y is not None:
-        return IntImm(a.dtype, x + y)
-    if x == 0:
-        return b
-    if y == 0:
-        return a
-    return Add(a, b)
+    return binary(Add, *_pair(a, b))
 
 
 def dim_sub(a: Any, b: Any) -> PrimExpr:
-    a, b = _pair(a, b)
-    x, y = int_of(a), int_of(b)
-    if x is not None and y is not None:
-        return IntImm(a.dtype, x - y)
-    if y == 0:
-        return a
-    return Sub(a, b)
+    return binary(Sub, *_pair(a, b))
 
 
 def dim_mul(a: Any, b: Any) -> PrimExpr:
-    a, b = _pair(a, b)
-    x, y = int_of(a), int_of(b)
-    if x is not None and y is not None:
-        return IntImm(a.dtype, x * y)
-    if x == 1:
-        return b
-    if y == 1:
-        return a
-    return Mul(a, b)
+    return binary(Mul, *_pair(a, b))
 
 
 def dim_floordiv(a: Any, b: Any) -> PrimExpr:
-    a, b = _pair(a, b)
-    x, y = int_of(a), int_of(b)
-    if x is not None and y:
-        return IntImm(a.dtype, x // y)
-    if y == 1:
-        return a
-    return FloorDiv(a, b)
+    return binary(FloorDiv, *_pair(a, b))
 
 
 def dim_ceildiv(a: Any, b: int) -> PrimExpr:
@@ -242,134 +215,6 @@ def product(dims: tuple) -> PrimExpr:
     for d in dims:
         out = dim_mul(out, d)
     return out
-
-
-def _key(e: Any) -> Any:
-    if isinstance(e, Var):
-        return ("var", id(e))
-    if isinstance(e, IntImm):
-        return ("int", e.value)
-    if isinstance(e, PrimExpr):
-        fields = [getattr(e, f) for f in getattr(type(e), "__dataclass_fields__", {}) if f != "dtype"]
-        return (type(e).__name__,) + tuple(_key(f) if isinstance(f, PrimExpr) else repr(f)
-                                           for f in fields)
-    return repr(e)
-
-
-class _Linear:
-    """``sum(coef * atom) + const``: the affine normal form the simplifier works in; the terms
-    keep the order in which they first appear (that is the order TVM prints them in)."""
-
-    __slots__ = ("terms", "const", "dtype")
-
-    def __init__(self, dtype: DataType):
-        self.terms: dict = {}  # key -> [coef, atom]
-        self.const = 0
-        self.dtype = dtype
-
-    def add(self, e: PrimExpr, scale: int) -> None:
-        if isinstance(e, IntImm):
-            self.const += scale * e.value
-        elif isinstance(e, Add):
-            self.add(e.a, scale)
-            self.add(e.b, scale)
-        elif isinstance(e, Sub):
-            self.add(e.a, scale)
-            self.add(e.b, -scale)
-        elif isinstance(e, Mul) and isinstance(e.b, IntImm):
-            self.add(e.a, scale * e.b.value)
-        elif isinstance(e, Mul) and isinstance(e.a, IntImm):
-            self.add(e.b, scale * e.a.value)
-        elif isinstance(e, FloorDiv) and isinstance(e.b, IntImm) and e.b.value > 0:
-            self.add_floordiv(e.a, e.b.value, scale)
-        elif isinstance(e, FloorDiv) and self.add_ratio(e.a, e.b, scale):
-            pass
-        else:
-            self.atom(_rebuild_children(e), scale)
-
-    def atom(self, e: PrimExpr, scale: int) -> None:
-        entry = self.terms.setdefault(_key(e), [0, e])
-        entry[0] += scale
-
-    def add_floordiv(self, x: PrimExpr, c: int, scale: int) -> None:
-        """``floordiv(x, c)``: the terms of ``x`` whose coefficients ``c`` divides come out
-        (``(n * 2 + 1) // 2`` is ``n``), as does a constant ``c`` divides (``(m - 2) // 2`` is
-        ``m // 2 - 1``); what is left stays a floordiv."""
-        inner = linear(x)
-        rest = _Linear(inner.dtype)
-        for key, coef, atom in inner.live():
-            if coef % c == 0:
-                self.atom(atom, scale * coef // c)
-            else:
-                rest.terms[key] = [coef, atom]
-        if not rest.live():
-            self.const += scale * (inner.const // c)
-            return
-        if inner.const % c == 0:
-            self.const += scale * inner.const // c
-        else:
-            rest.const = inner.const
-        self.atom(FloorDiv(rest.rebuild(), IntImm(inner.dtype, c)), scale)
-
-    def add_ratio(self, a: PrimExpr, b: PrimExpr, scale: int) -> bool:
-        """``floordiv(a, b)`` when ``a`` is a constant multiple of ``b`` (``n * 6 // n`` is 6), or
-        when every term of ``a`` has the variable ``b`` as a factor (``n * m * 4 // n`` is
-        ``m * 4``)."""
-        la, lb = linear(a), linear(b)
-        if isinstance(b, Var) and la.const == 0 and la.live():
-            quotients = [(coef, _factor_out(atom, b)) for _, coef, atom in la.live()]
-            if all(q is not None for _, q in quotients) \
-                    and not all(isinstance(q, IntImm) for _, q in quotients):
-                for coef, q in quotients:
-                    self.add(q, scale * coef)
-                return True
-        live_a, live_b = la.live(), {k: coef for k, coef, _ in lb.live()}
-        if not live_b or len(live_a) != len(live_b):
-            return False
-        k0, coef0, _ = live_a[0]
-        if k0 not in live_b or coef0 % live_b[k0]:
-            return False
-        ratio = coef0 // live_b[k0]
-        if any(live_b.get(k) is None or coef != ratio * live_b[k] for k, coef, _ in live_a) \
-                or la.const != ratio * lb.const:
-            return False
-        self.const += scale * ratio
-        return True
-
-    def live(self) -> list:
-        return [(k, coef, atom) for k, (coef, atom) in self.terms.items() if coef != 0]
-
-    def rebuild(self) -> PrimExpr:
-        """TVM's normal form: positive terms, a positive constant, then the negative terms and a
-        negative constant subtracted (``m - 2``, ``33 - n``, ``T.min(10, n) + 2 - T.min(2, n)``)."""
-        dt = self.dtype
-        live = self.live()
-        acc: PrimExpr = IntImm(dt, 0)
-        for _, coef, atom in live:
-            if coef > 0:
-                acc = dim_add(acc, atom if coef == 1 else Mul(atom, IntImm(dt, coef)))
-        if self.const > 0:
-            acc = dim_add(acc, IntImm(dt, self.const))
-        for _, coef, atom in live:
-            if coef < 0:
-                acc = Sub(acc, atom if coef == -1 else Mul(atom, IntImm(dt, -coef)))
-        if self.const < 0:
-            acc = dim_sub(acc, IntImm(dt, -self.const))
-        return acc
-
-
-def _factor_out(atom: PrimExpr, v: Var) -> PrimExpr | None:
-    """``atom / v`` when ``v`` is a factor of the product ``atom``."""
-    if atom is v:
-        return IntImm(v.dtype, 1)
-    if isinstance(atom, Mul):
-        left = _factor_out(atom.a, v)
-        if left is not None:
-            return atom.b if int_of(left) == 1 else Mul(left, atom.b)
-        right = _factor_out(atom.b, v)
-        if right is not None:
-            return atom.a if int_of(right) == 1 else Mul(atom.a, right)
-    return None
 
 
 def sub_clamped(a: PrimExpr, b: PrimExpr) -> PrimExpr:
@@ -401,27 +246,13 @@ def _non_negative(e: PrimExpr) -> bool:
     return False
 
 
-def _rebuild_children(e: PrimExpr) -> PrimExpr:
-    if isinstance(e, (Min, Max, Mul, FloorDiv)):
-        a, b = simplify_dim(e.a), simplify_dim(e.b)
-        if int_of(a) is not None and int_of(b) is not None and isinstance(e, (Min, Max)):
-            return IntImm(a.dtype, (min if isinstance(e, Min) else max)(a.value, b.value))
-        return type(e)(a, b)
-    return e
-
-
-def linear(e: PrimExpr) -> _Linear:
-    out = _Linear(e.dtype)
-    out.add(e, 1)
-    return out
-
-
 def simplify_dim(e: Any) -> Any:
-    """Fold an integer dimension expression into TVM's canonical affine form: ``m + 2 - 2 - 1 + 1``
-    becomes ``m``, ``n * 2 * 3 // 2`` becomes ``n * 3``, ``(m - 2) // 2 + 1`` becomes ``m // 2``."""
+    """Fold an integer dimension expression as TVM folds struct-info sizes (the analyzer's
+    ``DIMENSION`` mode): ``m + 2 - 2 - 1 + 1`` becomes ``m``, ``n * 2 * 3 // 2`` becomes ``n * 3``,
+    ``(m - 2) // 2 + 1`` becomes ``m // 2``."""
     if not isinstance(e, PrimExpr) or not e.dtype.is_integer or isinstance(e, (IntImm, Var)):
         return e
-    return linear(e).rebuild()
+    return Analyzer(DIMENSION).simplify(e)
 
 
 def _difference(a: PrimExpr, b: PrimExpr) -> int | None:
@@ -429,8 +260,8 @@ def _difference(a: PrimExpr, b: PrimExpr) -> int | None:
     a, b = _pair(a, b)
     if not a.dtype.is_integer:
         return None
-    d = linear(Sub(a, b))
-    return d.const if not d.live() else None
+    d = Analyzer(DIMENSION).canonical(Sub(a, b))
+    return d.base if not d.terms else None
 
 
 def prove_equal(a: Any, b: Any) -> bool:

@@ -201,7 +201,7 @@ def call_result(func: FuncStructInfo, args: tuple) -> StructInfo:
 def simplified_sizes(sinfo: StructInfo) -> StructInfo:
     """``sinfo`` with its compound sizes simplified (``(n + 2 - 1) // 2`` is ``(n + 1) // 2``),
     as TVM simplifies the sizes it substitutes into a call's result."""
-    from .arith_analyzer import simplify_index
+    from .arith import simplify_index
 
     def simplify(e: Any) -> Any:
         return e if isinstance(e, (IntImm, Var)) or not isinstance(e, PrimExpr) else simplify_index(e)
@@ -247,15 +247,14 @@ def is_base_of(base: StructInfo, derived: StructInfo) -> bool:
 
 
 def _same_sizes(a: tuple, b: tuple) -> bool:
-    from .arith_analyzer import simplify_index
-    from .simplify import _key
+    from .arith import expr_key, simplify_index
 
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
         if x is y:
             continue
-        if x.dtype != y.dtype or _key(simplify_index(x)) != _key(simplify_index(y)):
+        if x.dtype != y.dtype or expr_key(simplify_index(x)) != expr_key(simplify_index(y)):
             return False
     return True
 

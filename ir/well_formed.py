@@ -32,7 +32,7 @@ from .errors import ScriptError, Span
 from .expr import COMM_REDUCE, DATA_PAR, Add, BufferLoad, IntImm, Mul, Ramp, Sub, Var
 from .function import PrimFunc
 from .node import Node, walk_fields
-from .simplify import simplify
+from .arith import simplify
 from .stmt import Block, BlockRealize, BufferStore, For, LetStmt
 from .visitor import collect
 

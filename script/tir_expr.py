@@ -406,7 +406,7 @@ def arith_extent(start: PrimExpr, stop: PrimExpr) -> PrimExpr:
     """``stop - start``. The printer writes an end as ``start + extent`` (or the extent alone
     when the start is 0), so those forms give back the very extent; others are simplified
     (``i + 16 - i`` is 16)."""
-    from ..ir.simplify import simplify
+    from ..ir.arith import simplify
     from ..ir.structural import structural_equal
 
     if isinstance(start, IntImm) and start.value == 0 and stop.dtype == start.dtype:

@@ -50,7 +50,7 @@ from tvms.ir.buffer import DEFAULT_ALIGN
 from tvms.ir.analysis import contains_block
 from tvms.ir.stmt import AllocBuffer, seq
 from tvms.ir.visitor import children, walk
-from tvms.ir.simplify import simplify
+from tvms.ir.arith import simplify
 from tvms.ir.well_formed import check_block_iterators
 
 I32, I64 = DataType("int32"), DataType("int64")

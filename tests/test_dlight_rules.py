@@ -16,7 +16,7 @@ pytest.importorskip("llvmlite")
 
 import tvms  # noqa: E402
 import tvms.dlight as dl  # noqa: E402
-from tvms.ir.arith_analyzer import Analyzer  # noqa: E402
+from tvms.ir.arith import Analyzer  # noqa: E402
 from tvms.ir.analysis import substitute  # noqa: E402
 from tvms.ir.expr import IntImm, Var, const  # noqa: E402
 from tvms.ir.function import PrimFunc  # noqa: E402

@@ -9,7 +9,7 @@ from tvms import TVMSError
 from tvms.ir import (Add, DataType, FloatImm, For, IntImm, Mul, Mutator, PrimFunc, Var, Visitor,
                      decl_buffer, first_mismatch, structural_equal, structural_hash, walk)
 from tvms.ir.arith import binary, negate, to_expr
-from tvms.ir.simplify import simplify
+from tvms.ir.arith import simplify
 from tvms.ir.stmt import BufferStore, seq
 from tvms.script import from_source
 

@@ -12,7 +12,7 @@ from tvms.ir import IntImm, IRModule
 from tvms.ir import relax as rx
 from tvms.ir.function import PrimFunc
 from tvms.ir.struct_info import TupleStructInfo
-from tvms.lowering.relax.index_canonical import canonical
+from tvms.ir.arith import canonical
 from tvms.lowering.relax.legalize import LegalizeOps
 from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tvms  # noqa: F401  (registers the printer)
-from tvms.ir.arith_analyzer import Analyzer
+from tvms.ir.arith import AFFINE, CANONICAL, DIMENSION, SCHEDULE, Analyzer
 from tvms.ir.expr import Add, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, const
-from tvms.ir.iter_map import is_bijective_affine
+from tvms.ir.arith import is_bijective_affine
 
 x, y = Var("x"), Var("y")
 f, f0, f1 = Var("f"), Var("f0"), Var("f1")
@@ -122,3 +122,52 @@ def test_iteration_map_check_sees_a_split_fused_iterator_as_one() -> None:
     assert is_bijective_affine([FloorDiv(fused, c(128)), FloorMod(fused, c(128)), k], loops)
     assert not is_bijective_affine([FloorDiv(fused, c(128)), f1], loops)  # f1 alone and in the sum
     assert not is_bijective_affine([FloorDiv(fused, c(64)), FloorMod(fused, c(128))], loops)
+
+
+@pytest.mark.parametrize("mode", [SCHEDULE, CANONICAL])
+def test_a_tile_index_divided_by_its_inner_tile_is_the_tile_variables(mode) -> None:
+    """(i0 * 66 + i1 * 6 + i2) // 6 with i2 < 6 and i1 < 11: i2 never carries, so the quotient is
+    the outer tile's variables, and the modulo is the innermost one."""
+    i0, i1, i2 = Var("i0"), Var("i1"), Var("i2")
+    analyzer = Analyzer(mode)
+    analyzer.bind(i1, 0, 11)
+    analyzer.bind(i2, 0, 6)
+    index = Add(Add(Mul(i0, c(66)), Mul(i1, c(6))), i2)
+    assert analyzer.simplify(FloorDiv(index, c(6))).script() == "i0 * 11 + i1"
+    assert analyzer.simplify(FloorMod(index, c(6))).script() == "i2"
+    assert analyzer.simplify(FloorMod(FloorDiv(index, c(6)), c(11))).script() == "i1"
+
+
+def test_vector_lanes_inside_one_period_of_a_modulo_form_a_ramp() -> None:
+    """(f0 * 8 + f1) % 1000 with the lane f1 in [0, 8): 8 divides 1000, so the lanes never wrap;
+    the quotient does not depend on the lane at all. A schedule binding stays whole, as TVM's
+    schedule primitives print it."""
+    schedule = Analyzer(SCHEDULE)
+    schedule.bind(f1, 0, 8)
+    assert schedule.simplify(FloorMod(Add(Mul(f0, c(8)), f1), c(1000))).script() == "(f0 * 8 + f1) % 1000"
+    analyzer = Analyzer(CANONICAL)
+    analyzer.bind(f1, 0, 8)
+    index = Add(Mul(f0, c(8)), f1)
+    assert analyzer.simplify(FloorMod(index, c(1000))).script() == "f0 % 125 * 8 + f1"
+    assert analyzer.simplify(FloorDiv(index, c(1000))).script() == "f0 // 125"
+    lane_one = Add(Mul(f0, c(8)), c(1))  # the step from lane 0 to lane 1 is 1
+    assert analyzer.simplify(Sub(FloorMod(lane_one, c(1000)), FloorMod(Mul(f0, c(8)), c(1000)))).script() == "1"
+    # a lane that may cross the period stays whole: 12 does not divide 1000
+    assert analyzer.simplify(FloorMod(Add(Mul(f0, c(12)), f1), c(1000))).script() == "(f0 * 12 + f1) % 1000"
+
+
+@pytest.mark.parametrize("mode, expected", [
+    (SCHEDULE, ["(f0 * 128 + f1) // 128", "(f0 * 128 + f1) % 128", "f0 * 2 + f1"]),
+    (CANONICAL, ["f1 // 128 + f0", "f1 % 128", "f0 * 2 + f1"]),
+    (DIMENSION, ["f0 + f1 // 128", "f1 % 128", "f1 + f0 * 2"]),
+    (AFFINE, ["(f0 * 128 + f1) // 128", "(f0 * 128 + f1) % 128", "f1 + f0 * 2"]),
+])
+def test_each_mode_reproduces_its_tvm_behaviour(mode, expected) -> None:
+    """One sum in the four modes: the schedule binding keeps a split fused iterator whole, TVM's
+    canonical simplifier takes the multiples of 128 out (in its term order), the struct-info sizes
+    keep the written order, and the affine fold leaves divisions alone."""
+    analyzer = Analyzer(mode)
+    fused = Add(Mul(f0, c(128)), f1)
+    got = [analyzer.simplify(FloorDiv(fused, c(128))), analyzer.simplify(FloorMod(fused, c(128))),
+           analyzer.simplify(Add(f1, Mul(f0, c(2))))]
+    assert [e.script() for e in got] == expected

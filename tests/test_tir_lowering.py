@@ -231,3 +231,30 @@ def test_lowering_goldens_round_trip(path) -> None:
     """Each text TVM printed between its lowering passes reads back and prints as it was
     (vector loads, ``offset_factor=1`` on a match_buffer, ``T.Add(x, 0)``)."""
     assert printer_reproduces(path.read_text())
+
+
+def test_vectorize_a_fused_then_split_loop_whose_lanes_stay_inside_one_row() -> None:
+    """f = f0 * 8 + f1 over a (7, 1000) buffer: 8 divides 1000, so the 8 lanes of f1 never cross a
+    row and ``f % 1000`` is a ramp (the analyzer proves ``(f0 * 8 + f1) % 1000`` is
+    ``f0 % 125 * 8 + f1``)."""
+    src = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def main(A: T.Buffer((7000,), "float32"), B: T.Buffer((7, 1000), "float32")):
+        for f0 in range(875):
+            for f1 in T.vectorized(8):
+                B[(f0 * 8 + f1) // 1000, (f0 * 8 + f1) % 1000] = A[f0 * 8 + f1] + T.float32(1)
+"""
+    func = from_source(src)["main"]
+    vectorized = lowering.vectorize_loop(func)
+    store = vectorized.body.body
+    assert [i.script() for i in store.indices] == ["f0 // 125", "T.Ramp(f0 % 125 * 8, 1, 8)"]
+    a = np.random.default_rng(0).standard_normal(7000).astype("float32")
+    outputs = []
+    for f in (func, vectorized):
+        b = np.zeros((7, 1000), "float32")
+        run_prim_func(f, a, b)
+        outputs.append(b)
+    np.testing.assert_array_equal(outputs[1], outputs[0])
+    np.testing.assert_array_equal(outputs[1], (a + 1).reshape(7, 1000))

@@ -3,7 +3,7 @@ the nn operators with windows (conv2d, pooling).
 
 Each legalization builds the TE computation of the topi function TVM 0.27 calls for the operator
 (``topi.reshape``, ``topi.split``, ``topi.nn.conv``, ``topi.nn.pool2d``, ...): the same names
-for PrimFuncs, blocks and axes, and the indices in TVM's simplified form (``index_canonical``).
+for PrimFuncs, blocks and axes, and the indices in TVM's simplified form (``ir.arith.canonical``).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ...ir.expr import Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Pri
 from ...ir.dtype import DataType
 from ...ir.relax_infer import int_of
 from .. import te
-from .index_canonical import canonical, canonical_ge_zero, divisible
+from ...ir.arith import canonical, canonical_ge_zero, divisible
 from .legalize import _NotLegalized, _broadcast_index, _compute, _tensor_sinfo, call_te, register_legalize
 
 _INT64 = "int64"

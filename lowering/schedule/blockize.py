@@ -7,7 +7,7 @@ outer block reads and writes the regions the inner block touches over one outer 
 from __future__ import annotations
 
 from ...ir.analysis import infer_block_regions, substitute
-from ...ir.arith_analyzer import Analyzer, Sum
+from ...ir.arith import Analyzer, Sum
 from ...ir.expr import DATA_PAR, Add, IntImm, IterVar, Mul, Range, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, For, Stmt

@@ -9,7 +9,7 @@ more than one element; a dimension of one element binds the iterator directly.
 from __future__ import annotations
 
 from ...ir.analysis import substitute
-from ...ir.arith_analyzer import Analyzer, Sum
+from ...ir.arith import Analyzer, Sum
 from ...ir.buffer import Buffer
 from ...ir.expr import GE, LT, Add, And, IntImm, IterVar, PrimExpr, Sub, Var, const
 from ...ir.function import PrimFunc

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.expr import Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
-from ...ir.iter_map import FusedKey, affine_pieces, is_bijective_affine
+from ...ir.arith import FusedKey, affine_pieces, is_bijective_affine
 from ...ir.visitor import collect
 from .errors import ScheduleError
 
@@ -49,7 +49,7 @@ def _evaluate(expr: PrimExpr, grid: dict) -> Any:
 
 
 def _digits_prove_one_to_one(results: list, group: list, sizes: dict) -> bool:
-    """Whether the results are affine pieces of their indices (``ir/iter_map.py``) that use every
+    """Whether the results are affine pieces of their indices (``ir/arith/iter_map.py``) that use every
     digit of every index exactly once: ``i * 4096 + j``, ``(i // 64, i % 64)``."""
     loops = {id(v): (v, 0, sizes[v]) for v in group}
     if not is_bijective_affine(results, loops):

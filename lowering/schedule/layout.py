@@ -12,7 +12,7 @@ import inspect
 from typing import Any, Callable
 
 from ...ir.analysis import substitute
-from ...ir.arith_analyzer import Analyzer
+from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer, BufferRegion
 from ...ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var, const
 from ...ir.function import PrimFunc

@@ -10,10 +10,10 @@ from math import prod
 from typing import Any
 
 from ...ir.analysis import substitute
-from ...ir.arith_analyzer import Analyzer
+from ...ir.arith import Analyzer
 from ...ir.expr import LT, Add, And, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Var, const, is_const_int
 from ...ir.function import PrimFunc
-from ...ir.iter_map import is_bijective_affine
+from ...ir.arith import is_bijective_affine
 from ...ir.stmt import SERIAL, BlockRealize, For, Stmt
 from ...ir.visitor import Mutator, walk
 from .errors import ScheduleError

@@ -18,7 +18,7 @@ from ...ir.expr import (COMM_REDUCE, DATA_PAR, GE, GT, LE, LT, Add, BufferLoad, 
                         PrimExpr, Range, Sub, Var, const)
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
-from ...ir.simplify import simplify as _fold_affine
+from ...ir.arith import simplify as _fold_affine
 from ...ir.stmt import SERIAL, Block, BlockRealize, BufferStore, For, LetStmt, seq
 from ...ir.visitor import Mutator
 from .tensor import ComputeOp, MultiReduce, Reduce, Tensor

@@ -11,7 +11,7 @@ import dataclasses
 
 from ...ir.analysis import infer_block_regions
 from ...ir.buffer import Buffer, BufferRegion
-from ...ir.arith_analyzer import simplify_index
+from ...ir.arith import simplify_index
 from ...ir.expr import Add, BufferLoad, IntImm, PrimExpr, Range, Sub, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BufferStore

@@ -1,7 +1,7 @@
 """A mutator that knows the ranges of the loops (and launched threads) around what it visits."""
 from __future__ import annotations
 
-from ...ir.arith_analyzer import Analyzer
+from ...ir.arith import Analyzer
 from ...ir.expr import IntImm, IterVar
 from ...ir.stmt import AttrStmt, For, Stmt
 from ...ir.visitor import Mutator

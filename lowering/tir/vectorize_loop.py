@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...ir.arith_analyzer import Analyzer
+from ...ir.arith import CANONICAL, Analyzer
 from ...ir.analysis import substitute
 from ...ir.expr import (Add, BinaryOp, Broadcast, BufferLoad, Call, Cast, IntImm, Not, PrimExpr,
                         Mul, Ramp, Select, StringImm, Sub, Var, const)
@@ -96,7 +96,9 @@ class _Vectorizer(LoopRangeMutator):
                 or not (isinstance(loop.min, IntImm) and loop.min.value == 0) or loop.extent.value < 2):
             return loop
         try:
-            return _LoopVectorizer(loop.loop_var, loop.extent.value, self.analyzer).stmt(loop.body)
+            # indices as TVM's simplifier sees them: (f0 * 8 + f1) % 1000 is a ramp over f1
+            analyzer = self.analyzer.with_mode(CANONICAL)
+            return _LoopVectorizer(loop.loop_var, loop.extent.value, analyzer).stmt(loop.body)
         except NotVectorizable:
             return loop  # left to the code generator as a vectorized loop
 

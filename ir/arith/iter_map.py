@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .arith_analyzer import Analyzer
-from .expr import PrimExpr, Var
-from .simplify import _key as expr_key
+from ..expr import PrimExpr, Var
+from .analyzer import Analyzer
+from .split_sum import expr_key
 
 
 def _mixed_radix(pieces: list) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-from .dtype import DataType
-from .errors import TVMSError
-from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, Cast, CmpOp, Div, FloatImm, FloorDiv,
+from ..dtype import DataType
+from ..errors import TVMSError
+from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Cast, CmpOp, Div, FloatImm, FloorDiv,
                    FloorMod, IntImm, Max, Min, Mod, Mul, Not, Or, PrimExpr, Sub, const, wrap_int)
 
 
