@@ -1,8 +1,9 @@
 """Building Relax from syntax: ``@R.function`` bodies, bindings, dataflow blocks, struct info.
 
-TensorIR expressions (symbolic sizes such as ``n`` and ``m * k``) inside struct info are
-evaluated by the TensorIR machinery this class inherits; Relax values and ``R.*`` builtins are
-handled here.
+TensorIR expressions (symbolic sizes such as ``n`` and ``m * k``, ``T.int64(...)``, the values
+of ``R.prim_value``) are read by the TensorIR expression evaluator this class extends
+(tensorir/evaluator.py), which knows no TensorIR statement; Relax values and ``R.*`` builtins
+are handled here.
 """
 from __future__ import annotations
 
@@ -25,8 +26,7 @@ from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStruct
 from . import syntax as S
 from .diagnostics import did_you_mean
 from .dialect import canonical_attr_key
-from .tir_expr import Builtin, NewVar, _describe, freeze_value
-from .tir_parser import TIRBuilder
+from .tensorir.evaluator import Builtin, NewVar, ScopedEvaluator, _describe, freeze_value
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ _R_VALUE_BUILTINS = {"const", "shape", "prim_value", "str", "dtype", "tuple", "m
                      "dataflow", "func_attr", "function"}
 
 
-class RelaxBuilder(TIRBuilder):
+class RelaxBuilder(ScopedEvaluator):
     """Builds one Relax Function from a ``def`` decorated with ``@R.function``."""
 
     def __init__(self, source, dialect, module_names: dict, typevars: frozenset, metadata: dict | None):

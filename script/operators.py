@@ -1,0 +1,64 @@
+"""The one table of TVMScript's operators: symbol, IR node class, precedence and associativity.
+
+It serves the three places that need to know an operator: the syntax builder (``a + b * c``
+gets its tree from the binding powers), the TensorIR evaluator (which node a symbol builds,
+with arith's folding) and the TensorIR printer (where parentheses go).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..ir import arith
+from ..ir.expr import EQ, GE, GT, LE, LT, NE, Add, And, Div, FloorDiv, FloorMod, Mul, Or, Sub
+
+# Precedence levels, as Python's grammar orders them (higher binds tighter).
+LAMBDA, OR, AND, NOT, CMP, BIT_OR, BIT_XOR, BIT_AND, SHIFT, ADD, MUL, UNARY, POW = range(13)
+ATOM = 100  # a name, a literal, a call, a subscript: never parenthesised
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A binary operator of the script. ``node``: the TensorIR node it builds (None where
+    TensorIR has none); ``build``: how the evaluator builds it from two operands."""
+
+    symbol: str
+    node: type | None
+    precedence: int
+    right_assoc: bool = False
+    build: Callable[[Any, Any], Any] | None = None
+
+    @property
+    def binding_powers(self) -> tuple[int, int]:
+        """(left, right) binding powers for precedence climbing: a left-associative operator
+        binds its right operand tighter than its left one, a right-associative one the reverse."""
+        p = self.precedence
+        return (2 * p, 2 * p - 1) if self.right_assoc else (2 * p - 1, 2 * p)
+
+    def apply(self, a: Any, b: Any) -> Any:
+        return self.build(a, b) if self.build is not None else arith.binary(self.node, a, b)
+
+
+def _op(symbol: str, node: type | None, precedence: int, **kw: Any) -> Operator:
+    return Operator(symbol, node, precedence, **kw)
+
+
+BINARY: tuple[Operator, ...] = (
+    _op("or", Or, OR), _op("and", And, AND),
+    _op("<", LT, CMP), _op(">", GT, CMP), _op("==", EQ, CMP), _op(">=", GE, CMP),
+    _op("<=", LE, CMP), _op("!=", NE, CMP),
+    _op("|", None, BIT_OR), _op("^", None, BIT_XOR), _op("&", None, BIT_AND),
+    _op("<<", None, SHIFT), _op(">>", None, SHIFT),
+    _op("+", Add, ADD), _op("-", Sub, ADD),
+    # "/" is true division: a float Div (integers are refused by arith.truediv)
+    _op("*", Mul, MUL), _op("/", Div, MUL, build=arith.truediv), _op("//", FloorDiv, MUL),
+    _op("%", FloorMod, MUL), _op("@", None, MUL),
+    _op("**", None, POW, right_assoc=True),
+)
+BY_SYMBOL: dict[str, Operator] = {op.symbol: op for op in BINARY}
+# the printer's view: the node a symbol prints for (Div prints as "/" only for floats)
+BY_NODE: dict[type, Operator] = {op.node: op for op in BINARY if op.node is not None}
+COMPARISONS = frozenset(op.symbol for op in BINARY if op.precedence == CMP)
+
+# Prefix operators: symbol -> precedence of the operand they take.
+PREFIX: dict[str, int] = {"not": NOT, "-": UNARY, "+": UNARY, "~": UNARY}
