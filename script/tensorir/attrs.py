@@ -10,7 +10,7 @@ from ...ir.stmt import AttrStmt, Stmt
 from .. import syntax as S
 from .rules import TakesRest, parses, prints
 from .text import quote
-from .threads import is_launch, print_launch
+from .threads import is_launch, launch_scope
 
 
 class AttrParsing:
@@ -44,8 +44,9 @@ class AttrPrinting:
 
     @prints(AttrStmt)
     def st_attr(self, s: AttrStmt, concise: bool, top: bool) -> None:
-        if is_launch(self, s):
-            print_launch(self, s, concise, top)
+        if is_launch(self, s):  # (one frame less on the deep path of concise scopes)
+            rhs, define = launch_scope(self, s)
+            self.scope(concise, top, None, rhs, s.body, define, alone_body=True)
             return
         node = s.node
         rhs = f"T.attr({self.value(node)}, {quote(s.attr_key)}, {self.value(s.value)})"

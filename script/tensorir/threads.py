@@ -47,8 +47,8 @@ def is_launch(p: Any, s: AttrStmt) -> bool:
             and p.namer.get(s.node.var) is None)
 
 
-def print_launch(p: Any, s: AttrStmt, concise: bool, top: bool) -> None:
+def launch_scope(p: Any, s: AttrStmt) -> tuple[str, Callable[[], str]]:
+    """The ``T.launch_thread(...)`` call of a launch, and what defines its thread variable."""
     node = s.node
     rhs = f"T.launch_thread({quote(node.thread_tag)}, {p.expr(s.value)})"
-    p.scope(concise, top, None, rhs, s.body, lambda: p.namer.define(node.var, node.var.name),
-            alone_body=True)
+    return rhs, lambda: p.namer.define(node.var, node.var.name)
