@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir import arith
-from ...ir.dtype import DataType, is_dtype_name
-from ...ir.expr import Call, IntImm, PrimExpr, Var, const
-from ...ir.stmt import (AssertStmt, BufferStore, Evaluate, IfThenElse, LetStmt, Stmt, While)
 from ...ir.buffer import Buffer
-from ...ir.expr import BufferLoad
+from ...ir.dtype import DataType, is_dtype_name
+from ...ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, const
+from ...ir.op import get_op
+from ...ir.stmt import AssertStmt, BufferStore, Evaluate, IfThenElse, LetStmt, Stmt, While
 from .. import syntax as S
 from ..dialect import CLASSIC
 from .evaluator import Builtin, BufferSlice, LetAnnotation, _describe
@@ -26,8 +26,6 @@ class StatementParsing:
 
     def stmt_Return(self, syn: S.Return, rest: list) -> Any:
         value = self.ev_expr(syn.value) if syn.value is not None else const(0)
-        from ...ir.op import get_op
-
         return Evaluate(Call(value.dtype, get_op("tir.ret"), (value,)), span=self.span(syn))
 
     def stmt_AnnAssign(self, syn: S.AnnAssign, rest: list) -> Any:
