@@ -703,3 +703,10 @@ def test_mutated_module_parses_or_raises_a_script_error(mutations):
             assert 1 <= err.span.line <= text.count("\n") + 1
             assert err.span.col >= 1
             assert rendered.startswith(f"{NAME}:{err.span.line}:{err.span.col}: error: ")
+
+
+def test_a_tensorir_buffer_in_a_relax_signature_is_refused():
+    # the Relax builder reads TensorIR expressions only; T.Buffer declares a TensorIR buffer
+    src = ('@I.ir_module\nclass Module:\n    @R.function\n'
+           '    def main(x: T.Buffer((4,), "float32")):\n        return x\n')
+    assert_error(src, 4, 17, r"T\.Buffer\(\.\.\.\) declares a TensorIR buffer; a Relax function takes tensors")

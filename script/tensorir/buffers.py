@@ -178,8 +178,18 @@ for _name, _rule in {"alloc_buffer": _alloc_buffer, "sblock_alloc_buffer": _allo
                      "decl_buffer": _decl_buffer, "Buffer": _buffer_alias,
                      "match_buffer": _match_buffer, "allocate": _allocate}.items():
     parses("assign", _name)(_rule)
-# a buffer as a parameter's type, ``A: T.Buffer((128,), "float32")``
-EXPR_BUILTINS["Buffer"] = lambda ev, args, kwargs, syn: ev.buffer_decl("buffer", args, kwargs, syn)
+
+
+def _buffer_type(ev: Any, args: list, kwargs: dict, syn: Any) -> Buffer:
+    """A buffer as a parameter's type, ``A: T.Buffer((128,), "float32")`` (TensorIR only: the
+    Relax builder reads TensorIR expressions, not buffer declarations)."""
+    if not isinstance(ev, BufferParsing):
+        raise ev.error(syn, "T.Buffer(...) declares a TensorIR buffer; a Relax function takes "
+                            "tensors, such as R.Tensor((4,), \"float32\")")
+    return ev.buffer_decl("buffer", args, kwargs, syn)
+
+
+EXPR_BUILTINS["Buffer"] = _buffer_type
 
 
 class BufferPrinting:
