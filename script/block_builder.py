@@ -38,7 +38,7 @@ from ..ir.structural import structural_equal, structural_hash
 from ..ir.visitor import Mutator
 from .dialect import canonical_attr_key
 from .relax_parser import make_constant
-from .tensorir.evaluator import freeze_value
+from .tensorir.attrs import freeze_value
 
 
 class NameSupply:

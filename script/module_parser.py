@@ -17,7 +17,7 @@ from .diagnostics import did_you_mean, error, span_of
 from .dialect import detect_dialect
 from .nesting import check_nesting
 from .parser import parse_syntax
-from .tensorir.evaluator import freeze_value
+from .tensorir.attrs import freeze_value
 from ..ir.errors import TVMSError
 from ..ir.deep import deep_recursion
 from .metadata import CONSTANT_KEYS, decode_entry

@@ -26,7 +26,8 @@ from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStruct
 from . import syntax as S
 from .diagnostics import did_you_mean
 from .dialect import canonical_attr_key
-from .tensorir.evaluator import Builtin, NewVar, ScopedEvaluator, _describe, freeze_value
+from .tensorir.attrs import freeze_value
+from .tensorir.evaluator import Builtin, NewVar, ScopedEvaluator, _describe
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,41 @@
-"""``T.attr(node, key, value)``: an ``AttrStmt`` (a scope, ``with T.attr(...):``, or for the
-rest of the body); the thread launches among them print as ``T.launch_thread`` (threads.py)."""
+"""Attributes: ``T.attr(node, key, value)``, an ``AttrStmt`` (a scope, ``with T.attr(...):``, or
+for the rest of the body; the thread launches among them print as ``T.launch_thread``, see
+threads.py), and the attribute values and dicts of every construct (``T.func_attr``,
+annotations, intrinsic attributes): frozen when read, with the keys in their canonical
+spelling, and printed with the keys the dialect spells (``tir.noalias`` in the IR, ``tirx.noalias`` in TVM 0.27's text)."""
 from __future__ import annotations
 
 from typing import Any
 
 from ...ir import arith
-from ...ir.expr import StringImm
+from ...ir.buffer import Buffer
+from ...ir.dtype import DataType
+from ...ir.expr import PrimExpr, StringImm
+from ...ir.module import MetadataRef, Target
+from ...ir.node import FrozenDict, Node
 from ...ir.stmt import AttrStmt, Stmt
 from .. import syntax as S
+from ..dialect import canonical_attr_key, dialect_attr_key
 from .rules import TakesRest, parses, prints
-from .text import quote
+from .text import format_float, quote
 from .threads import is_launch, launch_scope
+
+
+def norm_attrs(value: Any) -> FrozenDict:
+    """An attribute dict as the IR stores it: keys in their canonical spelling, values frozen."""
+    if not isinstance(value, dict):
+        return value
+    return FrozenDict({canonical_attr_key(k) if isinstance(k, str) else k: freeze_value(v)
+                       for k, v in value.items()})
+
+
+def freeze_value(value: Any) -> Any:
+    """Attribute values as stored in the IR: dicts frozen, lists as tuples."""
+    if isinstance(value, dict):
+        return FrozenDict({k: freeze_value(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(freeze_value(v) for v in value)
+    return value
 
 
 class AttrParsing:
@@ -56,3 +81,37 @@ class AttrPrinting:
         else:
             self.emit(f"with {rhs}:")
             self.nested(s.body)
+
+    def value(self, v: Any) -> str:
+        """Attribute values: Python values, dicts, lists, targets and expressions."""
+        if isinstance(v, bool):
+            return "True" if v else "False"
+        if isinstance(v, (int,)):
+            return str(v)
+        if isinstance(v, float):
+            return format_float(v)
+        if isinstance(v, str):
+            return quote(v)
+        if v is None:
+            return "None"
+        if isinstance(v, dict):
+            return self.attr_dict(v)
+        if isinstance(v, (tuple, list)):
+            return "[" + ", ".join(self.value(x) for x in v) + "]"
+        if isinstance(v, MetadataRef):
+            return f"metadata[{quote(v.key)}][{v.index}]"
+        if isinstance(v, Target):
+            return f"T.target({self.attr_dict(v.config, sort=False)})"
+        if isinstance(v, Buffer):
+            return self.buffer(v)
+        if isinstance(v, Node) and type(v) in self.expr_printers or isinstance(v, PrimExpr):
+            return self.expr(v)
+        if isinstance(v, DataType):
+            return quote(str(v))
+        raise TypeError(f"cannot print {type(v).__name__} {v!r}")
+
+    def attr_dict(self, d: dict, sort: bool = True) -> str:
+        items = [(dialect_attr_key(k, self.d) if isinstance(k, str) else k, v) for k, v in d.items()]
+        if sort and all(isinstance(k, str) for k, _ in items):
+            items.sort(key=lambda kv: kv[0])
+        return "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in items) + "}"

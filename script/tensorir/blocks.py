@@ -16,7 +16,8 @@ from ...ir.stmt import Block, BlockRealize, Stmt
 from ...ir.visitor import walk
 from .. import syntax as S
 from .. import comments  # (a module: it is still loading when the printer side loads)
-from .evaluator import _describe, arith_extent, norm_attrs
+from .evaluator import _describe, arith_extent
+from .attrs import norm_attrs
 from .rules import Header, call_args, parses, prints
 from .text import display_add, is_zero, quote
 

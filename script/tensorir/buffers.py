@@ -15,7 +15,8 @@ from ...ir.node import EMPTY
 from ...ir.stmt import Allocate, AllocBuffer, DeclBuffer, Stmt
 from ...ir.visitor import walk
 from .. import syntax as S
-from .evaluator import BufferMethod, _describe, norm_attrs
+from .evaluator import BufferMethod, _describe
+from .attrs import norm_attrs
 from .rules import EXPR_BUILTINS, PARSE, Header, TakesRest, call_args, parses, prints
 from .text import display_add, quote
 

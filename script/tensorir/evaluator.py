@@ -13,11 +13,12 @@ from ...ir.dtype import DataType, is_dtype_name
 from ...ir.errors import ScriptError, Source, TVMSError
 from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, PrimExpr, Ramp,
                         Range, StringImm, Sub, Var, const)
-from ...ir.node import EMPTY, FrozenDict
+from ...ir.node import EMPTY
 from .. import syntax as S
-from ..dialect import CLASSIC, Dialect, canonical_attr_key
+from ..dialect import CLASSIC, Dialect
 from ..diagnostics import did_you_mean, error, span_of
 from ..operators import BY_SYMBOL, CMP
+from .attrs import freeze_value
 from .rules import EXPR_BUILTINS, statement_builtin_names
 
 
@@ -471,14 +472,6 @@ class ScopedEvaluator(ExprEvaluator):
         raise self.error(syn, f"expected an integer extent, got {_describe(value)}")
 
 
-def norm_attrs(value: Any) -> FrozenDict:
-    """An attribute dict as the IR stores it: keys in their canonical spelling, values frozen."""
-    if not isinstance(value, dict):
-        return value
-    return FrozenDict({canonical_attr_key(k) if isinstance(k, str) else k: freeze_value(v)
-                       for k, v in value.items()})
-
-
 def arith_extent(start: PrimExpr, stop: PrimExpr) -> PrimExpr:
     """``stop - start``. The printer writes an end as ``start + extent`` (or the extent alone
     when the start is 0), so those forms give back the very extent; others are simplified
@@ -509,17 +502,6 @@ def _describe(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     return {dict: "a dict", list: "a list", tuple: "a tuple"}.get(type(value), type(value).__name__)
-
-
-def freeze_value(value: Any) -> Any:
-    """Attribute values as stored in the IR: dicts frozen, lists as tuples."""
-    if isinstance(value, dict):
-        return FrozenDict({k: freeze_value(v) for k, v in value.items()})
-    if isinstance(value, list):
-        return tuple(freeze_value(v) for v in value)
-    return value
-
-
 
 
 def all_builtin_names() -> list[str]:

@@ -18,7 +18,8 @@ from ...ir.expr import (Broadcast, BufferLoad, Call, Cast, CommReducer, Div, Flo
                         StringImm, Var)
 from ...ir.module import GlobalVar, Target
 from ..operators import ATOM, BINARY, BY_NODE, CMP, MUL, NOT
-from .evaluator import _describe, freeze_value
+from .evaluator import _describe
+from .attrs import freeze_value
 from .rules import EXPR_BUILTINS, PRINT_EXPR
 from .text import display_add, format_float, is_number, quote
 

@@ -18,7 +18,8 @@ from ...ir.visitor import collect
 from ...ir.well_formed import verify_well_formed
 from .. import syntax as S
 from .blocks import implicit_root
-from .evaluator import Builtin, FunctionFrame, _describe, norm_attrs
+from .evaluator import Builtin, FunctionFrame, _describe
+from .attrs import norm_attrs
 from .rules import Header, call_args, parses
 from .text import ParamUsed, comments_of, def_name
 

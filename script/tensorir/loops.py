@@ -12,7 +12,8 @@ from ...ir.node import EMPTY
 from ...ir.stmt import PARALLEL, SERIAL, THREAD_BINDING, UNROLLED, VECTORIZED, For, Stmt
 from ...ir.visitor import walk
 from .. import syntax as S
-from .evaluator import Builtin, arith_extent, norm_attrs
+from .evaluator import Builtin, arith_extent
+from .attrs import norm_attrs
 from .rules import parses, prints
 from .text import comments_of, display_add, is_zero, quote
 

@@ -1,18 +1,15 @@
 """The printer core of TensorIR: output lines and comments, printable names of variables and
-buffers, attribute values, and the dispatch of statements and expressions by node class through
+buffers, types, and the dispatch of statements and expressions by node class through
 the one rule table (rules.py) to the construct modules' print rules."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from ...ir.buffer import Buffer
-from ...ir.dtype import DataType
 from ...ir.errors import Comments
-from ...ir.expr import PointerType, PrimExpr, PrimType, Var
-from ...ir.module import MetadataRef, Target
-from ...ir.node import Node
+from ...ir.expr import PointerType, PrimType, Var
 from ...ir.stmt import AttrStmt, SeqStmt, Stmt
-from ..dialect import Dialect, dialect_attr_key
+from ..dialect import Dialect
 from ..operators import ATOM
 from .attrs import AttrPrinting
 from .blocks import BlockPrinting
@@ -22,7 +19,7 @@ from .functions import FunctionPrinting
 from .loops import LoopPrinting
 from .rules import PRINT_EXPR, PRINT_STMT, prints
 from .statements import StatementPrinting
-from .text import Namer, ParamUsed, comments_of, format_float, is_nop, quote
+from .text import Namer, ParamUsed, comments_of, is_nop, quote
 
 
 class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting, BlockPrinting,
@@ -154,40 +151,6 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         if prec < parent or (on_equal and prec == parent):
             return f"({text})"
         return text
-
-    def value(self, v: Any) -> str:
-        """Attribute values: Python values, dicts, lists, targets and expressions."""
-        if isinstance(v, bool):
-            return "True" if v else "False"
-        if isinstance(v, (int,)):
-            return str(v)
-        if isinstance(v, float):
-            return format_float(v)
-        if isinstance(v, str):
-            return quote(v)
-        if v is None:
-            return "None"
-        if isinstance(v, dict):
-            return self.attr_dict(v)
-        if isinstance(v, (tuple, list)):
-            return "[" + ", ".join(self.value(x) for x in v) + "]"
-        if isinstance(v, MetadataRef):
-            return f"metadata[{quote(v.key)}][{v.index}]"
-        if isinstance(v, Target):
-            return f"T.target({self.attr_dict(v.config, sort=False)})"
-        if isinstance(v, Buffer):
-            return self.buffer(v)
-        if isinstance(v, Node) and type(v) in self.expr_printers or isinstance(v, PrimExpr):
-            return self.expr(v)
-        if isinstance(v, DataType):
-            return quote(str(v))
-        raise TypeError(f"cannot print {type(v).__name__} {v!r}")
-
-    def attr_dict(self, d: dict, sort: bool = True) -> str:
-        items = [(dialect_attr_key(k, self.d) if isinstance(k, str) else k, v) for k, v in d.items()]
-        if sort and all(isinstance(k, str) for k, _ in items):
-            items.sort(key=lambda kv: kv[0])
-        return "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in items) + "}"
 
     def type_doc(self, t: Any) -> str:
         if isinstance(t, PrimType):
