@@ -79,3 +79,26 @@ def test_operators_without_a_tensorir_node_are_refused():
         message = f"the operator {symbol!r} is not supported in TensorIR"
         with pytest.raises(ScriptError, match=re.escape(message)):
             _read(f"a {symbol} b")
+
+
+_RELAX_HEAD = '@R.function\ndef main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32")):\n'
+
+
+@pytest.mark.parametrize("symbol, name", [("+", "add"), ("-", "subtract"), ("*", "multiply"),
+                                          ("/", "divide"), ("//", "floor_divide"), ("**", "power"),
+                                          ("<", "less"), ("<=", "less_equal"), (">", "greater"),
+                                          (">=", "greater_equal")])
+def test_an_operator_on_relax_values_calls_its_relax_operator(symbol, name):
+    func = from_source(_RELAX_HEAD + f"    z = x {symbol} y\n    return z\n")
+    assert func.body.blocks[0].bindings[0].value.op.name == f"relax.{name}"
+
+
+def test_operators_without_a_relax_operator_are_refused_on_relax_values():
+    from tvms import ScriptError
+
+    for symbol in ("%", "==", "&"):
+        message = f"the operator {symbol!r} is not defined on Relax values"
+        with pytest.raises(ScriptError, match=re.escape(message)):
+            from_source(_RELAX_HEAD + f"    z = x {symbol} y\n    return z\n")
+    func = from_source(_RELAX_HEAD + "    z = -x\n    return z\n")
+    assert func.body.blocks[0].bindings[0].value.op.name == "relax.negative"
