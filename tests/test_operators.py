@@ -1,5 +1,6 @@
-"""The one operator table (tvms.script.operators) decides how ``a op b op c`` is read and where the
-printer puts parentheses: both follow each operator's precedence and associativity."""
+"""The one operator table (tvms.script.operators) decides how ``a op b op c`` is read, where the
+printer puts parentheses (both follow each operator's precedence and associativity) and which
+Relax operator a symbol calls on Relax values."""
 from __future__ import annotations
 
 import itertools
