@@ -9,6 +9,7 @@ folding), the TensorIR printer (where parentheses go) and the Relax builder (``x
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable
 
 from ..ir import arith
@@ -22,7 +23,8 @@ ATOM = 100  # a name, a literal, a call, a subscript: never parenthesised
 @dataclass(frozen=True)
 class Operator:
     """A binary operator of the script. ``node``: the TensorIR node it builds (None where
-    TensorIR has none); ``build``: how the evaluator builds it from two operands; ``relax``:
+    TensorIR has none); ``build``: how the evaluator builds it from two operands (by default
+    ``arith.binary`` of the node); ``relax``:
     the Relax operator it calls on Relax values (None where there is none)."""
 
     symbol: str
@@ -32,15 +34,16 @@ class Operator:
     build: Callable[[Any, Any], Any] | None = None
     relax: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.build is None and self.node is not None:  # arith.binary folds as TVM does
+            object.__setattr__(self, "build", partial(arith.binary, self.node))
+
     @property
     def binding_powers(self) -> tuple[int, int]:
         """(left, right) binding powers for precedence climbing: a left-associative operator
         binds its right operand tighter than its left one, a right-associative one the reverse."""
         p = self.precedence
         return (2 * p, 2 * p - 1) if self.right_assoc else (2 * p - 1, 2 * p)
-
-    def apply(self, a: Any, b: Any) -> Any:
-        return self.build(a, b) if self.build is not None else arith.binary(self.node, a, b)
 
 
 def _op(symbol: str, node: type | None, precedence: int, **kw: Any) -> Operator:

@@ -250,7 +250,7 @@ class ExprEvaluator:
         op = BY_SYMBOL.get(syn.op)
         if op is None or op.node is None or op.precedence == CMP:
             raise self.error(syn, f"the operator {syn.op!r} is not supported in TensorIR")
-        return op.apply(a, b)
+        return op.build(a, b)
 
     def operand(self, syn: Any) -> Any:
         return self.as_operand(self.ev(syn), syn)
@@ -280,7 +280,7 @@ class ExprEvaluator:
         op = BY_SYMBOL[syn.op]
         result = self.operand(syn.values[0])
         for v in syn.values[1:]:
-            result = op.apply(result, self.operand(v))
+            result = op.build(result, self.operand(v))
         return result
 
     def ev_Compare(self, syn: S.Compare) -> Any:
@@ -291,8 +291,8 @@ class ExprEvaluator:
         result = None
         for op, right_syn in zip(syn.ops, syn.comparators):
             right = self.operand(right_syn)
-            one = BY_SYMBOL[op].apply(left, right)
-            result = one if result is None else BY_SYMBOL["and"].apply(result, one)
+            one = BY_SYMBOL[op].build(left, right)
+            result = one if result is None else BY_SYMBOL["and"].build(result, one)
             left = right
         return result
 
