@@ -39,7 +39,7 @@ from ..ir.struct_info import (FuncStructInfo, ObjectStructInfo, StructInfo, Tens
 from ..ir.structural import structural_equal, structural_hash
 from ..ir.visitor import Mutator
 from .dialect import canonical_attr_key
-from .tir_expr import freeze_value
+from .tensorir.attrs import freeze_value
 
 
 class _Frame:

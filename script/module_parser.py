@@ -17,13 +17,13 @@ from .diagnostics import did_you_mean, error, span_of
 from .dialect import detect_dialect
 from .nesting import check_nesting
 from .parser import parse_syntax
-from .tir_expr import freeze_value
+from .tensorir.attrs import freeze_value
 from ..ir.errors import TVMSError
 from ..ir.deep import deep_recursion
 from .metadata import CONSTANT_KEYS, decode_entry
 from .relax_function import RelaxFunctionBuilder
 from .relax_parser import make_constant
-from .tir_parser import TIRBuilder
+from .tensorir.parser_core import TIRBuilder
 
 # (the spelled-out forms too: a Python file may write @tvm.script.tir.prim_func)
 _MODULE_DECORATORS = {"I.ir_module", "ir_module", "tvm.script.ir_module", "ir.ir_module",

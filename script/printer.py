@@ -31,7 +31,8 @@ from ..ir.visitor import collect
 from .dialect import RELAX_HEADER, Dialect, get_dialect
 from .metadata import CONSTANT_KEYS, render_section
 from .relax_printer import RelaxPrinter
-from .tir_printer import Namer, TIRPrinter, comments_of
+from .tensorir.printer_core import TIRPrinter
+from .tensorir.text import Namer, comments_of
 
 
 @deep_recursion

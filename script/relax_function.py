@@ -18,8 +18,9 @@ from . import syntax as S
 from .comments import carry
 from .syntax import dotted
 from .relax_parser import ModuleRef, RBuiltin, RelaxBuilder
-from .tir_expr import NewVar, freeze_value
-from .tir_parser import FunctionFrame, _norm_attrs
+from .tensorir.attrs import freeze_value, norm_attrs as _norm_attrs
+from .tensorir.evaluator import NewVar
+from .tensorir.evaluator import FunctionFrame
 
 
 class RelaxFunctionBuilder(RelaxBuilder):

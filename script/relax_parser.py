@@ -1,8 +1,9 @@
 """Building Relax from syntax: ``@R.function`` bodies, bindings, dataflow blocks, struct info.
 
-TensorIR expressions (symbolic sizes such as ``n`` and ``m * k``) inside struct info are
-evaluated by the TensorIR machinery this class inherits; Relax values and ``R.*`` builtins are
-handled here.
+TensorIR expressions (symbolic sizes such as ``n`` and ``m * k``, ``T.int64(...)``, the values
+of ``R.prim_value``) are read by the TensorIR expression evaluator this class extends
+(tensorir/evaluator.py), which knows no TensorIR statement; Relax values and ``R.*`` builtins
+are handled here.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ..ir.errors import ScriptError, Source, TVMSError
 from ..ir.expr import IntImm, PrimExpr, Var as TirVar
 from ..ir.module import GlobalVar, MetadataRef
 from .metadata import CONSTANT_KEYS
+from .operators import RELAX_BINARY, RELAX_PREFIX
 from ..ir.node import EMPTY, FrozenDict
 from ..ir.relax import make_constant
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
@@ -26,8 +28,8 @@ from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStruct
 from . import syntax as S
 from .diagnostics import did_you_mean
 from .dialect import canonical_attr_key
-from .tir_expr import Builtin, NewVar, _describe, freeze_value
-from .tir_parser import TIRBuilder
+from .tensorir.attrs import freeze_value
+from .tensorir.evaluator import Builtin, NewVar, ScopedEvaluator, _describe
 
 
 @dataclass(frozen=True)
@@ -51,15 +53,13 @@ class Metadata:
     table: dict
 
 
-_RELAX_OPERATORS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "//": "floor_divide",
-                    "**": "power", "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
 _STRUCT_INFO_BUILTINS = {"Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "Callable"}
 _R_VALUE_BUILTINS = {"const", "shape", "prim_value", "str", "dtype", "tuple", "match_cast",
                      "ExternFunc", "call_tir", "call_dps_packed", "call_packed", "output",
                      "dataflow", "func_attr", "function"}
 
 
-class RelaxBuilder(TIRBuilder):
+class RelaxBuilder(ScopedEvaluator):
     """Builds one Relax Function from a ``def`` decorated with ``@R.function``."""
 
     def __init__(self, source, dialect, module_names: dict, typevars: frozenset, metadata: dict | None):
@@ -148,19 +148,19 @@ class RelaxBuilder(TIRBuilder):
     def ev_BinOp(self, syn: S.BinOp) -> Any:
         left, right = self.ev(syn.left), self.ev(syn.right)
         if isinstance(left, rx.RelaxExpr) or isinstance(right, rx.RelaxExpr):
-            return self.relax_operator(_RELAX_OPERATORS, syn.op, [left, right], syn)
+            return self.relax_operator(RELAX_BINARY, syn.op, [left, right], syn)
         return self.binary(syn, left, right)
 
     def ev_UnaryOp(self, syn: S.UnaryOp) -> Any:
         value = self.ev(syn.operand)
         if isinstance(value, rx.RelaxExpr):
-            return self.relax_operator({"-": "negative"}, syn.op, [value], syn)
+            return self.relax_operator(RELAX_PREFIX, syn.op, [value], syn)
         return self.unary(syn, value)
 
     def ev_Compare(self, syn: S.Compare) -> Any:
         left = self.ev(syn.left)
         if isinstance(left, rx.RelaxExpr) and len(syn.ops) == 1:
-            return self.relax_operator(_RELAX_OPERATORS, syn.ops[0], [left, self.ev(syn.comparators[0])], syn)
+            return self.relax_operator(RELAX_BINARY, syn.ops[0], [left, self.ev(syn.comparators[0])], syn)
         return self.compare(syn, left)
 
     def relax_operator(self, table: dict, op: str, operands: list, syn: Any) -> rx.Call:

@@ -18,7 +18,10 @@ from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
 from .dialect import RELAX_HEADER
-from .tir_printer import _EXPR_PRINTERS, ATOM, TIRPrinter, def_name, format_float, quote
+from .operators import ATOM
+from .tensorir.printer_core import TIRPrinter
+from .tensorir.rules import PRINT_EXPR
+from .tensorir.text import def_name, format_float, quote
 
 _CONSTANT_KEY = {"classic": "relax.expr.Constant", "tvm-0.27": "ir.GenericConst"}
 
@@ -351,6 +354,6 @@ def _refers_to_module(f: rx.Function, names: set) -> bool:
     return any(g.name_hint in names for g in collect(f.body, GlobalVar))
 
 
-RelaxPrinter.expr_printers = {**_EXPR_PRINTERS, IntImm: RelaxPrinter.ex_int}
+RelaxPrinter.expr_printers = {**PRINT_EXPR, IntImm: RelaxPrinter.ex_int}
 
 __all__ = ["RelaxPrinter", "np"]

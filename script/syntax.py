@@ -11,6 +11,8 @@ from typing import Any
 
 from lark import Token, Transformer, v_args
 
+from .operators import BINARY, COMPARISONS, PREFIX
+
 
 class Syn:
     """A syntax node: ``line``/``col`` where it starts, ``end_line``/``end_col`` where it ends."""
@@ -292,14 +294,11 @@ class SyntaxBuilder(Transformer):
         return node
 
 
-# Binding powers (left, right) of the binary operators; higher binds tighter. Python's table:
-# or < and < not < comparisons < | < ^ < & < shifts < + - < * / // % @ < unary - + ~ < **
-_COMPARISONS = frozenset(("<", ">", "==", ">=", "<=", "!="))
-_BINARY_BP = {"or": (1, 2), "and": (3, 4), "|": (9, 10), "^": (11, 12), "&": (13, 14),
-              "<<": (15, 16), ">>": (15, 16), "+": (17, 18), "-": (17, 18), "*": (19, 20),
-              "/": (19, 20), "//": (19, 20), "%": (19, 20), "@": (19, 20), "**": (24, 23)}
-_BINARY_BP.update({op: (7, 8) for op in _COMPARISONS})
-_PREFIX_BP = {"not": 5, "-": 21, "+": 21, "~": 21}
+# Binding powers (left, right) and prefix powers, from the one operator table (Python's order:
+# or < and < not < comparisons < | < ^ < & < shifts < + - < * / // % @ < unary - + ~ < **)
+_COMPARISONS = COMPARISONS
+_BINARY_BP = {op.symbol: op.binding_powers for op in BINARY}
+_PREFIX_BP = {symbol: 2 * level - 1 for symbol, level in PREFIX.items()}
 
 
 class _Climber:

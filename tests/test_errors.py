@@ -607,20 +607,20 @@ def test_no_terminal_names_in_syntax_errors():
 # strict xfails, so that the fix turns them into failures to remove the mark.
 _FUNC = '@T.prim_func\ndef main(A: T.Buffer((4,), "float32")):\n'
 _LEAKS = [
-    ("shape_index_out_of_range", _FUNC + "    A[0] = A.shape[5]\n", "IndexError in tir_expr.ev_Subscript"),
-    ("tuple_index_not_int", _FUNC + '    A[0] = (1, 2)["a"]\n', "TypeError in tir_expr.ev_Subscript"),
+    ("shape_index_out_of_range", _FUNC + "    A[0] = A.shape[5]\n", "IndexError in tensorir.evaluator.ev_Subscript"),
+    ("tuple_index_not_int", _FUNC + '    A[0] = (1, 2)["a"]\n', "TypeError in tensorir.evaluator.ev_Subscript"),
     ("true_division_by_zero", _FUNC + "    A[0] = 1 / 0\n", "ZeroDivisionError from arith.truediv"),
-    ("unhashable_dict_key", _FUNC + "    T.func_attr({[1]: 1})\n", "TypeError in tir_expr.ev_DictExpr"),
-    ("evaluate_without_args", _FUNC + "    T.evaluate()\n", "IndexError in tir_parser._evaluate"),
+    ("unhashable_dict_key", _FUNC + "    T.func_attr({[1]: 1})\n", "TypeError in tensorir.evaluator.ev_DictExpr"),
+    ("evaluate_without_args", _FUNC + "    T.evaluate()\n", "IndexError in tensorir.statements._evaluate"),
     ("where_without_args", _FUNC + '    with T.block("b"):\n        T.where()\n',
-     "IndexError in tir_parser._where"),
-    ("allocate_without_args", _FUNC + "    B = T.allocate()\n", "TypeError in tir_parser._allocate"),
+     "IndexError in tensorir.blocks._where"),
+    ("allocate_without_args", _FUNC + "    B = T.allocate()\n", "TypeError in tensorir.buffers._allocate"),
     ("alloc_buffer_bad_align", _FUNC + '    B = T.alloc_buffer((4,), "float32", align="x")\n',
-     "ValueError in tir_parser.buffer_decl (int(align))"),
+     "ValueError in tensorir.buffers.buffer_decl (int(align))"),
     ("alloc_buffer_int_strides", _FUNC + '    B = T.alloc_buffer((4,), "float32", strides=5)\n',
-     "TypeError in tir_parser.buffer_decl (strides not iterable)"),
+     "TypeError in tensorir.buffers.buffer_decl (strides not iterable)"),
     ("comm_reducer_identity_not_a_list", _FUNC + "    A[0] = T.comm_reducer(lambda x, y: x + y, 1)\n",
-     "AttributeError in tir_expr.comm_reducer (.elts of a Constant)"),
+     "AttributeError in tensorir.evaluator.comm_reducer (.elts of a Constant)"),
 ]
 
 
@@ -703,3 +703,10 @@ def test_mutated_module_parses_or_raises_a_script_error(mutations):
             assert 1 <= err.span.line <= text.count("\n") + 1
             assert err.span.col >= 1
             assert rendered.startswith(f"{NAME}:{err.span.line}:{err.span.col}: error: ")
+
+
+def test_a_tensorir_buffer_in_a_relax_signature_is_refused():
+    # the Relax builder reads TensorIR expressions only; T.Buffer declares a TensorIR buffer
+    src = ('@I.ir_module\nclass Module:\n    @R.function\n'
+           '    def main(x: T.Buffer((4,), "float32")):\n        return x\n')
+    assert_error(src, 4, 17, r"T\.Buffer\(\.\.\.\) declares a TensorIR buffer; a Relax function takes tensors")

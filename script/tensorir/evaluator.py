@@ -1,22 +1,25 @@
-"""Evaluating TVMScript expressions to IR: names, operators, buffer accesses and the ``T.*``
-builtins that make expressions (``T.float32(0.0)``, ``T.exp``, ``T.Cast``, ``T.max`` ...)."""
+"""Evaluating TVMScript expressions to IR: names and their scopes, operators (through the one
+operator table), buffer accesses, and the calls of ``T.*`` builtins that make expressions (the
+builtins themselves are rules of the construct modules: ``T.Cast`` in exprs, ``T.Buffer`` in
+buffers; dtype constructors and intrinsics are read here)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..ir import arith, op as op_registry
-from ..ir.buffer import Buffer, BufferRegion
-from ..ir.dtype import DataType, is_dtype_name
-from ..ir.errors import ScriptError, Source, TVMSError
-from ..ir.expr import (Add, And, Broadcast, BufferLoad, Call, Cast, CommReducer, Div, EQ,
-                       FloatImm, FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Let, Max, Min, Mod,
-                       Mul, NE, Not, Or, PointerType, PrimExpr, PrimType, Ramp, Range, Select,
-                       StringImm, Sub, Var, const)
-from ..ir.module import Target
-from ..ir.node import EMPTY, FrozenDict
-from . import syntax as S
-from .diagnostics import did_you_mean, error, span_of
+from ...ir import arith, op as op_registry
+from ...ir.buffer import Buffer, BufferRegion
+from ...ir.dtype import DataType, is_dtype_name
+from ...ir.errors import ScriptError, Source, TVMSError
+from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, PrimExpr, Ramp,
+                        Range, StringImm, Sub, Var, const)
+from ...ir.node import EMPTY
+from .. import syntax as S
+from ..dialect import CLASSIC, Dialect
+from ..diagnostics import did_you_mean, error, span_of
+from ..operators import BY_SYMBOL, CMP
+from .attrs import freeze_value
+from .rules import EXPR_BUILTINS, statement_builtin_names
 
 
 @dataclass(frozen=True)
@@ -244,12 +247,10 @@ class ExprEvaluator:
 
     def binary(self, syn: S.BinOp, left: Any, right: Any) -> Any:
         a, b = self.as_operand(left, syn.left), self.as_operand(right, syn.right)
-        if syn.op == "/":
-            return arith.truediv(a, b)
-        cls = arith.BINARY_OPERATORS.get(syn.op)
-        if cls is None:
+        op = BY_SYMBOL.get(syn.op)
+        if op is None or op.node is None or op.precedence == CMP:
             raise self.error(syn, f"the operator {syn.op!r} is not supported in TensorIR")
-        return arith.binary(cls, a, b)
+        return op.build(a, b)
 
     def operand(self, syn: Any) -> Any:
         return self.as_operand(self.ev(syn), syn)
@@ -276,10 +277,10 @@ class ExprEvaluator:
         return arith.logical_not(self.operand(syn.operand))
 
     def ev_BoolOp(self, syn: S.BoolOp) -> Any:
-        cls = And if syn.op == "and" else Or
+        op = BY_SYMBOL[syn.op]
         result = self.operand(syn.values[0])
         for v in syn.values[1:]:
-            result = arith.binary(cls, result, self.operand(v))
+            result = op.build(result, self.operand(v))
         return result
 
     def ev_Compare(self, syn: S.Compare) -> Any:
@@ -290,8 +291,8 @@ class ExprEvaluator:
         result = None
         for op, right_syn in zip(syn.ops, syn.comparators):
             right = self.operand(right_syn)
-            one = arith.binary(arith.BINARY_OPERATORS[op], left, right)
-            result = one if result is None else arith.binary(And, result, one)
+            one = BY_SYMBOL[op].build(left, right)
+            result = one if result is None else BY_SYMBOL["and"].build(result, one)
             left = right
         return result
 
@@ -335,7 +336,7 @@ class ExprEvaluator:
     # ---------------------------------------------------------------- T.* builtins
     def call_builtin(self, func: Builtin, args: list, kwargs: dict, syn: Any) -> Any:
         path = func.path
-        handler = EXPR_BUILTINS.get(path)
+        handler = EXPR_BUILTINS.get(path)  # (filled by the construct modules: exprs, buffers)
         if handler is not None:
             return handler(self, args, kwargs, syn)
         if is_dtype_name(path):
@@ -402,12 +403,81 @@ class ExprEvaluator:
         raise self.error(syn, f"expected a data type such as \"float32\", got {_describe(value)}")
 
 
+@dataclass
+class FunctionFrame:
+    """What a function being read collects besides its body."""
+
+    params: list = field(default_factory=list)
+    buffer_map: dict = field(default_factory=dict)
+    attrs: dict = field(default_factory=dict)
+    root_allocs: list = field(default_factory=list)
+    typevars: dict = field(default_factory=dict)  # module-level TypeVar names -> this function's Var
+    # while the signature is read: scalar parameters' dtypes by name, and the size variables that
+    # quoted buffer dimensions created (a later scalar parameter of that name is that variable)
+    signature_dtypes: dict | None = None
+    size_vars: dict = field(default_factory=dict)
+
+
+class ScopedEvaluator(ExprEvaluator):
+    """An expression evaluator with its own scopes of names: what both the TensorIR statement
+    builder and the Relax builder (for symbolic sizes, ``T.int64(...)``, prim values) read
+    expressions with. A module-level TypeVar is one variable per function."""
+
+    def __init__(self, source: Source, dialect: Dialect = CLASSIC, globals_: dict | None = None,
+                 typevars: frozenset = frozenset()):
+        self.source = source
+        self.dialect = dialect
+        self.scopes = [dict(globals_ or {})]
+        self.typevar_names = typevars
+        self.func: FunctionFrame | None = None
+
+    def lookup(self, name: str, syn: Any) -> Any:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        if self.func is not None and name in self.typevar_names:
+            var = self.func.typevars.get(name)
+            if var is None:  # each function gets its own variable for a module-level TypeVar
+                var = self.func.typevars[name] = Var(name, DataType("int64"))
+            return var
+        return ExprEvaluator.lookup(self, name, syn)
+
+    def is_known(self, name: str) -> bool:
+        try:
+            self.lookup(name, None)
+        except ScriptError:
+            return False
+        return True
+
+    def define(self, name: str, value: Any) -> None:
+        self.scopes[-1][name] = value
+
+    def scoped(self, body: Callable[[], Any], names: dict | None = None) -> Any:
+        self.scopes.append(dict(names or {}))
+        try:
+            return body()
+        finally:
+            self.scopes.pop()
+
+    def lookup_local(self, name: str) -> Any:
+        """A name defined inside the function (not a global), or None."""
+        for scope in reversed(self.scopes[1:]):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def int_expr(self, value: Any, syn: Any) -> PrimExpr:
+        if isinstance(value, (PrimExpr, int)) and not isinstance(value, bool):
+            return arith.to_expr(value)
+        raise self.error(syn, f"expected an integer extent, got {_describe(value)}")
+
+
 def arith_extent(start: PrimExpr, stop: PrimExpr) -> PrimExpr:
     """``stop - start``. The printer writes an end as ``start + extent`` (or the extent alone
     when the start is 0), so those forms give back the very extent; others are simplified
     (``i + 16 - i`` is 16)."""
-    from ..ir.arith import simplify
-    from ..ir.structural import structural_equal
+    from ...ir.arith import simplify
+    from ...ir.structural import structural_equal
 
     if isinstance(start, IntImm) and start.value == 0 and stop.dtype == start.dtype:
         return stop
@@ -434,132 +504,12 @@ def _describe(value: Any) -> str:
     return {dict: "a dict", list: "a list", tuple: "a tuple"}.get(type(value), type(value).__name__)
 
 
-# ---------------------------------------------------------------- the expression builtins table
-def _binary_builtin(cls: type, fold: bool = False) -> Callable:
-    """``T.Add(a, b)`` builds the node as written; ``fold``: ``T.floordiv(a, b)`` folds
-    constants and neutral operands as TVM's operator functions do."""
-    def build(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
-        if len(args) != 2:
-            raise ev.error(syn, f"T.{cls.__name__} takes two arguments")
-        a, b = (x if isinstance(x, (int, float)) and not isinstance(x, bool) else ev.call_arg(x, syn)
-                for x in args)  # a Python literal takes the other operand's type, not a Cast
-        a, b = arith.match_types(a, b)
-        return arith.binary(cls, a, b) if fold else cls(a, b)
-    return build
-
-
-def _fixed(n: int, name: str, build: Callable) -> Callable:
-    def check(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
-        if len(args) != n:
-            raise ev.error(syn, f"T.{name} takes {n} argument{'s' if n != 1 else ''}, got {len(args)}")
-        return build(ev, args, kwargs, syn)
-    return check
-
-
-def _cast(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
-    return Cast(ev.dtype_of(args[0], syn), ev.call_arg(args[1], syn))
-
-
-def _select(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
-    c, t, f = (ev.call_arg(a, syn) for a in args)
-    t, f = arith.match_types(t, f)
-    return Select(c, t, f)
-
-
-def _ramp(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
-    base, stride = arith.match_types(ev.call_arg(args[0], syn), ev.call_arg(args[1], syn))
-    return Ramp(base, stride, int(_int_value(ev, args[2], syn)))
-
-
-def _broadcast(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
-    return Broadcast(ev.call_arg(args[0], syn), int(_int_value(ev, args[1], syn)))
-
-
-def _let_expr(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
-    where = kwargs.get("where")
-    if not isinstance(where, dict) or len(where) != 1:
-        raise ev.error(syn, "T.Let(body, where={var: value}) binds exactly one variable")
-    (var, value), = where.items()
-    if not isinstance(var, Var):  # the key names the bound variable
-        raise ev.error(syn, f"T.Let binds a variable, not {_describe(var)}")
-    return Let(var, ev.call_arg(value, syn), ev.call_arg(args[0], syn))
-
-
-def _int_value(ev: ExprEvaluator, value: Any, syn: Any) -> int:
-    if isinstance(value, IntImm):
-        return value.value
-    if isinstance(value, int):
-        return value
-    raise ev.error(syn, f"expected a constant integer, got {_describe(value)}")
-
-
-def _target(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
-    config = args[0] if args else kwargs
-    if isinstance(config, str):
-        config = {"kind": config}
-    return Target(freeze_value(config))
-
-
-def freeze_value(value: Any) -> Any:
-    """Attribute values as stored in the IR: dicts frozen, lists as tuples."""
-    if isinstance(value, dict):
-        return FrozenDict({k: freeze_value(v) for k, v in value.items()})
-    if isinstance(value, list):
-        return tuple(freeze_value(v) for v in value)
-    return value
-
-
-def _handle(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
-    return handle_type(ev, args, kwargs, syn)
-
-
-def handle_type(ev: ExprEvaluator, args: list, kwargs: dict, syn: Any) -> Any:
-    """``T.handle`` / ``T.handle("float32", "global")`` as a parameter type."""
-    if not args and not kwargs:
-        return PrimType(DataType("handle"))
-    dtype = ev.dtype_of(args[0] if args else kwargs.get("dtype"), syn)
-    scope = args[1] if len(args) > 1 else kwargs.get("storage_scope", "global")
-    return PointerType(dtype, scope)
-
-
-EXPR_BUILTINS: dict[str, Callable] = {
-    "Cast": _fixed(2, "Cast", _cast),
-    "Select": _fixed(3, "Select", _select),
-    "Ramp": _fixed(3, "Ramp", _ramp),
-    "Broadcast": _fixed(2, "Broadcast", _broadcast),
-    "Let": _let_expr,
-    "min": _binary_builtin(Min, fold=True), "max": _binary_builtin(Max, fold=True),
-    "truncdiv": _binary_builtin(Div, fold=True), "truncmod": _binary_builtin(Mod, fold=True),
-    "floordiv": _binary_builtin(FloorDiv, fold=True), "floormod": _binary_builtin(FloorMod, fold=True),
-    "Add": _binary_builtin(Add), "Sub": _binary_builtin(Sub), "Mul": _binary_builtin(Mul),
-    "Div": _binary_builtin(Div), "Mod": _binary_builtin(Mod), "FloorDiv": _binary_builtin(FloorDiv),
-    "FloorMod": _binary_builtin(FloorMod), "Min": _binary_builtin(Min), "Max": _binary_builtin(Max),
-    "EQ": _binary_builtin(EQ), "NE": _binary_builtin(NE), "LT": _binary_builtin(LT),
-    "LE": _binary_builtin(LE), "GT": _binary_builtin(GT), "GE": _binary_builtin(GE),
-    "And": _binary_builtin(And), "Or": _binary_builtin(Or),
-    "Not": _fixed(1, "Not", lambda ev, a, k, s: Not(ev.call_arg(a[0], s))),
-    "target": _target,
-    "handle": _handle,
-    # a buffer as a parameter type: the statement builder supplies buffer_decl
-    "Buffer": lambda ev, args, kwargs, syn: ev.buffer_decl("buffer", args, kwargs, syn),
-}
-
-# Builtins that are statements or scopes (handled by the statement builder), listed so that
-# ``T.<name>`` resolves and typos get a suggestion.
-STATEMENT_BUILTINS = frozenset(
-    "prim_func func_attr grid serial parallel vectorized unroll thread_binding block sblock "
-    "axis axis.spatial axis.reduce axis.remap axis.scan axis.opaque where reads writes init "
-    "block_attr sblock_attr alloc_buffer sblock_alloc_buffer match_buffer Buffer decl_buffer "
-    "alloc_shared alloc_local allocate launch_thread env_thread attr evaluate LetStmt let "
-    "comm_reducer Assert bool".split())
-
-
 def all_builtin_names() -> list[str]:
-    return sorted(set(EXPR_BUILTINS) | STATEMENT_BUILTINS | set(op_registry.script_names())
+    return sorted(set(EXPR_BUILTINS) | statement_builtin_names() | set(op_registry.script_names())
                   | {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                      "float16", "float32", "float64", "bfloat16", "bool"})
 
 
 def _is_builtin(path: str) -> bool:
-    return (path in EXPR_BUILTINS or path in STATEMENT_BUILTINS or is_dtype_name(path)
+    return (path in EXPR_BUILTINS or path in statement_builtin_names() or is_dtype_name(path)
             or op_registry.lookup_script_name(path) is not None)

@@ -1,0 +1,297 @@
+"""Buffers: ``T.Buffer`` (a parameter's type, or an alias), ``T.alloc_buffer`` /
+``T.sblock_alloc_buffer`` / ``T.alloc_shared`` / ``T.alloc_local``, ``T.decl_buffer`` and
+``B.view(...)``, ``T.match_buffer`` (of a parameter or a region), ``T.allocate``; and buffer
+regions. The classic dialect's ``T.alloc_buffer`` allocates in the enclosing block, TVM 0.27's
+for the rest of the body (its block form is ``T.sblock_alloc_buffer``)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...ir import arith
+from ...ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion, MatchBufferRegion, decl_buffer
+from ...ir.dtype import handle
+from ...ir.expr import IntImm, PointerType, PrimExpr, Var
+from ...ir.node import EMPTY
+from ...ir.stmt import Allocate, AllocBuffer, DeclBuffer, Stmt
+from ...ir.visitor import walk
+from .. import syntax as S
+from .evaluator import BufferMethod, _describe
+from .attrs import norm_attrs
+from .rules import EXPR_BUILTINS, PARSE, Header, TakesRest, call_args, parses, prints
+from .text import display_add, quote
+
+
+class BufferParsing:
+    """Reading buffer declarations (mixed into the TIRBuilder)."""
+
+    def buffer_decl(self, name: str, args: list, kwargs: dict, syn: Any, scope_default: str = "global") -> Buffer:
+        """T.Buffer / T.alloc_buffer / T.match_buffer / T.decl_buffer arguments to a Buffer."""
+        kwargs = dict(kwargs)
+        shape = args[0] if args else kwargs.pop("shape", None)
+        if shape is None:
+            raise self.error(syn, "a buffer needs a shape")
+        dtype = args[1] if len(args) > 1 else kwargs.pop("dtype", "float32")
+        kwargs.pop("dtype", None)
+        if len(args) > 2:
+            kwargs.setdefault("data", args[2])
+        if isinstance(shape, (int, PrimExpr)):
+            shape = (shape,)
+        if not isinstance(shape, (tuple, list)):
+            raise self.error(syn, f"a buffer shape is a tuple, got {_describe(shape)}")
+        dims = tuple(self.quoted_size(s, syn) if isinstance(s, str) else self.int_expr(s, syn)
+                     for s in shape)
+        dt = self.dtype_of(dtype, syn)
+        data = kwargs.pop("data", None)
+        if data is not None and not (isinstance(data, Var) and data.dtype == handle):
+            raise self.error(syn, f"data= must be a handle variable, got {_describe(data)}")
+        scope = kwargs.pop("scope", scope_default)
+        strides = tuple(self.int_expr(s, syn) for s in (kwargs.pop("strides", None) or ()))
+        elem_offset = kwargs.pop("elem_offset", None)
+        if elem_offset is not None:
+            elem_offset = self.int_expr(elem_offset, syn)
+            if isinstance(elem_offset, IntImm) and elem_offset.value == 0:
+                elem_offset = None
+        align = kwargs.pop("align", -1)
+        align = DEFAULT_ALIGN if align in (-1, None) else int(align)
+        offset_factor = int(kwargs.pop("offset_factor", None) or 0)
+        buffer_type = kwargs.pop("buffer_type", "default")
+        if buffer_type == "auto":  # how buffer_type="auto_broadcast" is written
+            buffer_type = "auto_broadcast"
+        axis_separators = tuple(kwargs.pop("axis_separators", None) or ())
+        if kwargs:
+            raise self.error(syn, f"unexpected buffer argument {next(iter(kwargs))!r}")
+        if data is None:
+            data = Var(name, handle, PointerType(dt, scope))
+        elif scope != "global" and data.type_annotation is None:
+            data = Var(data.name, handle, PointerType(dt, scope))
+        return decl_buffer(dims, dt, name, data=data, strides=strides, elem_offset=elem_offset,
+                           data_alignment=align, offset_factor=offset_factor,
+                           buffer_type=buffer_type, axis_separators=axis_separators,
+                           span=self.span(syn))
+
+    def buffer_view(self, target: Any, method: BufferMethod, call: S.Call, rest: list) -> Any:
+        name = self.target_name(target)
+        args = [self.ev(a) for a in call.args]
+        kwargs = {k: self.ev(v) for k, v in call.kwargs}
+        shape = tuple(args) if args and not isinstance(args[0], (tuple, list)) else (args[0] if args else ())
+        base = method.buffer
+        buf = self.buffer_decl(name, [shape], {"dtype": kwargs.pop("dtype", str(base.dtype)),
+                                               "data": base.data, **kwargs}, call)
+        return TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), span=self.assigned_span(call, target)))
+
+    @parses("with", "decl_buffer", "alloc_buffer", "alloc_shared", "alloc_local", "allocate")
+    def with_scoped_assign(self, syn: S.With, call: S.Call) -> Stmt:
+        """``with T.decl_buffer(...) as B:`` and the other allocations: the with-form that the
+        printer uses when the statement is not the last of its body."""
+        if syn.target is None:
+            raise self.error(call, "write 'with ... as name:'")
+        func = self.ev(call.func)
+        result = PARSE["assign"][func.path](self, syn.target, call, syn.body)
+        return result.stmt if isinstance(result, TakesRest) else result
+
+
+def _alloc_buffer_in_block(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+    name = b.target_name(target)
+    args, kwargs = call_args(b, call)
+    buf = b.buffer_decl(name, args, kwargs, call)
+    if b.blocks:
+        b.blocks[-1].alloc_buffers.append(buf)
+    elif b.func is not None:
+        b.func.root_allocs.append(buf)
+    b.define(name, buf)
+    return Header()
+
+
+def _alloc_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+    # The classic dialect's T.alloc_buffer allocates in the enclosing block; TVM 0.27's is a
+    # statement that allocates for the rest of the body (its block form is sblock_alloc_buffer).
+    if b.dialect.block_alloc == "alloc_buffer":
+        return _alloc_buffer_in_block(b, target, call, rest)
+    return _alloc_stmt("global")(b, target, call, rest)
+
+
+def _alloc_stmt(scope: str) -> Callable:
+    def build(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+        name = b.target_name(target)
+        args, kwargs = call_args(b, call)
+        annotations = norm_attrs(kwargs.pop("annotations", None) or {})
+        buf = b.buffer_decl(name, args, kwargs, call, scope_default=scope)
+        return TakesRest(AllocBuffer(buf, b.rest_body(rest, {name: buf}), annotations or EMPTY,
+                                      span=b.assigned_span(call, target)))
+    return build
+
+
+def _decl_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+    name = b.target_name(target)
+    args, kwargs = call_args(b, call)
+    if kwargs.get("data") is None and len(args) < 3:
+        return _alloc_stmt("global")(b, target, call, rest)
+    buf = b.buffer_decl(name, args, kwargs, call)
+    return TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target)))
+
+
+def _buffer_alias(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+    name = b.target_name(target)
+    args, kwargs = call_args(b, call)
+    b.define(name, b.buffer_decl(name, args, kwargs, call))
+    return Header()
+
+
+def _match_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+    name = b.target_name(target)
+    args, kwargs = call_args(b, call)
+    if not args:
+        raise b.error(call, "T.match_buffer takes a parameter (or region) and a shape")
+    source, args = args[0], args[1:]
+    if b.blocks:
+        region = b.to_region(source, call)
+        buf = b.buffer_decl(name, args, kwargs, call)
+        b.blocks[-1].match_buffers.append(MatchBufferRegion(buf, region, span=b.span(call)))
+    else:
+        frame = b.func
+        if frame is None or not isinstance(source, Var) or source not in frame.params:
+            raise b.error(call, f"T.match_buffer outside a block matches a handle parameter of the "
+                          f"function, not {_describe(source)}")
+        if source in frame.buffer_map:
+            raise b.error(call, f"parameter {source.name!r} is already bound to a buffer")
+        buf = b.buffer_decl(name, args, kwargs, call)
+        frame.buffer_map[source] = buf
+    b.define(name, buf)
+    return Header()
+
+
+def _allocate(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+    name = b.target_name(target)
+    args, kwargs = call_args(b, call)
+    extents = args[0] if args else kwargs.get("extents")
+    dtype = b.dtype_of(args[1] if len(args) > 1 else kwargs.get("dtype", "float32"), call)
+    scope = args[2] if len(args) > 2 else kwargs.get("scope", "global")
+    cond = args[3] if len(args) > 3 else kwargs.get("condition", True)
+    annotations = norm_attrs(kwargs.get("annotations") or {})
+    var = Var(name, handle, PointerType(dtype, scope))
+    return TakesRest(Allocate(var, dtype, tuple(b.int_expr(e, call) for e in extents),
+                               arith.to_expr(cond), b.rest_body(rest, {name: var}),
+                               annotations or EMPTY, span=b.assigned_span(call, target)))
+
+
+for _name, _rule in {"alloc_buffer": _alloc_buffer, "sblock_alloc_buffer": _alloc_buffer_in_block,
+                     "alloc_shared": _alloc_stmt("shared"), "alloc_local": _alloc_stmt("local"),
+                     "decl_buffer": _decl_buffer, "Buffer": _buffer_alias,
+                     "match_buffer": _match_buffer, "allocate": _allocate}.items():
+    parses("assign", _name)(_rule)
+
+
+def _buffer_type(ev: Any, args: list, kwargs: dict, syn: Any) -> Buffer:
+    """A buffer as a parameter's type, ``A: T.Buffer((128,), "float32")`` (TensorIR only: the
+    Relax builder reads TensorIR expressions, not buffer declarations)."""
+    if not isinstance(ev, BufferParsing):
+        raise ev.error(syn, "T.Buffer(...) declares a TensorIR buffer; a Relax function takes "
+                            "tensors, such as R.Tensor((4,), \"float32\")")
+    return ev.buffer_decl("buffer", args, kwargs, syn)
+
+
+EXPR_BUILTINS["Buffer"] = _buffer_type
+
+
+class BufferPrinting:
+    """Printing buffer declarations (mixed into the TIRPrinter)."""
+
+    def buffer_decl(self, b: Buffer, method: str, args: list[str], dtype_always: bool = False,
+                    signature: set | None = None) -> str:
+        """``signature``: the parameters defined so far, when ``b`` is a parameter's buffer."""
+        dims = [self.expr(s) if signature is None else self.signature_dim(s, signature) for s in b.shape]
+        shape = "(" + ", ".join(dims) + ("," if len(b.shape) == 1 else "") + ")"
+        args = args + [shape]
+        if dtype_always or b.dtype.name != "float32":
+            args.append(quote(str(b.dtype)))
+        if self.namer.get(b.data) is not None or self.data_owner(b.data, exclude=b) is not None:
+            args.append(f"data={self.var(b.data)}")
+        if b.strides:
+            args.append("strides=(" + ", ".join(self.expr(s) for s in b.strides) + ("," if len(b.strides) == 1 else "") + ")")
+        if b.elem_offset is not None:
+            args.append(f"elem_offset={self.expr(b.elem_offset)}")
+        if b.scope != "global" and method not in ("alloc_shared", "alloc_local"):
+            args.append(f"scope={quote(b.scope)}")
+        if b.data_alignment != DEFAULT_ALIGN:
+            args.append(f"align={b.data_alignment}")
+        if b.offset_factor:
+            args.append(f"offset_factor={b.offset_factor}")
+        if b.buffer_type != "default":
+            args.append('buffer_type="auto"')
+        if b.axis_separators:
+            args.append("axis_separators=[" + ", ".join(str(a) for a in b.axis_separators) + "]")
+        return f"T.{method}({', '.join(args)})"
+
+    def signature_dim(self, dim: PrimExpr, defined: set) -> str:
+        """A dimension of a buffer in a TVM 0.27 signature. It is quoted when it reads a scalar
+        parameter not defined yet (the quote defines it, as TVM's parser reads it) or when it is
+        an expression over a size that only the buffers bind."""
+        if isinstance(dim, IntImm):
+            return self.expr(dim)
+        found = [v for v in walk(dim) if isinstance(v, Var)]
+        early = [v for v in found if id(v) in self.scalar_params and id(v) not in defined]
+        for v in early:
+            if self.namer.get(v) is None:
+                self.namer.define(v, v.name)
+            defined.add(id(v))
+        text = self.expr(dim)
+        if early or (not isinstance(dim, Var) and any(id(v) not in self.scalar_params for v in found)):
+            return quote(text)
+        return text
+
+    def region(self, r: BufferRegion) -> str:
+        parts = []
+        for rng in r.region:
+            if isinstance(rng.extent, IntImm) and rng.extent.value == 1:
+                parts.append(self.expr(rng.min))
+            else:
+                parts.append(f"{self.expr(rng.min)}:{self.expr(display_add(rng.min, rng.extent))}")
+        return f"{self.buffer(r.buffer)}[{', '.join(parts) if parts else '()'}]"
+
+    def simple_buffer(self, b: Buffer) -> bool:
+        if b.strides or b.elem_offset is not None or b.scope != "global" or b.axis_separators:
+            return False
+        if b.data_alignment != DEFAULT_ALIGN or b.offset_factor or b.buffer_type != "default":
+            return False
+        for s in b.shape:
+            for n in walk(s):
+                if isinstance(n, Var) and id(n) not in self.typevars and id(n) not in self.scalar_params:
+                    return False
+        return True
+
+    @prints(DeclBuffer)
+    def st_decl_buffer(self, s: DeclBuffer, concise: bool, top: bool) -> None:
+        b = s.buffer
+        rhs = self.view_or_decl(b)
+        self.scope(concise, top, None, rhs, s.body, lambda: self.define_buffer(b))
+
+    def view_or_decl(self, b: Buffer) -> str:
+        owner = self.data_owner(b.data, exclude=b)
+        if (self.d.name != "classic" and owner is not None and owner.dtype == b.dtype
+                and self.simple_buffer(b) and owner.shape != b.shape
+                and [self.expr(x) for x in owner.shape] != [self.expr(x) for x in b.shape]):
+            return f"{self.namer.get(owner)}.view({', '.join(self.expr(x) for x in b.shape)})"
+        return self.buffer_decl(b, "decl_buffer", [])
+
+    @prints(AllocBuffer)
+    def st_alloc_buffer(self, s: AllocBuffer, concise: bool, top: bool) -> None:
+        b = s.buffer
+        if self.d.name == "classic":
+            method = "decl_buffer"
+        else:
+            method = {"shared": "alloc_shared", "local": "alloc_local"}.get(b.scope, "alloc_buffer")
+        rhs = self.buffer_decl(b, method, [])
+        if s.annotations:
+            rhs = rhs[:-1] + f", annotations={self.attr_dict(s.annotations)})"
+        self.scope(concise, top, None, rhs, s.body, lambda: self.define_buffer(b))
+
+    @prints(Allocate)
+    def st_allocate(self, s: Allocate, concise: bool, top: bool) -> None:
+        scope = s.buffer_var.type_annotation.storage_scope if isinstance(s.buffer_var.type_annotation, PointerType) else "global"
+        args = [f"[{', '.join(self.expr(e) for e in s.extents)}]", quote(str(s.dtype)), quote(scope)]
+        if not (isinstance(s.condition, IntImm) and s.condition.value == 1):
+            args.append(self.expr(s.condition))
+        if s.annotations:
+            args.append(f"annotations={self.attr_dict(s.annotations)}")
+        rhs = f"T.allocate({', '.join(args)})"
+        self.scope(concise, top, None, rhs, s.body, lambda: self.namer.define(s.buffer_var, s.buffer_var.name))

@@ -1,0 +1,241 @@
+"""TensorIR expressions: the ``T.*`` builtins that build them (``T.Cast``, ``T.Select``,
+``T.Ramp``, ``T.Broadcast``, ``T.Let``, ``T.min``/``T.max``/``T.floordiv``..., the node
+constructors ``T.Add``..., ``T.target``, ``T.handle``) and how every expression node prints.
+
+Operators come from the one operator table (script/operators.py): ``a + b`` is read through it
+by the evaluator and printed through it here, with Python's precedence; an operation that the
+operator would fold when read back (two numbers, ``x + 0``) prints as its node, ``T.Add(x, 0)``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...ir import arith, op as op_registry
+from ...ir.dtype import DataType
+from ...ir.expr import (Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
+                        FloorMod, IntImm,
+                        IterVar, Let, Max, Min, Mod, Not, PointerType, PrimType, Ramp, Select,
+                        StringImm, Var)
+from ...ir.module import GlobalVar, Target
+from ..operators import ATOM, BINARY, BY_NODE, CMP, MUL, NOT
+from .evaluator import _describe
+from .attrs import freeze_value
+from .rules import EXPR_BUILTINS, PRINT_EXPR
+from .text import display_add, format_float, is_number, quote
+
+
+# ---------------------------------------------------------------- reading: the T.* builtins
+def _binary_builtin(cls: type, fold: bool = False) -> Callable:
+    """``T.Add(a, b)`` builds the node as written; ``fold``: ``T.floordiv(a, b)`` folds
+    constants and neutral operands as TVM's operator functions do."""
+    def build(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+        if len(args) != 2:
+            raise ev.error(syn, f"T.{cls.__name__} takes two arguments")
+        a, b = (x if isinstance(x, (int, float)) and not isinstance(x, bool) else ev.call_arg(x, syn)
+                for x in args)  # a Python literal takes the other operand's type, not a Cast
+        a, b = arith.match_types(a, b)
+        return arith.binary(cls, a, b) if fold else cls(a, b)
+    return build
+
+
+def _fixed(n: int, name: str, build: Callable) -> Callable:
+    def check(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+        if len(args) != n:
+            raise ev.error(syn, f"T.{name} takes {n} argument{'s' if n != 1 else ''}, got {len(args)}")
+        return build(ev, args, kwargs, syn)
+    return check
+
+
+def _cast(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    return Cast(ev.dtype_of(args[0], syn), ev.call_arg(args[1], syn))
+
+
+def _select(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    c, t, f = (ev.call_arg(a, syn) for a in args)
+    t, f = arith.match_types(t, f)
+    return Select(c, t, f)
+
+
+def _ramp(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    base, stride = arith.match_types(ev.call_arg(args[0], syn), ev.call_arg(args[1], syn))
+    return Ramp(base, stride, int(_int_value(ev, args[2], syn)))
+
+
+def _broadcast(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    return Broadcast(ev.call_arg(args[0], syn), int(_int_value(ev, args[1], syn)))
+
+
+def _let_expr(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    where = kwargs.get("where")
+    if not isinstance(where, dict) or len(where) != 1:
+        raise ev.error(syn, "T.Let(body, where={var: value}) binds exactly one variable")
+    (var, value), = where.items()
+    if not isinstance(var, Var):  # the key names the bound variable
+        raise ev.error(syn, f"T.Let binds a variable, not {_describe(var)}")
+    return Let(var, ev.call_arg(value, syn), ev.call_arg(args[0], syn))
+
+
+def _int_value(ev: Any, value: Any, syn: Any) -> int:
+    if isinstance(value, IntImm):
+        return value.value
+    if isinstance(value, int):
+        return value
+    raise ev.error(syn, f"expected a constant integer, got {_describe(value)}")
+
+
+def _target(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    config = args[0] if args else kwargs
+    if isinstance(config, str):
+        config = {"kind": config}
+    return Target(freeze_value(config))
+
+
+def _handle(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    """``T.handle`` / ``T.handle("float32", "global")`` as a parameter type."""
+    if not args and not kwargs:
+        return PrimType(DataType("handle"))
+    dtype = ev.dtype_of(args[0] if args else kwargs.get("dtype"), syn)
+    scope = args[1] if len(args) > 1 else kwargs.get("storage_scope", "global")
+    return PointerType(dtype, scope)
+
+
+_NODE_BUILTINS = [op.node for op in BINARY if op.node is not None] + [Mod, Min, Max]
+EXPR_BUILTINS.update({
+    "Cast": _fixed(2, "Cast", _cast),
+    "Select": _fixed(3, "Select", _select),
+    "Ramp": _fixed(3, "Ramp", _ramp),
+    "Broadcast": _fixed(2, "Broadcast", _broadcast),
+    "Let": _let_expr,
+    "min": _binary_builtin(Min, fold=True), "max": _binary_builtin(Max, fold=True),
+    "truncdiv": _binary_builtin(Div, fold=True), "truncmod": _binary_builtin(Mod, fold=True),
+    "floordiv": _binary_builtin(FloorDiv, fold=True), "floormod": _binary_builtin(FloorMod, fold=True),
+    **{cls.__name__: _binary_builtin(cls) for cls in _NODE_BUILTINS},  # T.Add, T.FloorDiv, T.LT ...
+    "Not": _fixed(1, "Not", lambda ev, a, k, s: Not(ev.call_arg(a[0], s))),
+    "target": _target,
+    "handle": _handle,
+})
+
+
+# ---------------------------------------------------------------- printing
+def _would_fold(e: Any) -> bool:
+    """Whether building ``e``'s operation from its operands would fold it (two numbers, ``x + 0``)."""
+    return is_number(e.a) and is_number(e.b) or arith.fold_identity(type(e), e.a, e.b) is not None
+
+
+class ExprPrinting:
+    """Printing expressions (mixed into the TIRPrinter)."""
+
+    def ex_int(self, e: IntImm) -> tuple[str, int]:
+        if e.dtype.is_bool:
+            return f"T.bool({bool(e.value)})", ATOM
+        if e.dtype.name == "int32":
+            return str(e.value), ATOM
+        return f"T.{e.dtype}({e.value})", ATOM
+
+    def ex_float(self, e: FloatImm) -> tuple[str, int]:
+        return f"T.{e.dtype}({format_float(e.value)})", ATOM
+
+    def ex_string(self, e: StringImm) -> tuple[str, int]:
+        return quote(e.value), ATOM
+
+    def ex_var(self, e: Var) -> tuple[str, int]:
+        return self.var(e), ATOM
+
+    @staticmethod
+    def ex_function(name: str, node_name: str) -> Callable:
+        """``T.min(a, b)``, or ``T.Min(a, b)`` when ``T.min`` would fold it when read back."""
+        def build(p: Any, e: Any) -> tuple[str, int]:
+            return f"T.{node_name if _would_fold(e) else name}({p.expr(e.a)}, {p.expr(e.b)})", ATOM
+        return build
+
+    def ex_binary(self, e: Any) -> tuple[str, int]:
+        op = BY_NODE[type(e)]
+        symbol, prec = op.symbol, op.precedence
+        # (what the operator would fold when read back prints as the node it is)
+        if _would_fold(e):
+            return f"T.{type(e).__name__}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
+        # the right operand is parenthesized on equal precedence (a - (b - c)); comparisons also
+        # on the left, since Python would read a < b == c as a chain
+        left = self.child(e.a, prec, on_equal=prec == CMP)
+        right = self.child(e.b, prec, on_equal=True)
+        return f"{left} {symbol} {right}", prec
+
+    def ex_div(self, e: Div) -> tuple[str, int]:
+        if e.a.dtype.is_float and not (is_number(e.a) and is_number(e.b)) \
+                and arith.fold_identity(Div, e.a, e.b) is None:
+            return f"{self.child(e.a, MUL)} / {self.child(e.b, MUL, True)}", MUL
+        return f"T.Div({self.expr(e.a)}, {self.expr(e.b)})", ATOM
+
+    def ex_not(self, e: Not) -> tuple[str, int]:
+        return f"not {self.child(e.a, NOT)}", NOT
+
+    def ex_select(self, e: Select) -> tuple[str, int]:
+        return f"T.Select({self.expr(e.condition)}, {self.expr(e.true_value)}, {self.expr(e.false_value)})", ATOM
+
+    def ex_cast(self, e: Cast) -> tuple[str, int]:
+        return f"T.Cast({quote(str(e.dtype))}, {self.expr(e.value)})", ATOM
+
+    def ex_ramp(self, e: Ramp) -> tuple[str, int]:
+        return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", ATOM
+
+    def ex_broadcast(self, e: Broadcast) -> tuple[str, int]:
+        return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", ATOM
+
+    def ex_let(self, e: Let) -> tuple[str, int]:
+        # TVM writes the let variable's definition before the statement (v = T.int32())
+        name = self.var(e.var)
+        return f"T.Let({self.expr(e.body)}, where={{{name}: {self.expr(e.value)}}})", ATOM
+
+    def ex_load(self, e: BufferLoad) -> tuple[str, int]:
+        # (a vector load keeps T.Ramp, as TVM prints it; a store's ramp is a slice)
+        return f"{self.buffer(e.buffer)}[{self.indices(e.indices, slices=False)}]", ATOM
+
+    def indices(self, indices: tuple, slices: bool = True) -> str:
+        parts = []
+        for index in indices:
+            if slices and isinstance(index, Ramp) and isinstance(index.stride, IntImm):
+                stop = display_add(index.base, IntImm(index.base.dtype, index.lanes * index.stride.value))
+                step = "" if index.stride.value == 1 else f":{self.expr(index.stride)}"
+                parts.append(f"{self.expr(index.base)}:{self.expr(stop)}{step}")
+            else:
+                parts.append(self.expr(index))
+        return ", ".join(parts) if parts else "()"  # a 0-d buffer: ``S[()]``
+
+    def ex_call(self, e: Call) -> tuple[str, int]:
+        if isinstance(e.op, GlobalVar):
+            head = quote(e.op.name_hint)
+            args = [self.expr(a) for a in e.args]
+        else:
+            info = op_registry.info_of(e.op)
+            head = f"T.{info.script_name}"
+            args = [self.expr(a) for a in e.args]
+            if info.result == "dtype":
+                args.insert(0, quote(str(e.dtype)))
+        args += [f"{k}={self.value(v)}" for k, v in e.attrs.items()]
+        return f"{head}({', '.join(args)})", ATOM
+
+    def ex_reducer(self, e: CommReducer) -> tuple[str, int]:
+        self.namer.push()
+        params = [self.namer.define(v, v.name) for v in e.lhs + e.rhs]
+        result = [self.expr(r) for r in e.result]
+        self.namer.pop()
+        body = result[0] if len(result) == 1 else "(" + ", ".join(result) + ")"
+        identity = ", ".join(self.expr(i) for i in e.identity_element)
+        return f"T.comm_reducer(lambda {', '.join(params)}: {body}, [{identity}])", ATOM
+
+    def ex_iter_var(self, e: IterVar) -> tuple[str, int]:
+        return self.var(e.var), ATOM
+
+
+PRINT_EXPR.update({
+    IntImm: ExprPrinting.ex_int, FloatImm: ExprPrinting.ex_float, StringImm: ExprPrinting.ex_string,
+    Not: ExprPrinting.ex_not, Select: ExprPrinting.ex_select, Cast: ExprPrinting.ex_cast,
+    Ramp: ExprPrinting.ex_ramp, Broadcast: ExprPrinting.ex_broadcast, Let: ExprPrinting.ex_let,
+    BufferLoad: ExprPrinting.ex_load, Call: ExprPrinting.ex_call, CommReducer: ExprPrinting.ex_reducer,
+    IterVar: ExprPrinting.ex_iter_var,
+    Min: ExprPrinting.ex_function("min", "Min"), Max: ExprPrinting.ex_function("max", "Max"),
+    Mod: ExprPrinting.ex_function("truncmod", "Mod"),
+    Var: ExprPrinting.ex_var,
+})
+PRINT_EXPR.update({cls: ExprPrinting.ex_binary for cls in BY_NODE if cls is not Div})
+PRINT_EXPR[Div] = ExprPrinting.ex_div  # "/" only between floats

@@ -1,0 +1,142 @@
+"""Loops: ``range``, ``T.serial``, ``T.parallel``, ``T.vectorized``, ``T.unroll``,
+``T.thread_binding`` and ``T.grid``, read as nested ``For`` statements and printed back with the
+grid sugar (nested serial loops from 0 over independent extents print as one ``T.grid``)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import arith
+from ...ir.errors import Comments
+from ...ir.expr import THREAD_INDEX, IterVar, Var, const
+from ...ir.node import EMPTY
+from ...ir.stmt import PARALLEL, SERIAL, THREAD_BINDING, UNROLLED, VECTORIZED, For, Stmt
+from ...ir.visitor import walk
+from .. import syntax as S
+from .evaluator import Builtin, arith_extent
+from .attrs import norm_attrs
+from .rules import parses, prints
+from .text import comments_of, display_add, is_zero, quote
+
+_LOOP_KINDS = {"serial": SERIAL, "parallel": PARALLEL, "vectorized": VECTORIZED,
+               "unroll": UNROLLED, "thread_binding": THREAD_BINDING}
+
+
+class LoopParsing:
+    """Reading loops (mixed into the TIRBuilder)."""
+
+    @parses("for", "grid", *_LOOP_KINDS)
+    def loop(self, syn: S.For, func: Builtin, rest: list) -> Stmt:
+        """``for i in T.serial(...)`` and the other kinds, ``for i, j in T.grid(...)``."""
+        it = syn.iter
+        targets = syn.target.elts if isinstance(syn.target, S.TupleExpr) else [syn.target]
+        names = [self.target_name(t) for t in targets]
+        args = [self.ev(a) for a in it.args]
+        kwargs = {k: self.ev(v) for k, v in it.kwargs}
+        if func.path == "grid":
+            if kwargs:
+                raise self.error(it, "T.grid takes only extents")
+            if len(args) != len(names):
+                raise self.error(syn.target, f"T.grid has {len(args)} extents but the loop names "
+                                 f"{len(names)} variables")
+            loops = [(name, const(0, self.int_expr(a, it).dtype), self.int_expr(a, it), SERIAL, None, EMPTY)
+                     for name, a in zip(names, args)]
+        else:
+            if len(names) != 1:
+                raise self.error(syn.target, f"{'range' if func.path == 'serial' else 'T.' + func.path} "
+                                 f"defines one loop variable, not {len(names)}")
+            loops = [self.loop_header(names[0], func.path, args, kwargs, it)]
+        vars_ = []
+        for name, lo, extent, _kind, _thread, _annotations in loops:
+            var = Var(name, extent.dtype)
+            vars_.append(var)
+            self.loop_doms[var] = (lo, extent)
+        body = self.scoped(lambda: self.body(syn.body), dict(zip(names, vars_)))
+        for var, (_name, lo, extent, kind, thread, loop_annotations) in reversed(list(zip(vars_, loops))):
+            binding = IterVar(None, Var("", var.dtype), THREAD_INDEX, thread) if thread else None
+            body = For(var, lo, extent, kind, body, binding, loop_annotations, span=self.span(syn))
+        return body
+
+    def loop_header(self, name: str, kind: str, args: list, kwargs: dict, syn: Any) -> tuple:
+        thread = kwargs.pop("thread", None)
+        annotations = norm_attrs(kwargs.pop("annotations", None) or {})
+        if kwargs:
+            raise self.error(syn, f"unexpected argument {next(iter(kwargs))!r} for a loop")
+        if kind == "thread_binding" and thread is None:
+            raise self.error(syn, "T.thread_binding needs thread=\"threadIdx.x\" (or another thread)")
+        if not 1 <= len(args) <= 2:
+            raise self.error(syn, f"a loop takes an extent, or a start and an end; got {len(args)} "
+                             f"argument{'s' if len(args) != 1 else ''}")
+        if len(args) == 1:
+            extent = self.int_expr(args[0], syn)
+            lo = const(0, extent.dtype)
+        else:
+            lo, end = arith.match_types(self.int_expr(args[0], syn), self.int_expr(args[1], syn))
+            extent = arith_extent(lo, end)
+        return (name, lo, extent, _LOOP_KINDS[kind], thread, annotations)
+
+
+class LoopPrinting:
+    """Printing loops (mixed into the TIRPrinter)."""
+
+    @prints(For)
+    def st_for(self, s: For, concise: bool, top: bool) -> None:
+        grid: list[For] = []
+        grid_vars: set[int] = set()
+        loop: Any = s
+        while isinstance(loop, For):
+            if (loop.kind != SERIAL or not is_zero(loop.min) or loop.annotations
+                    or any(isinstance(n, Var) and id(n) in grid_vars for n in walk(loop.extent))):
+                break
+            grid.append(loop)
+            grid_vars.add(id(loop.loop_var))
+            loop = loop.body
+        self.namer.push()
+        if len(grid) > 1:
+            extents = ", ".join(self.expr(g.extent) for g in grid)
+            names = ", ".join(self.namer.define(g.loop_var, g.loop_var.name) for g in grid)
+            for g in grid:
+                self.loop_doms[id(g.loop_var)] = (g.min, g.extent)
+            self.emit(f"for {names} in T.grid({extents}):")
+            body = grid[-1].body
+            inner = _merged_comments(grid)
+        else:
+            args = []
+            if is_zero(s.min):
+                args.append(self.expr(s.extent))
+            else:
+                args += [self.expr(s.min), self.expr(display_add(s.min, s.extent))]
+            if s.kind == SERIAL:
+                head = "range" if not s.annotations else "T.serial"
+            else:
+                head = f"T.{s.kind}"
+            if s.kind == THREAD_BINDING and s.thread_binding is not None:
+                args.append(f"thread={quote(s.thread_binding.thread_tag)}")
+            if s.annotations:
+                args.append(f"annotations={self.attr_dict(s.annotations)}")
+            name = self.namer.define(s.loop_var, s.loop_var.name)
+            self.loop_doms[id(s.loop_var)] = (s.min, s.extent)
+            self.emit(f"for {name} in {head}({', '.join(args)}):")
+            body = s.body
+            inner = None
+        self.indent += 1
+        if inner is None:
+            self.body(body)
+        else:  # the comments of loops merged into T.grid open and close its body
+            head = self.comments_before(inner)
+            self.body(body)
+            self.comments_after(inner, head)
+        self.indent -= 1
+        self.namer.pop()
+
+
+def _merged_comments(grid: list) -> Comments | None:
+    """The comments of the inner loops of a T.grid (the outer one prints its own), as lines at
+    the start of its body and below it; the loops of one T.grid statement share the outer's."""
+    outer, merged = comments_of(grid[0]), None
+    for loop in grid[1:]:
+        notes = comments_of(loop)
+        if notes is None or notes is outer:
+            continue
+        part = Comments(before=notes.before + ((notes.after,) if notes.after else ()), below=notes.below)
+        merged = part if merged is None else merged + part
+    return merged

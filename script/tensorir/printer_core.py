@@ -1,0 +1,236 @@
+"""The printer core of TensorIR: output lines and comments, printable names of variables and
+buffers, types, and the dispatch of statements and expressions by node class through
+the one rule table (rules.py) to the construct modules' print rules."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...ir.buffer import Buffer
+from ...ir.errors import Comments
+from ...ir.expr import PointerType, PrimType, Var
+from ...ir.stmt import AttrStmt, SeqStmt, Stmt
+from ..dialect import Dialect
+from ..operators import ATOM
+from .attrs import AttrPrinting
+from .blocks import BlockPrinting
+from .buffers import BufferPrinting
+from .exprs import ExprPrinting
+from .functions import FunctionPrinting
+from .loops import LoopPrinting
+from .rules import PRINT_EXPR, PRINT_STMT, prints
+from .statements import StatementPrinting
+from .text import Namer, ParamUsed, comments_of, is_nop, quote
+
+
+class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting, BlockPrinting,
+                 BufferPrinting, AttrPrinting):
+    """Prints one PrimFunc (or a fragment) in a dialect."""
+
+    expr_printers = PRINT_EXPR  # by node class; a subclass may replace entries
+
+    def __init__(self, dialect: Dialect, namer: Namer | None = None, typevars: dict | None = None):
+        self.d = dialect
+        self.namer = namer or Namer()
+        self.lines: list[str] = []
+        self.indent = 0
+        self.pending: list[str] = []  # definitions of free variables met while printing a statement
+        self.func_level = True
+        self.buffer_defs: dict[int, list[Buffer]] = {}  # data var id -> buffers over that data
+        self.typevars = typevars or {}  # hoisted names of module-level TypeVars (0.27)
+        self.loop_doms: dict[int, tuple] = {}  # loop var id -> (min, extent), for T.axis.remap
+        self.inlined: set = set()  # parameters printed as their buffers
+        self.func_frame = -1  # the namer frame of the function being printed
+        self.scalar_params: set = set()  # ids of the PrimFunc's scalar parameters (TVM 0.27)
+        self.root_comment_at: int | None = None  # the line of `# with T.block("root"):`
+        self.absent_metadata = False  # printed metadata[...][i] for an entry the IR does not hold
+
+    # ---------------------------------------------------------------- output
+    def emit(self, text: str) -> None:
+        self.lines.append("    " * self.indent + text)
+
+    def tir(self, name: str) -> str:
+        return f"T.{name}"
+
+    def commented(self, node: Any, print_node: Callable[[], None]) -> None:
+        """Print a node with the comments its span carries (see tvms.script.printer)."""
+        notes = comments_of(node)
+        if notes is None:
+            print_node()
+        else:
+            head = self.comments_before(notes)
+            print_node()
+            self.comments_after(notes, head)
+
+    def comments_before(self, notes: Comments) -> int:
+        """Print the comments above a node; returns where the node's lines start."""
+        for text in notes.before:
+            self.emit(text)
+        return len(self.lines)
+
+    def comments_after(self, notes: Comments, head: int, inside_at: int | None = None) -> None:
+        """Add the trailing comment to the node's first line of code (after its decorators), the
+        comments that open its body after that line (or after line ``inside_at``), and those
+        below it."""
+        if notes.after is not None or notes.inside:
+            for i in range(head, len(self.lines)):
+                code = self.lines[i].lstrip()
+                if code and not code.startswith(("@", "#")):
+                    indent = self.lines[i][:len(self.lines[i]) - len(code)] + "    "
+                    if notes.after is not None:
+                        self.lines[i] += "  " + notes.after
+                    at = (i if inside_at is None else inside_at) + 1
+                    self.lines[at:at] = [indent + text for text in notes.inside]
+                    break
+        for text in notes.below:
+            self.emit(text)
+
+    # ---------------------------------------------------------------- names
+    def var(self, v: Var) -> str:
+        name = self.namer.get(v)
+        if name is not None:
+            return name
+        if id(v) in self.typevars:
+            return self.typevars[id(v)]
+        if v in self.inlined:
+            raise ParamUsed(v)
+        owner = self.data_owner(v)
+        if owner is not None:
+            return f"{self.namer.get(owner)}.data"
+        # a free variable: define it at the function level, before the statement that uses it,
+        # and keep its name taken for the whole function
+        name = self.namer.define(v, v.name, self.func_frame)
+        self.pending.append(f"{name} = {self.var_creation(v)}")
+        return name
+
+    def var_creation(self, v: Var) -> str:
+        ann = v.type_annotation
+        if isinstance(ann, PointerType):
+            return self.type_doc(ann)
+        return f"T.{v.dtype}()"
+
+    def buffer(self, b: Buffer) -> str:
+        name = self.namer.get(b)
+        if name is not None:
+            return name
+        # a buffer used without a definition: declare it where the function starts
+        name = self.namer.define(b, b.name, self.func_frame)
+        self.pending.append(f"{name} = {self.buffer_decl(b, 'Buffer', [])}")
+        self.buffer_defs.setdefault(id(b.data), []).append(b)
+        return name
+
+    def define_buffer(self, b: Buffer) -> str:
+        name = self.namer.define(b, b.name)
+        self.buffer_defs.setdefault(id(b.data), []).append(b)
+        return name
+
+    def data_owner(self, data: Var, exclude: Buffer | None = None) -> Buffer | None:
+        """The innermost buffer in scope whose data pointer is ``data`` (prints as ``B.data``)."""
+        for b in reversed(self.buffer_defs.get(id(data), ())):
+            if b is not exclude and self.namer.get(b) is not None:
+                return b
+        return None
+
+    # ---------------------------------------------------------------- expressions
+    def expr(self, e: Any) -> str:
+        return self.ex(e)[0]
+
+    def ex(self, e: Any) -> tuple[str, int]:
+        """(text, precedence) of an expression."""
+        table = self.expr_printers
+        method = table.get(type(e))
+        if method is None:
+            for klass, m in table.items():
+                if isinstance(e, klass):
+                    method = m
+                    break
+            else:
+                return self.value(e), ATOM
+        return method(self, e)
+
+    def child(self, e: Any, parent: int, on_equal: bool = False) -> str:
+        text, prec = self.ex(e)
+        if prec < parent or (on_equal and prec == parent):
+            return f"({text})"
+        return text
+
+    def type_doc(self, t: Any) -> str:
+        if isinstance(t, PrimType):
+            return f"T.{t.dtype}"
+        if isinstance(t, PointerType):
+            return f"T.handle({quote(str(t.element))}, {quote(t.storage_scope)})"
+        raise TypeError(f"cannot print type {t!r}")
+
+    def top_level(self, print_stmt: Callable[[], None]) -> None:
+        """Print one function-level statement, preceded by the free variables it defines.
+
+        Statements nest (a concise assert continues with the rest of the body), so each one
+        moves up only the definitions that appeared while it was being printed.
+        """
+        mark, start = len(self.lines), len(self.pending)
+        print_stmt()
+        if len(self.pending) > start:
+            indent = "    " * self.indent
+            self.lines[mark:mark] = [indent + p for p in self.pending[start:]]
+            del self.pending[start:]
+
+    # ---------------------------------------------------------------- statements
+    def body(self, s: Stmt, top: bool = False, alone: bool = True) -> None:
+        """Print a frame's body. ``alone``: nothing was printed in this frame before it.
+
+        A scope statement prints without ``with`` (its body following at the same level) when it
+        ends the frame; ``T.attr``/``T.launch_thread`` only when it is the frame's whole body.
+        """
+        stmts = s.seq if isinstance(s, SeqStmt) else (s,)
+        if len(stmts) > 1:  # T.evaluate(0) is a no-op TVM leaves out of sequences
+            stmts = tuple(x for x in stmts if not is_nop(x)) or stmts[:1]
+        for i, stmt in enumerate(stmts):
+            last = i == len(stmts) - 1
+            concise = last if not isinstance(stmt, AttrStmt) else (last and alone and len(stmts) == 1)
+            if top:
+                self.top_level(lambda stmt=stmt, concise=concise: self.stmt(stmt, concise, top))
+            else:
+                self.stmt(stmt, concise, top)
+
+    def nested(self, s: Stmt) -> None:
+        self.indent += 1
+        self.namer.push()
+        self.body(s)
+        self.namer.pop()
+        self.indent -= 1
+
+    def stmt(self, s: Stmt, concise: bool, top: bool = False) -> None:
+        method = PRINT_STMT.get(type(s))
+        if method is None:
+            raise TypeError(f"cannot print statement {type(s).__name__}")
+        notes = s.span.comments if s.span is not None else None
+        if notes is None:
+            method(self, s, concise, top)
+        else:
+            head = self.comments_before(notes)
+            method(self, s, concise, top)
+            self.comments_after(notes, head)
+
+    def continue_body(self, body: Stmt, top: bool, alone: bool = False) -> None:
+        """The body of a concisely printed scope continues at the same indentation."""
+        self.body(body, top, alone)
+
+    @prints(SeqStmt)
+    def st_seq(self, s: SeqStmt, concise: bool, top: bool) -> None:
+        self.body(s, top)
+
+    def scope(self, concise: bool, top: bool, lhs: str | None, rhs: str, body: Stmt,
+              define: Callable[[], str] | None = None, alone_body: bool = False) -> None:
+        """A statement with a body: ``lhs = rhs`` then the body at this level when it is the last
+        statement here, else ``with rhs as lhs:`` and the body nested."""
+        if concise:
+            name = define() if define else None
+            self.emit(f"{name or lhs} = {rhs}" if (name or lhs) else rhs)
+            self.continue_body(body, top, alone=alone_body)
+        else:
+            self.namer.push()
+            name = define() if define else lhs
+            self.emit(f"with {rhs} as {name}:" if name else f"with {rhs}:")
+            self.indent += 1
+            self.body(body)
+            self.indent -= 1
+            self.namer.pop()

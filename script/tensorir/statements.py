@@ -1,0 +1,184 @@
+"""Plain statements: buffer stores ``A[i] = v``, scalar bindings (``x: T.int32 = v``, ``x = v``,
+TVM 0.27's ``x: T.let[T.int32] = v``, ``with T.LetStmt(v) as x:``), ``assert`` / ``with
+T.Assert(...)``, ``T.evaluate`` and bare calls, ``if``/``else``, ``while`` and ``return``.
+
+A binding and an assert printed without a nested body take the rest of the enclosing body as
+their own, as TVM reads them."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import arith
+from ...ir.buffer import Buffer
+from ...ir.dtype import DataType, is_dtype_name
+from ...ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, const
+from ...ir.op import get_op
+from ...ir.stmt import AssertStmt, BufferStore, Evaluate, IfThenElse, LetStmt, Stmt, While
+from .. import syntax as S
+from ..dialect import CLASSIC
+from .evaluator import Builtin, BufferSlice, LetAnnotation, _describe
+from .rules import Header, TakesRest, parses, prints
+from .text import quote
+
+
+class StatementParsing:
+    """Reading plain statements (mixed into the TIRBuilder)."""
+
+    def stmt_Return(self, syn: S.Return, rest: list) -> Any:
+        value = self.ev_expr(syn.value) if syn.value is not None else const(0)
+        return Evaluate(Call(value.dtype, get_op("tir.ret"), (value,)), span=self.span(syn))
+
+    def stmt_AnnAssign(self, syn: S.AnnAssign, rest: list) -> Any:
+        name = self.target_name(syn.target)
+        ann = self.ev(syn.annotation)
+        scalar_decl = False
+        if isinstance(ann, LetAnnotation):
+            dtype = ann.dtype
+        elif isinstance(ann, Builtin) and is_dtype_name(ann.path):
+            dtype = DataType(ann.path)
+            scalar_decl = self.dialect is not CLASSIC  # TVM 0.27's mutable-scalar spelling
+        elif isinstance(ann, Buffer) and syn.value is None:
+            self.define(name, ann)
+            return Header()
+        else:
+            raise self.error(syn.annotation, f"expected a data type such as T.int32, got {_describe(ann)}")
+        if syn.value is None:
+            self.define(name, Var(name, dtype))
+            return Header()
+        value = self.ev_expr(syn.value)
+        if isinstance(value, (IntImm,)) and value.dtype != dtype and isinstance(syn.value, (S.Constant, S.UnaryOp)):
+            value = const(value.value, dtype)  # a literal takes the declared type
+        return self.let_stmt(name, dtype, value, rest, syn, scalar_decl)
+
+    def let_stmt(self, name: str, dtype: DataType, value: PrimExpr, rest: list, syn: Any,
+                 scalar_decl: bool = False) -> Any:
+        if value.dtype != dtype:
+            raise self.error(syn, f"{name!r} is declared {dtype} but the value is {value.dtype}")
+        var = Var(name, dtype)
+        return TakesRest(LetStmt(var, value, self.rest_body(rest, {name: var}), scalar_decl,
+                                  span=self.span(syn)))
+
+    def buffer_store(self, target: S.Subscript, value_syn: Any) -> Stmt:
+        dest = self.ev(target)
+        if isinstance(dest, BufferSlice):
+            dest = self.slice_load(dest, target)
+        if not isinstance(dest, BufferLoad):
+            raise self.error(target, f"only buffer elements can be assigned, not {_describe(dest)}")
+        value = self.ev(value_syn)
+        if isinstance(value, BufferSlice):
+            value = self.slice_load(value, value_syn)
+        if isinstance(value, (int, float, bool)):
+            value = arith.to_expr(value, dest)
+            if value.dtype != dest.dtype:
+                value = const(value.value, dest.dtype.element_of)
+        if not isinstance(value, PrimExpr):
+            raise self.error(value_syn, f"expected an expression, got {_describe(value)}")
+        if value.dtype != dest.dtype and value.dtype.element_of != dest.dtype.element_of:
+            raise self.error(value_syn, f"cannot store {_article(str(value.dtype))} {value.dtype} value into buffer "
+                             f"{dest.buffer.name!r} of {dest.buffer.dtype}")
+        return BufferStore(dest.buffer, value, dest.indices, span=self.span(target))
+
+    def stmt_If(self, syn: S.If, rest: list) -> Stmt:
+        cond = self.ev_expr(syn.test)
+        then = self.scoped(lambda: self.body(syn.body))
+        orelse = self.scoped(lambda: self.body(syn.orelse)) if syn.orelse else None
+        return IfThenElse(cond, then, orelse, span=self.span(syn))
+
+    def stmt_While(self, syn: S.While, rest: list) -> Stmt:
+        cond = self.ev_expr(syn.test)
+        return While(cond, self.scoped(lambda: self.body(syn.body)), span=self.span(syn))
+
+    def stmt_Assert(self, syn: S.Assert, rest: list) -> Any:
+        cond = self.ev_expr(syn.test)
+        kind, parts = "RuntimeError", ()
+        if syn.msg is not None:
+            msg = self.ev(syn.msg)
+            if isinstance(msg, str):
+                parts = (msg,)
+            elif (isinstance(msg, tuple) and len(msg) == 2 and isinstance(msg[0], str)
+                  and isinstance(msg[1], (list, tuple)) and all(isinstance(m, str) for m in msg[1])):
+                kind, parts = msg[0], tuple(msg[1])
+            else:
+                raise self.error(syn.msg, "an assert message is a string, or (kind, [parts])")
+        return TakesRest(AssertStmt(cond, parts, self.rest_body(rest), kind, span=self.span(syn)))
+
+    @parses("with", "Assert")
+    def with_assert(self, syn: S.With, call: S.Call) -> Stmt:
+        args = [self.ev(a) for a in call.args]
+        if len(args) != 2:
+            raise self.error(call, "T.Assert takes a condition and a message")
+        fake = S.Assert(call.args[0], call.args[1]).at(call, call)
+        return self.stmt_Assert(fake, syn.body).stmt
+
+    @parses("with", "LetStmt")
+    def with_let(self, syn: S.With, call: S.Call) -> Stmt:
+        if syn.target is None:
+            raise self.error(call, "write 'with T.LetStmt(value) as name:'")
+        name = self.target_name(syn.target)
+        value = self.ev_expr(call.args[0])
+        var = Var(name, value.dtype)
+        return LetStmt(var, value, self.scoped(lambda: self.body(syn.body), {name: var}), span=self.span(call))
+
+
+@parses("call", "evaluate")
+def _evaluate(b: Any, call: S.Call, rest: list) -> Any:
+    return Evaluate(b.ev_expr(call.args[0]), span=b.span(call))
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" or word.startswith(("int", "uint")) else "a"
+
+
+class StatementPrinting:
+    """Printing plain statements (mixed into the TIRPrinter)."""
+
+    @prints(BufferStore)
+    def st_store(self, s: BufferStore, concise: bool, top: bool) -> None:
+        self.emit(f"{self.buffer(s.buffer)}[{self.indices(s.indices)}] = {self.expr(s.value)}")
+
+    @prints(Evaluate)
+    def st_evaluate(self, s: Evaluate, concise: bool, top: bool) -> None:
+        if isinstance(s.value, Call):
+            self.emit(self.expr(s.value))
+        else:
+            self.emit(f"T.evaluate({self.expr(s.value)})")
+
+    @prints(IfThenElse)
+    def st_if(self, s: IfThenElse, concise: bool, top: bool) -> None:
+        self.emit(f"if {self.expr(s.condition)}:")
+        self.nested(s.then_case)
+        if s.else_case is not None:
+            self.emit("else:")
+            self.nested(s.else_case)
+
+    @prints(While)
+    def st_while(self, s: While, concise: bool, top: bool) -> None:
+        self.emit(f"while {self.expr(s.condition)}:")
+        self.nested(s.body)
+
+    @prints(LetStmt)
+    def st_let(self, s: LetStmt, concise: bool, top: bool) -> None:
+        value = self.expr(s.value)
+        if concise:
+            name = self.namer.define(s.var, s.var.name)
+            if self.d.name == "classic" or s.scalar_decl:
+                self.emit(f"{name}: T.{s.var.dtype} = {value}")
+            else:
+                self.emit(f"{name}: T.let[T.{s.var.dtype}] = {value}")
+            self.continue_body(s.body, top)
+        else:
+            self.scope(False, top, None, f"T.LetStmt({value})", s.body,
+                       lambda: self.namer.define(s.var, s.var.name))
+
+    @prints(AssertStmt)
+    def st_assert(self, s: AssertStmt, concise: bool, top: bool) -> None:
+        if s.error_kind == "RuntimeError" and len(s.message) == 1 and self.d.name == "classic":
+            msg = quote(s.message[0])
+        else:
+            msg = f"({quote(s.error_kind)}, [{', '.join(quote(m) for m in s.message)}])"
+        if concise:
+            self.emit(f"assert {self.expr(s.condition)}, {msg}")
+            self.continue_body(s.body, top)
+        else:
+            self.emit(f"with T.Assert({self.expr(s.condition)}, {msg}):")
+            self.nested(s.body)
