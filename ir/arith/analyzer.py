@@ -30,7 +30,7 @@ from typing import Optional
 
 from ..dtype import DataType
 from ..expr import (EQ, GE, GT, LE, LT, NE, Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr,
-                    Sub, Var, const)
+                    Sub, Var, const, wrap_int)
 from .split_sum import SplitTerm, Sum, expr_key, merge_terms, sum_to_expr, tvm_order
 
 SCHEDULE = "schedule"
@@ -65,8 +65,8 @@ class Analyzer:
     # ------------------------------------------------------------ entry points
     def simplify(self, e: PrimExpr) -> PrimExpr:
         """The canonical form of an integer expression; other expressions come back unchanged."""
-        if not isinstance(e, PrimExpr) or not e.dtype.is_integer:
-            return e
+        if isinstance(e, (IntImm, Var)) or not isinstance(e, PrimExpr) or not e.dtype.is_integer:
+            return e  # (the common case, first: constants and variables are their own form)
         if self.mode == AFFINE and isinstance(e, Cast) or self.mode != AFFINE and e.dtype.lanes != 1:
             return e  # the affine fold also folds vector sums of like terms
         s = self.canonical(e)
@@ -171,12 +171,19 @@ class Analyzer:
         return self.normalize(Sum((SplitTerm(e, 1, None, 1),), 0))
 
     def add(self, a: Sum, b: Sum, sign: int) -> Sum:
+        # (the sums canonical() returns are normalized: adding a constant keeps them so)
+        if not b.terms:
+            return Sum(a.terms, a.base + sign * b.base)
+        if not a.terms and sign == 1:
+            return Sum(b.terms, a.base + b.base)
         terms = a.terms + tuple(replace(t, scale=t.scale * sign) for t in b.terms)
         return self.normalize(Sum(terms, a.base + sign * b.base))
 
     def scale(self, a: Sum, factor: int) -> Sum:
         if factor == 0:
             return Sum((), 0)
+        if factor == 1:
+            return a
         return self.normalize(Sum(tuple(replace(t, scale=t.scale * factor) for t in a.terms),
                                   a.base * factor))
 
@@ -397,7 +404,25 @@ def simplify_index(e: PrimExpr, ranges: dict | None = None) -> PrimExpr:
 def simplify(e: PrimExpr) -> PrimExpr:
     """Fold ``e`` when it is an integer affine form whose variable terms cancel or are few (the
     ``AFFINE`` mode)."""
+    value = _constant(e)
+    if value is not None:  # (most calls: region bounds such as 0 + 16 - 1; no canonical form needed)
+        return e if isinstance(e, IntImm) else IntImm(e.dtype, wrap_int(value, e.dtype))
     return Analyzer(AFFINE).simplify(e)
+
+
+_CONSTANT_OPS = {Add: int.__add__, Sub: int.__sub__, Mul: int.__mul__}
+
+
+def _constant(e: PrimExpr) -> int | None:
+    """The value of a scalar integer sum, difference or product of constants, else None."""
+    if type(e) is IntImm:
+        return e.value if e.dtype.lanes == 1 and e.dtype.is_integer and not e.dtype.is_bool else None
+    op = _CONSTANT_OPS.get(type(e))
+    if op is None:
+        return None
+    a = _constant(e.a)
+    b = None if a is None else _constant(e.b)
+    return None if b is None or e.a.dtype != e.b.dtype else op(a, b)
 
 
 def canonical(e: PrimExpr) -> PrimExpr:
