@@ -113,9 +113,9 @@ def _head(node: Any) -> int:
     return (len(notes.before) if notes is not None else 0) + 1
 
 
-def _header(d: Dialect, typevars: list[str], body: list[str], relax: bool, with_ir: bool = True) -> list[str]:
-    """The import comments TVM prints: the TensorIR ones only when the text uses ``T.``."""
-    uses_t = any("T." in line and not line.lstrip().startswith("#") for line in body)
+def _header(d: Dialect, typevars: list[str], uses_t: bool, relax: bool, with_ir: bool = True) -> list[str]:
+    """The import comments TVM prints: the TensorIR ones only when the text uses ``T.``
+    (``uses_t``: a printer printed a ``T.<name>``)."""
     lines = []
     if typevars and d.typevar_header:
         lines.append(d.typevar_header)
@@ -148,6 +148,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
     names = {name for name, _ in funcs}
     constants: list = []  # the module's metadata section, filled by the printers
     absent_metadata = False  # the text refers to metadata the module does not hold
+    uses_t = False  # the text has a T.<name>
     notes = mod.span.comments if mod.span is not None else None
     head = f"class {class_name}:"
     body = [*notes.before, "@I.ir_module", f"{head}  {notes.after}" if notes.after else head] \
@@ -155,7 +156,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
     if mod.attrs:
         p = RelaxPrinter(d, namer, typevar_ids, names, constants)
         body.append(f"    I.module_attrs({p.attr_dict(mod.attrs)})")
-        absent_metadata = p.absent_metadata
+        absent_metadata, uses_t = p.absent_metadata, p.uses_tir
     for i, (name, f) in enumerate(funcs):
         if i:
             body.append("")
@@ -171,6 +172,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
             raise TypeError(f"cannot print a {type(f).__name__} in a module")
         body += p.lines
         absent_metadata |= p.absent_metadata
+        uses_t |= p.uses_tir
     if notes:
         body += notes.below
     relax = any(isinstance(f, rx.Function) for _, f in funcs)
@@ -181,7 +183,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         footer = render_section(CONSTANT_KEYS[d.name != "classic"], constants)
     elif constants or absent_metadata:
         footer = [METADATA_NOTE]
-    return PrintedDefinition(_header(d, typevars, body, relax), body, _head(mod), footer,
+    return PrintedDefinition(_header(d, typevars, uses_t, relax), body, _head(mod), footer,
                              _declarations(typevars))
 
 
@@ -199,7 +201,7 @@ def _bare_function(f: "PrimFunc | rx.Function", d: Dialect, name: str | None) ->
     else:
         p = TIRPrinter(d, namer, typevar_ids)
         p.prim_func(f, name, decorate_s_tir=d.name != "classic")
-    return PrintedDefinition(_header(d, typevars, p.lines, relax=relax, with_ir=False), p.lines, _head(f), [],
+    return PrintedDefinition(_header(d, typevars, p.uses_tir, relax=relax, with_ir=False), p.lines, _head(f), [],
                              _declarations(typevars))
 
 

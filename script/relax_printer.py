@@ -43,7 +43,7 @@ class RelaxPrinter(TIRPrinter):
         if e.dtype.name == "int64":
             return str(e.value), ATOM  # Relax sizes are int64: printed bare
         if e.dtype.name == "int32":
-            return f"T.int32({e.value})", ATOM  # a bare number means int64 here
+            return self.tir(f"int32({e.value})"), ATOM  # a bare number means int64 here
         return super().ex_int(e)
 
     def var(self, v: Any) -> str:
@@ -102,7 +102,7 @@ class RelaxPrinter(TIRPrinter):
         if isinstance(s, PrimStructInfo):
             if s.value is not None:
                 return f"R.Prim(value={self.expr(s.value)})"
-            return f"R.Prim({quote(str(s.dtype))})" if classic else f"T.{s.dtype}"
+            return f"R.Prim({quote(str(s.dtype))})" if classic else self.tir(f"{s.dtype}")
         if isinstance(s, FuncStructInfo):
             params = "None" if s.params is None else "[" + ", ".join(self.sinfo(p) for p in s.params) + "]"
             return f"R.Callable({params}, {self.sinfo(s.ret)}, {s.purity})"
@@ -244,7 +244,7 @@ class RelaxPrinter(TIRPrinter):
         self.emit(f"def {name}({', '.join(params)}) -> {ret}:")
         self.indent += 1
         for v in sizes:
-            self.emit(f"{self.namer.get(v)} = T.{v.dtype}()")
+            self.emit(f"{self.namer.get(v)} = {self.tir(f'{v.dtype}()')}")
         attrs = {k: v for k, v in f.attrs.items() if not (k == "global_symbol" and v == name)}
         if attrs:
             self.emit(f"R.func_attr({self.attr_dict(attrs)})")

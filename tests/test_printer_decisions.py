@@ -123,3 +123,25 @@ def test_a_python_definition_that_needs_lines_outside_it_is_refused() -> None:
                 '        y = R.add(x, R.const([1.0, 2.0], "float32"))\n        return y\n')
     with pytest.raises(ScriptError, match=f"its text needs '{re.escape(METADATA_NOTE)}' outside"):
         format_python(constant, "m.py")
+
+
+RELAX_ONLY = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
+        y = R.call_packed("T.not_a_prefix", x, sinfo_args=(R.Tensor((2,), dtype="float32"),))
+        return y'''
+
+
+def test_the_tir_import_follows_the_printed_prefix_not_the_text() -> None:
+    # (a string holding "T." is not a use of the prefix; a T.int64 size declaration is)
+    assert from_source(RELAX_ONLY).script() == RELAX_ONLY
+    sized = RELAX_ONLY.replace('R.Tensor((2,), dtype="float32")) -> R.Tensor((2,)',
+                               'R.Tensor(("n",), dtype="float32")) -> R.Tensor(("n",)').replace(
+        "(R.Tensor((2,)", "(R.Tensor((n,)").replace(
+        "        y =", "        n = T.int64()\n        y =").replace(
+        "# from tvm.script import relax as R", "# from tvm.script import tir as T\n# from tvm.script import relax as R")
+    assert from_source(sized).script() == sized

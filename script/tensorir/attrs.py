@@ -74,7 +74,7 @@ class AttrPrinting:
             self.scope(concise, top, None, rhs, s.body, define, alone_body=True)
             return
         node = s.node
-        rhs = f"T.attr({self.value(node)}, {quote(s.attr_key)}, {self.value(s.value)})"
+        rhs = self.tir(f"attr({self.value(node)}, {quote(s.attr_key)}, {self.value(s.value)})")
         if concise:
             self.emit(rhs)
             self.continue_body(s.body, top, alone=True)
@@ -102,7 +102,7 @@ class AttrPrinting:
             self.absent_metadata = True
             return f"metadata[{quote(v.key)}][{v.index}]"
         if isinstance(v, Target):
-            return f"T.target({self.attr_dict(v.config, sort=False)})"
+            return self.tir(f"target({self.attr_dict(v.config, sort=False)})")
         if isinstance(v, Buffer):
             return self.buffer(v)
         if isinstance(v, Node) and type(v) in self.expr_printers or isinstance(v, PrimExpr):

@@ -127,13 +127,13 @@ class ExprPrinting:
 
     def ex_int(self, e: IntImm) -> tuple[str, int]:
         if e.dtype.is_bool:
-            return f"T.bool({bool(e.value)})", ATOM
+            return self.tir(f"bool({bool(e.value)})"), ATOM
         if e.dtype.name == "int32":
             return str(e.value), ATOM
-        return f"T.{e.dtype}({e.value})", ATOM
+        return self.tir(f"{e.dtype}({e.value})"), ATOM
 
     def ex_float(self, e: FloatImm) -> tuple[str, int]:
-        return f"T.{e.dtype}({format_float(e.value)})", ATOM
+        return self.tir(f"{e.dtype}({format_float(e.value)})"), ATOM
 
     def ex_string(self, e: StringImm) -> tuple[str, int]:
         return quote(e.value), ATOM
@@ -145,7 +145,7 @@ class ExprPrinting:
     def ex_function(name: str, node_name: str) -> Callable:
         """``T.min(a, b)``, or ``T.Min(a, b)`` when ``T.min`` would fold it when read back."""
         def build(p: Any, e: Any) -> tuple[str, int]:
-            return f"T.{node_name if _would_fold(e) else name}({p.expr(e.a)}, {p.expr(e.b)})", ATOM
+            return p.tir(f"{node_name if _would_fold(e) else name}({p.expr(e.a)}, {p.expr(e.b)})"), ATOM
         return build
 
     def ex_binary(self, e: Any) -> tuple[str, int]:
@@ -153,7 +153,7 @@ class ExprPrinting:
         symbol, prec = op.symbol, op.precedence
         # (what the operator would fold when read back prints as the node it is)
         if _would_fold(e):
-            return f"T.{type(e).__name__}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
+            return self.tir(f"{type(e).__name__}({self.expr(e.a)}, {self.expr(e.b)})"), ATOM
         # the right operand is parenthesized on equal precedence (a - (b - c)); comparisons also
         # on the left, since Python would read a < b == c as a chain
         left = self.child(e.a, prec, on_equal=prec == CMP)
@@ -164,27 +164,27 @@ class ExprPrinting:
         if e.a.dtype.is_float and not (is_number(e.a) and is_number(e.b)) \
                 and arith.fold_identity(Div, e.a, e.b) is None:
             return f"{self.child(e.a, MUL)} / {self.child(e.b, MUL, True)}", MUL
-        return f"T.Div({self.expr(e.a)}, {self.expr(e.b)})", ATOM
+        return self.tir(f"Div({self.expr(e.a)}, {self.expr(e.b)})"), ATOM
 
     def ex_not(self, e: Not) -> tuple[str, int]:
         return f"not {self.child(e.a, NOT)}", NOT
 
     def ex_select(self, e: Select) -> tuple[str, int]:
-        return f"T.Select({self.expr(e.condition)}, {self.expr(e.true_value)}, {self.expr(e.false_value)})", ATOM
+        return self.tir(f"Select({self.expr(e.condition)}, {self.expr(e.true_value)}, {self.expr(e.false_value)})"), ATOM
 
     def ex_cast(self, e: Cast) -> tuple[str, int]:
-        return f"T.Cast({quote(str(e.dtype))}, {self.expr(e.value)})", ATOM
+        return self.tir(f"Cast({quote(str(e.dtype))}, {self.expr(e.value)})"), ATOM
 
     def ex_ramp(self, e: Ramp) -> tuple[str, int]:
-        return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", ATOM
+        return self.tir(f"Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})"), ATOM
 
     def ex_broadcast(self, e: Broadcast) -> tuple[str, int]:
-        return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", ATOM
+        return self.tir(f"Broadcast({self.expr(e.value)}, {e.lanes})"), ATOM
 
     def ex_let(self, e: Let) -> tuple[str, int]:
         # TVM writes the let variable's definition before the statement (v = T.int32())
         name = self.var(e.var)
-        return f"T.Let({self.expr(e.body)}, where={{{name}: {self.expr(e.value)}}})", ATOM
+        return self.tir(f"Let({self.expr(e.body)}, where={{{name}: {self.expr(e.value)}}})"), ATOM
 
     def ex_load(self, e: BufferLoad) -> tuple[str, int]:
         # (a vector load keeps T.Ramp, as TVM prints it; a store's ramp is a slice)
@@ -207,7 +207,7 @@ class ExprPrinting:
             args = [self.expr(a) for a in e.args]
         else:
             info = op_registry.info_of(e.op)
-            head = f"T.{info.script_name}"
+            head = self.tir(f"{info.script_name}")
             args = [self.expr(a) for a in e.args]
             if info.result == "dtype":
                 args.insert(0, quote(str(e.dtype)))
@@ -221,7 +221,7 @@ class ExprPrinting:
         self.namer.pop()
         body = result[0] if len(result) == 1 else "(" + ", ".join(result) + ")"
         identity = ", ".join(self.expr(i) for i in e.identity_element)
-        return f"T.comm_reducer(lambda {', '.join(params)}: {body}, [{identity}])", ATOM
+        return self.tir(f"comm_reducer(lambda {', '.join(params)}: {body}, [{identity}])"), ATOM
 
     def ex_iter_var(self, e: IterVar) -> tuple[str, int]:
         return self.var(e.var), ATOM

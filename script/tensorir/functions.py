@@ -204,6 +204,7 @@ class FunctionPrinting:
     """Printing ``@T.prim_func`` (mixed into the TIRPrinter)."""
 
     def prim_func(self, f: PrimFunc, name: str, decorate_s_tir: bool) -> list[str]:
+        self.uses_tir = True  # (@T.prim_func, and its statements' T.<name> calls)
         # A handle parameter prints inline as ``A: T.Buffer(...)`` unless the body uses the
         # handle itself; finding that out costs a walk of the whole body, so print optimistically
         # and start again without that parameter inlined when the body turns out to use it.

@@ -43,12 +43,15 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         self.scalar_params: set = set()  # ids of the PrimFunc's scalar parameters (TVM 0.27)
         self.root_comment_at: int | None = None  # the line of `# with T.block("root"):`
         self.absent_metadata = False  # printed metadata[...][i] for an entry the IR does not hold
+        self.uses_tir = False  # printed a T.<name> (the header then imports tir as T)
 
     # ---------------------------------------------------------------- output
     def emit(self, text: str) -> None:
         self.lines.append("    " * self.indent + text)
 
     def tir(self, name: str) -> str:
+        """``T.<name>``, noting that the text uses the ``T`` prefix (for the import header)."""
+        self.uses_tir = True
         return f"T.{name}"
 
     def commented(self, node: Any, print_node: Callable[[], None]) -> None:
@@ -106,7 +109,7 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         ann = v.type_annotation
         if isinstance(ann, PointerType):
             return self.type_doc(ann)
-        return f"T.{v.dtype}()"
+        return self.tir(f"{v.dtype}()")
 
     def buffer(self, b: Buffer) -> str:
         name = self.namer.get(b)
@@ -155,9 +158,9 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
 
     def type_doc(self, t: Any) -> str:
         if isinstance(t, PrimType):
-            return f"T.{t.dtype}"
+            return self.tir(f"{t.dtype}")
         if isinstance(t, PointerType):
-            return f"T.handle({quote(str(t.element))}, {quote(t.storage_scope)})"
+            return self.tir(f"handle({quote(str(t.element))}, {quote(t.storage_scope)})")
         raise TypeError(f"cannot print type {t!r}")
 
     def top_level(self, print_stmt: Callable[[], None]) -> None:
