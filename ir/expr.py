@@ -50,12 +50,12 @@ class PrimExpr(Node):
 def _operator(symbol: str, reflected: bool) -> Any:
     """A Python operator method of PrimExpr: ``a + 1`` builds Add(a, 1) with TVM's conversions."""
     def method(self: PrimExpr, other: Any) -> Any:
-        from . import arith
+        from .operators import BY_SYMBOL  # (the one operator table: how a symbol builds its node)
 
         if not isinstance(other, (PrimExpr, int, float)):
             return NotImplemented
         a, b = (other, self) if reflected else (self, other)
-        return arith.truediv(a, b) if symbol == "/" else arith.binary(arith.BINARY_OPERATORS[symbol], a, b)
+        return BY_SYMBOL[symbol].build(a, b)
     return method
 
 

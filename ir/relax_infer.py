@@ -9,6 +9,7 @@ from .arith import DIMENSION, Analyzer, binary
 from .dtype import DataType
 from .errors import TVMSError
 from .expr import Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
+from .operators import ATOM, BY_NODE
 from .relax import PrimValue, ShapeExpr, Tuple
 from .relax_op import CallInfo, OpSpec
 from .struct_info import (VOID, PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo,
@@ -105,7 +106,7 @@ def describe(s: StructInfo) -> str:
     return names.get(type(s).__name__, "a value")
 
 
-_SYMBOLS = {Add: ("+", 1), Sub: ("-", 1), Mul: ("*", 2), FloorDiv: ("//", 2), FloorMod: ("%", 2)}
+_DIM_OPERATORS = (Add, Sub, Mul, FloorDiv, FloorMod)  # (symbols and precedence: ir/operators.py)
 
 
 def fmt_dim(d: Any) -> str:
@@ -116,8 +117,9 @@ def fmt_dim(d: Any) -> str:
         return str(d.value)
     if isinstance(d, Var):
         return d.name
-    if type(d) in _SYMBOLS:
-        symbol, prec = _SYMBOLS[type(d)]
+    if type(d) in _DIM_OPERATORS:
+        op = BY_NODE[type(d)]
+        symbol, prec = op.symbol, op.precedence
         return f"{_operand_text(d.a, prec, False)} {symbol} {_operand_text(d.b, prec, True)}"
     if isinstance(d, (Min, Max)):
         return f"T.{type(d).__name__.lower()}({fmt_dim(d.a)}, {fmt_dim(d.b)})"
@@ -128,7 +130,7 @@ def fmt_dim(d: Any) -> str:
 
 def _operand_text(d: Any, parent: int, right: bool) -> str:
     text = fmt_dim(d)
-    prec = _SYMBOLS.get(type(d), ("", 3))[1]
+    prec = BY_NODE[type(d)].precedence if type(d) in _DIM_OPERATORS else ATOM
     return f"({text})" if prec < parent or (right and prec == parent) else text
 
 

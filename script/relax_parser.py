@@ -19,7 +19,7 @@ from ..ir.errors import ScriptError, Source, TVMSError
 from ..ir.expr import IntImm, PrimExpr, Var as TirVar
 from ..ir.module import GlobalVar, MetadataRef
 from .metadata import CONSTANT_KEYS
-from .operators import RELAX_BINARY, RELAX_PREFIX
+from ..ir.operators import RELAX_BINARY, RELAX_PREFIX
 from ..ir.node import EMPTY, FrozenDict
 from ..ir.relax import make_constant
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,

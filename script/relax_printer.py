@@ -18,7 +18,7 @@ from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
 from .dialect import RELAX_HEADER
-from .operators import ATOM
+from ..ir.operators import ATOM
 from .tensorir.printer_core import TIRPrinter
 from .tensorir.rules import PRINT_EXPR
 from .tensorir.text import def_name, format_float, quote

@@ -11,7 +11,7 @@ from typing import Any
 
 from lark import Token, Transformer, v_args
 
-from .operators import BINARY, COMPARISONS, PREFIX
+from ..ir.operators import BINARY, COMPARISONS, PREFIX
 
 
 class Syn:

@@ -1,4 +1,4 @@
-"""The one operator table (tvms.script.operators) decides how ``a op b op c`` is read, where the
+"""The one operator table (tvms.ir.operators) decides how ``a op b op c`` is read, where the
 printer puts parentheses (both follow each operator's precedence and associativity) and which
 Relax operator a symbol calls on Relax values."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from tvms.ir.expr import EQ, LT, And, Or, Var
 from tvms.script import from_source
-from tvms.script.operators import BINARY, BY_SYMBOL
+from tvms.ir.operators import BINARY, BY_SYMBOL
 
 _HEAD = ('@T.prim_func\ndef main(A: T.Buffer((1,), "int32"), B: T.Buffer((1,), "bool"), '
          'a: T.int32, b: T.int32, c: T.int32):\n')

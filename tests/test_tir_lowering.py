@@ -258,3 +258,26 @@ class Module:
         outputs.append(b)
     np.testing.assert_array_equal(outputs[1], outputs[0])
     np.testing.assert_array_equal(outputs[1], (a + 1).reshape(7, 1000))
+
+
+TAKE_INT32_INDEX = '''
+@T.prim_func
+def take(x: T.Buffer((T.int64(2), T.int64(3)), "float32"), idx: T.Buffer((), "int32"),
+         out: T.Buffer((T.int64(2),), "float32")):
+    for i in T.vectorized(T.int64(2)):
+        with T.block("take"):
+            vi = T.axis.spatial(T.int64(2), i)
+            out[vi] = x[vi, idx[()]]
+'''
+
+
+def test_flattening_indices_of_two_widths_casts_the_narrower() -> None:
+    # (an int64 row and an int32 column used to flatten to an ill-typed sum, which the vectorized
+    # load turned into a ramp the LLVM code generator refused; found by the VM's random programs)
+    func = from_source(TAKE_INT32_INDEX)
+    lowered = lowering.lower_for_codegen(func)
+    assert 'T.Cast("int64", idx_1[0])' in lowered.script()
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    idx, out = np.array(2, dtype="int32"), np.zeros(2, "float32")
+    tvms.build(func, target="llvm")(x, idx, out)
+    np.testing.assert_array_equal(out, x[:, 2])

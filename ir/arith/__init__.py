@@ -11,12 +11,12 @@
 from .analyzer import (AFFINE, CANONICAL, DIMENSION, SCHEDULE, Analyzer, canonical, canonical_ge_zero,
                        divisible, simplify, simplify_index)
 from .iter_map import FusedKey, affine_pieces, is_bijective_affine
-from .operators import (BINARY_OPERATORS, CmpOp, Mod, binary, cast, fold_identity, logical_not,
+from .operators import (CmpOp, Mod, binary, cast, fold_identity, logical_not,
                         match_types, negate, to_expr, truediv)
 from .split_sum import SplitTerm, Sum, expr_key
 
 __all__ = ["Analyzer", "SCHEDULE", "CANONICAL", "DIMENSION", "AFFINE", "SplitTerm", "Sum", "expr_key",
            "simplify_index", "simplify", "canonical", "canonical_ge_zero", "divisible",
            "FusedKey", "affine_pieces", "is_bijective_affine",
-           "BINARY_OPERATORS", "CmpOp", "Mod", "binary", "cast", "fold_identity", "logical_not",
+           "CmpOp", "Mod", "binary", "cast", "fold_identity", "logical_not",
            "match_types", "negate", "to_expr", "truediv"]

@@ -151,10 +151,5 @@ def cast(dtype: "str | DataType", value: Any) -> PrimExpr:
     return Cast(dt, value)
 
 
-BINARY_OPERATORS: dict[str, type] = {
-    "+": Add, "-": Sub, "*": Mul, "//": FloorDiv, "%": FloorMod,
-    "<": LT, "<=": LE, ">": GT, ">=": GE, "==": EQ, "!=": NE,
-}
-
 __all__ = ["binary", "truediv", "negate", "logical_not", "cast", "to_expr", "match_types",
-           "BINARY_OPERATORS", "CmpOp", "Mod"]
+           "CmpOp", "Mod"]

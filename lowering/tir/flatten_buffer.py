@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import reduce
 from operator import mul
 
+from ...ir.arith import match_types
 from ...ir.buffer import Buffer, decl_buffer
 from ...ir.errors import TVMSError
 from ...ir.expr import Add, BufferLoad, IntImm, Mul, PrimExpr, const
@@ -50,7 +51,9 @@ class _Flattener(LoopRangeMutator):
             return (const(0, "int32"),)
         linear = indices[0]
         for extent, index in zip(buffer.shape[1:], indices[1:]):
-            linear = Add(Mul(linear, extent), index)
+            # (indices of two widths meet as TVM's operators make them: the narrower is cast)
+            product = Mul(*match_types(linear, extent))
+            linear = Add(*match_types(product, index))
         if linear.dtype.lanes > 1:  # vector indices are left as written
             return (linear,)
         return (self.analyzer.simplify(linear),)

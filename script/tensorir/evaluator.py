@@ -17,7 +17,7 @@ from ...ir.node import EMPTY
 from .. import syntax as S
 from ..dialect import CLASSIC, Dialect
 from ..diagnostics import did_you_mean, error, span_of
-from ..operators import BY_SYMBOL, CMP
+from ...ir.operators import BY_SYMBOL, CMP
 from .attrs import freeze_value
 from .rules import EXPR_BUILTINS, statement_builtin_names
 

@@ -2,7 +2,7 @@
 ``T.Ramp``, ``T.Broadcast``, ``T.Let``, ``T.min``/``T.max``/``T.floordiv``..., the node
 constructors ``T.Add``..., ``T.target``, ``T.handle``) and how every expression node prints.
 
-Operators come from the one operator table (script/operators.py): ``a + b`` is read through it
+Operators come from the one operator table (ir/operators.py): ``a + b`` is read through it
 by the evaluator and printed through it here, with Python's precedence; an operation that the
 operator would fold when read back (two numbers, ``x + 0``) prints as its node, ``T.Add(x, 0)``.
 """
@@ -17,7 +17,7 @@ from ...ir.expr import (Broadcast, BufferLoad, Call, Cast, CommReducer, Div, Flo
                         IterVar, Let, Max, Min, Mod, Not, PointerType, PrimType, Ramp, Select,
                         StringImm, Var)
 from ...ir.module import GlobalVar, Target
-from ..operators import ATOM, BINARY, BY_NODE, CMP, MUL, NOT
+from ...ir.operators import ATOM, BINARY, BY_NODE, CMP, MUL, NOT
 from .evaluator import _describe
 from .attrs import freeze_value
 from .rules import EXPR_BUILTINS, PRINT_EXPR

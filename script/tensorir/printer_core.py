@@ -10,7 +10,7 @@ from ...ir.errors import Comments
 from ...ir.expr import PointerType, PrimType, Var
 from ...ir.stmt import AttrStmt, SeqStmt, Stmt
 from ..dialect import Dialect
-from ..operators import ATOM
+from ...ir.operators import ATOM
 from .attrs import AttrPrinting
 from .blocks import BlockPrinting
 from .buffers import BufferPrinting

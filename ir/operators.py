@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable
 
-from ..ir import arith
-from ..ir.expr import EQ, GE, GT, LE, LT, NE, Add, And, Div, FloorDiv, FloorMod, Mul, Or, Sub
+from . import arith
+from .expr import EQ, GE, GT, LE, LT, NE, Add, And, Div, FloorDiv, FloorMod, Mul, Or, Sub
 
 # Precedence levels, as Python's grammar orders them (higher binds tighter).
 LAMBDA, OR, AND, NOT, CMP, BIT_OR, BIT_XOR, BIT_AND, SHIFT, ADD, MUL, UNARY, POW = range(13)
