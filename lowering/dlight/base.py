@@ -76,20 +76,8 @@ def function_target(func: PrimFunc) -> Any:
         raise TVMSError("ApplyDefaultSchedule needs a target: run it under "
                         "`with tvms.target.Target(\"llvm\"):`")
     if isinstance(target, IRTarget):  # T.target({...}) in the function's attributes
-        return Target(_target_text(target.config))
+        return Target(target.config)  # (the dict form, parsed where every target is)
     return target if isinstance(target, Target) else Target(str(target))
-
-
-def _target_text(config: Any) -> str:
-    """``llvm -mtriple=... -mcpu=...`` from a ``T.target`` dictionary (the options that name
-    the machine; keys, tags and the host are not needed to schedule)."""
-    words = [str(config.get("kind", ""))]
-    for key in ("mtriple", "mcpu", "mattr", "num-cores"):
-        value = config.get(key)
-        if value not in (None, "", ()):
-            value = ",".join(map(str, value)) if isinstance(value, (tuple, list)) else value
-            words.append(f"-{key}={value}")
-    return " ".join(words)
 
 
 def apply_rules(func: PrimFunc, target: Any, rules: list, tunable: bool = False) -> "Schedule | None":
