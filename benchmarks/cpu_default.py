@@ -25,6 +25,7 @@ schedules of ``matmul_schedules.py`` (``matmul_cpu_tvm.py``), whose best is its 
 
     .venv/bin/python benchmarks/cpu_default.py            # about 3 minutes with TVM
     .venv/bin/python benchmarks/cpu_default.py --quick    # small sizes, 1 repeat, no TVM
+    .venv/bin/python benchmarks/cpu_default.py --cold 8   # the MLP's cold compile time only
 """
 from __future__ import annotations
 
@@ -284,6 +285,29 @@ def goals(runs: dict, args: argparse.Namespace, hand: dict) -> list[str]:
     return out
 
 
+COLD_COMPILE = """
+import sys, time
+import tvms
+from tvms.script import from_source
+module = from_source(open(sys.argv[1]).read())
+wall, cpu = time.perf_counter(), time.process_time()
+tvms.compile(module, target="llvm")
+print(time.perf_counter() - wall, time.process_time() - cpu)
+"""
+
+
+def cold_compile(repeat: int) -> tuple[float, float]:
+    """The median (wall, CPU) seconds of ``tvms.compile`` of the MLP in a fresh process with the
+    object cache off (``TVMS_CACHE_DIR=""``): parsing and imports are not counted."""
+    env = dict(os.environ, TVMS_CACHE_DIR="")
+    runs = []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", COLD_COMPILE, str(MLP_PATH)], env=env,
+                             capture_output=True, text=True, check=True).stdout.split()
+        runs.append((float(out[0]), float(out[1])))
+    return float(np.median([w for w, _ in runs])), float(np.median([c for _, c in runs]))
+
+
 def main(argv: list | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=16 * 1024 * 1024, help="floats per add array")
@@ -295,6 +319,8 @@ def main(argv: list | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, 1 repeat, no TVM")
     parser.add_argument("--no-tvm", action="store_true", help="skip Apache TVM's columns")
     parser.add_argument("--tvm-python", help="Python with Apache TVM 0.27 (default as parse_print.py)")
+    parser.add_argument("--cold", type=int, metavar="N", default=0,
+                        help="only the MLP's cold compile time: the median of N fresh processes")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -306,6 +332,11 @@ def main(argv: list | None = None) -> None:
     args.batches = [int(v) for v in args.batches.split(",") if v]
     if args.worker:
         print(json.dumps(worker(args)))
+        return
+    if args.cold:
+        wall, cpu = cold_compile(args.cold)
+        print(f"MLP cold compile (tvms.compile, fresh process, object cache off), median of {args.cold}: "
+              f"{wall:.3f} s wall, {cpu:.3f} s CPU")
         return
     from parse_print import find_tvm_python, load_average
 

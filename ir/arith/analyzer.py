@@ -284,7 +284,7 @@ class Analyzer:
         """Drop modulos the ranges make useless, merge terms over one atom, and put the terms in
         TVM's order (``SCHEDULE``, ``CANONICAL``) or leave them as written."""
         terms = [t for t in (self.tidy(t) for t in s.terms) if t is not None]
-        changed = True
+        changed = len(terms) > 1  # (one term has nothing to merge with)
         while changed:
             changed = False
             for i in range(len(terms)):

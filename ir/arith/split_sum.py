@@ -40,7 +40,12 @@ class SplitTerm:
     scale: int
 
     def same_index(self, other: "SplitTerm") -> bool:
-        return expr_key(self.index) == expr_key(other.index)
+        a, b = self.index, other.index
+        if a is b:
+            return True
+        if type(a) is not type(b) or isinstance(a, Var):  # (cheap refusals before the keys)
+            return False
+        return expr_key(a) == expr_key(b)
 
     def modulus(self) -> Optional[int]:
         """TVM's ``upper_factor``: the term is ``index % modulus // lower``."""
