@@ -229,7 +229,7 @@ class RelaxPrinter(TIRPrinter):
             args.append("pure=False")
         if args:
             decorator += f"({', '.join(args)})"
-        self.emit(decorator)
+        self.emit_aside(decorator)
         sizes = []
         if self.d.name == "classic":  # the sizes are named first: a parameter may take `m_1`
             sizes = [v for v in _symbolic_vars([p.struct_info for p in f.params] + [f.ret_struct_info])
@@ -282,8 +282,8 @@ class RelaxPrinter(TIRPrinter):
             # (a nested function's own header names TypeVar when its signature uses a hoisted size)
             if self.d.typevar_header and any(id(v) in self.typevars for p in value.params
                                              for v in collect(p.struct_info, TirVar)):
-                self.emit(self.d.typevar_header)
-            self.emit(RELAX_HEADER)
+                self.emit_aside(self.d.typevar_header)
+            self.emit_aside(RELAX_HEADER)
             self.lines.append("    " * self.indent)
             # (the binding prints the comments it shares with the function)
             self.print_function(value, self.namer.define(b.var, b.var.name), nested=True)

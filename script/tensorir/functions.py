@@ -211,7 +211,7 @@ class FunctionPrinting:
         if self.d.typevar_header is not None:  # TVM 0.27: a scalar parameter may size a signature buffer
             self.scalar_params = {id(p) for p in f.params if p not in f.buffer_map}
         inlined = self.inlinable_params(f)
-        mark, indent = len(self.lines), self.indent
+        mark, indent, waiting = len(self.lines), self.indent, len(self.awaiting)
         released = self.release_shadowed_names(f)
         try:
             while True:
@@ -219,7 +219,7 @@ class FunctionPrinting:
                 try:
                     self.root_comment_at = None
                     notes = comments_of(f)
-                    head = self.comments_before(notes) if notes is not None else 0
+                    head = self.comments_before(notes) if notes is not None else []
                     self.prim_func_once(f, name, decorate_s_tir, inlined)
                     if notes is not None:  # (its own comments go after the generated root line)
                         self.comments_after(notes, head, self.root_comment_at)
@@ -228,6 +228,7 @@ class FunctionPrinting:
                     while len(self.namer.frames) > 1:
                         self.namer.pop()
                     del self.lines[mark:]
+                    del self.awaiting[waiting:]  # (the marks of the attempt's commented nodes)
                     self.pending.clear()
                     self.indent = indent
                     inlined = inlined - {used.param}
@@ -262,7 +263,7 @@ class FunctionPrinting:
             dec_args.append("private=True")
         if decorate_s_tir and f.s_tir:
             dec_args.append("s_tir=True")
-        self.emit("@T.prim_func" + (f"({', '.join(dec_args)})" if dec_args else ""))
+        self.emit_aside("@T.prim_func" + (f"({', '.join(dec_args)})" if dec_args else ""))
         params = []
         defined: set = set()
         for p in f.params:
@@ -290,7 +291,7 @@ class FunctionPrinting:
         root = implicit_root(f.body)
         if root is not None:
             self.root_comment_at = len(self.lines)
-            self.emit(f'# with T.{self.d.block}("root"):')
+            self.emit_aside(f'# with T.{self.d.block}("root"):')
             for buf in root.alloc_buffers:
                 self.top_level(lambda buf=buf: self.emit(
                     f"{self.define_buffer(buf)} = {self.buffer_decl(buf, self.d.block_alloc, [])}"))

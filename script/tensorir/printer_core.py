@@ -44,9 +44,20 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         self.root_comment_at: int | None = None  # the line of `# with T.block("root"):`
         self.absent_metadata = False  # printed metadata[...][i] for an entry the IR does not hold
         self.uses_tir = False  # printed a T.<name> (the header then imports tir as T)
+        self.awaiting: list[list] = []  # marks of commented nodes waiting for their first code line
 
     # ---------------------------------------------------------------- output
     def emit(self, text: str) -> None:
+        """Add a line of code (the first after a commented node's start is where its trailing
+        comment goes)."""
+        if self.awaiting:
+            for mark in self.awaiting:
+                mark.append(len(self.lines))
+            self.awaiting.clear()
+        self.lines.append("    " * self.indent + text)
+
+    def emit_aside(self, text: str) -> None:
+        """Add a line that is not code: a comment, a decorator or an import note."""
         self.lines.append("    " * self.indent + text)
 
     def tir(self, name: str) -> str:
@@ -64,28 +75,30 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
             print_node()
             self.comments_after(notes, head)
 
-    def comments_before(self, notes: Comments) -> int:
-        """Print the comments above a node; returns where the node's lines start."""
+    def comments_before(self, notes: Comments) -> list:
+        """Print the comments above a node; returns its mark, which the node's first line of
+        code (after its decorators) fills in as it is emitted."""
         for text in notes.before:
-            self.emit(text)
-        return len(self.lines)
+            self.emit_aside(text)
+        mark: list = []
+        self.awaiting.append(mark)
+        return mark
 
-    def comments_after(self, notes: Comments, head: int, inside_at: int | None = None) -> None:
-        """Add the trailing comment to the node's first line of code (after its decorators), the
-        comments that open its body after that line (or after line ``inside_at``), and those
-        below it."""
-        if notes.after is not None or notes.inside:
-            for i in range(head, len(self.lines)):
-                code = self.lines[i].lstrip()
-                if code and not code.startswith(("@", "#")):
-                    indent = self.lines[i][:len(self.lines[i]) - len(code)] + "    "
-                    if notes.after is not None:
-                        self.lines[i] += "  " + notes.after
-                    at = (i if inside_at is None else inside_at) + 1
-                    self.lines[at:at] = [indent + text for text in notes.inside]
-                    break
+    def comments_after(self, notes: Comments, mark: list, inside_at: int | None = None) -> None:
+        """Add the trailing comment to the node's first line of code, the comments that open its
+        body after that line (or after line ``inside_at``), and those below it."""
+        if not mark:  # (the node printed no code)
+            self.awaiting[:] = [m for m in self.awaiting if m is not mark]
+        elif notes.after is not None or notes.inside:
+            i = mark[0]
+            line = self.lines[i]
+            indent = line[:len(line) - len(line.lstrip())] + "    "
+            if notes.after is not None:
+                self.lines[i] += "  " + notes.after
+            at = (i if inside_at is None else inside_at) + 1
+            self.lines[at:at] = [indent + text for text in notes.inside]
         for text in notes.below:
-            self.emit(text)
+            self.emit_aside(text)
 
     # ---------------------------------------------------------------- names
     def var(self, v: Var) -> str:
