@@ -92,7 +92,7 @@ class RelaxBuilder(ScopedEvaluator):
         base = self.ev(syn.value)
         if isinstance(base, RBuiltin):
             path = f"{base.path}.{syn.attr}" if base.path else syn.attr
-            if not _is_r_builtin(path):
+            if not is_r_builtin_name(path):
                 known = ["R." + n for n in sorted(_STRUCT_INFO_BUILTINS | _R_VALUE_BUILTINS
                                                   | set(relax_op.script_names()))]
                 raise self.error(syn, f"unknown builtin 'R.{path}'{did_you_mean('R.' + path, known)}")
@@ -435,7 +435,9 @@ def _sinfo(e: Any) -> StructInfo:
     return getattr(e, "struct_info", None) or ObjectStructInfo()
 
 
-def _is_r_builtin(path: str) -> bool:
+def is_r_builtin_name(path: str) -> bool:
+    """Whether ``R.<path>`` is a name tvms knows (struct info, a value builtin, an operator or a
+    namespace of operators such as ``nn``); what the parser accepts and the inventory test counts."""
     return (path in _STRUCT_INFO_BUILTINS or path in _R_VALUE_BUILTINS
             or relax_op.lookup(path) is not None
             or any(name.startswith(path + ".") for name in relax_op.script_names()))

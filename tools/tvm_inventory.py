@@ -57,8 +57,8 @@ def _tir_script_module() -> types.ModuleType:
 
 
 def tir_names() -> list[str]:
-    """``T.<name>`` for every name TVM's TensorIR script namespace exports."""
-    return sorted("T." + n for n in _tir_script_module().__all__)
+    """``T.<name>`` for every name TVM's TensorIR script namespace exports, each once."""
+    return sorted({"T." + n for n in _tir_script_module().__all__})  # TVM's __all__ repeats some
 
 
 def _schedule_class() -> type:

@@ -146,7 +146,7 @@ class ExprEvaluator:
         base = self.ev(syn.value)
         if isinstance(base, Builtin):
             path = f"{base.path}.{syn.attr}" if base.path else syn.attr
-            if not base.path and not _is_builtin(path):
+            if not base.path and not is_builtin_name(path):
                 raise self.error(syn, f"unknown builtin 'T.{path}'"
                                  f"{did_you_mean('T.' + path, ['T.' + n for n in all_builtin_names()])}")
             return Builtin(path)
@@ -510,6 +510,8 @@ def all_builtin_names() -> list[str]:
                      "float16", "float32", "float64", "bfloat16", "bool"})
 
 
-def _is_builtin(path: str) -> bool:
+def is_builtin_name(path: str) -> bool:
+    """Whether ``T.<path>`` is a name tvms knows (a statement, an expression builtin, a dtype or
+    a TensorIR operator); what the parser accepts and the inventory test counts."""
     return (path in EXPR_BUILTINS or path in statement_builtin_names() or is_dtype_name(path)
             or op_registry.lookup_script_name(path) is not None)

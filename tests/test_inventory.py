@@ -1,0 +1,657 @@
+"""Issue 14's checklist: what Apache TVM 0.27 has (the fixtures of ``tools/tvm_inventory.py``,
+in tests/fixtures/inventory/) against what tvms knows.
+
+Each list below names what tvms lacks today. The test fails when a name of the fixture is unknown
+to tvms and not listed (something was lost, or the fixture grew), and when a listed name becomes
+known (take it off the list): the lists only shrink. ``python tests/test_inventory.py`` prints
+the coverage of each checklist.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+import tvms  # noqa: F401  (importing the package registers every operator and builtin)
+from tvms.ir import relax_op
+from tvms.script.relax_parser import is_r_builtin_name
+from tvms.script.tensorir.evaluator import is_builtin_name
+from tvms.tir import Schedule
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "inventory"
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.split() if line]
+
+
+# Relax operators TVM registers (relax.txt, `relax.*`) that ir/relax_ops*.py lacks
+MISSING_RELAX_OPS = _lines("""
+relax.acos
+relax.acosh
+relax.arange
+relax.argsort
+relax.asin
+relax.asinh
+relax.assert_op
+relax.atan
+relax.atan2
+relax.atanh
+relax.bitwise_and
+relax.bitwise_not
+relax.bitwise_or
+relax.bitwise_xor
+relax.bucketize
+relax.builtin.stop_lift_params
+relax.call_builtin_with_ctx
+relax.call_inplace_packed
+relax.call_pure_packed
+relax.call_py_func
+relax.call_tir_inplace
+relax.call_tir_with_grad
+relax.ccl.allgather
+relax.ccl.allreduce
+relax.ccl.broadcast_from_worker0
+relax.ccl.scatter_from_worker0
+relax.clip
+relax.collapse_sum_like
+relax.collapse_sum_to
+relax.cosh
+relax.cumprod
+relax.cumsum
+relax.dequantize
+relax.dist.annotate_sharding
+relax.dist.call_tir_local_view
+relax.dist.redistribute
+relax.dist.redistribute_replica_to_shard
+relax.dynamic_strided_slice
+relax.einsum
+relax.ewise_fma
+relax.eye
+relax.eye_like
+relax.flatten
+relax.flip
+relax.floor_mod
+relax.full_like
+relax.gather_elements
+relax.gather_nd
+relax.grad.avg_pool2d_backward
+relax.grad.end_checkpoint
+relax.grad.max_pool2d_backward
+relax.grad.nll_loss_backward
+relax.grad.no_grad
+relax.grad.start_checkpoint
+relax.grad.take_backward
+relax.hamming_window
+relax.hint_on_device
+relax.image.affine_grid
+relax.image.grid_sample
+relax.image.resize2d
+relax.image.resize3d
+relax.index_put
+relax.index_tensor
+relax.inspect.tensor_byte_offset
+relax.inspect.tensor_dtype_bits
+relax.inspect.tensor_dtype_code
+relax.inspect.tensor_dtype_lanes
+relax.inspect.tensor_elem_offset
+relax.inspect.tensor_ndim
+relax.inspect.tensor_shape_i
+relax.inspect.tensor_stride_i
+relax.invoke_closure
+relax.invoke_pure_closure
+relax.isfinite
+relax.isinf
+relax.isnan
+relax.layout_transform
+relax.left_shift
+relax.log_add_exp
+relax.logical_and
+relax.logical_not
+relax.logical_or
+relax.logical_xor
+relax.make_closure
+relax.median
+relax.memory.alloc_storage
+relax.memory.alloc_tensor
+relax.memory.ensure_zero_offset
+relax.memory.kill_storage
+relax.memory.kill_tensor
+relax.memory.view
+relax.meshgrid
+relax.mod
+relax.multinomial_from_uniform
+relax.nn.adaptive_avg_pool1d
+relax.nn.adaptive_avg_pool2d
+relax.nn.adaptive_avg_pool3d
+relax.nn.attention
+relax.nn.attention_bias
+relax.nn.attention_var_len
+relax.nn.avg_pool1d
+relax.nn.avg_pool3d
+relax.nn.batch_flatten
+relax.nn.batch_norm
+relax.nn.conv1d
+relax.nn.conv1d_transpose
+relax.nn.conv2d_transpose
+relax.nn.conv3d
+relax.nn.conv3d_transpose
+relax.nn.cross_entropy_with_logits
+relax.nn.dropout
+relax.nn.group_norm
+relax.nn.instance_norm
+relax.nn.leakyrelu
+relax.nn.max_pool1d
+relax.nn.max_pool3d
+relax.nn.nll_loss
+relax.nn.pad
+relax.nn.pixel_shuffle
+relax.nn.prelu
+relax.nn.selu
+relax.nn.softplus
+relax.nonzero
+relax.one_hot
+relax.ones_like
+relax.outer
+relax.print
+relax.prod
+relax.quantize
+relax.repeat
+relax.reverse_sequence
+relax.right_shift
+relax.scatter_elements
+relax.scatter_nd
+relax.shape_to_tensor
+relax.sign
+relax.sinh
+relax.size
+relax.slice_scatter
+relax.sort
+relax.square
+relax.stack
+relax.std
+relax.tan
+relax.tensor_to_shape
+relax.tile
+relax.to_vdevice
+relax.topk
+relax.tril
+relax.triu
+relax.trunc
+relax.unique
+relax.variance
+relax.vision.all_class_non_max_suppression
+relax.vision.get_valid_counts
+relax.vision.multibox_transform_loc
+relax.vision.non_max_suppression
+relax.vision.roi_align
+relax.vision.roi_pool
+relax.vm.call_tir_dyn
+relax.wrap_param
+relax.zeros_like
+""")
+
+# `R.*` script names (relax.txt) the Relax parser does not accept
+MISSING_R_NAMES = _lines("""
+R.Else
+R.If
+R.SeqExpr
+R.ShapeExpr
+R.Then
+R.TupleGetItem
+R.acos
+R.acosh
+R.arange
+R.arg
+R.argsort
+R.asin
+R.asinh
+R.assert_op
+R.atan
+R.atan2
+R.atanh
+R.bitwise_and
+R.bitwise_not
+R.bitwise_or
+R.bitwise_xor
+R.bucketize
+R.builtin.stop_lift_params
+R.call_builtin_with_ctx
+R.call_inplace_packed
+R.call_pure_packed
+R.call_py_func
+R.call_tir_inplace
+R.call_tir_with_grad
+R.ccl.allgather
+R.ccl.allreduce
+R.ccl.broadcast_from_worker0
+R.ccl.scatter_from_worker0
+R.clip
+R.collapse_sum_like
+R.collapse_sum_to
+R.cosh
+R.cpu
+R.cuda
+R.cumprod
+R.cumsum
+R.dequantize
+R.device
+R.dist.DTensor
+R.dist.annotate_sharding
+R.dist.call_tir
+R.dist.call_tir_local_view
+R.dist.const
+R.dist.device_mesh
+R.dist.redistribute
+R.dist.redistribute_replica_to_shard
+R.dynamic_strided_slice
+R.einsum
+R.emit
+R.emit_match_cast
+R.emit_te
+R.emit_var_binding
+R.emit_with_ty
+R.emit_with_type
+R.ewise_fma
+R.ext_dev
+R.eye
+R.eye_like
+R.flatten
+R.flip
+R.floor_mod
+R.full_like
+R.func_name
+R.func_ret_ty
+R.func_ret_type
+R.func_ret_value
+R.gather_elements
+R.gather_nd
+R.grad.avg_pool2d_backward
+R.grad.end_checkpoint
+R.grad.max_pool2d_backward
+R.grad.nll_loss_backward
+R.grad.no_grad
+R.grad.start_checkpoint
+R.grad.take_backward
+R.hamming_window
+R.hexagon
+R.hint_on_device
+R.image.affine_grid
+R.image.grid_sample
+R.image.resize2d
+R.image.resize3d
+R.index_put
+R.index_tensor
+R.invoke_closure
+R.invoke_pure_closure
+R.isfinite
+R.isinf
+R.isnan
+R.layout_transform
+R.left_shift
+R.linear
+R.log_add_exp
+R.logical_and
+R.logical_not
+R.logical_or
+R.logical_xor
+R.macro
+R.make_closure
+R.median
+R.memory.alloc_storage
+R.memory.alloc_tensor
+R.memory.ensure_zero_offset
+R.memory.kill_storage
+R.memory.kill_tensor
+R.memory.view
+R.meshgrid
+R.metal
+R.mod
+R.multinomial_from_uniform
+R.nn.adaptive_avg_pool1d
+R.nn.adaptive_avg_pool2d
+R.nn.adaptive_avg_pool3d
+R.nn.attention
+R.nn.attention_bias
+R.nn.attention_var_len
+R.nn.avg_pool1d
+R.nn.avg_pool3d
+R.nn.batch_flatten
+R.nn.batch_norm
+R.nn.conv1d
+R.nn.conv1d_transpose
+R.nn.conv2d_transpose
+R.nn.conv3d
+R.nn.conv3d_transpose
+R.nn.cross_entropy_with_logits
+R.nn.dropout
+R.nn.group_norm
+R.nn.instance_norm
+R.nn.leakyrelu
+R.nn.max_pool1d
+R.nn.max_pool3d
+R.nn.nll_loss
+R.nn.pad
+R.nn.pixel_shuffle
+R.nn.prelu
+R.nn.relu6
+R.nn.selu
+R.nn.softplus
+R.nonzero
+R.one_hot
+R.ones_like
+R.opencl
+R.outer
+R.print
+R.prod
+R.quantize
+R.repeat
+R.reverse_sequence
+R.rewriter
+R.right_shift
+R.rocm
+R.scatter_elements
+R.scatter_nd
+R.shape_to_tensor
+R.sign
+R.sinh
+R.size
+R.slice_scatter
+R.sort
+R.square
+R.stack
+R.std
+R.stop_lift_params
+R.tan
+R.tensor_to_shape
+R.tile
+R.to_vdevice
+R.topk
+R.tril
+R.triu
+R.trunc
+R.unique
+R.variance
+R.vision.all_class_non_max_suppression
+R.vision.get_valid_counts
+R.vision.multibox_transform_loc
+R.vision.non_max_suppression
+R.vision.roi_align
+R.vision.roi_pool
+R.vm.call_tir_dyn
+R.vpi
+R.vulkan
+R.webgpu
+R.wrap_param
+R.zeros_like
+""")
+
+# `T.*` names of TVM's TensorIR script namespace (tir.txt) the TensorIR parser does not accept
+MISSING_TIR_NAMES = _lines("""
+T.Bind
+T.BitwiseAnd
+T.BitwiseNot
+T.BitwiseOr
+T.BitwiseXor
+T.Break
+T.BufferLoad
+T.Call
+T.CallEffectKind
+T.CommReducer
+T.ComposeLayout
+T.Continue
+T.DtypeConstructor
+T.Else
+T.ExecScope
+T.FloatImm
+T.If
+T.IntImm
+T.Iter
+T.IterVar
+T.LShift
+T.Layout
+T.LetAnnotation
+T.LocalVectorAnnotation
+T.Optional
+T.Ptr
+T.R
+T.RShift
+T.Range
+T.Reduce
+T.Return
+T.S
+T.SMEMPool
+T.ScopeIdDef
+T.Shuffle
+T.TMEMPool
+T.TVMBackendAllocWorkspace
+T.TVMBackendFreeWorkspace
+T.TensorMap
+T.Then
+T.TileLayout
+T.Tuple
+T.Var
+T.While
+T.abs
+T.add_to_parent
+T.alloc_cast_frag
+T.alloc_scalar
+T.alloc_tcgen05_ldst_frag
+T.anylist_getitem
+T.anylist_resetitem
+T.anylist_setitem_call_cpacked
+T.anylist_setitem_call_packed
+T.arg
+T.bf16
+T.bind
+T.block_name_suffix_context
+T.boolean
+T.break_loop
+T.broadcast
+T.buffer
+T.buffer_decl
+T.buffer_store
+T.buffer_var
+T.call_cpacked_lowered
+T.call_kernel
+T.call_packed_lowered
+T.cast
+T.ceildiv
+T.cluster_id
+T.constexpr
+T.continue_loop
+T.cooperative_tensor_fill
+T.cooperative_tensor_load
+T.cooperative_tensor_multiply_accumulate
+T.cooperative_tensor_store
+T.cta_id
+T.cta_id_in_cluster
+T.cta_id_in_pair
+T.cuda
+T.decl_scalar
+T.device_entry
+T.dp4a
+T.f16
+T.f32
+T.f64
+T.filter
+T.fma
+T.func_name
+T.func_ret
+T.get_active_lane_mask
+T.handle_add_byte_offset
+T.hint
+T.i16
+T.i32
+T.i64
+T.i8
+T.ignore_loop_partition
+T.index_map
+T.inline
+T.isnullptr
+T.iter_var
+T.jit
+T.lane_id
+T.llvm_lookup_intrinsic_id
+T.local_scalar
+T.lookup_param
+T.macro
+T.masked_load
+T.masked_store
+T.meta_class
+T.meta_var
+T.metal
+T.nki
+T.nvshmem
+T.print_buffer
+T.ptr
+T.ptr_byte_offset
+T.ptx
+T.ptx_legacy
+T.q_multiply_shift
+T.q_multiply_shift_per_axis
+T.ramp
+T.register_script_namespace
+T.s_tir
+T.scalar_wrapper
+T.scope_id
+T.selector
+T.shared_scalar
+T.smem
+T.static_assert
+T.tensormap_encode_tiled
+T.thread_id
+T.thread_id_in_wg
+T.thread_return
+T.tmem
+T.tvm_bmma_sync
+T.tvm_call_cpacked
+T.tvm_call_cpacked_lowered
+T.tvm_call_packed
+T.tvm_call_packed_lowered
+T.tvm_fill_fragment
+T.tvm_global_barrier_kinit
+T.tvm_kernel_replace_point
+T.tvm_load_matrix_sync
+T.tvm_mma_sync
+T.tvm_stack_alloca
+T.tvm_stack_make_array
+T.tvm_stack_make_shape
+T.tvm_store_matrix_sync
+T.tvm_struct_get
+T.tvm_struct_set
+T.tvm_thread_invariant
+T.tvm_throw_last_error
+T.tvm_tuple
+T.tvm_warp_shuffle_xor
+T.u16
+T.u32
+T.u64
+T.u8
+T.var
+T.vectorcombine
+T.vscale
+T.warp_id
+T.warp_id_in_wg
+T.warpgroup_id
+T.webgpu
+T.wg_reg_tile
+""")
+
+# methods of TVM's Schedule (schedule.txt) that tvms' Schedule lacks
+MISSING_SCHEDULE_METHODS = _lines("""
+add_unit_loop
+annotate_buffer_access
+cache_index
+cache_inplace
+can_decompose_padding
+decompose_padding
+fuse_reduction_epilogue
+get_output_blocks
+get_sref
+loop_partition
+merge
+pad_einsum
+read_at
+reindex
+reindex_cache_read
+reindex_cache_write
+reorder_block_iter_var
+rolling_buffer
+sample_partitioned_tile
+state
+tensorize
+transform_block_layout
+unsafe_hide_buffer_access
+unsafe_set_dtype
+write_at
+""")
+
+
+def _fixture(name: str, prefix: str = "") -> list[str]:
+    """The names of a fixture file (``#`` lines are its header), those starting with ``prefix``."""
+    path = FIXTURES / name
+    names = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
+    return [n for n in names if n.startswith(prefix)]
+
+
+def _knows_relax_op(name: str) -> bool:
+    return relax_op.lookup(name) is not None
+
+
+def _knows_schedule_method(name: str) -> bool:
+    return not name.startswith("_") and hasattr(Schedule, name)
+
+
+# checklist -> (fixture, prefix of its lines, does tvms know the name?, the names it lacks)
+CHECKLISTS: dict[str, tuple[str, str, Callable[[str], bool], list[str]]] = {
+    "relax operators": ("relax.txt", "relax.", _knows_relax_op, MISSING_RELAX_OPS),
+    "R names": ("relax.txt", "R.", lambda n: is_r_builtin_name(n[len("R."):]), MISSING_R_NAMES),
+    "T names": ("tir.txt", "T.", lambda n: is_builtin_name(n[len("T."):]), MISSING_TIR_NAMES),
+    "schedule methods": ("schedule.txt", "", _knows_schedule_method, MISSING_SCHEDULE_METHODS),
+}
+
+
+def coverage(checklist: str) -> tuple[int, int]:
+    """(names tvms knows, names in TVM 0.27) for one checklist."""
+    fixture, prefix, knows, _ = CHECKLISTS[checklist]
+    names = _fixture(fixture, prefix)
+    return sum(map(knows, names)), len(names)
+
+
+@pytest.mark.parametrize("checklist", list(CHECKLISTS))
+def test_missing_list_is_exact(checklist):
+    fixture, prefix, knows, missing = CHECKLISTS[checklist]
+    names = _fixture(fixture, prefix)
+    assert names, f"{fixture} holds no {checklist}: regenerate it with tools/tvm_inventory.py"
+    lost = sorted(n for n in names if not knows(n) and n not in missing)
+    assert not lost, f"{checklist} of TVM 0.27 that tvms does not know and the list does not name: {lost}"
+    learned = sorted(n for n in missing if knows(n))
+    assert not learned, f"tvms knows these now: take them off the missing {checklist}: {learned}"
+    stale = sorted(set(missing) - set(names))
+    assert not stale, f"the missing {checklist} name what TVM 0.27 does not have: {stale}"
+    assert missing == sorted(set(missing)), f"keep the missing {checklist} sorted, each once"
+    known, total = coverage(checklist)
+    print(f"{checklist}: {known}/{total} known to tvms ({100 * known / total:.1f}%)")
+
+
+@pytest.mark.parametrize("checklist, unknown", [
+    ("relax operators", "relax.no_such_op"), ("R names", "R.no_such_op"),
+    ("T names", "T.no_such_builtin"), ("schedule methods", "no_such_primitive")])
+def test_a_name_tvms_lacks_is_not_known(checklist, unknown):
+    # the predicates decide the coverage: none may accept everything
+    assert not CHECKLISTS[checklist][2](unknown)
+
+
+def test_fixtures_say_how_they_were_made():
+    for name in ("relax.txt", "tir.txt", "schedule.txt"):
+        header = [line for line in (FIXTURES / name).read_text().splitlines() if line.startswith("#")]
+        assert any("tools/tvm_inventory.py" in line for line in header), name
+        assert any(line.startswith("# Apache TVM 0.27") for line in header), name
+
+
+if __name__ == "__main__":
+    for checklist in CHECKLISTS:
+        known, total = coverage(checklist)
+        print(f"{checklist}: {known}/{total} ({100 * known / total:.1f}%)")
