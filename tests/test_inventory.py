@@ -561,14 +561,12 @@ T.wg_reg_tile
 
 # methods of TVM's Schedule (schedule.txt) that tvms' Schedule lacks
 MISSING_SCHEDULE_METHODS = _lines("""
-add_unit_loop
 annotate_buffer_access
 cache_index
 cache_inplace
 can_decompose_padding
 decompose_padding
 fuse_reduction_epilogue
-get_output_blocks
 get_sref
 loop_partition
 merge

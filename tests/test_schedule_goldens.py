@@ -172,3 +172,21 @@ def test_compute_inline_of_the_padding_reproduces_the_corpus_conv2d() -> None:
     sch.compute_inline(sch.get_sblock("pad"))
     assert sch.mod.script(dialect=DIALECT) == path.read_text()
     assert str(sch.trace).splitlines()[-1] == "  sch.compute_inline(block=b0)"
+
+
+def test_add_unit_loop_keeps_the_numbers_and_refuses_the_root() -> None:
+    import numpy as np
+
+    from tvms.runtime.reference import run_prim_func
+
+    sch = scheduled("ew_unit_loop")
+    before, after = base_module("ew_unit_loop")["main"], sch.mod["main"]
+    a = np.random.default_rng(0).standard_normal((64, 32)).astype("float32")
+    outs = [np.zeros((64, 32), "float32") for _ in range(2)]
+    for func, out in zip((before, after), outs):
+        run_prim_func(func, a, out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    text = sch.mod.script()
+    with pytest.raises(ScheduleError, match="on top of the root block"):
+        sch.add_unit_loop(sch.get_sblock("root"))
+    assert sch.mod.script() == text  # (a refused primitive leaves the schedule as it was)

@@ -14,14 +14,17 @@ from ...ir.deep import from_recursion, in_deep_walk, run_deep
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.module import IRModule
-from ...ir.stmt import BlockRealize, For
+from ...ir.dtype import DataType
+from ...ir.expr import Var, const
+from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
 from . import (annotation, blockize, cache, compute_at, inline, layout, loop_kinds, loop_transform, reduction, rfactor,
                sampling)
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .trace import CLASSIC, Instruction, Trace
-from .tree import blocks_under, child_blocks, enclosing_loops, find_block, find_loop, parent_block
+from .tree import (blocks_under, child_blocks, enclosing_loops, find_block, find_loop, parent_block, replace_stmts,
+                   walk_with_path)
 
 
 ROOT, INLINE = "root", "inline"  # the two locations sample_compute_location names without a loop
@@ -235,6 +238,39 @@ class Schedule:
             self._record(kind, [block], [], rvs)
             return rvs
         return self._run(kind, action)
+
+    def get_output_blocks(self, scope_block: BlockRV | None = None, *,
+                          block: BlockRV | None = None) -> list[BlockRV]:
+        """The blocks under ``scope_block`` (at any depth) that write a buffer their own scope
+        block does not allocate, as TVM's ``GetOutputBlocks``."""
+        # (TVM's method names it scope_block, while its printed traces say block=: both are read)
+        if (scope_block is None) == (block is None):
+            raise ScheduleError("get_output_blocks: give the scope block once (scope_block or block)")
+        scope_block = scope_block if block is None else block
+
+        def action() -> list[BlockRV]:
+            fname, realize, _ = self._block(scope_block)
+            found = [node for node, path in walk_with_path(realize.block.body, (realize.block,))
+                     if isinstance(node, BlockRealize) and _writes_outside(node.block, parent_block(path))]
+            rvs = self._new_blocks(fname, found)
+            self._record("GetOutputBlocks", [scope_block], [], rvs)
+            return rvs
+        return self._run("get_output_blocks", action)
+
+    def add_unit_loop(self, block_or_loop: "BlockRV | LoopRV") -> LoopRV:
+        """A new loop ``u`` of extent 1 directly around the block or loop (TVM's ``AddUnitLoop``)."""
+        def action() -> LoopRV:
+            fname, node, path = self._block_or_loop(block_or_loop)
+            if isinstance(node, BlockRealize) and parent_block(path) is None:
+                raise ScheduleError("add_unit_loop: cannot add a loop on top of the root block")
+            var = Var("u", DataType("int32"))
+            func = replace_stmts(self._prim_func(fname),
+                                 {id(node): For(var, const(0, "int32"), const(1, "int32"), SERIAL, node)})
+            self._update(fname, func)
+            (rv,) = self._new_loops(fname, [var])
+            self._record("AddUnitLoop", [block_or_loop], [], [rv])
+            return rv
+        return self._run("add_unit_loop", action)
 
     def _block_or_loop(self, rv: Any) -> tuple[str, Any, tuple]:
         if isinstance(rv, LoopRV):
@@ -543,6 +579,13 @@ class Schedule:
     def enter_postproc(self) -> None:
         """Mark where post-processing starts (``remove_postproc`` cuts the trace here)."""
         self._record("EnterPostproc", [], [], [])
+
+
+def _writes_outside(block: Block, scope: Block | None) -> bool:
+    """Whether ``block`` writes a buffer that its scope block does not allocate (TVM's
+    ``IsOutputBlock``)."""
+    allocated = {id(b) for b in scope.alloc_buffers} if scope is not None else set()
+    return any(id(w.buffer) not in allocated for w in block.writes)
 
 
 __all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "ExprRV"]

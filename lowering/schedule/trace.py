@@ -51,6 +51,8 @@ def _kinds() -> dict[str, InstructionKind]:
         k("GetChildBlocks", "get_child_blocks", (Param(None, "i0"),), True),
         k("GetProducers", "get_producers", (Param("block", "i0"),), True),
         k("GetConsumers", "get_consumers", (Param("block", "i0"),), True),
+        k("GetOutputBlocks", "get_output_blocks", (Param("block", "i0"),), True),
+        k("AddUnitLoop", "add_unit_loop", (Param("block_or_loop", "i0"),)),
         k("Split", "split", (Param("loop", "i0"), Param("factors", "i1:"), Param("preserve_unit_iters", "a0"),
                              Param("disable_predication", "a1", classic=False, default=False)), True),
         k("Fuse", "fuse", (Param(None, "i*"), Param("preserve_unit_iters", "a0"))),
