@@ -575,7 +575,6 @@ read_at
 reindex
 reindex_cache_read
 reindex_cache_write
-reorder_block_iter_var
 rolling_buffer
 sample_partitioned_tile
 state

@@ -190,3 +190,12 @@ def test_add_unit_loop_keeps_the_numbers_and_refuses_the_root() -> None:
     with pytest.raises(ScheduleError, match="on top of the root block"):
         sch.add_unit_loop(sch.get_sblock("root"))
     assert sch.mod.script() == text  # (a refused primitive leaves the schedule as it was)
+
+
+@pytest.mark.parametrize("order", [[0, 1], [0, 1, 1], [0, 1, 3], "201"])
+def test_reorder_block_iter_var_refuses_what_is_not_a_permutation(order) -> None:
+    sch = Schedule(base_module("mm_reorder_block_iter_var"))
+    text = sch.mod.script()
+    with pytest.raises(ScheduleError, match="reorder indices are invalid"):
+        sch.reorder_block_iter_var(sch.get_sblock("C"), order)
+    assert sch.mod.script() == text

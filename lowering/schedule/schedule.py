@@ -355,6 +355,24 @@ class Schedule:
             self._record("Unannotate", [block_or_loop], [ann_key], [])
         self._run("unannotate", action)
 
+    def reorder_block_iter_var(self, block: BlockRV, new_order: list) -> None:
+        """Permute the block's iteration variables (and their bindings): the k-th becomes the
+        ``new_order[k]``-th of before (TVM's ``ReorderBlockIterVar``)."""
+        def action() -> None:
+            fname, realize, _ = self._block(block)
+            order = [self._int(k) for k in new_order] if isinstance(new_order, (list, tuple)) else None
+            n = len(realize.block.iter_vars)
+            if order is None or sorted(order) != list(range(n)):
+                raise ScheduleError(f"reorder_block_iter_var: the specified reorder indices are invalid: "
+                                    f"{new_order!r} is not a permutation of [0, ..., {n - 1}] in block "
+                                    f"{realize.block.name_hint!r}")
+            iter_vars, values = realize.block.iter_vars, realize.iter_values
+            new_block = realize.block.with_changes(iter_vars=tuple(iter_vars[k] for k in order))
+            new_realize = realize.with_changes(block=new_block, iter_values=tuple(values[k] for k in order))
+            self._update(fname, replace_stmts(self._prim_func(fname), {id(realize): new_realize}))
+            self._record("ReorderBlockIterVar", [block, list(new_order)], [], [])
+        return self._run("reorder_block_iter_var", action)
+
     # ------------------------------------------------------------ reductions
     def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:
         def action() -> BlockRV:

@@ -53,6 +53,7 @@ def _kinds() -> dict[str, InstructionKind]:
         k("GetConsumers", "get_consumers", (Param("block", "i0"),), True),
         k("GetOutputBlocks", "get_output_blocks", (Param("block", "i0"),), True),
         k("AddUnitLoop", "add_unit_loop", (Param("block_or_loop", "i0"),)),
+        k("ReorderBlockIterVar", "reorder_block_iter_var", (Param("block", "i0"), Param("new_order", "i1"))),
         k("Split", "split", (Param("loop", "i0"), Param("factors", "i1:"), Param("preserve_unit_iters", "a0"),
                              Param("disable_predication", "a1", classic=False, default=False)), True),
         k("Fuse", "fuse", (Param(None, "i*"), Param("preserve_unit_iters", "a0"))),
