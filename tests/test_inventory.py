@@ -581,7 +581,6 @@ state
 tensorize
 transform_block_layout
 unsafe_hide_buffer_access
-unsafe_set_dtype
 write_at
 """)
 

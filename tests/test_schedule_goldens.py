@@ -199,3 +199,20 @@ def test_reorder_block_iter_var_refuses_what_is_not_a_permutation(order) -> None
     with pytest.raises(ScheduleError, match="reorder indices are invalid"):
         sch.reorder_block_iter_var(sch.get_sblock("C"), order)
     assert sch.mod.script() == text
+
+
+def test_unsafe_set_dtype_converts_at_the_stores_and_loads() -> None:
+    import numpy as np
+
+    from tvms.runtime.reference import run_prim_func
+
+    sch = scheduled("ew_unsafe_set_dtype")
+    a = np.random.default_rng(1).standard_normal((64, 32)).astype("float32")
+    out = np.zeros((64, 32), "float32")
+    run_prim_func(sch.mod["main"], a, out)
+    # B holds A * 2 in float16: the result is C = float32(float16(A * 2)) + 1
+    np.testing.assert_array_equal(out, (a * 2).astype("float16").astype("float32") + 1)
+    with pytest.raises(ScheduleError, match="parameter of the function"):
+        sch.unsafe_set_dtype(sch.get_sblock("C"), 0, "float16")
+    with pytest.raises(ScheduleError):
+        sch.unsafe_set_dtype(sch.get_sblock("B"), 0, "float17")

@@ -1,4 +1,5 @@
-"""Buffers in other memory scopes: cache_read, cache_write, set_scope and storage_align.
+"""Buffers in other memory scopes: cache_read, cache_write, set_scope and storage_align (and
+unsafe_set_dtype, which swaps a buffer for another the same way set_scope does).
 
 A cache is a new buffer ``A_shared`` plus a copy block of the same name over loops ``ax0, ax1``
 that covers the whole buffer, placed in the scope of the block: after the producer of the read
@@ -10,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.buffer import Buffer, BufferRegion, decl_buffer
-from ...ir.expr import DATA_PAR, BufferLoad, IntImm, IterVar, Range, Var, const
+from ...ir.dtype import DataType
+from ...ir.expr import DATA_PAR, BufferLoad, Cast, IntImm, IterVar, PrimExpr, Range, Var, const
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import Block, BlockRealize, BufferStore, SeqStmt, Stmt, seq
@@ -138,6 +140,36 @@ def set_scope(func: PrimFunc, realize: BlockRealize, index: int, scope_name: str
                             f"parameter of the function; only allocated buffers can change scope")
     new = decl_buffer(old.shape, old.dtype, f"{old.name}_{scope_name}", scope=scope_name)
     return func.with_changes(body=BufferSwap(old, new).visit(func.body))  # type: ignore[return-value]
+
+
+class _DTypeSwap(BufferSwap):
+    """Swaps a buffer for one of another dtype: stores convert to it, loads convert back."""
+
+    def visit_BufferStore(self, s: BufferStore) -> BufferStore:
+        out = self.generic_visit(s)
+        return out.with_changes(value=Cast(self.new.dtype, out.value)) if out.buffer is self.new else out
+
+    def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
+        out = self.generic_visit(e)
+        return Cast(self.old.dtype, out) if out.buffer is self.new else out
+
+
+def unsafe_set_dtype(func: PrimFunc, realize: BlockRealize, index: int, dtype: str) -> PrimFunc:
+    """The buffer the block writes at ``index`` stored as ``dtype`` (TVM's ``UnsafeSetDType``:
+    unsafe, since the conversions may lose precision)."""
+    block = realize.block
+    old = _buffer(block, block.writes, index, "write")
+    target = DataType(dtype)
+    if old.dtype == target:
+        return func
+    if any(b is old for b in func.buffer_map.values()):
+        raise ScheduleError(f"unsafe_set_dtype: buffer '{old.name}' written by block '{block.name_hint}' is a "
+                            f"parameter of the function; only allocated buffers can change dtype")
+    new = decl_buffer(old.shape, target, old.name, scope=old.scope, strides=old.strides,
+                      elem_offset=old.elem_offset, data_alignment=old.data_alignment,
+                      offset_factor=old.offset_factor, buffer_type=old.buffer_type,
+                      axis_separators=old.axis_separators)
+    return func.with_changes(body=_DTypeSwap(old, new).visit(func.body))  # type: ignore[return-value]
 
 
 def storage_align(func: PrimFunc, realize: BlockRealize, index: int, axis: int, factor: int,

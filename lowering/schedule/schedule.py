@@ -471,6 +471,15 @@ class Schedule:
             self._record("SetScope", [block], [buffer_index, storage_scope], [])
         self._run("set_scope", action)
 
+    def unsafe_set_dtype(self, block: BlockRV, buffer_index: int, dtype: str) -> None:
+        """Store the buffer the block writes at ``buffer_index`` as ``dtype``; its stores and
+        loads convert (unsafe: precision may be lost)."""
+        def action() -> None:
+            fname, realize, _ = self._block(block)
+            self._update(fname, cache.unsafe_set_dtype(self._prim_func(fname), realize, buffer_index, dtype))
+            self._record("UnsafeSetDType", [block], [buffer_index, dtype], [])
+        self._run("unsafe_set_dtype", action)
+
     def storage_align(self, block: BlockRV, buffer_index: int, axis: int, factor: int, offset: int) -> None:
         def action() -> None:
             fname, realize, _ = self._block(block)
