@@ -580,7 +580,6 @@ sample_partitioned_tile
 state
 tensorize
 transform_block_layout
-unsafe_hide_buffer_access
 write_at
 """)
 

@@ -216,3 +216,14 @@ def test_unsafe_set_dtype_converts_at_the_stores_and_loads() -> None:
         sch.unsafe_set_dtype(sch.get_sblock("C"), 0, "float16")
     with pytest.raises(ScheduleError):
         sch.unsafe_set_dtype(sch.get_sblock("B"), 0, "float17")
+
+
+@pytest.mark.parametrize("buf_type, indices, message", [
+    ("read", [2], "index 2 is out of range"), ("write", [1], "index 1 is out of range"),
+    ("both", [0], "must be 'read' or 'write'")])
+def test_unsafe_hide_buffer_access_refuses_bad_arguments(buf_type: str, indices: list, message: str) -> None:
+    sch = Schedule(base_module("mm_unsafe_hide_buffer_access"))
+    text = sch.mod.script()
+    with pytest.raises(ScheduleError, match=message):
+        sch.unsafe_hide_buffer_access(sch.get_sblock("C"), buf_type, indices)
+    assert sch.mod.script() == text

@@ -471,6 +471,27 @@ class Schedule:
             self._record("SetScope", [block], [buffer_index, storage_scope], [])
         self._run("set_scope", action)
 
+    def unsafe_hide_buffer_access(self, block: BlockRV, buf_type: str, buf_index_array: list) -> None:
+        """Drop the block's read (``buf_type="read"``) or write regions at ``buf_index_array``
+        from its signature (unsafe: dependence analysis no longer sees those accesses)."""
+        def action() -> None:
+            fname, realize, _ = self._block(block)
+            b = realize.block
+            if buf_type not in ("read", "write"):
+                raise ScheduleError(f"unsafe_hide_buffer_access: buf_type must be 'read' or 'write', "
+                                    f"got {buf_type!r}")
+            regions = b.reads if buf_type == "read" else b.writes
+            indices = [self._int(k) for k in buf_index_array]
+            bad = [k for k in indices if not isinstance(k, int) or not 0 <= k < len(regions)]
+            if bad:
+                raise ScheduleError(f"unsafe_hide_buffer_access: index {bad[0]!r} is out of range: block "
+                                    f"'{b.name_hint}' has {len(regions)} {buf_type} region(s)")
+            kept = tuple(r for k, r in enumerate(regions) if k not in set(indices))
+            new_block = b.with_changes(**{"reads" if buf_type == "read" else "writes": kept})
+            self._update(fname, replace_stmts(self._prim_func(fname), {id(b): new_block}))
+            self._record("UnsafeHideBufferAccess", [block, buf_type, list(buf_index_array)], [], [])
+        self._run("unsafe_hide_buffer_access", action)
+
     def unsafe_set_dtype(self, block: BlockRV, buffer_index: int, dtype: str) -> None:
         """Store the buffer the block writes at ``buffer_index`` as ``dtype``; its stores and
         loads convert (unsafe: precision may be lost)."""
