@@ -569,7 +569,6 @@ decompose_padding
 fuse_reduction_epilogue
 get_sref
 loop_partition
-merge
 pad_einsum
 read_at
 reindex

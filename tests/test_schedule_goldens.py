@@ -227,3 +227,31 @@ def test_unsafe_hide_buffer_access_refuses_bad_arguments(buf_type: str, indices:
     with pytest.raises(ScheduleError, match=message):
         sch.unsafe_hide_buffer_access(sch.get_sblock("C"), buf_type, indices)
     assert sch.mod.script() == text
+
+
+@pytest.mark.parametrize("name", ["ew_merge_outer", "ew_merge_inner", "ew_unit_loop"])
+def test_merged_and_unit_loops_keep_the_numbers(name: str) -> None:
+    import numpy as np
+
+    from tvms.runtime.reference import run_prim_func
+
+    a = np.random.default_rng(2).standard_normal((64, 32)).astype("float32")
+    outs = [np.zeros((64, 32), "float32") for _ in range(2)]
+    for func, out in zip((base_module(name)["main"], scheduled(name).mod["main"]), outs):
+        run_prim_func(func, a, out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_merge_refuses_loops_of_other_extents_or_depths() -> None:
+    sch = Schedule(base_module("ew_merge_outer"))
+    i_b, j_b = sch.get_loops(sch.get_sblock("B"))
+    with pytest.raises(ScheduleError, match="at least two loops"):
+        sch.merge(i_b)
+    _, j_c = sch.get_loops(sch.get_sblock("C"))
+    j0, j1 = sch.split(j_c, [None, 4])
+    text = sch.mod.script()
+    with pytest.raises(ScheduleError, match="extents of loops 'j' \\(32\\) and 'j_0' \\(8\\) differ"):
+        sch.merge(j_b, j0)
+    with pytest.raises(ScheduleError, match="nesting depths"):
+        sch.merge(j_b, j1)
+    assert sch.mod.script() == text  # (refused: the schedule is as it was)

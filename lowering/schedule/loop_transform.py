@@ -1,4 +1,4 @@
-"""Loop transformations that change the iteration space's shape: split, fuse and reorder.
+"""Loop transformations that change the iteration space's shape: split, fuse, merge and reorder.
 
 Each takes the PrimFunc and the loops (found by the schedule) and returns the new PrimFunc and
 the new loop variables. Block bindings are rewritten and brought to canonical form; a split
@@ -11,13 +11,13 @@ from typing import Any
 
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer
-from ...ir.expr import LT, Add, And, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Var, const, is_const_int
+from ...ir.expr import LT, Add, And, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.arith import is_bijective_affine
-from ...ir.stmt import SERIAL, BlockRealize, For, Stmt
+from ...ir.stmt import SERIAL, BlockRealize, For, SeqStmt, Stmt, seq
 from ...ir.visitor import Mutator, walk
 from .errors import ScheduleError
-from .tree import enclosing_loops, find_loop, replace_stmts, walk_with_path
+from .tree import enclosing_loops, find_loop, parent_block, replace_stmts, walk_with_path
 
 
 def const_extent(loop: For, primitive: str) -> int:
@@ -161,6 +161,52 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
     body = _Rebind(mapping, analyzer).visit(loops[-1].body)
     new_loop = For(fused, const(0, dtype), const(total, dtype), SERIAL, body)
     return replace_stmts(func, {id(loops[0]): new_loop}), fused
+
+
+def merge(func: PrimFunc, found: list[tuple[For, tuple]]) -> tuple[PrimFunc, Var]:
+    """TVM's ``merge``: loop nests of equal extents under the loops' lowest common ancestor become
+    one nest (its variables named ``<var>_m`` after the first nest's) whose innermost loop runs
+    the given loops' bodies in order; it takes the place of the last nest.
+
+    ``found`` holds each loop with its ancestors (outermost first).
+    """
+    paths = [path + (loop,) for loop, path in found]
+    depth = 0  # the lowest common ancestor is paths[0][depth - 1]
+    while all(len(p) > depth + 1 for p in paths) and all(p[depth] is paths[0][depth] for p in paths):
+        depth += 1
+    nests = []  # per loop: its loops below the common ancestor, innermost first
+    for (loop, path), full in zip(found, paths):
+        if parent_block(path) is not parent_block(paths[0][:-1]):
+            raise ScheduleError("merge: expected the loops to be under the same block scope")
+        nest = [n for n in reversed(full[depth:]) if isinstance(n, For)]
+        for inner, outer in zip(nest, nest[1:]):
+            if outer.body is not inner:
+                raise ScheduleError(f"merge: loop '{inner.loop_var.name}' is not the only child of loop "
+                                    f"'{outer.loop_var.name}'")
+        for n in nest:
+            if n.annotations or n.thread_binding is not None:
+                raise ScheduleError(f"merge: loop '{n.loop_var.name}' has annotations or a thread binding")
+            if not is_const_int(n.min, 0):
+                raise ScheduleError(f"merge: loop '{n.loop_var.name}' does not start at 0")
+        nests.append(nest)
+    first = nests[0]
+    analyzer = Analyzer()
+    for nest in nests[1:]:
+        if len(nest) != len(first):
+            raise ScheduleError("merge: the loops' nesting depths below their common ancestor differ")
+        for a, b in zip(first, nest):
+            if not is_const_int(analyzer.simplify(Sub(a.extent, b.extent)), 0):
+                raise ScheduleError(f"merge: the extents of loops '{a.loop_var.name}' ({a.extent.script()}) and "
+                                    f"'{b.loop_var.name}' ({b.extent.script()}) differ")
+    new_vars = [Var(f"{n.loop_var.name}_m", n.loop_var.dtype) for n in first]
+    bodies = [substitute(nest[0].body, {n.loop_var: v for n, v in zip(nest, new_vars)}) for nest in nests]
+    merged: Stmt = For(new_vars[0], const(0, "int32"), first[0].extent, SERIAL, seq(bodies))
+    inner_var = new_vars[0]
+    for var, n in zip(new_vars[1:], first[1:]):
+        merged = For(var, const(0, "int32"), n.extent, SERIAL, merged)
+    table: dict = {id(nest[-1]): SeqStmt(()) for nest in nests[:-1]}  # (spliced away)
+    table[id(nests[-1][-1])] = merged
+    return replace_stmts(func, table), inner_var
 
 
 def reorder(func: PrimFunc, loops: list[For]) -> PrimFunc:

@@ -307,6 +307,23 @@ class Schedule:
             return rv
         return self._run("fuse", action)
 
+    def merge(self, *loops: LoopRV) -> LoopRV:
+        """Merge loop nests of the same extents into one (see ``loop_transform.merge``); returns
+        the merged innermost loop."""
+        def action() -> LoopRV:
+            if len(loops) < 2:
+                raise ScheduleError("merge: give at least two loops")
+            found = [self._loop(rv) for rv in loops]
+            fname = found[0][0]
+            if any(f[0] != fname for f in found):
+                raise ScheduleError("merge: the loops are in different functions")
+            func, inner = loop_transform.merge(self._prim_func(fname), [(f[1], f[2]) for f in found])
+            self._update(fname, func)
+            (rv,) = self._new_loops(fname, [inner])
+            self._record("Merge", list(loops), [], [rv])
+            return rv
+        return self._run("merge", action)
+
     def reorder(self, *ordered_loops: LoopRV) -> None:
         def action() -> None:
             found = [self._loop(rv) for rv in ordered_loops]

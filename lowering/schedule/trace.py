@@ -58,6 +58,7 @@ def _kinds() -> dict[str, InstructionKind]:
                              Param("disable_predication", "a1", classic=False, default=False)), True),
         k("Fuse", "fuse", (Param(None, "i*"), Param("preserve_unit_iters", "a0"))),
         k("Reorder", "reorder", (Param(None, "i*"),)),
+        k("Merge", "merge", (Param(None, "i*"),)),
         k("Parallel", "parallel", loop),
         k("Vectorize", "vectorize", loop),
         k("Unroll", "unroll", loop),
