@@ -575,7 +575,6 @@ reindex
 reindex_cache_read
 reindex_cache_write
 rolling_buffer
-sample_partitioned_tile
 state
 tensorize
 transform_block_layout

@@ -255,3 +255,15 @@ def test_merge_refuses_loops_of_other_extents_or_depths() -> None:
     with pytest.raises(ScheduleError, match="nesting depths"):
         sch.merge(j_b, j1)
     assert sch.mod.script() == text  # (refused: the schedule is as it was)
+
+
+def test_sample_partitioned_tile_draws_only_tilings_with_the_inner_factor() -> None:
+    from math import prod
+
+    for seed in range(20):
+        sch = Schedule(base_module("mm_sample_partitioned_tile"), seed=seed)
+        _, j, _ = sch.get_loops(sch.get_sblock("C"))
+        factors = [sch.get(v) for v in sch.sample_partitioned_tile(j, n=3, partition_pos=1, innerpart_factor=16)]
+        assert prod(factors) == 128 and prod(factors[1:]) % 16 == 0, factors
+    with pytest.raises(ScheduleError, match="multiple of 4"):
+        sch.sample_partitioned_tile(j, n=3, partition_pos=2, innerpart_factor=4, decision=[32, 2, 2])

@@ -39,6 +39,28 @@ def sample_perfect_tile(rng: random.Random, extent: int, n: int, max_innermost_f
     return list(rng.choice(choices))
 
 
+def sample_partitioned_tile(rng: random.Random, extent: int, n: int, partition_pos: int, innerpart_factor: int,
+                            decision: list | None, loop_name: str) -> list[int]:
+    """A perfect tiling whose factors from ``partition_pos`` on multiply to a multiple of
+    ``innerpart_factor`` (TVM's ``SamplePartitionedTile``)."""
+    if n < 2 or not 0 <= partition_pos < n or innerpart_factor < 1:
+        raise ScheduleError(f"sample_partitioned_tile: need n >= 2, 0 <= partition_pos < n and "
+                            f"innerpart_factor >= 1, got n={n}, partition_pos={partition_pos}, "
+                            f"innerpart_factor={innerpart_factor}")
+    choices = [t for t in perfect_tiles(extent, n, 0) if prod(t[partition_pos:]) % innerpart_factor == 0]
+    if decision is not None:
+        decision = [int(d) for d in decision]
+        if tuple(decision) not in choices:
+            raise ScheduleError(f"sample_partitioned_tile: the decision {decision} is not a tiling of loop "
+                                f"'{loop_name}' (extent {extent}) into {n} factors whose product from "
+                                f"position {partition_pos} on is a multiple of {innerpart_factor}")
+        return decision
+    if not choices:
+        raise ScheduleError(f"sample_partitioned_tile: loop '{loop_name}' (extent {extent}) is not a "
+                            f"multiple of the inner part's factor {innerpart_factor}")
+    return list(rng.choice(choices))
+
+
 def sample_categorical(rng: random.Random, candidates: list, probs: list, decision: int | None) -> int:
     """The index of the chosen candidate."""
     if len(candidates) != len(probs) or not candidates:

@@ -593,6 +593,21 @@ class Schedule:
             return rvs
         return self._run("sample_perfect_tile", action)
 
+    def sample_partitioned_tile(self, loop: LoopRV, n: int, partition_pos: int = 0, innerpart_factor: int = 1,
+                                decision: list | None = None) -> list[ExprRV]:
+        """Like ``sample_perfect_tile``, with the factors from ``partition_pos`` on multiplying to
+        a multiple of ``innerpart_factor``."""
+        def action() -> list[ExprRV]:
+            _, node, _ = self._loop(loop)
+            extent = loop_transform.const_extent(node, "sample_partitioned_tile")
+            chosen = sampling.sample_partitioned_tile(self._rng, extent, n, partition_pos, innerpart_factor,
+                                                      decision, node.loop_var.name)
+            rvs = [ExprRV() for _ in chosen]
+            self._rvs.update(zip(rvs, chosen))
+            self._record("SamplePartitionedTile", [loop], [n, partition_pos, innerpart_factor], rvs, chosen)
+            return rvs
+        return self._run("sample_partitioned_tile", action)
+
     def sample_categorical(self, candidates: list, probs: list, decision: int | None = None) -> ExprRV:
         def action() -> ExprRV:
             index = sampling.sample_categorical(self._rng, list(candidates), list(probs), decision)

@@ -68,6 +68,9 @@ def _kinds() -> dict[str, InstructionKind]:
         k("DecomposeReduction", "decompose_reduction", (Param("block", "i0"), Param("loop", "i1"))),
         k("SamplePerfectTile", "sample_perfect_tile",
           loop + (Param("n", "a0"), Param("max_innermost_factor", "a1"), Param("decision", "d")), True),
+        k("SamplePartitionedTile", "sample_partitioned_tile",
+          loop + (Param("n", "a0"), Param("partition_pos", "a1"), Param("innerpart_factor", "a2"),
+                  Param("decision", "d")), True),
         k("SampleCategorical", "sample_categorical",
           (Param("candidates", "a0"), Param("probs", "a1"), Param("decision", "d"))),
         k("ComputeInline", "compute_inline", (Param("block", "i0"),)),
@@ -98,7 +101,7 @@ def _kinds() -> dict[str, InstructionKind]:
 
 
 KINDS = _kinds()
-SAMPLING_KINDS = ("SamplePerfectTile", "SampleCategorical", "SampleComputeLocation")
+SAMPLING_KINDS = ("SamplePerfectTile", "SamplePartitionedTile", "SampleCategorical", "SampleComputeLocation")
 INT_FLAG_KINDS = ("Fuse", "ComputeAt", "ReverseComputeAt", "Blockize")  # TVM's JSON stores their flags as 0/1
 
 
