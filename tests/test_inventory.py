@@ -571,7 +571,6 @@ get_sref
 loop_partition
 pad_einsum
 read_at
-reindex
 reindex_cache_read
 reindex_cache_write
 rolling_buffer

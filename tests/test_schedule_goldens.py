@@ -267,3 +267,29 @@ def test_sample_partitioned_tile_draws_only_tilings_with_the_inner_factor() -> N
         assert prod(factors) == 128 and prod(factors[1:]) % 16 == 0, factors
     with pytest.raises(ScheduleError, match="multiple of 4"):
         sch.sample_partitioned_tile(j, n=3, partition_pos=2, innerpart_factor=4, decision=[32, 2, 2])
+
+
+@pytest.mark.parametrize("name", ["mm_reindex_read", "mm_reindex_write", "ew_reindex_read"])
+def test_reindex_keeps_the_numbers(name: str) -> None:
+    import numpy as np
+
+    from tvms.runtime.reference import run_prim_func
+
+    before, after = base_module(name)["main"], scheduled(name).mod["main"]
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal([d.value for d in before.buffer_map[p].shape]).astype("float32")
+            for p in before.params]
+    outs = []
+    for func in (before, after):
+        copies = [a.copy() for a in args]
+        run_prim_func(func, *copies)
+        outs.append(copies[-1])
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-5)
+
+
+def test_reindex_refuses_a_buffer_the_block_does_not_access() -> None:
+    sch = Schedule(base_module("mm_reindex_read"))
+    with pytest.raises(ScheduleError, match="accesses no buffer 'D'"):
+        sch.reindex(sch.get_sblock("C"), "D")
+    with pytest.raises(ScheduleError, match="out of range"):
+        sch.reindex(sch.get_sblock("C"), ("read", 5))

@@ -1,5 +1,6 @@
 """Buffers in other memory scopes: cache_read, cache_write, set_scope and storage_align (and
-unsafe_set_dtype, which swaps a buffer for another the same way set_scope does).
+unsafe_set_dtype, which swaps a buffer for another the same way set_scope does, and reindex,
+a copy stage like a cache's, into a buffer indexed by the block's iterators).
 
 A cache is a new buffer ``A_shared`` plus a copy block of the same name over loops ``ax0, ax1``
 that covers the whole buffer, placed in the scope of the block: after the producer of the read
@@ -10,13 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...ir.analysis import substitute
+from ...ir.arith import Analyzer, binary
 from ...ir.buffer import Buffer, BufferRegion, decl_buffer
 from ...ir.dtype import DataType
-from ...ir.expr import DATA_PAR, BufferLoad, Cast, IntImm, IterVar, PrimExpr, Range, Var, const
+from ...ir.expr import DATA_PAR, Add, BufferLoad, Cast, IntImm, IterVar, PrimExpr, Range, Var, const
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
-from ...ir.stmt import Block, BlockRealize, BufferStore, SeqStmt, Stmt, seq
-from ...ir.visitor import Mutator
+from ...ir.stmt import SERIAL, Block, BlockRealize, BufferStore, For, SeqStmt, Stmt, seq
+from ...ir.structural import structural_equal
+from ...ir.visitor import Mutator, Visitor, walk
 from .errors import ScheduleError
 from .loop_transform import nest
 from .tree import blocks_under, parent_block, replace_in, replace_stmts
@@ -186,3 +190,112 @@ def storage_align(func: PrimFunc, realize: BlockRealize, index: int, axis: int, 
     annotations["buffer_dim_align"] = tuple(annotations.get("buffer_dim_align", ())) + (
         (index, axis, factor, offset),)
     return replace_stmts(func, {id(block): block.with_changes(annotations=FrozenDict(annotations))})
+
+
+class _AccessIndices(Visitor):
+    """The one index tuple with which a leaf block's body reads and writes ``buffer``."""
+
+    def __init__(self, block: Block, buffer: Buffer):
+        self.block, self.buffer, self.indices = block, buffer, None
+
+    def note(self, indices: tuple) -> None:
+        if self.indices is None:
+            self.indices = indices
+        elif not structural_equal(self.indices, indices):
+            raise ScheduleError(f"reindex: block '{self.block.name_hint}' accesses buffer '{self.buffer.name}' "
+                                f"with more than one index pattern")
+
+    def visit_BufferLoad(self, e: BufferLoad) -> None:
+        self.generic_visit(e)
+        if e.buffer is self.buffer:
+            self.note(e.indices)
+
+    def visit_BufferStore(self, s: BufferStore) -> None:
+        self.generic_visit(s)
+        if s.buffer is self.buffer:
+            self.note(s.indices)
+
+    def visit_Block(self, b: Block) -> None:
+        raise ScheduleError(f"reindex: block '{self.block.name_hint}' is not a leaf block (it holds "
+                            f"block '{b.name_hint}')")
+
+    def visit_Buffer(self, b: Buffer) -> None:
+        pass  # (a buffer's own data pointer is not an access)
+
+    def visit_Var(self, v: Var) -> None:
+        if v is self.buffer.data:
+            raise ScheduleError(f"reindex: block '{self.block.name_hint}' accesses buffer "
+                                f"'{self.buffer.name}' opaquely")
+
+
+class _Reindexed(Mutator):
+    """The block with its accesses of ``old`` made accesses of ``new`` at ``indices``."""
+
+    def __init__(self, old: Buffer, new: Buffer, indices: tuple):
+        self.old, self.new, self.indices = old, new, indices
+
+    def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
+        out = self.generic_visit(e)
+        return BufferLoad(self.new, self.indices) if out.buffer is self.old else out
+
+    def visit_BufferStore(self, s: BufferStore) -> BufferStore:
+        out = self.generic_visit(s)
+        return out.with_changes(buffer=self.new, indices=self.indices) if out.buffer is self.old else out
+
+
+def reindex(func: PrimFunc, realize: BlockRealize, path: tuple, kind: str, index: int) -> tuple[PrimFunc, str]:
+    """TVM's ``ReIndex``: a stage that copies the buffer the block accesses at (``kind``,
+    ``index``) into (read) or out of (write) a new buffer ``<name>_reindex`` indexed by the block's
+    iterators that the access uses; the block then accesses the new buffer at those iterators."""
+    block = realize.block
+    old = _buffer(block, block.reads if kind == "read" else block.writes, index, kind)
+    collector = _AccessIndices(block, old)
+    collector.visit(block.body)
+    if collector.indices is None:
+        raise ScheduleError(f"reindex: block '{block.name_hint}' does not access buffer '{old.name}' in its body")
+    analyzer = Analyzer()
+    for iv in block.iter_vars:
+        if isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm):
+            analyzer.bind(iv.var, iv.dom.min.value, iv.dom.extent.value)
+    original = tuple(i if isinstance(i, (Var, IntImm)) else analyzer.simplify(i) for i in collector.indices)
+    used = {id(n) for i in original for n in walk(i) if isinstance(n, Var)}
+    covered = [iv for iv in block.iter_vars if id(iv.var) in used]
+    new = decl_buffer(tuple(binary(Add, iv.dom.min, iv.dom.extent) for iv in covered), old.dtype,
+                      f"{old.name}_reindex", scope=old.scope)
+    # the copy stage: its iterators v0, v1, ... and loops ax0, ax1, ... over the covered iterators
+    stage_vars = {id(iv.var): Var(f"v{k}", iv.var.dtype) for k, iv in enumerate(covered)}
+    point = tuple(stage_vars[id(iv.var)] for iv in covered)
+    target = tuple(substitute(i, {iv.var: stage_vars[id(iv.var)] for iv in covered}) for i in original)
+    src, dst = (old, new) if kind == "read" else (new, old)
+    src_at, dst_at = (target, point) if kind == "read" else (point, target)
+    stage = Block(tuple(IterVar(iv.dom, stage_vars[id(iv.var)], DATA_PAR) for iv in covered), (), (),
+                  (BufferRegion(src, tuple(Range(i, const(1, i.dtype)) for i in src_at)),),
+                  (BufferRegion(dst, tuple(Range(i, const(1, i.dtype)) for i in dst_at)),),
+                  f"{dst.name}_reindex", None, BufferStore(dst, BufferLoad(src, src_at), dst_at))
+    loop_vars = [Var(f"ax{k}", iv.var.dtype) for k, iv in enumerate(covered)]
+    body: Stmt = BlockRealize(tuple(loop_vars), const(True), stage)
+    for var, iv in reversed(list(zip(loop_vars, covered))):
+        body = For(var, iv.dom.min, iv.dom.extent, SERIAL, body)
+    # the block accesses the new buffer at its covered iterators
+    at = tuple(iv.var for iv in covered)
+    region = tuple(Range(iv.var, const(1, iv.var.dtype)) for iv in covered)
+    swap = _Reindexed(old, new, at)
+    new_block = block.with_changes(body=swap.visit(block.body),
+                                   init=None if block.init is None else swap.visit(block.init),
+                                   reads=_regions_of(block.reads, old, BufferRegion(new, region)),
+                                   writes=_regions_of(block.writes, old, BufferRegion(new, region)))
+    scope, children = _scope_children(path)
+    position = _position_of(children, realize)
+    child = children[position]
+    chain = child
+    while isinstance(chain, For) and chain is not realize:
+        chain = chain.body
+    if chain is not realize:
+        raise ScheduleError(f"reindex: the loops around block '{block.name_hint}' are not a chain (a loop "
+                            f"holds other statements beside it)")
+    swaps = {id(child): replace_in(child, {id(block): new_block})}
+    return _insert(func, scope, children, position + (kind == "write"), body, new, swaps), stage.name_hint
+
+
+def _regions_of(regions: tuple, old: Buffer, replacement: BufferRegion) -> tuple:
+    return tuple(replacement if r.buffer is old else r for r in regions)

@@ -568,6 +568,21 @@ class Schedule:
                                                                        bool(assume_injective_transform)], [])
         self._run("transform_layout", action)
 
+    def reindex(self, block: BlockRV, buffer: "tuple | str") -> BlockRV:
+        """A stage copying ``buffer`` (``("read", 0)``, ``("write", 0)`` or a name) into or out of a
+        buffer indexed by the block's iterators (see ``cache.reindex``); returns the stage."""
+        def action() -> BlockRV:
+            fname, realize, path = self._block(block)
+            kind, index = self._buffer_position(realize.block, buffer)
+            if kind not in ("read", "write"):
+                raise ScheduleError(f"reindex: the buffer kind must be 'read' or 'write', got {kind!r}")
+            func, name = cache.reindex(self._prim_func(fname), realize, path, kind, index)
+            self._update(fname, func)
+            (rv,) = self._new_blocks(fname, [find_block(func, name)[0]])
+            self._record("ReIndex", [block], [index, ("read", "write").index(kind)], [rv])
+            return rv
+        return self._run("reindex", action)
+
     @staticmethod
     def _buffer_position(block: Any, buffer: Any) -> tuple[str, int]:
         """``("write", 0)`` for a buffer given as such a pair or by name."""

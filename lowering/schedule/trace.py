@@ -83,6 +83,7 @@ def _kinds() -> dict[str, InstructionKind]:
           (Param("block", "i0"), Param("buf_type", "i1"), Param("buf_index_array", "i2"))),
         k("UnsafeSetDType", "unsafe_set_dtype", (Param("block", "i0"), Param("buffer_index", "a0"),
                                                  Param("dtype", "a1"))),
+        k("ReIndex", "reindex", (Param("block", "i0"), Param("buffer", "buffer"))),
         k("SetScope", "set_scope", (Param("block", "i0"), Param("buffer_index", "a0"), Param("storage_scope", "a1"))),
         k("StorageAlign", "storage_align", (Param("block", "i0"), Param("buffer_index", "a0"), Param("axis", "a1"),
                                             Param("factor", "a2"), Param("offset", "a3"))),
@@ -306,6 +307,8 @@ def _source(inst: Instruction, source: str, decision: Any) -> Any:
         return decision
     if source == "i*":
         return list(inst.inputs)
+    if source == "buffer":  # attributes (index, 0 read / 1 write), given as ("read", index)
+        return (("read", "write")[inst.attrs[1]], inst.attrs[0])
     values = inst.inputs if source[0] == "i" else inst.attrs
     if source.endswith(":"):
         return list(values[int(source[1:-1]):])
