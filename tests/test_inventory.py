@@ -576,7 +576,6 @@ reindex_cache_write
 rolling_buffer
 state
 tensorize
-transform_block_layout
 write_at
 """)
 

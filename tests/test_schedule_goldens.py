@@ -47,7 +47,8 @@ def test_trace_text_matches_tvm(name: str) -> None:
     assert str(scheduled(name).trace) == (GOLDEN / f"{name}.trace.py").read_text()
 
 
-# TVM 0.27 crashes serializing an IndexMap (transform_layout) to JSON: those cases have no JSON golden.
+# TVM 0.27 crashes serializing an IndexMap (transform_layout, transform_block_layout) to JSON: those
+# cases have no JSON golden.
 JSON_CASES = [name for name in CASES if (GOLDEN / f"{name}.json").exists()]
 
 
@@ -269,8 +270,9 @@ def test_sample_partitioned_tile_draws_only_tilings_with_the_inner_factor() -> N
         sch.sample_partitioned_tile(j, n=3, partition_pos=2, innerpart_factor=4, decision=[32, 2, 2])
 
 
-@pytest.mark.parametrize("name", ["mm_reindex_read", "mm_reindex_write", "ew_reindex_read"])
-def test_reindex_keeps_the_numbers(name: str) -> None:
+@pytest.mark.parametrize("name", ["mm_reindex_read", "mm_reindex_write", "ew_reindex_read",
+                                  "mm_transform_block_layout_permute", "mm_transform_block_layout_fuse"])
+def test_reindex_and_block_layout_keep_the_numbers(name: str) -> None:
     import numpy as np
 
     from tvms.runtime.reference import run_prim_func
@@ -293,3 +295,17 @@ def test_reindex_refuses_a_buffer_the_block_does_not_access() -> None:
         sch.reindex(sch.get_sblock("C"), "D")
     with pytest.raises(ScheduleError, match="out of range"):
         sch.reindex(sch.get_sblock("C"), ("read", 5))
+
+
+@pytest.mark.parametrize("index_map, message", [
+    (lambda i, j: (i, j), "takes 2 indices"),
+    (lambda i, j, k: (i, j), "drops iterator 'vk'"),
+    (lambda i, j, k: (i + j, k, j), "not bijective affine"),
+    (lambda i, j, k: (i * 128 + k, j), "mixes iterators of different kinds"),
+])
+def test_transform_block_layout_refuses_maps_it_cannot_invert(index_map, message: str) -> None:
+    sch = Schedule(base_module("mm_transform_block_layout_fuse"))
+    text = sch.mod.script()
+    with pytest.raises(ScheduleError, match=message):
+        sch.transform_block_layout(sch.get_sblock("C"), index_map)
+    assert sch.mod.script() == text

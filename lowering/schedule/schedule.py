@@ -18,8 +18,8 @@ from ...ir.dtype import DataType
 from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
-from . import (annotation, blockize, cache, compute_at, inline, layout, loop_kinds, loop_transform, reduction, rfactor,
-               sampling)
+from . import (annotation, block_layout, blockize, cache, compute_at, inline, layout, loop_kinds, loop_transform,
+               reduction, rfactor, sampling)
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .trace import CLASSIC, Instruction, Trace
@@ -582,6 +582,15 @@ class Schedule:
             self._record("ReIndex", [block], [index, ("read", "write").index(kind)], [rv])
             return rv
         return self._run("reindex", action)
+
+    def transform_block_layout(self, block: BlockRV, index_map: Any) -> None:
+        """Give the block new iterators through ``index_map`` (see ``block_layout.py``)."""
+        def action() -> None:
+            fname, realize, path = self._block(block)
+            func, imap = block_layout.transform_block_layout(self._prim_func(fname), realize, path, index_map)
+            self._update(fname, func)
+            self._record("TransformBlockLayout", [block, imap], [], [])
+        self._run("transform_block_layout", action)
 
     @staticmethod
     def _buffer_position(block: Any, buffer: Any) -> tuple[str, int]:

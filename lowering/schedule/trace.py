@@ -84,6 +84,7 @@ def _kinds() -> dict[str, InstructionKind]:
         k("UnsafeSetDType", "unsafe_set_dtype", (Param("block", "i0"), Param("buffer_index", "a0"),
                                                  Param("dtype", "a1"))),
         k("ReIndex", "reindex", (Param("block", "i0"), Param("buffer", "buffer"))),
+        k("TransformBlockLayout", "transform_block_layout", (Param("block", "i0"), Param("index_map", "i1"))),
         k("SetScope", "set_scope", (Param("block", "i0"), Param("buffer_index", "a0"), Param("storage_scope", "a1"))),
         k("StorageAlign", "storage_align", (Param("block", "i0"), Param("buffer_index", "a0"), Param("axis", "a1"),
                                             Param("factor", "a2"), Param("offset", "a3"))),

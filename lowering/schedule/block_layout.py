@@ -1,0 +1,141 @@
+"""transform_block_layout: give a block new iterators through an index map over its old ones.
+
+``lambda i, j, k: (i * 128 + j, k)`` turns a block over ``(i, j, k)`` into one over
+``(v0, v1)`` with ``v0`` in ``[0, 16384)``; the block's body and regions read the old iterators
+back through the map's inverse (``i = v0 // 128``, ``j = v0 % 128``, ``k = v1``), and new loops
+``ax0, ax1`` run the new iterators (TVM's ``TransformBlockLayout``). The block must sit alone
+under its loops, bound to them one to one, and the map must be bijective and affine.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from ...ir.analysis import substitute
+from ...ir.arith import Analyzer, affine_pieces, is_bijective_affine
+from ...ir.buffer import BufferRegion
+from ...ir.expr import DATA_PAR, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
+from ...ir.function import PrimFunc
+from ...ir.stmt import SERIAL, BlockRealize, BufferStore, For, Stmt
+from ...ir.visitor import Mutator, walk
+from .errors import ScheduleError
+from .layout import IndexMap
+from .tree import enclosing_loops, replace_stmts
+
+
+def transform_block_layout(func: PrimFunc, realize: BlockRealize, path: tuple,
+                           index_map: Any) -> tuple[PrimFunc, IndexMap]:
+    block = realize.block
+    loops = enclosing_loops(path)
+    _check_trivial_nest(realize, loops)
+    extents = [_extent(iv, block.name_hint) for iv in block.iter_vars]
+    if not isinstance(index_map, IndexMap):
+        params = list(inspect.signature(index_map).parameters)
+        if len(params) != len(block.iter_vars):
+            raise ScheduleError(f"transform_block_layout: the index map takes {len(params)} indices, block "
+                                f"'{block.name_hint}' has {len(block.iter_vars)} iterators")
+        index_map = IndexMap.from_func(index_map, len(params))
+    old_vars = [iv.var for iv in block.iter_vars]
+    mapped = [substitute(e, dict(zip(index_map.initial_indices, old_vars))) for e in index_map.final_indices]
+    domains = {id(v): (v, 0, n) for v, n in zip(old_vars, extents)}
+    if not is_bijective_affine(mapped, domains):
+        raise ScheduleError(f"transform_block_layout: the index map {index_map} is not bijective affine "
+                            f"on the iterators of block '{block.name_hint}'")
+    analyzer = Analyzer()
+    for v, n in zip(old_vars, extents):
+        analyzer.bind(v, 0, n)
+    mapped = [analyzer.simplify(e) for e in mapped]
+    new_extents = [analyzer.bound(e)[1] + 1 for e in mapped]
+    kinds = {id(iv.var): iv.iter_type for iv in block.iter_vars}
+    new_vars = [Var(f"v{k}", e.dtype) for k, e in enumerate(mapped)]
+    new_iters = tuple(IterVar(Range(const(0, v.dtype), const(n, v.dtype)), v,
+                              DATA_PAR if n == 1 else _iter_type(e, kinds, block.name_hint))
+                      for v, e, n in zip(new_vars, mapped, new_extents))
+    inverse = _inverse(mapped, old_vars, extents, new_vars, new_extents, block.name_hint)
+    rebound = substitute(block, inverse)
+    new_analyzer = Analyzer()
+    for v, n in zip(new_vars, new_extents):
+        new_analyzer.bind(v, 0, n)
+    new_block = _simplify_indices(rebound, new_analyzer).with_changes(iter_vars=new_iters)
+    loop_vars = [Var(f"ax{k}", v.dtype) for k, v in enumerate(new_vars)]
+    body: Stmt = realize.with_changes(iter_values=tuple(loop_vars), block=new_block)
+    for var, n in reversed(list(zip(loop_vars, new_extents))):
+        body = For(var, const(0, var.dtype), const(n, var.dtype), SERIAL, body)
+    return replace_stmts(func, {id(loops[0] if loops else realize): body}), index_map
+
+
+def _extent(iv: IterVar, name: str) -> int:
+    if not (isinstance(iv.dom.min, IntImm) and iv.dom.min.value == 0 and isinstance(iv.dom.extent, IntImm)):
+        raise ScheduleError(f"transform_block_layout: iterator '{iv.var.name}' of block '{name}' must start at "
+                            f"0 and have a constant extent")
+    return iv.dom.extent.value
+
+
+def _check_trivial_nest(realize: BlockRealize, loops: list) -> None:
+    name = realize.block.name_hint
+    for outer, inner in zip(loops, loops[1:] + [realize]):
+        if outer.body is not inner:
+            raise ScheduleError(f"transform_block_layout: loop '{outer.loop_var.name}' holds more than "
+                                f"block '{name}'")
+        if not (isinstance(outer.min, IntImm) and outer.min.value == 0):
+            raise ScheduleError(f"transform_block_layout: loop '{outer.loop_var.name}' does not start at 0")
+    if len(realize.iter_values) != len(loops) or any(v is not loop.loop_var
+                                                      for v, loop in zip(realize.iter_values, loops)):
+        raise ScheduleError(f"transform_block_layout: block '{name}' must be bound to its loops one to one "
+                            f"(each iterator to the loop at its position)")
+
+
+def _iter_type(e: PrimExpr, kinds: dict, name: str) -> str:
+    found = {kinds[id(n)] for n in walk(e) if isinstance(n, Var) and id(n) in kinds}
+    if len(found) != 1:
+        raise ScheduleError(f"transform_block_layout: the new iterator {e.script()} of block '{name}' mixes "
+                            f"iterators of different kinds")
+    return found.pop()
+
+
+def _inverse(mapped: list, old_vars: list, extents: list, new_vars: list, new_extents: list,
+             name: str) -> dict:
+    """Each old iterator as an expression of the new ones: the sum of its digits, each read out of
+    the new iterator that holds it (``(v // scale) % upper * lower``)."""
+    pieces = affine_pieces(mapped, {id(v): (v, 0, n) for v, n in zip(old_vars, extents)})
+    analyzer = Analyzer()
+    for v, n in zip(new_vars, new_extents):
+        analyzer.bind(v, 0, n)
+    parts: dict = {id(v): [] for v in old_vars}
+    for new, binding in zip(new_vars, pieces):
+        for key, lower, upper, scale in binding:
+            if not isinstance(key, Var):
+                raise ScheduleError(f"transform_block_layout: block '{name}': the index map reads a sum of "
+                                    f"iterators as one; give each iterator its own digits")
+            digit: PrimExpr = FloorMod(FloorDiv(new, const(scale, new.dtype)), const(upper, new.dtype))
+            parts[id(key)].append(Mul(digit, const(lower, new.dtype)) if lower != 1 else digit)
+    inverse = {}
+    for v, n in zip(old_vars, extents):
+        terms = parts[id(v)]
+        if not terms:
+            raise ScheduleError(f"transform_block_layout: the index map drops iterator '{v.name}' of "
+                                f"block '{name}'")
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
+        inverse[v] = analyzer.simplify(total)
+    return inverse
+
+
+def _simplify_indices(block: Any, analyzer: Analyzer) -> Any:
+    """The block with the indices of its loads, stores and regions simplified."""
+    class _Simplify(Mutator):
+        def visit_BufferLoad(self, e: BufferLoad) -> Any:
+            out = self.generic_visit(e)
+            return out.with_changes(indices=tuple(analyzer.simplify(i) for i in out.indices))
+
+        def visit_BufferStore(self, s: BufferStore) -> Any:
+            out = self.generic_visit(s)
+            return out.with_changes(indices=tuple(analyzer.simplify(i) for i in out.indices))
+
+        def visit_BufferRegion(self, r: BufferRegion) -> Any:
+            out = self.generic_visit(r)
+            return out.with_changes(region=tuple(Range(analyzer.simplify(x.min), analyzer.simplify(x.extent))
+                                                 for x in out.region))
+
+    return _Simplify().visit(block)
