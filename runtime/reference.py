@@ -39,6 +39,7 @@ from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.analysis import entry_vars
 from tvms.ir.function import PrimFunc
+from tvms.ir.op import loop_control
 
 from .tir_values import INTRINSICS, cast_value, numpy_dtype, trunc_div, trunc_mod
 
@@ -331,7 +332,10 @@ class _Codegen(_Compiler):
             self.stmt(x)
 
     def s_Evaluate(self, s: S.Evaluate) -> None:
-        if not isinstance(s.value, (E.IntImm, E.FloatImm)):
+        control = loop_control(s.value)
+        if control is not None:  # T.break_loop() / T.continue_loop(): Python's own statements
+            self.emit(control)
+        elif not isinstance(s.value, (E.IntImm, E.FloatImm)):
             self.emit(self.src(s.value))
 
     def s_BufferStore(self, s: S.BufferStore) -> None:
