@@ -98,6 +98,14 @@ def test_compiled_equals_reference(name: str) -> None:
     np.testing.assert_array_equal(got, expected(a))
 
 
+def test_python_break_and_continue_read_as_the_calls() -> None:
+    written = FOR_LOOPS.format(loop="range").replace("T.break_loop()", "break").replace(
+        "T.continue_loop()", "continue")
+    mod = from_source(HEADER + written)
+    assert mod.script() == HEADER + FOR_LOOPS.format(loop="range")
+    assert structural_equal(mod, from_source(HEADER + FOR_LOOPS.format(loop="range")))
+
+
 def test_leaving_a_parallel_loop_is_refused_by_the_code_generator() -> None:
     pytest.importorskip("llvmlite")
     import tvms
@@ -110,6 +118,21 @@ def test_leaving_a_parallel_loop_is_refused_by_the_code_generator() -> None:
             A[i] = 1'''
     with pytest.raises(TVMSError, match="cannot leave a parallel loop"):
         tvms.build(from_source(src)["main"])
+
+
+def test_leaving_no_loop_is_an_error_in_the_reference_executor_and_the_code_generator() -> None:
+    src = HEADER + '''    @T.prim_func
+    def main(A: T.Buffer((8,), "int32")):
+        A[0] = 1
+        T.break_loop()'''
+    func = from_source(src)["main"]
+    with pytest.raises(TVMSError, match="outside a loop"):
+        run_prim_func(func, np.zeros(8, "int32"))
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    with pytest.raises(TVMSError, match="outside a serial or while loop"):
+        tvms.build(func)
 
 
 def test_loop_control_takes_no_arguments() -> None:
