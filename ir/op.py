@@ -64,7 +64,7 @@ register("max_value", "dtype", (0, 0))
 register("min_value", "dtype", (0, 0))
 register("infinity", "dtype", (0, 0))
 register("assume", "bool", (1, 1))
-register("undef", "dtype", (0, 0))
+register("undef", "int32", (0, 0))  # an arbitrary int32, TVM's ``T.undef()``
 register("isnullptr", "bool", (1, 1))
 # loop control: the statements ``T.break_loop()`` / ``T.continue_loop()`` (Python's ``break`` /
 # ``continue`` read as them); TVM 0.27 prints them as these calls

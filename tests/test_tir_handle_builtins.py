@@ -1,6 +1,10 @@
-"""``T.isnullptr(handle)`` (issue 14, point 2): a boolean call of ``tir.isnullptr``, printed as
-TVM 0.27 prints it, false for every buffer's data in the reference executor and in code
-compiled by the LLVM generator (an ``icmp eq`` with the null pointer)."""
+"""``T.isnullptr(handle)`` and ``T.undef()`` (issue 14, point 2).
+
+``T.isnullptr``: a boolean call of ``tir.isnullptr``, printed as TVM 0.27 prints it, false for
+every buffer's data in the reference executor and in code compiled by the LLVM generator (an
+``icmp eq`` with the null pointer). ``T.undef()``: an arbitrary int32 (TVM's ``tir.undef`` has
+no dtype argument and no dtype print location, so it prints bare); the reference executor
+picks 0, LLVM gets ``undef``."""
 from __future__ import annotations
 
 import numpy as np
@@ -38,4 +42,31 @@ def test_reference_and_compiled_see_non_null_data() -> None:
 
     got = np.zeros(8, "int32")
     tvms.build(func)(a, got)
+    np.testing.assert_array_equal(got, want)
+
+
+UNDEF = '''    @T.prim_func
+    def main(A: T.Buffer((8,), "int32")):
+        for i in range(8):
+            A[i] = T.Select(i < 8, i, T.undef())'''
+
+
+@pytest.mark.parametrize("header", [HEADER, HEADER_027], ids=["classic", "tvm-0.27"])
+def test_undef_prints_bare_and_is_an_int32(header: str) -> None:
+    mod = from_source(header + UNDEF)
+    assert mod.script(dialect="classic" if header is HEADER else "tvm-0.27") == header + UNDEF
+    call = mod["main"].body.body.value.false_value
+    assert isinstance(call, Call) and call.op.name == "tir.undef" and str(call.dtype) == "int32"
+
+
+def test_undef_where_it_is_not_chosen_leaves_no_trace() -> None:
+    func = from_source(HEADER + UNDEF)["main"]
+    want = np.zeros(8, "int32")
+    run_prim_func(func, want)
+    np.testing.assert_array_equal(want, np.arange(8))
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    got = np.zeros(8, "int32")
+    tvms.build(func)(got)
     np.testing.assert_array_equal(got, want)
