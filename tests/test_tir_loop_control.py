@@ -98,6 +98,16 @@ def test_compiled_equals_reference(name: str) -> None:
     np.testing.assert_array_equal(got, expected(a))
 
 
+def test_an_unrolled_loop_that_breaks_stays_a_loop_through_lowering() -> None:
+    from tvms.lowering.tir import lower_for_codegen
+
+    lowered = lower_for_codegen(from_source(HEADER + PROGRAMS["unroll"])["main"])
+    assert "for j in T.unroll(8):" in lowered.script()  # (copies would leave the outer loop)
+    a, b = data(), np.zeros(8, "int32")
+    run_prim_func(lowered, a, b)
+    np.testing.assert_array_equal(b, expected(a))
+
+
 def test_python_break_and_continue_read_as_the_calls() -> None:
     written = FOR_LOOPS.format(loop="range").replace("T.break_loop()", "break").replace(
         "T.continue_loop()", "continue")

@@ -22,10 +22,10 @@ from ...ir import stmt as S
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
-from ...ir.analysis import entry_vars
+from ...ir.analysis import controls_loop, entry_vars
 from ...ir.function import PrimFunc
 from ...ir.op import loop_control
-from ...ir.visitor import children, collect
+from ...ir.visitor import collect
 from . import llvm_parallel
 from . import llvm_types as T
 from .llvm_intrinsics import call_llvm_intrinsic, declare, emit_intrinsic
@@ -495,13 +495,13 @@ class _FunctionCodegen:
         if s.kind == S.VECTORIZED and extent is not None and 1 < extent <= 64 and self.vectorizable(s):
             return self.vector_loop(s, extent)
         # (a body that breaks or continues runs as a serial loop: the same iterations, in order)
-        if s.kind == S.UNROLLED and extent is not None and extent <= MAX_UNROLL and not _controls_loop(s.body):
+        if s.kind == S.UNROLLED and extent is not None and extent <= MAX_UNROLL and not controls_loop(s.body):
             for k in range(extent):
                 self.env[s.loop_var] = self.builder.add(self.loop_start(s), T.constant(s.loop_var.dtype, k))
                 self.stmt(s.body)
             return None
         if s.kind == S.PARALLEL and not self.in_parallel and not self.vector_vars:
-            if _controls_loop(s.body, nested=False):
+            if controls_loop(s.body, nested=False):
                 raise TVMSError("T.break_loop() / T.continue_loop() cannot leave a parallel loop")
             return llvm_parallel.parallel_loop(self, s)
         if s.kind == S.THREAD_BINDING:
@@ -566,20 +566,6 @@ class _FunctionCodegen:
             self.stmt(s.body)
         finally:
             self.vector_vars.pop(s.loop_var, None)
-
-
-def _controls_loop(body: Any, nested: bool = True) -> bool:
-    """Whether ``body`` breaks or continues its loop (``nested``: or any loop inside it)."""
-    if nested:
-        return any(loop_control(e.value) for e in collect(body, S.Evaluate))
-    stack = [body]
-    while stack:  # (a loop inside takes its own break/continue: not searched)
-        node = stack.pop()
-        if isinstance(node, S.Evaluate) and loop_control(node.value):
-            return True
-        if not isinstance(node, (S.For, S.While)) or node is body:
-            stack.extend(c for c in children(node) if isinstance(c, S.Stmt))
-    return False
 
 
 def _element_bytes(dtype: DataType) -> int:
