@@ -63,6 +63,11 @@ def data() -> np.ndarray:
 
 
 PROGRAMS = {"serial": FOR_LOOPS.format(loop="range"), "unroll": FOR_LOOPS.format(loop="T.unroll"),
+            # (a vectorized loop that breaks runs serially; a parallel outer loop's kernel has its
+            # own loop targets)
+            "vectorized": FOR_LOOPS.format(loop="T.vectorized"),
+            "parallel_outer": FOR_LOOPS.format(loop="range").replace("for i in range(8)",
+                                                                     "for i in T.parallel(8)"),
             "while": WHILE_LOOP}
 
 
