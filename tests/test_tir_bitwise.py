@@ -94,11 +94,24 @@ def test_constants_fold_as_tvm_folds_them() -> None:
     assert isinstance(x & 0, Call)  # (no identity folding for the bitwise operators)
 
 
+def test_the_functions_build_what_the_operators_build() -> None:
+    written = WRITTEN.replace("(A[i] & 12 | A[i] >> 1) ^ ~A[i] << 2",
+                              "T.bitwise_xor(T.bitwise_or(T.bitwise_and(A[i], 12), A[i] >> 1), "
+                              "T.shift_left(T.bitwise_not(A[i]), 2))")
+    assert structural_equal(from_source(HEADER + written), from_source(HEADER + WRITTEN))
+    folded = from_source(HEADER + WRITTEN.replace("(A[i] & 12 | A[i] >> 1) ^ ~A[i] << 2",
+                                                  "T.bitwise_and(T.int32(12), 10) + T.shift_left(A[i], 0)"))
+    assert "B[i] = 8 + A[i]" in folded.script()  # (as TVM's functions fold)
+
+
 @pytest.mark.parametrize("expr, message", [
     ("A[i] & 1.5", "needs integer or boolean operands"),
     ("T.float32(1) << 2", "needs integer operands"),
     ("~T.float32(1)", "needs integer or boolean operands"),
     ("T.int32(1) << 40", "shift amount 40"),
+    ("T.bitwise_and(A[i], T.float32(1))", "needs integer or boolean operands"),
+    ("T.shift_right(T.float32(1), 1)", "needs integer operands"),
+    ("T.bitwise_not(1.5)", "needs integer or boolean operands"),
 ])
 def test_bad_operands_are_errors_with_a_location(expr: str, message: str) -> None:
     src = HEADER + f'''    @T.prim_func
