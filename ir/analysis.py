@@ -173,3 +173,20 @@ def written_params(func: Any) -> tuple:
     stored = {id(s.buffer.data) for s in collect(func.body, BufferStore)}
     return tuple(k for k, p in enumerate(func.params)
                  if (b := func.buffer_map.get(p)) is not None and id(b.data) in stored)
+
+
+def controls_loop(body: Stmt, nested: bool = True) -> bool:
+    """Whether ``body`` holds a ``T.break_loop()`` / ``T.continue_loop()`` that leaves the loop
+    whose body it is (``nested``: or one that leaves any loop inside it)."""
+    from .op import loop_control
+    from .stmt import Evaluate, While
+    from .visitor import children
+
+    stack: list = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Evaluate) and loop_control(node.value):
+            return True
+        if nested or node is body or not isinstance(node, (For, While)):  # (inner loops own theirs)
+            stack.extend(c for c in children(node) if isinstance(c, Stmt))
+    return False

@@ -46,6 +46,11 @@ class PrimExpr(Node):
 
         return negate(self)
 
+    def __invert__(self) -> Any:
+        from .arith import bitwise_not
+
+        return bitwise_not(self)
+
 
 def _operator(symbol: str, reflected: bool) -> Any:
     """A Python operator method of PrimExpr: ``a + 1`` builds Add(a, 1) with TVM's conversions."""
@@ -60,7 +65,8 @@ def _operator(symbol: str, reflected: bool) -> Any:
 
 
 for _name, _symbol in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"),
-                       ("floordiv", "//"), ("mod", "%")):
+                       ("floordiv", "//"), ("mod", "%"), ("and", "&"), ("or", "|"), ("xor", "^"),
+                       ("lshift", "<<"), ("rshift", ">>")):
     setattr(PrimExpr, f"__{_name}__", _operator(_symbol, False))
     setattr(PrimExpr, f"__r{_name}__", _operator(_symbol, True))
 for _name, _symbol in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):

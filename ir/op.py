@@ -64,7 +64,12 @@ register("max_value", "dtype", (0, 0))
 register("min_value", "dtype", (0, 0))
 register("infinity", "dtype", (0, 0))
 register("assume", "bool", (1, 1))
-register("undef", "dtype", (0, 0))
+register("undef", "int32", (0, 0))  # an arbitrary int32, TVM's ``T.undef()``
+register("isnullptr", "bool", (1, 1))
+# loop control: the statements ``T.break_loop()`` / ``T.continue_loop()`` (Python's ``break`` /
+# ``continue`` read as them); TVM 0.27 prints them as these calls
+register("break_loop", "void", (0, 0))
+register("continue_loop", "void", (0, 0))
 register("type_annotation", "dtype", (0, 0))
 register("tvm_access_ptr", "handle", (5, 5))
 register("ptx_ldmatrix", "void", (7, 7))
@@ -73,6 +78,16 @@ register("vectorlow", "dtype", (1, 1))
 register("vectorhigh", "dtype", (1, 1))
 register("start_profile_intrinsic", "void", (1, 1))
 register("end_profile_intrinsic", "void", (1, 1))
+
+
+LOOP_CONTROL = {"tir.break_loop": "break", "tir.continue_loop": "continue"}
+
+
+def loop_control(e: object) -> str | None:
+    """``"break"`` / ``"continue"`` when ``e`` is a call of ``tir.break_loop`` /
+    ``tir.continue_loop``, else None."""
+    op = getattr(e, "op", None)
+    return LOOP_CONTROL.get(op.name) if isinstance(op, Op) else None
 
 
 def lookup_script_name(script_name: str) -> OpInfo | None:

@@ -55,8 +55,9 @@ BINARY: tuple[Operator, ...] = (
     _op("<", LT, CMP, relax="less"), _op(">", GT, CMP, relax="greater"), _op("==", EQ, CMP),
     _op(">=", GE, CMP, relax="greater_equal"), _op("<=", LE, CMP, relax="less_equal"),
     _op("!=", NE, CMP),
-    _op("|", None, BIT_OR), _op("^", None, BIT_XOR), _op("&", None, BIT_AND),
-    _op("<<", None, SHIFT), _op(">>", None, SHIFT),
+    # bitwise operators and shifts are calls of TIR intrinsics (tir.bitwise_and ...), no node
+    *(_op(s, None, p, build=arith.bitwise_builder(s))
+      for s, p in (("|", BIT_OR), ("^", BIT_XOR), ("&", BIT_AND), ("<<", SHIFT), (">>", SHIFT))),
     _op("+", Add, ADD, relax="add"), _op("-", Sub, ADD, relax="subtract"),
     # "/" is true division: a float Div (integers are refused by arith.truediv)
     _op("*", Mul, MUL, relax="multiply"), _op("/", Div, MUL, build=arith.truediv, relax="divide"),

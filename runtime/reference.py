@@ -39,6 +39,7 @@ from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.analysis import entry_vars
 from tvms.ir.function import PrimFunc
+from tvms.ir.op import loop_control
 
 from .tir_values import INTRINSICS, cast_value, numpy_dtype, trunc_div, trunc_mod
 
@@ -212,6 +213,7 @@ class _Codegen(_Compiler):
         self.bufs: dict = {}  # Buffer -> (flat name, stride sources, offset source)
         self.lines: list[str] = []
         self.depth = 1
+        self.loops = 0  # how many loops enclose the statement being compiled
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -331,7 +333,12 @@ class _Codegen(_Compiler):
             self.stmt(x)
 
     def s_Evaluate(self, s: S.Evaluate) -> None:
-        if not isinstance(s.value, (E.IntImm, E.FloatImm)):
+        control = loop_control(s.value)
+        if control is not None:  # T.break_loop() / T.continue_loop(): Python's own statements
+            if not self.loops:
+                raise TVMSError(f"T.{control}_loop() outside a loop")
+            self.emit(control)
+        elif not isinstance(s.value, (E.IntImm, E.FloatImm)):
             self.emit(self.src(s.value))
 
     def s_BufferStore(self, s: S.BufferStore) -> None:
@@ -344,11 +351,18 @@ class _Codegen(_Compiler):
         lo, ext = self.src(s.min), self.src(s.extent)
         rng = f"range({ext})" if lo == "0" else f"range({lo}, ({lo}) + ({ext}))"
         self.emit(f"for {self.local(s.loop_var)} in {rng}:")  # every kind runs serially
-        self.block(s.body)
+        self.loop_body(s.body)
 
     def s_While(self, s: S.While) -> None:
         self.emit(f"while {self.src(s.condition)}:")
-        self.block(s.body)
+        self.loop_body(s.body)
+
+    def loop_body(self, body: Any) -> None:
+        self.loops += 1
+        try:
+            self.block(body)
+        finally:
+            self.loops -= 1
 
     def s_IfThenElse(self, s: S.IfThenElse) -> None:
         self.emit(f"if {self.src(s.condition)}:")
@@ -374,7 +388,11 @@ class _Codegen(_Compiler):
         if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(s.node, E.IterVar):
             # serial emulation of a thread launch: one thread after the other
             self.emit(f"for {self.local(s.node.var)} in range({self.src(s.value)}):")
-            self.block(s.body)
+            outer, self.loops = self.loops, 0  # (a break here would leave the emulation loop)
+            try:
+                self.block(s.body)
+            finally:
+                self.loops = outer
             return
         self.stmt(s.body)
 

@@ -142,6 +142,8 @@ INTRINSICS: dict[str, Callable] = {
     "tir.bitwise_and": lambda dt, a, b: a & b, "tir.bitwise_or": lambda dt, a, b: a | b,
     "tir.bitwise_xor": lambda dt, a, b: a ^ b, "tir.bitwise_not": lambda dt, a: cast_value(~a, dt),
     "tir.shift_left": lambda dt, a, b: cast_value(a << b, dt), "tir.shift_right": lambda dt, a, b: a >> b,
+    "tir.undef": lambda dt: cast_value(0, dt),  # (any value is right: the reference picks 0)
+    "tir.isnullptr": lambda dt, x: x is None or isinstance(x, int) and x == 0,  # (a handle's value)
     "tir.popcount": lambda dt, a: bin(wrap_int(a, DataType(f"uint{dt.bits}"))).count("1"),
     "tir.tvm_storage_sync": _no_op,  # serial thread emulation: every thread already finished
     "tir.start_profile_intrinsic": _no_op, "tir.end_profile_intrinsic": _no_op,

@@ -78,6 +78,8 @@ AnnAssign = _node("AnnAssign", "target annotation value")
 AugAssign = _node("AugAssign", "target op value")
 Return = _node("Return", "value")
 Pass = _node("Pass", "")
+Break = _node("Break", "")
+Continue = _node("Continue", "")
 Assert = _node("Assert", "test msg")
 Import = _node("Import", "module names")
 If = _node("If", "test body orelse")
@@ -226,6 +228,12 @@ class SyntaxBuilder(Transformer):
 
     def pass_stmt(self, kw: Token) -> Syn:
         return Pass().at(kw)
+
+    def break_stmt(self, kw: Token) -> Syn:
+        return Break().at(kw)
+
+    def continue_stmt(self, kw: Token) -> Syn:
+        return Continue().at(kw)
 
     def assert_stmt(self, test: Syn, msg: Syn | None) -> Syn:
         return Assert(test, msg).at(test, msg or test)

@@ -22,8 +22,9 @@ from ...ir import stmt as S
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
-from ...ir.analysis import entry_vars
+from ...ir.analysis import controls_loop, entry_vars
 from ...ir.function import PrimFunc
+from ...ir.op import loop_control
 from ...ir.visitor import collect
 from . import llvm_parallel
 from . import llvm_types as T
@@ -54,6 +55,8 @@ class _FunctionCodegen:
         self.vector_vars: dict = {}
         self.in_parallel = False
         self.counter = 0
+        # the enclosing loops of the current function, innermost last: (continue target, break target)
+        self.loop_targets: list[tuple[ir.Block, ir.Block]] = []
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -87,9 +90,9 @@ class _FunctionCodegen:
         types = [*(t for t, _ in leading), *(T.scalar_type(v.dtype) for v in params)]
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), types), name)
         fn.linkage = "internal"
-        saved = (self.builder, self.env, self.vector_vars)
+        saved = (self.builder, self.env, self.vector_vars, self.loop_targets)
         self.builder = ir.IRBuilder(fn.append_basic_block("entry"))
-        self.env, self.vector_vars = {}, {}
+        self.env, self.vector_vars, self.loop_targets = {}, {}, []
         args = list(fn.args)
         for (_, arg_name), arg in zip(leading, args):
             arg.name = arg_name
@@ -100,7 +103,7 @@ class _FunctionCodegen:
             self.env[var] = arg
         emit_body(*args[:len(leading)])
         self.builder.ret_void()
-        self.builder, self.env, self.vector_vars = saved
+        self.builder, self.env, self.vector_vars, self.loop_targets = saved
         return fn
 
     def entry_alloca(self, typ: ir.Type, count: int, name: str) -> ir.Value:
@@ -369,8 +372,28 @@ class _FunctionCodegen:
             self.stmt(x)
 
     def s_Evaluate(self, s: S.Evaluate) -> None:
-        if not isinstance(s.value, (E.IntImm, E.FloatImm)):
+        control = loop_control(s.value)
+        if control is not None:
+            self.jump_out(control)
+        elif not isinstance(s.value, (E.IntImm, E.FloatImm)):
             self.expr(s.value)
+
+    def jump_out(self, control: str) -> None:
+        """``T.break_loop()`` / ``T.continue_loop()``: a branch to the innermost loop's exit or
+        latch; what follows in the same body is unreachable and goes to a block of its own."""
+        if not self.loop_targets:
+            raise TVMSError(f"T.{control}_loop() outside a serial or while loop")
+        latch, exit_ = self.loop_targets[-1]
+        self.builder.branch(exit_ if control == "break" else latch)
+        self.builder.position_at_end(self.builder.append_basic_block(self.fresh(f"after.{control}")))
+
+    def in_loop(self, latch: ir.Block, exit_: ir.Block, body: Any) -> None:
+        """Emits ``body`` with ``latch`` / ``exit_`` as the targets of its continue / break."""
+        self.loop_targets.append((latch, exit_))
+        try:
+            self.stmt(body)
+        finally:
+            self.loop_targets.pop()
 
     def s_BufferStore(self, s: S.BufferStore) -> None:
         index, stride = self.flat_index(s.buffer, s.indices)
@@ -463,7 +486,7 @@ class _FunctionCodegen:
         bld.position_at_end(head)
         bld.cbranch(self.expr(s.condition), body, done)
         bld.position_at_end(body)
-        self.stmt(s.body)
+        self.in_loop(head, done, s.body)
         bld.branch(head)
         bld.position_at_end(done)
 
@@ -471,12 +494,15 @@ class _FunctionCodegen:
         extent = s.extent.value if isinstance(s.extent, E.IntImm) else None
         if s.kind == S.VECTORIZED and extent is not None and 1 < extent <= 64 and self.vectorizable(s):
             return self.vector_loop(s, extent)
-        if s.kind == S.UNROLLED and extent is not None and extent <= MAX_UNROLL:
+        # (a body that breaks or continues runs as a serial loop: the same iterations, in order)
+        if s.kind == S.UNROLLED and extent is not None and extent <= MAX_UNROLL and not controls_loop(s.body):
             for k in range(extent):
                 self.env[s.loop_var] = self.builder.add(self.loop_start(s), T.constant(s.loop_var.dtype, k))
                 self.stmt(s.body)
             return None
         if s.kind == S.PARALLEL and not self.in_parallel and not self.vector_vars:
+            if controls_loop(s.body, nested=False):
+                raise TVMSError("T.break_loop() / T.continue_loop() cannot leave a parallel loop")
             return llvm_parallel.parallel_loop(self, s)
         if s.kind == S.THREAD_BINDING:
             raise TVMSError("the llvm target runs on the CPU: thread-bound loops need a GPU target")
@@ -492,7 +518,8 @@ class _FunctionCodegen:
         """``for var in [lo, hi): body`` with a phi for ``var``."""
         bld = self.builder
         pre = bld.block
-        head, loop, done = (bld.append_basic_block(self.fresh(n)) for n in ("for", "body", "endfor"))
+        head, loop, latch, done = (bld.append_basic_block(self.fresh(n))
+                                   for n in ("for", "body", "latch", "endfor"))
         bld.branch(head)
         bld.position_at_end(head)
         i = bld.phi(lo.type, name=var.name)
@@ -500,8 +527,10 @@ class _FunctionCodegen:
         bld.cbranch(bld.icmp_signed("<", i, hi), loop, done)
         bld.position_at_end(loop)
         self.env[var] = i
-        self.stmt(body)
-        i.add_incoming(bld.add(i, ir.Constant(lo.type, 1)), bld.block)
+        self.in_loop(latch, done, body)
+        bld.branch(latch)
+        bld.position_at_end(latch)
+        i.add_incoming(bld.add(i, ir.Constant(lo.type, 1)), latch)
         bld.branch(head)
         bld.position_at_end(done)
 

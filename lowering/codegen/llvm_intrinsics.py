@@ -120,6 +120,10 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
     if name == "isfinite":  # ordered and not infinite
         return builder.and_(builder.fcmp_ordered("ord", args[0], args[0]),
                             builder.not_(_is_inf(builder, args[0])))
+    if name == "undef":  # an arbitrary value: LLVM's own undef
+        return ir.Constant(T.scalar_type(dtype), ir.Undefined)
+    if name == "isnullptr":  # a handle compared with the null pointer
+        return builder.icmp_unsigned("==", args[0], ir.Constant(args[0].type, None))
     if name in ("likely", "tvm_likely"):
         return args[0]
     if name == "assume":

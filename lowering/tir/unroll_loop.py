@@ -1,11 +1,12 @@
 """UnrollLoop: a ``T.unroll`` loop of constant extent becomes one copy of its body per iteration.
 
 Each copy has the loop variable replaced by the iteration's value, unsimplified (TVM prints the
-first copy's ``k_0 * 4 + k_1`` as ``T.Add(k_0 * 4, 0)``).
+first copy's ``k_0 * 4 + k_1`` as ``T.Add(k_0 * 4, 0)``). A loop whose body breaks or continues
+stays a loop (the code generator runs it serially).
 """
 from __future__ import annotations
 
-from ...ir.analysis import substitute
+from ...ir.analysis import controls_loop, substitute
 from ...ir.expr import Add, IntImm, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import UNROLLED, For, Stmt, seq
@@ -16,8 +17,8 @@ from .tir_pass import define_tir_pass
 class _Unroller(Mutator):
     def visit_For(self, loop: For) -> Stmt:
         loop = self.generic_visit(loop)
-        if loop.kind != UNROLLED or not isinstance(loop.extent, IntImm):
-            return loop
+        if loop.kind != UNROLLED or not isinstance(loop.extent, IntImm) or controls_loop(loop.body):
+            return loop  # (copies of a body that breaks or continues would leave the outer loop)
         def value(k: int):
             if isinstance(loop.min, IntImm):
                 return const(loop.min.value + k, loop.loop_var.dtype)

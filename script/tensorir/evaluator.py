@@ -248,7 +248,7 @@ class ExprEvaluator:
     def binary(self, syn: S.BinOp, left: Any, right: Any) -> Any:
         a, b = self.as_operand(left, syn.left), self.as_operand(right, syn.right)
         op = BY_SYMBOL.get(syn.op)
-        if op is None or op.node is None or op.precedence == CMP:
+        if op is None or op.build is None or op.precedence == CMP:
             raise self.error(syn, f"the operator {syn.op!r} is not supported in TensorIR")
         return op.build(a, b)
 
@@ -271,6 +271,8 @@ class ExprEvaluator:
             return arith.negate(value)
         if syn.op == "+":
             return value
+        if syn.op == "~":
+            return arith.bitwise_not(value)
         raise self.error(syn, f"the operator {syn.op!r} is not supported in TensorIR")
 
     def ev_NotOp(self, syn: S.NotOp) -> Any:

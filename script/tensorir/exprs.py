@@ -99,6 +99,17 @@ def _handle(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
     return PointerType(dtype, scope)
 
 
+def _bitwise_builtin(symbol: str) -> Callable:
+    """``T.bitwise_and(a, b)`` ... ``T.shift_right(a, b)``, ``T.bitwise_not(a)``: what TVM's
+    functions build, the same as the operators (``a & b``, ``~a``): type checks and folding."""
+    def build(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+        operands = [x if isinstance(x, int) and not isinstance(x, bool) else ev.call_arg(x, syn) for x in args]
+        return arith.bitwise_not(*operands) if symbol == "~" else arith.bitwise_binary(symbol, *operands)
+    return build
+
+
+_BITWISE_BUILTINS = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_left": "<<",
+                     "shift_right": ">>", "bitwise_not": "~"}
 _NODE_BUILTINS = [op.node for op in BINARY if op.node is not None] + [Mod, Min, Max]
 EXPR_BUILTINS.update({
     "Cast": _fixed(2, "Cast", _cast),
@@ -113,6 +124,8 @@ EXPR_BUILTINS.update({
     "Not": _fixed(1, "Not", lambda ev, a, k, s: Not(ev.call_arg(a[0], s))),
     "target": _target,
     "handle": _handle,
+    **{name: _fixed(1 if symbol == "~" else 2, name, _bitwise_builtin(symbol))
+       for name, symbol in _BITWISE_BUILTINS.items()},
 })
 
 

@@ -28,6 +28,14 @@ class StatementParsing:
         value = self.ev_expr(syn.value) if syn.value is not None else const(0)
         return Evaluate(Call(value.dtype, get_op("tir.ret"), (value,)), span=self.span(syn))
 
+    # Python's ``break`` / ``continue`` read as TVM's parser reads them: T.break_loop() /
+    # T.continue_loop() (which is how they print)
+    def stmt_Break(self, syn: S.Break, rest: list) -> Any:
+        return Evaluate(Call(DataType("void"), get_op("tir.break_loop"), ()), span=self.span(syn))
+
+    def stmt_Continue(self, syn: S.Continue, rest: list) -> Any:
+        return Evaluate(Call(DataType("void"), get_op("tir.continue_loop"), ()), span=self.span(syn))
+
     def stmt_AnnAssign(self, syn: S.AnnAssign, rest: list) -> Any:
         name = self.target_name(syn.target)
         ann = self.ev(syn.annotation)
