@@ -447,7 +447,6 @@ T.bf16
 T.bind
 T.block_name_suffix_context
 T.boolean
-T.break_loop
 T.broadcast
 T.buffer
 T.buffer_decl
@@ -460,7 +459,6 @@ T.cast
 T.ceildiv
 T.cluster_id
 T.constexpr
-T.continue_loop
 T.cooperative_tensor_fill
 T.cooperative_tensor_load
 T.cooperative_tensor_multiply_accumulate
@@ -489,7 +487,6 @@ T.i8
 T.ignore_loop_partition
 T.index_map
 T.inline
-T.isnullptr
 T.iter_var
 T.jit
 T.lane_id

@@ -17,7 +17,7 @@ from ...ir.expr import (Broadcast, BufferLoad, Call, Cast, CommReducer, Div, Flo
                         IterVar, Let, Max, Min, Mod, Not, PointerType, PrimType, Ramp, Select,
                         StringImm, Var)
 from ...ir.module import GlobalVar, Target
-from ...ir.operators import ATOM, BINARY, BY_NODE, CMP, MUL, NOT
+from ...ir.operators import ATOM, BINARY, BY_NODE, BY_SYMBOL, CMP, MUL, NOT, UNARY
 from .evaluator import _describe
 from .attrs import freeze_value
 from .rules import EXPR_BUILTINS, PRINT_EXPR
@@ -135,6 +135,11 @@ def _would_fold(e: Any) -> bool:
     return is_number(e.a) and is_number(e.b) or arith.fold_identity(type(e), e.a, e.b) is not None
 
 
+# the TIR intrinsics that TVM prints as Python's bitwise operators
+_BITWISE_SYMBOLS = {"tir.bitwise_and": "&", "tir.bitwise_or": "|", "tir.bitwise_xor": "^",
+                    "tir.shift_left": "<<", "tir.shift_right": ">>", "tir.bitwise_not": "~"}
+
+
 class ExprPrinting:
     """Printing expressions (mixed into the TIRPrinter)."""
 
@@ -215,6 +220,12 @@ class ExprPrinting:
         return ", ".join(parts) if parts else "()"  # a 0-d buffer: ``S[()]``
 
     def ex_call(self, e: Call) -> tuple[str, int]:
+        symbol = None if e.attrs else _BITWISE_SYMBOLS.get(getattr(e.op, "name", None))
+        if symbol is not None and len(e.args) == (1 if symbol == "~" else 2):  # as TVM prints them
+            if symbol == "~":
+                return f"~{self.child(e.args[0], UNARY)}", UNARY
+            prec = BY_SYMBOL[symbol].precedence
+            return f"{self.child(e.args[0], prec)} {symbol} {self.child(e.args[1], prec, on_equal=True)}", prec
         if isinstance(e.op, GlobalVar):
             head = quote(e.op.name_hint)
             args = [self.expr(a) for a in e.args]
