@@ -104,9 +104,19 @@ class RelaxPrinter(TIRPrinter):
                 return f"R.Prim(value={self.expr(s.value)})"
             return f"R.Prim({quote(str(s.dtype))})" if classic else self.tir(f"{s.dtype}")
         if isinstance(s, FuncStructInfo):
-            params = "None" if s.params is None else "[" + ", ".join(self.sinfo(p) for p in s.params) + "]"
-            return f"R.Callable({params}, {self.sinfo(s.ret)}, {s.purity})"
+            return self.callable_sinfo(s)
         raise TypeError(f"cannot print struct info {type(s).__name__}")
+
+    def callable_sinfo(self, s: FuncStructInfo) -> str:
+        """``R.Callable`` as TVM prints it (both dialects): the parameters as a tuple; an opaque
+        signature names only what differs from its defaults (any result, impure)."""
+        if s.params is None:
+            keys = [] if isinstance(s.ret, ObjectStructInfo) else [f"ret={self.sinfo(s.ret)}"]
+            keys += ["purity=True"] if s.purity else []
+            return f"R.Callable({', '.join(keys)})" if keys else "R.Callable"
+        params = ", ".join(self.sinfo(p) for p in s.params)
+        params = f"({params},)" if len(s.params) == 1 else f"({params})"
+        return f"R.Callable({params}, {self.sinfo(s.ret)}, {s.purity})"
 
     # ---------------------------------------------------------------- expressions
     def rexpr(self, e: Any, top: bool = False) -> str:
