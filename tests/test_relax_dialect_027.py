@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from conftest import CORPUS_COPY, FIXTURES
 
-from tvms.ir import IRModule, structural_equal
+from tvms.ir import IRModule, structural_equal, structural_hash
 from tvms.ir.function import PrimFunc
 from tvms.ir.print_order import tvm_function_order
 from tvms.ir.relax import ExternFunc
@@ -130,6 +130,13 @@ def test_a_module_prints_its_functions_in_tvms_order_in_the_027_dialect() -> Non
     assert shuffled.script(dialect="tvm-0.27") + "\n" == text
     classic = shuffled.script(dialect="classic")  # classic keeps insertion order
     assert classic.index("def main") < classic.index("def zeta") < classic.index("def alpha")
+    # the order is no structure (a module maps names to functions), so both texts read back equal
+    assert structural_equal(shuffled, mod) and structural_hash(shuffled) == structural_hash(mod)
+    assert structural_equal(from_source(classic), from_source(text))
+    renamed = IRModule()
+    for gv, func in mod.functions_items():
+        renamed["omega" if gv.name_hint == "alpha" else gv] = func
+    assert not structural_equal(renamed, mod)
 
 
 def test_tvms_order_ranks_kinds_then_names_with_main_last() -> None:
