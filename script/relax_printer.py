@@ -307,8 +307,11 @@ class RelaxPrinter(TIRPrinter):
             self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
             return
         rhs = self.rexpr(value, top=True)
-        if isinstance(value, rx.Call) and (b.var.name == "_" or _is_void(b.var.struct_info)):
-            self.emit(rhs)  # a call made for its effect
+        # a call made for its effect, or an empty tuple bound to an empty tuple: TVM prints the
+        # value alone
+        if (isinstance(value, rx.Call) and (b.var.name == "_" or _is_void(b.var.struct_info))
+                or isinstance(value, rx.Tuple) and not value.fields and _is_void(b.var.struct_info)):
+            self.emit(rhs)
             return
         name = self.namer.define(b.var, b.var.name)
         if isinstance(value, rx.Call) and value.sinfo_args and _states_own_sinfo(value):

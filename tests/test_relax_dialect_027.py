@@ -27,6 +27,7 @@ DECIDING_MARKER = {
     "callable_params": "R.Any",
     "typevar_sizes": "import TypeVar",
     "function_order": None,
+    "void_tuple": None,
 }
 
 # golden -> what its classic print says instead of the 0.27 spelling
