@@ -128,7 +128,9 @@ def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str
                 eq.fail("", lhs, rhs)
             eq.value(dict(lhs.attrs), dict(rhs.attrs), "attrs")
             lf, rf = _module_functions(lhs), _module_functions(rhs)
-            if list(lf) != list(rf):
+            # a module maps names to functions, as TVM's does: the order they print in is no
+            # structure (the 0.27 dialect prints TVM's order, the classic one insertion order)
+            if sorted(lf) != sorted(rf):
                 eq.fail("functions", list(lf), list(rf))
             for name in lf:
                 # each function binds its own variables (a builder may reuse one parameter Var
@@ -179,7 +181,7 @@ def structural_hash(value: Any) -> int:
             return "nan"
         if isinstance(v, IRModule):
             # each function numbers its own variables, as structural_equal compares them
-            return (h(dict(v.attrs)),) + tuple((name, structural_hash(v[name])) for name in v)
+            return (h(dict(v.attrs)),) + tuple(sorted((name, structural_hash(v[name])) for name in v))
         return v
 
     return hash(h(value))

@@ -21,20 +21,21 @@ class Dialect:
     tir_module: str  # "tir" / "tirx": in the import header and attribute keys
     header: tuple[str, ...]
     typevar_header: str | None  # printed first when the module has TypeVar lines
+    tvm_function_order: bool  # a module's functions print in TVM's order, not in insertion order
 
 
 CLASSIC = Dialect(
     name="classic", block="block", block_attr="block_attr", block_alloc="alloc_buffer",
     tir_module="tir",
     header=("# from tvm.script import ir as I", "# from tvm.script import tir as T"),
-    typevar_header=None)
+    typevar_header=None, tvm_function_order=False)
 
 TVM_027 = Dialect(
     name="tvm-0.27", block="sblock", block_attr="sblock_attr", block_alloc="sblock_alloc_buffer",
     tir_module="tirx",
     header=("# from tvm.script import ir as I", "# from tvm.script import tirx as T",
             "# from tvm.tirx.layout import Axis"),
-    typevar_header="# from typing import TypeVar")
+    typevar_header="# from typing import TypeVar", tvm_function_order=True)
 
 DIALECTS = {d.name: d for d in (CLASSIC, TVM_027)}
 RELAX_HEADER = "# from tvm.script import relax as R"  # (both dialects)
@@ -50,10 +51,18 @@ def get_dialect(name: "str | Dialect") -> Dialect:
 
 
 # Spellings only TVM 0.27 prints (a Relax-only text can differ from the classic one in as little
-# as an unset dtype: out_dtype=None instead of out_dtype="void").
+# as an unset dtype: dtype=None / out_dtype=None where classic prints "void"). R.Callable's tuple of
+# parameters is no marker: TVM printed it so before 0.27 too, and tvms prints it so in both.
 _TVM027_MARKERS = re.compile(
-    r"\bT\.sblock|\bs_tir\s*=|\bTypeVar\(|import tirx\b|\"tirx\.|\bout_ty=|\bty_args=|\bR\.Any\b"
-    r"|ir\.GenericConst|\bT\.let\[|_dtype=None")
+    r"\bT\.sblock|\bs_tir\s*=|\bTypeVar\(|\bimport TypeVar\b|import tirx\b|\"tirx\.|\bout_ty="
+    r"|\bty_args=|\bR\.Any\b|ir\.GenericConst|\bT\.let\[|dtype=None\b")
+
+
+def tvm027_marker(text: str) -> str | None:
+    """The first TVM 0.27 spelling in a text (what makes :func:`detect_dialect` choose 0.27), or
+    None when the text has none."""
+    found = _TVM027_MARKERS.search(text)
+    return found.group(0) if found else None
 
 
 def detect_dialect(text: str) -> Dialect:
@@ -61,7 +70,7 @@ def detect_dialect(text: str) -> Dialect:
 
     The parser asks once per text and records the answer on the IR it builds
     (``IRModule.source_dialect``): nothing downstream looks at the text again."""
-    return TVM_027 if _TVM027_MARKERS.search(text) else CLASSIC
+    return TVM_027 if tvm027_marker(text) is not None else CLASSIC
 
 
 def canonical_attr_key(key: str) -> str:

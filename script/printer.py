@@ -24,6 +24,7 @@ from ..ir.expr import PrimExpr, Var
 from ..ir.function import PrimFunc
 from ..ir.module import IRModule
 from ..ir.node import Node, register_printer
+from ..ir.print_order import tvm_function_order
 from ..ir.stmt import Stmt
 from ..ir.struct_info import StructInfo
 from ..ir import relax as rx
@@ -141,6 +142,8 @@ METADATA_NOTE = "# Metadata omitted. Use show_meta=True in script() method to sh
 
 def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> PrintedDefinition:
     funcs = [(gv.name_hint, f) for gv, f in mod.functions_items()]
+    if d.tvm_function_order:
+        funcs = tvm_function_order(funcs)
     typevars, typevar_ids = ([], {}) if d.typevar_header is None else _hoisted_typevars([f for _, f in funcs])
     namer = Namer()
     for name in typevars:

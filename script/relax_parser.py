@@ -409,15 +409,19 @@ class RelaxBuilder(ScopedEvaluator):
         if path == "Callable":
             params = args[0] if args else kwargs.get("params")
             ret = args[1] if len(args) > 1 else kwargs.get("ret")
-            purity = args[2] if len(args) > 2 else kwargs.get("purity", True)
+            # TVM's defaults: an opaque signature is impure and returns anything
+            purity = args[2] if len(args) > 2 else kwargs.get("purity", params is not None)
+            if params is not None and not isinstance(params, (tuple, list)):
+                params = (params,)
             return FuncStructInfo(None if params is None else tuple(self.as_struct_info(p, syn) for p in params),
-                                  self.as_struct_info(ret, syn), bool(purity))
+                                  ObjectStructInfo() if ret is None else self.as_struct_info(ret, syn),
+                                  bool(purity))
         raise self.error(syn, f"R.{path} is not struct info")
 
     def as_struct_info(self, value: Any, syn: Any) -> StructInfo:
         if isinstance(value, StructInfo):
             return value
-        if isinstance(value, RBuiltin) and value.path in ("Object", "Any", "Tensor", "Shape", "Tuple"):
+        if isinstance(value, RBuiltin) and value.path in ("Object", "Any", "Tensor", "Shape", "Tuple", "Callable"):
             return self.make_struct_info(value.path, [], {}, syn)
         if isinstance(value, Builtin) and is_dtype_name(value.path):
             return PrimStructInfo(DataType(value.path))  # TVM 0.27 writes R.Prim("int64") as T.int64

@@ -104,9 +104,19 @@ class RelaxPrinter(TIRPrinter):
                 return f"R.Prim(value={self.expr(s.value)})"
             return f"R.Prim({quote(str(s.dtype))})" if classic else self.tir(f"{s.dtype}")
         if isinstance(s, FuncStructInfo):
-            params = "None" if s.params is None else "[" + ", ".join(self.sinfo(p) for p in s.params) + "]"
-            return f"R.Callable({params}, {self.sinfo(s.ret)}, {s.purity})"
+            return self.callable_sinfo(s)
         raise TypeError(f"cannot print struct info {type(s).__name__}")
+
+    def callable_sinfo(self, s: FuncStructInfo) -> str:
+        """``R.Callable`` as TVM prints it (both dialects): the parameters as a tuple; an opaque
+        signature names only what differs from its defaults (any result, impure)."""
+        if s.params is None:
+            keys = [] if isinstance(s.ret, ObjectStructInfo) else [f"ret={self.sinfo(s.ret)}"]
+            keys += ["purity=True"] if s.purity else []
+            return f"R.Callable({', '.join(keys)})" if keys else "R.Callable"
+        params = ", ".join(self.sinfo(p) for p in s.params)
+        params = f"({params},)" if len(s.params) == 1 else f"({params})"
+        return f"R.Callable({params}, {self.sinfo(s.ret)}, {s.purity})"
 
     # ---------------------------------------------------------------- expressions
     def rexpr(self, e: Any, top: bool = False) -> str:
@@ -297,8 +307,11 @@ class RelaxPrinter(TIRPrinter):
             self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
             return
         rhs = self.rexpr(value, top=True)
-        if isinstance(value, rx.Call) and (b.var.name == "_" or _is_void(b.var.struct_info)):
-            self.emit(rhs)  # a call made for its effect
+        # a call made for its effect, or an empty tuple bound to an empty tuple: TVM prints the
+        # value alone
+        if (isinstance(value, rx.Call) and (b.var.name == "_" or _is_void(b.var.struct_info))
+                or isinstance(value, rx.Tuple) and not value.fields and _is_void(b.var.struct_info)):
+            self.emit(rhs)
             return
         name = self.namer.define(b.var, b.var.name)
         if isinstance(value, rx.Call) and value.sinfo_args and _states_own_sinfo(value):
@@ -328,11 +341,15 @@ class RelaxPrinter(TIRPrinter):
         self.indent -= 1
 
 
+# TVM (before 0.27 and in it) leaves out the annotation of these calls' variables only: every other
+# call with struct info arguments keeps it (``y: R.Tensor(...) = R.call_packed(..., ty_args=...)``)
+_CALLS_STATING_OWN_SINFO = frozenset({"call_tir", "call_dps_packed"})
+
+
 def _states_own_sinfo(c: rx.Call) -> bool:
-    """The calls whose bound variable prints without annotation (``R.call_tir`` and the other
-    ``R.call_*``); other operators with struct info arguments (``R.builtin.alloc_tensor(...,
-    ty_args=...)``) keep it, as TVM prints them."""
-    return not isinstance(c.op, Op) or relax_op.spec_of(c.op).script_name.startswith("call_")
+    """The calls whose bound variable prints without annotation (``R.call_tir``,
+    ``R.call_dps_packed``), as TVM prints them."""
+    return isinstance(c.op, Op) and relax_op.spec_of(c.op).script_name in _CALLS_STATING_OWN_SINFO
 
 
 def _is_void(s: StructInfo) -> bool:

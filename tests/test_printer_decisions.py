@@ -132,7 +132,7 @@ RELAX_ONLY = '''# from tvm.script import ir as I
 class Module:
     @R.function
     def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
-        y = R.call_packed("T.not_a_prefix", x, sinfo_args=(R.Tensor((2,), dtype="float32"),))
+        y: R.Tensor((2,), dtype="float32") = R.call_packed("T.not_a_prefix", x, sinfo_args=(R.Tensor((2,), dtype="float32"),))
         return y'''
 
 
@@ -141,7 +141,7 @@ def test_the_tir_import_follows_the_printed_prefix_not_the_text() -> None:
     assert from_source(RELAX_ONLY).script() == RELAX_ONLY
     sized = RELAX_ONLY.replace('R.Tensor((2,), dtype="float32")) -> R.Tensor((2,)',
                                'R.Tensor(("n",), dtype="float32")) -> R.Tensor(("n",)').replace(
-        "(R.Tensor((2,)", "(R.Tensor((n,)").replace(
-        "        y =", "        n = T.int64()\n        y =").replace(
+        "(R.Tensor((2,)", "(R.Tensor((n,)").replace("y: R.Tensor((2,)", "y: R.Tensor((n,)").replace(
+        "        y:", "        n = T.int64()\n        y:").replace(
         "# from tvm.script import relax as R", "# from tvm.script import tir as T\n# from tvm.script import relax as R")
     assert from_source(sized).script() == sized

@@ -28,9 +28,15 @@ CASES = [
     (PrimStructInfo("int64", n), "R.Prim(value=n)", None),
     (ObjectStructInfo(), "R.Object", "R.Any"),
     (FuncStructInfo([TensorStructInfo([n], "float32")], TensorStructInfo([n], "float32")),
-     'R.Callable([R.Tensor((n,), dtype="float32")], R.Tensor((n,), dtype="float32"), True)', None),
-    (FuncStructInfo(None, ObjectStructInfo(), False), "R.Callable(None, R.Object, False)",
-     "R.Callable(None, R.Any, False)"),
+     'R.Callable((R.Tensor((n,), dtype="float32"),), R.Tensor((n,), dtype="float32"), True)', None),
+    (FuncStructInfo([], TupleStructInfo([]), False), "R.Callable((), R.Tuple, False)", None),
+    (FuncStructInfo([PrimStructInfo("int64"), ObjectStructInfo()], ObjectStructInfo()),
+     'R.Callable((R.Prim("int64"), R.Object), R.Object, True)', "R.Callable((T.int64, R.Any), R.Any, True)"),
+    # opaque: TVM names only what differs from its defaults (returns anything, impure)
+    (FuncStructInfo(None, ObjectStructInfo(), False), "R.Callable", None),
+    (FuncStructInfo(None, ObjectStructInfo(), True), "R.Callable(purity=True)", None),
+    (FuncStructInfo(None, TensorStructInfo([8], "int32"), False), 'R.Callable(ret=R.Tensor((8,), dtype="int32"))',
+     None),
 ]
 
 

@@ -112,15 +112,13 @@ def _relax_funcs(mod: IRModule) -> list:
 
 
 def tvm_print_order(mod: IRModule) -> IRModule:
-    """The module with its functions in the order TVM prints a module: PrimFuncs by name, then
-    Relax functions by name, ``main`` last. (TVM's module is unordered; tvms prints in insertion
-    order, so passes that add functions insert them in TVM's printing order.)"""
-    from ...ir.function import PrimFunc
+    """The module with its functions in the order TVM prints a module (``ir/print_order.py``).
+    (tvms prints a classic module in insertion order, so passes that add functions insert them in
+    TVM's printing order.)"""
+    from ...ir.print_order import tvm_function_order
 
-    items = sorted(mod.functions_items(), key=lambda gf: (
-        not isinstance(gf[1], PrimFunc), gf[0].name_hint == "main", gf[0].name_hint))
     out = IRModule(attrs=mod.attrs, span=mod.span, source_dialect=mod.source_dialect)
-    for gv, func in items:
+    for gv, func in tvm_function_order(mod.functions_items()):
         out[gv] = func
     return out
 
