@@ -28,7 +28,8 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # for modules.py beside us
 from modules import Workload, workloads  # noqa: E402
 
-DEFAULT_TVM_PYTHON = pathlib.Path("/work/tvm-ref-venv/bin/python")
+# side virtualenvs with Apache TVM 0.27 that earlier sessions made (README: "The TVM 0.27 inventory")
+DEFAULT_TVM_PYTHONS = (pathlib.Path("/work/tvm-ref-venv/bin/python"), pathlib.Path("/work/tvm-venv/bin/python"))
 GOALS = {"parse": 10.0, "print": 0.5}  # the issue's targets for the ratio tvms/TVM
 
 # Run by TVM's Python: argv = text file, printed-text file, repeat. The timing rule is the
@@ -115,12 +116,11 @@ def measure_tvm(python: str, work: Workload, repeat: int) -> dict:
 
 
 def find_tvm_python(option: str | None) -> str | None:
-    """--tvm-python, else the reference venv if present, else $TVMS_TVM_PYTHON."""
+    """--tvm-python, else a side venv with TVM if present, else $TVMS_TVM_PYTHON."""
     if option:
         return option
-    if DEFAULT_TVM_PYTHON.exists():
-        return str(DEFAULT_TVM_PYTHON)
-    return os.environ.get("TVMS_TVM_PYTHON") or None
+    found = next((p for p in DEFAULT_TVM_PYTHONS if p.exists()), None)
+    return str(found) if found else os.environ.get("TVMS_TVM_PYTHON") or None
 
 
 def cpu_model() -> str:
@@ -260,7 +260,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="small modules, one timed run")
     p.add_argument("--no-tvm", action="store_true", help="measure tvms only")
     p.add_argument("--tvm-python", help="Python with Apache TVM 0.27 (default: "
-                   f"{DEFAULT_TVM_PYTHON} if present, else $TVMS_TVM_PYTHON)")
+                   f"{' or '.join(map(str, DEFAULT_TVM_PYTHONS))} if present, else $TVMS_TVM_PYTHON)")
     p.add_argument("--json", metavar="OUT", help="also write the results as JSON")
     args = p.parse_args(argv)
     if args.quick:
