@@ -35,8 +35,20 @@ for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_eq
 # Unary: the result is the input's struct info; the transcendental ones need a float input.
 for _name in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "erf"):
     register(_name, ("x",), infer_unary_float)
-for _name in ("negative", "abs", "floor", "ceil", "round"):
+for _name in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan"):
+    register(_name, ("x",), infer_unary_float)
+for _name in ("negative", "abs", "floor", "ceil", "round", "trunc", "sign", "square"):
     register(_name, ("x",), infer_unary)
+
+
+def _infer_check(info: CallInfo) -> StructInfo:
+    """isfinite, isinf, isnan: a bool tensor of the input's shape."""
+    x = tensor_arg(info, 0)
+    return TensorStructInfo(x.shape, BOOL, x.ndim, x.vdevice)
+
+
+for _name in ("isfinite", "isinf", "isnan"):
+    register(_name, ("x",), _infer_check)
 
 register("nn.relu", ("data",), infer_unary)
 for _name in ("nn.gelu", "nn.gelu_tanh", "nn.silu"):

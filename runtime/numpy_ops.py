@@ -105,6 +105,9 @@ _UNARY = {
     "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
     "tanh": np.tanh, "sigmoid": _sigmoid, "sin": np.sin, "cos": np.cos, "erf": _erf,
     "negative": np.negative, "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.rint,
+    "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin, "asinh": np.arcsinh, "atan": np.arctan,
+    "atanh": np.arctanh, "cosh": np.cosh, "sinh": np.sinh, "tan": np.tan, "trunc": np.trunc,
+    "sign": np.sign, "square": np.square,
     "nn.relu": lambda x: np.maximum(x, 0),
     "nn.gelu": lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
     "nn.gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
@@ -121,6 +124,8 @@ def _unary(fn: Callable) -> Callable:
 
 for _name, _fn in _UNARY.items():
     numpy_op(_name)(_unary(_fn))
+for _name, _fn in (("isfinite", np.isfinite), ("isinf", np.isinf), ("isnan", np.isnan)):
+    numpy_op(_name)(lambda args, attrs, fn=_fn: fn(np.asarray(args[0])))  # (bool results)
 
 
 @numpy_op("astype")

@@ -14,8 +14,8 @@ from typing import Any, Callable
 from ...ir import arith
 from ...ir import relax as rx
 from ...ir.dtype import DataType
-from ...ir.expr import (EQ, GT, LE, LT, And, Call, Cast, FloatImm, IntImm, Mul, Or, PrimExpr, Select, Sub,
-                        const)
+from ...ir.expr import (EQ, GT, LE, LT, NE, And, Call, Cast, FloatImm, IntImm, Mul, Not, Or, PrimExpr, Select,
+                        Sub, const)
 from ...ir.op import get_op
 from .. import te
 from .legalize import (_BINARY, _NotLegalized, _binary_compute, _broadcast_index, _broadcast_shape,
@@ -53,12 +53,36 @@ def _abs(v: PrimExpr) -> PrimExpr:
     return Select(LE(IntImm(_I64, 0), Cast(_I64, v)), v, Sub(const(0, v.dtype), v))
 
 
+def _isnan(v: PrimExpr) -> PrimExpr:
+    """TVM's isnan: float16 is tested as float32."""
+    value = Cast(_F32, v) if v.dtype == DataType("float16") else v
+    return Call(DataType("bool"), get_op("tir.isnan"), (value,))
+
+
+def _isinf(v: PrimExpr) -> PrimExpr:
+    return And(EQ(_intrin("fabs", v), FloatImm(v.dtype, math.inf)), Not(_isnan(v)))
+
+
+def _isfinite(v: PrimExpr) -> PrimExpr:
+    # (TVM's form: |v| != inf, kept true for nan by the "or", then nan excluded)
+    return And(Or(NE(_intrin("fabs", v), FloatImm(v.dtype, math.inf)), _isnan(v)), Not(_isnan(v)))
+
+
+def _trunc(v: PrimExpr) -> PrimExpr:
+    return _intrin("trunc", v) if v.dtype.is_float else v
+
+
 _UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {
     "abs": _abs,
+    "trunc": _trunc,
+    "isnan": _isnan,
+    "isinf": _isinf,
+    "isfinite": _isfinite,
     "negative": lambda v: -v,
     "round": lambda v: _intrin("nearbyint", v),
     **{name: (lambda n: lambda v: _intrin(n, v))(name)
-       for name in ("ceil", "cos", "exp", "floor", "log", "rsqrt", "sigmoid", "sin", "sqrt", "tanh")},
+       for name in ("ceil", "cos", "exp", "floor", "log", "rsqrt", "sigmoid", "sin", "sqrt", "tanh", "acos", "acosh",
+                    "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan")},
 }
 
 
@@ -73,6 +97,26 @@ def _unary_legalize(name: str) -> Callable:
 
 for _name in _UNARY:
     register_legalize(f"relax.{_name}")(_unary_legalize(_name))
+
+
+def _sign(v: PrimExpr) -> PrimExpr:
+    """topi's sign: 1, -1 or 0 (an integer compared as int64, as TVM's index normalization leaves it)."""
+    if v.dtype.is_float:
+        zero = FloatImm(v.dtype, 0.0)
+        return Select(LT(zero, v), FloatImm(v.dtype, 1.0), Select(LT(v, zero), FloatImm(v.dtype, -1.0), zero))
+    wide = v if v.dtype == _I64 else Cast(_I64, v)
+    zero = IntImm(_I64, 0)
+    return Select(LT(zero, wide), const(1, v.dtype), Select(LT(wide, zero), const(-1, v.dtype), const(0, v.dtype)))
+
+
+@register_legalize("relax.sign")
+def _legalize_sign(bb: Any, call: rx.Call) -> Any:
+    return call_te(bb, lambda x: _elemwise(x, _sign, "T_sign", "ax"), call.args[0], primfunc_name_hint="tir_sign")
+
+
+@register_legalize("relax.square")
+def _legalize_square(bb: Any, call: rx.Call) -> Any:
+    return call_te(bb, lambda x: _multiply(x, x), call.args[0], primfunc_name_hint="tir_square")
 
 
 def _erf_compute(x: te.Tensor) -> te.Tensor:
