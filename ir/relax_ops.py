@@ -21,7 +21,9 @@ from .struct_info import (VOID, ObjectStructInfo, ShapeStructInfo, StructInfo, T
 # ---------------------------------------------------------------- elementwise
 # Arithmetic: the dtypes must match (a bool operand is let through); comparisons give bool and do
 # not compare the dtypes. Operands are tensors or scalars (R.Prim), broadcast numpy-style.
-for _name in ("add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum"):
+for _name in ("add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum", "floor_mod",
+              "mod", "atan2", "log_add_exp", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+              "bitwise_xor", "left_shift", "right_shift"):
     register(_name, ("x1", "x2"), infer_broadcast)
 
 
@@ -37,7 +39,7 @@ for _name in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "e
     register(_name, ("x",), infer_unary_float)
 for _name in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan"):
     register(_name, ("x",), infer_unary_float)
-for _name in ("negative", "abs", "floor", "ceil", "round", "trunc", "sign", "square"):
+for _name in ("negative", "abs", "floor", "ceil", "round", "trunc", "sign", "square", "logical_not", "bitwise_not"):
     register(_name, ("x",), infer_unary)
 
 

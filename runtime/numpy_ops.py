@@ -54,7 +54,10 @@ def _trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 _BINARY = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "power": np.power,
-    "maximum": np.maximum, "minimum": np.minimum,
+    "maximum": np.maximum, "minimum": np.minimum, "floor_mod": np.mod, "mod": np.fmod, "atan2": np.arctan2,
+    "log_add_exp": np.logaddexp, "logical_and": np.logical_and, "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor, "left_shift": np.left_shift, "right_shift": np.right_shift,
 }
 
 
@@ -107,7 +110,7 @@ _UNARY = {
     "negative": np.negative, "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.rint,
     "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin, "asinh": np.arcsinh, "atan": np.arctan,
     "atanh": np.arctanh, "cosh": np.cosh, "sinh": np.sinh, "tan": np.tan, "trunc": np.trunc,
-    "sign": np.sign, "square": np.square,
+    "sign": np.sign, "square": np.square, "logical_not": np.logical_not, "bitwise_not": np.invert,
     "nn.relu": lambda x: np.maximum(x, 0),
     "nn.gelu": lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
     "nn.gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),

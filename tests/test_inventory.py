@@ -31,11 +31,6 @@ MISSING_RELAX_OPS = _lines("""
 relax.arange
 relax.argsort
 relax.assert_op
-relax.atan2
-relax.bitwise_and
-relax.bitwise_not
-relax.bitwise_or
-relax.bitwise_xor
 relax.bucketize
 relax.builtin.stop_lift_params
 relax.call_builtin_with_ctx
@@ -65,7 +60,6 @@ relax.eye
 relax.eye_like
 relax.flatten
 relax.flip
-relax.floor_mod
 relax.full_like
 relax.gather_elements
 relax.gather_nd
@@ -95,12 +89,6 @@ relax.inspect.tensor_stride_i
 relax.invoke_closure
 relax.invoke_pure_closure
 relax.layout_transform
-relax.left_shift
-relax.log_add_exp
-relax.logical_and
-relax.logical_not
-relax.logical_or
-relax.logical_xor
 relax.make_closure
 relax.median
 relax.memory.alloc_storage
@@ -110,7 +98,6 @@ relax.memory.kill_storage
 relax.memory.kill_tensor
 relax.memory.view
 relax.meshgrid
-relax.mod
 relax.multinomial_from_uniform
 relax.nn.adaptive_avg_pool1d
 relax.nn.adaptive_avg_pool2d
@@ -149,7 +136,6 @@ relax.prod
 relax.quantize
 relax.repeat
 relax.reverse_sequence
-relax.right_shift
 relax.scatter_elements
 relax.scatter_nd
 relax.shape_to_tensor
@@ -189,11 +175,6 @@ R.arange
 R.arg
 R.argsort
 R.assert_op
-R.atan2
-R.bitwise_and
-R.bitwise_not
-R.bitwise_or
-R.bitwise_xor
 R.bucketize
 R.builtin.stop_lift_params
 R.call_builtin_with_ctx
@@ -237,7 +218,6 @@ R.eye
 R.eye_like
 R.flatten
 R.flip
-R.floor_mod
 R.full_like
 R.func_name
 R.func_ret_ty
@@ -264,13 +244,7 @@ R.index_tensor
 R.invoke_closure
 R.invoke_pure_closure
 R.layout_transform
-R.left_shift
 R.linear
-R.log_add_exp
-R.logical_and
-R.logical_not
-R.logical_or
-R.logical_xor
 R.macro
 R.make_closure
 R.median
@@ -282,7 +256,6 @@ R.memory.kill_tensor
 R.memory.view
 R.meshgrid
 R.metal
-R.mod
 R.multinomial_from_uniform
 R.nn.adaptive_avg_pool1d
 R.nn.adaptive_avg_pool2d
@@ -324,7 +297,6 @@ R.quantize
 R.repeat
 R.reverse_sequence
 R.rewriter
-R.right_shift
 R.rocm
 R.scatter_elements
 R.scatter_nd

@@ -22,7 +22,7 @@ LEGALIZE_DIR = FIXTURES / "legalize"
 # argmax/argmin (axes, keepdims, all axes, int32), softmax/log_softmax/layer_norm/rms_norm (float32,
 # float16), edge cases (mean over a symbolic axis, sum of bools, 1-d softmax), R.prim_value
 # operands, reductions over an empty axis.
-MATH_FIXTURES = ["math_unary", "math_unary2", "math_unary3", "math_compare", "math_create", "math_reduce", "math_nn",
+MATH_FIXTURES = ["math_unary", "math_unary2", "math_unary3", "math_binary2", "math_compare", "math_create", "math_reduce", "math_nn",
                  "math_edge", "math_prim_value", "math_zero", "math_full_cast"]
 # before-module fixture -> TVM's output for it in the corpus
 CORPUS_PAIRS = {
@@ -200,3 +200,25 @@ def test_math_unary3_compiled_equals_reference_with_nan_and_inf() -> None:
         g, w = g.numpy(), np.asarray(w)
         assert g.dtype == w.dtype
         np.testing.assert_allclose(g.astype("float64"), w.astype("float64"), rtol=1e-2, atol=1e-2, equal_nan=True)
+
+
+def test_math_binary2_compiled_equals_reference() -> None:
+    """floor_mod, mod, the logical and bitwise operators, shifts, atan2 and log_add_exp, with
+    broadcasting, compiled by tvms.compile, give the reference executor's numbers."""
+    import tvms
+
+    text = _returning_all_outputs((LEGALIZE_DIR / "math_binary2_before.tvms").read_text())
+    mod = from_source(text)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-5, 5, (2, 6)).astype("float32")
+    w = rng.choice([-2.5, -1.0, 1.5, 3.0], (1, 6)).astype("float32")
+    y = rng.integers(-100, 100, (3, 4)).astype("int32")
+    u = np.array([1, 3, 7, 30], dtype="int32")  # (divisors and shift amounts in range)
+    p, q = rng.integers(0, 2, (3, 4)).astype(bool), rng.integers(0, 2, (3, 4)).astype(bool)
+    got, want = vm["forward"](x, w, y, u, p, q), run_relax(mod, "forward", x, w, y, u, p, q)
+    assert len(got) == len(want) == 16
+    for g, w_ in zip(got, want):
+        g, w_ = g.numpy(), np.asarray(w_)
+        assert g.dtype == w_.dtype
+        np.testing.assert_allclose(g.astype("float64"), w_.astype("float64"), rtol=1e-5, atol=1e-5)

@@ -15,8 +15,10 @@ from ...ir import arith
 from ...ir import relax as rx
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
-from ...ir.expr import (EQ, GE, GT, LE, LT, NE, BufferLoad, FloatImm, FloorDiv, IntImm, IterVar,
-                        Op, Range)
+from ...ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, FloatImm, FloorDiv, FloorMod, IntImm,
+                        IterVar, Mod, Mul, Op, Or, Range, Sub)
+from ...ir.expr import Call as PrimCall
+from ...ir.op import get_op
 from ...ir.stmt import BufferStore
 from ...ir.visitor import Mutator
 from ...ir.module import IRModule
@@ -236,9 +238,6 @@ def _scalar_const(expr: Any) -> Any:
 
 def _floor_divide(x: Any, y: Any) -> Any:
     """topi's floor_divide: ``floor(x / y)`` for floats, ``x // y`` (FloorDiv) for integers."""
-    from ...ir.expr import Call as PrimCall
-    from ...ir.op import get_op
-
     if arith.to_expr(x).dtype.is_float or arith.to_expr(y).dtype.is_float:
         q = arith.truediv(x, y)
         return PrimCall(q.dtype, get_op("tir.floor"), (q,))
@@ -246,11 +245,30 @@ def _floor_divide(x: Any, y: Any) -> Any:
 
 
 def _power(x: Any, y: Any) -> Any:
-    from ...ir.expr import Call as PrimCall
-    from ...ir.op import get_op
-
     x, y = arith.match_types(x, y)
     return PrimCall(x.dtype, get_op("tir.pow"), (x, y))
+
+
+def _floor_mod(x: Any, y: Any) -> Any:
+    """topi's floor_mod: an integer FloorMod; for floats ``x - floor(x / y) * y``."""
+    x, y = arith.match_types(x, y)
+    if not x.dtype.is_float:
+        return arith.binary(FloorMod, x, y)
+    floor = PrimCall(x.dtype, get_op("tir.floor"), (arith.truediv(x, y),))
+    return arith.binary(Sub, x, arith.binary(Mul, floor, y))
+
+
+def _atan2(x: Any, y: Any) -> Any:
+    x, y = arith.match_types(x, y)
+    return PrimCall(x.dtype, get_op("tir.atan2"), (x, y))
+
+
+def _log_add_exp(x: Any, y: Any) -> Any:
+    """topi's log_add_exp as TVM 0.27 writes it: ``log(exp(x) + exp(y))``."""
+    x, y = arith.match_types(x, y)
+    exp = get_op("tir.exp")
+    total = arith.binary(Add, PrimCall(x.dtype, exp, (x,)), PrimCall(y.dtype, exp, (y,)))
+    return PrimCall(x.dtype, get_op("tir.log"), (total,))
 
 
 _BINARY = {
@@ -268,6 +286,18 @@ _BINARY = {
     "greater_equal": lambda x, y: arith.binary(GE, x, y),
     "less": lambda x, y: arith.binary(LT, x, y),
     "less_equal": lambda x, y: arith.binary(LE, x, y),
+    "floor_mod": _floor_mod,
+    "mod": lambda x, y: arith.binary(Mod, x, y),  # (TVM's truncmod, printed T.truncmod)
+    "atan2": _atan2,
+    "log_add_exp": _log_add_exp,
+    "logical_and": lambda x, y: arith.binary(And, x, y),
+    "logical_or": lambda x, y: arith.binary(Or, x, y),
+    "logical_xor": lambda x, y: arith.bitwise_binary("^", x, y),  # (topi: bitwise_xor of bools)
+    "bitwise_and": lambda x, y: arith.bitwise_binary("&", x, y),
+    "bitwise_or": lambda x, y: arith.bitwise_binary("|", x, y),
+    "bitwise_xor": lambda x, y: arith.bitwise_binary("^", x, y),
+    "left_shift": lambda x, y: arith.bitwise_binary("<<", x, y),
+    "right_shift": lambda x, y: arith.bitwise_binary(">>", x, y),
 }
 
 

@@ -114,6 +114,18 @@ def _legalize_sign(bb: Any, call: rx.Call) -> Any:
     return call_te(bb, lambda x: _elemwise(x, _sign, "T_sign", "ax"), call.args[0], primfunc_name_hint="tir_sign")
 
 
+@register_legalize("relax.logical_not")
+def _legalize_logical_not(bb: Any, call: rx.Call) -> Any:
+    return call_te(bb, lambda x: _elemwise(x, Not, "T_logical_not", "ax"), call.args[0],
+                   primfunc_name_hint="tir_logical_not")
+
+
+@register_legalize("relax.bitwise_not")
+def _legalize_bitwise_not(bb: Any, call: rx.Call) -> Any:
+    return call_te(bb, lambda x: _elemwise(x, arith.bitwise_not, "T_bitwise_not", "ax"), call.args[0],
+                   primfunc_name_hint="tir_bitwise_not")
+
+
 @register_legalize("relax.square")
 def _legalize_square(bb: Any, call: rx.Call) -> Any:
     return call_te(bb, lambda x: _multiply(x, x), call.args[0], primfunc_name_hint="tir_square")
