@@ -140,6 +140,23 @@ register("full", ("shape", "fill_value"), _infer_full, (Attr("dtype", None, ATTR
          prepare=prepare_shape_arg(0))
 
 
+def _infer_like(info: CallInfo) -> StructInfo:
+    """zeros_like, ones_like, full_like: the input's shape, in ``dtype`` when given."""
+    x = tensor_arg(info, 0)
+    if len(info.args) > 1:
+        fill = info.sinfo[1]
+        if not isinstance(fill, TensorStructInfo) or fill.ndim != 0:
+            raise info.fail(f"the fill value must be a zero-rank tensor such as R.const(1.0, \"float32\"), "
+                            f"got {describe(fill)}")
+    dtype = info.attrs["dtype"] if info.attrs["dtype"] is not None else x.dtype
+    return TensorStructInfo(x.shape, dtype, x.ndim, x.vdevice)
+
+
+for _name in ("zeros_like", "ones_like"):
+    register(_name, ("x",), _infer_like, (Attr("dtype", None, ATTR_DTYPE),))
+register("full_like", ("x", "fill_value"), _infer_like, (Attr("dtype", None, ATTR_DTYPE),))
+
+
 def _infer_shape_of(info: CallInfo) -> StructInfo:
     x = tensor_arg(info, 0)
     return ShapeStructInfo(x.dims, x.ndim) if x.dims is not None else ShapeStructInfo(None, x.ndim)

@@ -60,7 +60,6 @@ relax.eye
 relax.eye_like
 relax.flatten
 relax.flip
-relax.full_like
 relax.gather_elements
 relax.gather_nd
 relax.grad.avg_pool2d_backward
@@ -129,7 +128,6 @@ relax.nn.selu
 relax.nn.softplus
 relax.nonzero
 relax.one_hot
-relax.ones_like
 relax.outer
 relax.print
 relax.prod
@@ -160,7 +158,6 @@ relax.vision.roi_align
 relax.vision.roi_pool
 relax.vm.call_tir_dyn
 relax.wrap_param
-relax.zeros_like
 """)
 
 # `R.*` script names (relax.txt) the Relax parser does not accept
@@ -218,7 +215,6 @@ R.eye
 R.eye_like
 R.flatten
 R.flip
-R.full_like
 R.func_name
 R.func_ret_ty
 R.func_ret_type
@@ -288,7 +284,6 @@ R.nn.selu
 R.nn.softplus
 R.nonzero
 R.one_hot
-R.ones_like
 R.opencl
 R.outer
 R.print
@@ -326,7 +321,6 @@ R.vpi
 R.vulkan
 R.webgpu
 R.wrap_param
-R.zeros_like
 """)
 
 # `T.*` names of TVM's TensorIR script namespace (tir.txt) the TensorIR parser does not accept

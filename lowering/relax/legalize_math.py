@@ -211,6 +211,9 @@ def _full_legalize(name: str, fill: float | None) -> Callable:
 register_legalize("relax.full")(_full_legalize("full", None))
 register_legalize("relax.ones")(_full_legalize("ones", 1.0))
 register_legalize("relax.zeros")(_full_legalize("zeros", 0.0))
+register_legalize("relax.full_like")(_full_legalize("full", None))
+register_legalize("relax.ones_like")(_full_legalize("ones", 1.0))
+register_legalize("relax.zeros_like")(_full_legalize("zeros", 0.0))
 
 
 # ---------------------------------------------------------------- reductions
