@@ -94,7 +94,7 @@ def _infer_statistical(info: CallInfo) -> StructInfo:
     return reduce_dims(info, x, info.attrs["axis"], info.attrs["keepdims"], x.dtype)
 
 
-for _name in ("sum", "mean", "max", "min"):
+for _name in ("sum", "mean", "max", "min", "prod", "variance", "std"):
     register(_name, ("x",), _infer_statistical,
              (Attr("axis", None, ATTR_INTS), Attr("keepdims", False, ATTR_BOOL)))
 

@@ -190,7 +190,8 @@ def _min(x: np.ndarray, **kw: Any) -> np.ndarray:
     return np.fmin.reduce(x, initial=_limits(x.dtype)[1], **kw)
 
 
-for _name, _fn in {"sum": np.sum, "mean": np.mean, "max": _max, "min": _min}.items():
+for _name, _fn in {"sum": np.sum, "mean": np.mean, "max": _max, "min": _min, "prod": np.prod, "variance": np.var,
+                   "std": np.std}.items():
     numpy_op(_name)(_reduction(_fn))
 
 

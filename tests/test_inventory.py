@@ -130,7 +130,6 @@ relax.nonzero
 relax.one_hot
 relax.outer
 relax.print
-relax.prod
 relax.quantize
 relax.repeat
 relax.reverse_sequence
@@ -141,7 +140,6 @@ relax.size
 relax.slice_scatter
 relax.sort
 relax.stack
-relax.std
 relax.tensor_to_shape
 relax.tile
 relax.to_vdevice
@@ -149,7 +147,6 @@ relax.topk
 relax.tril
 relax.triu
 relax.unique
-relax.variance
 relax.vision.all_class_non_max_suppression
 relax.vision.get_valid_counts
 relax.vision.multibox_transform_loc
@@ -287,7 +284,6 @@ R.one_hot
 R.opencl
 R.outer
 R.print
-R.prod
 R.quantize
 R.repeat
 R.reverse_sequence
@@ -300,7 +296,6 @@ R.size
 R.slice_scatter
 R.sort
 R.stack
-R.std
 R.stop_lift_params
 R.tensor_to_shape
 R.tile
@@ -309,7 +304,6 @@ R.topk
 R.tril
 R.triu
 R.unique
-R.variance
 R.vision.all_class_non_max_suppression
 R.vision.get_valid_counts
 R.vision.multibox_transform_loc

@@ -43,6 +43,7 @@ def _cast(x: te.Tensor, dtype: str, name: str = "compute", prefix: str = "i") ->
 _multiply = _binary_compute("multiply", _BINARY["multiply"])
 _add = _binary_compute("add", _BINARY["add"])
 _divide = _binary_compute("divide", _BINARY["divide"])
+_subtract = _binary_compute("subtract", _BINARY["subtract"])
 
 
 # ---------------------------------------------------------------- unary
@@ -288,6 +289,34 @@ def _statistical(name: str, reducer: Callable) -> Callable:
 register_legalize("relax.sum")(_statistical("sum", te.sum))
 register_legalize("relax.max")(_statistical("max", te.max))
 register_legalize("relax.min")(_statistical("min", te.min))
+register_legalize("relax.prod")(_statistical("prod", te.prod))
+
+
+def _variance(x: te.Tensor, axes: list[int], keepdims: bool) -> te.Tensor:
+    """topi's variance: the mean of the squared distances to the (kept-dims) mean."""
+    mean = _divide(_reduce(x, axes, True, te.sum), _count(x, axes, x.dtype))
+    diff = _subtract(x, mean)
+    total = _reduce(_multiply(diff, diff), axes, keepdims, te.sum)
+    return _divide(total, _count(x, axes, total.dtype))
+
+
+def _variance_legalize(name: str) -> Callable:
+    def legalize(bb: Any, call: rx.Call) -> Any:
+        axis, keepdims = call.attrs.get("axis"), bool(call.attrs.get("keepdims"))
+        if not call.args[0].struct_info.dtype.is_float:
+            raise _NotLegalized  # (TVM's is a float computation)
+
+        def compute(x: te.Tensor) -> te.Tensor:
+            var = _variance(x, _axes(axis, len(x.shape)), keepdims)
+            return var if name == "variance" else _elemwise(var, lambda v: _intrin("sqrt", v))
+
+        return call_te(bb, compute, call.args[0], primfunc_name_hint=name)
+
+    return legalize
+
+
+register_legalize("relax.variance")(_variance_legalize("variance"))
+register_legalize("relax.std")(_variance_legalize("std"))
 
 
 @register_legalize("relax.mean")

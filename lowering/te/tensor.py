@@ -15,7 +15,7 @@ from ...ir.buffer import Buffer, decl_buffer
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.expr import (COMM_REDUCE, DATA_PAR, Add, And, BufferLoad, Call, FloatImm, IntImm, IterVar,
-                        Max, Min, Or, PrimExpr, Range, Sub, Var)
+                        Max, Min, Mul, Or, PrimExpr, Range, Sub, Var)
 from ...ir.expr import const as _const
 from ...ir.node import Node, walk_fields
 from ...ir.op import get_op
@@ -83,7 +83,7 @@ class Reduce:
     """``te.sum(expr, axis=[k])``: the body of a reducing compute (not an IR node: create_prim_func
     turns it into a block with ``T.init``)."""
 
-    kind: str  # "sum" | "max" | "min"
+    kind: str  # "sum" | "prod" | "max" | "min"
     source: PrimExpr
     axis: tuple  # of Axis
 
@@ -92,14 +92,14 @@ class Reduce:
         return self.source.dtype
 
     def identity(self) -> PrimExpr:
-        if self.kind == "sum":
-            return const(0, self.dtype)
+        if self.kind in ("sum", "prod"):
+            return const(0 if self.kind == "sum" else 1, self.dtype)
         return min_value(self.dtype) if self.kind == "max" else max_value(self.dtype)
 
     def combine(self, lhs: PrimExpr, rhs: PrimExpr) -> PrimExpr:
         if self.kind == "sum" and self.dtype.is_bool:
             return Or(lhs, rhs)  # TVM's sum of booleans is their "or"
-        return {"sum": lambda: lhs + rhs, "max": lambda: Max(lhs, rhs),
+        return {"sum": lambda: lhs + rhs, "prod": lambda: lhs * rhs, "max": lambda: Max(lhs, rhs),
                 "min": lambda: Min(lhs, rhs)}[self.kind]()
 
 
@@ -134,6 +134,7 @@ def _reducer(kind: str, elementwise: Callable) -> Callable:
 
 
 sum = _reducer("sum", lambda a, b: arith.binary(Add, a, b))  # noqa: A001  (TVM's name)
+prod = _reducer("prod", lambda a, b: arith.binary(Mul, a, b))
 max = _reducer("max", lambda a, b: arith.binary(Max, a, b))  # noqa: A001
 min = _reducer("min", lambda a, b: arith.binary(Min, a, b))  # noqa: A001
 
