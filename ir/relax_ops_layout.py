@@ -467,3 +467,64 @@ def _infer_take(info: CallInfo) -> StructInfo:
 
 register("take", ("x", "indices"), _infer_take,
          (Attr("axis", None, ATTR_INT), Attr("mode", "fast", ATTR_STR)))
+
+
+# ---------------------------------------------------------------- flatten, flip, tile, repeat
+def _infer_flatten(info: CallInfo) -> StructInfo:
+    x = tensor_arg(info, 0)
+    dims = known_dims(x)
+    if dims is None:
+        return make_tensor(None, x.dtype, 1, x.vdevice)
+    return make_tensor((simplify_dim(product(dims)),), x.dtype, vdevice=x.vdevice)
+
+
+register("flatten", ("x",), _infer_flatten)
+
+
+def _infer_flip(info: CallInfo) -> StructInfo:
+    x = tensor_arg(info, 0)
+    if x.ndim >= 0:
+        normalize_axis(info, info.attrs["axis"], x.ndim)
+    return x
+
+
+register("flip", ("data",), _infer_flip, (Attr("axis", None, ATTR_INT, required=True),))
+
+
+def _infer_tile(info: CallInfo) -> StructInfo:
+    x = tensor_arg(info, 0)
+    repeats = list(info.attrs["repeats"])
+    if any(r < 0 for r in repeats):
+        raise info.fail(f"the repeats must be non-negative, got {repeats}")
+    dims = known_dims(x)
+    if dims is None:
+        return make_tensor(None, x.dtype, max(x.ndim, len(repeats)) if x.ndim >= 0 else -1, x.vdevice)
+    n = max(len(dims), len(repeats))
+    dims = (1,) * (n - len(dims)) + tuple(dims)
+    repeats = [1] * (n - len(repeats)) + repeats
+    return make_tensor(tuple(simplify_dim(dim_mul(d, r)) for d, r in zip(dims, repeats)), x.dtype,
+                       vdevice=x.vdevice)
+
+
+register("tile", ("data",), _infer_tile, (Attr("repeats", None, ATTR_INTS, required=True),))
+
+
+def _infer_repeat(info: CallInfo) -> StructInfo:
+    x = tensor_arg(info, 0)
+    repeats, axis = info.attrs["repeats"], info.attrs["axis"]
+    if repeats < 1:
+        raise info.fail(f"the repeats must be positive, got {repeats}")
+    dims = known_dims(x)
+    if axis is None:
+        if dims is None:
+            return make_tensor(None, x.dtype, 1, x.vdevice)
+        return make_tensor((simplify_dim(dim_mul(product(dims), repeats)),), x.dtype, vdevice=x.vdevice)
+    if dims is None:
+        return x
+    axis = normalize_axis(info, axis, len(dims))
+    out = tuple(simplify_dim(dim_mul(d, repeats)) if i == axis else d for i, d in enumerate(dims))
+    return make_tensor(out, x.dtype, vdevice=x.vdevice)
+
+
+register("repeat", ("data",), _infer_repeat,
+         (Attr("repeats", None, ATTR_INT, required=True), Attr("axis", None, ATTR_INT)))

@@ -150,6 +150,26 @@ def full_like(args: tuple, attrs: Any) -> np.ndarray:
     return np.full(x.shape, fill.astype(dtype))  # (the fill value takes the tensor's type, as a cast)
 
 
+@numpy_op("flatten")
+def flatten(args: tuple, attrs: Any) -> np.ndarray:
+    return np.asarray(args[0]).reshape(-1)
+
+
+@numpy_op("flip")
+def flip(args: tuple, attrs: Any) -> np.ndarray:
+    return np.flip(np.asarray(args[0]), attrs["axis"]).copy()
+
+
+@numpy_op("tile")
+def tile(args: tuple, attrs: Any) -> np.ndarray:
+    return np.tile(np.asarray(args[0]), tuple(attrs["repeats"]))
+
+
+@numpy_op("repeat")
+def repeat(args: tuple, attrs: Any) -> np.ndarray:
+    return np.repeat(np.asarray(args[0]), attrs["repeats"], axis=attrs["axis"])
+
+
 @numpy_op("astype")
 def astype(args: tuple, attrs: Any) -> np.ndarray:
     return np.asarray(args[0]).astype(numpy_dtype(attrs["dtype"]))

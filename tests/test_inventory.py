@@ -58,8 +58,6 @@ relax.einsum
 relax.ewise_fma
 relax.eye
 relax.eye_like
-relax.flatten
-relax.flip
 relax.gather_elements
 relax.gather_nd
 relax.grad.avg_pool2d_backward
@@ -131,7 +129,6 @@ relax.one_hot
 relax.outer
 relax.print
 relax.quantize
-relax.repeat
 relax.reverse_sequence
 relax.scatter_elements
 relax.scatter_nd
@@ -141,7 +138,6 @@ relax.slice_scatter
 relax.sort
 relax.stack
 relax.tensor_to_shape
-relax.tile
 relax.to_vdevice
 relax.topk
 relax.tril
@@ -210,8 +206,6 @@ R.ewise_fma
 R.ext_dev
 R.eye
 R.eye_like
-R.flatten
-R.flip
 R.func_name
 R.func_ret_ty
 R.func_ret_type
@@ -285,7 +279,6 @@ R.opencl
 R.outer
 R.print
 R.quantize
-R.repeat
 R.reverse_sequence
 R.rewriter
 R.rocm
@@ -298,7 +291,6 @@ R.sort
 R.stack
 R.stop_lift_params
 R.tensor_to_shape
-R.tile
 R.to_vdevice
 R.topk
 R.tril

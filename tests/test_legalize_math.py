@@ -22,7 +22,7 @@ LEGALIZE_DIR = FIXTURES / "legalize"
 # argmax/argmin (axes, keepdims, all axes, int32), softmax/log_softmax/layer_norm/rms_norm (float32,
 # float16), edge cases (mean over a symbolic axis, sum of bools, 1-d softmax), R.prim_value
 # operands, reductions over an empty axis.
-MATH_FIXTURES = ["math_unary", "math_unary2", "math_unary3", "math_binary2", "math_create2", "math_reduce2", "math_compare", "math_create", "math_reduce", "math_nn",
+MATH_FIXTURES = ["math_unary", "math_unary2", "math_unary3", "math_binary2", "math_create2", "math_reduce2", "math_manip2", "math_compare", "math_create", "math_reduce", "math_nn",
                  "math_edge", "math_prim_value", "math_zero", "math_full_cast"]
 # before-module fixture -> TVM's output for it in the corpus
 CORPUS_PAIRS = {
@@ -46,7 +46,7 @@ def test_math_prints_as_tvm(name: str) -> None:
     assert out.script(dialect="tvm-0.27") == golden
 
 
-@pytest.mark.parametrize("name", ["math_unary3", "math_binary2", "math_create2", "math_reduce2"])
+@pytest.mark.parametrize("name", ["math_unary3", "math_binary2", "math_create2", "math_reduce2", "math_manip2"])
 def test_operators_print_back_as_tvm_prints_them(name: str) -> None:
     """The operators' own text (R.acos(x), R.full_like(y, c, dtype=None), ...) as TVM 0.27 prints it
     reads and prints back byte for byte, in the 0.27 dialect."""
@@ -249,3 +249,19 @@ def test_math_reduce2_compiled_equals_reference() -> None:
         g, w = g.numpy(), np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_allclose(g.astype("float64"), w.astype("float64"), rtol=1e-4, atol=1e-5)
+
+
+def test_math_manip2_compiled_equals_reference() -> None:
+    """flatten, flip, tile and repeat, compiled by tvms.compile, give the reference executor's numbers."""
+    import tvms
+
+    text = _returning_all_outputs((LEGALIZE_DIR / "math_manip2_before.tvms").read_text())
+    mod = from_source(text)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 4)).astype("float32")
+    y = rng.integers(-9, 9, (3, 4)).astype("int32")
+    got, want = vm["forward"](x, y), run_relax(mod, "forward", x, y)
+    assert len(got) == len(want) == 7
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), np.asarray(w))

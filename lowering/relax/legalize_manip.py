@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ...ir import arith
 from ...ir import relax as rx
-from ...ir.expr import Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, PrimExpr
+from ...ir.expr import Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, PrimExpr, Sub
 from ...ir.dtype import DataType
 from ...ir.relax_infer import int_of
 from .. import te
@@ -521,3 +521,61 @@ def _exact_div(e: PrimExpr, d: int) -> PrimExpr:
 
 register_legalize("relax.nn.max_pool2d")(_pool_legalize("max"))
 register_legalize("relax.nn.avg_pool2d")(_pool_legalize("avg"))
+
+
+# ---------------------------------------------------------------- flatten, flip, tile, repeat
+def _i64(value: int) -> IntImm:
+    return IntImm(DataType(_INT64), value)
+
+
+@register_legalize("relax.flatten")
+def _flatten(bb: Any, call: rx.Call) -> Any:
+    """A reshape to one dimension (TVM legalizes it so: its kernel is ``reshape``)."""
+    shape = _out_dims(call)
+    return call_te(bb, lambda x: _reshape_compute(x, shape), call.args[0], primfunc_name_hint="reshape")
+
+
+@register_legalize("relax.flip")
+def _flip(bb: Any, call: rx.Call) -> Any:
+    def flip(x: te.Tensor) -> te.Tensor:
+        axis = call.attrs["axis"] % len(x.shape)
+        last = arith.binary(Sub, x.shape[axis], _i64(1))
+
+        def body(idx: tuple) -> Any:
+            return x[idx[:axis] + (arith.binary(Sub, last, idx[axis]),) + idx[axis + 1:]]
+
+        return _compute(tuple(x.shape), body, "T_reverse_sequence", "injective", "ax")
+
+    return call_te(bb, flip, call.args[0], primfunc_name_hint="flip")
+
+
+@register_legalize("relax.tile")
+def _tile(bb: Any, call: rx.Call) -> Any:
+    shape = _out_dims(call)
+
+    def tile(x: te.Tensor) -> te.Tensor:
+        offset = len(shape) - len(x.shape)
+        return _compute(shape, lambda idx: x[tuple(arith.binary(FloorMod, idx[offset + k], d)
+                                                    for k, d in enumerate(x.shape))],
+                        "T_tile", "injective", "ax")
+
+    return call_te(bb, tile, call.args[0], primfunc_name_hint="tile")
+
+
+@register_legalize("relax.repeat")
+def _repeat(bb: Any, call: rx.Call) -> Any:
+    shape, repeats, axis = _out_dims(call), call.attrs["repeats"], call.attrs["axis"]
+
+    def repeat(x: te.Tensor) -> te.Tensor:
+        if axis is None:  # (over the flattened input, as topi does it)
+            flat = 1
+            for d in x.shape:
+                flat = d if isinstance(flat, int) and flat == 1 else arith.binary(Mul, flat, d)
+            x, at = _reshape_compute(x, (flat,)), 0
+        else:
+            at = axis % len(x.shape)
+        step = _i64(repeats)
+        return _compute(shape, lambda idx: x[idx[:at] + (arith.binary(FloorDiv, idx[at], step),) + idx[at + 1:]],
+                        "T_repeat", "injective", "ax")
+
+    return call_te(bb, repeat, call.args[0], primfunc_name_hint="repeat")
