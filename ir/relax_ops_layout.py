@@ -528,3 +528,26 @@ def _infer_repeat(info: CallInfo) -> StructInfo:
 
 register("repeat", ("data",), _infer_repeat,
          (Attr("repeats", None, ATTR_INT, required=True), Attr("axis", None, ATTR_INT)))
+
+
+def _infer_stack(info: CallInfo) -> StructInfo:
+    """stack: tensors of one shape and dtype, joined along a new axis."""
+    tensors = tuple_of_tensors(info, 0)
+    if not tensors:
+        raise info.fail("stack needs at least one tensor")
+    first = tensors[0]
+    for t in tensors[1:]:
+        if t.dtype != first.dtype:
+            raise info.fail(f"the tensors to stack differ in dtype: {first.dtype} and {t.dtype}")
+    dims = known_dims(first)
+    if dims is None:
+        return TensorStructInfo(None, first.dtype, first.ndim + 1 if first.ndim >= 0 else -1)
+    for t in tensors[1:]:
+        other = known_dims(t)
+        if other is not None and (len(other) != len(dims) or any(prove_not_equal(a, b) for a, b in zip(dims, other))):
+            raise info.fail(f"the tensors to stack differ in shape: {fmt_dims(dims)} and {fmt_dims(other)}")
+    axis = normalize_axis(info, info.attrs["axis"], len(dims) + 1)
+    return make_tensor(dims[:axis] + (IntImm(INT64, len(tensors)),) + dims[axis:], first.dtype)
+
+
+register("stack", ("tensors",), _infer_stack, (Attr("axis", 0, ATTR_INT),))

@@ -150,6 +150,11 @@ def full_like(args: tuple, attrs: Any) -> np.ndarray:
     return np.full(x.shape, fill.astype(dtype))  # (the fill value takes the tensor's type, as a cast)
 
 
+@numpy_op("stack")
+def stack(args: tuple, attrs: Any) -> np.ndarray:
+    return np.stack([np.asarray(t) for t in args[0]], axis=attrs["axis"])
+
+
 @numpy_op("flatten")
 def flatten(args: tuple, attrs: Any) -> np.ndarray:
     return np.asarray(args[0]).reshape(-1)

@@ -136,7 +136,6 @@ relax.shape_to_tensor
 relax.size
 relax.slice_scatter
 relax.sort
-relax.stack
 relax.tensor_to_shape
 relax.to_vdevice
 relax.topk
@@ -288,7 +287,6 @@ R.shape_to_tensor
 R.size
 R.slice_scatter
 R.sort
-R.stack
 R.stop_lift_params
 R.tensor_to_shape
 R.to_vdevice

@@ -22,7 +22,7 @@ LEGALIZE_DIR = FIXTURES / "legalize"
 # argmax/argmin (axes, keepdims, all axes, int32), softmax/log_softmax/layer_norm/rms_norm (float32,
 # float16), edge cases (mean over a symbolic axis, sum of bools, 1-d softmax), R.prim_value
 # operands, reductions over an empty axis.
-MATH_FIXTURES = ["math_unary", "math_unary2", "math_unary3", "math_binary2", "math_create2", "math_reduce2", "math_manip2", "math_compare", "math_create", "math_reduce", "math_nn",
+MATH_FIXTURES = ["math_unary", "math_unary2", "math_unary3", "math_binary2", "math_create2", "math_reduce2", "math_manip2", "math_stack", "math_compare", "math_create", "math_reduce", "math_nn",
                  "math_edge", "math_prim_value", "math_zero", "math_full_cast"]
 # before-module fixture -> TVM's output for it in the corpus
 CORPUS_PAIRS = {
@@ -46,7 +46,8 @@ def test_math_prints_as_tvm(name: str) -> None:
     assert out.script(dialect="tvm-0.27") == golden
 
 
-@pytest.mark.parametrize("name", ["math_unary3", "math_binary2", "math_create2", "math_reduce2", "math_manip2"])
+@pytest.mark.parametrize("name", ["math_unary3", "math_binary2", "math_create2", "math_reduce2", "math_manip2",
+                                  "math_stack"])
 def test_operators_print_back_as_tvm_prints_them(name: str) -> None:
     """The operators' own text (R.acos(x), R.full_like(y, c, dtype=None), ...) as TVM 0.27 prints it
     reads and prints back byte for byte, in the 0.27 dialect."""
@@ -252,16 +253,18 @@ def test_math_reduce2_compiled_equals_reference() -> None:
 
 
 def test_math_manip2_compiled_equals_reference() -> None:
-    """flatten, flip, tile and repeat, compiled by tvms.compile, give the reference executor's numbers."""
+    """flatten, flip, tile and repeat (and stack), compiled by tvms.compile, give the reference
+    executor's numbers."""
     import tvms
 
-    text = _returning_all_outputs((LEGALIZE_DIR / "math_manip2_before.tvms").read_text())
-    mod = from_source(text)
-    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 3, 4)).astype("float32")
     y = rng.integers(-9, 9, (3, 4)).astype("int32")
-    got, want = vm["forward"](x, y), run_relax(mod, "forward", x, y)
-    assert len(got) == len(want) == 7
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(g.numpy(), np.asarray(w))
+    s = [rng.standard_normal((2, 3)).astype("float32") for _ in range(3)]
+    for name, args, count in (("math_manip2", (x, y), 7), ("math_stack", tuple(s), 3)):
+        mod = from_source(_returning_all_outputs((LEGALIZE_DIR / f"{name}_before.tvms").read_text()))
+        vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+        got, want = vm["forward"](*args), run_relax(mod, "forward", *args)
+        assert len(got) == len(want) == count
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), np.asarray(w))

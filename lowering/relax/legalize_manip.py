@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ...ir import arith
 from ...ir import relax as rx
-from ...ir.expr import Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, PrimExpr, Sub
+from ...ir.expr import EQ, Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, PrimExpr, Sub
 from ...ir.dtype import DataType
 from ...ir.relax_infer import int_of
 from .. import te
@@ -579,3 +579,22 @@ def _repeat(bb: Any, call: rx.Call) -> Any:
                         "T_repeat", "injective", "ax")
 
     return call_te(bb, repeat, call.args[0], primfunc_name_hint="repeat")
+
+
+@register_legalize("relax.stack")
+def _stack(bb: Any, call: rx.Call) -> Any:
+    fields = _tuple_fields(bb, call.args[0])
+    shape = _out_dims(call)
+    ax = call.attrs["axis"] % len(shape)
+
+    def stack(*xs: te.Tensor) -> te.Tensor:
+        def body(idx: tuple) -> Any:
+            rest = idx[:ax] + idx[ax + 1:]
+            result = xs[0][rest]
+            for k, x in enumerate(xs[1:], start=1):  # (the last tensor's test outermost, as topi nests them)
+                result = te.if_then_else(EQ(idx[ax], _i64(k)), x[rest], result)
+            return result
+
+        return _compute(shape, body, "T_stack", "injective", "ax")
+
+    return call_te(bb, stack, *fields, primfunc_name_hint="stack")
