@@ -126,12 +126,18 @@ for _name in ("zeros", "ones"):
              prepare=prepare_shape_arg(0))
 
 
-def _infer_full(info: CallInfo) -> StructInfo:
-    shape = shape_arg(info, 0)
-    fill = info.sinfo[1]
+def _fill_value(info: CallInfo, i: int) -> TensorStructInfo:
+    """The fill value of full / full_like: a zero-rank tensor."""
+    fill = info.sinfo[i]
     if not isinstance(fill, TensorStructInfo) or fill.ndim != 0:
         raise info.fail(f"the fill value must be a zero-rank tensor such as R.const(1.0, \"float32\"), "
                         f"got {describe(fill)}")
+    return fill
+
+
+def _infer_full(info: CallInfo) -> StructInfo:
+    shape = shape_arg(info, 0)
+    fill = _fill_value(info, 1)
     dtype = info.attrs["dtype"] if info.attrs["dtype"] is not None else fill.dtype
     return tensor_of_shape(info.args[0], shape, dtype, fill.vdevice)
 
@@ -144,10 +150,7 @@ def _infer_like(info: CallInfo) -> StructInfo:
     """zeros_like, ones_like, full_like: the input's shape, in ``dtype`` when given."""
     x = tensor_arg(info, 0)
     if len(info.args) > 1:
-        fill = info.sinfo[1]
-        if not isinstance(fill, TensorStructInfo) or fill.ndim != 0:
-            raise info.fail(f"the fill value must be a zero-rank tensor such as R.const(1.0, \"float32\"), "
-                            f"got {describe(fill)}")
+        _fill_value(info, 1)
     dtype = info.attrs["dtype"] if info.attrs["dtype"] is not None else x.dtype
     return TensorStructInfo(x.shape, dtype, x.ndim, x.vdevice)
 

@@ -131,23 +131,19 @@ for _name, _fn in (("isfinite", np.isfinite), ("isinf", np.isinf), ("isnan", np.
     numpy_op(_name)(lambda args, attrs, fn=_fn: fn(np.asarray(args[0])))  # (bool results)
 
 
-@numpy_op("zeros_like")
-def zeros_like(args: tuple, attrs: Any) -> np.ndarray:
-    x = np.asarray(args[0])
-    return np.zeros(x.shape, numpy_dtype(attrs["dtype"]) if attrs["dtype"] is not None else x.dtype)
+def _like(fill: Callable[[tuple], Any]) -> Callable:
+    """zeros_like / ones_like / full_like: the input's shape, in ``dtype`` when given, filled with
+    ``fill(args)`` (converted to that dtype, as a cast)."""
+    def apply(args: tuple, attrs: Any) -> np.ndarray:
+        x = np.asarray(args[0])
+        dtype = numpy_dtype(attrs["dtype"]) if attrs["dtype"] is not None else x.dtype
+        return np.full(x.shape, np.asarray(fill(args)).astype(dtype))
+    return apply
 
 
-@numpy_op("ones_like")
-def ones_like(args: tuple, attrs: Any) -> np.ndarray:
-    x = np.asarray(args[0])
-    return np.ones(x.shape, numpy_dtype(attrs["dtype"]) if attrs["dtype"] is not None else x.dtype)
-
-
-@numpy_op("full_like")
-def full_like(args: tuple, attrs: Any) -> np.ndarray:
-    x, fill = np.asarray(args[0]), np.asarray(args[1])
-    dtype = numpy_dtype(attrs["dtype"]) if attrs["dtype"] is not None else x.dtype
-    return np.full(x.shape, fill.astype(dtype))  # (the fill value takes the tensor's type, as a cast)
+numpy_op("zeros_like")(_like(lambda args: 0))
+numpy_op("ones_like")(_like(lambda args: 1))
+numpy_op("full_like")(_like(lambda args: args[1]))
 
 
 @numpy_op("stack")

@@ -10,7 +10,7 @@
 """
 from .analyzer import (AFFINE, CANONICAL, DIMENSION, SCHEDULE, Analyzer, canonical, canonical_ge_zero,
                        divisible, simplify, simplify_index)
-from .bitwise import bitwise_binary, bitwise_builder, bitwise_not
+from .bitwise import INTRINSICS as BITWISE_INTRINSICS, bitwise_binary, bitwise_builder, bitwise_not
 from .iter_map import FusedKey, affine_pieces, is_bijective_affine
 from .operators import (CmpOp, Mod, binary, cast, fold_identity, logical_not,
                         match_types, negate, to_expr, truediv)
@@ -19,6 +19,6 @@ from .split_sum import SplitTerm, Sum, expr_key
 __all__ = ["Analyzer", "SCHEDULE", "CANONICAL", "DIMENSION", "AFFINE", "SplitTerm", "Sum", "expr_key",
            "simplify_index", "simplify", "canonical", "canonical_ge_zero", "divisible",
            "FusedKey", "affine_pieces", "is_bijective_affine",
-           "bitwise_binary", "bitwise_builder", "bitwise_not",
+           "BITWISE_INTRINSICS", "bitwise_binary", "bitwise_builder", "bitwise_not",
            "CmpOp", "Mod", "binary", "cast", "fold_identity", "logical_not",
            "match_types", "negate", "to_expr", "truediv"]

@@ -22,6 +22,8 @@ _BINARY: dict[str, tuple[str, Callable[[int, int], int], bool]] = {
     "<<": ("tir.shift_left", operator.lshift, False),
     ">>": ("tir.shift_right", operator.rshift, False),
 }
+# symbol -> the TIR intrinsic it builds (the parser's T.bitwise_* names and the printer read it)
+INTRINSICS: dict[str, str] = {**{symbol: entry[0] for symbol, entry in _BINARY.items()}, "~": "tir.bitwise_not"}
 
 
 def _is_index_constant(e: PrimExpr) -> bool:

@@ -524,10 +524,6 @@ register_legalize("relax.nn.avg_pool2d")(_pool_legalize("avg"))
 
 
 # ---------------------------------------------------------------- flatten, flip, tile, repeat
-def _i64(value: int) -> IntImm:
-    return IntImm(DataType(_INT64), value)
-
-
 @register_legalize("relax.flatten")
 def _flatten(bb: Any, call: rx.Call) -> Any:
     """A reshape to one dimension (TVM legalizes it so: its kernel is ``reshape``)."""

@@ -294,10 +294,9 @@ register_legalize("relax.prod")(_statistical("prod", te.prod))
 
 def _variance(x: te.Tensor, axes: list[int], keepdims: bool) -> te.Tensor:
     """topi's variance: the mean of the squared distances to the (kept-dims) mean."""
-    mean = _divide(_reduce(x, axes, True, te.sum), _count(x, axes, x.dtype))
-    diff = _subtract(x, mean)
-    total = _reduce(_multiply(diff, diff), axes, keepdims, te.sum)
-    return _divide(total, _count(x, axes, total.dtype))
+    count = _count(x, axes, x.dtype)
+    diff = _subtract(x, _divide(_reduce(x, axes, True, te.sum), count))
+    return _divide(_reduce(_multiply(diff, diff), axes, keepdims, te.sum), count)
 
 
 def _variance_legalize(name: str) -> Callable:

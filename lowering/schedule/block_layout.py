@@ -56,7 +56,7 @@ def transform_block_layout(func: PrimFunc, realize: BlockRealize, path: tuple,
     new_analyzer = Analyzer()
     for v, n in zip(new_vars, new_extents):
         new_analyzer.bind(v, 0, n)
-    new_block = _simplify_indices(rebound, new_analyzer).with_changes(iter_vars=new_iters)
+    new_block = _IndexSimplifier(new_analyzer).visit(rebound).with_changes(iter_vars=new_iters)
     loop_vars = [Var(f"ax{k}", v.dtype) for k, v in enumerate(new_vars)]
     body: Stmt = realize.with_changes(iter_values=tuple(loop_vars), block=new_block)
     for var, n in reversed(list(zip(loop_vars, new_extents))):
@@ -122,20 +122,21 @@ def _inverse(mapped: list, old_vars: list, extents: list, new_vars: list, new_ex
     return inverse
 
 
-def _simplify_indices(block: Any, analyzer: Analyzer) -> Any:
-    """The block with the indices of its loads, stores and regions simplified."""
-    class _Simplify(Mutator):
-        def visit_BufferLoad(self, e: BufferLoad) -> Any:
-            out = self.generic_visit(e)
-            return out.with_changes(indices=tuple(analyzer.simplify(i) for i in out.indices))
+class _IndexSimplifier(Mutator):
+    """The indices of loads, stores and regions simplified by ``analyzer``."""
 
-        def visit_BufferStore(self, s: BufferStore) -> Any:
-            out = self.generic_visit(s)
-            return out.with_changes(indices=tuple(analyzer.simplify(i) for i in out.indices))
+    def __init__(self, analyzer: Analyzer):
+        self.analyzer = analyzer
 
-        def visit_BufferRegion(self, r: BufferRegion) -> Any:
-            out = self.generic_visit(r)
-            return out.with_changes(region=tuple(Range(analyzer.simplify(x.min), analyzer.simplify(x.extent))
-                                                 for x in out.region))
+    def visit_BufferLoad(self, e: BufferLoad) -> Any:
+        out = self.generic_visit(e)
+        return out.with_changes(indices=tuple(self.analyzer.simplify(i) for i in out.indices))
 
-    return _Simplify().visit(block)
+    def visit_BufferStore(self, s: BufferStore) -> Any:
+        out = self.generic_visit(s)
+        return out.with_changes(indices=tuple(self.analyzer.simplify(i) for i in out.indices))
+
+    def visit_BufferRegion(self, r: BufferRegion) -> Any:
+        out = self.generic_visit(r)
+        simplify = self.analyzer.simplify
+        return out.with_changes(region=tuple(Range(simplify(x.min), simplify(x.extent)) for x in out.region))

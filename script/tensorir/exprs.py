@@ -108,8 +108,7 @@ def _bitwise_builtin(symbol: str) -> Callable:
     return build
 
 
-_BITWISE_BUILTINS = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_left": "<<",
-                     "shift_right": ">>", "bitwise_not": "~"}
+_BITWISE_BUILTINS = {name.removeprefix("tir."): symbol for symbol, name in arith.BITWISE_INTRINSICS.items()}
 _NODE_BUILTINS = [op.node for op in BINARY if op.node is not None] + [Mod, Min, Max]
 EXPR_BUILTINS.update({
     "Cast": _fixed(2, "Cast", _cast),
@@ -136,8 +135,7 @@ def _would_fold(e: Any) -> bool:
 
 
 # the TIR intrinsics that TVM prints as Python's bitwise operators
-_BITWISE_SYMBOLS = {"tir.bitwise_and": "&", "tir.bitwise_or": "|", "tir.bitwise_xor": "^",
-                    "tir.shift_left": "<<", "tir.shift_right": ">>", "tir.bitwise_not": "~"}
+_BITWISE_SYMBOLS = {name: symbol for symbol, name in arith.BITWISE_INTRINSICS.items()}
 
 
 class ExprPrinting:
