@@ -379,6 +379,8 @@ class RelaxBuilder(ScopedEvaluator):
         if path == "Tensor":
             shape = args[0] if args else kwargs.get("shape")
             dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+            if isinstance(shape, str) and dtype is None:  # `R.Tensor("float32", ndim=2)`: TVM reads a dtype
+                shape, dtype = None, shape
             ndim = kwargs.get("ndim", -1)
             dt = DataType(dtype) if dtype not in (None, "void") else VOID
             if shape is None:
