@@ -22,20 +22,22 @@ class Dialect:
     header: tuple[str, ...]
     typevar_header: str | None  # printed first when the module has TypeVar lines
     tvm_function_order: bool  # a module's functions print in TVM's order, not in insertion order
+    flat_statements: bool  # a binding, assert or allocation ends without printing a no-op rest
 
 
 CLASSIC = Dialect(
     name="classic", block="block", block_attr="block_attr", block_alloc="alloc_buffer",
     tir_module="tir",
     header=("# from tvm.script import ir as I", "# from tvm.script import tir as T"),
-    typevar_header=None, tvm_function_order=False)
+    typevar_header=None, tvm_function_order=False, flat_statements=False)
 
 TVM_027 = Dialect(
     name="tvm-0.27", block="sblock", block_attr="sblock_attr", block_alloc="sblock_alloc_buffer",
     tir_module="tirx",
     header=("# from tvm.script import ir as I", "# from tvm.script import tirx as T",
             "# from tvm.tirx.layout import Axis"),
-    typevar_header="# from typing import TypeVar", tvm_function_order=True)
+    typevar_header="# from typing import TypeVar", tvm_function_order=True,
+    flat_statements=True)
 
 DIALECTS = {d.name: d for d in (CLASSIC, TVM_027)}
 RELAX_HEADER = "# from tvm.script import relax as R"  # (both dialects)

@@ -263,7 +263,7 @@ class BufferPrinting:
     def st_decl_buffer(self, s: DeclBuffer, concise: bool, top: bool) -> None:
         b = s.buffer
         rhs = self.view_or_decl(b)
-        self.scope(concise, top, None, rhs, s.body, lambda: self.define_buffer(b))
+        self.scope(concise, top, None, rhs, s.body, lambda: self.define_buffer(b), flat=True)
 
     def view_or_decl(self, b: Buffer) -> str:
         owner = self.data_owner(b.data, exclude=b)
@@ -283,7 +283,7 @@ class BufferPrinting:
         rhs = self.buffer_decl(b, method, [])
         if s.annotations:
             rhs = rhs[:-1] + f", annotations={self.attr_dict(s.annotations)})"
-        self.scope(concise, top, None, rhs, s.body, lambda: self.define_buffer(b))
+        self.scope(concise, top, None, rhs, s.body, lambda: self.define_buffer(b), flat=True)
 
     @prints(Allocate)
     def st_allocate(self, s: Allocate, concise: bool, top: bool) -> None:

@@ -226,8 +226,14 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
             method(self, s, concise, top)
             self.comments_after(notes, head)
 
-    def continue_body(self, body: Stmt, top: bool, alone: bool = False) -> None:
-        """The body of a concisely printed scope continues at the same indentation."""
+    def continue_body(self, body: Stmt, top: bool, alone: bool = False, flat: bool = False) -> None:
+        """The body of a concisely printed scope continues at the same indentation.
+
+        ``flat``: the scope is a binding, assert or buffer allocation, statements of their own in
+        TVM 0.27 (``Bind``, ``AssertStmt``, ``AllocBuffer``, ``DeclBuffer`` have no body): when
+        nothing follows one (a no-op rest), nothing is printed after it."""
+        if flat and self.d.flat_statements and is_nop(body) and not (body.span and body.span.comments):
+            return
         self.body(body, top, alone)
 
     @prints(SeqStmt)
@@ -235,13 +241,14 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         self.body(s, top)
 
     def scope(self, concise: bool, top: bool, lhs: str | None, rhs: str, body: Stmt,
-              define: Callable[[], str] | None = None, alone_body: bool = False) -> None:
+              define: Callable[[], str] | None = None, alone_body: bool = False,
+              flat: bool = False) -> None:
         """A statement with a body: ``lhs = rhs`` then the body at this level when it is the last
         statement here, else ``with rhs as lhs:`` and the body nested."""
         if concise:
             name = define() if define else None
             self.emit(f"{name or lhs} = {rhs}" if (name or lhs) else rhs)
-            self.continue_body(body, top, alone=alone_body)
+            self.continue_body(body, top, alone=alone_body, flat=flat)
         else:
             self.namer.push()
             name = define() if define else lhs

@@ -173,7 +173,7 @@ class StatementPrinting:
                 self.emit(f"{name}: T.{s.var.dtype} = {value}")
             else:
                 self.emit(f"{name}: T.let[T.{s.var.dtype}] = {value}")
-            self.continue_body(s.body, top)
+            self.continue_body(s.body, top, flat=True)
         else:
             self.scope(False, top, None, f"T.LetStmt({value})", s.body,
                        lambda: self.namer.define(s.var, s.var.name))
@@ -186,7 +186,7 @@ class StatementPrinting:
             msg = f"({quote(s.error_kind)}, [{', '.join(quote(m) for m in s.message)}])"
         if concise:
             self.emit(f"assert {self.expr(s.condition)}, {msg}")
-            self.continue_body(s.body, top)
+            self.continue_body(s.body, top, flat=True)
         else:
             self.emit(f"with T.Assert({self.expr(s.condition)}, {msg}):")
             self.nested(s.body)
