@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ...ir import arith
 from ...ir.expr import Var
 from ...ir.function import PrimFunc
 from ...ir.stmt import BlockRealize
@@ -24,7 +25,8 @@ class _Opaquer(Mutator):
     def visit_BlockRealize(self, realize: BlockRealize) -> BlockRealize:
         values = tuple(self.visit(v) for v in realize.iter_values)
         for iv, value in zip(realize.block.iter_vars, values):
-            self.bound[iv.var] = value
+            # (TVMScript may bind an iterator to a value of another integer type)
+            self.bound[iv.var] = value if value.dtype == iv.var.dtype else arith.cast(iv.var.dtype, value)
         block = dataclasses.replace(realize.block, iter_vars=())
         block = self.generic_visit(block)
         return BlockRealize((), self.visit(realize.predicate), block)

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from ...ir import arith
 from ...ir.analysis import infer_block_regions
+from ...ir.dtype import DataType
 from ...ir.expr import (COMM_REDUCE, DATA_PAR, OPAQUE, ORDERED, Add, IntImm, IterVar, PrimExpr,
                         Range, Var, const)
 from ...ir.node import EMPTY
@@ -123,13 +124,12 @@ def _new_axis(b: Any, name: str, kind: str, dom: Any, binding: Any, call: S.Call
         extent = b.int_expr(dom, call)
         rng = Range(const(0, extent.dtype), extent)
     value = b.int_expr(binding, call)
-    if dtype is not None:
-        var_dtype = b.dtype_of(dtype, call)
-    else:
-        var_dtype = rng.extent.dtype
-    if value.dtype != var_dtype:
-        value = arith.cast(var_dtype, value)
-    var = Var(name, var_dtype)
+    # TVM's rule: the iterator has the widest of the domain's types and ``dtype`` (int32 unless
+    # given); its binding keeps its own type (T.axis.spatial(1, T.int64(0)) binds an int32 to an
+    # int64: ConvertBlocksToOpaque casts it where it substitutes it)
+    declared = b.dtype_of(dtype, call) if dtype is not None else DataType("int32")
+    bits = max(rng.min.dtype.bits, rng.extent.dtype.bits, declared.bits)
+    var = Var(name, DataType(f"{declared.code}{bits}"))
     frame.iter_vars.append(IterVar(rng, var, kind, span=b.span(call)))
     frame.iter_values.append(value)
     b.define(name, var)
