@@ -92,7 +92,8 @@ class RelaxPrinter(TIRPrinter):
         if isinstance(s, ShapeStructInfo):
             if s.values is not None:
                 return f"R.Shape([{self.dims(s.values)}])"
-            return f"R.Shape(ndim={s.ndim})" if s.ndim >= 0 else "R.Shape"
+            # (an unknown rank: TVM 0.27 writes ndim=-1, classic TVM nothing)
+            return f"R.Shape(ndim={s.ndim})" if s.ndim >= 0 or not classic else "R.Shape"
         if isinstance(s, TupleStructInfo):
             if not s.fields:
                 return "R.Tuple"
