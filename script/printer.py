@@ -66,19 +66,22 @@ def to_script(node: Any, dialect: "str | Dialect" = "classic", name: str | None 
 
 def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
     """TVM 0.27 declares symbolic sizes (int64 variables that no parameter binds) once, as
-    module-level ``n = TypeVar("n")`` lines, sorted by name."""
+    module-level ``n = TypeVar("n")`` lines: each function's sorted by name, in the order of the
+    functions."""
     ids: dict[int, str] = {}
+    names: list[str] = []
     for f in funcs:
         if isinstance(f, PrimFunc):
             params = {id(p) for p in f.params}
             found = [n for buf in f.buffer_map.values() for dim in buf.shape for n in collect(dim, Var)]
-        else:  # sizes the parameters bind; those a match_cast binds are defined in the body
+        else:  # sizes the signature names; those a match_cast binds are defined in the body
             params = set()
-            found = [n for p in f.params for n in collect(p.struct_info, Var)]
-        for n in found:
-            if n.dtype == DataType("int64") and id(n) not in params:
-                ids[id(n)] = n.name
-    return sorted(set(ids.values())), ids
+            found = [n for s in [p.struct_info for p in f.params] + [f.ret_struct_info]
+                     for n in collect(s, Var)]
+        own = {id(n): n.name for n in found if n.dtype == DataType("int64") and id(n) not in params}
+        ids.update(own)
+        names += [n for n in sorted(set(own.values())) if n not in names]
+    return names, ids
 
 
 @dataclass
@@ -160,6 +163,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         p = RelaxPrinter(d, namer, typevar_ids, names, constants)
         body.append(f"    I.module_attrs({p.attr_dict(mod.attrs)})")
         absent_metadata, uses_t = p.absent_metadata, p.uses_tir
+    typevar_used = False  # a function printed so far declared TypeVars
     for i, (name, f) in enumerate(funcs):
         if i:
             body.append("")
@@ -169,13 +173,15 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
             p.prim_func(f, name, decorate_s_tir=d.name != "classic")
         elif isinstance(f, rx.Function):
             p = RelaxPrinter(d, namer, typevar_ids, names, constants, class_name)
-            p.indent = 1
+            # (what a nested function's header names: what the text used before it)
+            p.indent, p.uses_tir, p.ir_used, p.typevar_used = 1, uses_t, bool(mod.attrs), typevar_used
             p.function(f, name)
         else:
             raise TypeError(f"cannot print a {type(f).__name__} in a module")
-        body += p.lines
+        body += [line for entry in p.lines for line in entry.split("\n")]
         absent_metadata |= p.absent_metadata
         uses_t |= p.uses_tir
+        typevar_used |= bool(_hoisted_typevars([f])[0])
     if notes:
         body += notes.below
     relax = any(isinstance(f, rx.Function) for _, f in funcs)
@@ -204,7 +210,8 @@ def _bare_function(f: "PrimFunc | rx.Function", d: Dialect, name: str | None) ->
     else:
         p = TIRPrinter(d, namer, typevar_ids)
         p.prim_func(f, name, decorate_s_tir=d.name != "classic")
-    return PrintedDefinition(_header(d, typevars, p.uses_tir, relax=relax, with_ir=False), p.lines, _head(f), [],
+    lines = [line for entry in p.lines for line in entry.split("\n")]
+    return PrintedDefinition(_header(d, typevars, p.uses_tir, relax=relax, with_ir=False), lines, _head(f), [],
                              _declarations(typevars))
 
 

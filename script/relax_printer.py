@@ -37,6 +37,8 @@ class RelaxPrinter(TIRPrinter):
         self.constants = constants  # constants printed as metadata[...][i], shared by the module
         self.in_signature = False
         self.quoted: set = set()  # the sizes the classic signature names before defining them
+        self.ir_used = False  # the module printed I.<name> before its functions
+        self.typevar_used = False  # a function printed before declared TypeVars
 
     # ---------------------------------------------------------------- TensorIR inside Relax
     def ex_int(self, e: IntImm):
@@ -287,18 +289,25 @@ class RelaxPrinter(TIRPrinter):
             for b in block.bindings:
                 self.commented(b, lambda b=b: self.binding(b))
 
+    def nested_header(self) -> list[str]:
+        """The import comments TVM prints above a nested function: the prefixes the text used so
+        far (TVM's printer collects them as it goes: the functions printed before, this one up to
+        here and the nested function itself), ``TypeVar`` once a function declared some."""
+        lines = [self.d.typevar_header] if self.typevar_used and self.d.typevar_header else []
+        lines += [h for h in self.d.header if (self.ir_used if " ir as I" in h else self.uses_tir)]
+        return lines + [RELAX_HEADER]
+
     def binding(self, b: Any) -> None:
         value = b.value
         if isinstance(value, rx.Function):
-            # (a nested function's own header names TypeVar when its signature uses a hoisted size)
-            if self.d.typevar_header and any(id(v) in self.typevars for p in value.params
-                                             for v in collect(p.struct_info, TirVar)):
-                self.emit_aside(self.d.typevar_header)
-            self.emit_aside(RELAX_HEADER)
+            at = len(self.lines)
+            self.emit_aside("")  # the function's header: known once it is printed
             self.lines.append("    " * self.indent)
             # (the binding prints the comments it shares with the function)
             self.print_function(value, self.namer.define(b.var, b.var.name), nested=True)
             self.lines.append("")
+            # (one entry of several lines: the marks of commented nodes hold line numbers)
+            self.lines[at] = "\n".join("    " * self.indent + h for h in self.nested_header())
             return
         if isinstance(value, rx.If):
             return self.if_binding(b)
