@@ -151,9 +151,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
             return self.if_binding(stmt, out)
         if isinstance(stmt, S.FunctionDef):
             func = RelaxFunctionBuilder.nested_function(self, stmt)
-            self.take_slot()
-            var = rx.Var(stmt.name, func.struct_info, span=self.span(stmt))
-            self.define(stmt.name, var)
+            var = self.new_var(stmt.name, func.struct_info, stmt)  # (in a dataflow block, a DataflowVar)
             out.append(rx.VarBinding(func, var, span=self.span(stmt)))
             return
         if isinstance(stmt, (S.Pass, S.Import)):
@@ -164,11 +162,13 @@ class RelaxFunctionBuilder(RelaxBuilder):
         for dec in fdef.decorators:
             if dotted(dec if not isinstance(dec, S.Call) else dec.func) not in ("R.function", "relax.function"):
                 raise self.error(dec, "a nested function needs @R.function")
-        saved = self.attrs
+        # (the function's own dataflow blocks must not end the one it is bound in)
+        saved = self.attrs, self.in_dataflow, self.outputs
+        self.in_dataflow, self.outputs = False, None
         try:
             return self.function(fdef, {}, nested=True)
         finally:
-            self.attrs = saved
+            self.attrs, self.in_dataflow, self.outputs = saved
 
     def assign(self, stmt: Any, targets: list, value_syn: Any, annotation: Any, out: list) -> None:
         if len(targets) != 1 or not isinstance(targets[0], S.Name):
