@@ -14,6 +14,7 @@ from ..ir import relax_op
 from ..ir.dtype import DataType
 from ..ir.expr import IntImm, Op, PrimExpr, Var as TirVar
 from ..ir.module import GlobalVar
+from ..ir.structural import structural_equal
 from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
@@ -324,8 +325,9 @@ class RelaxPrinter(TIRPrinter):
             self.emit(rhs)
             return
         name = self.namer.define(b.var, b.var.name)
-        if isinstance(value, rx.Call) and value.sinfo_args and _states_own_sinfo(value):
-            self.emit(f"{name} = {rhs}")  # the call states its own struct info
+        if (isinstance(value, rx.Call) and value.sinfo_args and _states_own_sinfo(value)
+                and structural_equal(b.var.struct_info, value.struct_info)):
+            self.emit(f"{name} = {rhs}")  # the call states its own struct info (and the variable's)
         else:
             self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
 
