@@ -20,6 +20,7 @@ from typing import Any
 from ..ir.buffer import Buffer
 from ..ir.deep import deep_recursion
 from ..ir.dtype import DataType
+from ..ir.errors import TVMSError
 from ..ir.expr import PrimExpr, Var
 from ..ir.function import PrimFunc
 from ..ir.module import IRModule
@@ -38,15 +39,72 @@ from .tensorir.text import Namer, comments_of
 
 @deep_recursion
 def to_script(node: Any, dialect: "str | Dialect" = "classic", name: str | None = None,
-              show_meta: bool = False) -> str:
+              show_meta: bool = False, indent_spaces: int = 4, print_line_numbers: bool = False,
+              **tvm_options: Any) -> str:
     """TVMScript text of an IRModule, a PrimFunc, a statement or an expression.
 
     ``dialect="classic"`` prints what the seeds show; ``dialect="tvm-0.27"`` what Apache TVM
     0.27 prints. ``name`` is the name of a function's ``def`` (default: its global symbol, or
     ``main``) or of a module's class (default ``Module``). The text has no trailing newline, as
-    TVM's ``script()``.
+    TVM's ``script()``. TVM's layout options ``indent_spaces`` and ``print_line_numbers`` apply;
+    its other options are accepted at their default values (a text tvms would print differently
+    is refused, never silently ignored).
     """
-    d = get_dialect(dialect)
+    _check_tvm_options(tvm_options)
+    text = _script(node, get_dialect(dialect), name, show_meta)
+    if indent_spaces != 4:
+        text = _reindented(text, indent_spaces)
+    return _numbered(text) if print_line_numbers else text
+
+
+# TVM's other printer options, at the values tvms prints with
+_TVM_DEFAULTS = {"ir_prefix": "I", "module_alias": "cls", "int_dtype": "int32", "float_dtype": "void",
+                 "verbose_expr": False, "num_context_lines": -1, "syntax_sugar": True,
+                 "show_object_address": False, "show_all_ty": True, "extra_config": None,
+                 "path_to_underline": None, "path_to_annotate": None, "obj_to_underline": None,
+                 "obj_to_annotate": None}
+
+
+def _check_tvm_options(options: dict) -> None:
+    for key, value in options.items():
+        if key not in _TVM_DEFAULTS:
+            raise TVMSError(f"script() got an unknown option {key!r}")
+        default = _TVM_DEFAULTS[key]
+        if (bool(value) if default is None else value != default):  # (None-default: None or empty)
+            raise TVMSError(f"script({key}={value!r}): tvms prints only with {key}="
+                            f"{_TVM_DEFAULTS[key]!r}")
+
+
+def _reindented(text: str, spaces: int) -> str:
+    """Each level of four leading spaces becomes ``spaces`` (TVMScript indents by levels)."""
+    if spaces < 0:
+        raise TVMSError(f"script(indent_spaces={spaces}): expected a count >= 0")
+    out = []
+    for line in text.split("\n"):
+        body = line.lstrip(" ")
+        levels, rest = divmod(len(line) - len(body), 4)
+        out.append(" " * (levels * spaces + rest) + body)
+    return "\n".join(out)
+
+
+def _numbered(text: str) -> str:
+    """Lines prefixed with their numbers, right-aligned, as TVM's ``print_line_numbers``: TVM
+    numbers the header's lines and every line of code, not the blank lines between functions."""
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if line and not line.startswith("#")), len(lines))
+    numbered = [i < start or line != "" for i, line in enumerate(lines)]
+    width = len(str(sum(numbered)))
+    out, number = [], 0
+    for line, counted in zip(lines, numbered):
+        if counted:
+            number += 1
+            out.append(f"{number:>{width}} {line}")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _script(node: Any, d: Dialect, name: str | None, show_meta: bool) -> str:
     if isinstance(node, (IRModule, PrimFunc, rx.Function)):
         return print_definition(node, d, name, show_meta).text()
     if isinstance(node, Stmt):
