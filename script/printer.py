@@ -191,6 +191,17 @@ def _header(d: Dialect, typevars: list[str], uses_t: bool, relax: bool, with_ir:
     return lines
 
 
+def _reserve_typevars(namer: Namer, f: Any, typevar_ids: dict[int, str]) -> None:
+    """The module-level TypeVar names ``f`` uses are taken while ``f`` prints (its own variables
+    are renamed around them); those it does not use are free, as in TVM's printer."""
+    if not typevar_ids:
+        return
+    for key in {id(v) for v in collect(f, Var)} & typevar_ids.keys():
+        name = typevar_ids[key]
+        namer.used[name] = namer.used.get(name, 0) + 1
+        namer.frames[-1].append((key, name))
+
+
 def _declarations(typevars: list[str]) -> list[str]:
     return [f'{n} = TypeVar("{n}")' for n in typevars]
 
@@ -204,8 +215,6 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         funcs = tvm_function_order(funcs)
     typevars, typevar_ids = ([], {}) if d.typevar_header is None else _hoisted_typevars([f for _, f in funcs])
     namer = Namer()
-    for name in typevars:
-        namer.used[name] = namer.used.get(name, 0) + 1  # module-level names are taken
     names = {name for name, _ in funcs}
     constants: list = []  # the module's metadata section, filled by the printers
     absent_metadata = False  # the text refers to metadata the module does not hold
@@ -221,6 +230,8 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
     for i, (name, f) in enumerate(funcs):
         if i:
             body.append("")
+        namer.push()
+        _reserve_typevars(namer, f, typevar_ids)
         if isinstance(f, PrimFunc):
             p = TIRPrinter(d, namer, typevar_ids)
             p.indent = 1
@@ -231,6 +242,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
             p.function(f, name)
         else:
             raise TypeError(f"cannot print a {type(f).__name__} in a module")
+        namer.pop()
         body += p.lines
         absent_metadata |= p.absent_metadata
         uses_t |= p.uses_tir

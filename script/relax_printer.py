@@ -92,7 +92,7 @@ class RelaxPrinter(TIRPrinter):
         if isinstance(s, ShapeStructInfo):
             if s.values is not None:
                 return f"R.Shape([{self.dims(s.values)}])"
-            return f"R.Shape(ndim={s.ndim})" if s.ndim >= 0 else "R.Shape"
+            return f"R.Shape(ndim={s.ndim})"  # (TVM prints an unknown rank as ndim=-1 too)
         if isinstance(s, TupleStructInfo):
             if not s.fields:
                 return "R.Tuple"
