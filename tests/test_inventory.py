@@ -58,8 +58,6 @@ relax.einsum
 relax.ewise_fma
 relax.eye
 relax.eye_like
-relax.gather_elements
-relax.gather_nd
 relax.grad.avg_pool2d_backward
 relax.grad.end_checkpoint
 relax.grad.max_pool2d_backward
@@ -130,8 +128,6 @@ relax.outer
 relax.print
 relax.quantize
 relax.reverse_sequence
-relax.scatter_elements
-relax.scatter_nd
 relax.shape_to_tensor
 relax.size
 relax.slice_scatter
@@ -209,8 +205,6 @@ R.func_name
 R.func_ret_ty
 R.func_ret_type
 R.func_ret_value
-R.gather_elements
-R.gather_nd
 R.grad.avg_pool2d_backward
 R.grad.end_checkpoint
 R.grad.max_pool2d_backward
@@ -281,8 +275,6 @@ R.quantize
 R.reverse_sequence
 R.rewriter
 R.rocm
-R.scatter_elements
-R.scatter_nd
 R.shape_to_tensor
 R.size
 R.slice_scatter

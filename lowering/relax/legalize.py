@@ -371,18 +371,20 @@ def _permute_dims(bb: Any, call: rx.Call) -> Any:
 
     def transpose(x: te.Tensor) -> te.Tensor:
         n = len(x.shape)
-        perm = list(range(n - 1, -1, -1)) if axes is None else [int(a) % n for a in axes]
-        shape = tuple(x.shape[p] for p in perm)
-
-        def body(idx: tuple) -> Any:
-            src = [None] * n
-            for i, p in enumerate(perm):
-                src[p] = idx[i]
-            return x[tuple(src)]
-
-        return _compute(shape, body, "T_transpose", "injective", "ax")
+        return transpose_compute(x, list(range(n - 1, -1, -1)) if axes is None else [int(a) % n for a in axes])
 
     return call_te(bb, transpose, call.args[0], primfunc_name_hint="transpose")
+
+
+def transpose_compute(x: te.Tensor, perm: list) -> te.Tensor:
+    """topi's transpose: output axis ``i`` is input axis ``perm[i]``."""
+    def body(idx: tuple) -> Any:
+        src = [None] * len(perm)
+        for i, p in enumerate(perm):
+            src[p] = idx[i]
+        return x[tuple(src)]
+
+    return _compute(tuple(x.shape[p] for p in perm), body, "T_transpose", "injective", "ax")
 
 
 @register_legalize("relax.matmul")
@@ -491,6 +493,6 @@ class LegalizeOps:
 register_pass("LegalizeOps", LegalizeOps, override=True)
 
 # The other operator families register themselves into LEGALIZE when imported.
-from . import legalize_manip, legalize_math  # noqa: E402,F401
+from . import legalize_index, legalize_manip, legalize_math  # noqa: E402,F401
 
 __all__ = ["LEGALIZE", "LegalizeOps", "call_te", "matmul_te", "register_legalize"]
