@@ -44,8 +44,6 @@ relax.ccl.allreduce
 relax.ccl.broadcast_from_worker0
 relax.ccl.scatter_from_worker0
 relax.clip
-relax.collapse_sum_like
-relax.collapse_sum_to
 relax.cumprod
 relax.cumsum
 relax.dequantize
@@ -54,7 +52,6 @@ relax.dist.call_tir_local_view
 relax.dist.redistribute
 relax.dist.redistribute_replica_to_shard
 relax.dynamic_strided_slice
-relax.einsum
 relax.ewise_fma
 relax.eye
 relax.eye_like
@@ -173,8 +170,6 @@ R.ccl.allreduce
 R.ccl.broadcast_from_worker0
 R.ccl.scatter_from_worker0
 R.clip
-R.collapse_sum_like
-R.collapse_sum_to
 R.cpu
 R.cuda
 R.cumprod
@@ -190,7 +185,6 @@ R.dist.device_mesh
 R.dist.redistribute
 R.dist.redistribute_replica_to_shard
 R.dynamic_strided_slice
-R.einsum
 R.emit
 R.emit_match_cast
 R.emit_te

@@ -30,17 +30,21 @@ def test_legalized_as_tvm_and_printed_back(name: str) -> None:
     assert from_source(printed).script(dialect="tvm-0.27") == printed
 
 
-def _compiled_equals_reference(name: str, args: tuple, count: int) -> None:
+def _compiled_equals_reference(name: str, args: tuple, count: int, rtol: float = 0,
+                               fname: str = "forward") -> None:
+    """The fixture's function, returning every dataflow output, compiled by tvms.compile and run
+    on the VM, against the reference executor."""
     import tvms
 
-    text = _text(name, "before")  # (returning every dataflow output)
+    text = _text(name, "before")
     outputs = text.split("R.output(")[1].split(")")[0]
     mod = from_source(text.rsplit("return", 1)[0] + f"return ({outputs},)\n")
     vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
-    got, want = vm["forward"](*args), run_relax(mod, "forward", *args)
+    got, want = vm[fname](*args), run_relax(mod, fname, *args)
     assert len(got) == len(want) == count
     for g, w in zip(got, want):
-        np.testing.assert_array_equal(g.numpy(), np.asarray(w))
+        assert g.numpy().dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=rtol)
 
 
 def test_gather_compiled_equals_reference() -> None:
