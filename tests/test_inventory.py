@@ -29,7 +29,6 @@ def _lines(text: str) -> list[str]:
 # Relax operators TVM registers (relax.txt, `relax.*`) that ir/relax_ops*.py lacks
 MISSING_RELAX_OPS = _lines("""
 relax.arange
-relax.argsort
 relax.assert_op
 relax.bucketize
 relax.builtin.stop_lift_params
@@ -82,7 +81,6 @@ relax.invoke_closure
 relax.invoke_pure_closure
 relax.layout_transform
 relax.make_closure
-relax.median
 relax.memory.alloc_storage
 relax.memory.alloc_tensor
 relax.memory.ensure_zero_offset
@@ -128,10 +126,8 @@ relax.reverse_sequence
 relax.shape_to_tensor
 relax.size
 relax.slice_scatter
-relax.sort
 relax.tensor_to_shape
 relax.to_vdevice
-relax.topk
 relax.tril
 relax.triu
 relax.unique
@@ -155,7 +151,6 @@ R.Then
 R.TupleGetItem
 R.arange
 R.arg
-R.argsort
 R.assert_op
 R.bucketize
 R.builtin.stop_lift_params
@@ -221,7 +216,6 @@ R.layout_transform
 R.linear
 R.macro
 R.make_closure
-R.median
 R.memory.alloc_storage
 R.memory.alloc_tensor
 R.memory.ensure_zero_offset
@@ -272,11 +266,9 @@ R.rocm
 R.shape_to_tensor
 R.size
 R.slice_scatter
-R.sort
 R.stop_lift_params
 R.tensor_to_shape
 R.to_vdevice
-R.topk
 R.tril
 R.triu
 R.unique
