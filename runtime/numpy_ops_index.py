@@ -69,3 +69,50 @@ def scatter_nd(args: tuple, attrs: Any) -> np.ndarray:
     for pos, where in _batched(indices, 0):
         out[where] = reduce(out[where], updates[pos])
     return out
+
+
+@numpy_op("index_tensor")
+def index_tensor(args: tuple, attrs: Any) -> np.ndarray:
+    return np.asarray(args[0])[tuple(np.asarray(i) for i in args[1])]
+
+
+@numpy_op("index_put")
+def index_put(args: tuple, attrs: Any) -> np.ndarray:
+    out = np.array(args[0])
+    where = tuple(np.asarray(i) for i in (args[1] if isinstance(args[1], tuple) else (args[1],)))
+    values = np.asarray(args[2], dtype=out.dtype)
+    if attrs["accumulate"]:
+        np.add.at(out, where, values)  # (repeated positions add up)
+    else:
+        out[where] = values
+    return out
+
+
+@numpy_op("slice_scatter")
+def slice_scatter(args: tuple, attrs: Any) -> np.ndarray:
+    out = np.array(args[0])
+    start, end, step = (int(v) for v in args[2:5])
+    where = [slice(None)] * out.ndim
+    where[attrs["axis"]] = slice(start, end, step)
+    out[tuple(where)] = args[1]
+    return out
+
+
+@numpy_op("reverse_sequence")
+def reverse_sequence(args: tuple, attrs: Any) -> np.ndarray:
+    """Along the batch axis, the first ``seq_lengths[b]`` elements of the sequence axis reversed
+    (a length past the axis reverses all of it; 0 or 1 reverses nothing)."""
+    x, lengths = np.asarray(args[0]), np.asarray(args[1])
+    seq, batch = attrs["seq_axis"] % x.ndim, attrs["batch_axis"] % x.ndim
+    out = x.copy()
+    for b, n in enumerate(lengths):
+        where = [slice(None)] * x.ndim
+        where[batch], where[seq] = b, slice(0, max(int(n), 0))
+        out[tuple(where)] = np.flip(x[tuple(where)], axis=seq - (batch < seq))  # (b's axis is gone)
+    return out
+
+
+@numpy_op("dynamic_strided_slice")
+def dynamic_strided_slice(args: tuple, attrs: Any) -> np.ndarray:
+    x = np.asarray(args[0])
+    return x[tuple(slice(int(b), int(e), int(s)) for b, e, s in zip(*(np.asarray(a) for a in args[1:4])))]

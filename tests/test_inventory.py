@@ -50,7 +50,6 @@ relax.dist.annotate_sharding
 relax.dist.call_tir_local_view
 relax.dist.redistribute
 relax.dist.redistribute_replica_to_shard
-relax.dynamic_strided_slice
 relax.ewise_fma
 relax.eye
 relax.eye_like
@@ -67,8 +66,6 @@ relax.image.affine_grid
 relax.image.grid_sample
 relax.image.resize2d
 relax.image.resize3d
-relax.index_put
-relax.index_tensor
 relax.inspect.tensor_byte_offset
 relax.inspect.tensor_dtype_bits
 relax.inspect.tensor_dtype_code
@@ -122,10 +119,8 @@ relax.one_hot
 relax.outer
 relax.print
 relax.quantize
-relax.reverse_sequence
 relax.shape_to_tensor
 relax.size
-relax.slice_scatter
 relax.tensor_to_shape
 relax.to_vdevice
 relax.tril
@@ -179,7 +174,6 @@ R.dist.const
 R.dist.device_mesh
 R.dist.redistribute
 R.dist.redistribute_replica_to_shard
-R.dynamic_strided_slice
 R.emit
 R.emit_match_cast
 R.emit_te
@@ -208,8 +202,6 @@ R.image.affine_grid
 R.image.grid_sample
 R.image.resize2d
 R.image.resize3d
-R.index_put
-R.index_tensor
 R.invoke_closure
 R.invoke_pure_closure
 R.layout_transform
@@ -260,12 +252,10 @@ R.opencl
 R.outer
 R.print
 R.quantize
-R.reverse_sequence
 R.rewriter
 R.rocm
 R.shape_to_tensor
 R.size
-R.slice_scatter
 R.stop_lift_params
 R.tensor_to_shape
 R.to_vdevice

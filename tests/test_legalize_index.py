@@ -15,7 +15,7 @@ from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
 LEGALIZE_DIR = FIXTURES / "legalize"
-FIXTURES_INDEX = ["math_gather"]
+FIXTURES_INDEX = ["math_gather", "math_indexing"]
 
 
 def _text(name: str, kind: str) -> str:
@@ -57,6 +57,12 @@ def test_gather_compiled_equals_reference() -> None:
     _compiled_equals_reference("math_gather", (x, i, j, k, w), 4)
 
 
+def test_reverse_sequence_compiled_equals_reference() -> None:
+    x = np.arange(24, dtype="float32").reshape(4, 6)
+    s, t = np.array([0, 2, 9, 6]), np.array([1, 3, -2, 4, 0, 2], "int32")
+    _compiled_equals_reference("math_indexing", (x, s, t), 2)
+
+
 def _ref(name: str, *args, **attrs):
     return NUMPY_OPS[f"relax.{name}"](args, attrs)
 
@@ -89,6 +95,24 @@ def test_scatter_references_match_numpy_indexing() -> None:
                                        reduction="update"), np.array([[0, 8, 0, 0], [0, 0, 0, 0], [0, 0, 0, 7]]))
     with pytest.raises(TVMSError, match="unknown reduction 'mean'"):
         _ref("scatter_nd", x, j, rows, reduction="mean")
+
+
+def test_indexing_references_match_numpy() -> None:
+    x = np.arange(24, dtype="float32").reshape(4, 6)
+    i, j = np.array([[3], [1]]), np.array([0, 5, 2])
+    np.testing.assert_array_equal(_ref("index_tensor", x, (i, j)), x[i, j])
+    rows, cols, values = np.array([1, 1, 0]), np.array([2, 2, -1]), np.array([7, 8, 9], "float32")
+    added = _ref("index_put", x, (rows, cols), values, accumulate=True)
+    assert added[1, 2] == x[1, 2] + 15 and added[0, 5] == 14  # (repeated positions add up)
+    put = _ref("index_put", x, (rows, cols), values, accumulate=False)
+    assert put[1, 2] == 8 and put[0, 5] == 9 and put[0, 0] == 0
+    scattered = x.copy()
+    scattered[:, 1:5:2] = -1
+    np.testing.assert_array_equal(_ref("slice_scatter", x, -np.ones((4, 2), "float32"), 1, 5, 2, axis=1), scattered)
+    np.testing.assert_array_equal(_ref("reverse_sequence", x, np.array([0, 2, 9, 6]), seq_axis=1, batch_axis=0),
+                                  [x[0], [7, 6, 8, 9, 10, 11], x[2, ::-1], x[3, ::-1]])
+    np.testing.assert_array_equal(_ref("dynamic_strided_slice", x, np.array([1, -1]), np.array([4, 0]),
+                                       np.array([2, -2])), x[1:4:2, -1:0:-2])
 
 
 def test_scatter_compiled_runs_the_reference() -> None:
