@@ -45,7 +45,6 @@ relax.ccl.scatter_from_worker0
 relax.clip
 relax.cumprod
 relax.cumsum
-relax.dequantize
 relax.dist.annotate_sharding
 relax.dist.call_tir_local_view
 relax.dist.redistribute
@@ -118,7 +117,6 @@ relax.nonzero
 relax.one_hot
 relax.outer
 relax.print
-relax.quantize
 relax.shape_to_tensor
 relax.size
 relax.tensor_to_shape
@@ -164,7 +162,6 @@ R.cpu
 R.cuda
 R.cumprod
 R.cumsum
-R.dequantize
 R.device
 R.dist.DTensor
 R.dist.annotate_sharding
@@ -251,7 +248,6 @@ R.one_hot
 R.opencl
 R.outer
 R.print
-R.quantize
 R.rewriter
 R.rocm
 R.shape_to_tensor
