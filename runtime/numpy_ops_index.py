@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 
 from tvms.ir.errors import TVMSError
+from tvms.ir.expr import IntImm
+from tvms.ir.relax_infer import INT64
 
 from .numpy_ops import numpy_op
 
@@ -116,3 +118,21 @@ def reverse_sequence(args: tuple, attrs: Any) -> np.ndarray:
 def dynamic_strided_slice(args: tuple, attrs: Any) -> np.ndarray:
     x = np.asarray(args[0])
     return x[tuple(slice(int(b), int(e), int(s)) for b, e, s in zip(*(np.asarray(a) for a in args[1:4])))]
+
+
+@numpy_op("layout_transform")
+def layout_transform(args: tuple, attrs: Any) -> np.ndarray:
+    """Each element moved to where the index map sends it; what no element reaches (the padding
+    of a split that does not divide) holds the pad value, 0 when none is given (as TVM fills it)."""
+    from .reference import compile_expr
+
+    x = np.asarray(args[0])
+    index_map = attrs["index_map"]
+    shape = tuple(int(compile_expr(d)({})) for d in index_map.map_shape(tuple(IntImm(INT64, n) for n in x.shape)))
+    pad = attrs["pad_value"]
+    out = np.full(shape, 0 if pad is None else pad.value, dtype=x.dtype)
+    final = [compile_expr(e) for e in index_map.final_indices]
+    for idx in np.ndindex(*x.shape):
+        env = dict(zip(index_map.initial_indices, idx))
+        out[tuple(int(f(env)) for f in final)] = x[idx]
+    return out

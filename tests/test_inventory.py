@@ -75,7 +75,6 @@ relax.inspect.tensor_shape_i
 relax.inspect.tensor_stride_i
 relax.invoke_closure
 relax.invoke_pure_closure
-relax.layout_transform
 relax.make_closure
 relax.memory.alloc_storage
 relax.memory.alloc_tensor
@@ -201,7 +200,6 @@ R.image.resize2d
 R.image.resize3d
 R.invoke_closure
 R.invoke_pure_closure
-R.layout_transform
 R.linear
 R.macro
 R.make_closure
