@@ -63,8 +63,6 @@ relax.hamming_window
 relax.hint_on_device
 relax.image.affine_grid
 relax.image.grid_sample
-relax.image.resize2d
-relax.image.resize3d
 relax.inspect.tensor_byte_offset
 relax.inspect.tensor_dtype_bits
 relax.inspect.tensor_dtype_code
@@ -196,8 +194,6 @@ R.hexagon
 R.hint_on_device
 R.image.affine_grid
 R.image.grid_sample
-R.image.resize2d
-R.image.resize3d
 R.invoke_closure
 R.invoke_pure_closure
 R.linear
