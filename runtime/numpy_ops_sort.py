@@ -61,3 +61,28 @@ def median(args: tuple, attrs: Any) -> Any:
     if axis is None or len(axes) > 1:
         return values
     return values, mid[..., 0].reshape(out_shape).astype(np.int64)
+
+
+@numpy_op("unique")
+def unique(args: tuple, attrs: Any) -> Any:
+    """numpy's unique (flattened unless an axis is given); unsorted: in order of first occurrence,
+    with the indices, inverse and counts following that order, as TVM's relax.run.unique does."""
+    x = np.asarray(args[0])
+    keep_sorted, *wanted = (bool(v) for v in args[1:5])
+    axis = int(args[5]) if len(args) > 5 and args[5] is not None else None
+    values, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True,
+                                               return_counts=True, axis=axis)
+    inverse = inverse.reshape(-1)
+    if not keep_sorted:
+        order = np.argsort(first)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        values = np.take(values, order, axis=0 if axis is None else axis)
+        first, counts, inverse = first[order], counts[order], rank[inverse]
+    outs = [values] + [a.astype(np.int64) for f, a in zip(wanted, (first, inverse, counts)) if f]
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+@numpy_op("nonzero")
+def nonzero(args: tuple, attrs: Any) -> np.ndarray:
+    return np.stack(np.atleast_1d(np.asarray(args[0])).nonzero()).astype(np.int64)

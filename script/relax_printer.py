@@ -142,6 +142,8 @@ class RelaxPrinter(TIRPrinter):
         if isinstance(e, rx.PrimValue):
             if self.d.name == "classic":
                 return f"R.prim_value({super().expr(e.value)})"
+            if isinstance(e.value, IntImm) and e.value.dtype.is_bool:
+                return str(bool(e.value.value))  # (TVM 0.27 writes a boolean value bare)
             return self.expr(e.value)
         if isinstance(e, rx.StringImm):
             return f"R.str({quote(e.value)})"

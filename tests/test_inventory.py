@@ -110,7 +110,6 @@ relax.nn.pixel_shuffle
 relax.nn.prelu
 relax.nn.selu
 relax.nn.softplus
-relax.nonzero
 relax.one_hot
 relax.outer
 relax.print
@@ -120,7 +119,6 @@ relax.tensor_to_shape
 relax.to_vdevice
 relax.tril
 relax.triu
-relax.unique
 relax.vision.all_class_non_max_suppression
 relax.vision.get_valid_counts
 relax.vision.multibox_transform_loc
@@ -237,7 +235,6 @@ R.nn.prelu
 R.nn.relu6
 R.nn.selu
 R.nn.softplus
-R.nonzero
 R.one_hot
 R.opencl
 R.outer
@@ -251,7 +248,6 @@ R.tensor_to_shape
 R.to_vdevice
 R.tril
 R.triu
-R.unique
 R.vision.all_class_non_max_suppression
 R.vision.get_valid_counts
 R.vision.multibox_transform_loc

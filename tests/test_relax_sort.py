@@ -1,4 +1,4 @@
-"""sort, argsort, topk, median: numpy references against numpy's sorting (stable, as TVM's
+"""sort, argsort, topk, median, unique, nonzero: numpy references against numpy's sorting (stable, as TVM's
 kernels are), and a compiled module running them (TVM 0.27 legalizes sort/argsort/topk to
 nothing; its median calls a packed argsort, which tvms leaves to the reference)."""
 from __future__ import annotations
@@ -64,3 +64,38 @@ def f(x: R.Tensor((2, 3), "float32")):
     a = R.topk(x, k=1, ret_type="all")
     return a
 """)
+
+
+def test_unique_and_nonzero_references() -> None:
+    """TVM's relax.run.unique keeps numpy's results, reordered by first occurrence when unsorted."""
+    x = np.array([[3, 1, 3], [2, 1, 0]], "int32")
+    np.testing.assert_array_equal(_ref("unique", x, True, False, False, False), [0, 1, 2, 3])
+    values, index, inverse, counts = _ref("unique", x, False, True, True, True)
+    np.testing.assert_array_equal(values, [3, 1, 2, 0])
+    np.testing.assert_array_equal(index, [0, 1, 3, 5])
+    np.testing.assert_array_equal(values[inverse], x.reshape(-1))
+    np.testing.assert_array_equal(counts, [2, 2, 1, 1])
+    rows, counts = _ref("unique", np.array([[1, 2], [0, 0], [1, 2]]), True, False, False, True, 0)
+    np.testing.assert_array_equal(rows, [[0, 0], [1, 2]])
+    np.testing.assert_array_equal(counts, [1, 2])
+    np.testing.assert_array_equal(_ref("nonzero", x), np.stack(np.nonzero(x)))
+    np.testing.assert_array_equal(_ref("nonzero", np.array(5)), [[0]])
+
+
+def test_unique_compiled_runs_the_reference() -> None:
+    import tvms
+
+    mod = from_source("""
+@I.ir_module
+class M:
+    @R.function
+    def forward(x: R.Tensor((6,), "float32")):
+        a = R.unique(x, sorted=False, return_counts=True)
+        b = R.nonzero(x)
+        return (a[0], a[1], b)
+""")
+    x = np.array([2, 0, 2, 5, 0, 2], "float32")
+    values, counts, where = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())["forward"](x)
+    np.testing.assert_array_equal(values.numpy(), [2, 0, 5])
+    np.testing.assert_array_equal(counts.numpy(), [3, 2, 1])
+    np.testing.assert_array_equal(where.numpy(), [[0, 2, 3, 5]])
