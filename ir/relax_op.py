@@ -56,6 +56,9 @@ class OpSpec:
     # The order in which extra positional arguments fill the attributes, when it is not the
     # printing order (TVM's ``R.nn.max_pool2d(x, pool_size, strides, padding, dilation, ...)``).
     positional: tuple[str, ...] | None = None
+    # Values of trailing Relax arguments that may be left out when a later one is given by
+    # keyword (TVM's ``R.unique(x, return_counts=True)``); ``prepare`` makes them Relax values.
+    arg_defaults: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -79,9 +82,9 @@ _BY_SCRIPT: dict[str, OpSpec] = {}
 def register(script_name: str, args: tuple[str, ...], infer: Callable[[CallInfo], StructInfo],
              attrs: tuple[Attr, ...] = (), *, name: str | None = None, variadic: bool = False,
              min_args: int | None = None, prepare: Callable | None = None,
-             positional: tuple[str, ...] | None = None) -> OpSpec:
+             positional: tuple[str, ...] | None = None, arg_defaults: dict | None = None) -> OpSpec:
     spec = OpSpec(name or f"relax.{script_name}", script_name, args, attrs, infer, variadic, min_args,
-                  prepare, positional)
+                  prepare, positional, arg_defaults)
     _BY_NAME[spec.name] = spec
     _BY_SCRIPT[script_name] = spec
     return spec
@@ -167,6 +170,8 @@ def bind_arguments(spec: OpSpec, args: tuple, attrs: dict) -> tuple[tuple, dict]
             continue
         if i < len(args):
             raise TVMSError(f"R.{spec.script_name} got the argument {name!r} twice")
+        while i > len(args) and spec.args[len(args)] in (spec.arg_defaults or {}):
+            args.append(spec.arg_defaults[spec.args[len(args)]])
         if i > len(args):
             raise TVMSError(f"R.{spec.script_name}: argument {spec.args[len(args)]!r} is missing")
         args.append(attrs.pop(name))

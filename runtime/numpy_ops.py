@@ -510,3 +510,6 @@ def builtin_alloc_tensor(args: tuple, attrs: Any) -> np.ndarray:
 @numpy_op("vm.kill_object")
 def kill_object(args: tuple, attrs: Any) -> tuple:
     return ()
+
+
+from . import numpy_ops_image, numpy_ops_index, numpy_ops_quant, numpy_ops_sort, numpy_ops_sum  # noqa: E402,F401  (they register on import)

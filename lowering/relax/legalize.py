@@ -59,6 +59,15 @@ def call_te(bb: Any, fte: Callable, *args: Any, primfunc_name_hint: str | None =
     tensor arguments (named after them), make a private PrimFunc of it, add it to the module and
     return the ``R.call_tir`` of it. Arguments that are not Relax expressions (scalars) pass
     through to ``fte`` unchanged."""
+    func, rx_args, outs = gen_call_tir_inputs(fte, *args)
+    gv = bb.add_func(func, primfunc_name_hint or fte.__name__)
+    out_sinfo = tuple(TensorStructInfo(rx.ShapeExpr(tuple(o.shape)), o.dtype) for o in outs)
+    return make_call("call_tir", [gv, rx.Tuple(tuple(rx_args))], {}, out_sinfo)
+
+
+def gen_call_tir_inputs(fte: Callable, *args: Any) -> tuple:
+    """What ``call_te`` builds before adding anything to the module (TVM's function of this
+    name): the PrimFunc, the Relax arguments of its call, and the TE output tensors."""
     te_args, inputs, rx_args = [], [], []
     for a in args:
         if isinstance(a, rx.RelaxExpr):
@@ -80,10 +89,8 @@ def call_te(bb: Any, fte: Callable, *args: Any, primfunc_name_hint: str | None =
     func = _OwnSizes(list(_size_vars(inputs + outs).values())).visit(func)
     attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
     func = func.with_changes(attrs=FrozenDict(attrs))
-    gv = bb.add_func(func, primfunc_name_hint or fte.__name__)
-    out_sinfo = tuple(TensorStructInfo(rx.ShapeExpr(tuple(o.shape)), o.dtype) for o in outs)
     rx_args += [rx.PrimValue(v) for v in sizes]
-    return make_call("call_tir", [gv, rx.Tuple(tuple(rx_args))], {}, out_sinfo)
+    return func, rx_args, outs
 
 
 class _OwnSizes(Mutator):
@@ -371,18 +378,20 @@ def _permute_dims(bb: Any, call: rx.Call) -> Any:
 
     def transpose(x: te.Tensor) -> te.Tensor:
         n = len(x.shape)
-        perm = list(range(n - 1, -1, -1)) if axes is None else [int(a) % n for a in axes]
-        shape = tuple(x.shape[p] for p in perm)
-
-        def body(idx: tuple) -> Any:
-            src = [None] * n
-            for i, p in enumerate(perm):
-                src[p] = idx[i]
-            return x[tuple(src)]
-
-        return _compute(shape, body, "T_transpose", "injective", "ax")
+        return transpose_compute(x, list(range(n - 1, -1, -1)) if axes is None else [int(a) % n for a in axes])
 
     return call_te(bb, transpose, call.args[0], primfunc_name_hint="transpose")
+
+
+def transpose_compute(x: te.Tensor, perm: list) -> te.Tensor:
+    """topi's transpose: output axis ``i`` is input axis ``perm[i]``."""
+    def body(idx: tuple) -> Any:
+        src = [None] * len(perm)
+        for i, p in enumerate(perm):
+            src[p] = idx[i]
+        return x[tuple(src)]
+
+    return _compute(tuple(x.shape[p] for p in perm), body, "T_transpose", "injective", "ax")
 
 
 @register_legalize("relax.matmul")
@@ -491,6 +500,6 @@ class LegalizeOps:
 register_pass("LegalizeOps", LegalizeOps, override=True)
 
 # The other operator families register themselves into LEGALIZE when imported.
-from . import legalize_manip, legalize_math  # noqa: E402,F401
+from . import legalize_index, legalize_manip, legalize_math, legalize_quant, legalize_relayout, legalize_sum  # noqa: E402,F401
 
 __all__ = ["LEGALIZE", "LegalizeOps", "call_te", "matmul_te", "register_legalize"]
