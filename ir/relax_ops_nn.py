@@ -29,12 +29,12 @@ for _name in ("nn.softmax", "nn.log_softmax"):
 
 
 # ---------------------------------------------------------------- normalization
-def _infer_norm(info: CallInfo) -> StructInfo:
-    """layer_norm / rms_norm: the result is the data's struct info; the scale (and offset)
-    tensors have one dimension per normalized axis, of the same sizes, and the data's dtype."""
+def norm_params_unknown(info: CallInfo, axes: tuple) -> bool:
+    """TVM's checks of a normalization's parameters (gamma, beta, moving mean, ...): each has
+    one dimension per normalized axis, of the data's sizes there, and the data's dtype. True when
+    some size cannot be proven equal (the result's shape is then unknown)."""
     ts = tensor_args(info)
     x, params = ts[0], ts[1:]
-    axes = info.attrs["axes"]
     norm = normalize_axes(info, axes, x.ndim) if x.ndim >= 0 else []
     require_float(info, x, "the data")
     for name, p in zip(info.spec.args[1:], params):
@@ -47,15 +47,20 @@ def _infer_norm(info: CallInfo) -> StructInfo:
     if x.dims is not None:
         lengths.append(tuple(x.dims[a] for a in norm))
     lengths += [p.dims for p in params if p.dims is not None]
-    unknown = False
     for other in lengths[1:]:
         for d0, d in zip(lengths[0], other):
             if prove_not_equal(d0, d):
                 raise info.fail(f"the data has sizes {fmt_dims(lengths[0])} on the axes {list(axes)}, "
                                 f"but a scale or offset tensor has {fmt_dims(other)}")
             if not prove_equal(d0, d):
-                unknown = True
-    return unknown_like(x) if unknown else x
+                return True
+    return False
+
+
+def _infer_norm(info: CallInfo) -> StructInfo:
+    """layer_norm / rms_norm: the result is the data's struct info."""
+    x = tensor_arg(info, 0)
+    return unknown_like(x) if norm_params_unknown(info, info.attrs["axes"]) else x
 
 
 register("nn.layer_norm", ("data", "gamma", "beta"), _infer_norm,
@@ -249,4 +254,4 @@ for _name in ("nn.max_pool2d", "nn.avg_pool2d"):
              positional=("pool_size", "strides", "padding", "dilation", "ceil_mode",
                          "count_include_pad", "layout", "out_layout"))
 
-__all__ = ["parse_layout", "window_size"]
+__all__ = ["parse_layout", "window_size", "norm_params_unknown"]

@@ -332,8 +332,9 @@ def _take(bb: Any, call: rx.Call) -> Any:
 
 # ---------------------------------------------------------------- windows: conv2d, pooling
 def _pad(data: te.Tensor, before: list, after: list, value: PrimExpr, prefix: str,
-         both_bounds: bool) -> te.Tensor:
-    """topi's ``nn.pad`` named ``pad_temp``: padded positions read ``value``. The Python pad
+         both_bounds: bool, name: str = "pad_temp") -> te.Tensor:
+    """topi's ``nn.pad`` (named ``pad_temp`` when conv and pooling call it): padded positions
+    read ``value``. The Python pad
     (``both_bounds``, used by conv) tests both ends of a padded axis; the C++ one (pooling)
     tests only the ends that have padding."""
     shape = tuple(canonical(d + _i64(b) + _i64(a)) for d, b, a in zip(data.shape, before, after))
@@ -353,7 +354,7 @@ def _pad(data: te.Tensor, before: list, after: list, value: PrimExpr, prefix: st
             return data[tuple(index)]
         return te.if_then_else(te.all(*inside), data[tuple(index)], value)
 
-    return _compute(shape, body, "pad_temp", "injective,pad", prefix)
+    return _compute(shape, body, name, "injective,pad", prefix)
 
 
 def _window_index(out: Any, stride: int, r: Any, dilation: int) -> PrimExpr:

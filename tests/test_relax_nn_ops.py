@@ -1,0 +1,121 @@
+"""The R.nn operators beyond softmax / layer_norm / conv2d / pool2d: LegalizeOps byte for byte as
+TVM 0.27 prints it (goldens fixtures/legalize/math_nn_*, made with TVM), compiled modules
+(tvms.compile + VM) equal to the reference executor (numpy), the numpy references against
+properties of the operators, and TVM's error cases. (Their struct info on static, symbolic and
+unknown shapes is in fixtures/struct_info/nn_*, checked by test_struct_info_goldens.py.)"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES
+from tvms.ir import TVMSError
+from tvms.lowering.relax.legalize import LegalizeOps
+from tvms.runtime.numpy_ops import NUMPY_OPS
+from tvms.runtime.reference_relax import run_relax
+from tvms.script import from_source
+
+LEGALIZE_DIR = FIXTURES / "legalize"
+NN_FIXTURES = ["math_nn_act"]
+
+
+@pytest.mark.parametrize("name", NN_FIXTURES)
+def test_legalized_prints_as_tvm(name: str) -> None:
+    before = from_source((LEGALIZE_DIR / f"{name}_before.tvms").read_text())
+    golden = (LEGALIZE_DIR / f"{name}_legalized.tvms").read_text().rstrip("\n")
+    assert LegalizeOps()(before).script(dialect="tvm-0.27") == golden
+
+
+def _all_outputs(text: str) -> str:
+    outputs = re.search(r"R\.output\(([^)]*)\)", text).group(1)
+    return re.sub(r"return \w+\n", f"return ({outputs},)\n", text, count=1)
+
+
+def _flat(values: tuple) -> list:
+    out = []
+    for v in values:
+        out.extend(_flat(v) if isinstance(v, (tuple, list)) else [v])
+    return out
+
+
+@pytest.mark.parametrize("name", NN_FIXTURES)
+def test_compiled_equals_reference(name: str) -> None:
+    import tvms
+
+    mod = from_source(_all_outputs((LEGALIZE_DIR / f"{name}_before.tvms").read_text()))
+    rng = np.random.default_rng(11)
+    args = [(rng.standard_normal(tuple(d.value for d in p.struct_info.dims)) * 3).astype(str(p.struct_info.dtype))
+            for p in mod["forward"].params]
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    got, want = _flat(vm["forward"](*args)), _flat(run_relax(mod, "forward", *args))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = g.numpy(), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        tol = 2e-3 if g.dtype == np.float16 else 1e-5
+        np.testing.assert_allclose(g.astype("float64"), w.astype("float64"), rtol=tol, atol=tol)
+
+
+def _ref(op: str, *args, **attrs):
+    return NUMPY_OPS[f"relax.nn.{op}"](args, attrs)
+
+
+def test_numpy_references_follow_the_definitions() -> None:
+    x = np.arange(2 * 8 * 2 * 3, dtype="float32").reshape(2, 8, 2, 3)
+    y = _ref("pixel_shuffle", x, upscale_factor=2)
+    # out[n, c, h * r + i, w * r + j] = x[n, c * r * r + i * r + j, h, w]
+    assert y.shape == (2, 2, 4, 6) and y[1, 1, 3, 4] == x[1, 1 * 4 + 1 * 2 + 0, 1, 2]
+    x = np.random.default_rng(1).standard_normal((4, 3, 5)).astype("float32")
+    ones, zeros = np.ones(3, "float32"), np.zeros(3, "float32")
+    out, mean, var = _ref("batch_norm", x, ones, zeros, zeros, ones, axis=1, epsilon=1e-5, center=True,
+                          scale=True, momentum=0.5, training=True)
+    np.testing.assert_allclose(out.mean(axis=(0, 2)), 0, atol=1e-5)
+    np.testing.assert_allclose(mean, 0.5 * x.mean(axis=(0, 2)), rtol=1e-5)
+    np.testing.assert_allclose(var, 0.5 + 0.5 * x.var(axis=(0, 2)), rtol=1e-5)
+    pred = np.log(np.full((2, 3), 1 / 3, "float32"))
+    loss = _ref("nll_loss", pred, np.array([0, -100]), reduction="mean", ignore_index=-100)
+    np.testing.assert_allclose(loss, np.log(3), rtol=1e-6)  # the ignored row counts for nothing
+    np.testing.assert_allclose(_ref("softplus", np.float32([0.0, 30.0]), beta=1.0, threshold=20.0),
+                               [np.log(2), 30.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("R.nn.leakyrelu(i)", "float dtype"),
+    ("R.nn.prelu(x, s, axis=3)", "axis 3 is out of range"),
+    ("R.nn.pad(x, [1, 1])", "two values (before, after) per dimension"),
+    ("R.nn.pad(x, [0, 0, 1, 1, 1, 1], pad_mode=\"mirror\")", "pad_mode must be one of"),
+    ("R.nn.batch_flatten(s)", "at least 2 dimensions"),
+    ("R.nn.pixel_shuffle(x, upscale_factor=2)", "do not divide by the square"),
+    ("R.nn.batch_norm(x, s, s, s, t, axis=1)", "must have the data's dtype"),
+    ("R.nn.group_norm(x, s, s, num_groups=2, channel_axis=1, axes=[2])", "do not divide into 2 groups"),
+    ("R.nn.instance_norm(x, s, s, channel_axis=1, axes=[1])", "must not be one of the axes"),
+    ("R.nn.nll_loss(x, s)", "integer dtype"),
+    ("R.nn.nll_loss(x, i, reduction=\"avg\")", "reduction must be one of"),
+    ("R.nn.cross_entropy_with_logits(x, s)", "differ in rank"),
+])
+def test_errors_name_the_operator(text: str, message: str) -> None:
+    src = f"""@I.ir_module
+class Module:
+    @R.function
+    def f(x: R.Tensor((2, 3, 4), "float32"), s: R.Tensor((3,), "float32"), t: R.Tensor((3,), "float16"), i: R.Tensor((2, 4), "int32")):
+        a = {text}
+        return a
+"""
+    with pytest.raises(TVMSError, match=re.escape(message)):
+        from_source(src)
+
+
+def test_relax_op_functions_take_tvms_signatures() -> None:
+    """relax.op.nn.pad(data, pad_width, pad_mode, pad_value): TVM's positional order, which is
+    not the printing order of the attributes."""
+    from tvms import relax
+
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    call = relax.op.nn.pad(x, [1, 1, 0, 2], "constant", 2.0)
+    assert call.attrs["pad_value"] == 2.0 and call.attrs["pad_mode"] == "constant"
+    assert [d.value for d in call.struct_info.dims] == [4, 5]
+    y = relax.Var("y", relax.TensorStructInfo((1, 1, 4, 4), "float32"))
+    pool = relax.op.nn.max_pool2d(y, 2, 1, 1)  # (pool_size, strides, padding)
+    assert pool.attrs["padding"] == (1, 1, 1, 1) and pool.attrs["dilation"] == (1, 1)
