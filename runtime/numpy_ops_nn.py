@@ -1,13 +1,17 @@
 """Numpy references of the neural-network operators of ``ir/relax_ops_nn_misc.py`` (activations
-with parameters, dropout, pad, batch_flatten, pixel_shuffle, the channel norms, the losses); the
-conventions are TVM's legalizations' (dropout is the identity at inference, with a mask of ones)."""
+with parameters, dropout, pad, batch_flatten, pixel_shuffle, the channel norms, the losses) and
+the window operators in 1, 2 and 3 spatial dimensions (convolutions, their transposes, pooling);
+the conventions are TVM's legalizations' (dropout is the identity at inference, with a mask of
+ones)."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
+from ..ir.errors import TVMSError
 from .numpy_ops import numpy_op
+from .tir_values import numpy_dtype
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -164,3 +168,136 @@ def nll_loss(args: tuple, attrs: Any) -> np.ndarray:
     if attrs["reduction"] == "sum":
         return _like(loss.sum(), pred)
     return _like(loss.sum() / w.sum(), pred)
+
+
+# ---------------------------------------------------------------- convolutions and pooling
+# Any number of spatial axes; layouts that permute the canonical axes (NWC, NHWC, OHWI, ...).
+def _canonical(x: np.ndarray, layout: str, target: str, op: str) -> np.ndarray:
+    if sorted(layout) != sorted(target):
+        raise TVMSError(f"the numpy reference of {op} supports plain layouts ({target} permuted), "
+                        f"got {layout!r}")
+    return np.transpose(x, [layout.index(c) for c in target])
+
+
+def _from_canonical(x: np.ndarray, layout: str, target: str) -> np.ndarray:
+    return np.transpose(x, [target.index(c) for c in layout])
+
+
+_SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
+
+
+def _layouts(attrs: Any, kernel: str | None) -> tuple:
+    """The canonical data layout (NCW, NCHW, NCDHW) and kernel layout (OIHW, IOHW, ...)."""
+    n = len(attrs["strides"])
+    return "NC" + _SPATIAL[n], (kernel + _SPATIAL[n]) if kernel else None
+
+
+def _accumulator(dtype: np.dtype) -> np.dtype:
+    return np.float64 if np.issubdtype(dtype, np.floating) else dtype
+
+
+def _strided(start: int, stride: int, count: int) -> slice:
+    return slice(start, start + stride * (count - 1) + 1, stride)
+
+
+def _conv(op: str, transpose: bool) -> Any:
+    def conv(args: tuple, attrs: Any) -> np.ndarray:
+        """Direct convolution (the transpose scatters each input element over its window)."""
+        target, kernel = _layouts(attrs, "IO" if transpose else "OI")
+        x = _canonical(np.asarray(args[0]), attrs["data_layout"], target, op)
+        w = _canonical(np.asarray(args[1]), attrs["kernel_layout"], kernel, op)
+        dtype = numpy_dtype(attrs["out_dtype"]) if attrs["out_dtype"] is not None else x.dtype
+        acc = _accumulator(dtype)
+        n, groups = x.ndim - 2, attrs["groups"]
+        strides, dilation, pad = attrs["strides"], attrs["dilation"], attrs["padding"]
+        ksize = w.shape[2:]
+        if transpose:
+            cin = w.shape[0] // groups
+            sizes = [(x.shape[2 + i] - 1) * strides[i] + dilation[i] * (ksize[i] - 1) + 1
+                     + attrs["output_padding"][i] + max(pad[i + n], 0) for i in range(n)]
+            full = np.zeros((x.shape[0], w.shape[1] * groups, *sizes), acc)
+            for g in range(groups):
+                xs = x[:, g * cin:(g + 1) * cin].astype(acc)
+                ws = w[g * cin:(g + 1) * cin].astype(acc)
+                outs = slice(g * w.shape[1], (g + 1) * w.shape[1])
+                for r in np.ndindex(*ksize):
+                    window = tuple(_strided(r[i] * dilation[i], strides[i], x.shape[2 + i]) for i in range(n))
+                    full[(slice(None), outs) + window] += np.einsum("ni...,io->no...", xs, ws[(..., *r)])
+            out_sizes = [(x.shape[2 + i] - 1) * strides[i] - pad[i] - pad[i + n]
+                         + dilation[i] * (ksize[i] - 1) + attrs["output_padding"][i] + 1 for i in range(n)]
+            out = full[(slice(None), slice(None)) + tuple(slice(pad[i], pad[i] + out_sizes[i]) for i in range(n))]
+        else:
+            x = np.pad(x, [(0, 0), (0, 0)] + [(pad[i], pad[i + n]) for i in range(n)])
+            osz = [(x.shape[2 + i] - dilation[i] * (ksize[i] - 1) - 1) // strides[i] + 1 for i in range(n)]
+            out = np.zeros((x.shape[0], w.shape[0], *osz), acc)
+            cg, per_group = w.shape[1], w.shape[0] // groups
+            for g in range(groups):
+                xs = x[:, g * cg:(g + 1) * cg].astype(acc)
+                ws = w[g * per_group:(g + 1) * per_group].astype(acc)
+                for r in np.ndindex(*ksize):
+                    patch = xs[(slice(None), slice(None)) +
+                               tuple(_strided(r[i] * dilation[i], strides[i], osz[i]) for i in range(n))]
+                    out[:, g * per_group:(g + 1) * per_group] += np.einsum("nc...,oc->no...", patch, ws[(..., *r)])
+        return _from_canonical(out.astype(dtype), attrs["out_layout"] or attrs["data_layout"], target)
+    return conv
+
+
+for _n in _SPATIAL:
+    numpy_op(f"nn.conv{_n}d")(_conv(f"nn.conv{_n}d", False))
+    numpy_op(f"nn.conv{_n}d_transpose")(_conv(f"nn.conv{_n}d_transpose", True))
+
+
+def _pool(kind: str) -> Any:
+    def pool(args: tuple, attrs: Any) -> np.ndarray:
+        target, _ = _layouts(attrs, None)
+        x = _canonical(np.asarray(args[0]), attrs["layout"], target, f"nn.{kind}_pool")
+        n = x.ndim - 2
+        size, strides, dilation, pad = attrs["pool_size"], attrs["strides"], attrs["dilation"], attrs["padding"]
+        extents = x.shape[2:]
+
+        def out_size(i: int) -> int:
+            span = extents[i] + pad[i] + pad[i + n] - dilation[i] * (size[i] - 1) - 1
+            return (-(-span // strides[i]) if attrs["ceil_mode"] else span // strides[i]) + 1
+
+        osz = [out_size(i) for i in range(n)]
+        out = np.zeros(x.shape[:2] + tuple(osz), dtype=x.dtype)
+        for o in np.ndindex(*osz):
+            # the positions of the window in each axis, before padding
+            axes = [[o[i] * strides[i] + r * dilation[i] - pad[i] for r in range(size[i])] for i in range(n)]
+            inside = [p for p in np.ndindex(*size)
+                      if all(0 <= axes[i][p[i]] < extents[i] for i in range(n))]
+            vals = np.stack([x[(slice(None), slice(None)) + tuple(axes[i][p[i]] for i in range(n))]
+                             for p in inside], axis=-1)
+            if kind == "max":
+                out[(slice(None), slice(None)) + o] = vals.max(axis=-1)
+                continue
+            if attrs["count_include_pad"]:  # the window clipped to the padded input
+                count = int(np.prod([sum(1 for v in axes[i] if -pad[i] <= v < extents[i] + pad[i + n])
+                                     for i in range(n)]))
+            else:
+                count = len(inside)
+            out[(slice(None), slice(None)) + o] = vals.sum(axis=-1) / count
+        return _from_canonical(out, attrs["out_layout"] or attrs["layout"], target)
+    return pool
+
+
+def _adaptive_avg_pool(args: tuple, attrs: Any) -> np.ndarray:
+    """Output element o of an axis of size L pooled to S averages [floor(o L / S), ceil((o + 1) L / S))."""
+    layout = attrs["layout"]
+    target = "NC" + _SPATIAL[len(layout) - 2]
+    x = _canonical(np.asarray(args[0]), layout, target, "nn.adaptive_avg_pool")
+    extents = x.shape[2:]
+    osz = attrs["output_size"] or extents
+    out = np.zeros(x.shape[:2] + tuple(osz), dtype=x.dtype)
+    for o in np.ndindex(*osz):
+        window = tuple(slice(o[i] * extents[i] // osz[i], -(-(o[i] + 1) * extents[i] // osz[i]))
+                       for i in range(len(osz)))
+        out[(slice(None), slice(None)) + o] = x[(slice(None), slice(None)) + window].mean(
+            axis=tuple(range(2, x.ndim)))
+    return _from_canonical(out, attrs["out_layout"] or layout, target)
+
+
+for _n in _SPATIAL:
+    numpy_op(f"nn.max_pool{_n}d")(_pool("max"))
+    numpy_op(f"nn.avg_pool{_n}d")(_pool("avg"))
+    numpy_op(f"nn.adaptive_avg_pool{_n}d")(_adaptive_avg_pool)

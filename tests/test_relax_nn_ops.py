@@ -18,7 +18,7 @@ from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
 LEGALIZE_DIR = FIXTURES / "legalize"
-NN_FIXTURES = ["math_nn_act"]
+NN_FIXTURES = ["math_nn_act", "math_nn_conv"]
 
 
 @pytest.mark.parametrize("name", NN_FIXTURES)
@@ -94,6 +94,11 @@ def test_numpy_references_follow_the_definitions() -> None:
     ("R.nn.nll_loss(x, s)", "integer dtype"),
     ("R.nn.nll_loss(x, i, reduction=\"avg\")", "reduction must be one of"),
     ("R.nn.cross_entropy_with_logits(x, s)", "differ in rank"),
+    ("R.nn.conv1d(x, x, padding=[1, 1, 1])", "padding must have 1 or 2 values (left, right)"),
+    ("R.nn.conv1d(x, x, groups=2)", "the data has 3 channels, but the kernel takes 3 input channels in each of 2"),
+    ("R.nn.conv1d_transpose(x, x, strides=2, output_padding=2)", "must be less than the strides"),
+    ("R.nn.max_pool3d(x)", "the data layout NCDHW needs a 5-d tensor"),
+    ("R.nn.adaptive_avg_pool1d(x, output_size=[1, 2])", "output_size must have 1 value"),
 ])
 def test_errors_name_the_operator(text: str, message: str) -> None:
     src = f"""@I.ir_module
