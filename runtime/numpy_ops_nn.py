@@ -301,3 +301,45 @@ for _n in _SPATIAL:
     numpy_op(f"nn.max_pool{_n}d")(_pool("max"))
     numpy_op(f"nn.avg_pool{_n}d")(_pool("avg"))
     numpy_op(f"nn.adaptive_avg_pool{_n}d")(_adaptive_avg_pool)
+
+
+# ---------------------------------------------------------------- attention
+def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: Any, attrs: Any) -> np.ndarray:
+    """softmax(q k^T * scale + bias) v over (batch, sequence, heads, dim) tensors; keys and values
+    with fewer heads serve groups of query heads; a causal mask keeps key j for query i when
+    j <= i (TopLeft) or j <= i + |keys - queries| (BottomRight)."""
+    if attrs["window_size"] is not None:
+        raise TVMSError("the numpy reference of nn.attention does not cover window_size")
+    acc = _accumulator(q.dtype)
+    heads = q.shape[2]
+    k, v = (np.repeat(t, heads // t.shape[2], axis=2).astype(acc) for t in (k, v))
+    scale = attrs["scale"].value if attrs["scale"] is not None else 1 / np.sqrt(q.shape[3])
+    scores = np.einsum("bshd,bthd->bhst", q.astype(acc), k) * scale
+    if bias is not None:
+        scores = scores + np.asarray(bias)
+    if attrs["causal_mask"] is not None:
+        s, t = scores.shape[-2:]
+        offset = 0 if attrs["causal_mask"] == "TopLeft" else abs(s - t)
+        keep = np.arange(t)[None, :] <= np.arange(s)[:, None] + offset
+        scores = np.where(keep, scores, -np.inf)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return np.einsum("bhst,bthd->bshd", weights, v).astype(q.dtype)
+
+
+@numpy_op("nn.attention", "nn.attention_bias")
+def attention(args: tuple, attrs: Any) -> np.ndarray:
+    q, k, v = (np.asarray(a) for a in args[:3])
+    return _attend(q, k, v, args[3] if len(args) > 3 else None, attrs)
+
+
+@numpy_op("nn.attention_var_len")
+def attention_var_len(args: tuple, attrs: Any) -> np.ndarray:
+    """The sequences packed along axis 1 attend each to its own keys: query rows
+    seqstart_q[i]:seqstart_q[i + 1] to key rows seqstart_k[i]:seqstart_k[i + 1]."""
+    q, k, v, start_q, start_k = (np.asarray(a) for a in args[:5])
+    out = np.zeros(q.shape[:3] + v.shape[3:], q.dtype)
+    for i in range(len(start_q) - 1):
+        rows, keys = slice(start_q[i], start_q[i + 1]), slice(start_k[i], start_k[i + 1])
+        out[:, rows] = _attend(q[:, rows], k[:, keys], v[:, keys], None, attrs)
+    return out

@@ -96,9 +96,6 @@ relax.memory.kill_tensor
 relax.memory.view
 relax.meshgrid
 relax.multinomial_from_uniform
-relax.nn.attention
-relax.nn.attention_bias
-relax.nn.attention_var_len
 relax.nonzero
 relax.one_hot
 relax.outer
@@ -218,9 +215,6 @@ R.memory.view
 R.meshgrid
 R.metal
 R.multinomial_from_uniform
-R.nn.attention
-R.nn.attention_bias
-R.nn.attention_var_len
 R.nn.relu6
 R.nonzero
 R.one_hot

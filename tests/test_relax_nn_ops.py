@@ -18,7 +18,7 @@ from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
 LEGALIZE_DIR = FIXTURES / "legalize"
-NN_FIXTURES = ["math_nn_act", "math_nn_conv"]
+NN_FIXTURES = ["math_nn_act", "math_nn_conv", "math_nn_attention"]
 
 
 @pytest.mark.parametrize("name", NN_FIXTURES)
@@ -99,6 +99,9 @@ def test_numpy_references_follow_the_definitions() -> None:
     ("R.nn.conv1d_transpose(x, x, strides=2, output_padding=2)", "must be less than the strides"),
     ("R.nn.max_pool3d(x)", "the data layout NCDHW needs a 5-d tensor"),
     ("R.nn.adaptive_avg_pool1d(x, output_size=[1, 2])", "output_size must have 1 value"),
+    ("R.nn.attention(x, x, x)", "the query must be 4-d"),
+    ("R.nn.attention(R.reshape(x, [1, 2, 3, 4]), R.reshape(x, [1, 2, 3, 4]), R.reshape(x, [1, 2, 3, 4]), causal_mask=\"Top\")",
+     "causal_mask must be None"),
 ])
 def test_errors_name_the_operator(text: str, message: str) -> None:
     src = f"""@I.ir_module
@@ -124,3 +127,30 @@ def test_relax_op_functions_take_tvms_signatures() -> None:
     y = relax.Var("y", relax.TensorStructInfo((1, 1, 4, 4), "float32"))
     pool = relax.op.nn.max_pool2d(y, 2, 1, 1)  # (pool_size, strides, padding)
     assert pool.attrs["padding"] == (1, 1, 1, 1) and pool.attrs["dilation"] == (1, 1)
+
+
+def test_attention_var_len_takes_tvms_argument_order() -> None:
+    """TVM's Python order is (q, k, v, seqstart_q, max_seqlen_q, seqstart_k, max_seqlen_k), its
+    operator's (and printed) order is (..., seqstart_q, seqstart_k, max_seqlen_q, max_seqlen_k);
+    the line below is what TVM 0.27 prints for this function."""
+    src = """@I.ir_module
+class Module:
+    @R.function
+    def f(q: R.Tensor((1, 12, 4, 16), "float32"), k: R.Tensor((1, 15, 4, 16), "float32"), v: R.Tensor((1, 15, 4, 8), "float32"), sq: R.Tensor((3,), "int32"), sk: R.Tensor((3,), "int32"), mq: R.Tensor((), "int32"), mk: R.Tensor((), "int32")):
+        a = R.nn.attention_var_len(q, k, v, sq, sk, mq, mk, causal_mask="TopLeft")
+        return a
+"""
+    tvm_line = ('a: R.Tensor((1, 12, 4, 8), dtype="float32") = R.nn.attention_var_len(q, k, v, sq, mq, sk, mk, '
+                'scale=None, causal_mask="TopLeft", window_size=None)')
+    assert tvm_line in from_source(src).script(dialect="tvm-0.27")
+
+
+def test_attention_references() -> None:
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal(s).astype("float32") for s in ((1, 5, 2, 4), (1, 5, 1, 4), (1, 5, 1, 3)))
+    attrs = {"scale": None, "causal_mask": "TopLeft", "window_size": None}
+    out = _ref("attention", q, k, v, **attrs)
+    np.testing.assert_allclose(out[0, 0], np.repeat(v[0, :1, 0], 2, axis=0), rtol=1e-6)  # only key 0
+    starts = np.array([0, 2, 5])
+    packed = _ref("attention_var_len", q, k, v, starts, starts, 2, 2, **attrs)
+    np.testing.assert_allclose(packed[:, 2:], _ref("attention", q[:, 2:], k[:, 2:], v[:, 2:], **attrs), rtol=1e-6)

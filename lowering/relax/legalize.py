@@ -371,18 +371,22 @@ def _permute_dims(bb: Any, call: rx.Call) -> Any:
 
     def transpose(x: te.Tensor) -> te.Tensor:
         n = len(x.shape)
-        perm = list(range(n - 1, -1, -1)) if axes is None else [int(a) % n for a in axes]
-        shape = tuple(x.shape[p] for p in perm)
-
-        def body(idx: tuple) -> Any:
-            src = [None] * n
-            for i, p in enumerate(perm):
-                src[p] = idx[i]
-            return x[tuple(src)]
-
-        return _compute(shape, body, "T_transpose", "injective", "ax")
+        return transpose_compute(x, list(range(n - 1, -1, -1)) if axes is None else [int(a) % n for a in axes])
 
     return call_te(bb, transpose, call.args[0], primfunc_name_hint="transpose")
+
+
+def transpose_compute(x: te.Tensor, perm: list) -> te.Tensor:
+    """topi.transpose: output axis i is input axis ``perm[i]``."""
+    shape = tuple(x.shape[p] for p in perm)
+
+    def body(idx: tuple) -> Any:
+        src = [None] * len(perm)
+        for i, p in enumerate(perm):
+            src[p] = idx[i]
+        return x[tuple(src)]
+
+    return _compute(shape, body, "T_transpose", "injective", "ax")
 
 
 @register_legalize("relax.matmul")

@@ -1,7 +1,8 @@
 """LegalizeOps for the neural-network operators of ``ir/relax_ops_nn_misc.py``: the activations
 with parameters (topi's ``leaky_relu``, ``prelu``, ``softplus``; selu as TVM composes it),
 nn.pad in constant mode (topi's ``nn.pad``), nn.dropout (the identity and a mask of ones, as TVM
-legalizes it for inference) and nn.batch_flatten (a reshape).
+legalizes it for inference) and nn.batch_flatten (a reshape); and nn.attention / attention_bias
+without a causal mask (TVM's ``_te_attention``).
 
 Not legalized, as in TVM 0.27 or short of it: nn.pixel_shuffle (TVM's legalization fails: its
 topi has no pixel_shuffle) and the reflect / replicate / circular pads (TVM's index forms come
@@ -11,12 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...ir import arith
 from ...ir import relax as rx
-from ...ir.expr import LT, PrimExpr, Select, const
+from ...ir.expr import LT, Mul, PrimExpr, Select, const
+from ...ir.relax_infer import int_of
 from .. import te
-from .legalize import _NotLegalized, _tensor_sinfo, call_te, register_legalize
+from .legalize import _NotLegalized, _tensor_sinfo, call_te, register_legalize, transpose_compute
 from .legalize_manip import _pad, _reshape_compute
-from .legalize_math import _BINARY, _add, _binary_compute, _elemwise, _intrin, _multiply, _subtract
+from .legalize_math import (_BINARY, _add, _binary_compute, _divide, _elemwise, _intrin, _multiply, _softmax,
+                            _subtract)
 
 _maximum = _binary_compute("maximum", _BINARY["maximum"])
 _minimum = _binary_compute("minimum", _BINARY["minimum"])
@@ -113,3 +117,59 @@ def _batch_flatten(bb: Any, call: rx.Call) -> Any:
         raise _NotLegalized
     shape = tuple(sinfo.dims)
     return call_te(bb, lambda x: _reshape_compute(x, shape), call.args[0], primfunc_name_hint="reshape")
+
+
+# ---------------------------------------------------------------- attention
+def _batch_matmul(x: te.Tensor, y: te.Tensor, transpose_b: bool) -> te.Tensor:
+    """topi.nn.batch_matmul of two 3-d tensors of one batch: ``x @ y^T`` (NT) or ``x @ y`` (NN)."""
+    batch, rows, depth = x.shape
+    cols = y.shape[1] if transpose_b else y.shape[2]
+    kind = "NT" if transpose_b else "NN"
+
+    def body(b: Any, i: Any, j: Any) -> Any:
+        k = te.reduce_axis((0, depth), name="k")
+        right = y[b, j, k.var] if transpose_b else y[b, k.var, j]
+        return te.sum(x[b, i, k.var] * right, axis=k)
+
+    return te.compute((batch, rows, cols), body, name=f"T_batch_matmul_{kind}", tag="batch_matmul",
+                      attrs={"layout_free_placeholders": [y]}, varargs_names=["b", "i", "j"])
+
+
+def _attention_legalize(name: str) -> Any:
+    """TVM's ``_te_attention``: heads folded into the batch, softmax(q k^T * scale [+ bias]) v."""
+    def legalize(bb: Any, call: rx.Call) -> Any:
+        a = call.attrs
+        if a["causal_mask"] is not None or a["window_size"] is not None:
+            raise _NotLegalized  # (the masked forms are not reproduced; TVM rejects a window)
+
+        def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None = None) -> te.Tensor:
+            batch, seq, heads, head_dim = q.shape
+            seq_kv, head_dim_v = v.shape[1], v.shape[3]
+            if int_of(heads) is None or int_of(heads) != int_of(k.shape[2]) or int_of(heads) != int_of(v.shape[2]):
+                raise _NotLegalized  # (TVM folds the heads into the batch assuming as many for k, v)
+            bs = arith.binary(Mul, batch, heads)
+
+            def fold(t: te.Tensor, length: Any, depth: Any) -> te.Tensor:
+                return _reshape_compute(transpose_compute(t, [0, 2, 1, 3]), (bs, length, depth))
+
+            p = _batch_matmul(fold(q, seq, head_dim), fold(k, seq_kv, head_dim), True)
+            if a["scale"] is not None:
+                p = _multiply(p, a["scale"])
+            else:
+                # (a constant head size is cast by folding: T.sqrt(T.float32(4.0)))
+                size = const(float(int_of(head_dim)), str(p.dtype)) if int_of(head_dim) is not None \
+                    else arith.cast(str(p.dtype), head_dim)
+                p = _divide(p, _intrin("sqrt", size))
+            if bias is not None:
+                p = _reshape_compute(_add(_reshape_compute(p, (batch, heads, seq, seq_kv)), bias),
+                                     (bs, seq, seq_kv))
+            o = _batch_matmul(_softmax(p, 2), fold(v, seq_kv, head_dim_v), False)
+            return transpose_compute(_reshape_compute(o, (batch, heads, seq, head_dim_v)), [0, 2, 1, 3])
+
+        return call_te(bb, attention, *call.args, primfunc_name_hint=name)
+
+    return legalize
+
+
+register_legalize("relax.nn.attention")(_attention_legalize("attention"))
+register_legalize("relax.nn.attention_bias")(_attention_legalize("attention_bias"))
