@@ -14,14 +14,17 @@ from typing import Any
 
 from ...ir import arith
 from ...ir import relax as rx
-from ...ir.expr import LT, Mul, PrimExpr, Select, const
+from ...ir.dtype import DataType
+from ...ir.expr import LT, FloatImm, FloorDiv, IntImm, Mul, PrimExpr, Select, const
 from ...ir.relax_infer import int_of
 from .. import te
 from .legalize import _NotLegalized, _tensor_sinfo, call_te, register_legalize, transpose_compute
 from .legalize_manip import _pad, _reshape_compute
-from .legalize_math import (_BINARY, _add, _binary_compute, _divide, _elemwise, _intrin, _multiply, _softmax,
-                            _subtract)
+from .legalize_math import (_BINARY, _add, _binary_compute, _count, _divide, _elemwise, _intrin, _kept, _multiply,
+                            _reduce, _softmax, _subtract)
 
+_I64 = DataType("int64")
+_ONE = IntImm(_I64, 1)
 _maximum = _binary_compute("maximum", _BINARY["maximum"])
 _minimum = _binary_compute("minimum", _BINARY["minimum"])
 
@@ -173,3 +176,128 @@ def _attention_legalize(name: str) -> Any:
 
 register_legalize("relax.nn.attention")(_attention_legalize("attention"))
 register_legalize("relax.nn.attention_bias")(_attention_legalize("attention_bias"))
+
+
+# ---------------------------------------------------------------- norms over a channel axis
+def _along(t: te.Tensor, ndim: int, axis: int, extent: Any) -> te.Tensor:
+    """A 1-d tensor reshaped to broadcast along ``axis`` of an ``ndim``-d one (topi's reshape
+    to ``[1, ..., C, ..., 1]``)."""
+    return _reshape_compute(t, tuple(extent if i == axis else _ONE for i in range(ndim)))
+
+
+@register_legalize("relax.nn.batch_norm")
+def _batch_norm(bb: Any, call: rx.Call) -> Any:
+    """topi.nn.batch_norm: the batch's statistics in training (and the moving ones updated with
+    the momentum), the moving statistics at inference."""
+    a = call.attrs
+    if a["training"] and a["axis"] < 0:
+        raise _NotLegalized  # (TVM's legalization fails on it: topi removes the axis unnormalized)
+
+    def batch_norm(x: te.Tensor, gamma: te.Tensor, beta: te.Tensor, moving_mean: te.Tensor,
+                   moving_var: te.Tensor) -> list:
+        ndim, dtype = len(x.shape), str(x.dtype)
+        axis = a["axis"] % ndim
+        extent = x.shape[axis]
+        if a["training"]:
+            others = [i for i in range(ndim) if i != axis]
+            count = _count(x, others, x.dtype)
+            mean = _divide(_reduce(x, others, False, te.sum), count)
+            mean_rs = _along(mean, ndim, axis, extent)
+            var = _divide(_reduce(_multiply(_subtract(x, mean_rs), _subtract(x, mean_rs)), others, False, te.sum),
+                          count)
+            var_rs = _along(var, ndim, axis, extent)
+        else:
+            mean_rs, var_rs = _along(moving_mean, ndim, axis, extent), _along(moving_var, ndim, axis, extent)
+        std = _elemwise(_add(var_rs, const(a["epsilon"], dtype)), lambda v: _intrin("sqrt", v))
+        out = _divide(_subtract(x, mean_rs), std)
+        if a["scale"]:
+            out = _multiply(out, _along(gamma, ndim, axis, extent))
+        if a["center"]:
+            out = _add(out, _along(beta, ndim, axis, extent))
+        if not a["training"]:
+            return [out, _multiply(moving_mean, const(1, dtype)), _multiply(moving_var, const(1, dtype))]
+        m = a["momentum"]
+
+        def update(moving: te.Tensor, batch: te.Tensor) -> te.Tensor:
+            return _add(_multiply(const(1 - m, dtype), moving), _multiply(const(m, dtype), batch))
+
+        return [out, update(moving_mean, mean), update(moving_var, var)]
+
+    return call_te(bb, batch_norm, *call.args, primfunc_name_hint="batch_norm")
+
+
+def _tuple_sum(a: tuple, b: tuple) -> tuple:
+    return a[0] + b[0], a[1] + b[1]
+
+
+# topi's MakeTupleSumReducer: the sum of x and of x * x in one pass
+_SUM_AND_SQUARES = te.comm_reducer(_tuple_sum, lambda d0, d1: (const(0, str(d0)), const(0, str(d1))),
+                                   name="tuple_sum")
+
+
+def _normalized(data: te.Tensor, axes: list, source_name: str, eps: float, name: str,
+                scale_shift: Any) -> te.Tensor:
+    """topi's group_norm / instance_norm core: mean and variance from one tuple reduction over
+    ``axes``, ``(x - mean) * rsqrt(var + eps)``, then ``scale_shift(value, index)``."""
+    sums = _reduce(data, axes, False, _SUM_AND_SQUARES, lambda v, ks, idx: (v, v * v), f"{source_name}_red_temp")
+    dtype = str(data.dtype)
+    extent: Any = const(1.0, dtype)
+    for axis in axes:  # (constants fold, as TVM's operators fold them)
+        size = data.shape[axis]
+        if isinstance(extent, FloatImm) and int_of(size) is not None:
+            extent = const(extent.value * int_of(size), dtype)
+        else:
+            extent = arith.binary(Mul, extent, arith.cast(dtype, size))
+
+    def body(idx: tuple) -> PrimExpr:
+        kept = _kept(idx, axes)
+        mean = sums[0][kept] / extent
+        var = sums[1][kept] / extent - mean * mean
+        value = (data[idx] - mean) * _intrin("rsqrt", var + const(eps, str(data.dtype)))
+        return scale_shift(value, idx)
+
+    return te.compute(tuple(data.shape), lambda *idx: body(idx), name=name, tag="injective",
+                      varargs_names=[f"ax{i}" for i in range(len(data.shape))])
+
+
+@register_legalize("relax.nn.instance_norm")
+def _instance_norm(bb: Any, call: rx.Call) -> Any:
+    a = call.attrs
+    if str(call.struct_info.dtype) != "float32":
+        raise _NotLegalized  # (TVM's float16 form, computed in float32, is not reproduced)
+
+    def instance_norm(x: te.Tensor, gamma: te.Tensor, beta: te.Tensor) -> te.Tensor:
+        ndim = len(x.shape)
+        channel = a["channel_axis"] % ndim
+        axes = sorted(ax % ndim for ax in a["axes"])
+        return _normalized(x, axes, x.name, a["epsilon"], "T_instance_norm",
+                           lambda v, idx: v * gamma[idx[channel]] + beta[idx[channel]])
+
+    return call_te(bb, instance_norm, *call.args, primfunc_name_hint="instance_norm")
+
+
+@register_legalize("relax.nn.group_norm")
+def _group_norm(bb: Any, call: rx.Call) -> Any:
+    """The channels split into (groups, channels per group), normalized over the group and the
+    axes, reshaped back."""
+    a = call.attrs
+    if str(call.struct_info.dtype) != "float32":
+        raise _NotLegalized  # (TVM's float16 form, computed in float32, is not reproduced)
+
+    def group_norm(x: te.Tensor, gamma: te.Tensor, beta: te.Tensor) -> te.Tensor:
+        ndim, groups = len(x.shape), a["num_groups"]
+        channel = a["channel_axis"] % ndim
+        size = arith.binary(FloorDiv, x.shape[channel], IntImm(_I64, groups))
+        shape = tuple(x.shape[:channel]) + (IntImm(_I64, groups), size) + tuple(x.shape[channel + 1:])
+        grouped = _reshape_compute(x, shape)
+        params = [_reshape_compute(p, (IntImm(_I64, groups), size)) for p in (gamma, beta)]
+        axes = sorted([channel + 1] + [ax % ndim + (ax % ndim > channel) for ax in a["axes"]])
+
+        def scale_shift(v: PrimExpr, idx: tuple) -> PrimExpr:
+            at = (idx[channel], idx[channel + 1])
+            return v * params[0][at] + params[1][at]
+
+        out = _normalized(grouped, axes, x.name, a["epsilon"], "T_group_norm", scale_shift)
+        return _reshape_compute(out, tuple(x.shape))
+
+    return call_te(bb, group_norm, *call.args, primfunc_name_hint="group_norm")
