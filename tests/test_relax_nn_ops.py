@@ -18,9 +18,9 @@ from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
 LEGALIZE_DIR = FIXTURES / "legalize"
-NN_FIXTURES = ["math_nn_act", "math_nn_conv", "math_nn_attention", "math_nn_norm"]
+NN_FIXTURES = ["math_nn_act", "math_nn_conv", "math_nn_attention", "math_nn_norm", "math_nn_loss"]
 POSITIVE_INPUTS = {"math_nn_norm"}  # (variances)
-FAST_COMPILE = {"math_nn_act", "math_nn_conv"}  # (the others compile in over 2 s: marked slow)
+FAST_COMPILE = {"math_nn_act", "math_nn_conv", "math_nn_loss"}  # (the others compile in over 2 s: marked slow)
 
 
 @pytest.mark.parametrize("name", NN_FIXTURES)
@@ -49,8 +49,12 @@ def test_compiled_equals_reference(name: str) -> None:
 
     mod = from_source(_all_outputs((LEGALIZE_DIR / f"{name}_before.tvms").read_text()))
     rng = np.random.default_rng(11)
-    args = [(rng.standard_normal(tuple(d.value for d in p.struct_info.dims)) * 3).astype(str(p.struct_info.dtype))
-            for p in mod["forward"].params]
+    args = []
+    for p in mod["forward"].params:
+        shape, dtype = tuple(d.value for d in p.struct_info.dims), str(p.struct_info.dtype)
+        # (integers are class indices: the losses' fixtures have 3 classes)
+        args.append(rng.integers(0, 3, shape).astype(dtype) if dtype.startswith("int")
+                    else (rng.standard_normal(shape) * 3).astype(dtype))
     if name in POSITIVE_INPUTS:
         args = [np.abs(a) + 0.5 for a in args]
     vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())

@@ -15,10 +15,10 @@ from typing import Any
 from ...ir import arith
 from ...ir import relax as rx
 from ...ir.dtype import DataType
-from ...ir.expr import LT, FloatImm, FloorDiv, IntImm, Mul, PrimExpr, Select, const
+from ...ir.expr import LT, NE, FloatImm, FloorDiv, IntImm, Mul, PrimExpr, Select, Sub, const
 from ...ir.relax_infer import int_of
 from .. import te
-from .legalize import _NotLegalized, _tensor_sinfo, call_te, register_legalize, transpose_compute
+from .legalize import _NotLegalized, _compute, _tensor_sinfo, call_te, register_legalize, transpose_compute
 from .legalize_manip import _pad, _reshape_compute
 from .legalize_math import (_BINARY, _add, _binary_compute, _count, _divide, _elemwise, _intrin, _kept, _multiply,
                             _reduce, _softmax, _subtract)
@@ -159,10 +159,7 @@ def _attention_legalize(name: str) -> Any:
             if a["scale"] is not None:
                 p = _multiply(p, a["scale"])
             else:
-                # (a constant head size is cast by folding: T.sqrt(T.float32(4.0)))
-                size = const(float(int_of(head_dim)), str(p.dtype)) if int_of(head_dim) is not None \
-                    else arith.cast(str(p.dtype), head_dim)
-                p = _divide(p, _intrin("sqrt", size))
+                p = _divide(p, _intrin("sqrt", _float_of(head_dim, str(p.dtype))))
             if bias is not None:
                 p = _reshape_compute(_add(_reshape_compute(p, (batch, heads, seq, seq_kv)), bias),
                                      (bs, seq, seq_kv))
@@ -301,3 +298,62 @@ def _group_norm(bb: Any, call: rx.Call) -> Any:
         return _reshape_compute(out, tuple(x.shape))
 
     return call_te(bb, group_norm, *call.args, primfunc_name_hint="group_norm")
+
+
+# ---------------------------------------------------------------- losses
+@register_legalize("relax.nn.cross_entropy_with_logits")
+def _cross_entropy_with_logits(bb: Any, call: rx.Call) -> Any:
+    """-sum(x * y), divided by the batch size when there is a batch axis."""
+    def cross_entropy_with_logits(x: te.Tensor, y: te.Tensor) -> te.Tensor:
+        axes = list(range(len(x.shape)))
+        total = _multiply(_reduce(_multiply(x, y), axes, False, te.sum), const(-1.0, str(x.dtype)))
+        if len(x.shape) == 1:
+            return total
+        return _divide(total, _float_of(x.shape[0], str(x.dtype)))
+
+    return call_te(bb, cross_entropy_with_logits, *call.args, primfunc_name_hint="cross_entropy_with_logits")
+
+
+def _float_of(size: PrimExpr, dtype: str) -> PrimExpr:
+    """An integer size as a float operand: a constant folds (``T.float32(2.0)``)."""
+    return const(float(int_of(size)), dtype) if int_of(size) is not None else arith.cast(dtype, size)
+
+
+def _nll_loss_te(pred: te.Tensor, target: te.Tensor, weight: te.Tensor, reduction: str,
+                 ignore_index: int) -> te.Tensor:
+    """topi.nn.nll_loss: -pred[n, t, ...] * weight[t] where t is not ignore_index (0 there);
+    "mean" divides the sum by the sum of the weights taken."""
+    zero = const(0, str(pred.dtype))
+
+    def per_element(value: Any) -> Any:
+        def body(idx: tuple) -> PrimExpr:
+            c = target[idx]
+            at = (c,) if len(pred.shape) == 1 else (idx[0], c, *idx[1:])
+            return Select(NE(c, const(ignore_index, str(c.dtype))), value(pred[at], weight[c]), zero)
+        return te.compute(tuple(target.shape), lambda *idx: body(idx), name="nll_loss", tag="broadcast",
+                          varargs_names=[f"ax{i}" for i in range(len(target.shape))])
+
+    loss = per_element(lambda p, w: Sub(zero, p) * w)
+    if reduction == "none" or (reduction == "sum" and len(pred.shape) == 1):
+        return loss
+    axes = list(range(len(target.shape)))
+    total = _reduce(loss, axes, False, te.sum) if axes else loss
+    if reduction == "sum":
+        return total
+    weights = per_element(lambda p, w: w)
+    return _divide(total, _reduce(weights, axes, False, te.sum) if axes else weights)
+
+
+@register_legalize("relax.nn.nll_loss")
+def _nll_loss(bb: Any, call: rx.Call) -> Any:
+    reduction, ignore_index = call.attrs["reduction"], call.attrs["ignore_index"]
+    if len(call.args) == 3:
+        return call_te(bb, lambda p, t, w: _nll_loss_te(p, t, w, reduction, ignore_index), *call.args,
+                       primfunc_name_hint="nll_loss")
+
+    def nll_loss_without_weight(pred: te.Tensor, target: te.Tensor) -> te.Tensor:
+        classes = pred.shape[1] if len(pred.shape) > 1 else pred.shape[0]
+        ones = _compute((classes,), lambda idx: const(1.0, str(pred.dtype)), "T_full", "elemwise", "ax")
+        return _nll_loss_te(pred, target, ones, reduction, ignore_index)
+
+    return call_te(bb, nll_loss_without_weight, *call.args, primfunc_name_hint="nll_loss_without_weight")
