@@ -18,7 +18,7 @@ from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
 LEGALIZE_DIR = FIXTURES / "legalize"
-NN_FIXTURES = ["math_nn_act", "math_nn_conv", "math_nn_attention", "math_nn_norm", "math_nn_loss"]
+NN_FIXTURES = ["math_nn_act", "math_nn_conv", "math_nn_convt", "math_nn_attention", "math_nn_norm", "math_nn_loss"]
 POSITIVE_INPUTS = {"math_nn_norm"}  # (variances)
 FAST_COMPILE = {"math_nn_act", "math_nn_conv", "math_nn_loss"}  # (the others compile in over 2 s: marked slow)
 

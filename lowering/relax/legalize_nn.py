@@ -15,7 +15,8 @@ from typing import Any
 from ...ir import arith
 from ...ir import relax as rx
 from ...ir.dtype import DataType
-from ...ir.expr import LT, NE, FloatImm, FloorDiv, IntImm, Mul, PrimExpr, Select, Sub, const
+from ...ir.arith import canonical
+from ...ir.expr import EQ, LT, NE, FloatImm, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Select, Sub, const
 from ...ir.relax_infer import int_of
 from .. import te
 from .legalize import _NotLegalized, _compute, _tensor_sinfo, call_te, register_legalize, transpose_compute
@@ -357,3 +358,91 @@ def _nll_loss(bb: Any, call: rx.Call) -> Any:
         return _nll_loss_te(pred, target, ones, reduction, ignore_index)
 
     return call_te(bb, nll_loss_without_weight, *call.args, primfunc_name_hint="nll_loss_without_weight")
+
+
+# ---------------------------------------------------------------- transposed convolutions
+def _dilate(x: te.Tensor, strides: list, name: str) -> te.Tensor:
+    """topi.nn.dilate: ``stride - 1`` zeros between the elements along each axis."""
+    shape = tuple(canonical((d - _ONE) * IntImm(_I64, s) + _ONE) if s != 1 else d for d, s in zip(x.shape, strides))
+
+    def body(idx: tuple) -> PrimExpr:
+        src, inside = [], []
+        for v, s in zip(idx, strides):
+            if s == 1:
+                src.append(v)
+                continue
+            src.append(arith.binary(FloorDiv, v, IntImm(_I64, s)))
+            inside.append(EQ(arith.binary(FloorMod, v, IntImm(_I64, s)), IntImm(_I64, 0)))
+        if not inside:
+            return x[tuple(src)]
+        return te.if_then_else(te.all(*inside), x[tuple(src)], const(0.0, str(x.dtype)))
+
+    return _compute(shape, body, name, "injective,dilate", "i")
+
+
+# topi's names of the transposed kernel's axes and of the output's spatial axes
+_TRANSPOSE_SPATIAL = {1: "w", 2: "hw", 3: "dhw"}
+
+
+def _conv_transpose_legalize(n: int) -> Any:
+    """topi's conv{n}d_transpose (and group_conv{n}d_transpose): the data dilated by the strides
+    and padded by ``kernel - 1 - padding``, convolved with the flipped, transposed kernel."""
+    spatial = _TRANSPOSE_SPATIAL[n]
+    canonical_layout = "NC" + "DHW"[3 - n:]
+
+    def legalize(bb: Any, call: rx.Call) -> Any:
+        a = call.attrs
+        if a["data_layout"] != canonical_layout or a["out_layout"] != canonical_layout or \
+                a["kernel_layout"] != "IO" + canonical_layout[2:]:
+            raise _NotLegalized  # (topi has only the canonical layouts)
+        strides, pad, groups = a["strides"], a["padding"], a["groups"]
+        out_dtype = str(call.struct_info.dtype)
+
+        def cast(v: PrimExpr) -> PrimExpr:
+            return v if str(v.dtype) == out_dtype else arith.cast(out_dtype, v)
+
+        def conv_transpose(data: te.Tensor, kernel: te.Tensor) -> te.Tensor:
+            if any(d != 1 for d in a["dilation"]):
+                kernel = _dilate(kernel, [1, 1, *a["dilation"]], "kernel_dilate")
+            sizes = [int_of(k) for k in kernel.shape[2:]]
+            if None in sizes:
+                raise _NotLegalized
+            before = [k - 1 - pad[i] for i, k in enumerate(sizes)]
+            after = [k - 1 - pad[n + i] + a["output_padding"][i] for i, k in enumerate(sizes)]
+            padded = _pad(_dilate(data, [1, 1, *strides], "data_dilate"), [0, 0, *before], [0, 0, *after],
+                          const(0.0, str(data.dtype)), "i", True, name="data_pad")
+            in_c, out_c = kernel.shape[0], kernel.shape[1]
+            names = ("i", "o") if n == 2 and groups > 1 else ("o", "i")
+
+            def flipped(*idx: Any) -> PrimExpr:  # (out, in, *window) reads kernel[in, out, *flipped window]
+                return kernel[(idx[1], idx[0]) + tuple(IntImm(_I64, k - 1) - v for k, v in zip(sizes, idx[2:]))]
+
+            transformed = te.compute((out_c, in_c, *kernel.shape[2:]), flipped,
+                                     name="kernel" if n == 1 else "kernel_transform",
+                                     varargs_names=[*names, *spatial])
+            in_g, out_g = int_of(padded.shape[1]) // groups, int_of(out_c)
+            dc = te.reduce_axis((0, IntImm(_I64, in_g)), name="dc")
+            ds = [te.reduce_axis((0, IntImm(_I64, k)), name=f"d{s}") for k, s in zip(sizes, spatial)]
+
+            def body(*idx: Any) -> PrimExpr:
+                b, c, *out = idx
+                channel, filt = dc.var, c
+                if groups > 1:
+                    channel = canonical(c // IntImm(_I64, out_g) * IntImm(_I64, in_g) + dc.var)
+                    filt = canonical(FloorMod(c, IntImm(_I64, out_g)))
+                window = tuple(canonical(o + d.var) for o, d in zip(out, ds))
+                return te.sum(cast(padded[(b, channel) + window]) *
+                              cast(transformed[(filt, channel) + tuple(d.var for d in ds)]), axis=[dc, *ds])
+
+            shape = (data.shape[0], IntImm(_I64, out_g * groups),
+                     *(canonical(padded.shape[2 + i] - IntImm(_I64, k - 1)) for i, k in enumerate(sizes)))
+            tag = f"{'group_' if groups > 1 else ''}conv{n}d_transpose_{canonical_layout.lower()}"
+            return te.compute(shape, body, name="compute", tag=tag, varargs_names=["b", "c", *spatial])
+
+        return call_te(bb, conv_transpose, call.args[0], call.args[1], primfunc_name_hint=f"conv{n}d_transpose")
+
+    return legalize
+
+
+for _n in _TRANSPOSE_SPATIAL:
+    register_legalize(f"relax.nn.conv{_n}d_transpose")(_conv_transpose_legalize(_n))
