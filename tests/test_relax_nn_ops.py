@@ -163,3 +163,30 @@ def test_attention_references() -> None:
     starts = np.array([0, 2, 5])
     packed = _ref("attention_var_len", q, k, v, starts, starts, 2, 2, **attrs)
     np.testing.assert_allclose(packed[:, 2:], _ref("attention", q[:, 2:], k[:, 2:], v[:, 2:], **attrs), rtol=1e-6)
+
+
+def test_nn_frontend_functions_export_as_tvm() -> None:
+    """nn.op.softplus, prelu, pad, conv1d, group_norm and scaled_dot_product_attention export to
+    the text TVM 0.27 prints for the same model (fixtures/nn_frontend/nn_ops.tvms)."""
+    from tvms.relax.frontend import nn
+
+    class NNOps(nn.Module):
+        def __init__(self):
+            self.alpha = nn.Parameter((4,), "float32")
+            self.w = nn.Parameter((8, 4, 3), "float32")
+            self.b = nn.Parameter((8,), "float32")
+            self.gamma = nn.Parameter((8,), "float32")
+            self.beta = nn.Parameter((8,), "float32")
+
+        def forward(self, x, q):
+            y = nn.op.softplus(x, beta=2.0)
+            y = nn.op.prelu(y, self.alpha)
+            y = nn.op.pad(y, [0, 0, 0, 0, 1, 1])
+            y = nn.op.conv1d(y, self.w, self.b, padding=1)
+            y = nn.op.group_norm(y, 2, self.gamma, self.beta)
+            a = nn.op.scaled_dot_product_attention(q, q, q, is_causal=True, scale=0.5)
+            return y, a
+
+    mod, _ = NNOps().export_tvm({"forward": {"x": nn.spec.Tensor(("n", 4, 6), "float32"),
+                                             "q": nn.spec.Tensor((1, 5, 2, 8), "float32")}})
+    assert mod.script(dialect="tvm-0.27") == (FIXTURES / "nn_frontend" / "nn_ops.tvms").read_text()
