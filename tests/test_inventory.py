@@ -485,7 +485,6 @@ can_decompose_padding
 decompose_padding
 fuse_reduction_epilogue
 get_sref
-loop_partition
 pad_einsum
 read_at
 reindex_cache_read

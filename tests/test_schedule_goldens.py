@@ -23,8 +23,7 @@ DIALECT = "tvm-0.27"
 
 
 def base_module(name: str) -> tvms.IRModule:
-    bases = {"ew": "elementwise_00_base.tvms", "te": "te_matmul_00_base.tvms", "rs": "reduce_sum_00_base.tvms"}
-    base = next((bases[p] for p in name.split("_") if p in bases), "matmul_00_base.tvms")
+    base = cases.base_file(name)
     return tvms.script.from_source((GOLDEN / base).read_text())
 
 
@@ -102,6 +101,7 @@ ERRORS = {
     "e_set_scope_param": ["set_scope", "buffer 'C'", "parameter"],
     "e_compute_at_ew_consumer_first": ["compute_at", "block 'C' is an output block"],
     "e_rfactor_spatial": ["rfactor", "loop 'i'", "only the reduction of block 'C'"],
+    "e_lp_loop_partition_too_long": ["loop_partition", "sum of factors [1000, 2, 3]", "extent 128 of loop 'i'"],
 }
 
 
@@ -271,8 +271,9 @@ def test_sample_partitioned_tile_draws_only_tilings_with_the_inner_factor() -> N
 
 
 @pytest.mark.parametrize("name", ["mm_reindex_read", "mm_reindex_write", "ew_reindex_read",
-                                  "mm_transform_block_layout_permute", "mm_transform_block_layout_fuse"])
-def test_reindex_and_block_layout_keep_the_numbers(name: str) -> None:
+                                  "mm_transform_block_layout_permute", "mm_transform_block_layout_fuse",
+                                  "ew_loop_partition"])
+def test_scheduled_module_keeps_the_numbers(name: str) -> None:
     import numpy as np
 
     from tvms.runtime.reference import run_prim_func
@@ -309,3 +310,37 @@ def test_transform_block_layout_refuses_maps_it_cannot_invert(index_map, message
     with pytest.raises(ScheduleError, match=message):
         sch.transform_block_layout(sch.get_sblock("C"), index_map)
     assert sch.mod.script() == text
+
+
+SYMBOLIC = """
+@T.prim_func
+def main(a: T.handle, b: T.handle, n: T.int32):
+    A = T.match_buffer(a, (8, n))
+    B = T.match_buffer(b, (8, n))
+    for i, j in T.grid(8, n):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+"""
+
+
+@pytest.mark.parametrize("prepare, factors, message", [
+    (None, [-2, -64], "factor 0 of loop 'j' must be a positive integer"),
+    (None, [0, None], "factor 0 of loop 'j' must be a positive integer"),
+    (None, [None, 4, None], "only one factor"),
+    (None, [16, 16], "larger than or equal to the extent 32"),
+    (lambda sch, j: sch.annotate(j, "useless_annotation", True), [None, 10], "annotation or a thread binding"),
+    (lambda sch, j: sch.bind(j, "threadIdx.x"), [None, 10], "annotation or a thread binding"),
+])
+def test_loop_partition_refuses_bad_factors_and_bound_loops(prepare, factors, message: str) -> None:
+    sch = Schedule(base_module("ew_loop_partition"))
+    _, j = sch.get_loops(sch.get_sblock("C"))
+    if prepare:
+        prepare(sch, j)
+    text = sch.mod.script()
+    with pytest.raises(ScheduleError, match=message):
+        sch.loop_partition(j, factors)
+    assert sch.mod.script() == text
+    sch = Schedule(tvms.script.from_source(SYMBOLIC))
+    with pytest.raises(ScheduleError, match="must be known at compile time"):
+        sch.loop_partition(sch.get_loops(sch.get_sblock("B"))[1], [4, None])

@@ -19,7 +19,7 @@ from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
 from . import (annotation, block_layout, blockize, cache, compute_at, inline, layout, loop_kinds, loop_transform,
-               reduction, rfactor, sampling)
+               partition, reduction, rfactor, sampling)
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .trace import CLASSIC, Instruction, Trace
@@ -306,6 +306,21 @@ class Schedule:
             self._record("Fuse", list(loops), [bool(preserve_unit_iters)], [rv])
             return rv
         return self._run("fuse", action)
+
+    def loop_partition(self, loop: LoopRV, factors: list, preserve_unit_iters: bool = True) -> list[LoopRV]:
+        """Cut the loop into consecutive loops of the sizes ``factors`` (one may be None), each in an
+        opaque block of its own (see ``partition.py``); returns the new loops."""
+        def action() -> list[LoopRV]:
+            fname, node, _ = self._loop(loop)
+            if not isinstance(factors, (list, tuple)):
+                raise ScheduleError(f"loop_partition: factors must be a list, got {factors!r}")
+            func, new_vars = partition.loop_partition(self._prim_func(fname), node,
+                                                      [self._int(f) for f in factors])
+            self._update(fname, func)
+            rvs = self._new_loops(fname, new_vars)
+            self._record("LoopPartition", [loop, *factors], [bool(preserve_unit_iters)], rvs)
+            return rvs
+        return self._run("loop_partition", action)
 
     def merge(self, *loops: LoopRV) -> LoopRV:
         """Merge loop nests of the same extents into one (see ``loop_transform.merge``); returns

@@ -56,6 +56,8 @@ def _kinds() -> dict[str, InstructionKind]:
         k("ReorderBlockIterVar", "reorder_block_iter_var", (Param("block", "i0"), Param("new_order", "i1"))),
         k("Split", "split", (Param("loop", "i0"), Param("factors", "i1:"), Param("preserve_unit_iters", "a0"),
                              Param("disable_predication", "a1", classic=False, default=False)), True),
+        k("LoopPartition", "loop_partition", (Param("loop", "i0"), Param("factors", "i1:"),
+                                               Param("preserve_unit_iters", "a0")), True),
         k("Fuse", "fuse", (Param(None, "i*"), Param("preserve_unit_iters", "a0"))),
         k("Reorder", "reorder", (Param(None, "i*"),)),
         k("Merge", "merge", (Param(None, "i*"),)),
@@ -104,7 +106,7 @@ def _kinds() -> dict[str, InstructionKind]:
 
 KINDS = _kinds()
 SAMPLING_KINDS = ("SamplePerfectTile", "SamplePartitionedTile", "SampleCategorical", "SampleComputeLocation")
-INT_FLAG_KINDS = ("Fuse", "ComputeAt", "ReverseComputeAt", "Blockize")  # TVM's JSON stores their flags as 0/1
+INT_FLAG_KINDS = ("Fuse", "LoopPartition", "ComputeAt", "ReverseComputeAt", "Blockize")  # TVM's JSON stores their flags as 0/1
 
 
 @dataclass(eq=False)
