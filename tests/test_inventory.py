@@ -481,8 +481,6 @@ MISSING_SCHEDULE_METHODS = _lines("""
 annotate_buffer_access
 cache_index
 cache_inplace
-can_decompose_padding
-decompose_padding
 fuse_reduction_epilogue
 get_sref
 pad_einsum

@@ -41,7 +41,12 @@ def test_module_after_steps_matches_tvm(name: str) -> None:
     assert scheduled(name).mod.script(dialect=DIALECT) == (GOLDEN / f"{name}.tvms").read_text()
 
 
-@pytest.mark.parametrize("name", CASES)
+# TVM 0.27 cannot print a trace holding decompose_padding (its printer fails, str() gives
+# "Trace(<address>)"): those cases have no trace golden (test_decompose_padding_trace below).
+TRACE_CASES = [name for name in CASES if (GOLDEN / f"{name}.trace.py").exists()]
+
+
+@pytest.mark.parametrize("name", TRACE_CASES)
 def test_trace_text_matches_tvm(name: str) -> None:
     assert str(scheduled(name).trace) == (GOLDEN / f"{name}.trace.py").read_text()
 
@@ -101,6 +106,8 @@ ERRORS = {
     "e_set_scope_param": ["set_scope", "buffer 'C'", "parameter"],
     "e_compute_at_ew_consumer_first": ["compute_at", "block 'C' is an output block"],
     "e_rfactor_spatial": ["rfactor", "loop 'i'", "only the reduction of block 'C'"],
+    "e_decompose_padding_ew_no_pattern": ["decompose_padding", "block 'B'", "does not match the padding pattern"],
+    "e_decompose_padding_ew_not_ancestor": ["decompose_padding", "loop 'i'", "not an ancestor of block 'B'"],
     "e_lp_loop_partition_too_long": ["loop_partition", "sum of factors [1000, 2, 3]", "extent 128 of loop 'i'"],
 }
 
@@ -272,7 +279,7 @@ def test_sample_partitioned_tile_draws_only_tilings_with_the_inner_factor() -> N
 
 @pytest.mark.parametrize("name", ["mm_reindex_read", "mm_reindex_write", "ew_reindex_read",
                                   "mm_transform_block_layout_permute", "mm_transform_block_layout_fuse",
-                                  "ew_loop_partition"])
+                                  "ew_loop_partition", "pad1d_decompose_padding"])
 def test_scheduled_module_keeps_the_numbers(name: str) -> None:
     import numpy as np
 
@@ -280,8 +287,8 @@ def test_scheduled_module_keeps_the_numbers(name: str) -> None:
 
     before, after = base_module(name)["main"], scheduled(name).mod["main"]
     rng = np.random.default_rng(3)
-    args = [rng.standard_normal([d.value for d in before.buffer_map[p].shape]).astype("float32")
-            for p in before.params]
+    buffers = [before.buffer_map[p] for p in before.params]
+    args = [(rng.standard_normal([d.value for d in b.shape]) * 100).astype(str(b.dtype)) for b in buffers]
     outs = []
     for func in (before, after):
         copies = [a.copy() for a in args]
@@ -344,3 +351,36 @@ def test_loop_partition_refuses_bad_factors_and_bound_loops(prepare, factors, me
     sch = Schedule(tvms.script.from_source(SYMBOLIC))
     with pytest.raises(ScheduleError, match="must be known at compile time"):
         sch.loop_partition(sch.get_loops(sch.get_sblock("B"))[1], [4, None])
+
+
+def test_decompose_padding_trace_and_its_check() -> None:
+    sch = scheduled("pad1d_decompose_padding")
+    # (TVM 0.27's trace printer fails on this instruction; this is the line its code means to print)
+    assert str(sch.trace).splitlines()[-1] == "  b2 = sch.decompose_padding(block=b0, loop=l1)"
+    sch = Schedule(base_module("pad1d_decompose_padding"))
+    block = sch.get_sblock("block")
+    (loop,) = sch.get_loops(block)
+    assert sch.can_decompose_padding(block, loop)
+    assert len(sch.trace.insts) == 2  # the check is not traced
+    sch.decompose_padding(block, loop)
+    assert not sch.can_decompose_padding(block, sch.get_loops(block)[0])  # nothing left to decompose
+
+
+TRIVIAL_PAD = """
+@T.prim_func
+def main(x: T.Buffer((1, 16, 225, 225), "int8"), y: T.Buffer((1, 16, 225, 225), "int8")):
+    for i0, i1, i2, i3 in T.grid(1, 16, 225, 225):
+        with T.block("pad_temp"):
+            ax0, ax1, ax2, ax3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
+            y[ax0, ax1, ax2, ax3] = T.if_then_else(0 <= ax2 and ax2 < 225 and 0 <= ax3 and ax3 < 225,
+                                                   x[ax0, ax1, ax2, ax3], T.int8(0))
+"""
+
+
+def test_decompose_padding_refuses_a_trivial_predicate() -> None:
+    sch = Schedule(tvms.script.from_source(TRIVIAL_PAD))
+    pad = sch.get_sblock("pad_temp")
+    h = sch.get_loops(pad)[2]
+    assert not sch.can_decompose_padding(pad, h)
+    with pytest.raises(ScheduleError, match="in-bound predicate is trivial"):
+        sch.decompose_padding(pad, h)

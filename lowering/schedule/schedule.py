@@ -19,7 +19,7 @@ from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
 from . import (annotation, block_layout, blockize, cache, compute_at, inline, layout, loop_kinds, loop_transform,
-               partition, reduction, rfactor, sampling)
+               padding, partition, reduction, rfactor, sampling)
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .trace import CLASSIC, Instruction, Trace
@@ -422,6 +422,31 @@ class Schedule:
             self._record("DecomposeReduction", [block, loop], [], [rv])
             return rv
         return self._run("decompose_reduction", action)
+
+    def decompose_padding(self, block: BlockRV, loop: LoopRV) -> BlockRV:
+        """Split a padding block into one filling the pad value, placed before ``loop``, and the
+        block writing only the in-bound part (see ``padding.py``); returns the filling block."""
+        def action() -> BlockRV:
+            fname, realize, path = self._block(block)
+            loop_fname, node, _ = self._loop(loop)
+            if loop_fname != fname:
+                raise ScheduleError("decompose_padding: the block and the loop are in different functions")
+            func, name = padding.decompose_padding(self._prim_func(fname), realize, path, node)
+            self._update(fname, func)
+            (rv,) = self._new_blocks(fname, [find_block(func, name)[0]])
+            self._record("DecomposePadding", [block, loop], [], [rv])
+            return rv
+        return self._run("decompose_padding", action)
+
+    def can_decompose_padding(self, block: BlockRV, loop: LoopRV) -> bool:
+        """Whether ``decompose_padding(block, loop)`` would succeed (not traced, as in TVM)."""
+        fname, realize, path = self._block(block)
+        _, node, _ = self._loop(loop)
+        try:
+            padding.decompose_padding(self._prim_func(fname), realize, path, node)
+        except ScheduleError:
+            return False
+        return True
 
     # ------------------------------------------------------------ moving blocks
     def compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
