@@ -483,7 +483,6 @@ cache_index
 cache_inplace
 fuse_reduction_epilogue
 get_sref
-pad_einsum
 read_at
 reindex_cache_read
 reindex_cache_write

@@ -108,6 +108,8 @@ ERRORS = {
     "e_rfactor_spatial": ["rfactor", "loop 'i'", "only the reduction of block 'C'"],
     "e_decompose_padding_ew_no_pattern": ["decompose_padding", "block 'B'", "does not match the padding pattern"],
     "e_decompose_padding_ew_not_ancestor": ["decompose_padding", "loop 'i'", "not an ancestor of block 'B'"],
+    "e_pad_einsum_ew_padding_size": ["pad_einsum", "block 'B'", "2 positive integers", "[32, 32, 32]"],
+    "e_pool_pad_einsum_not_einsum": ["pad_einsum", "block 'tensor'", "not a computation of Einsum pattern"],
     "e_lp_loop_partition_too_long": ["loop_partition", "sum of factors [1000, 2, 3]", "extent 128 of loop 'i'"],
 }
 
@@ -279,7 +281,8 @@ def test_sample_partitioned_tile_draws_only_tilings_with_the_inner_factor() -> N
 
 @pytest.mark.parametrize("name", ["mm_reindex_read", "mm_reindex_write", "ew_reindex_read",
                                   "mm_transform_block_layout_permute", "mm_transform_block_layout_fuse",
-                                  "ew_loop_partition", "pad1d_decompose_padding"])
+                                  "ew_loop_partition", "pad1d_decompose_padding",
+                                  "einsum_pad_einsum"])
 def test_scheduled_module_keeps_the_numbers(name: str) -> None:
     import numpy as np
 

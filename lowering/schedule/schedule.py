@@ -19,7 +19,7 @@ from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
 from . import (annotation, block_layout, blockize, cache, compute_at, inline, layout, loop_kinds, loop_transform,
-               padding, partition, reduction, rfactor, sampling)
+               pad_einsum, padding, partition, reduction, rfactor, sampling)
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .trace import CLASSIC, Instruction, Trace
@@ -447,6 +447,18 @@ class Schedule:
         except ScheduleError:
             return False
         return True
+
+    def pad_einsum(self, block: BlockRV, padding: list) -> None:
+        """Round the block's iterators up to multiples of ``padding``, through padded copies of
+        its buffers (see ``pad_einsum.py``)."""
+        def action() -> None:
+            fname, realize, path = self._block(block)
+            sizes = [self._int(p) for p in padding] if isinstance(padding, (list, tuple)) else padding
+            if not isinstance(sizes, list):
+                raise ScheduleError(f"pad_einsum: padding must be a list, got {padding!r}")
+            self._update(fname, pad_einsum.pad_einsum(self._prim_func(fname), realize, path, sizes))
+            self._record("PadEinsum", [block], [sizes], [])
+        self._run("pad_einsum", action)
 
     # ------------------------------------------------------------ moving blocks
     def compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
