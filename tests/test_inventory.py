@@ -486,7 +486,6 @@ get_sref
 read_at
 reindex_cache_read
 reindex_cache_write
-rolling_buffer
 state
 tensorize
 write_at

@@ -110,6 +110,9 @@ ERRORS = {
     "e_decompose_padding_ew_not_ancestor": ["decompose_padding", "loop 'i'", "not an ancestor of block 'B'"],
     "e_pad_einsum_ew_padding_size": ["pad_einsum", "block 'B'", "2 positive integers", "[32, 32, 32]"],
     "e_pool_pad_einsum_not_einsum": ["pad_einsum", "block 'tensor'", "not a computation of Einsum pattern"],
+    "e_cascade_rolling_buffer_not_tiled": ["rolling_buffer", "block 'B'", "is not a loop"],
+    "e_cascade_rolling_buffer_output": ["rolling_buffer", "block 'C' is an output block"],
+    "e_ew_rolling_buffer_no_overlap": ["rolling_buffer", "B[i:i + 1, 0:32]", "rolling pattern"],
     "e_lp_loop_partition_too_long": ["loop_partition", "sum of factors [1000, 2, 3]", "extent 128 of loop 'i'"],
 }
 
@@ -282,7 +285,8 @@ def test_sample_partitioned_tile_draws_only_tilings_with_the_inner_factor() -> N
 @pytest.mark.parametrize("name", ["mm_reindex_read", "mm_reindex_write", "ew_reindex_read",
                                   "mm_transform_block_layout_permute", "mm_transform_block_layout_fuse",
                                   "ew_loop_partition", "pad1d_decompose_padding",
-                                  "einsum_pad_einsum"])
+                                  "einsum_pad_einsum", "cascade_rolling_buffer_h",
+                                  "cascade_rolling_buffer_not_perfect"])
 def test_scheduled_module_keeps_the_numbers(name: str) -> None:
     import numpy as np
 

@@ -19,7 +19,7 @@ from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
 from . import (annotation, block_layout, blockize, cache, compute_at, inline, layout, loop_kinds, loop_transform,
-               pad_einsum, padding, partition, reduction, rfactor, sampling)
+               pad_einsum, padding, partition, reduction, rolling_buffer, rfactor, sampling)
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .trace import CLASSIC, Instruction, Trace
@@ -459,6 +459,16 @@ class Schedule:
             self._update(fname, pad_einsum.pad_einsum(self._prim_func(fname), realize, path, sizes))
             self._record("PadEinsum", [block], [sizes], [])
         self._run("pad_einsum", action)
+
+    def rolling_buffer(self, block: BlockRV, write_buffer_index: int) -> None:
+        """Keep only a sliding window of the buffer the block writes, along the axis its tiles
+        overlap on (see ``rolling_buffer.py``)."""
+        def action() -> None:
+            fname, realize, path = self._block(block)
+            self._update(fname, rolling_buffer.rolling_buffer(self._prim_func(fname), realize, path,
+                                                              write_buffer_index))
+            self._record("RollingBuffer", [block], [write_buffer_index], [])
+        self._run("rolling_buffer", action)
 
     # ------------------------------------------------------------ moving blocks
     def compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,

@@ -67,6 +67,7 @@ def _kinds() -> dict[str, InstructionKind]:
         k("Bind", "bind", loop + (Param("thread_axis", "a0"),)),
         k("Annotate", "annotate", (Param("block_or_loop", "i0"), Param("ann_key", "a0"), Param("ann_val", "i1"))),
         k("Unannotate", "unannotate", (Param("block_or_loop", "i0"), Param("ann_key", "a0"))),
+        k("RollingBuffer", "rolling_buffer", (Param("block", "i0"), Param("write_buffer_index", "a0"))),
         k("PadEinsum", "pad_einsum", (Param("block", "i0"), Param("padding", "a0"))),
         k("DecomposePadding", "decompose_padding", (Param("block", "i0"), Param("loop", "i1"))),
         k("DecomposeReduction", "decompose_reduction", (Param("block", "i0"), Param("loop", "i1"))),
