@@ -143,7 +143,7 @@ def test_illegal_primitive_raises_and_leaves_schedule_unchanged(name: str) -> No
     for part in ERRORS[name]:
         assert part in message, (part, message)
     assert isinstance(info.value, tvms.TVMSError)
-    if name != "e_split_stale_loop":  # that one changed the module by a first, legal split
+    if name not in ("e_split_stale_loop", "e_ew_rolling_buffer_no_overlap"):  # (a legal first step)
         assert sch.mod.script() == before_text
     assert sch.trace.as_python() == trace_lines  # the failed call is not recorded
 
