@@ -286,7 +286,8 @@ def test_sample_partitioned_tile_draws_only_tilings_with_the_inner_factor() -> N
                                   "mm_transform_block_layout_permute", "mm_transform_block_layout_fuse",
                                   "ew_loop_partition", "pad1d_decompose_padding",
                                   "einsum_pad_einsum", "cascade_rolling_buffer_h",
-                                  "cascade_rolling_buffer_not_perfect"])
+                                  "cascade_rolling_buffer_not_perfect",
+                                  pytest.param("bilinear_cache_index", marks=pytest.mark.slow)])
 def test_scheduled_module_keeps_the_numbers(name: str) -> None:
     import numpy as np
 
@@ -391,3 +392,12 @@ def test_decompose_padding_refuses_a_trivial_predicate() -> None:
     assert not sch.can_decompose_padding(pad, h)
     with pytest.raises(ScheduleError, match="in-bound predicate is trivial"):
         sch.decompose_padding(pad, h)
+
+
+def test_cache_index_refuses_a_block_without_index_computations() -> None:
+    sch = Schedule(base_module("ew_cache_index"))
+    with pytest.raises(ScheduleError, match="computes no index worth caching"):
+        sch.cache_index(sch.get_sblock("B"), "global")
+    sch = Schedule(base_module("resize_cache_index"))
+    with pytest.raises(ScheduleError, match="cse_thresh must be a non-negative integer"):
+        sch.cache_index(sch.get_sblock("A"), "global", -1)

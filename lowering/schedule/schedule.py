@@ -18,7 +18,7 @@ from ...ir.dtype import DataType
 from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
-from . import (annotation, block_layout, blockize, cache, compute_at, inline, layout, loop_kinds, loop_transform,
+from . import (annotation, block_layout, blockize, cache, cache_index, compute_at, inline, layout, loop_kinds, loop_transform,
                pad_einsum, padding, partition, reduction, rolling_buffer, rfactor, sampling)
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
@@ -542,6 +542,19 @@ class Schedule:
             self._record(kind, [block, list(consumer_blocks or [])], [index, scope], [rv])
             return rv
         return self._run(primitive, action)
+
+    def cache_index(self, block: BlockRV, storage_scope: str, cse_thresh: int = 0) -> list[BlockRV]:
+        """Precompute the block's index computations into buffers (see ``cache_index.py``);
+        returns the new blocks."""
+        def action() -> list[BlockRV]:
+            fname, realize, path = self._block(block)
+            func, names = cache_index.cache_index(self._prim_func(fname), realize, path, storage_scope,
+                                                  cse_thresh)
+            self._update(fname, func)
+            rvs = self._new_blocks(fname, [find_block(func, n)[0] for n in names])
+            self._record("CacheIndex", [block], [storage_scope, cse_thresh], rvs)
+            return rvs
+        return self._run("cache_index", action)
 
     def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
         def action() -> None:

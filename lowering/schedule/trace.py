@@ -84,6 +84,8 @@ def _kinds() -> dict[str, InstructionKind]:
                                       Param("storage_scope", "a1"), Param("consumer_blocks", "i1", skip_empty=True))),
         k("CacheWrite", "cache_write", (Param("block", "i0"), Param("write_buffer_index", "a0"),
                                         Param("storage_scope", "a1"), Param("consumer_blocks", "i1", skip_empty=True))),
+        k("CacheIndex", "cache_index", (Param("block", "i0"), Param("storage_scope", "a0"), Param("cse_thresh", "a1")),
+          True),
         k("UnsafeHideBufferAccess", "unsafe_hide_buffer_access",
           (Param("block", "i0"), Param("buf_type", "i1"), Param("buf_index_array", "i2"))),
         k("UnsafeSetDType", "unsafe_set_dtype", (Param("block", "i0"), Param("buffer_index", "a0"),
