@@ -377,18 +377,12 @@ T.wg_reg_tile
 # methods of TVM's Schedule (schedule.txt) that tvms' Schedule lacks
 MISSING_SCHEDULE_METHODS = _lines("""
 annotate_buffer_access
-cache_index
 cache_inplace
-can_decompose_padding
-decompose_padding
 fuse_reduction_epilogue
 get_sref
-loop_partition
-pad_einsum
 read_at
 reindex_cache_read
 reindex_cache_write
-rolling_buffer
 state
 tensorize
 write_at
