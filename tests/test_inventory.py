@@ -28,7 +28,6 @@ def _lines(text: str) -> list[str]:
 
 # Relax operators TVM registers (relax.txt, `relax.*`) that ir/relax_ops*.py lacks
 MISSING_RELAX_OPS = _lines("""
-relax.arange
 relax.argsort
 relax.assert_op
 relax.bucketize
@@ -43,11 +42,8 @@ relax.ccl.allgather
 relax.ccl.allreduce
 relax.ccl.broadcast_from_worker0
 relax.ccl.scatter_from_worker0
-relax.clip
 relax.collapse_sum_like
 relax.collapse_sum_to
-relax.cumprod
-relax.cumsum
 relax.dequantize
 relax.dist.annotate_sharding
 relax.dist.call_tir_local_view
@@ -55,9 +51,6 @@ relax.dist.redistribute
 relax.dist.redistribute_replica_to_shard
 relax.dynamic_strided_slice
 relax.einsum
-relax.ewise_fma
-relax.eye
-relax.eye_like
 relax.gather_elements
 relax.gather_nd
 relax.grad.avg_pool2d_backward
@@ -94,7 +87,6 @@ relax.memory.ensure_zero_offset
 relax.memory.kill_storage
 relax.memory.kill_tensor
 relax.memory.view
-relax.meshgrid
 relax.multinomial_from_uniform
 relax.nn.adaptive_avg_pool1d
 relax.nn.adaptive_avg_pool2d
@@ -125,22 +117,17 @@ relax.nn.prelu
 relax.nn.selu
 relax.nn.softplus
 relax.nonzero
-relax.one_hot
-relax.outer
 relax.print
 relax.quantize
 relax.reverse_sequence
 relax.scatter_elements
 relax.scatter_nd
 relax.shape_to_tensor
-relax.size
 relax.slice_scatter
 relax.sort
 relax.tensor_to_shape
 relax.to_vdevice
 relax.topk
-relax.tril
-relax.triu
 relax.unique
 relax.vision.all_class_non_max_suppression
 relax.vision.get_valid_counts
@@ -160,7 +147,6 @@ R.SeqExpr
 R.ShapeExpr
 R.Then
 R.TupleGetItem
-R.arange
 R.arg
 R.argsort
 R.assert_op
@@ -176,13 +162,10 @@ R.ccl.allgather
 R.ccl.allreduce
 R.ccl.broadcast_from_worker0
 R.ccl.scatter_from_worker0
-R.clip
 R.collapse_sum_like
 R.collapse_sum_to
 R.cpu
 R.cuda
-R.cumprod
-R.cumsum
 R.dequantize
 R.device
 R.dist.DTensor
@@ -201,10 +184,7 @@ R.emit_te
 R.emit_var_binding
 R.emit_with_ty
 R.emit_with_type
-R.ewise_fma
 R.ext_dev
-R.eye
-R.eye_like
 R.func_name
 R.func_ret_ty
 R.func_ret_type
@@ -240,7 +220,6 @@ R.memory.ensure_zero_offset
 R.memory.kill_storage
 R.memory.kill_tensor
 R.memory.view
-R.meshgrid
 R.metal
 R.multinomial_from_uniform
 R.nn.adaptive_avg_pool1d
@@ -273,9 +252,7 @@ R.nn.relu6
 R.nn.selu
 R.nn.softplus
 R.nonzero
-R.one_hot
 R.opencl
-R.outer
 R.print
 R.quantize
 R.reverse_sequence
@@ -284,15 +261,12 @@ R.rocm
 R.scatter_elements
 R.scatter_nd
 R.shape_to_tensor
-R.size
 R.slice_scatter
 R.sort
 R.stop_lift_params
 R.tensor_to_shape
 R.to_vdevice
 R.topk
-R.tril
-R.triu
 R.unique
 R.vision.all_class_non_max_suppression
 R.vision.get_valid_counts

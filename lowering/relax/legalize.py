@@ -491,6 +491,6 @@ class LegalizeOps:
 register_pass("LegalizeOps", LegalizeOps, override=True)
 
 # The other operator families register themselves into LEGALIZE when imported.
-from . import legalize_manip, legalize_math  # noqa: E402,F401
+from . import legalize_create, legalize_manip, legalize_math  # noqa: E402,F401
 
 __all__ = ["LEGALIZE", "LegalizeOps", "call_te", "matmul_te", "register_legalize"]

@@ -1,0 +1,176 @@
+"""LegalizeOps for the operators of ``ir/relax_ops_create.py``: clip, tril/triu, arange, eye/eye_like,
+one_hot, outer, meshgrid, cumsum/cumprod.
+
+Each builds the TE computation TVM 0.27 builds (topi's ``clip``, ``trilu``, ``arange``, ``eye``,
+``one_hot``, ``meshgrid``, ``cumsum``; the ``outer`` of ``legalize_ops/linear_algebra.py``) in the
+form TVM's simplifier leaves it, so the PrimFuncs print as TVM's.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...ir import arith
+from ...ir import relax as rx
+from ...ir.dtype import DataType
+from ...ir.expr import EQ, LE, LT, Add, FloatImm, IntImm, Max, Min, Mul, PrimExpr, Select, Sub, const
+from ...ir.relax_infer import int_of
+from .. import te
+from .legalize import _NotLegalized, _compute, call_te, register_legalize
+from .legalize_manip import _i64, _out_dims, _tuple_fields
+
+_INT64 = DataType("int64")
+
+
+def _scalar(arg: Any) -> PrimExpr:
+    """The TensorIR value of a scalar argument (``R.prim_value(2)``)."""
+    if not isinstance(arg, rx.PrimValue):
+        raise _NotLegalized  # a scalar known only at run time
+    return arg.value
+
+
+def _cast(dtype: str, v: PrimExpr) -> PrimExpr:
+    """A cast, folded on a constant as TVM folds it (C's conversion: a float truncates)."""
+    if isinstance(v, (IntImm, FloatImm)) and not v.dtype.is_bool:
+        dt = DataType(dtype)
+        return const(int(v.value) if dt.is_integer else float(v.value), dtype) if not dt.is_bool else \
+            const(bool(v.value), dtype)
+    return arith.cast(dtype, v)
+
+
+@register_legalize("relax.clip")
+def _clip(bb: Any, call: rx.Call) -> Any:
+    lo, hi = _scalar(call.args[1]), _scalar(call.args[2])
+
+    def clip(x: te.Tensor) -> te.Tensor:
+        dtype = str(x.dtype)
+        low, high = _cast(dtype, lo), _cast(dtype, hi)  # (topi casts the bounds to the tensor's type)
+        return _compute(tuple(x.shape), lambda idx: arith.binary(
+            Max, arith.binary(Min, x[idx], high), low), "compute", "elemwise")
+
+    return call_te(bb, clip, call.args[0], primfunc_name_hint="tir_clip")
+
+
+def _at_most(a: PrimExpr, b: PrimExpr, offset: int) -> PrimExpr:
+    """``a <= b + offset`` as TVM's simplifier writes it: the constant on the side where it is
+    positive, and ``a + 1 <= b`` as ``a < b``."""
+    if offset > 0:
+        return LE(a, Add(b, _i64(offset)))
+    if offset == 0:
+        return LE(a, b)
+    if offset == -1:
+        return LT(a, b)
+    return LE(Add(a, _i64(-offset)), b)
+
+
+def _trilu_legalize(upper: bool, name: str) -> Any:
+    def legalize(bb: Any, call: rx.Call) -> Any:
+        k = _scalar(call.args[1])
+        if int_of(k) is None and k.dtype != _INT64:
+            raise _NotLegalized  # (TVM casts such a diagonal twice; not reproduced)
+
+        def trilu(x: te.Tensor) -> te.Tensor:
+            def body(idx: tuple) -> Any:
+                row, col = idx[-2], idx[-1]
+                c = int_of(k)
+                # topi keeps x[i, j] where i >= j - k (lower) or i <= j - k (upper)
+                if c is None:
+                    keep = LE(row, Sub(col, k)) if upper else LE(Sub(col, k), row)
+                else:
+                    keep = _at_most(row, col, -c) if upper else _at_most(col, row, c)
+                return Select(keep, x[idx], const(0, str(x.dtype)))
+
+            return _compute(tuple(x.shape), body, "trilu", "elemwise")
+
+        return call_te(bb, trilu, call.args[0], primfunc_name_hint=name)
+
+    return legalize
+
+
+register_legalize("relax.tril")(_trilu_legalize(False, "tril"))
+register_legalize("relax.triu")(_trilu_legalize(True, "triu"))
+
+
+@register_legalize("relax.arange")
+def _arange(bb: Any, call: rx.Call) -> Any:
+    start, end, step = (_scalar(a) for a in call.args)
+    dtype = str(call.attrs["dtype"])
+    if all(isinstance(v, (IntImm, FloatImm)) for v in (start, end, step)):  # TVM folds it to a constant
+        return rx.make_constant(np.arange(start.value, end.value, step.value, dtype=dtype))
+    if not all(v.dtype.is_int for v in (start, end, step)):
+        raise _NotLegalized
+    shape = _out_dims(call)
+
+    def arange() -> te.Tensor:
+        return _compute(shape, lambda idx: arith.cast(dtype, arith.binary(Add, start, arith.binary(
+            Mul, step, idx[0]))), "T_arange", "elemwise", "ax")
+
+    return call_te(bb, arange, primfunc_name_hint="arange")
+
+
+def _eye_compute(n: Any, m: Any, k: Any, dtype: str) -> te.Tensor:
+    return te.compute((n, m), lambda i, j: te.if_then_else(EQ(i, arith.binary(Sub, j, k)), const(1, dtype),
+                                                           const(0, dtype)), name="eye")
+
+
+@register_legalize("relax.eye")
+def _eye(bb: Any, call: rx.Call) -> Any:
+    n, m, k = (_scalar(a) for a in call.args)
+    dtype = str(call.attrs["dtype"])
+    return call_te(bb, lambda: _eye_compute(n, m, k, dtype), primfunc_name_hint="eye")
+
+
+@register_legalize("relax.eye_like")
+def _eye_like(bb: Any, call: rx.Call) -> Any:
+    sinfo = call.args[0].struct_info
+    if sinfo.dims is None:
+        raise _NotLegalized
+    n, m = sinfo.dims
+    k = _scalar(call.args[1])
+    # (TVM 0.27 builds the input's dtype here, whatever ``dtype`` says; kept so the text matches)
+    return call_te(bb, lambda: _eye_compute(n, m, k, str(sinfo.dtype)), primfunc_name_hint="eye_like")
+
+
+@register_legalize("relax.one_hot")
+def _one_hot(bb: Any, call: rx.Call) -> Any:
+    on, off = _scalar(call.args[1]), _scalar(call.args[2])
+    shape = _out_dims(call)
+    axis = call.attrs["axis"] % len(shape)
+
+    def one_hot(indices: te.Tensor) -> te.Tensor:
+        def body(idx: tuple) -> Any:
+            hot = arith.binary(EQ, indices[idx[:axis] + idx[axis + 1:]], idx[axis])
+            return Select(hot, on, off)
+
+        return _compute(shape, body, "T_one_hot", "injective", "ax")
+
+    return call_te(bb, one_hot, call.args[0], primfunc_name_hint="one_hot")
+
+
+@register_legalize("relax.outer")
+def _outer(bb: Any, call: rx.Call) -> Any:
+    def outer(a: te.Tensor, b: te.Tensor) -> te.Tensor:
+        return te.compute((a.shape[0], b.shape[0]), lambda i, j: arith.binary(Mul, a[i], b[j]),
+                          name="outer")
+
+    return call_te(bb, outer, *call.args, primfunc_name_hint="outer")
+
+
+@register_legalize("relax.meshgrid")
+def _meshgrid(bb: Any, call: rx.Call) -> Any:
+    fields = _tuple_fields(bb, call.args[0])
+    xy = call.attrs["indexing"] == "xy"
+
+    def meshgrid(*xs: te.Tensor) -> list:
+        shape = [x.shape[0] for x in xs]
+        if xy and len(xs) >= 2:  # (topi swaps the first two axes; TVM's struct info does not)
+            shape[0], shape[1] = shape[1], shape[0]
+        outs = []
+        for i, x in enumerate(xs):
+            at = (1 - i if i < 2 else i) if xy else i
+            name = "T_meshgrid" if i == 0 else f"T_meshgrid_{i}"
+            outs.append(_compute(tuple(shape), lambda idx, x=x, at=at: x[(idx[at],)], name, "injective", "ax"))
+        return outs
+
+    return call_te(bb, meshgrid, *fields, primfunc_name_hint="meshgrid")
