@@ -22,7 +22,7 @@ from .expr import FloatImm, IntImm, PrimExpr, Sub
 from .expr import Call as PrimCall
 from .op import get_op
 from .relax import PrimValue, RelaxExpr
-from .relax_infer import (INT64, as_tuple_expr, describe, dim_add, dim_floordiv, dim_sub, known_dims,
+from .relax_infer import (INT64, as_tuple_expr, describe, dim_add, dim_floordiv, dim_sub, int_of,
                           make_tensor, normalize_axis, product, prove_equal, simplify_dim, tensor_arg,
                           tensor_args, tuple_of_tensors)
 from .relax_op import ATTR_BOOL, ATTR_DTYPE, ATTR_INT, ATTR_STR, Attr, CallInfo, OpSpec, register
@@ -163,6 +163,22 @@ def _infer_eye_like(info: CallInfo) -> StructInfo:
 
 register("eye_like", ("x", "k"), _infer_eye_like, (Attr("dtype", None, ATTR_DTYPE),), min_args=1,
          prepare=_prepare_scalars(0))
+
+
+def _infer_hamming_window(info: CallInfo) -> StructInfo:
+    dtype = info.attrs["dtype"]
+    if dtype.is_integer:
+        raise info.fail(f"the dtype must be a float type, got {dtype}")
+    size = prim_value_of(info, 0)
+    for i in range(1, 4):
+        prim_arg(info, i)
+    if int_of(size) is not None and size.value < 1:
+        raise info.fail(f"the window size must be positive, got {size.value}")
+    return make_tensor((simplify_dim(size),), dtype)
+
+
+register("hamming_window", ("window_size", "periodic", "alpha", "beta"), _infer_hamming_window,
+         (Attr("dtype", None, ATTR_DTYPE, required=True),), prepare=_prepare_scalars())
 
 
 # ---------------------------------------------------------------- one_hot

@@ -93,3 +93,14 @@ numpy_op("cumsum")(_scan(np.add, 0))
 numpy_op("cumprod")(_scan(np.multiply, 1))
 numpy_op("ewise_fma")(lambda args, attrs: np.asarray(args[0]) * np.asarray(args[1]) + np.asarray(args[2]))
 numpy_op("size")(lambda args, attrs: np.asarray(np.asarray(args[0]).size, dtype=np.int64))
+
+
+@numpy_op("hamming_window")
+def hamming_window(args: tuple, attrs: Any) -> np.ndarray:
+    size, periodic, alpha, beta = args
+    size, dtype = int(size), numpy_dtype(attrs["dtype"])
+    if size == 1:
+        return np.ones(1, dtype=dtype)
+    n = size + (1 if periodic else 0)  # a periodic window: one more point, the last left out
+    window = float(alpha) - float(beta) * np.cos(2 * np.pi * np.arange(n) / (n - 1))
+    return window[:size].astype(dtype)

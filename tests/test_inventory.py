@@ -60,7 +60,6 @@ relax.grad.nll_loss_backward
 relax.grad.no_grad
 relax.grad.start_checkpoint
 relax.grad.take_backward
-relax.hamming_window
 relax.hint_on_device
 relax.image.affine_grid
 relax.image.grid_sample
@@ -198,7 +197,6 @@ R.grad.nll_loss_backward
 R.grad.no_grad
 R.grad.start_checkpoint
 R.grad.take_backward
-R.hamming_window
 R.hexagon
 R.hint_on_device
 R.image.affine_grid

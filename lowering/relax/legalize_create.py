@@ -1,12 +1,13 @@
 """LegalizeOps for the operators of ``ir/relax_ops_create.py``: clip, tril/triu, arange, eye/eye_like,
-one_hot, outer, meshgrid, cumsum/cumprod.
+hamming_window, one_hot, outer, meshgrid.
 
 Each builds the TE computation TVM 0.27 builds (topi's ``clip``, ``trilu``, ``arange``, ``eye``,
-``one_hot``, ``meshgrid``, ``cumsum``; the ``outer`` of ``legalize_ops/linear_algebra.py``) in the
+``hamming_window``, ``one_hot``, ``meshgrid``; the ``outer`` of ``legalize_ops/linear_algebra.py``) in the
 form TVM's simplifier leaves it, so the PrimFuncs print as TVM's.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -14,13 +15,15 @@ import numpy as np
 from ...ir import arith
 from ...ir import relax as rx
 from ...ir.dtype import DataType
-from ...ir.expr import EQ, LE, LT, Add, FloatImm, IntImm, Max, Min, Mul, PrimExpr, Select, Sub, const
+from ...ir.expr import EQ, LE, LT, Add, Call, Cast, FloatImm, IntImm, Max, Min, Mul, PrimExpr, Select, Sub, const
+from ...ir.op import get_op
 from ...ir.relax_infer import int_of
 from .. import te
 from .legalize import _NotLegalized, _compute, call_te, register_legalize
 from .legalize_manip import _i64, _out_dims, _tuple_fields
 
 _INT64 = DataType("int64")
+_F32 = DataType("float32")
 
 
 def _scalar(arg: Any) -> PrimExpr:
@@ -37,6 +40,13 @@ def _cast(dtype: str, v: PrimExpr) -> PrimExpr:
         return const(int(v.value) if dt.is_integer else float(v.value), dtype) if not dt.is_bool else \
             const(bool(v.value), dtype)
     return arith.cast(dtype, v)
+
+
+def _folded(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``cls(a, b)`` with TVM's type promotion, a constant operand converted in place (TVM folds
+    ``T.Cast("float64", T.float32(0.5))`` to ``T.float64(0.5)``)."""
+    a, b = (_cast(str(x.dtype), x.value) if isinstance(x, Cast) else x for x in arith.match_types(a, b))
+    return arith.binary(cls, a, b)
 
 
 @register_legalize("relax.clip")
@@ -130,6 +140,34 @@ def _eye_like(bb: Any, call: rx.Call) -> Any:
     k = _scalar(call.args[1])
     # (TVM 0.27 builds the input's dtype here, whatever ``dtype`` says; kept so the text matches)
     return call_te(bb, lambda: _eye_compute(n, m, k, str(sinfo.dtype)), primfunc_name_hint="eye_like")
+
+
+@register_legalize("relax.hamming_window")
+def _hamming_window(bb: Any, call: rx.Call) -> Any:
+    size, periodic, alpha, beta = (_scalar(a) for a in call.args)
+    if int_of(size) is None or int_of(periodic) is None or size.value == 1:
+        raise _NotLegalized  # (TVM's legalization fails on these)
+    dtype = str(call.attrs["dtype"])
+    n = size.value + (1 if periodic.value else 0)  # a periodic window is one longer, then cut
+
+    def hamming_window() -> te.Tensor:
+        # topi's steps: alpha - beta * cos(2 * pi * arange(n) / (n - 1)), cast to dtype
+        index = _compute((_i64(n),), lambda idx: arith.cast(dtype, idx[0]), "T_arange", "elemwise", "ax")
+        angle = _compute((_i64(n),), lambda idx: _folded(Mul, FloatImm(_F32, 2 * math.pi), index[idx]),
+                         "T_multiply", "elemwise", "ax")
+        angle = _compute((_i64(n),), lambda idx: arith.truediv(angle[idx], FloatImm(angle.dtype, float(n - 1))),
+                         "T_divide", "elemwise", "ax")
+        cos = _compute((_i64(n),), lambda idx: Call(angle.dtype, get_op("tir.cos"), (angle[idx],)), "compute",
+                       "elemwise")
+        scaled = _compute((_i64(n),), lambda idx: _folded(Mul, beta, cos[idx]), "T_multiply", "elemwise", "ax")
+        window = _compute((_i64(n),), lambda idx: _folded(Sub, alpha, scaled[idx]), "T_subtract", "elemwise",
+                          "ax")
+        window = _compute((_i64(n),), lambda idx: arith.cast(dtype, window[idx]), "compute", "elemwise")
+        if periodic.value:
+            window = _compute((_i64(size.value),), lambda idx: window[idx], "T_strided_slice", "injective", "ax")
+        return window
+
+    return call_te(bb, hamming_window, primfunc_name_hint="hamming_window")
 
 
 @register_legalize("relax.one_hot")
