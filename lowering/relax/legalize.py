@@ -458,11 +458,15 @@ def _shapes_known(sinfo: Any) -> bool:
 
 
 class _Legalizer(PyExprMutator):
+    def __init__(self, mod: IRModule, table: dict) -> None:
+        super().__init__(mod)
+        self.table = table
+
     def visit_call_(self, call: rx.Call) -> Any:
         call = self.visit_expr_post_order(call)
         if not isinstance(call, rx.Call) or not isinstance(call.op, Op):
             return call
-        legalize = LEGALIZE.get(call.op.name)
+        legalize = self.table.get(call.op.name)
         if legalize is None:
             return call
         if not all(_shapes_known(getattr(e, "struct_info", None)) for e in call.args + (call,)):
@@ -479,13 +483,19 @@ class LegalizeOps:
     legalization to ``R.call_tir`` of PrimFuncs; other calls stay as they are."""
 
     def transform_module(self, mod: IRModule, ctx: Any = None) -> IRModule:
-        mutator = _Legalizer(mod)
-        for gv, func in mod.functions_items():
-            if isinstance(func, rx.Function):
-                new = mutator.visit_expr(func)
-                if new is not func:
-                    mutator.builder_.update_func(gv, new)
-        return tvm_print_order(mutator.builder_.get())
+        return rewrite_calls(mod, LEGALIZE)
+
+
+def rewrite_calls(mod: IRModule, table: dict[str, LegalizeFunc]) -> IRModule:
+    """``mod`` with each operator call of the table's operators (of known shapes) replaced by
+    what its entry builds: LegalizeOps, and the backend dispatch passes with their own tables."""
+    mutator = _Legalizer(mod, table)
+    for gv, func in mod.functions_items():
+        if isinstance(func, rx.Function):
+            new = mutator.visit_expr(func)
+            if new is not func:
+                mutator.builder_.update_func(gv, new)
+    return tvm_print_order(mutator.builder_.get())
 
 
 register_pass("LegalizeOps", LegalizeOps, override=True)
@@ -493,4 +503,4 @@ register_pass("LegalizeOps", LegalizeOps, override=True)
 # The other operator families register themselves into LEGALIZE when imported.
 from . import legalize_create, legalize_manip, legalize_math  # noqa: E402,F401
 
-__all__ = ["LEGALIZE", "LegalizeOps", "call_te", "matmul_te", "register_legalize"]
+__all__ = ["LEGALIZE", "LegalizeOps", "call_te", "matmul_te", "register_legalize", "rewrite_calls"]
