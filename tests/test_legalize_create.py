@@ -1,4 +1,4 @@
-"""clip, tril/triu, arange, eye/eye_like, one_hot, outer, meshgrid, hamming_window, cumsum/cumprod: LegalizeOps byte for byte as
+"""clip, tril/triu, arange, eye/eye_like, one_hot, outer, meshgrid, hamming_window, cumsum/cumprod, size: LegalizeOps byte for byte as
 Apache TVM 0.27 prints it (goldens math_create3*, math_window, made by fixtures/legalize/generate_math_with_tvm.py),
 the operators' text as TVM prints it in both dialects, the ``relax.op`` functions' defaults, TVM's
 errors, and the compiled module against the reference executor."""
@@ -17,7 +17,7 @@ from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
 LEGALIZE_DIR = FIXTURES / "legalize"
-FIXTURES_CREATE = ["math_create3", "math_create3_dyn", "math_window", "math_scan"]
+FIXTURES_CREATE = ["math_create3", "math_create3_dyn", "math_window", "math_scan", "math_size"]
 # bindings the numeric check leaves out: meshgrid "xy" (TVM infers its struct info in "ij" order)
 # and ewise_fma (which TVM lowers nowhere)
 NOT_COMPILED = {"math_create3": "s", "math_scan": "h"}
@@ -50,7 +50,8 @@ def test_tvm_text_reads_back_in_both_dialects(name: str) -> None:
     mod = from_source(golden)
     assert mod.script(dialect="tvm-0.27") == golden
     classic = mod.script()
-    assert ("R.prim_value(" in classic or name == "math_scan") and from_source(classic).script() == classic
+    assert ("R.prim_value(" in classic or name in ("math_scan", "math_size"))
+    assert from_source(classic).script() == classic
     assert from_source(classic).script(dialect="tvm-0.27") == golden
 
 

@@ -16,7 +16,7 @@ from ...ir import relax as rx
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, FloatImm, FloorDiv, FloorMod, IntImm,
-                        IterVar, Mod, Mul, Op, Or, Range, Sub)
+                        IterVar, Mod, Mul, Op, Or, Range, Sub, Var)
 from ...ir.expr import Call as PrimCall
 from ...ir.op import get_op
 from ...ir.stmt import BufferStore
@@ -76,8 +76,14 @@ def call_te(bb: Any, fte: Callable, *args: Any, primfunc_name_hint: str | None =
     out = fte(*te_args)
     outs = list(out) if isinstance(out, (list, tuple)) else [out]  # several: a tuple result
     sizes = _unbound_sizes(inputs + outs)
+    # a symbolic size passed as a scalar is a parameter too (TVM's ``shape_to_tensor`` of (n, m))
+    scalars = []
+    for a in args:
+        if isinstance(a, Var) and all(a is not v for v in sizes + scalars):
+            scalars.append(a)
+    sizes += scalars
     func = _Int64Indices().visit(te.create_prim_func(inputs + sizes + outs, index_dtype_override="int64"))
-    func = _OwnSizes(list(_size_vars(inputs + outs).values())).visit(func)
+    func = _OwnSizes(list(_size_vars(inputs + outs).values()) + scalars).visit(func)
     attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
     func = func.with_changes(attrs=FrozenDict(attrs))
     gv = bb.add_func(func, primfunc_name_hint or fte.__name__)

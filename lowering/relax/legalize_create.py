@@ -1,5 +1,5 @@
 """LegalizeOps for the operators of ``ir/relax_ops_create.py``: clip, tril/triu, arange, eye/eye_like,
-hamming_window, one_hot, outer, meshgrid.
+hamming_window, one_hot, size, outer, meshgrid.
 
 Each builds the TE computation TVM 0.27 builds (topi's ``clip``, ``trilu``, ``arange``, ``eye``,
 ``hamming_window``, ``one_hot``, ``meshgrid``; the ``outer`` of ``legalize_ops/linear_algebra.py``) in the
@@ -18,8 +18,9 @@ from ...ir.dtype import DataType
 from ...ir.expr import EQ, LE, LT, Add, Call, Cast, FloatImm, IntImm, Max, Min, Mul, PrimExpr, Select, Sub, const
 from ...ir.op import get_op
 from ...ir.relax_infer import int_of
+from ...ir.relax_op import make_call
 from .. import te
-from .legalize import _NotLegalized, _compute, call_te, register_legalize
+from .legalize import LEGALIZE, _NotLegalized, _compute, call_te, register_legalize
 from .legalize_manip import _i64, _out_dims, _tuple_fields
 
 _INT64 = DataType("int64")
@@ -184,6 +185,32 @@ def _one_hot(bb: Any, call: rx.Call) -> Any:
         return _compute(shape, body, "T_one_hot", "injective", "ax")
 
     return call_te(bb, one_hot, call.args[0], primfunc_name_hint="one_hot")
+
+
+@register_legalize("relax.size")
+def _size(bb: Any, call: rx.Call) -> Any:
+    """As TVM: the product of the shape made a tensor, ``prod(shape_to_tensor(shape_of(x)))``."""
+    shape = bb.emit(make_call("shape_of", [call.args[0]]))
+    dims = shape.struct_info.values
+    if dims is None:
+        raise _NotLegalized
+    symbolic = [d for d in dims if not isinstance(d, IntImm)]
+
+    def shape_to_tensor(*sizes: PrimExpr) -> te.Tensor:
+        values, rest = [], list(sizes)
+        for d in dims:
+            values.append(d if isinstance(d, IntImm) else rest.pop(0))
+
+        def body(i: PrimExpr) -> PrimExpr:
+            value: PrimExpr = _i64(0)
+            for k in reversed(range(len(values))):  # (the first dimension's test outermost)
+                value = te.if_then_else(EQ(i, _i64(k)), _cast("int64", values[k]), value)
+            return value
+
+        return te.compute((_i64(len(values)),), body, name="shape_to_tensor")
+
+    tensor = bb.emit(call_te(bb, shape_to_tensor, *symbolic, primfunc_name_hint="shape_to_tensor"))
+    return LEGALIZE["relax.prod"](bb, make_call("prod", [tensor]))
 
 
 @register_legalize("relax.outer")
