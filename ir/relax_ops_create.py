@@ -1,6 +1,6 @@
 """Relax operators whose arguments include TensorIR scalars (``R.prim_value``), and their kin:
-clip, tril/triu, arange, eye/eye_like, one_hot, the scans cumsum/cumprod, outer, ewise_fma,
-size and meshgrid.
+clip, tril/triu, arange, eye/eye_like, hamming_window, one_hot, the scans cumsum/cumprod, outer,
+ewise_fma, size, bucketize and meshgrid.
 
 TVM 0.27 passes the scalar arguments as Relax arguments (printed bare in its dialect:
 ``R.arange(0, n, 1, dtype="int64")``), so they are Relax arguments here too; the ``prepare``
@@ -269,6 +269,20 @@ def _infer_size(info: CallInfo) -> StructInfo:
 
 
 register("size", ("expr",), _infer_size)
+
+
+def _infer_bucketize(info: CallInfo) -> StructInfo:
+    x, boundaries = tensor_args(info)
+    if boundaries.ndim not in (1, -1):
+        raise info.fail(f"the boundaries must be a 1-d tensor, got {describe(boundaries)}")
+    dtype = DataType("int32" if info.attrs["out_int32"] else "int64")
+    if x.dims is not None:
+        return make_tensor(x.dims, dtype, vdevice=x.vdevice)
+    return TensorStructInfo(None, dtype, x.ndim, x.vdevice)
+
+
+register("bucketize", ("input_tensor", "boundaries"), _infer_bucketize,
+         (Attr("out_int32", False, ATTR_BOOL), Attr("right", False, ATTR_BOOL)))
 
 
 # ---------------------------------------------------------------- meshgrid

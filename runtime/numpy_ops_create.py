@@ -1,5 +1,5 @@
 """Numpy references for the operators of ``ir/relax_ops_create.py`` (clip, tril/triu, arange,
-eye/eye_like, one_hot, cumsum/cumprod, outer, ewise_fma, size, meshgrid).
+eye/eye_like, hamming_window, one_hot, cumsum/cumprod, outer, ewise_fma, size, bucketize, meshgrid).
 
 Scalar arguments arrive as the reference executor evaluates ``R.prim_value``: numpy scalars for
 floats (their dtype kept), Python ints for integers (taken as int64, what ``R.prim_value(1)`` is).
@@ -104,3 +104,10 @@ def hamming_window(args: tuple, attrs: Any) -> np.ndarray:
     n = size + (1 if periodic else 0)  # a periodic window: one more point, the last left out
     window = float(alpha) - float(beta) * np.cos(2 * np.pi * np.arange(n) / (n - 1))
     return window[:size].astype(dtype)
+
+
+@numpy_op("bucketize")
+def bucketize(args: tuple, attrs: Any) -> np.ndarray:
+    x, boundaries = (np.asarray(a) for a in args)
+    found = np.searchsorted(boundaries, x, side="right" if attrs["right"] else "left")
+    return found.astype(np.int32 if attrs["out_int32"] else np.int64)

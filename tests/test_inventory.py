@@ -30,7 +30,6 @@ def _lines(text: str) -> list[str]:
 MISSING_RELAX_OPS = _lines("""
 relax.argsort
 relax.assert_op
-relax.bucketize
 relax.builtin.stop_lift_params
 relax.call_builtin_with_ctx
 relax.call_inplace_packed
@@ -149,7 +148,6 @@ R.TupleGetItem
 R.arg
 R.argsort
 R.assert_op
-R.bucketize
 R.builtin.stop_lift_params
 R.call_builtin_with_ctx
 R.call_inplace_packed

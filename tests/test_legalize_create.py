@@ -1,4 +1,4 @@
-"""clip, tril/triu, arange, eye/eye_like, one_hot, outer, meshgrid, hamming_window, cumsum/cumprod, size: LegalizeOps byte for byte as
+"""clip, tril/triu, arange, eye/eye_like, one_hot, outer, meshgrid, hamming_window, cumsum/cumprod, size, bucketize: LegalizeOps byte for byte as
 Apache TVM 0.27 prints it (goldens math_create3*, math_window, made by fixtures/legalize/generate_math_with_tvm.py),
 the operators' text as TVM prints it in both dialects, the ``relax.op`` functions' defaults, TVM's
 errors, and the compiled module against the reference executor."""
@@ -17,7 +17,7 @@ from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
 LEGALIZE_DIR = FIXTURES / "legalize"
-FIXTURES_CREATE = ["math_create3", "math_create3_dyn", "math_window", "math_scan", "math_size"]
+FIXTURES_CREATE = ["math_create3", "math_create3_dyn", "math_window", "math_scan", "math_size", "math_bucketize"]
 # bindings the numeric check leaves out: meshgrid "xy" (TVM infers its struct info in "ij" order)
 # and ewise_fma (which TVM lowers nowhere)
 NOT_COMPILED = {"math_create3": "s", "math_scan": "h"}
@@ -50,7 +50,7 @@ def test_tvm_text_reads_back_in_both_dialects(name: str) -> None:
     mod = from_source(golden)
     assert mod.script(dialect="tvm-0.27") == golden
     classic = mod.script()
-    assert ("R.prim_value(" in classic or name in ("math_scan", "math_size"))
+    assert ("R.prim_value(" in classic or name in ("math_scan", "math_size", "math_bucketize"))
     assert from_source(classic).script() == classic
     assert from_source(classic).script(dialect="tvm-0.27") == golden
 
@@ -86,6 +86,7 @@ def test_op_functions_fill_defaults_as_tvm() -> None:
     ("R.one_hot(x, R.prim_value(1), R.prim_value(0), depth=2)", "integer dtype"),
     ("R.one_hot(i, R.prim_value(1), R.prim_value(0), depth=0)", "depth must be positive"),
     ("R.outer(x, v)", "1-d tensors"),
+    ("R.bucketize(v, x)", "boundaries must be a 1-d tensor"),
     ("R.ewise_fma(x, x, v)", "same number of dimensions"),
     ("R.meshgrid((v, i))", "one dtype"),
     ("R.clip(x, v, v)", "must be a scalar"),
@@ -117,6 +118,8 @@ def test_compiled_equals_reference(name: str) -> None:
         text = re.sub(rf"\n *{left_out} = .*", "", text).replace(f", {left_out})", ")")
     mod = from_source(_returning_all_outputs(text))
     args = _random_args(mod, "forward", 5, np.random.default_rng(11))
+    if name == "math_bucketize":  # (boundaries must be sorted; sorting the other values does no harm)
+        args = [np.sort(a) if a.ndim == 1 else a for a in args]
     vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
     got, want = vm["forward"](*args), run_relax(mod, "forward", *args)
     assert len(got) == len(want)

@@ -1,5 +1,5 @@
 """LegalizeOps for the operators of ``ir/relax_ops_create.py``: clip, tril/triu, arange, eye/eye_like,
-hamming_window, one_hot, size, outer, meshgrid.
+hamming_window, one_hot, size, bucketize, outer, meshgrid.
 
 Each builds the TE computation TVM 0.27 builds (topi's ``clip``, ``trilu``, ``arange``, ``eye``,
 ``hamming_window``, ``one_hot``, ``meshgrid``; the ``outer`` of ``legalize_ops/linear_algebra.py``) in the
@@ -20,6 +20,7 @@ from ...ir.op import get_op
 from ...ir.relax_infer import int_of
 from ...ir.relax_op import make_call
 from .. import te
+from .ir_kernels import call_kernel, extern_buffers, searchsorted_kernel
 from .legalize import LEGALIZE, _NotLegalized, _compute, call_te, register_legalize
 from .legalize_manip import _i64, _out_dims, _tuple_fields
 
@@ -211,6 +212,18 @@ def _size(bb: Any, call: rx.Call) -> Any:
 
     tensor = bb.emit(call_te(bb, shape_to_tensor, *symbolic, primfunc_name_hint="shape_to_tensor"))
     return LEGALIZE["relax.prod"](bb, make_call("prod", [tensor]))
+
+
+@register_legalize("relax.bucketize")
+def _bucketize(bb: Any, call: rx.Call) -> Any:
+    """topi's ``searchsorted`` of the values in the boundaries (an IR-builder kernel)."""
+    x, boundaries = call.args
+    named = [(a.name if isinstance(a, rx.Var) else chr(ord("A") + k), a.struct_info)
+             for k, a in enumerate((boundaries, x))]
+    out_dtype = DataType("int32" if call.attrs["out_int32"] else "int64")
+    *ins, out = extern_buffers(named, tuple(x.struct_info.dims), out_dtype, "searchsorted")
+    func = searchsorted_kernel(*ins, out, call.attrs["right"])
+    return call_kernel(bb, func, "searchsorted", [boundaries, x], out)
 
 
 @register_legalize("relax.outer")
