@@ -129,7 +129,8 @@ def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
     for f in funcs:
         if isinstance(f, PrimFunc):
             params = {id(p) for p in f.params}
-            found = [n for buf in f.buffer_map.values() for dim in buf.shape for n in collect(dim, Var)]
+            found = [n for buf in f.buffer_map.values() for dim in (*buf.shape, buf.elem_offset)
+                     for n in collect(dim, Var)]  # (an element offset too: TVM's te.extern buffers)
         else:  # sizes the parameters bind; those a match_cast binds are defined in the body
             params = set()
             found = [n for p in f.params for n in collect(p.struct_info, Var)]

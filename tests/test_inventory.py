@@ -28,9 +28,7 @@ def _lines(text: str) -> list[str]:
 
 # Relax operators TVM registers (relax.txt, `relax.*`) that ir/relax_ops*.py lacks
 MISSING_RELAX_OPS = _lines("""
-relax.arange
 relax.assert_op
-relax.bucketize
 relax.builtin.stop_lift_params
 relax.call_builtin_with_ctx
 relax.call_inplace_packed
@@ -42,16 +40,10 @@ relax.ccl.allgather
 relax.ccl.allreduce
 relax.ccl.broadcast_from_worker0
 relax.ccl.scatter_from_worker0
-relax.clip
-relax.cumprod
-relax.cumsum
 relax.dist.annotate_sharding
 relax.dist.call_tir_local_view
 relax.dist.redistribute
 relax.dist.redistribute_replica_to_shard
-relax.ewise_fma
-relax.eye
-relax.eye_like
 relax.grad.avg_pool2d_backward
 relax.grad.end_checkpoint
 relax.grad.max_pool2d_backward
@@ -59,7 +51,6 @@ relax.grad.nll_loss_backward
 relax.grad.no_grad
 relax.grad.start_checkpoint
 relax.grad.take_backward
-relax.hamming_window
 relax.hint_on_device
 relax.image.affine_grid
 relax.image.grid_sample
@@ -80,17 +71,11 @@ relax.memory.ensure_zero_offset
 relax.memory.kill_storage
 relax.memory.kill_tensor
 relax.memory.view
-relax.meshgrid
 relax.multinomial_from_uniform
-relax.one_hot
-relax.outer
 relax.print
 relax.shape_to_tensor
-relax.size
 relax.tensor_to_shape
 relax.to_vdevice
-relax.tril
-relax.triu
 relax.vision.all_class_non_max_suppression
 relax.vision.get_valid_counts
 relax.vision.multibox_transform_loc
@@ -109,10 +94,8 @@ R.SeqExpr
 R.ShapeExpr
 R.Then
 R.TupleGetItem
-R.arange
 R.arg
 R.assert_op
-R.bucketize
 R.builtin.stop_lift_params
 R.call_builtin_with_ctx
 R.call_inplace_packed
@@ -124,11 +107,8 @@ R.ccl.allgather
 R.ccl.allreduce
 R.ccl.broadcast_from_worker0
 R.ccl.scatter_from_worker0
-R.clip
 R.cpu
 R.cuda
-R.cumprod
-R.cumsum
 R.device
 R.dist.DTensor
 R.dist.annotate_sharding
@@ -144,10 +124,7 @@ R.emit_te
 R.emit_var_binding
 R.emit_with_ty
 R.emit_with_type
-R.ewise_fma
 R.ext_dev
-R.eye
-R.eye_like
 R.func_name
 R.func_ret_ty
 R.func_ret_type
@@ -159,7 +136,6 @@ R.grad.nll_loss_backward
 R.grad.no_grad
 R.grad.start_checkpoint
 R.grad.take_backward
-R.hamming_window
 R.hexagon
 R.hint_on_device
 R.image.affine_grid
@@ -175,23 +151,17 @@ R.memory.ensure_zero_offset
 R.memory.kill_storage
 R.memory.kill_tensor
 R.memory.view
-R.meshgrid
 R.metal
 R.multinomial_from_uniform
 R.nn.relu6
-R.one_hot
 R.opencl
-R.outer
 R.print
 R.rewriter
 R.rocm
 R.shape_to_tensor
-R.size
 R.stop_lift_params
 R.tensor_to_shape
 R.to_vdevice
-R.tril
-R.triu
 R.vision.all_class_non_max_suppression
 R.vision.get_valid_counts
 R.vision.multibox_transform_loc

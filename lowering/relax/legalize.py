@@ -16,7 +16,7 @@ from ...ir import relax as rx
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, FloatImm, FloorDiv, FloorMod, IntImm,
-                        IterVar, Mod, Mul, Op, Or, Range, Sub)
+                        IterVar, Mod, Mul, Op, Or, Range, Sub, Var)
 from ...ir.expr import Call as PrimCall
 from ...ir.op import get_op
 from ...ir.stmt import BufferStore
@@ -85,8 +85,14 @@ def gen_call_tir_inputs(fte: Callable, *args: Any) -> tuple:
     out = fte(*te_args)
     outs = list(out) if isinstance(out, (list, tuple)) else [out]  # several: a tuple result
     sizes = _unbound_sizes(inputs + outs)
+    # a symbolic size passed as a scalar is a parameter too (TVM's ``shape_to_tensor`` of (n, m))
+    scalars = []
+    for a in args:
+        if isinstance(a, Var) and all(a is not v for v in sizes + scalars):
+            scalars.append(a)
+    sizes += scalars
     func = _Int64Indices().visit(te.create_prim_func(inputs + sizes + outs, index_dtype_override="int64"))
-    func = _OwnSizes(list(_size_vars(inputs + outs).values())).visit(func)
+    func = _OwnSizes(list(_size_vars(inputs + outs).values()) + scalars).visit(func)
     attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
     func = func.with_changes(attrs=FrozenDict(attrs))
     rx_args += [rx.PrimValue(v) for v in sizes]
@@ -467,11 +473,15 @@ def _shapes_known(sinfo: Any) -> bool:
 
 
 class _Legalizer(PyExprMutator):
+    def __init__(self, mod: IRModule, table: dict) -> None:
+        super().__init__(mod)
+        self.table = table
+
     def visit_call_(self, call: rx.Call) -> Any:
         call = self.visit_expr_post_order(call)
         if not isinstance(call, rx.Call) or not isinstance(call.op, Op):
             return call
-        legalize = LEGALIZE.get(call.op.name)
+        legalize = self.table.get(call.op.name)
         if legalize is None:
             return call
         if not all(_shapes_known(getattr(e, "struct_info", None)) for e in call.args + (call,)):
@@ -488,19 +498,26 @@ class LegalizeOps:
     legalization to ``R.call_tir`` of PrimFuncs; other calls stay as they are."""
 
     def transform_module(self, mod: IRModule, ctx: Any = None) -> IRModule:
-        mutator = _Legalizer(mod)
-        for gv, func in mod.functions_items():
-            if isinstance(func, rx.Function):
-                new = mutator.visit_expr(func)
-                if new is not func:
-                    mutator.builder_.update_func(gv, new)
-        return tvm_print_order(mutator.builder_.get())
+        return rewrite_calls(mod, LEGALIZE)
+
+
+def rewrite_calls(mod: IRModule, table: dict[str, LegalizeFunc]) -> IRModule:
+    """``mod`` with each operator call of the table's operators (of known shapes) replaced by
+    what its entry builds: LegalizeOps, and the backend dispatch passes with their own tables."""
+    mutator = _Legalizer(mod, table)
+    for gv, func in mod.functions_items():
+        if isinstance(func, rx.Function):
+            new = mutator.visit_expr(func)
+            if new is not func:
+                mutator.builder_.update_func(gv, new)
+    return tvm_print_order(mutator.builder_.get())
 
 
 register_pass("LegalizeOps", LegalizeOps, override=True)
 
 # The other operator families register themselves into LEGALIZE when imported.
-from . import legalize_index, legalize_manip, legalize_math, legalize_nn, legalize_quant  # noqa: E402,F401
+from . import legalize_create, legalize_index, legalize_manip  # noqa: E402,F401
+from . import legalize_math, legalize_nn, legalize_quant  # noqa: E402,F401
 from . import legalize_relayout, legalize_sum  # noqa: E402,F401
 
-__all__ = ["LEGALIZE", "LegalizeOps", "call_te", "matmul_te", "register_legalize"]
+__all__ = ["LEGALIZE", "LegalizeOps", "call_te", "matmul_te", "register_legalize", "rewrite_calls"]
