@@ -210,6 +210,6 @@ register("call_dps_packed", ("func", "args"), _infer_call_dps_packed, prepare=_p
 register("call_packed", ("func", "args"), _infer_call_packed, variadic=True, min_args=1)
 
 # ---------------------------------------------------------------- the other families
-from . import relax_ops_layout, relax_ops_nn  # noqa: E402,F401  (they register on import)
+from . import relax_ops_layout, relax_ops_misc, relax_ops_nn  # noqa: E402,F401  (they register on import)
 
 __all__: list[str] = []  # the operators are reached through the registry (relax_op.lookup)

@@ -510,3 +510,6 @@ def builtin_alloc_tensor(args: tuple, attrs: Any) -> np.ndarray:
 @numpy_op("vm.kill_object")
 def kill_object(args: tuple, attrs: Any) -> tuple:
     return ()
+
+
+from . import numpy_ops_misc  # noqa: E402,F401  (it registers the operators that are not math)
