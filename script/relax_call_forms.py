@@ -19,6 +19,7 @@ from ..ir.expr import IntImm
 from ..ir.global_info import lookup_vdevice, vdevice_label
 from ..ir.errors import TVMSError
 from ..ir.module import GlobalVar
+from ..ir.node import FrozenDict
 from ..ir.relax_ops_misc import DEVICE_TYPES
 from ..ir.struct_info import ObjectStructInfo
 from . import syntax as S
@@ -110,6 +111,8 @@ def _dps(name: str, attr_names: tuple) -> Callable:
         args, kwargs = _arguments(b, syn)
         sinfo_args = b.call_sinfo(syn, kwargs)
         attrs = {k: kwargs.pop(k) for k in attr_names if k in kwargs}
+        if isinstance(attrs.get("te_grad_kwargs"), dict):
+            attrs["te_grad_kwargs"] = FrozenDict(attrs["te_grad_kwargs"])
         if isinstance(attrs.get("inplace_indices"), int):
             attrs["inplace_indices"] = [attrs["inplace_indices"]]
         tir_vars = kwargs.pop("tir_vars", None)
@@ -216,7 +219,7 @@ def print_call_tir_inplace(p: Any, c: rx.Call) -> str:
 def print_call_tir_with_grad(p: Any, c: rx.Call) -> str:
     extra = [f"te_grad_name={quote(c.attrs['te_grad_name'])}"]
     if c.attrs["te_grad_kwargs"]:
-        extra.append(f"te_grad_kwargs={p.attr_dict(c.attrs['te_grad_kwargs'], sort=False)}")
+        extra.append(f"te_grad_kwargs={p.attr_dict(c.attrs['te_grad_kwargs'])}")
     return p.call_dps("call_tir_with_grad", c, extra)
 
 
