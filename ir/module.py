@@ -52,12 +52,14 @@ class IRModule:
     non-structural field, which ``with_changes`` keeps), and a function a pass builds anew has none.
     """
 
-    __slots__ = ("_functions", "attrs", "span", "source_dialect")
+    __slots__ = ("_functions", "attrs", "global_infos", "span", "source_dialect")
 
     def __init__(self, functions: dict | None = None, attrs: dict | None = None, span=None,
                  source_dialect: str | None = None):
         self._functions: dict[str, tuple[GlobalVar, Node]] = {}
         self.attrs: FrozenDict = FrozenDict(attrs) if attrs else EMPTY
+        # I.module_global_infos: kind ("vdevice") -> tuple of entries (ir/global_info.py)
+        self.global_infos: FrozenDict = EMPTY
         self.span = span
         for key, func in (functions or {}).items():
             self[key] = func
@@ -131,6 +133,7 @@ class IRModule:
     def copy(self) -> "IRModule":
         mod = IRModule(attrs=self.attrs, span=self.span, source_dialect=self.source_dialect)
         mod._functions = dict(self._functions)
+        mod.global_infos = self.global_infos
         return mod
 
     # -- printing

@@ -17,7 +17,10 @@ from .struct_info import StructInfo
 
 # The operators that call functions (kernels, packed functions) rather than compute: the
 # executors run them themselves, and a module calling only these needs no Relax pipeline.
-SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed")
+SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed", "relax.call_pure_packed",
+               "relax.call_inplace_packed", "relax.call_builtin_with_ctx", "relax.call_tir_inplace",
+               "relax.call_tir_with_grad", "relax.vm.call_tir_dyn", "relax.make_closure",
+               "relax.invoke_closure", "relax.invoke_pure_closure")
 
 # Attribute kinds, which decide how values are checked, stored and printed.
 ATTR_ANY, ATTR_INT, ATTR_INTS, ATTR_BOOL, ATTR_STR, ATTR_DTYPE, ATTR_FLOAT, ATTR_PRIM = (

@@ -23,6 +23,7 @@ from ..ir.dtype import DataType
 from ..ir.errors import TVMSError
 from ..ir.expr import PrimExpr, Var
 from ..ir.function import PrimFunc
+from ..ir.global_info import VDevice
 from ..ir.module import IRModule
 from ..ir.node import Node, register_printer
 from ..ir.print_order import tvm_function_order
@@ -34,7 +35,7 @@ from .dialect import RELAX_HEADER, Dialect, get_dialect
 from .metadata import CONSTANT_KEYS, render_section
 from .relax_printer import RelaxPrinter
 from .tensorir.printer_core import TIRPrinter
-from .tensorir.text import Namer, comments_of
+from .tensorir.text import Namer, comments_of, quote
 
 
 @deep_recursion
@@ -228,6 +229,9 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         p = RelaxPrinter(d, namer, typevar_ids, names, constants)
         body.append(f"    I.module_attrs({p.attr_dict(mod.attrs)})")
         absent_metadata, uses_t = p.absent_metadata, p.uses_tir
+    if mod.global_infos:
+        body.append(f"    I.module_global_infos({_global_infos(mod.global_infos, RelaxPrinter(d, namer, {}, names, []))})")
+    vdevices = tuple(mod.global_infos.get("vdevice", ()))
     for i, (name, f) in enumerate(funcs):
         if i:
             body.append("")
@@ -239,6 +243,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
             p.prim_func(f, name, decorate_s_tir=d.name != "classic")
         elif isinstance(f, rx.Function):
             p = RelaxPrinter(d, namer, typevar_ids, names, constants, class_name)
+            p.vdevices = vdevices
             p.indent = 1
             p.function(f, name)
         else:
@@ -259,6 +264,16 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         footer = [METADATA_NOTE]
     return PrintedDefinition(_header(d, typevars, uses_t, relax), body, _head(mod), footer,
                              _declarations(typevars))
+
+
+def _global_infos(infos: dict, p: RelaxPrinter) -> str:
+    """``{"vdevice": [I.vdevice({...target...}, 0, "global")]}`` as TVM prints it."""
+    def entry(info: Any) -> str:
+        if isinstance(info, VDevice):
+            return f"I.vdevice({p.attr_dict(info.target)}, {info.vdevice_id}, {quote(info.memory_scope)})"
+        return "I.dummy_global_info()"
+
+    return "{" + ", ".join(f"{quote(k)}: [{', '.join(entry(i) for i in v)}]" for k, v in infos.items()) + "}"
 
 
 def _bare_function(f: "PrimFunc | rx.Function", d: Dialect, name: str | None) -> PrintedDefinition:
