@@ -20,7 +20,7 @@ LLVM_MATH = {
     "exp": "exp", "exp2": "exp2", "exp10": "exp10", "log": "log", "log2": "log2", "log10": "log10",
     "sqrt": "sqrt", "sin": "sin", "cos": "cos", "fabs": "fabs", "floor": "floor", "ceil": "ceil",
     "trunc": "trunc", "round": "roundeven", "nearbyint": "nearbyint", "pow": "pow",
-    "copysign": "copysign",
+    "copysign": "copysign", "fma": "fmuladd",
 }
 # TensorIR name -> the libm function (the float32 variant adds "f")
 LIBM = {name: name for name in ("tan sinh cosh tanh asin acos atan asinh acosh atanh erf log1p expm1 "

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from ...ir import arith, op as op_registry
 from ...ir.buffer import Buffer, BufferRegion
-from ...ir.dtype import DataType, is_dtype_name
+from ...ir.dtype import SHORTHANDS as DTYPE_SHORTHANDS, DataType, is_dtype_name
 from ...ir.errors import ScriptError, Source, TVMSError
 from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, PrimExpr, Ramp,
                         Range, StringImm, Sub, Var, const)
@@ -110,7 +110,14 @@ class ExprEvaluator:
         raise self.error(syn, f"expected an expression, got {_describe(value)}")
 
     def ev_Name(self, syn: S.Name) -> Any:
-        return self.lookup(syn.id, syn)
+        value = self.lookup(syn.id, syn)
+        if isinstance(value, Buffer) and value.scalar:  # TVM 0.27's mutable scalar reads as a value
+            return BufferLoad(value, (const(0),), span=self.span(syn))
+        return value
+
+    def ev_buffer_base(self, syn: Any) -> Any:
+        """The value of ``x`` in ``x[...]`` / ``x.attr``: a mutable scalar as its buffer."""
+        return self.lookup(syn.id, syn) if isinstance(syn, S.Name) else self.ev(syn)
 
     def ev_Constant(self, syn: S.Constant) -> Any:
         return syn.value
@@ -143,9 +150,9 @@ class ExprEvaluator:
                 self.check_data(item, syn)
 
     def ev_Attribute(self, syn: S.Attribute) -> Any:
-        base = self.ev(syn.value)
+        base = self.ev_buffer_base(syn.value)
         if isinstance(base, Builtin):
-            path = f"{base.path}.{syn.attr}" if base.path else syn.attr
+            path = f"{base.path}.{syn.attr}" if base.path else DTYPE_SHORTHANDS.get(syn.attr, syn.attr)
             if not base.path and not is_builtin_name(path):
                 raise self.error(syn, f"unknown builtin 'T.{path}'"
                                  f"{did_you_mean('T.' + path, ['T.' + n for n in all_builtin_names()])}")
@@ -162,7 +169,7 @@ class ExprEvaluator:
         raise self.error(syn, f"{_describe(base)} has no attribute {syn.attr!r}")
 
     def ev_Subscript(self, syn: S.Subscript) -> Any:
-        base = self.ev(syn.value)
+        base = self.ev_buffer_base(syn.value)
         if isinstance(base, Buffer):
             return self.subscript_buffer(base, syn)
         if isinstance(base, Builtin):
@@ -418,6 +425,7 @@ class FunctionFrame:
     # quoted buffer dimensions created (a later scalar parameter of that name is that variable)
     signature_dtypes: dict | None = None
     size_vars: dict = field(default_factory=dict)
+    s_tir: bool = False  # decorated s_tir=True: TVM 0.27 gives its allocations no layout
 
 
 class ScopedEvaluator(ExprEvaluator):
@@ -516,4 +524,4 @@ def is_builtin_name(path: str) -> bool:
     """Whether ``T.<path>`` is a name tvms knows (a statement, an expression builtin, a dtype or
     a TensorIR operator); what the parser accepts and the inventory test counts."""
     return (path in EXPR_BUILTINS or path in statement_builtin_names() or is_dtype_name(path)
-            or op_registry.lookup_script_name(path) is not None)
+            or path in DTYPE_SHORTHANDS or op_registry.lookup_script_name(path) is not None)
