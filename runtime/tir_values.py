@@ -171,7 +171,7 @@ INTRINSICS: dict[str, Callable] = {
     "tir.isnan": lambda dt, x: cast_value(np.isnan(x), dt),
     "tir.isinf": lambda dt, x: cast_value(np.isinf(x), dt),
     "tir.isfinite": lambda dt, x: cast_value(np.isfinite(x), dt),
-    "tir.likely": lambda dt, x: x,
+    "tir.likely": lambda dt, x: x, "tir.tvm_thread_invariant": lambda dt, x: x,
     "tir.assume": lambda dt, x: True,
     "tir.max_value": _limit("max"), "tir.min_value": _limit("min"),
     "tir.infinity": lambda dt: cast_value(np.inf, dt),

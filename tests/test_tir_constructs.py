@@ -136,3 +136,20 @@ def test_ramp_broadcast_and_shuffle_against_numpy() -> None:
     compiled = np.zeros(8, "float32")
     tvms.build(func)(a, compiled)
     np.testing.assert_array_equal(compiled, got)
+
+
+def test_packed_call_builtins_are_refused_by_name_where_they_cannot_run() -> None:
+    """The packed-call ABI (stacks, structs, T.call_packed_lowered) needs TVM's runtime: the
+    reference executor and the LLVM generator say which builtin they lack."""
+    from tvms.ir.errors import TVMSError
+
+    mod = load("packed")
+    with pytest.raises(TVMSError, match="tvm_stack_alloca"):
+        run_prim_func(mod["lowered_call"], np.zeros((64, 64), "float32"))
+    with pytest.raises(TVMSError, match="tvm_call_packed"):
+        run_prim_func(mod["packed"], np.zeros(16, "float32"), 3)
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    with pytest.raises(TVMSError, match="tvm_stack_alloca"):
+        tvms.build(mod["lowered_call"])

@@ -124,7 +124,7 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
         return ir.Constant(T.scalar_type(dtype), ir.Undefined)
     if name == "isnullptr":  # a handle compared with the null pointer
         return builder.icmp_unsigned("==", args[0], ir.Constant(args[0].type, None))
-    if name in ("likely", "tvm_likely"):
+    if name in ("likely", "tvm_likely", "tvm_thread_invariant"):
         return args[0]
     if name == "assume":
         return ir.Constant(T.I1, 1)

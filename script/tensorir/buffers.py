@@ -13,7 +13,7 @@ from ...ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion, MatchBufferRegion,
 from ...ir.dtype import handle
 from ...ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
 from ...ir.node import EMPTY
-from ...ir.stmt import Allocate, AllocBuffer, BufferStore, DeclBuffer, SeqStmt, Stmt, seq
+from ...ir.stmt import Allocate, AllocBuffer, BufferStore, DeclBuffer, LetStmt, SeqStmt, Stmt, seq
 from ...ir.visitor import walk
 from .. import syntax as S
 from ..dialect import CLASSIC
@@ -132,8 +132,17 @@ def _alloc_stmt(scope: str) -> Callable:
 def _decl_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
     name = b.target_name(target)
     args, kwargs = call_args(b, call)
-    if kwargs.get("data") is None and len(args) < 3:
+    data = kwargs.get("data", args[2] if len(args) > 2 else None)
+    if data is None:
         return _alloc_stmt("global")(b, target, call, rest)
+    if isinstance(data, PrimExpr) and not isinstance(data, Var) and data.dtype == handle:
+        # ``data=T.tvm_stack_alloca(...)``: the buffer's data pointer is bound to that value
+        # (a let of the pointer around the declaration; printed back in one line)
+        var = Var(name, handle, PointerType(b.dtype_of(args[1] if len(args) > 1 else kwargs.get("dtype", "float32"), call),
+                                            kwargs.get("scope", "global")))
+        buf = b.buffer_decl(name, args[:2], {**kwargs, "data": var}, call)
+        decl = DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target))
+        return TakesRest(LetStmt(var, data, decl, span=b.assigned_span(call, target)))
     buf = b.buffer_decl(name, args, kwargs, call)
     return TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target)))
 
@@ -205,14 +214,17 @@ class BufferPrinting:
     """Printing buffer declarations (mixed into the TIRPrinter)."""
 
     def buffer_decl(self, b: Buffer, method: str, args: list[str], dtype_always: bool = False,
-                    signature: set | None = None) -> str:
-        """``signature``: the parameters defined so far, when ``b`` is a parameter's buffer."""
+                    signature: set | None = None, data: str | None = None) -> str:
+        """``signature``: the parameters defined so far, when ``b`` is a parameter's buffer;
+        ``data``: the text of the data pointer's value, when the declaration binds it."""
         dims = [self.expr(s) if signature is None else self.signature_dim(s, signature) for s in b.shape]
         shape = "(" + ", ".join(dims) + ("," if len(b.shape) == 1 else "") + ")"
         args = args + [shape]
         if dtype_always or b.dtype.name != "float32":
             args.append(quote(str(b.dtype)))
-        if self.namer.get(b.data) is not None or self.data_owner(b.data, exclude=b) is not None:
+        if data is not None:
+            args.append(f"data={data}")
+        elif self.namer.get(b.data) is not None or self.data_owner(b.data, exclude=b) is not None:
             args.append(f"data={self.var(b.data)}")
         if b.strides:
             strides = [self.expr(s) if signature is None else self.signature_stride(s, signature)

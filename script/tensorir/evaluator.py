@@ -11,8 +11,8 @@ from ...ir import arith, op as op_registry
 from ...ir.buffer import Buffer, BufferRegion
 from ...ir.dtype import SHORTHANDS as DTYPE_SHORTHANDS, DataType, is_dtype_name
 from ...ir.errors import ScriptError, Source, TVMSError
-from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, PrimExpr, Ramp,
-                        Range, StringImm, Sub, Var, const)
+from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, PrimExpr, PrimType,
+                        Ramp, Range, StringImm, Sub, Var, const)
 from ...ir.node import EMPTY
 from .. import syntax as S
 from ..dialect import CLASSIC, Dialect
@@ -157,6 +157,8 @@ class ExprEvaluator:
                 raise self.error(syn, f"unknown builtin 'T.{path}'"
                                  f"{did_you_mean('T.' + path, ['T.' + n for n in all_builtin_names()])}")
             return Builtin(path)
+        if isinstance(base, PrimType) and syn.attr == "ty":  # (T.handle().ty)
+            return base
         if isinstance(base, Buffer):
             if syn.attr == "data":
                 return base.data
@@ -375,11 +377,13 @@ class ExprEvaluator:
 
     def intrinsic(self, info: op_registry.OpInfo, args: list, kwargs: dict, syn: Any) -> Call:
         explicit = None
-        if info.result == "dtype":
+        if info.result in ("dtype", "dtype_last"):
             if not args:
-                raise self.error(syn, f"T.{info.script_name} needs the result data type as its first argument")
-            explicit = self.dtype_of(args[0], syn)
-            args = args[1:]
+                raise self.error(syn, f"T.{info.script_name} needs the result data type as its "
+                                 f"{'first' if info.result == 'dtype' else 'last'} argument")
+            first = info.result == "dtype"
+            explicit = self.dtype_of(args[0] if first else args[-1], syn)
+            args = args[1:] if first else args[:-1]
         lo, hi = info.arity
         if len(args) < lo or (hi is not None and len(args) > hi):
             want = str(lo) if lo == hi else f"{lo} to {hi}" if hi is not None else f"at least {lo}"
@@ -404,6 +408,8 @@ class ExprEvaluator:
     def dtype_of(self, value: Any, syn: Any) -> DataType:
         if isinstance(value, Builtin) and is_dtype_name(value.path):
             return DataType(value.path)
+        if isinstance(value, PrimType):  # TVM 0.27 writes the handle type as T.handle().ty
+            return value.dtype
         if isinstance(value, str):
             try:
                 return DataType(value)

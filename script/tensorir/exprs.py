@@ -259,9 +259,18 @@ class ExprPrinting:
             head = self.tir(f"{info.script_name}")
             args = [self.expr(a) for a in e.args]
             if info.result == "dtype":
-                args.insert(0, quote(str(e.dtype)))
+                args.insert(0, self.dtype_arg(e.dtype))
+            elif info.result == "dtype_last":
+                args.append(self.dtype_arg(e.dtype))
         args += [f"{k}={self.value(v)}" for k, v in e.attrs.items()]
         return f"{head}({', '.join(args)})", ATOM
+
+    def dtype_arg(self, dtype: DataType) -> str:
+        """A data type as an argument: ``"int32"``; TVM 0.27 writes the handle type as the type
+        of a handle variable."""
+        if dtype.is_handle and self.d.name != "classic":
+            return self.tir("handle().ty")
+        return quote(str(dtype))
 
     def ex_reducer(self, e: CommReducer) -> tuple[str, int]:
         self.namer.push()

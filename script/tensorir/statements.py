@@ -11,10 +11,10 @@ from typing import Any
 
 from ...ir import arith
 from ...ir.buffer import Buffer, decl_buffer
-from ...ir.dtype import DataType, is_dtype_name
-from ...ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, const
+from ...ir.dtype import DataType, handle, is_dtype_name
+from ...ir.expr import BufferLoad, Call, IntImm, PointerType, PrimExpr, Var, const
 from ...ir.op import get_op
-from ...ir.stmt import (AllocBuffer, AssertStmt, BufferStore, Evaluate, IfThenElse, LetStmt, Stmt,
+from ...ir.stmt import (AllocBuffer, AssertStmt, BufferStore, DeclBuffer, Evaluate, IfThenElse, LetStmt, Stmt,
                          While, seq)
 from .. import syntax as S
 from ..dialect import CLASSIC
@@ -41,8 +41,11 @@ class StatementParsing:
     def stmt_AnnAssign(self, syn: S.AnnAssign, rest: list) -> Any:
         name = self.target_name(syn.target)
         ann = self.ev(syn.annotation)
+        pointer = None
         if isinstance(ann, LetAnnotation):
             dtype = ann.dtype
+        elif isinstance(ann, PointerType) and syn.value is not None:  # x: T.handle("int64") = p
+            dtype, pointer = handle, ann
         elif isinstance(ann, Builtin) and is_dtype_name(ann.path):
             dtype = DataType(ann.path)
         elif isinstance(ann, Buffer) and syn.value is None:
@@ -50,7 +53,7 @@ class StatementParsing:
             return Header()
         else:
             raise self.error(syn.annotation, f"expected a data type such as T.int32, got {_describe(ann)}")
-        scalar = self.dialect is not CLASSIC and not isinstance(ann, LetAnnotation)
+        scalar = self.dialect is not CLASSIC and isinstance(ann, Builtin)
         if syn.value is None:
             if scalar:  # TVM 0.27: an uninitialised mutable scalar
                 return self.declare_scalar(name, dtype, None, rest, syn)
@@ -61,12 +64,13 @@ class StatementParsing:
             value = const(value.value, dtype)  # a literal takes the declared type
         if scalar:
             return self.declare_scalar(name, dtype, value, rest, syn)
-        return self.let_stmt(name, dtype, value, rest, syn)
+        return self.let_stmt(name, dtype, value, rest, syn, pointer)
 
-    def let_stmt(self, name: str, dtype: DataType, value: PrimExpr, rest: list, syn: Any) -> Any:
+    def let_stmt(self, name: str, dtype: DataType, value: PrimExpr, rest: list, syn: Any,
+                 pointer: PointerType | None = None) -> Any:
         if value.dtype != dtype:
             raise self.error(syn, f"{name!r} is declared {dtype} but the value is {value.dtype}")
-        var = Var(name, dtype)
+        var = Var(name, dtype, pointer)
         return TakesRest(LetStmt(var, value, self.rest_body(rest, {name: var}), span=self.span(syn)))
 
     def declare_scalar(self, name: str, dtype: DataType, value: PrimExpr | None, rest: list,
@@ -195,10 +199,19 @@ class StatementPrinting:
     @prints(LetStmt)
     def st_let(self, s: LetStmt, concise: bool, top: bool) -> None:
         value = self.expr(s.value)
+        decl = s.body
+        if concise and isinstance(decl, DeclBuffer) and decl.buffer.data is s.var and self.d.name != "classic":
+            # TVM 0.27: B = T.decl_buffer(..., data=<the pointer's value>)
+            rhs = self.buffer_decl(decl.buffer, "decl_buffer", [], data=value)
+            self.emit(f"{self.define_buffer(decl.buffer)} = {rhs}")
+            self.continue_body(decl.body, top)
+            return
         if concise:
             name = self.namer.define(s.var, s.var.name)
             if self.d.name == "classic":
-                self.emit(f"{name}: T.{s.var.dtype} = {value}")
+                ann = s.var.type_annotation
+                kind = self.type_doc(ann) if isinstance(ann, PointerType) else f"T.{s.var.dtype}"
+                self.emit(f"{name}: {kind} = {value}")
             else:
                 self.emit(f"{name}: T.let[T.{s.var.dtype}] = {value}")
             self.continue_body(s.body, top)
