@@ -386,7 +386,6 @@ T.func_name
 T.func_ret
 T.get_active_lane_mask
 T.handle_add_byte_offset
-T.hint
 T.ignore_loop_partition
 T.index_map
 T.inline
@@ -421,14 +420,7 @@ T.thread_id
 T.thread_id_in_wg
 T.thread_return
 T.tmem
-T.tvm_bmma_sync
-T.tvm_fill_fragment
-T.tvm_global_barrier_kinit
 T.tvm_kernel_replace_point
-T.tvm_load_matrix_sync
-T.tvm_mma_sync
-T.tvm_store_matrix_sync
-T.tvm_warp_shuffle_xor
 T.var
 T.vectorcombine
 T.vscale

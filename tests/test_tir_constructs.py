@@ -153,3 +153,19 @@ def test_packed_call_builtins_are_refused_by_name_where_they_cannot_run() -> Non
 
     with pytest.raises(TVMSError, match="tvm_stack_alloca"):
         tvms.build(mod["lowered_call"])
+
+
+def test_env_thread_attr_and_hint_run_in_the_reference_executor() -> None:
+    """A thread variable that two launches share (T.env_thread), T.attr({...}) and T.hint:
+    the launches run one thread after the other, the attributes leave the values alone."""
+    from tvms.ir.errors import TVMSError
+
+    mod = load("gpu")
+    a = np.full(64, 7, "float32")
+    run_prim_func(mod["relaunch"], a)
+    np.testing.assert_array_equal(a, np.repeat(np.float32([0, 1]), 32))
+    # tensor-core fragments and cross-thread shuffles need a GPU: refused by name
+    with pytest.raises(TVMSError, match="tvm_fill_fragment"):
+        run_prim_func(mod["wmma"], np.zeros(256, "float16"), np.zeros(256, "float32"))
+    with pytest.raises(TVMSError, match="tvm_global_barrier_kinit"):
+        run_prim_func(mod["warp"], np.zeros(32, "float32"), np.zeros(32, "float32"))

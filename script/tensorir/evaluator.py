@@ -377,7 +377,10 @@ class ExprEvaluator:
 
     def intrinsic(self, info: op_registry.OpInfo, args: list, kwargs: dict, syn: Any) -> Call:
         explicit = None
-        if info.result in ("dtype", "dtype_last"):
+        if "dtype" in kwargs:  # the older spelling: T.tvm_access_ptr(..., dtype="handle")
+            kwargs = dict(kwargs)
+            explicit = self.dtype_of(kwargs.pop("dtype"), syn)
+        elif info.result in ("dtype", "dtype_last"):
             if not args:
                 raise self.error(syn, f"T.{info.script_name} needs the result data type as its "
                                  f"{'first' if info.result == 'dtype' else 'last'} argument")
@@ -390,7 +393,7 @@ class ExprEvaluator:
             raise self.error(syn, f"T.{info.script_name} takes {want} argument{'s' if want != '1' else ''}, "
                              f"got {len(args)}")
         call_args = tuple(self.call_arg(a, syn) for a in args)
-        dtype = op_registry.result_dtype(info, call_args, explicit)
+        dtype = explicit if explicit is not None else op_registry.result_dtype(info, call_args, None)
         attrs = freeze_value(kwargs) if kwargs else EMPTY
         return Call(dtype, op_registry.get_op(info.name), call_args, attrs)
 
@@ -432,6 +435,7 @@ class FunctionFrame:
     signature_dtypes: dict | None = None
     size_vars: dict = field(default_factory=dict)
     s_tir: bool = False  # decorated s_tir=True: TVM 0.27 gives its allocations no layout
+    env_threads: dict = field(default_factory=dict)  # T.env_thread variables -> their thread tags
 
 
 class ScopedEvaluator(ExprEvaluator):

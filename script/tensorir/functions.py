@@ -22,6 +22,7 @@ from .evaluator import Builtin, FunctionFrame, _describe
 from .attrs import norm_attrs
 from .rules import Header, call_args, parses
 from .text import ParamUsed, comments_of, def_name
+from .threads import launched_more_than_once
 
 
 class FunctionParsing:
@@ -267,6 +268,7 @@ class FunctionPrinting:
         namer = self.namer
         namer.push()
         self.func_frame = len(namer.frames) - 1
+        self.relaunched = launched_more_than_once(f.body)
         dec_args = []
         if f.is_private:
             dec_args.append("private=True")
