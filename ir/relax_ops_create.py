@@ -1,6 +1,6 @@
 """Relax operators whose arguments include TensorIR scalars (``R.prim_value``), and their kin:
 clip, tril/triu, arange, eye/eye_like, hamming_window, one_hot, the scans cumsum/cumprod, outer,
-ewise_fma, size, bucketize and meshgrid.
+ewise_fma, size, bucketize, multinomial_from_uniform and meshgrid.
 
 TVM 0.27 passes the scalar arguments as Relax arguments (printed bare in its dialect:
 ``R.arange(0, n, 1, dtype="int64")``), so they are Relax arguments here too; the ``prepare``
@@ -283,6 +283,33 @@ def _infer_bucketize(info: CallInfo) -> StructInfo:
 
 register("bucketize", ("input_tensor", "boundaries"), _infer_bucketize,
          (Attr("out_int32", False, ATTR_BOOL), Attr("right", False, ATTR_BOOL)))
+
+
+def _infer_multinomial(info: CallInfo) -> StructInfo:
+    prob, sample, indices = tensor_args(info)
+    for t, what, kind in ((prob, "prob", "float"), (sample, "uniform_sample", "float"), (indices, "sample_indices", "int")):
+        if t.dtype != VOID and not (t.dtype.is_float if kind == "float" else t.dtype.is_int):
+            raise info.fail(f"{what} must have a{'n' if kind == 'int' else ''} {kind} dtype, got {describe(t)}")
+    dtype = info.attrs["dtype"]
+    if min(prob.ndim, sample.ndim, indices.ndim) < 0:
+        return TensorStructInfo(None, dtype, -1, prob.vdevice)
+    for t, what in ((prob, "prob"), (sample, "uniform_sample"), (indices, "sample_indices")):
+        if t.ndim != 2:
+            raise info.fail(f"{what} must be a 2-d tensor, got {describe(t)}")
+    if prob.dims is None or sample.dims is None or indices.dims is None:
+        return TensorStructInfo(None, dtype, 2, prob.vdevice)
+    n = sample.dims[0]
+    if not prove_equal(n, indices.dims[0]):
+        raise info.fail(f"uniform_sample and sample_indices must have the same batch size, got "
+                        f"{describe(sample)} and {describe(indices)}")
+    if int_of(sample.dims[1]) != 1 or int_of(indices.dims[1]) != 1:
+        raise info.fail(f"uniform_sample and sample_indices must be of shape (n, 1), got "
+                        f"{describe(sample)} and {describe(indices)}")
+    return make_tensor((n, 1), dtype, vdevice=prob.vdevice)
+
+
+register("multinomial_from_uniform", ("prob", "uniform_sample", "sample_indices"), _infer_multinomial,
+         (Attr("dtype", DataType("int64"), ATTR_DTYPE),))
 
 
 # ---------------------------------------------------------------- meshgrid

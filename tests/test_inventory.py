@@ -85,7 +85,6 @@ relax.memory.ensure_zero_offset
 relax.memory.kill_storage
 relax.memory.kill_tensor
 relax.memory.view
-relax.multinomial_from_uniform
 relax.nn.adaptive_avg_pool1d
 relax.nn.adaptive_avg_pool2d
 relax.nn.adaptive_avg_pool3d
@@ -217,7 +216,6 @@ R.memory.kill_storage
 R.memory.kill_tensor
 R.memory.view
 R.metal
-R.multinomial_from_uniform
 R.nn.adaptive_avg_pool1d
 R.nn.adaptive_avg_pool2d
 R.nn.adaptive_avg_pool3d

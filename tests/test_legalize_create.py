@@ -1,7 +1,9 @@
-"""clip, tril/triu, arange, eye/eye_like, one_hot, outer, meshgrid, hamming_window, cumsum/cumprod, size, bucketize: LegalizeOps byte for byte as
-Apache TVM 0.27 prints it (goldens math_create3*, math_window, made by fixtures/legalize/generate_math_with_tvm.py),
-the operators' text as TVM prints it in both dialects, the ``relax.op`` functions' defaults, TVM's
-errors, and the compiled module against the reference executor."""
+"""The operators of ir/relax_ops_create.py (clip, tril/triu, arange, eye/eye_like, one_hot, outer,
+meshgrid, hamming_window, cumsum/cumprod, size, bucketize, multinomial_from_uniform): LegalizeOps
+and the CPU backend's dispatch passes byte for byte as Apache TVM 0.27 prints them (goldens
+FIXTURES_CREATE, made by fixtures/legalize/generate_math_with_tvm.py), the operators' text as
+TVM prints it in both dialects, the ``relax.op`` functions' defaults, TVM's errors, and the
+compiled module against the reference executor."""
 from __future__ import annotations
 
 import re
@@ -17,7 +19,8 @@ from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
 LEGALIZE_DIR = FIXTURES / "legalize"
-FIXTURES_CREATE = ["math_create3", "math_create3_dyn", "math_window", "math_scan", "math_size", "math_bucketize"]
+FIXTURES_CREATE = ["math_create3", "math_create3_dyn", "math_window", "math_scan", "math_size", "math_bucketize",
+                   "math_sample"]
 # bindings the numeric check leaves out: meshgrid "xy" (TVM infers its struct info in "ij" order)
 # and ewise_fma (which TVM lowers nowhere)
 NOT_COMPILED = {"math_create3": "s", "math_scan": "h"}
@@ -30,14 +33,16 @@ def test_legalized_prints_as_tvm(name: str) -> None:
     assert out.script(dialect="tvm-0.27") == golden
 
 
-def test_scans_dispatch_as_tvm() -> None:
-    """cumsum/cumprod: LegalizeOps leaves them (math_scan_legalized) and the CPU backend's
-    DispatchSortScan makes them calls of topi's generic scan kernel, printed as TVM prints it
-    (an input buffer with an element offset of its own, a module TypeVar)."""
-    from tvms.relax.backend import DispatchSortScan
+@pytest.mark.parametrize("name, dispatch", [("math_scan", "DispatchSortScan"), ("math_sample", "DispatchSampling")])
+def test_backend_dispatch_as_tvm(name: str, dispatch: str) -> None:
+    """cumsum/cumprod and multinomial_from_uniform: LegalizeOps leaves them (the _legalized
+    goldens) and the CPU backend's dispatch passes lower them as TVM's do: topi's generic scan
+    kernel (an input buffer with an element offset of its own, a module TypeVar), the cumulative
+    probabilities and TVM's generic get_sample_index."""
+    from tvms.relax import backend
 
-    out = DispatchSortScan()(from_source((LEGALIZE_DIR / "math_scan_before.tvms").read_text()))
-    golden = (LEGALIZE_DIR / "math_scan_dispatched.tvms").read_text().rstrip("\n")
+    out = getattr(backend, dispatch)()(from_source((LEGALIZE_DIR / f"{name}_before.tvms").read_text()))
+    golden = (LEGALIZE_DIR / f"{name}_dispatched.tvms").read_text().rstrip("\n")
     assert out.script(dialect="tvm-0.27") == golden
     assert from_source(golden).script(dialect="tvm-0.27") == golden
 
@@ -50,7 +55,7 @@ def test_tvm_text_reads_back_in_both_dialects(name: str) -> None:
     mod = from_source(golden)
     assert mod.script(dialect="tvm-0.27") == golden
     classic = mod.script()
-    assert ("R.prim_value(" in classic or name in ("math_scan", "math_size", "math_bucketize"))
+    assert ("R.prim_value(" in classic or name in ("math_scan", "math_size", "math_bucketize", "math_sample"))
     assert from_source(classic).script() == classic
     assert from_source(classic).script(dialect="tvm-0.27") == golden
 
@@ -87,6 +92,8 @@ def test_op_functions_fill_defaults_as_tvm() -> None:
     ("R.one_hot(i, R.prim_value(1), R.prim_value(0), depth=0)", "depth must be positive"),
     ("R.outer(x, v)", "1-d tensors"),
     ("R.bucketize(v, x)", "boundaries must be a 1-d tensor"),
+    ("R.multinomial_from_uniform(x, x, R.astype(x, \"int64\"))", "shape \\(n, 1\\)"),
+    ("R.multinomial_from_uniform(x, v, R.astype(v, \"int64\"))", "2-d tensor"),
     ("R.ewise_fma(x, x, v)", "same number of dimensions"),
     ("R.meshgrid((v, i))", "one dtype"),
     ("R.clip(x, v, v)", "must be a scalar"),
@@ -120,6 +127,8 @@ def test_compiled_equals_reference(name: str) -> None:
     args = _random_args(mod, "forward", 5, np.random.default_rng(11))
     if name == "math_bucketize":  # (boundaries must be sorted; sorting the other values does no harm)
         args = [np.sort(a) if a.ndim == 1 else a for a in args]
+    if name == "math_sample":  # (sample_indices pick rows: 0 or 1)
+        args = [a % 2 if a.dtype.kind == "i" else a for a in args]
     vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
     got, want = vm["forward"](*args), run_relax(mod, "forward", *args)
     assert len(got) == len(want)

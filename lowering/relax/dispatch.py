@@ -1,8 +1,7 @@
-"""``DispatchSortScan`` for cumsum and cumprod: TVM 0.27's ``relax.backend.DispatchSortScan`` on a
-CPU target, which LegalizeOps does not cover (TVM's LegalizeOps leaves the scans alone).
-
-Each call becomes an ``R.call_tir`` of topi's generic scan kernel (``ir_kernels.scan_kernel``),
-printed as TVM's.
+"""TVM 0.27's backend dispatch passes for a CPU target, for the operators LegalizeOps leaves alone:
+``DispatchSortScan`` (cumsum, cumprod: topi's generic scan kernel) and ``DispatchSampling``
+(multinomial_from_uniform: a cumsum of the probabilities, then TVM's generic ``get_sample_index``).
+The kernels are in ``ir_kernels.py``; the results print as TVM's.
 """
 from __future__ import annotations
 
@@ -12,9 +11,10 @@ from ...ir import relax as rx
 from ...ir.buffer import decl_buffer
 from ...ir.dtype import DataType
 from ...ir.expr import Add, IntImm, Mul, Var
+from ...ir.relax_op import make_call
 from ..pass_registry import register_pass
 from ..transform import module_pass
-from .ir_kernels import call_kernel, product, scan_kernel
+from .ir_kernels import call_kernel, product, sample_index_kernel, scan_kernel
 from .legalize import _NotLegalized, rewrite_calls
 
 _I64 = DataType("int64")
@@ -53,4 +53,24 @@ class DispatchSortScan:
 
 register_pass("DispatchSortScan", DispatchSortScan, override=True)
 
-__all__ = ["DispatchSortScan"]
+
+def _multinomial(bb: Any, call: rx.Call) -> Any:
+    prob, sample, indices = call.args
+    dtypes = [a.struct_info.dtype for a in call.args]
+    cumulative = bb.emit(make_call("cumsum", [prob], {"axis": 1, "dtype": dtypes[0], "exclusive": False}))
+    gv = bb.add_func(sample_index_kernel(*dtypes, call.attrs["dtype"]), "get_sample_index")
+    return make_call("call_tir", [gv, rx.Tuple((cumulative, sample, indices))], {}, (call.struct_info,))
+
+
+@module_pass(opt_level=0, name="DispatchSampling")
+class DispatchSampling:
+    """``relax.backend.DispatchSampling()`` for a CPU target: multinomial_from_uniform becomes the
+    cumulative probabilities and a call of the generic sample-index kernel."""
+
+    def transform_module(self, mod: Any, ctx: Any = None) -> Any:
+        return rewrite_calls(mod, {"relax.multinomial_from_uniform": _multinomial})
+
+
+register_pass("DispatchSampling", DispatchSampling, override=True)
+
+__all__ = ["DispatchSampling", "DispatchSortScan"]
