@@ -9,18 +9,13 @@ int an int64, a float a float64).
 """
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from typing import Any
 
 import numpy as np
 
-from . import arith
-from .arith import DIMENSION, Analyzer
 from .dtype import DataType
-from .expr import FloatImm, IntImm, PrimExpr, Sub
-from .expr import Call as PrimCall
-from .op import get_op
+from .expr import FloatImm, IntImm, PrimExpr
 from .relax import PrimValue, RelaxExpr
 from .relax_infer import (INT64, as_tuple_expr, describe, dim_add, dim_floordiv, dim_sub, int_of,
                           make_tensor, normalize_axis, product, prove_equal, simplify_dim, tensor_arg,
@@ -75,6 +70,14 @@ def prim_value_of(info: CallInfo, i: int) -> PrimExpr:
     return s.value
 
 
+def size_of(info: CallInfo, i: int) -> PrimExpr:
+    """Scalar argument ``i`` as a dimension: an integer of known value."""
+    value = prim_value_of(info, i)
+    if not value.dtype.is_int:
+        raise info.fail(f"argument {info.spec.args[i]!r} is a size: it must be an integer, got a {value.dtype}")
+    return value
+
+
 # ---------------------------------------------------------------- clip, tril, triu
 def _infer_clip(info: CallInfo) -> StructInfo:
     prim_arg(info, 1)
@@ -121,9 +124,13 @@ def _infer_arange(info: CallInfo) -> StructInfo:
         # int64(ceil(float32(end - start) / step)), as TVM counts a float range: the difference in
         # the wider type, rounded to float32, divided in float64 only by a float64 step
         wide = np.result_type(*(np.dtype(str(v.dtype)) for v in (start, end)))
-        diff = np.float32(np.array(end.value, wide) - np.array(start.value, wide))
         quotient_type = np.float64 if step.dtype == DataType("float64") else np.float32
-        count = IntImm(INT64, int(math.ceil(quotient_type(diff) / quotient_type(step.value))))
+        with np.errstate(all="ignore"):
+            diff = np.float32(np.array(end.value, wide) - np.array(start.value, wide))
+            quotient = quotient_type(diff) / quotient_type(step.value)
+        if not np.isfinite(quotient):
+            raise info.fail(f"the range from {start.value} to {end.value} by {step.value} has no finite length")
+        count = IntImm(INT64, int(math.ceil(quotient)))
     else:  # (TVM's count is int64(ceil(float32(end - start) / step)), which tvms does not simplify)
         raise info.fail("a float range needs constant start, end and step")
     return make_tensor((count,), info.attrs["dtype"])
@@ -143,7 +150,7 @@ def _prepare_eye(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
 
 
 def _infer_eye(info: CallInfo) -> StructInfo:
-    n, m = prim_value_of(info, 0), prim_value_of(info, 1)
+    n, m = size_of(info, 0), size_of(info, 1)
     prim_arg(info, 2)
     return make_tensor((n, m), info.attrs["dtype"])
 
@@ -169,7 +176,7 @@ def _infer_hamming_window(info: CallInfo) -> StructInfo:
     dtype = info.attrs["dtype"]
     if dtype.is_integer:
         raise info.fail(f"the dtype must be a float type, got {dtype}")
-    size = prim_value_of(info, 0)
+    size = size_of(info, 0)
     for i in range(1, 4):
         prim_arg(info, i)
     if int_of(size) is not None and size.value < 1:
@@ -210,6 +217,8 @@ register("one_hot", ("indices", "on_value", "off_value"), _infer_one_hot,
 def _infer_scan(info: CallInfo) -> StructInfo:
     x = tensor_arg(info, 0)
     dtype = info.attrs["dtype"] if info.attrs["dtype"] is not None else x.dtype
+    if info.attrs["axis"] is not None and x.ndim >= 0:  # (TVM checks it only when lowering)
+        normalize_axis(info, info.attrs["axis"], x.ndim)
     if info.attrs["axis"] is None:  # over the flattened input
         dims = x.dims
         if dims is None:  # (TVM keeps the input's rank here)

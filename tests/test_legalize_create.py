@@ -100,6 +100,10 @@ def test_op_functions_fill_defaults_as_tvm() -> None:
     ("R.hamming_window(R.prim_value(4), R.prim_value(1), R.prim_value(T.float32(0.5)), "
      "R.prim_value(T.float32(0.5)), dtype=\"int32\")", "float type"),
     ("R.arange(R.prim_value(0), R.prim_value(4), R.prim_value(0))", "step must not be zero"),
+    ("R.arange(R.prim_value(0), R.prim_value(T.float64(1e308)), R.prim_value(T.float64(1e-308)))",
+     "no finite length"),
+    ("R.eye(R.prim_value(T.float32(2)))", "must be an integer"),
+    ("R.cumsum(x, axis=2)", "out of range"),
 ])
 def test_tvm_errors(text: str, message: str) -> None:
     src = f"""@I.ir_module
