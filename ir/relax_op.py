@@ -19,6 +19,11 @@ from .struct_info import StructInfo
 # executors run them themselves, and a module calling only these needs no Relax pipeline.
 SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed")
 
+# The operators whose constructor makes a Python float argument a float64 scalar, as TVM's
+# ``relax.prim_value`` does (``R.clip(x, 0.0, 6.0)``): the parser hands such literals to them as
+# they are, where elsewhere a bare float is a float32 (``R.add(x, 1.5)``).
+PRIM_VALUE_ARGS: set[str] = set()
+
 # Attribute kinds, which decide how values are checked, stored and printed.
 ATTR_ANY, ATTR_INT, ATTR_INTS, ATTR_BOOL, ATTR_STR, ATTR_DTYPE, ATTR_FLOAT, ATTR_PRIM = (
     "any", "int", "ints", "bool", "str", "dtype", "float", "prim")

@@ -20,7 +20,8 @@ from .relax import PrimValue, RelaxExpr
 from .relax_infer import (INT64, as_tuple_expr, describe, dim_add, dim_floordiv, dim_sub, int_of,
                           make_tensor, normalize_axis, product, prove_equal, simplify_dim, tensor_arg,
                           tensor_args, tuple_of_tensors)
-from .relax_op import ATTR_BOOL, ATTR_DTYPE, ATTR_INT, ATTR_STR, Attr, CallInfo, OpSpec, register
+from .relax_op import (ATTR_BOOL, ATTR_DTYPE, ATTR_INT, ATTR_STR, PRIM_VALUE_ARGS, Attr, CallInfo, OpSpec,
+                       register)
 from .struct_info import VOID, PrimStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
 
 FLOAT32 = DataType("float32")
@@ -354,4 +355,7 @@ def _infer_meshgrid(info: CallInfo) -> StructInfo:
 
 register("meshgrid", ("tensors",), _infer_meshgrid, (Attr("indexing", "ij", ATTR_STR),), prepare=_prepare_tuple)
 
-__all__ = ["as_prim_value", "prim_arg", "prim_value_of"]
+PRIM_VALUE_ARGS.update(f"relax.{name}" for name in ("clip", "tril", "triu", "arange", "eye", "eye_like",
+                                                      "one_hot", "hamming_window"))
+
+__all__ = ["as_prim_value", "prim_arg", "prim_value_of", "size_of"]
