@@ -173,7 +173,9 @@ def bind_arguments(spec: OpSpec, args: tuple, attrs: dict) -> tuple[tuple, dict]
         if i < len(args):
             raise TVMSError(f"R.{spec.script_name} got the argument {name!r} twice")
         if i > len(args):
-            raise TVMSError(f"R.{spec.script_name}: argument {spec.args[len(args)]!r} is missing")
+            if spec.min_args is None or len(args) < spec.min_args:
+                raise TVMSError(f"R.{spec.script_name}: argument {spec.args[len(args)]!r} is missing")
+            args += [None] * (i - len(args))  # optional ones left out: the op's prepare fills them
         args.append(attrs.pop(name))
     if not spec.variadic and len(args) > len(spec.args):
         order = spec.positional or tuple(a.name for a in spec.attrs)

@@ -44,13 +44,12 @@ def as_prim_value(value: Any) -> Any:
 
 
 def _prepare_scalars(*defaults: Any) -> Any:
-    """A ``prepare`` step: the missing trailing Relax arguments take ``defaults`` (counted from
-    the last one), and every scalar argument becomes a PrimValue."""
+    """A ``prepare`` step: the missing trailing Relax arguments (or None ones) take ``defaults``
+    (counted from the last one), and every scalar argument becomes a PrimValue."""
     def prepare(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
-        args = list(args)
-        missing = len(spec.args) - len(args)
-        if missing > 0:
-            args += list(defaults[len(defaults) - missing:])
+        args = list(args) + [None] * (len(spec.args) - len(args))
+        first = len(spec.args) - len(defaults)
+        args = [defaults[i - first] if a is None and i >= first else a for i, a in enumerate(args)]
         return [as_prim_value(a) for a in args], attrs
     return prepare
 
@@ -103,12 +102,10 @@ for _name in ("tril", "triu"):
 
 # ---------------------------------------------------------------- arange, eye, eye_like
 def _prepare_arange(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
-    args = list(args)
-    if len(args) == 1:  # arange(end)
-        args = [0] + args
-    if len(args) == 2:
-        args.append(1)
-    args = [as_prim_value(a) for a in args]
+    start, end, step = list(args) + [None] * (3 - len(args))
+    if end is None:  # arange(end)
+        start, end = 0, start
+    args = [as_prim_value(a) for a in (start, end, 1 if step is None else step)]
     if attrs["dtype"] is None:  # integers give int64, anything else float32 (as TVM's arange)
         ints = all(isinstance(a, PrimValue) and a.value.dtype.is_int for a in args)
         attrs["dtype"] = INT64 if ints else FLOAT32
@@ -142,12 +139,8 @@ register("arange", ("start", "end", "step"), _infer_arange, (Attr("dtype", None,
 
 
 def _prepare_eye(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
-    args = list(args)
-    if len(args) == 1:  # eye(n): square
-        args.append(args[0])
-    if len(args) == 2:
-        args.append(0)
-    return [as_prim_value(a) for a in args], attrs
+    n, m, k = list(args) + [None] * (3 - len(args))
+    return [as_prim_value(a) for a in (n, n if m is None else m, 0 if k is None else k)], attrs
 
 
 def _infer_eye(info: CallInfo) -> StructInfo:

@@ -74,6 +74,8 @@ def test_op_functions_fill_defaults_as_tvm() -> None:
     eye = op.eye(3)
     assert [a.value.value for a in eye.args] == [3, 3, 0] and str(eye.attrs["dtype"]) == "float32"
     assert [d.value for d in op.eye(2, 5, 1, "int32").struct_info.dims] == [2, 5]
+    assert [a.value.value for a in op.eye(3, k=1).args] == [3, 3, 1]  # (m left out by keyword: n)
+    assert [a.value.value for a in op.arange(4, step=2).args] == [0, 4, 2]
     assert op.tril(x).args[1].value.value == 0 and op.triu(x, 1).args[1].value.value == 1
     assert str(op.eye_like(x, dtype="int8").struct_info.dtype) == "int8"
     clip = op.clip(x, 0.0, 6.0)
