@@ -14,8 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from . import arith
 from .dtype import DataType
-from .expr import FloatImm, IntImm, PrimExpr
+from .expr import Call as PrimCall
+from .expr import FloatImm, IntImm, PrimExpr, Sub
+from .op import get_op
 from .relax import PrimValue, RelaxExpr
 from .relax_infer import (INT64, as_tuple_expr, describe, dim_add, dim_floordiv, dim_sub, int_of,
                           make_tensor, normalize_axis, product, prove_equal, simplify_dim, tensor_arg,
@@ -129,8 +132,9 @@ def _infer_arange(info: CallInfo) -> StructInfo:
         if not np.isfinite(quotient):
             raise info.fail(f"the range from {start.value} to {end.value} by {step.value} has no finite length")
         count = IntImm(INT64, int(math.ceil(quotient)))
-    else:  # (TVM's count is int64(ceil(float32(end - start) / step)), which tvms does not simplify)
-        raise info.fail("a float range needs constant start, end and step")
+    else:  # the same count as an expression, which TVM's simplifier leaves as it is
+        ratio = arith.truediv(arith.cast(FLOAT32, arith.binary(Sub, end, start)), step)
+        count = arith.cast(INT64, PrimCall(ratio.dtype, get_op("tir.ceil"), (ratio,)))
     return make_tensor((count,), info.attrs["dtype"])
 
 

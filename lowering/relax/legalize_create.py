@@ -110,13 +110,11 @@ def _arange(bb: Any, call: rx.Call) -> Any:
     dtype = str(call.attrs["dtype"])
     if all(isinstance(v, (IntImm, FloatImm)) for v in (start, end, step)):  # TVM folds it to a constant
         return rx.make_constant(np.arange(start.value, end.value, step.value, dtype=dtype))
-    if not all(v.dtype.is_int for v in (start, end, step)):
-        raise _NotLegalized
     shape = _out_dims(call)
 
     def arange() -> te.Tensor:
-        return _compute(shape, lambda idx: arith.cast(dtype, arith.binary(Add, start, arith.binary(
-            Mul, step, idx[0]))), "T_arange", "elemwise", "ax")
+        return _compute(shape, lambda idx: _cast(dtype, _folded(Add, start, _folded(Mul, step, idx[0]))),
+                        "T_arange", "elemwise", "ax")
 
     return call_te(bb, arange, primfunc_name_hint="arange")
 
