@@ -15,7 +15,7 @@ from ...ir.relax_op import make_call
 from ..pass_registry import register_pass
 from ..transform import module_pass
 from .ir_kernels import call_kernel, product, sample_index_kernel, scan_kernel
-from .legalize import _NotLegalized, rewrite_calls
+from .legalize import rewrite_calls
 
 _I64 = DataType("int64")
 
@@ -23,14 +23,13 @@ _I64 = DataType("int64")
 def _scan_dispatch(name: str, combine: type, identity: int) -> Any:
     def dispatch(bb: Any, call: rx.Call) -> Any:
         x = call.args[0]
-        if not isinstance(x, rx.Var):
-            raise _NotLegalized
         sinfo = x.struct_info
         axis = call.attrs["axis"]
         axis = None if axis is None else axis % len(sinfo.dims)
         out_dtype = call.attrs["dtype"] or sinfo.dtype
         # te.extern's input buffer: an element offset of its own (printed as a module TypeVar)
-        data = decl_buffer(sinfo.dims, sinfo.dtype, x.name, elem_offset=Var("elem_offset", _I64))
+        name_of_x = x.name if isinstance(x, rx.Var) else "A"  # (call_te names a constant by its position)
+        data = decl_buffer(sinfo.dims, sinfo.dtype, name_of_x, elem_offset=Var("elem_offset", _I64))
         out_shape = (product(sinfo.dims),) if axis is None else tuple(sinfo.dims)
         out_shape = tuple(IntImm(_I64, d) if isinstance(d, int) else d for d in out_shape)
         func = scan_kernel(data, out_shape, out_dtype, axis, call.attrs["exclusive"], combine, identity, name)
