@@ -52,7 +52,6 @@ relax.inspect.tensor_ndim
 relax.inspect.tensor_shape_i
 relax.inspect.tensor_stride_i
 relax.memory.view
-relax.multinomial_from_uniform
 relax.vision.all_class_non_max_suppression
 relax.vision.get_valid_counts
 relax.vision.multibox_transform_loc
@@ -102,7 +101,6 @@ R.image.grid_sample
 R.linear
 R.macro
 R.memory.view
-R.multinomial_from_uniform
 R.nn.relu6
 R.rewriter
 R.vision.all_class_non_max_suppression

@@ -76,8 +76,9 @@ def gen_call_tir_inputs(fte: Callable, *args: Any) -> tuple:
     for a in args:
         if isinstance(a, rx.PrimValue) and isinstance(a.value, Var):
             te_args.append(a.value)
-            params.append(a.value)
-            rx_args.append(a)
+            if all(a.value is not p for p in params):  # (a size given twice is one parameter, as in TVM)
+                params.append(a.value)
+                rx_args.append(a)
         elif isinstance(a, rx.RelaxExpr):
             sinfo = _tensor_sinfo(a)
             if sinfo is None:
