@@ -61,8 +61,6 @@ relax.grad.start_checkpoint
 relax.grad.take_backward
 relax.hamming_window
 relax.hint_on_device
-relax.image.affine_grid
-relax.image.grid_sample
 relax.inspect.tensor_byte_offset
 relax.inspect.tensor_dtype_bits
 relax.inspect.tensor_dtype_code
@@ -190,8 +188,6 @@ R.grad.take_backward
 R.hamming_window
 R.hexagon
 R.hint_on_device
-R.image.affine_grid
-R.image.grid_sample
 R.invoke_closure
 R.invoke_pure_closure
 R.linear

@@ -1,7 +1,8 @@
-"""image.resize2d / resize3d: the numpy reference against what Apache TVM 0.27 computes
-(fixtures/image/resize_by_tvm.npz, made by generate_resize_with_tvm.py: LegalizeOps, built and run
-by TVM), every interpolation method and most coordinate modes; and a compiled module running it
-(tvms does not legalize resize: the VM runs the reference)."""
+"""image.resize2d / resize3d, affine_grid, grid_sample: the numpy references against what Apache
+TVM 0.27 computes (fixtures/image/image_by_tvm.npz, made by generate_image_with_tvm.py:
+LegalizeOps, built and run by TVM): every resize method and most coordinate modes, grids at corners
+and centers, bilinear and nearest sampling with each padding mode; and a compiled module running
+them (tvms does not legalize these: the VM runs the references)."""
 from __future__ import annotations
 
 import importlib.util
@@ -13,13 +14,13 @@ from conftest import FIXTURES
 from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
-_spec = importlib.util.spec_from_file_location("generate_resize_with_tvm",
-                                               FIXTURES / "image" / "generate_resize_with_tvm.py")
+_spec = importlib.util.spec_from_file_location("generate_image_with_tvm",
+                                               FIXTURES / "image" / "generate_image_with_tvm.py")
 _cases = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_cases)  # (the cases the golden was made from)
 CASES, input_of = _cases.CASES, _cases.input_of
 
-GOLDEN = np.load(FIXTURES / "image" / "resize_by_tvm.npz")
+GOLDEN = np.load(FIXTURES / "image" / "image_by_tvm.npz")
 
 
 def _module(shape: tuple, call: str):
@@ -34,7 +35,7 @@ class M:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_resize_reference_equals_tvm(name: str) -> None:
+def test_reference_equals_tvm(name: str) -> None:
     shape, call = CASES[name]
     got = run_relax(_module(shape, call), "main", input_of(shape))
     np.testing.assert_allclose(np.asarray(got), GOLDEN[name], rtol=1e-5, atol=1e-5)
