@@ -512,4 +512,4 @@ def kill_object(args: tuple, attrs: Any) -> tuple:
     return ()
 
 
-from . import numpy_ops_image, numpy_ops_index, numpy_ops_quant, numpy_ops_sort, numpy_ops_sum  # noqa: E402,F401  (they register on import)
+from . import numpy_ops_image, numpy_ops_index, numpy_ops_quant, numpy_ops_sort, numpy_ops_sum, numpy_ops_vision  # noqa: E402,F401,E501

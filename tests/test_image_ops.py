@@ -1,7 +1,8 @@
-"""image.resize2d / resize3d, affine_grid, grid_sample: the numpy references against what Apache
-TVM 0.27 computes (fixtures/image/image_by_tvm.npz, made by generate_image_with_tvm.py:
+"""image.resize2d / resize3d, affine_grid, grid_sample, vision.roi_align / roi_pool: the numpy
+references against what Apache TVM 0.27 computes (fixtures/image/image_by_tvm.npz, made by generate_image_with_tvm.py:
 LegalizeOps, built and run by TVM): every resize method and most coordinate modes, grids at corners
-and centers, bilinear and nearest sampling with each padding mode; and a compiled module running
+and centers, bilinear and nearest sampling with each padding mode, region pooling (average and
+max, NCHW and NHWC) over regions partly outside the image; and a compiled module running
 them (tvms does not legalize these: the VM runs the references)."""
 from __future__ import annotations
 

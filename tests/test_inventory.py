@@ -121,8 +121,6 @@ relax.vision.all_class_non_max_suppression
 relax.vision.get_valid_counts
 relax.vision.multibox_transform_loc
 relax.vision.non_max_suppression
-relax.vision.roi_align
-relax.vision.roi_pool
 relax.vm.call_tir_dyn
 relax.wrap_param
 """)
@@ -248,8 +246,6 @@ R.vision.all_class_non_max_suppression
 R.vision.get_valid_counts
 R.vision.multibox_transform_loc
 R.vision.non_max_suppression
-R.vision.roi_align
-R.vision.roi_pool
 R.vm.call_tir_dyn
 R.vpi
 R.vulkan

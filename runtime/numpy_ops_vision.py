@@ -1,0 +1,72 @@
+"""Numpy references of vision.roi_align and vision.roi_pool (registered into ``NUMPY_OPS`` when
+``numpy_ops`` imports this module), following TVM's topi kernels: region coordinates scaled by
+``spatial_scale``, each output bin averaging (or maxing) bilinear samples (roi_align) or maxing
+the pixels it covers (roi_pool)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .numpy_ops import numpy_op
+
+
+def _bilinear(image: np.ndarray, y: float, x: float) -> np.ndarray:
+    """image (C, H, W) at (y, x), zero outside [-1, H] x [-1, W], clamped inside."""
+    h, w = image.shape[1:]
+    if y < -1.0 or x < -1.0 or y > h or x > w:
+        return np.zeros(image.shape[0], image.dtype)
+    y, x = min(max(y, 0.0), h - 1.0), min(max(x, 0.0), w - 1.0)
+    y0, x0 = math.floor(y), math.floor(x)
+    out = np.zeros(image.shape[0], np.float64)
+    for yy, wy in ((y0, 1 - (y - y0)), (y0 + 1, y - y0)):
+        for xx, wx in ((x0, 1 - (x - x0)), (x0 + 1, x - x0)):
+            if 0 <= yy <= h - 1 and 0 <= xx <= w - 1:
+                out += wy * wx * image[:, yy, xx]
+    return out
+
+
+@numpy_op("vision.roi_align")
+def roi_align(args: tuple, attrs: Any) -> np.ndarray:
+    data, rois = np.asarray(args[0]), np.asarray(args[1])
+    nhwc = attrs["layout"] == "NHWC"
+    if nhwc:
+        data = data.transpose(0, 3, 1, 2)
+    ph, pw = attrs["pooled_size"]
+    scale, ratio, aligned = attrs["spatial_scale"], attrs["sample_ratio"], attrs["aligned"]
+    out = np.zeros((len(rois), data.shape[1], ph, pw), data.dtype)
+    for i, (b, x0, y0, x1, y1) in enumerate(rois.astype(np.float64)):
+        x0, y0, x1, y1 = x0 * scale, y0 * scale, x1 * scale, y1 * scale
+        roi_h, roi_w = (y1 - y0, x1 - x0) if aligned else (max(y1 - y0, 1.0), max(x1 - x0, 1.0))
+        bin_h, bin_w = roi_h / ph, roi_w / pw
+        grid_h = ratio if ratio > 0 else math.ceil(roi_h / ph)
+        grid_w = ratio if ratio > 0 else math.ceil(roi_w / pw)
+        for py in range(ph):
+            for px in range(pw):
+                samples = [_bilinear(data[int(b)], y0 + py * bin_h + (sy + 0.5) * bin_h / grid_h,
+                                     x0 + px * bin_w + (sx + 0.5) * bin_w / grid_w)
+                           for sy in range(grid_h) for sx in range(grid_w)]
+                if attrs["mode"] == "avg":
+                    out[i, :, py, px] = sum(s / (grid_h * grid_w) for s in samples) if samples else 0
+                else:
+                    out[i, :, py, px] = np.max(samples, axis=0) if samples else -np.inf
+    return out.transpose(0, 2, 3, 1) if nhwc else out
+
+
+@numpy_op("vision.roi_pool")
+def roi_pool(args: tuple, attrs: Any) -> np.ndarray:
+    data, rois = np.asarray(args[0]), np.asarray(args[1])
+    ph, pw = attrs["pooled_size"]
+    h, w = data.shape[2:]
+    out = np.zeros((len(rois), data.shape[1], ph, pw), data.dtype)
+    for i, roi in enumerate(rois.astype(np.float64)):
+        x0, y0, x1, y1 = (math.floor(v * attrs["spatial_scale"] + 0.5) for v in roi[1:])
+        bin_h, bin_w = max(y1 - y0 + 1, 1) / ph, max(x1 - x0 + 1, 1) / pw
+        for py in range(ph):
+            for px in range(pw):
+                hs, he = (min(max(v + y0, 0), h) for v in (math.floor(py * bin_h), math.ceil((py + 1) * bin_h)))
+                ws, we = (min(max(v + x0, 0), w) for v in (math.floor(px * bin_w), math.ceil((px + 1) * bin_w)))
+                if he > hs and we > ws:  # (an empty bin stays 0)
+                    out[i, :, py, px] = data[int(roi[0]), :, hs:he, ws:we].max(axis=(1, 2))
+    return out
