@@ -70,3 +70,51 @@ def roi_pool(args: tuple, attrs: Any) -> np.ndarray:
                 if he > hs and we > ws:  # (an empty bin stays 0)
                     out[i, :, py, px] = data[int(roi[0]), :, hs:he, ws:we].max(axis=(1, 2))
     return out
+
+
+@numpy_op("vision.get_valid_counts")
+def get_valid_counts(args: tuple, attrs: Any) -> tuple:
+    """Per batch, the boxes scoring above the threshold (and of a class >= 0) moved first in
+    order; the rest filled with -1; with their count and original indices."""
+    data = np.asarray(args[0])
+    batch, anchors, _ = data.shape
+    counts = np.zeros(batch, np.int32)
+    boxes = np.full_like(data, -1)
+    indices = np.full((batch, anchors), -1, np.int32)
+    score, cls = attrs["score_index"], attrs["id_index"]
+    for b in range(batch):
+        keep = data[b, :, score] > data.dtype.type(attrs["score_threshold"])
+        if cls >= 0:
+            keep &= data[b, :, cls] >= 0
+        kept = np.flatnonzero(keep)
+        counts[b] = len(kept)
+        boxes[b, :len(kept)] = data[b, kept]
+        indices[b, :len(kept)] = kept
+    return counts, boxes, indices
+
+
+@numpy_op("vision.multibox_transform_loc")
+def multibox_transform_loc(args: tuple, attrs: Any) -> tuple:
+    """Anchors (left, top, right, bottom) moved and scaled by the predicted offsets into
+    (ymin, xmin, ymax, xmax) boxes; class scores softmaxed, those under the threshold zeroed."""
+    cls, loc, anchor = (np.asarray(a) for a in args)
+    dtype = cls.dtype.type
+    batch, _, anchors = cls.shape
+    vx, vy, vw, vh = (dtype(v) for v in attrs["variances"])
+    left, top, right, bottom = (anchor[0, :, k] for k in range(4))
+    ah, aw = bottom - top, right - left
+    ay, ax = (top + bottom) * dtype(0.5), (left + right) * dtype(0.5)
+    ex, ey, ew, eh = (loc.reshape(batch, anchors, 4)[..., k] for k in range(4))
+    yc, xc = ey * vy * ah + ay, ex * vx * aw + ax
+    hh, hw = dtype(0.5) * np.exp(eh * vh) * ah, dtype(0.5) * np.exp(ew * vw) * aw
+    boxes = np.stack([yc - hh, xc - hw, yc + hh, xc + hw], axis=-1).astype(cls.dtype)
+    if attrs["clip"]:
+        boxes = np.clip(boxes, 0, 1)
+    scores = cls
+    if attrs["apply_softmax"]:
+        e = np.exp(cls - cls.max(axis=1, keepdims=True))
+        scores = e / e.sum(axis=1, keepdims=True)
+    scores = np.where(scores >= dtype(attrs["threshold"]), scores, dtype(0)).astype(cls.dtype)
+    if not attrs["keep_background"]:
+        scores[:, 0] = 0
+    return boxes, scores

@@ -117,10 +117,6 @@ relax.tensor_to_shape
 relax.to_vdevice
 relax.tril
 relax.triu
-relax.vision.all_class_non_max_suppression
-relax.vision.get_valid_counts
-relax.vision.multibox_transform_loc
-relax.vision.non_max_suppression
 relax.vm.call_tir_dyn
 relax.wrap_param
 """)
@@ -242,10 +238,6 @@ R.tensor_to_shape
 R.to_vdevice
 R.tril
 R.triu
-R.vision.all_class_non_max_suppression
-R.vision.get_valid_counts
-R.vision.multibox_transform_loc
-R.vision.non_max_suppression
 R.vm.call_tir_dyn
 R.vpi
 R.vulkan
