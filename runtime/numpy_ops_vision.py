@@ -118,3 +118,86 @@ def multibox_transform_loc(args: tuple, attrs: Any) -> tuple:
     if not attrs["keep_background"]:
         scores[:, 0] = 0
     return boxes, scores
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> Any:
+    """Intersection over union of two (x0, y0, x1, y1) boxes in either corner order, in their dtype."""
+    zero = a.dtype.type(0)
+    al, at, ar, ab = min(a[0], a[2]), min(a[1], a[3]), max(a[0], a[2]), max(a[1], a[3])
+    bl, bt, br, bb = min(b[0], b[2]), min(b[1], b[3]), max(b[0], b[2]), max(b[1], b[3])
+    inter = max(zero, min(ab, bb) - max(at, bt)) * max(zero, min(ar, br) - max(al, bl))
+    union = (ar - al) * (ab - at) + (br - bl) * (bb - bt) - inter
+    return zero if union <= zero else inter / union
+
+
+@numpy_op("vision.non_max_suppression")
+def non_max_suppression(args: tuple, attrs: Any) -> Any:
+    """TVM's classic NMS, batch by batch: the valid boxes by descending score (top_k of them),
+    each kept box (score above 0, up to max_output_size) suppressing the later ones of its class
+    that overlap it by iou_threshold or more; soft-NMS instead picks the best remaining box each
+    round and decays the scores of the others."""
+    data, valid_count, indices = (np.asarray(a) for a in args)
+    batch, anchors, _ = data.shape
+    a = attrs
+    score, start, cls, limit = a["score_index"], a["coord_start"], a["id_index"], a["max_output_size"]
+    soft = a["soft_nms_sigma"] > 0
+    thresh = data.dtype.type(a["score_threshold"] if soft else 0.0)
+    iou_threshold = data.dtype.type(a["iou_threshold"])
+    out = np.full_like(data, -1)
+    box = np.full((batch, anchors), -1, np.int32)
+    kept = np.zeros((batch, 1), np.int32)
+    for i in range(batch):
+        n = int(valid_count[i])
+        order = np.argsort(-data[i, :n, score].astype(np.float64), kind="stable")
+        keep = min(n, a["top_k"]) if a["top_k"] > 0 else n
+        out[i, :keep], box[i, :keep] = data[i, order[:keep]], order[:keep]
+        rows, ids = out[i], box[i]
+
+        def suppresses(j: int, k: int) -> bool:
+            return a["force_suppress"] or cls < 0 or rows[j, cls] == rows[k, cls]
+
+        count = 0
+        if soft:
+            scale = data.dtype.type(-0.5 / a["soft_nms_sigma"])
+            for _ in range(keep):
+                if limit > 0 and count >= limit:
+                    continue
+                live = [j for j in range(count, keep) if ids[j] >= 0 and rows[j, score] > thresh]
+                if live:
+                    best = max(live, key=lambda j: (rows[j, score], -j))  # (the first of equal scores)
+                    rows[[count, best]], ids[[count, best]] = rows[[best, count]], ids[[best, count]]
+                    for k in range(count + 1, keep):
+                        if ids[k] >= 0 and rows[k, score] > thresh and suppresses(count, k):
+                            iou = _iou(rows[count, start:start + 4], rows[k, start:start + 4])
+                            if iou >= iou_threshold:
+                                ids[k] = -1
+                            else:
+                                rows[k, score] *= np.exp(scale * iou * iou)
+                                if rows[k, score] <= thresh:
+                                    ids[k] = -1
+                    count += 1
+            ids[:count] = [indices[i, j] for j in ids[:count]]
+            rows[count:], ids[count:] = -1, -1
+            kept[i, 0] = count
+            continue
+        for j in range(keep):
+            if rows[j, score] > thresh and (limit <= 0 or count < limit):
+                count += 1
+                for k in range(j + 1, keep):
+                    if rows[k, score] > thresh and suppresses(j, k) \
+                            and _iou(rows[j, start:start + 4], rows[k, start:start + 4]) >= iou_threshold:
+                        rows[k, score], ids[k] = -1, -1
+            else:
+                rows[j], ids[j] = -1, -1
+        chosen = [indices[i, j] for j in ids if j >= 0]
+        ids[:] = -1
+        ids[:len(chosen)] = chosen
+        kept[i, 0] = len(chosen)
+    if a["return_indices"]:
+        return (out, box, kept) if soft else (box, kept)
+    if a["invalid_to_bottom"]:
+        for i in range(batch):
+            valid = out[i, out[i, :, score] >= 0]
+            out[i] = -1
+            out[i, :len(valid)] = valid
+    return out

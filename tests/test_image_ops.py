@@ -3,8 +3,9 @@ references against what Apache TVM 0.27 computes (fixtures/image/image_by_tvm.np
 generate_image_with_tvm.py: LegalizeOps, built and run by TVM): every resize method and most
 coordinate modes, grids at corners and centers, bilinear and nearest sampling with each padding
 mode, region pooling (average and max, NCHW and NHWC) over regions partly outside the image,
-valid-box compaction and anchor decoding; and a compiled module running them (tvms does not
-legalize these: the VM runs the references). The two box suppressions have no reference yet."""
+valid-box compaction, anchor decoding, classic and soft non-maximum suppression; and a compiled
+module running them (tvms does not legalize these: the VM runs the references).
+all_class_non_max_suppression has no reference yet."""
 from __future__ import annotations
 
 import importlib.util
