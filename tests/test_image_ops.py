@@ -54,3 +54,18 @@ def test_resize_compiled_runs_the_reference() -> None:
     shape, call = CASES["linear_half_pixel"]
     vm = tvms.relax.VirtualMachine(tvms.compile(_module(shape, call), target="llvm"), tvms.cpu())
     np.testing.assert_allclose(vm["main"](input_of(shape)).numpy(), GOLDEN["linear_half_pixel"], rtol=1e-5, atol=1e-5)
+
+
+def test_affine_grid_legalized_as_tvm_and_compiled() -> None:
+    """affine_grid's LegalizeOps byte for byte as TVM prints it (golden math_affine_grid made by
+    legalize/generate_math_with_tvm.py); compiled, it gives the reference's numbers."""
+    from test_legalize_index import _compiled_equals_reference, _text
+    from tvms.lowering.relax.legalize import LegalizeOps
+
+    out = LegalizeOps()(from_source(_text("math_affine_grid", "before")))
+    assert out.script(dialect="tvm-0.27") == _text("math_affine_grid", "legalized")
+    printed = _text("math_affine_grid", "printed_by_tvm")
+    assert from_source(printed).script(dialect="tvm-0.27") == printed
+    rng = np.random.default_rng(8)
+    args = (rng.standard_normal((2, 2, 3)).astype("float32"), rng.standard_normal((1, 3, 4)).astype("float32"))
+    _compiled_equals_reference("math_affine_grid", args, 3, rtol=1e-5, atol=1e-6)

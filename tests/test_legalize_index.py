@@ -31,7 +31,7 @@ def test_legalized_as_tvm_and_printed_back(name: str) -> None:
 
 
 def _compiled_equals_reference(name: str, args: tuple, count: int, rtol: float = 0,
-                               fname: str = "forward") -> None:
+                               fname: str = "forward", atol: float = 0) -> None:
     """The fixture's function, returning every dataflow output, compiled by tvms.compile and run
     on the VM, against the reference executor."""
     import tvms
@@ -44,7 +44,7 @@ def _compiled_equals_reference(name: str, args: tuple, count: int, rtol: float =
     assert len(got) == len(want) == count
     for g, w in zip(got, want):
         assert g.numpy().dtype == np.asarray(w).dtype
-        np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=rtol)
+        np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=rtol, atol=atol)
 
 
 def test_gather_compiled_equals_reference() -> None:
