@@ -15,7 +15,7 @@ from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
 LEGALIZE_DIR = FIXTURES / "legalize"
-FIXTURES_INDEX = ["math_gather", "math_indexing"]
+FIXTURES_INDEX = ["math_gather", "math_indexing", "math_index_tensor"]
 
 
 def _text(name: str, kind: str) -> str:
@@ -61,6 +61,12 @@ def test_reverse_sequence_compiled_equals_reference() -> None:
     x = np.arange(24, dtype="float32").reshape(4, 6)
     s, t = np.array([0, 2, 9, 6]), np.array([1, 3, -2, 4, 0, 2], "int32")
     _compiled_equals_reference("math_indexing", (x, s, t), 2)
+
+
+def test_index_tensor_compiled_equals_reference() -> None:
+    x = np.arange(24, dtype="float32").reshape(4, 6)
+    i, j, k = np.array([3, 0]), np.array([[1], [2], [0]]), np.array([[3, 1, 2], [0, 0, 1]], "int32")
+    _compiled_equals_reference("math_index_tensor", (x, i, j, k), 3)
 
 
 def _ref(name: str, *args, **attrs):
