@@ -201,3 +201,48 @@ def non_max_suppression(args: tuple, attrs: Any) -> Any:
             out[i] = -1
             out[i, :len(valid)] = valid
     return out
+
+
+def _first(value: Any) -> Any:
+    """The value of a scalar or one-element tensor argument."""
+    return np.asarray(value).reshape(-1)[0]
+
+
+@numpy_op("vision.all_class_non_max_suppression")
+def all_class_non_max_suppression(args: tuple, attrs: Any) -> tuple:
+    """NMS per batch and class (ONNX NonMaxSuppression): boxes by descending score, those above
+    score_threshold kept greedily (up to max_output_boxes_per_class) unless a kept one overlaps
+    them by iou_threshold or more. ONNX format: (batch, class, box) rows, then zeros, and their
+    count; TensorFlow format: per batch (class, box) rows and their scores, then zeros, and counts."""
+    boxes, scores = np.asarray(args[0]), np.asarray(args[1])
+    limit, iou_threshold = int(_first(args[2])), np.float32(_first(args[3]))
+    threshold = np.float32(_first(args[4]))
+    batch, classes, count = scores.shape
+    chosen: dict = {}
+    for b in range(batch):
+        for c in range(classes):
+            order = np.argsort(-scores[b, c].astype(np.float64), kind="stable")
+            live = scores[b, c, order].astype(np.float32)
+            valid = int((live > threshold).sum())
+            picked: list = []
+            for j in range(valid if iou_threshold > 0 else 0):
+                if live[j] > -1 and len(picked) < limit and live[j] > threshold:
+                    picked.append(j)
+                    for k in range(j + 1, valid):
+                        if live[k] > 0 and _iou(boxes[b, order[j]], boxes[b, order[k]]) >= iou_threshold:
+                            live[k] = -1
+            chosen[b, c] = [(int(order[j]), scores[b, c, order[j]]) for j in picked]
+    if attrs["output_format"] == "onnx":
+        rows = [(b, c, box) for (b, c), found in chosen.items() for box, _ in found]
+        out = np.zeros((batch * classes * count, 3), np.int64)
+        out[:len(rows)] = rows
+        return out, np.array([len(rows)], np.int64)
+    indices = np.zeros((batch, classes * count, 2), np.int64)
+    kept_scores = np.zeros((batch, classes * count), np.float32)
+    totals = np.zeros(batch, np.int64)
+    for b in range(batch):
+        found = [(c, box, s) for c in range(classes) for box, s in chosen[b, c]]
+        totals[b] = len(found)
+        for r, (c, box, s) in enumerate(found):
+            indices[b, r], kept_scores[b, r] = (c, box), s
+    return indices, kept_scores, totals
