@@ -17,7 +17,10 @@ from .struct_info import StructInfo
 
 # The operators that call functions (kernels, packed functions) rather than compute: the
 # executors run them themselves, and a module calling only these needs no Relax pipeline.
-SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed")
+SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed", "relax.call_pure_packed",
+               "relax.call_inplace_packed", "relax.call_builtin_with_ctx", "relax.call_tir_inplace",
+               "relax.call_tir_with_grad", "relax.vm.call_tir_dyn", "relax.make_closure",
+               "relax.invoke_closure", "relax.invoke_pure_closure")
 
 # Attribute kinds, which decide how values are checked, stored and printed.
 ATTR_ANY, ATTR_INT, ATTR_INTS, ATTR_BOOL, ATTR_STR, ATTR_DTYPE, ATTR_FLOAT, ATTR_PRIM = (
@@ -59,6 +62,9 @@ class OpSpec:
     # Values of trailing Relax arguments that may be left out when a later one is given by
     # keyword (TVM's ``R.unique(x, return_counts=True)``); ``prepare`` makes them Relax values.
     arg_defaults: dict | None = None
+    # The operator a call really builds, by its bound arguments, when it is another one
+    # (``R.nn.attention(q, k, v, bias)`` builds nn.attention_bias, as in TVM); None: this one.
+    redirect: Callable[[tuple], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -82,9 +88,10 @@ _BY_SCRIPT: dict[str, OpSpec] = {}
 def register(script_name: str, args: tuple[str, ...], infer: Callable[[CallInfo], StructInfo],
              attrs: tuple[Attr, ...] = (), *, name: str | None = None, variadic: bool = False,
              min_args: int | None = None, prepare: Callable | None = None,
-             positional: tuple[str, ...] | None = None, arg_defaults: dict | None = None) -> OpSpec:
+             positional: tuple[str, ...] | None = None, arg_defaults: dict | None = None,
+             redirect: Callable | None = None) -> OpSpec:
     spec = OpSpec(name or f"relax.{script_name}", script_name, args, attrs, infer, variadic, min_args,
-                  prepare, positional, arg_defaults)
+                  prepare, positional, arg_defaults, redirect)
     _BY_NAME[spec.name] = spec
     _BY_SCRIPT[script_name] = spec
     return spec
@@ -114,6 +121,12 @@ def coerce_attr(spec: OpSpec, attr: Attr, value: Any) -> Any:
     from .expr import FloatImm, IntImm
 
     kind = attr.kind
+    if kind == ATTR_PRIM:  # a float kept as a TensorIR constant (printed T.float32(0.5)), or None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return FloatImm(DataType("float32"), float(value))
+        if value is None or isinstance(value, FloatImm):
+            return value
+        raise TVMSError(f"R.{spec.script_name}: attribute {attr.name!r} must be a float, got {value!r}")
     if isinstance(value, (IntImm, FloatImm)):
         value = bool(value.value) if value.dtype.is_bool else value.value
     if value is None and (attr.default is None or kind == ATTR_DTYPE):
@@ -232,6 +245,9 @@ def make_call(op: "str | OpSpec", args: list | tuple, attrs: dict | None = None,
     if spec is None:
         raise TVMSError(f"unknown Relax operator {op!r}")
     args, attrs = bind_arguments(spec, tuple(args), attrs or {})
+    target = spec.redirect(args) if spec.redirect is not None else None
+    if target is not None:
+        spec = lookup(target)
     low = spec.min_args if spec.min_args is not None else len(spec.args)
     if len(args) < low or (not spec.variadic and len(args) > len(spec.args)):
         want = f"{low}" if low == len(spec.args) and not spec.variadic else f"at least {low}"
