@@ -2,10 +2,10 @@
 computations of the topi functions TVM 0.27 calls (``topi.gather``, ``topi.gather_nd`` after
 moving the index axis of the indices first, ``topi.adv_index``, ``topi.reverse_sequence``).
 
-The scatters (``topi.scatter_elements``/``scatter_nd``) are TE extern functions written with TVM's
-IR builder, and so is index_put's; slice_scatter's is a long chain of topi operators,
-dynamic_strided_slice's computes its shape at run time. None of those is legalized here: the VM
-runs them with their numpy references.
+scatter_elements is legalized in ``legalize_scatter``. scatter_nd's kernel (a TE transpose of the
+indices and an IR-builder extern in one function) and index_put's are not, nor are slice_scatter
+(a long chain of topi operators) and dynamic_strided_slice (its shape computed at run time): the
+VM runs them with their numpy references.
 """
 from __future__ import annotations
 
