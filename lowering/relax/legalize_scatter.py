@@ -1,7 +1,7 @@
-"""LegalizeOps for scatter_elements, as TVM 0.27 builds it on CPU: ``topi.scatter_elements``'s
-IR-builder kernel (``te.extern``), one opaque block ``scatter_elements_generic`` in a sequential
-scope that copies the data, then applies every update in order of the indices (flat positions
-spelled as the IR builder spells them, see ``ir_kernels``)."""
+"""LegalizeOps for scatter_elements and index_put, as TVM 0.27 builds them on CPU: topi's
+IR-builder kernels (``te.extern``), each one opaque block ``<name>_generic`` whose sequential scope
+copies the data, then applies every update in order (flat positions spelled as the IR builder
+spells them, see ``ir_kernels``)."""
 from __future__ import annotations
 
 from typing import Any
@@ -41,26 +41,37 @@ def _scatter_elements_kernel(data: Any, indices: Any, updates: Any, out: Any, ax
     ind_after = product(ind_shape[axis + 1:])
     ind_before_stride = arith.binary(Mul, ind_shape[axis], ind_after)
 
-    def load(buf: Any, flat: Any) -> BufferLoad:
-        return BufferLoad(buf, _unravel(flat, tuple(buf.shape)))
-
-    v = Var("v", _I64)
-    copy = For(v, IntImm(_I64, 0), product(shape), PARALLEL,
-               BufferStore(out, load(data, v), _unravel(v, shape)))
     fused, k = Var("v", _I64), Var("v", _I64)
     i, j = arith.binary(FloorDiv, fused, ind_after), arith.binary(FloorMod, fused, ind_after)
     index1 = arith.binary(Add, arith.binary(Add, arith.binary(Mul, i, ind_before_stride), j),
                           arith.binary(Mul, k, ind_after))
-    new = load(indices, index1)
-    shifted = arith.binary(Add, new, arith.binary(Mul, LT(new, IntImm(new.dtype, 0)), axis_range))
+    shifted = _wrapped(_load(indices, index1), axis_range)
     index2 = arith.binary(Add, arith.binary(Add, arith.binary(Mul, i, before_stride), j),
                           arith.binary(Mul, shifted, after))
     target = _unravel(index2, shape)
-    update = BufferStore(out, reduce(BufferLoad(out, target), load(updates, index1)), target)
+    update = BufferStore(out, reduce(BufferLoad(out, target), _load(updates, index1)), target)
     scatter = For(fused, IntImm(_I64, 0), product(ind_shape[:axis] + ind_shape[axis + 1:]), PARALLEL,
                   For(k, IntImm(_I64, 0), ind_shape[axis], SERIAL, update))
-    body = AttrStmt(0, "pragma_scope", StringImm("seq"), seq([copy, scatter]))  # (over the node 0)
-    return _extern_func("scatter_elements_generic", body, (data, indices, updates, out))
+    return _copy_then(data, out, scatter, "scatter_elements_generic", (indices, updates))
+
+
+def _load(buf: Any, flat: Any) -> BufferLoad:
+    return BufferLoad(buf, _unravel(flat, tuple(buf.shape)))
+
+
+def _copy_then(data: Any, out: Any, updates: Any, name: str, inputs: tuple) -> Any:
+    """The kernel: ``out`` a copy of ``data`` (a parallel loop over flat positions), then the
+    ``updates`` loop, in the sequential scope of one opaque block."""
+    v = Var("v", _I64)
+    copy = For(v, IntImm(_I64, 0), product(tuple(data.shape)), PARALLEL,
+               BufferStore(out, _load(data, v), _unravel(v, tuple(data.shape))))
+    body = AttrStmt(0, "pragma_scope", StringImm("seq"), seq([copy, updates]))  # (over the node 0)
+    return _extern_func(name, body, (data,) + inputs + (out,))
+
+
+def _wrapped(index: Any, extent: Any) -> Any:
+    """A negative index counted from the end: ``i + (i < 0) * extent``."""
+    return arith.binary(Add, index, arith.binary(Mul, LT(index, IntImm(index.dtype, 0)), extent))
 
 
 @register_legalize("relax.scatter_elements")
@@ -74,3 +85,52 @@ def _scatter_elements(bb: Any, call: rx.Call) -> Any:
     func = _scatter_elements_kernel(data, indices, updates, out, call.attrs["axis"] % len(data.shape),
                                     _REDUCE[call.attrs["reduction"]])
     return call_kernel(bb, func, "scatter_elements", args, out)
+
+
+def _index_put_kernel(data: Any, indices: list, values: Any, out: Any, accumulate: bool) -> Any:
+    """topi.index_put: for each position k of the broadcast index shape, the flat position that
+    the indices (one per dimension, negative ones wrapped) name receives ``values[k]``."""
+    shape = tuple(data.shape)
+    rank = max(len(t.shape) for t in indices)
+    broadcast = [IntImm(_I64, 1)] * rank
+    for t in indices:
+        for i, d in enumerate(t.shape[::-1]):
+            if int(broadcast[rank - 1 - i].value) == 1:
+                broadcast[rank - 1 - i] = d
+    k = Var("v", _I64)
+    position, rest = [], k
+    for d in reversed(broadcast):
+        position.insert(0, arith.binary(FloorMod, rest, d))
+        rest = arith.binary(FloorDiv, rest, d)
+    flat, stride = 0, 1
+    for dim in range(len(shape) - 1, -1, -1):
+        index_shape = tuple(indices[dim].shape)
+        offset, index_stride = 0, 1
+        for i in range(rank - 1, -1, -1):
+            at = len(index_shape) - rank + i
+            if at >= 0:
+                step = 0 if int(index_shape[at].value) == 1 else position[i]
+                offset = arith.binary(Add, offset, arith.binary(Mul, step, index_stride))
+                index_stride = arith.binary(Mul, index_stride, index_shape[at])
+        shifted = _wrapped(_load(indices[dim], offset), shape[dim])
+        flat = arith.binary(Add, flat, arith.binary(Mul, shifted, stride))
+        stride = arith.binary(Mul, stride, shape[dim])
+    target = _unravel(flat, shape)
+    value = _load(values, k)
+    update = BufferStore(out, arith.binary(Add, BufferLoad(out, target), value) if accumulate else value, target)
+    loop = For(k, IntImm(_I64, 0), product(tuple(broadcast)), PARALLEL, update)
+    return _copy_then(data, out, loop, "index_put_generic", tuple(indices) + (values,))
+
+
+@register_legalize("relax.index_put")
+def _index_put(bb: Any, call: rx.Call) -> Any:
+    data, indices, values = call.args
+    if not isinstance(indices, rx.Tuple):
+        raise _NotLegalized  # (TVM unpacks a tuple written out only)
+    args = [data, *indices.fields, values]
+    if not all(isinstance(a, rx.Var) and _tensor_sinfo(a) is not None for a in args):
+        raise _NotLegalized
+    data_buf, *index_bufs, values_buf = _input_buffers(args)
+    out = decl_buffer(data_buf.shape, data_buf.dtype, "out_buf")
+    func = _index_put_kernel(data_buf, index_bufs, values_buf, out, call.attrs["accumulate"])
+    return call_kernel(bb, func, "index_put", args, out)
