@@ -2,7 +2,7 @@
 computations of the topi functions TVM 0.27 calls (``topi.gather``, ``topi.gather_nd`` after
 moving the index axis of the indices first, ``topi.adv_index``, ``topi.reverse_sequence``).
 
-scatter_elements and index_put are legalized in ``legalize_scatter``. scatter_nd's kernel (a TE
+XX
 transpose of the indices and an IR-builder extern in one function) is not, nor are slice_scatter
 (a long chain of topi operators) and dynamic_strided_slice (its shape computed at run time): the
 VM runs them with their numpy references.

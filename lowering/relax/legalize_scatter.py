@@ -1,7 +1,7 @@
-"""LegalizeOps for scatter_elements and index_put, as TVM 0.27 builds them on CPU: topi's
-IR-builder kernels (``te.extern``), each one opaque block ``<name>_generic`` whose sequential scope
-copies the data, then applies every update in order (flat positions spelled as the IR builder
-spells them, see ``ir_kernels``)."""
+"""LegalizeOps for scatter_elements, index_put and scatter_nd, as TVM 0.27 builds them on CPU:
+topi's IR-builder kernels (``te.extern``), each one opaque block ``<name>_generic`` whose
+sequential scope copies the data, then applies every update in order (flat positions spelled as
+the IR builder spells them, see ``ir_kernels``)."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,11 +9,13 @@ from typing import Any
 from ...ir import arith
 from ...ir import relax as rx
 from ...ir.buffer import decl_buffer
-from ...ir.dtype import DataType
-from ...ir.expr import LT, Add, BufferLoad, Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mul, StringImm, Var
-from ...ir.stmt import PARALLEL, SERIAL, AttrStmt, BufferStore, For, seq
-from .ir_kernels import _extern_func, _unravel, call_kernel, product
-from .legalize import _NotLegalized, _tensor_sinfo, register_legalize
+from ...ir.dtype import DataType, handle
+from ...ir.expr import LT, Add, BufferLoad, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mul, StringImm, Var, const
+from ...ir.node import FrozenDict
+from ...ir.stmt import PARALLEL, SERIAL, AttrStmt, Block, BlockRealize, BufferStore, For, seq
+from .. import te
+from .ir_kernels import _as_i64, _extern_func, _unravel, call_kernel, product
+from .legalize import _NotLegalized, _tensor_sinfo, gen_call_tir_inputs, register_legalize, transpose_compute
 
 _I64 = DataType("int64")
 # reduction -> the new value from the old one and the update, as topi's update functions write it
@@ -134,3 +136,53 @@ def _index_put(bb: Any, call: rx.Call) -> Any:
     out = decl_buffer(data_buf.shape, data_buf.dtype, "out_buf")
     func = _index_put_kernel(data_buf, index_bufs, values_buf, out, call.attrs["accumulate"])
     return call_kernel(bb, func, "index_put", args, out)
+
+
+def _scatter_nd_block(data: Any, indices: Any, updates: Any, out: Any, reduce: Any) -> Any:
+    """topi.scatter_nd's IR-builder block, the indices with their index axis first: a serial copy,
+    then for each index tuple (serial) every element of its update (parallel)."""
+    ind_shape = tuple(indices.shape)
+    fused_indices = _as_i64(product(ind_shape[1:]))
+    fused_updates = _as_i64(product(tuple(updates.shape)[len(ind_shape) - 1:]))  # (1 when one element each)
+    shape = tuple(data.shape)
+    v, i, j = Var("v", _I64), Var("v", _I64), Var("v", _I64)
+    copy = For(v, IntImm(_I64, 0), product(shape), SERIAL, BufferStore(out, _load(data, v), _unravel(v, shape)))
+    index, offset = j, fused_updates
+    for axis in reversed(range(int(ind_shape[0].value))):
+        at = arith.binary(Add, i, arith.binary(Mul, axis, fused_indices))
+        index = arith.binary(Add, index, arith.binary(Mul, offset, _load(indices, at)))
+        offset = arith.binary(Mul, offset, shape[axis])
+    target = _unravel(index, shape)
+    value = _load(updates, arith.binary(Add, arith.binary(Mul, i, fused_updates), j))
+    update = BufferStore(out, reduce(BufferLoad(out, target), value), target)
+    scatter = For(i, IntImm(_I64, 0), fused_indices, SERIAL, For(j, IntImm(_I64, 0), fused_updates, PARALLEL, update))
+    body = AttrStmt(0, "pragma_scope", StringImm("seq"), seq([copy, scatter]))
+    return BlockRealize((), const(True), Block((), name_hint="scatter_nd_generic", body=body))
+
+
+@register_legalize("relax.scatter_nd")
+def _scatter_nd(bb: Any, call: rx.Call) -> Any:
+    """One PrimFunc as TVM's: the TE transpose moving the index axis of the indices first (into a
+    buffer of the root block), then the extern block reading it."""
+    data, indices, updates = call.args
+    reduction = call.attrs["reduction"]
+    if reduction == "mean" or not all(isinstance(a, rx.Var) and _tensor_sinfo(a) is not None for a in call.args) \
+            or not all(isinstance(d, IntImm) for a in call.args for d in a.struct_info.dims):
+        raise _NotLegalized  # (topi has no mean; symbolic sizes not covered)
+
+    def transpose(j: te.Tensor) -> te.Tensor:
+        n = len(j.shape)
+        return transpose_compute(j, [n - 1] + list(range(n - 1)))
+
+    func, _, _ = gen_call_tir_inputs(transpose, indices)
+    indices_buf, moved = (func.buffer_map[p] for p in func.params)
+    data_buf, updates_buf = _input_buffers([data, updates])
+    out = decl_buffer(data_buf.shape, data_buf.dtype, "out_buf")
+    root = func.body.block
+    root = root.with_changes(alloc_buffers=(moved,), body=seq([root.body, _scatter_nd_block(
+        data_buf, moved, updates_buf, out, _REDUCE[reduction])]))
+    buffers = (data_buf, indices_buf, updates_buf, out)
+    params = tuple(Var(p.name, handle) for p in (call.args[0], indices, updates)) + (Var("out_buf", handle),)
+    func = func.with_changes(params=params, buffer_map=FrozenDict(zip(params, buffers)),
+                             body=func.body.with_changes(block=root))
+    return call_kernel(bb, func, "scatter_nd", list(call.args), out)
