@@ -2,10 +2,9 @@
 computations of the topi functions TVM 0.27 calls (``topi.gather``, ``topi.gather_nd`` after
 moving the index axis of the indices first, ``topi.adv_index``, ``topi.reverse_sequence``).
 
-XX
-transpose of the indices and an IR-builder extern in one function) is not, nor are slice_scatter
-(a long chain of topi operators) and dynamic_strided_slice (its shape computed at run time): the
-VM runs them with their numpy references.
+The scatters and index_put (IR-builder kernels) are legalized in ``legalize_scatter``;
+slice_scatter (a long chain of topi operators) and dynamic_strided_slice (its shape computed at
+run time) are not: the VM runs them with their numpy references.
 """
 from __future__ import annotations
 
