@@ -195,6 +195,28 @@ class M:
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-6)
 
 
+def test_one_dimensional_scatters_compiled() -> None:
+    """The kernels' loops over no remaining dimension (extent 1) on 1-d data."""
+    import tvms
+
+    mod = from_source("""
+@I.ir_module
+class M:
+    @R.function
+    def forward(x: R.Tensor((5,), "float32"), i: R.Tensor((3,), "int64"), u: R.Tensor((3,), "float32")):
+        a = R.scatter_elements(x, i, u, reduction="add")
+        b = R.index_put(x, (i,), u)
+        c = R.scatter_nd(x, R.reshape(R.abs(i), (3, 1)), u)
+        return (a, b, c)
+""")
+    args = (np.zeros(5, "float32"), np.array([4, -1, 0]), np.array([1, 2, 3], "float32"))
+    got = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())["forward"](*args)
+    want = ([3, 0, 0, 0, 3], [3, 0, 0, 0, 2], [3, 2, 0, 0, 1])  # (scatter_nd takes no negative index)
+    for g, r, w in zip(got, run_relax(mod, "forward", *args), want):
+        np.testing.assert_array_equal(g.numpy(), w)
+        np.testing.assert_array_equal(r, w)
+
+
 def test_index_errors_name_the_operator() -> None:
     with pytest.raises(TVMSError, match=r"R\.gather_nd: the indices must have dtype int64"):
         from_source("""

@@ -52,7 +52,7 @@ def _scatter_elements_kernel(data: Any, indices: Any, updates: Any, out: Any, ax
                           arith.binary(Mul, shifted, after))
     target = _unravel(index2, shape)
     update = BufferStore(out, reduce(BufferLoad(out, target), _load(updates, index1)), target)
-    scatter = For(fused, IntImm(_I64, 0), product(ind_shape[:axis] + ind_shape[axis + 1:]), PARALLEL,
+    scatter = For(fused, IntImm(_I64, 0), _as_i64(product(ind_shape[:axis] + ind_shape[axis + 1:])), PARALLEL,
                   For(k, IntImm(_I64, 0), ind_shape[axis], SERIAL, update))
     return _copy_then(data, out, scatter, "scatter_elements_generic", (indices, updates))
 
@@ -65,7 +65,7 @@ def _copy_then(data: Any, out: Any, updates: Any, name: str, inputs: tuple) -> A
     """The kernel: ``out`` a copy of ``data`` (a parallel loop over flat positions), then the
     ``updates`` loop, in the sequential scope of one opaque block."""
     v = Var("v", _I64)
-    copy = For(v, IntImm(_I64, 0), product(tuple(data.shape)), PARALLEL,
+    copy = For(v, IntImm(_I64, 0), _as_i64(product(tuple(data.shape))), PARALLEL,
                BufferStore(out, _load(data, v), _unravel(v, tuple(data.shape))))
     body = AttrStmt(0, "pragma_scope", StringImm("seq"), seq([copy, updates]))  # (over the node 0)
     return _extern_func(name, body, (data,) + inputs + (out,))
