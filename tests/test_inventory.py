@@ -41,8 +41,6 @@ relax.grad.avg_pool2d_backward
 relax.grad.max_pool2d_backward
 relax.grad.nll_loss_backward
 relax.grad.take_backward
-relax.image.affine_grid
-relax.image.grid_sample
 relax.inspect.tensor_byte_offset
 relax.inspect.tensor_dtype_bits
 relax.inspect.tensor_dtype_code
@@ -52,12 +50,6 @@ relax.inspect.tensor_ndim
 relax.inspect.tensor_shape_i
 relax.inspect.tensor_stride_i
 relax.memory.view
-relax.vision.all_class_non_max_suppression
-relax.vision.get_valid_counts
-relax.vision.multibox_transform_loc
-relax.vision.non_max_suppression
-relax.vision.roi_align
-relax.vision.roi_pool
 """)
 
 # `R.*` script names (relax.txt) the Relax parser does not accept
@@ -96,19 +88,11 @@ R.grad.avg_pool2d_backward
 R.grad.max_pool2d_backward
 R.grad.nll_loss_backward
 R.grad.take_backward
-R.image.affine_grid
-R.image.grid_sample
 R.linear
 R.macro
 R.memory.view
 R.nn.relu6
 R.rewriter
-R.vision.all_class_non_max_suppression
-R.vision.get_valid_counts
-R.vision.multibox_transform_loc
-R.vision.non_max_suppression
-R.vision.roi_align
-R.vision.roi_pool
 """)
 
 # `T.*` names of TVM's TensorIR script namespace (tir.txt) the TensorIR parser does not accept
