@@ -287,7 +287,8 @@ class BufferPrinting:
         own_offset = b.elem_offset is not None and id(b.elem_offset) not in self.typevars
         if not with_layout and (b.strides or own_offset or b.offset_factor or b.data_alignment != DEFAULT_ALIGN):
             return False
-        for s in b.shape:
+        # sizes (and an offset) the signature can name: module TypeVars and scalar parameters
+        for s in (*b.shape, *(() if b.elem_offset is None else (b.elem_offset,))):
             for n in walk(s):
                 if isinstance(n, Var) and id(n) not in self.typevars and id(n) not in self.scalar_params:
                     return False
