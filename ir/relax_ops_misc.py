@@ -15,6 +15,7 @@ from .relax_infer import INT64, describe, prove_equal, tensor_arg
 from .relax_op import (ATTR_ANY, ATTR_DTYPE, ATTR_INT, ATTR_INTS, ATTR_STR, Attr, CallInfo,
                        register)
 from .relax_ops import _infer_call_tir, _prepare_dps  # (R.call_tir's rules, which these share)
+from .relax_ops_vm import prepare_memory
 from .struct_info import (VOID, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
                           TensorStructInfo, TupleStructInfo, is_base_of)
 
@@ -200,28 +201,10 @@ def _infer_memory_alloc_tensor(info: CallInfo) -> StructInfo:
     return TensorStructInfo(shape, out, info.sinfo[2].ndim)
 
 
-def _prepare_memory(dtype_at: int, scope_at: int | None = None, count: int = 0) -> object:
-    """TVM's constructors: a dtype written as a string is an ``R.dtype``, a scope an ``R.str``,
-    and a missing device index is 0."""
-    def prepare(spec, args: tuple, attrs: dict) -> tuple:
-        from .relax import DataTypeImm, PrimValue, StringImm
-
-        args = list(args)
-        if isinstance(args[dtype_at], StringImm):
-            args[dtype_at] = DataTypeImm(DataType(args[dtype_at].value), ObjectStructInfo())
-        if scope_at is not None and isinstance(args[scope_at], str):
-            args[scope_at] = StringImm(args[scope_at], ObjectStructInfo())
-        if len(args) < count:
-            zero = IntImm(INT64, 0)
-            args.append(PrimValue(zero, PrimStructInfo(INT64, zero)))
-        return args, attrs
-    return prepare
-
-
 register("memory.alloc_storage", ("total_space", "virtual_device_index", "storage_scope", "dtype"), _object,
-         prepare=_prepare_memory(3))
+         prepare=prepare_memory(3))
 register("memory.alloc_tensor", ("storage", "offset", "shape", "dtype", "runtime_device_index"),
-         _infer_memory_alloc_tensor, min_args=4, prepare=_prepare_memory(3, count=5))
+         _infer_memory_alloc_tensor, min_args=4, prepare=prepare_memory(3, zero_at=4))
 register("memory.kill_storage", ("storage",), _void)
 register("memory.kill_tensor", ("tensor",), _void)
 register("memory.ensure_zero_offset", ("x",), _same)

@@ -101,15 +101,24 @@ def _packed(name: str) -> Callable:
             indices = kwargs.pop("inplace_indices")
             attrs["inplace_indices"] = indices if isinstance(indices, (list, tuple)) else [indices]
         _no_extra(b, kwargs, name, syn)
-        return _make(b, name, [func, *(b.to_relax(a, syn) for a in args[1:])], attrs, sinfo_args, syn)
+        # (TVM converts the arguments as Python values: True is the int64 1)
+        values = [int(a) if isinstance(a, bool) else a for a in args[1:]]
+        return _make(b, name, [func, *(b.to_relax(a, syn) for a in values)], attrs, sinfo_args, syn)
     return parse
 
 
-def _dps(name: str, attr_names: tuple) -> Callable:
+def _dps(name: str, positional: tuple) -> Callable:
     def parse(b: Any, syn: S.Call) -> rx.Call:
-        """``R.<name>(cls.f, (x, y), out_ty=..., <attrs>)``, as ``R.call_tir``."""
+        """``R.<name>(cls.f, (x, y), out_ty=..., <attrs>)``, as ``R.call_tir``; what follows the
+        arguments may come positionally, in the order of TVM's function (``positional``)."""
         args, kwargs = _arguments(b, syn)
+        for key, value in zip(positional, args[2:]):
+            if key in kwargs or (key == "out_ty" and "out_sinfo" in kwargs):
+                raise b.error(syn, f"R.{name} got {key!r} twice")
+            kwargs[key] = value
+        args = args[:2]
         sinfo_args = b.call_sinfo(syn, kwargs)
+        attr_names = [k for k in positional if k not in ("out_ty", "tir_vars")]
         attrs = {k: kwargs.pop(k) for k in attr_names if k in kwargs}
         if isinstance(attrs.get("te_grad_kwargs"), dict):
             attrs["te_grad_kwargs"] = FrozenDict(attrs["te_grad_kwargs"])
@@ -190,8 +199,8 @@ PARSERS: dict[str, Callable] = {
     "call_pure_packed": _packed("call_pure_packed"),
     "call_inplace_packed": _packed("call_inplace_packed"),
     "call_builtin_with_ctx": _packed("call_builtin_with_ctx"),
-    "call_tir_inplace": _dps("call_tir_inplace", ("inplace_indices",)),
-    "call_tir_with_grad": _dps("call_tir_with_grad", ("te_grad_name", "te_grad_kwargs")),
+    "call_tir_inplace": _dps("call_tir_inplace", ("inplace_indices", "out_ty", "tir_vars")),
+    "call_tir_with_grad": _dps("call_tir_with_grad", ("out_ty", "te_grad_name", "te_grad_kwargs")),
     "hint_on_device": parse_hint_on_device,
     "to_vdevice": parse_to_vdevice,
     "stop_lift_params": parse_stop_lift_params,

@@ -105,6 +105,8 @@ class RelaxBuilder(ScopedEvaluator):
                 raise self.error(syn, f"the module has no function {syn.attr!r}"
                                  f"{did_you_mean(syn.attr, list(base.names))}")
             return gv
+        if isinstance(base, rx.RelaxExpr) and syn.attr in ("ty", "struct_info"):
+            return base.struct_info  # (``ty_args=[x.ty]``: TVM 0.27's name, and the older one)
         return super().ev_Attribute(syn)
 
     def ev_Subscript(self, syn: S.Subscript) -> Any:
@@ -224,7 +226,11 @@ class RelaxBuilder(ScopedEvaluator):
                 value = value if isinstance(value, (list, tuple)) else (value,)  # one, or several
                 sinfo_args = tuple(self.as_struct_info(x, syn) for x in value)
                 continue
-            attrs[key] = self.attr_value(self.ev(value_syn), value_syn)
+            value = self.ev(value_syn)
+            if key in spec.args and all(a.name != key for a in spec.attrs):  # a Relax argument by name
+                attrs[key] = self.to_relax(value, value_syn)
+            else:
+                attrs[key] = self.attr_value(value, value_syn)
         return relax_op.make_call(spec, args, attrs, sinfo_args, span=self.span(syn))
 
     def attr_value(self, value: Any, syn: Any) -> Any:
@@ -406,6 +412,8 @@ class RelaxBuilder(ScopedEvaluator):
                 return ShapeStructInfo(None, kwargs.get("ndim", -1))
             return ShapeStructInfo(tuple(self.dim(d, syn) for d in self.sizes(values, "R.Shape", syn)))
         if path == "Tuple":
+            if len(args) == 1 and isinstance(args[0], list):  # R.Tuple([a, b])
+                args = args[0]
             return TupleStructInfo(tuple(self.as_struct_info(a, syn) for a in args))
         if path in ("Object", "Any"):
             return ObjectStructInfo()

@@ -245,11 +245,11 @@ class RelaxPrinter(TIRPrinter):
         self.namer.push()
         outer_frame, self.func_frame = self.func_frame, len(self.namer.frames) - 1
         decorator = "@R.function"
-        args = []
-        if f.is_private and not nested:
-            args.append("private=True")
+        args = []  # (in TVM's order: purity, then privacy)
         if not f.is_pure:
             args.append("pure=False")
+        if f.is_private and not nested:
+            args.append("private=True")
         if args:
             decorator += f"({', '.join(args)})"
         self.emit_aside(decorator)
@@ -320,10 +320,9 @@ class RelaxPrinter(TIRPrinter):
             self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
             return
         rhs = self.rexpr(value, top=True)
-        # a call made for its effect, or an empty tuple bound to an empty tuple: TVM prints the
-        # value alone
-        if (isinstance(value, rx.Call) and (b.var.name == "_" or _is_void(b.var.struct_info))
-                or isinstance(value, rx.Tuple) and not value.fields and _is_void(b.var.struct_info)):
+        # a value of nothing bound to a variable of nothing (a call made for its effect, an empty
+        # tuple): TVM prints the value alone
+        if _is_void(b.var.struct_info) and _is_void(getattr(value, "struct_info", None)):
             self.emit(rhs)
             return
         name = self.namer.define(b.var, b.var.name)
