@@ -28,6 +28,10 @@ def _void(info: CallInfo) -> StructInfo:
     return TupleStructInfo(())
 
 
+def _is_void(sinfo: StructInfo) -> bool:
+    return isinstance(sinfo, TupleStructInfo) and not sinfo.fields
+
+
 def _object(info: CallInfo) -> StructInfo:
     return ObjectStructInfo()
 
@@ -205,6 +209,61 @@ register("memory.alloc_storage", ("total_space", "virtual_device_index", "storag
          prepare=prepare_memory(3))
 register("memory.alloc_tensor", ("storage", "offset", "shape", "dtype", "runtime_device_index"),
          _infer_memory_alloc_tensor, min_args=4, prepare=prepare_memory(3, zero_at=4))
+def _infer_view(info: CallInfo) -> StructInfo:
+    """TVM's R.memory.view: each of shape, dtype and byte offset is R.tuple() (or, for the dtype,
+    R.null_value()) when it does not change; a view never reaches past the viewed tensor."""
+    from .relax import Call, DataTypeImm, PrimValue
+
+    x = tensor_arg(info, 0)
+    shape, dtype, offset = info.args[1:4]
+    unchanged = [_is_void(s) for s in info.sinfo]
+    if not unchanged[1] and not isinstance(info.sinfo[1], ShapeStructInfo):
+        raise info.fail(f"the shape must be a shape or R.tuple(), got {describe(info.sinfo[1])}")
+    out_dtype = x.dtype
+    if not unchanged[2] and not (isinstance(dtype, Call) and dtype.op.name == "relax.null_value"):
+        if isinstance(dtype, DataTypeImm):
+            if dtype.value == VOID:
+                raise info.fail("the dtype must be a concrete data type; use R.null_value() for no change")
+            out_dtype = dtype.value
+        elif isinstance(info.sinfo[2], ObjectStructInfo):
+            out_dtype = VOID  # (changed into a dtype known at run time)
+        else:
+            raise info.fail(f"the dtype must be an R.dtype, got {describe(info.sinfo[2])}")
+    if unchanged[3]:
+        byte_offset = 0
+    elif isinstance(info.sinfo[3], PrimStructInfo) and info.sinfo[3].dtype == INT64:
+        byte_offset = offset.value.value if isinstance(offset, PrimValue) and isinstance(offset.value, IntImm) \
+            else None
+    else:
+        raise info.fail(f"the relative byte offset must be an int64, got {describe(info.sinfo[3])}")
+    dims = x.dims if unchanged[1] else info.sinfo[1].values
+    ndim = x.ndim if unchanged[1] else info.sinfo[1].ndim
+    _check_view_bounds(info, x, dims, out_dtype, byte_offset)
+    if dims is not None:
+        from .relax_infer import make_tensor
+
+        return make_tensor(dims, out_dtype, vdevice=x.vdevice)
+    return TensorStructInfo(None, out_dtype, ndim, x.vdevice)
+
+
+def _check_view_bounds(info: CallInfo, x: TensorStructInfo, dims: tuple | None, dtype: DataType,
+                       byte_offset: int | None) -> None:
+    """The view's end (in bytes) past the tensor's, when both are known numbers."""
+    def nbytes(dims: tuple | None, dtype: DataType) -> int | None:
+        if dims is None or dtype == VOID or not all(isinstance(d, IntImm) for d in dims):
+            return None
+        count = 1
+        for d in dims:
+            count *= d.value
+        return count * dtype.bits * dtype.lanes // 8
+
+    have, want = nbytes(x.dims, x.dtype), nbytes(dims, dtype)
+    if have is not None and want is not None and want + (byte_offset or 0) > have:
+        raise info.fail(f"a view must not exceed the bounds of the viewed tensor: its {want} bytes "
+                        f"at byte {byte_offset or 0} end past the {have} bytes of {describe(x)}")
+
+
+register("memory.view", ("data", "shape", "dtype", "relative_byte_offset"), _infer_view)
 register("memory.kill_storage", ("storage",), _void)
 register("memory.kill_tensor", ("tensor",), _void)
 register("memory.ensure_zero_offset", ("x",), _same)

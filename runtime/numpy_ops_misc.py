@@ -91,4 +91,16 @@ def memory_alloc_tensor(args: tuple, attrs: Any) -> np.ndarray:
 
 numpy_op("memory.kill_storage", "memory.kill_tensor")(lambda args, attrs: ())
 
+
+@numpy_op("memory.view")
+def memory_view(args: tuple, attrs: Any) -> np.ndarray:
+    """The tensor's bytes from the offset, seen with the new dtype and shape (shared memory)."""
+    x, shape, dtype, offset = args
+    data = np.ascontiguousarray(x).reshape(-1).view(np.uint8)
+    dtype = x.dtype if dtype in ((), None) else np.dtype(numpy_dtype(dtype))
+    shape = x.shape if shape == () and not isinstance(shape, Shape) else tuple(shape)
+    start = 0 if offset == () else int(offset)
+    count = int(np.prod(shape, dtype=np.int64))
+    return data[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
+
 __all__ = ["RelaxAssertionError", "render", "run_print", "run_assert_op", "run_shape_to_tensor"]

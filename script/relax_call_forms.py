@@ -21,7 +21,8 @@ from ..ir.errors import TVMSError
 from ..ir.module import GlobalVar
 from ..ir.node import FrozenDict
 from ..ir.relax_ops_misc import DEVICE_TYPES
-from ..ir.struct_info import ObjectStructInfo
+from ..ir.dtype import DataType
+from ..ir.struct_info import ObjectStructInfo, TupleStructInfo
 from . import syntax as S
 from .tensorir.text import quote
 
@@ -193,6 +194,32 @@ def parse_stop_lift_params(b: Any, syn: S.Call) -> rx.Call:
     return _make(b, "builtin.stop_lift_params", [b.to_relax(a, syn) for a in args], {}, (), syn)
 
 
+def parse_view(b: Any, syn: S.Call) -> rx.Call:
+    """``R.memory.view(x, shape=None, dtype=None, relative_byte_offset=None)``, as TVM's function
+    fills it: R.tuple() for no new shape or offset, R.null_value() for no new dtype."""
+    args, kwargs = _arguments(b, syn)
+    names = ("data", "shape", "dtype", "relative_byte_offset")
+    if len(args) > len(names):
+        raise b.error(syn, f"R.memory.view takes {', '.join(names)}")
+    values = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names or key in values:
+            raise b.error(syn, f"R.memory.view: unexpected or repeated argument {key!r}")
+        values[key] = value
+    if "data" not in values:
+        raise b.error(syn, "R.memory.view needs the tensor to view")
+    nothing = rx.Tuple((), TupleStructInfo(()))
+    shape, dtype, offset = (values.get(k) for k in names[1:])
+    if isinstance(shape, (list, tuple)):
+        shape = b.to_relax_shape(shape, syn)
+    if dtype is None:
+        dtype = _make(b, "null_value", [], {}, (), syn)
+    elif isinstance(dtype, str):
+        dtype = rx.DataTypeImm(DataType(dtype), ObjectStructInfo())
+    args = [values["data"], nothing if shape is None else shape, dtype, nothing if offset is None else offset]
+    return _make(b, "memory.view", [b.to_relax(a, syn) for a in args], {}, (), syn)
+
+
 PARSERS: dict[str, Callable] = {
     "print": parse_print,
     "assert_op": parse_assert_op,
@@ -204,6 +231,7 @@ PARSERS: dict[str, Callable] = {
     "hint_on_device": parse_hint_on_device,
     "to_vdevice": parse_to_vdevice,
     "stop_lift_params": parse_stop_lift_params,
+    "memory.view": parse_view,
     "device": _device(None),
     **{name: _device(name) for name in DEVICE_TYPES},
 }

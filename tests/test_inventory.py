@@ -74,7 +74,6 @@ relax.inspect.tensor_shape_i
 relax.inspect.tensor_stride_i
 relax.layout_transform
 relax.median
-relax.memory.view
 relax.meshgrid
 relax.multinomial_from_uniform
 relax.nn.adaptive_avg_pool1d
@@ -190,7 +189,6 @@ R.layout_transform
 R.linear
 R.macro
 R.median
-R.memory.view
 R.meshgrid
 R.multinomial_from_uniform
 R.nn.adaptive_avg_pool1d

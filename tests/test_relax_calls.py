@@ -71,6 +71,9 @@ class Module:
     ('y = R.hint_on_device(x, "cpu")', "takes a device such as R.cpu(0)"),
     ('y = R.print(x, format=3)', 'the format is a string'),
     ('y = R.hint_on_device(x, R.device("tpu", 0))', "a device is a device type"),
+    ('y = R.memory.view(x, R.shape([4, 3]))', "a view must not exceed the bounds of the viewed tensor"),
+    ('y = R.memory.view(x, dtype="float64")', "a view must not exceed the bounds of the viewed tensor"),
+    ('y = R.memory.view(x, R.shape([2]), "float32", 20)', "its 8 bytes at byte 20 end past the 24 bytes"),
 ])
 def test_errors_point_at_the_call(line: str, message: str) -> None:
     with pytest.raises(ScriptError) as err:
@@ -145,7 +148,9 @@ class Module:
         R.vm.call_tir_dyn(cls.add_inplace, (t, y, R.shape([])))
         h0 = h[0]
         h1 = h[1]
-        return (a, b, d, e, f, g, h0, h1, k, t)
+        vw = R.memory.view(x, R.shape([3]), R.dtype("float32"), R.prim_value(T.int64(12)))
+        vs = R.memory.view(x, [3, 2])
+        return (a, b, d, e, f, g, h0, h1, k, t, vw, vs)
 '''
 
 
@@ -160,15 +165,16 @@ def _add_into(a, b):
 
 def test_compiled_equals_reference_and_numpy(capsys) -> None:
     """Packed calls (pure, in place), in-place kernels (an input written, a -1 output allocated),
-    closures, a tensor in storage written by R.vm.call_tir_dyn, shapes to tensors and back, and
-    R.print: the reference executor and the compiled VM give numpy's numbers and print the same."""
+    closures, a tensor in storage written by R.vm.call_tir_dyn, views, shapes to tensors and back,
+    and R.print: the reference executor and the compiled VM give numpy's numbers and print the same."""
     register_func("test.calls.twice", _twice, override=True)
     register_func("test.calls.add_into", _add_into, override=True)
     mod = from_source(_PROGRAM)
     x = np.arange(6, dtype="float32").reshape(2, 3)
     y = np.full((2, 3), 3, "float32")
     c = np.array([7, 8], "int64")
-    want = [np.array([5, 4]), (7, 8), x.astype("float16"), x * 2, x + y, x + y, x + y, x * 2, x * y, y]
+    want = [np.array([5, 4]), (7, 8), x.astype("float16"), x * 2, x + y, x + y, x + y, x * 2, x * y, y,
+            x.reshape(-1)[3:], x.reshape(3, 2)]
     ref = run_relax(mod, "main", x.copy(), y.copy(), (5, 4), c.copy())
     printed = capsys.readouterr().out
     assert printed == f"x={x} s=(5, 4)\n"
