@@ -66,8 +66,10 @@ numpy_op("assert_op")(lambda args, attrs: run_assert_op(*args))
 numpy_op("shape_to_tensor")(lambda args, attrs: run_shape_to_tensor(args[0]))
 numpy_op("tensor_to_shape")(lambda args, attrs: Shape(int(v) for v in np.asarray(args[0])))
 numpy_op("wrap_param")(lambda args, attrs: np.asarray(args[0]).astype(numpy_dtype(attrs["dtype"])))
+# (a distributed program's value seen whole: placing it does not change it)
 numpy_op("hint_on_device", "to_vdevice", "builtin.stop_lift_params", "memory.ensure_zero_offset",
-         "grad.no_grad", "grad.start_checkpoint", "grad.end_checkpoint")(lambda args, attrs: args[0])
+         "grad.no_grad", "grad.start_checkpoint", "grad.end_checkpoint", "dist.annotate_sharding",
+         "dist.redistribute")(lambda args, attrs: args[0])
 
 
 @numpy_op("memory.alloc_storage")

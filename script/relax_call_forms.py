@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ..ir import relax as rx
 from ..ir import relax_op
 from ..ir.expr import IntImm
+from ..ir.distributed import DeviceMesh, DTensorStructInfo, lookup_mesh, make_device_mesh, placement_text
 from ..ir.global_info import lookup_vdevice, vdevice_label
 from ..ir.errors import TVMSError
 from ..ir.module import GlobalVar
+from ..ir.relax import make_constant
 from ..ir.node import FrozenDict
 from ..ir.relax_ops_misc import DEVICE_TYPES
 from ..ir.dtype import DataType
@@ -129,7 +133,10 @@ def _dps(name: str, positional: tuple) -> Callable:
         _no_extra(b, kwargs, name, syn)
         if len(args) != 2 or not isinstance(args[0], GlobalVar):
             raise b.error(syn, f"R.{name} takes a TensorIR function (cls.name) and a tuple of arguments")
-        inputs = tuple(args[1]) if isinstance(args[1], (tuple, list)) else args[1]
+        inputs = args[1]
+        if isinstance(inputs, rx.RelaxExpr) and not isinstance(inputs.struct_info, TupleStructInfo):
+            inputs = (inputs,)  # (one tensor: TVM makes it a tuple)
+        inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else inputs
         call_args = [args[0], b.to_relax(inputs, syn)]
         if tir_vars is not None:
             call_args.append(b.to_relax_shape(tir_vars, syn))
@@ -220,6 +227,82 @@ def parse_view(b: Any, syn: S.Call) -> rx.Call:
     return _make(b, "memory.view", [b.to_relax(a, syn) for a in args], {}, (), syn)
 
 
+# ---------------------------------------------------------------- distributed
+def _mesh(b: Any, value: Any, syn: Any) -> DeviceMesh:
+    """A device mesh: one of the module's (``"mesh[0]"``) or written out (R.device_mesh(...))."""
+    if isinstance(value, DeviceMesh):
+        return value
+    if isinstance(value, str):
+        try:
+            return lookup_mesh(value, b.meshes)
+        except TVMSError as e:
+            raise b.error(syn, str(e)) from None
+    raise b.error(syn, f"a device mesh is \"mesh[i]\" or R.device_mesh(...), got {value!r}")
+
+
+def _placement(b: Any, value: Any, mesh: DeviceMesh, syn: Any) -> str:
+    try:
+        return placement_text(value, mesh)
+    except TVMSError as e:
+        raise b.error(syn, str(e)) from None
+
+
+def parse_device_mesh(b: Any, syn: S.Call) -> DeviceMesh:
+    """``R.device_mesh((2, 2), I.Range(0, 4))`` or ``R.device_mesh((2,), [5, 7])``."""
+    if len(syn.args) != 2 or syn.kwargs:
+        raise b.error(syn, "R.device_mesh takes a shape and the devices: I.Range(start, end) or a list")
+    devices = syn.args[1]
+    if isinstance(devices, S.Call) and (S.dotted(devices.func) or "").endswith(".Range"):
+        bounds = [b.ev(a) for a in devices.args]
+        devices = range(*bounds) if len(bounds) == 2 and all(isinstance(v, int) for v in bounds) else bounds
+    else:
+        devices = b.ev(devices)
+    try:
+        return make_device_mesh(b.ev(syn.args[0]), devices)
+    except TVMSError as e:
+        raise b.error(syn, str(e)) from None
+
+
+def parse_dtensor(b: Any, syn: S.Call) -> DTensorStructInfo:
+    """``R.DTensor(shape, dtype, device_mesh, placement)``, the last two also by keyword."""
+    args, kwargs = _arguments(b, syn)
+    names = ("shape", "dtype", "device_mesh", "placement")
+    values = dict(zip(names, args))
+    values.update(kwargs)
+    if "device_mesh" not in values or "placement" not in values:
+        raise b.error(syn, "R.DTensor needs a device_mesh and a placement")
+    mesh = _mesh(b, values.pop("device_mesh"), syn)
+    placement = _placement(b, values.pop("placement"), mesh, syn)
+    tensor = b.make_struct_info("Tensor", [values.pop("shape", None), values.pop("dtype", None)], values, syn)
+    return DTensorStructInfo(tensor, mesh, placement)
+
+
+def _sharding(name: str) -> Callable:
+    def parse(b: Any, syn: S.Call) -> rx.Call:
+        """``R.dist.<name>(x, device_mesh="mesh[0]", placement="S[1], R")``."""
+        args, kwargs = _arguments(b, syn)
+        values = dict(zip(("input", "device_mesh", "placement"), args))
+        values.update(kwargs)
+        if set(values) != {"input", "device_mesh", "placement"}:
+            raise b.error(syn, f"R.dist.{name} takes a tensor, a device_mesh and a placement")
+        mesh = _mesh(b, values["device_mesh"], syn)
+        attrs = {"device_mesh": mesh, "placement": _placement(b, values["placement"], mesh, syn)}
+        return _make(b, f"dist.{name}", [b.to_relax(values["input"], syn)], attrs, (), syn)
+    return parse
+
+
+def parse_dist_const(b: Any, syn: S.Call) -> rx.Constant:
+    """``R.dist.const(1.0, R.DTensor((), "float32", "mesh[0]", "R, R"))``: a constant placed on a mesh."""
+    args, kwargs = _arguments(b, syn)
+    value = args[0] if args else kwargs.pop("value", None)
+    ty = args[1] if len(args) > 1 else kwargs.pop("ty", kwargs.pop("struct_info", None))
+    if not isinstance(ty, DTensorStructInfo) or ty.tensor_sinfo.dtype.is_void:
+        raise b.error(syn, "R.dist.const takes a value and an R.DTensor with a dtype")
+    data = np.array(value, dtype=str(ty.tensor_sinfo.dtype))
+    c = make_constant(data, span=b.span(syn))
+    return rx.Constant(c.data, ty, c.digest, span=c.span)
+
+
 PARSERS: dict[str, Callable] = {
     "print": parse_print,
     "assert_op": parse_assert_op,
@@ -232,6 +315,15 @@ PARSERS: dict[str, Callable] = {
     "to_vdevice": parse_to_vdevice,
     "stop_lift_params": parse_stop_lift_params,
     "memory.view": parse_view,
+    "DTensor": parse_dtensor,
+    "dist.DTensor": parse_dtensor,
+    "device_mesh": parse_device_mesh,
+    "dist.device_mesh": parse_device_mesh,
+    "dist.annotate_sharding": _sharding("annotate_sharding"),
+    "dist.redistribute": _sharding("redistribute"),
+    "dist.call_tir": _dps("call_tir", ("out_ty", "tir_vars")),
+    "dist.call_tir_local_view": _dps("dist.call_tir_local_view", ("out_ty",)),
+    "dist.const": parse_dist_const,
     "device": _device(None),
     **{name: _device(name) for name in DEVICE_TYPES},
 }
@@ -271,6 +363,12 @@ def print_to_vdevice(p: Any, c: rx.Call) -> str:
     return f"R.to_vdevice({p.rexpr(c.args[0])}, dst_vdevice={quote(label)})"
 
 
+def print_sharding(p: Any, c: rx.Call) -> str:
+    name = c.op.name.removeprefix("relax.")
+    mesh = p.device_mesh(c.attrs["device_mesh"])
+    return f"R.{name}({p.rexpr(c.args[0])}, device_mesh={mesh}, placement={quote(c.attrs['placement'])})"
+
+
 PRINTERS: dict[str, Callable] = {
     "relax.print": print_print,
     "relax.assert_op": print_assert_op,
@@ -278,6 +376,9 @@ PRINTERS: dict[str, Callable] = {
     "relax.call_tir_with_grad": print_call_tir_with_grad,
     "relax.hint_on_device": print_hint_on_device,
     "relax.to_vdevice": print_to_vdevice,
+    "relax.dist.annotate_sharding": print_sharding,
+    "relax.dist.redistribute": print_sharding,
+    "relax.dist.call_tir_local_view": lambda p, c: p.call_dps("dist.call_tir_local_view", c),
 }
 
 __all__ = ["PARSERS", "PRINTERS", "Device"]

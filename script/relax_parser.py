@@ -72,6 +72,7 @@ class RelaxBuilder(ScopedEvaluator):
         self.signatures: dict = {}  # Relax module functions: name -> FuncStructInfo
         self.in_dataflow = False
         self.vdevices: tuple = ()  # the module's I.module_global_infos({"vdevice": [...]})
+        self.meshes: tuple = ()  # ... and its {"mesh": [...]}
 
     # ---------------------------------------------------------------- names
     def lookup(self, name: str, syn: Any) -> Any:

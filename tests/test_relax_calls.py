@@ -22,7 +22,7 @@ from tvms.runtime.numpy_ops_misc import RelaxAssertionError
 from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
-GOLDENS = [FIXTURES / "struct_info" / f"{name}_inferred_by_tvm.tvms" for name in ("calls", "lowered", "call_forms", "nested_impure")]
+GOLDENS = [FIXTURES / "struct_info" / f"{name}_inferred_by_tvm.tvms" for name in ("calls", "lowered", "call_forms", "nested_impure", "dist")]
 
 
 @pytest.mark.parametrize("path", GOLDENS, ids=lambda p: p.stem)
@@ -211,3 +211,25 @@ class Module:
     vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
     with pytest.raises(RelaxAssertionError, match=exact):
         vm["main"](x)
+
+
+_DIST_HEAD = '''@I.ir_module
+class Module:
+    I.module_global_infos({"mesh": [R.device_mesh((2, 2), I.Range(0, 4)), R.device_mesh((2,), [5, 7])]})
+    @R.function
+    def main(x: R.DTensor((4, 4), "float32", "mesh[0]", "S[0], R"), t: R.Tensor((4, 4), "float32")):
+'''
+
+
+@pytest.mark.parametrize("line, message", [
+    ('y = R.dist.redistribute(x, device_mesh="mesh[2]", placement="R, R")', "the device mesh 'mesh[2]' is not in"),
+    ('y = R.dist.redistribute(x, device_mesh="mesh[0]", placement="R")', "has 1 entries for a mesh of 2 axes"),
+    ('y = R.dist.annotate_sharding(t, device_mesh="mesh[1]", placement="Q[0]")', "R (replicated) or S[axis]"),
+    ('y = R.dist.redistribute(t, device_mesh="mesh[1]", placement="R")', "takes a DTensor"),
+    ('y = R.ccl.scatter_from_worker0(t, num_workers=3, axis=0)', "(4) must be divisible by num_workers (3)"),
+    ('y = R.add(x, R.dist.redistribute(x, device_mesh="mesh[0]", placement="R, S[1]"))', "placed differently"),
+])
+def test_distributed_errors(line: str, message: str) -> None:
+    with pytest.raises(ScriptError) as err:
+        from_source(_DIST_HEAD + "        " + line + "\n        return x\n")
+    assert message in str(err.value)
