@@ -269,6 +269,35 @@ register("memory.kill_tensor", ("tensor",), _void)
 register("memory.ensure_zero_offset", ("x",), _same)
 register("vm.call_tir_dyn", ("func", "args"), _void)
 
+# ---------------------------------------------------------------- inspect: DLTensor fields, read at run time
+def _inspect(dtype: str) -> object:
+    def infer(info: CallInfo) -> StructInfo:
+        tensor_arg(info, 0)
+        return PrimStructInfo(DataType(dtype))
+    return infer
+
+
+def _inspect_axis(info: CallInfo) -> StructInfo:
+    """tensor_shape_i / tensor_stride_i: an int64 (TVM's dimension type); a constant axis must be
+    one of the tensor's."""
+    from .relax import PrimValue
+
+    x = tensor_arg(info, 0)
+    axis = info.args[1]
+    if not isinstance(info.sinfo[1], PrimStructInfo):
+        raise info.fail(f"the axis must be a scalar, got {describe(info.sinfo[1])}")
+    if isinstance(axis, PrimValue) and isinstance(axis.value, IntImm):
+        if axis.value.value < 0 or 0 <= x.ndim <= axis.value.value:
+            raise info.fail(f"axis {axis.value.value} is not an axis of {describe(x)}")
+    return PrimStructInfo(x.dims[0].dtype if x.dims else INT64)
+
+
+for _name, _dtype in (("tensor_dtype_code", "uint8"), ("tensor_dtype_bits", "uint8"), ("tensor_dtype_lanes", "uint16"),
+                      ("tensor_ndim", "int32"), ("tensor_byte_offset", "uint64"), ("tensor_elem_offset", "uint64")):
+    register(f"inspect.{_name}", ("tensor",), _inspect(_dtype))
+register("inspect.tensor_shape_i", ("tensor", "axis"), _inspect_axis)
+register("inspect.tensor_stride_i", ("tensor", "axis"), _inspect_axis)
+
 # markers of the training flow (Gradient): the value itself
 for _name in ("no_grad", "start_checkpoint", "end_checkpoint"):
     register(f"grad.{_name}", ("input",), lambda info: info.sinfo[0])

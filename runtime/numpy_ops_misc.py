@@ -72,6 +72,19 @@ numpy_op("hint_on_device", "to_vdevice", "builtin.stop_lift_params", "memory.ens
          "dist.redistribute")(lambda args, attrs: args[0])
 
 
+# the DLTensor fields of a tensor (numpy's kind -> DLPack's type code), of a compact tensor
+_DL_CODES = {"i": 0, "u": 1, "f": 2, "b": 1, "V": 4}  # (bool is a 1-bit uint in DLPack; V: bfloat16)
+numpy_op("inspect.tensor_dtype_code")(lambda args, attrs: _DL_CODES[np.asarray(args[0]).dtype.kind])
+numpy_op("inspect.tensor_dtype_bits")(
+    lambda args, attrs: 1 if np.asarray(args[0]).dtype == np.bool_ else np.asarray(args[0]).dtype.itemsize * 8)
+numpy_op("inspect.tensor_dtype_lanes")(lambda args, attrs: 1)
+numpy_op("inspect.tensor_ndim")(lambda args, attrs: np.ndim(args[0]))
+numpy_op("inspect.tensor_byte_offset", "inspect.tensor_elem_offset")(lambda args, attrs: 0)
+numpy_op("inspect.tensor_shape_i")(lambda args, attrs: np.shape(args[0])[int(args[1])])
+numpy_op("inspect.tensor_stride_i")(
+    lambda args, attrs: int(np.prod(np.shape(args[0])[int(args[1]) + 1:], dtype=np.int64)))
+
+
 @numpy_op("memory.alloc_storage")
 def memory_alloc_storage(args: tuple, attrs: Any) -> np.ndarray:
     size = args[0]  # a shape of one value: the size in bytes

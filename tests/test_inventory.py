@@ -56,14 +56,6 @@ relax.image.resize2d
 relax.image.resize3d
 relax.index_put
 relax.index_tensor
-relax.inspect.tensor_byte_offset
-relax.inspect.tensor_dtype_bits
-relax.inspect.tensor_dtype_code
-relax.inspect.tensor_dtype_lanes
-relax.inspect.tensor_elem_offset
-relax.inspect.tensor_ndim
-relax.inspect.tensor_shape_i
-relax.inspect.tensor_stride_i
 relax.layout_transform
 relax.median
 relax.meshgrid

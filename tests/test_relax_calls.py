@@ -233,3 +233,18 @@ def test_distributed_errors(line: str, message: str) -> None:
     with pytest.raises(ScriptError) as err:
         from_source(_DIST_HEAD + "        " + line + "\n        return x\n")
     assert message in str(err.value)
+
+
+def test_inspect_struct_info_and_values_as_tvm() -> None:
+    """R.inspect.*: tvms infers what TVM 0.27 printed (fixtures/relax_calls/inspect_by_tvm.tvms, built
+    with TVM's BlockBuilder: TVM's parser has no R.inspect) and reads the fields of a compact tensor."""
+    golden = (FIXTURES / "relax_calls" / "inspect_by_tvm.tvms").read_text().rstrip("\n")
+    mod = from_source(golden)
+    assert mod.script(dialect="tvm-0.27") == golden
+    # the same functions without the annotations: inferred
+    bare = "\n".join(re.sub(r"^(\s+gv\d+): [^=]+=", r"\1 =", line) for line in golden.splitlines())
+    assert from_source(bare).script(dialect="tvm-0.27") == golden
+    x = np.zeros((4, 5, 6), "float16")
+    got = run_relax(mod, "unknown", x.astype("float32")[0])
+    assert [int(v) for v in got] == [2, 32, 1, 2, 0, 0, 6, 1]
+    assert [int(v) for v in run_relax(mod, "symbolic", np.zeros((7, 3), "int8"))] == [0, 8, 1, 2, 0, 0, 3, 1]
