@@ -298,8 +298,15 @@ for _name, _dtype in (("tensor_dtype_code", "uint8"), ("tensor_dtype_bits", "uin
 register("inspect.tensor_shape_i", ("tensor", "axis"), _inspect_axis)
 register("inspect.tensor_stride_i", ("tensor", "axis"), _inspect_axis)
 
-# markers of the training flow (Gradient): the value itself
+# ---------------------------------------------------------------- the training flow (Gradient)
+# markers: the value itself
 for _name in ("no_grad", "start_checkpoint", "end_checkpoint"):
     register(f"grad.{_name}", ("input",), lambda info: info.sinfo[0])
+# gradients of nll_loss and take: shaped as the forward operator's input (its second argument)
+register("grad.nll_loss_backward", ("output_grad", "predictions", "targets", "weights"),
+         lambda info: info.sinfo[1], (Attr("reduction", "mean", ATTR_STR), Attr("ignore_index", -100, ATTR_INT)),
+         min_args=3)
+register("grad.take_backward", ("output_grad", "x", "indices"), lambda info: info.sinfo[1],
+         (Attr("axis", None, ATTR_INT), Attr("mode", "", ATTR_STR)))
 
 __all__ = ["DEVICE_TYPES"]

@@ -85,6 +85,46 @@ numpy_op("inspect.tensor_stride_i")(
     lambda args, attrs: int(np.prod(np.shape(args[0])[int(args[1]) + 1:], dtype=np.int64)))
 
 
+@numpy_op("grad.nll_loss_backward")
+def nll_loss_backward(args: tuple, attrs: Any) -> np.ndarray:
+    """d(nll_loss)/d(predictions): -weight[target] at each target class (classes on axis 1, or 0
+    for one sample), scaled by the output gradient, over the total weight for "mean"; targets
+    equal to ignore_index get nothing and weigh nothing."""
+    g, pred, targets = (np.asarray(a) for a in args[:3])
+    classes = pred.shape[0] if pred.ndim == 1 else pred.shape[1]
+    weights = np.asarray(args[3]) if len(args) > 3 else np.ones(classes, pred.dtype)
+    keep = targets != attrs["ignore_index"]
+    safe = np.where(keep, targets, 0)
+    w = np.where(keep, weights[safe], 0).astype(pred.dtype)
+    scale = g if attrs["reduction"] == "none" else np.broadcast_to(g, w.shape)
+    if attrs["reduction"] == "mean":
+        scale = scale / w.sum()
+    out = np.zeros_like(pred)
+    if pred.ndim == 1:
+        out[safe] = -(w * scale)
+    else:
+        picked = np.expand_dims(safe, 1)
+        np.put_along_axis(out, picked, np.expand_dims(-(w * scale), 1).astype(pred.dtype), axis=1)
+    return out
+
+
+@numpy_op("grad.take_backward")
+def take_backward(args: tuple, attrs: Any) -> np.ndarray:
+    """d(take)/d(x): each output gradient added back at the index it was taken from."""
+    g, x, indices = (np.asarray(a) for a in args)
+    axis = attrs["axis"]
+    out = np.zeros(x.size if axis is None else x.shape, dtype=x.dtype)
+    if axis is None:
+        np.add.at(out, indices.reshape(-1), g.reshape(-1))
+        return out.reshape(x.shape)
+    axis %= x.ndim
+    moved = np.moveaxis(out, axis, 0)  # (a view: the sums land in out)
+    g = np.moveaxis(g.reshape(x.shape[:axis] + indices.shape + x.shape[axis + 1:]),
+                    tuple(range(axis, axis + indices.ndim)), tuple(range(indices.ndim)))
+    np.add.at(moved, indices, g)
+    return out
+
+
 @numpy_op("memory.alloc_storage")
 def memory_alloc_storage(args: tuple, attrs: Any) -> np.ndarray:
     size = args[0]  # a shape of one value: the size in bytes

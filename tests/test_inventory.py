@@ -47,8 +47,6 @@ relax.gather_elements
 relax.gather_nd
 relax.grad.avg_pool2d_backward
 relax.grad.max_pool2d_backward
-relax.grad.nll_loss_backward
-relax.grad.take_backward
 relax.hamming_window
 relax.image.affine_grid
 relax.image.grid_sample
@@ -148,8 +146,6 @@ R.gather_elements
 R.gather_nd
 R.grad.avg_pool2d_backward
 R.grad.max_pool2d_backward
-R.grad.nll_loss_backward
-R.grad.take_backward
 R.hamming_window
 R.image.affine_grid
 R.image.grid_sample

@@ -248,3 +248,42 @@ def test_inspect_struct_info_and_values_as_tvm() -> None:
     got = run_relax(mod, "unknown", x.astype("float32")[0])
     assert [int(v) for v in got] == [2, 32, 1, 2, 0, 0, 6, 1]
     assert [int(v) for v in run_relax(mod, "symbolic", np.zeros((7, 3), "int8"))] == [0, 8, 1, 2, 0, 0, 3, 1]
+
+
+def _numeric_grad(f, x: np.ndarray, g: np.ndarray, eps: float = 1e-3) -> np.ndarray:
+    """sum(g * df/dx) by central differences (f is linear in x here, so this is exact up to rounding)."""
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[idx] = eps
+        out[idx] = np.sum(g * (f(x + d) - f(x - d))) / (2 * eps)
+    return out
+
+
+def _nll_loss(p: np.ndarray, t: np.ndarray, w: np.ndarray, reduction: str, ignore: int) -> np.ndarray:
+    keep = t != ignore
+    ww = np.where(keep, w[np.where(keep, t, 0)], 0)
+    losses = -ww * np.take_along_axis(p, np.expand_dims(np.where(keep, t, 0), 1), 1)[:, 0]
+    return {"none": losses, "sum": losses.sum(), "mean": losses.sum() / ww.sum()}[reduction]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_gradient_references_match_numeric_gradients(reduction: str) -> None:
+    """R.grad.nll_loss_backward and R.grad.take_backward give the gradients of nll_loss and take
+    (central differences of their numpy definitions), with weights and an ignored class."""
+    mod = from_source(f'''@I.ir_module
+class Module:
+    @R.function
+    def main(g: R.Tensor("float64"), p: R.Tensor((4, 3), "float64"), t: R.Tensor((4,), "int64"), w: R.Tensor((3,), "float64"), x: R.Tensor((5, 2), "float64"), i: R.Tensor((3,), "int64"), gt: R.Tensor((5, 3), "float64")):
+        a = R.grad.nll_loss_backward(g, p, t, w, reduction="{reduction}", ignore_index=2)
+        b = R.grad.take_backward(gt, x, i, axis=1)
+        return (a, b)
+''')
+    rng = np.random.default_rng(0)
+    p, w, x = rng.standard_normal((4, 3)), rng.random(3) + 0.5, rng.standard_normal((5, 2))
+    t, i = np.array([0, 2, 1, 0]), np.array([1, 0, 1])
+    g = rng.standard_normal(4) if reduction == "none" else np.array(rng.standard_normal())
+    gt = rng.standard_normal((5, 3))
+    a, b = run_relax(mod, "main", g, p, t, w, x, i, gt)
+    np.testing.assert_allclose(a, _numeric_grad(lambda q: _nll_loss(q, t, w, reduction, 2), p, g), rtol=1e-6)
+    np.testing.assert_allclose(b, _numeric_grad(lambda q: np.take(q, i, axis=1), x, gt), rtol=1e-6)
