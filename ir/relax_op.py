@@ -60,6 +60,12 @@ class OpSpec:
     # The order in which extra positional arguments fill the attributes, when it is not the
     # printing order (TVM's ``R.nn.max_pool2d(x, pool_size, strides, padding, dilation, ...)``).
     positional: tuple[str, ...] | None = None
+    # Values of trailing Relax arguments that may be left out when a later one is given by
+    # keyword (TVM's ``R.unique(x, return_counts=True)``); ``prepare`` makes them Relax values.
+    arg_defaults: dict | None = None
+    # The operator a call really builds, by its bound arguments, when it is another one
+    # (``R.nn.attention(q, k, v, bias)`` builds nn.attention_bias, as in TVM); None: this one.
+    redirect: Callable[[tuple], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -83,9 +89,10 @@ _BY_SCRIPT: dict[str, OpSpec] = {}
 def register(script_name: str, args: tuple[str, ...], infer: Callable[[CallInfo], StructInfo],
              attrs: tuple[Attr, ...] = (), *, name: str | None = None, variadic: bool = False,
              min_args: int | None = None, prepare: Callable | None = None,
-             positional: tuple[str, ...] | None = None) -> OpSpec:
+             positional: tuple[str, ...] | None = None, arg_defaults: dict | None = None,
+             redirect: Callable | None = None) -> OpSpec:
     spec = OpSpec(name or f"relax.{script_name}", script_name, args, attrs, infer, variadic, min_args,
-                  prepare, positional)
+                  prepare, positional, arg_defaults, redirect)
     _BY_NAME[spec.name] = spec
     _BY_SCRIPT[script_name] = spec
     return spec
@@ -115,6 +122,12 @@ def coerce_attr(spec: OpSpec, attr: Attr, value: Any) -> Any:
     from .expr import FloatImm, IntImm
 
     kind = attr.kind
+    if kind == ATTR_PRIM:  # a float kept as a TensorIR constant (printed T.float32(0.5)), or None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return FloatImm(DataType("float32"), float(value))
+        if value is None or isinstance(value, FloatImm):
+            return value
+        raise TVMSError(f"R.{spec.script_name}: attribute {attr.name!r} must be a float, got {value!r}")
     if isinstance(value, (IntImm, FloatImm)):
         value = bool(value.value) if value.dtype.is_bool else value.value
     if value is None and (attr.default is None or kind == ATTR_DTYPE):
@@ -171,6 +184,8 @@ def bind_arguments(spec: OpSpec, args: tuple, attrs: dict) -> tuple[tuple, dict]
             continue
         if i < len(args):
             raise TVMSError(f"R.{spec.script_name} got the argument {name!r} twice")
+        while i > len(args) and spec.args[len(args)] in (spec.arg_defaults or {}):
+            args.append(spec.arg_defaults[spec.args[len(args)]])
         if i > len(args):
             raise TVMSError(f"R.{spec.script_name}: argument {spec.args[len(args)]!r} is missing")
         args.append(attrs.pop(name))
@@ -231,6 +246,9 @@ def make_call(op: "str | OpSpec", args: list | tuple, attrs: dict | None = None,
     if spec is None:
         raise TVMSError(f"unknown Relax operator {op!r}")
     args, attrs = bind_arguments(spec, tuple(args), attrs or {})
+    target = spec.redirect(args) if spec.redirect is not None else None
+    if target is not None:
+        spec = lookup(target)
     low = spec.min_args if spec.min_args is not None else len(spec.args)
     if len(args) < low or (not spec.variadic and len(args) > len(spec.args)):
         want = f"{low}" if low == len(spec.args) and not spec.variadic else f"at least {low}"

@@ -28,7 +28,9 @@ from tvms.ir.struct_info import (ObjectStructInfo, PrimStructInfo, ShapeStructIn
 
 from .numpy_ops import NUMPY_OPS, Shape
 from .reference import compile_expr, run_prim_func
-from ..ir.registry import get_global_func, register_func
+from ..ir import registry
+from ..ir.registry import get_global_func
+from .packed import register_func
 from ..ir.relax_op import SPECIAL_OPS
 from .tir_values import cast_value, numpy_dtype
 
@@ -354,7 +356,7 @@ def eval_expr(expr: Any, mod: IRModule | None = None, env: dict | None = None) -
         return _Interpreter(mod if mod is not None else IRModule()).eval(expr, dict(env or {}))
 
 
-register_func("runtime.reference_relax.eval_expr", eval_expr)  # (FoldConstant evaluates with it)
+registry.register_func("runtime.reference_relax.eval_expr", eval_expr)  # (FoldConstant evaluates with it)
 
 
 def _is_shape_param(p: rx.Var) -> bool:

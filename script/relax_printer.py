@@ -13,6 +13,7 @@ from ..ir import relax as rx
 from ..ir import relax_op
 from ..ir.dtype import DataType
 from ..ir.expr import IntImm, Op, PrimExpr, Var as TirVar
+from ..ir.index_map import IndexMap
 from ..ir.module import GlobalVar
 from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
@@ -99,7 +100,7 @@ class RelaxPrinter(TIRPrinter):
         if isinstance(s, ShapeStructInfo):
             if s.values is not None:
                 return f"R.Shape([{self.dims(s.values)}])"
-            return f"R.Shape(ndim={s.ndim})"  # (TVM writes an unknown rank as ndim=-1)
+            return f"R.Shape(ndim={s.ndim})"  # (TVM prints an unknown rank as ndim=-1 too)
         if isinstance(s, TupleStructInfo):
             if not s.fields:
                 return "R.Tuple"
@@ -177,7 +178,7 @@ class RelaxPrinter(TIRPrinter):
             if self.d.name == "classic":
                 return f"R.prim_value({super().expr(e.value)})"
             if isinstance(e.value, IntImm) and e.value.dtype.is_bool:
-                return str(bool(e.value.value))  # (TVM 0.27 writes a bool PrimValue bare)
+                return str(bool(e.value.value))  # (TVM 0.27 writes a boolean value bare)
             return self.expr(e.value)
         if isinstance(e, rx.StringImm):
             return f"R.str({quote(e.value)})"
@@ -266,11 +267,26 @@ class RelaxPrinter(TIRPrinter):
             return '"void"' if self.d.name == "classic" else "None"
         if isinstance(value, tuple):
             return "[" + ", ".join(self.attr_value(v, "any") for v in value) + "]"
+        if isinstance(value, IntImm) and value.dtype == DataType("int32"):
+            return str(value.value)  # (TVMScript's default integer type, written bare)
         if isinstance(value, PrimExpr):
             return self.expr(value)
         if isinstance(value, DataType):
             return quote(str(value))
+        if isinstance(value, IndexMap):
+            return self.index_map(value)
         return self.value(value)
+
+    def index_map(self, m: IndexMap) -> str:
+        """``T.index_map(lambda i, j: (j, i))``, the lambda's variables named in a scope of their own."""
+        self.namer.push()
+        try:
+            params = ", ".join(self.namer.define(v, v.name) for v in m.initial_indices)
+            final = ", ".join(self.expr(e) for e in m.final_indices)
+        finally:
+            self.namer.pop()
+        self.uses_tir = True
+        return f"T.index_map(lambda {params}: ({final}{',' if len(m.final_indices) == 1 else ''}))"
 
     # ---------------------------------------------------------------- functions
     def function(self, f: rx.Function, name: str, nested: bool = False) -> None:
