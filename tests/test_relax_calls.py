@@ -305,3 +305,18 @@ def test_call_tir_rewrite_of_in_place_calls_as_tvm() -> None:
         np.testing.assert_array_equal(h0, x + 1)
         np.testing.assert_array_equal(h1, x)
         np.testing.assert_array_equal(g, x)
+
+
+def test_remove_purity_checking_as_tvm() -> None:
+    """RemovePurityChecking unwraps R.call_pure_packed / R.call_inplace_packed / R.invoke_pure_closure
+    and marks pure functions relax.force_pure (golden: TVM 0.27's relax.transform.RemovePurityChecking()
+    on remove_purity_checking_before.tvms); the module computes the same before and after."""
+    before = from_source((FIXTURES / "relax_calls" / "remove_purity_checking_before.tvms").read_text())
+    after = tvms.relax.transform.RemovePurityChecking()(before)
+    golden = (FIXTURES / "relax_calls" / "remove_purity_checking_by_tvm.tvms").read_text().rstrip("\n")
+    assert after.script(dialect="tvm-0.27") == golden
+    register_func("test.purity.twice", _twice, override=True)
+    register_func("test.purity.add_into", _add_into, override=True)
+    x, y = np.arange(6, dtype="float32").reshape(2, 3), np.ones((2, 3), "float32")
+    for mod in (before, after):
+        np.testing.assert_array_equal(run_relax(mod, "main", x, y), x * 2 + 1)
