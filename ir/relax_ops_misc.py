@@ -12,7 +12,7 @@ from __future__ import annotations
 from .dtype import DataType
 from .expr import IntImm
 from .relax_infer import INT64, describe, prove_equal, tensor_arg
-from .relax_op import (ATTR_ANY, ATTR_DTYPE, ATTR_INT, ATTR_INTS, ATTR_STR, Attr, CallInfo,
+from .relax_op import (ATTR_ANY, ATTR_BOOL, ATTR_DTYPE, ATTR_INT, ATTR_INTS, ATTR_STR, Attr, CallInfo,
                        register)
 from .relax_ops import _infer_call_tir, _prepare_dps  # (R.call_tir's rules, which these share)
 from .relax_ops_vm import prepare_memory
@@ -308,5 +308,22 @@ register("grad.nll_loss_backward", ("output_grad", "predictions", "targets", "we
          min_args=3)
 register("grad.take_backward", ("output_grad", "x", "indices"), lambda info: info.sinfo[1],
          (Attr("axis", None, ATTR_INT), Attr("mode", "", ATTR_STR)))
+def _prepare_pool_backward(spec, args: tuple, attrs: dict) -> tuple:
+    """TVM keeps the attributes as given (padding [1, 1] stays two values); out_layout defaults
+    to the layout."""
+    if attrs["out_layout"] is None:
+        attrs["out_layout"] = attrs["layout"]
+    return args, attrs
+
+
+for _kind in ("max", "avg"):
+    register(f"grad.{_kind}_pool2d_backward", ("output_grad", "data"), lambda info: info.sinfo[1],
+             (Attr("pool_size", (1, 1), ATTR_INTS), Attr("strides", (1, 1), ATTR_INTS),
+              Attr("dilation", (1, 1), ATTR_INTS), Attr("padding", (0, 0, 0, 0), ATTR_INTS),
+              Attr("ceil_mode", False, ATTR_BOOL), Attr("count_include_pad", False, ATTR_BOOL),
+              Attr("layout", "NCHW", ATTR_STR), Attr("out_layout", None, ATTR_STR)),
+             prepare=_prepare_pool_backward,
+             positional=("pool_size", "strides", "padding", "dilation", "ceil_mode", "count_include_pad",
+                         "layout", "out_layout"))
 
 __all__ = ["DEVICE_TYPES"]

@@ -14,6 +14,7 @@ import numpy as np
 from ..ir.errors import TVMSError
 from ..ir.registry import register_func
 from .numpy_ops import Shape, numpy_op
+from .numpy_ops_nn import _canonical, _from_canonical, pool_windows
 from .tir_values import numpy_dtype
 
 
@@ -123,6 +124,31 @@ def take_backward(args: tuple, attrs: Any) -> np.ndarray:
                     tuple(range(axis, axis + indices.ndim)), tuple(range(indices.ndim)))
     np.add.at(moved, indices, g)
     return out
+
+
+def _pool2d_backward(kind: str) -> Any:
+    def backward(args: tuple, attrs: Any) -> np.ndarray:
+        """d(pool)/d(data): each output gradient to the window's first maximum (max), or spread
+        evenly over the window (avg: divided by the count the forward divided by)."""
+        x = _canonical(np.asarray(args[1]), attrs["layout"], "NCHW", f"grad.{kind}_pool2d_backward")
+        g = _canonical(np.asarray(args[0]), attrs["out_layout"] or attrs["layout"], "NCHW",
+                       f"grad.{kind}_pool2d_backward")
+        pad = tuple(attrs["padding"])  # (as the forward reads 1 or 2 values: all sides, or top/left)
+        pad = pad * 4 if len(pad) == 1 else pad * 2 if len(pad) == 2 else pad
+        out = np.zeros_like(x)
+        for o, inside, count in pool_windows(x.shape[2:], {**attrs, "padding": pad})[1]:
+            go = g[(slice(None), slice(None)) + o]
+            if kind == "max":
+                first = np.stack([x[(slice(None), slice(None)) + p] for p in inside], -1).argmax(-1)
+            for k, p in enumerate(inside):
+                at = (slice(None), slice(None)) + p
+                out[at] += np.where(first == k, go, 0) if kind == "max" else go / count
+        return _from_canonical(out, attrs["layout"], "NCHW")
+    return backward
+
+
+numpy_op("grad.max_pool2d_backward")(_pool2d_backward("max"))
+numpy_op("grad.avg_pool2d_backward")(_pool2d_backward("avg"))
 
 
 @numpy_op("memory.alloc_storage")

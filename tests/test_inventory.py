@@ -29,8 +29,6 @@ def _lines(text: str) -> list[str]:
 # Relax operators TVM registers (relax.txt, `relax.*`) that ir/relax_ops*.py lacks
 MISSING_RELAX_OPS = _lines("""
 relax.call_py_func
-relax.grad.avg_pool2d_backward
-relax.grad.max_pool2d_backward
 relax.image.affine_grid
 relax.image.grid_sample
 relax.multinomial_from_uniform
@@ -62,8 +60,6 @@ R.func_name
 R.func_ret_ty
 R.func_ret_type
 R.func_ret_value
-R.grad.avg_pool2d_backward
-R.grad.max_pool2d_backward
 R.image.affine_grid
 R.image.grid_sample
 R.linear

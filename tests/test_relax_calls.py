@@ -320,3 +320,31 @@ def test_remove_purity_checking_as_tvm() -> None:
     x, y = np.arange(6, dtype="float32").reshape(2, 3), np.ones((2, 3), "float32")
     for mod in (before, after):
         np.testing.assert_array_equal(run_relax(mod, "main", x, y), x * 2 + 1)
+
+
+@pytest.mark.parametrize("kind, attrs", [
+    ("max", 'pool_size=[2, 2], strides=[2, 1], padding=[1, 0, 0, 1]'),
+    ("avg", 'pool_size=[3, 2], strides=[1, 2], padding=[1, 1, 1, 0], count_include_pad=True'),
+    ("avg", 'pool_size=[2, 2], layout="NHWC"'),
+])
+def test_pool_backward_matches_numeric_gradient(kind: str, attrs: str) -> None:
+    """R.grad.{max,avg}_pool2d_backward give the gradient of the pooling (central differences of
+    the reference executor's R.nn.*_pool2d), padding, strides and layouts included."""
+    text = f'''@I.ir_module
+class Module:
+    @R.function
+    def forward(x: R.Tensor((1, 2, 5, 4), "float64")):
+        y = R.nn.{kind}_pool2d(x, {attrs})
+        return y
+
+    @R.function
+    def backward(g: R.Tensor("float64"), x: R.Tensor((1, 2, 5, 4), "float64")):
+        dx = R.grad.{kind}_pool2d_backward(g, x, {attrs})
+        return dx
+'''
+    mod = from_source(text)
+    rng = np.random.default_rng(1)
+    x = rng.permutation(40).astype("float64").reshape(1, 2, 5, 4)  # (distinct values: one maximum)
+    g = rng.standard_normal(np.shape(run_relax(mod, "forward", x)))
+    want = _numeric_grad(lambda q: np.asarray(run_relax(mod, "forward", q)), x, g, eps=1e-4)
+    np.testing.assert_allclose(run_relax(mod, "backward", g, x), want, rtol=1e-6, atol=1e-9)
