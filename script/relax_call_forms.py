@@ -303,6 +303,22 @@ def parse_dist_const(b: Any, syn: S.Call) -> rx.Constant:
     return rx.Constant(c.data, ty, c.digest, span=c.span)
 
 
+def parse_linear(b: Any, syn: S.Call) -> rx.Call:
+    """``R.linear(x, w, b=None, out_dtype=None)``: TVM's sugar for
+    ``R.add(R.matmul(x, R.permute_dims(w, axes=None), out_dtype=out_dtype), b)``."""
+    args, kwargs = _arguments(b, syn)
+    names = ("data", "weight", "bias", "out_dtype")
+    values = dict(zip(names, args))
+    values.update(kwargs)
+    if len(args) > len(names) or set(values) - set(names) or not {"data", "weight"} <= set(values):
+        raise b.error(syn, f"R.linear takes {', '.join(names)}")
+    weight = _make(b, "permute_dims", [b.to_relax(values["weight"], syn)], {"axes": None}, (), syn)
+    out = _make(b, "matmul", [b.to_relax(values["data"], syn), weight], {"out_dtype": values.get("out_dtype")},
+                (), syn)
+    bias = values.get("bias")
+    return out if bias is None else _make(b, "add", [out, b.to_relax(bias, syn)], {}, (), syn)
+
+
 PARSERS: dict[str, Callable] = {
     "print": parse_print,
     "assert_op": parse_assert_op,
@@ -315,6 +331,7 @@ PARSERS: dict[str, Callable] = {
     "to_vdevice": parse_to_vdevice,
     "stop_lift_params": parse_stop_lift_params,
     "memory.view": parse_view,
+    "linear": parse_linear,
     "DTensor": parse_dtensor,
     "dist.DTensor": parse_dtensor,
     "device_mesh": parse_device_mesh,

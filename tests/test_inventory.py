@@ -62,7 +62,6 @@ R.func_ret_type
 R.func_ret_value
 R.image.affine_grid
 R.image.grid_sample
-R.linear
 R.macro
 R.multinomial_from_uniform
 R.nn.relu6
