@@ -319,6 +319,14 @@ def parse_linear(b: Any, syn: S.Call) -> rx.Call:
     return out if bias is None else _make(b, "add", [out, b.to_relax(bias, syn)], {}, (), syn)
 
 
+def parse_tuple_get_item(b: Any, syn: S.Call) -> rx.TupleGetItem:
+    """``R.TupleGetItem(t, 1)``: TVM's node constructor, the same as ``t[1]``."""
+    args, kwargs = _arguments(b, syn)
+    if len(args) != 2 or kwargs or not isinstance(args[1], int):
+        raise b.error(syn, "R.TupleGetItem takes a tuple and a constant index")
+    return b.index_tuple(b.to_relax(args[0], syn), args[1], syn)
+
+
 PARSERS: dict[str, Callable] = {
     "print": parse_print,
     "assert_op": parse_assert_op,
@@ -332,6 +340,8 @@ PARSERS: dict[str, Callable] = {
     "stop_lift_params": parse_stop_lift_params,
     "memory.view": parse_view,
     "linear": parse_linear,
+    "ShapeExpr": lambda b, syn: b.r_shape(syn),  # (TVM's node constructor, the same as R.shape)
+    "TupleGetItem": parse_tuple_get_item,
     "DTensor": parse_dtensor,
     "dist.DTensor": parse_dtensor,
     "device_mesh": parse_device_mesh,

@@ -118,17 +118,20 @@ class RelaxBuilder(ScopedEvaluator):
         if isinstance(base, MetadataKind):
             return self.metadata_constant(base, self.ev(syn.indices[0]), syn)
         if isinstance(base, rx.RelaxExpr) and len(syn.indices) == 1:
-            index = self.ev(syn.indices[0])
-            if not isinstance(index, int):
-                raise self.error(syn, "a tuple is indexed by a constant integer")
-            sinfo = base.struct_info
-            field_sinfo = ObjectStructInfo()
-            if isinstance(sinfo, TupleStructInfo):
-                if not 0 <= index < len(sinfo.fields):
-                    raise self.error(syn, f"index {index} is out of range for a tuple of {len(sinfo.fields)}")
-                field_sinfo = sinfo.fields[index]
-            return rx.TupleGetItem(base, index, field_sinfo, span=self.span(syn))
+            return self.index_tuple(base, self.ev(syn.indices[0]), syn)
         return super().ev_Subscript(syn)
+
+    def index_tuple(self, base: Any, index: Any, syn: Any) -> rx.TupleGetItem:
+        """``t[1]``: a field of a Relax tuple."""
+        if not isinstance(index, int):
+            raise self.error(syn, "a tuple is indexed by a constant integer")
+        sinfo = base.struct_info
+        field_sinfo = ObjectStructInfo()
+        if isinstance(sinfo, TupleStructInfo):
+            if not 0 <= index < len(sinfo.fields):
+                raise self.error(syn, f"index {index} is out of range for a tuple of {len(sinfo.fields)}")
+            field_sinfo = sinfo.fields[index]
+        return rx.TupleGetItem(base, index, field_sinfo, span=self.span(syn))
 
     def metadata_constant(self, kind: "MetadataKind", index: Any, syn: Any) -> Any:
         if isinstance(index, IntImm):

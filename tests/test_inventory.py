@@ -45,9 +45,7 @@ MISSING_R_NAMES = _lines("""
 R.Else
 R.If
 R.SeqExpr
-R.ShapeExpr
 R.Then
-R.TupleGetItem
 R.arg
 R.call_py_func
 R.emit
