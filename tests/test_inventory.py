@@ -29,15 +29,6 @@ def _lines(text: str) -> list[str]:
 # Relax operators TVM registers (relax.txt, `relax.*`) that ir/relax_ops*.py lacks
 MISSING_RELAX_OPS = _lines("""
 relax.call_py_func
-relax.image.affine_grid
-relax.image.grid_sample
-relax.multinomial_from_uniform
-relax.vision.all_class_non_max_suppression
-relax.vision.get_valid_counts
-relax.vision.multibox_transform_loc
-relax.vision.non_max_suppression
-relax.vision.roi_align
-relax.vision.roi_pool
 """)
 
 # `R.*` script names (relax.txt) the Relax parser does not accept
@@ -58,18 +49,9 @@ R.func_name
 R.func_ret_ty
 R.func_ret_type
 R.func_ret_value
-R.image.affine_grid
-R.image.grid_sample
 R.macro
-R.multinomial_from_uniform
 R.nn.relu6
 R.rewriter
-R.vision.all_class_non_max_suppression
-R.vision.get_valid_counts
-R.vision.multibox_transform_loc
-R.vision.non_max_suppression
-R.vision.roi_align
-R.vision.roi_pool
 """)
 
 # `T.*` names of TVM's TensorIR script namespace (tir.txt) the TensorIR parser does not accept
