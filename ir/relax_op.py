@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .distributed import DTensorStructInfo
 from .errors import TVMSError
 from .expr import Op
 from .node import FrozenDict
@@ -269,7 +270,13 @@ def make_call(op: "str | OpSpec", args: list | tuple, attrs: dict | None = None,
 
         sinfo = tuple(getattr(a, "struct_info", None) or ObjectStructInfo() for a in args)
         info = CallInfo(spec, args, sinfo, normalized, tuple(sinfo_args))
-        sinfo = spec.infer(info)
+        if spec.name in SPECIAL_OPS or spec.name.startswith("relax.dist.") \
+                or not any(isinstance(s, DTensorStructInfo) for s in sinfo):
+            sinfo = spec.infer(info)
+        else:  # operands distributed over a device mesh
+            from .relax_ops_dist import infer_on_dtensors
+
+            sinfo = infer_on_dtensors(spec, info)
     except TVMSError as e:  # every error of a call names its operator
         message = str(e)
         prefix = f"R.{spec.script_name}"

@@ -12,9 +12,10 @@ from __future__ import annotations
 from .dtype import DataType
 from .expr import IntImm
 from .relax_infer import INT64, describe, prove_equal, tensor_arg
-from .relax_op import (ATTR_ANY, ATTR_DTYPE, ATTR_INT, ATTR_INTS, ATTR_STR, Attr, CallInfo,
+from .relax_op import (ATTR_ANY, ATTR_BOOL, ATTR_DTYPE, ATTR_INT, ATTR_INTS, ATTR_STR, Attr, CallInfo,
                        register)
 from .relax_ops import _infer_call_tir, _prepare_dps  # (R.call_tir's rules, which these share)
+from .relax_ops_vm import prepare_memory
 from .struct_info import (VOID, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
                           TensorStructInfo, TupleStructInfo, is_base_of)
 
@@ -25,6 +26,10 @@ DEVICE_TYPES = {"cpu": 1, "cuda": 2, "opencl": 4, "vulkan": 7, "metal": 8, "vpi"
 
 def _void(info: CallInfo) -> StructInfo:
     return TupleStructInfo(())
+
+
+def _is_void(sinfo: StructInfo) -> bool:
+    return isinstance(sinfo, TupleStructInfo) and not sinfo.fields
 
 
 def _object(info: CallInfo) -> StructInfo:
@@ -200,35 +205,125 @@ def _infer_memory_alloc_tensor(info: CallInfo) -> StructInfo:
     return TensorStructInfo(shape, out, info.sinfo[2].ndim)
 
 
-def _prepare_memory(dtype_at: int, scope_at: int | None = None, count: int = 0) -> object:
-    """TVM's constructors: a dtype written as a string is an ``R.dtype``, a scope an ``R.str``,
-    and a missing device index is 0."""
-    def prepare(spec, args: tuple, attrs: dict) -> tuple:
-        from .relax import DataTypeImm, PrimValue, StringImm
-
-        args = list(args)
-        if isinstance(args[dtype_at], StringImm):
-            args[dtype_at] = DataTypeImm(DataType(args[dtype_at].value), ObjectStructInfo())
-        if scope_at is not None and isinstance(args[scope_at], str):
-            args[scope_at] = StringImm(args[scope_at], ObjectStructInfo())
-        if len(args) < count:
-            zero = IntImm(INT64, 0)
-            args.append(PrimValue(zero, PrimStructInfo(INT64, zero)))
-        return args, attrs
-    return prepare
-
-
 register("memory.alloc_storage", ("total_space", "virtual_device_index", "storage_scope", "dtype"), _object,
-         prepare=_prepare_memory(3))
+         prepare=prepare_memory(3))
 register("memory.alloc_tensor", ("storage", "offset", "shape", "dtype", "runtime_device_index"),
-         _infer_memory_alloc_tensor, min_args=4, prepare=_prepare_memory(3, count=5))
+         _infer_memory_alloc_tensor, min_args=4, prepare=prepare_memory(3, zero_at=4))
+def _infer_view(info: CallInfo) -> StructInfo:
+    """TVM's R.memory.view: each of shape, dtype and byte offset is R.tuple() (or, for the dtype,
+    R.null_value()) when it does not change; a view never reaches past the viewed tensor."""
+    from .relax import Call, DataTypeImm, PrimValue
+
+    x = tensor_arg(info, 0)
+    shape, dtype, offset = info.args[1:4]
+    unchanged = [_is_void(s) for s in info.sinfo]
+    if not unchanged[1] and not isinstance(info.sinfo[1], ShapeStructInfo):
+        raise info.fail(f"the shape must be a shape or R.tuple(), got {describe(info.sinfo[1])}")
+    out_dtype = x.dtype
+    if not unchanged[2] and not (isinstance(dtype, Call) and dtype.op.name == "relax.null_value"):
+        if isinstance(dtype, DataTypeImm):
+            if dtype.value == VOID:
+                raise info.fail("the dtype must be a concrete data type; use R.null_value() for no change")
+            out_dtype = dtype.value
+        elif isinstance(info.sinfo[2], ObjectStructInfo):
+            out_dtype = VOID  # (changed into a dtype known at run time)
+        else:
+            raise info.fail(f"the dtype must be an R.dtype, got {describe(info.sinfo[2])}")
+    if unchanged[3]:
+        byte_offset = 0
+    elif isinstance(info.sinfo[3], PrimStructInfo) and info.sinfo[3].dtype == INT64:
+        byte_offset = offset.value.value if isinstance(offset, PrimValue) and isinstance(offset.value, IntImm) \
+            else None
+    else:
+        raise info.fail(f"the relative byte offset must be an int64, got {describe(info.sinfo[3])}")
+    dims = x.dims if unchanged[1] else info.sinfo[1].values
+    ndim = x.ndim if unchanged[1] else info.sinfo[1].ndim
+    _check_view_bounds(info, x, dims, out_dtype, byte_offset)
+    if dims is not None:
+        from .relax_infer import make_tensor
+
+        return make_tensor(dims, out_dtype, vdevice=x.vdevice)
+    return TensorStructInfo(None, out_dtype, ndim, x.vdevice)
+
+
+def _check_view_bounds(info: CallInfo, x: TensorStructInfo, dims: tuple | None, dtype: DataType,
+                       byte_offset: int | None) -> None:
+    """The view's end (in bytes) past the tensor's, when both are known numbers."""
+    def nbytes(dims: tuple | None, dtype: DataType) -> int | None:
+        if dims is None or dtype == VOID or not all(isinstance(d, IntImm) for d in dims):
+            return None
+        count = 1
+        for d in dims:
+            count *= d.value
+        return count * dtype.bits * dtype.lanes // 8
+
+    have, want = nbytes(x.dims, x.dtype), nbytes(dims, dtype)
+    if have is not None and want is not None and want + (byte_offset or 0) > have:
+        raise info.fail(f"a view must not exceed the bounds of the viewed tensor: its {want} bytes "
+                        f"at byte {byte_offset or 0} end past the {have} bytes of {describe(x)}")
+
+
+register("memory.view", ("data", "shape", "dtype", "relative_byte_offset"), _infer_view)
 register("memory.kill_storage", ("storage",), _void)
 register("memory.kill_tensor", ("tensor",), _void)
 register("memory.ensure_zero_offset", ("x",), _same)
 register("vm.call_tir_dyn", ("func", "args"), _void)
 
-# markers of the training flow (Gradient): the value itself
+# ---------------------------------------------------------------- inspect: DLTensor fields, read at run time
+def _inspect(dtype: str) -> object:
+    def infer(info: CallInfo) -> StructInfo:
+        tensor_arg(info, 0)
+        return PrimStructInfo(DataType(dtype))
+    return infer
+
+
+def _inspect_axis(info: CallInfo) -> StructInfo:
+    """tensor_shape_i / tensor_stride_i: an int64 (TVM's dimension type); a constant axis must be
+    one of the tensor's."""
+    from .relax import PrimValue
+
+    x = tensor_arg(info, 0)
+    axis = info.args[1]
+    if not isinstance(info.sinfo[1], PrimStructInfo):
+        raise info.fail(f"the axis must be a scalar, got {describe(info.sinfo[1])}")
+    if isinstance(axis, PrimValue) and isinstance(axis.value, IntImm):
+        if axis.value.value < 0 or 0 <= x.ndim <= axis.value.value:
+            raise info.fail(f"axis {axis.value.value} is not an axis of {describe(x)}")
+    return PrimStructInfo(x.dims[0].dtype if x.dims else INT64)
+
+
+for _name, _dtype in (("tensor_dtype_code", "uint8"), ("tensor_dtype_bits", "uint8"), ("tensor_dtype_lanes", "uint16"),
+                      ("tensor_ndim", "int32"), ("tensor_byte_offset", "uint64"), ("tensor_elem_offset", "uint64")):
+    register(f"inspect.{_name}", ("tensor",), _inspect(_dtype))
+register("inspect.tensor_shape_i", ("tensor", "axis"), _inspect_axis)
+register("inspect.tensor_stride_i", ("tensor", "axis"), _inspect_axis)
+
+# ---------------------------------------------------------------- the training flow (Gradient)
+# markers: the value itself
 for _name in ("no_grad", "start_checkpoint", "end_checkpoint"):
     register(f"grad.{_name}", ("input",), lambda info: info.sinfo[0])
+# gradients of nll_loss and take: shaped as the forward operator's input (its second argument)
+register("grad.nll_loss_backward", ("output_grad", "predictions", "targets", "weights"),
+         lambda info: info.sinfo[1], (Attr("reduction", "mean", ATTR_STR), Attr("ignore_index", -100, ATTR_INT)),
+         min_args=3)
+register("grad.take_backward", ("output_grad", "x", "indices"), lambda info: info.sinfo[1],
+         (Attr("axis", None, ATTR_INT), Attr("mode", "", ATTR_STR)))
+def _prepare_pool_backward(spec, args: tuple, attrs: dict) -> tuple:
+    """TVM keeps the attributes as given (padding [1, 1] stays two values); out_layout defaults
+    to the layout."""
+    if attrs["out_layout"] is None:
+        attrs["out_layout"] = attrs["layout"]
+    return args, attrs
+
+
+for _kind in ("max", "avg"):
+    register(f"grad.{_kind}_pool2d_backward", ("output_grad", "data"), lambda info: info.sinfo[1],
+             (Attr("pool_size", (1, 1), ATTR_INTS), Attr("strides", (1, 1), ATTR_INTS),
+              Attr("dilation", (1, 1), ATTR_INTS), Attr("padding", (0, 0, 0, 0), ATTR_INTS),
+              Attr("ceil_mode", False, ATTR_BOOL), Attr("count_include_pad", False, ATTR_BOOL),
+              Attr("layout", "NCHW", ATTR_STR), Attr("out_layout", None, ATTR_STR)),
+             prepare=_prepare_pool_backward,
+             positional=("pool_size", "strides", "padding", "dilation", "ceil_mode", "count_include_pad",
+                         "layout", "out_layout"))
 
 __all__ = ["DEVICE_TYPES"]

@@ -247,36 +247,42 @@ for _n in _SPATIAL:
     numpy_op(f"nn.conv{_n}d_transpose")(_conv(f"nn.conv{_n}d_transpose", True))
 
 
+def pool_windows(extents: tuple, attrs: Any) -> tuple[tuple, list]:
+    """The output extents of a pooling over spatial ``extents``, and its windows: for each output
+    position, the input positions inside the (unpadded) input and the count an average divides by."""
+    n = len(extents)
+    size, strides, dilation, pad = attrs["pool_size"], attrs["strides"], attrs["dilation"], attrs["padding"]
+
+    def out_size(i: int) -> int:
+        span = extents[i] + pad[i] + pad[i + n] - dilation[i] * (size[i] - 1) - 1
+        return (-(-span // strides[i]) if attrs["ceil_mode"] else span // strides[i]) + 1
+
+    osz = tuple(out_size(i) for i in range(n))
+    windows = []
+    for o in np.ndindex(*osz):
+        # the positions of the window in each axis, before padding
+        axes = [[o[i] * strides[i] + r * dilation[i] - pad[i] for r in range(size[i])] for i in range(n)]
+        inside = [tuple(axes[i][p[i]] for i in range(n)) for p in np.ndindex(*size)
+                  if all(0 <= axes[i][p[i]] < extents[i] for i in range(n))]
+        if attrs["count_include_pad"]:  # the window clipped to the padded input
+            count = int(np.prod([sum(1 for v in axes[i] if -pad[i] <= v < extents[i] + pad[i + n])
+                                 for i in range(n)]))
+        else:
+            count = len(inside)
+        windows.append((o, inside, count))
+    return osz, windows
+
+
 def _pool(kind: str) -> Any:
     def pool(args: tuple, attrs: Any) -> np.ndarray:
         target, _ = _layouts(attrs, None)
         x = _canonical(np.asarray(args[0]), attrs["layout"], target, f"nn.{kind}_pool")
-        n = x.ndim - 2
-        size, strides, dilation, pad = attrs["pool_size"], attrs["strides"], attrs["dilation"], attrs["padding"]
-        extents = x.shape[2:]
-
-        def out_size(i: int) -> int:
-            span = extents[i] + pad[i] + pad[i + n] - dilation[i] * (size[i] - 1) - 1
-            return (-(-span // strides[i]) if attrs["ceil_mode"] else span // strides[i]) + 1
-
-        osz = [out_size(i) for i in range(n)]
-        out = np.zeros(x.shape[:2] + tuple(osz), dtype=x.dtype)
-        for o in np.ndindex(*osz):
-            # the positions of the window in each axis, before padding
-            axes = [[o[i] * strides[i] + r * dilation[i] - pad[i] for r in range(size[i])] for i in range(n)]
-            inside = [p for p in np.ndindex(*size)
-                      if all(0 <= axes[i][p[i]] < extents[i] for i in range(n))]
-            vals = np.stack([x[(slice(None), slice(None)) + tuple(axes[i][p[i]] for i in range(n))]
-                             for p in inside], axis=-1)
-            if kind == "max":
-                out[(slice(None), slice(None)) + o] = vals.max(axis=-1)
-                continue
-            if attrs["count_include_pad"]:  # the window clipped to the padded input
-                count = int(np.prod([sum(1 for v in axes[i] if -pad[i] <= v < extents[i] + pad[i + n])
-                                     for i in range(n)]))
-            else:
-                count = len(inside)
-            out[(slice(None), slice(None)) + o] = vals.sum(axis=-1) / count
+        osz, windows = pool_windows(x.shape[2:], attrs)
+        out = np.zeros(x.shape[:2] + osz, dtype=x.dtype)
+        for o, inside, count in windows:
+            vals = np.stack([x[(slice(None), slice(None)) + p] for p in inside], axis=-1)
+            at = (slice(None), slice(None)) + o
+            out[at] = vals.max(axis=-1) if kind == "max" else vals.sum(axis=-1) / count
         return _from_canonical(out, attrs["out_layout"] or attrs["layout"], target)
     return pool
 

@@ -127,6 +127,7 @@ class ModuleParser:
             if _module_call(stmt) == "I.module_global_infos":
                 mod.global_infos = self.global_infos(stmt)
         self.vdevices = tuple(mod.global_infos.get("vdevice", ()))
+        self.meshes = tuple(mod.global_infos.get("mesh", ()))
         for stmt in cls.body:
             if isinstance(stmt, S.FunctionDef):
                 for dec in stmt.decorators:
@@ -187,12 +188,15 @@ class ModuleParser:
                 raise self.error(syn, str(e)) from None
         if isinstance(syn, S.Call) and dotted(syn.func) == "I.dummy_global_info" and not syn.args:
             return DummyGlobalInfo()
-        raise self.error(syn, "a global info is I.vdevice(...) or I.dummy_global_info()")
+        if isinstance(syn, S.Call) and dotted(syn.func) in ("R.device_mesh", "R.dist.device_mesh"):
+            return self.literal(syn)
+        raise self.error(syn, "a global info is I.vdevice(...), R.device_mesh(...) or I.dummy_global_info()")
 
     def relax_builder(self) -> RelaxFunctionBuilder:
         builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
                                        frozenset(self.typevars), self.metadata)
         builder.vdevices = getattr(self, "vdevices", ())
+        builder.meshes = getattr(self, "meshes", ())
         builder.prim_funcs = self.prim_func_names
         builder.signatures = self.signatures
         builder.class_name = getattr(self, "class_name", "Module")

@@ -23,6 +23,7 @@ from ..ir.dtype import DataType
 from ..ir.errors import TVMSError
 from ..ir.expr import PrimExpr, Var
 from ..ir.function import PrimFunc
+from ..ir.distributed import DeviceMesh, device_mesh_text
 from ..ir.global_info import VDevice
 from ..ir.module import IRModule
 from ..ir.node import Node, register_printer
@@ -248,7 +249,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
             p.prim_func(f, name, decorate_s_tir=d.name != "classic")
         elif isinstance(f, rx.Function):
             p = RelaxPrinter(d, namer, typevar_ids, names, constants, class_name)
-            p.vdevices = vdevices
+            p.vdevices, p.meshes = vdevices, tuple(mod.global_infos.get("mesh", ()))
             p.indent = 1
             p.function(f, name)
         else:
@@ -276,6 +277,8 @@ def _global_infos(infos: dict, p: RelaxPrinter) -> str:
     def entry(info: Any) -> str:
         if isinstance(info, VDevice):
             return f"I.vdevice({p.attr_dict(info.target)}, {info.vdevice_id}, {quote(info.memory_scope)})"
+        if isinstance(info, DeviceMesh):
+            return device_mesh_text(info, "I")
         return "I.dummy_global_info()"
 
     return "{" + ", ".join(f"{quote(k)}: [{', '.join(entry(i) for i in v)}]" for k, v in infos.items()) + "}"

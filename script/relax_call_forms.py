@@ -13,15 +13,20 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ..ir import relax as rx
 from ..ir import relax_op
 from ..ir.expr import IntImm
+from ..ir.distributed import DeviceMesh, DTensorStructInfo, lookup_mesh, make_device_mesh, placement_text
 from ..ir.global_info import lookup_vdevice, vdevice_label
 from ..ir.errors import TVMSError
 from ..ir.module import GlobalVar
+from ..ir.relax import make_constant
 from ..ir.node import FrozenDict
 from ..ir.relax_ops_misc import DEVICE_TYPES
-from ..ir.struct_info import ObjectStructInfo
+from ..ir.dtype import DataType
+from ..ir.struct_info import ObjectStructInfo, TupleStructInfo
 from . import syntax as S
 from .tensorir.text import quote
 
@@ -101,15 +106,24 @@ def _packed(name: str) -> Callable:
             indices = kwargs.pop("inplace_indices")
             attrs["inplace_indices"] = indices if isinstance(indices, (list, tuple)) else [indices]
         _no_extra(b, kwargs, name, syn)
-        return _make(b, name, [func, *(b.to_relax(a, syn) for a in args[1:])], attrs, sinfo_args, syn)
+        # (TVM converts the arguments as Python values: True is the int64 1)
+        values = [int(a) if isinstance(a, bool) else a for a in args[1:]]
+        return _make(b, name, [func, *(b.to_relax(a, syn) for a in values)], attrs, sinfo_args, syn)
     return parse
 
 
-def _dps(name: str, attr_names: tuple) -> Callable:
+def _dps(name: str, positional: tuple) -> Callable:
     def parse(b: Any, syn: S.Call) -> rx.Call:
-        """``R.<name>(cls.f, (x, y), out_ty=..., <attrs>)``, as ``R.call_tir``."""
+        """``R.<name>(cls.f, (x, y), out_ty=..., <attrs>)``, as ``R.call_tir``; what follows the
+        arguments may come positionally, in the order of TVM's function (``positional``)."""
         args, kwargs = _arguments(b, syn)
+        for key, value in zip(positional, args[2:]):
+            if key in kwargs or (key == "out_ty" and "out_sinfo" in kwargs):
+                raise b.error(syn, f"R.{name} got {key!r} twice")
+            kwargs[key] = value
+        args = args[:2]
         sinfo_args = b.call_sinfo(syn, kwargs)
+        attr_names = [k for k in positional if k not in ("out_ty", "tir_vars")]
         attrs = {k: kwargs.pop(k) for k in attr_names if k in kwargs}
         if isinstance(attrs.get("te_grad_kwargs"), dict):
             attrs["te_grad_kwargs"] = FrozenDict(attrs["te_grad_kwargs"])
@@ -119,7 +133,10 @@ def _dps(name: str, attr_names: tuple) -> Callable:
         _no_extra(b, kwargs, name, syn)
         if len(args) != 2 or not isinstance(args[0], GlobalVar):
             raise b.error(syn, f"R.{name} takes a TensorIR function (cls.name) and a tuple of arguments")
-        inputs = tuple(args[1]) if isinstance(args[1], (tuple, list)) else args[1]
+        inputs = args[1]
+        if isinstance(inputs, rx.RelaxExpr) and not isinstance(inputs.struct_info, TupleStructInfo):
+            inputs = (inputs,)  # (one tensor: TVM makes it a tuple)
+        inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else inputs
         call_args = [args[0], b.to_relax(inputs, syn)]
         if tir_vars is not None:
             call_args.append(b.to_relax_shape(tir_vars, syn))
@@ -184,17 +201,156 @@ def parse_stop_lift_params(b: Any, syn: S.Call) -> rx.Call:
     return _make(b, "builtin.stop_lift_params", [b.to_relax(a, syn) for a in args], {}, (), syn)
 
 
+def parse_view(b: Any, syn: S.Call) -> rx.Call:
+    """``R.memory.view(x, shape=None, dtype=None, relative_byte_offset=None)``, as TVM's function
+    fills it: R.tuple() for no new shape or offset, R.null_value() for no new dtype."""
+    args, kwargs = _arguments(b, syn)
+    names = ("data", "shape", "dtype", "relative_byte_offset")
+    if len(args) > len(names):
+        raise b.error(syn, f"R.memory.view takes {', '.join(names)}")
+    values = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names or key in values:
+            raise b.error(syn, f"R.memory.view: unexpected or repeated argument {key!r}")
+        values[key] = value
+    if "data" not in values:
+        raise b.error(syn, "R.memory.view needs the tensor to view")
+    nothing = rx.Tuple((), TupleStructInfo(()))
+    shape, dtype, offset = (values.get(k) for k in names[1:])
+    if isinstance(shape, (list, tuple)):
+        shape = b.to_relax_shape(shape, syn)
+    if dtype is None:
+        dtype = _make(b, "null_value", [], {}, (), syn)
+    elif isinstance(dtype, str):
+        dtype = rx.DataTypeImm(DataType(dtype), ObjectStructInfo())
+    args = [values["data"], nothing if shape is None else shape, dtype, nothing if offset is None else offset]
+    return _make(b, "memory.view", [b.to_relax(a, syn) for a in args], {}, (), syn)
+
+
+# ---------------------------------------------------------------- distributed
+def _mesh(b: Any, value: Any, syn: Any) -> DeviceMesh:
+    """A device mesh: one of the module's (``"mesh[0]"``) or written out (R.device_mesh(...))."""
+    if isinstance(value, DeviceMesh):
+        return value
+    if isinstance(value, str):
+        try:
+            return lookup_mesh(value, b.meshes)
+        except TVMSError as e:
+            raise b.error(syn, str(e)) from None
+    raise b.error(syn, f"a device mesh is \"mesh[i]\" or R.device_mesh(...), got {value!r}")
+
+
+def _placement(b: Any, value: Any, mesh: DeviceMesh, syn: Any) -> str:
+    try:
+        return placement_text(value, mesh)
+    except TVMSError as e:
+        raise b.error(syn, str(e)) from None
+
+
+def parse_device_mesh(b: Any, syn: S.Call) -> DeviceMesh:
+    """``R.device_mesh((2, 2), I.Range(0, 4))`` or ``R.device_mesh((2,), [5, 7])``."""
+    if len(syn.args) != 2 or syn.kwargs:
+        raise b.error(syn, "R.device_mesh takes a shape and the devices: I.Range(start, end) or a list")
+    devices = syn.args[1]
+    if isinstance(devices, S.Call) and (S.dotted(devices.func) or "").endswith(".Range"):
+        bounds = [b.ev(a) for a in devices.args]
+        devices = range(*bounds) if len(bounds) == 2 and all(isinstance(v, int) for v in bounds) else bounds
+    else:
+        devices = b.ev(devices)
+    try:
+        return make_device_mesh(b.ev(syn.args[0]), devices)
+    except TVMSError as e:
+        raise b.error(syn, str(e)) from None
+
+
+def parse_dtensor(b: Any, syn: S.Call) -> DTensorStructInfo:
+    """``R.DTensor(shape, dtype, device_mesh, placement)``, the last two also by keyword."""
+    args, kwargs = _arguments(b, syn)
+    names = ("shape", "dtype", "device_mesh", "placement")
+    values = dict(zip(names, args))
+    values.update(kwargs)
+    if "device_mesh" not in values or "placement" not in values:
+        raise b.error(syn, "R.DTensor needs a device_mesh and a placement")
+    mesh = _mesh(b, values.pop("device_mesh"), syn)
+    placement = _placement(b, values.pop("placement"), mesh, syn)
+    tensor = b.make_struct_info("Tensor", [values.pop("shape", None), values.pop("dtype", None)], values, syn)
+    return DTensorStructInfo(tensor, mesh, placement)
+
+
+def _sharding(name: str) -> Callable:
+    def parse(b: Any, syn: S.Call) -> rx.Call:
+        """``R.dist.<name>(x, device_mesh="mesh[0]", placement="S[1], R")``."""
+        args, kwargs = _arguments(b, syn)
+        values = dict(zip(("input", "device_mesh", "placement"), args))
+        values.update(kwargs)
+        if set(values) != {"input", "device_mesh", "placement"}:
+            raise b.error(syn, f"R.dist.{name} takes a tensor, a device_mesh and a placement")
+        mesh = _mesh(b, values["device_mesh"], syn)
+        attrs = {"device_mesh": mesh, "placement": _placement(b, values["placement"], mesh, syn)}
+        return _make(b, f"dist.{name}", [b.to_relax(values["input"], syn)], attrs, (), syn)
+    return parse
+
+
+def parse_dist_const(b: Any, syn: S.Call) -> rx.Constant:
+    """``R.dist.const(1.0, R.DTensor((), "float32", "mesh[0]", "R, R"))``: a constant placed on a mesh."""
+    args, kwargs = _arguments(b, syn)
+    value = args[0] if args else kwargs.pop("value", None)
+    ty = args[1] if len(args) > 1 else kwargs.pop("ty", kwargs.pop("struct_info", None))
+    if not isinstance(ty, DTensorStructInfo) or ty.tensor_sinfo.dtype.is_void:
+        raise b.error(syn, "R.dist.const takes a value and an R.DTensor with a dtype")
+    data = np.array(value, dtype=str(ty.tensor_sinfo.dtype))
+    c = make_constant(data, span=b.span(syn))
+    return rx.Constant(c.data, ty, c.digest, span=c.span)
+
+
+def parse_linear(b: Any, syn: S.Call) -> rx.Call:
+    """``R.linear(x, w, b=None, out_dtype=None)``: TVM's sugar for
+    ``R.add(R.matmul(x, R.permute_dims(w, axes=None), out_dtype=out_dtype), b)``."""
+    args, kwargs = _arguments(b, syn)
+    names = ("data", "weight", "bias", "out_dtype")
+    values = dict(zip(names, args))
+    values.update(kwargs)
+    if len(args) > len(names) or set(values) - set(names) or not {"data", "weight"} <= set(values):
+        raise b.error(syn, f"R.linear takes {', '.join(names)}")
+    weight = _make(b, "permute_dims", [b.to_relax(values["weight"], syn)], {"axes": None}, (), syn)
+    out = _make(b, "matmul", [b.to_relax(values["data"], syn), weight], {"out_dtype": values.get("out_dtype")},
+                (), syn)
+    bias = values.get("bias")
+    return out if bias is None else _make(b, "add", [out, b.to_relax(bias, syn)], {}, (), syn)
+
+
+def parse_tuple_get_item(b: Any, syn: S.Call) -> rx.TupleGetItem:
+    """``R.TupleGetItem(t, 1)``: TVM's node constructor, the same as ``t[1]``."""
+    args, kwargs = _arguments(b, syn)
+    if len(args) != 2 or kwargs or not isinstance(args[1], int):
+        raise b.error(syn, "R.TupleGetItem takes a tuple and a constant index")
+    return b.index_tuple(b.to_relax(args[0], syn), args[1], syn)
+
+
 PARSERS: dict[str, Callable] = {
     "print": parse_print,
     "assert_op": parse_assert_op,
     "call_pure_packed": _packed("call_pure_packed"),
     "call_inplace_packed": _packed("call_inplace_packed"),
     "call_builtin_with_ctx": _packed("call_builtin_with_ctx"),
-    "call_tir_inplace": _dps("call_tir_inplace", ("inplace_indices",)),
-    "call_tir_with_grad": _dps("call_tir_with_grad", ("te_grad_name", "te_grad_kwargs")),
+    "call_tir_inplace": _dps("call_tir_inplace", ("inplace_indices", "out_ty", "tir_vars")),
+    "call_tir_with_grad": _dps("call_tir_with_grad", ("out_ty", "te_grad_name", "te_grad_kwargs")),
     "hint_on_device": parse_hint_on_device,
     "to_vdevice": parse_to_vdevice,
     "stop_lift_params": parse_stop_lift_params,
+    "memory.view": parse_view,
+    "linear": parse_linear,
+    "ShapeExpr": lambda b, syn: b.r_shape(syn),  # (TVM's node constructor, the same as R.shape)
+    "TupleGetItem": parse_tuple_get_item,
+    "DTensor": parse_dtensor,
+    "dist.DTensor": parse_dtensor,
+    "device_mesh": parse_device_mesh,
+    "dist.device_mesh": parse_device_mesh,
+    "dist.annotate_sharding": _sharding("annotate_sharding"),
+    "dist.redistribute": _sharding("redistribute"),
+    "dist.call_tir": _dps("call_tir", ("out_ty", "tir_vars")),
+    "dist.call_tir_local_view": _dps("dist.call_tir_local_view", ("out_ty",)),
+    "dist.const": parse_dist_const,
     "device": _device(None),
     **{name: _device(name) for name in DEVICE_TYPES},
 }
@@ -234,6 +390,12 @@ def print_to_vdevice(p: Any, c: rx.Call) -> str:
     return f"R.to_vdevice({p.rexpr(c.args[0])}, dst_vdevice={quote(label)})"
 
 
+def print_sharding(p: Any, c: rx.Call) -> str:
+    name = c.op.name.removeprefix("relax.")
+    mesh = p.device_mesh(c.attrs["device_mesh"])
+    return f"R.{name}({p.rexpr(c.args[0])}, device_mesh={mesh}, placement={quote(c.attrs['placement'])})"
+
+
 PRINTERS: dict[str, Callable] = {
     "relax.print": print_print,
     "relax.assert_op": print_assert_op,
@@ -241,6 +403,9 @@ PRINTERS: dict[str, Callable] = {
     "relax.call_tir_with_grad": print_call_tir_with_grad,
     "relax.hint_on_device": print_hint_on_device,
     "relax.to_vdevice": print_to_vdevice,
+    "relax.dist.annotate_sharding": print_sharding,
+    "relax.dist.redistribute": print_sharding,
+    "relax.dist.call_tir_local_view": lambda p, c: p.call_dps("dist.call_tir_local_view", c),
 }
 
 __all__ = ["PARSERS", "PRINTERS", "Device"]

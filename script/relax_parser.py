@@ -73,6 +73,7 @@ class RelaxBuilder(ScopedEvaluator):
         self.signatures: dict = {}  # Relax module functions: name -> FuncStructInfo
         self.in_dataflow = False
         self.vdevices: tuple = ()  # the module's I.module_global_infos({"vdevice": [...]})
+        self.meshes: tuple = ()  # ... and its {"mesh": [...]}
 
     # ---------------------------------------------------------------- names
     def lookup(self, name: str, syn: Any) -> Any:
@@ -106,6 +107,8 @@ class RelaxBuilder(ScopedEvaluator):
                 raise self.error(syn, f"the module has no function {syn.attr!r}"
                                  f"{did_you_mean(syn.attr, list(base.names))}")
             return gv
+        if isinstance(base, rx.RelaxExpr) and syn.attr in ("ty", "struct_info"):
+            return base.struct_info  # (``ty_args=[x.ty]``: TVM 0.27's name, and the older one)
         return super().ev_Attribute(syn)
 
     def ev_Subscript(self, syn: S.Subscript) -> Any:
@@ -115,17 +118,20 @@ class RelaxBuilder(ScopedEvaluator):
         if isinstance(base, MetadataKind):
             return self.metadata_constant(base, self.ev(syn.indices[0]), syn)
         if isinstance(base, rx.RelaxExpr) and len(syn.indices) == 1:
-            index = self.ev(syn.indices[0])
-            if not isinstance(index, int):
-                raise self.error(syn, "a tuple is indexed by a constant integer")
-            sinfo = base.struct_info
-            field_sinfo = ObjectStructInfo()
-            if isinstance(sinfo, TupleStructInfo):
-                if not 0 <= index < len(sinfo.fields):
-                    raise self.error(syn, f"index {index} is out of range for a tuple of {len(sinfo.fields)}")
-                field_sinfo = sinfo.fields[index]
-            return rx.TupleGetItem(base, index, field_sinfo, span=self.span(syn))
+            return self.index_tuple(base, self.ev(syn.indices[0]), syn)
         return super().ev_Subscript(syn)
+
+    def index_tuple(self, base: Any, index: Any, syn: Any) -> rx.TupleGetItem:
+        """``t[1]``: a field of a Relax tuple."""
+        if not isinstance(index, int):
+            raise self.error(syn, "a tuple is indexed by a constant integer")
+        sinfo = base.struct_info
+        field_sinfo = ObjectStructInfo()
+        if isinstance(sinfo, TupleStructInfo):
+            if not 0 <= index < len(sinfo.fields):
+                raise self.error(syn, f"index {index} is out of range for a tuple of {len(sinfo.fields)}")
+            field_sinfo = sinfo.fields[index]
+        return rx.TupleGetItem(base, index, field_sinfo, span=self.span(syn))
 
     def metadata_constant(self, kind: "MetadataKind", index: Any, syn: Any) -> Any:
         if isinstance(index, IntImm):
@@ -239,7 +245,11 @@ class RelaxBuilder(ScopedEvaluator):
                 value = value if isinstance(value, (list, tuple)) else (value,)  # one, or several
                 sinfo_args = tuple(self.as_struct_info(x, syn) for x in value)
                 continue
-            attrs[key] = self.attr_value(self.ev(value_syn), value_syn)
+            value = self.ev(value_syn)
+            if key in spec.args and all(a.name != key for a in spec.attrs):  # a Relax argument by name
+                attrs[key] = self.to_relax(value, value_syn)
+            else:
+                attrs[key] = self.attr_value(value, value_syn)
         return relax_op.make_call(spec, args, attrs, sinfo_args, span=self.span(syn))
 
     def relax_arg(self, spec: Any, value: Any, syn: Any) -> Any:
@@ -426,6 +436,8 @@ class RelaxBuilder(ScopedEvaluator):
                 return ShapeStructInfo(None, kwargs.get("ndim", -1))
             return ShapeStructInfo(tuple(self.dim(d, syn) for d in self.sizes(values, "R.Shape", syn)))
         if path == "Tuple":
+            if len(args) == 1 and isinstance(args[0], list):  # R.Tuple([a, b])
+                args = args[0]
             return TupleStructInfo(tuple(self.as_struct_info(a, syn) for a in args))
         if path in ("Object", "Any"):
             return ObjectStructInfo()

@@ -18,6 +18,7 @@ from ..ir.module import GlobalVar
 from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
+from ..ir.distributed import DTensorStructInfo, device_mesh_text, mesh_label
 from ..ir.global_info import vdevice_label
 from .dialect import RELAX_HEADER
 from .relax_call_forms import PRINTERS as CALL_FORMS
@@ -40,7 +41,8 @@ class RelaxPrinter(TIRPrinter):
         self.constants = constants  # constants printed as metadata[...][i], shared by the module
         self.in_signature = False
         self.quoted: set = set()
-        self.vdevices: tuple = ()  # the module's vdevices (a tensor names its vdevice by its index)  # the sizes the classic signature names before defining them
+        self.vdevices: tuple = ()  # the module's vdevices (a tensor names its vdevice by its index)
+        self.meshes: tuple = ()  # the module's device meshes ("mesh[i]")  # the sizes the classic signature names before defining them
 
     # ---------------------------------------------------------------- TensorIR inside Relax
     def ex_int(self, e: IntImm):
@@ -111,7 +113,35 @@ class RelaxPrinter(TIRPrinter):
             return f"R.Prim({quote(str(s.dtype))})" if classic else self.tir(f"{s.dtype}")
         if isinstance(s, FuncStructInfo):
             return self.callable_sinfo(s)
+        if isinstance(s, DTensorStructInfo):
+            return self.dtensor_sinfo(s)
         raise TypeError(f"cannot print struct info {type(s).__name__}")
+
+    def dtensor_sinfo(self, s: DTensorStructInfo) -> str:
+        """``R.DTensor((128, 128), "float32", "mesh[0]", "S[0], R")`` as TVM prints it: positional
+        while the shape and dtype are known, keywords after."""
+        t, args, keys = s.tensor_sinfo, [], []
+        if t.dims is not None:
+            args.append(f"({self.dims(t.dims)}{',' if len(t.dims) == 1 else ''})")
+        elif t.shape is not None:
+            args.append(self.rexpr(t.shape))
+        positional = t.shape is not None and t.dtype != VOID
+        if t.dtype != VOID:
+            (args if t.shape is not None else keys).append(
+                quote(str(t.dtype)) if t.shape is not None else f"dtype={quote(str(t.dtype))}")
+        mesh, placement = self.device_mesh(s.device_mesh), quote(s.placement)
+        if positional:
+            args += [mesh, placement]
+        else:
+            keys += [f"device_mesh={mesh}", f"placement={placement}"]
+        if t.shape is None and t.ndim >= 0:
+            keys.append(f"ndim={t.ndim}")
+        return f"R.DTensor({', '.join(args + keys)})"
+
+    def device_mesh(self, mesh: Any) -> str:
+        """``"mesh[0]"`` for one of the module's meshes, else the mesh written out."""
+        label = mesh_label(mesh, self.meshes)
+        return quote(label) if label is not None else device_mesh_text(mesh, "R")
 
     def callable_sinfo(self, s: FuncStructInfo) -> str:
         """``R.Callable`` as TVM prints it (both dialects): the parameters as a tuple; an opaque
@@ -169,6 +199,10 @@ class RelaxPrinter(TIRPrinter):
                 old_key = key
             return f"metadata[{quote(old_key)}][{index}]"
         data = c.data
+        if isinstance(c.struct_info, DTensorStructInfo):  # (TVM prints the value of a scalar only)
+            value = data.item() if data.ndim == 0 else data.tolist()
+            text = format_float(value) if isinstance(value, float) else str(value)
+            return f"R.dist.const({text}, {self.sinfo(c.struct_info)})"
         if data.ndim == 0 and data.dtype.kind in "biuf":
             value = data.item()
             text = format_float(value) if isinstance(value, float) else str(value)
@@ -188,6 +222,8 @@ class RelaxPrinter(TIRPrinter):
             return form(self, c)
         spec = relax_op.spec_of(c.op)
         name = spec.script_name
+        if name == "call_tir" and any(isinstance(s, DTensorStructInfo) for s in c.sinfo_args):
+            return self.call_dps("dist.call_tir", c)
         if name in ("call_tir", "call_dps_packed"):
             return self.call_dps(name, c)
         if name == "call_packed":
@@ -261,11 +297,11 @@ class RelaxPrinter(TIRPrinter):
         self.namer.push()
         outer_frame, self.func_frame = self.func_frame, len(self.namer.frames) - 1
         decorator = "@R.function"
-        args = []
-        if f.is_private and not nested:
-            args.append("private=True")
+        args = []  # (in TVM's order: purity, then privacy)
         if not f.is_pure:
             args.append("pure=False")
+        if f.is_private and not nested:
+            args.append("private=True")
         if args:
             decorator += f"({', '.join(args)})"
         self.emit_aside(decorator)
@@ -336,10 +372,9 @@ class RelaxPrinter(TIRPrinter):
             self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
             return
         rhs = self.rexpr(value, top=True)
-        # a call made for its effect, or an empty tuple bound to an empty tuple: TVM prints the
-        # value alone
-        if (isinstance(value, rx.Call) and (b.var.name == "_" or _is_void(b.var.struct_info))
-                or isinstance(value, rx.Tuple) and not value.fields and _is_void(b.var.struct_info)):
+        # a value of nothing bound to a variable of nothing (a call made for its effect, an empty
+        # tuple): TVM prints the value alone
+        if _is_void(b.var.struct_info) and _is_void(getattr(value, "struct_info", None)):
             self.emit(rhs)
             return
         name = self.namer.define(b.var, b.var.name)

@@ -29,27 +29,6 @@ def _lines(text: str) -> list[str]:
 # Relax operators TVM registers (relax.txt, `relax.*`) that ir/relax_ops*.py lacks
 MISSING_RELAX_OPS = _lines("""
 relax.call_py_func
-relax.ccl.allgather
-relax.ccl.allreduce
-relax.ccl.broadcast_from_worker0
-relax.ccl.scatter_from_worker0
-relax.dist.annotate_sharding
-relax.dist.call_tir_local_view
-relax.dist.redistribute
-relax.dist.redistribute_replica_to_shard
-relax.grad.avg_pool2d_backward
-relax.grad.max_pool2d_backward
-relax.grad.nll_loss_backward
-relax.grad.take_backward
-relax.inspect.tensor_byte_offset
-relax.inspect.tensor_dtype_bits
-relax.inspect.tensor_dtype_code
-relax.inspect.tensor_dtype_lanes
-relax.inspect.tensor_elem_offset
-relax.inspect.tensor_ndim
-relax.inspect.tensor_shape_i
-relax.inspect.tensor_stride_i
-relax.memory.view
 """)
 
 # `R.*` script names (relax.txt) the Relax parser does not accept
@@ -57,23 +36,9 @@ MISSING_R_NAMES = _lines("""
 R.Else
 R.If
 R.SeqExpr
-R.ShapeExpr
 R.Then
-R.TupleGetItem
 R.arg
 R.call_py_func
-R.ccl.allgather
-R.ccl.allreduce
-R.ccl.broadcast_from_worker0
-R.ccl.scatter_from_worker0
-R.dist.DTensor
-R.dist.annotate_sharding
-R.dist.call_tir
-R.dist.call_tir_local_view
-R.dist.const
-R.dist.device_mesh
-R.dist.redistribute
-R.dist.redistribute_replica_to_shard
 R.emit
 R.emit_match_cast
 R.emit_te
@@ -84,13 +49,7 @@ R.func_name
 R.func_ret_ty
 R.func_ret_type
 R.func_ret_value
-R.grad.avg_pool2d_backward
-R.grad.max_pool2d_backward
-R.grad.nll_loss_backward
-R.grad.take_backward
-R.linear
 R.macro
-R.memory.view
 R.nn.relu6
 R.rewriter
 """)

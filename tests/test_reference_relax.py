@@ -118,9 +118,15 @@ class Module:
 
 
 # ---------------------------------------------------------------- the operator references
+# what one worker of a program run on several devices does (collectives, local views): the
+# single-process reference has no meaning for them
+_PER_WORKER = ("relax.ccl.", "relax.dist.call_tir_local_view", "relax.dist.redistribute_replica_to_shard")
+
+
 def test_every_registered_operator_has_a_numpy_reference() -> None:
     missing = [name for name in relax_op.script_names()
-               if relax_op.lookup(name).name not in NUMPY_OPS and relax_op.lookup(name).name not in SPECIAL_OPS]
+               if relax_op.lookup(name).name not in NUMPY_OPS and relax_op.lookup(name).name not in SPECIAL_OPS
+               and not relax_op.lookup(name).name.startswith(_PER_WORKER)]
     assert not missing, f"Relax operators without a numpy reference in runtime/numpy_ops.py: {missing}"
 
 
