@@ -1,8 +1,9 @@
 """LegalizeOps for the neural-network operators of ``ir/relax_ops_nn_misc.py``: the activations
 with parameters (topi's ``leaky_relu``, ``prelu``, ``softplus``; selu as TVM composes it),
 nn.pad in constant mode (topi's ``nn.pad``), nn.dropout (the identity and a mask of ones, as TVM
-legalizes it for inference) and nn.batch_flatten (a reshape); and nn.attention / attention_bias
-without a causal mask (TVM's ``_te_attention``).
+legalizes it for inference) and nn.batch_flatten (a reshape); nn.attention / attention_bias
+(TVM's ``_te_attention``; causal masks on static sizes); the norms, the losses and the transposed
+convolutions.
 
 Not legalized, as in TVM 0.27 or short of it: nn.pixel_shuffle (TVM's legalization fails: its
 topi has no pixel_shuffle) and the reflect / replicate / circular pads (TVM's index forms come
@@ -16,7 +17,7 @@ from ...ir import arith
 from ...ir import relax as rx
 from ...ir.dtype import DataType
 from ...ir.arith import canonical
-from ...ir.expr import EQ, LT, NE, FloatImm, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Select, Sub, const
+from ...ir.expr import EQ, LE, LT, NE, Add, FloatImm, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Select, Sub, const
 from ...ir.relax_infer import int_of
 from .. import te
 from .legalize import _NotLegalized, _compute, _tensor_sinfo, call_te, register_legalize, transpose_compute
@@ -139,12 +140,32 @@ def _batch_matmul(x: te.Tensor, y: te.Tensor, transpose_b: bool) -> te.Tensor:
                       attrs={"layout_free_placeholders": [y]}, varargs_names=["b", "i", "j"])
 
 
+def _masked_softmax(p: te.Tensor, causal_mask: str | None) -> te.Tensor:
+    """softmax over the last axis of (batch, queries, keys) scores; with a causal mask, TVM's
+    form: the masked entries zeroed (topi.trilu) before the max and again after the exp."""
+    if causal_mask is None:
+        return _softmax(p, 2)
+    queries, keys = int_of(p.shape[1]), int_of(p.shape[2])
+    if queries is None or keys is None:
+        raise _NotLegalized  # (the bottom-right offset |queries - keys| of symbolic sizes is not reproduced)
+    offset = IntImm(_I64, 0 if causal_mask == "TopLeft" else abs(queries - keys))
+    zero = const(0, str(p.dtype))
+
+    def trilu(t: te.Tensor) -> te.Tensor:  # key j is kept for query i when j <= i + offset
+        return _compute(tuple(t.shape), lambda i: Select(LE(i[2], arith.binary(Add, i[1], offset)), t[i], zero),
+                        "trilu", "elemwise")
+
+    masked = trilu(p)
+    exp = trilu(_elemwise(_subtract(masked, _reduce(masked, [2], True, te.max)), lambda v: _intrin("exp", v)))
+    return _divide(exp, _reduce(exp, [2], True, te.sum))
+
+
 def _attention_legalize(name: str) -> Any:
     """TVM's ``_te_attention``: heads folded into the batch, softmax(q k^T * scale [+ bias]) v."""
     def legalize(bb: Any, call: rx.Call) -> Any:
         a = call.attrs
-        if a["causal_mask"] is not None or a["window_size"] is not None:
-            raise _NotLegalized  # (the masked forms are not reproduced; TVM rejects a window)
+        if a["window_size"] is not None:
+            raise _NotLegalized  # (TVM's legalization rejects a sliding window)
 
         def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None = None) -> te.Tensor:
             batch, seq, heads, head_dim = q.shape
@@ -164,7 +185,7 @@ def _attention_legalize(name: str) -> Any:
             if bias is not None:
                 p = _reshape_compute(_add(_reshape_compute(p, (batch, heads, seq, seq_kv)), bias),
                                      (bs, seq, seq_kv))
-            o = _batch_matmul(_softmax(p, 2), fold(v, seq_kv, head_dim_v), False)
+            o = _batch_matmul(_masked_softmax(p, a["causal_mask"]), fold(v, seq_kv, head_dim_v), False)
             return transpose_compute(_reshape_compute(o, (batch, heads, seq, head_dim_v)), [0, 2, 1, 3])
 
         return call_te(bb, attention, *call.args, primfunc_name_hint=name)
