@@ -467,3 +467,54 @@ def _conv_transpose_legalize(n: int) -> Any:
 
 for _n in _TRANSPOSE_SPATIAL:
     register_legalize(f"relax.nn.conv{_n}d_transpose")(_conv_transpose_legalize(_n))
+
+
+# ---------------------------------------------------------------- adaptive pooling
+def _adaptive_avg_pool_legalize(n: int) -> Any:
+    """topi's adaptive_pool (avg) where each pooled size divides the input's: output element o
+    averages the window [o * k, (o + 1) * k) of k = in / out elements. (Other sizes give windows
+    of varying extent, which TVM lowers to nested blocks: left unlegalized here.)"""
+    def legalize(bb: Any, call: rx.Call) -> Any:
+        a = call.attrs
+        layout = a["layout"]
+        if a["out_layout"] != layout:
+            raise _NotLegalized  # (as in TVM: topi pools in one layout)
+        axes = [layout.index(c) for c in "DHW"[3 - n:]]
+        in_sizes = [int_of(d) for d in (call.args[0].struct_info.dims[i] for i in axes)]
+        out_sizes = list(a["output_size"] or in_sizes)
+        if None in in_sizes or any(s <= 0 or i % s for i, s in zip(in_sizes, out_sizes)):
+            raise _NotLegalized
+        windows = [i // s for i, s in zip(in_sizes, out_sizes)]
+
+        def pool(x: te.Tensor) -> te.Tensor:
+            shape = list(x.shape)
+            for axis, s in zip(axes, out_sizes):
+                shape[axis] = IntImm(_I64, s)
+            rv = [te.reduce_axis((0, IntImm(_I64, k)), name=f"rv{i}") for i, k in enumerate(windows)]
+
+            def window(idx: tuple) -> PrimExpr:
+                src = list(idx)
+                for axis, k, r in zip(axes, windows, rv):
+                    src[axis] = canonical(idx[axis] * IntImm(_I64, k) + r.var)
+                return te.sum(x[tuple(src)], axis=rv)
+
+            names = [f"ax{i}" for i in range(len(shape))]
+            total = te.compute(tuple(shape), lambda *idx: window(idx), name="adaptive_pool_sum",
+                               tag="adaptive_pool_sum", varargs_names=names)
+            count = 1
+            for k in windows:
+                count *= k
+
+            def average(*idx: Any) -> PrimExpr:  # (a division by 1 folds away)
+                return total[idx] if count == 1 else total[idx] / const(float(count), str(x.dtype))
+
+            return te.compute(tuple(shape), average, name="adaptive_pool_avg", tag="elemwise",
+                              attrs={"schedule_rule": "meta_schedule.adaptive_pool_avg"}, varargs_names=names)
+
+        return call_te(bb, pool, call.args[0], primfunc_name_hint=f"adaptive_avg_pool{n}d")
+
+    return legalize
+
+
+for _n in (1, 2, 3):
+    register_legalize(f"relax.nn.adaptive_avg_pool{_n}d")(_adaptive_avg_pool_legalize(_n))
