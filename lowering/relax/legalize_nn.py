@@ -6,8 +6,8 @@ legalizes it for inference) and nn.batch_flatten (a reshape); nn.attention / att
 convolutions.
 
 Not legalized, as in TVM 0.27 or short of it: nn.pixel_shuffle (TVM's legalization fails: its
-topi has no pixel_shuffle) and the reflect / replicate / circular pads (TVM's index forms come
-from its simplifier's bound analysis, not reproduced here).
+topi has no pixel_shuffle) and the reflect pad (the read regions TVM's bound analysis gives its
+nested selects are not reproduced).
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from ...ir import arith
 from ...ir import relax as rx
 from ...ir.dtype import DataType
 from ...ir.arith import canonical
-from ...ir.expr import EQ, LE, LT, NE, Add, FloatImm, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Select, Sub, const
+from ...ir.expr import (EQ, LE, LT, NE, Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Select,
+                        Sub, const)
 from ...ir.relax_infer import int_of
 from .. import te
 from .legalize import _NotLegalized, _compute, _tensor_sinfo, call_te, register_legalize, transpose_compute
@@ -101,18 +102,39 @@ def _dropout(bb: Any, call: rx.Call) -> Any:
     return call_te(bb, dropout, call.args[0], primfunc_name_hint="dropout")
 
 
+def _edge_pad(x: te.Tensor, before: list, after: list, mode: str) -> te.Tensor:
+    """topi's replicate_pad (the index clamped into the tensor) and circular_pad (wrapped
+    around), in the forms TVM's simplifier leaves them: ``max(0, min(n - 1, i - b))``,
+    ``(i - b + n) % n``."""
+    shape = tuple(canonical(d + IntImm(_I64, b + a)) for d, b, a in zip(x.shape, before, after))
+
+    def index(i: Any, n: Any, b: int) -> PrimExpr:
+        if mode == "replicate":
+            if b == 1 and int_of(n) is None:  # (min(n - 1, i - 1) shares its offset: min(n, i) - 1)
+                return Max(IntImm(_I64, 0), Sub(Min(n, i), _ONE))
+            return Max(IntImm(_I64, 0), Min(canonical(n - _ONE), canonical(i - IntImm(_I64, b))))
+        return canonical(FloorMod(canonical(i - IntImm(_I64, b) + n), n))
+
+    name = "ReplicatePadInput" if mode == "replicate" else "CircularPadInput"
+    return _compute(shape, lambda idx: x[tuple(index(i, n, b) for i, n, b in zip(idx, x.shape, before))],
+                    name, "injective,pad")
+
+
 @register_legalize("relax.nn.pad")
 def _nn_pad(bb: Any, call: rx.Call) -> Any:
-    if call.attrs["pad_mode"] != "constant":
+    mode = call.attrs["pad_mode"]
+    if mode == "reflect":
         raise _NotLegalized
     width = call.attrs["pad_width"]
     before, after = list(width[::2]), list(width[1::2])
 
     def pad(x: te.Tensor) -> te.Tensor:
+        if mode != "constant":
+            return _edge_pad(x, before, after, mode)
         value = const(call.attrs["pad_value"], str(x.dtype))
         return _pad(x, before, after, value, "i", True, name="PadInput")
 
-    return call_te(bb, pad, call.args[0], primfunc_name_hint="pad")
+    return call_te(bb, pad, call.args[0], primfunc_name_hint="pad" if mode == "constant" else f"{mode}_pad")
 
 
 @register_legalize("relax.nn.batch_flatten")
