@@ -17,7 +17,10 @@ from .struct_info import StructInfo
 
 # The operators that call functions (kernels, packed functions) rather than compute: the
 # executors run them themselves, and a module calling only these needs no Relax pipeline.
-SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed")
+SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed", "relax.call_pure_packed",
+               "relax.call_inplace_packed", "relax.call_builtin_with_ctx", "relax.call_tir_inplace",
+               "relax.call_tir_with_grad", "relax.vm.call_tir_dyn", "relax.make_closure",
+               "relax.invoke_closure", "relax.invoke_pure_closure")
 
 # Attribute kinds, which decide how values are checked, stored and printed.
 ATTR_ANY, ATTR_INT, ATTR_INTS, ATTR_BOOL, ATTR_STR, ATTR_DTYPE, ATTR_FLOAT, ATTR_PRIM = (
@@ -56,6 +59,9 @@ class OpSpec:
     # The order in which extra positional arguments fill the attributes, when it is not the
     # printing order (TVM's ``R.nn.max_pool2d(x, pool_size, strides, padding, dilation, ...)``).
     positional: tuple[str, ...] | None = None
+    # Values of trailing Relax arguments that may be left out when a later one is given by
+    # keyword (TVM's ``R.unique(x, return_counts=True)``); ``prepare`` makes them Relax values.
+    arg_defaults: dict | None = None
     # The operator a call really builds, by its bound arguments, when it is another one
     # (``R.nn.attention(q, k, v, bias)`` builds nn.attention_bias, as in TVM); None: this one.
     redirect: Callable[[tuple], str | None] | None = None
@@ -82,9 +88,10 @@ _BY_SCRIPT: dict[str, OpSpec] = {}
 def register(script_name: str, args: tuple[str, ...], infer: Callable[[CallInfo], StructInfo],
              attrs: tuple[Attr, ...] = (), *, name: str | None = None, variadic: bool = False,
              min_args: int | None = None, prepare: Callable | None = None,
-             positional: tuple[str, ...] | None = None, redirect: Callable | None = None) -> OpSpec:
+             positional: tuple[str, ...] | None = None, arg_defaults: dict | None = None,
+             redirect: Callable | None = None) -> OpSpec:
     spec = OpSpec(name or f"relax.{script_name}", script_name, args, attrs, infer, variadic, min_args,
-                  prepare, positional, redirect)
+                  prepare, positional, arg_defaults, redirect)
     _BY_NAME[spec.name] = spec
     _BY_SCRIPT[script_name] = spec
     return spec
@@ -176,6 +183,8 @@ def bind_arguments(spec: OpSpec, args: tuple, attrs: dict) -> tuple[tuple, dict]
             continue
         if i < len(args):
             raise TVMSError(f"R.{spec.script_name} got the argument {name!r} twice")
+        while i > len(args) and spec.args[len(args)] in (spec.arg_defaults or {}):
+            args.append(spec.arg_defaults[spec.args[len(args)]])
         if i > len(args):
             raise TVMSError(f"R.{spec.script_name}: argument {spec.args[len(args)]!r} is missing")
         args.append(attrs.pop(name))

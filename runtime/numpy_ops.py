@@ -428,4 +428,9 @@ def builtin_alloc_tensor(args: tuple, attrs: Any) -> np.ndarray:
 @numpy_op("vm.kill_object")
 def kill_object(args: tuple, attrs: Any) -> tuple:
     return ()
-from . import numpy_ops_nn  # noqa: E402,F401  (the nn references register on import)
+
+
+# (they register on import)
+from . import numpy_ops_create, numpy_ops_image, numpy_ops_index  # noqa: E402,F401
+from . import numpy_ops_misc, numpy_ops_nn, numpy_ops_quant  # noqa: E402,F401
+from . import numpy_ops_sort, numpy_ops_sum  # noqa: E402,F401

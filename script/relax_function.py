@@ -358,7 +358,14 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if isinstance(value, _Escaped):
             raise self.error(syn, f"{name!r} is a dataflow variable: it is only visible inside its "
                              f"dataflow block; list it in R.output(...) to use it after the block")
+        if type(value) is rx.Var and _is_void(value.struct_info):
+            # TVM's normalizer writes a use of a variable holding nothing as R.tuple()
+            return rx.Tuple((), TupleStructInfo(()), span=self.span(syn))
         return value
+
+
+def _is_void(sinfo: Any) -> bool:
+    return isinstance(sinfo, TupleStructInfo) and not sinfo.fields
 
 
 class _Escaped:

@@ -2,7 +2,8 @@
 
 ``get_pipeline("zero")`` is TVM 0.27's zero pipeline: LegalizeOps, AnnotateTIROpPattern,
 FoldConstant, FuseOps, FuseTIR (TVM also applies a MetaSchedule database when one is current;
-tvms has none).
+tvms has none), preceded by the CPU backend's DispatchSortScan, which TVM's default build pipeline
+runs first: without it cumsum and cumprod would stay unlowered.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, Callable
 
 from ...ir.errors import TVMSError
 from ..transform import Pass, Sequential
+from .dispatch_scan import DispatchSortScan
 from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR
 from .legalize import LegalizeOps
@@ -18,8 +20,8 @@ from .passes import FoldConstant
 
 
 def zero_pipeline() -> Pass:
-    return Sequential([LegalizeOps(), AnnotateTIROpPattern(), FoldConstant(), FuseOps(), FuseTIR()],
-                      name="zero_pipeline")
+    return Sequential([DispatchSortScan(), LegalizeOps(), AnnotateTIROpPattern(), FoldConstant(), FuseOps(),
+                       FuseTIR()], name="zero_pipeline")
 
 
 PIPELINES: dict[str, Callable[..., Pass]] = {"zero": zero_pipeline}

@@ -249,7 +249,9 @@ class BufferPrinting:
         return f"{self.buffer(r.buffer)}[{', '.join(parts) if parts else '()'}]"
 
     def simple_buffer(self, b: Buffer) -> bool:
-        if b.strides or b.elem_offset is not None or b.scope != "global" or b.axis_separators:
+        if b.strides or b.scope != "global" or b.axis_separators:
+            return False
+        if b.elem_offset is not None and id(b.elem_offset) not in self.typevars:  # (a hoisted one prints inline)
             return False
         if b.data_alignment != DEFAULT_ALIGN or b.offset_factor or b.buffer_type != "default":
             return False
