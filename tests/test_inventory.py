@@ -103,7 +103,6 @@ R.linear
 R.macro
 R.memory.view
 R.multinomial_from_uniform
-R.nn.relu6
 R.rewriter
 R.vision.all_class_non_max_suppression
 R.vision.get_valid_counts

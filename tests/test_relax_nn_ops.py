@@ -139,6 +139,8 @@ def test_relax_op_functions_take_tvms_signatures() -> None:
     y = relax.Var("y", relax.TensorStructInfo((1, 1, 4, 4), "float32"))
     pool = relax.op.nn.max_pool2d(y, 2, 1, 1)  # (pool_size, strides, padding)
     assert pool.attrs["padding"] == (1, 1, 1, 1) and pool.attrs["dilation"] == (1, 1)
+    relu6 = relax.op.nn.relu6(x)  # (TVM has no relu6 operator: it is a clip)
+    assert relu6.op.name == "relax.clip" and [a.value.value for a in relu6.args[1:]] == [0, 6]
 
 
 def test_attention_var_len_takes_tvms_argument_order() -> None:
