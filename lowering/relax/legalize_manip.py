@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ...ir import arith
 from ...ir import relax as rx
-from ...ir.expr import EQ, Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, PrimExpr, Sub
+from ...ir.expr import EQ, LE, Add, Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, PrimExpr, Sub
 from ...ir.dtype import DataType
 from ...ir.relax_infer import int_of
 from .. import te
@@ -349,12 +349,19 @@ def _pad(data: te.Tensor, before: list, after: list, value: PrimExpr, prefix: st
             if b != 0 or both_bounds:
                 inside.append(v >= _i64(b))
             if a != 0 or both_bounds:
-                inside.append(v < canonical(d + _i64(b)))
+                inside.append(_below(v, canonical(d + _i64(b))))
         if not inside:
             return data[tuple(index)]
         return te.if_then_else(te.all(*inside), data[tuple(index)], value)
 
     return _compute(shape, body, name, "injective,pad", prefix)
+
+
+def _below(v: PrimExpr, bound: PrimExpr) -> PrimExpr:
+    """``v < bound``, where TVM's simplifier writes ``v < n + 1`` as ``v <= n`` (a symbolic n)."""
+    if isinstance(bound, Add) and int_of(bound.b) == 1 and int_of(bound.a) is None:
+        return LE(v, bound.a)
+    return v < bound
 
 
 def _window_index(out: Any, stride: int, r: Any, dilation: int) -> PrimExpr:
