@@ -88,9 +88,12 @@ def pixel_shuffle(args: tuple, attrs: Any) -> np.ndarray:
 
 
 def _normalize(x: np.ndarray, axes: tuple, eps: float) -> np.ndarray:
-    mean = x.mean(axis=axes, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps)
+    """(x - mean) / sqrt(var + eps) over ``axes``, float16 computed in float32 (as TVM does) and
+    rounded back before the scale and shift."""
+    wide = x.astype(np.float32) if x.dtype == np.float16 else x
+    mean = wide.mean(axis=axes, keepdims=True)
+    var = ((wide - mean) ** 2).mean(axis=axes, keepdims=True)
+    return ((wide - mean) / np.sqrt(var + eps)).astype(x.dtype)
 
 
 def _along(p: np.ndarray, ndim: int, axis: int) -> np.ndarray:

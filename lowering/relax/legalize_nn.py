@@ -23,8 +23,8 @@ from ...ir.relax_infer import int_of
 from .. import te
 from .legalize import _NotLegalized, _compute, _tensor_sinfo, call_te, register_legalize, transpose_compute
 from .legalize_manip import _pad, _reshape_compute
-from .legalize_math import (_BINARY, _add, _binary_compute, _count, _divide, _elemwise, _intrin, _kept, _multiply,
-                            _reduce, _softmax, _subtract)
+from .legalize_math import (_BINARY, _add, _binary_compute, _cast, _count, _divide, _elemwise, _intrin, _kept,
+                            _multiply, _reduce, _softmax, _subtract)
 
 _I64 = DataType("int64")
 _ONE = IntImm(_I64, 1)
@@ -276,43 +276,52 @@ _SUM_AND_SQUARES = te.comm_reducer(_tuple_sum, lambda d0, d1: (const(0, str(d0))
                                    name="tuple_sum")
 
 
-def _normalized(data: te.Tensor, axes: list, source_name: str, eps: float, name: str,
-                scale_shift: Any) -> te.Tensor:
+def _normalized(data: te.Tensor, axes: list, source_name: str, eps: float, name: str, scale_shift: Any,
+                out_dtype: str) -> te.Tensor:
     """topi's group_norm / instance_norm core: mean and variance from one tuple reduction over
-    ``axes``, ``(x - mean) * rsqrt(var + eps)``, then ``scale_shift(value, index)``."""
-    sums = _reduce(data, axes, False, _SUM_AND_SQUARES, lambda v, ks, idx: (v, v * v), f"{source_name}_red_temp")
-    dtype = str(data.dtype)
-    extent: Any = const(1.0, dtype)
+    ``axes``, ``(x - mean) * rsqrt(var + eps)`` (float16 data computed in float32, the result cast
+    back to ``out_dtype``), then ``scale_shift(value, index)``."""
+    acc = "float32" if str(data.dtype) == "float16" else str(data.dtype)
+
+    def widen(v: PrimExpr) -> PrimExpr:
+        return v if str(v.dtype) == acc else arith.cast(acc, v)
+
+    sums = _reduce(data, axes, False, _SUM_AND_SQUARES, lambda v, ks, idx: (widen(v), widen(v) * widen(v)),
+                   f"{source_name}_red_temp")
+    extent: Any = const(1.0, acc)
     for axis in axes:  # (constants fold, as TVM's operators fold them)
         size = data.shape[axis]
         if isinstance(extent, FloatImm) and int_of(size) is not None:
-            extent = const(extent.value * int_of(size), dtype)
+            extent = const(extent.value * int_of(size), acc)
         else:
-            extent = arith.binary(Mul, extent, arith.cast(dtype, size))
+            extent = arith.binary(Mul, extent, arith.cast(acc, size))
 
     def body(idx: tuple) -> PrimExpr:
         kept = _kept(idx, axes)
         mean = sums[0][kept] / extent
         var = sums[1][kept] / extent - mean * mean
-        value = (data[idx] - mean) * _intrin("rsqrt", var + const(eps, str(data.dtype)))
-        return scale_shift(value, idx)
+        value = (widen(data[idx]) - mean) * _intrin("rsqrt", var + const(eps, acc))
+        return scale_shift(value if acc == out_dtype else arith.cast(out_dtype, value), idx)
 
     return te.compute(tuple(data.shape), lambda *idx: body(idx), name=name, tag="injective",
                       varargs_names=[f"ax{i}" for i in range(len(data.shape))])
 
 
+_NORM_DTYPES = ("float32", "float16")  # (topi's group_norm and instance_norm take these)
+
+
 @register_legalize("relax.nn.instance_norm")
 def _instance_norm(bb: Any, call: rx.Call) -> Any:
     a = call.attrs
-    if str(call.struct_info.dtype) != "float32":
-        raise _NotLegalized  # (TVM's float16 form, computed in float32, is not reproduced)
+    if str(call.struct_info.dtype) not in _NORM_DTYPES:
+        raise _NotLegalized
 
     def instance_norm(x: te.Tensor, gamma: te.Tensor, beta: te.Tensor) -> te.Tensor:
         ndim = len(x.shape)
         channel = a["channel_axis"] % ndim
         axes = sorted(ax % ndim for ax in a["axes"])
         return _normalized(x, axes, x.name, a["epsilon"], "T_instance_norm",
-                           lambda v, idx: v * gamma[idx[channel]] + beta[idx[channel]])
+                           lambda v, idx: v * gamma[idx[channel]] + beta[idx[channel]], str(x.dtype))
 
     return call_te(bb, instance_norm, *call.args, primfunc_name_hint="instance_norm")
 
@@ -320,10 +329,10 @@ def _instance_norm(bb: Any, call: rx.Call) -> Any:
 @register_legalize("relax.nn.group_norm")
 def _group_norm(bb: Any, call: rx.Call) -> Any:
     """The channels split into (groups, channels per group), normalized over the group and the
-    axes, reshaped back."""
+    axes (float16 data cast to float32 first), reshaped back."""
     a = call.attrs
-    if str(call.struct_info.dtype) != "float32":
-        raise _NotLegalized  # (TVM's float16 form, computed in float32, is not reproduced)
+    if str(call.struct_info.dtype) not in _NORM_DTYPES:
+        raise _NotLegalized
 
     def group_norm(x: te.Tensor, gamma: te.Tensor, beta: te.Tensor) -> te.Tensor:
         ndim, groups = len(x.shape), a["num_groups"]
@@ -331,6 +340,8 @@ def _group_norm(bb: Any, call: rx.Call) -> Any:
         size = arith.binary(FloorDiv, x.shape[channel], IntImm(_I64, groups))
         shape = tuple(x.shape[:channel]) + (IntImm(_I64, groups), size) + tuple(x.shape[channel + 1:])
         grouped = _reshape_compute(x, shape)
+        if str(x.dtype) == "float16":
+            grouped = _cast(grouped, "float32", "T_cast", "ax")
         params = [_reshape_compute(p, (IntImm(_I64, groups), size)) for p in (gamma, beta)]
         axes = sorted([channel + 1] + [ax % ndim + (ax % ndim > channel) for ax in a["axes"]])
 
@@ -338,7 +349,7 @@ def _group_norm(bb: Any, call: rx.Call) -> Any:
             at = (idx[channel], idx[channel + 1])
             return v * params[0][at] + params[1][at]
 
-        out = _normalized(grouped, axes, x.name, a["epsilon"], "T_group_norm", scale_shift)
+        out = _normalized(grouped, axes, x.name, a["epsilon"], "T_group_norm", scale_shift, str(x.dtype))
         return _reshape_compute(out, tuple(x.shape))
 
     return call_te(bb, group_norm, *call.args, primfunc_name_hint="group_norm")
