@@ -141,6 +141,11 @@ def test_relax_op_functions_take_tvms_signatures() -> None:
     y = relax.Var("y", relax.TensorStructInfo((1, 1, 4, 4), "float32"))
     pool = relax.op.nn.max_pool2d(y, 2, 1, 1)  # (pool_size, strides, padding)
     assert pool.attrs["padding"] == (1, 1, 1, 1) and pool.attrs["dilation"] == (1, 1)
+    q = relax.Var("q", relax.TensorStructInfo((1, 3, 2, 4), "float32"))
+    b = relax.Var("b", relax.TensorStructInfo((1, 1, 3, 3), "float32"))
+    att = relax.op.nn.attention(q, q, q, b, 0.5)  # (a bias makes it attention_bias, as in TVM)
+    assert att.op.name == "relax.nn.attention_bias" and att.attrs["scale"].value == 0.5
+    assert relax.op.nn.attention(q, q, q, None, causal_mask="TopLeft").op.name == "relax.nn.attention"
     relu6 = relax.op.nn.relu6(x)  # (TVM has no relu6 operator: it is a clip)
     assert relu6.op.name == "relax.clip" and [a.value.value for a in relu6.args[1:]] == [0, 6]
 
