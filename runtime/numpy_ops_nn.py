@@ -269,8 +269,12 @@ def _pool(kind: str) -> Any:
             axes = [[o[i] * strides[i] + r * dilation[i] - pad[i] for r in range(size[i])] for i in range(n)]
             inside = [p for p in np.ndindex(*size)
                       if all(0 <= axes[i][p[i]] < extents[i] for i in range(n))]
-            vals = np.stack([x[(slice(None), slice(None)) + tuple(axes[i][p[i]] for i in range(n))]
-                             for p in inside], axis=-1)
+            if inside:
+                vals = np.stack([x[(slice(None), slice(None)) + tuple(axes[i][p[i]] for i in range(n))]
+                                 for p in inside], axis=-1)
+            else:  # a window in the padding only: the padding's value (TVM's, the lowest for max)
+                lowest = np.finfo(x.dtype).min if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
+                vals = np.full(x.shape[:2] + (1,), lowest if kind == "max" else 0, x.dtype)
             if kind == "max":
                 out[(slice(None), slice(None)) + o] = vals.max(axis=-1)
                 continue
@@ -278,7 +282,7 @@ def _pool(kind: str) -> Any:
                 count = int(np.prod([sum(1 for v in axes[i] if -pad[i] <= v < extents[i] + pad[i + n])
                                      for i in range(n)]))
             else:
-                count = len(inside)
+                count = max(len(inside), 1)
             out[(slice(None), slice(None)) + o] = vals.sum(axis=-1) / count
         return _from_canonical(out, attrs["out_layout"] or attrs["layout"], target)
     return pool

@@ -7,6 +7,7 @@ for PrimFuncs, blocks and axes, and the indices in TVM's simplified form (``ir.a
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from ...ir import arith
@@ -513,7 +514,12 @@ def _window_count(o: Any, extent: PrimExpr, k: int, s: int, d: int, head: int, t
     if include_pad:
         # (min(x + a, L) - (x - head)) / d + 1 becomes (min(a, L - x) + head) / d + 1
         limit = canonical(extent + _i64(tail - 1 - (s - 1 if ceil else 0)))
-        span = Min(_i64((k - 1) * d - head), canonical(limit - x))
+        a, rest = (k - 1) * d - head, canonical(limit - x)
+        g = math.gcd(a, s)
+        if d == 1 and g > 1 and divisible(rest, g):  # a common factor comes out: min(0, 3 - o) * 2
+            span = Min(_i64(a // g), canonical(FloorDiv(rest, _i64(g)))) * _i64(g)
+        else:
+            span = Min(_i64(a), rest)
         if d == 1:
             return canonical(span + _i64(head + 1))
         return Div(canonical(span + _i64(head)), _i64(d)) + _i64(1)
