@@ -260,7 +260,11 @@ def _pool(kind: str) -> Any:
 
         def out_size(i: int) -> int:
             span = extents[i] + pad[i] + pad[i + n] - dilation[i] * (size[i] - 1) - 1
-            return (-(-span // strides[i]) if attrs["ceil_mode"] else span // strides[i]) + 1
+            if not attrs["ceil_mode"]:
+                return span // strides[i] + 1
+            count = -(-span // strides[i]) + 1
+            # in ceil mode a last window starting in the back padding is dropped
+            return count - 1 if (count - 1) * strides[i] >= extents[i] + pad[i] else count
 
         osz = [out_size(i) for i in range(n)]
         out = np.zeros(x.shape[:2] + tuple(osz), dtype=x.dtype)

@@ -225,3 +225,26 @@ class Module:
     names = [b.value.op.name for b in out["forward"].body.blocks[0].bindings]
     assert names == ["relax.nn.pixel_shuffle", "relax.nn.pad", "relax.nn.adaptive_avg_pool2d", "relax.nn.attention",
                      "relax.nn.batch_norm"]
+
+
+def test_ceil_mode_drops_a_last_window_in_the_padding() -> None:
+    """In ceil mode a last window that would start in the back padding is not made (TVM's rule):
+    the reference agrees with the struct info and with the compiled module."""
+    import tvms
+
+    mod = from_source("""@I.ir_module
+class Module:
+    @R.function
+    def forward(x: R.Tensor((1, 1, 7), "float32")):
+        with R.dataflow():
+            a = R.nn.avg_pool1d(x, pool_size=1, strides=2, dilation=2, padding=[1, 0], ceil_mode=True)
+            b = R.nn.max_pool1d(x, pool_size=2, strides=3, padding=[0, 2], ceil_mode=True)
+            R.output(a, b)
+        return (a, b)
+""")
+    x = np.arange(7, dtype="float32").reshape(1, 1, 7)
+    want = run_relax(mod, "forward", x)
+    assert [np.shape(w) for w in want] == [(1, 1, 4), (1, 1, 3)]
+    got = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())["forward"](x)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w)
