@@ -16,7 +16,7 @@ from ...ir.expr import EQ, LE, Add, Cast, Div, FloorDiv, FloorMod, IntImm, Max, 
 from ...ir.dtype import DataType
 from ...ir.relax_infer import int_of
 from .. import te
-from ...ir.arith import canonical, canonical_ge_zero, divisible
+from ...ir.arith import CANONICAL, Analyzer, canonical, canonical_ge_zero, divisible
 from .legalize import _NotLegalized, _broadcast_index, _compute, _tensor_sinfo, call_te, register_legalize
 
 _INT64 = "int64"
@@ -494,6 +494,9 @@ def _pool_legalize(kind: str, n: int) -> Callable:
                     c = _window_count(idx[axis], data.shape[axis], size[i], strides[i], dilation[i], head[i],
                                       tail[i], ceil, bool(a["count_include_pad"]))
                     count = c if count is None else count * c
+                if not a["count_include_pad"] and all(size[i] == 1 and strides[i] == 1 and head[i] == 0
+                                                      for i in range(n)):
+                    return pool_sum[idx]  # (TVM's simplifier proves each window holds one element)
                 if not a["count_include_pad"]:
                     count = Max(count, _i64(1))
                 return pool_sum[idx] / Cast(data.dtype, count)
@@ -515,22 +518,17 @@ def _window_count(o: Any, extent: PrimExpr, k: int, s: int, d: int, head: int, t
         # (min(x + a, L) - (x - head)) / d + 1 becomes (min(a, L - x) + head) / d + 1
         limit = canonical(extent + _i64(tail - 1 - (s - 1 if ceil else 0)))
         a, rest = (k - 1) * d - head, canonical(limit - x)
-        g = math.gcd(a, s)
-        if d == 1 and g > 1 and divisible(rest, g):  # a common factor comes out: min(0, 3 - o) * 2
-            span = Min(_i64(a // g), canonical(FloorDiv(rest, _i64(g)))) * _i64(g)
-        else:
-            span = Min(_i64(a), rest)
         if d == 1:
-            return canonical(span + _i64(head + 1))
-        return Div(canonical(span + _i64(head)), _i64(d)) + _i64(1)
+            return canonical(_factored(Min, _i64(a), rest) + _i64(head + 1))
+        return Div(canonical(Min(_i64(a), rest) + _i64(head)), _i64(d)) + _i64(1)
     last = canonical(extent - _i64(1))
     if d == 1:
         # min(x + k - 1 - head, last) - (x - head) - max(head - x, 0) + 1: with a unit stride
         # the min absorbs x; without padding the max becomes min(o, 0) * s
-        before = Max(canonical(_i64(head) - x), _i64(0))
+        before = _factored(Max, canonical(_i64(head) - x), _i64(0))
         if s == 1:
             return canonical(Min(_i64(k - 1 - head), canonical(last - x)) + _i64(head + 1) - before)
-        window = Min(canonical(x + _i64(k - 1 - head)), last)
+        window = _factored(Min, canonical(x + _i64(k - 1 - head)), last)
         if head == 0:
             return canonical(Min(o, _i64(0)) * _i64(s) + window + _i64(1) - x)
         return canonical(window + _i64(head + 1) - before - x)
@@ -542,6 +540,19 @@ def _window_count(o: Any, extent: PrimExpr, k: int, s: int, d: int, head: int, t
         span = Min(_i64(a // d), canonical(FloorDiv(rest, _i64(d))))
         return canonical(span + _i64(head // d + 1) - skip)
     return Div(canonical(Min(_i64(a), rest) + _i64(head) - skip * _i64(d)), _i64(d)) + _i64(1)
+
+
+def _factored(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``min(a, b)`` / ``max(a, b)`` with a constant factor common to both taken out, as TVM's
+    simplifier does: ``min(o * 2 + 2, 4)`` is ``min(o + 1, 2) * 2``."""
+    sums = [Analyzer(CANONICAL).canonical(e) for e in (a, b)]
+    g = 0
+    for s in sums:
+        for value in [s.base] + [t.scale for t in s.terms]:
+            g = math.gcd(g, value)
+    if g <= 1:
+        return cls(a, b)
+    return cls(canonical(FloorDiv(a, _i64(g))), canonical(FloorDiv(b, _i64(g)))) * _i64(g)
 
 
 def _exact_div(e: PrimExpr, d: int) -> PrimExpr:
