@@ -19,7 +19,7 @@ from tvms.script import from_source
 
 LEGALIZE_DIR = FIXTURES / "legalize"
 NN_FIXTURES = ["math_nn_act", "math_nn_pad", "math_nn_conv", "math_nn_avgpool", "math_nn_convt", "math_nn_adaptive", "math_nn_attention",
-               "math_nn_norm", "math_nn_loss", "math_nn_symbolic"]
+               "math_nn_norm", "math_nn_loss", "math_nn_symbolic", "math_nn_symbolic2"]
 POSITIVE_INPUTS = {"math_nn_norm"}  # (variances)
 # (the others compile in over 2 s: marked slow)
 FAST_COMPILE = {"math_nn_act", "math_nn_pad", "math_nn_conv", "math_nn_avgpool", "math_nn_adaptive", "math_nn_loss"}
