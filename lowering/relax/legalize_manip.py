@@ -494,7 +494,7 @@ def _pool_legalize(kind: str, n: int) -> Callable:
                     c = _window_count(idx[axis], data.shape[axis], size[i], strides[i], dilation[i], head[i],
                                       tail[i], ceil, bool(a["count_include_pad"]))
                     count = c if count is None else count * c
-                if not a["count_include_pad"] and all(size[i] == 1 and strides[i] == 1 and head[i] == 0
+                if not a["count_include_pad"] and all(size[i] == 1 and _one_element(strides[i], dilation[i], head[i])
                                                       for i in range(n)):
                     return pool_sum[idx]  # (TVM's simplifier proves each window holds one element)
                 if not a["count_include_pad"]:
@@ -509,6 +509,12 @@ def _pool_legalize(kind: str, n: int) -> Callable:
     return legalize
 
 
+def _one_element(s: int, d: int, head: int) -> bool:
+    """Whether TVM's simplifier proves that a window of one element (pool_size 1) counts one
+    (it does for these strides, dilations and paddings, not for the others)."""
+    return s == 1 and head == 0 if d == 1 else s == 1 or s % d == 0
+
+
 def _window_count(o: Any, extent: PrimExpr, k: int, s: int, d: int, head: int, tail: int,
                   ceil: bool, include_pad: bool) -> PrimExpr:
     """How many elements the window of output position ``o`` averages (topi's pool_avg), in
@@ -520,7 +526,12 @@ def _window_count(o: Any, extent: PrimExpr, k: int, s: int, d: int, head: int, t
         a, rest = (k - 1) * d - head, canonical(limit - x)
         if d == 1:
             return canonical(_factored(Min, _i64(a), rest) + _i64(head + 1))
-        return Div(canonical(Min(_i64(a), rest) + _i64(head)), _i64(d)) + _i64(1)
+        if a < 0 or head == 0:  # the head joins a negative side of the min: min(a + head, rest + head)
+            low, high = a + head, canonical(rest + _i64(head))
+            if low % d == 0 and divisible(high, d):
+                return canonical(Min(_i64(low // d), canonical(FloorDiv(high, _i64(d)))) + _i64(1))
+            return Div(Min(_i64(low), high), _i64(d)) + _i64(1)
+        return Div(canonical(_factored(Min, _i64(a), rest) + _i64(head)), _i64(d)) + _i64(1)
     last = canonical(extent - _i64(1))
     if d == 1:
         # min(x + k - 1 - head, last) - (x - head) - max(head - x, 0) + 1: with a unit stride
@@ -536,6 +547,10 @@ def _window_count(o: Any, extent: PrimExpr, k: int, s: int, d: int, head: int, t
     # over; divided term by term where every term divides
     skip = Max(_exact_div(canonical(_i64(d - 1 + head) - x), d), _i64(0))
     a, rest = (k - 1) * d - head, canonical(last - x)
+    if s > 1 and s % d:  # (a stride the dilation does not divide keeps the window's start outside)
+        shift = head if a < 0 else 0  # (the head joins a negative offset inside the min)
+        window = Min(canonical(x + _i64(a + shift)), canonical(last + _i64(shift)))
+        return Div(canonical(window + _i64(head - shift) - skip * _i64(d) - x), _i64(d)) + _i64(1)
     if a % d == 0 and head % d == 0 and divisible(rest, d):
         span = Min(_i64(a // d), canonical(FloorDiv(rest, _i64(d))))
         return canonical(span + _i64(head // d + 1) - skip)
