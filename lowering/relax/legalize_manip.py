@@ -554,6 +554,9 @@ def _window_count(o: Any, extent: PrimExpr, k: int, s: int, d: int, head: int, t
     if a % d == 0 and head % d == 0 and divisible(rest, d):
         span = Min(_i64(a // d), canonical(FloorDiv(rest, _i64(d))))
         return canonical(span + _i64(head // d + 1) - skip)
+    if a < 0:  # (the head joins a negative side of the min)
+        return Div(canonical(Min(_i64(a + head), canonical(rest + _i64(head))) - skip * _i64(d)),
+                   _i64(d)) + _i64(1)
     return Div(canonical(Min(_i64(a), rest) + _i64(head) - skip * _i64(d)), _i64(d)) + _i64(1)
 
 
