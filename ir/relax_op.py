@@ -22,6 +22,11 @@ SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed", "
                "relax.call_tir_with_grad", "relax.vm.call_tir_dyn", "relax.make_closure",
                "relax.invoke_closure", "relax.invoke_pure_closure")
 
+# The operators whose constructor makes a Python float argument a float64 scalar, as TVM's
+# ``relax.prim_value`` does (``R.clip(x, 0.0, 6.0)``): the parser hands such literals to them as
+# they are, where elsewhere a bare float is a float32 (``R.add(x, 1.5)``).
+PRIM_VALUE_ARGS: set[str] = set()
+
 # Attribute kinds, which decide how values are checked, stored and printed.
 ATTR_ANY, ATTR_INT, ATTR_INTS, ATTR_BOOL, ATTR_STR, ATTR_DTYPE, ATTR_FLOAT, ATTR_PRIM = (
     "any", "int", "ints", "bool", "str", "dtype", "float", "prim")
@@ -186,7 +191,9 @@ def bind_arguments(spec: OpSpec, args: tuple, attrs: dict) -> tuple[tuple, dict]
         while i > len(args) and spec.args[len(args)] in (spec.arg_defaults or {}):
             args.append(spec.arg_defaults[spec.args[len(args)]])
         if i > len(args):
-            raise TVMSError(f"R.{spec.script_name}: argument {spec.args[len(args)]!r} is missing")
+            if spec.min_args is None or len(args) < spec.min_args:
+                raise TVMSError(f"R.{spec.script_name}: argument {spec.args[len(args)]!r} is missing")
+            args += [None] * (i - len(args))  # optional ones left out: the op's prepare fills them
         args.append(attrs.pop(name))
     if not spec.variadic and len(args) > len(spec.args):
         order = spec.positional or tuple(a.name for a in spec.attrs)

@@ -214,6 +214,6 @@ register("call_packed", ("func", "args"), _infer_call_packed, variadic=True, min
 from . import relax_ops_attention, relax_ops_create, relax_ops_image  # noqa: E402,F401
 from . import relax_ops_index, relax_ops_layout, relax_ops_misc  # noqa: E402,F401
 from . import relax_ops_nn, relax_ops_nn_misc, relax_ops_quant  # noqa: E402,F401
-from . import relax_ops_relayout, relax_ops_sort, relax_ops_sum  # noqa: E402,F401
+from . import relax_ops_relayout, relax_ops_sort, relax_ops_sum, relax_ops_vision  # noqa: E402,F401
 
 __all__: list[str] = []  # the operators are reached through the registry (relax_op.lookup)

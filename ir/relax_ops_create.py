@@ -1,6 +1,6 @@
 """Relax operators whose arguments include TensorIR scalars (``R.prim_value``), and their kin:
 clip, tril/triu, arange, eye/eye_like, hamming_window, one_hot, the scans cumsum/cumprod, outer,
-ewise_fma, size, bucketize and meshgrid.
+ewise_fma, size, bucketize, multinomial_from_uniform and meshgrid.
 
 TVM 0.27 passes the scalar arguments as Relax arguments (printed bare in its dialect:
 ``R.arange(0, n, 1, dtype="int64")``), so they are Relax arguments here too; the ``prepare``
@@ -9,23 +9,22 @@ int an int64, a float a float64).
 """
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from typing import Any
 
 import numpy as np
 
 from . import arith
-from .arith import DIMENSION, Analyzer
 from .dtype import DataType
-from .expr import FloatImm, IntImm, PrimExpr, Sub
 from .expr import Call as PrimCall
+from .expr import FloatImm, IntImm, PrimExpr, Sub
 from .op import get_op
 from .relax import PrimValue, RelaxExpr
 from .relax_infer import (INT64, as_tuple_expr, describe, dim_add, dim_floordiv, dim_sub, int_of,
                           make_tensor, normalize_axis, product, prove_equal, simplify_dim, tensor_arg,
                           tensor_args, tuple_of_tensors)
-from .relax_op import ATTR_BOOL, ATTR_DTYPE, ATTR_INT, ATTR_STR, Attr, CallInfo, OpSpec, register
+from .relax_op import (ATTR_BOOL, ATTR_DTYPE, ATTR_INT, ATTR_STR, PRIM_VALUE_ARGS, Attr, CallInfo, OpSpec,
+                       register)
 from .struct_info import VOID, PrimStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
 
 FLOAT32 = DataType("float32")
@@ -48,13 +47,12 @@ def as_prim_value(value: Any) -> Any:
 
 
 def _prepare_scalars(*defaults: Any) -> Any:
-    """A ``prepare`` step: the missing trailing Relax arguments take ``defaults`` (counted from
-    the last one), and every scalar argument becomes a PrimValue."""
+    """A ``prepare`` step: the missing trailing Relax arguments (or None ones) take ``defaults``
+    (counted from the last one), and every scalar argument becomes a PrimValue."""
     def prepare(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
-        args = list(args)
-        missing = len(spec.args) - len(args)
-        if missing > 0:
-            args += list(defaults[len(defaults) - missing:])
+        args = list(args) + [None] * (len(spec.args) - len(args))
+        first = len(spec.args) - len(defaults)
+        args = [defaults[i - first] if a is None and i >= first else a for i, a in enumerate(args)]
         return [as_prim_value(a) for a in args], attrs
     return prepare
 
@@ -73,6 +71,14 @@ def prim_value_of(info: CallInfo, i: int) -> PrimExpr:
     if s.value is None:
         raise info.fail(f"argument {info.spec.args[i]!r} must be a scalar of known value, got {describe(s)}")
     return s.value
+
+
+def size_of(info: CallInfo, i: int) -> PrimExpr:
+    """Scalar argument ``i`` as a dimension: an integer of known value."""
+    value = prim_value_of(info, i)
+    if not value.dtype.is_int:
+        raise info.fail(f"argument {info.spec.args[i]!r} is a size: it must be an integer, got a {value.dtype}")
+    return value
 
 
 # ---------------------------------------------------------------- clip, tril, triu
@@ -99,12 +105,10 @@ for _name in ("tril", "triu"):
 
 # ---------------------------------------------------------------- arange, eye, eye_like
 def _prepare_arange(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
-    args = list(args)
-    if len(args) == 1:  # arange(end)
-        args = [0] + args
-    if len(args) == 2:
-        args.append(1)
-    args = [as_prim_value(a) for a in args]
+    start, end, step = list(args) + [None] * (3 - len(args))
+    if end is None:  # arange(end)
+        start, end = 0, start
+    args = [as_prim_value(a) for a in (start, end, 1 if step is None else step)]
     if attrs["dtype"] is None:  # integers give int64, anything else float32 (as TVM's arange)
         ints = all(isinstance(a, PrimValue) and a.value.dtype.is_int for a in args)
         attrs["dtype"] = INT64 if ints else FLOAT32
@@ -121,11 +125,16 @@ def _infer_arange(info: CallInfo) -> StructInfo:
         # int64(ceil(float32(end - start) / step)), as TVM counts a float range: the difference in
         # the wider type, rounded to float32, divided in float64 only by a float64 step
         wide = np.result_type(*(np.dtype(str(v.dtype)) for v in (start, end)))
-        diff = np.float32(np.array(end.value, wide) - np.array(start.value, wide))
         quotient_type = np.float64 if step.dtype == DataType("float64") else np.float32
-        count = IntImm(INT64, int(math.ceil(quotient_type(diff) / quotient_type(step.value))))
-    else:  # (TVM's count is int64(ceil(float32(end - start) / step)), which tvms does not simplify)
-        raise info.fail("a float range needs constant start, end and step")
+        with np.errstate(all="ignore"):
+            diff = np.float32(np.array(end.value, wide) - np.array(start.value, wide))
+            quotient = quotient_type(diff) / quotient_type(step.value)
+        if not np.isfinite(quotient):
+            raise info.fail(f"the range from {start.value} to {end.value} by {step.value} has no finite length")
+        count = IntImm(INT64, int(math.ceil(quotient)))
+    else:  # the same count as an expression, which TVM's simplifier leaves as it is
+        ratio = arith.truediv(arith.cast(FLOAT32, arith.binary(Sub, end, start)), step)
+        count = arith.cast(INT64, PrimCall(ratio.dtype, get_op("tir.ceil"), (ratio,)))
     return make_tensor((count,), info.attrs["dtype"])
 
 
@@ -134,16 +143,12 @@ register("arange", ("start", "end", "step"), _infer_arange, (Attr("dtype", None,
 
 
 def _prepare_eye(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
-    args = list(args)
-    if len(args) == 1:  # eye(n): square
-        args.append(args[0])
-    if len(args) == 2:
-        args.append(0)
-    return [as_prim_value(a) for a in args], attrs
+    n, m, k = list(args) + [None] * (3 - len(args))
+    return [as_prim_value(a) for a in (n, n if m is None else m, 0 if k is None else k)], attrs
 
 
 def _infer_eye(info: CallInfo) -> StructInfo:
-    n, m = prim_value_of(info, 0), prim_value_of(info, 1)
+    n, m = size_of(info, 0), size_of(info, 1)
     prim_arg(info, 2)
     return make_tensor((n, m), info.attrs["dtype"])
 
@@ -169,7 +174,7 @@ def _infer_hamming_window(info: CallInfo) -> StructInfo:
     dtype = info.attrs["dtype"]
     if dtype.is_integer:
         raise info.fail(f"the dtype must be a float type, got {dtype}")
-    size = prim_value_of(info, 0)
+    size = size_of(info, 0)
     for i in range(1, 4):
         prim_arg(info, i)
     if int_of(size) is not None and size.value < 1:
@@ -210,6 +215,8 @@ register("one_hot", ("indices", "on_value", "off_value"), _infer_one_hot,
 def _infer_scan(info: CallInfo) -> StructInfo:
     x = tensor_arg(info, 0)
     dtype = info.attrs["dtype"] if info.attrs["dtype"] is not None else x.dtype
+    if info.attrs["axis"] is not None and x.ndim >= 0:  # (TVM checks it only when lowering)
+        normalize_axis(info, info.attrs["axis"], x.ndim)
     if info.attrs["axis"] is None:  # over the flattened input
         dims = x.dims
         if dims is None:  # (TVM keeps the input's rank here)
@@ -285,6 +292,33 @@ register("bucketize", ("input_tensor", "boundaries"), _infer_bucketize,
          (Attr("out_int32", False, ATTR_BOOL), Attr("right", False, ATTR_BOOL)))
 
 
+def _infer_multinomial(info: CallInfo) -> StructInfo:
+    prob, sample, indices = tensor_args(info)
+    for t, what, kind in ((prob, "prob", "float"), (sample, "uniform_sample", "float"), (indices, "sample_indices", "int")):
+        if t.dtype != VOID and not (t.dtype.is_float if kind == "float" else t.dtype.is_int):
+            raise info.fail(f"{what} must have a{'n' if kind == 'int' else ''} {kind} dtype, got {describe(t)}")
+    dtype = info.attrs["dtype"]
+    if min(prob.ndim, sample.ndim, indices.ndim) < 0:
+        return TensorStructInfo(None, dtype, -1, prob.vdevice)
+    for t, what in ((prob, "prob"), (sample, "uniform_sample"), (indices, "sample_indices")):
+        if t.ndim != 2:
+            raise info.fail(f"{what} must be a 2-d tensor, got {describe(t)}")
+    if prob.dims is None or sample.dims is None or indices.dims is None:
+        return TensorStructInfo(None, dtype, 2, prob.vdevice)
+    n = sample.dims[0]
+    if not prove_equal(n, indices.dims[0]):
+        raise info.fail(f"uniform_sample and sample_indices must have the same batch size, got "
+                        f"{describe(sample)} and {describe(indices)}")
+    if int_of(sample.dims[1]) != 1 or int_of(indices.dims[1]) != 1:
+        raise info.fail(f"uniform_sample and sample_indices must be of shape (n, 1), got "
+                        f"{describe(sample)} and {describe(indices)}")
+    return make_tensor((n, 1), dtype, vdevice=prob.vdevice)
+
+
+register("multinomial_from_uniform", ("prob", "uniform_sample", "sample_indices"), _infer_multinomial,
+         (Attr("dtype", DataType("int64"), ATTR_DTYPE),))
+
+
 # ---------------------------------------------------------------- meshgrid
 def _prepare_tuple(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
     return [as_tuple_expr(args[0])], attrs
@@ -318,4 +352,7 @@ def _infer_meshgrid(info: CallInfo) -> StructInfo:
 
 register("meshgrid", ("tensors",), _infer_meshgrid, (Attr("indexing", "ij", ATTR_STR),), prepare=_prepare_tuple)
 
-__all__ = ["as_prim_value", "prim_arg", "prim_value_of"]
+PRIM_VALUE_ARGS.update(f"relax.{name}" for name in ("clip", "tril", "triu", "arange", "eye", "eye_like",
+                                                      "one_hot", "hamming_window"))
+
+__all__ = ["as_prim_value", "prim_arg", "prim_value_of", "size_of"]

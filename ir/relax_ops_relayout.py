@@ -12,11 +12,11 @@ from .struct_info import VOID, StructInfo, TensorStructInfo
 def _prepare_layout_transform(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
     """A Python function becomes an IndexMap; a number pad value takes the tensor's dtype."""
     data = getattr(args[0], "struct_info", None) if args else None
+    data = data if isinstance(data, TensorStructInfo) else TensorStructInfo()
     index_map, pad = attrs["index_map"], attrs["pad_value"]
     if callable(index_map) and not isinstance(index_map, IndexMap):
-        attrs["index_map"] = IndexMap.from_func(index_map, getattr(data, "ndim", -1) if getattr(data, "ndim", -1) >= 0 else None)
-    if isinstance(pad, (int, float)) and not isinstance(pad, bool) and isinstance(data, TensorStructInfo) \
-            and data.dtype != VOID:
+        attrs["index_map"] = IndexMap.from_func(index_map, data.ndim if data.ndim >= 0 else None)
+    if isinstance(pad, (int, float)) and not isinstance(pad, bool) and data.dtype != VOID:
         attrs["pad_value"] = FloatImm(data.dtype, float(pad)) if data.dtype.is_float else IntImm(data.dtype, int(pad))
     return args, attrs
 

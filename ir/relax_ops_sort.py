@@ -1,8 +1,8 @@
 """Relax sorting and selection operators (sort, argsort, topk, median) and those whose result
 size depends on the data (unique, nonzero), registered when ``relax_ops`` imports this module.
-TVM 0.27 legalizes none of them to TensorIR that tvms builds (median goes through a packed
-argsort, unique and nonzero are R.call_pure_packed of runtime functions): they run through their
-numpy references."""
+TVM 0.27 legalizes sort, argsort and topk to nothing and median through a packed argsort: they run
+through their numpy references; unique and nonzero become R.call_pure_packed of the runtime
+functions relax.run.unique / relax.run.nonzero (lowering/relax/legalize_sort.py)."""
 from __future__ import annotations
 
 from .dtype import DataType

@@ -98,7 +98,7 @@ class Equation:
             for label in s:
                 counts[label] = counts.get(label, 0) + 1
         # (the ellipsis first: it sorts before the letters, as TVM's "\0" does)
-        output = sorted((l for l, n in counts.items() if l == ELLIPSIS or n == 1), key=lambda l: l != ELLIPSIS and l)
+        output = sorted((l for l, n in counts.items() if l == ELLIPSIS or n == 1), key=lambda l: (l != ELLIPSIS, l))
         return Equation(tuple(subscripts), tuple(output))
 
     def extents(self, shapes: list) -> tuple[dict, tuple]:
@@ -108,9 +108,8 @@ class Equation:
         if len(shapes) != len(self.inputs):
             raise TVMSError(f"the einsum equation has {len(self.inputs)} operands, got {len(shapes)}")
         for subscript, shape in zip(self.inputs, shapes):
-            covered = len(shape) - len(subscript) + 1
-            if (covered if ELLIPSIS in subscript else len(shape) - len(subscript)) < 0 \
-                    or (ELLIPSIS not in subscript and len(shape) != len(subscript)):
+            covered = len(shape) - len(subscript) + 1  # (the dimensions an ellipsis stands for)
+            if covered < 0 if ELLIPSIS in subscript else len(shape) != len(subscript):
                 raise TVMSError(f"the einsum subscript {''.join(subscript)!r} does not fit the shape "
                                 f"{fmt_dims(tuple(shape))}")
             pos = 0

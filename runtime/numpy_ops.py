@@ -431,4 +431,4 @@ def kill_object(args: tuple, attrs: Any) -> tuple:
 # (they register on import)
 from . import numpy_ops_create, numpy_ops_image, numpy_ops_index  # noqa: E402,F401
 from . import numpy_ops_misc, numpy_ops_nn, numpy_ops_quant  # noqa: E402,F401
-from . import numpy_ops_sort, numpy_ops_sum  # noqa: E402,F401
+from . import numpy_ops_sort, numpy_ops_sum, numpy_ops_vision  # noqa: E402,F401

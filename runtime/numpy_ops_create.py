@@ -1,5 +1,5 @@
 """Numpy references for the operators of ``ir/relax_ops_create.py`` (clip, tril/triu, arange,
-eye/eye_like, hamming_window, one_hot, cumsum/cumprod, outer, ewise_fma, size, bucketize, meshgrid).
+eye/eye_like, hamming_window, one_hot, cumsum/cumprod, outer, ewise_fma, size, bucketize, multinomial_from_uniform, meshgrid).
 
 Scalar arguments arrive as the reference executor evaluates ``R.prim_value``: numpy scalars for
 floats (their dtype kept), Python ints for integers (taken as int64, what ``R.prim_value(1)`` is).
@@ -111,3 +111,14 @@ def bucketize(args: tuple, attrs: Any) -> np.ndarray:
     x, boundaries = (np.asarray(a) for a in args)
     found = np.searchsorted(boundaries, x, side="right" if attrs["right"] else "left")
     return found.astype(np.int32 if attrs["out_int32"] else np.int64)
+
+
+@numpy_op("multinomial_from_uniform")
+def multinomial_from_uniform(args: tuple, attrs: Any) -> np.ndarray:
+    """Row ``sample_indices[i]`` of ``prob`` sampled at ``uniform_sample[i]``: the first index whose
+    cumulative probability exceeds the sample (the last index when none does)."""
+    prob, sample, indices = (np.asarray(a) for a in args)
+    cumulative = np.cumsum(prob, axis=1, dtype=prob.dtype)
+    picked = [min(np.searchsorted(cumulative[row], u, side="right"), prob.shape[1] - 1)
+              for row, u in zip(indices[:, 0], sample[:, 0])]
+    return np.asarray(picked, dtype=numpy_dtype(attrs["dtype"])).reshape(-1, 1)

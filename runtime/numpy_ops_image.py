@@ -110,3 +110,68 @@ def _resize(args: tuple, attrs: Any, target: str) -> np.ndarray:
 
 numpy_op("image.resize2d")(lambda args, attrs: _resize(args, attrs, "NCHW"))
 numpy_op("image.resize3d")(lambda args, attrs: _resize(args, attrs, "NCDHW"))
+
+
+@numpy_op("image.affine_grid")
+def affine_grid(args: tuple, attrs: Any) -> np.ndarray:
+    """Normalized target coordinates ([-1, 1], at corner pixels or pixel centers) through each
+    batch's affine matrix: (N, spatial, *size), x first."""
+    theta = np.asarray(args[0])
+    size = [int(v) for v in args[1]]
+    dtype = theta.dtype.type
+    if attrs["align_corners"]:  # (TVM's step keeps the last point just below 1)
+        axes = [dtype(-1.0) + np.arange(s, dtype=theta.dtype) * dtype((2.0 - 1e-7) / (s - 1)) for s in size]
+    else:
+        axes = [dtype(-1.0 + 1.0 / s) + np.arange(s, dtype=theta.dtype) * dtype(2.0 / s) for s in size]
+    coords = np.meshgrid(*axes, indexing="ij")[::-1]  # (x, y[, z]): the matrix's column order
+    ndim = len(size)
+    out = np.empty((theta.shape[0], ndim, *size), dtype=theta.dtype)
+    for n in range(theta.shape[0]):
+        for d in range(ndim):
+            out[n, d] = theta[n, d, ndim] + sum(theta[n, d, k] * coords[k] for k in range(ndim))
+    return out
+
+
+def _reflect(x: np.ndarray, size: float, start: float) -> np.ndarray:
+    """Coordinates outside [start, start + size] folded back in, as TVM's grid_sample does."""
+    dist = np.abs(start - x)
+    times = np.trunc(dist.astype(np.int32) / size).astype(np.int32)
+    extra = dist - times * _F(size)
+    folded = np.where(times % 2 == 0, extra + _F(start), _F(size) - extra + _F(start))
+    return np.where((x >= start) & (x <= size + start), x, folded)
+
+
+@numpy_op("image.grid_sample")
+def grid_sample(args: tuple, attrs: Any) -> np.ndarray:
+    """Bilinear or nearest sampling of NCHW data at the grid's (x, y) points in [-1, 1]."""
+    data, grid = np.asarray(args[0]), np.asarray(args[1])
+    method, padding, corners = attrs["method"], attrs["padding_mode"], attrs["align_corners"]
+    if attrs["layout"] != "NCHW" or method not in ("bilinear", "nearest"):
+        raise TVMSError(f"the grid_sample reference supports NCHW data, bilinear and nearest; "
+                        f"got {attrs['layout']}, {method}")
+    n_, c_, h, w = data.shape
+    coords = []
+    for k, size in ((1, h), (0, w)):  # (y from grid channel 1, x from channel 0)
+        g = grid[:, k]
+        v = (g + 1) * _F(size - 1) / 2 if corners else _F(-0.5) + (g + 1) * _F(size) / 2
+        if padding == "reflection":
+            v = _reflect(v, size - 1, 0.0) if corners else _reflect(v, size, -0.5)
+        if padding in ("border", "reflection"):
+            v = np.clip(v, 0, size - 1)
+        coords.append(v.astype(_F))
+    y, x = coords
+
+    def pixel(yi: np.ndarray, xi: np.ndarray) -> np.ndarray:
+        """data[n, :, yi, xi] for each grid point, zero outside the image: (N, C, Ho, Wo)."""
+        inside = (yi >= 0) & (xi >= 0) & (yi < h) & (xi < w)
+        batch = np.arange(n_)[:, None, None]
+        values = data[batch, :, np.clip(yi, 0, h - 1), np.clip(xi, 0, w - 1)]  # (N, Ho, Wo, C)
+        return np.moveaxis(np.where(inside[..., None], values, 0), -1, 1)
+
+    if method == "nearest":
+        return pixel(np.rint(y).astype(np.int64), np.rint(x).astype(np.int64)).astype(data.dtype)
+    y0, x0 = np.floor(y).astype(np.int64), np.floor(x).astype(np.int64)
+    dy, dx = (y - y0)[:, None], (x - x0)[:, None]
+    out = (pixel(y0, x0) * (1 - dy) * (1 - dx) + pixel(y0, x0 + 1) * (1 - dy) * dx
+           + pixel(y0 + 1, x0) * dy * (1 - dx) + pixel(y0 + 1, x0 + 1) * dy * dx)
+    return out.astype(data.dtype)

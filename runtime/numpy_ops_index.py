@@ -12,6 +12,7 @@ from tvms.ir.expr import IntImm
 from tvms.ir.relax_infer import INT64
 
 from .numpy_ops import numpy_op
+from .reference import compile_expr
 
 # reduction name -> (old value, update) -> new value; "mean" averages pairwise, as TVM's kernel does
 _REDUCE = {
@@ -124,8 +125,6 @@ def dynamic_strided_slice(args: tuple, attrs: Any) -> np.ndarray:
 def layout_transform(args: tuple, attrs: Any) -> np.ndarray:
     """Each element moved to where the index map sends it; what no element reaches (the padding
     of a split that does not divide) holds the pad value, 0 when none is given (as TVM fills it)."""
-    from .reference import compile_expr
-
     x = np.asarray(args[0])
     index_map = attrs["index_map"]
     shape = tuple(int(compile_expr(d)({})) for d in index_map.map_shape(tuple(IntImm(INT64, n) for n in x.shape)))

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.registry import register_func
 from .numpy_ops import numpy_op
 from .tir_values import numpy_dtype
 
@@ -64,7 +65,7 @@ def median(args: tuple, attrs: Any) -> Any:
 
 
 @numpy_op("unique")
-def unique(args: tuple, attrs: Any) -> Any:
+def unique(args: tuple, attrs: Any = None) -> Any:
     """numpy's unique (flattened unless an axis is given); unsorted: in order of first occurrence,
     with the indices, inverse and counts following that order, as TVM's relax.run.unique does."""
     x = np.asarray(args[0])
@@ -84,5 +85,10 @@ def unique(args: tuple, attrs: Any) -> Any:
 
 
 @numpy_op("nonzero")
-def nonzero(args: tuple, attrs: Any) -> np.ndarray:
+def nonzero(args: tuple, attrs: Any = None) -> np.ndarray:
     return np.stack(np.atleast_1d(np.asarray(args[0])).nonzero()).astype(np.int64)
+
+
+# (the runtime functions TVM's LegalizeOps calls for them, lowering/relax/legalize_sort.py)
+register_func("relax.run.unique")(lambda *args: unique(args))
+register_func("relax.run.nonzero")(lambda x: nonzero((x,)))

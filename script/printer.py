@@ -125,8 +125,10 @@ def _script(node: Any, d: Dialect, name: str | None, show_meta: bool) -> str:
 
 def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
     """TVM 0.27 declares symbolic sizes (int64 variables that no parameter binds) once, as
-    module-level ``n = TypeVar("n")`` lines, sorted by name."""
+    module-level ``n = TypeVar("n")`` lines: function by function in printing order, each
+    function's new names sorted."""
     ids: dict[int, str] = {}
+    names: list[str] = []
     for f in funcs:
         if isinstance(f, PrimFunc):
             params = {id(p) for p in f.params}
@@ -135,10 +137,13 @@ def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
         else:  # sizes the parameters bind; those a match_cast binds are defined in the body
             params = set()
             found = [n for p in f.params for n in collect(p.struct_info, Var)]
+        own = set()
         for n in found:
             if n.dtype == DataType("int64") and id(n) not in params:
                 ids[id(n)] = n.name
-    return sorted(set(ids.values())), ids
+                own.add(n.name)
+        names += sorted(own - set(names))
+    return names, ids
 
 
 @dataclass

@@ -45,8 +45,10 @@ def op_function(spec: relax_op.OpSpec) -> Callable[..., rx.Call]:
                 if i < len(relax_args):
                     raise TVMSError(f"relax.op.{spec.script_name}: {key!r} is given twice")
                 if len(relax_args) < i:
-                    raise TVMSError(f"relax.op.{spec.script_name}: {key!r} is given but "
-                                    f"{arg_names[len(relax_args)]!r} is not")
+                    if spec.min_args is None or len(relax_args) < spec.min_args:
+                        raise TVMSError(f"relax.op.{spec.script_name}: {key!r} is given but "
+                                        f"{arg_names[len(relax_args)]!r} is not")
+                    relax_args += [None] * (i - len(relax_args))  # (optional: the op fills them in)
                 relax_args.append(_relax_value(value))
             elif key in attrs:
                 raise TVMSError(f"relax.op.{spec.script_name}: {key!r} is given twice")

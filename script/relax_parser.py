@@ -231,7 +231,7 @@ class RelaxBuilder(ScopedEvaluator):
         spec = relax_op.lookup(path)
         if spec is None:
             raise self.error(syn.func, f"R.{path}(...) cannot be used here")
-        args = [self.to_relax(self.ev(a), a) for a in syn.args]
+        args = [self.relax_arg(spec, self.ev(a), a) for a in syn.args]
         attrs, sinfo_args = {}, ()
         for key, value_syn in syn.kwargs:
             if key in ("sinfo_args", "ty_args"):  # R.builtin.alloc_tensor(..., ty_args=(...))
@@ -241,6 +241,11 @@ class RelaxBuilder(ScopedEvaluator):
                 continue
             attrs[key] = self.attr_value(self.ev(value_syn), value_syn)
         return relax_op.make_call(spec, args, attrs, sinfo_args, span=self.span(syn))
+
+    def relax_arg(self, spec: Any, value: Any, syn: Any) -> Any:
+        if isinstance(value, float) and spec.name in relax_op.PRIM_VALUE_ARGS:
+            return value  # (the operator makes it a float64 scalar, as TVM's does)
+        return self.to_relax(value, syn)
 
     def attr_value(self, value: Any, syn: Any) -> Any:
         if isinstance(value, list):

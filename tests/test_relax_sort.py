@@ -9,6 +9,7 @@ import pytest
 from test_legalize_index import _ref
 from tvms.ir import TVMSError
 from tvms.ir.dtype import DataType
+from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
 I32, I64 = DataType("int32"), DataType("int64")
@@ -82,20 +83,24 @@ def test_unique_and_nonzero_references() -> None:
     np.testing.assert_array_equal(_ref("nonzero", np.array(5)), [[0]])
 
 
-def test_unique_compiled_runs_the_reference() -> None:
+def test_unique_legalized_as_tvm_and_compiled() -> None:
+    """unique and nonzero legalize to R.call_pure_packed of relax.run.unique / relax.run.nonzero
+    byte for byte as TVM 0.27 prints it (golden math_unique); compiled, the VM calls tvms's
+    runtime functions and gets the reference's numbers."""
     import tvms
+    from test_legalize_index import _text
+    from tvms.lowering.relax.legalize import LegalizeOps
 
-    mod = from_source("""
-@I.ir_module
-class M:
-    @R.function
-    def forward(x: R.Tensor((6,), "float32")):
-        a = R.unique(x, sorted=False, return_counts=True)
-        b = R.nonzero(x)
-        return (a[0], a[1], b)
-""")
+    text = _text("math_unique", "before")
+    assert LegalizeOps()(from_source(text)).script(dialect="tvm-0.27") == _text("math_unique", "legalized")
+    printed = _text("math_unique", "printed_by_tvm")
+    assert from_source(printed).script(dialect="tvm-0.27") == printed
+    mod = from_source(text.rsplit("return", 1)[0] + "return (a[0], a[1], b, c[0], c[1])\n")
     x = np.array([2, 0, 2, 5, 0, 2], "float32")
-    values, counts, where = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())["forward"](x)
-    np.testing.assert_array_equal(values.numpy(), [2, 0, 5])
-    np.testing.assert_array_equal(counts.numpy(), [3, 2, 1])
-    np.testing.assert_array_equal(where.numpy(), [[0, 2, 3, 5]])
+    y = np.array([[0, 3, 0], [0, 3, 1]], "int32")
+    got = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())["forward"](x, y)
+    want = run_relax(mod, "forward", x, y)
+    np.testing.assert_array_equal(got[0].numpy(), [2, 0, 5])
+    np.testing.assert_array_equal(got[1].numpy(), [3, 2, 1])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w)

@@ -1,5 +1,6 @@
 """TensorIR kernels written as topi writes them with its IR builder (``te.extern``), rather than
-as TE computations: the generic scan (cumsum / cumprod) and the binary search of ``searchsorted``.
+as TE computations: the generic scan (cumsum / cumprod), the binary search of ``searchsorted`` and
+the generic ``get_sample_index`` of multinomial sampling.
 
 Each is one opaque block named after the kernel around a parallel loop, indexing its buffers by
 flat positions spelled as the IR builder spells them (``v // 4 * 3 * 4 + v % 4``); the buffers
@@ -13,10 +14,10 @@ from typing import Any
 from ...ir import arith
 from ...ir import relax as rx
 from ...ir.arith import bitwise_binary
-from ...ir.buffer import decl_buffer
+from ...ir.buffer import BufferRegion, decl_buffer
 from ...ir.dtype import DataType, handle
-from ...ir.expr import (LE, LT, Add, BufferLoad, Call, Cast, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub,
-                        Var, const)
+from ...ir.expr import (DATA_PAR, EQ, GE, LE, LT, Add, BufferLoad, Call, Cast, FloorDiv, FloorMod, IntImm, IterVar,
+                        Mul, Or, PrimExpr, Range, Sub, Var, const)
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.relax_op import make_call
@@ -171,3 +172,47 @@ def call_kernel(bb: Any, func: PrimFunc, name: str, inputs: list, out: Any) -> A
     gv = bb.add_func(func, name)
     out_sinfo = TensorStructInfo(rx.ShapeExpr(tuple(out.shape)), out.dtype)
     return make_call("call_tir", [gv, rx.Tuple(tuple(inputs))], {}, (out_sinfo,))
+
+
+def sample_index_kernel(prob_dtype: Any, sample_dtype: Any, index_dtype: Any, out_dtype: Any) -> PrimFunc:
+    """TVM's generic ``get_sample_index``: for each row ``i``, the first column ``j`` of the
+    cumulative probabilities ``prob[sample_indices[i, 0]]`` above ``usample[i, 0]`` (the last
+    column when none is): the sample of a multinomial distribution."""
+    batch, vocab, out_batch = (Var(n, _I64) for n in ("batch", "vocab_size", "out_batch"))
+    one32 = IntImm(DataType("int32"), 1)
+    prob = decl_buffer((batch, vocab), prob_dtype, "prob")
+    usample = decl_buffer((out_batch, one32), sample_dtype, "usample")
+    indices = decl_buffer((out_batch, one32), index_dtype, "sample_indices")
+    out = decl_buffer((out_batch, one32), out_dtype, "output_index")
+    ax0, ax1 = Var("ax0", _I64), Var("ax1", _I64)
+    i, j = Var("v_ax0", _I64), Var("v_ax1", _I64)
+    zero, one = IntImm(_I64, 0), IntImm(_I64, 1)
+    u = BufferLoad(usample, (i, zero))
+    row = BufferLoad(indices, (i, zero))
+    found = Or(LT(u, BufferLoad(prob, (row, j))), EQ(Add(j, one), vocab))
+    store_at = (i, IntImm(DataType("int32"), 0))  # (the kernel's source writes a plain 0 here)
+
+    def write(value: PrimExpr) -> BufferStore:
+        return BufferStore(out, value, store_at)
+
+    previous = Sub(j, one)
+    body = IfThenElse(found, IfThenElse(EQ(j, zero), write(const(0, str(out_dtype))),
+                                        IfThenElse(GE(u, BufferLoad(prob, (row, previous))),
+                                                   write(arith.cast(out_dtype, j)))))
+
+    def point(buf: Any, *starts: PrimExpr) -> BufferRegion:
+        return BufferRegion(buf, tuple(Range(s, IntImm(s.dtype if s.dtype.is_int else _I64, 1)) for s in starts))
+
+    reads = (point(usample, i, zero),
+             BufferRegion(prob, (Range(row, one), Range(previous, IntImm(_I64, 2)))),
+             point(indices, i, zero))
+    writes = (BufferRegion(out, (Range(i, one), Range(IntImm(DataType("int32"), 0), one32))),)
+    iters = (IterVar(Range(zero, out_batch), i, DATA_PAR), IterVar(Range(zero, vocab), j, DATA_PAR))
+    block = Block(iters, (), (), reads, writes, "T_get_sample_index", None, body)
+    loops = For(ax0, zero, out_batch, SERIAL,
+                For(ax1, zero, vocab, SERIAL, BlockRealize((ax0, ax1), const(True), block)))
+    root = Block((), name_hint="root", body=loops)
+    buffers = (prob, usample, indices, out)
+    params = tuple(Var("var_" + b.name, handle) for b in buffers)
+    return PrimFunc(params, FrozenDict(zip(params, buffers)), BlockRealize((), const(True), root), None,
+                    FrozenDict(), True)

@@ -76,8 +76,9 @@ def gen_call_tir_inputs(fte: Callable, *args: Any) -> tuple:
     for a in args:
         if isinstance(a, rx.PrimValue) and isinstance(a.value, Var):
             te_args.append(a.value)
-            params.append(a.value)
-            rx_args.append(a)
+            if all(a.value is not p for p in params):  # (a size given twice is one parameter, as in TVM)
+                params.append(a.value)
+                rx_args.append(a)
         elif isinstance(a, rx.RelaxExpr):
             sinfo = _tensor_sinfo(a)
             if sinfo is None:
@@ -536,7 +537,7 @@ def rewrite_calls(mod: IRModule, table: dict[str, LegalizeFunc]) -> IRModule:
 register_pass("LegalizeOps", LegalizeOps, override=True)
 
 # The other operator families register themselves into LEGALIZE when imported.
-from . import legalize_create, legalize_index, legalize_manip, legalize_math  # noqa: E402,F401
-from . import legalize_misc, legalize_nn, legalize_quant, legalize_relayout, legalize_sum  # noqa: E402,F401
+from . import legalize_create, legalize_image, legalize_index, legalize_manip, legalize_math, legalize_sort  # noqa: E402,F401,E501
+from . import legalize_misc, legalize_nn, legalize_quant, legalize_relayout, legalize_scatter, legalize_sum  # noqa: E402,F401
 
 __all__ = ["LEGALIZE", "LegalizeOps", "call_te", "matmul_te", "register_legalize", "rewrite_calls"]

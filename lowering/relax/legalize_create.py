@@ -110,13 +110,11 @@ def _arange(bb: Any, call: rx.Call) -> Any:
     dtype = str(call.attrs["dtype"])
     if all(isinstance(v, (IntImm, FloatImm)) for v in (start, end, step)):  # TVM folds it to a constant
         return rx.make_constant(np.arange(start.value, end.value, step.value, dtype=dtype))
-    if not all(v.dtype.is_int for v in (start, end, step)):
-        raise _NotLegalized
     shape = _out_dims(call)
 
     def arange() -> te.Tensor:
-        return _compute(shape, lambda idx: arith.cast(dtype, arith.binary(Add, start, arith.binary(
-            Mul, step, idx[0]))), "T_arange", "elemwise", "ax")
+        return _compute(shape, lambda idx: _cast(dtype, _folded(Add, start, _folded(Mul, step, idx[0]))),
+                        "T_arange", "elemwise", "ax")
 
     return call_te(bb, arange, primfunc_name_hint="arange")
 
@@ -192,25 +190,9 @@ def _one_hot(bb: Any, call: rx.Call) -> Any:
 def _size(bb: Any, call: rx.Call) -> Any:
     """As TVM: the product of the shape made a tensor, ``prod(shape_to_tensor(shape_of(x)))``."""
     shape = bb.emit(make_call("shape_of", [call.args[0]]))
-    dims = shape.struct_info.values
-    if dims is None:
+    if shape.struct_info.values is None:
         raise _NotLegalized
-    symbolic = [d for d in dims if not isinstance(d, IntImm)]
-
-    def shape_to_tensor(*sizes: PrimExpr) -> te.Tensor:
-        values, rest = [], list(sizes)
-        for d in dims:
-            values.append(d if isinstance(d, IntImm) else rest.pop(0))
-
-        def body(i: PrimExpr) -> PrimExpr:
-            value: PrimExpr = _i64(0)
-            for k in reversed(range(len(values))):  # (the first dimension's test outermost)
-                value = te.if_then_else(EQ(i, _i64(k)), _cast("int64", values[k]), value)
-            return value
-
-        return te.compute((_i64(len(values)),), body, name="shape_to_tensor")
-
-    tensor = bb.emit(call_te(bb, shape_to_tensor, *symbolic, primfunc_name_hint="shape_to_tensor"))
+    tensor = bb.emit(LEGALIZE["relax.shape_to_tensor"](bb, make_call("shape_to_tensor", [shape])))
     return LEGALIZE["relax.prod"](bb, make_call("prod", [tensor]))
 
 

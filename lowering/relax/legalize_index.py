@@ -1,11 +1,10 @@
-"""LegalizeOps for the gather operators and reverse_sequence, building the TE computations of the
-topi functions TVM 0.27 calls (``topi.gather``, ``topi.gather_nd`` after moving the index axis of
-the indices first, ``topi.reverse_sequence``).
+"""LegalizeOps for the gather operators, index_tensor and reverse_sequence, building the TE
+computations of the topi functions TVM 0.27 calls (``topi.gather``, ``topi.gather_nd`` after
+moving the index axis of the indices first, ``topi.adv_index``, ``topi.reverse_sequence``).
 
-The scatters (``topi.scatter_elements``/``scatter_nd``) are TE extern functions written with TVM's
-IR builder, and so are index_put's; slice_scatter's and index_tensor's are long chains of topi
-operators, dynamic_strided_slice's computes its shape at run time. None is legalized here: the VM
-runs them with their numpy references.
+The scatters and index_put (IR-builder kernels) are legalized in ``legalize_scatter``;
+slice_scatter (a long chain of topi operators) and dynamic_strided_slice (its shape computed at
+run time) are not: the VM runs them with their numpy references.
 """
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from ...ir import relax as rx
 from ...ir.arith import canonical
 from ...ir.expr import GT, LE, Cast, Or
 from .. import te
-from .legalize import _compute, call_te, register_legalize, transpose_compute
+from .legalize import _broadcast_index, _broadcast_shape, _compute, call_te, register_legalize, transpose_compute
 from .legalize_manip import _i64
 
 
@@ -68,3 +67,27 @@ def _reverse_sequence(bb: Any, call: rx.Call) -> Any:
         return _compute(shape, body, "T_reverse_sequence", "injective", "ax")
 
     return call_te(bb, reverse_sequence, call.args[0], call.args[1])
+
+
+@register_legalize("relax.index_tensor")
+def _index_tensor(bb: Any, call: rx.Call) -> Any:
+    count = len(call.args[1].struct_info.fields)
+    # (TVM takes each index out of the tuple with a binding of its own, a literal tuple too)
+    fields = [bb.emit(rx.TupleGetItem(call.args[1], i)) for i in range(count)]
+
+    def index_tensor(data: te.Tensor, *indices: te.Tensor) -> te.Tensor:
+        shape = tuple(indices[0].shape)
+        for t in indices[1:]:
+            shape = _broadcast_shape(shape, tuple(t.shape))
+        if len(indices) > 1:  # (topi broadcasts every index when there are several)
+            indices = tuple(_compute(shape, lambda idx, t=t: t[tuple(_broadcast_index(t, shape, idx))],
+                                     "T_broadcast_to", "broadcast", "ax") for t in indices)
+        out = shape + tuple(data.shape[len(indices):])
+
+        def body(idx: tuple) -> Any:
+            picked = tuple(t[idx[:len(shape)]] for t in indices)
+            return data[picked + idx[len(shape):]]
+
+        return _compute(out, body, "advanced_index", "injective", "ax")
+
+    return call_te(bb, index_tensor, call.args[0], *fields)

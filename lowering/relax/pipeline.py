@@ -2,8 +2,7 @@
 
 ``get_pipeline("zero")`` is TVM 0.27's zero pipeline: LegalizeOps, AnnotateTIROpPattern,
 FoldConstant, FuseOps, FuseTIR (TVM also applies a MetaSchedule database when one is current;
-tvms has none), preceded by the CPU backend's DispatchSortScan, which TVM's default build pipeline
-runs first: without it cumsum and cumprod would stay unlowered.
+tvms has none).
 """
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from typing import Any, Callable
 
 from ...ir.errors import TVMSError
 from ..transform import Pass, Sequential
-from .dispatch_scan import DispatchSortScan
 from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR
 from .legalize import LegalizeOps
@@ -20,8 +18,8 @@ from .passes import FoldConstant
 
 
 def zero_pipeline() -> Pass:
-    return Sequential([DispatchSortScan(), LegalizeOps(), AnnotateTIROpPattern(), FoldConstant(), FuseOps(),
-                       FuseTIR()], name="zero_pipeline")
+    return Sequential([LegalizeOps(), AnnotateTIROpPattern(), FoldConstant(), FuseOps(), FuseTIR()],
+                      name="zero_pipeline")
 
 
 PIPELINES: dict[str, Callable[..., Pass]] = {"zero": zero_pipeline}
