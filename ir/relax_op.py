@@ -207,6 +207,9 @@ def bind_arguments(spec: OpSpec, args: tuple, attrs: dict) -> tuple[tuple, dict]
             if name in attrs:
                 raise TVMSError(f"R.{spec.script_name} got the attribute {name!r} twice")
             attrs[name] = _attr_from_relax(value)
+    if spec.min_args is not None:  # an optional argument given as None is absent (bias=None)
+        while len(args) > spec.min_args and args[-1] is None:
+            args.pop()
     return tuple(args), attrs
 
 

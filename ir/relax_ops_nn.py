@@ -1,8 +1,11 @@
 """Relax neural-network operators: nn.softmax, nn.log_softmax, nn.layer_norm, nn.rms_norm, and
 the window operators in 1, 2 and 3 spatial dimensions: nn.conv1d/2d/3d, their transposes,
-nn.max_pool*, nn.avg_pool*, nn.adaptive_avg_pool* (the others are in ``relax_ops_nn_misc``; the elementwise nn.relu / nn.gelu / nn.silu are with
-the elementwise operators in ``relax_ops``)."""
+nn.max_pool*, nn.avg_pool*, nn.adaptive_avg_pool*. (The others are in ``relax_ops_nn_misc`` and
+``relax_ops_attention``; the elementwise nn.relu / nn.gelu / nn.silu are with the elementwise
+operators in ``relax_ops``.)"""
 from __future__ import annotations
+
+from typing import Any
 
 from .expr import EQ, LE, Call, FloorMod, IntImm, PrimExpr
 from .op import get_op
@@ -201,67 +204,70 @@ def _prepare_conv(n: int, transpose: bool = False):
     return prepare
 
 
-def _conv_layouts(info: CallInfo, kernel: str) -> tuple:
-    """The data, kernel and output layouts of a convolution, checked against the tensors."""
+def _conv_shapes(info: CallInfo, kernel: str) -> tuple:
+    """A convolution's layouts checked against its tensors: the data's and the kernel's
+    dimensions in canonical order (NC..., OI... or IO...; None when unknown), the output layout
+    and the result's dtype."""
     data, weight = tensor_args(info)
-    a = info.attrs
-    target = "NC" + SPATIAL[_n_spatial(info)]
-    d_layout = parse_layout(info, a["data_layout"], target, "data")
-    w_layout = parse_layout(info, a["kernel_layout"], kernel + SPATIAL[_n_spatial(info)], "kernel")
-    o_layout = parse_layout(info, a["out_layout"], target, "output")
+    a, n = info.attrs, _n_spatial(info)
+    d_layout = parse_layout(info, a["data_layout"], "NC" + SPATIAL[n], "data")
+    w_layout = parse_layout(info, a["kernel_layout"], kernel + SPATIAL[n], "kernel")
+    o_layout = parse_layout(info, a["out_layout"], "NC" + SPATIAL[n], "output")
     check_rank(info, data, a["data_layout"], d_layout, "data")
     check_rank(info, weight, a["kernel_layout"], w_layout, "kernel")
     dtype = a["out_dtype"] if a["out_dtype"] is not None else binary_dtype(info, data, weight)
-    return data, weight, d_layout, w_layout, o_layout, dtype
+    if data.dims is None or weight.dims is None:
+        return None, None, o_layout, dtype
+    return (to_canonical(data.dims, d_layout, "NC" + SPATIAL[n]),
+            to_canonical(weight.dims, w_layout, kernel + SPATIAL[n]), o_layout, dtype)
+
+
+def _conv_result(info: CallInfo, out: list, o_layout: list, dtype: Any) -> StructInfo:
+    return make_tensor(from_canonical(out, o_layout, "NC" + SPATIAL[_n_spatial(info)]), dtype,
+                       vdevice=info.sinfo[0].vdevice)
 
 
 def _infer_conv(info: CallInfo) -> StructInfo:
-    data, weight, d_layout, w_layout, o_layout, dtype = _conv_layouts(info, "OI")
-    a, n = info.attrs, _n_spatial(info)
-    if data.dims is None or weight.dims is None:
+    d, w, o_layout, dtype = _conv_shapes(info, "OI")
+    if d is None:
         return TensorStructInfo(None, dtype, len(o_layout))
-    target = "NC" + SPATIAL[n]
-    batch, c, *extents = to_canonical(data.dims, d_layout, target)
-    o, i, *kernel = to_canonical(weight.dims, w_layout, "OI" + SPATIAL[n])
-    groups = a["groups"]
+    (batch, c, *extents), (o, i, *kernel) = d, w
+    a, n, groups = info.attrs, _n_spatial(info), info.attrs["groups"]
     if prove_not_equal(c, dim_mul(i, groups)):
         raise info.fail(f"the data has {fmt_dim(c)} channels, but the kernel takes {fmt_dim(i)} input "
                         f"channels in each of {groups} group{'s' if groups != 1 else ''} "
-                        f"(data {fmt_dims(data.dims)}, kernel {fmt_dims(weight.dims)})")
+                        f"(data {fmt_dims(info.sinfo[0].dims)}, kernel {fmt_dims(info.sinfo[1].dims)})")
     if int_of(o) is not None and int_of(o) % groups:
         raise info.fail(f"the {int_of(o)} output channels do not divide into {groups} groups")
     pad = a["padding"]
     out = [batch, o] + [window_size(e, pad[j] + pad[j + n], k, a["dilation"][j], a["strides"][j])
                         for j, (e, k) in enumerate(zip(extents, kernel))]
-    return make_tensor(from_canonical(out, o_layout, target), dtype, vdevice=data.vdevice)
+    return _conv_result(info, out, o_layout, dtype)
 
 
 def _infer_conv_transpose(info: CallInfo) -> StructInfo:
     """The gradient of a convolution: each spatial size is
     ``(in - 1) * stride - padding + dilation * (kernel - 1) + output_padding + 1``."""
-    data, weight, d_layout, w_layout, o_layout, dtype = _conv_layouts(info, "IO")
-    a, n = info.attrs, _n_spatial(info)
+    d, w, o_layout, dtype = _conv_shapes(info, "IO")
+    if d is None:
+        return TensorStructInfo(None, dtype, len(o_layout))
+    (batch, c, *extents), (i, o, *kernel) = d, w
+    a, n, groups = info.attrs, _n_spatial(info), info.attrs["groups"]
+    if prove_not_equal(c, i):
+        raise info.fail(f"the data has {fmt_dim(c)} channels, but the kernel takes {fmt_dim(i)} "
+                        f"(data {fmt_dims(info.sinfo[0].dims)}, kernel {fmt_dims(info.sinfo[1].dims)})")
+    if int_of(i) is not None and int_of(i) % groups:
+        raise info.fail(f"the {int_of(i)} input channels do not divide into {groups} groups")
     if any(p >= s for p, s in zip(a["output_padding"], a["strides"])):
         raise info.fail(f"output_padding {list(a['output_padding'])} must be less than the strides "
                         f"{list(a['strides'])}")
-    if data.dims is None or weight.dims is None:
-        return TensorStructInfo(None, dtype, len(o_layout))
-    target = "NC" + SPATIAL[n]
-    batch, c, *extents = to_canonical(data.dims, d_layout, target)
-    i, o, *kernel = to_canonical(weight.dims, w_layout, "IO" + SPATIAL[n])
-    groups = a["groups"]
-    if prove_not_equal(c, i):
-        raise info.fail(f"the data has {fmt_dim(c)} channels, but the kernel takes {fmt_dim(i)} "
-                        f"(data {fmt_dims(data.dims)}, kernel {fmt_dims(weight.dims)})")
-    if int_of(i) is not None and int_of(i) % groups:
-        raise info.fail(f"the {int_of(i)} input channels do not divide into {groups} groups")
     pad = a["padding"]
     out = [batch, dim_mul(o, groups)]
     for j, (e, k) in enumerate(zip(extents, kernel)):
         size = dim_sub(dim_mul(dim_sub(e, 1), a["strides"][j]), pad[j] + pad[j + n])
         size = dim_add(dim_add(size, dim_mul(a["dilation"][j], dim_sub(k, 1))), a["output_padding"][j])
         out.append(simplify_dim(dim_add(size, 1)))
-    return make_tensor(from_canonical(out, o_layout, target), dtype, vdevice=data.vdevice)
+    return _conv_result(info, out, o_layout, dtype)
 
 
 def _conv_attrs(n: int, kernel: str, transpose: bool) -> tuple:

@@ -13,8 +13,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tvms.ir.errors import TVMSError
-
 from .tir_values import numpy_dtype
 
 

@@ -88,9 +88,12 @@ def pixel_shuffle(args: tuple, attrs: Any) -> np.ndarray:
 
 
 def _normalize(x: np.ndarray, axes: tuple, eps: float) -> np.ndarray:
-    mean = x.mean(axis=axes, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps)
+    """(x - mean) / sqrt(var + eps) over ``axes``, float16 computed in float32 (as TVM does) and
+    rounded back before the scale and shift."""
+    wide = x.astype(np.float32) if x.dtype == np.float16 else x
+    mean = wide.mean(axis=axes, keepdims=True)
+    var = ((wide - mean) ** 2).mean(axis=axes, keepdims=True)
+    return ((wide - mean) / np.sqrt(var + eps)).astype(x.dtype)
 
 
 def _along(p: np.ndarray, ndim: int, axis: int) -> np.ndarray:
@@ -255,7 +258,11 @@ def pool_windows(extents: tuple, attrs: Any) -> tuple[tuple, list]:
 
     def out_size(i: int) -> int:
         span = extents[i] + pad[i] + pad[i + n] - dilation[i] * (size[i] - 1) - 1
-        return (-(-span // strides[i]) if attrs["ceil_mode"] else span // strides[i]) + 1
+        if not attrs["ceil_mode"]:
+            return span // strides[i] + 1
+        count = -(-span // strides[i]) + 1
+        # in ceil mode a last window starting in the back padding is dropped
+        return count - 1 if (count - 1) * strides[i] >= extents[i] + pad[i] else count
 
     osz = tuple(out_size(i) for i in range(n))
     windows = []
@@ -268,7 +275,7 @@ def pool_windows(extents: tuple, attrs: Any) -> tuple[tuple, list]:
             count = int(np.prod([sum(1 for v in axes[i] if -pad[i] <= v < extents[i] + pad[i + n])
                                  for i in range(n)]))
         else:
-            count = len(inside)
+            count = max(len(inside), 1)
         windows.append((o, inside, count))
     return osz, windows
 
@@ -280,7 +287,11 @@ def _pool(kind: str) -> Any:
         osz, windows = pool_windows(x.shape[2:], attrs)
         out = np.zeros(x.shape[:2] + osz, dtype=x.dtype)
         for o, inside, count in windows:
-            vals = np.stack([x[(slice(None), slice(None)) + p] for p in inside], axis=-1)
+            if inside:
+                vals = np.stack([x[(slice(None), slice(None)) + p] for p in inside], axis=-1)
+            else:  # a window in the padding only: the padding's value (TVM's, the lowest for max)
+                lowest = np.finfo(x.dtype).min if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
+                vals = np.full(x.shape[:2] + (1,), lowest if kind == "max" else 0, x.dtype)
             at = (slice(None), slice(None)) + o
             out[at] = vals.max(axis=-1) if kind == "max" else vals.sum(axis=-1) / count
         return _from_canonical(out, attrs["out_layout"] or attrs["layout"], target)

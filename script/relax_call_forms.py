@@ -327,7 +327,18 @@ def parse_tuple_get_item(b: Any, syn: S.Call) -> rx.TupleGetItem:
     return b.index_tuple(b.to_relax(args[0], syn), args[1], syn)
 
 
+def parse_relu6(b: Any, syn: S.Call) -> rx.Call:
+    """``R.nn.relu6(x)``: no operator of its own in TVM, but ``R.clip(x, 0, 6)``."""
+    args, kwargs = _arguments(b, syn)
+    data = args[0] if args else kwargs.pop("data", None)
+    _no_extra(b, kwargs, "nn.relu6", syn)
+    if data is None or len(args) > 1:
+        raise b.error(syn, "R.nn.relu6 takes one tensor")
+    return _make(b, "clip", [b.to_relax(data, syn), 0, 6], {}, (), syn)
+
+
 PARSERS: dict[str, Callable] = {
+    "nn.relu6": parse_relu6,
     "print": parse_print,
     "assert_op": parse_assert_op,
     "call_pure_packed": _packed("call_pure_packed"),

@@ -106,8 +106,13 @@ def _as_tuple(args: Any) -> Any:
     return args
 
 
+def relu6(data: Any) -> rx.Call:
+    """``relax.op.nn.relu6(x)``: TVM's, a ``clip(x, 0, 6)`` (no operator of its own)."""
+    return relax_op.make_call("clip", [data, 0, 6])
+
+
 _SPECIAL: dict[str, Callable] = {"call_tir": call_tir, "call_dps_packed": call_dps_packed,
-                                 "call_packed": call_packed}
+                                 "call_packed": call_packed, "nn.relu6": relu6}
 
 
 class OpNamespace:

@@ -34,7 +34,6 @@ relax.call_py_func
 # `R.*` script names (relax.txt) the Relax parser does not accept
 MISSING_R_NAMES = _lines("""
 R.call_py_func
-R.nn.relu6
 """)
 
 # `T.*` names of TVM's TensorIR script namespace (tir.txt) the TensorIR parser does not accept

@@ -7,15 +7,16 @@ for PrimFuncs, blocks and axes, and the indices in TVM's simplified form (``ir.a
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from ...ir import arith
 from ...ir import relax as rx
-from ...ir.expr import EQ, Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, PrimExpr, Sub
+from ...ir.expr import EQ, LE, Add, Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, PrimExpr, Sub
 from ...ir.dtype import DataType
 from ...ir.relax_infer import int_of
 from .. import te
-from ...ir.arith import canonical, canonical_ge_zero, divisible
+from ...ir.arith import CANONICAL, Analyzer, canonical, canonical_ge_zero, divisible
 from .legalize import _NotLegalized, _broadcast_index, _compute, _tensor_sinfo, call_te, register_legalize
 
 _INT64 = "int64"
@@ -349,12 +350,19 @@ def _pad(data: te.Tensor, before: list, after: list, value: PrimExpr, prefix: st
             if b != 0 or both_bounds:
                 inside.append(v >= _i64(b))
             if a != 0 or both_bounds:
-                inside.append(v < canonical(d + _i64(b)))
+                inside.append(_below(v, canonical(d + _i64(b))))
         if not inside:
             return data[tuple(index)]
         return te.if_then_else(te.all(*inside), data[tuple(index)], value)
 
     return _compute(shape, body, name, "injective,pad", prefix)
+
+
+def _below(v: PrimExpr, bound: PrimExpr) -> PrimExpr:
+    """``v < bound``, where TVM's simplifier writes ``v < n + 1`` as ``v <= n`` (a symbolic n)."""
+    if isinstance(bound, Add) and int_of(bound.b) == 1 and int_of(bound.a) is None:
+        return LE(v, bound.a)
+    return v < bound
 
 
 def _window_index(out: Any, stride: int, r: Any, dilation: int) -> PrimExpr:
@@ -486,6 +494,9 @@ def _pool_legalize(kind: str, n: int) -> Callable:
                     c = _window_count(idx[axis], data.shape[axis], size[i], strides[i], dilation[i], head[i],
                                       tail[i], ceil, bool(a["count_include_pad"]))
                     count = c if count is None else count * c
+                if not a["count_include_pad"] and all(size[i] == 1 and _one_element(strides[i], dilation[i], head[i])
+                                                      for i in range(n)):
+                    return pool_sum[idx]  # (TVM's simplifier proves each window holds one element)
                 if not a["count_include_pad"]:
                     count = Max(count, _i64(1))
                 return pool_sum[idx] / Cast(data.dtype, count)
@@ -498,6 +509,12 @@ def _pool_legalize(kind: str, n: int) -> Callable:
     return legalize
 
 
+def _one_element(s: int, d: int, head: int) -> bool:
+    """Whether TVM's simplifier proves that a window of one element (pool_size 1) counts one
+    (it does for these strides, dilations and paddings, not for the others)."""
+    return s == 1 and head == 0 if d == 1 else s == 1 or s % d == 0
+
+
 def _window_count(o: Any, extent: PrimExpr, k: int, s: int, d: int, head: int, tail: int,
                   ceil: bool, include_pad: bool) -> PrimExpr:
     """How many elements the window of output position ``o`` averages (topi's pool_avg), in
@@ -506,18 +523,23 @@ def _window_count(o: Any, extent: PrimExpr, k: int, s: int, d: int, head: int, t
     if include_pad:
         # (min(x + a, L) - (x - head)) / d + 1 becomes (min(a, L - x) + head) / d + 1
         limit = canonical(extent + _i64(tail - 1 - (s - 1 if ceil else 0)))
-        span = Min(_i64((k - 1) * d - head), canonical(limit - x))
+        a, rest = (k - 1) * d - head, canonical(limit - x)
         if d == 1:
-            return canonical(span + _i64(head + 1))
-        return Div(canonical(span + _i64(head)), _i64(d)) + _i64(1)
+            return canonical(_factored(Min, _i64(a), rest) + _i64(head + 1))
+        if a < 0 or head == 0:  # the head joins a negative side of the min: min(a + head, rest + head)
+            low, high = a + head, canonical(rest + _i64(head))
+            if low % d == 0 and divisible(high, d):
+                return canonical(Min(_i64(low // d), canonical(FloorDiv(high, _i64(d)))) + _i64(1))
+            return Div(Min(_i64(low), high), _i64(d)) + _i64(1)
+        return Div(canonical(_factored(Min, _i64(a), rest) + _i64(head)), _i64(d)) + _i64(1)
     last = canonical(extent - _i64(1))
     if d == 1:
         # min(x + k - 1 - head, last) - (x - head) - max(head - x, 0) + 1: with a unit stride
         # the min absorbs x; without padding the max becomes min(o, 0) * s
-        before = Max(canonical(_i64(head) - x), _i64(0))
+        before = _factored(Max, canonical(_i64(head) - x), _i64(0))
         if s == 1:
             return canonical(Min(_i64(k - 1 - head), canonical(last - x)) + _i64(head + 1) - before)
-        window = Min(canonical(x + _i64(k - 1 - head)), last)
+        window = _factored(Min, canonical(x + _i64(k - 1 - head)), last)
         if head == 0:
             return canonical(Min(o, _i64(0)) * _i64(s) + window + _i64(1) - x)
         return canonical(window + _i64(head + 1) - before - x)
@@ -525,10 +547,30 @@ def _window_count(o: Any, extent: PrimExpr, k: int, s: int, d: int, head: int, t
     # over; divided term by term where every term divides
     skip = Max(_exact_div(canonical(_i64(d - 1 + head) - x), d), _i64(0))
     a, rest = (k - 1) * d - head, canonical(last - x)
+    if s > 1 and s % d:  # (a stride the dilation does not divide keeps the window's start outside)
+        shift = head if a < 0 else 0  # (the head joins a negative offset inside the min)
+        window = Min(canonical(x + _i64(a + shift)), canonical(last + _i64(shift)))
+        return Div(canonical(window + _i64(head - shift) - skip * _i64(d) - x), _i64(d)) + _i64(1)
     if a % d == 0 and head % d == 0 and divisible(rest, d):
         span = Min(_i64(a // d), canonical(FloorDiv(rest, _i64(d))))
         return canonical(span + _i64(head // d + 1) - skip)
+    if a < 0:  # (the head joins a negative side of the min)
+        return Div(canonical(Min(_i64(a + head), canonical(rest + _i64(head))) - skip * _i64(d)),
+                   _i64(d)) + _i64(1)
     return Div(canonical(Min(_i64(a), rest) + _i64(head) - skip * _i64(d)), _i64(d)) + _i64(1)
+
+
+def _factored(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``min(a, b)`` / ``max(a, b)`` with a constant factor common to both taken out, as TVM's
+    simplifier does: ``min(o * 2 + 2, 4)`` is ``min(o + 1, 2) * 2``."""
+    sums = [Analyzer(CANONICAL).canonical(e) for e in (a, b)]
+    g = 0
+    for s in sums:
+        for value in [s.base] + [t.scale for t in s.terms]:
+            g = math.gcd(g, value)
+    if g <= 1:
+        return cls(a, b)
+    return cls(canonical(FloorDiv(a, _i64(g))), canonical(FloorDiv(b, _i64(g)))) * _i64(g)
 
 
 def _exact_div(e: PrimExpr, d: int) -> PrimExpr:

@@ -1,12 +1,13 @@
 """LegalizeOps for the neural-network operators of ``ir/relax_ops_nn_misc.py``: the activations
 with parameters (topi's ``leaky_relu``, ``prelu``, ``softplus``; selu as TVM composes it),
 nn.pad in constant mode (topi's ``nn.pad``), nn.dropout (the identity and a mask of ones, as TVM
-legalizes it for inference) and nn.batch_flatten (a reshape); and nn.attention / attention_bias
-without a causal mask (TVM's ``_te_attention``).
+legalizes it for inference) and nn.batch_flatten (a reshape); nn.attention / attention_bias
+(TVM's ``_te_attention``; causal masks on static sizes); the norms, the losses and the transposed
+convolutions.
 
 Not legalized, as in TVM 0.27 or short of it: nn.pixel_shuffle (TVM's legalization fails: its
-topi has no pixel_shuffle) and the reflect / replicate / circular pads (TVM's index forms come
-from its simplifier's bound analysis, not reproduced here).
+topi has no pixel_shuffle) and the reflect pad (the read regions TVM's bound analysis gives its
+nested selects are not reproduced).
 """
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ from ...ir import arith
 from ...ir import relax as rx
 from ...ir.dtype import DataType
 from ...ir.arith import canonical
-from ...ir.expr import EQ, LT, NE, FloatImm, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Select, Sub, const
+from ...ir.expr import (EQ, LE, LT, NE, Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Select,
+                        Sub, const)
 from ...ir.relax_infer import int_of
 from .. import te
 from .legalize import _NotLegalized, _compute, _tensor_sinfo, call_te, register_legalize, transpose_compute
 from .legalize_manip import _pad, _reshape_compute
-from .legalize_math import (_BINARY, _add, _binary_compute, _count, _divide, _elemwise, _intrin, _kept, _multiply,
-                            _reduce, _softmax, _subtract)
+from .legalize_math import (_BINARY, _add, _binary_compute, _cast, _count, _divide, _elemwise, _intrin, _kept,
+                            _multiply, _reduce, _softmax, _subtract)
 
 _I64 = DataType("int64")
 _ONE = IntImm(_I64, 1)
@@ -100,18 +102,39 @@ def _dropout(bb: Any, call: rx.Call) -> Any:
     return call_te(bb, dropout, call.args[0], primfunc_name_hint="dropout")
 
 
+def _edge_pad(x: te.Tensor, before: list, after: list, mode: str) -> te.Tensor:
+    """topi's replicate_pad (the index clamped into the tensor) and circular_pad (wrapped
+    around), in the forms TVM's simplifier leaves them: ``max(0, min(n - 1, i - b))``,
+    ``(i - b + n) % n``."""
+    shape = tuple(canonical(d + IntImm(_I64, b + a)) for d, b, a in zip(x.shape, before, after))
+
+    def index(i: Any, n: Any, b: int) -> PrimExpr:
+        if mode == "replicate":
+            if b == 1 and int_of(n) is None:  # (min(n - 1, i - 1) shares its offset: min(n, i) - 1)
+                return Max(IntImm(_I64, 0), Sub(Min(n, i), _ONE))
+            return Max(IntImm(_I64, 0), Min(canonical(n - _ONE), canonical(i - IntImm(_I64, b))))
+        return canonical(FloorMod(canonical(i - IntImm(_I64, b) + n), n))
+
+    name = "ReplicatePadInput" if mode == "replicate" else "CircularPadInput"
+    return _compute(shape, lambda idx: x[tuple(index(i, n, b) for i, n, b in zip(idx, x.shape, before))],
+                    name, "injective,pad")
+
+
 @register_legalize("relax.nn.pad")
 def _nn_pad(bb: Any, call: rx.Call) -> Any:
-    if call.attrs["pad_mode"] != "constant":
+    mode = call.attrs["pad_mode"]
+    if mode == "reflect":
         raise _NotLegalized
     width = call.attrs["pad_width"]
     before, after = list(width[::2]), list(width[1::2])
 
     def pad(x: te.Tensor) -> te.Tensor:
+        if mode != "constant":
+            return _edge_pad(x, before, after, mode)
         value = const(call.attrs["pad_value"], str(x.dtype))
         return _pad(x, before, after, value, "i", True, name="PadInput")
 
-    return call_te(bb, pad, call.args[0], primfunc_name_hint="pad")
+    return call_te(bb, pad, call.args[0], primfunc_name_hint="pad" if mode == "constant" else f"{mode}_pad")
 
 
 @register_legalize("relax.nn.batch_flatten")
@@ -139,12 +162,32 @@ def _batch_matmul(x: te.Tensor, y: te.Tensor, transpose_b: bool) -> te.Tensor:
                       attrs={"layout_free_placeholders": [y]}, varargs_names=["b", "i", "j"])
 
 
+def _masked_softmax(p: te.Tensor, causal_mask: str | None) -> te.Tensor:
+    """softmax over the last axis of (batch, queries, keys) scores; with a causal mask, TVM's
+    form: the masked entries zeroed (topi.trilu) before the max and again after the exp."""
+    if causal_mask is None:
+        return _softmax(p, 2)
+    queries, keys = int_of(p.shape[1]), int_of(p.shape[2])
+    if queries is None or keys is None:
+        raise _NotLegalized  # (the bottom-right offset |queries - keys| of symbolic sizes is not reproduced)
+    offset = IntImm(_I64, 0 if causal_mask == "TopLeft" else abs(queries - keys))
+    zero = const(0, str(p.dtype))
+
+    def trilu(t: te.Tensor) -> te.Tensor:  # key j is kept for query i when j <= i + offset
+        return _compute(tuple(t.shape), lambda i: Select(LE(i[2], arith.binary(Add, i[1], offset)), t[i], zero),
+                        "trilu", "elemwise")
+
+    masked = trilu(p)
+    exp = trilu(_elemwise(_subtract(masked, _reduce(masked, [2], True, te.max)), lambda v: _intrin("exp", v)))
+    return _divide(exp, _reduce(exp, [2], True, te.sum))
+
+
 def _attention_legalize(name: str) -> Any:
     """TVM's ``_te_attention``: heads folded into the batch, softmax(q k^T * scale [+ bias]) v."""
     def legalize(bb: Any, call: rx.Call) -> Any:
         a = call.attrs
-        if a["causal_mask"] is not None or a["window_size"] is not None:
-            raise _NotLegalized  # (the masked forms are not reproduced; TVM rejects a window)
+        if a["window_size"] is not None:
+            raise _NotLegalized  # (TVM's legalization rejects a sliding window)
 
         def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None = None) -> te.Tensor:
             batch, seq, heads, head_dim = q.shape
@@ -164,7 +207,7 @@ def _attention_legalize(name: str) -> Any:
             if bias is not None:
                 p = _reshape_compute(_add(_reshape_compute(p, (batch, heads, seq, seq_kv)), bias),
                                      (bs, seq, seq_kv))
-            o = _batch_matmul(_softmax(p, 2), fold(v, seq_kv, head_dim_v), False)
+            o = _batch_matmul(_masked_softmax(p, a["causal_mask"]), fold(v, seq_kv, head_dim_v), False)
             return transpose_compute(_reshape_compute(o, (batch, heads, seq, head_dim_v)), [0, 2, 1, 3])
 
         return call_te(bb, attention, *call.args, primfunc_name_hint=name)
@@ -233,43 +276,52 @@ _SUM_AND_SQUARES = te.comm_reducer(_tuple_sum, lambda d0, d1: (const(0, str(d0))
                                    name="tuple_sum")
 
 
-def _normalized(data: te.Tensor, axes: list, source_name: str, eps: float, name: str,
-                scale_shift: Any) -> te.Tensor:
+def _normalized(data: te.Tensor, axes: list, source_name: str, eps: float, name: str, scale_shift: Any,
+                out_dtype: str) -> te.Tensor:
     """topi's group_norm / instance_norm core: mean and variance from one tuple reduction over
-    ``axes``, ``(x - mean) * rsqrt(var + eps)``, then ``scale_shift(value, index)``."""
-    sums = _reduce(data, axes, False, _SUM_AND_SQUARES, lambda v, ks, idx: (v, v * v), f"{source_name}_red_temp")
-    dtype = str(data.dtype)
-    extent: Any = const(1.0, dtype)
+    ``axes``, ``(x - mean) * rsqrt(var + eps)`` (float16 data computed in float32, the result cast
+    back to ``out_dtype``), then ``scale_shift(value, index)``."""
+    acc = "float32" if str(data.dtype) == "float16" else str(data.dtype)
+
+    def widen(v: PrimExpr) -> PrimExpr:
+        return v if str(v.dtype) == acc else arith.cast(acc, v)
+
+    sums = _reduce(data, axes, False, _SUM_AND_SQUARES, lambda v, ks, idx: (widen(v), widen(v) * widen(v)),
+                   f"{source_name}_red_temp")
+    extent: Any = const(1.0, acc)
     for axis in axes:  # (constants fold, as TVM's operators fold them)
         size = data.shape[axis]
         if isinstance(extent, FloatImm) and int_of(size) is not None:
-            extent = const(extent.value * int_of(size), dtype)
+            extent = const(extent.value * int_of(size), acc)
         else:
-            extent = arith.binary(Mul, extent, arith.cast(dtype, size))
+            extent = arith.binary(Mul, extent, arith.cast(acc, size))
 
     def body(idx: tuple) -> PrimExpr:
         kept = _kept(idx, axes)
         mean = sums[0][kept] / extent
         var = sums[1][kept] / extent - mean * mean
-        value = (data[idx] - mean) * _intrin("rsqrt", var + const(eps, str(data.dtype)))
-        return scale_shift(value, idx)
+        value = (widen(data[idx]) - mean) * _intrin("rsqrt", var + const(eps, acc))
+        return scale_shift(value if acc == out_dtype else arith.cast(out_dtype, value), idx)
 
     return te.compute(tuple(data.shape), lambda *idx: body(idx), name=name, tag="injective",
                       varargs_names=[f"ax{i}" for i in range(len(data.shape))])
 
 
+_NORM_DTYPES = ("float32", "float16")  # (topi's group_norm and instance_norm take these)
+
+
 @register_legalize("relax.nn.instance_norm")
 def _instance_norm(bb: Any, call: rx.Call) -> Any:
     a = call.attrs
-    if str(call.struct_info.dtype) != "float32":
-        raise _NotLegalized  # (TVM's float16 form, computed in float32, is not reproduced)
+    if str(call.struct_info.dtype) not in _NORM_DTYPES:
+        raise _NotLegalized
 
     def instance_norm(x: te.Tensor, gamma: te.Tensor, beta: te.Tensor) -> te.Tensor:
         ndim = len(x.shape)
         channel = a["channel_axis"] % ndim
         axes = sorted(ax % ndim for ax in a["axes"])
         return _normalized(x, axes, x.name, a["epsilon"], "T_instance_norm",
-                           lambda v, idx: v * gamma[idx[channel]] + beta[idx[channel]])
+                           lambda v, idx: v * gamma[idx[channel]] + beta[idx[channel]], str(x.dtype))
 
     return call_te(bb, instance_norm, *call.args, primfunc_name_hint="instance_norm")
 
@@ -277,10 +329,10 @@ def _instance_norm(bb: Any, call: rx.Call) -> Any:
 @register_legalize("relax.nn.group_norm")
 def _group_norm(bb: Any, call: rx.Call) -> Any:
     """The channels split into (groups, channels per group), normalized over the group and the
-    axes, reshaped back."""
+    axes (float16 data cast to float32 first), reshaped back."""
     a = call.attrs
-    if str(call.struct_info.dtype) != "float32":
-        raise _NotLegalized  # (TVM's float16 form, computed in float32, is not reproduced)
+    if str(call.struct_info.dtype) not in _NORM_DTYPES:
+        raise _NotLegalized
 
     def group_norm(x: te.Tensor, gamma: te.Tensor, beta: te.Tensor) -> te.Tensor:
         ndim, groups = len(x.shape), a["num_groups"]
@@ -288,6 +340,8 @@ def _group_norm(bb: Any, call: rx.Call) -> Any:
         size = arith.binary(FloorDiv, x.shape[channel], IntImm(_I64, groups))
         shape = tuple(x.shape[:channel]) + (IntImm(_I64, groups), size) + tuple(x.shape[channel + 1:])
         grouped = _reshape_compute(x, shape)
+        if str(x.dtype) == "float16":
+            grouped = _cast(grouped, "float32", "T_cast", "ax")
         params = [_reshape_compute(p, (IntImm(_I64, groups), size)) for p in (gamma, beta)]
         axes = sorted([channel + 1] + [ax % ndim + (ax % ndim > channel) for ax in a["axes"]])
 
@@ -295,7 +349,7 @@ def _group_norm(bb: Any, call: rx.Call) -> Any:
             at = (idx[channel], idx[channel + 1])
             return v * params[0][at] + params[1][at]
 
-        out = _normalized(grouped, axes, x.name, a["epsilon"], "T_group_norm", scale_shift)
+        out = _normalized(grouped, axes, x.name, a["epsilon"], "T_group_norm", scale_shift, str(x.dtype))
         return _reshape_compute(out, tuple(x.shape))
 
     return call_te(bb, group_norm, *call.args, primfunc_name_hint="group_norm")
@@ -446,3 +500,54 @@ def _conv_transpose_legalize(n: int) -> Any:
 
 for _n in _TRANSPOSE_SPATIAL:
     register_legalize(f"relax.nn.conv{_n}d_transpose")(_conv_transpose_legalize(_n))
+
+
+# ---------------------------------------------------------------- adaptive pooling
+def _adaptive_avg_pool_legalize(n: int) -> Any:
+    """topi's adaptive_pool (avg) where each pooled size divides the input's: output element o
+    averages the window [o * k, (o + 1) * k) of k = in / out elements. (Other sizes give windows
+    of varying extent, which TVM lowers to nested blocks: left unlegalized here.)"""
+    def legalize(bb: Any, call: rx.Call) -> Any:
+        a = call.attrs
+        layout = a["layout"]
+        if a["out_layout"] != layout:
+            raise _NotLegalized  # (as in TVM: topi pools in one layout)
+        axes = [layout.index(c) for c in "DHW"[3 - n:]]
+        in_sizes = [int_of(d) for d in (call.args[0].struct_info.dims[i] for i in axes)]
+        out_sizes = list(a["output_size"] or in_sizes)
+        if None in in_sizes or any(s <= 0 or i % s for i, s in zip(in_sizes, out_sizes)):
+            raise _NotLegalized
+        windows = [i // s for i, s in zip(in_sizes, out_sizes)]
+
+        def pool(x: te.Tensor) -> te.Tensor:
+            shape = list(x.shape)
+            for axis, s in zip(axes, out_sizes):
+                shape[axis] = IntImm(_I64, s)
+            rv = [te.reduce_axis((0, IntImm(_I64, k)), name=f"rv{i}") for i, k in enumerate(windows)]
+
+            def window(idx: tuple) -> PrimExpr:
+                src = list(idx)
+                for axis, k, r in zip(axes, windows, rv):
+                    src[axis] = canonical(idx[axis] * IntImm(_I64, k) + r.var)
+                return te.sum(x[tuple(src)], axis=rv)
+
+            names = [f"ax{i}" for i in range(len(shape))]
+            total = te.compute(tuple(shape), lambda *idx: window(idx), name="adaptive_pool_sum",
+                               tag="adaptive_pool_sum", varargs_names=names)
+            count = 1
+            for k in windows:
+                count *= k
+
+            def average(*idx: Any) -> PrimExpr:  # (a division by 1 folds away)
+                return total[idx] if count == 1 else total[idx] / const(float(count), str(x.dtype))
+
+            return te.compute(tuple(shape), average, name="adaptive_pool_avg", tag="elemwise",
+                              attrs={"schedule_rule": "meta_schedule.adaptive_pool_avg"}, varargs_names=names)
+
+        return call_te(bb, pool, call.args[0], primfunc_name_hint=f"adaptive_avg_pool{n}d")
+
+    return legalize
+
+
+for _n in (1, 2, 3):
+    register_legalize(f"relax.nn.adaptive_avg_pool{_n}d")(_adaptive_avg_pool_legalize(_n))
