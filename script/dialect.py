@@ -57,7 +57,7 @@ def get_dialect(name: "str | Dialect") -> Dialect:
 # parameters is no marker: TVM printed it so before 0.27 too, and tvms prints it so in both.
 _TVM027_MARKERS = re.compile(
     r"\bT\.sblock|\bs_tir\s*=|\bTypeVar\(|\bimport TypeVar\b|import tirx\b|\"tirx\.|\bout_ty="
-    r"|\bty_args=|\bR\.Any\b|ir\.GenericConst|\bT\.let\[|dtype=None\b|\bR\.Shape\(ndim=-1\)")
+    r"|\bty_args=|\bR\.Any\b|ir\.GenericConst|\bT\.let\[|dtype=None\b")
 
 
 def tvm027_marker(text: str) -> str | None:

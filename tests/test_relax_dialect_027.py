@@ -86,7 +86,6 @@ def test_converting_to_classic_and_back(name: str) -> None:
     ('n = TypeVar("n")', "TypeVar("),
     ("# from typing import TypeVar", "import TypeVar"),
     ('c = metadata["ir.GenericConst"][0]', "ir.GenericConst"),
-    ("def main(s: R.Shape(ndim=-1)) -> R.Shape(ndim=-1):", "R.Shape(ndim=-1)"),
 ])
 def test_each_marker_alone_decides(snippet: str, marker: str) -> None:
     assert tvm027_marker(snippet) == marker
@@ -101,7 +100,6 @@ def test_each_marker_alone_decides(snippet: str, marker: str) -> None:
     # R.Callable's tuple of parameters is printed so by TVM before 0.27 too: no marker
     'f: R.Callable((R.Tensor((4,), dtype="float32"),), R.Tensor((4,), dtype="float32"), True)',
     "h: R.Callable",
-    "s: R.Shape",
     "Anything = R.AnyThing; dtype=Nonesuch",
 ])
 def test_classic_and_shared_spellings_are_no_markers(snippet: str) -> None:
