@@ -246,8 +246,8 @@ class BufferPrinting:
 
     def signature_dim(self, dim: PrimExpr, defined: set) -> str:
         """A dimension of a buffer in a TVM 0.27 signature. It is quoted when it reads a scalar
-        parameter not defined yet (the quote defines it, as TVM's parser reads it) or when it is
-        an expression over a size that only the buffers bind."""
+        parameter or a size not defined yet (the quote defines it, as TVM's parser reads it) or
+        when it is an expression over a module TypeVar."""
         if isinstance(dim, IntImm):
             return self.expr(dim)
         found = [v for v in walk(dim) if isinstance(v, Var)]
@@ -256,8 +256,14 @@ class BufferPrinting:
             if self.namer.get(v) is None:
                 self.namer.define(v, v.name)
             defined.add(id(v))
+        # a size no parameter or TypeVar names: the quote defines it, and TVM declares it again
+        # at the top of the body (n = T.int32(), one line per buffer)
+        fresh = [v for v in dict.fromkeys(found) if id(v) not in self.scalar_params
+                 and id(v) not in self.typevars and self.namer.get(v) is None]
+        for v in fresh:
+            self.signature_sizes[-1].append((self.namer.define(v, v.name, self.func_frame), v))
         text = self.expr(dim)
-        if early or (not isinstance(dim, Var) and any(id(v) not in self.scalar_params for v in found)):
+        if early or fresh or (not isinstance(dim, Var) and any(id(v) in self.typevars for v in found)):
             return quote(text)
         return text
 
@@ -287,10 +293,13 @@ class BufferPrinting:
         own_offset = b.elem_offset is not None and id(b.elem_offset) not in self.typevars
         if not with_layout and (b.strides or own_offset or b.offset_factor or b.data_alignment != DEFAULT_ALIGN):
             return False
-        # sizes (and an offset) the signature can name: module TypeVars and scalar parameters
-        for s in (*b.shape, *(() if b.elem_offset is None else (b.elem_offset,))):
+        # sizes (and an offset) the signature can name: module TypeVars and scalar parameters;
+        # in TVM 0.27's signature also any other size, quoted where it first appears
+        offset = () if b.elem_offset is None else (b.elem_offset,)
+        for s, quotable in [(s, with_layout) for s in b.shape] + [(s, False) for s in offset]:
             for n in walk(s):
-                if isinstance(n, Var) and id(n) not in self.typevars and id(n) not in self.scalar_params:
+                if (isinstance(n, Var) and id(n) not in self.typevars and id(n) not in self.scalar_params
+                        and not (quotable and n.dtype.is_integer)):
                     return False
         return True
 

@@ -277,9 +277,11 @@ class FunctionPrinting:
         self.emit_aside("@T.prim_func" + (f"({', '.join(dec_args)})" if dec_args else ""))
         params = []
         defined: set = set()
+        self.signature_sizes = []  # per inlined buffer: the sizes its quoted dimensions define
         for p in f.params:
             if p in inlined:
                 buf = f.buffer_map[p]
+                self.signature_sizes.append([])
                 params.append(f"{self.define_buffer(buf)}: "
                               f"{self.buffer_decl(buf, 'Buffer', [], dtype_always=True, signature=defined)}")
             else:
@@ -291,6 +293,8 @@ class FunctionPrinting:
             ret = f" -> {self.type_doc(f.ret_type)}"
         self.emit(f"def {name}({', '.join(params)}){ret}:")
         self.indent += 1
+        for sizes in filter(None, self.signature_sizes):
+            self.emit(f"{', '.join(n for n, _ in sizes)} = {', '.join(self.var_creation(v) for _, v in sizes)}")
         attrs = {k: v for k, v in f.attrs.items() if not (k == "global_symbol" and v == name)}
         if attrs:
             self.emit(f"T.func_attr({self.attr_dict(attrs)})")
