@@ -483,8 +483,6 @@ cache_inplace
 fuse_reduction_epilogue
 get_sref
 read_at
-reindex_cache_read
-reindex_cache_write
 state
 tensorize
 write_at

@@ -113,6 +113,8 @@ ERRORS = {
     "e_cascade_rolling_buffer_not_tiled": ["rolling_buffer", "block 'B'", "is not a loop"],
     "e_cascade_rolling_buffer_output": ["rolling_buffer", "block 'C' is an output block"],
     "e_ew_rolling_buffer_no_overlap": ["rolling_buffer", "B[i:i + 1, 0:32]", "rolling pattern"],
+    "e_crw_reindex_cache_read_not_match": ["reindex_cache_read", "iterator 'vi' of block 'C'", "[vi, vj]",
+                                           "[vj * 2]"],
     "e_lp_loop_partition_too_long": ["loop_partition", "sum of factors [1000, 2, 3]", "extent 128 of loop 'i'"],
 }
 
@@ -286,7 +288,8 @@ def test_sample_partitioned_tile_draws_only_tilings_with_the_inner_factor() -> N
                                   "mm_transform_block_layout_permute", "mm_transform_block_layout_fuse",
                                   "ew_loop_partition", "pad1d_decompose_padding",
                                   "einsum_pad_einsum", "cascade_rolling_buffer_h",
-                                  "cascade_rolling_buffer_not_perfect",
+                                  "cascade_rolling_buffer_not_perfect", "crw_reindex_cache_read",
+                                  "crw_reindex_cache_write",
                                   pytest.param("bilinear_cache_index", marks=pytest.mark.slow)])
 def test_scheduled_module_keeps_the_numbers(name: str) -> None:
     import numpy as np

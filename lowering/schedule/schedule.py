@@ -19,7 +19,7 @@ from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
 from . import (annotation, block_layout, blockize, cache, cache_index, compute_at, inline, layout, loop_kinds, loop_transform,
-               pad_einsum, padding, partition, reduction, rolling_buffer, rfactor, sampling)
+               pad_einsum, padding, partition, reduction, reindex_cache, rolling_buffer, rfactor, sampling)
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .trace import CLASSIC, Instruction, Trace
@@ -555,6 +555,31 @@ class Schedule:
             self._record("CacheIndex", [block], [storage_scope, cse_thresh], rvs)
             return rvs
         return self._run("cache_index", action)
+
+    def reindex_cache_read(self, block: BlockRV, read_buffer_index: int, storage_scope: str,
+                           index_map: Any) -> BlockRV:
+        """A cache of the buffer the block reads, indexed by ``index_map`` of the block's iterators
+        (see ``reindex_cache.py``); returns the copy block."""
+        return self._reindex_cache(block, read_buffer_index, storage_scope, index_map, True)
+
+    def reindex_cache_write(self, block: BlockRV, write_buffer_index: int, storage_scope: str,
+                            index_map: Any) -> BlockRV:
+        """A cache of the buffer the block writes, indexed by ``index_map`` of the block's
+        iterators and copied back after it; returns the copy block."""
+        return self._reindex_cache(block, write_buffer_index, storage_scope, index_map, False)
+
+    def _reindex_cache(self, block: BlockRV, index: int, scope: str, index_map: Any, is_read: bool) -> BlockRV:
+        kind = "ReindexCacheRead" if is_read else "ReindexCacheWrite"
+
+        def action() -> BlockRV:
+            fname, realize, path = self._block(block)
+            func, name, imap = reindex_cache.reindex_cache(self._prim_func(fname), realize, path, index, scope,
+                                                           index_map, is_read)
+            self._update(fname, func)
+            (rv,) = self._new_blocks(fname, [find_block(func, name)[0]])
+            self._record(kind, [block, imap], [index, scope], [rv])
+            return rv
+        return self._run("reindex_cache_read" if is_read else "reindex_cache_write", action)
 
     def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
         def action() -> None:
