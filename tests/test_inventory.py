@@ -479,7 +479,6 @@ T.wg_reg_tile
 # methods of TVM's Schedule (schedule.txt) that tvms' Schedule lacks
 MISSING_SCHEDULE_METHODS = _lines("""
 annotate_buffer_access
-cache_inplace
 fuse_reduction_epilogue
 get_sref
 read_at

@@ -115,6 +115,7 @@ ERRORS = {
     "e_ew_rolling_buffer_no_overlap": ["rolling_buffer", "B[i:i + 1, 0:32]", "rolling pattern"],
     "e_crw_reindex_cache_read_not_match": ["reindex_cache_read", "iterator 'vi' of block 'C'", "[vi, vj]",
                                            "[vj * 2]"],
+    "e_ew_cache_inplace_not_written": ["cache_inplace", "block 'C' reads buffer 'B' but does not write it"],
     "e_lp_loop_partition_too_long": ["loop_partition", "sum of factors [1000, 2, 3]", "extent 128 of loop 'i'"],
 }
 

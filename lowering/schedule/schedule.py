@@ -18,7 +18,7 @@ from ...ir.dtype import DataType
 from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
-from . import (annotation, block_layout, blockize, cache, cache_index, compute_at, inline, layout, loop_kinds, loop_transform,
+from . import (annotation, block_layout, blockize, cache, cache_index, cache_inplace, compute_at, inline, layout, loop_kinds, loop_transform,
                pad_einsum, padding, partition, reduction, reindex_cache, rolling_buffer, rfactor, sampling)
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
@@ -142,6 +142,19 @@ class Schedule:
         for rv, r in zip(rvs, realizes):
             self._rvs[rv] = (func_name, r.block.name_hint)
         return rvs
+
+    def _block_rv(self, func_name: str, stage: Any) -> BlockRV:
+        """A handle of the block of the new statement ``stage``; a block whose name an earlier
+        block already has is known as (name, k), the k-th of that name."""
+        while not isinstance(stage, BlockRealize):
+            stage = stage.body
+        name = stage.block.name_hint
+        same = [r for r, _ in walk_with_path(self._prim_func(func_name).body)
+                if isinstance(r, BlockRealize) and r.block.name_hint == name]
+        k = next(i for i, r in enumerate(same) if r.block is stage.block)
+        rv = BlockRV()
+        self._rvs[rv] = (func_name, name if k == 0 else (name, k))
+        return rv
 
     def _new_loops(self, func_name: str, loop_vars: list) -> list[LoopRV]:
         rvs = [LoopRV() for _ in loop_vars]
@@ -534,11 +547,14 @@ class Schedule:
 
         def action() -> BlockRV:
             fname, realize, path = self._block(block)
-            consumers = [self._block(b)[1].block.name_hint for b in consumer_blocks or []]
-            make = cache.cache_read if kind == "CacheRead" else cache.cache_write
-            func, name = make(self._prim_func(fname), realize, path, index, scope, consumers)
+            if kind == "CacheRead":
+                consumers = [self._block(b)[1].block for b in consumer_blocks or []]
+                func, stage = cache.cache_read(self._prim_func(fname), realize, path, index, scope, consumers)
+            else:
+                consumers = [self._block(b)[1].block.name_hint for b in consumer_blocks or []]
+                func, stage = cache.cache_write(self._prim_func(fname), realize, path, index, scope, consumers)
             self._update(fname, func)
-            (rv,) = self._new_blocks(fname, [find_block(func, name)[0]])
+            rv = self._block_rv(fname, stage)
             self._record(kind, [block, list(consumer_blocks or [])], [index, scope], [rv])
             return rv
         return self._run(primitive, action)
@@ -580,6 +596,19 @@ class Schedule:
             self._record(kind, [block, imap], [index, scope], [rv])
             return rv
         return self._run("reindex_cache_read" if is_read else "reindex_cache_write", action)
+
+    def cache_inplace(self, block: BlockRV, read_buffer_index: int, storage_scope: str) -> list[BlockRV]:
+        """Work on a copy of a buffer the block reads and writes in place (see
+        ``cache_inplace.py``); returns the copy-in and copy-out blocks."""
+        def action() -> list[BlockRV]:
+            fname, realize, path = self._block(block)
+            func, stages = cache_inplace.cache_inplace(self._prim_func(fname), realize, path, read_buffer_index,
+                                                       storage_scope)
+            self._update(fname, func)
+            rvs = [self._block_rv(fname, stage) for stage in stages]  # (they share a name, as in TVM)
+            self._record("CacheInplace", [block], [read_buffer_index, storage_scope], rvs)
+            return rvs
+        return self._run("cache_inplace", action)
 
     def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
         def action() -> None:

@@ -90,6 +90,8 @@ def _kinds() -> dict[str, InstructionKind]:
                                                      Param("storage_scope", "a1"), Param("index_map", "i1"))),
         k("ReindexCacheWrite", "reindex_cache_write", (Param("block", "i0"), Param("write_buffer_index", "a0"),
                                                        Param("storage_scope", "a1"), Param("index_map", "i1"))),
+        k("CacheInplace", "cache_inplace", (Param("block", "i0"), Param("read_buffer_index", "a0"),
+                                            Param("storage_scope", "a1")), True),
         k("UnsafeHideBufferAccess", "unsafe_hide_buffer_access",
           (Param("block", "i0"), Param("buf_type", "i1"), Param("buf_index_array", "i2"))),
         k("UnsafeSetDType", "unsafe_set_dtype", (Param("block", "i0"), Param("buffer_index", "a0"),
