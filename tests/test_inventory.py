@@ -481,10 +481,8 @@ MISSING_SCHEDULE_METHODS = _lines("""
 annotate_buffer_access
 fuse_reduction_epilogue
 get_sref
-read_at
 state
 tensorize
-write_at
 """)
 
 

@@ -19,7 +19,7 @@ from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
 from . import (annotation, block_layout, blockize, cache, cache_index, cache_inplace, compute_at, inline, layout, loop_kinds, loop_transform,
-               pad_einsum, padding, partition, reduction, reindex_cache, rolling_buffer, rfactor, sampling)
+               pad_einsum, padding, partition, read_write_at, reduction, reindex_cache, rolling_buffer, rfactor, sampling)
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .trace import CLASSIC, Instruction, Trace
@@ -609,6 +609,28 @@ class Schedule:
             self._record("CacheInplace", [block], [read_buffer_index, storage_scope], rvs)
             return rvs
         return self._run("cache_inplace", action)
+
+    def read_at(self, loop: LoopRV, block: BlockRV, read_buffer_index: int, storage_scope: str) -> BlockRV:
+        """Copy what one iteration of ``loop`` reads of the buffer into ``storage_scope`` (see
+        ``read_write_at.py``); returns the copy block."""
+        return self._read_write_at(loop, block, read_buffer_index, storage_scope, True)
+
+    def write_at(self, loop: LoopRV, block: BlockRV, write_buffer_index: int, storage_scope: str) -> BlockRV:
+        """Write what one iteration of ``loop`` writes of the buffer into ``storage_scope`` first,
+        copied out after it; returns the copy block."""
+        return self._read_write_at(loop, block, write_buffer_index, storage_scope, False)
+
+    def _read_write_at(self, loop: LoopRV, block: BlockRV, index: int, scope: str, is_read: bool) -> BlockRV:
+        def action() -> BlockRV:
+            fname, node, loop_path = self._loop(loop)
+            _, realize, _ = self._block(block)
+            func, copy = read_write_at.read_write_at(self._prim_func(fname), node, loop_path, realize, index,
+                                                     scope, is_read)
+            self._update(fname, func)
+            rv = self._block_rv(fname, copy)
+            self._record("ReadAt" if is_read else "WriteAt", [loop, block], [index, scope], [rv])
+            return rv
+        return self._run("read_at" if is_read else "write_at", action)
 
     def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
         def action() -> None:
