@@ -406,3 +406,17 @@ def test_cache_index_refuses_a_block_without_index_computations() -> None:
     sch = Schedule(base_module("resize_cache_index"))
     with pytest.raises(ScheduleError, match="cse_thresh must be a non-negative integer"):
         sch.cache_index(sch.get_sblock("A"), "global", -1)
+
+
+@pytest.mark.parametrize("args, message", [
+    ((0, "both", lambda vi, vj: (vi, vj)), "buf_type must be 'read' or 'write'"),
+    ((3, "read", lambda vi, vj: (vi, vj)), "buffer_index 3 is out of range"),
+    ((0, "read", lambda vi, vj: (vi,)), "one range per iterator"),
+    ((0, "write", lambda vi, vj: ((vi, vj, 1), vj)), "a pair"),
+])
+def test_annotate_buffer_access_refuses_bad_arguments(args, message: str) -> None:
+    sch = Schedule(base_module("crw_annotate_buffer_access"))
+    text = sch.mod.script()
+    with pytest.raises(ScheduleError, match=message):
+        sch.annotate_buffer_access(sch.get_sblock("B"), *args)
+    assert sch.mod.script() == text

@@ -53,6 +53,20 @@ class IndexMap:
     __repr__ = __str__
 
 
+class RangesMap(IndexMap):
+    """annotate_buffer_access's map from a block's iterators to (begin, end) pairs, flattened;
+    printed as TVM prints it, ``lambda vi, vj: [(vi - 1, vi + 1), (vj - 1, vj + 1)]``."""
+
+    def __str__(self) -> str:
+        params = ", ".join(v.name for v in self.initial_indices)
+        ends = self.final_indices
+        pairs = [ends[k].script() if ends[k] is ends[k + 1] else f"({ends[k].script()}, {ends[k + 1].script()})"
+                 for k in range(0, len(ends), 2)]
+        return f"lambda {params}: [{', '.join(pairs)}]"
+
+    __repr__ = __str__
+
+
 class _Relayout(Mutator):
     def __init__(self, old: Buffer, new: Buffer, index_map: IndexMap):
         self.old, self.new, self.index_map = old, new, index_map

@@ -660,6 +660,23 @@ class Schedule:
             self._record("UnsafeHideBufferAccess", [block, buf_type, list(buf_index_array)], [], [])
         self._run("unsafe_hide_buffer_access", action)
 
+    def annotate_buffer_access(self, block: BlockRV, buffer_index: int, buf_type: str,
+                               gen_new_ranges: Callable) -> None:
+        """Set the region the block reads (``buf_type="read"``) or writes of its ``buffer_index``-th
+        buffer: ``gen_new_ranges(*iterators)`` gives per iterator a (begin, end) pair or a point,
+        and the block is annotated ``explicit_read_region`` / ``explicit_write_region``."""
+        def action() -> None:
+            fname, realize, _ = self._block(block)
+            if buf_type not in ("read", "write"):
+                raise ScheduleError(f"annotate_buffer_access: buf_type must be 'read' or 'write', got {buf_type!r}")
+            ranges = annotation.explicit_ranges(realize.block, gen_new_ranges)
+            func = annotation.annotate_buffer_access(self._prim_func(fname), realize.block, buffer_index,
+                                                     buf_type, ranges)
+            self._update(fname, func)
+            self._record("AnnotateBufferAccess", [block, buffer_index, ("read", "write").index(buf_type), ranges],
+                         [], [])
+        self._run("annotate_buffer_access", action)
+
     def unsafe_set_dtype(self, block: BlockRV, buffer_index: int, dtype: str) -> None:
         """Store the buffer the block writes at ``buffer_index`` as ``dtype``; its stores and
         loads convert (unsafe: precision may be lost)."""

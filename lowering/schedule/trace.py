@@ -96,6 +96,9 @@ def _kinds() -> dict[str, InstructionKind]:
                                 Param("storage_scope", "a1"))),
         k("WriteAt", "write_at", (Param("loop", "i0"), Param("block", "i1"), Param("write_buffer_index", "a0"),
                                   Param("storage_scope", "a1"))),
+        k("AnnotateBufferAccess", "annotate_buffer_access", (Param("block", "i0"), Param("buffer_index", "i1"),
+                                                             Param("buf_type", "buf_type"),
+                                                             Param("gen_new_ranges", "i3"))),
         k("UnsafeHideBufferAccess", "unsafe_hide_buffer_access",
           (Param("block", "i0"), Param("buf_type", "i1"), Param("buf_index_array", "i2"))),
         k("UnsafeSetDType", "unsafe_set_dtype", (Param("block", "i0"), Param("buffer_index", "a0"),
@@ -325,6 +328,8 @@ def _source(inst: Instruction, source: str, decision: Any) -> Any:
         return decision
     if source == "i*":
         return list(inst.inputs)
+    if source == "buf_type":  # input 2, 0 read / 1 write, given as its name
+        return ("read", "write")[inst.inputs[2]]
     if source == "buffer":  # attributes (index, 0 read / 1 write), given as ("read", index)
         return (("read", "write")[inst.attrs[1]], inst.attrs[0])
     values = inst.inputs if source[0] == "i" else inst.attrs
