@@ -478,7 +478,6 @@ T.wg_reg_tile
 
 # methods of TVM's Schedule (schedule.txt) that tvms' Schedule lacks
 MISSING_SCHEDULE_METHODS = _lines("""
-fuse_reduction_epilogue
 get_sref
 state
 tensorize

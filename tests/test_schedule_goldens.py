@@ -117,6 +117,8 @@ ERRORS = {
                                            "[vj * 2]"],
     "e_ew_cache_inplace_not_written": ["cache_inplace", "block 'C' reads buffer 'B' but does not write it"],
     "e_mm_read_at_index": ["read_buffer_index 5 is out of range", "block 'C'"],
+    "e_biasbad_fuse_reduction_epilogue": ["fuse_reduction_epilogue", "block 'bad_epilogue'", "exactly once"],
+    "e_biasscaled_fuse_reduction_epilogue": ["fuse_reduction_epilogue", "block 'scaled_epilogue'", "scales 'temp'"],
     "e_lp_loop_partition_too_long": ["loop_partition", "sum of factors [1000, 2, 3]", "extent 128 of loop 'i'"],
 }
 
@@ -291,7 +293,8 @@ def test_sample_partitioned_tile_draws_only_tilings_with_the_inner_factor() -> N
                                   "ew_loop_partition", "pad1d_decompose_padding",
                                   "einsum_pad_einsum", "cascade_rolling_buffer_h",
                                   "cascade_rolling_buffer_not_perfect", "crw_reindex_cache_read",
-                                  "crw_reindex_cache_write", "mm_read_write_at",
+                                  "crw_reindex_cache_write", "mm_read_write_at", "bias_fuse_reduction_epilogue",
+                                  "biasf_fuse_reduction_epilogue",
                                   pytest.param("bilinear_cache_index", marks=pytest.mark.slow)])
 def test_scheduled_module_keeps_the_numbers(name: str) -> None:
     import numpy as np

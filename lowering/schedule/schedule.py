@@ -20,6 +20,7 @@ from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
 from . import (annotation, block_layout, blockize, cache, cache_index, cache_inplace, compute_at, inline, layout, loop_kinds, loop_transform,
                pad_einsum, padding, partition, read_write_at, reduction, reindex_cache, rolling_buffer, rfactor, sampling)
+from . import epilogue as epilogue_module
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .trace import CLASSIC, Instruction, Trace
@@ -525,6 +526,18 @@ class Schedule:
     def reverse_compute_inline(self, block: BlockRV) -> None:
         self._block_rewrite(block, "reverse_compute_inline", "ReverseComputeInline",
                             inline.reverse_compute_inline)
+
+    def fuse_reduction_epilogue(self, reduction_block: BlockRV, epilogue_block: BlockRV) -> None:
+        """Fold an epilogue ``D = temp + C`` into the reduction writing ``temp`` (see
+        ``epilogue.py``); the epilogue block is gone."""
+        def action() -> None:
+            fname, reduction, path = self._block(reduction_block)
+            _, epilogue, _ = self._block(epilogue_block)
+            self._update(fname, epilogue_module.fuse_reduction_epilogue(self._prim_func(fname), reduction, epilogue,
+                                                                        path))
+            self._rvs.pop(epilogue_block, None)  # the epilogue block is gone
+            self._record("FuseReductionEpilogue", [reduction_block, epilogue_block], [], [])
+        self._run("fuse_reduction_epilogue", action)
 
     def _block_rewrite(self, block: BlockRV, primitive: str, kind: str, rewrite: Callable) -> None:
         def action() -> None:

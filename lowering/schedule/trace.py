@@ -79,6 +79,8 @@ def _kinds() -> dict[str, InstructionKind]:
         k("SampleCategorical", "sample_categorical",
           (Param("candidates", "a0"), Param("probs", "a1"), Param("decision", "d"))),
         k("ComputeInline", "compute_inline", (Param("block", "i0"),)),
+        k("FuseReductionEpilogue", "fuse_reduction_epilogue", (Param("reduction_block", "i0"),
+                                                               Param("epilogue_block", "i1"))),
         k("ReverseComputeInline", "reverse_compute_inline", (Param("block", "i0"),)),
         k("CacheRead", "cache_read", (Param("block", "i0"), Param("read_buffer_index", "a0"),
                                       Param("storage_scope", "a1"), Param("consumer_blocks", "i1", skip_empty=True))),
