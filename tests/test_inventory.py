@@ -478,8 +478,6 @@ T.wg_reg_tile
 
 # methods of TVM's Schedule (schedule.txt) that tvms' Schedule lacks
 MISSING_SCHEDULE_METHODS = _lines("""
-get_sref
-state
 tensorize
 """)
 

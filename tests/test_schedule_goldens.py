@@ -423,3 +423,25 @@ def test_annotate_buffer_access_refuses_bad_arguments(args, message: str) -> Non
     with pytest.raises(ScheduleError, match=message):
         sch.annotate_buffer_access(sch.get_sblock("B"), *args)
     assert sch.mod.script() == text
+
+
+def test_get_sref_and_state_describe_the_module_now() -> None:
+    """tvms makes srefs on request (see lowering/schedule/state.py): the block or loop, the sref of
+    its enclosing block or loop and its index in an enclosing sequence, as TVM's have them."""
+    sch = Schedule(base_module("ew_queries"))
+    c = sch.get_sblock("C")
+    i, j = sch.get_loops(c)
+    sref = sch.get_sref(c)
+    assert sref.stmt is sch.get(c) and sref.seq_index == -1
+    assert sref.parent.stmt is sch.get(j) and sref.parent.parent.stmt is sch.get(i)
+    assert sch.get_sref(i).seq_index == 1  # the second statement of the root block
+    root = sch.get_sref(i).parent
+    assert root.stmt.name_hint == "root" and root.parent is None
+    assert sch.state.get_sref(sch.get(j)).same_as(sref.parent)
+    assert sch.state.mod.script() == sch.mod.script()
+    old_loop = sch.get(i)
+    sch.fuse(i, j)
+    assert sch.get_sref(c).parent.stmt.loop_var.name == "i_j_fused"
+    assert sch.state.get_sref(old_loop) is None  # (that loop is gone from the module)
+    with pytest.raises(ScheduleError, match="get_sref takes"):
+        sch.get_sref("C")

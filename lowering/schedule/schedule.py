@@ -23,6 +23,7 @@ from . import (annotation, block_layout, blockize, cache, cache_index, cache_inp
 from . import epilogue as epilogue_module
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
+from .state import ScheduleState, StmtSRef, sref_of
 from .trace import CLASSIC, Instruction, Trace
 from .tree import (blocks_under, child_blocks, enclosing_loops, find_block, find_loop, parent_block, replace_stmts,
                    walk_with_path)
@@ -96,6 +97,24 @@ class Schedule:
         if isinstance(rv, ExprRV):
             return self._int(rv)
         return rv
+
+    @property
+    def state(self) -> "ScheduleState":
+        """A view of this schedule's module and srefs (see ``state.py`` for what tvms keeps)."""
+        return ScheduleState(self)
+
+    def get_sref(self, rand_var_or_stmt: Any) -> "StmtSRef | None":
+        """The sref of a block or loop handle, or of a Block or For of the module (None when the
+        module does not hold it)."""
+        if isinstance(rand_var_or_stmt, (BlockRV, LoopRV)):
+            fname, node, _ = self._block_or_loop(rand_var_or_stmt)
+            node = node.block if isinstance(node, BlockRealize) else node
+            return sref_of(self._prim_func(fname).body, node)
+        if not isinstance(rand_var_or_stmt, (Block, For)):
+            raise ScheduleError(f"get_sref takes a block or loop handle, a Block or a For, got "
+                                f"{type(rand_var_or_stmt).__name__}")
+        funcs = [self._mod[n] for n in self._mod if isinstance(self._mod[n], PrimFunc)]
+        return next((found for f in funcs if (found := sref_of(f.body, rand_var_or_stmt)) is not None), None)
 
     def remove_rv(self, rv: Any) -> None:
         self._rvs.pop(rv, None)
