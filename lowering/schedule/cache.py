@@ -27,16 +27,17 @@ from .tree import blocks_under, parent_block, replace_in, replace_stmts
 
 
 class BufferSwap(Mutator):
-    """Replaces one buffer by another in loads, stores, regions and allocations."""
+    """Replaces one buffer by another in loads, stores, regions and allocations (and, with
+    ``data=True``, its data pointer where the code passes it, as to an external call)."""
 
-    def __init__(self, old: Buffer, new: Buffer):
-        self.old, self.new = old, new
+    def __init__(self, old: Buffer, new: Buffer, data: bool = False):
+        self.old, self.new, self.data = old, new, data
 
     def visit_Buffer(self, b: Buffer) -> Buffer:
         return self.new if b is self.old else b
 
     def visit_Var(self, v: Var) -> Var:
-        return v
+        return self.new.data if self.data and v is self.old.data else v
 
 
 def _buffer(block: Block, regions: tuple, index: int, what: str) -> Buffer:
@@ -241,7 +242,7 @@ class _AccessIndices(Visitor):
                                 f"'{self.buffer.name}' opaquely")
 
 
-class _Reindexed(Mutator):
+class Reindexed(Mutator):
     """The block with its accesses of ``old`` made accesses of ``new`` at ``indices``."""
 
     def __init__(self, old: Buffer, new: Buffer, indices: tuple):
@@ -292,7 +293,7 @@ def reindex(func: PrimFunc, realize: BlockRealize, path: tuple, kind: str, index
     # the block accesses the new buffer at its covered iterators
     at = tuple(iv.var for iv in covered)
     region = tuple(Range(iv.var, const(1, iv.var.dtype)) for iv in covered)
-    swap = _Reindexed(old, new, at)
+    swap = Reindexed(old, new, at)
     new_block = block.with_changes(body=swap.visit(block.body),
                                    init=None if block.init is None else swap.visit(block.init),
                                    reads=_regions_of(block.reads, old, BufferRegion(new, region)),

@@ -13,8 +13,7 @@ from ...ir.buffer import Buffer, BufferRegion, decl_buffer
 from ...ir.expr import DATA_PAR, Add, BufferLoad, IntImm, IterVar, Range, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore, SeqStmt, Stmt, seq
-from ...ir.visitor import Mutator
-from .cache import _buffer
+from .cache import BufferSwap, _buffer
 from .errors import ScheduleError
 from .loop_transform import nest
 from .tree import blocks_under, enclosing_loops, parent_block, replace_in, replace_stmts
@@ -33,19 +32,6 @@ def region_copy(src: Buffer, dst: Buffer, region: BufferRegion, name: str) -> St
     values = tuple(v if isinstance(r.min, IntImm) and r.min.value == 0 else Add(r.min, v)
                    for r, v in zip(region.region, loop_vars))
     return nest(loop_vars, [r.extent for r in region.region], BlockRealize(values, const(True), block))
-
-
-class _Swap(Mutator):
-    """``old`` becomes ``new`` everywhere, its data pointer included."""
-
-    def __init__(self, old: Buffer, new: Buffer):
-        self.old, self.new = old, new
-
-    def visit_Buffer(self, b: Buffer) -> Buffer:
-        return self.new if b is self.old else b
-
-    def visit_Var(self, v: Var) -> Var:
-        return self.new.data if v is self.old.data else v
 
 
 def cache_inplace(func: PrimFunc, realize: BlockRealize, path: tuple, index: int,
@@ -70,7 +56,7 @@ def cache_inplace(func: PrimFunc, realize: BlockRealize, path: tuple, index: int
     holder: Any = loops[-1] if loops else scope
     kids = list(holder.body.seq) if isinstance(holder.body, SeqStmt) else [holder.body]
     at = next(i for i, kid in enumerate(kids) if any(r is realize for r in blocks_under(kid)))
-    kid = replace_in(kids[at], {id(realize): realize.with_changes(block=_Swap(old, new).visit(block))})
+    kid = replace_in(kids[at], {id(realize): realize.with_changes(block=BufferSwap(old, new, data=True).visit(block))})
     body = seq(kids[:at] + [stage_in, kid, stage_out] + kids[at + 1:])
     if holder is scope:
         new_scope = scope.with_changes(body=body)

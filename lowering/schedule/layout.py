@@ -31,11 +31,11 @@ class IndexMap:
         self.final_indices = list(final_indices)
 
     @staticmethod
-    def from_func(func: Callable, ndim: int) -> "IndexMap":
+    def from_func(func: Callable, ndim: int, primitive: str = "transform_layout", what: str = "the buffer has",
+                  unit: str = "dimensions") -> "IndexMap":
         names = list(inspect.signature(func).parameters)
         if len(names) != ndim:
-            raise ScheduleError(f"transform_layout: the index map takes {len(names)} indices, the buffer "
-                                f"has {ndim} dimensions")
+            raise ScheduleError(f"{primitive}: the index map takes {len(names)} indices, {what} {ndim} {unit}")
         variables = [Var(n) for n in names]
         result = func(*variables)
         final = list(result) if isinstance(result, (list, tuple)) else [result]

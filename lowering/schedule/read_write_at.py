@@ -17,11 +17,11 @@ from ...ir.expr import DATA_PAR, Add, BufferLoad, IntImm, IterVar, Range, Sub, V
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt, seq
-from ...ir.visitor import Mutator, walk
-from .cache import _buffer
+from ...ir.visitor import walk
+from .cache import BufferSwap, _buffer
 from .compute_at import _symbolic_bounds, _union
 from .errors import ScheduleError
-from .tree import enclosing_loops, find_block, parent_block, replace_in, replace_stmts, walk_with_path
+from .tree import enclosing_loops, parent_block, replace_in, replace_stmts, walk_with_path
 
 _STORAGE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
 
@@ -83,7 +83,7 @@ def read_write_at(func: PrimFunc, loop: For, loop_path: tuple, realize: BlockRea
         at, first, last = writers[-1] + 1, 0, writers[-1] + 1
     analyzer = Analyzer()
     domain = [Range(analyzer.simplify(lo), analyzer.simplify(Sub(Add(hi, const(1, hi.dtype)), lo))) for lo, hi in dims]
-    swap = _Swap(src, dst)
+    swap = BufferSwap(src, dst)
     subtrees = [swap.visit(t) if first <= i < last else t for i, t in enumerate(subtrees)]
     loops = {lp.loop_var: lp for lp in outer + [loop]}
     copy = _copy_block(src, dst, domain, loops, is_read, f"{src.name}_{scope_name}", primitive)
@@ -124,14 +124,3 @@ def _copy_block(src: Buffer, dst: Buffer, domain: list, loops: dict, is_read: bo
                   writes=(BufferRegion(copy_to, tuple(domain)),), name_hint=name, body=body,
                   annotations=FrozenDict({"auto_copy": True}))
     return BlockRealize(tuple(values), const(True), block)
-
-
-class _Swap(Mutator):
-    def __init__(self, src: Buffer, dst: Buffer):
-        self.src, self.dst = src, dst
-
-    def visit_Buffer(self, b: Buffer) -> Buffer:
-        return self.dst if b is self.src else b
-
-    def visit_Var(self, v: Var) -> Var:
-        return v

@@ -12,11 +12,11 @@ from typing import Any
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer, BufferRegion, decl_buffer
-from ...ir.expr import DATA_PAR, BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
+from ...ir.expr import DATA_PAR, BufferLoad, IntImm, IterVar, Range, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt, seq
-from ...ir.visitor import Mutator, walk
-from .cache import _buffer
+from ...ir.visitor import walk
+from .cache import Reindexed, _buffer
 from .errors import ScheduleError
 from .layout import IndexMap
 from .tree import blocks_under, enclosing_loops, parent_block, replace_in, replace_stmts
@@ -99,7 +99,8 @@ def reindex_cache(func: PrimFunc, realize: BlockRealize, path: tuple, index: int
     block = realize.block
     old = _buffer(block, block.reads if is_read else block.writes, index, "read" if is_read else "write")
     region = next(r for r in (block.reads if is_read else block.writes) if r.buffer is old)
-    imap = index_map if isinstance(index_map, IndexMap) else IndexMap.from_func(index_map, len(block.iter_vars))
+    imap = index_map if isinstance(index_map, IndexMap) else IndexMap.from_func(
+        index_map, len(block.iter_vars), primitive, f"block '{block.name_hint}' has", "iterators")
     if len(imap.initial_indices) != len(block.iter_vars):
         raise ScheduleError(f"{primitive}: the index map takes {len(imap.initial_indices)} indices, block "
                             f"'{block.name_hint}' has {len(block.iter_vars)} iterators")
@@ -163,7 +164,7 @@ def reindex_cache(func: PrimFunc, realize: BlockRealize, path: tuple, index: int
     stage: Stmt = BlockRealize(tuple(substitute(v, mapping) for _, v in covered), const(True), stage_block)
     for lp in reversed(loops):
         stage = For(mapping[lp.loop_var], lp.min, lp.extent, "serial", stage)
-    swap = _Reindexed(old, new, new_indices)
+    swap = Reindexed(old, new, new_indices)
     new_block = block.with_changes(
         body=swap.visit(block.body), init=None if block.init is None else swap.visit(block.init),
         reads=_swap_regions(block.reads, old, new, new_indices), writes=_swap_regions(block.writes, old, new,
@@ -177,24 +178,3 @@ def _points(at: tuple) -> tuple:
 
 def _swap_regions(regions: tuple, old: Buffer, new: Buffer, at: tuple) -> tuple:
     return tuple(BufferRegion(new, _points(at)) if r.buffer is old else r for r in regions)
-
-
-class _Reindexed(Mutator):
-    """Loads and stores of ``old`` become accesses of ``new`` at ``at``."""
-
-    def __init__(self, old: Buffer, new: Buffer, at: tuple):
-        self.old, self.new, self.at = old, new, at
-
-    def visit_BufferLoad(self, e: BufferLoad) -> Any:
-        e = self.generic_visit(e)
-        return BufferLoad(self.new, self.at) if e.buffer is self.old else e
-
-    def visit_BufferStore(self, s: BufferStore) -> Any:
-        s = self.generic_visit(s)
-        return BufferStore(self.new, s.value, self.at) if s.buffer is self.old else s
-
-    def visit_Block(self, b: Block) -> Block:
-        return b  # (blocks nested in the block keep their own accesses)
-
-    def visit_Var(self, v: Var) -> PrimExpr:
-        return v

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...ir.analysis import infer_block_regions, substitute
 from ...ir.arith import Analyzer
-from ...ir.buffer import Buffer, BufferRegion
+from ...ir.buffer import Buffer
 from ...ir.expr import (LE, LT, OPAQUE, Add, Sub, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, Or, PrimExpr, Range, Var,
                         const)
 from ...ir.function import PrimFunc
