@@ -119,6 +119,8 @@ ERRORS = {
     "e_mm_read_at_index": ["read_buffer_index 5 is out of range", "block 'C'"],
     "e_biasbad_fuse_reduction_epilogue": ["fuse_reduction_epilogue", "block 'bad_epilogue'", "exactly once"],
     "e_biasscaled_fuse_reduction_epilogue": ["fuse_reduction_epilogue", "block 'scaled_epilogue'", "scales 'temp'"],
+    "e_ew_transform_layout_padding": ["transform_layout", "buffer 'B' of shape (64, 32)", "(64, 7, 5)",
+                                      "would introduce padding"],
     "e_lp_loop_partition_too_long": ["loop_partition", "sum of factors [1000, 2, 3]", "extent 128 of loop 'i'"],
 }
 
@@ -445,3 +447,14 @@ def test_get_sref_and_state_describe_the_module_now() -> None:
     assert sch.state.get_sref(old_loop) is None  # (that loop is gone from the module)
     with pytest.raises(ScheduleError, match="get_sref takes"):
         sch.get_sref("C")
+
+
+def test_transform_layout_pads_only_when_told_how() -> None:
+    """TVM 0.27 refuses a layout with padding unless given pad_value or assume_injective_transform
+    (tvms does not implement pad_value yet and says so)."""
+    sch = Schedule(base_module("ew_transform_layout_padding"))
+    with pytest.raises(ScheduleError, match="pad_value is not supported yet"):
+        sch.transform_layout(sch.get_sblock("B"), ("write", 0), lambda i, j: (i, j // 5, j % 5), pad_value=0)
+    sch.transform_layout(sch.get_sblock("B"), ("write", 0), lambda i, j: (i, j // 5, j % 5),
+                         assume_injective_transform=True)
+    assert "B = T.alloc_buffer((64, 7, 5))" in sch.mod.script()

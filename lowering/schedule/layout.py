@@ -9,6 +9,7 @@ data, and is refused unless the caller vouches for it (``assume_injective_transf
 from __future__ import annotations
 
 import inspect
+from math import prod
 from typing import Any, Callable
 
 from ...ir.analysis import substitute
@@ -150,6 +151,11 @@ def transform_layout(func: PrimFunc, realize: BlockRealize, buffer_type: str, in
     shape = _new_shape(old, index_map)
     if not assume_injective:
         _check_one_to_one(old, index_map, shape)
+        if prod(e.value for e in shape) > prod(e.value for e in old.shape):  # (constant: _new_shape checked)
+            raise ScheduleError(f"transform_layout: the index map {index_map} on buffer '{old.name}' of shape "
+                                f"{tuple(e.value for e in old.shape)} gives shape {tuple(e.value for e in shape)}, "
+                                f"which would introduce padding: give pad_value (not supported by tvms yet) or "
+                                f"assume_injective_transform=True to leave the padding undefined")
     new = old.with_changes(shape=shape)
     body = _Relayout(old, new, index_map).visit(func.body)
     buffer_map = FrozenDict({p: (new if b is old else b) for p, b in func.buffer_map.items()})
