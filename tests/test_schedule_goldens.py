@@ -296,7 +296,8 @@ SLOW_NUMBERS = ["einsum_pad_einsum", "mm_read_write_at", "bilinear_cache_index"]
 @pytest.mark.parametrize("name", [
     "mm_reindex_read", "mm_reindex_write", "ew_reindex_read", "mm_transform_block_layout_permute",
     "mm_transform_block_layout_fuse", "ew_loop_partition", "pad1d_decompose_padding", "cascade_rolling_buffer_h",
-    "cascade_rolling_buffer_not_perfect", "stride_rolling_buffer", "crw_reindex_cache_read", "crw_reindex_cache_write",
+    "cascade_rolling_buffer_not_perfect", "stride_rolling_buffer", "crw_reindex_cache_read",
+    "crw_reindex_cache_write",
     "bias_fuse_reduction_epilogue", "biasf_fuse_reduction_epilogue",
     *(pytest.param(name, marks=pytest.mark.slow) for name in SLOW_NUMBERS)])
 def test_scheduled_module_keeps_the_numbers(name: str) -> None:

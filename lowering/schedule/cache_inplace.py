@@ -56,7 +56,8 @@ def cache_inplace(func: PrimFunc, realize: BlockRealize, path: tuple, index: int
     holder: Any = loops[-1] if loops else scope
     kids = list(holder.body.seq) if isinstance(holder.body, SeqStmt) else [holder.body]
     at = next(i for i, kid in enumerate(kids) if any(r is realize for r in blocks_under(kid)))
-    kid = replace_in(kids[at], {id(realize): realize.with_changes(block=BufferSwap(old, new, data=True).visit(block))})
+    swapped = realize.with_changes(block=BufferSwap(old, new, data=True).visit(block))
+    kid = replace_in(kids[at], {id(realize): swapped})
     body = seq(kids[:at] + [stage_in, kid, stage_out] + kids[at + 1:])
     if holder is scope:
         new_scope = scope.with_changes(body=body)

@@ -39,12 +39,13 @@ def read_write_at(func: PrimFunc, loop: For, loop_path: tuple, realize: BlockRea
     rank = _STORAGE_RANK.get(scope_name.split(".")[0], 3)
     outer = enclosing_loops(loop_path)
     relax_above = [lp for lp in outer + [loop] if lp.thread_binding is not None
-                   and 0 <= _thread_rank(lp.thread_binding.thread_tag) and rank <= _thread_rank(lp.thread_binding.thread_tag)]
+                   and rank <= _thread_rank(lp.thread_binding.thread_tag)]
     subtrees = list(loop.body.seq) if isinstance(loop.body, SeqStmt) else [loop.body]
     readers, writers, dims = [], [], None
     for i, tree in enumerate(subtrees):
         for node, path in walk_with_path(tree, loop_path + (loop,)):
-            if not isinstance(node, BlockRealize) or any(isinstance(p, BlockRealize) for p in path[len(loop_path) + 1:]):
+            inside = path[len(loop_path) + 1:]
+            if not isinstance(node, BlockRealize) or any(isinstance(p, BlockRealize) for p in inside):
                 continue
             b = node.block
             has_r = any(r.buffer is src for r in b.reads)
@@ -55,7 +56,7 @@ def read_write_at(func: PrimFunc, loop: For, loop_path: tuple, realize: BlockRea
                 writers.append(i)
             if not (has_r if is_read else has_w):
                 continue
-            relaxed = [lp for lp in path[len(loop_path) + 1:] if isinstance(lp, For)] + relax_above
+            relaxed = [lp for lp in inside if isinstance(lp, For)] + relax_above
             inner = {id(lp.loop_var): (lp.loop_var, lp.min.value, lp.extent.value) for lp in relaxed
                      if isinstance(lp.min, IntImm) and isinstance(lp.extent, IntImm)}
             bindings = {iv.var: v for iv, v in zip(b.iter_vars, node.iter_values)}
@@ -65,7 +66,8 @@ def read_write_at(func: PrimFunc, loop: For, loop_path: tuple, realize: BlockRea
                 box = []
                 for r in region.region:
                     lo = _symbolic_bounds(substitute(r.min, bindings), inner)
-                    hi = _symbolic_bounds(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), bindings), inner)
+                    last = Sub(Add(r.min, r.extent), const(1, r.min.dtype))
+                    hi = _symbolic_bounds(substitute(last, bindings), inner)
                     if lo is None or hi is None:
                         raise ScheduleError(f"{primitive}: cannot bound the access of block '{b.name_hint}' to "
                                             f"buffer '{src.name}' under loop '{loop.loop_var.name}'")
@@ -82,7 +84,8 @@ def read_write_at(func: PrimFunc, loop: For, loop_path: tuple, realize: BlockRea
                                 f"read after its last write")
         at, first, last = writers[-1] + 1, 0, writers[-1] + 1
     analyzer = Analyzer()
-    domain = [Range(analyzer.simplify(lo), analyzer.simplify(Sub(Add(hi, const(1, hi.dtype)), lo))) for lo, hi in dims]
+    domain = [Range(analyzer.simplify(lo), analyzer.simplify(Sub(Add(hi, const(1, hi.dtype)), lo)))
+              for lo, hi in dims]
     swap = BufferSwap(src, dst)
     subtrees = [swap.visit(t) if first <= i < last else t for i, t in enumerate(subtrees)]
     loops = {lp.loop_var: lp for lp in outer + [loop]}

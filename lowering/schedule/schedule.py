@@ -18,8 +18,9 @@ from ...ir.dtype import DataType
 from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
-from . import (annotation, block_layout, blockize, cache, cache_index, cache_inplace, compute_at, inline, layout, loop_kinds, loop_transform,
-               pad_einsum, padding, partition, read_write_at, reduction, reindex_cache, rolling_buffer, rfactor, sampling)
+from . import (annotation, block_layout, blockize, cache, cache_index, cache_inplace, compute_at, inline, layout,
+               loop_kinds, loop_transform, pad_einsum, padding, partition, read_write_at, reduction, reindex_cache,
+               rolling_buffer, rfactor, sampling)
 from . import epilogue as epilogue_module
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV

@@ -29,8 +29,9 @@ class StmtSRef:
         return isinstance(other, StmtSRef) and other.stmt is self.stmt
 
     def __repr__(self) -> str:
-        what = f"block '{self.stmt.name_hint}'" if isinstance(self.stmt, Block) else f"loop '{self.stmt.loop_var.name}'"
-        return f"StmtSRef({what})"
+        if isinstance(self.stmt, Block):
+            return f"StmtSRef(block '{self.stmt.name_hint}')"
+        return f"StmtSRef(loop '{self.stmt.loop_var.name}')"
 
 
 def sref_of(body: Any, target: Any) -> StmtSRef | None:

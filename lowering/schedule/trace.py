@@ -86,8 +86,8 @@ def _kinds() -> dict[str, InstructionKind]:
                                       Param("storage_scope", "a1"), Param("consumer_blocks", "i1", skip_empty=True))),
         k("CacheWrite", "cache_write", (Param("block", "i0"), Param("write_buffer_index", "a0"),
                                         Param("storage_scope", "a1"), Param("consumer_blocks", "i1", skip_empty=True))),
-        k("CacheIndex", "cache_index", (Param("block", "i0"), Param("storage_scope", "a0"), Param("cse_thresh", "a1")),
-          True),
+        k("CacheIndex", "cache_index", (Param("block", "i0"), Param("storage_scope", "a0"),
+                                        Param("cse_thresh", "a1")), True),
         k("ReindexCacheRead", "reindex_cache_read", (Param("block", "i0"), Param("read_buffer_index", "a0"),
                                                      Param("storage_scope", "a1"), Param("index_map", "i1"))),
         k("ReindexCacheWrite", "reindex_cache_write", (Param("block", "i0"), Param("write_buffer_index", "a0"),
@@ -126,7 +126,8 @@ def _kinds() -> dict[str, InstructionKind]:
 
 KINDS = _kinds()
 SAMPLING_KINDS = ("SamplePerfectTile", "SamplePartitionedTile", "SampleCategorical", "SampleComputeLocation")
-INT_FLAG_KINDS = ("Fuse", "LoopPartition", "ComputeAt", "ReverseComputeAt", "Blockize")  # TVM's JSON stores their flags as 0/1
+# TVM's JSON stores these kinds' flags as 0/1
+INT_FLAG_KINDS = ("Fuse", "LoopPartition", "ComputeAt", "ReverseComputeAt", "Blockize")
 
 
 @dataclass(eq=False)
