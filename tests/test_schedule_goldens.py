@@ -460,3 +460,40 @@ def test_transform_layout_pads_only_when_told_how() -> None:
     sch.transform_layout(sch.get_sblock("B"), ("write", 0), lambda i, j: (i, j // 5, j % 5),
                          assume_injective_transform=True)
     assert "B = T.alloc_buffer((64, 7, 5))" in sch.mod.script()
+
+
+WAR = """
+@T.prim_func
+def main(A: T.Buffer((8,), "float32"), D: T.Buffer((8,), "float32"), E: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("X"):
+            vi = T.axis.spatial(8, i)
+            D[vi] = A[vi]
+    for i in range(8):
+        with T.block("W"):
+            vi = T.axis.spatial(8, i)
+            A[vi] = A[vi] + T.float32(1)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            E[vi] = A[vi] * T.float32(2)
+"""
+
+
+def test_cache_read_leaves_readers_before_the_writer_alone() -> None:
+    import numpy as np
+
+    from tvms.runtime.reference import run_prim_func
+
+    before = tvms.script.from_source(WAR)
+    sch = Schedule(before)
+    sch.cache_read(sch.get_sblock("C"), 0, "local")
+    assert [r.buffer.name for r in sch.get(sch.get_sblock("X")).reads] == ["A"]
+    assert [r.buffer.name for r in sch.get(sch.get_sblock("C")).reads] == ["A_local"]
+    outs = []
+    for func in (before, sch.mod["main"]):
+        args = [np.arange(8, dtype="float32"), np.zeros(8, "float32"), np.zeros(8, "float32")]
+        run_prim_func(func, *args)
+        outs.append(args)
+    for x, y in zip(*outs):
+        np.testing.assert_array_equal(x, y)

@@ -108,9 +108,11 @@ def cache_read(func: PrimFunc, realize: BlockRealize, path: tuple, index: int, s
     new = decl_buffer(old.shape, old.dtype, f"{old.name}_{scope_name}", scope=scope_name)
     scope = parent_block(path)
     in_scope = blocks_under(scope.body)
-    writers = [r.block for r in in_scope if any(w.buffer is old for w in r.block.writes)]
-    readers = [r.block for r in in_scope if any(x.buffer is old for x in r.block.reads)
-               and not any(r.block is w for w in writers)]
+    writers = [k for k, r in enumerate(in_scope) if any(w.buffer is old for w in r.block.writes)]
+    # the readers after the writer (those before it read what was there before)
+    readers = [r.block for r in in_scope[writers[-1] + 1 if writers else 0:]
+               if any(x.buffer is old for x in r.block.reads)]
+    writers = [in_scope[k].block for k in writers]
     chosen = consumers or readers
     if len(writers) > 1:
         raise ScheduleError(f"cache_read: buffer '{old.name}' has {len(writers)} writers in the scope of block "
