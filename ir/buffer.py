@@ -28,6 +28,20 @@ class Buffer(Node):
     offset_factor: int = 0  # 0: not given (TVM prints offset_factor only when it was)
     buffer_type: str = "default"  # or "auto_broadcast"
     axis_separators: tuple = ()
+    # TVM 0.27's mutable scalar: a one-element buffer with TVM's default tile layout, which
+    # ``x: T.int32 = v`` and a plain allocation in a PrimFunc without blocks make; printed as the
+    # bare name (``x = x + 1``). Other buffers have no layout. A hint: the classic dialect has no
+    # spelling for it, and the values are those of any one-element buffer.
+    scalar: bool = hint(default=False)
+
+    @property
+    def is_scalar(self) -> bool:
+        """Printed as a scalar: TVM's ``BufferVar::IsScalar`` (one element, default layout)."""
+        return (self.scalar and len(self.shape) == 1 and isinstance(self.shape[0], IntImm)
+                and self.shape[0].value == 1 and not self.strides
+                and (self.elem_offset is None or (isinstance(self.elem_offset, IntImm)
+                                                  and self.elem_offset.value == 0))
+                and self.data_alignment == DEFAULT_ALIGN and self.offset_factor in (0, 1))
 
     @property
     def scope(self) -> str:

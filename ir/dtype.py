@@ -133,3 +133,12 @@ float64 = DataType("float64")
 boolean = DataType("bool")
 handle = DataType("handle")
 void = DataType("void")
+
+
+# TVM's script shorthands of data types (``T.f32``, ``T.i64``, ``T.bf16``, ``T.boolean``)
+SHORTHANDS = {
+    "boolean": "bool", "bf16": "bfloat16",
+    **{f"f{b}": f"float{b}" for b in (16, 32, 64)},
+    **{f"i{b}": f"int{b}" for b in (8, 16, 32, 64)},
+    **{f"u{b}": f"uint{b}" for b in (8, 16, 32, 64)},
+}

@@ -205,6 +205,19 @@ class Broadcast(PrimExpr):
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class Shuffle(PrimExpr):
+    """``T.Shuffle([a, b], [7, 6, 5, 4])``: lanes picked, by index, from the vectors laid end
+    to end (TVM's concatenation, extraction and reversal of vectors)."""
+
+    vectors: tuple
+    indices: tuple  # IntImm lane numbers into the concatenated vectors
+    dtype: DataType = derived()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", self.vectors[0].dtype.with_lanes(len(self.indices)))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Let(PrimExpr):
     var: Var = binds()
     value: PrimExpr = field()

@@ -16,8 +16,8 @@ from .expr import Op
 class OpInfo:
     name: str  # TVM's operator name, "tir.exp"
     script_name: str  # how TVMScript spells it after "T.", "exp"
-    result: str  # "arg0"/"arg1": the type of that argument; "dtype": given as first argument;
-    #              otherwise a fixed data type such as "bool" or "int32"
+    result: str  # "arg0"/"arg1": the type of that argument; "dtype": given as first argument,
+    #              "dtype_last": as last argument; otherwise a fixed data type ("bool", "int32")
     arity: tuple[int, int | None]  # (min, max) number of arguments, the dtype excluded
 
 
@@ -26,10 +26,13 @@ _BY_SCRIPT_NAME: dict[str, OpInfo] = {}
 _INTERNED: dict[str, Op] = {}
 
 
-def register(script_name: str, result: str, arity: tuple[int, int | None], name: str | None = None) -> None:
+def register(script_name: str, result: str, arity: tuple[int, int | None], name: str | None = None,
+             aliases: tuple = ()) -> None:
+    """``aliases``: other names the script reads as this operator (it prints ``script_name``)."""
     info = OpInfo(name or f"tir.{script_name}", script_name, result, arity)
     _OPS[info.name] = info
-    _BY_SCRIPT_NAME[script_name] = info
+    for spelling in (script_name, *aliases):
+        _BY_SCRIPT_NAME[spelling] = info
 
 
 _UNARY_MATH = ("exp exp2 exp10 log log2 log10 log1p expm1 sqrt rsqrt sin cos tan sinh cosh tanh asin "
@@ -49,8 +52,30 @@ register("call_pure_extern", "dtype", (1, None))
 register("call_intrin", "dtype", (1, None))
 register("call_llvm_intrin", "dtype", (1, None))
 register("call_llvm_pure_intrin", "dtype", (1, None))
-register("call_packed", "int32", (1, None), name="tir.tvm_call_packed")
-register("call_cpacked", "int32", (1, None), name="tir.tvm_call_cpacked")
+register("call_packed", "int32", (1, None), name="tir.tvm_call_packed", aliases=("tvm_call_packed",))
+register("call_cpacked", "int32", (1, None), name="tir.tvm_call_cpacked", aliases=("tvm_call_cpacked",))
+# the packed-call ABI after LowerTVMBuiltin: (name, stack of arguments, begin, end)
+register("call_packed_lowered", "int32", (4, 5), name="tir.tvm_call_packed_lowered",
+         aliases=("tvm_call_packed_lowered",))
+register("call_cpacked_lowered", "int32", (4, 5), name="tir.tvm_call_cpacked_lowered",
+         aliases=("tvm_call_cpacked_lowered",))
+register("tvm_stack_alloca", "handle", (2, 2))
+register("tvm_stack_make_shape", "handle", (0, None))
+register("tvm_stack_make_array", "handle", (6, 6))
+register("tvm_struct_get", "dtype_last", (3, 3))
+register("tvm_struct_set", "int32", (4, 4))
+register("tvm_throw_last_error", "void", (0, 0))
+register("tvm_tuple", "void", (0, None))
+register("tvm_thread_invariant", "arg0", (1, 1))
+register("lookup_param", "handle", (1, 1))
+# tensor-core fragments (wmma) and GPU synchronisation, as CUDA code generators read them
+register("tvm_fill_fragment", "handle", (6, 6))
+register("tvm_load_matrix_sync", "handle", (8, 8))
+register("tvm_store_matrix_sync", "handle", (8, 8))
+register("tvm_mma_sync", "handle", (8, 8))
+register("tvm_bmma_sync", "handle", (8, 8))
+register("tvm_warp_shuffle_xor", "arg1", (5, 5))
+register("tvm_global_barrier_kinit", "void", (0, 0))
 register("call_ffi_kernel", "int32", (1, None))
 register("tvm_storage_sync", "int32", (1, 3))
 register("tvm_warp_activemask", "uint32", (0, 0))
@@ -76,6 +101,10 @@ register("ptx_ldmatrix", "void", (7, 7))
 register("mma_store", "void", (6, 6))
 register("vectorlow", "dtype", (1, 1))
 register("vectorhigh", "dtype", (1, 1))
+register("fma", "arg0", (3, 3))
+# fixed-point multiplication of TFLite-style quantized kernels (see runtime/tir_values.py)
+register("q_multiply_shift", "arg0", (4, 4))
+register("q_multiply_shift_per_axis", "arg0", (7, 7))
 register("start_profile_intrinsic", "void", (1, 1))
 register("end_profile_intrinsic", "void", (1, 1))
 
@@ -117,7 +146,7 @@ def script_names() -> list[str]:
 def result_dtype(info: OpInfo, args: tuple, explicit: DataType | None) -> DataType:
     """The result type of a call of ``info`` on ``args`` (``explicit``: the dtype argument)."""
     rule = info.result
-    if rule == "dtype":
+    if rule in ("dtype", "dtype_last"):
         if explicit is None:
             raise TVMSError(f"T.{info.script_name} needs the result data type as its first argument")
         return explicit

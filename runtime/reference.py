@@ -39,6 +39,7 @@ from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.analysis import entry_vars
 from tvms.ir.function import PrimFunc
+from tvms.ir.expr import PrimType
 from tvms.ir.op import loop_control
 
 from .tir_values import INTRINSICS, cast_value, numpy_dtype, trunc_div, trunc_mod
@@ -181,6 +182,11 @@ class _Compiler:
 
     def e_Broadcast(self, e: E.Broadcast) -> str:
         return f"np.full({int(e.lanes)}, {self.src(e.value)}, dtype={self.name(numpy_dtype(e.dtype))})"
+
+    def e_Shuffle(self, e: E.Shuffle) -> str:
+        lanes = self.name(np.array([i.value for i in e.indices], dtype=np.int64))
+        parts = ", ".join(f"np.atleast_1d({self.src(v)})" for v in e.vectors)
+        return f"np.concatenate(({parts},))[{lanes}]"
 
     def e_Let(self, e: E.Let) -> str:
         return f"(env.__setitem__({self.name(e.var, '_x')}, {self.src(e.value)}), {self.src(e.body)})[1]"
@@ -333,6 +339,9 @@ class _Codegen(_Compiler):
             self.stmt(x)
 
     def s_Evaluate(self, s: S.Evaluate) -> None:
+        if isinstance(s.value, E.Call) and s.value.op.name == "tir.ret":  # `return v` / T.ret(v)
+            self.emit(f"return {self.src(s.value.args[0])}")
+            return
         control = loop_control(s.value)
         if control is not None:  # T.break_loop() / T.continue_loop(): Python's own statements
             if not self.loops:
@@ -542,8 +551,8 @@ def _bind_dim(env: Env, declared: Any, actual: int, what: str) -> None:
         raise TVMSError(f"{what}: expected {expected}, got {actual}")
 
 
-def run_prim_func(func: PrimFunc, *args: Any, **scalars: Any) -> None:
-    """Run ``func`` on numpy arrays, in place.
+def run_prim_func(func: PrimFunc, *args: Any, **scalars: Any) -> Any:
+    """Run ``func`` on numpy arrays, in place; the value it returns (``return v``) or None.
 
     Positional arguments fill the parameters in order: an array for each buffer parameter, a
     number for each scalar parameter; scalars may also be given by name. Symbolic sizes (``n``)
@@ -603,7 +612,7 @@ def run_prim_func(func: PrimFunc, *args: Any, **scalars: Any) -> None:
     body = compile_prim_func(func)
     with np.errstate(all="ignore"):
         try:
-            body(env)
+            result = body(env)
         except KeyError as err:
             if err.args and isinstance(err.args[0], E.Var):
                 raise TVMSError(f"variable {err.args[0].name!r} is used before it is bound") from None
@@ -614,3 +623,6 @@ def run_prim_func(func: PrimFunc, *args: Any, **scalars: Any) -> None:
             raise TVMSError("integer division by zero") from None
     for arr, flat in copy_back:
         arr[...] = flat.reshape(arr.shape)
+    if result is not None and isinstance(func.ret_type, PrimType):
+        return cast_value(result, func.ret_type.dtype)
+    return result

@@ -115,6 +115,43 @@ def _no_op(dtype: DataType, *args: Any) -> Any:
     return 0
 
 
+def _fixed_point(x: Any, y: Any, q: Any, left: Any, right: Any, shift_left: Any) -> Any:
+    """TVM's fixed-point multiplication in int64: ``((x << left) * y + 2**(q+right-1)) >> (q+right)``."""
+    x, y = np.asarray(x, np.int64), np.asarray(y, np.int64)
+    x = np.where(shift_left, x << np.asarray(left, np.int64), x)
+    total = np.asarray(right, np.int64) + np.asarray(q, np.int64)
+    with np.errstate(over="ignore"):
+        return (x * y + (np.int64(1) << (total - 1))) >> total
+
+
+def _constant(value: Any, what: str) -> int:
+    values = np.unique(np.asarray(value))
+    if values.size != 1:
+        raise TVMSError(f"T.q_multiply_shift needs a constant {what}")
+    return int(values[0])
+
+
+def _q_multiply_shift(dtype: DataType, x: Any, y: Any, q: Any, s: Any) -> Any:
+    """``x * y * 2**(s - q)`` rounded, for int32 ``x`` and a fixed-point multiplier ``y`` with
+    ``q`` fractional bits (TVM's legalization, src/target/intrin_rule.cc)."""
+    if _constant(y, "multiplier") == 1 << 30:  # a power of two: a plain shift
+        exp = _constant(s, "shift") - 1
+        x = np.asarray(x, np.int64)
+        if exp > 0:
+            return cast_value(x << exp, dtype)
+        if exp == 0:
+            raise TVMSError("T.q_multiply_shift by 2**30 with shift 1 shifts by -1 (undefined in TVM)")
+        return cast_value((cast_value(x + (1 << (-exp - 1)), dtype)) >> -exp, dtype)
+    s = np.asarray(s, np.int64)
+    left, right = np.where(s > 0, s, 0), np.where(s > 0, 0, -s)
+    return cast_value(_fixed_point(x, y, q, left, right, left != 0), dtype)
+
+
+def _q_multiply_shift_per_axis(dtype: DataType, x: Any, y: Any, left: Any, right: Any, q: Any,
+                               shift_left: Any, shift_right: Any) -> Any:
+    return cast_value(_fixed_point(x, y, q, left, right, shift_left), dtype)
+
+
 # name -> f(dtype, *evaluated args). if_then_else is compiled lazily, separately.
 INTRINSICS: dict[str, Callable] = {
     "tir.exp": _float_fn(np.exp), "tir.exp2": _float_fn(np.exp2), "tir.exp10": _float_fn(lambda x: 10 ** x),
@@ -134,7 +171,7 @@ INTRINSICS: dict[str, Callable] = {
     "tir.isnan": lambda dt, x: cast_value(np.isnan(x), dt),
     "tir.isinf": lambda dt, x: cast_value(np.isinf(x), dt),
     "tir.isfinite": lambda dt, x: cast_value(np.isfinite(x), dt),
-    "tir.likely": lambda dt, x: x,
+    "tir.likely": lambda dt, x: x, "tir.tvm_thread_invariant": lambda dt, x: x,
     "tir.assume": lambda dt, x: True,
     "tir.max_value": _limit("max"), "tir.min_value": _limit("min"),
     "tir.infinity": lambda dt: cast_value(np.inf, dt),
@@ -145,6 +182,9 @@ INTRINSICS: dict[str, Callable] = {
     "tir.undef": lambda dt: cast_value(0, dt),  # (any value is right: the reference picks 0)
     "tir.isnullptr": lambda dt, x: x is None or isinstance(x, int) and x == 0,  # (a handle's value)
     "tir.popcount": lambda dt, a: bin(wrap_int(a, DataType(f"uint{dt.bits}"))).count("1"),
+    "tir.fma": lambda dt, a, b, c: cast_value(a * b + c, dt),
+    "tir.q_multiply_shift": _q_multiply_shift,
+    "tir.q_multiply_shift_per_axis": _q_multiply_shift_per_axis,
     "tir.tvm_storage_sync": _no_op,  # serial thread emulation: every thread already finished
     "tir.start_profile_intrinsic": _no_op, "tir.end_profile_intrinsic": _no_op,
 }

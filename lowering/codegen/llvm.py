@@ -30,6 +30,7 @@ from . import llvm_parallel
 from . import llvm_types as T
 from .llvm_intrinsics import call_llvm_intrinsic, declare, emit_intrinsic
 from .vector_stride import lane_stride
+from ..tir.legalize_fixed_point import LEGALIZE as FIXED_POINT
 
 MAX_UNROLL = 64  # constant-extent unrolled loops up to this many iterations are unrolled here
 MAX_STACK_BYTES = 64 * 1024  # larger (or dynamic) allocations go to the heap
@@ -273,6 +274,25 @@ class _FunctionCodegen:
     def e_Broadcast(self, e: E.Broadcast) -> ir.Value:
         return T.broadcast(self.builder, self.expr(e.value), e.lanes)
 
+    def e_Shuffle(self, e: E.Shuffle) -> ir.Value:
+        """Each lane of the result taken from its vector (extract, then insert, element by
+        element: LLVM folds that into one shufflevector)."""
+        bld = self.builder
+        sources = []
+        for v in e.vectors:
+            value = self.expr(v)
+            sources += [(value, k) for k in range(T.lanes_of(value))] if T.lanes_of(value) > 1 else [(value, None)]
+        lanes = [sources[i.value] for i in e.indices]
+        if len(lanes) == 1:
+            value, k = lanes[0]
+            return value if k is None else bld.extract_element(value, ir.Constant(T.I32, k))
+        element = T.element_type(lanes[0][0])
+        result = ir.Constant(ir.VectorType(element, len(lanes)), ir.Undefined)
+        for out, (value, k) in enumerate(lanes):
+            scalar = value if k is None else bld.extract_element(value, ir.Constant(T.I32, k))
+            result = bld.insert_element(result, scalar, ir.Constant(T.I32, out))
+        return result
+
     def e_Let(self, e: E.Let) -> ir.Value:
         self.bind(e.var, e.value)
         return self.expr(e.body)
@@ -283,6 +303,8 @@ class _FunctionCodegen:
                             f"between functions first)")
         if e.op.name == "tir.if_then_else":
             return self.if_then_else(e)
+        if e.op.name in FIXED_POINT:  # T.q_multiply_shift: integer arithmetic
+            return self.expr(FIXED_POINT[e.op.name](e))
         args = [None if isinstance(a, E.StringImm) else self.expr(a) for a in e.args]
         return emit_intrinsic(self.builder, e, args)
 

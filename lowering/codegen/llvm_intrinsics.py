@@ -20,7 +20,7 @@ LLVM_MATH = {
     "exp": "exp", "exp2": "exp2", "exp10": "exp10", "log": "log", "log2": "log2", "log10": "log10",
     "sqrt": "sqrt", "sin": "sin", "cos": "cos", "fabs": "fabs", "floor": "floor", "ceil": "ceil",
     "trunc": "trunc", "round": "roundeven", "nearbyint": "nearbyint", "pow": "pow",
-    "copysign": "copysign",
+    "copysign": "copysign", "fma": "fmuladd",
 }
 # TensorIR name -> the libm function (the float32 variant adds "f")
 LIBM = {name: name for name in ("tan sinh cosh tanh asin acos atan asinh acosh atanh erf log1p expm1 "
@@ -124,7 +124,7 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
         return ir.Constant(T.scalar_type(dtype), ir.Undefined)
     if name == "isnullptr":  # a handle compared with the null pointer
         return builder.icmp_unsigned("==", args[0], ir.Constant(args[0].type, None))
-    if name in ("likely", "tvm_likely"):
+    if name in ("likely", "tvm_likely", "tvm_thread_invariant"):
         return args[0]
     if name == "assume":
         return ir.Constant(T.I1, 1)

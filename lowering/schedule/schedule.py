@@ -39,8 +39,8 @@ class Schedule:
     def __init__(self, mod: "IRModule | PrimFunc", seed: int | None = None, dialect: str | None = None,
                  debug_mask: Any = "all", error_render_level: str = "detail", enable_check: bool = True):
         # debug_mask, error_render_level and enable_check are TVM's options; tvms always checks.
-        if isinstance(mod, PrimFunc):
-            mod = IRModule.from_expr(mod)
+        if isinstance(mod, PrimFunc):  # TVM names it main, whatever its global symbol
+            mod = IRModule({"main": mod})
         if not isinstance(mod, IRModule):
             raise ScheduleError(f"Schedule takes an IRModule or a PrimFunc, got {type(mod).__name__}")
         self._mod = mod.copy()

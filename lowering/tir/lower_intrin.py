@@ -12,6 +12,7 @@ from ...ir.expr import Add, Call, Mul, Op, PrimExpr, StringImm
 from ...ir.function import PrimFunc
 from ...ir.op import LLVM_INTRINSICS, get_op
 from ...ir.visitor import Mutator
+from .legalize_fixed_point import LEGALIZE
 from .tir_pass import define_tir_pass
 
 def _llvm_call(call_dtype, llvm_name: str, args: tuple) -> Call:
@@ -29,8 +30,11 @@ class _IntrinLowerer(Mutator):
             return _llvm_call(add.dtype, LLVM_INTRINSICS["tir.fma"], (add.a.a, add.a.b, add.b))
         return add
 
-    def visit_Call(self, call: Call) -> Call:
+    def visit_Call(self, call: Call) -> PrimExpr:
         call = self.generic_visit(call)
+        legalize = LEGALIZE.get(call.op.name) if isinstance(call.op, Op) else None
+        if legalize is not None:  # (fixed-point multiplication: integer arithmetic)
+            return self.visit(legalize(call))
         if not isinstance(call.op, Op) or not call.dtype.is_float:
             return call
         llvm_name = LLVM_INTRINSICS.get(call.op.name)

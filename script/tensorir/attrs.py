@@ -10,7 +10,7 @@ from typing import Any
 from ...ir import arith
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
-from ...ir.expr import PrimExpr, StringImm
+from ...ir.expr import PrimExpr, StringImm, const
 from ...ir.module import MetadataRef, Target
 from ...ir.node import FrozenDict, Node
 from ...ir.stmt import AttrStmt, Stmt
@@ -43,25 +43,62 @@ class AttrParsing:
 
     @parses("with", "attr")
     def with_attr(self, syn: S.With, call: S.Call) -> Stmt:
-        node, key, value = self.attr_args(call)
-        return AttrStmt(node, key, value, self.scoped(lambda: self.body(syn.body)), span=self.span(call))
+        return nest(self.attr_args(call), self.scoped(lambda: self.body(syn.body)), self.span(call))
 
-    def attr_args(self, call: S.Call) -> tuple:
+    @parses("with", "hint")
+    def with_hint(self, syn: S.With, call: S.Call) -> Stmt:
+        return nest([self.hint_args(call)], self.scoped(lambda: self.body(syn.body)), self.span(call))
+
+    def attr_args(self, call: S.Call) -> list[tuple]:
+        """The (node, key, value) of ``T.attr(node, key, value)``; ``T.attr({key: value, ...})``
+        is one attribute per key over the node 0, nested in order."""
         args = [self.ev(a) for a in call.args]
+        if len(args) == 1 and isinstance(args[0], dict) and all(isinstance(k, str) for k in args[0]):
+            return [(0, key, self.attr_value(value)) for key, value in args[0].items()]
         if len(args) != 3 or not isinstance(args[1], str):
-            raise self.error(call, "T.attr takes a node, a key string and a value")
+            raise self.error(call, "T.attr takes a node, a key string and a value (or a dict of keys "
+                             "and values)")
         node, key, value = args
+        return [(node, key, self.attr_value(value))]
+
+    def attr_value(self, value: Any) -> Any:
         if isinstance(value, (int, float, bool)) and not isinstance(value, str):
-            value = arith.to_expr(value)
+            return arith.to_expr(value)
         if isinstance(value, str):
-            value = StringImm(value)
-        return node, key, value
+            return StringImm(value)
+        return value
+
+    def hint_args(self, call: S.Call) -> tuple:
+        """``T.hint("message", key=value, ...)``: an attribute ``tirx_hint`` over the dict."""
+        args = [self.ev(a) for a in call.args]
+        if len(args) != 1 or not isinstance(args[0], str):
+            raise self.error(call, "T.hint takes a message string and keyword attributes")
+        node = {"message": args[0], **{k: self.ev(v) for k, v in call.kwargs}}
+        return FrozenDict({k: freeze_value(v) for k, v in node.items()}), HINT, const(1)
+
+
+HINT = "tirx_hint"
+
+
+def nest(attrs: list[tuple], body: Stmt, span: Any) -> Stmt:
+    for node, key, value in reversed(attrs):
+        body = AttrStmt(node, key, value, body, span=span)
+    return body
 
 
 @parses("call", "attr")
 def _attr_stmt(b: Any, call: S.Call, rest: list) -> Any:
-    node, key, value = b.attr_args(call)
-    return TakesRest(AttrStmt(node, key, value, b.rest_body(rest), span=b.span(call)))
+    return TakesRest(nest(b.attr_args(call), b.rest_body(rest), b.span(call)))
+
+
+@parses("call", "hint")
+def _hint_stmt(b: Any, call: S.Call, rest: list) -> Any:
+    return TakesRest(nest([b.hint_args(call)], b.rest_body(rest), b.span(call)))
+
+
+def _is_dict_attr(s: Any) -> bool:
+    """An attribute over the node 0: TVM 0.27 writes a run of them as one ``T.attr({...})``."""
+    return isinstance(s, AttrStmt) and isinstance(s.node, int) and not isinstance(s.node, bool) and s.node == 0
 
 
 class AttrPrinting:
@@ -73,14 +110,24 @@ class AttrPrinting:
             rhs, define = launch_scope(self, s)
             self.scope(concise, top, None, rhs, s.body, define, alone_body=True)
             return
-        node = s.node
-        rhs = self.tir(f"attr({self.value(node)}, {quote(s.attr_key)}, {self.value(s.value)})")
+        node, body = s.node, s.body
+        if s.attr_key == HINT and isinstance(node, dict) and isinstance(node.get("message"), str):
+            extra = "".join(f", {k}={self.value(v)}" for k, v in node.items() if k != "message")
+            rhs = self.tir(f"hint({quote(node['message'])}{extra})")
+        elif self.d.name != "classic" and _is_dict_attr(s):
+            items = [(s.attr_key, s.value)]
+            while _is_dict_attr(body):
+                items.append((body.attr_key, body.value))
+                body = body.body
+            rhs = self.tir("attr({" + ", ".join(f"{quote(k)}: {self.value(v)}" for k, v in items) + "})")
+        else:
+            rhs = self.tir(f"attr({self.value(node)}, {quote(s.attr_key)}, {self.value(s.value)})")
         if concise:
             self.emit(rhs)
-            self.continue_body(s.body, top, alone=True)
+            self.continue_body(body, top, alone=True)
         else:
             self.emit(f"with {rhs}:")
-            self.nested(s.body)
+            self.nested(body)
 
     def value(self, v: Any) -> str:
         """Attribute values: Python values, dicts, lists, targets and expressions."""

@@ -5,20 +5,22 @@ regions. The classic dialect's ``T.alloc_buffer`` allocates in the enclosing blo
 for the rest of the body (its block form is ``T.sblock_alloc_buffer``)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 from ...ir import arith
 from ...ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from ...ir.dtype import handle
-from ...ir.expr import IntImm, PointerType, PrimExpr, Var
+from ...ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
 from ...ir.node import EMPTY
-from ...ir.stmt import Allocate, AllocBuffer, DeclBuffer, Stmt
+from ...ir.stmt import Allocate, AllocBuffer, BufferStore, DeclBuffer, LetStmt, SeqStmt, Stmt, seq
 from ...ir.visitor import walk
 from .. import syntax as S
+from ..dialect import CLASSIC
 from .evaluator import BufferMethod, _describe
 from .attrs import norm_attrs
 from .rules import EXPR_BUILTINS, PARSE, Header, TakesRest, call_args, parses, prints
-from .text import display_add, quote
+from .text import display_add, is_nop, quote
 
 
 class BufferParsing:
@@ -45,7 +47,8 @@ class BufferParsing:
         if data is not None and not (isinstance(data, Var) and data.dtype == handle):
             raise self.error(syn, f"data= must be a handle variable, got {_describe(data)}")
         scope = kwargs.pop("scope", scope_default)
-        strides = tuple(self.int_expr(s, syn) for s in (kwargs.pop("strides", None) or ()))
+        strides = tuple(self.quoted_size(s, syn) if isinstance(s, str) else self.int_expr(s, syn)
+                        for s in (kwargs.pop("strides", None) or ()))
         elem_offset = kwargs.pop("elem_offset", None)
         if elem_offset is not None:
             elem_offset = self.int_expr(elem_offset, syn)
@@ -116,6 +119,11 @@ def _alloc_stmt(scope: str) -> Callable:
         args, kwargs = call_args(b, call)
         annotations = norm_attrs(kwargs.pop("annotations", None) or {})
         buf = b.buffer_decl(name, args, kwargs, call, scope_default=scope)
+        if b.dialect is not CLASSIC and b.func is not None and not b.func.s_tir:
+            # TVM 0.27 lays out the allocations of a PrimFunc without blocks: a one-element one
+            # is then a mutable scalar
+            laid_out = replace(buf, scalar=True)
+            buf = laid_out if laid_out.is_scalar else buf
         return TakesRest(AllocBuffer(buf, b.rest_body(rest, {name: buf}), annotations or EMPTY,
                                       span=b.assigned_span(call, target)))
     return build
@@ -124,8 +132,17 @@ def _alloc_stmt(scope: str) -> Callable:
 def _decl_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
     name = b.target_name(target)
     args, kwargs = call_args(b, call)
-    if kwargs.get("data") is None and len(args) < 3:
+    data = kwargs.get("data", args[2] if len(args) > 2 else None)
+    if data is None:
         return _alloc_stmt("global")(b, target, call, rest)
+    if isinstance(data, PrimExpr) and not isinstance(data, Var) and data.dtype == handle:
+        # ``data=T.tvm_stack_alloca(...)``: the buffer's data pointer is bound to that value
+        # (a let of the pointer around the declaration; printed back in one line)
+        var = Var(name, handle, PointerType(b.dtype_of(args[1] if len(args) > 1 else kwargs.get("dtype", "float32"), call),
+                                            kwargs.get("scope", "global")))
+        buf = b.buffer_decl(name, args[:2], {**kwargs, "data": var}, call)
+        decl = DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target))
+        return TakesRest(LetStmt(var, data, decl, span=b.assigned_span(call, target)))
     buf = b.buffer_decl(name, args, kwargs, call)
     return TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target)))
 
@@ -197,17 +214,22 @@ class BufferPrinting:
     """Printing buffer declarations (mixed into the TIRPrinter)."""
 
     def buffer_decl(self, b: Buffer, method: str, args: list[str], dtype_always: bool = False,
-                    signature: set | None = None) -> str:
-        """``signature``: the parameters defined so far, when ``b`` is a parameter's buffer."""
+                    signature: set | None = None, data: str | None = None) -> str:
+        """``signature``: the parameters defined so far, when ``b`` is a parameter's buffer;
+        ``data``: the text of the data pointer's value, when the declaration binds it."""
         dims = [self.expr(s) if signature is None else self.signature_dim(s, signature) for s in b.shape]
         shape = "(" + ", ".join(dims) + ("," if len(b.shape) == 1 else "") + ")"
         args = args + [shape]
         if dtype_always or b.dtype.name != "float32":
             args.append(quote(str(b.dtype)))
-        if self.namer.get(b.data) is not None or self.data_owner(b.data, exclude=b) is not None:
+        if data is not None:
+            args.append(f"data={data}")
+        elif self.namer.get(b.data) is not None or self.data_owner(b.data, exclude=b) is not None:
             args.append(f"data={self.var(b.data)}")
         if b.strides:
-            args.append("strides=(" + ", ".join(self.expr(s) for s in b.strides) + ("," if len(b.strides) == 1 else "") + ")")
+            strides = [self.expr(s) if signature is None else self.signature_stride(s, signature)
+                       for s in b.strides]
+            args.append("strides=(" + ", ".join(strides) + ("," if len(b.strides) == 1 else "") + ")")
         if b.elem_offset is not None:
             args.append(f"elem_offset={self.expr(b.elem_offset)}")
         if b.scope != "global" and method not in ("alloc_shared", "alloc_local"):
@@ -239,6 +261,15 @@ class BufferPrinting:
             return quote(text)
         return text
 
+    def signature_stride(self, stride: PrimExpr, defined: set) -> str:
+        """A stride of a buffer in a TVM 0.27 signature: a variable met first there is quoted
+        (which defines it, as for a dimension)."""
+        if isinstance(stride, Var) and id(stride) not in defined and id(stride) not in self.typevars \
+                and self.namer.get(stride) is None:
+            defined.add(id(stride))
+            return quote(self.namer.define(stride, stride.name))
+        return self.signature_dim(stride, defined)
+
     def region(self, r: BufferRegion) -> str:
         parts = []
         for rng in r.region:
@@ -248,12 +279,16 @@ class BufferPrinting:
                 parts.append(f"{self.expr(rng.min)}:{self.expr(display_add(rng.min, rng.extent))}")
         return f"{self.buffer(r.buffer)}[{', '.join(parts) if parts else '()'}]"
 
-    def simple_buffer(self, b: Buffer) -> bool:
-        if b.strides or b.elem_offset is not None or b.scope != "global" or b.axis_separators:
+    def simple_buffer(self, b: Buffer, with_layout: bool = False) -> bool:
+        """``with_layout``: strides, offset and alignment may be given (TVM 0.27's signature
+        annotations write them); an offset hoisted to a module TypeVar prints inline anyway."""
+        if b.scope != "global" or b.axis_separators or b.buffer_type != "default":
             return False
-        if b.data_alignment != DEFAULT_ALIGN or b.offset_factor or b.buffer_type != "default":
+        own_offset = b.elem_offset is not None and id(b.elem_offset) not in self.typevars
+        if not with_layout and (b.strides or own_offset or b.offset_factor or b.data_alignment != DEFAULT_ALIGN):
             return False
-        for s in b.shape:
+        # sizes (and an offset) the signature can name: module TypeVars and scalar parameters
+        for s in (*b.shape, *(() if b.elem_offset is None else (b.elem_offset,))):
             for n in walk(s):
                 if isinstance(n, Var) and id(n) not in self.typevars and id(n) not in self.scalar_params:
                     return False
@@ -276,6 +311,9 @@ class BufferPrinting:
     @prints(AllocBuffer)
     def st_alloc_buffer(self, s: AllocBuffer, concise: bool, top: bool) -> None:
         b = s.buffer
+        if concise and not s.annotations and self.prints_as_scalar(b, (IntImm(b.shape[0].dtype, 0),)):
+            self.scalar_decl(s, top)
+            return
         if self.d.name == "classic":
             method = "decl_buffer"
         else:
@@ -284,6 +322,23 @@ class BufferPrinting:
         if s.annotations:
             rhs = rhs[:-1] + f", annotations={self.attr_dict(s.annotations)})"
         self.scope(concise, top, None, rhs, s.body, lambda: self.define_buffer(b))
+
+    def scalar_decl(self, s: AllocBuffer, top: bool) -> None:
+        """``x: T.int32``, with its first store as the value (``x: T.int32 = 0``) when that
+        store does not read ``x``: how TVM 0.27 prints a mutable scalar."""
+        b, body = s.buffer, s.body
+        first = body.seq[0] if isinstance(body, SeqStmt) else body
+        name = self.define_buffer(b)
+        decl = f"{name}: {self.tir(str(b.dtype))}"
+        if (isinstance(first, BufferStore) and first.buffer is b
+                and self.prints_as_scalar(b, first.indices)
+                and not any(isinstance(n, BufferLoad) and n.buffer is b for n in walk(first.value))):
+            self.emit(f"{decl} = {self.expr(first.value)}")
+            body = seq(body.seq[1:]) if isinstance(body, SeqStmt) else None
+        else:
+            self.emit(decl)
+        if body is not None and not is_nop(body):
+            self.continue_body(body, top)
 
     @prints(Allocate)
     def st_allocate(self, s: Allocate, concise: bool, top: bool) -> None:

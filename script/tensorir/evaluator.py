@@ -9,10 +9,10 @@ from typing import Any, Callable
 
 from ...ir import arith, op as op_registry
 from ...ir.buffer import Buffer, BufferRegion
-from ...ir.dtype import DataType, is_dtype_name
+from ...ir.dtype import SHORTHANDS as DTYPE_SHORTHANDS, DataType, is_dtype_name
 from ...ir.errors import ScriptError, Source, TVMSError
-from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, PrimExpr, Ramp,
-                        Range, StringImm, Sub, Var, const)
+from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, PrimExpr, PrimType,
+                        Ramp, Range, StringImm, Sub, Var, const)
 from ...ir.node import EMPTY
 from .. import syntax as S
 from ..dialect import CLASSIC, Dialect
@@ -110,7 +110,14 @@ class ExprEvaluator:
         raise self.error(syn, f"expected an expression, got {_describe(value)}")
 
     def ev_Name(self, syn: S.Name) -> Any:
-        return self.lookup(syn.id, syn)
+        value = self.lookup(syn.id, syn)
+        if isinstance(value, Buffer) and value.scalar:  # TVM 0.27's mutable scalar reads as a value
+            return BufferLoad(value, (const(0),), span=self.span(syn))
+        return value
+
+    def ev_buffer_base(self, syn: Any) -> Any:
+        """The value of ``x`` in ``x[...]`` / ``x.attr``: a mutable scalar as its buffer."""
+        return self.lookup(syn.id, syn) if isinstance(syn, S.Name) else self.ev(syn)
 
     def ev_Constant(self, syn: S.Constant) -> Any:
         return syn.value
@@ -143,13 +150,15 @@ class ExprEvaluator:
                 self.check_data(item, syn)
 
     def ev_Attribute(self, syn: S.Attribute) -> Any:
-        base = self.ev(syn.value)
+        base = self.ev_buffer_base(syn.value)
         if isinstance(base, Builtin):
-            path = f"{base.path}.{syn.attr}" if base.path else syn.attr
+            path = f"{base.path}.{syn.attr}" if base.path else DTYPE_SHORTHANDS.get(syn.attr, syn.attr)
             if not base.path and not is_builtin_name(path):
                 raise self.error(syn, f"unknown builtin 'T.{path}'"
                                  f"{did_you_mean('T.' + path, ['T.' + n for n in all_builtin_names()])}")
             return Builtin(path)
+        if isinstance(base, PrimType) and syn.attr == "ty":  # (T.handle().ty)
+            return base
         if isinstance(base, Buffer):
             if syn.attr == "data":
                 return base.data
@@ -162,7 +171,7 @@ class ExprEvaluator:
         raise self.error(syn, f"{_describe(base)} has no attribute {syn.attr!r}")
 
     def ev_Subscript(self, syn: S.Subscript) -> Any:
-        base = self.ev(syn.value)
+        base = self.ev_buffer_base(syn.value)
         if isinstance(base, Buffer):
             return self.subscript_buffer(base, syn)
         if isinstance(base, Builtin):
@@ -368,18 +377,23 @@ class ExprEvaluator:
 
     def intrinsic(self, info: op_registry.OpInfo, args: list, kwargs: dict, syn: Any) -> Call:
         explicit = None
-        if info.result == "dtype":
+        if "dtype" in kwargs:  # the older spelling: T.tvm_access_ptr(..., dtype="handle")
+            kwargs = dict(kwargs)
+            explicit = self.dtype_of(kwargs.pop("dtype"), syn)
+        elif info.result in ("dtype", "dtype_last"):
             if not args:
-                raise self.error(syn, f"T.{info.script_name} needs the result data type as its first argument")
-            explicit = self.dtype_of(args[0], syn)
-            args = args[1:]
+                raise self.error(syn, f"T.{info.script_name} needs the result data type as its "
+                                 f"{'first' if info.result == 'dtype' else 'last'} argument")
+            first = info.result == "dtype"
+            explicit = self.dtype_of(args[0] if first else args[-1], syn)
+            args = args[1:] if first else args[:-1]
         lo, hi = info.arity
         if len(args) < lo or (hi is not None and len(args) > hi):
             want = str(lo) if lo == hi else f"{lo} to {hi}" if hi is not None else f"at least {lo}"
             raise self.error(syn, f"T.{info.script_name} takes {want} argument{'s' if want != '1' else ''}, "
                              f"got {len(args)}")
         call_args = tuple(self.call_arg(a, syn) for a in args)
-        dtype = op_registry.result_dtype(info, call_args, explicit)
+        dtype = explicit if explicit is not None else op_registry.result_dtype(info, call_args, None)
         attrs = freeze_value(kwargs) if kwargs else EMPTY
         return Call(dtype, op_registry.get_op(info.name), call_args, attrs)
 
@@ -397,6 +411,8 @@ class ExprEvaluator:
     def dtype_of(self, value: Any, syn: Any) -> DataType:
         if isinstance(value, Builtin) and is_dtype_name(value.path):
             return DataType(value.path)
+        if isinstance(value, PrimType):  # TVM 0.27 writes the handle type as T.handle().ty
+            return value.dtype
         if isinstance(value, str):
             try:
                 return DataType(value)
@@ -418,6 +434,8 @@ class FunctionFrame:
     # quoted buffer dimensions created (a later scalar parameter of that name is that variable)
     signature_dtypes: dict | None = None
     size_vars: dict = field(default_factory=dict)
+    s_tir: bool = False  # decorated s_tir=True: TVM 0.27 gives its allocations no layout
+    env_threads: dict = field(default_factory=dict)  # T.env_thread variables -> their thread tags
 
 
 class ScopedEvaluator(ExprEvaluator):
@@ -516,4 +534,4 @@ def is_builtin_name(path: str) -> bool:
     """Whether ``T.<path>`` is a name tvms knows (a statement, an expression builtin, a dtype or
     a TensorIR operator); what the parser accepts and the inventory test counts."""
     return (path in EXPR_BUILTINS or path in statement_builtin_names() or is_dtype_name(path)
-            or op_registry.lookup_script_name(path) is not None)
+            or path in DTYPE_SHORTHANDS or op_registry.lookup_script_name(path) is not None)

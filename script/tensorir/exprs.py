@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...ir import arith, op as op_registry
+from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.expr import (Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
                         FloorMod, IntImm,
                         IterVar, Let, Max, Min, Mod, Not, PointerType, PrimType, Ramp, Select,
-                        StringImm, Var)
+                        Shuffle, StringImm, Var)
 from ...ir.module import GlobalVar, Target
 from ...ir.operators import ATOM, BINARY, BY_NODE, BY_SYMBOL, CMP, MUL, NOT, UNARY
 from .evaluator import _describe
@@ -63,6 +64,20 @@ def _ramp(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
 
 def _broadcast(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
     return Broadcast(ev.call_arg(args[0], syn), int(_int_value(ev, args[1], syn)))
+
+
+def _shuffle(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    vectors, indices = args
+    if not isinstance(vectors, (list, tuple)) or not vectors or not isinstance(indices, (list, tuple)):
+        raise ev.error(syn, "T.Shuffle takes a list of vectors and a list of lane indices")
+    vectors = tuple(ev.call_arg(v, syn) for v in vectors)
+    if len({v.dtype.element_of for v in vectors}) != 1:
+        raise ev.error(syn, "the vectors of T.Shuffle have one element type")
+    total = sum(v.dtype.lanes for v in vectors)
+    lanes = tuple(_int_value(ev, i, syn) for i in indices)
+    if any(not 0 <= i < total for i in lanes):
+        raise ev.error(syn, f"a T.Shuffle index is a lane of the {total} lanes of its vectors")
+    return Shuffle(vectors, tuple(IntImm(DataType("int32"), i) for i in lanes))
 
 
 def _let_expr(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
@@ -116,6 +131,7 @@ EXPR_BUILTINS.update({
     "Ramp": _fixed(3, "Ramp", _ramp),
     "Broadcast": _fixed(2, "Broadcast", _broadcast),
     "Let": _let_expr,
+    "Shuffle": _fixed(2, "Shuffle", _shuffle),
     "min": _binary_builtin(Min, fold=True), "max": _binary_builtin(Max, fold=True),
     "truncdiv": _binary_builtin(Div, fold=True), "truncmod": _binary_builtin(Mod, fold=True),
     "floordiv": _binary_builtin(FloorDiv, fold=True), "floormod": _binary_builtin(FloorMod, fold=True),
@@ -197,14 +213,25 @@ class ExprPrinting:
     def ex_broadcast(self, e: Broadcast) -> tuple[str, int]:
         return self.tir(f"Broadcast({self.expr(e.value)}, {e.lanes})"), ATOM
 
+    def ex_shuffle(self, e: Shuffle) -> tuple[str, int]:
+        vectors = ", ".join(self.expr(v) for v in e.vectors)
+        return self.tir(f"Shuffle([{vectors}], [{', '.join(self.expr(i) for i in e.indices)}])"), ATOM
+
     def ex_let(self, e: Let) -> tuple[str, int]:
         # TVM writes the let variable's definition before the statement (v = T.int32())
         name = self.var(e.var)
         return self.tir(f"Let({self.expr(e.body)}, where={{{name}: {self.expr(e.value)}}})"), ATOM
 
     def ex_load(self, e: BufferLoad) -> tuple[str, int]:
+        if self.prints_as_scalar(e.buffer, e.indices):
+            return self.buffer(e.buffer), ATOM
         # (a vector load keeps T.Ramp, as TVM prints it; a store's ramp is a slice)
         return f"{self.buffer(e.buffer)}[{self.indices(e.indices, slices=False)}]", ATOM
+
+    def prints_as_scalar(self, buffer: Buffer, indices: tuple) -> bool:
+        """TVM 0.27 writes a mutable scalar's element as its bare name (``x = x + 1``)."""
+        return (self.d.name != "classic" and buffer.is_scalar and len(indices) == 1
+                and isinstance(indices[0], IntImm) and indices[0].value == 0)
 
     def indices(self, indices: tuple, slices: bool = True) -> str:
         parts = []
@@ -232,9 +259,18 @@ class ExprPrinting:
             head = self.tir(f"{info.script_name}")
             args = [self.expr(a) for a in e.args]
             if info.result == "dtype":
-                args.insert(0, quote(str(e.dtype)))
+                args.insert(0, self.dtype_arg(e.dtype))
+            elif info.result == "dtype_last":
+                args.append(self.dtype_arg(e.dtype))
         args += [f"{k}={self.value(v)}" for k, v in e.attrs.items()]
         return f"{head}({', '.join(args)})", ATOM
+
+    def dtype_arg(self, dtype: DataType) -> str:
+        """A data type as an argument: ``"int32"``; TVM 0.27 writes the handle type as the type
+        of a handle variable."""
+        if dtype.is_handle and self.d.name != "classic":
+            return self.tir("handle().ty")
+        return quote(str(dtype))
 
     def ex_reducer(self, e: CommReducer) -> tuple[str, int]:
         self.namer.push()
@@ -253,7 +289,7 @@ PRINT_EXPR.update({
     IntImm: ExprPrinting.ex_int, FloatImm: ExprPrinting.ex_float, StringImm: ExprPrinting.ex_string,
     Not: ExprPrinting.ex_not, Select: ExprPrinting.ex_select, Cast: ExprPrinting.ex_cast,
     Ramp: ExprPrinting.ex_ramp, Broadcast: ExprPrinting.ex_broadcast, Let: ExprPrinting.ex_let,
-    BufferLoad: ExprPrinting.ex_load, Call: ExprPrinting.ex_call, CommReducer: ExprPrinting.ex_reducer,
+    BufferLoad: ExprPrinting.ex_load, Shuffle: ExprPrinting.ex_shuffle, Call: ExprPrinting.ex_call, CommReducer: ExprPrinting.ex_reducer,
     IterVar: ExprPrinting.ex_iter_var,
     Min: ExprPrinting.ex_function("min", "Min"), Max: ExprPrinting.ex_function("max", "Max"),
     Mod: ExprPrinting.ex_function("truncmod", "Mod"),

@@ -22,13 +22,14 @@ from .evaluator import Builtin, FunctionFrame, _describe
 from .attrs import norm_attrs
 from .rules import Header, call_args, parses
 from .text import ParamUsed, comments_of, def_name
+from .threads import launched_more_than_once
 
 
 class FunctionParsing:
     """Reading ``@T.prim_func`` (mixed into the TIRBuilder)."""
 
     def prim_func(self, fdef: S.FunctionDef, decorator_kwargs: dict) -> PrimFunc:
-        self.func = frame = FunctionFrame()
+        self.func = frame = FunctionFrame(s_tir=bool(decorator_kwargs.get("s_tir")))
         self.scopes.append({})
         frame.signature_dtypes = self.scalar_param_dtypes(fdef.params)
         for p in fdef.params:
@@ -154,10 +155,19 @@ class FunctionParsing:
         func = self.ev(annotation.func)
         if not (isinstance(func, Builtin) and func.path == "Buffer"):
             return
-        shape = annotation.args[0] if annotation.args else dict(annotation.kwargs).get("shape")
-        for dim in shape.elts if isinstance(shape, S.TupleExpr) else [shape]:
+        kwargs = dict(annotation.kwargs)
+        shape = annotation.args[0] if annotation.args else kwargs.get("shape")
+        strides = kwargs.get("strides")
+        for dim in [*_elements(shape), *_elements(strides)]:
             if isinstance(dim, S.Constant) and isinstance(dim.value, str):
                 self.define_quoted_names(self.quoted_syntax(dim.value, dim))
+
+
+def _elements(syn: Any) -> list:
+    """The items of a tuple or list literal; a single other expression alone."""
+    if syn is None:
+        return []
+    return list(syn.elts) if isinstance(syn, (S.TupleExpr, S.ListExpr)) else [syn]
 
 
 def _is_root_realize(body: Stmt) -> bool:
@@ -258,6 +268,7 @@ class FunctionPrinting:
         namer = self.namer
         namer.push()
         self.func_frame = len(namer.frames) - 1
+        self.relaunched = launched_more_than_once(f.body)
         dec_args = []
         if f.is_private:
             dec_args.append("private=True")
@@ -307,4 +318,4 @@ class FunctionPrinting:
         for buf in f.buffer_map.values():
             data_count[id(buf.data)] = data_count.get(id(buf.data), 0) + 1
         return {p for p, buf in f.buffer_map.items()
-                if data_count[id(buf.data)] == 1 and self.simple_buffer(buf)}
+                if data_count[id(buf.data)] == 1 and self.simple_buffer(buf, self.d.name != "classic")}

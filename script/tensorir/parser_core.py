@@ -14,13 +14,13 @@ from typing import Any
 from ...ir import arith
 from ...ir.buffer import Buffer
 from ...ir.errors import ScriptError, Source, TVMSError
-from ...ir.expr import PrimExpr, Var, const
+from ...ir.expr import PrimExpr, Var, const, is_const_int
 from ...ir.stmt import Evaluate, Stmt, seq
 from .. import syntax as S
 from ..comments import add_below, carry, take
 from ..dialect import CLASSIC, Dialect
 from .attrs import AttrParsing
-from . import exprs  # noqa: F401  (registers the T.* expression builtins)
+from . import exprs, sugar  # noqa: F401  (register the T.* expression builtins)
 from .blocks import BlockFrame, BlockParsing
 from .buffers import BufferParsing
 from .evaluator import Builtin, BufferMethod, BufferSlice, NewVar, ScopedEvaluator, _describe
@@ -131,6 +131,11 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
         if isinstance(target, S.Subscript):
             return self.buffer_store(target, syn.value)
         value_syn = syn.value
+        if (isinstance(target, S.TupleExpr) and isinstance(value_syn, S.TupleExpr)
+                and len(target.elts) == len(value_syn.elts)):
+            # ``a, b = 1, A[2]``: one assignment after the other, as TVM binds them
+            each = [S.Assign([t], v).at(t, v) for t, v in zip(target.elts, value_syn.elts)]
+            return TakesRest(self.body(each + list(rest)))
         if isinstance(value_syn, S.Call):
             func = self.ev(value_syn.func)
             rule = PARSE["assign"].get(func.path) if isinstance(func, Builtin) else None
@@ -148,12 +153,18 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
         if isinstance(value, BufferSlice):
             value = self.slice_load(value, value_syn)
         if isinstance(value, (PrimExpr, int, float, bool)):
-            expr = arith.to_expr(value)
             name = self.target_name(target)
-            if self.lookup_local(name) is not None:
+            known = self.lookup_local(name)
+            if isinstance(known, Buffer) and (known.scalar or (
+                    self.dialect is not CLASSIC and len(known.shape) == 1 and is_const_int(known.shape[0], 1))):
+                return self.assign_scalar(known, value, value_syn, target)
+            if known is not None:
                 raise self.error(target, f"{name!r} is already defined; TensorIR variables cannot be "
                                  f"reassigned (store into a buffer instead)")
-            return self.let_stmt(name, expr.dtype, expr, rest, syn, scalar_decl=self.dialect is not CLASSIC)
+            expr = arith.to_expr(value)
+            if self.dialect is not CLASSIC:  # TVM 0.27: a new name is a mutable scalar
+                return self.declare_scalar(name, expr.dtype, expr, rest, syn)
+            return self.let_stmt(name, expr.dtype, expr, rest, syn)
         raise self.error(value_syn, f"cannot assign {_describe(value)} to a name in TensorIR")
 
     def target_name(self, target: Any) -> str:

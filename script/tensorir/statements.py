@@ -6,14 +6,16 @@ A binding and an assert printed without a nested body take the rest of the enclo
 their own, as TVM reads them."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ...ir import arith
-from ...ir.buffer import Buffer
-from ...ir.dtype import DataType, is_dtype_name
-from ...ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, const
+from ...ir.buffer import Buffer, decl_buffer
+from ...ir.dtype import DataType, handle, is_dtype_name
+from ...ir.expr import BufferLoad, Call, IntImm, PointerType, PrimExpr, Var, const
 from ...ir.op import get_op
-from ...ir.stmt import AssertStmt, BufferStore, Evaluate, IfThenElse, LetStmt, Stmt, While
+from ...ir.stmt import (AllocBuffer, AssertStmt, BufferStore, DeclBuffer, Evaluate, IfThenElse, LetStmt, Stmt,
+                         While, seq)
 from .. import syntax as S
 from ..dialect import CLASSIC
 from .evaluator import Builtin, BufferSlice, LetAnnotation, _describe
@@ -39,32 +41,55 @@ class StatementParsing:
     def stmt_AnnAssign(self, syn: S.AnnAssign, rest: list) -> Any:
         name = self.target_name(syn.target)
         ann = self.ev(syn.annotation)
-        scalar_decl = False
+        pointer = None
         if isinstance(ann, LetAnnotation):
             dtype = ann.dtype
+        elif isinstance(ann, PointerType) and syn.value is not None:  # x: T.handle("int64") = p
+            dtype, pointer = handle, ann
         elif isinstance(ann, Builtin) and is_dtype_name(ann.path):
             dtype = DataType(ann.path)
-            scalar_decl = self.dialect is not CLASSIC  # TVM 0.27's mutable-scalar spelling
         elif isinstance(ann, Buffer) and syn.value is None:
             self.define(name, ann)
             return Header()
         else:
             raise self.error(syn.annotation, f"expected a data type such as T.int32, got {_describe(ann)}")
+        scalar = self.dialect is not CLASSIC and isinstance(ann, Builtin)
         if syn.value is None:
+            if scalar:  # TVM 0.27: an uninitialised mutable scalar
+                return self.declare_scalar(name, dtype, None, rest, syn)
             self.define(name, Var(name, dtype))
             return Header()
         value = self.ev_expr(syn.value)
         if isinstance(value, (IntImm,)) and value.dtype != dtype and isinstance(syn.value, (S.Constant, S.UnaryOp)):
             value = const(value.value, dtype)  # a literal takes the declared type
-        return self.let_stmt(name, dtype, value, rest, syn, scalar_decl)
+        if scalar:
+            return self.declare_scalar(name, dtype, value, rest, syn)
+        return self.let_stmt(name, dtype, value, rest, syn, pointer)
 
     def let_stmt(self, name: str, dtype: DataType, value: PrimExpr, rest: list, syn: Any,
-                 scalar_decl: bool = False) -> Any:
+                 pointer: PointerType | None = None) -> Any:
         if value.dtype != dtype:
             raise self.error(syn, f"{name!r} is declared {dtype} but the value is {value.dtype}")
-        var = Var(name, dtype)
-        return TakesRest(LetStmt(var, value, self.rest_body(rest, {name: var}), scalar_decl,
-                                  span=self.span(syn)))
+        var = Var(name, dtype, pointer)
+        return TakesRest(LetStmt(var, value, self.rest_body(rest, {name: var}), span=self.span(syn)))
+
+    def declare_scalar(self, name: str, dtype: DataType, value: PrimExpr | None, rest: list,
+                       syn: Any) -> Any:
+        """TVM 0.27's mutable scalar (``x: T.int32 = v``, or ``x = v`` for a new name): a
+        one-element local buffer that later ``x = ...`` store into and ``x`` loads from."""
+        if value is not None and value.dtype != dtype:
+            raise self.error(syn, f"{name!r} is declared {dtype} but the value is {value.dtype}")
+        buf = replace(decl_buffer((1,), dtype, name, scope="local"), scalar=True)
+        body = self.rest_body(rest, {name: buf}) if rest else None
+        if value is not None:
+            store = BufferStore(buf, value, (const(0),), span=self.span(syn))
+            body = seq([store, body]) if body is not None else store
+        return TakesRest(AllocBuffer(buf, body if body is not None else Evaluate(const(0)),
+                                     span=self.span(syn)))
+
+    def assign_scalar(self, buf: Buffer, value: Any, value_syn: Any, syn: Any) -> Stmt:
+        """``x = v`` into a mutable scalar (or any one-element buffer, as TVM 0.27 reads it)."""
+        return self.store_into(BufferLoad(buf, (const(0),)), value, value_syn, syn)
 
     def buffer_store(self, target: S.Subscript, value_syn: Any) -> Stmt:
         dest = self.ev(target)
@@ -72,7 +97,9 @@ class StatementParsing:
             dest = self.slice_load(dest, target)
         if not isinstance(dest, BufferLoad):
             raise self.error(target, f"only buffer elements can be assigned, not {_describe(dest)}")
-        value = self.ev(value_syn)
+        return self.store_into(dest, self.ev(value_syn), value_syn, target)
+
+    def store_into(self, dest: BufferLoad, value: Any, value_syn: Any, target: Any) -> Stmt:
         if isinstance(value, BufferSlice):
             value = self.slice_load(value, value_syn)
         if isinstance(value, (int, float, bool)):
@@ -142,11 +169,16 @@ class StatementPrinting:
 
     @prints(BufferStore)
     def st_store(self, s: BufferStore, concise: bool, top: bool) -> None:
+        if self.prints_as_scalar(s.buffer, s.indices):
+            self.emit(f"{self.buffer(s.buffer)} = {self.expr(s.value)}")
+            return
         self.emit(f"{self.buffer(s.buffer)}[{self.indices(s.indices)}] = {self.expr(s.value)}")
 
     @prints(Evaluate)
     def st_evaluate(self, s: Evaluate, concise: bool, top: bool) -> None:
-        if isinstance(s.value, Call):
+        if self.d.name != "classic" and isinstance(s.value, Call) and s.value.op.name == "tir.ret":
+            self.emit(f"return {self.expr(s.value.args[0])}")  # TVM 0.27's Return statement
+        elif isinstance(s.value, Call):
             self.emit(self.expr(s.value))
         else:
             self.emit(f"T.evaluate({self.expr(s.value)})")
@@ -167,10 +199,19 @@ class StatementPrinting:
     @prints(LetStmt)
     def st_let(self, s: LetStmt, concise: bool, top: bool) -> None:
         value = self.expr(s.value)
+        decl = s.body
+        if concise and isinstance(decl, DeclBuffer) and decl.buffer.data is s.var and self.d.name != "classic":
+            # TVM 0.27: B = T.decl_buffer(..., data=<the pointer's value>)
+            rhs = self.buffer_decl(decl.buffer, "decl_buffer", [], data=value)
+            self.emit(f"{self.define_buffer(decl.buffer)} = {rhs}")
+            self.continue_body(decl.body, top)
+            return
         if concise:
             name = self.namer.define(s.var, s.var.name)
-            if self.d.name == "classic" or s.scalar_decl:
-                self.emit(f"{name}: T.{s.var.dtype} = {value}")
+            if self.d.name == "classic":
+                ann = s.var.type_annotation
+                kind = self.type_doc(ann) if isinstance(ann, PointerType) else f"T.{s.var.dtype}"
+                self.emit(f"{name}: {kind} = {value}")
             else:
                 self.emit(f"{name}: T.let[T.{s.var.dtype}] = {value}")
             self.continue_body(s.body, top)
