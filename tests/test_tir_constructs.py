@@ -169,3 +169,51 @@ def test_env_thread_attr_and_hint_run_in_the_reference_executor() -> None:
         run_prim_func(mod["wmma"], np.zeros(256, "float16"), np.zeros(256, "float32"))
     with pytest.raises(TVMSError, match="tvm_global_barrier_kinit"):
         run_prim_func(mod["warp"], np.zeros(32, "float32"), np.zeros(32, "float32"))
+
+
+def test_vector_helpers_against_numpy() -> None:
+    """T.vectorcombine, T.get_active_lane_mask, T.ignore_loop_partition: reference against
+    numpy, LLVM against the reference."""
+    func = load("ops")["combine"]
+    a = np.arange(16, dtype="float32")
+    for n in (0, 2, 5):
+        got = np.zeros(16, "float32")
+        run_prim_func(func, a, got, n)
+        lanes = np.arange(4)
+        want = np.concatenate([a[4:8], a[0:4], np.where(lanes + 1 < n, a[8:12], -1),
+                               np.where(lanes < n, a[12:16] * 2, 0)])
+        np.testing.assert_array_equal(got, want)
+        pytest.importorskip("llvmlite")
+        import tvms
+
+        compiled = np.zeros(16, "float32")
+        tvms.build(func)(a, compiled, n)
+        np.testing.assert_array_equal(compiled, got)
+
+
+def test_dp4a_against_numpy() -> None:
+    func = load("dp4a")["main"]
+    rng = np.random.default_rng(4)
+    a, b = (rng.integers(-128, 128, 32).astype("int8") for _ in range(2))
+    c = rng.integers(-1000, 1000, 8).astype("int32")
+    got = c.copy()
+    run_prim_func(func, a, b, got)
+    np.testing.assert_array_equal(got, (a.astype("int32") * b).reshape(8, 4).sum(1) + c)
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    compiled = c.copy()
+    tvms.build(func)(a, b, compiled)
+    np.testing.assert_array_equal(compiled, got)
+
+
+def test_target_and_runtime_builtins_are_refused_by_name() -> None:
+    """T.vscale (the scalable-vector factor of an SVE/RVV target), predicated accesses and the
+    runtime's services have no meaning in the reference executor: it names them."""
+    from tvms.ir.errors import TVMSError
+
+    mod = load("ops")
+    with pytest.raises(TVMSError, match="vscale"):
+        run_prim_func(mod["vectors"], np.zeros(128, "float32"), np.zeros(128, "float32"), 4)
+    with pytest.raises(TVMSError, match="thread_return"):
+        run_prim_func(mod["runtime_calls"], np.zeros(16, "int32"), np.zeros(16, "int32"), 0)
