@@ -309,7 +309,6 @@ R.wrap_param
 
 # `T.*` names of TVM's TensorIR script namespace (tir.txt) the TensorIR parser does not accept
 MISSING_TIR_NAMES = _lines("""
-T.Bind
 T.BitwiseAnd
 T.BitwiseNot
 T.BitwiseOr
@@ -352,13 +351,9 @@ T.Var
 T.While
 T.add_to_parent
 T.alloc_cast_frag
-T.alloc_scalar
 T.alloc_tcgen05_ldst_frag
 T.arg
-T.bind
 T.block_name_suffix_context
-T.buffer
-T.buffer_decl
 T.buffer_store
 T.buffer_var
 T.call_kernel
@@ -383,7 +378,6 @@ T.iter_var
 T.jit
 T.lane_id
 T.llvm_lookup_intrinsic_id
-T.local_scalar
 T.macro
 T.meta_class
 T.meta_var
@@ -398,14 +392,11 @@ T.s_tir
 T.scalar_wrapper
 T.scope_id
 T.selector
-T.shared_scalar
 T.smem
-T.static_assert
 T.tensormap_encode_tiled
 T.thread_id
 T.thread_id_in_wg
 T.tmem
-T.var
 T.warp_id
 T.warp_id_in_wg
 T.warpgroup_id

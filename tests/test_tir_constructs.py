@@ -217,3 +217,36 @@ def test_target_and_runtime_builtins_are_refused_by_name() -> None:
         run_prim_func(mod["vectors"], np.zeros(128, "float32"), np.zeros(128, "float32"), 4)
     with pytest.raises(TVMSError, match="thread_return"):
         run_prim_func(mod["runtime_calls"], np.zeros(16, "int32"), np.zeros(16, "int32"), 0)
+
+
+def test_scalar_helpers_bind_and_sizes_against_numpy() -> None:
+    """T.local_scalar / T.alloc_scalar (mutable scalars), T.bind, T.static_assert, T.var and a
+    size that only a buffer binds (printed quoted, declared n = T.int32() in the body)."""
+    mod = load("sugar")
+    a = np.arange(8, dtype="float32")
+    run_prim_func(mod["scalars"], a, 0)
+    assert (a[0], a[1]) == (np.float32(28 * 0.5 + 8), np.float32(14))
+    sized = np.zeros(5, "int32")
+    run_prim_func(mod["sized"], sized)
+    np.testing.assert_array_equal(sized, np.arange(5))
+    a, c = np.arange(8, dtype="int32"), np.arange(4, dtype="int32") * 10
+    run_prim_func(mod["declared"], a, c, 3)
+    np.testing.assert_array_equal(a[4:], c + 3)
+
+
+def test_static_assert_is_checked_when_read() -> None:
+    from tvms.ir.errors import ScriptError
+
+    text = (FIXTURES / "sugar_input.tvms").read_text().replace("8 % 4 == 0", "8 % 3 == 0")
+    with pytest.raises(ScriptError, match="static assertion failed: whole vectors"):
+        from_source(text)
+
+
+def test_shared_scalar_keeps_its_scope_though_tvm_prints_it_as_local() -> None:
+    from tvms.ir.stmt import AllocBuffer
+
+    alloc = load("shared_scalar", "input")["main"].body
+    assert isinstance(alloc, AllocBuffer) and alloc.buffer.scope == "shared" and alloc.buffer.is_scalar
+    a = np.arange(8, dtype="float32")
+    run_prim_func(load("shared_scalar", "input")["main"], a)
+    assert a[0] == 7

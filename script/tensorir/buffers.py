@@ -250,6 +250,12 @@ class BufferPrinting:
         an expression over a size that only the buffers bind."""
         if isinstance(dim, IntImm):
             return self.expr(dim)
+        if isinstance(dim, Var) and id(dim) not in self.scalar_params and id(dim) not in self.typevars:
+            # a size only the buffers bind: the first quote defines it (TVM's parser reads "n" as
+            # a new size variable; a body that uses it declares n = T.int32()), later ones name it
+            first = id(dim) not in defined
+            defined.add(id(dim))
+            return quote(dim.name) if first else dim.name
         found = [v for v in walk(dim) if isinstance(v, Var)]
         early = [v for v in found if id(v) in self.scalar_params and id(v) not in defined]
         for v in early:
@@ -288,6 +294,8 @@ class BufferPrinting:
                                 or b.data_alignment != DEFAULT_ALIGN):
             return False
         for s in b.shape:
+            if with_layout and isinstance(s, Var):
+                continue  # (a bare size prints quoted where the signature meets it first)
             for n in walk(s):
                 if isinstance(n, Var) and id(n) not in self.typevars and id(n) not in self.scalar_params:
                     return False

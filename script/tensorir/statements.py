@@ -19,7 +19,7 @@ from ...ir.stmt import (AllocBuffer, AssertStmt, BufferStore, DeclBuffer, Evalua
 from .. import syntax as S
 from ..dialect import CLASSIC
 from .evaluator import Builtin, BufferSlice, LetAnnotation, _describe
-from .rules import Header, TakesRest, parses, prints
+from .rules import Header, TakesRest, call_args, parses, prints
 from .text import quote
 
 
@@ -74,12 +74,12 @@ class StatementParsing:
         return TakesRest(LetStmt(var, value, self.rest_body(rest, {name: var}), span=self.span(syn)))
 
     def declare_scalar(self, name: str, dtype: DataType, value: PrimExpr | None, rest: list,
-                       syn: Any) -> Any:
+                       syn: Any, scope: str = "local") -> Any:
         """TVM 0.27's mutable scalar (``x: T.int32 = v``, or ``x = v`` for a new name): a
         one-element local buffer that later ``x = ...`` store into and ``x`` loads from."""
         if value is not None and value.dtype != dtype:
             raise self.error(syn, f"{name!r} is declared {dtype} but the value is {value.dtype}")
-        buf = replace(decl_buffer((1,), dtype, name, scope="local"), scalar=True)
+        buf = replace(decl_buffer((1,), dtype, name, scope=scope), scalar=True)
         body = self.rest_body(rest, {name: buf}) if rest else None
         if value is not None:
             store = BufferStore(buf, value, (const(0),), span=self.span(syn))
@@ -153,6 +153,47 @@ class StatementParsing:
         value = self.ev_expr(call.args[0])
         var = Var(name, value.dtype)
         return LetStmt(var, value, self.scoped(lambda: self.body(syn.body), {name: var}), span=self.span(call))
+
+
+def _scalar_alloc(scope: str | None):
+    """``x = T.local_scalar("int32")`` (``T.shared_scalar``, ``T.alloc_scalar(dtype, scope)``):
+    a mutable scalar without a value yet."""
+    def build(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+        args, kwargs = call_args(b, call)
+        dtype = b.dtype_of(args[0] if args else kwargs.get("dtype", "float32"), call)
+        where = scope or (args[1] if len(args) > 1 else kwargs.get("scope", "global"))
+        return b.declare_scalar(b.target_name(target), dtype, None, rest, call, where)
+    return build
+
+
+parses("assign", "local_scalar")(_scalar_alloc("local"))
+parses("assign", "shared_scalar")(_scalar_alloc("shared"))
+parses("assign", "alloc_scalar")(_scalar_alloc(None))
+
+
+@parses("assign", "bind", "Bind")
+def _bind(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+    """``x = T.bind(value)``: an immutable binding (TVM 0.27 prints ``x: T.let[T.int32] = value``)."""
+    args, kwargs = call_args(b, call)
+    if len(args) != 1:
+        raise b.error(call, "T.bind takes the value to bind")
+    value = b.ev_expr(call.args[0])
+    return b.let_stmt(b.target_name(target), value.dtype, value, rest, call)
+
+
+@parses("call", "static_assert")
+def _static_assert(b: Any, call: S.Call, rest: list) -> Any:
+    """``T.static_assert(cond, message)``: checked when the script is read; leaves no statement."""
+    args, _ = call_args(b, call)
+    if not 1 <= len(args) <= 2:
+        raise b.error(call, "T.static_assert takes a condition and a message")
+    cond = args[0].value if isinstance(args[0], IntImm) else args[0]
+    if not isinstance(cond, (bool, int)):
+        raise b.error(call, f"T.static_assert needs a condition known when the script is read, got "
+                      f"{_describe(args[0])}")
+    if not cond:
+        raise b.error(call, f"static assertion failed{': ' + str(args[1]) if len(args) > 1 else ''}")
+    return Header()
 
 
 @parses("call", "evaluate")

@@ -14,6 +14,8 @@ from ...ir import arith, op as op_registry
 from ...ir.dtype import DataType
 from ...ir.expr import Add, Call, FloatImm, FloorDiv, GE, IntImm, Select, StringImm, Sub, const
 from ...ir.op import get_op
+from . import buffers  # noqa: F401  (T.Buffer, which T.buffer spells too)
+from .evaluator import NewVar
 from .exprs import EXPR_BUILTINS, _broadcast, _fixed, _ramp
 
 
@@ -94,3 +96,7 @@ def _dp4a(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
 
 
 EXPR_BUILTINS["dp4a"] = _dp4a
+
+
+EXPR_BUILTINS["buffer"] = EXPR_BUILTINS["buffer_decl"] = EXPR_BUILTINS["Buffer"]  # (older spellings)
+EXPR_BUILTINS["var"] = _fixed(1, "var", lambda ev, args, kwargs, syn: NewVar(ev.dtype_of(args[0], syn)))
