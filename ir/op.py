@@ -96,6 +96,11 @@ register("anylist_getitem", "handle", (2, 2))
 register("anylist_resetitem", "int32", (2, 2))
 register("anylist_setitem_call_packed", "int32", (3, None))
 register("anylist_setitem_call_cpacked", "int32", (3, None))
+# TVM 0.27's Apache-compatible spellings of two PTX instructions (its s_tir passes write them):
+# ldmatrix(trans, num, type, local_ptr, local_offset, smem_ptr, smem_offset) and
+# mma(shape, a_layout, b_layout, a_type, b_type, c_type, a, a_off, b, b_off, c, c_off, saturate)
+register("ptx_legacy.ldmatrix", "void", (7, 7))
+register("ptx_legacy.mma", "void", (13, 14))
 register("call_ffi_kernel", "int32", (1, None))
 register("tvm_storage_sync", "int32", (1, 3))
 register("tvm_warp_activemask", "uint32", (0, 0))
@@ -141,6 +146,11 @@ def loop_control(e: object) -> str | None:
 
 def lookup_script_name(script_name: str) -> OpInfo | None:
     return _BY_SCRIPT_NAME.get(script_name)
+
+
+def is_namespace(script_name: str) -> bool:
+    """Whether ``T.<script_name>`` holds operators (``T.ptx_legacy`` of ``T.ptx_legacy.mma``)."""
+    return any(name.startswith(script_name + ".") for name in _BY_SCRIPT_NAME)
 
 
 def info_of(op: Op) -> OpInfo:

@@ -386,7 +386,6 @@ T.nki
 T.nvshmem
 T.ptr
 T.ptx
-T.ptx_legacy
 T.register_script_namespace
 T.s_tir
 T.scalar_wrapper

@@ -534,4 +534,5 @@ def is_builtin_name(path: str) -> bool:
     """Whether ``T.<path>`` is a name tvms knows (a statement, an expression builtin, a dtype or
     a TensorIR operator); what the parser accepts and the inventory test counts."""
     return (path in EXPR_BUILTINS or path in statement_builtin_names() or is_dtype_name(path)
-            or path in DTYPE_SHORTHANDS or op_registry.lookup_script_name(path) is not None)
+            or path in DTYPE_SHORTHANDS or op_registry.lookup_script_name(path) is not None
+            or op_registry.is_namespace(path))
