@@ -36,11 +36,10 @@ class Buffer(Node):
 
     @property
     def is_scalar(self) -> bool:
-        """Printed as a scalar: TVM's ``BufferVar::IsScalar`` (one element, default layout)."""
+        """Printed as a scalar: TVM's ``BufferVar::IsScalar`` (one element, default layout; a
+        declared one, ``T.decl_scalar``, may sit at an offset)."""
         return (self.scalar and len(self.shape) == 1 and isinstance(self.shape[0], IntImm)
                 and self.shape[0].value == 1 and not self.strides
-                and (self.elem_offset is None or (isinstance(self.elem_offset, IntImm)
-                                                  and self.elem_offset.value == 0))
                 and self.data_alignment == DEFAULT_ALIGN and self.offset_factor in (0, 1))
 
     @property

@@ -367,7 +367,6 @@ T.cta_id
 T.cta_id_in_cluster
 T.cta_id_in_pair
 T.cuda
-T.decl_scalar
 T.device_entry
 T.filter
 T.func_name

@@ -234,6 +234,9 @@ def test_scalar_helpers_bind_and_sizes_against_numpy() -> None:
     a, c = np.arange(8, dtype="int32"), np.arange(4, dtype="int32") * 10
     run_prim_func(mod["declared"], a, c, 3)
     np.testing.assert_array_equal(a[4:], c + 3)
+    a = np.arange(8, dtype="int32") * 10
+    run_prim_func(mod["counter"], a)  # T.decl_scalar over A[3]
+    np.testing.assert_array_equal(a, [0, 10, 20, 31, 30, 50, 60, 70])
 
 
 def test_static_assert_is_checked_when_read() -> None:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from ...ir import arith
 from ...ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from ...ir.dtype import handle
-from ...ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
+from ...ir.expr import BufferLoad, FloorDiv, IntImm, PointerType, PrimExpr, Var
 from ...ir.node import EMPTY
 from ...ir.stmt import Allocate, AllocBuffer, BufferStore, DeclBuffer, LetStmt, SeqStmt, Stmt, seq
 from ...ir.visitor import walk
@@ -147,6 +147,26 @@ def _decl_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
     return TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target)))
 
 
+def _decl_scalar(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+    """``s = T.decl_scalar(T.int32, data=A.data, elem_offset=3, scope="global")``: a mutable
+    scalar over existing memory (``byte_offset=`` counts bytes instead of elements)."""
+    name = b.target_name(target)
+    args, kwargs = call_args(b, call)
+    names = ("dtype", "data", "scope", "elem_offset", "byte_offset")
+    given = {**dict(zip(names, args)), **kwargs}
+    if "dtype" not in given or "data" not in given:
+        raise b.error(call, "T.decl_scalar takes a dtype, data= and scope=")
+    dtype = b.dtype_of(given["dtype"], call)
+    offset = given.get("elem_offset")
+    if given.get("byte_offset") is not None:
+        offset = arith.binary(FloorDiv, arith.to_expr(given["byte_offset"]), dtype.bits * dtype.lanes // 8)
+    decl = {"data": given["data"], "scope": given.get("scope", "global")}
+    if offset is not None:
+        decl["elem_offset"] = offset
+    buf = replace(b.buffer_decl(name, [(1,), str(dtype)], decl, call), scalar=True)
+    return TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target)))
+
+
 def _buffer_alias(b: Any, target: Any, call: S.Call, rest: list) -> Any:
     name = b.target_name(target)
     args, kwargs = call_args(b, call)
@@ -193,7 +213,7 @@ def _allocate(b: Any, target: Any, call: S.Call, rest: list) -> Any:
 
 for _name, _rule in {"alloc_buffer": _alloc_buffer, "sblock_alloc_buffer": _alloc_buffer_in_block,
                      "alloc_shared": _alloc_stmt("shared"), "alloc_local": _alloc_stmt("local"),
-                     "decl_buffer": _decl_buffer, "Buffer": _buffer_alias,
+                     "decl_buffer": _decl_buffer, "Buffer": _buffer_alias, "decl_scalar": _decl_scalar,
                      "match_buffer": _match_buffer, "allocate": _allocate}.items():
     parses("assign", _name)(_rule)
 
@@ -308,6 +328,10 @@ class BufferPrinting:
         self.scope(concise, top, None, rhs, s.body, lambda: self.define_buffer(b))
 
     def view_or_decl(self, b: Buffer) -> str:
+        if self.d.name != "classic" and b.is_scalar:
+            offset = f", elem_offset={self.expr(b.elem_offset)}" if b.elem_offset is not None else ""
+            return (f"{self.tir('decl_scalar')}({self.tir(str(b.dtype))}, data={self.var(b.data)}"
+                    f"{offset}, scope={quote(b.scope)})")
         owner = self.data_owner(b.data, exclude=b)
         if (self.d.name != "classic" and owner is not None and owner.dtype == b.dtype
                 and self.simple_buffer(b) and owner.shape != b.shape
