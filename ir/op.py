@@ -59,48 +59,63 @@ register("call_packed_lowered", "int32", (4, 5), name="tir.tvm_call_packed_lower
          aliases=("tvm_call_packed_lowered",))
 register("call_cpacked_lowered", "int32", (4, 5), name="tir.tvm_call_cpacked_lowered",
          aliases=("tvm_call_cpacked_lowered",))
-register("tvm_stack_alloca", "handle", (2, 2))
-register("tvm_stack_make_shape", "handle", (0, None))
-register("tvm_stack_make_array", "handle", (6, 6))
-register("tvm_struct_get", "dtype_last", (3, 3))
-register("tvm_struct_set", "int32", (4, 4))
-register("tvm_throw_last_error", "void", (0, 0))
-register("tvm_tuple", "void", (0, None))
-register("tvm_thread_invariant", "arg0", (1, 1))
-register("lookup_param", "handle", (1, 1))
+
+# TVM 0.27's builtins and intrinsics: script name, result, fewest and most arguments (- for any)
+_BUILTINS = """
+fma                            arg0       3 3
+# fixed-point multiplication of TFLite-style quantized kernels (see runtime/tir_values.py)
+q_multiply_shift               arg0       4 4
+q_multiply_shift_per_axis      arg0       7 7
+# the packed-call ABI: stacks and structs of arguments
+tvm_stack_alloca               handle     2 2
+tvm_stack_make_shape           handle     0 -
+tvm_stack_make_array           handle     6 6
+tvm_struct_get                 dtype_last 3 3
+tvm_struct_set                 int32      4 4
+tvm_throw_last_error           void       0 0
+tvm_tuple                      void       0 -
+tvm_thread_invariant           arg0       1 1
+lookup_param                   handle     1 1
 # tensor-core fragments (wmma) and GPU synchronisation, as CUDA code generators read them
-register("tvm_fill_fragment", "handle", (6, 6))
-register("tvm_load_matrix_sync", "handle", (8, 8))
-register("tvm_store_matrix_sync", "handle", (8, 8))
-register("tvm_mma_sync", "handle", (8, 8))
-register("tvm_bmma_sync", "handle", (8, 8))
-register("tvm_warp_shuffle_xor", "arg1", (5, 5))
-register("tvm_global_barrier_kinit", "void", (0, 0))
-register("thread_return", "void", (0, 0))
-register("tvm_kernel_replace_point", "void", (0, 0))
+tvm_fill_fragment              handle     6 6
+tvm_load_matrix_sync           handle     8 8
+tvm_store_matrix_sync          handle     8 8
+tvm_mma_sync                   handle     8 8
+tvm_bmma_sync                  handle     8 8
+tvm_warp_shuffle_xor           arg1       5 5
+tvm_global_barrier_kinit       void       0 0
+thread_return                  void       0 0
+tvm_kernel_replace_point       void       0 0
 # vectors: the scalable-vector factor of the target (SVE, RVV), predicated accesses
-register("vscale", "int32", (0, 0))
-register("get_active_lane_mask", "dtype", (2, 2))
-register("masked_load", "dtype", (3, None))  # (buffer, indices..., mask)
-register("masked_store", "void", (4, None))  # (buffer, value, indices..., mask)
-register("vectorcombine", "dtype", (2, 2))
-register("dp4a", "dtype", (2, 3))  # (printed with its dtype first; read with or without)
+vscale                         int32      0 0
+get_active_lane_mask           dtype      2 2
+masked_load                    dtype      3 -  # (buffer, indices..., mask)
+masked_store                   void       4 -  # (buffer, value, indices..., mask)
+vectorcombine                  dtype      2 2
+dp4a                           dtype      2 3  # (printed with its dtype first; read with or without)
 # runtime services: workspaces, printing, pointer arithmetic, the Relax VM's lists
-register("TVMBackendAllocWorkspace", "handle", (5, 5))
-register("TVMBackendFreeWorkspace", "int32", (3, 3))
-register("print_buffer", "void", (5, None))
-register("handle_add_byte_offset", "handle", (2, 2))
-register("ptr_byte_offset", "handle", (3, 3))
-register("ignore_loop_partition", "bool", (1, 1))
-register("anylist_getitem", "handle", (2, 2))
-register("anylist_resetitem", "int32", (2, 2))
-register("anylist_setitem_call_packed", "int32", (3, None))
-register("anylist_setitem_call_cpacked", "int32", (3, None))
+TVMBackendAllocWorkspace       handle     5 5
+TVMBackendFreeWorkspace        int32      3 3
+print_buffer                   void       5 -
+handle_add_byte_offset         handle     2 2
+ptr_byte_offset                handle     3 3
+ignore_loop_partition          bool       1 1
+anylist_getitem                handle     2 2
+anylist_resetitem              int32      2 2
+anylist_setitem_call_packed    int32      3 -
+anylist_setitem_call_cpacked   int32      3 -
 # TVM 0.27's Apache-compatible spellings of two PTX instructions (its s_tir passes write them):
 # ldmatrix(trans, num, type, local_ptr, local_offset, smem_ptr, smem_offset) and
 # mma(shape, a_layout, b_layout, a_type, b_type, c_type, a, a_off, b, b_off, c, c_off, saturate)
-register("ptx_legacy.ldmatrix", "void", (7, 7))
-register("ptx_legacy.mma", "void", (13, 14))
+ptx_legacy.ldmatrix            void       7 7
+ptx_legacy.mma                 void       13 14
+"""
+for _row in _BUILTINS.splitlines():
+    _fields = _row.split("#")[0].split()
+    if _fields:
+        _n, _result, _lo, _hi = _fields
+        register(_n, _result, (int(_lo), None if _hi == "-" else int(_hi)))
+
 register("call_ffi_kernel", "int32", (1, None))
 register("tvm_storage_sync", "int32", (1, 3))
 register("tvm_warp_activemask", "uint32", (0, 0))
@@ -126,10 +141,6 @@ register("ptx_ldmatrix", "void", (7, 7))
 register("mma_store", "void", (6, 6))
 register("vectorlow", "dtype", (1, 1))
 register("vectorhigh", "dtype", (1, 1))
-register("fma", "arg0", (3, 3))
-# fixed-point multiplication of TFLite-style quantized kernels (see runtime/tir_values.py)
-register("q_multiply_shift", "arg0", (4, 4))
-register("q_multiply_shift_per_axis", "arg0", (7, 7))
 register("start_profile_intrinsic", "void", (1, 1))
 register("end_profile_intrinsic", "void", (1, 1))
 
