@@ -338,7 +338,6 @@ T.R
 T.RShift
 T.Range
 T.Reduce
-T.Return
 T.S
 T.SMEMPool
 T.ScopeIdDef
@@ -348,13 +347,11 @@ T.Then
 T.TileLayout
 T.Tuple
 T.Var
-T.While
 T.add_to_parent
 T.alloc_cast_frag
 T.alloc_tcgen05_ldst_frag
 T.arg
 T.block_name_suffix_context
-T.buffer_store
 T.buffer_var
 T.call_kernel
 T.cluster_id

@@ -255,3 +255,12 @@ def test_shared_scalar_keeps_its_scope_though_tvm_prints_it_as_local() -> None:
     a = np.arange(8, dtype="float32")
     run_prim_func(load("shared_scalar", "input")["main"], a)
     assert a[0] == 7
+
+
+def test_builder_spellings_against_numpy() -> None:
+    """T.buffer_store, with T.While(...), T.Return: the IR builder's spellings of a store, a
+    while loop and return."""
+    func = load("builders", "input")["main"]
+    a = np.zeros(8, "int32")
+    assert run_prim_func(func, a, 11) == 12
+    np.testing.assert_array_equal(a, [5, 0, 0, 6, 0, 0, 0, 0])

@@ -196,6 +196,28 @@ def _static_assert(b: Any, call: S.Call, rest: list) -> Any:
     return Header()
 
 
+@parses("call", "buffer_store")
+def _buffer_store_call(b: Any, call: S.Call, rest: list) -> Any:
+    """``T.buffer_store(A, value, [i, j])``: the builder's spelling of ``A[i, j] = value``."""
+    if len(call.args) != 3 or not isinstance(call.args[2], (S.ListExpr, S.TupleExpr)):
+        raise b.error(call, "T.buffer_store takes a buffer, a value and a list of indices")
+    target = S.Subscript(call.args[0], list(call.args[2].elts)).at(call, call)
+    return b.buffer_store(target, call.args[1])
+
+
+@parses("call", "Return")
+def _return_call(b: Any, call: S.Call, rest: list) -> Any:
+    return b.stmt_Return(S.Return(call.args[0] if call.args else None).at(call, call), rest)
+
+
+@parses("with", "While")
+def _with_while(b: Any, syn: S.With, call: S.Call) -> Any:
+    """``with T.While(cond):``: the builder's spelling of a while loop."""
+    if len(call.args) != 1:
+        raise b.error(call, "T.While takes the loop condition")
+    return b.stmt_While(S.While(call.args[0], syn.body).at(syn, syn), [])
+
+
 @parses("call", "evaluate")
 def _evaluate(b: Any, call: S.Call, rest: list) -> Any:
     return Evaluate(b.ev_expr(call.args[0]), span=b.span(call))
