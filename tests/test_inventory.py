@@ -321,10 +321,8 @@ T.CommReducer
 T.ComposeLayout
 T.Continue
 T.DtypeConstructor
-T.Else
 T.ExecScope
 T.FloatImm
-T.If
 T.IntImm
 T.Iter
 T.IterVar
@@ -343,7 +341,6 @@ T.SMEMPool
 T.ScopeIdDef
 T.TMEMPool
 T.TensorMap
-T.Then
 T.TileLayout
 T.Tuple
 T.Var

@@ -258,9 +258,14 @@ def test_shared_scalar_keeps_its_scope_though_tvm_prints_it_as_local() -> None:
 
 
 def test_builder_spellings_against_numpy() -> None:
-    """T.buffer_store, with T.While(...), T.Return: the IR builder's spellings of a store, a
-    while loop and return."""
+    """T.buffer_store, with T.While(...), T.Return, with T.If/T.Then/T.Else: the IR builder's
+    spellings of a store, a while loop, return and if/else."""
     func = load("builders", "input")["main"]
     a = np.zeros(8, "int32")
     assert run_prim_func(func, a, 11) == 12
     np.testing.assert_array_equal(a, [5, 0, 0, 6, 0, 0, 0, 0])
+    branches = load("builders", "input")["branches"]
+    for n, want in ((2, [2, 0]), (4, [1, 0]), (6, [1, 3])):
+        a = np.zeros(8, "int32")
+        run_prim_func(branches, a, n)
+        np.testing.assert_array_equal(a[:2], want)

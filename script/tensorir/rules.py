@@ -22,8 +22,8 @@ PRINT_EXPR: dict[type, Callable] = {}
 
 # ``T.<name>`` that resolve (for messages and suggestions) though no rule above reads them
 # alone: the decorator, ``T.axis`` before its kind, ``T.let[...]``, ``T.comm_reducer``
-# (read by the evaluator itself).
-_OTHER_NAMES = frozenset("prim_func axis let comm_reducer bool".split())
+# (read by the evaluator itself), ``T.Then`` / ``T.Else`` (read by ``with T.If(...)``).
+_OTHER_NAMES = frozenset("prim_func axis let comm_reducer bool Then Else".split())
 
 
 def parses(form: str, *names: str) -> Callable:

@@ -218,6 +218,22 @@ def _with_while(b: Any, syn: S.With, call: S.Call) -> Any:
     return b.stmt_While(S.While(call.args[0], syn.body).at(syn, syn), [])
 
 
+@parses("with", "If")
+def _with_if(b: Any, syn: S.With, call: S.Call) -> Any:
+    """``with T.If(cond):`` holding ``with T.Then():`` and optionally ``with T.Else():``."""
+    branches: dict = {}
+    for part in syn.body:
+        func = b.ev(part.item.func) if isinstance(part, S.With) and isinstance(part.item, S.Call) else None
+        kind = func.path if isinstance(func, Builtin) else None
+        if kind not in ("Then", "Else") or kind in branches:
+            raise b.error(part, "the body of 'with T.If(...)' is one 'with T.Then():' and at most one "
+                          "'with T.Else():'")
+        branches[kind] = part.body
+    if "Then" not in branches or len(call.args) != 1:
+        raise b.error(call, "write 'with T.If(cond):' around 'with T.Then():' (and 'with T.Else():')")
+    return b.stmt_If(S.If(call.args[0], branches["Then"], branches.get("Else", [])).at(syn, syn), [])
+
+
 @parses("call", "evaluate")
 def _evaluate(b: Any, call: S.Call, rest: list) -> Any:
     return Evaluate(b.ev_expr(call.args[0]), span=b.span(call))
