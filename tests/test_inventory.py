@@ -365,7 +365,6 @@ T.device_entry
 T.filter
 T.func_name
 T.func_ret
-T.index_map
 T.inline
 T.iter_var
 T.jit

@@ -14,7 +14,7 @@ from ...ir import arith, op as op_registry
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.expr import (Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
-                        FloorMod, IntImm,
+                        FloorMod, IndexMapNode, IntImm,
                         IterVar, Let, Max, Min, Mod, Not, PointerType, PrimType, Ramp, Select,
                         Shuffle, StringImm, Var)
 from ...ir.module import GlobalVar, Target
@@ -281,6 +281,16 @@ class ExprPrinting:
         identity = ", ".join(self.expr(i) for i in e.identity_element)
         return self.tir(f"comm_reducer(lambda {', '.join(params)}: {body}, [{identity}])"), ATOM
 
+    def ex_index_map(self, e: IndexMapNode) -> tuple[str, int]:
+        self.namer.push()
+        params = [self.namer.define(v, v.name) for v in e.initial_indices]
+        results = [self.expr(r) for r in e.final_indices]
+        self.namer.pop()
+        body = "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
+        dtypes = {str(v.dtype) for v in e.initial_indices}
+        extra = "" if dtypes <= {"int64"} else f", index_dtype={quote(dtypes.pop())}"
+        return self.tir(f"index_map(lambda {', '.join(params)}: {body}{extra})"), ATOM
+
     def ex_iter_var(self, e: IterVar) -> tuple[str, int]:
         return self.var(e.var), ATOM
 
@@ -290,7 +300,7 @@ PRINT_EXPR.update({
     Not: ExprPrinting.ex_not, Select: ExprPrinting.ex_select, Cast: ExprPrinting.ex_cast,
     Ramp: ExprPrinting.ex_ramp, Broadcast: ExprPrinting.ex_broadcast, Let: ExprPrinting.ex_let,
     BufferLoad: ExprPrinting.ex_load, Shuffle: ExprPrinting.ex_shuffle, Call: ExprPrinting.ex_call, CommReducer: ExprPrinting.ex_reducer,
-    IterVar: ExprPrinting.ex_iter_var,
+    IterVar: ExprPrinting.ex_iter_var, IndexMapNode: ExprPrinting.ex_index_map,
     Min: ExprPrinting.ex_function("min", "Min"), Max: ExprPrinting.ex_function("max", "Max"),
     Mod: ExprPrinting.ex_function("truncmod", "Mod"),
     Var: ExprPrinting.ex_var,
