@@ -19,6 +19,7 @@ class OpInfo:
     result: str  # "arg0"/"arg1": the type of that argument; "dtype": given as first argument,
     #              "dtype_last": as last argument; otherwise a fixed data type ("bool", "int32")
     arity: tuple[int, int | None]  # (min, max) number of arguments, the dtype excluded
+    defaults: tuple = ()  # the values of the last arguments when a call leaves them out
 
 
 _OPS: dict[str, OpInfo] = {}
@@ -27,9 +28,9 @@ _INTERNED: dict[str, Op] = {}
 
 
 def register(script_name: str, result: str, arity: tuple[int, int | None], name: str | None = None,
-             aliases: tuple = ()) -> None:
+             aliases: tuple = (), defaults: tuple = ()) -> None:
     """``aliases``: other names the script reads as this operator (it prints ``script_name``)."""
-    info = OpInfo(name or f"tir.{script_name}", script_name, result, arity)
+    info = OpInfo(name or f"tir.{script_name}", script_name, result, arity, defaults)
     _OPS[info.name] = info
     for spelling in (script_name, *aliases):
         _BY_SCRIPT_NAME[spelling] = info
@@ -60,7 +61,8 @@ register("call_packed_lowered", "int32", (4, 5), name="tir.tvm_call_packed_lower
 register("call_cpacked_lowered", "int32", (4, 5), name="tir.tvm_call_cpacked_lowered",
          aliases=("tvm_call_cpacked_lowered",))
 
-# TVM 0.27's builtins and intrinsics: script name, result, fewest and most arguments (- for any)
+# TVM 0.27's builtins and intrinsics: script name, result, fewest and most arguments (- for any),
+# then the values of the last arguments a call may leave out (TVM's function fills them in)
 _BUILTINS = """
 fma                            arg0       3 3
 # fixed-point multiplication of TFLite-style quantized kernels (see runtime/tir_values.py)
@@ -109,12 +111,26 @@ anylist_setitem_call_cpacked   int32      3 -
 # mma(shape, a_layout, b_layout, a_type, b_type, c_type, a, a_off, b, b_off, c, c_off, saturate)
 ptx_legacy.ldmatrix            void       7 7
 ptx_legacy.mma                 void       13 14
+# backends: the Metal and WebGPU namespaces, and the thread-set annotations of TVM's analyses
+metal.make_filled_simdgroup_matrix void   5 5  8 8
+metal.simdgroup_load           void       7 7  8 8 False
+metal.simdgroup_store          void       7 7  8 8 False
+metal.simdgroup_multiply_accumulate void  8 8
+metal.simd_shuffle             arg0       2 2
+metal.simd_shuffle_up          arg0       2 2
+metal.simd_shuffle_down        arg0       2 2
+webgpu.subgroup_shuffle        arg0       2 2
+webgpu.subgroup_shuffle_up     arg0       2 2
+webgpu.subgroup_shuffle_down   arg0       2 2
+filter                         bool       2 2
+selector                       arg0       2 2
 """
 for _row in _BUILTINS.splitlines():
     _fields = _row.split("#")[0].split()
     if _fields:
-        _n, _result, _lo, _hi = _fields
-        register(_n, _result, (int(_lo), None if _hi == "-" else int(_hi)))
+        _n, _result, _lo, _hi, *_defaults = _fields
+        register(_n, _result, (int(_lo), None if _hi == "-" else int(_hi)),
+                 defaults=tuple(_d == "True" if _d in ("True", "False") else int(_d) for _d in _defaults))
 
 register("call_ffi_kernel", "int32", (1, None))
 register("tvm_storage_sync", "int32", (1, 3))

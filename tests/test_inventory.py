@@ -362,7 +362,6 @@ T.cta_id_in_cluster
 T.cta_id_in_pair
 T.cuda
 T.device_entry
-T.filter
 T.func_name
 T.func_ret
 T.inline
@@ -373,7 +372,6 @@ T.llvm_lookup_intrinsic_id
 T.macro
 T.meta_class
 T.meta_var
-T.metal
 T.nki
 T.nvshmem
 T.ptr
@@ -382,7 +380,6 @@ T.register_script_namespace
 T.s_tir
 T.scalar_wrapper
 T.scope_id
-T.selector
 T.smem
 T.tensormap_encode_tiled
 T.thread_id
@@ -391,7 +388,6 @@ T.tmem
 T.warp_id
 T.warp_id_in_wg
 T.warpgroup_id
-T.webgpu
 T.wg_reg_tile
 """)
 

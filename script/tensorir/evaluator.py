@@ -407,6 +407,8 @@ class ExprEvaluator:
             explicit = self.dtype_of(args[0] if first else args[-1], syn)
             args = args[1:] if first else args[:-1]
         lo, hi = info.arity
+        if info.defaults and hi - len(info.defaults) <= len(args) < hi:
+            args = [*args, *info.defaults[len(args) - hi:]]  # what TVM's function fills in
         if len(args) < lo or (hi is not None and len(args) > hi):
             want = str(lo) if lo == hi else f"{lo} to {hi}" if hi is not None else f"at least {lo}"
             raise self.error(syn, f"T.{info.script_name} takes {want} argument{'s' if want != '1' else ''}, "
