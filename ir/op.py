@@ -124,6 +124,12 @@ webgpu.subgroup_shuffle_up     arg0       2 2
 webgpu.subgroup_shuffle_down   arg0       2 2
 filter                         bool       2 2
 selector                       arg0       2 2
+# Metal's cooperative tensors: load/store (d, index, ptr, stride, rows, cols, transpose, M, N, K,
+# role), multiply_accumulate (d, index, a, index, b, index, c, index, M, N, K, transpose_a/b)
+cooperative_tensor_fill        void       5 5
+cooperative_tensor_load        void       11 11  False 0 0 0 0
+cooperative_tensor_store       void       11 11  False 0 0 0 0
+cooperative_tensor_multiply_accumulate void 13 13  False False
 """
 for _row in _BUILTINS.splitlines():
     _fields = _row.split("#")[0].split()

@@ -353,10 +353,6 @@ T.buffer_var
 T.call_kernel
 T.cluster_id
 T.constexpr
-T.cooperative_tensor_fill
-T.cooperative_tensor_load
-T.cooperative_tensor_multiply_accumulate
-T.cooperative_tensor_store
 T.cta_id
 T.cta_id_in_cluster
 T.cta_id_in_pair
