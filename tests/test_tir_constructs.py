@@ -55,14 +55,21 @@ def test_mutable_scalars_and_while_loops_against_numpy() -> None:
 
 
 def test_mutable_scalars_compile() -> None:
+    mod = load("scalars")
+    a, in_block = np.arange(8, dtype="float32"), np.zeros(8, "float32")
+    run_prim_func(mod["in_block"], a, in_block)  # (a scalar inside a block of an s_tir function)
+    np.testing.assert_array_equal(in_block, a * 2 + 1)
     pytest.importorskip("llvmlite")
     import tvms
 
-    func = load("scalars")["main"]
+    func = mod["main"]
     got, want = np.arange(8, dtype="int32") * 7, np.arange(8, dtype="int32") * 7
     tvms.build(func)(got, 8)
     run_prim_func(func, want, 8)
     np.testing.assert_array_equal(got, want)
+    compiled = np.zeros(8, "float32")
+    tvms.build(mod["in_block"])(a, compiled)
+    np.testing.assert_array_equal(compiled, in_block)
 
 
 def test_return_gives_the_function_value() -> None:
