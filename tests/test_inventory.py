@@ -373,7 +373,6 @@ T.nvshmem
 T.ptr
 T.ptx
 T.register_script_namespace
-T.s_tir
 T.scalar_wrapper
 T.scope_id
 T.smem
