@@ -127,6 +127,23 @@ webgpu.subgroup_shuffle        arg0       2 2
 webgpu.subgroup_shuffle_up     arg0       2 2
 webgpu.subgroup_shuffle_down   arg0       2 2
 filter                         bool       2 2
+# NVSHMEM: one-sided copies between the GPUs of a job, signals and barriers
+nvshmem.my_pe                  int32      0 0
+nvshmem.n_pes                  int32      0 0
+nvshmem.getmem_nbi             void       4 4
+nvshmem.getmem_nbi.warp        void       4 4
+nvshmem.getmem_nbi.block       void       4 4
+nvshmem.putmem_nbi             void       4 4
+nvshmem.putmem_nbi.warp        void       4 4
+nvshmem.putmem_nbi.block       void       4 4
+nvshmem.putmem_signal_nbi      void       7 7
+nvshmem.putmem_signal_nbi.warp void       7 7
+nvshmem.putmem_signal_nbi.block void      7 7
+nvshmem.signal_op              void       4 4
+nvshmem.wait_until             void       4 4  uint64_t
+nvshmem.quiet                  void       0 0
+nvshmem.fence                  void       0 0
+nvshmem.barrier_all            void       0 0
 selector                       arg0       2 2
 # Metal's cooperative tensors: load/store (d, index, ptr, stride, rows, cols, transpose, M, N, K,
 # role), multiply_accumulate (d, index, a, index, b, index, c, index, M, N, K, transpose_a/b)
@@ -140,7 +157,8 @@ for _row in _BUILTINS.splitlines():
     if _fields:
         _n, _result, _lo, _hi, *_defaults = _fields
         register(_n, _result, (int(_lo), None if _hi == "-" else int(_hi)),
-                 defaults=tuple(_d == "True" if _d in ("True", "False") else int(_d) for _d in _defaults))
+                 defaults=tuple(_d == "True" if _d in ("True", "False") else int(_d) if _d.isdigit() else _d
+                                for _d in _defaults))
 
 register("call_ffi_kernel", "int32", (1, None))
 register("tvm_storage_sync", "int32", (1, 3))

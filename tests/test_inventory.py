@@ -369,7 +369,6 @@ T.macro
 T.meta_class
 T.meta_var
 T.nki
-T.nvshmem
 T.ptr
 T.ptx
 T.register_script_namespace

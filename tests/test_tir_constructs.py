@@ -180,6 +180,9 @@ def test_env_thread_attr_and_hint_run_in_the_reference_executor() -> None:
         run_prim_func(load("cooperative")["main"], np.zeros(64, "float16"), np.zeros(64, "float32"), 0, 0, 0)
     with pytest.raises(TVMSError, match="cp_async_raw"):
         run_prim_func(load("s_tir")["main"], np.zeros(64, "float16"), np.zeros(64, "float32"), 0)
+    with pytest.raises(TVMSError, match="nvshmem.my_pe"):
+        run_prim_func(load("nvshmem")["main"], np.zeros(64, "float32"), np.zeros(64, "float32"),
+                      np.zeros(1, "uint64"))
     with pytest.raises(TVMSError, match="subgroup_shuffle"):
         run_prim_func(load("backends")["webgpu"], np.zeros(64, "float32"), np.float32(1), 0)
     with pytest.raises(TVMSError, match="ptx_legacy.mma"):
