@@ -357,7 +357,6 @@ T.cta_id
 T.cta_id_in_cluster
 T.cta_id_in_pair
 T.cuda
-T.device_entry
 T.func_name
 T.func_ret
 T.inline

@@ -285,3 +285,6 @@ def test_builder_spellings_against_numpy() -> None:
         a = np.zeros(8, "int32")
         run_prim_func(branches, a, n)
         np.testing.assert_array_equal(a[:2], want)
+    device = np.zeros(10, "int32")
+    run_prim_func(load("builders", "input")["device"], device)  # (T.device_entry: an attribute)
+    np.testing.assert_array_equal(device, np.arange(10))

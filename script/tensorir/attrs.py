@@ -91,6 +91,15 @@ def _attr_stmt(b: Any, call: S.Call, rest: list) -> Any:
     return TakesRest(nest(b.attr_args(call), b.rest_body(rest), b.span(call)))
 
 
+@parses("call", "device_entry")
+def _device_entry(b: Any, call: S.Call, rest: list) -> Any:
+    """``T.device_entry()``: where the device region of the function starts (an attribute over
+    the node 0, which TVM 0.27 prints as ``T.attr({"tirx.device_entry": T.bool(True)})``)."""
+    if call.args or call.kwargs:
+        raise b.error(call, "T.device_entry takes no arguments")
+    return TakesRest(nest([(0, "tirx.device_entry", const(True, "bool"))], b.rest_body(rest), b.span(call)))
+
+
 @parses("call", "hint")
 def _hint_stmt(b: Any, call: S.Call, rest: list) -> Any:
     return TakesRest(nest([b.hint_args(call)], b.rest_body(rest), b.span(call)))
