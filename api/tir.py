@@ -1,4 +1,12 @@
-"""``tvms.tir``: TensorIR schedules, as ``tvm.tir`` (and ``tvm.s_tir``) spell them."""
+"""``tvms.tir`` (also ``tvms.tirx``, TVM 0.27's name): TensorIR nodes and schedules, as ``tvm.tir``,
+``tvm.tirx`` and ``tvm.s_tir`` spell them."""
+import sys as _sys
+
+from .ir import expr, stmt  # tvms.tir.expr / tvms.tir.stmt, as TVM's modules of those names
+from .ir.buffer import Buffer, BufferRegion, MatchBufferRegion, decl_buffer
+from .ir.expr import *  # noqa: F401,F403  (Var, IntImm, Add, BufferLoad, Call, ...)
+from .ir.function import PrimFunc
+from .ir.stmt import *  # noqa: F401,F403  (BufferStore, For, Block, ...)
 from .lowering.schedule import (BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Schedule,
                                  ScheduleError, Trace)
 from .lowering.schedule.replay import apply_trace_text
@@ -6,5 +14,10 @@ from .lowering import tir as transform  # the lowering passes (tvm.tir.transform
 
 SBlockRV = BlockRV  # TVM 0.27's name
 
-__all__ = ["BlockRV", "ExprRV", "Instruction", "InstructionKind", "LoopRV", "SBlockRV", "Schedule",
-           "ScheduleError", "Trace", "apply_trace_text", "transform"]
+for _name, _module in (("expr", expr), ("stmt", stmt)):  # so that `import tvms.tir.expr` works too
+    _sys.modules[f"{__name__}.{_name}"] = _module
+del _name, _module
+
+__all__ = ["BlockRV", "Buffer", "BufferRegion", "ExprRV", "Instruction", "InstructionKind", "LoopRV",
+           "MatchBufferRegion", "PrimFunc", "SBlockRV", "Schedule", "ScheduleError", "Trace",
+           "apply_trace_text", "decl_buffer", "expr", "stmt", "transform"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .buffer import Buffer, BufferRegion
-from .expr import Add, BufferLoad, IntImm, Mul, PrimExpr, Range, Sub, Var, const
+from .expr import Add, BufferLoad, Call, IntImm, Mul, PrimExpr, Range, Sub, Var, const
 from .arith import simplify
 from .stmt import Block, BlockRealize, BufferStore, For, Stmt
 from .visitor import Visitor, collect, walk
@@ -51,8 +51,21 @@ def _bounds(expr: PrimExpr, doms: dict) -> tuple[PrimExpr, PrimExpr] | None:
                 lo, hi = simplify(Mul(r[0], c)), simplify(Mul(r[1], c))
                 return (lo, hi) if c.value >= 0 else (hi, lo)
         return None
+    if isinstance(expr, Call) and getattr(expr.op, "name", None) == "tir.if_then_else":
+        return _union_bounds(_bounds(expr.args[1], doms), _bounds(expr.args[2], doms))
     used = {n for n in walk(expr) if isinstance(n, Var)}
     return (expr, expr) if not used & set(doms) else None
+
+
+def _union_bounds(a: tuple | None, b: tuple | None) -> tuple | None:
+    """Bounds covering both (TVM's interval union): equal or constant ones, else unknown."""
+    from .structural import structural_equal
+
+    if a is None or b is None:
+        return None
+    if all(isinstance(x, IntImm) for x in a + b):
+        return (a[0] if a[0].value <= b[0].value else b[0]), (a[1] if a[1].value >= b[1].value else b[1])
+    return a if structural_equal(a[0], b[0]) and structural_equal(a[1], b[1]) else None
 
 
 class _AccessCollector(Visitor):

@@ -52,12 +52,14 @@ class IRModule:
     non-structural field, which ``with_changes`` keeps), and a function a pass builds anew has none.
     """
 
-    __slots__ = ("_functions", "attrs", "span", "source_dialect")
+    __slots__ = ("_functions", "attrs", "global_infos", "span", "source_dialect")
 
     def __init__(self, functions: dict | None = None, attrs: dict | None = None, span=None,
                  source_dialect: str | None = None):
         self._functions: dict[str, tuple[GlobalVar, Node]] = {}
         self.attrs: FrozenDict = FrozenDict(attrs) if attrs else EMPTY
+        # I.module_global_infos: kind ("vdevice") -> tuple of entries (ir/global_info.py)
+        self.global_infos: FrozenDict = EMPTY
         self.span = span
         for key, func in (functions or {}).items():
             self[key] = func
@@ -65,8 +67,15 @@ class IRModule:
             (d for _, f in self._functions.values() if (d := getattr(f, "source_dialect", None))), None)
 
     @staticmethod
-    def from_expr(func: Node, name: str = "main") -> "IRModule":
-        return IRModule({name: func})
+    def from_expr(func: Node, functions: "dict | None" = None) -> "IRModule":
+        """A module holding ``func`` (and ``functions``), named as TVM names it: by the function's
+        ``global_symbol`` attribute, or ``main`` for one without (e.g. a private function)."""
+        attrs = getattr(func, "attrs", None)
+        if attrs is None:
+            raise TVMSError(f"IRModule.from_expr takes a PrimFunc or a Relax function, not a "
+                            f"{type(func).__name__}")
+        name = str(attrs["global_symbol"]) if "global_symbol" in attrs else "main"
+        return IRModule({**(functions or {}), name: func})
 
     # -- mapping interface
     def __getitem__(self, key: "str | GlobalVar") -> Node:
@@ -124,6 +133,7 @@ class IRModule:
     def copy(self) -> "IRModule":
         mod = IRModule(attrs=self.attrs, span=self.span, source_dialect=self.source_dialect)
         mod._functions = dict(self._functions)
+        mod.global_infos = self.global_infos
         return mod
 
     # -- printing
@@ -134,7 +144,9 @@ class IRModule:
             raise RuntimeError("no printer registered: import tvms.script first")
         return node._printer(self, **kwargs)
 
-    def show(self, **kwargs: Any) -> None:
+    def show(self, style: str | None = None, black_format: bool | None = None, **kwargs: Any) -> None:
+        """Print ``script(**kwargs)`` (TVM's ``style`` and ``black_format`` are accepted; tvms
+        prints plain text, already in its final layout)."""
         print(self.script(**kwargs))
 
     def __repr__(self) -> str:

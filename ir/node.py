@@ -65,7 +65,9 @@ class Node:
             raise RuntimeError("no printer registered: import tvms.script first")
         return _printer(self, **kwargs)
 
-    def show(self, **kwargs: Any) -> None:
+    def show(self, style: str | None = None, black_format: bool | None = None, **kwargs: Any) -> None:
+        """Print ``script(**kwargs)`` (TVM's ``style`` and ``black_format`` are accepted; tvms
+        prints plain text, already in its final layout)."""
         print(self.script(**kwargs))
 
     def with_changes(self, **changes: Any) -> "Node":

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .arith import DIMENSION, Analyzer, binary
+from .distributed import DTensorStructInfo
 from .dtype import DataType
 from .errors import TVMSError
 from .expr import Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
@@ -101,6 +102,8 @@ def describe(s: StructInfo) -> str:
         return f"a tensor of {shape} {s.dtype if s.dtype != VOID else ''}".rstrip()
     if isinstance(s, PrimStructInfo):
         return f"a {s.dtype} scalar"
+    if isinstance(s, DTensorStructInfo):
+        return f"{describe(s.tensor_sinfo)} placed {s.placement}"
     names = {"ObjectStructInfo": "an object", "ShapeStructInfo": "a shape",
              "TupleStructInfo": "a tuple", "FuncStructInfo": "a function"}
     return names.get(type(s).__name__, "a value")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .distributed import DTensorStructInfo
 from .errors import TVMSError
 from .expr import Op
 from .node import FrozenDict
@@ -17,7 +18,15 @@ from .struct_info import StructInfo
 
 # The operators that call functions (kernels, packed functions) rather than compute: the
 # executors run them themselves, and a module calling only these needs no Relax pipeline.
-SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed")
+SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed", "relax.call_pure_packed",
+               "relax.call_inplace_packed", "relax.call_builtin_with_ctx", "relax.call_tir_inplace",
+               "relax.call_tir_with_grad", "relax.vm.call_tir_dyn", "relax.make_closure",
+               "relax.invoke_closure", "relax.invoke_pure_closure")
+
+# The operators whose constructor makes a Python float argument a float64 scalar, as TVM's
+# ``relax.prim_value`` does (``R.clip(x, 0.0, 6.0)``): the parser hands such literals to them as
+# they are, where elsewhere a bare float is a float32 (``R.add(x, 1.5)``).
+PRIM_VALUE_ARGS: set[str] = set()
 
 # Attribute kinds, which decide how values are checked, stored and printed.
 ATTR_ANY, ATTR_INT, ATTR_INTS, ATTR_BOOL, ATTR_STR, ATTR_DTYPE, ATTR_FLOAT, ATTR_PRIM = (
@@ -56,6 +65,12 @@ class OpSpec:
     # The order in which extra positional arguments fill the attributes, when it is not the
     # printing order (TVM's ``R.nn.max_pool2d(x, pool_size, strides, padding, dilation, ...)``).
     positional: tuple[str, ...] | None = None
+    # Values of trailing Relax arguments that may be left out when a later one is given by
+    # keyword (TVM's ``R.unique(x, return_counts=True)``); ``prepare`` makes them Relax values.
+    arg_defaults: dict | None = None
+    # The operator a call really builds, by its bound arguments, when it is another one
+    # (``R.nn.attention(q, k, v, bias)`` builds nn.attention_bias, as in TVM); None: this one.
+    redirect: Callable[[tuple], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -79,9 +94,10 @@ _BY_SCRIPT: dict[str, OpSpec] = {}
 def register(script_name: str, args: tuple[str, ...], infer: Callable[[CallInfo], StructInfo],
              attrs: tuple[Attr, ...] = (), *, name: str | None = None, variadic: bool = False,
              min_args: int | None = None, prepare: Callable | None = None,
-             positional: tuple[str, ...] | None = None) -> OpSpec:
+             positional: tuple[str, ...] | None = None, arg_defaults: dict | None = None,
+             redirect: Callable | None = None) -> OpSpec:
     spec = OpSpec(name or f"relax.{script_name}", script_name, args, attrs, infer, variadic, min_args,
-                  prepare, positional)
+                  prepare, positional, arg_defaults, redirect)
     _BY_NAME[spec.name] = spec
     _BY_SCRIPT[script_name] = spec
     return spec
@@ -111,6 +127,12 @@ def coerce_attr(spec: OpSpec, attr: Attr, value: Any) -> Any:
     from .expr import FloatImm, IntImm
 
     kind = attr.kind
+    if kind == ATTR_PRIM:  # a float kept as a TensorIR constant (printed T.float32(0.5)), or None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return FloatImm(DataType("float32"), float(value))
+        if value is None or isinstance(value, FloatImm):
+            return value
+        raise TVMSError(f"R.{spec.script_name}: attribute {attr.name!r} must be a float, got {value!r}")
     if isinstance(value, (IntImm, FloatImm)):
         value = bool(value.value) if value.dtype.is_bool else value.value
     if value is None and (attr.default is None or kind == ATTR_DTYPE):
@@ -167,8 +189,12 @@ def bind_arguments(spec: OpSpec, args: tuple, attrs: dict) -> tuple[tuple, dict]
             continue
         if i < len(args):
             raise TVMSError(f"R.{spec.script_name} got the argument {name!r} twice")
+        while i > len(args) and spec.args[len(args)] in (spec.arg_defaults or {}):
+            args.append(spec.arg_defaults[spec.args[len(args)]])
         if i > len(args):
-            raise TVMSError(f"R.{spec.script_name}: argument {spec.args[len(args)]!r} is missing")
+            if spec.min_args is None or len(args) < spec.min_args:
+                raise TVMSError(f"R.{spec.script_name}: argument {spec.args[len(args)]!r} is missing")
+            args += [None] * (i - len(args))  # optional ones left out: the op's prepare fills them
         args.append(attrs.pop(name))
     if not spec.variadic and len(args) > len(spec.args):
         order = spec.positional or tuple(a.name for a in spec.attrs)
@@ -227,6 +253,9 @@ def make_call(op: "str | OpSpec", args: list | tuple, attrs: dict | None = None,
     if spec is None:
         raise TVMSError(f"unknown Relax operator {op!r}")
     args, attrs = bind_arguments(spec, tuple(args), attrs or {})
+    target = spec.redirect(args) if spec.redirect is not None else None
+    if target is not None:
+        spec = lookup(target)
     low = spec.min_args if spec.min_args is not None else len(spec.args)
     if len(args) < low or (not spec.variadic and len(args) > len(spec.args)):
         want = f"{low}" if low == len(spec.args) and not spec.variadic else f"at least {low}"
@@ -241,7 +270,13 @@ def make_call(op: "str | OpSpec", args: list | tuple, attrs: dict | None = None,
 
         sinfo = tuple(getattr(a, "struct_info", None) or ObjectStructInfo() for a in args)
         info = CallInfo(spec, args, sinfo, normalized, tuple(sinfo_args))
-        sinfo = spec.infer(info)
+        if spec.name in SPECIAL_OPS or spec.name.startswith("relax.dist.") \
+                or not any(isinstance(s, DTensorStructInfo) for s in sinfo):
+            sinfo = spec.infer(info)
+        else:  # operands distributed over a device mesh
+            from .relax_ops_dist import infer_on_dtensors
+
+            sinfo = infer_on_dtensors(spec, info)
     except TVMSError as e:  # every error of a call names its operator
         message = str(e)
         prefix = f"R.{spec.script_name}"

@@ -9,6 +9,7 @@ neural-network operators in ``relax_ops_nn``; calls into functions at the end of
 """
 from __future__ import annotations
 
+from .distributed import DTensorStructInfo
 from .expr import IntImm
 from .module import GlobalVar
 from .relax_infer import (BOOL, INT64, as_tuple_expr, binary_dtype, broadcast_shapes, describe,
@@ -178,8 +179,8 @@ def _prepare_dps(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
 def _out_sinfo(info: CallInfo) -> StructInfo:
     if not info.sinfo_args:
         raise info.fail("the output struct info is missing: out_sinfo=R.Tensor((4,), \"float32\")")
-    for s in info.sinfo_args:
-        if not isinstance(s, TensorStructInfo) or s.dims is None:
+    for s in info.sinfo_args:  # (or DTensors: R.dist.call_tir)
+        if not isinstance(s, (TensorStructInfo, DTensorStructInfo)) or s.dims is None:
             raise info.fail(f"every output must be a tensor with a known shape, such as "
                             f"R.Tensor((n, 4), \"float32\"); got {describe(s)}")
     if not isinstance(info.sinfo[1], TupleStructInfo):
@@ -210,6 +211,10 @@ register("call_dps_packed", ("func", "args"), _infer_call_dps_packed, prepare=_p
 register("call_packed", ("func", "args"), _infer_call_packed, variadic=True, min_args=1)
 
 # ---------------------------------------------------------------- the other families
-from . import relax_ops_layout, relax_ops_nn  # noqa: E402,F401  (they register on import)
+# (they register on import)
+from . import relax_ops_attention, relax_ops_create, relax_ops_dist, relax_ops_image  # noqa: E402,F401
+from . import relax_ops_index, relax_ops_layout, relax_ops_misc  # noqa: E402,F401
+from . import relax_ops_nn, relax_ops_nn_misc, relax_ops_quant  # noqa: E402,F401
+from . import relax_ops_relayout, relax_ops_sort, relax_ops_sum, relax_ops_vision  # noqa: E402,F401
 
 __all__: list[str] = []  # the operators are reached through the registry (relax_op.lookup)

@@ -512,8 +512,8 @@ register("tile", ("data",), _infer_tile, (Attr("repeats", None, ATTR_INTS, requi
 def _infer_repeat(info: CallInfo) -> StructInfo:
     x = tensor_arg(info, 0)
     repeats, axis = info.attrs["repeats"], info.attrs["axis"]
-    if repeats < 1:
-        raise info.fail(f"the repeats must be positive, got {repeats}")
+    if repeats < 0:  # (0 is an empty result, as numpy's and TVM's)
+        raise info.fail(f"the repeats must be non-negative, got {repeats}")
     dims = known_dims(x)
     if axis is None:
         if dims is None:

@@ -1,5 +1,6 @@
-"""Relax neural-network operators: nn.softmax, nn.log_softmax, nn.layer_norm, nn.rms_norm,
-nn.conv2d, nn.max_pool2d, nn.avg_pool2d (the elementwise nn.relu / nn.gelu / nn.silu are with
+"""Relax neural-network operators: nn.softmax, nn.log_softmax, nn.layer_norm, nn.rms_norm, and
+the window operators in 1, 2 and 3 spatial dimensions: nn.conv1d/2d/3d, their transposes,
+nn.max_pool*, nn.avg_pool*, nn.adaptive_avg_pool* (the others are in ``relax_ops_nn_misc``; the elementwise nn.relu / nn.gelu / nn.silu are with
 the elementwise operators in ``relax_ops``)."""
 from __future__ import annotations
 
@@ -29,12 +30,12 @@ for _name in ("nn.softmax", "nn.log_softmax"):
 
 
 # ---------------------------------------------------------------- normalization
-def _infer_norm(info: CallInfo) -> StructInfo:
-    """layer_norm / rms_norm: the result is the data's struct info; the scale (and offset)
-    tensors have one dimension per normalized axis, of the same sizes, and the data's dtype."""
+def norm_params_unknown(info: CallInfo, axes: tuple) -> bool:
+    """TVM's checks of a normalization's parameters (gamma, beta, moving mean, ...): each has
+    one dimension per normalized axis, of the data's sizes there, and the data's dtype. True when
+    some size cannot be proven equal (the result's shape is then unknown)."""
     ts = tensor_args(info)
     x, params = ts[0], ts[1:]
-    axes = info.attrs["axes"]
     norm = normalize_axes(info, axes, x.ndim) if x.ndim >= 0 else []
     require_float(info, x, "the data")
     for name, p in zip(info.spec.args[1:], params):
@@ -47,15 +48,20 @@ def _infer_norm(info: CallInfo) -> StructInfo:
     if x.dims is not None:
         lengths.append(tuple(x.dims[a] for a in norm))
     lengths += [p.dims for p in params if p.dims is not None]
-    unknown = False
     for other in lengths[1:]:
         for d0, d in zip(lengths[0], other):
             if prove_not_equal(d0, d):
                 raise info.fail(f"the data has sizes {fmt_dims(lengths[0])} on the axes {list(axes)}, "
                                 f"but a scale or offset tensor has {fmt_dims(other)}")
             if not prove_equal(d0, d):
-                unknown = True
-    return unknown_like(x) if unknown else x
+                return True
+    return False
+
+
+def _infer_norm(info: CallInfo) -> StructInfo:
+    """layer_norm / rms_norm: the result is the data's struct info."""
+    x = tensor_arg(info, 0)
+    return unknown_like(x) if norm_params_unknown(info, info.attrs["axes"]) else x
 
 
 register("nn.layer_norm", ("data", "gamma", "beta"), _infer_norm,
@@ -122,25 +128,39 @@ def check_rank(info: CallInfo, s: TensorStructInfo, layout: str, tokens: list, w
         raise info.fail(f"the {what} layout {layout} needs a {len(tokens)}-d tensor, got {describe(s)}")
 
 
-def _pair(spec: OpSpec, attrs: dict, name: str) -> None:
+# The spatial axes of the 1-d, 2-d and 3-d operators, in their canonical layouts.
+SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
+_N_SPATIAL: dict[str, int] = {}  # script name -> number of spatial axes (conv2d: 2)
+
+
+def _n_spatial(info: CallInfo) -> int:
+    return _N_SPATIAL[info.spec.script_name]
+# The sides that a padding of 1, n or 2n values gives (before all axes, then after all axes)
+_PAD_SIDES = {1: "left, right", 2: "top, left, bottom, right", 3: "front, top, left, back, bottom, right"}
+
+
+def _ntuple(spec: OpSpec, attrs: dict, name: str, n: int) -> None:
+    """An attribute of one value per spatial axis; a single value is repeated."""
     value = attrs[name]
     if len(value) == 1:
-        value = value * 2
-    if len(value) != 2:
-        raise op_error(spec, f"{name} must have 1 or 2 values, got {list(value)}")
+        value = value * n
+    if len(value) != n:
+        raise op_error(spec, f"{name} must have {'1 value' if n == 1 else f'1 or {n} values'}, got {list(value)}")
     attrs[name] = value
 
 
-def _padding(spec: OpSpec, attrs: dict) -> None:
-    p = attrs["padding"]
+def _padding(spec: OpSpec, attrs: dict, n: int, name: str = "padding") -> None:
+    """The padding before and after each spatial axis: one value for all sides, one per axis
+    (both sides), or all 2n (TVM's GetCompletePadding1D/2D/3D)."""
+    p = attrs[name]
     if len(p) == 1:
-        p = p * 4
-    elif len(p) == 2:
+        p = p * (2 * n)
+    elif len(p) == n and n > 1:
         p = p + p
-    elif len(p) != 4:
-        raise op_error(spec, f"padding must have 1, 2 or 4 values (top, left, bottom, right), "
-                             f"got {list(p)}")
-    attrs["padding"] = p
+    elif len(p) != 2 * n:
+        counts = "1 or 2" if n == 1 else f"1, {n} or {2 * n}"
+        raise op_error(spec, f"{name} must have {counts} values ({_PAD_SIDES[n]}), got {list(p)}")
+    attrs[name] = p
 
 
 def window_size(extent: PrimExpr, pad: int, window: PrimExpr, dilation: int, stride: int,
@@ -167,31 +187,42 @@ def window_size(extent: PrimExpr, pad: int, window: PrimExpr, dilation: int, str
     return windows if drop else simplify_dim(dim_add(windows, 1))
 
 
-# ---------------------------------------------------------------- conv2d
-def _prepare_conv2d(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
-    for name in ("strides", "dilation"):
-        _pair(spec, attrs, name)
-    _padding(spec, attrs)
-    if attrs["groups"] <= 0:
-        raise op_error(spec, f"groups must be positive, got {attrs['groups']}")
-    if attrs["out_layout"] is None:
-        attrs["out_layout"] = attrs["data_layout"]
-    return args, attrs
+# ---------------------------------------------------------------- convolutions
+def _prepare_conv(n: int, transpose: bool = False):
+    def prepare(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
+        for name in ("strides", "dilation") + (("output_padding",) if transpose else ()):
+            _ntuple(spec, attrs, name, n)
+        _padding(spec, attrs, n)
+        if attrs["groups"] <= 0:
+            raise op_error(spec, f"groups must be positive, got {attrs['groups']}")
+        if attrs["out_layout"] is None:
+            attrs["out_layout"] = attrs["data_layout"]
+        return args, attrs
+    return prepare
 
 
-def _infer_conv2d(info: CallInfo) -> StructInfo:
+def _conv_layouts(info: CallInfo, kernel: str) -> tuple:
+    """The data, kernel and output layouts of a convolution, checked against the tensors."""
     data, weight = tensor_args(info)
     a = info.attrs
-    d_layout = parse_layout(info, a["data_layout"], "NCHW", "data")
-    w_layout = parse_layout(info, a["kernel_layout"], "OIHW", "kernel")
-    o_layout = parse_layout(info, a["out_layout"], "NCHW", "output")
+    target = "NC" + SPATIAL[_n_spatial(info)]
+    d_layout = parse_layout(info, a["data_layout"], target, "data")
+    w_layout = parse_layout(info, a["kernel_layout"], kernel + SPATIAL[_n_spatial(info)], "kernel")
+    o_layout = parse_layout(info, a["out_layout"], target, "output")
     check_rank(info, data, a["data_layout"], d_layout, "data")
     check_rank(info, weight, a["kernel_layout"], w_layout, "kernel")
     dtype = a["out_dtype"] if a["out_dtype"] is not None else binary_dtype(info, data, weight)
+    return data, weight, d_layout, w_layout, o_layout, dtype
+
+
+def _infer_conv(info: CallInfo) -> StructInfo:
+    data, weight, d_layout, w_layout, o_layout, dtype = _conv_layouts(info, "OI")
+    a, n = info.attrs, _n_spatial(info)
     if data.dims is None or weight.dims is None:
         return TensorStructInfo(None, dtype, len(o_layout))
-    n, c, h, w = to_canonical(data.dims, d_layout, "NCHW")
-    o, i, kh, kw = to_canonical(weight.dims, w_layout, "OIHW")
+    target = "NC" + SPATIAL[n]
+    batch, c, *extents = to_canonical(data.dims, d_layout, target)
+    o, i, *kernel = to_canonical(weight.dims, w_layout, "OI" + SPATIAL[n])
     groups = a["groups"]
     if prove_not_equal(c, dim_mul(i, groups)):
         raise info.fail(f"the data has {fmt_dim(c)} channels, but the kernel takes {fmt_dim(i)} input "
@@ -199,54 +230,138 @@ def _infer_conv2d(info: CallInfo) -> StructInfo:
                         f"(data {fmt_dims(data.dims)}, kernel {fmt_dims(weight.dims)})")
     if int_of(o) is not None and int_of(o) % groups:
         raise info.fail(f"the {int_of(o)} output channels do not divide into {groups} groups")
-    (sh, sw), (dh, dw), pad = a["strides"], a["dilation"], a["padding"]
-    out = [n, o, window_size(h, pad[0] + pad[2], kh, dh, sh),
-           window_size(w, pad[1] + pad[3], kw, dw, sw)]
-    return make_tensor(from_canonical(out, o_layout, "NCHW"), dtype, vdevice=data.vdevice)
+    pad = a["padding"]
+    out = [batch, o] + [window_size(e, pad[j] + pad[j + n], k, a["dilation"][j], a["strides"][j])
+                        for j, (e, k) in enumerate(zip(extents, kernel))]
+    return make_tensor(from_canonical(out, o_layout, target), dtype, vdevice=data.vdevice)
 
 
-register("nn.conv2d", ("data", "weight"), _infer_conv2d,
-         (Attr("strides", (1, 1), ATTR_INTS), Attr("padding", (0, 0, 0, 0), ATTR_INTS),
-          Attr("dilation", (1, 1), ATTR_INTS), Attr("groups", 1, ATTR_INT),
-          Attr("data_layout", "NCHW", ATTR_STR), Attr("kernel_layout", "OIHW", ATTR_STR),
-          Attr("out_layout", None, ATTR_STR), Attr("out_dtype", None, ATTR_DTYPE)),
-         prepare=_prepare_conv2d)
+def _infer_conv_transpose(info: CallInfo) -> StructInfo:
+    """The gradient of a convolution: each spatial size is
+    ``(in - 1) * stride - padding + dilation * (kernel - 1) + output_padding + 1``."""
+    data, weight, d_layout, w_layout, o_layout, dtype = _conv_layouts(info, "IO")
+    a, n = info.attrs, _n_spatial(info)
+    if any(p >= s for p, s in zip(a["output_padding"], a["strides"])):
+        raise info.fail(f"output_padding {list(a['output_padding'])} must be less than the strides "
+                        f"{list(a['strides'])}")
+    if data.dims is None or weight.dims is None:
+        return TensorStructInfo(None, dtype, len(o_layout))
+    target = "NC" + SPATIAL[n]
+    batch, c, *extents = to_canonical(data.dims, d_layout, target)
+    i, o, *kernel = to_canonical(weight.dims, w_layout, "IO" + SPATIAL[n])
+    groups = a["groups"]
+    if prove_not_equal(c, i):
+        raise info.fail(f"the data has {fmt_dim(c)} channels, but the kernel takes {fmt_dim(i)} "
+                        f"(data {fmt_dims(data.dims)}, kernel {fmt_dims(weight.dims)})")
+    if int_of(i) is not None and int_of(i) % groups:
+        raise info.fail(f"the {int_of(i)} input channels do not divide into {groups} groups")
+    pad = a["padding"]
+    out = [batch, dim_mul(o, groups)]
+    for j, (e, k) in enumerate(zip(extents, kernel)):
+        size = dim_sub(dim_mul(dim_sub(e, 1), a["strides"][j]), pad[j] + pad[j + n])
+        size = dim_add(dim_add(size, dim_mul(a["dilation"][j], dim_sub(k, 1))), a["output_padding"][j])
+        out.append(simplify_dim(dim_add(size, 1)))
+    return make_tensor(from_canonical(out, o_layout, target), dtype, vdevice=data.vdevice)
+
+
+def _conv_attrs(n: int, kernel: str, transpose: bool) -> tuple:
+    ones, zeros = (1,) * n, (0,) * n
+    return (Attr("strides", ones, ATTR_INTS), Attr("padding", zeros * 2, ATTR_INTS),
+            *((Attr("output_padding", zeros, ATTR_INTS),) if transpose else ()),
+            Attr("dilation", ones, ATTR_INTS), Attr("groups", 1, ATTR_INT),
+            Attr("data_layout", "NC" + SPATIAL[n], ATTR_STR), Attr("kernel_layout", kernel + SPATIAL[n], ATTR_STR),
+            Attr("out_layout", None, ATTR_STR), Attr("out_dtype", None, ATTR_DTYPE))
+
+
+for _n in SPATIAL:
+    for _transpose in (False, True):
+        _N_SPATIAL[f"nn.conv{_n}d{'_transpose' if _transpose else ''}"] = _n
+        register(f"nn.conv{_n}d{'_transpose' if _transpose else ''}", ("data", "weight"),
+                         _infer_conv_transpose if _transpose else _infer_conv,
+                         _conv_attrs(_n, "IO" if _transpose else "OI", _transpose),
+                         prepare=_prepare_conv(_n, _transpose))
 
 
 # ---------------------------------------------------------------- pooling
-def _prepare_pool2d(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
-    for name in ("pool_size", "strides", "dilation"):
-        _pair(spec, attrs, name)
-    _padding(spec, attrs)
-    if attrs["out_layout"] is None:
-        attrs["out_layout"] = attrs["layout"]
-    return args, attrs
+def _prepare_pool(n: int):
+    def prepare(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
+        for name in ("pool_size", "strides", "dilation"):
+            _ntuple(spec, attrs, name, n)
+        _padding(spec, attrs, n)
+        if attrs["out_layout"] is None:
+            attrs["out_layout"] = attrs["layout"]
+        return args, attrs
+    return prepare
 
 
-def _infer_pool2d(info: CallInfo) -> StructInfo:
+def _pool_layouts(info: CallInfo) -> tuple:
     x = tensor_arg(info, 0)
     a = info.attrs
-    d_layout = parse_layout(info, a["layout"], "NCHW", "data")
-    o_layout = parse_layout(info, a["out_layout"], "NCHW", "output")
+    target = "NC" + SPATIAL[_n_spatial(info)]
+    d_layout = parse_layout(info, a["layout"], target, "data")
+    o_layout = parse_layout(info, a["out_layout"], target, "output")
     check_rank(info, x, a["layout"], d_layout, "data")
+    return x, d_layout, o_layout, target
+
+
+def _infer_pool(info: CallInfo) -> StructInfo:
+    x, d_layout, o_layout, target = _pool_layouts(info)
+    a, n = info.attrs, _n_spatial(info)
     if x.dims is None:
         return TensorStructInfo(None, x.dtype, len(o_layout), x.vdevice)
-    n, c, h, w = to_canonical(x.dims, d_layout, "NCHW")
-    (kh, kw), (sh, sw), (dh, dw), pad = a["pool_size"], a["strides"], a["dilation"], a["padding"]
-    ceil = a["ceil_mode"]
-    out = [n, c, window_size(h, pad[0] + pad[2], kh, dh, sh, ceil, pad[0]),
-           window_size(w, pad[1] + pad[3], kw, dw, sw, ceil, pad[1])]
-    return make_tensor(from_canonical(out, o_layout, "NCHW"), x.dtype, vdevice=x.vdevice)
+    batch, c, *extents = to_canonical(x.dims, d_layout, target)
+    pad = a["padding"]
+    out = [batch, c] + [window_size(e, pad[j] + pad[j + n], a["pool_size"][j], a["dilation"][j],
+                                    a["strides"][j], a["ceil_mode"], pad[j])
+                        for j, e in enumerate(extents)]
+    return make_tensor(from_canonical(out, o_layout, target), x.dtype, vdevice=x.vdevice)
 
 
-for _name in ("nn.max_pool2d", "nn.avg_pool2d"):
-    register(_name, ("data",), _infer_pool2d,
-             (Attr("pool_size", (1, 1), ATTR_INTS), Attr("strides", (1, 1), ATTR_INTS),
-              Attr("dilation", (1, 1), ATTR_INTS), Attr("padding", (0, 0, 0, 0), ATTR_INTS),
-              Attr("ceil_mode", False, ATTR_BOOL), Attr("count_include_pad", False, ATTR_BOOL),
-              Attr("layout", "NCHW", ATTR_STR), Attr("out_layout", None, ATTR_STR)),
-             prepare=_prepare_pool2d,
-             positional=("pool_size", "strides", "padding", "dilation", "ceil_mode",
-                         "count_include_pad", "layout", "out_layout"))
+for _n in SPATIAL:
+    for _kind in ("max", "avg"):
+        # (TVM's Python functions count the padding in the 1-d and 3-d averages by default)
+        _N_SPATIAL[f"nn.{_kind}_pool{_n}d"] = _n
+        register(f"nn.{_kind}_pool{_n}d", ("data",), _infer_pool,
+                         (Attr("pool_size", (1,) * _n, ATTR_INTS), Attr("strides", (1,) * _n, ATTR_INTS),
+                          Attr("dilation", (1,) * _n, ATTR_INTS), Attr("padding", (0,) * (2 * _n), ATTR_INTS),
+                          Attr("ceil_mode", False, ATTR_BOOL),
+                          Attr("count_include_pad", _kind == "avg" and _n != 2, ATTR_BOOL),
+                          Attr("layout", "NC" + SPATIAL[_n], ATTR_STR), Attr("out_layout", None, ATTR_STR)),
+                         prepare=_prepare_pool(_n),
+                         positional=("pool_size", "strides", "padding", "dilation", "ceil_mode",
+                                     "count_include_pad", "layout", "out_layout"))
 
-__all__ = ["parse_layout", "window_size"]
+
+def _prepare_adaptive(n: int):
+    def prepare(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
+        if attrs["output_size"] is not None:
+            _ntuple(spec, attrs, "output_size", n)
+        if attrs["out_layout"] is None:
+            attrs["out_layout"] = attrs["layout"]
+        return args, attrs
+    return prepare
+
+
+def _infer_adaptive_pool(info: CallInfo) -> StructInfo:
+    """The spatial sizes become ``output_size``, or stay. (TVM makes them int32 constants, which
+    its printer writes as it writes int64 sizes, and its parser reads back as int64.)"""
+    x, d_layout, o_layout, target = _pool_layouts(info)
+    a = info.attrs
+    if x.dims is None:
+        if x.shape is not None and a["out_layout"] == a["layout"] and a["output_size"] is None:
+            return x
+        return TensorStructInfo(None, x.dtype, len(o_layout), x.vdevice)
+    out = to_canonical(x.dims, d_layout, target)
+    if a["output_size"] is not None:
+        out[2:] = [IntImm(INT64, s) for s in a["output_size"]]
+    return make_tensor(from_canonical(out, o_layout, target), x.dtype, vdevice=x.vdevice)
+
+
+for _n in SPATIAL:
+    _N_SPATIAL[f"nn.adaptive_avg_pool{_n}d"] = _n
+    register(f"nn.adaptive_avg_pool{_n}d", ("data",), _infer_adaptive_pool,
+                     (Attr("output_size", None, ATTR_INTS), Attr("layout", "NC" + SPATIAL[_n], ATTR_STR),
+                      Attr("out_layout", None, ATTR_STR)),
+                     prepare=_prepare_adaptive(_n))
+
+__all__ = ["parse_layout", "window_size", "norm_params_unknown", "SPATIAL"]

@@ -232,6 +232,8 @@ def is_base_of(base: StructInfo, derived: StructInfo) -> bool:
             return False
         if base.ndim != -1 and base.ndim != derived.ndim:
             return False
+        if base.vdevice is not None and not _same_vdevice(base.vdevice, derived.vdevice):
+            return False  # (a tensor placed on a vdevice is more than one placed anywhere)
         return base.dims is None or (derived.dims is not None and _same_sizes(base.dims, derived.dims))
     if isinstance(base, ShapeStructInfo) and isinstance(derived, ShapeStructInfo):
         if base.ndim != -1 and base.ndim != derived.ndim:
@@ -244,6 +246,10 @@ def is_base_of(base: StructInfo, derived: StructInfo) -> bool:
         return len(base.fields) == len(derived.fields) and all(
             is_base_of(b, d) for b, d in zip(base.fields, derived.fields))
     return False
+
+
+def _same_vdevice(a: Any, b: Any) -> bool:
+    return b is not None and (a.target, a.vdevice_id, a.memory_scope) == (b.target, b.vdevice_id, b.memory_scope)
 
 
 def _same_sizes(a: tuple, b: tuple) -> bool:

@@ -127,6 +127,7 @@ def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str
             if not (isinstance(lhs, IRModule) and isinstance(rhs, IRModule)):
                 eq.fail("", lhs, rhs)
             eq.value(dict(lhs.attrs), dict(rhs.attrs), "attrs")
+            eq.value(dict(lhs.global_infos), dict(rhs.global_infos), "global_infos")
             lf, rf = _module_functions(lhs), _module_functions(rhs)
             # a module maps names to functions, as TVM's does: the order they print in is no
             # structure (the 0.27 dialect prints TVM's order, the classic one insertion order)

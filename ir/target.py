@@ -138,6 +138,25 @@ class Target:
             raise TVMSError("no target is current (use `with tvms.target.Target(...):`)")
         return _CURRENT[-1] if _CURRENT else None
 
+    @staticmethod
+    def from_device(device: Any) -> "Target":
+        """The target that compiles for ``device`` (``"cpu"``, ``"cuda"`` or a ``tvms.cpu(0)``-style
+        device), as TVM's ``Target.from_device``: ``llvm`` for the CPU (tvms's llvm target is the
+        host CPU); a CUDA GPU gives ``cuda -arch=sm_XY`` from its compute capability."""
+        kind = device if isinstance(device, str) else getattr(device, "type", None)
+        if kind in ("cpu", "llvm"):
+            return Target("llvm")
+        if kind == "cuda":
+            if isinstance(device, str):
+                raise TVMSError("Target.from_device: pass the device (tvms.cuda(0)) to read its architecture")
+            if not device.exist:
+                raise TVMSError(f"Target.from_device: cannot detect the device {device}")
+            version = getattr(device, "compute_version", None)
+            if version is None:
+                raise TVMSError("Target.from_device: tvms cannot read a CUDA device's attributes yet")
+            return Target(f"cuda -arch=sm_{str(version).replace('.', '')}")
+        raise TVMSError(f"Target.from_device: expected a device or 'cpu'/'cuda', not {device!r}")
+
     def __str__(self) -> str:
         return self.text
 

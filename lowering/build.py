@@ -176,19 +176,23 @@ def _prim_funcs_only(mod: IRModule) -> bool:
 
 def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool) -> IRModule:
     """The Relax pipeline step: ``relax_pipeline`` (a name or a pass) when Relax operators
-    remain; with default schedules, a named pipeline is preceded by FuseTransposeMatmul."""
+    remain; a named pipeline is preceded by the CPU backend's dispatch passes and, with default
+    schedules, by FuseTransposeMatmul."""
     if relax_pipeline is None or not has_relax_operators(mod):
         return mod
     if isinstance(relax_pipeline, str):
+        from .relax.dispatch import DispatchSampling, DispatchSortScan
         from .relax.pipeline import get_pipeline
+        from .transform import Sequential
 
-        # TVM's "default" legalizes before the VM; here the zero pipeline also fuses
+        # TVM's "default" legalizes before the VM; here the zero pipeline also fuses. As TVM's
+        # build for a CPU, the backend's dispatch passes run first (cumsum, multinomial sampling)
         relax_pipeline = get_pipeline("zero" if relax_pipeline == "default" else relax_pipeline)
         if schedule:
             from .relax.fuse_transpose_matmul import FuseTransposeMatmul
-            from .transform import Sequential
 
             relax_pipeline = Sequential([FuseTransposeMatmul(), relax_pipeline])
+        relax_pipeline = Sequential([DispatchSampling(), DispatchSortScan(), relax_pipeline])
     # TVM's build keeps every Relax function; the pipeline's dead-code elimination keeps the
     # public ones only, so a private one (IRModule.from_expr(func)) is public while it runs
     private = [k for k in mod if isinstance(mod[k], rx.Function) and "global_symbol" not in mod[k].attrs]

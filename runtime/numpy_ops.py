@@ -401,88 +401,6 @@ def rms_norm(args: tuple, attrs: Any) -> np.ndarray:
     return (x / np.sqrt(ms + attrs["epsilon"]) * _bcast_params(weight, x, axes)).astype(x.dtype)
 
 
-def _to_nchw(x: np.ndarray, layout: str) -> np.ndarray:
-    if layout != "NCHW" and layout != "OIHW":
-        target = "NCHW" if "N" in layout else "OIHW"
-        return np.transpose(x, [layout.index(c) for c in target])
-    return x
-
-
-def _from_nchw(x: np.ndarray, layout: str) -> np.ndarray:
-    if layout in ("NCHW", "OIHW"):
-        return x
-    return np.transpose(x, ["NCHW".index(c) for c in layout])
-
-
-def _check_layout(layout: str, letters: str, op: str) -> None:
-    if sorted(layout) != sorted(letters):
-        raise TVMSError(f"the numpy reference of {op} supports plain layouts ({letters} permuted), "
-                        f"got {layout!r}")
-
-
-@numpy_op("nn.conv2d")
-def conv2d(args: tuple, attrs: Any) -> np.ndarray:
-    """Direct convolution: out[n, o, y, x] = sum over c, r, s of in[n, c, ...] * w[o, c, r, s]."""
-    _check_layout(attrs["data_layout"], "NCHW", "nn.conv2d")
-    _check_layout(attrs["kernel_layout"], "OIHW", "nn.conv2d")
-    x = _to_nchw(np.asarray(args[0]), attrs["data_layout"])
-    w = _to_nchw(np.asarray(args[1]), attrs["kernel_layout"])
-    dtype = numpy_dtype(attrs["out_dtype"]) if attrs["out_dtype"] is not None else x.dtype
-    (sh, sw), (dh, dw), groups = attrs["strides"], attrs["dilation"], attrs["groups"]
-    top, left, bottom, right = attrs["padding"]
-    x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
-    n, c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
-    oh = (h - dh * (kh - 1) - 1) // sh + 1
-    ow = (wd - dw * (kw - 1) - 1) // sw + 1
-    out = np.zeros((n, o, oh, ow), dtype=np.float64 if np.issubdtype(dtype, np.floating) else dtype)
-    per_group = o // groups
-    for g in range(groups):
-        xs = x[:, g * cg:(g + 1) * cg].astype(out.dtype)
-        ws = w[g * per_group:(g + 1) * per_group].astype(out.dtype)
-        for r in range(kh):
-            for s in range(kw):
-                patch = xs[:, :, r * dh:r * dh + sh * (oh - 1) + 1:sh, s * dw:s * dw + sw * (ow - 1) + 1:sw]
-                out[:, g * per_group:(g + 1) * per_group] += np.einsum("nchw,oc->nohw", patch, ws[:, :, r, s])
-    out_layout = attrs["out_layout"] or attrs["data_layout"]
-    return _from_nchw(out.astype(dtype), out_layout)
-
-
-def _pool2d(args: tuple, attrs: Any, kind: str) -> np.ndarray:
-    _check_layout(attrs["layout"], "NCHW", f"nn.{kind}_pool2d")
-    x = _to_nchw(np.asarray(args[0]), attrs["layout"])
-    (kh, kw), (sh, sw), (dh, dw) = attrs["pool_size"], attrs["strides"], attrs["dilation"]
-    top, left, bottom, right = attrs["padding"]
-    n, c, h, w = x.shape
-
-    def out_size(extent: int, lo: int, hi: int, k: int, d: int, s: int) -> int:
-        span = extent + lo + hi - d * (k - 1) - 1
-        return (-(-span // s) if attrs["ceil_mode"] else span // s) + 1
-
-    oh, ow = out_size(h, top, bottom, kh, dh, sh), out_size(w, left, right, kw, dw, sw)
-    out = np.zeros((n, c, oh, ow), dtype=x.dtype)
-    for i in range(oh):
-        for j in range(ow):
-            rows = [i * sh + r * dh - top for r in range(kh)]
-            cols = [j * sw + s * dw - left for s in range(kw)]
-            inside = [(y, z) for y in rows for z in cols if 0 <= y < h and 0 <= z < w]
-            vals = np.stack([x[:, :, y, z] for y, z in inside], axis=-1) if inside else None
-            if kind == "max":
-                out[:, :, i, j] = vals.max(axis=-1)
-            else:
-                if attrs["count_include_pad"]:  # the window clipped to the padded input
-                    count = sum(1 for y in rows for z in cols
-                                if -top <= y < h + bottom and -left <= z < w + right)
-                else:
-                    count = len(inside)
-                out[:, :, i, j] = vals.sum(axis=-1) / count
-    return _from_nchw(out, attrs["out_layout"] or attrs["layout"])
-
-
-numpy_op("nn.max_pool2d")(lambda args, attrs: _pool2d(args, attrs, "max"))
-numpy_op("nn.avg_pool2d")(lambda args, attrs: _pool2d(args, attrs, "avg"))
-
-
 # ---------------------------------------------------------------- lowered (VM) operators
 @numpy_op("null_value")
 def null_value(args: tuple, attrs: Any) -> None:
@@ -510,3 +428,9 @@ def builtin_alloc_tensor(args: tuple, attrs: Any) -> np.ndarray:
 @numpy_op("vm.kill_object")
 def kill_object(args: tuple, attrs: Any) -> tuple:
     return ()
+
+
+# (they register on import)
+from . import numpy_ops_create, numpy_ops_image, numpy_ops_index  # noqa: E402,F401
+from . import numpy_ops_misc, numpy_ops_nn, numpy_ops_quant  # noqa: E402,F401
+from . import numpy_ops_sort, numpy_ops_sum, numpy_ops_vision  # noqa: E402,F401

@@ -28,7 +28,9 @@ from tvms.ir.struct_info import (ObjectStructInfo, PrimStructInfo, ShapeStructIn
 
 from .numpy_ops import NUMPY_OPS, Shape
 from .reference import compile_expr, run_prim_func
-from ..ir.registry import get_global_func, register_func
+from ..ir import registry
+from ..ir.registry import get_global_func
+from .packed import register_func
 from ..ir.relax_op import SPECIAL_OPS
 from .tir_values import cast_value, numpy_dtype
 
@@ -193,13 +195,8 @@ class _Interpreter:
     def x_Call(self, e: rx.Call, env: dict) -> Any:
         op = e.op
         if isinstance(op, tir.Op):
-            if op.name == "relax.call_tir":
-                return self.call_tir(e, env)
-            if op.name == "relax.call_dps_packed":
-                return self.call_dps(e, env)
-            if op.name == "relax.call_packed":
-                fn = self.callee(e.args[0], env)
-                return fn(*(self.eval(a, env) for a in e.args[1:]))
+            if op.name in _CALLS:
+                return getattr(self, _CALLS[op.name])(e, env)
             ref = NUMPY_OPS.get(op.name)
             if ref is None:
                 raise TVMSError(f"the Relax operator {op.name!r} has no numpy reference")
@@ -275,12 +272,65 @@ class _Interpreter:
         self.run_prim(gv, func, [*inputs, *outs, *extra])
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def call_packed(self, e: rx.Call, env: dict) -> Any:
+        """R.call_packed, R.call_pure_packed, R.call_inplace_packed: the packed function on the
+        arguments (an in-place one writes into those its indices name and returns them)."""
+        fn = self.callee(e.args[0], env)
+        return fn(*(self.eval(a, env) for a in e.args[1:]))
+
+    def call_builtin(self, e: rx.Call, env: dict) -> Any:
+        """R.call_builtin_with_ctx: the packed function on the tuple's fields (tvms' runtime
+        functions take no VM context)."""
+        return self.callee(e.args[0], env)(*self.eval(e.args[1], env))
+
+    def call_tir_inplace(self, e: rx.Call, env: dict) -> Any:
+        """The PrimFunc writes into the inputs the in-place indices name and into fresh tensors
+        for the outputs marked -1, which it takes after the inputs."""
+        gv = e.args[0]
+        inputs = [np.asarray(v) if isinstance(v, np.generic) else v for v in self.eval(e.args[1], env)]
+        fresh = iter(self.outputs(e, env))
+        outs = [inputs[k] if k != -1 else next(fresh) for k in e.attrs["inplace_indices"]]
+        extra = list(self.eval(e.args[2], env)) if len(e.args) > 2 else []
+        self.run_prim(gv, self.mod[gv], [*inputs, *(o for o, k in zip(outs, e.attrs["inplace_indices"])
+                                                     if k == -1), *extra])
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def call_tir_dyn(self, e: rx.Call, env: dict) -> tuple:
+        """R.vm.call_tir_dyn(f, (tensors..., R.shape([sizes]))): the PrimFunc on the tensors and
+        the sizes; it writes its outputs among the tensors."""
+        *tensors, sizes = self.eval(e.args[1], env)
+        self.run_prim(e.args[0], self.mod[e.args[0]], [*tensors, *sizes])
+        return ()
+
+    def make_closure(self, e: rx.Call, env: dict) -> Callable:
+        func, captured = self.eval(e.args[0], env), list(self.eval(e.args[1], env))
+        if not isinstance(func, rx.Function):
+            raise TVMSError("R.make_closure takes a Relax function of the module")
+        return lambda *args: self.call_function(func, [*captured, *args])
+
+    def invoke_closure(self, e: rx.Call, env: dict) -> Any:
+        closure, args = self.eval(e.args[0], env), list(self.eval(e.args[1], env))
+        if isinstance(closure, Closure):
+            return self.call_function(closure.func, args, closure.env)
+        if not callable(closure):
+            raise TVMSError(f"R.invoke_closure: cannot call a value of type {type(closure).__name__}")
+        return closure(*args)
+
     def call_dps(self, e: rx.Call, env: dict) -> Any:
         fn = self.callee(e.args[0], env)
         inputs = list(self.eval(e.args[1], env))
         outs = self.outputs(e, env)
         fn(*inputs, *outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+# the operators that call functions, and the method of _Interpreter that runs each
+_CALLS = {"relax.call_tir": "call_tir", "relax.call_tir_with_grad": "call_tir",
+          "relax.call_tir_inplace": "call_tir_inplace", "relax.vm.call_tir_dyn": "call_tir_dyn",
+          "relax.call_dps_packed": "call_dps", "relax.call_packed": "call_packed",
+          "relax.call_pure_packed": "call_packed", "relax.call_inplace_packed": "call_packed",
+          "relax.call_builtin_with_ctx": "call_builtin", "relax.make_closure": "make_closure",
+          "relax.invoke_closure": "invoke_closure", "relax.invoke_pure_closure": "invoke_closure"}
 
 
 @deep_recursion
@@ -306,7 +356,7 @@ def eval_expr(expr: Any, mod: IRModule | None = None, env: dict | None = None) -
         return _Interpreter(mod if mod is not None else IRModule()).eval(expr, dict(env or {}))
 
 
-register_func("runtime.reference_relax.eval_expr", eval_expr)  # (FoldConstant evaluates with it)
+registry.register_func("runtime.reference_relax.eval_expr", eval_expr)  # (FoldConstant evaluates with it)
 
 
 def _is_shape_param(p: rx.Var) -> bool:

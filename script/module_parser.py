@@ -1,7 +1,7 @@
 """Text -> IRModule (or PrimFunc): the module-level layer of the parser.
 
 It finds ``@I.ir_module`` classes and ``@T.prim_func`` functions, module-level ``TypeVar``
-declarations (TVM 0.27) and ``I.module_attrs``, and hands each function to its builder.
+declarations (TVM 0.27), ``I.module_attrs`` and ``I.module_global_infos``, and hands each function to its builder.
 """
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 
 from ..ir.errors import ScriptError, Source, Span
 from ..ir.function import PrimFunc
+from ..ir.global_info import DummyGlobalInfo, make_vdevice
+from ..ir.node import FrozenDict
 from ..ir.module import GlobalVar, IRModule
 from . import syntax as S
 from .syntax import dotted
@@ -121,6 +123,11 @@ class ModuleParser:
         self.globals = {s.name: GlobalVar(s.name) for s in cls.body if isinstance(s, S.FunctionDef)}
         self.prim_func_names = {s.name for s in cls.body if isinstance(s, S.FunctionDef)
                                 and any(_decorator(d)[0] in _PRIM_FUNC_DECORATORS for d in s.decorators)}
+        for stmt in cls.body:  # (first: the functions' struct info may name a vdevice)
+            if _module_call(stmt) == "I.module_global_infos":
+                mod.global_infos = self.global_infos(stmt)
+        self.vdevices = tuple(mod.global_infos.get("vdevice", ()))
+        self.meshes = tuple(mod.global_infos.get("mesh", ()))
         for stmt in cls.body:
             if isinstance(stmt, S.FunctionDef):
                 for dec in stmt.decorators:
@@ -144,10 +151,12 @@ class ModuleParser:
                 if len(args) != 1 or not isinstance(args[0], S.DictExpr):
                     raise self.error(stmt, "I.module_attrs takes one dict")
                 attrs.update(self.literal(args[0]))
-            elif isinstance(stmt, (S.Pass, S.Import)) or _is_docstring(stmt):
+            elif isinstance(stmt, (S.Pass, S.Import)) or _is_docstring(stmt) \
+                    or _module_call(stmt) == "I.module_global_infos":
                 continue
             else:
-                raise self.error(stmt, "a module class holds functions and I.module_attrs only")
+                raise self.error(stmt, "a module class holds functions, I.module_attrs and "
+                                       "I.module_global_infos only")
         if attrs:
             mod.attrs = freeze_value(attrs)
         mod.span = None
@@ -155,9 +164,39 @@ class ModuleParser:
             mod.span = span_of(self.source, cls)  # the comments of the class
         return mod
 
+    def global_infos(self, stmt: S.ExprStmt) -> FrozenDict:
+        """``I.module_global_infos({"vdevice": [I.vdevice(...), ...]})``."""
+        args = stmt.value.args
+        if len(args) != 1 or not isinstance(args[0], S.DictExpr):
+            raise self.error(stmt, "I.module_global_infos takes one dict of lists")
+        infos = {}
+        for key, value in zip(args[0].keys, args[0].values):
+            name = self.literal(key)
+            if not isinstance(value, S.ListExpr) or not isinstance(name, str):
+                raise self.error(value, "I.module_global_infos maps a name to a list, such as "
+                                        "{\"vdevice\": [I.vdevice(\"llvm\")]}")
+            infos[name] = tuple(self.global_info(item) for item in value.elts)
+        return FrozenDict(infos)
+
+    def global_info(self, syn: Any) -> Any:
+        if isinstance(syn, S.Call) and dotted(syn.func) == "I.vdevice":
+            args = [self.literal(a) for a in syn.args]
+            kwargs = {k: self.literal(v) for k, v in syn.kwargs}
+            try:
+                return make_vdevice(*args, **kwargs)
+            except (TVMSError, TypeError) as e:
+                raise self.error(syn, str(e)) from None
+        if isinstance(syn, S.Call) and dotted(syn.func) == "I.dummy_global_info" and not syn.args:
+            return DummyGlobalInfo()
+        if isinstance(syn, S.Call) and dotted(syn.func) in ("R.device_mesh", "R.dist.device_mesh"):
+            return self.literal(syn)
+        raise self.error(syn, "a global info is I.vdevice(...), R.device_mesh(...) or I.dummy_global_info()")
+
     def relax_builder(self) -> RelaxFunctionBuilder:
         builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
                                        frozenset(self.typevars), self.metadata)
+        builder.vdevices = getattr(self, "vdevices", ())
+        builder.meshes = getattr(self, "meshes", ())
         builder.prim_funcs = self.prim_func_names
         builder.signatures = self.signatures
         builder.class_name = getattr(self, "class_name", "Module")
@@ -203,6 +242,13 @@ class ModuleParser:
             known = sorted(_PRIM_FUNC_DECORATORS | _RELAX_DECORATORS)
             raise self.error(dec, f"unknown decorator '@{name}'{did_you_mean(name or '', known)}")
         raise self.error(fdef, f"function {fdef.name!r} needs a decorator such as @T.prim_func")
+
+
+def _module_call(stmt: Any) -> str | None:
+    """The name a module-level call statement calls (``I.module_attrs``), else None."""
+    if isinstance(stmt, S.ExprStmt) and isinstance(stmt.value, S.Call):
+        return dotted(stmt.value.func)
+    return None
 
 
 def _is_metadata(stmt: Any) -> bool:

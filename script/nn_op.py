@@ -237,6 +237,55 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     return wrap_nested(out, name)
 
 
+def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1, name: str = "conv1d") -> Tensor:
+    """1-D convolution (NCW); a bias is reshaped to broadcast over the channel axis and added."""
+    out = _call("nn.conv1d", [x._expr, weight._expr],
+                {"strides": stride, "padding": padding, "dilation": dilation, "groups": groups})
+    if bias is not None:
+        out = _call("add", [out, _call("reshape", [bias._expr, [1, -1, 1]])])
+    return wrap_nested(out, name)
+
+
+def group_norm(x: Tensor, num_groups: int, weight: Tensor | None, bias: Tensor | None, eps: float = 1e-5,
+               channel_axis: int = 1, axes: list[int] | None = None, name: str = "group_norm") -> Tensor:
+    """Group normalization over the channels in ``num_groups`` groups and ``axes`` (default: the
+    axes after the channel axis); without weight or bias, constants of ones and zeros."""
+    channels = x._expr.struct_info.dims[channel_axis]
+    gamma = weight._expr if weight is not None else const(np.ones(int(channels.value)), x.dtype)
+    beta = bias._expr if bias is not None else const(np.zeros(int(channels.value)), x.dtype)
+    if axes is None:
+        axes = list(range(2, x._expr.struct_info.ndim))
+    call = _call("nn.group_norm", [x._expr, gamma, beta],
+                 {"num_groups": num_groups, "channel_axis": channel_axis, "axes": axes, "epsilon": eps})
+    return wrap_nested(call, name)
+
+
+# ---------------------------------------------------------------- more nn operators
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0, name: str = "softplus") -> Tensor:
+    return wrap_nested(_call("nn.softplus", [x._expr], {"beta": beta, "threshold": threshold}), name)
+
+
+def prelu(x: Tensor, alpha: Tensor, name: str = "prelu") -> Tensor:
+    return wrap_nested(_call("nn.prelu", [x._expr, alpha._expr]), name)
+
+
+def pad(x: Tensor, pad: list[int], mode: str = "constant", value: float = 0.0, name: str = "pad") -> Tensor:
+    """``pad`` holds (before, after) for each axis, in order."""
+    return wrap_nested(_call("nn.pad", [x._expr], {"pad_width": pad, "pad_mode": mode, "pad_value": value}), name)
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 name: str = "scaled_dot_product_attention") -> Tensor:
+    """R.nn.attention over (batch, sequence, heads, head dim) tensors; a causal mask is TopLeft."""
+    if attn_mask is not None:
+        raise TVMSError("nn.op.scaled_dot_product_attention: attn_mask is not supported (nor is it in TVM)")
+    call = _call("nn.attention", [query._expr, key._expr, value._expr],
+                 {"causal_mask": "TopLeft" if is_causal else None, "scale": scale})
+    return wrap_nested(call, name)
+
+
 # ---------------------------------------------------------------- creation
 def full(shape: Sequence[Any], fill_value: Any, dtype: str = "float32", name: str = "full") -> Tensor:
     if isinstance(fill_value, (FloatImm, IntImm)):
@@ -258,4 +307,5 @@ __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "less"
            "floor", "tanh", "sigmoid", "negative", "astype", "relu", "silu", "gelu", "softmax",
            "matmul", "permute_dims", "permute", "reshape", "broadcast_to", "unsqueeze", "squeeze",
            "concat", "split", "chunk", "take", "sum", "max", "min", "layer_norm", "rms_norm",
-           "conv2d", "full", "zeros", "ones"]
+           "conv2d", "conv1d", "group_norm", "softplus", "prelu", "pad", "scaled_dot_product_attention",
+           "full", "zeros", "ones"]

@@ -20,8 +20,11 @@ from typing import Any
 from ..ir.buffer import Buffer
 from ..ir.deep import deep_recursion
 from ..ir.dtype import DataType
+from ..ir.errors import TVMSError
 from ..ir.expr import PrimExpr, Var
 from ..ir.function import PrimFunc
+from ..ir.distributed import DeviceMesh, device_mesh_text
+from ..ir.global_info import VDevice
 from ..ir.module import IRModule
 from ..ir.node import Node, register_printer
 from ..ir.print_order import tvm_function_order
@@ -33,20 +36,77 @@ from .dialect import RELAX_HEADER, Dialect, get_dialect
 from .metadata import CONSTANT_KEYS, render_section
 from .relax_printer import RelaxPrinter
 from .tensorir.printer_core import TIRPrinter
-from .tensorir.text import Namer, comments_of
+from .tensorir.text import Namer, comments_of, quote
 
 
 @deep_recursion
 def to_script(node: Any, dialect: "str | Dialect" = "classic", name: str | None = None,
-              show_meta: bool = False) -> str:
+              show_meta: bool = False, indent_spaces: int = 4, print_line_numbers: bool = False,
+              **tvm_options: Any) -> str:
     """TVMScript text of an IRModule, a PrimFunc, a statement or an expression.
 
     ``dialect="classic"`` prints what the seeds show; ``dialect="tvm-0.27"`` what Apache TVM
     0.27 prints. ``name`` is the name of a function's ``def`` (default: its global symbol, or
     ``main``) or of a module's class (default ``Module``). The text has no trailing newline, as
-    TVM's ``script()``.
+    TVM's ``script()``. TVM's layout options ``indent_spaces`` and ``print_line_numbers`` apply;
+    its other options are accepted at their default values (a text tvms would print differently
+    is refused, never silently ignored).
     """
-    d = get_dialect(dialect)
+    _check_tvm_options(tvm_options)
+    text = _script(node, get_dialect(dialect), name, show_meta)
+    if indent_spaces != 4:
+        text = _reindented(text, indent_spaces)
+    return _numbered(text) if print_line_numbers else text
+
+
+# TVM's other printer options, at the values tvms prints with
+_TVM_DEFAULTS = {"ir_prefix": "I", "module_alias": "cls", "int_dtype": "int32", "float_dtype": "void",
+                 "verbose_expr": False, "num_context_lines": -1, "syntax_sugar": True,
+                 "show_object_address": False, "show_all_ty": True, "extra_config": None,
+                 "path_to_underline": None, "path_to_annotate": None, "obj_to_underline": None,
+                 "obj_to_annotate": None}
+
+
+def _check_tvm_options(options: dict) -> None:
+    for key, value in options.items():
+        if key not in _TVM_DEFAULTS:
+            raise TVMSError(f"script() got an unknown option {key!r}")
+        default = _TVM_DEFAULTS[key]
+        if (bool(value) if default is None else value != default):  # (None-default: None or empty)
+            raise TVMSError(f"script({key}={value!r}): tvms prints only with {key}="
+                            f"{_TVM_DEFAULTS[key]!r}")
+
+
+def _reindented(text: str, spaces: int) -> str:
+    """Each level of four leading spaces becomes ``spaces`` (TVMScript indents by levels)."""
+    if spaces < 0:
+        raise TVMSError(f"script(indent_spaces={spaces}): expected a count >= 0")
+    out = []
+    for line in text.split("\n"):
+        body = line.lstrip(" ")
+        levels, rest = divmod(len(line) - len(body), 4)
+        out.append(" " * (levels * spaces + rest) + body)
+    return "\n".join(out)
+
+
+def _numbered(text: str) -> str:
+    """Lines prefixed with their numbers, right-aligned, as TVM's ``print_line_numbers``: TVM
+    numbers the header's lines and every line of code, not the blank lines between functions."""
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if line and not line.startswith("#")), len(lines))
+    numbered = [i < start or line != "" for i, line in enumerate(lines)]
+    width = len(str(sum(numbered)))
+    out, number = [], 0
+    for line, counted in zip(lines, numbered):
+        if counted:
+            number += 1
+            out.append(f"{number:>{width}} {line}")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _script(node: Any, d: Dialect, name: str | None, show_meta: bool) -> str:
     if isinstance(node, (IRModule, PrimFunc, rx.Function)):
         return print_definition(node, d, name, show_meta).text()
     if isinstance(node, Stmt):
@@ -66,19 +126,25 @@ def to_script(node: Any, dialect: "str | Dialect" = "classic", name: str | None 
 
 def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
     """TVM 0.27 declares symbolic sizes (int64 variables that no parameter binds) once, as
-    module-level ``n = TypeVar("n")`` lines, sorted by name."""
+    module-level ``n = TypeVar("n")`` lines: function by function in printing order, each
+    function's new names sorted."""
     ids: dict[int, str] = {}
+    names: list[str] = []
     for f in funcs:
         if isinstance(f, PrimFunc):
             params = {id(p) for p in f.params}
-            found = [n for buf in f.buffer_map.values() for dim in buf.shape for n in collect(dim, Var)]
+            found = [n for buf in f.buffer_map.values() for dim in (*buf.shape, buf.elem_offset)
+                     for n in collect(dim, Var)]  # (an element offset too: TVM's te.extern buffers)
         else:  # sizes the parameters bind; those a match_cast binds are defined in the body
             params = set()
             found = [n for p in f.params for n in collect(p.struct_info, Var)]
+        own = set()
         for n in found:
             if n.dtype == DataType("int64") and id(n) not in params:
                 ids[id(n)] = n.name
-    return sorted(set(ids.values())), ids
+                own.add(n.name)
+        names += sorted(own - set(names))
+    return names, ids
 
 
 @dataclass
@@ -133,6 +199,17 @@ def _header(d: Dialect, typevars: list[str], uses_t: bool, relax: bool, with_ir:
     return lines
 
 
+def _reserve_typevars(namer: Namer, f: Any, typevar_ids: dict[int, str]) -> None:
+    """The module-level TypeVar names ``f`` uses are taken while ``f`` prints (its own variables
+    are renamed around them); those it does not use are free, as in TVM's printer."""
+    if not typevar_ids:
+        return
+    for key in {id(v) for v in collect(f, Var)} & typevar_ids.keys():
+        name = typevar_ids[key]
+        namer.used[name] = namer.used.get(name, 0) + 1
+        namer.frames[-1].append((key, name))
+
+
 def _declarations(typevars: list[str]) -> list[str]:
     return [f'{n} = TypeVar("{n}")' for n in typevars]
 
@@ -146,8 +223,6 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         funcs = tvm_function_order(funcs)
     typevars, typevar_ids = ([], {}) if d.typevar_header is None else _hoisted_typevars([f for _, f in funcs])
     namer = Namer()
-    for name in typevars:
-        namer.used[name] = namer.used.get(name, 0) + 1  # module-level names are taken
     names = {name for name, _ in funcs}
     constants: list = []  # the module's metadata section, filled by the printers
     absent_metadata = False  # the text refers to metadata the module does not hold
@@ -160,19 +235,26 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         p = RelaxPrinter(d, namer, typevar_ids, names, constants)
         body.append(f"    I.module_attrs({p.attr_dict(mod.attrs)})")
         absent_metadata, uses_t = p.absent_metadata, p.uses_tir
+    if mod.global_infos:
+        body.append(f"    I.module_global_infos({_global_infos(mod.global_infos, RelaxPrinter(d, namer, {}, names, []))})")
+    vdevices = tuple(mod.global_infos.get("vdevice", ()))
     for i, (name, f) in enumerate(funcs):
         if i:
             body.append("")
+        namer.push()
+        _reserve_typevars(namer, f, typevar_ids)
         if isinstance(f, PrimFunc):
             p = TIRPrinter(d, namer, typevar_ids)
             p.indent = 1
             p.prim_func(f, name, decorate_s_tir=d.name != "classic")
         elif isinstance(f, rx.Function):
             p = RelaxPrinter(d, namer, typevar_ids, names, constants, class_name)
+            p.vdevices, p.meshes = vdevices, tuple(mod.global_infos.get("mesh", ()))
             p.indent = 1
             p.function(f, name)
         else:
             raise TypeError(f"cannot print a {type(f).__name__} in a module")
+        namer.pop()
         body += p.lines
         absent_metadata |= p.absent_metadata
         uses_t |= p.uses_tir
@@ -188,6 +270,18 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         footer = [METADATA_NOTE]
     return PrintedDefinition(_header(d, typevars, uses_t, relax), body, _head(mod), footer,
                              _declarations(typevars))
+
+
+def _global_infos(infos: dict, p: RelaxPrinter) -> str:
+    """``{"vdevice": [I.vdevice({...target...}, 0, "global")]}`` as TVM prints it."""
+    def entry(info: Any) -> str:
+        if isinstance(info, VDevice):
+            return f"I.vdevice({p.attr_dict(info.target)}, {info.vdevice_id}, {quote(info.memory_scope)})"
+        if isinstance(info, DeviceMesh):
+            return device_mesh_text(info, "I")
+        return "I.dummy_global_info()"
+
+    return "{" + ", ".join(f"{quote(k)}: [{', '.join(entry(i) for i in v)}]" for k, v in infos.items()) + "}"
 
 
 def _bare_function(f: "PrimFunc | rx.Function", d: Dialect, name: str | None) -> PrintedDefinition:

@@ -161,12 +161,15 @@ class RelaxFunctionBuilder(RelaxBuilder):
         raise self.error(stmt, f"this statement ({type(stmt).__name__}) is not allowed in a Relax function")
 
     def nested_function(self, fdef: S.FunctionDef) -> rx.Function:
+        kwargs: dict = {}
         for dec in fdef.decorators:
             if dotted(dec if not isinstance(dec, S.Call) else dec.func) not in ("R.function", "relax.function"):
                 raise self.error(dec, "a nested function needs @R.function")
+            if isinstance(dec, S.Call):  # @R.function(pure=False)
+                kwargs.update((k, self.ev(v)) for k, v in dec.kwargs)
         saved = self.attrs
         try:
-            return self.function(fdef, {}, nested=True)
+            return self.function(fdef, kwargs, nested=True)
         finally:
             self.attrs = saved
 
@@ -309,12 +312,14 @@ class RelaxFunctionBuilder(RelaxBuilder):
                 self.check_compatible(self.as_struct_info(self.ev(last.annotation), last.annotation),
                                       value.struct_info, last.annotation, target.id)
             span = self.span(last)  # the comments of the last line: its binding's, or the branch's
-            if not isinstance(value, _LEAVES):
+            if not isinstance(value, _LEAVES) and not _is_void_tuple(value):
                 span = None
                 self.take_slot()
                 var = rx.Var(f"{target.id}_{which}", value.struct_info, span=self.span(last))
                 bindings.append(rx.VarBinding(value, var, span=self.span(last)))
                 value = var
+            if _is_void(value.struct_info) and not _is_void_tuple(value):
+                value = rx.Tuple((), TupleStructInfo(()))  # (TVM's normalizer: nothing is R.tuple())
             if bindings:
                 blocks.append(rx.BindingBlock(tuple(bindings)))
             self.check_defined(value, last.value)
@@ -358,7 +363,18 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if isinstance(value, _Escaped):
             raise self.error(syn, f"{name!r} is a dataflow variable: it is only visible inside its "
                              f"dataflow block; list it in R.output(...) to use it after the block")
+        if type(value) is rx.Var and _is_void(value.struct_info):
+            # TVM's normalizer writes a use of a variable holding nothing as R.tuple()
+            return rx.Tuple((), TupleStructInfo(()), span=self.span(syn))
         return value
+
+
+def _is_void(sinfo: Any) -> bool:
+    return isinstance(sinfo, TupleStructInfo) and not sinfo.fields
+
+
+def _is_void_tuple(value: Any) -> bool:
+    return isinstance(value, rx.Tuple) and not value.fields
 
 
 class _Escaped:

@@ -29,23 +29,26 @@ def op_function(spec: relax_op.OpSpec) -> Callable[..., rx.Call]:
     """The Python function of one operator."""
     arg_names = spec.args
     attr_names = [a.name for a in spec.attrs]
+    positional = list(spec.positional or attr_names)  # (TVM's order, where it is not the printing order)
 
     def call(*args: Any, **kwargs: Any) -> rx.Call:
         n_args = len(args) if spec.variadic else min(len(args), len(arg_names))
         relax_args = [_relax_value(a) for a in args[:n_args]]
         extra = args[n_args:]
-        if len(extra) > len(attr_names):
+        if len(extra) > len(positional):
             raise TVMSError(f"relax.op.{spec.script_name} takes at most {len(arg_names) + len(attr_names)} "
                             f"arguments ({', '.join(list(arg_names) + attr_names)}), got {len(args)}")
-        attrs = dict(zip(attr_names, extra))
+        attrs = dict(zip(positional, extra))
         for key, value in kwargs.items():
             if key in arg_names and not spec.variadic:
                 i = arg_names.index(key)
                 if i < len(relax_args):
                     raise TVMSError(f"relax.op.{spec.script_name}: {key!r} is given twice")
                 if len(relax_args) < i:
-                    raise TVMSError(f"relax.op.{spec.script_name}: {key!r} is given but "
-                                    f"{arg_names[len(relax_args)]!r} is not")
+                    if spec.min_args is None or len(relax_args) < spec.min_args:
+                        raise TVMSError(f"relax.op.{spec.script_name}: {key!r} is given but "
+                                        f"{arg_names[len(relax_args)]!r} is not")
+                    relax_args += [None] * (i - len(relax_args))  # (optional: the op fills them in)
                 relax_args.append(_relax_value(value))
             elif key in attrs:
                 raise TVMSError(f"relax.op.{spec.script_name}: {key!r} is given twice")

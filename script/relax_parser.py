@@ -17,6 +17,7 @@ from ..ir import relax_op
 from ..ir.dtype import DataType, is_dtype_name
 from ..ir.errors import ScriptError, Source, TVMSError
 from ..ir.expr import IntImm, PrimExpr, Var as TirVar
+from ..ir.index_map import IndexMap
 from ..ir.module import GlobalVar, MetadataRef
 from .metadata import CONSTANT_KEYS
 from ..ir.operators import RELAX_BINARY, RELAX_PREFIX
@@ -27,6 +28,7 @@ from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStruct
                               call_result)
 from . import syntax as S
 from .diagnostics import did_you_mean
+from .relax_call_forms import PARSERS as CALL_FORMS
 from .dialect import canonical_attr_key
 from .tensorir.attrs import freeze_value
 from .tensorir.evaluator import Builtin, NewVar, ScopedEvaluator, _describe
@@ -70,6 +72,8 @@ class RelaxBuilder(ScopedEvaluator):
         self.prim_funcs: set[str] = set()  # which module functions are TensorIR
         self.signatures: dict = {}  # Relax module functions: name -> FuncStructInfo
         self.in_dataflow = False
+        self.vdevices: tuple = ()  # the module's I.module_global_infos({"vdevice": [...]})
+        self.meshes: tuple = ()  # ... and its {"mesh": [...]}
 
     # ---------------------------------------------------------------- names
     def lookup(self, name: str, syn: Any) -> Any:
@@ -103,6 +107,8 @@ class RelaxBuilder(ScopedEvaluator):
                 raise self.error(syn, f"the module has no function {syn.attr!r}"
                                  f"{did_you_mean(syn.attr, list(base.names))}")
             return gv
+        if isinstance(base, rx.RelaxExpr) and syn.attr in ("ty", "struct_info"):
+            return base.struct_info  # (``ty_args=[x.ty]``: TVM 0.27's name, and the older one)
         return super().ev_Attribute(syn)
 
     def ev_Subscript(self, syn: S.Subscript) -> Any:
@@ -112,17 +118,20 @@ class RelaxBuilder(ScopedEvaluator):
         if isinstance(base, MetadataKind):
             return self.metadata_constant(base, self.ev(syn.indices[0]), syn)
         if isinstance(base, rx.RelaxExpr) and len(syn.indices) == 1:
-            index = self.ev(syn.indices[0])
-            if not isinstance(index, int):
-                raise self.error(syn, "a tuple is indexed by a constant integer")
-            sinfo = base.struct_info
-            field_sinfo = ObjectStructInfo()
-            if isinstance(sinfo, TupleStructInfo):
-                if not 0 <= index < len(sinfo.fields):
-                    raise self.error(syn, f"index {index} is out of range for a tuple of {len(sinfo.fields)}")
-                field_sinfo = sinfo.fields[index]
-            return rx.TupleGetItem(base, index, field_sinfo, span=self.span(syn))
+            return self.index_tuple(base, self.ev(syn.indices[0]), syn)
         return super().ev_Subscript(syn)
+
+    def index_tuple(self, base: Any, index: Any, syn: Any) -> rx.TupleGetItem:
+        """``t[1]``: a field of a Relax tuple."""
+        if not isinstance(index, int):
+            raise self.error(syn, "a tuple is indexed by a constant integer")
+        sinfo = base.struct_info
+        field_sinfo = ObjectStructInfo()
+        if isinstance(sinfo, TupleStructInfo):
+            if not 0 <= index < len(sinfo.fields):
+                raise self.error(syn, f"index {index} is out of range for a tuple of {len(sinfo.fields)}")
+            field_sinfo = sinfo.fields[index]
+        return rx.TupleGetItem(base, index, field_sinfo, span=self.span(syn))
 
     def metadata_constant(self, kind: "MetadataKind", index: Any, syn: Any) -> Any:
         if isinstance(index, IntImm):
@@ -170,7 +179,21 @@ class RelaxBuilder(ScopedEvaluator):
         args = [self.to_relax(v, syn) for v in operands]
         return relax_op.make_call(name, args, {}, (), span=self.span(syn))
 
+    def ev_Lambda(self, syn: S.Lambda) -> IndexMap:
+        """``lambda i, j: (j, i)``: an index map (R.layout_transform's attribute)."""
+        variables = tuple(TirVar(p, DataType("int64")) for p in syn.params)
+        self.scopes.append({v.name: v for v in variables})
+        try:
+            body = self.ev(syn.body)
+        finally:
+            self.scopes.pop()
+        final = body if isinstance(body, tuple) else (body,)
+        return IndexMap(variables, tuple(arith.to_expr(e, variables[0] if variables else None) for e in final))
+
     def ev_Call(self, syn: S.Call) -> Any:
+        if isinstance(syn.func, S.Attribute) and syn.func.attr == "index_map" and len(syn.args) == 1 \
+                and isinstance(syn.args[0], S.Lambda) and not syn.kwargs:
+            return self.ev(syn.args[0])  # T.index_map(lambda ...): as TVM prints an index map
         func = self.ev(syn.func)
         if isinstance(func, RBuiltin):
             return self.r_call(func.path, syn)
@@ -209,17 +232,30 @@ class RelaxBuilder(ScopedEvaluator):
         handler = getattr(self, "r_" + path, None)
         if handler is not None and path in _R_VALUE_BUILTINS:
             return handler(syn)
+        if path in CALL_FORMS:
+            return CALL_FORMS[path](self, syn)
         spec = relax_op.lookup(path)
         if spec is None:
             raise self.error(syn.func, f"R.{path}(...) cannot be used here")
-        args = [self.to_relax(self.ev(a), a) for a in syn.args]
+        args = [self.relax_arg(spec, self.ev(a), a) for a in syn.args]
         attrs, sinfo_args = {}, ()
         for key, value_syn in syn.kwargs:
             if key in ("sinfo_args", "ty_args"):  # R.builtin.alloc_tensor(..., ty_args=(...))
-                sinfo_args = tuple(self.as_struct_info(x, syn) for x in self.ev(value_syn))
+                value = self.ev(value_syn)
+                value = value if isinstance(value, (list, tuple)) else (value,)  # one, or several
+                sinfo_args = tuple(self.as_struct_info(x, syn) for x in value)
                 continue
-            attrs[key] = self.attr_value(self.ev(value_syn), value_syn)
+            value = self.ev(value_syn)
+            if key in spec.args and all(a.name != key for a in spec.attrs):  # a Relax argument by name
+                attrs[key] = self.to_relax(value, value_syn)
+            else:
+                attrs[key] = self.attr_value(value, value_syn)
         return relax_op.make_call(spec, args, attrs, sinfo_args, span=self.span(syn))
+
+    def relax_arg(self, spec: Any, value: Any, syn: Any) -> Any:
+        if isinstance(value, float) and spec.name in relax_op.PRIM_VALUE_ARGS:
+            return value  # (the operator makes it a float64 scalar, as TVM's does)
+        return self.to_relax(value, syn)
 
     def attr_value(self, value: Any, syn: Any) -> Any:
         if isinstance(value, list):
@@ -383,21 +419,25 @@ class RelaxBuilder(ScopedEvaluator):
                 shape, dtype = None, shape
             ndim = kwargs.get("ndim", -1)
             dt = DataType(dtype) if dtype not in (None, "void") else VOID
+            vdev = args[2] if len(args) > 2 else kwargs.get("vdevice")
+            vdev = self.vdevice(vdev, syn) if vdev is not None else None
             if shape is None:
-                return TensorStructInfo(None, dt, ndim)
+                return TensorStructInfo(None, dt, ndim, vdev)
             if isinstance(shape, rx.Var):  # shaped by a Relax shape variable: its rank is known
                 shape_sinfo = shape.struct_info
                 if ndim == -1 and isinstance(shape_sinfo, ShapeStructInfo):
                     ndim = shape_sinfo.ndim
-                return TensorStructInfo(shape, dt, ndim)
+                return TensorStructInfo(shape, dt, ndim, vdev)
             dims = tuple(self.dim(d, syn) for d in self.sizes(shape, "R.Tensor", syn))
-            return TensorStructInfo(rx.ShapeExpr(dims, ShapeStructInfo(dims)), dt, len(dims))
+            return TensorStructInfo(rx.ShapeExpr(dims, ShapeStructInfo(dims)), dt, len(dims), vdev)
         if path == "Shape":
             values = args[0] if args else kwargs.get("values")
             if values is None:
                 return ShapeStructInfo(None, kwargs.get("ndim", -1))
             return ShapeStructInfo(tuple(self.dim(d, syn) for d in self.sizes(values, "R.Shape", syn)))
         if path == "Tuple":
+            if len(args) == 1 and isinstance(args[0], list):  # R.Tuple([a, b])
+                args = args[0]
             return TupleStructInfo(tuple(self.as_struct_info(a, syn) for a in args))
         if path in ("Object", "Any"):
             return ObjectStructInfo()
@@ -419,6 +459,17 @@ class RelaxBuilder(ScopedEvaluator):
                                   ObjectStructInfo() if ret is None else self.as_struct_info(ret, syn),
                                   bool(purity))
         raise self.error(syn, f"R.{path} is not struct info")
+
+    def vdevice(self, label: Any, syn: Any) -> Any:
+        """The vdevice ``R.Tensor(..., vdevice="cuda:0")`` names in the module's global infos."""
+        from ..ir.global_info import lookup_vdevice
+
+        if not isinstance(label, str):
+            raise self.error(syn, f"a vdevice is written as a string such as \"cuda:0\", got {_describe(label)}")
+        try:
+            return lookup_vdevice(label, self.vdevices)
+        except TVMSError as e:
+            raise self.error(syn, str(e)) from None
 
     def as_struct_info(self, value: Any, syn: Any) -> StructInfo:
         if isinstance(value, StructInfo):
@@ -444,7 +495,7 @@ def _sinfo(e: Any) -> StructInfo:
 def is_r_builtin_name(path: str) -> bool:
     """Whether ``R.<path>`` is a name tvms knows (struct info, a value builtin, an operator or a
     namespace of operators such as ``nn``); what the parser accepts and the inventory test counts."""
-    return (path in _STRUCT_INFO_BUILTINS or path in _R_VALUE_BUILTINS
+    return (path in _STRUCT_INFO_BUILTINS or path in _R_VALUE_BUILTINS or path in CALL_FORMS
             or relax_op.lookup(path) is not None
             or any(name.startswith(path + ".") for name in relax_op.script_names()))
 

@@ -13,11 +13,15 @@ from ..ir import relax as rx
 from ..ir import relax_op
 from ..ir.dtype import DataType
 from ..ir.expr import IntImm, Op, PrimExpr, Var as TirVar
+from ..ir.index_map import IndexMap
 from ..ir.module import GlobalVar
 from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
+from ..ir.distributed import DTensorStructInfo, device_mesh_text, mesh_label
+from ..ir.global_info import vdevice_label
 from .dialect import RELAX_HEADER
+from .relax_call_forms import PRINTERS as CALL_FORMS
 from ..ir.operators import ATOM
 from .tensorir.printer_core import TIRPrinter
 from .tensorir.rules import PRINT_EXPR
@@ -36,7 +40,9 @@ class RelaxPrinter(TIRPrinter):
         self.class_name = class_name  # the module's class (`cls = Module`)
         self.constants = constants  # constants printed as metadata[...][i], shared by the module
         self.in_signature = False
-        self.quoted: set = set()  # the sizes the classic signature names before defining them
+        self.quoted: set = set()
+        self.vdevices: tuple = ()  # the module's vdevices (a tensor names its vdevice by its index)
+        self.meshes: tuple = ()  # the module's device meshes ("mesh[i]")  # the sizes the classic signature names before defining them
 
     # ---------------------------------------------------------------- TensorIR inside Relax
     def ex_int(self, e: IntImm):
@@ -88,11 +94,13 @@ class RelaxPrinter(TIRPrinter):
                 args.append(f"dtype={quote(str(s.dtype))}")
             if dims is None and s.shape is None and s.ndim >= 0:
                 args.append(f"ndim={s.ndim}")
+            if s.vdevice is not None:
+                args.append(f"vdevice={quote(vdevice_label(s.vdevice, self.vdevices))}")
             return f"R.Tensor({', '.join(args)})" if args else "R.Tensor"
         if isinstance(s, ShapeStructInfo):
             if s.values is not None:
                 return f"R.Shape([{self.dims(s.values)}])"
-            return f"R.Shape(ndim={s.ndim})" if s.ndim >= 0 else "R.Shape"
+            return f"R.Shape(ndim={s.ndim})"  # (TVM prints an unknown rank as ndim=-1 too)
         if isinstance(s, TupleStructInfo):
             if not s.fields:
                 return "R.Tuple"
@@ -105,7 +113,35 @@ class RelaxPrinter(TIRPrinter):
             return f"R.Prim({quote(str(s.dtype))})" if classic else self.tir(f"{s.dtype}")
         if isinstance(s, FuncStructInfo):
             return self.callable_sinfo(s)
+        if isinstance(s, DTensorStructInfo):
+            return self.dtensor_sinfo(s)
         raise TypeError(f"cannot print struct info {type(s).__name__}")
+
+    def dtensor_sinfo(self, s: DTensorStructInfo) -> str:
+        """``R.DTensor((128, 128), "float32", "mesh[0]", "S[0], R")`` as TVM prints it: positional
+        while the shape and dtype are known, keywords after."""
+        t, args, keys = s.tensor_sinfo, [], []
+        if t.dims is not None:
+            args.append(f"({self.dims(t.dims)}{',' if len(t.dims) == 1 else ''})")
+        elif t.shape is not None:
+            args.append(self.rexpr(t.shape))
+        positional = t.shape is not None and t.dtype != VOID
+        if t.dtype != VOID:
+            (args if t.shape is not None else keys).append(
+                quote(str(t.dtype)) if t.shape is not None else f"dtype={quote(str(t.dtype))}")
+        mesh, placement = self.device_mesh(s.device_mesh), quote(s.placement)
+        if positional:
+            args += [mesh, placement]
+        else:
+            keys += [f"device_mesh={mesh}", f"placement={placement}"]
+        if t.shape is None and t.ndim >= 0:
+            keys.append(f"ndim={t.ndim}")
+        return f"R.DTensor({', '.join(args + keys)})"
+
+    def device_mesh(self, mesh: Any) -> str:
+        """``"mesh[0]"`` for one of the module's meshes, else the mesh written out."""
+        label = mesh_label(mesh, self.meshes)
+        return quote(label) if label is not None else device_mesh_text(mesh, "R")
 
     def callable_sinfo(self, s: FuncStructInfo) -> str:
         """``R.Callable`` as TVM prints it (both dialects): the parameters as a tuple; an opaque
@@ -141,6 +177,8 @@ class RelaxPrinter(TIRPrinter):
         if isinstance(e, rx.PrimValue):
             if self.d.name == "classic":
                 return f"R.prim_value({super().expr(e.value)})"
+            if isinstance(e.value, IntImm) and e.value.dtype.is_bool:
+                return str(bool(e.value.value))  # (TVM 0.27 writes a boolean value bare)
             return self.expr(e.value)
         if isinstance(e, rx.StringImm):
             return f"R.str({quote(e.value)})"
@@ -161,6 +199,10 @@ class RelaxPrinter(TIRPrinter):
                 old_key = key
             return f"metadata[{quote(old_key)}][{index}]"
         data = c.data
+        if isinstance(c.struct_info, DTensorStructInfo):  # (TVM prints the value of a scalar only)
+            value = data.item() if data.ndim == 0 else data.tolist()
+            text = format_float(value) if isinstance(value, float) else str(value)
+            return f"R.dist.const({text}, {self.sinfo(c.struct_info)})"
         if data.ndim == 0 and data.dtype.kind in "biuf":
             value = data.item()
             text = format_float(value) if isinstance(value, float) else str(value)
@@ -175,8 +217,13 @@ class RelaxPrinter(TIRPrinter):
         if not isinstance(c.op, Op):
             head = self.rexpr(c.op)
             return f"{head}({', '.join(self.rexpr(a) for a in c.args)})"
+        form = CALL_FORMS.get(c.op.name)
+        if form is not None:
+            return form(self, c)
         spec = relax_op.spec_of(c.op)
         name = spec.script_name
+        if name == "call_tir" and any(isinstance(s, DTensorStructInfo) for s in c.sinfo_args):
+            return self.call_dps("dist.call_tir", c)
         if name in ("call_tir", "call_dps_packed"):
             return self.call_dps(name, c)
         if name == "call_packed":
@@ -184,7 +231,9 @@ class RelaxPrinter(TIRPrinter):
             args += [self.rexpr(a) for a in c.args[1:]]
             args += self.sinfo_args_kwarg(c)
             return f"R.call_packed({', '.join(args)})"
-        args = [self.rexpr(a) for a in c.args]
+        # (a packed function as the first argument is written by name, as TVM's PrintCallee does)
+        args = [quote(a.global_symbol) if i == 0 and isinstance(a, rx.ExternFunc) else self.rexpr(a)
+                for i, a in enumerate(c.args)]
         for attr in spec.attrs:
             value = c.attrs.get(attr.name, attr.default)
             if not getattr(attr, "print_default", True) and value == attr.default:
@@ -200,7 +249,7 @@ class RelaxPrinter(TIRPrinter):
         items = ", ".join(self.sinfo(s) for s in c.sinfo_args)
         return [f"{key}=({items}{',' if len(c.sinfo_args) == 1 else ''})"]
 
-    def call_dps(self, name: str, c: rx.Call) -> str:
+    def call_dps(self, name: str, c: rx.Call, extra: list | tuple = ()) -> str:
         func = c.args[0]
         head = quote(func.global_symbol) if isinstance(func, rx.ExternFunc) else self.rexpr(func)
         args = [head, self.rexpr(c.args[1])]
@@ -208,6 +257,7 @@ class RelaxPrinter(TIRPrinter):
         out = self.sinfo(c.sinfo_args[0]) if len(c.sinfo_args) == 1 else \
             "[" + ", ".join(self.sinfo(s) for s in c.sinfo_args) + "]"
         args.append(f"{key}={out}")
+        args += extra  # (R.call_tir_inplace's inplace_indices, R.call_tir_with_grad's te_grad_name)
         if len(c.args) > 2:
             args.append(f"tir_vars={self.rexpr(c.args[2])}")
         return f"R.{name}({', '.join(args)})"
@@ -217,11 +267,26 @@ class RelaxPrinter(TIRPrinter):
             return '"void"' if self.d.name == "classic" else "None"
         if isinstance(value, tuple):
             return "[" + ", ".join(self.attr_value(v, "any") for v in value) + "]"
+        if isinstance(value, IntImm) and value.dtype == DataType("int32"):
+            return str(value.value)  # (TVMScript's default integer type, written bare)
         if isinstance(value, PrimExpr):
             return self.expr(value)
         if isinstance(value, DataType):
             return quote(str(value))
+        if isinstance(value, IndexMap):
+            return self.index_map(value)
         return self.value(value)
+
+    def index_map(self, m: IndexMap) -> str:
+        """``T.index_map(lambda i, j: (j, i))``, the lambda's variables named in a scope of their own."""
+        self.namer.push()
+        try:
+            params = ", ".join(self.namer.define(v, v.name) for v in m.initial_indices)
+            final = ", ".join(self.expr(e) for e in m.final_indices)
+        finally:
+            self.namer.pop()
+        self.uses_tir = True
+        return f"T.index_map(lambda {params}: ({final}{',' if len(m.final_indices) == 1 else ''}))"
 
     # ---------------------------------------------------------------- functions
     def function(self, f: rx.Function, name: str, nested: bool = False) -> None:
@@ -232,11 +297,11 @@ class RelaxPrinter(TIRPrinter):
         self.namer.push()
         outer_frame, self.func_frame = self.func_frame, len(self.namer.frames) - 1
         decorator = "@R.function"
-        args = []
-        if f.is_private and not nested:
-            args.append("private=True")
+        args = []  # (in TVM's order: purity, then privacy)
         if not f.is_pure:
             args.append("pure=False")
+        if f.is_private and not nested:
+            args.append("private=True")
         if args:
             decorator += f"({', '.join(args)})"
         self.emit_aside(decorator)
@@ -307,10 +372,9 @@ class RelaxPrinter(TIRPrinter):
             self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
             return
         rhs = self.rexpr(value, top=True)
-        # a call made for its effect, or an empty tuple bound to an empty tuple: TVM prints the
-        # value alone
-        if (isinstance(value, rx.Call) and (b.var.name == "_" or _is_void(b.var.struct_info))
-                or isinstance(value, rx.Tuple) and not value.fields and _is_void(b.var.struct_info)):
+        # a value of nothing bound to a variable of nothing (a call made for its effect, an empty
+        # tuple): TVM prints the value alone
+        if _is_void(b.var.struct_info) and _is_void(getattr(value, "struct_info", None)):
             self.emit(rhs)
             return
         name = self.namer.define(b.var, b.var.name)

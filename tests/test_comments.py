@@ -116,7 +116,10 @@ def test_the_header_is_not_duplicated() -> None:
     text = (GOLDEN / "tir_classic.tvms").read_text()
     out = fmt(text, "tvm-0.27")
     assert out.count("import") == 3 and out.count('("root")') == 1
-    assert fmt(out, "classic") == text
+    # (the 0.27 text writes the buffer with offset_factor in the signature, as TVM does, so the
+    # handle's own name `a` is not in it: back in classic it is another name, the same program)
+    back = fmt(out, "classic")
+    assert back.count("import") == 2 and structural_equal(from_source(back), from_source(text))
 
 
 def test_an_else_starts_a_new_block() -> None:

@@ -222,3 +222,20 @@ def test_a_constant_index_expression_out_of_bounds_is_refused() -> None:
     err = parse_error(WRAPPING)
     assert "index -2147483648 is out of bounds for axis 1 of buffer 'A' of shape (4, 2)" in err.message
     assert (err.span.line, err.span.col) == (8, 13)
+
+
+# (hypothesis, roundtrip_properties) a parameter buffer whose offset is an int32 variable was
+# printed in the 0.27 signature as `elem_offset=elem_offset`, a name nothing declared: only an
+# int64 offset becomes a module TypeVar, so this one keeps the match_buffer form
+def test_an_offset_the_signature_cannot_name_keeps_match_buffer() -> None:
+    from tvms.ir import structural_equal
+
+    text = '''@T.prim_func
+def main(var_A: T.handle):
+    elem_offset = T.int32()
+    A = T.match_buffer(var_A, (1,), "int32", elem_offset=elem_offset)
+    A[0] = 0'''
+    func = from_source(text)
+    printed = func.script(dialect="tvm-0.27")
+    assert "A = T.match_buffer(var_A, (1,), \"int32\", elem_offset=elem_offset)" in printed
+    assert structural_equal(from_source(printed), func)

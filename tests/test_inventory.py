@@ -28,283 +28,13 @@ def _lines(text: str) -> list[str]:
 
 # Relax operators TVM registers (relax.txt, `relax.*`) that ir/relax_ops*.py lacks
 MISSING_RELAX_OPS = _lines("""
-relax.arange
-relax.argsort
-relax.assert_op
-relax.bucketize
-relax.builtin.stop_lift_params
-relax.call_builtin_with_ctx
-relax.call_inplace_packed
-relax.call_pure_packed
 relax.call_py_func
-relax.call_tir_inplace
-relax.call_tir_with_grad
-relax.ccl.allgather
-relax.ccl.allreduce
-relax.ccl.broadcast_from_worker0
-relax.ccl.scatter_from_worker0
-relax.clip
-relax.collapse_sum_like
-relax.collapse_sum_to
-relax.cumprod
-relax.cumsum
-relax.dequantize
-relax.dist.annotate_sharding
-relax.dist.call_tir_local_view
-relax.dist.redistribute
-relax.dist.redistribute_replica_to_shard
-relax.dynamic_strided_slice
-relax.einsum
-relax.ewise_fma
-relax.eye
-relax.eye_like
-relax.gather_elements
-relax.gather_nd
-relax.grad.avg_pool2d_backward
-relax.grad.end_checkpoint
-relax.grad.max_pool2d_backward
-relax.grad.nll_loss_backward
-relax.grad.no_grad
-relax.grad.start_checkpoint
-relax.grad.take_backward
-relax.hamming_window
-relax.hint_on_device
-relax.image.affine_grid
-relax.image.grid_sample
-relax.image.resize2d
-relax.image.resize3d
-relax.index_put
-relax.index_tensor
-relax.inspect.tensor_byte_offset
-relax.inspect.tensor_dtype_bits
-relax.inspect.tensor_dtype_code
-relax.inspect.tensor_dtype_lanes
-relax.inspect.tensor_elem_offset
-relax.inspect.tensor_ndim
-relax.inspect.tensor_shape_i
-relax.inspect.tensor_stride_i
-relax.invoke_closure
-relax.invoke_pure_closure
-relax.layout_transform
-relax.make_closure
-relax.median
-relax.memory.alloc_storage
-relax.memory.alloc_tensor
-relax.memory.ensure_zero_offset
-relax.memory.kill_storage
-relax.memory.kill_tensor
-relax.memory.view
-relax.meshgrid
-relax.multinomial_from_uniform
-relax.nn.adaptive_avg_pool1d
-relax.nn.adaptive_avg_pool2d
-relax.nn.adaptive_avg_pool3d
-relax.nn.attention
-relax.nn.attention_bias
-relax.nn.attention_var_len
-relax.nn.avg_pool1d
-relax.nn.avg_pool3d
-relax.nn.batch_flatten
-relax.nn.batch_norm
-relax.nn.conv1d
-relax.nn.conv1d_transpose
-relax.nn.conv2d_transpose
-relax.nn.conv3d
-relax.nn.conv3d_transpose
-relax.nn.cross_entropy_with_logits
-relax.nn.dropout
-relax.nn.group_norm
-relax.nn.instance_norm
-relax.nn.leakyrelu
-relax.nn.max_pool1d
-relax.nn.max_pool3d
-relax.nn.nll_loss
-relax.nn.pad
-relax.nn.pixel_shuffle
-relax.nn.prelu
-relax.nn.selu
-relax.nn.softplus
-relax.nonzero
-relax.one_hot
-relax.outer
-relax.print
-relax.quantize
-relax.reverse_sequence
-relax.scatter_elements
-relax.scatter_nd
-relax.shape_to_tensor
-relax.size
-relax.slice_scatter
-relax.sort
-relax.tensor_to_shape
-relax.to_vdevice
-relax.topk
-relax.tril
-relax.triu
-relax.unique
-relax.vision.all_class_non_max_suppression
-relax.vision.get_valid_counts
-relax.vision.multibox_transform_loc
-relax.vision.non_max_suppression
-relax.vision.roi_align
-relax.vision.roi_pool
-relax.vm.call_tir_dyn
-relax.wrap_param
 """)
 
 # `R.*` script names (relax.txt) the Relax parser does not accept
 MISSING_R_NAMES = _lines("""
-R.Else
-R.If
-R.SeqExpr
-R.ShapeExpr
-R.Then
-R.TupleGetItem
-R.arange
-R.arg
-R.argsort
-R.assert_op
-R.bucketize
-R.builtin.stop_lift_params
-R.call_builtin_with_ctx
-R.call_inplace_packed
-R.call_pure_packed
 R.call_py_func
-R.call_tir_inplace
-R.call_tir_with_grad
-R.ccl.allgather
-R.ccl.allreduce
-R.ccl.broadcast_from_worker0
-R.ccl.scatter_from_worker0
-R.clip
-R.collapse_sum_like
-R.collapse_sum_to
-R.cpu
-R.cuda
-R.cumprod
-R.cumsum
-R.dequantize
-R.device
-R.dist.DTensor
-R.dist.annotate_sharding
-R.dist.call_tir
-R.dist.call_tir_local_view
-R.dist.const
-R.dist.device_mesh
-R.dist.redistribute
-R.dist.redistribute_replica_to_shard
-R.dynamic_strided_slice
-R.einsum
-R.emit
-R.emit_match_cast
-R.emit_te
-R.emit_var_binding
-R.emit_with_ty
-R.emit_with_type
-R.ewise_fma
-R.ext_dev
-R.eye
-R.eye_like
-R.func_name
-R.func_ret_ty
-R.func_ret_type
-R.func_ret_value
-R.gather_elements
-R.gather_nd
-R.grad.avg_pool2d_backward
-R.grad.end_checkpoint
-R.grad.max_pool2d_backward
-R.grad.nll_loss_backward
-R.grad.no_grad
-R.grad.start_checkpoint
-R.grad.take_backward
-R.hamming_window
-R.hexagon
-R.hint_on_device
-R.image.affine_grid
-R.image.grid_sample
-R.image.resize2d
-R.image.resize3d
-R.index_put
-R.index_tensor
-R.invoke_closure
-R.invoke_pure_closure
-R.layout_transform
-R.linear
-R.macro
-R.make_closure
-R.median
-R.memory.alloc_storage
-R.memory.alloc_tensor
-R.memory.ensure_zero_offset
-R.memory.kill_storage
-R.memory.kill_tensor
-R.memory.view
-R.meshgrid
-R.metal
-R.multinomial_from_uniform
-R.nn.adaptive_avg_pool1d
-R.nn.adaptive_avg_pool2d
-R.nn.adaptive_avg_pool3d
-R.nn.attention
-R.nn.attention_bias
-R.nn.attention_var_len
-R.nn.avg_pool1d
-R.nn.avg_pool3d
-R.nn.batch_flatten
-R.nn.batch_norm
-R.nn.conv1d
-R.nn.conv1d_transpose
-R.nn.conv2d_transpose
-R.nn.conv3d
-R.nn.conv3d_transpose
-R.nn.cross_entropy_with_logits
-R.nn.dropout
-R.nn.group_norm
-R.nn.instance_norm
-R.nn.leakyrelu
-R.nn.max_pool1d
-R.nn.max_pool3d
-R.nn.nll_loss
-R.nn.pad
-R.nn.pixel_shuffle
-R.nn.prelu
 R.nn.relu6
-R.nn.selu
-R.nn.softplus
-R.nonzero
-R.one_hot
-R.opencl
-R.outer
-R.print
-R.quantize
-R.reverse_sequence
-R.rewriter
-R.rocm
-R.scatter_elements
-R.scatter_nd
-R.shape_to_tensor
-R.size
-R.slice_scatter
-R.sort
-R.stop_lift_params
-R.tensor_to_shape
-R.to_vdevice
-R.topk
-R.tril
-R.triu
-R.unique
-R.vision.all_class_non_max_suppression
-R.vision.get_valid_counts
-R.vision.multibox_transform_loc
-R.vision.non_max_suppression
-R.vision.roi_align
-R.vision.roi_pool
-R.vm.call_tir_dyn
-R.vpi
-R.vulkan
-R.webgpu
-R.wrap_param
 """)
 
 # `T.*` names of TVM's TensorIR script namespace (tir.txt) the TensorIR parser does not accept
@@ -384,21 +114,34 @@ T.warpgroup_id
 T.wg_reg_tile
 """)
 
+# Names of TVM 0.27's script namespaces that are not TVMScript text: the Python IR builder behind
+# TVM's parser, decorators of Python sources. TVM's printer never writes them, so a .tvms file
+# never holds them, and tvms does not accept them. Group -> (reason, names); README's checklist
+# section lists the same names with the same reasons.
+NOT_SCRIPT: dict[str, tuple[str, list[str]]] = {
+    "Relax builder frames": (
+        "frames and calls of the IR builder that TVM's parser drives; the text spells them as "
+        "Python `if`/`else`, `def`, assignments and `return`",
+        _lines("""
+R.Else R.If R.SeqExpr R.Then R.arg R.emit R.emit_match_cast R.emit_te R.emit_var_binding R.emit_with_ty
+R.emit_with_type R.func_name R.func_ret_ty R.func_ret_type R.func_ret_value
+""")),
+    "Relax Python decorators": (
+        "decorators of Python source that TVM expands while parsing (`R.macro`) or that build a "
+        "pattern rewriter, not a module (`R.rewriter`)",
+        _lines("R.macro R.rewriter")),
+}
+NOT_SCRIPT_NAMES = {name for _, names in NOT_SCRIPT.values() for name in names}
+
 # methods of TVM's Schedule (schedule.txt) that tvms' Schedule lacks
 MISSING_SCHEDULE_METHODS = _lines("""
 annotate_buffer_access
-cache_index
 cache_inplace
-can_decompose_padding
-decompose_padding
 fuse_reduction_epilogue
 get_sref
-loop_partition
-pad_einsum
 read_at
 reindex_cache_read
 reindex_cache_write
-rolling_buffer
 state
 tensorize
 write_at
@@ -430,9 +173,9 @@ CHECKLISTS: dict[str, tuple[str, str, Callable[[str], bool], list[str]]] = {
 
 
 def coverage(checklist: str) -> tuple[int, int]:
-    """(names tvms knows, names in TVM 0.27) for one checklist."""
+    """(names tvms knows, names of TVM 0.27 that are TVMScript) for one checklist."""
     fixture, prefix, knows, _ = CHECKLISTS[checklist]
-    names = _fixture(fixture, prefix)
+    names = [n for n in _fixture(fixture, prefix) if n not in NOT_SCRIPT_NAMES]
     return sum(map(knows, names)), len(names)
 
 
@@ -441,7 +184,7 @@ def test_missing_list_is_exact(checklist):
     fixture, prefix, knows, missing = CHECKLISTS[checklist]
     names = _fixture(fixture, prefix)
     assert names, f"{fixture} holds no {checklist}: regenerate it with tools/tvm_inventory.py"
-    lost = sorted(n for n in names if not knows(n) and n not in missing)
+    lost = sorted(n for n in names if not knows(n) and n not in missing and n not in NOT_SCRIPT_NAMES)
     assert not lost, f"{checklist} of TVM 0.27 that tvms does not know and the list does not name: {lost}"
     learned = sorted(n for n in missing if knows(n))
     assert not learned, f"tvms knows these now: take them off the missing {checklist}: {learned}"
@@ -458,6 +201,21 @@ def test_missing_list_is_exact(checklist):
 def test_a_name_tvms_lacks_is_not_known(checklist, unknown):
     # the predicates decide the coverage: none may accept everything
     assert not CHECKLISTS[checklist][2](unknown)
+
+
+def test_names_that_are_not_script_stay_unknown_and_documented():
+    """Each exception is a name of the fixtures that tvms does not accept, and the README names it
+    (with its group's reason)."""
+    names = set(_fixture("relax.txt")) | set(_fixture("tir.txt"))
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for group, (reason, members) in NOT_SCRIPT.items():
+        assert group in readme, f"README does not list the group {group!r}"
+        for name in members:
+            assert name in names, f"{name} is not a name of TVM 0.27's fixtures"
+            assert f"`{name}`" in readme, f"README does not list {name} ({group})"
+            prefix, rest = name.split(".", 1)
+            known = is_r_builtin_name(rest) if prefix == "R" else is_builtin_name(rest)
+            assert not known, f"tvms accepts {name}: take it off NOT_SCRIPT"
 
 
 def test_fixtures_say_how_they_were_made():

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+import tvms
 from tvms import TVMSError
 from tvms.ir import relax as rx
 from tvms.ir import relax_op
@@ -98,9 +99,9 @@ def test_arguments_are_checked() -> None:
 def test_packed_functions() -> None:
     @register_func("test.reference.add_one", override=True)
     def add_one(x, out):
-        out[...] = x + 1
+        out.copyfrom(x.numpy() + 1)  # tensors arrive as TVM's NDArray, the output shared
 
-    register_func("test.reference.double", lambda x: x * 2, override=True)
+    register_func("test.reference.double", lambda x: tvms.nd.array(x.numpy() * 2), override=True)
     mod = from_source('''
 @I.ir_module
 class Module:
@@ -117,9 +118,15 @@ class Module:
 
 
 # ---------------------------------------------------------------- the operator references
+# what one worker of a program run on several devices does (collectives, local views): the
+# single-process reference has no meaning for them
+_PER_WORKER = ("relax.ccl.", "relax.dist.call_tir_local_view", "relax.dist.redistribute_replica_to_shard")
+
+
 def test_every_registered_operator_has_a_numpy_reference() -> None:
     missing = [name for name in relax_op.script_names()
-               if relax_op.lookup(name).name not in NUMPY_OPS and relax_op.lookup(name).name not in SPECIAL_OPS]
+               if relax_op.lookup(name).name not in NUMPY_OPS and relax_op.lookup(name).name not in SPECIAL_OPS
+               and not relax_op.lookup(name).name.startswith(_PER_WORKER)]
     assert not missing, f"Relax operators without a numpy reference in runtime/numpy_ops.py: {missing}"
 
 

@@ -254,7 +254,7 @@ def test_register_and_get(clean_registry: None) -> None:
     def add(a, b):
         return a + b
 
-    assert tvm.get_global_func("test.rt.add") is add and add(1, 2) == 3
+    assert tvm.get_global_func("test.rt.add")(1, 2) == 3 and add(1, 2) == 3
     tvm.register_func("test.rt.sub", lambda a, b: a - b)
     assert tvm.get_global_func("test.rt.sub")(5, 2) == 3
 
@@ -313,7 +313,7 @@ def test_seed002_environment_functions_run_from_relax(clean_registry: None) -> N
 
 
 def test_call_packed_reaches_a_function_registered_on_the_face(clean_registry: None) -> None:
-    tvm.register_func("test.rt.scale", lambda x, s: x * s)
+    tvm.register_func("test.rt.scale", lambda x, s: tvm.nd.array(x.numpy() * s))
     mod = from_source('''
 @I.ir_module
 class Module:
@@ -327,3 +327,30 @@ class Module:
     tvm.runtime.remove_global_func("test.rt.scale")
     with pytest.raises(TVMSError, match="no global function named 'test.rt.scale'"):
         run_relax(mod, "main", x)
+
+
+def test_packed_functions_receive_tvm_tensors(clean_registry: None) -> None:
+    """As in TVM, a registered function sees its tensors as NDArrays (shape, dtype, device,
+    numpy(), copyfrom, DLPack), numbers as numbers, and its destination-passing output shared
+    with the caller, both in the compiled VM and in the reference executor."""
+    seen = []
+
+    @tvm.register_func("test.rt.affine", override=True)
+    def affine(x, s, out):
+        seen.append((type(x), x.shape, x.dtype, str(x.device), type(s)))
+        assert isinstance(out, tvm.nd.NDArray) and out.shape == (2, 3)
+        out.copyfrom(x.numpy() * s + np.from_dlpack(x))
+
+    mod = from_source('''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        y = R.call_dps_packed("test.rt.affine", (x, R.prim_value(T.float32(2))), out_sinfo=R.Tensor((2, 3), "float32"))
+        return y
+''')
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    vm = tvm.relax.VirtualMachine(tvm.compile(mod), tvm.cpu())
+    np.testing.assert_array_equal(vm["main"](x).numpy(), 3 * x)
+    np.testing.assert_array_equal(run_relax(mod, "main", x), 3 * x)
+    assert seen == [(tvm.nd.NDArray, (2, 3), "float32", "cpu:0", float)] * 2

@@ -23,8 +23,7 @@ DIALECT = "tvm-0.27"
 
 
 def base_module(name: str) -> tvms.IRModule:
-    bases = {"ew": "elementwise_00_base.tvms", "te": "te_matmul_00_base.tvms", "rs": "reduce_sum_00_base.tvms"}
-    base = next((bases[p] for p in name.split("_") if p in bases), "matmul_00_base.tvms")
+    base = cases.base_file(name)
     return tvms.script.from_source((GOLDEN / base).read_text())
 
 
@@ -42,7 +41,12 @@ def test_module_after_steps_matches_tvm(name: str) -> None:
     assert scheduled(name).mod.script(dialect=DIALECT) == (GOLDEN / f"{name}.tvms").read_text()
 
 
-@pytest.mark.parametrize("name", CASES)
+# TVM 0.27 cannot print a trace holding decompose_padding (its printer fails, str() gives
+# "Trace(<address>)"): those cases have no trace golden (test_decompose_padding_trace below).
+TRACE_CASES = [name for name in CASES if (GOLDEN / f"{name}.trace.py").exists()]
+
+
+@pytest.mark.parametrize("name", TRACE_CASES)
 def test_trace_text_matches_tvm(name: str) -> None:
     assert str(scheduled(name).trace) == (GOLDEN / f"{name}.trace.py").read_text()
 
@@ -102,6 +106,14 @@ ERRORS = {
     "e_set_scope_param": ["set_scope", "buffer 'C'", "parameter"],
     "e_compute_at_ew_consumer_first": ["compute_at", "block 'C' is an output block"],
     "e_rfactor_spatial": ["rfactor", "loop 'i'", "only the reduction of block 'C'"],
+    "e_decompose_padding_ew_no_pattern": ["decompose_padding", "block 'B'", "does not match the padding pattern"],
+    "e_decompose_padding_ew_not_ancestor": ["decompose_padding", "loop 'i'", "not an ancestor of block 'B'"],
+    "e_pad_einsum_ew_padding_size": ["pad_einsum", "block 'B'", "2 positive integers", "[32, 32, 32]"],
+    "e_pool_pad_einsum_not_einsum": ["pad_einsum", "block 'tensor'", "not a computation of Einsum pattern"],
+    "e_cascade_rolling_buffer_not_tiled": ["rolling_buffer", "block 'B'", "is not a loop"],
+    "e_cascade_rolling_buffer_output": ["rolling_buffer", "block 'C' is an output block"],
+    "e_ew_rolling_buffer_no_overlap": ["rolling_buffer", "B[i:i + 1, 0:32]", "rolling pattern"],
+    "e_lp_loop_partition_too_long": ["loop_partition", "sum of factors [1000, 2, 3]", "extent 128 of loop 'i'"],
 }
 
 
@@ -131,7 +143,7 @@ def test_illegal_primitive_raises_and_leaves_schedule_unchanged(name: str) -> No
     for part in ERRORS[name]:
         assert part in message, (part, message)
     assert isinstance(info.value, tvms.TVMSError)
-    if name != "e_split_stale_loop":  # that one changed the module by a first, legal split
+    if name not in ("e_split_stale_loop", "e_ew_rolling_buffer_no_overlap"):  # (a legal first step)
         assert sch.mod.script() == before_text
     assert sch.trace.as_python() == trace_lines  # the failed call is not recorded
 
@@ -271,16 +283,20 @@ def test_sample_partitioned_tile_draws_only_tilings_with_the_inner_factor() -> N
 
 
 @pytest.mark.parametrize("name", ["mm_reindex_read", "mm_reindex_write", "ew_reindex_read",
-                                  "mm_transform_block_layout_permute", "mm_transform_block_layout_fuse"])
-def test_reindex_and_block_layout_keep_the_numbers(name: str) -> None:
+                                  "mm_transform_block_layout_permute", "mm_transform_block_layout_fuse",
+                                  "ew_loop_partition", "pad1d_decompose_padding",
+                                  "einsum_pad_einsum", "cascade_rolling_buffer_h",
+                                  "cascade_rolling_buffer_not_perfect",
+                                  pytest.param("bilinear_cache_index", marks=pytest.mark.slow)])
+def test_scheduled_module_keeps_the_numbers(name: str) -> None:
     import numpy as np
 
     from tvms.runtime.reference import run_prim_func
 
     before, after = base_module(name)["main"], scheduled(name).mod["main"]
     rng = np.random.default_rng(3)
-    args = [rng.standard_normal([d.value for d in before.buffer_map[p].shape]).astype("float32")
-            for p in before.params]
+    buffers = [before.buffer_map[p] for p in before.params]
+    args = [(rng.standard_normal([d.value for d in b.shape]) * 100).astype(str(b.dtype)) for b in buffers]
     outs = []
     for func in (before, after):
         copies = [a.copy() for a in args]
@@ -309,3 +325,79 @@ def test_transform_block_layout_refuses_maps_it_cannot_invert(index_map, message
     with pytest.raises(ScheduleError, match=message):
         sch.transform_block_layout(sch.get_sblock("C"), index_map)
     assert sch.mod.script() == text
+
+
+SYMBOLIC = """
+@T.prim_func
+def main(a: T.handle, b: T.handle, n: T.int32):
+    A = T.match_buffer(a, (8, n))
+    B = T.match_buffer(b, (8, n))
+    for i, j in T.grid(8, n):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+"""
+
+
+@pytest.mark.parametrize("prepare, factors, message", [
+    (None, [-2, -64], "factor 0 of loop 'j' must be a positive integer"),
+    (None, [0, None], "factor 0 of loop 'j' must be a positive integer"),
+    (None, [None, 4, None], "only one factor"),
+    (None, [16, 16], "larger than or equal to the extent 32"),
+    (lambda sch, j: sch.annotate(j, "useless_annotation", True), [None, 10], "annotation or a thread binding"),
+    (lambda sch, j: sch.bind(j, "threadIdx.x"), [None, 10], "annotation or a thread binding"),
+])
+def test_loop_partition_refuses_bad_factors_and_bound_loops(prepare, factors, message: str) -> None:
+    sch = Schedule(base_module("ew_loop_partition"))
+    _, j = sch.get_loops(sch.get_sblock("C"))
+    if prepare:
+        prepare(sch, j)
+    text = sch.mod.script()
+    with pytest.raises(ScheduleError, match=message):
+        sch.loop_partition(j, factors)
+    assert sch.mod.script() == text
+    sch = Schedule(tvms.script.from_source(SYMBOLIC))
+    with pytest.raises(ScheduleError, match="must be known at compile time"):
+        sch.loop_partition(sch.get_loops(sch.get_sblock("B"))[1], [4, None])
+
+
+def test_decompose_padding_trace_and_its_check() -> None:
+    sch = scheduled("pad1d_decompose_padding")
+    # (TVM 0.27's trace printer fails on this instruction; this is the line its code means to print)
+    assert str(sch.trace).splitlines()[-1] == "  b2 = sch.decompose_padding(block=b0, loop=l1)"
+    sch = Schedule(base_module("pad1d_decompose_padding"))
+    block = sch.get_sblock("block")
+    (loop,) = sch.get_loops(block)
+    assert sch.can_decompose_padding(block, loop)
+    assert len(sch.trace.insts) == 2  # the check is not traced
+    sch.decompose_padding(block, loop)
+    assert not sch.can_decompose_padding(block, sch.get_loops(block)[0])  # nothing left to decompose
+
+
+TRIVIAL_PAD = """
+@T.prim_func
+def main(x: T.Buffer((1, 16, 225, 225), "int8"), y: T.Buffer((1, 16, 225, 225), "int8")):
+    for i0, i1, i2, i3 in T.grid(1, 16, 225, 225):
+        with T.block("pad_temp"):
+            ax0, ax1, ax2, ax3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
+            y[ax0, ax1, ax2, ax3] = T.if_then_else(0 <= ax2 and ax2 < 225 and 0 <= ax3 and ax3 < 225,
+                                                   x[ax0, ax1, ax2, ax3], T.int8(0))
+"""
+
+
+def test_decompose_padding_refuses_a_trivial_predicate() -> None:
+    sch = Schedule(tvms.script.from_source(TRIVIAL_PAD))
+    pad = sch.get_sblock("pad_temp")
+    h = sch.get_loops(pad)[2]
+    assert not sch.can_decompose_padding(pad, h)
+    with pytest.raises(ScheduleError, match="in-bound predicate is trivial"):
+        sch.decompose_padding(pad, h)
+
+
+def test_cache_index_refuses_a_block_without_index_computations() -> None:
+    sch = Schedule(base_module("ew_cache_index"))
+    with pytest.raises(ScheduleError, match="computes no index worth caching"):
+        sch.cache_index(sch.get_sblock("B"), "global")
+    sch = Schedule(base_module("resize_cache_index"))
+    with pytest.raises(ScheduleError, match="cse_thresh must be a non-negative integer"):
+        sch.cache_index(sch.get_sblock("A"), "global", -1)

@@ -19,7 +19,7 @@ CASES = [
     (TensorStructInfo(None), "R.Tensor", None),
     (ShapeStructInfo([n, 4]), "R.Shape([n, 4])", None),
     (ShapeStructInfo(None, 2), "R.Shape(ndim=2)", None),
-    (ShapeStructInfo(), "R.Shape", None),
+    (ShapeStructInfo(), "R.Shape(ndim=-1)", None),
     (TupleStructInfo([TensorStructInfo([n], "int32"), PrimStructInfo("int64")]),
      'R.Tuple(R.Tensor((n,), dtype="int32"), R.Prim("int64"))',
      'R.Tuple(R.Tensor((n,), dtype="int32"), T.int64)'),

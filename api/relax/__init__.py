@@ -17,7 +17,7 @@ from ..ir.struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, 
 from ..script.block_builder import BlockBuilder, const
 from ..script.relax_op_api import call_dps_packed, call_packed, call_tir
 from ..lowering.relax.pipeline import get_pipeline
-from . import backend, dpl, frontend, op, transform
+from . import analysis, backend, dpl, frontend, op, transform
 from .vm import VirtualMachine, build  # noqa: E402  (the Relax VM; also as relax.vm)
 
 __all__ = ["BindingBlock", "BlockBuilder", "Call", "Constant", "DataTypeImm", "DataflowBlock",
@@ -26,4 +26,4 @@ __all__ = ["BindingBlock", "BlockBuilder", "Call", "Constant", "DataTypeImm", "D
            "ShapeStructInfo", "StringImm", "StructInfo", "TensorStructInfo", "Tuple", "TupleGetItem",
            "TupleStructInfo", "Var", "VarBinding", "call_dps_packed", "call_packed", "call_tir", "const",
            "frontend", "get_pipeline", "op", "transform"]
-__all__ += ["backend", "dpl", "VirtualMachine", "build", "vm"]
+__all__ += ["analysis", "backend", "dpl", "VirtualMachine", "build", "vm"]

@@ -7,10 +7,11 @@ from ..lowering.relax.fuse_transpose_matmul import FuseTransposeMatmul
 from ..lowering.relax.legalize import LegalizeOps
 from ..lowering.relax.op_pattern import AnnotateTIROpPattern
 from ..lowering.relax.run_codegen import RunCodegen
+from ..lowering.relax.remove_purity_checking import RemovePurityChecking
 from ..lowering.relax.passes import (BindParams, CanonicalizeBindings, ConvertToDataflow,
                                      DeadCodeElimination, FoldConstant, ToNonDataflow)
 
 __all__ = ["BindParams", "CanonicalizeBindings", "ConvertToDataflow", "DeadCodeElimination",
            "FoldConstant", "LegalizeOps", "ToNonDataflow"]
 __all__ += ["AnnotateTIROpPattern", "CallTIRRewrite", "FuseOps", "FuseTIR", "FuseTransposeMatmul"]
-__all__ += ["FuseOpsByPattern", "FusionPattern", "PatternCheckContext", "RunCodegen"]
+__all__ += ["FuseOpsByPattern", "FusionPattern", "PatternCheckContext", "RemovePurityChecking", "RunCodegen"]

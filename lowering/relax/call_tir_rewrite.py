@@ -7,7 +7,8 @@
     y: T = alloc
 
 (one ``alloc`` per output tensor; a tuple of outputs becomes a tuple of the allocations).
-``R.call_dps_packed`` is rewritten the same way, calling the packed function.
+``R.call_dps_packed`` is rewritten the same way, calling the packed function; ``R.call_tir_inplace``
+too, its in-place outputs being the inputs they name (only the others are allocated).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from ..pass_registry import register_pass
 from ..transform import module_pass
 from .expr_functor import PyExprMutator
 
-_DPS_OPS = ("relax.call_tir", "relax.call_dps_packed")
+_DPS_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_tir_inplace")
 
 
 class _Rewriter(PyExprMutator):
@@ -34,13 +35,17 @@ class _Rewriter(PyExprMutator):
         if not (isinstance(call.op, Op) and call.op.name in _DPS_OPS):
             return call
         out_sinfo = self.builder_.normalize(call).struct_info
-        outs = [self.allocate(s) for s in flat_tensors(out_sinfo)]
         inputs = call.args[1].fields if isinstance(call.args[1], rx.Tuple) else (call.args[1],)
+        indices = call.attrs["inplace_indices"] if call.op.name == "relax.call_tir_inplace" else None
+        # (an in-place output is the input it names; the others are allocated, and passed after the inputs)
+        outs = [self.allocate(s) if indices is None or indices[k] == -1 else inputs[indices[k]]
+                for k, s in enumerate(flat_tensors(out_sinfo))]
+        written = [o for k, o in enumerate(outs) if indices is None or indices[k] == -1]
         extra = tuple(call.args[2].values) if len(call.args) > 2 else ()
         if extra:
             raise TVMSError("CallTIRRewrite: R.call_tir with tir_vars is not supported yet")
         # the callee writes into the allocations and returns nothing
-        self.builder_.emit(rx.Call(call.args[0], tuple(inputs) + tuple(outs),
+        self.builder_.emit(rx.Call(call.args[0], tuple(inputs) + tuple(written),
                                    struct_info=TupleStructInfo(())), "_")
         index = [0]
         return _rebuild(out_sinfo, outs, index)

@@ -16,7 +16,7 @@ from ...ir import relax as rx
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, FloatImm, FloorDiv, FloorMod, IntImm,
-                        IterVar, Mod, Mul, Op, Or, Range, Sub)
+                        IterVar, Mod, Mul, Op, Or, Range, Sub, Var)
 from ...ir.expr import Call as PrimCall
 from ...ir.op import get_op
 from ...ir.stmt import BufferStore
@@ -24,7 +24,7 @@ from ...ir.visitor import Mutator
 from ...ir.module import IRModule
 from ...ir.node import FrozenDict
 from ...ir.relax_op import make_call
-from ...ir.struct_info import TensorStructInfo
+from ...ir.struct_info import ObjectStructInfo, TensorStructInfo
 from .. import te
 from ..pass_registry import register_pass
 from ..transform import module_pass
@@ -37,6 +37,9 @@ class _NotLegalized(Exception):
 
 LegalizeFunc = Callable[[Any, rx.Call], Any]
 LEGALIZE: dict[str, LegalizeFunc] = {}
+# operators that, without a legalization (or with shapes it needs unknown), become a call of a
+# packed function of the runtime, as TVM's FCallPacked: op -> (function name, whether it is pure)
+CALL_PACKED: dict[str, tuple[str, bool]] = {}
 
 
 def register_legalize(op_name: str) -> Callable[[LegalizeFunc], LegalizeFunc]:
@@ -58,10 +61,25 @@ def call_te(bb: Any, fte: Callable, *args: Any, primfunc_name_hint: str | None =
     """TVM's ``BlockBuilder.call_te``: run ``fte`` on TE placeholders standing for the Relax
     tensor arguments (named after them), make a private PrimFunc of it, add it to the module and
     return the ``R.call_tir`` of it. Arguments that are not Relax expressions (scalars) pass
-    through to ``fte`` unchanged."""
-    te_args, inputs, rx_args = [], [], []
+    through to ``fte`` unchanged; an ``R.prim_value`` of a symbolic size reaches ``fte`` as the
+    size and becomes a scalar parameter of the PrimFunc, passed by the call."""
+    func, rx_args, outs = gen_call_tir_inputs(fte, *args)
+    gv = bb.add_func(func, primfunc_name_hint or fte.__name__)
+    out_sinfo = tuple(TensorStructInfo(rx.ShapeExpr(tuple(o.shape)), o.dtype) for o in outs)
+    return make_call("call_tir", [gv, rx.Tuple(tuple(rx_args))], {}, out_sinfo)
+
+
+def gen_call_tir_inputs(fte: Callable, *args: Any) -> tuple:
+    """What ``call_te`` builds before adding anything to the module (TVM's function of this
+    name): the PrimFunc, the Relax arguments of its call, and the TE output tensors."""
+    te_args, inputs, rx_args, params = [], [], [], []
     for a in args:
-        if isinstance(a, rx.RelaxExpr):
+        if isinstance(a, rx.PrimValue) and isinstance(a.value, Var):
+            te_args.append(a.value)
+            if all(a.value is not p for p in params):  # (a size given twice is one parameter, as in TVM)
+                params.append(a.value)
+                rx_args.append(a)
+        elif isinstance(a, rx.RelaxExpr):
             sinfo = _tensor_sinfo(a)
             if sinfo is None:
                 raise TVMSError(f"call_te: argument {a!r} is not a tensor of known shape and dtype")
@@ -70,20 +88,27 @@ def call_te(bb: Any, fte: Callable, *args: Any, primfunc_name_hint: str | None =
             t = te.placeholder(sinfo.dims, str(sinfo.dtype), name=name)
             te_args.append(t)
             inputs.append(t)
+            params.append(t)
             rx_args.append(a)
         else:
             te_args.append(a)
     out = fte(*te_args)
     outs = list(out) if isinstance(out, (list, tuple)) else [out]  # several: a tuple result
     sizes = _unbound_sizes(inputs + outs)
-    func = _Int64Indices().visit(te.create_prim_func(inputs + sizes + outs, index_dtype_override="int64"))
-    func = _OwnSizes(list(_size_vars(inputs + outs).values())).visit(func)
+    # a symbolic size passed as a bare scalar is a parameter too, after the sizes (TVM's
+    # ``shape_to_tensor`` of (n, m))
+    scalars = []
+    for a in args:
+        if isinstance(a, Var) and all(a is not v for v in sizes + scalars):
+            scalars.append(a)
+    sizes += scalars
+    func = _Int64Indices().visit(te.create_prim_func(params + sizes + outs, index_dtype_override="int64"))
+    scalars += [p for p in params if isinstance(p, Var)]
+    func = _OwnSizes(list(_size_vars(inputs + outs).values()) + scalars).visit(func)
     attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
     func = func.with_changes(attrs=FrozenDict(attrs))
-    gv = bb.add_func(func, primfunc_name_hint or fte.__name__)
-    out_sinfo = tuple(TensorStructInfo(rx.ShapeExpr(tuple(o.shape)), o.dtype) for o in outs)
     rx_args += [rx.PrimValue(v) for v in sizes]
-    return make_call("call_tir", [gv, rx.Tuple(tuple(rx_args))], {}, out_sinfo)
+    return func, rx_args, outs
 
 
 class _OwnSizes(Mutator):
@@ -371,18 +396,20 @@ def _permute_dims(bb: Any, call: rx.Call) -> Any:
 
     def transpose(x: te.Tensor) -> te.Tensor:
         n = len(x.shape)
-        perm = list(range(n - 1, -1, -1)) if axes is None else [int(a) % n for a in axes]
-        shape = tuple(x.shape[p] for p in perm)
-
-        def body(idx: tuple) -> Any:
-            src = [None] * n
-            for i, p in enumerate(perm):
-                src[p] = idx[i]
-            return x[tuple(src)]
-
-        return _compute(shape, body, "T_transpose", "injective", "ax")
+        return transpose_compute(x, list(range(n - 1, -1, -1)) if axes is None else [int(a) % n for a in axes])
 
     return call_te(bb, transpose, call.args[0], primfunc_name_hint="transpose")
+
+
+def transpose_compute(x: te.Tensor, perm: list) -> te.Tensor:
+    """topi's transpose: output axis ``i`` is input axis ``perm[i]``."""
+    def body(idx: tuple) -> Any:
+        src = [None] * len(perm)
+        for i, p in enumerate(perm):
+            src[p] = idx[i]
+        return x[tuple(src)]
+
+    return _compute(tuple(x.shape[p] for p in perm), body, "T_transpose", "injective", "ax")
 
 
 @register_legalize("relax.matmul")
@@ -458,19 +485,32 @@ def _shapes_known(sinfo: Any) -> bool:
 
 
 class _Legalizer(PyExprMutator):
+    def __init__(self, mod: IRModule, table: dict) -> None:
+        super().__init__(mod)
+        self.table = table
+
     def visit_call_(self, call: rx.Call) -> Any:
         call = self.visit_expr_post_order(call)
         if not isinstance(call, rx.Call) or not isinstance(call.op, Op):
             return call
-        legalize = LEGALIZE.get(call.op.name)
-        if legalize is None:
-            return call
-        if not all(_shapes_known(getattr(e, "struct_info", None)) for e in call.args + (call,)):
-            return call  # TVM skips calls whose shapes are not known
+        legalize = self.table.get(call.op.name)
+        if legalize is None or not all(_shapes_known(getattr(e, "struct_info", None))
+                                       for e in call.args + (call,)):
+            return _as_packed_call(call)  # (TVM skips other calls whose shapes are not known)
         try:
             return legalize(self.builder_, call)
         except _NotLegalized:
             return call
+
+
+def _as_packed_call(call: rx.Call) -> rx.Call:
+    """``call`` as the call of its runtime packed function (``CALL_PACKED``), else unchanged; a
+    pure operator stays pure (``R.call_pure_packed``), as TVM's LegalizeOps wraps it."""
+    if call.op.name not in CALL_PACKED:
+        return call
+    name, pure = CALL_PACKED[call.op.name]
+    func = rx.ExternFunc(name, ObjectStructInfo())
+    return make_call("call_pure_packed" if pure else "call_packed", [func, *call.args], {}, (call.struct_info,))
 
 
 @module_pass(opt_level=0, name="LegalizeOps")
@@ -479,18 +519,25 @@ class LegalizeOps:
     legalization to ``R.call_tir`` of PrimFuncs; other calls stay as they are."""
 
     def transform_module(self, mod: IRModule, ctx: Any = None) -> IRModule:
-        mutator = _Legalizer(mod)
-        for gv, func in mod.functions_items():
-            if isinstance(func, rx.Function):
-                new = mutator.visit_expr(func)
-                if new is not func:
-                    mutator.builder_.update_func(gv, new)
-        return tvm_print_order(mutator.builder_.get())
+        return rewrite_calls(mod, LEGALIZE)
+
+
+def rewrite_calls(mod: IRModule, table: dict[str, LegalizeFunc]) -> IRModule:
+    """``mod`` with each operator call of the table's operators (of known shapes) replaced by
+    what its entry builds: LegalizeOps, and the backend dispatch passes with their own tables."""
+    mutator = _Legalizer(mod, table)
+    for gv, func in mod.functions_items():
+        if isinstance(func, rx.Function):
+            new = mutator.visit_expr(func)
+            if new is not func:
+                mutator.builder_.update_func(gv, new)
+    return tvm_print_order(mutator.builder_.get())
 
 
 register_pass("LegalizeOps", LegalizeOps, override=True)
 
 # The other operator families register themselves into LEGALIZE when imported.
-from . import legalize_manip, legalize_math  # noqa: E402,F401
+from . import legalize_create, legalize_image, legalize_index, legalize_manip, legalize_math, legalize_sort  # noqa: E402,F401,E501
+from . import legalize_misc, legalize_nn, legalize_quant, legalize_relayout, legalize_scatter, legalize_sum  # noqa: E402,F401
 
-__all__ = ["LEGALIZE", "LegalizeOps", "call_te", "matmul_te", "register_legalize"]
+__all__ = ["LEGALIZE", "LegalizeOps", "call_te", "matmul_te", "register_legalize", "rewrite_calls"]

@@ -330,10 +330,11 @@ def _take(bb: Any, call: rx.Call) -> Any:
     return call_te(bb, take, call.args[0], call.args[1], primfunc_name_hint="take")
 
 
-# ---------------------------------------------------------------- windows: conv2d, pooling
+# ---------------------------------------------------------------- windows: conv and pooling in 1, 2, 3-d
 def _pad(data: te.Tensor, before: list, after: list, value: PrimExpr, prefix: str,
-         both_bounds: bool) -> te.Tensor:
-    """topi's ``nn.pad`` named ``pad_temp``: padded positions read ``value``. The Python pad
+         both_bounds: bool, name: str = "pad_temp") -> te.Tensor:
+    """topi's ``nn.pad`` (named ``pad_temp`` when conv and pooling call it): padded positions
+    read ``value``. The Python pad
     (``both_bounds``, used by conv) tests both ends of a padded axis; the C++ one (pooling)
     tests only the ends that have padding."""
     shape = tuple(canonical(d + _i64(b) + _i64(a)) for d, b, a in zip(data.shape, before, after))
@@ -353,7 +354,7 @@ def _pad(data: te.Tensor, before: list, after: list, value: PrimExpr, prefix: st
             return data[tuple(index)]
         return te.if_then_else(te.all(*inside), data[tuple(index)], value)
 
-    return _compute(shape, body, "pad_temp", "injective,pad", prefix)
+    return _compute(shape, body, name, "injective,pad", prefix)
 
 
 def _window_index(out: Any, stride: int, r: Any, dilation: int) -> PrimExpr:
@@ -372,103 +373,119 @@ def _inverse(order: list) -> list:
 
 
 def _plain_layout(*layouts: str) -> None:
-    """Only layouts that permute four axes (NHWC, OHWI, ...) are covered, not split axes
+    """Only layouts that permute the axes (NHWC, OHWI, NWC, ...) are covered, not split axes
     (NCHW4c); topi also needs the output in the data's layout."""
-    if any(len(x) != 4 or not x.isupper() for x in layouts) or layouts[0] != layouts[-1]:
+    rank = len(layouts[0])
+    if any(len(x) != rank or not x.isupper() for x in layouts) or layouts[0] != layouts[-1]:
         raise _NotLegalized
 
 
-@register_legalize("relax.nn.conv2d")
-def _conv2d(bb: Any, call: rx.Call) -> Any:
-    a = call.attrs
-    data_layout, kernel_layout = a["data_layout"], a["kernel_layout"]
-    _plain_layout(data_layout, kernel_layout, a["out_layout"])
-    data_to, kernel_to = _layout_order(data_layout, "N", "C"), _layout_order(kernel_layout, "O", "I")
-    data_from, kernel_from = _inverse(data_to), _inverse(kernel_to)
-    # topi keeps the reduction axes (rc, ry, rx) in the data layout's order
-    reduce_order = [j - (j > data_from[0]) for j in data_from[1:]]
-    out_shape = _out_dims(call)
-    out_dtype = str(call.struct_info.dtype)
-    (sh, sw), (dh, dw), (pt, pl, pb, pr) = a["strides"], a["dilation"], a["padding"]
-    groups = a["groups"]
-    name = f"{'group_' if groups > 1 else ''}conv2d_{data_layout.lower()}"
-
-    def conv2d(data: te.Tensor, weight: te.Tensor) -> te.Tensor:
-        channels, filters = int_of(data.shape[data_to[1]]), int_of(weight.shape[kernel_to[0]])
-        if channels is None or filters is None:
-            raise _NotLegalized
-        before = [[0, 0, pt, pl][j] for j in data_from]
-        after = [[0, 0, pb, pr][j] for j in data_from]
-        padded = _pad(data, before, after, te.const(0, str(data.dtype)), "i", True)
-        rc = te.reduce_axis((0, _i64(channels // groups)), name="rc")
-        ry = te.reduce_axis((0, weight.shape[kernel_to[2]]), name="ry")
-        rx_ = te.reduce_axis((0, weight.shape[kernel_to[3]]), name="rx")
-
-        def cast(v: PrimExpr) -> PrimExpr:
-            return v if str(v.dtype) == out_dtype else arith.cast(out_dtype, v)
-
-        def body(*args: Any) -> Any:
-            nn, ff, yy, xx = (args[i] for i in data_to)
-            channel = rc.var if groups == 1 else canonical(
-                ff // _i64(filters // groups) * _i64(channels // groups) + rc.var)
-            src = [nn, channel, _window_index(yy, sh, ry.var, dh), _window_index(xx, sw, rx_.var, dw)]
-            filt = [ff, rc.var, ry.var, rx_.var]
-            reduce = [(rc, ry, rx_)[j] for j in reduce_order]
-            return te.sum(cast(padded[tuple(src[j] for j in data_from)]) *
-                          cast(weight[tuple(filt[j] for j in kernel_from)]), axis=reduce)
-
-        return te.compute(out_shape, body, name=name, tag=name,
-                          varargs_names=[["nn", "ff", "yy", "xx"][j] for j in data_from])
-
-    return call_te(bb, conv2d, call.args[0], call.args[1], primfunc_name_hint="conv2d")
+# topi.nn.conv's names of the output's spatial axes and of the reduction axes over the window
+_CONV_AXES = ("yy", "xx", "zz")
+_CONV_REDUCE = ("ry", "rx", "rz")
 
 
-def _pool_legalize(kind: str) -> Callable:
+def _conv_legalize(n: int) -> Callable:
+    """topi.nn.conv with ``n`` spatial axes (conv1d, conv2d, conv3d)."""
+    def legalize(bb: Any, call: rx.Call) -> Any:
+        a = call.attrs
+        data_layout, kernel_layout = a["data_layout"], a["kernel_layout"]
+        _plain_layout(data_layout, kernel_layout, a["out_layout"])
+        data_to, kernel_to = _layout_order(data_layout, "N", "C"), _layout_order(kernel_layout, "O", "I")
+        data_from, kernel_from = _inverse(data_to), _inverse(kernel_to)
+        # topi keeps the reduction axes (rc, ry, rx, ...) in the data layout's order
+        reduce_order = [j - (j > data_from[0]) for j in data_from[1:]]
+        out_shape = _out_dims(call)
+        out_dtype = str(call.struct_info.dtype)
+        strides, dilation, pad = a["strides"], a["dilation"], a["padding"]
+        groups = a["groups"]
+        name = f"{'group_' if groups > 1 else ''}conv{n}d_{data_layout.lower()}"
+
+        def conv(data: te.Tensor, weight: te.Tensor) -> te.Tensor:
+            channels, filters = int_of(data.shape[data_to[1]]), int_of(weight.shape[kernel_to[0]])
+            if channels is None or filters is None:
+                raise _NotLegalized
+            before = [([0, 0] + list(pad[:n]))[j] for j in data_from]
+            after = [([0, 0] + list(pad[n:]))[j] for j in data_from]
+            padded = _pad(data, before, after, te.const(0, str(data.dtype)), "i", True)
+            rc = te.reduce_axis((0, _i64(channels // groups)), name="rc")
+            rs = [te.reduce_axis((0, weight.shape[kernel_to[2 + i]]), name=_CONV_REDUCE[i]) for i in range(n)]
+
+            def cast(v: PrimExpr) -> PrimExpr:
+                return v if str(v.dtype) == out_dtype else arith.cast(out_dtype, v)
+
+            def body(*args: Any) -> Any:
+                nn, ff, *spatial = (args[i] for i in data_to)
+                channel = rc.var if groups == 1 else canonical(
+                    ff // _i64(filters // groups) * _i64(channels // groups) + rc.var)
+                src = [nn, channel] + [_window_index(o, strides[i], rs[i].var, dilation[i])
+                                       for i, o in enumerate(spatial)]
+                filt = [ff, rc.var] + [r.var for r in rs]
+                reduce = [([rc] + rs)[j] for j in reduce_order]
+                return te.sum(cast(padded[tuple(src[j] for j in data_from)]) *
+                              cast(weight[tuple(filt[j] for j in kernel_from)]), axis=reduce)
+
+            return te.compute(out_shape, body, name=name, tag=name,
+                              varargs_names=[(["nn", "ff"] + list(_CONV_AXES[:n]))[j] for j in data_from])
+
+        return call_te(bb, conv, call.args[0], call.args[1], primfunc_name_hint=f"conv{n}d")
+
+    return legalize
+
+
+for _n in (1, 2, 3):
+    register_legalize(f"relax.nn.conv{_n}d")(_conv_legalize(_n))
+
+
+_POOL_SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
+
+
+def _pool_legalize(kind: str, n: int) -> Callable:
+    """topi's pool1d / pool2d / pool3d (``kind`` max or avg) over the ``n`` spatial axes."""
     def legalize(bb: Any, call: rx.Call) -> Any:
         a = call.attrs
         layout = a["layout"]
         _plain_layout(layout, a["out_layout"])
-        h_axis, w_axis = layout.index("H"), layout.index("W")
+        axes = [layout.index(c) for c in _POOL_SPATIAL[n]]
         out_shape = _out_dims(call)
-        (kh, kw), (sh, sw), (dh, dw) = a["pool_size"], a["strides"], a["dilation"]
-        pt, pl, pb, pr = a["padding"]
+        size, strides, dilation, pad = a["pool_size"], a["strides"], a["dilation"], a["padding"]
         ceil = bool(a["ceil_mode"])
+        head = pad[:n]
         # in ceil mode TVM pads the tail by stride - 1 more, so that the last window fits
-        tail = (pb + (sh - 1 if ceil else 0), pr + (sw - 1 if ceil else 0))
+        tail = [pad[n + i] + (strides[i] - 1 if ceil else 0) for i in range(n)]
         names = [f"ax{i}" for i in range(len(out_shape))]
 
-        def at_hw(values: list, h: Any, w: Any) -> list:
+        def at_spatial(values: Any, spatial: list) -> list:
             values = list(values)
-            values[h_axis], values[w_axis] = h, w
+            for axis, v in zip(axes, spatial):
+                values[axis] = v
             return values
 
         def pool(data: te.Tensor) -> te.Tensor:
             pad_value = te.min_value(data.dtype) if kind == "max" else te.const(0, str(data.dtype))
             src = data
-            if any((pt, pl) + tail):
+            if any(head) or any(tail):
                 zeros = [0] * len(data.shape)
-                src = _pad(data, at_hw(zeros, pt, pl), at_hw(zeros, *tail), pad_value, "ax", False)
-            rv0 = te.reduce_axis((0, _i64(kh)), name="rv0")
-            rv1 = te.reduce_axis((0, _i64(kw)), name="rv1")
+                src = _pad(data, at_spatial(zeros, head), at_spatial(zeros, tail), pad_value, "ax", False)
+            rv = [te.reduce_axis((0, _i64(size[i])), name=f"rv{i}") for i in range(n)]
 
             def window(idx: tuple) -> PrimExpr:
-                return src[tuple(at_hw(idx, _window_index(idx[h_axis], sh, rv0.var, dh),
-                                       _window_index(idx[w_axis], sw, rv1.var, dw)))]
+                return src[tuple(at_spatial(idx, [_window_index(idx[axis], strides[i], rv[i].var, dilation[i])
+                                                  for i, axis in enumerate(axes)]))]
 
             if kind == "max":
-                return te.compute(out_shape, lambda *idx: te.max(window(idx), axis=[rv0, rv1]),
+                return te.compute(out_shape, lambda *idx: te.max(window(idx), axis=rv),
                                   name="pool_max", tag="pool_max", varargs_names=names,
                                   attrs={"schedule_rule": "meta_schedule.pool_max"})
-            pool_sum = te.compute(out_shape, lambda *idx: te.sum(window(idx), axis=[rv0, rv1]),
+            pool_sum = te.compute(out_shape, lambda *idx: te.sum(window(idx), axis=rv),
                                   name="pool_sum", tag="pool_sum", varargs_names=names)
-            extents = (data.shape[h_axis], data.shape[w_axis])
-            windows = ((kh, sh, dh, pt, tail[0]), (kw, sw, dw, pl, tail[1]))
 
             def average(*idx: Any) -> Any:
                 count = None
-                for o, extent, (k, s, d, head, t) in zip((idx[h_axis], idx[w_axis]), extents, windows):
-                    n = _window_count(o, extent, k, s, d, head, t, ceil, bool(a["count_include_pad"]))
-                    count = n if count is None else count * n
+                for i, axis in enumerate(axes):
+                    c = _window_count(idx[axis], data.shape[axis], size[i], strides[i], dilation[i], head[i],
+                                      tail[i], ceil, bool(a["count_include_pad"]))
+                    count = c if count is None else count * c
                 if not a["count_include_pad"]:
                     count = Max(count, _i64(1))
                 return pool_sum[idx] / Cast(data.dtype, count)
@@ -476,7 +493,7 @@ def _pool_legalize(kind: str) -> Callable:
             return te.compute(out_shape, average, name="pool_avg", tag="elemwise", varargs_names=names,
                               attrs={"schedule_rule": "meta_schedule.pool_avg"})
 
-        return call_te(bb, pool, call.args[0], primfunc_name_hint=f"{kind}_pool2d")
+        return call_te(bb, pool, call.args[0], primfunc_name_hint=f"{kind}_pool{n}d")
 
     return legalize
 
@@ -519,8 +536,9 @@ def _exact_div(e: PrimExpr, d: int) -> PrimExpr:
     return canonical(FloorDiv(e, _i64(d))) if divisible(e, d) else Div(e, _i64(d))
 
 
-register_legalize("relax.nn.max_pool2d")(_pool_legalize("max"))
-register_legalize("relax.nn.avg_pool2d")(_pool_legalize("avg"))
+for _n in _POOL_SPATIAL:
+    register_legalize(f"relax.nn.max_pool{_n}d")(_pool_legalize("max", _n))
+    register_legalize(f"relax.nn.avg_pool{_n}d")(_pool_legalize("avg", _n))
 
 
 # ---------------------------------------------------------------- flatten, flip, tile, repeat

@@ -274,9 +274,10 @@ def _statistical(name: str, reducer: Callable) -> Callable:
     def legalize(bb: Any, call: rx.Call) -> Any:
         axis, keepdims = call.attrs.get("axis"), bool(call.attrs.get("keepdims"))
         dims = call.args[0].struct_info.dims
-        if name == "sum" and any(_is_const(dims[a], 0) for a in _axes(axis, len(dims))):
-            # a sum over no elements: TVM fills the result with zeros
-            return _full_legalize("full", 0)(bb, call)
+        identity = {"sum": 0, "prod": 1}.get(name)
+        if identity is not None and any(_is_const(dims[a], 0) for a in _axes(axis, len(dims))):
+            # a sum (product) over no elements: TVM fills the result with zeros (ones)
+            return _full_legalize("full", identity)(bb, call)
 
         def fte(x: te.Tensor) -> te.Tensor:
             return _reduce(x, _axes(axis, len(x.shape)), keepdims, reducer)

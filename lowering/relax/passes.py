@@ -26,7 +26,8 @@ from ..transform import module_pass
 # ops with side effects (TVM's FPurity false)
 _IMPURE_OPS = {"relax.call_packed", "relax.print", "relax.assert_op", "relax.call_builtin_with_ctx",
                "relax.call_inplace_packed", "relax.memory.kill_storage", "relax.memory.kill_tensor",
-               "relax.vm.kill_object", "relax.builtin.stop_lift_params"}
+               "relax.vm.kill_object", "relax.builtin.stop_lift_params", "relax.vm.call_tir_dyn",
+               "relax.invoke_closure"}
 
 
 # --------------------------------------------------------------------------- helpers

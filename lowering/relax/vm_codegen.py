@@ -355,12 +355,10 @@ class _FunctionCompiler:
     def call(self, e: rx.Call, dst: int | None, var: rx.Var | None) -> Reg:
         op = e.op
         if isinstance(op, Op):
-            if op.name == "relax.call_tir":
+            if op.name in ("relax.call_tir", "relax.call_tir_with_grad"):
                 return self.call_tir(e, dst, var)
-            if op.name == "relax.call_dps_packed":
-                return self.call_dps_packed(e, dst)
-            if op.name == "relax.call_packed":
-                return self.call_packed(e, dst)
+            if op.name in _CALLS:
+                return getattr(self, _CALLS[op.name])(e, dst)
             if op.name == ALLOC_TENSOR:
                 return self.alloc_tensor(e, dst, var)
             if op.name in _STORAGE_OPS:
@@ -475,6 +473,51 @@ class _FunctionCompiler:
             self.builtin("vm.builtin.invoke_closure", [self.expr(callee), *args], out)
         return Reg(out)
 
+    def call_builtin(self, e: rx.Call, dst: int | None) -> Reg:
+        """R.call_builtin_with_ctx: the packed function on the tuple's fields (tvms' runtime
+        functions take no VM context)."""
+        name = _packed_name(e.args[0], "R.call_builtin_with_ctx")
+        out = self.reg() if dst is None else dst
+        self.code.append(Call(out, "packed", name, tuple(self.inputs(e.args[1], "R.call_builtin_with_ctx"))))
+        return Reg(out)
+
+    def call_tir_inplace(self, e: rx.Call, dst: int | None) -> Reg:
+        """The kernel writes into the inputs the in-place indices name; the outputs marked -1
+        are allocated and passed after the inputs."""
+        gv = e.args[0]
+        if not self.cg.is_prim_func(gv):
+            raise TVMSError(f"R.call_tir_inplace: {getattr(gv, 'name_hint', gv)!r} is not a PrimFunc")
+        inputs = self.inputs(e.args[1], "R.call_tir_inplace")
+        indices = e.attrs["inplace_indices"]
+        fresh = [self.alloc(s.dtype, s.dims, False, None) for s, k in zip(e.sinfo_args, indices) if k == -1]
+        extra = [self.size(v) for v in e.args[2].values] if len(e.args) > 2 else []
+        self.code.append(Call(None, "kernel", gv.name_hint, tuple(inputs + fresh + extra)))
+        it = iter(fresh)
+        outs = [self.in_register(inputs[k]) if k != -1 else next(it) for k in indices]
+        if len(outs) == 1:
+            return self.in_register(outs[0], dst)
+        return self.builtin("vm.builtin.make_tuple", outs, dst)
+
+    def call_tir_dyn(self, e: rx.Call, dst: int | None) -> Reg:
+        """R.vm.call_tir_dyn(f, (tensors..., R.shape([sizes]))): the kernel on the tensors and sizes."""
+        *tensors, sizes = e.args[1].fields
+        if not isinstance(sizes, rx.ShapeExpr):
+            raise TVMSError(f"{self.name}: R.vm.call_tir_dyn takes its sizes as an R.shape([...]) last")
+        args = [self.expr(t) for t in tensors] + [self.size(v) for v in sizes.values]
+        self.code.append(Call(None, "kernel", e.args[0].name_hint, tuple(args)))
+        return self.builtin("vm.builtin.make_tuple", [], dst)
+
+    def make_closure(self, e: rx.Call, dst: int | None) -> Reg:
+        func = e.args[0]
+        if not isinstance(self.cg.callee(func), rx.Function):
+            raise TVMSError(f"{self.name}: R.make_closure takes a Relax function of the module")
+        captured = self.inputs(e.args[1], "R.make_closure")
+        return self.builtin("vm.builtin.make_closure", [Imm(func.name_hint), *captured], dst)
+
+    def invoke_closure(self, e: rx.Call, dst: int | None) -> Reg:
+        args = self.inputs(e.args[1], "R.invoke_closure")
+        return self.builtin("vm.builtin.invoke_closure", [self.expr(e.args[0]), *args], dst)
+
     def alloc_tensor(self, e: rx.Call, dst: int | None, var: rx.Var | None) -> Reg:
         shape, dtype = e.args[0], e.args[1]
         if not isinstance(shape, rx.ShapeExpr) or not isinstance(dtype, rx.DataTypeImm):
@@ -539,6 +582,14 @@ def _tensor_infos(sinfo: Any, path: tuple) -> list:
     if isinstance(sinfo, TupleStructInfo):
         return [x for i, f in enumerate(sinfo.fields) for x in _tensor_infos(f, path + (i,))]
     return []
+
+
+# the operators that call functions (besides R.call_tir), and the method that compiles each
+_CALLS = {"relax.call_dps_packed": "call_dps_packed", "relax.call_packed": "call_packed",
+          "relax.call_pure_packed": "call_packed", "relax.call_inplace_packed": "call_packed",
+          "relax.call_builtin_with_ctx": "call_builtin", "relax.call_tir_inplace": "call_tir_inplace",
+          "relax.vm.call_tir_dyn": "call_tir_dyn", "relax.make_closure": "make_closure",
+          "relax.invoke_closure": "invoke_closure", "relax.invoke_pure_closure": "invoke_closure"}
 
 
 def _packed_name(callee: Any, what: str) -> str:

@@ -56,7 +56,7 @@ def transform_block_layout(func: PrimFunc, realize: BlockRealize, path: tuple,
     new_analyzer = Analyzer()
     for v, n in zip(new_vars, new_extents):
         new_analyzer.bind(v, 0, n)
-    new_block = _IndexSimplifier(new_analyzer).visit(rebound).with_changes(iter_vars=new_iters)
+    new_block = IndexSimplifier(new_analyzer).visit(rebound).with_changes(iter_vars=new_iters)
     loop_vars = [Var(f"ax{k}", v.dtype) for k, v in enumerate(new_vars)]
     body: Stmt = realize.with_changes(iter_values=tuple(loop_vars), block=new_block)
     for var, n in reversed(list(zip(loop_vars, new_extents))):
@@ -122,7 +122,7 @@ def _inverse(mapped: list, old_vars: list, extents: list, new_vars: list, new_ex
     return inverse
 
 
-class _IndexSimplifier(Mutator):
+class IndexSimplifier(Mutator):
     """The indices of loads, stores and regions simplified by ``analyzer``."""
 
     def __init__(self, analyzer: Analyzer):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer, Sum
 from ...ir.buffer import Buffer
-from ...ir.expr import GE, LT, Add, And, IntImm, IterVar, PrimExpr, Sub, Var, const
+from ...ir.expr import GE, LT, Add, And, IntImm, IterVar, PrimExpr, Sub, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, For, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
@@ -47,8 +47,11 @@ def _vars(e: PrimExpr) -> list:
     return [n for n in walk(e) if isinstance(n, Var)]
 
 
-def _region_under(loop: For, buffer: Buffer, writes: bool) -> list[tuple[PrimExpr, PrimExpr]]:
-    """Per dimension, [lo, hi] of what the blocks under ``loop`` write (or read) of ``buffer``."""
+def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) -> list[tuple[PrimExpr, PrimExpr]]:
+    """Per dimension, [lo, hi] of what the blocks under ``loop`` write (or read) of ``buffer``;
+    a loop of ``around`` (the loop and those outside it) of one iteration is its value there, as
+    TVM's analyzer binds it."""
+    units = {n.loop_var: n.min for n in around if is_const_int(n.extent, 1)}
     found: list | None = None
     for node, path in walk_with_path(loop.body, (loop,)):
         if not isinstance(node, BlockRealize):
@@ -74,7 +77,7 @@ def _region_under(loop: For, buffer: Buffer, writes: bool) -> list[tuple[PrimExp
                 if lo is None or hi is None:
                     raise ScheduleError(f"cannot bound the access of block '{node.block.name_hint}' to "
                                         f"'{buffer.name}' under loop '{loop.loop_var.name}'")
-                dims.append((lo[0], hi[1]))
+                dims.append((substitute(lo[0], units), substitute(hi[1], units)))
             found = dims if found is None else [_union(a, b) for a, b in zip(found, dims)]
     if found is None:
         raise ScheduleError(f"no block under loop '{loop.loop_var.name}' {'writes' if writes else 'reads'} "
@@ -203,9 +206,10 @@ def compute_at(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, lo
     if any(r.extent is not None and not (isinstance(r.extent, IntImm) and r.extent.value == 1)
            for r in accessed.region):
         raise ScheduleError(f"{primitive}: block '{name}' must access '{buffer.name}' one element at a time")
-    dims = _region_under(loop, buffer, writes=reverse)
+    around = enclosing_loops(loop_path) + [loop]
+    dims = _region_under(loop, buffer, reverse, around)
     moved = _rebuild_block(realize, buffer, tuple(r.min for r in accessed.region), dims, preserve_unit_loops,
-                           enclosing_loops(loop_path) + [loop])
+                           around)
     # The block leaves its place, then goes into the loop's body next to the blocks it serves.
     func = remove_block(func, name, primitive)
     loop = find_loop(func, loop.loop_var)[0]

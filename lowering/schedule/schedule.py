@@ -18,8 +18,8 @@ from ...ir.dtype import DataType
 from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
-from . import (annotation, block_layout, blockize, cache, compute_at, inline, layout, loop_kinds, loop_transform,
-               reduction, rfactor, sampling)
+from . import (annotation, block_layout, blockize, cache, cache_index, compute_at, inline, layout, loop_kinds, loop_transform,
+               pad_einsum, padding, partition, reduction, rolling_buffer, rfactor, sampling)
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .trace import CLASSIC, Instruction, Trace
@@ -36,8 +36,8 @@ class Schedule:
     def __init__(self, mod: "IRModule | PrimFunc", seed: int | None = None, dialect: str | None = None,
                  debug_mask: Any = "all", error_render_level: str = "detail", enable_check: bool = True):
         # debug_mask, error_render_level and enable_check are TVM's options; tvms always checks.
-        if isinstance(mod, PrimFunc):
-            mod = IRModule.from_expr(mod)
+        if isinstance(mod, PrimFunc):  # TVM names it main, whatever its global symbol
+            mod = IRModule({"main": mod})
         if not isinstance(mod, IRModule):
             raise ScheduleError(f"Schedule takes an IRModule or a PrimFunc, got {type(mod).__name__}")
         self._mod = mod.copy()
@@ -307,6 +307,21 @@ class Schedule:
             return rv
         return self._run("fuse", action)
 
+    def loop_partition(self, loop: LoopRV, factors: list, preserve_unit_iters: bool = True) -> list[LoopRV]:
+        """Cut the loop into consecutive loops of the sizes ``factors`` (one may be None), each in an
+        opaque block of its own (see ``partition.py``); returns the new loops."""
+        def action() -> list[LoopRV]:
+            fname, node, _ = self._loop(loop)
+            if not isinstance(factors, (list, tuple)):
+                raise ScheduleError(f"loop_partition: factors must be a list, got {factors!r}")
+            func, new_vars = partition.loop_partition(self._prim_func(fname), node,
+                                                      [self._int(f) for f in factors])
+            self._update(fname, func)
+            rvs = self._new_loops(fname, new_vars)
+            self._record("LoopPartition", [loop, *factors], [bool(preserve_unit_iters)], rvs)
+            return rvs
+        return self._run("loop_partition", action)
+
     def merge(self, *loops: LoopRV) -> LoopRV:
         """Merge loop nests of the same extents into one (see ``loop_transform.merge``); returns
         the merged innermost loop."""
@@ -408,6 +423,53 @@ class Schedule:
             return rv
         return self._run("decompose_reduction", action)
 
+    def decompose_padding(self, block: BlockRV, loop: LoopRV) -> BlockRV:
+        """Split a padding block into one filling the pad value, placed before ``loop``, and the
+        block writing only the in-bound part (see ``padding.py``); returns the filling block."""
+        def action() -> BlockRV:
+            fname, realize, path = self._block(block)
+            loop_fname, node, _ = self._loop(loop)
+            if loop_fname != fname:
+                raise ScheduleError("decompose_padding: the block and the loop are in different functions")
+            func, name = padding.decompose_padding(self._prim_func(fname), realize, path, node)
+            self._update(fname, func)
+            (rv,) = self._new_blocks(fname, [find_block(func, name)[0]])
+            self._record("DecomposePadding", [block, loop], [], [rv])
+            return rv
+        return self._run("decompose_padding", action)
+
+    def can_decompose_padding(self, block: BlockRV, loop: LoopRV) -> bool:
+        """Whether ``decompose_padding(block, loop)`` would succeed (not traced, as in TVM)."""
+        fname, realize, path = self._block(block)
+        _, node, _ = self._loop(loop)
+        try:
+            padding.decompose_padding(self._prim_func(fname), realize, path, node)
+        except ScheduleError:
+            return False
+        return True
+
+    def pad_einsum(self, block: BlockRV, padding: list) -> None:
+        """Round the block's iterators up to multiples of ``padding``, through padded copies of
+        its buffers (see ``pad_einsum.py``)."""
+        def action() -> None:
+            fname, realize, path = self._block(block)
+            sizes = [self._int(p) for p in padding] if isinstance(padding, (list, tuple)) else padding
+            if not isinstance(sizes, list):
+                raise ScheduleError(f"pad_einsum: padding must be a list, got {padding!r}")
+            self._update(fname, pad_einsum.pad_einsum(self._prim_func(fname), realize, path, sizes))
+            self._record("PadEinsum", [block], [sizes], [])
+        self._run("pad_einsum", action)
+
+    def rolling_buffer(self, block: BlockRV, write_buffer_index: int) -> None:
+        """Keep only a sliding window of the buffer the block writes, along the axis its tiles
+        overlap on (see ``rolling_buffer.py``)."""
+        def action() -> None:
+            fname, realize, path = self._block(block)
+            self._update(fname, rolling_buffer.rolling_buffer(self._prim_func(fname), realize, path,
+                                                              write_buffer_index))
+            self._record("RollingBuffer", [block], [write_buffer_index], [])
+        self._run("rolling_buffer", action)
+
     # ------------------------------------------------------------ moving blocks
     def compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
                    index: int = -1) -> None:
@@ -480,6 +542,19 @@ class Schedule:
             self._record(kind, [block, list(consumer_blocks or [])], [index, scope], [rv])
             return rv
         return self._run(primitive, action)
+
+    def cache_index(self, block: BlockRV, storage_scope: str, cse_thresh: int = 0) -> list[BlockRV]:
+        """Precompute the block's index computations into buffers (see ``cache_index.py``);
+        returns the new blocks."""
+        def action() -> list[BlockRV]:
+            fname, realize, path = self._block(block)
+            func, names = cache_index.cache_index(self._prim_func(fname), realize, path, storage_scope,
+                                                  cse_thresh)
+            self._update(fname, func)
+            rvs = self._new_blocks(fname, [find_block(func, n)[0] for n in names])
+            self._record("CacheIndex", [block], [storage_scope, cse_thresh], rvs)
+            return rvs
+        return self._run("cache_index", action)
 
     def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
         def action() -> None:

@@ -56,6 +56,8 @@ def _kinds() -> dict[str, InstructionKind]:
         k("ReorderBlockIterVar", "reorder_block_iter_var", (Param("block", "i0"), Param("new_order", "i1"))),
         k("Split", "split", (Param("loop", "i0"), Param("factors", "i1:"), Param("preserve_unit_iters", "a0"),
                              Param("disable_predication", "a1", classic=False, default=False)), True),
+        k("LoopPartition", "loop_partition", (Param("loop", "i0"), Param("factors", "i1:"),
+                                               Param("preserve_unit_iters", "a0")), True),
         k("Fuse", "fuse", (Param(None, "i*"), Param("preserve_unit_iters", "a0"))),
         k("Reorder", "reorder", (Param(None, "i*"),)),
         k("Merge", "merge", (Param(None, "i*"),)),
@@ -65,6 +67,9 @@ def _kinds() -> dict[str, InstructionKind]:
         k("Bind", "bind", loop + (Param("thread_axis", "a0"),)),
         k("Annotate", "annotate", (Param("block_or_loop", "i0"), Param("ann_key", "a0"), Param("ann_val", "i1"))),
         k("Unannotate", "unannotate", (Param("block_or_loop", "i0"), Param("ann_key", "a0"))),
+        k("RollingBuffer", "rolling_buffer", (Param("block", "i0"), Param("write_buffer_index", "a0"))),
+        k("PadEinsum", "pad_einsum", (Param("block", "i0"), Param("padding", "a0"))),
+        k("DecomposePadding", "decompose_padding", (Param("block", "i0"), Param("loop", "i1"))),
         k("DecomposeReduction", "decompose_reduction", (Param("block", "i0"), Param("loop", "i1"))),
         k("SamplePerfectTile", "sample_perfect_tile",
           loop + (Param("n", "a0"), Param("max_innermost_factor", "a1"), Param("decision", "d")), True),
@@ -79,6 +84,8 @@ def _kinds() -> dict[str, InstructionKind]:
                                       Param("storage_scope", "a1"), Param("consumer_blocks", "i1", skip_empty=True))),
         k("CacheWrite", "cache_write", (Param("block", "i0"), Param("write_buffer_index", "a0"),
                                         Param("storage_scope", "a1"), Param("consumer_blocks", "i1", skip_empty=True))),
+        k("CacheIndex", "cache_index", (Param("block", "i0"), Param("storage_scope", "a0"), Param("cse_thresh", "a1")),
+          True),
         k("UnsafeHideBufferAccess", "unsafe_hide_buffer_access",
           (Param("block", "i0"), Param("buf_type", "i1"), Param("buf_index_array", "i2"))),
         k("UnsafeSetDType", "unsafe_set_dtype", (Param("block", "i0"), Param("buffer_index", "a0"),
@@ -104,7 +111,7 @@ def _kinds() -> dict[str, InstructionKind]:
 
 KINDS = _kinds()
 SAMPLING_KINDS = ("SamplePerfectTile", "SamplePartitionedTile", "SampleCategorical", "SampleComputeLocation")
-INT_FLAG_KINDS = ("Fuse", "ComputeAt", "ReverseComputeAt", "Blockize")  # TVM's JSON stores their flags as 0/1
+INT_FLAG_KINDS = ("Fuse", "LoopPartition", "ComputeAt", "ReverseComputeAt", "Blockize")  # TVM's JSON stores their flags as 0/1
 
 
 @dataclass(eq=False)

@@ -74,6 +74,15 @@ def _fresh(name: str, used: set) -> str:
     return fresh
 
 
+
+def _buffers_of(value: Any) -> Any:
+    """An attribute naming tensors (``layout_free_placeholders``) names their buffers."""
+    if isinstance(value, Tensor):
+        return value.buffer
+    if isinstance(value, (list, tuple)):
+        return tuple(_buffers_of(v) for v in value)
+    return value
+
 def _block(op: ComputeOp, outs: tuple, block_name: str, index_dtype: str = "int32") -> Any:
     var_map: dict = {}
     iter_vars, loop_vars = [], []
@@ -98,7 +107,7 @@ def _block(op: ComputeOp, outs: tuple, block_name: str, index_dtype: str = "int3
         iter_vars.append(IterVar(Range(const(0, index_dtype), const(1, index_dtype)),
                                  Var("vi", index_dtype), DATA_PAR))
         bindings.append(const(0, index_dtype))
-    annotations = FrozenDict({k: v.buffer if isinstance(v, Tensor) else v for k, v in op.attrs.items()})
+    annotations = FrozenDict({k: _buffers_of(v) for k, v in op.attrs.items()})
     block = Block(tuple(iter_vars), (), (), (), (), block_name, init, body, annotations)
     reads, writes = infer_block_regions(block)
     stmt: Any = BlockRealize(tuple(bindings), const(True), block.with_changes(reads=reads, writes=writes))

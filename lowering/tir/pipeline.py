@@ -15,8 +15,8 @@ The contract for the code generator: the returned function's body holds only the
   a scalar int or a ``Ramp`` (then the value has as many lanes);
 * ``DeclBuffer`` of the flat view of a parameter (same data pointer: ``A_1 = A.view(16384)``)
   and ``AllocBuffer`` of a one-dimensional buffer (annotation ``buffer_data_alignment``);
-* ``LetStmt``, ``IfThenElse``, ``Evaluate``, ``AttrStmt`` (``pragma_*`` hints), ``AssertStmt``,
-  ``SeqStmt``.
+* ``LetStmt``, ``IfThenElse``, ``While`` (topi's binary search), ``Evaluate``, ``AttrStmt``
+  (``pragma_*`` hints), ``AssertStmt``, ``SeqStmt``.
 
 Expressions are scalar or vector arithmetic, comparisons, ``Select``, ``Cast``, ``Ramp``,
 ``Broadcast``, ``Let``, ``FloorDiv``/``FloorMod`` (floor semantics) and ``Div``/``Mod``
@@ -32,7 +32,7 @@ from ...ir.errors import TVMSError
 from ...ir.expr import BufferLoad
 from ...ir.function import PrimFunc
 from ...ir.stmt import (SERIAL, PARALLEL, UNROLLED, VECTORIZED, AllocBuffer, AssertStmt, AttrStmt,
-                        BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt, SeqStmt)
+                        BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt, SeqStmt, While)
 from ...ir.visitor import walk
 from ...ir.stmt import Stmt
 from .compact_buffer_allocation import compact_buffer_allocation
@@ -52,7 +52,7 @@ CPU_PIPELINE = (lower_init_block, plan_buffer_allocation, convert_blocks_to_opaq
                 compact_buffer_allocation, lower_match_buffer, lower_opaque_block, flatten_buffer,
                 stmt_simplify, vectorize_loop, unroll_loop, unswitch_guards, lower_intrin)
 
-ALLOWED_STMTS = (For, BufferStore, DeclBuffer, AllocBuffer, LetStmt, IfThenElse, Evaluate, AttrStmt,
+ALLOWED_STMTS = (For, BufferStore, DeclBuffer, AllocBuffer, LetStmt, IfThenElse, While, Evaluate, AttrStmt,
                  AssertStmt, SeqStmt)
 ALLOWED_LOOP_KINDS = (SERIAL, PARALLEL, VECTORIZED, UNROLLED)
 

@@ -307,14 +307,15 @@ class BufferPrinting:
 
     def simple_buffer(self, b: Buffer, with_layout: bool = False) -> bool:
         """``with_layout``: strides, offset and alignment may be given (TVM 0.27's signature
-        annotations write them)."""
+        annotations write them); an offset hoisted to a module TypeVar prints inline anyway."""
         if b.scope != "global" or b.axis_separators or b.buffer_type != "default":
             return False
-        if not with_layout and (b.strides or b.elem_offset is not None or b.offset_factor
-                                or b.data_alignment != DEFAULT_ALIGN):
+        own_offset = b.elem_offset is not None and id(b.elem_offset) not in self.typevars
+        if not with_layout and (b.strides or own_offset or b.offset_factor or b.data_alignment != DEFAULT_ALIGN):
             return False
-        for s in b.shape:
-            if with_layout and isinstance(s, Var):
+        # sizes (and an offset) the signature can name: module TypeVars and scalar parameters
+        for s in (*b.shape, *(() if b.elem_offset is None else (b.elem_offset,))):
+            if with_layout and isinstance(s, Var) and s is not b.elem_offset:
                 continue  # (a bare size prints quoted where the signature meets it first)
             for n in walk(s):
                 if isinstance(n, Var) and id(n) not in self.typevars and id(n) not in self.scalar_params:
