@@ -262,15 +262,6 @@ class Call(PrimExpr):
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class IndexMapNode(Node):
-    """``T.index_map(lambda i, j: (j, i))`` as an attribute value: the indices it takes and the
-    ones it gives (the schedule's ``IndexMap`` applies such maps)."""
-
-    initial_indices: tuple = binds()
-    final_indices: tuple = ()
-
-
-@dataclass(frozen=True, slots=True, eq=False)
 class CommReducer(Node):
     """A commutative reducer ``lambda x, y: x + y`` with its identity element(s)."""
 

@@ -11,6 +11,7 @@ from ...ir import arith
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.expr import PrimExpr, StringImm, const
+from ...ir.index_map import IndexMap
 from ...ir.module import MetadataRef, Target
 from ...ir.node import FrozenDict, Node
 from ...ir.stmt import AttrStmt, Stmt
@@ -157,6 +158,8 @@ class AttrPrinting:
         if isinstance(v, MetadataRef):
             self.absent_metadata = True
             return f"metadata[{quote(v.key)}][{v.index}]"
+        if isinstance(v, IndexMap):
+            return self.index_map(v)
         if isinstance(v, Target):
             return self.tir(f"target({self.attr_dict(v.config, sort=False)})")
         if isinstance(v, Buffer):

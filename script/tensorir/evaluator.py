@@ -11,8 +11,8 @@ from ...ir import arith, op as op_registry
 from ...ir.buffer import Buffer, BufferRegion
 from ...ir.dtype import SHORTHANDS as DTYPE_SHORTHANDS, DataType, is_dtype_name
 from ...ir.errors import ScriptError, Source, TVMSError
-from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IndexMapNode, IntImm, PrimExpr,
-                        PrimType,
+from ...ir.index_map import IndexMap
+from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, PrimExpr, PrimType,
                         Ramp, Range, StringImm, Sub, Var, const)
 from ...ir.node import EMPTY
 from .. import syntax as S
@@ -313,7 +313,9 @@ class ExprEvaluator:
         if isinstance(func, Builtin) and func.path == "comm_reducer":
             return self.comm_reducer(syn)
         if isinstance(func, Builtin) and func.path == "index_map":
-            return self.index_map(syn)
+            if len(syn.args) != 1 or not isinstance(syn.args[0], S.Lambda) or syn.kwargs:
+                raise self.error(syn, "T.index_map takes a lambda of the indices")
+            return self.ev(syn.args[0])
         args = [self.ev(a) for a in syn.args if not isinstance(a, S.Starred)]
         if any(isinstance(a, S.Starred) for a in syn.args):
             raise self.error(syn, "star arguments are not supported in TVMScript")
@@ -343,21 +345,17 @@ class ExprEvaluator:
         result = tuple(arith.to_expr(r) for r in (body if isinstance(body, tuple) else (body,)))
         return CommReducer(lhs, rhs, result, tuple(identity))
 
-    def index_map(self, syn: S.Call) -> IndexMapNode:
-        """``T.index_map(lambda i, j: (j, i))``: int64 indices unless ``index_dtype=`` says."""
-        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
-        if len(syn.args) != 1 or not isinstance(syn.args[0], S.Lambda) or set(kwargs) - {"index_dtype"}:
-            raise self.error(syn, "T.index_map takes a lambda (and index_dtype=)")
-        lam = syn.args[0]
-        dtype = self.dtype_of(kwargs.get("index_dtype", "int64"), syn)
-        params = tuple(Var(p, dtype) for p in lam.params)
-        self.scopes.append({v.name: v for v in params})
+    def ev_Lambda(self, syn: S.Lambda) -> IndexMap:
+        """``lambda i, j: (j, i)``: an index map (``T.index_map``, R.layout_transform's
+        attribute), over int64 indices as TVM makes them."""
+        variables = tuple(Var(p, DataType("int64")) for p in syn.params)
+        self.scopes.append({v.name: v for v in variables})
         try:
-            body = self.ev(lam.body)
+            body = self.ev(syn.body)
         finally:
             self.scopes.pop()
-        results = body if isinstance(body, tuple) else (body,)
-        return IndexMapNode(params, tuple(arith.to_expr(r, params[0] if params else None) for r in results))
+        final = body if isinstance(body, tuple) else (body,)
+        return IndexMap(variables, tuple(arith.to_expr(e, variables[0] if variables else None) for e in final))
 
     def buffer_method(self, method: BufferMethod, args: list, kwargs: dict, syn: Any) -> Any:
         raise self.error(syn, f"{method.buffer.name}.{method.name}(...) is only allowed as a statement "

@@ -13,8 +13,9 @@ from typing import Any, Callable
 from ...ir import arith, op as op_registry
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
+from ...ir.index_map import IndexMap
 from ...ir.expr import (Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
-                        FloorMod, IndexMapNode, IntImm,
+                        FloorMod, IntImm,
                         IterVar, Let, Max, Min, Mod, Not, PointerType, PrimType, Ramp, Select,
                         Shuffle, StringImm, Var)
 from ...ir.module import GlobalVar, Target
@@ -281,15 +282,15 @@ class ExprPrinting:
         identity = ", ".join(self.expr(i) for i in e.identity_element)
         return self.tir(f"comm_reducer(lambda {', '.join(params)}: {body}, [{identity}])"), ATOM
 
-    def ex_index_map(self, e: IndexMapNode) -> tuple[str, int]:
+    def index_map(self, m: IndexMap) -> str:
+        """``T.index_map(lambda i, j: (j, i))``, the lambda's variables named in a scope of their own."""
         self.namer.push()
-        params = [self.namer.define(v, v.name) for v in e.initial_indices]
-        results = [self.expr(r) for r in e.final_indices]
-        self.namer.pop()
-        body = "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
-        dtypes = {str(v.dtype) for v in e.initial_indices}
-        extra = "" if dtypes <= {"int64"} else f", index_dtype={quote(dtypes.pop())}"
-        return self.tir(f"index_map(lambda {', '.join(params)}: {body}{extra})"), ATOM
+        try:
+            params = ", ".join(self.namer.define(v, v.name) for v in m.initial_indices)
+            final = ", ".join(self.expr(e) for e in m.final_indices)
+        finally:
+            self.namer.pop()
+        return self.tir(f"index_map(lambda {params}: ({final}{',' if len(m.final_indices) == 1 else ''}))")
 
     def ex_iter_var(self, e: IterVar) -> tuple[str, int]:
         return self.var(e.var), ATOM
@@ -300,7 +301,7 @@ PRINT_EXPR.update({
     Not: ExprPrinting.ex_not, Select: ExprPrinting.ex_select, Cast: ExprPrinting.ex_cast,
     Ramp: ExprPrinting.ex_ramp, Broadcast: ExprPrinting.ex_broadcast, Let: ExprPrinting.ex_let,
     BufferLoad: ExprPrinting.ex_load, Shuffle: ExprPrinting.ex_shuffle, Call: ExprPrinting.ex_call, CommReducer: ExprPrinting.ex_reducer,
-    IterVar: ExprPrinting.ex_iter_var, IndexMapNode: ExprPrinting.ex_index_map,
+    IterVar: ExprPrinting.ex_iter_var,
     Min: ExprPrinting.ex_function("min", "Min"), Max: ExprPrinting.ex_function("max", "Max"),
     Mod: ExprPrinting.ex_function("truncmod", "Mod"),
     Var: ExprPrinting.ex_var,
