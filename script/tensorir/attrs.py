@@ -116,7 +116,7 @@ class AttrPrinting:
 
     @prints(AttrStmt)
     def st_attr(self, s: AttrStmt, concise: bool, top: bool) -> None:
-        if is_launch(self, s):  # (one frame less on the deep path of concise scopes)
+        if is_launch(s):  # (one frame less on the deep path of concise scopes)
             rhs, define = launch_scope(self, s)
             self.scope(concise, top, None, rhs, s.body, define, alone_body=True)
             return

@@ -119,14 +119,18 @@ def _alloc_stmt(scope: str) -> Callable:
         args, kwargs = call_args(b, call)
         annotations = norm_attrs(kwargs.pop("annotations", None) or {})
         buf = b.buffer_decl(name, args, kwargs, call, scope_default=scope)
-        if b.dialect is not CLASSIC and b.func is not None and not b.func.s_tir:
-            # TVM 0.27 lays out the allocations of a PrimFunc without blocks: a one-element one
-            # is then a mutable scalar
-            laid_out = replace(buf, scalar=True)
-            buf = laid_out if laid_out.is_scalar else buf
+        if b.dialect is not CLASSIC and b.func is not None and not b.func.s_tir and laid_out_scalar(buf):
+            buf = replace(buf, scalar=True)
         return TakesRest(AllocBuffer(buf, b.rest_body(rest, {name: buf}), annotations or EMPTY,
                                       span=b.assigned_span(call, target)))
     return build
+
+
+def laid_out_scalar(buf: Buffer) -> bool:
+    """Whether an allocation of a PrimFunc without blocks is a mutable scalar in TVM 0.27, which
+    lays such allocations out: one local element. (TVM writes a global or shared one as a scalar
+    too, and reads that back as a local one: tvms keeps those buffers, so that they read back.)"""
+    return buf.one_element and buf.scope == "local"
 
 
 def _decl_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:

@@ -231,7 +231,8 @@ class ExprPrinting:
 
     def prints_as_scalar(self, buffer: Buffer, indices: tuple) -> bool:
         """TVM 0.27 writes a mutable scalar's element as its bare name (``x = x + 1``)."""
-        return (self.d.name != "classic" and buffer.is_scalar and len(indices) == 1
+        return (self.d.name != "classic" and (buffer.is_scalar or id(buffer) in self.laid_out)
+                and len(indices) == 1
                 and isinstance(indices[0], IntImm) and indices[0].value == 0)
 
     def indices(self, indices: tuple, slices: bool = True) -> str:
