@@ -277,17 +277,6 @@ class RelaxPrinter(TIRPrinter):
             return self.index_map(value)
         return self.value(value)
 
-    def index_map(self, m: IndexMap) -> str:
-        """``T.index_map(lambda i, j: (j, i))``, the lambda's variables named in a scope of their own."""
-        self.namer.push()
-        try:
-            params = ", ".join(self.namer.define(v, v.name) for v in m.initial_indices)
-            final = ", ".join(self.expr(e) for e in m.final_indices)
-        finally:
-            self.namer.pop()
-        self.uses_tir = True
-        return f"T.index_map(lambda {params}: ({final}{',' if len(m.final_indices) == 1 else ''}))"
-
     # ---------------------------------------------------------------- functions
     def function(self, f: rx.Function, name: str, nested: bool = False) -> None:
         self.commented(f, lambda: self.print_function(f, name, nested))

@@ -145,7 +145,10 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
                 return self.buffer_view(target, func, value_syn, rest)
         value = self.ev(value_syn)
         if isinstance(value, NewVar):
-            self.define(self.target_name(target), Var(self.target_name(target), value.dtype))
+            name = self.target_name(target)
+            sized = self.func.size_vars.get(name) if self.func is not None else None
+            # ``n = T.int32()`` after a signature whose quoted size made n: that very variable
+            self.define(name, sized if sized is not None and sized.dtype == value.dtype else Var(name, value.dtype))
             return Header()
         if isinstance(value, Buffer):  # an alias, B = A
             self.define(self.target_name(target), value)
