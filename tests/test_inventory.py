@@ -38,69 +38,28 @@ R.call_py_func
 
 # `T.*` names of TVM's TensorIR script namespace (tir.txt) the TensorIR parser does not accept
 MISSING_TIR_NAMES = _lines("""
-T.BitwiseAnd
-T.BitwiseNot
-T.BitwiseOr
-T.BitwiseXor
-T.Break
-T.BufferLoad
-T.Call
-T.CallEffectKind
-T.CommReducer
 T.ComposeLayout
-T.Continue
-T.DtypeConstructor
 T.ExecScope
-T.FloatImm
-T.IntImm
 T.Iter
-T.IterVar
-T.LShift
 T.Layout
-T.LetAnnotation
-T.LocalVectorAnnotation
-T.Optional
-T.Ptr
 T.R
-T.RShift
-T.Range
-T.Reduce
 T.S
 T.SMEMPool
 T.ScopeIdDef
 T.TMEMPool
 T.TensorMap
 T.TileLayout
-T.Tuple
-T.Var
-T.add_to_parent
 T.alloc_cast_frag
 T.alloc_tcgen05_ldst_frag
-T.arg
-T.block_name_suffix_context
-T.buffer_var
 T.call_kernel
 T.cluster_id
-T.constexpr
 T.cta_id
 T.cta_id_in_cluster
 T.cta_id_in_pair
 T.cuda
-T.func_name
-T.func_ret
-T.inline
-T.iter_var
-T.jit
 T.lane_id
-T.llvm_lookup_intrinsic_id
-T.macro
-T.meta_class
-T.meta_var
 T.nki
-T.ptr
 T.ptx
-T.register_script_namespace
-T.scalar_wrapper
 T.scope_id
 T.smem
 T.tensormap_encode_tiled
@@ -129,6 +88,31 @@ R.emit_with_type R.func_name R.func_ret_ty R.func_ret_type R.func_ret_value
         "decorators of Python source that TVM expands while parsing (`R.macro`) or that build a "
         "pattern rewriter, not a module (`R.rewriter`)",
         _lines("R.macro R.rewriter")),
+    "TensorIR node classes": (
+        "constructors of IR nodes that the text writes as operators, literals or statements "
+        "(`a & b`, `T.int32(1)`, `break`)",
+        _lines("""
+T.BitwiseAnd T.BitwiseNot T.BitwiseOr T.BitwiseXor T.LShift T.RShift T.IntImm T.FloatImm T.Var
+T.Call T.BufferLoad T.CommReducer T.IterVar T.Reduce T.CallEffectKind T.Range T.Tuple T.Break
+T.Continue
+""")),
+    "TensorIR builder API": (
+        "calls of TVM's Python IR builder for PrimFuncs; the text spells them as `def`, "
+        "parameters and blocks",
+        _lines("""
+T.arg T.func_name T.func_ret T.iter_var T.add_to_parent T.register_script_namespace
+T.block_name_suffix_context
+""")),
+    "TensorIR parse-time metaprogramming": (
+        "evaluated while TVM reads a Python decorator (macros, meta variables, marker types, "
+        "LLVM's numeric intrinsic ids); they leave no IR of their own",
+        _lines("""
+T.macro T.inline T.jit T.meta_var T.meta_class T.constexpr T.Optional T.scalar_wrapper
+T.DtypeConstructor T.LetAnnotation T.LocalVectorAnnotation T.llvm_lookup_intrinsic_id
+""")),
+    "TensorIR pointer declarers": (
+        "the printer writes a pointer variable as `T.handle(dtype, scope)`, which tvms reads",
+        _lines("T.ptr T.Ptr T.buffer_var")),
 }
 NOT_SCRIPT_NAMES = {name for _, names in NOT_SCRIPT.values() for name in names}
 
