@@ -108,9 +108,11 @@ class RelaxPrinter(TIRPrinter):
         if isinstance(s, ObjectStructInfo):
             return "R.Object" if classic else "R.Any"
         if isinstance(s, PrimStructInfo):
+            if not classic:  # (0.27's struct info of a scalar is its type: it has no value to print)
+                return self.tir(f"{s.dtype}")
             if s.value is not None:
                 return f"R.Prim(value={self.expr(s.value)})"
-            return f"R.Prim({quote(str(s.dtype))})" if classic else self.tir(f"{s.dtype}")
+            return f"R.Prim({quote(str(s.dtype))})"
         if isinstance(s, FuncStructInfo):
             return self.callable_sinfo(s)
         if isinstance(s, DTensorStructInfo):
