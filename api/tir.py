@@ -8,7 +8,7 @@ from .ir.expr import *  # noqa: F401,F403  (Var, IntImm, Add, BufferLoad, Call, 
 from .ir.function import PrimFunc
 from .ir.stmt import *  # noqa: F401,F403  (BufferStore, For, Block, ...)
 from .lowering.schedule import (BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Schedule,
-                                 ScheduleError, Trace)
+                                 ScheduleError, ScheduleState, StmtSRef, Trace)
 from .lowering.schedule.replay import apply_trace_text
 from .lowering import tir as transform  # the lowering passes (tvm.tir.transform), registered by name
 
@@ -19,5 +19,5 @@ for _name, _module in (("expr", expr), ("stmt", stmt)):  # so that `import tvms.
 del _name, _module
 
 __all__ = ["BlockRV", "Buffer", "BufferRegion", "ExprRV", "Instruction", "InstructionKind", "LoopRV",
-           "MatchBufferRegion", "PrimFunc", "SBlockRV", "Schedule", "ScheduleError", "Trace",
-           "apply_trace_text", "decl_buffer", "expr", "stmt", "transform"]
+           "MatchBufferRegion", "PrimFunc", "SBlockRV", "Schedule", "ScheduleError", "ScheduleState", "StmtSRef",
+           "Trace", "apply_trace_text", "decl_buffer", "expr", "stmt", "transform"]

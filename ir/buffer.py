@@ -35,13 +35,16 @@ class Buffer(Node):
     scalar: bool = hint(default=False)
 
     @property
+    def one_element(self) -> bool:
+        """One element in a plain layout: what TVM 0.27 writes as a scalar once it is laid out."""
+        return (len(self.shape) == 1 and isinstance(self.shape[0], IntImm) and self.shape[0].value == 1
+                and not self.strides and self.data_alignment == DEFAULT_ALIGN and self.offset_factor in (0, 1))
+
+    @property
     def is_scalar(self) -> bool:
-        """Printed as a scalar: TVM's ``BufferVar::IsScalar`` (one element, default layout)."""
-        return (self.scalar and len(self.shape) == 1 and isinstance(self.shape[0], IntImm)
-                and self.shape[0].value == 1 and not self.strides
-                and (self.elem_offset is None or (isinstance(self.elem_offset, IntImm)
-                                                  and self.elem_offset.value == 0))
-                and self.data_alignment == DEFAULT_ALIGN and self.offset_factor in (0, 1))
+        """Printed as a scalar: TVM's ``BufferVar::IsScalar`` (one element, default layout; a
+        declared one, ``T.decl_scalar``, may sit at an offset)."""
+        return self.scalar and self.one_element
 
     @property
     def scope(self) -> str:

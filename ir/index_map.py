@@ -31,10 +31,12 @@ class IndexMap:
         final = tuple(result) if isinstance(result, (list, tuple)) else (result,)
         return IndexMap(variables, tuple(IntImm(INT64, e) if isinstance(e, int) else e for e in final))
 
-    def __eq__(self, other: Any) -> bool:  # (attributes compare by value: structurally)
+    def __eq__(self, other: Any) -> bool:
+        # attributes compare by value: structurally, the lambda's indices bound by the map (the
+        # same map read twice has indices of its own each time)
         return isinstance(other, IndexMap) and len(self.initial_indices) == len(other.initial_indices) \
             and structural_equal((self.initial_indices, self.final_indices),
-                                 (other.initial_indices, other.final_indices))
+                                 (other.initial_indices, other.final_indices), map_free_vars=True)
 
     def __hash__(self) -> int:
         return hash((len(self.initial_indices), len(self.final_indices)))

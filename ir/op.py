@@ -19,6 +19,7 @@ class OpInfo:
     result: str  # "arg0"/"arg1": the type of that argument; "dtype": given as first argument,
     #              "dtype_last": as last argument; otherwise a fixed data type ("bool", "int32")
     arity: tuple[int, int | None]  # (min, max) number of arguments, the dtype excluded
+    defaults: tuple = ()  # the values of the last arguments when a call leaves them out
 
 
 _OPS: dict[str, OpInfo] = {}
@@ -27,9 +28,9 @@ _INTERNED: dict[str, Op] = {}
 
 
 def register(script_name: str, result: str, arity: tuple[int, int | None], name: str | None = None,
-             aliases: tuple = ()) -> None:
+             aliases: tuple = (), defaults: tuple = ()) -> None:
     """``aliases``: other names the script reads as this operator (it prints ``script_name``)."""
-    info = OpInfo(name or f"tir.{script_name}", script_name, result, arity)
+    info = OpInfo(name or f"tir.{script_name}", script_name, result, arity, defaults)
     _OPS[info.name] = info
     for spelling in (script_name, *aliases):
         _BY_SCRIPT_NAME[spelling] = info
@@ -59,23 +60,106 @@ register("call_packed_lowered", "int32", (4, 5), name="tir.tvm_call_packed_lower
          aliases=("tvm_call_packed_lowered",))
 register("call_cpacked_lowered", "int32", (4, 5), name="tir.tvm_call_cpacked_lowered",
          aliases=("tvm_call_cpacked_lowered",))
-register("tvm_stack_alloca", "handle", (2, 2))
-register("tvm_stack_make_shape", "handle", (0, None))
-register("tvm_stack_make_array", "handle", (6, 6))
-register("tvm_struct_get", "dtype_last", (3, 3))
-register("tvm_struct_set", "int32", (4, 4))
-register("tvm_throw_last_error", "void", (0, 0))
-register("tvm_tuple", "void", (0, None))
-register("tvm_thread_invariant", "arg0", (1, 1))
-register("lookup_param", "handle", (1, 1))
+
+# TVM 0.27's builtins and intrinsics: script name, result, fewest and most arguments (- for any),
+# then the values of the last arguments a call may leave out (TVM's function fills them in)
+_BUILTINS = """
+fma                            arg0       3 3
+# fixed-point multiplication of TFLite-style quantized kernels (see runtime/tir_values.py)
+q_multiply_shift               arg0       4 4
+q_multiply_shift_per_axis      arg0       7 7
+# the packed-call ABI: stacks and structs of arguments
+tvm_stack_alloca               handle     2 2
+tvm_stack_make_shape           handle     0 -
+tvm_stack_make_array           handle     6 6
+tvm_struct_get                 dtype_last 3 3
+tvm_struct_set                 int32      4 4
+tvm_throw_last_error           void       0 0
+tvm_tuple                      void       0 -
+tvm_thread_invariant           arg0       1 1
+lookup_param                   handle     1 1
 # tensor-core fragments (wmma) and GPU synchronisation, as CUDA code generators read them
-register("tvm_fill_fragment", "handle", (6, 6))
-register("tvm_load_matrix_sync", "handle", (8, 8))
-register("tvm_store_matrix_sync", "handle", (8, 8))
-register("tvm_mma_sync", "handle", (8, 8))
-register("tvm_bmma_sync", "handle", (8, 8))
-register("tvm_warp_shuffle_xor", "arg1", (5, 5))
-register("tvm_global_barrier_kinit", "void", (0, 0))
+tvm_fill_fragment              handle     6 6
+tvm_load_matrix_sync           handle     8 8
+tvm_store_matrix_sync          handle     8 8
+tvm_mma_sync                   handle     8 8
+tvm_bmma_sync                  handle     8 8
+tvm_warp_shuffle_xor           arg1       5 5
+tvm_global_barrier_kinit       void       0 0
+thread_return                  void       0 0
+tvm_kernel_replace_point       void       0 0
+# vectors: the scalable-vector factor of the target (SVE, RVV), predicated accesses
+vscale                         int32      0 0
+get_active_lane_mask           dtype      2 2
+masked_load                    dtype      3 -  # (buffer, indices..., mask)
+masked_store                   void       4 -  # (buffer, value, indices..., mask)
+vectorcombine                  dtype      2 2
+dp4a                           dtype      2 3  # (printed with its dtype first; read with or without)
+# runtime services: workspaces, printing, pointer arithmetic, the Relax VM's lists
+TVMBackendAllocWorkspace       handle     5 5
+TVMBackendFreeWorkspace        int32      3 3
+print_buffer                   void       5 -
+handle_add_byte_offset         handle     2 2
+ptr_byte_offset                handle     3 3
+ignore_loop_partition          bool       1 1
+anylist_getitem                handle     2 2
+anylist_resetitem              int32      2 2
+anylist_setitem_call_packed    int32      3 -
+anylist_setitem_call_cpacked   int32      3 -
+# TVM 0.27's Apache-compatible spellings of two PTX instructions (its s_tir passes write them):
+# ldmatrix(trans, num, type, local_ptr, local_offset, smem_ptr, smem_offset) and
+# mma(shape, a_layout, b_layout, a_type, b_type, c_type, a, a_off, b, b_off, c, c_off, saturate)
+ptx_legacy.ldmatrix            void       7 7
+ptx_legacy.mma                 void       13 14
+# what TVM's s_tir passes InjectPTXAsyncCopy / InjectPTXLDG32 write: a raw cp.async of elements of
+# the call's dtype (dst, dst_offset, src, src_offset, bytes) and a guarded 32-bit global load
+s_tir.cp_async_raw             dtype      5 5
+s_tir.ldg32                    arg0       4 4
+# backends: the Metal and WebGPU namespaces, and the thread-set annotations of TVM's analyses
+metal.make_filled_simdgroup_matrix void   5 5  8 8
+metal.simdgroup_load           void       7 7  8 8 False
+metal.simdgroup_store          void       7 7  8 8 False
+metal.simdgroup_multiply_accumulate void  8 8
+metal.simd_shuffle             arg0       2 2
+metal.simd_shuffle_up          arg0       2 2
+metal.simd_shuffle_down        arg0       2 2
+webgpu.subgroup_shuffle        arg0       2 2
+webgpu.subgroup_shuffle_up     arg0       2 2
+webgpu.subgroup_shuffle_down   arg0       2 2
+filter                         bool       2 2
+# NVSHMEM: one-sided copies between the GPUs of a job, signals and barriers
+nvshmem.my_pe                  int32      0 0
+nvshmem.n_pes                  int32      0 0
+nvshmem.getmem_nbi             void       4 4
+nvshmem.getmem_nbi.warp        void       4 4
+nvshmem.getmem_nbi.block       void       4 4
+nvshmem.putmem_nbi             void       4 4
+nvshmem.putmem_nbi.warp        void       4 4
+nvshmem.putmem_nbi.block       void       4 4
+nvshmem.putmem_signal_nbi      void       7 7
+nvshmem.putmem_signal_nbi.warp void       7 7
+nvshmem.putmem_signal_nbi.block void      7 7
+nvshmem.signal_op              void       4 4
+nvshmem.wait_until             void       4 4  uint64_t
+nvshmem.quiet                  void       0 0
+nvshmem.fence                  void       0 0
+nvshmem.barrier_all            void       0 0
+selector                       arg0       2 2
+# Metal's cooperative tensors: load/store (d, index, ptr, stride, rows, cols, transpose, M, N, K,
+# role), multiply_accumulate (d, index, a, index, b, index, c, index, M, N, K, transpose_a/b)
+cooperative_tensor_fill        void       5 5
+cooperative_tensor_load        void       11 11  False 0 0 0 0
+cooperative_tensor_store       void       11 11  False 0 0 0 0
+cooperative_tensor_multiply_accumulate void 13 13  False False
+"""
+for _row in _BUILTINS.splitlines():
+    _fields = _row.split("#")[0].split()
+    if _fields:
+        _n, _result, _lo, _hi, *_defaults = _fields
+        register(_n, _result, (int(_lo), None if _hi == "-" else int(_hi)),
+                 defaults=tuple(_d == "True" if _d in ("True", "False") else int(_d) if _d.isdigit() else _d
+                                for _d in _defaults))
+
 register("call_ffi_kernel", "int32", (1, None))
 register("tvm_storage_sync", "int32", (1, 3))
 register("tvm_warp_activemask", "uint32", (0, 0))
@@ -101,10 +185,6 @@ register("ptx_ldmatrix", "void", (7, 7))
 register("mma_store", "void", (6, 6))
 register("vectorlow", "dtype", (1, 1))
 register("vectorhigh", "dtype", (1, 1))
-register("fma", "arg0", (3, 3))
-# fixed-point multiplication of TFLite-style quantized kernels (see runtime/tir_values.py)
-register("q_multiply_shift", "arg0", (4, 4))
-register("q_multiply_shift_per_axis", "arg0", (7, 7))
 register("start_profile_intrinsic", "void", (1, 1))
 register("end_profile_intrinsic", "void", (1, 1))
 
@@ -121,6 +201,11 @@ def loop_control(e: object) -> str | None:
 
 def lookup_script_name(script_name: str) -> OpInfo | None:
     return _BY_SCRIPT_NAME.get(script_name)
+
+
+def is_namespace(script_name: str) -> bool:
+    """Whether ``T.<script_name>`` holds operators (``T.ptx_legacy`` of ``T.ptx_legacy.mma``)."""
+    return any(name.startswith(script_name + ".") for name in _BY_SCRIPT_NAME)
 
 
 def info_of(op: Op) -> OpInfo:

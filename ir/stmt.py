@@ -7,7 +7,7 @@ from typing import Any
 from .buffer import Buffer, BufferRegion
 from .dtype import DataType
 from .expr import IterVar, PrimExpr, Var
-from .node import EMPTY, FrozenDict, Node, binds, hint
+from .node import EMPTY, FrozenDict, Node, binds
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -66,16 +66,13 @@ class IfThenElse(Stmt):
 @dataclass(frozen=True, slots=True, eq=False)
 class LetStmt(Stmt):
     """Bind ``var`` to ``value`` in ``body``: ``x: T.int32 = value`` (classic),
-    ``x: T.let[T.int32] = value`` (TVM 0.27).
-
-    TVM 0.27 reads ``x: T.int32 = value`` as a mutable scalar; tvms reads it as this let (the
-    same values, since tvms has no reassignment) and remembers the spelling in ``scalar_decl``.
+    ``x: T.let[T.int32] = value`` (TVM 0.27, where ``x: T.int32 = value`` is a mutable scalar:
+    an ``AllocBuffer`` of a scalar buffer, see ``Buffer.scalar``).
     """
 
     var: Var = binds()
     value: PrimExpr = field()
     body: Stmt = field()
-    scalar_decl: bool = hint(default=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

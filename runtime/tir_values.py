@@ -152,6 +152,11 @@ def _q_multiply_shift_per_axis(dtype: DataType, x: Any, y: Any, left: Any, right
     return cast_value(_fixed_point(x, y, q, left, right, shift_left), dtype)
 
 
+def _dp4a(dtype: DataType, a: Any, b: Any, acc: Any = 0) -> Any:
+    """The dot product of two int8x4 (or uint8x4) vectors, plus the accumulator."""
+    return cast_value(int(np.dot(np.asarray(a, np.int64), np.asarray(b, np.int64))) + int(acc), dtype)
+
+
 # name -> f(dtype, *evaluated args). if_then_else is compiled lazily, separately.
 INTRINSICS: dict[str, Callable] = {
     "tir.exp": _float_fn(np.exp), "tir.exp2": _float_fn(np.exp2), "tir.exp10": _float_fn(lambda x: 10 ** x),
@@ -183,6 +188,10 @@ INTRINSICS: dict[str, Callable] = {
     "tir.isnullptr": lambda dt, x: x is None or isinstance(x, int) and x == 0,  # (a handle's value)
     "tir.popcount": lambda dt, a: bin(wrap_int(a, DataType(f"uint{dt.bits}"))).count("1"),
     "tir.fma": lambda dt, a, b, c: cast_value(a * b + c, dt),
+    "tir.dp4a": _dp4a,
+    "tir.vectorcombine": lambda dt, a, b: cast_value(np.concatenate([np.atleast_1d(a), np.atleast_1d(b)]), dt),
+    "tir.get_active_lane_mask": lambda dt, base, limit: np.arange(dt.lanes) + base < limit,
+    "tir.ignore_loop_partition": lambda dt, x: x,
     "tir.q_multiply_shift": _q_multiply_shift,
     "tir.q_multiply_shift_per_axis": _q_multiply_shift_per_axis,
     "tir.tvm_storage_sync": _no_op,  # serial thread emulation: every thread already finished

@@ -17,7 +17,6 @@ from ..ir import relax_op
 from ..ir.dtype import DataType, is_dtype_name
 from ..ir.errors import ScriptError, Source, TVMSError
 from ..ir.expr import IntImm, PrimExpr, Var as TirVar
-from ..ir.index_map import IndexMap
 from ..ir.module import GlobalVar, MetadataRef
 from .metadata import CONSTANT_KEYS
 from ..ir.operators import RELAX_BINARY, RELAX_PREFIX
@@ -178,17 +177,6 @@ class RelaxBuilder(ScopedEvaluator):
             raise self.error(syn, f"the operator {op!r} is not defined on Relax values")
         args = [self.to_relax(v, syn) for v in operands]
         return relax_op.make_call(name, args, {}, (), span=self.span(syn))
-
-    def ev_Lambda(self, syn: S.Lambda) -> IndexMap:
-        """``lambda i, j: (j, i)``: an index map (R.layout_transform's attribute)."""
-        variables = tuple(TirVar(p, DataType("int64")) for p in syn.params)
-        self.scopes.append({v.name: v for v in variables})
-        try:
-            body = self.ev(syn.body)
-        finally:
-            self.scopes.pop()
-        final = body if isinstance(body, tuple) else (body,)
-        return IndexMap(variables, tuple(arith.to_expr(e, variables[0] if variables else None) for e in final))
 
     def ev_Call(self, syn: S.Call) -> Any:
         if isinstance(syn.func, S.Attribute) and syn.func.attr == "index_map" and len(syn.args) == 1 \

@@ -111,9 +111,11 @@ class RelaxPrinter(TIRPrinter):
         if isinstance(s, ObjectStructInfo):
             return "R.Object" if classic else "R.Any"
         if isinstance(s, PrimStructInfo):
+            if not classic:  # (0.27's struct info of a scalar is its type: it has no value to print)
+                return self.tir(f"{s.dtype}")
             if s.value is not None:
                 return f"R.Prim(value={self.expr(s.value)})"
-            return f"R.Prim({quote(str(s.dtype))})" if classic else self.tir(f"{s.dtype}")
+            return f"R.Prim({quote(str(s.dtype))})"
         if isinstance(s, FuncStructInfo):
             return self.callable_sinfo(s)
         if isinstance(s, DTensorStructInfo):
@@ -279,17 +281,6 @@ class RelaxPrinter(TIRPrinter):
         if isinstance(value, IndexMap):
             return self.index_map(value)
         return self.value(value)
-
-    def index_map(self, m: IndexMap) -> str:
-        """``T.index_map(lambda i, j: (j, i))``, the lambda's variables named in a scope of their own."""
-        self.namer.push()
-        try:
-            params = ", ".join(self.namer.define(v, v.name) for v in m.initial_indices)
-            final = ", ".join(self.expr(e) for e in m.final_indices)
-        finally:
-            self.namer.pop()
-        self.uses_tir = True
-        return f"T.index_map(lambda {params}: ({final}{',' if len(m.final_indices) == 1 else ''}))"
 
     # ---------------------------------------------------------------- functions
     def function(self, f: rx.Function, name: str, nested: bool = False) -> None:

@@ -400,7 +400,7 @@ def draw_stmt(draw: Callable, scope: Scope) -> Stmt:
         value = draw_expr(draw, dtype, scope)
         var = Var(pick(draw, LET_NAMES), dtype)
         body = draw_body(draw, scope.deeper(vars=scope.vars + (var,)))
-        return LetStmt(var, value, body, not scope.cross_dialect and coin(draw))
+        return LetStmt(var, value, body)
     if kind == "alloc":
         buffer = draw_buffer(draw, ("global", "shared", "local"))
         body = draw_body(draw, scope.deeper(buffers=scope.buffers + (buffer,)))

@@ -38,125 +38,37 @@ R.call_py_func
 
 # `T.*` names of TVM's TensorIR script namespace (tir.txt) the TensorIR parser does not accept
 MISSING_TIR_NAMES = _lines("""
-T.Bind
-T.BitwiseAnd
-T.BitwiseNot
-T.BitwiseOr
-T.BitwiseXor
-T.Break
-T.BufferLoad
-T.Call
-T.CallEffectKind
-T.CommReducer
 T.ComposeLayout
-T.Continue
-T.DtypeConstructor
-T.Else
 T.ExecScope
-T.FloatImm
-T.If
-T.IntImm
 T.Iter
-T.IterVar
-T.LShift
 T.Layout
-T.LetAnnotation
-T.LocalVectorAnnotation
-T.Optional
-T.Ptr
 T.R
-T.RShift
-T.Range
-T.Reduce
-T.Return
 T.S
 T.SMEMPool
 T.ScopeIdDef
 T.TMEMPool
-T.TVMBackendAllocWorkspace
-T.TVMBackendFreeWorkspace
 T.TensorMap
-T.Then
 T.TileLayout
-T.Tuple
-T.Var
-T.While
-T.add_to_parent
 T.alloc_cast_frag
-T.alloc_scalar
 T.alloc_tcgen05_ldst_frag
-T.anylist_getitem
-T.anylist_resetitem
-T.anylist_setitem_call_cpacked
-T.anylist_setitem_call_packed
-T.arg
-T.bind
-T.block_name_suffix_context
-T.buffer
-T.buffer_decl
-T.buffer_store
-T.buffer_var
 T.call_kernel
 T.cluster_id
-T.constexpr
-T.cooperative_tensor_fill
-T.cooperative_tensor_load
-T.cooperative_tensor_multiply_accumulate
-T.cooperative_tensor_store
 T.cta_id
 T.cta_id_in_cluster
 T.cta_id_in_pair
 T.cuda
-T.decl_scalar
-T.device_entry
-T.dp4a
-T.filter
-T.func_name
-T.func_ret
-T.get_active_lane_mask
-T.handle_add_byte_offset
-T.ignore_loop_partition
-T.index_map
-T.inline
-T.iter_var
-T.jit
 T.lane_id
-T.llvm_lookup_intrinsic_id
-T.local_scalar
-T.macro
-T.masked_load
-T.masked_store
-T.meta_class
-T.meta_var
-T.metal
 T.nki
-T.nvshmem
-T.print_buffer
-T.ptr
-T.ptr_byte_offset
 T.ptx
-T.ptx_legacy
-T.register_script_namespace
-T.s_tir
-T.scalar_wrapper
 T.scope_id
-T.selector
-T.shared_scalar
 T.smem
-T.static_assert
 T.tensormap_encode_tiled
 T.thread_id
 T.thread_id_in_wg
-T.thread_return
 T.tmem
-T.tvm_kernel_replace_point
-T.var
-T.vectorcombine
-T.vscale
 T.warp_id
 T.warp_id_in_wg
 T.warpgroup_id
-T.webgpu
 T.wg_reg_tile
 """)
 
@@ -176,21 +88,37 @@ R.emit_with_type R.func_name R.func_ret_ty R.func_ret_type R.func_ret_value
         "decorators of Python source that TVM expands while parsing (`R.macro`) or that build a "
         "pattern rewriter, not a module (`R.rewriter`)",
         _lines("R.macro R.rewriter")),
+    "TensorIR node classes": (
+        "constructors of IR nodes that the text writes as operators, literals or statements "
+        "(`a & b`, `T.int32(1)`, `break`)",
+        _lines("""
+T.BitwiseAnd T.BitwiseNot T.BitwiseOr T.BitwiseXor T.LShift T.RShift T.IntImm T.FloatImm T.Var
+T.Call T.BufferLoad T.CommReducer T.IterVar T.Reduce T.CallEffectKind T.Range T.Tuple T.Break
+T.Continue
+""")),
+    "TensorIR builder API": (
+        "calls of TVM's Python IR builder for PrimFuncs; the text spells them as `def`, "
+        "parameters and blocks",
+        _lines("""
+T.arg T.func_name T.func_ret T.iter_var T.add_to_parent T.register_script_namespace
+T.block_name_suffix_context
+""")),
+    "TensorIR parse-time metaprogramming": (
+        "evaluated while TVM reads a Python decorator (macros, meta variables, marker types, "
+        "LLVM's numeric intrinsic ids); they leave no IR of their own",
+        _lines("""
+T.macro T.inline T.jit T.meta_var T.meta_class T.constexpr T.Optional T.scalar_wrapper
+T.DtypeConstructor T.LetAnnotation T.LocalVectorAnnotation T.llvm_lookup_intrinsic_id
+""")),
+    "TensorIR pointer declarers": (
+        "the printer writes a pointer variable as `T.handle(dtype, scope)`, which tvms reads",
+        _lines("T.ptr T.Ptr T.buffer_var")),
 }
 NOT_SCRIPT_NAMES = {name for _, names in NOT_SCRIPT.values() for name in names}
 
 # methods of TVM's Schedule (schedule.txt) that tvms' Schedule lacks
 MISSING_SCHEDULE_METHODS = _lines("""
-annotate_buffer_access
-cache_inplace
-fuse_reduction_epilogue
-get_sref
-read_at
-reindex_cache_read
-reindex_cache_write
-state
 tensorize
-write_at
 """)
 
 

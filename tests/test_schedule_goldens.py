@@ -113,6 +113,14 @@ ERRORS = {
     "e_cascade_rolling_buffer_not_tiled": ["rolling_buffer", "block 'B'", "is not a loop"],
     "e_cascade_rolling_buffer_output": ["rolling_buffer", "block 'C' is an output block"],
     "e_ew_rolling_buffer_no_overlap": ["rolling_buffer", "B[i:i + 1, 0:32]", "rolling pattern"],
+    "e_crw_reindex_cache_read_not_match": ["reindex_cache_read", "iterator 'vi' of block 'C'", "[vi, vj]",
+                                           "[vj * 2]"],
+    "e_ew_cache_inplace_not_written": ["cache_inplace", "block 'C' reads buffer 'B' but does not write it"],
+    "e_mm_read_at_index": ["read_buffer_index 5 is out of range", "block 'C'"],
+    "e_biasbad_fuse_reduction_epilogue": ["fuse_reduction_epilogue", "block 'bad_epilogue'", "exactly once"],
+    "e_biasscaled_fuse_reduction_epilogue": ["fuse_reduction_epilogue", "block 'scaled_epilogue'", "scales 'temp'"],
+    "e_ew_transform_layout_padding": ["transform_layout", "buffer 'B' of shape (64, 32)", "(64, 7, 5)",
+                                      "would introduce padding"],
     "e_lp_loop_partition_too_long": ["loop_partition", "sum of factors [1000, 2, 3]", "extent 128 of loop 'i'"],
 }
 
@@ -282,12 +290,16 @@ def test_sample_partitioned_tile_draws_only_tilings_with_the_inner_factor() -> N
         sch.sample_partitioned_tile(j, n=3, partition_pos=2, innerpart_factor=4, decision=[32, 2, 2])
 
 
-@pytest.mark.parametrize("name", ["mm_reindex_read", "mm_reindex_write", "ew_reindex_read",
-                                  "mm_transform_block_layout_permute", "mm_transform_block_layout_fuse",
-                                  "ew_loop_partition", "pad1d_decompose_padding",
-                                  "einsum_pad_einsum", "cascade_rolling_buffer_h",
-                                  "cascade_rolling_buffer_not_perfect",
-                                  pytest.param("bilinear_cache_index", marks=pytest.mark.slow)])
+SLOW_NUMBERS = ["einsum_pad_einsum", "mm_read_write_at", "bilinear_cache_index"]  # (over 2 s each)
+
+
+@pytest.mark.parametrize("name", [
+    "mm_reindex_read", "mm_reindex_write", "ew_reindex_read", "mm_transform_block_layout_permute",
+    "mm_transform_block_layout_fuse", "ew_loop_partition", "pad1d_decompose_padding", "cascade_rolling_buffer_h",
+    "cascade_rolling_buffer_not_perfect", "stride_rolling_buffer", "crw_reindex_cache_read",
+    "crw_reindex_cache_write",
+    "bias_fuse_reduction_epilogue", "biasf_fuse_reduction_epilogue",
+    *(pytest.param(name, marks=pytest.mark.slow) for name in SLOW_NUMBERS)])
 def test_scheduled_module_keeps_the_numbers(name: str) -> None:
     import numpy as np
 
@@ -401,3 +413,87 @@ def test_cache_index_refuses_a_block_without_index_computations() -> None:
     sch = Schedule(base_module("resize_cache_index"))
     with pytest.raises(ScheduleError, match="cse_thresh must be a non-negative integer"):
         sch.cache_index(sch.get_sblock("A"), "global", -1)
+
+
+@pytest.mark.parametrize("args, message", [
+    ((0, "both", lambda vi, vj: (vi, vj)), "buf_type must be 'read' or 'write'"),
+    ((3, "read", lambda vi, vj: (vi, vj)), "buffer_index 3 is out of range"),
+    ((0, "read", lambda vi, vj: (vi,)), "one range per iterator"),
+    ((0, "write", lambda vi, vj: ((vi, vj, 1), vj)), "a pair"),
+])
+def test_annotate_buffer_access_refuses_bad_arguments(args, message: str) -> None:
+    sch = Schedule(base_module("crw_annotate_buffer_access"))
+    text = sch.mod.script()
+    with pytest.raises(ScheduleError, match=message):
+        sch.annotate_buffer_access(sch.get_sblock("B"), *args)
+    assert sch.mod.script() == text
+
+
+def test_get_sref_and_state_describe_the_module_now() -> None:
+    """tvms makes srefs on request (see lowering/schedule/state.py): the block or loop, the sref of
+    its enclosing block or loop and its index in an enclosing sequence, as TVM's have them."""
+    sch = Schedule(base_module("ew_queries"))
+    c = sch.get_sblock("C")
+    i, j = sch.get_loops(c)
+    sref = sch.get_sref(c)
+    assert sref.stmt is sch.get(c) and sref.seq_index == -1
+    assert sref.parent.stmt is sch.get(j) and sref.parent.parent.stmt is sch.get(i)
+    assert sch.get_sref(i).seq_index == 1  # the second statement of the root block
+    root = sch.get_sref(i).parent
+    assert root.stmt.name_hint == "root" and root.parent is None
+    assert sch.state.get_sref(sch.get(j)).same_as(sref.parent)
+    assert sch.state.mod.script() == sch.mod.script()
+    old_loop = sch.get(i)
+    sch.fuse(i, j)
+    assert sch.get_sref(c).parent.stmt.loop_var.name == "i_j_fused"
+    assert sch.state.get_sref(old_loop) is None  # (that loop is gone from the module)
+    with pytest.raises(ScheduleError, match="get_sref takes"):
+        sch.get_sref("C")
+
+
+def test_transform_layout_pads_only_when_told_how() -> None:
+    """TVM 0.27 refuses a layout with padding unless given pad_value or assume_injective_transform
+    (tvms does not implement pad_value yet and says so)."""
+    sch = Schedule(base_module("ew_transform_layout_padding"))
+    with pytest.raises(ScheduleError, match="pad_value is not supported yet"):
+        sch.transform_layout(sch.get_sblock("B"), ("write", 0), lambda i, j: (i, j // 5, j % 5), pad_value=0)
+    sch.transform_layout(sch.get_sblock("B"), ("write", 0), lambda i, j: (i, j // 5, j % 5),
+                         assume_injective_transform=True)
+    assert "B = T.alloc_buffer((64, 7, 5))" in sch.mod.script()
+
+
+WAR = """
+@T.prim_func
+def main(A: T.Buffer((8,), "float32"), D: T.Buffer((8,), "float32"), E: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("X"):
+            vi = T.axis.spatial(8, i)
+            D[vi] = A[vi]
+    for i in range(8):
+        with T.block("W"):
+            vi = T.axis.spatial(8, i)
+            A[vi] = A[vi] + T.float32(1)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            E[vi] = A[vi] * T.float32(2)
+"""
+
+
+def test_cache_read_leaves_readers_before_the_writer_alone() -> None:
+    import numpy as np
+
+    from tvms.runtime.reference import run_prim_func
+
+    before = tvms.script.from_source(WAR)
+    sch = Schedule(before)
+    sch.cache_read(sch.get_sblock("C"), 0, "local")
+    assert [r.buffer.name for r in sch.get(sch.get_sblock("X")).reads] == ["A"]
+    assert [r.buffer.name for r in sch.get(sch.get_sblock("C")).reads] == ["A_local"]
+    outs = []
+    for func in (before, sch.mod["main"]):
+        args = [np.arange(8, dtype="float32"), np.zeros(8, "float32"), np.zeros(8, "float32")]
+        run_prim_func(func, *args)
+        outs.append(args)
+    for x, y in zip(*outs):
+        np.testing.assert_array_equal(x, y)

@@ -25,7 +25,7 @@ CASES = [
      'R.Tuple(R.Tensor((n,), dtype="int32"), T.int64)'),
     (TupleStructInfo([]), "R.Tuple", None),
     (PrimStructInfo("float32"), 'R.Prim("float32")', "T.float32"),
-    (PrimStructInfo("int64", n), "R.Prim(value=n)", None),
+    (PrimStructInfo("int64", n), "R.Prim(value=n)", "T.int64"),  # (0.27 has no value in struct info)
     (ObjectStructInfo(), "R.Object", "R.Any"),
     (FuncStructInfo([TensorStructInfo([n], "float32")], TensorStructInfo([n], "float32")),
      'R.Callable((R.Tensor((n,), dtype="float32"),), R.Tensor((n,), dtype="float32"), True)', None),

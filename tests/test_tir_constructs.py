@@ -55,14 +55,21 @@ def test_mutable_scalars_and_while_loops_against_numpy() -> None:
 
 
 def test_mutable_scalars_compile() -> None:
+    mod = load("scalars")
+    a, in_block = np.arange(8, dtype="float32"), np.zeros(8, "float32")
+    run_prim_func(mod["in_block"], a, in_block)  # (a scalar inside a block of an s_tir function)
+    np.testing.assert_array_equal(in_block, a * 2 + 1)
     pytest.importorskip("llvmlite")
     import tvms
 
-    func = load("scalars")["main"]
+    func = mod["main"]
     got, want = np.arange(8, dtype="int32") * 7, np.arange(8, dtype="int32") * 7
     tvms.build(func)(got, 8)
     run_prim_func(func, want, 8)
     np.testing.assert_array_equal(got, want)
+    compiled = np.zeros(8, "float32")
+    tvms.build(mod["in_block"])(a, compiled)
+    np.testing.assert_array_equal(compiled, in_block)
 
 
 def test_return_gives_the_function_value() -> None:
@@ -169,3 +176,115 @@ def test_env_thread_attr_and_hint_run_in_the_reference_executor() -> None:
         run_prim_func(mod["wmma"], np.zeros(256, "float16"), np.zeros(256, "float32"))
     with pytest.raises(TVMSError, match="tvm_global_barrier_kinit"):
         run_prim_func(mod["warp"], np.zeros(32, "float32"), np.zeros(32, "float32"))
+    with pytest.raises(TVMSError, match="cooperative_tensor_fill"):
+        run_prim_func(load("cooperative")["main"], np.zeros(64, "float16"), np.zeros(64, "float32"), 0, 0, 0)
+    with pytest.raises(TVMSError, match="cp_async_raw"):
+        run_prim_func(load("s_tir")["main"], np.zeros(64, "float16"), np.zeros(64, "float32"), 0)
+    with pytest.raises(TVMSError, match="nvshmem.my_pe"):
+        run_prim_func(load("nvshmem")["main"], np.zeros(64, "float32"), np.zeros(64, "float32"),
+                      np.zeros(1, "uint64"))
+    with pytest.raises(TVMSError, match="subgroup_shuffle"):
+        run_prim_func(load("backends")["webgpu"], np.zeros(64, "float32"), np.float32(1), 0)
+    with pytest.raises(TVMSError, match="ptx_legacy.mma"):
+        run_prim_func(load("ptx_legacy")["mma"], *(np.zeros(s, "float64") for s in ((8, 4), (4, 8), (8, 8))))
+
+
+def test_vector_helpers_against_numpy() -> None:
+    """T.vectorcombine, T.get_active_lane_mask, T.ignore_loop_partition: reference against
+    numpy, LLVM against the reference."""
+    func = load("ops")["combine"]
+    a = np.arange(16, dtype="float32")
+    for n in (0, 2, 5):
+        got = np.zeros(16, "float32")
+        run_prim_func(func, a, got, n)
+        lanes = np.arange(4)
+        want = np.concatenate([a[4:8], a[0:4], np.where(lanes + 1 < n, a[8:12], -1),
+                               np.where(lanes < n, a[12:16] * 2, 0)])
+        np.testing.assert_array_equal(got, want)
+        pytest.importorskip("llvmlite")
+        import tvms
+
+        compiled = np.zeros(16, "float32")
+        tvms.build(func)(a, compiled, n)
+        np.testing.assert_array_equal(compiled, got)
+
+
+def test_dp4a_against_numpy() -> None:
+    func = load("dp4a")["main"]
+    rng = np.random.default_rng(4)
+    a, b = (rng.integers(-128, 128, 32).astype("int8") for _ in range(2))
+    c = rng.integers(-1000, 1000, 8).astype("int32")
+    got = c.copy()
+    run_prim_func(func, a, b, got)
+    np.testing.assert_array_equal(got, (a.astype("int32") * b).reshape(8, 4).sum(1) + c)
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    compiled = c.copy()
+    tvms.build(func)(a, b, compiled)
+    np.testing.assert_array_equal(compiled, got)
+
+
+def test_target_and_runtime_builtins_are_refused_by_name() -> None:
+    """T.vscale (the scalable-vector factor of an SVE/RVV target), predicated accesses and the
+    runtime's services have no meaning in the reference executor: it names them."""
+    from tvms.ir.errors import TVMSError
+
+    mod = load("ops")
+    with pytest.raises(TVMSError, match="vscale"):
+        run_prim_func(mod["vectors"], np.zeros(128, "float32"), np.zeros(128, "float32"), 4)
+    with pytest.raises(TVMSError, match="thread_return"):
+        run_prim_func(mod["runtime_calls"], np.zeros(16, "int32"), np.zeros(16, "int32"), 0)
+
+
+def test_scalar_helpers_bind_and_sizes_against_numpy() -> None:
+    """T.local_scalar / T.alloc_scalar (mutable scalars), T.bind, T.static_assert, T.var and a
+    size that only a buffer binds (printed quoted, declared n = T.int32() in the body)."""
+    mod = load("sugar")
+    a = np.arange(8, dtype="float32")
+    run_prim_func(mod["scalars"], a, 0)
+    assert (a[0], a[1]) == (np.float32(28 * 0.5 + 8), np.float32(14))
+    sized = np.zeros(5, "int32")
+    run_prim_func(mod["sized"], sized)
+    np.testing.assert_array_equal(sized, np.arange(5))
+    a, c = np.arange(8, dtype="int32"), np.arange(4, dtype="int32") * 10
+    run_prim_func(mod["declared"], a, c, 3)
+    np.testing.assert_array_equal(a[4:], c + 3)
+    a = np.arange(8, dtype="int32") * 10
+    run_prim_func(mod["counter"], a)  # T.decl_scalar over A[3]
+    np.testing.assert_array_equal(a, [0, 10, 20, 31, 30, 50, 60, 70])
+
+
+def test_static_assert_is_checked_when_read() -> None:
+    from tvms.ir.errors import ScriptError
+
+    text = (FIXTURES / "sugar_input.tvms").read_text().replace("8 % 4 == 0", "8 % 3 == 0")
+    with pytest.raises(ScriptError, match="static assertion failed: whole vectors"):
+        from_source(text)
+
+
+def test_shared_scalar_keeps_its_scope_though_tvm_prints_it_as_local() -> None:
+    from tvms.ir.stmt import AllocBuffer
+
+    alloc = load("shared_scalar", "input")["main"].body
+    assert isinstance(alloc, AllocBuffer) and alloc.buffer.scope == "shared" and alloc.buffer.is_scalar
+    a = np.arange(8, dtype="float32")
+    run_prim_func(load("shared_scalar", "input")["main"], a)
+    assert a[0] == 7
+
+
+def test_builder_spellings_against_numpy() -> None:
+    """T.buffer_store, with T.While(...), T.Return, with T.If/T.Then/T.Else: the IR builder's
+    spellings of a store, a while loop, return and if/else."""
+    func = load("builders", "input")["main"]
+    a = np.zeros(8, "int32")
+    assert run_prim_func(func, a, 11) == 12
+    np.testing.assert_array_equal(a, [5, 0, 0, 6, 0, 0, 0, 0])
+    branches = load("builders", "input")["branches"]
+    for n, want in ((2, [2, 0]), (4, [1, 0]), (6, [1, 3])):
+        a = np.zeros(8, "int32")
+        run_prim_func(branches, a, n)
+        np.testing.assert_array_equal(a[:2], want)
+    device = np.zeros(10, "int32")
+    run_prim_func(load("builders", "input")["device"], device)  # (T.device_entry: an attribute)
+    np.testing.assert_array_equal(device, np.arange(10))

@@ -61,7 +61,6 @@ def test_a_map_that_merges_elements_is_a_schedule_error(shape, index_map, messag
     ((128, 128), lambda i, j: (i // 16, j // 16, i % 16, j % 16), (8, 8, 16, 16)),
     ((128, 128), lambda i, j: (i * 128 + j,), (16384,)),
     ((12,), lambda i: (i % 3, i // 3), (3, 4)),
-    ((10,), lambda i: (i // 4, i % 4), (3, 4)),  # padded: two places are never used
     ((2, 3, 4), lambda i, j, k: (k, j, i), (4, 3, 2)),
     ((1, 8), lambda i, j: (j,), (8,)),  # an index of extent 1 may go
 ])
@@ -75,6 +74,19 @@ def test_one_to_one_maps_relayout_and_compute_the_same(shape, index_map, new_sha
     run_prim_func(func, a, b)
     for point in np.ndindex(*shape):
         assert b[tuple(int(x) for x in np.atleast_1d(index_map(*point)))] == a[point] + 1
+
+
+def test_padding_is_refused_unless_left_undefined() -> None:
+    """As TVM 0.27: a layout with places no element goes to needs pad_value (not in tvms yet) or
+    assume_injective_transform=True, which leaves them undefined."""
+    with pytest.raises(ScheduleError, match="would introduce padding"):
+        relayout((10,), lambda i: (i // 4, i % 4))
+    sch = relayout((10,), lambda i: (i // 4, i % 4), assume_injective_transform=True)
+    func = sch.mod["main"]
+    a = np.random.default_rng(0).standard_normal((10,)).astype("float32")
+    b = np.full((3, 4), np.nan, dtype="float32")
+    run_prim_func(func, a, b)
+    assert [b[i // 4, i % 4] for i in range(10)] == list(a + 1) and np.isnan(b[2, 2:]).all()
 
 
 def test_large_buffers_are_checked_in_time() -> None:

@@ -124,8 +124,17 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
         return ir.Constant(T.scalar_type(dtype), ir.Undefined)
     if name == "isnullptr":  # a handle compared with the null pointer
         return builder.icmp_unsigned("==", args[0], ir.Constant(args[0].type, None))
-    if name in ("likely", "tvm_likely", "tvm_thread_invariant"):
+    if name in ("likely", "tvm_likely", "tvm_thread_invariant", "ignore_loop_partition"):
         return args[0]
+    if name == "vectorcombine":  # the lanes of the first vector, then those of the second
+        lanes = T.lanes_of(args[0]) + T.lanes_of(args[1])
+        return builder.shuffle_vector(args[0], args[1], ir.Constant(ir.VectorType(T.I32, lanes), list(range(lanes))))
+    if name == "get_active_lane_mask":  # lane k is on while base + k < limit
+        base, limit = (T.broadcast(builder, a, dtype.lanes) for a in args)
+        steps = ir.Constant(base.type, [ir.Constant(T.element_type(base), k) for k in range(dtype.lanes)])
+        return builder.icmp_signed("<", builder.add(base, steps), limit)
+    if name == "dp4a":
+        return _dp4a(builder, arg_types, args)
     if name == "assume":
         return ir.Constant(T.I1, 1)
     if name in ("max_value", "min_value"):
@@ -154,6 +163,18 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
         return _call_llvm_intrin(builder, call, args)
     raise TVMSError(f"the llvm target does not implement the intrinsic T.{name} "
                     f"on {', '.join(map(str, arg_types)) or 'no arguments'}")
+
+
+def _dp4a(builder: ir.IRBuilder, arg_types: list, args: list) -> ir.Value:
+    """The four products of the widened lanes, summed, plus the accumulator (0 without one)."""
+    widen = builder.zext if arg_types[0].is_uint else builder.sext
+    wide = ir.VectorType(T.I32, 4)
+    a, b = (widen(v, wide) for v in args[:2])
+    product = builder.mul(a, b)
+    total = args[2] if len(args) > 2 else ir.Constant(T.I32, 0)
+    for k in range(4):
+        total = builder.add(total, builder.extract_element(product, ir.Constant(T.I32, k)))
+    return total
 
 
 def _call_extern(builder: ir.IRBuilder, call, args: list) -> ir.Value:

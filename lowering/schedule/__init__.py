@@ -2,7 +2,8 @@
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .schedule import Schedule
+from .state import ScheduleState, StmtSRef
 from .trace import Instruction, InstructionKind, Trace
 
 __all__ = ["BlockRV", "ExprRV", "Instruction", "InstructionKind", "LoopRV", "Schedule", "ScheduleError",
-           "Trace"]
+           "ScheduleState", "StmtSRef", "Trace"]

@@ -27,16 +27,17 @@ from .tree import blocks_under, parent_block, replace_in, replace_stmts
 
 
 class BufferSwap(Mutator):
-    """Replaces one buffer by another in loads, stores, regions and allocations."""
+    """Replaces one buffer by another in loads, stores, regions and allocations (and, with
+    ``data=True``, its data pointer where the code passes it, as to an external call)."""
 
-    def __init__(self, old: Buffer, new: Buffer):
-        self.old, self.new = old, new
+    def __init__(self, old: Buffer, new: Buffer, data: bool = False):
+        self.old, self.new, self.data = old, new, data
 
     def visit_Buffer(self, b: Buffer) -> Buffer:
         return self.new if b is self.old else b
 
     def visit_Var(self, v: Var) -> Var:
-        return v
+        return self.new.data if self.data and v is self.old.data else v
 
 
 def _buffer(block: Block, regions: tuple, index: int, what: str) -> Buffer:
@@ -95,20 +96,34 @@ def _swap_in(children: list[Stmt], names: set | None, old: Buffer, new: Buffer, 
 
 
 def cache_read(func: PrimFunc, realize: BlockRealize, path: tuple, index: int, scope_name: str,
-               consumers: list[str] | None) -> tuple[PrimFunc, str]:
+               consumers: list[Block] | None) -> tuple[PrimFunc, Stmt]:
+    """A copy ``A_shared`` of the buffer the block reads at ``index``, placed by TVM's cache location
+    rule (after the buffer's only writer, before the first consumer; at the scope's start when no
+    block writes it); the consumers (all readers when none is named) read the copy. Returns the
+    function and the copy stage."""
+    from .reindex_cache import cache_location, insert_at
+
     block = realize.block
     old = _buffer(block, block.reads, index, "read")
     new = decl_buffer(old.shape, old.dtype, f"{old.name}_{scope_name}", scope=scope_name)
-    scope, children = _scope_children(path)
-    writers = [i for i, child in enumerate(children)
-               if any(any(w.buffer is old for w in r.block.writes) for r in blocks_under(child))]
-    position = writers[-1] + 1 if writers else 0
-    if not any(r is realize for child in children[position:] for r in blocks_under(child)):
-        raise ScheduleError(f"cache_read: block '{block.name_hint}' is not after every writer of "
-                            f"buffer '{old.name}' in its scope")
-    names = set(consumers) if consumers else None
-    swaps = _swap_in(children, names, old, new, position)
-    return _insert(func, scope, children, position, copy_block(old, new, new.name), new, swaps), new.name
+    scope = parent_block(path)
+    in_scope = blocks_under(scope.body)
+    writers = [k for k, r in enumerate(in_scope) if any(w.buffer is old for w in r.block.writes)]
+    # the readers after the writer (those before it read what was there before)
+    readers = [r.block for r in in_scope[writers[-1] + 1 if writers else 0:]
+               if any(x.buffer is old for x in r.block.reads)]
+    writers = [in_scope[k].block for k in writers]
+    chosen = consumers or readers
+    if len(writers) > 1:
+        raise ScheduleError(f"cache_read: buffer '{old.name}' has {len(writers)} writers in the scope of block "
+                            f"'{block.name_hint}'")
+    where, pos = cache_location(scope, writers[0], chosen) if writers else (scope, 0)
+    if where is None or pos < 0:
+        raise ScheduleError(f"cache_read: block '{block.name_hint}' is not after the writer of buffer "
+                            f"'{old.name}' in its scope")
+    stage = copy_block(old, new, new.name)
+    table = {id(b): BufferSwap(old, new).visit(b) for b in chosen}
+    return insert_at(func, where, pos, stage, table, scope, new), stage
 
 
 def cache_write(func: PrimFunc, realize: BlockRealize, path: tuple, index: int, scope_name: str,
@@ -133,7 +148,8 @@ def cache_write(func: PrimFunc, realize: BlockRealize, path: tuple, index: int, 
                                                           {id(block): BufferSwap(old, new).visit(block)})}
     if consumers:
         swaps.update(_swap_in(children, set(consumers), old, new, position))
-    return _insert(func, scope, children, position, copy_block(new, old, new.name), new, swaps), new.name
+    stage = copy_block(new, old, new.name)
+    return _insert(func, scope, children, position, stage, new, swaps), stage
 
 
 def set_scope(func: PrimFunc, realize: BlockRealize, index: int, scope_name: str) -> PrimFunc:
@@ -228,7 +244,7 @@ class _AccessIndices(Visitor):
                                 f"'{self.buffer.name}' opaquely")
 
 
-class _Reindexed(Mutator):
+class Reindexed(Mutator):
     """The block with its accesses of ``old`` made accesses of ``new`` at ``indices``."""
 
     def __init__(self, old: Buffer, new: Buffer, indices: tuple):
@@ -279,7 +295,7 @@ def reindex(func: PrimFunc, realize: BlockRealize, path: tuple, kind: str, index
     # the block accesses the new buffer at its covered iterators
     at = tuple(iv.var for iv in covered)
     region = tuple(Range(iv.var, const(1, iv.var.dtype)) for iv in covered)
-    swap = _Reindexed(old, new, at)
+    swap = Reindexed(old, new, at)
     new_block = block.with_changes(body=swap.visit(block.body),
                                    init=None if block.init is None else swap.visit(block.init),
                                    reads=_regions_of(block.reads, old, BufferRegion(new, region)),

@@ -9,6 +9,7 @@ data, and is refused unless the caller vouches for it (``assume_injective_transf
 from __future__ import annotations
 
 import inspect
+from math import prod
 from typing import Any, Callable
 
 from ...ir.analysis import substitute
@@ -31,11 +32,11 @@ class IndexMap:
         self.final_indices = list(final_indices)
 
     @staticmethod
-    def from_func(func: Callable, ndim: int) -> "IndexMap":
+    def from_func(func: Callable, ndim: int, primitive: str = "transform_layout", what: str = "the buffer has",
+                  unit: str = "dimensions") -> "IndexMap":
         names = list(inspect.signature(func).parameters)
         if len(names) != ndim:
-            raise ScheduleError(f"transform_layout: the index map takes {len(names)} indices, the buffer "
-                                f"has {ndim} dimensions")
+            raise ScheduleError(f"{primitive}: the index map takes {len(names)} indices, {what} {ndim} {unit}")
         variables = [Var(n) for n in names]
         result = func(*variables)
         final = list(result) if isinstance(result, (list, tuple)) else [result]
@@ -49,6 +50,20 @@ class IndexMap:
     def __str__(self) -> str:
         params = ", ".join(v.name for v in self.initial_indices)
         return f"lambda {params}: ({''.join(e.script() + ', ' for e in self.final_indices).rstrip(' ')})"
+
+    __repr__ = __str__
+
+
+class RangesMap(IndexMap):
+    """annotate_buffer_access's map from a block's iterators to (begin, end) pairs, flattened;
+    printed as TVM prints it, ``lambda vi, vj: [(vi - 1, vi + 1), (vj - 1, vj + 1)]``."""
+
+    def __str__(self) -> str:
+        params = ", ".join(v.name for v in self.initial_indices)
+        ends = self.final_indices
+        pairs = [ends[k].script() if ends[k] is ends[k + 1] else f"({ends[k].script()}, {ends[k + 1].script()})"
+                 for k in range(0, len(ends), 2)]
+        return f"lambda {params}: [{', '.join(pairs)}]"
 
     __repr__ = __str__
 
@@ -136,6 +151,11 @@ def transform_layout(func: PrimFunc, realize: BlockRealize, buffer_type: str, in
     shape = _new_shape(old, index_map)
     if not assume_injective:
         _check_one_to_one(old, index_map, shape)
+        if prod(e.value for e in shape) > prod(e.value for e in old.shape):  # (constant: _new_shape checked)
+            raise ScheduleError(f"transform_layout: the index map {index_map} on buffer '{old.name}' of shape "
+                                f"{tuple(e.value for e in old.shape)} gives shape {tuple(e.value for e in shape)}, "
+                                f"which would introduce padding: give pad_value (not supported by tvms yet) or "
+                                f"assume_injective_transform=True to leave the padding undefined")
     new = old.with_changes(shape=shape)
     body = _Relayout(old, new, index_map).visit(func.body)
     buffer_map = FrozenDict({p: (new if b is old else b) for p, b in func.buffer_map.items()})

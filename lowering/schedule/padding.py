@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer
 from ...ir.buffer import BufferRegion
-from ...ir.expr import (DATA_PAR, Add, GE, GT, LE, LT, And, Call, FloatImm, IntImm, IterVar, PrimExpr, Range, Sub,
+from ...ir.expr import (DATA_PAR, Add, GE, GT, LE, LT, Call, FloatImm, IntImm, IterVar, PrimExpr, Range, Sub,
                         Var, const)
 from ...ir.function import PrimFunc
 from ...ir.stmt import SERIAL, Block, BlockRealize, BufferStore, For, Stmt, seq

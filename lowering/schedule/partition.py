@@ -14,7 +14,7 @@ from typing import Any
 from ...ir.analysis import substitute
 from ...ir.buffer import BufferRegion
 from ...ir.dtype import DataType
-from ...ir.expr import BufferLoad, IntImm, IterVar, Range, Var, const
+from ...ir.expr import BufferLoad, IntImm, Range, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import SERIAL, Block, BlockRealize, BufferStore, For, seq
 from ...ir.visitor import Mutator, Visitor

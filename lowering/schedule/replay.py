@@ -108,8 +108,9 @@ class IndexMapLambda:
         self.results = node.body.elts if isinstance(node.body, (ast.Tuple, ast.List)) else [node.body]
         self.single = not isinstance(node.body, (ast.Tuple, ast.List))
         self.text = reader.text(node, limit=200)
-        for result in self.results:
-            self._check(result, reader, 0)
+        for result in self.results:  # (a result may be a pair: annotate_buffer_access's (begin, end))
+            for part in result.elts if isinstance(result, ast.Tuple) and len(result.elts) == 2 else [result]:
+                self._check(part, reader, 0)
         self.__signature__ = inspect.Signature(
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in self.params])
 
@@ -139,6 +140,8 @@ class IndexMapLambda:
                                      f"{_describe(node)} is not")
 
     def _value(self, node: ast.AST, env: dict) -> Any:
+        if isinstance(node, ast.Tuple):
+            return tuple(self._value(e, env) for e in node.elts)
         if isinstance(node, ast.Name):
             return env[node.id]
         if isinstance(node, ast.Constant):

@@ -15,9 +15,9 @@ from typing import Any
 
 from ...ir.analysis import infer_block_regions, substitute
 from ...ir.arith import Analyzer
-from ...ir.buffer import Buffer, BufferRegion
-from ...ir.expr import (LE, LT, OPAQUE, Add, Sub, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, Or, PrimExpr, Range, Var,
-                        const)
+from ...ir.buffer import Buffer
+from ...ir.expr import (LE, LT, OPAQUE, Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, Or, PrimExpr, Range, Sub,
+                        Var, const)
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt
 from ...ir.visitor import Mutator
@@ -72,7 +72,8 @@ def rolling_buffer(func: PrimFunc, realize: BlockRealize, path: tuple, index: in
 
 
 def _text(buffer: Buffer, region: list) -> str:
-    return f"{buffer.name}[" + ", ".join(f"{r.min.script()}:{Analyzer().simplify(Add(r.min, r.extent)).script()}" for r in region) + "]"
+    ends = [Analyzer().simplify(Add(r.min, r.extent)).script() for r in region]
+    return f"{buffer.name}[" + ", ".join(f"{r.min.script()}:{end}" for r, end in zip(region, ends)) + "]"
 
 
 def _common_loop(func: PrimFunc, realizes: list) -> For | None:

@@ -18,10 +18,13 @@ from ...ir.dtype import DataType
 from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...script.dialect import get_dialect
-from . import (annotation, block_layout, blockize, cache, cache_index, compute_at, inline, layout, loop_kinds, loop_transform,
-               pad_einsum, padding, partition, reduction, rolling_buffer, rfactor, sampling)
+from . import (annotation, block_layout, blockize, cache, cache_index, cache_inplace, compute_at, inline, layout,
+               loop_kinds, loop_transform, pad_einsum, padding, partition, read_write_at, reduction, reindex_cache,
+               rolling_buffer, rfactor, sampling)
+from . import epilogue as epilogue_module
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
+from .state import ScheduleState, StmtSRef, sref_of
 from .trace import CLASSIC, Instruction, Trace
 from .tree import (blocks_under, child_blocks, enclosing_loops, find_block, find_loop, parent_block, replace_stmts,
                    walk_with_path)
@@ -96,6 +99,24 @@ class Schedule:
             return self._int(rv)
         return rv
 
+    @property
+    def state(self) -> "ScheduleState":
+        """A view of this schedule's module and srefs (see ``state.py`` for what tvms keeps)."""
+        return ScheduleState(self)
+
+    def get_sref(self, rand_var_or_stmt: Any) -> "StmtSRef | None":
+        """The sref of a block or loop handle, or of a Block or For of the module (None when the
+        module does not hold it)."""
+        if isinstance(rand_var_or_stmt, (BlockRV, LoopRV)):
+            fname, node, _ = self._block_or_loop(rand_var_or_stmt)
+            node = node.block if isinstance(node, BlockRealize) else node
+            return sref_of(self._prim_func(fname).body, node)
+        if not isinstance(rand_var_or_stmt, (Block, For)):
+            raise ScheduleError(f"get_sref takes a block or loop handle, a Block or a For, got "
+                                f"{type(rand_var_or_stmt).__name__}")
+        funcs = [self._mod[n] for n in self._mod if isinstance(self._mod[n], PrimFunc)]
+        return next((found for f in funcs if (found := sref_of(f.body, rand_var_or_stmt)) is not None), None)
+
     def remove_rv(self, rv: Any) -> None:
         self._rvs.pop(rv, None)
 
@@ -142,6 +163,19 @@ class Schedule:
         for rv, r in zip(rvs, realizes):
             self._rvs[rv] = (func_name, r.block.name_hint)
         return rvs
+
+    def _block_rv(self, func_name: str, stage: Any) -> BlockRV:
+        """A handle of the block of the new statement ``stage``; a block whose name an earlier
+        block already has is known as (name, k), the k-th of that name."""
+        while not isinstance(stage, BlockRealize):
+            stage = stage.body
+        name = stage.block.name_hint
+        same = [r for r, _ in walk_with_path(self._prim_func(func_name).body)
+                if isinstance(r, BlockRealize) and r.block.name_hint == name]
+        k = next(i for i, r in enumerate(same) if r.block is stage.block)
+        rv = BlockRV()
+        self._rvs[rv] = (func_name, name if k == 0 else (name, k))
+        return rv
 
     def _new_loops(self, func_name: str, loop_vars: list) -> list[LoopRV]:
         rvs = [LoopRV() for _ in loop_vars]
@@ -513,6 +547,18 @@ class Schedule:
         self._block_rewrite(block, "reverse_compute_inline", "ReverseComputeInline",
                             inline.reverse_compute_inline)
 
+    def fuse_reduction_epilogue(self, reduction_block: BlockRV, epilogue_block: BlockRV) -> None:
+        """Fold an epilogue ``D = temp + C`` into the reduction writing ``temp`` (see
+        ``epilogue.py``); the epilogue block is gone."""
+        def action() -> None:
+            fname, reduction, path = self._block(reduction_block)
+            _, epilogue, _ = self._block(epilogue_block)
+            self._update(fname, epilogue_module.fuse_reduction_epilogue(self._prim_func(fname), reduction, epilogue,
+                                                                        path))
+            self._rvs.pop(epilogue_block, None)  # the epilogue block is gone
+            self._record("FuseReductionEpilogue", [reduction_block, epilogue_block], [], [])
+        self._run("fuse_reduction_epilogue", action)
+
     def _block_rewrite(self, block: BlockRV, primitive: str, kind: str, rewrite: Callable) -> None:
         def action() -> None:
             fname, realize, _ = self._block(block)
@@ -534,11 +580,14 @@ class Schedule:
 
         def action() -> BlockRV:
             fname, realize, path = self._block(block)
-            consumers = [self._block(b)[1].block.name_hint for b in consumer_blocks or []]
-            make = cache.cache_read if kind == "CacheRead" else cache.cache_write
-            func, name = make(self._prim_func(fname), realize, path, index, scope, consumers)
+            if kind == "CacheRead":
+                consumers = [self._block(b)[1].block for b in consumer_blocks or []]
+                func, stage = cache.cache_read(self._prim_func(fname), realize, path, index, scope, consumers)
+            else:
+                consumers = [self._block(b)[1].block.name_hint for b in consumer_blocks or []]
+                func, stage = cache.cache_write(self._prim_func(fname), realize, path, index, scope, consumers)
             self._update(fname, func)
-            (rv,) = self._new_blocks(fname, [find_block(func, name)[0]])
+            rv = self._block_rv(fname, stage)
             self._record(kind, [block, list(consumer_blocks or [])], [index, scope], [rv])
             return rv
         return self._run(primitive, action)
@@ -555,6 +604,66 @@ class Schedule:
             self._record("CacheIndex", [block], [storage_scope, cse_thresh], rvs)
             return rvs
         return self._run("cache_index", action)
+
+    def reindex_cache_read(self, block: BlockRV, read_buffer_index: int, storage_scope: str,
+                           index_map: Any) -> BlockRV:
+        """A cache of the buffer the block reads, indexed by ``index_map`` of the block's iterators
+        (see ``reindex_cache.py``); returns the copy block."""
+        return self._reindex_cache(block, read_buffer_index, storage_scope, index_map, True)
+
+    def reindex_cache_write(self, block: BlockRV, write_buffer_index: int, storage_scope: str,
+                            index_map: Any) -> BlockRV:
+        """A cache of the buffer the block writes, indexed by ``index_map`` of the block's
+        iterators and copied back after it; returns the copy block."""
+        return self._reindex_cache(block, write_buffer_index, storage_scope, index_map, False)
+
+    def _reindex_cache(self, block: BlockRV, index: int, scope: str, index_map: Any, is_read: bool) -> BlockRV:
+        kind = "ReindexCacheRead" if is_read else "ReindexCacheWrite"
+
+        def action() -> BlockRV:
+            fname, realize, path = self._block(block)
+            func, name, imap = reindex_cache.reindex_cache(self._prim_func(fname), realize, path, index, scope,
+                                                           index_map, is_read)
+            self._update(fname, func)
+            (rv,) = self._new_blocks(fname, [find_block(func, name)[0]])
+            self._record(kind, [block, imap], [index, scope], [rv])
+            return rv
+        return self._run("reindex_cache_read" if is_read else "reindex_cache_write", action)
+
+    def cache_inplace(self, block: BlockRV, read_buffer_index: int, storage_scope: str) -> list[BlockRV]:
+        """Work on a copy of a buffer the block reads and writes in place (see
+        ``cache_inplace.py``); returns the copy-in and copy-out blocks."""
+        def action() -> list[BlockRV]:
+            fname, realize, path = self._block(block)
+            func, stages = cache_inplace.cache_inplace(self._prim_func(fname), realize, path, read_buffer_index,
+                                                       storage_scope)
+            self._update(fname, func)
+            rvs = [self._block_rv(fname, stage) for stage in stages]  # (they share a name, as in TVM)
+            self._record("CacheInplace", [block], [read_buffer_index, storage_scope], rvs)
+            return rvs
+        return self._run("cache_inplace", action)
+
+    def read_at(self, loop: LoopRV, block: BlockRV, read_buffer_index: int, storage_scope: str) -> BlockRV:
+        """Copy what one iteration of ``loop`` reads of the buffer into ``storage_scope`` (see
+        ``read_write_at.py``); returns the copy block."""
+        return self._read_write_at(loop, block, read_buffer_index, storage_scope, True)
+
+    def write_at(self, loop: LoopRV, block: BlockRV, write_buffer_index: int, storage_scope: str) -> BlockRV:
+        """Write what one iteration of ``loop`` writes of the buffer into ``storage_scope`` first,
+        copied out after it; returns the copy block."""
+        return self._read_write_at(loop, block, write_buffer_index, storage_scope, False)
+
+    def _read_write_at(self, loop: LoopRV, block: BlockRV, index: int, scope: str, is_read: bool) -> BlockRV:
+        def action() -> BlockRV:
+            fname, node, loop_path = self._loop(loop)
+            _, realize, _ = self._block(block)
+            func, copy = read_write_at.read_write_at(self._prim_func(fname), node, loop_path, realize, index,
+                                                     scope, is_read)
+            self._update(fname, func)
+            rv = self._block_rv(fname, copy)
+            self._record("ReadAt" if is_read else "WriteAt", [loop, block], [index, scope], [rv])
+            return rv
+        return self._run("read_at" if is_read else "write_at", action)
 
     def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
         def action() -> None:
@@ -583,6 +692,23 @@ class Schedule:
             self._update(fname, replace_stmts(self._prim_func(fname), {id(b): new_block}))
             self._record("UnsafeHideBufferAccess", [block, buf_type, list(buf_index_array)], [], [])
         self._run("unsafe_hide_buffer_access", action)
+
+    def annotate_buffer_access(self, block: BlockRV, buffer_index: int, buf_type: str,
+                               gen_new_ranges: Callable) -> None:
+        """Set the region the block reads (``buf_type="read"``) or writes of its ``buffer_index``-th
+        buffer: ``gen_new_ranges(*iterators)`` gives per iterator a (begin, end) pair or a point,
+        and the block is annotated ``explicit_read_region`` / ``explicit_write_region``."""
+        def action() -> None:
+            fname, realize, _ = self._block(block)
+            if buf_type not in ("read", "write"):
+                raise ScheduleError(f"annotate_buffer_access: buf_type must be 'read' or 'write', got {buf_type!r}")
+            ranges = annotation.explicit_ranges(realize.block, gen_new_ranges)
+            func = annotation.annotate_buffer_access(self._prim_func(fname), realize.block, buffer_index,
+                                                     buf_type, ranges)
+            self._update(fname, func)
+            self._record("AnnotateBufferAccess", [block, buffer_index, ("read", "write").index(buf_type), ranges],
+                         [], [])
+        self._run("annotate_buffer_access", action)
 
     def unsafe_set_dtype(self, block: BlockRV, buffer_index: int, dtype: str) -> None:
         """Store the buffer the block writes at ``buffer_index`` as ``dtype``; its stores and

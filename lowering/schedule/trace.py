@@ -79,13 +79,28 @@ def _kinds() -> dict[str, InstructionKind]:
         k("SampleCategorical", "sample_categorical",
           (Param("candidates", "a0"), Param("probs", "a1"), Param("decision", "d"))),
         k("ComputeInline", "compute_inline", (Param("block", "i0"),)),
+        k("FuseReductionEpilogue", "fuse_reduction_epilogue", (Param("reduction_block", "i0"),
+                                                               Param("epilogue_block", "i1"))),
         k("ReverseComputeInline", "reverse_compute_inline", (Param("block", "i0"),)),
         k("CacheRead", "cache_read", (Param("block", "i0"), Param("read_buffer_index", "a0"),
                                       Param("storage_scope", "a1"), Param("consumer_blocks", "i1", skip_empty=True))),
         k("CacheWrite", "cache_write", (Param("block", "i0"), Param("write_buffer_index", "a0"),
                                         Param("storage_scope", "a1"), Param("consumer_blocks", "i1", skip_empty=True))),
-        k("CacheIndex", "cache_index", (Param("block", "i0"), Param("storage_scope", "a0"), Param("cse_thresh", "a1")),
-          True),
+        k("CacheIndex", "cache_index", (Param("block", "i0"), Param("storage_scope", "a0"),
+                                        Param("cse_thresh", "a1")), True),
+        k("ReindexCacheRead", "reindex_cache_read", (Param("block", "i0"), Param("read_buffer_index", "a0"),
+                                                     Param("storage_scope", "a1"), Param("index_map", "i1"))),
+        k("ReindexCacheWrite", "reindex_cache_write", (Param("block", "i0"), Param("write_buffer_index", "a0"),
+                                                       Param("storage_scope", "a1"), Param("index_map", "i1"))),
+        k("CacheInplace", "cache_inplace", (Param("block", "i0"), Param("read_buffer_index", "a0"),
+                                            Param("storage_scope", "a1")), True),
+        k("ReadAt", "read_at", (Param("loop", "i0"), Param("block", "i1"), Param("read_buffer_index", "a0"),
+                                Param("storage_scope", "a1"))),
+        k("WriteAt", "write_at", (Param("loop", "i0"), Param("block", "i1"), Param("write_buffer_index", "a0"),
+                                  Param("storage_scope", "a1"))),
+        k("AnnotateBufferAccess", "annotate_buffer_access", (Param("block", "i0"), Param("buffer_index", "i1"),
+                                                             Param("buf_type", "buf_type"),
+                                                             Param("gen_new_ranges", "i3"))),
         k("UnsafeHideBufferAccess", "unsafe_hide_buffer_access",
           (Param("block", "i0"), Param("buf_type", "i1"), Param("buf_index_array", "i2"))),
         k("UnsafeSetDType", "unsafe_set_dtype", (Param("block", "i0"), Param("buffer_index", "a0"),
@@ -111,7 +126,8 @@ def _kinds() -> dict[str, InstructionKind]:
 
 KINDS = _kinds()
 SAMPLING_KINDS = ("SamplePerfectTile", "SamplePartitionedTile", "SampleCategorical", "SampleComputeLocation")
-INT_FLAG_KINDS = ("Fuse", "LoopPartition", "ComputeAt", "ReverseComputeAt", "Blockize")  # TVM's JSON stores their flags as 0/1
+# TVM's JSON stores these kinds' flags as 0/1
+INT_FLAG_KINDS = ("Fuse", "LoopPartition", "ComputeAt", "ReverseComputeAt", "Blockize")
 
 
 @dataclass(eq=False)
@@ -315,6 +331,8 @@ def _source(inst: Instruction, source: str, decision: Any) -> Any:
         return decision
     if source == "i*":
         return list(inst.inputs)
+    if source == "buf_type":  # input 2, 0 read / 1 write, given as its name
+        return ("read", "write")[inst.inputs[2]]
     if source == "buffer":  # attributes (index, 0 read / 1 write), given as ("read", index)
         return (("read", "write")[inst.attrs[1]], inst.attrs[0])
     values = inst.inputs if source[0] == "i" else inst.attrs

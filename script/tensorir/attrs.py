@@ -11,6 +11,7 @@ from ...ir import arith
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.expr import PrimExpr, StringImm, const
+from ...ir.index_map import IndexMap
 from ...ir.module import MetadataRef, Target
 from ...ir.node import FrozenDict, Node
 from ...ir.stmt import AttrStmt, Stmt
@@ -91,6 +92,15 @@ def _attr_stmt(b: Any, call: S.Call, rest: list) -> Any:
     return TakesRest(nest(b.attr_args(call), b.rest_body(rest), b.span(call)))
 
 
+@parses("call", "device_entry")
+def _device_entry(b: Any, call: S.Call, rest: list) -> Any:
+    """``T.device_entry()``: where the device region of the function starts (an attribute over
+    the node 0, which TVM 0.27 prints as ``T.attr({"tirx.device_entry": T.bool(True)})``)."""
+    if call.args or call.kwargs:
+        raise b.error(call, "T.device_entry takes no arguments")
+    return TakesRest(nest([(0, "tirx.device_entry", const(True, "bool"))], b.rest_body(rest), b.span(call)))
+
+
 @parses("call", "hint")
 def _hint_stmt(b: Any, call: S.Call, rest: list) -> Any:
     return TakesRest(nest([b.hint_args(call)], b.rest_body(rest), b.span(call)))
@@ -106,7 +116,7 @@ class AttrPrinting:
 
     @prints(AttrStmt)
     def st_attr(self, s: AttrStmt, concise: bool, top: bool) -> None:
-        if is_launch(self, s):  # (one frame less on the deep path of concise scopes)
+        if is_launch(s):  # (one frame less on the deep path of concise scopes)
             rhs, define = launch_scope(self, s)
             self.scope(concise, top, None, rhs, s.body, define, alone_body=True)
             return
@@ -148,6 +158,8 @@ class AttrPrinting:
         if isinstance(v, MetadataRef):
             self.absent_metadata = True
             return f"metadata[{quote(v.key)}][{v.index}]"
+        if isinstance(v, IndexMap):
+            return self.index_map(v)
         if isinstance(v, Target):
             return self.tir(f"target({self.attr_dict(v.config, sort=False)})")
         if isinstance(v, Buffer):

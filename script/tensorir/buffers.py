@@ -11,7 +11,7 @@ from typing import Any, Callable
 from ...ir import arith
 from ...ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from ...ir.dtype import handle
-from ...ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
+from ...ir.expr import BufferLoad, FloorDiv, IntImm, PointerType, PrimExpr, Var
 from ...ir.node import EMPTY
 from ...ir.stmt import Allocate, AllocBuffer, BufferStore, DeclBuffer, LetStmt, SeqStmt, Stmt, seq
 from ...ir.visitor import walk
@@ -119,14 +119,18 @@ def _alloc_stmt(scope: str) -> Callable:
         args, kwargs = call_args(b, call)
         annotations = norm_attrs(kwargs.pop("annotations", None) or {})
         buf = b.buffer_decl(name, args, kwargs, call, scope_default=scope)
-        if b.dialect is not CLASSIC and b.func is not None and not b.func.s_tir:
-            # TVM 0.27 lays out the allocations of a PrimFunc without blocks: a one-element one
-            # is then a mutable scalar
-            laid_out = replace(buf, scalar=True)
-            buf = laid_out if laid_out.is_scalar else buf
+        if b.dialect is not CLASSIC and b.func is not None and not b.func.s_tir and laid_out_scalar(buf):
+            buf = replace(buf, scalar=True)
         return TakesRest(AllocBuffer(buf, b.rest_body(rest, {name: buf}), annotations or EMPTY,
                                       span=b.assigned_span(call, target)))
     return build
+
+
+def laid_out_scalar(buf: Buffer) -> bool:
+    """Whether an allocation of a PrimFunc without blocks is a mutable scalar in TVM 0.27, which
+    lays such allocations out: one local element. (TVM writes a global or shared one as a scalar
+    too, and reads that back as a local one: tvms keeps those buffers, so that they read back.)"""
+    return buf.one_element and buf.scope == "local"
 
 
 def _decl_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
@@ -144,6 +148,26 @@ def _decl_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
         decl = DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target))
         return TakesRest(LetStmt(var, data, decl, span=b.assigned_span(call, target)))
     buf = b.buffer_decl(name, args, kwargs, call)
+    return TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target)))
+
+
+def _decl_scalar(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+    """``s = T.decl_scalar(T.int32, data=A.data, elem_offset=3, scope="global")``: a mutable
+    scalar over existing memory (``byte_offset=`` counts bytes instead of elements)."""
+    name = b.target_name(target)
+    args, kwargs = call_args(b, call)
+    names = ("dtype", "data", "scope", "elem_offset", "byte_offset")
+    given = {**dict(zip(names, args)), **kwargs}
+    if "dtype" not in given or "data" not in given:
+        raise b.error(call, "T.decl_scalar takes a dtype, data= and scope=")
+    dtype = b.dtype_of(given["dtype"], call)
+    offset = given.get("elem_offset")
+    if given.get("byte_offset") is not None:
+        offset = arith.binary(FloorDiv, arith.to_expr(given["byte_offset"]), dtype.bits * dtype.lanes // 8)
+    decl = {"data": given["data"], "scope": given.get("scope", "global")}
+    if offset is not None:
+        decl["elem_offset"] = offset
+    buf = replace(b.buffer_decl(name, [(1,), str(dtype)], decl, call), scalar=True)
     return TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target)))
 
 
@@ -193,7 +217,7 @@ def _allocate(b: Any, target: Any, call: S.Call, rest: list) -> Any:
 
 for _name, _rule in {"alloc_buffer": _alloc_buffer, "sblock_alloc_buffer": _alloc_buffer_in_block,
                      "alloc_shared": _alloc_stmt("shared"), "alloc_local": _alloc_stmt("local"),
-                     "decl_buffer": _decl_buffer, "Buffer": _buffer_alias,
+                     "decl_buffer": _decl_buffer, "Buffer": _buffer_alias, "decl_scalar": _decl_scalar,
                      "match_buffer": _match_buffer, "allocate": _allocate}.items():
     parses("assign", _name)(_rule)
 
@@ -310,6 +334,10 @@ class BufferPrinting:
         self.scope(concise, top, None, rhs, s.body, lambda: self.define_buffer(b), flat=True)
 
     def view_or_decl(self, b: Buffer) -> str:
+        if self.d.name != "classic" and b.is_scalar:
+            offset = f", elem_offset={self.expr(b.elem_offset)}" if b.elem_offset is not None else ""
+            return (f"{self.tir('decl_scalar')}({self.tir(str(b.dtype))}, data={self.var(b.data)}"
+                    f"{offset}, scope={quote(b.scope)})")
         owner = self.data_owner(b.data, exclude=b)
         if (self.d.name != "classic" and owner is not None and owner.dtype == b.dtype
                 and self.simple_buffer(b) and owner.shape != b.shape

@@ -11,6 +11,7 @@ from ...ir import arith, op as op_registry
 from ...ir.buffer import Buffer, BufferRegion
 from ...ir.dtype import SHORTHANDS as DTYPE_SHORTHANDS, DataType, is_dtype_name
 from ...ir.errors import ScriptError, Source, TVMSError
+from ...ir.index_map import IndexMap
 from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, PrimExpr, PrimType,
                         Ramp, Range, StringImm, Sub, Var, const)
 from ...ir.node import EMPTY
@@ -311,6 +312,10 @@ class ExprEvaluator:
         func = self.ev(syn.func)
         if isinstance(func, Builtin) and func.path == "comm_reducer":
             return self.comm_reducer(syn)
+        if isinstance(func, Builtin) and func.path == "index_map":
+            if len(syn.args) != 1 or not isinstance(syn.args[0], S.Lambda) or syn.kwargs:
+                raise self.error(syn, "T.index_map takes a lambda of the indices")
+            return self.ev(syn.args[0])
         args = [self.ev(a) for a in syn.args if not isinstance(a, S.Starred)]
         if any(isinstance(a, S.Starred) for a in syn.args):
             raise self.error(syn, "star arguments are not supported in TVMScript")
@@ -339,6 +344,18 @@ class ExprEvaluator:
             self.scopes.pop()
         result = tuple(arith.to_expr(r) for r in (body if isinstance(body, tuple) else (body,)))
         return CommReducer(lhs, rhs, result, tuple(identity))
+
+    def ev_Lambda(self, syn: S.Lambda) -> IndexMap:
+        """``lambda i, j: (j, i)``: an index map (``T.index_map``, R.layout_transform's
+        attribute), over int64 indices as TVM makes them."""
+        variables = tuple(Var(p, DataType("int64")) for p in syn.params)
+        self.scopes.append({v.name: v for v in variables})
+        try:
+            body = self.ev(syn.body)
+        finally:
+            self.scopes.pop()
+        final = body if isinstance(body, tuple) else (body,)
+        return IndexMap(variables, tuple(arith.to_expr(e, variables[0] if variables else None) for e in final))
 
     def buffer_method(self, method: BufferMethod, args: list, kwargs: dict, syn: Any) -> Any:
         raise self.error(syn, f"{method.buffer.name}.{method.name}(...) is only allowed as a statement "
@@ -388,6 +405,8 @@ class ExprEvaluator:
             explicit = self.dtype_of(args[0] if first else args[-1], syn)
             args = args[1:] if first else args[:-1]
         lo, hi = info.arity
+        if info.defaults and hi - len(info.defaults) <= len(args) < hi:
+            args = [*args, *info.defaults[len(args) - hi:]]  # what TVM's function fills in
         if len(args) < lo or (hi is not None and len(args) > hi):
             want = str(lo) if lo == hi else f"{lo} to {hi}" if hi is not None else f"at least {lo}"
             raise self.error(syn, f"T.{info.script_name} takes {want} argument{'s' if want != '1' else ''}, "
@@ -534,4 +553,5 @@ def is_builtin_name(path: str) -> bool:
     """Whether ``T.<path>`` is a name tvms knows (a statement, an expression builtin, a dtype or
     a TensorIR operator); what the parser accepts and the inventory test counts."""
     return (path in EXPR_BUILTINS or path in statement_builtin_names() or is_dtype_name(path)
-            or path in DTYPE_SHORTHANDS or op_registry.lookup_script_name(path) is not None)
+            or path in DTYPE_SHORTHANDS or op_registry.lookup_script_name(path) is not None
+            or op_registry.is_namespace(path))

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from ...ir import arith, op as op_registry
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
+from ...ir.index_map import IndexMap
 from ...ir.expr import (Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
                         FloorMod, IntImm,
                         IterVar, Let, Max, Min, Mod, Not, PointerType, PrimType, Ramp, Select,
@@ -230,7 +231,8 @@ class ExprPrinting:
 
     def prints_as_scalar(self, buffer: Buffer, indices: tuple) -> bool:
         """TVM 0.27 writes a mutable scalar's element as its bare name (``x = x + 1``)."""
-        return (self.d.name != "classic" and buffer.is_scalar and len(indices) == 1
+        return (self.d.name != "classic" and (buffer.is_scalar or id(buffer) in self.laid_out)
+                and len(indices) == 1
                 and isinstance(indices[0], IntImm) and indices[0].value == 0)
 
     def indices(self, indices: tuple, slices: bool = True) -> str:
@@ -280,6 +282,16 @@ class ExprPrinting:
         body = result[0] if len(result) == 1 else "(" + ", ".join(result) + ")"
         identity = ", ".join(self.expr(i) for i in e.identity_element)
         return self.tir(f"comm_reducer(lambda {', '.join(params)}: {body}, [{identity}])"), ATOM
+
+    def index_map(self, m: IndexMap) -> str:
+        """``T.index_map(lambda i, j: (j, i))``, the lambda's variables named in a scope of their own."""
+        self.namer.push()
+        try:
+            params = ", ".join(self.namer.define(v, v.name) for v in m.initial_indices)
+            final = ", ".join(self.expr(e) for e in m.final_indices)
+        finally:
+            self.namer.pop()
+        return self.tir(f"index_map(lambda {params}: ({final}{',' if len(m.final_indices) == 1 else ''}))")
 
     def ex_iter_var(self, e: IterVar) -> tuple[str, int]:
         return self.var(e.var), ATOM

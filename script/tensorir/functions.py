@@ -13,8 +13,8 @@ from ...ir.errors import ScriptError, Source
 from ...ir.expr import PointerType, PrimExpr, PrimType, TupleType, Var, const
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
-from ...ir.stmt import Block, BlockRealize, Stmt
-from ...ir.visitor import collect
+from ...ir.stmt import AllocBuffer, Block, BlockRealize, Stmt
+from ...ir.visitor import collect, walk
 from ...ir.well_formed import verify_well_formed
 from .. import syntax as S
 from .blocks import implicit_root
@@ -22,7 +22,8 @@ from .evaluator import Builtin, FunctionFrame, _describe
 from .attrs import norm_attrs
 from .rules import Header, call_args, parses
 from .text import ParamUsed, comments_of, def_name
-from .threads import launched_more_than_once
+from .buffers import laid_out_scalar
+from .threads import is_launch
 
 
 class FunctionParsing:
@@ -163,6 +164,22 @@ class FunctionParsing:
                 self.define_quoted_names(self.quoted_syntax(dim.value, dim))
 
 
+def _shared_threads_and_scalars(f: PrimFunc) -> tuple[set, set]:
+    """One walk of the body: the ids of the thread variables several launches share (TVM
+    declares them with ``T.env_thread``) and, in a function without blocks, of the one-element
+    allocations that TVM 0.27 lays out and so writes as scalars (``x: T.int32``)."""
+    seen: set = set()
+    shared: set = set()
+    laid_out: set = set()
+    for node in walk(f.body):
+        if is_launch(node):
+            key = id(node.node.var)
+            (shared if key in seen else seen).add(key)
+        elif not f.s_tir and isinstance(node, AllocBuffer) and laid_out_scalar(node.buffer):
+            laid_out.add(id(node.buffer))
+    return shared, laid_out
+
+
 def _elements(syn: Any) -> list:
     """The items of a tuple or list literal; a single other expression alone."""
     if syn is None:
@@ -268,7 +285,7 @@ class FunctionPrinting:
         namer = self.namer
         namer.push()
         self.func_frame = len(namer.frames) - 1
-        self.relaunched = launched_more_than_once(f.body)
+        self.relaunched, self.laid_out = _shared_threads_and_scalars(f)
         dec_args = []
         if f.is_private:
             dec_args.append("private=True")

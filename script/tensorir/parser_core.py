@@ -146,11 +146,9 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
         value = self.ev(value_syn)
         if isinstance(value, NewVar):
             name = self.target_name(target)
-            size = self.func.size_vars.get(name) if self.func is not None else None
-            # TVM 0.27 declares again, in the body, a size that a quoted dimension of the
-            # signature defined (A: T.Buffer(("n",), ...) then n = T.int32()): that very variable
-            if not (size is not None and size.dtype == value.dtype and self.lookup_local(name) is size):
-                self.define(name, Var(name, value.dtype))
+            sized = self.func.size_vars.get(name) if self.func is not None else None
+            # ``n = T.int32()`` after a signature whose quoted size made n: that very variable
+            self.define(name, sized if sized is not None and sized.dtype == value.dtype else Var(name, value.dtype))
             return Header()
         if isinstance(value, Buffer):  # an alias, B = A
             self.define(self.target_name(target), value)

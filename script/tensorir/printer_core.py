@@ -43,6 +43,7 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         self.scalar_params: set = set()  # ids of the PrimFunc's scalar parameters (TVM 0.27)
         self.signature_sizes: list = []  # per signature buffer, the sizes it defines (TVM 0.27)
         self.relaunched: set = set()  # ids of thread variables several launches share
+        self.laid_out: set = set()  # ids of one-element buffers TVM 0.27 lays out: scalars
         self.root_comment_at: int | None = None  # the line of `# with T.block("root"):`
         self.absent_metadata = False  # printed metadata[...][i] for an entry the IR does not hold
         self.uses_tir = False  # printed a T.<name> (the header then imports tir as T)

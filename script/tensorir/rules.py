@@ -21,9 +21,9 @@ PRINT_STMT: dict[type, Callable] = {}
 PRINT_EXPR: dict[type, Callable] = {}
 
 # ``T.<name>`` that resolve (for messages and suggestions) though no rule above reads them
-# alone: the decorator, ``T.axis`` before its kind, ``T.let[...]``, ``T.comm_reducer``
-# (read by the evaluator itself).
-_OTHER_NAMES = frozenset("prim_func axis let comm_reducer bool".split())
+# alone: the decorator, ``T.axis`` before its kind, ``T.let[...]``, ``T.comm_reducer`` and
+# ``T.index_map`` (read by the evaluator itself), ``T.Then`` / ``T.Else`` (read by ``with T.If(...)``).
+_OTHER_NAMES = frozenset("prim_func axis let comm_reducer index_map bool Then Else".split())
 
 
 def parses(form: str, *names: str) -> Callable:

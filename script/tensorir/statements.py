@@ -19,7 +19,7 @@ from ...ir.stmt import (AllocBuffer, AssertStmt, BufferStore, DeclBuffer, Evalua
 from .. import syntax as S
 from ..dialect import CLASSIC
 from .evaluator import Builtin, BufferSlice, LetAnnotation, _describe
-from .rules import Header, TakesRest, parses, prints
+from .rules import Header, TakesRest, call_args, parses, prints
 from .text import quote
 
 
@@ -74,12 +74,12 @@ class StatementParsing:
         return TakesRest(LetStmt(var, value, self.rest_body(rest, {name: var}), span=self.span(syn)))
 
     def declare_scalar(self, name: str, dtype: DataType, value: PrimExpr | None, rest: list,
-                       syn: Any) -> Any:
+                       syn: Any, scope: str = "local") -> Any:
         """TVM 0.27's mutable scalar (``x: T.int32 = v``, or ``x = v`` for a new name): a
         one-element local buffer that later ``x = ...`` store into and ``x`` loads from."""
         if value is not None and value.dtype != dtype:
             raise self.error(syn, f"{name!r} is declared {dtype} but the value is {value.dtype}")
-        buf = replace(decl_buffer((1,), dtype, name, scope="local"), scalar=True)
+        buf = replace(decl_buffer((1,), dtype, name, scope=scope), scalar=True)
         body = self.rest_body(rest, {name: buf}) if rest else None
         if value is not None:
             store = BufferStore(buf, value, (const(0),), span=self.span(syn))
@@ -153,6 +153,85 @@ class StatementParsing:
         value = self.ev_expr(call.args[0])
         var = Var(name, value.dtype)
         return LetStmt(var, value, self.scoped(lambda: self.body(syn.body), {name: var}), span=self.span(call))
+
+
+def _scalar_alloc(scope: str | None):
+    """``x = T.local_scalar("int32")`` (``T.shared_scalar``, ``T.alloc_scalar(dtype, scope)``):
+    a mutable scalar without a value yet."""
+    def build(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+        args, kwargs = call_args(b, call)
+        dtype = b.dtype_of(args[0] if args else kwargs.get("dtype", "float32"), call)
+        where = scope or (args[1] if len(args) > 1 else kwargs.get("scope", "global"))
+        return b.declare_scalar(b.target_name(target), dtype, None, rest, call, where)
+    return build
+
+
+parses("assign", "local_scalar")(_scalar_alloc("local"))
+parses("assign", "shared_scalar")(_scalar_alloc("shared"))
+parses("assign", "alloc_scalar")(_scalar_alloc(None))
+
+
+@parses("assign", "bind", "Bind")
+def _bind(b: Any, target: Any, call: S.Call, rest: list) -> Any:
+    """``x = T.bind(value)``: an immutable binding (TVM 0.27 prints ``x: T.let[T.int32] = value``)."""
+    args, kwargs = call_args(b, call)
+    if len(args) != 1:
+        raise b.error(call, "T.bind takes the value to bind")
+    value = b.ev_expr(call.args[0])
+    return b.let_stmt(b.target_name(target), value.dtype, value, rest, call)
+
+
+@parses("call", "static_assert")
+def _static_assert(b: Any, call: S.Call, rest: list) -> Any:
+    """``T.static_assert(cond, message)``: checked when the script is read; leaves no statement."""
+    args, _ = call_args(b, call)
+    if not 1 <= len(args) <= 2:
+        raise b.error(call, "T.static_assert takes a condition and a message")
+    cond = args[0].value if isinstance(args[0], IntImm) else args[0]
+    if not isinstance(cond, (bool, int)):
+        raise b.error(call, f"T.static_assert needs a condition known when the script is read, got "
+                      f"{_describe(args[0])}")
+    if not cond:
+        raise b.error(call, f"static assertion failed{': ' + str(args[1]) if len(args) > 1 else ''}")
+    return Header()
+
+
+@parses("call", "buffer_store")
+def _buffer_store_call(b: Any, call: S.Call, rest: list) -> Any:
+    """``T.buffer_store(A, value, [i, j])``: the builder's spelling of ``A[i, j] = value``."""
+    if len(call.args) != 3 or not isinstance(call.args[2], (S.ListExpr, S.TupleExpr)):
+        raise b.error(call, "T.buffer_store takes a buffer, a value and a list of indices")
+    target = S.Subscript(call.args[0], list(call.args[2].elts)).at(call, call)
+    return b.buffer_store(target, call.args[1])
+
+
+@parses("call", "Return")
+def _return_call(b: Any, call: S.Call, rest: list) -> Any:
+    return b.stmt_Return(S.Return(call.args[0] if call.args else None).at(call, call), rest)
+
+
+@parses("with", "While")
+def _with_while(b: Any, syn: S.With, call: S.Call) -> Any:
+    """``with T.While(cond):``: the builder's spelling of a while loop."""
+    if len(call.args) != 1:
+        raise b.error(call, "T.While takes the loop condition")
+    return b.stmt_While(S.While(call.args[0], syn.body).at(syn, syn), [])
+
+
+@parses("with", "If")
+def _with_if(b: Any, syn: S.With, call: S.Call) -> Any:
+    """``with T.If(cond):`` holding ``with T.Then():`` and optionally ``with T.Else():``."""
+    branches: dict = {}
+    for part in syn.body:
+        func = b.ev(part.item.func) if isinstance(part, S.With) and isinstance(part.item, S.Call) else None
+        kind = func.path if isinstance(func, Builtin) else None
+        if kind not in ("Then", "Else") or kind in branches:
+            raise b.error(part, "the body of 'with T.If(...)' is one 'with T.Then():' and at most one "
+                          "'with T.Else():'")
+        branches[kind] = part.body
+    if "Then" not in branches or len(call.args) != 1:
+        raise b.error(call, "write 'with T.If(cond):' around 'with T.Then():' (and 'with T.Else():')")
+    return b.stmt_If(S.If(call.args[0], branches["Then"], branches.get("Else", [])).at(syn, syn), [])
 
 
 @parses("call", "evaluate")

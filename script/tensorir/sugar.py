@@ -1,6 +1,6 @@
 """``T.*`` helpers that TVM's script namespace offers for writing TensorIR and that build other
 nodes (TVM's printer never writes them back): ``T.abs``, ``T.ceildiv``, ``T.cast``, ``T.ramp``,
-``T.broadcast`` (the dtype shorthands ``T.f32``, ``T.i32``, ... are ir.dtype.SHORTHANDS).
+``T.broadcast``, ``T.print_buffer``, ``T.ptr_byte_offset`` (the dtype shorthands ``T.f32``, ``T.i32``, ... are ir.dtype.SHORTHANDS).
 
 Each builds what TVM's function builds (tvm/tirx/op.py), so a text written with them prints as
 TVM prints it: ``T.abs(x)`` on an int is ``T.Select(x >= 0, x, 0 - x)``, ``T.ceildiv(a, b)`` is
@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir import arith
-from ...ir.expr import Add, Call, FloatImm, FloorDiv, GE, IntImm, Select, Sub, const
+from ...ir import arith, op as op_registry
+from ...ir.dtype import DataType
+from ...ir.expr import Add, Call, FloatImm, FloorDiv, GE, IntImm, Select, StringImm, Sub, const
 from ...ir.op import get_op
+from . import buffers  # noqa: F401  (T.Buffer, which T.buffer spells too)
+from .evaluator import NewVar
 from .exprs import EXPR_BUILTINS, _broadcast, _fixed, _ramp
 
 
@@ -53,3 +56,47 @@ EXPR_BUILTINS.update({
     "broadcast": _fixed(2, "broadcast", _broadcast),
 })
 
+
+
+def _print_buffer(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    """``T.print_buffer(data, "int32", is_string, is_scalar, ndim, *shape)``: the flags as
+    booleans and the rank as a uint32, as TVM's function converts them."""
+    if len(args) < 5:
+        raise ev.error(syn, "T.print_buffer takes data, a dtype, is_string, is_scalar, the rank and the shape")
+    data, dtype, is_string, is_scalar, ndim, *shape = args
+    flags = [const(bool(f), "bool") if isinstance(f, (bool, int)) else ev.call_arg(f, syn)
+             for f in (is_string, is_scalar)]
+    rank = const(ndim, "uint32") if isinstance(ndim, int) else ev.call_arg(ndim, syn)
+    call_args = (ev.call_arg(data, syn), StringImm(str(ev.dtype_of(dtype, syn))), *flags, rank,
+                 *(ev.call_arg(s, syn) for s in shape))
+    return Call(DataType("void"), get_op("tir.print_buffer"), call_args)
+
+
+def _ptr_byte_offset(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    """``T.ptr_byte_offset(data, byte_offset, "int32")``: the pointee type as a type annotation."""
+    data, offset, dtype = args
+    if isinstance(dtype, str):
+        dtype = Call(ev.dtype_of(dtype, syn), get_op("tir.type_annotation"), ())
+    return Call(DataType("handle"), get_op("tir.ptr_byte_offset"),
+                tuple(ev.call_arg(a, syn) for a in (data, offset, dtype)))
+
+
+EXPR_BUILTINS.update({
+    "print_buffer": _print_buffer,
+    "ptr_byte_offset": _fixed(3, "ptr_byte_offset", _ptr_byte_offset),
+})
+
+
+def _dp4a(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    """``T.dp4a(a, b, acc)`` (TVM's function: an int32) or ``T.dp4a("int32", a, b, acc)`` (how
+    TVM prints it)."""
+    if not args or not isinstance(args[0], str):
+        args = ["int32", *args]
+    return ev.intrinsic(op_registry.lookup_script_name("dp4a"), args, kwargs, syn)
+
+
+EXPR_BUILTINS["dp4a"] = _dp4a
+
+
+EXPR_BUILTINS["buffer"] = EXPR_BUILTINS["buffer_decl"] = EXPR_BUILTINS["Buffer"]  # (older spellings)
+EXPR_BUILTINS["var"] = _fixed(1, "var", lambda ev, args, kwargs, syn: NewVar(ev.dtype_of(args[0], syn)))

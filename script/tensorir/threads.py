@@ -10,7 +10,6 @@ from typing import Any, Callable
 from ...ir.dtype import DataType
 from ...ir.expr import THREAD_INDEX, IterVar, Range, Var, const
 from ...ir.stmt import AttrStmt, Stmt
-from ...ir.visitor import walk
 from .. import syntax as S
 from .rules import Header, TakesRest, call_args, parses
 from .text import quote
@@ -70,22 +69,10 @@ def _launch_thread_call(b: Any, call: S.Call, rest: list) -> Any:
     return TakesRest(b.launch_thread(None, call, lambda names: b.rest_body(rest, names)))
 
 
-def is_launch(p: Any, s: AttrStmt) -> bool:
-    """Whether an AttrStmt prints as ``T.launch_thread``: a thread's extent."""
-    return s.attr_key in ("thread_extent", "virtual_thread") and isinstance(s.node, IterVar)
-
-
-def launched_more_than_once(body: Any) -> set:
-    """The ids of the thread variables that several launches share (TVM declares them with
-    ``T.env_thread`` and launches each by name)."""
-    seen: set = set()
-    shared: set = set()
-    for node in walk(body):
-        if isinstance(node, AttrStmt) and isinstance(node.node, IterVar) \
-                and node.attr_key in ("thread_extent", "virtual_thread"):
-            key = id(node.node.var)
-            (shared if key in seen else seen).add(key)
-    return shared
+def is_launch(s: Any) -> bool:
+    """Whether a statement is a thread launch (printed ``T.launch_thread``): a thread's extent."""
+    return (isinstance(s, AttrStmt) and s.attr_key in ("thread_extent", "virtual_thread")
+            and isinstance(s.node, IterVar))
 
 
 def launch_scope(p: Any, s: AttrStmt) -> tuple[str, Callable[[], str] | None]:
