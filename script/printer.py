@@ -232,6 +232,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
     head = f"class {class_name}:"
     body = [*notes.before, "@I.ir_module", f"{head}  {notes.after}" if notes.after else head] \
         if notes else ["@I.ir_module", head]
+    head_at = len(body) - 1
     if mod.attrs:
         p = RelaxPrinter(d, namer, typevar_ids, names, constants)
         body.append(f"    I.module_attrs({p.attr_dict(mod.attrs)})")
@@ -263,6 +264,8 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         absent_metadata |= p.absent_metadata
         uses_t |= p.uses_tir
         typevar_used |= bool(_hoisted_typevars([f])[0])
+    if len(body) == head_at + 1:  # an empty module, as TVM prints it
+        body.append("    pass")
     if notes:
         body += notes.below
     relax = any(isinstance(f, rx.Function) for _, f in funcs)
