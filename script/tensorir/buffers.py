@@ -310,9 +310,10 @@ class BufferPrinting:
         return f"{self.buffer(r.buffer)}[{', '.join(parts) if parts else '()'}]"
 
     def simple_buffer(self, b: Buffer, with_layout: bool = False) -> bool:
-        """``with_layout``: strides, offset and alignment may be given (TVM 0.27's signature
-        annotations write them); an offset hoisted to a module TypeVar prints inline anyway."""
-        if b.scope != "global" or b.axis_separators or b.buffer_type != "default":
+        """``with_layout``: strides, offset, alignment and scope may be given (TVM 0.27's
+        signature annotations write them); an offset hoisted to a module TypeVar prints inline
+        anyway."""
+        if (b.scope != "global" and not with_layout) or b.axis_separators or b.buffer_type != "default":
             return False
         own_offset = b.elem_offset is not None and id(b.elem_offset) not in self.typevars
         if not with_layout and (b.strides or own_offset or b.offset_factor or b.data_alignment != DEFAULT_ALIGN):
