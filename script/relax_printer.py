@@ -45,6 +45,7 @@ class RelaxPrinter(TIRPrinter):
         self.vdevices: tuple = ()  # the module's vdevices (a tensor names its vdevice by its index)
         self.meshes: tuple = ()  # the module's device meshes ("mesh[i]")
         self.ir_used = False  # the module printed I.<name> before its functions
+        self.cls_wanted = False  # the function needs `cls = Module` and has not printed it yet
         self.typevar_used = False  # a function printed before declared TypeVars
 
     # ---------------------------------------------------------------- TensorIR inside Relax
@@ -165,7 +166,12 @@ class RelaxPrinter(TIRPrinter):
         if isinstance(e, rx.Var):
             return self.namer.get(e) or e.name
         if isinstance(e, GlobalVar):
-            return f"cls.{e.name_hint}" if e.name_hint in self.module_names else quote(e.name_hint)
+            if e.name_hint not in self.module_names:
+                return quote(e.name_hint)
+            if self.cls_wanted:
+                self.pending.append(f"cls = {self.class_name}")
+                self.cls_wanted = False
+            return f"cls.{e.name_hint}"
         if isinstance(e, rx.Call):
             return self.call(e)
         if isinstance(e, rx.Tuple):
@@ -317,16 +323,23 @@ class RelaxPrinter(TIRPrinter):
         attrs = {k: v for k, v in f.attrs.items() if not (k == "global_symbol" and v == name)}
         if attrs:
             self.emit(f"R.func_attr({self.attr_dict(attrs)})")
-        if not nested and _refers_to_module(f, self.module_names):
-            self.emit(f"cls = {self.class_name}")
+        # TVM defines the sizes the body uses and `cls = Module` at the top of the function, in
+        # the order the body first uses them (`cls` where it first names a module function)
+        outer_cls, self.cls_wanted = self.cls_wanted, not nested and _refers_to_module(f, self.module_names)
+        mark, start = len(self.lines), len(self.pending)
         body = f.body
         if isinstance(body, rx.SeqExpr):
             for block in body.blocks:
-                self.top_level(lambda block=block: self.commented(block, lambda: self.block(block)))
+                self.commented(block, lambda block=block: self.block(block))
             result = body.body
         else:
             result = body
-        self.top_level(lambda: self.commented(body, lambda: self.emit(f"return {self.rexpr(result)}")))
+        self.commented(body, lambda: self.emit(f"return {self.rexpr(result)}"))
+        if self.cls_wanted:  # (only a nested function names the module)
+            self.pending.insert(start, f"cls = {self.class_name}")
+        self.lines[mark:mark] = ["    " * self.indent + p for p in self.pending[start:]]
+        del self.pending[start:]
+        self.cls_wanted = outer_cls
         self.indent -= 1
         self.namer.pop()
         self.func_frame = outer_frame
