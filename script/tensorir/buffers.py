@@ -349,7 +349,8 @@ class BufferPrinting:
     @prints(AllocBuffer)
     def st_alloc_buffer(self, s: AllocBuffer, concise: bool, top: bool) -> None:
         b = s.buffer
-        if concise and not s.annotations and self.prints_as_scalar(b, (IntImm(b.shape[0].dtype, 0),)):
+        if (concise and not s.annotations and len(b.shape) == 1  # (a 0-d buffer is no scalar)
+                and self.prints_as_scalar(b, (IntImm(b.shape[0].dtype, 0),))):
             self.scalar_decl(s, top)
             return
         if self.d.name == "classic":
