@@ -3,7 +3,7 @@ symbolic dimension arithmetic (with the folding TVM's analyzer does), broadcasti
 dtype rules. The operators themselves live in ``relax_ops*.py``."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .arith import DIMENSION, Analyzer, binary
 from .distributed import DTensorStructInfo
@@ -50,12 +50,16 @@ def tuple_of_tensors(info: CallInfo, i: int) -> list[TensorStructInfo]:
     return list(s.fields)
 
 
-def shape_arg(info: CallInfo, i: int) -> ShapeStructInfo:
+def typed_arg(info: CallInfo, i: int, kind: type, example: str) -> Any:
+    """The struct info of argument ``i``, which must be a ``kind`` (``example`` shows one)."""
     s = info.sinfo[i]
-    if not isinstance(s, ShapeStructInfo):
-        raise info.fail(f"argument {arg_name(info, i)!r} must be a shape such as R.shape([2, 3]), "
-                        f"got {describe(s)}")
+    if not isinstance(s, kind):
+        raise info.fail(f"argument {arg_name(info, i)!r} must be {example}, got {describe(s)}")
     return s
+
+
+def shape_arg(info: CallInfo, i: int) -> ShapeStructInfo:
+    return typed_arg(info, i, ShapeStructInfo, "a shape such as R.shape([2, 3])")
 
 
 def op_error(spec: OpSpec, message: str) -> TVMSError:
@@ -74,13 +78,18 @@ def as_shape_expr(value: Any) -> Any:
     return value
 
 
-def prepare_shape_arg(index: int) -> Any:
-    """A ``prepare`` step making argument ``index`` a ShapeExpr (``R.zeros((2, n), ...)``)."""
+def prepare_arg(index: int, convert: Callable) -> Any:
+    """A ``prepare`` step converting argument ``index`` (given as Python values) with ``convert``."""
     def prepare(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
         args = list(args)
-        args[index] = as_shape_expr(args[index])
+        args[index] = convert(args[index])
         return args, attrs
     return prepare
+
+
+def prepare_shape_arg(index: int) -> Any:
+    """A ``prepare`` step making argument ``index`` a ShapeExpr (``R.zeros((2, n), ...)``)."""
+    return prepare_arg(index, as_shape_expr)
 
 
 def as_tuple_expr(value: Any) -> Any:

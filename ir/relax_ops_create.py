@@ -22,7 +22,7 @@ from .op import get_op
 from .relax import PrimValue, RelaxExpr
 from .relax_infer import (INT64, as_tuple_expr, describe, dim_add, dim_floordiv, dim_sub, int_of,
                           make_tensor, normalize_axis, product, prove_equal, simplify_dim, tensor_arg,
-                          tensor_args, tuple_of_tensors)
+                          tensor_args, tuple_of_tensors, typed_arg)
 from .relax_op import (ATTR_BOOL, ATTR_DTYPE, ATTR_INT, ATTR_STR, PRIM_VALUE_ARGS, Attr, CallInfo, OpSpec,
                        register)
 from .struct_info import VOID, PrimStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
@@ -58,11 +58,7 @@ def _prepare_scalars(*defaults: Any) -> Any:
 
 
 def prim_arg(info: CallInfo, i: int) -> PrimStructInfo:
-    s = info.sinfo[i]
-    if not isinstance(s, PrimStructInfo):
-        raise info.fail(f"argument {info.spec.args[i]!r} must be a scalar such as R.prim_value(1), "
-                        f"got {describe(s)}")
-    return s
+    return typed_arg(info, i, PrimStructInfo, "a scalar such as R.prim_value(1)")
 
 
 def prim_value_of(info: CallInfo, i: int) -> PrimExpr:

@@ -9,7 +9,7 @@ from .expr import IntImm
 from .relax import PrimValue
 from .relax_infer import (INT64, arg_name, as_tuple_expr, describe, dim_add, dim_floordiv, dim_sub, fmt_dim,
                           fmt_dims, int_of, known_dims, make_tensor, normalize_axis, prove_equal,
-                          prove_not_equal, tensor_arg, to_dim)
+                          prepare_arg, prove_not_equal, tensor_arg, to_dim)
 from .relax_op import ATTR_BOOL, ATTR_INT, ATTR_STR, Attr, CallInfo, OpSpec, register
 from .struct_info import VOID, StructInfo, TensorStructInfo, TupleStructInfo
 
@@ -21,11 +21,7 @@ def _require_int(info: CallInfo, s: TensorStructInfo, unsigned: bool = True) -> 
 
 def _prepare_tuple(index: int) -> Any:
     """A ``prepare`` step making argument ``index`` an R.Tuple when given as a Python list/tuple."""
-    def prepare(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
-        args = list(args)
-        args[index] = as_tuple_expr(args[index])
-        return args, attrs
-    return prepare
+    return prepare_arg(index, as_tuple_expr)
 
 
 def _prepare_prims(*indices: int) -> Any:
