@@ -8,11 +8,31 @@ from .buffer import Buffer, BufferRegion
 from .expr import Add, BufferLoad, Call, IntImm, Mul, PrimExpr, Range, Sub, Var, const
 from .arith import simplify
 from .stmt import Block, BlockRealize, BufferStore, For, Stmt
+from .node import walk_fields
 from .visitor import Visitor, collect, walk
 
 
 def contains_block(stmt: Stmt) -> bool:
     return any(isinstance(n, (Block, BlockRealize)) for n in walk(stmt))
+
+
+def collect_statements(stmt: Stmt, kind: type | tuple) -> list:
+    """The statements of the given class(es) in ``stmt``, in pre-order. Unlike ``collect`` it
+    does not go into expressions (no statement sits inside one), which makes it several times
+    cheaper on loop nests: the printer asks it once per function."""
+    found: list = []
+    stack: list = [stmt]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, kind):
+            found.append(n)
+        for name, _, _ in reversed(walk_fields(type(n))):
+            value = getattr(n, name)
+            if isinstance(value, Stmt):
+                stack.append(value)
+            elif isinstance(value, (tuple, list)):
+                stack.extend(v for v in reversed(value) if isinstance(v, Stmt))
+    return found
 
 
 def substitute(expr: Any, mapping: dict) -> Any:

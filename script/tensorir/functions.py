@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir.analysis import contains_block
+from ...ir.analysis import collect_statements, contains_block
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType, handle, is_dtype_name
 from ...ir.errors import ScriptError, Source
 from ...ir.expr import PointerType, PrimExpr, PrimType, TupleType, Var, const
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
-from ...ir.stmt import AllocBuffer, Block, BlockRealize, Stmt
-from ...ir.visitor import collect, walk
+from ...ir.stmt import AllocBuffer, AttrStmt, Block, BlockRealize, Stmt
+from ...ir.visitor import collect
 from ...ir.well_formed import verify_well_formed
 from .. import syntax as S
 from .blocks import implicit_root
@@ -171,7 +171,7 @@ def _shared_threads_and_scalars(f: PrimFunc) -> tuple[set, set]:
     seen: set = set()
     shared: set = set()
     laid_out: set = set()
-    for node in walk(f.body):
+    for node in collect_statements(f.body, (AttrStmt, AllocBuffer)):
         if is_launch(node):
             key = id(node.node.var)
             (shared if key in seen else seen).add(key)
