@@ -239,7 +239,7 @@ class Function(RelaxExpr):
         if self.ret_struct_info is None or (body is not None and not isinstance(body, ObjectStructInfo)
                                             and self.ret_struct_info is not body):
             body = erase_undefined(body or ObjectStructInfo(),
-                                   defined_sizes([p.struct_info for p in self.params]) | {id(p) for p in self.params})
+                                   defined_sizes([p.struct_info for p in self.params]))
             if self.ret_struct_info is None or is_base_of(self.ret_struct_info, body):
                 _set(self, "ret_struct_info", body)
         if not isinstance(self.attrs, FrozenDict):

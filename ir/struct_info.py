@@ -234,6 +234,8 @@ def is_base_of(base: StructInfo, derived: StructInfo) -> bool:
             return False
         if base.vdevice is not None and not _same_vdevice(base.vdevice, derived.vdevice):
             return False  # (a tensor placed on a vdevice is more than one placed anywhere)
+        if base.dims is None and base.shape is not None:  # shaped by a shape variable: that one
+            return derived.shape is base.shape
         return base.dims is None or (derived.dims is not None and _same_sizes(base.dims, derived.dims))
     if isinstance(base, ShapeStructInfo) and isinstance(derived, ShapeStructInfo):
         if base.ndim != -1 and base.ndim != derived.ndim:
