@@ -33,13 +33,7 @@ def test_tvm_print_reads_back_byte_for_byte(family: str) -> None:
 
 
 REFUSALS = json.loads((STRUCT_INFO / "refusals.json").read_text())
-REFUSAL_MODULE = """@I.ir_module
-class Module:
-    @R.function
-    def main({params}):
-        a = {call}
-        return a
-"""
+REFUSAL_MODULE = (STRUCT_INFO / "refusal_module.tvms.in").read_text()  # (one call, "a = ...", at 5:13)
 
 
 @pytest.mark.parametrize("case", sorted(REFUSALS))
