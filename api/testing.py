@@ -19,7 +19,7 @@ from .lowering.targets import compiled_kinds
 from .runtime.device import device as _device
 
 # the device each compiled target kind runs on
-_DEVICE_OF_KIND = {"llvm": "cpu", "c": "cpu", "cuda": "cuda"}
+_DEVICE_OF_KIND = {"llvm": "cpu", "cuda": "cuda"}
 
 
 def assert_allclose(actual: Any, desired: Any, rtol: float = 1e-7, atol: float = 1e-7,

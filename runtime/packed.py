@@ -14,7 +14,6 @@ from typing import Any, Callable
 import numpy as np
 
 from tvms.ir import registry
-from tvms.ir.errors import TVMSError
 
 from .device import cpu
 from .tensor import Tensor, tensor
@@ -66,14 +65,13 @@ def _as_array(value: Any) -> Any:
 def register_func(name: str | Callable, f: Callable | None = None, override: bool = False) -> Callable:
     """Register ``f`` as the global function ``name`` (TVM's ``tvm.register_func``); without
     ``f``, a decorator. The function receives tensors as ``tvms.nd.NDArray``; the decorator gives
-    back the function itself."""
+    back the function itself. (The registry checks the name and that ``f`` is callable.)"""
     if callable(name) and f is None:  # bare ``@register_func``
         return register_func(name.__name__, name, override)
 
     def register(fn: Callable) -> Callable:
-        if not callable(fn):
-            raise TVMSError(f"register_func({name!r}): {type(fn).__name__} is not callable")
-        registry.register_func(name, fn if isinstance(fn, PackedFunc) else PackedFunc(fn), override)
+        adapted = PackedFunc(fn) if callable(fn) and not isinstance(fn, PackedFunc) else fn
+        registry.register_func(name, adapted, override)
         return fn
 
     return register(f) if f is not None else register
