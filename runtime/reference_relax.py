@@ -241,9 +241,10 @@ class _Interpreter:
                 raise TVMSError(f"{what}: the arguments give the result shape {np.shape(value)}, "
                                 f"where its struct info says {expected}")
 
-    def outputs(self, e: rx.Call, env: dict) -> list:
+    def outputs(self, e: rx.Call, env: dict, sinfos: tuple | None = None) -> list:
+        """Fresh tensors for the call's outputs (``sinfos``: only these of them)."""
         outs = []
-        for s in e.sinfo_args:
+        for s in e.sinfo_args if sinfos is None else sinfos:
             if not isinstance(s, TensorStructInfo) or s.dims is None:
                 raise TVMSError("the outputs of a destination-passing call need known shapes")
             shape = tuple(int(self.prim(d, env)) for d in s.dims)
@@ -286,13 +287,16 @@ class _Interpreter:
     def call_tir_inplace(self, e: rx.Call, env: dict) -> Any:
         """The PrimFunc writes into the inputs the in-place indices name and into fresh tensors
         for the outputs marked -1, which it takes after the inputs."""
-        gv = e.args[0]
+        gv, indices = e.args[0], e.attrs["inplace_indices"]
+        func = self.mod[gv]
+        if not isinstance(func, PrimFunc):
+            raise TVMSError(f"R.call_tir_inplace: {gv.name_hint!r} is not a PrimFunc")
         inputs = [np.asarray(v) if isinstance(v, np.generic) else v for v in self.eval(e.args[1], env)]
-        fresh = iter(self.outputs(e, env))
-        outs = [inputs[k] if k != -1 else next(fresh) for k in e.attrs["inplace_indices"]]
+        fresh = self.outputs(e, env, tuple(s for s, k in zip(e.sinfo_args, indices) if k == -1))
+        taken = iter(fresh)
+        outs = [inputs[k] if k != -1 else next(taken) for k in indices]
         extra = list(self.eval(e.args[2], env)) if len(e.args) > 2 else []
-        self.run_prim(gv, self.mod[gv], [*inputs, *(o for o, k in zip(outs, e.attrs["inplace_indices"])
-                                                     if k == -1), *extra])
+        self.run_prim(gv, func, [*inputs, *fresh, *extra])
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def call_tir_dyn(self, e: rx.Call, env: dict) -> tuple:

@@ -348,3 +348,31 @@ class Module:
     g = rng.standard_normal(np.shape(run_relax(mod, "forward", x)))
     want = _numeric_grad(lambda q: np.asarray(run_relax(mod, "forward", q)), x, g, eps=1e-4)
     np.testing.assert_allclose(run_relax(mod, "backward", g, x), want, rtol=1e-6, atol=1e-9)
+
+
+def test_call_tir_inplace_with_a_fresh_output_after_an_inplace_one() -> None:
+    """(review) in-place output 0 and a fresh output 1 of another shape: the reference executor
+    handed the fresh output the in-place one's tensor; it now agrees with the compiled VM."""
+    mod = from_source('''
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((2, 3), "float32"), B: T.Buffer((4,), "float32")):
+        for i, j in T.grid(2, 3):
+            A[i, j] = A[i, j] + T.float32(1)
+        for k in range(4):
+            B[k] = T.float32(7)
+
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        cls = Module
+        y = R.call_tir_inplace(cls.f, (x,), [0, -1], [R.Tensor((2, 3), "float32"), R.Tensor((4,), "float32")])
+        return y
+''')
+    a, b = run_relax(mod, "main", np.zeros((2, 3), "float32"))
+    np.testing.assert_array_equal(a, np.ones((2, 3), "float32"))
+    np.testing.assert_array_equal(b, np.full(4, 7, "float32"))
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod), tvms.cpu())
+    a2, b2 = vm["main"](np.zeros((2, 3), "float32"))
+    np.testing.assert_array_equal(a2.numpy(), a)
+    np.testing.assert_array_equal(b2.numpy(), b)
