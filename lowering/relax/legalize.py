@@ -485,9 +485,10 @@ def _shapes_known(sinfo: Any) -> bool:
 
 
 class _Legalizer(PyExprMutator):
-    def __init__(self, mod: IRModule, table: dict) -> None:
+    def __init__(self, mod: IRModule, table: dict, fallback: Callable[[rx.Call], Any] | None) -> None:
         super().__init__(mod)
         self.table = table
+        self.fallback = fallback  # what becomes of a call the table does not lower
 
     def visit_call_(self, call: rx.Call) -> Any:
         call = self.visit_expr_post_order(call)
@@ -496,7 +497,8 @@ class _Legalizer(PyExprMutator):
         legalize = self.table.get(call.op.name)
         if legalize is None or not all(_shapes_known(getattr(e, "struct_info", None))
                                        for e in call.args + (call,)):
-            return _as_packed_call(call)  # (TVM skips other calls whose shapes are not known)
+            # (TVM skips other calls whose shapes are not known)
+            return call if self.fallback is None else self.fallback(call)
         try:
             return legalize(self.builder_, call)
         except _NotLegalized:
@@ -519,13 +521,15 @@ class LegalizeOps:
     legalization to ``R.call_tir`` of PrimFuncs; other calls stay as they are."""
 
     def transform_module(self, mod: IRModule, ctx: Any = None) -> IRModule:
-        return rewrite_calls(mod, LEGALIZE)
+        return rewrite_calls(mod, LEGALIZE, _as_packed_call)
 
 
-def rewrite_calls(mod: IRModule, table: dict[str, LegalizeFunc]) -> IRModule:
+def rewrite_calls(mod: IRModule, table: dict[str, LegalizeFunc],
+                  fallback: Callable[[rx.Call], Any] | None = None) -> IRModule:
     """``mod`` with each operator call of the table's operators (of known shapes) replaced by
-    what its entry builds: LegalizeOps, and the backend dispatch passes with their own tables."""
-    mutator = _Legalizer(mod, table)
+    what its entry builds, and the other calls by ``fallback`` (LegalizeOps: their runtime
+    packed functions) or left as they are (the backend dispatch passes, with their own tables)."""
+    mutator = _Legalizer(mod, table, fallback)
     for gv, func in mod.functions_items():
         if isinstance(func, rx.Function):
             new = mutator.visit_expr(func)
