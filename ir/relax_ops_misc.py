@@ -160,7 +160,14 @@ def _infer_call_tir_inplace(info: CallInfo) -> StructInfo:
 
 register("call_tir_inplace", ("func", "args", "packed_ints"), _infer_call_tir_inplace,
          (Attr("inplace_indices", (), ATTR_INTS, required=True),), min_args=2, prepare=_prepare_dps)
-register("call_tir_with_grad", ("func", "args", "packed_ints"), _infer_call_tir,
+def _infer_call_tir_with_grad(info: CallInfo) -> StructInfo:
+    kwargs = info.attrs.get("te_grad_kwargs")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise info.fail(f"te_grad_kwargs is a dict of the gradient's arguments, got {kwargs!r}")
+    return _infer_call_tir(info)
+
+
+register("call_tir_with_grad", ("func", "args", "packed_ints"), _infer_call_tir_with_grad,
          (Attr("te_grad_name", None, ATTR_STR, required=True), Attr("te_grad_kwargs", None, ATTR_ANY)),
          min_args=2, prepare=_prepare_dps)
 

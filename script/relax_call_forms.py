@@ -168,7 +168,7 @@ def _device(device_type: Any) -> Callable:
 def parse_hint_on_device(b: Any, syn: S.Call) -> rx.Call:
     """``R.hint_on_device(x, R.cpu(0), "global")``: the device's fields become the attributes."""
     args, kwargs = _arguments(b, syn)
-    if len(args) < 2 and "dst_vdevice" not in kwargs:
+    if not args or (len(args) < 2 and "dst_vdevice" not in kwargs):
         raise b.error(syn, "R.hint_on_device takes a tensor and a device such as R.cpu(0)")
     data = args[0]
     device = args[1] if len(args) > 1 else kwargs.pop("dst_vdevice")
@@ -298,7 +298,12 @@ def parse_dist_const(b: Any, syn: S.Call) -> rx.Constant:
     ty = args[1] if len(args) > 1 else kwargs.pop("ty", kwargs.pop("struct_info", None))
     if not isinstance(ty, DTensorStructInfo) or ty.tensor_sinfo.dtype.is_void:
         raise b.error(syn, "R.dist.const takes a value and an R.DTensor with a dtype")
-    data = np.array(value, dtype=str(ty.tensor_sinfo.dtype))
+    try:
+        if value is None:
+            raise ValueError("no value")
+        data = np.array(value, dtype=str(ty.tensor_sinfo.dtype))
+    except (TypeError, ValueError, OverflowError):
+        raise b.error(syn, f"R.dist.const: {value!r} is not {ty.tensor_sinfo.dtype} data") from None
     c = make_constant(data, span=b.span(syn))
     return rx.Constant(c.data, ty, c.digest, span=c.span)
 

@@ -345,6 +345,8 @@ class RelaxBuilder(ScopedEvaluator):
         sinfo = kwargs.pop("sinfo_args", None) if "sinfo_args" in kwargs else kwargs.pop("ty_args", None)
         sinfo = sinfo if isinstance(sinfo, (list, tuple)) else ((sinfo,) if sinfo is not None else ())
         sinfo_args = tuple(self.as_struct_info(x, syn) for x in sinfo)
+        if not args:
+            raise self.error(syn, "R.call_packed takes the function's name, then its arguments")
         func = rx.ExternFunc(args[0], ObjectStructInfo()) if isinstance(args[0], str) else args[0]
         call_args = [func] + [self.to_relax(a, syn) for a in args[1:]]
         return relax_op.make_call("call_packed", call_args, {}, sinfo_args, span=self.span(syn))

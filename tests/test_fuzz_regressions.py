@@ -239,3 +239,45 @@ def main(var_A: T.handle):
     printed = func.script(dialect="tvm-0.27")
     assert "A = T.match_buffer(var_A, (1,), \"int32\", elem_offset=elem_offset)" in printed
     assert structural_equal(from_source(printed), func)
+
+
+# (review) bad arguments to constructs issue 14 added raised Python errors, some only when printing
+RELAX_CALL = '''@I.ir_module
+class Module:
+    @T.prim_func
+    def add(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32"), C: T.Buffer((4,), "float32")):
+        for i in range(4):
+            C[i] = A[i] + B[i]
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        cls = Module
+        y = CALL
+        return y
+'''
+MESH = 'R.DTensor((), "float32", R.device_mesh((1,), I.Range(0, 1)), "R")'
+
+
+@pytest.mark.parametrize("call, message", [
+    ('R.hint_on_device(dst_vdevice=R.cpu(0))', "R.hint_on_device takes a tensor and a device"),
+    (f'R.dist.const("abc", {MESH})', "R.dist.const: 'abc' is not float32 data"),
+    (f'R.dist.const(None, {MESH})', "R.dist.const: None is not float32 data"),
+    ('R.call_tir_with_grad(cls.add, (x, x), out_sinfo=R.Tensor((4,), "float32"), te_grad_name="g", '
+     'te_grad_kwargs=5)', "te_grad_kwargs is a dict of the gradient's arguments, got 5"),
+    ('R.call_packed()', "R.call_packed takes the function's name"),
+])
+def test_bad_relax_call_arguments_are_positioned_errors(call: str, message: str) -> None:
+    with pytest.raises(ScriptError, match=re.escape(message)) as err:
+        from_source(RELAX_CALL.replace("CALL", call))
+    assert (err.value.span.line, err.value.span.col) == (11, 13)  # (at the call)
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ('def main():\n    s = T.alloc_scalar("int32", 5)\n    s = 1', 3, 'a storage scope is a string such as "shared", got 5'),
+    ('def main():\n    A = T.alloc_buffer((1,), "int32", scope=5)\n    A[0] = 1', 3, "a storage scope is a string"),
+    ('def main(A: T.Buffer((4,), "int32", strides=5)):\n    A[0] = 1', 2, "a buffer's strides are a tuple, got 5"),
+])
+def test_bad_buffer_arguments_are_positioned_errors(text: str, line: int, message: str) -> None:
+    with pytest.raises(ScriptError, match=re.escape(message)) as err:
+        from_source("@T.prim_func\n" + text)
+    assert err.value.span.line == line

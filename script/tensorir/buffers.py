@@ -46,9 +46,12 @@ class BufferParsing:
         data = kwargs.pop("data", None)
         if data is not None and not (isinstance(data, Var) and data.dtype == handle):
             raise self.error(syn, f"data= must be a handle variable, got {_describe(data)}")
-        scope = kwargs.pop("scope", scope_default)
+        scope = self.scope_name(kwargs.pop("scope", scope_default), syn)
+        strides = kwargs.pop("strides", None) or ()
+        if not isinstance(strides, (tuple, list)):
+            raise self.error(syn, f"a buffer's strides are a tuple, got {_describe(strides)}")
         strides = tuple(self.quoted_size(s, syn) if isinstance(s, str) else self.int_expr(s, syn)
-                        for s in (kwargs.pop("strides", None) or ()))
+                        for s in strides)
         elem_offset = kwargs.pop("elem_offset", None)
         if elem_offset is not None:
             elem_offset = self.int_expr(elem_offset, syn)
@@ -71,6 +74,11 @@ class BufferParsing:
                            data_alignment=align, offset_factor=offset_factor,
                            buffer_type=buffer_type, axis_separators=axis_separators,
                            span=self.span(syn))
+
+    def scope_name(self, scope: Any, syn: Any) -> str:
+        if not isinstance(scope, str):
+            raise self.error(syn, f"a storage scope is a string such as \"shared\", got {_describe(scope)}")
+        return scope
 
     def buffer_view(self, target: Any, method: BufferMethod, call: S.Call, rest: list) -> Any:
         name = self.target_name(target)

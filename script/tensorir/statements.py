@@ -79,7 +79,7 @@ class StatementParsing:
         one-element local buffer that later ``x = ...`` store into and ``x`` loads from."""
         if value is not None and value.dtype != dtype:
             raise self.error(syn, f"{name!r} is declared {dtype} but the value is {value.dtype}")
-        buf = replace(decl_buffer((1,), dtype, name, scope=scope), scalar=True)
+        buf = replace(decl_buffer((1,), dtype, name, scope=self.scope_name(scope, syn)), scalar=True)
         body = self.rest_body(rest, {name: buf}) if rest else None
         if value is not None:
             store = BufferStore(buf, value, (const(0),), span=self.span(syn))
