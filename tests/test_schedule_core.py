@@ -5,6 +5,7 @@ import pytest
 from conftest import FIXTURES
 
 import tvms
+from tvms.script import from_source
 from tvms.ir.function import PrimFunc
 from tvms.ir.stmt import For
 from tvms.tir import Instruction, Schedule, ScheduleError, Trace, apply_trace_text
@@ -197,3 +198,25 @@ def test_sample_compute_location_is_seeded_and_every_choice_computes_the_same() 
     with pytest.raises(ScheduleError, match="decision 5 is not a valid location of block 'B'"):
         sch = Schedule(chain())
         sch.sample_compute_location(sch.get_block("B"), decision=5)
+
+
+def test_a_new_block_named_like_an_earlier_one_gets_its_own_handle() -> None:
+    """(review) cache_index twice names both new blocks index_0: the second call's handle named
+    the first call's block; each handle now stands for the block its step made."""
+    mod = from_source('''
+@T.prim_func
+def main(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    for i, j in T.grid(16, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi // 2 + vj // 4, vj]
+    for i, j in T.grid(16, 16):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi // 2 + vj // 4, vj]
+''')
+    sch = tvms.tir.Schedule(mod)
+    (first,) = sch.cache_index(sch.get_block("B"), "global")
+    (second,) = sch.cache_index(sch.get_block("C"), "global")
+    assert sch.get(first).name_hint == sch.get(second).name_hint == "index_0"
+    assert sch.get(first) is not sch.get(second)

@@ -17,6 +17,7 @@ from ...ir.module import IRModule
 from ...ir.dtype import DataType
 from ...ir.expr import Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
+from ...ir.visitor import collect
 from ...script.dialect import get_dialect
 from . import (annotation, block_layout, blockize, cache, cache_index, cache_inplace, compute_at, inline, layout,
                loop_kinds, loop_transform, pad_einsum, padding, partition, read_write_at, reduction, reindex_cache,
@@ -176,6 +177,14 @@ class Schedule:
         rv = BlockRV()
         self._rvs[rv] = (func_name, name if k == 0 else (name, k))
         return rv
+
+    def _made_blocks(self, func_name: str, before: PrimFunc, names: list[str]) -> list[BlockRV]:
+        """Handles of the blocks named ``names`` that the last step made (those not in ``before``,
+        the function as it was): an earlier block of the same name keeps its own handle."""
+        old = {id(r.block) for r in collect(before.body, BlockRealize)}
+        realizes = collect(self._prim_func(func_name).body, BlockRealize)
+        return [self._block_rv(func_name, next(r for r in realizes if r.block.name_hint == name
+                                               and id(r.block) not in old)) for name in names]
 
     def _new_loops(self, func_name: str, loop_vars: list) -> list[LoopRV]:
         rvs = [LoopRV() for _ in loop_vars]
@@ -465,9 +474,10 @@ class Schedule:
             loop_fname, node, _ = self._loop(loop)
             if loop_fname != fname:
                 raise ScheduleError("decompose_padding: the block and the loop are in different functions")
-            func, name = padding.decompose_padding(self._prim_func(fname), realize, path, node)
+            before = self._prim_func(fname)
+            func, name = padding.decompose_padding(before, realize, path, node)
             self._update(fname, func)
-            (rv,) = self._new_blocks(fname, [find_block(func, name)[0]])
+            (rv,) = self._made_blocks(fname, before, [name])
             self._record("DecomposePadding", [block, loop], [], [rv])
             return rv
         return self._run("decompose_padding", action)
@@ -597,10 +607,10 @@ class Schedule:
         returns the new blocks."""
         def action() -> list[BlockRV]:
             fname, realize, path = self._block(block)
-            func, names = cache_index.cache_index(self._prim_func(fname), realize, path, storage_scope,
-                                                  cse_thresh)
+            before = self._prim_func(fname)
+            func, names = cache_index.cache_index(before, realize, path, storage_scope, cse_thresh)
             self._update(fname, func)
-            rvs = self._new_blocks(fname, [find_block(func, n)[0] for n in names])
+            rvs = self._made_blocks(fname, before, names)
             self._record("CacheIndex", [block], [storage_scope, cse_thresh], rvs)
             return rvs
         return self._run("cache_index", action)
@@ -622,10 +632,10 @@ class Schedule:
 
         def action() -> BlockRV:
             fname, realize, path = self._block(block)
-            func, name, imap = reindex_cache.reindex_cache(self._prim_func(fname), realize, path, index, scope,
-                                                           index_map, is_read)
+            before = self._prim_func(fname)
+            func, name, imap = reindex_cache.reindex_cache(before, realize, path, index, scope, index_map, is_read)
             self._update(fname, func)
-            (rv,) = self._new_blocks(fname, [find_block(func, name)[0]])
+            (rv,) = self._made_blocks(fname, before, [name])
             self._record(kind, [block, imap], [index, scope], [rv])
             return rv
         return self._run("reindex_cache_read" if is_read else "reindex_cache_write", action)
