@@ -1,6 +1,8 @@
 """The Schedule core: handles that survive rewrites, lookups, copies, seeds, samplers and traces."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import FIXTURES
 
@@ -220,3 +222,35 @@ def main(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"), C: 
     (second,) = sch.cache_index(sch.get_block("C"), "global")
     assert sch.get(first).name_hint == sch.get(second).name_hint == "index_0"
     assert sch.get(first) is not sch.get(second)
+
+
+COPY = '''
+@T.prim_func
+def main(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32")):
+    for i, j in T.grid(16, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj]
+'''
+
+
+@pytest.mark.parametrize("step, message", [
+    (lambda s: s.reindex_cache_read(s.get_block("B"), 0, "shared", None),
+     "reindex_cache_read: the index map is a function of the indices, got None"),
+    (lambda s: s.reindex_cache_read(s.get_block("B"), 0, "shared", lambda i, j: (1.5, j)),
+     "reindex_cache_read: an index is an integer expression, got 1.5"),
+    (lambda s: s.transform_layout(s.get_block("B"), ("read", 0), lambda i, j: (i, "x")),
+     "transform_layout: an index is an integer expression, got 'x'"),
+    (lambda s: s.annotate_buffer_access(s.get_block("B"), 0, "read", lambda i: (i,)),
+     "annotate_buffer_access: gen_new_ranges takes the 2 iterators of block 'B'"),
+    (lambda s: s.annotate_buffer_access(s.get_block("B"), 0, "read", lambda i, j: ((None, 2), j)),
+     "annotate_buffer_access: an index is an integer expression, got None"),
+    (lambda s: s.cache_read(s.get_block("B"), 0, 5), 'cache_read: the storage scope is a string such as "shared", got 5'),
+    (lambda s: s.read_at(s.get_loops(s.get_block("B"))[0], s.get_block("B"), 0, 5),
+     "read_at: the storage scope is a string"),
+])
+def test_bad_arguments_of_new_primitives_are_schedule_errors(step, message) -> None:
+    """(review) these raised TypeError or AttributeError, or built buffers of scope 5."""
+    sch = tvms.tir.Schedule(from_source(COPY))
+    with pytest.raises(ScheduleError, match=re.escape(message)):
+        step(sch)

@@ -1,6 +1,7 @@
 """Annotations on loops and blocks: ``T.serial(..., annotations={...})`` and ``T.block_attr``."""
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from ...ir.arith import Analyzer
@@ -10,7 +11,7 @@ from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import Block, BlockRealize, For
 from .errors import ScheduleError
-from .layout import RangesMap
+from .layout import RangesMap, index_expr
 from .tree import replace_stmts
 
 
@@ -50,6 +51,9 @@ def explicit_ranges(block: Block, gen_new_ranges: Any) -> RangesMap:
     if not callable(gen_new_ranges):
         raise ScheduleError(f"annotate_buffer_access: gen_new_ranges must be a function of the iterators, got "
                             f"{gen_new_ranges!r}")
+    if len(inspect.signature(gen_new_ranges).parameters) != len(iters):
+        raise ScheduleError(f"annotate_buffer_access: gen_new_ranges takes the {len(iters)} iterators of block "
+                            f"'{block.name_hint}'")
     spec = gen_new_ranges(*iters)
     if not isinstance(spec, (list, tuple)) or len(spec) != len(iters):
         raise ScheduleError(f"annotate_buffer_access: gen_new_ranges must give one range per iterator of block "
@@ -59,9 +63,9 @@ def explicit_ranges(block: Block, gen_new_ranges: Any) -> RangesMap:
         if isinstance(rng, (list, tuple)):
             if len(rng) != 2:
                 raise ScheduleError(f"annotate_buffer_access: a range is a pair (begin, end), got {rng!r}")
-            ends.extend(const(e) if isinstance(e, int) else e for e in rng)
+            ends.extend(index_expr(e, "annotate_buffer_access") for e in rng)
         elif isinstance(rng, (PrimExpr, int)):
-            point = const(rng) if isinstance(rng, int) else rng
+            point = index_expr(rng, "annotate_buffer_access")
             ends.extend([point, Add(point, const(1, point.dtype))])
         else:
             raise ScheduleError(f"annotate_buffer_access: expected an expression or a pair, got {rng!r}")

@@ -24,6 +24,14 @@ from .errors import ScheduleError
 from .injective import Unchecked, collision
 
 
+def index_expr(value: Any, primitive: str) -> PrimExpr:
+    """An index a user's function gave: an integer expression (a Python int is a constant)."""
+    if isinstance(value, bool) or not isinstance(value, (int, PrimExpr)) or (
+            isinstance(value, PrimExpr) and not value.dtype.is_integer):
+        raise ScheduleError(f"{primitive}: an index is an integer expression, got {value!r}")
+    return const(value) if isinstance(value, int) else value
+
+
 class IndexMap:
     """A map from buffer indices to new indices, printed as the lambda it came from."""
 
@@ -34,13 +42,15 @@ class IndexMap:
     @staticmethod
     def from_func(func: Callable, ndim: int, primitive: str = "transform_layout", what: str = "the buffer has",
                   unit: str = "dimensions") -> "IndexMap":
+        if not callable(func):
+            raise ScheduleError(f"{primitive}: the index map is a function of the indices, got {func!r}")
         names = list(inspect.signature(func).parameters)
         if len(names) != ndim:
             raise ScheduleError(f"{primitive}: the index map takes {len(names)} indices, {what} {ndim} {unit}")
         variables = [Var(n) for n in names]
         result = func(*variables)
         final = list(result) if isinstance(result, (list, tuple)) else [result]
-        return IndexMap(variables, [const(e) if isinstance(e, int) else e for e in final])
+        return IndexMap(variables, [index_expr(e, primitive) for e in final])
 
     def apply(self, indices: tuple) -> tuple:
         mapping = dict(zip(self.initial_indices, indices))

@@ -34,6 +34,12 @@ from .tree import (blocks_under, child_blocks, enclosing_loops, find_block, find
 ROOT, INLINE = "root", "inline"  # the two locations sample_compute_location names without a loop
 
 
+def _check_scope(primitive: str, scope: Any) -> None:
+    """A storage scope a primitive is given: a string such as "shared" (what a buffer holds)."""
+    if not isinstance(scope, str):
+        raise ScheduleError(f"{primitive}: the storage scope is a string such as \"shared\", got {scope!r}")
+
+
 class Schedule:
     """``Schedule(mod_or_func, seed=None)``: transform the TensorIR functions of a module."""
 
@@ -589,6 +595,7 @@ class Schedule:
         primitive = "cache_read" if kind == "CacheRead" else "cache_write"
 
         def action() -> BlockRV:
+            _check_scope(primitive, scope)
             fname, realize, path = self._block(block)
             if kind == "CacheRead":
                 consumers = [self._block(b)[1].block for b in consumer_blocks or []]
@@ -606,6 +613,7 @@ class Schedule:
         """Precompute the block's index computations into buffers (see ``cache_index.py``);
         returns the new blocks."""
         def action() -> list[BlockRV]:
+            _check_scope("cache_index", storage_scope)
             fname, realize, path = self._block(block)
             before = self._prim_func(fname)
             func, names = cache_index.cache_index(before, realize, path, storage_scope, cse_thresh)
@@ -631,6 +639,7 @@ class Schedule:
         kind = "ReindexCacheRead" if is_read else "ReindexCacheWrite"
 
         def action() -> BlockRV:
+            _check_scope("reindex_cache_read" if is_read else "reindex_cache_write", scope)
             fname, realize, path = self._block(block)
             before = self._prim_func(fname)
             func, name, imap = reindex_cache.reindex_cache(before, realize, path, index, scope, index_map, is_read)
@@ -644,6 +653,7 @@ class Schedule:
         """Work on a copy of a buffer the block reads and writes in place (see
         ``cache_inplace.py``); returns the copy-in and copy-out blocks."""
         def action() -> list[BlockRV]:
+            _check_scope("cache_inplace", storage_scope)
             fname, realize, path = self._block(block)
             func, stages = cache_inplace.cache_inplace(self._prim_func(fname), realize, path, read_buffer_index,
                                                        storage_scope)
@@ -665,6 +675,7 @@ class Schedule:
 
     def _read_write_at(self, loop: LoopRV, block: BlockRV, index: int, scope: str, is_read: bool) -> BlockRV:
         def action() -> BlockRV:
+            _check_scope("read_at" if is_read else "write_at", scope)
             fname, node, loop_path = self._loop(loop)
             _, realize, _ = self._block(block)
             func, copy = read_write_at.read_write_at(self._prim_func(fname), node, loop_path, realize, index,
@@ -677,6 +688,7 @@ class Schedule:
 
     def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
         def action() -> None:
+            _check_scope("set_scope", storage_scope)
             fname, realize, _ = self._block(block)
             self._update(fname, cache.set_scope(self._prim_func(fname), realize, buffer_index, storage_scope))
             self._record("SetScope", [block], [buffer_index, storage_scope], [])
