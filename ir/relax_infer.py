@@ -87,6 +87,11 @@ def prepare_arg(index: int, convert: Callable) -> Any:
     return prepare
 
 
+def prepare_tuple_arg(index: int) -> Any:
+    """A ``prepare`` step making argument ``index`` an R.Tuple when given as a Python list/tuple."""
+    return prepare_arg(index, as_tuple_expr)
+
+
 def prepare_shape_arg(index: int) -> Any:
     """A ``prepare`` step making argument ``index`` a ShapeExpr (``R.zeros((2, n), ...)``)."""
     return prepare_arg(index, as_shape_expr)

@@ -20,9 +20,9 @@ from .expr import Call as PrimCall
 from .expr import FloatImm, IntImm, PrimExpr, Sub
 from .op import get_op
 from .relax import PrimValue, RelaxExpr
-from .relax_infer import (INT64, as_tuple_expr, describe, dim_add, dim_floordiv, dim_sub, int_of,
+from .relax_infer import (INT64, describe, dim_add, dim_floordiv, dim_sub, int_of,
                           make_tensor, normalize_axis, product, prove_equal, simplify_dim, tensor_arg,
-                          tensor_args, tuple_of_tensors, typed_arg)
+                          prepare_tuple_arg, tensor_args, tuple_of_tensors, typed_arg)
 from .relax_op import (ATTR_BOOL, ATTR_DTYPE, ATTR_INT, ATTR_STR, PRIM_VALUE_ARGS, Attr, CallInfo, OpSpec,
                        register)
 from .struct_info import VOID, PrimStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
@@ -316,10 +316,6 @@ register("multinomial_from_uniform", ("prob", "uniform_sample", "sample_indices"
 
 
 # ---------------------------------------------------------------- meshgrid
-def _prepare_tuple(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
-    return [as_tuple_expr(args[0])], attrs
-
-
 def _infer_meshgrid(info: CallInfo) -> StructInfo:
     tensors = tuple_of_tensors(info, 0)
     if not tensors:
@@ -346,7 +342,7 @@ def _infer_meshgrid(info: CallInfo) -> StructInfo:
     return TupleStructInfo((field,) * len(tensors))
 
 
-register("meshgrid", ("tensors",), _infer_meshgrid, (Attr("indexing", "ij", ATTR_STR),), prepare=_prepare_tuple)
+register("meshgrid", ("tensors",), _infer_meshgrid, (Attr("indexing", "ij", ATTR_STR),), prepare=prepare_tuple_arg(0))
 
 PRIM_VALUE_ARGS.update(f"relax.{name}" for name in ("clip", "tril", "triu", "arange", "eye", "eye_like",
                                                       "one_hot", "hamming_window"))

@@ -7,9 +7,9 @@ from typing import Any
 
 from .expr import IntImm
 from .relax import PrimValue
-from .relax_infer import (INT64, arg_name, as_tuple_expr, describe, dim_add, dim_floordiv, dim_sub, fmt_dim,
+from .relax_infer import (INT64, arg_name, describe, dim_add, dim_floordiv, dim_sub, fmt_dim,
                           fmt_dims, int_of, known_dims, make_tensor, normalize_axis, prove_equal,
-                          prepare_arg, prove_not_equal, tensor_arg, to_dim)
+                          prepare_tuple_arg, prove_not_equal, tensor_arg, to_dim)
 from .relax_op import ATTR_BOOL, ATTR_INT, ATTR_STR, Attr, CallInfo, OpSpec, register
 from .struct_info import VOID, StructInfo, TensorStructInfo, TupleStructInfo
 
@@ -17,11 +17,6 @@ from .struct_info import VOID, StructInfo, TensorStructInfo, TupleStructInfo
 def _require_int(info: CallInfo, s: TensorStructInfo, unsigned: bool = True) -> None:
     if s.dtype != VOID and not (s.dtype.is_int or (unsigned and s.dtype.is_uint)):
         raise info.fail(f"the indices must have an integer dtype, got {describe(s)}")
-
-
-def _prepare_tuple(index: int) -> Any:
-    """A ``prepare`` step making argument ``index`` an R.Tuple when given as a Python list/tuple."""
-    return prepare_arg(index, as_tuple_expr)
 
 
 def _prepare_prims(*indices: int) -> Any:
@@ -186,7 +181,7 @@ def _infer_index_tensor(info: CallInfo) -> StructInfo:
     return TensorStructInfo(None, data.dtype, ndim, data.vdevice)
 
 
-register("index_tensor", ("data", "indices"), _infer_index_tensor, prepare=_prepare_tuple(1))
+register("index_tensor", ("data", "indices"), _infer_index_tensor, prepare=prepare_tuple_arg(1))
 
 
 def _infer_index_put(info: CallInfo) -> StructInfo:
@@ -206,7 +201,7 @@ def _infer_index_put(info: CallInfo) -> StructInfo:
 
 
 register("index_put", ("data", "indices", "values"), _infer_index_put,
-         (Attr("accumulate", False, ATTR_BOOL),), prepare=_prepare_tuple(1))
+         (Attr("accumulate", False, ATTR_BOOL),), prepare=prepare_tuple_arg(1))
 
 
 # ---------------------------------------------------------------- slices and sequences

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from .errors import TVMSError
 from .expr import IntImm, Max
-from .relax_infer import (as_tuple_expr, fmt_dim, fmt_dims, int_of, known_dims, make_tensor,
-                          prepare_shape_arg, prove_equal, shape_arg, tensor_arg, tensor_of_shape,
+from .relax_infer import (fmt_dim, fmt_dims, int_of, known_dims, make_tensor,
+                          prepare_shape_arg, prepare_tuple_arg, prove_equal, shape_arg, tensor_arg, tensor_of_shape,
                           tuple_of_tensors)
-from .relax_op import ATTR_STR, Attr, CallInfo, OpSpec, register
+from .relax_op import ATTR_STR, Attr, CallInfo, register
 from .struct_info import StructInfo, TensorStructInfo
 
 
@@ -167,10 +167,6 @@ def _broadcast_tail(a: tuple, b: tuple) -> tuple:
     return tuple(out)
 
 
-def _prepare_einsum(spec: OpSpec, args: tuple, attrs: dict) -> tuple:
-    return (as_tuple_expr(args[0]),) + tuple(args[1:]), attrs
-
-
 def _infer_einsum(info: CallInfo) -> StructInfo:
     tensors = tuple_of_tensors(info, 0)
     if not tensors:
@@ -192,4 +188,4 @@ def _infer_einsum(info: CallInfo) -> StructInfo:
 
 
 register("einsum", ("operands",), _infer_einsum, (Attr("subscripts", None, ATTR_STR, required=True),),
-         prepare=_prepare_einsum)
+         prepare=prepare_tuple_arg(0))

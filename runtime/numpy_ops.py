@@ -405,7 +405,7 @@ def null_value(args: tuple, attrs: Any) -> None:
     return None
 
 
-@numpy_op("vm.alloc_storage")
+@numpy_op("vm.alloc_storage", "memory.alloc_storage")  # (the size: bytes, or a shape of one value)
 def alloc_storage(args: tuple, attrs: Any) -> np.ndarray:
     size = args[0]
     return np.zeros(int(size[0] if isinstance(size, tuple) else size), dtype=np.uint8)
@@ -423,7 +423,7 @@ def builtin_alloc_tensor(args: tuple, attrs: Any) -> np.ndarray:
     return np.zeros(tuple(args[0]), dtype=numpy_dtype(args[1]))  # (shape, dtype, device, scope)
 
 
-@numpy_op("vm.kill_object")
+@numpy_op("vm.kill_object", "memory.kill_storage", "memory.kill_tensor")
 def kill_object(args: tuple, attrs: Any) -> tuple:
     return ()
 

@@ -151,12 +151,6 @@ numpy_op("grad.max_pool2d_backward")(_pool2d_backward("max"))
 numpy_op("grad.avg_pool2d_backward")(_pool2d_backward("avg"))
 
 
-@numpy_op("memory.alloc_storage")
-def memory_alloc_storage(args: tuple, attrs: Any) -> np.ndarray:
-    size = args[0]  # a shape of one value: the size in bytes
-    return np.zeros(int(size[0] if isinstance(size, tuple) else size), dtype=np.uint8)
-
-
 @numpy_op("memory.alloc_tensor")
 def memory_alloc_tensor(args: tuple, attrs: Any) -> np.ndarray:
     """A tensor in the storage at the byte offset: it shares the storage's memory."""
@@ -168,9 +162,6 @@ def memory_alloc_tensor(args: tuple, attrs: Any) -> np.ndarray:
         raise TVMSError(f"R.memory.alloc_tensor: {count} {dtype} at byte {start} do not fit in a "
                          f"storage of {storage.size} bytes")
     return storage[start:end].view(dtype).reshape(tuple(shape))
-
-
-numpy_op("memory.kill_storage", "memory.kill_tensor")(lambda args, attrs: ())
 
 
 @numpy_op("memory.view")

@@ -20,7 +20,7 @@ from ...ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, FloatImm, 
 from ...ir.expr import Call as PrimCall
 from ...ir.op import get_op
 from ...ir.stmt import BufferStore
-from ...ir.visitor import Mutator
+from ...ir.visitor import Mutator, collect
 from ...ir.module import IRModule
 from ...ir.node import FrozenDict
 from ...ir.relax_op import make_call
@@ -131,9 +131,6 @@ class _OwnSizes(Mutator):
 
 def _size_vars(tensors: list) -> dict:
     """The symbolic sizes the tensors' shapes use, by identity, in order of appearance."""
-    from ...ir.expr import Var
-    from ...ir.visitor import collect
-
     used: dict = {}
     for t in tensors:
         for d in t.shape:
@@ -146,8 +143,6 @@ def _unbound_sizes(tensors: list) -> list:
     """The symbolic sizes the shapes use but no dimension is by itself (``n`` of a
     ``(n + 1) // 2`` dimension): the PrimFunc could not learn them from its buffers, so, as in
     TVM, they become scalar parameters before the outputs and the call passes them."""
-    from ...ir.expr import Var
-
     bound = {id(d) for t in tensors for d in t.shape if isinstance(d, Var)}
     return [v for k, v in _size_vars(tensors).items() if k not in bound]
 

@@ -43,9 +43,12 @@ def find_block(func: PrimFunc, name: "str | tuple") -> tuple[BlockRealize, tuple
     """The block named ``name``; ``(name, k)``: the k-th block of that name in program order (a
     primitive such as cache_inplace gives two blocks one name, as TVM does)."""
     name, k = name if isinstance(name, tuple) else (name, 0)
-    found = [(n, path) for n, path in walk_with_path(func.body)
-             if isinstance(n, BlockRealize) and n.block.name_hint == name]
-    return found[k] if k < len(found) else None
+    for n, path in walk_with_path(func.body):  # (stops at the k-th: every handle lookup comes here)
+        if isinstance(n, BlockRealize) and n.block.name_hint == name:
+            if not k:
+                return n, path
+            k -= 1
+    return None
 
 
 def find_loop(func: PrimFunc, loop_var: Var) -> tuple[For, tuple] | None:
