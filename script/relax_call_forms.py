@@ -28,6 +28,7 @@ from ..ir.relax_ops_misc import DEVICE_TYPES
 from ..ir.dtype import DataType
 from ..ir.struct_info import ObjectStructInfo, TupleStructInfo
 from . import syntax as S
+from .tensorir.rules import call_args
 from .tensorir.text import quote
 
 
@@ -36,10 +37,6 @@ class Device(tuple):
 
 
 # ---------------------------------------------------------------- reading
-def _arguments(b: Any, syn: S.Call) -> tuple[list, dict]:
-    return [b.ev(a) for a in syn.args], {k: b.ev(v) for k, v in syn.kwargs}
-
-
 def _format(b: Any, value: Any, syn: Any) -> rx.StringImm:
     if isinstance(value, rx.StringImm):
         return value
@@ -62,7 +59,7 @@ def _no_extra(b: Any, kwargs: dict, name: str, syn: S.Call) -> None:
 
 def parse_print(b: Any, syn: S.Call) -> rx.Call:
     """``R.print(x, y, format="{} {}")``: the format string becomes the first argument."""
-    args, kwargs = _arguments(b, syn)
+    args, kwargs = call_args(b, syn)
     fmt = _format(b, kwargs.pop("format", ""), syn)
     _no_extra(b, kwargs, "print", syn)
     return _make(b, "print", [fmt, *(b.to_relax(a, syn) for a in args)], {}, (), syn)
@@ -71,7 +68,7 @@ def parse_print(b: Any, syn: S.Call) -> rx.Call:
 def parse_assert_op(b: Any, syn: S.Call) -> rx.Call:
     """``R.assert_op(cond, x, format="x: {}")``: a PrimExpr condition is a PrimValue, the format
     string the second argument; the values may come as one list (TVM's ``format_args``)."""
-    args, kwargs = _arguments(b, syn)
+    args, kwargs = call_args(b, syn)
     if not args and "condition" not in kwargs:
         raise b.error(syn, "R.assert_op needs a condition")
     cond = args.pop(0) if args else kwargs.pop("condition")
@@ -96,7 +93,7 @@ def _sinfo_args(b: Any, kwargs: dict, syn: Any) -> tuple:
 def _packed(name: str) -> Callable:
     def parse(b: Any, syn: S.Call) -> rx.Call:
         """``R.<name>("func", args..., ty_args=...)``: a string names a packed function."""
-        args, kwargs = _arguments(b, syn)
+        args, kwargs = call_args(b, syn)
         if not args:
             raise b.error(syn, f"R.{name} needs the function to call")
         func = rx.ExternFunc(args[0], ObjectStructInfo()) if isinstance(args[0], str) else args[0]
@@ -116,7 +113,7 @@ def _dps(name: str, positional: tuple) -> Callable:
     def parse(b: Any, syn: S.Call) -> rx.Call:
         """``R.<name>(cls.f, (x, y), out_ty=..., <attrs>)``, as ``R.call_tir``; what follows the
         arguments may come positionally, in the order of TVM's function (``positional``)."""
-        args, kwargs = _arguments(b, syn)
+        args, kwargs = call_args(b, syn)
         for key, value in zip(positional, args[2:]):
             if key in kwargs or (key == "out_ty" and "out_sinfo" in kwargs):
                 raise b.error(syn, f"R.{name} got {key!r} twice")
@@ -137,17 +134,17 @@ def _dps(name: str, positional: tuple) -> Callable:
         if isinstance(inputs, rx.RelaxExpr) and not isinstance(inputs.struct_info, TupleStructInfo):
             inputs = (inputs,)  # (one tensor: TVM makes it a tuple)
         inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else inputs
-        call_args = [args[0], b.to_relax(inputs, syn)]
+        operands = [args[0], b.to_relax(inputs, syn)]
         if tir_vars is not None:
-            call_args.append(b.to_relax_shape(tir_vars, syn))
-        return _make(b, name, call_args, attrs, sinfo_args, syn)
+            operands.append(b.to_relax_shape(tir_vars, syn))
+        return _make(b, name, operands, attrs, sinfo_args, syn)
     return parse
 
 
 def _device(device_type: Any) -> Callable:
     def parse(b: Any, syn: S.Call) -> Device:
         """``R.cpu(0)``, ``R.device(device_type=1, index=0)``, ``R.device("cuda", 1)``."""
-        args, kwargs = _arguments(b, syn)
+        args, kwargs = call_args(b, syn)
         kind = device_type
         if kind is None:
             kind = args.pop(0) if args else kwargs.pop("device_type", None)
@@ -167,7 +164,7 @@ def _device(device_type: Any) -> Callable:
 
 def parse_hint_on_device(b: Any, syn: S.Call) -> rx.Call:
     """``R.hint_on_device(x, R.cpu(0), "global")``: the device's fields become the attributes."""
-    args, kwargs = _arguments(b, syn)
+    args, kwargs = call_args(b, syn)
     if not args or (len(args) < 2 and "dst_vdevice" not in kwargs):
         raise b.error(syn, "R.hint_on_device takes a tensor and a device such as R.cpu(0)")
     data = args[0]
@@ -182,7 +179,7 @@ def parse_hint_on_device(b: Any, syn: S.Call) -> rx.Call:
 
 def parse_to_vdevice(b: Any, syn: S.Call) -> rx.Call:
     """``R.to_vdevice(x, "cuda:0")``: the vdevice of the module's global infos it names."""
-    args, kwargs = _arguments(b, syn)
+    args, kwargs = call_args(b, syn)
     label = args[1] if len(args) > 1 else kwargs.pop("dst_vdevice", None)
     _no_extra(b, kwargs, "to_vdevice", syn)
     if not args or not isinstance(label, str):
@@ -196,7 +193,7 @@ def parse_to_vdevice(b: Any, syn: S.Call) -> rx.Call:
 
 def parse_stop_lift_params(b: Any, syn: S.Call) -> rx.Call:
     """``R.stop_lift_params(x)``: TVM's alias of ``R.builtin.stop_lift_params``."""
-    args, kwargs = _arguments(b, syn)
+    args, kwargs = call_args(b, syn)
     _no_extra(b, kwargs, "stop_lift_params", syn)
     return _make(b, "builtin.stop_lift_params", [b.to_relax(a, syn) for a in args], {}, (), syn)
 
@@ -204,7 +201,7 @@ def parse_stop_lift_params(b: Any, syn: S.Call) -> rx.Call:
 def parse_view(b: Any, syn: S.Call) -> rx.Call:
     """``R.memory.view(x, shape=None, dtype=None, relative_byte_offset=None)``, as TVM's function
     fills it: R.tuple() for no new shape or offset, R.null_value() for no new dtype."""
-    args, kwargs = _arguments(b, syn)
+    args, kwargs = call_args(b, syn)
     names = ("data", "shape", "dtype", "relative_byte_offset")
     if len(args) > len(names):
         raise b.error(syn, f"R.memory.view takes {', '.join(names)}")
@@ -265,7 +262,7 @@ def parse_device_mesh(b: Any, syn: S.Call) -> DeviceMesh:
 
 def parse_dtensor(b: Any, syn: S.Call) -> DTensorStructInfo:
     """``R.DTensor(shape, dtype, device_mesh, placement)``, the last two also by keyword."""
-    args, kwargs = _arguments(b, syn)
+    args, kwargs = call_args(b, syn)
     names = ("shape", "dtype", "device_mesh", "placement")
     values = dict(zip(names, args))
     values.update(kwargs)
@@ -280,7 +277,7 @@ def parse_dtensor(b: Any, syn: S.Call) -> DTensorStructInfo:
 def _sharding(name: str) -> Callable:
     def parse(b: Any, syn: S.Call) -> rx.Call:
         """``R.dist.<name>(x, device_mesh="mesh[0]", placement="S[1], R")``."""
-        args, kwargs = _arguments(b, syn)
+        args, kwargs = call_args(b, syn)
         values = dict(zip(("input", "device_mesh", "placement"), args))
         values.update(kwargs)
         if set(values) != {"input", "device_mesh", "placement"}:
@@ -293,7 +290,7 @@ def _sharding(name: str) -> Callable:
 
 def parse_dist_const(b: Any, syn: S.Call) -> rx.Constant:
     """``R.dist.const(1.0, R.DTensor((), "float32", "mesh[0]", "R, R"))``: a constant placed on a mesh."""
-    args, kwargs = _arguments(b, syn)
+    args, kwargs = call_args(b, syn)
     value = args[0] if args else kwargs.pop("value", None)
     ty = args[1] if len(args) > 1 else kwargs.pop("ty", kwargs.pop("struct_info", None))
     if not isinstance(ty, DTensorStructInfo) or ty.tensor_sinfo.dtype.is_void:
@@ -311,7 +308,7 @@ def parse_dist_const(b: Any, syn: S.Call) -> rx.Constant:
 def parse_linear(b: Any, syn: S.Call) -> rx.Call:
     """``R.linear(x, w, b=None, out_dtype=None)``: TVM's sugar for
     ``R.add(R.matmul(x, R.permute_dims(w, axes=None), out_dtype=out_dtype), b)``."""
-    args, kwargs = _arguments(b, syn)
+    args, kwargs = call_args(b, syn)
     names = ("data", "weight", "bias", "out_dtype")
     values = dict(zip(names, args))
     values.update(kwargs)
@@ -326,7 +323,7 @@ def parse_linear(b: Any, syn: S.Call) -> rx.Call:
 
 def parse_tuple_get_item(b: Any, syn: S.Call) -> rx.TupleGetItem:
     """``R.TupleGetItem(t, 1)``: TVM's node constructor, the same as ``t[1]``."""
-    args, kwargs = _arguments(b, syn)
+    args, kwargs = call_args(b, syn)
     if len(args) != 2 or kwargs or not isinstance(args[1], int):
         raise b.error(syn, "R.TupleGetItem takes a tuple and a constant index")
     return b.index_tuple(b.to_relax(args[0], syn), args[1], syn)
@@ -334,7 +331,7 @@ def parse_tuple_get_item(b: Any, syn: S.Call) -> rx.TupleGetItem:
 
 def parse_relu6(b: Any, syn: S.Call) -> rx.Call:
     """``R.nn.relu6(x)``: no operator of its own in TVM, but ``R.clip(x, 0, 6)``."""
-    args, kwargs = _arguments(b, syn)
+    args, kwargs = call_args(b, syn)
     data = args[0] if args else kwargs.pop("data", None)
     _no_extra(b, kwargs, "nn.relu6", syn)
     if data is None or len(args) > 1:

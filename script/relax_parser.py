@@ -179,9 +179,6 @@ class RelaxBuilder(ScopedEvaluator):
         return relax_op.make_call(name, args, {}, (), span=self.span(syn))
 
     def ev_Call(self, syn: S.Call) -> Any:
-        if isinstance(syn.func, S.Attribute) and syn.func.attr == "index_map" and len(syn.args) == 1 \
-                and isinstance(syn.args[0], S.Lambda) and not syn.kwargs:
-            return self.ev(syn.args[0])  # T.index_map(lambda ...): as TVM prints an index map
         func = self.ev(syn.func)
         if isinstance(func, RBuiltin):
             return self.r_call(func.path, syn)
