@@ -200,15 +200,18 @@ def _header(d: Dialect, typevars: list[str], uses_t: bool, relax: bool, with_ir:
     return lines
 
 
-def _reserve_typevars(namer: Namer, f: Any, typevar_ids: dict[int, str]) -> None:
+def _reserve_typevars(namer: Namer, f: Any, typevar_ids: dict[int, str]) -> bool:
     """The module-level TypeVar names ``f`` uses are taken while ``f`` prints (its own variables
-    are renamed around them); those it does not use are free, as in TVM's printer."""
+    are renamed around them); those it does not use are free, as in TVM's printer. True when
+    ``f`` uses some."""
     if not typevar_ids:
-        return
-    for key in {id(v) for v in collect(f, Var)} & typevar_ids.keys():
+        return False
+    used = {id(v) for v in collect(f, Var)} & typevar_ids.keys()
+    for key in used:
         name = typevar_ids[key]
         namer.used[name] = namer.used.get(name, 0) + 1
         namer.frames[-1].append((key, name))
+    return bool(used)
 
 
 def _declarations(typevars: list[str]) -> list[str]:
@@ -245,7 +248,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         if i:
             body.append("")
         namer.push()
-        _reserve_typevars(namer, f, typevar_ids)
+        uses_typevars = _reserve_typevars(namer, f, typevar_ids)
         if isinstance(f, PrimFunc):
             p = TIRPrinter(d, namer, typevar_ids)
             p.indent = 1
@@ -263,7 +266,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         body += [line for entry in p.lines for line in entry.split("\n")]
         absent_metadata |= p.absent_metadata
         uses_t |= p.uses_tir
-        typevar_used |= bool(_hoisted_typevars([f])[0])
+        typevar_used |= uses_typevars
     if len(body) == head_at + 1:  # an empty module, as TVM prints it
         body.append("    pass")
     if notes:
