@@ -1,0 +1,184 @@
+"""Tuning records and the databases that keep them (TVM's ``Database`` interface).
+
+A ``Workload`` is a module with its structural hash; a ``TuningRecord`` is a trace that schedules it,
+the seconds it measured, the target and the arguments. ``get_top_k`` gives a workload's fastest
+records; the ``query_*`` methods give the best schedule of a module. ``MemoryDatabase`` keeps them
+in memory; ``JSONDatabase`` (``json_database.py``) in two files of TVM's layout.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import mean
+from typing import Any
+
+from ...ir.errors import TVMSError
+from ...ir.module import IRModule
+from ...ir.structural import structural_equal, structural_hash
+from ...ir.target import Target, as_target
+from ..schedule.schedule import Schedule
+from ..schedule.trace import Trace
+from .measure import TensorInfo
+
+# TVM records a candidate that failed to build or run with this time, so it sorts last
+FAILED_RUN_SECS = 1e10
+
+
+class Workload:
+    """A module to tune, identified by its structural hash (two equal modules are one workload)."""
+
+    def __init__(self, mod: IRModule, shash: int | None = None) -> None:
+        self.mod = mod
+        self.shash = structural_hash(mod) if shash is None else int(shash)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Workload) and self.shash == other.shash and structural_equal(self.mod, other.mod)
+
+    def __hash__(self) -> int:
+        return hash(self.shash)
+
+    def __repr__(self) -> str:
+        return f"Workload(shash={self.shash})"
+
+
+def target_as_json(target: Target) -> dict:
+    """A target in TVM's exported-dict form: ``{"kind": ..., option: value, ...}``."""
+    return {"kind": target.kind, **{k: list(v) if isinstance(v, tuple) else v for k, v in target.attrs.items()}}
+
+
+@dataclass
+class TuningRecord:
+    """``TuningRecord(trace, workload, run_secs=None, target=None, args_info=None)``."""
+
+    trace: Trace
+    workload: Workload
+    run_secs: list | None = None
+    target: Target | None = None
+    args_info: list | None = None
+
+    def is_valid(self) -> bool:
+        """Measured, and every measurement succeeded."""
+        return bool(self.run_secs) and all(s < FAILED_RUN_SECS for s in self.run_secs)
+
+    def mean_secs(self) -> float:
+        return mean(self.run_secs) if self.is_valid() else FAILED_RUN_SECS
+
+    def as_measure_candidate(self) -> Any:
+        from .measure import MeasureCandidate
+
+        sch = Schedule(self.workload.mod)
+        self.trace.apply_to_schedule(sch, remove_postproc=False)
+        return MeasureCandidate(sch, list(self.args_info or []))
+
+    def as_json(self) -> list:
+        """TVM's record layout: ``[trace, run_secs, target, args_info]``."""
+        return [self.trace.as_json(remove_postproc=False),
+                None if self.run_secs is None else [float(s) for s in self.run_secs],
+                None if self.target is None else target_as_json(self.target),
+                None if self.args_info is None else [a.as_json() for a in self.args_info]]
+
+    @staticmethod
+    def from_json(json_obj: Any, workload: Workload) -> "TuningRecord":
+        try:
+            trace, run_secs, target, args_info = json_obj
+        except (TypeError, ValueError):
+            raise TVMSError(f"a tuning record is [trace, run_secs, target, args_info], got {json_obj!r:.80}") from None
+        return TuningRecord(Trace.from_json(trace), workload,
+                            None if run_secs is None else [float(s) for s in run_secs],
+                            None if target is None else as_target(target),
+                            None if args_info is None else [TensorInfo.from_json(a) for a in args_info])
+
+
+class Database:
+    """What every database offers. Subclasses define the six storage methods; the queries are
+    built on them."""
+
+    # -- storage (per database)
+    def has_workload(self, mod: IRModule) -> bool:
+        raise NotImplementedError
+
+    def commit_workload(self, mod: IRModule) -> Workload:
+        raise NotImplementedError
+
+    def commit_tuning_record(self, record: TuningRecord) -> None:
+        raise NotImplementedError
+
+    def get_all_tuning_records(self) -> list[TuningRecord]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self.get_all_tuning_records())
+
+    def get_top_k(self, workload: Workload, top_k: int) -> list[TuningRecord]:
+        """The ``top_k`` fastest valid records of ``workload``, fastest first."""
+        if top_k < 0:
+            raise TVMSError(f"get_top_k: top_k is at least 0, got {top_k}")
+        records = [r for r in self.get_all_tuning_records() if r.workload == workload and r.is_valid()]
+        return sorted(records, key=TuningRecord.mean_secs)[:top_k]
+
+    # -- queries
+    def query_tuning_record(self, mod: IRModule, target: Any = None, workload_name: str = "main") -> TuningRecord | None:
+        """The best record of ``mod`` (for ``target`` when given), or None."""
+        if not self.has_workload(mod):
+            return None
+        target = None if target is None else as_target(target)
+        workload = self.commit_workload(mod)
+        for record in self.get_top_k(workload, len(self)):
+            if target is None or record.target is None or record.target.kind == target.kind:
+                return record
+        return None
+
+    def query_schedule(self, mod: IRModule, target: Any = None, workload_name: str = "main") -> Schedule | None:
+        """The best record's trace replayed on ``mod``, or None."""
+        record = self.query_tuning_record(mod, target, workload_name)
+        if record is None:
+            return None
+        sch = Schedule(record.workload.mod)
+        record.trace.apply_to_schedule(sch, remove_postproc=False)
+        return sch
+
+    def query_ir_module(self, mod: IRModule, target: Any = None, workload_name: str = "main") -> IRModule | None:
+        sch = self.query_schedule(mod, target, workload_name)
+        return None if sch is None else sch.mod
+
+    def __enter__(self) -> "Database":
+        _CURRENT.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _CURRENT.pop()
+
+    @staticmethod
+    def current() -> "Database | None":
+        """The innermost database entered with ``with`` (as ``MetaScheduleApplyDatabase`` reads it)."""
+        return _CURRENT[-1] if _CURRENT else None
+
+
+_CURRENT: list[Database] = []
+
+
+class MemoryDatabase(Database):
+    """Records in memory, lost with the process."""
+
+    def __init__(self) -> None:
+        self._workloads: dict[int, list[Workload]] = {}
+        self._records: list[TuningRecord] = []
+
+    def _find(self, mod: IRModule) -> Workload | None:
+        probe = Workload(mod)
+        return next((w for w in self._workloads.get(probe.shash, []) if structural_equal(w.mod, mod)), None)
+
+    def has_workload(self, mod: IRModule) -> bool:
+        return self._find(mod) is not None
+
+    def commit_workload(self, mod: IRModule) -> Workload:
+        found = self._find(mod)
+        if found is None:
+            found = Workload(mod)
+            self._workloads.setdefault(found.shash, []).append(found)
+        return found
+
+    def commit_tuning_record(self, record: TuningRecord) -> None:
+        self._records.append(record)
+
+    def get_all_tuning_records(self) -> list[TuningRecord]:
+        return list(self._records)
