@@ -165,6 +165,10 @@ class ExprEvaluator:
                 return base.data
             if syn.attr == "shape":
                 return base.shape
+            if syn.attr == "strides":
+                return base.strides
+            if syn.attr == "elem_offset":
+                return base.offset
             if syn.attr == "dtype":
                 return str(base.dtype)
             if syn.attr in ("view", "access_ptr"):
@@ -182,7 +186,10 @@ class ExprEvaluator:
             if base.path == "let":
                 return LetAnnotation(self.dtype_of(self.ev(syn.indices[0]), syn))
         if isinstance(base, (tuple, list)) and len(syn.indices) == 1:
-            return base[self.ev(syn.indices[0])]
+            index = self.ev(syn.indices[0])
+            if not isinstance(index, int) or isinstance(index, bool) or not -len(base) <= index < len(base):
+                raise self.error(syn, f"index {index!r} is out of range for {len(base)} item(s)")
+            return base[index]
         raise self.error(syn, f"cannot subscript {_describe(base)}")
 
     def subscript_buffer(self, buffer: Buffer, syn: S.Subscript) -> Any:

@@ -36,6 +36,7 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         self.pending: list[str] = []  # definitions of free variables met while printing a statement
         self.func_level = True
         self.buffer_defs: dict[int, list[Buffer]] = {}  # data var id -> buffers over that data
+        self.buffer_fields: dict[int, tuple] = {}  # var id -> (buffer, ".elem_offset", var) it prints as
         self.typevars = typevars or {}  # hoisted names of module-level TypeVars (0.27)
         self.loop_doms: dict[int, tuple] = {}  # loop var id -> (min, extent), for T.axis.remap
         self.inlined: set = set()  # parameters printed as their buffers
@@ -112,6 +113,9 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
             return self.typevars[id(v)]
         if v in self.inlined:
             raise ParamUsed(v)
+        field = self.field_of(v)
+        if field is not None:
+            return field
         owner = self.data_owner(v)
         if owner is not None:
             return f"{self.namer.get(owner)}.data"
@@ -133,7 +137,7 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
             return name
         # a buffer used without a definition: declare it where the function starts
         name = self.namer.define(b, b.name, self.func_frame)
-        self.pending.append(f"{name} = {self.buffer_decl(b, 'Buffer', [])}")
+        self.pending.append(f"{name} = {self.buffer_decl(b, 'Buffer', [], define_line=self.pending.append)}")
         self.buffer_defs.setdefault(id(b.data), []).append(b)
         return name
 
@@ -142,9 +146,13 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         self.buffer_defs.setdefault(id(b.data), []).append(b)
         return name
 
-    def data_owner(self, data: Var, exclude: Buffer | None = None) -> Buffer | None:
-        """The innermost buffer in scope whose data pointer is ``data`` (prints as ``B.data``)."""
-        for b in reversed(self.buffer_defs.get(id(data), ())):
+    def data_owner(self, data: Var, exclude: Buffer | None = None, first: bool = False) -> Buffer | None:
+        """A buffer in scope over the data pointer ``data`` (it prints as ``B.data``): the
+        innermost, or with ``first`` the outermost. (TVM records which buffer's data an
+        expression reads, tvms does not: a pass that declares a buffer over another's data
+        takes the buffer it transforms, the outermost, and the body then reads the new one.)"""
+        found = self.buffer_defs.get(id(data), ())
+        for b in (found if first else reversed(found)):
             if b is not exclude and self.namer.get(b) is not None:
                 return b
         return None
