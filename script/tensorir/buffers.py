@@ -111,7 +111,16 @@ class BufferParsing:
                   "align": base.data_alignment, "offset_factor": base.offset_factor}
         buf = self.buffer_decl(name, [shape], {"dtype": kwargs.pop("dtype", str(base.dtype)),
                                                **layout, **kwargs}, call)
-        return TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), span=self.assigned_span(call, target)))
+        return TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), base,
+                                    span=self.assigned_span(call, target)))
+
+    def data_parent(self, call: S.Call) -> Buffer | None:
+        """The buffer ``B`` of a declaration's ``data=B.data`` (TVM prints that same buffer)."""
+        syn = dict(call.kwargs).get("data", call.args[2] if len(call.args) > 2 else None)
+        if isinstance(syn, S.Attribute) and syn.attr == "data":
+            base = self.ev_buffer_base(syn.value)
+            return base if isinstance(base, Buffer) else None
+        return None
 
     @parses("with", "decl_buffer", "alloc_buffer", "alloc_shared", "alloc_local", "allocate")
     def with_scoped_assign(self, syn: S.With, call: S.Call) -> Stmt:
@@ -195,7 +204,8 @@ def _decl_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
         decl = DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target))
         return TakesRest(LetStmt(var, data, decl, span=b.assigned_span(call, target)))
     buf = b.buffer_decl(name, args, kwargs, call)
-    return TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target)))
+    return TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), b.data_parent(call),
+                                span=b.assigned_span(call, target)))
 
 
 def _decl_scalar(b: Any, target: Any, call: S.Call, rest: list) -> Any:
@@ -314,10 +324,8 @@ class BufferPrinting:
             args.append(quote(str(b.dtype)))
         if data is not None:
             args.append(f"data={data}")
-        elif self.namer.get(b.data) is not None:
+        elif self.namer.get(b.data) is not None or self.data_owner(b.data, exclude=b) is not None:
             args.append(f"data={self.var(b.data)}")
-        elif (owner := self.data_owner(b.data, exclude=b, first=True)) is not None:
-            args.append(f"data={self.namer.get(owner)}.data")
         if b.strides:
             strides = []
             for i, e in enumerate(b.strides):
@@ -431,18 +439,22 @@ class BufferPrinting:
     @prints(DeclBuffer)
     def st_decl_buffer(self, s: DeclBuffer, concise: bool, top: bool) -> None:
         b = s.buffer
-        rhs = self.view_or_decl(b)
+        rhs = self.view_or_decl(b, s.data_of)
         self.scope(concise, top, None, rhs, s.body, lambda: self.define_buffer(b), flat=True)
 
-    def view_or_decl(self, b: Buffer) -> str:
+    def view_or_decl(self, b: Buffer, data_of: Buffer | None) -> str:
         if self.d.name != "classic" and b.is_scalar:
             offset = f", elem_offset={self.expr(b.elem_offset)}" if b.elem_offset is not None else ""
             return (f"{self.tir('decl_scalar')}({self.tir(str(b.dtype))}, data={self.var(b.data)}"
                     f"{offset}, scope={quote(b.scope)})")
-        owner = self.data_owner(b.data, exclude=b, first=True)
-        if self.d.name != "classic" and owner is not None and _reshapes(owner, b):
+        # the buffer the source named as the data's, while it is in scope; else the innermost
+        named = data_of is not None and data_of.data is b.data and self.namer.get(data_of) is not None
+        owner = data_of if named else self.data_owner(b.data, exclude=b)
+        if owner is None or self.namer.get(b.data) is not None:
+            return self.buffer_decl(b, "decl_buffer", [])
+        if self.d.name != "classic" and _reshapes(owner, b):
             return f"{self.namer.get(owner)}.view({', '.join(self.expr(x) for x in b.shape)})"
-        return self.buffer_decl(b, "decl_buffer", [])
+        return self.buffer_decl(b, "decl_buffer", [], data=f"{self.namer.get(owner)}.data")
 
     @prints(AllocBuffer)
     def st_alloc_buffer(self, s: AllocBuffer, concise: bool, top: bool) -> None:

@@ -146,13 +146,9 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         self.buffer_defs.setdefault(id(b.data), []).append(b)
         return name
 
-    def data_owner(self, data: Var, exclude: Buffer | None = None, first: bool = False) -> Buffer | None:
-        """A buffer in scope over the data pointer ``data`` (it prints as ``B.data``): the
-        innermost, or with ``first`` the outermost. (TVM records which buffer's data an
-        expression reads, tvms does not: a pass that declares a buffer over another's data
-        takes the buffer it transforms, the outermost, and the body then reads the new one.)"""
-        found = self.buffer_defs.get(id(data), ())
-        for b in (found if first else reversed(found)):
+    def data_owner(self, data: Var, exclude: Buffer | None = None) -> Buffer | None:
+        """The innermost buffer in scope whose data pointer is ``data`` (prints as ``B.data``)."""
+        for b in reversed(self.buffer_defs.get(id(data), ())):
             if b is not exclude and self.namer.get(b) is not None:
                 return b
         return None
