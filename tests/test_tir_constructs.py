@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tvms.ir import structural_equal
+from tvms.ir.visitor import collect
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 
@@ -288,3 +289,63 @@ def test_builder_spellings_against_numpy() -> None:
     device = np.zeros(10, "int32")
     run_prim_func(load("builders", "input")["device"], device)  # (T.device_entry: an attribute)
     np.testing.assert_array_equal(device, np.arange(10))
+
+
+def test_buffer_fields_are_the_buffers_own_variables() -> None:
+    """An offset_factor without elem_offset makes the offset a variable of the buffer's own, as
+    quoted strides make stride variables; the body reads them (``src.elem_offset``,
+    ``src.strides[0]``). The reference executor binds them where the view matches its region,
+    LowerMatchBuffer substitutes them in compiled code."""
+    from tvms.ir import Var
+    from tvms.ir.stmt import Block
+
+    mod = load("buffer_fields")
+    tile = next(n for n in collect(mod["in_blocks"], Block) if n.name_hint == "tile")
+    view = tile.match_buffers[0].buffer
+    assert isinstance(view.elem_offset, Var) and view.elem_offset.name == "elem_offset"
+    assert [(s.name, str(s.dtype)) for s in view.strides] == [("s1", "int32"), ("s0", "int32")]
+    assert view.offset_factor == 4
+    # a zero offset is kept only where its dtype is not the buffer's index type (TVM prints it)
+    zero = load("buffer_fields")["zero_offsets"]
+    allocs = next(n for n in collect(zero, Block) if n.name_hint == "root").alloc_buffers
+    assert [None if b.elem_offset is None else str(b.elem_offset.dtype) for b in allocs] == ["int64", None]
+    # the fields are bound with their buffer: two readings are equal, another factor is not
+    text = (FIXTURES / "buffer_fields_tvm_0.27.tvms").read_text()
+    assert structural_equal(from_source(text), mod)
+    assert not structural_equal(from_source(text.replace("offset_factor=4", "offset_factor=2")), mod)
+    a = np.zeros((16, 16), "float32")
+    vi, vj = np.divmod(np.arange(16), 4)
+    want = (vi * 64 + vj * 4 + 16 * 1000 + 1 * 100000).astype("float32")
+    b = np.zeros(16, "float32")
+    run_prim_func(mod["in_blocks"], a, b)
+    np.testing.assert_array_equal(b, want)
+    d = np.zeros(1, "float32")
+    run_prim_func(mod["aliases"], d)  # (every alias reads the one store through A)
+    assert d[0] == 4
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    got = np.zeros(16, "float32")
+    tvms.build(mod["in_blocks"])(a, got)
+    np.testing.assert_array_equal(got, want)
+    compiled = np.zeros(1, "float32")
+    tvms.build(mod["aliases"])(compiled)
+    assert compiled[0] == 4
+
+
+def test_buffer_fields_errors() -> None:
+    from tvms.ir.errors import ScriptError
+
+    compact = '''@T.prim_func
+def f(A: T.Buffer((4,), "float32")):
+    A[0] = T.Cast("float32", A.strides[0])'''
+    with pytest.raises(ScriptError, match="index 0 is out of range for 0 item"):
+        from_source(compact)
+    quoted = '''@T.prim_func
+def f(A: T.Buffer((4, 4), "float32")):
+    for i in range(4):
+        with T.block("b"):
+            sub = T.match_buffer(A[i, 0:4], (4,), strides=("n + 1",))
+            T.evaluate(0)'''
+    with pytest.raises(ScriptError, match="a quoted stride names a new variable, got 'n \\+ 1'"):
+        from_source(quoted)

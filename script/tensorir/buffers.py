@@ -32,7 +32,7 @@ class BufferParsing:
                     index_strides: bool = False) -> Buffer:
         """T.Buffer / T.alloc_buffer / T.match_buffer / T.decl_buffer arguments to a Buffer.
         ``index_strides``: a stride's new variable takes the first dimension's dtype (as
-        T.match_buffer makes it; the others make int32 ones)."""
+        T.match_buffer of a region makes it; the others make int32 ones)."""
         kwargs = dict(kwargs)
         shape = args[0] if args else kwargs.pop("shape", None)
         if shape is None:
@@ -252,7 +252,8 @@ def _match_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
                           f"function, not {_describe(source)}")
         if source in frame.buffer_map:
             raise b.error(call, f"parameter {source.name!r} is already bound to a buffer")
-        buf = b.buffer_decl(name, args, kwargs, call, index_strides=True)
+        # (int32 stride variables, as the T.Buffer annotation that prints this buffer makes)
+        buf = b.buffer_decl(name, args, kwargs, call)
         frame.buffer_map[source] = buf
     b.define(name, buf)
     return Header()
