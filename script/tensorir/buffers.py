@@ -1,8 +1,10 @@
 """Buffers: ``T.Buffer`` (a parameter's type, or an alias), ``T.alloc_buffer`` /
 ``T.sblock_alloc_buffer`` / ``T.alloc_shared`` / ``T.alloc_local``, ``T.decl_buffer`` and
 ``B.view(...)``, ``T.match_buffer`` (of a parameter or a region), ``T.allocate``; and buffer
-regions. The classic dialect's ``T.alloc_buffer`` allocates in the enclosing block, TVM 0.27's
-for the rest of the body (its block form is ``T.sblock_alloc_buffer``)."""
+regions. A buffer may define its offset and strides as new variables (``offset_factor=16``
+without ``elem_offset``, quoted strides), which the body reads as ``A.elem_offset`` and
+``A.strides[i]``. The classic dialect's ``T.alloc_buffer`` allocates in the enclosing block,
+TVM 0.27's for the rest of the body (its block form is ``T.sblock_alloc_buffer``)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -306,10 +308,13 @@ class BufferPrinting:
         As TVM prints a buffer: a new variable that is a stride or the offset, and that the
         buffer's fields use once, is the buffer's own (``A.strides[0]``, ``A.elem_offset``
         elsewhere): the stride prints quoted, the offset not at all (with its offset_factor).
-        Other new variables of the fields are declared on a line before it."""
+        Other new variables of the fields are declared on a line before it (an offset among
+        them still prints: TVM then leaves it out, which reads back as another variable)."""
         uses = Counter(id(v) for e in (*b.shape, *b.strides, *_offset_of(b)) for v in walk(e) if isinstance(v, Var))
-        owned = lambda e: (isinstance(e, Var) and uses[id(e)] == 1  # noqa: E731
-                           and not self.is_defined(e, signature))
+
+        def owned(e: Any) -> bool:
+            return isinstance(e, Var) and uses[id(e)] == 1 and not self.is_defined(e, signature)
+
         fresh: list = []  # new variables declared before the buffer (outside a signature)
         if signature is None:
             for e in (*b.shape, *[e for e in (*b.strides, *_offset_of(b)) if not owned(e)]):
