@@ -349,3 +349,20 @@ def f(A: T.Buffer((4, 4), "float32")):
             T.evaluate(0)'''
     with pytest.raises(ScriptError, match="a quoted stride names a new variable, got 'n \\+ 1'"):
         from_source(quoted)
+
+
+def test_a_stride_variable_the_buffer_uses_twice_is_declared_by_name() -> None:
+    """A new stride variable used twice is not the buffer's own: it is declared before the
+    buffer (in the signature, its first quoted stride defines it for the next)."""
+    text = '''@T.prim_func
+def f(a: T.handle):
+    step = T.int32()
+    A = T.match_buffer(a, (4, 4), strides=(step, step))
+    T.evaluate(step)'''
+    func = from_source(text)
+    printed = func.script(dialect="tvm-0.27")
+    assert 'def f(A: T.Buffer((4, 4), "float32", strides=("step", step))):' in printed
+    classic = func.script(dialect="classic")
+    assert '    step = T.int32()\n    A = T.match_buffer(a, (4, 4), strides=(step, step))\n' in classic
+    for out in (printed, classic):
+        assert structural_equal(from_source(out), func)

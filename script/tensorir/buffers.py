@@ -89,9 +89,13 @@ class BufferParsing:
                            span=self.span(syn))
 
     def quoted_stride(self, text: str, dtype: DataType, syn: Any) -> PrimExpr:
-        """A quoted stride: in a signature, a size as a quoted dimension is; in a body, the name
-        of a new variable the buffer defines (the body reads it as ``A.strides[i]``)."""
+        """A quoted stride: the name of a new variable the buffer defines (the body reads it as
+        ``A.strides[i]``). In a signature that variable was made before the annotation was read
+        (see ``predefine_quoted_sizes``), and a scalar parameter's name, or an expression, reads
+        as a quoted dimension does."""
         if self.func is not None and self.func.signature_dtypes is not None:
+            if self.new_stride_name(text):
+                return self.func.stride_vars.pop(0)
             return self.quoted_size(text, syn)
         if not text.isidentifier():
             raise self.error(syn, f"a quoted stride names a new variable, got {text!r}")

@@ -460,6 +460,7 @@ class FunctionFrame:
     # quoted buffer dimensions created (a later scalar parameter of that name is that variable)
     signature_dtypes: dict | None = None
     size_vars: dict = field(default_factory=dict)
+    stride_vars: list = field(default_factory=list)  # the new stride variables of the annotation read
     s_tir: bool = False  # decorated s_tir=True: TVM 0.27 gives its allocations no layout
     env_threads: dict = field(default_factory=dict)  # T.env_thread variables -> their thread tags
 
