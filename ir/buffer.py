@@ -50,7 +50,7 @@ class Buffer(Node):
     def index_dtype(self) -> DataType:
         """TVM's default index type of the buffer: its first dimension's, int64 for a 0-d one.
         ``elem_offset=None`` stands for a zero of this type."""
-        return self.shape[0].dtype if self.shape else DataType("int64")
+        return _index_dtype(self.shape)
 
     @property
     def offset(self) -> PrimExpr:
@@ -73,18 +73,25 @@ class Buffer(Node):
         return BufferLoad(self, tuple(const(i) for i in indices))
 
 
+def _index_dtype(shape: tuple) -> DataType:
+    return shape[0].dtype if shape else DataType("int64")
+
+
 def decl_buffer(shape, dtype="float32", name="buffer", *, data: Var | None = None, scope="global",
                 strides=(), elem_offset=None, data_alignment=DEFAULT_ALIGN, offset_factor=0,
                 buffer_type="default", axis_separators=(), span=None) -> Buffer:
-    """Make a Buffer, creating its data pointer when none is given. ``offset_factor=0`` means
-    none was given, which TVM stores as 1 (unlike TVM's decl_buffer, this one makes no offset
-    variable for a factor: passes copy buffers through it, and the parser makes that variable)."""
+    """Make a Buffer, creating its data pointer when none is given. An offset of zero in the
+    buffer's index type is the default, None. ``offset_factor=0`` means none was given, which
+    TVM stores as 1 (unlike TVM's decl_buffer, this one makes no offset variable for a factor:
+    passes copy buffers through it, and the parser makes that variable)."""
     from .expr import const
 
     dt = DataType(dtype)
     shape = tuple(const(s, "int32") if isinstance(s, int) else s for s in shape)
     if data is None:
         data = Var(name, handle, PointerType(dt, scope))
+    if isinstance(elem_offset, IntImm) and elem_offset.value == 0 and elem_offset.dtype == _index_dtype(shape):
+        elem_offset = None  # (the default; TVM prints a zero of another dtype)
     return Buffer(data, dt, shape, tuple(strides), elem_offset, name, data_alignment, offset_factor or 1,
                   buffer_type, tuple(axis_separators), span=span)
 

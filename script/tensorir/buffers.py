@@ -64,9 +64,6 @@ class BufferParsing:
         offset_factor = int(kwargs.pop("offset_factor", None) or 0)
         if elem_offset is not None:
             elem_offset = self.int_expr(elem_offset, syn)
-            default = dims[0].dtype if dims else DataType("int64")  # (TVM's default index type)
-            if isinstance(elem_offset, IntImm) and elem_offset.value == 0 and elem_offset.dtype == default:
-                elem_offset = None
         elif offset_factor:
             # a factor and no offset: the offset is a new variable, which the body reads as
             # ``A.elem_offset``
