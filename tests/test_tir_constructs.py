@@ -366,3 +366,26 @@ def f(a: T.handle):
     assert '    step = T.int32()\n    A = T.match_buffer(a, (4, 4), strides=(step, step))\n' in classic
     for out in (printed, classic):
         assert structural_equal(from_source(out), func)
+
+
+def test_views_with_an_offset_factor_in_a_scheduled_function_run() -> None:
+    """Asub = T.match_buffer(..., offset_factor=1) (its offset a variable of its own) through a
+    schedule, the reference executor and compiled code."""
+    from tvms.tir import Schedule
+
+    mod = from_source((FIXTURES.parent / "tir_lowering" / "tile_copy_00_input.tvms").read_text())
+    sch = Schedule(mod)
+    ii, jj = sch.get_loops(sch.get_block("copy"))[-2:]
+    sch.reorder(jj, ii)
+    sch.split(ii, factors=[2, 2])
+    func = sch.mod["main"]
+    a = np.arange(256, dtype="float32").reshape(16, 16)
+    b = np.zeros((16, 16), "float32")
+    run_prim_func(func, a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    compiled = np.zeros((16, 16), "float32")
+    tvms.build(func)(a, compiled)
+    np.testing.assert_array_equal(compiled, a + 1)

@@ -90,10 +90,11 @@ class BufferParsing:
         ``A.strides[i]``). In a signature that variable was made before the annotation was read
         (see ``predefine_quoted_sizes``), and a scalar parameter's name, or an expression, reads
         as a quoted dimension does."""
-        if self.func is not None and self.func.signature_dtypes is not None:
-            if self.new_stride_name(text):
-                return self.func.stride_vars.pop(0)
+        in_signature = self.func is not None and self.func.signature_dtypes is not None
+        if in_signature and not self.new_stride_name(text):
             return self.quoted_size(text, syn)
+        if in_signature and self.func.stride_vars:
+            return self.func.stride_vars.pop(0)
         if not text.isidentifier():
             raise self.error(syn, f"a quoted stride names a new variable, got {text!r}")
         return Var(text, dtype)
