@@ -11,8 +11,8 @@ from ..ir.errors import TVMSError
 from ..ir.expr import Op, Var as TirVar
 from ..ir.module import GlobalVar
 from ..ir.node import EMPTY, FrozenDict
-from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, StructInfo, TensorStructInfo,
-                              TupleStructInfo, conflict)
+from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
+                              StructInfo, TensorStructInfo, TupleStructInfo, conflict)
 from ..ir.structural import structural_equal
 from . import syntax as S
 from .comments import carry
@@ -312,9 +312,9 @@ class RelaxFunctionBuilder(RelaxBuilder):
                 self.check_compatible(self.as_struct_info(self.ev(last.annotation), last.annotation),
                                       value.struct_info, last.annotation, target.id)
             span = self.span(last)  # the comments of the last line: its binding's, or the branch's
-            if not isinstance(value, _LEAVES) and not _is_void_tuple(value):
+            self.take_slot()  # (TVM's builder numbers the branch's value, bound or not)
+            if not isinstance(value, (*_LEAVES, rx.Tuple)):  # (a tuple of leaves stays, as in TVM)
                 span = None
-                self.take_slot()
                 var = rx.Var(f"{target.id}_{which}", value.struct_info, span=self.span(last))
                 bindings.append(rx.VarBinding(value, var, span=self.span(last)))
                 value = var
@@ -390,13 +390,20 @@ _LEAVES = (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.Dat
 
 
 def join_struct_info(a: StructInfo, b: StructInfo) -> StructInfo:
-    """What both branches of an if are known to give: equal struct info stays, tensors keep
-    what they share (dtype, rank), anything else is an object."""
+    """What both branches of an if are known to give (TVM's least common ancestor): equal struct
+    info stays; tensors keep what they share (shape, dtype, rank), scalars their dtype, shapes their
+    rank, tuples of one length join field by field; anything else is an object."""
     if structural_equal(a, b, map_free_vars=False):
         return a
     if isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo):
         dtype = a.dtype if a.dtype == b.dtype else VOID
+        if a.shape is not None and b.shape is not None and structural_equal(a.shape, b.shape, map_free_vars=False):
+            return TensorStructInfo(a.shape, dtype)
         return TensorStructInfo(None, dtype, a.ndim if a.ndim == b.ndim else -1)
+    if isinstance(a, PrimStructInfo) and isinstance(b, PrimStructInfo) and a.dtype == b.dtype:
+        return PrimStructInfo(a.dtype)
+    if isinstance(a, ShapeStructInfo) and isinstance(b, ShapeStructInfo):
+        return ShapeStructInfo(ndim=a.ndim if a.ndim == b.ndim else -1)
     if isinstance(a, TupleStructInfo) and isinstance(b, TupleStructInfo) and len(a.fields) == len(b.fields):
         return TupleStructInfo(tuple(join_struct_info(x, y) for x, y in zip(a.fields, b.fields)))
     return ObjectStructInfo()

@@ -415,7 +415,7 @@ class RelaxPrinter(TIRPrinter):
             for block in seq.blocks:
                 self.commented(block, lambda block=block: self.block(block))
             body = seq.body
-        self.commented(seq, lambda: self.emit(f"{name}: {self.sinfo(var.struct_info)} = {self.rexpr(body)}"))
+        self.commented(seq, lambda: self.emit(f"{name}: {self.sinfo(var.struct_info)} = {self.rexpr(body, top=True)}"))
         self.namer.pop()
         self.indent -= 1
 
