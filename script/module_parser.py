@@ -16,7 +16,7 @@ from . import syntax as S
 from .syntax import dotted
 from .comments import attach, carry
 from .diagnostics import did_you_mean, error, span_of
-from .dialect import detect_dialect
+from .dialect import CLASSIC, TVM_027, Dialect, detect_dialect
 from .nesting import check_nesting
 from .parser import parse_syntax
 from .tensorir.attrs import freeze_value
@@ -47,10 +47,12 @@ def _decorator(syn: Any) -> tuple[str | None, dict]:
 
 
 class ModuleParser:
-    def __init__(self, text: str, name: str = "<string>", source: Source | None = None):
+    def __init__(self, text: str, name: str = "<string>", source: Source | None = None,
+                 dialect: Dialect | None = None):
         self.source = source or Source(text, name)
         self.text = text
-        self.dialect = detect_dialect(text)
+        self.dialect = dialect or detect_dialect(text)
+        self.tvm027_spellings: set[str] = set()  # (see RelaxBuilder.tvm027_spellings)
         self.typevars: set[str] = set()
         self.globals: dict[str, GlobalVar] = {}
         self.metadata: dict | None = None
@@ -61,6 +63,12 @@ class ModuleParser:
         return error(self.source, syn, message)
 
     def parse(self) -> IRModule | PrimFunc:
+        result = self.parse_as_detected()
+        if self.tvm027_spellings and self.dialect is CLASSIC:  # a Relax text by TVM 0.27 without a marker
+            return ModuleParser(self.text, self.source.name, self.source, TVM_027).parse()
+        return result
+
+    def parse_as_detected(self) -> IRModule | PrimFunc:
         tree = parse_syntax(self.text, self.source)
         check_nesting(tree, self.source)
         attach(tree, self.source)
@@ -195,6 +203,7 @@ class ModuleParser:
     def relax_builder(self) -> RelaxFunctionBuilder:
         builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
                                        frozenset(self.typevars), self.metadata)
+        builder.tvm027_spellings = self.tvm027_spellings
         builder.vdevices = getattr(self, "vdevices", ())
         builder.meshes = getattr(self, "meshes", ())
         builder.prim_funcs = self.prim_func_names
@@ -205,6 +214,7 @@ class ModuleParser:
     def literal(self, syn: Any) -> Any:
         builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
                                        frozenset(self.typevars), self.metadata)
+        builder.tvm027_spellings = self.tvm027_spellings
         return builder.ev(syn)
 
     def read_metadata(self, stmt: S.Assign) -> dict:

@@ -73,6 +73,9 @@ class RelaxBuilder(ScopedEvaluator):
         self.in_dataflow = False
         self.vdevices: tuple = ()  # the module's I.module_global_infos({"vdevice": [...]})
         self.meshes: tuple = ()  # ... and its {"mesh": [...]}
+        # spellings that only TVM 0.27 prints and the text's header does not reveal (a module
+        # parser shares its set with its builders, and reads a classic text again as 0.27's)
+        self.tvm027_spellings: set[str] = set()
 
     # ---------------------------------------------------------------- names
     def lookup(self, name: str, syn: Any) -> Any:
@@ -202,10 +205,9 @@ class RelaxBuilder(ScopedEvaluator):
         if isinstance(value, (tuple, list)):
             fields = tuple(self.to_relax(v, syn) for v in value)
             return rx.Tuple(fields, TupleStructInfo(tuple(_sinfo(f) for f in fields)), span=self.span(syn))
-        if isinstance(value, bool) or isinstance(value, (int, float)) or isinstance(value, PrimExpr):
-            expr = arith.to_expr(value) if not isinstance(value, int) or isinstance(value, bool) \
-                else IntImm(DataType("int64"), value)
-            return rx.PrimValue(expr, PrimStructInfo(expr.dtype, expr), span=self.span(syn))
+        if isinstance(value, (bool, int, float, PrimExpr)):
+            self.tvm027_spellings.add("a scalar written bare as a Relax value")  # (classic: R.prim_value)
+            return self.prim_value(value, syn)
         if isinstance(value, str):
             return rx.StringImm(value, ObjectStructInfo(), span=self.span(syn))
         raise self.error(syn, f"expected a Relax value, got {_describe(value)}")
@@ -272,7 +274,14 @@ class RelaxBuilder(ScopedEvaluator):
 
     def r_prim_value(self, syn: S.Call) -> rx.PrimValue:
         value = self.ev(syn.args[0])
+        if isinstance(value, (bool, int, float, PrimExpr)):
+            return self.prim_value(value, syn)
         return self.to_relax(value, syn)
+
+    def prim_value(self, value: bool | int | float | PrimExpr, syn: Any) -> rx.PrimValue:
+        expr = arith.to_expr(value) if not isinstance(value, int) or isinstance(value, bool) \
+            else IntImm(DataType("int64"), value)
+        return rx.PrimValue(expr, PrimStructInfo(expr.dtype, expr), span=self.span(syn))
 
     def r_str(self, syn: S.Call) -> rx.StringImm:
         return rx.StringImm(self.ev(syn.args[0]), ObjectStructInfo(), span=self.span(syn))
