@@ -23,9 +23,10 @@ SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed", "
                "relax.call_tir_with_grad", "relax.vm.call_tir_dyn", "relax.make_closure",
                "relax.invoke_closure", "relax.invoke_pure_closure")
 
-# The operators whose constructor makes a Python float argument a float64 scalar, as TVM's
-# ``relax.prim_value`` does (``R.clip(x, 0.0, 6.0)``): the parser hands such literals to them as
-# they are, where elsewhere a bare float is a float32 (``R.add(x, 1.5)``).
+# The operators whose Python function makes a float argument a float64 scalar, as TVM's
+# ``relax.prim_value`` does (``R.clip(x, 0.0, 6.0)``, also by keyword), as a bare float is outside
+# operators (tuples, ``R.call_packed``); TVM's FFI hands the other operators a float32
+# (``R.add(x, 1.5)``).
 PRIM_VALUE_ARGS: set[str] = set()
 
 # Attribute kinds, which decide how values are checked, stored and printed.

@@ -16,7 +16,7 @@ from ..ir import arith, relax as rx
 from ..ir import relax_op
 from ..ir.dtype import DataType, is_dtype_name
 from ..ir.errors import ScriptError, Source, TVMSError
-from ..ir.expr import IntImm, PrimExpr, Var as TirVar
+from ..ir.expr import IntImm, PrimExpr, Var as TirVar, const
 from ..ir.module import GlobalVar, MetadataRef
 from .metadata import CONSTANT_KEYS
 from ..ir.operators import RELAX_BINARY, RELAX_PREFIX
@@ -58,6 +58,14 @@ _STRUCT_INFO_BUILTINS = {"Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "C
 _R_VALUE_BUILTINS = {"const", "shape", "prim_value", "str", "dtype", "tuple", "match_cast",
                      "ExternFunc", "call_tir", "call_dps_packed", "call_packed", "output",
                      "dataflow", "func_attr", "function"}
+
+
+def _scalar(value: bool | int | float | PrimExpr) -> PrimExpr:
+    """A scalar Relax value as TVM's ``relax.prim_value`` makes it: a Python int is an int64, a
+    float a float64."""
+    if isinstance(value, bool) or isinstance(value, PrimExpr):
+        return arith.to_expr(value)
+    return const(value, "int64" if isinstance(value, int) else "float64")
 
 
 class RelaxBuilder(ScopedEvaluator):
@@ -234,14 +242,14 @@ class RelaxBuilder(ScopedEvaluator):
                 continue
             value = self.ev(value_syn)
             if key in spec.args and all(a.name != key for a in spec.attrs):  # a Relax argument by name
-                attrs[key] = self.to_relax(value, value_syn)
+                attrs[key] = self.relax_arg(spec, value, value_syn)
             else:
                 attrs[key] = self.attr_value(value, value_syn)
         return relax_op.make_call(spec, args, attrs, sinfo_args, span=self.span(syn))
 
     def relax_arg(self, spec: Any, value: Any, syn: Any) -> Any:
-        if isinstance(value, float) and spec.name in relax_op.PRIM_VALUE_ARGS:
-            return value  # (the operator makes it a float64 scalar, as TVM's does)
+        if isinstance(value, float) and spec.name not in relax_op.PRIM_VALUE_ARGS:
+            value = arith.to_expr(value)  # (TVM's FFI hands the operator a float32: R.add(x, 1.5))
         return self.to_relax(value, syn)
 
     def attr_value(self, value: Any, syn: Any) -> Any:
@@ -279,8 +287,7 @@ class RelaxBuilder(ScopedEvaluator):
         return self.to_relax(value, syn)
 
     def prim_value(self, value: bool | int | float | PrimExpr, syn: Any) -> rx.PrimValue:
-        expr = arith.to_expr(value) if not isinstance(value, int) or isinstance(value, bool) \
-            else IntImm(DataType("int64"), value)
+        expr = _scalar(value)
         return rx.PrimValue(expr, PrimStructInfo(expr.dtype, expr), span=self.span(syn))
 
     def r_str(self, syn: S.Call) -> rx.StringImm:
@@ -441,7 +448,7 @@ class RelaxBuilder(ScopedEvaluator):
             dtype = args[0] if args else kwargs.get("dtype")
             value = kwargs.get("value")
             if value is not None:
-                value = arith.to_expr(value) if not isinstance(value, str) else self.symbolic(value, syn)
+                value = _scalar(value) if not isinstance(value, str) else self.symbolic(value, syn)
                 return PrimStructInfo(value.dtype, value)
             return PrimStructInfo(DataType(dtype))
         if path == "Callable":
