@@ -12,7 +12,7 @@ from ..ir.expr import Op, Var as TirVar
 from ..ir.module import GlobalVar
 from ..ir.node import EMPTY, FrozenDict
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
-                              StructInfo, TensorStructInfo, TupleStructInfo, conflict)
+                              StructInfo, TensorStructInfo, TupleStructInfo)
 from ..ir.structural import structural_equal
 from . import syntax as S
 from .comments import carry
@@ -44,11 +44,8 @@ class RelaxFunctionBuilder(RelaxBuilder):
         blocks, body = self.function_body(fdef)
         self.scopes.pop()
         self.slots = saved_slots
+        # (an annotation that contradicts the body is kept, as TVM keeps it: tvms.compile refuses it)
         body_sinfo = getattr(body, "struct_info", ObjectStructInfo())
-        reason = conflict(ret_sinfo, body_sinfo) if ret_sinfo is not None else None
-        if reason is not None:  # (a coarser or finer annotation that may hold is fine, as in TVM)
-            raise self.error(fdef.returns, f"the return annotation contradicts the value returned "
-                             f"(annotation vs value: {reason})")
         seq = rx.SeqExpr(tuple(blocks), body, body_sinfo, span=self.span(fdef.body[-1]))  # `return`
         attrs = dict(self.attrs)
         if not decorator_kwargs.get("private", False) and not nested and "global_symbol" not in attrs:
