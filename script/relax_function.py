@@ -14,6 +14,7 @@ from ..ir.node import EMPTY, FrozenDict
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
                               StructInfo, TensorStructInfo, TupleStructInfo)
 from ..ir.structural import structural_equal
+from ..ir.visitor import collect
 from . import syntax as S
 from .comments import carry
 from .syntax import dotted
@@ -37,6 +38,11 @@ class RelaxFunctionBuilder(RelaxBuilder):
             var = rx.Var(p.name, sinfo, span=self.span(p))
             params.append(var)
             self.define(p.name, var)
+        sizes = {v.name for v in collect([p.struct_info for p in params], TirVar)}
+        for p in fdef.params:  # (TVM: "Variable m already defined in current scope")
+            if p.name in sizes:
+                raise self.error(p, f"{p.name!r} is defined twice: as a parameter and as a symbolic size "
+                                 f"of the signature")
         ret_sinfo = None
         if fdef.returns is not None:
             ret_sinfo = self.as_struct_info(self.ev(fdef.returns), fdef.returns)
