@@ -56,7 +56,7 @@ class Metadata:
 
 _STRUCT_INFO_BUILTINS = {"Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "Callable"}
 _R_VALUE_BUILTINS = {"const", "shape", "prim_value", "str", "dtype", "tuple", "match_cast",
-                     "ExternFunc", "call_tir", "call_dps_packed", "call_packed", "output",
+                     "ExternFunc", "output",
                      "dataflow", "func_attr", "function"}
 
 
@@ -313,56 +313,11 @@ class RelaxBuilder(ScopedEvaluator):
                                  f"got {_describe(o)}")
         return tuple(out)
 
-    def r_call_tir(self, syn: S.Call) -> rx.Call:
-        args = [self.ev(a) for a in syn.args]
-        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
-        if len(args) == 3 and "dtype" in kwargs:
-            # the older R.call_tir(f, args, (1, 128), dtype="float32")
-            shape, dtype = args.pop(), kwargs.pop("dtype")
-            kwargs["out_sinfo"] = self.make_struct_info("Tensor", [shape, dtype], {}, syn)
-        if args and isinstance(args[0], str):  # a packed function: what call_dps_packed means now
-            return self.dps_packed_call(args, kwargs, syn)
-        sinfo_args = self.call_sinfo(syn, kwargs)
-        tir_vars = kwargs.pop("tir_vars", None)
-        if kwargs:
-            raise self.error(syn, f"R.call_tir has no argument {next(iter(kwargs))!r}")
-        if len(args) != 2 or not isinstance(args[0], GlobalVar):
-            raise self.error(syn, "R.call_tir takes a TensorIR function (cls.name) and a tuple of arguments")
-        call_args = [args[0], self.to_relax(tuple(args[1]) if isinstance(args[1], (tuple, list)) else args[1], syn)]
-        if tir_vars is not None:
-            call_args.append(self.to_relax_shape(tir_vars, syn))
-        return relax_op.make_call("call_tir", call_args, {}, sinfo_args, span=self.span(syn))
-
     def to_relax_shape(self, values: Any, syn: Any) -> rx.ShapeExpr:
         if isinstance(values, rx.ShapeExpr):
             return values
         dims = tuple(self.dim(v, syn) for v in values)
         return rx.ShapeExpr(dims, ShapeStructInfo(dims))
-
-    def r_call_dps_packed(self, syn: S.Call) -> rx.Call:
-        args = [self.ev(a) for a in syn.args]
-        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
-        return self.dps_packed_call(args, kwargs, syn)
-
-    def dps_packed_call(self, args: list, kwargs: dict, syn: S.Call) -> rx.Call:
-        sinfo_args = self.call_sinfo(syn, kwargs)
-        func = args[0]
-        if isinstance(func, str):
-            func = rx.ExternFunc(func, ObjectStructInfo())
-        call_args = [func, self.to_relax(tuple(args[1]) if isinstance(args[1], (tuple, list)) else args[1], syn)]
-        return relax_op.make_call("call_dps_packed", call_args, {}, sinfo_args, span=self.span(syn))
-
-    def r_call_packed(self, syn: S.Call) -> rx.Call:
-        args = [self.ev(a) for a in syn.args]
-        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
-        sinfo = kwargs.pop("sinfo_args", None) if "sinfo_args" in kwargs else kwargs.pop("ty_args", None)
-        sinfo = sinfo if isinstance(sinfo, (list, tuple)) else ((sinfo,) if sinfo is not None else ())
-        sinfo_args = tuple(self.as_struct_info(x, syn) for x in sinfo)
-        if not args:
-            raise self.error(syn, "R.call_packed takes the function's name, then its arguments")
-        func = rx.ExternFunc(args[0], ObjectStructInfo()) if isinstance(args[0], str) else args[0]
-        call_args = [func] + [self.to_relax(a, syn) for a in args[1:]]
-        return relax_op.make_call("call_packed", call_args, {}, sinfo_args, span=self.span(syn))
 
     # ---------------------------------------------------------------- struct info
     def dim(self, value: Any, syn: Any) -> PrimExpr:

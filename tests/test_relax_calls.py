@@ -74,6 +74,24 @@ class Module:
     ('y = R.memory.view(x, R.shape([4, 3]))', "a view must not exceed the bounds of the viewed tensor"),
     ('y = R.memory.view(x, dtype="float64")', "a view must not exceed the bounds of the viewed tensor"),
     ('y = R.memory.view(x, R.shape([2]), "float32", 20)', "its 8 bytes at byte 20 end past the 24 bytes"),
+    # (review) an extra or unknown argument of these forms was dropped without a word
+    ('y = R.call_tir(cls.add, (x,), R.Tensor((2, 3), "float32"), R.shape([1]), 5)',
+     "R.call_tir takes at most 4 arguments (func, args, out_ty, tir_vars), got 5"),
+    ('y = R.call_tir(cls.add, (x,), out_ty=R.Tensor((2, 3), "float32"), out_sinfo=R.Tensor((2, 3), "float32"))',
+     "R.call_tir got the argument 'out_ty' twice"),
+    ('y = R.call_dps_packed("f", (x,), R.Tensor((2, 3), "float32"), R.shape([1]))',
+     "R.call_dps_packed takes at most 3 arguments"),
+    ('y = R.call_dps_packed("f", (x,), out_ty=R.Tensor((2, 3), "float32"), inplace=True)',
+     "R.call_dps_packed has no argument 'inplace'"),
+    ('y = R.call_packed("f", x, foo=1, ty_args=R.Tensor((2, 3), "float32"))', "R.call_packed has no argument 'foo'"),
+    ('y = R.call_tir_inplace(cls.add, (x,), [0], R.Tensor((2, 3), "float32"), R.shape([1]), 9)',
+     "R.call_tir_inplace takes at most 5 arguments"),
+    ('y = R.call_tir_inplace(cls.add, (x,), [0])', "the output struct info is missing"),
+    ('y = R.hint_on_device(x, R.cpu(0), "global", 3)', "R.hint_on_device takes at most 3 arguments"),
+    ('y = R.to_vdevice(x, "llvm", 1)', "R.to_vdevice takes at most 2 arguments"),
+    ('y = R.to_vdevice(x, dst="llvm")', "R.to_vdevice has no argument 'dst'"),
+    ('y = R.nn.relu6(x, 1)', "R.nn.relu6 takes at most 1 arguments"),
+    ('y = R.dist.redistribute(x, "mesh[0]", "R", 1)', "R.dist.redistribute takes at most 3 arguments"),
 ])
 def test_errors_point_at_the_call(line: str, message: str) -> None:
     with pytest.raises(ScriptError) as err:
