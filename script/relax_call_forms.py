@@ -166,8 +166,8 @@ def make_dps(b: Any, name: str, values: dict, syn: S.Call, packed: bool = False)
         attrs["te_grad_kwargs"] = FrozenDict(attrs["te_grad_kwargs"])
     if isinstance(attrs.get("inplace_indices"), int):
         attrs["inplace_indices"] = [attrs["inplace_indices"]]
-    if not isinstance(func, rx.ExternFunc if packed else GlobalVar):
-        what = "a packed function (its name)" if packed else "a TensorIR function (cls.name)"
+    if not isinstance(func, rx.RelaxExpr if packed else GlobalVar):  # (packed: its name, or a value)
+        what = "a packed function (its name or a value)" if packed else "a TensorIR function (cls.name)"
         raise b.error(syn, f"R.{name} takes {what} and a tuple of arguments")
     if isinstance(inputs, rx.RelaxExpr) and not isinstance(inputs.struct_info, TupleStructInfo):
         inputs = (inputs,)  # (one tensor: TVM makes it a tuple)

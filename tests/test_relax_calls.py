@@ -418,3 +418,16 @@ class Module:
 '''
     a, b = from_source(text)["main"].body.body.struct_info.fields
     assert str(a.placement) == "S[0]" and isinstance(b, ObjectStructInfo)
+
+
+def test_call_dps_packed_calls_a_value_too() -> None:
+    """R.call_dps_packed's function may be a variable bound to an R.ExternFunc (text printed by TVM
+    0.27 from its tests), not only a name."""
+    text = '''# from tvm.script import relax as R
+
+@R.function(private=True)
+def main(x: R.Tensor((128, 128), dtype="float32")) -> R.Tensor((128, 128), dtype="float32"):
+    gv: R.Callable = R.ExternFunc("extern_func")
+    gv1 = R.call_dps_packed(gv, (x,), out_ty=R.Tensor((128, 128), dtype="float32"))
+    return gv1'''
+    assert from_source(text).script(dialect="tvm-0.27") == text
