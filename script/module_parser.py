@@ -153,6 +153,10 @@ class ModuleParser:
                 if stmt.name in mod:
                     raise self.error(stmt, f"function {stmt.name!r} is defined twice in this module")
                 mod[self.globals[stmt.name]] = self.function(stmt)
+            elif _extern_name(stmt):  # my_ext = R.ExternFunc("my_ext"): a function outside the module
+                if stmt.targets[0].id in mod:
+                    raise self.error(stmt, f"function {stmt.targets[0].id!r} is defined twice in this module")
+                mod[GlobalVar(stmt.targets[0].id)] = self.literal(stmt.value)
             elif isinstance(stmt, S.ExprStmt) and isinstance(stmt.value, S.Call) \
                     and dotted(stmt.value.func) == "I.module_attrs":
                 args = stmt.value.args
@@ -163,8 +167,8 @@ class ModuleParser:
                     or _module_call(stmt) == "I.module_global_infos":
                 continue
             else:
-                raise self.error(stmt, "a module class holds functions, I.module_attrs and "
-                                       "I.module_global_infos only")
+                raise self.error(stmt, "a module class holds functions, R.ExternFunc assignments, "
+                                       "I.module_attrs and I.module_global_infos only")
         if attrs:
             mod.attrs = freeze_value(attrs)
         mod.span = None
@@ -264,6 +268,11 @@ def _module_call(stmt: Any) -> str | None:
 def _is_metadata(stmt: Any) -> bool:
     return isinstance(stmt, S.Assign) and len(stmt.targets) == 1 \
         and isinstance(stmt.targets[0], S.Name) and stmt.targets[0].id == "metadata"
+
+
+def _extern_name(stmt: Any) -> bool:
+    return isinstance(stmt, S.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], S.Name) \
+        and isinstance(stmt.value, S.Call) and dotted(stmt.value.func) == "R.ExternFunc"
 
 
 def _is_docstring(stmt: Any) -> bool:

@@ -131,6 +131,8 @@ def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
     ids: dict[int, str] = {}
     names: list[str] = []
     for f in funcs:
+        if isinstance(f, rx.ExternFunc):
+            continue  # (its signature's sizes are its own)
         if isinstance(f, PrimFunc):
             params = {id(p) for p in f.params}
             found = [n for buf in f.buffer_map.values() for dim in (*buf.shape, buf.elem_offset)
@@ -245,8 +247,14 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
     vdevices = tuple(mod.global_infos.get("vdevice", ()))
     typevar_used = False  # a function printed so far declared TypeVars
     for i, (name, f) in enumerate(funcs):
-        if i:
-            body.append("")
+        if i and not isinstance(funcs[i - 1][1], rx.ExternFunc):
+            body.append("")  # (after a function definition, not after an extern's line)
+        if isinstance(f, rx.ExternFunc):  # my_ext = R.ExternFunc("my_ext")
+            p = RelaxPrinter(d, namer, typevar_ids, names, constants)
+            p.module_level = True
+            body.append(f"    {name} = {p.rexpr(f)}")
+            uses_t |= p.uses_tir
+            continue
         namer.push()
         uses_typevars = _reserve_typevars(namer, f, typevar_ids)
         if isinstance(f, PrimFunc):
@@ -271,7 +279,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         body.append("    pass")
     if notes:
         body += notes.below
-    relax = any(isinstance(f, rx.Function) for _, f in funcs)
+    relax = any(isinstance(f, (rx.Function, rx.ExternFunc)) for _, f in funcs)
     footer = []
     # a section is printed only when it is complete: not for a text that also refers to entries
     # the module does not hold (constants left out when it was parsed, a runtime module)

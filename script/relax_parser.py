@@ -300,7 +300,13 @@ class RelaxBuilder(ScopedEvaluator):
         return self.to_relax(tuple(self.ev(a) for a in syn.args), syn)
 
     def r_ExternFunc(self, syn: S.Call) -> rx.ExternFunc:
-        return rx.ExternFunc(self.ev(syn.args[0]), ObjectStructInfo(), span=self.span(syn))
+        """``R.ExternFunc("symbol")``, or with its signature: ``R.ExternFunc("f", R.Callable(...))``."""
+        if not 1 <= len(syn.args) <= 2 or syn.kwargs or not isinstance(symbol := self.ev(syn.args[0]), str):
+            raise self.error(syn, "R.ExternFunc takes a symbol name and, optionally, its R.Callable")
+        sinfo = self.as_struct_info(self.ev(syn.args[1]), syn.args[1]) if len(syn.args) == 2 else ObjectStructInfo()
+        if not isinstance(sinfo, (FuncStructInfo, ObjectStructInfo)):
+            raise self.error(syn.args[1], "the signature of an R.ExternFunc is an R.Callable(...)")
+        return rx.ExternFunc(symbol, sinfo, span=self.span(syn))
 
     def call_sinfo(self, syn: S.Call, kwargs: dict) -> tuple:
         out = kwargs.pop("out_sinfo", None) if "out_sinfo" in kwargs else kwargs.pop("out_ty", None)

@@ -47,9 +47,12 @@ class RelaxPrinter(TIRPrinter):
         self.ir_used = False  # the module printed I.<name> before its functions
         self.cls_wanted = False  # the function needs `cls = Module` and has not printed it yet
         self.typevar_used = False  # a function printed before declared TypeVars
+        self.module_level = False  # printing a module's R.ExternFunc line, outside any function
 
     # ---------------------------------------------------------------- TensorIR inside Relax
     def ex_int(self, e: IntImm):
+        if self.module_level:  # (outside a function TVM writes sizes as TensorIR does: T.int64(2))
+            return super().ex_int(e)
         if e.dtype.name == "int64":
             return str(e.value), ATOM  # Relax sizes are int64: printed bare
         if e.dtype.name == "int32":
@@ -195,8 +198,9 @@ class RelaxPrinter(TIRPrinter):
             return f"R.str({quote(e.value)})"
         if isinstance(e, rx.DataTypeImm):
             return f"R.dtype({quote(str(e.value))})"
-        if isinstance(e, rx.ExternFunc):
-            return f"R.ExternFunc({quote(e.global_symbol)})"
+        if isinstance(e, rx.ExternFunc):  # (with its signature when it has one)
+            sig = f", {self.sinfo(e.struct_info)}" if isinstance(e.struct_info, FuncStructInfo) else ""
+            return f"R.ExternFunc({quote(e.global_symbol)}{sig})"
         if isinstance(e, rx.Constant):
             return self.constant(e)
         raise TypeError(f"cannot print a Relax {type(e).__name__} here")

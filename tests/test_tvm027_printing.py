@@ -33,3 +33,17 @@ def test_an_iterator_bound_to_a_value_of_another_type_keeps_both_and_builds() ->
     a, b = tvms.nd.array(np.array(4.0, "float32")), tvms.nd.array(np.array(0.0, "float32"))
     tvms.build(func, target="llvm")(a, b)
     assert b.numpy() == 2.0
+
+
+def test_a_module_holds_extern_functions() -> None:
+    """``ext = R.ExternFunc("sym", R.Callable(...))`` in a module class is a function outside the
+    module (TVM prints them after the PrimFuncs, with no blank line after one); the module
+    converts to the classic dialect and back."""
+    text = (FIXTURES / "tvm027_printing" / "extern_functions.tvms").read_text()
+    mod = from_source(text)
+    assert mod["ext_b"].global_symbol == "sym_b" and mod["ext_a"].struct_info.purity
+    classic = mod.script(dialect="classic")
+    assert structural_equal(from_source(classic), mod)
+    assert from_source(classic).script(dialect="tvm-0.27") + "\n" == text
+    with pytest.raises(tvms.ScriptError, match="the signature of an R.ExternFunc is an R.Callable"):
+        from_source(text.replace('R.ExternFunc("sym_b")', 'R.ExternFunc("sym_b", R.Tensor((2,), "float32"))'))
