@@ -22,6 +22,7 @@ from .relax_parser import ModuleRef, RBuiltin, RelaxBuilder
 from .tensorir.attrs import freeze_value, norm_attrs as _norm_attrs
 from .tensorir.evaluator import NewVar
 from .tensorir.evaluator import FunctionFrame
+from .tensorir.functions import _names_in  # (the names a piece of syntax reads)
 
 
 class RelaxFunctionBuilder(RelaxBuilder):
@@ -64,6 +65,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
     def signature(self, fdef: S.FunctionDef, decorator_kwargs: dict) -> FuncStructInfo:
         """The struct info of a module function from its annotations alone, so that calls to it
         (``cls.f(x)``) get their type before its body is read."""
+        saved = self.func
         if self.func is None:
             self.func = FunctionFrame()
         self.scopes.append({})
@@ -77,7 +79,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
             ret = self.as_struct_info(self.ev(fdef.returns), fdef.returns) if fdef.returns else ObjectStructInfo()
         finally:
             self.scopes.pop()
-            self.func = None
+            self.func = saved  # (a nested function's signature is read inside its parent)
         return FuncStructInfo(params, ret, bool(decorator_kwargs.get("pure", True)))
 
     def function_body(self, fdef: S.FunctionDef) -> tuple[list, Any]:
@@ -153,8 +155,11 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if isinstance(stmt, S.If):
             return self.if_binding(stmt, out)
         if isinstance(stmt, S.FunctionDef):
-            func = RelaxFunctionBuilder.nested_function(self, stmt)
-            var = self.new_var(stmt.name, func.struct_info, stmt)  # (in a dataflow block, a DataflowVar)
+            var = None
+            if stmt.name in _names_in(stmt.body):  # it calls itself: its name is bound first, by
+                var = self.new_var(stmt.name, self.signature(stmt, _decorator_kwargs(self, stmt)), stmt)
+            func = RelaxFunctionBuilder.nested_function(self, stmt)  # (its signature), as in TVM
+            var = var or self.new_var(stmt.name, func.struct_info, stmt)  # (in a dataflow block, a DataflowVar)
             out.append(rx.VarBinding(func, var, span=self.span(stmt)))
             return
         if isinstance(stmt, (S.Pass, S.Import)):
@@ -162,12 +167,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         raise self.error(stmt, f"this statement ({type(stmt).__name__}) is not allowed in a Relax function")
 
     def nested_function(self, fdef: S.FunctionDef) -> rx.Function:
-        kwargs: dict = {}
-        for dec in fdef.decorators:
-            if dotted(dec if not isinstance(dec, S.Call) else dec.func) not in ("R.function", "relax.function"):
-                raise self.error(dec, "a nested function needs @R.function")
-            if isinstance(dec, S.Call):  # @R.function(pure=False)
-                kwargs.update((k, self.ev(v)) for k, v in dec.kwargs)
+        kwargs = _decorator_kwargs(self, fdef)
         # (the function's own dataflow blocks must not end the one it is bound in)
         saved = self.attrs, self.in_dataflow, self.outputs
         self.in_dataflow, self.outputs = False, None
@@ -390,6 +390,17 @@ class _Escaped:
 # What TVM's normal form leaves in place as an operand.
 _LEAVES = (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.DataTypeImm,
            rx.ExternFunc, GlobalVar, Op)
+
+
+def _decorator_kwargs(b: RelaxFunctionBuilder, fdef: S.FunctionDef) -> dict:
+    """The keywords of a nested function's ``@R.function(pure=False)``."""
+    kwargs: dict = {}
+    for dec in fdef.decorators:
+        if dotted(dec if not isinstance(dec, S.Call) else dec.func) not in ("R.function", "relax.function"):
+            raise b.error(dec, "a nested function needs @R.function")
+        if isinstance(dec, S.Call):
+            kwargs.update((k, b.ev(v)) for k, v in dec.kwargs)
+    return kwargs
 
 
 def join_struct_info(a: StructInfo, b: StructInfo) -> StructInfo:

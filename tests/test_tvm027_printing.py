@@ -47,3 +47,18 @@ def test_a_module_holds_extern_functions() -> None:
     assert from_source(classic).script(dialect="tvm-0.27") + "\n" == text
     with pytest.raises(tvms.ScriptError, match="the signature of an R.ExternFunc is an R.Callable"):
         from_source(text.replace('R.ExternFunc("sym_b")', 'R.ExternFunc("sym_b", R.Tensor((2,), "float32"))'))
+
+
+def test_a_local_function_calls_itself() -> None:
+    """A nested function that calls itself (TVM's while loop by recursion): its name is bound
+    before its body is read, with its signature; it reads back structurally equal (the binding's
+    variable is matched first), and it runs (reference executor and VM: x + 10 x)."""
+    from tvms.runtime.reference_relax import run_relax
+
+    text = (FIXTURES / "tvm027_printing" / "recursive_local_function.tvms").read_text()
+    mod = from_source(text.replace('R.call_pure_packed("test.vm.less", i, R.const(10, "int32"), '
+                                   'ty_args=(R.Tensor((), dtype="bool"),))', 'R.less(i, R.const(10, "int32"))'))
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    np.testing.assert_allclose(run_relax(mod, "main", x), 11 * x)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    np.testing.assert_allclose(vm["main"](tvms.nd.array(x)).numpy(), 11 * x)
