@@ -183,11 +183,12 @@ def _head(node: Any) -> int:
     return (len(notes.before) if notes is not None else 0) + 1
 
 
-def _header(d: Dialect, typevars: list[str], uses_t: bool, relax: bool, with_ir: bool = True) -> list[str]:
+def _header(d: Dialect, typevars: list[str], uses_t: bool, relax: bool, with_ir: bool = True,
+            typing: bool = False) -> list[str]:
     """The import comments TVM prints: the TensorIR ones only when the text uses ``T.``
-    (``uses_t``: a printer printed a ``T.<name>``)."""
+    (``uses_t``: a printer printed a ``T.<name>``); ``typing``: a function declared TypeVars."""
     lines = []
-    if typevars and d.typevar_header:
+    if (typevars or typing) and d.typevar_header:
         lines.append(d.typevar_header)
     for h in d.header:
         if " ir as I" in h and not with_ir:
@@ -274,7 +275,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         body += [line for entry in p.lines for line in entry.split("\n")]
         absent_metadata |= p.absent_metadata
         uses_t |= p.uses_tir
-        typevar_used |= uses_typevars
+        typevar_used |= uses_typevars or getattr(p, "typevar_used", False)  # (nested TypeVars)
     if len(body) == head_at + 1:  # an empty module, as TVM prints it
         body.append("    pass")
     if notes:
@@ -287,7 +288,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         footer = render_section(CONSTANT_KEYS[d.name != "classic"], constants)
     elif constants or absent_metadata:
         footer = [METADATA_NOTE]
-    return PrintedDefinition(_header(d, typevars, uses_t, relax), body, _head(mod), footer,
+    return PrintedDefinition(_header(d, typevars, uses_t, relax, typing=typevar_used), body, _head(mod), footer,
                              _declarations(typevars))
 
 

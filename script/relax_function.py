@@ -180,6 +180,12 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if len(targets) != 1 or not isinstance(targets[0], S.Name):
             raise self.error(stmt, "a binding assigns one name")
         name = targets[0].id
+        if isinstance(value_syn, S.Call) and dotted(value_syn.func) in ("TypeVar", "typing.TypeVar"):
+            if annotation is not None or len(value_syn.args) != 1 or value_syn.kwargs \
+                    or not isinstance(value_syn.args[0], S.Constant) or value_syn.args[0].value != name:
+                raise self.error(stmt, f"write a type variable as {name} = TypeVar(\"{name}\")")
+            self.typevar_names = self.typevar_names | {name}  # (TVM 0.27: a nested function's size)
+            return
         if isinstance(value_syn, S.Name) and value_syn.id in ("Module", getattr(self, "class_name", "Module")) \
                 and annotation is None:
             self.define(name, ModuleRef(self.module_names))  # cls = Module

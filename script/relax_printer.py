@@ -362,6 +362,17 @@ class RelaxPrinter(TIRPrinter):
             for b in block.bindings:
                 self.commented(b, lambda b=b: self.binding(b))
 
+    def nested_typevars(self, f: rx.Function) -> list[str]:
+        """TVM 0.27 declares the sizes of a nested function's signature that nothing defined
+        before as TypeVars above it (sorted by name); they are the enclosing function's."""
+        if self.d.typevar_header is None:
+            return []
+        free = [v for v in _symbolic_vars([p.struct_info for p in f.params] + [f.ret_struct_info])
+                if self.namer.get(v) is None and id(v) not in self.typevars and v.dtype == DataType("int64")]
+        names = sorted(self.namer.define(v, v.name, self.func_frame) for v in free)
+        self.typevar_used = self.typevar_used or bool(names)
+        return names
+
     def nested_header(self) -> list[str]:
         """The import comments TVM prints above a nested function: the prefixes the text used so
         far (TVM's printer collects them as it goes: the functions printed before, this one up to
@@ -376,6 +387,8 @@ class RelaxPrinter(TIRPrinter):
             at = len(self.lines)
             self.emit_aside("")  # the function's header: known once it is printed
             self.lines.append("    " * self.indent)
+            for v in self.nested_typevars(value):
+                self.emit(f'{v} = TypeVar("{v}")')
             # (the binding prints the comments it shares with the function)
             self.print_function(value, self.namer.define(b.var, b.var.name), nested=True)
             self.lines.append("")
