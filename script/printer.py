@@ -29,7 +29,7 @@ from ..ir.module import IRModule
 from ..ir.node import Node, register_printer
 from ..ir.print_order import tvm_function_order
 from ..ir.stmt import Stmt
-from ..ir.struct_info import StructInfo
+from ..ir.struct_info import StructInfo, own_sizes
 from ..ir import relax as rx
 from ..ir.visitor import collect
 from .dialect import RELAX_HEADER, Dialect, get_dialect
@@ -138,7 +138,7 @@ def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
             found = [n for buf in f.buffer_map.values() for dim in (*buf.shape, buf.elem_offset)
                      for n in collect(dim, Var)]  # (an element offset too: TVM's te.extern buffers)
         else:  # sizes the signature names; those a match_cast binds are defined in the body
-            params = set()
+            params = {id(v) for v in own_sizes(f.params)}  # (and those a scalar parameter is)
             found = [n for s in [p.struct_info for p in f.params] + [f.ret_struct_info]
                      for n in collect(s, Var)]
         own = set()

@@ -13,6 +13,7 @@ from ..ir.module import GlobalVar
 from ..ir.node import EMPTY, FrozenDict
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
                               StructInfo, TensorStructInfo, TupleStructInfo)
+from ..ir.struct_info import own_sizes
 from ..ir.structural import structural_equal
 from ..ir.visitor import collect
 from . import syntax as S
@@ -31,15 +32,17 @@ class RelaxFunctionBuilder(RelaxBuilder):
             self.func = FunctionFrame()  # holds this function's variables for module TypeVars
         saved_slots, self.slots = getattr(self, "slots", None), {}
         self.scopes.append({})
+        saved_sizes, self.size_scope = self.size_scope, len(self.scopes) - 1  # (a nested function's own)
         params = []
         for p in fdef.params:
             if p.annotation is None:
                 raise self.error(p, f"parameter {p.name!r} needs struct info, such as R.Tensor((4,), \"float32\")")
             sinfo = self.as_struct_info(self.ev(p.annotation), p.annotation)
-            var = rx.Var(p.name, sinfo, span=self.span(p))
+            var = self.param_var(p.name, sinfo, self.span(p))
             params.append(var)
             self.define(p.name, var)
-        sizes = {v.name for v in collect([p.struct_info for p in params], TirVar)}
+        sizes = {v.name for v in collect([p.struct_info for p in params], TirVar)} - \
+            {v.name for v in own_sizes(params)}  # (a parameter that is its size variable)
         for p in fdef.params:  # (TVM: "Variable m already defined in current scope")
             if p.name in sizes:
                 raise self.error(p, f"{p.name!r} is defined twice: as a parameter and as a symbolic size "
@@ -50,7 +53,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         self.attrs: dict = {}
         blocks, body = self.function_body(fdef)
         self.scopes.pop()
-        self.slots = saved_slots
+        self.slots, self.size_scope = saved_slots, saved_sizes
         # (an annotation that contradicts the body is kept, as TVM keeps it: tvms.compile refuses it)
         body_sinfo = getattr(body, "struct_info", ObjectStructInfo())
         seq = rx.SeqExpr(tuple(blocks), body, body_sinfo, span=self.span(fdef.body[-1]))  # `return`
@@ -65,21 +68,23 @@ class RelaxFunctionBuilder(RelaxBuilder):
     def signature(self, fdef: S.FunctionDef, decorator_kwargs: dict) -> FuncStructInfo:
         """The struct info of a module function from its annotations alone, so that calls to it
         (``cls.f(x)``) get their type before its body is read."""
-        saved = self.func
+        saved, saved_sizes = self.func, self.size_scope
         if self.func is None:
             self.func = FunctionFrame()
         self.scopes.append({})
+        self.size_scope = len(self.scopes) - 1
         try:
             params = []
             for p in fdef.params:
                 if p.annotation is not None:
-                    params.append(self.as_struct_info(self.ev(p.annotation), p.annotation))
-                    self.define(p.name, rx.Var(p.name, params[-1]))  # a later annotation may use it
+                    var = self.param_var(p.name, self.as_struct_info(self.ev(p.annotation), p.annotation))
+                    params.append(var.struct_info)
+                    self.define(p.name, var)  # a later annotation may use it
             params = tuple(params)
             ret = self.as_struct_info(self.ev(fdef.returns), fdef.returns) if fdef.returns else ObjectStructInfo()
         finally:
             self.scopes.pop()
-            self.func = saved  # (a nested function's signature is read inside its parent)
+            self.func, self.size_scope = saved, saved_sizes  # (a nested signature is read in its parent)
         return FuncStructInfo(params, ret, bool(decorator_kwargs.get("pure", True)))
 
     def function_body(self, fdef: S.FunctionDef) -> tuple[list, Any]:

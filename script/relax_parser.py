@@ -60,6 +60,21 @@ _R_VALUE_BUILTINS = {"const", "shape", "prim_value", "str", "dtype", "tuple", "m
                      "dataflow", "func_attr", "function"}
 
 
+def _prim_of(value: Any) -> Any:
+    """The TensorIR value of a Relax scalar whose value is known (``R.prim_value(n + 1)``, a
+    parameter ``n: T.int64`` of TVM 0.27), else ``value`` itself."""
+    if isinstance(value, rx.PrimValue):
+        return value.value
+    if isinstance(value, rx.Var) and isinstance(value.struct_info, PrimStructInfo) \
+            and isinstance(value.struct_info.value, PrimExpr):
+        return value.struct_info.value
+    return value
+
+
+def _is_prim(value: Any) -> bool:
+    return isinstance(_prim_of(value), (PrimExpr, int, float)) and not isinstance(value, bool)
+
+
 def _scalar(value: bool | int | float | PrimExpr) -> PrimExpr:
     """A scalar Relax value as TVM's ``relax.prim_value`` makes it: a Python int is an int64, a
     float a float64."""
@@ -84,6 +99,7 @@ class RelaxBuilder(ScopedEvaluator):
         # spellings that only TVM 0.27 prints and the text's header does not reveal (a module
         # parser shares its set with its builders, and reads a classic text again as 0.27's)
         self.tvm027_spellings: set[str] = set()
+        self.size_scope = 1  # the scope a new symbolic size goes to: the function's (see symbolic)
 
     # ---------------------------------------------------------------- names
     def lookup(self, name: str, syn: Any) -> Any:
@@ -166,6 +182,8 @@ class RelaxBuilder(ScopedEvaluator):
     # On Relax values, as in TVM's parser: `x * y` is R.multiply(x, y), `-x` R.negative(x).
     def ev_BinOp(self, syn: S.BinOp) -> Any:
         left, right = self.ev(syn.left), self.ev(syn.right)
+        if _is_prim(left) and _is_prim(right):  # scalars with known values: TensorIR arithmetic
+            return self.binary(syn, _prim_of(left), _prim_of(right))
         if isinstance(left, rx.RelaxExpr) or isinstance(right, rx.RelaxExpr):
             return self.relax_operator(RELAX_BINARY, syn.op, [left, right], syn)
         return self.binary(syn, left, right)
@@ -326,8 +344,17 @@ class RelaxBuilder(ScopedEvaluator):
         return rx.ShapeExpr(dims, ShapeStructInfo(dims))
 
     # ---------------------------------------------------------------- struct info
+    def param_var(self, name: str, sinfo: StructInfo, span: Any = None) -> rx.Var:
+        """A parameter. In TVM 0.27 a scalar int64 parameter is a size variable too
+        (``n: T.int64, x: R.Tensor((n,))``, ``n + 1``): its struct info's value is one of its name."""
+        if self.dialect.name != "classic" and isinstance(sinfo, PrimStructInfo) and sinfo.value is None \
+                and sinfo.dtype == DataType("int64"):
+            sinfo = PrimStructInfo(sinfo.dtype, TirVar(name, sinfo.dtype))
+        return rx.Var(name, sinfo, span=span)
+
     def dim(self, value: Any, syn: Any) -> PrimExpr:
         """A dimension: ints are int64, strings name symbolic sizes (the classic signature)."""
+        value = _prim_of(value)
         if isinstance(value, bool):
             raise self.error(syn, "a dimension is an integer, not a bool")
         if isinstance(value, int):
@@ -342,10 +369,10 @@ class RelaxBuilder(ScopedEvaluator):
         if not name.isidentifier():
             return self.size_expression(name, syn)
         for scope in reversed(self.scopes):
-            if name in scope and isinstance(scope[name], TirVar):
-                return scope[name]
+            if name in scope and isinstance(_prim_of(scope[name]), TirVar):  # (or a parameter that is one)
+                return _prim_of(scope[name])
         var = TirVar(name, DataType("int64"))
-        self.scopes[1 if len(self.scopes) > 1 else 0][name] = var
+        self.scopes[self.size_scope if len(self.scopes) > self.size_scope else 0][name] = var
         return var
 
     def size_expression(self, text: str, syn: Any) -> PrimExpr:

@@ -18,7 +18,7 @@ from ..ir.module import GlobalVar
 from ..ir.structural import structural_equal
 from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
-                              ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
+                              ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo, own_sizes)
 from ..ir.distributed import DTensorStructInfo, device_mesh_text, mesh_label
 from ..ir.global_info import vdevice_label
 from .dialect import RELAX_HEADER
@@ -48,6 +48,7 @@ class RelaxPrinter(TIRPrinter):
         self.cls_wanted = False  # the function needs `cls = Module` and has not printed it yet
         self.typevar_used = False  # a function printed before declared TypeVars
         self.module_level = False  # printing a module's R.ExternFunc line, outside any function
+        self.own: set = set()  # ids of the sizes the function's scalar parameters are
 
     # ---------------------------------------------------------------- TensorIR inside Relax
     def ex_int(self, e: IntImm):
@@ -73,7 +74,8 @@ class RelaxPrinter(TIRPrinter):
             # a compound size in a signature is quoted: classic TVM when it reads a size the
             # signature names before defining it, TVM 0.27 always (its parser defines sizes there)
             if self.in_signature and not isinstance(d, (IntImm, TirVar)) and (
-                    self.has_quoted(d) if self.d.name == "classic" else collect(d, TirVar)):
+                    self.has_quoted(d) if self.d.name == "classic" else
+                    any(id(v) not in self.own for v in collect(d, TirVar))):
                 parts.append(quote(self.unquoted_expr(d)))
             else:
                 parts.append(self.expr(d))
@@ -310,14 +312,16 @@ class RelaxPrinter(TIRPrinter):
             decorator += f"({', '.join(args)})"
         self.emit_aside(decorator)
         sizes = []
+        own = {id(v) for v in own_sizes(f.params)}  # (parameters that are their size variables)
+        outer_own, self.own = self.own, own  # (TVM 0.27 quotes a compound size of other sizes)
         if self.d.name == "classic":  # the sizes are named first: a parameter may take `m_1`
             sizes = [v for v in _symbolic_vars([p.struct_info for p in f.params] + [f.ret_struct_info])
-                     if self.namer.get(v) is None and id(v) not in self.typevars]
+                     if self.namer.get(v) is None and id(v) not in self.typevars and id(v) not in own]
             for v in sizes:
                 self.namer.define(v, v.name)
-            self.quoted = {id(v) for v in sizes}
+            self.quoted = {id(v) for v in sizes} | own
         self.in_signature = True
-        params = [f"{self.namer.define(p, p.name)}: {self.sinfo(p.struct_info)}" for p in f.params]
+        params = [f"{self.param_name(p, own)}: {self.sinfo(p.struct_info)}" for p in f.params]
         ret = self.sinfo(f.ret_struct_info)
         self.in_signature, self.quoted = False, set()
         self.emit(f"def {name}({', '.join(params)}) -> {ret}:")
@@ -346,7 +350,13 @@ class RelaxPrinter(TIRPrinter):
         self.cls_wanted = outer_cls
         self.indent -= 1
         self.namer.pop()
-        self.func_frame = outer_frame
+        self.func_frame, self.own = outer_frame, outer_own
+
+    def param_name(self, p: rx.Var, own: set) -> str:
+        name = self.namer.define(p, p.name)
+        if id(p.struct_info.value if isinstance(p.struct_info, PrimStructInfo) else None) in own:
+            self.namer.alias(p.struct_info.value, p)  # (n: T.int64 is the size n too)
+        return name
 
     def block(self, block: rx.BindingBlock) -> None:
         if isinstance(block, rx.DataflowBlock):
@@ -367,8 +377,10 @@ class RelaxPrinter(TIRPrinter):
         before as TypeVars above it (sorted by name); they are the enclosing function's."""
         if self.d.typevar_header is None:
             return []
+        own = {id(v) for v in own_sizes(f.params)}
         free = [v for v in _symbolic_vars([p.struct_info for p in f.params] + [f.ret_struct_info])
-                if self.namer.get(v) is None and id(v) not in self.typevars and v.dtype == DataType("int64")]
+                if self.namer.get(v) is None and id(v) not in self.typevars and id(v) not in own
+                and v.dtype == DataType("int64")]
         names = sorted(self.namer.define(v, v.name, self.func_frame) for v in free)
         self.typevar_used = self.typevar_used or bool(names)
         return names

@@ -62,3 +62,28 @@ def test_a_local_function_calls_itself() -> None:
     np.testing.assert_allclose(run_relax(mod, "main", x), 11 * x)
     vm = tvms.relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
     np.testing.assert_allclose(vm["main"](tvms.nd.array(x)).numpy(), 11 * x)
+
+
+@pytest.mark.parametrize("name", ["scalar_parameter_sizes", "scalar_parameter_arithmetic", "recursive_local_function",
+                                  "nested_function_typevars", "extern_functions"])
+def test_converts_to_classic_and_back(name: str) -> None:
+    text = (FIXTURES / "tvm027_printing" / f"{name}.tvms").read_text()
+    mod = from_source(text)
+    classic = from_source(mod.script(dialect="classic"))
+    assert structural_equal(classic, mod)
+    assert classic.script(dialect="tvm-0.27") + "\n" == text
+
+
+def test_a_scalar_parameter_of_tvm027_is_a_size() -> None:
+    """TVM 0.27's ``n: T.int64`` is a size variable too: ``R.Tensor((n,))`` and ``n + 1`` read
+    its value (classic: ``n: R.Prim(value="n")``); ``+`` on classic scalars whose value is
+    unknown stays an operator call."""
+    func = from_source((FIXTURES / "tvm027_printing" / "scalar_parameter_sizes.tvms").read_text())
+    n, direct = func.params[:2]
+    assert direct.struct_info.dims[0] is n.struct_info.value
+    assert 'n: R.Prim(value="n")' in func.script(dialect="classic")
+    func = from_source((FIXTURES / "tvm027_printing" / "scalar_parameter_arithmetic.tvms").read_text())
+    plus_one = func.body.blocks[0].bindings[0].value.value  # n + 1: TensorIR arithmetic on n's value
+    assert plus_one.a is func.params[0].struct_info.value and plus_one.b.value == 1
+    relax_add = from_source('@R.function\ndef main(n: R.Prim("int64")):\n    m = n + n\n    return m\n')
+    assert relax_add.body.blocks[0].bindings[0].value.op.name == "relax.add"
