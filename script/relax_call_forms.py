@@ -28,6 +28,7 @@ from ..ir.relax_ops_misc import DEVICE_TYPES
 from ..ir.dtype import DataType
 from ..ir.struct_info import ObjectStructInfo, TupleStructInfo
 from . import syntax as S
+from .tensorir.attrs import freeze_value
 from .tensorir.rules import call_args
 from .tensorir.text import quote
 
@@ -137,6 +138,11 @@ def _packed(name: str) -> Callable:
         if "inplace_indices" in kwargs:
             indices = kwargs.pop("inplace_indices")
             attrs["inplace_indices"] = indices if isinstance(indices, (list, tuple)) else [indices]
+        if name == "call_packed":  # the other keywords are attributes (TVM's DictAttrs)
+            if kwargs.pop("attrs_type_key", "ir.DictAttrs") != "ir.DictAttrs":
+                raise b.error(syn, "R.call_packed takes attributes of attrs_type_key=\"ir.DictAttrs\" only")
+            attrs = {k: freeze_value(v) for k, v in kwargs.items()}
+            kwargs = {}
         _no_extra(b, kwargs, name, syn)
         # (TVM converts the arguments as Python values: True is the int64 1)
         values = [int(a) if isinstance(a, bool) else a for a in args[1:]]

@@ -246,6 +246,8 @@ class RelaxPrinter(TIRPrinter):
         if name == "call_packed":
             args = [self.rexpr(c.args[0]) if not isinstance(c.args[0], rx.ExternFunc) else quote(c.args[0].global_symbol)]
             args += [self.rexpr(a) for a in c.args[1:]]
+            if c.attrs:  # (TVM's DictAttrs, named by their type key)
+                args += ['attrs_type_key="ir.DictAttrs"'] + [f"{k}={self.attr_value(v, 'any')}" for k, v in c.attrs.items()]
             args += self.sinfo_args_kwarg(c)
             return f"R.call_packed({', '.join(args)})"
         # (a packed function as the first argument is written by name, as TVM's PrintCallee does)

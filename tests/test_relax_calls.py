@@ -84,7 +84,8 @@ class Module:
      "R.call_dps_packed takes at most 3 arguments"),
     ('y = R.call_dps_packed("f", (x,), out_ty=R.Tensor((2, 3), "float32"), inplace=True)',
      "R.call_dps_packed has no argument 'inplace'"),
-    ('y = R.call_packed("f", x, foo=1, ty_args=R.Tensor((2, 3), "float32"))', "R.call_packed has no argument 'foo'"),
+    ('y = R.call_packed("f", x, attrs_type_key="relax.attrs.Resize2DAttrs", ty_args=R.Tensor((2, 3), "float32"))',
+     "R.call_packed takes attributes of attrs_type_key=\"ir.DictAttrs\" only"),
     ('y = R.call_tir_inplace(cls.add, (x,), [0], R.Tensor((2, 3), "float32"), R.shape([1]), 9)',
      "R.call_tir_inplace takes at most 5 arguments"),
     ('y = R.call_tir_inplace(cls.add, (x,), [0])', "the output struct info is missing"),
@@ -431,3 +432,20 @@ def main(x: R.Tensor((128, 128), dtype="float32")) -> R.Tensor((128, 128), dtype
     gv1 = R.call_dps_packed(gv, (x,), out_ty=R.Tensor((128, 128), dtype="float32"))
     return gv1'''
     assert from_source(text).script(dialect="tvm-0.27") == text
+
+
+def test_call_packed_keeps_its_attributes() -> None:
+    """TVM's R.call_packed makes its other keywords DictAttrs of the call, and prints them after
+    ``attrs_type_key`` (a text TVM 0.27 printed from its tests); both dialects read them back."""
+    text = ('''# from tvm.script import relax as R
+
+@R.function(pure=False)
+def f(x: R.Tensor((3,), dtype="float32")) -> R.Any:
+    o: R.Any = R.call_packed("contrib.tensor_array_stack", x, attrs_type_key="ir.DictAttrs", test_attr=True, ty_args=(R.Any,))
+    return o''')
+    func = from_source(text)
+    assert dict(func.body.blocks[0].bindings[0].value.attrs) == {"test_attr": True}
+    assert func.script(dialect="tvm-0.27") == text
+    classic = func.script(dialect="classic")
+    assert 'attrs_type_key="ir.DictAttrs", test_attr=True, sinfo_args=(R.Object,)' in classic
+    assert structural_equal(from_source(classic), func)
