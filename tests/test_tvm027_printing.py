@@ -87,3 +87,21 @@ def test_a_scalar_parameter_of_tvm027_is_a_size() -> None:
     assert plus_one.a is func.params[0].struct_info.value and plus_one.b.value == 1
     relax_add = from_source('@R.function\ndef main(n: R.Prim("int64")):\n    m = n + n\n    return m\n')
     assert relax_add.body.blocks[0].bindings[0].value.op.name == "relax.add"
+
+
+def test_a_scalar_parameter_binds_its_size_when_run() -> None:
+    from tvms.runtime.reference_relax import run_relax
+
+    func = from_source('''# from tvm.script import tirx as T
+# from tvm.script import relax as R
+
+@R.function
+def main(n: T.int64, x: R.Tensor((n,), dtype="float32")) -> R.Tensor((n,), dtype="float32"):
+    y: R.Tensor((n,), dtype="float32") = R.add(x, x)
+    return y''')
+    mod, x = tvms.IRModule({"main": func}), np.arange(4, dtype="float32")
+    np.testing.assert_allclose(run_relax(mod, "main", 4, x), 2 * x)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    np.testing.assert_allclose(vm["main"](4, tvms.nd.array(x)).numpy(), 2 * x)
+    with pytest.raises(tvms.TVMSError, match="dimension 0 should be n = 5, got 4"):
+        vm["main"](5, tvms.nd.array(x))
