@@ -31,6 +31,7 @@ from ..ir.registry import get_global_func
 from ..ir.relax_op import SPECIAL_OPS
 from ..ir.target import Target, as_target
 from ..ir.visitor import collect
+from ..ir.relax_well_formed import verify_return_annotations
 from ..ir.well_formed import verify_well_formed
 from .targets import TargetKind, target_kind
 
@@ -164,6 +165,7 @@ def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: b
                         f"not {type(mod).__name__}")
     if _prim_funcs_only(mod):
         return build(default_schedules(mod, target, row) if schedule else mod, target)
+    verify_return_annotations(mod)
     mod = run_relax_pipeline(mod, relax_pipeline, schedule)
     if schedule:
         mod = default_schedules(mod, target, row)

@@ -16,7 +16,7 @@ from . import syntax as S
 from .syntax import dotted
 from .comments import attach, carry
 from .diagnostics import did_you_mean, error, span_of
-from .dialect import detect_dialect
+from .dialect import CLASSIC, TVM_027, Dialect, detect_dialect
 from .nesting import check_nesting
 from .parser import parse_syntax
 from .tensorir.attrs import freeze_value
@@ -47,10 +47,12 @@ def _decorator(syn: Any) -> tuple[str | None, dict]:
 
 
 class ModuleParser:
-    def __init__(self, text: str, name: str = "<string>", source: Source | None = None):
+    def __init__(self, text: str, name: str = "<string>", source: Source | None = None,
+                 dialect: Dialect | None = None):
         self.source = source or Source(text, name)
         self.text = text
-        self.dialect = detect_dialect(text)
+        self.dialect = dialect or detect_dialect(text)
+        self.tvm027_spellings: set[str] = set()  # (see RelaxBuilder.tvm027_spellings)
         self.typevars: set[str] = set()
         self.globals: dict[str, GlobalVar] = {}
         self.metadata: dict | None = None
@@ -61,6 +63,12 @@ class ModuleParser:
         return error(self.source, syn, message)
 
     def parse(self) -> IRModule | PrimFunc:
+        result = self.parse_as_detected()
+        if self.tvm027_spellings and self.dialect is CLASSIC:  # a Relax text by TVM 0.27 without a marker
+            return ModuleParser(self.text, self.source.name, self.source, TVM_027).parse()
+        return result
+
+    def parse_as_detected(self) -> IRModule | PrimFunc:
         tree = parse_syntax(self.text, self.source)
         check_nesting(tree, self.source)
         attach(tree, self.source)
@@ -145,6 +153,10 @@ class ModuleParser:
                 if stmt.name in mod:
                     raise self.error(stmt, f"function {stmt.name!r} is defined twice in this module")
                 mod[self.globals[stmt.name]] = self.function(stmt)
+            elif _extern_name(stmt):  # my_ext = R.ExternFunc("my_ext"): a function outside the module
+                if stmt.targets[0].id in mod:
+                    raise self.error(stmt, f"function {stmt.targets[0].id!r} is defined twice in this module")
+                mod[GlobalVar(stmt.targets[0].id)] = self.literal(stmt.value)
             elif isinstance(stmt, S.ExprStmt) and isinstance(stmt.value, S.Call) \
                     and dotted(stmt.value.func) == "I.module_attrs":
                 args = stmt.value.args
@@ -155,8 +167,8 @@ class ModuleParser:
                     or _module_call(stmt) == "I.module_global_infos":
                 continue
             else:
-                raise self.error(stmt, "a module class holds functions, I.module_attrs and "
-                                       "I.module_global_infos only")
+                raise self.error(stmt, "a module class holds functions, R.ExternFunc assignments, "
+                                       "I.module_attrs and I.module_global_infos only")
         if attrs:
             mod.attrs = freeze_value(attrs)
         mod.span = None
@@ -195,6 +207,7 @@ class ModuleParser:
     def relax_builder(self) -> RelaxFunctionBuilder:
         builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
                                        frozenset(self.typevars), self.metadata)
+        builder.tvm027_spellings = self.tvm027_spellings
         builder.vdevices = getattr(self, "vdevices", ())
         builder.meshes = getattr(self, "meshes", ())
         builder.prim_funcs = self.prim_func_names
@@ -205,6 +218,7 @@ class ModuleParser:
     def literal(self, syn: Any) -> Any:
         builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
                                        frozenset(self.typevars), self.metadata)
+        builder.tvm027_spellings = self.tvm027_spellings
         return builder.ev(syn)
 
     def read_metadata(self, stmt: S.Assign) -> dict:
@@ -254,6 +268,11 @@ def _module_call(stmt: Any) -> str | None:
 def _is_metadata(stmt: Any) -> bool:
     return isinstance(stmt, S.Assign) and len(stmt.targets) == 1 \
         and isinstance(stmt.targets[0], S.Name) and stmt.targets[0].id == "metadata"
+
+
+def _extern_name(stmt: Any) -> bool:
+    return isinstance(stmt, S.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], S.Name) \
+        and isinstance(stmt.value, S.Call) and dotted(stmt.value.func) == "R.ExternFunc"
 
 
 def _is_docstring(stmt: Any) -> bool:

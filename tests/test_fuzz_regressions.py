@@ -260,12 +260,12 @@ MESH = 'R.DTensor((), "float32", R.device_mesh((1,), I.Range(0, 1)), "R")'
 
 
 @pytest.mark.parametrize("call, message", [
-    ('R.hint_on_device(dst_vdevice=R.cpu(0))', "R.hint_on_device takes a tensor and a device"),
+    ('R.hint_on_device(dst_vdevice=R.cpu(0))', "R.hint_on_device needs the argument 'data' (data, dst_vdevice)"),
     (f'R.dist.const("abc", {MESH})', "R.dist.const: 'abc' is not float32 data"),
     (f'R.dist.const(None, {MESH})', "R.dist.const: None is not float32 data"),
     ('R.call_tir_with_grad(cls.add, (x, x), out_sinfo=R.Tensor((4,), "float32"), te_grad_name="g", '
      'te_grad_kwargs=5)', "te_grad_kwargs is a dict of the gradient's arguments, got 5"),
-    ('R.call_packed()', "R.call_packed takes the function's name"),
+    ('R.call_packed()', "R.call_packed needs the function to call"),
 ])
 def test_bad_relax_call_arguments_are_positioned_errors(call: str, message: str) -> None:
     with pytest.raises(ScriptError, match=re.escape(message)) as err:

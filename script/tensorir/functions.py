@@ -72,6 +72,11 @@ class FunctionParsing:
         if frame.signature_dtypes is not None:
             self.predefine_quoted_sizes(p.annotation)
         ann = self.ev(p.annotation)
+        scalar = (isinstance(ann, Builtin) and is_dtype_name(ann.path) and ann.path != "handle") or \
+            (isinstance(ann, PrimType) and ann.dtype != handle)
+        if not scalar and p.name in frame.size_vars:
+            raise self.error(p, f"{p.name} is already bound to a non-PrimVar value: a quoted size of "
+                             f"the signature names it")  # (TVM's words)
         if isinstance(ann, Buffer):
             # the handle behind an inline buffer parameter is named as LegalizeOps names its
             # handles (var_<buffer>), so printing it as T.handle + T.match_buffer reads back alike
