@@ -120,7 +120,7 @@ class JSONDatabase(MemoryDatabase):
                 raise line.error(f"the workload's module does not parse: {err}") from None
             if not isinstance(mod, IRModule):
                 mod = IRModule({"main": mod})
-            workload = Workload(mod, shash)
+            workload = Workload(mod)  # (the hash is tvms's own, whoever wrote the line)
             self._workloads.setdefault(workload.shash, []).append(workload)
         self._index[id(workload)] = len(self._by_index)
         self._by_index.append(workload)
