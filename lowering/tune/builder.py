@@ -14,7 +14,10 @@ import tempfile
 from typing import Any, Callable
 
 from ...ir.errors import TVMSError
+from ...ir.function import PrimFunc
+from ...ir.module import IRModule
 from ...ir.target import as_target
+from ...script.module_parser import from_source
 from .measure import BuilderInput, BuilderResult
 from .worker_pool import WorkerError, WorkerPool
 
@@ -88,15 +91,10 @@ class LocalBuilder(Builder):
 
 
 def _module_text(mod: Any) -> str:
-    from ...ir.function import PrimFunc
-    from ...ir.module import IRModule
-
     if isinstance(mod, PrimFunc):
         mod = IRModule({"main": mod})
     return mod.script(show_meta=True)
 
 
 def _build_in_worker(text: str, target: Any, params: dict | None, f_build: Callable, f_export: Callable) -> str:
-    from ...script.module_parser import from_source
-
     return f_export(f_build(from_source(text), target, params))
