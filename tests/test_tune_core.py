@@ -182,7 +182,10 @@ def test_json_database_round_trips_and_resumes(tmp_path) -> None:
     db = ms.database.JSONDatabase(work_dir=str(tmp_path / "work"))
     for decision, secs in ([8, 8], 3e-5), ([4, 16], 2e-5), ([16, 4], FAILED_RUN_SECS):
         db.commit_tuning_record(record_of(db, mod, decision, secs))
+    best = Schedule(mod)
+    best.split(best.get_loops(best.get_block("C"))[1], [4, 16])
     again = ms.database.JSONDatabase(work_dir=str(tmp_path / "work"))
+    assert again.query_ir_module(mod).script() == best.mod.script()  # (replaying the record gives its module)
     assert [r.as_json() for r in again.get_all_tuning_records()] == [r.as_json() for r in db.get_all_tuning_records()]
     assert again.query_tuning_record(mod, TARGET).run_secs == [2e-5]
     assert again.query_schedule(mod).trace.as_json() == db.query_schedule(mod).trace.as_json()
@@ -316,14 +319,26 @@ def test_replay_func_runs_the_schedule_function_again() -> None:
 class RejectOddTiles:
     """A postprocessor: rejects a candidate whose inner tile is below 8."""
 
+    context = None
+
+    def _initialize_with_tune_context(self, context) -> None:
+        self.context = context
+
     def apply(self, sch: Schedule) -> bool:
         return split_decision(sch)[1] >= 8
 
+    def clone(self) -> "RejectOddTiles":
+        return RejectOddTiles()
+
 
 def test_postprocessors_reject_candidates_and_the_space_parts_resolve() -> None:
-    space = ms.space_generator.ScheduleFn(stochastic_schedule_mm, sch_rules=[], postprocs=[RejectOddTiles()],
+    ms.space_generator.register_defaults("test-kind", postprocs=lambda: [RejectOddTiles()])
+    space = ms.space_generator.ScheduleFn(stochastic_schedule_mm, sch_rules=[], postprocs="test-kind",
                                           mutator_probs={})
-    ctx = ms.TuneContext(matmul64(), "llvm", space, ms.search_strategy.ReplayTrace(max_fail_count=50), rand_state=3)
+    first = ms.TuneContext(matmul64(), "llvm", space, ms.search_strategy.ReplayTrace(max_fail_count=50), rand_state=3)
+    ctx = first.clone()  # (a task's copy: its own parts, told the new context)
+    [postproc] = ctx.space_generator.postprocs
+    assert postproc.context is ctx and space.postprocs[0].context is first
     ctx.pre_tuning(max_trials=5, num_trials_per_iter=5)
     assert sorted(split_decision(c.sch) for c in ctx.generate_measure_candidates()) == [[4, 16], [8, 8]]
     defaults = ms.space_generator.ScheduleFn(stochastic_schedule_mm)
