@@ -41,7 +41,8 @@ class WorkerPool:
     worker; its exception is a ``WorkerError`` saying what went wrong. Workers start on first
     use, at most ``max_workers``; each runs ``initializer(*initargs)`` once when it starts.
     A dispatcher thread hands tasks to idle workers and watches the timeouts, so ``submit``
-    never blocks.
+    never blocks; it runs while there is work, so a pool nobody refers to is collected, and its
+    workers stopped, like any object (``shutdown`` stops them at once).
     """
 
     def __init__(self, max_workers: int, timeout_sec: float | None, initializer: Callable | None = None,
@@ -81,11 +82,11 @@ class WorkerPool:
             if self._closed:
                 return
             self._closed = True
+            thread = self._thread
         self._wake()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join()
-        else:
-            self._stop_all({}, {})
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        self._stop_all({}, {})
 
     def __del__(self) -> None:
         try:
@@ -106,6 +107,9 @@ class WorkerPool:
         while True:
             with self._lock:
                 closed = self._closed
+                if not closed and not (self._pending or busy or starting):
+                    self._thread = None  # (no work: the next submit starts a thread again)
+                    return
             if closed:
                 self._stop_all(busy, starting)
                 return
