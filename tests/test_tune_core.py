@@ -26,6 +26,7 @@ from tvms.lowering.tune.database import FAILED_RUN_SECS
 from tvms.lowering.tune.json_database import json_dumps
 from tvms.lowering.tune.measure import args_info_of, main_func
 from tvms.lowering.tune.measure_callback import remove_build_dir
+from tvms.lowering.tune.runner import default_alloc_argument, default_run_evaluator
 from tvms.runtime.reference import run_prim_func
 from tvms.tir import Schedule
 
@@ -134,7 +135,8 @@ def test_builder_and_runner_turn_failures_into_results() -> None:
 def test_a_crashing_or_hanging_build_and_a_hanging_kernel_are_failed_trials() -> None:
     mod = matmul64()
     for f_build, why in [(crashing_build, "killed by SIGSEGV"), (sleeping_build, "timeout"),
-                         (failing_build, "this build fails on purpose")]:
+                         (failing_build, "this build fails on purpose"),
+                         (lambda *args: None, "must be picklable, the function defined at module level")]:
         b = ms.builder.LocalBuilder(max_workers=1, timeout_sec=3, f_build=f_build)
         try:
             [result] = b.build([ms.BuilderInput(mod, TARGET)])
@@ -163,6 +165,13 @@ def test_time_evaluator_runs_the_preprocessing_before_each_repeat() -> None:
     a, b, c = (np.ones((64, 64), np.float32) for _ in range(3))
     result = lib.time_evaluator("main", number=2, repeat=3, f_preproc=lambda *args: calls.append(len(args)))(a, b, c)
     assert calls == [3, 3, 3] and len(result.results) == 3
+    # the runner's evaluation, with a cache flush before each repeat, on two sets of arguments
+    config = ms.EvaluatorConfig(number=1, repeat=2, min_repeat_ms=0, enable_cpu_cache_flush=True)
+    args = default_alloc_argument(args_info_of(main_func(matmul64())), 2)
+    assert [x.shape for x in args[1]] == [(64, 64)] * 3 and not (args[0][0] == args[1][0]).all()
+    assert (default_alloc_argument(args_info_of(main_func(matmul64())), 1)[0][0] == args[0][0]).all()
+    secs = default_run_evaluator(lib, args, config)
+    assert len(secs) == 4 and all(s > 0 for s in secs)
 
 
 # --------------------------------------------------------------------------- JSONDatabase
