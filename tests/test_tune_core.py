@@ -22,6 +22,8 @@ from test_schedule_seed002 import stochastic_schedule_mm  # (seed 002's, as the 
 import tvms
 import tvms.meta_schedule as ms
 from tvms.ir.errors import TVMSError
+from tvms.ir.stmt import Block, For
+from tvms.ir.visitor import collect
 from tvms.lowering.tune.database import FAILED_RUN_SECS
 from tvms.lowering.tune.json_database import json_dumps
 from tvms.lowering.tune.measure import args_info_of, main_func
@@ -244,10 +246,18 @@ def test_records_written_by_tvm_read_and_write_back_byte_for_byte(tmp_path) -> N
         assert record.args_info == [ms.TensorInfo("float32", (64, 64))] * 3
     best = min(records, key=lambda r: sum(r.run_secs))
     assert db.query_tuning_record(mod) is best
-    for record in records:  # replaying each record schedules the module, which still computes a matmul
+    for n, record in enumerate(records):  # replaying each record makes TVM's loop nest, computing a matmul
         sch = Schedule(mod)
         record.trace.apply_to_schedule(sch, remove_postproc=False)
+        tvm_made = tvms.script.from_source((TUNE / f"tvm_scheduled_{n}.tvms").read_text())
+        assert loop_nest(sch.mod) == loop_nest(tvm_made)
         assert_computes_matmul(sch.mod)
+
+
+def loop_nest(mod: tvms.IRModule) -> list:
+    """Each loop's extent, kind and annotations, and each block's name, in order."""
+    return [(n.extent.value, n.kind, dict(n.annotations)) if isinstance(n, For) else n.name_hint
+            for n in collect(main_func(mod).body, (For, Block))]
 
 
 def test_a_workload_tvm_wrote_is_matched_by_replaying(tmp_path) -> None:
