@@ -208,7 +208,9 @@ def test_json_database_round_trips_and_resumes(tmp_path) -> None:
     assert len((tmp_path / "work" / "database_workload.json").read_text().splitlines()) == 1
     lines = (tmp_path / "work" / "database_tuning_record.json").read_text().splitlines()
     assert len(lines) == 4 and all(json.loads(line)[0] == 0 for line in lines)
-    assert ms.database.JSONDatabase(work_dir=str(tmp_path / "work")).query_tuning_record(mod).run_secs == [1e-5]
+    reopened = ms.database.create("json", work_dir=str(tmp_path / "work"))
+    assert reopened.query_tuning_record(mod).run_secs == [1e-5]
+    assert ms.database.create(reopened) is reopened and isinstance(ms.database.create("memory"), ms.MemoryDatabase)
     with pytest.raises(TVMSError, match="does not exist"):
         ms.database.JSONDatabase(work_dir=str(tmp_path / "none"), allow_missing=False)
 

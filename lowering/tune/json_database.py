@@ -26,7 +26,7 @@ from typing import Any
 from ...ir.errors import TVMSError
 from ...ir.module import IRModule
 from ...script.module_parser import from_source
-from .database import MemoryDatabase, TuningRecord, Workload
+from .database import Database, MemoryDatabase, TuningRecord, Workload
 from .measure import args_info_of, main_func
 
 WORKLOAD_FILE = "database_workload.json"
@@ -226,15 +226,13 @@ def _read_lines(path: str) -> list[_Line]:
 
 
 def _append_line(path: str, line: str) -> None:
-    """Append ``line`` in one write, after removing a last line that was cut short."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    """Append ``line`` in one write (``O_APPEND``: two processes appending do not mix their
+    lines), after removing a last line that was cut short."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        size = os.lseek(fd, 0, os.SEEK_END)
-        if size:
-            os.lseek(fd, size - 1, os.SEEK_SET)
-            if os.read(fd, 1) != b"\n":
-                os.ftruncate(fd, _last_newline(fd, size))
-        os.lseek(fd, 0, os.SEEK_END)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            os.ftruncate(fd, _last_newline(fd, size))
         data = (line + "\n").encode("utf-8")
         while data:
             data = data[os.write(fd, data):]
@@ -247,9 +245,7 @@ def _last_newline(fd: int, size: int) -> int:
     end = size
     while end > 0:
         start = max(0, end - 65536)
-        os.lseek(fd, start, os.SEEK_SET)
-        chunk = os.read(fd, end - start)
-        at = chunk.rfind(b"\n")
+        at = os.pread(fd, end - start, start).rfind(b"\n")
         if at >= 0:
             return start + at + 1
         end = start
@@ -259,8 +255,6 @@ def _last_newline(fd: int, size: int) -> int:
 def create(kind: str = "json", *args: Any, **kwargs: Any) -> Any:
     """A database from ``tune_tir``'s ``database=``: an instance, ``"json"`` (``JSONDatabase``
     with these arguments) or ``"memory"``."""
-    from .database import Database
-
     if isinstance(kind, Database):
         return kind
     if kind == "json":
