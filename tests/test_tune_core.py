@@ -10,6 +10,7 @@ import base64
 import ctypes
 import json
 import os
+import signal
 import time
 import types
 import warnings
@@ -144,6 +145,9 @@ def test_a_crashing_or_hanging_build_and_a_hanging_kernel_are_failed_trials() ->
             [result] = b.build([ms.BuilderInput(mod, TARGET)])
             assert result.artifact_path is None and why in result.error_msg
             b.f_build = ms.builder.default_build  # (the pool started a new worker if it had to)
+            [result] = b.build([ms.BuilderInput(mod, TARGET)])
+            assert result.error_msg is None
+            os.kill(b.pool._idle[0].proc.pid, signal.SIGKILL)  # (a worker dying while idle is replaced)
             [result] = b.build([ms.BuilderInput(mod, TARGET)])
             assert result.error_msg is None
         finally:

@@ -104,6 +104,15 @@ class WorkerPool:
     def _dispatch(self) -> None:
         busy: dict = {}  # connection -> (worker, future, deadline)
         starting: dict = {}  # connection -> worker, until it says it is ready
+        try:
+            self._serve_tasks(busy, starting)
+        except BaseException as err:  # (a bug here must fail the futures, not leave them waiting)
+            with self._lock:
+                self._closed = True
+                self._thread = None
+            self._stop_all(busy, starting, f"the worker pool failed: {describe_error(err)}")
+
+    def _serve_tasks(self, busy: dict, starting: dict) -> None:
         while True:
             with self._lock:
                 closed = self._closed
@@ -116,14 +125,18 @@ class WorkerPool:
             self._assign(busy, starting)
             deadlines = [d for _, _, d in busy.values() if d is not None]
             timeout = None if not deadlines else max(0.0, min(deadlines) - time.monotonic())
-            for conn in wait([self._wake_r, *busy, *starting], timeout):
+            idle = {w.conn: w for w in self._idle}
+            for conn in wait([self._wake_r, *busy, *starting, *idle], timeout):
                 if conn is self._wake_r:
                     while self._wake_r.poll():
                         self._wake_r.recv_bytes()
                 elif conn in starting:
                     self._started(starting.pop(conn))
-                else:
+                elif conn in busy:
                     self._finished(*busy.pop(conn))
+                else:  # (an idle worker has nothing to say: it died)
+                    self._idle.remove(idle[conn])
+                    self._lose(idle[conn])
             now = time.monotonic()
             for conn, (worker, future, deadline) in list(busy.items()):
                 if deadline is not None and now >= deadline:
@@ -134,6 +147,9 @@ class WorkerPool:
     def _assign(self, busy: dict, starting: dict) -> None:
         """Give waiting tasks to ready workers; start workers for the rest, up to ``max_workers``
         (a task's timeout counts from when a ready worker takes it, not from the worker's start)."""
+        for worker in [w for w in self._idle if w.proc.poll() is not None]:  # (died while idle)
+            self._idle.remove(worker)
+            self._lose(worker)
         while self._idle:
             with self._lock:
                 if not self._pending:
@@ -149,10 +165,9 @@ class WorkerPool:
                 _fail(future, f"the task cannot be sent to a worker process: {err} (the function "
                               f"and its arguments must be picklable, the function defined at module level)")
                 continue
-            except OSError:  # the worker died while idle: the task waits for another
+            except OSError:
                 self._lose(worker)
-                with self._lock:
-                    self._pending.appendleft((fn, args, _Rerun(future)))
+                _fail(future, f"the worker process died before the task ({worker.exit_status()})")
                 continue
             deadline = None if self.timeout_sec is None else time.monotonic() + self.timeout_sec
             busy[worker.conn] = (worker, future, deadline)
@@ -180,10 +195,12 @@ class WorkerPool:
     def _finished(self, worker: "_Worker", future: Future, deadline: Any) -> None:
         try:
             ok, value = worker.conn.recv()
-        except (EOFError, OSError, pickle.UnpicklingError) as err:
+        except (EOFError, OSError) as err:
             self._lose(worker)
             _fail(future, f"the worker process died while running the task ({worker.exit_status() or err})")
             return
+        except Exception as err:  # (read whole: the worker can go on)
+            ok, value = False, f"the task's result cannot be read here: {describe_error(err)}"
         self._idle.append(worker)
         if ok:
             future.set_result(value)
@@ -201,10 +218,10 @@ class WorkerPool:
         worker.kill()
         self._count -= 1
 
-    def _stop_all(self, busy: dict, starting: dict) -> None:
+    def _stop_all(self, busy: dict, starting: dict, why: str = "the worker pool was shut down") -> None:
         for worker, future, _ in busy.values():
             worker.kill()
-            _fail(future, "the worker pool was shut down while the task ran")
+            _fail(future, f"{why} while the task ran")
         for worker in starting.values():
             worker.kill()
         for worker in self._idle:
@@ -214,25 +231,8 @@ class WorkerPool:
             pending, self._pending = list(self._pending), deque()
         for _, _, future in pending:
             if future.set_running_or_notify_cancel():
-                _fail(future, "the worker pool was shut down before the task ran")
+                _fail(future, f"{why} before the task ran")
         self._count = 0
-
-
-class _Rerun(Future):
-    """A future already marked running, handed back to the queue after its worker vanished."""
-
-    def __init__(self, inner: Future) -> None:
-        super().__init__()
-        self._inner = inner
-
-    def set_running_or_notify_cancel(self) -> bool:
-        return True
-
-    def set_result(self, result: Any) -> None:
-        self._inner.set_result(result)
-
-    def set_exception(self, exception: BaseException | None) -> None:
-        self._inner.set_exception(exception)
 
 
 def _fail(future: Future, message: str) -> None:
