@@ -147,7 +147,9 @@ def test_a_crashing_or_hanging_build_and_a_hanging_kernel_are_failed_trials() ->
             b.f_build = ms.builder.default_build  # (the pool started a new worker if it had to)
             [result] = b.build([ms.BuilderInput(mod, TARGET)])
             assert result.error_msg is None
-            os.kill(b.pool._idle[0].proc.pid, signal.SIGKILL)  # (a worker dying while idle is replaced)
+            idle = b.pool._idle[0].proc
+            os.kill(idle.pid, signal.SIGKILL)  # (a worker that died while idle is replaced)
+            idle.wait()
             [result] = b.build([ms.BuilderInput(mod, TARGET)])
             assert result.error_msg is None
         finally:
