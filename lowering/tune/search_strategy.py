@@ -111,9 +111,9 @@ class _Replay(SearchStrategy):
         candidates = []
         for _ in range(count):
             sch = self._draw(state)
-            if sch is not None:
-                candidates.append(MeasureCandidate(sch, args_info_of(main_func(sch.mod))))
-        # (an exhausted space ends the search: nothing new is left to measure)
+            if sch is None:  # (max_fail_count draws found nothing new: the space is spent)
+                break
+            candidates.append(MeasureCandidate(sch, args_info_of(main_func(sch.mod))))
         return candidates or None
 
     def notify_runner_results(self, measure_candidates: list, results: list) -> None:
