@@ -101,9 +101,11 @@ def test_builder_and_runner_turn_failures_into_results() -> None:
     try:
         mod, crash = matmul64(), tvms.script.from_source(CRASH)
         built = builder.build([ms.BuilderInput(mod, TARGET), ms.BuilderInput(crash, TARGET),
-                               ms.BuilderInput(mod, TARGET, params={"w": np.ones(3)})])
+                               ms.BuilderInput(mod, TARGET, params={"w": np.ones(3)}),
+                               ms.BuilderInput("C = A @ B", TARGET)])
         assert all(r.error_msg is None and os.path.isfile(r.artifact_path) for r in built[:2])
         assert built[2].artifact_path is None and "take no bound parameters" in built[2].error_msg
+        assert built[3].artifact_path is None and "holds an IRModule or a PrimFunc, not str" in built[3].error_msg
         worker = builder.pool._idle[0].proc.pid
         [again] = builder.build([ms.BuilderInput(mod, TARGET)])
         assert builder.pool._idle[0].proc.pid == worker  # (the worker stays, warm)

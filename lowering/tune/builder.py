@@ -19,7 +19,7 @@ from ...ir.module import IRModule
 from ...ir.target import as_target
 from ...script.module_parser import from_source
 from .measure import BuilderInput, BuilderResult
-from .worker_pool import WorkerError, WorkerPool
+from .worker_pool import WorkerError, WorkerPool, failed_future
 
 ARTIFACT_NAME = "tvms_tmp_mod.so"
 
@@ -75,9 +75,13 @@ class LocalBuilder(Builder):
         self.pool = WorkerPool(self.max_workers, timeout_sec, initializer)
 
     def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
-        futures = self.pool.map(_build_in_worker, [
-            (_module_text(inp.mod), as_target(inp.target), inp.params, self.f_build, self.f_export)
-            for inp in build_inputs])
+        futures = []
+        for inp in build_inputs:
+            try:
+                futures.append(self.pool.submit(_build_in_worker, _module_text(inp.mod), as_target(inp.target),
+                                                inp.params, self.f_build, self.f_export))
+            except TVMSError as err:  # (a module that cannot be sent: its build fails)
+                futures.append(failed_future(str(err)))
         results = []
         for future in futures:
             try:
@@ -91,9 +95,15 @@ class LocalBuilder(Builder):
 
 
 def _module_text(mod: Any) -> str:
+    """How a module travels to a worker: its TVMScript text (IR nodes do not pickle)."""
     if isinstance(mod, PrimFunc):
         mod = IRModule({"main": mod})
-    return mod.script(show_meta=True)
+    if not isinstance(mod, IRModule):
+        raise TVMSError(f"a BuilderInput holds an IRModule or a PrimFunc, not {type(mod).__name__}")
+    try:
+        return mod.script(show_meta=True)
+    except Exception as err:  # (the printer does not know every node yet)
+        raise TVMSError(f"the module cannot be printed to send it to a worker: {err}") from None
 
 
 def _build_in_worker(text: str, target: Any, params: dict | None, f_build: Callable, f_export: Callable) -> str:

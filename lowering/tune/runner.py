@@ -22,7 +22,7 @@ import numpy as np
 
 from ...ir.errors import TVMSError
 from .measure import EvaluatorConfig, RunnerInput, RunnerResult, TensorInfo
-from .worker_pool import WorkerError, WorkerPool
+from .worker_pool import WorkerError, WorkerPool, failed_future
 
 
 class RunnerFuture:
@@ -104,9 +104,8 @@ class LocalRunner(Runner):
         futures: list[RunnerFuture] = []
         for inp in runner_inputs:
             if inp.device_type not in ("cpu", "llvm"):
-                done: Future = Future()
-                done.set_exception(WorkerError(f"this runner measures on the CPU, not on {inp.device_type!r}"))
-                futures.append(LocalRunnerFuture(done))
+                futures.append(LocalRunnerFuture(failed_future(
+                    f"this runner measures on the CPU, not on {inp.device_type!r}")))
                 continue
             futures.append(LocalRunnerFuture(self.pool.submit(
                 _run_in_worker, inp.artifact_path, list(inp.args_info), self.evaluator_config,

@@ -239,6 +239,13 @@ def _fail(future: Future, message: str) -> None:
     future.set_exception(WorkerError(message))
 
 
+def failed_future(message: str) -> Future:
+    """A future already failed with ``WorkerError(message)``: a task refused before it is sent."""
+    future: Future = Future()
+    _fail(future, message)
+    return future
+
+
 def _pipe() -> tuple[Connection, Connection]:
     r, w = os.pipe()
     return Connection(r, writable=False), Connection(w, readable=False)
