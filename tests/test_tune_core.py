@@ -259,8 +259,10 @@ def test_records_written_by_tvm_read_and_write_back_byte_for_byte(tmp_path) -> N
     for n, record in enumerate(records):  # replaying each record makes TVM's loop nest, computing a matmul
         sch = Schedule(mod)
         record.trace.apply_to_schedule(sch, remove_postproc=False)
-        tvm_made = tvms.script.from_source((TUNE / f"tvm_scheduled_{n}.tvms").read_text())
-        assert loop_nest(sch.mod) == loop_nest(tvm_made)
+        tvm_text = (TUNE / f"tvm_scheduled_{n}.tvms").read_text()
+        assert loop_nest(sch.mod) == loop_nest(tvms.script.from_source(tvm_text))
+        if n > 0:  # (record 0's fused index adds its terms in another order than TVM's simplifier)
+            assert sch.mod.script(dialect="tvm-0.27") + "\n" == tvm_text
         assert_computes_matmul(sch.mod)
 
 
