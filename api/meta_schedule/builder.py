@@ -1,6 +1,7 @@
 """``tvms.meta_schedule.builder`` (TVM's ``ms.builder``)."""
 from ..lowering.tune.builder import Builder, LocalBuilder, default_build, default_export  # noqa: F401
 from ..lowering.tune.measure import BuilderInput, BuilderResult  # noqa: F401
+from ..lowering.tune.ray_executor import RayBuilder  # noqa: F401 (imports ray only when made)
 
 PyBuilder = Builder  # (TVM's base for Python subclasses: here every base is one)
 create = Builder.create

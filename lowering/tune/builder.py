@@ -34,7 +34,11 @@ class Builder:
     def create(kind: str = "local", *args: Any, **kwargs: Any) -> "Builder":
         if kind == "local":
             return LocalBuilder(*args, **kwargs)
-        raise TVMSError(f"unknown builder kind {kind!r} (tvms has 'local')")
+        if kind == "ray":
+            from .ray_executor import RayBuilder
+
+            return RayBuilder(*args, **kwargs)
+        raise TVMSError(f"unknown builder kind {kind!r} (tvms has 'local' and 'ray')")
 
 
 def default_build(mod: Any, target: Any, params: dict | None) -> Any:
@@ -78,17 +82,24 @@ class LocalBuilder(Builder):
         futures = []
         for inp in build_inputs:
             try:
-                futures.append(self.pool.submit(_build_in_worker, _module_text(inp.mod), as_target(inp.target),
-                                                inp.params, self.f_build, self.f_export))
+                futures.append(self._submit(_module_text(inp.mod), as_target(inp.target), inp.params))
             except TVMSError as err:  # (a module that cannot be sent: its build fails)
                 futures.append(failed_future(str(err)))
         results = []
         for future in futures:
             try:
-                results.append(BuilderResult(future.result()))
+                results.append(BuilderResult(self._artifact_path(future.result())))
             except WorkerError as err:
-                results.append(BuilderResult(None, f"LocalBuilder: {err}"))
+                results.append(BuilderResult(None, f"{type(self).__name__}: {err}"))
         return results
+
+    def _submit(self, text: str, target: Any, params: dict | None) -> Any:
+        """Start building a module (its text) in a worker; a future of the worker's result."""
+        return self.pool.submit(_build_in_worker, text, target, params, self.f_build, self.f_export)
+
+    def _artifact_path(self, built: Any) -> str:
+        """The artifact's path here, from what the worker returned (its path: the same machine)."""
+        return built
 
     def shutdown(self) -> None:
         self.pool.shutdown()

@@ -56,15 +56,20 @@ class Runner:
     def create(kind: str = "local", *args: Any, **kwargs: Any) -> "Runner":
         if kind == "local":
             return LocalRunner(*args, **kwargs)
-        raise TVMSError(f"unknown runner kind {kind!r} (tvms has 'local')")
+        if kind == "ray":
+            from .ray_executor import RayRunner
+
+            return RayRunner(*args, **kwargs)
+        raise TVMSError(f"unknown runner kind {kind!r} (tvms has 'local' and 'ray')")
 
 
 class LocalRunnerFuture(RunnerFuture):
     """A measurement running in a ``LocalRunner``'s worker."""
 
-    def __init__(self, future: Future) -> None:
+    def __init__(self, future: Future, runner_name: str = "LocalRunner") -> None:
         super().__init__()
         self._future = future
+        self._runner_name = runner_name
 
     def done(self) -> bool:
         return self._future.done()
@@ -73,7 +78,7 @@ class LocalRunnerFuture(RunnerFuture):
         try:
             return RunnerResult([float(s) for s in self._future.result()])
         except WorkerError as err:
-            return RunnerResult(None, f"LocalRunner: {err}")
+            return RunnerResult(None, f"{self._runner_name}: {err}")
 
 
 class LocalRunner(Runner):
@@ -107,10 +112,17 @@ class LocalRunner(Runner):
                 futures.append(LocalRunnerFuture(failed_future(
                     f"this runner measures on the CPU, not on {inp.device_type!r}")))
                 continue
-            futures.append(LocalRunnerFuture(self.pool.submit(
-                _run_in_worker, inp.artifact_path, list(inp.args_info), self.evaluator_config,
-                self.cooldown_sec, self.alloc_repeat, self.f_alloc_argument, self.f_run_evaluator)))
+            futures.append(LocalRunnerFuture(self._submit(inp), type(self).__name__))
         return futures
+
+    def _submit(self, inp: RunnerInput) -> Future:
+        """Start measuring ``inp`` in the worker."""
+        return self.pool.submit(_run_in_worker, inp.artifact_path, *self._measure_args(inp))
+
+    def _measure_args(self, inp: RunnerInput) -> tuple:
+        """The arguments of ``_run_in_worker`` after the artifact."""
+        return (list(inp.args_info), self.evaluator_config, self.cooldown_sec, self.alloc_repeat,
+                self.f_alloc_argument, self.f_run_evaluator)
 
     def shutdown(self) -> None:
         self.pool.shutdown()
