@@ -197,8 +197,9 @@ class _Compiler:
     def e_Call(self, e: E.Call) -> str:
         op = e.op
         name = getattr(op, "name", None)
-        if not isinstance(op, E.Op):
-            raise TVMSError(f"the reference executor cannot call {op!r} (only intrinsics)")
+        if not isinstance(op, E.Op):  # Module.f(...): the executor runs one PrimFunc at a time
+            raise TVMSError(f"the reference executor runs one PrimFunc and cannot call the module's "
+                            f"function {getattr(op, 'name_hint', op)!r}")
         if name == "tir.if_then_else":  # lazy: only the chosen branch is evaluated
             c, t, f = (self.src(a) for a in e.args)
             return f"({t} if {c} else {f})"
@@ -339,7 +340,7 @@ class _Codegen(_Compiler):
             self.stmt(x)
 
     def s_Evaluate(self, s: S.Evaluate) -> None:
-        if isinstance(s.value, E.Call) and s.value.op.name == "tir.ret":  # `return v` / T.ret(v)
+        if isinstance(s.value, E.Call) and getattr(s.value.op, "name", None) == "tir.ret":  # `return v`
             self.emit(f"return {self.src(s.value.args[0])}")
             return
         control = loop_control(s.value)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tvms.ir import structural_equal
+from tvms.ir.errors import ScriptError, TVMSError
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 
@@ -21,8 +22,12 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tir_builtins"
 GOLDENS = sorted(FIXTURES.glob("*_tvm_0.27.tvms"))
 
 
+def load_text(name: str, kind: str = "tvm_0.27") -> str:
+    return (FIXTURES / f"{name}_{kind}.tvms").read_text()
+
+
 def load(name: str, kind: str = "tvm_0.27"):
-    return from_source((FIXTURES / f"{name}_{kind}.tvms").read_text())
+    return from_source(load_text(name, kind))
 
 
 @pytest.mark.parametrize("golden", GOLDENS, ids=lambda p: p.name.removesuffix("_tvm_0.27.tvms"))
@@ -288,3 +293,37 @@ def test_builder_spellings_against_numpy() -> None:
     device = np.zeros(10, "int32")
     run_prim_func(load("builders", "input")["device"], device)  # (T.device_entry: an attribute)
     np.testing.assert_array_equal(device, np.arange(10))
+
+
+def test_calls_between_prim_funcs_are_typed_and_refused_where_not_run() -> None:
+    mod = load("calls")
+    store = mod["main"].body.seq[1].body  # B[i] = Module.square(A[i]) + Module.square(B[i])
+    assert str(store.value.a.dtype) == "float32" and store.value.a.op.name_hint == "square"
+    assert str(mod["main"].body.seq[0].value.dtype) == "void"  # scale returns nothing
+    # a function printed alone names its callee bare, as TVM prints it
+    assert "    scale(A.data, 16)\n" in mod["main"].script(dialect="tvm-0.27")
+    a = np.ones(16, "float32")
+    with pytest.raises(TVMSError, match="cannot call the module's function 'scale'"):
+        run_prim_func(mod["main"], a, a.copy())
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    with pytest.raises(TVMSError, match="cannot call the module's function 'scale'"):
+        tvms.build(mod["main"])
+    with pytest.raises(ScriptError, match="calls the module's PrimFuncs only; 'f' is not one"):
+        from_source(CALLS_RELAX)
+    with pytest.raises(ScriptError, match="module 'Module' has no function 'squar'; did you mean 'square'"):
+        from_source(load_text("calls").replace("Module.square(A[0])", "Module.squar(A[0])"))
+
+
+CALLS_RELAX = """
+@I.ir_module
+class Module:
+    @R.function
+    def f(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+        return x
+
+    @T.prim_func
+    def main(A: T.Buffer((2,), "float32")):
+        A[0] = Module.f(A[0])
+"""

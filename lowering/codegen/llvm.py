@@ -299,8 +299,8 @@ class _FunctionCodegen:
 
     def e_Call(self, e: E.Call) -> ir.Value:
         if not isinstance(e.op, E.Op):
-            raise TVMSError(f"the llvm target cannot call {e.op!r}: only intrinsics (lower calls "
-                            f"between functions first)")
+            raise TVMSError(f"the llvm target compiles each PrimFunc on its own and cannot call the "
+                            f"module's function {getattr(e.op, 'name_hint', e.op)!r}")
         if e.op.name == "tir.if_then_else":
             return self.if_then_else(e)
         if e.op.name in FIXED_POINT:  # T.q_multiply_shift: integer arithmetic

@@ -12,6 +12,7 @@ from ...ir.buffer import Buffer, BufferRegion
 from ...ir.dtype import SHORTHANDS as DTYPE_SHORTHANDS, DataType, is_dtype_name
 from ...ir.errors import ScriptError, Source, TVMSError
 from ...ir.index_map import IndexMap
+from ...ir.module import GlobalVar
 from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, PrimExpr, PrimType,
                         Ramp, Range, StringImm, Sub, Var, const)
 from ...ir.node import EMPTY
@@ -49,6 +50,24 @@ class BufferSlice:
 class BufferMethod:
     buffer: Buffer
     name: str
+
+
+@dataclass(frozen=True)
+class ModuleFunctions:
+    """The module's class name inside its PrimFuncs: ``Module.f(x)`` calls the module's PrimFunc
+    ``f`` (TVM's call of a GlobalVar), whose result has the type ``f`` declares it returns."""
+
+    name: str
+    globals: dict  # function name -> GlobalVar
+    returns: dict  # PrimFunc name -> its result type (void when it returns nothing)
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """``Module.f`` not yet called; ``result`` is None when ``f`` is not a PrimFunc."""
+
+    gv: GlobalVar
+    result: DataType | None
 
 
 @dataclass(frozen=True)
@@ -144,7 +163,8 @@ class ExprEvaluator:
         return out
 
     def check_data(self, value: Any, syn: Any) -> None:
-        if isinstance(value, (Builtin, NewVar, BufferSlice, BufferMethod, LetAnnotation)):
+        if isinstance(value, (Builtin, NewVar, BufferSlice, BufferMethod, LetAnnotation, ModuleFunctions,
+                              FunctionRef)):
             raise self.error(syn, f"{_describe(value)} is not a value an attribute can hold")
         if isinstance(value, (list, tuple)):
             for item in value:
@@ -160,6 +180,11 @@ class ExprEvaluator:
             return Builtin(path)
         if isinstance(base, PrimType) and syn.attr == "ty":  # (T.handle().ty)
             return base
+        if isinstance(base, ModuleFunctions):
+            if syn.attr not in base.globals:
+                raise self.error(syn, f"module {base.name!r} has no function {syn.attr!r}"
+                                 f"{did_you_mean(syn.attr, list(base.globals))}")
+            return FunctionRef(base.globals[syn.attr], base.returns.get(syn.attr))
         if isinstance(base, Buffer):
             if syn.attr == "data":
                 return base.data
@@ -324,7 +349,27 @@ class ExprEvaluator:
             return self.call_builtin(func, args, kwargs, syn)
         if isinstance(func, BufferMethod):
             return self.buffer_method(func, args, kwargs, syn)
+        if isinstance(func, FunctionRef):
+            return self.call_function(func, args, kwargs, syn)
         raise self.error(syn.func, f"{_describe(func)} is not callable")
+
+    def call_function(self, func: FunctionRef, args: list, kwargs: dict, syn: Any) -> Call:
+        """``Module.f(a, b)``: a call of the module's PrimFunc ``f`` with scalar (or handle)
+        arguments, typed by what ``f`` returns."""
+        gv = func.gv
+        if func.result is None:
+            raise self.error(syn, f"a PrimFunc calls the module's PrimFuncs only; {gv.name_hint!r} is not one")
+        if kwargs:
+            raise self.error(syn, f"{gv.name_hint}(...) takes positional arguments only")
+        call_args = []
+        for a in args:
+            value = self.call_arg(a, syn)
+            if not isinstance(value, PrimExpr):  # (a buffer passes as its data: A.data)
+                raise self.error(syn, f"{_describe(value)} cannot be an argument of {gv.name_hint}(...); "
+                                 f"pass a value or a pointer such as {getattr(value, 'name', 'A')}.data")
+            call_args.append(value)
+        return Call(func.result, gv, tuple(call_args))
+
 
     def comm_reducer(self, syn: S.Call) -> CommReducer:
         if len(syn.args) != 2 or not isinstance(syn.args[0], S.Lambda) \
@@ -530,6 +575,10 @@ def _describe(value: Any) -> str:
         return f"T.{value.path}" if value.path else "the module T"
     if isinstance(value, Buffer):
         return f"buffer {value.name!r}"
+    if isinstance(value, ModuleFunctions):
+        return f"the module {value.name}"
+    if isinstance(value, FunctionRef):
+        return f"the function {value.gv.name_hint}"
     if isinstance(value, Var):
         return f"variable {value.name!r}"
     if isinstance(value, PrimExpr):

@@ -253,8 +253,9 @@ class ExprPrinting:
                 return f"~{self.child(e.args[0], UNARY)}", UNARY
             prec = BY_SYMBOL[symbol].precedence
             return f"{self.child(e.args[0], prec)} {symbol} {self.child(e.args[1], prec, on_equal=True)}", prec
-        if isinstance(e.op, GlobalVar):
-            head = quote(e.op.name_hint)
+        if isinstance(e.op, GlobalVar):  # a call of the module's function: Module.f(...), as
+            # TVM prints it (a function printed alone names it bare, as TVM does)
+            head = f"{self.module_name}.{e.op.name_hint}" if self.module_name else e.op.name_hint
             args = [self.expr(a) for a in e.args]
         else:
             info = op_registry.info_of(e.op)

@@ -48,6 +48,7 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         self.absent_metadata = False  # printed metadata[...][i] for an entry the IR does not hold
         self.uses_tir = False  # printed a T.<name> (the header then imports tir as T)
         self.awaiting: list[list] = []  # marks of commented nodes waiting for their first code line
+        self.module_name: str | None = None  # the class of the module being printed (Module.f calls)
 
     # ---------------------------------------------------------------- output
     def emit(self, text: str) -> None:

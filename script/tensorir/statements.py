@@ -255,7 +255,7 @@ class StatementPrinting:
 
     @prints(Evaluate)
     def st_evaluate(self, s: Evaluate, concise: bool, top: bool) -> None:
-        if self.d.name != "classic" and isinstance(s.value, Call) and s.value.op.name == "tir.ret":
+        if self.d.name != "classic" and isinstance(s.value, Call) and s.value.op is get_op("tir.ret"):
             self.emit(f"return {self.expr(s.value.args[0])}")  # TVM 0.27's Return statement
         elif isinstance(s.value, Call):
             self.emit(self.expr(s.value))
