@@ -99,7 +99,8 @@ def _constant_span(index: Any) -> tuple[int, int] | None:
         index = simplify(index)
     if isinstance(index, IntImm):
         return index.value, index.value
-    if isinstance(index, Ramp) and isinstance(index.base, IntImm) and isinstance(index.stride, IntImm):
+    if isinstance(index, Ramp) and isinstance(index.base, IntImm) and isinstance(index.stride, IntImm) \
+            and isinstance(index.lanes, int):  # (a scalable vector's end is known on the machine only)
         last = index.base.value + index.stride.value * (index.lanes - 1)
         return min(index.base.value, last), max(index.base.value, last)
     return None

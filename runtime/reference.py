@@ -88,6 +88,8 @@ class _Compiler:
         method = getattr(self, "e_" + type(e).__name__, None)
         if method is None:
             raise TVMSError(f"the reference executor cannot evaluate {type(e).__name__}")
+        if getattr(e, "dtype", None) is not None and e.dtype.scalable:  # (vscale: known on the machine only)
+            raise TVMSError(f"the reference executor has no scalable vectors ({e.dtype})")
         return method(e)
 
     def e_IntImm(self, e: E.IntImm) -> str:

@@ -327,3 +327,23 @@ class Module:
     def main(A: T.Buffer((2,), "float32")):
         A[0] = Module.f(A[0])
 """
+
+
+def test_scalable_vectors_are_typed_and_refused_where_not_run() -> None:
+    """``T.vscale() * k`` lanes (SVE/RVV): a scalable dtype, and a clear refusal where tvms runs code."""
+    func = load("scalable")
+    first = func.body.seq[0]
+    assert str(first.value.dtype) == "float32xvscalex4" and first.indices[0].lanes.b.value == 4
+    assert str(func.body.seq[1].indices[0].dtype) == "int32xvscalex4"  # B[3:3 + vscale * 8:2]
+    a = np.zeros(128, "float32")
+    with pytest.raises(TVMSError, match="no scalable vectors"):
+        run_prim_func(func, a, a.copy(), np.zeros((8,), "float32"), np.zeros(128, "int32"))
+    with pytest.raises(ScriptError, match="the lanes of a vector are a constant or T.vscale"):
+        from_source(load_text("scalable").replace("T.Ramp(1, 2, 4)", "T.Ramp(1, 2, T.vscale() + 4)"))
+    with pytest.raises(ScriptError, match="vector slice needs a constant length"):
+        from_source(load_text("scalable").replace("B[0:8:2]", "B[0:T.vscale() * 7:2]"))
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    with pytest.raises(TVMSError, match="no scalable vectors"):
+        tvms.build(func)

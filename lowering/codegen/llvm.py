@@ -122,6 +122,8 @@ class _FunctionCodegen:
         method = getattr(self, "e_" + type(e).__name__, None)
         if method is None:
             raise TVMSError(f"the llvm target cannot generate code for {type(e).__name__}")
+        if getattr(e, "dtype", None) is not None and e.dtype.scalable:
+            raise TVMSError(f"the llvm target of tvms has no scalable vectors ({e.dtype}, T.vscale())")
         return method(e)
 
     def e_IntImm(self, e: E.IntImm) -> ir.Value:

@@ -13,8 +13,8 @@ from ...ir.dtype import SHORTHANDS as DTYPE_SHORTHANDS, DataType, is_dtype_name
 from ...ir.errors import ScriptError, Source, TVMSError
 from ...ir.index_map import IndexMap
 from ...ir.module import GlobalVar
-from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, PrimExpr, PrimType,
-                        Ramp, Range, StringImm, Sub, Var, const)
+from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, Mul, PrimExpr, PrimType,
+                        Ramp, Range, StringImm, Sub, Var, const, is_vscale, lane_count)
 from ...ir.node import EMPTY
 from .. import syntax as S
 from ..dialect import CLASSIC, Dialect
@@ -219,8 +219,13 @@ class ExprEvaluator:
             indices = []
         for index in indices:
             if isinstance(index, S.Slice):
-                if index.step is not None:
-                    raise self.error(index, "a slice step is not supported here")
+                step = 1
+                if index.step is not None:  # A[0:8:2]: a vector access only (a region has no step)
+                    step = self.ev(index.step)
+                    step = step.value if isinstance(step, IntImm) else step
+                    if not isinstance(step, int) or isinstance(step, bool) or step == 0:
+                        raise self.error(index.step, f"a slice step is a nonzero constant integer, "
+                                         f"not {_describe(step)}")
                 if index.upper is None:
                     raise self.error(syn, "a slice needs an end")
                 start = self.ev_expr(index.lower) if index.lower is not None else None
@@ -231,7 +236,7 @@ class ExprEvaluator:
                     start = IntImm(stop.dtype, start.value if start is not None else 0)
                 self.check_index(start, index.lower or index, "a slice bound")
                 self.check_index(stop, index.upper, "a slice bound")
-                items.append((start, stop))
+                items.append((start, stop, step))
                 sliced = True
             else:
                 items.append(self.check_index(self.ev_expr(index), index, "a buffer index"))
@@ -251,18 +256,34 @@ class ExprEvaluator:
         return index
 
     def slice_load(self, value: BufferSlice, syn: Any) -> PrimExpr:
-        """``A[i:i + 8]`` read as a vector: each slice becomes a Ramp."""
+        """``A[i:i + 8]`` read as a vector: each slice becomes a Ramp of ``ceil(extent / step)``
+        lanes, a number or, over a scalable extent, ``T.vscale() * k``."""
         indices = []
         for item in value.indices:
             if isinstance(item, tuple):
-                start, stop = item
-                lanes = arith_extent(start, stop)
-                if not isinstance(lanes, IntImm):
-                    raise self.error(syn, "a vector slice needs a constant length")
-                indices.append(Ramp(start, const(1, start.dtype), lanes.value))
+                start, stop, step = item
+                lanes = slice_lanes(arith_extent(start, stop), step)
+                if lanes is None:
+                    raise self.error(syn, "a vector slice needs a constant length (or T.vscale() * k "
+                                     "lanes, a multiple of its step)")
+                indices.append(Ramp(start, const(step, start.dtype), lanes))
             else:
                 indices.append(item)
         return BufferLoad(value.buffer, tuple(indices), span=self.span(syn))
+
+    def vector_lanes(self, value: Any, syn: Any) -> Any:
+        """The lanes of ``T.Ramp`` / ``T.Broadcast``: a number, or ``T.vscale() * k`` (which
+        ``k * T.vscale()`` also spells, as in TVM)."""
+        if isinstance(value, IntImm) or (isinstance(value, int) and not isinstance(value, bool)):
+            return int(value.value if isinstance(value, IntImm) else value)
+        if isinstance(value, Mul) and is_vscale(value.b):
+            value = Mul(value.b, value.a)
+        try:
+            lane_count(value)
+        except TVMSError:
+            raise self.error(syn, f"the lanes of a vector are a constant or T.vscale() * k, not "
+                             f"{_describe(value)}") from None
+        return value
 
     def to_region(self, value: Any, syn: Any) -> BufferRegion:
         if isinstance(value, Buffer):
@@ -270,6 +291,8 @@ class ExprEvaluator:
         if isinstance(value, BufferLoad):
             return BufferRegion(value.buffer, tuple(Range(i, const(1, i.dtype)) for i in value.indices))
         if isinstance(value, BufferSlice):
+            if any(isinstance(i, tuple) and i[2] != 1 for i in value.indices):
+                raise self.error(syn, "a buffer region has no slice step")
             return BufferRegion(value.buffer, tuple(
                 Range(i[0], arith_extent(i[0], i[1])) if isinstance(i, tuple) else Range(i, const(1, i.dtype))
                 for i in value.indices))
@@ -568,6 +591,29 @@ def arith_extent(start: PrimExpr, stop: PrimExpr) -> PrimExpr:
     if isinstance(stop, Add) and structural_equal(stop.a, start) and not isinstance(stop.b, IntImm):
         return stop.b
     return simplify(arith.binary(Sub, stop, start))
+
+
+def slice_lanes(extent: PrimExpr, step: int) -> Any:
+    """The lanes of ``start:start + extent:step``: ``ceil(extent / step)`` (TVM's count for a
+    positive step), or ``T.vscale() * k`` when the extent is vscale times a multiple of the step;
+    None when the extent is neither."""
+    factor, scalable = 1, False
+    for term in _product_terms(extent):
+        if is_vscale(term) and not scalable:
+            scalable = True
+        elif isinstance(term, IntImm):
+            factor *= term.value
+        else:
+            return None
+    if not scalable:
+        return -(-factor // step)
+    if factor % step or factor // step <= 0:
+        return None
+    return Mul(Call(DataType("int32"), op_registry.get_op("tir.vscale"), ()), IntImm(DataType("int32"), factor // step))
+
+
+def _product_terms(e: PrimExpr) -> list:
+    return _product_terms(e.a) + _product_terms(e.b) if isinstance(e, Mul) else [e]
 
 
 def _describe(value: Any) -> str:

@@ -16,7 +16,7 @@ from ...ir.dtype import DataType
 from ...ir.index_map import IndexMap
 from ...ir.expr import (Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
                         FloorMod, IntImm,
-                        IterVar, Let, Max, Min, Mod, Not, PointerType, PrimType, Ramp, Select,
+                        IterVar, Let, Max, Min, Mod, Mul, Not, PointerType, PrimType, Ramp, Select,
                         Shuffle, StringImm, Var)
 from ...ir.module import GlobalVar, Target
 from ...ir.operators import ATOM, BINARY, BY_NODE, BY_SYMBOL, CMP, MUL, NOT, UNARY
@@ -60,11 +60,11 @@ def _select(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
 
 def _ramp(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
     base, stride = arith.match_types(ev.call_arg(args[0], syn), ev.call_arg(args[1], syn))
-    return Ramp(base, stride, int(_int_value(ev, args[2], syn)))
+    return Ramp(base, stride, ev.vector_lanes(args[2], syn))
 
 
 def _broadcast(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
-    return Broadcast(ev.call_arg(args[0], syn), int(_int_value(ev, args[1], syn)))
+    return Broadcast(ev.call_arg(args[0], syn), ev.vector_lanes(args[1], syn))
 
 
 def _shuffle(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
@@ -209,10 +209,13 @@ class ExprPrinting:
         return self.tir(f"Cast({quote(str(e.dtype))}, {self.expr(e.value)})"), ATOM
 
     def ex_ramp(self, e: Ramp) -> tuple[str, int]:
-        return self.tir(f"Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})"), ATOM
+        return self.tir(f"Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {self.lanes(e.lanes)})"), ATOM
 
     def ex_broadcast(self, e: Broadcast) -> tuple[str, int]:
-        return self.tir(f"Broadcast({self.expr(e.value)}, {e.lanes})"), ATOM
+        return self.tir(f"Broadcast({self.expr(e.value)}, {self.lanes(e.lanes)})"), ATOM
+
+    def lanes(self, lanes: Any) -> str:
+        return str(lanes) if isinstance(lanes, int) else self.expr(lanes)  # (T.vscale() * 4)
 
     def ex_shuffle(self, e: Shuffle) -> tuple[str, int]:
         vectors = ", ".join(self.expr(v) for v in e.vectors)
@@ -239,7 +242,12 @@ class ExprPrinting:
         parts = []
         for index in indices:
             if slices and isinstance(index, Ramp) and isinstance(index.stride, IntImm):
-                stop = display_add(index.base, IntImm(index.base.dtype, index.lanes * index.stride.value))
+                stride = index.stride.value
+                if isinstance(index.lanes, int):
+                    extent = IntImm(index.base.dtype, index.lanes * stride)
+                else:  # scalable: start + T.vscale() * 4 * 2
+                    extent = index.lanes if stride == 1 else Mul(index.lanes, IntImm(index.lanes.dtype, stride))
+                stop = display_add(index.base, extent)
                 step = "" if index.stride.value == 1 else f":{self.expr(index.stride)}"
                 parts.append(f"{self.expr(index.base)}:{self.expr(stop)}{step}")
             else:
