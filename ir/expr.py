@@ -261,6 +261,7 @@ class Call(PrimExpr):
     op: Node
     args: tuple
     attrs: FrozenDict = EMPTY  # keyword arguments some intrinsics take (launch_params=[...])
+    type_annotation: Node | None = None  # PointerType of a handle result that points at data
 
 
 @dataclass(frozen=True, slots=True, eq=False)

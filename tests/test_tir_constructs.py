@@ -347,3 +347,18 @@ def test_scalable_vectors_are_typed_and_refused_where_not_run() -> None:
 
     with pytest.raises(TVMSError, match="no scalable vectors"):
         tvms.build(func)
+
+
+def test_pointer_lets_and_typed_pointer_results() -> None:
+    """``x: T.let[T.handle("int64", "global")]`` binds a typed pointer; an intrinsic's result type
+    ``T.handle("int64", "global").ty`` stays a PointerType on the call."""
+    func = load("pointers")
+    text = func.script(dialect="classic")
+    assert '    A_ptr_redef: T.handle("float32", "global") = A_ptr\n' in text
+    assert 'T.tvm_struct_get(arg, 0, 2, T.handle("int64", "global").ty)' in text
+    from tvms.ir.stmt import LetStmt
+    from tvms.ir.visitor import collect
+
+    lets = {s.var.name: s for s in collect(func, LetStmt)}
+    assert lets["shape_data"].value.type_annotation.element == "int64"
+    assert lets["A_ptr_redef"].var.type_annotation.element == "float32"

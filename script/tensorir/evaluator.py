@@ -13,7 +13,7 @@ from ...ir.dtype import SHORTHANDS as DTYPE_SHORTHANDS, DataType, is_dtype_name
 from ...ir.errors import ScriptError, Source, TVMSError
 from ...ir.index_map import IndexMap
 from ...ir.module import GlobalVar
-from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, Mul, PrimExpr, PrimType,
+from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, Mul, PointerType, PrimExpr, PrimType,
                         Ramp, Range, StringImm, Sub, Var, const, is_vscale, lane_count)
 from ...ir.node import EMPTY
 from .. import syntax as S
@@ -72,9 +72,10 @@ class FunctionRef:
 
 @dataclass(frozen=True)
 class LetAnnotation:
-    """``T.let[T.int32]`` as a variable annotation."""
+    """``T.let[T.int32]`` (or ``T.let[T.handle("float32", "global")]``) as a variable annotation."""
 
     dtype: DataType
+    pointer: PointerType | None = None
 
 
 # Names that mean the T module, the I module, or ``range``.
@@ -178,7 +179,7 @@ class ExprEvaluator:
                 raise self.error(syn, f"unknown builtin 'T.{path}'"
                                  f"{did_you_mean('T.' + path, ['T.' + n for n in all_builtin_names()])}")
             return Builtin(path)
-        if isinstance(base, PrimType) and syn.attr == "ty":  # (T.handle().ty)
+        if isinstance(base, (PrimType, PointerType)) and syn.attr == "ty":  # (T.handle().ty)
             return base
         if isinstance(base, ModuleFunctions):
             if syn.attr not in base.globals:
@@ -205,7 +206,10 @@ class ExprEvaluator:
                 args = [self.ev(i) for i in syn.indices]
                 return self.call_builtin(base, args, {}, syn)
             if base.path == "let":
-                return LetAnnotation(self.dtype_of(self.ev(syn.indices[0]), syn))
+                ann = self.ev(syn.indices[0])
+                if isinstance(ann, PointerType):
+                    return LetAnnotation(DataType("handle"), ann)
+                return LetAnnotation(self.dtype_of(ann, syn))
         if isinstance(base, (tuple, list)) and len(syn.indices) == 1:
             return base[self.ev(syn.indices[0])]
         raise self.error(syn, f"cannot subscript {_describe(base)}")
@@ -461,7 +465,7 @@ class ExprEvaluator:
         raise self.error(syn, f"T.{dtype}(...) needs a number, got {_describe(value)}")
 
     def intrinsic(self, info: op_registry.OpInfo, args: list, kwargs: dict, syn: Any) -> Call:
-        explicit = None
+        explicit = pointer = None
         if "dtype" in kwargs:  # the older spelling: T.tvm_access_ptr(..., dtype="handle")
             kwargs = dict(kwargs)
             explicit = self.dtype_of(kwargs.pop("dtype"), syn)
@@ -470,7 +474,11 @@ class ExprEvaluator:
                 raise self.error(syn, f"T.{info.script_name} needs the result data type as its "
                                  f"{'first' if info.result == 'dtype' else 'last'} argument")
             first = info.result == "dtype"
-            explicit = self.dtype_of(args[0] if first else args[-1], syn)
+            given = args[0] if first else args[-1]
+            if isinstance(given, PointerType):  # T.handle("float32", "global").ty: a typed pointer
+                explicit, pointer = DataType("handle"), given
+            else:
+                explicit = self.dtype_of(given, syn)
             args = args[1:] if first else args[:-1]
         lo, hi = info.arity
         if info.defaults and hi - len(info.defaults) <= len(args) < hi:
@@ -482,7 +490,7 @@ class ExprEvaluator:
         call_args = tuple(self.call_arg(a, syn) for a in args)
         dtype = explicit if explicit is not None else op_registry.result_dtype(info, call_args, None)
         attrs = freeze_value(kwargs) if kwargs else EMPTY
-        return Call(dtype, op_registry.get_op(info.name), call_args, attrs)
+        return Call(dtype, op_registry.get_op(info.name), call_args, attrs, pointer)
 
     def call_arg(self, value: Any, syn: Any) -> Any:
         if isinstance(value, str):

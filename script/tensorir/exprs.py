@@ -269,10 +269,11 @@ class ExprPrinting:
             info = op_registry.info_of(e.op)
             head = self.tir(f"{info.script_name}")
             args = [self.expr(a) for a in e.args]
+            result = self.dtype_arg(e.dtype) if e.type_annotation is None else f"{self.type_doc(e.type_annotation)}.ty"
             if info.result == "dtype":
-                args.insert(0, self.dtype_arg(e.dtype))
+                args.insert(0, result)
             elif info.result == "dtype_last":
-                args.append(self.dtype_arg(e.dtype))
+                args.append(result)
         args += [f"{k}={self.value(v)}" for k, v in e.attrs.items()]
         return f"{head}({', '.join(args)})", ATOM
 
