@@ -362,6 +362,8 @@ class _Codegen(_Compiler):
     def s_For(self, s: S.For) -> None:
         lo, ext = self.src(s.min), self.src(s.extent)
         rng = f"range({ext})" if lo == "0" else f"range({lo}, ({lo}) + ({ext}))"
+        if not s.has_trivial_step:  # (TVM's loop: i < min + extent, i += step; one not positive never ends)
+            rng = f"range({lo}, ({lo}) + ({ext}), {self._call(_loop_step, self.src(s.step))})"
         self.emit(f"for {self.local(s.loop_var)} in {rng}:")  # every kind runs serially
         self.loop_body(s.body)
 
@@ -500,6 +502,12 @@ class _Codegen(_Compiler):
                             f"20 nested loops and 100 levels of indentation)") from None
         exec(code, self.ns, scope)  # noqa: S102  (our own generated code)
         return scope["_prim_func"], source
+
+
+def _loop_step(step: int) -> int:
+    if step < 1:
+        raise TVMSError(f"a loop step of {step} never reaches the loop's end")
+    return step
 
 
 def _negative_index(index: int, name: str) -> None:
