@@ -185,6 +185,12 @@ register("ptx_ldmatrix", "void", (7, 7))
 register("mma_store", "void", (6, 6))
 register("vectorlow", "dtype", (1, 1))
 register("vectorhigh", "dtype", (1, 1))
+# TVM 0.27's cp.async groups, printed as T.ptx.cp with the instruction's modifiers as strings:
+# T.ptx.cp("async", "commit_group", "") and T.ptx.cp(n, "async", "wait_group", "")
+PTX_CP = {("async", "commit_group", ""): "tir.ptx.cp_async_commit_group",
+          ("async", "wait_group", ""): "tir.ptx.cp_async_wait_group"}
+register("ptx.cp", "void", (3, 3), name="tir.ptx.cp_async_commit_group")
+register("ptx.cp", "void", (4, 4), name="tir.ptx.cp_async_wait_group")
 register("start_profile_intrinsic", "void", (1, 1))
 register("end_profile_intrinsic", "void", (1, 1))
 

@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from tvms.ir import structural_equal
+from tvms.ir.expr import Call
+from tvms.ir.visitor import collect
 from tvms.ir.errors import ScriptError, TVMSError
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
@@ -357,8 +359,21 @@ def test_pointer_lets_and_typed_pointer_results() -> None:
     assert '    A_ptr_redef: T.handle("float32", "global") = A_ptr\n' in text
     assert 'T.tvm_struct_get(arg, 0, 2, T.handle("int64", "global").ty)' in text
     from tvms.ir.stmt import LetStmt
-    from tvms.ir.visitor import collect
 
     lets = {s.var.name: s for s in collect(func, LetStmt)}
     assert lets["shape_data"].value.type_annotation.element == "int64"
     assert lets["A_ptr_redef"].var.type_annotation.element == "float32"
+
+
+def test_ptx_cp_async_groups_read_by_their_modifiers_and_run() -> None:
+    """``T.ptx.cp("async", "commit_group", "")`` / ``T.ptx.cp(0, "async", "wait_group", "")``: the
+    string modifiers pick the instruction; the emulation copies synchronously, so both are no-ops."""
+    func = load("ptx")
+    calls = [c for c in collect(func, Call) if c.dtype == "void"]
+    assert [c.op.name for c in calls] == ["tir.ptx.cp_async_commit_group", "tir.ptx.cp_async_wait_group"]
+    a = np.arange(32 * 128, dtype="float32").reshape(32, 128)
+    b = np.zeros_like(a)
+    run_prim_func(func, a, b)
+    np.testing.assert_array_equal(b, a * 2)
+    with pytest.raises(ScriptError, match="the cp.async groups of T.ptx.cp only"):
+        from_source(load_text("ptx").replace('"commit_group"', '"bulk_group"'))
