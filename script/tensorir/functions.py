@@ -62,7 +62,7 @@ class FunctionParsing:
                         source_dialect=self.dialect.name)
         self.func = None
         if decorator_kwargs.get("check_well_formed", True):
-            verify_well_formed(func)
+            verify_well_formed(func, iteration_kinds=False)  # (those are checked when compiling)
         return func
 
     def param(self, p: S.Param, frame: FunctionFrame) -> None:
