@@ -14,9 +14,9 @@ from ...ir import arith, op as op_registry
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.index_map import IndexMap
-from ...ir.expr import (Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
+from ...ir.expr import (And, Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
                         FloorMod, IntImm,
-                        IterVar, Let, Max, Min, Mod, Mul, Not, PointerType, PrimType, Ramp, Select,
+                        IterVar, Let, Max, Min, Mod, Mul, Not, Or, PointerType, PrimType, Ramp, Select,
                         Shuffle, StringImm, Var)
 from ...ir.module import GlobalVar, Target
 from ...ir.operators import ATOM, BINARY, BY_NODE, BY_SYMBOL, CMP, MUL, NOT, UNARY
@@ -157,7 +157,11 @@ EXPR_BUILTINS.update({
 
 # ---------------------------------------------------------------- printing
 def _would_fold(e: Any) -> bool:
-    """Whether building ``e``'s operation from its operands would fold it (two numbers, ``x + 0``)."""
+    """Whether building ``e``'s operation from its operands would fold it (two numbers, ``x + 0``);
+    for ``and`` / ``or``, whether TVM's logical_and / logical_or would (a constant operand: TVM
+    prints ``T.And(T.bool(True), x)``, though its parser keeps ``T.bool(True) and x`` as written)."""
+    if isinstance(e, (And, Or)):
+        return isinstance(e.a, IntImm) or isinstance(e.b, IntImm)
     return is_number(e.a) and is_number(e.b) or arith.fold_identity(type(e), e.a, e.b) is not None
 
 
