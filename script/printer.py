@@ -111,6 +111,7 @@ def _script(node: Any, d: Dialect, name: str | None, show_meta: bool) -> str:
         return print_definition(node, d, name, show_meta).text()
     if isinstance(node, Stmt):
         p = TIRPrinter(d)
+        p.func_body = node
         p.body(node, top=True)
         return "\n".join(p.lines)
     if isinstance(node, PrimExpr):

@@ -283,6 +283,7 @@ class FunctionPrinting:
     def prim_func_once(self, f: PrimFunc, name: str, decorate_s_tir: bool, inlined: set) -> None:
         name = def_name(name)
         namer = self.namer
+        self.func_body, self.use_frames = f.body, None  # (where free variables are used: when one is met)
         namer.push()
         self.func_frame = len(namer.frames) - 1
         self.relaunched, self.laid_out = _shared_threads_and_scalars(f)

@@ -128,10 +128,10 @@ class LoopPrinting:
             inner = None
         self.indent += 1
         if inner is None:
-            self.body(body)
+            self.framed(s, lambda: self.body(body, top=True))
         else:  # the comments of loops merged into T.grid open and close its body
             head = self.comments_before(inner)
-            self.body(body)
+            self.framed(s, lambda: self.body(body, top=True))
             self.comments_after(inner, head)
         self.indent -= 1
         self.namer.pop()
