@@ -18,7 +18,8 @@ from .unswitch_guards import UnswitchGuards, unswitch_guards
 from .vectorize_loop import VectorizeLoop, vectorize_loop
 
 __all__ = [
-    "CanonicalizeLoop", "canonicalize_loop", "CompactBufferAllocation", "ConvertBlocksToOpaque", "FlattenBuffer", "LowerInitBlock",
+    "CanonicalizeLoop", "canonicalize_loop", "CompactBufferAllocation", "ConvertBlocksToOpaque",
+    "FlattenBuffer", "LowerInitBlock",
     "LowerIntrin", "LowerMatchBuffer", "LowerOpaqueBlock", "PlanAndUpdateBufferAllocationLocation",
     "StmtSimplify", "UnrollLoop", "UnswitchGuards", "VectorizeLoop", "CPU_PIPELINE", "check_lowered",
     "lower_for_codegen", "compact_buffer_allocation", "convert_blocks_to_opaque", "flatten_buffer",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...ir import arith
 from ...ir.arith import simplify
 from ...ir.errors import TVMSError
-from ...ir.expr import Add, FloorDiv, IntImm, Mul, PrimExpr, Sub, Var, const
+from ...ir.expr import Add, FloorDiv, IntImm, Mul, PrimExpr, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import For, Stmt
 from ...ir.visitor import Mutator
@@ -25,7 +25,7 @@ class _Canonicalizer(Mutator):
         return self.renamed.get(v, v)
 
     def visit_For(self, loop: For) -> Stmt:
-        if is_zero(loop.min) and loop.has_trivial_step:
+        if is_const_int(loop.min, 0) and loop.has_trivial_step:
             return self.generic_visit(loop)
         var = loop.loop_var
         step = loop.step if loop.step is not None else const(1, var.dtype)
@@ -40,13 +40,8 @@ class _Canonicalizer(Mutator):
             del self.renamed[var]
         extent = self.visit(loop.extent)
         if step.value != 1:  # ceildiv(extent, step)
-            extent = arith.binary(FloorDiv, arith.binary(Sub, arith.binary(Add, extent, step), const(1, step.dtype)),
-                                  step)
+            extent = arith.binary(FloorDiv, arith.binary(Add, extent, const(step.value - 1, step.dtype)), step)
         return loop.with_changes(min=const(0, var.dtype), extent=simplify(extent), step=None, body=body)
-
-
-def is_zero(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and e.value == 0
 
 
 def _text(e: PrimExpr) -> str:

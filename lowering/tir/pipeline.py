@@ -1,9 +1,9 @@
 """The CPU lowering pipeline: scheduled TensorIR in, loop-level TensorIR for the code generator out.
 
-``lower_for_codegen(func)`` runs, in TVM's order: CanonicalizeLoop, LowerInitBlock, PlanAndUpdateBufferAllocationLocation,
-ConvertBlocksToOpaque, CompactBufferAllocation, LowerMatchBuffer, LowerOpaqueBlock, FlattenBuffer,
-StmtSimplify, VectorizeLoop, UnrollLoop, UnswitchGuards (a tile's tail guards tested once per
-loop), LowerIntrin.
+``lower_for_codegen(func)`` runs, in TVM's order: CanonicalizeLoop, LowerInitBlock,
+PlanAndUpdateBufferAllocationLocation, ConvertBlocksToOpaque, CompactBufferAllocation,
+LowerMatchBuffer, LowerOpaqueBlock, FlattenBuffer, StmtSimplify, VectorizeLoop, UnrollLoop,
+UnswitchGuards (a tile's tail guards tested once per loop), LowerIntrin.
 
 The contract for the code generator: the returned function's body holds only these statements
 
