@@ -42,7 +42,7 @@ from tvms.ir.function import PrimFunc
 from tvms.ir.expr import PrimType
 from tvms.ir.op import loop_control
 
-from .tir_values import INTRINSICS, cast_value, numpy_dtype, trunc_div, trunc_mod
+from .tir_values import INTRINSICS, cast_value, count_leading_zeros, numpy_dtype, trunc_div, trunc_mod
 
 __all__ = ["run_prim_func", "compile_prim_func", "prim_func_source", "compile_expr", "numpy_dtype",
            "cast_value", "INTRINSICS"]
@@ -205,6 +205,8 @@ class _Compiler:
         if name == "tir.if_then_else":  # lazy: only the chosen branch is evaluated
             c, t, f = (self.src(a) for a in e.args)
             return f"({t} if {c} else {f})"
+        if name == "tir.clz":  # (the count depends on the argument's width, not the result's)
+            return self._call(count_leading_zeros, str(e.args[0].dtype.bits), self.src(e.args[0]))
         fn = INTRINSICS.get(name)
         if fn is None:
             raise TVMSError(f"the reference executor does not implement the intrinsic {name!r}")

@@ -377,3 +377,23 @@ def test_ptx_cp_async_groups_read_by_their_modifiers_and_run() -> None:
     np.testing.assert_array_equal(b, a * 2)
     with pytest.raises(ScriptError, match="the cp.async groups of T.ptx.cp only"):
         from_source(load_text("ptx").replace('"commit_group"', '"bulk_group"'))
+
+
+def test_clz_counts_in_the_width_of_its_argument() -> None:
+    """``T.clz`` of an int64 is an int32 (TVM's type), counted over 64 bits: the reference
+    executor and the compiled code agree with the bit lengths."""
+    func = load("void_pointers")["leading_zeros"]
+    a = np.array([1, 2, 1 << 40, -1], "int64")
+    want_b = np.array([64 - int(v).bit_length() if v >= 0 else 0 for v in a], "int32")
+    want_c = np.array([32 - int(v + 1).bit_length() for v in want_b], "int32")
+    b, c = np.zeros(4, "int32"), np.zeros(4, "int32")
+    run_prim_func(func, a, b, c)
+    np.testing.assert_array_equal(b, want_b)
+    np.testing.assert_array_equal(c, want_c)
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    b, c = np.zeros(4, "int32"), np.zeros(4, "int32")
+    tvms.build(func)(a, b, c)
+    np.testing.assert_array_equal(b, want_b)
+    np.testing.assert_array_equal(c, want_c)

@@ -117,10 +117,11 @@ def _target(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
 
 def _handle(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
     """``T.handle`` / ``T.handle("float32", "global")`` as a parameter type."""
-    if not args and not kwargs:
-        return PrimType(DataType("handle"))
-    dtype = ev.dtype_of(args[0] if args else kwargs.get("dtype"), syn)
+    given = args[0] if args else kwargs.get("dtype")
+    dtype = ev.dtype_of(given, syn) if given is not None else DataType("void")
     scope = args[1] if len(args) > 1 else kwargs.get("storage_scope", "global")
+    if dtype.is_void and scope == "global":  # (an untyped pointer: T.handle, as TVM prints it)
+        return PrimType(DataType("handle"))
     return PointerType(dtype, scope)
 
 
