@@ -115,8 +115,8 @@ def _parse(name: str) -> tuple[str, int, int, bool, str]:
     code, bits, fmt, scalable, lanes = m.group(1), int(m.group(2)), m.group(3), m.group(4), m.group(5)
     if code in ("int", "uint") and bits not in (1, 4, 8, 16, 32, 64):
         raise TVMSError(f"unknown data type {name!r}: {code} has 1, 4, 8, 16, 32 or 64 bits")
-    if code == "float" and fmt is None and bits not in (16, 32, 64):
-        raise TVMSError(f"unknown data type {name!r}: float has 16, 32 or 64 bits")
+    if code == "float" and fmt is None and bits not in (4, 6, 8, 16, 32, 64):  # (TVM's float8 too)
+        raise TVMSError(f"unknown data type {name!r}: float has 4, 6, 8, 16, 32 or 64 bits")
     if code == "bfloat" and bits != 16:
         raise TVMSError(f"unknown data type {name!r}: only bfloat16 exists")
     n = int(lanes) if lanes else 1
