@@ -146,8 +146,6 @@ class _Interpreter:
             self.match(b.struct_info, value, sizes, f"R.match_cast of {b.var.name!r}")
             env.update(sizes)
         env[b.var] = value
-        if isinstance(value, Closure):  # a local function may call itself by the name it is bound to
-            value.env[b.var] = value
 
     def x_Var(self, e: rx.Var, env: dict) -> Any:
         try:

@@ -16,7 +16,7 @@ from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, StructInfo
 from ..ir.structural import structural_equal
 from . import syntax as S
 from .comments import carry
-from .syntax import dotted, names_in
+from .syntax import dotted
 from .relax_parser import ModuleRef, RBuiltin, RelaxBuilder
 from .tensorir.attrs import freeze_value, norm_attrs as _norm_attrs
 from .tensorir.evaluator import NewVar
@@ -61,7 +61,6 @@ class RelaxFunctionBuilder(RelaxBuilder):
     def signature(self, fdef: S.FunctionDef, decorator_kwargs: dict) -> FuncStructInfo:
         """The struct info of a module function from its annotations alone, so that calls to it
         (``cls.f(x)``) get their type before its body is read."""
-        saved = self.func  # (a nested function's signature is read inside its outer function)
         if self.func is None:
             self.func = FunctionFrame()
         self.scopes.append({})
@@ -75,7 +74,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
             ret = self.as_struct_info(self.ev(fdef.returns), fdef.returns) if fdef.returns else ObjectStructInfo()
         finally:
             self.scopes.pop()
-            self.func = saved
+            self.func = None
         return FuncStructInfo(params, ret, bool(decorator_kwargs.get("pure", True)))
 
     def function_body(self, fdef: S.FunctionDef) -> tuple[list, Any]:
@@ -151,31 +150,21 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if isinstance(stmt, S.If):
             return self.if_binding(stmt, out)
         if isinstance(stmt, S.FunctionDef):
-            if stmt.name in names_in(stmt.body):  # a function that calls itself: its name is bound
-                # first, with the struct info of its signature (as TVM binds it)
-                var = self.new_var(stmt.name, self.signature(stmt, self.nested_decorator(stmt)), stmt)
-                func = RelaxFunctionBuilder.nested_function(self, stmt)
-            else:
-                func = RelaxFunctionBuilder.nested_function(self, stmt)
-                var = self.new_var(stmt.name, func.struct_info, stmt)  # (in a dataflow block, a DataflowVar)
+            func = RelaxFunctionBuilder.nested_function(self, stmt)
+            var = self.new_var(stmt.name, func.struct_info, stmt)  # (in a dataflow block, a DataflowVar)
             out.append(rx.VarBinding(func, var, span=self.span(stmt)))
             return
         if isinstance(stmt, (S.Pass, S.Import)):
             return
         raise self.error(stmt, f"this statement ({type(stmt).__name__}) is not allowed in a Relax function")
 
-    def nested_decorator(self, fdef: S.FunctionDef) -> dict:
-        """The arguments of a nested function's ``@R.function(...)``."""
+    def nested_function(self, fdef: S.FunctionDef) -> rx.Function:
         kwargs: dict = {}
         for dec in fdef.decorators:
             if dotted(dec if not isinstance(dec, S.Call) else dec.func) not in ("R.function", "relax.function"):
                 raise self.error(dec, "a nested function needs @R.function")
             if isinstance(dec, S.Call):  # @R.function(pure=False)
                 kwargs.update((k, self.ev(v)) for k, v in dec.kwargs)
-        return kwargs
-
-    def nested_function(self, fdef: S.FunctionDef) -> rx.Function:
-        kwargs = self.nested_decorator(fdef)
         # (the function's own dataflow blocks must not end the one it is bound in)
         saved = self.attrs, self.in_dataflow, self.outputs
         self.in_dataflow, self.outputs = False, None

@@ -369,27 +369,6 @@ def _syntax_error(where: Syn, message: str) -> Exception:
     return SyntaxProblem(message, where)
 
 
-def names_in(syn: Any) -> list[str]:
-    """The plain names a piece of syntax reads, first occurrence first."""
-    names: list[str] = []
-
-    def visit(node: Any) -> None:
-        if isinstance(node, Name):
-            if node.id not in names:
-                names.append(node.id)
-        elif isinstance(node, Attribute):
-            visit(node.value)
-        elif isinstance(node, (list, tuple)):
-            for item in node:
-                visit(item)
-        elif isinstance(node, Syn):
-            for name in type(node).__slots__:
-                visit(getattr(node, name))
-
-    visit(syn)
-    return names
-
-
 def dotted(syn: Any) -> str | None:
     """``tvm.script.ir_module`` for an attribute chain of names, else None."""
     if isinstance(syn, Name):

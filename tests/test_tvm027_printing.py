@@ -33,17 +33,3 @@ def test_an_iterator_bound_to_a_value_of_another_type_keeps_both_and_builds() ->
     a, b = tvms.nd.array(np.array(4.0, "float32")), tvms.nd.array(np.array(0.0, "float32"))
     tvms.build(func, target="llvm")(a, b)
     assert b.numpy() == 2.0
-
-
-def test_a_local_function_that_calls_itself_runs_in_the_reference_and_the_vm() -> None:
-    """``def while_loop(...)`` nested in ``main`` calls itself by its own name (bound first, with
-    its signature's struct info, as TVM binds it): the reference executor and the compiled VM
-    both run the recursion (x added three times to x)."""
-    from tvms import relax
-    from tvms.runtime.reference_relax import run_relax
-
-    mod = from_source((FIXTURES / "tvm027_printing" / "recursive_local_function.tvms").read_text())
-    x = np.arange(6, dtype="float32").reshape(2, 3)
-    np.testing.assert_array_equal(run_relax(mod, "main", x), x * 4)
-    vm = relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
-    np.testing.assert_array_equal(vm["main"](tvms.nd.array(x)).numpy(), x * 4)

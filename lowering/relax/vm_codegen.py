@@ -97,10 +97,9 @@ class _FunctionCompiler:
     after them, bound into its heap first)."""
 
     def __init__(self, cg: _Codegen, name: str, func: rx.Function, captured: tuple = (),
-                 captured_sizes: tuple = (), itself: rx.Var | None = None) -> None:
+                 captured_sizes: tuple = ()) -> None:
         self.cg, self.name, self.func = cg, name, func
         self.captured, self.captured_sizes = captured, captured_sizes
-        self.itself = itself  # the variable a lifted closure calls itself by (a recursive local function)
         self.values: dict = {}  # Relax Var -> its argument (Reg, Const or Imm)
         self.slots: dict = {}  # TIR size Var -> its heap slot
         self.code: list = []
@@ -120,7 +119,6 @@ class _FunctionCompiler:
         names = [v.name for v in self.captured]
         for v in self.captured:
             self.values[v] = Reg(self.reg())
-        sizes = None
         if self.captured_sizes:
             names.append("(captured sizes)")
             sizes = Reg(self.reg())
@@ -132,9 +130,6 @@ class _FunctionCompiler:
             if fact is not None:
                 self.known[p] = fact
         self.check_params(params)
-        if self.itself is not None:  # the closure again, over what this one captured
-            again = [Imm(self.name), *(self.values[v] for v in self.captured)] + ([sizes] if sizes else [])
-            self.values[self.itself] = self.builtin("vm.builtin.make_closure", again)
         body = func.body
         if not isinstance(body, rx.SeqExpr):
             raise TVMSError(f"{self.name}: a function body that is not a SeqExpr ({type(body).__name__})")
@@ -275,7 +270,7 @@ class _FunctionCompiler:
             if value in self.fresh:
                 self.fresh[var] = self.fresh[value]
         elif isinstance(value, rx.Function):
-            self.values[var] = self.closure(value, var.name, var)
+            self.values[var] = self.closure(value, var.name)
         else:
             self.values[var] = self.expr(value, self.reg(), var)
 
@@ -343,16 +338,14 @@ class _FunctionCompiler:
         self.code[at_goto] = Goto(len(self.code) - at_goto)
         return Reg(out)
 
-    def closure(self, func: rx.Function, name: str, var: rx.Var | None = None) -> Reg:
+    def closure(self, func: rx.Function, name: str) -> Reg:
         """A nested function, lifted out as a function of the program over the variables and
-        sizes it reads from here; its value is a closure holding them. ``var``: the variable it
-        is bound to, which it may call (itself)."""
+        sizes it reads from here; its value is a closure holding them."""
         nodes = list(walk(func))
         captured = tuple(dict.fromkeys(n for n in nodes if isinstance(n, rx.Var) and n in self.values))
         sizes = tuple(dict.fromkeys(n for n in nodes if isinstance(n, tir.Var) and n in self.slots))
         lifted = self.cg.fresh_name(f"{self.name}.{name}")
-        itself = var if var is not None and any(n is var for n in nodes) else None
-        _FunctionCompiler(self.cg, lifted, func, captured, sizes, itself).compile()
+        _FunctionCompiler(self.cg, lifted, func, captured, sizes).compile()
         args = [Imm(lifted), *(self.values[v] for v in captured)]
         if sizes:
             args.append(self.builtin("vm.builtin.make_shape", [self.size(v) for v in sizes]))

@@ -17,7 +17,6 @@ from ...ir.stmt import AllocBuffer, AttrStmt, Block, BlockRealize, Stmt
 from ...ir.visitor import collect
 from ...ir.well_formed import verify_well_formed
 from .. import syntax as S
-from ..syntax import names_in
 from .blocks import implicit_root
 from .evaluator import Builtin, FunctionFrame, _describe
 from .attrs import norm_attrs
@@ -137,7 +136,7 @@ class FunctionParsing:
         TypeVar and also a scalar parameter): with that parameter's dtype, else int32. The other
         dimensions and the parameter itself are then those variables."""
         frame = self.func
-        for name in names_in(expr):
+        for name in _names_in(expr):
             if any(name in scope for scope in self.scopes):
                 continue
             if name in self.typevar_names:
@@ -205,6 +204,27 @@ def _func_attr(b: Any, call: S.Call, rest: list) -> Any:
 
 def _quoted_problem(text: str) -> str:
     return f"a quoted buffer dimension is an expression of sizes, got {text!r}"
+
+
+def _names_in(syn: Any) -> list[str]:
+    """The plain names an expression's syntax reads, first occurrence first."""
+    names: list[str] = []
+
+    def visit(node: Any) -> None:
+        if isinstance(node, S.Name):
+            if node.id not in names:
+                names.append(node.id)
+        elif isinstance(node, S.Attribute):
+            visit(node.value)
+        elif isinstance(node, (list, tuple)):
+            for item in node:
+                visit(item)
+        elif isinstance(node, S.Syn):
+            for name in type(node).__slots__:
+                visit(getattr(node, name))
+
+    visit(syn)
+    return names
 
 
 class FunctionPrinting:
