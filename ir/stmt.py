@@ -7,7 +7,7 @@ from typing import Any
 from .buffer import Buffer, BufferRegion
 from .dtype import DataType
 from .expr import IterVar, PrimExpr, Var, is_const_int
-from .node import EMPTY, FrozenDict, Node, binds
+from .node import EMPTY, FrozenDict, Node, aside, binds
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -119,10 +119,12 @@ class Allocate(Stmt):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DeclBuffer(Stmt):
-    """Declare ``buffer`` (over existing data) for ``body``: ``B = T.decl_buffer(..., data=p)``."""
+    """Declare ``buffer`` (over existing data) for ``body``: ``B = T.decl_buffer(..., data=p)``.
+    ``data_of``: the buffer whose data the source named (``data=A.data``, ``A.view(...)``)."""
 
     buffer: Buffer = binds()
     body: Stmt = field()
+    data_of: Buffer | None = aside(default=None)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

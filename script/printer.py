@@ -140,11 +140,15 @@ def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
             params = set()
             found = [n for s in [p.struct_info for p in f.params] + [f.ret_struct_info]
                      for n in collect(s, Var)]
-        own = set()
-        for n in found:
-            if n.dtype == DataType("int64") and id(n) not in params:
-                ids[id(n)] = n.name
-                own.add(n.name)
+        mine = {id(n): n for n in found if n.dtype == DataType("int64") and id(n) not in params}
+        own: set = set()
+        for n in reversed(mine.values()):  # variables of one name: TVM names the last one first
+            name, k = n.name, 0
+            while name in own:
+                k += 1
+                name = f"{n.name}_{k}"
+            ids[id(n)] = name
+            own.add(name)
         names += sorted(own - set(names))
     return names, ids
 

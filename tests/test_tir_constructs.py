@@ -15,8 +15,8 @@ import pytest
 
 from tvms.ir import structural_equal
 from tvms.ir.expr import Call
-from tvms.ir.visitor import collect
 from tvms.ir.errors import ScriptError, TVMSError
+from tvms.ir.visitor import collect
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 
@@ -397,3 +397,103 @@ def test_clz_counts_in_the_width_of_its_argument() -> None:
     tvms.build(func)(a, b, c)
     np.testing.assert_array_equal(b, want_b)
     np.testing.assert_array_equal(c, want_c)
+
+
+def test_buffer_fields_are_the_buffers_own_variables() -> None:
+    """An offset_factor without elem_offset makes the offset a variable of the buffer's own, as
+    quoted strides make stride variables; the body reads them (``src.elem_offset``,
+    ``src.strides[0]``). The reference executor binds them where the view matches its region,
+    LowerMatchBuffer substitutes them in compiled code."""
+    from tvms.ir import Var
+    from tvms.ir.stmt import Block
+
+    mod = load("buffer_fields")
+    tile = next(n for n in collect(mod["in_blocks"], Block) if n.name_hint == "tile")
+    view = tile.match_buffers[0].buffer
+    assert isinstance(view.elem_offset, Var) and view.elem_offset.name == "elem_offset"
+    assert [(s.name, str(s.dtype)) for s in view.strides] == [("s1", "int32"), ("s0", "int32")]
+    assert view.offset_factor == 4
+    # a zero offset is kept only where its dtype is not the buffer's index type (TVM prints it)
+    zero = load("buffer_fields")["zero_offsets"]
+    allocs = next(n for n in collect(zero, Block) if n.name_hint == "root").alloc_buffers
+    assert [None if b.elem_offset is None else str(b.elem_offset.dtype) for b in allocs] == ["int64", None]
+    # the fields are bound with their buffer: two readings are equal, another factor is not
+    text = (FIXTURES / "buffer_fields_tvm_0.27.tvms").read_text()
+    assert structural_equal(from_source(text), mod)
+    assert not structural_equal(from_source(text.replace("offset_factor=4", "offset_factor=2")), mod)
+    a = np.zeros((16, 16), "float32")
+    vi, vj = np.divmod(np.arange(16), 4)
+    want = (vi * 64 + vj * 4 + 16 * 1000 + 1 * 100000).astype("float32")
+    b = np.zeros(16, "float32")
+    run_prim_func(mod["in_blocks"], a, b)
+    np.testing.assert_array_equal(b, want)
+    d = np.zeros(1, "float32")
+    run_prim_func(mod["aliases"], d)  # (every alias reads the one store through A)
+    assert d[0] == 4
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    got = np.zeros(16, "float32")
+    tvms.build(mod["in_blocks"])(a, got)
+    np.testing.assert_array_equal(got, want)
+    compiled = np.zeros(1, "float32")
+    tvms.build(mod["aliases"])(compiled)
+    assert compiled[0] == 4
+
+
+def test_buffer_fields_errors() -> None:
+    from tvms.ir.errors import ScriptError
+
+    compact = '''@T.prim_func
+def f(A: T.Buffer((4,), "float32")):
+    A[0] = T.Cast("float32", A.strides[0])'''
+    with pytest.raises(ScriptError, match="index 0 is out of range for 0 item"):
+        from_source(compact)
+    quoted = '''@T.prim_func
+def f(A: T.Buffer((4, 4), "float32")):
+    for i in range(4):
+        with T.block("b"):
+            sub = T.match_buffer(A[i, 0:4], (4,), strides=("n + 1",))
+            T.evaluate(0)'''
+    with pytest.raises(ScriptError, match="a quoted stride names a new variable, got 'n \\+ 1'"):
+        from_source(quoted)
+
+
+def test_a_stride_variable_the_buffer_uses_twice_is_declared_by_name() -> None:
+    """A new stride variable used twice is not the buffer's own: it is declared before the
+    buffer (in the signature, its first quoted stride defines it for the next)."""
+    text = '''@T.prim_func
+def f(a: T.handle):
+    step = T.int32()
+    A = T.match_buffer(a, (4, 4), strides=(step, step))
+    T.evaluate(step)'''
+    func = from_source(text)
+    printed = func.script(dialect="tvm-0.27")
+    assert 'def f(A: T.Buffer((4, 4), "float32", strides=("step", step))):' in printed
+    classic = func.script(dialect="classic")
+    assert '    step = T.int32()\n    A = T.match_buffer(a, (4, 4), strides=(step, step))\n' in classic
+    for out in (printed, classic):
+        assert structural_equal(from_source(out), func)
+
+
+def test_views_with_an_offset_factor_in_a_scheduled_function_run() -> None:
+    """Asub = T.match_buffer(..., offset_factor=1) (its offset a variable of its own) through a
+    schedule, the reference executor and compiled code."""
+    from tvms.tir import Schedule
+
+    mod = from_source((FIXTURES.parent / "tir_lowering" / "tile_copy_00_input.tvms").read_text())
+    sch = Schedule(mod)
+    ii, jj = sch.get_loops(sch.get_block("copy"))[-2:]
+    sch.reorder(jj, ii)
+    sch.split(ii, factors=[2, 2])
+    func = sch.mod["main"]
+    a = np.arange(256, dtype="float32").reshape(16, 16)
+    b = np.zeros((16, 16), "float32")
+    run_prim_func(func, a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    compiled = np.zeros((16, 16), "float32")
+    tvms.build(func)(a, compiled)
+    np.testing.assert_array_equal(compiled, a + 1)

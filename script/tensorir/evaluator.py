@@ -191,6 +191,10 @@ class ExprEvaluator:
                 return base.data
             if syn.attr == "shape":
                 return base.shape
+            if syn.attr == "strides":
+                return base.strides
+            if syn.attr == "elem_offset":
+                return base.offset
             if syn.attr == "dtype":
                 return str(base.dtype)
             if syn.attr in ("view", "access_ptr"):
@@ -211,7 +215,10 @@ class ExprEvaluator:
                     return LetAnnotation(DataType("handle"), ann)
                 return LetAnnotation(self.dtype_of(ann, syn))
         if isinstance(base, (tuple, list)) and len(syn.indices) == 1:
-            return base[self.ev(syn.indices[0])]
+            index = self.ev(syn.indices[0])
+            if not isinstance(index, int) or isinstance(index, bool) or not -len(base) <= index < len(base):
+                raise self.error(syn, f"index {index!r} is out of range for {len(base)} item(s)")
+            return base[index]
         raise self.error(syn, f"cannot subscript {_describe(base)}")
 
     def subscript_buffer(self, buffer: Buffer, syn: S.Subscript) -> Any:
@@ -529,6 +536,7 @@ class FunctionFrame:
     # quoted buffer dimensions created (a later scalar parameter of that name is that variable)
     signature_dtypes: dict | None = None
     size_vars: dict = field(default_factory=dict)
+    stride_vars: list = field(default_factory=list)  # the new stride variables of the annotation read
     s_tir: bool = False  # decorated s_tir=True: TVM 0.27 gives its allocations no layout
     env_threads: dict = field(default_factory=dict)  # T.env_thread variables -> their thread tags
 

@@ -158,10 +158,23 @@ class FunctionParsing:
             return
         kwargs = dict(annotation.kwargs)
         shape = annotation.args[0] if annotation.args else kwargs.get("shape")
-        strides = kwargs.get("strides")
-        for dim in [*_elements(shape), *_elements(strides)]:
-            if isinstance(dim, S.Constant) and isinstance(dim.value, str):
+        strides = _elements(kwargs.get("strides"))
+        for dim in [*_elements(shape), *strides]:
+            if not (isinstance(dim, S.Constant) and isinstance(dim.value, str)):
+                continue
+            if any(dim is s for s in strides) and self.new_stride_name(dim.value):
+                # a new variable of the buffer's own (TVM's stride "s0"), though a name defined
+                # before: the strides after it may name it
+                var = Var(dim.value, DataType("int32"))
+                self.func.stride_vars.append(var)
+                self.define(dim.value, var)
+            else:
                 self.define_quoted_names(self.quoted_syntax(dim.value, dim))
+
+    def new_stride_name(self, text: str) -> bool:
+        """Whether a quoted stride of a signature buffer names a new variable (``"s0"``, as TVM
+        prints a stride variable of the buffer's own), not a scalar parameter."""
+        return text.isidentifier() and text not in self.func.signature_dtypes
 
 
 def _shared_threads_and_scalars(f: PrimFunc) -> tuple[set, set]:

@@ -37,6 +37,7 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         self.pending: list[str] = []  # definitions of free variables met while printing a statement
         self.func_level = True
         self.buffer_defs: dict[int, list[Buffer]] = {}  # data var id -> buffers over that data
+        self.buffer_fields: dict[int, tuple] = {}  # var id -> (buffer, ".elem_offset", var) it prints as
         self.typevars = typevars or {}  # hoisted names of module-level TypeVars (0.27)
         self.loop_doms: dict[int, tuple] = {}  # loop var id -> (min, extent), for T.axis.remap
         self.inlined: set = set()  # parameters printed as their buffers
@@ -119,6 +120,9 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
             return self.typevars[id(v)]
         if v in self.inlined:
             raise ParamUsed(v)
+        field = self.field_of(v)
+        if field is not None:
+            return field
         owner = self.data_owner(v)
         if owner is not None:
             return f"{self.namer.get(owner)}.data"
@@ -162,7 +166,7 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
             return name
         # a buffer used without a definition: declare it where the function starts
         name = self.namer.define(b, b.name, self.func_frame)
-        self.pending.append(f"{name} = {self.buffer_decl(b, 'Buffer', [])}")
+        self.pending.append(f"{name} = {self.buffer_decl(b, 'Buffer', [], define_line=self.pending.append)}")
         self.buffer_defs.setdefault(id(b.data), []).append(b)
         return name
 
