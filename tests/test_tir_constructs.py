@@ -497,3 +497,13 @@ def test_views_with_an_offset_factor_in_a_scheduled_function_run() -> None:
     compiled = np.zeros((16, 16), "float32")
     tvms.build(func)(a, compiled)
     np.testing.assert_array_equal(compiled, a + 1)
+
+
+def test_a_region_of_a_mutable_scalar_is_its_source() -> None:
+    """``T.reads(lower.source[0])``: TVM 0.27's region of a mutable scalar (``lower`` alone is its
+    value); the block reads it as any buffer."""
+    func = load("scalar_regions")
+    a, d = np.arange(16, dtype="float32") - 8, np.zeros(16, "float32")
+    run_prim_func(func, a, d)
+    np.testing.assert_array_equal(d, np.maximum(a, -5))
+    assert "T.reads(A[vi], lower[0])" in func.script(dialect="classic")

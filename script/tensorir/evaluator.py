@@ -199,6 +199,8 @@ class ExprEvaluator:
                 return str(base.dtype)
             if syn.attr in ("view", "access_ptr"):
                 return BufferMethod(base, syn.attr)
+            if syn.attr == "source" and base.scalar:  # TVM 0.27's region of a scalar: x.source[0]
+                return base
         raise self.error(syn, f"{_describe(base)} has no attribute {syn.attr!r}")
 
     def ev_Subscript(self, syn: S.Subscript) -> Any:
