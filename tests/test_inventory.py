@@ -116,7 +116,6 @@ NOT_SCRIPT_NAMES = {name for _, names in NOT_SCRIPT.values() for name in names}
 
 # methods of TVM's Schedule (schedule.txt) that tvms' Schedule lacks
 MISSING_SCHEDULE_METHODS = _lines("""
-tensorize
 """)
 
 
