@@ -10,6 +10,7 @@ is not ``R.name(args, attr=...)`` are written (``R.print(x, format=...)``, ``R.c
 from __future__ import annotations
 
 from .dtype import DataType
+from .errors import TVMSError
 from .expr import IntImm
 from .relax import StringImm
 from .relax_infer import INT64, describe, prove_equal, tensor_arg
@@ -151,6 +152,15 @@ def _infer_call_py_func(info: CallInfo) -> StructInfo:
 
 
 register("call_py_func", ("func_name", "args"), _infer_call_py_func)
+
+
+def py_func_result(outs: tuple) -> tuple:
+    """The ty_args of a call_py_func stating ``outs`` (TVM's constructor): each a tensor of known
+    shape, several one tuple."""
+    for s in outs:
+        if not (isinstance(s, TensorStructInfo) and s.dims is not None):
+            raise TVMSError(f"R.call_py_func: each out_ty is a tensor of known shape, got {describe(s)}")
+    return outs if len(outs) == 1 else (TupleStructInfo(tuple(outs)),)
 
 
 # ---------------------------------------------------------------- kernels: in place, with a gradient

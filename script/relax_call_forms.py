@@ -24,10 +24,9 @@ from ..ir.errors import TVMSError
 from ..ir.module import GlobalVar
 from ..ir.relax import make_constant
 from ..ir.node import FrozenDict
-from ..ir.relax_ops_misc import DEVICE_TYPES
+from ..ir.relax_ops_misc import DEVICE_TYPES, py_func_result
 from ..ir.dtype import DataType
-from ..ir.relax_infer import describe
-from ..ir.struct_info import ObjectStructInfo, TensorStructInfo, TupleStructInfo
+from ..ir.struct_info import ObjectStructInfo, TupleStructInfo
 from . import syntax as S
 from .tensorir.rules import call_args
 from .tensorir.text import quote
@@ -123,11 +122,11 @@ def parse_call_py_func(b: Any, syn: S.Call) -> rx.Call:
         rest, sinfo_args = [b.to_relax(a, syn) for a in args[1:]], _sinfo_args(b, kwargs, syn)
     else:
         outs = tuple(b.as_struct_info(s, syn) for s in (out if isinstance(out, (list, tuple)) else (out,)))
-        for s in outs:
-            if not (isinstance(s, TensorStructInfo) and s.dims is not None):
-                raise b.error(syn, f"R.call_py_func: each out_ty is a tensor of known shape, got {describe(s)}")
+        try:
+            sinfo_args = py_func_result(outs)
+        except TVMSError as e:
+            raise b.error(syn, str(e)) from None
         rest = [rx.Tuple(tuple(b.to_relax(a, syn) for a in args[1:]))]
-        sinfo_args = outs if len(outs) == 1 else (TupleStructInfo(outs),)
     _no_extra(b, kwargs, "call_py_func", syn)
     return _make(b, "call_py_func", [name, *rest], {}, sinfo_args, syn)
 

@@ -13,7 +13,8 @@ from typing import Any, Callable
 from ..ir import relax as rx
 from ..ir import relax_op
 from ..ir.errors import TVMSError
-from ..ir.struct_info import StructInfo, TupleStructInfo
+from ..ir.relax_ops_misc import py_func_result
+from ..ir.struct_info import StructInfo
 from .diagnostics import did_you_mean
 
 
@@ -100,14 +101,12 @@ def call_packed(func: Any, *args: Any, sinfo_args: Any = ()) -> rx.Call:
     return relax_op.make_call("call_packed", [func, *args], {}, sinfo)
 
 
-def call_py_func(func_name: Any, args: Any, out_sinfo: Any) -> rx.Call:
-    """``R.call_py_func("name", (x,), out_sinfo=...)``: call a Python function registered by name
-    (several results are one tuple, as TVM states them)."""
+def call_py_func(func_name: Any, args: Any, out_ty: Any) -> rx.Call:
+    """``relax.op.call_py_func("name", (x,), out_ty=...)`` (TVM 0.27's names): call a Python
+    function registered by name (several results are one tuple, as TVM states them)."""
     if isinstance(func_name, str):
         func_name = rx.StringImm(func_name)
-    outs = _sinfo_args(out_sinfo)
-    ret = outs if len(outs) == 1 else (TupleStructInfo(outs),)
-    return relax_op.make_call("call_py_func", [func_name, _as_tuple(args)], {}, ret)
+    return relax_op.make_call("call_py_func", [func_name, _as_tuple(args)], {}, py_func_result(_sinfo_args(out_ty)))
 
 
 def _as_tuple(args: Any) -> Any:

@@ -40,6 +40,8 @@ def test_builder_matches_the_parsed_call() -> None:
                                                     relax.TensorStructInfo((3,), "int32")])
     assert structural_equal(built, call, map_free_vars=True)
     assert structural_equal(built.struct_info, call.struct_info)
+    with pytest.raises(TVMSError, match="each out_ty is a tensor of known shape"):
+        relax.op.call_py_func("pair", (x,), relax.TensorStructInfo(dtype="float32", ndim=2))
 
 
 def test_runs_the_registered_function_in_both_executors() -> None:

@@ -22,6 +22,7 @@ from ...ir.expr import BufferLoad, IntImm, PrimExpr, Range, Sub, Var, const
 from ...ir.function import PrimFunc
 from ...ir.node import Node, walk_fields
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt
+from ...script import from_source
 from .errors import ScheduleError
 from .tree import find_block, replace_stmts
 
@@ -62,7 +63,6 @@ def tensorize(func: PrimFunc, block_name: str, intrin: TensorIntrin) -> PrimFunc
     match.scope(realize, intrin.desc.body)
     # A fresh copy of the implementation per use: its buffers and variables are defined anew in
     # each block it lands in. (Printing and parsing back is tvms' exact deep copy.)
-    from ...script import from_source
     impl = from_source(intrin.impl.script())
     impl_block = impl.body.block
     regions: dict[int, tuple] = {}
