@@ -114,17 +114,24 @@ def main(A: T.Buffer((2, 4, 8), "float32"), B: T.Buffer((2, 4, 8), "float32"), C
 """
 
 
-def test_plain_tir_implementation_computes_the_same() -> None:
+@pytest.mark.parametrize("index", ["int32", "int64"])
+def test_plain_tir_implementation_computes_the_same(index: str) -> None:
     """An implementation written in TensorIR (summing in the other order) runs in the reference
-    executor on views bound by offset, and gives the function's numbers before tensorize; a block
-    that still has its init does not match a description without one (as in TVM)."""
+    executor on views bound by offset, and gives the function's numbers before tensorize; the
+    block's reduction is decomposed first (the description has no init, as in TVM's matmul test).
+    int64 loops match the description's int32 ones, as in TVM."""
     TensorIntrin.register("tvms_test_dot_loop", load("dot_product_desc"), from_source(DOT_LOOP), override=True)
-    func = from_source(SMALL)
+    text = SMALL
+    if index == "int64":
+        for size in ("(2, 4, 8)", "(2, 4, 4)", "(2, 4, 4, 8)"):
+            text = text.replace(size, "(" + ", ".join(f"T.int64({n})" for n in size[1:-1].split(", ")) + ")")
+    func = from_source(text)
+    assert ("for n, i, j, k in T.grid(T.int64(2)" in func.script()) == (index == "int64")
     sch = Schedule(func)
     update = sch.get_sblock("update")
     *_, k = sch.get_loops(update)
     ko, ki = sch.split(k, factors=[None, 4])
-    sch.decompose_reduction(update, ko)  # (the description has no init, as in TVM's matmul test)
+    sch.decompose_reduction(update, ko)
     sch.tensorize(ki, "tvms_test_dot_loop")
     assert "C_1[()] = C_1[()] + A_1[3 - i_1] * B_1[3 - i_1]" in sch.mod.script(dialect="tvm-0.27")
     rng = np.random.default_rng(0)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir.analysis import substitute
 from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from ...ir.errors import TVMSError
@@ -22,6 +21,7 @@ from ...ir.expr import BufferLoad, IntImm, PrimExpr, Range, Sub, Var, const
 from ...ir.function import PrimFunc
 from ...ir.node import Node, walk_fields
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt
+from ...ir.visitor import Mutator
 from ...script import from_source
 from .errors import ScheduleError
 from .tree import find_block, replace_stmts
@@ -153,16 +153,20 @@ class _Match:
             self.fields(a, b)
 
     def define(self, a: Var, b: Var) -> None:
-        if a.dtype != b.dtype:
+        # (index variables of other widths match, as in TVM: an int64 loop and an int32 one)
+        if a.dtype.code != b.dtype.code:
             raise self.fail(f"'{a.name}' is {a.dtype}, the description's '{b.name}' {b.dtype}")
         self.vars[b] = a
 
     def expr(self, a: Any, b: Any) -> None:
         if isinstance(b, Var):
             mapped = self.vars.get(b)
-            if mapped is None and isinstance(a, Var) and a.dtype == b.dtype:
+            if mapped is None and isinstance(a, Var) and a.dtype.code == b.dtype.code:
                 self.vars[b] = mapped = a
             if a is not mapped:
+                raise self.fail(f"{_text(a)} where it has {_text(b)}")
+        elif isinstance(b, IntImm) and isinstance(a, IntImm):
+            if a.value != b.value or a.dtype.code != b.dtype.code:
                 raise self.fail(f"{_text(a)} where it has {_text(b)}")
         elif isinstance(b, BufferLoad):
             if not isinstance(a, BufferLoad):
@@ -198,7 +202,9 @@ class _Match:
             raise self.fail(f"buffer '{a.name}' where it has '{b.name}'")
 
     def equal(self, a: PrimExpr, b: PrimExpr) -> bool:
-        diff = self.analyzer.canonical(Sub(a, substitute(b, self.vars)))
+        """Index ``a`` of the function equals index ``b`` of the description, whose variables
+        stand for the function's and whose constants take ``a``'s width."""
+        diff = self.analyzer.canonical(Sub(a, _Indices(self.vars, a.dtype).visit(b)))
         return not diff.terms and diff.base == 0
 
     def regions(self, a: Block, b: Block, scope: bool) -> None:
@@ -242,6 +248,20 @@ class _Match:
         for i, m, j in zip(a.indices[lead:], base[lead:], b.indices):
             if not self.equal(Sub(i, m), j):
                 raise self.fail(f"{_text(a)} is not the description's {_text(b)} relative to the block")
+
+
+class _Indices(Mutator):
+    """A description's index expression in the function's terms: its variables mapped, its
+    integer constants of the function's index width."""
+
+    def __init__(self, variables: dict, dtype: Any):
+        self.variables, self.dtype = variables, dtype
+
+    def visit_Var(self, v: Var) -> Any:
+        return self.variables.get(v, v)
+
+    def visit_IntImm(self, e: IntImm) -> Any:
+        return const(e.value, self.dtype) if e.dtype.code == self.dtype.code else e
 
 
 def _text(e: Any) -> str:
