@@ -45,7 +45,8 @@ def decompose_reduction(func: PrimFunc, realize: BlockRealize, block_path: tuple
     init_iters = tuple(IterVar(iv.dom, iter_map[iv.var], iv.iter_type, iv.thread_tag) for iv, _ in spatial)
     init_values = tuple(substitute(value, loop_map) for _, value in spatial)
     writes = tuple(substitute(w, iter_map) for w in block.writes)
-    init_block = Block(init_iters, (), (), (), writes, f"{name}_init", None, substitute(block.init, iter_map))
+    init_block = Block(init_iters, (), (), (), writes, f"{name}_init", None, substitute(block.init, iter_map),
+                       block.annotations)  # (TVM's init block keeps the block's annotations)
     # Guards on loops the init does not run under (reduction loops) do not apply to it.
     absent = loop_ids - {id(v) for v in loop_map}
     predicate = conjoin([g for g in conjuncts(realize.predicate) if not uses_var(g, absent)])

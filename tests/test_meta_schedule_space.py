@@ -1,0 +1,68 @@
+"""The llvm design space (PostOrderApply with TVM's default rules) and its postprocessors against
+Apache TVM 0.27: for each workload, the sketches' traces with TVM's sampled decisions replayed give
+the module and trace TVM printed (fixtures/meta_schedule/generate_with_tvm.py), byte for byte,
+before and after the postprocessors; and every candidate computes what the unscheduled function
+computes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import FIXTURES
+
+import tvms
+from tvms.lowering.schedule.schedule import Schedule
+from tvms.lowering.schedule.trace import SAMPLING_KINDS, Trace
+from tvms.lowering.tune.default_space import default_postprocs
+from tvms.lowering.tune.post_order_apply import PostOrderApply
+from tvms.lowering.tune.tune_context import TuneContext
+from tvms.runtime.reference import run_prim_func
+
+GOLDEN = FIXTURES / "meta_schedule"
+TARGET = "llvm -num-cores=4"
+DIALECT = "tvm-0.27"
+# the decisions TVM's goldens were replayed with (generate_with_tvm.py's DECISIONS)
+DECISIONS = {
+    "gmm": [[1, 1, 1, 1], [1, 4, 2, 16], [64, 1, 1, 2], [128, 1], 1],
+    "matmul_relu": [[2, 4, 1, 8], [1, 3, 2, 8], [4, 8], 2],
+}
+
+
+def base(name: str) -> tvms.IRModule:
+    return tvms.IRModule({"main": tvms.script.from_source((GOLDEN / f"{name}.tvms").read_text())})
+
+
+def design_space(name: str, seed: int = 0, postprocs: list | None = None) -> list[Schedule]:
+    space = PostOrderApply(postprocs=[] if postprocs is None else postprocs, mutator_probs={})
+    return TuneContext(base(name), TARGET, space, task_name=name, rand_state=seed).generate_design_space()
+
+
+def with_decisions(trace: Trace, decisions: list) -> Trace:
+    sampled = [inst for inst in trace.insts if inst.kind in SAMPLING_KINDS]
+    assert len(sampled) == len(decisions)
+    return Trace(list(trace.insts), dict(zip(sampled, decisions)), trace.dialect)
+
+
+def replayed(name: str, sketch: Schedule) -> Schedule:
+    sch = Schedule(base(name))
+    with_decisions(sketch.trace, DECISIONS[name]).apply_to_schedule(sch, remove_postproc=True)
+    return sch
+
+
+def postprocessed(sch: Schedule) -> Schedule:
+    sch = sch.copy()
+    sch.enter_postproc()
+    assert all(postproc.apply(sch) for postproc in default_postprocs("llvm"))
+    return sch
+
+
+@pytest.mark.parametrize("name", sorted(DECISIONS))
+def test_sketches_match_tvm(name: str) -> None:
+    sketches = design_space(name)
+    assert len(sketches) == 3
+    for k, sketch in enumerate(sketches):
+        sch = replayed(name, sketch)
+        assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"{name}_sketch{k}.tvms").read_text()
+        assert sch.trace.script(DIALECT) + "\n" == (GOLDEN / f"{name}_sketch{k}.trace.py").read_text()
+        post = postprocessed(sch)
+        assert post.mod.script(dialect=DIALECT) == (GOLDEN / f"{name}_sketch{k}_post.tvms").read_text()
+        assert post.trace.script(DIALECT) + "\n" == (GOLDEN / f"{name}_sketch{k}_post.trace.py").read_text()
