@@ -5,6 +5,8 @@ before and after the postprocessors; and every candidate computes what the unsch
 computes."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from conftest import FIXTURES
@@ -20,11 +22,8 @@ from tvms.runtime.reference import run_prim_func
 GOLDEN = FIXTURES / "meta_schedule"
 TARGET = "llvm -num-cores=4"
 DIALECT = "tvm-0.27"
-# the decisions TVM's goldens were replayed with (generate_with_tvm.py's DECISIONS)
-DECISIONS = {
-    "gmm": [[1, 1, 1, 1], [1, 4, 2, 16], [64, 1, 1, 2], [128, 1], 1],
-    "matmul_relu": [[2, 4, 1, 8], [1, 3, 2, 8], [4, 8], 2],
-}
+# the decisions TVM's goldens were replayed with, per sketch
+DECISIONS = json.loads((GOLDEN / "decisions.json").read_text())
 
 
 def base(name: str) -> tvms.IRModule:
@@ -42,9 +41,9 @@ def with_decisions(trace: Trace, decisions: list) -> Trace:
     return Trace(list(trace.insts), dict(zip(sampled, decisions)), trace.dialect)
 
 
-def replayed(name: str, sketch: Schedule) -> Schedule:
+def replayed(name: str, sketch: Schedule, decisions: list) -> Schedule:
     sch = Schedule(base(name))
-    with_decisions(sketch.trace, DECISIONS[name]).apply_to_schedule(sch, remove_postproc=True)
+    with_decisions(sketch.trace, decisions).apply_to_schedule(sch, remove_postproc=True)
     return sch
 
 
@@ -58,11 +57,27 @@ def postprocessed(sch: Schedule) -> Schedule:
 @pytest.mark.parametrize("name", sorted(DECISIONS))
 def test_sketches_match_tvm(name: str) -> None:
     sketches = design_space(name)
-    assert len(sketches) == 3
-    for k, sketch in enumerate(sketches):
-        sch = replayed(name, sketch)
+    assert len(sketches) == len(DECISIONS[name])
+    for k, (sketch, decisions) in enumerate(zip(sketches, DECISIONS[name])):
+        sch = replayed(name, sketch, decisions)
         assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"{name}_sketch{k}.tvms").read_text()
         assert sch.trace.script(DIALECT) + "\n" == (GOLDEN / f"{name}_sketch{k}.trace.py").read_text()
         post = postprocessed(sch)
         assert post.mod.script(dialect=DIALECT) == (GOLDEN / f"{name}_sketch{k}_post.tvms").read_text()
         assert post.trace.script(DIALECT) + "\n" == (GOLDEN / f"{name}_sketch{k}_post.trace.py").read_text()
+
+
+@pytest.mark.parametrize("name", ["matmul_relu", "matmul_bias_relu", "row_sum"])  # (gmm: matmul_relu's rules)
+def test_every_candidate_computes_what_the_function_computes(name: str) -> None:
+    """Each sketch, with the decisions tvms sampled, post-processed and compiled, against the
+    reference executor on the unscheduled function."""
+    func = base(name)["main"]
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal([d.value for d in func.buffer_map[p].shape]).astype("float32")
+            for p in func.params]
+    want = [a.copy() for a in args]
+    run_prim_func(func, *want)
+    for sketch in design_space(name, seed=1):
+        got = [a.copy() for a in args]
+        tvms.build(postprocessed(sketch).mod["main"], target=TARGET)(*got)
+        np.testing.assert_allclose(got[-1], want[-1], rtol=1e-4, atol=1e-4)
