@@ -6,3 +6,6 @@ from ..lowering.tune.database import Database, MemoryDatabase, TuningRecord, Wor
 from ..lowering.tune.measure import (BuilderInput, BuilderResult, EvaluatorConfig, MeasureCandidate,  # noqa: F401
                                       RunnerInput, RunnerResult, TensorInfo)
 from ..lowering.tune.tune_context import TuneContext  # noqa: F401
+from . import postproc, schedule_rule  # noqa: F401,E402
+from .postproc import Postproc  # noqa: F401,E402
+from .schedule_rule import ScheduleRule  # noqa: F401,E402

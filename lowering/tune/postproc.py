@@ -28,3 +28,6 @@ class Postproc:
 
     def __repr__(self) -> str:
         return f"meta_schedule.{type(self).__name__}"
+
+
+PyPostproc = Postproc  # TVM's base for postprocessors written in Python: in tvms every one is

@@ -42,3 +42,6 @@ def target_num_cores(context: Any) -> int:
     if target is None:
         raise TVMSError("this schedule rule needs a TuneContext with a target")
     return target.num_cores or os.cpu_count() or 1
+
+
+PyScheduleRule = ScheduleRule  # TVM's base for rules written in Python: in tvms every rule is one
