@@ -81,3 +81,14 @@ def test_every_candidate_computes_what_the_function_computes(name: str) -> None:
         got = [a.copy() for a in args]
         tvms.build(postprocessed(sketch).mod["main"], target=TARGET)(*got)
         np.testing.assert_allclose(got[-1], want[-1], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", ["move", "dense", "matmul", "add"])
+def test_rewrite_parallel_vectorize_unroll_matches_tvm(case: str) -> None:
+    """The inputs of TVM's own RewriteParallelVectorizeUnroll tests (generate_postproc_with_tvm.py)."""
+    from tvms.lowering.tune.postproc_rewrite_parallel_vectorize_unroll import RewriteParallelVectorizeUnroll
+
+    sch = Schedule(tvms.script.from_source((GOLDEN / f"pvu_{case}.tvms").read_text()))
+    assert RewriteParallelVectorizeUnroll().apply(sch)
+    assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"pvu_{case}_after.tvms").read_text()
+    assert sch.trace.script(DIALECT) + "\n" == (GOLDEN / f"pvu_{case}_after.trace.py").read_text()
