@@ -21,16 +21,25 @@ from .tree import (blocks_under, enclosing_loops, find_block, find_loop, parent_
                    replace_stmts, walk_with_path)
 
 
-def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]]) -> tuple[PrimExpr, PrimExpr] | None:
-    """[lo, hi] of ``e`` as the ``inner`` loops range over their domains; other variables stay."""
-    analyzer = Analyzer()
+def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
+                     outer: dict[int, tuple[Var, int, int]] | None = None) -> tuple[PrimExpr, PrimExpr] | None:
+    """[lo, hi] of ``e`` as the ``inner`` loops range over their domains; other variables stay.
+    A term mixing inner and ``outer`` loop variables is bounded when it takes one value over all
+    of them (``(co_0 * 64 + co_1 * 8 + co_2) // 128`` with co_0 < 2: always 0), as TVM's analyzer,
+    which knows the outer loops' ranges, finds."""
+    analyzer, everything = Analyzer(), Analyzer()
     for var, lo, extent in inner.values():
         analyzer.bind(var, lo, extent)
+        everything.bind(var, lo, extent)
+    for var, lo, extent in (outer or {}).values():
+        everything.bind(var, lo, extent)
     s = analyzer.canonical(e)
     fixed, low, high = [], 0, 0
     for t in s.terms:
         if any(isinstance(n, Var) and id(n) in inner for n in _vars(t.index)):
             b = analyzer.term_bound(t)
+            if b is None and (whole := everything.term_bound(t)) is not None and whole[0] == whole[1]:
+                b = whole
             if b is None:
                 return None
             a, c = b[0] * t.scale, b[1] * t.scale
@@ -52,6 +61,8 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
     a loop of ``around`` (the loop and those outside it) of one iteration is its value there, as
     TVM's analyzer binds it."""
     units = {n.loop_var: n.min for n in around if is_const_int(n.extent, 1)}
+    outer = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value) for n in around
+             if isinstance(n.min, IntImm) and isinstance(n.extent, IntImm)}
     found: list | None = None
     for node, path in walk_with_path(loop.body, (loop,)):
         if not isinstance(node, BlockRealize):
@@ -72,8 +83,9 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
                     raise ScheduleError(f"the access of block '{node.block.name_hint}' to '{buffer.name}' "
                                         f"under loop '{loop.loop_var.name}' varies with loop "
                                         f"'{used[0].loop_var.name}' of symbolic extent")
-                lo = _symbolic_bounds(substitute(r.min, binding), inner)
-                hi = _symbolic_bounds(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), binding), inner)
+                lo = _symbolic_bounds(substitute(r.min, binding), inner, outer)
+                hi = _symbolic_bounds(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), binding), inner,
+                                      outer)
                 if lo is None or hi is None:
                     raise ScheduleError(f"cannot bound the access of block '{node.block.name_hint}' to "
                                         f"'{buffer.name}' under loop '{loop.loop_var.name}'")

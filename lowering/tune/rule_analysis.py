@@ -13,7 +13,7 @@ from ...ir.expr import COMM_REDUCE, DATA_PAR, OPAQUE, Add, Call, IntImm, Select,
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, For, IfThenElse
 from ...ir.visitor import walk
-from ..schedule.loop_transform import uses_var
+from ..schedule.loop_kinds import loop_iter_type  # noqa: F401 (the rules import it from here)
 from ..schedule.random_vars import BlockRV
 from ..schedule.tree import blocks_under, enclosing_loops
 
@@ -60,19 +60,6 @@ def is_trivial_binding(realize: BlockRealize, path: tuple) -> bool:
     loops = enclosing_loops(path)
     return len(loops) == len(realize.iter_values) and all(
         value is loop.loop_var for value, loop in zip(realize.iter_values, loops))
-
-
-def loop_iter_type(loop: For) -> str:
-    """DataPar, CommReduce or Opaque: what the blocks under ``loop`` bind its variable to."""
-    ids = {id(loop.loop_var)}
-    seen = set()
-    for realize in blocks_under(loop.body):
-        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
-            if uses_var(value, ids):
-                seen.add(iv.iter_type if iv.iter_type in (DATA_PAR, COMM_REDUCE) else OPAQUE)
-    if OPAQUE in seen or len(seen) > 1:
-        return OPAQUE
-    return COMM_REDUCE if COMM_REDUCE in seen else DATA_PAR
 
 
 def const_int(e: Any) -> int | None:
