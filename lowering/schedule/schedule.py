@@ -870,7 +870,7 @@ class Schedule:
         a place falls back to the nearest place before it (the root when none), as TVM's does."""
         def action() -> LoopRV:
             fname = self._block(block)[0]
-            places = self._compute_locations(block)
+            places = self.compute_location_places(block)
             if decision is None:
                 chosen = self._rng.choice(list(places))
             elif not isinstance(decision, int) or isinstance(decision, bool):
@@ -883,7 +883,13 @@ class Schedule:
             return rv
         return self._run("sample_compute_location", action)
 
-    def _compute_locations(self, block: BlockRV) -> dict:
+    def _compute_locations(self, block: BlockRV) -> tuple[list, bool]:
+        """The loops ``block`` can be computed at and whether it can be inlined (the places of
+        ``compute_location_places`` without their numbers)."""
+        places = self.compute_location_places(block)
+        return [loop for loop in places.values() if loop is not None], -2 in places
+
+    def compute_location_places(self, block: BlockRV) -> dict:
         """TVM's CollectComputeLocation: {decision: loop or None} of the places ``block`` can go,
         in order: inlined (-2) when it inlines, the root (-1), and the loops of its first consumer
         down to the consumers' common loop, skipping unit loops, data-parallel loops after a
