@@ -92,3 +92,17 @@ def test_rewrite_parallel_vectorize_unroll_matches_tvm(case: str) -> None:
     assert RewriteParallelVectorizeUnroll().apply(sch)
     assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"pvu_{case}_after.tvms").read_text()
     assert sch.trace.script(DIALECT) + "\n" == (GOLDEN / f"pvu_{case}_after.trace.py").read_text()
+
+
+def test_c1d_candidates_compute_the_convolution() -> None:
+    """TVM's C1D (padding computed at a sampled place by RandomComputeLocation) against numpy."""
+    rng = np.random.default_rng(0)
+    inputs = rng.standard_normal((1, 256, 64)).astype("float32")
+    weight = rng.standard_normal((3, 64, 128)).astype("float32")
+    padded = np.pad(inputs, ((0, 0), (1, 1), (0, 0)))
+    windows = np.stack([padded[:, rl:rl + 256:2, :] for rl in range(3)], axis=2)  # n, l, rl, rc
+    want = np.einsum("nlrc,rco->nlo", windows, weight)
+    for sketch in design_space("c1d", seed=3):
+        got = np.zeros((1, 128, 128), dtype="float32")
+        tvms.build(postprocessed(sketch).mod["main"], target=TARGET)(inputs, weight, got)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
