@@ -7,7 +7,7 @@ from ...ir.errors import TVMSError
 from ...ir.expr import COMM_REDUCE, DATA_PAR
 from .rule_analysis import loop_iter_type, needs_rfactor, site
 from .rule_random_compute_location import RANDOM_COMPUTE_PRODUCER
-from .schedule_rule import ScheduleRule, target_num_cores
+from .schedule_rule import ScheduleRule, max_parallel_extent
 
 
 class AddRFactor(ScheduleRule):
@@ -22,8 +22,7 @@ class AddRFactor(ScheduleRule):
         self.max_parallel_extent = -1
 
     def _initialize_with_tune_context(self, context: Any) -> None:
-        if self.max_jobs_per_core != -1:
-            self.max_parallel_extent = target_num_cores(context) * self.max_jobs_per_core
+        self.max_parallel_extent = max_parallel_extent(context, self.max_jobs_per_core)
 
     def apply(self, sch: Any, block: Any) -> list:
         _, realize, path = site(sch, block)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .rule_analysis import is_root, is_spatial_prim_func, site
-from .schedule_rule import ScheduleRule, target_num_cores
+from .schedule_rule import ScheduleRule, max_parallel_extent
 
 PARALLEL, VECTORIZE = "meta_schedule.parallel", "meta_schedule.vectorize"
 UNROLL_EXPLICIT, UNROLL_IMPLICIT = "meta_schedule.unroll_explicit", "meta_schedule.unroll_implicit"
@@ -26,8 +26,7 @@ class ParallelizeVectorizeUnroll(ScheduleRule):
         self.max_parallel_extent = -1
 
     def _initialize_with_tune_context(self, context: Any) -> None:
-        if self.max_jobs_per_core != -1:
-            self.max_parallel_extent = target_num_cores(context) * self.max_jobs_per_core
+        self.max_parallel_extent = max_parallel_extent(context, self.max_jobs_per_core)
 
     def apply(self, sch: Any, block: Any) -> list:
         fname, _, path = site(sch, block)

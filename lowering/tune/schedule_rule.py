@@ -36,12 +36,15 @@ class ScheduleRule:
         return f"meta_schedule.{type(self).__name__}"
 
 
-def target_num_cores(context: Any) -> int:
-    """The cores the task's target names (``-num-cores``), else this machine's."""
+def max_parallel_extent(context: Any, max_jobs_per_core: int) -> int:
+    """How many parallel jobs a rule may make: the target's cores (``-num-cores``, else this
+    machine's) times ``max_jobs_per_core``; -1 (no limit) when that is -1."""
     target = getattr(context, "target", None)
     if target is None:
         raise TVMSError("this schedule rule needs a TuneContext with a target")
-    return target.num_cores or os.cpu_count() or 1
+    if max_jobs_per_core == -1:
+        return -1
+    return (target.num_cores or os.cpu_count() or 1) * max_jobs_per_core
 
 
 PyScheduleRule = ScheduleRule  # TVM's base for rules written in Python: in tvms every rule is one
