@@ -8,8 +8,13 @@ more than one element; a dimension of one element binds the iterator directly.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import reduce
+from math import gcd
+
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer, Sum
+from ...ir.arith.split_sum import SplitTerm
 from ...ir.buffer import Buffer
 from ...ir.expr import GE, LT, Add, And, IntImm, IterVar, PrimExpr, Sub, Var, const, is_const_int
 from ...ir.function import PrimFunc
@@ -40,6 +45,9 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
             b = analyzer.term_bound(t)
             if b is None and (whole := everything.term_bound(t)) is not None and whole[0] == whole[1]:
                 b = whole
+            if b is None and (quotient := _outer_quotient(analyzer, t, inner)) is not None:
+                fixed.append(quotient)
+                continue
             if b is None:
                 return None
             a, c = b[0] * t.scale, b[1] * t.scale
@@ -50,6 +58,23 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
     dtype = e.dtype
     return (analyzer.simplify(Add(analyzer.to_expr(rest, dtype), const(low, dtype))),
             analyzer.simplify(Add(analyzer.to_expr(rest, dtype), const(high, dtype))))
+
+
+def _outer_quotient(analyzer: Analyzer, t: SplitTerm, inner: dict) -> SplitTerm | None:
+    """``(outer * g + r) // d`` with the inner part ``r`` in [0, g) and g dividing d is
+    ``outer // (d / g)``: the term without its inner loops (``(co_0 * 4 + co_2 * 2 + co_3) // 32``
+    is ``co_0 // 8``), as TVM's canonical simplifier finds."""
+    if t.upper is not None:
+        return None
+    s = analyzer.canonical(t.index)
+    outer = [u for u in s.terms if not any(id(v) in inner for v in _vars(u.index))]
+    rest = Sum(tuple(u for u in s.terms if u not in outer), s.base)
+    g = reduce(gcd, (u.scale for u in outer), 0)
+    bound = analyzer.sum_bound(rest)
+    if g <= 1 or t.lower % g or bound is None or bound[0] < 0 or bound[1] >= g:
+        return None
+    quotient = Sum(tuple(replace(u, scale=u.scale // g) for u in outer), 0)
+    return SplitTerm(analyzer.to_expr(quotient, t.index.dtype), t.lower // g, None, t.scale)
 
 
 def _vars(e: PrimExpr) -> list:
