@@ -72,7 +72,8 @@ def test_sketches_match_tvm(name: str) -> None:
         assert sch.trace.script(DIALECT) == trace.split("\n  sch.enter_postproc()")[0]
 
 
-@pytest.mark.parametrize("name", ["matmul_relu", "matmul_bias_relu", "row_sum"])  # (gmm: matmul_relu's rules)
+@pytest.mark.parametrize("name", ["matmul_relu", "matmul_bias_relu", "row_sum",  # (gmm: as matmul_relu)
+                                  pytest.param("sfm", marks=pytest.mark.slow)])  # (9 sketches)
 def test_every_candidate_computes_what_the_function_computes(name: str) -> None:
     """Each sketch, with the decisions tvms sampled, post-processed and compiled, against the
     reference executor on the unscheduled function."""
