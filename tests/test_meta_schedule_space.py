@@ -127,3 +127,27 @@ def test_grp_padding_computed_inside_the_group_loop_is_correct() -> None:
         got = [a.copy() for a in args[:-1]] + [np.zeros_like(args[-1])]
         tvms.build(postprocessed(replayed("grp", sketch, decisions)).mod["main"], target=TARGET)(*got)
         np.testing.assert_allclose(got[-1], args[-1], rtol=1e-4, atol=1e-4)
+
+
+def test_gpu_multi_level_tiling_matches_tvm() -> None:
+    """GMM on TVM's cuda rules (decisions of TVM's test_cuda_gmm): MultiLevelTiling SSSRRSRS bound
+    to blockIdx.x / vthread.x / threadIdx.x, shared read caches fetched cooperatively, a local
+    write cache. TVM's CrossThreadReduction and AutoBind, which tvms lacks, leave GMM alone."""
+    from tvms.meta_schedule import schedule_rule as sr
+
+    rules = [sr.ApplyCustomRule(),
+             sr.MultiLevelTiling("SSSRRSRS", tile_binds=["blockIdx.x", "vthread.x", "threadIdx.x"],
+                                 max_innermost_factor=64, vector_load_lens=[1, 2, 3, 4, 8, 16],
+                                 reuse_read=sr.ReuseType("must", [4], "shared"),
+                                 reuse_write=sr.ReuseType("must", [3], "local")),
+             sr.InlineConstantScalars(),
+             sr.AutoInline(True, True, True, False, False, False, []),
+             sr.ParallelizeVectorizeUnroll(-1, -1, [0, 16, 32, 64, 128, 256, 512, 1024], True)]
+    space = PostOrderApply(sch_rules=rules, postprocs=[], mutator_probs={})
+    target = "cuda -arch=sm_75 -max_threads_per_block=1024 -thread_warp_size=32"
+    (sketch,) = TuneContext(base("gmm"), target, space, rand_state=0).generate_design_space()
+    sch = Schedule(base("gmm"))
+    decisions = [[1, 1, 1, 1, 1], [1, 32, 1, 2, 2], [1, 1, 2, 64, 1], [1, 32, 4], 1, 0, 7]
+    with_decisions(sketch.trace, decisions).apply_to_schedule(sch, remove_postproc=True)
+    assert sch.mod.script(dialect=DIALECT) == (GOLDEN / "gmm_cuda_sketch0.tvms").read_text()
+    assert sch.trace.script(DIALECT) + "\n" == (GOLDEN / "gmm_cuda_sketch0.trace.py").read_text()

@@ -84,17 +84,18 @@ def _vars(e: PrimExpr) -> list:
 def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) -> list[tuple[PrimExpr, PrimExpr]]:
     """Per dimension, [lo, hi] of what the blocks under ``loop`` write (or read) of ``buffer``;
     a loop of ``around`` (the loop and those outside it) of one iteration is its value there, as
-    TVM's analyzer binds it."""
+    TVM's analyzer binds it, and one bound to threads that all see the buffer is covered whole."""
     units = {n.loop_var: n.min for n in around if is_const_int(n.extent, 1)}
     outer = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value) for n in around
              if isinstance(n.min, IntImm) and isinstance(n.extent, IntImm)}
+    shared_by = _threads_sharing(around, buffer.scope)
     found: list | None = None
     for node, path in walk_with_path(loop.body, (loop,)):
         if not isinstance(node, BlockRealize):
             continue
         regions = node.block.writes if writes else node.block.reads
         inner_loops = [n for n in enclosing_loops(path) if n is not loop]
-        inner = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value) for n in inner_loops
+        inner = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value) for n in inner_loops + shared_by
                  if isinstance(n.min, IntImm) and isinstance(n.extent, IntImm)}
         symbolic = {id(n.loop_var): n for n in inner_loops if id(n.loop_var) not in inner}
         binding = dict(zip((iv.var for iv in node.block.iter_vars), node.iter_values))
@@ -119,6 +120,25 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
     if found is None:
         raise ScheduleError(f"no block under loop '{loop.loop_var.name}' {'writes' if writes else 'reads'} "
                             f"buffer '{buffer.name}'")
+    return found
+
+
+_STORAGE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
+
+
+def _threads_sharing(around: list[For], scope: str) -> list[For]:
+    """The thread-bound loops of ``around`` whose threads all see a buffer of ``scope``, so the
+    region computed covers every thread of them (TVM's CanRelaxStorageUnderThread): a shared
+    buffer is one per thread block (threadIdx and vthread loops relax), a global one one for all."""
+    rank = _STORAGE_RANK.get(scope.split(".")[0])
+    found = []
+    for n in around:
+        tag = n.thread_binding.thread_tag if n.thread_binding is not None else ""
+        thread_rank = 0 if tag.startswith("blockIdx") else 1 if tag.startswith(("threadIdx", "vthread")) else None
+        if rank is None or thread_rank is None:
+            continue
+        if (tag == "threadIdx.x") if rank == 2 else rank <= thread_rank:
+            found.append(n)
     return found
 
 
