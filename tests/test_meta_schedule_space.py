@@ -6,6 +6,7 @@ computes."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -151,3 +152,33 @@ def test_gpu_multi_level_tiling_matches_tvm() -> None:
     with_decisions(sketch.trace, decisions).apply_to_schedule(sch, remove_postproc=True)
     assert sch.mod.script(dialect=DIALECT) == (GOLDEN / "gmm_cuda_sketch0.tvms").read_text()
     assert sch.trace.script(DIALECT) + "\n" == (GOLDEN / "gmm_cuda_sketch0.trace.py").read_text()
+
+
+@pytest.mark.parametrize("case", ["element_wise", "reduction_loop_only", "zero_dim_add"])
+def test_auto_bind_matches_tvm(case: str) -> None:
+    """The inputs of TVM's own AutoBind tests (generate_auto_bind_with_tvm.py); the sampled
+    thread count replayed as TVM drew it."""
+    from tvms.meta_schedule.schedule_rule import AutoBind
+
+    mod = tvms.script.from_source((GOLDEN / f"bind_{case}.tvms").read_text())
+    space = PostOrderApply(sch_rules=[AutoBind()], postprocs=[], mutator_probs={})
+    (sketch,) = TuneContext(mod, "cuda -max_threads_per_block=1024", space, rand_state=0).generate_design_space()
+    want_trace = (GOLDEN / f"bind_{case}_sketch.trace.py").read_text()
+    decisions = [int(d) for d in re.findall(r"decision=(\d+)", want_trace)]
+    sch = Schedule(mod)
+    with_decisions(sketch.trace, decisions).apply_to_schedule(sch, remove_postproc=True)
+    assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"bind_{case}_sketch.tvms").read_text()
+    assert sch.trace.script(DIALECT) + "\n" == want_trace
+
+
+@pytest.mark.parametrize("case", ["norm_bmn", "reshape", "reshape_large", "unrolled"])
+def test_rewrite_unbound_block_matches_tvm(case: str) -> None:
+    """The inputs of TVM's own RewriteUnboundBlock tests (generate_auto_bind_with_tvm.py)."""
+    from tvms.meta_schedule.postproc import RewriteUnboundBlock
+
+    mod = tvms.script.from_source((GOLDEN / f"unbound_{case}.tvms").read_text())
+    postproc = RewriteUnboundBlock()
+    TuneContext(mod, "cuda -max_threads_per_block=1024", PostOrderApply(sch_rules=[], postprocs=[postproc], mutator_probs={}))
+    sch = Schedule(mod)
+    assert postproc.apply(sch)
+    assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"unbound_{case}_after.tvms").read_text()

@@ -2,7 +2,6 @@
 optionally keep its output in a write cache computed at one of the levels."""
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any, NamedTuple
@@ -12,11 +11,6 @@ from ...ir.expr import COMM_REDUCE, DATA_PAR
 from ...ir.stmt import For, SeqStmt
 from .rule_analysis import TILING_STRUCTURE, const_int, is_write_cache, needs_multi_level_tiling, site
 from .schedule_rule import ScheduleRule
-
-
-def float32(x: float) -> float:
-    """``x`` as a float32 holds it (TVM's sampling probabilities are float32 constants)."""
-    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 class ReuseType(NamedTuple):
@@ -192,7 +186,7 @@ class MultiLevelTiling(ScheduleRule):
                    "int8": lambda n: n <= 16}.get(dtype, lambda n: True)
         lens = [n for n in self.vector_load_lens if allowed(n)]
         if lens:
-            length = sch.sample_categorical(lens, [float32(1.0 / len(lens))] * len(lens))
+            length = sch.sample_categorical(lens, [1.0 / len(lens)] * len(lens))
             sch.annotate(cache, "meta_schedule.cooperative_fetch", length)
 
     def _add_async_pipeline(self, state: _State) -> list[_State]:
