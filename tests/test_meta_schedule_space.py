@@ -182,3 +182,24 @@ def test_rewrite_unbound_block_matches_tvm(case: str) -> None:
     sch = Schedule(mod)
     assert postproc.apply(sch)
     assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"unbound_{case}_after.tvms").read_text()
+
+
+@pytest.mark.parametrize("case", ["softmax", "softmax_inlined", "argmax"])
+def test_cross_thread_reduction_matches_tvm(case: str) -> None:
+    """The workloads of TVM's own CrossThreadReduction tests (generate_cross_thread_with_tvm.py):
+    every sketch, with TVM's sampled thread counts, module and trace byte for byte."""
+    from tvms.meta_schedule.schedule_rule import CrossThreadReduction
+
+    mod = tvms.script.from_source((GOLDEN / f"xthread_{case}.tvms").read_text())
+    rule = CrossThreadReduction([4, 8, 16, 32, 64, 128, 256, 512])
+    space = PostOrderApply(sch_rules=[rule], postprocs=[], mutator_probs={})
+    target = "cuda -max_threads_per_block=1024 -thread_warp_size=32"
+    sketches = TuneContext(mod, target, space, rand_state=0).generate_design_space()
+    assert len(sketches) == len(list(GOLDEN.glob(f"xthread_{case}_sketch*.tvms")))
+    for k, sketch in enumerate(sketches):
+        want_trace = (GOLDEN / f"xthread_{case}_sketch{k}.trace.py").read_text()
+        sch = Schedule(mod)
+        decisions = [int(d) for d in re.findall(r"decision=(\d+)", want_trace)]
+        with_decisions(sketch.trace, decisions).apply_to_schedule(sch, remove_postproc=True)
+        assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"xthread_{case}_sketch{k}.tvms").read_text()
+        assert sch.trace.script(DIALECT) + "\n" == want_trace

@@ -904,7 +904,8 @@ class Schedule:
             pass
         places[-1] = None
         probe = self.copy()  # looking up the consumers must not extend this schedule's trace
-        consumers = [probe._block(c)[2] + (probe._block(c)[1],) for c in probe.get_consumers(block)]
+        consumers = [tuple(p for p in probe._block(c)[2] if isinstance(p, (Block, For))) + (probe._block(c)[1],)
+                     for c in probe.get_consumers(block)]  # (the blocks and loops: TVM's sref tree)
         if not consumers:
             return places
         shared = consumers[0][:-1]

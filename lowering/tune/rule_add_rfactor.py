@@ -30,7 +30,7 @@ class AddRFactor(ScheduleRule):
             return [sch]
         original = sch.copy()
         original.seed(sch.fork_seed())
-        fused, n_spatial = _reorder_and_fuse_reduction_loops(sch, block)
+        fused, n_spatial = reorder_and_fuse_reduction_loops(sch, block)
         factors = sch.sample_perfect_tile(fused, n=2, max_innermost_factor=self.max_innermost_factor)
         branches = []
         for split in sch.split(fused, factors):
@@ -47,7 +47,7 @@ class AddRFactor(ScheduleRule):
         return branches + [original]
 
 
-def _reorder_and_fuse_reduction_loops(sch: Any, block: Any) -> tuple[Any, int]:
+def reorder_and_fuse_reduction_loops(sch: Any, block: Any) -> tuple[Any, int]:
     """Spatial loops outside, reduction loops inside, the reductions fused into one loop."""
     loops = sch.get_loops(block)
     kinds = [loop_iter_type(sch.get(loop)) for loop in loops]
