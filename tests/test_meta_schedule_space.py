@@ -130,10 +130,12 @@ def test_grp_padding_computed_inside_the_group_loop_is_correct() -> None:
         np.testing.assert_allclose(got[-1], args[-1], rtol=1e-4, atol=1e-4)
 
 
-def test_gpu_multi_level_tiling_matches_tvm() -> None:
-    """GMM on TVM's cuda rules (decisions of TVM's test_cuda_gmm): MultiLevelTiling SSSRRSRS bound
-    to blockIdx.x / vthread.x / threadIdx.x, shared read caches fetched cooperatively, a local
-    write cache. TVM's CrossThreadReduction and AutoBind, which tvms lacks, leave GMM alone."""
+def test_gpu_space_matches_tvm() -> None:
+    """GMM on TVM's cuda rules and postprocessors (decisions VerifyGPUCode accepts): MultiLevelTiling
+    SSSRRSRS bound to blockIdx.x / vthread.x / threadIdx.x, shared read caches fetched
+    cooperatively, a local write cache; then the caches' fetch bound to the threads and vectorized,
+    the unroll mark and the reduction's init. (TVM's VerifyGPUCode, which tvms lacks, accepts it.)"""
+    from tvms.meta_schedule import postproc as pp
     from tvms.meta_schedule import schedule_rule as sr
 
     rules = [sr.ApplyCustomRule(),
@@ -143,15 +145,22 @@ def test_gpu_multi_level_tiling_matches_tvm() -> None:
                                  reuse_write=sr.ReuseType("must", [3], "local")),
              sr.InlineConstantScalars(),
              sr.AutoInline(True, True, True, False, False, False, []),
-             sr.ParallelizeVectorizeUnroll(-1, -1, [0, 16, 32, 64, 128, 256, 512, 1024], True)]
-    space = PostOrderApply(sch_rules=rules, postprocs=[], mutator_probs={})
+             sr.CrossThreadReduction([4, 8, 16, 32, 64, 128, 256, 512]),
+             sr.ParallelizeVectorizeUnroll(-1, -1, [0, 16, 32, 64, 128, 256, 512, 1024], True),
+             sr.AutoBind(256, [32, 64, 128, 256, 512, 1024])]
+    postprocs = [pp.DisallowDynamicLoop(), pp.RewriteCooperativeFetch(), pp.RewriteUnboundBlock(256),
+                 pp.RewriteParallelVectorizeUnroll(), pp.RewriteReductionBlock()]
+    space = PostOrderApply(sch_rules=rules, postprocs=postprocs, mutator_probs={})
     target = "cuda -arch=sm_75 -max_threads_per_block=1024 -thread_warp_size=32"
     (sketch,) = TuneContext(base("gmm"), target, space, rand_state=0).generate_design_space()
     sch = Schedule(base("gmm"))
-    decisions = [[1, 1, 1, 1, 1], [1, 32, 1, 2, 2], [1, 1, 2, 64, 1], [1, 32, 4], 1, 0, 7]
+    decisions = [[1, 1, 1, 1, 1], [1, 4, 8, 2, 2], [1, 1, 4, 32, 1], [16, 2, 4], 1, 0, 7]
     with_decisions(sketch.trace, decisions).apply_to_schedule(sch, remove_postproc=True)
     assert sch.mod.script(dialect=DIALECT) == (GOLDEN / "gmm_cuda_sketch0.tvms").read_text()
-    assert sch.trace.script(DIALECT) + "\n" == (GOLDEN / "gmm_cuda_sketch0.trace.py").read_text()
+    sch.enter_postproc()
+    assert all(postproc.apply(sch) for postproc in postprocs)
+    assert sch.mod.script(dialect=DIALECT) == (GOLDEN / "gmm_cuda_sketch0_post.tvms").read_text()
+    assert sch.trace.script(DIALECT) + "\n" == (GOLDEN / "gmm_cuda_sketch0_post.trace.py").read_text()
 
 
 @pytest.mark.parametrize("case", ["element_wise", "reduction_loop_only", "zero_dim_add"])
