@@ -30,8 +30,16 @@ DECISIONS = json.loads((GOLDEN / "decisions.json").read_text())
 FUSED_BINDING_ORDER_DIFFERS = {"grp"}
 
 
+def golden(file: str) -> str:
+    return (GOLDEN / file).read_text()
+
+
 def base(name: str) -> tvms.IRModule:
-    return tvms.IRModule({"main": tvms.script.from_source((GOLDEN / f"{name}.tvms").read_text())})
+    return tvms.IRModule({"main": tvms.script.from_source(golden(f"{name}.tvms"))})
+
+
+def parsed(file: str) -> tvms.IRModule:
+    return tvms.script.from_source(golden(file))
 
 
 def design_space(name: str, seed: int = 0, postprocs: list | None = None) -> list[Schedule]:
@@ -45,10 +53,24 @@ def with_decisions(trace: Trace, decisions: list) -> Trace:
     return Trace(list(trace.insts), dict(zip(sampled, decisions)), trace.dialect)
 
 
-def replayed(name: str, sketch: Schedule, decisions: list) -> Schedule:
-    sch = Schedule(base(name))
+def replayed(mod: "str | tvms.IRModule", sketch: Schedule, decisions: list) -> Schedule:
+    """The sketch's trace replayed on ``mod`` (a workload's name or a module) with ``decisions``."""
+    sch = Schedule(base(mod) if isinstance(mod, str) else mod)
     with_decisions(sketch.trace, decisions).apply_to_schedule(sch, remove_postproc=True)
     return sch
+
+
+def assert_prints(sch: Schedule, stem: str, trace: bool = True) -> None:
+    """The module is ``<stem>.tvms`` and the trace ``<stem>.trace.py``, byte for byte."""
+    assert sch.mod.script(dialect=DIALECT) == golden(f"{stem}.tvms")
+    if trace:
+        assert sch.trace.script(DIALECT) + "\n" == golden(f"{stem}.trace.py")
+
+
+def sketch_matches(mod: tvms.IRModule, sketch: Schedule, stem: str) -> None:
+    """The sketch with the decisions of the golden trace (sample_categorical only) prints as TVM's."""
+    decisions = [int(d) for d in re.findall(r"decision=(\d+)", golden(f"{stem}.trace.py"))]
+    assert_prints(replayed(mod, sketch, decisions), stem)
 
 
 def postprocessed(sch: Schedule) -> Schedule:
@@ -64,11 +86,11 @@ def test_sketches_match_tvm(name: str) -> None:
     assert len(sketches) == len(DECISIONS[name])
     for k, (sketch, decisions) in enumerate(zip(sketches, DECISIONS[name])):
         sch = replayed(name, sketch, decisions)
-        assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"{name}_sketch{k}.tvms").read_text()
+        assert_prints(sch, f"{name}_sketch{k}", trace=False)
         post = postprocessed(sch)
         if name not in FUSED_BINDING_ORDER_DIFFERS:
-            assert post.mod.script(dialect=DIALECT) == (GOLDEN / f"{name}_sketch{k}_post.tvms").read_text()
-        trace = (GOLDEN / f"{name}_sketch{k}_post.trace.py").read_text()
+            assert_prints(post, f"{name}_sketch{k}_post")
+        trace = golden(f"{name}_sketch{k}_post.trace.py")
         assert post.trace.script(DIALECT) + "\n" == trace
         assert sch.trace.script(DIALECT) == trace.split("\n  sch.enter_postproc()")[0]
 
@@ -95,10 +117,9 @@ def test_rewrite_parallel_vectorize_unroll_matches_tvm(case: str) -> None:
     """The inputs of TVM's own RewriteParallelVectorizeUnroll tests (generate_postproc_with_tvm.py)."""
     from tvms.lowering.tune.postproc_rewrite_parallel_vectorize_unroll import RewriteParallelVectorizeUnroll
 
-    sch = Schedule(tvms.script.from_source((GOLDEN / f"pvu_{case}.tvms").read_text()))
+    sch = Schedule(parsed(f"pvu_{case}.tvms"))
     assert RewriteParallelVectorizeUnroll().apply(sch)
-    assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"pvu_{case}_after.tvms").read_text()
-    assert sch.trace.script(DIALECT) + "\n" == (GOLDEN / f"pvu_{case}_after.trace.py").read_text()
+    assert_prints(sch, f"pvu_{case}_after")
 
 
 def test_c1d_candidates_compute_the_convolution() -> None:
@@ -153,14 +174,11 @@ def test_gpu_space_matches_tvm() -> None:
     space = PostOrderApply(sch_rules=rules, postprocs=postprocs, mutator_probs={})
     target = "cuda -arch=sm_75 -max_threads_per_block=1024 -thread_warp_size=32"
     (sketch,) = TuneContext(base("gmm"), target, space, rand_state=0).generate_design_space()
-    sch = Schedule(base("gmm"))
-    decisions = [[1, 1, 1, 1, 1], [1, 4, 8, 2, 2], [1, 1, 4, 32, 1], [16, 2, 4], 1, 0, 7]
-    with_decisions(sketch.trace, decisions).apply_to_schedule(sch, remove_postproc=True)
-    assert sch.mod.script(dialect=DIALECT) == (GOLDEN / "gmm_cuda_sketch0.tvms").read_text()
+    sch = replayed("gmm", sketch, [[1, 1, 1, 1, 1], [1, 4, 8, 2, 2], [1, 1, 4, 32, 1], [16, 2, 4], 1, 0, 7])
+    assert_prints(sch, "gmm_cuda_sketch0", trace=False)
     sch.enter_postproc()
     assert all(postproc.apply(sch) for postproc in postprocs)
-    assert sch.mod.script(dialect=DIALECT) == (GOLDEN / "gmm_cuda_sketch0_post.tvms").read_text()
-    assert sch.trace.script(DIALECT) + "\n" == (GOLDEN / "gmm_cuda_sketch0_post.trace.py").read_text()
+    assert_prints(sch, "gmm_cuda_sketch0_post")
 
 
 @pytest.mark.parametrize("case", ["element_wise", "reduction_loop_only", "zero_dim_add"])
@@ -169,15 +187,10 @@ def test_auto_bind_matches_tvm(case: str) -> None:
     thread count replayed as TVM drew it."""
     from tvms.meta_schedule.schedule_rule import AutoBind
 
-    mod = tvms.script.from_source((GOLDEN / f"bind_{case}.tvms").read_text())
+    mod = parsed(f"bind_{case}.tvms")
     space = PostOrderApply(sch_rules=[AutoBind()], postprocs=[], mutator_probs={})
     (sketch,) = TuneContext(mod, "cuda -max_threads_per_block=1024", space, rand_state=0).generate_design_space()
-    want_trace = (GOLDEN / f"bind_{case}_sketch.trace.py").read_text()
-    decisions = [int(d) for d in re.findall(r"decision=(\d+)", want_trace)]
-    sch = Schedule(mod)
-    with_decisions(sketch.trace, decisions).apply_to_schedule(sch, remove_postproc=True)
-    assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"bind_{case}_sketch.tvms").read_text()
-    assert sch.trace.script(DIALECT) + "\n" == want_trace
+    sketch_matches(mod, sketch, f"bind_{case}_sketch")
 
 
 @pytest.mark.parametrize("case", ["norm_bmn", "reshape", "reshape_large", "unrolled"])
@@ -185,12 +198,13 @@ def test_rewrite_unbound_block_matches_tvm(case: str) -> None:
     """The inputs of TVM's own RewriteUnboundBlock tests (generate_auto_bind_with_tvm.py)."""
     from tvms.meta_schedule.postproc import RewriteUnboundBlock
 
-    mod = tvms.script.from_source((GOLDEN / f"unbound_{case}.tvms").read_text())
+    mod = parsed(f"unbound_{case}.tvms")
     postproc = RewriteUnboundBlock()
-    TuneContext(mod, "cuda -max_threads_per_block=1024", PostOrderApply(sch_rules=[], postprocs=[postproc], mutator_probs={}))
+    TuneContext(mod, "cuda -max_threads_per_block=1024", PostOrderApply(sch_rules=[], postprocs=[postproc],
+                                                                        mutator_probs={}))
     sch = Schedule(mod)
     assert postproc.apply(sch)
-    assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"unbound_{case}_after.tvms").read_text()
+    assert_prints(sch, f"unbound_{case}_after", trace=False)
 
 
 @pytest.mark.parametrize("case", ["softmax", "softmax_inlined", "argmax"])
@@ -199,16 +213,11 @@ def test_cross_thread_reduction_matches_tvm(case: str) -> None:
     every sketch, with TVM's sampled thread counts, module and trace byte for byte."""
     from tvms.meta_schedule.schedule_rule import CrossThreadReduction
 
-    mod = tvms.script.from_source((GOLDEN / f"xthread_{case}.tvms").read_text())
+    mod = parsed(f"xthread_{case}.tvms")
     rule = CrossThreadReduction([4, 8, 16, 32, 64, 128, 256, 512])
     space = PostOrderApply(sch_rules=[rule], postprocs=[], mutator_probs={})
     target = "cuda -max_threads_per_block=1024 -thread_warp_size=32"
     sketches = TuneContext(mod, target, space, rand_state=0).generate_design_space()
     assert len(sketches) == len(list(GOLDEN.glob(f"xthread_{case}_sketch*.tvms")))
     for k, sketch in enumerate(sketches):
-        want_trace = (GOLDEN / f"xthread_{case}_sketch{k}.trace.py").read_text()
-        sch = Schedule(mod)
-        decisions = [int(d) for d in re.findall(r"decision=(\d+)", want_trace)]
-        with_decisions(sketch.trace, decisions).apply_to_schedule(sch, remove_postproc=True)
-        assert sch.mod.script(dialect=DIALECT) == (GOLDEN / f"xthread_{case}_sketch{k}.tvms").read_text()
-        assert sch.trace.script(DIALECT) + "\n" == want_trace
+        sketch_matches(mod, sketch, f"xthread_{case}_sketch{k}")
