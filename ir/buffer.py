@@ -25,7 +25,7 @@ class Buffer(Node):
     elem_offset: PrimExpr | None = None
     name: str = hint(default="buffer")
     data_alignment: int = DEFAULT_ALIGN
-    offset_factor: int = 0  # 0: not given (TVM prints offset_factor only when it was)
+    offset_factor: int = 1  # (TVM's default; decl_buffer reads 0, "not given", as 1)
     buffer_type: str = "default"  # or "auto_broadcast"
     axis_separators: tuple = ()
     # TVM 0.27's mutable scalar: a one-element buffer with TVM's default tile layout, which
@@ -38,13 +38,24 @@ class Buffer(Node):
     def one_element(self) -> bool:
         """One element in a plain layout: what TVM 0.27 writes as a scalar once it is laid out."""
         return (len(self.shape) == 1 and isinstance(self.shape[0], IntImm) and self.shape[0].value == 1
-                and not self.strides and self.data_alignment == DEFAULT_ALIGN and self.offset_factor in (0, 1))
+                and not self.strides and self.data_alignment == DEFAULT_ALIGN and self.offset_factor == 1)
 
     @property
     def is_scalar(self) -> bool:
         """Printed as a scalar: TVM's ``BufferVar::IsScalar`` (one element, default layout; a
         declared one, ``T.decl_scalar``, may sit at an offset)."""
         return self.scalar and self.one_element
+
+    @property
+    def index_dtype(self) -> DataType:
+        """TVM's default index type of the buffer: its first dimension's, int64 for a 0-d one.
+        ``elem_offset=None`` stands for a zero of this type."""
+        return _index_dtype(self.shape)
+
+    @property
+    def offset(self) -> PrimExpr:
+        """The element offset as a value (``A.elem_offset`` in a script)."""
+        return IntImm(self.index_dtype, 0) if self.elem_offset is None else self.elem_offset
 
     @property
     def scope(self) -> str:
@@ -62,17 +73,26 @@ class Buffer(Node):
         return BufferLoad(self, tuple(const(i) for i in indices))
 
 
+def _index_dtype(shape: tuple) -> DataType:
+    return shape[0].dtype if shape else DataType("int64")
+
+
 def decl_buffer(shape, dtype="float32", name="buffer", *, data: Var | None = None, scope="global",
                 strides=(), elem_offset=None, data_alignment=DEFAULT_ALIGN, offset_factor=0,
                 buffer_type="default", axis_separators=(), span=None) -> Buffer:
-    """Make a Buffer, creating its data pointer when none is given."""
+    """Make a Buffer, creating its data pointer when none is given. An offset of zero in the
+    buffer's index type is the default, None. ``offset_factor=0`` means none was given, which
+    TVM stores as 1 (unlike TVM's decl_buffer, this one makes no offset variable for a factor:
+    passes copy buffers through it, and the parser makes that variable)."""
     from .expr import const
 
     dt = DataType(dtype)
     shape = tuple(const(s, "int32") if isinstance(s, int) else s for s in shape)
     if data is None:
         data = Var(name, handle, PointerType(dt, scope))
-    return Buffer(data, dt, shape, tuple(strides), elem_offset, name, data_alignment, offset_factor,
+    if isinstance(elem_offset, IntImm) and elem_offset.value == 0 and elem_offset.dtype == _index_dtype(shape):
+        elem_offset = None  # (the default; TVM prints a zero of another dtype)
+    return Buffer(data, dt, shape, tuple(strides), elem_offset, name, data_alignment, offset_factor or 1,
                   buffer_type, tuple(axis_separators), span=span)
 
 

@@ -63,8 +63,8 @@ def _extent(e: PrimExpr, extents: dict) -> PrimExpr:
         if kind == "div":
             size = IntImm(d.dtype, -(-d.value // c)) if isinstance(d, IntImm) else \
                 FloorDiv(Sub(d, FloorMod(d, IntImm(d.dtype, -c))), IntImm(d.dtype, c))  # (TVM's ceildiv)
-        elif kind == "mod":
-            size = IntImm(d.dtype, min(d.value, c)) if isinstance(d, IntImm) else IntImm(d.dtype, c)
+        elif kind == "mod":  # (c even over fewer values: TVM pads i % 16 over 14 to 16)
+            size = IntImm(d.dtype, c)
         else:
             size = d
         spans.append((size, scale))

@@ -45,6 +45,12 @@ def derived(**kwargs: Any) -> Any:
     return field(init=False, repr=False, metadata={"derived": True}, **kwargs)
 
 
+def aside(**kwargs: Any) -> Any:
+    """A note on how the source wrote a node, for the printer alone: the walkers (visitors,
+    mutators, structural equality) do not see it, and a pass may leave it stale."""
+    return field(metadata={"aside": True}, **kwargs)
+
+
 def hint(**kwargs: Any) -> Any:
     """A field that guides printing only; ignored by structural equality."""
     return field(metadata={"structural": False}, **kwargs)
@@ -91,7 +97,7 @@ def walk_fields(cls: type) -> tuple[tuple[str, bool, bool], ...]:
         hit = tuple(
             (f.name, bool(f.metadata.get("binds")), f.metadata.get("structural", True))
             for f in dataclasses.fields(cls)
-            if f.name != "span" and not f.metadata.get("derived")
+            if f.name != "span" and not f.metadata.get("derived") and not f.metadata.get("aside")
         )
         Node._walk_fields[cls] = hit
     return hit

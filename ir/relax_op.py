@@ -23,9 +23,10 @@ SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed", "
                "relax.call_tir_with_grad", "relax.vm.call_tir_dyn", "relax.make_closure",
                "relax.invoke_closure", "relax.invoke_pure_closure")
 
-# The operators whose constructor makes a Python float argument a float64 scalar, as TVM's
-# ``relax.prim_value`` does (``R.clip(x, 0.0, 6.0)``): the parser hands such literals to them as
-# they are, where elsewhere a bare float is a float32 (``R.add(x, 1.5)``).
+# The operators whose Python function makes a float argument a float64 scalar, as TVM's
+# ``relax.prim_value`` does (``R.clip(x, 0.0, 6.0)``, also by keyword), as a bare float is outside
+# operators (tuples, ``R.call_packed``); TVM's FFI hands the other operators a float32
+# (``R.add(x, 1.5)``).
 PRIM_VALUE_ARGS: set[str] = set()
 
 # Attribute kinds, which decide how values are checked, stored and printed.
@@ -71,6 +72,9 @@ class OpSpec:
     # The operator a call really builds, by its bound arguments, when it is another one
     # (``R.nn.attention(q, k, v, bias)`` builds nn.attention_bias, as in TVM); None: this one.
     redirect: Callable[[tuple], str | None] | None = None
+    # Attributes of any name, kept as given (``R.call_packed("f", x, test_attr=True)``: TVM's
+    # DictAttrs); ``attrs`` is then empty.
+    free_attrs: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,9 +99,9 @@ def register(script_name: str, args: tuple[str, ...], infer: Callable[[CallInfo]
              attrs: tuple[Attr, ...] = (), *, name: str | None = None, variadic: bool = False,
              min_args: int | None = None, prepare: Callable | None = None,
              positional: tuple[str, ...] | None = None, arg_defaults: dict | None = None,
-             redirect: Callable | None = None) -> OpSpec:
+             redirect: Callable | None = None, free_attrs: bool = False) -> OpSpec:
     spec = OpSpec(name or f"relax.{script_name}", script_name, args, attrs, infer, variadic, min_args,
-                  prepare, positional, arg_defaults, redirect)
+                  prepare, positional, arg_defaults, redirect, free_attrs)
     _BY_NAME[spec.name] = spec
     _BY_SCRIPT[script_name] = spec
     return spec
@@ -231,6 +235,8 @@ def _attr_from_relax(value: Any) -> Any:
 
 def normalize_attrs(spec: OpSpec, attrs: dict) -> FrozenDict:
     """All of the op's attributes, defaults filled in, in the declared order."""
+    if spec.free_attrs:
+        return FrozenDict(attrs)
     unknown = set(attrs) - {a.name for a in spec.attrs}
     if unknown:
         raise TVMSError(f"R.{spec.script_name} has no attribute {sorted(unknown)[0]!r}; "

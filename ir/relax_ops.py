@@ -208,7 +208,7 @@ def _infer_call_packed(info: CallInfo) -> StructInfo:
 
 register("call_tir", ("func", "args", "packed_ints"), _infer_call_tir, min_args=2, prepare=_prepare_dps)
 register("call_dps_packed", ("func", "args"), _infer_call_dps_packed, prepare=_prepare_dps)
-register("call_packed", ("func", "args"), _infer_call_packed, variadic=True, min_args=1)
+register("call_packed", ("func", "args"), _infer_call_packed, variadic=True, min_args=1, free_attrs=True)
 
 # ---------------------------------------------------------------- the other families
 # (they register on import)

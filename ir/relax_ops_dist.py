@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from .distributed import DTensorStructInfo
 from .expr import IntImm
-from .relax_infer import (describe, dim_floordiv, dim_mul, infer_broadcast, infer_unary, infer_unary_float,
-                          make_tensor, tensor_arg)
+from .relax_infer import describe, dim_floordiv, dim_mul, make_tensor, tensor_arg
 from .relax_op import ATTR_ANY, ATTR_BOOL, ATTR_INT, ATTR_STR, Attr, CallInfo, OpSpec, register
-from .relax_ops import _infer_call_tir, _infer_check, _infer_compare, _prepare_dps
+from .relax_ops import _infer_call_tir, _prepare_dps
 from .struct_info import ObjectStructInfo, StructInfo
 
 
@@ -76,14 +75,23 @@ register("ccl.broadcast_from_worker0", ("x",), _same)
 register("ccl.scatter_from_worker0", ("x",), _infer_scatter,
          (Attr("num_workers", None, ATTR_INT, required=True), Attr("axis", 0, ATTR_INT)))
 
-_ELEMENTWISE = (infer_broadcast, infer_unary, infer_unary_float, _infer_compare, _infer_check)
+# The operators TVM infers on DTensors element by element, by name (the unary, binary, comparison
+# and nn activation operators that src/relax/op/distributed gives an elementwise dist rule)
+DTENSOR_ELEMENTWISE = frozenset("relax." + name for name in (
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "bitwise_not", "ceil", "cos", "cosh",
+    "exp", "floor", "log", "logical_not", "negative", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh",
+    "square", "sqrt", "tan", "tanh", "erf", "isfinite", "isinf", "isnan",
+    "add", "divide", "floor_divide", "multiply", "power", "subtract", "mod", "floor_mod", "minimum",
+    "maximum", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "left_shift", "right_shift", "equal", "greater", "greater_equal", "less", "less_equal", "not_equal",
+    "nn.relu", "nn.gelu", "nn.gelu_tanh", "nn.silu"))
 
 
 def infer_on_dtensors(spec: OpSpec, info: CallInfo) -> StructInfo:
     """The struct info of an elementwise operator called on DTensors: what it infers for the local
     tensors, distributed as its highest-rank DTensor operand (the others on the same mesh, placed
     alike or replicated)."""
-    if spec.infer not in _ELEMENTWISE:
+    if spec.name not in DTENSOR_ELEMENTWISE:
         return ObjectStructInfo()  # (not inferred: the binding's annotation, which TVM prints, says it)
     dtensors = [s for s in info.sinfo if isinstance(s, DTensorStructInfo)]
     first = max(dtensors, key=lambda d: d.tensor_sinfo.ndim)
@@ -96,4 +104,4 @@ def infer_on_dtensors(spec: OpSpec, info: CallInfo) -> StructInfo:
     return DTensorStructInfo(out, first.device_mesh, first.placement)
 
 
-__all__ = ["infer_on_dtensors"]
+__all__ = ["DTENSOR_ELEMENTWISE", "infer_on_dtensors"]

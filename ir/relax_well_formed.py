@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from . import relax as rx
-from .errors import TVMSError
+from .errors import ScriptError, TVMSError
 from .expr import Var as SizeVar
 from .module import GlobalVar, IRModule
+from .struct_info import conflict
 from .visitor import collect
 
 
@@ -143,4 +144,18 @@ def well_formed(obj: "IRModule | rx.Function", check_struct_info: bool = True) -
     return well_formed_problem(obj) is None
 
 
-__all__ = ["well_formed", "well_formed_problem"]
+def verify_return_annotations(mod: IRModule) -> None:
+    """Raise a ``ScriptError`` at a Relax function whose return annotation no value of its body
+    can satisfy (a kind, dtype, rank or constant size that differs). TVM reads and compiles such
+    a function, which fails when it returns; ``tvms.compile`` refuses it before that."""
+    for gv in sorted(mod.get_global_vars(), key=lambda g: g.name_hint):
+        func = mod[gv]
+        if not isinstance(func, rx.Function):
+            continue
+        reason = conflict(func.ret_struct_info, func.body.struct_info)
+        if reason is not None:
+            raise ScriptError(f"{gv.name_hint}: the return annotation contradicts the value returned "
+                              f"(annotation vs value: {reason})", func.span)
+
+
+__all__ = ["verify_return_annotations", "well_formed", "well_formed_problem"]

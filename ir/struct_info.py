@@ -159,6 +159,13 @@ def defined_sizes(sinfos: Any) -> set:
     return {id(v) for s in sinfos for v in collect(s, Var)}
 
 
+def own_sizes(params: Any) -> list:
+    """The size variables that scalar parameters are (``n: R.Prim(value="n")``, TVM 0.27's
+    ``n: T.int64``): a parameter's value named as the parameter."""
+    return [p.struct_info.value for p in params if isinstance(p.struct_info, PrimStructInfo)
+            and isinstance(p.struct_info.value, Var) and p.struct_info.value.name == p.name]
+
+
 def static_dims(sinfo: StructInfo) -> tuple[int, ...] | None:
     """Concrete integer dimensions when all are constants."""
     dims = sinfo.dims if isinstance(sinfo, TensorStructInfo) else None

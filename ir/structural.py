@@ -15,7 +15,7 @@ from .buffer import Buffer
 from .deep import deep_recursion
 from .errors import TVMSError
 from .expr import Var
-from .relax import Var as RelaxVar
+from .relax import Function, Var as RelaxVar, VarBinding
 from .module import IRModule
 from .node import FrozenDict, Node, walk_fields
 
@@ -92,7 +92,10 @@ class _Equal:
                 self.fail(path, a, b)
 
     def node(self, a: Node, b: Node, path: _Path, binding: bool) -> None:
-        for name, binds, structural in walk_fields(type(a)):
+        fields = walk_fields(type(a))
+        if isinstance(a, VarBinding) and isinstance(a.value, Function):
+            fields = fields[::-1]  # (a local function may call itself: its variable is bound first)
+        for name, binds, structural in fields:
             if structural:
                 self.value(getattr(a, name), getattr(b, name), (path, "." + name), binding or binds)
 

@@ -31,8 +31,10 @@ from ..ir.registry import get_global_func
 from ..ir.relax_op import SPECIAL_OPS
 from ..ir.target import Target, as_target
 from ..ir.visitor import collect
+from ..ir.relax_well_formed import verify_return_annotations
 from ..ir.well_formed import verify_well_formed
 from .targets import TargetKind, target_kind
+from .tir.canonicalize_loop import canonicalize_loop
 
 # operator-name prefixes the VM runs itself (allocation, not computation): not "Relax operators"
 _RUNTIME_OPS = ("relax.builtin.", "relax.vm.", "relax.memory.", "builtin.", "vm.")
@@ -70,10 +72,11 @@ def _prim_funcs(mod_or_func: Any, name: str) -> dict:
 
 def lower_prim_func(func: PrimFunc, row: TargetKind, target: Target) -> PrimFunc:
     """The TIR pipeline step: ``func`` checked and, while blocks remain, lowered to loop-level
-    code by the target's pipeline."""
+    code by the target's pipeline (loop-level code has its loops counted from 0 in steps of 1,
+    the pipeline's first pass, which every code generator expects)."""
     verify_well_formed(func)  # (a function built in Python was not checked by the parser)
     if not collect(func.body, (S.Block, S.BlockRealize)):
-        return func
+        return canonicalize_loop(func)
     return row.lower(func, target)
 
 
@@ -164,6 +167,7 @@ def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: b
                         f"not {type(mod).__name__}")
     if _prim_funcs_only(mod):
         return build(default_schedules(mod, target, row) if schedule else mod, target)
+    verify_return_annotations(mod)
     mod = run_relax_pipeline(mod, relax_pipeline, schedule)
     if schedule:
         mod = default_schedules(mod, target, row)

@@ -115,8 +115,9 @@ class Function:
                             f"scalar, got {type(value).__name__}")
         return value
 
-    def time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0) -> "Evaluator":
-        return Evaluator(self, number, repeat, min_repeat_ms)
+    def time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0,
+                       f_preproc: Callable | None = None) -> "Evaluator":
+        return Evaluator(self, number, repeat, min_repeat_ms, f_preproc)
 
 
 def _owner(arr: np.ndarray) -> np.ndarray | None:
@@ -305,12 +306,15 @@ class TimingResult:
 
 class Evaluator:
     """``lib.time_evaluator(name, ...)``: runs the function ``number`` times per repeat after one
-    warm-up call; the arguments are checked and packed once, outside the timed loop."""
+    warm-up call; the arguments are checked and packed once, outside the timed loop.
+    ``f_preproc(*args)``, when given, runs before each repeat, untimed (TVM's: a cache flush)."""
 
-    def __init__(self, function: Function, number: int, repeat: int, min_repeat_ms: float) -> None:
+    def __init__(self, function: Function, number: int, repeat: int, min_repeat_ms: float,
+                 f_preproc: Callable | None = None) -> None:
         if number < 1 or repeat < 1:
             raise TVMSError("time_evaluator: number and repeat must be at least 1")
         self.function, self.number, self.repeat, self.min_repeat_ms = function, number, repeat, min_repeat_ms
+        self.f_preproc = f_preproc
 
     def __call__(self, *args: Any) -> TimingResult:
         fn = self.function
@@ -320,6 +324,8 @@ class Evaluator:
         results = []
         number = self.number
         for _ in range(self.repeat):
+            if self.f_preproc:
+                self.f_preproc(*args)
             while True:
                 start = time.perf_counter()
                 for _ in range(number):
@@ -358,10 +364,10 @@ class Module:
         self.get_function(self.entry_name)(*args)
 
     def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
-                       min_repeat_ms: float = 0, **_ignored: Any) -> Evaluator:
+                       min_repeat_ms: float = 0, f_preproc: Callable | None = None, **_ignored: Any) -> Evaluator:
         if not _on_cpu(dev):
             raise TVMSError(f"time_evaluator: this module runs on the CPU, not on {dev}")
-        return self.get_function(name).time_evaluator(number, repeat, min_repeat_ms)
+        return self.get_function(name).time_evaluator(number, repeat, min_repeat_ms, f_preproc)
 
     def get_source(self, fmt: str = "ll") -> str:
         """The LLVM IR (``"ll"``, as generated; ``"opt"``, optimized) or assembly (``"asm"``)."""

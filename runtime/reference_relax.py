@@ -146,6 +146,8 @@ class _Interpreter:
             self.match(b.struct_info, value, sizes, f"R.match_cast of {b.var.name!r}")
             env.update(sizes)
         env[b.var] = value
+        if isinstance(value, Closure):
+            value.env[b.var] = value  # (a local function may call itself)
 
     def x_Var(self, e: rx.Var, env: dict) -> Any:
         try:

@@ -16,7 +16,7 @@ from . import syntax as S
 from .syntax import dotted
 from .comments import attach, carry
 from .diagnostics import did_you_mean, error, span_of
-from .dialect import detect_dialect
+from .dialect import CLASSIC, TVM_027, Dialect, detect_dialect
 from .nesting import check_nesting
 from .parser import parse_syntax
 from .tensorir.attrs import freeze_value
@@ -25,7 +25,9 @@ from ..ir.deep import deep_recursion
 from .metadata import CONSTANT_KEYS, decode_entry
 from .relax_function import RelaxFunctionBuilder
 from .relax_parser import make_constant
+from .tensorir.evaluator import Builtin, ModuleFunctions
 from .tensorir.parser_core import TIRBuilder
+from ..ir.dtype import DataType, is_dtype_name, void
 
 # (the spelled-out forms too: a Python file may write @tvm.script.tir.prim_func)
 _MODULE_DECORATORS = {"I.ir_module", "ir_module", "tvm.script.ir_module", "ir.ir_module",
@@ -47,20 +49,29 @@ def _decorator(syn: Any) -> tuple[str | None, dict]:
 
 
 class ModuleParser:
-    def __init__(self, text: str, name: str = "<string>", source: Source | None = None):
+    def __init__(self, text: str, name: str = "<string>", source: Source | None = None,
+                 dialect: Dialect | None = None):
         self.source = source or Source(text, name)
         self.text = text
-        self.dialect = detect_dialect(text)
+        self.dialect = dialect or detect_dialect(text)
+        self.tvm027_spellings: set[str] = set()  # (see RelaxBuilder.tvm027_spellings)
         self.typevars: set[str] = set()
         self.globals: dict[str, GlobalVar] = {}
         self.metadata: dict | None = None
         self.prim_func_names: set[str] = set()
         self.signatures: dict = {}
+        self.module_functions: ModuleFunctions | None = None
 
     def error(self, syn: Any, message: str) -> ScriptError:
         return error(self.source, syn, message)
 
     def parse(self) -> IRModule | PrimFunc:
+        result = self.parse_as_detected()
+        if self.tvm027_spellings and self.dialect is CLASSIC:  # a Relax text by TVM 0.27 without a marker
+            return ModuleParser(self.text, self.source.name, self.source, TVM_027).parse()
+        return result
+
+    def parse_as_detected(self) -> IRModule | PrimFunc:
         tree = parse_syntax(self.text, self.source)
         check_nesting(tree, self.source)
         attach(tree, self.source)
@@ -121,8 +132,12 @@ class ModuleParser:
         self.class_name = cls.name  # `cls = Module` may name the class as it is written
         # every function can refer to every other (cls.name) whatever their order
         self.globals = {s.name: GlobalVar(s.name) for s in cls.body if isinstance(s, S.FunctionDef)}
-        self.prim_func_names = {s.name for s in cls.body if isinstance(s, S.FunctionDef)
-                                and any(_decorator(d)[0] in _PRIM_FUNC_DECORATORS for d in s.decorators)}
+        prim_funcs = [s for s in cls.body if isinstance(s, S.FunctionDef)
+                      and any(_decorator(d)[0] in _PRIM_FUNC_DECORATORS for d in s.decorators)]
+        self.prim_func_names = {s.name for s in prim_funcs}
+        # what `Module.f(...)` in a PrimFunc calls, typed by what f declares it returns
+        self.module_functions = ModuleFunctions(cls.name, self.globals,
+                                                {s.name: self.result_type(s) for s in prim_funcs})
         for stmt in cls.body:  # (first: the functions' struct info may name a vdevice)
             if _module_call(stmt) == "I.module_global_infos":
                 mod.global_infos = self.global_infos(stmt)
@@ -145,6 +160,10 @@ class ModuleParser:
                 if stmt.name in mod:
                     raise self.error(stmt, f"function {stmt.name!r} is defined twice in this module")
                 mod[self.globals[stmt.name]] = self.function(stmt)
+            elif _extern_name(stmt):  # my_ext = R.ExternFunc("my_ext"): a function outside the module
+                if stmt.targets[0].id in mod:
+                    raise self.error(stmt, f"function {stmt.targets[0].id!r} is defined twice in this module")
+                mod[GlobalVar(stmt.targets[0].id)] = self.literal(stmt.value)
             elif isinstance(stmt, S.ExprStmt) and isinstance(stmt.value, S.Call) \
                     and dotted(stmt.value.func) == "I.module_attrs":
                 args = stmt.value.args
@@ -155,14 +174,25 @@ class ModuleParser:
                     or _module_call(stmt) == "I.module_global_infos":
                 continue
             else:
-                raise self.error(stmt, "a module class holds functions, I.module_attrs and "
-                                       "I.module_global_infos only")
+                raise self.error(stmt, "a module class holds functions, R.ExternFunc assignments, "
+                                       "I.module_attrs and I.module_global_infos only")
         if attrs:
             mod.attrs = freeze_value(attrs)
         mod.span = None
         if self.source.comments.get((cls.line, cls.col)):
             mod.span = span_of(self.source, cls)  # the comments of the class
         return mod
+
+    def result_type(self, fdef: S.FunctionDef) -> DataType:
+        """The data type a PrimFunc declares it returns (``-> T.float32``), void when none (a
+        wrong annotation is reported when the function itself is read)."""
+        if fdef.returns is None:
+            return void
+        try:
+            ret = TIRBuilder(self.source, self.dialect).ev(fdef.returns)
+        except ScriptError:
+            return void
+        return DataType(ret.path) if isinstance(ret, Builtin) and is_dtype_name(ret.path) else void
 
     def global_infos(self, stmt: S.ExprStmt) -> FrozenDict:
         """``I.module_global_infos({"vdevice": [I.vdevice(...), ...]})``."""
@@ -195,6 +225,7 @@ class ModuleParser:
     def relax_builder(self) -> RelaxFunctionBuilder:
         builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
                                        frozenset(self.typevars), self.metadata)
+        builder.tvm027_spellings = self.tvm027_spellings
         builder.vdevices = getattr(self, "vdevices", ())
         builder.meshes = getattr(self, "meshes", ())
         builder.prim_funcs = self.prim_func_names
@@ -205,6 +236,7 @@ class ModuleParser:
     def literal(self, syn: Any) -> Any:
         builder = RelaxFunctionBuilder(self.source, self.dialect, self.globals,
                                        frozenset(self.typevars), self.metadata)
+        builder.tvm027_spellings = self.tvm027_spellings
         return builder.ev(syn)
 
     def read_metadata(self, stmt: S.Assign) -> dict:
@@ -232,7 +264,9 @@ class ModuleParser:
                 for key in kwargs:
                     if key not in ("private", "s_tir", "check_well_formed"):
                         raise self.error(dec, f"unknown @T.prim_func argument {key!r}")
-                builder = TIRBuilder(self.source, self.dialect, typevars=frozenset(self.typevars))
+                module = self.module_functions
+                builder = TIRBuilder(self.source, self.dialect, typevars=frozenset(self.typevars),
+                                     globals_={module.name: module} if module is not None else None)
                 return builder.prim_func(fdef, kwargs)
             if name in _RELAX_DECORATORS:
                 for key in kwargs:
@@ -254,6 +288,11 @@ def _module_call(stmt: Any) -> str | None:
 def _is_metadata(stmt: Any) -> bool:
     return isinstance(stmt, S.Assign) and len(stmt.targets) == 1 \
         and isinstance(stmt.targets[0], S.Name) and stmt.targets[0].id == "metadata"
+
+
+def _extern_name(stmt: Any) -> bool:
+    return isinstance(stmt, S.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], S.Name) \
+        and isinstance(stmt.value, S.Call) and dotted(stmt.value.func) == "R.ExternFunc"
 
 
 def _is_docstring(stmt: Any) -> bool:

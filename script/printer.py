@@ -29,7 +29,7 @@ from ..ir.module import IRModule
 from ..ir.node import Node, register_printer
 from ..ir.print_order import tvm_function_order
 from ..ir.stmt import Stmt
-from ..ir.struct_info import StructInfo
+from ..ir.struct_info import StructInfo, own_sizes
 from ..ir import relax as rx
 from ..ir.visitor import collect
 from .dialect import RELAX_HEADER, Dialect, get_dialect
@@ -111,6 +111,7 @@ def _script(node: Any, d: Dialect, name: str | None, show_meta: bool) -> str:
         return print_definition(node, d, name, show_meta).text()
     if isinstance(node, Stmt):
         p = TIRPrinter(d)
+        p.func_body = node
         p.body(node, top=True)
         return "\n".join(p.lines)
     if isinstance(node, PrimExpr):
@@ -131,19 +132,25 @@ def _hoisted_typevars(funcs: list) -> tuple[list[str], dict[int, str]]:
     ids: dict[int, str] = {}
     names: list[str] = []
     for f in funcs:
+        if isinstance(f, rx.ExternFunc):
+            continue  # (its signature's sizes are its own)
         if isinstance(f, PrimFunc):
             params = {id(p) for p in f.params}
             found = [n for buf in f.buffer_map.values() for dim in (*buf.shape, buf.elem_offset)
                      for n in collect(dim, Var)]  # (an element offset too: TVM's te.extern buffers)
         else:  # sizes the signature names; those a match_cast binds are defined in the body
-            params = set()
+            params = {id(v) for v in own_sizes(f.params)}  # (and those a scalar parameter is)
             found = [n for s in [p.struct_info for p in f.params] + [f.ret_struct_info]
                      for n in collect(s, Var)]
-        own = set()
-        for n in found:
-            if n.dtype == DataType("int64") and id(n) not in params:
-                ids[id(n)] = n.name
-                own.add(n.name)
+        mine = {id(n): n for n in found if n.dtype == DataType("int64") and id(n) not in params}
+        own: set = set()
+        for n in reversed(mine.values()):  # variables of one name: TVM names the last one first
+            name, k = n.name, 0
+            while name in own:
+                k += 1
+                name = f"{n.name}_{k}"
+            ids[id(n)] = name
+            own.add(name)
         names += sorted(own - set(names))
     return names, ids
 
@@ -181,11 +188,12 @@ def _head(node: Any) -> int:
     return (len(notes.before) if notes is not None else 0) + 1
 
 
-def _header(d: Dialect, typevars: list[str], uses_t: bool, relax: bool, with_ir: bool = True) -> list[str]:
+def _header(d: Dialect, typevars: list[str], uses_t: bool, relax: bool, with_ir: bool = True,
+            typing: bool = False) -> list[str]:
     """The import comments TVM prints: the TensorIR ones only when the text uses ``T.``
-    (``uses_t``: a printer printed a ``T.<name>``)."""
+    (``uses_t``: a printer printed a ``T.<name>``); ``typing``: a function declared TypeVars."""
     lines = []
-    if typevars and d.typevar_header:
+    if (typevars or typing) and d.typevar_header:
         lines.append(d.typevar_header)
     for h in d.header:
         if " ir as I" in h and not with_ir:
@@ -245,13 +253,19 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
     vdevices = tuple(mod.global_infos.get("vdevice", ()))
     typevar_used = False  # a function printed so far declared TypeVars
     for i, (name, f) in enumerate(funcs):
-        if i:
-            body.append("")
+        if i and not isinstance(funcs[i - 1][1], rx.ExternFunc):
+            body.append("")  # (after a function definition, not after an extern's line)
+        if isinstance(f, rx.ExternFunc):  # my_ext = R.ExternFunc("my_ext")
+            p = RelaxPrinter(d, namer, typevar_ids, names, constants)
+            p.module_level = True
+            body.append(f"    {name} = {p.rexpr(f)}")
+            uses_t |= p.uses_tir
+            continue
         namer.push()
         uses_typevars = _reserve_typevars(namer, f, typevar_ids)
         if isinstance(f, PrimFunc):
             p = TIRPrinter(d, namer, typevar_ids)
-            p.indent = 1
+            p.indent, p.module_name = 1, class_name
             p.prim_func(f, name, decorate_s_tir=d.name != "classic")
         elif isinstance(f, rx.Function):
             p = RelaxPrinter(d, namer, typevar_ids, names, constants, class_name)
@@ -266,12 +280,12 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         body += [line for entry in p.lines for line in entry.split("\n")]
         absent_metadata |= p.absent_metadata
         uses_t |= p.uses_tir
-        typevar_used |= uses_typevars
+        typevar_used |= uses_typevars or getattr(p, "typevar_used", False)  # (nested TypeVars)
     if len(body) == head_at + 1:  # an empty module, as TVM prints it
         body.append("    pass")
     if notes:
         body += notes.below
-    relax = any(isinstance(f, rx.Function) for _, f in funcs)
+    relax = any(isinstance(f, (rx.Function, rx.ExternFunc)) for _, f in funcs)
     footer = []
     # a section is printed only when it is complete: not for a text that also refers to entries
     # the module does not hold (constants left out when it was parsed, a runtime module)
@@ -279,7 +293,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         footer = render_section(CONSTANT_KEYS[d.name != "classic"], constants)
     elif constants or absent_metadata:
         footer = [METADATA_NOTE]
-    return PrintedDefinition(_header(d, typevars, uses_t, relax), body, _head(mod), footer,
+    return PrintedDefinition(_header(d, typevars, uses_t, relax, typing=typevar_used), body, _head(mod), footer,
                              _declarations(typevars))
 
 

@@ -28,6 +28,7 @@ from ..ir.relax_ops_misc import DEVICE_TYPES
 from ..ir.dtype import DataType
 from ..ir.struct_info import ObjectStructInfo, TupleStructInfo
 from . import syntax as S
+from .tensorir.attrs import freeze_value
 from .tensorir.rules import call_args
 from .tensorir.text import quote
 
@@ -55,6 +56,36 @@ def _make(b: Any, name: str, args: list, attrs: dict, sinfo_args: tuple, syn: S.
 def _no_extra(b: Any, kwargs: dict, name: str, syn: S.Call) -> None:
     if kwargs:
         raise b.error(syn, f"R.{name} has no argument {next(iter(kwargs))!r}")
+
+
+def _bind(b: Any, syn: S.Call, name: str, names: tuple, required: int = 1,
+          aliases: dict | None = None) -> dict:
+    """The arguments of ``R.<name>(...)`` by name, bound as Python binds them (positionally in the
+    order of ``names``, or by keyword; ``aliases`` maps other spellings of a keyword to its
+    name): one too many, an unknown or repeated one, or a missing one of the first ``required``
+    is an error at the call."""
+    args, kwargs = call_args(b, syn)
+    return _bind_values(b, syn, name, names, required, aliases, args, kwargs)
+
+
+def _bind_values(b: Any, syn: S.Call, name: str, names: tuple, required: int, aliases: dict | None,
+                 args: list, kwargs: dict) -> dict:
+    """``_bind`` of arguments already read."""
+    if len(args) > len(names):
+        raise b.error(syn, f"R.{name} takes at most {len(names)} arguments ({', '.join(names)}), "
+                           f"got {len(args)}")
+    values = dict(zip(names, args))
+    for key, value in kwargs.items():
+        key = (aliases or {}).get(key, key)
+        if key not in names:
+            raise b.error(syn, f"R.{name} has no argument {key!r}; it takes {', '.join(names)}")
+        if key in values:
+            raise b.error(syn, f"R.{name} got the argument {key!r} twice")
+        values[key] = value
+    for key in names[:required]:
+        if key not in values:
+            raise b.error(syn, f"R.{name} needs the argument {key!r} ({', '.join(names[:required])})")
+    return values
 
 
 def parse_print(b: Any, syn: S.Call) -> rx.Call:
@@ -90,18 +121,28 @@ def _sinfo_args(b: Any, kwargs: dict, syn: Any) -> tuple:
     return tuple(b.as_struct_info(s, syn) for s in sinfo)
 
 
+def _extern(value: Any) -> Any:
+    """A string names a packed function."""
+    return rx.ExternFunc(value, ObjectStructInfo()) if isinstance(value, str) else value
+
+
 def _packed(name: str) -> Callable:
     def parse(b: Any, syn: S.Call) -> rx.Call:
         """``R.<name>("func", args..., ty_args=...)``: a string names a packed function."""
         args, kwargs = call_args(b, syn)
         if not args:
             raise b.error(syn, f"R.{name} needs the function to call")
-        func = rx.ExternFunc(args[0], ObjectStructInfo()) if isinstance(args[0], str) else args[0]
+        func = _extern(args[0])
         sinfo_args = _sinfo_args(b, kwargs, syn)
         attrs = {}
         if "inplace_indices" in kwargs:
             indices = kwargs.pop("inplace_indices")
             attrs["inplace_indices"] = indices if isinstance(indices, (list, tuple)) else [indices]
+        if name == "call_packed":  # the other keywords are attributes (TVM's DictAttrs)
+            if kwargs.pop("attrs_type_key", "ir.DictAttrs") != "ir.DictAttrs":
+                raise b.error(syn, "R.call_packed takes attributes of attrs_type_key=\"ir.DictAttrs\" only")
+            attrs = {k: freeze_value(v) for k, v in kwargs.items()}
+            kwargs = {}
         _no_extra(b, kwargs, name, syn)
         # (TVM converts the arguments as Python values: True is the int64 1)
         values = [int(a) if isinstance(a, bool) else a for a in args[1:]]
@@ -109,36 +150,53 @@ def _packed(name: str) -> Callable:
     return parse
 
 
-def _dps(name: str, positional: tuple) -> Callable:
+def _dps(name: str, positional: tuple, packed: bool = False) -> Callable:
+    names = ("func", "args", *positional)
+
     def parse(b: Any, syn: S.Call) -> rx.Call:
         """``R.<name>(cls.f, (x, y), out_ty=..., <attrs>)``, as ``R.call_tir``; what follows the
-        arguments may come positionally, in the order of TVM's function (``positional``)."""
-        args, kwargs = call_args(b, syn)
-        for key, value in zip(positional, args[2:]):
-            if key in kwargs or (key == "out_ty" and "out_sinfo" in kwargs):
-                raise b.error(syn, f"R.{name} got {key!r} twice")
-            kwargs[key] = value
-        args = args[:2]
-        sinfo_args = b.call_sinfo(syn, kwargs)
-        attr_names = [k for k in positional if k not in ("out_ty", "tir_vars")]
-        attrs = {k: kwargs.pop(k) for k in attr_names if k in kwargs}
-        if isinstance(attrs.get("te_grad_kwargs"), dict):
-            attrs["te_grad_kwargs"] = FrozenDict(attrs["te_grad_kwargs"])
-        if isinstance(attrs.get("inplace_indices"), int):
-            attrs["inplace_indices"] = [attrs["inplace_indices"]]
-        tir_vars = kwargs.pop("tir_vars", None)
-        _no_extra(b, kwargs, name, syn)
-        if len(args) != 2 or not isinstance(args[0], GlobalVar):
-            raise b.error(syn, f"R.{name} takes a TensorIR function (cls.name) and a tuple of arguments")
-        inputs = args[1]
-        if isinstance(inputs, rx.RelaxExpr) and not isinstance(inputs.struct_info, TupleStructInfo):
-            inputs = (inputs,)  # (one tensor: TVM makes it a tuple)
-        inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else inputs
-        operands = [args[0], b.to_relax(inputs, syn)]
-        if tir_vars is not None:
-            operands.append(b.to_relax_shape(tir_vars, syn))
-        return _make(b, name, operands, attrs, sinfo_args, syn)
+        arguments may come positionally, in the order of TVM's function (``positional``);
+        ``packed``: the function is a packed one, named by a string."""
+        values = _bind(b, syn, name, names, 3, {"out_sinfo": "out_ty"})
+        return make_dps(b, name, values, syn, packed)
     return parse
+
+
+def make_dps(b: Any, name: str, values: dict, syn: S.Call, packed: bool = False) -> rx.Call:
+    """The call of ``_dps`` from its bound arguments."""
+    sinfo_args = b.call_sinfo(syn, {"out_ty": values.pop("out_ty", None)})
+    tir_vars = values.pop("tir_vars", None)
+    func, inputs = _extern(values.pop("func")) if packed else values.pop("func"), values.pop("args")
+    attrs = values
+    if isinstance(attrs.get("te_grad_kwargs"), dict):
+        attrs["te_grad_kwargs"] = FrozenDict(attrs["te_grad_kwargs"])
+    if isinstance(attrs.get("inplace_indices"), int):
+        attrs["inplace_indices"] = [attrs["inplace_indices"]]
+    if not isinstance(func, rx.RelaxExpr if packed else GlobalVar):  # (packed: its name, or a value)
+        what = "a packed function (its name or a value)" if packed else "a TensorIR function (cls.name)"
+        raise b.error(syn, f"R.{name} takes {what} and a tuple of arguments")
+    if isinstance(inputs, rx.RelaxExpr) and not isinstance(inputs.struct_info, TupleStructInfo):
+        inputs = (inputs,)  # (one tensor: TVM makes it a tuple)
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else inputs
+    operands = [func, b.to_relax(inputs, syn)]
+    if tir_vars is not None:
+        operands.append(b.to_relax_shape(tir_vars, syn))
+    return _make(b, name, operands, attrs, sinfo_args, syn)
+
+
+def parse_call_tir(b: Any, syn: S.Call) -> rx.Call:
+    """``R.call_tir(cls.f, (x,), out_ty=..., tir_vars=...)``; the older spellings too: the output
+    as a shape and a dtype (``R.call_tir(f, (x,), (1, 128), dtype="float32")``), and a packed
+    function named by a string (what ``R.call_dps_packed`` means now)."""
+    args, kwargs = call_args(b, syn)
+    if len(args) == 3 and "dtype" in kwargs:
+        shape, dtype = args.pop(), kwargs.pop("dtype")
+        kwargs["out_ty"] = b.make_struct_info("Tensor", [shape, dtype], {}, syn)
+    packed = bool(args) and isinstance(args[0], str)
+    name, names = ("call_dps_packed", ("func", "args", "out_ty")) if packed else \
+        ("call_tir", ("func", "args", "out_ty", "tir_vars"))
+    values = _bind_values(b, syn, name, names, 3, {"out_sinfo": "out_ty"}, args, kwargs)
+    return make_dps(b, name, values, syn, packed)
 
 
 def _device(device_type: Any) -> Callable:
@@ -164,13 +222,8 @@ def _device(device_type: Any) -> Callable:
 
 def parse_hint_on_device(b: Any, syn: S.Call) -> rx.Call:
     """``R.hint_on_device(x, R.cpu(0), "global")``: the device's fields become the attributes."""
-    args, kwargs = call_args(b, syn)
-    if not args or (len(args) < 2 and "dst_vdevice" not in kwargs):
-        raise b.error(syn, "R.hint_on_device takes a tensor and a device such as R.cpu(0)")
-    data = args[0]
-    device = args[1] if len(args) > 1 else kwargs.pop("dst_vdevice")
-    scope = args[2] if len(args) > 2 else kwargs.pop("memory_scope", "global")
-    _no_extra(b, kwargs, "hint_on_device", syn)
+    values = _bind(b, syn, "hint_on_device", ("data", "dst_vdevice", "memory_scope"), 2)
+    data, device, scope = values["data"], values["dst_vdevice"], values.get("memory_scope", "global")
     if not isinstance(device, Device):
         raise b.error(syn, f"R.hint_on_device takes a device such as R.cpu(0), got {device!r}")
     attrs = {"device_type": device[0], "index": device[1], "memory_scope": scope}
@@ -179,16 +232,15 @@ def parse_hint_on_device(b: Any, syn: S.Call) -> rx.Call:
 
 def parse_to_vdevice(b: Any, syn: S.Call) -> rx.Call:
     """``R.to_vdevice(x, "cuda:0")``: the vdevice of the module's global infos it names."""
-    args, kwargs = call_args(b, syn)
-    label = args[1] if len(args) > 1 else kwargs.pop("dst_vdevice", None)
-    _no_extra(b, kwargs, "to_vdevice", syn)
-    if not args or not isinstance(label, str):
+    values = _bind(b, syn, "to_vdevice", ("data", "dst_vdevice"), 2)
+    label = values["dst_vdevice"]
+    if not isinstance(label, str):
         raise b.error(syn, "R.to_vdevice takes a tensor and a vdevice such as \"cuda:0\"")
     try:
         vdev = lookup_vdevice(label, b.vdevices)
     except TVMSError as e:
         raise b.error(syn, str(e)) from None
-    return _make(b, "to_vdevice", [b.to_relax(args[0], syn)], {"dst_vdevice": vdev}, (), syn)
+    return _make(b, "to_vdevice", [b.to_relax(values["data"], syn)], {"dst_vdevice": vdev}, (), syn)
 
 
 def parse_stop_lift_params(b: Any, syn: S.Call) -> rx.Call:
@@ -201,17 +253,8 @@ def parse_stop_lift_params(b: Any, syn: S.Call) -> rx.Call:
 def parse_view(b: Any, syn: S.Call) -> rx.Call:
     """``R.memory.view(x, shape=None, dtype=None, relative_byte_offset=None)``, as TVM's function
     fills it: R.tuple() for no new shape or offset, R.null_value() for no new dtype."""
-    args, kwargs = call_args(b, syn)
     names = ("data", "shape", "dtype", "relative_byte_offset")
-    if len(args) > len(names):
-        raise b.error(syn, f"R.memory.view takes {', '.join(names)}")
-    values = dict(zip(names, args))
-    for key, value in kwargs.items():
-        if key not in names or key in values:
-            raise b.error(syn, f"R.memory.view: unexpected or repeated argument {key!r}")
-        values[key] = value
-    if "data" not in values:
-        raise b.error(syn, "R.memory.view needs the tensor to view")
+    values = _bind(b, syn, "memory.view", names)
     nothing = rx.Tuple((), TupleStructInfo(()))
     shape, dtype, offset = (values.get(k) for k in names[1:])
     if isinstance(shape, (list, tuple)):
@@ -262,10 +305,7 @@ def parse_device_mesh(b: Any, syn: S.Call) -> DeviceMesh:
 
 def parse_dtensor(b: Any, syn: S.Call) -> DTensorStructInfo:
     """``R.DTensor(shape, dtype, device_mesh, placement)``, the last two also by keyword."""
-    args, kwargs = call_args(b, syn)
-    names = ("shape", "dtype", "device_mesh", "placement")
-    values = dict(zip(names, args))
-    values.update(kwargs)
+    values = _bind(b, syn, "DTensor", ("shape", "dtype", "device_mesh", "placement", "ndim"), 0)
     if "device_mesh" not in values or "placement" not in values:
         raise b.error(syn, "R.DTensor needs a device_mesh and a placement")
     mesh = _mesh(b, values.pop("device_mesh"), syn)
@@ -277,11 +317,7 @@ def parse_dtensor(b: Any, syn: S.Call) -> DTensorStructInfo:
 def _sharding(name: str) -> Callable:
     def parse(b: Any, syn: S.Call) -> rx.Call:
         """``R.dist.<name>(x, device_mesh="mesh[0]", placement="S[1], R")``."""
-        args, kwargs = call_args(b, syn)
-        values = dict(zip(("input", "device_mesh", "placement"), args))
-        values.update(kwargs)
-        if set(values) != {"input", "device_mesh", "placement"}:
-            raise b.error(syn, f"R.dist.{name} takes a tensor, a device_mesh and a placement")
+        values = _bind(b, syn, f"dist.{name}", ("input", "device_mesh", "placement"), 3)
         mesh = _mesh(b, values["device_mesh"], syn)
         attrs = {"device_mesh": mesh, "placement": _placement(b, values["placement"], mesh, syn)}
         return _make(b, f"dist.{name}", [b.to_relax(values["input"], syn)], attrs, (), syn)
@@ -290,9 +326,8 @@ def _sharding(name: str) -> Callable:
 
 def parse_dist_const(b: Any, syn: S.Call) -> rx.Constant:
     """``R.dist.const(1.0, R.DTensor((), "float32", "mesh[0]", "R, R"))``: a constant placed on a mesh."""
-    args, kwargs = call_args(b, syn)
-    value = args[0] if args else kwargs.pop("value", None)
-    ty = args[1] if len(args) > 1 else kwargs.pop("ty", kwargs.pop("struct_info", None))
+    values = _bind(b, syn, "dist.const", ("value", "ty"), 0, {"struct_info": "ty"})
+    value, ty = values.get("value"), values.get("ty")
     if not isinstance(ty, DTensorStructInfo) or ty.tensor_sinfo.dtype.is_void:
         raise b.error(syn, "R.dist.const takes a value and an R.DTensor with a dtype")
     try:
@@ -308,12 +343,7 @@ def parse_dist_const(b: Any, syn: S.Call) -> rx.Constant:
 def parse_linear(b: Any, syn: S.Call) -> rx.Call:
     """``R.linear(x, w, b=None, out_dtype=None)``: TVM's sugar for
     ``R.add(R.matmul(x, R.permute_dims(w, axes=None), out_dtype=out_dtype), b)``."""
-    args, kwargs = call_args(b, syn)
-    names = ("data", "weight", "bias", "out_dtype")
-    values = dict(zip(names, args))
-    values.update(kwargs)
-    if len(args) > len(names) or set(values) - set(names) or not {"data", "weight"} <= set(values):
-        raise b.error(syn, f"R.linear takes {', '.join(names)}")
+    values = _bind(b, syn, "linear", ("data", "weight", "bias", "out_dtype"), 2)
     weight = _make(b, "permute_dims", [b.to_relax(values["weight"], syn)], {"axes": None}, (), syn)
     out = _make(b, "matmul", [b.to_relax(values["data"], syn), weight], {"out_dtype": values.get("out_dtype")},
                 (), syn)
@@ -331,11 +361,7 @@ def parse_tuple_get_item(b: Any, syn: S.Call) -> rx.TupleGetItem:
 
 def parse_relu6(b: Any, syn: S.Call) -> rx.Call:
     """``R.nn.relu6(x)``: no operator of its own in TVM, but ``R.clip(x, 0, 6)``."""
-    args, kwargs = call_args(b, syn)
-    data = args[0] if args else kwargs.pop("data", None)
-    _no_extra(b, kwargs, "nn.relu6", syn)
-    if data is None or len(args) > 1:
-        raise b.error(syn, "R.nn.relu6 takes one tensor")
+    data = _bind(b, syn, "nn.relu6", ("data",))["data"]
     return _make(b, "clip", [b.to_relax(data, syn), 0, 6], {}, (), syn)
 
 
@@ -347,7 +373,10 @@ PARSERS: dict[str, Callable] = {
     "call_inplace_packed": _packed("call_inplace_packed"),
     "call_builtin_with_ctx": _packed("call_builtin_with_ctx"),
     "call_tir_inplace": _dps("call_tir_inplace", ("inplace_indices", "out_ty", "tir_vars")),
-    "call_tir_with_grad": _dps("call_tir_with_grad", ("out_ty", "te_grad_name", "te_grad_kwargs")),
+    "call_tir_with_grad": _dps("call_tir_with_grad", ("out_ty", "te_grad_name", "te_grad_kwargs", "tir_vars")),
+    "call_tir": parse_call_tir,
+    "call_dps_packed": _dps("call_dps_packed", ("out_ty",), packed=True),
+    "call_packed": _packed("call_packed"),
     "hint_on_device": parse_hint_on_device,
     "to_vdevice": parse_to_vdevice,
     "stop_lift_params": parse_stop_lift_params,

@@ -11,9 +11,11 @@ from ..ir.errors import TVMSError
 from ..ir.expr import Op, Var as TirVar
 from ..ir.module import GlobalVar
 from ..ir.node import EMPTY, FrozenDict
-from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, StructInfo, TensorStructInfo,
-                              TupleStructInfo, conflict)
+from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
+                              StructInfo, TensorStructInfo, TupleStructInfo)
+from ..ir.struct_info import own_sizes
 from ..ir.structural import structural_equal
+from ..ir.visitor import collect
 from . import syntax as S
 from .comments import carry
 from .syntax import dotted
@@ -21,6 +23,7 @@ from .relax_parser import ModuleRef, RBuiltin, RelaxBuilder
 from .tensorir.attrs import freeze_value, norm_attrs as _norm_attrs
 from .tensorir.evaluator import NewVar
 from .tensorir.evaluator import FunctionFrame
+from .tensorir.functions import _names_in  # (the names a piece of syntax reads)
 
 
 class RelaxFunctionBuilder(RelaxBuilder):
@@ -29,26 +32,30 @@ class RelaxFunctionBuilder(RelaxBuilder):
             self.func = FunctionFrame()  # holds this function's variables for module TypeVars
         saved_slots, self.slots = getattr(self, "slots", None), {}
         self.scopes.append({})
+        saved_sizes, self.size_scope = self.size_scope, len(self.scopes) - 1  # (a nested function's own)
         params = []
         for p in fdef.params:
             if p.annotation is None:
                 raise self.error(p, f"parameter {p.name!r} needs struct info, such as R.Tensor((4,), \"float32\")")
             sinfo = self.as_struct_info(self.ev(p.annotation), p.annotation)
-            var = rx.Var(p.name, sinfo, span=self.span(p))
+            var = self.param_var(p.name, sinfo, self.span(p))
             params.append(var)
             self.define(p.name, var)
+        sizes = {v.name for v in collect([p.struct_info for p in params], TirVar)} - \
+            {v.name for v in own_sizes(params)}  # (a parameter that is its size variable)
+        for p in fdef.params:  # (TVM: "Variable m already defined in current scope")
+            if p.name in sizes:
+                raise self.error(p, f"{p.name!r} is defined twice: as a parameter and as a symbolic size "
+                                 f"of the signature")
         ret_sinfo = None
         if fdef.returns is not None:
             ret_sinfo = self.as_struct_info(self.ev(fdef.returns), fdef.returns)
         self.attrs: dict = {}
         blocks, body = self.function_body(fdef)
         self.scopes.pop()
-        self.slots = saved_slots
+        self.slots, self.size_scope = saved_slots, saved_sizes
+        # (an annotation that contradicts the body is kept, as TVM keeps it: tvms.compile refuses it)
         body_sinfo = getattr(body, "struct_info", ObjectStructInfo())
-        reason = conflict(ret_sinfo, body_sinfo) if ret_sinfo is not None else None
-        if reason is not None:  # (a coarser or finer annotation that may hold is fine, as in TVM)
-            raise self.error(fdef.returns, f"the return annotation contradicts the value returned "
-                             f"(annotation vs value: {reason})")
         seq = rx.SeqExpr(tuple(blocks), body, body_sinfo, span=self.span(fdef.body[-1]))  # `return`
         attrs = dict(self.attrs)
         if not decorator_kwargs.get("private", False) and not nested and "global_symbol" not in attrs:
@@ -61,20 +68,23 @@ class RelaxFunctionBuilder(RelaxBuilder):
     def signature(self, fdef: S.FunctionDef, decorator_kwargs: dict) -> FuncStructInfo:
         """The struct info of a module function from its annotations alone, so that calls to it
         (``cls.f(x)``) get their type before its body is read."""
+        saved, saved_sizes = self.func, self.size_scope
         if self.func is None:
             self.func = FunctionFrame()
         self.scopes.append({})
+        self.size_scope = len(self.scopes) - 1
         try:
             params = []
             for p in fdef.params:
                 if p.annotation is not None:
-                    params.append(self.as_struct_info(self.ev(p.annotation), p.annotation))
-                    self.define(p.name, rx.Var(p.name, params[-1]))  # a later annotation may use it
+                    var = self.param_var(p.name, self.as_struct_info(self.ev(p.annotation), p.annotation))
+                    params.append(var.struct_info)
+                    self.define(p.name, var)  # a later annotation may use it
             params = tuple(params)
             ret = self.as_struct_info(self.ev(fdef.returns), fdef.returns) if fdef.returns else ObjectStructInfo()
         finally:
             self.scopes.pop()
-            self.func = None
+            self.func, self.size_scope = saved, saved_sizes  # (a nested signature is read in its parent)
         return FuncStructInfo(params, ret, bool(decorator_kwargs.get("pure", True)))
 
     def function_body(self, fdef: S.FunctionDef) -> tuple[list, Any]:
@@ -150,8 +160,11 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if isinstance(stmt, S.If):
             return self.if_binding(stmt, out)
         if isinstance(stmt, S.FunctionDef):
-            func = RelaxFunctionBuilder.nested_function(self, stmt)
-            var = self.new_var(stmt.name, func.struct_info, stmt)  # (in a dataflow block, a DataflowVar)
+            var = None
+            if stmt.name in _names_in(stmt.body):  # it calls itself: its name is bound first, by
+                var = self.new_var(stmt.name, self.signature(stmt, _decorator_kwargs(self, stmt)), stmt)
+            func = RelaxFunctionBuilder.nested_function(self, stmt)  # (its signature), as in TVM
+            var = var or self.new_var(stmt.name, func.struct_info, stmt)  # (in a dataflow block, a DataflowVar)
             out.append(rx.VarBinding(func, var, span=self.span(stmt)))
             return
         if isinstance(stmt, (S.Pass, S.Import)):
@@ -159,12 +172,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         raise self.error(stmt, f"this statement ({type(stmt).__name__}) is not allowed in a Relax function")
 
     def nested_function(self, fdef: S.FunctionDef) -> rx.Function:
-        kwargs: dict = {}
-        for dec in fdef.decorators:
-            if dotted(dec if not isinstance(dec, S.Call) else dec.func) not in ("R.function", "relax.function"):
-                raise self.error(dec, "a nested function needs @R.function")
-            if isinstance(dec, S.Call):  # @R.function(pure=False)
-                kwargs.update((k, self.ev(v)) for k, v in dec.kwargs)
+        kwargs = _decorator_kwargs(self, fdef)
         # (the function's own dataflow blocks must not end the one it is bound in)
         saved = self.attrs, self.in_dataflow, self.outputs
         self.in_dataflow, self.outputs = False, None
@@ -177,6 +185,12 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if len(targets) != 1 or not isinstance(targets[0], S.Name):
             raise self.error(stmt, "a binding assigns one name")
         name = targets[0].id
+        if isinstance(value_syn, S.Call) and dotted(value_syn.func) in ("TypeVar", "typing.TypeVar"):
+            if annotation is not None or len(value_syn.args) != 1 or value_syn.kwargs \
+                    or not isinstance(value_syn.args[0], S.Constant) or value_syn.args[0].value != name:
+                raise self.error(stmt, f"write a type variable as {name} = TypeVar(\"{name}\")")
+            self.typevar_names = self.typevar_names | {name}  # (TVM 0.27: a nested function's size)
+            return
         if isinstance(value_syn, S.Name) and value_syn.id in ("Module", getattr(self, "class_name", "Module")) \
                 and annotation is None:
             self.define(name, ModuleRef(self.module_names))  # cls = Module
@@ -312,9 +326,9 @@ class RelaxFunctionBuilder(RelaxBuilder):
                 self.check_compatible(self.as_struct_info(self.ev(last.annotation), last.annotation),
                                       value.struct_info, last.annotation, target.id)
             span = self.span(last)  # the comments of the last line: its binding's, or the branch's
-            if not isinstance(value, _LEAVES) and not _is_void_tuple(value):
+            self.take_slot()  # (TVM's builder numbers the branch's value, bound or not)
+            if not isinstance(value, (*_LEAVES, rx.Tuple)):  # (a tuple of leaves stays, as in TVM)
                 span = None
-                self.take_slot()
                 var = rx.Var(f"{target.id}_{which}", value.struct_info, span=self.span(last))
                 bindings.append(rx.VarBinding(value, var, span=self.span(last)))
                 value = var
@@ -389,14 +403,32 @@ _LEAVES = (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.Dat
            rx.ExternFunc, GlobalVar, Op)
 
 
+def _decorator_kwargs(b: RelaxFunctionBuilder, fdef: S.FunctionDef) -> dict:
+    """The keywords of a nested function's ``@R.function(pure=False)``."""
+    kwargs: dict = {}
+    for dec in fdef.decorators:
+        if dotted(dec if not isinstance(dec, S.Call) else dec.func) not in ("R.function", "relax.function"):
+            raise b.error(dec, "a nested function needs @R.function")
+        if isinstance(dec, S.Call):
+            kwargs.update((k, b.ev(v)) for k, v in dec.kwargs)
+    return kwargs
+
+
 def join_struct_info(a: StructInfo, b: StructInfo) -> StructInfo:
-    """What both branches of an if are known to give: equal struct info stays, tensors keep
-    what they share (dtype, rank), anything else is an object."""
+    """What both branches of an if are known to give (TVM's least common ancestor): equal struct
+    info stays; tensors keep what they share (shape, dtype, rank), scalars their dtype, shapes their
+    rank, tuples of one length join field by field; anything else is an object."""
     if structural_equal(a, b, map_free_vars=False):
         return a
     if isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo):
         dtype = a.dtype if a.dtype == b.dtype else VOID
+        if a.shape is not None and b.shape is not None and structural_equal(a.shape, b.shape, map_free_vars=False):
+            return TensorStructInfo(a.shape, dtype)
         return TensorStructInfo(None, dtype, a.ndim if a.ndim == b.ndim else -1)
+    if isinstance(a, PrimStructInfo) and isinstance(b, PrimStructInfo) and a.dtype == b.dtype:
+        return PrimStructInfo(a.dtype)
+    if isinstance(a, ShapeStructInfo) and isinstance(b, ShapeStructInfo):
+        return ShapeStructInfo(ndim=a.ndim if a.ndim == b.ndim else -1)
     if isinstance(a, TupleStructInfo) and isinstance(b, TupleStructInfo) and len(a.fields) == len(b.fields):
         return TupleStructInfo(tuple(join_struct_info(x, y) for x, y in zip(a.fields, b.fields)))
     return ObjectStructInfo()

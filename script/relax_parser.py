@@ -16,7 +16,7 @@ from ..ir import arith, relax as rx
 from ..ir import relax_op
 from ..ir.dtype import DataType, is_dtype_name
 from ..ir.errors import ScriptError, Source, TVMSError
-from ..ir.expr import IntImm, PrimExpr, Var as TirVar
+from ..ir.expr import IntImm, PrimExpr, Var as TirVar, const
 from ..ir.module import GlobalVar, MetadataRef
 from .metadata import CONSTANT_KEYS
 from ..ir.operators import RELAX_BINARY, RELAX_PREFIX
@@ -56,8 +56,31 @@ class Metadata:
 
 _STRUCT_INFO_BUILTINS = {"Tensor", "Shape", "Tuple", "Object", "Any", "Prim", "Callable"}
 _R_VALUE_BUILTINS = {"const", "shape", "prim_value", "str", "dtype", "tuple", "match_cast",
-                     "ExternFunc", "call_tir", "call_dps_packed", "call_packed", "output",
+                     "ExternFunc", "output",
                      "dataflow", "func_attr", "function"}
+
+
+def _prim_of(value: Any) -> Any:
+    """The TensorIR value of a Relax scalar whose value is known (``R.prim_value(n + 1)``, a
+    parameter ``n: T.int64`` of TVM 0.27), else ``value`` itself."""
+    if isinstance(value, rx.PrimValue):
+        return value.value
+    if isinstance(value, rx.Var) and isinstance(value.struct_info, PrimStructInfo) \
+            and isinstance(value.struct_info.value, PrimExpr):
+        return value.struct_info.value
+    return value
+
+
+def _is_prim(value: Any) -> bool:
+    return isinstance(_prim_of(value), (PrimExpr, int, float)) and not isinstance(value, bool)
+
+
+def _scalar(value: bool | int | float | PrimExpr) -> PrimExpr:
+    """A scalar Relax value as TVM's ``relax.prim_value`` makes it: a Python int is an int64, a
+    float a float64."""
+    if isinstance(value, bool) or isinstance(value, PrimExpr):
+        return arith.to_expr(value)
+    return const(value, "int64" if isinstance(value, int) else "float64")
 
 
 class RelaxBuilder(ScopedEvaluator):
@@ -73,6 +96,10 @@ class RelaxBuilder(ScopedEvaluator):
         self.in_dataflow = False
         self.vdevices: tuple = ()  # the module's I.module_global_infos({"vdevice": [...]})
         self.meshes: tuple = ()  # ... and its {"mesh": [...]}
+        # spellings that only TVM 0.27 prints and the text's header does not reveal (a module
+        # parser shares its set with its builders, and reads a classic text again as 0.27's)
+        self.tvm027_spellings: set[str] = set()
+        self.size_scope = 1  # the scope a new symbolic size goes to: the function's (see symbolic)
 
     # ---------------------------------------------------------------- names
     def lookup(self, name: str, syn: Any) -> Any:
@@ -155,6 +182,8 @@ class RelaxBuilder(ScopedEvaluator):
     # On Relax values, as in TVM's parser: `x * y` is R.multiply(x, y), `-x` R.negative(x).
     def ev_BinOp(self, syn: S.BinOp) -> Any:
         left, right = self.ev(syn.left), self.ev(syn.right)
+        if _is_prim(left) and _is_prim(right):  # scalars with known values: TensorIR arithmetic
+            return self.binary(syn, _prim_of(left), _prim_of(right))
         if isinstance(left, rx.RelaxExpr) or isinstance(right, rx.RelaxExpr):
             return self.relax_operator(RELAX_BINARY, syn.op, [left, right], syn)
         return self.binary(syn, left, right)
@@ -202,10 +231,9 @@ class RelaxBuilder(ScopedEvaluator):
         if isinstance(value, (tuple, list)):
             fields = tuple(self.to_relax(v, syn) for v in value)
             return rx.Tuple(fields, TupleStructInfo(tuple(_sinfo(f) for f in fields)), span=self.span(syn))
-        if isinstance(value, bool) or isinstance(value, (int, float)) or isinstance(value, PrimExpr):
-            expr = arith.to_expr(value) if not isinstance(value, int) or isinstance(value, bool) \
-                else IntImm(DataType("int64"), value)
-            return rx.PrimValue(expr, PrimStructInfo(expr.dtype, expr), span=self.span(syn))
+        if isinstance(value, (bool, int, float, PrimExpr)):
+            self.tvm027_spellings.add("a scalar written bare as a Relax value")  # (classic: R.prim_value)
+            return self.prim_value(value, syn)
         if isinstance(value, str):
             return rx.StringImm(value, ObjectStructInfo(), span=self.span(syn))
         raise self.error(syn, f"expected a Relax value, got {_describe(value)}")
@@ -232,14 +260,14 @@ class RelaxBuilder(ScopedEvaluator):
                 continue
             value = self.ev(value_syn)
             if key in spec.args and all(a.name != key for a in spec.attrs):  # a Relax argument by name
-                attrs[key] = self.to_relax(value, value_syn)
+                attrs[key] = self.relax_arg(spec, value, value_syn)
             else:
                 attrs[key] = self.attr_value(value, value_syn)
         return relax_op.make_call(spec, args, attrs, sinfo_args, span=self.span(syn))
 
     def relax_arg(self, spec: Any, value: Any, syn: Any) -> Any:
-        if isinstance(value, float) and spec.name in relax_op.PRIM_VALUE_ARGS:
-            return value  # (the operator makes it a float64 scalar, as TVM's does)
+        if isinstance(value, float) and spec.name not in relax_op.PRIM_VALUE_ARGS:
+            value = arith.to_expr(value)  # (TVM's FFI hands the operator a float32: R.add(x, 1.5))
         return self.to_relax(value, syn)
 
     def attr_value(self, value: Any, syn: Any) -> Any:
@@ -272,7 +300,13 @@ class RelaxBuilder(ScopedEvaluator):
 
     def r_prim_value(self, syn: S.Call) -> rx.PrimValue:
         value = self.ev(syn.args[0])
+        if isinstance(value, (bool, int, float, PrimExpr)):
+            return self.prim_value(value, syn)
         return self.to_relax(value, syn)
+
+    def prim_value(self, value: bool | int | float | PrimExpr, syn: Any) -> rx.PrimValue:
+        expr = _scalar(value)
+        return rx.PrimValue(expr, PrimStructInfo(expr.dtype, expr), span=self.span(syn))
 
     def r_str(self, syn: S.Call) -> rx.StringImm:
         return rx.StringImm(self.ev(syn.args[0]), ObjectStructInfo(), span=self.span(syn))
@@ -284,7 +318,13 @@ class RelaxBuilder(ScopedEvaluator):
         return self.to_relax(tuple(self.ev(a) for a in syn.args), syn)
 
     def r_ExternFunc(self, syn: S.Call) -> rx.ExternFunc:
-        return rx.ExternFunc(self.ev(syn.args[0]), ObjectStructInfo(), span=self.span(syn))
+        """``R.ExternFunc("symbol")``, or with its signature: ``R.ExternFunc("f", R.Callable(...))``."""
+        if not 1 <= len(syn.args) <= 2 or syn.kwargs or not isinstance(symbol := self.ev(syn.args[0]), str):
+            raise self.error(syn, "R.ExternFunc takes a symbol name and, optionally, its R.Callable")
+        sinfo = self.as_struct_info(self.ev(syn.args[1]), syn.args[1]) if len(syn.args) == 2 else ObjectStructInfo()
+        if not isinstance(sinfo, (FuncStructInfo, ObjectStructInfo)):
+            raise self.error(syn.args[1], "the signature of an R.ExternFunc is an R.Callable(...)")
+        return rx.ExternFunc(symbol, sinfo, span=self.span(syn))
 
     def call_sinfo(self, syn: S.Call, kwargs: dict) -> tuple:
         out = kwargs.pop("out_sinfo", None) if "out_sinfo" in kwargs else kwargs.pop("out_ty", None)
@@ -297,60 +337,24 @@ class RelaxBuilder(ScopedEvaluator):
                                  f"got {_describe(o)}")
         return tuple(out)
 
-    def r_call_tir(self, syn: S.Call) -> rx.Call:
-        args = [self.ev(a) for a in syn.args]
-        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
-        if len(args) == 3 and "dtype" in kwargs:
-            # the older R.call_tir(f, args, (1, 128), dtype="float32")
-            shape, dtype = args.pop(), kwargs.pop("dtype")
-            kwargs["out_sinfo"] = self.make_struct_info("Tensor", [shape, dtype], {}, syn)
-        if args and isinstance(args[0], str):  # a packed function: what call_dps_packed means now
-            return self.dps_packed_call(args, kwargs, syn)
-        sinfo_args = self.call_sinfo(syn, kwargs)
-        tir_vars = kwargs.pop("tir_vars", None)
-        if kwargs:
-            raise self.error(syn, f"R.call_tir has no argument {next(iter(kwargs))!r}")
-        if len(args) != 2 or not isinstance(args[0], GlobalVar):
-            raise self.error(syn, "R.call_tir takes a TensorIR function (cls.name) and a tuple of arguments")
-        call_args = [args[0], self.to_relax(tuple(args[1]) if isinstance(args[1], (tuple, list)) else args[1], syn)]
-        if tir_vars is not None:
-            call_args.append(self.to_relax_shape(tir_vars, syn))
-        return relax_op.make_call("call_tir", call_args, {}, sinfo_args, span=self.span(syn))
-
     def to_relax_shape(self, values: Any, syn: Any) -> rx.ShapeExpr:
         if isinstance(values, rx.ShapeExpr):
             return values
         dims = tuple(self.dim(v, syn) for v in values)
         return rx.ShapeExpr(dims, ShapeStructInfo(dims))
 
-    def r_call_dps_packed(self, syn: S.Call) -> rx.Call:
-        args = [self.ev(a) for a in syn.args]
-        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
-        return self.dps_packed_call(args, kwargs, syn)
-
-    def dps_packed_call(self, args: list, kwargs: dict, syn: S.Call) -> rx.Call:
-        sinfo_args = self.call_sinfo(syn, kwargs)
-        func = args[0]
-        if isinstance(func, str):
-            func = rx.ExternFunc(func, ObjectStructInfo())
-        call_args = [func, self.to_relax(tuple(args[1]) if isinstance(args[1], (tuple, list)) else args[1], syn)]
-        return relax_op.make_call("call_dps_packed", call_args, {}, sinfo_args, span=self.span(syn))
-
-    def r_call_packed(self, syn: S.Call) -> rx.Call:
-        args = [self.ev(a) for a in syn.args]
-        kwargs = {k: self.ev(v) for k, v in syn.kwargs}
-        sinfo = kwargs.pop("sinfo_args", None) if "sinfo_args" in kwargs else kwargs.pop("ty_args", None)
-        sinfo = sinfo if isinstance(sinfo, (list, tuple)) else ((sinfo,) if sinfo is not None else ())
-        sinfo_args = tuple(self.as_struct_info(x, syn) for x in sinfo)
-        if not args:
-            raise self.error(syn, "R.call_packed takes the function's name, then its arguments")
-        func = rx.ExternFunc(args[0], ObjectStructInfo()) if isinstance(args[0], str) else args[0]
-        call_args = [func] + [self.to_relax(a, syn) for a in args[1:]]
-        return relax_op.make_call("call_packed", call_args, {}, sinfo_args, span=self.span(syn))
-
     # ---------------------------------------------------------------- struct info
+    def param_var(self, name: str, sinfo: StructInfo, span: Any = None) -> rx.Var:
+        """A parameter. In TVM 0.27 a scalar int64 parameter is a size variable too
+        (``n: T.int64, x: R.Tensor((n,))``, ``n + 1``): its struct info's value is one of its name."""
+        if self.dialect.name != "classic" and isinstance(sinfo, PrimStructInfo) and sinfo.value is None \
+                and sinfo.dtype == DataType("int64"):
+            sinfo = PrimStructInfo(sinfo.dtype, TirVar(name, sinfo.dtype))
+        return rx.Var(name, sinfo, span=span)
+
     def dim(self, value: Any, syn: Any) -> PrimExpr:
         """A dimension: ints are int64, strings name symbolic sizes (the classic signature)."""
+        value = _prim_of(value)
         if isinstance(value, bool):
             raise self.error(syn, "a dimension is an integer, not a bool")
         if isinstance(value, int):
@@ -365,10 +369,10 @@ class RelaxBuilder(ScopedEvaluator):
         if not name.isidentifier():
             return self.size_expression(name, syn)
         for scope in reversed(self.scopes):
-            if name in scope and isinstance(scope[name], TirVar):
-                return scope[name]
+            if name in scope and isinstance(_prim_of(scope[name]), TirVar):  # (or a parameter that is one)
+                return _prim_of(scope[name])
         var = TirVar(name, DataType("int64"))
-        self.scopes[1 if len(self.scopes) > 1 else 0][name] = var
+        self.scopes[self.size_scope if len(self.scopes) > self.size_scope else 0][name] = var
         return var
 
     def size_expression(self, text: str, syn: Any) -> PrimExpr:
@@ -432,7 +436,7 @@ class RelaxBuilder(ScopedEvaluator):
             dtype = args[0] if args else kwargs.get("dtype")
             value = kwargs.get("value")
             if value is not None:
-                value = arith.to_expr(value) if not isinstance(value, str) else self.symbolic(value, syn)
+                value = _scalar(value) if not isinstance(value, str) else self.symbolic(value, syn)
                 return PrimStructInfo(value.dtype, value)
             return PrimStructInfo(DataType(dtype))
         if path == "Callable":

@@ -18,7 +18,7 @@ from ..ir.module import GlobalVar
 from ..ir.structural import structural_equal
 from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
-                              ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo)
+                              ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo, own_sizes)
 from ..ir.distributed import DTensorStructInfo, device_mesh_text, mesh_label
 from ..ir.global_info import vdevice_label
 from .dialect import RELAX_HEADER
@@ -47,9 +47,13 @@ class RelaxPrinter(TIRPrinter):
         self.ir_used = False  # the module printed I.<name> before its functions
         self.cls_wanted = False  # the function needs `cls = Module` and has not printed it yet
         self.typevar_used = False  # a function printed before declared TypeVars
+        self.module_level = False  # printing a module's R.ExternFunc line, outside any function
+        self.own: set = set()  # ids of the sizes the function's scalar parameters are
 
     # ---------------------------------------------------------------- TensorIR inside Relax
     def ex_int(self, e: IntImm):
+        if self.module_level:  # (outside a function TVM writes sizes as TensorIR does: T.int64(2))
+            return super().ex_int(e)
         if e.dtype.name == "int64":
             return str(e.value), ATOM  # Relax sizes are int64: printed bare
         if e.dtype.name == "int32":
@@ -70,7 +74,8 @@ class RelaxPrinter(TIRPrinter):
             # a compound size in a signature is quoted: classic TVM when it reads a size the
             # signature names before defining it, TVM 0.27 always (its parser defines sizes there)
             if self.in_signature and not isinstance(d, (IntImm, TirVar)) and (
-                    self.has_quoted(d) if self.d.name == "classic" else collect(d, TirVar)):
+                    self.has_quoted(d) if self.d.name == "classic" else
+                    any(id(v) not in self.own for v in collect(d, TirVar))):
                 parts.append(quote(self.unquoted_expr(d)))
             else:
                 parts.append(self.expr(d))
@@ -195,8 +200,9 @@ class RelaxPrinter(TIRPrinter):
             return f"R.str({quote(e.value)})"
         if isinstance(e, rx.DataTypeImm):
             return f"R.dtype({quote(str(e.value))})"
-        if isinstance(e, rx.ExternFunc):
-            return f"R.ExternFunc({quote(e.global_symbol)})"
+        if isinstance(e, rx.ExternFunc):  # (with its signature when it has one)
+            sig = f", {self.sinfo(e.struct_info)}" if isinstance(e.struct_info, FuncStructInfo) else ""
+            return f"R.ExternFunc({quote(e.global_symbol)}{sig})"
         if isinstance(e, rx.Constant):
             return self.constant(e)
         raise TypeError(f"cannot print a Relax {type(e).__name__} here")
@@ -240,6 +246,8 @@ class RelaxPrinter(TIRPrinter):
         if name == "call_packed":
             args = [self.rexpr(c.args[0]) if not isinstance(c.args[0], rx.ExternFunc) else quote(c.args[0].global_symbol)]
             args += [self.rexpr(a) for a in c.args[1:]]
+            if c.attrs:  # (TVM's DictAttrs, named by their type key)
+                args += ['attrs_type_key="ir.DictAttrs"'] + [f"{k}={self.attr_value(v, 'any')}" for k, v in c.attrs.items()]
             args += self.sinfo_args_kwarg(c)
             return f"R.call_packed({', '.join(args)})"
         # (a packed function as the first argument is written by name, as TVM's PrintCallee does)
@@ -306,14 +314,16 @@ class RelaxPrinter(TIRPrinter):
             decorator += f"({', '.join(args)})"
         self.emit_aside(decorator)
         sizes = []
+        own = {id(v) for v in own_sizes(f.params)}  # (parameters that are their size variables)
+        outer_own, self.own = self.own, own  # (TVM 0.27 quotes a compound size of other sizes)
         if self.d.name == "classic":  # the sizes are named first: a parameter may take `m_1`
             sizes = [v for v in _symbolic_vars([p.struct_info for p in f.params] + [f.ret_struct_info])
-                     if self.namer.get(v) is None and id(v) not in self.typevars]
+                     if self.namer.get(v) is None and id(v) not in self.typevars and id(v) not in own]
             for v in sizes:
                 self.namer.define(v, v.name)
-            self.quoted = {id(v) for v in sizes}
+            self.quoted = {id(v) for v in sizes} | own
         self.in_signature = True
-        params = [f"{self.namer.define(p, p.name)}: {self.sinfo(p.struct_info)}" for p in f.params]
+        params = [f"{self.param_name(p, own)}: {self.sinfo(p.struct_info)}" for p in f.params]
         ret = self.sinfo(f.ret_struct_info)
         self.in_signature, self.quoted = False, set()
         self.emit(f"def {name}({', '.join(params)}) -> {ret}:")
@@ -342,7 +352,13 @@ class RelaxPrinter(TIRPrinter):
         self.cls_wanted = outer_cls
         self.indent -= 1
         self.namer.pop()
-        self.func_frame = outer_frame
+        self.func_frame, self.own = outer_frame, outer_own
+
+    def param_name(self, p: rx.Var, own: set) -> str:
+        name = self.namer.define(p, p.name)
+        if id(p.struct_info.value if isinstance(p.struct_info, PrimStructInfo) else None) in own:
+            self.namer.alias(p.struct_info.value, p)  # (n: T.int64 is the size n too)
+        return name
 
     def block(self, block: rx.BindingBlock) -> None:
         if isinstance(block, rx.DataflowBlock):
@@ -358,6 +374,19 @@ class RelaxPrinter(TIRPrinter):
             for b in block.bindings:
                 self.commented(b, lambda b=b: self.binding(b))
 
+    def nested_typevars(self, f: rx.Function) -> list[str]:
+        """TVM 0.27 declares the sizes of a nested function's signature that nothing defined
+        before as TypeVars above it (sorted by name); they are the enclosing function's."""
+        if self.d.typevar_header is None:
+            return []
+        own = {id(v) for v in own_sizes(f.params)}
+        free = [v for v in _symbolic_vars([p.struct_info for p in f.params] + [f.ret_struct_info])
+                if self.namer.get(v) is None and id(v) not in self.typevars and id(v) not in own
+                and v.dtype == DataType("int64")]
+        names = sorted(self.namer.define(v, v.name, self.func_frame) for v in free)
+        self.typevar_used = self.typevar_used or bool(names)
+        return names
+
     def nested_header(self) -> list[str]:
         """The import comments TVM prints above a nested function: the prefixes the text used so
         far (TVM's printer collects them as it goes: the functions printed before, this one up to
@@ -372,6 +401,8 @@ class RelaxPrinter(TIRPrinter):
             at = len(self.lines)
             self.emit_aside("")  # the function's header: known once it is printed
             self.lines.append("    " * self.indent)
+            for v in self.nested_typevars(value):
+                self.emit(f'{v} = TypeVar("{v}")')
             # (the binding prints the comments it shares with the function)
             self.print_function(value, self.namer.define(b.var, b.var.name), nested=True)
             self.lines.append("")
@@ -415,7 +446,7 @@ class RelaxPrinter(TIRPrinter):
             for block in seq.blocks:
                 self.commented(block, lambda block=block: self.block(block))
             body = seq.body
-        self.commented(seq, lambda: self.emit(f"{name}: {self.sinfo(var.struct_info)} = {self.rexpr(body)}"))
+        self.commented(seq, lambda: self.emit(f"{name}: {self.sinfo(var.struct_info)} = {self.rexpr(body, top=True)}"))
         self.namer.pop()
         self.indent -= 1
 

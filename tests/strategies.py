@@ -325,8 +325,9 @@ def draw_exotic_buffer(draw: Callable, names: Sequence[str] = BUFFER_NAMES) -> B
         kwargs["elem_offset"] = Var("elem_offset", I32) if coin(draw) else draw_small(draw, I32, 1, 8)
     elif form == 2:
         kwargs["data_alignment"] = pick(draw, (16, 128))
-    elif form == 3:
+    elif form == 3:  # (a factor makes an offset variable, as TVM's decl_buffer does)
         kwargs["offset_factor"] = pick(draw, (16, 4))
+        kwargs["elem_offset"] = Var("elem_offset", I32)
     else:
         kwargs["buffer_type"] = "auto_broadcast"
     return decl_buffer(shape, dtype, pick(draw, names), **kwargs)
@@ -337,7 +338,7 @@ def simple_buffer(buffer: Buffer) -> bool:
     in both dialects; the others print as ``T.match_buffer`` of a ``T.handle``."""
     return (all(isinstance(d, IntImm) for d in buffer.shape) and not buffer.strides
             and buffer.elem_offset is None and buffer.data_alignment == DEFAULT_ALIGN
-            and not buffer.offset_factor and buffer.buffer_type == "default"
+            and buffer.offset_factor == 1 and buffer.buffer_type == "default"
             and buffer.scope == "global")
 
 

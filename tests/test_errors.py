@@ -156,14 +156,14 @@ def main(A, b: T.handle):
 
 
 # ---------------------------------------------------------------- loops, blocks and scopes
-def test_range_with_three_arguments():
+def test_a_loop_step_is_positional_in_range_only():
     src = '''\
 @T.prim_func
 def main(A: T.Buffer((4,), "float32")):
-    for i in range(0, 4, 1):
+    for i in T.serial(0, 4, 1):
         A[i] = T.float32(0)
 '''
-    assert_error(src, 3, 14, r"loop takes an extent, or a start and an end")
+    assert_error(src, 3, 14, r"loop takes an extent, or a start and an end \(and a step: range\(a, b, step\)")
 
 
 def test_axis_remap_with_mismatched_counts():
@@ -710,3 +710,21 @@ def test_a_tensorir_buffer_in_a_relax_signature_is_refused():
     src = ('@I.ir_module\nclass Module:\n    @R.function\n'
            '    def main(x: T.Buffer((4,), "float32")):\n        return x\n')
     assert_error(src, 4, 17, r"T\.Buffer\(\.\.\.\) declares a TensorIR buffer; a Relax function takes tensors")
+
+
+@pytest.mark.parametrize("src, line, col, message", [
+    # (review) tvms read these; TVM 0.27 refuses them ("Variable m already defined in current scope")
+    ('@I.ir_module\nclass Module:\n    @R.function\n'
+     '    def main(m: R.Tensor((2,), "float32"), y: R.Tensor(("m",), "float32")):\n        return y\n',
+     4, 14, "'m' is defined twice: as a parameter and as a symbolic size of the signature"),
+    ('@I.ir_module\nclass Module:\n    @R.function\n'
+     '    def main(y: R.Tensor(("m",), "float32"), m: R.Prim("int64")):\n        return y\n',
+     4, 46, "'m' is defined twice"),
+    # ... and "n is already bound to a non-PrimVar value"
+    ('@T.prim_func\ndef main(A: T.Buffer(("n",), "float32"), n: T.Buffer((2,), "float32")):\n    T.evaluate(0)\n',
+     2, 42, "n is already bound to a non-PrimVar value"),
+    ('@T.prim_func\ndef main(A: T.Buffer(("n",), "float32"), n: T.handle):\n    T.evaluate(0)\n',
+     2, 42, "n is already bound to a non-PrimVar value"),
+])
+def test_a_parameter_named_like_a_size_of_the_signature_is_refused(src, line, col, message):
+    assert_error(src, line, col, re.escape(message))

@@ -59,7 +59,6 @@ T.cta_id_in_pair
 T.cuda
 T.lane_id
 T.nki
-T.ptx
 T.scope_id
 T.smem
 T.tensormap_encode_tiled

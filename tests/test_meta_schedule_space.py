@@ -13,9 +13,9 @@ import pytest
 from conftest import FIXTURES
 
 import tvms
+from tvms import meta_schedule as ms
 from tvms.lowering.schedule.schedule import Schedule
 from tvms.lowering.schedule.trace import SAMPLING_KINDS, Trace
-from tvms.lowering.tune.default_space import default_postprocs
 from tvms.lowering.tune.post_order_apply import PostOrderApply
 from tvms.lowering.tune.tune_context import TuneContext
 from tvms.runtime.reference import run_prim_func
@@ -76,7 +76,7 @@ def sketch_matches(mod: tvms.IRModule, sketch: Schedule, stem: str) -> None:
 def postprocessed(sch: Schedule) -> Schedule:
     sch = sch.copy()
     sch.enter_postproc()
-    assert all(postproc.apply(sch) for postproc in default_postprocs("llvm"))
+    assert all(postproc.apply(sch) for postproc in ms.Postproc.create("llvm"))
     return sch
 
 

@@ -89,6 +89,20 @@ def test_nested_calls_are_bound_first_with_tvms_names(name: str, dialect: str) -
     assert mod.script(dialect=dialect) == (NORMAL_FORM / f"{name}tvm_0.27.tvms").read_text().rstrip("\n")
 
 
+@pytest.mark.parametrize("name", ["if_join", "scalars"])
+def test_values_read_as_tvm_reads_them(name: str) -> None:
+    """``if_join``: the variable an if binds gets what both branches share (TVM's least common
+    ancestor of their struct info: scalars keep the dtype, shapes the rank, tensors an equal
+    shape); a tuple stays a branch's value and every branch's value takes a name number.
+    ``scalars``: a bare float is a float64 (R.prim_value, tuples, R.call_packed, the operators
+    whose Python function converts it, by position or keyword), an operator's other float
+    arguments float32. Goldens: TVM 0.27's output for the inputs; they read back in both dialects."""
+    mod = from_source((NORMAL_FORM / f"{name}_input.tvms").read_text())
+    assert mod.script(dialect="tvm-0.27") == (NORMAL_FORM / f"{name}_tvm_0.27.tvms").read_text().rstrip("\n")
+    classic = mod.script(dialect="classic")
+    assert first_mismatch(mod, from_source(classic)) is None
+
+
 def test_normal_form_keeps_the_results() -> None:
     from tvms.runtime.reference_relax import run_relax
 

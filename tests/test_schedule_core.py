@@ -247,6 +247,8 @@ def main(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32")):
      "annotate_buffer_access: gen_new_ranges takes the 2 iterators of block 'B'"),
     (lambda s: s.annotate_buffer_access(s.get_block("B"), 0, "read", lambda i, j: ((None, 2), j)),
      "annotate_buffer_access: an index is an integer expression, got None"),
+    (lambda s: s.annotate_buffer_access(s.get_block("B"), 0, "read", lambda i, j: (i, j, i)),
+     "annotate_buffer_access: gen_new_ranges must give one range per iterator of block 'B' (2)"),
     (lambda s: s.cache_read(s.get_block("B"), 0, 5), 'cache_read: the storage scope is a string such as "shared", got 5'),
     (lambda s: s.read_at(s.get_loops(s.get_block("B"))[0], s.get_block("B"), 0, 5),
      "read_at: the storage scope is a string"),
@@ -256,3 +258,15 @@ def test_bad_arguments_of_new_primitives_are_schedule_errors(step, message) -> N
     sch = tvms.tir.Schedule(from_source(COPY))
     with pytest.raises(ScheduleError, match=re.escape(message)):
         step(sch)
+
+
+def test_annotate_buffer_access_gives_one_range_per_dimension_of_the_buffer() -> None:
+    """(review) the ranges were counted against the block's iterators only: a 1-d buffer read in a
+    2-d block got a 2-d region. TVM 0.27 wants one range per iterator and per dimension of the
+    buffer ("Buffer rank and region dimension mismatch (1 vs. 2)")."""
+    sch = tvms.tir.Schedule(from_source(COPY.replace("A: T.Buffer((16, 16)", "A: T.Buffer((16,)")
+                                        .replace("= A[vi, vj]", "= A[vi]")))
+    text = sch.mod.script()
+    with pytest.raises(ScheduleError, match=re.escape("buffer 'A' has 1 dimension(s), the ranges give 2")):
+        sch.annotate_buffer_access(sch.get_block("B"), 0, "read", lambda i, j: ((i, i + 1), (j, j + 1)))
+    assert sch.mod.script() == text

@@ -14,6 +14,9 @@ import numpy as np
 import pytest
 
 from tvms.ir import structural_equal
+from tvms.ir.expr import Call
+from tvms.ir.errors import ScriptError, TVMSError
+from tvms.ir.visitor import collect
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 
@@ -21,8 +24,12 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tir_builtins"
 GOLDENS = sorted(FIXTURES.glob("*_tvm_0.27.tvms"))
 
 
+def load_text(name: str, kind: str = "tvm_0.27") -> str:
+    return (FIXTURES / f"{name}_{kind}.tvms").read_text()
+
+
 def load(name: str, kind: str = "tvm_0.27"):
-    return from_source((FIXTURES / f"{name}_{kind}.tvms").read_text())
+    return from_source(load_text(name, kind))
 
 
 @pytest.mark.parametrize("golden", GOLDENS, ids=lambda p: p.name.removesuffix("_tvm_0.27.tvms"))
@@ -288,3 +295,215 @@ def test_builder_spellings_against_numpy() -> None:
     device = np.zeros(10, "int32")
     run_prim_func(load("builders", "input")["device"], device)  # (T.device_entry: an attribute)
     np.testing.assert_array_equal(device, np.arange(10))
+
+
+def test_calls_between_prim_funcs_are_typed_and_refused_where_not_run() -> None:
+    mod = load("calls")
+    store = mod["main"].body.seq[1].body  # B[i] = Module.square(A[i]) + Module.square(B[i])
+    assert str(store.value.a.dtype) == "float32" and store.value.a.op.name_hint == "square"
+    assert str(mod["main"].body.seq[0].value.dtype) == "void"  # scale returns nothing
+    # a function printed alone names its callee bare, as TVM prints it
+    assert "    scale(A.data, 16)\n" in mod["main"].script(dialect="tvm-0.27")
+    a = np.ones(16, "float32")
+    with pytest.raises(TVMSError, match="cannot call the module's function 'scale'"):
+        run_prim_func(mod["main"], a, a.copy())
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    with pytest.raises(TVMSError, match="cannot call the module's function 'scale'"):
+        tvms.build(mod["main"])
+    with pytest.raises(ScriptError, match="calls the module's PrimFuncs only; 'f' is not one"):
+        from_source(CALLS_RELAX)
+    with pytest.raises(ScriptError, match="module 'Module' has no function 'squar'; did you mean 'square'"):
+        from_source(load_text("calls").replace("Module.square(A[0])", "Module.squar(A[0])"))
+
+
+CALLS_RELAX = """
+@I.ir_module
+class Module:
+    @R.function
+    def f(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+        return x
+
+    @T.prim_func
+    def main(A: T.Buffer((2,), "float32")):
+        A[0] = Module.f(A[0])
+"""
+
+
+def test_scalable_vectors_are_typed_and_refused_where_not_run() -> None:
+    """``T.vscale() * k`` lanes (SVE/RVV): a scalable dtype, and a clear refusal where tvms runs code."""
+    func = load("scalable")
+    first = func.body.seq[0]
+    assert str(first.value.dtype) == "float32xvscalex4" and first.indices[0].lanes.b.value == 4
+    assert str(func.body.seq[1].indices[0].dtype) == "int32xvscalex4"  # B[3:3 + vscale * 8:2]
+    a = np.zeros(128, "float32")
+    with pytest.raises(TVMSError, match="no scalable vectors"):
+        run_prim_func(func, a, a.copy(), np.zeros((8,), "float32"), np.zeros(128, "int32"))
+    with pytest.raises(ScriptError, match="the lanes of a vector are a constant or T.vscale"):
+        from_source(load_text("scalable").replace("T.Ramp(1, 2, 4)", "T.Ramp(1, 2, T.vscale() + 4)"))
+    with pytest.raises(ScriptError, match="vector slice needs a constant length"):
+        from_source(load_text("scalable").replace("B[0:8:2]", "B[0:T.vscale() * 7:2]"))
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    with pytest.raises(TVMSError, match="no scalable vectors"):
+        tvms.build(func)
+
+
+def test_pointer_lets_and_typed_pointer_results() -> None:
+    """``x: T.let[T.handle("int64", "global")]`` binds a typed pointer; an intrinsic's result type
+    ``T.handle("int64", "global").ty`` stays a PointerType on the call."""
+    func = load("pointers")
+    text = func.script(dialect="classic")
+    assert '    A_ptr_redef: T.handle("float32", "global") = A_ptr\n' in text
+    assert 'T.tvm_struct_get(arg, 0, 2, T.handle("int64", "global").ty)' in text
+    from tvms.ir.stmt import LetStmt
+
+    lets = {s.var.name: s for s in collect(func, LetStmt)}
+    assert lets["shape_data"].value.type_annotation.element == "int64"
+    assert lets["A_ptr_redef"].var.type_annotation.element == "float32"
+
+
+def test_ptx_cp_async_groups_read_by_their_modifiers_and_run() -> None:
+    """``T.ptx.cp("async", "commit_group", "")`` / ``T.ptx.cp(0, "async", "wait_group", "")``: the
+    string modifiers pick the instruction; the emulation copies synchronously, so both are no-ops."""
+    func = load("ptx")
+    calls = [c for c in collect(func, Call) if c.dtype == "void"]
+    assert [c.op.name for c in calls] == ["tir.ptx.cp_async_commit_group", "tir.ptx.cp_async_wait_group"]
+    a = np.arange(32 * 128, dtype="float32").reshape(32, 128)
+    b = np.zeros_like(a)
+    run_prim_func(func, a, b)
+    np.testing.assert_array_equal(b, a * 2)
+    with pytest.raises(ScriptError, match="the cp.async groups of T.ptx.cp only"):
+        from_source(load_text("ptx").replace('"commit_group"', '"bulk_group"'))
+
+
+def test_clz_counts_in_the_width_of_its_argument() -> None:
+    """``T.clz`` of an int64 is an int32 (TVM's type), counted over 64 bits: the reference
+    executor and the compiled code agree with the bit lengths."""
+    func = load("void_pointers")["leading_zeros"]
+    a = np.array([1, 2, 1 << 40, -1], "int64")
+    want_b = np.array([64 - int(v).bit_length() if v >= 0 else 0 for v in a], "int32")
+    want_c = np.array([32 - int(v + 1).bit_length() for v in want_b], "int32")
+    b, c = np.zeros(4, "int32"), np.zeros(4, "int32")
+    run_prim_func(func, a, b, c)
+    np.testing.assert_array_equal(b, want_b)
+    np.testing.assert_array_equal(c, want_c)
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    b, c = np.zeros(4, "int32"), np.zeros(4, "int32")
+    tvms.build(func)(a, b, c)
+    np.testing.assert_array_equal(b, want_b)
+    np.testing.assert_array_equal(c, want_c)
+
+
+def test_buffer_fields_are_the_buffers_own_variables() -> None:
+    """An offset_factor without elem_offset makes the offset a variable of the buffer's own, as
+    quoted strides make stride variables; the body reads them (``src.elem_offset``,
+    ``src.strides[0]``). The reference executor binds them where the view matches its region,
+    LowerMatchBuffer substitutes them in compiled code."""
+    from tvms.ir import Var
+    from tvms.ir.stmt import Block
+
+    mod = load("buffer_fields")
+    tile = next(n for n in collect(mod["in_blocks"], Block) if n.name_hint == "tile")
+    view = tile.match_buffers[0].buffer
+    assert isinstance(view.elem_offset, Var) and view.elem_offset.name == "elem_offset"
+    assert [(s.name, str(s.dtype)) for s in view.strides] == [("s1", "int32"), ("s0", "int32")]
+    assert view.offset_factor == 4
+    # a zero offset is kept only where its dtype is not the buffer's index type (TVM prints it)
+    zero = load("buffer_fields")["zero_offsets"]
+    allocs = next(n for n in collect(zero, Block) if n.name_hint == "root").alloc_buffers
+    assert [None if b.elem_offset is None else str(b.elem_offset.dtype) for b in allocs] == ["int64", None]
+    # the fields are bound with their buffer: two readings are equal, another factor is not
+    text = (FIXTURES / "buffer_fields_tvm_0.27.tvms").read_text()
+    assert structural_equal(from_source(text), mod)
+    assert not structural_equal(from_source(text.replace("offset_factor=4", "offset_factor=2")), mod)
+    a = np.zeros((16, 16), "float32")
+    vi, vj = np.divmod(np.arange(16), 4)
+    want = (vi * 64 + vj * 4 + 16 * 1000 + 1 * 100000).astype("float32")
+    b = np.zeros(16, "float32")
+    run_prim_func(mod["in_blocks"], a, b)
+    np.testing.assert_array_equal(b, want)
+    d = np.zeros(1, "float32")
+    run_prim_func(mod["aliases"], d)  # (every alias reads the one store through A)
+    assert d[0] == 4
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    got = np.zeros(16, "float32")
+    tvms.build(mod["in_blocks"])(a, got)
+    np.testing.assert_array_equal(got, want)
+    compiled = np.zeros(1, "float32")
+    tvms.build(mod["aliases"])(compiled)
+    assert compiled[0] == 4
+
+
+def test_buffer_fields_errors() -> None:
+    from tvms.ir.errors import ScriptError
+
+    compact = '''@T.prim_func
+def f(A: T.Buffer((4,), "float32")):
+    A[0] = T.Cast("float32", A.strides[0])'''
+    with pytest.raises(ScriptError, match="index 0 is out of range for 0 item"):
+        from_source(compact)
+    quoted = '''@T.prim_func
+def f(A: T.Buffer((4, 4), "float32")):
+    for i in range(4):
+        with T.block("b"):
+            sub = T.match_buffer(A[i, 0:4], (4,), strides=("n + 1",))
+            T.evaluate(0)'''
+    with pytest.raises(ScriptError, match="a quoted stride names a new variable, got 'n \\+ 1'"):
+        from_source(quoted)
+
+
+def test_a_stride_variable_the_buffer_uses_twice_is_declared_by_name() -> None:
+    """A new stride variable used twice is not the buffer's own: it is declared before the
+    buffer (in the signature, its first quoted stride defines it for the next)."""
+    text = '''@T.prim_func
+def f(a: T.handle):
+    step = T.int32()
+    A = T.match_buffer(a, (4, 4), strides=(step, step))
+    T.evaluate(step)'''
+    func = from_source(text)
+    printed = func.script(dialect="tvm-0.27")
+    assert 'def f(A: T.Buffer((4, 4), "float32", strides=("step", step))):' in printed
+    classic = func.script(dialect="classic")
+    assert '    step = T.int32()\n    A = T.match_buffer(a, (4, 4), strides=(step, step))\n' in classic
+    for out in (printed, classic):
+        assert structural_equal(from_source(out), func)
+
+
+def test_views_with_an_offset_factor_in_a_scheduled_function_run() -> None:
+    """Asub = T.match_buffer(..., offset_factor=1) (its offset a variable of its own) through a
+    schedule, the reference executor and compiled code."""
+    from tvms.tir import Schedule
+
+    mod = from_source((FIXTURES.parent / "tir_lowering" / "tile_copy_00_input.tvms").read_text())
+    sch = Schedule(mod)
+    ii, jj = sch.get_loops(sch.get_block("copy"))[-2:]
+    sch.reorder(jj, ii)
+    sch.split(ii, factors=[2, 2])
+    func = sch.mod["main"]
+    a = np.arange(256, dtype="float32").reshape(16, 16)
+    b = np.zeros((16, 16), "float32")
+    run_prim_func(func, a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    compiled = np.zeros((16, 16), "float32")
+    tvms.build(func)(a, compiled)
+    np.testing.assert_array_equal(compiled, a + 1)
+
+
+def test_a_region_of_a_mutable_scalar_is_its_source() -> None:
+    """``T.reads(lower.source[0])``: TVM 0.27's region of a mutable scalar (``lower`` alone is its
+    value); the block reads it as any buffer."""
+    func = load("scalar_regions")
+    a, d = np.arange(16, dtype="float32") - 8, np.zeros(16, "float32")
+    run_prim_func(func, a, d)
+    np.testing.assert_array_equal(d, np.maximum(a, -5))
+    assert "T.reads(A[vi], lower[0])" in func.script(dialect="classic")

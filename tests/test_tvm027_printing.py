@@ -33,3 +33,75 @@ def test_an_iterator_bound_to_a_value_of_another_type_keeps_both_and_builds() ->
     a, b = tvms.nd.array(np.array(4.0, "float32")), tvms.nd.array(np.array(0.0, "float32"))
     tvms.build(func, target="llvm")(a, b)
     assert b.numpy() == 2.0
+
+
+def test_a_module_holds_extern_functions() -> None:
+    """``ext = R.ExternFunc("sym", R.Callable(...))`` in a module class is a function outside the
+    module (TVM prints them after the PrimFuncs, with no blank line after one); the module
+    converts to the classic dialect and back."""
+    text = (FIXTURES / "tvm027_printing" / "extern_functions.tvms").read_text()
+    mod = from_source(text)
+    assert mod["ext_b"].global_symbol == "sym_b" and mod["ext_a"].struct_info.purity
+    classic = mod.script(dialect="classic")
+    assert structural_equal(from_source(classic), mod)
+    assert from_source(classic).script(dialect="tvm-0.27") + "\n" == text
+    with pytest.raises(tvms.ScriptError, match="the signature of an R.ExternFunc is an R.Callable"):
+        from_source(text.replace('R.ExternFunc("sym_b")', 'R.ExternFunc("sym_b", R.Tensor((2,), "float32"))'))
+
+
+def test_a_local_function_calls_itself() -> None:
+    """A nested function that calls itself (TVM's while loop by recursion): its name is bound
+    before its body is read, with its signature; it reads back structurally equal (the binding's
+    variable is matched first), and it runs (reference executor and VM: x + 10 x)."""
+    from tvms.runtime.reference_relax import run_relax
+
+    text = (FIXTURES / "tvm027_printing" / "recursive_local_function.tvms").read_text()
+    mod = from_source(text.replace('R.call_pure_packed("test.vm.less", i, R.const(10, "int32"), '
+                                   'ty_args=(R.Tensor((), dtype="bool"),))', 'R.less(i, R.const(10, "int32"))'))
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    np.testing.assert_allclose(run_relax(mod, "main", x), 11 * x)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    np.testing.assert_allclose(vm["main"](tvms.nd.array(x)).numpy(), 11 * x)
+
+
+@pytest.mark.parametrize("name", ["scalar_parameter_sizes", "scalar_parameter_arithmetic", "recursive_local_function",
+                                  "nested_function_typevars", "extern_functions"])
+def test_converts_to_classic_and_back(name: str) -> None:
+    text = (FIXTURES / "tvm027_printing" / f"{name}.tvms").read_text()
+    mod = from_source(text)
+    classic = from_source(mod.script(dialect="classic"))
+    assert structural_equal(classic, mod)
+    assert classic.script(dialect="tvm-0.27") + "\n" == text
+
+
+def test_a_scalar_parameter_of_tvm027_is_a_size() -> None:
+    """TVM 0.27's ``n: T.int64`` is a size variable too: ``R.Tensor((n,))`` and ``n + 1`` read
+    its value (classic: ``n: R.Prim(value="n")``); ``+`` on classic scalars whose value is
+    unknown stays an operator call."""
+    func = from_source((FIXTURES / "tvm027_printing" / "scalar_parameter_sizes.tvms").read_text())
+    n, direct = func.params[:2]
+    assert direct.struct_info.dims[0] is n.struct_info.value
+    assert 'n: R.Prim(value="n")' in func.script(dialect="classic")
+    func = from_source((FIXTURES / "tvm027_printing" / "scalar_parameter_arithmetic.tvms").read_text())
+    plus_one = func.body.blocks[0].bindings[0].value.value  # n + 1: TensorIR arithmetic on n's value
+    assert plus_one.a is func.params[0].struct_info.value and plus_one.b.value == 1
+    relax_add = from_source('@R.function\ndef main(n: R.Prim("int64")):\n    m = n + n\n    return m\n')
+    assert relax_add.body.blocks[0].bindings[0].value.op.name == "relax.add"
+
+
+def test_a_scalar_parameter_binds_its_size_when_run() -> None:
+    from tvms.runtime.reference_relax import run_relax
+
+    func = from_source('''# from tvm.script import tirx as T
+# from tvm.script import relax as R
+
+@R.function
+def main(n: T.int64, x: R.Tensor((n,), dtype="float32")) -> R.Tensor((n,), dtype="float32"):
+    y: R.Tensor((n,), dtype="float32") = R.add(x, x)
+    return y''')
+    mod, x = tvms.IRModule({"main": func}), np.arange(4, dtype="float32")
+    np.testing.assert_allclose(run_relax(mod, "main", 4, x), 2 * x)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    np.testing.assert_allclose(vm["main"](4, tvms.nd.array(x)).numpy(), 2 * x)
+    with pytest.raises(tvms.TVMSError, match="dimension 0 should be n = 5, got 4"):
+        vm["main"](5, tvms.nd.array(x))

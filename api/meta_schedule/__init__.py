@@ -6,6 +6,13 @@ from ..lowering.tune.database import Database, MemoryDatabase, TuningRecord, Wor
 from ..lowering.tune.measure import (BuilderInput, BuilderResult, EvaluatorConfig, MeasureCandidate,  # noqa: F401
                                       RunnerInput, RunnerResult, TensorInfo)
 from ..lowering.tune.tune_context import TuneContext  # noqa: F401
+from . import database  # noqa: F401
+from .builder import Builder  # noqa: F401
+from .cost_model import CostModel  # noqa: F401
+from .measure_callback import MeasureCallback  # noqa: F401
+from .runner import Runner  # noqa: F401
+from .search_strategy import SearchStrategy  # noqa: F401
+from .space_generator import SpaceGenerator  # noqa: F401
 from . import postproc, schedule_rule  # noqa: F401,E402
 from .postproc import Postproc  # noqa: F401,E402
 from .schedule_rule import ScheduleRule  # noqa: F401,E402

@@ -94,12 +94,13 @@ class _Codegen:
 class _FunctionCompiler:
     """One Relax function to one VMFunction. ``captured``: the outer variables a lifted closure
     reads (its first registers), ``captured_sizes``: the outer sizes it reads (one shape value
-    after them, bound into its heap first)."""
+    after them, bound into its heap first); ``itself``: the variable a lifted local function is
+    bound to, when it calls itself."""
 
     def __init__(self, cg: _Codegen, name: str, func: rx.Function, captured: tuple = (),
-                 captured_sizes: tuple = ()) -> None:
+                 captured_sizes: tuple = (), itself: rx.Var | None = None) -> None:
         self.cg, self.name, self.func = cg, name, func
-        self.captured, self.captured_sizes = captured, captured_sizes
+        self.captured, self.captured_sizes, self.itself = captured, captured_sizes, itself
         self.values: dict = {}  # Relax Var -> its argument (Reg, Const or Imm)
         self.slots: dict = {}  # TIR size Var -> its heap slot
         self.code: list = []
@@ -119,9 +120,11 @@ class _FunctionCompiler:
         names = [v.name for v in self.captured]
         for v in self.captured:
             self.values[v] = Reg(self.reg())
+        held = [self.values[v] for v in self.captured]
         if self.captured_sizes:
             names.append("(captured sizes)")
             sizes = Reg(self.reg())
+            held.append(sizes)
             self.match_dims("shape", sizes, self.captured_sizes, "the captured sizes")
         first = self.num_regs
         for p in params:
@@ -130,6 +133,8 @@ class _FunctionCompiler:
             if fact is not None:
                 self.known[p] = fact
         self.check_params(params)
+        if self.itself is not None:  # a recursive local function: the same closure again
+            self.values[self.itself] = self.builtin("vm.builtin.make_closure", [Imm(self.name), *held])
         body = func.body
         if not isinstance(body, rx.SeqExpr):
             raise TVMSError(f"{self.name}: a function body that is not a SeqExpr ({type(body).__name__})")
@@ -270,7 +275,7 @@ class _FunctionCompiler:
             if value in self.fresh:
                 self.fresh[var] = self.fresh[value]
         elif isinstance(value, rx.Function):
-            self.values[var] = self.closure(value, var.name)
+            self.values[var] = self.closure(value, var.name, var)
         else:
             self.values[var] = self.expr(value, self.reg(), var)
 
@@ -338,14 +343,16 @@ class _FunctionCompiler:
         self.code[at_goto] = Goto(len(self.code) - at_goto)
         return Reg(out)
 
-    def closure(self, func: rx.Function, name: str) -> Reg:
+    def closure(self, func: rx.Function, name: str, var: rx.Var | None = None) -> Reg:
         """A nested function, lifted out as a function of the program over the variables and
-        sizes it reads from here; its value is a closure holding them."""
+        sizes it reads from here; its value is a closure holding them (``var``: the variable
+        it is bound to, which it may call)."""
         nodes = list(walk(func))
         captured = tuple(dict.fromkeys(n for n in nodes if isinstance(n, rx.Var) and n in self.values))
         sizes = tuple(dict.fromkeys(n for n in nodes if isinstance(n, tir.Var) and n in self.slots))
         lifted = self.cg.fresh_name(f"{self.name}.{name}")
-        _FunctionCompiler(self.cg, lifted, func, captured, sizes).compile()
+        itself = var if var is not None and any(n is var for n in nodes) else None
+        _FunctionCompiler(self.cg, lifted, func, captured, sizes, itself).compile()
         args = [Imm(lifted), *(self.values[v] for v in captured)]
         if sizes:
             args.append(self.builtin("vm.builtin.make_shape", [self.size(v) for v in sizes]))

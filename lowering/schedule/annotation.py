@@ -78,8 +78,12 @@ def annotate_buffer_access(func: PrimFunc, block: Block, index: int, buf_type: s
         raise ScheduleError(f"annotate_buffer_access: buffer_index {index!r} is out of range: block "
                             f"'{block.name_hint}' has {len(regions)} {buf_type} region(s)")
     ends = ranges.apply(tuple(iv.var for iv in block.iter_vars))
+    buffer = regions[index].buffer
+    if len(ends) != 2 * len(buffer.shape):  # (TVM asks for one range per iterator, and per dimension)
+        raise ScheduleError(f"annotate_buffer_access: buffer '{buffer.name}' has {len(buffer.shape)} "
+                            f"dimension(s), the ranges give {len(ends) // 2}")
     analyzer = Analyzer()
-    region = BufferRegion(regions[index].buffer, tuple(
+    region = BufferRegion(buffer, tuple(
         Range(ends[k], analyzer.simplify(Sub(ends[k + 1], ends[k]))) for k in range(0, len(ends), 2)))
     new_regions = tuple(region if k == index else r for k, r in enumerate(regions))
     key = f"explicit_{buf_type}_region"

@@ -101,7 +101,7 @@ class Schedule:
         if isinstance(rv, BlockRV):
             return self._block(rv)[1].block
         if isinstance(rv, LoopRV):
-            return self._loop(rv)[1]
+            return self._loop(rv, any_step=True)[1]
         if isinstance(rv, ExprRV):
             return self._int(rv)
         return rv
@@ -141,8 +141,13 @@ class Schedule:
     def _block(self, rv: Any) -> tuple[str, BlockRealize, tuple]:
         return self._lookup(rv, BlockRV, "block", find_block, lambda name: f"block '{name}'")
 
-    def _loop(self, rv: Any) -> tuple[str, For, tuple]:
-        return self._lookup(rv, LoopRV, "loop", find_loop, lambda var: f"loop '{var.name}'")
+    def _loop(self, rv: Any, any_step: bool = False) -> tuple[str, For, tuple]:
+        found = self._lookup(rv, LoopRV, "loop", find_loop, lambda var: f"loop '{var.name}'")
+        loop = found[1]
+        if not any_step and not loop.has_trivial_step:  # (the primitives count iterations as extents)
+            raise ScheduleError(f"loop '{loop.loop_var.name}' has a step; the schedule transforms loops "
+                                f"of step 1 (CanonicalizeLoop makes them so)")
+        return found
 
     def _lookup(self, rv: Any, rv_type: type, what: str, finder: Callable, describe: Callable) -> tuple:
         """(function name, node, ancestors) of the block or loop a handle stands for."""

@@ -75,7 +75,7 @@ class _Flattener(LoopRangeMutator):
 
     def visit_DeclBuffer(self, decl: DeclBuffer) -> DeclBuffer:
         self.flats[decl.buffer] = flat = flat_buffer(decl.buffer)
-        return DeclBuffer(flat, self.visit(decl.body))
+        return DeclBuffer(flat, self.visit(decl.body), decl.data_of)
 
     def visit_Buffer(self, buffer: Buffer) -> Buffer:  # buffers are rewritten where accessed
         return buffer
@@ -86,7 +86,7 @@ def flatten_buffer(func: PrimFunc) -> PrimFunc:
     flats = {buf: flat_buffer(buf) for buf in func.buffer_map.values()}
     body = _Flattener(dict(flats)).visit(func.body)
     for buf in reversed(list(func.buffer_map.values())):
-        body = DeclBuffer(flats[buf], body)
+        body = DeclBuffer(flats[buf], body, buf)  # (A_1 = A.view(16384))
     return func.with_changes(body=body)
 
 

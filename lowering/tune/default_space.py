@@ -1,14 +1,12 @@
 """What "from-target" means: the schedule rules, postprocessors and mutator probabilities of each
 target kind, as TVM 0.27's defaults (``ScheduleRule::DefaultLLVM`` and its siblings).
 
-A table keyed by target kind, so another backend adds its row (the CUDA issue adds "cuda") without
+Each target kind registers its row with ``space_generator.register_defaults`` (the CUDA issue adds
+"cuda": its rules and postprocessors are here but VerifyGPUCode), so a backend joins without
 touching the engine. Mutators are named by class name: the search strategy looks them up.
 """
 from __future__ import annotations
 
-from typing import Callable
-
-from ...ir.errors import TVMSError
 from .postproc import Postproc
 from .postproc_disallow_dynamic_loop import DisallowDynamicLoop
 from .postproc_rewrite_parallel_vectorize_unroll import RewriteParallelVectorizeUnroll
@@ -20,6 +18,7 @@ from .rule_multi_level_tiling import MultiLevelTiling, ReuseType
 from .rule_parallel_vectorize_unroll import ParallelizeVectorizeUnroll
 from .rule_random_compute_location import RandomComputeLocation
 from .schedule_rule import ScheduleRule
+from .space_generator import register_defaults
 
 
 def _llvm_rules() -> list[ScheduleRule]:
@@ -43,27 +42,6 @@ def _llvm_postprocs() -> list[Postproc]:
     return [DisallowDynamicLoop(), RewriteParallelVectorizeUnroll(), RewriteReductionBlock()]
 
 
-# kind -> (rules, postprocs, {mutator class name: probability})
-DEFAULTS: dict[str, tuple[Callable[[], list], Callable[[], list], Callable[[], dict]]] = {
-    "llvm": (_llvm_rules, _llvm_postprocs,
-             lambda: {"MutateTileSize": 0.9, "MutateComputeLocation": 0.05, "MutateUnroll": 0.03,
-                      "MutateParallel": 0.02}),
-}
-
-
-def _row(kind: str) -> tuple:
-    if kind not in DEFAULTS:
-        raise TVMSError(f"no default tuning space for target kind {kind!r} (known: {', '.join(sorted(DEFAULTS))})")
-    return DEFAULTS[kind]
-
-
-def default_rules(kind: str) -> list[ScheduleRule]:
-    return _row(kind)[0]()
-
-
-def default_postprocs(kind: str) -> list[Postproc]:
-    return _row(kind)[1]()
-
-
-def default_mutator_probs(kind: str) -> dict[str, float]:
-    return _row(kind)[2]()
+register_defaults("llvm", sch_rules=_llvm_rules, postprocs=_llvm_postprocs,
+                  mutator_probs=lambda: {"MutateTileSize": 0.9, "MutateComputeLocation": 0.05,
+                                         "MutateUnroll": 0.03, "MutateParallel": 0.02})

@@ -1,7 +1,6 @@
 """PostOrderApply: the design space made by applying schedule rules to every block in turn."""
 from __future__ import annotations
 
-import copy
 import random
 from typing import Any, Callable
 
@@ -13,11 +12,10 @@ from ..schedule.schedule import Schedule
 from ..schedule.tree import stmt_children
 from .rule_analysis import has_block, site
 from .rule_apply_custom import SCHEDULE_RULE, ApplyCustomRule
+from .space_generator import FROM_TARGET, SpaceGenerator
 
-FROM_TARGET = "from-target"
 
-
-class PostOrderApply:
+class PostOrderApply(SpaceGenerator):
     """``PostOrderApply(f_block_filter=None, sch_rules="from-target", postprocs="from-target",
     mutator_probs="from-target")`` as TVM's.
 
@@ -31,25 +29,13 @@ class PostOrderApply:
 
     def __init__(self, f_block_filter: "Callable | None" = None, sch_rules: Any = FROM_TARGET,
                  postprocs: Any = FROM_TARGET, mutator_probs: Any = FROM_TARGET) -> None:
+        super().__init__(sch_rules, postprocs, mutator_probs)
         self.f_block_filter = f_block_filter
-        self.sch_rules, self.postprocs, self.mutator_probs = sch_rules, postprocs, mutator_probs
         self.rand_state = random.randrange(1 << 31)
 
     def _initialize_with_tune_context(self, context: Any) -> None:
-        from .default_space import default_mutator_probs, default_postprocs, default_rules
-
-        target = getattr(context, "target", None)
-        if target is not None:
-            if self.sch_rules == FROM_TARGET:
-                self.sch_rules = default_rules(target.kind)
-            if self.postprocs == FROM_TARGET:
-                self.postprocs = default_postprocs(target.kind)
-            if self.mutator_probs == FROM_TARGET:
-                self.mutator_probs = default_mutator_probs(target.kind)
-        for part in list(self.sch_rules or []) + list(self.postprocs or []):
-            if not isinstance(part, str):
-                part._initialize_with_tune_context(context)
-        self.rand_state = context.fork_seed()
+        super()._initialize_with_tune_context(context)
+        self.rand_state = self._fork_seed()
 
     def generate_design_space(self, mod: "IRModule | PrimFunc") -> list[Schedule]:
         if not isinstance(self.sch_rules, (list, tuple)):
@@ -98,5 +84,3 @@ class PostOrderApply:
         if isinstance(stmt, BlockRealize) and (self.f_block_filter is None or self.f_block_filter(stmt.block)):
             names.append(stmt.block.name_hint)
 
-    def clone(self) -> "PostOrderApply":
-        return copy.deepcopy(self)

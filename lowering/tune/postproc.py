@@ -23,8 +23,11 @@ class Postproc:
     @staticmethod
     def create(kind: str) -> list["Postproc"]:
         """The default postprocessors of a target kind (``"llvm"``)."""
-        from .default_space import default_postprocs
-        return default_postprocs(kind)
+        from .space_generator import default_part
+        parts = default_part(kind, "postprocs")
+        if not parts:
+            raise TVMSError(f"no default postprocessors for target kind {kind!r}")
+        return parts
 
     def __repr__(self) -> str:
         return f"meta_schedule.{type(self).__name__}"

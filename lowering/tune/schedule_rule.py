@@ -28,9 +28,12 @@ class ScheduleRule:
 
     @staticmethod
     def create(kind: str) -> list["ScheduleRule"]:
-        """The default rules of a target kind (``"llvm"``)."""
-        from .default_space import default_rules
-        return default_rules(kind)
+        """The default schedule rules of a target kind (``"llvm"``)."""
+        from .space_generator import default_part
+        parts = default_part(kind, "sch_rules")
+        if not parts:
+            raise TVMSError(f"no default schedule rules for target kind {kind!r}")
+        return parts
 
     def __repr__(self) -> str:
         return f"meta_schedule.{type(self).__name__}"

@@ -1,18 +1,22 @@
 """Buffers: ``T.Buffer`` (a parameter's type, or an alias), ``T.alloc_buffer`` /
 ``T.sblock_alloc_buffer`` / ``T.alloc_shared`` / ``T.alloc_local``, ``T.decl_buffer`` and
 ``B.view(...)``, ``T.match_buffer`` (of a parameter or a region), ``T.allocate``; and buffer
-regions. The classic dialect's ``T.alloc_buffer`` allocates in the enclosing block, TVM 0.27's
-for the rest of the body (its block form is ``T.sblock_alloc_buffer``)."""
+regions. A buffer may define its offset and strides as new variables (``offset_factor=16``
+without ``elem_offset``, quoted strides), which the body reads as ``A.elem_offset`` and
+``A.strides[i]``. The classic dialect's ``T.alloc_buffer`` allocates in the enclosing block,
+TVM 0.27's for the rest of the body (its block form is ``T.sblock_alloc_buffer``)."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from typing import Any, Callable
 
 from ...ir import arith
 from ...ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion, MatchBufferRegion, decl_buffer
-from ...ir.dtype import handle
+from ...ir.dtype import DataType, handle
 from ...ir.expr import BufferLoad, FloorDiv, IntImm, PointerType, PrimExpr, Var
 from ...ir.node import EMPTY
+from ...ir.structural import structural_equal
 from ...ir.stmt import Allocate, AllocBuffer, BufferStore, DeclBuffer, LetStmt, SeqStmt, Stmt, seq
 from ...ir.visitor import walk
 from .. import syntax as S
@@ -26,8 +30,11 @@ from .text import display_add, is_nop, quote
 class BufferParsing:
     """Reading buffer declarations (mixed into the TIRBuilder)."""
 
-    def buffer_decl(self, name: str, args: list, kwargs: dict, syn: Any, scope_default: str = "global") -> Buffer:
-        """T.Buffer / T.alloc_buffer / T.match_buffer / T.decl_buffer arguments to a Buffer."""
+    def buffer_decl(self, name: str, args: list, kwargs: dict, syn: Any, scope_default: str = "global",
+                    index_strides: bool = False) -> Buffer:
+        """T.Buffer / T.alloc_buffer / T.match_buffer / T.decl_buffer arguments to a Buffer.
+        ``index_strides``: a stride's new variable takes the first dimension's dtype (as
+        T.match_buffer of a region makes it; the others make int32 ones)."""
         kwargs = dict(kwargs)
         shape = args[0] if args else kwargs.pop("shape", None)
         if shape is None:
@@ -50,16 +57,19 @@ class BufferParsing:
         strides = kwargs.pop("strides", None) or ()
         if not isinstance(strides, (tuple, list)):
             raise self.error(syn, f"a buffer's strides are a tuple, got {_describe(strides)}")
-        strides = tuple(self.quoted_size(s, syn) if isinstance(s, str) else self.int_expr(s, syn)
+        var_dtype = dims[0].dtype if dims and index_strides else DataType("int32")
+        strides = tuple(self.quoted_stride(s, var_dtype, syn) if isinstance(s, str) else self.int_expr(s, syn)
                         for s in strides)
         elem_offset = kwargs.pop("elem_offset", None)
+        offset_factor = int(kwargs.pop("offset_factor", None) or 0)
         if elem_offset is not None:
             elem_offset = self.int_expr(elem_offset, syn)
-            if isinstance(elem_offset, IntImm) and elem_offset.value == 0:
-                elem_offset = None
+        elif offset_factor:
+            # a factor and no offset: the offset is a new variable, which the body reads as
+            # ``A.elem_offset``
+            elem_offset = Var("elem_offset", dims[0].dtype if dims else DataType("int32"))
         align = kwargs.pop("align", -1)
         align = DEFAULT_ALIGN if align in (-1, None) else int(align)
-        offset_factor = int(kwargs.pop("offset_factor", None) or 0)
         buffer_type = kwargs.pop("buffer_type", "default")
         if buffer_type == "auto":  # how buffer_type="auto_broadcast" is written
             buffer_type = "auto_broadcast"
@@ -75,6 +85,20 @@ class BufferParsing:
                            buffer_type=buffer_type, axis_separators=axis_separators,
                            span=self.span(syn))
 
+    def quoted_stride(self, text: str, dtype: DataType, syn: Any) -> PrimExpr:
+        """A quoted stride: the name of a new variable the buffer defines (the body reads it as
+        ``A.strides[i]``). In a signature that variable was made before the annotation was read
+        (see ``predefine_quoted_sizes``), and a scalar parameter's name, or an expression, reads
+        as a quoted dimension does."""
+        in_signature = self.func is not None and self.func.signature_dtypes is not None
+        if in_signature and not self.new_stride_name(text):
+            return self.quoted_size(text, syn)
+        if in_signature and self.func.stride_vars:
+            return self.func.stride_vars.pop(0)
+        if not text.isidentifier():
+            raise self.error(syn, f"a quoted stride names a new variable, got {text!r}")
+        return Var(text, dtype)
+
     def scope_name(self, scope: Any, syn: Any) -> str:
         if not isinstance(scope, str):
             raise self.error(syn, f"a storage scope is a string such as \"shared\", got {_describe(scope)}")
@@ -86,9 +110,21 @@ class BufferParsing:
         kwargs = {k: self.ev(v) for k, v in call.kwargs}
         shape = tuple(args) if args and not isinstance(args[0], (tuple, list)) else (args[0] if args else ())
         base = method.buffer
+        # a view keeps the layout of the buffer it views: its strides, offset and alignment
+        layout = {"data": base.data, "strides": base.strides, "elem_offset": base.offset,
+                  "align": base.data_alignment, "offset_factor": base.offset_factor}
         buf = self.buffer_decl(name, [shape], {"dtype": kwargs.pop("dtype", str(base.dtype)),
-                                               "data": base.data, **kwargs}, call)
-        return TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), span=self.assigned_span(call, target)))
+                                               **layout, **kwargs}, call)
+        return TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), base,
+                                    span=self.assigned_span(call, target)))
+
+    def data_parent(self, call: S.Call) -> Buffer | None:
+        """The buffer ``B`` of a declaration's ``data=B.data`` (TVM prints that same buffer)."""
+        syn = dict(call.kwargs).get("data", call.args[2] if len(call.args) > 2 else None)
+        if isinstance(syn, S.Attribute) and syn.attr == "data":
+            base = self.ev_buffer_base(syn.value)
+            return base if isinstance(base, Buffer) else None
+        return None
 
     @parses("with", "decl_buffer", "alloc_buffer", "alloc_shared", "alloc_local", "allocate")
     def with_scoped_assign(self, syn: S.With, call: S.Call) -> Stmt:
@@ -134,6 +170,22 @@ def _alloc_stmt(scope: str) -> Callable:
     return build
 
 
+def _reshapes(parent: Buffer, b: Buffer) -> bool:
+    """Whether ``b`` is ``parent.view(*shape)``, as TVM prints it: another shape over the same
+    elements (dtype, offset, strides, scope, alignment and offset factor equal)."""
+    def same(xs: tuple, ys: tuple) -> bool:
+        return len(xs) == len(ys) and all(structural_equal(x, y) for x, y in zip(xs, ys))
+
+    return (parent.dtype == b.dtype and not same(parent.shape, b.shape) and same(parent.strides, b.strides)
+            and structural_equal(parent.offset, b.offset) and parent.scope == b.scope
+            and parent.data_alignment == b.data_alignment and parent.offset_factor == b.offset_factor
+            and b.buffer_type == "default" and not b.axis_separators)
+
+
+def _offset_of(b: Buffer) -> tuple:
+    return () if b.elem_offset is None else (b.elem_offset,)
+
+
 def laid_out_scalar(buf: Buffer) -> bool:
     """Whether an allocation of a PrimFunc without blocks is a mutable scalar in TVM 0.27, which
     lays such allocations out: one local element. (TVM writes a global or shared one as a scalar
@@ -156,7 +208,8 @@ def _decl_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
         decl = DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target))
         return TakesRest(LetStmt(var, data, decl, span=b.assigned_span(call, target)))
     buf = b.buffer_decl(name, args, kwargs, call)
-    return TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), span=b.assigned_span(call, target)))
+    return TakesRest(DeclBuffer(buf, b.rest_body(rest, {name: buf}), b.data_parent(call),
+                                span=b.assigned_span(call, target)))
 
 
 def _decl_scalar(b: Any, target: Any, call: S.Call, rest: list) -> Any:
@@ -194,7 +247,7 @@ def _match_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
     source, args = args[0], args[1:]
     if b.blocks:
         region = b.to_region(source, call)
-        buf = b.buffer_decl(name, args, kwargs, call)
+        buf = b.buffer_decl(name, args, kwargs, call, index_strides=True)
         b.blocks[-1].match_buffers.append(MatchBufferRegion(buf, region, span=b.span(call)))
     else:
         frame = b.func
@@ -203,6 +256,7 @@ def _match_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
                           f"function, not {_describe(source)}")
         if source in frame.buffer_map:
             raise b.error(call, f"parameter {source.name!r} is already bound to a buffer")
+        # (int32 stride variables, as the T.Buffer annotation that prints this buffer makes)
         buf = b.buffer_decl(name, args, kwargs, call)
         frame.buffer_map[source] = buf
     b.define(name, buf)
@@ -246,9 +300,31 @@ class BufferPrinting:
     """Printing buffer declarations (mixed into the TIRPrinter)."""
 
     def buffer_decl(self, b: Buffer, method: str, args: list[str], dtype_always: bool = False,
-                    signature: set | None = None, data: str | None = None) -> str:
+                    signature: set | None = None, data: str | None = None,
+                    define_line: Callable[[str], None] | None = None) -> str:
         """``signature``: the parameters defined so far, when ``b`` is a parameter's buffer;
-        ``data``: the text of the data pointer's value, when the declaration binds it."""
+        ``data``: the text of the data pointer's value, when the declaration binds it;
+        ``define_line``: where a line declaring new variables of the buffer goes (before the
+        declaration, by default).
+
+        As TVM prints a buffer: a new variable that is a stride or the offset, and that the
+        buffer's fields use once, is the buffer's own (``A.strides[0]``, ``A.elem_offset``
+        elsewhere): the stride prints quoted, the offset not at all (with its offset_factor).
+        Other new variables of the fields are declared on a line before it (an offset among
+        them still prints: TVM then leaves it out, which reads back as another variable)."""
+        uses = Counter(id(v) for e in (*b.shape, *b.strides, *_offset_of(b)) for v in walk(e) if isinstance(v, Var))
+
+        def owned(e: Any) -> bool:
+            return isinstance(e, Var) and uses[id(e)] == 1 and not self.is_defined(e, signature)
+
+        fresh: list = []  # new variables declared before the buffer (outside a signature)
+        if signature is None:
+            for e in (*b.shape, *[e for e in (*b.strides, *_offset_of(b)) if not owned(e)]):
+                if isinstance(e, Var) and not self.is_defined(e, None) and all(v is not e for v in fresh):
+                    fresh.append(e)
+            if fresh:
+                names = [self.namer.define(v, v.name) for v in fresh]
+                (define_line or self.emit)(f"{', '.join(names)} = {', '.join(self.var_creation(v) for v in fresh)}")
         dims = [self.expr(s) if signature is None else self.signature_dim(s, signature) for s in b.shape]
         shape = "(" + ", ".join(dims) + ("," if len(b.shape) == 1 else "") + ")"
         args = args + [shape]
@@ -259,22 +335,50 @@ class BufferPrinting:
         elif self.namer.get(b.data) is not None or self.data_owner(b.data, exclude=b) is not None:
             args.append(f"data={self.var(b.data)}")
         if b.strides:
-            strides = [self.expr(s) if signature is None else self.signature_stride(s, signature)
-                       for s in b.strides]
+            strides = []
+            for i, e in enumerate(b.strides):
+                if owned(e):
+                    self.own_field(e, b, f".strides[{i}]", signature)
+                    strides.append(quote(e.name))
+                else:
+                    strides.append(self.expr(e) if signature is None else self.signature_stride(e, signature))
             args.append("strides=(" + ", ".join(strides) + ("," if len(b.strides) == 1 else "") + ")")
-        if b.elem_offset is not None:
+        own_offset = owned(b.elem_offset)
+        if own_offset:
+            self.own_field(b.elem_offset, b, ".elem_offset", signature)
+        elif b.elem_offset is not None:
             args.append(f"elem_offset={self.expr(b.elem_offset)}")
         if b.scope != "global" and method not in ("alloc_shared", "alloc_local"):
             args.append(f"scope={quote(b.scope)}")
         if b.data_alignment != DEFAULT_ALIGN:
             args.append(f"align={b.data_alignment}")
-        if b.offset_factor:
+        if b.offset_factor != 1 or (isinstance(b.elem_offset, Var) and (own_offset or b.elem_offset in fresh)):
             args.append(f"offset_factor={b.offset_factor}")
         if b.buffer_type != "default":
             args.append('buffer_type="auto"')
         if b.axis_separators:
             args.append("axis_separators=[" + ", ".join(str(a) for a in b.axis_separators) + "]")
         return f"T.{method}({', '.join(args)})"
+
+    def is_defined(self, v: Var, signature: set | None) -> bool:
+        """Whether ``v`` has a printable definition here (in a signature: one made so far)."""
+        if signature is not None and id(v) in self.scalar_params:
+            return id(v) in signature
+        return (self.namer.get(v) is not None or id(v) in self.typevars or self.field_of(v) is not None
+                or (signature is not None and id(v) in signature))
+
+    def own_field(self, v: Var, b: Buffer, suffix: str, signature: set | None) -> None:
+        self.buffer_fields[id(v)] = (b, suffix, v)
+        if signature is not None:
+            signature.add(id(v))
+
+    def field_of(self, v: Var) -> str | None:
+        """``A.elem_offset`` / ``A.strides[i]`` for a variable a buffer in scope owns."""
+        owner = self.buffer_fields.get(id(v))
+        if owner is None or owner[2] is not v:
+            return None
+        name = self.namer.get(owner[0])
+        return None if name is None else name + owner[1]
 
     def signature_dim(self, dim: PrimExpr, defined: set) -> str:
         """A dimension of a buffer in a TVM 0.27 signature. It is quoted when it reads a scalar
@@ -315,7 +419,10 @@ class BufferPrinting:
                 parts.append(self.expr(rng.min))
             else:
                 parts.append(f"{self.expr(rng.min)}:{self.expr(display_add(rng.min, rng.extent))}")
-        return f"{self.buffer(r.buffer)}[{', '.join(parts) if parts else '()'}]"
+        name = self.buffer(r.buffer)
+        if self.d.name != "classic" and (r.buffer.is_scalar or id(r.buffer) in self.laid_out):
+            name += ".source"  # (a mutable scalar's name alone is its value)
+        return f"{name}[{', '.join(parts) if parts else '()'}]"
 
     def simple_buffer(self, b: Buffer, with_layout: bool = False) -> bool:
         """``with_layout``: strides, offset, alignment and scope may be given (TVM 0.27's
@@ -324,11 +431,15 @@ class BufferPrinting:
         if (b.scope != "global" and not with_layout) or b.axis_separators or b.buffer_type != "default":
             return False
         own_offset = b.elem_offset is not None and id(b.elem_offset) not in self.typevars
-        if not with_layout and (b.strides or own_offset or b.offset_factor or b.data_alignment != DEFAULT_ALIGN):
+        if not with_layout and (b.strides or own_offset or b.offset_factor != 1 or b.data_alignment != DEFAULT_ALIGN):
             return False
         # sizes (and an offset) the signature can name: module TypeVars and scalar parameters;
-        # in TVM 0.27's signature also any other size, quoted where it first appears
-        offset = () if b.elem_offset is None else (b.elem_offset,)
+        # in TVM 0.27's signature also any other size, quoted where it first appears, and an
+        # offset variable of the buffer's own (written as its offset_factor)
+        offset = _offset_of(b)
+        if isinstance(b.elem_offset, Var) and not any(n is b.elem_offset for e in (*b.shape, *b.strides)
+                                                       for n in walk(e)):
+            offset = ()
         for s, quotable in [(s, with_layout) for s in b.shape] + [(s, False) for s in offset]:
             for n in walk(s):
                 if (isinstance(n, Var) and id(n) not in self.typevars and id(n) not in self.scalar_params
@@ -339,20 +450,22 @@ class BufferPrinting:
     @prints(DeclBuffer)
     def st_decl_buffer(self, s: DeclBuffer, concise: bool, top: bool) -> None:
         b = s.buffer
-        rhs = self.view_or_decl(b)
+        rhs = self.view_or_decl(b, s.data_of)
         self.scope(concise, top, None, rhs, s.body, lambda: self.define_buffer(b), flat=True)
 
-    def view_or_decl(self, b: Buffer) -> str:
+    def view_or_decl(self, b: Buffer, data_of: Buffer | None) -> str:
         if self.d.name != "classic" and b.is_scalar:
             offset = f", elem_offset={self.expr(b.elem_offset)}" if b.elem_offset is not None else ""
             return (f"{self.tir('decl_scalar')}({self.tir(str(b.dtype))}, data={self.var(b.data)}"
                     f"{offset}, scope={quote(b.scope)})")
-        owner = self.data_owner(b.data, exclude=b)
-        if (self.d.name != "classic" and owner is not None and owner.dtype == b.dtype
-                and self.simple_buffer(b) and owner.shape != b.shape
-                and [self.expr(x) for x in owner.shape] != [self.expr(x) for x in b.shape]):
+        # the buffer the source named as the data's, while it is in scope; else the innermost
+        named = data_of is not None and data_of.data is b.data and self.namer.get(data_of) is not None
+        owner = data_of if named else self.data_owner(b.data, exclude=b)
+        if owner is None or self.namer.get(b.data) is not None:
+            return self.buffer_decl(b, "decl_buffer", [])
+        if self.d.name != "classic" and _reshapes(owner, b):
             return f"{self.namer.get(owner)}.view({', '.join(self.expr(x) for x in b.shape)})"
-        return self.buffer_decl(b, "decl_buffer", [])
+        return self.buffer_decl(b, "decl_buffer", [], data=f"{self.namer.get(owner)}.data")
 
     @prints(AllocBuffer)
     def st_alloc_buffer(self, s: AllocBuffer, concise: bool, top: bool) -> None:

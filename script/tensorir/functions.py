@@ -62,7 +62,7 @@ class FunctionParsing:
                         source_dialect=self.dialect.name)
         self.func = None
         if decorator_kwargs.get("check_well_formed", True):
-            verify_well_formed(func)
+            verify_well_formed(func, iteration_kinds=False)  # (those are checked when compiling)
         return func
 
     def param(self, p: S.Param, frame: FunctionFrame) -> None:
@@ -72,6 +72,11 @@ class FunctionParsing:
         if frame.signature_dtypes is not None:
             self.predefine_quoted_sizes(p.annotation)
         ann = self.ev(p.annotation)
+        scalar = (isinstance(ann, Builtin) and is_dtype_name(ann.path) and ann.path != "handle") or \
+            (isinstance(ann, PrimType) and ann.dtype != handle)
+        if not scalar and p.name in frame.size_vars:
+            raise self.error(p, f"{p.name} is already bound to a non-PrimVar value: a quoted size of "
+                             f"the signature names it")  # (TVM's words)
         if isinstance(ann, Buffer):
             # the handle behind an inline buffer parameter is named as LegalizeOps names its
             # handles (var_<buffer>), so printing it as T.handle + T.match_buffer reads back alike
@@ -158,10 +163,23 @@ class FunctionParsing:
             return
         kwargs = dict(annotation.kwargs)
         shape = annotation.args[0] if annotation.args else kwargs.get("shape")
-        strides = kwargs.get("strides")
-        for dim in [*_elements(shape), *_elements(strides)]:
-            if isinstance(dim, S.Constant) and isinstance(dim.value, str):
+        strides = _elements(kwargs.get("strides"))
+        for dim in [*_elements(shape), *strides]:
+            if not (isinstance(dim, S.Constant) and isinstance(dim.value, str)):
+                continue
+            if any(dim is s for s in strides) and self.new_stride_name(dim.value):
+                # a new variable of the buffer's own (TVM's stride "s0"), though a name defined
+                # before: the strides after it may name it
+                var = Var(dim.value, DataType("int32"))
+                self.func.stride_vars.append(var)
+                self.define(dim.value, var)
+            else:
                 self.define_quoted_names(self.quoted_syntax(dim.value, dim))
+
+    def new_stride_name(self, text: str) -> bool:
+        """Whether a quoted stride of a signature buffer names a new variable (``"s0"``, as TVM
+        prints a stride variable of the buffer's own), not a scalar parameter."""
+        return text.isidentifier() and text not in self.func.signature_dtypes
 
 
 def _shared_threads_and_scalars(f: PrimFunc) -> tuple[set, set]:
@@ -283,6 +301,7 @@ class FunctionPrinting:
     def prim_func_once(self, f: PrimFunc, name: str, decorate_s_tir: bool, inlined: set) -> None:
         name = def_name(name)
         namer = self.namer
+        self.func_body, self.use_frames = f.body, None  # (where free variables are used: when one is met)
         namer.push()
         self.func_frame = len(namer.frames) - 1
         self.relaunched, self.laid_out = _shared_threads_and_scalars(f)

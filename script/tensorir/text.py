@@ -83,6 +83,14 @@ class Namer:
     def get(self, obj: Any) -> str | None:
         return self.names.get(id(obj))
 
+    def alias(self, obj: Any, other: Any) -> None:
+        """``obj`` takes the name of ``other`` (two objects that print as one), in its frame."""
+        name = self.names[id(other)]
+        self.names[id(obj)] = name
+        self.used[name] += 1
+        self.frames[-1].append((id(obj), name))
+        self.keep.append(obj)
+
 
 class ParamUsed(Exception):
     """The body uses a handle parameter that was printed inline as its buffer."""

@@ -1,0 +1,110 @@
+"""Builders: candidates' modules -> artifacts on disk (TVM's ``Builder`` / ``LocalBuilder``).
+
+``LocalBuilder`` compiles in a pool of worker processes that live as long as the builder, so a
+round of tuning pays for compiling only (TVM's starts its workers again every round). A module
+travels to a worker as its TVMScript text; the worker builds it with the build driver and writes
+the shared library (``export_library``) into a fresh temporary directory, whose path is the
+result. A build that fails, crashes or hangs is a ``BuilderResult`` with ``error_msg``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any, Callable
+
+from ...ir.errors import TVMSError
+from ...ir.function import PrimFunc
+from ...ir.module import IRModule
+from ...ir.target import as_target
+from ...script.module_parser import from_source
+from .measure import BuilderInput, BuilderResult
+from .worker_pool import WorkerError, WorkerPool, failed_future
+
+ARTIFACT_NAME = "tvms_tmp_mod.so"
+
+
+class Builder:
+    """``build(build_inputs) -> list[BuilderResult]``, one result per input, in order."""
+
+    def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
+        raise NotImplementedError
+
+    @staticmethod
+    def create(kind: str = "local", *args: Any, **kwargs: Any) -> "Builder":
+        if kind == "local":
+            return LocalBuilder(*args, **kwargs)
+        raise TVMSError(f"unknown builder kind {kind!r} (tvms has 'local')")
+
+
+def default_build(mod: Any, target: Any, params: dict | None) -> Any:
+    """Compile ``mod`` (PrimFuncs) for ``target`` with ``tvms.build``."""
+    from ..build import build
+
+    if params:
+        raise TVMSError("LocalBuilder builds TensorIR modules, which take no bound parameters")
+    return build(mod, target)
+
+
+def default_export(rt_mod: Any) -> str:
+    """Write ``rt_mod`` as a shared library in a new temporary directory; its path."""
+    directory = tempfile.mkdtemp(prefix="tvms-tune-")
+    path = os.path.join(directory, ARTIFACT_NAME)
+    try:
+        rt_mod.export_library(path)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return path
+
+
+class LocalBuilder(Builder):
+    """``LocalBuilder(max_workers=None, timeout_sec=30.0, f_build=None, f_export=None,
+    initializer=None)``: builds on this machine, ``max_workers`` at a time (default: one per
+    core). ``f_build(mod, target, params) -> runtime module`` and ``f_export(module) -> path``
+    replace the default steps; like ``initializer`` (run once in each worker) they must be
+    module-level functions, as they are sent to the workers by name."""
+
+    def __init__(self, max_workers: int | None = None, timeout_sec: float = 30.0,
+                 f_build: Callable | None = None, f_export: Callable | None = None,
+                 initializer: Callable | None = None) -> None:
+        self.max_workers = max_workers or os.cpu_count() or 1
+        self.timeout_sec = timeout_sec
+        self.f_build = f_build or default_build
+        self.f_export = f_export or default_export
+        self.pool = WorkerPool(self.max_workers, timeout_sec, initializer)
+
+    def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
+        futures = []
+        for inp in build_inputs:
+            try:
+                futures.append(self.pool.submit(_build_in_worker, _module_text(inp.mod), as_target(inp.target),
+                                                inp.params, self.f_build, self.f_export))
+            except TVMSError as err:  # (a module that cannot be sent: its build fails)
+                futures.append(failed_future(str(err)))
+        results = []
+        for future in futures:
+            try:
+                results.append(BuilderResult(future.result()))
+            except WorkerError as err:
+                results.append(BuilderResult(None, f"LocalBuilder: {err}"))
+        return results
+
+    def shutdown(self) -> None:
+        self.pool.shutdown()
+
+
+def _module_text(mod: Any) -> str:
+    """How a module travels to a worker: its TVMScript text (IR nodes do not pickle)."""
+    if isinstance(mod, PrimFunc):
+        mod = IRModule({"main": mod})
+    if not isinstance(mod, IRModule):
+        raise TVMSError(f"a BuilderInput holds an IRModule or a PrimFunc, not {type(mod).__name__}")
+    try:
+        return mod.script(show_meta=True)
+    except Exception as err:  # (the printer does not know every node yet)
+        raise TVMSError(f"the module cannot be printed to send it to a worker: {err}") from None
+
+
+def _build_in_worker(text: str, target: Any, params: dict | None, f_build: Callable, f_export: Callable) -> str:
+    return f_export(f_build(from_source(text), target, params))
