@@ -13,3 +13,6 @@ from .measure_callback import MeasureCallback  # noqa: F401
 from .runner import Runner  # noqa: F401
 from .search_strategy import SearchStrategy  # noqa: F401
 from .space_generator import SpaceGenerator  # noqa: F401
+from . import postproc, schedule_rule  # noqa: F401,E402
+from .postproc import Postproc  # noqa: F401,E402
+from .schedule_rule import ScheduleRule  # noqa: F401,E402
