@@ -40,17 +40,20 @@ def matmul_relu() -> tvms.IRModule:
     return tvms.script.from_source(MATMUL_RELU)
 
 
-def stochastic_space(sch: Schedule) -> Schedule:
+def stochastic_space(sch: Schedule, place_scaling: bool = True) -> Schedule:
     """Tile the matmul i/j in three and k in two, place the scaling by sample_compute_location,
-    and annotate the root as the CPU rules do (parallel extent, sampled unroll depth)."""
+    and annotate the root as the CPU rules do (parallel extent, sampled unroll depth).
+    ``place_scaling=False`` leaves the scaling at the root (sample_compute_location is the
+    slowest instruction to replay)."""
     c = sch.get_block("C")
     i, j, k = sch.get_loops(c)
     i0, i1, i2 = sch.split(i, sch.sample_perfect_tile(i, n=3, max_innermost_factor=16))
     j0, j1, j2 = sch.split(j, sch.sample_perfect_tile(j, n=3, max_innermost_factor=16))
     k0, k1 = sch.split(k, sch.sample_perfect_tile(k, n=2, max_innermost_factor=16))
     sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
-    p = sch.get_block("P")
-    sch.compute_at(p, sch.sample_compute_location(p))
+    if place_scaling:
+        p = sch.get_block("P")
+        sch.compute_at(p, sch.sample_compute_location(p))
     root = sch.get_block("root")
     sch.annotate(root, "meta_schedule.parallel", 64)
     sch.annotate(root, "meta_schedule.unroll_explicit", sch.sample_categorical([0, 16, 64, 512], [0.25] * 4))
@@ -62,6 +65,7 @@ def design_space(seed: int = 0) -> Schedule:
 
 
 def replay(trace: Trace, seed: int = 0) -> Schedule:
+    """``trace`` replayed on the task's module (post-processing left out)."""
     sch = Schedule(matmul_relu(), seed=seed)
     trace.apply_to_schedule(sch, remove_postproc=True)
     return sch
