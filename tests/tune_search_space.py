@@ -60,8 +60,8 @@ def stochastic_space(sch: Schedule, place_scaling: bool = True) -> Schedule:
     return sch
 
 
-def design_space(seed: int = 0) -> Schedule:
-    return stochastic_space(Schedule(matmul_relu(), seed=seed))
+def design_space(seed: int = 0, place_scaling: bool = True) -> Schedule:
+    return stochastic_space(Schedule(matmul_relu(), seed=seed), place_scaling)
 
 
 def replay(trace: Trace, seed: int = 0) -> Schedule:
