@@ -6,3 +6,5 @@ from ..lowering.tune.database import Database, MemoryDatabase, TuningRecord, Wor
 from ..lowering.tune.measure import (BuilderInput, BuilderResult, EvaluatorConfig, MeasureCandidate,  # noqa: F401
                                       RunnerInput, RunnerResult, TensorInfo)
 from ..lowering.tune.tune_context import TuneContext  # noqa: F401
+from .feature_extractor import FeatureExtractor  # noqa: F401
+from .mutator import Mutator  # noqa: F401
