@@ -4,6 +4,7 @@ one picked before), and the picks lean to what the cost model scores high."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from tune_search_space import computes_matmul_relu, matmul_relu, replay, stochastic_space
 
 from tvms.lowering.schedule.schedule import Schedule
@@ -11,6 +12,7 @@ from tvms.lowering.tune.database import MemoryDatabase, TuningRecord
 from tvms.lowering.tune.evolutionary_search import EvolutionarySearch
 from tvms.lowering.tune.measure import RunnerResult
 from tvms.lowering.tune.tune_context import TuneContext
+from tvms.lowering.tune.xgb_model import XGBModel
 
 
 def unroll_depth(sch: Schedule) -> int:
@@ -77,3 +79,25 @@ def test_evolutionary_search_gives_new_valid_candidates_reproducibly() -> None:
     # the same seed, the same batches
     again = search_batches(seed=1, database=database, rounds=1)
     assert [s.mod.script() for s in again[0]] == scripts[:4]
+
+
+@pytest.mark.slow
+def test_search_with_the_learned_model_finds_what_the_timer_rewards() -> None:
+    """Measure (synthetically: time falls with the inner j tile), record, update the model, and
+    again: after one batch the XGBModel steers the search to the widest tile."""
+    strategy = EvolutionarySearch(population_size=32, init_min_unmeasured=16)
+    ctx = TuneContext(matmul_relu(), "llvm -num-cores=2", Space(), strategy, rand_state=0)
+    model, database = XGBModel(num_warmup_samples=8, backend="numpy"), MemoryDatabase()
+    workload = database.commit_workload(matmul_relu())
+    ctx.pre_tuning(max_trials=48, num_trials_per_iter=16, database=database, cost_model=model)
+    widths, scripts = [], set()
+    while (candidates := ctx.generate_measure_candidates()) is not None:
+        scripts |= {c.sch.mod.script() for c in candidates}
+        results = [RunnerResult([1e-3 / j_inner_tile(c.sch)]) for c in candidates]
+        model.update(ctx, candidates, results)
+        for c, r in zip(candidates, results):
+            database.commit_tuning_record(TuningRecord(c.sch.trace, workload, r.run_secs))
+        ctx.notify_runner_results(candidates, results)
+        widths.append(np.mean([j_inner_tile(c.sch) for c in candidates]))
+    assert len(widths) == 3 and widths[0] < 8 and widths[2] >= 12
+    assert len(scripts) == 48  # and never one module twice
