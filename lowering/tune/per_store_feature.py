@@ -284,12 +284,13 @@ class _StoreCollector:
     @staticmethod
     def touched(buffer: Buffer, coefs: dict, extents: list) -> list[int]:
         """Elements touched by one run of the loops from position i inward, for each i (and 1
-        past the innermost), capped at the buffer's size."""
-        size = prod(d.value if isinstance(d, IntImm) else 1 for d in buffer.shape)
+        past the innermost), capped at the buffer's size when it is static."""
+        size = prod(d.value for d in buffer.shape) if all(isinstance(d, IntImm) for d in buffer.shape) else None
         out, running = [1] * (len(extents) + 1), 1
         for i in reversed(range(len(extents))):
             if i in coefs:
-                running = min(size, running * extents[i])
+                running *= extents[i]
+                running = running if size is None else min(size, running)
             out[i] = running
         return out
 
