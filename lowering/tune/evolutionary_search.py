@@ -267,6 +267,16 @@ class _State:
         # tuning measures none of them again)
         self.measured = ModuleSet()
         self.recorded = {trace_key(r.trace) for r in database.get_all_tuning_records() if r.workload == self.workload}
+        self.replayed: dict[str, Schedule | None] = {}
+
+    def replay_record(self, record: Any) -> Schedule | None:
+        """A measured record's trace replayed (once per run: the best records start every round)."""
+        key = trace_key(record.trace)
+        if key not in self.replayed:
+            self.replayed[key] = sch = self.search.replay(record.trace)
+            if sch is not None:
+                self.measured.add(sch.mod)
+        return self.replayed[key]
 
     def generate_measure_candidates(self) -> list[MeasureCandidate] | None:
         search = self.search
@@ -274,10 +284,8 @@ class _State:
             return None
         num = min(self.num_trials_per_iter, self.max_trials - self.trials_done)
         pop = search.population_size
-        records = self.database.get_top_k(self.workload, int(pop * search.init_measured_ratio))
-        measured = [sch for sch in (search.replay(r.trace) for r in records) if sch is not None]
-        for sch in measured:
-            self.measured.add(sch.mod)
+        measured = [sch for sch in map(self.replay_record, self.database.get_top_k(
+            self.workload, int(pop * search.init_measured_ratio))) if sch is not None]
         unmeasured = search.sample_init_population(self.design_spaces, pop - len(measured))
         if len(unmeasured) < search.init_min_unmeasured:
             return None  # the spaces give too few valid samples to search
