@@ -26,9 +26,10 @@ def j_inner_tile(sch: Schedule) -> int:
 
 class Space:
     """A ScheduleFn stand-in: the stochastic schedule (the scaling left at the root, to keep
-    replays quick), a postprocessor that rejects unroll depth 512, the default llvm mutators."""
+    replays quick), a postprocessor that rejects unroll depth 512, the llvm mutators."""
 
-    mutator_probs = None
+    mutator_probs = {"MutateTileSize": 0.9, "MutateComputeLocation": 0.05, "MutateUnroll": 0.03,
+                     "MutateParallel": 0.02}  # by name, as the default space gives them
 
     def __init__(self) -> None:
         self.postprocs = [lambda sch: unroll_depth(sch) != 512]

@@ -5,14 +5,17 @@ from __future__ import annotations
 import random
 from math import prod
 
+import pytest
+
 from tune_search_space import computes_matmul_relu, design_space, matmul_relu, replay
 
+from tvms.ir.errors import TVMSError
 from tvms.lowering.schedule.trace import Trace
 from tvms.lowering.tune.mutate_compute_location import MutateComputeLocation
 from tvms.lowering.tune.mutate_parallel import MutateParallel, fused_loops
 from tvms.lowering.tune.mutate_tile_size import MutateTileSize, move_factor
 from tvms.lowering.tune.mutate_unroll import MutateUnroll
-from tvms.lowering.tune.mutator import Mutator
+from tvms.lowering.tune.mutator import Mutator, as_mutator
 from tvms.lowering.tune.tune_context import TuneContext
 
 
@@ -83,3 +86,6 @@ def test_default_llvm_mutators_are_tvms() -> None:
     probs = {type(m).__name__: p for m, p in Mutator.create("llvm").items()}
     assert probs == {"MutateTileSize": 0.9, "MutateComputeLocation": 0.05, "MutateUnroll": 0.03,
                      "MutateParallel": 0.02}
+    assert isinstance(as_mutator("MutateUnroll"), MutateUnroll)
+    with pytest.raises(TVMSError, match="unknown mutator 'MutateThreadBinding'"):
+        as_mutator("MutateThreadBinding")

@@ -27,7 +27,7 @@ from ...ir.structural import structural_equal, structural_hash
 from ..schedule.schedule import Schedule
 from ..schedule.trace import Trace
 from .measure import MeasureCandidate, args_info_of, main_func
-from .mutator import Mutator
+from .mutator import Mutator, as_mutator
 
 
 class ModuleSet:
@@ -94,16 +94,17 @@ class EvolutionarySearch:
     # ------------------------------------------------------------ the SearchStrategy interface
     def _initialize_with_tune_context(self, context: Any) -> None:
         """Take the postprocessors and mutator probabilities of the context's space generator
-        (the target's default mutators when it names none) and a seed of the context's."""
+        (mutators or their class names; the target's defaults when it gives none) and a seed of
+        the context's."""
         space = context.space_generator
         if space is None:
             raise TVMSError("EvolutionarySearch needs a TuneContext with a space generator")
         self.context = context
         self.postprocs = list(getattr(space, "postprocs", None) or [])
         probs = getattr(space, "mutator_probs", None)
-        if probs is None:
+        if not isinstance(probs, dict):  # none given (or "from-target" left unresolved)
             probs = Mutator.create(context.target.kind if context.target is not None else "llvm")
-        self.mutator_probs = dict(probs)
+        self.mutator_probs = {as_mutator(m): float(p) for m, p in probs.items()}
         for mutator in self.mutator_probs:
             mutator._initialize_with_tune_context(context)
         self.rng = random.Random(context.fork_seed())

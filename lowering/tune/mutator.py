@@ -35,19 +35,27 @@ class Mutator:
     @staticmethod
     def create(kind: str) -> dict:
         """The default mutators of a target kind with their probabilities (TVM's defaults)."""
-        from .mutate_compute_location import MutateComputeLocation
-        from .mutate_parallel import MutateParallel
-        from .mutate_tile_size import MutateTileSize
-        from .mutate_unroll import MutateUnroll
-
-        table = {
-            "llvm": lambda: {MutateTileSize(): 0.9, MutateComputeLocation(): 0.05, MutateUnroll(): 0.03,
-                             MutateParallel(max_jobs_per_core=16): 0.02},
-            "cuda": lambda: {MutateTileSize(): 0.9, MutateUnroll(): 0.08},
-        }
+        table = {"llvm": {"MutateTileSize": 0.9, "MutateComputeLocation": 0.05, "MutateUnroll": 0.03,
+                          "MutateParallel": 0.02},
+                 "cuda": {"MutateTileSize": 0.9, "MutateUnroll": 0.08}}
         if kind not in table:
             raise TVMSError(f"no default mutators for {kind!r}; known: {', '.join(table)}")
-        return table[kind]()
+        return {as_mutator(name): p for name, p in table[kind].items()}
+
+
+def as_mutator(mutator: "Mutator | str") -> Mutator:
+    """A mutator, or a new one of the class named (with TVM's default arguments)."""
+    if isinstance(mutator, Mutator):
+        return mutator
+    from .mutate_compute_location import MutateComputeLocation
+    from .mutate_parallel import MutateParallel
+    from .mutate_tile_size import MutateTileSize
+    from .mutate_unroll import MutateUnroll
+
+    classes = {cls.__name__: cls for cls in (MutateTileSize, MutateComputeLocation, MutateUnroll, MutateParallel)}
+    if mutator not in classes:
+        raise TVMSError(f"unknown mutator {mutator!r}; known: {', '.join(classes)}")
+    return classes[mutator]()
 
 
 PyMutator = Mutator  # TVM's name for a mutator written in Python; here every mutator is one
