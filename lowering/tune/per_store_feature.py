@@ -132,16 +132,16 @@ def coefficients(index: Any, loop_vars: dict) -> dict[int, int]:
     return {k: v for k, v in found.items() if v}
 
 
-def flat_index(buffer: Buffer, indices: tuple) -> Any:
-    """The row-major flat index of a (possibly multi-dimensional) access."""
-    if len(indices) == 1:
-        return indices[0]
-    index, stride = None, 1
-    for i, dim in reversed(list(zip(indices, buffer.shape))):
-        term = i if stride == 1 else Mul(i, IntImm(i.dtype, stride))
-        index = term if index is None else Add(term, index)
+def access_coefficients(buffer: Buffer, indices: tuple, loop_vars: dict) -> dict[int, int]:
+    """``coefficients`` of the row-major flat index of an access (buffers are flat by now; a
+    multi-dimensional one is read as its flat view)."""
+    total: dict[int, int] = {}
+    stride = 1
+    for index, dim in reversed(list(zip(indices, buffer.shape))):
+        for k, c in coefficients(index, loop_vars).items():
+            total[k] = total.get(k, 0) + c * stride
         stride *= dim.value if isinstance(dim, IntImm) else 1
-    return index
+    return {k: v for k, v in total.items() if v}
 
 
 class PerStoreFeature(FeatureExtractor):
@@ -270,7 +270,7 @@ class _StoreCollector:
         for buffer, indices, kind in ([(store.buffer, store.indices, WRITE)] +
                                       [(n.buffer, n.indices, READ) for n in walk(store.value)
                                        if isinstance(n, BufferLoad)]):
-            coefs = coefficients(flat_index(buffer, indices), loop_vars)
+            coefs = access_coefficients(buffer, indices, loop_vars)
             key = id(buffer.data)
             if key not in found:
                 found[key] = [buffer, kind, coefs, buffer.dtype.bits * buffer.dtype.lanes // 8 or 1]
