@@ -16,3 +16,5 @@ from .space_generator import SpaceGenerator  # noqa: F401
 from . import postproc, schedule_rule  # noqa: F401,E402
 from .postproc import Postproc  # noqa: F401,E402
 from .schedule_rule import ScheduleRule  # noqa: F401,E402
+from .feature_extractor import FeatureExtractor  # noqa: F401
+from .mutator import Mutator  # noqa: F401
