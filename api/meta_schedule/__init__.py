@@ -6,3 +6,8 @@ from ..lowering.tune.database import Database, MemoryDatabase, TuningRecord, Wor
 from ..lowering.tune.measure import (BuilderInput, BuilderResult, EvaluatorConfig, MeasureCandidate,  # noqa: F401
                                       RunnerInput, RunnerResult, TensorInfo)
 from ..lowering.tune.tune_context import TuneContext  # noqa: F401
+from . import relax_integration, task_scheduler, tir_integration  # noqa: F401,E402
+from .relax_integration import ExtractedTask  # noqa: F401,E402
+from .task_scheduler import TaskScheduler  # noqa: F401,E402
+from .tir_integration import tune_tir  # noqa: F401,E402
+from .tune import Progress, TuneConfig, tune_tasks  # noqa: F401,E402
