@@ -27,7 +27,7 @@ from ..dlight.base import is_scheduled, mark_scheduled
 from ..pass_registry import register_pass
 from ..transform import module_pass
 from .progress import close_loggers, task_loggers
-from .tune import _make, _space, normalize_mod, tune_tasks
+from .tune import make_part, make_space, normalize_mod, tune_tasks
 from .tune_context import TuneContext
 
 
@@ -88,7 +88,7 @@ def _tune_extracted(tasks: list, work_dir: str, max_trials_global: int, max_tria
     seeds = TuneContext(rand_state=-1 if seed is None else seed).rng
     loggers = task_loggers(work_dir, [t.task_name for t in tasks])
     try:
-        contexts = [TuneContext(t.dispatched[0], t.target, _space(space), _make("strategy", strategy), t.task_name,
+        contexts = [TuneContext(t.dispatched[0], t.target, make_space(space), make_part("strategy", strategy), t.task_name,
                                 seeds.randrange(1 << 31), "physical", logger).clone()
                     for t, logger in zip(tasks, loggers)]
         return tune_tasks(tasks=contexts, task_weights=[t.weight for t in tasks], work_dir=work_dir,
@@ -166,7 +166,7 @@ class MetaScheduleApplyDatabase:
             if self.work_dir is None:
                 raise TVMSError("MetaScheduleApplyDatabase needs a database: give work_dir, or run it "
                                 "inside `with database:`")
-            database = _make("database", "json", work_dir=self.work_dir)
+            database = make_part("database", "json", work_dir=self.work_dir)
         target = Target.current() if self.target is None else as_target(self.target)
         out = mod.copy()
         for name in mod:

@@ -45,17 +45,19 @@ def _named_class(part: str, name: str) -> Any:
     return getattr(importlib.import_module(f"{__package__}.{module}"), cls)
 
 
-def _make(part: str, value: Any, **kwargs: Any) -> Any:
+def make_part(part: str, value: Any, **kwargs: Any) -> Any:
     """``value`` itself, or a new object of the class its short name stands for."""
     return _named_class(part, value)(**kwargs) if isinstance(value, str) else value
 
 
-def _space(value: Any) -> Any:
+def make_space(value: Any) -> Any:
+    """A space generator: ``value`` itself, a ``ScheduleFn`` of a schedule function, or the
+    space a short name stands for."""
     if callable(value) and not hasattr(value, "generate_design_space"):  # a user's schedule function
         from .space_generator import ScheduleFn
 
         return ScheduleFn(value)
-    return _make("space", value)
+    return make_part("space", value)
 
 
 def _callbacks(value: Any) -> list:
@@ -96,10 +98,10 @@ def tune_tasks(*, tasks: list, task_weights: list, work_dir: str, max_trials_glo
     max_trials_per_task = max_trials_global if max_trials_per_task is None else max_trials_per_task
     os.makedirs(work_dir, exist_ok=True)
     num_cores = tasks[0].num_threads
-    builder = _make("builder", builder, max_workers=num_cores)
-    runner = _make("runner", runner)
-    database = _make("database", database, **({"work_dir": work_dir} if database == "json" else {}))
-    cost_model = _make("cost_model", cost_model)
+    builder = make_part("builder", builder, max_workers=num_cores)
+    runner = make_part("runner", runner)
+    database = make_part("database", database, **({"work_dir": work_dir} if database == "json" else {}))
+    cost_model = make_part("cost_model", cost_model)
     scheduler = TaskScheduler.create(task_scheduler) if isinstance(task_scheduler, str) else task_scheduler
     if progress is not None and not isinstance(progress, Progress):
         progress = Progress(display=progress, work_dir=work_dir)
@@ -169,8 +171,8 @@ def tune_tir(mod: "IRModule | PrimFunc", target: Any, work_dir: str | None = Non
             task_space = (special_space or {}).get(name, space)
             if task_space is None:
                 continue
-            tasks.append(TuneContext(normalize_mod(func), target, _space(task_space),
-                                     _make("strategy", strategy), name, seeds.randrange(1 << 31),
+            tasks.append(TuneContext(normalize_mod(func), target, make_space(task_space),
+                                     make_part("strategy", strategy), name, seeds.randrange(1 << 31),
                                      num_tuning_cores, logger).clone())
         db = tune_tasks(tasks=tasks, task_weights=[1.0] * len(tasks), work_dir=work_dir,
                         max_trials_global=max_trials_global, max_trials_per_task=max_trials_per_task,
