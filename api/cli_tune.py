@@ -133,7 +133,7 @@ def add_tune_parser(subparsers) -> None:
                    help="the search space: the built-in one (default), or a trace-language schedule")
     p.add_argument("--seed", type=int, default=None, help="random seed of the search")
     p.add_argument("--plot", metavar="CURVE.svg|.png", help="write the tuning curve (best GFLOPS by trial)")
-    p.add_argument("--progress", default="auto", choices=["auto", "rich", "tqdm", "plain", "none"],
+    p.add_argument("--progress", default="auto", choices=["auto", "rich", "tqdm", "line", "plain", "none"],
                    help="the live display on standard error (default: auto)")
     p.add_argument("--dialect", choices=sorted(DIALECTS),
                    help="dialect of the output (default: the dialect of the input)")

@@ -140,3 +140,33 @@ def test_the_statistics_table_without_a_valid_trial() -> None:
 
     assert tuning_statistics(Sched()).splitlines()[2] == \
         "  0 | dense |  100 |      2 |            N/A |          N/A |                   N/A |      1 |      "
+
+
+def test_ctrl_c_keeps_what_was_measured_and_a_resumed_run_finishes(tmp_path) -> None:
+    p = parts()
+    runs = []
+
+    class Interrupted(InProcessRunner):
+        def run(self, inputs):
+            runs.append(len(inputs))
+            if len(runs) == 2:
+                raise KeyboardInterrupt
+            return super().run(inputs)
+
+    kw = dict(space=FnSpace(stochastic_schedule_mm), strategy=Replay(stochastic_schedule_mm), num_trials_per_iter=4)
+    with pytest.raises(KeyboardInterrupt):
+        tune_tir(matmul(16), "llvm", str(tmp_path), 12, **{**p, "runner": Interrupted(p["builder"])}, **kw)
+    assert len(p["database"].get_all_tuning_records()) == 4  # the first batch, joined before the second
+    tune_tir(matmul(16), "llvm", str(tmp_path), 12, **p, **kw)
+    assert len(p["database"].get_all_tuning_records()) == 12
+
+
+def test_live_displays_draw_and_end_with_the_table(tmp_path) -> None:
+    for display in ("rich", "tqdm", "line"):  # as on a terminal
+        out = io.StringIO()
+        p = {**parts(), "progress": Progress(stream=out, display=display)}
+        tune_tir(matmul(8), "llvm", str(tmp_path / display), 2, num_trials_per_iter=2,
+                 space=FnSpace(stochastic_schedule_mm), strategy=Replay(stochastic_schedule_mm), **p)
+        text = out.getvalue()
+        assert "Total trials: 2" in text, display
+        assert ("2/2" in text) if display != "rich" else ("main" in text and "GFLOPS" in text), display

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from ...ir.errors import TVMSError
 
 _LOGGER_PREFIX = "tvms.meta_schedule.task"
+_DISPLAYS = ("auto", "rich", "tqdm", "line", "plain", "none")
 
 
 # --------------------------------------------------------------------------- the table
@@ -156,18 +157,18 @@ class Progress:
     """The live view of a tuning run (see the module's docstring).
 
     ``stream``: where it draws (standard error); ``every``: trials between two plain lines;
-    ``display``: "auto" (rich, tqdm, then a status line on a terminal; plain lines elsewhere),
-    "rich", "tqdm", "plain" or "none"; ``work_dir``: where the final table is logged.
+    ``display``: "auto" (rich, tqdm, then a status "line" on a terminal; "plain" lines
+    elsewhere), or one of them, or "none"; ``work_dir``: where the final table is logged.
     """
 
     def __init__(self, stream: TextIO | None = None, every: int = 16, display: str = "auto",
                  work_dir: str | None = None) -> None:
-        if display not in ("auto", "rich", "tqdm", "plain", "none"):
-            raise TVMSError(f"unknown progress display {display!r}; known: auto, rich, tqdm, plain, none")
+        if display not in _DISPLAYS:
+            raise TVMSError(f"unknown progress display {display!r}; known: {', '.join(_DISPLAYS)}")
         self.stream = stream if stream is not None else sys.stderr
         self.every, self.display, self.work_dir = max(1, int(every)), display, work_dir
         self.curve: list = []  # (trials done, task name, best GFLOPS of that task)
-        self._view: Any = None
+        self._mode, self._view = "none", None  # how it draws now, and what draws (rich, tqdm)
 
     # -- events from the scheduler
     def start(self, scheduler: Any, budget: int, done_before: int) -> None:
@@ -175,7 +176,7 @@ class Progress:
         self.trials = self.done_before = done_before
         self.building_, self.running_ = 0, 0
         self.t0 = time.monotonic()
-        self._view = self._open_view()
+        self._mode, self._view = self._open_view()
         self._draw()
 
     def building(self, task_id: int, n: int) -> None:
@@ -193,7 +194,7 @@ class Progress:
         task = scheduler.tasks_[task_id]
         if task.gflops is not None:
             self.curve.append((self.trials, task.ctx.task_name, task.gflops))
-        if self._view == "plain":
+        if self._mode == "plain":
             if (self.trials - self.done_before) % self.every == 0 or self.trials >= self.budget:
                 print(self.status(), file=self.stream, flush=True)
         else:
@@ -234,50 +235,50 @@ class Progress:
                           "-" if t.gflops is None else f"{t.gflops:.2f}", "Y" if t.is_terminated else "")
         return table
 
-    def _open_view(self) -> Any:
+    def _open_view(self) -> tuple[str, Any]:
+        """The drawing mode and, for rich and tqdm, the object that draws."""
         mode = self.display
         if mode == "auto":
             if not getattr(self.stream, "isatty", lambda: False)():
-                return "plain"
-            for mode in ("rich", "tqdm"):
-                try:
-                    __import__(mode)
-                    break
-                except ImportError:
-                    continue
-            else:
-                mode = "line"
+                return "plain", None
+            mode = next((m for m in ("rich", "tqdm") if _importable(m)), "line")
         if mode == "rich":
             from rich.console import Console
             from rich.live import Live
 
             live = Live(self._rich_table(), console=Console(file=self.stream), refresh_per_second=4)
             live.start()
-            return live
+            return mode, live
         if mode == "tqdm":
             from tqdm import tqdm
 
-            return tqdm(total=self.budget, initial=self.trials, file=self.stream, unit="trial",
-                        dynamic_ncols=True)
-        return mode  # "plain", "line" or "none": drawn by hand
+            return mode, tqdm(total=self.budget, initial=self.trials, file=self.stream, unit="trial",
+                              dynamic_ncols=True)
+        return mode, None
 
     def _draw(self) -> None:
-        view = self._view
-        if view in (None, "plain", "none"):
-            return
-        if view == "line":
+        mode, view = self._mode, self._view
+        if mode == "line":
             print("\r" + self.status(), end="", file=self.stream, flush=True)
-        elif hasattr(view, "update") and hasattr(view, "set_postfix_str"):  # tqdm
+        elif mode == "tqdm":
             view.update(self.trials - view.n)
             view.set_postfix_str(self.status().split(" | ", 1)[1], refresh=True)
-        else:  # rich
+        elif mode == "rich":
             view.update(self._rich_table())
 
     def _close_view(self) -> None:
-        view, self._view = self._view, None
-        if view == "line":
+        if self._mode == "line":
             print(file=self.stream)
-        elif hasattr(view, "close"):  # tqdm
-            view.close()
-        elif hasattr(view, "stop"):  # rich
-            view.stop()
+        elif self._mode == "tqdm":
+            self._view.close()
+        elif self._mode == "rich":
+            self._view.stop()
+        self._mode, self._view = "none", None
+
+
+def _importable(name: str) -> bool:
+    try:
+        __import__(name)
+        return True
+    except ImportError:
+        return False
