@@ -30,19 +30,9 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from matmul_cpu import plain_matmul_text  # noqa: E402
 
 TARGET = "llvm -num-cores=1"
-
-MATMUL = """@T.prim_func
-def main(A: T.Buffer((N, N), "float32"), B: T.Buffer((N, N), "float32"), C: T.Buffer((N, N), "float32")):
-    T.func_attr({"tir.noalias": True})
-    for i, j, k in T.grid(N, N, N):
-        with T.block("C"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-"""
 
 MLP = """@I.ir_module
 class Module:
@@ -96,7 +86,7 @@ def tvms_tuned(n: int, trials: int, work_dir: str) -> dict:
     import tvms
     from tvms import meta_schedule as ms
 
-    mod = tvms.script.from_source(MATMUL.replace("N", str(n)))
+    mod = tvms.script.from_source(plain_matmul_text(n))
     plain = tvms.build(mod, TARGET)
     t0 = time.perf_counter()
     db = ms.tune_tir(mod, TARGET, work_dir, trials, num_trials_per_iter=min(64, trials), seed=0, progress="plain")
@@ -112,7 +102,7 @@ def tvms_tuned(n: int, trials: int, work_dir: str) -> dict:
 
 
 def tvm_tuned(python: str, n: int, trials: int, work_dir: str) -> dict:
-    out = subprocess.run([python, "-c", TVM_SCRIPT, str(n), str(trials), work_dir, MATMUL.replace("N", str(n))],
+    out = subprocess.run([python, "-c", TVM_SCRIPT, str(n), str(trials), work_dir, plain_matmul_text(n)],
                          capture_output=True, text=True, env={**os.environ, "TVM_NUM_THREADS": "1"})
     if out.returncode:
         raise SystemExit(f"TVM's run failed:\n{out.stderr[-2000:]}")

@@ -56,9 +56,10 @@ class TaskRecord:
     of each trial (ms; failures count as 1e13), and the batch in flight."""
 
     def __init__(self, ctx: Any, task_weight: float) -> None:
-        if ctx.mod is None or ctx.space_generator is None or ctx.search_strategy is None:
-            raise TVMSError(f"task {ctx.task_name!r}: a TuneContext to tune needs mod, space_generator "
-                            f"and search_strategy")
+        missing = [part for part in ("mod", "target", "space_generator", "search_strategy")
+                   if getattr(ctx, part) is None]
+        if missing:
+            raise TVMSError(f"task {ctx.task_name!r}: a TuneContext to tune needs {', '.join(missing)}")
         self.ctx = ctx
         self.task_weight = float(task_weight)
         self.flop = max(1.0, estimate_tir_flops(ctx.mod))
