@@ -4,11 +4,13 @@ them, and the tuned program against the reference executor."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from tune_standins import FnSpace, Replay, parts
 
 import tvms
 from tvms import meta_schedule as ms
 from tvms import relax
+from tvms.ir import TVMSError
 from tvms.lowering.dlight import is_scheduled
 from tvms.runtime.reference_relax import run_relax
 
@@ -59,6 +61,17 @@ def test_tune_tir_and_apply_database_passes_in_a_sequential(tmp_path) -> None:
     assert fused.script() != legalized()["fused_matmul_add_relu"].script()  # the split is there
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(s).astype("float32") for s in [(4, 16), (16, 16), (16,), (16, 16), (16,)]]
-    vm = relax.VirtualMachine(tvms.compile(tuned, target="llvm"), tvms.cpu())
-    expected = run_relax(mod, "main", *args)
-    np.testing.assert_allclose(vm["main"](*args).numpy(), np.asarray(expected), rtol=1e-5, atol=1e-5)
+    expected = np.asarray(run_relax(mod, "main", *args))
+    for executable in (tvms.compile(tuned, target="llvm"), ms.relax_integration.compile_relax(db, mod, "llvm")):
+        vm = relax.VirtualMachine(executable, tvms.cpu())
+        np.testing.assert_allclose(vm["main"](*args).numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_apply_database_leaves_unknown_functions_and_needs_a_database() -> None:
+    mod = legalized()
+    with ms.MemoryDatabase():
+        assert relax.transform.MetaScheduleApplyDatabase()(mod)["fused_matmul_add_relu"] is mod["fused_matmul_add_relu"]
+    with pytest.raises(TVMSError, match="needs a database"):
+        relax.transform.MetaScheduleApplyDatabase()(mod)
+    with pytest.raises(TVMSError, match="needs a target"):
+        relax.transform.MetaScheduleTuneTIR(work_dir="unused", max_trials_global=1)(mod)

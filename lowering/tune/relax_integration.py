@@ -121,6 +121,22 @@ def tune_relax(mod: "IRModule | rx.Function", params: dict | None, target: Any, 
                            module_equality=module_equality, progress=progress)
 
 
+def compile_relax(database: Any, mod: IRModule, target: Any, params: dict | None = None) -> Any:
+    """The executable of a Relax program with the database's best schedules: lowered as
+    ``extract_tasks`` saw it (the zero pipeline), the tuned PrimFuncs applied, the others given
+    the default schedules by ``tvms.compile``."""
+    from ..build import compile as compile_module
+    from ..relax.passes import BindParams
+    from ..relax.pipeline import get_pipeline
+
+    target = as_target(target)
+    if params:
+        mod = BindParams("main", params)(mod)
+    with database, target:
+        mod = MetaScheduleApplyDatabase()(get_pipeline("zero")(mod))
+    return compile_module(mod, target)
+
+
 def _current_target(pass_name: str, target: Any) -> Target:
     target = Target.current() if target is None else as_target(target)
     if target is None:
