@@ -15,6 +15,7 @@ from tvms.ir import TVMSError
 from tvms.lowering.schedule import Schedule
 from tvms.lowering.tune.database import MemoryDatabase, TuningRecord
 from tvms.lowering.tune.flops import estimate_tir_flops
+from tvms.lowering.tune.measure import args_info_of, main_func
 from tvms.lowering.tune.progress import Progress, tuning_statistics, write_curve
 from tvms.lowering.tune.task_scheduler import GradientBased, RoundRobin, TaskScheduler
 from tvms.lowering.tune.tune import compile_tir, tune_tasks, tune_tir
@@ -170,3 +171,37 @@ def test_live_displays_draw_and_end_with_the_table(tmp_path) -> None:
         text = out.getvalue()
         assert "Total trials: 2" in text, display
         assert ("2/2" in text) if display != "rich" else ("main" in text and "GFLOPS" in text), display
+
+
+def test_round_robin_builds_the_next_task_while_the_last_one_is_measured(tmp_path) -> None:
+    events = []
+
+    class Lazy:  # a measurement still in flight until asked for
+        def __init__(self, future, n):
+            self.future, self.n = future, n
+
+        def done(self):
+            return False
+
+        def result(self):
+            events.append(("measured", self.n))
+            return self.future.result()
+
+    builder = InProcessBuilder()
+
+    class Runner(InProcessRunner):
+        def run(self, inputs):
+            n = inputs[0].args_info[0].shape[0] if inputs else None
+            return [Lazy(f, n) for f in super().run(inputs)]
+
+    class Logged(InProcessBuilder):
+        def build(self, inputs):
+            events.append(("built", args_info_of(main_func(inputs[0].mod))[0].shape[0]))
+            return builder.build(inputs)
+
+    ctxs = [TuneContext(matmul(n), "llvm", FnSpace(stochastic_schedule_mm), Replay(stochastic_schedule_mm),
+                        task_name=f"mm{n}", rand_state=n) for n in (8, 16)]
+    RoundRobin(build_chunk=None).tune(ctxs, [1, 1], 8, 4, 2, Logged(), Runner(builder), [], None, None)
+    assert [e for e in events if e[0] == "built"] == [("built", 8), ("built", 16)] * 2
+    first = events.index(("measured", 8))
+    assert events[:first] == [("built", 8), ("built", 16)]  # task 1 was built before task 0 was joined
