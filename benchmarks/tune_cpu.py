@@ -52,9 +52,8 @@ from tvm import s_tir
 from tvm.s_tir import meta_schedule as ms
 from tvm.script import tirx as T
 n, trials, work_dir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-text = sys.argv[4].replace("T.block(", "T.sblock(").replace('"tir.noalias"', '"tirx.noalias"')
-mod = tvm.script.from_source(text)
-target = tvm.target.Target("llvm -num-cores=1")
+mod = tvm.script.from_source(sys.argv[4])  # printed by tvms in TVM 0.27's dialect
+target = tvm.target.Target({"kind": "llvm", "num-cores": 1})
 t0 = time.perf_counter()
 db = ms.tune_tir(mod, target, work_dir, trials, num_trials_per_iter=64)
 wall = time.perf_counter() - t0
@@ -102,7 +101,10 @@ def tvms_tuned(n: int, trials: int, work_dir: str) -> dict:
 
 
 def tvm_tuned(python: str, n: int, trials: int, work_dir: str) -> dict:
-    out = subprocess.run([python, "-c", TVM_SCRIPT, str(n), str(trials), work_dir, plain_matmul_text(n)],
+    import tvms
+
+    text = tvms.IRModule({"main": tvms.script.from_source(plain_matmul_text(n))}).script(dialect="tvm-0.27")
+    out = subprocess.run([python, "-c", TVM_SCRIPT, str(n), str(trials), work_dir, text],
                          capture_output=True, text=True, env={**os.environ, "TVM_NUM_THREADS": "1"})
     if out.returncode:
         raise SystemExit(f"TVM's run failed:\n{out.stderr[-2000:]}")
