@@ -101,7 +101,7 @@ def tune_tasks(*, tasks: list, task_weights: list, work_dir: str, max_trials_glo
     builder = make_part("builder", builder, max_workers=num_cores)
     runner = make_part("runner", runner)
     database = make_part("database", database, **({"work_dir": work_dir} if database == "json" else {}))
-    cost_model = make_part("cost_model", cost_model)
+    cost_model = make_part("cost_model", cost_model, **({"num_tuning_cores": num_cores} if cost_model == "xgb" else {}))
     scheduler = TaskScheduler.create(task_scheduler) if isinstance(task_scheduler, str) else task_scheduler
     if progress is not None and not isinstance(progress, Progress):
         progress = Progress(display=progress, work_dir=work_dir)
