@@ -87,7 +87,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(str(err), file=sys.stderr)
         return EXIT_FAILED if isinstance(err, ScheduleError) else EXIT_ERROR
     progress = Progress(display=args.progress, work_dir=args.work_dir)
-    options = dict(num_trials_per_iter=args.trials_per_iter, space=space, seed=args.seed, progress=progress)
+    options = dict(num_trials_per_iter=args.trials_per_iter, space=space, strategy=args.strategy,
+                   cost_model=args.cost_model, seed=args.seed, progress=progress)
     try:
         if relax:
             database = tune_relax(mod, None, target, args.work_dir, args.trials, **options)
@@ -131,6 +132,10 @@ def add_tune_parser(subparsers) -> None:
                    help="continue the database in --work-dir (its trials count toward --trials)")
     p.add_argument("--space", default="default", metavar="default|FILE.py",
                    help="the search space: the built-in one (default), or a trace-language schedule")
+    p.add_argument("--strategy", default="evolutionary", choices=["evolutionary", "replay-trace", "replay-func"],
+                   help="the search strategy (default: evolutionary)")
+    p.add_argument("--cost-model", default="xgb", choices=["xgb", "random"],
+                   help="the cost model that ranks candidates before they are measured (default: xgb)")
     p.add_argument("--seed", type=int, default=None, help="random seed of the search")
     p.add_argument("--plot", metavar="CURVE.svg|.png", help="write the tuning curve (best GFLOPS by trial)")
     p.add_argument("--progress", default="auto", choices=["auto", "rich", "tqdm", "line", "plain", "none"],

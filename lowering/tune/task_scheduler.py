@@ -85,12 +85,13 @@ class TaskRecord:
 class TaskScheduler:
     """The loop every scheduler shares; subclasses decide ``next_task_id``.
 
-    ``build_chunk``: how many candidates are built before they are sent to the runner (the
-    overlap of building and measuring); None builds a whole batch first, as TVM does.
+    ``build_chunk``: how many candidates are built before they are sent to the runner, so that
+    the runner measures them while the next ones build; None: as many as the builder builds at
+    once (its ``max_workers``). A chunk as large as a batch builds it all first, as TVM does.
     ``progress``: what watches the loop (``progress.Progress``); None shows nothing.
     """
 
-    def __init__(self, build_chunk: int | None = 8, progress: Any = None) -> None:
+    def __init__(self, build_chunk: int | None = None, progress: Any = None) -> None:
         if build_chunk is not None and build_chunk < 1:
             raise TVMSError(f"build_chunk is a positive number of candidates or None, got {build_chunk!r}")
         self.build_chunk = build_chunk
@@ -179,7 +180,7 @@ class TaskScheduler:
         target = task.ctx.target
         device = "cpu" if target.kind == "llvm" else target.kind
         task.measure_candidates, task.builder_results, task.runner_futures = list(candidates), [], []
-        chunk = self.build_chunk or len(candidates)
+        chunk = self.build_chunk or getattr(self._builder, "max_workers", None) or len(candidates)
         for start in range(0, len(candidates), chunk):
             part = candidates[start:start + chunk]
             if self.progress is not None:

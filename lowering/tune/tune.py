@@ -34,7 +34,6 @@ _NAMED = {
                  "replay-trace": ("search_strategy", "ReplayTrace"),
                  "replay-func": ("search_strategy", "ReplayFunc")},
 }
-_DEFAULT_CALLBACKS = ("AddToDatabase", "RemoveBuildArtifact", "UpdateCostModel")
 
 
 def _named_class(part: str, name: str) -> Any:
@@ -62,8 +61,9 @@ def make_space(value: Any) -> Any:
 
 def _callbacks(value: Any) -> list:
     if value == "default":
-        module = importlib.import_module(f"{__package__}.measure_callback")
-        return [getattr(module, name)() for name in _DEFAULT_CALLBACKS]
+        from .measure_callback import MeasureCallback
+
+        return MeasureCallback.create("default")
     return [value] if hasattr(value, "apply") else list(value or [])
 
 
@@ -98,7 +98,9 @@ def tune_tasks(*, tasks: list, task_weights: list, work_dir: str, max_trials_glo
     max_trials_per_task = max_trials_global if max_trials_per_task is None else max_trials_per_task
     os.makedirs(work_dir, exist_ok=True)
     num_cores = tasks[0].num_threads
-    builder = make_part("builder", builder, max_workers=num_cores)
+    made_here = [isinstance(builder, str), isinstance(runner, str)]
+    # measuring overlaps building (TaskScheduler.build_chunk): the builder leaves a core to the runner
+    builder = make_part("builder", builder, max_workers=max(1, (os.cpu_count() or 1) - 1))
     runner = make_part("runner", runner)
     database = make_part("database", database, **({"work_dir": work_dir} if database == "json" else {}))
     cost_model = make_part("cost_model", cost_model, **({"num_tuning_cores": num_cores} if cost_model == "xgb" else {}))
@@ -106,8 +108,13 @@ def tune_tasks(*, tasks: list, task_weights: list, work_dir: str, max_trials_glo
     if progress is not None and not isinstance(progress, Progress):
         progress = Progress(display=progress, work_dir=work_dir)
     scheduler.progress = progress
-    scheduler.tune(tasks, [float(w) for w in task_weights], max_trials_global, max_trials_per_task,
-                   num_trials_per_iter, builder, runner, _callbacks(measure_callbacks), database, cost_model)
+    try:
+        scheduler.tune(tasks, [float(w) for w in task_weights], max_trials_global, max_trials_per_task,
+                       num_trials_per_iter, builder, runner, _callbacks(measure_callbacks), database, cost_model)
+    finally:
+        for part, made in zip((builder, runner), made_here):
+            if made:  # the worker processes of a builder or runner made here end with the run
+                part.shutdown()
     return database
 
 
