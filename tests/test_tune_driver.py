@@ -12,6 +12,8 @@ from tune_standins import (AddToDatabase, FnSpace, InProcessBuilder, InProcessRu
 
 import tvms
 from tvms.ir import TVMSError
+from tvms.ir.structural import structural_equal
+from tvms.lowering.build import default_schedules
 from tvms.lowering.schedule import Schedule
 from tvms.lowering.tune.database import MemoryDatabase, TuningRecord
 from tvms.lowering.tune.flops import estimate_tir_flops
@@ -34,7 +36,10 @@ def test_tune_tir_spends_the_budget_and_compile_tir_gives_the_best(tmp_path) -> 
                   space=FnSpace(stochastic_schedule_mm), strategy=Replay(stochastic_schedule_mm),
                   task_scheduler="round-robin", seed=1, **p)
     records = db.get_all_tuning_records()
-    assert len(records) == 6 and p["builder"].calls == [4, 2]
+    assert len(records) == 6 and p["builder"].calls == [1, 4, 1]  # the default schedule first
+    default = records[0].as_measure_candidate().sch.mod["main"]
+    assert structural_equal(default, default_schedules(tvms.IRModule({"main": mm}), "llvm -num-cores=1")["main"].with_changes(
+        attrs=default.attrs))
     best = min(records, key=TuningRecord.mean_secs)
     sch = compile_tir(db, mm, "llvm")
     assert str(sch.trace) == str(best.trace)
@@ -71,7 +76,7 @@ def test_build_failures_are_failed_trials_and_chunks_overlap_measuring(tmp_path)
     builder = InProcessBuilder(fail=lambda mod: "T.int64" in mod.script() or "j_1 in range(16)" in mod.script())
     ctx = TuneContext(matmul(16), "llvm", FnSpace(stochastic_schedule_mm), Replay(stochastic_schedule_mm),
                       rand_state=3)
-    sched = RoundRobin(build_chunk=2)
+    sched = RoundRobin(build_chunk=2, measure_default=False)
     sched.tune([ctx], [1.0], 8, 8, 8, builder, InProcessRunner(builder), [AddToDatabase()], MemoryDatabase(), None)
     task = sched.tasks_[0]
     assert builder.calls == [2, 2, 2, 2] and len(task.latency_ms) == 8
@@ -150,14 +155,14 @@ def test_ctrl_c_keeps_what_was_measured_and_a_resumed_run_finishes(tmp_path) -> 
     class Interrupted(InProcessRunner):
         def run(self, inputs):
             runs.append(len(inputs))
-            if len(runs) == 2:
+            if len(runs) == 3:  # the default schedule, a batch, then Ctrl-C
                 raise KeyboardInterrupt
             return super().run(inputs)
 
     kw = dict(space=FnSpace(stochastic_schedule_mm), strategy=Replay(stochastic_schedule_mm), num_trials_per_iter=4)
     with pytest.raises(KeyboardInterrupt):
         tune_tir(matmul(16), "llvm", str(tmp_path), 12, **{**p, "runner": Interrupted(p["builder"])}, **kw)
-    assert len(p["database"].get_all_tuning_records()) == 4  # the first batch, joined before the second
+    assert len(p["database"].get_all_tuning_records()) == 5  # those joined before the interruption
     tune_tir(matmul(16), "llvm", str(tmp_path), 12, **p, **kw)
     assert len(p["database"].get_all_tuning_records()) == 12
 
@@ -201,7 +206,7 @@ def test_round_robin_builds_the_next_task_while_the_last_one_is_measured(tmp_pat
 
     ctxs = [TuneContext(matmul(n), "llvm", FnSpace(stochastic_schedule_mm), Replay(stochastic_schedule_mm),
                         task_name=f"mm{n}", rand_state=n) for n in (8, 16)]
-    RoundRobin(build_chunk=None).tune(ctxs, [1, 1], 8, 4, 2, Logged(), Runner(builder), [], None, None)
+    RoundRobin(measure_default=False).tune(ctxs, [1, 1], 8, 4, 2, Logged(), Runner(builder), [], None, None)
     assert [e for e in events if e[0] == "built"] == [("built", 8), ("built", 16)] * 2
     first = events.index(("measured", 8))
     assert events[:first] == [("built", 8), ("built", 16)]  # task 1 was built before task 0 was joined

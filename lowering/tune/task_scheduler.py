@@ -18,9 +18,13 @@ import random
 from typing import Any
 
 from ...ir.errors import TVMSError
+from ...ir.structural import structural_equal
+from ..dlight.base import apply_rules
+from ..schedule.schedule import Schedule
+from ..targets import target_kind
 from .database import FAILED_RUN_SECS
 from .flops import estimate_tir_flops
-from .measure import BuilderInput, RunnerInput, RunnerResult
+from .measure import BuilderInput, MeasureCandidate, RunnerInput, RunnerResult, args_info_of, main_func
 
 _FAILED_MS = FAILED_RUN_SECS * 1e3
 _LOG = logging.getLogger("tvms.meta_schedule")
@@ -68,6 +72,8 @@ class TaskRecord:
         self.run_error_count = 0
         self.latency_ms: list[float] = []
         self.trials_before = 0  # trials found in the database when tuning started (a resumed run)
+        self.baseline_done = False  # its default schedule was measured (or has none)
+        self.baseline_in_flight = False
         self.measure_candidates: list | None = None
         self.builder_results: list | None = None
         self.runner_futures: list | None = None
@@ -89,13 +95,17 @@ class TaskScheduler:
     the runner measures them while the next ones build; None: as many as the builder builds at
     once (its ``max_workers``). A chunk as large as a batch builds it all first, as TVM does.
     ``progress``: what watches the loop (``progress.Progress``); None shows nothing.
+    ``measure_default``: a task's first trial is its default schedule (``tvms.dlight``'s rule, as
+    ``tvms.compile`` would schedule it), so the best a tuning finds is never behind the default
+    (TVM starts from its space only).
     """
 
-    def __init__(self, build_chunk: int | None = None, progress: Any = None) -> None:
+    def __init__(self, build_chunk: int | None = None, progress: Any = None, measure_default: bool = True) -> None:
         if build_chunk is not None and build_chunk < 1:
             raise TVMSError(f"build_chunk is a positive number of candidates or None, got {build_chunk!r}")
         self.build_chunk = build_chunk
         self.progress = progress
+        self.measure_default = measure_default
         self.tasks_: list[TaskRecord] = []
         self.measure_callbacks_: list = []
         self.database_: Any = None
@@ -146,6 +156,11 @@ class TaskScheduler:
                 _LOG.debug("TaskScheduler picks Task #%d: %s", task_id, task.ctx.task_name)
                 if len(task.latency_ms) >= max_trials_per_task:
                     self.terminate_task(task_id)
+                    continue
+                baseline = self._baseline(task) if not task.latency_ms and not task.baseline_done else None
+                if baseline is not None:
+                    trials += 1
+                    self._send(task_id, [baseline])
                     continue
                 candidates = task.ctx.search_strategy.generate_measure_candidates()
                 if not candidates:
@@ -198,6 +213,27 @@ class TaskScheduler:
             if self.progress is not None:
                 self.progress.built(task_id, len(part), len(ok))
 
+    def _baseline(self, task: TaskRecord) -> MeasureCandidate | None:
+        """The task's default schedule as a candidate, when the scheduler measures it and its
+        trace replays to it on the task's module (the record must reproduce what was timed)."""
+        task.baseline_done = True
+        if not self.measure_default:
+            return None
+        ctx = task.ctx
+        try:
+            func = main_func(ctx.mod)
+            sch = apply_rules(func, ctx.target, target_kind(ctx.target).default_rules())
+            if sch is None or not len(sch.trace.insts):
+                return None
+            replay = Schedule(ctx.mod)
+            sch.trace.apply_to_schedule(replay, remove_postproc=False)
+        except TVMSError:
+            return None
+        if not structural_equal(replay.mod["main"], sch.mod["main"]):
+            return None
+        task.baseline_in_flight = True
+        return MeasureCandidate(replay, args_info_of(func))
+
     def join_running_task(self, task_id: int) -> list[RunnerResult]:
         """Wait for the task's batch, tell its strategy and the callbacks, and record the trials."""
         task = self.tasks_[task_id]
@@ -205,7 +241,10 @@ class TaskScheduler:
             raise TVMSError(f"task #{task_id} has no batch in flight")
         results = [f.result() for f in task.runner_futures]
         candidates, built = task.measure_candidates, task.builder_results
-        task.ctx.search_strategy.notify_runner_results(candidates, results)
+        if task.baseline_in_flight:  # not the strategy's candidate: it learns of it from the database
+            task.baseline_in_flight = False
+        else:
+            task.ctx.search_strategy.notify_runner_results(candidates, results)
         for callback in self.measure_callbacks_:
             callback.apply(self, task_id, candidates, built, results)
         log = _logger(task.ctx)
