@@ -13,6 +13,7 @@ weighted best latency is falling fastest (TVM's gradient-based scheduling).
 """
 from __future__ import annotations
 
+import json
 import logging
 import random
 from typing import Any
@@ -21,6 +22,7 @@ from ...ir.errors import TVMSError
 from ...ir.structural import structural_equal
 from ..dlight.base import apply_rules
 from ..schedule.schedule import Schedule
+from ..schedule.trace import Trace
 from ..targets import target_kind
 from .database import FAILED_RUN_SECS
 from .flops import estimate_tir_flops
@@ -215,7 +217,8 @@ class TaskScheduler:
 
     def _baseline(self, task: TaskRecord) -> MeasureCandidate | None:
         """The task's default schedule as a candidate, when the scheduler measures it and its
-        trace replays to it on the task's module (the record must reproduce what was timed)."""
+        trace, written as a record and read back, replays to it on the task's module (the record
+        must reproduce what was timed)."""
         task.baseline_done = True
         if not self.measure_default:
             return None
@@ -223,11 +226,12 @@ class TaskScheduler:
         try:
             func = main_func(ctx.mod)
             sch = apply_rules(func, ctx.target, target_kind(ctx.target).default_rules())
-            if sch is None or not len(sch.trace.insts):
+            if sch is None or not sch.trace.insts:
                 return None
+            trace = Trace.from_json(json.loads(json.dumps(sch.trace.as_json(remove_postproc=False))))
             replay = Schedule(ctx.mod)
-            sch.trace.apply_to_schedule(replay, remove_postproc=False)
-        except TVMSError:
+            trace.apply_to_schedule(replay, remove_postproc=False)
+        except (TVMSError, TypeError, ValueError):  # e.g. an index map the JSON form cannot hold
             return None
         if not structural_equal(replay.mod["main"], sch.mod["main"]):
             return None
