@@ -4,6 +4,7 @@ it is checked on its own: budgets, resumption, the order tasks are picked in, fa
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from tvms.ir import TVMSError
 from tvms.ir.structural import structural_equal
 from tvms.lowering.build import default_schedules
 from tvms.lowering.schedule import Schedule
+from tvms.lowering.schedule.trace import Trace
 from tvms.lowering.tune.database import MemoryDatabase, TuningRecord
 from tvms.lowering.tune.flops import estimate_tir_flops
 from tvms.lowering.tune.measure import args_info_of, main_func
@@ -210,3 +212,12 @@ def test_round_robin_builds_the_next_task_while_the_last_one_is_measured(tmp_pat
     assert [e for e in events if e[0] == "built"] == [("built", 8), ("built", 16)] * 2
     first = events.index(("measured", 8))
     assert events[:first] == [("built", 8), ("built", 16)]  # task 1 was built before task 0 was joined
+
+
+def test_a_trace_read_from_json_writes_the_same_json() -> None:
+    # records are read back and written again (resumed runs, strategies keying them by JSON)
+    sch = Schedule(matmul(16))
+    sch.transform_layout(sch.get_block("C"), ("write", 0), lambda i, j: (j // 4, i, j % 4))
+    once = json.dumps(sch.trace.as_json())
+    again = json.dumps(Trace.from_json(json.loads(once)).as_json())
+    assert again == once and "lambda i, j: (j // 4, i, j % 4,)" in once
