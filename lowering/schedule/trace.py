@@ -381,6 +381,10 @@ def _json_input(value: Any, names: dict) -> Any:
         return [_json_input(v, names) for v in value]
     if isinstance(value, IndexMap):
         return str(value)  # tvms keeps the lambda text where TVM saves its IndexMap object
+    from .replay import IndexMapLambda
+
+    if isinstance(value, IndexMapLambda):  # (a trace read from JSON holds its lambda as read)
+        return value.source
     return value
 
 
