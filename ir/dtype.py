@@ -1,22 +1,25 @@
-"""Data types: ``float32``, ``int64``, ``bool``, ``handle``, ``void``, vector lanes ``float32x4``."""
+"""Data types: ``float32``, ``int64``, ``bool``, ``handle``, ``void``, vector lanes ``float32x4``,
+scalable vectors ``float32xvscalex4`` (``4 * vscale`` lanes, vscale known only on the machine)."""
 from __future__ import annotations
 
 import re
 
 from .errors import TVMSError
 
-_SCALAR = re.compile(r"^(int|uint|float|bfloat)(\d+)(?:_(e\d+m\d+\w*))?(?:x(\d+))?$")
+_SCALAR = re.compile(r"^(int|uint|float|bfloat)(\d+)(?:_(e\d+m\d+\w*?))?(?:x(vscalex)?(\d+))?$")
+_LANES = re.compile(r"x(?:vscalex)?\d+$")
 
 
 class DataType:
     """An interned data type. Compare with ``is`` or ``==``; ``str()`` gives the canonical name."""
 
-    __slots__ = ("code", "bits", "lanes", "name", "__weakref__")
+    __slots__ = ("code", "bits", "lanes", "scalable", "name", "__weakref__")
     _cache: dict[str, "DataType"] = {}
 
     code: str
     bits: int
-    lanes: int
+    lanes: int  # of a scalable vector: the factor of vscale
+    scalable: bool
     name: str
 
     def __new__(cls, name: "str | DataType") -> "DataType":
@@ -25,11 +28,11 @@ class DataType:
         hit = cls._cache.get(name)
         if hit is not None:
             return hit
-        code, bits, lanes, canonical = _parse(name)
+        code, bits, lanes, scalable, canonical = _parse(name)
         hit = cls._cache.get(canonical)
         if hit is None:
             hit = object.__new__(cls)
-            hit.code, hit.bits, hit.lanes, hit.name = code, bits, lanes, canonical
+            hit.code, hit.bits, hit.lanes, hit.scalable, hit.name = code, bits, lanes, scalable, canonical
             cls._cache[canonical] = hit
         cls._cache[name] = hit
         return hit
@@ -51,13 +54,20 @@ class DataType:
     def __reduce__(self):
         return (DataType, (self.name,))
 
-    def with_lanes(self, lanes: int) -> "DataType":
+    def with_lanes(self, lanes: int, scalable: bool = False) -> "DataType":
+        """This element type in ``lanes`` lanes (``lanes * vscale`` when ``scalable``)."""
         base = self.element_of.name
+        if scalable:
+            return DataType(f"{base}xvscalex{lanes}")
         return DataType(base if lanes == 1 else f"{base}x{lanes}")
+
+    def with_lanes_of(self, other: "DataType") -> "DataType":
+        """This element type in as many lanes as ``other`` has."""
+        return self.with_lanes(other.lanes, other.scalable)
 
     @property
     def element_of(self) -> "DataType":
-        return self if self.lanes == 1 else DataType(self.name.rsplit("x", 1)[0])
+        return self if self.lanes == 1 and not self.scalable else DataType(_LANES.sub("", self.name))
 
     @property
     def is_int(self) -> bool:
@@ -89,32 +99,32 @@ class DataType:
         return self.code == "void"
 
 
-def _parse(name: str) -> tuple[str, int, int, str]:
+def _parse(name: str) -> tuple[str, int, int, bool, str]:
     if not isinstance(name, str):
         raise TVMSError(f"a data type must be a string, not {type(name).__name__}")
     if name == "bool":
-        return "bool", 1, 1, name
+        return "bool", 1, 1, False, name
     if name in ("handle", "void"):
-        return name, 0 if name == "void" else 64, 1, name
-    m = re.match(r"^bool(?:x(\d+))$", name)
+        return name, 0 if name == "void" else 64, 1, False, name
+    m = re.match(r"^bool(?:x(vscalex)?(\d+))$", name)
     if m:
-        return "bool", 1, int(m.group(1)), name
+        return "bool", 1, int(m.group(2)), m.group(1) is not None, name
     m = _SCALAR.match(name)
     if not m:
         raise TVMSError(f"unknown data type {name!r}")
-    code, bits, fmt, lanes = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+    code, bits, fmt, scalable, lanes = m.group(1), int(m.group(2)), m.group(3), m.group(4), m.group(5)
     if code in ("int", "uint") and bits not in (1, 4, 8, 16, 32, 64):
         raise TVMSError(f"unknown data type {name!r}: {code} has 1, 4, 8, 16, 32 or 64 bits")
-    if code == "float" and fmt is None and bits not in (16, 32, 64):
-        raise TVMSError(f"unknown data type {name!r}: float has 16, 32 or 64 bits")
+    if code == "float" and fmt is None and bits not in (4, 6, 8, 16, 32, 64):  # (TVM's float8 too)
+        raise TVMSError(f"unknown data type {name!r}: float has 4, 6, 8, 16, 32 or 64 bits")
     if code == "bfloat" and bits != 16:
         raise TVMSError(f"unknown data type {name!r}: only bfloat16 exists")
     n = int(lanes) if lanes else 1
-    if lanes is not None and n < 2:
+    if lanes is not None and n < (1 if scalable else 2):
         raise TVMSError(f"unknown data type {name!r}: a vector has at least 2 lanes")
     if fmt is not None:
         code = f"float{bits}_{fmt}"
-    return code if fmt is None else "float", bits, n, name
+    return code if fmt is None else "float", bits, n, scalable is not None, name
 
 
 def is_dtype_name(name: str) -> bool:

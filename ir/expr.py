@@ -140,7 +140,7 @@ class Max(BinaryOp): __slots__ = ()
 @dataclass(frozen=True, slots=True, eq=False)
 class CmpOp(BinaryOp):
     def __post_init__(self) -> None:
-        object.__setattr__(self, "dtype", boolean.with_lanes(self.a.dtype.lanes))
+        object.__setattr__(self, "dtype", boolean.with_lanes_of(self.a.dtype))
 
 
 class EQ(CmpOp): __slots__ = ()
@@ -183,25 +183,26 @@ class Cast(PrimExpr):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Ramp(PrimExpr):
-    """The vector ``base, base + stride, ..., base + (lanes - 1) * stride``."""
+    """The vector ``base, base + stride, ..., base + (lanes - 1) * stride``; ``lanes`` is a
+    number, or ``T.vscale() * k`` for a scalable vector."""
 
     base: PrimExpr
     stride: PrimExpr
-    lanes: int
+    lanes: Any  # int | PrimExpr (scalable)
     dtype: DataType = derived()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "dtype", self.base.dtype.with_lanes(self.lanes))
+        object.__setattr__(self, "dtype", self.base.dtype.with_lanes(*lane_count(self.lanes)))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Broadcast(PrimExpr):
     value: PrimExpr
-    lanes: int
+    lanes: Any  # int | PrimExpr (scalable), as in Ramp
     dtype: DataType = derived()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "dtype", self.value.dtype.with_lanes(self.lanes))
+        object.__setattr__(self, "dtype", self.value.dtype.with_lanes(*lane_count(self.lanes)))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -235,10 +236,11 @@ class BufferLoad(PrimExpr):
     dtype: DataType = derived()
 
     def __post_init__(self) -> None:
-        lanes = 1
+        lanes, scalable = self.buffer.dtype.lanes, self.buffer.dtype.scalable
         for index in self.indices:
             lanes *= index.dtype.lanes
-        object.__setattr__(self, "dtype", self.buffer.dtype.with_lanes(self.buffer.dtype.lanes * lanes))
+            scalable |= index.dtype.scalable
+        object.__setattr__(self, "dtype", self.buffer.dtype.with_lanes(lanes, scalable))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -259,6 +261,7 @@ class Call(PrimExpr):
     op: Node
     args: tuple
     attrs: FrozenDict = EMPTY  # keyword arguments some intrinsics take (launch_params=[...])
+    type_annotation: Node | None = None  # PointerType of a handle result that points at data
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -269,6 +272,20 @@ class CommReducer(Node):
     rhs: tuple = binds()
     result: tuple = ()
     identity_element: tuple = ()
+
+
+def lane_count(lanes: Any) -> tuple[int, bool]:
+    """(k, scalable) of a vector's lanes: a number k, or ``T.vscale() * k`` (k lanes per vscale,
+    the only scalable form TVM accepts)."""
+    if isinstance(lanes, int):
+        return lanes, False
+    if isinstance(lanes, Mul) and is_vscale(lanes.a) and isinstance(lanes.b, IntImm) and lanes.b.value > 0:
+        return lanes.b.value, True
+    raise TVMSError(f"the lanes of a vector are a number or T.vscale() * k, not {lanes!r}")
+
+
+def is_vscale(e: Any) -> bool:
+    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == "tir.vscale"
 
 
 # ---------------------------------------------------------------- ranges and iteration variables

@@ -38,11 +38,12 @@ def register(script_name: str, result: str, arity: tuple[int, int | None], name:
 
 _UNARY_MATH = ("exp exp2 exp10 log log2 log10 log1p expm1 sqrt rsqrt sin cos tan sinh cosh tanh asin "
                "acos atan asinh acosh atanh erf sigmoid fabs floor ceil round trunc nearbyint "
-               "popcount clz bitwise_not").split()
+               "popcount bitwise_not").split()
 for _n in _UNARY_MATH:
     register(_n, "arg0", (1, 1))
 for _n in "pow fmod atan2 hypot copysign nextafter ldexp bitwise_and bitwise_or bitwise_xor shift_left shift_right".split():
     register(_n, "arg0", (2, 2))
+register("clz", "int32", (1, 1))  # (leading zeros of any integer, counted in an int32, as in TVM)
 for _n in "isnan isinf isfinite".split():
     register(_n, "bool", (1, 1))
 register("if_then_else", "arg1", (3, 3))
@@ -185,6 +186,12 @@ register("ptx_ldmatrix", "void", (7, 7))
 register("mma_store", "void", (6, 6))
 register("vectorlow", "dtype", (1, 1))
 register("vectorhigh", "dtype", (1, 1))
+# TVM 0.27's cp.async groups, printed as T.ptx.cp with the instruction's modifiers as strings:
+# T.ptx.cp("async", "commit_group", "") and T.ptx.cp(n, "async", "wait_group", "")
+PTX_CP = {("async", "commit_group", ""): "tir.ptx.cp_async_commit_group",
+          ("async", "wait_group", ""): "tir.ptx.cp_async_wait_group"}
+register("ptx.cp", "void", (3, 3), name="tir.ptx.cp_async_commit_group")
+register("ptx.cp", "void", (4, 4), name="tir.ptx.cp_async_wait_group")
 register("start_profile_intrinsic", "void", (1, 1))
 register("end_profile_intrinsic", "void", (1, 1))
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from .buffer import Buffer, BufferRegion
 from .dtype import DataType
-from .expr import IterVar, PrimExpr, Var
+from .expr import IterVar, PrimExpr, Var, is_const_int
 from .node import EMPTY, FrozenDict, Node, aside, binds
 
 
@@ -41,6 +41,11 @@ SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING = (
 
 @dataclass(frozen=True, slots=True, eq=False)
 class For(Stmt):
+    """``for (loop_var = min; loop_var < min + extent; loop_var += step)``; ``step`` None is 1.
+
+    Lowering starts with CanonicalizeLoop, which rewrites a loop with a step into one with none,
+    so the passes after it meet only steps of 1."""
+
     loop_var: Var = binds()
     min: PrimExpr = field()
     extent: PrimExpr = field()
@@ -48,6 +53,11 @@ class For(Stmt):
     body: Stmt = field()
     thread_binding: IterVar | None = None
     annotations: FrozenDict = EMPTY
+    step: PrimExpr | None = None
+
+    @property
+    def has_trivial_step(self) -> bool:
+        return self.step is None or is_const_int(self.step, 1)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -19,9 +19,14 @@ store, in the block's body, into a buffer that the init writes:
     declared ``"S"`` in ``T.axis.remap("SSS", ...)`` computes only its last product);
   - no reduction iterator appears in the indices: otherwise the elements its other values select
     are never initialized (the condition TVM's schedule checks of a reduction block).
-Iterators count through the variables bound to them (lets, the bindings of nested blocks).
+Iterators count through the variables bound to them (lets, the bindings of nested blocks), and
+a store into a block's ``T.match_buffer`` through the region it views (``BB[()]`` of
+``BB = T.match_buffer(B[i], ())`` indexes ``B`` with ``i``).
 A block with ``T.init()`` and no reduction iterator is not refused: its init then runs at every
 iteration, which TVM's LowerInitBlock gives a meaning too.
+TVM's parser reads such blocks (TVM's tests write them to check that a schedule refuses them),
+and so does tvms's: the iteration kinds are checked before a function is compiled, where the
+numbers would come out wrong, not when it is read.
 """
 from __future__ import annotations
 
@@ -37,12 +42,13 @@ from .stmt import Block, BlockRealize, BufferStore, For, LetStmt
 from .visitor import collect
 
 
-def verify_well_formed(func: PrimFunc) -> None:
+def verify_well_formed(func: PrimFunc, iteration_kinds: bool = True) -> None:
     """Raise a ``ScriptError`` for the first rule above that ``func`` breaks, at the position of
     the offending node (or of the nearest statement around it that has one; a function built
-    in Python has none: the message then names the function)."""
+    in Python has none: the message then names the function). ``iteration_kinds``: check the
+    blocks' iteration kinds too (the parser does not, as TVM's does not)."""
     try:
-        _walk(func)
+        _walk(func, iteration_kinds)
     except ScriptError as e:
         name = func.attrs.get("global_symbol")
         if e.span is not None or not isinstance(name, str):
@@ -50,7 +56,7 @@ def verify_well_formed(func: PrimFunc) -> None:
         raise ScriptError(f"{name}: {e.message}", None, e.note) from None
 
 
-def _walk(func: PrimFunc) -> None:
+def _walk(func: PrimFunc, iteration_kinds: bool) -> None:
     # (iterative: the walk follows the program's nesting, which may be deep)
     stack: list = [(func.body, func.span, False)]
     while stack:
@@ -66,7 +72,7 @@ def _walk(func: PrimFunc) -> None:
                 _check_access(node, span)
         elif isinstance(node, MatchBufferRegion):
             _check_region(node, span)
-        elif isinstance(node, Block):
+        elif isinstance(node, Block) and iteration_kinds:
             check_block_iterators(node, span)
         elif isinstance(node, For):
             dead = dead or _never_runs(node.extent)
@@ -99,7 +105,8 @@ def _constant_span(index: Any) -> tuple[int, int] | None:
         index = simplify(index)
     if isinstance(index, IntImm):
         return index.value, index.value
-    if isinstance(index, Ramp) and isinstance(index.base, IntImm) and isinstance(index.stride, IntImm):
+    if isinstance(index, Ramp) and isinstance(index.base, IntImm) and isinstance(index.stride, IntImm) \
+            and isinstance(index.lanes, int):  # (a scalable vector's end is known on the machine only)
         last = index.base.value + index.stride.value * (index.lanes - 1)
         return min(index.base.value, last), max(index.base.value, last)
     return None
@@ -154,6 +161,7 @@ def check_block_iterators(block: Block, span: Span | None = None) -> None:
             found |= depends.get(v, frozenset())
         return found
 
+    views = {m.buffer: m.source.region for m in block.match_buffers}  # (BB = T.match_buffer(B[i], ()))
     for node in collect(block.body, (LetStmt, BlockRealize, BufferStore)):  # (pre-order)
         if isinstance(node, LetStmt):
             depends[node.var] = uses(node.value)
@@ -161,7 +169,8 @@ def check_block_iterators(block: Block, span: Span | None = None) -> None:
             for iv, value in zip(node.block.iter_vars, node.iter_values):
                 depends[iv.var] = uses(value)
         elif node.buffer in outputs:
-            _check_store_indices(block, kinds, node, uses(node.indices), span)
+            used = uses(node.indices) | uses([r.min for r in views.get(node.buffer, ())])
+            _check_store_indices(block, kinds, node, used, span)
 
 
 def _check_store_indices(block: Block, kinds: list, store: BufferStore, used: frozenset,

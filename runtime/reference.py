@@ -42,7 +42,7 @@ from tvms.ir.function import PrimFunc
 from tvms.ir.expr import PrimType
 from tvms.ir.op import loop_control
 
-from .tir_values import INTRINSICS, cast_value, numpy_dtype, trunc_div, trunc_mod
+from .tir_values import INTRINSICS, cast_value, count_leading_zeros, numpy_dtype, trunc_div, trunc_mod
 
 __all__ = ["run_prim_func", "compile_prim_func", "prim_func_source", "compile_expr", "numpy_dtype",
            "cast_value", "INTRINSICS"]
@@ -88,6 +88,8 @@ class _Compiler:
         method = getattr(self, "e_" + type(e).__name__, None)
         if method is None:
             raise TVMSError(f"the reference executor cannot evaluate {type(e).__name__}")
+        if getattr(e, "dtype", None) is not None and e.dtype.scalable:  # (vscale: known on the machine only)
+            raise TVMSError(f"the reference executor has no scalable vectors ({e.dtype})")
         return method(e)
 
     def e_IntImm(self, e: E.IntImm) -> str:
@@ -197,11 +199,14 @@ class _Compiler:
     def e_Call(self, e: E.Call) -> str:
         op = e.op
         name = getattr(op, "name", None)
-        if not isinstance(op, E.Op):
-            raise TVMSError(f"the reference executor cannot call {op!r} (only intrinsics)")
+        if not isinstance(op, E.Op):  # Module.f(...): the executor runs one PrimFunc at a time
+            raise TVMSError(f"the reference executor runs one PrimFunc and cannot call the module's "
+                            f"function {getattr(op, 'name_hint', op)!r}")
         if name == "tir.if_then_else":  # lazy: only the chosen branch is evaluated
             c, t, f = (self.src(a) for a in e.args)
             return f"({t} if {c} else {f})"
+        if name == "tir.clz":  # (the count depends on the argument's width, not the result's)
+            return self._call(count_leading_zeros, str(e.args[0].dtype.bits), self.src(e.args[0]))
         fn = INTRINSICS.get(name)
         if fn is None:
             raise TVMSError(f"the reference executor does not implement the intrinsic {name!r}")
@@ -339,7 +344,7 @@ class _Codegen(_Compiler):
             self.stmt(x)
 
     def s_Evaluate(self, s: S.Evaluate) -> None:
-        if isinstance(s.value, E.Call) and s.value.op.name == "tir.ret":  # `return v` / T.ret(v)
+        if isinstance(s.value, E.Call) and getattr(s.value.op, "name", None) == "tir.ret":  # `return v`
             self.emit(f"return {self.src(s.value.args[0])}")
             return
         control = loop_control(s.value)
@@ -359,6 +364,8 @@ class _Codegen(_Compiler):
     def s_For(self, s: S.For) -> None:
         lo, ext = self.src(s.min), self.src(s.extent)
         rng = f"range({ext})" if lo == "0" else f"range({lo}, ({lo}) + ({ext}))"
+        if not s.has_trivial_step:  # (TVM's loop: i < min + extent, i += step; one not positive never ends)
+            rng = f"range({lo}, ({lo}) + ({ext}), {self._call(_loop_step, self.src(s.step))})"
         self.emit(f"for {self.local(s.loop_var)} in {rng}:")  # every kind runs serially
         self.loop_body(s.body)
 
@@ -497,6 +504,12 @@ class _Codegen(_Compiler):
                             f"20 nested loops and 100 levels of indentation)") from None
         exec(code, self.ns, scope)  # noqa: S102  (our own generated code)
         return scope["_prim_func"], source
+
+
+def _loop_step(step: int) -> int:
+    if step < 1:
+        raise TVMSError(f"a loop step of {step} never reaches the loop's end")
+    return step
 
 
 def _negative_index(index: int, name: str) -> None:

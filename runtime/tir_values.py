@@ -111,6 +111,13 @@ def _reinterpret(dtype: DataType, x: Any) -> Any:
         int(np.asarray(x).view(numpy_dtype(dtype))[()])
 
 
+def count_leading_zeros(bits: int, x: Any) -> Any:
+    """``T.clz``: the zero bits above the highest one of ``x`` as a ``bits``-wide integer."""
+    if isinstance(x, np.ndarray):
+        return np.array([count_leading_zeros(bits, int(v)) for v in x], dtype=np.int32)
+    return bits - (int(x) & ((1 << bits) - 1)).bit_length()
+
+
 def _no_op(dtype: DataType, *args: Any) -> Any:
     return 0
 
@@ -196,6 +203,8 @@ INTRINSICS: dict[str, Callable] = {
     "tir.q_multiply_shift_per_axis": _q_multiply_shift_per_axis,
     "tir.tvm_storage_sync": _no_op,  # serial thread emulation: every thread already finished
     "tir.start_profile_intrinsic": _no_op, "tir.end_profile_intrinsic": _no_op,
+    # (the emulation copies synchronously: every cp.async group is complete when committed)
+    "tir.ptx.cp_async_commit_group": _no_op, "tir.ptx.cp_async_wait_group": _no_op,
 }
 
 

@@ -25,7 +25,9 @@ from ..ir.deep import deep_recursion
 from .metadata import CONSTANT_KEYS, decode_entry
 from .relax_function import RelaxFunctionBuilder
 from .relax_parser import make_constant
+from .tensorir.evaluator import Builtin, ModuleFunctions
 from .tensorir.parser_core import TIRBuilder
+from ..ir.dtype import DataType, is_dtype_name, void
 
 # (the spelled-out forms too: a Python file may write @tvm.script.tir.prim_func)
 _MODULE_DECORATORS = {"I.ir_module", "ir_module", "tvm.script.ir_module", "ir.ir_module",
@@ -58,6 +60,7 @@ class ModuleParser:
         self.metadata: dict | None = None
         self.prim_func_names: set[str] = set()
         self.signatures: dict = {}
+        self.module_functions: ModuleFunctions | None = None
 
     def error(self, syn: Any, message: str) -> ScriptError:
         return error(self.source, syn, message)
@@ -129,8 +132,12 @@ class ModuleParser:
         self.class_name = cls.name  # `cls = Module` may name the class as it is written
         # every function can refer to every other (cls.name) whatever their order
         self.globals = {s.name: GlobalVar(s.name) for s in cls.body if isinstance(s, S.FunctionDef)}
-        self.prim_func_names = {s.name for s in cls.body if isinstance(s, S.FunctionDef)
-                                and any(_decorator(d)[0] in _PRIM_FUNC_DECORATORS for d in s.decorators)}
+        prim_funcs = [s for s in cls.body if isinstance(s, S.FunctionDef)
+                      and any(_decorator(d)[0] in _PRIM_FUNC_DECORATORS for d in s.decorators)]
+        self.prim_func_names = {s.name for s in prim_funcs}
+        # what `Module.f(...)` in a PrimFunc calls, typed by what f declares it returns
+        self.module_functions = ModuleFunctions(cls.name, self.globals,
+                                                {s.name: self.result_type(s) for s in prim_funcs})
         for stmt in cls.body:  # (first: the functions' struct info may name a vdevice)
             if _module_call(stmt) == "I.module_global_infos":
                 mod.global_infos = self.global_infos(stmt)
@@ -175,6 +182,17 @@ class ModuleParser:
         if self.source.comments.get((cls.line, cls.col)):
             mod.span = span_of(self.source, cls)  # the comments of the class
         return mod
+
+    def result_type(self, fdef: S.FunctionDef) -> DataType:
+        """The data type a PrimFunc declares it returns (``-> T.float32``), void when none (a
+        wrong annotation is reported when the function itself is read)."""
+        if fdef.returns is None:
+            return void
+        try:
+            ret = TIRBuilder(self.source, self.dialect).ev(fdef.returns)
+        except ScriptError:
+            return void
+        return DataType(ret.path) if isinstance(ret, Builtin) and is_dtype_name(ret.path) else void
 
     def global_infos(self, stmt: S.ExprStmt) -> FrozenDict:
         """``I.module_global_infos({"vdevice": [I.vdevice(...), ...]})``."""
@@ -246,7 +264,9 @@ class ModuleParser:
                 for key in kwargs:
                     if key not in ("private", "s_tir", "check_well_formed"):
                         raise self.error(dec, f"unknown @T.prim_func argument {key!r}")
-                builder = TIRBuilder(self.source, self.dialect, typevars=frozenset(self.typevars))
+                module = self.module_functions
+                builder = TIRBuilder(self.source, self.dialect, typevars=frozenset(self.typevars),
+                                     globals_={module.name: module} if module is not None else None)
                 return builder.prim_func(fdef, kwargs)
             if name in _RELAX_DECORATORS:
                 for key in kwargs:

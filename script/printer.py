@@ -111,6 +111,7 @@ def _script(node: Any, d: Dialect, name: str | None, show_meta: bool) -> str:
         return print_definition(node, d, name, show_meta).text()
     if isinstance(node, Stmt):
         p = TIRPrinter(d)
+        p.func_body = node
         p.body(node, top=True)
         return "\n".join(p.lines)
     if isinstance(node, PrimExpr):
@@ -264,7 +265,7 @@ def _module(mod: IRModule, d: Dialect, class_name: str, show_meta: bool) -> Prin
         uses_typevars = _reserve_typevars(namer, f, typevar_ids)
         if isinstance(f, PrimFunc):
             p = TIRPrinter(d, namer, typevar_ids)
-            p.indent = 1
+            p.indent, p.module_name = 1, class_name
             p.prim_func(f, name, decorate_s_tir=d.name != "classic")
         elif isinstance(f, rx.Function):
             p = RelaxPrinter(d, namer, typevar_ids, names, constants, class_name)

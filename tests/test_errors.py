@@ -156,14 +156,14 @@ def main(A, b: T.handle):
 
 
 # ---------------------------------------------------------------- loops, blocks and scopes
-def test_range_with_three_arguments():
+def test_a_loop_step_is_positional_in_range_only():
     src = '''\
 @T.prim_func
 def main(A: T.Buffer((4,), "float32")):
-    for i in range(0, 4, 1):
+    for i in T.serial(0, 4, 1):
         A[i] = T.float32(0)
 '''
-    assert_error(src, 3, 14, r"loop takes an extent, or a start and an end")
+    assert_error(src, 3, 14, r"loop takes an extent, or a start and an end \(and a step: range\(a, b, step\)")
 
 
 def test_axis_remap_with_mismatched_counts():

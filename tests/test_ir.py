@@ -26,7 +26,12 @@ def test_dtypes_parse_and_intern() -> None:
     assert v.element_of is DataType("float32")
     assert DataType("bool").is_bool and DataType("handle").is_handle
     assert DataType("float8_e4m3fn").bits == 8
-    for bad in ("float33", "int7", "vec4", "float32x1", "bfloat32"):
+    assert DataType("float8_e4m3fnx2").element_of is DataType("float8_e4m3fn")  # (the format, then lanes)
+    assert (DataType("float8").bits, DataType("float8").is_float) == (8, True)  # TVM's plain float8
+    scalable = DataType("float32xvscalex4")
+    assert (scalable.lanes, scalable.scalable, str(scalable.element_of)) == (4, True, "float32")
+    assert DataType("bool").with_lanes_of(scalable) is DataType("boolxvscalex4")
+    for bad in ("float33", "float7", "int7", "vec4", "float32x1", "bfloat32", "float32xvscalex0"):
         with pytest.raises(TVMSError, match="unknown data type"):
             DataType(bad)
 

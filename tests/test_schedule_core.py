@@ -197,9 +197,11 @@ def test_sample_compute_location_is_seeded_and_every_choice_computes_the_same() 
         run_prim_func(sch.mod["main"], a, c)
         np.testing.assert_allclose(c, a * 2 + 1)
     assert len(seen) > 1
-    with pytest.raises(ScheduleError, match="decision 5 is not a valid location of block 'B'"):
-        sch = Schedule(chain())
-        sch.sample_compute_location(sch.get_block("B"), decision=5)
+    sch = Schedule(chain())  # a decision that is not a place falls back to the one before it, as TVM's
+    sch.sample_compute_location(sch.get_block("B"), decision=5)
+    assert sch.trace.decisions[sch.trace.insts[-1]] == 1
+    with pytest.raises(ScheduleError, match="the decision is an integer"):
+        sch.sample_compute_location(sch.get_block("B"), decision="j")
 
 
 def test_a_new_block_named_like_an_earlier_one_gets_its_own_handle() -> None:

@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from tvms.ir import structural_equal
+from tvms.ir.expr import Call
+from tvms.ir.errors import ScriptError, TVMSError
 from tvms.ir.visitor import collect
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
@@ -22,8 +24,12 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tir_builtins"
 GOLDENS = sorted(FIXTURES.glob("*_tvm_0.27.tvms"))
 
 
+def load_text(name: str, kind: str = "tvm_0.27") -> str:
+    return (FIXTURES / f"{name}_{kind}.tvms").read_text()
+
+
 def load(name: str, kind: str = "tvm_0.27"):
-    return from_source((FIXTURES / f"{name}_{kind}.tvms").read_text())
+    return from_source(load_text(name, kind))
 
 
 @pytest.mark.parametrize("golden", GOLDENS, ids=lambda p: p.name.removesuffix("_tvm_0.27.tvms"))
@@ -291,6 +297,108 @@ def test_builder_spellings_against_numpy() -> None:
     np.testing.assert_array_equal(device, np.arange(10))
 
 
+def test_calls_between_prim_funcs_are_typed_and_refused_where_not_run() -> None:
+    mod = load("calls")
+    store = mod["main"].body.seq[1].body  # B[i] = Module.square(A[i]) + Module.square(B[i])
+    assert str(store.value.a.dtype) == "float32" and store.value.a.op.name_hint == "square"
+    assert str(mod["main"].body.seq[0].value.dtype) == "void"  # scale returns nothing
+    # a function printed alone names its callee bare, as TVM prints it
+    assert "    scale(A.data, 16)\n" in mod["main"].script(dialect="tvm-0.27")
+    a = np.ones(16, "float32")
+    with pytest.raises(TVMSError, match="cannot call the module's function 'scale'"):
+        run_prim_func(mod["main"], a, a.copy())
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    with pytest.raises(TVMSError, match="cannot call the module's function 'scale'"):
+        tvms.build(mod["main"])
+    with pytest.raises(ScriptError, match="calls the module's PrimFuncs only; 'f' is not one"):
+        from_source(CALLS_RELAX)
+    with pytest.raises(ScriptError, match="module 'Module' has no function 'squar'; did you mean 'square'"):
+        from_source(load_text("calls").replace("Module.square(A[0])", "Module.squar(A[0])"))
+
+
+CALLS_RELAX = """
+@I.ir_module
+class Module:
+    @R.function
+    def f(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+        return x
+
+    @T.prim_func
+    def main(A: T.Buffer((2,), "float32")):
+        A[0] = Module.f(A[0])
+"""
+
+
+def test_scalable_vectors_are_typed_and_refused_where_not_run() -> None:
+    """``T.vscale() * k`` lanes (SVE/RVV): a scalable dtype, and a clear refusal where tvms runs code."""
+    func = load("scalable")
+    first = func.body.seq[0]
+    assert str(first.value.dtype) == "float32xvscalex4" and first.indices[0].lanes.b.value == 4
+    assert str(func.body.seq[1].indices[0].dtype) == "int32xvscalex4"  # B[3:3 + vscale * 8:2]
+    a = np.zeros(128, "float32")
+    with pytest.raises(TVMSError, match="no scalable vectors"):
+        run_prim_func(func, a, a.copy(), np.zeros((8,), "float32"), np.zeros(128, "int32"))
+    with pytest.raises(ScriptError, match="the lanes of a vector are a constant or T.vscale"):
+        from_source(load_text("scalable").replace("T.Ramp(1, 2, 4)", "T.Ramp(1, 2, T.vscale() + 4)"))
+    with pytest.raises(ScriptError, match="vector slice needs a constant length"):
+        from_source(load_text("scalable").replace("B[0:8:2]", "B[0:T.vscale() * 7:2]"))
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    with pytest.raises(TVMSError, match="no scalable vectors"):
+        tvms.build(func)
+
+
+def test_pointer_lets_and_typed_pointer_results() -> None:
+    """``x: T.let[T.handle("int64", "global")]`` binds a typed pointer; an intrinsic's result type
+    ``T.handle("int64", "global").ty`` stays a PointerType on the call."""
+    func = load("pointers")
+    text = func.script(dialect="classic")
+    assert '    A_ptr_redef: T.handle("float32", "global") = A_ptr\n' in text
+    assert 'T.tvm_struct_get(arg, 0, 2, T.handle("int64", "global").ty)' in text
+    from tvms.ir.stmt import LetStmt
+
+    lets = {s.var.name: s for s in collect(func, LetStmt)}
+    assert lets["shape_data"].value.type_annotation.element == "int64"
+    assert lets["A_ptr_redef"].var.type_annotation.element == "float32"
+
+
+def test_ptx_cp_async_groups_read_by_their_modifiers_and_run() -> None:
+    """``T.ptx.cp("async", "commit_group", "")`` / ``T.ptx.cp(0, "async", "wait_group", "")``: the
+    string modifiers pick the instruction; the emulation copies synchronously, so both are no-ops."""
+    func = load("ptx")
+    calls = [c for c in collect(func, Call) if c.dtype == "void"]
+    assert [c.op.name for c in calls] == ["tir.ptx.cp_async_commit_group", "tir.ptx.cp_async_wait_group"]
+    a = np.arange(32 * 128, dtype="float32").reshape(32, 128)
+    b = np.zeros_like(a)
+    run_prim_func(func, a, b)
+    np.testing.assert_array_equal(b, a * 2)
+    with pytest.raises(ScriptError, match="the cp.async groups of T.ptx.cp only"):
+        from_source(load_text("ptx").replace('"commit_group"', '"bulk_group"'))
+
+
+def test_clz_counts_in_the_width_of_its_argument() -> None:
+    """``T.clz`` of an int64 is an int32 (TVM's type), counted over 64 bits: the reference
+    executor and the compiled code agree with the bit lengths."""
+    func = load("void_pointers")["leading_zeros"]
+    a = np.array([1, 2, 1 << 40, -1], "int64")
+    want_b = np.array([64 - int(v).bit_length() if v >= 0 else 0 for v in a], "int32")
+    want_c = np.array([32 - int(v + 1).bit_length() for v in want_b], "int32")
+    b, c = np.zeros(4, "int32"), np.zeros(4, "int32")
+    run_prim_func(func, a, b, c)
+    np.testing.assert_array_equal(b, want_b)
+    np.testing.assert_array_equal(c, want_c)
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    b, c = np.zeros(4, "int32"), np.zeros(4, "int32")
+    tvms.build(func)(a, b, c)
+    np.testing.assert_array_equal(b, want_b)
+    np.testing.assert_array_equal(c, want_c)
+
+
 def test_buffer_fields_are_the_buffers_own_variables() -> None:
     """An offset_factor without elem_offset makes the offset a variable of the buffer's own, as
     quoted strides make stride variables; the body reads them (``src.elem_offset``,
@@ -389,3 +497,13 @@ def test_views_with_an_offset_factor_in_a_scheduled_function_run() -> None:
     compiled = np.zeros((16, 16), "float32")
     tvms.build(func)(a, compiled)
     np.testing.assert_array_equal(compiled, a + 1)
+
+
+def test_a_region_of_a_mutable_scalar_is_its_source() -> None:
+    """``T.reads(lower.source[0])``: TVM 0.27's region of a mutable scalar (``lower`` alone is its
+    value); the block reads it as any buffer."""
+    func = load("scalar_regions")
+    a, d = np.arange(16, dtype="float32") - 8, np.zeros(16, "float32")
+    run_prim_func(func, a, d)
+    np.testing.assert_array_equal(d, np.maximum(a, -5))
+    assert "T.reads(A[vi], lower[0])" in func.script(dialect="classic")

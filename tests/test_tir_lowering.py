@@ -78,10 +78,10 @@ def test_pass_output_matches_tvm(case: str, number: str, pass_name: str) -> None
 
 def test_matmul_reproduces_the_corpus_flatten_golden() -> None:
     """The corpus pair lower_matmul_sched_cpu_00_input -> _03_FlattenBuffer, through the
-    first seven passes."""
+    first seven passes (after CanonicalizeLoop, which leaves its loops as they are)."""
     source = CORPUS_COPY / "lower_matmul_sched_cpu_00_input.tvms"
     func = from_source(source.read_text())["main"]
-    for step in lowering.CPU_PIPELINE[:7]:
+    for step in lowering.CPU_PIPELINE[:8]:
         func = step(func)
     mod = from_source(source.read_text())
     mod["main"] = func
@@ -105,7 +105,7 @@ def test_every_pass_keeps_the_numbers(case: str) -> None:
     func = from_source((GOLDEN / f"{case}_00_input.tvms").read_text())["main"]
     inputs = random_inputs(func)
     expected = results(func, inputs)
-    steps = lowering.CPU_PIPELINE[:GPU_STEPS] if case in GPU_CASES else lowering.CPU_PIPELINE
+    steps = lowering.CPU_PIPELINE[:GPU_STEPS + 1] if case in GPU_CASES else lowering.CPU_PIPELINE
     for step in steps:
         func = step(func)
         for want, got in zip(expected, results(func, inputs)):
@@ -281,3 +281,54 @@ def test_flattening_indices_of_two_widths_casts_the_narrower() -> None:
     idx, out = np.array(2, dtype="int32"), np.zeros(2, "float32")
     tvms.build(func, target="llvm")(x, idx, out)
     np.testing.assert_array_equal(out, x[:, 2])
+
+
+def test_canonicalize_loop_matches_tvm_and_keeps_the_numbers() -> None:
+    """Loops with a start and a step (``range(1, 128, 5)``, ``T.unroll(2, 10, step=2)``) count
+    from 0 in steps of 1 after CanonicalizeLoop, the pipeline's first pass, as TVM prints them;
+    the reference executor, the canonical loops and the compiled code agree."""
+    before = from_source((GOLDEN / "loop_steps_before.tvms").read_text())
+    after = get_pass("CanonicalizeLoop")(before)
+    assert after.script(dialect=DIALECT) == (GOLDEN / "loop_steps_CanonicalizeLoop.tvms").read_text()
+    a, b = np.arange(128 * 128, dtype="float32").reshape(128, 128), np.zeros((128, 128), "float32")
+    want = b.copy()
+    want[1:128:5, 0:128:3] = a[1:128:5, 0:128:3] + 1
+    for func in (before["nested"], after["nested"], tvms.build(before["nested"])):
+        out = b.copy()
+        (func if callable(func) else lambda *args: run_prim_func(func, *args))(a, out)
+        np.testing.assert_array_equal(out, want)
+    results = []
+    for func in (before["kinds"], after["kinds"]):
+        x = np.arange(128, dtype="float32")
+        run_prim_func(func, x, 40, 3)
+        results.append(x)
+    np.testing.assert_array_equal(results[0], results[1])
+    assert (results[0][2], results[0][12], results[0][5], results[0][50]) == (0 + 1, 3 + 1, 5 * 2 + 1, 50)
+
+
+def test_loops_whose_step_is_not_positive_are_refused() -> None:
+    text = (GOLDEN / "loop_steps_before.tvms").read_text().replace("range(1, 128, 5)", "range(0, 127, s)")
+    text = text.replace('B: T.Buffer((128, 128), "float32")):', 'B: T.Buffer((128, 128), "float32"), s: T.int32):')
+    func = from_source(text)["nested"]
+    a = np.zeros((128, 128), "float32")
+    with pytest.raises(TVMSError, match="the step of loop 'i' may not be positive: s"):
+        lowering.canonicalize_loop(func)
+    with pytest.raises(TVMSError, match="a loop step of -3 never reaches the loop's end"):
+        run_prim_func(func, a, a.copy(), -3)
+    run_prim_func(func, a, a.copy(), 4)
+
+
+def test_schedule_primitives_refuse_a_loop_with_a_step() -> None:
+    func = from_source('''
+@T.prim_func
+def main(A: T.Buffer((128,), "float32")):
+    for i in range(0, 128, 2):
+        with T.block("b"):
+            vi = T.axis.spatial(128, i)
+            A[vi] = T.float32(1.0)
+''')
+    sch = Schedule(func)
+    (loop,) = sch.get_loops(sch.get_block("b"))
+    assert sch.get(loop).step.value == 2
+    with pytest.raises(ScheduleError, match="loop 'i' has a step"):
+        sch.split(loop, [None, 4])

@@ -1,7 +1,10 @@
-"""Programs that would touch memory outside their buffers, or whose iteration kinds contradict
-their body, are refused where they are written (``tvms.ir.well_formed``), and again when a
-function built in Python is compiled; a compiled function refuses arguments that overlap."""
+"""Programs that would touch memory outside their buffers are refused where they are written
+(``tvms.ir.well_formed``), and again when a function built in Python is compiled; those whose
+iteration kinds contradict their body read (as in TVM) and are refused when compiled; a compiled
+function refuses arguments that overlap."""
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -9,7 +12,7 @@ import pytest
 import tvms
 from test_errors import assert_error
 from tvms import relax
-from tvms.ir import FloatImm, IntImm, PrimFunc, TVMSError, decl_buffer
+from tvms.ir import FloatImm, IntImm, PrimFunc, ScriptError, TVMSError, decl_buffer
 from tvms.ir.dtype import DataType
 from tvms.ir.expr import Var
 from tvms.ir.node import FrozenDict
@@ -154,17 +157,28 @@ def main(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"), C: T.Bu
 '''
 
 
+def assert_build_error(src: str, line: int, col: int, match: str) -> ScriptError:
+    """``src`` reads (as TVM reads it) but its build fails at ``line``:``col`` with ``match``."""
+    func = from_source(src, "kinds.tvms")
+    with pytest.raises(ScriptError) as info:
+        tvms.build(func)
+    err = info.value
+    assert re.search(match, err.message), err.message
+    assert (err.span.line, err.span.col) == (line, col)
+    return err
+
+
 def test_a_reduction_iterator_declared_spatial_is_refused():
     # (it compiled, and the init ran again for each k: C held the last product only)
-    err = assert_error(MATMUL.replace("KINDS", "SSS"), 5, 26,
-                       r"^block 'C': iterator 'vk' is declared spatial but does not index 'C', "
-                       r"which the block's T\.init\(\) initializes$")
+    err = assert_build_error(MATMUL.replace("KINDS", "SSS"), 5, 26,
+                             r"^block 'C': iterator 'vk' is declared spatial but does not index 'C', "
+                             r"which the block's T\.init\(\) initializes$")
     assert "declare it a reduction iterator" in err.note
 
 
 def test_a_spatial_iterator_declared_reduction_is_refused():
-    assert_error(MATMUL.replace("KINDS", "SRR"), 5, 26,
-                 r"^block 'C': reduction iterator 'vj' indexes 'C', which the block's T\.init\(\) initializes$")
+    assert_build_error(MATMUL.replace("KINDS", "SRR"), 5, 26,
+                       r"^block 'C': reduction iterator 'vj' indexes 'C', which the block's T\.init\(\) initializes$")
 
 
 def test_the_separate_axis_declarations_point_at_the_wrong_one():
@@ -172,7 +186,21 @@ def test_the_separate_axis_declarations_point_at_the_wrong_one():
                          'vi = T.axis.spatial(4, i)\n'
                          '            vj = T.axis.spatial(4, j)\n'
                          '            vk = T.axis.spatial(4, k)')
-    assert_error(src, 7, 18, r"iterator 'vk' is declared spatial")
+    assert_build_error(src, 7, 18, r"iterator 'vk' is declared spatial")
+
+
+def test_a_store_into_a_match_buffer_indexes_through_its_region():
+    """``BB = T.match_buffer(B[i], ())``: a store ``BB[()]`` indexes ``B`` with ``i``."""
+    src = MATMUL.replace("KINDS", "SSR").replace(
+        "            with T.init():\n                C[vi, vj] = T.float32(0.0)\n"
+        "            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]\n",
+        "            CC = T.match_buffer(C[vi, vj], ())\n"
+        "            with T.init():\n                CC[()] = T.float32(0.0)\n"
+        "            CC[()] = CC[()] + A[vi, vk] * B[vk, vj]\n")
+    a, b = np.random.default_rng(1).random((2, 4, 4), dtype=np.float32)
+    c = np.zeros((4, 4), np.float32)
+    tvms.build(from_source(src))(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
 
 
 def test_right_kinds_and_blocks_without_init_are_accepted():

@@ -122,6 +122,8 @@ class _FunctionCodegen:
         method = getattr(self, "e_" + type(e).__name__, None)
         if method is None:
             raise TVMSError(f"the llvm target cannot generate code for {type(e).__name__}")
+        if getattr(e, "dtype", None) is not None and e.dtype.scalable:
+            raise TVMSError(f"the llvm target of tvms has no scalable vectors ({e.dtype}, T.vscale())")
         return method(e)
 
     def e_IntImm(self, e: E.IntImm) -> ir.Value:
@@ -299,8 +301,8 @@ class _FunctionCodegen:
 
     def e_Call(self, e: E.Call) -> ir.Value:
         if not isinstance(e.op, E.Op):
-            raise TVMSError(f"the llvm target cannot call {e.op!r}: only intrinsics (lower calls "
-                            f"between functions first)")
+            raise TVMSError(f"the llvm target compiles each PrimFunc on its own and cannot call the "
+                            f"module's function {getattr(e.op, 'name_hint', e.op)!r}")
         if e.op.name == "tir.if_then_else":
             return self.if_then_else(e)
         if e.op.name in FIXED_POINT:  # T.q_multiply_shift: integer arithmetic

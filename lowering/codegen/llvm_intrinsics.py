@@ -155,8 +155,9 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
         return builder.lshr(a, b) if arg_types[0].is_uint else builder.ashr(a, b)
     if name == "popcount":
         return call_llvm_intrinsic(builder, "ctpop", args)
-    if name == "clz":
-        return call_llvm_intrinsic(builder, "ctlz", args, [ir.Constant(T.I1, 0)])
+    if name == "clz":  # (counted in the argument's width, returned as the call's int32)
+        zeros = call_llvm_intrinsic(builder, "ctlz", args, [ir.Constant(T.I1, 0)])
+        return T.cast(builder, zeros, call.args[0].dtype, dtype)
     if name in ("call_extern", "call_pure_extern"):
         return _call_extern(builder, call, args)
     if name in ("call_llvm_intrin", "call_llvm_pure_intrin"):

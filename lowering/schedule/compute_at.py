@@ -8,8 +8,13 @@ more than one element; a dimension of one element binds the iterator directly.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import reduce
+from math import gcd
+
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer, Sum
+from ...ir.arith.split_sum import SplitTerm
 from ...ir.buffer import Buffer
 from ...ir.expr import GE, LT, Add, And, IntImm, IterVar, PrimExpr, Sub, Var, const, is_const_int
 from ...ir.function import PrimFunc
@@ -21,16 +26,28 @@ from .tree import (blocks_under, enclosing_loops, find_block, find_loop, parent_
                    replace_stmts, walk_with_path)
 
 
-def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]]) -> tuple[PrimExpr, PrimExpr] | None:
-    """[lo, hi] of ``e`` as the ``inner`` loops range over their domains; other variables stay."""
-    analyzer = Analyzer()
+def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
+                     outer: dict[int, tuple[Var, int, int]] | None = None) -> tuple[PrimExpr, PrimExpr] | None:
+    """[lo, hi] of ``e`` as the ``inner`` loops range over their domains; other variables stay.
+    A term mixing inner and ``outer`` loop variables is bounded when it takes one value over all
+    of them (``(co_0 * 64 + co_1 * 8 + co_2) // 128`` with co_0 < 2: always 0), as TVM's analyzer,
+    which knows the outer loops' ranges, finds."""
+    analyzer, everything = Analyzer(), Analyzer()
     for var, lo, extent in inner.values():
         analyzer.bind(var, lo, extent)
+        everything.bind(var, lo, extent)
+    for var, lo, extent in (outer or {}).values():
+        everything.bind(var, lo, extent)
     s = analyzer.canonical(e)
     fixed, low, high = [], 0, 0
     for t in s.terms:
         if any(isinstance(n, Var) and id(n) in inner for n in _vars(t.index)):
             b = analyzer.term_bound(t)
+            if b is None and (whole := everything.term_bound(t)) is not None and whole[0] == whole[1]:
+                b = whole
+            if b is None and (quotient := _outer_quotient(analyzer, t, inner)) is not None:
+                fixed.append(quotient)
+                continue
             if b is None:
                 return None
             a, c = b[0] * t.scale, b[1] * t.scale
@@ -43,6 +60,23 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]]) -> tup
             analyzer.simplify(Add(analyzer.to_expr(rest, dtype), const(high, dtype))))
 
 
+def _outer_quotient(analyzer: Analyzer, t: SplitTerm, inner: dict) -> SplitTerm | None:
+    """``(outer * g + r) // d`` with the inner part ``r`` in [0, g) and g dividing d is
+    ``outer // (d / g)``: the term without its inner loops (``(co_0 * 4 + co_2 * 2 + co_3) // 32``
+    is ``co_0 // 8``), as TVM's canonical simplifier finds."""
+    if t.upper is not None:
+        return None
+    s = analyzer.canonical(t.index)
+    outer = [u for u in s.terms if not any(id(v) in inner for v in _vars(u.index))]
+    rest = Sum(tuple(u for u in s.terms if u not in outer), s.base)
+    g = reduce(gcd, (u.scale for u in outer), 0)
+    bound = analyzer.sum_bound(rest)
+    if g <= 1 or t.lower % g or bound is None or bound[0] < 0 or bound[1] >= g:
+        return None
+    quotient = Sum(tuple(replace(u, scale=u.scale // g) for u in outer), 0)
+    return SplitTerm(analyzer.to_expr(quotient, t.index.dtype), t.lower // g, None, t.scale)
+
+
 def _vars(e: PrimExpr) -> list:
     return [n for n in walk(e) if isinstance(n, Var)]
 
@@ -50,15 +84,18 @@ def _vars(e: PrimExpr) -> list:
 def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) -> list[tuple[PrimExpr, PrimExpr]]:
     """Per dimension, [lo, hi] of what the blocks under ``loop`` write (or read) of ``buffer``;
     a loop of ``around`` (the loop and those outside it) of one iteration is its value there, as
-    TVM's analyzer binds it."""
+    TVM's analyzer binds it, and one bound to threads that all see the buffer is covered whole."""
     units = {n.loop_var: n.min for n in around if is_const_int(n.extent, 1)}
+    outer = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value) for n in around
+             if isinstance(n.min, IntImm) and isinstance(n.extent, IntImm)}
+    shared_by = _threads_sharing(around, buffer.scope)
     found: list | None = None
     for node, path in walk_with_path(loop.body, (loop,)):
         if not isinstance(node, BlockRealize):
             continue
         regions = node.block.writes if writes else node.block.reads
         inner_loops = [n for n in enclosing_loops(path) if n is not loop]
-        inner = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value) for n in inner_loops
+        inner = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value) for n in inner_loops + shared_by
                  if isinstance(n.min, IntImm) and isinstance(n.extent, IntImm)}
         symbolic = {id(n.loop_var): n for n in inner_loops if id(n.loop_var) not in inner}
         binding = dict(zip((iv.var for iv in node.block.iter_vars), node.iter_values))
@@ -72,8 +109,9 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
                     raise ScheduleError(f"the access of block '{node.block.name_hint}' to '{buffer.name}' "
                                         f"under loop '{loop.loop_var.name}' varies with loop "
                                         f"'{used[0].loop_var.name}' of symbolic extent")
-                lo = _symbolic_bounds(substitute(r.min, binding), inner)
-                hi = _symbolic_bounds(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), binding), inner)
+                lo = _symbolic_bounds(substitute(r.min, binding), inner, outer)
+                hi = _symbolic_bounds(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), binding), inner,
+                                      outer)
                 if lo is None or hi is None:
                     raise ScheduleError(f"cannot bound the access of block '{node.block.name_hint}' to "
                                         f"'{buffer.name}' under loop '{loop.loop_var.name}'")
@@ -82,6 +120,25 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
     if found is None:
         raise ScheduleError(f"no block under loop '{loop.loop_var.name}' {'writes' if writes else 'reads'} "
                             f"buffer '{buffer.name}'")
+    return found
+
+
+_STORAGE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
+
+
+def _threads_sharing(around: list[For], scope: str) -> list[For]:
+    """The thread-bound loops of ``around`` whose threads all see a buffer of ``scope``, so the
+    region computed covers every thread of them (TVM's CanRelaxStorageUnderThread): a shared
+    buffer is one per thread block (threadIdx and vthread loops relax), a global one one for all."""
+    rank = _STORAGE_RANK.get(scope.split(".")[0])
+    found = []
+    for n in around:
+        tag = n.thread_binding.thread_tag if n.thread_binding is not None else ""
+        thread_rank = 0 if tag.startswith("blockIdx") else 1 if tag.startswith(("threadIdx", "vthread")) else None
+        if rank is None or thread_rank is None:
+            continue
+        if (tag == "threadIdx.x") if rank == 2 else rank <= thread_rank:
+            found.append(n)
     return found
 
 

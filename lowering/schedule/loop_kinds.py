@@ -1,7 +1,7 @@
 """What a loop runs as: parallel, vectorized, unrolled, or bound to a GPU thread axis."""
 from __future__ import annotations
 
-from ...ir.expr import COMM_REDUCE, DATA_PAR, THREAD_INDEX, IterVar, Var
+from ...ir.expr import COMM_REDUCE, DATA_PAR, OPAQUE, THREAD_INDEX, IterVar, Var
 from ...ir.function import PrimFunc
 from ...ir.stmt import PARALLEL, THREAD_BINDING, UNROLLED, VECTORIZED, For
 from .errors import ScheduleError
@@ -38,3 +38,16 @@ def bind(func: PrimFunc, loop: For, thread_axis: str) -> PrimFunc:
     _check_data_parallel(loop, "bind", allow_reduce=thread_axis.startswith("threadIdx"))
     thread = IterVar(None, Var("", loop.loop_var.dtype), THREAD_INDEX, thread_axis)
     return replace_stmts(func, {id(loop): loop.with_changes(kind=THREAD_BINDING, thread_binding=thread)})
+
+
+def loop_iter_type(loop: For) -> str:
+    """DataPar, CommReduce or Opaque: what the blocks under ``loop`` bind its variable to."""
+    ids = {id(loop.loop_var)}
+    seen = set()
+    for realize in blocks_under(loop.body):
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            if uses_var(value, ids):
+                seen.add(iv.iter_type if iv.iter_type in (DATA_PAR, COMM_REDUCE) else OPAQUE)
+    if OPAQUE in seen or len(seen) > 1:
+        return OPAQUE
+    return COMM_REDUCE if COMM_REDUCE in seen else DATA_PAR

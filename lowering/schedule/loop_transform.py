@@ -148,7 +148,7 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
     total = prod(extents)
     mapping: dict = {}
     for i, (loop, extent) in enumerate(zip(loops, extents)):
-        if extent == 1 and not preserve_unit_iters:
+        if extent == 1:  # (TVM's fuse binds a unit loop to 0, whatever preserve_unit_iters says)
             mapping[loop.loop_var] = const(0, dtype)
             continue
         stride = prod(extents[i + 1:])

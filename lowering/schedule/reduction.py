@@ -53,9 +53,10 @@ def decompose_reduction(func: PrimFunc, realize: BlockRealize, block_path: tuple
     init: Stmt = BlockRealize(init_values, substitute(predicate, loop_map), init_block)
     for node in reversed(needed):
         init = node.with_changes(loop_var=loop_map[node.loop_var], body=init)
-    # The update block reads what it accumulates into.
+    # The update block reads what it accumulates into (a buffer of its own: two buffers of one shape
+    # are structurally equal).
     reads = tuple(w for w in block.writes
-                  if not any(structural_equal(w, r) for r in block.reads)) + block.reads
+                  if not any(r.buffer is w.buffer and structural_equal(w, r) for r in block.reads)) + block.reads
     update = block.with_changes(init=None, name_hint=f"{name}_update", reads=reads)
     func = replace_stmts(func, {id(block): update})
     new_loop = find_loop(func, loop.loop_var)[0]

@@ -15,13 +15,13 @@ from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.module import IRModule
 from ...ir.dtype import DataType
-from ...ir.expr import Var, const
+from ...ir.expr import DATA_PAR, IntImm, Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
 from ...ir.visitor import collect
 from ...script.dialect import get_dialect
 from . import (annotation, block_layout, blockize, cache, cache_index, cache_inplace, compute_at, inline, layout,
                loop_kinds, loop_transform, pad_einsum, padding, partition, read_write_at, reduction, reindex_cache,
-               rolling_buffer, rfactor, sampling)
+               rolling_buffer, rfactor, sampling, tensorize)
 from . import epilogue as epilogue_module
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
@@ -101,7 +101,7 @@ class Schedule:
         if isinstance(rv, BlockRV):
             return self._block(rv)[1].block
         if isinstance(rv, LoopRV):
-            return self._loop(rv)[1]
+            return self._loop(rv, any_step=True)[1]
         if isinstance(rv, ExprRV):
             return self._int(rv)
         return rv
@@ -141,8 +141,13 @@ class Schedule:
     def _block(self, rv: Any) -> tuple[str, BlockRealize, tuple]:
         return self._lookup(rv, BlockRV, "block", find_block, lambda name: f"block '{name}'")
 
-    def _loop(self, rv: Any) -> tuple[str, For, tuple]:
-        return self._lookup(rv, LoopRV, "loop", find_loop, lambda var: f"loop '{var.name}'")
+    def _loop(self, rv: Any, any_step: bool = False) -> tuple[str, For, tuple]:
+        found = self._lookup(rv, LoopRV, "loop", find_loop, lambda var: f"loop '{var.name}'")
+        loop = found[1]
+        if not any_step and not loop.has_trivial_step:  # (the primitives count iterations as extents)
+            raise ScheduleError(f"loop '{loop.loop_var.name}' has a step; the schedule transforms loops "
+                                f"of step 1 (CanonicalizeLoop makes them so)")
+        return found
 
     def _lookup(self, rv: Any, rv_type: type, what: str, finder: Callable, describe: Callable) -> tuple:
         """(function name, node, ancestors) of the block or loop a handle stands for."""
@@ -761,6 +766,24 @@ class Schedule:
             return rv
         return self._run("blockize", action)
 
+    def tensorize(self, block_or_loop: "BlockRV | LoopRV", tensor_intrin: str,
+                  preserve_unit_iters: bool = True) -> None:
+        """Replace the computation of a block (or of the subtree under a loop, blockized first)
+        with the registered tensor intrinsic ``tensor_intrin`` whose description it matches."""
+        def action() -> None:
+            if not isinstance(tensor_intrin, str):
+                raise ScheduleError(f"tensorize: the tensor intrinsic is named by a string, got {tensor_intrin!r}")
+            intrin = tensorize.TensorIntrin.get(tensor_intrin)
+            fname, node, _ = self._block_or_loop(block_or_loop)
+            func = self._prim_func(fname)
+            if isinstance(node, For):
+                func, name = blockize.blockize(func, node)
+            else:
+                name = node.block.name_hint
+            self._update(fname, tensorize.tensorize(func, name, intrin))
+            self._record("Tensorize", [block_or_loop], [tensor_intrin, bool(preserve_unit_iters)], [])
+        return self._run("tensorize", action)
+
     def rfactor(self, loop: LoopRV, factor_axis: int = 0) -> BlockRV:
         def action() -> BlockRV:
             fname, node, _ = self._loop(loop)
@@ -865,43 +888,75 @@ class Schedule:
         return self._run("sample_categorical", action)
 
     def sample_compute_location(self, block: BlockRV, decision: int | None = None) -> LoopRV:
-        """A place to compute ``block`` at: one of the loops around its consumers where compute_at
-        succeeds (decision 0, 1, ...), the root (decision -1) or inlined (decision -2)."""
+        """A place to compute ``block`` at, as TVM numbers them: inlined (-2), the root (-1), or
+        the loop at position k among its first consumer's loops (k). A decision that is no longer
+        a place falls back to the nearest place before it (the root when none), as TVM's does."""
         def action() -> LoopRV:
-            fname, realize, path = self._block(block)
-            loops, inlinable = self._compute_locations(block)
-            choices = ([-2] if inlinable else []) + [-1] + list(range(len(loops)))
-            chosen = decision if decision is not None else self._rng.choice(choices)
-            if chosen not in choices:
-                raise ScheduleError(f"sample_compute_location: decision {chosen!r} is not a valid location "
-                                    f"of block '{realize.block.name_hint}' (choices {choices})")
+            fname = self._block(block)[0]
+            places = self.compute_location_places(block)
+            if decision is None:
+                chosen = self._rng.choice(list(places))
+            elif not isinstance(decision, int) or isinstance(decision, bool):
+                raise ScheduleError(f"sample_compute_location: the decision is an integer, got {decision!r}")
+            else:
+                chosen = max((p for p in places if p <= decision), default=-1)
             rv = LoopRV()
-            self._rvs[rv] = {-2: INLINE, -1: ROOT}.get(chosen) or (fname, loops[chosen].loop_var)
+            self._rvs[rv] = {-2: INLINE, -1: ROOT}.get(chosen) or (fname, places[chosen].loop_var)
             self._record("SampleComputeLocation", [block], [], [rv], chosen)
             return rv
         return self._run("sample_compute_location", action)
 
     def _compute_locations(self, block: BlockRV) -> tuple[list, bool]:
-        """The loops around ``block``'s consumers where compute_at works, and whether it inlines."""
+        """The loops ``block`` can be computed at and whether it can be inlined (the places of
+        ``compute_location_places`` without their numbers)."""
+        places = self.compute_location_places(block)
+        return [loop for loop in places.values() if loop is not None], -2 in places
+
+    def compute_location_places(self, block: BlockRV) -> dict:
+        """TVM's CollectComputeLocation: {decision: loop or None} of the places ``block`` can go,
+        in order: inlined (-2) when it inlines, the root (-1), and the loops of its first consumer
+        down to the consumers' common loop, skipping unit loops, data-parallel loops after a
+        reduction loop and trailing reduction loops, where compute_at succeeds."""
         fname, realize, path = self._block(block)
         func = self._prim_func(fname)
-        probe = self.copy()  # looking up the consumers must not extend this schedule's trace
-        consumers = probe.get_consumers(block)
-        found: list = []
-        if consumers:
-            first = probe._block(consumers[0])
-            for loop in enclosing_loops(first[2]):
-                try:
-                    compute_at.compute_at(func, realize, path, loop, find_loop(func, loop.loop_var)[1], False, False)
-                except TVMSError:
-                    continue
-                found.append(loop)
+        places: dict = {}
         try:
             inline.compute_inline(func, realize)
-            inlinable = True
+            places[-2] = None
         except TVMSError:
-            inlinable = False
-        return found, inlinable
+            pass
+        places[-1] = None
+        probe = self.copy()  # looking up the consumers must not extend this schedule's trace
+        consumers = [tuple(p for p in probe._block(c)[2] if isinstance(p, (Block, For))) + (probe._block(c)[1],)
+                     for c in probe.get_consumers(block)]  # (the blocks and loops: TVM's sref tree)
+        if not consumers:
+            return places
+        shared = consumers[0][:-1]
+        for other in consumers[1:]:
+            common = next((i for i, (a, b) in enumerate(zip(shared, other)) if a is not b), min(len(shared), len(other)))
+            shared = shared[:common]
+        loops = enclosing_loops(consumers[0][:-1])
+        if not shared or not isinstance(shared[-1], For) or not any(loop is shared[-1] for loop in loops):
+            return places
+        candidates = loops[:next(i for i, loop in enumerate(loops) if loop is shared[-1]) + 1]
+        kinds = [loop_kinds.loop_iter_type(loop) for loop in candidates]
+        last_data_par = max((i for i, kind in enumerate(kinds) if kind == DATA_PAR), default=-1)
+        seen_reduce = False
+        for i, (loop, kind) in enumerate(zip(candidates, kinds)):
+            if isinstance(loop.extent, IntImm) and loop.extent.value == 1:
+                continue
+            if kind != DATA_PAR:
+                seen_reduce = True
+                if i > last_data_par:
+                    break
+            elif seen_reduce:
+                break
+            try:
+                compute_at.compute_at(func, realize, path, loop, find_loop(func, loop.loop_var)[1], True, False)
+            except TVMSError:
+                continue
+            places[i] = loop
+        return places
 
     def enter_postproc(self) -> None:
         """Mark where post-processing starts (``remove_postproc`` cuts the trace here)."""

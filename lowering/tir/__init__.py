@@ -2,6 +2,7 @@
 generator, each a named, registered pass as in TVM 0.27, and ``lower_for_codegen`` running them."""
 from __future__ import annotations
 
+from .canonicalize_loop import CanonicalizeLoop, canonicalize_loop
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque, convert_blocks_to_opaque
 from .flatten_buffer import FlattenBuffer, flatten_buffer
@@ -17,7 +18,8 @@ from .unswitch_guards import UnswitchGuards, unswitch_guards
 from .vectorize_loop import VectorizeLoop, vectorize_loop
 
 __all__ = [
-    "CompactBufferAllocation", "ConvertBlocksToOpaque", "FlattenBuffer", "LowerInitBlock",
+    "CanonicalizeLoop", "canonicalize_loop", "CompactBufferAllocation", "ConvertBlocksToOpaque",
+    "FlattenBuffer", "LowerInitBlock",
     "LowerIntrin", "LowerMatchBuffer", "LowerOpaqueBlock", "PlanAndUpdateBufferAllocationLocation",
     "StmtSimplify", "UnrollLoop", "UnswitchGuards", "VectorizeLoop", "CPU_PIPELINE", "check_lowered",
     "lower_for_codegen", "compact_buffer_allocation", "convert_blocks_to_opaque", "flatten_buffer",

@@ -1,16 +1,16 @@
 """The CPU lowering pipeline: scheduled TensorIR in, loop-level TensorIR for the code generator out.
 
-``lower_for_codegen(func)`` runs, in TVM's order: LowerInitBlock, PlanAndUpdateBufferAllocationLocation,
-ConvertBlocksToOpaque, CompactBufferAllocation, LowerMatchBuffer, LowerOpaqueBlock, FlattenBuffer,
-StmtSimplify, VectorizeLoop, UnrollLoop, UnswitchGuards (a tile's tail guards tested once per
-loop), LowerIntrin.
+``lower_for_codegen(func)`` runs, in TVM's order: CanonicalizeLoop, LowerInitBlock,
+PlanAndUpdateBufferAllocationLocation, ConvertBlocksToOpaque, CompactBufferAllocation,
+LowerMatchBuffer, LowerOpaqueBlock, FlattenBuffer, StmtSimplify, VectorizeLoop, UnrollLoop,
+UnswitchGuards (a tile's tail guards tested once per loop), LowerIntrin.
 
 The contract for the code generator: the returned function's body holds only these statements
 
 * ``For`` with ``kind`` serial, parallel, vectorized (a loop VectorizeLoop could not turn into
   vector statements; generate it as a loop, vectorizing is an optimisation) or unroll (only when
-  the extent is not a constant); ``min``/``extent`` are int expressions; ``annotations`` may hold
-  hints, never semantics;
+  the extent is not a constant); ``min``/``extent`` are int expressions, ``step`` is None;
+  ``annotations`` may hold hints, never semantics;
 * ``BufferStore`` / ``BufferLoad`` on one-dimensional buffers, with one index each; an index is
   a scalar int or a ``Ramp`` (then the value has as many lanes);
 * ``DeclBuffer`` of the flat view of a parameter (same data pointer: ``A_1 = A.view(16384)``)
@@ -35,6 +35,7 @@ from ...ir.stmt import (SERIAL, PARALLEL, UNROLLED, VECTORIZED, AllocBuffer, Ass
                         BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt, SeqStmt, While)
 from ...ir.visitor import walk
 from ...ir.stmt import Stmt
+from .canonicalize_loop import canonicalize_loop
 from .compact_buffer_allocation import compact_buffer_allocation
 from .convert_blocks_to_opaque import convert_blocks_to_opaque
 from .flatten_buffer import flatten_buffer
@@ -48,7 +49,7 @@ from .unroll_loop import unroll_loop
 from .unswitch_guards import unswitch_guards
 from .vectorize_loop import vectorize_loop
 
-CPU_PIPELINE = (lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
+CPU_PIPELINE = (canonicalize_loop, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
                 compact_buffer_allocation, lower_match_buffer, lower_opaque_block, flatten_buffer,
                 stmt_simplify, vectorize_loop, unroll_loop, unswitch_guards, lower_intrin)
 
@@ -74,6 +75,8 @@ def check_lowered(func: PrimFunc) -> None:
             raise TVMSError(f"lowered function still holds a {type(node).__name__}")
         if isinstance(node, For) and node.kind not in ALLOWED_LOOP_KINDS:
             raise TVMSError(f"lowered function still holds a {node.kind} loop")
+        if isinstance(node, For) and not node.has_trivial_step:
+            raise TVMSError(f"lowered function still holds loop {node.loop_var.name!r} with a step")
         if isinstance(node, (BufferLoad, BufferStore)) and not _is_flat(node.buffer):
             raise TVMSError(f"lowered function still accesses {node.buffer.name} with "
                             f"{len(node.indices)} indices")

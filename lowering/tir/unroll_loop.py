@@ -17,7 +17,8 @@ from .tir_pass import define_tir_pass
 class _Unroller(Mutator):
     def visit_For(self, loop: For) -> Stmt:
         loop = self.generic_visit(loop)
-        if loop.kind != UNROLLED or not isinstance(loop.extent, IntImm) or controls_loop(loop.body):
+        if loop.kind != UNROLLED or not isinstance(loop.extent, IntImm) or controls_loop(loop.body) \
+                or not loop.has_trivial_step:  # (a loop with a step: CanonicalizeLoop first)
             return loop  # (copies of a body that breaks or continues would leave the outer loop)
         def value(k: int):
             if isinstance(loop.min, IntImm):

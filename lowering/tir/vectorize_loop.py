@@ -92,9 +92,9 @@ class _LoopVectorizer:
 class _Vectorizer(LoopRangeMutator):
     def visit_For(self, loop: For) -> Stmt:
         loop = super().visit_For(loop)
-        if (loop.kind != VECTORIZED or not isinstance(loop.extent, IntImm)
+        if (loop.kind != VECTORIZED or not isinstance(loop.extent, IntImm) or not loop.has_trivial_step
                 or not (isinstance(loop.min, IntImm) and loop.min.value == 0) or loop.extent.value < 2):
-            return loop
+            return loop  # (a loop with a step: CanonicalizeLoop first)
         try:
             # indices as TVM's simplifier sees them: (f0 * 8 + f1) % 1000 is a ramp over f1
             analyzer = self.analyzer.with_mode(CANONICAL)

@@ -215,28 +215,32 @@ class BlockPrinting:
             kind = _AXIS_NAMES[iv.iter_type]
             self.emit(f"{self.namer.define(iv.var, iv.var.name)} = T.axis.{kind}({', '.join(args)})")
 
-        for i, iv in enumerate(b.iter_vars):
-            if realize is not None and self.remappable(iv, realize.iter_values[i]):
-                remap.append(i)
-            else:
-                flush()
-                single(i)
-        flush()
-        if realize is not None and not (isinstance(realize.predicate, IntImm) and realize.predicate.value == 1):
-            self.emit(f"T.where({self.expr(realize.predicate)})")
-        self.emit(f"T.reads({', '.join(self.region(r) for r in b.reads)})")
-        self.emit(f"T.writes({', '.join(self.region(r) for r in b.writes)})")
-        if b.annotations:
-            self.emit(f"T.{self.d.block_attr}({self.attr_dict(b.annotations)})")
-        for buf in b.alloc_buffers:
-            self.emit(f"{self.define_buffer(buf)} = {self.buffer_decl(buf, self.d.block_alloc, [])}")
-        for m in b.match_buffers:
-            self.emit(f"{self.define_buffer(m.buffer)} = "
-                      f"{self.buffer_decl(m.buffer, 'match_buffer', [self.region(m.source)])}")
-        if b.init is not None:
-            self.emit("with T.init():")
-            self.nested(b.init)
-        self.body(b.body)
+        def lines() -> None:  # (each line a statement of the block's frame)
+            line = self.top_level
+            for i, iv in enumerate(b.iter_vars):
+                if realize is not None and self.remappable(iv, realize.iter_values[i]):
+                    remap.append(i)
+                else:
+                    line(flush)
+                    line(lambda i=i: single(i))
+            line(flush)
+            if realize is not None and not (isinstance(realize.predicate, IntImm) and realize.predicate.value == 1):
+                line(lambda: self.emit(f"T.where({self.expr(realize.predicate)})"))
+            line(lambda: self.emit(f"T.reads({', '.join(self.region(r) for r in b.reads)})"))
+            line(lambda: self.emit(f"T.writes({', '.join(self.region(r) for r in b.writes)})"))
+            if b.annotations:
+                line(lambda: self.emit(f"T.{self.d.block_attr}({self.attr_dict(b.annotations)})"))
+            for buf in b.alloc_buffers:
+                line(lambda buf=buf: self.emit(
+                    f"{self.define_buffer(buf)} = {self.buffer_decl(buf, self.d.block_alloc, [])}"))
+            for m in b.match_buffers:
+                line(lambda m=m: self.emit(f"{self.define_buffer(m.buffer)} = "
+                                           f"{self.buffer_decl(m.buffer, 'match_buffer', [self.region(m.source)])}"))
+            if b.init is not None:
+                line(lambda: (self.emit("with T.init():"), self.nested(b.init)))
+            self.body(b.body, top=True)
+
+        self.framed(realize if realize is not None else b, lines)
         self.namer.pop()
         self.indent -= 1
 

@@ -419,7 +419,10 @@ class BufferPrinting:
                 parts.append(self.expr(rng.min))
             else:
                 parts.append(f"{self.expr(rng.min)}:{self.expr(display_add(rng.min, rng.extent))}")
-        return f"{self.buffer(r.buffer)}[{', '.join(parts) if parts else '()'}]"
+        name = self.buffer(r.buffer)
+        if self.d.name != "classic" and (r.buffer.is_scalar or id(r.buffer) in self.laid_out):
+            name += ".source"  # (a mutable scalar's name alone is its value)
+        return f"{name}[{', '.join(parts) if parts else '()'}]"
 
     def simple_buffer(self, b: Buffer, with_layout: bool = False) -> bool:
         """``with_layout``: strides, offset, alignment and scope may be given (TVM 0.27's

@@ -12,8 +12,9 @@ from ...ir.buffer import Buffer, BufferRegion
 from ...ir.dtype import SHORTHANDS as DTYPE_SHORTHANDS, DataType, is_dtype_name
 from ...ir.errors import ScriptError, Source, TVMSError
 from ...ir.index_map import IndexMap
-from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, PrimExpr, PrimType,
-                        Ramp, Range, StringImm, Sub, Var, const)
+from ...ir.module import GlobalVar
+from ...ir.expr import (Add, BufferLoad, Call, CommReducer, FloatImm, IntImm, Mul, PointerType, PrimExpr, PrimType,
+                        Ramp, Range, StringImm, Sub, Var, const, is_vscale, lane_count)
 from ...ir.node import EMPTY
 from .. import syntax as S
 from ..dialect import CLASSIC, Dialect
@@ -52,10 +53,29 @@ class BufferMethod:
 
 
 @dataclass(frozen=True)
+class ModuleFunctions:
+    """The module's class name inside its PrimFuncs: ``Module.f(x)`` calls the module's PrimFunc
+    ``f`` (TVM's call of a GlobalVar), whose result has the type ``f`` declares it returns."""
+
+    name: str
+    globals: dict  # function name -> GlobalVar
+    returns: dict  # PrimFunc name -> its result type (void when it returns nothing)
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """``Module.f`` not yet called; ``result`` is None when ``f`` is not a PrimFunc."""
+
+    gv: GlobalVar
+    result: DataType | None
+
+
+@dataclass(frozen=True)
 class LetAnnotation:
-    """``T.let[T.int32]`` as a variable annotation."""
+    """``T.let[T.int32]`` (or ``T.let[T.handle("float32", "global")]``) as a variable annotation."""
 
     dtype: DataType
+    pointer: PointerType | None = None
 
 
 # Names that mean the T module, the I module, or ``range``.
@@ -144,7 +164,8 @@ class ExprEvaluator:
         return out
 
     def check_data(self, value: Any, syn: Any) -> None:
-        if isinstance(value, (Builtin, NewVar, BufferSlice, BufferMethod, LetAnnotation)):
+        if isinstance(value, (Builtin, NewVar, BufferSlice, BufferMethod, LetAnnotation, ModuleFunctions,
+                              FunctionRef)):
             raise self.error(syn, f"{_describe(value)} is not a value an attribute can hold")
         if isinstance(value, (list, tuple)):
             for item in value:
@@ -158,8 +179,13 @@ class ExprEvaluator:
                 raise self.error(syn, f"unknown builtin 'T.{path}'"
                                  f"{did_you_mean('T.' + path, ['T.' + n for n in all_builtin_names()])}")
             return Builtin(path)
-        if isinstance(base, PrimType) and syn.attr == "ty":  # (T.handle().ty)
+        if isinstance(base, (PrimType, PointerType)) and syn.attr == "ty":  # (T.handle().ty)
             return base
+        if isinstance(base, ModuleFunctions):
+            if syn.attr not in base.globals:
+                raise self.error(syn, f"module {base.name!r} has no function {syn.attr!r}"
+                                 f"{did_you_mean(syn.attr, list(base.globals))}")
+            return FunctionRef(base.globals[syn.attr], base.returns.get(syn.attr))
         if isinstance(base, Buffer):
             if syn.attr == "data":
                 return base.data
@@ -173,6 +199,8 @@ class ExprEvaluator:
                 return str(base.dtype)
             if syn.attr in ("view", "access_ptr"):
                 return BufferMethod(base, syn.attr)
+            if syn.attr == "source" and base.scalar:  # TVM 0.27's region of a scalar: x.source[0]
+                return base
         raise self.error(syn, f"{_describe(base)} has no attribute {syn.attr!r}")
 
     def ev_Subscript(self, syn: S.Subscript) -> Any:
@@ -184,7 +212,10 @@ class ExprEvaluator:
                 args = [self.ev(i) for i in syn.indices]
                 return self.call_builtin(base, args, {}, syn)
             if base.path == "let":
-                return LetAnnotation(self.dtype_of(self.ev(syn.indices[0]), syn))
+                ann = self.ev(syn.indices[0])
+                if isinstance(ann, PointerType):
+                    return LetAnnotation(DataType("handle"), ann)
+                return LetAnnotation(self.dtype_of(ann, syn))
         if isinstance(base, (tuple, list)) and len(syn.indices) == 1:
             index = self.ev(syn.indices[0])
             if not isinstance(index, int) or isinstance(index, bool) or not -len(base) <= index < len(base):
@@ -201,8 +232,13 @@ class ExprEvaluator:
             indices = []
         for index in indices:
             if isinstance(index, S.Slice):
-                if index.step is not None:
-                    raise self.error(index, "a slice step is not supported here")
+                step = 1
+                if index.step is not None:  # A[0:8:2]: a vector access only (a region has no step)
+                    step = self.ev(index.step)
+                    step = step.value if isinstance(step, IntImm) else step
+                    if not isinstance(step, int) or isinstance(step, bool) or step == 0:
+                        raise self.error(index.step, f"a slice step is a nonzero constant integer, "
+                                         f"not {_describe(step)}")
                 if index.upper is None:
                     raise self.error(syn, "a slice needs an end")
                 start = self.ev_expr(index.lower) if index.lower is not None else None
@@ -213,7 +249,7 @@ class ExprEvaluator:
                     start = IntImm(stop.dtype, start.value if start is not None else 0)
                 self.check_index(start, index.lower or index, "a slice bound")
                 self.check_index(stop, index.upper, "a slice bound")
-                items.append((start, stop))
+                items.append((start, stop, step))
                 sliced = True
             else:
                 items.append(self.check_index(self.ev_expr(index), index, "a buffer index"))
@@ -233,18 +269,34 @@ class ExprEvaluator:
         return index
 
     def slice_load(self, value: BufferSlice, syn: Any) -> PrimExpr:
-        """``A[i:i + 8]`` read as a vector: each slice becomes a Ramp."""
+        """``A[i:i + 8]`` read as a vector: each slice becomes a Ramp of ``ceil(extent / step)``
+        lanes, a number or, over a scalable extent, ``T.vscale() * k``."""
         indices = []
         for item in value.indices:
             if isinstance(item, tuple):
-                start, stop = item
-                lanes = arith_extent(start, stop)
-                if not isinstance(lanes, IntImm):
-                    raise self.error(syn, "a vector slice needs a constant length")
-                indices.append(Ramp(start, const(1, start.dtype), lanes.value))
+                start, stop, step = item
+                lanes = slice_lanes(arith_extent(start, stop), step)
+                if lanes is None:
+                    raise self.error(syn, "a vector slice needs a constant length (or T.vscale() * k "
+                                     "lanes, a multiple of its step)")
+                indices.append(Ramp(start, const(step, start.dtype), lanes))
             else:
                 indices.append(item)
         return BufferLoad(value.buffer, tuple(indices), span=self.span(syn))
+
+    def vector_lanes(self, value: Any, syn: Any) -> Any:
+        """The lanes of ``T.Ramp`` / ``T.Broadcast``: a number, or ``T.vscale() * k`` (which
+        ``k * T.vscale()`` also spells, as in TVM)."""
+        if isinstance(value, IntImm) or (isinstance(value, int) and not isinstance(value, bool)):
+            return int(value.value if isinstance(value, IntImm) else value)
+        if isinstance(value, Mul) and is_vscale(value.b):
+            value = Mul(value.b, value.a)
+        try:
+            lane_count(value)
+        except TVMSError:
+            raise self.error(syn, f"the lanes of a vector are a constant or T.vscale() * k, not "
+                             f"{_describe(value)}") from None
+        return value
 
     def to_region(self, value: Any, syn: Any) -> BufferRegion:
         if isinstance(value, Buffer):
@@ -252,6 +304,8 @@ class ExprEvaluator:
         if isinstance(value, BufferLoad):
             return BufferRegion(value.buffer, tuple(Range(i, const(1, i.dtype)) for i in value.indices))
         if isinstance(value, BufferSlice):
+            if any(isinstance(i, tuple) and i[2] != 1 for i in value.indices):
+                raise self.error(syn, "a buffer region has no slice step")
             return BufferRegion(value.buffer, tuple(
                 Range(i[0], arith_extent(i[0], i[1])) if isinstance(i, tuple) else Range(i, const(1, i.dtype))
                 for i in value.indices))
@@ -331,7 +385,27 @@ class ExprEvaluator:
             return self.call_builtin(func, args, kwargs, syn)
         if isinstance(func, BufferMethod):
             return self.buffer_method(func, args, kwargs, syn)
+        if isinstance(func, FunctionRef):
+            return self.call_function(func, args, kwargs, syn)
         raise self.error(syn.func, f"{_describe(func)} is not callable")
+
+    def call_function(self, func: FunctionRef, args: list, kwargs: dict, syn: Any) -> Call:
+        """``Module.f(a, b)``: a call of the module's PrimFunc ``f`` with scalar (or handle)
+        arguments, typed by what ``f`` returns."""
+        gv = func.gv
+        if func.result is None:
+            raise self.error(syn, f"a PrimFunc calls the module's PrimFuncs only; {gv.name_hint!r} is not one")
+        if kwargs:
+            raise self.error(syn, f"{gv.name_hint}(...) takes positional arguments only")
+        call_args = []
+        for a in args:
+            value = self.call_arg(a, syn)
+            if not isinstance(value, PrimExpr):  # (a buffer passes as its data: A.data)
+                raise self.error(syn, f"{_describe(value)} cannot be an argument of {gv.name_hint}(...); "
+                                 f"pass a value or a pointer such as {getattr(value, 'name', 'A')}.data")
+            call_args.append(value)
+        return Call(func.result, gv, tuple(call_args))
+
 
     def comm_reducer(self, syn: S.Call) -> CommReducer:
         if len(syn.args) != 2 or not isinstance(syn.args[0], S.Lambda) \
@@ -400,7 +474,7 @@ class ExprEvaluator:
         raise self.error(syn, f"T.{dtype}(...) needs a number, got {_describe(value)}")
 
     def intrinsic(self, info: op_registry.OpInfo, args: list, kwargs: dict, syn: Any) -> Call:
-        explicit = None
+        explicit = pointer = None
         if "dtype" in kwargs:  # the older spelling: T.tvm_access_ptr(..., dtype="handle")
             kwargs = dict(kwargs)
             explicit = self.dtype_of(kwargs.pop("dtype"), syn)
@@ -409,7 +483,11 @@ class ExprEvaluator:
                 raise self.error(syn, f"T.{info.script_name} needs the result data type as its "
                                  f"{'first' if info.result == 'dtype' else 'last'} argument")
             first = info.result == "dtype"
-            explicit = self.dtype_of(args[0] if first else args[-1], syn)
+            given = args[0] if first else args[-1]
+            if isinstance(given, PointerType):  # T.handle("float32", "global").ty: a typed pointer
+                explicit, pointer = DataType("handle"), given
+            else:
+                explicit = self.dtype_of(given, syn)
             args = args[1:] if first else args[:-1]
         lo, hi = info.arity
         if info.defaults and hi - len(info.defaults) <= len(args) < hi:
@@ -421,7 +499,7 @@ class ExprEvaluator:
         call_args = tuple(self.call_arg(a, syn) for a in args)
         dtype = explicit if explicit is not None else op_registry.result_dtype(info, call_args, None)
         attrs = freeze_value(kwargs) if kwargs else EMPTY
-        return Call(dtype, op_registry.get_op(info.name), call_args, attrs)
+        return Call(dtype, op_registry.get_op(info.name), call_args, attrs, pointer)
 
     def call_arg(self, value: Any, syn: Any) -> Any:
         if isinstance(value, str):
@@ -533,11 +611,38 @@ def arith_extent(start: PrimExpr, stop: PrimExpr) -> PrimExpr:
     return simplify(arith.binary(Sub, stop, start))
 
 
+def slice_lanes(extent: PrimExpr, step: int) -> Any:
+    """The lanes of ``start:start + extent:step``: ``ceil(extent / step)`` (TVM's count for a
+    positive step), or ``T.vscale() * k`` when the extent is vscale times a multiple of the step;
+    None when the extent is neither."""
+    factor, scalable = 1, False
+    for term in _product_terms(extent):
+        if is_vscale(term) and not scalable:
+            scalable = True
+        elif isinstance(term, IntImm):
+            factor *= term.value
+        else:
+            return None
+    if not scalable:
+        return -(-factor // step)
+    if factor % step or factor // step <= 0:
+        return None
+    return Mul(Call(DataType("int32"), op_registry.get_op("tir.vscale"), ()), IntImm(DataType("int32"), factor // step))
+
+
+def _product_terms(e: PrimExpr) -> list:
+    return _product_terms(e.a) + _product_terms(e.b) if isinstance(e, Mul) else [e]
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, Builtin):
         return f"T.{value.path}" if value.path else "the module T"
     if isinstance(value, Buffer):
         return f"buffer {value.name!r}"
+    if isinstance(value, ModuleFunctions):
+        return f"the module {value.name}"
+    if isinstance(value, FunctionRef):
+        return f"the function {value.gv.name_hint}"
     if isinstance(value, Var):
         return f"variable {value.name!r}"
     if isinstance(value, PrimExpr):

@@ -14,9 +14,9 @@ from ...ir import arith, op as op_registry
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.index_map import IndexMap
-from ...ir.expr import (Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
+from ...ir.expr import (And, Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
                         FloorMod, IntImm,
-                        IterVar, Let, Max, Min, Mod, Not, PointerType, PrimType, Ramp, Select,
+                        IterVar, Let, Max, Min, Mod, Mul, Not, Or, PointerType, PrimType, Ramp, Select,
                         Shuffle, StringImm, Var)
 from ...ir.module import GlobalVar, Target
 from ...ir.operators import ATOM, BINARY, BY_NODE, BY_SYMBOL, CMP, MUL, NOT, UNARY
@@ -60,11 +60,11 @@ def _select(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
 
 def _ramp(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
     base, stride = arith.match_types(ev.call_arg(args[0], syn), ev.call_arg(args[1], syn))
-    return Ramp(base, stride, int(_int_value(ev, args[2], syn)))
+    return Ramp(base, stride, ev.vector_lanes(args[2], syn))
 
 
 def _broadcast(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
-    return Broadcast(ev.call_arg(args[0], syn), int(_int_value(ev, args[1], syn)))
+    return Broadcast(ev.call_arg(args[0], syn), ev.vector_lanes(args[1], syn))
 
 
 def _shuffle(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
@@ -91,6 +91,15 @@ def _let_expr(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
     return Let(var, ev.call_arg(value, syn), ev.call_arg(args[0], syn))
 
 
+def _ptx_cp(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    """``T.ptx.cp(...)``: the modifiers (its string arguments) name the instruction."""
+    name = op_registry.PTX_CP.get(tuple(a for a in args if isinstance(a, str)))
+    if name is None or kwargs:
+        raise ev.error(syn, 'tvms reads the cp.async groups of T.ptx.cp only: T.ptx.cp("async", '
+                       '"commit_group", "") and T.ptx.cp(n, "async", "wait_group", "")')
+    return ev.intrinsic(op_registry.info_of(op_registry.get_op(name)), args, {}, syn)
+
+
 def _int_value(ev: Any, value: Any, syn: Any) -> int:
     if isinstance(value, IntImm):
         return value.value
@@ -108,10 +117,11 @@ def _target(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
 
 def _handle(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
     """``T.handle`` / ``T.handle("float32", "global")`` as a parameter type."""
-    if not args and not kwargs:
-        return PrimType(DataType("handle"))
-    dtype = ev.dtype_of(args[0] if args else kwargs.get("dtype"), syn)
+    given = args[0] if args else kwargs.get("dtype")
+    dtype = ev.dtype_of(given, syn) if given is not None else DataType("void")
     scope = args[1] if len(args) > 1 else kwargs.get("storage_scope", "global")
+    if dtype.is_void and scope == "global":  # (an untyped pointer: T.handle, as TVM prints it)
+        return PrimType(DataType("handle"))
     return PointerType(dtype, scope)
 
 
@@ -140,6 +150,7 @@ EXPR_BUILTINS.update({
     "Not": _fixed(1, "Not", lambda ev, a, k, s: Not(ev.call_arg(a[0], s))),
     "target": _target,
     "handle": _handle,
+    "ptx.cp": _ptx_cp,
     **{name: _fixed(1 if symbol == "~" else 2, name, _bitwise_builtin(symbol))
        for name, symbol in _BITWISE_BUILTINS.items()},
 })
@@ -147,7 +158,11 @@ EXPR_BUILTINS.update({
 
 # ---------------------------------------------------------------- printing
 def _would_fold(e: Any) -> bool:
-    """Whether building ``e``'s operation from its operands would fold it (two numbers, ``x + 0``)."""
+    """Whether building ``e``'s operation from its operands would fold it (two numbers, ``x + 0``);
+    for ``and`` / ``or``, whether TVM's logical_and / logical_or would (a constant operand: TVM
+    prints ``T.And(T.bool(True), x)``, though its parser keeps ``T.bool(True) and x`` as written)."""
+    if isinstance(e, (And, Or)):
+        return isinstance(e.a, IntImm) or isinstance(e.b, IntImm)
     return is_number(e.a) and is_number(e.b) or arith.fold_identity(type(e), e.a, e.b) is not None
 
 
@@ -209,10 +224,13 @@ class ExprPrinting:
         return self.tir(f"Cast({quote(str(e.dtype))}, {self.expr(e.value)})"), ATOM
 
     def ex_ramp(self, e: Ramp) -> tuple[str, int]:
-        return self.tir(f"Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})"), ATOM
+        return self.tir(f"Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {self.lanes(e.lanes)})"), ATOM
 
     def ex_broadcast(self, e: Broadcast) -> tuple[str, int]:
-        return self.tir(f"Broadcast({self.expr(e.value)}, {e.lanes})"), ATOM
+        return self.tir(f"Broadcast({self.expr(e.value)}, {self.lanes(e.lanes)})"), ATOM
+
+    def lanes(self, lanes: Any) -> str:
+        return str(lanes) if isinstance(lanes, int) else self.expr(lanes)  # (T.vscale() * 4)
 
     def ex_shuffle(self, e: Shuffle) -> tuple[str, int]:
         vectors = ", ".join(self.expr(v) for v in e.vectors)
@@ -239,7 +257,12 @@ class ExprPrinting:
         parts = []
         for index in indices:
             if slices and isinstance(index, Ramp) and isinstance(index.stride, IntImm):
-                stop = display_add(index.base, IntImm(index.base.dtype, index.lanes * index.stride.value))
+                stride = index.stride.value
+                if isinstance(index.lanes, int):
+                    extent = IntImm(index.base.dtype, index.lanes * stride)
+                else:  # scalable: start + T.vscale() * 4 * 2
+                    extent = index.lanes if stride == 1 else Mul(index.lanes, IntImm(index.lanes.dtype, stride))
+                stop = display_add(index.base, extent)
                 step = "" if index.stride.value == 1 else f":{self.expr(index.stride)}"
                 parts.append(f"{self.expr(index.base)}:{self.expr(stop)}{step}")
             else:
@@ -253,17 +276,19 @@ class ExprPrinting:
                 return f"~{self.child(e.args[0], UNARY)}", UNARY
             prec = BY_SYMBOL[symbol].precedence
             return f"{self.child(e.args[0], prec)} {symbol} {self.child(e.args[1], prec, on_equal=True)}", prec
-        if isinstance(e.op, GlobalVar):
-            head = quote(e.op.name_hint)
+        if isinstance(e.op, GlobalVar):  # a call of the module's function: Module.f(...), as
+            # TVM prints it (a function printed alone names it bare, as TVM does)
+            head = f"{self.module_name}.{e.op.name_hint}" if self.module_name else e.op.name_hint
             args = [self.expr(a) for a in e.args]
         else:
             info = op_registry.info_of(e.op)
             head = self.tir(f"{info.script_name}")
             args = [self.expr(a) for a in e.args]
+            result = self.dtype_arg(e.dtype) if e.type_annotation is None else f"{self.type_doc(e.type_annotation)}.ty"
             if info.result == "dtype":
-                args.insert(0, self.dtype_arg(e.dtype))
+                args.insert(0, result)
             elif info.result == "dtype_last":
-                args.append(self.dtype_arg(e.dtype))
+                args.append(result)
         args += [f"{k}={self.value(v)}" for k, v in e.attrs.items()]
         return f"{head}({', '.join(args)})", ATOM
 

@@ -62,7 +62,7 @@ class FunctionParsing:
                         source_dialect=self.dialect.name)
         self.func = None
         if decorator_kwargs.get("check_well_formed", True):
-            verify_well_formed(func)
+            verify_well_formed(func, iteration_kinds=False)  # (those are checked when compiling)
         return func
 
     def param(self, p: S.Param, frame: FunctionFrame) -> None:
@@ -301,6 +301,7 @@ class FunctionPrinting:
     def prim_func_once(self, f: PrimFunc, name: str, decorate_s_tir: bool, inlined: set) -> None:
         name = def_name(name)
         namer = self.namer
+        self.func_body, self.use_frames = f.body, None  # (where free variables are used: when one is met)
         namer.push()
         self.func_frame = len(namer.frames) - 1
         self.relaunched, self.laid_out = _shared_threads_and_scalars(f)

@@ -38,7 +38,7 @@ class LoopParsing:
             if len(args) != len(names):
                 raise self.error(syn.target, f"T.grid has {len(args)} extents but the loop names "
                                  f"{len(names)} variables")
-            loops = [(name, const(0, self.int_expr(a, it).dtype), self.int_expr(a, it), SERIAL, None, EMPTY)
+            loops = [(name, const(0, self.int_expr(a, it).dtype), self.int_expr(a, it), SERIAL, None, EMPTY, None)
                      for name, a in zip(names, args)]
         else:
             if len(names) != 1:
@@ -46,25 +46,29 @@ class LoopParsing:
                                  f"defines one loop variable, not {len(names)}")
             loops = [self.loop_header(names[0], func.path, args, kwargs, it)]
         vars_ = []
-        for name, lo, extent, _kind, _thread, _annotations in loops:
+        for name, lo, extent, *_ in loops:
             var = Var(name, extent.dtype)
             vars_.append(var)
             self.loop_doms[var] = (lo, extent)
         body = self.scoped(lambda: self.body(syn.body), dict(zip(names, vars_)))
-        for var, (_name, lo, extent, kind, thread, loop_annotations) in reversed(list(zip(vars_, loops))):
+        for var, (_name, lo, extent, kind, thread, loop_annotations, step) in reversed(list(zip(vars_, loops))):
             binding = IterVar(None, Var("", var.dtype), THREAD_INDEX, thread) if thread else None
-            body = For(var, lo, extent, kind, body, binding, loop_annotations, span=self.span(syn))
+            body = For(var, lo, extent, kind, body, binding, loop_annotations, step, span=self.span(syn))
         return body
 
     def loop_header(self, name: str, kind: str, args: list, kwargs: dict, syn: Any) -> tuple:
         thread = kwargs.pop("thread", None)
         annotations = norm_attrs(kwargs.pop("annotations", None) or {})
+        step = kwargs.pop("step", None) if kind != "thread_binding" else None
+        if kind == "serial" and isinstance(syn.func, S.Name) and len(args) == 3:  # range(a, b, step)
+            step = args.pop()
         if kwargs:
             raise self.error(syn, f"unexpected argument {next(iter(kwargs))!r} for a loop")
         if kind == "thread_binding" and thread is None:
             raise self.error(syn, "T.thread_binding needs thread=\"threadIdx.x\" (or another thread)")
         if not 1 <= len(args) <= 2:
-            raise self.error(syn, f"a loop takes an extent, or a start and an end; got {len(args)} "
+            raise self.error(syn, f"a loop takes an extent, or a start and an end (and a step: "
+                             f"range(a, b, step), T.{kind}(a, b, step=s)); got {len(args)} "
                              f"argument{'s' if len(args) != 1 else ''}")
         if len(args) == 1:
             extent = self.int_expr(args[0], syn)
@@ -72,7 +76,9 @@ class LoopParsing:
         else:
             lo, end = arith.match_types(self.int_expr(args[0], syn), self.int_expr(args[1], syn))
             extent = arith_extent(lo, end)
-        return (name, lo, extent, _LOOP_KINDS[kind], thread, annotations)
+        if step is not None:
+            lo, step = arith.match_types(lo, self.int_expr(step, syn))
+        return (name, lo, extent, _LOOP_KINDS[kind], thread, annotations, step)
 
 
 class LoopPrinting:
@@ -84,7 +90,7 @@ class LoopPrinting:
         grid_vars: set[int] = set()
         loop: Any = s
         while isinstance(loop, For):
-            if (loop.kind != SERIAL or not is_zero(loop.min) or loop.annotations
+            if (loop.kind != SERIAL or not is_zero(loop.min) or loop.annotations or not loop.has_trivial_step
                     or any(isinstance(n, Var) and id(n) in grid_vars for n in walk(loop.extent))):
                 break
             grid.append(loop)
@@ -101,7 +107,7 @@ class LoopPrinting:
             inner = _merged_comments(grid)
         else:
             args = []
-            if is_zero(s.min):
+            if is_zero(s.min) and s.has_trivial_step:
                 args.append(self.expr(s.extent))
             else:
                 args += [self.expr(s.min), self.expr(display_add(s.min, s.extent))]
@@ -113,6 +119,8 @@ class LoopPrinting:
                 args.append(f"thread={quote(s.thread_binding.thread_tag)}")
             if s.annotations:
                 args.append(f"annotations={self.attr_dict(s.annotations)}")
+            if not s.has_trivial_step:
+                args.append(f"{'' if head == 'range' else 'step='}{self.expr(s.step)}")
             name = self.namer.define(s.loop_var, s.loop_var.name)
             self.loop_doms[id(s.loop_var)] = (s.min, s.extent)
             self.emit(f"for {name} in {head}({', '.join(args)}):")
@@ -120,10 +128,10 @@ class LoopPrinting:
             inner = None
         self.indent += 1
         if inner is None:
-            self.body(body)
+            self.framed(s, lambda: self.body(body, top=True))
         else:  # the comments of loops merged into T.grid open and close its body
             head = self.comments_before(inner)
-            self.body(body)
+            self.framed(s, lambda: self.body(body, top=True))
             self.comments_after(inner, head)
         self.indent -= 1
         self.namer.pop()

@@ -8,7 +8,8 @@ from typing import Any, Callable
 from ...ir.buffer import Buffer
 from ...ir.errors import Comments
 from ...ir.expr import PointerType, PrimType, Var
-from ...ir.stmt import AttrStmt, SeqStmt, Stmt
+from ...ir.node import Node, walk_fields
+from ...ir.stmt import AttrStmt, Block, BlockRealize, For, SeqStmt, Stmt
 from ..dialect import Dialect
 from ...ir.operators import ATOM
 from .attrs import AttrPrinting
@@ -49,6 +50,12 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         self.absent_metadata = False  # printed metadata[...][i] for an entry the IR does not hold
         self.uses_tir = False  # printed a T.<name> (the header then imports tir as T)
         self.awaiting: list[list] = []  # marks of commented nodes waiting for their first code line
+        self.module_name: str | None = None  # the class of the module being printed (Module.f calls)
+        # loops and blocks being printed, each with the definitions of free variables it takes
+        # (those of the function go to ``pending``), and where each variable's uses all lie
+        self.frames: list[tuple[int, list[str]]] = []
+        self.use_frames: dict[int, tuple] | None = None
+        self.func_body: Any = None  # what use_frames looks at: the function's body (or the fragment)
 
     # ---------------------------------------------------------------- output
     def emit(self, text: str) -> None:
@@ -119,11 +126,33 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         owner = self.data_owner(v)
         if owner is not None:
             return f"{self.namer.get(owner)}.data"
-        # a free variable: define it at the function level, before the statement that uses it,
-        # and keep its name taken for the whole function
+        # a free variable: define it before the statement that uses it, in the innermost loop or
+        # block around all its uses (at the function level when none is), and keep its name taken
+        # for the whole function
         name = self.namer.define(v, v.name, self.func_frame)
-        self.pending.append(f"{name} = {self.var_creation(v)}")
+        self.definitions_of(v).append(f"{name} = {self.var_creation(v)}")
         return name
+
+    def definitions_of(self, v: Var) -> list[str]:
+        """Where a free variable's definition goes, as TVM's printer places it: the innermost
+        loop or block being printed that holds every use of the variable, else the function."""
+        if self.frames:
+            if self.use_frames is None:
+                self.use_frames = use_frames(self.func_body)
+            around = self.use_frames.get(id(v), ())
+            for key, definitions in reversed(self.frames):
+                if key in around:
+                    return definitions
+        return self.pending
+
+    def framed(self, node: Any, print_body: Callable[[], None]) -> None:
+        """Print a loop's or block's body as a frame that takes definitions of free variables."""
+        definitions: list[str] = []
+        self.frames.append((id(node), definitions))
+        try:
+            print_body()
+        finally:
+            self.frames.pop()
 
     def var_creation(self, v: Var) -> str:
         ann = v.type_annotation
@@ -180,6 +209,8 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         if isinstance(t, PrimType):
             return self.tir(f"{t.dtype}")
         if isinstance(t, PointerType):
+            if t.element.is_void:  # (an untyped pointer in another scope)
+                return self.tir(f"handle(storage_scope={quote(t.storage_scope)})")
             return self.tir(f"handle({quote(str(t.element))}, {quote(t.storage_scope)})")
         raise TypeError(f"cannot print type {t!r}")
 
@@ -189,12 +220,13 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         Statements nest (a concise assert continues with the rest of the body), so each one
         moves up only the definitions that appeared while it was being printed.
         """
-        mark, start = len(self.lines), len(self.pending)
+        pending = self.frames[-1][1] if self.frames else self.pending
+        mark, start = len(self.lines), len(pending)
         print_stmt()
-        if len(self.pending) > start:
+        if len(pending) > start:
             indent = "    " * self.indent
-            self.lines[mark:mark] = [indent + p for p in self.pending[start:]]
-            del self.pending[start:]
+            self.lines[mark:mark] = [indent + p for p in pending[start:]]
+            del pending[start:]
 
     # ---------------------------------------------------------------- statements
     def body(self, s: Stmt, top: bool = False, alone: bool = True) -> None:
@@ -264,3 +296,33 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
             self.body(body)
             self.indent -= 1
             self.namer.pop()
+
+
+def use_frames(body: Any) -> dict[int, tuple]:
+    """For each variable of ``body`` (by id), the loops and blocks (ids of their ``For`` and
+    ``BlockRealize``/``Block`` nodes) around every one of its uses, outermost first."""
+    paths: dict[int, tuple] = {}
+    stack: list = [(body, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, Var):
+            old = paths.get(id(node))
+            if old is None:
+                paths[id(node)] = path
+            elif old != path:
+                common = 0
+                while common < min(len(old), len(path)) and old[common] == path[common]:
+                    common += 1
+                paths[id(node)] = old[:common]
+        elif isinstance(node, Node):
+            if isinstance(node, (For, BlockRealize, Block)):
+                path = path + (id(node),)
+            for name, _, _ in walk_fields(type(node)):
+                value = getattr(node, name)
+                if value is not None and not isinstance(value, (str, int, float)):
+                    stack.append((value, path))
+        elif isinstance(node, (tuple, list)):
+            stack.extend((item, path) for item in node)
+        elif isinstance(node, dict):
+            stack.extend((item, path) for pair in node.items() for item in pair)
+    return paths

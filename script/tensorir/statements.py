@@ -43,7 +43,7 @@ class StatementParsing:
         ann = self.ev(syn.annotation)
         pointer = None
         if isinstance(ann, LetAnnotation):
-            dtype = ann.dtype
+            dtype, pointer = ann.dtype, ann.pointer
         elif isinstance(ann, PointerType) and syn.value is not None:  # x: T.handle("int64") = p
             dtype, pointer = handle, ann
         elif isinstance(ann, Builtin) and is_dtype_name(ann.path):
@@ -255,7 +255,7 @@ class StatementPrinting:
 
     @prints(Evaluate)
     def st_evaluate(self, s: Evaluate, concise: bool, top: bool) -> None:
-        if self.d.name != "classic" and isinstance(s.value, Call) and s.value.op.name == "tir.ret":
+        if self.d.name != "classic" and isinstance(s.value, Call) and s.value.op is get_op("tir.ret"):
             self.emit(f"return {self.expr(s.value.args[0])}")  # TVM 0.27's Return statement
         elif isinstance(s.value, Call):
             self.emit(self.expr(s.value))
@@ -279,20 +279,19 @@ class StatementPrinting:
     def st_let(self, s: LetStmt, concise: bool, top: bool) -> None:
         value = self.expr(s.value)
         decl = s.body
-        if concise and isinstance(decl, DeclBuffer) and decl.buffer.data is s.var and self.d.name != "classic":
-            # TVM 0.27: B = T.decl_buffer(..., data=<the pointer's value>)
+        if concise and isinstance(decl, DeclBuffer) and decl.buffer.data is s.var and self.d.name != "classic" \
+                and s.var.name == decl.buffer.name:
+            # TVM 0.27: B = T.decl_buffer(..., data=<the pointer's value>), which reads as a let of
+            # a pointer named as the buffer (a pointer let under its own name prints as written)
             rhs = self.buffer_decl(decl.buffer, "decl_buffer", [], data=value)
             self.emit(f"{self.define_buffer(decl.buffer)} = {rhs}")
             self.continue_body(decl.body, top)
             return
         if concise:
             name = self.namer.define(s.var, s.var.name)
-            if self.d.name == "classic":
-                ann = s.var.type_annotation
-                kind = self.type_doc(ann) if isinstance(ann, PointerType) else f"T.{s.var.dtype}"
-                self.emit(f"{name}: {kind} = {value}")
-            else:
-                self.emit(f"{name}: T.let[T.{s.var.dtype}] = {value}")
+            ann = s.var.type_annotation
+            kind = self.type_doc(ann) if isinstance(ann, PointerType) else f"T.{s.var.dtype}"
+            self.emit(f"{name}: {kind if self.d.name == 'classic' else f'T.let[{kind}]'} = {value}")
             self.continue_body(s.body, top, flat=True)
         else:
             self.scope(False, top, None, f"T.LetStmt({value})", s.body,

@@ -82,7 +82,7 @@ def launch_scope(p: Any, s: AttrStmt) -> tuple[str, Callable[[], str] | None]:
     if p.namer.get(node.var) is None and id(node.var) in p.relaunched:
         # declared once where the function starts, as TVM's T.env_thread, then launched by name
         name = p.namer.define(node.var, node.var.name, p.func_frame)
-        p.pending.append(f"{name} = {p.tir('env_thread')}({quote(node.thread_tag)})")
+        p.definitions_of(node.var).append(f"{name} = {p.tir('env_thread')}({quote(node.thread_tag)})")
     if p.namer.get(node.var) is not None:
         return f"T.launch_thread({p.var(node.var)}, {extent})", None
     rhs = f"T.launch_thread({quote(node.thread_tag)}, {extent})"

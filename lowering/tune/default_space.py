@@ -1,0 +1,47 @@
+"""What "from-target" means: the schedule rules, postprocessors and mutator probabilities of each
+target kind, as TVM 0.27's defaults (``ScheduleRule::DefaultLLVM`` and its siblings).
+
+Each target kind registers its row with ``space_generator.register_defaults`` (the CUDA issue adds
+"cuda": its rules and postprocessors are here but VerifyGPUCode), so a backend joins without
+touching the engine. Mutators are named by class name: the search strategy looks them up.
+"""
+from __future__ import annotations
+
+from .postproc import Postproc
+from .postproc_disallow_dynamic_loop import DisallowDynamicLoop
+from .postproc_rewrite_parallel_vectorize_unroll import RewriteParallelVectorizeUnroll
+from .postproc_rewrite_reduction_block import RewriteReductionBlock
+from .rule_add_rfactor import AddRFactor
+from .rule_apply_custom import ApplyCustomRule
+from .rule_auto_inline import AutoInline, InlineConstantScalars
+from .rule_multi_level_tiling import MultiLevelTiling, ReuseType
+from .rule_parallel_vectorize_unroll import ParallelizeVectorizeUnroll
+from .rule_random_compute_location import RandomComputeLocation
+from .schedule_rule import ScheduleRule
+from .space_generator import register_defaults
+
+
+def _llvm_rules() -> list[ScheduleRule]:
+    return [
+        ApplyCustomRule(),
+        InlineConstantScalars(),
+        AutoInline(into_producer=False, into_consumer=True, inline_const_tensor=True, disallow_if_then_else=True,
+                   require_injective=True, require_ordered=True, disallow_op=["tir.exp"]),
+        AddRFactor(max_jobs_per_core=16, max_innermost_factor=64),
+        MultiLevelTiling("SSRSRS", max_innermost_factor=64,
+                         reuse_write=ReuseType(req="may", levels=[1, 2], scope="global")),
+        ParallelizeVectorizeUnroll(max_jobs_per_core=16, max_vectorize_extent=64,
+                                   unroll_max_steps=[0, 16, 64, 512], unroll_explicit=True),
+        RandomComputeLocation(),
+    ]
+
+
+def _llvm_postprocs() -> list[Postproc]:
+    # TVM's list ends with RewriteLayout, which only acts on functions marked layout_free_buffers;
+    # tvms does not have it yet (no default-lowered function carries that mark)
+    return [DisallowDynamicLoop(), RewriteParallelVectorizeUnroll(), RewriteReductionBlock()]
+
+
+register_defaults("llvm", sch_rules=_llvm_rules, postprocs=_llvm_postprocs,
+                  mutator_probs=lambda: {"MutateTileSize": 0.9, "MutateComputeLocation": 0.05,
+                                         "MutateUnroll": 0.03, "MutateParallel": 0.02})
