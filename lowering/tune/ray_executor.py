@@ -27,11 +27,7 @@ Ray is an optional dependency (``pip install tvms[distributed]``), imported only
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
-import threading
-import time
-from collections import deque
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -40,7 +36,7 @@ from .builder import ARTIFACT_NAME, LocalBuilder, _build_in_worker
 from .measure import EvaluatorConfig, RunnerInput
 from .measure_callback import remove_build_dir
 from .runner import LocalRunner, _run_in_worker
-from .worker_pool import WorkerError, describe_error, failed_future
+from .worker_pool import WorkerError, WorkerPool, _fail, describe_error, failed_future
 
 _POLL_SEC = 0.05  # (how soon the dispatcher sees a task submitted while it waits on Ray)
 
@@ -91,181 +87,88 @@ class _Actor:
             return False, describe_error(err)
 
 
-class RayPool:
-    """``WorkerPool``'s interface on Ray actors: ``submit(fn, *args)`` returns a
-    ``concurrent.futures.Future`` of ``fn(*args)`` run in an actor, failing with a
-    ``WorkerError``. Actors start on first use, at most ``max_workers``, and stay until
-    ``shutdown``; a dispatcher thread, running while there is work, hands tasks to idle actors
-    and watches the timeouts (counted from when a ready actor takes the task)."""
+class _RayWorker:
+    """A Ray actor, ended as a pool ends its workers."""
+
+    def __init__(self, ray: Any, actor_class: Any, init: tuple) -> None:
+        self.ray = ray
+        self.actor = actor_class.remote(*init)
+
+    def alive(self) -> bool:
+        return True  # (an actor that died while idle is found by its next task)
+
+    def kill(self) -> None:
+        try:
+            self.ray.kill(self.actor, no_restart=True)
+        except Exception:  # (already gone with its node, or Ray shut down)
+            pass
+
+    stop = kill
+
+
+class RayPool(WorkerPool):
+    """A ``WorkerPool`` whose workers are Ray actors (same ``submit``, futures and errors).
+    The dispatcher, instead of reading pipes, waits on Ray's object refs (``ray.wait``) for
+    ``_POLL_SEC`` at most, to see new submissions."""
 
     def __init__(self, ray: Any, max_workers: int, timeout_sec: float | None, initializer: Callable | None = None,
                  resources: dict | None = None, actor_options: dict | None = None) -> None:
-        if max_workers < 1:
-            raise TVMSError(f"a worker pool needs at least one worker, got max_workers={max_workers}")
+        super().__init__(max_workers, timeout_sec, initializer)
         self.ray = ray
-        self.max_workers = max_workers
-        self.timeout_sec = timeout_sec
         self.options = {"num_cpus": 1, "resources": dict(resources or {}), **(actor_options or {}),
                         "max_restarts": 0, "max_task_retries": 0}
         _check_placement(ray, self.options)
         self._actor_class = ray.remote(_Actor).options(**self.options)
-        self._initializer = initializer
-        self._lock = threading.Lock()
-        self._pending: deque = deque()
-        self._idle: list = []
-        self._starting: dict = {}  # ready() ref -> actor
-        self._busy: dict = {}  # call ref -> (actor, future, deadline)
-        self._count = 0  # actors alive: idle, starting or busy
-        self._closed = False
-        self._thread: threading.Thread | None = None
 
-    def submit(self, fn: Callable, *args: Any) -> Future:
-        future: Future = Future()
-        with self._lock:
-            if self._closed:
-                raise TVMSError("the worker pool is shut down")
-            self._pending.append((fn, args, future))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._dispatch, name="tvms-ray-pool", daemon=True)
-                self._thread.start()
-        return future
+    def _wake(self) -> None:
+        pass  # (the dispatcher polls)
 
-    def shutdown(self) -> None:
-        """Kill the actors (tasks still waiting or running fail)."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
-        self._stop_all("the worker pool was shut down")
-
-    def __del__(self) -> None:
+    def _start_worker(self) -> tuple:
         try:
-            self.shutdown()
-        except Exception:  # (interpreter or Ray shutting down: nothing left to do)
-            pass
+            worker = _RayWorker(self.ray, self._actor_class, self._init)
+        except Exception as err:  # (options Ray refuses)
+            raise WorkerError(f"a Ray actor could not be started: {type(err).__name__}: {err}") from None
+        return worker.actor.ready.remote(), worker
 
-    # ------------------------------------------------------------ the dispatcher thread
-    def _dispatch(self) -> None:
-        try:
-            while True:
-                with self._lock:
-                    if self._closed:
-                        return
-                    if not (self._pending or self._busy or self._starting):
-                        self._thread = None  # (no work: the next submit starts a thread again)
-                        return
-                self._assign()
-                self._collect()
-        except BaseException as err:  # (a bug here must fail the futures, not leave them waiting)
-            with self._lock:
-                self._closed = True
-                self._thread = None
-            self._stop_all(f"the worker pool failed: {describe_error(err)}")
+    def _send(self, worker: _RayWorker, fn: Callable, args: tuple, future: Future) -> Any:
+        return worker.actor.call.remote(fn, *args)
 
-    def _assign(self) -> None:
-        """Give waiting tasks to idle actors; start actors for the rest, up to ``max_workers``."""
-        while self._idle:
-            with self._lock:
-                if not self._pending:
-                    break
-                fn, args, future = self._pending.popleft()
-            if not future.set_running_or_notify_cancel():
-                continue
-            actor = self._idle.pop()
-            deadline = None if self.timeout_sec is None else time.monotonic() + self.timeout_sec
-            self._busy[actor.call.remote(fn, *args)] = (actor, future, deadline)
-        with self._lock:
-            wanted = len(self._pending) - len(self._starting)
-        while wanted > 0 and self._count < self.max_workers:
-            try:
-                actor = self._actor_class.remote(self._initializer, ())
-            except Exception as err:  # (options Ray refuses)
-                self._fail_next(f"a Ray actor could not be started: {type(err).__name__}: {err}")
-                return
-            self._count += 1
-            self._starting[actor.ready.remote()] = actor
-            wanted -= 1
-
-    def _collect(self) -> None:
-        """Wait a little for actors that become ready and tasks that end; stop the late ones."""
-        refs = [*self._starting, *self._busy]
+    def _collect(self, busy: dict, starting: dict, timeout: float | None) -> None:
+        refs = [*starting, *busy]
         if not refs:
             return
-        deadlines = [d for _, _, d in self._busy.values() if d is not None]
-        wait = min([_POLL_SEC, *(d - time.monotonic() for d in deadlines)])
-        ready, _ = self.ray.wait(refs, num_returns=1, timeout=max(0.0, wait))
+        ready, _ = self.ray.wait(refs, num_returns=1, timeout=min(_POLL_SEC, _POLL_SEC if timeout is None else timeout))
         if ready:
             ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
         for ref in ready:
-            if ref in self._starting:
-                self._started(ref, self._starting.pop(ref))
+            if ref in starting:
+                self._actor_ready(ref, starting.pop(ref))
             else:
-                self._finished(ref, *self._busy.pop(ref))
-        now = time.monotonic()
-        for ref, (actor, future, deadline) in list(self._busy.items()):
-            if deadline is not None and now >= deadline:
-                del self._busy[ref]
-                self._lose(actor)
-                _fail(future, f"timeout: the task ran longer than {self.timeout_sec:g} s and was stopped")
+                self._task_done(ref, *busy.pop(ref))
 
-    def _started(self, ref: Any, actor: Any) -> None:
+    def _actor_ready(self, ref: Any, worker: _RayWorker) -> None:
         try:
             self.ray.get(ref)
         except self.ray.exceptions.RayError as err:
-            self._lose(actor)
+            self._lose(worker)
             self._fail_next(f"a Ray actor died while starting: {_ray_message(err)}")
             return
-        self._idle.append(actor)
+        self._idle.append(worker)
 
-    def _finished(self, ref: Any, actor: Any, future: Future, deadline: Any) -> None:
+    def _task_done(self, ref: Any, worker: _RayWorker, future: Future, deadline: Any) -> None:
         try:
             ok, value = self.ray.get(ref)
         except self.ray.exceptions.RayActorError as err:
-            self._lose(actor)
+            self._lose(worker)
             _fail(future, f"the Ray actor died while running the task: {_ray_message(err)}")
             return
         except self.ray.exceptions.RayError as err:  # (the task could not run: its arguments, its result)
             ok, value = False, _ray_message(err)
-        self._idle.append(actor)
+        self._idle.append(worker)
         if ok:
             future.set_result(value)
         else:
             _fail(future, value)
-
-    def _fail_next(self, message: str) -> None:
-        with self._lock:
-            task = self._pending.popleft() if self._pending else None
-        if task is not None and task[2].set_running_or_notify_cancel():
-            _fail(task[2], message)
-
-    def _lose(self, actor: Any) -> None:
-        try:
-            self.ray.kill(actor, no_restart=True)
-        except Exception:  # (already gone with its node, or Ray shut down)
-            pass
-        self._count -= 1
-
-    def _stop_all(self, why: str) -> None:
-        for actor, future, _ in self._busy.values():
-            self._lose(actor)
-            _fail(future, f"{why} while the task ran")
-        for actor in [*self._starting.values(), *self._idle]:
-            self._lose(actor)
-        self._busy.clear()
-        self._starting.clear()
-        self._idle.clear()
-        with self._lock:
-            pending, self._pending = list(self._pending), deque()
-        for _, _, future in pending:
-            if future.set_running_or_notify_cancel():
-                _fail(future, f"{why} before the task ran")
-
-
-def _fail(future: Future, message: str) -> None:
-    future.set_exception(WorkerError(message))
 
 
 def _ray_message(err: BaseException, limit: int = 400) -> str:

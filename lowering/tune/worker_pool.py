@@ -124,19 +124,7 @@ class WorkerPool:
                 return
             self._assign(busy, starting)
             deadlines = [d for _, _, d in busy.values() if d is not None]
-            timeout = None if not deadlines else max(0.0, min(deadlines) - time.monotonic())
-            idle = {w.conn: w for w in self._idle}
-            for conn in wait([self._wake_r, *busy, *starting, *idle], timeout):
-                if conn is self._wake_r:
-                    while self._wake_r.poll():
-                        self._wake_r.recv_bytes()
-                elif conn in starting:
-                    self._started(starting.pop(conn))
-                elif conn in busy:
-                    self._finished(*busy.pop(conn))
-                else:  # (an idle worker has nothing to say: it died)
-                    self._idle.remove(idle[conn])
-                    self._lose(idle[conn])
+            self._collect(busy, starting, None if not deadlines else max(0.0, min(deadlines) - time.monotonic()))
             now = time.monotonic()
             for conn, (worker, future, deadline) in list(busy.items()):
                 if deadline is not None and now >= deadline:
@@ -147,7 +135,7 @@ class WorkerPool:
     def _assign(self, busy: dict, starting: dict) -> None:
         """Give waiting tasks to ready workers; start workers for the rest, up to ``max_workers``
         (a task's timeout counts from when a ready worker takes it, not from the worker's start)."""
-        for worker in [w for w in self._idle if w.proc.poll() is not None]:  # (died while idle)
+        for worker in [w for w in self._idle if not w.alive()]:  # (died while idle)
             self._idle.remove(worker)
             self._lose(worker)
         while self._idle:
@@ -158,30 +146,61 @@ class WorkerPool:
             if not future.set_running_or_notify_cancel():
                 continue
             worker = self._idle.pop()
-            try:
-                worker.conn.send((fn, args))
-            except (pickle.PicklingError, AttributeError, TypeError) as err:
-                self._idle.append(worker)
-                _fail(future, f"the task cannot be sent to a worker process: {err} (the function "
-                              f"and its arguments must be picklable, the function defined at module level)")
-                continue
-            except OSError:
-                self._lose(worker)
-                _fail(future, f"the worker process died before the task ({worker.exit_status()})")
-                continue
-            deadline = None if self.timeout_sec is None else time.monotonic() + self.timeout_sec
-            busy[worker.conn] = (worker, future, deadline)
+            key = self._send(worker, fn, args, future)
+            if key is not None:
+                deadline = None if self.timeout_sec is None else time.monotonic() + self.timeout_sec
+                busy[key] = (worker, future, deadline)
         with self._lock:
             wanted = len(self._pending) - len(starting)
         while wanted > 0 and self._count < self.max_workers:
             try:
-                worker = _Worker(self._init)
-            except OSError as err:
-                self._fail_next(f"a worker process could not be started: {err}")
+                key, worker = self._start_worker()
+            except WorkerError as err:
+                self._fail_next(str(err))
                 break
             self._count += 1
-            starting[worker.conn] = worker
+            starting[key] = worker
             wanted -= 1
+
+    # ------------------------------------------------------------ how workers are reached (a RayPool's differ)
+    def _start_worker(self) -> tuple:
+        """Start a worker: ``(key, worker)``, the key ``_collect`` sees it ready by."""
+        try:
+            worker = _Worker(self._init)
+        except OSError as err:
+            raise WorkerError(f"a worker process could not be started: {err}") from None
+        return worker.conn, worker
+
+    def _send(self, worker: "_Worker", fn: Callable, args: tuple, future: Future) -> Any:
+        """Hand a task to an idle worker: the key ``_collect`` sees it done by, or None (the task
+        failed at once)."""
+        try:
+            worker.conn.send((fn, args))
+        except (pickle.PicklingError, AttributeError, TypeError) as err:
+            self._idle.append(worker)
+            _fail(future, f"the task cannot be sent to a worker process: {err} (the function "
+                          f"and its arguments must be picklable, the function defined at module level)")
+            return None
+        except OSError:
+            self._lose(worker)
+            _fail(future, f"the worker process died before the task ({worker.exit_status()})")
+            return None
+        return worker.conn
+
+    def _collect(self, busy: dict, starting: dict, timeout: float | None) -> None:
+        """Wait up to ``timeout`` for workers that become ready and tasks that end (or a submit)."""
+        idle = {w.conn: w for w in self._idle}
+        for conn in wait([self._wake_r, *busy, *starting, *idle], timeout):
+            if conn is self._wake_r:
+                while self._wake_r.poll():
+                    self._wake_r.recv_bytes()
+            elif conn in starting:
+                self._started(starting.pop(conn))
+            elif conn in busy:
+                self._finished(*busy.pop(conn))
+            else:  # (an idle worker has nothing to say: it died)
+                self._idle.remove(idle[conn])
+                self._lose(idle[conn])
 
     def _started(self, worker: "_Worker") -> None:
         try:
@@ -268,6 +287,9 @@ class _Worker:
             os.close(from_child_w)
         self.conn = _Duplex(Connection(from_child_r, writable=False), Connection(to_child_w, readable=False))
         self.conn.send(init)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
     def exit_status(self) -> str:
         code = self.proc.poll()
