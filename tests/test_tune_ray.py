@@ -36,7 +36,7 @@ def test_importing_tvms_does_not_import_ray_and_its_absence_is_a_clear_error(mon
 @pytest.fixture(scope="module")
 def ray():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, resources={RESOURCE: 1}, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, resources={RESOURCE: 1}, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 

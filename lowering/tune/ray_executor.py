@@ -43,8 +43,9 @@ _POLL_SEC = 0.05  # (how soon the dispatcher sees a task submitted while it wait
 
 def connect_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     """The ``ray`` module, connected: to the cluster at ``address`` (``"auto"``,
-    ``"ray://host:10001"``, ``"host:6379"``), else to a Ray instance started here with
-    ``num_cpus`` CPUs. A connection made before (``ray.init`` by the caller) is used as it is.
+    ``"ray://host:10001"``, ``"host:6379"``; ``"auto"`` is the cluster this machine belongs to),
+    else to a new Ray instance started here with ``num_cpus`` CPUs (not one found running, as
+    Ray's own default would). A connection made before (``ray.init`` by the caller) is used as it is.
     The actors' output stays in Ray's logs (a crashing candidate's dump would break the progress
     display): ``ray.init(log_to_driver=True)`` before shows it here."""
     try:
@@ -55,7 +56,7 @@ def connect_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     if not ray.is_initialized():
         try:
             if address is None:
-                ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+                ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
             else:
                 ray.init(address=address, log_to_driver=False)
         except Exception as err:  # (Ray raises ConnectionError, ValueError, RuntimeError, ...)
