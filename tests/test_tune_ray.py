@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ import tvms.meta_schedule as ms
 from tvms.ir.errors import TVMSError
 from tvms.lowering.tune.measure import args_info_of, main_func
 from tvms.lowering.tune.measure_callback import remove_build_dir
+from tvms.lowering.tune.worker_pool import WorkerError
 from tvms.tir import Schedule
 
 RESOURCE = "tvms-target-llvm"  # (the custom resource the local "machine with the target" declares)
@@ -96,6 +98,8 @@ def test_candidates_are_built_and_measured_by_ray_actors(executor) -> None:
 
     # the actors stay between rounds: a second round starts none
     actors = set(builder.pool._idle) | set(runner.pool._idle)
+    with pytest.raises(WorkerError, match="cannot be sent to a Ray actor: TypeError: Could not serialize"):
+        builder.pool.submit(len, threading.Lock()).result()  # (fails alone: the pool goes on)
     [again] = builder.build([ms.BuilderInput(mods[1], TARGET)])
     [future] = runner.run([ms.RunnerInput(again.artifact_path, "cpu", args)])
     assert future.result().error_msg is None

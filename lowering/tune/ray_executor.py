@@ -132,7 +132,12 @@ class RayPool(WorkerPool):
         return worker.actor.ready.remote(), worker
 
     def _send(self, worker: _RayWorker, fn: Callable, args: tuple, future: Future) -> Any:
-        return worker.actor.call.remote(fn, *args)
+        try:
+            return worker.actor.call.remote(fn, *args)
+        except Exception as err:  # (Ray pickles the task here: a part that cannot be pickled)
+            self._idle.append(worker)
+            _fail(future, f"the task cannot be sent to a Ray actor: {type(err).__name__}: {err}")
+            return None
 
     def _collect(self, busy: dict, starting: dict, timeout: float | None) -> None:
         refs = [*starting, *busy]
