@@ -15,10 +15,11 @@ that is not a TVMSError, reported in one line; ``TVMS_TRACEBACK=1`` shows its tr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import os
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import __version__
 from .ir import TVMSError
@@ -253,7 +254,12 @@ def cmd_opt(args: argparse.Namespace) -> int:
     if timing is not None:
         instruments.append(timing)
     try:
-        with PassContext(opt_level=args.opt_level, instruments=instruments):
+        database = _open_database(args.database)
+    except TVMSError as err:
+        _error(f"opt: {err}")
+        return EXIT_ERROR
+    try:
+        with PassContext(opt_level=args.opt_level, instruments=instruments), database:
             for p in passes:  # passes named on the command line run whatever their opt_level
                 mod = p(mod)
         out = mod.script(dialect=dialect)
@@ -267,6 +273,18 @@ def cmd_opt(args: argparse.Namespace) -> int:
         if timing is not None:
             print(timing.render(), file=sys.stderr)
     return emit_text(out, args.output)
+
+
+def _open_database(work_dir: str | None) -> Any:
+    """The tuning database of ``--database DIR`` (what MetaScheduleApplyDatabase reads), or a
+    context that does nothing."""
+    if work_dir is None:
+        return contextlib.nullcontext()
+    if not os.path.isfile(os.path.join(work_dir, "database_tuning_record.json")):
+        raise TVMSError(f"--database {work_dir}: no tuning database there (database_tuning_record.json)")
+    from .lowering.tune.tune import make_part
+
+    return make_part("database", "json", work_dir=work_dir)
 
 
 def emit_text(out: str, output: str | None) -> int:
@@ -326,6 +344,8 @@ def _add_opt_parser(subparsers) -> None:
                         "unchanged; a pass that breaks this fails")
     p.add_argument("--timing", action="store_true",
                    help="print the time each pass took to standard error")
+    p.add_argument("--database", metavar="DIR",
+                   help="the tuning database (a tvms tune --work-dir) that MetaScheduleApplyDatabase applies")
     p.add_argument("--opt-level", type=int, default=2, metavar="N",
                    help="opt_level of the pass context the passes see (default 2)")
     p.add_argument("--dialect", choices=sorted(DIALECTS),
@@ -346,6 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_schedule_parser(subparsers)
     from .cli_build import add_build_parsers
     add_build_parsers(subparsers)
+    from .cli_tune import add_tune_parser
+    add_tune_parser(subparsers)
     return parser
 
 

@@ -10,6 +10,7 @@ from .ir.stmt import *  # noqa: F401,F403  (BufferStore, For, Block, ...)
 from .lowering.schedule import (BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Schedule,
                                  ScheduleError, ScheduleState, StmtSRef, Trace)
 from .lowering.schedule.replay import apply_trace_text
+from .lowering.schedule.tensorize import TensorIntrin
 from .lowering import tir as transform  # the lowering passes (tvm.tir.transform), registered by name
 
 SBlockRV = BlockRV  # TVM 0.27's name
@@ -20,4 +21,4 @@ del _name, _module
 
 __all__ = ["BlockRV", "Buffer", "BufferRegion", "ExprRV", "Instruction", "InstructionKind", "LoopRV",
            "MatchBufferRegion", "PrimFunc", "SBlockRV", "Schedule", "ScheduleError", "ScheduleState", "StmtSRef",
-           "Trace", "apply_trace_text", "decl_buffer", "expr", "stmt", "transform"]
+           "TensorIntrin", "Trace", "apply_trace_text", "decl_buffer", "expr", "stmt", "transform"]

@@ -21,7 +21,7 @@ from .struct_info import StructInfo
 SPECIAL_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed", "relax.call_pure_packed",
                "relax.call_inplace_packed", "relax.call_builtin_with_ctx", "relax.call_tir_inplace",
                "relax.call_tir_with_grad", "relax.vm.call_tir_dyn", "relax.make_closure",
-               "relax.invoke_closure", "relax.invoke_pure_closure")
+               "relax.invoke_closure", "relax.invoke_pure_closure", "relax.call_py_func")
 
 # The operators whose Python function makes a float argument a float64 scalar, as TVM's
 # ``relax.prim_value`` does (``R.clip(x, 0.0, 6.0)``, also by keyword), as a bare float is outside

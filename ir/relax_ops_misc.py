@@ -10,7 +10,9 @@ is not ``R.name(args, attr=...)`` are written (``R.print(x, format=...)``, ``R.c
 from __future__ import annotations
 
 from .dtype import DataType
+from .errors import TVMSError
 from .expr import IntImm
+from .relax import StringImm
 from .relax_infer import INT64, describe, prove_equal, tensor_arg
 from .relax_op import (ATTR_ANY, ATTR_BOOL, ATTR_DTYPE, ATTR_INT, ATTR_INTS, ATTR_STR, Attr, CallInfo,
                        register)
@@ -134,6 +136,31 @@ register("call_inplace_packed", ("func", "args"), _infer_call_inplace_packed,
          (Attr("inplace_indices", (), ATTR_INTS, required=True),), variadic=True, min_args=1)
 register("call_builtin_with_ctx", ("func", "args"),
          lambda info: info.sinfo_args[0] if info.sinfo_args else TupleStructInfo(()))
+
+
+def _infer_call_py_func(info: CallInfo) -> StructInfo:
+    """TVM's rules: the name is a string literal, the arguments one tuple, and the result the one
+    struct info the call states (a tuple of several outputs is stated as one tuple)."""
+    if not isinstance(info.args[0], StringImm):
+        raise info.fail(f"the first argument names the Python function as a string literal "
+                        f"(R.str(\"name\")), not {describe(info.sinfo[0])}")
+    if not isinstance(info.sinfo[1], TupleStructInfo):
+        raise info.fail(f"the second argument is the tuple of arguments, not {describe(info.sinfo[1])}")
+    if len(info.sinfo_args) != 1:
+        raise info.fail(f"states exactly one result struct info, got {len(info.sinfo_args)}")
+    return info.sinfo_args[0]
+
+
+register("call_py_func", ("func_name", "args"), _infer_call_py_func)
+
+
+def py_func_result(outs: tuple) -> tuple:
+    """The ty_args of a call_py_func stating ``outs`` (TVM's constructor): each a tensor of known
+    shape, several one tuple."""
+    for s in outs:
+        if not (isinstance(s, TensorStructInfo) and s.dims is not None):
+            raise TVMSError(f"R.call_py_func: each out_ty is a tensor of known shape, got {describe(s)}")
+    return outs if len(outs) == 1 else (TupleStructInfo(tuple(outs)),)
 
 
 # ---------------------------------------------------------------- kernels: in place, with a gradient

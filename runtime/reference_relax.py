@@ -30,6 +30,7 @@ from .numpy_ops import NUMPY_OPS, Shape
 from .reference import compile_expr, run_prim_func
 from ..ir import registry
 from ..ir.registry import get_global_func
+from . import py_funcs
 from .packed import register_func
 from ..ir.relax_op import SPECIAL_OPS
 from .tir_values import cast_value, numpy_dtype
@@ -286,6 +287,13 @@ class _Interpreter:
         functions take no VM context)."""
         return self.callee(e.args[0], env)(*self.eval(e.args[1], env))
 
+    def call_py_func(self, e: rx.Call, env: dict) -> Any:
+        """R.call_py_func: the Python function the user registered under the name (never code
+        from the module's text), its result checked against the stated struct info."""
+        out = py_funcs.call_py_func(e.args[0].value, tuple(self.eval(e.args[1], env)))
+        self.check_shapes(e.struct_info, out, env, f"R.call_py_func({e.args[0].value!r})")
+        return out
+
     def call_tir_inplace(self, e: rx.Call, env: dict) -> Any:
         """The PrimFunc writes into the inputs the in-place indices name and into fresh tensors
         for the outputs marked -1, which it takes after the inputs."""
@@ -336,6 +344,7 @@ _CALLS = {"relax.call_tir": "call_tir", "relax.call_tir_with_grad": "call_tir",
           "relax.call_dps_packed": "call_dps", "relax.call_packed": "call_packed",
           "relax.call_pure_packed": "call_packed", "relax.call_inplace_packed": "call_packed",
           "relax.call_builtin_with_ctx": "call_builtin", "relax.make_closure": "make_closure",
+          "relax.call_py_func": "call_py_func",
           "relax.invoke_closure": "invoke_closure", "relax.invoke_pure_closure": "invoke_closure"}
 
 

@@ -24,7 +24,7 @@ from ..ir.errors import TVMSError
 from ..ir.module import GlobalVar
 from ..ir.relax import make_constant
 from ..ir.node import FrozenDict
-from ..ir.relax_ops_misc import DEVICE_TYPES
+from ..ir.relax_ops_misc import DEVICE_TYPES, py_func_result
 from ..ir.dtype import DataType
 from ..ir.struct_info import ObjectStructInfo, TupleStructInfo
 from . import syntax as S
@@ -148,6 +148,28 @@ def _packed(name: str) -> Callable:
         values = [int(a) if isinstance(a, bool) else a for a in args[1:]]
         return _make(b, name, [func, *(b.to_relax(a, syn) for a in values)], attrs, sinfo_args, syn)
     return parse
+
+
+def parse_call_py_func(b: Any, syn: S.Call) -> rx.Call:
+    """TVM's builder form ``R.call_py_func("f", x, y, out_ty=[...])`` (the arguments one by one,
+    several results one tuple) and its printed form ``R.call_py_func(R.str("f"), (x, y),
+    ty_args=(...,))``. The name is only text: nothing is looked up while parsing."""
+    args, kwargs = call_args(b, syn)
+    if not args:
+        raise b.error(syn, "R.call_py_func needs the name of the Python function")
+    name = rx.StringImm(args[0], ObjectStructInfo()) if isinstance(args[0], str) else args[0]
+    out = kwargs.pop("out_ty", None) if "out_ty" in kwargs else kwargs.pop("out_sinfo", None)
+    if out is None:
+        rest, sinfo_args = [b.to_relax(a, syn) for a in args[1:]], _sinfo_args(b, kwargs, syn)
+    else:
+        outs = tuple(b.as_struct_info(s, syn) for s in (out if isinstance(out, (list, tuple)) else (out,)))
+        try:
+            sinfo_args = py_func_result(outs)
+        except TVMSError as e:
+            raise b.error(syn, str(e)) from None
+        rest = [rx.Tuple(tuple(b.to_relax(a, syn) for a in args[1:]))]
+    _no_extra(b, kwargs, "call_py_func", syn)
+    return _make(b, "call_py_func", [name, *rest], {}, sinfo_args, syn)
 
 
 def _dps(name: str, positional: tuple, packed: bool = False) -> Callable:
@@ -372,6 +394,7 @@ PARSERS: dict[str, Callable] = {
     "call_pure_packed": _packed("call_pure_packed"),
     "call_inplace_packed": _packed("call_inplace_packed"),
     "call_builtin_with_ctx": _packed("call_builtin_with_ctx"),
+    "call_py_func": parse_call_py_func,
     "call_tir_inplace": _dps("call_tir_inplace", ("inplace_indices", "out_ty", "tir_vars")),
     "call_tir_with_grad": _dps("call_tir_with_grad", ("out_ty", "te_grad_name", "te_grad_kwargs", "tir_vars")),
     "call_tir": parse_call_tir,

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from ..ir import relax as rx
 from ..ir import relax_op
 from ..ir.errors import TVMSError
+from ..ir.relax_ops_misc import py_func_result
 from ..ir.struct_info import StructInfo
 from .diagnostics import did_you_mean
 
@@ -100,6 +101,14 @@ def call_packed(func: Any, *args: Any, sinfo_args: Any = ()) -> rx.Call:
     return relax_op.make_call("call_packed", [func, *args], {}, sinfo)
 
 
+def call_py_func(func_name: Any, args: Any, out_ty: Any) -> rx.Call:
+    """``relax.op.call_py_func("name", (x,), out_ty=...)`` (TVM 0.27's names): call a Python
+    function registered by name (several results are one tuple, as TVM states them)."""
+    if isinstance(func_name, str):
+        func_name = rx.StringImm(func_name)
+    return relax_op.make_call("call_py_func", [func_name, _as_tuple(args)], {}, py_func_result(_sinfo_args(out_ty)))
+
+
 def _as_tuple(args: Any) -> Any:
     if isinstance(args, (list, tuple)):
         return rx.Tuple(tuple(args))
@@ -112,7 +121,8 @@ def relu6(data: Any) -> rx.Call:
 
 
 _SPECIAL: dict[str, Callable] = {"call_tir": call_tir, "call_dps_packed": call_dps_packed,
-                                 "call_packed": call_packed, "nn.relu6": relu6}
+                                 "call_packed": call_packed, "call_py_func": call_py_func,
+                                 "nn.relu6": relu6}
 
 
 class OpNamespace:

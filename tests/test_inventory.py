@@ -28,12 +28,10 @@ def _lines(text: str) -> list[str]:
 
 # Relax operators TVM registers (relax.txt, `relax.*`) that ir/relax_ops*.py lacks
 MISSING_RELAX_OPS = _lines("""
-relax.call_py_func
 """)
 
 # `R.*` script names (relax.txt) the Relax parser does not accept
 MISSING_R_NAMES = _lines("""
-R.call_py_func
 """)
 
 # `T.*` names of TVM's TensorIR script namespace (tir.txt) the TensorIR parser does not accept
@@ -117,7 +115,6 @@ NOT_SCRIPT_NAMES = {name for _, names in NOT_SCRIPT.values() for name in names}
 
 # methods of TVM's Schedule (schedule.txt) that tvms' Schedule lacks
 MISSING_SCHEDULE_METHODS = _lines("""
-tensorize
 """)
 
 

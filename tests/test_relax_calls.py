@@ -23,7 +23,7 @@ from tvms.runtime.numpy_ops_misc import RelaxAssertionError
 from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
-GOLDENS = [FIXTURES / "struct_info" / f"{name}_inferred_by_tvm.tvms" for name in ("calls", "lowered", "call_forms", "nested_impure", "dist")]
+GOLDENS = [FIXTURES / "struct_info" / f"{name}_inferred_by_tvm.tvms" for name in ("calls", "lowered", "call_forms", "nested_impure", "dist", "call_py_func")]
 
 
 @pytest.mark.parametrize("path", GOLDENS, ids=lambda p: p.stem)

@@ -16,3 +16,10 @@ from .space_generator import SpaceGenerator  # noqa: F401
 from . import postproc, schedule_rule  # noqa: F401,E402
 from .postproc import Postproc  # noqa: F401,E402
 from .schedule_rule import ScheduleRule  # noqa: F401,E402
+from .feature_extractor import FeatureExtractor  # noqa: F401
+from .mutator import Mutator  # noqa: F401
+from . import relax_integration, task_scheduler, tir_integration  # noqa: F401,E402
+from .relax_integration import ExtractedTask  # noqa: F401,E402
+from .task_scheduler import TaskScheduler  # noqa: F401,E402
+from .tir_integration import tune_tir  # noqa: F401,E402
+from .tune import Progress, TuneConfig, tune_tasks  # noqa: F401,E402

@@ -15,7 +15,8 @@ from ..ir.relax import RelaxExpr as Expr
 from ..ir.struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
                                StructInfo, TensorStructInfo, TupleStructInfo)
 from ..script.block_builder import BlockBuilder, const
-from ..script.relax_op_api import call_dps_packed, call_packed, call_tir
+from ..script.relax_op_api import call_dps_packed, call_packed, call_py_func, call_tir
+from ..runtime.py_funcs import register_py_func
 from ..lowering.relax.pipeline import get_pipeline
 from . import analysis, backend, dpl, frontend, op, transform
 from .vm import VirtualMachine, build  # noqa: E402  (the Relax VM; also as relax.vm)
@@ -24,6 +25,6 @@ __all__ = ["BindingBlock", "BlockBuilder", "Call", "Constant", "DataTypeImm", "D
            "DataflowVar", "Expr", "ExternFunc", "FuncStructInfo", "Function", "GlobalVar", "If",
            "MatchCast", "ObjectStructInfo", "PrimStructInfo", "PrimValue", "SeqExpr", "ShapeExpr",
            "ShapeStructInfo", "StringImm", "StructInfo", "TensorStructInfo", "Tuple", "TupleGetItem",
-           "TupleStructInfo", "Var", "VarBinding", "call_dps_packed", "call_packed", "call_tir", "const",
+           "TupleStructInfo", "Var", "VarBinding", "call_dps_packed", "call_packed", "call_py_func", "call_tir", "const",
            "frontend", "get_pipeline", "op", "transform"]
-__all__ += ["analysis", "backend", "dpl", "VirtualMachine", "build", "vm"]
+__all__ += ["analysis", "backend", "dpl", "VirtualMachine", "build", "register_py_func", "vm"]

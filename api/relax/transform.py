@@ -5,6 +5,7 @@ from ..lowering.relax.fuse_ops import FuseOps
 from ..lowering.relax.fuse_tir import FuseTIR
 from ..lowering.relax.fuse_transpose_matmul import FuseTransposeMatmul
 from ..lowering.relax.legalize import LegalizeOps
+from ..lowering.tune.relax_integration import MetaScheduleApplyDatabase, MetaScheduleTuneTIR
 from ..lowering.relax.op_pattern import AnnotateTIROpPattern
 from ..lowering.relax.run_codegen import RunCodegen
 from ..lowering.relax.remove_purity_checking import RemovePurityChecking
@@ -15,3 +16,4 @@ __all__ = ["BindParams", "CanonicalizeBindings", "ConvertToDataflow", "DeadCodeE
            "FoldConstant", "LegalizeOps", "ToNonDataflow"]
 __all__ += ["AnnotateTIROpPattern", "CallTIRRewrite", "FuseOps", "FuseTIR", "FuseTransposeMatmul"]
 __all__ += ["FuseOpsByPattern", "FusionPattern", "PatternCheckContext", "RemovePurityChecking", "RunCodegen"]
+__all__ += ["MetaScheduleApplyDatabase", "MetaScheduleTuneTIR"]

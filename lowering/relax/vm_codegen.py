@@ -488,6 +488,13 @@ class _FunctionCompiler:
         self.code.append(Call(out, "packed", name, tuple(self.inputs(e.args[1], "R.call_builtin_with_ctx"))))
         return Reg(out)
 
+    def call_py_func(self, e: rx.Call, dst: int | None) -> Reg:
+        """R.call_py_func: the runtime's vm.builtin.call_py_func on the name and the arguments'
+        tuple (as TVM lowers it); the function is the one registered from Python under the name."""
+        out = self.reg() if dst is None else dst
+        self.code.append(Call(out, "packed", "vm.builtin.call_py_func", (Imm(e.args[0].value), self.expr(e.args[1]))))
+        return Reg(out)
+
     def call_tir_inplace(self, e: rx.Call, dst: int | None) -> Reg:
         """The kernel writes into the inputs the in-place indices name; the outputs marked -1
         are allocated and passed after the inputs."""
@@ -595,6 +602,7 @@ def _tensor_infos(sinfo: Any, path: tuple) -> list:
 _CALLS = {"relax.call_dps_packed": "call_dps_packed", "relax.call_packed": "call_packed",
           "relax.call_pure_packed": "call_packed", "relax.call_inplace_packed": "call_packed",
           "relax.call_builtin_with_ctx": "call_builtin", "relax.call_tir_inplace": "call_tir_inplace",
+          "relax.call_py_func": "call_py_func",
           "relax.vm.call_tir_dyn": "call_tir_dyn", "relax.make_closure": "make_closure",
           "relax.invoke_closure": "invoke_closure", "relax.invoke_pure_closure": "invoke_closure"}
 

@@ -108,6 +108,7 @@ class IndexMapLambda:
         self.results = node.body.elts if isinstance(node.body, (ast.Tuple, ast.List)) else [node.body]
         self.single = not isinstance(node.body, (ast.Tuple, ast.List))
         self.text = reader.text(node, limit=200)
+        self.source = reader.text(node, limit=len(reader.source.text))  # whole, for a trace's JSON form
         for result in self.results:  # (a result may be a pair: annotate_buffer_access's (begin, end))
             for part in result.elts if isinstance(result, ast.Tuple) and len(result.elts) == 2 else [result]:
                 self._check(part, reader, 0)

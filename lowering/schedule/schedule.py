@@ -21,7 +21,7 @@ from ...ir.visitor import collect
 from ...script.dialect import get_dialect
 from . import (annotation, block_layout, blockize, cache, cache_index, cache_inplace, compute_at, inline, layout,
                loop_kinds, loop_transform, pad_einsum, padding, partition, read_write_at, reduction, reindex_cache,
-               rolling_buffer, rfactor, sampling)
+               rolling_buffer, rfactor, sampling, tensorize)
 from . import epilogue as epilogue_module
 from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
@@ -765,6 +765,24 @@ class Schedule:
             self._record("Blockize", [target], [bool(preserve_unit_iters)], [rv])
             return rv
         return self._run("blockize", action)
+
+    def tensorize(self, block_or_loop: "BlockRV | LoopRV", tensor_intrin: str,
+                  preserve_unit_iters: bool = True) -> None:
+        """Replace the computation of a block (or of the subtree under a loop, blockized first)
+        with the registered tensor intrinsic ``tensor_intrin`` whose description it matches."""
+        def action() -> None:
+            if not isinstance(tensor_intrin, str):
+                raise ScheduleError(f"tensorize: the tensor intrinsic is named by a string, got {tensor_intrin!r}")
+            intrin = tensorize.TensorIntrin.get(tensor_intrin)
+            fname, node, _ = self._block_or_loop(block_or_loop)
+            func = self._prim_func(fname)
+            if isinstance(node, For):
+                func, name = blockize.blockize(func, node)
+            else:
+                name = node.block.name_hint
+            self._update(fname, tensorize.tensorize(func, name, intrin))
+            self._record("Tensorize", [block_or_loop], [tensor_intrin, bool(preserve_unit_iters)], [])
+        return self._run("tensorize", action)
 
     def rfactor(self, loop: LoopRV, factor_axis: int = 0) -> BlockRV:
         def action() -> BlockRV:

@@ -116,6 +116,8 @@ def _kinds() -> dict[str, InstructionKind]:
                                                      Param("preserve_unit_loops", "a0"), Param("index", "a1"))),
         k("RFactor", "rfactor", (Param("loop", "i0"), Param("factor_axis", "a0"))),
         k("Blockize", "blockize", (Param("target", "i0"), Param("preserve_unit_iters", "a0"))),
+        k("Tensorize", "tensorize", (Param("block_or_loop", "i0"), Param("tensor_intrin", "a0"),
+                                     Param("preserve_unit_iters", "a1"))),
         k("TransformLayout", "transform_layout", (Param("block", "i0"), Param("buffer", "a0"), Param("index_map", "i1"),
                                                   Param("pad_value", "i2"), Param("assume_injective_transform", "a1"))),
         k("SampleComputeLocation", "sample_compute_location", (Param("block", "i0"), Param("decision", "d"))),
@@ -126,8 +128,9 @@ def _kinds() -> dict[str, InstructionKind]:
 
 KINDS = _kinds()
 SAMPLING_KINDS = ("SamplePerfectTile", "SamplePartitionedTile", "SampleCategorical", "SampleComputeLocation")
-# TVM's JSON stores these kinds' flags as 0/1
-INT_FLAG_KINDS = ("Fuse", "LoopPartition", "ComputeAt", "ReverseComputeAt", "Blockize")
+# TVM's JSON stores these kinds' flags as 0/1: kind -> the index of its flag among the attributes
+INT_FLAG_KINDS = {"Fuse": 0, "LoopPartition": 0, "ComputeAt": 0, "ReverseComputeAt": 0, "Blockize": 0,
+                  "Tensorize": 1}
 
 
 @dataclass(eq=False)
@@ -294,7 +297,8 @@ class Trace:
                     rvs[name] = rv
                     outs.append(rv)
                 if kind in INT_FLAG_KINDS:
-                    attrs = [bool(attrs[0])] + list(attrs[1:])
+                    flag = INT_FLAG_KINDS[kind]
+                    attrs = [*attrs[:flag], bool(attrs[flag]), *attrs[flag + 1:]]
                 if kind == "TransformLayout":
                     attrs = [tuple(attrs[0])] + list(attrs[1:])
                 trace.append(Instruction(kind, ins, list(attrs), outs), decisions.get(index))
@@ -377,6 +381,10 @@ def _json_input(value: Any, names: dict) -> Any:
         return [_json_input(v, names) for v in value]
     if isinstance(value, IndexMap):
         return str(value)  # tvms keeps the lambda text where TVM saves its IndexMap object
+    from .replay import IndexMapLambda
+
+    if isinstance(value, IndexMapLambda):  # (a trace read from JSON holds its lambda as read)
+        return value.source
     return value
 
 

@@ -1,0 +1,145 @@
+"""``tvms tune``: auto-tune a module's TensorIR and write it with the best schedules applied.
+
+``tvms tune model.tvms --target "llvm -num-cores=2" --trials 256 --work-dir tune/ -o tuned.tvms``.
+A Relax module is first lowered by the ``zero`` pipeline; its PrimFuncs are the tasks (equal ones
+once, weighted by their calls). The database and the logs live in ``--work-dir``; ``--resume``
+continues a run whose database is there (its trials count toward ``--trials``).
+``--space FILE.py`` is a schedule written in the trace language (what ``print(sch.trace)`` shows,
+with ``sch.sample_*`` calls left without ``decision=``): it is interpreted for every sample by the
+trace interpreter, never executed as Python. Exit codes: 0 done, 1 tuning failed (a space that does
+not apply, no candidate that built and ran), 2 a usage or input error, 130 interrupted (the database
+holds every trial measured so far; ``--resume`` continues it).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .cli import EXIT_ERROR, EXIT_FAILED, InputError, _error, emit_text, module_command, read_source
+from .ir import TVMSError
+
+
+def _has_database(work_dir: str) -> bool:
+    return any(os.path.exists(os.path.join(work_dir, f))
+               for f in ("database_workload.json", "database_tuning_record.json"))
+
+
+def trace_space(text: str, name: str):
+    """A schedule function that interprets the trace ``text`` on a schedule (each sampling call
+    without a decision draws afresh)."""
+    from .lowering.schedule.replay import apply_trace_text
+
+    def apply(sch):
+        apply_trace_text(text, sch, name)
+        return sch
+
+    return apply
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from .ir import IRModule
+    from .ir.function import PrimFunc
+    from .ir.target import as_target
+    from .lowering.build import has_relax_operators
+    from .lowering.relax.pipeline import get_pipeline
+    from .lowering.schedule import Schedule, ScheduleError
+    from .lowering.tune.progress import Progress, write_curve
+    from .lowering.tune.relax_integration import MetaScheduleApplyDatabase, tune_relax
+    from .lowering.tune.tune import normalize_mod, tune_tir
+    from .script import from_source
+
+    if args.trials < 1 or args.trials_per_iter < 1:
+        _error("tune: --trials and --trials-per-iter are positive numbers")
+        return EXIT_ERROR
+    if _has_database(args.work_dir) and not args.resume:
+        _error(f"tune: {args.work_dir} already holds a tuning database; pass --resume to continue it, "
+               "or give another --work-dir")
+        return EXIT_ERROR
+    try:
+        target = as_target(args.target)
+        name, text = read_source(args.input)
+        space_name, space_text = read_source(args.space) if args.space != "default" else ("", "")
+    except (InputError, TVMSError) as err:
+        _error(f"tune: {err}")
+        return EXIT_ERROR
+    try:
+        mod = from_source(text, name)
+    except TVMSError as err:  # renders itself: file:line:col, the line, a caret
+        print(str(err), file=sys.stderr)
+        return EXIT_ERROR
+    if isinstance(mod, PrimFunc):
+        mod = IRModule({"main": mod})
+    if not isinstance(mod, IRModule):
+        _error(f"tune: {name} holds no module to tune")
+        return EXIT_ERROR
+    dialect = args.dialect or mod.source_dialect
+    relax = has_relax_operators(mod) or any(not isinstance(mod[n], PrimFunc) for n in mod)
+    space = trace_space(space_text, space_name) if space_text else "post-order-apply"
+    try:
+        if relax:
+            mod = get_pipeline("zero")(mod)
+        if space_text:  # a space file that does not fit the module fails here, once, with its position
+            for fname in mod:
+                if isinstance(mod[fname], PrimFunc):
+                    space(Schedule(normalize_mod(mod[fname])))
+    except TVMSError as err:  # a primitive that fails on this module (1), or not a trace (2)
+        print(str(err), file=sys.stderr)
+        return EXIT_FAILED if isinstance(err, ScheduleError) else EXIT_ERROR
+    progress = Progress(display=args.progress, work_dir=args.work_dir)
+    options = dict(num_trials_per_iter=args.trials_per_iter, space=space, strategy=args.strategy,
+                   cost_model=args.cost_model, seed=args.seed, progress=progress)
+    try:
+        if relax:
+            database = tune_relax(mod, None, target, args.work_dir, args.trials, **options)
+        else:
+            database = tune_tir(mod, target, args.work_dir, args.trials, **options)
+        with database, target:
+            tuned = MetaScheduleApplyDatabase()(mod)
+        if args.plot:
+            write_curve(args.plot, progress.curve)
+    except TVMSError as err:
+        _error(f"tune: {err}")
+        return EXIT_FAILED
+    untuned = [n for n in mod if isinstance(mod[n], PrimFunc) and tuned[n] is mod[n]]
+    if untuned:
+        print(f"tvms: warning: no successful trial for {', '.join(untuned)}; left as it was", file=sys.stderr)
+    return emit_text(tuned.script(dialect=dialect), args.output)
+
+
+def add_tune_parser(subparsers) -> None:
+    from .script.dialect import DIALECTS
+
+    p = module_command(
+        subparsers, "tune",
+        help="auto-tune the TensorIR of a module and apply the best schedules",
+        description=(
+            "Search schedules for each PrimFunc of a module (a Relax module is first lowered with "
+            "the zero pipeline), measuring candidates on this machine; write the module with the "
+            "best schedule of each function applied (to standard output, or atomically to -o FILE), "
+            "ready for 'tvms build'. The database and logs are kept in --work-dir. --space FILE.py "
+            "is a trace-language schedule with sampling calls, interpreted, never executed. Exit "
+            "codes: 0 done, 1 tuning failed, 2 usage or input error, 130 interrupted (the database "
+            "keeps the trials so far; continue with --resume)."),
+        what="tune",
+    )
+    p.add_argument("--target", default="llvm", help='the target, e.g. "llvm -num-cores=2" (default: llvm)')
+    p.add_argument("--trials", type=int, default=64, metavar="N", help="the trial budget of the run (default 64)")
+    p.add_argument("--trials-per-iter", type=int, default=64, metavar="N",
+                   help="candidates measured per round (default 64)")
+    p.add_argument("--work-dir", required=True, metavar="DIR", help="where the database and logs are kept")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the database in --work-dir (its trials count toward --trials)")
+    p.add_argument("--space", default="default", metavar="default|FILE.py",
+                   help="the search space: the built-in one (default), or a trace-language schedule")
+    p.add_argument("--strategy", default="evolutionary", choices=["evolutionary", "replay-trace", "replay-func"],
+                   help="the search strategy (default: evolutionary)")
+    p.add_argument("--cost-model", default="xgb", choices=["xgb", "random"],
+                   help="the cost model that ranks candidates before they are measured (default: xgb)")
+    p.add_argument("--seed", type=int, default=None, help="random seed of the search")
+    p.add_argument("--plot", metavar="CURVE.svg|.png", help="write the tuning curve (best GFLOPS by trial)")
+    p.add_argument("--progress", default="auto", choices=["auto", "rich", "tqdm", "line", "plain", "none"],
+                   help="the live display on standard error (default: auto)")
+    p.add_argument("--dialect", choices=sorted(DIALECTS),
+                   help="dialect of the output (default: the dialect of the input)")
+    p.set_defaults(func=cmd_tune)

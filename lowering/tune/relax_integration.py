@@ -1,0 +1,204 @@
+"""Tuning a Relax program: its tasks are the PrimFuncs it calls with ``R.call_tir`` (TVM's
+``extract_tasks`` / ``tune_relax``), and two Relax passes as seed 000 uses them:
+
+    with target, tempfile.TemporaryDirectory() as tmp_dir:
+        mod = tvms.transform.Sequential([
+            relax.get_pipeline("zero"),
+            relax.transform.MetaScheduleTuneTIR(work_dir=tmp_dir, max_trials_global=trials),
+            relax.transform.MetaScheduleApplyDatabase(work_dir=tmp_dir),
+        ])(mod)
+
+``MetaScheduleApplyDatabase`` replaces each PrimFunc the database has a record of with its best
+schedule, marked ``tir.is_scheduled`` so that the default schedules leave it alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...ir import relax as rx
+from ...ir.errors import TVMSError
+from ...ir.function import PrimFunc
+from ...ir.module import GlobalVar, IRModule
+from ...ir.structural import structural_equal, structural_hash
+from ...ir.target import Target, as_target
+from ...ir.visitor import collect
+from ..dlight.base import is_scheduled, mark_scheduled
+from ..pass_registry import register_pass
+from ..transform import module_pass
+from .progress import close_loggers, task_loggers
+from .tune import make_part, make_space, normalize_mod, tune_tasks
+from .tune_context import TuneContext
+
+
+@dataclass
+class ExtractedTask:
+    """A PrimFunc to tune: ``task_name`` (its first name), ``mod`` (it, as ``main``), the
+    ``target``, ``dispatched`` (the modules it stands for) and ``weight`` (how many
+    ``R.call_tir`` call it)."""
+
+    task_name: str
+    mod: IRModule
+    target: Target
+    dispatched: list
+    weight: int
+
+
+def _distinct(named: list, target: Target) -> list[ExtractedTask]:
+    """One task per structurally distinct module of ``(name, module)`` pairs, named after its
+    first occurrence and weighted by its number of occurrences."""
+    buckets: dict[int, list[ExtractedTask]] = {}
+    tasks: list[ExtractedTask] = []
+    for name, task_mod in named:
+        bucket = buckets.setdefault(structural_hash(task_mod), [])
+        same = next((t for t in bucket if structural_equal(t.mod, task_mod)), None)
+        if same is not None:
+            same.weight += 1
+        else:
+            bucket.append(ExtractedTask(name, task_mod, target, [task_mod], 1))
+            tasks.append(bucket[-1])
+    return tasks
+
+
+def extract_tasks(mod: "IRModule | rx.Function", target: Any, params: dict | None = None,
+                  module_equality: str = "structural") -> list[ExtractedTask]:
+    """One task per distinct PrimFunc called by ``R.call_tir`` from the module's Relax functions;
+    equal PrimFuncs (structurally) are one task whose weight counts all their calls."""
+    if isinstance(mod, rx.Function):
+        mod = IRModule({"main": mod})
+    if module_equality != "structural":
+        raise TVMSError(f"module_equality {module_equality!r}: tvms compares modules structurally only")
+    if params:
+        from ..relax.passes import BindParams
+
+        mod = BindParams("main", params)(mod)
+    named = []
+    for func in mod.functions.values():
+        if isinstance(func, rx.Function):
+            for call in collect(func, rx.Call):
+                if getattr(call.op, "name", None) == "relax.call_tir" and isinstance(call.args[0], GlobalVar) \
+                        and isinstance(mod[call.args[0]], PrimFunc):
+                    named.append((call.args[0].name_hint, normalize_mod(mod[call.args[0]])))
+    return _distinct(named, as_target(target))
+
+
+def _tune_extracted(tasks: list, work_dir: str, max_trials_global: int, max_trials_per_task: int | None,
+                    space: Any = "post-order-apply", strategy: Any = "evolutionary", seed: int | None = None,
+                    **options: Any) -> Any:
+    seeds = TuneContext(rand_state=-1 if seed is None else seed).rng
+    loggers = task_loggers(work_dir, [t.task_name for t in tasks])
+    try:
+        contexts = [TuneContext(t.dispatched[0], t.target, make_space(space), make_part("strategy", strategy), t.task_name,
+                                seeds.randrange(1 << 31), "physical", logger).clone()
+                    for t, logger in zip(tasks, loggers)]
+        return tune_tasks(tasks=contexts, task_weights=[t.weight for t in tasks], work_dir=work_dir,
+                          max_trials_global=max_trials_global, max_trials_per_task=max_trials_per_task,
+                          **options)
+    finally:
+        close_loggers(loggers)
+
+
+def tune_relax(mod: "IRModule | rx.Function", params: dict | None, target: Any, work_dir: str,
+               max_trials_global: int, max_trials_per_task: int | None = None,
+               op_names: list | None = None, *, num_trials_per_iter: int = 64, builder: Any = "local",
+               runner: Any = "local", database: Any = "json", cost_model: Any = "xgb",
+               measure_callbacks: Any = "default", task_scheduler: Any = "gradient",
+               space: Any = "post-order-apply", strategy: Any = "evolutionary", seed: int | None = None,
+               module_equality: str = "structural", progress: Any = "auto") -> Any:
+    """Tune the tasks of a Relax program, weighted by their calls; returns the database.
+    ``op_names``: tune only the tasks whose name contains one of them. Functions already
+    scheduled are left out."""
+    tasks = [t for t in extract_tasks(mod, target, params, module_equality)
+             if not is_scheduled(t.dispatched[0]["main"])
+             and (not op_names or any(name in t.task_name for name in op_names))]
+    if not tasks:
+        raise TVMSError("tune_relax: the module calls no unscheduled PrimFunc (legalize it first: "
+                        "relax.get_pipeline('zero') or LegalizeOps)")
+    return _tune_extracted(tasks, work_dir, max_trials_global, max_trials_per_task, space=space,
+                           strategy=strategy, seed=seed, num_trials_per_iter=num_trials_per_iter,
+                           builder=builder, runner=runner, database=database, cost_model=cost_model,
+                           measure_callbacks=measure_callbacks, task_scheduler=task_scheduler,
+                           module_equality=module_equality, progress=progress)
+
+
+def compile_relax(database: Any, mod: IRModule, target: Any, params: dict | None = None) -> Any:
+    """The executable of a Relax program with the database's best schedules: lowered as
+    ``extract_tasks`` saw it (the zero pipeline), the tuned PrimFuncs applied, the others given
+    the default schedules by ``tvms.compile``."""
+    from ..build import compile as compile_module
+    from ..relax.passes import BindParams
+    from ..relax.pipeline import get_pipeline
+
+    target = as_target(target)
+    if params:
+        mod = BindParams("main", params)(mod)
+    with database, target:
+        mod = MetaScheduleApplyDatabase()(get_pipeline("zero")(mod))
+    return compile_module(mod, target)
+
+
+def _current_target(pass_name: str, target: Any) -> Target:
+    target = Target.current() if target is None else as_target(target)
+    if target is None:
+        raise TVMSError(f"{pass_name} needs a target: run it inside `with tvms.target.Target(...)`")
+    return target
+
+
+@module_pass(opt_level=0, name="MetaScheduleTuneTIR")
+class MetaScheduleTuneTIR:
+    """Tune every unscheduled PrimFunc of the module (equal ones once) with up to
+    ``max_trials_global`` trials each, into the database of ``work_dir``; the module is returned
+    unchanged (``MetaScheduleApplyDatabase`` applies the results). The tasks share one builder,
+    runner and task scheduler."""
+
+    def __init__(self, work_dir: str, max_trials_global: int, target: Any = None, **tune_options: Any) -> None:
+        self.work_dir, self.max_trials_global = work_dir, max_trials_global
+        self.target, self.tune_options = target, tune_options
+
+    def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
+        target = _current_target("MetaScheduleTuneTIR", self.target)
+        tasks = _distinct([(name, normalize_mod(mod[name])) for name in mod
+                           if isinstance(mod[name], PrimFunc) and not is_scheduled(mod[name])], target)
+        if tasks:
+            _tune_extracted(tasks, self.work_dir, self.max_trials_global * len(tasks), self.max_trials_global,
+                            **{"task_scheduler": "round-robin", **self.tune_options})
+        return mod
+
+
+@module_pass(opt_level=0, name="MetaScheduleApplyDatabase")
+class MetaScheduleApplyDatabase:
+    """Each PrimFunc with a record in the database (the one entered with ``with database:``, else
+    the JSON database of ``work_dir``) becomes its best schedule, keeping its attributes, marked
+    scheduled."""
+
+    def __init__(self, work_dir: str | None = None, enable_warning: bool = False, target: Any = None) -> None:
+        self.work_dir, self.enable_warning, self.target = work_dir, enable_warning, target
+
+    def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
+        from .database import Database
+
+        database = Database.current()
+        if database is None:
+            if self.work_dir is None:
+                raise TVMSError("MetaScheduleApplyDatabase needs a database: give work_dir, or run it "
+                                "inside `with database:`")
+            database = make_part("database", "json", work_dir=self.work_dir)
+        target = Target.current() if self.target is None else as_target(self.target)
+        out = mod.copy()
+        for name in mod:
+            func = mod[name]
+            if not isinstance(func, PrimFunc):
+                continue
+            sch = database.query_schedule(normalize_mod(func), target, workload_name=name)
+            if sch is None:
+                if self.enable_warning:
+                    import warnings
+
+                    warnings.warn(f"MetaScheduleApplyDatabase: no tuning record for {name}")
+                continue
+            tuned = sch.mod["main"]
+            out[name] = mark_scheduled(tuned.with_changes(attrs=func.attrs))
+        return out
+
+
+register_pass(factory=MetaScheduleApplyDatabase)

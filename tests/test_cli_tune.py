@@ -1,0 +1,47 @@
+"""``tvms tune`` and ``tvms opt --database``: the exit-code contract and the space file, which is
+interpreted by the trace interpreter, never executed."""
+from __future__ import annotations
+
+from tune_standins import MATMUL
+
+from tvms.cli import main
+
+
+def module_text(n: int) -> str:
+    body = "".join("    " + line + "\n" if line else "\n" for line in MATMUL.replace("N", str(n)).splitlines())
+    return "@I.ir_module\nclass Module:" + body
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_usage_errors_exit_2(tmp_path, capsys) -> None:
+    model = write(tmp_path, "mm.tvms", MATMUL.replace("N", "16"))
+    work = tmp_path / "tune"
+    work.mkdir()
+    (work / "database_tuning_record.json").write_text("")
+    assert main(["tune", model, "--work-dir", str(work)]) == 2  # a database there, no --resume
+    assert "--resume" in capsys.readouterr().err
+    assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--trials", "0"]) == 2
+    assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--target", "nonsense"]) == 2
+    assert main(["tune", str(tmp_path / "missing.tvms"), "--work-dir", str(tmp_path / "w")]) == 2
+    capsys.readouterr()
+    module = write(tmp_path, "m.tvms", module_text(16))
+    assert main(["opt", "--database", str(tmp_path / "none"), "-p", "MetaScheduleApplyDatabase", module]) == 2
+    assert "no tuning database" in capsys.readouterr().err
+
+
+def test_a_space_file_is_interpreted_not_run(tmp_path, capsys) -> None:
+    model = write(tmp_path, "mm.tvms", MATMUL.replace("N", "16"))
+    marker = tmp_path / "ran"
+    evil = write(tmp_path, "space.py", f"import os\nos.system('touch {marker}')\n")
+    assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--space", evil]) == 2
+    assert not marker.exists()
+    err = capsys.readouterr().err
+    assert "space.py:1:1: error:" in err and "^" in err
+    wrong_block = write(tmp_path, "space2.py", 'b0 = sch.get_block(name="D", func_name="main")\n')
+    assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--space", wrong_block]) == 1
+    assert "space2.py:1:6" in capsys.readouterr().err

@@ -1,0 +1,91 @@
+"""Mutators change one sampling decision of a trace into another the sampler could have made:
+every mutated trace replays on the task's module and still computes relu((2 * A) @ B)."""
+from __future__ import annotations
+
+import random
+from math import prod
+
+import pytest
+
+from tune_search_space import computes_matmul_relu, design_space, matmul_relu, replay
+
+from tvms.ir.errors import TVMSError
+from tvms.lowering.schedule.trace import Trace
+from tvms.lowering.tune.mutate_compute_location import MutateComputeLocation
+from tvms.lowering.tune.mutate_parallel import MutateParallel, fused_loops
+from tvms.lowering.tune.mutate_tile_size import MutateTileSize, move_factor
+from tvms.lowering.tune.mutate_unroll import MutateUnroll
+from tvms.lowering.tune.mutator import Mutator, as_mutator
+from tvms.lowering.tune.tune_context import TuneContext
+
+
+def decisions(trace, kind):
+    return [trace.decisions[i] for i in trace.insts if i.kind == kind]
+
+
+def annotated_parallel(trace):
+    return [i.inputs[1] for i in trace.insts if i.kind == "Annotate" and i.attrs[0] == "meta_schedule.parallel"]
+
+
+def test_mutated_traces_change_one_decision_replay_and_compute() -> None:
+    """The four mutators in turn on one trace of the space, each on the previous one's result."""
+    ctx = TuneContext(matmul_relu(), "llvm -num-cores=2", rand_state=3)
+    rng = random.Random(7)
+    changed = {  # what each mutator changes, read off a trace
+        MutateTileSize: lambda t: decisions(t, "SamplePerfectTile"),
+        MutateComputeLocation: lambda t: decisions(t, "SampleComputeLocation"),
+        MutateUnroll: lambda t: decisions(t, "SampleCategorical"),
+        MutateParallel: annotated_parallel,
+    }
+    mutators = [cls() for cls in changed]
+    for mutator in mutators:
+        mutator._initialize_with_tune_context(ctx)
+    trace, modules, mutated_by = design_space(seed=5).trace, set(), set()
+    for step in range(16):
+        mutator = mutators[step % 4]
+        mutated = mutator.apply(trace, rng)
+        if mutated is None:  # e.g. a picked tiling [1, 16] with nowhere to move a factor
+            continue
+        read = changed[type(mutator)]
+        assert read(mutated) != read(trace)
+        sch = replay(mutated, seed=step)  # replays with the mutated decisions, none drawn again
+        assert {(i.kind, str(d)) for i, d in sch.trace.decisions.items()} == \
+            {(i.kind, str(d)) for i, d in mutated.decisions.items()}
+        for inst in mutated.insts:
+            if inst.kind == "SamplePerfectTile":
+                tiles = mutated.decisions[inst]
+                assert prod(tiles) == 64 and tiles[-1] <= inst.attrs[1]
+        modules.add(sch.mod.script())
+        mutated_by.add(type(mutator))
+        trace = mutated
+    assert mutated_by == set(changed) and len(modules) > 8
+    assert computes_matmul_relu(sch.mod)
+
+
+def test_mutators_return_none_when_the_trace_has_nothing_to_mutate() -> None:
+    ctx = TuneContext(matmul_relu(), "llvm -num-cores=2", rand_state=0)
+    bare = Trace()
+    for mutator in Mutator.create("llvm"):
+        mutator._initialize_with_tune_context(ctx)
+        assert mutator.apply(bare, random.Random(0)) is None
+
+
+def test_move_factor_keeps_the_product_and_the_innermost_limit() -> None:
+    rng = random.Random(1)
+    for _ in range(200):
+        tiles = move_factor([4, 4, 4], 8, rng)
+        assert prod(tiles) == 64 and tiles[-1] <= 8 and tiles != [4, 4, 4]
+    assert move_factor([16, 1], 1, rng) is None  # nothing fits into the innermost
+    # TVM's plan rule: the loops whose product stays within the limit, and one more
+    assert fused_loops([[4, 64, 4096]], 64) == (2,)
+    assert fused_loops([[4, 64, 4096]], 100) == (3,)
+    assert fused_loops([[4, 64]], 4096) == (2,)
+
+
+def test_default_llvm_mutators_are_tvms() -> None:
+    probs = {type(m).__name__: p for m, p in Mutator.create("llvm").items()}
+    assert probs == {"MutateTileSize": 0.9, "MutateComputeLocation": 0.05, "MutateUnroll": 0.03,
+                     "MutateParallel": 0.02}
+    assert isinstance(as_mutator("MutateUnroll"), MutateUnroll)
+    with pytest.raises(TVMSError, match="unknown mutator 'MutateThreadBinding'"):
+        as_mutator("MutateThreadBinding")
