@@ -46,10 +46,13 @@ class Analyzer:
     """Simplifies integer index expressions, knowing the ranges of some variables; ``mode`` is
     one of ``SCHEDULE``, ``CANONICAL``, ``DIMENSION``, ``AFFINE`` (see the module's docstring)."""
 
-    def __init__(self, mode: str = SCHEDULE) -> None:
+    def __init__(self, mode: str = SCHEDULE, iter_map_order: bool = False) -> None:
         if mode not in _MODES:
             raise ValueError(f"unknown analyzer mode {mode!r}")
         self.mode = mode
+        # the order of TVM's IterMapSimplify (split's and fuse's bindings): larger scale first,
+        # terms of one scale as written (``fused % 112 + w_2``), where TVM's order puts mods last
+        self.iter_map_order = iter_map_order
         self._ranges: dict[int, tuple[int, int]] = {}
 
     def bind(self, var: Var, min_value: int, extent: int) -> None:
@@ -303,7 +306,11 @@ class Analyzer:
                         break
                 if changed:
                     break
-        return Sum(tuple(tvm_order(terms) if self.mode in (SCHEDULE, CANONICAL) else terms), s.base)
+        if self.iter_map_order:
+            terms = sorted(terms, key=lambda t: -t.scale)
+        elif self.mode in (SCHEDULE, CANONICAL):
+            terms = tvm_order(terms)
+        return Sum(tuple(terms), s.base)
 
     def tidy(self, t: SplitTerm) -> Optional[SplitTerm]:
         """``t`` without a modulo its atom's range makes useless; None when ``t`` is always 0."""

@@ -132,7 +132,7 @@ def split(func: PrimFunc, loop: For, factors: list, preserve_unit_iters: bool,
         guard = LT(value, extent)
     elif isinstance(extent, int) and prod(sizes) != extent and not disable_predication:
         guard = LT(value, const(extent, dtype))
-    body = _Rebind({old: value}, Analyzer(), guard).visit(loop.body)
+    body = _Rebind({old: value}, Analyzer(iter_map_order=True), guard).visit(loop.body)
     return replace_stmts(func, {id(loop): nest(new_vars, sizes, body)}), new_vars
 
 
@@ -156,7 +156,7 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
         if i > 0:
             value = FloorMod(value, const(extent, dtype))
         mapping[loop.loop_var] = value
-    analyzer = Analyzer()
+    analyzer = Analyzer(iter_map_order=True)
     analyzer.bind(fused, 0, total)
     body = _Rebind(mapping, analyzer).visit(loops[-1].body)
     new_loop = For(fused, const(0, dtype), const(total, dtype), SERIAL, body)

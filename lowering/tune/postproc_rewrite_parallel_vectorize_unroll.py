@@ -62,11 +62,12 @@ def _max_fusible(realize: BlockRealize, loops: list[For]) -> int:
     analyzer = Analyzer()
     best = None
     for access in realize.block.reads + realize.block.writes:
+        indices = [analyzer.simplify(substitute(rng.min, binding)) for rng in access.region]
         strides = []
         for loop in loops:
             stride, buffer_stride = 0, 1
-            for rng, dim in zip(reversed(access.region), reversed(access.buffer.shape)):
-                coef = _stride(analyzer.simplify(substitute(rng.min, binding)), loop.loop_var)
+            for index, dim in zip(reversed(indices), reversed(access.buffer.shape)):
+                coef = _stride(index, loop.loop_var)
                 if coef:
                     stride = coef * buffer_stride
                     break
