@@ -15,7 +15,6 @@ Each round (``generate_measure_candidates``):
 from __future__ import annotations
 
 import heapq
-import json
 import random
 from typing import Any
 
@@ -28,6 +27,7 @@ from ..schedule.schedule import Schedule
 from ..schedule.trace import Trace
 from .measure import MeasureCandidate, args_info_of, main_func
 from .mutator import Mutator, as_mutator
+from .search_strategy import SearchStrategy, decisions_key
 
 
 class ModuleSet:
@@ -53,17 +53,12 @@ class ModuleSet:
         return other
 
 
-def trace_key(trace: Trace) -> str:
-    """A trace's instructions and decisions, without post-processing, as text."""
-    return json.dumps(trace.as_json(remove_postproc=True))
-
-
 def apply_postproc(postproc: Any, sch: Schedule) -> bool:
     """A ``Postproc`` (its ``apply``) or a plain callable, on ``sch``."""
     return bool(postproc.apply(sch) if hasattr(postproc, "apply") else postproc(sch))
 
 
-class EvolutionarySearch:
+class EvolutionarySearch(SearchStrategy):
     """``EvolutionarySearch(population_size=512, init_measured_ratio=0.2, init_min_unmeasured=50,
     max_fail_count=5, genetic_num_iters=4, genetic_mutate_prob=0.85, genetic_max_fail_count=10,
     eps_greedy=0.05)`` as TVM's."""
@@ -185,7 +180,7 @@ class EvolutionarySearch:
     def evolve_with_cost_model(self, population: list[Schedule], num: int, cost_model: Any,
                                measured: ModuleSet, recorded: frozenset = frozenset()) -> list[Schedule]:
         """The ``num`` best-scored candidates seen over the generations, best first, leaving out
-        the modules in ``measured`` and the traces in ``recorded`` (``trace_key``s)."""
+        the modules in ``measured`` and the traces in ``recorded`` (``decisions_key``s)."""
         seen = measured.copy()
         best: list = []  # a min-heap of (score, tiebreak, schedule): the worst kept on top
         mutators = list(self.mutator_probs)
@@ -197,7 +192,7 @@ class EvolutionarySearch:
             scores = np.maximum(0.0, np.asarray(cost_model.predict(self.context, self.candidates(population)),
                                                 dtype="float64"))
             for sch, score in zip(population, scores):
-                if seen.add(sch.mod) and trace_key(sch.trace) not in recorded:
+                if seen.add(sch.mod) and decisions_key(sch.trace) not in recorded:
                     item = (float(score), self.rng.random(), sch)
                     if len(best) < num:
                         heapq.heappush(best, item)
@@ -267,12 +262,13 @@ class _State:
         # modules measured in this run, and traces the database holds (from earlier runs: resumed
         # tuning measures none of them again)
         self.measured = ModuleSet()
-        self.recorded = {trace_key(r.trace) for r in database.get_all_tuning_records() if r.workload == self.workload}
+        self.recorded = {decisions_key(r.trace) for r in database.get_all_tuning_records()
+                         if r.workload == self.workload}
         self.replayed: dict[str, Schedule | None] = {}
 
     def replay_record(self, record: Any) -> Schedule | None:
         """A measured record's trace replayed (once per run: the best records start every round)."""
-        key = trace_key(record.trace)
+        key = decisions_key(record.trace)
         if key not in self.replayed:
             self.replayed[key] = sch = self.search.replay(record.trace)
             if sch is not None:
@@ -292,7 +288,7 @@ class _State:
             return None  # the spaces give too few valid samples to search
         bests = search.evolve_with_cost_model(measured + unmeasured, num, self.cost_model, self.measured,
                                               self.recorded)
-        fresh = [sch for sch in unmeasured if trace_key(sch.trace) not in self.recorded]
+        fresh = [sch for sch in unmeasured if decisions_key(sch.trace) not in self.recorded]
         picks = search.pick_with_eps_greedy(fresh, bests, num, self.measured)
         if not picks:
             self.num_empty_iters += 1
