@@ -30,6 +30,9 @@ from .mutator import Mutator, as_mutator
 from .search_strategy import SearchStrategy, decisions_key
 
 
+REPLAY_CACHE_SIZE = 8192
+
+
 class ModuleSet:
     """Modules told apart by structural hash, then structural equality."""
 
@@ -104,6 +107,7 @@ class EvolutionarySearch(SearchStrategy):
             mutator._initialize_with_tune_context(context)
         self.rng = random.Random(context.fork_seed())
         self._state = None
+        self._replayed: dict[str, Schedule | None] = {}  # decisions_key -> replayed and post-processed
 
     def pre_tuning(self, max_trials: int, num_trials_per_iter: int, design_spaces: list,
                    database: Any = None, cost_model: Any = None) -> None:
@@ -119,6 +123,7 @@ class EvolutionarySearch(SearchStrategy):
                             "(RandomModel when none is to be learned)")
         if self._state is not None:
             raise TVMSError("EvolutionarySearch: pre_tuning was called twice without post_tuning")
+        self._replayed = {}
         self._state = _State(self, max_trials, num_trials_per_iter, design_spaces, database, cost_model)
 
     def generate_measure_candidates(self) -> list[MeasureCandidate] | None:
@@ -164,6 +169,17 @@ class EvolutionarySearch(SearchStrategy):
         except TVMSError:
             pass
         return None
+
+    def replay_decided(self, trace: Trace) -> Schedule | None:
+        """``replay`` of a trace that carries all its decisions, once per tuning run: mutations
+        often give a trace met before (a quarter of one round's, on a 64x64 matmul), and the
+        replay and postprocessors are most of a round's cost."""
+        key = decisions_key(trace)
+        if key not in self._replayed:
+            if len(self._replayed) >= REPLAY_CACHE_SIZE:
+                self._replayed.pop(next(iter(self._replayed)))
+            self._replayed[key] = self.replay(trace)
+        return self._replayed[key]
 
     def sample_init_population(self, design_spaces: list[Trace], num: int) -> list[Schedule]:
         """Up to ``num`` fresh samples of the spaces; rounds of ``num`` tries go on while fewer than
@@ -220,7 +236,7 @@ class EvolutionarySearch(SearchStrategy):
                         break
                     continue
                 trace = mutator.apply(population[parent].trace, self.rng)
-                child = None if trace is None else self.replay(trace)
+                child = None if trace is None else self.replay_decided(trace)
                 if child is not None:
                     break
             offspring.append(child if child is not None else population[parent])
@@ -264,16 +280,13 @@ class _State:
         self.measured = ModuleSet()
         self.recorded = {decisions_key(r.trace) for r in database.get_all_tuning_records()
                          if r.workload == self.workload}
-        self.replayed: dict[str, Schedule | None] = {}
 
     def replay_record(self, record: Any) -> Schedule | None:
-        """A measured record's trace replayed (once per run: the best records start every round)."""
-        key = decisions_key(record.trace)
-        if key not in self.replayed:
-            self.replayed[key] = sch = self.search.replay(record.trace)
-            if sch is not None:
-                self.measured.add(sch.mod)
-        return self.replayed[key]
+        """A measured record's trace replayed, its module marked measured."""
+        sch = self.search.replay_decided(record.trace)
+        if sch is not None:
+            self.measured.add(sch.mod)
+        return sch
 
     def generate_measure_candidates(self) -> list[MeasureCandidate] | None:
         search = self.search
