@@ -1,4 +1,5 @@
 """``tvms.meta_schedule.search_strategy`` (TVM's ``ms.search_strategy``)."""
+from ..lowering.tune.evolutionary_search import EvolutionarySearch  # noqa: F401
 from ..lowering.tune.measure import MeasureCandidate  # noqa: F401
 from ..lowering.tune.search_strategy import ReplayFunc, ReplayTrace, SearchStrategy  # noqa: F401
 

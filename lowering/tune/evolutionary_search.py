@@ -15,7 +15,6 @@ Each round (``generate_measure_candidates``):
 from __future__ import annotations
 
 import heapq
-import json
 import random
 from typing import Any
 
@@ -28,6 +27,10 @@ from ..schedule.schedule import Schedule
 from ..schedule.trace import Trace
 from .measure import MeasureCandidate, args_info_of, main_func
 from .mutator import Mutator, as_mutator
+from .search_strategy import SearchStrategy, decisions_key
+
+
+REPLAY_CACHE_SIZE = 8192
 
 
 class ModuleSet:
@@ -53,17 +56,12 @@ class ModuleSet:
         return other
 
 
-def trace_key(trace: Trace) -> str:
-    """A trace's instructions and decisions, without post-processing, as text."""
-    return json.dumps(trace.as_json(remove_postproc=True))
-
-
 def apply_postproc(postproc: Any, sch: Schedule) -> bool:
     """A ``Postproc`` (its ``apply``) or a plain callable, on ``sch``."""
     return bool(postproc.apply(sch) if hasattr(postproc, "apply") else postproc(sch))
 
 
-class EvolutionarySearch:
+class EvolutionarySearch(SearchStrategy):
     """``EvolutionarySearch(population_size=512, init_measured_ratio=0.2, init_min_unmeasured=50,
     max_fail_count=5, genetic_num_iters=4, genetic_mutate_prob=0.85, genetic_max_fail_count=10,
     eps_greedy=0.05)`` as TVM's."""
@@ -109,6 +107,7 @@ class EvolutionarySearch:
             mutator._initialize_with_tune_context(context)
         self.rng = random.Random(context.fork_seed())
         self._state = None
+        self._replayed: dict[str, Schedule | None] = {}  # decisions_key -> replayed and post-processed
 
     def pre_tuning(self, max_trials: int, num_trials_per_iter: int, design_spaces: list,
                    database: Any = None, cost_model: Any = None) -> None:
@@ -124,6 +123,7 @@ class EvolutionarySearch:
                             "(RandomModel when none is to be learned)")
         if self._state is not None:
             raise TVMSError("EvolutionarySearch: pre_tuning was called twice without post_tuning")
+        self._replayed = {}
         self._state = _State(self, max_trials, num_trials_per_iter, design_spaces, database, cost_model)
 
     def generate_measure_candidates(self) -> list[MeasureCandidate] | None:
@@ -170,6 +170,17 @@ class EvolutionarySearch:
             pass
         return None
 
+    def replay_decided(self, trace: Trace) -> Schedule | None:
+        """``replay`` of a trace that carries all its decisions, once per tuning run: mutations
+        often give a trace met before (a quarter of one round's, on a 64x64 matmul), and the
+        replay and postprocessors are most of a round's cost."""
+        key = decisions_key(trace)
+        if key not in self._replayed:
+            if len(self._replayed) >= REPLAY_CACHE_SIZE:
+                self._replayed.pop(next(iter(self._replayed)))
+            self._replayed[key] = self.replay(trace)
+        return self._replayed[key]
+
     def sample_init_population(self, design_spaces: list[Trace], num: int) -> list[Schedule]:
         """Up to ``num`` fresh samples of the spaces; rounds of ``num`` tries go on while fewer than
         ``init_min_unmeasured`` came out, until ``max_fail_count`` rounds gave nothing."""
@@ -185,7 +196,7 @@ class EvolutionarySearch:
     def evolve_with_cost_model(self, population: list[Schedule], num: int, cost_model: Any,
                                measured: ModuleSet, recorded: frozenset = frozenset()) -> list[Schedule]:
         """The ``num`` best-scored candidates seen over the generations, best first, leaving out
-        the modules in ``measured`` and the traces in ``recorded`` (``trace_key``s)."""
+        the modules in ``measured`` and the traces in ``recorded`` (``decisions_key``s)."""
         seen = measured.copy()
         best: list = []  # a min-heap of (score, tiebreak, schedule): the worst kept on top
         mutators = list(self.mutator_probs)
@@ -197,7 +208,7 @@ class EvolutionarySearch:
             scores = np.maximum(0.0, np.asarray(cost_model.predict(self.context, self.candidates(population)),
                                                 dtype="float64"))
             for sch, score in zip(population, scores):
-                if seen.add(sch.mod) and trace_key(sch.trace) not in recorded:
+                if seen.add(sch.mod) and decisions_key(sch.trace) not in recorded:
                     item = (float(score), self.rng.random(), sch)
                     if len(best) < num:
                         heapq.heappush(best, item)
@@ -225,7 +236,7 @@ class EvolutionarySearch:
                         break
                     continue
                 trace = mutator.apply(population[parent].trace, self.rng)
-                child = None if trace is None else self.replay(trace)
+                child = None if trace is None else self.replay_decided(trace)
                 if child is not None:
                     break
             offspring.append(child if child is not None else population[parent])
@@ -267,17 +278,15 @@ class _State:
         # modules measured in this run, and traces the database holds (from earlier runs: resumed
         # tuning measures none of them again)
         self.measured = ModuleSet()
-        self.recorded = {trace_key(r.trace) for r in database.get_all_tuning_records() if r.workload == self.workload}
-        self.replayed: dict[str, Schedule | None] = {}
+        self.recorded = {decisions_key(r.trace) for r in database.get_all_tuning_records()
+                         if r.workload == self.workload}
 
     def replay_record(self, record: Any) -> Schedule | None:
-        """A measured record's trace replayed (once per run: the best records start every round)."""
-        key = trace_key(record.trace)
-        if key not in self.replayed:
-            self.replayed[key] = sch = self.search.replay(record.trace)
-            if sch is not None:
-                self.measured.add(sch.mod)
-        return self.replayed[key]
+        """A measured record's trace replayed, its module marked measured."""
+        sch = self.search.replay_decided(record.trace)
+        if sch is not None:
+            self.measured.add(sch.mod)
+        return sch
 
     def generate_measure_candidates(self) -> list[MeasureCandidate] | None:
         search = self.search
@@ -292,7 +301,7 @@ class _State:
             return None  # the spaces give too few valid samples to search
         bests = search.evolve_with_cost_model(measured + unmeasured, num, self.cost_model, self.measured,
                                               self.recorded)
-        fresh = [sch for sch in unmeasured if trace_key(sch.trace) not in self.recorded]
+        fresh = [sch for sch in unmeasured if decisions_key(sch.trace) not in self.recorded]
         picks = search.pick_with_eps_greedy(fresh, bests, num, self.measured)
         if not picks:
             self.num_empty_iters += 1

@@ -102,7 +102,8 @@ class MutateParallel(Mutator):
         if not plans:
             return None
         limit = plans[sorted(plans)[rng.randrange(len(plans))]]
-        changed = Instruction("Annotate", [annotation.inputs[0], limit], list(annotation.attrs), list(annotation.outputs))
+        changed = Instruction("Annotate", [annotation.inputs[0], limit], list(annotation.attrs),
+                              list(annotation.outputs))
         insts = [changed if inst is annotation else inst for inst in trace._kept(remove_postproc=True)]
         decisions = {inst: d for inst, d in trace.decisions.items() if inst in insts}
         return Trace(insts, decisions, trace.dialect)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...ir.errors import TVMSError
 from ...ir.structural import structural_hash
+from .cost_model import CostModel
 from .database import FAILED_RUN_SECS
 from .feature_extractor import FeatureExtractor
 
@@ -215,7 +216,7 @@ def xgboost_available() -> bool:
 
 
 # ---------------------------------------------------------------------------- the model
-class XGBModel:
+class XGBModel(CostModel):
     """``XGBModel(extractor="per-store-feature", config=XGBConfig(), num_warmup_samples=100,
     early_stopping_rounds=50, verbose_eval=25, average_peak_n=32, adaptive_training=True,
     num_tuning_cores=None, tree_method=None, backend="auto")`` as TVM's; ``backend`` is
