@@ -198,7 +198,10 @@ def test_sample_compute_location_is_seeded_and_every_choice_computes_the_same() 
         np.testing.assert_allclose(c, a * 2 + 1)
     assert len(seen) > 1
     sch = Schedule(chain())  # a decision that is not a place falls back to the one before it, as TVM's
-    sch.sample_compute_location(sch.get_block("B"), decision=5)
+    places = sch.compute_location_places(sch.get_block("B"))
+    for given in range(-3, 6):  # (a given decision checks only the places it needs: same answer)
+        sch.sample_compute_location(sch.get_block("B"), decision=given)
+        assert sch.trace.decisions[sch.trace.insts[-1]] == max((p for p in places if p <= given), default=-1)
     assert sch.trace.decisions[sch.trace.insts[-1]] == 1
     with pytest.raises(ScheduleError, match="the decision is an integer"):
         sch.sample_compute_location(sch.get_block("B"), decision="j")

@@ -9,7 +9,9 @@ import pytest
 
 from tune_search_space import computes_matmul_relu, design_space, matmul_relu, replay
 
+import tvms
 from tvms.ir.errors import TVMSError
+from tvms.lowering.schedule.schedule import Schedule
 from tvms.lowering.schedule.trace import Trace
 from tvms.lowering.tune.mutate_compute_location import MutateComputeLocation
 from tvms.lowering.tune.mutate_parallel import MutateParallel, fused_loops
@@ -89,3 +91,29 @@ def test_default_llvm_mutators_are_tvms() -> None:
     assert isinstance(as_mutator("MutateUnroll"), MutateUnroll)
     with pytest.raises(TVMSError, match="unknown mutator 'MutateThreadBinding'"):
         as_mutator("MutateThreadBinding")
+
+
+def test_compute_location_moves_to_places_numbered_as_the_sampler_does() -> None:
+    """B's places are inlined, the root, and C's loops i (0) and j (2): the unit loop (1) is none."""
+    mod = tvms.script.from_source('''
+@T.prim_func
+def main(A: T.Buffer((16, 8), "float32"), C: T.Buffer((16, 8), "float32")):
+    B = T.alloc_buffer((16, 8))
+    for i, j in T.grid(16, 8):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, u, j in T.grid(16, 1, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+''')
+    sch = Schedule(mod, seed=0)
+    block = sch.get_block("B")
+    assert list(sch.compute_location_places(block)) == [-2, -1, 0, 2]
+    sch.compute_at(block, sch.sample_compute_location(block, decision=2))
+    mutator = MutateComputeLocation()
+    mutator._initialize_with_tune_context(TuneContext(mod, "llvm -num-cores=2", rand_state=0))
+    rng = random.Random(0)
+    moved = {decisions(mutator.apply(sch.trace, rng), "SampleComputeLocation")[0] for _ in range(40)}
+    assert moved == {-2, -1, 0}

@@ -280,14 +280,7 @@ class Schedule:
         writes (consumers)."""
         def action() -> list[BlockRV]:
             fname, realize, path = self._block(block)
-            siblings = child_blocks(parent_block(path))
-            index = next(i for i, r in enumerate(siblings) if r is realize)
-            mine_in = {id(r.buffer) for r in realize.block.reads}
-            mine_out = {id(w.buffer) for w in realize.block.writes}
-            if kind == "GetProducers":
-                found = [r for r in siblings[:index] if any(id(w.buffer) in mine_in for w in r.block.writes)]
-            else:
-                found = [r for r in siblings[index + 1:] if any(id(x.buffer) in mine_out for x in r.block.reads)]
+            found = (_producers if kind == "GetProducers" else _consumers)(realize, path)
             rvs = self._new_blocks(fname, found)
             self._record(kind, [block], [], rvs)
             return rvs
@@ -893,12 +886,13 @@ class Schedule:
         a place falls back to the nearest place before it (the root when none), as TVM's does."""
         def action() -> LoopRV:
             fname = self._block(block)[0]
-            places = self.compute_location_places(block)
             if decision is None:
+                places = self.compute_location_places(block)
                 chosen = self._rng.choice(list(places))
             elif not isinstance(decision, int) or isinstance(decision, bool):
                 raise ScheduleError(f"sample_compute_location: the decision is an integer, got {decision!r}")
-            else:
+            else:  # (only the places at or before the decision are checked, nearest first)
+                places = self._places(block, decision)
                 chosen = max((p for p in places if p <= decision), default=-1)
             rv = LoopRV()
             self._rvs[rv] = {-2: INLINE, -1: ROOT}.get(chosen) or (fname, places[chosen].loop_var)
@@ -906,29 +900,31 @@ class Schedule:
             return rv
         return self._run("sample_compute_location", action)
 
-    def _compute_locations(self, block: BlockRV) -> tuple[list, bool]:
-        """The loops ``block`` can be computed at and whether it can be inlined (the places of
-        ``compute_location_places`` without their numbers)."""
-        places = self.compute_location_places(block)
-        return [loop for loop in places.values() if loop is not None], -2 in places
-
     def compute_location_places(self, block: BlockRV) -> dict:
         """TVM's CollectComputeLocation: {decision: loop or None} of the places ``block`` can go,
         in order: inlined (-2) when it inlines, the root (-1), and the loops of its first consumer
         down to the consumers' common loop, skipping unit loops, data-parallel loops after a
         reduction loop and trailing reduction loops, where compute_at succeeds."""
+        return self._places(block)
+
+    def _places(self, block: BlockRV, decision: int | None = None) -> dict:
+        """``compute_location_places``; given a decision, only the places a sampler needs to
+        resolve it: those at or before it, down to the first where the block can go."""
         fname, realize, path = self._block(block)
         func = self._prim_func(fname)
         places: dict = {}
-        try:
-            inline.compute_inline(func, realize)
-            places[-2] = None
-        except TVMSError:
-            pass
+        if decision is None or decision == -2:
+            try:
+                inline.compute_inline(func, realize)
+                places[-2] = None
+            except TVMSError:
+                pass
         places[-1] = None
-        probe = self.copy()  # looking up the consumers must not extend this schedule's trace
-        consumers = [tuple(p for p in probe._block(c)[2] if isinstance(p, (Block, For))) + (probe._block(c)[1],)
-                     for c in probe.get_consumers(block)]  # (the blocks and loops: TVM's sref tree)
+        if decision is not None and decision < 0:
+            return places
+        found = {id(c) for c in _consumers(realize, path)}
+        consumers = [tuple(p for p in c_path if isinstance(p, (Block, For))) + (c,)
+                     for c, c_path in walk_with_path(func.body) if id(c) in found]  # (TVM's sref tree)
         if not consumers:
             return places
         shared = consumers[0][:-1]
@@ -942,6 +938,7 @@ class Schedule:
         kinds = [loop_kinds.loop_iter_type(loop) for loop in candidates]
         last_data_par = max((i for i, kind in enumerate(kinds) if kind == DATA_PAR), default=-1)
         seen_reduce = False
+        eligible = []
         for i, (loop, kind) in enumerate(zip(candidates, kinds)):
             if isinstance(loop.extent, IntImm) and loop.extent.value == 1:
                 continue
@@ -951,16 +948,38 @@ class Schedule:
                     break
             elif seen_reduce:
                 break
+            eligible.append((i, loop))
+        if decision is not None:
+            eligible = [(i, loop) for i, loop in reversed(eligible) if i <= decision]
+        for i, loop in eligible:
             try:
                 compute_at.compute_at(func, realize, path, loop, find_loop(func, loop.loop_var)[1], True, False)
             except TVMSError:
                 continue
             places[i] = loop
+            if decision is not None:
+                break
         return places
 
     def enter_postproc(self) -> None:
         """Mark where post-processing starts (``remove_postproc`` cuts the trace here)."""
         self._record("EnterPostproc", [], [], [])
+
+
+def _producers(realize: BlockRealize, path: tuple) -> list[BlockRealize]:
+    """The blocks of ``realize``'s scope before it that write what it reads."""
+    siblings = child_blocks(parent_block(path))
+    index = next(i for i, r in enumerate(siblings) if r is realize)
+    mine = {id(r.buffer) for r in realize.block.reads}
+    return [r for r in siblings[:index] if any(id(w.buffer) in mine for w in r.block.writes)]
+
+
+def _consumers(realize: BlockRealize, path: tuple) -> list[BlockRealize]:
+    """The blocks of ``realize``'s scope after it that read what it writes."""
+    siblings = child_blocks(parent_block(path))
+    index = next(i for i, r in enumerate(siblings) if r is realize)
+    mine = {id(w.buffer) for w in realize.block.writes}
+    return [r for r in siblings[index + 1:] if any(id(x.buffer) in mine for x in r.block.reads)]
 
 
 def _writes_outside(block: Block, scope: Block | None) -> bool:

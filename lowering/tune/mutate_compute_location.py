@@ -1,8 +1,9 @@
 """MutateComputeLocation: move a block that ``sample_compute_location`` placed to another place.
 
 The trace is replayed on the task's module; at each ``sample_compute_location`` the places the
-block can go at that point (inlined, the root, or a loop around its consumers, as the sampler
-counts them) are collected, and one instruction's decision is changed to another of them.
+block can go at that point are collected, numbered as the sampler numbers them (inlined -2, the
+root -1, a loop's position among its first consumer's loops), and one instruction's decision is
+changed to another of them.
 """
 from __future__ import annotations
 
@@ -31,9 +32,7 @@ class MutateComputeLocation(Mutator):
 
         def collect(inst: Any, inputs: list, attrs: list, decision: Any) -> Any:
             if inst.kind == "SampleComputeLocation":
-                loops, inlinable = sch._compute_locations(inputs[0])
-                places = ([-2] if inlinable else []) + [-1] + list(range(len(loops)))
-                others = [p for p in places if p != decision]
+                others = [p for p in sch.compute_location_places(inputs[0]) if p != decision]
                 if others:
                     candidates.append((inst, others))
             return decision
