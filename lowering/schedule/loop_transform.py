@@ -15,7 +15,8 @@ from ...ir.expr import LT, Add, And, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, 
 from ...ir.function import PrimFunc
 from ...ir.arith import is_bijective_affine
 from ...ir.stmt import SERIAL, BlockRealize, For, SeqStmt, Stmt, seq
-from ...ir.visitor import Mutator, walk
+from ...ir.node import Node, walk_fields
+from ...ir.visitor import Mutator
 from .errors import ScheduleError
 from .tree import enclosing_loops, find_loop, parent_block, replace_stmts, walk_with_path
 
@@ -28,7 +29,26 @@ def const_extent(loop: For, primitive: str) -> int:
 
 
 def uses_var(e: Any, var_ids: set) -> bool:
-    return any(isinstance(n, Var) and id(n) in var_ids for n in walk(e))
+    """Whether a variable of ``var_ids`` occurs in ``e`` (iterative, without generators: the
+    schedule asks it of every binding of every block under a loop)."""
+    stack: list = [e]
+    pop, push = stack.pop, stack.append
+    while stack:
+        n = pop()
+        if isinstance(n, Var):
+            if id(n) in var_ids:
+                return True
+        elif isinstance(n, Node):
+            for name, _, _ in walk_fields(type(n)):
+                value = getattr(n, name)
+                if value is not None and not isinstance(value, (str, int, float)):
+                    push(value)
+        elif isinstance(n, (tuple, list)):
+            stack.extend(n)
+        elif isinstance(n, dict):
+            stack.extend(n.keys())
+            stack.extend(n.values())
+    return False
 
 
 class _Rebind(Mutator):

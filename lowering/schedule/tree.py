@@ -10,16 +10,32 @@ from typing import Any, Callable, Iterator
 from ...ir.expr import PrimExpr, Var
 from ...ir.function import PrimFunc
 from ...ir.node import Node
-from ...ir.stmt import Block, BlockRealize, For, SeqStmt, Stmt, seq
+from ...ir.stmt import (AllocBuffer, Allocate, AssertStmt, Block, BlockRealize, BufferStore, DeclBuffer, Evaluate, For,
+                        IfThenElse, LetStmt, SeqStmt, Stmt, While, seq)
 from ...ir.visitor import Mutator, children
 from .errors import ScheduleError
 
 
+# The fields that hold statements, of the statement classes whose other fields hold none (an
+# AttrStmt's value may be any node): walks and rewrites of the statement tree read only these.
+_STMT_FIELDS: dict[type, tuple[str, ...]] = {
+    For: ("body",), While: ("body",), IfThenElse: ("then_case", "else_case"), LetStmt: ("body",),
+    AssertStmt: ("body",), Allocate: ("body",), DeclBuffer: ("body",), AllocBuffer: ("body",),
+    SeqStmt: ("seq",), BlockRealize: ("block",), Block: ("init", "body"), BufferStore: (), Evaluate: (),
+}
+
+
 def stmt_children(s: Stmt) -> list[Stmt]:
     """The statements directly inside ``s`` (a block's init holds no blocks or loops of interest)."""
-    if isinstance(s, Block):
+    cls = type(s)
+    if cls is Block:
         return [s.body]
-    return [c for c in children(s) if isinstance(c, Stmt)]
+    if cls is SeqStmt:
+        return list(s.seq)
+    fields = _STMT_FIELDS.get(cls)
+    if fields is None:
+        return [c for c in children(s) if isinstance(c, Stmt)]
+    return [c for c in (getattr(s, name) for name in fields) if c is not None]
 
 
 def walk_with_path(s: Stmt, path: tuple = ()) -> Iterator[tuple[Stmt, tuple]]:
@@ -103,7 +119,12 @@ class _Replacer(Mutator):
             return new
         if isinstance(node, PrimExpr) or not isinstance(node, Stmt):
             return node
-        result = self.generic_visit(node)
+        fields = _STMT_FIELDS.get(type(node))
+        if fields is None:
+            result = self.generic_visit(node)
+        else:  # (only the fields that hold statements)
+            changes = {name: new for name in fields if (new := self._mutate(old := getattr(node, name))) is not old}
+            result = node.with_changes(**changes) if changes else node
         if isinstance(result, SeqStmt) and result is not node:
             result = seq(result.seq)  # a replacement that is itself a sequence is spliced in
         return result

@@ -11,6 +11,7 @@ from ...ir.expr import DATA_PAR, Add, IntImm, Mul, Var
 from ...ir.function import PrimFunc
 from ...ir.stmt import THREAD_BINDING, BlockRealize, For, SeqStmt
 from ..schedule.errors import ScheduleError
+from ..schedule.tree import enclosing_loops
 from .postproc import Postproc
 from .rule_analysis import const_int, is_spatial, loop_iter_type, site
 from .rule_parallel_vectorize_unroll import PARALLEL, UNROLL_EXPLICIT, UNROLL_IMPLICIT, VECTORIZE
@@ -160,8 +161,8 @@ class RewriteParallelVectorizeUnroll(Postproc):
                 loop_rvs = sch.get_loops(block)
                 if not loop_rvs:
                     continue
-                realize = site(sch, block)[1]
-                plan = _adjust(root_plan, realize, [sch.get(loop) for loop in loop_rvs])
+                _, realize, path = site(sch, block)
+                plan = _adjust(root_plan, realize, enclosing_loops(path))  # (the loops of loop_rvs)
                 try:
                     _rewrite(sch, block, loop_rvs, plan)
                 except ScheduleError:

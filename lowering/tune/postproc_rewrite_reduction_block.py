@@ -27,8 +27,7 @@ def _reduction_blocks(func: PrimFunc) -> list[tuple[str, int]]:
         if any(iv.iter_type == COMM_REDUCE and uses_var(value, threads)
                for iv, value in zip(node.block.iter_vars, node.iter_values)):
             continue
-        kinds = [loop_iter_type(loop) for loop in enclosing_loops(path)]
-        point = next((i for i, kind in enumerate(kinds) if kind != DATA_PAR), -1)
+        point = next((i for i, loop in enumerate(enclosing_loops(path)) if loop_iter_type(loop) != DATA_PAR), -1)
         if point != -1:
             found.append((node.block.name_hint, point))
     return found
