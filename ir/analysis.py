@@ -9,7 +9,7 @@ from .expr import Add, BufferLoad, Call, IntImm, Mul, PrimExpr, Range, Sub, Var,
 from .arith import simplify
 from .stmt import Block, BlockRealize, BufferStore, For, Stmt
 from .node import walk_fields
-from .visitor import Visitor, collect, walk
+from .visitor import Mutator, Visitor, collect, walk
 
 
 def contains_block(stmt: Stmt) -> bool:
@@ -35,15 +35,17 @@ def collect_statements(stmt: Stmt, kind: type | tuple) -> list:
     return found
 
 
+class _Substitute(Mutator):
+    def __init__(self, mapping: dict) -> None:
+        self.mapping = mapping
+
+    def visit_Var(self, v: Var) -> Any:
+        return self.mapping.get(v, v)
+
+
 def substitute(expr: Any, mapping: dict) -> Any:
     """``expr`` with variables replaced as ``mapping`` (Var -> PrimExpr) says."""
-    from .visitor import Mutator
-
-    class _Sub(Mutator):
-        def visit_Var(self, v: Var) -> Any:
-            return mapping.get(v, v)
-
-    return _Sub().visit(expr) if mapping else expr
+    return _Substitute(mapping).visit(expr) if mapping else expr
 
 
 def _bounds(expr: PrimExpr, doms: dict) -> tuple[PrimExpr, PrimExpr] | None:

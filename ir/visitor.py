@@ -100,7 +100,12 @@ class Mutator(Visitor):
         changes = {}
         for name, _, _ in walk_fields(type(node)):
             old = getattr(node, name)
-            new = self._mutate(old)
+            if isinstance(old, Node):
+                new = self.visit(old)
+            elif isinstance(old, (tuple, dict)):
+                new = self._mutate(old)
+            else:  # (a string, number or None: nothing to rebuild)
+                continue
             if new is not old:
                 changes[name] = new
         if not changes:
@@ -111,8 +116,11 @@ class Mutator(Visitor):
         if isinstance(value, Node):
             return self.visit(value)
         if isinstance(value, tuple):
-            new = tuple(self._mutate(v) for v in value)
-            return value if all(a is b for a, b in zip(new, value)) else new
+            new = [self._mutate(v) for v in value]
+            for a, b in zip(new, value):
+                if a is not b:
+                    return tuple(new)
+            return value
         if isinstance(value, dict):
             items = [(self._mutate(k), self._mutate(v)) for k, v in value.items()]
             if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
