@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 from math import prod
 
 from .errors import ScheduleError
 
 
-def perfect_tiles(extent: int, n: int, max_innermost_factor: int) -> list[tuple[int, ...]]:
+@lru_cache(maxsize=256)  # (a search samples the same few loops thousands of times)
+def perfect_tiles(extent: int, n: int, max_innermost_factor: int) -> tuple[tuple[int, ...], ...]:
     """Every ordered ``n``-tuple of positive factors whose product is ``extent``
     (with the innermost at most ``max_innermost_factor`` when that is positive)."""
     def tilings(rest: int, slots: int) -> list[tuple[int, ...]]:
@@ -17,9 +19,7 @@ def perfect_tiles(extent: int, n: int, max_innermost_factor: int) -> list[tuple[
                 for tail in tilings(rest // d, slots - 1)]
 
     found = tilings(extent, n)
-    if max_innermost_factor > 0:
-        found = [t for t in found if t[-1] <= max_innermost_factor]
-    return found
+    return tuple(t for t in found if max_innermost_factor <= 0 or t[-1] <= max_innermost_factor)
 
 
 def sample_perfect_tile(rng: random.Random, extent: int, n: int, max_innermost_factor: int,
