@@ -97,9 +97,9 @@ class TaskScheduler:
     the runner measures them while the next ones build; None: as many as the builder builds at
     once (its ``max_workers``). A chunk as large as a batch builds it all first, as TVM does.
     ``progress``: what watches the loop (``progress.Progress``); None shows nothing.
-    ``measure_default``: a task's first trial is its default schedule (``tvms.dlight``'s rule, as
-    ``tvms.compile`` would schedule it), so the best a tuning finds is never behind the default
-    (TVM starts from its space only).
+    ``measure_default``: in the built-in space (``PostOrderApply``), a task's first trial is its
+    default schedule (``tvms.dlight``'s rule, as ``tvms.compile`` would schedule it), so the best
+    a tuning finds is never behind the default (TVM starts from its space only).
     """
 
     def __init__(self, build_chunk: int | None = None, progress: Any = None, measure_default: bool = True) -> None:
@@ -219,10 +219,12 @@ class TaskScheduler:
         """The task's default schedule as a candidate, when the scheduler measures it and its
         trace, written as a record and read back, replays to it on the task's module (the record
         must reproduce what was timed)."""
+        from .post_order_apply import PostOrderApply
+
         task.baseline_done = True
-        if not self.measure_default:
-            return None
         ctx = task.ctx
+        if not self.measure_default or not isinstance(ctx.space_generator, PostOrderApply):
+            return None  # a space of the user's own is searched alone
         try:
             func = main_func(ctx.mod)
             sch = apply_rules(func, ctx.target, target_kind(ctx.target).default_rules())
