@@ -168,7 +168,7 @@ class TaskScheduler:
                 if not candidates:
                     self.terminate_task(task_id)
                     continue
-                candidates = candidates[:max_trials_global - trials]
+                candidates = candidates[:min(max_trials_global - trials, max_trials_per_task - len(task.latency_ms))]
                 trials += len(candidates)
                 self._send(task_id, candidates)
             for task_id, task in enumerate(self.tasks_):
