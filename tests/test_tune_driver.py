@@ -229,3 +229,17 @@ def test_in_the_built_in_space_the_first_trial_is_the_default_schedule(tmp_path)
     first = db.get_all_tuning_records()[0].as_measure_candidate().sch.mod["main"]
     default = default_schedules(tvms.IRModule({"main": mm}), "llvm -num-cores=1")["main"]
     assert structural_equal(first, default.with_changes(attrs=first.attrs))
+
+
+def test_each_task_keeps_to_its_own_budget(tmp_path) -> None:
+    class Eager(Replay):  # offers more than it was asked for
+        def pre_tuning(self, max_trials, *args):
+            super().pre_tuning(100, *args)
+
+    ctxs = [TuneContext(matmul(n), "llvm", FnSpace(stochastic_schedule_mm), Eager(stochastic_schedule_mm),
+                        task_name=f"mm{n}", rand_state=n) for n in (8, 16)]
+    p = parts()
+    sched = RoundRobin(measure_default=False)
+    tune_tasks(tasks=ctxs, task_weights=[1, 1], work_dir=str(tmp_path), max_trials_global=4, max_trials_per_task=2,
+               num_trials_per_iter=4, task_scheduler=sched, **p)
+    assert [len(t.latency_ms) for t in sched.tasks_] == [2, 2]
