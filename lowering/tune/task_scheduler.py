@@ -272,7 +272,7 @@ class TaskScheduler:
                 log.info("[Task #%d: %s] Trial #%d: GFLOPs: %.4f. Time: %.4f us. Best GFLOPs: %.4f",
                          task_id, name, trial, task.flop / run_ms / 1e6, run_ms * 1e3, task.gflops)
             if self.progress is not None:
-                self.progress.trial(self, task_id, None if error else run_ms, sch_built.error_msg is None)
+                self.progress.trial(self, task_id, sch_built.error_msg is None)
         task.measure_candidates = task.builder_results = task.runner_futures = None
         return results
 
