@@ -2,10 +2,13 @@
 interpreted by the trace interpreter, never executed."""
 from __future__ import annotations
 
+import threading
+
 import pytest
 from tune_standins import MATMUL
 
 from tvms.cli import main
+from tvms.lowering.tune import tune
 
 
 def module_text(n: int) -> str:
@@ -76,3 +79,14 @@ def test_tune_writes_the_tuned_module_and_opt_applies_the_database(tmp_path, cap
     assert main(["tune", model, "--work-dir", str(work), "--trials", "3", "--resume", "--space", space,
                  "--strategy", "replay-func", "--cost-model", "random", "--progress", "none"]) == 0
     assert len((work / "database_tuning_record.json").read_text().splitlines()) == 3
+
+
+def test_ctrl_c_exits_130_saying_how_to_resume(tmp_path, capsys, monkeypatch) -> None:
+    def interrupted(*args, **kwargs):
+        assert threading.current_thread() is threading.main_thread()  # where Ctrl-C arrives
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tune, "tune_tir", interrupted)
+    model = write(tmp_path, "m.tvms", module_text(16))
+    assert main(["tune", model, "--work-dir", str(tmp_path / "w")]) == 130
+    assert "interrupted; the database in" in capsys.readouterr().err
