@@ -188,7 +188,8 @@ class Progress:
         self.running_ += n_ok
         self._draw()
 
-    def trial(self, scheduler: Any, task_id: int, run_ms: float | None, ran: bool) -> None:
+    def trial(self, scheduler: Any, task_id: int, ran: bool) -> None:
+        """One trial of the task was joined; ``ran``: it was built and sent to the runner."""
         self.trials += 1
         self.running_ -= ran
         task = scheduler.tasks_[task_id]
