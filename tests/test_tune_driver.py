@@ -246,3 +246,11 @@ def test_each_task_keeps_to_its_own_budget(tmp_path) -> None:
     tune_tasks(tasks=ctxs, task_weights=[1, 1], work_dir=str(tmp_path), max_trials_global=4, max_trials_per_task=2,
                num_trials_per_iter=4, task_scheduler=sched, **p)
     assert [len(t.latency_ms) for t in sched.tasks_] == [2, 2]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("rich") is not None, reason="rich is installed here")
+def test_asking_for_a_display_whose_package_is_missing_is_a_clear_error(tmp_path) -> None:
+    p = {**parts(), "progress": Progress(stream=io.StringIO(), display="rich")}
+    with pytest.raises(TVMSError, match="pip install rich"):
+        tune_tir(matmul(8), "llvm", str(tmp_path), 2, num_trials_per_iter=2,
+                 space=FnSpace(stochastic_schedule_mm), strategy=Replay(stochastic_schedule_mm), **p)

@@ -243,6 +243,9 @@ class Progress:
             if not getattr(self.stream, "isatty", lambda: False)():
                 return "plain", None
             mode = next((m for m in ("rich", "tqdm") if _importable(m)), "line")
+        if mode in ("rich", "tqdm") and not _importable(mode):
+            raise TVMSError(f"the {mode} progress display needs the {mode} package (pip install {mode}); "
+                            f"display='line' or 'plain' need nothing")
         if mode == "rich":
             from rich.console import Console
             from rich.live import Live
