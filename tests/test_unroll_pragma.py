@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("llvmlite")
 
 import tvms  # noqa: E402
+from conftest import FIXTURES  # noqa: E402
 from tvms.ir.errors import TVMSError  # noqa: E402
 from tvms.ir.stmt import UNROLLED, For  # noqa: E402
 from tvms.ir.visitor import walk  # noqa: E402
@@ -41,9 +42,9 @@ def tuned_matmul(mark: str | None, max_step: int) -> Schedule:
     sch = Schedule(from_source(MATMUL))
     block = sch.get_block("C")
     i, j, k = sch.get_loops(block)
-    i0, i1 = sch.split(i, [16, 4])
-    j0, j1 = sch.split(j, [16, 4])
-    k0, k1 = sch.split(k, [16, 4])
+    i0, i1 = sch.split(i, [None, 4])
+    j0, j1 = sch.split(j, [None, 4])
+    k0, k1 = sch.split(k, [None, 4])
     sch.reorder(i0, j0, k0, i1, k1, j1)
     sch.decompose_reduction(block, k0)
     if mark is not None:
@@ -86,11 +87,19 @@ def test_small_max_step_unrolls_only_the_innermost_tiles() -> None:
 
 
 def test_pass_context_config_sets_the_thresholds() -> None:
-    small = from_source(MATMUL.replace("T.grid(64, 64, 64)", "T.grid(2, 2, 2)"))
-    lowered = tvms.IRModule({"main": lower_for_codegen(small)})
-    with PassContext(config={"tirx.UnrollLoop": {"auto_max_step": 16}}):
-        unrolled = UnrollLoop()(lowered)
-    assert not loops(unrolled["main"])  # 2 * 2 * 2 stores (and the 2 * 2 init) under 16
+    """``tirx.UnrollLoop``'s auto_max_step 64 unrolls what the pragma of 64 does."""
+    plain = tvms.IRModule({"main": lower_for_codegen(tuned_matmul(None, 0).mod["main"])})
+    with PassContext(config={"tirx.UnrollLoop": {"auto_max_step": 64}}):
+        assert [f.loop_var.name for f in loops(UnrollLoop()(plain)["main"])] == ["i_0", "j_0", "k_0"]
     with pytest.raises(TVMSError, match="unknown option"):
-        with PassContext(config={"tirx.UnrollLoop": {"max_step": 16}}):
-            UnrollLoop()(lowered)
+        with PassContext(config={"tirx.UnrollLoop": {"max_step": 64}}):
+            UnrollLoop()(plain)
+
+
+def test_unroll_loop_alone_matches_tvm() -> None:
+    """A T.unroll loop around a loop and a let (each copy holds both), and a pragma under which a
+    call counts as a step like a store (counting stores only, the outer loop would unroll too):
+    TVM 0.27's UnrollLoop output byte for byte."""
+    before = from_source((FIXTURES / "tir_lowering" / "unroll_pragma_before.tvms").read_text())
+    assert UnrollLoop()(before).script(dialect="tvm-0.27") == \
+        (FIXTURES / "tir_lowering" / "unroll_pragma_UnrollLoop.tvms").read_text()
