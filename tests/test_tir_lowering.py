@@ -1,10 +1,10 @@
 """TIR lowering passes against Apache TVM 0.27's printed output, and the numbers they keep.
 
-The goldens in fixtures/tir_lowering (made by generate.py there) hold, for five scheduled
-modules, the input and the module after each pass of TVM's CPU pipeline. Each pass is applied to
-the previous golden and must print the next one byte for byte; where the tvms printer cannot
-print TVM's text back (noted in PRINTER_GAPS), the result must instead be structurally equal to
-the parsed golden. The reference executor checks that every pass, and lower_for_codegen on
+The goldens in fixtures/tir_lowering (made by generate.py there) hold, for seven scheduled
+modules (two with the auto-unroll pragmas), the input and the module after each pass of TVM's
+CPU pipeline. Each pass is applied to the previous golden and must print the next one byte for
+byte; where the tvms printer cannot print TVM's text back (noted in PRINTER_GAPS), the result
+must instead be structurally equal to the parsed golden. The reference executor checks that every pass, and lower_for_codegen on
 hypothesis-drawn schedules, computes what the input computes.
 """
 from __future__ import annotations

@@ -20,14 +20,16 @@ from tvms.ir.visitor import walk  # noqa: E402
 from tvms.lowering.codegen.llvm import codegen_llvm  # noqa: E402
 from tvms.lowering.tir import lower_for_codegen  # noqa: E402
 from tvms.lowering.transform import PassContext  # noqa: E402
-from tvms.lowering.tune.postproc_rewrite_parallel_vectorize_unroll import RewriteParallelVectorizeUnroll  # noqa: E402
+from tvms.lowering.tune.postproc_rewrite_parallel_vectorize_unroll import (  # noqa: E402
+    RewriteParallelVectorizeUnroll)
 from tvms.lowering.tir.unroll_loop import UnrollLoop  # noqa: E402
 from tvms.script import from_source  # noqa: E402
 from tvms.tir import Schedule  # noqa: E402
 
 MATMUL = """
 @T.prim_func
-def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
+def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"),
+         C: T.Buffer((64, 64), "float32")):
     for i, j, k in T.grid(64, 64, 64):
         with T.block("C"):
             vi, vj, vk = T.axis.remap("SSR", [i, j, k])
@@ -97,9 +99,13 @@ def test_pass_context_config_sets_the_thresholds() -> None:
 
 
 def test_unroll_loop_alone_matches_tvm() -> None:
-    """A T.unroll loop around a loop and a let (each copy holds both), and a pragma under which a
-    call counts as a step like a store (counting stores only, the outer loop would unroll too):
-    TVM 0.27's UnrollLoop output byte for byte."""
-    before = from_source((FIXTURES / "tir_lowering" / "unroll_pragma_before.tvms").read_text())
-    assert UnrollLoop()(before).script(dialect="tvm-0.27") == \
-        (FIXTURES / "tir_lowering" / "unroll_pragma_UnrollLoop.tvms").read_text()
+    """TVM 0.27's UnrollLoop output byte for byte: a T.unroll loop around a loop and a let (each
+    copy holds both), and a pragma under which a call counts as a step like a store (counting
+    stores only, the outer loop would unroll too); with ``unroll_local_access``, the loops whose
+    variable indexes a local buffer."""
+    for name, config in (("unroll_pragma", {}), ("unroll_local", {"unroll_local_access": True})):
+        before = from_source((FIXTURES / "tir_lowering" / f"{name}_before.tvms").read_text())
+        with PassContext(config={"tirx.UnrollLoop": config}):
+            after = UnrollLoop()(before)
+        assert after.script(dialect="tvm-0.27") == \
+            (FIXTURES / "tir_lowering" / f"{name}_UnrollLoop.tvms").read_text()

@@ -535,7 +535,8 @@ class _FunctionCodegen:
     def loop_start(self, s: S.For) -> ir.Value:
         return T.cast(self.builder, self.expr(s.min), s.min.dtype, s.loop_var.dtype)
 
-    def serial_loop(self, var: E.Var, lo: ir.Value, hi: ir.Value, body: Any, unroll: str | None = None) -> None:
+    def serial_loop(self, var: E.Var, lo: ir.Value, hi: ir.Value, body: Any,
+                    unroll: str | None = None) -> None:
         """``for var in [lo, hi): body`` with a phi for ``var``; ``unroll`` ("full" or "enable")
         marks the loop for LLVM's unroller."""
         bld = self.builder
@@ -560,7 +561,8 @@ class _FunctionCodegen:
 
     def loop_id(self, hint: str) -> ir.MDValue:
         """A new loop's ``!{self, !{!"hint"}}`` (LLVM tells loops apart by their self-reference)."""
-        node = self.module.add_metadata([ir.MetaDataString(self.module, f"tvms.loop.{len(self.module.metadata)}")])
+        unique = ir.MetaDataString(self.module, f"tvms.loop.{len(self.module.metadata)}")
+        node = self.module.add_metadata([unique])  # (add_metadata shares equal nodes: a unique stand-in)
         node.operands = (node, self.module.add_metadata([ir.MetaDataString(self.module, hint)]))
         return node
 

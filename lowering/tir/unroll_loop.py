@@ -9,10 +9,12 @@ in LowerOpaqueBlock; the meta-schedule's unroll decisions end up there) a serial
 extent is unrolled too, with TVM 0.27's rules: counting, bottom-up, a store or an ``Evaluate`` as
 one step and a loop as its extent times its body's steps, a loop is unrolled when no loop inside it
 stays a loop, it is at most ``auto_max_depth`` unrolled loops deep, and its steps are at most N (or
-its extent at most ``auto_max_extent``). ``T.attr(v, "pragma_unroll_explicit", 0)`` keeps those
-loops as loops of kind unroll (the code generator asks LLVM to unroll them) instead of copying.
-Both pragmas are removed. The defaults are TVM's (``tirx.UnrollLoop`` in the pass context's
-config may change them): max step 0, max depth 8, max extent 0, explicit.
+its extent at most ``auto_max_extent``; or, with ``unroll_local_access``, its variable indexes a
+``local``/``warp`` buffer, so that the buffer can live in registers).
+``T.attr(v, "pragma_unroll_explicit", 0)`` keeps those loops as loops of kind unroll (the code
+generator asks LLVM to unroll them) instead of copying. Both pragmas are removed. The defaults are
+TVM's (``tirx.UnrollLoop`` in the pass context's config may change them): max step 0, max depth
+8, max extent 0, explicit, no local access rule.
 
 A loop whose body breaks or continues, or whose extent is not a constant, stays a loop.
 """
@@ -22,10 +24,11 @@ from dataclasses import dataclass, fields, replace
 
 from ...ir.analysis import controls_loop, substitute
 from ...ir.errors import TVMSError
-from ...ir.expr import Add, IntImm, const
+from ...ir.expr import Add, BufferLoad, IntImm, Var, const
 from ...ir.function import PrimFunc
-from ...ir.stmt import SERIAL, UNROLLED, AttrStmt, BufferStore, Evaluate, For, SeqStmt, Stmt, seq
-from ...ir.visitor import Mutator
+from ...ir.stmt import (SERIAL, THREAD_BINDING, UNROLLED, AttrStmt, BufferStore, Evaluate, For, SeqStmt,
+                        Stmt, seq)
+from ...ir.visitor import Mutator, collect
 from ..pass_registry import register_pass
 from ..transform import Pass, prim_func_pass
 
@@ -34,17 +37,20 @@ MAX_STEP, EXPLICIT = "pragma_auto_unroll_max_step", "pragma_unroll_explicit"
 
 @dataclass(frozen=True)
 class UnrollLoopConfig:
-    """TVM's ``tirx.UnrollLoop`` pass config (``unroll_local_access`` matters on GPUs only)."""
+    """TVM's ``tirx.UnrollLoop`` pass config."""
     auto_max_step: int = 0
     auto_max_depth: int = 8
     auto_max_extent: int = 0
     explicit_unroll: bool = True
+    unroll_local_access: bool = False
 
 
 class _Unroller(Mutator):
     def __init__(self, config: UnrollLoopConfig) -> None:
         self.max_step, self.max_depth = config.auto_max_step, config.auto_max_depth
         self.max_extent, self.explicit = config.auto_max_extent, config.explicit_unroll
+        self.local_access = config.unroll_local_access
+        self.indexing_local: set = set()  # variables in the indices of local/warp buffers
         # In the statements visited so far (reset per statement of a sequence): steps, the depth
         # of unrolled loops, and of loops that stay loops.
         self.steps = self.unroll_depth = self.loop_depth = 0
@@ -63,7 +69,19 @@ class _Unroller(Mutator):
 
     def visit_BufferStore(self, store: BufferStore) -> Stmt:
         self.steps += 1
+        if self.local_access:
+            self._mark_local(store)
+            self.visit(store.value)
         return store
+
+    def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:
+        if self.local_access:
+            self._mark_local(load)
+        return load
+
+    def _mark_local(self, access: BufferLoad | BufferStore) -> None:
+        if access.buffer.scope.split(".")[0] in ("local", "warp"):
+            self.indexing_local.update(v for index in access.indices for v in collect(index, Var))
 
     def visit_Evaluate(self, ev: Evaluate) -> Stmt:
         self.steps += 1
@@ -83,21 +101,22 @@ class _Unroller(Mutator):
     def visit_For(self, loop: For) -> Stmt:
         loop = self.generic_visit(loop)
         extent = loop.extent.value if isinstance(loop.extent, IntImm) else None
-        if loop.kind == UNROLLED:  # (a loop with a step: CanonicalizeLoop first)
-            unroll = extent is not None and not controls_loop(loop.body) and loop.has_trivial_step
-        else:
-            unroll = (loop.kind == SERIAL and extent is not None and self.loop_depth == 0
-                      and self.unroll_depth <= self.max_depth and loop.has_trivial_step
-                      and (extent * self.steps <= self.max_step or extent <= self.max_extent)
-                      and not controls_loop(loop.body))
+        # (a loop with a step: CanonicalizeLoop first; copies of a body that breaks or continues
+        # would leave the wrong loop)
+        copyable = extent is not None and loop.has_trivial_step and not controls_loop(loop.body)
+        unroll = copyable and (
+            loop.kind == UNROLLED
+            or (loop.kind == SERIAL and self.loop_depth == 0 and self.unroll_depth <= self.max_depth
+                and (extent * self.steps <= self.max_step or extent <= self.max_extent))
+            or (self.local_access and extent > 0 and loop.loop_var in self.indexing_local
+                and loop.kind != THREAD_BINDING))
         if unroll:
             self.steps *= extent
             self.unroll_depth += 1
         else:
             self.loop_depth += 1
         # (a loop of one iteration goes whenever auto_max_extent is 1, however long its body)
-        if (unroll and self.explicit) or (self.max_extent == 1 and extent is not None and extent <= 1
-                                          and not controls_loop(loop.body) and loop.has_trivial_step):
+        if (unroll and self.explicit) or (copyable and extent <= 1 and self.max_extent == 1):
             return _copies(loop, extent)
         return replace(loop, kind=UNROLLED) if unroll and loop.kind != UNROLLED else loop
 
@@ -120,12 +139,11 @@ def unroll_loop(func: PrimFunc, config: UnrollLoopConfig | None = None) -> PrimF
 
 def config_of(options: dict) -> UnrollLoopConfig:
     """The config a ``{"tirx.UnrollLoop": {...}}`` pass-context entry asks for."""
-    known = {f.name for f in fields(UnrollLoopConfig)} | {"unroll_local_access"}
+    known = {f.name for f in fields(UnrollLoopConfig)}
     unknown = set(options) - known
     if unknown:
         raise TVMSError(f"tirx.UnrollLoop: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
-    return UnrollLoopConfig(**{k: type(getattr(UnrollLoopConfig, k))(v) for k, v in options.items()
-                               if k != "unroll_local_access"})
+    return UnrollLoopConfig(**{k: type(getattr(UnrollLoopConfig, k))(v) for k, v in options.items()})
 
 
 def UnrollLoop() -> Pass:
