@@ -804,13 +804,11 @@ class Schedule:
                          pad_value: Any = None, assume_injective_transform: bool = False) -> None:
         def action() -> None:
             fname, realize, _ = self._block(block)
-            if pad_value is not None:
-                raise ScheduleError("transform_layout: pad_value is not supported yet")
             kind, index = self._buffer_position(realize.block, buffer)
-            func, imap = layout.transform_layout(self._prim_func(fname), realize, kind, index, index_map,
-                                                 bool(assume_injective_transform))
+            func, imap, pad_map = layout.transform_layout(self._prim_func(fname), realize, kind, index, index_map,
+                                                          pad_value, bool(assume_injective_transform))
             self._update(fname, func)
-            self._record("TransformLayout", [block, imap, pad_value], [(kind, index),
+            self._record("TransformLayout", [block, imap, pad_map], [(kind, index),
                                                                        bool(assume_injective_transform)], [])
         self._run("transform_layout", action)
 
