@@ -42,13 +42,13 @@ class IndexMap:
 
     @staticmethod
     def from_func(func: Callable, ndim: int, primitive: str = "transform_layout", what: str = "the buffer has",
-                  unit: str = "dimensions") -> "IndexMap":
+                  unit: str = "dimensions", dtype: str = "int32") -> "IndexMap":
         if not callable(func):
             raise ScheduleError(f"{primitive}: the index map is a function of the indices, got {func!r}")
         names = list(inspect.signature(func).parameters)
         if len(names) != ndim:
             raise ScheduleError(f"{primitive}: the index map takes {len(names)} indices, {what} {ndim} {unit}")
-        variables = [Var(n) for n in names]
+        variables = [Var(n, dtype) for n in names]
         result = func(*variables)
         final = list(result) if isinstance(result, (list, tuple)) else [result]
         return IndexMap(variables, [index_expr(e, primitive) for e in final])
@@ -156,7 +156,9 @@ def transform_layout(func: PrimFunc, realize: BlockRealize, buffer_type: str, in
         raise ScheduleError(f"transform_layout: block '{block.name_hint}' has no {buffer_type} buffer {index}")
     old = regions[index].buffer
     if not isinstance(index_map, IndexMap):
-        index_map = IndexMap.from_func(index_map, len(old.shape))
+        # the indices take the dtype of the buffer's shape (TVM's LegalizeIndexMapDType: int64 for an
+        # int64 shape, so the map's constants are T.int64 too)
+        index_map = IndexMap.from_func(index_map, len(old.shape), dtype=old.shape[0].dtype if old.shape else "int32")
     elif len(index_map.initial_indices) != len(old.shape):
         raise ScheduleError(f"transform_layout: the index map takes {len(index_map.initial_indices)} indices, "
                             f"the buffer has {len(old.shape)} dimensions")
