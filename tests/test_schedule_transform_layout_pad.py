@@ -19,6 +19,7 @@ FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "transform_layout_pad"
 _spec = importlib.util.spec_from_file_location("generate_with_tvm", FIXTURES / "generate_with_tvm.py")
 CASES = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(CASES)
+OTHER = tvms.tir.decl_buffer((1,), "int32", name="other")
 SPLIT = lambda i: [i // 4, i % 4]  # noqa: E731  (14 elements into (4, 4): (3, 2) and (3, 3) are padding)
 
 
@@ -54,8 +55,10 @@ def test_the_trace_records_the_pad_value_as_tvm_prints_it() -> None:
     assert "pad_value=lambda i, j: (i + j,)" in str(padded("if_then_else", "B", lambda i, j: i + j).trace)
 
 
-@pytest.mark.parametrize("case", ["if_then_else", "post_proc", "reduction_opaque"])
-def test_the_padded_buffer_holds_the_elements_and_the_pad_value(case) -> None:
+@pytest.mark.parametrize("case, computes", [("if_then_else", lambda a: a), ("post_proc", lambda a: a),
+                                            ("reduction_opaque", lambda a: a.sum(axis=1)),
+                                            ("two_producers", lambda a: a + 1)])
+def test_the_padded_buffer_holds_the_elements_and_the_pad_value(case, computes) -> None:
     """The padded intermediate B, made an output: its elements as before, 7 in the padding."""
     sch = padded(case, "B", 7)
     text = re.sub(r' *B = T.alloc_buffer\(\(4, 4\), "int32"\)\n', "", sch.mod.script())
@@ -66,8 +69,7 @@ def test_the_padded_buffer_holds_the_elements_and_the_pad_value(case) -> None:
     a = np.arange(1, 14 * (32 if "reduction" in case else 1) + 1, dtype="int32").reshape(14, -1).squeeze()
     b = np.full((4, 4), -1, dtype="int32")
     run_prim_func(func, a, b)
-    values = a.sum(axis=1) if a.ndim == 2 else a
-    assert b.reshape(16)[:14].tolist() == values.tolist() and b[3, 2:].tolist() == [7, 7]
+    assert b.reshape(16)[:14].tolist() == computes(a).tolist() and b[3, 2:].tolist() == [7, 7]
 
 
 def test_an_input_with_its_padding_as_assumed_gives_the_same_output() -> None:
@@ -84,6 +86,7 @@ def test_an_input_with_its_padding_as_assumed_gives_the_same_output() -> None:
     (tvms.tir.const(0, "int8"), SPLIT, "pad_value T.int8(0) is int8, buffer 'B' holds int32"),
     (0.5, SPLIT, "pad_value T.float32(0.5) is float32, buffer 'B' holds int32"),
     (0, lambda i: [(i + 1) // 4, (i + 1) % 4], "the new index (i + 1) // 4 is not i, i // c or i % c"),
+    (lambda i, j: OTHER[0], SPLIT, "pad_value other[0] reads a buffer (not supported)"),
 ])
 def test_what_tvms_does_not_pad_is_a_schedule_error(pad_value, index_map, message) -> None:
     sch = Schedule(before("if_then_else"))

@@ -5,6 +5,7 @@
 function parameter or the allocation that declares it. The map must be one-to-one on the
 buffer (``injective.py``): one that drops an index or sends two elements to one place would lose
 data, and is refused unless the caller vouches for it (``assume_injective_transform=True``).
+A map with places no element goes to needs ``pad_value`` (``layout_pad.py``).
 """
 from __future__ import annotations
 
@@ -176,8 +177,8 @@ def transform_layout(func: PrimFunc, realize: BlockRealize, buffer_type: str, in
                                     f"pad_value, or assume_injective_transform=True to leave the padding undefined")
             padding = layout_pad.split_padding(old, index_map, shape)
             func, new_vars = layout_pad.pad(func, old, shape, padding, pad_value)
-            for var, extent in zip(new_vars, shape * 2):  # the new loops, then the new iterators
-                analyzer.bind(var, 0, extent.value)
+            for k, var in enumerate(new_vars):  # the new loops, then each block's new iterators
+                analyzer.bind(var, 0, shape[k % len(shape)].value)
     new = old.with_changes(shape=shape)
     body = _Relayout(old, new, index_map, analyzer).visit(func.body)
     buffer_map = FrozenDict({p: (new if b is old else b) for p, b in func.buffer_map.items()})

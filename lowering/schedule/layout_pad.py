@@ -45,6 +45,11 @@ class Padding:
         mapping = dict(zip(self.axes, new_vars))
         return [substitute(e, mapping) for e in self.inverse], substitute(self.predicate, mapping)
 
+    def fresh(self) -> "Padding":
+        """The same over new variables of the same names (each new loop nest defines its own)."""
+        axes = [Var(a.name, a.dtype) for a in self.axes]
+        return Padding(axes, *self.at(axes))
+
 
 def split_padding(buffer: Buffer, index_map: Any, shape: tuple) -> Padding:
     old = list(index_map.initial_indices)
@@ -195,13 +200,14 @@ def pad(func: PrimFunc, old: Buffer, shape: tuple, padding: Padding, pad_value: 
         nest, iters = _padding_block(f"buffer_{old.name}_assumptions", padding, shape, const(True), assume)
         return _prepend(func, old, nest), padding.axes + iters
     replaced: dict = {}
-    new_vars: list = list(padding.axes)
+    new_vars: list = []
     for w in writes:
         if w.row_major and id(w.loops[0]) not in replaced:
-            got = _replace(w, old, shape, padding, indices, value)
+            nest_padding = padding.fresh()
+            got = _replace(w, old, shape, nest_padding, indices, value)
             if got is not None:
                 replaced[id(w.loops[0])], more = got
-                new_vars += more
+                new_vars += nest_padding.axes + more
     if replaced:
         return replace_stmts(func, replaced), new_vars
     last = writes[-1]
