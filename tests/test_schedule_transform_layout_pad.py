@@ -49,6 +49,25 @@ def test_padded_layouts_are_tvms(case, before_name, buffer, index_map, pad_value
         assert_structural_equal(replayed.mod, sch.mod)
 
 
+@pytest.mark.parametrize("extent, factor, predicate", [  # TVM 0.27's output for these maps
+    (15, 4, "v_axis0 == 3 and v_axis1 == 3"), (13, 4, "v_axis0 == 3 and 1 <= v_axis1"),
+    (17, 8, "v_axis0 == 2 and 1 <= v_axis1"), (6, 4, "v_axis0 == 1 and 2 <= v_axis1"),
+])
+def test_the_padding_predicate_is_written_as_tvm_simplifies_it(extent, factor, predicate) -> None:
+    sch = Schedule(tvms.script.from_source(f"""
+@T.prim_func
+def main(A: T.Buffer(({extent},), "int32")):
+    B = T.alloc_buffer(({extent},), "int32")
+    for i in range({extent}):
+        with T.block("block"):
+            vi = T.axis.spatial({extent}, i)
+            B[vi] = A[vi]
+"""))
+    sch.transform_layout(sch.get_block("block"), "B", lambda i: [i // factor, i % factor], pad_value=0)
+    assert (f"B[v_axis0, v_axis1] = T.if_then_else({predicate}, 0, A[v_axis0 * {factor} + v_axis1])"
+            in sch.mod.script())
+
+
 def test_the_trace_records_the_pad_value_as_tvm_prints_it() -> None:
     assert ("pad_value=lambda indices_0, indices_1: (0,), assume_injective_transform=False)"
             in str(padded("if_then_else", "B", 0).trace))

@@ -76,9 +76,11 @@ def split_padding(buffer: Buffer, index_map: Any, shape: tuple) -> Padding:
         elif set(got) == {"div", "mod"} and got["div"][1] == got["mod"][1]:
             (outer, c), (inner, _) = got["div"], got["mod"]
             inverse.append(Add(Mul(outer, const(c, outer.dtype)), inner))
-            if extent.value % c:
-                padded.append(And(EQ(outer, const(extent.value // c, outer.dtype)),
-                                  LE(const(extent.value % c, inner.dtype), inner)))
+            rest = extent.value % c
+            if rest:
+                # as TVM's simplifier leaves it: the last place alone is ==
+                past = EQ(inner, const(c - 1, inner.dtype)) if rest == c - 1 else LE(const(rest, inner.dtype), inner)
+                padded.append(And(EQ(outer, const(extent.value // c, outer.dtype)), past))
         else:
             raise _unsupported(index_map, f"'{var.name}' is not kept whole or split as ({var.name} // c, "
                                           f"{var.name} % c)")
