@@ -104,7 +104,8 @@ def test_an_input_with_its_padding_as_assumed_gives_the_same_output() -> None:
     (None, SPLIT, "would introduce padding: give pad_value, or assume_injective_transform=True"),
     (tvms.tir.const(0, "int8"), SPLIT, "pad_value T.int8(0) is int8, buffer 'B' holds int32"),
     (0.5, SPLIT, "pad_value T.float32(0.5) is float32, buffer 'B' holds int32"),
-    (0, lambda i: [(i + 1) // 4, (i + 1) % 4], "the new index (i + 1) // 4 is not i, i // c or i % c"),
+    (0, lambda i: [(i + 5) // 4, (i + 5) % 4], "the new index (i + 5) // 4 is not i, (i + b) // c or (i + b) % c"),
+    (0, lambda i: [0, i // 4, i % 4], "the new index 0 is not i, (i + b) // c or (i + b) % c"),
     (lambda i, j: OTHER[0], SPLIT, "pad_value other[0] reads a buffer (not supported)"),
 ])
 def test_what_tvms_does_not_pad_is_a_schedule_error(pad_value, index_map, message) -> None:

@@ -8,7 +8,7 @@ buffer goes to (TVM 0.27's plans, in its order of preference):
   ``T.assume(not padding or B[...] == pad_value)`` first.
 
 The padding predicate comes from the map's inverse; tvms derives it for maps that keep each axis or
-split it as ``(i // c, ..., i % c)``, and refuses other maps. The new statements are
+split it as ``((i + b) // c, ..., (i + b) % c)`` with ``0 <= b < c``, and refuses other maps. The new statements are
 written in the old layout (indices through the inverse, ``B[v0 * 4 + v1]``); transform_layout then
 moves every access to the new one, where the split folds back (``B[v0, v1]``).
 """
@@ -22,7 +22,7 @@ from ...ir.analysis import substitute
 from ...ir.buffer import Buffer, BufferRegion
 from ...ir.dtype import DataType
 from ...ir.expr import (DATA_PAR, EQ, LE, Add, And, BufferLoad, Call, FloorDiv, FloorMod, IntImm,
-                        IterVar, Mul, Not, Or, PrimExpr, Range, Var, const)
+                        IterVar, LT, Mul, Not, Or, PrimExpr, Range, Sub, Var, const)
 from ...ir.function import PrimFunc
 from ...ir.op import get_op
 from ...ir.stmt import SERIAL, Block, BlockRealize, BufferStore, Evaluate, For, IfThenElse, SeqStmt, Stmt, seq
@@ -59,28 +59,31 @@ def split_padding(buffer: Buffer, index_map: Any, shape: tuple) -> Padding:
     pieces: dict = {id(v): {} for v in old}
     for axis, e in zip(axes, index_map.final_indices):
         if isinstance(e, Var) and id(e) in pieces:
-            kind, var, c = "keep", e, None
-        elif isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.a, Var) and id(e.a) in pieces \
-                and isinstance(e.b, IntImm) and e.b.value > 0:
-            kind, var, c = ("div" if isinstance(e, FloorDiv) else "mod"), e.a, e.b.value
+            kind, var, c, offset = "keep", e, None, 0
+        elif isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0 \
+                and (split := _shifted(e.a, pieces)) is not None and split[1] < e.b.value:
+            kind, (var, offset), c = ("div" if isinstance(e, FloorDiv) else "mod"), split, e.b.value
         else:
-            raise _unsupported(index_map, f"the new index {e.script()} is not i, i // c or i % c")
+            raise _unsupported(index_map, f"the new index {e.script()} is not i, (i + b) // c or (i + b) % c")
         if kind in pieces[id(var)]:
             raise _unsupported(index_map, f"'{var.name}' appears twice as {e.script()}")
-        pieces[id(var)][kind] = (axis, c)
+        pieces[id(var)][kind] = (axis, c, offset)
     inverse, padded = [], []
     for var, extent in zip(old, buffer.shape):
         got = pieces[id(var)]
         if set(got) == {"keep"}:
             inverse.append(got["keep"][0])
-        elif set(got) == {"div", "mod"} and got["div"][1] == got["mod"][1]:
-            (outer, c), (inner, _) = got["div"], got["mod"]
-            inverse.append(Add(Mul(outer, const(c, outer.dtype)), inner))
-            rest = extent.value % c
+        elif set(got) == {"div", "mod"} and got["div"][1:] == got["mod"][1:]:
+            (outer, c, b), (inner, _, _) = got["div"], got["mod"]
+            whole = Add(Mul(outer, const(c, outer.dtype)), inner)
+            inverse.append(Sub(whole, const(b, whole.dtype)) if b else whole)
+            if b:  # the first b places are padding
+                padded.append(And(EQ(outer, const(0, outer.dtype)), LT(inner, const(b, inner.dtype))))
+            rest = (extent.value + b) % c
             if rest:
                 # as TVM's simplifier leaves it: the last place alone is ==
                 past = EQ(inner, const(c - 1, inner.dtype)) if rest == c - 1 else LE(const(rest, inner.dtype), inner)
-                padded.append(And(EQ(outer, const(extent.value // c, outer.dtype)), past))
+                padded.append(And(EQ(outer, const((extent.value + b) // c, outer.dtype)), past))
         else:
             raise _unsupported(index_map, f"'{var.name}' is not kept whole or split as ({var.name} // c, "
                                           f"{var.name} % c)")
@@ -90,9 +93,19 @@ def split_padding(buffer: Buffer, index_map: Any, shape: tuple) -> Padding:
     return Padding(axes, inverse, predicate)
 
 
+def _shifted(e: PrimExpr, pieces: dict) -> tuple | None:
+    """(i, b) for an index ``i`` or ``i + b`` (b a constant, at least 0); None for anything else."""
+    if isinstance(e, Var) and id(e) in pieces:
+        return e, 0
+    if isinstance(e, Add) and isinstance(e.a, Var) and id(e.a) in pieces and isinstance(e.b, IntImm) \
+            and e.b.value >= 0:
+        return e.a, e.b.value
+    return None
+
+
 def _unsupported(index_map: Any, why: str) -> ScheduleError:
     return ScheduleError(f"transform_layout: pad_value with the index map {index_map} is not supported by "
-                         f"tvms ({why}); tvms pads maps that keep each axis whole or split it as (i // c, i % c)")
+                         f"tvms ({why}); tvms pads maps that keep each axis whole or split it as ((i + b) // c, (i + b) % c)")
 
 
 def pad_value_map(pad_value: Any, buffer: Buffer, ndim: int) -> Any:
