@@ -96,7 +96,8 @@ def test_an_input_with_its_padding_as_assumed_gives_the_same_output() -> None:
     a = np.arange(14, dtype="int32") * 3
     b, b_padded = np.zeros(14, dtype="int32"), np.zeros(14, dtype="int32")
     run_prim_func(func, a, b)
-    run_prim_func(padded("input_assumption", "A", 42).mod["main"], np.concatenate([a, np.full(2, 42, "int32")]).reshape(4, 4), b_padded)
+    a_padded = np.concatenate([a, np.full(2, 42, "int32")]).reshape(4, 4)
+    run_prim_func(padded("input_assumption", "A", 42).mod["main"], a_padded, b_padded)
     assert b_padded.tolist() == b.tolist() == a.tolist()
 
 

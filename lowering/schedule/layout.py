@@ -175,7 +175,7 @@ def transform_layout(func: PrimFunc, realize: BlockRealize, buffer_type: str, in
                                     f"{tuple(e.value for e in old.shape)} gives shape "
                                     f"{tuple(e.value for e in shape)}, which would introduce padding: give "
                                     f"pad_value, or assume_injective_transform=True to leave the padding undefined")
-            padding = layout_pad.split_padding(old, index_map, shape)
+            padding = layout_pad.split_padding(old, index_map)
             func, new_vars = layout_pad.pad(func, old, shape, padding, pad_value)
             for k, var in enumerate(new_vars):  # the new loops, then each block's new iterators
                 analyzer.bind(var, 0, shape[k % len(shape)].value)

@@ -8,9 +8,9 @@ buffer goes to (TVM 0.27's plans, in its order of preference):
   ``T.assume(not padding or B[...] == pad_value)`` first.
 
 The padding predicate comes from the map's inverse; tvms derives it for maps that keep each axis or
-split it as ``((i + b) // c, ..., (i + b) % c)`` with ``0 <= b < c``, and refuses other maps. The new statements are
-written in the old layout (indices through the inverse, ``B[v0 * 4 + v1]``); transform_layout then
-moves every access to the new one, where the split folds back (``B[v0, v1]``).
+split it as ``((i + b) // c, ..., (i + b) % c)`` with ``0 <= b < c``, and refuses other maps. The new
+statements are written in the old layout (indices through the inverse, ``B[v0 * 4 + v1]``);
+transform_layout then moves every access to the new one, where the split folds back (``B[v0, v1]``).
 """
 from __future__ import annotations
 
@@ -51,7 +51,8 @@ class Padding:
         return Padding(axes, *self.at(axes))
 
 
-def split_padding(buffer: Buffer, index_map: Any, shape: tuple) -> Padding:
+def split_padding(buffer: Buffer, index_map: Any) -> Padding:
+    """The inverse and padding of ``index_map`` on ``buffer`` (constant shape), read off its splits."""
     old = list(index_map.initial_indices)
     # a new axis is named after the index it keeps whole, else axis<k> (as TVM's inverse names them)
     axes = [Var(e.name if isinstance(e, Var) else f"axis{k}", e.dtype)
@@ -105,7 +106,8 @@ def _shifted(e: PrimExpr, pieces: dict) -> tuple | None:
 
 def _unsupported(index_map: Any, why: str) -> ScheduleError:
     return ScheduleError(f"transform_layout: pad_value with the index map {index_map} is not supported by "
-                         f"tvms ({why}); tvms pads maps that keep each axis whole or split it as ((i + b) // c, (i + b) % c)")
+                         f"tvms ({why}); tvms pads maps that keep each axis whole or split it as "
+                         f"((i + b) // c, (i + b) % c)")
 
 
 def pad_value_map(pad_value: Any, buffer: Buffer, ndim: int) -> Any:
