@@ -802,6 +802,8 @@ class Schedule:
 
     def transform_layout(self, block: BlockRV, buffer: "tuple | str", index_map: Any,
                          pad_value: Any = None, assume_injective_transform: bool = False) -> None:
+        """Store ``buffer`` in the layout ``index_map`` gives (``layout.py``); ``pad_value`` (a number,
+        a function of the new indices) fills the places no element goes to (``layout_pad.py``)."""
         def action() -> None:
             fname, realize, _ = self._block(block)
             kind, index = self._buffer_position(realize.block, buffer)
