@@ -382,6 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else EXIT_ERROR)
     try:  # (on a thread with room for deep input: every subcommand's walks follow its nesting)
+        if getattr(args, "main_thread", False):  # tvms tune: Ctrl-C must reach the tuning loop
+            return args.func(args)
         return run_deep(args.func, args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -16,8 +16,9 @@ import argparse
 import os
 import sys
 
-from .cli import EXIT_ERROR, EXIT_FAILED, InputError, _error, emit_text, module_command, read_source
+from .cli import EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, InputError, _error, emit_text, module_command, read_source
 from .ir import TVMSError
+from .ir.deep import run_deep
 
 
 def _has_database(work_dir: str) -> bool:
@@ -63,8 +64,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     except (InputError, TVMSError) as err:
         _error(f"tune: {err}")
         return EXIT_ERROR
-    try:
-        mod = from_source(text, name)
+    try:  # (the deep walks on a thread with room for them; the tuning on the main thread, for Ctrl-C)
+        mod = run_deep(from_source, text, name)
     except TVMSError as err:  # renders itself: file:line:col, the line, a caret
         print(str(err), file=sys.stderr)
         return EXIT_ERROR
@@ -101,10 +102,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     except TVMSError as err:
         _error(f"tune: {err}")
         return EXIT_FAILED
+    except KeyboardInterrupt:
+        _error(f"tune: interrupted; the database in {args.work_dir} keeps every trial measured "
+               "(continue with --resume)")
+        return EXIT_INTERRUPTED
     untuned = [n for n in mod if isinstance(mod[n], PrimFunc) and tuned[n] is mod[n]]
     if untuned:
         print(f"tvms: warning: no successful trial for {', '.join(untuned)}; left as it was", file=sys.stderr)
-    return emit_text(tuned.script(dialect=dialect), args.output)
+    return emit_text(run_deep(tuned.script, dialect=dialect), args.output)
 
 
 def add_tune_parser(subparsers) -> None:
@@ -142,4 +147,4 @@ def add_tune_parser(subparsers) -> None:
                    help="the live display on standard error (default: auto)")
     p.add_argument("--dialect", choices=sorted(DIALECTS),
                    help="dialect of the output (default: the dialect of the input)")
-    p.set_defaults(func=cmd_tune)
+    p.set_defaults(func=cmd_tune, main_thread=True)

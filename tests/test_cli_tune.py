@@ -2,9 +2,13 @@
 interpreted by the trace interpreter, never executed."""
 from __future__ import annotations
 
+import threading
+
+import pytest
 from tune_standins import MATMUL
 
 from tvms.cli import main
+from tvms.lowering.tune import tune
 
 
 def module_text(n: int) -> str:
@@ -45,3 +49,44 @@ def test_a_space_file_is_interpreted_not_run(tmp_path, capsys) -> None:
     wrong_block = write(tmp_path, "space2.py", 'b0 = sch.get_block(name="D", func_name="main")\n')
     assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--space", wrong_block]) == 1
     assert "space2.py:1:6" in capsys.readouterr().err
+
+
+SPACE = '''b0 = sch.get_block(name="C", func_name="main")
+l1, l2, l3 = sch.get_loops(block=b0)
+v4, v5 = sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16)
+l6, l7 = sch.split(loop=l2, factors=[v4, v5])
+sch.reorder(l1, l6, l3, l7)
+'''
+
+
+@pytest.mark.slow
+def test_tune_writes_the_tuned_module_and_opt_applies_the_database(tmp_path, capsys) -> None:
+    model = write(tmp_path, "m.tvms", module_text(32))
+    space = write(tmp_path, "space.py", SPACE)
+    work, out, curve = tmp_path / "w", tmp_path / "tuned.tvms", tmp_path / "curve.svg"
+    assert main(["tune", model, "--work-dir", str(work), "--trials", "3", "--space", space,
+                 "--strategy", "replay-func", "--cost-model", "random", "--progress", "plain",
+                 "-o", str(out), "--plot", str(curve)]) == 0
+    err = capsys.readouterr().err
+    assert "trials 3/3" in err and "Total trials: 3" in err
+    tuned = out.read_text()
+    assert "for i, j_0 in T.grid(32, " in tuned and '"tir.is_scheduled": True' in tuned
+    assert curve.read_text().startswith("<svg")
+    assert main(["opt", "--database", str(work), "-p", "MetaScheduleApplyDatabase", model]) == 0
+    assert capsys.readouterr().out == tuned
+    assert main(["build", str(out), "-o", str(tmp_path / "m.so")]) == 0
+    # resuming with the same budget measures nothing more
+    assert main(["tune", model, "--work-dir", str(work), "--trials", "3", "--resume", "--space", space,
+                 "--strategy", "replay-func", "--cost-model", "random", "--progress", "none"]) == 0
+    assert len((work / "database_tuning_record.json").read_text().splitlines()) == 3
+
+
+def test_ctrl_c_exits_130_saying_how_to_resume(tmp_path, capsys, monkeypatch) -> None:
+    def interrupted(*args, **kwargs):
+        assert threading.current_thread() is threading.main_thread()  # where Ctrl-C arrives
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tune, "tune_tir", interrupted)
+    model = write(tmp_path, "m.tvms", module_text(16))
+    assert main(["tune", model, "--work-dir", str(tmp_path / "w")]) == 130
+    assert "interrupted; the database in" in capsys.readouterr().err

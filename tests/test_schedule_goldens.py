@@ -452,10 +452,11 @@ def test_get_sref_and_state_describe_the_module_now() -> None:
 
 
 def test_transform_layout_pads_only_when_told_how() -> None:
-    """TVM 0.27 refuses a layout with padding unless given pad_value or assume_injective_transform
-    (tvms does not implement pad_value yet and says so)."""
+    """TVM 0.27 refuses a layout with padding unless given pad_value (of the buffer's dtype: an int for
+    float32 is an error, as TVM's TransformationPaddingTypeError) or assume_injective_transform
+    (test_schedule_transform_layout_pad.py pads)."""
     sch = Schedule(base_module("ew_transform_layout_padding"))
-    with pytest.raises(ScheduleError, match="pad_value is not supported yet"):
+    with pytest.raises(ScheduleError, match="pad_value 0 is int32, buffer 'B' holds float32"):
         sch.transform_layout(sch.get_sblock("B"), ("write", 0), lambda i, j: (i, j // 5, j % 5), pad_value=0)
     sch.transform_layout(sch.get_sblock("B"), ("write", 0), lambda i, j: (i, j // 5, j % 5),
                          assume_injective_transform=True)

@@ -1,10 +1,10 @@
 """TIR lowering passes against Apache TVM 0.27's printed output, and the numbers they keep.
 
-The goldens in fixtures/tir_lowering (made by generate.py there) hold, for five scheduled
-modules, the input and the module after each pass of TVM's CPU pipeline. Each pass is applied to
-the previous golden and must print the next one byte for byte; where the tvms printer cannot
-print TVM's text back (noted in PRINTER_GAPS), the result must instead be structurally equal to
-the parsed golden. The reference executor checks that every pass, and lower_for_codegen on
+The goldens in fixtures/tir_lowering (made by generate.py there) hold, for seven scheduled
+modules (two with the auto-unroll pragmas), the input and the module after each pass of TVM's
+CPU pipeline. Each pass is applied to the previous golden and must print the next one byte for
+byte; where the tvms printer cannot print TVM's text back (noted in PRINTER_GAPS), the result
+must instead be structurally equal to the parsed golden. The reference executor checks that every pass, and lower_for_codegen on
 hypothesis-drawn schedules, computes what the input computes.
 """
 from __future__ import annotations
@@ -28,7 +28,8 @@ from tvms.script import from_source
 from tvms.tir import Schedule, ScheduleError
 
 GOLDEN = FIXTURES / "tir_lowering"
-CASES = ["matmul", "elementwise", "row_sum", "conv2d", "tile_copy"]
+CASES = ["matmul", "elementwise", "row_sum", "conv2d", "tile_copy", "matmul_unroll_explicit",
+         "matmul_unroll_implicit"]  # the last two: loops under the auto-unroll pragmas
 STEPS = [
     ("01", "LowerInitBlock"), ("02", "PlanAndUpdateBufferAllocationLocation"),
     ("03", "ConvertBlocksToOpaque"), ("04", "CompactBufferAllocation"), ("05", "LowerMatchBuffer"),
@@ -40,7 +41,11 @@ GPU_STEPS = 7
 DIALECT = "tvm-0.27"
 # TVM prints FlattenBuffer's conv2d input index half-simplified (``(h + ax1 + -1) * 10 + (ax2 - 1)``);
 # tvms gives the fully simplified index, which is exactly TVM's text after StmtSimplify.
-KNOWN_DIFFERENT = {("conv2d", "FlattenBuffer")}
+# TVM prints a pragma whose node is the loop variable before the loop as a free ``i_0 = T.int32()``
+# (and then the loop as ``for i_0``); read back, that is a second variable, so tvms's
+# LowerOpaqueBlock output (one variable, printed ``for i_0_1``) cannot equal the parsed golden.
+KNOWN_DIFFERENT = {("conv2d", "FlattenBuffer"), ("matmul_unroll_explicit", "LowerOpaqueBlock"),
+                   ("matmul_unroll_implicit", "LowerOpaqueBlock")}
 
 
 def golden_path(case: str, step: str) -> str:
@@ -230,6 +235,8 @@ def test_a_pragma_loop_prints_and_builds_after_lowering() -> None:
 def test_lowering_goldens_round_trip(path) -> None:
     """Each text TVM printed between its lowering passes reads back and prints as it was
     (vector loads, ``offset_factor=1`` on a match_buffer, ``T.Add(x, 0)``)."""
+    if '"pragma_unroll_explicit", ' in path.read_text():  # (as a T.attr; annotations read back)
+        pytest.skip("read back, TVM's free ``i_0`` and ``for i_0`` are two variables (KNOWN_DIFFERENT)")
     assert printer_reproduces(path.read_text())
 
 

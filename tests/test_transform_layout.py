@@ -77,8 +77,9 @@ def test_one_to_one_maps_relayout_and_compute_the_same(shape, index_map, new_sha
 
 
 def test_padding_is_refused_unless_left_undefined() -> None:
-    """As TVM 0.27: a layout with places no element goes to needs pad_value (not in tvms yet) or
-    assume_injective_transform=True, which leaves them undefined."""
+    """As TVM 0.27: a layout with places no element goes to needs pad_value
+    (test_schedule_transform_layout_pad.py) or assume_injective_transform=True, which leaves them
+    undefined."""
     with pytest.raises(ScheduleError, match="would introduce padding"):
         relayout((10,), lambda i: (i // 4, i % 4))
     sch = relayout((10,), lambda i: (i // 4, i % 4), assume_injective_transform=True)

@@ -3,6 +3,7 @@ with small in-process stand-ins for the builder, the runner, the space and the s
 it is checked on its own: budgets, resumption, the order tasks are picked in, failures recorded."""
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 
@@ -38,10 +39,7 @@ def test_tune_tir_spends_the_budget_and_compile_tir_gives_the_best(tmp_path) -> 
                   space=FnSpace(stochastic_schedule_mm), strategy=Replay(stochastic_schedule_mm),
                   task_scheduler="round-robin", seed=1, **p)
     records = db.get_all_tuning_records()
-    assert len(records) == 6 and p["builder"].calls == [1, 4, 1]  # the default schedule first
-    default = records[0].as_measure_candidate().sch.mod["main"]
-    assert structural_equal(default, default_schedules(tvms.IRModule({"main": mm}), "llvm -num-cores=1")["main"].with_changes(
-        attrs=default.attrs))
+    assert len(records) == 6 and p["builder"].calls == [4, 2]
     best = min(records, key=TuningRecord.mean_secs)
     sch = compile_tir(db, mm, "llvm")
     assert str(sch.trace) == str(best.trace)
@@ -157,20 +155,22 @@ def test_ctrl_c_keeps_what_was_measured_and_a_resumed_run_finishes(tmp_path) -> 
     class Interrupted(InProcessRunner):
         def run(self, inputs):
             runs.append(len(inputs))
-            if len(runs) == 3:  # the default schedule, a batch, then Ctrl-C
+            if len(runs) == 2:
                 raise KeyboardInterrupt
             return super().run(inputs)
 
     kw = dict(space=FnSpace(stochastic_schedule_mm), strategy=Replay(stochastic_schedule_mm), num_trials_per_iter=4)
     with pytest.raises(KeyboardInterrupt):
         tune_tir(matmul(16), "llvm", str(tmp_path), 12, **{**p, "runner": Interrupted(p["builder"])}, **kw)
-    assert len(p["database"].get_all_tuning_records()) == 5  # those joined before the interruption
+    assert len(p["database"].get_all_tuning_records()) == 4  # the first batch, joined before the second
     tune_tir(matmul(16), "llvm", str(tmp_path), 12, **p, **kw)
     assert len(p["database"].get_all_tuning_records()) == 12
 
 
 def test_live_displays_draw_and_end_with_the_table(tmp_path) -> None:
-    for display in ("rich", "tqdm", "line"):  # as on a terminal
+    # rich is optional (tqdm is the dependency): its display is drawn when it is installed
+    displays = ("rich", "tqdm", "line") if importlib.util.find_spec("rich") else ("tqdm", "line")
+    for display in displays:  # as on a terminal
         out = io.StringIO()
         p = {**parts(), "progress": Progress(stream=out, display=display)}
         tune_tir(matmul(8), "llvm", str(tmp_path / display), 2, num_trials_per_iter=2,
@@ -221,3 +221,36 @@ def test_a_trace_read_from_json_writes_the_same_json() -> None:
     once = json.dumps(sch.trace.as_json())
     again = json.dumps(Trace.from_json(json.loads(once)).as_json())
     assert again == once and "lambda i, j: (j // 4, i, j % 4,)" in once
+
+
+def test_in_the_built_in_space_the_first_trial_is_the_default_schedule(tmp_path) -> None:
+    mm = matmul(32)
+    p = parts()
+    db = tune_tir(mm, "llvm -num-cores=1", str(tmp_path), 3, num_trials_per_iter=2, strategy="replay-trace",
+                  cost_model="random", seed=0, **{k: v for k, v in p.items() if k != "cost_model"})
+    assert p["builder"].calls == [1, 2]
+    first = db.get_all_tuning_records()[0].as_measure_candidate().sch.mod["main"]
+    default = default_schedules(tvms.IRModule({"main": mm}), "llvm -num-cores=1")["main"]
+    assert structural_equal(first, default.with_changes(attrs=first.attrs))
+
+
+def test_each_task_keeps_to_its_own_budget(tmp_path) -> None:
+    class Eager(Replay):  # offers more than it was asked for
+        def pre_tuning(self, max_trials, *args):
+            super().pre_tuning(100, *args)
+
+    ctxs = [TuneContext(matmul(n), "llvm", FnSpace(stochastic_schedule_mm), Eager(stochastic_schedule_mm),
+                        task_name=f"mm{n}", rand_state=n) for n in (8, 16)]
+    p = parts()
+    sched = RoundRobin(measure_default=False)
+    tune_tasks(tasks=ctxs, task_weights=[1, 1], work_dir=str(tmp_path), max_trials_global=4, max_trials_per_task=2,
+               num_trials_per_iter=4, task_scheduler=sched, **p)
+    assert [len(t.latency_ms) for t in sched.tasks_] == [2, 2]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("rich") is not None, reason="rich is installed here")
+def test_asking_for_a_display_whose_package_is_missing_is_a_clear_error(tmp_path) -> None:
+    p = {**parts(), "progress": Progress(stream=io.StringIO(), display="rich")}
+    with pytest.raises(TVMSError, match="pip install rich"):
+        tune_tir(matmul(8), "llvm", str(tmp_path), 2, num_trials_per_iter=2,
+                 space=FnSpace(stochastic_schedule_mm), strategy=Replay(stochastic_schedule_mm), **p)

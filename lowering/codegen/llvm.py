@@ -8,8 +8,11 @@ the body, whose pointer parameters are ``noalias`` as TensorIR buffers are.
 Loops: ``T.vectorized`` loops with a constant extent become vector instructions (the loop variable
 is a vector ``min + <0, 1, ...>``; unit-stride accesses are vector loads/stores, others gather
 lane by lane), falling back to a scalar loop LLVM may vectorize when the body does not fit;
-``T.unroll`` loops of constant extent are unrolled here; ``T.parallel`` loops are outlined into a
-task function run by the thread pool (``llvm_parallel``).
+``T.unroll`` loops (those UnrollLoop left: the pragma ``pragma_unroll_explicit`` 0 asked for LLVM's
+unroller, or the extent is not a constant) carry ``llvm.loop`` metadata asking LLVM to unroll them
+(``llvm.loop.unroll.full`` for a constant extent, else ``llvm.loop.unroll.enable``; TVM's codegen
+ignores the hint); ``T.parallel`` loops are outlined into a task function run by the thread pool
+(``llvm_parallel``).
 """
 from __future__ import annotations
 
@@ -32,7 +35,6 @@ from .llvm_intrinsics import call_llvm_intrinsic, declare, emit_intrinsic
 from .vector_stride import lane_stride
 from ..tir.legalize_fixed_point import LEGALIZE as FIXED_POINT
 
-MAX_UNROLL = 64  # constant-extent unrolled loops up to this many iterations are unrolled here
 MAX_STACK_BYTES = 64 * 1024  # larger (or dynamic) allocations go to the heap
 
 
@@ -518,12 +520,6 @@ class _FunctionCodegen:
         extent = s.extent.value if isinstance(s.extent, E.IntImm) else None
         if s.kind == S.VECTORIZED and extent is not None and 1 < extent <= 64 and self.vectorizable(s):
             return self.vector_loop(s, extent)
-        # (a body that breaks or continues runs as a serial loop: the same iterations, in order)
-        if s.kind == S.UNROLLED and extent is not None and extent <= MAX_UNROLL and not controls_loop(s.body):
-            for k in range(extent):
-                self.env[s.loop_var] = self.builder.add(self.loop_start(s), T.constant(s.loop_var.dtype, k))
-                self.stmt(s.body)
-            return None
         if s.kind == S.PARALLEL and not self.in_parallel and not self.vector_vars:
             if controls_loop(s.body, nested=False):
                 raise TVMSError("T.break_loop() / T.continue_loop() cannot leave a parallel loop")
@@ -532,14 +528,17 @@ class _FunctionCodegen:
             raise TVMSError("the llvm target runs on the CPU: thread-bound loops need a GPU target")
         lo = self.loop_start(s)
         hi = self.builder.add(lo, T.cast(self.builder, self.expr(s.extent), s.extent.dtype, s.loop_var.dtype))
-        self.serial_loop(s.loop_var, lo, hi, s.body)
+        unroll = None if s.kind != S.UNROLLED else "full" if extent is not None else "enable"
+        self.serial_loop(s.loop_var, lo, hi, s.body, unroll)
         return None
 
     def loop_start(self, s: S.For) -> ir.Value:
         return T.cast(self.builder, self.expr(s.min), s.min.dtype, s.loop_var.dtype)
 
-    def serial_loop(self, var: E.Var, lo: ir.Value, hi: ir.Value, body: Any) -> None:
-        """``for var in [lo, hi): body`` with a phi for ``var``."""
+    def serial_loop(self, var: E.Var, lo: ir.Value, hi: ir.Value, body: Any,
+                    unroll: str | None = None) -> None:
+        """``for var in [lo, hi): body`` with a phi for ``var``; ``unroll`` ("full" or "enable")
+        marks the loop for LLVM's unroller."""
         bld = self.builder
         pre = bld.block
         head, loop, latch, done = (bld.append_basic_block(self.fresh(n))
@@ -555,8 +554,17 @@ class _FunctionCodegen:
         bld.branch(latch)
         bld.position_at_end(latch)
         i.add_incoming(bld.add(i, ir.Constant(lo.type, 1)), latch)
-        bld.branch(head)
+        back_edge = bld.branch(head)
+        if unroll is not None:
+            back_edge.set_metadata("llvm.loop", self.loop_id(f"llvm.loop.unroll.{unroll}"))
         bld.position_at_end(done)
+
+    def loop_id(self, hint: str) -> ir.MDValue:
+        """A new loop's ``!{self, !{!"hint"}}`` (LLVM tells loops apart by their self-reference)."""
+        unique = ir.MetaDataString(self.module, f"tvms.loop.{len(self.module.metadata)}")
+        node = self.module.add_metadata([unique])  # (add_metadata shares equal nodes: a unique stand-in)
+        node.operands = (node, self.module.add_metadata([ir.MetaDataString(self.module, hint)]))
+        return node
 
     def vectorizable(self, loop: S.For) -> bool:
         """Whether the body is straight-line stores whose addresses step by one element per

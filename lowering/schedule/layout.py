@@ -5,6 +5,7 @@
 function parameter or the allocation that declares it. The map must be one-to-one on the
 buffer (``injective.py``): one that drops an index or sends two elements to one place would lose
 data, and is refused unless the caller vouches for it (``assume_injective_transform=True``).
+A map with places no element goes to needs ``pad_value`` (``layout_pad.py``).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import BlockRealize, BufferStore
 from ...ir.visitor import Mutator
+from . import layout_pad
 from .errors import ScheduleError
 from .injective import Unchecked, collision
 
@@ -41,20 +43,20 @@ class IndexMap:
 
     @staticmethod
     def from_func(func: Callable, ndim: int, primitive: str = "transform_layout", what: str = "the buffer has",
-                  unit: str = "dimensions") -> "IndexMap":
+                  unit: str = "dimensions", dtype: str = "int32") -> "IndexMap":
         if not callable(func):
             raise ScheduleError(f"{primitive}: the index map is a function of the indices, got {func!r}")
         names = list(inspect.signature(func).parameters)
         if len(names) != ndim:
             raise ScheduleError(f"{primitive}: the index map takes {len(names)} indices, {what} {ndim} {unit}")
-        variables = [Var(n) for n in names]
+        variables = [Var(n, dtype) for n in names]
         result = func(*variables)
         final = list(result) if isinstance(result, (list, tuple)) else [result]
         return IndexMap(variables, [index_expr(e, primitive) for e in final])
 
-    def apply(self, indices: tuple) -> tuple:
+    def apply(self, indices: tuple, analyzer: Analyzer | None = None) -> tuple:
         mapping = dict(zip(self.initial_indices, indices))
-        analyzer = Analyzer()
+        analyzer = analyzer or Analyzer()
         return tuple(analyzer.simplify(substitute(e, mapping)) for e in self.final_indices)
 
     def __str__(self) -> str:
@@ -79,8 +81,8 @@ class RangesMap(IndexMap):
 
 
 class _Relayout(Mutator):
-    def __init__(self, old: Buffer, new: Buffer, index_map: IndexMap):
-        self.old, self.new, self.index_map = old, new, index_map
+    def __init__(self, old: Buffer, new: Buffer, index_map: IndexMap, analyzer: Analyzer | None = None):
+        self.old, self.new, self.index_map, self.analyzer = old, new, index_map, analyzer
 
     def visit_Buffer(self, b: Buffer) -> Buffer:
         return self.new if b is self.old else b
@@ -92,19 +94,19 @@ class _Relayout(Mutator):
         node = self.generic_visit(node)
         if node.buffer is not self.new:
             return node
-        return BufferLoad(self.new, self.index_map.apply(node.indices))
+        return BufferLoad(self.new, self.index_map.apply(node.indices, self.analyzer))
 
     def visit_BufferStore(self, node: BufferStore) -> Any:
         node = self.generic_visit(node)
         if node.buffer is not self.new:
             return node
-        return BufferStore(self.new, node.value, self.index_map.apply(node.indices))
+        return BufferStore(self.new, node.value, self.index_map.apply(node.indices, self.analyzer))
 
     def visit_BufferRegion(self, node: BufferRegion) -> Any:
         if node.buffer is not self.old:
             return node
         if all(isinstance(r.extent, IntImm) and r.extent.value == 1 for r in node.region):
-            mins = self.index_map.apply(tuple(r.min for r in node.region))
+            mins = self.index_map.apply(tuple(r.min for r in node.region), self.analyzer)
             return BufferRegion(self.new, tuple(Range(m, const(1, m.dtype)) for m in mins))
         return BufferRegion.full(self.new)
 
@@ -146,27 +148,38 @@ def _check_one_to_one(buffer: Buffer, index_map: IndexMap, new_shape: tuple) -> 
                             f"both to {_tuple_text(place)}, so the new layout would lose data")
 
 
-def transform_layout(func: PrimFunc, realize: BlockRealize, buffer_type: str, index: int,
-                     index_map: Any, assume_injective: bool = False) -> tuple[PrimFunc, IndexMap]:
+def transform_layout(func: PrimFunc, realize: BlockRealize, buffer_type: str, index: int, index_map: Any,
+                     pad_value: Any = None, assume_injective: bool = False) -> tuple[PrimFunc, IndexMap, Any]:
+    """``func`` with the buffer relayout, the index map and the pad value as an IndexMap (or None)."""
     block = realize.block
     regions = {"read": block.reads, "write": block.writes}.get(buffer_type)
     if regions is None or not isinstance(index, int) or not 0 <= index < len(regions):
         raise ScheduleError(f"transform_layout: block '{block.name_hint}' has no {buffer_type} buffer {index}")
     old = regions[index].buffer
     if not isinstance(index_map, IndexMap):
-        index_map = IndexMap.from_func(index_map, len(old.shape))
+        # the indices take the dtype of the buffer's shape (TVM's LegalizeIndexMapDType: int64 for an
+        # int64 shape, so the map's constants are T.int64 too)
+        index_map = IndexMap.from_func(index_map, len(old.shape), dtype=old.shape[0].dtype if old.shape else "int32")
     elif len(index_map.initial_indices) != len(old.shape):
         raise ScheduleError(f"transform_layout: the index map takes {len(index_map.initial_indices)} indices, "
                             f"the buffer has {len(old.shape)} dimensions")
     shape = _new_shape(old, index_map)
+    if pad_value is not None:
+        pad_value = layout_pad.pad_value_map(pad_value, old, len(shape))
+    analyzer = Analyzer()
     if not assume_injective:
         _check_one_to_one(old, index_map, shape)
         if prod(e.value for e in shape) > prod(e.value for e in old.shape):  # (constant: _new_shape checked)
-            raise ScheduleError(f"transform_layout: the index map {index_map} on buffer '{old.name}' of shape "
-                                f"{tuple(e.value for e in old.shape)} gives shape {tuple(e.value for e in shape)}, "
-                                f"which would introduce padding: give pad_value (not supported by tvms yet) or "
-                                f"assume_injective_transform=True to leave the padding undefined")
+            if pad_value is None:
+                raise ScheduleError(f"transform_layout: the index map {index_map} on buffer '{old.name}' of shape "
+                                    f"{tuple(e.value for e in old.shape)} gives shape "
+                                    f"{tuple(e.value for e in shape)}, which would introduce padding: give "
+                                    f"pad_value, or assume_injective_transform=True to leave the padding undefined")
+            padding = layout_pad.split_padding(old, index_map)
+            func, new_vars = layout_pad.pad(func, old, shape, padding, pad_value)
+            for k, var in enumerate(new_vars):  # the new loops, then each block's new iterators
+                analyzer.bind(var, 0, shape[k % len(shape)].value)
     new = old.with_changes(shape=shape)
-    body = _Relayout(old, new, index_map).visit(func.body)
+    body = _Relayout(old, new, index_map, analyzer).visit(func.body)
     buffer_map = FrozenDict({p: (new if b is old else b) for p, b in func.buffer_map.items()})
-    return func.with_changes(body=body, buffer_map=buffer_map), index_map  # type: ignore[return-value]
+    return func.with_changes(body=body, buffer_map=buffer_map), index_map, pad_value  # type: ignore[return-value]

@@ -17,7 +17,9 @@ import inspect
 import operator
 from typing import Any, Callable
 
-from ...ir.errors import ScriptError, Source, Span
+from ...ir.dtype import DataType
+from ...ir.errors import ScriptError, Source, Span, TVMSError
+from ...ir.expr import const
 from .errors import ScheduleError
 from .trace import KINDS
 
@@ -94,6 +96,25 @@ def _parse(text: str, name: str, mode: str) -> tuple[_Reader, ast.AST]:
                           Span(reader.source, 1, 1, 1, 2)) from None
 
 
+def _typed_constant(node: ast.AST) -> Any:
+    """``T.float32(0.5)`` or ``T.int8(-1)`` as a constant of that dtype; None for another form."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) == 1
+            and not node.keywords and isinstance(node.func.value, ast.Name) and node.func.value.id == "T"):
+        return None
+    arg, sign = node.args[0], 1
+    if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub):
+        arg, sign = arg.operand, -1
+    if not (isinstance(arg, ast.Constant) and type(arg.value) in (int, float)):
+        return None
+    try:
+        dtype = DataType(node.func.attr)
+    except (TVMSError, ValueError):
+        return None
+    if not (dtype.is_float or dtype.is_integer) or dtype.lanes != 1:
+        return None
+    return const(sign * arg.value, dtype)
+
+
 class IndexMapLambda:
     """An index map written in a trace, ``lambda i, j: (j, i)``: calling it evaluates the lambda's
     arithmetic (``+ - * // %``, unary minus, integer constants) on its arguments, by walking the
@@ -133,6 +154,8 @@ class IndexMapLambda:
                 raise reader.error(node.right, "the index map divides by zero")
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             self._check(node.operand, reader, depth + 1)
+        elif _typed_constant(node) is not None:
+            pass  # a pad value's constant, T.float32(0.5)
         elif isinstance(node, ast.BinOp):
             symbol = _OPERATOR_NAMES.get(type(node.op), type(node.op).__name__)
             raise reader.error(node, f"an index map's operators are + - * // %, not {symbol}")
@@ -149,6 +172,8 @@ class IndexMapLambda:
             return node.value
         if isinstance(node, ast.BinOp):
             return _BINARY[type(node.op)](self._value(node.left, env), self._value(node.right, env))
+        if isinstance(node, ast.Call):
+            return _typed_constant(node)
         return -self._value(node.operand, env)  # the only unary form _check lets through
 
     def __call__(self, *args: Any) -> Any:

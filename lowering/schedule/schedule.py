@@ -795,15 +795,15 @@ class Schedule:
 
     def transform_layout(self, block: BlockRV, buffer: "tuple | str", index_map: Any,
                          pad_value: Any = None, assume_injective_transform: bool = False) -> None:
+        """Store ``buffer`` in the layout ``index_map`` gives (``layout.py``); ``pad_value`` (a number,
+        a function of the new indices) fills the places no element goes to (``layout_pad.py``)."""
         def action() -> None:
             fname, realize, _ = self._block(block)
-            if pad_value is not None:
-                raise ScheduleError("transform_layout: pad_value is not supported yet")
             kind, index = self._buffer_position(realize.block, buffer)
-            func, imap = layout.transform_layout(self._prim_func(fname), realize, kind, index, index_map,
-                                                 bool(assume_injective_transform))
+            func, imap, pad_map = layout.transform_layout(self._prim_func(fname), realize, kind, index, index_map,
+                                                          pad_value, bool(assume_injective_transform))
             self._update(fname, func)
-            self._record("TransformLayout", [block, imap, pad_value], [(kind, index),
+            self._record("TransformLayout", [block, imap, pad_map], [(kind, index),
                                                                        bool(assume_injective_transform)], [])
         self._run("transform_layout", action)
 

@@ -8,9 +8,10 @@ UnswitchGuards (a tile's tail guards tested once per loop), LowerIntrin.
 The contract for the code generator: the returned function's body holds only these statements
 
 * ``For`` with ``kind`` serial, parallel, vectorized (a loop VectorizeLoop could not turn into
-  vector statements; generate it as a loop, vectorizing is an optimisation) or unroll (only when
-  the extent is not a constant); ``min``/``extent`` are int expressions, ``step`` is None;
-  ``annotations`` may hold hints, never semantics;
+  vector statements; generate it as a loop, vectorizing is an optimisation) or unroll (the extent
+  is not a constant, or ``pragma_unroll_explicit`` 0 left the unrolling to LLVM);
+  ``min``/``extent`` are int expressions, ``step`` is None; ``annotations`` may hold hints, never
+  semantics;
 * ``BufferStore`` / ``BufferLoad`` on one-dimensional buffers, with one index each; an index is
   a scalar int or a ``Ramp`` (then the value has as many lanes);
 * ``DeclBuffer`` of the flat view of a parameter (same data pointer: ``A_1 = A.view(16384)``)

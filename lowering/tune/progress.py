@@ -188,7 +188,8 @@ class Progress:
         self.running_ += n_ok
         self._draw()
 
-    def trial(self, scheduler: Any, task_id: int, run_ms: float | None, ran: bool) -> None:
+    def trial(self, scheduler: Any, task_id: int, ran: bool) -> None:
+        """One trial of the task was joined; ``ran``: it was built and sent to the runner."""
         self.trials += 1
         self.running_ -= ran
         task = scheduler.tasks_[task_id]
@@ -242,6 +243,9 @@ class Progress:
             if not getattr(self.stream, "isatty", lambda: False)():
                 return "plain", None
             mode = next((m for m in ("rich", "tqdm") if _importable(m)), "line")
+        if mode in ("rich", "tqdm") and not _importable(mode):
+            raise TVMSError(f"the {mode} progress display needs the {mode} package (pip install {mode}); "
+                            f"display='line' or 'plain' need nothing")
         if mode == "rich":
             from rich.console import Console
             from rich.live import Live

@@ -27,7 +27,7 @@ from ..dlight.base import is_scheduled, mark_scheduled
 from ..pass_registry import register_pass
 from ..transform import module_pass
 from .progress import close_loggers, task_loggers
-from .tune import make_part, make_space, normalize_mod, tune_tasks
+from .tune import make_part, make_space, normalize_mod, seeded_scheduler, tune_tasks
 from .tune_context import TuneContext
 
 
@@ -91,6 +91,7 @@ def _tune_extracted(tasks: list, work_dir: str, max_trials_global: int, max_tria
         contexts = [TuneContext(t.dispatched[0], t.target, make_space(space), make_part("strategy", strategy), t.task_name,
                                 seeds.randrange(1 << 31), "physical", logger).clone()
                     for t, logger in zip(tasks, loggers)]
+        options["task_scheduler"] = seeded_scheduler(options.get("task_scheduler", "gradient"), seeds)
         return tune_tasks(tasks=contexts, task_weights=[t.weight for t in tasks], work_dir=work_dir,
                           max_trials_global=max_trials_global, max_trials_per_task=max_trials_per_task,
                           **options)

@@ -97,9 +97,9 @@ class TaskScheduler:
     the runner measures them while the next ones build; None: as many as the builder builds at
     once (its ``max_workers``). A chunk as large as a batch builds it all first, as TVM does.
     ``progress``: what watches the loop (``progress.Progress``); None shows nothing.
-    ``measure_default``: a task's first trial is its default schedule (``tvms.dlight``'s rule, as
-    ``tvms.compile`` would schedule it), so the best a tuning finds is never behind the default
-    (TVM starts from its space only).
+    ``measure_default``: in the built-in space (``PostOrderApply``), a task's first trial is its
+    default schedule (``tvms.dlight``'s rule, as ``tvms.compile`` would schedule it), so the best
+    a tuning finds is never behind the default (TVM starts from its space only).
     """
 
     def __init__(self, build_chunk: int | None = None, progress: Any = None, measure_default: bool = True) -> None:
@@ -168,7 +168,7 @@ class TaskScheduler:
                 if not candidates:
                     self.terminate_task(task_id)
                     continue
-                candidates = candidates[:max_trials_global - trials]
+                candidates = candidates[:min(max_trials_global - trials, max_trials_per_task - len(task.latency_ms))]
                 trials += len(candidates)
                 self._send(task_id, candidates)
             for task_id, task in enumerate(self.tasks_):
@@ -219,10 +219,12 @@ class TaskScheduler:
         """The task's default schedule as a candidate, when the scheduler measures it and its
         trace, written as a record and read back, replays to it on the task's module (the record
         must reproduce what was timed)."""
+        from .post_order_apply import PostOrderApply
+
         task.baseline_done = True
-        if not self.measure_default:
-            return None
         ctx = task.ctx
+        if not self.measure_default or not isinstance(ctx.space_generator, PostOrderApply):
+            return None  # a space of the user's own is searched alone
         try:
             func = main_func(ctx.mod)
             sch = apply_rules(func, ctx.target, target_kind(ctx.target).default_rules())
@@ -270,7 +272,7 @@ class TaskScheduler:
                 log.info("[Task #%d: %s] Trial #%d: GFLOPs: %.4f. Time: %.4f us. Best GFLOPs: %.4f",
                          task_id, name, trial, task.flop / run_ms / 1e6, run_ms * 1e3, task.gflops)
             if self.progress is not None:
-                self.progress.trial(self, task_id, None if error else run_ms, sch_built.error_msg is None)
+                self.progress.trial(self, task_id, sch_built.error_msg is None)
         task.measure_candidates = task.builder_results = task.runner_futures = None
         return results
 

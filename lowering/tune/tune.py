@@ -20,7 +20,7 @@ from ...ir.function import PrimFunc
 from ...ir.module import IRModule
 from ...ir.target import as_target
 from .progress import Progress, close_loggers, task_loggers
-from .task_scheduler import TaskScheduler
+from .task_scheduler import GradientBased, TaskScheduler
 from .tune_context import TuneContext
 
 # short name -> (module of lowering.tune, class)
@@ -65,6 +65,12 @@ def _callbacks(value: Any) -> list:
 
         return MeasureCallback.create("default")
     return [value] if hasattr(value, "apply") else list(value or [])
+
+
+def seeded_scheduler(kind: Any, rng: Any) -> Any:
+    """``"gradient"`` as a scheduler whose tie-breaks draw from the run's seed (so that one seed
+    replays a whole run); anything else as it is."""
+    return GradientBased(seed=rng.randrange(1 << 31)) if kind == "gradient" else kind
 
 
 def normalize_mod(mod: "IRModule | PrimFunc") -> IRModule:
@@ -185,7 +191,8 @@ def tune_tir(mod: "IRModule | PrimFunc", target: Any, work_dir: str | None = Non
                         max_trials_global=max_trials_global, max_trials_per_task=max_trials_per_task,
                         num_trials_per_iter=num_trials_per_iter, builder=builder, runner=runner,
                         database=database, cost_model=cost_model, measure_callbacks=measure_callbacks,
-                        task_scheduler=task_scheduler, module_equality=module_equality, progress=progress)
+                        task_scheduler=seeded_scheduler(task_scheduler, seeds), module_equality=module_equality,
+                        progress=progress)
     finally:
         close_loggers(loggers)
     return compile_tir(db, mod, target) if config is not None else db

@@ -340,6 +340,7 @@ class _Duplex:
 
 def serve(read_fd: int, write_fd: int) -> None:
     """A worker's loop: run the initializer, then each task sent, replying ``(ok, value)``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the tuner, which then shuts its workers down
     reader, writer = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     initializer, initargs = reader.recv()
     broken = None
