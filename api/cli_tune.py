@@ -13,6 +13,7 @@ holds every trial measured so far; ``--resume`` continues it).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -91,6 +92,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     options = dict(num_trials_per_iter=args.trials_per_iter, space=space, strategy=args.strategy,
                    cost_model=args.cost_model, seed=args.seed, progress=progress)
     try:
+        executors = _executors(args.executor, args.ray_resources)
+    except TVMSError as err:  # no Ray, a bad address or resources: a usage error
+        _error(f"tune: {err}")
+        return EXIT_ERROR
+    if executors:
+        options.update(builder=executors[0], runner=executors[1])
+    try:
         if relax:
             database = tune_relax(mod, None, target, args.work_dir, args.trials, **options)
         else:
@@ -106,10 +114,38 @@ def cmd_tune(args: argparse.Namespace) -> int:
         _error(f"tune: interrupted; the database in {args.work_dir} keeps every trial measured "
                "(continue with --resume)")
         return EXIT_INTERRUPTED
+    finally:
+        for executor in executors:  # (tune_tir shuts down only the builders and runners it made)
+            executor.shutdown()
     untuned = [n for n in mod if isinstance(mod[n], PrimFunc) and tuned[n] is mod[n]]
     if untuned:
         print(f"tvms: warning: no successful trial for {', '.join(untuned)}; left as it was", file=sys.stderr)
     return emit_text(run_deep(tuned.script, dialect=dialect), args.output)
+
+
+def _executors(executor: str, resources: str | None) -> list:
+    """[builder, runner] on a Ray cluster for ``--executor ray|auto|ray://ADDR|HOST:PORT``; [] for
+    ``local`` (tune_tir's own local builder and runner)."""
+    if executor == "local":
+        if resources is not None:
+            raise TVMSError("--ray-resources goes with --executor ray, auto or ray://ADDR")
+        return []
+    try:
+        wanted = json.loads(resources) if resources is not None else None
+    except ValueError as err:
+        raise TVMSError(f"--ray-resources is a JSON object such as '{{\"tvms-target-znver4\": 1}}': {err}") from None
+    if wanted is not None and not (isinstance(wanted, dict) and all(
+            isinstance(k, str) and isinstance(v, (int, float)) and v > 0 for k, v in wanted.items())):
+        raise TVMSError("--ray-resources is a JSON object of resource names and positive amounts")
+    from .lowering.tune.ray_executor import RayBuilder, RayRunner
+
+    address = None if executor == "ray" else executor
+    builder = RayBuilder(address=address)
+    try:
+        return [builder, RayRunner(address=address, resources=wanted)]
+    except BaseException:
+        builder.shutdown()
+        raise
 
 
 def add_tune_parser(subparsers) -> None:
@@ -142,6 +178,13 @@ def add_tune_parser(subparsers) -> None:
     p.add_argument("--cost-model", default="xgb", choices=["xgb", "random"],
                    help="the cost model that ranks candidates before they are measured (default: xgb)")
     p.add_argument("--seed", type=int, default=None, help="random seed of the search")
+    p.add_argument("--executor", default="local", metavar="local|ray|auto|ray://ADDR",
+                   help="where candidates are built and measured: worker processes here (local, the "
+                        "default), a new local Ray (ray), or the Ray cluster at ADDR (auto: the one this "
+                        "machine belongs to); Ray needs pip install 'tvms[distributed]'")
+    p.add_argument("--ray-resources", metavar="JSON",
+                   help='Ray resources each measuring actor asks for, e.g. \'{"tvms-target-znver4": 1}\', '
+                        "so candidates run on the machines that have the target hardware")
     p.add_argument("--plot", metavar="CURVE.svg|.png", help="write the tuning curve (best GFLOPS by trial)")
     p.add_argument("--progress", default="auto", choices=["auto", "rich", "tqdm", "line", "plain", "none"],
                    help="the live display on standard error (default: auto)")

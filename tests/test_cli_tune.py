@@ -2,6 +2,7 @@
 interpreted by the trace interpreter, never executed."""
 from __future__ import annotations
 
+import importlib.util
 import threading
 
 import pytest
@@ -36,6 +37,20 @@ def test_usage_errors_exit_2(tmp_path, capsys) -> None:
     module = write(tmp_path, "m.tvms", module_text(16))
     assert main(["opt", "--database", str(tmp_path / "none"), "-p", "MetaScheduleApplyDatabase", module]) == 2
     assert "no tuning database" in capsys.readouterr().err
+
+
+def test_executor_errors_exit_2(tmp_path, capsys) -> None:
+    model = write(tmp_path, "mm.tvms", MATMUL.replace("N", "16"))
+    work = str(tmp_path / "w")
+    assert main(["tune", model, "--work-dir", work, "--ray-resources", '{"gpu-box": 1}']) == 2
+    assert "goes with --executor ray" in capsys.readouterr().err
+    assert main(["tune", model, "--work-dir", work, "--executor", "ray", "--ray-resources", "{nope"]) == 2
+    assert "JSON object" in capsys.readouterr().err
+    assert main(["tune", model, "--work-dir", work, "--executor", "ray", "--ray-resources", '{"x": -1}']) == 2
+    assert "positive amounts" in capsys.readouterr().err
+    if importlib.util.find_spec("ray") is None:  # without the extra: what to install
+        assert main(["tune", model, "--work-dir", work, "--executor", "ray"]) == 2
+        assert "tvms[distributed]" in capsys.readouterr().err
 
 
 def test_a_space_file_is_interpreted_not_run(tmp_path, capsys) -> None:
