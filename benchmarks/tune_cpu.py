@@ -53,12 +53,12 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.script import tirx as T
 n, trials, work_dir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 mod = tvm.script.from_source(sys.argv[4])  # printed by tvms in TVM 0.27's dialect
-target = tvm.target.Target({"kind": "llvm", "num-cores": 1})
+target = tvm.target.Target({"kind": "llvm", "mcpu": sys.argv[5], "num-cores": 1})  # the host CPU, as tvms
 t0 = time.perf_counter()
 db = ms.tune_tir(mod, target, work_dir, trials, num_trials_per_iter=64)
 wall = time.perf_counter() - t0
 sch = ms.tir_integration.compile_tir(db, mod, target)
-lib = tvm.compile(sch.mod, target=target)
+lib = tvm.compile(sch.mod, target=target).jit()  # (0.27: an Executable; its module times)
 a, b = (np.random.rand(n, n).astype("float32") for _ in range(2))
 args = [tvm.runtime.tensor(x) for x in (a, b, np.zeros((n, n), "float32"))]
 secs = lib.time_evaluator("main", tvm.cpu(), number=3, repeat=5, min_repeat_ms=100)(*args).results
@@ -101,10 +101,12 @@ def tvms_tuned(n: int, trials: int, work_dir: str) -> dict:
 
 
 def tvm_tuned(python: str, n: int, trials: int, work_dir: str) -> dict:
+    import llvmlite.binding as llvm
+
     import tvms
 
     text = tvms.IRModule({"main": tvms.script.from_source(plain_matmul_text(n))}).script(dialect="tvm-0.27")
-    out = subprocess.run([python, "-c", TVM_SCRIPT, str(n), str(trials), work_dir, text],
+    out = subprocess.run([python, "-c", TVM_SCRIPT, str(n), str(trials), work_dir, text, llvm.get_host_cpu_name()],
                          capture_output=True, text=True, env={**os.environ, "TVM_NUM_THREADS": "1"})
     if out.returncode:
         raise SystemExit(f"TVM's run failed:\n{out.stderr[-2000:]}")
