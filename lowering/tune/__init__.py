@@ -4,4 +4,3 @@ The pieces carry TVM's names and meet at a few small records: a ``TuneContext`` 
 module, a target, a space, a strategy), ``MeasureCandidate`` (a schedule to try), the builder's and
 runner's inputs and results (``measure.py``), and the tuning records kept by a ``Database``.
 """
-from . import default_space  # noqa: F401,E402  (registers the built-in target kinds' default spaces)

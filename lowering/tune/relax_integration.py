@@ -27,8 +27,15 @@ from ..dlight.base import is_scheduled, mark_scheduled
 from ..pass_registry import register_pass
 from ..transform import module_pass
 from .progress import close_loggers, task_loggers
-from .tune import make_part, make_space, normalize_mod, seeded_scheduler, tune_tasks
 from .tune_context import TuneContext
+
+
+def _tune() -> Any:
+    """The tuning loop and its parts (task scheduler, rules, search), imported when a task is
+    extracted or a pass runs, not by ``import tvms`` (which registers these passes)."""
+    from . import tune
+
+    return tune
 
 
 @dataclass
@@ -78,7 +85,7 @@ def extract_tasks(mod: "IRModule | rx.Function", target: Any, params: dict | Non
             for call in collect(func, rx.Call):
                 if getattr(call.op, "name", None) == "relax.call_tir" and isinstance(call.args[0], GlobalVar) \
                         and isinstance(mod[call.args[0]], PrimFunc):
-                    named.append((call.args[0].name_hint, normalize_mod(mod[call.args[0]])))
+                    named.append((call.args[0].name_hint, _tune().normalize_mod(mod[call.args[0]])))
     return _distinct(named, as_target(target))
 
 
@@ -88,11 +95,11 @@ def _tune_extracted(tasks: list, work_dir: str, max_trials_global: int, max_tria
     seeds = TuneContext(rand_state=-1 if seed is None else seed).rng
     loggers = task_loggers(work_dir, [t.task_name for t in tasks])
     try:
-        contexts = [TuneContext(t.dispatched[0], t.target, make_space(space), make_part("strategy", strategy), t.task_name,
+        contexts = [TuneContext(t.dispatched[0], t.target, _tune().make_space(space), _tune().make_part("strategy", strategy), t.task_name,
                                 seeds.randrange(1 << 31), "physical", logger).clone()
                     for t, logger in zip(tasks, loggers)]
-        options["task_scheduler"] = seeded_scheduler(options.get("task_scheduler", "gradient"), seeds)
-        return tune_tasks(tasks=contexts, task_weights=[t.weight for t in tasks], work_dir=work_dir,
+        options["task_scheduler"] = _tune().seeded_scheduler(options.get("task_scheduler", "gradient"), seeds)
+        return _tune().tune_tasks(tasks=contexts, task_weights=[t.weight for t in tasks], work_dir=work_dir,
                           max_trials_global=max_trials_global, max_trials_per_task=max_trials_per_task,
                           **options)
     finally:
@@ -158,7 +165,7 @@ class MetaScheduleTuneTIR:
 
     def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
         target = _current_target("MetaScheduleTuneTIR", self.target)
-        tasks = _distinct([(name, normalize_mod(mod[name])) for name in mod
+        tasks = _distinct([(name, _tune().normalize_mod(mod[name])) for name in mod
                            if isinstance(mod[name], PrimFunc) and not is_scheduled(mod[name])], target)
         if tasks:
             _tune_extracted(tasks, self.work_dir, self.max_trials_global * len(tasks), self.max_trials_global,
@@ -183,14 +190,14 @@ class MetaScheduleApplyDatabase:
             if self.work_dir is None:
                 raise TVMSError("MetaScheduleApplyDatabase needs a database: give work_dir, or run it "
                                 "inside `with database:`")
-            database = make_part("database", "json", work_dir=self.work_dir)
+            database = _tune().make_part("database", "json", work_dir=self.work_dir)
         target = Target.current() if self.target is None else as_target(self.target)
         out = mod.copy()
         for name in mod:
             func = mod[name]
             if not isinstance(func, PrimFunc):
                 continue
-            sch = database.query_schedule(normalize_mod(func), target, workload_name=name)
+            sch = database.query_schedule(_tune().normalize_mod(func), target, workload_name=name)
             if sch is None:
                 if self.enable_warning:
                     import warnings

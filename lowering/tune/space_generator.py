@@ -32,6 +32,8 @@ def register_defaults(kind: str, **makers: Callable[[], Any]) -> None:
 
 def default_part(kind: str, part: str) -> Any:
     """A fresh copy of the default ``part`` of target kind ``kind`` (none registered: empty)."""
+    from . import default_space  # noqa: F401  (the built-in rows, registered when first needed)
+
     maker = _DEFAULTS.get(kind, {}).get(part)
     if maker is not None:
         return maker()
