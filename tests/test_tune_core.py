@@ -241,6 +241,11 @@ def test_a_line_cut_short_is_skipped_then_removed(tmp_path) -> None:
     records.write_text("[0, [oops\n" + whole)
     with pytest.raises(TVMSError, match="database_tuning_record.json:1: not a JSON line"):
         ms.database.JSONDatabase(work_dir=str(tmp_path))
+    for bad, message in (('[-1,' + whole.split(",", 1)[1], "index below"),
+                         ('[0, [[[], []], "x", null, null]]\n', "run_secs is a list of numbers")):
+        records.write_text(bad)
+        with pytest.raises(TVMSError, match=message):
+            ms.database.JSONDatabase(work_dir=str(tmp_path))
 
 
 def test_records_written_by_tvm_read_and_write_back_byte_for_byte(tmp_path) -> None:

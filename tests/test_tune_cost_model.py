@@ -109,3 +109,8 @@ def test_model_predicts_randomly_before_warmup_and_saves_and_loads(measured: tup
     assert loaded.data_size == 24 and np.array_equal(loaded.predict(ctx, candidates[40:]), scores)
     with pytest.raises(TVMSError, match="not a saved XGBModel"):
         loaded.load(str(tmp_path / "nothing.npz"))
+    np.savez(tmp_path / "other.npz", a=np.zeros(2))  # an .npz of something else, and an .npy
+    np.save(tmp_path / "array.npy", np.zeros(2))
+    for other in ("other.npz", "array.npy"):
+        with pytest.raises(TVMSError, match="not a saved XGBModel"):
+            loaded.load(str(tmp_path / other))

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.errors import TVMSError
+from ...ir.files import write_file
 
 
 class CostModel:
@@ -62,8 +63,7 @@ class RandomModel(CostModel):
 
     def save(self, path: str) -> None:
         version, internal, gauss = self.rng.getstate()
-        with open(path, "w") as f:
-            json.dump([version, list(internal), gauss], f)
+        write_file(path, json.dumps([version, list(internal), gauss]).encode())  # atomic
 
     def update(self, context: Any, candidates: list, results: list) -> None:
         """Nothing to learn."""

@@ -31,7 +31,8 @@ class Workload:
         self.shash = structural_hash(mod) if shash is None else int(shash)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Workload) and self.shash == other.shash and structural_equal(self.mod, other.mod)
+        return self is other or (isinstance(other, Workload) and self.shash == other.shash
+                                 and structural_equal(self.mod, other.mod))
 
     def __hash__(self) -> int:
         return hash(self.shash)
@@ -82,8 +83,11 @@ class TuningRecord:
             trace, run_secs, target, args_info = json_obj
         except (TypeError, ValueError):
             raise TVMSError(f"a tuning record is [trace, run_secs, target, args_info], got {json_obj!r:.80}") from None
-        return TuningRecord(Trace.from_json(trace), workload,
-                            None if run_secs is None else [float(s) for s in run_secs],
+        try:
+            run_secs = None if run_secs is None else [float(s) for s in run_secs]
+        except (TypeError, ValueError):
+            raise TVMSError(f"a tuning record's run_secs is a list of numbers, got {run_secs!r:.80}") from None
+        return TuningRecord(Trace.from_json(trace), workload, run_secs,
                             None if target is None else as_target(target),
                             None if args_info is None else [TensorInfo.from_json(a) for a in args_info])
 

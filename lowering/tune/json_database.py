@@ -128,6 +128,8 @@ class JSONDatabase(MemoryDatabase):
     def _load_record(self, line: "_Line") -> None:
         try:
             index, record_json = line.value
+            if int(index) < 0:
+                raise IndexError(index)
             workload = self._by_index[int(index)]
         except (TypeError, ValueError, IndexError):
             raise line.error(f"a record line is [workload_index, record] with an index below "

@@ -109,7 +109,8 @@ class RunnerResult:
 class EvaluatorConfig:
     """How a runner times a candidate (TVM's fields): ``repeat`` measurements, each the mean of
     ``number`` calls, ``number`` grown until one measurement takes ``min_repeat_ms``; with
-    ``enable_cpu_cache_flush`` the caches are flushed before every call."""
+    ``enable_cpu_cache_flush`` the caches are flushed before each repeat (so flushing is
+    meant with ``number=1`` and ``min_repeat_ms=0``, as in TVM)."""
 
     number: int = 3
     repeat: int = 1

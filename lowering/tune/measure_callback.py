@@ -8,7 +8,6 @@ removes the built artifacts and trains the cost model, in that order.
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Any
 
 from ...ir.errors import TVMSError
@@ -56,11 +55,11 @@ class RemoveBuildArtifact(MeasureCallback):
 
 def remove_build_dir(artifact_path: str) -> None:
     """Remove ``artifact_path``, and its directory when that holds nothing else."""
-    directory = os.path.dirname(os.path.abspath(artifact_path))
-    if os.path.basename(directory).startswith("tvms-tune-"):  # (made by LocalBuilder's export)
-        shutil.rmtree(directory, ignore_errors=True)
-    elif os.path.exists(artifact_path):
+    try:
         os.remove(artifact_path)
+        os.rmdir(os.path.dirname(os.path.abspath(artifact_path)))  # (only when it is now empty)
+    except OSError:
+        pass
 
 
 class UpdateCostModel(MeasureCallback):

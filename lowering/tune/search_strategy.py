@@ -175,9 +175,6 @@ class ReplayFunc(_Replay):
     """``ReplayFunc()``: each candidate is a design space the space generator makes anew
     (its own random decisions), one of them picked at random."""
 
-    def __init__(self) -> None:
-        super().__init__()
-
     def _sample(self, state: dict) -> Schedule | None:
         spaces = self.context.space_generator.generate_design_space(self.context.mod)
         if not spaces:

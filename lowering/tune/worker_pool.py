@@ -73,9 +73,6 @@ class WorkerPool:
         self._wake()
         return future
 
-    def map(self, fn: Callable, arg_tuples: list) -> list[Future]:
-        return [self.submit(fn, *args) for args in arg_tuples]
-
     def shutdown(self) -> None:
         """Stop the workers (tasks still waiting fail)."""
         with self._lock:

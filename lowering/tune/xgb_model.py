@@ -12,12 +12,14 @@ data; a model saved by either loads in the other (it is retrained from the data)
 """
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ...ir.errors import TVMSError
+from ...ir.files import write_file
 from ...ir.structural import structural_hash
 from .cost_model import CostModel
 from .database import FAILED_RUN_SECS
@@ -312,15 +314,19 @@ class XGBModel(CostModel):
             "last_train_size": np.array(self.last_train_size),
             **(self.booster.state() if self.booster is not None else {}),
         }
-        with open(path, "wb") as f:
-            np.savez(f, **state)
+        buffer = io.BytesIO()
+        np.savez(buffer, **state)
+        write_file(path, buffer.getvalue())  # atomic: an interrupted save leaves the old file
 
     def load(self, path: str) -> None:
         """Read what ``save`` wrote; trees saved by the other backend are retrained here."""
         try:
             with np.load(path, allow_pickle=False) as state:
                 state = dict(state)
-        except (OSError, ValueError) as e:
+            missing = {"group_hashes", "group_sizes", "costs", "row_counts", "rows"} - set(state)
+            if missing:
+                raise ValueError(f"it lacks {', '.join(sorted(missing))}")
+        except (OSError, ValueError, TypeError, AttributeError) as e:  # (a .npy loads as an array)
             raise TVMSError(f"XGBModel.load: {path} is not a saved XGBModel ({e})") from None
         matrices = np.split(state["rows"], np.cumsum(state["row_counts"])[:-1]) if len(state["row_counts"]) else []
         costs = np.split(state["costs"], np.cumsum(state["group_sizes"])[:-1])
