@@ -23,8 +23,9 @@ from .ir.deep import run_deep
 
 
 def _has_database(work_dir: str) -> bool:
-    return any(os.path.exists(os.path.join(work_dir, f))
-               for f in ("database_workload.json", "database_tuning_record.json"))
+    from .lowering.tune.json_database import RECORD_FILE, WORKLOAD_FILE
+
+    return any(os.path.exists(os.path.join(work_dir, f)) for f in (WORKLOAD_FILE, RECORD_FILE))
 
 
 def trace_space(text: str, name: str):
@@ -46,7 +47,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .lowering.build import has_relax_operators
     from .lowering.relax.pipeline import get_pipeline
     from .lowering.schedule import Schedule, ScheduleError
-    from .lowering.tune.progress import Progress, write_curve
+    from .lowering.tune.progress import Progress, check_curve_path, check_display, write_curve
     from .lowering.tune.relax_integration import MetaScheduleApplyDatabase, tune_relax
     from .lowering.tune.tune import normalize_mod, tune_tir
     from .script import from_source
@@ -88,7 +89,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     except TVMSError as err:  # a primitive that fails on this module (1), or not a trace (2)
         print(str(err), file=sys.stderr)
         return EXIT_FAILED if isinstance(err, ScheduleError) else EXIT_ERROR
-    progress = Progress(display=args.progress, work_dir=args.work_dir)
+    try:  # (a display or a curve path that cannot work is refused before any tuning)
+        progress = Progress(display=args.progress, work_dir=args.work_dir)
+        check_display(args.progress)
+        if args.plot:
+            check_curve_path(args.plot)
+    except TVMSError as err:
+        _error(f"tune: {err}")
+        return EXIT_ERROR
     options = dict(num_trials_per_iter=args.trials_per_iter, space=space, strategy=args.strategy,
                    cost_model=args.cost_model, seed=args.seed, progress=progress)
     try:

@@ -53,6 +53,19 @@ def test_executor_errors_exit_2(tmp_path, capsys) -> None:
         assert "tvms[distributed]" in capsys.readouterr().err
 
 
+def test_a_curve_or_display_that_cannot_work_is_refused_before_tuning(tmp_path, capsys) -> None:
+    model = write(tmp_path, "mm.tvms", MATMUL.replace("N", "16"))
+    work = tmp_path / "w"
+    assert main(["tune", model, "--work-dir", str(work), "--plot", "curve.jpg"]) == 2
+    assert ".svg or .png" in capsys.readouterr().err
+    assert main(["tune", model, "--work-dir", str(work), "--plot", str(tmp_path / "no" / "c.svg")]) == 2
+    assert "folder does not exist" in capsys.readouterr().err
+    if importlib.util.find_spec("rich") is None:
+        assert main(["tune", model, "--work-dir", str(work), "--progress", "rich"]) == 2
+        assert "pip install rich" in capsys.readouterr().err
+    assert not work.exists()  # nothing was started
+
+
 def test_a_space_file_is_interpreted_not_run(tmp_path, capsys) -> None:
     model = write(tmp_path, "mm.tvms", MATMUL.replace("N", "16"))
     marker = tmp_path / "ran"

@@ -12,6 +12,7 @@ it to ``work_dir/logs/task_scheduler.log``; each task logs its trials to
 """
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
@@ -19,6 +20,7 @@ import time
 from typing import Any, TextIO
 
 from ...ir.errors import TVMSError
+from ...ir.files import WriteError, write_file
 
 _LOGGER_PREFIX = "tvms.meta_schedule.task"
 _DISPLAYS = ("auto", "rich", "tqdm", "line", "plain", "none")
@@ -93,29 +95,50 @@ def close_loggers(loggers: list) -> None:
 def write_curve(path: str, curve: list) -> None:
     """Best GFLOPS against trials, one line per task. ``curve``: ``(trials, task_name, gflops)``
     points in trial order. ``.svg`` is written directly, ``.png`` needs matplotlib."""
+    check_curve_path(path)
     series: dict = {}
     for trials, name, gflops in curve:
         series.setdefault(name, []).append((trials, gflops))
     if path.lower().endswith(".png"):
-        try:
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            raise TVMSError(f"writing {path}: a PNG curve needs matplotlib; write an .svg instead") from None
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
         fig, ax = plt.subplots(figsize=(6, 4))
         for name, points in series.items():
             ax.step([p[0] for p in points], [p[1] for p in points], where="post", label=name)
         ax.set_xlabel("trials")
         ax.set_ylabel("best GFLOPS")
         ax.legend()
-        fig.savefig(path, dpi=100)
+        image = io.BytesIO()
+        fig.savefig(image, format="png", dpi=100)
         plt.close(fig)
-        return
-    if not path.lower().endswith(".svg"):
+        data = image.getvalue()
+    else:
+        data = _svg(series).encode()
+    try:
+        write_file(path, data)  # atomic
+    except WriteError as err:
+        raise TVMSError(f"cannot write the tuning curve: {err}") from None
+
+
+def check_display(display: str) -> None:
+    """Refuse a display whose package is not installed (rich is optional)."""
+    if display in ("rich", "tqdm") and not _importable(display):
+        raise TVMSError(f"the {display} progress display needs the {display} package (pip install "
+                        f"{display}); display='line' or 'plain' need nothing")
+
+
+def check_curve_path(path: str) -> None:
+    """Refuse, before any tuning, a curve path ``write_curve`` could not write: a suffix other
+    than .svg/.png, a PNG without matplotlib, a folder that does not exist."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in (".svg", ".png"):
         raise TVMSError(f"a tuning curve is written as .svg or .png, not {path!r}")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(_svg(series))
+    if suffix == ".png" and not _importable("matplotlib"):
+        raise TVMSError(f"writing {path}: a PNG curve needs matplotlib; write an .svg instead")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise TVMSError(f"cannot write the tuning curve {path}: its folder does not exist")
 
 
 def _svg(series: dict) -> str:
@@ -243,9 +266,7 @@ class Progress:
             if not getattr(self.stream, "isatty", lambda: False)():
                 return "plain", None
             mode = next((m for m in ("rich", "tqdm") if _importable(m)), "line")
-        if mode in ("rich", "tqdm") and not _importable(mode):
-            raise TVMSError(f"the {mode} progress display needs the {mode} package (pip install {mode}); "
-                            f"display='line' or 'plain' need nothing")
+        check_display(mode)
         if mode == "rich":
             from rich.console import Console
             from rich.live import Live
