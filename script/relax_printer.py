@@ -120,7 +120,7 @@ class RelaxPrinter(TIRPrinter):
             if not classic:  # (0.27's struct info of a scalar is its type: it has no value to print)
                 return self.tir(f"{s.dtype}")
             if s.value is not None:
-                return f"R.Prim(value={self.expr(s.value)})"
+                return f"R.Prim(value={self.dims((s.value,))})"  # (a compound value is quoted whole)
             return f"R.Prim({quote(str(s.dtype))})"
         if isinstance(s, FuncStructInfo):
             return self.callable_sinfo(s)

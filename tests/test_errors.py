@@ -728,3 +728,19 @@ def test_a_tensorir_buffer_in_a_relax_signature_is_refused():
 ])
 def test_a_parameter_named_like_a_size_of_the_signature_is_refused(src, line, col, message):
     assert_error(src, line, col, re.escape(message))
+
+
+def test_a_negative_slice_length_and_a_bad_offset_factor_are_located() -> None:
+    err = parse_error('@T.prim_func\ndef g(A: T.Buffer((16,), "int32")):\n    A[0:8:-1] = T.Broadcast(1, 8)\n')
+    assert "a vector slice needs a positive length and a positive step" in str(err) and "bad.tvms:3:" in str(err)
+    err = parse_error('@T.prim_func\ndef g(a: T.handle):\n'
+                      '    A = T.match_buffer(a, (16,), "int32", offset_factor="x")\n    A[0] = 1\n')
+    assert "offset_factor is a non-negative integer, got 'x'" in str(err) and "bad.tvms:3:" in str(err)
+
+
+def test_a_compound_prim_value_in_a_signature_prints_quoted_and_reads_back() -> None:
+    src = ('@R.function\ndef f(x: R.Prim(value="n"), y: R.Prim(value="m")):\n'
+           '    z = x + y\n    return z\n')
+    text = from_source(src).script()
+    assert 'R.Prim(value="n + m")' in text
+    assert from_source(text).script() == text

@@ -61,7 +61,11 @@ class BufferParsing:
         strides = tuple(self.quoted_stride(s, var_dtype, syn) if isinstance(s, str) else self.int_expr(s, syn)
                         for s in strides)
         elem_offset = kwargs.pop("elem_offset", None)
-        offset_factor = int(kwargs.pop("offset_factor", None) or 0)
+        offset_factor = kwargs.pop("offset_factor", None) or 0
+        if isinstance(offset_factor, IntImm):
+            offset_factor = offset_factor.value
+        if isinstance(offset_factor, bool) or not isinstance(offset_factor, int) or offset_factor < 0:
+            raise self.error(syn, f"offset_factor is a non-negative integer, got {offset_factor!r}")
         if elem_offset is not None:
             elem_offset = self.int_expr(elem_offset, syn)
         elif offset_factor:

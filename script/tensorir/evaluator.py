@@ -276,6 +276,8 @@ class ExprEvaluator:
             if isinstance(item, tuple):
                 start, stop, step = item
                 lanes = slice_lanes(arith_extent(start, stop), step)
+                if isinstance(lanes, int) and (lanes <= 0 or step <= 0):
+                    raise self.error(syn, "a vector slice needs a positive length and a positive step")
                 if lanes is None:
                     raise self.error(syn, "a vector slice needs a constant length (or T.vscale() * k "
                                      "lanes, a multiple of its step)")
