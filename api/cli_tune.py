@@ -26,7 +26,9 @@ from .ir.deep import run_deep
 def _has_database(work_dir: str) -> bool:
     from .lowering.tune.json_database import RECORD_FILE, WORKLOAD_FILE
 
-    return any(os.path.exists(os.path.join(work_dir, f)) for f in (WORKLOAD_FILE, RECORD_FILE))
+    # (empty files, left by a run that failed before its first trial, hold nothing to resume)
+    return any(os.path.isfile(path) and os.path.getsize(path) > 0
+               for path in (os.path.join(work_dir, f) for f in (WORKLOAD_FILE, RECORD_FILE)))
 
 
 def trace_space(text: str, name: str):

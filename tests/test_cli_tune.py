@@ -27,7 +27,7 @@ def test_usage_errors_exit_2(tmp_path, capsys) -> None:
     model = write(tmp_path, "mm.tvms", MATMUL.replace("N", "16"))
     work = tmp_path / "tune"
     work.mkdir()
-    (work / "database_tuning_record.json").write_text("")
+    (work / "database_tuning_record.json").write_text('[0, [[], [], [], null, null, null]]\n')
     assert main(["tune", model, "--work-dir", str(work)]) == 2  # a database there, no --resume
     assert "--resume" in capsys.readouterr().err
     assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--trials", "0"]) == 2
@@ -135,8 +135,10 @@ def test_a_relax_module_is_tuned_as_tvms_build_lowers_it(tmp_path, capsys) -> No
     # the weight transpose is fused into the matmul first, as tvms build does: one kernel to
     # tune, which reads w as stored, not a transpose kernel and a matmul
     model = write(tmp_path, "linear.tvms", LINEAR)
-    out = tmp_path / "tuned.tvms"
-    assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--trials", "2", "--strategy", "replay-trace",
+    out, work = tmp_path / "tuned.tvms", tmp_path / "w"
+    work.mkdir()  # empty files left by a run that failed before its first trial: nothing to resume
+    (work / "database_workload.json").write_text("")
+    assert main(["tune", model, "--work-dir", str(work), "--trials", "2", "--strategy", "replay-trace",
                  "--cost-model", "random", "--progress", "none", "-o", str(out)]) == 0
     tuned = out.read_text()
     assert tuned.count("@T.prim_func") == 1 and "transpose" not in tuned
