@@ -22,7 +22,8 @@ from ...ir import relax as rx
 from ...ir.errors import TVMSError
 from ...ir.expr import Op
 from ...ir.registry import get_global_func, register_func
-from .backend import has_leaking_intermediate_variables, make_matmul_pattern, register_patterns
+from .backend import (composite_of, has_leaking_intermediate_variables, make_matmul_pattern,
+                      register_patterns)
 from .fuse_by_pattern import PatternCheckContext
 from .run_codegen import ExternalModule, external_module
 
@@ -59,19 +60,6 @@ register_patterns([(f"{BACKEND}.{name}", *make_matmul_pattern(bias, act, transpo
 
 
 # --------------------------------------------------------------------------- codegen
-
-
-def composite_of(func: rx.Function) -> rx.Function:
-    """The composite function a ``"Codegen"`` function calls (bound as ``local_func`` or called
-    directly)."""
-    for n in _bindings(func):
-        if isinstance(n.value, rx.Function) and "Composite" in n.value.attrs:
-            return n.value
-    body = func.body.body if isinstance(func.body, rx.SeqExpr) else func.body
-    if isinstance(body, rx.Call) and isinstance(body.op, rx.Function):
-        return body.op
-    raise TVMSError(f"{BACKEND}: {func.attrs.get('global_symbol', '?')!r} calls no composite "
-                    f"function")
 
 
 def _bindings(func: rx.Function) -> list:

@@ -24,6 +24,7 @@ from ...ir.struct_info import TupleStructInfo
 from ...ir.visitor import walk
 from ..pass_registry import register_pass
 from ..transform import module_pass
+from .backend import unavailable_reason
 from .passes import _substitute
 
 
@@ -69,8 +70,10 @@ class RunCodegen:
             try:
                 codegen = get_global_func(f"relax.ext.{backend}")
             except TVMSError:
-                raise TVMSError(f"RunCodegen: no codegen for the backend {backend!r}: register "
-                                f"one as 'relax.ext.{backend}'") from None
+                why = unavailable_reason(backend)
+                raise TVMSError(f"RunCodegen: no codegen for the backend {backend!r}: "
+                                + (why if why else f"register one as 'relax.ext.{backend}'")) \
+                    from None
             options = self.target_options.get(backend, {})
             for made in codegen([f for _, f in items], options, {}):
                 if not isinstance(made, ExternalModule):
