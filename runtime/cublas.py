@@ -175,7 +175,7 @@ def host_gemm(plan: GemmPlan, lhs: Operand, rhs: Operand, out: Operand, bias: Op
     c = _column_major(out.data, plan.m, plan.n, plan.ldc, plan.batch, plan.stride_c)
     acc = np.int32 if np.dtype(out.dtype).kind in "iu" else np.float32
     value = np.matmul((a.transpose(0, 2, 1) if plan.trans_a else a).astype(acc), b.astype(acc))
-    if alpha != 1.0:
+    if alpha != 1.0 and acc is np.float32:  # an int32 result is scaled by 1, as on the device
         value = value * np.float32(alpha)
     if scale_a is not None:
         value = value * np.float32(scale_a.data.reshape(-1)[0] * scale_b.data.reshape(-1)[0])
