@@ -235,13 +235,35 @@ def _library_candidates() -> list[str]:
     return [p for p in found if os.path.exists(p)] + ["libcublasLt.so.12", "libcublasLt.so"]
 
 
+_P, _I, _SIZE = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
+# the signatures called here (every one returns a cublasStatus_t), so that ctypes passes
+# 64-bit sizes and pointers whole
+_SIGNATURES = {
+    "cublasLtCreate": [_P], "cublasLtMatmulPreferenceCreate": [_P],
+    "cublasLtMatmulPreferenceSetAttribute": [_P, _I, _P, _SIZE],
+    "cublasLtMatmulDescCreate": [_P, _I, _I], "cublasLtMatmulDescDestroy": [_P],
+    "cublasLtMatmulDescSetAttribute": [_P, _I, _P, _SIZE],
+    "cublasLtMatmulDescGetAttribute": [_P, _I, _P, _SIZE, _P],
+    "cublasLtMatrixLayoutCreate": [_P, _I, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64],
+    "cublasLtMatrixLayoutDestroy": [_P],
+    "cublasLtMatrixLayoutSetAttribute": [_P, _I, _P, _SIZE],
+    "cublasLtMatrixLayoutGetAttribute": [_P, _I, _P, _SIZE, _P],
+    "cublasLtMatmulAlgoGetHeuristic": [_P, _P, _P, _P, _P, _P, _P, _I, _P, _P],
+    "cublasLtMatmul": [_P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _SIZE, _P],
+}
+
+
 def load_library() -> tuple[Any, str]:
     """``(the loaded libcublasLt, "")``, or ``(None, why not)``."""
     errors = []
     for candidate in _library_candidates():
         try:
-            return ctypes.CDLL(candidate), ""
-        except OSError as e:
+            lib = ctypes.CDLL(candidate)
+            for name, argtypes in _SIGNATURES.items():
+                fn = getattr(lib, name)
+                fn.argtypes, fn.restype = argtypes, ctypes.c_int
+            return lib, ""
+        except (OSError, AttributeError) as e:
             errors.append(str(e))
     return None, ("the cuBLAS library (libcublasLt.so.12) was not found: install it with "
                   "`pip install tvms[cublas]` (the nvidia-cublas-cu12 wheel)"

@@ -286,6 +286,16 @@ def test_cublaslt_descriptors_hold_the_plan() -> None:
     assert tvm.get_global_func("relax.ext.cublas", True) is not None
 
 
+@needs_cublas
+def test_without_a_device_the_call_is_a_clear_error() -> None:
+    if _cuda_device():
+        pytest.skip("a CUDA device is present")
+    call = cublas_backend.GemmCall("f", 2, lhs=0, rhs=1)
+    args = [FakeDeviceTensor(256 * i, s) for i, s in enumerate(((3, 4), (4, 5), (3, 5)), 1)]
+    with pytest.raises(TVMSError, match="cublasLtCreate .is a CUDA device present"):
+        tvm.get_global_func("runtime.cublas.gemm")(call)(*args)
+
+
 def _cuda_device() -> bool:
     try:
         from cuda.bindings import driver
@@ -326,3 +336,20 @@ def test_cublaslt_on_the_device_matches_the_host_reference() -> None:
     args = [DeviceArray(a) for a in (w, x, b, np.zeros((2, 3, 5), "float32"))]
     tvm.get_global_func("runtime.cublas.gemm")(call)(*args)
     np.testing.assert_allclose(args[-1].numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_compiled_seed_calls_the_packed_functions(cublas_on_host: None,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The VM calls RunCodegen's functions by name (``f(*inputs, out)``), as it will on CUDA
+    with device tensors."""
+    mod = relax.transform.RunCodegen()(partition_for_cublas(load("seed000")))
+    calls = []
+    for module in mod.attrs["external_mods"]:
+        for symbol, fn in module.functions.items():
+            monkeypatch.setitem(registry._FUNCTIONS, symbol,
+                                lambda *args, _fn=fn, _s=symbol: (calls.append(_s), _fn(*args))[1])
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    x, w1, b1, w2 = random_args(mod["forward"], 5)
+    got = vm["forward"](*[tvm.nd.array(a) for a in (x, w1, b1, w2)]).numpy()
+    np.testing.assert_allclose(got, np.maximum(x @ w1.T + b1, 0) @ w2.T, rtol=1e-4, atol=1e-5)
+    assert sorted(calls) == sorted(s for m in mod.attrs["external_mods"] for s in m.functions)

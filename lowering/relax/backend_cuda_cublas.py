@@ -23,6 +23,7 @@ import numpy as np
 
 from ...ir import relax as rx
 from ...ir.arith.analyzer import Analyzer
+from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.expr import EQ, GE, IntImm, Mul, PrimExpr, Var
 from ...ir.registry import get_global_func, register_func
@@ -122,7 +123,7 @@ def check_matmul(context: PatternCheckContext) -> bool:
         if not transposed:
             return False
         rows, cols = _const(rhs_shape[-2]), _const(rhs_shape[-1])
-        if cols is None or cols % 16 or rows is None or rows % (16 // _itemsize(out_dtype)):
+        if cols is None or cols % 16 or rows is None or rows % (16 // max(1, DataType(out_dtype).bits // 8)):
             return False  # 16-byte alignment of every fp8 operand
     if "bias" in ann:
         if lhs_dtype == "int8":
@@ -133,10 +134,6 @@ def check_matmul(context: PatternCheckContext) -> bool:
     return _batches_fit(_product(lhs_shape[:-2]), _product(rhs_shape[:-2]))
 
 
-def _itemsize(dtype: str) -> int:
-    return max(1, int("".join(c for c in dtype.split("_")[0] if c.isdigit()) or 8) // 8)
-
-
 def _batches_fit(lhs: PrimExpr | int, rhs: PrimExpr | int) -> bool:
     """cuBLASLt's strided batches need the same count on both sides, unless only the left
     side is batched (its batches then fold into the rows of one GEMM)."""
@@ -144,20 +141,11 @@ def _batches_fit(lhs: PrimExpr | int, rhs: PrimExpr | int) -> bool:
         return True  # TVM leaves one symbolic count to the runtime
     if isinstance(lhs, int) and isinstance(rhs, int):
         return lhs == rhs or (lhs >= 1 and rhs == 1)
+    dtype = (lhs if isinstance(lhs, PrimExpr) else rhs).dtype
+    lhs, rhs, one = (v if isinstance(v, PrimExpr) else IntImm(dtype, v) for v in (lhs, rhs, 1))
     analyzer = Analyzer()
-
-    def prove(cond: PrimExpr) -> bool:
-        return analyzer.prove(cond) is True
-
-    def expr(v: PrimExpr | int) -> PrimExpr:
-        return v if isinstance(v, PrimExpr) else IntImm(_int_dtype(lhs, rhs), v)
-
-    return prove(EQ(expr(lhs), expr(rhs))) or (prove(GE(expr(lhs), expr(1)))
-                                              and prove(EQ(expr(rhs), expr(1))))
-
-
-def _int_dtype(*values: object):
-    return next(v.dtype for v in values if isinstance(v, PrimExpr))
+    return analyzer.prove(EQ(lhs, rhs)) is True or (analyzer.prove(GE(lhs, one)) is True
+                                                    and analyzer.prove(EQ(rhs, one)) is True)
 
 
 def make_matmul_dequantize_pattern(transposed_rhs: bool = False) -> tuple[DFPattern, dict]:
