@@ -111,6 +111,20 @@ def make_fused_bias_activation_pattern(op_name: str, with_bias: bool = False,
     return with_bias_activation(out, {"lhs": lhs, "rhs": rhs, "root": out}, with_bias, activation)
 
 
+# The matmul patterns BLAS backends register, as TVM's cuBLAS backend does: name, with bias,
+# activation, transposed right-hand side; in registration order (later entries take priority).
+MATMUL_SHAPES = [
+    ("matmul", False, None, False),
+    ("matmul_bias", True, None, False),
+    ("matmul_bias_relu", True, "relax.nn.relu", False),
+    ("matmul_bias_gelu", True, "relax.nn.gelu", False),
+    ("matmul_transposed", False, None, True),
+    ("matmul_transposed_bias", True, None, True),
+    ("matmul_transposed_bias_relu", True, "relax.nn.relu", True),
+    ("matmul_transposed_bias_gelu", True, "relax.nn.gelu", True),
+]
+
+
 def make_matmul_pattern(with_bias: bool = False, activation: str | None = None,
                         transposed_rhs: bool = False) -> tuple[DFPattern, dict]:
     """``activation(matmul(lhs, rhs) + bias)`` with ``rhs`` behind ``permute_dims`` when
@@ -124,6 +138,6 @@ def make_matmul_pattern(with_bias: bool = False, activation: str | None = None,
     return with_bias_activation(out, annotations, with_bias, activation)
 
 
-__all__ = ["composite_of", "get_pattern", "get_patterns_with_prefix", "has_leaking_intermediate_variables",
+__all__ = ["MATMUL_SHAPES", "composite_of", "get_pattern", "get_patterns_with_prefix", "has_leaking_intermediate_variables",
            "make_fused_bias_activation_pattern", "make_matmul_pattern", "register_patterns",
            "registered_patterns", "set_unavailable", "unavailable_reason", "with_bias_activation"]

@@ -27,8 +27,9 @@ from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.expr import EQ, GE, IntImm, Mul, PrimExpr, Var
 from ...ir.registry import get_global_func, register_func
-from .backend import (composite_of, get_patterns_with_prefix, has_leaking_intermediate_variables,
-                      make_matmul_pattern, register_patterns, set_unavailable)
+from .backend import (MATMUL_SHAPES, composite_of, get_patterns_with_prefix,
+                      has_leaking_intermediate_variables, make_matmul_pattern, register_patterns,
+                      set_unavailable)
 from .dpl import DFPattern, get_var2val, is_const, is_op, wildcard
 from .fuse_by_pattern import FuseOpsByPattern, PatternCheckContext
 from .run_codegen import ExternalModule, external_module
@@ -164,19 +165,8 @@ def make_matmul_multiply_pattern(transposed_rhs: bool = False) -> tuple[DFPatter
     return is_op("relax.astype")(is_op("relax.multiply")(out, scale)), annotations
 
 
-# name, with bias, activation, transposed right side; later entries take priority (TVM's order)
-_SHAPES = [
-    ("matmul", False, None, False),
-    ("matmul_bias", True, None, False),
-    ("matmul_bias_relu", True, "relax.nn.relu", False),
-    ("matmul_bias_gelu", True, "relax.nn.gelu", False),
-    ("matmul_transposed", False, None, True),
-    ("matmul_transposed_bias", True, None, True),
-    ("matmul_transposed_bias_relu", True, "relax.nn.relu", True),
-    ("matmul_transposed_bias_gelu", True, "relax.nn.gelu", True),
-]
 register_patterns([(f"{BACKEND}.{name}", *make_matmul_pattern(bias, act, transposed), check_matmul)
-                   for name, bias, act, transposed in _SHAPES]
+                   for name, bias, act, transposed in MATMUL_SHAPES]
                   + [(f"{BACKEND}.matmul_transposed_dequantize",
                       *make_matmul_dequantize_pattern(transposed_rhs=True), check_matmul),
                      (f"{BACKEND}.matmul_transposed_multiply",
