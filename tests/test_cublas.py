@@ -29,7 +29,7 @@ from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
 GOLDEN = FIXTURES / "cublas"
-MODULES = ("seed000", "zoo", "mismatch")
+MODULES = ("seed000", "zoo")
 
 
 def load(name: str) -> tvm.IRModule:
@@ -126,6 +126,20 @@ def test_run_codegen_prints_as_tvm_and_keeps_numbers(name: str, cublas_on_host: 
     modules = after.attrs["external_mods"]
     assert all(len(m.functions) == 1 and m.backend == "cublas" for m in modules)  # one each
     run_each_function(before, after)
+
+
+def test_dequantize_takes_its_scale_as_alpha(cublas_on_host: None) -> None:
+    """``dequantize(matmul)`` with its scale bound in the group (as TVM's tests partition it):
+    the scale becomes cuBLAS's alpha. Partitioned with constants as inputs, the scale is
+    unknown when the call is planned: a clear error."""
+    before = load("dequantize")
+    fused = partition_for_cublas(before, bind_constants=True)
+    assert fused.script(dialect="tvm-0.27") == golden("dequantize.partition_bound")
+    after = relax.transform.RunCodegen()(fused)
+    assert after.script(dialect="tvm-0.27") == golden("dequantize.partition_bound.RunCodegen")
+    run_each_function(before, after)
+    with pytest.raises(TVMSError, match="bind_constants=True"):
+        relax.transform.RunCodegen()(partition_for_cublas(before))
 
 
 def test_seed000_cublas_dispatch(cublas_on_host: None) -> None:

@@ -226,7 +226,9 @@ def gemm_call(func: rx.Function) -> GemmCall:
     var2val = get_var2val(composite)
     matched = pattern.pattern.extract_matched_expr(var2val.get(body, body), var2val)
     if matched is None:
-        raise TVMSError(f"{BACKEND}: the body of {symbol} is not a {name} pattern")
+        hint = ("; its scale and zero point must be constants inside the group: partition "
+                "with bind_constants=True") if "scale" in pattern.annotation_patterns else ""
+        raise TVMSError(f"{BACKEND}: the body of {symbol} is not a {name} pattern{hint}")
     params = list(composite.params)
 
     def position(role: str) -> int | None:
