@@ -106,9 +106,7 @@ def plan_gemm(lhs: tuple, rhs: tuple, out: tuple, transposed_rhs: bool) -> GemmP
     row-major, with shapes ``(..., N, K)``, ``(..., K, M)`` or ``(..., M, K)``, ``(..., N, M)``."""
     if len(lhs) < 2 or len(rhs) < 2:
         raise TVMSError(f"cuBLAS multiplies matrices; got shapes {lhs} and {rhs}")
-    lhs_batch, rhs_batch = lhs[:-2], rhs[:-2]
-    if math.prod(rhs_batch) == 1:
-        rhs_batch = ()  # (1, K, M) is one matrix: TVM's check lets it pass as unbatched
+    lhs_batch, rhs_batch = math.prod(lhs[:-2]), math.prod(rhs[:-2])
     m = rhs[-2] if transposed_rhs else rhs[-1]
     k_rhs = rhs[-1] if transposed_rhs else rhs[-2]
     n, k = lhs[-2], lhs[-1]
@@ -116,13 +114,13 @@ def plan_gemm(lhs: tuple, rhs: tuple, out: tuple, transposed_rhs: bool) -> GemmP
         raise TVMSError(f"cuBLAS: the reduction lengths differ: {lhs} @ {rhs}"
                         + (" (transposed)" if transposed_rhs else ""))
     batch = 1
-    if lhs_batch and not rhs_batch:
-        n *= math.prod(lhs_batch)  # the left side's batches are more rows of one GEMM
-    elif lhs_batch or rhs_batch:
-        if tuple(lhs_batch) != tuple(rhs_batch):
-            raise TVMSError(f"cuBLAS batches both sides alike or only the left one; got shapes "
-                            f"{lhs} and {rhs}")
-        batch = math.prod(lhs_batch)
+    if rhs_batch == 1:
+        n *= lhs_batch  # one right matrix: the left side's batches are more rows of one GEMM
+    elif lhs_batch == rhs_batch:
+        batch = lhs_batch  # strided batches (the output check below rules out broadcasting)
+    else:
+        raise TVMSError(f"cuBLAS batches both sides alike or only the left one; got shapes "
+                        f"{lhs} and {rhs}")
     if math.prod(out) != batch * m * n or (out and out[-1] != m):
         raise TVMSError(f"cuBLAS: the output of shape {out} does not hold {lhs} @ {rhs}")
     a_rows, a_cols = (k, m) if transposed_rhs else (m, k)

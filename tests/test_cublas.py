@@ -197,6 +197,7 @@ def host(array: np.ndarray) -> Operand:
     ((2, 3, 4), (4, 5), False), ((2, 2, 3, 4), (5, 4), True),  # left batches fold into rows
     ((2, 3, 4), (2, 4, 5), False), ((2, 3, 4), (2, 5, 4), True),  # strided batches
     ((2, 3, 4), (1, 4, 5), False),                             # one right matrix
+    ((1, 2, 3, 4), (2, 5, 4), True),                           # batches of other ranks
 ])
 def test_host_plan_matches_numpy(lhs: tuple, rhs: tuple, transposed: bool) -> None:
     rng = np.random.default_rng(0)
@@ -218,6 +219,7 @@ def test_plan_is_tvms_layout() -> None:
         GemmPlan(5, 3, 4, False, 5, 4, 5, 4, 5, batch=2, stride_a=20, stride_b=12, stride_c=15)
     for lhs, rhs, out, what in [((3, 4), (3, 5), (3, 5), "reduction lengths"),
                                 ((3, 4), (2, 4, 5), (2, 3, 5), "batches"),
+                                ((1, 2, 3, 4), (2, 1, 4, 5), (2, 2, 3, 5), "output"),
                                 ((3, 4), (4, 5), (3, 6), "output")]:
         with pytest.raises(TVMSError, match=what):
             plan_gemm(lhs, rhs, out, False)

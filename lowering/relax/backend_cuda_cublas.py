@@ -124,7 +124,8 @@ def check_matmul(context: PatternCheckContext) -> bool:
         if not transposed:
             return False
         rows, cols = _const(rhs_shape[-2]), _const(rhs_shape[-1])
-        if cols is None or cols % 16 or rows is None or rows % (16 // max(1, DataType(out_dtype).bits // 8)):
+        out_per_16_bytes = 16 // max(1, DataType(out_dtype).bits // 8)
+        if cols is None or cols % 16 or rows is None or rows % out_per_16_bytes:
             return False  # 16-byte alignment of every fp8 operand
     if "bias" in ann:
         if lhs_dtype == "int8":
