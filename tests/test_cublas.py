@@ -86,7 +86,7 @@ def test_patterns_are_tvms_in_tvms_priority() -> None:
     assert relax.backend.get_pattern("cublas.matmul_transposed_bias_relu").backend == "cublas"
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", MODULES + ("fp8",))
 def test_partition_for_cublas_prints_as_tvm(name: str) -> None:
     """TVM's check on every case of the zoo: batched sides, dtypes, int8 alignment, a bias
     matrix, a leaking intermediate, symbolic batches and a symbolic reduction axis."""
@@ -172,6 +172,15 @@ def test_gemm_calls_name_the_operands() -> None:
         (0, 1, 2, False, "gelu_bias")
 
 
+def test_fp8_scales_are_passed_as_pointers(cublas_on_host: None) -> None:
+    fused = partition_for_cublas(load("fp8"))
+    after = relax.transform.RunCodegen()(fused)
+    assert after.script(dialect="tvm-0.27") == golden("fp8.partition.RunCodegen")
+    call = cublas_backend.gemm_call(next(f for _, f in fused.functions_items() if "Codegen" in f.attrs))
+    assert (call.lhs, call.rhs, call.scale_a, call.scale_b, call.transposed_rhs, call.epilogue) == \
+        (1, 0, 2, 3, True, "default")  # called as (y, x, scaleA, scaleB)
+
+
 def test_without_cublas_there_is_no_codegen_and_a_clear_error(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(registry._FUNCTIONS, "relax.ext.cublas", raising=False)
@@ -237,6 +246,11 @@ def test_packed_function_dequantize_int8_and_gelu() -> None:
     cublas_runtime.gemm_function(call, host_gemm, cublas_runtime.host_operand)(
         w.astype("float16"), x.astype("float16"), out)
     np.testing.assert_array_equal(out, (exact * 0.5).astype("float16"))
+    scaled = cublas_backend.GemmCall("s", 4, lhs=1, rhs=0, scale_a=2, scale_b=3, transposed_rhs=True)
+    scales = np.array([0.5], "float32"), np.array([3.0], "float32")
+    cublas_runtime.gemm_function(scaled, host_gemm, cublas_runtime.host_operand)(
+        w.astype("float16"), x.astype("float16"), *scales, out)
+    np.testing.assert_array_equal(out, (exact * 1.5).astype("float16"))  # fp8's per-tensor scales
     call = cublas_backend.GemmCall("g", 3, lhs=0, rhs=1, bias=2, epilogue="gelu_bias")
     a, b, c = (rng.standard_normal(s).astype("float32") for s in ((3, 4), (4, 5), (5,)))
     out = np.zeros((3, 5), "float32")
