@@ -144,19 +144,14 @@ def gemm_function(call: Any, gemm: Callable, as_operand: Callable = device_opera
             raise TVMSError(f"{call.symbol}: the operands are {lhs.dtype} and {rhs.dtype}")
         bias, scale_a, scale_b = (None if i is None else ops[i]
                                   for i in (call.bias, call.scale_a, call.scale_b))
-        if bias is not None and math.prod(bias.shape) != plan_m(rhs, call.transposed_rhs):
+        plan = plan_gemm(lhs.shape, rhs.shape, out.shape, call.transposed_rhs)
+        if bias is not None and math.prod(bias.shape) != plan.m:
             raise TVMSError(f"{call.symbol}: the bias of shape {bias.shape} is not one value "
                             f"per output column")
-        plan = plan_gemm(lhs.shape, rhs.shape, out.shape, call.transposed_rhs)
         gemm(plan, lhs, rhs, out, bias, scale_a, scale_b, call.epilogue, call.alpha)
 
     packed.__name__ = call.symbol
     return packed
-
-
-def plan_m(rhs: Operand, transposed: bool) -> int:
-    """The output's column count (cuBLAS's ``m``): the bias length."""
-    return rhs.shape[-2] if transposed else rhs.shape[-1]
 
 
 # --------------------------------------------------------------------------- the host reference
@@ -191,7 +186,8 @@ def _column_major(array: np.ndarray, rows: int, cols: int, ld: int, batch: int,
                   stride: int) -> np.ndarray:
     flat = array.reshape(-1)
     size = flat.itemsize
-    return np.lib.stride_tricks.as_strided(flat, (batch, rows, cols), (stride * size, size, ld * size))
+    return np.lib.stride_tricks.as_strided(flat, (batch, rows, cols),
+                                           (stride * size, size, ld * size))
 
 
 # --------------------------------------------------------------------------- cuBLASLt
@@ -318,7 +314,8 @@ class Descriptors:
             self.layouts.append(layout)
             if plan.batch > 1:
                 set_layout = lib.cublasLtMatrixLayoutSetAttribute
-                _set(set_layout, layout, LAYOUT_BATCH_COUNT, ctypes.c_int32(plan.batch), "BATCH_COUNT")
+                _set(set_layout, layout, LAYOUT_BATCH_COUNT, ctypes.c_int32(plan.batch),
+                     "BATCH_COUNT")
                 _set(set_layout, layout, LAYOUT_STRIDED_BATCH_OFFSET, ctypes.c_int64(stride),
                      "STRIDED_BATCH_OFFSET")
 

@@ -59,8 +59,9 @@ def random_args(func: relax.Function, seed: int = 0) -> list:
     for p in func.params:
         shape = [int(getattr(d, "value", 3)) for d in p.struct_info.dims]
         dtype = str(p.struct_info.dtype)
-        values = rng.integers(-8, 8, shape) if dtype.startswith("int") else rng.standard_normal(shape)
-        args.append(values.astype(dtype))
+        integer = dtype.startswith("int")
+        args.append((rng.integers(-8, 8, shape) if integer else rng.standard_normal(shape))
+                    .astype(dtype))
     return args
 
 
@@ -164,7 +165,8 @@ def test_seed000_cublas_dispatch(cublas_on_host: None) -> None:
 
 def test_gemm_calls_name_the_operands() -> None:
     fused = partition_for_cublas(load("zoo"))
-    linear = cublas_backend.gemm_call(fused["fused_relax_permute_dims_relax_matmul_relax_add_cublas"])
+    linear = cublas_backend.gemm_call(
+        fused["fused_relax_permute_dims_relax_matmul_relax_add_cublas"])
     assert (linear.lhs, linear.rhs, linear.bias, linear.transposed_rhs, linear.epilogue) == \
         (1, 0, 2, True, "bias")  # called as (w, x, b)
     gelu = cublas_backend.gemm_call(fused["fused_relax_matmul_relax_add_relax_nn_gelu_cublas"])
@@ -176,7 +178,8 @@ def test_fp8_scales_are_passed_as_pointers(cublas_on_host: None) -> None:
     fused = partition_for_cublas(load("fp8"))
     after = relax.transform.RunCodegen()(fused)
     assert after.script(dialect="tvm-0.27") == golden("fp8.partition.RunCodegen")
-    call = cublas_backend.gemm_call(next(f for _, f in fused.functions_items() if "Codegen" in f.attrs))
+    call = cublas_backend.gemm_call(
+        next(f for _, f in fused.functions_items() if "Codegen" in f.attrs))
     assert (call.lhs, call.rhs, call.scale_a, call.scale_b, call.transposed_rhs, call.epilogue) == \
         (1, 0, 2, 3, True, "default")  # called as (y, x, scaleA, scaleB)
 
@@ -186,7 +189,8 @@ def test_without_cublas_there_is_no_codegen_and_a_clear_error(
     monkeypatch.delitem(registry._FUNCTIONS, "relax.ext.cublas", raising=False)
     monkeypatch.delitem(registry._FUNCTIONS, "runtime.cublas.gemm", raising=False)
     monkeypatch.setattr(backend_registry, "_UNAVAILABLE", {})
-    assert not cublas_backend.enable_codegen("the cuBLAS library was not found: pip install tvms[cublas]")
+    assert not cublas_backend.enable_codegen(
+        "the cuBLAS library was not found: pip install tvms[cublas]")
     assert tvm.get_global_func("relax.ext.cublas", True) is None
     with pytest.raises(TVMSError, match=r"backend 'cublas': the cuBLAS library was not found"):
         relax.transform.RunCodegen()(partition_for_cublas(load("seed000")))
@@ -246,7 +250,8 @@ def test_packed_function_dequantize_int8_and_gelu() -> None:
     cublas_runtime.gemm_function(call, host_gemm, cublas_runtime.host_operand)(
         w.astype("float16"), x.astype("float16"), out)
     np.testing.assert_array_equal(out, (exact * 0.5).astype("float16"))
-    scaled = cublas_backend.GemmCall("s", 4, lhs=1, rhs=0, scale_a=2, scale_b=3, transposed_rhs=True)
+    scaled = cublas_backend.GemmCall("s", 4, lhs=1, rhs=0, scale_a=2, scale_b=3,
+                                     transposed_rhs=True)
     scales = np.array([0.5], "float32"), np.array([3.0], "float32")
     cublas_runtime.gemm_function(scaled, host_gemm, cublas_runtime.host_operand)(
         w.astype("float16"), x.astype("float16"), *scales, out)
@@ -307,9 +312,10 @@ def test_cublaslt_descriptors_hold_the_plan() -> None:
         assert _get(desc, d.desc, rt.DESC_EPILOGUE, ctypes.c_uint32) == rt.EPILOGUES["relu_bias"]
         assert _get(desc, d.desc, rt.DESC_BIAS_POINTER, ctypes.c_void_p) == 0x1000
         layout = lib.cublasLtMatrixLayoutGetAttribute
-        got = [(_get(layout, m, rt.LAYOUT_ROWS, ctypes.c_uint64), _get(layout, m, rt.LAYOUT_COLS, ctypes.c_uint64),
-                _get(layout, m, rt.LAYOUT_LD, ctypes.c_int64), _get(layout, m, rt.LAYOUT_BATCH_COUNT, ctypes.c_int32),
-                _get(layout, m, rt.LAYOUT_STRIDED_BATCH_OFFSET, ctypes.c_int64)) for m in d.layouts]
+        fields = ((rt.LAYOUT_ROWS, ctypes.c_uint64), (rt.LAYOUT_COLS, ctypes.c_uint64),
+                  (rt.LAYOUT_LD, ctypes.c_int64), (rt.LAYOUT_BATCH_COUNT, ctypes.c_int32),
+                  (rt.LAYOUT_STRIDED_BATCH_OFFSET, ctypes.c_int64))
+        got = [tuple(_get(layout, m, attr, ctype) for attr, ctype in fields) for m in d.layouts]
         assert got == [(4, 5, 4, 2, 20), (4, 3, 4, 2, 12), (5, 3, 5, 2, 15)]
         assert _get(layout, d.layouts[0], rt.LAYOUT_TYPE, ctypes.c_uint32) == 2  # CUDA_R_16F
     finally:
@@ -347,8 +353,9 @@ def test_cublaslt_on_the_device_matches_the_host_reference() -> None:
             self.host = np.ascontiguousarray(array)
             self.pointer = int(driver.cuMemAlloc(max(self.host.nbytes, 1))[1])
             driver.cuMemcpyHtoD(self.pointer, self.host.ctypes.data, self.host.nbytes)
-            self.__cuda_array_interface__ = {"data": (self.pointer, False), "shape": self.host.shape,
-                                             "typestr": self.host.dtype.str, "strides": None, "version": 3}
+            self.__cuda_array_interface__ = {
+                "data": (self.pointer, False), "shape": self.host.shape,
+                "typestr": self.host.dtype.str, "strides": None, "version": 3}
 
         def numpy(self) -> np.ndarray:
             driver.cuCtxSynchronize()

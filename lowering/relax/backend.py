@@ -138,6 +138,7 @@ def make_matmul_pattern(with_bias: bool = False, activation: str | None = None,
     return with_bias_activation(out, annotations, with_bias, activation)
 
 
-__all__ = ["MATMUL_SHAPES", "composite_of", "get_pattern", "get_patterns_with_prefix", "has_leaking_intermediate_variables",
-           "make_fused_bias_activation_pattern", "make_matmul_pattern", "register_patterns",
-           "registered_patterns", "set_unavailable", "unavailable_reason", "with_bias_activation"]
+__all__ = ["MATMUL_SHAPES", "composite_of", "get_pattern", "get_patterns_with_prefix",
+           "has_leaking_intermediate_variables", "make_fused_bias_activation_pattern",
+           "make_matmul_pattern", "register_patterns", "registered_patterns", "set_unavailable",
+           "unavailable_reason", "with_bias_activation"]

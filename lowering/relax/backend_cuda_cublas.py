@@ -5,7 +5,7 @@ and check (``cublas.matmul``, ``cublas.matmul_bias``, ``..._bias_relu``, ``..._b
 ``matmul_transposed`` family, ``matmul_transposed_dequantize``, ``matmul_transposed_multiply``;
 batched operands are matched by the same patterns)::
 
-    mod = partition_for_cublas(mod)                    # FuseOpsByPattern(..., annotate_codegen=True)
+    mod = partition_for_cublas(mod)           # FuseOpsByPattern(..., annotate_codegen=True)
     mod = relax.transform.RunCodegen()(mod)            # R.call_dps_packed("fused_..._cublas", ...)
 
 The codegen, ``relax.ext.cublas``, is registered only once the runtime has loaded the cuBLAS
