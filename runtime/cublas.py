@@ -51,8 +51,9 @@ def device_operand(arg: Any) -> Operand:
         raise TVMSError(f"cuBLAS multiplies device tensors; got a {type(arg).__name__} "
                         f"(copy it to the GPU first, e.g. tvms.nd.array(x, device=tvms.cuda(0)))")
     shape = tuple(int(d) for d in face["shape"])
-    dtype = getattr(arg, "dtype", None)
-    dtype = dtype if isinstance(dtype, str) else np.dtype(face["typestr"]).name
+    # the tensor's own dtype names what typestr cannot (bfloat16, float8); torch's does not
+    dtype = str(getattr(arg, "dtype", ""))
+    dtype = dtype if dtype in _CUDA_TYPES else np.dtype(face["typestr"]).name
     strides = face.get("strides")
     if strides is not None and tuple(strides) != _row_major_strides(shape, face["typestr"]):
         raise TVMSError(f"cuBLAS takes row-major tensors; got strides {tuple(strides)} for shape "

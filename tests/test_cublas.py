@@ -278,6 +278,9 @@ class FakeDeviceTensor:
 def test_device_operands_are_read_from_the_cuda_array_interface() -> None:
     assert device_operand(FakeDeviceTensor(4096, (3, 4), "<f2")) == Operand(4096, (3, 4), "float16")
     assert device_operand(FakeDeviceTensor(8, (2, 3), strides=(12, 4))).shape == (2, 3)
+    bf16 = FakeDeviceTensor(8, (2, 3), "<V2")
+    bf16.dtype = "bfloat16"  # as a tvms tensor names it
+    assert device_operand(bf16).dtype == "bfloat16"
     with pytest.raises(TVMSError, match="row-major"):
         device_operand(FakeDeviceTensor(8, (2, 3), strides=(4, 8)))
     with pytest.raises(TVMSError, match="device tensors; got a ndarray"):
