@@ -1,0 +1,227 @@
+"""Compiled CUDA modules: what ``tvms.build(func, target="cuda")`` returns, and calling it.
+
+>>> lib = tvms.build(func, target="cuda")
+>>> a = tvms.nd.array(x, device=tvms.cuda(0))       # arguments live on the device
+>>> lib["main"](a, b, c)                             # queued on the device's stream
+>>> tvms.cuda(0).sync()
+>>> print(lib.imported_modules[0].get_source())     # the CUDA C, as TVM shows it
+
+A function runs its artifact's host function (``cuda_host.py``), which launches the kernels
+through a launcher: ``DriverLauncher`` loads the cubin/PTX with ``cuModuleLoadData`` and
+launches with ``cuLaunchKernel`` on a stream; ``ReferenceLauncher`` runs each kernel's TIR with
+the reference executor on host arrays (``lib.with_launcher(ReferenceLauncher())``), which is
+how the host side and the argument passing are checked on a machine without a GPU.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from tvms.ir import stmt as S
+from tvms.ir.errors import TVMSError
+from tvms.ir.registry import register_func
+from tvms.ir.visitor import collect
+
+from . import cuda_driver
+from .cuda_host import HostRunner, Launch
+from .cuda_tensor import CudaTensor
+from .device import CPU, CUDA, Device, missing_reason
+from .module import Module, TimingResult
+from .reference import compile_expr, run_prim_func
+from .tir_values import numpy_dtype
+
+
+class ReferenceLauncher:
+    """Runs kernels with the reference executor on host arrays (numpy arrays or CPU tensors),
+    after checking that the host's grid and block are the extents the kernel launches."""
+
+    def buffer(self, arg: Any, where: str) -> tuple:
+        arr = arg if isinstance(arg, np.ndarray) else getattr(arg, "array", None)
+        if not isinstance(arr, np.ndarray):
+            raise TVMSError(f"{where}: the reference launcher runs on host arrays, "
+                            f"not {type(arg).__name__}")
+        if not arr.flags.c_contiguous:
+            raise TVMSError(f"{where}: the array must be C-contiguous (use np.ascontiguousarray)")
+        return arr.reshape(-1), arr.shape, arr.dtype
+
+    def allocate(self, dtype: Any, count: int) -> np.ndarray:
+        return np.zeros(count, numpy_dtype(dtype))
+
+    def launch(self, kernel: Any, values: list, dims: Launch) -> None:
+        env = dict(zip(kernel.func.params, values))
+        for attr in collect(kernel.func.body, S.AttrStmt):
+            if attr.attr_key != "thread_extent":
+                continue
+            scope, _, axis = attr.node.thread_tag.partition(".")
+            expected = (dims.grid if scope == "blockIdx" else dims.block)["xyz".index(axis)]
+            extent = compile_expr(attr.value)(env)
+            if extent != expected:
+                raise TVMSError(f"kernel {kernel.name}: the host launches {attr.node.thread_tag} with "
+                                f"extent {expected}, the kernel runs {extent}")
+        run_prim_func(kernel.func, *values)
+
+    def synchronize(self) -> None:
+        pass
+
+    def seconds_per_call(self, run: Callable[[], None], number: int) -> float:
+        start = time.perf_counter()
+        for _ in range(number):
+            run()
+        return (time.perf_counter() - start) / number
+
+
+class DriverLauncher:
+    """Launches kernels on ``cuda(index)`` with the driver API, on one stream (by default the
+    legacy default stream, which orders them after copies made by tensors)."""
+
+    def __init__(self, images: dict, index: int, stream: "cuda_driver.Stream | None" = None) -> None:
+        cuda_driver.check_index(index)
+        self.images, self.index = images, index  # kernel name -> the binary holding it
+        self.stream = stream or cuda_driver.Stream(index, default=True)
+        self._loaded: dict[int, cuda_driver.LoadedModule] = {}
+        self._workspace: list = []
+
+    def buffer(self, arg: Any, where: str) -> tuple:
+        if not isinstance(arg, CudaTensor):
+            place = getattr(arg, "device", "cpu")
+            raise TVMSError(f"{where}: the data is on {place}; a CUDA function takes tensors on the "
+                            f"GPU (tvms.nd.array(x, device=tvms.cuda({self.index})))")
+        if arg.device.device_id != self.index:
+            raise TVMSError(f"{where}: the tensor is on {arg.device}; the call runs on cuda:{self.index}")
+        return arg.ptr, arg.shape, arg.numpy_dtype
+
+    def allocate(self, dtype: Any, count: int) -> int:
+        memory = cuda_driver.DeviceMemory(self.index, count * numpy_dtype(dtype).itemsize)
+        self._workspace.append(memory)  # (held until the call's kernels are done)
+        return memory.ptr
+
+    def launch(self, kernel: Any, values: list, dims: Launch) -> None:
+        image = self.images[kernel.name]
+        module = self._loaded.get(id(image))
+        if module is None:
+            module = self._loaded[id(image)] = cuda_driver.LoadedModule(self.index, image)
+        fn = module.function(kernel.name, dims.shared_bytes)
+        args = [(cuda_driver.c_type(str(p.dtype)), v) for p, v in zip(kernel.func.params, values)]
+        cuda_driver.launch(fn, dims.grid, dims.block, dims.shared_bytes, self.stream, args)
+
+    def end_call(self) -> None:
+        if self._workspace:  # (device memory the host function allocated: free after its kernels)
+            self.stream.synchronize()
+            self._workspace.clear()
+
+    def synchronize(self) -> None:
+        self.stream.synchronize()
+
+    def seconds_per_call(self, run: Callable[[], None], number: int) -> float:
+        return cuda_driver.time_on_stream(self.stream, run, number)
+
+
+class CudaFunction:
+    """One compiled PrimFunc for CUDA, callable with its arguments in parameter order."""
+
+    def __init__(self, name: str, artifact: Any, module: "CudaModule") -> None:
+        self.name, self.artifact, self.module = name, artifact, module
+        self._kernels = {k.name: k for k in artifact.kernels}
+
+    def __call__(self, *args: Any) -> None:
+        launcher = self.module.launcher_for(args)
+        HostRunner(self.artifact.host, self._kernels, launcher, self.name)(*args)
+        getattr(launcher, "end_call", lambda: None)()
+
+    def time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0,
+                       f_preproc: Callable | None = None) -> Callable[..., TimingResult]:
+        """Seconds per call, timed on the device (CUDA events) after one warm-up call."""
+        if number < 1 or repeat < 1:
+            raise TVMSError("time_evaluator: number and repeat must be at least 1")
+
+        def evaluate(*args: Any) -> TimingResult:
+            launcher = self.module.launcher_for(args)
+            self(*args)  # (warm-up: loads the module, checks the arguments)
+            results, count = [], number
+            for _ in range(repeat):
+                if f_preproc:
+                    f_preproc(*args)
+                while True:
+                    seconds = launcher.seconds_per_call(lambda: self(*args), count)
+                    if seconds * count * 1e3 >= min_repeat_ms or count >= 1 << 30:
+                        break
+                    count *= 2
+                results.append(seconds)
+            return TimingResult(tuple(results))
+
+        return evaluate
+
+
+class SourceModule:
+    """``lib.imported_modules[0]``: the device code (``get_source()``: the CUDA C; ``"ptx"``: the
+    binary when it is PTX)."""
+
+    def __init__(self, artifacts: dict) -> None:
+        self.artifacts = artifacts
+        self.type_key = "cuda"
+
+    def get_source(self, fmt: str = "cu") -> str:
+        if fmt in ("", "cu", "cuda"):
+            return "\n".join(dict.fromkeys(a.source for a in self.artifacts.values()))
+        if fmt == "ptx":
+            ptx = [a.binary.decode() for a in self.artifacts.values() if a.binary_format == "ptx"]
+            if len(ptx) != len(self.artifacts):
+                raise TVMSError("get_source('ptx'): the module holds cubins; build with PTX to see it")
+            return "\n".join(ptx)
+        raise TVMSError(f"get_source: unknown format {fmt!r}; a CUDA module shows 'cu' or 'ptx'")
+
+
+class CudaModule(Module):
+    """The compiled functions of a module for CUDA, by name; ``launcher`` None launches on the
+    device of the tensors passed (cuda(0) when none says), with the driver."""
+
+    def __init__(self, artifacts: dict, target: str, launcher: Any = None) -> None:
+        self.artifacts = artifacts
+        super().__init__({k: CudaFunction(k, a, self) for k, a in artifacts.items()}, target)
+        self.launcher = launcher
+        self.imported_modules = [SourceModule(artifacts)]
+        self._images = {k.name: a.binary for a in artifacts.values() for k in a.kernels}
+        self._drivers: dict[int, DriverLauncher] = {}
+
+    def with_launcher(self, launcher: Any) -> "CudaModule":
+        """The same functions launching through ``launcher`` (``ReferenceLauncher()``)."""
+        return CudaModule(self.artifacts, self.target, launcher)
+
+    def launcher_for(self, args: tuple) -> Any:
+        if self.launcher is not None:
+            return self.launcher
+        index = next((a.device.device_id for a in args if isinstance(a, CudaTensor)), 0)
+        driver = self._drivers.get(index)
+        if driver is None:
+            dev = Device(CUDA, index)
+            if not dev.exist:
+                raise TVMSError(f"cannot run a CUDA function on {dev}: {missing_reason(dev)}")
+            driver = self._drivers[index] = DriverLauncher(self._images, index)
+        return driver
+
+    def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, f_preproc: Callable | None = None, **_ignored: Any) -> Any:
+        if dev is not None and getattr(dev, "device_type", None) == CPU and self.launcher is None:
+            raise TVMSError(f"time_evaluator: this module runs on a CUDA GPU, not on {dev}")
+        return self.get_function(name).time_evaluator(number, repeat, min_repeat_ms, f_preproc)
+
+    def get_source(self, fmt: str = "cu") -> str:
+        return self.imported_modules[0].get_source(fmt)
+
+    def export_library(self, path: str) -> None:
+        raise TVMSError("export_library: a CUDA module cannot be written to a library yet "
+                        "(tvms exports LLVM modules); build it again where it runs")
+
+
+def load_cuda(artifacts: dict, target: str) -> CudaModule:
+    """The CudaModule of the cuda code generator's ``artifacts`` (by function name): the link
+    step of ``tvms.build``, which reaches it by name (``runtime.module.load_cuda``). Nothing
+    touches the GPU until a function is called."""
+    return CudaModule(artifacts, target)
+
+
+register_func("runtime.module.load_cuda", load_cuda)
+
+__all__ = ["CudaFunction", "CudaModule", "DriverLauncher", "ReferenceLauncher", "SourceModule", "load_cuda"]
