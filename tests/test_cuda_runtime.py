@@ -4,6 +4,7 @@ prints it) is evaluated and its launches run on the reference executor against n
 target and its row. The tests at the end need a GPU and skip without one."""
 from __future__ import annotations
 
+import ctypes
 import gc
 import importlib.util
 from pathlib import Path
@@ -13,12 +14,15 @@ import pytest
 
 import tvms
 from tvms import TVMSError
+from tvms.ir import stmt as S
 from tvms.ir.registry import get_global_func
+from tvms.ir.visitor import collect
 from tvms.lowering.codegen.cuda_artifact import CudaArtifact, CudaKernel
 from tvms.lowering.targets import check_target, target_kind
 from tvms.runtime import cuda_driver
 from tvms.runtime.cuda_module import CudaModule, ReferenceLauncher
 from tvms.runtime.dlpack import read_capsule, to_capsule
+from tvms.runtime.reference import numpy_dtype, run_prim_func
 from tvms.script import from_source
 from tvms.target import Target
 
@@ -163,6 +167,139 @@ def test_the_module_shows_its_source_and_times_calls() -> None:
     assert len(timing.results) == 3 and timing.mean > 0
     with pytest.raises(TVMSError, match="cannot be written to a library"):
         lib.export_library("x.so")
+
+
+# --------------------------------------------------------------------------- the driver path
+
+
+class _Names:
+    """The driver's enums by name (``CUdevice_attribute.CU_DEVICE_ATTRIBUTE_WARP_SIZE``)."""
+
+    def __getattr__(self, name):
+        return name
+
+
+class EmulatedDriver(FakeDriver):
+    """A GPU of compute capability 8.0 whose memory is host memory and whose launches run the
+    kernel's TIR with the reference executor: what tvms asks of the driver (allocations, copies,
+    cuLaunchKernel's grid, block and packed parameters) is checked without one."""
+
+    CUdevice_attribute = CUfunction_attribute = _Names()
+    ATTRIBUTES = {"CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK": 1024, "CU_DEVICE_ATTRIBUTE_WARP_SIZE": 32,
+                  "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK": 49152,
+                  "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": 108,
+                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": 8,
+                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR": 0}
+
+    def __init__(self, kernels: dict) -> None:
+        super().__init__(1)
+        self.kernels, self.memory, self.launches = kernels, {}, []
+        ok = (0,)
+        for name in ("cuCtxSetCurrent", "cuCtxSynchronize", "cuStreamSynchronize", "cuModuleUnload",
+                     "cuEventRecord", "cuEventSynchronize", "cuEventDestroy"):
+            setattr(self, name, lambda *args: ok)
+
+    def cuDeviceGet(self, index):
+        return (0, index)
+
+    def cuDevicePrimaryCtxRetain(self, device):
+        return (0, "context")
+
+    def cuDeviceGetAttribute(self, attribute, device):
+        return (0, self.ATTRIBUTES[attribute])
+
+    def cuMemAlloc(self, nbytes):
+        block = ctypes.create_string_buffer(nbytes)
+        self.memory[ctypes.addressof(block)] = block
+        return (0, ctypes.addressof(block))
+
+    def cuMemFree(self, ptr):
+        del self.memory[ptr]
+        return (0,)
+
+    def cuMemcpyHtoD(self, dst, src, nbytes):
+        ctypes.memmove(dst, src, nbytes)
+        return (0,)
+
+    cuMemcpyDtoH = cuMemcpyDtoD = cuMemcpyHtoD
+
+    def cuModuleLoadData(self, image):
+        return (0, image)
+
+    def cuModuleGetFunction(self, module, name):
+        return (0, name.decode())
+
+    def cuEventCreate(self, flags):
+        return (0, "event")
+
+    def cuEventElapsedTime(self, start, end):
+        return (0, 4.0)  # milliseconds
+
+    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        kernel = self.kernels[fn]
+        slots = (ctypes.c_void_p * len(kernel.func.params)).from_address(params)
+        values = []
+        for param, slot in zip(kernel.func.params, slots):
+            value = cuda_driver.c_type(str(param.dtype)).from_address(slot).value
+            if param.dtype.is_handle:  # (a pointer to the start of an allocation: its memory as an array)
+                dtype = next(b.buffer.dtype for b in collect(kernel.func.body, S.DeclBuffer) if b.buffer.data is param)
+                value = np.frombuffer(self.memory[value], numpy_dtype(dtype))
+            values.append(value)
+        self.launches.append((fn, (gx, gy, gz), (bx, by, bz), shared))
+        run_prim_func(kernel.func, *values)
+        return (0,)
+
+
+@pytest.fixture
+def emulated(driver_as, monkeypatch):
+    def use(name):
+        art = artifact_of(name)
+        driver = EmulatedDriver({k.name: k for k in art.kernels})
+        driver_as(driver)
+        monkeypatch.setattr(cuda_driver, "primary_context", cuda_driver.primary_context.__wrapped__)
+        return driver, CudaModule({"main": art}, "cuda")
+    return use
+
+
+def test_the_driver_path_allocates_copies_and_launches(emulated) -> None:
+    driver, lib = emulated("add_dyn_SplitHostDevice.tvms")
+    dev = tvms.cuda(0)
+    a, b = np.arange(300, dtype="float32"), np.ones(300, "float32")
+    A, B, C = (tvms.nd.array(v, device=dev) for v in (a, b, np.zeros(300, "float32")))
+    assert (type(A).__name__, A.shape, A.dtype, str(A.device)) == ("CudaTensor", (300,), "float32", "cuda:0")
+    lib["main"](A, B, C)
+    assert driver.launches == [("add_kernel", (3, 1, 1), (128, 1, 1), 0)]
+    np.testing.assert_array_equal(C.numpy(), 2 * a + b)
+    np.testing.assert_array_equal(tvms.nd.empty((300,), "float32", dev).copyfrom(C).numpy(), 2 * a + b)
+    np.testing.assert_array_equal(C.copyto(tvms.cpu()).numpy(), 2 * a + b)
+    assert lib.time_evaluator("main", dev, number=4)(A, B, C).mean == pytest.approx(4e-3 / 4)
+    with pytest.raises(TVMSError, match=r"argument 0 \(A\): the data is on cpu; a CUDA function takes tensors"):
+        lib["main"](a, B, C)
+    del A, B, C
+    gc.collect()
+    assert not driver.memory  # (freed with the tensors)
+
+
+def test_the_driver_path_with_a_workspace_and_dynamic_shared_memory(emulated) -> None:
+    driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms")
+    x = np.random.default_rng(2).random((5, 70), dtype=np.float32)
+    X, Y = tvms.nd.array(x, device=tvms.cuda(0)), tvms.nd.empty((5,), "float32", tvms.cuda(0))
+    lib["main"](X, Y, 2.0)
+    assert driver.launches == [("scale_kernel", (3, 5, 1), (32, 1, 1), 0),
+                               ("rowsum_kernel", (1, 1, 1), (5, 1, 1), 20)]
+    np.testing.assert_allclose(Y.numpy(), 2 * x.sum(axis=1), rtol=1e-5)
+    assert len(driver.memory) == 2  # (the host's workspace is freed after the call)
+
+
+def test_device_attributes_and_the_detected_target(emulated) -> None:
+    emulated("add_dyn_SplitHostDevice.tvms")
+    dev = tvms.cuda(0)
+    assert (dev.exist, dev.compute_version, dev.max_threads_per_block, dev.warp_size,
+            dev.multi_processor_count, dev.max_shared_memory_per_block) == (True, "8.0", 1024, 32, 108, 49152)
+    assert Target.from_device(dev).export() == {
+        "kind": "cuda", "tag": "", "keys": ["cuda", "gpu"], "max_num_threads": 1024, "thread_warp_size": 32,
+        "max_shared_memory_per_block": 49152, "max_threads_per_block": 1024, "arch": "sm_80"}
+    assert Target("cuda").arch == "sm_80"  # (as TVM: the arch of GPU 0 when none is given)
 
 
 # --------------------------------------------------------------------------- DLPack, the target
