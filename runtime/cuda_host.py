@@ -24,7 +24,7 @@ from tvms.ir import stmt as S
 from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
 
-from .reference import cast_value, compact_strides, compile_expr, numpy_dtype
+from .reference import _bind_dim, cast_value, compact_strides, compile_expr, numpy_dtype
 
 DYNAMIC_SHARED = "tirx.use_dyn_shared_memory"
 _AXES = ("x", "y", "z")
@@ -84,21 +84,12 @@ def bind_arguments(func: PrimFunc, args: tuple, launcher: Any, name: str) -> dic
                 env.setdefault(declared, actual)
     for where, buf, shape in shapes:
         for axis, (declared, actual) in enumerate(zip(buf.shape, shape)):
-            _expect(declared, actual, env, f"{where}: dimension {axis}")
+            _bind_dim(env, declared, actual, f"{where}: dimension {axis}")
         for declared, actual in zip(buf.strides, compact_strides(shape)):
-            _expect(declared, actual, env, f"{where}: strides")
+            _bind_dim(env, declared, actual, f"{where}: strides")
         if isinstance(buf.elem_offset, E.Var):
             env.setdefault(buf.elem_offset, 0)
     return env
-
-
-def _expect(declared: Any, actual: int, env: dict, where: str) -> None:
-    if isinstance(declared, E.Var) and declared not in env:
-        env[declared] = actual
-        return
-    expected = compile_expr(declared)(env)
-    if expected != actual:
-        raise TVMSError(f"{where}: expected extent {expected}, got {actual}")
 
 
 def _scalar(param: E.Var, value: Any, where: str) -> Any:
