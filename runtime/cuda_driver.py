@@ -207,6 +207,12 @@ def copy_to_host(host_address: int, ptr: int, nbytes: int, index: int) -> None:
         call("cuMemcpyDtoH", host_address, ptr, nbytes)
 
 
+def fill_zero(ptr: int, nbytes: int, index: int) -> None:
+    if nbytes:
+        use_device(index)
+        call("cuMemsetD8", ptr, 0, nbytes)
+
+
 def copy_on_device(dst: int, src: int, nbytes: int, index: int) -> None:
     if nbytes:
         use_device(index)
@@ -307,5 +313,5 @@ def launch(fn: Any, grid: tuple, block: tuple, shared_bytes: int, stream: Stream
 
 __all__ = ["ATTRIBUTE_NAMES", "DeviceMemory", "LoadedModule", "Stream", "arch", "attribute", "c_type",
            "call", "check_index", "copy_on_device", "copy_to_device", "copy_to_host", "cuda_device_count",
-           "detected_arch", "driver", "launch", "missing_reason", "primary_context", "synchronize", "time_on_stream",
+           "detected_arch", "driver", "fill_zero", "launch", "missing_reason", "primary_context", "synchronize", "time_on_stream",
            "use_device"]

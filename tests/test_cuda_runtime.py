@@ -252,12 +252,12 @@ class EmulatedDriver(FakeDriver):
 
 @pytest.fixture
 def emulated(driver_as, monkeypatch):
-    def use(name):
+    def use(name, function="main"):
         art = artifact_of(name)
         driver = EmulatedDriver({k.name: k for k in art.kernels})
         driver_as(driver)
         monkeypatch.setattr(cuda_driver, "primary_context", cuda_driver.primary_context.__wrapped__)
-        return driver, CudaModule({"main": art}, "cuda")
+        return driver, CudaModule({function: art}, "cuda")
     return use
 
 
@@ -300,6 +300,67 @@ def test_device_attributes_and_the_detected_target(emulated) -> None:
         "kind": "cuda", "tag": "", "keys": ["cuda", "gpu"], "max_num_threads": 1024, "thread_warp_size": 32,
         "max_shared_memory_per_block": 49152, "max_threads_per_block": 1024, "arch": "sm_80"}
     assert Target("cuda").arch == "sm_80"  # (as TVM: the arch of GPU 0 when none is given)
+
+
+RELAX_ON_GPU = """# from tvm.script import ir as I
+# from tvm.script import tir as T
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add(a: T.handle, b: T.handle, c: T.handle):
+        n = T.int32()
+        A = T.match_buffer(a, (n,))
+        B = T.match_buffer(b, (n,))
+        C = T.match_buffer(c, (n,))
+        for i in range(n):
+            C[i] = A[i] * T.float32(2) + B[i]
+
+    @R.function
+    def main(x: R.Tensor(("n",), dtype="float32"), y: R.Tensor(("n",), dtype="float32")):
+        n = T.int64()
+        cls = Module
+        z = R.call_tir(cls.add, (x, y), out_sinfo=R.Tensor((n,), dtype="float32"))
+        w = R.call_tir(cls.add, (z, y), out_sinfo=R.Tensor((n,), dtype="float32"))
+        v = R.call_dps_packed("test_cuda.negate", (w,), out_sinfo=R.Tensor((n,), dtype="float32"))
+        return v
+"""
+
+
+def test_the_vm_runs_on_the_device(emulated) -> None:
+    """The VM program of a Relax function (two kernel calls and a packed function) with the
+    cuda kernels: arguments go to the device, outputs are allocated there, the packed function
+    gets device tensors."""
+    seen = []
+
+    @tvms.register_func("test_cuda.negate", override=True)
+    def negate(x, out):
+        seen.append((type(x).__name__, type(out).__name__))
+        out.copyfrom(-x.numpy())
+
+    cpu_ex = tvms.compile(from_source(RELAX_ON_GPU), target="llvm")
+    driver, kernels = emulated("add_dyn_SplitHostDevice.tvms", function="add")
+    ex = tvms.runtime.vm.Executable(cpu_ex.program, kernels)
+    vm = tvms.relax.VirtualMachine(ex, tvms.cuda(0))
+    x, y = np.arange(200, dtype="float32"), np.ones(200, "float32")
+    out = vm["main"](x, tvms.nd.array(y, device=tvms.cuda(0)))
+    assert type(out).__name__ == "CudaTensor" and seen == [("CudaTensor", "CudaTensor")]
+    np.testing.assert_array_equal(out.numpy(), -(2 * (2 * x + y) + y))
+    assert [launch[1] for launch in driver.launches] == [(2, 1, 1)] * 2
+    assert vm.time_evaluator("main", tvms.cuda(0), number=2)(x, y).mean > 0
+    with pytest.raises(TVMSError, match="compiled for cuda; it runs on a CUDA device"):
+        tvms.relax.VirtualMachine(ex, tvms.cpu())
+    with pytest.raises(TVMSError, match="runs on the CPU, not on cuda:0"):
+        tvms.relax.VirtualMachine(cpu_ex, tvms.cuda(0))
+
+
+def test_a_cuda_executable_without_a_gpu_says_why(driver_as) -> None:
+    driver_as(None)
+    cpu_ex = tvms.compile(from_source(RELAX_ON_GPU), target="llvm")
+    ex = tvms.runtime.vm.Executable(cpu_ex.program, CudaModule({"add": artifact_of("add_dyn_SplitHostDevice.tvms")}, "cuda"))
+    with pytest.raises(TVMSError, match="VirtualMachine: cannot run on cuda:0: cuda-python is not installed"):
+        tvms.relax.VirtualMachine(ex, tvms.cuda(0))
 
 
 # --------------------------------------------------------------------------- DLPack, the target
