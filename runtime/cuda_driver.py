@@ -272,8 +272,10 @@ class LoadedModule:
     def __init__(self, index: int, image: bytes) -> None:
         use_device(index)
         self.index = index
-        # (PTX is read as a C string: it must end with a NUL)
-        self.handle = call("cuModuleLoadData", image if image.endswith(b"\0") else image + b"\0")
+        # (PTX is read as a C string: it must end with a NUL; a cubin is an ELF file, as is)
+        if not image.startswith(b"\x7fELF") and not image.endswith(b"\0"):
+            image += b"\0"
+        self.handle = call("cuModuleLoadData", image)
         self._functions: dict[str, Any] = {}
         weakref.finalize(self, _destroy, "cuModuleUnload", index, self.handle)
 

@@ -19,13 +19,14 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tvms.ir import expr as E
 from tvms.ir import stmt as S
 from tvms.ir.errors import TVMSError
 from tvms.ir.registry import register_func
 from tvms.ir.visitor import collect
 
 from . import cuda_driver
-from .cuda_host import HostRunner, Launch
+from .cuda_host import HostRunner, Launch, bind_arguments
 from .cuda_tensor import CudaTensor
 from .device import CPU, CUDA, Device, missing_reason
 from .module import Module, TimingResult
@@ -50,6 +51,9 @@ class ReferenceLauncher:
         return np.zeros(count, numpy_dtype(dtype))
 
     def launch(self, kernel: Any, values: list, dims: Launch) -> None:
+        if getattr(kernel, "binary_only", False):
+            raise TVMSError(f"kernel {kernel.name} was loaded from a library, which keeps its binary, "
+                            f"not its TIR: the reference launcher cannot run it")
         env = dict(zip(kernel.func.params, values))
         for attr in collect(kernel.func.body, S.AttrStmt):
             if attr.attr_key != "thread_extent":
@@ -127,6 +131,13 @@ class CudaFunction:
     def __init__(self, name: str, artifact: Any, module: "CudaModule") -> None:
         self.name, self.artifact, self.module = name, artifact, module
         self._kernels = {k.name: k for k in artifact.kernels}
+        self.func = artifact.host  # (its parameters are the function's)
+        outputs = getattr(artifact, "outputs", None)  # (a loaded library keeps them)
+        self.outputs = written_arguments(artifact.host, self._kernels) if outputs is None else outputs
+
+    def check(self, args: tuple) -> None:
+        """``args`` (host arrays) checked against the parameters as a call checks them."""
+        bind_arguments(self.func, args, ReferenceLauncher(), self.name)
 
     def run(self, values: list) -> None:
         """The call as the VM makes it (``Function.run``'s face): the checks are the host's."""
@@ -161,6 +172,22 @@ class CudaFunction:
             return TimingResult(tuple(results))
 
         return evaluate
+
+
+def written_arguments(host: Any, kernels: dict) -> tuple:
+    """Indices of the host's buffer parameters that a kernel it launches stores into."""
+    data = {buf.data: k for k, p in enumerate(host.params) if (buf := host.buffer_map.get(p)) is not None}
+    written = set()
+    for call in collect(host.body, E.Call):
+        kernel = kernels.get(str(call.args[0].value)) if getattr(call.op, "name", "") == "tir.call_ffi_kernel" \
+            else None
+        if kernel is None:
+            continue
+        stored = {s.buffer.data for s in collect(kernel.func.body, S.BufferStore)}
+        for param, arg in zip(kernel.func.params, call.args[1:]):
+            if param in stored and arg in data:
+                written.add(data[arg])
+    return tuple(sorted(written))
 
 
 class SourceModule:
@@ -222,8 +249,11 @@ class CudaModule(Module):
         return self.imported_modules[0].get_source(fmt)
 
     def export_library(self, path: str) -> None:
-        raise TVMSError("export_library: a CUDA module cannot be written to a library yet "
-                        "(tvms exports LLVM modules); build it again where it runs")
+        """Write the module to ``path`` (its host functions as data, its binary embedded);
+        ``tvms.runtime.load_module(path)`` loads it again."""
+        from .export import export_library
+
+        export_library(self, path)
 
 
 def load_cuda(artifacts: dict, target: str) -> CudaModule:

@@ -31,12 +31,12 @@ HAS_GPU = cuda_driver.cuda_device_count() > 0
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU: " + cuda_driver.missing_reason(0))
 
 
-def artifact_of(name: str, source: str = "// CUDA C") -> CudaArtifact:
+def artifact_of(name: str, source: str = "// CUDA C", binary: bytes = b"") -> CudaArtifact:
     """The artifact of a SplitHostDevice module of the fixtures (no binary: the reference runs it)."""
     mod = from_source((FIXTURES / name).read_text())
     kernels = tuple(CudaKernel(k, mod[k], tuple(mod[k].attrs["tir.kernel_launch_params"]))
                     for k in mod if mod[k].attrs.get("calling_conv") == 2)
-    return CudaArtifact("main", mod["main"], kernels, source, "sm_80", b"", "cubin")
+    return CudaArtifact("main", mod["main"], kernels, source, "sm_80", binary, "cubin")
 
 
 def reference_lib(name: str) -> CudaModule:
@@ -62,12 +62,16 @@ class FakeDriver:
         return (0, b"CUDA_ERROR_NO_DEVICE")
 
 
+_UNCACHED_INIT = cuda_driver._initialized.__wrapped__
+_UNCACHED_CONTEXT = cuda_driver.primary_context.__wrapped__
+
+
 @pytest.fixture
 def driver_as(monkeypatch):
     """Make the driver look like ``module`` (None: cuda-python missing) for one test."""
     def use(module):
         monkeypatch.setattr(cuda_driver, "_driver_module", lambda: module)
-        monkeypatch.setattr(cuda_driver, "_initialized", cuda_driver._initialized.__wrapped__)
+        monkeypatch.setattr(cuda_driver, "_initialized", _UNCACHED_INIT)
     return use
 
 
@@ -165,8 +169,6 @@ def test_the_module_shows_its_source_and_times_calls() -> None:
         lib.imported_modules[0].get_source("ptx")
     timing = lib.time_evaluator("main", tvms.cuda(0), number=2, repeat=3)(*(np.ones(8, "float32"),) * 3)
     assert len(timing.results) == 3 and timing.mean > 0
-    with pytest.raises(TVMSError, match="cannot be written to a library"):
-        lib.export_library("x.so")
 
 
 # --------------------------------------------------------------------------- the driver path
@@ -193,7 +195,7 @@ class EmulatedDriver(FakeDriver):
 
     def __init__(self, kernels: dict) -> None:
         super().__init__(1)
-        self.kernels, self.memory, self.launches = kernels, {}, []
+        self.kernels, self.memory, self.launches, self.images = kernels, {}, [], []
         ok = (0,)
         for name in ("cuCtxSetCurrent", "cuCtxSynchronize", "cuStreamSynchronize", "cuModuleUnload",
                      "cuEventRecord", "cuEventSynchronize", "cuEventDestroy"):
@@ -221,9 +223,14 @@ class EmulatedDriver(FakeDriver):
         ctypes.memmove(dst, src, nbytes)
         return (0,)
 
+    def cuMemsetD8(self, ptr, value, nbytes):
+        ctypes.memset(ptr, value, nbytes)
+        return (0,)
+
     cuMemcpyDtoH = cuMemcpyDtoD = cuMemcpyHtoD
 
     def cuModuleLoadData(self, image):
+        self.images.append(image)
         return (0, image)
 
     def cuModuleGetFunction(self, module, name):
@@ -253,10 +260,10 @@ class EmulatedDriver(FakeDriver):
 @pytest.fixture
 def emulated(driver_as, monkeypatch):
     def use(name, function="main"):
-        art = artifact_of(name)
+        art = artifact_of(name, binary=b"\x7fELF a cubin")
         driver = EmulatedDriver({k.name: k for k in art.kernels})
         driver_as(driver)
-        monkeypatch.setattr(cuda_driver, "primary_context", cuda_driver.primary_context.__wrapped__)
+        monkeypatch.setattr(cuda_driver, "primary_context", _UNCACHED_CONTEXT)
         return driver, CudaModule({function: art}, "cuda")
     return use
 
@@ -361,6 +368,45 @@ def test_a_cuda_executable_without_a_gpu_says_why(driver_as) -> None:
     ex = tvms.runtime.vm.Executable(cpu_ex.program, CudaModule({"add": artifact_of("add_dyn_SplitHostDevice.tvms")}, "cuda"))
     with pytest.raises(TVMSError, match="VirtualMachine: cannot run on cuda:0: cuda-python is not installed"):
         tvms.relax.VirtualMachine(ex, tvms.cuda(0))
+
+
+def test_export_library_embeds_the_binary_and_the_host_function(emulated, tmp_path) -> None:
+    driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms")
+    lib.export_library(str(tmp_path / "k.so"))
+    loaded = tvms.runtime.load_module(str(tmp_path / "k.so"))
+    assert loaded.get_source() == lib.get_source() and loaded.artifacts["main"].binary == b"\x7fELF a cubin"
+    x = np.random.default_rng(3).random((4, 33), dtype=np.float32)
+    X, Y = tvms.nd.array(x, device=tvms.cuda(0)), tvms.nd.empty((4,), "float32", tvms.cuda(0))
+    loaded["main"](X, Y, 3.0)
+    np.testing.assert_allclose(Y.numpy(), 3 * x.sum(axis=1), rtol=1e-5)
+    assert driver.images == [b"\x7fELF a cubin"]  # (loaded once, for both kernels)
+    with pytest.raises(TVMSError, match="loaded from a library, which keeps its binary"):
+        loaded.with_launcher(ReferenceLauncher())["main"](x, np.zeros(4, "float32"), 3.0)
+
+
+def test_exported_cuda_libraries_run_from_the_cli(emulated, driver_as, tmp_path, capsys) -> None:
+    """``tvms run`` on a library of a Relax program and of a TensorIR function built for cuda:
+    inputs go to the GPU, outputs come back; without a GPU it says why (exit 1)."""
+    from tvms.cli import main
+
+    tvms.register_func("test_cuda.negate", lambda x, out: out.copyfrom(-x.numpy()), override=True)
+    cpu_ex = tvms.compile(from_source(RELAX_ON_GPU), target="llvm")
+    _, kernels = emulated("add_dyn_SplitHostDevice.tvms", function="add")
+    tvms.runtime.vm.Executable(cpu_ex.program, kernels).export_library(str(tmp_path / "m.so"))
+    np.save(tmp_path / "x.npy", np.arange(4, dtype="float32"))
+    np.save(tmp_path / "y.npy", np.ones(4, "float32"))
+    assert main(["run", str(tmp_path / "m.so"), "--input", f"x={tmp_path / 'x.npy'}",
+                 "--input", f"y={tmp_path / 'y.npy'}"]) == 0
+    assert "[ -3.,  -7., -11., -15.]" in capsys.readouterr().out
+    _, lib = emulated("add_dyn_SplitHostDevice.tvms")
+    lib.export_library(str(tmp_path / "k.so"))
+    np.save(tmp_path / "a.npy", np.arange(3, dtype="float32"))
+    assert main(["run", str(tmp_path / "k.so"), "--input", f"A={tmp_path / 'a.npy'}", "--random-inputs"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("C: shape (3,) float32") and "A:" not in out
+    driver_as(None)
+    assert main(["run", str(tmp_path / "k.so"), "--random-inputs", "--shape", "n=3"]) == 1
+    assert "run: tensor: cannot place a tensor on cuda:0: cuda-python is not installed" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- DLPack, the target
