@@ -188,13 +188,12 @@ class Target:
         if kind == "cuda":
             if isinstance(device, str):
                 raise TVMSError("Target.from_device: pass the device (tvms.cuda(0)) to read its architecture")
-            try:  # (the device's attributes say what is missing when it cannot be read)
-                return Target({"kind": "cuda", "max_shared_memory_per_block": device.max_shared_memory_per_block,
-                               "max_threads_per_block": device.max_threads_per_block,
-                               "thread_warp_size": device.warp_size,
-                               "arch": "sm_" + device.compute_version.replace(".", "")})
-            except TVMSError as err:
-                raise TVMSError(f"Target.from_device: cannot detect {device}: {err}") from None
+            if not device.exist:
+                raise TVMSError(f"Target.from_device: cannot detect the device {device}: {device.missing_reason}")
+            return Target({"kind": "cuda", "max_shared_memory_per_block": device.max_shared_memory_per_block,
+                           "max_threads_per_block": device.max_threads_per_block,
+                           "thread_warp_size": device.warp_size,
+                           "arch": "sm_" + device.compute_version.replace(".", "")})
         raise TVMSError(f"Target.from_device: expected a device or 'cpu'/'cuda', not {device!r}")
 
     def __str__(self) -> str:

@@ -53,6 +53,11 @@ class Device:
     def exist(self) -> bool:
         return self.device_type == CPU or self.device_id < cuda_device_count()
 
+    @property
+    def missing_reason(self) -> str:
+        """Why the device does not exist ("" when it does): what is missing, for messages."""
+        return "" if self.exist else missing_reason(self)
+
     def sync(self) -> None:
         """Wait for the device's queued work. Work on the CPU is synchronous: nothing waits."""
         if not self.exist:
