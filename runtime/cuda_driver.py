@@ -238,6 +238,25 @@ class Stream:
         call("cuStreamSynchronize", self.handle)
 
 
+_CURRENT_STREAMS: dict[int, Stream] = {}
+
+
+def current_stream(index: int) -> Stream:
+    """The stream kernels are launched on for ``cuda(index)``: the one ``set_current_stream``
+    chose, else the legacy default stream."""
+    stream = _CURRENT_STREAMS.get(index)
+    if stream is None:
+        stream = _CURRENT_STREAMS[index] = Stream(index, default=True)
+    return stream
+
+
+def set_current_stream(index: int, stream: Stream | None) -> None:
+    """Launch on ``stream`` from now on (None: the default stream again)."""
+    if stream is not None and stream.index != index:
+        raise TVMSError(f"a stream of cuda:{stream.index} cannot run the work of cuda:{index}")
+    _CURRENT_STREAMS[index] = stream or Stream(index, default=True)
+
+
 def _destroy(name: str, index: int, handle: Any) -> None:
     try:
         use_device(index)
@@ -313,7 +332,8 @@ def launch(fn: Any, grid: tuple, block: tuple, shared_bytes: int, stream: Stream
     call("cuLaunchKernel", fn, *grid, *block, shared_bytes, stream.handle, ctypes.addressof(params), 0)
 
 
-__all__ = ["ATTRIBUTE_NAMES", "DeviceMemory", "LoadedModule", "Stream", "arch", "attribute", "c_type",
-           "call", "check_index", "copy_on_device", "copy_to_device", "copy_to_host", "cuda_device_count",
-           "detected_arch", "driver", "fill_zero", "launch", "missing_reason", "primary_context", "synchronize", "time_on_stream",
-           "use_device"]
+__all__ = ["ATTRIBUTE_NAMES", "DeviceMemory", "LoadedModule", "Stream", "arch", "attribute",
+           "c_type", "call", "check_index", "copy_on_device", "copy_to_device", "copy_to_host",
+           "cuda_device_count", "current_stream", "detected_arch", "driver", "fill_zero", "launch",
+           "missing_reason", "primary_context", "set_current_stream", "synchronize",
+           "time_on_stream", "use_device"]

@@ -59,6 +59,8 @@ class ReferenceLauncher:
             if attr.attr_key != "thread_extent":
                 continue
             scope, _, axis = attr.node.thread_tag.partition(".")
+            if scope not in ("blockIdx", "threadIdx") or axis not in ("x", "y", "z"):
+                continue
             expected = (dims.grid if scope == "blockIdx" else dims.block)["xyz".index(axis)]
             try:
                 extent = compile_expr(attr.value)(env)
@@ -80,15 +82,19 @@ class ReferenceLauncher:
 
 
 class DriverLauncher:
-    """Launches kernels on ``cuda(index)`` with the driver API, on one stream (by default the
-    legacy default stream, which orders them after copies made by tensors)."""
+    """Launches kernels on ``cuda(index)`` with the driver API, on the device's current stream
+    (``dev.set_raw_stream``; by default the legacy default stream, which orders them after the
+    copies tensors make)."""
 
-    def __init__(self, images: dict, index: int, stream: "cuda_driver.Stream | None" = None) -> None:
+    def __init__(self, images: dict, index: int) -> None:
         cuda_driver.check_index(index)
-        self.images, self.index = images, index  # kernel name -> the binary holding it
-        self.stream = stream or cuda_driver.Stream(index, default=True)
+        self.images, self.index = images, index  # id of a kernel -> the binary holding it
         self._loaded: dict[int, cuda_driver.LoadedModule] = {}
         self._workspace: list = []
+
+    @property
+    def stream(self) -> cuda_driver.Stream:
+        return cuda_driver.current_stream(self.index)
 
     def buffer(self, arg: Any, where: str) -> tuple:
         if not isinstance(arg, CudaTensor):
@@ -105,7 +111,7 @@ class DriverLauncher:
         return memory.ptr
 
     def launch(self, kernel: Any, values: list, dims: Launch) -> None:
-        image = self.images[kernel.name]
+        image = self.images[id(kernel)]
         module = self._loaded.get(id(image))
         if module is None:
             module = self._loaded[id(image)] = cuda_driver.LoadedModule(self.index, image)
@@ -179,8 +185,9 @@ def written_arguments(host: Any, kernels: dict) -> tuple:
     data = {buf.data: k for k, p in enumerate(host.params) if (buf := host.buffer_map.get(p)) is not None}
     written = set()
     for call in collect(host.body, E.Call):
-        kernel = kernels.get(str(call.args[0].value)) if getattr(call.op, "name", "") == "tir.call_ffi_kernel" \
-            else None
+        if getattr(call.op, "name", "") != "tir.call_ffi_kernel":
+            continue
+        kernel = kernels.get(str(call.args[0].value))
         if kernel is None:
             continue
         stored = {s.buffer.data for s in collect(kernel.func.body, S.BufferStore)}
@@ -220,7 +227,7 @@ class CudaModule(Module):
         super().__init__({k: CudaFunction(k, a, self) for k, a in artifacts.items()}, target)
         self.launcher = launcher
         self.imported_modules = [SourceModule(artifacts)]
-        self._images = {k.name: a.binary for a in artifacts.values() for k in a.kernels}
+        self._images = {id(k): a.binary for a in artifacts.values() for k in a.kernels}
         self._drivers: dict[int, DriverLauncher] = {}
 
     def with_launcher(self, launcher: Any) -> "CudaModule":

@@ -58,12 +58,29 @@ class Device:
         """Why the device does not exist ("" when it does): what is missing, for messages."""
         return "" if self.exist else missing_reason(self)
 
-    def sync(self) -> None:
-        """Wait for the device's queued work. Work on the CPU is synchronous: nothing waits."""
-        if not self.exist:
-            raise TVMSError(f"cannot synchronize {self}: {missing_reason(self)}")
+    def sync(self, stream: Any = None) -> None:
+        """Wait for the device's queued work (on ``stream`` only, when given). Work on the CPU
+        is synchronous: nothing waits."""
+        self._check_exists("synchronize")
         if self.device_type == CUDA:
-            cuda_driver.synchronize(self.device_id)
+            stream.synchronize() if stream is not None else cuda_driver.synchronize(self.device_id)
+
+    # streams, as TVM's devices make them: work launched on this device after set_raw_stream
+    # queues on that stream (None on the CPU, whose work is synchronous)
+    def create_raw_stream(self) -> Any:
+        if self.device_type == CPU:
+            return None
+        self._check_exists("create a stream on")
+        return cuda_driver.Stream(self.device_id)
+
+    def set_raw_stream(self, stream: Any) -> None:
+        if self.device_type == CUDA:
+            self._check_exists("set the stream of")
+            cuda_driver.set_current_stream(self.device_id, stream)
+
+    def _check_exists(self, what: str) -> None:
+        if not self.exist:
+            raise TVMSError(f"cannot {what} {self}: {missing_reason(self)}")
 
     # the attributes TVM's devices answer (None on the CPU, as TVM's); a CUDA device that does
     # not exist is a TVMSError naming what is missing

@@ -195,7 +195,7 @@ class EmulatedDriver(FakeDriver):
 
     def __init__(self, kernels: dict) -> None:
         super().__init__(1)
-        self.kernels, self.memory, self.launches, self.images = kernels, {}, [], []
+        self.kernels, self.memory, self.launches, self.images, self.streams = kernels, {}, [], [], []
         ok = (0,)
         for name in ("cuCtxSetCurrent", "cuCtxSynchronize", "cuStreamSynchronize", "cuModuleUnload",
                      "cuEventRecord", "cuEventSynchronize", "cuEventDestroy"):
@@ -236,6 +236,12 @@ class EmulatedDriver(FakeDriver):
     def cuModuleGetFunction(self, module, name):
         return (0, name.decode())
 
+    def cuStreamCreate(self, flags):
+        return (0, "stream")
+
+    def cuStreamDestroy(self, stream):
+        return (0,)
+
     def cuEventCreate(self, flags):
         return (0, "event")
 
@@ -253,6 +259,7 @@ class EmulatedDriver(FakeDriver):
                 value = np.frombuffer(self.memory[value], numpy_dtype(dtype))
             values.append(value)
         self.launches.append((fn, (gx, gy, gz), (bx, by, bz), shared))
+        self.streams.append(stream)
         run_prim_func(kernel.func, *values)
         return (0,)
 
@@ -282,6 +289,11 @@ def test_the_driver_path_allocates_copies_and_launches(emulated) -> None:
     assert lib.time_evaluator("main", dev, number=4)(A, B, C).mean == pytest.approx(4e-3 / 4)
     with pytest.raises(TVMSError, match=r"argument 0 \(A\): the data is on cpu; a CUDA function takes tensors"):
         lib["main"](a, B, C)
+    dev.set_raw_stream(dev.create_raw_stream())  # (later launches queue there)
+    lib["main"](A, B, C)
+    dev.sync()
+    dev.set_raw_stream(None)
+    assert driver.streams[0] == 0 and driver.streams[-1] == "stream"
     del A, B, C
     gc.collect()
     assert not driver.memory  # (freed with the tensors)
