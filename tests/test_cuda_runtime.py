@@ -560,3 +560,34 @@ def test_a_cuda_build_runs_on_the_device() -> None:
     assert lib.time_evaluator("main", dev, number=5)(*args).mean > 0
     with pytest.raises(TVMSError, match="the data is on cpu"):
         lib["main"](a, a, a)
+
+
+RELAX_MLP = """# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 64), dtype="float32"), w: R.Tensor((64, 32), dtype="float32")):
+        with R.dataflow():
+            y = R.nn.relu(R.matmul(x, w))
+            R.output(y)
+        return y
+"""
+
+
+@needs_gpu
+@needs_codegen
+@pytest.mark.skipif(importlib.util.find_spec("tvms.lowering.dlight.gpu") is None,
+                    reason="the GPU default schedules (tvms.dlight.gpu) are not merged yet")
+def test_a_relax_model_compiled_for_cuda_runs_on_the_device(tmp_path) -> None:
+    dev = tvms.cuda(0)
+    ex = tvms.compile(from_source(RELAX_MLP), target=Target.from_device(dev))
+    rng = np.random.default_rng(4)
+    x, w = rng.random((4, 64), dtype=np.float32), rng.random((64, 32), dtype=np.float32)
+    expected = np.maximum(x @ w, 0)
+    out = tvms.relax.VirtualMachine(ex, dev)["main"](x, tvms.nd.array(w, device=dev))
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4)
+    ex.export_library(str(tmp_path / "mlp.so"))
+    again = tvms.relax.VirtualMachine(tvms.runtime.load_module(str(tmp_path / "mlp.so")), dev)
+    np.testing.assert_allclose(again["main"](x, w).numpy(), expected, rtol=1e-4)
