@@ -193,9 +193,11 @@ class EmulatedDriver(FakeDriver):
                   "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": 8,
                   "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR": 0}
 
-    def __init__(self, kernels: dict) -> None:
+    def __init__(self, kernels: dict, run_kernels: bool = True) -> None:
         super().__init__(1)
-        self.kernels, self.memory, self.launches, self.images, self.streams = kernels, {}, [], [], []
+        self.run_kernels = run_kernels
+        self.kernels, self.memory, self.images = kernels, {}, []
+        self.launches, self.streams, self.arguments = [], [], []
         ok = (0,)
         for name in ("cuCtxSetCurrent", "cuCtxSynchronize", "cuStreamSynchronize", "cuModuleUnload",
                      "cuEventRecord", "cuEventSynchronize", "cuEventDestroy"):
@@ -260,15 +262,17 @@ class EmulatedDriver(FakeDriver):
             values.append(value)
         self.launches.append((fn, (gx, gy, gz), (bx, by, bz), shared))
         self.streams.append(stream)
-        run_prim_func(kernel.func, *values)
+        self.arguments.append(values)
+        if self.run_kernels:
+            run_prim_func(kernel.func, *values)
         return (0,)
 
 
 @pytest.fixture
 def emulated(driver_as, monkeypatch):
-    def use(name, function="main"):
+    def use(name, function="main", run_kernels=True):
         art = artifact_of(name, binary=b"\x7fELF a cubin")
-        driver = EmulatedDriver({k.name: k for k in art.kernels})
+        driver = EmulatedDriver({k.name: k for k in art.kernels}, run_kernels)
         driver_as(driver)
         monkeypatch.setattr(cuda_driver, "primary_context", _UNCACHED_CONTEXT)
         return driver, CudaModule({function: art}, "cuda")
@@ -308,6 +312,31 @@ def test_the_driver_path_with_a_workspace_and_dynamic_shared_memory(emulated) ->
                                ("rowsum_kernel", (1, 1, 1), (5, 1, 1), 20)]
     np.testing.assert_allclose(Y.numpy(), 2 * x.sum(axis=1), rtol=1e-5)
     assert len(driver.memory) == 2  # (the host's workspace is freed after the call)
+
+
+def test_tvm_split_host_device_workspaces_and_dynamic_shared_memory(emulated) -> None:
+    """Two host functions as TVM 0.27 prints them after SplitHostDevice: one passes a workspace
+    (``T.alloc_buffer`` in the host, ``A.view(...)``) from a kernel to the next over a symbolic
+    ``n``, one launches with 256 bytes of dynamic shared memory."""
+    driver, lib = emulated("two_stage_SplitHostDevice.tvms", run_kernels=False)
+    A, C = (tvms.nd.empty((5, 64), "float32", tvms.cuda(0)) for _ in range(2))
+    lib["main"](A, C)
+    assert [launch[:3] for launch in driver.launches] == [("two_stage_kernel", (5, 1, 1), (64, 1, 1)),
+                                                          ("two_stage_kernel_1", (5, 1, 1), (64, 1, 1))]
+    (a, workspace, n), (workspace_again, c, n_again) = driver.arguments
+    assert (a.ctypes.data, c.ctypes.data) == (A.ptr, C.ptr) and (n, n_again) == (5, 5)
+    assert workspace.nbytes == 5 * 64 * 4 and workspace_again.ctypes.data == workspace.ctypes.data
+    assert len(driver.memory) == 2  # (the workspace is freed once the call is done)
+    x = np.random.default_rng(5).random(200, dtype=np.float32)
+    _, lib = emulated("dyn_shared_SplitHostDevice.tvms")
+    c = np.zeros(200, "float32")
+    lib.with_launcher(ReferenceLauncher())["main"](x, c)
+    np.testing.assert_allclose(c, 3 * x, rtol=1e-6)
+    driver, lib = emulated("dyn_shared_SplitHostDevice.tvms")
+    X, C = tvms.nd.array(x, device=tvms.cuda(0)), tvms.nd.empty((200,), "float32", tvms.cuda(0))
+    lib["main"](X, C)
+    assert driver.launches == [("scale_kernel", (4, 1, 1), (64, 1, 1), 256)]
+    np.testing.assert_allclose(C.numpy(), 3 * x, rtol=1e-6)
 
 
 def test_device_attributes_and_the_detected_target(emulated) -> None:
