@@ -38,6 +38,8 @@ class ReferenceLauncher:
     """Runs kernels with the reference executor on host arrays (numpy arrays or CPU tensors),
     after checking that the host's grid and block are the extents the kernel launches."""
 
+    device_type = CPU  # (a module launching through it runs on the host, a VM on tvms.cpu())
+
     def buffer(self, arg: Any, where: str) -> tuple:
         arr = arg if isinstance(arg, np.ndarray) else getattr(arg, "array", None)
         if not isinstance(arr, np.ndarray):
@@ -220,8 +222,6 @@ class CudaModule(Module):
     """The compiled functions of a module for CUDA, by name; ``launcher`` None launches on the
     device of the tensors passed (cuda(0) when none says), with the driver."""
 
-    device_type = CUDA
-
     def __init__(self, artifacts: dict, target: str, launcher: Any = None) -> None:
         self.artifacts = artifacts
         super().__init__({k: CudaFunction(k, a, self) for k, a in artifacts.items()}, target)
@@ -229,6 +229,11 @@ class CudaModule(Module):
         self.imported_modules = [SourceModule(artifacts)]
         self._images = {id(k): a.binary for a in artifacts.values() for k in a.kernels}
         self._drivers: dict[int, DriverLauncher] = {}
+
+    @property
+    def device_type(self) -> int:
+        """Where the functions run: the GPU, or the host with the reference launcher."""
+        return CUDA if self.launcher is None else self.launcher.device_type
 
     def with_launcher(self, launcher: Any) -> "CudaModule":
         """The same functions launching through ``launcher`` (``ReferenceLauncher()``)."""

@@ -550,6 +550,20 @@ def test_a_cuda_build_runs_on_the_reference_launcher() -> None:
     assert "__global__" in lib.imported_modules[0].get_source()
 
 
+@needs_codegen
+@pytest.mark.skipif(importlib.util.find_spec("tvms.lowering.dlight.gpu") is None,
+                    reason="the GPU default schedules (tvms.dlight.gpu) are not merged yet")
+def test_a_relax_model_compiled_for_cuda_runs_on_the_reference_launcher() -> None:
+    """The whole cuda compile of a Relax model (GPU default schedules, the cuda TIR pipeline,
+    CUDA C through NVRTC, the VM program), its kernels run by the reference executor."""
+    ex = tvms.compile(from_source(RELAX_MLP), target="cuda -arch=sm_80")
+    on_host = tvms.runtime.vm.Executable(ex.program, ex.kernels().with_launcher(ReferenceLauncher()))
+    rng = np.random.default_rng(4)
+    x, w = rng.random((4, 64), dtype=np.float32), rng.random((64, 32), dtype=np.float32)
+    out = tvms.relax.VirtualMachine(on_host, tvms.cpu())["main"](x, w)
+    np.testing.assert_allclose(out.numpy(), np.maximum(x @ w, 0), rtol=1e-4)
+
+
 @needs_gpu
 def test_device_tensors_and_attributes() -> None:
     dev = tvms.cuda(0)
