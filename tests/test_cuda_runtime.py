@@ -558,10 +558,9 @@ def test_a_relax_model_compiled_for_cuda_runs_on_the_reference_launcher() -> Non
     CUDA C through NVRTC, the VM program), its kernels run by the reference executor."""
     ex = tvms.compile(from_source(RELAX_MLP), target="cuda -arch=sm_80")
     on_host = tvms.runtime.vm.Executable(ex.program, ex.kernels().with_launcher(ReferenceLauncher()))
-    rng = np.random.default_rng(4)
-    x, w = rng.random((4, 64), dtype=np.float32), rng.random((64, 32), dtype=np.float32)
-    out = tvms.relax.VirtualMachine(on_host, tvms.cpu())["main"](x, w)
-    np.testing.assert_allclose(out.numpy(), np.maximum(x @ w, 0), rtol=1e-4)
+    args, expected = mlp_case()
+    out = tvms.relax.VirtualMachine(on_host, tvms.cpu())["main"](*args)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4)
 
 
 @needs_gpu
@@ -611,12 +610,20 @@ RELAX_MLP = """# from tvm.script import ir as I
 @I.ir_module
 class Module:
     @R.function
-    def main(x: R.Tensor((4, 64), dtype="float32"), w: R.Tensor((64, 32), dtype="float32")):
+    def main(x: R.Tensor((4, 64), dtype="float32"), b: R.Tensor((4, 64), dtype="float32"),
+             w: R.Tensor((64, 32), dtype="float32")):
         with R.dataflow():
-            y = R.nn.relu(R.matmul(x, w))
+            y = R.matmul(R.nn.relu(R.add(x, b)), w)
             R.output(y)
         return y
 """
+
+
+def mlp_case() -> tuple:
+    rng = np.random.default_rng(4)
+    x, b, w = rng.random((4, 64), dtype=np.float32), rng.random((4, 64), dtype=np.float32), \
+        rng.random((64, 32), dtype=np.float32)
+    return (x, b, w), np.maximum(x + b, 0) @ w
 
 
 @needs_gpu
@@ -626,11 +633,9 @@ class Module:
 def test_a_relax_model_compiled_for_cuda_runs_on_the_device(tmp_path) -> None:
     dev = tvms.cuda(0)
     ex = tvms.compile(from_source(RELAX_MLP), target=Target.from_device(dev))
-    rng = np.random.default_rng(4)
-    x, w = rng.random((4, 64), dtype=np.float32), rng.random((64, 32), dtype=np.float32)
-    expected = np.maximum(x @ w, 0)
-    out = tvms.relax.VirtualMachine(ex, dev)["main"](x, tvms.nd.array(w, device=dev))
+    (x, b, w), expected = mlp_case()
+    out = tvms.relax.VirtualMachine(ex, dev)["main"](x, b, tvms.nd.array(w, device=dev))
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4)
     ex.export_library(str(tmp_path / "mlp.so"))
     again = tvms.relax.VirtualMachine(tvms.runtime.load_module(str(tmp_path / "mlp.so")), dev)
-    np.testing.assert_allclose(again["main"](x, w).numpy(), expected, rtol=1e-4)
+    np.testing.assert_allclose(again["main"](x, b, w).numpy(), expected, rtol=1e-4)
