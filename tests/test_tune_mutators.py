@@ -89,6 +89,8 @@ def test_default_llvm_mutators_are_tvms() -> None:
     assert probs == {"MutateTileSize": 0.9, "MutateComputeLocation": 0.05, "MutateUnroll": 0.03,
                      "MutateParallel": 0.02}
     assert isinstance(as_mutator("MutateUnroll"), MutateUnroll)
+    with pytest.raises(TVMSError, match="no default mutators for target kind 'rocm'"):
+        Mutator.create("rocm")
     with pytest.raises(TVMSError, match="unknown mutator 'MutateThreadBinding'"):
         as_mutator("MutateThreadBinding")
 

@@ -34,13 +34,14 @@ class Mutator:
 
     @staticmethod
     def create(kind: str) -> dict:
-        """The default mutators of a target kind with their probabilities (TVM's defaults)."""
-        table = {"llvm": {"MutateTileSize": 0.9, "MutateComputeLocation": 0.05, "MutateUnroll": 0.03,
-                          "MutateParallel": 0.02},
-                 "cuda": {"MutateTileSize": 0.9, "MutateUnroll": 0.08}}
-        if kind not in table:
-            raise TVMSError(f"no default mutators for {kind!r}; known: {', '.join(table)}")
-        return {as_mutator(name): p for name, p in table[kind].items()}
+        """The default mutators of a target kind with their probabilities (TVM's defaults, as the
+        kind's row of ``default_space`` registers them)."""
+        from .space_generator import default_part
+
+        probs = default_part(kind, "mutator_probs")
+        if not probs:
+            raise TVMSError(f"no default mutators for target kind {kind!r}")
+        return {as_mutator(name): p for name, p in probs.items()}
 
 
 def as_mutator(mutator: "Mutator | str") -> Mutator:
