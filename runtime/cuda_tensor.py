@@ -91,6 +91,14 @@ class CudaTensor:
         cuda_driver.synchronize(self.device.device_id)  # (our work is on the default stream)
         return to_capsule(self.ptr, self.shape, self._dtype, (CUDA, self.device.device_id), self)
 
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """Numba's CUDA array interface (v3), which cupy, torch and the cuBLAS runtime read:
+        the memory, row-major, ordered after the work on the device's current stream."""
+        stream = int(cuda_driver.current_stream(self.device.device_id).handle)
+        return {"shape": self.shape, "typestr": self._dtype.str, "data": (self.ptr, False), "strides": None,
+                "version": 3, "stream": stream or 1}  # (1: the legacy default stream)
+
     def __dlpack_device__(self) -> tuple[int, int]:
         return (CUDA, self.device.device_id)
 

@@ -285,6 +285,8 @@ def test_the_driver_path_allocates_copies_and_launches(emulated) -> None:
     a, b = np.arange(300, dtype="float32"), np.ones(300, "float32")
     A, B, C = (tvms.nd.array(v, device=dev) for v in (a, b, np.zeros(300, "float32")))
     assert (type(A).__name__, A.shape, A.dtype, str(A.device)) == ("CudaTensor", (300,), "float32", "cuda:0")
+    assert A.__cuda_array_interface__ == {"shape": (300,), "typestr": "<f4", "data": (A.ptr, False),
+                                          "strides": None, "version": 3, "stream": 1}
     lib["main"](A, B, C)
     assert driver.launches == [("add_kernel", (3, 1, 1), (128, 1, 1), 0)]
     np.testing.assert_array_equal(C.numpy(), 2 * a + b)
