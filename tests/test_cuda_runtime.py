@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import tvms
+from conftest import CORPUS_COPY
 from tvms import TVMSError
 from tvms.ir import stmt as S
 from tvms.ir.registry import get_global_func
@@ -150,6 +151,23 @@ def test_lets_asserts_workspaces_scalars_and_two_kernels() -> None:
         lib["main"](np.zeros((1025, 1), "float32"), np.zeros(1025, "float32"), 1.0)
     with pytest.raises(TVMSError, match=r"argument 2 \(alpha\): expected a float32 scalar, got str"):
         lib["main"](x, y, "half")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("tvms.runtime.reference_gpu") is None,
+                    reason="the reference executor runs a block's threads one after another until its "
+                           "GPU semantics are merged, and this kernel synchronizes them")
+def test_the_corpus_split_host_device_module_computes_relu_of_a_matmul() -> None:
+    """The corpus's SplitHostDevice stage of a 128x128 matmul + relu (shared memory, barriers):
+    the host's launch of 64 blocks of 256 threads, run on the reference executor."""
+    mod = from_source((CORPUS_COPY / "lower_matmul_relu_gpu_12_SplitHostDevice.tvms").read_text())
+    kernel = CudaKernel("main_kernel", mod["main_kernel"], ("blockIdx.x", "threadIdx.x"))
+    lib = CudaModule({"main": CudaArtifact("main", mod["main"], (kernel,), "", "sm_50", b"", "cubin")}, "cuda")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((128, 128), dtype=np.float32), rng.standard_normal((128, 128), dtype=np.float32)
+    d = np.zeros((128, 128), np.float32)
+    lib.with_launcher(ReferenceLauncher())["main"](a, b, d)
+    np.testing.assert_allclose(d, np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
 
 
 def test_the_reference_launcher_checks_the_host_extents_against_the_kernel() -> None:
