@@ -4,11 +4,12 @@ A row names the kind's TIR lowering pipeline (scheduled TensorIR -> loop-level c
 generator (loop-level PrimFunc -> an artifact: code plus what calling it needs), its default
 schedule rules (``tvms.dlight``), the name of the runtime function that loads its artifacts
 into a callable module, and the check of its options (llvm: the CPU and feature names LLVM
-knows, ``codegen/llvm_names.py``). The build driver (``build.py``) only reads rows; ``cuda`` is the
-second row (its lowering gives the host function and kernels of TVM's ``SplitHostDevice``, its
-artifact is a ``codegen/cuda_artifact.CudaArtifact``). The loader is reached through the packed-function registry, by name
-(``runtime.module.load_<kind>``), as TVM's ``runtime.module.loadbinary_<kind>``: the runtime
-registers it when imported, so this layer never imports the runtime.
+knows, ``codegen/llvm_names.py``). The build driver (``build.py``) only reads rows; ``cuda`` is
+the second row (its lowering gives the host function and kernels of TVM's ``SplitHostDevice``,
+its artifact is a ``codegen/cuda_artifact.CudaArtifact``). The loader is reached through the
+packed-function registry, by name (``runtime.module.load_<kind>``), as TVM's
+``runtime.module.loadbinary_<kind>``: the runtime registers it when imported, so this layer
+never imports the runtime.
 """
 from __future__ import annotations
 

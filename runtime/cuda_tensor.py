@@ -7,14 +7,14 @@ the CPU refuses it, naming its device, and ``numpy()`` copies it to the host.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from tvms.ir.errors import TVMSError
 
 from . import cuda_driver
-from .device import CUDA, Device, missing_reason
+from .device import CUDA, Device
 
 
 class CudaTensor:
@@ -121,17 +121,11 @@ def host_copy(source: Any, dtype: np.dtype, shape: tuple) -> np.ndarray:
     return np.ascontiguousarray(data, dtype=dtype)
 
 
-def cuda_empty(shape: tuple, dtype: np.dtype, device: Device) -> CudaTensor:
-    if not device.exist:
-        raise TVMSError(f"cannot place a tensor on {device}: {missing_reason(device)}")
-    return CudaTensor(device, shape, dtype)
-
-
-def cuda_tensor(data: Sequence | np.ndarray, device: Device) -> CudaTensor:
+def cuda_tensor(data: np.ndarray, device: Device) -> CudaTensor:
     """A device tensor holding a copy of host ``data`` (a C-contiguous numpy array)."""
-    result = cuda_empty(data.shape, data.dtype, device)
+    result = CudaTensor(device, data.shape, data.dtype)
     cuda_driver.copy_to_device(result.ptr, data.ctypes.data, result.nbytes, device.device_id)
     return result
 
 
-__all__ = ["CudaTensor", "cuda_empty", "cuda_tensor", "host_copy"]
+__all__ = ["CudaTensor", "cuda_tensor", "host_copy"]

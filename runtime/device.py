@@ -87,8 +87,7 @@ class Device:
     def _attribute(self, name: str) -> Any:
         if self.device_type == CPU:
             return None
-        if not self.exist:
-            raise TVMSError(f"cannot read {name} of {self}: {missing_reason(self)}")
+        self._check_exists(f"read {name} of")
         return cuda_driver.attribute(self.device_id, name)
 
     max_threads_per_block = property(lambda self: self._attribute("max_threads_per_block"))
@@ -139,12 +138,9 @@ def device(dev_type: str | int | Device, index: int | None = None) -> Device:
 
 
 def missing_reason(dev: Device) -> str:
-    """Why ``dev`` does not exist, for error messages."""
-    count = cuda_device_count()
-    reason = cuda_driver.missing_reason(dev.device_id)
-    if reason or count == 0:
-        return reason or "the CUDA driver reports no GPU"
-    return f"device index {dev.device_id} is out of range: the CUDA driver reports {count} GPU{'s' * (count != 1)}"
+    """Why ``dev`` does not exist, for error messages: cuda-python, the NVIDIA driver, a GPU or
+    the device index."""
+    return cuda_driver.missing_reason(dev.device_id)
 
 
 def cuda_device_count() -> int:

@@ -188,9 +188,9 @@ def empty(shape: Any, dtype: str | np.dtype = "float32", device: Device | None =
     """An uninitialized tensor (``tvm.nd.empty((128, 128), "float32")``)."""
     dev = _checked_device(device, "empty")
     if dev.device_type == CUDA:
-        from .cuda_tensor import cuda_empty
+        from .cuda_tensor import CudaTensor
 
-        return cuda_empty(_check_shape(shape), numpy_dtype_of(dtype), dev)
+        return CudaTensor(dev, _check_shape(shape), numpy_dtype_of(dtype))
     return Tensor(_aligned_empty(_check_shape(shape), numpy_dtype_of(dtype)), dev)
 
 

@@ -197,8 +197,9 @@ class VirtualMachine:
         if len(args) != len(f.params):
             raise TVMSError(f"{name} takes {len(f.params)} arguments "
                             f"({', '.join(f.params)}), got {len(args)}")
-        values = [_argument(a, k in f.shape_params, p, name) for k, (a, p) in enumerate(zip(args, f.params))]
-        if self.device_memory is not None:
+        on_gpu = self.device_memory is not None
+        values = [_argument(a, k in f.shape_params, p, name, on_gpu) for k, (a, p) in enumerate(zip(args, f.params))]
+        if on_gpu:
             values = [self.device_memory.to_device(v) for v in values]
         return _result(self.call(name, values))
 
@@ -248,15 +249,19 @@ def _cuda_memory(devices: list) -> Any:
     return VMDeviceMemory(dev)
 
 
-def _argument(value: Any, is_shape: bool, name: str, fname: str) -> Any:
+def _argument(value: Any, is_shape: bool, name: str, fname: str, on_gpu: bool = False) -> Any:
     """A call argument as the VM's value: tensors as C-contiguous, writable numpy arrays (as
-    kernels take them: others are copied), shapes as Shape, tuples of values, numbers."""
+    kernels take them: others are copied), shapes as Shape, tuples of values, numbers; device
+    tensors as they are for a VM on the GPU (``on_gpu``)."""
     if type(value) is Tensor:
         return value.array
     if isinstance(value, Tensor):
         value = value.array
     if isinstance(value, CudaTensor):
-        return value  # (a VM on the GPU takes it; one on the CPU refuses it at its first kernel)
+        if not on_gpu:
+            raise TVMSError(f"{fname} argument {name!r}: the tensor is on {value.device}; this executable "
+                            f"runs on the CPU (copy it with .numpy(), or compile for cuda)")
+        return value
     if isinstance(value, np.ndarray):
         flags = value.flags
         if flags.c_contiguous and flags.writeable:
@@ -265,7 +270,7 @@ def _argument(value: Any, is_shape: bool, name: str, fname: str) -> Any:
     if isinstance(value, (tuple, list)):
         if is_shape:
             return Shape(int(v) for v in value)
-        return tuple(_argument(v, False, "a tuple field", fname) for v in value)
+        return tuple(_argument(v, False, "a tuple field", fname, on_gpu) for v in value)
     if isinstance(value, (bool, int, float, np.number, np.bool_)):
         return value
     raise TVMSError(f"{fname} argument {name!r}: expected a tensor, a numpy array, a tuple or a "

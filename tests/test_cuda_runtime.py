@@ -421,12 +421,15 @@ def test_the_vm_runs_on_the_device(emulated) -> None:
         tvms.relax.VirtualMachine(ex, tvms.cpu())
     with pytest.raises(TVMSError, match="runs on the CPU, not on cuda:0"):
         tvms.relax.VirtualMachine(cpu_ex, tvms.cuda(0))
+    with pytest.raises(TVMSError, match="argument 'x': the tensor is on cuda:0; this executable runs on the CPU"):
+        tvms.relax.VirtualMachine(cpu_ex, tvms.cpu())["main"](tvms.nd.array(x, device=tvms.cuda(0)), y)
 
 
 def test_a_cuda_executable_without_a_gpu_says_why(driver_as) -> None:
     driver_as(None)
     cpu_ex = tvms.compile(from_source(RELAX_ON_GPU), target="llvm")
-    ex = tvms.runtime.vm.Executable(cpu_ex.program, CudaModule({"add": artifact_of("add_dyn_SplitHostDevice.tvms")}, "cuda"))
+    kernels = CudaModule({"add": artifact_of("add_dyn_SplitHostDevice.tvms")}, "cuda")
+    ex = tvms.runtime.vm.Executable(cpu_ex.program, kernels)
     with pytest.raises(TVMSError, match="VirtualMachine: cannot run on cuda:0: cuda-python is not installed"):
         tvms.relax.VirtualMachine(ex, tvms.cuda(0))
 
