@@ -274,9 +274,10 @@ class EmulatedDriver(FakeDriver):
         values = []
         for param, slot in zip(kernel.func.params, slots):
             value = cuda_driver.c_type(str(param.dtype)).from_address(slot).value
-            if param.dtype.is_handle:  # (a pointer to the start of an allocation: its memory as an array)
+            if param.dtype.is_handle:  # (a pointer into an allocation: the memory from there, as an array)
                 dtype = next(b.buffer.dtype for b in collect(kernel.func.body, S.DeclBuffer) if b.buffer.data is param)
-                value = np.frombuffer(self.memory[value], numpy_dtype(dtype))
+                base = max(p for p in self.memory if p <= value)
+                value = np.frombuffer(self.memory[base], numpy_dtype(dtype), offset=value - base)
             values.append(value)
         self.launches.append((fn, (gx, gy, gz), (bx, by, bz), shared))
         self.streams.append(stream)
@@ -423,6 +424,41 @@ def test_the_vm_runs_on_the_device(emulated) -> None:
         tvms.relax.VirtualMachine(cpu_ex, tvms.cuda(0))
     with pytest.raises(TVMSError, match="argument 'x': the tensor is on cuda:0; this executable runs on the CPU"):
         tvms.relax.VirtualMachine(cpu_ex, tvms.cpu())["main"](tvms.nd.array(x, device=tvms.cuda(0)), y)
+
+
+STORAGE = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add_one(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+        for i in range(4):
+            b[i] = a[i] + T.float32(1)
+
+    @R.function(pure=False)
+    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        cls = Module
+        storage: R.Any = R.vm.alloc_storage(R.shape([SIZE]), 0, R.dtype("uint8"), R.str("global"))
+        a: R.Tensor((4,), dtype="float32") = R.vm.alloc_tensor(storage, 0, R.shape([4]), R.dtype("float32"), 0)
+        b: R.Tensor((4,), dtype="float32") = R.vm.alloc_tensor(storage, 16, R.shape([4]), R.dtype("float32"), 0)
+        cls.add_one(x, a)
+        cls.add_one(a, b)
+        return b
+"""
+
+
+def test_the_vm_places_tensors_in_device_storage(emulated) -> None:
+    """``R.vm.alloc_storage`` / ``R.vm.alloc_tensor`` on the GPU: two tensors at offsets 0 and 16
+    of one zeroed device storage; one that does not fit is refused."""
+    _, kernels = emulated("add_one_SplitHostDevice.tvms", function="add_one")
+    for size, fits in (32, True), (24, False):
+        program = tvms.compile(from_source(STORAGE.replace("SIZE", str(size))), target="llvm", relax_pipeline=None)
+        vm = tvms.relax.VirtualMachine(tvms.runtime.vm.Executable(program.program, kernels), tvms.cuda(0))
+        x = np.arange(4, dtype="float32")
+        if fits:
+            np.testing.assert_array_equal(vm["main"](x).numpy(), x + 2)
+        else:
+            with pytest.raises(TVMSError, match=r"a tensor of shape \(4,\) at offset 16 does not fit its storage"):
+                vm["main"](x)
 
 
 def test_a_cuda_executable_without_a_gpu_says_why(driver_as) -> None:
