@@ -426,32 +426,15 @@ def test_the_vm_runs_on_the_device(emulated) -> None:
         tvms.relax.VirtualMachine(cpu_ex, tvms.cpu())["main"](tvms.nd.array(x, device=tvms.cuda(0)), y)
 
 
-STORAGE = """
-@I.ir_module
-class Module:
-    @T.prim_func
-    def add_one(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
-        for i in range(4):
-            b[i] = a[i] + T.float32(1)
-
-    @R.function(pure=False)
-    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
-        cls = Module
-        storage: R.Any = R.vm.alloc_storage(R.shape([SIZE]), 0, R.dtype("uint8"), R.str("global"))
-        a: R.Tensor((4,), dtype="float32") = R.vm.alloc_tensor(storage, 0, R.shape([4]), R.dtype("float32"), 0)
-        b: R.Tensor((4,), dtype="float32") = R.vm.alloc_tensor(storage, 16, R.shape([4]), R.dtype("float32"), 0)
-        cls.add_one(x, a)
-        cls.add_one(a, b)
-        return b
-"""
-
-
 def test_the_vm_places_tensors_in_device_storage(emulated) -> None:
-    """``R.vm.alloc_storage`` / ``R.vm.alloc_tensor`` on the GPU: two tensors at offsets 0 and 16
-    of one zeroed device storage; one that does not fit is refused."""
+    """``R.vm.alloc_storage`` / ``R.vm.alloc_tensor`` on the GPU (test_vm_program's module): two
+    tensors at offsets 0 and 16 of one zeroed device storage; one that does not fit is refused."""
+    from test_vm_program import STORAGE
+
     _, kernels = emulated("add_one_SplitHostDevice.tvms", function="add_one")
     for size, fits in (32, True), (24, False):
-        program = tvms.compile(from_source(STORAGE.replace("SIZE", str(size))), target="llvm", relax_pipeline=None)
+        text = STORAGE.replace("R.shape([32])", f"R.shape([{size}])")
+        program = tvms.compile(from_source(text), target="llvm", relax_pipeline=None)
         vm = tvms.relax.VirtualMachine(tvms.runtime.vm.Executable(program.program, kernels), tvms.cuda(0))
         x = np.arange(4, dtype="float32")
         if fits:
