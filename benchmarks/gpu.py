@@ -154,7 +154,7 @@ def main() -> int:
 
     dev = tvms.cuda(0)
     if not dev.exist:
-        print(f"no CUDA device ({dev.missing_reason()}): the device figures are not measured", file=sys.stderr)
+        print(f"no CUDA device ({dev.missing_reason}): the device figures are not measured", file=sys.stderr)
         return 1
     peer = Peer()
     flop = 2 * args.n ** 3
