@@ -10,7 +10,9 @@ subclass (``cuda.CudaSource``) supplies the target's types, constants, vector la
 scopes, thread indices and intrinsics (``c_type``, ``float_constant``, ...).
 
 Floor division and modulo become C's truncating ``/`` and ``%`` (or shifts and masks) as TVM's
-``LowerIntrin`` does it, using the ranges of the loop and thread variables around them.
+``LowerIntrin`` does it, using the ranges of the loop and thread variables around them. A let
+statement of a pure value is declared, and its value written out where the variable is used: TVM's
+``StmtSimplify`` substitutes it so before TVM renders a kernel, and the text is TVM's.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from ...ir.arith.analyzer import Analyzer
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.name_supply import NameSupply
+from ...ir.visitor import collect
 
 _KEYWORDS = ("_", "extern", "void", "int", "float", "double", "char", "unsigned", "short", "long",
              "if", "else", "switch", "case", "default", "for", "do", "while", "goto", "register",
@@ -68,6 +71,11 @@ def modular_set(e: Any, lets: dict) -> tuple[int, int]:
     return coeff, base % coeff if coeff else base
 
 
+def is_pure(e: Any) -> bool:
+    """Whether ``e`` reads no memory and calls nothing with effects (arithmetic on variables)."""
+    return not collect(e, (E.BufferLoad, E.Call))
+
+
 def _int(dtype: DataType, value: int) -> E.IntImm:
     return E.IntImm(dtype, value)
 
@@ -94,7 +102,7 @@ class CSource:
         self.open_scopes: list[bool] = []
         self.indent = 0
         self.analyzer = Analyzer()
-        self.let_values: dict = {}  # let-bound Var -> its value
+        self.let_values: dict = {}  # let-bound Var of a pure value -> the value, inlined where used
 
     def begin_scope(self) -> int:
         self.open_scopes.append(True)
@@ -140,27 +148,18 @@ class CSource:
 
     # ------------------------------------------------------------ target hooks
     def c_type(self, dtype: DataType) -> str:
-        if dtype.is_void:
-            return "void"
-        if dtype.lanes == 1:
-            if dtype.is_bool:
-                return "int"
-            if dtype.code == "float" and dtype.bits in (32, 64):
-                return "float" if dtype.bits == 32 else "double"
-            if dtype.is_integer and dtype.bits in (8, 16, 32, 64):
-                return f"{'u' if dtype.is_uint else ''}int{dtype.bits}_t"
-        raise TVMSError(f"the C code generator has no type for {dtype}")
+        """The C type of values of ``dtype``."""
+        raise NotImplementedError
 
     def pointer_type(self, var: E.Var) -> str:
         ann = var.type_annotation
         if isinstance(ann, E.PointerType):
             return self.c_type(ann.element) + "*"
-        if var.dtype.is_handle:
-            return "void*"
         return self.c_type(var.dtype)
 
     def storage_scope(self, scope: str) -> str:
-        return ""
+        """The qualifier of an allocation in ``scope`` (``__shared__ ``), with its space."""
+        raise NotImplementedError
 
     def int_constant(self, e: E.IntImm) -> str:
         if e.dtype == INT32:
@@ -175,27 +174,35 @@ class CSource:
         return value if src == dst else f"(({self.c_type(dst)}){value})"
 
     def lane(self, vec: str, dtype: DataType, i: int) -> str:
-        return f"{vec}.s{i:x}"
-
-    def store_lane(self, vec: str, dtype: DataType, i: int, value: str) -> None:
-        self.line(f"{vec}.s{i:x} = {value};")
+        """Lane ``i`` of the vector ``vec``."""
+        raise NotImplementedError
 
     def gathered(self, dtype: DataType, values: list[str]) -> str:
-        return f"(({self.c_type(dtype)}({','.join(values)}))"
+        """A vector of ``dtype`` made of the lane values ``values``."""
+        raise NotImplementedError
 
     def vector_binary(self, op: str, dtype: DataType, a: Any, b: Any) -> str:
-        call = op[0].isalpha()
-        return f"{op}({self.expr(a)}, {self.expr(b)})" if call else f"({self.expr(a)} {op} {self.expr(b)})"
+        """``a op b`` on vectors (``op`` an operator or a function name such as ``min``)."""
+        raise NotImplementedError
+
+    def vector_constructor(self, dtype: DataType) -> str:
+        raise NotImplementedError
 
     def call_extern(self, dtype: DataType, name: str, args: tuple) -> str:
         return f"{name}({', '.join(self.expr(a) for a in args)})"
 
     def storage_sync(self, call: E.Call) -> None:
-        pass
+        raise NotImplementedError
 
     def intrinsic(self, e: E.Call) -> str | None:
         """The target's rendering of the call ``e`` (a math function, a warp shuffle), or None."""
         return None
+
+    def volatile_load(self, ref: str, e: E.BufferLoad) -> str:
+        return ref
+
+    def loop_pragma(self, s: S.For) -> None:
+        """Lines before the loop ``s`` (an unroll pragma)."""
 
     # ------------------------------------------------------------ buffers
     def buffer_ref(self, dtype: DataType, buffer: Any, index: Any) -> str:
@@ -247,9 +254,6 @@ class CSource:
         pointer = self.element_pointer(buffer.data, dtype.element_of)
         return self.gathered(dtype, [f"{pointer}[{self.lane(sindex, index.dtype, i)}]" for i in range(dtype.lanes)])
 
-    def volatile_load(self, ref: str, e: E.BufferLoad) -> str:
-        return ref
-
     def s_BufferStore(self, s: S.BufferStore) -> None:
         index, dtype, buffer = self.flat_index(s), s.value.dtype, s.buffer
         if dtype.lanes == buffer.dtype.lanes:
@@ -291,7 +295,8 @@ class CSource:
         return f'"{e.value}"'
 
     def e_Var(self, e: E.Var) -> str:
-        return self.var_id(e)
+        value = self.let_values.get(e)
+        return self.var_id(e) if value is None else self.expr(value)
 
     e_SizeVar = e_Var
 
@@ -353,9 +358,6 @@ class CSource:
         if len(picked) == 1:
             return picked[0]
         return f"{self.vector_constructor(e.dtype)}({', '.join(picked)})"
-
-    def vector_constructor(self, dtype: DataType) -> str:
-        return self.c_type(dtype)
 
     # floor division, as LowerIntrin lowers it for targets with bitwise operations
     def e_FloorDiv(self, e: E.FloorDiv) -> str:
@@ -485,7 +487,8 @@ class CSource:
         if s.var.dtype.is_handle and isinstance(s.value, E.Var) and s.value in self.handle_type:
             self.handle_type[s.var] = self.handle_type[s.value]
         self.declare(s.var, self.expr(s.value))
-        self.let_values[s.var] = s.value
+        if is_pure(s.value):  # (as TVM's StmtSimplify substitutes it before TVM renders)
+            self.let_values[s.var] = s.value
         self.bind_range(s.var, s.value)
         self.stmt(s.body)
 
@@ -529,9 +532,6 @@ class CSource:
         self.end_scope(scope)
         self.line("}")
 
-    def loop_pragma(self, s: S.For) -> None:
-        pass
-
     def s_While(self, s: S.While) -> None:
         self.line("#pragma unroll 1")
         self.line("while (1) {")
@@ -545,7 +545,4 @@ class CSource:
         data = s.buffer.data
         self.var_id(data)  # (its pointer is a parameter or an allocation made before)
         self.scope_of.setdefault(data, s.buffer.scope)
-        self.stmt(s.body)
-
-    def s_AttrStmt(self, s: S.AttrStmt) -> None:
         self.stmt(s.body)

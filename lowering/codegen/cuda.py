@@ -9,7 +9,7 @@ __shared__``/register arrays; vectors use CUDA's vector types (``float4``, ``hal
 ``nv_bfloat162``), lane by lane where CUDA has no operator for them. What TVM's device passes
 after ``SplitHostDevice`` would do is done while rendering: math intrinsics take CUDA's names
 (``expf``, ``hexp``, ``__habs``: ``LowerIntrin``), warp shuffles become ``__shfl_*_sync``, floor
-division becomes shifts, masks or C division. The source starts with TVM's preamble for the
+division becomes shifts, masks or C division, let-bound values are inlined. The source starts with TVM's preamble for the
 features it uses (``cuda_preamble``).
 """
 from __future__ import annotations
@@ -162,6 +162,9 @@ class CudaSource(CSource):
         if scope == "global":
             raise TVMSError("a kernel cannot allocate global memory: pass every global array to the "
                             "function as a parameter")
+        if scope == "warp":
+            raise TVMSError("a warp-scope allocation reaches CUDA code generation: LowerWarpMemory "
+                            "turns it into registers and shuffles first")
         return {"shared": "__shared__ ", "shared.dyn": "extern __shared__ "}.get(scope, "")
 
     def cast_text(self, value: str, src: DataType, dst: DataType) -> str:
