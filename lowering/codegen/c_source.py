@@ -418,8 +418,8 @@ class CSource:
         if name == "tir.isnan":
             x = self.expr(e.args[0])
             return f"({x} != {x})"
-        if name in ("tir.tvm_thread_invariant", "tir.likely"):
-            return f"({self.expr(e.args[0])})" if name == "tir.tvm_thread_invariant" else self.expr(e.args[0])
+        if name == "tir.tvm_thread_invariant":
+            return f"({self.expr(e.args[0])})"
         if name == "tir.reinterpret":
             return self.reinterpret(e)
         if name == "tir.large_uint_imm":
