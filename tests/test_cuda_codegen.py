@@ -28,10 +28,11 @@ GOLDEN = FIXTURES / "cuda_codegen"
 CASES = sorted(p.name[:-len(".cu")] for p in GOLDEN.glob("*.cu"))
 # TVM prints these device stages' shuffles as T.cuda.__shfl_down_sync, which tvms does not read
 NO_DEVICE_TEXT = {"reduce_warp", "reduce_block"}
-# TVM's simplifier turns threadIdx_x % 32 (floor) into a truncated modulo (`% 32`); tvms lowers
-# the floor modulo by a power of two to a mask (`& 31`); TVM's printer also renames a second
-# buffer t0 to t0_1, which TVM's code generator names t0_ptr_1
-SPLIT_STAGE_DIFFERS = {"reduce_block"}
+# reduce_block: TVM's simplifier turns threadIdx_x % 32 (floor) into a truncated modulo (`% 32`);
+# tvms lowers the floor modulo by a power of two to a mask (`& 31`); TVM's printer also renames a
+# second buffer t0 to t0_1, which TVM's code generator names t0_ptr_1. floor_division: TVM's
+# simplifier reorders the sum's terms (test_floor_division_is_lowered_as_tvm)
+SPLIT_STAGE_DIFFERS = {"reduce_block", "floor_division"}
 
 
 def module(case: str, stage: str = "tvms"):
@@ -50,6 +51,20 @@ def test_source_is_tvms_byte_for_byte():
                   if case not in skip]
         for stage in stages:
             assert cuda_source(kernels_of(module(case, stage))) == golden(case), f"{case}.{stage}"
+
+
+def test_floor_division_is_lowered_as_tvm():
+    """Each floor division and modulo (of values that may be negative) becomes what TVM's
+    LowerIntrin makes of it: TVM's source has the same terms, in the order its simplifier chose."""
+    ours, theirs = cuda_source(kernels_of(module("floor_division"))), golden("floor_division")
+    tx = "((int)threadIdx.x)"
+    terms = [f"(((({tx} - 5) + 7) / 7) - 1)",  # shifted into the non-negative range
+             "((n / 7) + ((n % 7) >> 31))",  # sign of n unknown: correct by the remainder's sign
+             "((((j - 3) + 5) / 5) - 1)",
+             "((j - 3) >> 2)",  # by a power of two
+             f"((n % ({tx} + 1)) + (({tx} + 1) & ((n % ({tx} + 1)) >> 31)))"]
+    for term in terms:
+        assert term in ours and term in theirs, term
 
 
 def _parts(source: str) -> dict:

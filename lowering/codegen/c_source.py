@@ -378,6 +378,10 @@ class CSource:
         if self.non_negative(b):
             if self.non_negative(a):
                 return (E.Div if divide else E.Mod)(a, b)
+            shift = self.positive_shift(a, b)
+            if shift is not None:  # a + b*shift >= 0: truncated division of that is floor division
+                moved = E.Add(a, _int(dt, b.value * shift))
+                return E.Sub(E.Div(moved, b), _int(dt, shift)) if divide else E.Mod(moved, b)
             rmod = E.Mod(a, b)
             if dt.bits in (32, 64) and dt.is_int:
                 sign = E.Call(dt, E.Op("tir.shift_right"), (rmod, _int(dt, dt.bits - 1)))
@@ -396,6 +400,21 @@ class CSource:
             inner = E.Let(rdiv, E.Div(a, b), E.Select(same_sign, rdiv, E.Sub(rdiv, _int(dt, 1))))
             return E.Let(rmod, E.Mod(a, b), inner)
         return E.Let(rmod, E.Mod(a, b), E.Select(same_sign, rmod, E.Add(rmod, b)))
+
+    def positive_shift(self, a: Any, b: Any) -> int | None:
+        """The least c with ``a + b*c >= 0`` over the range of ``a`` for a constant ``b > 0``, when
+        neither that sum nor the constants overflow ``a``'s type (else None)."""
+        bound = self.analyzer.bound(a)
+        if not isinstance(b, E.IntImm) or b.value <= 0 or bound is None or None in bound:
+            return None
+        lo, hi = bound
+        top = 2 ** (a.dtype.bits - (1 if a.dtype.is_int else 0)) - 1
+        if lo >= 0 or b.value - 1 > top + lo:
+            return None
+        shift = (b.value - 1 - lo) // b.value
+        if shift > top // b.value or hi > top - b.value * shift:
+            return None
+        return shift
 
     def non_negative(self, e: Any) -> bool:
         bound = self.analyzer.bound(e)
