@@ -207,7 +207,10 @@ class CSource:
     # ------------------------------------------------------------ buffers
     def buffer_ref(self, dtype: DataType, buffer: Any, index: Any) -> str:
         """An lvalue of type ``dtype`` at element ``index`` of ``buffer``."""
-        data = buffer.data
+        return self.element_ref(dtype, buffer.data, buffer.dtype, index)
+
+    def element_ref(self, dtype: DataType, data: E.Var, elem: DataType, index: Any) -> str:
+        """An lvalue of type ``dtype`` at element ``index`` of the ``elem`` array at ``data``."""
         vid = self.var_id(data)
         vol = data in self.volatile
 
@@ -215,10 +218,10 @@ class CSource:
             return f"({'volatile ' if vol else ''}{self.c_type(t)}*)"
 
         base = vid
-        if self.handle_type.get(data) != buffer.dtype or vol:
-            base = f"({pointer_cast(buffer.dtype)}{vid})"
+        if self.handle_type.get(data) != elem or vol:
+            base = f"({pointer_cast(elem)}{vid})"
         index_text = self.expr(index)
-        if dtype == buffer.dtype:
+        if dtype == elem:
             return f"{base}[{index_text}]"
         return f"*{pointer_cast(dtype)}({base} + {index_text})"
 
@@ -226,7 +229,21 @@ class CSource:
         if len(node.indices) != 1:
             raise TVMSError(f"buffer {node.buffer.name!r} is accessed with {len(node.indices)} indices: "
                             "code generation needs flattened buffers (FlattenBuffer)")
-        return node.indices[0]
+        return self.vector_index(node.indices[0])
+
+    @staticmethod
+    def vector_index(index: Any) -> Any:
+        """``ramp(b, s, n) + broadcast(c, n)`` as ``ramp(b + c, s, n)`` (TVM's simplifier folds
+        it so before rendering: the access is then one vector load or store when aligned)."""
+        if isinstance(index, (E.Add, E.Sub)):
+            ramp, other = index.a, index.b
+            if isinstance(ramp, E.Broadcast) and isinstance(other, E.Ramp) and isinstance(index, E.Add):
+                ramp, other = other, ramp
+            if isinstance(ramp, E.Ramp) and isinstance(other, E.Broadcast):
+                if isinstance(other.value, E.IntImm) and other.value.value == 0:
+                    return ramp
+                return E.Ramp(type(index)(ramp.base, other.value), ramp.stride, ramp.lanes)
+        return index
 
     @staticmethod
     def unit_ramp_base(index: Any, lanes: int) -> Any:
@@ -239,7 +256,8 @@ class CSource:
         vid = self.var_id(data)
         if self.handle_type.get(data) == elem:
             return vid
-        return f"(({self.storage_scope(self.scope_of.get(data, ''))}{self.c_type(elem)}*){vid})"
+        # (TVM writes the storage scope into this cast too, which CUDA does not compile)
+        return f"(({self.c_type(elem)}*){vid})"
 
     def e_BufferLoad(self, e: E.BufferLoad) -> str:
         index, dtype, buffer = self.flat_index(e), e.dtype, e.buffer
@@ -314,6 +332,20 @@ class CSource:
         if dt.code == "float" and dt.bits in (32, 64):
             return self.binary(e, "fmodf" if dt.bits == 32 else "fmod")
         raise TVMSError(f"no C remainder for {dt}")
+
+    def e_EQ(self, e: E.EQ) -> str:
+        return self.binary(self.divisibility(e), "==")
+
+    def e_NE(self, e: E.NE) -> str:
+        return self.binary(self.divisibility(e), "!=")
+
+    @staticmethod
+    def divisibility(e: E.CmpOp) -> E.CmpOp:
+        """``floormod(x, y) == 0`` as ``truncmod(x, y) == 0`` (the same test whatever the signs),
+        as LowerIntrin rewrites it."""
+        if isinstance(e.a, E.FloorMod) and isinstance(e.b, E.IntImm) and e.b.value == 0:
+            return type(e)(E.Mod(e.a.a, e.a.b), e.b)
+        return e
 
     def e_Not(self, e: E.Not) -> str:
         return "!" + self.expr(e.a)
@@ -434,6 +466,8 @@ class CSource:
             return self.if_then_else(e)
         if name == "tir.address_of":
             return self.address_of(e.args[0])
+        if name == "tir.tvm_access_ptr":  # (type_annotation(dtype), data, offset, extent, rw_mask)
+            return f"(&({self.element_ref(e.args[0].dtype, e.args[1], e.args[0].dtype, e.args[2])}))"
         if name == "tir.isnan":
             x = self.expr(e.args[0])
             return f"({x} != {x})"

@@ -39,6 +39,7 @@ _MATH = {"floor", "ceil", "trunc", "fabs", "round", "nearbyint", "exp", "exp2", 
 _SHUFFLES = {"tir.tvm_warp_shuffle": "__shfl_sync", "tir.tvm_warp_shuffle_up": "__shfl_up_sync",
              "tir.tvm_warp_shuffle_down": "__shfl_down_sync", "tir.tvm_warp_shuffle_xor": "__shfl_xor_sync"}
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+_WMMA = ("tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync", "tvm_mma_sync", "tvm_bmma_sync")
 
 
 def math_function(name: str, dtype: DataType) -> str:
@@ -331,6 +332,8 @@ class CudaSource(CSource):
             return self.call_extern(e.dtype, _SHUFFLES[name], e.args[:4])
         if name == "tir.tvm_warp_activemask":
             return "__activemask()"
+        if short in _WMMA:
+            return self.wmma(short, e.args)
         if short in ("popcount", "clz"):  # (clz is named by its argument's type)
             dt = e.args[0].dtype if short == "clz" else e.dtype
             if not dt.is_integer or dt.bits not in (32, 64) or (short == "popcount" and not dt.is_uint):
@@ -356,6 +359,8 @@ class CudaSource(CSource):
                     self.analyzer.bind(iv.var, 0, s.value.value)
                 else:
                     self.analyzer.bind(iv.var, 0, 2 ** 31 - 1)
+        elif s.attr_key in ("fragment_shape", "fragment_layout"):
+            self.fragment_info(s.node)[s.attr_key] = s.value.value
         elif s.attr_key in ("pragma_unroll", "disable_unroll"):
             count = s.value.value if isinstance(s.value, E.IntImm) else 1
             unroll_one = s.attr_key == "disable_unroll"
@@ -375,16 +380,19 @@ class CudaSource(CSource):
     def s_AllocBuffer(self, s: S.AllocBuffer) -> None:
         buf = s.buffer
         scope = buf.scope
-        vid = self.new_id(buf.data, buf.name + "_ptr")
+        vid = self.new_id(buf.data, self.allocation_name(buf.name) + "_ptr")
         align = buf.data_alignment
         align_ann = s.annotations.get("tir.buffer_data_alignment")
         if isinstance(align_ann, (int, E.IntImm)):
             align = getattr(align_ann, "value", align_ann)
-        prefix = self.storage_scope(scope)
-        if align > 0:
-            prefix += f"__align__({align}) " if scope == "shared.dyn" else f"alignas({align}) "
+        if scope.startswith("wmma."):
+            prefix, elem_type = "", self.fragment_type(buf, scope)
+        else:
+            prefix, elem_type = self.storage_scope(scope), self.c_type(buf.dtype)
+            if align > 0:
+                prefix += f"__align__({align}) " if scope == "shared.dyn" else f"alignas({align}) "
         if scope == "shared.dyn":
-            self.line(f"{prefix}{self.c_type(buf.dtype)} {vid}[];")
+            self.line(f"{prefix}{elem_type} {vid}[];")
         else:
             size = 1
             for dim in buf.shape:
@@ -392,18 +400,82 @@ class CudaSource(CSource):
                     raise TVMSError(f"allocation {buf.name!r} has a size that is not a constant ({dim}); "
                                     "a kernel's arrays have constant sizes (use shared.dyn for dynamic shared memory)")
                 size *= dim.value
+            if scope.startswith("wmma."):  # (one fragment holds a whole tile)
+                rows, cols = self.fragment_tile(buf, scope)
+                size //= rows * cols
             if size <= 0:
                 raise TVMSError(f"allocation {buf.name!r} has no elements")
-            self.line(f"{prefix}{self.c_type(buf.dtype)} {vid}[{size}];")
+            self.line(f"{prefix}{elem_type} {vid}[{size}];")
         self.scope_of[buf.data] = scope
         self.handle_type[buf.data] = buf.dtype
         if s.annotations.get("tir.volatile"):
             self.volatile.add(buf.data)
         self.stmt(s.body)
 
+    # ------------------------------------------------------------ tensor-core fragments (WMMA)
+    def fragment_info(self, node: Any) -> dict:
+        """The fragment_shape / fragment_layout given to an array (by its data variable, or by
+        its name: in TVM's printed text the attribute names a buffer declared just before)."""
+        data = getattr(node, "data", node)
+        info = self.fragments.get(data)
+        if info is None:
+            name = getattr(node, "name", None) or getattr(data, "name", "")
+            info = self.fragments.setdefault(name, {})
+            self.fragments[data] = info
+        return info
+
+    def fragment_tile(self, buf: Any, scope: str) -> tuple[int, int]:
+        shape = self.fragment_info(buf).get("fragment_shape")
+        if shape is None:
+            raise TVMSError(f"the {scope} array {buf.name!r} has no fragment_shape attribute")
+        m, n, k = (int(x) for x in shape.split(", "))
+        return {"wmma.matrix_a": (m, k), "wmma.matrix_b": (k, n), "wmma.accumulator": (m, n)}[scope]
+
+    def fragment_type(self, buf: Any, scope: str) -> str:
+        if scope not in ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator"):
+            raise TVMSError(f"unknown tensor-core scope {scope!r} of {buf.name!r}")
+        operand = scope != "wmma.accumulator"
+        allowed = ("float16", "bfloat16", "int8", "uint8") if operand else ("float16", "float32", "int32")
+        if buf.dtype.name not in allowed:
+            raise TVMSError(f"a {scope} fragment holds {', '.join(allowed)}, not {buf.dtype} ({buf.name!r})")
+        info = self.fragment_info(buf)
+        self.fragment_tile(buf, scope)  # (checks the shape is given)
+        self.tags.add("mma")
+        kind = f"nvcuda::wmma::{scope[len('wmma.'):]}, {info['fragment_shape']}, {self.c_type(buf.dtype)}"
+        if operand:
+            layout = info.get("fragment_layout")
+            if not layout:
+                raise TVMSError(f"the {scope} array {buf.name!r} has no fragment_layout attribute")
+            kind += f", nvcuda::wmma::{layout}"
+        return f"nvcuda::wmma::fragment<{kind}>"
+
+    def wmma(self, short: str, args: tuple) -> str:
+        """The WMMA call of tvm_fill_fragment, tvm_load/store_matrix_sync, tvm_(b)mma_sync."""
+        self.tags.add("mma")
+        x = [self.expr(a) for a in args]
+        if short == "tvm_fill_fragment":
+            return f"nvcuda::wmma::fill_fragment({x[0]}[{x[4]}], {x[5]})"
+        if short == "tvm_load_matrix_sync":
+            return f"nvcuda::wmma::load_matrix_sync({x[0]}[{x[4]}], {x[5]}, {x[6]})"
+        if short == "tvm_store_matrix_sync":
+            return (f"nvcuda::wmma::store_matrix_sync({x[5]}, {x[0]}[{x[4]}], {x[6]}, "
+                    f"nvcuda::wmma::mem_{args[7].value})")
+        operands = ", ".join(f"{x[2 * i]}[{x[2 * i + 1]}]" for i in range(4))
+        return f"nvcuda::wmma::{short[len('tvm_'):]}({operands})"
+
+    def allocation_name(self, name: str) -> str:
+        """The name TVM gave an array that TVM's printer showed as ``name``: the printer tells
+        two arrays named t0 apart as t0 and t0_1, where TVM's code names them t0_ptr, t0_ptr_1."""
+        stem, _, number = name.rpartition("_")
+        original = stem if number.isdigit() and stem in self.allocated else name
+        self.allocated.add(original)
+        return original
+
     # ------------------------------------------------------------ functions
     def signature(self, name: str, func: PrimFunc) -> str:
         self.begin_function()
+        self.allocated: set[str] = set()  # the names of the function's arrays
+        self.fragments: dict = {}  # data Var or name -> {"fragment_shape": "16, 16, 16", ...}
         params = []
         noalias = bool(func.attrs.get("tir.noalias"))
         for var in func.params:

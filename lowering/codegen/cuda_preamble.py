@@ -259,7 +259,11 @@ TRAILER = r"""
 #endif
 """
 
-TAGS = ("fp16", "bf16", "int8", "math_constants", "warp_shuffle")
+MMA = r"""
+#include <mma.h>
+"""
+
+TAGS = ("fp16", "bf16", "int8", "math_constants", "mma", "warp_shuffle")
 
 
 def preamble(tags: "set[str] | frozenset[str]") -> str:
@@ -271,5 +275,6 @@ def preamble(tags: "set[str] | frozenset[str]") -> str:
     parts = [PRELUDE, FP16 if half else "", BF16 if bf16 else "",
              HALF_VECTOR4 if half or bf16 else "", HALF4 if half else "", BFLOAT164 if bf16 else "",
              INT8 if "int8" in tags else "", MATH_CONSTANTS if "math_constants" in tags else "",
+             MMA if "mma" in tags else "",
              WARP_SHUFFLE if "warp_shuffle" in tags else "", TRAILER]
     return "".join(parts)

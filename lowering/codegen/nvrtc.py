@@ -6,7 +6,9 @@ the virtual architecture (``compute_80``: text the driver compiles for the GPU i
 Results are cached in the process by source, architecture and format. The headers the kernels
 include come from NVIDIA's wheels: ``cuda_fp16.h``/``cuda_bf16.h`` from
 ``nvidia-cuda-runtime-cu12``, libcu++'s ``cuda/std/*`` (which NVRTC's programs include for the
-fixed-width integers) from ``nvidia-cuda-cccl-cu12``.
+fixed-width integers) from ``nvidia-cuda-cccl-cu12``, and for tensor-core kernels the ``crt/``
+headers behind ``mma.h`` from ``nvidia-cuda-nvcc-cu12`` (large, so a test dependency: without
+it, such a kernel's compile error names it).
 
 A compile error is a ``TVMSError`` listing NVRTC's diagnostics, each with the source line it
 names and a caret under the column NVRTC marks.
@@ -25,6 +27,8 @@ FORMATS = ("ptx", "cubin")
 PROGRAM_NAME = "tvms_kernels.cu"
 _HEADER_PACKAGES = (("nvidia.cuda_runtime", "nvidia-cuda-runtime-cu12", "cuda_fp16.h"),
                     ("nvidia.cuda_cccl", "nvidia-cuda-cccl-cu12", "cuda/std/cstdint"))
+# tensor-core kernels include mma.h, whose crt/ headers only the nvcc wheel has (a test dependency)
+_OPTIONAL_HEADERS = (("nvidia.cuda_nvcc", "nvidia-cuda-nvcc-cu12", "crt/mma.h"),)
 _cache: dict[tuple, bytes] = {}
 # NVRTC's diagnostics: "name.cu(12): error: message"
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^\s()][^()]*)\((?P<line>\d+)\): (?P<kind>(?:catastrophic )?error|warning)[^:]*: (?P<text>.*)$")
@@ -50,17 +54,23 @@ def _check(nvrtc, result: tuple, doing: str):
     return result[1:]
 
 
+def _include_dir(module: str, probe: str) -> str | None:
+    spec = importlib.util.find_spec(module)
+    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    found = [pathlib.Path(r) / "include" for r in roots if (pathlib.Path(r) / "include" / probe).is_file()]
+    return str(found[0]) if found else None
+
+
 def include_dirs() -> list[str]:
-    """The include folders of the header wheels (a TVMSError naming the wheel that is missing)."""
+    """The include folders of the header wheels (a TVMSError naming the wheel that is missing;
+    the optional ones are left out when absent)."""
     dirs = []
     for module, package, probe in _HEADER_PACKAGES:
-        spec = importlib.util.find_spec(module)
-        roots = list(spec.submodule_search_locations or []) if spec is not None else []
-        found = [pathlib.Path(r) / "include" for r in roots if (pathlib.Path(r) / "include" / probe).is_file()]
-        if not found:
+        found = _include_dir(module, probe)
+        if found is None:
             raise TVMSError(f"compiling CUDA needs {probe} from the {package} wheel: pip install {package}")
-        dirs.append(str(found[0]))
-    return dirs
+        dirs.append(found)
+    return dirs + [d for m, _, probe in _OPTIONAL_HEADERS if (d := _include_dir(m, probe)) is not None]
 
 
 def _arch_number(arch: str) -> str:
@@ -88,8 +98,11 @@ def compile_cuda(source: str, arch: str = "sm_80", fmt: str = "cubin", options: 
         encoded = [f.encode() for f in flags]
         status = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)[0]
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            log = _log(nvrtc, program)
+            missing = [f"\n(the header {probe} comes with the {package} wheel: pip install {package})"
+                       for _, package, probe in _OPTIONAL_HEADERS if f'"{probe}"' in log]
             raise TVMSError(f"NVRTC could not compile the CUDA source for {gpu[len('--gpu-architecture='):]}:\n"
-                            + explain_log(_log(nvrtc, program), source))
+                            + explain_log(log, source) + "".join(missing))
         size_of, read = ((nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if fmt == "cubin"
                          else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX))
         (size,) = _check(nvrtc, size_of(program), f"sizing the {fmt}")
@@ -120,8 +133,8 @@ def explain_log(log: str, source: str) -> str:
         if m is None or m.group("kind") == "warning":
             continue
         number = int(m.group("line"))
-        out.append(f"{PROGRAM_NAME}:{number}: {m.group('kind')}: {m.group('text')}")
-        if 1 <= number <= len(lines):
+        out.append(f"{m.group('file')}:{number}: {m.group('kind')}: {m.group('text')}")
+        if m.group("file") == PROGRAM_NAME and 1 <= number <= len(lines):  # (not a header's line)
             width = len(str(number))
             out.append(f"  {number} | {lines[number - 1]}")
             caret = next((line for line in log_lines[k + 1:k + 3] if line.strip() == "^"), None)
