@@ -9,8 +9,9 @@ __shared__``/register arrays; vectors use CUDA's vector types (``float4``, ``hal
 ``nv_bfloat162``), lane by lane where CUDA has no operator for them. What TVM's device passes
 after ``SplitHostDevice`` would do is done while rendering: math intrinsics take CUDA's names
 (``expf``, ``hexp``, ``__habs``: ``LowerIntrin``), warp shuffles become ``__shfl_*_sync``, floor
-division becomes shifts, masks or C division, let-bound values are inlined. The source starts with TVM's preamble for the
-features it uses (``cuda_preamble``).
+division becomes shifts, masks or C division, let-bound values are inlined. The source starts
+with TVM's preamble for the features it uses (``cuda_preamble``). CUDA's type names are in
+``cuda_types``, the tensor-core (WMMA) fragments and calls in ``cuda_wmma``.
 """
 from __future__ import annotations
 
@@ -26,11 +27,12 @@ from ...ir.visitor import collect
 from .c_source import CSource
 from .cuda_artifact import CudaArtifact, CudaKernel
 from .cuda_preamble import preamble
+from .cuda_types import CudaTypes, math_function
+from .cuda_wmma import WMMA_CALLS, TensorCoreFragments
 
 KERNEL_LAUNCH = 2  # calling_conv of a kernel (TVM's kDeviceKernelLaunch)
 DEFAULT_ARCH = "sm_80"
 UINT32 = DataType("uint32")
-_XYZW = "xyzw"
 
 # math intrinsics with a CUDA function (TVM's cuda.FLowerIntrinsic rules, without fast math)
 _MATH = {"floor", "ceil", "trunc", "fabs", "round", "nearbyint", "exp", "exp2", "exp10", "erf",
@@ -39,31 +41,9 @@ _MATH = {"floor", "ceil", "trunc", "fabs", "round", "nearbyint", "exp", "exp2", 
 _SHUFFLES = {"tir.tvm_warp_shuffle": "__shfl_sync", "tir.tvm_warp_shuffle_up": "__shfl_up_sync",
              "tir.tvm_warp_shuffle_down": "__shfl_down_sync", "tir.tvm_warp_shuffle_xor": "__shfl_xor_sync"}
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-_WMMA = ("tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync", "tvm_mma_sync", "tvm_bmma_sync")
 
 
-def math_function(name: str, dtype: DataType) -> str:
-    """CUDA's function for the intrinsic ``name`` on ``dtype`` values."""
-    if dtype.code == "bfloat" or (dtype.code == "float" and dtype.bits == 16):
-        return {"fabs": "__habs", "round": "hrint"}.get(name, "h" + name)
-    if dtype.code == "float" and dtype.bits == 64:
-        return "nearbyint" if name == "round" else name
-    if dtype.code == "float" and dtype.bits == 32:
-        return "nearbyintf" if name == "round" else name + "f"
-    raise TVMSError(f"CUDA has no {name} for {dtype} values")
-
-
-def _hexfloat(value: float) -> str:
-    """C++'s ``std::hexfloat`` text of a double: ``0x1.8p+1`` (no trailing zero digits)."""
-    text = float.hex(value)
-    sign = "-" if text.startswith("-") else ""
-    mantissa, exponent = text.lstrip("-")[2:].split("p")
-    lead, _, fraction = mantissa.partition(".")
-    fraction = fraction.rstrip("0")
-    return f"{sign}0x{lead}{'.' + fraction if fraction else ''}p{exponent}"
-
-
-class CudaSource(CSource):
+class CudaSource(CudaTypes, TensorCoreFragments, CSource):
     """Renders kernels into one CUDA source; ``tags`` collects the preamble sections it needs."""
 
     restrict = "__restrict__"
@@ -73,92 +53,6 @@ class CudaSource(CSource):
         super().__init__()
         self.tags: set[str] = set()
 
-    # ------------------------------------------------------------ types and constants
-    def c_type(self, dtype: DataType) -> str:  # noqa: C901  (one branch per CUDA type family)
-        lanes, bits, code = dtype.lanes, dtype.bits, dtype.code
-        if dtype.scalable:
-            raise TVMSError(f"CUDA has no scalable vectors ({dtype})")
-        if code == "void":
-            return "void"
-        if code == "handle":
-            return "void*"
-        if code == "float" and bits == 16:
-            self.tags.add("fp16")
-            if lanes == 1:
-                return "half"
-            if lanes % 2 == 0 and lanes <= 8:
-                return f"half{lanes}" if lanes <= 4 else f"uint{lanes // 2}"
-        elif code == "bfloat":
-            self.tags.add("bf16")
-            if lanes == 1:
-                return "nv_bfloat16"
-            if lanes % 2 == 0 and lanes <= 8:
-                return f"nv_bfloat16{lanes}" if lanes <= 4 else f"uint{lanes // 2}"
-        elif code == "float" and bits == 32:
-            if lanes == 1:
-                return "float"
-            if lanes <= 4:
-                return f"float{lanes}"
-            if lanes <= 8 and lanes % 2 == 0:
-                return f"ulonglong{lanes // 2}"
-        elif code == "float" and bits == 64:
-            if lanes == 1:
-                return "double"
-            if lanes <= 4:
-                return f"double{lanes}"
-        elif code == "bool":
-            if lanes == 1:
-                return "bool"
-            if lanes <= 4:
-                return f"ushort{lanes}"
-        elif code in ("int", "uint"):
-            base = self.integer_type(dtype)
-            if base is not None:
-                return ("u" if code == "uint" else "") + base
-        raise TVMSError(f"CUDA has no type for {dtype} (tvms's cuda target renders 16/32/64-bit floats, "
-                        "bfloat16, bool and 8/16/32/64-bit integers)")
-
-    def integer_type(self, dtype: DataType) -> str | None:
-        """The C type of an integer dtype, less the ``u`` of an unsigned one (None: CUDA has none)."""
-        lanes, bits = dtype.lanes, dtype.bits
-        if bits == 8:
-            if lanes in (4, 8, 16):  # (int8x4 is one int: no packing instructions)
-                self.tags.add("int8")
-                return {4: "int", 8: "int2", 16: "int4"}[lanes]
-            if lanes == 1:
-                return "signed char" if dtype.is_int else "char"
-            return f"char{lanes}" if lanes <= 4 else None
-        wide = {16: ("short", "int"), 32: ("int", "longlong")}
-        if bits in wide:
-            one, pair = wide[bits]
-            if lanes == 1:
-                return one
-            if lanes <= 4:
-                return f"{one}{lanes}"
-            return f"{pair}{lanes // 2}" if lanes <= 8 and lanes % 2 == 0 else None
-        if bits == 64:
-            return "int64_t" if lanes == 1 else f"longlong{lanes}" if lanes <= 4 else None
-        return None
-
-    def float_constant(self, e: E.FloatImm) -> str:
-        v, dt = e.value, e.dtype
-        if dt.code == "bfloat":
-            return f"__float2bfloat16_rn({_hexfloat(v)}f/*{v:e}*/)"
-        if dt.bits == 16:
-            return f"__float2half_rn({self.float_constant(E.FloatImm(DataType('float32'), v))})"
-        if dt.bits not in (32, 64):
-            raise TVMSError(f"the cuda code generator has no constants of {dt}")
-        suffix = "_F" if dt.bits == 32 else ""
-        if math.isinf(v) or math.isnan(v):
-            self.tags.add("math_constants")
-            text = ("-" if v < 0 else "") + ("CUDART_INF" if math.isinf(v) else "CUDART_NAN") + suffix
-        elif dt.bits == 64:
-            text = f"{v:.15f}"
-        else:
-            text = f"{_hexfloat(v)}f/*{v:e}*/"
-        self.mark_const(text)
-        return text
-
     def storage_scope(self, scope: str) -> str:
         if scope == "global":
             raise TVMSError("a kernel cannot allocate global memory: pass every global array to the "
@@ -167,58 +61,6 @@ class CudaSource(CSource):
             raise TVMSError("a warp-scope allocation reaches CUDA code generation: LowerWarpMemory "
                             "turns it into registers and shuffles first")
         return {"shared": "__shared__ ", "shared.dyn": "extern __shared__ "}.get(scope, "")
-
-    def cast_text(self, value: str, src: DataType, dst: DataType) -> str:
-        if src == dst:
-            return value
-        # (a half goes to an 8-bit integer through int: there is no direct conversion)
-        via = f"({'u' if dst.is_uint else ''}int)" if src.bits == 16 and src.is_float and dst.is_integer and dst.bits == 8 else ""
-        return f"(({self.c_type(dst)}){via}{value})"
-
-    def vector_constructor(self, dtype: DataType) -> str:
-        return "make_" + self.c_type(dtype)
-
-    # ------------------------------------------------------------ vector lanes
-    def lane(self, vec: str, dtype: DataType, i: int) -> str:
-        lanes = dtype.lanes
-        if lanes == 1:
-            return vec
-        if dtype.bits == 8 and dtype.is_integer:
-            if lanes in (2, 3):
-                return f"{vec}.{_XYZW[i % lanes]}"
-            word = vec if lanes == 4 else f"{vec}.{_XYZW[i // 4]}"
-            kind = "signed char" if dtype.is_int else "unsigned char"
-            return f"(reinterpret_cast<const {kind}*>(&({word}))[{i % 4}])"
-        pair = self.lane_pair(dtype)
-        if pair is not None:
-            return f"(({pair}*)(&({vec}.{_XYZW[i // 2]})))->{_XYZW[i % 2]}"
-        return f"{vec}.{_XYZW[i]}"
-
-    def lane_pair(self, dtype: DataType) -> str | None:
-        """The 2-lane type through which lane i of a 5..8-lane vector is reached (None: direct)."""
-        if dtype.lanes <= 4:
-            return None
-        if dtype.code == "bfloat":
-            return "nv_bfloat162"
-        if dtype.bits == 16 and dtype.code == "float":
-            return "half2"
-        names = {(16, "int"): "short", (16, "uint"): "ushort", (32, "int"): "int", (32, "uint"): "uint",
-                 (32, "float"): "float"}
-        name = names.get((dtype.bits, dtype.code))
-        if name is None:
-            raise TVMSError(f"CUDA cannot reach the lanes of {dtype}")
-        return name + "2"
-
-    def store_lane(self, vec: str, dtype: DataType, i: int, value: str) -> None:
-        if dtype.bits == 8 and dtype.is_integer:
-            if dtype.lanes in (2, 3):
-                self.line(f"{vec}.{_XYZW[i % dtype.lanes]}=({value});")
-                return
-            word = vec if dtype.lanes == 4 else f"{vec}.{_XYZW[i // 4]}"
-            kind = "signed char" if dtype.is_int else "unsigned char"
-            self.line(f"reinterpret_cast<{kind}*>(&({word}))[{i % 4}] = ({kind})({value});")
-            return
-        self.line(f"{self.lane(vec, dtype, i)} = {value};")
 
     def gathered(self, dtype: DataType, values: list[str]) -> str:
         if dtype.bits == 8 and dtype.is_integer and dtype.lanes not in (2, 3):
@@ -332,7 +174,7 @@ class CudaSource(CSource):
             return self.call_extern(e.dtype, _SHUFFLES[name], e.args[:4])
         if name == "tir.tvm_warp_activemask":
             return "__activemask()"
-        if short in _WMMA:
+        if short in WMMA_CALLS:
             return self.wmma(short, e.args)
         if short in ("popcount", "clz"):  # (clz is named by its argument's type)
             dt = e.args[0].dtype if short == "clz" else e.dtype
@@ -411,57 +253,6 @@ class CudaSource(CSource):
         if s.annotations.get("tir.volatile"):
             self.volatile.add(buf.data)
         self.stmt(s.body)
-
-    # ------------------------------------------------------------ tensor-core fragments (WMMA)
-    def fragment_info(self, node: Any) -> dict:
-        """The fragment_shape / fragment_layout given to an array (by its data variable, or by
-        its name: in TVM's printed text the attribute names a buffer declared just before)."""
-        data = getattr(node, "data", node)
-        info = self.fragments.get(data)
-        if info is None:
-            name = getattr(node, "name", None) or getattr(data, "name", "")
-            info = self.fragments.setdefault(name, {})
-            self.fragments[data] = info
-        return info
-
-    def fragment_tile(self, buf: Any, scope: str) -> tuple[int, int]:
-        shape = self.fragment_info(buf).get("fragment_shape")
-        if shape is None:
-            raise TVMSError(f"the {scope} array {buf.name!r} has no fragment_shape attribute")
-        m, n, k = (int(x) for x in shape.split(", "))
-        return {"wmma.matrix_a": (m, k), "wmma.matrix_b": (k, n), "wmma.accumulator": (m, n)}[scope]
-
-    def fragment_type(self, buf: Any, scope: str) -> str:
-        if scope not in ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator"):
-            raise TVMSError(f"unknown tensor-core scope {scope!r} of {buf.name!r}")
-        operand = scope != "wmma.accumulator"
-        allowed = ("float16", "bfloat16", "int8", "uint8") if operand else ("float16", "float32", "int32")
-        if buf.dtype.name not in allowed:
-            raise TVMSError(f"a {scope} fragment holds {', '.join(allowed)}, not {buf.dtype} ({buf.name!r})")
-        info = self.fragment_info(buf)
-        self.fragment_tile(buf, scope)  # (checks the shape is given)
-        self.tags.add("mma")
-        kind = f"nvcuda::wmma::{scope[len('wmma.'):]}, {info['fragment_shape']}, {self.c_type(buf.dtype)}"
-        if operand:
-            layout = info.get("fragment_layout")
-            if not layout:
-                raise TVMSError(f"the {scope} array {buf.name!r} has no fragment_layout attribute")
-            kind += f", nvcuda::wmma::{layout}"
-        return f"nvcuda::wmma::fragment<{kind}>"
-
-    def wmma(self, short: str, args: tuple) -> str:
-        """The WMMA call of tvm_fill_fragment, tvm_load/store_matrix_sync, tvm_(b)mma_sync."""
-        self.tags.add("mma")
-        x = [self.expr(a) for a in args]
-        if short == "tvm_fill_fragment":
-            return f"nvcuda::wmma::fill_fragment({x[0]}[{x[4]}], {x[5]})"
-        if short == "tvm_load_matrix_sync":
-            return f"nvcuda::wmma::load_matrix_sync({x[0]}[{x[4]}], {x[5]}, {x[6]})"
-        if short == "tvm_store_matrix_sync":
-            return (f"nvcuda::wmma::store_matrix_sync({x[5]}, {x[0]}[{x[4]}], {x[6]}, "
-                    f"nvcuda::wmma::mem_{args[7].value})")
-        operands = ", ".join(f"{x[2 * i]}[{x[2 * i + 1]}]" for i in range(4))
-        return f"nvcuda::wmma::{short[len('tvm_'):]}({operands})"
 
     def allocation_name(self, name: str) -> str:
         """The name TVM gave an array that TVM's printer showed as ``name``: the printer tells
