@@ -119,6 +119,8 @@ def test_unsupported_kernels_are_refused():
     packed = kernels_of(from_source(text.replace(atomic, 'T.call_packed("host_function", B[cse_v1])')))
     with pytest.raises(TVMSError, match="no rendering for T.tvm_call_packed"):
         cuda_source(packed)
+    with pytest.raises(TVMSError, match="expects one host function beside the kernels, found none"):
+        codegen_cuda(module("hand_written"), Target("cuda"), "main")  # (kernels only)
 
 
 BAD = 'extern "C" __global__ void k(float* a) {\n  a[0] = undefined_name;\n}\n'
