@@ -95,7 +95,6 @@ class CSource:
         for word in _KEYWORDS:
             self.names.reserve(word)
         self.ids: dict = {}  # Var -> its C text
-        self.scope_of: dict = {}  # data Var -> storage scope
         self.handle_type: dict = {}  # pointer Var -> the element type it is declared with
         self.volatile: set = set()
         self.ssa: dict[str, tuple[str, int]] = {}  # expression text -> (temporary, scope)
@@ -597,5 +596,4 @@ class CSource:
     def s_DeclBuffer(self, s: S.DeclBuffer) -> None:
         data = s.buffer.data
         self.var_id(data)  # (its pointer is a parameter or an allocation made before)
-        self.scope_of.setdefault(data, s.buffer.scope)
         self.stmt(s.body)

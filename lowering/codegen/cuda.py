@@ -248,7 +248,6 @@ class CudaSource(CudaTypes, TensorCoreFragments, CSource):
             if size <= 0:
                 raise TVMSError(f"allocation {buf.name!r} has no elements")
             self.line(f"{prefix}{elem_type} {vid}[{size}];")
-        self.scope_of[buf.data] = scope
         self.handle_type[buf.data] = buf.dtype
         if s.annotations.get("tir.volatile"):
             self.volatile.add(buf.data)
