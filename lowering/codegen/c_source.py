@@ -25,6 +25,7 @@ from ...ir.arith.analyzer import Analyzer
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.name_supply import NameSupply
+from ...ir.structural import structural_equal
 from ...ir.visitor import collect
 
 _KEYWORDS = ("_", "extern", "void", "int", "float", "double", "char", "unsigned", "short", "long",
@@ -76,8 +77,10 @@ def is_pure(e: Any) -> bool:
     return not collect(e, (E.BufferLoad, E.Call))
 
 
-def _int(dtype: DataType, value: int) -> E.IntImm:
-    return E.IntImm(dtype, value)
+def _int(dtype: DataType, value: int) -> Any:
+    """The integer constant ``value`` of ``dtype`` (broadcast to its lanes for a vector)."""
+    scalar = E.IntImm(dtype.element_of, value)
+    return scalar if dtype.lanes == 1 else E.Broadcast(scalar, dtype.lanes)
 
 
 class CSource:
@@ -85,7 +88,10 @@ class CSource:
 
     restrict = ""
 
-    def __init__(self) -> None:
+    def __init__(self, device_passes_done: bool = False) -> None:
+        # the input is TVM's device stage (its StmtSimplify and LowerIntrin already ran): render
+        # its comparisons as they are (else as TVM's simplifier would have written them)
+        self.device_passes_done = device_passes_done
         self.out: list[str] = []  # function bodies (TVM's stream)
         self.forward: list[str] = []  # declarations of the functions (fwd_decl_stream)
 
@@ -102,6 +108,7 @@ class CSource:
         self.indent = 0
         self.analyzer = Analyzer()
         self.let_values: dict = {}  # let-bound Var of a pure value -> the value, inlined where used
+        self.lowered: set[int] = set()  # ids of the comparisons made by lowering floor division
 
     def begin_scope(self) -> int:
         self.open_scopes.append(True)
@@ -272,6 +279,10 @@ class CSource:
         return self.gathered(dtype, [f"{pointer}[{self.lane(sindex, index.dtype, i)}]" for i in range(dtype.lanes)])
 
     def s_BufferStore(self, s: S.BufferStore) -> None:
+        value = s.value
+        if (isinstance(value, E.BufferLoad) and value.buffer.data is s.buffer.data
+                and structural_equal(value.indices, s.indices)):
+            return  # (storing what is there: TVM's simplifier drops it)
         index, dtype, buffer = self.flat_index(s), s.value.dtype, s.buffer
         if dtype.lanes == buffer.dtype.lanes:
             value = self.expr(s.value)
@@ -331,6 +342,17 @@ class CSource:
         if dt.code == "float" and dt.bits in (32, 64):
             return self.binary(e, "fmodf" if dt.bits == 32 else "fmod")
         raise TVMSError(f"no C remainder for {dt}")
+
+    # a > b as b < a: TVM's simplifier writes the comparisons of a kernel so before TVM renders
+    # it (those that LowerIntrin makes afterwards, in floor division, stay as they are)
+    def e_GT(self, e: E.GT) -> str:
+        return self.binary(e, ">") if self.as_is(e) else self.binary(E.LT(e.b, e.a), "<")
+
+    def e_GE(self, e: E.GE) -> str:
+        return self.binary(e, ">=") if self.as_is(e) else self.binary(E.LE(e.b, e.a), "<=")
+
+    def as_is(self, cmp: E.CmpOp) -> bool:
+        return self.device_passes_done or id(cmp) in self.lowered
 
     def e_EQ(self, e: E.EQ) -> str:
         return self.binary(self.divisibility(e), "==")
@@ -401,11 +423,12 @@ class CSource:
         a, b, dt = e.a, e.b, e.dtype
         if not dt.is_integer:
             raise TVMSError(f"floor division of {dt} values reaches code generation")
-        if isinstance(b, E.IntImm) and b.value > 0 and b.value & (b.value - 1) == 0:
-            shift = b.value.bit_length() - 1
+        b_value = b.value.value if isinstance(b, E.Broadcast) and isinstance(b.value, E.IntImm) else getattr(b, "value", None)
+        if isinstance(b_value, int) and b_value > 0 and b_value & (b_value - 1) == 0:
+            shift = b_value.bit_length() - 1
             if divide:
                 return E.Call(dt, E.Op("tir.shift_right"), (a, _int(dt, shift)))
-            return E.Call(dt, E.Op("tir.bitwise_and"), (a, _int(dt, b.value - 1)))
+            return E.Call(dt, E.Op("tir.bitwise_and"), (a, _int(dt, b_value - 1)))
         if self.non_negative(b):
             if self.non_negative(a):
                 return (E.Div if divide else E.Mod)(a, b)
@@ -421,16 +444,21 @@ class CSource:
                 return E.Add(rmod, E.Call(dt, E.Op("tir.bitwise_and"), (b, sign)))
             zero, one = _int(dt, 0), _int(dt, 1)
             if divide:
-                return E.Select(E.GE(rmod, zero), E.Div(a, b), E.Sub(E.Div(a, b), one))
-            return E.Select(E.GE(rmod, zero), rmod, E.Add(rmod, b))
+                return E.Select(self.as_lowered(E.GE(rmod, zero)), E.Div(a, b), E.Sub(E.Div(a, b), one))
+            return E.Select(self.as_lowered(E.GE(rmod, zero)), rmod, E.Add(rmod, b))
         # the divisor's sign is unknown: round by the signs of the remainder and the divisor
         rmod, zero = E.Var("rmod", dt), _int(dt, 0)
-        same_sign = E.Or(E.And(E.GE(b, zero), E.GE(rmod, zero)), E.And(E.LT(b, zero), E.LE(rmod, zero)))
+        same_sign = E.Or(E.And(self.as_lowered(E.GE(b, zero)), self.as_lowered(E.GE(rmod, zero))),
+                         E.And(E.LT(b, zero), E.LE(rmod, zero)))
         if divide:
             rdiv = E.Var("rdiv", dt)
             inner = E.Let(rdiv, E.Div(a, b), E.Select(same_sign, rdiv, E.Sub(rdiv, _int(dt, 1))))
             return E.Let(rmod, E.Mod(a, b), inner)
         return E.Let(rmod, E.Mod(a, b), E.Select(same_sign, rmod, E.Add(rmod, b)))
+
+    def as_lowered(self, cmp: E.CmpOp) -> E.CmpOp:
+        self.lowered.add(id(cmp))
+        return cmp
 
     def positive_shift(self, a: Any, b: Any) -> int | None:
         """The least c with ``a + b*c >= 0`` over the range of ``a`` for a constant ``b > 0``, when
@@ -448,6 +476,11 @@ class CSource:
         return shift
 
     def non_negative(self, e: Any) -> bool:
+        if isinstance(e, E.Broadcast):
+            return self.non_negative(e.value)
+        if isinstance(e, E.Ramp):  # (its first and last lanes)
+            last = E.Add(e.base, E.Mul(e.stride, E.IntImm(e.stride.dtype, e.lanes - 1)))
+            return self.non_negative(e.base) and self.non_negative(last)
         bound = self.analyzer.bound(e)
         return bound is not None and bound[0] is not None and bound[0] >= 0
 

@@ -43,14 +43,19 @@ _SHUFFLES = {"tir.tvm_warp_shuffle": "__shfl_sync", "tir.tvm_warp_shuffle_up": "
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
+def _float(dtype: DataType, value: float) -> Any:
+    scalar = E.FloatImm(dtype.element_of, value)
+    return scalar if dtype.lanes == 1 else E.Broadcast(scalar, dtype.lanes)
+
+
 class CudaSource(CudaTypes, TensorCoreFragments, CSource):
     """Renders kernels into one CUDA source; ``tags`` collects the preamble sections it needs."""
 
     restrict = "__restrict__"
     target_name = "cuda"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, device_passes_done: bool = False) -> None:
+        super().__init__(device_passes_done)
         self.tags: set[str] = set()
 
     def storage_scope(self, scope: str) -> str:
@@ -162,12 +167,13 @@ class CudaSource(CudaTypes, TensorCoreFragments, CSource):
         short = name[4:] if name.startswith("tir.") else name
         if short in _MATH:
             return self.call_extern(e.dtype, math_function(short, e.dtype.element_of), e.args)
-        if short == "sigmoid":  # (TVM legalizes it: 1 / (1 + exp(0 - x)))
-            x = e.args[0]
-            one, zero = E.FloatImm(x.dtype.element_of, 1.0), E.FloatImm(x.dtype.element_of, 0.0)
-            if x.dtype.lanes > 1:
-                one, zero = E.Broadcast(one, x.dtype.lanes), E.Broadcast(zero, x.dtype.lanes)
+        if short == "sigmoid":  # (TVM legalizes it: 1 / (1 + exp(0 - x)), exp in float32 for bfloat16)
+            x, elem = e.args[0], e.dtype.element_of
+            one, zero = _float(e.dtype, 1.0), _float(e.dtype, 0.0)
             exp = E.Call(e.dtype, E.Op("tir.exp"), (E.Sub(zero, x),))
+            if elem.code == "bfloat":
+                wide = DataType("float32").with_lanes(e.dtype.lanes)
+                exp = E.Cast(e.dtype, E.Call(wide, E.Op("tir.exp"), (E.Cast(wide, E.Sub(zero, x)),)))
             return self.expr(E.Div(one, E.Add(one, exp)))
         if name in _SHUFFLES:
             self.tags.add("warp_shuffle")  # (TVM's macros map the _sync forms to old GPUs' shuffles)
@@ -313,9 +319,11 @@ def kernels_of(mod: Any) -> list[tuple[str, PrimFunc]]:
             if isinstance(f, PrimFunc) and f.attrs.get("calling_conv") == KERNEL_LAUNCH]
 
 
-def cuda_source(kernels: list[tuple[str, PrimFunc]]) -> str:
-    """The CUDA C of the kernels (``(symbol, function)``), as one source with TVM's preamble."""
-    writer = CudaSource()
+def cuda_source(kernels: list[tuple[str, PrimFunc]], device_passes_done: bool = False) -> str:
+    """The CUDA C of the kernels (``(symbol, function)``), as one source with TVM's preamble.
+    ``device_passes_done``: the kernels are at TVM's device stage (after its device passes),
+    not at the SplitHostDevice stage."""
+    writer = CudaSource(device_passes_done)
     for name, func in kernels:
         writer.function(name, func)
     return writer.source()
