@@ -4,9 +4,9 @@ The goldens in ``fixtures/cuda_codegen`` are TVM's (``generate_with_tvm.py``): f
 ``<case>.tvms`` is the module after ``SplitHostDevice`` (what the cuda row's ``lower`` returns),
 ``<case>.device.tvms`` its kernels after TVM's device passes (what TVM's code generator reads) and
 ``<case>.cu`` the CUDA C TVM renders from those. tvms renders the same text byte for byte from both
-stages, but for one case where TVM's ``StmtSimplify`` rewrites a modulo before rendering; there
-(and everywhere) the signatures, arrays, barriers and shuffles are compared, and every kernel is
-compiled by NVRTC.
+stages, but for a few cases where TVM's ``StmtSimplify`` folds constants before rendering; there
+(and everywhere) the signatures, arrays, fragments, barriers and shuffles are compared, and every
+kernel is compiled by NVRTC.
 """
 from __future__ import annotations
 
@@ -29,14 +29,10 @@ CASES = sorted(p.name[:-len(".cu")] for p in GOLDEN.glob("*.cu"))
 # TVM prints the device stages of reductions with warp shuffles as T.cuda.__shfl_down_sync (after
 # its LowerIntrin), which tvms does not read; their SplitHostDevice stages are compared
 NO_DEVICE_TEXT = {case for case in CASES if "T.cuda." in (GOLDEN / f"{case}.device.tvms").read_text()}
-# reduce_block: TVM's simplifier turns threadIdx_x % 32 (floor) into a truncated modulo (`% 32`);
-# tvms lowers the floor modulo by a power of two to a mask (`& 31`); TVM's printer also renames a
-# second buffer t0 to t0_1, which TVM's code generator names t0_ptr_1. floor_division: TVM's
-# simplifier reorders the sum's terms (test_floor_division_is_lowered_as_tvm). The DLight
-# matmuls and conv2d: TVM's simplifier folds constants into the shared-memory offsets
-# (18432 + (x + 1152) is x + 19584 in TVM's text) and vector index arithmetic
-SPLIT_STAGE_DIFFERS = {"reduce_block", "floor_division", "dlight_matmul_f16", "dlight_matmul_dyn",
-                       "dlight_conv2d"}
+# floor_division: TVM's simplifier reorders the sum's terms (test_floor_division_is_lowered_as_tvm);
+# the DLight matmuls and conv2d: it folds constants into the shared-memory offsets (18432 + (x +
+# 1152) is x + 19584 in TVM's text) and simplifies vector index arithmetic
+SPLIT_STAGE_DIFFERS = {"floor_division", "dlight_matmul_f16", "dlight_matmul_dyn", "dlight_conv2d"}
 
 
 def module(case: str, stage: str = "tvms"):
