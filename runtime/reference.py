@@ -14,10 +14,12 @@ letters and digits of its name, and strings (buffer names, messages, string cons
 non-integer constants are passed in the namespace, by reference.
 Semantics follow TVM:
 
-* every loop kind runs serially (parallel, vectorized, unrolled, thread-bound);
-* ``launch_thread`` / ``thread_extent`` runs its body once per thread index, serially: block by
-  block, thread by thread. This is exact for code whose threads do not communicate within a
-  block; ``tvm_storage_sync`` is a no-op and warp shuffles raise a TVMSError;
+* every loop kind but thread binding runs serially (parallel, vectorized, unrolled);
+* a GPU launch (``T.launch_thread``, ``thread_extent``, ``T.thread_binding`` loops) runs with GPU
+  semantics: block after block, the threads of a block concurrently up to their barriers, warp
+  shuffles lane by lane in lock-step, ``shared`` memory per block and ``local`` per thread, data
+  races on shared memory and divergent barriers reported (``reference_kernel`` compiles a kernel,
+  ``reference_gpu`` runs it); outside a launch ``tvm_storage_sync`` has nothing to wait for;
 * storage is flat: each data pointer owns a 1-D numpy array and every buffer is a view onto it
   (``T.decl_buffer(data=A.data)``, ``A.view(...)``, ``match_buffer`` alias the same memory);
 * a block's ``init`` runs when every reduction iterator is at the start of its domain;
@@ -42,6 +44,7 @@ from tvms.ir.function import PrimFunc
 from tvms.ir.expr import PrimType
 from tvms.ir.op import loop_control
 
+from .reference_kernel import KernelCodegen
 from .tir_values import INTRINSICS, cast_value, count_leading_zeros, numpy_dtype, trunc_div, trunc_mod
 
 __all__ = ["run_prim_func", "compile_prim_func", "prim_func_source", "compile_expr", "numpy_dtype",
@@ -213,10 +216,11 @@ class _Compiler:
         return self._call(fn, self.name(e.dtype, "_t"), *(self.src(a) for a in e.args))
 
 
-class _Codegen(_Compiler):
+class _SerialCodegen(_Compiler):
     """Compiles a PrimFunc body into the source of one Python function: TensorIR variables
     become Python locals, loops become ``for`` loops, buffers become (flat array, strides,
-    offset) locals. Bound values come in through ``env`` (parameters, sizes, data pointers)."""
+    offset) locals. Bound values come in through ``env`` (parameters, sizes, data pointers).
+    GPU kernels are ``KernelCodegen``'s (``_Codegen`` below)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -225,6 +229,10 @@ class _Codegen(_Compiler):
         self.lines: list[str] = []
         self.depth = 1
         self.loops = 0  # how many loops enclose the statement being compiled
+        self.func_name = "prim_func"
+        self.warp_size = 32
+        self.outer_allocs: dict = {}  # data Var -> (scope, dtype, size source, name), outside kernels
+        self.reducers: list = []  # the enclosing reduce_scope attributes' CommReducers
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -262,7 +270,8 @@ class _Codegen(_Compiler):
         value = self.src(e.value)
         return f"(({self.local(e.var)} := {value}), {self.src(e.body)})[1]"
 
-    def access(self, buffer: Buffer, indices: tuple) -> str:
+    def flat_index(self, buffer: Buffer, indices: tuple) -> tuple[str, str]:
+        """(the flat array's local, the source of the flat index) of ``buffer[indices]``."""
         info = self.bufs.get(buffer)
         if info is None:
             if buffer.data in self.vars:  # a buffer over known data without a declaration
@@ -275,7 +284,12 @@ class _Codegen(_Compiler):
         for index, stride in zip(indices, strides):
             src = self.src(index)
             terms.append(src if stride == "1" else f"({src}) * {stride}")
-        index = " + ".join(terms) or "0"
+        return flat, " + ".join(terms) or "0"
+
+    def access(self, buffer: Buffer, indices: tuple) -> str:
+        """The source of ``buffer[indices]`` (an element or, with vector indices, a slice)."""
+        flat, index = self.flat_index(buffer, indices)
+        flat = self.array(buffer, flat)
         if any(i.dtype.lanes > 1 for i in indices):
             return f"{flat}[{index}]"
         # numpy would wrap a negative index around silently; past the end it raises IndexError
@@ -283,8 +297,15 @@ class _Codegen(_Compiler):
         return (f"{flat}[{i} if ({i} := {index}) >= 0 else "
                 f"{self.name(_negative_index, '_f')}({i}, {self.name(buffer.name, '_s')})]")
 
+    def array(self, buffer: Buffer, flat: str) -> str:
+        """The source of the numpy array behind ``buffer`` (bound to the local ``flat``)."""
+        return flat
+
+    def load(self, e: E.BufferLoad) -> str:
+        return self.access(e.buffer, e.indices)
+
     def e_BufferLoad(self, e: E.BufferLoad) -> str:
-        load = self.access(e.buffer, e.indices)
+        load = self.load(e)
         if e.dtype.lanes == 1 and e.buffer.dtype.is_integer:
             return f"int({load})"
         if e.dtype.lanes == 1 and e.buffer.dtype.is_bool:
@@ -401,15 +422,6 @@ class _Codegen(_Compiler):
         self.stmt(s.body)
 
     def s_AttrStmt(self, s: S.AttrStmt) -> None:
-        if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(s.node, E.IterVar):
-            # serial emulation of a thread launch: one thread after the other
-            self.emit(f"for {self.local(s.node.var)} in range({self.src(s.value)}):")
-            outer, self.loops = self.loops, 0  # (a break here would leave the emulation loop)
-            try:
-                self.block(s.body)
-            finally:
-                self.loops = outer
-            return
         self.stmt(s.body)
 
     def s_Allocate(self, s: S.Allocate) -> None:
@@ -485,6 +497,11 @@ class _Codegen(_Compiler):
 
     # ---- the function
     def function(self, func: PrimFunc) -> tuple[Callable, str]:
+        self.func_name = str(func.attrs.get("global_symbol", "prim_func"))
+        target = func.attrs.get("target")
+        warp = getattr(target, "config", {}).get("thread_warp_size")
+        if warp is not None:
+            self.warp_size = int(getattr(warp, "value", warp))
         # (the handles of buffer parameters too: a body may read one)
         for var in dict.fromkeys([*func.params, *entry_vars(func)]):
             self.emit(f"{self.local(var)} = env.get({self.name(var, '_x')})")
@@ -495,7 +512,7 @@ class _Codegen(_Compiler):
         self.stmt(func.body)
         source = "def _prim_func(env):\n" + "\n".join(self.lines) + "\n    return None\n"
         scope: dict = {}
-        name = func.attrs.get('global_symbol', 'prim_func')
+        name = self.func_name
         try:
             code = compile(source, f"<tvms reference {name}>", "exec")
         except (SyntaxError, RecursionError, MemoryError) as e:  # Python's own nesting limits
@@ -504,6 +521,10 @@ class _Codegen(_Compiler):
                             f"20 nested loops and 100 levels of indentation)") from None
         exec(code, self.ns, scope)  # noqa: S102  (our own generated code)
         return scope["_prim_func"], source
+
+
+class _Codegen(KernelCodegen, _SerialCodegen):
+    """The code generator: serial code with GPU kernels (``reference_kernel``)."""
 
 
 def _loop_step(step: int) -> int:

@@ -1,0 +1,332 @@
+"""GPU semantics for the reference executor: grids of blocks and threads, shared memory per
+block, barriers, warp shuffles in lock-step and cross-thread allreduce.
+
+The code generator (``reference.py``) compiles the body of a kernel (the statements under its
+outermost thread binding, ``T.launch_thread`` or ``T.thread_binding`` loop) into a Python
+function of one thread: ``kernel(ix, me, block)``, where ``ix`` holds the thread's index on
+every axis of the launch, ``me`` its number in the block and ``block`` the ``Block`` it runs in
+(its shared memory). Where threads meet, that function ``yield``s a request to the block's
+scheduler, ``(kind, site, *payload)``:
+
+* ``BARRIER``: ``T.tvm_storage_sync("shared")``, or the barrier TVM's ThreadSync will place in
+  scheduled TensorIR; every thread of the block must reach the same one;
+* ``WARP_SYNC``: ``T.tvm_storage_sync("warp")``, for the lanes of one warp;
+* ``SHUFFLE`` / ``SHUFFLE_UP`` / ``SHUFFLE_DOWN`` / ``ACTIVEMASK``: the warp intrinsics, answered
+  once every lane the mask names has reached the same one (lock-step);
+* ``ALLREDUCE``: ``T.tvm_thread_allreduce``, a block-wide collective that reduces over the
+  threads of each reduction group and answers every thread with its group's value.
+
+A kernel without any such point is a plain function, run thread after thread (the fast path).
+Otherwise ``run_block`` runs the threads of a block round-robin: each runs until it waits, and
+the waits are answered when they can be; a wait that can never be answered (a barrier some
+threads never reach, a shuffle whose lanes went elsewhere) is a TVMSError.
+
+Shared (and warp) memory is a ``Shared`` array that remembers, per element, which thread last
+wrote and read it since the last barrier: a thread reading an element another thread wrote, or
+writing a different value over one another thread wrote or read, since the last barrier is a
+data race and a TVMSError naming the buffer and the statement.
+"""
+from __future__ import annotations
+
+import inspect
+import itertools
+from typing import Any, Callable
+
+import numpy as np
+
+from tvms.ir.errors import TVMSError
+
+BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE = range(7)
+_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK)
+
+_THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+CLOCK_STEP = 1 << 24  # more than the threads of any block
+
+
+def is_block_tag(tag: str) -> bool:
+    return tag.startswith("blockIdx.")
+
+
+def is_virtual_tag(tag: str) -> bool:
+    return tag.startswith(("vthread", "cthread"))
+
+
+def check_tag(tag: str) -> None:
+    if not (is_block_tag(tag) or is_virtual_tag(tag) or tag in _THREAD_TAGS) or \
+            is_block_tag(tag) and tag[-1] not in "xyz":
+        raise TVMSError(f"the reference executor does not know the thread axis {tag!r}")
+
+
+def describe(stmt: Any) -> str:
+    """One line of TVMScript for a statement, for messages (its buffer declarations left out)."""
+    from tvms.script.printer import to_script  # (only when an error is reported)
+    lines = [ln.strip() for ln in to_script(stmt).splitlines()]
+    lines = [ln for ln in lines if ln and " = T.Buffer(" not in ln]
+    text = lines[0] if lines else type(stmt).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+class Site:
+    """A point of a kernel where threads wait for each other."""
+
+    __slots__ = ("kind", "stmt", "note", "extra")
+
+    def __init__(self, kind: int, stmt: Any, note: str = "", extra: Any = None) -> None:
+        self.kind, self.stmt, self.note, self.extra = kind, stmt, note, extra
+
+    def __str__(self) -> str:
+        return f"{self.note}`{describe(self.stmt)}`"
+
+
+class Kernel:
+    """What the code generator knows of one launch: the tag of each binding (in the order of
+    the extents ``launch`` gets), the wait sites, the warp size, the function's name."""
+
+    def __init__(self, name: str, warp_size: int, bindings: list[str]) -> None:
+        self.name = name
+        self.warp_size = warp_size
+        self.bindings = bindings
+        self.tags = sorted(set(bindings))  # the launch's axes, in the order of a thread's ``ix``
+        self.sites: list[Site] = []
+
+    def site(self, kind: int, stmt: Any, note: str = "", extra: Any = None) -> int:
+        self.sites.append(Site(kind, stmt, note, extra))
+        return len(self.sites) - 1
+
+
+class Block:
+    """One GPU block: its shared memory and the clock its barriers advance."""
+
+    def __init__(self, kernel: Kernel, coords: dict, threads: list[dict], warps: list[tuple]) -> None:
+        self.kernel = kernel
+        self.coords = coords  # blockIdx.* -> value
+        self.threads = threads  # per thread: its threadIdx.* / vthread.* -> value
+        self.warps = warps  # per thread: (warp, lane)
+        self.clock = 0  # advanced by every barrier (in steps of CLOCK_STEP, above any thread number)
+        self.memory: dict = {}
+
+    def shared(self, key: int, name: str, size: int, dtype: np.dtype) -> "Shared":
+        """The block's one ``shared`` allocation of a site (allocated by the first thread)."""
+        mem = self.memory.get(key)
+        if mem is None:
+            mem = self.memory[key] = Shared(self, name, size, dtype)
+        return mem
+
+    def warp_memory(self, key: int, name: str, size: int, dtype: np.dtype, me: int) -> "Shared":
+        """``warp`` scope: one allocation per warp, shared by its lanes."""
+        return self.shared((key, self.warps[me][0]), name, size, dtype)
+
+    def who(self, me: int) -> str:
+        thread = ", ".join(f"{t}={v}" for t, v in self.threads[me].items()) or "the only thread"
+        block = ", ".join(f"{t}={v}" for t, v in self.coords.items())
+        return f"thread ({thread})" + (f" of block ({block})" if block else "")
+
+
+class Shared:
+    """A shared-memory array with, per element, the last writer and reader since the last
+    barrier, each as ``block.clock + thread`` (older clocks are smaller), to find data races."""
+
+    __slots__ = ("data", "block", "name", "size", "written", "read")
+
+    def __init__(self, block: Block, name: str, size: int, dtype: np.dtype) -> None:
+        self.data = np.zeros(size, dtype=dtype)
+        self.block = block
+        self.name = name
+        self.size = size
+        self.written = [-1] * size
+        self.read = [-1] * size
+
+    def load(self, i: Any, me: int, stmt: Any) -> Any:
+        clock = self.block.clock
+        if type(i) is int and 0 <= i < self.size:  # (the common case, kept short)
+            w = self.written[i]
+            if w >= clock and w != clock + me:
+                raise self._race(stmt, me, w - clock, i, "reads")
+            self.read[i] = clock + me
+            return self.data[i]
+        for j in self._indices(i):
+            w = self.written[j]
+            if w >= clock and w != clock + me:
+                raise self._race(stmt, me, w - clock, j, "reads")
+            self.read[j] = clock + me
+        return self.data[i]
+
+    def store(self, i: Any, value: Any, me: int, stmt: Any) -> None:
+        clock = self.block.clock
+        scalar = type(i) is int and 0 <= i < self.size
+        indices = [i] if scalar else self._indices(i)
+        old = self.data[i].copy() if not scalar else self.data[i]
+        self.data[i] = value
+        new = self.data[i]
+        for j, before, after in zip(indices, np.reshape(old, -1), np.reshape(new, -1)) if not scalar \
+                else ((i, old, new),):
+            if before == after or before != before and after != after:  # (NaN over NaN: no change)
+                continue
+            for who, what in ((self.written[j], "writes"), (self.read[j], "overwrites")):
+                if who >= clock and who != clock + me:
+                    raise self._race(stmt, me, who - clock, j, what)
+        for j in indices:
+            self.written[j] = clock + me
+
+    def _indices(self, i: Any) -> list:
+        indices = [int(j) for j in np.reshape(i, -1)]
+        for j in indices:
+            if not 0 <= j < self.size:
+                raise TVMSError(f"out-of-bounds access: element {j} of buffer {self.name!r}")
+        return indices
+
+    def _race(self, stmt: Any, me: int, other: int, i: int, what: str) -> TVMSError:
+        blk = self.block
+        did = "wrote" if what == "reads" else "accessed"
+        return TVMSError(
+            f"data race on the shared buffer {self.name!r} in {blk.kernel.name!r} at `{describe(stmt)}`: "
+            f"{blk.who(me)} {what} element {i}, which {blk.who(other).split(' of block')[0]} {did} "
+            f"since the last barrier (a missing T.tvm_storage_sync?)")
+
+
+# ---------------------------------------------------------------- launching
+def launch(kernel: Kernel, extents: tuple, body: Callable) -> None:
+    """Run ``body`` (one thread of ``kernel``) on every thread of every block of the grid."""
+    ext: dict[str, int] = {}
+    for tag, n in zip(kernel.bindings, extents):
+        n = int(n)
+        if ext.setdefault(tag, n) != n:
+            raise TVMSError(f"{kernel.name!r}: all loops bound to {tag!r} must have the same extent "
+                            f"(got {ext[tag]} and {n})")
+    tags = kernel.tags
+    block_tags = [t for t in tags if is_block_tag(t)]
+    virtual = [t for t in tags if is_virtual_tag(t)]
+    tx, ty, tz = (ext.get(t, 1) for t in _THREAD_TAGS)
+    threads, warps = [], []
+    for vco in itertools.product(*(range(ext[t]) for t in virtual)):
+        for lin in range(tx * ty * tz):
+            coords = dict(zip(virtual, vco))
+            for tag, value in zip(_THREAD_TAGS, (lin % tx, lin // tx % ty, lin // (tx * ty))):
+                if tag in ext:
+                    coords[tag] = value
+            threads.append(coords)
+            warps.append(((vco, lin // kernel.warp_size), lin % kernel.warp_size))
+    lockstep = inspect.isgeneratorfunction(body)
+    for bco in itertools.product(*(range(ext[t]) for t in reversed(block_tags))):
+        coords = dict(zip(reversed(block_tags), bco))
+        block = Block(kernel, coords, threads, warps)
+        ixs = [tuple(coords[t] if t in coords else th[t] for t in tags) for th in threads]
+        if lockstep:
+            run_block(block, [body(ix, me, block) for me, ix in enumerate(ixs)])
+        else:
+            for me, ix in enumerate(ixs):
+                body(ix, me, block)
+
+
+def run_block(block: Block, gens: list) -> None:
+    """Run the threads of one block round-robin, answering their waits (module docstring)."""
+    n = len(gens)
+    waits: list = [None] * n  # the request each thread waits at; None when it has finished
+    replies: list = [None] * n
+    ready = list(range(n))
+    while True:
+        for t in ready:
+            try:
+                waits[t] = gens[t].send(replies[t])
+            except StopIteration:
+                waits[t] = None
+        ready = _answer_warps(block, waits, replies)
+        if not ready:
+            if all(w is None for w in waits):
+                return
+            ready = _answer_block(block, waits, replies)
+
+
+def _answer_warps(block: Block, waits: list, replies: list) -> list:
+    """Answer the warp-level waits that every lane they need has reached; the threads released."""
+    groups: dict = {}
+    running: dict = {}  # warp -> the lanes still running
+    for t, w in enumerate(waits):
+        if w is not None:
+            warp, lane = block.warps[t]
+            running.setdefault(warp, set()).add(lane)
+            if w[0] in _WARP_KINDS:
+                groups.setdefault((warp, w[1]), []).append(t)
+    released: list = []
+    for (warp, _), members in groups.items():
+        kind = waits[members[0]][0]
+        lanes = {block.warps[t][1]: t for t in members}
+        if kind == ACTIVEMASK:  # the lanes that are here together
+            mask = sum(1 << lane for lane in lanes)
+            for t in members:
+                replies[t] = mask
+            released += members
+        elif kind == WARP_SYNC:
+            if len(running[warp]) == len(members):
+                block.clock += CLOCK_STEP
+                for t in members:
+                    replies[t] = None
+                released += members
+        else:
+            released += _shuffle(kind, lanes, running[warp], waits, replies)
+    return sorted(released)
+
+
+def _shuffle(kind: int, lanes: dict, running: set, waits: list, replies: list) -> list:
+    """Answer the lanes of one warp at one shuffle (``lanes``: lane -> thread) whose mask's
+    running lanes are all there; the threads answered."""
+    done = []
+    for lane, t in lanes.items():
+        _, _, mask, value, arg, width = waits[t]
+        mask, arg, width = int(mask), int(arg), int(width)
+        if any(mask >> other & 1 and other not in lanes for other in running):
+            continue
+        base = lane - lane % width
+        if kind == SHUFFLE:
+            src = base + arg % width
+        elif kind == SHUFFLE_UP:
+            src = lane - arg if lane % width >= arg else lane
+        else:
+            src = lane + arg if lane % width + arg < width else lane
+        if src in lanes:
+            replies[t] = waits[lanes[src]][3]
+        else:  # a lane that is not there: undefined (NaN for floats, so that a use shows)
+            replies[t] = value * np.nan if isinstance(value, (np.floating, float)) else value
+        done.append(t)
+    return done
+
+
+def _answer_block(block: Block, waits: list, replies: list) -> list:
+    """Every thread waits: they must all wait at the same barrier or allreduce."""
+    kernel = block.kernel
+    here = [t for t, w in enumerate(waits) if w is not None]
+    sites = {waits[t][1] for t in here}
+    finished = [t for t, w in enumerate(waits) if w is None]
+    first = here[0]
+    site = kernel.sites[waits[first][1]]
+    if len(sites) > 1 or any(waits[t][0] in _WARP_KINDS for t in here):
+        where = "; ".join(f"{sum(waits[t][1] == s for t in here)} at {kernel.sites[s]}" for s in sorted(sites))
+        raise TVMSError(f"threads of {kernel.name!r} wait for each other at different points and "
+                        f"never meet ({where}): a barrier or warp shuffle in divergent code")
+    if finished:
+        raise TVMSError(f"divergent barrier in {kernel.name!r}: {block.who(first)} waits at {site}, "
+                        f"which {len(finished)} threads of its block (e.g. "
+                        f"{block.who(finished[0]).split(' of block')[0]}) never reach")
+    if site.kind == ALLREDUCE:
+        _allreduce(block, site, here, waits, replies)
+    else:
+        for t in here:
+            replies[t] = None
+    block.clock += CLOCK_STEP
+    return here
+
+
+def _allreduce(block: Block, site: Site, threads: list, waits: list, replies: list) -> None:
+    combine, identity, reduce_tags = site.extra
+    groups: dict = {}
+    for t in threads:
+        key = tuple(v for tag, v in block.threads[t].items() if tag not in reduce_tags)
+        groups.setdefault(key, []).append(t)
+    for members in groups.values():
+        acc = identity
+        for t in members:
+            _, _, values, cond = waits[t]
+            if cond:
+                acc = combine(acc, values)
+        for t in members:
+            replies[t] = acc
