@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -58,12 +59,15 @@ def check_tag(tag: str) -> None:
 
 
 def describe(stmt: Any) -> str:
-    """One line of TVMScript for a statement, for messages (its buffer declarations left out)."""
+    """The first line of a statement's TVMScript, for messages (without the declarations of the
+    buffers and variables it uses, which the printer puts first)."""
     from tvms.script.printer import to_script  # (only when an error is reported)
-    lines = [ln.strip() for ln in to_script(stmt).splitlines()]
-    lines = [ln for ln in lines if ln and " = T.Buffer(" not in ln]
-    text = lines[0] if lines else type(stmt).__name__
+    lines = [ln for ln in to_script(stmt).splitlines() if ln and not _DECLARATION.match(ln)]
+    text = lines[0].strip() if lines else type(stmt).__name__
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+_DECLARATION = re.compile(r"\w+ = T\.\w+\(")
 
 
 class Site:
@@ -97,8 +101,10 @@ class Kernel:
 class Block:
     """One GPU block: its shared memory and the clock its barriers advance."""
 
-    def __init__(self, kernel: Kernel, coords: dict, threads: list[dict], warps: list[tuple]) -> None:
+    def __init__(self, kernel: Kernel, extents: dict, coords: dict, threads: list[dict],
+                 warps: list[tuple]) -> None:
         self.kernel = kernel
+        self.extents = extents  # tag -> extent
         self.coords = coords  # blockIdx.* -> value
         self.threads = threads  # per thread: its threadIdx.* / vthread.* -> value
         self.warps = warps  # per thread: (warp, lane)
@@ -113,8 +119,14 @@ class Block:
         return mem
 
     def warp_memory(self, key: int, name: str, size: int, dtype: np.dtype, me: int) -> "Shared":
-        """``warp`` scope: one allocation per warp, shared by its lanes."""
-        return self.shared((key, self.warps[me][0]), name, size, dtype)
+        """``warp`` scope as TVM's LowerWarpMemory defines it: one allocation per row of threads
+        along threadIdx.x (the threads that differ only in threadIdx.x), at most a warp wide."""
+        width = self.extents.get("threadIdx.x", 1)
+        if width > self.kernel.warp_size:
+            raise TVMSError(f"warp memory {name!r} needs a threadIdx.x extent of at most the warp size "
+                            f"({self.kernel.warp_size}), not {width}")
+        row = tuple(v for t, v in self.threads[me].items() if t != "threadIdx.x")
+        return self.shared((key, row), name, size, dtype)
 
     def who(self, me: int) -> str:
         thread = ", ".join(f"{t}={v}" for t, v in self.threads[me].items()) or "the only thread"
@@ -129,7 +141,8 @@ class Shared:
     __slots__ = ("data", "block", "name", "size", "written", "read")
 
     def __init__(self, block: Block, name: str, size: int, dtype: np.dtype) -> None:
-        self.data = np.zeros(size, dtype=dtype)
+        # shared memory starts undefined: NaN where it can (so that a use shows), else zeros
+        self.data = np.full(size, np.nan, dtype) if dtype.kind in "fc" else np.zeros(size, dtype)
         self.block = block
         self.name = name
         self.size = size
@@ -153,20 +166,26 @@ class Shared:
 
     def store(self, i: Any, value: Any, me: int, stmt: Any) -> None:
         clock = self.block.clock
-        scalar = type(i) is int and 0 <= i < self.size
-        indices = [i] if scalar else self._indices(i)
-        old = self.data[i].copy() if not scalar else self.data[i]
+        if type(i) is int and 0 <= i < self.size:  # (the common case, kept short)
+            before = self.data[i]
+            self.data[i] = value
+            if _changed(before, self.data[i]):
+                self._check_overwrite(i, me, clock, stmt)
+            self.written[i] = clock + me
+            return
+        indices = self._indices(i)
+        before = self.data[indices]
         self.data[i] = value
-        new = self.data[i]
-        for j, before, after in zip(indices, np.reshape(old, -1), np.reshape(new, -1)) if not scalar \
-                else ((i, old, new),):
-            if before == after or before != before and after != after:  # (NaN over NaN: no change)
-                continue
-            for who, what in ((self.written[j], "writes"), (self.read[j], "overwrites")):
-                if who >= clock and who != clock + me:
-                    raise self._race(stmt, me, who - clock, j, what)
-        for j in indices:
+        for j, old, new in zip(indices, before, self.data[indices]):
+            if _changed(old, new):
+                self._check_overwrite(j, me, clock, stmt)
             self.written[j] = clock + me
+
+    def _check_overwrite(self, i: int, me: int, clock: int, stmt: Any) -> None:
+        """A new value at ``i``: a race if another thread wrote or read it since the last barrier."""
+        for who, what in ((self.written[i], "writes"), (self.read[i], "overwrites")):
+            if who >= clock and who != clock + me:
+                raise self._race(stmt, me, who - clock, i, what)
 
     def _indices(self, i: Any) -> list:
         indices = [int(j) for j in np.reshape(i, -1)]
@@ -182,6 +201,10 @@ class Shared:
             f"data race on the shared buffer {self.name!r} in {blk.kernel.name!r} at `{describe(stmt)}`: "
             f"{blk.who(me)} {what} element {i}, which {blk.who(other).split(' of block')[0]} {did} "
             f"since the last barrier (a missing T.tvm_storage_sync?)")
+
+
+def _changed(old: Any, new: Any) -> bool:
+    return old != new and not (old != old and new != new)  # (NaN over NaN: no change)
 
 
 # ---------------------------------------------------------------- launching
@@ -209,7 +232,7 @@ def launch(kernel: Kernel, extents: tuple, body: Callable) -> None:
     lockstep = inspect.isgeneratorfunction(body)
     for bco in itertools.product(*(range(ext[t]) for t in reversed(block_tags))):
         coords = dict(zip(reversed(block_tags), bco))
-        block = Block(kernel, coords, threads, warps)
+        block = Block(kernel, ext, coords, threads, warps)
         ixs = [tuple(coords[t] if t in coords else th[t] for t in tags) for th in threads]
         if lockstep:
             run_block(block, [body(ix, me, block) for me, ix in enumerate(ixs)])

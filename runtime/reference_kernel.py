@@ -75,7 +75,8 @@ class _KernelScope:
         self.tracked: set = set()  # data Vars bound to gpu.Shared
         self.atomic = False  # inside a cross-thread reduction block
         self.barriers: dict = {}  # id of an added barrier -> the statement it comes before
-        self.stmt_ref = "None"  # the namespace name of the statement being compiled
+        self.current: Any = None  # the statement being compiled (for messages)
+        self.stmt_ref = "None"  # its name in the generated code's namespace
 
     def varies(self, *exprs: Any) -> bool:
         return any(isinstance(n, E.BufferLoad) or n in self.variant for e in exprs for n in walk(e))
@@ -119,6 +120,7 @@ class KernelCodegen:
         self.depth += 1
         outer_loops, self.loops = self.loops, 0  # (a break here would leave the thread)
         self.kernel = _KernelScope(kernel, implicit)
+        outer_bufs = dict(self.bufs)  # (buffers bound inside are the kernel's locals)
         try:
             used = {n.buffer.data for n in walk(s) if isinstance(n, (E.BufferLoad, S.BufferStore))}
             for data, (scope, dtype, size, name) in self.outer_allocs.items():
@@ -129,7 +131,7 @@ class KernelCodegen:
             if len(self.lines) == before:
                 self.emit("pass")
         finally:
-            self.kernel = None
+            self.kernel, self.bufs = None, outer_bufs
             self.loops = outer_loops
             self.depth -= 1
         self.emit(self._call(gpu.launch, self.name(kernel, "_k"), "(" + "".join(x + ", " for x in extents) + ")", fn))
@@ -183,11 +185,12 @@ class KernelCodegen:
         k = self.kernel
         if k is None or not isinstance(s, (S.BufferStore, S.Evaluate)):
             return super().stmt(s)
-        outer, k.stmt_ref = k.stmt_ref, self.name(s, "_st")
+        outer = k.current, k.stmt_ref
+        k.current, k.stmt_ref = s, self.name(s, "_st")
         try:
             super().stmt(s)
         finally:
-            k.stmt_ref = outer
+            k.current, k.stmt_ref = outer
 
     def s_SeqStmt(self, s: S.SeqStmt) -> None:
         k = self.kernel
@@ -298,7 +301,7 @@ class KernelCodegen:
         k = self.kernel
         if name == "tir.tvm_storage_sync" and k is not None:
             scope = e.args[0].value if e.args and isinstance(e.args[0], E.StringImm) else ""
-            stmt = self.namespace_obj(k.stmt_ref)
+            stmt = k.current
             if scope in _SHARED:
                 before = k.barriers.get(id(stmt))
                 if before is not None:  # one the executor added: name the statement it precedes
@@ -311,15 +314,12 @@ class KernelCodegen:
         if name in _SHUFFLES or name == "tir.tvm_warp_activemask":
             if k is None:
                 raise TVMSError(f"{name[4:]} outside a GPU kernel (no thread launch encloses it)")
-            stmt = self.namespace_obj(k.stmt_ref)
+            stmt = k.current
             if name == "tir.tvm_warp_activemask":
                 return self.wait(gpu.ACTIVEMASK, stmt)
             mask, value, arg, width = (self.src(a) for a in e.args[:4])
             return self.wait(_SHUFFLES[name], stmt, (mask, value, arg, width))
         return super().e_Call(e)
-
-    def namespace_obj(self, ref: str) -> Any:
-        return self.ns.get(ref)
 
     def allreduce(self, s: S.Evaluate, call: E.Call) -> None:
         """``T.tvm_thread_allreduce(size, values..., cond, results..., threads...)`` in the
@@ -340,23 +340,12 @@ class KernelCodegen:
             raise TVMSError(f"T.tvm_thread_allreduce reduces over {unknown[0]!r}, which is not a thread index")
         extra = (_combiner(reducer), tuple(_constant(x) for x in reducer.identity_element),
                  {k.tags[t] for t in threads})
-        got = self.fresh("r")
-        vals = "".join(self.src(v) + ", " for v in values)
-        self.emit(f"{got} = {self.wait(gpu.ALLREDUCE, s, (f'({vals})', self.src(cond)), extra=extra)}")
-        for i, r in enumerate(results):
-            self.s_BufferStore(S.BufferStore(r.buffer, _Picked(got, i, r.dtype), r.indices))
-
-    def e__Picked(self, e: "_Picked") -> str:
-        return f"{e.name}[{e.index}]"
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _Picked:
-    """The ``index``-th value of the local ``name`` (an allreduce's answer), as an expression."""
-
-    name: str
-    index: int
-    dtype: DataType
+        answers = [E.Var(f"allreduce_{i}", r.dtype) for i, r in enumerate(results)]
+        request = self.wait(gpu.ALLREDUCE, s, (f"({''.join(self.src(v) + ', ' for v in values)})",
+                                               self.src(cond)), extra=extra)
+        self.emit(f"{''.join(self.local(v) + ', ' for v in answers)}= {request}")
+        for answer, r in zip(answers, results):  # (each thread's own result buffer)
+            self.s_BufferStore(S.BufferStore(r.buffer, answer, r.indices))
 
 
 def _constant(e: Any) -> Any:

@@ -1,0 +1,273 @@
+"""GPU semantics of the reference executor (runtime/reference_gpu.py, reference_kernel.py): TVM
+0.27's own schedules and lowerings (tests/fixtures/reference_gpu, written by its
+generate_with_tvm.py) and tvms's schedules against numpy, lock-step warp shuffles, and the errors
+for data races and divergent barriers."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from tvms import TVMSError
+from tvms.ir.function import PrimFunc
+from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
+from tvms.tir import Schedule
+
+from conftest import CORPUS, FIXTURES
+
+GOLDENS = FIXTURES / "reference_gpu"
+RNG = np.random.default_rng(16)
+
+
+def load(text: str) -> PrimFunc:
+    mod = from_source(text)
+    return mod if isinstance(mod, PrimFunc) else mod["main"]
+
+
+def softmax(a: np.ndarray) -> np.ndarray:
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def run_against_numpy(func: PrimFunc, oracle) -> None:
+    """Run ``func`` on random inputs (its last parameter the output) and compare with numpy."""
+    args = [RNG.standard_normal(tuple(int(d.value) for d in func.buffer_map[p].shape)).astype("float32")
+            for p in func.params]
+    args[-1][...] = np.nan  # every element must be written
+    run_prim_func(func, *args)
+    np.testing.assert_allclose(args[-1], oracle(*args[:-1]), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case, oracle", [("sum64", lambda a: a.sum(axis=1)), ("sum16", lambda a: a.sum(axis=1)),
+                                          ("softmax", softmax)])
+def test_allreduce_before_and_after_lower_thread_allreduce(case: str, oracle) -> None:
+    """The reduction loop bound to threadIdx.x: TVM's schedule, its tvm_thread_allreduce (before
+    LowerThreadAllreduce) and the warp shuffles and shared staging after it compute the same."""
+    texts = {stage: (GOLDENS / f"{case}_{stage}.tvms").read_text() for stage in ("scheduled", "before", "after")}
+    assert "T.tvm_thread_allreduce(" in texts["before"] and "T.tvm_warp_shuffle_down(" in texts["after"]
+    for text in texts.values():
+        run_against_numpy(load(text), oracle)
+
+
+def test_corpus_warp_shuffle_sum() -> None:
+    func = load((CORPUS / "lower_reduce_gpu_11_LowerThreadAllreduce.tvms").read_text())
+    run_against_numpy(func, lambda a: a.sum(axis=1))
+
+
+def test_dlight_rms_norm_cross_thread_reduction() -> None:
+    """DLight's schedule: an rfactor per thread, then a reduction bound to threadIdx.x into shared."""
+    func = from_source((CORPUS / "dlight_nn_rms_norm_static.tvms").read_text())["rms_norm"]
+    x = RNG.standard_normal((4, 16)).astype("float32")
+    y = RNG.standard_normal(16).astype("float32")
+    out = np.full((4, 16), np.nan, "float32")
+    run_prim_func(func, x, y, out)
+    want = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-5) * y
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+
+
+MATMUL = """
+@T.prim_func
+def mm(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
+    for i, j, k in T.grid(64, 64, 64):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+"""
+
+
+def test_tiled_matmul_scheduled_with_tvms() -> None:
+    """16x16 thread blocks, A and B tiles cached in shared memory and fetched cooperatively: the
+    barriers TVM's ThreadSync would place are what makes it right (and quick enough)."""
+    sch = Schedule(load(MATMUL))
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    i0, i1 = sch.split(i, [None, 16])
+    j0, j1 = sch.split(j, [None, 16])
+    k0, k1 = sch.split(k, [None, 16])
+    sch.reorder(i0, j0, i1, j1, k0, k1)
+    for loop, tag in ((i0, "blockIdx.y"), (j0, "blockIdx.x"), (i1, "threadIdx.y"), (j1, "threadIdx.x")):
+        sch.bind(loop, tag)
+    for index in (0, 1):
+        shared = sch.cache_read(c, index, "shared")
+        sch.compute_at(shared, k0)
+        _, ty, tx = sch.split(sch.fuse(*sch.get_loops(shared)[-2:]), [None, 16, 16])
+        sch.bind(ty, "threadIdx.y")
+        sch.bind(tx, "threadIdx.x")
+    func = sch.mod["main"]
+    start = time.perf_counter()
+    run_against_numpy(func, lambda a, b: a @ b)
+    assert time.perf_counter() - start < 4
+
+
+SYNC = '                    T.tvm_storage_sync("shared")\n'
+
+
+def test_lowered_tiled_matmul_and_its_missing_barriers() -> None:
+    """TVM's lowering of the same matmul: right with its two barriers. Without the one at the top
+    of the k_0 loop, a thread reads a tile element another thread has already replaced; without
+    the one before the k_1 loop, a thread replaces an element another thread read too early."""
+    text = (GOLDENS / "matmul_before.tvms").read_text()
+    assert text.count(SYNC) == 2
+    run_against_numpy(load(text), lambda a, b: a @ b)
+    first = text.index(SYNC)
+    second = text.index(SYNC, first + 1)
+    race = r"data race on the shared buffer 'A_shared' in 'main' at `{}`: thread \(threadIdx.x=1, threadIdx.y=0\) " \
+           r"of block \(blockIdx.y=0, blockIdx.x=0\) {} element {}, which thread \(threadIdx.x=0, threadIdx.y=0\)"
+    for at, stmt, what, element in ((first, r"C_1\[cse_v7\] = C_1\[cse_v7\] \+ A_shared\[cse_v3 \+ k_1\] \*.*", "reads", 0),
+                           (second, r"A_shared\[cse_v6\] = A_1\[cse_v5 \+ cse_v2 \+ threadIdx_x\]", "overwrites", 1)):
+        func = load(text[:at] + text[at + len(SYNC):])
+        with pytest.raises(TVMSError, match=race.format(stmt, what, element)):
+            run_against_numpy(func, lambda a, b: a @ b)
+
+
+def test_conflicting_writes_are_a_race() -> None:
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((32,), "float32"), B: T.Buffer((1,), "float32")):
+    S = T.alloc_shared((1,))
+    tx = T.launch_thread("threadIdx.x", 32)
+    S[0] = A[tx]
+    T.tvm_storage_sync("shared")
+    B[0] = S[0]
+""")
+    with pytest.raises(TVMSError, match=r"'S' .* at `S\[0\] = A\[tx\]`: thread \(threadIdx.x=1\) writes element 0, "
+                                        r"which thread \(threadIdx.x=0\) accessed"):
+        run_prim_func(func, np.arange(32, dtype="float32"), np.zeros(1, "float32"))
+    same = np.ones(32, "float32")  # every thread writing the same value is no race
+    out = np.zeros(1, "float32")
+    run_prim_func(func, same, out)
+    assert out[0] == 1
+
+
+def test_divergent_barrier_is_refused() -> None:
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((64,), "float32")):
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 32)
+    if tx < 16:
+        T.tvm_storage_sync("shared")
+    A[bx * 32 + tx] = T.float32(1)
+""")
+    with pytest.raises(TVMSError, match=r"divergent barrier in 'f': thread \(threadIdx.x=0\) of block "
+                                        r"\(blockIdx.x=0\) waits at `T.tvm_storage_sync\(\"shared\"\)`, which 16 "
+                                        r"threads of its block \(e.g. thread \(threadIdx.x=16\)\) never reach"):
+        run_prim_func(func, np.zeros(64, "float32"))
+
+
+def test_warp_shuffles_in_lockstep() -> None:
+    """Two warps of 32 lanes; shuffles within segments of 16 lanes; activemask where half the
+    lanes branched away."""
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), O: T.Buffer((4, 64), "float32"), M: T.Buffer((64,), "uint32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    mask = T.tvm_warp_activemask()
+    O[0, tx] = T.tvm_warp_shuffle_up(mask, A[tx], 1, 16, 32)
+    O[1, tx] = T.tvm_warp_shuffle_down(mask, A[tx], 3, 16, 32)
+    O[2, tx] = T.tvm_warp_shuffle(mask, A[tx], 5, 16, 32)
+    O[3, tx] = T.tvm_warp_shuffle(mask, A[tx], tx + 1, 32, 32)
+    M[tx] = T.uint32(0)
+    if tx % 2 == 0:
+        M[tx] = T.tvm_warp_activemask()
+""")
+    a = RNG.standard_normal(64).astype("float32")
+    out = np.zeros((4, 64), "float32")
+    masks = np.zeros(64, "uint32")
+    run_prim_func(func, a, out, masks)
+    lane = np.arange(64) % 16
+    base = np.arange(64) - lane
+    np.testing.assert_array_equal(out[0], a[np.where(lane >= 1, np.arange(64) - 1, np.arange(64))])
+    np.testing.assert_array_equal(out[1], a[np.where(lane + 3 < 16, np.arange(64) + 3, np.arange(64))])
+    np.testing.assert_array_equal(out[2], a[base + 5])
+    np.testing.assert_array_equal(out[3], a[np.arange(64) // 32 * 32 + (np.arange(64) + 1) % 32])
+    np.testing.assert_array_equal(masks, np.where(np.arange(64) % 2 == 0, 0x55555555, 0))
+
+
+def test_shuffle_mask_honoured_and_missing_lanes_undefined() -> None:
+    """The lanes of each half-warp shuffle among themselves with their own mask; a lane reading
+    from a lane that is not there gets an undefined value (NaN)."""
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((24,), "float32"), O: T.Buffer((24,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 24)
+    if tx < 16:
+        O[tx] = T.tvm_warp_shuffle_down(T.uint32(65535), A[tx], 8, 32, 32)
+    else:
+        O[tx] = T.tvm_warp_shuffle_down(T.uint32(16711680), A[tx], 4, 32, 32)
+""")
+    a = np.arange(24, dtype="float32")
+    out = np.zeros(24, "float32")
+    run_prim_func(func, a, out)
+    np.testing.assert_array_equal(out[:8], a[8:16])
+    assert np.isnan(out[8:16]).all()  # (lanes 16-23 are at the other shuffle)
+    np.testing.assert_array_equal(out[16:20], a[20:24])
+    assert np.isnan(out[20:]).all()
+
+
+def test_vthreads_and_thread_extents() -> None:
+    """Virtual threads are threads of their block; every loop bound to one axis has one extent."""
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((2, 64), "float32"), B: T.Buffer((2, 64), "float32")):
+    S = T.alloc_buffer((64,), scope="shared")
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for v in T.thread_binding(2, thread="vthread.x"):
+            for tx in T.thread_binding(32, thread="threadIdx.x"):
+                S[v * 32 + tx] = A[bx, v * 32 + tx]
+        for v in T.thread_binding(2, thread="vthread.x"):
+            for tx in T.thread_binding(32, thread="threadIdx.x"):
+                B[bx, v * 32 + tx] = S[63 - v * 32 - tx]
+""")
+    a = RNG.standard_normal((2, 64)).astype("float32")
+    b = np.zeros((2, 64), "float32")
+    run_prim_func(func, a, b)
+    np.testing.assert_array_equal(b, a[:, ::-1])
+    bad = load("""
+@T.prim_func
+def f(A: T.Buffer((64,), "float32")):
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        A[tx] = T.float32(1)
+        for tx2 in T.thread_binding(64, thread="threadIdx.x"):
+            A[tx2] = T.float32(2)
+""")
+    with pytest.raises(TVMSError, match="all loops bound to 'threadIdx.x' must have the same extent"):
+        run_prim_func(bad, np.zeros(64, "float32"))
+
+
+def test_warp_memory_is_per_row_of_threadidx_x() -> None:
+    """``warp`` scope (before LowerWarpMemory): the 16 threads of a row along threadIdx.x share
+    one array; two rows in one hardware warp do not."""
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((2, 16), "float32"), B: T.Buffer((2, 16), "float32")):
+    ty = T.launch_thread("threadIdx.y", 2)
+    tx = T.launch_thread("threadIdx.x", 16)
+    W = T.alloc_buffer((16,), scope="warp")
+    W[tx] = A[ty, tx]
+    T.tvm_storage_sync("warp")
+    B[ty, tx] = W[15 - tx]
+""")
+    a = RNG.standard_normal((2, 16)).astype("float32")
+    b = np.zeros((2, 16), "float32")
+    run_prim_func(func, a, b)
+    np.testing.assert_array_equal(b, a[:, ::-1])
+
+
+def test_cross_thread_reduction_with_two_values() -> None:
+    """An argmax whose reduction loop is bound to threadIdx.x (TVM's CrossThreadReduction sketch):
+    its two outputs are updated one thread after the other, as the unscheduled function does."""
+    sketch = load((FIXTURES / "meta_schedule" / "xthread_argmax_sketch1.tvms").read_text())
+    plain = load((FIXTURES / "meta_schedule" / "xthread_argmax.tvms").read_text())
+    idx = RNG.integers(0, 1000, (128, 128)).astype("int32")
+    val = RNG.standard_normal((128, 128)).astype("float32")
+    outs = [(np.zeros(128, "int32"), np.zeros(128, "float32")) for _ in range(2)]
+    for func, (i, v) in zip((sketch, plain), outs):
+        run_prim_func(func, idx, val, i, v)
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], val.max(axis=1))
+    np.testing.assert_array_equal(outs[0][0], idx[np.arange(128), val.argmax(axis=1)])
