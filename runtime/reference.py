@@ -41,6 +41,7 @@ from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.analysis import entry_vars
 from tvms.ir.function import PrimFunc
+from tvms.ir.module import IRModule
 from tvms.ir.expr import PrimType
 from tvms.ir.op import loop_control
 
@@ -312,6 +313,11 @@ class _SerialCodegen(_Compiler):
             return f"bool({load})"
         return load
 
+    def e_Call(self, e: E.Call) -> str:
+        if getattr(e.op, "name", None) == "tir.call_ffi_kernel":  # a lowered host function's launch
+            return self._call(_call_kernel, "env", *(self.src(a) for a in e.args))
+        return super().e_Call(e)
+
     # ---- buffers
     def value_src(self, e: Any) -> str:
         """Source for a size: a literal when constant, else a fresh local assigned now."""
@@ -527,6 +533,27 @@ class _Codegen(KernelCodegen, _SerialCodegen):
     """The code generator: serial code with GPU kernels (``reference_kernel``)."""
 
 
+_MODULE = object()  # the key of the module being run in a function's env
+
+
+def _call_kernel(env: Env, name: str, *args: Any) -> int:
+    """``T.call_ffi_kernel(name, *args, *launch_extents)``: run the module's kernel ``name`` on
+    the arguments (its own ``T.launch_thread``s give the grid)."""
+    module = env.get(_MODULE)
+    if module is None or name not in module:
+        raise TVMSError(f"T.call_ffi_kernel: no kernel {name!r} "
+                        + ("in the module" if module is not None else "(run the module: run_prim_func(mod, ...))"))
+    kernel = module[name]
+    if not isinstance(kernel, PrimFunc) or kernel.buffer_map or len(args) < len(kernel.params):
+        raise TVMSError(f"T.call_ffi_kernel: {name!r} is not a device kernel of {len(args)} handles or scalars "
+                        f"(SplitHostDevice's form)")
+    kenv: Env = {_MODULE: module}
+    for p, value in zip(kernel.params, args):
+        kenv[p] = value if p.dtype.is_handle else cast_value(value, p.dtype)
+    compile_prim_func(kernel)(kenv)
+    return 0
+
+
 def _loop_step(step: int) -> int:
     if step < 1:
         raise TVMSError(f"a loop step of {step} never reaches the loop's end")
@@ -585,8 +612,10 @@ def _bind_dim(env: Env, declared: Any, actual: int, what: str) -> None:
         raise TVMSError(f"{what}: expected {expected}, got {actual}")
 
 
-def run_prim_func(func: PrimFunc, *args: Any, **scalars: Any) -> Any:
+def run_prim_func(func: PrimFunc | IRModule, *args: Any, **scalars: Any) -> Any:
     """Run ``func`` on numpy arrays, in place; the value it returns (``return v``) or None.
+    An IRModule runs its ``main``, whose ``T.call_ffi_kernel``s (SplitHostDevice's host
+    function) run the module's kernels.
 
     Positional arguments fill the parameters in order: an array for each buffer parameter, a
     number for each scalar parameter; scalars may also be given by name. Symbolic sizes (``n``)
@@ -594,8 +623,12 @@ def run_prim_func(func: PrimFunc, *args: Any, **scalars: Any) -> Any:
 
     >>> run_prim_func(matmul, A, B, C)   # C = A @ B
     """
+    module = None
+    if isinstance(func, IRModule):  # (its main; T.call_ffi_kernel runs its kernels)
+        module, func = func, func["main"] if "main" in func else None
     if not isinstance(func, PrimFunc):
-        raise TVMSError(f"run_prim_func takes a PrimFunc, got {type(func).__name__}")
+        raise TVMSError(f"run_prim_func takes a PrimFunc or an IRModule with a PrimFunc 'main', "
+                        f"got {type(func).__name__}")
     params = list(func.params)
     if len(args) > len(params):
         raise TVMSError(f"{len(params)} parameters, got {len(args)} arguments")
@@ -605,7 +638,7 @@ def run_prim_func(func: PrimFunc, *args: Any, **scalars: Any) -> Any:
         if name not in by_name:
             raise TVMSError(f"no parameter named {name!r}")
         values[by_name[name]] = value
-    env: Env = {}
+    env: Env = {_MODULE: module}
     copy_back = []
     # bind the buffers in two passes: sizes defined by plain Vars first, then the checks
     for p in params:

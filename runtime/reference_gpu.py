@@ -1,11 +1,12 @@
 """GPU semantics for the reference executor: grids of blocks and threads, shared memory per
 block, barriers, warp shuffles in lock-step and cross-thread allreduce.
 
-The code generator (``reference.py``) compiles the body of a kernel (the statements under its
-outermost thread binding, ``T.launch_thread`` or ``T.thread_binding`` loop) into a Python
+The code generator (``reference_kernel.py``) compiles the body of a kernel (the statements under
+its outermost thread binding, ``T.launch_thread`` or ``T.thread_binding`` loop) into a Python
 function of one thread: ``kernel(ix, me, block)``, where ``ix`` holds the thread's index on
-every axis of the launch, ``me`` its number in the block and ``block`` the ``Block`` it runs in
-(its shared memory). Where threads meet, that function ``yield``s a request to the block's
+every axis of the launch (blockIdx.*, threadIdx.*), ``me`` its number in the block (threadIdx.x
+fastest; lane ``me % warp_size`` of warp ``me // warp_size``) and ``block`` the ``Block`` it runs
+in (its shared memory). Where threads meet, that function ``yield``s a request to the block's
 scheduler, ``(kind, site, *payload)``:
 
 * ``BARRIER``: ``T.tvm_storage_sync("shared")``, or the barrier TVM's ThreadSync will place in
@@ -24,7 +25,8 @@ threads never reach, a shuffle whose lanes went elsewhere) is a TVMSError.
 Shared (and warp) memory is a ``Shared`` array that remembers, per element, which thread last
 wrote and read it since the last barrier: a thread reading an element another thread wrote, or
 writing a different value over one another thread wrote or read, since the last barrier is a
-data race and a TVMSError naming the buffer and the statement.
+data race and a TVMSError naming the buffer and the statement. It starts undefined (NaN for
+floats), as a lane that reads a shuffle from a lane that is not there gets NaN: a use shows.
 """
 from __future__ import annotations
 
@@ -53,8 +55,7 @@ def is_virtual_tag(tag: str) -> bool:
 
 
 def check_tag(tag: str) -> None:
-    if not (is_block_tag(tag) or is_virtual_tag(tag) or tag in _THREAD_TAGS) or \
-            is_block_tag(tag) and tag[-1] not in "xyz":
+    if not (tag in _THREAD_TAGS or is_virtual_tag(tag) or is_block_tag(tag) and tag[-1] in "xyz"):
         raise TVMSError(f"the reference executor does not know the thread axis {tag!r}")
 
 
@@ -102,11 +103,12 @@ class Block:
     """One GPU block: its shared memory and the clock its barriers advance."""
 
     def __init__(self, kernel: Kernel, extents: dict, coords: dict, threads: list[dict],
-                 warps: list[tuple]) -> None:
+                 warps: list[tuple], grid: dict) -> None:
         self.kernel = kernel
+        self.grid = grid  # the launch's global allocations, shared by its blocks
         self.extents = extents  # tag -> extent
         self.coords = coords  # blockIdx.* -> value
-        self.threads = threads  # per thread: its threadIdx.* / vthread.* -> value
+        self.threads = threads  # per thread: its threadIdx.* -> value
         self.warps = warps  # per thread: (warp, lane)
         self.clock = 0  # advanced by every barrier (in steps of CLOCK_STEP, above any thread number)
         self.memory: dict = {}
@@ -118,6 +120,13 @@ class Block:
             mem = self.memory[key] = Shared(self, name, size, dtype)
         return mem
 
+    def global_memory(self, key: int, size: int, dtype: np.dtype) -> np.ndarray:
+        """A ``global`` allocation in a kernel: one for the whole launch (zero-filled)."""
+        mem = self.grid.get(key)
+        if mem is None:
+            mem = self.grid[key] = np.zeros(size, dtype)
+        return mem
+
     def warp_memory(self, key: int, name: str, size: int, dtype: np.dtype, me: int) -> "Shared":
         """``warp`` scope as TVM's LowerWarpMemory defines it: one allocation per row of threads
         along threadIdx.x (the threads that differ only in threadIdx.x), at most a warp wide."""
@@ -125,7 +134,7 @@ class Block:
         if width > self.kernel.warp_size:
             raise TVMSError(f"warp memory {name!r} needs a threadIdx.x extent of at most the warp size "
                             f"({self.kernel.warp_size}), not {width}")
-        row = tuple(v for t, v in self.threads[me].items() if t != "threadIdx.x")
+        row = tuple(v for t, v in self.threads[me].items() if t != "threadIdx.x")  # (y, z)
         return self.shared((key, row), name, size, dtype)
 
     def who(self, me: int) -> str:
@@ -218,21 +227,17 @@ def launch(kernel: Kernel, extents: tuple, body: Callable) -> None:
                             f"(got {ext[tag]} and {n})")
     tags = kernel.tags
     block_tags = [t for t in tags if is_block_tag(t)]
-    virtual = [t for t in tags if is_virtual_tag(t)]
     tx, ty, tz = (ext.get(t, 1) for t in _THREAD_TAGS)
     threads, warps = [], []
-    for vco in itertools.product(*(range(ext[t]) for t in virtual)):
-        for lin in range(tx * ty * tz):
-            coords = dict(zip(virtual, vco))
-            for tag, value in zip(_THREAD_TAGS, (lin % tx, lin // tx % ty, lin // (tx * ty))):
-                if tag in ext:
-                    coords[tag] = value
-            threads.append(coords)
-            warps.append(((vco, lin // kernel.warp_size), lin % kernel.warp_size))
+    for lin in range(tx * ty * tz):
+        coords = zip(_THREAD_TAGS, (lin % tx, lin // tx % ty, lin // (tx * ty)))
+        threads.append({tag: value for tag, value in coords if tag in ext})
+        warps.append((lin // kernel.warp_size, lin % kernel.warp_size))
     lockstep = inspect.isgeneratorfunction(body)
+    grid: dict = {}
     for bco in itertools.product(*(range(ext[t]) for t in reversed(block_tags))):
         coords = dict(zip(reversed(block_tags), bco))
-        block = Block(kernel, ext, coords, threads, warps)
+        block = Block(kernel, ext, coords, threads, warps, grid)
         ixs = [tuple(coords[t] if t in coords else th[t] for t in tags) for th in threads]
         if lockstep:
             run_block(block, [body(ix, me, block) for me, ix in enumerate(ixs)])

@@ -18,6 +18,7 @@ thread binding only reads the thread's index from ``_ix``. In that function:
   of a loop whose body reads and writes the same shared buffer, wherever every thread runs the
   statement (control flow that does not depend on the thread index). Lowered code
   (``T.launch_thread``) has its barriers written out: none is added;
+* a virtual thread (``vthread``) is a loop in each thread, as InjectVirtualThread makes it;
 * a block whose reduction iterators are bound to threads (the cross-thread reduction that TVM's
   LowerCrossThreadReduction turns into an allreduce) updates its output one thread after the
   other, in thread order, without race checks: that is the reduction's value.
@@ -99,6 +100,8 @@ class KernelCodegen:
         if self.kernel is None:
             self.launch(s, implicit=isinstance(s, S.For))
             return
+        if gpu.is_virtual_tag(tag):  # InjectVirtualThread's meaning: a loop in each thread
+            return self.s_For(S.For(var, lo, extent, "serial", body))
         k = self.kernel
         k.tags[var] = tag
         if not gpu.is_block_tag(tag):
@@ -113,6 +116,7 @@ class KernelCodegen:
                 if isinstance(n, S.For) and n.kind == "thread_binding" and n.thread_binding is not None]
         axes += [(n.node.thread_tag, n.value) for n in walk(s) if isinstance(n, S.AttrStmt)
                  and n.attr_key in ("thread_extent", "virtual_thread") and isinstance(n.node, E.IterVar)]
+        axes = [(tag, extent) for tag, extent in axes if not gpu.is_virtual_tag(tag)]
         kernel = gpu.Kernel(self.func_name, self.warp_size, [tag for tag, _ in axes])
         extents = [self.src(e) for _, e in axes]
         fn = self.fresh("kernel")
@@ -146,16 +150,19 @@ class KernelCodegen:
         self.alloc_scoped(data, scope, dtype, size, name)
 
     def alloc_scoped(self, data: E.Var, scope: str, dtype: DataType, size: str, name: str) -> None:
+        """Allocate ``data``: in a kernel, shared memory from the block (per warp row for
+        ``warp``), global memory once per launch, anything else the thread's own."""
         np_dtype = self.name(numpy_dtype(dtype))
-        if self.kernel is not None and (scope in _SHARED or scope == "warp"):
-            args = f"{self.name(self.fresh('a'), '_s')}, {self.name(name, '_s')}, {size}, {np_dtype}"
-            if scope == "warp":
-                self.emit(f"{self.local(data)} = _blk.warp_memory({args}, _me)")
-            else:
-                self.emit(f"{self.local(data)} = _blk.shared({args})")
+        key = self.name(self.fresh("a"), "_s")  # (the allocation site: one array per block or launch)
+        if self.kernel is None or scope not in (*_SHARED, "warp", "global"):
+            self.emit(f"{self.local(data)} = np.zeros({size}, dtype={np_dtype})")
+        elif scope == "global":
+            self.emit(f"{self.local(data)} = _blk.global_memory({key}, {size}, {np_dtype})")
+        else:
+            args = f"{key}, {self.name(name, '_s')}, {size}, {np_dtype}"
+            self.emit(f"{self.local(data)} = " + (f"_blk.warp_memory({args}, _me)" if scope == "warp"
+                                                  else f"_blk.shared({args})"))
             self.kernel.tracked.add(data)
-            return
-        self.emit(f"{self.local(data)} = np.zeros({size}, dtype={np_dtype})")
 
     def tracked(self, buffer: Any) -> bool:
         """Whether ``buffer`` is shared memory of the kernel being compiled (race-checked)."""

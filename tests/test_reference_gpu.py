@@ -51,6 +51,19 @@ def test_allreduce_before_and_after_lower_thread_allreduce(case: str, oracle) ->
         run_against_numpy(load(text), oracle)
 
 
+def test_host_function_launches_its_kernel() -> None:
+    """SplitHostDevice's module: ``run_prim_func(mod, ...)`` runs main, whose T.call_ffi_kernel
+    runs the kernel on the same memory."""
+    mod = from_source((GOLDENS / "softmax_split.tvms").read_text())
+    assert "T.call_ffi_kernel(" in (GOLDENS / "softmax_split.tvms").read_text()
+    a = RNG.standard_normal((8, 64)).astype("float32")
+    out = np.full((8, 64), np.nan, "float32")
+    run_prim_func(mod, a, out)
+    np.testing.assert_allclose(out, softmax(a), rtol=1e-5, atol=1e-7)
+    with pytest.raises(TVMSError, match=r"T.call_ffi_kernel: no kernel 'main_kernel' \(run the module"):
+        run_prim_func(mod["main"], a, out)
+
+
 def test_corpus_warp_shuffle_sum() -> None:
     func = load((CORPUS / "lower_reduce_gpu_11_LowerThreadAllreduce.tvms").read_text())
     run_against_numpy(func, lambda a: a.sum(axis=1))
@@ -210,23 +223,32 @@ def f(A: T.Buffer((24,), "float32"), O: T.Buffer((24,), "float32")):
 
 
 def test_vthreads_and_thread_extents() -> None:
-    """Virtual threads are threads of their block; every loop bound to one axis has one extent."""
+    """A virtual thread is a loop in its thread (InjectVirtualThread interleaves them): local
+    memory is the thread's, written by its virtual threads, read after them; shared memory
+    written under one vthread loop and read under the next is separated by a barrier.
+    Every loop bound to one thread axis has one extent."""
     func = load("""
 @T.prim_func
-def f(A: T.Buffer((2, 64), "float32"), B: T.Buffer((2, 64), "float32")):
+def f(A: T.Buffer((2, 64), "float32"), B: T.Buffer((2, 64), "float32"), C: T.Buffer((2, 32), "float32")):
     S = T.alloc_buffer((64,), scope="shared")
+    L = T.alloc_buffer((2,), scope="local")
     for bx in T.thread_binding(2, thread="blockIdx.x"):
         for v in T.thread_binding(2, thread="vthread.x"):
             for tx in T.thread_binding(32, thread="threadIdx.x"):
                 S[v * 32 + tx] = A[bx, v * 32 + tx]
+                L[v] = A[bx, v * 32 + tx] * T.float32(2)
         for v in T.thread_binding(2, thread="vthread.x"):
             for tx in T.thread_binding(32, thread="threadIdx.x"):
                 B[bx, v * 32 + tx] = S[63 - v * 32 - tx]
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            C[bx, tx] = L[0] + L[1]
 """)
     a = RNG.standard_normal((2, 64)).astype("float32")
     b = np.zeros((2, 64), "float32")
-    run_prim_func(func, a, b)
+    c = np.zeros((2, 32), "float32")
+    run_prim_func(func, a, b, c)
     np.testing.assert_array_equal(b, a[:, ::-1])
+    np.testing.assert_allclose(c, 2 * (a[:, :32] + a[:, 32:]), rtol=1e-6)
     bad = load("""
 @T.prim_func
 def f(A: T.Buffer((64,), "float32")):
