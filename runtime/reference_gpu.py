@@ -60,12 +60,14 @@ def check_tag(tag: str) -> None:
 
 
 def describe(stmt: Any) -> str:
-    """The first line of a statement's TVMScript, for messages (without the declarations of the
-    buffers and variables it uses, which the printer puts first)."""
-    from tvms.script.printer import to_script  # (only when an error is reported)
-    lines = [ln for ln in to_script(stmt).splitlines() if ln and not _DECLARATION.match(ln)]
+    """A statement for messages: the first line of its TVMScript in backquotes (without the
+    declarations of the buffers and variables it uses, which the printer puts first) and, when
+    it was parsed, where it is (``source:line:col``)."""
+    lines = [ln for ln in stmt.script().splitlines() if ln and not _DECLARATION.match(ln)]
     text = lines[0].strip() if lines else type(stmt).__name__
-    return text if len(text) <= 120 else text[:117] + "..."
+    text = f"`{text if len(text) <= 120 else text[:117] + '...'}`"
+    span = getattr(stmt, "span", None)
+    return f"{text} ({span.source.name}:{span.line}:{span.col})" if span is not None else text
 
 
 _DECLARATION = re.compile(r"\w+ = T\.\w+\(")
@@ -80,7 +82,7 @@ class Site:
         self.kind, self.stmt, self.note, self.extra = kind, stmt, note, extra
 
     def __str__(self) -> str:
-        return f"{self.note}`{describe(self.stmt)}`"
+        return self.note + describe(self.stmt)
 
 
 class Kernel:
@@ -207,7 +209,7 @@ class Shared:
         blk = self.block
         did = "wrote" if what == "reads" else "accessed"
         return TVMSError(
-            f"data race on the shared buffer {self.name!r} in {blk.kernel.name!r} at `{describe(stmt)}`: "
+            f"data race on the shared buffer {self.name!r} in {blk.kernel.name!r} at {describe(stmt)}: "
             f"{blk.who(me)} {what} element {i}, which {blk.who(other).split(' of block')[0]} {did} "
             f"since the last barrier (a missing T.tvm_storage_sync?)")
 

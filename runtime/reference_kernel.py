@@ -270,7 +270,7 @@ class KernelCodegen:
                 if isinstance(n, S.BufferStore) and _scope(n.buffer.data) not in ("global", *_SHARED):
                     raise TVMSError(
                         f"the reference executor cannot run the cross-thread reduction of block "
-                        f"{s.block.name!r} into the {_scope(n.buffer.data)} buffer {n.buffer.name!r} "
+                        f"{s.block.name_hint!r} into the {_scope(n.buffer.data)} buffer {n.buffer.name!r} "
                         f"(each thread holds its own): lower it with LowerCrossThreadReduction first")
         outer, k.atomic = k.atomic, k.atomic or cross_thread
         try:

@@ -93,8 +93,7 @@ def test_corpus_if_select_let_assert() -> None:
         run_prim_func(func, a, b, 0)
 
 
-def test_matmul_64_is_fast_enough() -> None:
-    func = load("""
+MATMUL_64 = """
 @T.prim_func
 def mm(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
     for i, j, k in T.grid(64, 64, 64):
@@ -103,7 +102,11 @@ def mm(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.
             with T.init():
                 C[vi, vj] = T.float32(0)
             C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-""")
+"""
+
+
+def test_matmul_64_is_fast_enough() -> None:
+    func = load(MATMUL_64)
     a, b, c = (RNG.standard_normal((64, 64)).astype("float32") for _ in range(3))
     start = time.perf_counter()
     run_prim_func(func, a, b, c)

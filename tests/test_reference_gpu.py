@@ -16,6 +16,7 @@ from tvms.script import from_source
 from tvms.tir import Schedule
 
 from conftest import CORPUS, FIXTURES
+from test_reference import MATMUL_64
 
 GOLDENS = FIXTURES / "reference_gpu"
 RNG = np.random.default_rng(16)
@@ -80,22 +81,10 @@ def test_dlight_rms_norm_cross_thread_reduction() -> None:
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
 
 
-MATMUL = """
-@T.prim_func
-def mm(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
-    for i, j, k in T.grid(64, 64, 64):
-        with T.block("C"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-"""
-
-
 def test_tiled_matmul_scheduled_with_tvms() -> None:
     """16x16 thread blocks, A and B tiles cached in shared memory and fetched cooperatively: the
     barriers TVM's ThreadSync would place are what makes it right (and quick enough)."""
-    sch = Schedule(load(MATMUL))
+    sch = Schedule(load(MATMUL_64))
     c = sch.get_block("C")
     i, j, k = sch.get_loops(c)
     i0, i1 = sch.split(i, [None, 16])
@@ -128,10 +117,12 @@ def test_lowered_tiled_matmul_and_its_missing_barriers() -> None:
     run_against_numpy(load(text), lambda a, b: a @ b)
     first = text.index(SYNC)
     second = text.index(SYNC, first + 1)
-    race = r"data race on the shared buffer 'A_shared' in 'main' at `{}`: thread \(threadIdx.x=1, threadIdx.y=0\) " \
-           r"of block \(blockIdx.y=0, blockIdx.x=0\) {} element {}, which thread \(threadIdx.x=0, threadIdx.y=0\)"
-    for at, stmt, what, element in ((first, r"C_1\[cse_v7\] = C_1\[cse_v7\] \+ A_shared\[cse_v3 \+ k_1\] \*.*", "reads", 0),
-                           (second, r"A_shared\[cse_v6\] = A_1\[cse_v5 \+ cse_v2 \+ threadIdx_x\]", "overwrites", 1)):
+    race = (r"data race on the shared buffer 'A_shared' in 'main' at `{}` \(<string>:\d+:\d+\): "
+            r"thread \(threadIdx.x=1, threadIdx.y=0\) of block \(blockIdx.y=0, blockIdx.x=0\) {} element {}, "
+            r"which thread \(threadIdx.x=0, threadIdx.y=0\)")
+    compute = r"C_1\[cse_v7\] = C_1\[cse_v7\] \+ A_shared\[cse_v3 \+ k_1\] \*.*"
+    fetch = r"A_shared\[cse_v6\] = A_1\[cse_v5 \+ cse_v2 \+ threadIdx_x\]"
+    for at, stmt, what, element in ((first, compute, "reads", 0), (second, fetch, "overwrites", 1)):
         func = load(text[:at] + text[at + len(SYNC):])
         with pytest.raises(TVMSError, match=race.format(stmt, what, element)):
             run_against_numpy(func, lambda a, b: a @ b)
@@ -147,8 +138,8 @@ def f(A: T.Buffer((32,), "float32"), B: T.Buffer((1,), "float32")):
     T.tvm_storage_sync("shared")
     B[0] = S[0]
 """)
-    with pytest.raises(TVMSError, match=r"'S' .* at `S\[0\] = A\[tx\]`: thread \(threadIdx.x=1\) writes element 0, "
-                                        r"which thread \(threadIdx.x=0\) accessed"):
+    with pytest.raises(TVMSError, match=r"'S' .* at `S\[0\] = A\[tx\]` \(<string>:6:5\): thread "
+                                        r"\(threadIdx.x=1\) writes element 0, which thread \(threadIdx.x=0\) accessed"):
         run_prim_func(func, np.arange(32, dtype="float32"), np.zeros(1, "float32"))
     same = np.ones(32, "float32")  # every thread writing the same value is no race
     out = np.zeros(1, "float32")
@@ -167,8 +158,9 @@ def f(A: T.Buffer((64,), "float32")):
     A[bx * 32 + tx] = T.float32(1)
 """)
     with pytest.raises(TVMSError, match=r"divergent barrier in 'f': thread \(threadIdx.x=0\) of block "
-                                        r"\(blockIdx.x=0\) waits at `T.tvm_storage_sync\(\"shared\"\)`, which 16 "
-                                        r"threads of its block \(e.g. thread \(threadIdx.x=16\)\) never reach"):
+                                        r"\(blockIdx.x=0\) waits at `T.tvm_storage_sync\(\"shared\"\)` "
+                                        r"\(<string>:7:9\), which 16 threads of its block \(e.g. thread "
+                                        r"\(threadIdx.x=16\)\) never reach"):
         run_prim_func(func, np.zeros(64, "float32"))
 
 
@@ -293,3 +285,36 @@ def test_cross_thread_reduction_with_two_values() -> None:
     np.testing.assert_array_equal(outs[0][0], outs[1][0])
     np.testing.assert_array_equal(outs[0][1], val.max(axis=1))
     np.testing.assert_array_equal(outs[0][0], idx[np.arange(128), val.argmax(axis=1)])
+
+
+@pytest.mark.parametrize("body, message", [
+    ('bx = T.launch_thread("blockIdx.x", 1)\n    T.tvm_storage_sync("global")',
+     "cannot synchronise 'global' memory across blocks"),
+    ("A[0] = T.tvm_warp_shuffle(T.uint32(1), A[0], 0, 32, 32)", "tvm_warp_shuffle outside a GPU kernel"),
+    ("T.tvm_thread_allreduce(T.uint32(1), A[0], T.bool(True), A[1], A[2])", "outside a GPU kernel"),
+])
+def test_gpu_intrinsics_where_they_cannot_run(body: str, message: str) -> None:
+    func = load(f"""
+@T.prim_func
+def f(A: T.Buffer((4,), "float32")):
+    {body}
+""")
+    with pytest.raises(TVMSError, match=message):
+        run_prim_func(func, np.zeros(4, "float32"))
+
+
+def test_cross_thread_reduction_into_local_memory_is_refused() -> None:
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((32,), "float32"), B: T.Buffer((1,), "float32")):
+    L = T.alloc_buffer((1,), scope="local")
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        with T.block("sum"):
+            vk = T.axis.reduce(32, tx)
+            with T.init():
+                L[0] = T.float32(0)
+            L[0] = L[0] + A[vk]
+    B[0] = L[0]
+""")
+    with pytest.raises(TVMSError, match="cross-thread reduction of block 'sum' into the local buffer 'L'"):
+        run_prim_func(func, np.ones(32, "float32"), np.zeros(1, "float32"))
