@@ -190,7 +190,7 @@ class KernelCodegen:
     # ---- statements
     def stmt(self, s: Any) -> None:
         k = self.kernel
-        if k is None or not isinstance(s, (S.BufferStore, S.Evaluate)):
+        if k is None or isinstance(s, S.SeqStmt):  # (messages name the innermost statement)
             return super().stmt(s)
         outer = k.current, k.stmt_ref
         k.current, k.stmt_ref = s, self.name(s, "_st")

@@ -318,3 +318,18 @@ def f(A: T.Buffer((32,), "float32"), B: T.Buffer((1,), "float32")):
 """)
     with pytest.raises(TVMSError, match="cross-thread reduction of block 'sum' into the local buffer 'L'"):
         run_prim_func(func, np.ones(32, "float32"), np.zeros(1, "float32"))
+
+
+def test_race_in_a_condition_names_its_statement() -> None:
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((32,), "float32")):
+    S = T.alloc_shared((32,))
+    tx = T.launch_thread("threadIdx.x", 32)
+    S[tx] = A[tx]
+    if S[0] > T.float32(0):
+        A[tx] = T.float32(1)
+""")
+    with pytest.raises(TVMSError, match=r"at `if S\[0\] > T.float32\(0.0\):` \(<string>:7:\d+\): thread "
+                                        r"\(threadIdx.x=1\) reads element 0, which thread \(threadIdx.x=0\) wrote"):
+        run_prim_func(func, np.ones(32, "float32"))
