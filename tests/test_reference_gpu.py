@@ -32,24 +32,36 @@ def softmax(a: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def run_against_numpy(func: PrimFunc, oracle) -> None:
-    """Run ``func`` on random inputs (its last parameter the output) and compare with numpy."""
-    args = [RNG.standard_normal(tuple(int(d.value) for d in func.buffer_map[p].shape)).astype("float32")
-            for p in func.params]
-    args[-1][...] = np.nan  # every element must be written
+def run_against_numpy(func: PrimFunc, oracle, outputs: int = 1) -> None:
+    """Run ``func`` on random inputs (its last ``outputs`` parameters the outputs) and compare
+    with what ``oracle`` computes from the inputs (a tuple for several outputs)."""
+    args = []
+    for p in func.params:
+        buf = func.buffer_map[p]
+        args.append((RNG.standard_normal(tuple(int(d.value) for d in buf.shape)) * 100 ** buf.dtype.is_int)
+                    .astype(str(buf.dtype)))
+    for out in args[-outputs:]:
+        out[...] = np.nan if out.dtype.kind == "f" else -7  # every element must be written
     run_prim_func(func, *args)
-    np.testing.assert_allclose(args[-1], oracle(*args[:-1]), rtol=1e-4, atol=1e-5)
+    want = oracle(*args[:-outputs])
+    for got, expected in zip(args[-outputs:], want if outputs > 1 else (want,)):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("case, oracle", [("sum64", lambda a: a.sum(axis=1)), ("sum16", lambda a: a.sum(axis=1)),
-                                          ("softmax", softmax)])
-def test_allreduce_before_and_after_lower_thread_allreduce(case: str, oracle) -> None:
+def argmax(idx: np.ndarray, val: np.ndarray) -> tuple:
+    return idx[np.arange(len(idx)), val.argmax(axis=1)], val.max(axis=1)
+
+
+@pytest.mark.parametrize("case, oracle, outputs", [
+    ("sum64", lambda a: a.sum(axis=1), 1), ("sum16", lambda a: a.sum(axis=1), 1), ("softmax", softmax, 1),
+    ("argmax", argmax, 2)])
+def test_allreduce_before_and_after_lower_thread_allreduce(case: str, oracle, outputs: int) -> None:
     """The reduction loop bound to threadIdx.x: TVM's schedule, its tvm_thread_allreduce (before
     LowerThreadAllreduce) and the warp shuffles and shared staging after it compute the same."""
     texts = {stage: (GOLDENS / f"{case}_{stage}.tvms").read_text() for stage in ("scheduled", "before", "after")}
     assert "T.tvm_thread_allreduce(" in texts["before"] and "T.tvm_warp_shuffle_down(" in texts["after"]
     for text in texts.values():
-        run_against_numpy(load(text), oracle)
+        run_against_numpy(load(text), oracle, outputs)
 
 
 def test_host_function_launches_its_kernel() -> None:
@@ -270,21 +282,6 @@ def f(A: T.Buffer((2, 16), "float32"), B: T.Buffer((2, 16), "float32")):
     b = np.zeros((2, 16), "float32")
     run_prim_func(func, a, b)
     np.testing.assert_array_equal(b, a[:, ::-1])
-
-
-def test_cross_thread_reduction_with_two_values() -> None:
-    """An argmax whose reduction loop is bound to threadIdx.x (TVM's CrossThreadReduction sketch):
-    its two outputs are updated one thread after the other, as the unscheduled function does."""
-    sketch = load((FIXTURES / "meta_schedule" / "xthread_argmax_sketch1.tvms").read_text())
-    plain = load((FIXTURES / "meta_schedule" / "xthread_argmax.tvms").read_text())
-    idx = RNG.integers(0, 1000, (128, 128)).astype("int32")
-    val = RNG.standard_normal((128, 128)).astype("float32")
-    outs = [(np.zeros(128, "int32"), np.zeros(128, "float32")) for _ in range(2)]
-    for func, (i, v) in zip((sketch, plain), outs):
-        run_prim_func(func, idx, val, i, v)
-    np.testing.assert_array_equal(outs[0][0], outs[1][0])
-    np.testing.assert_array_equal(outs[0][1], val.max(axis=1))
-    np.testing.assert_array_equal(outs[0][0], idx[np.arange(128), val.argmax(axis=1)])
 
 
 @pytest.mark.parametrize("body, message", [
