@@ -231,9 +231,6 @@ class _SerialCodegen(_Compiler):
         self.depth = 1
         self.loops = 0  # how many loops enclose the statement being compiled
         self.func_name = "prim_func"
-        self.warp_size = 32
-        self.outer_allocs: dict = {}  # data Var -> (scope, dtype, size source, name), outside kernels
-        self.reducers: list = []  # the enclosing reduce_scope attributes' CommReducers
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -504,10 +501,6 @@ class _SerialCodegen(_Compiler):
     # ---- the function
     def function(self, func: PrimFunc) -> tuple[Callable, str]:
         self.func_name = str(func.attrs.get("global_symbol", "prim_func"))
-        target = func.attrs.get("target")
-        warp = getattr(target, "config", {}).get("thread_warp_size")
-        if warp is not None:
-            self.warp_size = int(getattr(warp, "value", warp))
         # (the handles of buffer parameters too: a body may read one)
         for var in dict.fromkeys([*func.params, *entry_vars(func)]):
             self.emit(f"{self.local(var)} = env.get({self.name(var, '_x')})")

@@ -139,10 +139,14 @@ class Block:
         row = tuple(v for t, v in self.threads[me].items() if t != "threadIdx.x")  # (y, z)
         return self.shared((key, row), name, size, dtype)
 
+    def thread(self, me: int) -> str:
+        """``thread (threadIdx.x=3, threadIdx.y=0)``, for messages."""
+        return f"thread ({', '.join(f'{t}={v}' for t, v in self.threads[me].items()) or 'the only one'})"
+
     def who(self, me: int) -> str:
-        thread = ", ".join(f"{t}={v}" for t, v in self.threads[me].items()) or "the only thread"
+        """The thread and its block, for messages."""
         block = ", ".join(f"{t}={v}" for t, v in self.coords.items())
-        return f"thread ({thread})" + (f" of block ({block})" if block else "")
+        return self.thread(me) + (f" of block ({block})" if block else "")
 
 
 class Shared:
@@ -210,7 +214,7 @@ class Shared:
         did = "wrote" if what == "reads" else "accessed"
         return TVMSError(
             f"data race on the shared buffer {self.name!r} in {blk.kernel.name!r} at {describe(stmt)}: "
-            f"{blk.who(me)} {what} element {i}, which {blk.who(other).split(' of block')[0]} {did} "
+            f"{blk.who(me)} {what} element {i}, which {blk.thread(other)} {did} "
             f"since the last barrier (a missing T.tvm_storage_sync?)")
 
 
@@ -336,7 +340,7 @@ def _answer_block(block: Block, waits: list, replies: list) -> list:
     if finished:
         raise TVMSError(f"divergent barrier in {kernel.name!r}: {block.who(first)} waits at {site}, "
                         f"which {len(finished)} threads of its block (e.g. "
-                        f"{block.who(finished[0]).split(' of block')[0]}) never reach")
+                        f"{block.thread(finished[0])}) never reach")
     if site.kind == ALLREDUCE:
         _allreduce(block, site, here, waits, replies)
     else:

@@ -92,7 +92,18 @@ class KernelCodegen:
     """The GPU part of the reference code generator (module docstring); a mixin that calls the
     serial code generator's methods for the rest."""
 
-    kernel: _KernelScope | None = None
+    def __init__(self) -> None:
+        super().__init__()
+        self.kernel: _KernelScope | None = None  # the launch being compiled
+        self.warp_size = 32
+        self.outer_allocs: dict = {}  # data Var -> (scope, dtype, size source, name), outside kernels
+        self.reducers: list = []  # the enclosing reduce_scope attributes' CommReducers
+
+    def function(self, func: Any) -> Any:
+        warp = getattr(func.attrs.get("target"), "config", {}).get("thread_warp_size")
+        if warp is not None:
+            self.warp_size = int(getattr(warp, "value", warp))
+        return super().function(func)
 
     # ---- launching
     def thread_axis(self, s: Any, tag: str, var: E.Var, lo: Any, extent: Any, body: Any) -> None:

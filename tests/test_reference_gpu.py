@@ -330,3 +330,16 @@ def f(A: T.Buffer((32,), "float32")):
     with pytest.raises(TVMSError, match=r"at `if S\[0\] > T.float32\(0.0\):` \(<string>:7:\d+\): thread "
                                         r"\(threadIdx.x=1\) reads element 0, which thread \(threadIdx.x=0\) wrote"):
         run_prim_func(func, np.ones(32, "float32"))
+
+
+def test_warp_size_comes_from_the_target() -> None:
+    func = load("""
+@T.prim_func
+def f(M: T.Buffer((32,), "uint32")):
+    T.func_attr({"target": T.target({"kind": "rocm", "thread_warp_size": 16, "keys": ["rocm", "gpu"]})})
+    tx = T.launch_thread("threadIdx.x", 32)
+    M[tx] = T.tvm_warp_activemask()
+""")
+    masks = np.zeros(32, "uint32")
+    run_prim_func(func, masks)
+    np.testing.assert_array_equal(masks, np.full(32, 0xFFFF))
