@@ -1,7 +1,8 @@
 """GPU semantics of the reference executor (runtime/reference_gpu.py, reference_kernel.py): TVM
 0.27's own schedules and lowerings (tests/fixtures/reference_gpu, written by its
 generate_with_tvm.py) and tvms's schedules against numpy, lock-step warp shuffles, and the errors
-for data races and divergent barriers."""
+for data races and divergent barriers. (The corpus's warp-shuffle sum,
+lower_reduce_gpu_11_LowerThreadAllreduce.tvms, is among test_reference.py's corpus programs.)"""
 from __future__ import annotations
 
 import time
@@ -76,11 +77,6 @@ def test_host_function_launches_its_kernel() -> None:
     np.testing.assert_allclose(out, softmax(a), rtol=1e-5, atol=1e-7)
     with pytest.raises(TVMSError, match=r"T.call_ffi_kernel: no kernel 'main_kernel' \(run the module"):
         run_prim_func(mod["main"], a, out)
-
-
-def test_corpus_warp_shuffle_sum() -> None:
-    func = load((CORPUS / "lower_reduce_gpu_11_LowerThreadAllreduce.tvms").read_text())
-    run_against_numpy(func, lambda a: a.sum(axis=1))
 
 
 def test_dlight_rms_norm_cross_thread_reduction() -> None:
