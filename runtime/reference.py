@@ -231,6 +231,7 @@ class _SerialCodegen(_Compiler):
         self.depth = 1
         self.loops = 0  # how many loops enclose the statement being compiled
         self.func_name = "prim_func"
+        self.data_dtypes: dict = {}  # data Var -> the numpy dtype of the memory it points at
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -326,6 +327,10 @@ class _SerialCodegen(_Compiler):
 
     def bind_buffer(self, buffer: Buffer, strides: list | None = None, offset: str | None = None) -> None:
         flat = self.local(buffer.data)
+        mine = numpy_dtype(buffer.dtype)
+        if self.data_dtypes.get(buffer.data, mine) != mine:  # memory of another type (merged shared memory)
+            flat, view = self.fresh("view"), flat
+            self.emit(f"{flat} = {view}.view({self.name(mine)})")
         if strides is None:
             if buffer.strides:
                 strides = [self.value_src(s) for s in buffer.strides]
@@ -353,8 +358,12 @@ class _SerialCodegen(_Compiler):
         self.bufs[buffer] = (flat, strides, offset)
 
     def alloc(self, data: E.Var, dtype: DataType, extents: tuple) -> None:
-        size = " * ".join([self.src(x) for x in extents] + [str(dtype.lanes)])
-        self.emit(f"{self.local(data)} = np.zeros({size}, dtype={self.name(numpy_dtype(dtype))})")
+        self.data_dtypes[data] = numpy_dtype(dtype)
+        self.emit(f"{self.local(data)} = np.zeros({self.alloc_size(dtype, extents)}, "
+                  f"dtype={self.name(numpy_dtype(dtype))})")
+
+    def alloc_size(self, dtype: DataType, extents: tuple) -> str:
+        return " * ".join([self.src(x) for x in extents] + [str(dtype.lanes)])
 
     # ---- statements
     def stmt(self, s: Any) -> None:
@@ -507,6 +516,7 @@ class _SerialCodegen(_Compiler):
         for p in func.params:
             buf = func.buffer_map.get(p)
             if buf is not None:
+                self.data_dtypes[buf.data] = numpy_dtype(buf.dtype)
                 self.bind_buffer(buf, offset="0")
         self.stmt(func.body)
         source = "def _prim_func(env):\n" + "\n".join(self.lines) + "\n    return None\n"

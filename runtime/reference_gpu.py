@@ -153,16 +153,27 @@ class Shared:
     """A shared-memory array with, per element, the last writer and reader since the last
     barrier, each as ``block.clock + thread`` (older clocks are smaller), to find data races."""
 
-    __slots__ = ("data", "block", "name", "size", "written", "read")
+    __slots__ = ("data", "block", "name", "size", "written", "read", "views")
 
-    def __init__(self, block: Block, name: str, size: int, dtype: np.dtype) -> None:
-        # shared memory starts undefined: NaN where it can (so that a use shows), else zeros
-        self.data = np.full(size, np.nan, dtype) if dtype.kind in "fc" else np.zeros(size, dtype)
+    def __init__(self, block: Block, name: str, size: int, dtype: np.dtype, data: Any = None) -> None:
+        if data is None:  # shared memory starts undefined: NaN where it can (so that a use shows)
+            data = np.full(size, np.nan, dtype) if dtype.kind in "fc" else np.zeros(size, dtype)
+        self.data = data
         self.block = block
         self.name = name
-        self.size = size
-        self.written = [-1] * size
-        self.read = [-1] * size
+        self.size = len(data)
+        self.written = [-1] * self.size
+        self.read = [-1] * self.size
+        self.views: dict = {}
+
+    def view(self, dtype: np.dtype) -> "Shared":
+        """The memory as elements of another type (one view per type, which its accesses share)."""
+        if dtype == self.data.dtype:
+            return self
+        mem = self.views.get(dtype)
+        if mem is None:
+            mem = self.views[dtype] = Shared(self.block, self.name, 0, dtype, self.data.view(dtype))
+        return mem
 
     def load(self, i: Any, me: int, stmt: Any) -> Any:
         clock = self.block.clock

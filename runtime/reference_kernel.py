@@ -96,7 +96,7 @@ class KernelCodegen:
         super().__init__()
         self.kernel: _KernelScope | None = None  # the launch being compiled
         self.warp_size = 32
-        self.outer_allocs: dict = {}  # data Var -> (scope, dtype, size source, name), outside kernels
+        self.outer_allocs: dict = {}  # data Var -> (scope, dtype, size source): non-global, outside kernels
         self.reducers: list = []  # the enclosing reduce_scope attributes' CommReducers
 
     def function(self, func: Any) -> Any:
@@ -138,9 +138,9 @@ class KernelCodegen:
         outer_bufs = dict(self.bufs)  # (buffers bound inside are the kernel's locals)
         try:
             used = {n.buffer.data for n in walk(s) if isinstance(n, (E.BufferLoad, S.BufferStore))}
-            for data, (scope, dtype, size, name) in self.outer_allocs.items():
+            for data, (scope, dtype, size) in self.outer_allocs.items():
                 if data in used:  # this thread's (or block's) copy of it
-                    self.alloc_scoped(data, scope, dtype, size, name)
+                    self.alloc_scoped(data, scope, dtype, size)
             before = len(self.lines)
             self.stmt(s)
             if len(self.lines) == before:
@@ -152,15 +152,17 @@ class KernelCodegen:
         self.emit(self._call(gpu.launch, self.name(kernel, "_k"), "(" + "".join(x + ", " for x in extents) + ")", fn))
 
     # ---- memory
-    def alloc(self, data: E.Var, dtype: DataType, extents: tuple, name: str = "") -> None:
-        size = " * ".join([self.src(x) for x in extents] + [str(dtype.lanes)])
+    def alloc(self, data: E.Var, dtype: DataType, extents: tuple) -> None:
         scope = _scope(data)
-        name = name or data.name
-        if self.kernel is None and scope != "global":
-            self.outer_allocs[data] = (scope, dtype, size, name)
-        self.alloc_scoped(data, scope, dtype, size, name)
+        if self.kernel is None and scope == "global":
+            return super().alloc(data, dtype, extents)
+        self.data_dtypes[data] = numpy_dtype(dtype)
+        size = self.alloc_size(dtype, extents)
+        if self.kernel is None:  # (each launch that uses it gets its own: alloc_scoped)
+            self.outer_allocs[data] = (scope, dtype, size)
+        self.alloc_scoped(data, scope, dtype, size)
 
-    def alloc_scoped(self, data: E.Var, scope: str, dtype: DataType, size: str, name: str) -> None:
+    def alloc_scoped(self, data: E.Var, scope: str, dtype: DataType, size: str) -> None:
         """Allocate ``data``: in a kernel, shared memory from the block (per warp row for
         ``warp``), global memory once per launch, anything else the thread's own."""
         np_dtype = self.name(numpy_dtype(dtype))
@@ -170,7 +172,7 @@ class KernelCodegen:
         elif scope == "global":
             self.emit(f"{self.local(data)} = _blk.global_memory({key}, {size}, {np_dtype})")
         else:
-            args = f"{key}, {self.name(name, '_s')}, {size}, {np_dtype}"
+            args = f"{key}, {self.name(data.name, '_s')}, {size}, {np_dtype}"
             self.emit(f"{self.local(data)} = " + (f"_blk.warp_memory({args}, _me)" if scope == "warp"
                                                   else f"_blk.shared({args})"))
             self.kernel.tracked.add(data)

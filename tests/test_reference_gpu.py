@@ -117,6 +117,14 @@ def test_tiled_matmul_scheduled_with_tvms() -> None:
     assert time.perf_counter() - start < 4
 
 
+def test_merged_dynamic_shared_memory() -> None:
+    """MergeSharedMemoryAllocations: one uint8 array of dynamic shared memory, which the float32
+    tiles view (element i of a view is bytes 4i to 4i + 3)."""
+    text = (GOLDENS / "matmul_dyn_merged.tvms").read_text()
+    assert 'T.alloc_buffer((2048,), "uint8", scope="shared.dyn")' in text
+    run_against_numpy(load(text), lambda a, b: a @ b)
+
+
 SYNC = '                    T.tvm_storage_sync("shared")\n'
 
 
