@@ -392,7 +392,11 @@ class _SerialCodegen(_Compiler):
         value = self.src(s.value)
         if s.buffer.dtype.is_integer and s.value.dtype.lanes == 1:
             value = f"_cast({value}, {self.name(s.buffer.dtype, '_t')})"
-        self.emit(f"{self.access(s.buffer, s.indices)} = {value}")
+        self.emit(self.store(s, value))
+
+    def store(self, s: S.BufferStore, value: str) -> str:
+        """The source of a statement storing ``value`` (source) as ``s`` says."""
+        return f"{self.access(s.buffer, s.indices)} = {value}"
 
     def s_For(self, s: S.For) -> None:
         lo, ext = self.src(s.min), self.src(s.extent)

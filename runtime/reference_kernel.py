@@ -149,7 +149,8 @@ class KernelCodegen:
             self.kernel, self.bufs = None, outer_bufs
             self.loops = outer_loops
             self.depth -= 1
-        self.emit(self._call(gpu.launch, self.name(kernel, "_k"), "(" + "".join(x + ", " for x in extents) + ")", fn))
+        extents_src = "(" + "".join(x + ", " for x in extents) + ")"
+        self.emit(self._call(gpu.launch, self.name(kernel, "_k"), extents_src, fn))
 
     # ---- memory
     def alloc(self, data: E.Var, dtype: DataType, extents: tuple) -> None:
@@ -191,14 +192,11 @@ class KernelCodegen:
         flat, index = self.flat_index(e.buffer, e.indices)
         return f"{flat}.load({index}, _me, {self.kernel.stmt_ref})"
 
-    def s_BufferStore(self, s: S.BufferStore) -> None:
+    def store(self, s: S.BufferStore, value: str) -> str:
         if not self.tracked(s.buffer) or self.kernel.atomic:
-            return super().s_BufferStore(s)
-        value = self.src(s.value)
-        if s.buffer.dtype.is_integer and s.value.dtype.lanes == 1:
-            value = f"_cast({value}, {self.name(s.buffer.dtype, '_t')})"
+            return super().store(s, value)
         flat, index = self.flat_index(s.buffer, s.indices)
-        self.emit(f"{flat}.store({index}, {value}, _me, {self.kernel.stmt_ref})")
+        return f"{flat}.store({index}, {value}, _me, {self.kernel.stmt_ref})"
 
     # ---- statements
     def stmt(self, s: Any) -> None:
