@@ -19,8 +19,8 @@ thread binding only reads the thread's index from ``_ix``. In that function:
   statement (control flow that does not depend on the thread index). Lowered code
   (``T.launch_thread``) has its barriers written out: none is added;
 * a virtual thread (``vthread``) is a loop in each thread, as InjectVirtualThread makes it;
-* a block whose reduction iterators are bound to threads (the cross-thread reduction that TVM's
-  LowerCrossThreadReduction turns into an allreduce) updates its output one thread after the
+* a reduction block (one with an init) whose reduction iterators are bound to threads (the
+  cross-thread reduction that TVM's LowerCrossThreadReduction turns into an allreduce) updates its output one thread after the
   other, in thread order, without race checks: that is the reduction's value.
 """
 from __future__ import annotations
@@ -271,11 +271,11 @@ class KernelCodegen:
         k = self.kernel
         if k is None:
             return super().s_BlockRealize(s)
-        cross_thread = False
+        cross_thread = False  # (LowerCrossThreadReduction's test: a reduction block, with an init)
         for iv, value in zip(s.block.iter_vars, s.iter_values):
             if k.varies(value):
                 k.variant.add(iv.var)
-                cross_thread |= iv.iter_type == E.COMM_REDUCE
+                cross_thread |= iv.iter_type == E.COMM_REDUCE and s.block.init is not None
         if cross_thread:
             for n in walk(s.block):
                 if isinstance(n, S.BufferStore) and _scope(n.buffer.data) not in ("global", *_SHARED):
