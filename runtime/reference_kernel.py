@@ -20,8 +20,9 @@ thread binding only reads the thread's index from ``_ix``. In that function:
   (``T.launch_thread``) has its barriers written out: none is added;
 * a virtual thread (``vthread``) is a loop in each thread, as InjectVirtualThread makes it;
 * a reduction block (one with an init) whose reduction iterators are bound to threads (the
-  cross-thread reduction that TVM's LowerCrossThreadReduction turns into an allreduce) updates its output one thread after the
-  other, in thread order, without race checks: that is the reduction's value.
+  cross-thread reduction that TVM's LowerCrossThreadReduction turns into an allreduce) updates
+  its output one thread after the other, in thread order, without race checks: that is the
+  reduction's value.
 """
 from __future__ import annotations
 
