@@ -353,3 +353,24 @@ def f(M: T.Buffer((32,), "uint32")):
     masks = np.zeros(32, "uint32")
     run_prim_func(func, masks)
     np.testing.assert_array_equal(masks, np.full(32, 0xFFFF))
+
+
+@pytest.mark.parametrize("branches", [
+    ('T.tvm_storage_sync("shared")', 'T.tvm_storage_sync("shared")'),
+    ("A[tx] = T.tvm_warp_shuffle(T.uint32(4294967295), A[tx], 0, 32, 32)", 'T.tvm_storage_sync("shared")'),
+])
+def test_threads_waiting_at_different_points_never_meet(branches: tuple) -> None:
+    """A barrier in each branch of an if, or a full-warp shuffle some lanes branched away from."""
+    func = load(f"""
+@T.prim_func
+def f(A: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    if tx < 8:
+        {branches[0]}
+    else:
+        {branches[1]}
+""")
+    with pytest.raises(TVMSError, match=r"threads of 'f' wait for each other at different points and never meet "
+                                        r"\(8 at `.*` \(<string>:6:9\); 24 at `T.tvm_storage_sync\(\"shared\"\)` "
+                                        r"\(<string>:8:9\)\)"):
+        run_prim_func(func, np.zeros(32, "float32"))
