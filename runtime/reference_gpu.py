@@ -11,7 +11,9 @@ scheduler, ``(kind, site, *payload)``:
 
 * ``BARRIER``: ``T.tvm_storage_sync("shared")``, or the barrier TVM's ThreadSync will place in
   scheduled TensorIR; every thread of the block must reach the same one;
-* ``WARP_SYNC``: ``T.tvm_storage_sync("warp")``, for the lanes of one warp;
+* ``WARP_SYNC``: ``T.tvm_storage_sync("warp")``, for the lanes of a warp that reach it together
+  (TVM's CUDA code generator emits nothing for it: the lanes of a warp run in lock-step, and
+  LowerThreadAllreduce puts it in code only some lanes run);
 * ``SHUFFLE`` / ``SHUFFLE_UP`` / ``SHUFFLE_DOWN`` / ``ACTIVEMASK``: the warp intrinsics, answered
   once every lane the mask names has reached the same one (lock-step);
 * ``ALLREDUCE``: ``T.tvm_thread_allreduce``, a block-wide collective that reduces over the
@@ -301,12 +303,11 @@ def _answer_warps(block: Block, waits: list, replies: list) -> list:
             for t in members:
                 replies[t] = mask
             released += members
-        elif kind == WARP_SYNC:
-            if len(running[warp]) == len(members):
-                block.clock += CLOCK_STEP
-                for t in members:
-                    replies[t] = None
-                released += members
+        elif kind == WARP_SYNC:  # the lanes that are here together (the others branched away)
+            block.clock += CLOCK_STEP
+            for t in members:
+                replies[t] = None
+            released += members
         else:
             released += _shuffle(kind, lanes, running[warp], waits, replies)
     return sorted(released)

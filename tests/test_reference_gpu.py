@@ -54,16 +54,23 @@ def argmax(idx: np.ndarray, val: np.ndarray) -> tuple:
     return idx[np.arange(len(idx)), val.argmax(axis=1)], val.max(axis=1)
 
 
+def row_sum(a: np.ndarray) -> np.ndarray:
+    return a.sum(axis=1)
+
+
 @pytest.mark.parametrize("case, oracle, outputs", [
-    ("sum64", lambda a: a.sum(axis=1), 1), ("sum16", lambda a: a.sum(axis=1), 1), ("softmax", softmax, 1),
-    ("argmax", argmax, 2)])
+    ("sum64", row_sum, 1), ("sum16", row_sum, 1), ("sum48", row_sum, 1), ("sum_groups", row_sum, 1),
+    ("softmax", softmax, 1), ("argmax", argmax, 2)])
 def test_allreduce_before_and_after_lower_thread_allreduce(case: str, oracle, outputs: int) -> None:
     """The reduction loop bound to threadIdx.x: TVM's schedule, its tvm_thread_allreduce (in a
     block after LowerCrossThreadReduction, lowered before LowerThreadAllreduce) and the warp
-    shuffles and shared staging after it compute the same."""
+    shuffles (sum_groups: two groups of 16 lanes a warp) and shared staging after it compute
+    the same."""
     stages = ("scheduled", "xthread", "before", "after") if case == "argmax" else ("scheduled", "before", "after")
     texts = {stage: (GOLDENS / f"{case}_{stage}.tvms").read_text() for stage in stages}
-    assert "T.tvm_thread_allreduce(" in texts["before"] and "T.tvm_warp_shuffle_down(" in texts["after"]
+    assert "T.tvm_thread_allreduce(" in texts["before"]
+    # (48 threads: a tree in shared memory whose last warp syncs only the lanes still reducing)
+    assert ('T.tvm_storage_sync("warp")' if case == "sum48" else "T.tvm_warp_shuffle_down(") in texts["after"]
     for text in texts.values():
         run_against_numpy(load(text), oracle, outputs)
 
