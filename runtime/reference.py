@@ -39,7 +39,7 @@ from tvms.ir.buffer import Buffer
 from tvms.ir.dtype import DataType
 from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
-from tvms.ir.analysis import entry_vars
+from tvms.ir.analysis import collect_statements, entry_vars
 from tvms.ir.function import PrimFunc
 from tvms.ir.module import IRModule
 from tvms.ir.expr import PrimType
@@ -313,7 +313,8 @@ class _SerialCodegen(_Compiler):
 
     def e_Call(self, e: E.Call) -> str:
         if getattr(e.op, "name", None) == "tir.call_ffi_kernel":  # a lowered host function's launch
-            return self._call(_call_kernel, "env", *(self.src(a) for a in e.args))
+            tags = self.name(tuple(str(t) for t in e.attrs.get("launch_params", ())))
+            return self._call(_call_kernel, "env", tags, *(self.src(a) for a in e.args))
         return super().e_Call(e)
 
     # ---- buffers
@@ -543,9 +544,9 @@ class _Codegen(KernelCodegen, _SerialCodegen):
 _MODULE = object()  # the key of the module being run in a function's env
 
 
-def _call_kernel(env: Env, name: str, *args: Any) -> int:
-    """``T.call_ffi_kernel(name, *args, *launch_extents)``: run the module's kernel ``name`` on
-    the arguments (its own ``T.launch_thread``s give the grid)."""
+def _call_kernel(env: Env, tags: tuple, name: str, *args: Any) -> int:
+    """``T.call_ffi_kernel(name, *args, *launch_extents, launch_params=tags)``: run the module's
+    kernel ``name`` on the arguments, once the host's extents are checked against the kernel's."""
     module = env.get(_MODULE)
     if module is None or name not in module:
         raise TVMSError(f"T.call_ffi_kernel: no kernel {name!r} "
@@ -557,6 +558,17 @@ def _call_kernel(env: Env, name: str, *args: Any) -> int:
     kenv: Env = {_MODULE: module}
     for p, value in zip(kernel.params, args):
         kenv[p] = value if p.dtype.is_handle else cast_value(value, p.dtype)
+    launched = dict(zip(tags, args[len(kernel.params):]))
+    for attr in collect_statements(kernel.body, S.AttrStmt):
+        given = launched.get(getattr(attr.node, "thread_tag", None)) if attr.attr_key == "thread_extent" else None
+        if given is not None:
+            try:
+                extent = compile_expr(attr.value)(kenv)
+            except KeyError:  # (an extent of a variable the kernel binds)
+                continue
+            if extent != given:
+                raise TVMSError(f"T.call_ffi_kernel: the host launches {name!r} with {attr.node.thread_tag} "
+                                f"{given}, the kernel runs {extent}")
     compile_prim_func(kernel)(kenv)
     return 0
 

@@ -77,7 +77,7 @@ def test_allreduce_before_and_after_lower_thread_allreduce(case: str, oracle, ou
 
 def test_host_function_launches_its_kernel() -> None:
     """SplitHostDevice's module: ``run_prim_func(mod, ...)`` runs main, whose T.call_ffi_kernel
-    runs the kernel on the same memory."""
+    runs the kernel on the same memory, with the grid and block it says."""
     mod = from_source((GOLDENS / "softmax_split.tvms").read_text())
     assert "T.call_ffi_kernel(" in (GOLDENS / "softmax_split.tvms").read_text()
     a = RNG.standard_normal((8, 64)).astype("float32")
@@ -86,6 +86,9 @@ def test_host_function_launches_its_kernel() -> None:
     np.testing.assert_allclose(out, softmax(a), rtol=1e-5, atol=1e-7)
     with pytest.raises(TVMSError, match=r"T.call_ffi_kernel: no kernel 'main_kernel' \(run the module"):
         run_prim_func(mod["main"], a, out)
+    text = (GOLDENS / "softmax_split.tvms").read_text().replace("S_1.data, 8, 64,", "S_1.data, 8, 32,")
+    with pytest.raises(TVMSError, match="the host launches 'main_kernel' with threadIdx.x 32, the kernel runs 64"):
+        run_prim_func(from_source(text), a, out)
 
 
 def test_dlight_rms_norm_cross_thread_reduction() -> None:
