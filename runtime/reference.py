@@ -19,13 +19,16 @@ Semantics follow TVM:
   semantics: block after block, the threads of a block concurrently up to their barriers, warp
   shuffles lane by lane in lock-step, ``shared`` memory per block and ``local`` per thread, data
   races on shared memory and divergent barriers reported (``reference_kernel`` compiles a kernel,
-  ``reference_gpu`` runs it); outside a launch ``tvm_storage_sync`` has nothing to wait for;
+  ``reference_gpu`` runs it); outside a launch ``tvm_storage_sync`` has nothing to wait for. An
+  IRModule runs its ``main``, whose ``T.call_ffi_kernel`` (SplitHostDevice) runs its kernels;
 * storage is flat: each data pointer owns a 1-D numpy array and every buffer is a view onto it
-  (``T.decl_buffer(data=A.data)``, ``A.view(...)``, ``match_buffer`` alias the same memory);
+  (``T.decl_buffer(data=A.data)``, ``A.view(...)``, ``match_buffer`` alias the same memory; a
+  buffer of another type than its memory views the bytes, as over merged shared memory);
 * a block's ``init`` runs when every reduction iterator is at the start of its domain;
 * integers are Python ints, wrapped to the dtype's width at casts and stores; floats are numpy
   scalars of the dtype (float32 arithmetic in float32);
-* fresh allocations are zero-filled.
+* fresh allocations are zero-filled, but for a GPU block's shared memory, which starts undefined:
+  NaN where the type has one, so that reading it before writing shows in the result.
 """
 from __future__ import annotations
 
