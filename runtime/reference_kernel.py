@@ -12,12 +12,13 @@ thread binding only reads the thread's index from ``_ix``. In that function:
   (scheduled TensorIR allocates them at the root block; lowering moves them in);
 * ``T.tvm_storage_sync``, the warp shuffles, ``T.tvm_warp_activemask`` and
   ``T.tvm_thread_allreduce`` become ``yield``s of requests to the block's scheduler;
-* scheduled TensorIR (a launch by ``T.thread_binding`` loops) gets the barriers TVM's ThreadSync
-  places when lowering it: between two statements of a sequence where shared memory written
-  before is accessed after (or read before and written after), and at the end of each iteration
-  of a loop whose body reads and writes the same shared buffer, wherever every thread runs the
-  statement (control flow that does not depend on the thread index). Lowered code
-  (``T.launch_thread``) has its barriers written out: none is added;
+* code that TVM's ThreadSync has not synchronised yet (scheduled TensorIR, a launch by
+  ``T.thread_binding`` loops, and lowered code without any ``T.tvm_storage_sync``) gets the
+  barriers ThreadSync would place: between two statements of a sequence where shared memory
+  written before is accessed after (or read before and written after), and at the end of each
+  iteration of a loop whose body reads and writes the same shared buffer, wherever every thread
+  runs the statement (control flow that does not depend on the thread index). Lowered code with
+  barriers has them all written out: none is added, and a missing one is a data race;
 * a virtual thread (``vthread``) is a loop in each thread, as InjectVirtualThread makes it;
 * a reduction block (one with an init) whose reduction iterators are bound to threads (the
   cross-thread reduction that TVM's LowerCrossThreadReduction turns into an allreduce) updates
@@ -59,6 +60,12 @@ def _shared_accesses(stmt: Any) -> tuple[set, set]:
                                                              or _scope(n.buffer.data) == "warp"):
             (written if isinstance(n, S.BufferStore) else read).add(n.buffer.data)
     return read, written
+
+
+def _has_sync(stmt: Any) -> bool:
+    """Whether ``stmt`` has a ``T.tvm_storage_sync`` (then ThreadSync has placed its barriers)."""
+    return any(isinstance(n, E.Call) and getattr(n.op, "name", None) == "tir.tvm_storage_sync"
+               for n in walk(stmt))
 
 
 def _sync_stmt() -> S.Evaluate:
@@ -110,7 +117,7 @@ class KernelCodegen:
     def thread_axis(self, s: Any, tag: str, var: E.Var, lo: Any, extent: Any, body: Any) -> None:
         gpu.check_tag(tag)
         if self.kernel is None:
-            self.launch(s, implicit=isinstance(s, S.For))
+            self.launch(s, implicit=isinstance(s, S.For) or not _has_sync(s))
             return
         if gpu.is_virtual_tag(tag):  # InjectVirtualThread's meaning: a loop in each thread
             return self.s_For(S.For(var, lo, extent, "serial", body))

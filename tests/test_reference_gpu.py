@@ -40,8 +40,8 @@ def run_against_numpy(func: PrimFunc, oracle, outputs: int = 1) -> None:
     args = []
     for p in func.params:
         buf = func.buffer_map[p]
-        args.append((RNG.standard_normal(tuple(int(d.value) for d in buf.shape)) * 100 ** buf.dtype.is_int)
-                    .astype(str(buf.dtype)))
+        scale = 100 if buf.dtype.is_int else 1  # (integers: spread out, as argmax's indices)
+        args.append((RNG.standard_normal(tuple(int(d.value) for d in buf.shape)) * scale).astype(str(buf.dtype)))
     for out in args[-outputs:]:
         out[...] = np.nan if out.dtype.kind == "f" else -7  # every element must be written
     run_prim_func(func, *args)
@@ -78,17 +78,18 @@ def test_allreduce_before_and_after_lower_thread_allreduce(case: str, oracle, ou
 def test_host_function_launches_its_kernel() -> None:
     """SplitHostDevice's module: ``run_prim_func(mod, ...)`` runs main, whose T.call_ffi_kernel
     runs the kernel on the same memory, with the grid and block it says."""
-    mod = from_source((GOLDENS / "softmax_split.tvms").read_text())
-    assert "T.call_ffi_kernel(" in (GOLDENS / "softmax_split.tvms").read_text()
+    text = (GOLDENS / "softmax_split.tvms").read_text()
+    assert "T.call_ffi_kernel(" in text
+    mod = from_source(text)
     a = RNG.standard_normal((8, 64)).astype("float32")
     out = np.full((8, 64), np.nan, "float32")
     run_prim_func(mod, a, out)
     np.testing.assert_allclose(out, softmax(a), rtol=1e-5, atol=1e-7)
     with pytest.raises(TVMSError, match=r"T.call_ffi_kernel: no kernel 'main_kernel' \(run the module"):
         run_prim_func(mod["main"], a, out)
-    text = (GOLDENS / "softmax_split.tvms").read_text().replace("S_1.data, 8, 64,", "S_1.data, 8, 32,")
+    wrong_block = from_source(text.replace("S_1.data, 8, 64,", "S_1.data, 8, 32,"))
     with pytest.raises(TVMSError, match="the host launches 'main_kernel' with threadIdx.x 32, the kernel runs 64"):
-        run_prim_func(from_source(text), a, out)
+        run_prim_func(wrong_block, a, out)
 
 
 def test_dlight_rms_norm_cross_thread_reduction() -> None:
@@ -143,7 +144,8 @@ SYNC = '                    T.tvm_storage_sync("shared")\n'
 def test_lowered_tiled_matmul_and_its_missing_barriers() -> None:
     """TVM's lowering of the same matmul: right with its two barriers. Without the one at the top
     of the k_0 loop, a thread reads a tile element another thread has already replaced; without
-    the one before the k_1 loop, a thread replaces an element another thread read too early."""
+    the one before the k_1 loop, a thread replaces an element another thread read too early.
+    Without both, it is what TVM's pipeline has before ThreadSync."""
     text = (GOLDENS / "matmul_before.tvms").read_text()
     assert text.count(SYNC) == 2
     run_against_numpy(load(text), lambda a, b: a @ b)
@@ -158,6 +160,8 @@ def test_lowered_tiled_matmul_and_its_missing_barriers() -> None:
         func = load(text[:at] + text[at + len(SYNC):])
         with pytest.raises(TVMSError, match=race.format(stmt, what, element)):
             run_against_numpy(func, lambda a, b: a @ b)
+    # without both, it is the code before ThreadSync: the executor places ThreadSync's barriers
+    run_against_numpy(load(text.replace(SYNC, "")), lambda a, b: a @ b)
 
 
 def test_conflicting_writes_are_a_race() -> None:
@@ -346,6 +350,7 @@ def f(A: T.Buffer((32,), "float32")):
     S[tx] = A[tx]
     if S[0] > T.float32(0):
         A[tx] = T.float32(1)
+    T.tvm_storage_sync("shared")
 """)
     with pytest.raises(TVMSError, match=r"at `if S\[0\] > T.float32\(0.0\):` \(<string>:7:\d+\): thread "
                                         r"\(threadIdx.x=1\) reads element 0, which thread \(threadIdx.x=0\) wrote"):
