@@ -27,10 +27,7 @@ thread binding only reads the thread's index from ``_ix``. In that function:
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
-
-import numpy as np
 
 from tvms.ir import expr as E
 from tvms.ir import stmt as S
@@ -248,7 +245,7 @@ class KernelCodegen:
             if r & w:  # the next iteration overwrites what this one read: ThreadSync's barrier
                 sync = _sync_stmt()
                 k.barriers[id(sync)] = s
-                s = dataclasses.replace(s, body=S.SeqStmt((s.body, sync)))
+                s = s.with_changes(body=S.SeqStmt((s.body, sync)))
         self.diverge(varies, super().s_For, s)
 
     def diverge(self, varies: bool, compile_: Any, s: Any) -> None:
