@@ -1,0 +1,9 @@
+"""GPU TIR lowering: TVM 0.27's passes for a cuda target, each by its TVM name, and
+``lower_for_cuda`` (pipeline.py) running TVM's s_tir pipeline for cuda up to the kernels the CUDA
+code generator takes."""
+from __future__ import annotations
+
+from .annotate_entry_func import AnnotateEntryFunc, annotate_entry_func
+from .split_host_device import SplitHostDevice, split_host_device
+
+__all__ = ["AnnotateEntryFunc", "SplitHostDevice", "annotate_entry_func", "split_host_device"]
