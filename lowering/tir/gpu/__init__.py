@@ -4,6 +4,8 @@ code generator takes."""
 from __future__ import annotations
 
 from .annotate_entry_func import AnnotateEntryFunc, annotate_entry_func
+from .lower_thread_allreduce import LowerThreadAllreduce, lower_thread_allreduce
 from .split_host_device import SplitHostDevice, split_host_device
 
-__all__ = ["AnnotateEntryFunc", "SplitHostDevice", "annotate_entry_func", "split_host_device"]
+__all__ = ["AnnotateEntryFunc", "LowerThreadAllreduce", "SplitHostDevice", "annotate_entry_func",
+           "lower_thread_allreduce", "split_host_device"]
