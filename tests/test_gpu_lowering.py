@@ -21,7 +21,7 @@ from tvms.script import from_source
 
 GOLDEN = FIXTURES / "gpu_lowering"
 DIALECT = "tvm-0.27"
-IMPLEMENTED = {"AnnotateEntryFunc", "LowerThreadAllreduce", "SplitHostDevice"}
+IMPLEMENTED = {"AnnotateEntryFunc", "LowerThreadAllreduce", "SplitHostDevice", "ThreadSync"}
 STAGE = re.compile(r"(?P<case>.+?)_(?P<kernels>kernels_)?(?P<number>\d\d)_(?P<name>\w+)\.tvms")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .annotate_entry_func import AnnotateEntryFunc, annotate_entry_func
 from .lower_thread_allreduce import LowerThreadAllreduce, lower_thread_allreduce
 from .split_host_device import SplitHostDevice, split_host_device
+from .thread_sync import ThreadSync, thread_sync
 
-__all__ = ["AnnotateEntryFunc", "LowerThreadAllreduce", "SplitHostDevice", "annotate_entry_func",
-           "lower_thread_allreduce", "split_host_device"]
+__all__ = ["AnnotateEntryFunc", "LowerThreadAllreduce", "SplitHostDevice", "ThreadSync", "annotate_entry_func",
+           "lower_thread_allreduce", "split_host_device", "thread_sync"]
