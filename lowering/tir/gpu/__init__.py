@@ -4,9 +4,11 @@ code generator takes."""
 from __future__ import annotations
 
 from .annotate_entry_func import AnnotateEntryFunc, annotate_entry_func
+from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread
 from .lower_thread_allreduce import LowerThreadAllreduce, lower_thread_allreduce
+from .lower_warp_memory import LowerWarpMemory, lower_warp_memory
 from .split_host_device import SplitHostDevice, split_host_device
 from .thread_sync import ThreadSync, thread_sync
 
-__all__ = ["AnnotateEntryFunc", "LowerThreadAllreduce", "SplitHostDevice", "ThreadSync", "annotate_entry_func",
-           "lower_thread_allreduce", "split_host_device", "thread_sync"]
+__all__ = ["AnnotateEntryFunc", "InjectVirtualThread", "LowerThreadAllreduce", "LowerWarpMemory", "SplitHostDevice", "ThreadSync", "annotate_entry_func", "inject_virtual_thread",
+           "lower_thread_allreduce", "lower_warp_memory", "split_host_device", "thread_sync"]
