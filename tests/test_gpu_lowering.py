@@ -24,7 +24,8 @@ from tvms.script import from_source
 GOLDEN = FIXTURES / "gpu_lowering"
 DIALECT = "tvm-0.27"
 # the passes tvms has, by TVM name; each is checked on every stage it changed in TVM
-IMPLEMENTED = {"LowerInitBlock", "ConvertBlocksToOpaque", "LowerOpaqueBlock", "FlattenBuffer", "InjectVirtualThread",
+IMPLEMENTED = {"LowerInitBlock", "ConvertBlocksToOpaque", "LiftThreadBinding", "UnifyThreadBinding",
+               "LowerOpaqueBlock", "FlattenBuffer", "InjectVirtualThread",
                "AnnotateEntryFunc", "ThreadSync", "LowerThreadAllreduce", "SplitHostDevice",
                "LowerWarpMemory", "StmtSimplify", "LowerIntrin"}
 # TVM's StmtSimplify before LowerOpaqueBlock (s_tir's, on blocks) is not tvms's: tvms's is the

@@ -5,7 +5,8 @@ statements around its body (annotated with the data alignment, as TVM does), and
 of extent 1 without annotations is replaced by its body with the loop variable set to the min.
 Loop annotations named ``pragma_*`` become ``T.attr`` statements around the loop. A thread-bound
 loop becomes a thread launch, ``with T.launch_thread("blockIdx.x", 48) as bx:``, which is how GPU
-code generators (and the reference executor) expect thread indices.
+code generators (and the reference executor) expect thread indices (a ``vthread`` one is a
+``virtual_thread`` attribute, which InjectVirtualThread expands).
 """
 from __future__ import annotations
 
@@ -75,7 +76,8 @@ def _launch_thread(loop: For, body: Stmt) -> Stmt:
         body = substitute(body, {loop.loop_var: Add(loop.loop_var, loop.min)})
     thread = IterVar(Range(const(0, loop.extent.dtype), loop.extent), loop.loop_var, THREAD_INDEX,
                      loop.thread_binding.thread_tag)
-    return AttrStmt(thread, "thread_extent", loop.extent, body)
+    key = "virtual_thread" if loop.thread_binding.thread_tag.startswith("vthread") else "thread_extent"
+    return AttrStmt(thread, key, loop.extent, body)
 
 
 def lower_opaque_block(func: PrimFunc) -> PrimFunc:

@@ -1,0 +1,111 @@
+"""The cuda TIR pipeline: a scheduled PrimFunc in, the host function and its kernels out.
+
+``lower_for_cuda(func, target)`` runs TVM 0.27's s_tir pipeline for a cuda target
+(``tvm.s_tir.pipeline.default_s_tir_pipeline``, as ``tvm.compile`` runs it) with the passes tvms
+has, then, on the kernels, the device passes ``tvm.compile`` runs before the CUDA code
+generator (``finalize_device_passes``: LowerWarpMemory, StmtSimplify, LowerIntrin). The result
+is printed as TVM prints its SplitHostDevice stage: kernels ``<symbol>_kernel`` (``calling_conv``
+2, ``tirx.kernel_launch_params``, ``T.launch_thread``), then the host function, whose body ends in
+``T.call_ffi_kernel(name, args..., extents..., launch_params=[...])``. The host is left at that
+stage (MakePackedAPI's packed calling convention is the runtime's business in tvms); the
+kernels are as the code generator takes them.
+
+TVM's passes that tvms does not run (``SKIPPED``) change nothing on schedules without their
+features, except these differences: without CommonSubexprElim no ``cse_v`` lets are made;
+without StorageRewrite allocations stay where LowerOpaqueBlock put them, with their annotations;
+without LiftThreadBinding/UnifyThreadBinding thread loops keep their names (``i_0`` rather than
+``blockIdx_x``) and a kernel may launch one thread index more than once; a reduction bound to
+threads needs LowerCrossThreadReduction, which tvms lacks: ``T.tvm_thread_allreduce`` written in
+the input is lowered.
+"""
+from __future__ import annotations
+
+from ....ir.errors import TVMSError
+from ....ir.function import PrimFunc
+from ....ir.module import IRModule, Target as TargetAttr
+from ....ir.node import FrozenDict
+from ....ir.target import Target
+from ..canonicalize_loop import canonicalize_loop
+from ..compact_buffer_allocation import compact_buffer_allocation
+from ..convert_blocks_to_opaque import convert_blocks_to_opaque
+from ..flatten_buffer import flatten_buffer
+from ..lower_init_block import lower_init_block
+from ..lower_match_buffer import lower_match_buffer
+from ..lower_opaque_block import lower_opaque_block
+from ..plan_buffer_allocation import plan_buffer_allocation
+from ..stmt_simplify import stmt_simplify
+from ..unroll_loop import unroll_loop
+from ..vectorize_loop import vectorize_loop
+from .annotate_entry_func import annotate_entry_func
+from .inject_virtual_thread import inject_virtual_thread
+from .lower_intrin_cuda import lower_cuda_intrin
+from .lower_thread_allreduce import lower_thread_allreduce
+from .lower_warp_memory import lower_warp_memory
+from .split_host_device import split_host_device
+from .thread_sync import thread_sync
+
+# TVM's s_tir pipeline up to AnnotateEntryFunc, the passes tvms has (per PrimFunc)
+BEFORE_ENTRY = (canonicalize_loop, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
+                compact_buffer_allocation, lower_match_buffer, lower_opaque_block, flatten_buffer,
+                vectorize_loop, inject_virtual_thread, unroll_loop, stmt_simplify)
+# after it, per PrimFunc: the barriers for each memory scope, then the cross-thread reductions
+BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "shared.dyn"),
+                lambda f: thread_sync(f, "warp"), lower_thread_allreduce)
+DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
+SKIPPED = ("LowerCrossThreadReduction", "LiftThreadBinding", "ManifestSharedMemoryLocalStage",
+           "LowerAutoCopy", "UnifyThreadBinding", "StmtSimplify (s_tir's, on blocks)", "InjectPermutedLayout",
+           "AnnotateIrregularLoop", "InjectSoftwarePipeline", "TransformMmaBufferLayout",
+           "BF16ComputeLegalize", "NarrowDataType", "LoopPartition", "InjectDoubleBuffer", "StorageRewrite",
+           "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
+           "CommonSubexprElim", "FP8ComputeLegalize", "VerifyMemory", "InferFragment",
+           "MergeSharedMemoryAllocations", "MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize")
+
+DEFAULT_HOST = {"keys": ("cpu",), "kind": "llvm", "mtriple": "x86_64-pc-linux-gnu", "tag": ""}
+
+
+def cuda_target_attr(target: Target) -> TargetAttr:
+    """``target`` as a PrimFunc's ``target`` attribute, with TVM's defaults for cuda (``sm_50``,
+    1024 threads, warps of 32) and an llvm host."""
+    if target.kind != "cuda":
+        raise TVMSError(f"lower_for_cuda: the target must be cuda, not {target.kind}")
+    config = {"arch": "sm_50", "keys": ("cuda", "gpu"), "kind": "cuda", "max_num_threads": 1024,
+              "tag": "", "thread_warp_size": 32, **target.attrs}
+    host = dict(DEFAULT_HOST)
+    if target.host is not None:
+        host.update(kind=target.host.kind, **{k: v for k, v in target.host.attrs.items()})
+    config["host"] = FrozenDict(sorted(host.items()))
+    return TargetAttr(FrozenDict(sorted(config.items())))
+
+
+def _each_prim_func(mod: IRModule, steps) -> IRModule:
+    result = mod.copy()
+    for gv, func in mod.functions_items():
+        if isinstance(func, PrimFunc):
+            for step in steps:
+                func = step(func)
+            result[gv] = func
+    return result
+
+
+def lower_for_cuda(func: PrimFunc, target: Target) -> IRModule:
+    """The host function and the device kernels of ``func`` scheduled for cuda (see the module
+    docstring)."""
+    if not isinstance(func, PrimFunc):
+        raise TVMSError(f"lower_for_cuda: expected a PrimFunc, got {type(func).__name__}")
+    symbol = str(func.attrs.get("global_symbol", "main"))
+    existing = func.attrs.get("target")
+    if not (isinstance(existing, TargetAttr) and existing.kind == "cuda" and "host" in existing.config):
+        func = func.with_attr("target", cuda_target_attr(target))
+    mod = _each_prim_func(IRModule({symbol: func}), BEFORE_ENTRY)
+    mod = _each_prim_func(annotate_entry_func(mod), BEFORE_SPLIT)
+    mod = split_host_device(mod)
+    result = mod.copy()
+    for gv, kernel in mod.functions_items():
+        if kernel.attrs.get("calling_conv") == 2:
+            for step in DEVICE:
+                kernel = step(kernel)
+            result[gv] = kernel
+    return result
+
+
+__all__ = ["lower_for_cuda", "cuda_target_attr", "SKIPPED"]
