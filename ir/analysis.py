@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .buffer import Buffer, BufferRegion
-from .expr import Add, BufferLoad, Call, IntImm, Mul, PrimExpr, Range, Sub, Var, const
+from .expr import Add, BufferLoad, Call, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, const
 from .arith import simplify
 from .stmt import Block, BlockRealize, BufferStore, For, Stmt
 from .node import walk_fields
@@ -73,6 +73,18 @@ def _bounds(expr: PrimExpr, doms: dict) -> tuple[PrimExpr, PrimExpr] | None:
                 lo, hi = simplify(Mul(r[0], c)), simplify(Mul(r[1], c))
                 return (lo, hi) if c.value >= 0 else (hi, lo)
         return None
+    if isinstance(expr, (FloorDiv, FloorMod)) and isinstance(expr.b, IntImm) and expr.b.value > 0 \
+            and any(isinstance(n, Var) and n in doms for n in walk(expr.a)):
+        r = _bounds(expr.a, doms)
+        if r is None:
+            return None
+        c = expr.b.value
+        if isinstance(expr, FloorDiv):  # (monotone)
+            return tuple(const(x.value // c, expr.dtype) if isinstance(x, IntImm) else simplify(FloorDiv(x, expr.b))
+                         for x in r)
+        if isinstance(r[0], IntImm) and isinstance(r[1], IntImm) and r[0].value // c == r[1].value // c:
+            return const(r[0].value % c, expr.dtype), const(r[1].value % c, expr.dtype)
+        return const(0, expr.dtype), const(c - 1, expr.dtype)
     if isinstance(expr, Call) and getattr(expr.op, "name", None) == "tir.if_then_else":
         return _union_bounds(_bounds(expr.args[1], doms), _bounds(expr.args[2], doms))
     used = {n for n in walk(expr) if isinstance(n, Var)}

@@ -14,7 +14,11 @@ import numpy as np
 import pytest
 
 from conftest import CORPUS_COPY, FIXTURES
+from tvms.ir.expr import Call, Var
+from tvms.ir.module import IRModule
 from tvms.ir.structural import structural_equal
+from tvms.ir.target import Target
+from tvms.ir.visitor import walk
 from tvms.lowering.pass_registry import get_pass
 from tvms.lowering.transform import Sequential
 from tvms.lowering.tir import gpu  # noqa: F401  (registers the GPU passes)
@@ -24,7 +28,8 @@ from tvms.script import from_source
 GOLDEN = FIXTURES / "gpu_lowering"
 DIALECT = "tvm-0.27"
 # the passes tvms has, by TVM name; each is checked on every stage it changed in TVM
-IMPLEMENTED = {"LowerInitBlock", "ConvertBlocksToOpaque", "LiftThreadBinding", "UnifyThreadBinding",
+IMPLEMENTED = {"LowerInitBlock", "PlanAndUpdateBufferAllocationLocation", "ConvertBlocksToOpaque",
+               "LiftThreadBinding", "CompactBufferAllocation", "UnifyThreadBinding",
                "LowerOpaqueBlock", "FlattenBuffer", "InjectVirtualThread",
                "AnnotateEntryFunc", "ThreadSync", "LowerThreadAllreduce", "SplitHostDevice",
                "LowerWarpMemory", "StmtSimplify", "LowerIntrin"}
@@ -82,3 +87,55 @@ def test_the_corpus_stages_are_among_the_goldens(corpus: str, golden: str) -> No
     """The corpus's GPU lowering stages are those the generator makes (so the pass tests above
     reproduce them from their input stage)."""
     assert (CORPUS_COPY / corpus).read_text() == (GOLDEN / golden).read_text()
+
+
+def tvm_lowered(case: str) -> str:
+    """TVM's host function at SplitHostDevice and its kernels after the device passes."""
+    split = from_source(next(GOLDEN.glob(f"{case}_[0-9][0-9]_SplitHostDevice.tvms")).read_text())
+    kernels = from_source((GOLDEN / f"{case}_kernels_03_LowerIntrin.tvms").read_text())
+    return IRModule({**{gv.name_hint: f for gv, f in kernels.functions_items()},
+                     "main": split["main"]}).script(dialect=DIALECT)
+
+
+def test_lower_for_cuda_prints_what_tvm_compiles() -> None:
+    """The dynamic-shape elementwise case, scheduled, lowered end to end (CSE off in TVM too)."""
+    func = from_source((GOLDEN / "exp_dyn_nocse_00_input.tvms").read_text())["main"]
+    assert gpu.lower_for_cuda(func, Target("cuda")).script(dialect=DIALECT) == tvm_lowered("exp_dyn_nocse")
+
+
+def run_kernels(mod: IRModule, arrays: dict, sizes: dict) -> None:
+    """Run the host function of a split module with the reference executor: each
+    ``T.call_ffi_kernel`` runs its kernel (its threads one after another)."""
+    host = mod["main"]
+    values = {buf.data: arrays[buf.name].reshape(-1) for buf in host.buffer_map.values()}
+    values.update({v: sizes[v.name] for v in walk(host.body) if isinstance(v, Var) and v.name in sizes})
+    for call in walk(host.body):
+        if isinstance(call, Call) and getattr(call.op, "name", "") == "tir.call_ffi_kernel":
+            kernel = mod[call.args[0].value]
+            run_prim_func(kernel, *[values[a] for a in call.args[1:1 + len(kernel.params)]])
+
+
+# cases whose threads do not communicate (the reference runs the threads of a launch one after
+# another: barriers, shuffles and shared memory between threads wait for its GPU semantics)
+INDEPENDENT_THREADS = ["exp_dyn_nocse", "vthread", "vthread_local", "intrinsics"]
+
+
+@pytest.mark.parametrize("case", INDEPENDENT_THREADS)
+def test_kernels_compute_what_the_schedule_computes(case: str) -> None:
+    func = from_source((GOLDEN / f"{case}_00_input.tvms").read_text())["main"]
+    rng = np.random.default_rng(3)
+    sizes = {"n": 300}
+    arrays = {}
+    for p in func.params:
+        if p in func.buffer_map:
+            buf = func.buffer_map[p]
+            shape = [sizes.get(getattr(s, "name", None), getattr(s, "value", None)) for s in buf.shape]
+            values = rng.uniform(0.5, 4.0, shape) if buf.dtype.is_float else rng.integers(-50, 50, shape)
+            arrays[buf.name] = values.astype(str(buf.dtype))
+    expected = {name: a.copy() for name, a in arrays.items()}
+    run_prim_func(func, *[expected[func.buffer_map[p].name] if p in func.buffer_map else sizes[p.name]
+                          for p in func.params])
+    got = {name: a.copy() for name, a in arrays.items()}
+    run_kernels(gpu.split_for_cuda(func, Target("cuda")), got, sizes)
+    for name in arrays:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-3, err_msg=name)

@@ -3,7 +3,10 @@
 ``B = T.sblock_alloc_buffer((64, 48))`` in a block that only touches ``B[i, j_0 * 16:j_0 * 16 + 16]``
 becomes ``(1, 16)``, and every access subtracts the region's start, unsimplified as TVM prints it:
 ``B[i - i, j_0 * 16 + ax0 - j_0 * 16]``. Regions are found from the accesses and the inner blocks'
-declared reads/writes, with the block's own loops relaxed over their ranges.
+declared reads/writes, with the block's own loops relaxed over their ranges, and, as on a GPU
+the threads share it, the thread indices launched around the block that share the buffer's
+memory: every thread index for a global buffer, ``threadIdx`` for a shared one, ``threadIdx.x``
+for a warp one, none for a local one. The compact buffer has no strides.
 """
 from __future__ import annotations
 
@@ -14,15 +17,31 @@ from ...ir.buffer import Buffer, BufferRegion
 from ...ir.arith import simplify_index
 from ...ir.expr import Add, BufferLoad, IntImm, PrimExpr, Range, Sub, const, is_const_int
 from ...ir.function import PrimFunc
-from ...ir.stmt import Block, BufferStore
+from ...ir.stmt import SERIAL, THREAD_BINDING, Block, BufferStore, For
 from ...ir.visitor import Mutator
 from .tir_pass import define_tir_pass
 
 
 
-def _touched_regions(block: Block) -> dict:
-    """buffer -> the region of it that ``block``'s body reads or writes."""
-    reads, writes = infer_block_regions(dataclasses.replace(block, alloc_buffers=(), match_buffers=()))
+def _shares(scope: str, tag: str) -> bool:
+    """Whether the threads of index ``tag`` share memory of ``scope`` (TVM's
+    CanRelaxStorageUnderThread)."""
+    thread_rank = 0 if tag.startswith("blockIdx.") else 1 if tag.startswith("threadIdx.") else -1
+    if thread_rank < 0:
+        return False
+    if scope == "warp":
+        return tag == "threadIdx.x"
+    storage_rank = {"global": 0, "shared": 1, "shared.dyn": 1}.get(scope, 3)
+    return storage_rank <= thread_rank
+
+
+def _touched_regions(block: Block, threads: tuple = ()) -> dict:
+    """buffer -> the region of it that ``block``'s body reads or writes, as the thread loops
+    ``threads`` (around the block) run."""
+    body = block.body
+    for loop in reversed(threads):
+        body = For(loop.loop_var, loop.min, loop.extent, SERIAL, body)
+    reads, writes = infer_block_regions(dataclasses.replace(block, alloc_buffers=(), match_buffers=(), body=body))
     found: dict = {}
     for region in (*writes, *reads):
         found.setdefault(region.buffer, []).append(region)
@@ -32,6 +51,16 @@ def _touched_regions(block: Block) -> dict:
 class _Compactor(Mutator):
     def __init__(self) -> None:
         self.shifts: dict = {}  # old buffer -> (new buffer, per-dimension start)
+        self.threads: list = []  # the thread-bound loops around what is visited
+
+    def visit_For(self, loop: For) -> For:
+        bound = loop.thread_binding is not None and loop.kind == THREAD_BINDING
+        if bound:
+            self.threads.append(loop)
+        result = self.generic_visit(loop)
+        if bound:
+            self.threads.pop()
+        return result
 
     def shift(self, buffer: Buffer, indices: tuple) -> tuple:
         new, starts = self.shifts[buffer]
@@ -39,14 +68,17 @@ class _Compactor(Mutator):
 
     def visit_Block(self, block: Block) -> Block:
         if block.alloc_buffers:
-            touched = _touched_regions(block)
+            by_threads: dict = {}
             allocs = []
             for buf in block.alloc_buffers:
-                region = _single_region(buf, touched.get(buf, []))
+                threads = tuple(t for t in self.threads if _shares(buf.scope, t.thread_binding.thread_tag))
+                if threads not in by_threads:
+                    by_threads[threads] = _touched_regions(block, threads)
+                region = _single_region(buf, by_threads[threads].get(buf, []), block)
                 if region is None:
                     allocs.append(buf)
                     continue
-                new = dataclasses.replace(buf, shape=tuple(r.extent for r in region))
+                new = dataclasses.replace(buf, shape=tuple(r.extent for r in region), strides=())
                 self.shifts[buf] = (new, tuple(r.min for r in region))
                 allocs.append(new)
             block = dataclasses.replace(block, alloc_buffers=tuple(allocs))
@@ -76,9 +108,10 @@ class _Compactor(Mutator):
         return buffer
 
 
-def _single_region(buffer: Buffer, regions: list) -> tuple | None:
-    """The union of ``regions``, dimension by dimension, or None to keep the whole buffer."""
-    if not regions or buffer.strides:
+def _single_region(buffer: Buffer, regions: list, block: Block) -> tuple | None:
+    """The union of ``regions``, dimension by dimension, or None to keep the whole buffer (one
+    never touched, or aligned by storage_align)."""
+    if not regions or (buffer.strides and "buffer_dim_align" in block.annotations):
         return None
     return tuple(_hull([r.region[d] for r in regions], extent)
                  for d, extent in enumerate(buffer.shape))

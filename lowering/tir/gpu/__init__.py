@@ -7,10 +7,14 @@ from .annotate_entry_func import AnnotateEntryFunc, annotate_entry_func
 from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread
 from .lower_thread_allreduce import LowerThreadAllreduce, lower_thread_allreduce
 from .lower_warp_memory import LowerWarpMemory, lower_warp_memory
-from .pipeline import cuda_target_attr, lower_for_cuda
+from .pipeline import cuda_target_attr, finalize_kernels, lower_for_cuda, split_for_cuda
 from .split_host_device import SplitHostDevice, split_host_device
 from .thread_binding import LiftThreadBinding, UnifyThreadBinding, lift_thread_binding, unify_thread_binding
 from .thread_sync import ThreadSync, thread_sync
 
-__all__ = ["AnnotateEntryFunc", "LiftThreadBinding", "UnifyThreadBinding", "lift_thread_binding", "unify_thread_binding", "InjectVirtualThread", "LowerThreadAllreduce", "LowerWarpMemory", "SplitHostDevice", "ThreadSync", "annotate_entry_func", "cuda_target_attr", "inject_virtual_thread",
-           "lower_thread_allreduce", "lower_warp_memory", "lower_for_cuda", "split_host_device", "thread_sync"]
+__all__ = [
+    "AnnotateEntryFunc", "InjectVirtualThread", "LiftThreadBinding", "LowerThreadAllreduce", "LowerWarpMemory",
+    "SplitHostDevice", "ThreadSync", "UnifyThreadBinding", "annotate_entry_func", "cuda_target_attr",
+    "finalize_kernels", "inject_virtual_thread", "lift_thread_binding", "lower_for_cuda", "lower_thread_allreduce",
+    "lower_warp_memory", "split_for_cuda", "split_host_device", "thread_sync", "unify_thread_binding",
+]

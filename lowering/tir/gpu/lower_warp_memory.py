@@ -35,10 +35,11 @@ def _ranges(body: Stmt) -> Analyzer:
     return analyzer
 
 
-def _lane_index(body: Stmt, warp_size: int) -> tuple[Var, int]:
-    """``threadIdx.x`` inside the warp buffer's scope, and its extent (the width)."""
+def _lane_index(body: Stmt, enclosing: list, warp_size: int) -> tuple[Var, int]:
+    """``threadIdx.x`` launched around or inside the warp buffer's scope, and its extent (the
+    width)."""
     found = None
-    for node in walk(body):
+    for node in [*enclosing, *walk(body)]:
         if isinstance(node, AttrStmt) and node.attr_key == "thread_extent" and node.node.thread_tag == "threadIdx.x":
             extent = node.value.value if isinstance(node.value, IntImm) else None
             if extent is None or extent > warp_size or warp_size % extent:
@@ -61,11 +62,11 @@ def _base(index: PrimExpr, lanes: int) -> PrimExpr:
 
 
 class _WarpAccess(Mutator):
-    def __init__(self, buffer: Buffer, body: Stmt, warp_size: int, analyzer: Analyzer) -> None:
+    def __init__(self, buffer: Buffer, body: Stmt, enclosing: list, warp_size: int, analyzer: Analyzer) -> None:
         self.buffer = buffer
         self.warp_size = warp_size
         self.analyzer = analyzer
-        self.lane, self.width = _lane_index(body, warp_size)
+        self.lane, self.width = _lane_index(body, enclosing, warp_size)
         self.coeff = self._store_coefficient(body)
         size = 1
         for dim in buffer.shape:
@@ -138,11 +139,18 @@ class _WarpMemory(Mutator):
     def __init__(self, warp_size: int, analyzer: Analyzer) -> None:
         self.warp_size = warp_size
         self.analyzer = analyzer
+        self.launches: list = []  # the thread launches around what is visited
+
+    def visit_AttrStmt(self, attr: AttrStmt) -> Stmt:
+        self.launches.append(attr)
+        result = self.generic_visit(attr)
+        self.launches.pop()
+        return result
 
     def visit_AllocBuffer(self, alloc: AllocBuffer) -> Stmt:
         if alloc.buffer.scope != "warp":
             return self.generic_visit(alloc)
-        rewriter = _WarpAccess(alloc.buffer, alloc.body, self.warp_size, self.analyzer)
+        rewriter = _WarpAccess(alloc.buffer, alloc.body, self.launches, self.warp_size, self.analyzer)
         return AllocBuffer(rewriter.local, self.visit(rewriter.visit(alloc.body)), alloc.annotations)
 
 

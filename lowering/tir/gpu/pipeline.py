@@ -12,11 +12,11 @@ kernels are as the code generator takes them.
 
 TVM's passes that tvms does not run (``SKIPPED``) change nothing on schedules without their
 features, except these differences: without CommonSubexprElim no ``cse_v`` lets are made;
-without StorageRewrite allocations stay where LowerOpaqueBlock put them, with their annotations;
-without LiftThreadBinding/UnifyThreadBinding thread loops keep their names (``i_0`` rather than
-``blockIdx_x``) and a kernel may launch one thread index more than once; a reduction bound to
-threads needs LowerCrossThreadReduction, which tvms lacks: ``T.tvm_thread_allreduce`` written in
-the input is lowered.
+without StorageRewrite allocations stay where LowerOpaqueBlock put them (inside the thread
+launches: the same memory for CUDA), with their annotations; tvms's StmtSimplify simplifies
+buffer indices only, and less than TVM's (``(f * 256 + t) // 128`` stays). A reduction bound to
+threads needs LowerCrossThreadReduction, which tvms lacks: such a schedule is refused by
+LowerOpaqueBlock; ``T.tvm_thread_allreduce`` written in the input is lowered.
 """
 from __future__ import annotations
 
@@ -42,18 +42,19 @@ from .lower_intrin_cuda import lower_cuda_intrin
 from .lower_thread_allreduce import lower_thread_allreduce
 from .lower_warp_memory import lower_warp_memory
 from .split_host_device import split_host_device
+from .thread_binding import lift_thread_binding, unify_thread_binding
 from .thread_sync import thread_sync
 
 # TVM's s_tir pipeline up to AnnotateEntryFunc, the passes tvms has (per PrimFunc)
 BEFORE_ENTRY = (canonicalize_loop, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
-                compact_buffer_allocation, lower_match_buffer, lower_opaque_block, flatten_buffer,
-                vectorize_loop, inject_virtual_thread, unroll_loop, stmt_simplify)
+                lift_thread_binding, compact_buffer_allocation, unify_thread_binding, lower_match_buffer,
+                stmt_simplify, lower_opaque_block, flatten_buffer, vectorize_loop, inject_virtual_thread,
+                unroll_loop, stmt_simplify)
 # after it, per PrimFunc: the barriers for each memory scope, then the cross-thread reductions
 BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "shared.dyn"),
                 lambda f: thread_sync(f, "warp"), lower_thread_allreduce)
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
-SKIPPED = ("LowerCrossThreadReduction", "LiftThreadBinding", "ManifestSharedMemoryLocalStage",
-           "LowerAutoCopy", "UnifyThreadBinding", "StmtSimplify (s_tir's, on blocks)", "InjectPermutedLayout",
+SKIPPED = ("LowerCrossThreadReduction", "ManifestSharedMemoryLocalStage", "LowerAutoCopy", "InjectPermutedLayout",
            "AnnotateIrregularLoop", "InjectSoftwarePipeline", "TransformMmaBufferLayout",
            "BF16ComputeLegalize", "NarrowDataType", "LoopPartition", "InjectDoubleBuffer", "StorageRewrite",
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
@@ -87,9 +88,9 @@ def _each_prim_func(mod: IRModule, steps) -> IRModule:
     return result
 
 
-def lower_for_cuda(func: PrimFunc, target: Target) -> IRModule:
-    """The host function and the device kernels of ``func`` scheduled for cuda (see the module
-    docstring)."""
+def split_for_cuda(func: PrimFunc, target: Target) -> IRModule:
+    """TVM's s_tir pipeline on ``func`` up to SplitHostDevice: the host function and its kernels
+    as that stage prints them (before the device passes)."""
     if not isinstance(func, PrimFunc):
         raise TVMSError(f"lower_for_cuda: expected a PrimFunc, got {type(func).__name__}")
     symbol = str(func.attrs.get("global_symbol", "main"))
@@ -98,14 +99,24 @@ def lower_for_cuda(func: PrimFunc, target: Target) -> IRModule:
         func = func.with_attr("target", cuda_target_attr(target))
     mod = _each_prim_func(IRModule({symbol: func}), BEFORE_ENTRY)
     mod = _each_prim_func(annotate_entry_func(mod), BEFORE_SPLIT)
-    mod = split_host_device(mod)
+    return split_host_device(mod)
+
+
+def finalize_kernels(mod: IRModule) -> IRModule:
+    """``mod`` with TVM's device passes run on its kernels (``calling_conv`` 2)."""
     result = mod.copy()
     for gv, kernel in mod.functions_items():
-        if kernel.attrs.get("calling_conv") == 2:
+        if isinstance(kernel, PrimFunc) and kernel.attrs.get("calling_conv") == 2:
             for step in DEVICE:
                 kernel = step(kernel)
             result[gv] = kernel
     return result
 
 
-__all__ = ["lower_for_cuda", "cuda_target_attr", "SKIPPED"]
+def lower_for_cuda(func: PrimFunc, target: Target) -> IRModule:
+    """The host function and the device kernels of ``func`` scheduled for cuda (see the module
+    docstring)."""
+    return finalize_kernels(split_for_cuda(func, target))
+
+
+__all__ = ["lower_for_cuda", "split_for_cuda", "finalize_kernels", "cuda_target_attr", "SKIPPED"]
