@@ -28,7 +28,7 @@ from tvms.script import from_source
 GOLDEN = FIXTURES / "gpu_lowering"
 DIALECT = "tvm-0.27"
 # the passes tvms has, by TVM name; each is checked on every stage it changed in TVM
-IMPLEMENTED = {"LowerInitBlock", "PlanAndUpdateBufferAllocationLocation", "ConvertBlocksToOpaque",
+IMPLEMENTED = {"LowerCrossThreadReduction", "LowerInitBlock", "PlanAndUpdateBufferAllocationLocation", "ConvertBlocksToOpaque",
                "LiftThreadBinding", "CompactBufferAllocation", "UnifyThreadBinding",
                "LowerOpaqueBlock", "FlattenBuffer", "InjectVirtualThread",
                "AnnotateEntryFunc", "ThreadSync", "LowerThreadAllreduce", "SplitHostDevice",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .annotate_entry_func import AnnotateEntryFunc, annotate_entry_func
 from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread
+from .lower_cross_thread_reduction import LowerCrossThreadReduction, lower_cross_thread_reduction
 from .lower_thread_allreduce import LowerThreadAllreduce, lower_thread_allreduce
 from .lower_warp_memory import LowerWarpMemory, lower_warp_memory
 from .pipeline import cuda_target_attr, finalize_kernels, lower_for_cuda, split_for_cuda
@@ -13,8 +14,9 @@ from .thread_binding import LiftThreadBinding, UnifyThreadBinding, lift_thread_b
 from .thread_sync import ThreadSync, thread_sync
 
 __all__ = [
-    "AnnotateEntryFunc", "InjectVirtualThread", "LiftThreadBinding", "LowerThreadAllreduce", "LowerWarpMemory",
+    "AnnotateEntryFunc", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",
+    "LowerThreadAllreduce", "LowerWarpMemory",
     "SplitHostDevice", "ThreadSync", "UnifyThreadBinding", "annotate_entry_func", "cuda_target_attr",
-    "finalize_kernels", "inject_virtual_thread", "lift_thread_binding", "lower_for_cuda", "lower_thread_allreduce",
+    "finalize_kernels", "inject_virtual_thread", "lift_thread_binding", "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce",
     "lower_warp_memory", "split_for_cuda", "split_host_device", "thread_sync", "unify_thread_binding",
 ]

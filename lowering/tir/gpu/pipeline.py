@@ -14,9 +14,9 @@ TVM's passes that tvms does not run (``SKIPPED``) change nothing on schedules wi
 features, except these differences: without CommonSubexprElim no ``cse_v`` lets are made;
 without StorageRewrite allocations stay where LowerOpaqueBlock put them (inside the thread
 launches: the same memory for CUDA), with their annotations; tvms's StmtSimplify simplifies
-buffer indices only, and less than TVM's (``(f * 256 + t) // 128`` stays). A reduction bound to
-threads needs LowerCrossThreadReduction, which tvms lacks: such a schedule is refused by
-LowerOpaqueBlock; ``T.tvm_thread_allreduce`` written in the input is lowered.
+buffer indices only, and less than TVM's (``(f * 256 + t) // 128`` stays). A reduction of several
+buffers at once (argmax) bound to threads is refused (tvms's LowerCrossThreadReduction does
+single-buffer sums, products, minima and maxima).
 """
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ from ..unroll_loop import unroll_loop
 from ..vectorize_loop import vectorize_loop
 from .annotate_entry_func import annotate_entry_func
 from .inject_virtual_thread import inject_virtual_thread
+from .lower_cross_thread_reduction import lower_cross_thread_reduction
 from .lower_intrin_cuda import lower_cuda_intrin
 from .lower_thread_allreduce import lower_thread_allreduce
 from .lower_warp_memory import lower_warp_memory
@@ -46,7 +47,7 @@ from .thread_binding import lift_thread_binding, unify_thread_binding
 from .thread_sync import thread_sync
 
 # TVM's s_tir pipeline up to AnnotateEntryFunc, the passes tvms has (per PrimFunc)
-BEFORE_ENTRY = (canonicalize_loop, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
+BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
                 lift_thread_binding, compact_buffer_allocation, unify_thread_binding, lower_match_buffer,
                 stmt_simplify, lower_opaque_block, flatten_buffer, vectorize_loop, inject_virtual_thread,
                 unroll_loop, stmt_simplify)
@@ -54,7 +55,7 @@ BEFORE_ENTRY = (canonicalize_loop, lower_init_block, plan_buffer_allocation, con
 BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "shared.dyn"),
                 lambda f: thread_sync(f, "warp"), lower_thread_allreduce)
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
-SKIPPED = ("LowerCrossThreadReduction", "ManifestSharedMemoryLocalStage", "LowerAutoCopy", "InjectPermutedLayout",
+SKIPPED = ("ManifestSharedMemoryLocalStage", "LowerAutoCopy", "InjectPermutedLayout",
            "AnnotateIrregularLoop", "InjectSoftwarePipeline", "TransformMmaBufferLayout",
            "BF16ComputeLegalize", "NarrowDataType", "LoopPartition", "InjectDoubleBuffer", "StorageRewrite",
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
