@@ -31,7 +31,7 @@ DIALECT = "tvm-0.27"
 IMPLEMENTED = {"LowerCrossThreadReduction", "LowerInitBlock", "PlanAndUpdateBufferAllocationLocation", "ConvertBlocksToOpaque",
                "LiftThreadBinding", "CompactBufferAllocation", "UnifyThreadBinding",
                "LowerOpaqueBlock", "FlattenBuffer", "InjectVirtualThread",
-               "AnnotateEntryFunc", "ThreadSync", "LowerThreadAllreduce", "SplitHostDevice",
+               "StorageRewrite", "AnnotateEntryFunc", "ThreadSync", "LowerThreadAllreduce", "SplitHostDevice",
                "LowerWarpMemory", "StmtSimplify", "LowerIntrin"}
 # TVM's StmtSimplify before LowerOpaqueBlock (s_tir's, on blocks) is not tvms's: tvms's is the
 # device passes' one (tirx's), checked on the kernels
@@ -97,10 +97,17 @@ def tvm_lowered(case: str) -> str:
                      "main": split["main"]}).script(dialect=DIALECT)
 
 
-def test_lower_for_cuda_prints_what_tvm_compiles() -> None:
-    """The dynamic-shape elementwise case, scheduled, lowered end to end (CSE off in TVM too)."""
-    func = from_source((GOLDEN / "exp_dyn_nocse_00_input.tvms").read_text())["main"]
-    assert gpu.lower_for_cuda(func, Target("cuda")).script(dialect=DIALECT) == tvm_lowered("exp_dyn_nocse")
+# the cases whose TVM lowering made no common subexpressions (tvms has no CommonSubexprElim)
+END_TO_END = ["exp_dyn_nocse", "matmul_relu_nocse", "reduce_warp", "reduce_tree", "reduce_two_warps_nocse",
+              "vthread_local_nocse", "warp_memory_nocse"]
+
+
+@pytest.mark.parametrize("case", END_TO_END)
+def test_lower_for_cuda_prints_what_tvm_compiles(case: str) -> None:
+    """The scheduled function lowered end to end: the host function as TVM's SplitHostDevice
+    stage, the kernels as TVM hands them to the CUDA code generator."""
+    func = from_source((GOLDEN / f"{case}_00_input.tvms").read_text())["main"]
+    assert gpu.lower_for_cuda(func, Target("cuda")).script(dialect=DIALECT) == tvm_lowered(case)
 
 
 def run_kernels(mod: IRModule, arrays: dict, sizes: dict) -> None:

@@ -12,8 +12,7 @@ kernels are as the code generator takes them.
 
 TVM's passes that tvms does not run (``SKIPPED``) change nothing on schedules without their
 features, except these differences: without CommonSubexprElim no ``cse_v`` lets are made;
-without StorageRewrite allocations stay where LowerOpaqueBlock put them (inside the thread
-launches: the same memory for CUDA), with their annotations; tvms's StmtSimplify simplifies
+tvms's StorageRewrite does not let allocations share memory; tvms's StmtSimplify simplifies
 buffer indices only, and less than TVM's (``(f * 256 + t) // 128`` stays). A reduction of several
 buffers at once (argmax) bound to threads is refused (tvms's LowerCrossThreadReduction does
 single-buffer sums, products, minima and maxima).
@@ -43,6 +42,7 @@ from .lower_intrin_cuda import lower_cuda_intrin
 from .lower_thread_allreduce import lower_thread_allreduce
 from .lower_warp_memory import lower_warp_memory
 from .split_host_device import split_host_device
+from .storage_rewrite import storage_rewrite
 from .thread_binding import lift_thread_binding, unify_thread_binding
 from .thread_sync import thread_sync
 
@@ -50,14 +50,14 @@ from .thread_sync import thread_sync
 BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
                 lift_thread_binding, compact_buffer_allocation, unify_thread_binding, lower_match_buffer,
                 stmt_simplify, lower_opaque_block, flatten_buffer, vectorize_loop, inject_virtual_thread,
-                unroll_loop, stmt_simplify)
+                storage_rewrite, unroll_loop, stmt_simplify)
 # after it, per PrimFunc: the barriers for each memory scope, then the cross-thread reductions
 BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "shared.dyn"),
                 lambda f: thread_sync(f, "warp"), lower_thread_allreduce)
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
 SKIPPED = ("ManifestSharedMemoryLocalStage", "LowerAutoCopy", "InjectPermutedLayout",
            "AnnotateIrregularLoop", "InjectSoftwarePipeline", "TransformMmaBufferLayout",
-           "BF16ComputeLegalize", "NarrowDataType", "LoopPartition", "InjectDoubleBuffer", "StorageRewrite",
+           "BF16ComputeLegalize", "NarrowDataType", "LoopPartition", "InjectDoubleBuffer",
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
            "CommonSubexprElim", "FP8ComputeLegalize", "VerifyMemory", "InferFragment",
            "MergeSharedMemoryAllocations", "MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize")
