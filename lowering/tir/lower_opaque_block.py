@@ -18,17 +18,25 @@ from ...ir.node import FrozenDict
 from ...ir.stmt import SERIAL, THREAD_BINDING, AllocBuffer, AttrStmt, Block, BlockRealize, For, IfThenElse, Stmt
 from ...ir.analysis import substitute
 from ...ir.visitor import Mutator
+from .compact_buffer_allocation import storage_aligns
 from .tir_pass import define_tir_pass
 
 PRAGMA_PREFIX = "pragma_"
 
 
-def _allocation_annotations(alignment: int) -> FrozenDict:
-    return FrozenDict({"buffer_allocated_addr": (), "buffer_data_alignment": alignment})
+def _allocation_annotations(alignment: int, aligns: dict) -> FrozenDict:
+    annotations = {"buffer_allocated_addr": (), "buffer_data_alignment": alignment}
+    if aligns:  # (storage_align's rows, kept with the allocation as TVM does, buffer index -1)
+        annotations["buffer_dim_align"] = tuple((-1, dim, factor, offset)
+                                                for dim, (factor, offset) in sorted(aligns.items()))
+    return FrozenDict(annotations)
 
 
 
 class _BlockLowerer(Mutator):
+    def __init__(self, aligns: dict) -> None:
+        self.aligns = aligns  # buffer -> {dim: (factor, offset)} (storage_align)
+
     def visit_BlockRealize(self, realize: BlockRealize) -> Stmt:
         if realize.block.iter_vars:
             raise TVMSError(f"LowerOpaqueBlock: block {realize.block.name_hint!r} still has iterators; "
@@ -47,7 +55,8 @@ class _BlockLowerer(Mutator):
                             f"run LowerInitBlock first")
         body = self.visit(block.body)
         for buffer in reversed(block.alloc_buffers):
-            body = AllocBuffer(buffer, body, _allocation_annotations(buffer.data_alignment or DEFAULT_ALIGN))
+            body = AllocBuffer(buffer, body, _allocation_annotations(buffer.data_alignment or DEFAULT_ALIGN,
+                                                                     self.aligns.get(buffer, {})))
         return body
 
     def visit_For(self, loop: For) -> Stmt:
@@ -82,7 +91,7 @@ def _launch_thread(loop: For, body: Stmt) -> Stmt:
 
 def lower_opaque_block(func: PrimFunc) -> PrimFunc:
     """``func`` without blocks."""
-    return func.with_changes(body=_BlockLowerer().visit(func.body))
+    return func.with_changes(body=_BlockLowerer(storage_aligns(func)).visit(func.body))
 
 
 LowerOpaqueBlock = define_tir_pass("LowerOpaqueBlock", lower_opaque_block)

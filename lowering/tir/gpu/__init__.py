@@ -8,6 +8,7 @@ from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread
 from .lower_cross_thread_reduction import LowerCrossThreadReduction, lower_cross_thread_reduction
 from .lower_thread_allreduce import LowerThreadAllreduce, lower_thread_allreduce
 from .lower_warp_memory import LowerWarpMemory, lower_warp_memory
+from .narrow_data_type import NarrowDataType, narrow_data_type
 from .pipeline import cuda_target_attr, finalize_kernels, lower_for_cuda, split_for_cuda
 from .split_host_device import SplitHostDevice, split_host_device
 from .storage_rewrite import StorageRewrite, storage_rewrite
@@ -16,8 +17,8 @@ from .thread_sync import ThreadSync, thread_sync
 
 __all__ = [
     "AnnotateEntryFunc", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",
-    "LowerThreadAllreduce", "LowerWarpMemory",
+    "LowerThreadAllreduce", "LowerWarpMemory", "NarrowDataType",
     "SplitHostDevice", "StorageRewrite", "ThreadSync", "UnifyThreadBinding", "annotate_entry_func", "cuda_target_attr",
     "finalize_kernels", "inject_virtual_thread", "lift_thread_binding", "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce",
-    "lower_warp_memory", "split_for_cuda", "split_host_device", "storage_rewrite", "thread_sync", "unify_thread_binding",
+    "lower_warp_memory", "narrow_data_type", "split_for_cuda", "split_host_device", "storage_rewrite", "thread_sync", "unify_thread_binding",
 ]

@@ -17,7 +17,7 @@ the code generator.
 from __future__ import annotations
 
 from ....ir.dtype import DataType
-from ....ir.expr import (EQ, NE, Add, Call, Div, FloorDiv, FloorMod, IntImm, Let, Max, Mod, Mul,
+from ....ir.expr import (EQ, NE, Add, Broadcast, Call, Ramp, Div, FloorDiv, FloorMod, IntImm, Let, Max, Mod, Mul,
                          PrimExpr, Select, SizeVar, StringImm, Var, const)
 from ....ir.function import PrimFunc
 from ....ir.op import get_op
@@ -48,10 +48,24 @@ def _popcount_name(dtype: DataType) -> str | None:
     return {32: "__popc", 64: "__popcll"}.get(dtype.bits) if dtype.is_uint else None
 
 
+def _constant(e: PrimExpr) -> int | None:
+    """The value of a constant or of a broadcast constant."""
+    if isinstance(e, Broadcast):
+        e = e.value
+    return e.value if isinstance(e, IntImm) else None
+
+
 def _power_of_two(e: PrimExpr) -> int | None:
-    if isinstance(e, IntImm) and e.value > 0 and e.value & (e.value - 1) == 0:
-        return e.value.bit_length() - 1
+    c = _constant(e)
+    if c is not None and c > 0 and c & (c - 1) == 0:
+        return c.bit_length() - 1
     return None
+
+
+def _like(value: int, e: PrimExpr) -> PrimExpr:
+    """``value`` with ``e``'s type (broadcast to its lanes)."""
+    scalar = const(value, e.dtype.element_of)
+    return scalar if e.dtype.lanes == 1 else Broadcast(scalar, e.dtype.lanes)
 
 
 def _op(symbol: str, a, b) -> PrimExpr:
@@ -63,6 +77,11 @@ class _CudaIntrinLowerer(LoopRangeMutator):
         """A lower bound of ``e``, or None."""
         if isinstance(e, IntImm):
             return e.value
+        if isinstance(e, Broadcast):
+            return self._min(e.value)
+        if isinstance(e, Ramp):
+            base, stride = self._min(e.base), _constant(e.stride)
+            return None if base is None or stride is None else base + min(0, stride * (e.lanes - 1))
         if isinstance(e, SizeVar):
             return 0
         if isinstance(e, Var):
@@ -111,31 +130,33 @@ class _CudaIntrinLowerer(LoopRangeMutator):
         e = self.generic_visit(e)
         shift = _power_of_two(e.b)
         if shift is not None:
-            return _op(">>", e.a, const(shift, e.dtype))
+            return _op(">>", e.a, _like(shift, e))
         if not self._nonneg(e.b):
             rmod, rdiv = Var("rmod", e.dtype), Var("rdiv", e.dtype)
+            zero = _like(0, e)
             return Let(rmod, Mod(e.a, e.b), Let(rdiv, Div(e.a, e.b), Select(
-                _op("or", _op("and", e.b >= 0, rmod >= 0), _op("and", e.b < 0, rmod <= 0)),
-                rdiv, rdiv - 1)))
+                _op("or", _op("and", e.b >= zero, rmod >= zero), _op("and", e.b < zero, rmod <= zero)),
+                rdiv, rdiv - _like(1, e))))
         if self._nonneg(e.a):
             return Div(e.a, e.b)
         rdiv, rmod = Div(e.a, e.b), Mod(e.a, e.b)
-        return rdiv + _op(">>", rmod, const(e.dtype.bits - 1, e.dtype))
+        return rdiv + _op(">>", rmod, _like(e.dtype.bits - 1, e))
 
     def visit_FloorMod(self, e: FloorMod) -> PrimExpr:
         e = self.generic_visit(e)
         shift = _power_of_two(e.b)
         if shift is not None:
-            return _op("&", e.a, const((1 << shift) - 1, e.dtype))
+            return _op("&", e.a, _like((1 << shift) - 1, e))
         if not self._nonneg(e.b):
             rmod = Var("rmod", e.dtype)
+            zero = _like(0, e)
             return Let(rmod, Mod(e.a, e.b), Select(
-                _op("or", _op("and", e.b >= 0, rmod >= 0), _op("and", e.b < 0, rmod <= 0)),
+                _op("or", _op("and", e.b >= zero, rmod >= zero), _op("and", e.b < zero, rmod <= zero)),
                 rmod, rmod + e.b))
         if self._nonneg(e.a):
             return Mod(e.a, e.b)
         rmod = Mod(e.a, e.b)
-        return rmod + _op("&", e.b, _op(">>", rmod, const(e.dtype.bits - 1, e.dtype)))
+        return rmod + _op("&", e.b, _op(">>", rmod, _like(e.dtype.bits - 1, e)))
 
     def _mod_test(self, e, op_class) -> PrimExpr:
         """``x % y == 0`` (or ``!=``) tests the truncated remainder: the same zero."""

@@ -41,6 +41,7 @@ from .lower_cross_thread_reduction import lower_cross_thread_reduction
 from .lower_intrin_cuda import lower_cuda_intrin
 from .lower_thread_allreduce import lower_thread_allreduce
 from .lower_warp_memory import lower_warp_memory
+from .narrow_data_type import narrow_data_type
 from .split_host_device import split_host_device
 from .storage_rewrite import storage_rewrite
 from .thread_binding import lift_thread_binding, unify_thread_binding
@@ -49,7 +50,7 @@ from .thread_sync import thread_sync
 # TVM's s_tir pipeline up to AnnotateEntryFunc, the passes tvms has (per PrimFunc)
 BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
                 lift_thread_binding, compact_buffer_allocation, unify_thread_binding, lower_match_buffer,
-                stmt_simplify, lower_opaque_block, flatten_buffer, vectorize_loop, inject_virtual_thread,
+                stmt_simplify, lower_opaque_block, flatten_buffer, narrow_data_type, vectorize_loop, inject_virtual_thread,
                 storage_rewrite, unroll_loop, stmt_simplify)
 # after it, per PrimFunc: the barriers for each memory scope, then the cross-thread reductions
 BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "shared.dyn"),
@@ -57,7 +58,7 @@ BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "sh
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
 SKIPPED = ("ManifestSharedMemoryLocalStage", "LowerAutoCopy", "InjectPermutedLayout",
            "AnnotateIrregularLoop", "InjectSoftwarePipeline", "TransformMmaBufferLayout",
-           "BF16ComputeLegalize", "NarrowDataType", "LoopPartition", "InjectDoubleBuffer",
+           "BF16ComputeLegalize", "LoopPartition", "InjectDoubleBuffer",
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
            "CommonSubexprElim", "FP8ComputeLegalize", "VerifyMemory", "InferFragment",
            "MergeSharedMemoryAllocations", "MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize")

@@ -49,12 +49,21 @@ def launch_extents(kernel_body: Stmt) -> tuple[list, list]:
     return tags, extents
 
 
-class _BufferRenamer(Mutator):
-    def __init__(self, mapping: dict) -> None:
-        self.mapping = mapping
+class _KernelRenamer(Mutator):
+    """The kernel's own buffers and scalar parameters in place of the host's (each buffer
+    rebuilt once, so that every access still names one object)."""
+
+    def __init__(self, buffers: dict, scalars: dict) -> None:
+        self.buffers = buffers
+        self.scalars = scalars
+
+    def visit_Var(self, var: Var) -> Var:
+        return self.scalars.get(var, var)
 
     def visit_Buffer(self, buffer: Buffer) -> Buffer:
-        return self.mapping.get(buffer, buffer)
+        if buffer not in self.buffers:
+            self.buffers[buffer] = self.generic_visit(buffer)
+        return self.buffers[buffer]
 
 
 class _Splitter(Mutator):
@@ -83,26 +92,29 @@ class _Splitter(Mutator):
         variables, buffers = undefined(body)
         data_of = {buffer.data: buffer for buffer in buffers}
         params = sorted(variables, key=lambda v: (not v.dtype.is_handle, v.name))
-        kernel_params: list = []
-        call_args: list = []
+        # the kernel's own scalar variables (functions share none) and buffers over its pointers
+        scalars = {var: var.with_changes() for var in params if var not in data_of}
         renamed: dict = {}
+        kernel_params: list = []
         for var in params:
             buffer = data_of.get(var)
             if buffer is None:
-                kernel_params.append(var)
-            else:
-                pointer = Var(f"{var.name}_ptr", var.dtype,
-                              var.type_annotation or PointerType(buffer.dtype, "global"))
-                kernel_params.append(pointer)
-                renamed[buffer] = buffer.with_changes(data=pointer, name=var.name)
-            call_args.append(var)
+                kernel_params.append(scalars[var])
+                continue
+            pointer = Var(f"{var.name}_ptr", var.dtype, var.type_annotation or PointerType(buffer.dtype, "global"))
+            kernel_params.append(pointer)
+            renamed[buffer] = buffer.with_changes(
+                data=pointer, name=var.name, shape=tuple(substitute(x, scalars) for x in buffer.shape),
+                strides=tuple(substitute(x, scalars) for x in buffer.strides),
+                elem_offset=None if buffer.elem_offset is None else substitute(buffer.elem_offset, scalars))
         for buffer in buffers:
             if buffer not in renamed:
                 raise TVMSError(f"SplitHostDevice: the kernel uses buffer {buffer.name!r}, whose data "
                                 f"{buffer.data.name!r} it cannot take as a parameter")
-        kernel_body = _BufferRenamer(renamed).visit(body)
+        kernel_body = _KernelRenamer(dict(renamed), scalars).visit(body)
         for buffer in buffers:  # the first used ends innermost, as in TVM
             kernel_body = DeclBuffer(renamed[buffer], kernel_body)
+        call_args = list(params)
         tags, extents = launch_extents(body)
         name = self._kernel_name()
         attrs = {"calling_conv": DEVICE_CALLING_CONV, "target": self.device_target,
