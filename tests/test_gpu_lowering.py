@@ -16,6 +16,7 @@ import pytest
 from conftest import CORPUS_COPY, FIXTURES
 from tvms.ir.expr import BufferLoad, Call, Var
 from tvms.ir.stmt import Block, BlockRealize, BufferStore
+from tvms.ir.errors import TVMSError
 from tvms.ir.module import IRModule
 from tvms.ir.structural import structural_equal
 from tvms.ir.target import Target
@@ -185,3 +186,15 @@ def test_lower_for_cuda_lowers_dlight_schedules(case: str) -> None:
         assert got.attrs.get("tir.kernel_launch_params") == want.attrs.get("tir.kernel_launch_params")
         assert not any(isinstance(n, (Block, BlockRealize)) for n in walk(got.body))
         assert all(len(n.buffer.shape) == 1 for n in walk(got.body) if isinstance(n, (BufferLoad, BufferStore)))
+
+
+def test_bad_input_is_a_clear_error() -> None:
+    func = from_source((GOLDEN / "exp_dyn_nocse_00_input.tvms").read_text())["main"]
+    with pytest.raises(TVMSError, match="target must be cuda"):
+        gpu.lower_for_cuda(func, Target("llvm"))
+    with pytest.raises(TVMSError, match="expected a PrimFunc"):
+        gpu.lower_for_cuda(IRModule({"main": func}), Target("cuda"))
+    text = (GOLDEN / "warp_memory_kernels_00_SplitHostDevice.tvms").read_text()
+    wide = from_source(text.replace('launch_thread("threadIdx.x", 32)', 'launch_thread("threadIdx.x", 48)'))
+    with pytest.raises(TVMSError, match="must divide the warp size"):
+        gpu.lower_warp_memory(wide["main_kernel"])

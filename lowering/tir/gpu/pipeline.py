@@ -96,9 +96,10 @@ def split_for_cuda(func: PrimFunc, target: Target) -> IRModule:
     if not isinstance(func, PrimFunc):
         raise TVMSError(f"lower_for_cuda: expected a PrimFunc, got {type(func).__name__}")
     symbol = str(func.attrs.get("global_symbol", "main"))
+    bound = cuda_target_attr(target)  # (refuses a target that is not cuda)
     existing = func.attrs.get("target")
     if not (isinstance(existing, TargetAttr) and existing.kind == "cuda" and "host" in existing.config):
-        func = func.with_attr("target", cuda_target_attr(target))
+        func = func.with_attr("target", bound)  # (a function already bound to cuda keeps its target)
     mod = _each_prim_func(IRModule({symbol: func}), BEFORE_ENTRY)
     mod = _each_prim_func(annotate_entry_func(mod), BEFORE_SPLIT)
     return split_host_device(mod)
