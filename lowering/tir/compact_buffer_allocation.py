@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...ir.analysis import _bounds, substitute
+from ...ir.analysis import index_bounds, substitute
 from ...ir.buffer import Buffer, BufferRegion
 from ...ir.arith import simplify_index
 from ...ir.expr import Add, BufferLoad, FloorMod, IntImm, PrimExpr, Range, Sub, const, is_const_int
@@ -49,7 +49,7 @@ class _Accesses(Visitor):
     def touch(self, buffer: Buffer, indices: tuple) -> None:
         ranges = []
         for dim, index in enumerate(indices):
-            bounds = _bounds(substitute(index, self.binding), self.doms)
+            bounds = index_bounds(substitute(index, self.binding), self.doms)
             if bounds is None or index.dtype.lanes > 1:
                 extent = buffer.shape[dim]
                 ranges.append(Range(const(0, extent.dtype), extent))
