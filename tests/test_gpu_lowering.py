@@ -22,7 +22,7 @@ from tvms.ir.structural import structural_equal
 from tvms.ir.target import Target
 from tvms.ir.visitor import walk
 from tvms.lowering.pass_registry import get_pass
-from tvms.lowering.transform import Sequential
+from tvms.lowering.transform import PassContext, Sequential
 from tvms.lowering.tir import gpu  # noqa: F401  (registers the GPU passes)
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
@@ -30,7 +30,7 @@ from tvms.script import from_source
 GOLDEN = FIXTURES / "gpu_lowering"
 DIALECT = "tvm-0.27"
 # the passes tvms has, by TVM name; each is checked on every stage it changed in TVM
-IMPLEMENTED = {"LowerCrossThreadReduction", "LowerInitBlock", "PlanAndUpdateBufferAllocationLocation", "ConvertBlocksToOpaque",
+IMPLEMENTED = {"CommonSubexprElim", "LowerCrossThreadReduction", "LowerInitBlock", "PlanAndUpdateBufferAllocationLocation", "ConvertBlocksToOpaque",
                "LiftThreadBinding", "CompactBufferAllocation", "UnifyThreadBinding",
                "LowerOpaqueBlock", "FlattenBuffer", "NarrowDataType", "InjectVirtualThread",
                "StorageRewrite", "AnnotateEntryFunc", "ThreadSync", "LowerThreadAllreduce", "SplitHostDevice",
@@ -130,9 +130,10 @@ def tvm_lowered(case: str) -> str:
                      "main": split["main"]}).script(dialect=DIALECT)
 
 
-# the cases whose TVM lowering made no common subexpressions (tvms has no CommonSubexprElim)
-END_TO_END = ["exp_dyn_nocse", "matmul_relu_nocse", "reduce_warp", "reduce_tree", "reduce_two_warps_nocse",
-              "vthread_local_nocse", "warp_memory_nocse", "dlight_rms_norm_nocse"]
+# scheduled functions whose lowering tvms reproduces end to end (``*_nocse``: CSE off, in both)
+END_TO_END = ["matmul_relu", "exp_dyn", "vthread", "vthread_local", "reduce_warp", "reduce_tree", "reduce_two_warps",
+              "exp_dyn_nocse", "matmul_relu_nocse", "reduce_two_warps_nocse", "vthread_local_nocse",
+              "warp_memory_nocse", "dlight_rms_norm_nocse"]
 
 
 @pytest.mark.parametrize("case", END_TO_END)
@@ -140,7 +141,17 @@ def test_lower_for_cuda_prints_what_tvm_compiles(case: str) -> None:
     """The scheduled function lowered end to end: the host function as TVM's SplitHostDevice
     stage, the kernels as TVM hands them to the CUDA code generator."""
     func = from_source((GOLDEN / f"{case}_00_input.tvms").read_text())["main"]
-    assert gpu.lower_for_cuda(func, Target("cuda")).script(dialect=DIALECT) == tvm_lowered(case)
+    with PassContext(config={"tirx.disable_cse_tir": case.endswith("_nocse")}):
+        lowered = gpu.lower_for_cuda(func, Target("cuda"))
+    assert lowered.script(dialect=DIALECT) == tvm_lowered(case)
+
+
+def test_the_corpus_matmul_comes_out_of_its_schedule() -> None:
+    """The corpus's SplitHostDevice stage of the shared-memory matmul is what lower_for_cuda
+    makes of the scheduled function (before the device passes)."""
+    func = from_source((GOLDEN / "matmul_relu_00_input.tvms").read_text())["main"]
+    split = gpu.split_for_cuda(func, Target("cuda"))
+    assert split.script(dialect=DIALECT) == (CORPUS_COPY / "lower_matmul_relu_gpu_12_SplitHostDevice.tvms").read_text()
 
 
 def run_kernels(mod: IRModule, arrays: dict, sizes: dict) -> None:
@@ -191,7 +202,8 @@ def test_lower_for_cuda_lowers_dlight_schedules(case: str) -> None:
     bodies with flat buffers (the bodies differ where tvms simplifies or narrows less, see
     KNOWN_DIFFERENT)."""
     func = from_source((GOLDEN / f"{case}_00_input.tvms").read_text())["main"]
-    lowered = gpu.lower_for_cuda(func, Target("cuda"))
+    with PassContext(config={"tirx.disable_cse_tir": True}):
+        lowered = gpu.lower_for_cuda(func, Target("cuda"))
     expected = from_source(tvm_lowered(case))
     assert sorted(lowered) == sorted(expected)
     for name in expected:

@@ -7,7 +7,7 @@ from .canonicalize_loop import CanonicalizeLoop, canonicalize_loop
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque, convert_blocks_to_opaque
 from .flatten_buffer import FlattenBuffer, flatten_buffer
-from .gpu import (AnnotateEntryFunc, InjectVirtualThread, LiftThreadBinding, LowerCrossThreadReduction,
+from .gpu import (AnnotateEntryFunc, CommonSubexprElim, InjectVirtualThread, LiftThreadBinding, LowerCrossThreadReduction,
                   LowerThreadAllreduce, LowerWarpMemory, NarrowDataType, SplitHostDevice, StorageRewrite, ThreadSync,
                   UnifyThreadBinding, lower_for_cuda)
 from .lower_init_block import LowerInitBlock, lower_init_block
@@ -22,7 +22,7 @@ from .unswitch_guards import UnswitchGuards, unswitch_guards
 from .vectorize_loop import VectorizeLoop, vectorize_loop
 
 __all__ = [
-    "AnnotateEntryFunc", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",
+    "AnnotateEntryFunc", "CommonSubexprElim", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",
     "LowerThreadAllreduce", "LowerWarpMemory", "NarrowDataType", "SplitHostDevice", "StorageRewrite", "ThreadSync",
     "UnifyThreadBinding", "lower_for_cuda",
     "CanonicalizeLoop", "canonicalize_loop", "CompactBufferAllocation", "ConvertBlocksToOpaque",

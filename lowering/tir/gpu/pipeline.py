@@ -10,9 +10,9 @@ is printed as TVM prints its SplitHostDevice stage: kernels ``<symbol>_kernel`` 
 stage (MakePackedAPI's packed calling convention is the runtime's business in tvms); the
 kernels are as the code generator takes them.
 
-TVM's passes that tvms does not run (``SKIPPED``) change nothing on schedules without their
-features, except these differences: without CommonSubexprElim no ``cse_v`` lets are made;
-tvms's StorageRewrite does not let allocations share memory; tvms's StmtSimplify simplifies
+CommonSubexprElim runs unless the current PassContext's config sets ``tirx.disable_cse_tir`` (as
+in TVM). TVM's passes that tvms does not run (``SKIPPED``) change nothing on schedules without
+their features, except these differences: tvms's StorageRewrite does not let allocations share memory; tvms's StmtSimplify simplifies
 buffer indices only, and less than TVM's (``(f * 256 + t) // 128`` stays). A reduction of several
 buffers at once (argmax) bound to threads is refused (tvms's LowerCrossThreadReduction does
 single-buffer sums, products, minima and maxima).
@@ -35,7 +35,9 @@ from ..plan_buffer_allocation import plan_buffer_allocation
 from ..stmt_simplify import stmt_simplify
 from ..unroll_loop import unroll_loop
 from ..vectorize_loop import vectorize_loop
+from ...transform import PassContext
 from .annotate_entry_func import annotate_entry_func
+from .common_subexpr_elim import common_subexpr_elim
 from .inject_virtual_thread import inject_virtual_thread
 from .lower_cross_thread_reduction import lower_cross_thread_reduction
 from .lower_intrin_cuda import lower_cuda_intrin
@@ -60,7 +62,7 @@ SKIPPED = ("ManifestSharedMemoryLocalStage", "LowerAutoCopy", "InjectPermutedLay
            "AnnotateIrregularLoop", "InjectSoftwarePipeline", "TransformMmaBufferLayout",
            "BF16ComputeLegalize", "LoopPartition", "InjectDoubleBuffer",
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
-           "CommonSubexprElim", "FP8ComputeLegalize", "VerifyMemory", "InferFragment",
+           "FP8ComputeLegalize", "VerifyMemory", "InferFragment",
            "MergeSharedMemoryAllocations", "MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize")
 
 DEFAULT_HOST = {"keys": ("cpu",), "kind": "llvm", "mtriple": "x86_64-pc-linux-gnu", "tag": ""}
@@ -100,7 +102,10 @@ def split_for_cuda(func: PrimFunc, target: Target) -> IRModule:
     existing = func.attrs.get("target")
     if not (isinstance(existing, TargetAttr) and existing.kind == "cuda" and "host" in existing.config):
         func = func.with_attr("target", bound)  # (a function already bound to cuda keeps its target)
-    mod = _each_prim_func(IRModule({symbol: func}), BEFORE_ENTRY)
+    steps = BEFORE_ENTRY
+    if not PassContext.current().config.get("tirx.disable_cse_tir", False):  # (TVM's option)
+        steps += (common_subexpr_elim,)
+    mod = _each_prim_func(IRModule({symbol: func}), steps)
     mod = _each_prim_func(annotate_entry_func(mod), BEFORE_SPLIT)
     return split_host_device(mod)
 
