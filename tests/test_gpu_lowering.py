@@ -4,7 +4,10 @@ fixtures/gpu_lowering (made by generate_with_tvm.py there) holds, for functions 
 cuda, the module after every pass of TVM's s_tir pipeline that changed it
 (``<case>_<NN>_<Pass>.tvms``) and the kernels after the device passes
 (``<case>_kernels_<NN>_<Pass>.tvms``). Each pass tvms implements is applied to TVM's stage before
-it and must print TVM's stage after it byte for byte.
+it and must print TVM's stage after it byte for byte (KNOWN_DIFFERENT says where and why not);
+``lower_for_cuda`` must give TVM's host function and kernels from the scheduled function; the
+kernels of the cases whose threads do not communicate must compute what the schedule computes
+(reference executor); DLight's schedules must lower to TVM's kernel signatures and launches.
 """
 from __future__ import annotations
 
