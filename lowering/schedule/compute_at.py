@@ -16,7 +16,7 @@ from ...ir.analysis import substitute
 from ...ir.arith import Analyzer, Sum
 from ...ir.arith.split_sum import SplitTerm
 from ...ir.buffer import Buffer
-from ...ir.expr import GE, LT, Add, And, IntImm, IterVar, PrimExpr, Sub, Var, const, is_const_int
+from ...ir.expr import GE, LT, Add, And, IntImm, IterVar, Mul, PrimExpr, Sub, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, For, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
@@ -197,7 +197,7 @@ def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list
     conds: list[PrimExpr] = []
     for iv, value in zip(block.iter_vars, values):
         if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):
-            conds.extend(_symbolic_domain_guard(iv, value, around))
+            conds.extend(_symbolic_domain_guard(iv, value, around, analyzer))
             continue
         lo, end = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value
         b = analyzer.bound(value)
@@ -211,14 +211,35 @@ def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list
     return guard
 
 
-def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For]) -> list[PrimExpr]:
+def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For], analyzer: Analyzer) -> list[PrimExpr]:
     """The conditions keeping ``value`` in a symbolic domain: none when it is a loop variable
     whose loop has exactly that domain (a row loop ``for i in range(n)`` bound to ``i``)."""
     for node in around:
         if (value is node.loop_var and structural_equal(node.min, iv.dom.min)
                 and structural_equal(node.extent, iv.dom.extent)):
             return []
+    if is_const_int(iv.dom.min, 0) and _tiles_domain(value, iv.dom.extent, around, analyzer):
+        return []
     return [GE(value, iv.dom.min), LT(value, Add(iv.dom.min, iv.dom.extent))]
+
+
+def _tiles_domain(value: PrimExpr, extent: PrimExpr, around: list[For], analyzer: Analyzer) -> bool:
+    """Whether ``value`` is ``v * c + rest`` with ``v`` a loop over ``[0, m)``, ``rest`` in
+    ``[0, c)`` and ``extent`` being ``m * c``: a tile of a padded symbolic domain (a loop over
+    ``(n + 31) // 32`` tiles of 32 rows covers ``(n + 31) // 32 * 32`` exactly). ``analyzer``
+    knows the constant loops."""
+    for node in around:
+        if isinstance(node.extent, IntImm) or not is_const_int(node.min, 0):
+            continue
+        rest = analyzer.simplify(substitute(value, {node.loop_var: const(0, node.loop_var.dtype)}))
+        tile = analyzer.simplify(Sub(value, rest))
+        if not (isinstance(tile, Mul) and tile.a is node.loop_var and isinstance(tile.b, IntImm)):
+            continue
+        bound = analyzer.bound(rest)
+        if (bound is not None and 0 <= bound[0] and bound[1] < tile.b.value
+                and structural_equal(analyzer.simplify(Mul(node.extent, tile.b)), analyzer.simplify(extent))):
+            return True
+    return False
 
 
 def _check_same_scope(realize: BlockRealize, path: tuple, loop: For, loop_path: tuple, primitive: str) -> None:

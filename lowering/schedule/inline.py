@@ -11,7 +11,8 @@ from typing import Any
 
 from ...ir.analysis import infer_block_regions, substitute
 from ...ir.buffer import Buffer
-from ...ir.expr import BufferLoad, Var
+from ...ir.expr import LT, Add, And, BufferLoad, IntImm, PrimExpr, Var, is_const_int
+from ...ir.structural import structural_equal
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore
 from ...ir.visitor import Mutator, collect
@@ -35,6 +36,48 @@ def _distinct_iter_vars(indices: tuple, block: Block, primitive: str) -> list[Va
     return list(indices)
 
 
+def _consumer_params(indices: tuple, block: Block, producer: Block) -> list:
+    """The consumer's iterators at each index of its load (None at a constant index). Each
+    iterator appears once (or, of extent 1, not at all), and a constant index sits where the
+    producer has a unit iterator of that value (``C[0, i, j]`` of a producer writing
+    ``C[v0, v1, v2]``, ``v0`` in [0, 1))."""
+    what = "reverse_compute_inline"
+    variables = tuple(i for i in indices if not isinstance(i, IntImm))
+    unit = tuple(iv.var for iv in block.iter_vars if is_const_int(iv.dom.extent, 1)
+                 and not any(iv.var is v for v in variables))
+    _distinct_iter_vars(variables + unit, block, what)
+    params = []
+    domains = {id(iv.var): iv.dom for iv in producer.iter_vars}
+    for index, stored_at in zip(indices, producer.body.indices):
+        dom = domains[id(stored_at)]
+        if isinstance(index, IntImm):
+            if not (isinstance(dom.min, IntImm) and dom.min.value == index.value
+                    and isinstance(dom.extent, IntImm) and dom.extent.value == 1):
+                raise ScheduleError(f"{what}: block '{block.name_hint}' reads '{producer.name_hint}''s "
+                                    f"result at the constant {index.value} where that block iterates")
+            params.append(None)
+        else:
+            params.append(index)
+    return params
+
+
+def _consumer_domain_predicate(consumer: Block, mapping: dict, realize: BlockRealize) -> PrimExpr:
+    """The producer's predicate, and-ed with ``binding < extent`` for each consumer iterator whose
+    domain is smaller than the producer iterator it becomes (a padded producer writing back only
+    the rows that exist: ``ax1_0 * 32 + ax1 < n``)."""
+    binding = {id(iv.var): (iv, value) for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
+    predicate = realize.predicate
+    for civ in consumer.iter_vars:
+        if id(mapping[civ.var]) not in binding:  # (a unit iterator, at its only value)
+            continue
+        piv, value = binding[id(mapping[civ.var])]
+        if structural_equal(piv.dom.extent, civ.dom.extent) and structural_equal(piv.dom.min, civ.dom.min):
+            continue
+        bound = LT(value, civ.dom.extent if is_const_int(civ.dom.min, 0) else Add(civ.dom.min, civ.dom.extent))
+        predicate = bound if is_const_int(predicate, 1) else And(predicate, bound)
+    return predicate
+
+
 class _InlineLoads(Mutator):
     """Replaces loads of ``buffer`` with ``value`` evaluated at the load's indices."""
 
@@ -45,7 +88,7 @@ class _InlineLoads(Mutator):
         node = self.generic_visit(node)
         if node.buffer is not self.buffer:
             return node
-        return substitute(self.value, dict(zip(self.params, node.indices)))
+        return substitute(self.value, {p: i for p, i in zip(self.params, node.indices) if p is not None})
 
 
 def _with_reads(block: Block) -> Block:
@@ -73,7 +116,13 @@ def _readers(func: PrimFunc, buffer: Buffer) -> list[BlockRealize]:
 def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     block = realize.block
     store = _single_store(block, "compute_inline")
-    params = _distinct_iter_vars(store.indices, block, "compute_inline")
+    # (a constant index, as a reindex stage's T.int64(0), is where every consumer reads too; a
+    # unit iterator the indices leave out is at its only value)
+    variables = tuple(i for i in store.indices if not isinstance(i, IntImm))
+    unit = [iv for iv in block.iter_vars if is_const_int(iv.dom.extent, 1) and not any(iv.var is v for v in variables)]
+    _distinct_iter_vars(variables + tuple(iv.var for iv in unit), block, "compute_inline")
+    params = [None if isinstance(i, IntImm) else i for i in store.indices]
+    value = substitute(store.value, {iv.var: iv.dom.min for iv in unit}) if unit else store.value
     buffer = store.buffer
     if any(b is buffer for b in func.buffer_map.values()):
         raise ScheduleError(f"compute_inline: block '{block.name_hint}' is an output block: it writes "
@@ -81,7 +130,7 @@ def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     if len(_writers(func, buffer)) != 1:
         raise ScheduleError(f"compute_inline: buffer '{buffer.name}' of block '{block.name_hint}' has "
                             f"other writers")
-    inliner = _InlineLoads(buffer, params, store.value)
+    inliner = _InlineLoads(buffer, params, value)
     table: dict[int, Any] = {}
     for consumer in _readers(func, buffer):
         new = inliner.visit(consumer.block.with_changes(reads=()))
@@ -111,14 +160,18 @@ def reverse_compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     if any(len(n.indices) != len(first) or any(a is not b for a, b in zip(n.indices, first)) for n in loads):
         raise ScheduleError(f"reverse_compute_inline: block '{name}' loads '{buffer.name}' at "
                             f"different indices")
-    params = _distinct_iter_vars(first, block, "reverse_compute_inline")
     producer = writers[0].block
     producer_store = _single_store(producer, "reverse_compute_inline")
     producer_params = _distinct_iter_vars(producer_store.indices, producer, "reverse_compute_inline")
-    mapping = dict(zip(params, producer_params))
-    value = _InlineLoads(buffer, producer_params, producer_store.value).visit(substitute(store.value, mapping))
+    params = _consumer_params(first, block, producer)
+    mapping = {v: p for v, p in zip(params, producer_params) if v is not None}
+    mapping.update({iv.var: iv.dom.min for iv in block.iter_vars if iv.var not in mapping})
+    # every load reads what the producer stores at its own indices
+    value = _InlineLoads(buffer, [], producer_store.value).visit(substitute(store.value, mapping))
     new_store = BufferStore(store.buffer, value, tuple(substitute(i, mapping) for i in store.indices))
     merged = producer.with_changes(body=new_store, reads=(), writes=())
     reads, writes = infer_block_regions(merged)
-    func = replace_stmts(func, {id(producer): merged.with_changes(reads=reads, writes=writes)})
+    merged = merged.with_changes(reads=reads, writes=writes)
+    predicate = _consumer_domain_predicate(block, mapping, writers[0])
+    func = replace_stmts(func, {id(writers[0]): writers[0].with_changes(block=merged, predicate=predicate)})
     return _drop_allocation(remove_block(func, name, "reverse_compute_inline"), buffer)

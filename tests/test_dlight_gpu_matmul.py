@@ -1,0 +1,170 @@
+"""The DLight GPU rules for products (lowering/dlight/gpu_matmul.py, gpu_gemv.py,
+gpu_low_batch_gemv.py): each gives TVM 0.27's schedule, printed byte for byte, on the legalized
+operators of tests/fixtures/dlight_gpu/mm_* (made by generate_with_tvm.py there) and on the
+corpus MLP; declines, without an exception, every other legalized operator; and the scheduled
+functions compute what they computed before (the reference executor, against numpy)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tvms.ir.function import PrimFunc
+from tvms.ir.module import IRModule
+from tvms.ir.target import Target
+from tvms.lowering.dlight.base import ApplyDefaultSchedule
+from tvms.lowering.dlight.gpu_matmul import Matmul
+from tvms.runtime.reference import run_prim_func
+from tvms.runtime.tir_values import numpy_dtype
+from tvms.script import from_source
+
+HERE = Path(__file__).parent
+GOLDENS = HERE / "fixtures" / "dlight_gpu"
+CORPUS = HERE.parents[1] / "shared" / "corpus"
+if not CORPUS.is_dir():
+    CORPUS = HERE.parents[1].parent / "shared" / "corpus"
+
+
+def rules() -> tuple:
+    return (Matmul(),)
+
+
+# case -> the rules the generator applied (all three, unless the case says otherwise)
+CASES = ["matmul_static", "matmul_dyn", "batch_matmul", "matmul_fp16", "matmul_nt", "matmul_nt_fp16",
+         "linear_bias_dyn", "gemv_matmul_vector"]
+
+
+def schedule(mod: IRModule, target: str = "cuda") -> IRModule:
+    with Target(target):
+        return ApplyDefaultSchedule(*rules())(mod)
+
+
+def read(name: str) -> IRModule:
+    return from_source((GOLDENS / name).read_text(), name)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_schedule_is_tvms(case):
+    got = schedule(read(f"mm_{case}_before.tvms")).script(dialect="tvm-0.27")
+    assert got + "\n" == (GOLDENS / f"mm_{case}_after.tvms").read_text()
+
+
+def test_corpus_mlp_matmuls_are_tvms():
+    """The MLP's two fused matmuls of ``mlp_bias_dyn_05_dlight_cuda`` (its transposes are the
+    Transpose rule's)."""
+    before = from_source((CORPUS / "mlp_bias_dyn_04_zero_pipeline.tvms").read_text())
+    after = from_source((CORPUS / "mlp_bias_dyn_05_dlight_cuda.tvms").read_text())
+    got = schedule(before)
+    names = [name for name in after if name.startswith("fused_matmul")]
+    assert len(names) == 2
+    for name in names:
+        assert got[name].script(dialect="tvm-0.27") == after[name].script(dialect="tvm-0.27")
+
+
+def test_rules_are_for_gpu_targets_only():
+    mod = read("mm_matmul_static_before.tvms")
+    assert schedule(mod, "llvm").script() == read("mm_matmul_static_before.tvms").script()
+
+
+def test_tensor_core_shapes_are_declined_on_sm80():
+    """TVM takes its tensor-core variant there, which tvms does not build: no other schedule."""
+    before = read("mm_matmul_fp16_before.tvms")
+    assert schedule(before, "cuda -arch=sm_80").script() == read("mm_matmul_fp16_before.tvms").script()
+    fp32 = schedule(read("mm_matmul_static_before.tvms"), "cuda -arch=sm_80")
+    assert fp32.script() == schedule(read("mm_matmul_static_before.tvms")).script()
+
+
+# ---------------------------------------------------------------- declining
+def _legalized_modules() -> list[Path]:
+    return sorted([*(HERE / "fixtures" / "legalize").glob("*_legalized.tvms"),
+                   *CORPUS.glob("relax_op_*_legalized.tvms")])
+
+
+@pytest.mark.slow
+def test_every_legalized_operator_is_scheduled_or_declined():
+    for path in _legalized_modules():
+        mod = from_source(path.read_text(), str(path))
+        for name in list(mod):
+            func = mod[name]
+            if not isinstance(func, PrimFunc):
+                continue
+            for rule in rules():
+                rule.apply(func, Target("cuda"), False)  # (a Schedule or None, never an exception)
+
+
+# ---------------------------------------------------------------- semantics
+def _arguments(func: PrimFunc, sizes: dict, rng: np.random.Generator) -> list:
+    values = {}
+    args = []
+    for param in func.params:
+        buffer = func.buffer_map[param]
+        shape = []
+        for dim in buffer.shape:
+            shape.append(dim.value if hasattr(dim, "value") else sizes[dim.name])
+            values.setdefault(dim, shape[-1])
+        dtype = numpy_dtype(buffer.dtype)
+        args.append(rng.integers(-3, 4, size=shape).astype(dtype))
+    return args
+
+
+SMALL = """
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def fused_matmul_add(p_x: T.handle, w: T.Buffer((T.int64(16), T.int64(10)), "float32"), bias: T.Buffer((T.int64(10),), "float32"), p_out: T.handle):
+        T.func_attr({"tirx.noalias": True})
+        n = T.int64()
+        x = T.match_buffer(p_x, (n, T.int64(16)))
+        out = T.match_buffer(p_out, (n, T.int64(10)))
+        # with T.sblock("root"):
+        matmul = T.sblock_alloc_buffer((n, T.int64(10)))
+        for i0, i1, k in T.grid(n, T.int64(10), T.int64(16)):
+            with T.sblock("matmul"):
+                v_i0, v_i1, v_k = T.axis.remap("SSR", [i0, i1, k])
+                T.reads(x[v_i0, v_k], w[v_k, v_i1])
+                T.writes(matmul[v_i0, v_i1])
+                with T.init():
+                    matmul[v_i0, v_i1] = T.float32(0.0)
+                matmul[v_i0, v_i1] = matmul[v_i0, v_i1] + x[v_i0, v_k] * w[v_k, v_i1]
+        for ax0, ax1 in T.grid(n, T.int64(10)):
+            with T.sblock("T_add"):
+                v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
+                T.reads(matmul[v_ax0, v_ax1], bias[v_ax1])
+                T.writes(out[v_ax0, v_ax1])
+                out[v_ax0, v_ax1] = matmul[v_ax0, v_ax1] + bias[v_ax1]
+
+    @T.prim_func(private=True, s_tir=True)
+    def batch_matmul_nt(a: T.Buffer((T.int64(2), T.int64(5), T.int64(16)), "float16"), b: T.Buffer((T.int64(2), T.int64(7), T.int64(16)), "float16"), c: T.Buffer((T.int64(2), T.int64(5), T.int64(7)), "float16")):
+        T.func_attr({"tirx.noalias": True})
+        for i0, i1, i2, k in T.grid(T.int64(2), T.int64(5), T.int64(7), T.int64(16)):
+            with T.sblock("matmul"):
+                v_i0, v_i1, v_i2, v_k = T.axis.remap("SSSR", [i0, i1, i2, k])
+                T.reads(a[v_i0, v_i1, v_k], b[v_i0, v_i2, v_k])
+                T.writes(c[v_i0, v_i1, v_i2])
+                with T.init():
+                    c[v_i0, v_i1, v_i2] = T.float16(0.0)
+                c[v_i0, v_i1, v_i2] = c[v_i0, v_i1, v_i2] + a[v_i0, v_i1, v_k] * b[v_i0, v_i2, v_k]
+"""
+
+
+def test_scheduled_functions_compute_the_same():
+    """Small integer inputs: every sum is exact, so the comparison is exact too. The reference
+    executor runs thread-bound loops one thread after another, which is exact for these kernels
+    (no barrier is needed: each thread, run alone, fetches whole tiles into shared memory before
+    it reads them)."""
+    before = from_source(SMALL)
+    after = schedule(from_source(SMALL))
+    rng = np.random.default_rng(0)
+    for name in before:
+        original, scheduled = before[name], after[name]
+        assert scheduled.attrs.get("tir.is_scheduled"), name
+        args = _arguments(original, {"n": 3}, rng)
+        expected = [a.copy() for a in args]
+        run_prim_func(original, *expected)
+        got = [a.copy() for a in args]
+        run_prim_func(scheduled, *got)
+        np.testing.assert_array_equal(got[-1], expected[-1])
