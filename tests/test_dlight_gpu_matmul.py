@@ -14,6 +14,7 @@ from tvms.ir.function import PrimFunc
 from tvms.ir.module import IRModule
 from tvms.ir.target import Target
 from tvms.lowering.dlight.base import ApplyDefaultSchedule
+from tvms.lowering.dlight.gpu_gemv import GEMV
 from tvms.lowering.dlight.gpu_matmul import Matmul
 from tvms.runtime.reference import run_prim_func
 from tvms.runtime.tir_values import numpy_dtype
@@ -27,12 +28,12 @@ if not CORPUS.is_dir():
 
 
 def rules() -> tuple:
-    return (Matmul(),)
+    return (Matmul(), GEMV())
 
 
 # case -> the rules the generator applied (all three, unless the case says otherwise)
 CASES = ["matmul_static", "matmul_dyn", "batch_matmul", "matmul_fp16", "matmul_nt", "matmul_nt_fp16",
-         "linear_bias_dyn", "gemv_matmul_vector"]
+         "linear_bias_dyn", "gemv_matmul_vector", "gemv", "gemv_batched"]
 
 
 def schedule(mod: IRModule, target: str = "cuda") -> IRModule:

@@ -40,7 +40,7 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
         everything.bind(var, lo, extent)
     s = analyzer.canonical(e)
     fixed, low, high = [], 0, 0
-    for t in s.terms:
+    for t in [u for term in s.terms for u in (_split_digits(everything, term) or [term])]:
         if any(isinstance(n, Var) and id(n) in inner for n in _vars(t.index)):
             b = analyzer.term_bound(t)
             if b is None and (whole := everything.term_bound(t)) is not None and whole[0] == whole[1]:
@@ -52,12 +52,38 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
                 return None
             a, c = b[0] * t.scale, b[1] * t.scale
             low, high = low + min(a, c), high + max(a, c)
+        elif (whole := everything.term_bound(t)) is not None and whole[0] == whole[1]:
+            low, high = low + whole[0] * t.scale, high + whole[0] * t.scale  # (``co_0 // 2``, co_0 < 2)
         else:
             fixed.append(t)
     rest = Sum(tuple(fixed), s.base)
     dtype = e.dtype
     return (analyzer.simplify(Add(analyzer.to_expr(rest, dtype), const(low, dtype))),
             analyzer.simplify(Add(analyzer.to_expr(rest, dtype), const(high, dtype))))
+
+
+def _split_digits(analyzer: Analyzer, t: SplitTerm) -> list[SplitTerm] | None:
+    """``(high * g + low) // d`` with ``low`` in [0, g) and g dividing d is ``high // (d / g)``, and
+    ``(high * g + low) % m`` with g dividing m is ``high % (m / g) * g + low``: the term split
+    into its digits, as TVM's analyzer (which knows every loop's range) simplifies it
+    (``(bx * 16 + ty) % 256`` is ``bx % 16 * 16 + ty`` for ``ty`` < 16)."""
+    s = analyzer.canonical(t.index)
+    if len(s.terms) < 2 or s.base or (t.upper is None) == (t.lower == 1):
+        return None
+    dtype = t.index.dtype
+    for g in sorted({u.scale for u in s.terms if u.scale > 1}, reverse=True):
+        high = [replace(u, scale=u.scale // g) for u in s.terms if u.scale % g == 0]
+        low = [u for u in s.terms if u.scale % g]
+        bound = analyzer.sum_bound(Sum(tuple(low), 0)) if low else None
+        if not high or bound is None or bound[0] < 0 or bound[1] >= g:
+            continue
+        index = analyzer.to_expr(Sum(tuple(high), 0), dtype)
+        if t.upper is None and t.lower % g == 0:
+            return [SplitTerm(index, t.lower // g, None, t.scale)]
+        if t.lower == 1 and t.upper is not None and t.upper % g == 0:
+            return [SplitTerm(index, 1, t.upper // g, t.scale * g), *(replace(u, scale=u.scale * t.scale) for u in low)]
+        return None
+    return None
 
 
 def _outer_quotient(analyzer: Analyzer, t: SplitTerm, inner: dict) -> SplitTerm | None:
@@ -88,7 +114,8 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
     units = {n.loop_var: n.min for n in around if is_const_int(n.extent, 1)}
     outer = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value) for n in around
              if isinstance(n.min, IntImm) and isinstance(n.extent, IntImm)}
-    shared_by = _threads_sharing(around, buffer.scope)
+    # (reverse_compute_at relaxes no thread loop outside ``loop``, as TVM's RelaxBufferRegions)
+    shared_by = [] if writes else _threads_sharing(around, buffer.scope)
     found: list | None = None
     for node, path in walk_with_path(loop.body, (loop,)):
         if not isinstance(node, BlockRealize):
@@ -129,13 +156,14 @@ _STORAGE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
 def _threads_sharing(around: list[For], scope: str) -> list[For]:
     """The thread-bound loops of ``around`` whose threads all see a buffer of ``scope``, so the
     region computed covers every thread of them (TVM's CanRelaxStorageUnderThread): a shared
-    buffer is one per thread block (threadIdx and vthread loops relax), a global one one for all."""
+    buffer is one per thread block (threadIdx and vthread loops relax); a global buffer relaxes
+    none (TVM's LoopDomainOfSRefTreePath adds these loops only for a scope below global)."""
     rank = _STORAGE_RANK.get(scope.split(".")[0])
     found = []
     for n in around:
         tag = n.thread_binding.thread_tag if n.thread_binding is not None else ""
         thread_rank = 0 if tag.startswith("blockIdx") else 1 if tag.startswith(("threadIdx", "vthread")) else None
-        if rank is None or thread_rank is None:
+        if not rank or thread_rank is None:  # (a global buffer relaxes nothing outside the loop)
             continue
         if (tag == "threadIdx.x") if rank == 2 else rank <= thread_rank:
             found.append(n)
@@ -289,7 +317,7 @@ def compute_at(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, lo
     moved = _rebuild_block(realize, buffer, tuple(r.min for r in accessed.region), dims, preserve_unit_loops,
                            around)
     # The block leaves its place, then goes into the loop's body next to the blocks it serves.
-    func = remove_block(func, name, primitive)
+    func = remove_block(func, realize, primitive)
     loop = find_loop(func, loop.loop_var)[0]
     children = list(loop.body.seq) if isinstance(loop.body, SeqStmt) else [loop.body]
     serves = [i for i, child in enumerate(children)
