@@ -66,7 +66,8 @@ def _split_digits(analyzer: Analyzer, t: SplitTerm) -> list[SplitTerm] | None:
     """``(high * g + low) // d`` with ``low`` in [0, g) and g dividing d is ``high // (d / g)``, and
     ``(high * g + low) % m`` with g dividing m is ``high % (m / g) * g + low``: the term split
     into its digits, as TVM's analyzer (which knows every loop's range) simplifies it
-    (``(bx * 16 + ty) % 256`` is ``bx % 16 * 16 + ty`` for ``ty`` < 16)."""
+    (``(bx * 16 + ty) % 256`` is ``bx % 16 * 16 + ty`` for ``ty`` < 16); so is
+    ``(high * g + low) // d`` for d dividing g."""
     s = analyzer.canonical(t.index)
     if len(s.terms) < 2 or s.base or (t.upper is None) == (t.lower == 1):
         return None
@@ -80,6 +81,9 @@ def _split_digits(analyzer: Analyzer, t: SplitTerm) -> list[SplitTerm] | None:
         index = analyzer.to_expr(Sum(tuple(high), 0), dtype)
         if t.upper is None and t.lower % g == 0:
             return [SplitTerm(index, t.lower // g, None, t.scale)]
+        if t.upper is None and g % t.lower == 0:  # ((hi * 16 + lo) // 8 is hi * 2 + lo // 8)
+            rest = analyzer.to_expr(Sum(tuple(low), 0), dtype)
+            return [SplitTerm(index, 1, None, t.scale * (g // t.lower)), SplitTerm(rest, t.lower, None, t.scale)]
         if t.lower == 1 and t.upper is not None and t.upper % g == 0:
             return [SplitTerm(index, 1, t.upper // g, t.scale * g), *(replace(u, scale=u.scale * t.scale) for u in low)]
         return None
@@ -136,9 +140,10 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
                     raise ScheduleError(f"the access of block '{node.block.name_hint}' to '{buffer.name}' "
                                         f"under loop '{loop.loop_var.name}' varies with loop "
                                         f"'{used[0].loop_var.name}' of symbolic extent")
-                lo = _symbolic_bounds(substitute(r.min, binding), inner, outer)
-                hi = _symbolic_bounds(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), binding), inner,
-                                      outer)
+                # (a loop of one iteration outside is its value: ``bx * 16 + ty`` is ``ty`` there)
+                lo = _symbolic_bounds(substitute(substitute(r.min, binding), units), inner, outer)
+                hi = _symbolic_bounds(substitute(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)),
+                                                            binding), units), inner, outer)
                 if lo is None or hi is None:
                     raise ScheduleError(f"cannot bound the access of block '{node.block.name_hint}' to "
                                         f"'{buffer.name}' under loop '{loop.loop_var.name}'")
