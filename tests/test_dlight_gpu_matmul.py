@@ -22,9 +22,7 @@ from tvms.script import from_source
 
 HERE = Path(__file__).parent
 GOLDENS = HERE / "fixtures" / "dlight_gpu"
-CORPUS = HERE.parents[1] / "shared" / "corpus"
-if not CORPUS.is_dir():
-    CORPUS = HERE.parents[1].parent / "shared" / "corpus"
+CORPUS = HERE / "fixtures" / "corpus"  # (the copies of ../shared/corpus, see conftest.py)
 
 
 def rules() -> tuple:
@@ -128,3 +126,15 @@ def test_scheduled_functions_compute_the_same():
         got = [a.copy() for a in args]
         run_prim_func(scheduled, *got)
         np.testing.assert_array_equal(got[-1], expected[-1])
+
+
+def test_target_limits_are_tvms_defaults_unless_given():
+    from tvms.lowering.dlight import gpu_utils as U
+
+    cuda = Target("cuda")
+    assert (U.max_num_threads(cuda), U.thread_warp_size(cuda), U.max_shared_memory_per_block(cuda)) == (1024, 32, 49152)
+    assert U.sm_version(cuda) == -1 and U.sm_version(Target("cuda -arch=sm_80")) == 80
+    given = Target("cuda -max_num_threads=512 -max_threads_per_block=256 -thread_warp_size=16")
+    assert (U.max_num_threads(given), U.max_threads_per_block(given), U.thread_warp_size(given)) == (512, 256, 16)
+    assert U.max_threads_per_block(Target("rocm")) == 256 and U.thread_warp_size(Target("rocm")) == 64
+    assert not Matmul().is_target_available(Target("llvm")) and GEMV().is_target_available(Target("vulkan"))

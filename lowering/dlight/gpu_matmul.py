@@ -28,7 +28,7 @@ from ...ir.expr import COMM_REDUCE, DATA_PAR, Add, IntImm, Mul, PrimExpr, Var, c
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block
 from ...ir.visitor import collect
-from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
+from ..schedule import BlockRV, Schedule, ScheduleError
 from ..schedule.layout import IndexMap
 from .gpu_utils import GPURule, sm_version, target_kind
 
