@@ -29,9 +29,9 @@ def rules() -> tuple:
     return (Matmul(), GEMV())
 
 
-# case -> the rules the generator applied (all three, unless the case says otherwise)
-CASES = ["matmul_static", "matmul_dyn", "batch_matmul", "matmul_fp16", "matmul_nt", "matmul_nt_fp16",
-         "linear_bias_dyn", "gemv_matmul_vector", "gemv", "gemv_batched", "gemv_bias", "small"]
+CASES = ["matmul_static", "matmul_dyn", "batch_matmul", "matmul_broadcast", "batch_matmul_dyn", "matmul_fp16",
+         "matmul_nt", "matmul_nt_fp16", "linear_bias_dyn", "gemv_matmul_vector", "gemv", "gemv_batched",
+         "gemv_dyn_rows", "gemv_bias", "small"]
 
 
 def schedule(mod: IRModule, target: str = "cuda") -> IRModule:

@@ -266,11 +266,15 @@ def _tiles_domain(value: PrimExpr, extent: PrimExpr, around: list[For], analyzer
             continue
         rest = analyzer.simplify(substitute(value, {node.loop_var: const(0, node.loop_var.dtype)}))
         tile = analyzer.simplify(Sub(value, rest))
-        if not (isinstance(tile, Mul) and tile.a is node.loop_var and isinstance(tile.b, IntImm)):
+        if tile is node.loop_var:
+            size = const(1, tile.dtype)
+        elif isinstance(tile, Mul) and tile.a is node.loop_var and isinstance(tile.b, IntImm):
+            size = tile.b
+        else:
             continue
         bound = analyzer.bound(rest)
-        if (bound is not None and 0 <= bound[0] and bound[1] < tile.b.value
-                and structural_equal(analyzer.simplify(Mul(node.extent, tile.b)), analyzer.simplify(extent))):
+        if (bound is not None and 0 <= bound[0] and bound[1] < size.value
+                and structural_equal(analyzer.simplify(Mul(node.extent, size)), analyzer.simplify(extent))):
             return True
     return False
 

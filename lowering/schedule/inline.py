@@ -7,11 +7,12 @@ change get read and write regions inferred afresh.
 """
 from __future__ import annotations
 
-from typing import Any
+from math import prod
+from typing import Any, Callable
 
 from ...ir.analysis import infer_block_regions, substitute
 from ...ir.buffer import Buffer
-from ...ir.expr import LT, Add, And, BufferLoad, IntImm, PrimExpr, Var, is_const_int
+from ...ir.expr import LT, Add, And, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Var, const, is_const_int
 from ...ir.structural import structural_equal
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore
@@ -36,29 +37,82 @@ def _distinct_iter_vars(indices: tuple, block: Block, primitive: str) -> list[Va
     return list(indices)
 
 
-def _consumer_params(indices: tuple, block: Block, producer: Block) -> list:
-    """The consumer's iterators at each index of its load (None at a constant index). Each
-    iterator appears once (or, of extent 1, not at all), and a constant index sits where the
-    producer has a unit iterator of that value (``C[0, i, j]`` of a producer writing
-    ``C[v0, v1, v2]``, ``v0`` in [0, 1))."""
-    what = "reverse_compute_inline"
-    variables = tuple(i for i in indices if not isinstance(i, IntImm))
-    unit = tuple(iv.var for iv in block.iter_vars if is_const_int(iv.dom.extent, 1)
-                 and not any(iv.var is v for v in variables))
-    _distinct_iter_vars(variables + unit, block, what)
-    params = []
+def _iterators_at(indices: tuple, block: Block, values: tuple, primitive: str) -> dict:
+    """``block``'s iterators as expressions of ``values``, where it accesses a buffer at
+    ``indices`` and the buffer is indexed by ``values``: the value at an iterator's index, or a
+    digit of it at a fused index (``C[0, i * 96 + j * 32 + k]`` read at ``(0, v1)``: ``i = v1 // 96``,
+    ``j = v1 // 32 % 3``, ``k = v1 % 32``). Constant indices bind nothing; a unit iterator the
+    indices leave out is at its only value."""
+    own = {id(iv.var): iv for iv in block.iter_vars}
+    mapping: dict = {}
+    for index, value in zip(indices, values):
+        if isinstance(index, IntImm):
+            continue
+        digits = _mixed_radix(index, own)
+        if digits is None or any(v in mapping for v, _, _ in digits):
+            break
+        if len(digits) == 1:
+            mapping[digits[0][0]] = value
+            continue
+        for n, (var, stride, extent) in enumerate(digits):  # (outermost first)
+            digit = value if stride == 1 else FloorDiv(value, const(stride, value.dtype))
+            mapping[var] = digit if n == 0 else FloorMod(digit, const(extent, value.dtype))
+    else:
+        for iv in block.iter_vars:
+            if iv.var not in mapping and is_const_int(iv.dom.extent, 1):
+                mapping[iv.var] = iv.dom.min
+        if all(iv.var in mapping for iv in block.iter_vars):
+            return mapping
+    raise ScheduleError(f"{primitive}: block '{block.name_hint}' must access its buffer at its own "
+                        f"iterators, each once (or fused in mixed radix), e.g. B[vi, vj]")
+
+
+def _check_reverse_indices(indices: tuple, block: Block, producer: Block) -> None:
+    """A constant index of the consumer sits where the producer has a unit iterator of that
+    value, and a fused index covers the producer's iterator exactly."""
     domains = {id(iv.var): iv.dom for iv in producer.iter_vars}
+    own = {id(iv.var): iv for iv in block.iter_vars}
     for index, stored_at in zip(indices, producer.body.indices):
         dom = domains[id(stored_at)]
-        if isinstance(index, IntImm):
-            if not (isinstance(dom.min, IntImm) and dom.min.value == index.value
-                    and isinstance(dom.extent, IntImm) and dom.extent.value == 1):
-                raise ScheduleError(f"{what}: block '{block.name_hint}' reads '{producer.name_hint}''s "
-                                    f"result at the constant {index.value} where that block iterates")
-            params.append(None)
+        if isinstance(index, IntImm) and not (is_const_int(dom.min, index.value) and is_const_int(dom.extent, 1)):
+            raise ScheduleError(f"reverse_compute_inline: block '{block.name_hint}' reads "
+                                f"'{producer.name_hint}''s result at the constant {index.value} where that "
+                                f"block iterates")
+        digits = None if isinstance(index, IntImm) else _mixed_radix(index, own)
+        if digits and len(digits) > 1 and not is_const_int(dom.extent, prod(e for _, _, e in digits)):
+            raise ScheduleError(f"reverse_compute_inline: block '{block.name_hint}' reads a fused index "
+                                f"that does not cover '{producer.name_hint}''s iterator exactly")
+
+
+def _mixed_radix(index: PrimExpr, own: dict) -> list | None:
+    """``[(var, stride, extent)]``, outermost first, of an index ``i * 96 + j * 32 + k`` over
+    iterators of constant extents whose strides are the products of the inner extents."""
+    terms, stack = [], [index]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Add):
+            stack += [e.b, e.a]
+        elif isinstance(e, Var):
+            terms.append((e, 1))
+        elif isinstance(e, Mul) and isinstance(e.a, Var) and isinstance(e.b, IntImm):
+            terms.append((e.a, e.b.value))
         else:
-            params.append(index)
-    return params
+            return None
+    if any(id(v) not in own for v, _ in terms):
+        return None
+    if len(terms) == 1:  # (an iterator itself, of any extent)
+        return [(terms[0][0], 1, None)] if terms[0][1] == 1 else None
+    if any(not isinstance(own[id(v)].dom.extent, IntImm) for v, _ in terms):
+        return None
+    terms.sort(key=lambda t: -t[1])
+    digits, stride = [], 1
+    for var, s in reversed(terms):
+        extent = own[id(var)].dom.extent.value
+        if s != stride:
+            return None
+        digits.append((var, s, extent))
+        stride *= extent
+    return digits[::-1]
 
 
 def _consumer_domain_predicate(consumer: Block, mapping: dict, realize: BlockRealize) -> PrimExpr:
@@ -68,7 +122,7 @@ def _consumer_domain_predicate(consumer: Block, mapping: dict, realize: BlockRea
     binding = {id(iv.var): (iv, value) for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
     predicate = realize.predicate
     for civ in consumer.iter_vars:
-        if id(mapping[civ.var]) not in binding:  # (a unit iterator, at its only value)
+        if id(mapping[civ.var]) not in binding:  # (a unit iterator, or a digit of a fused one)
             continue
         piv, value = binding[id(mapping[civ.var])]
         if structural_equal(piv.dom.extent, civ.dom.extent) and structural_equal(piv.dom.min, civ.dom.min):
@@ -79,16 +133,17 @@ def _consumer_domain_predicate(consumer: Block, mapping: dict, realize: BlockRea
 
 
 class _InlineLoads(Mutator):
-    """Replaces loads of ``buffer`` with ``value`` evaluated at the load's indices."""
+    """Replaces loads of ``buffer`` with ``value`` evaluated at the load's indices (``solve``
+    gives the variables of ``value`` at a load's indices)."""
 
-    def __init__(self, buffer: Buffer, params: list[Var], value: Any):
-        self.buffer, self.params, self.value = buffer, params, value
+    def __init__(self, buffer: Buffer, solve: Callable[[tuple], dict], value: Any):
+        self.buffer, self.solve, self.value = buffer, solve, value
 
     def visit_BufferLoad(self, node: BufferLoad) -> Any:
         node = self.generic_visit(node)
         if node.buffer is not self.buffer:
             return node
-        return substitute(self.value, {p: i for p, i in zip(self.params, node.indices) if p is not None})
+        return substitute(self.value, self.solve(node.indices))
 
 
 def _with_reads(block: Block) -> Block:
@@ -116,13 +171,8 @@ def _readers(func: PrimFunc, buffer: Buffer) -> list[BlockRealize]:
 def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     block = realize.block
     store = _single_store(block, "compute_inline")
-    # (a constant index, as a reindex stage's T.int64(0), is where every consumer reads too; a
-    # unit iterator the indices leave out is at its only value)
-    variables = tuple(i for i in store.indices if not isinstance(i, IntImm))
-    unit = [iv for iv in block.iter_vars if is_const_int(iv.dom.extent, 1) and not any(iv.var is v for v in variables)]
-    _distinct_iter_vars(variables + tuple(iv.var for iv in unit), block, "compute_inline")
-    params = [None if isinstance(i, IntImm) else i for i in store.indices]
-    value = substitute(store.value, {iv.var: iv.dom.min for iv in unit}) if unit else store.value
+    # (a constant index, as a reindex stage's T.int64(0), is where every consumer reads too)
+    _iterators_at(store.indices, block, store.indices, "compute_inline")
     buffer = store.buffer
     if any(b is buffer for b in func.buffer_map.values()):
         raise ScheduleError(f"compute_inline: block '{block.name_hint}' is an output block: it writes "
@@ -130,7 +180,7 @@ def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     if len(_writers(func, buffer)) != 1:
         raise ScheduleError(f"compute_inline: buffer '{buffer.name}' of block '{block.name_hint}' has "
                             f"other writers")
-    inliner = _InlineLoads(buffer, params, value)
+    inliner = _InlineLoads(buffer, lambda at: _iterators_at(store.indices, block, at, "compute_inline"), store.value)
     table: dict[int, Any] = {}
     for consumer in _readers(func, buffer):
         new = inliner.visit(consumer.block.with_changes(reads=()))
@@ -163,11 +213,10 @@ def reverse_compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     producer = writers[0].block
     producer_store = _single_store(producer, "reverse_compute_inline")
     producer_params = _distinct_iter_vars(producer_store.indices, producer, "reverse_compute_inline")
-    params = _consumer_params(first, block, producer)
-    mapping = {v: p for v, p in zip(params, producer_params) if v is not None}
-    mapping.update({iv.var: iv.dom.min for iv in block.iter_vars if iv.var not in mapping})
+    _check_reverse_indices(first, block, producer)
+    mapping = _iterators_at(first, block, tuple(producer_params), "reverse_compute_inline")
     # every load reads what the producer stores at its own indices
-    value = _InlineLoads(buffer, [], producer_store.value).visit(substitute(store.value, mapping))
+    value = _InlineLoads(buffer, lambda at: {}, producer_store.value).visit(substitute(store.value, mapping))
     new_store = BufferStore(store.buffer, value, tuple(substitute(i, mapping) for i in store.indices))
     merged = producer.with_changes(body=new_store, reads=(), writes=())
     reads, writes = infer_block_regions(merged)

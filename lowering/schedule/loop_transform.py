@@ -174,9 +174,17 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
             raise ScheduleError(f"fuse: the loops can't be fused because the outer loop "
                                 f"'{outer.loop_var.name}' is not the parent of the inner loop "
                                 f"'{inner.loop_var.name}' (or has other statements in its body)")
-    extents = [const_extent(loop, "fuse") for loop in loops]
-    dtype = loops[0].loop_var.dtype
+    dtype = max((loop.loop_var.dtype for loop in loops), key=lambda t: t.bits)  # (TVM: the widest)
     fused = Var("_".join(loop.loop_var.name for loop in loops) + "_fused", dtype)
+    symbolic = [loop for loop in loops if not isinstance(loop.extent, IntImm)]
+    if symbolic and all(is_const_int(loop.min, 0) for loop in loops) and all(
+            is_const_int(loop.extent, 1) for loop in loops if loop not in symbolic) and len(symbolic) == 1:
+        # one loop of symbolic extent among unit loops (a batch of n with unit tiles): it is the
+        # fused loop, the unit loops are 0
+        mapping = {loop.loop_var: fused if loop is symbolic[0] else const(0, dtype) for loop in loops}
+        body = _Rebind(mapping, Analyzer(iter_map_order=True)).visit(loops[-1].body)
+        return replace_stmts(func, {id(loops[0]): For(fused, const(0, dtype), symbolic[0].extent, SERIAL, body)}), fused
+    extents = [const_extent(loop, "fuse") for loop in loops]
     total = prod(extents)
     mapping: dict = {}
     for i, (loop, extent) in enumerate(zip(loops, extents)):
