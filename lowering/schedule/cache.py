@@ -156,7 +156,8 @@ def set_scope(func: PrimFunc, realize: BlockRealize, index: int, scope_name: str
     if any(b is old for b in func.buffer_map.values()):
         raise ScheduleError(f"set_scope: buffer '{old.name}' written by block '{block.name_hint}' is a "
                             f"parameter of the function; only allocated buffers can change scope")
-    new = decl_buffer(old.shape, old.dtype, f"{old.name}_{scope_name}", scope=scope_name)
+    new = decl_buffer(old.shape, old.dtype, f"{old.name}_{scope_name}", scope=scope_name,
+                      elem_offset=old.elem_offset)  # (TVM copies the buffer, its offset too)
     return func.with_changes(body=BufferSwap(old, new).visit(func.body))  # type: ignore[return-value]
 
 

@@ -253,7 +253,18 @@ def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For], anal
             return []
     if is_const_int(iv.dom.min, 0) and _tiles_domain(value, iv.dom.extent, around, analyzer):
         return []
+    if is_const_int(iv.dom.min, 0) and _non_negative(value, around, analyzer):
+        return [LT(value, iv.dom.extent)]  # (the lower bound holds: TVM proves it and leaves it out)
     return [GE(value, iv.dom.min), LT(value, Add(iv.dom.min, iv.dom.extent))]
+
+
+def _non_negative(value: PrimExpr, around: list[For], analyzer: Analyzer) -> bool:
+    """Whether ``value`` is a sum of non-negative multiples of loop variables over ``[0, m)``."""
+    starts = {id(node.loop_var) for node in around if is_const_int(node.min, 0)}
+    s = analyzer.canonical(value)
+    return s.base >= 0 and all(t.scale > 0 and isinstance(t.index, Var) and t.upper is None and
+                               (id(t.index) in starts or (analyzer.bound(t.index) or (-1,))[0] >= 0)
+                               for t in s.terms)
 
 
 def _tiles_domain(value: PrimExpr, extent: PrimExpr, around: list[For], analyzer: Analyzer) -> bool:
