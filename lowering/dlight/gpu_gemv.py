@@ -166,35 +166,12 @@ def schedule_inner_reduction(sch: Schedule, target: Any, gemv: BlockRV, vectors:
 def _apply(sch: Schedule, target: Any, gemv: BlockRV, vectors: list, epilogue: GPUBlock | None,
            ts: int, tr: int, tile_s: int, tile_r: int, vec_c: int) -> Schedule | None:
     tag_s, tag_r, load_v_vec, vec_load = "threadIdx.y", "threadIdx.x", 8, 4
-    # rfactor to tr * vec_c partial sums
     unit, s, r, c = sch.get_loops(gemv)
     s = sch.fuse(unit, s)
     r = sch.fuse(r, c)
-    bx, ts_, tile_s_ = sch.split(s, [None, ts, tile_s], preserve_unit_iters=True)
-    r, tr_, tile_r_vec_n, vec_c_ = sch.split(r, [None, tr, tile_r // vec_c, vec_c], preserve_unit_iters=True)
-    sch.reorder(r, tile_r_vec_n, tr_, vec_c_)
-    rf = sch.rfactor(sch.fuse(tr_, vec_c_), 0)
-    # rfactor to tr partial sums
-    bx, ts_, tile_s_, tr_vec_c = sch.get_loops(gemv)
-    tr_, vec_c_ = sch.split(tr_vec_c, [tr, None], preserve_unit_iters=True)
-    rf2 = sch.rfactor(tr_, 0)
-    # bind and vectorize the partial sums
-    bx, ts_, tile_s_, r, tile_r_vec_n, tr_vec_c = sch.get_loops(rf)
-    tr_, vec_c_ = sch.split(tr_vec_c, [tr, None], preserve_unit_iters=True)
-    sch.reorder(bx, ts_, tr_, r, tile_s_, tile_r_vec_n, vec_c_)
-    sch.bind(bx, "blockIdx.x")
-    sch.bind(ts_, tag_s)
-    sch.bind(tr_, tag_r)
-    sch.vectorize(vec_c_)
+    rf, rf2, (bx, ts_, tr_, r) = rfactor_partial_sums(sch, gemv, s, r, (ts, tr, tile_s, tile_r, vec_c), 0)
 
-    shared_bytes: PrimExpr | int = 0
-    for buf in vectors:
-        size: PrimExpr | int = 1
-        for dim in buf.shape:
-            size = size * (dim.value if isinstance(dim, IntImm) else dim)
-        shared_bytes = shared_bytes + size * dtype_bytes(buf.dtype)
-    load_v_shared = isinstance(shared_bytes, int) and shared_bytes <= max_shared_memory_per_block(target)
-
+    load_v_shared = fit_in_shared_memory(vectors, target)
     aq_local = sch.cache_read(rf, 1, "local")
     depth = len(sch.get_loops(aq_local))
     sch.compute_at(aq_local, r, preserve_unit_loops=True)
@@ -204,19 +181,9 @@ def _apply(sch: Schedule, target: Any, gemv: BlockRV, vectors: list, epilogue: G
     _, vec = sch.split(fused, [None, aq_vec], preserve_unit_iters=True)
     sch.vectorize(vec)
 
-    if load_v_shared:
-        if len(vectors) != 1:
-            return None
-        v_shared = sch.cache_read(rf, 0, "shared")
-        sch.compute_at(v_shared, tr_, preserve_unit_loops=True)
-        last = sch.get_loops(v_shared)[-1]
-        extent = get_extent(sch, last)
-        width = max(min(max_factor(extent, [ts * tr, ts * tr * 2, ts * tr * 4, ts * tr * 8]) // ts // tr,
-                        load_v_vec), 1) if isinstance(extent, int) else load_v_vec
-        _, ty, tx, vec = sch.split(last, [None, ts, tr, width], preserve_unit_iters=True)
-        sch.bind(ty, "threadIdx.y")
-        sch.bind(tx, "threadIdx.x")
-        sch.vectorize(vec)
+    if load_v_shared and len(vectors) != 1:
+        return None
+    v_shared = stage_in_shared_memory(sch, rf, tr_, ts, tr, load_v_vec) if load_v_shared else None
 
     # tile_s * tr * vec_c partial sums to tile_s * tr
     sch.reverse_compute_at(rf2, bx, preserve_unit_loops=True)
@@ -238,22 +205,79 @@ def _apply(sch: Schedule, target: Any, gemv: BlockRV, vectors: list, epilogue: G
     sch.bind(ts_, tag_s)
     sch.bind(tr_, tag_r)
 
-    sch.decompose_reduction(rf, sch.get_loops(rf)[3])
-    sch.decompose_reduction(rf2, sch.get_loops(rf2)[-1])
-    sch.set_scope(rf, 0, "local")
-    sch.set_scope(rf2, 0, "local")
-    for block in (rf, rf2):
-        loop = sch.get_loops(block)[3]
-        sch.annotate(loop, "pragma_auto_unroll_max_step", UNROLL)
-        sch.annotate(loop, "pragma_unroll_explicit", 1)
-    if load_v_shared:
-        loop = sch.get_loops(v_shared)[-4]
-        sch.annotate(loop, "pragma_unroll_explicit", UNROLL)
-        sch.annotate(loop, "pragma_vectorize", 1)
+    finish_partial_sums(sch, rf, rf2, v_shared, 3)
 
     if epilogue is not None:
         schedule_epilogue(sch, gemv, epilogue.rv, bx, ts, tr, tile_s, tag_s)
     return sch
+
+
+def rfactor_partial_sums(sch: Schedule, gemv: BlockRV, s: Any, r: Any, tiles: tuple, lead: int) -> tuple:
+    """Each thread block computes ``ts * tile_s`` outputs, ``tr`` threads each summing ``vec_c``
+    lanes of the reduction: an rfactor to ``tr * vec_c`` partial sums (its loops bound and its
+    lanes vectorized), then one to ``tr``. The two rfactor blocks and the first one's loops
+    ``(bx, ts, tr, r)`` (after ``lead`` loops of its own, the batch of a low-batch product)."""
+    ts, tr, tile_s, tile_r, vec_c = tiles
+    sch.split(s, [None, ts, tile_s], preserve_unit_iters=True)
+    r, tr_, tile_r_vec_n, vec_c_ = sch.split(r, [None, tr, tile_r // vec_c, vec_c], preserve_unit_iters=True)
+    sch.reorder(r, tile_r_vec_n, tr_, vec_c_)
+    rf = sch.rfactor(sch.fuse(tr_, vec_c_), 0)
+    tr_, _ = sch.split(sch.get_loops(gemv)[lead + 3], [tr, None], preserve_unit_iters=True)
+    rf2 = sch.rfactor(tr_, 0)
+    bx, ts_, tile_s_, r, tile_r_vec_n, tr_vec_c = sch.get_loops(rf)[lead:]
+    tr_, vec_c_ = sch.split(tr_vec_c, [tr, None], preserve_unit_iters=True)
+    sch.reorder(bx, ts_, tr_, r, tile_s_, tile_r_vec_n, vec_c_)
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(ts_, "threadIdx.y")
+    sch.bind(tr_, "threadIdx.x")
+    sch.vectorize(vec_c_)
+    return rf, rf2, (bx, ts_, tr_, r)
+
+
+def fit_in_shared_memory(vectors: list, target: Any) -> bool:
+    """Whether the vectors, of constant shapes, fit in a thread block's shared memory."""
+    total = 0
+    for buf in vectors:
+        if not all(isinstance(dim, IntImm) for dim in buf.shape):
+            return False
+        size = dtype_bytes(buf.dtype)
+        for dim in buf.shape:
+            size *= dim.value
+        total += size
+    return total <= max_shared_memory_per_block(target)
+
+
+def stage_in_shared_memory(sch: Schedule, rf: BlockRV, tr_loop: Any, ts: int, tr: int, load_v_vec: int) -> BlockRV:
+    """Copy the vector (the partial sums' first read) into shared memory at each ``tr`` thread,
+    all the block's threads loading ``width``-wide pieces."""
+    v_shared = sch.cache_read(rf, 0, "shared")
+    sch.compute_at(v_shared, tr_loop, preserve_unit_loops=True)
+    last = sch.get_loops(v_shared)[-1]
+    extent = get_extent(sch, last)
+    width = max(min(max_factor(extent, [ts * tr, ts * tr * 2, ts * tr * 4, ts * tr * 8]) // ts // tr,
+                    load_v_vec), 1) if isinstance(extent, int) else load_v_vec
+    _, ty, tx, vec = sch.split(last, [None, ts, tr, width], preserve_unit_iters=True)
+    sch.bind(ty, "threadIdx.y")
+    sch.bind(tx, "threadIdx.x")
+    sch.vectorize(vec)
+    return v_shared
+
+
+def finish_partial_sums(sch: Schedule, rf: BlockRV, rf2: BlockRV, v_shared: BlockRV | None, at: int) -> None:
+    """Split both partial-sum blocks' initialization out, keep their sums in registers and unroll
+    their loop ``at`` (and the shared copy's outer loop)."""
+    sch.decompose_reduction(rf, sch.get_loops(rf)[at])
+    sch.decompose_reduction(rf2, sch.get_loops(rf2)[-1])
+    sch.set_scope(rf, 0, "local")
+    sch.set_scope(rf2, 0, "local")
+    for block in (rf, rf2):
+        loop = sch.get_loops(block)[at]
+        sch.annotate(loop, "pragma_auto_unroll_max_step", UNROLL)
+        sch.annotate(loop, "pragma_unroll_explicit", 1)
+    if v_shared is not None:
+        loop = sch.get_loops(v_shared)[-4]
+        sch.annotate(loop, "pragma_unroll_explicit", UNROLL)
+        sch.annotate(loop, "pragma_vectorize", 1)
 
 
 def is_broadcast_epilogue(sch: Schedule, block: BlockRV, epilogue: BlockRV) -> bool:

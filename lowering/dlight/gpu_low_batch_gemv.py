@@ -16,11 +16,11 @@ from typing import Any
 from ...ir.expr import DATA_PAR, IntImm, Var
 from ...ir.function import PrimFunc
 from ..schedule import BlockRV, Schedule, ScheduleError
-from .gpu_gemv import is_broadcast_epilogue, iter_vars_used, max_factor, reduction_operand
-from .gpu_utils import (GPUBlock, GPURule, dtype_bytes, get_extent, max_num_threads, max_shared_memory_per_block,
-                        normalize_prim_func, target_kind, try_inline_contiguous_spatial)
+from .gpu_gemv import (finish_partial_sums, fit_in_shared_memory, is_broadcast_epilogue, iter_vars_used,
+                       max_factor, reduction_operand, rfactor_partial_sums, stage_in_shared_memory)
+from .gpu_utils import (GPUBlock, GPURule, get_extent, max_num_threads, normalize_prim_func, target_kind,
+                        try_inline_contiguous_spatial)
 
-UNROLL = 256
 
 
 def _pad_compatible(block: Any) -> bool:
@@ -129,43 +129,14 @@ class LowBatchGEMV(GPURule):
         vec_c = min(max_factor(tile_r, [1, 2, 4, 8]), 4)
         tag_s, tag_r, load_v_vec = "threadIdx.y", "threadIdx.x", 8
 
-        _, s, r = sch.get_loops(gemv)
-        bx, ts_, tile_s_ = sch.split(s, [None, ts, tile_s], preserve_unit_iters=True)
-        r, tr_, tile_r_vec_n, vec_c_ = sch.split(r, [None, tr, tile_r // vec_c, vec_c], preserve_unit_iters=True)
-        sch.reorder(r, tile_r_vec_n, tr_, vec_c_)
-        rf = sch.rfactor(sch.fuse(tr_, vec_c_), 0)
-        _, bx, ts_, tile_s_, tr_vec_c = sch.get_loops(gemv)
-        tr_, vec_c_ = sch.split(tr_vec_c, [tr, None], preserve_unit_iters=True)
-        rf2 = sch.rfactor(tr_, 0)
-        batch_loop, bx, ts_, tile_s_, r, tile_r_vec_n, tr_vec_c = sch.get_loops(rf)
-        tr_, vec_c_ = sch.split(tr_vec_c, [tr, None], preserve_unit_iters=True)
-        sch.reorder(bx, ts_, tr_, r, tile_s_, tile_r_vec_n, vec_c_)
-        sch.bind(bx, "blockIdx.x")
-        sch.bind(ts_, tag_s)
-        sch.bind(tr_, tag_r)
-        sch.vectorize(vec_c_)
+        rf, rf2, (bx, ts_, tr_, r) = rfactor_partial_sums(sch, gemv, s, r, (ts, tr, tile_s, tile_r, vec_c), 1)
+        batch_loop = sch.get_loops(rf)[0]
         by, batch = sch.split(batch_loop, [None, self.bucket])
         sch.bind(by, "blockIdx.y")
         sch.reorder(bx, ts_, tr_, r, batch)
 
-        shared_bytes: Any = 0
-        for buf in vectors:
-            size: Any = 1
-            for dim in buf.shape:
-                size = size * (dim.value if isinstance(dim, IntImm) else dim)
-            shared_bytes = shared_bytes + size * dtype_bytes(buf.dtype)
-        load_v_shared = isinstance(shared_bytes, int) and shared_bytes <= max_shared_memory_per_block(target)
-        if load_v_shared:
-            v_shared = sch.cache_read(rf, 0, "shared")
-            sch.compute_at(v_shared, tr_, preserve_unit_loops=True)
-            last = sch.get_loops(v_shared)[-1]
-            extent = get_extent(sch, last)
-            width = max(min(max_factor(extent, [ts * tr, ts * tr * 2, ts * tr * 4, ts * tr * 8]) // ts // tr,
-                            load_v_vec), 1) if isinstance(extent, int) else load_v_vec
-            _, ty, tx, vec = sch.split(last, [None, ts, tr, width], preserve_unit_iters=True)
-            sch.bind(ty, "threadIdx.y")
-            sch.bind(tx, "threadIdx.x")
-            sch.vectorize(vec)
+        load_v_shared = fit_in_shared_memory(vectors, target)
+        v_shared = stage_in_shared_memory(sch, rf, tr_, ts, tr, load_v_vec) if load_v_shared else None
         if pad_input is not None:
             sch.compute_inline(pad_input)
 
@@ -187,18 +158,7 @@ class LowBatchGEMV(GPURule):
         sch.bind(ts_, tag_s)
         sch.bind(tr_, tag_r)
 
-        sch.decompose_reduction(rf, sch.get_loops(rf)[4])
-        sch.decompose_reduction(rf2, sch.get_loops(rf2)[-1])
-        sch.set_scope(rf, 0, "local")
-        sch.set_scope(rf2, 0, "local")
-        for block in (rf, rf2):
-            loop = sch.get_loops(block)[4]
-            sch.annotate(loop, "pragma_auto_unroll_max_step", UNROLL)
-            sch.annotate(loop, "pragma_unroll_explicit", 1)
-        if load_v_shared:
-            loop = sch.get_loops(v_shared)[-4]
-            sch.annotate(loop, "pragma_unroll_explicit", UNROLL)
-            sch.annotate(loop, "pragma_vectorize", 1)
+        finish_partial_sums(sch, rf, rf2, v_shared, 4)
 
         consumers = sch.get_consumers(gemv)
         if consumers and is_broadcast_epilogue(sch, gemv, consumers[0]):
