@@ -67,6 +67,13 @@ def test_low_batch_schedule_is_tvms(case):
     assert got + "\n" == want
 
 
+@pytest.mark.parametrize("path", sorted(CORPUS.glob("relax_op_*_legalized.tvms")), ids=lambda p: p.stem)
+def test_corpus_operators_are_tvms(path):
+    """TVM's result on each corpus operator: the conv2d scheduled as a matmul, the others declined."""
+    got = schedule(from_source(path.read_text(), str(path))).script(dialect="tvm-0.27")
+    assert got + "\n" == (GOLDENS / f"mm_corpus_{path.name.replace('_legalized', '_after')}").read_text()
+
+
 def test_corpus_mlp_matmuls_are_tvms():
     """The MLP's two fused matmuls of ``mlp_bias_dyn_05_dlight_cuda`` (its transposes are the
     Transpose rule's)."""
@@ -138,6 +145,9 @@ def test_scheduled_functions_compute_the_same():
         after = schedule(read(file), only=only)
         for name in before:
             _check_same_results(before[name], after[name], rng)
+    conv2d = CORPUS / "relax_op_nn_conv2d_static_1_legalized.tvms"  # (a matmul to the Matmul rule)
+    _check_same_results(from_source(conv2d.read_text())["conv2d"], schedule(from_source(conv2d.read_text()))["conv2d"],
+                        rng)
 
 
 def _check_same_results(original: PrimFunc, scheduled: PrimFunc, rng: np.random.Generator) -> None:
