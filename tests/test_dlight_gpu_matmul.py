@@ -99,22 +99,28 @@ def test_tensor_core_shapes_are_declined_on_sm80():
     assert fp32.script() == schedule(read("mm_matmul_static_before.tvms")).script()
 
 
-# ---------------------------------------------------------------- declining
-def _legalized_modules() -> list[Path]:
-    return sorted([*(HERE / "fixtures" / "legalize").glob("*_legalized.tvms"),
-                   *CORPUS.glob("relax_op_*_legalized.tvms")])
+# ---------------------------------------------------------------- every legalized operator
+LEGALIZED = sorted((HERE / "fixtures" / "legalize").glob("*_legalized.tvms"))
+# Functions TVM schedules and tvms declines: a block layout fusing iterators of symbolic extent
+# (a batch of n with 3 rows, a convolution of symbolic width), and a GEMV whose reduction (4)
+# is shorter than its threads (the ragged tiles' guards through rfactor)
+NOT_BUILT = {("math_nn_symbolic", "conv1d"), ("math_nn_symbolic", "conv1d_transpose"), ("math_sum_dyn", "einsum"),
+             ("ops1", "matmul"), ("ops1", "matmul2"), ("ops2", "matmul"), ("ops2", "matmul2")}
 
 
 @pytest.mark.slow
-def test_every_legalized_operator_is_scheduled_or_declined():
-    for path in _legalized_modules():
-        mod = from_source(path.read_text(), str(path))
-        for name in list(mod):
-            func = mod[name]
-            if not isinstance(func, PrimFunc):
-                continue
-            for rule in rules():
-                rule.apply(func, Target("cuda"), False)  # (a Schedule or None, never an exception)
+@pytest.mark.parametrize("path", LEGALIZED, ids=lambda p: p.stem)
+def test_every_legalized_operator_is_scheduled_as_tvm_does(path):
+    """Each function of a legalization fixture is scheduled as TVM 0.27 schedules it (the
+    mm_legalize_* goldens hold the modules where TVM scheduled something), or left as it is; no
+    rule fails on any of them."""
+    name = path.name.replace("_legalized.tvms", "")
+    got = schedule(from_source(path.read_text(), str(path)))
+    golden = GOLDENS / f"mm_legalize_{name}_after.tvms"
+    want = from_source(golden.read_text()) if golden.exists() else from_source(path.read_text(), str(path))
+    for func in want:
+        if isinstance(want[func], PrimFunc) and (name, func) not in NOT_BUILT:
+            assert got[func].script(dialect="tvm-0.27") == want[func].script(dialect="tvm-0.27"), func
 
 
 # ---------------------------------------------------------------- semantics

@@ -67,21 +67,15 @@ def _iterators_at(indices: tuple, block: Block, values: tuple, primitive: str) -
                         f"iterators, each once (or fused in mixed radix), e.g. B[vi, vj]")
 
 
-def _check_reverse_indices(indices: tuple, block: Block, producer: Block) -> None:
-    """A constant index of the consumer sits where the producer has a unit iterator of that
-    value, and a fused index covers the producer's iterator exactly."""
+def _check_constant_indices(indices: tuple, block: Block, producer: Block) -> None:
+    """A constant index of the consumer sits where the producer has a unit iterator of that value."""
     domains = {id(iv.var): iv.dom for iv in producer.iter_vars}
-    own = {id(iv.var): iv for iv in block.iter_vars}
     for index, stored_at in zip(indices, producer.body.indices):
         dom = domains[id(stored_at)]
         if isinstance(index, IntImm) and not (is_const_int(dom.min, index.value) and is_const_int(dom.extent, 1)):
             raise ScheduleError(f"reverse_compute_inline: block '{block.name_hint}' reads "
                                 f"'{producer.name_hint}''s result at the constant {index.value} where that "
                                 f"block iterates")
-        digits = None if isinstance(index, IntImm) else _mixed_radix(index, own)
-        if digits and len(digits) > 1 and not is_const_int(dom.extent, prod(e for _, _, e in digits)):
-            raise ScheduleError(f"reverse_compute_inline: block '{block.name_hint}' reads a fused index "
-                                f"that does not cover '{producer.name_hint}''s iterator exactly")
 
 
 def _mixed_radix(index: PrimExpr, own: dict) -> list | None:
@@ -115,21 +109,40 @@ def _mixed_radix(index: PrimExpr, own: dict) -> list | None:
     return digits[::-1]
 
 
-def _consumer_domain_predicate(consumer: Block, mapping: dict, realize: BlockRealize) -> PrimExpr:
-    """The producer's predicate, and-ed with ``binding < extent`` for each consumer iterator whose
-    domain is smaller than the producer iterator it becomes (a padded producer writing back only
-    the rows that exist: ``ax1_0 * 32 + ax1 < n``)."""
-    binding = {id(iv.var): (iv, value) for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
+def _consumer_domain_predicate(consumer: Block, indices: tuple, realize: BlockRealize) -> PrimExpr:
+    """The producer's predicate, and-ed with ``binding < extent`` for each producer iterator
+    whose domain is larger than what the consumer reads there (a padded producer writing back only
+    the rows that exist: ``ax1_0 * 32 + ax1 < n``; a fused index covering 162 of 192 rows)."""
+    own = {id(iv.var): iv for iv in consumer.iter_vars}
+    at = {id(v): k for k, index in enumerate(indices) if not isinstance(index, IntImm)
+          for v, _, _ in _mixed_radix(index, own)}
+    # (in the order of the consumer's iterators, each index once)
+    positions = list(dict.fromkeys(at[id(iv.var)] for iv in consumer.iter_vars if id(iv.var) in at))
+    bindings = _bindings(realize)
     predicate = realize.predicate
-    for civ in consumer.iter_vars:
-        if id(mapping[civ.var]) not in binding:  # (a unit iterator, or a digit of a fused one)
+    for k in positions:
+        index, stored_at, value = indices[k], realize.block.body.indices[k], bindings[k]
+        piv = next(iv for iv in realize.block.iter_vars if iv.var is stored_at)
+        digits = _mixed_radix(index, own)
+        if len(digits) == 1:
+            civ = own[id(digits[0][0])]
+            low, extent = civ.dom.min, civ.dom.extent
+        else:
+            low, extent = piv.dom.min, const(prod(e for _, _, e in digits), index.dtype)
+        if structural_equal(piv.dom.extent, extent) and structural_equal(piv.dom.min, low):
             continue
-        piv, value = binding[id(mapping[civ.var])]
-        if structural_equal(piv.dom.extent, civ.dom.extent) and structural_equal(piv.dom.min, civ.dom.min):
-            continue
-        bound = LT(value, civ.dom.extent if is_const_int(civ.dom.min, 0) else Add(civ.dom.min, civ.dom.extent))
+        if len(digits) > 1 and not (isinstance(piv.dom.extent, IntImm) and extent.value <= piv.dom.extent.value):
+            raise ScheduleError(f"reverse_compute_inline: block '{consumer.name_hint}' reads a fused index "
+                                f"beyond '{realize.block.name_hint}''s iterator")
+        bound = LT(value, extent if is_const_int(low, 0) else Add(low, extent))
         predicate = bound if is_const_int(predicate, 1) else And(predicate, bound)
     return predicate
+
+
+def _bindings(realize: BlockRealize) -> list:
+    """The values bound to the iterators the producer's store indices are, in index order."""
+    by_var = {id(iv.var): value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
+    return [by_var[id(i)] for i in realize.block.body.indices]
 
 
 class _InlineLoads(Mutator):
@@ -213,7 +226,7 @@ def reverse_compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     producer = writers[0].block
     producer_store = _single_store(producer, "reverse_compute_inline")
     producer_params = _distinct_iter_vars(producer_store.indices, producer, "reverse_compute_inline")
-    _check_reverse_indices(first, block, producer)
+    _check_constant_indices(first, block, producer)
     mapping = _iterators_at(first, block, tuple(producer_params), "reverse_compute_inline")
     # every load reads what the producer stores at its own indices
     value = _InlineLoads(buffer, lambda at: {}, producer_store.value).visit(substitute(store.value, mapping))
@@ -221,6 +234,6 @@ def reverse_compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     merged = producer.with_changes(body=new_store, reads=(), writes=())
     reads, writes = infer_block_regions(merged)
     merged = merged.with_changes(reads=reads, writes=writes)
-    predicate = _consumer_domain_predicate(block, mapping, writers[0])
+    predicate = _consumer_domain_predicate(block, first, writers[0])
     func = replace_stmts(func, {id(writers[0]): writers[0].with_changes(block=merged, predicate=predicate)})
     return _drop_allocation(remove_block(func, name, "reverse_compute_inline"), buffer)
