@@ -14,7 +14,7 @@ from typing import Any
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer, affine_pieces, is_bijective_affine
 from ...ir.buffer import BufferRegion
-from ...ir.expr import DATA_PAR, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
+from ...ir.expr import DATA_PAR, Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import SERIAL, BlockRealize, BufferStore, For, Stmt
 from ...ir.visitor import Mutator, walk
@@ -75,8 +75,9 @@ def _rebuilt(func: PrimFunc, realize: BlockRealize, loops: list, block: Any, new
 
 
 def _reordered(block: Any, mapped: list) -> tuple[tuple, dict]:
-    """For a block of symbolic extents, the maps that only reorder iterators, drop unit ones and
-    insert constant ones (``lambda i, j, k: (0, i, j, k)``): the new iterators and the inverse."""
+    """For a block of symbolic extents, the maps that only reorder iterators, drop unit ones,
+    insert constant ones (``lambda i, j, k: (0, i, j, k)``) and fuse iterators of one kind in
+    mixed radix: the new iterators and the inverse."""
     name = block.name_hint
     by_var = {id(iv.var): iv for iv in block.iter_vars}
     new_iters, inverse, seen = [], {}, set()
@@ -89,9 +90,18 @@ def _reordered(block: Any, mapped: list) -> tuple[tuple, dict]:
             seen.add(id(e))
             new_iters.append(IterVar(old.dom, v, old.iter_type))
             inverse[e] = v
+        elif (digits := _fused_digits(e, by_var, seen)) is not None:
+            # (``i * 3 + j``, i of symbolic extent n: one iterator over n * 3)
+            outer = by_var[id(digits[0][0])]
+            extent = Analyzer().simplify(Mul(outer.dom.extent, const(digits[0][1], e.dtype)))
+            new_iters.append(IterVar(Range(const(0, e.dtype), extent), v, outer.iter_type))
+            for n, (var, stride) in enumerate(digits):
+                seen.add(id(var))
+                digit = v if stride == 1 else FloorDiv(v, const(stride, v.dtype))
+                inverse[var] = digit if n == 0 else FloorMod(digit, by_var[id(var)].dom.extent)
         else:
             raise ScheduleError(f"transform_block_layout: block '{name}' has symbolic extents: only maps that "
-                                f"reorder, drop or insert unit iterators are supported, not {e.script()}")
+                                f"reorder, drop, insert or fuse iterators are supported, not {e.script()}")
     for iv in block.iter_vars:
         if id(iv.var) not in seen:
             if not (isinstance(iv.dom.extent, IntImm) and iv.dom.extent.value == 1):
@@ -99,6 +109,34 @@ def _reordered(block: Any, mapped: list) -> tuple[tuple, dict]:
                                     f"of block '{name}'")
             inverse[iv.var] = iv.dom.min
     return tuple(new_iters), inverse
+
+
+def _fused_digits(e: PrimExpr, by_var: dict, seen: set) -> list | None:
+    """``[(var, stride)]``, outermost first, of ``i * 12 + j * 4 + k`` over iterators of one kind,
+    each not used yet, whose strides are the products of the inner (constant) extents."""
+    terms, stack = [], [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Add):
+            stack += [x.b, x.a]
+        elif isinstance(x, Var):
+            terms.append((x, 1))
+        elif isinstance(x, Mul) and isinstance(x.a, Var) and isinstance(x.b, IntImm):
+            terms.append((x.a, x.b.value))
+        else:
+            return None
+    if len(terms) < 2 or any(id(v) not in by_var or id(v) in seen for v, _ in terms):
+        return None
+    terms.sort(key=lambda t: -t[1])
+    stride = 1
+    for var, s in reversed(terms):
+        extent = by_var[id(var)].dom.extent
+        if s != stride or (var is not terms[0][0] and not isinstance(extent, IntImm)):
+            return None
+        stride *= extent.value if isinstance(extent, IntImm) else 1
+    if len({by_var[id(v)].iter_type for v, _ in terms}) != 1:
+        return None
+    return terms
 
 
 def _extent(iv: IterVar, name: str) -> int:
