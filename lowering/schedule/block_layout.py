@@ -14,12 +14,12 @@ from typing import Any
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer, affine_pieces, is_bijective_affine
 from ...ir.buffer import BufferRegion
-from ...ir.expr import DATA_PAR, Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
+from ...ir.expr import DATA_PAR, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import SERIAL, BlockRealize, BufferStore, For, Stmt
 from ...ir.visitor import Mutator, walk
 from .errors import ScheduleError
-from .layout import IndexMap
+from .layout import IndexMap, linear_terms
 from .tree import enclosing_loops, replace_stmts
 
 
@@ -114,18 +114,8 @@ def _reordered(block: Any, mapped: list) -> tuple[tuple, dict]:
 def _fused_digits(e: PrimExpr, by_var: dict, seen: set) -> list | None:
     """``[(var, stride)]``, outermost first, of ``i * 12 + j * 4 + k`` over iterators of one kind,
     each not used yet, whose strides are the products of the inner (constant) extents."""
-    terms, stack = [], [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, Add):
-            stack += [x.b, x.a]
-        elif isinstance(x, Var):
-            terms.append((x, 1))
-        elif isinstance(x, Mul) and isinstance(x.a, Var) and isinstance(x.b, IntImm):
-            terms.append((x.a, x.b.value))
-        else:
-            return None
-    if len(terms) < 2 or any(id(v) not in by_var or id(v) in seen for v, _ in terms):
+    terms = linear_terms(e)
+    if terms is None or len(terms) < 2 or any(id(v) not in by_var or id(v) in seen for v, _ in terms):
         return None
     terms.sort(key=lambda t: -t[1])
     stride = 1

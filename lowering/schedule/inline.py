@@ -12,12 +12,13 @@ from typing import Any, Callable
 
 from ...ir.analysis import infer_block_regions, substitute
 from ...ir.buffer import Buffer
-from ...ir.expr import LT, Add, And, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Var, const, is_const_int
-from ...ir.structural import structural_equal
+from ...ir.expr import LT, Add, And, BufferLoad, FloorDiv, FloorMod, IntImm, PrimExpr, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore
+from ...ir.structural import structural_equal
 from ...ir.visitor import Mutator, collect
 from .errors import ScheduleError
+from .layout import linear_terms
 from .tree import blocks_under, remove_block, replace_stmts
 
 
@@ -81,18 +82,8 @@ def _check_constant_indices(indices: tuple, block: Block, producer: Block) -> No
 def _mixed_radix(index: PrimExpr, own: dict) -> list | None:
     """``[(var, stride, extent)]``, outermost first, of an index ``i * 96 + j * 32 + k`` over
     iterators of constant extents whose strides are the products of the inner extents."""
-    terms, stack = [], [index]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Add):
-            stack += [e.b, e.a]
-        elif isinstance(e, Var):
-            terms.append((e, 1))
-        elif isinstance(e, Mul) and isinstance(e.a, Var) and isinstance(e.b, IntImm):
-            terms.append((e.a, e.b.value))
-        else:
-            return None
-    if any(id(v) not in own for v, _ in terms):
+    terms = linear_terms(index)
+    if terms is None or any(id(v) not in own for v, _ in terms):
         return None
     if len(terms) == 1:  # (an iterator itself, of any extent)
         return [(terms[0][0], 1, None)] if terms[0][1] == 1 else None

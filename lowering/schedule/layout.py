@@ -14,13 +14,13 @@ from math import prod
 from typing import Any, Callable
 
 from ...ir.analysis import substitute
-from ...ir.structural import structural_equal
 from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer, BufferRegion
 from ...ir.expr import Add, BufferLoad, IntImm, Mul, PrimExpr, Range, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import BlockRealize, BufferStore
+from ...ir.structural import structural_equal
 from ...ir.visitor import Mutator, collect
 from . import layout_pad
 from .errors import ScheduleError
@@ -110,6 +110,23 @@ class _Relayout(Mutator):
             mins = self.index_map.apply(tuple(r.min for r in node.region), self.analyzer)
             return BufferRegion(self.new, tuple(Range(m, const(1, m.dtype)) for m in mins))
         return BufferRegion.full(self.new)
+
+
+def linear_terms(e: PrimExpr) -> list[tuple[Var, int]] | None:
+    """``[(var, coefficient)]`` of a sum of variables times constants (``i * 96 + j * 32 + k``),
+    None for another expression."""
+    terms, stack = [], [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Add):
+            stack += [x.b, x.a]
+        elif isinstance(x, Var):
+            terms.append((x, 1))
+        elif isinstance(x, Mul) and isinstance(x.a, Var) and isinstance(x.b, IntImm):
+            terms.append((x.a, x.b.value))
+        else:
+            return None
+    return terms
 
 
 def _fused_extent(e: PrimExpr, extents: dict) -> PrimExpr | None:
