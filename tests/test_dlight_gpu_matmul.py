@@ -1,6 +1,6 @@
 """The DLight GPU rules for products (lowering/dlight/gpu_matmul.py, gpu_gemv.py,
 gpu_low_batch_gemv.py): each gives TVM 0.27's schedule, printed byte for byte, on the legalized
-operators of tests/fixtures/dlight_gpu/mm_* (made by generate_with_tvm.py there) and on the
+operators of tests/fixtures/dlight_gpu/mm_* (made by generate_mm_with_tvm.py there) and on the
 corpus MLP; declines, without an exception, every other legalized operator; and the scheduled
 functions compute what they computed before (the reference executor, on exact integer data)."""
 from __future__ import annotations
