@@ -160,7 +160,7 @@ def _rebuild_block(realize: BlockRealize, buffer: Buffer, accessed: tuple, dims:
     loop_vars, extents, values = [], [], []
     for iv in block.iter_vars:
         if id(iv.var) in position:
-            lo, hi = dims[position[id(iv.var)]]
+            lo, hi = _within_domain(*dims[position[id(iv.var)]], iv, around)
             extent = analyzer.simplify(Sub(hi, lo))
             if not isinstance(extent, IntImm):
                 raise ScheduleError(f"the region of '{buffer.name}' that block '{block.name_hint}' "
@@ -183,6 +183,26 @@ def _rebuild_block(realize: BlockRealize, buffer: Buffer, accessed: tuple, dims:
     for var, size in zip(reversed(loop_vars), reversed(extents)):
         stmt = For(var, const(0, var.dtype), const(size, var.dtype), "serial", stmt)
     return stmt
+
+
+def _within_domain(lo: PrimExpr, hi: PrimExpr, iv: IterVar, around: list[For]) -> tuple[PrimExpr, PrimExpr]:
+    """The region [lo, hi] of an iterator cut to its domain where that leaves constant bounds, or
+    the domain where the region surely covers it (TVM's BlockVarDomainInfo.Simplify): a split
+    tile larger than the iterator's domain covers the domain, not the tile."""
+    if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):
+        return lo, hi
+    dom_lo, dom_hi = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value - 1
+    analyzer = Analyzer()
+    for node in around:
+        if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
+            analyzer.bind(node.loop_var, node.min.value, node.extent.value)
+    low, high = analyzer.simplify(lo), analyzer.simplify(hi)
+    if isinstance(low, IntImm) and isinstance(high, IntImm):
+        return const(max(low.value, dom_lo), lo.dtype), const(min(high.value, dom_hi), hi.dtype)
+    low_bound, high_bound = analyzer.bound(lo), analyzer.bound(hi)
+    if low_bound is not None and high_bound is not None and low_bound[1] <= dom_lo and high_bound[0] >= dom_hi:
+        return const(dom_lo, lo.dtype), const(dom_hi, hi.dtype)
+    return lo, hi
 
 
 def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list, extents: list) -> PrimExpr:
