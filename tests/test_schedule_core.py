@@ -323,3 +323,36 @@ class Module:
                     T.reads(C[vb])
                     T.writes(D[vb])
                     D[vb] = C[vb] * T.float32(2.0)'''
+
+
+def test_compute_at_a_region_whose_size_varies_with_an_outer_loop() -> None:
+    """P[(i + r) // 2] for i < 8 under loop r is 4 or 5 rows as r is even or odd: the cache
+    computed at r gets a loop of that varying extent (as TVM's; tuning's DisallowDynamicLoop then
+    rejects it), fuse takes it, and the result computes what the function computes."""
+    import numpy as np
+
+    from tvms.ir.expr import Var
+    from tvms.ir.visitor import walk
+    from tvms.runtime.reference import run_prim_func
+
+    func = from_source('''
+@T.prim_func
+def main(P: T.Buffer((6, 4), "float32"), B: T.Buffer((8, 4), "float32")):
+    for r, i, j in T.grid(4, 8, 4):
+        with T.sblock("B"):
+            vr, vi, vj = T.axis.remap("RSS", [r, i, j])
+            with T.init():
+                B[vi, vj] = T.float32(0)
+            B[vi, vj] = B[vi, vj] + P[(vi + vr) // 2, vj]
+''')
+    sch = Schedule(func)
+    block = sch.get_sblock("B")
+    cache = sch.cache_read(block, 0, "shared")
+    sch.compute_at(cache, sch.get_loops(block)[0])
+    fused = sch.get(sch.fuse(*sch.get_loops(cache)[1:]))
+    assert {n.name for n in walk(fused.extent) if isinstance(n, Var)} == {"r"}
+    p = np.random.default_rng(0).standard_normal((6, 4)).astype("float32")
+    want, got = np.zeros((8, 4), "float32"), np.zeros((8, 4), "float32")
+    run_prim_func(func, p, want)
+    run_prim_func(sch.mod["main"], p, got)
+    np.testing.assert_array_equal(got, want)

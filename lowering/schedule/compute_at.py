@@ -16,7 +16,8 @@ from ...ir.analysis import substitute
 from ...ir.arith import Analyzer, Sum
 from ...ir.arith.split_sum import SplitTerm
 from ...ir.buffer import Buffer
-from ...ir.expr import GE, LT, Add, And, IntImm, IterVar, PrimExpr, Sub, Var, const, is_const_int
+from ...ir.expr import (GE, LT, Add, And, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Sub, Var, const,
+                        is_const_int)
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, For, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
@@ -58,6 +59,39 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
     dtype = e.dtype
     return (analyzer.simplify(Add(analyzer.to_expr(rest, dtype), const(low, dtype))),
             analyzer.simplify(Add(analyzer.to_expr(rest, dtype), const(high, dtype))))
+
+
+def _interval(e: PrimExpr, inner: dict[int, tuple[Var, int, int]]) -> tuple[PrimExpr, PrimExpr] | None:
+    """[lo, hi] of ``e`` by interval arithmetic with symbolic ends, the ``inner`` loops over their
+    domains (``(w + rw_0) // 2`` with w < 8: ``[rw_0 // 2, (rw_0 + 7) // 2]``, a size that varies
+    with rw_0, as TVM's integer sets give it); None for what it cannot bound."""
+    if isinstance(e, IntImm):
+        return e, e
+    if isinstance(e, Var):
+        if id(e) not in inner:
+            return e, e
+        _, lo, extent = inner[id(e)]
+        return const(lo, e.dtype), const(lo + extent - 1, e.dtype)
+    if not isinstance(e, (Add, Sub, Mul, FloorDiv, FloorMod)):
+        return None
+    a = _interval(e.a, inner)
+    if a is None:
+        return None
+    if isinstance(e, (Add, Sub)):
+        b = _interval(e.b, inner)
+        if b is None:
+            return None
+        return (Add(a[0], b[0]), Add(a[1], b[1])) if isinstance(e, Add) else (Sub(a[0], b[1]), Sub(a[1], b[0]))
+    if not isinstance(e.b, IntImm):
+        return None
+    c = e.b.value
+    if isinstance(e, Mul):
+        return (Mul(a[0], e.b), Mul(a[1], e.b)) if c >= 0 else (Mul(a[1], e.b), Mul(a[0], e.b))
+    if c <= 0:
+        return None
+    if isinstance(e, FloorDiv):
+        return FloorDiv(a[0], e.b), FloorDiv(a[1], e.b)
+    return const(0, e.dtype), const(c - 1, e.dtype)
 
 
 def _outer_quotient(analyzer: Analyzer, t: SplitTerm, inner: dict) -> SplitTerm | None:
@@ -109,9 +143,10 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
                     raise ScheduleError(f"the access of block '{node.block.name_hint}' to '{buffer.name}' "
                                         f"under loop '{loop.loop_var.name}' varies with loop "
                                         f"'{used[0].loop_var.name}' of symbolic extent")
-                lo = _symbolic_bounds(substitute(r.min, binding), inner, outer)
-                hi = _symbolic_bounds(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), binding), inner,
-                                      outer)
+                first = substitute(r.min, binding)
+                last = substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), binding)
+                lo = _symbolic_bounds(first, inner, outer) or _interval(first, inner)
+                hi = _symbolic_bounds(last, inner, outer) or _interval(last, inner)
                 if lo is None or hi is None:
                     raise ScheduleError(f"cannot bound the access of block '{node.block.name_hint}' to "
                                         f"'{buffer.name}' under loop '{loop.loop_var.name}'")
@@ -162,16 +197,16 @@ def _rebuild_block(realize: BlockRealize, buffer: Buffer, accessed: tuple, dims:
         if id(iv.var) in position:
             lo, hi = _within_domain(*dims[position[id(iv.var)]], iv, around)
             extent = analyzer.simplify(Sub(hi, lo))
-            if not isinstance(extent, IntImm):
-                raise ScheduleError(f"the region of '{buffer.name}' that block '{block.name_hint}' "
-                                    f"covers has a symbolic size")
-            size = extent.value + 1
+            # (a size that varies with an outer loop gives a loop of that extent: a dynamic loop,
+            # which DisallowDynamicLoop rejects in tuning, as TVM's does)
+            size = extent.value + 1 if isinstance(extent, IntImm) else \
+                analyzer.simplify(Add(extent, const(1, extent.dtype)))
         else:  # an iterator the buffer access does not name: its whole domain
             if not isinstance(iv.dom.extent, IntImm):
                 raise ScheduleError(f"iterator '{iv.var.name}' of block '{block.name_hint}' has a "
                                     f"symbolic domain; the loop covering it would too")
             lo, size = iv.dom.min, iv.dom.extent.value
-        if size == 1 and not preserve_unit_loops:
+        if isinstance(size, int) and size == 1 and not preserve_unit_loops:
             values.append(analyzer.simplify(lo))
             continue
         var = Var(f"ax{len(loop_vars)}", iv.var.dtype)
@@ -181,7 +216,7 @@ def _rebuild_block(realize: BlockRealize, buffer: Buffer, accessed: tuple, dims:
     guard = _domain_guard(block, values, around, loop_vars, extents)
     stmt: Stmt = BlockRealize(tuple(values), guard, block)
     for var, size in zip(reversed(loop_vars), reversed(extents)):
-        stmt = For(var, const(0, var.dtype), const(size, var.dtype), "serial", stmt)
+        stmt = For(var, const(0, var.dtype), const(size, var.dtype) if isinstance(size, int) else size, "serial", stmt)
     return stmt
 
 
@@ -213,7 +248,9 @@ def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list
         if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
             analyzer.bind(node.loop_var, node.min.value, node.extent.value)
     for var, size in zip(loop_vars, extents):
-        analyzer.bind(var, 0, size)
+        largest = (size, size) if isinstance(size, int) else analyzer.bound(size)
+        if largest is not None:  # (a loop of varying extent: bounded by its largest)
+            analyzer.bind(var, 0, largest[1])
     conds: list[PrimExpr] = []
     for iv, value in zip(block.iter_vars, values):
         if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):

@@ -162,6 +162,8 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
             raise ScheduleError(f"fuse: the loops can't be fused because the outer loop "
                                 f"'{outer.loop_var.name}' is not the parent of the inner loop "
                                 f"'{inner.loop_var.name}' (or has other statements in its body)")
+    if not all(isinstance(loop.extent, IntImm) for loop in loops):
+        return _fuse_symbolic(func, loops)
     extents = [const_extent(loop, "fuse") for loop in loops]
     dtype = loops[0].loop_var.dtype
     fused = Var("_".join(loop.loop_var.name for loop in loops) + "_fused", dtype)
@@ -181,6 +183,33 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
     body = _Rebind(mapping, analyzer).visit(loops[-1].body)
     new_loop = For(fused, const(0, dtype), const(total, dtype), SERIAL, body)
     return replace_stmts(func, {id(loops[0]): new_loop}), fused
+
+
+def _fuse_symbolic(func: PrimFunc, loops: list[For]) -> tuple[PrimFunc, Var]:
+    """fuse of loops some of whose extents are expressions (compute_at gives a loop whose extent
+    varies with an outer loop): the fused extent is their product, each variable the fused one
+    divided by the product of the extents inside it, modulo its own extent."""
+    for loop in loops:
+        if not is_const_int(loop.min, 0):
+            raise ScheduleError(f"fuse: loop '{loop.loop_var.name}' must start at 0, it starts at {loop.min}")
+    analyzer = Analyzer()
+    dtype = loops[0].loop_var.dtype
+    fused = Var("_".join(loop.loop_var.name for loop in loops) + "_fused", dtype)
+    mapping: dict = {}
+    for i, loop in enumerate(loops):
+        stride = analyzer.simplify(reduce_mul([inner.extent for inner in loops[i + 1:]], dtype))
+        value: PrimExpr = fused if is_const_int(stride, 1) else FloorDiv(fused, stride)
+        mapping[loop.loop_var] = value if i == 0 else FloorMod(value, loop.extent)
+    total = analyzer.simplify(reduce_mul([loop.extent for loop in loops], dtype))
+    body = _Rebind(mapping, analyzer).visit(loops[-1].body)
+    return replace_stmts(func, {id(loops[0]): For(fused, const(0, dtype), total, SERIAL, body)}), fused
+
+
+def reduce_mul(factors: list, dtype: Any) -> PrimExpr:
+    product: PrimExpr = const(1, dtype)
+    for factor in factors:
+        product = factor if is_const_int(product, 1) else Mul(product, factor)
+    return product
 
 
 def merge(func: PrimFunc, found: list[tuple[For, tuple]]) -> tuple[PrimFunc, Var]:
