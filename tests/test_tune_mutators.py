@@ -21,6 +21,7 @@ from tvms.lowering.tune.mutate_tile_size import MutateTileSize, move_factor
 from tvms.lowering.tune.mutate_unroll import MutateUnroll
 from tvms.lowering.tune.mutator import Mutator, as_mutator
 from tvms.lowering.tune.post_order_apply import PostOrderApply
+from tvms.lowering.tune.rule_auto_bind import AutoBind
 from tvms.lowering.tune.rule_cross_thread_reduction import CrossThreadReduction
 from tvms.lowering.tune.tune_context import TuneContext
 
@@ -125,6 +126,14 @@ def test_thread_binding_mutator_draws_another_sampled_thread_count() -> None:
         seen.add(threads)
     assert len(seen) > 3
     assert mutator.apply(design_space(seed=5).trace, rng) is None  # (the llvm space binds no threads)
+    # TVM's own case: AutoBind's blockIdx.x / threadIdx.x split of an element-wise loop, drawn
+    # at 256 (decision 3), goes to each of the other five counts
+    element_wise = tvms.script.from_source((FIXTURES / "meta_schedule" / "bind_element_wise.tvms").read_text())
+    space = PostOrderApply(sch_rules=[AutoBind()], postprocs=[], mutator_probs={})
+    (sketch,) = TuneContext(element_wise, "cuda -max_threads_per_block=1024", space, rand_state=0).generate_design_space()
+    (sample,) = [i for i in sketch.trace.insts if i.kind == "SampleCategorical"]
+    trace = sketch.trace.with_decision(sample, 3, remove_postproc=True)
+    assert {mutator.apply(trace, rng).decisions[sample] for _ in range(100)} == {0, 1, 2, 4, 5}
 
 
 def test_compute_location_moves_to_places_numbered_as_the_sampler_does() -> None:
