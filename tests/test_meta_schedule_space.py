@@ -195,8 +195,9 @@ def test_cuda_space_matches_tvm(stem: str) -> None:
 
 def test_verify_gpu_code_agrees_with_tvm() -> None:
     """The modules of TVM's own VerifyGPUCode tests (generate_verify_gpu_with_tvm.py), scheduled
-    TensorIR and lowered kernels: accepted or rejected as TVM's postprocessor does (too many
-    threads, too much shared memory, a block's thread count outside its marked range)."""
+    TensorIR and lowered kernels, and a copy vectorized by 4 and by 8 float32 lanes: accepted or
+    rejected as TVM's postprocessor does (too many threads, too much shared memory, a block's
+    thread count outside its marked range, a vector of more than 16 bytes)."""
     from tvms.lowering.tune.postproc_verify_gpu_code import VerifyGPUCode, gpu_code_errors
 
     expected = json.loads((GOLDEN / "verify_gpu.json").read_text())
@@ -209,6 +210,9 @@ def test_verify_gpu_code_agrees_with_tvm() -> None:
     assert any("threads per block, more than the target's 1024" in e for e in errors)
     errors = gpu_code_errors(parsed("verify_Conv2dCuda2.tvms")["main"], 1024, 49152)
     assert any("bytes of shared memory per block, more than the target's 49152" in e for e in errors)
+    assert gpu_code_errors(parsed("verify_vector8.tvms")["main"], 1024, 49152) == \
+        ["a vector access to B of 8 x float32 is more than 16 bytes",
+         "a vector access to A of 8 x float32 is more than 16 bytes"]
 
 
 @pytest.mark.parametrize("name", ["gmm", "t2d"])
