@@ -34,8 +34,10 @@ class Mutator:
 
     @staticmethod
     def create(kind: str) -> dict:
-        """The default mutators of a target kind with their probabilities (TVM's defaults)."""
+        """The default mutators of a target kind with their probabilities (TVM's defaults, as the
+        kind's row of ``default_space`` registers them)."""
         from .space_generator import default_part
+
         probs = default_part(kind, "mutator_probs")
         if not probs:
             raise TVMSError(f"no default mutators for target kind {kind!r}")
