@@ -57,7 +57,7 @@ class _Loop:
 
     node: Any
     var: Var
-    min: int
+    start: int
     extent: int | None
     tag: str
     vectorized: bool
@@ -221,9 +221,9 @@ def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int:
             spans = id(loop.node) in inside and not loop.tag.startswith("blockIdx") \
                 or loop.tag.startswith(("threadIdx", "vthread"))
             if not spans:
-                analyzer.bind(loop.var, loop.min, 1)
+                analyzer.bind(loop.var, loop.start, 1)
             elif loop.extent is not None:  # (a loop of unknown extent leaves its indices unknown)
-                analyzer.bind(loop.var, loop.min, loop.extent)
+                analyzer.bind(loop.var, loop.start, loop.extent)
         for d, index in enumerate(access.indices):
             bound = analyzer.bound(index)
             if bound is None:
