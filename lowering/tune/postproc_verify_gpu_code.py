@@ -14,6 +14,8 @@ reads the scheduled TensorIR itself (or an already lowered function: ``T.launch_
   puts it (the lowest loop or block around all its accesses) and compacted as
   CompactBufferAllocation compacts it: the loops inside that place and the kernel's
   ``threadIdx``/``vthread`` loops range over their extents, the others stay fixed;
+* a software pipeline (a loop marked ``software_pipeline_stage``) keeps as many versions of
+  such a buffer as InjectSoftwarePipeline would;
 * a vectorized loop makes each access it indexes (and each cast of such a value) a vector of
   its extent's lanes.
 
@@ -34,13 +36,14 @@ from ...ir.buffer import Buffer
 from ...ir.errors import TVMSError
 from ...ir.expr import BufferLoad, Cast, IntImm, PrimExpr, Var
 from ...ir.function import PrimFunc
-from ...ir.stmt import VECTORIZED, AllocBuffer, AttrStmt, Block, BlockRealize, BufferStore, For, Stmt
+from ...ir.stmt import VECTORIZED, AllocBuffer, AttrStmt, Block, BlockRealize, BufferStore, For, SeqStmt, Stmt
 from ...ir.visitor import children, walk
 from .postproc import Postproc
 
 MAX_VECTOR_BYTES = 16
 THREAD_LOW = "meta_schedule.thread_extent_low_inclusive"
 THREAD_HIGH = "meta_schedule.thread_extent_high_inclusive"
+PIPELINE_STAGE = "software_pipeline_stage"
 WARP_EXECUTION = "warp_execution"
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
@@ -69,6 +72,7 @@ class _Access:
     scopes: tuple  # the enclosing loops and blocks, outermost first
     loops: tuple  # the enclosing _Loops, outermost first
     indices: tuple  # in terms of the loop variables
+    writes: bool
 
 
 def _bytes(dtype: Any) -> int:
@@ -111,7 +115,7 @@ class _Verifier:
         if isinstance(stmt, AllocBuffer) and stmt.buffer.scope.startswith("shared") and kernel is not None:
             kernel.shared_bytes += _size(stmt.buffer)  # (already lowered: its size is its shape)
         if isinstance(stmt, BufferStore):
-            self._access(stmt.buffer, stmt.indices, stmt.value.dtype, kernel, scopes, loops, binding)
+            self._access(stmt.buffer, stmt.indices, stmt.value.dtype, kernel, scopes, loops, binding, True)
         for child in children(stmt):
             if isinstance(child, Stmt):
                 self.visit(child, kernel, scopes, loops, binding, threads)
@@ -157,14 +161,14 @@ class _Verifier:
     def _expr(self, expr: PrimExpr, kernel: _Kernel | None, scopes: tuple, loops: tuple, binding: dict) -> None:
         for node in walk(expr):
             if isinstance(node, BufferLoad):
-                self._access(node.buffer, node.indices, node.dtype, kernel, scopes, loops, binding)
+                self._access(node.buffer, node.indices, node.dtype, kernel, scopes, loops, binding, False)
             elif isinstance(node, Cast):
                 self._vector_bytes(node.dtype, [substitute(node.value, binding)], loops, "cast")
 
     def _access(self, buffer: Buffer, indices: tuple, dtype: Any, kernel: _Kernel | None, scopes: tuple,
-                loops: tuple, binding: dict) -> None:
+                loops: tuple, binding: dict, writes: bool) -> None:
         indices = tuple(substitute(i, binding) for i in indices)
-        self.accesses.setdefault(buffer, []).append(_Access(kernel, scopes, loops, indices))
+        self.accesses.setdefault(buffer, []).append(_Access(kernel, scopes, loops, indices, writes))
         self._vector_bytes(dtype, indices, loops, f"access to {buffer.name}")
 
     def _vector_bytes(self, dtype: Any, exprs: list, loops: tuple, what: str) -> None:
@@ -183,7 +187,7 @@ class _Verifier:
             if not accesses or len(kernels) != 1 or accesses[0].kernel is None:
                 continue  # (used by no kernel, or by several: allocated outside them)
             placed = _common_prefix([a.scopes for a in accesses])
-            accesses[0].kernel.shared_bytes += _compacted_size(buffer, accesses, placed)
+            accesses[0].kernel.shared_bytes += _compacted_size(buffer, accesses, placed) * _versions(accesses, placed)
 
     def _check_kernel(self, kernel: _Kernel) -> None:
         count = prod(kernel.threads.values())
@@ -206,6 +210,24 @@ def _common_prefix(paths: list) -> int:
     """How many leading scopes all ``paths`` share."""
     n = min(len(p) for p in paths)
     return next((i for i in range(n) if any(p[i] is not paths[0][i] for p in paths)), n)
+
+
+def _versions(accesses: list, placed: int) -> int:
+    """How many copies of a buffer a software pipeline keeps (InjectSoftwarePipeline): in a loop
+    marked ``software_pipeline_stage`` around all the accesses, a buffer its stage-s statements
+    write and its stage-t statements read lives in t - s + 1 versions."""
+    loop = accesses[0].scopes[placed - 1] if placed else None
+    stages = loop.annotations.get(PIPELINE_STAGE) if isinstance(loop, For) else None
+    if stages is None or not isinstance(loop.body, SeqStmt) or len(loop.body.seq) != len(stages):
+        return 1
+    children = [c.block if isinstance(c, BlockRealize) else c for c in loop.body.seq]
+    written, read = [], []
+    for access in accesses:
+        child = access.scopes[placed] if len(access.scopes) > placed else None
+        index = next((i for i, c in enumerate(children) if c is child), None)
+        if index is not None:
+            (written if access.writes else read).append(int(stages[index]))
+    return max(1, max(read) - min(written) + 1) if written and read else 1
 
 
 def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int:
