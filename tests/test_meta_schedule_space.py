@@ -17,6 +17,7 @@ from tvms import meta_schedule as ms
 from tvms.lowering.schedule.schedule import Schedule
 from tvms.lowering.schedule.trace import SAMPLING_KINDS, Trace
 from tvms.lowering.tune.post_order_apply import PostOrderApply
+from tvms.lowering.tune.postproc_verify_gpu_code import shared_memory_bytes
 from tvms.lowering.tune.tune_context import TuneContext
 from tvms.runtime.reference import run_prim_func
 
@@ -155,6 +156,7 @@ def test_grp_padding_computed_inside_the_group_loop_is_correct() -> None:
 
 CUDA_SPACES = json.loads((GOLDEN / "cuda_decisions.json").read_text())
 CUDA_VERDICTS = json.loads((GOLDEN / "cuda_verdicts.json").read_text())
+CUDA_SHARED_BYTES = json.loads((GOLDEN / "cuda_shared_bytes.json").read_text())  # as TVM's VerifyGPUCode counts
 
 
 def cuda_target(arch: str) -> tvms.target.Target:
@@ -179,7 +181,9 @@ def test_cuda_space_matches_tvm(stem: str) -> None:
     CrossThreadReduction, AutoBind, the GPU AutoInline and unroll) on a matmul and reductions:
     each sketch with the decisions TVM replayed prints as TVM's; the postprocessors (cooperative
     fetch bound to the threads, unbound blocks bound, unroll, reduction init, VerifyGPUCode)
-    reject what TVM's reject, and what they accept prints as TVM's, trace included."""
+    reject what TVM's reject, and what they accept prints as TVM's, trace included. The shared
+    memory VerifyGPUCode counts on the scheduled TensorIR is, to the byte, what TVM's counts on
+    the kernels its lowering makes (cuda_shared_bytes.json)."""
     sketches, postprocs = cuda_space(stem)
     decisions = CUDA_SPACES[stem]["decisions"]
     assert len(sketches) == len(decisions)
@@ -187,7 +191,11 @@ def test_cuda_space_matches_tvm(stem: str) -> None:
         sch = replayed(CUDA_SPACES[stem]["workload"], sketch, chosen)
         assert_prints(sch, f"{stem}_sketch{k}", trace=False)
         sch.enter_postproc()
-        rejected = next((type(p).__name__ for p in postprocs if not p.apply(sch)), None)
+        *rewrites, verify = postprocs
+        rejected = next((type(p).__name__ for p in rewrites if not p.apply(sch)), None)
+        if rejected is None:
+            assert shared_memory_bytes(sch.mod["main"]) == CUDA_SHARED_BYTES[stem][k]
+            rejected = None if verify.apply(sch) else type(verify).__name__
         assert rejected == CUDA_VERDICTS[stem][k]
         if rejected is None:
             assert_prints(sch, f"{stem}_sketch{k}_post")

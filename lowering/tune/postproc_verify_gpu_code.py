@@ -13,16 +13,19 @@ reads the scheduled TensorIR itself (or an already lowered function: ``T.launch_
 * a ``shared`` buffer a block allocates is placed where PlanAndUpdateBufferAllocationLocation
   puts it (the lowest loop or block around all its accesses) and compacted as
   CompactBufferAllocation compacts it: the loops inside that place and the kernel's
-  ``threadIdx``/``vthread`` loops range over their extents, the others stay fixed;
+  ``threadIdx``/``vthread`` loops range over their extents, the others stay fixed, and a block's
+  predicate ``e < c`` bounds the indices divided from ``e``;
 * a software pipeline (a loop marked ``software_pipeline_stage``) keeps as many versions of
   such a buffer as InjectSoftwarePipeline would;
 * a vectorized loop makes each access it indexes (and each cast of such a value) a vector of
   its extent's lanes.
 
-What lowering could still add is not seen here: StorageRewrite sharing one allocation between
-buffers whose lifetimes do not overlap (so the count here is an upper bound), the index bounds
-TVM's integer-set analysis proves tighter than interval arithmetic, and the passes' own
-failures (a candidate TVM's pipeline cannot lower).
+On the candidates of the tests (GMM, convolutions, softmax, norms, pipelines) the shared memory
+counted is TVM's to the byte. What lowering could still add is not seen here: StorageRewrite
+sharing one allocation between buffers whose lifetimes do not overlap (the count is then an
+upper bound), index bounds TVM's integer sets prove tighter than interval arithmetic, and the
+passes' own failures (a candidate TVM's pipeline cannot lower). The whole lowering is not run
+per candidate because the search post-processes thousands of them.
 """
 from __future__ import annotations
 
@@ -34,10 +37,11 @@ from ...ir.arith.analyzer import Analyzer
 from ...ir.analysis import substitute
 from ...ir.buffer import Buffer
 from ...ir.errors import TVMSError
-from ...ir.expr import BufferLoad, Cast, IntImm, PrimExpr, Var
+from ...ir.expr import LT, BufferLoad, Cast, FloorDiv, FloorMod, IntImm, PrimExpr, Sub, Var, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import VECTORIZED, AllocBuffer, AttrStmt, Block, BlockRealize, BufferStore, For, SeqStmt, Stmt
-from ...ir.visitor import children, walk
+from ...ir.visitor import Mutator, children, walk
+from ..schedule.loop_transform import conjuncts
 from .postproc import Postproc
 
 MAX_VECTOR_BYTES = 16
@@ -73,6 +77,7 @@ class _Access:
     loops: tuple  # the enclosing _Loops, outermost first
     indices: tuple  # in terms of the loop variables
     writes: bool
+    limits: tuple  # (e, c): the enclosing blocks' predicates e < c
 
 
 def _bytes(dtype: Any) -> int:
@@ -90,6 +95,7 @@ class _Verifier:
         self.kernels: list[_Kernel] = []
         self.allocated: list[Buffer] = []  # shared buffers blocks allocate, placed after the walk
         self.accesses: dict[Buffer, list[_Access]] = {}
+        self.limits: dict[int, list] = {}  # id(block) -> its predicate's parts e < c
 
     # ------------------------------------------------------------ the walk
     def visit(self, stmt: Any, kernel: _Kernel | None, scopes: tuple, loops: tuple, binding: dict,
@@ -107,6 +113,9 @@ class _Verifier:
             inner = dict(binding)
             for iv, value in zip(stmt.block.iter_vars, stmt.iter_values):
                 inner[iv.var] = substitute(value, binding)
+            self.limits[id(stmt.block)] = [(substitute(part.a, binding), part.b.value)
+                                           for part in conjuncts(stmt.predicate)
+                                           if isinstance(part, LT) and isinstance(part.b, IntImm)]
             self._enter_block(stmt.block, kernel, scopes, loops, inner, threads)
             return
         if isinstance(stmt, Block):  # (the root block of a function)
@@ -168,7 +177,8 @@ class _Verifier:
     def _access(self, buffer: Buffer, indices: tuple, dtype: Any, kernel: _Kernel | None, scopes: tuple,
                 loops: tuple, binding: dict, writes: bool) -> None:
         indices = tuple(substitute(i, binding) for i in indices)
-        self.accesses.setdefault(buffer, []).append(_Access(kernel, scopes, loops, indices, writes))
+        limits = tuple(limit for s in scopes if isinstance(s, Block) for limit in self.limits.get(id(s), ()))
+        self.accesses.setdefault(buffer, []).append(_Access(kernel, scopes, loops, indices, writes, limits))
         self._vector_bytes(dtype, indices, loops, f"access to {buffer.name}")
 
     def _vector_bytes(self, dtype: Any, exprs: list, loops: tuple, what: str) -> None:
@@ -230,6 +240,30 @@ def _versions(accesses: list, placed: int) -> int:
     return max(1, max(read) - min(written) + 1) if written and read else 1
 
 
+class _Limited(Mutator):
+    """An index with each dividend a block predicate bounds (``e // 8`` under ``T.where(e <
+    1024)``) replaced by a variable over the values the predicate lets through: the last,
+    partial round of a cooperative fetch touches no more than the buffer's part."""
+
+    def __init__(self, limits: tuple, analyzer: Analyzer) -> None:
+        self.limits, self.analyzer = limits, analyzer
+
+    def _limited(self, e: PrimExpr) -> PrimExpr:
+        for lhs, end in self.limits:
+            bound = self.analyzer.bound(lhs)
+            if bound is not None and bound[1] >= end and is_const_int(self.analyzer.simplify(Sub(e, lhs)), 0):
+                var = Var("limited", e.dtype)
+                self.analyzer.bind(var, bound[0], end - bound[0])
+                return var
+        return e
+
+    def visit_FloorDiv(self, e: FloorDiv) -> PrimExpr:
+        return FloorDiv(self._limited(self.visit(e.a)), e.b)
+
+    def visit_FloorMod(self, e: FloorMod) -> PrimExpr:
+        return FloorMod(self._limited(self.visit(e.a)), e.b)
+
+
 def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int:
     """The bytes of ``buffer`` allocated inside the first ``placed`` scopes of its accesses: each
     dimension the hull of the indices, with the loops inside that place and the thread loops a
@@ -247,7 +281,7 @@ def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int:
             elif loop.extent is not None:  # (a loop of unknown extent leaves its indices unknown)
                 analyzer.bind(loop.var, loop.start, loop.extent)
         for d, index in enumerate(access.indices):
-            bound = analyzer.bound(index)
+            bound = analyzer.bound(_Limited(access.limits, analyzer).visit(index) if access.limits else index)
             if bound is None:
                 lows[d], highs[d] = 0, None  # unknown: the whole dimension
                 continue
@@ -262,14 +296,24 @@ def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int:
     return total
 
 
-def gpu_code_errors(func: PrimFunc, max_threads_per_block: int, max_shared_memory_per_block: int,
-                    thread_warp_size: int = 32) -> list[str]:
-    """What keeps ``func``'s kernels from launching within the limits (empty: nothing)."""
+def _verified(func: PrimFunc, max_threads_per_block: int, max_shared_memory_per_block: int,
+              thread_warp_size: int) -> _Verifier:
     verifier = _Verifier(max_threads_per_block, max_shared_memory_per_block, thread_warp_size)
     verifier.visit(func.body, None, (), (), {}, {})
     verifier.place_shared_buffers()
     verifier.check_memory()
-    return verifier.errors
+    return verifier
+
+
+def gpu_code_errors(func: PrimFunc, max_threads_per_block: int, max_shared_memory_per_block: int,
+                    thread_warp_size: int = 32) -> list[str]:
+    """What keeps ``func``'s kernels from launching within the limits (empty: nothing)."""
+    return _verified(func, max_threads_per_block, max_shared_memory_per_block, thread_warp_size).errors
+
+
+def shared_memory_bytes(func: PrimFunc) -> int:
+    """The shared memory ``func``'s kernels allocate, all together, as this check counts it."""
+    return sum(kernel.shared_bytes for kernel in _verified(func, 1, 1, 32).kernels)
 
 
 class VerifyGPUCode(Postproc):
