@@ -16,7 +16,8 @@ from ...ir.analysis import substitute
 from ...ir.arith import Analyzer, Sum
 from ...ir.arith.split_sum import SplitTerm
 from ...ir.buffer import Buffer
-from ...ir.expr import GE, LT, Add, And, IntImm, IterVar, Mul, PrimExpr, Sub, Var, const, is_const_int
+from ...ir.expr import (GE, LT, Add, And, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Sub, Var, const,
+                        is_const_int)
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, For, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
@@ -90,6 +91,39 @@ def _split_digits(analyzer: Analyzer, t: SplitTerm) -> list[SplitTerm] | None:
     return None
 
 
+def _interval(e: PrimExpr, inner: dict[int, tuple[Var, int, int]]) -> tuple[PrimExpr, PrimExpr] | None:
+    """[lo, hi] of ``e`` by interval arithmetic with symbolic ends, the ``inner`` loops over their
+    domains (``(w + rw_0) // 2`` with w < 8: ``[rw_0 // 2, (rw_0 + 7) // 2]``, a size that varies
+    with rw_0, as TVM's integer sets give it); None for what it cannot bound."""
+    if isinstance(e, IntImm):
+        return e, e
+    if isinstance(e, Var):
+        if id(e) not in inner:
+            return e, e
+        _, lo, extent = inner[id(e)]
+        return const(lo, e.dtype), const(lo + extent - 1, e.dtype)
+    if not isinstance(e, (Add, Sub, Mul, FloorDiv, FloorMod)):
+        return None
+    a = _interval(e.a, inner)
+    if a is None:
+        return None
+    if isinstance(e, (Add, Sub)):
+        b = _interval(e.b, inner)
+        if b is None:
+            return None
+        return (Add(a[0], b[0]), Add(a[1], b[1])) if isinstance(e, Add) else (Sub(a[0], b[1]), Sub(a[1], b[0]))
+    if not isinstance(e.b, IntImm):
+        return None
+    c = e.b.value
+    if isinstance(e, Mul):
+        return (Mul(a[0], e.b), Mul(a[1], e.b)) if c >= 0 else (Mul(a[1], e.b), Mul(a[0], e.b))
+    if c <= 0:
+        return None
+    if isinstance(e, FloorDiv):
+        return FloorDiv(a[0], e.b), FloorDiv(a[1], e.b)
+    return const(0, e.dtype), const(c - 1, e.dtype)
+
+
 def _outer_quotient(analyzer: Analyzer, t: SplitTerm, inner: dict) -> SplitTerm | None:
     """``(outer * g + r) // d`` with the inner part ``r`` in [0, g) and g dividing d is
     ``outer // (d / g)``: the term without its inner loops (``(co_0 * 4 + co_2 * 2 + co_3) // 32``
@@ -141,9 +175,10 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
                                         f"under loop '{loop.loop_var.name}' varies with loop "
                                         f"'{used[0].loop_var.name}' of symbolic extent")
                 # (a loop of one iteration outside is its value: ``bx * 16 + ty`` is ``ty`` there)
-                lo = _symbolic_bounds(substitute(substitute(r.min, binding), units), inner, outer)
-                hi = _symbolic_bounds(substitute(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)),
-                                                            binding), units), inner, outer)
+                first = substitute(substitute(r.min, binding), units)
+                last = substitute(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), binding), units)
+                lo = _symbolic_bounds(first, inner, outer) or _interval(first, inner)
+                hi = _symbolic_bounds(last, inner, outer) or _interval(last, inner)
                 if lo is None or hi is None:
                     raise ScheduleError(f"cannot bound the access of block '{node.block.name_hint}' to "
                                         f"'{buffer.name}' under loop '{loop.loop_var.name}'")
@@ -193,18 +228,18 @@ def _rebuild_block(realize: BlockRealize, buffer: Buffer, accessed: tuple, dims:
     loop_vars, extents, values = [], [], []
     for iv in block.iter_vars:
         if id(iv.var) in position:
-            lo, hi = dims[position[id(iv.var)]]
+            lo, hi = _within_domain(*dims[position[id(iv.var)]], iv, around)
             extent = analyzer.simplify(Sub(hi, lo))
-            if not isinstance(extent, IntImm):
-                raise ScheduleError(f"the region of '{buffer.name}' that block '{block.name_hint}' "
-                                    f"covers has a symbolic size")
-            size = extent.value + 1
+            # (a size that varies with an outer loop gives a loop of that extent: a dynamic loop,
+            # which DisallowDynamicLoop rejects in tuning, as TVM's does)
+            size = extent.value + 1 if isinstance(extent, IntImm) else \
+                analyzer.simplify(Add(extent, const(1, extent.dtype)))
         else:  # an iterator the buffer access does not name: its whole domain
             if not isinstance(iv.dom.extent, IntImm):
                 raise ScheduleError(f"iterator '{iv.var.name}' of block '{block.name_hint}' has a "
                                     f"symbolic domain; the loop covering it would too")
             lo, size = iv.dom.min, iv.dom.extent.value
-        if size == 1 and not preserve_unit_loops:
+        if isinstance(size, int) and size == 1 and not preserve_unit_loops:
             values.append(analyzer.simplify(lo))
             continue
         var = Var(f"ax{len(loop_vars)}", iv.var.dtype)
@@ -214,8 +249,28 @@ def _rebuild_block(realize: BlockRealize, buffer: Buffer, accessed: tuple, dims:
     guard = _domain_guard(block, values, around, loop_vars, extents)
     stmt: Stmt = BlockRealize(tuple(values), guard, block)
     for var, size in zip(reversed(loop_vars), reversed(extents)):
-        stmt = For(var, const(0, var.dtype), const(size, var.dtype), "serial", stmt)
+        stmt = For(var, const(0, var.dtype), const(size, var.dtype) if isinstance(size, int) else size, "serial", stmt)
     return stmt
+
+
+def _within_domain(lo: PrimExpr, hi: PrimExpr, iv: IterVar, around: list[For]) -> tuple[PrimExpr, PrimExpr]:
+    """The region [lo, hi] of an iterator cut to its domain where that leaves constant bounds, or
+    the domain where the region surely covers it (TVM's BlockVarDomainInfo.Simplify): a split
+    tile larger than the iterator's domain covers the domain, not the tile."""
+    if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):
+        return lo, hi
+    dom_lo, dom_hi = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value - 1
+    analyzer = Analyzer()
+    for node in around:
+        if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
+            analyzer.bind(node.loop_var, node.min.value, node.extent.value)
+    low, high = analyzer.simplify(lo), analyzer.simplify(hi)
+    if isinstance(low, IntImm) and isinstance(high, IntImm):
+        return const(max(low.value, dom_lo), lo.dtype), const(min(high.value, dom_hi), hi.dtype)
+    low_bound, high_bound = analyzer.bound(lo), analyzer.bound(hi)
+    if low_bound is not None and high_bound is not None and low_bound[1] <= dom_lo and high_bound[0] >= dom_hi:
+        return const(dom_lo, lo.dtype), const(dom_hi, hi.dtype)
+    return lo, hi
 
 
 def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list, extents: list) -> PrimExpr:
@@ -226,7 +281,9 @@ def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list
         if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
             analyzer.bind(node.loop_var, node.min.value, node.extent.value)
     for var, size in zip(loop_vars, extents):
-        analyzer.bind(var, 0, size)
+        largest = (size, size) if isinstance(size, int) else analyzer.bound(size)
+        if largest is not None:  # (a loop of varying extent: bounded by its largest)
+            analyzer.bind(var, 0, largest[1])
     conds: list[PrimExpr] = []
     for iv, value in zip(block.iter_vars, values):
         if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):

@@ -184,6 +184,8 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
         mapping = {loop.loop_var: fused if loop is symbolic[0] else const(0, dtype) for loop in loops}
         body = _Rebind(mapping, Analyzer(iter_map_order=True)).visit(loops[-1].body)
         return replace_stmts(func, {id(loops[0]): For(fused, const(0, dtype), symbolic[0].extent, SERIAL, body)}), fused
+    if symbolic:
+        return _fuse_symbolic(func, loops, dtype)
     extents = [const_extent(loop, "fuse") for loop in loops]
     total = prod(extents)
     mapping: dict = {}
@@ -201,6 +203,32 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
     body = _Rebind(mapping, analyzer).visit(loops[-1].body)
     new_loop = For(fused, const(0, dtype), const(total, dtype), SERIAL, body)
     return replace_stmts(func, {id(loops[0]): new_loop}), fused
+
+
+def _fuse_symbolic(func: PrimFunc, loops: list[For], dtype: Any) -> tuple[PrimFunc, Var]:
+    """fuse of loops some of whose extents are expressions (compute_at gives a loop whose extent
+    varies with an outer loop): the fused extent is their product, each variable the fused one
+    divided by the product of the extents inside it, modulo its own extent."""
+    for loop in loops:
+        if not is_const_int(loop.min, 0):
+            raise ScheduleError(f"fuse: loop '{loop.loop_var.name}' must start at 0, it starts at {loop.min}")
+    analyzer = Analyzer()
+    fused = Var("_".join(loop.loop_var.name for loop in loops) + "_fused", dtype)
+    mapping: dict = {}
+    for i, loop in enumerate(loops):
+        stride = analyzer.simplify(reduce_mul([inner.extent for inner in loops[i + 1:]], dtype))
+        value: PrimExpr = fused if is_const_int(stride, 1) else FloorDiv(fused, stride)
+        mapping[loop.loop_var] = value if i == 0 else FloorMod(value, loop.extent)
+    total = analyzer.simplify(reduce_mul([loop.extent for loop in loops], dtype))
+    body = _Rebind(mapping, analyzer).visit(loops[-1].body)
+    return replace_stmts(func, {id(loops[0]): For(fused, const(0, dtype), total, SERIAL, body)}), fused
+
+
+def reduce_mul(factors: list, dtype: Any) -> PrimExpr:
+    product: PrimExpr = const(1, dtype)
+    for factor in factors:
+        product = factor if is_const_int(product, 1) else Mul(product, factor)
+    return product
 
 
 def merge(func: PrimFunc, found: list[tuple[For, tuple]]) -> tuple[PrimFunc, Var]:

@@ -50,10 +50,12 @@ def as_mutator(mutator: "Mutator | str") -> Mutator:
         return mutator
     from .mutate_compute_location import MutateComputeLocation
     from .mutate_parallel import MutateParallel
+    from .mutate_thread_binding import MutateThreadBinding
     from .mutate_tile_size import MutateTileSize
     from .mutate_unroll import MutateUnroll
 
-    classes = {cls.__name__: cls for cls in (MutateTileSize, MutateComputeLocation, MutateUnroll, MutateParallel)}
+    classes = {cls.__name__: cls for cls in (MutateTileSize, MutateComputeLocation, MutateUnroll, MutateParallel,
+                                             MutateThreadBinding)}
     if mutator not in classes:
         raise TVMSError(f"unknown mutator {mutator!r}; known: {', '.join(classes)}")
     return classes[mutator]()
