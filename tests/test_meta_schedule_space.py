@@ -296,8 +296,7 @@ def test_accepted_cuda_candidates_lower_compute_and_compile(stem: str, k: int) -
     """Each candidate the cuda postprocessors accept, through tvms's cuda pipeline: its
     SplitHostDevice module (barriers placed, cross-thread reductions lowered, the kernel launched
     by the host) computes in the reference executor what the unscheduled function computes, and
-    its kernels compile with NVRTC for sm_80 and sm_90. (A warp-shuffle reduction's
-    ``tir.cuda.__activemask`` has no CUDA rendering yet: that compile is an expected failure.)"""
+    its kernels compile with NVRTC for sm_80 and sm_90."""
     from cuda_support import assert_compiles
 
     from tvms.lowering.codegen.cuda import cuda_source, kernels_of
@@ -307,13 +306,7 @@ def test_accepted_cuda_candidates_lower_compute_and_compile(stem: str, k: int) -
     args, want = reference_run(CUDA_SPACES[stem]["workload"])
     run_prim_func(split, *args)
     np.testing.assert_allclose(args[-1], want[-1], rtol=1e-4, atol=1e-4)
-    try:
-        source = cuda_source(kernels_of(finalize_kernels(split)))
-    except tvms.TVMSError as err:
-        if "T.cuda.__activemask" in str(err):
-            pytest.xfail("the CUDA code generator has no rendering for tir.cuda.__activemask")
-        raise
-    assert_compiles(source)
+    assert_compiles(cuda_source(kernels_of(finalize_kernels(split))))
 
 
 @pytest.mark.slow

@@ -180,6 +180,10 @@ class CudaSource(CudaTypes, TensorCoreFragments, CSource):
             return self.call_extern(e.dtype, _SHUFFLES[name], e.args[:4])
         if name == "tir.tvm_warp_activemask":
             return "__activemask()"
+        if name.startswith("tir.cuda.__"):  # (the CUDA builtins LowerIntrin names: __shfl_down_sync...)
+            if "shfl" in name:
+                self.tags.add("warp_shuffle")
+            return self.call_extern(e.dtype, name[len("tir.cuda."):], e.args)
         if short in WMMA_CALLS:
             return self.wmma(short, e.args)
         if short in ("popcount", "clz"):  # (clz is named by its argument's type)
