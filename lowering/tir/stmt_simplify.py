@@ -4,12 +4,13 @@ Indices are rewritten with the ranges of the enclosing loops (``ax0 * 100 + (h +
 + (ax2 - 1)`` becomes ``ax0 * 100 + h * 10 + ax1 * 10 + ax2 - 11``); an ``if`` whose condition
 the analyzer proves true or false keeps only the branch that runs. The value of an integer
 ``let`` is put in place of its variable below it (the ``let`` itself stays, as TVM 0.27 leaves
-a binding statement). Other expressions are kept.
+a binding statement); ``a > b`` becomes ``b < a`` (and ``>=`` ``<=``), as TVM writes comparisons.
+Other expressions are kept.
 """
 from __future__ import annotations
 
 from ...ir.analysis import substitute
-from ...ir.expr import BufferLoad, Call, PrimExpr, Var, const
+from ...ir.expr import GE, GT, LE, LT, BufferLoad, Call, CommReducer, PrimExpr, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore, Evaluate, IfThenElse, LetStmt, Stmt
 from ...ir.visitor import walk
@@ -43,6 +44,17 @@ class _StmtSimplifier(LoopRangeMutator):
     def visit_BufferStore(self, store: BufferStore) -> BufferStore:
         return BufferStore(store.buffer, self.visit(store.value),
                            tuple(self.index(i) for i in store.indices))
+
+    def visit_CommReducer(self, reducer: CommReducer) -> CommReducer:  # (an attribute's node: kept)
+        return reducer
+
+    def visit_GT(self, e: GT) -> PrimExpr:  # (TVM's simplifier writes ``a > b`` as ``b < a``)
+        e = self.generic_visit(e)
+        return LT(e.b, e.a)
+
+    def visit_GE(self, e: GE) -> PrimExpr:
+        e = self.generic_visit(e)
+        return LE(e.b, e.a)
 
     def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
         s = self.generic_visit(s)
