@@ -239,3 +239,19 @@ def test_bad_input_is_a_clear_error() -> None:
     wide = from_source(text.replace('launch_thread("threadIdx.x", 32)', 'launch_thread("threadIdx.x", 48)'))
     with pytest.raises(TVMSError, match="must divide the warp size"):
         gpu.lower_warp_memory(wide["main_kernel"])
+
+
+def test_narrow_data_type_keeps_int64_data() -> None:
+    """Indices narrow to int32 when they fit; int64 data (an argmax's indices) is never narrowed."""
+    src = '''
+@I.ir_module
+class Module:
+    @T.prim_func
+    def main(A: T.Buffer((T.int64(8),), "{dtype}")):
+        for i in range(T.int64(8)):
+            A[i] = A[i] + T.{dtype}(1)
+'''
+    data = from_source(src.format(dtype="int64"))["main"]
+    assert gpu.narrow_data_type(data) is data
+    narrowed = gpu.narrow_data_type(from_source(src.format(dtype="float32"))["main"])
+    assert "for i in range(8):" in IRModule({"main": narrowed}).script(dialect=DIALECT)
