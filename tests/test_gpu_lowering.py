@@ -83,7 +83,6 @@ KNOWN_DIFFERENT = {
     "dlight_conv2d_nocse_01_PlanAndUpdateBufferAllocationLocation", "dlight_conv2d_nocse_03_LiftThreadBinding",
     "dlight_conv2d_nocse_07_LowerOpaqueBlock",
     "dlight_conv2d_nocse_08_FlattenBuffer", "dlight_conv2d_nocse_09_NarrowDataType",
-    "dlight_conv2d_nocse_kernels_03_LowerIntrin",
     # DLight's softmax and layer norm (pragma loops, dynamic narrowing as above, and statement
     # order in StorageRewrite: not investigated)
     "dlight_layer_norm_nocse_07_LowerOpaqueBlock", "dlight_layer_norm_nocse_10_StorageRewrite",
