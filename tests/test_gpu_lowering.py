@@ -146,7 +146,7 @@ def tvm_lowered(case: str) -> str:
 # scheduled functions whose lowering tvms reproduces end to end (``*_nocse``: CSE off, in both)
 END_TO_END = ["matmul_relu", "exp_dyn", "vthread", "vthread_local", "reduce_warp", "reduce_tree", "reduce_two_warps",
               "exp_dyn_nocse", "matmul_relu_nocse", "reduce_two_warps_nocse", "vthread_local_nocse",
-              "warp_memory_nocse", "dlight_rms_norm_nocse"]
+              "warp_memory_nocse", "dlight_rms_norm_nocse", "dlight_layer_norm_nocse"]
 
 
 @pytest.mark.parametrize("case", END_TO_END)
