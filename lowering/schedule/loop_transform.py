@@ -130,6 +130,17 @@ def symbolic_factors(loop: For, factors: list) -> list:
     return sizes
 
 
+def divisible(e: PrimExpr, k: int) -> bool:
+    """Whether ``e`` is a multiple of ``k`` by its form (``(n + 31) // 32 * 32`` of 8, 16 or 32)."""
+    if isinstance(e, IntImm):
+        return e.value % k == 0
+    if isinstance(e, Mul):
+        return divisible(e.a, k) or divisible(e.b, k)
+    if isinstance(e, Add):
+        return divisible(e.a, k) and divisible(e.b, k)
+    return k == 1
+
+
 def split(func: PrimFunc, loop: For, factors: list, preserve_unit_iters: bool,
           disable_predication: bool) -> tuple[PrimFunc, list[Var]]:
     if is_const_int(loop.min, 0) and not isinstance(loop.extent, IntImm):
@@ -145,10 +156,11 @@ def split(func: PrimFunc, loop: For, factors: list, preserve_unit_iters: bool,
     value = parts[0]
     for part, size in zip(parts[1:], sizes[1:]):  # ((v0 * f1 + v1) * f2 + v2), zeros left out
         factor = const(size, dtype) if isinstance(size, int) else size
-        scaled = value if is_const_int(value, 0) else Mul(value, factor)
+        scaled = value if is_const_int(value, 0) or is_const_int(factor, 1) else Mul(value, factor)
         value = part if is_const_int(scaled, 0) else scaled if is_const_int(part, 0) else Add(scaled, part)
     guard = None
-    if not isinstance(extent, int) and not disable_predication:
+    if not isinstance(extent, int) and not disable_predication and not divisible(extent, prod(
+            size for size in sizes if isinstance(size, int))):
         guard = LT(value, extent)
     elif isinstance(extent, int) and prod(sizes) != extent and not disable_predication:
         guard = LT(value, const(extent, dtype))
@@ -162,9 +174,19 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
             raise ScheduleError(f"fuse: the loops can't be fused because the outer loop "
                                 f"'{outer.loop_var.name}' is not the parent of the inner loop "
                                 f"'{inner.loop_var.name}' (or has other statements in its body)")
-    extents = [const_extent(loop, "fuse") for loop in loops]
-    dtype = loops[0].loop_var.dtype
+    dtype = max((loop.loop_var.dtype for loop in loops), key=lambda t: t.bits)  # (TVM: the widest)
     fused = Var("_".join(loop.loop_var.name for loop in loops) + "_fused", dtype)
+    symbolic = [loop for loop in loops if not isinstance(loop.extent, IntImm)]
+    if symbolic and all(is_const_int(loop.min, 0) for loop in loops) and all(
+            is_const_int(loop.extent, 1) for loop in loops if loop not in symbolic) and len(symbolic) == 1:
+        # one loop of symbolic extent among unit loops (a batch of n with unit tiles): it is the
+        # fused loop, the unit loops are 0
+        mapping = {loop.loop_var: fused if loop is symbolic[0] else const(0, dtype) for loop in loops}
+        body = _Rebind(mapping, Analyzer(iter_map_order=True)).visit(loops[-1].body)
+        return replace_stmts(func, {id(loops[0]): For(fused, const(0, dtype), symbolic[0].extent, SERIAL, body)}), fused
+    if symbolic:
+        return _fuse_symbolic(func, loops, dtype)
+    extents = [const_extent(loop, "fuse") for loop in loops]
     total = prod(extents)
     mapping: dict = {}
     for i, (loop, extent) in enumerate(zip(loops, extents)):
@@ -181,6 +203,32 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
     body = _Rebind(mapping, analyzer).visit(loops[-1].body)
     new_loop = For(fused, const(0, dtype), const(total, dtype), SERIAL, body)
     return replace_stmts(func, {id(loops[0]): new_loop}), fused
+
+
+def _fuse_symbolic(func: PrimFunc, loops: list[For], dtype: Any) -> tuple[PrimFunc, Var]:
+    """fuse of loops some of whose extents are expressions (compute_at gives a loop whose extent
+    varies with an outer loop): the fused extent is their product, each variable the fused one
+    divided by the product of the extents inside it, modulo its own extent."""
+    for loop in loops:
+        if not is_const_int(loop.min, 0):
+            raise ScheduleError(f"fuse: loop '{loop.loop_var.name}' must start at 0, it starts at {loop.min}")
+    analyzer = Analyzer()
+    fused = Var("_".join(loop.loop_var.name for loop in loops) + "_fused", dtype)
+    mapping: dict = {}
+    for i, loop in enumerate(loops):
+        stride = analyzer.simplify(reduce_mul([inner.extent for inner in loops[i + 1:]], dtype))
+        value: PrimExpr = fused if is_const_int(stride, 1) else FloorDiv(fused, stride)
+        mapping[loop.loop_var] = value if i == 0 else FloorMod(value, loop.extent)
+    total = analyzer.simplify(reduce_mul([loop.extent for loop in loops], dtype))
+    body = _Rebind(mapping, analyzer).visit(loops[-1].body)
+    return replace_stmts(func, {id(loops[0]): For(fused, const(0, dtype), total, SERIAL, body)}), fused
+
+
+def reduce_mul(factors: list, dtype: Any) -> PrimExpr:
+    product: PrimExpr = const(1, dtype)
+    for factor in factors:
+        product = factor if is_const_int(product, 1) else Mul(product, factor)
+    return product
 
 
 def merge(func: PrimFunc, found: list[tuple[For, tuple]]) -> tuple[PrimFunc, Var]:
@@ -261,6 +309,9 @@ def reorder(func: PrimFunc, loops: list[For]) -> PrimFunc:
     return replace_stmts(func, {id(segment[0]): body})
 
 
+SYMBOLIC_EXTENT = 1 << 40
+
+
 def _check_affine(func: PrimFunc, segment: list[For]) -> None:
     """Every block under the reordered loops must bind its iterators affinely to its loops."""
     seg_ids = {id(loop.loop_var) for loop in segment}
@@ -271,9 +322,12 @@ def _check_affine(func: PrimFunc, segment: list[For]) -> None:
     for node, path in walk_with_path(segment[0]):
         if not isinstance(node, BlockRealize):
             continue
-        loops = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value)
+        # a reordered loop of symbolic extent counts as a very long one: affine only as the
+        # most significant digit of a binding (the outer part of a split of ``n``)
+        loops = {id(n.loop_var): (n.loop_var, n.min.value,
+                                  n.extent.value if isinstance(n.extent, IntImm) else SYMBOLIC_EXTENT)
                  for n in outer + enclosing_loops(path)
-                 if isinstance(n.extent, IntImm) and isinstance(n.min, IntImm)}
+                 if isinstance(n.min, IntImm) and (isinstance(n.extent, IntImm) or id(n.loop_var) in seg_ids)}
         values = [substitute(v, offsets) for v in node.iter_values if uses_var(v, seg_ids)]
         if values and not is_bijective_affine(values, loops):
             raise ScheduleError(f"reorder: the bindings of block '{node.block.name_hint}' are not an "
