@@ -179,16 +179,19 @@ def run_kernels(mod: IRModule, arrays: dict, sizes: dict) -> None:
             run_prim_func(kernel, *[values[a] for a in call.args[1:1 + len(kernel.params)]])
 
 
-# cases whose threads do not communicate (the reference runs the threads of a launch one after
-# another: barriers, shuffles and shared memory between threads wait for its GPU semantics)
-INDEPENDENT_THREADS = ["exp_dyn_nocse", "vthread", "vthread_local", "intrinsics"]
+# the reference executor runs the kernels with GPU semantics (blocks of threads in lock-step,
+# barriers, warp shuffles, shared memory); the kernels are those of the SplitHostDevice stage (after
+# LowerIntrin they call CUDA's functions, which only the CUDA code generator knows)
+COMPUTED = ["exp_dyn_nocse", "vthread", "vthread_local", "intrinsics", "matmul_relu", "reduce_warp", "reduce_tree",
+            "reduce_two_warps", "warp_memory", "dlight_rms_norm_nocse", "dlight_softmax_nocse",
+            "dlight_argmax_nocse", "dlight_layer_norm_nocse"]
 
 
-@pytest.mark.parametrize("case", INDEPENDENT_THREADS)
+@pytest.mark.parametrize("case", COMPUTED)
 def test_kernels_compute_what_the_schedule_computes(case: str) -> None:
     func = from_source((GOLDEN / f"{case}_00_input.tvms").read_text())["main"]
     rng = np.random.default_rng(3)
-    sizes = {"n": 300}
+    sizes = {"n": 40}
     arrays = {}
     for p in func.params:
         if p in func.buffer_map:
@@ -202,7 +205,7 @@ def test_kernels_compute_what_the_schedule_computes(case: str) -> None:
     got = {name: a.copy() for name, a in arrays.items()}
     run_kernels(gpu.split_for_cuda(func, Target("cuda")), got, sizes)
     for name in arrays:
-        np.testing.assert_allclose(got[name], expected[name], rtol=1e-3, err_msg=name)
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-3, atol=1e-5, err_msg=name)
 
 
 @pytest.mark.parametrize("case", [pytest.param("dlight_matmul_add_relu_nocse", marks=pytest.mark.slow),
