@@ -1,0 +1,163 @@
+"""The seeds' GPU flows, written as the seeds write them with ``import tvms as tvm``: seed 004's MLP
+with DLight's GPU rules, its manual thread binding of every block, and its TE matmul bound to
+blocks and threads; seed 000's cuBLAS dispatch and DLight compile. Without a GPU each flow is
+compiled for cuda (every kernel through NVRTC) and its kernels run on the reference executor
+with GPU semantics, compared with numpy; on a machine with a GPU the same flows run on it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvms as tvm
+from tvms import dlight as dl
+from tvms import relax, te, tir
+from tvms.relax.frontend import nn
+from tvms.runtime.cuda_module import ReferenceLauncher
+from tvms.runtime.vm import Executable
+
+needs_gpu = pytest.mark.skipif(not tvm.cuda(0).exist, reason="needs a CUDA GPU")
+TARGET = "cuda -arch=sm_80"
+RNG = np.random.default_rng(5)
+
+
+def rand(*shape: int) -> np.ndarray:
+    return RNG.random(shape, dtype=np.float32)
+
+
+class MLPModel(nn.Module):  # as written in seed 004
+    def __init__(self):
+        super(MLPModel, self).__init__()
+        self.fc1 = nn.Linear(784, 256)
+        self.relu1 = nn.ReLU()
+        self.fc2 = nn.Linear(256, 10)
+
+    def forward(self, x):
+        x = self.fc1(x)
+        x = self.relu1(x)
+        x = self.fc2(x)
+        return x
+
+
+def exported_mlp() -> tuple[tvm.IRModule, list]:
+    mod, param_spec = MLPModel().export_tvm(spec={"forward": {"x": nn.spec.Tensor((1, 784), "float32")}})
+    return relax.get_pipeline("zero")(mod), param_spec
+
+
+def on_reference(ex: Executable) -> relax.VirtualMachine:
+    """A VM on the host whose kernels (compiled for cuda) run on the reference executor."""
+    return relax.VirtualMachine(Executable(ex.program, ex.kernels().with_launcher(ReferenceLauncher())), tvm.cpu())
+
+
+def mlp_inputs(param_spec: list) -> tuple[np.ndarray, list, np.ndarray]:
+    params = [rand(*info.shape) for _, info in param_spec]
+    x = rand(1, 784)
+    w0, b0, w1, b1 = params
+    return x, params, np.maximum(x @ w0.T + b0, 0) @ w1.T + b1
+
+
+def with_dlight_gpu(mod: tvm.IRModule) -> tvm.IRModule:
+    with tvm.target.Target(TARGET):
+        return dl.ApplyDefaultSchedule(  # as seed 004 lists them
+            dl.gpu.Matmul(),
+            dl.gpu.GEMV(),
+            dl.gpu.Reduction(),
+            dl.gpu.GeneralReduction(),
+            dl.gpu.Fallback(),
+        )(mod)
+
+
+def bind_every_block(mod: tvm.IRModule) -> tvm.IRModule:
+    """Seed 004's manual binding: each block's first loop to blockIdx.x, its second to threadIdx.x."""
+    new_mod = tvm.IRModule()
+    for gv, func in mod.functions.items():
+        if not isinstance(func, tir.PrimFunc):
+            new_mod[gv] = func
+            continue
+        sch = tir.Schedule(func)
+        root = sch.get_block("root")
+        for block in sch.get_child_blocks(root):
+            loops = sch.get_loops(block)
+            if len(loops) >= 1:
+                sch.bind(loops[0], "blockIdx.x")
+            if len(loops) >= 2:
+                sch.bind(loops[1], "threadIdx.x")
+        new_mod[gv] = sch.mod["main"]
+    return new_mod
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("schedule", [with_dlight_gpu, bind_every_block], ids=["dlight", "manual-binding"])
+def test_seed004_mlp_on_cuda(schedule) -> None:
+    mod, param_spec = exported_mlp()
+    ex = relax.build(schedule(mod), tvm.target.Target(TARGET))
+    source = ex.kernels().imported_modules[0].get_source()
+    assert "__global__" in source
+    x, params, expected = mlp_inputs(param_spec)
+    out = on_reference(ex)["forward"](x, *params)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+def seed004_te_matmul_schedule(n: int) -> tir.Schedule:
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    func = te.create_prim_func([A, B, C])
+    mod = tvm.IRModule({"main": func})
+    sch = tvm.tir.Schedule(mod)
+    block = sch.get_block("C", func_name="main")
+    loops = sch.get_loops(block)
+    i, j = loops[:2]
+    io, ii = sch.split(i, factors=[None, 4])
+    jo, ji = sch.split(j, factors=[None, 4])
+    sch.bind(io, "blockIdx.x")
+    sch.bind(jo, "blockIdx.y")
+    sch.bind(ii, "threadIdx.x")
+    sch.bind(ji, "threadIdx.y")
+    return sch
+
+
+def test_seed004_te_matmul_bound_to_threads() -> None:
+    n = 16
+    cuda_mod = tvm.build(seed004_te_matmul_schedule(n).mod, target=tvm.target.Target(TARGET))
+    source = cuda_mod.imported_modules[0].get_source()
+    assert "__launch_bounds__(16)" in source and "blockIdx.y" in source
+    a, b = rand(n, n), rand(n, n)
+    c = np.zeros((n, n), "float32")
+    cuda_mod.with_launcher(ReferenceLauncher())(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+
+
+def test_seed000_cublas_dispatch_then_dlight_for_the_rest() -> None:
+    """Seed 000's GPU flow: the matmul + bias + relu offloaded to cuBLAS (partitioned and
+    annotated; RunCodegen needs the cuBLAS library), the rest legalized and given DLight's GPU
+    schedules, each of which compiles for cuda."""
+    from tvms.ir import relax as rx
+    from tvms.relax.backend import get_pattern
+
+    mod, _ = MLPModel().export_tvm(spec={"forward": {"x": nn.spec.Tensor((1, 784), "float32")}})
+    patterns = [get_pattern("cublas.matmul_transposed_bias_relu")]
+    mod = relax.transform.FuseOpsByPattern(patterns, bind_constants=False, annotate_codegen=True)(mod)
+    offloaded = [k for k in mod if isinstance(mod[k], rx.Function) and mod[k].attrs.get("Codegen") == "cublas"]
+    assert len(offloaded) == 1
+    rest = with_dlight_gpu(relax.get_pipeline("zero")(mod))
+    kernels = tvm.IRModule({k: rest[k] for k in rest if isinstance(rest[k], tir.PrimFunc)})
+    assert kernels.functions and all(dl.is_scheduled(kernels[k]) for k in kernels)
+    tvm.build(kernels, target=tvm.target.Target(TARGET))  # (every kernel through NVRTC)
+
+
+@needs_gpu
+def test_seed004_flows_on_the_gpu() -> None:
+    target, device = tvm.target.Target("cuda"), tvm.cuda()
+    mod, param_spec = exported_mlp()
+    ex = relax.build(with_dlight_gpu(mod), target)
+    vm = relax.VirtualMachine(ex, device)
+    x, params, expected = mlp_inputs(param_spec)
+    out = vm["forward"](tvm.nd.array(x, device=device), *(tvm.nd.array(p, device=device) for p in params))
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)
+    n = 16
+    cuda_mod = tvm.build(seed004_te_matmul_schedule(n).mod, target=target)
+    a_np, b_np = np.ones((n, n), "float32"), np.ones((n, n), "float32")
+    a, b, c = (tvm.nd.array(v, device=device) for v in (a_np, b_np, b_np))
+    cuda_mod(a, b, c)
+    np.testing.assert_allclose(c.numpy(), a_np @ b_np)
