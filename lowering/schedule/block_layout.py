@@ -14,7 +14,7 @@ from typing import Any
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer, affine_pieces, is_bijective_affine
 from ...ir.buffer import BufferRegion
-from ...ir.expr import DATA_PAR, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
+from ...ir.expr import DATA_PAR, is_const_int, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import SERIAL, BlockRealize, BufferStore, For, Stmt
 from ...ir.visitor import Mutator, walk
@@ -28,7 +28,6 @@ def transform_block_layout(func: PrimFunc, realize: BlockRealize, path: tuple,
     block = realize.block
     loops = enclosing_loops(path)
     _check_trivial_nest(realize, loops)
-    extents = [_extent(iv, block.name_hint) for iv in block.iter_vars]
     if not isinstance(index_map, IndexMap):
         params = list(inspect.signature(index_map).parameters)
         if len(params) != len(block.iter_vars):
@@ -37,6 +36,10 @@ def transform_block_layout(func: PrimFunc, realize: BlockRealize, path: tuple,
         index_map = IndexMap.from_func(index_map, len(params))
     old_vars = [iv.var for iv in block.iter_vars]
     mapped = [substitute(e, dict(zip(index_map.initial_indices, old_vars))) for e in index_map.final_indices]
+    projected = _projection(block, mapped)
+    if projected is not None:
+        return _rebuild(func, realize, loops, *projected), index_map
+    extents = [_extent(iv, block.name_hint) for iv in block.iter_vars]
     domains = {id(v): (v, 0, n) for v, n in zip(old_vars, extents)}
     if not is_bijective_affine(mapped, domains):
         raise ScheduleError(f"transform_block_layout: the index map {index_map} is not bijective affine "
@@ -52,16 +55,51 @@ def transform_block_layout(func: PrimFunc, realize: BlockRealize, path: tuple,
                               DATA_PAR if n == 1 else _iter_type(e, kinds, block.name_hint))
                       for v, e, n in zip(new_vars, mapped, new_extents))
     inverse = _inverse(mapped, old_vars, extents, new_vars, new_extents, block.name_hint)
-    rebound = substitute(block, inverse)
+    return _rebuild(func, realize, loops, new_iters, inverse), index_map
+
+
+def _rebuild(func: PrimFunc, realize: BlockRealize, loops: list, new_iters: tuple, inverse: dict) -> PrimFunc:
+    """The block over ``new_iters`` (reading the old iterators as ``inverse`` says), under new
+    loops ``ax0, ax1, ...`` that run them, in place of the old loops."""
     new_analyzer = Analyzer()
-    for v, n in zip(new_vars, new_extents):
-        new_analyzer.bind(v, 0, n)
-    new_block = IndexSimplifier(new_analyzer).visit(rebound).with_changes(iter_vars=new_iters)
-    loop_vars = [Var(f"ax{k}", v.dtype) for k, v in enumerate(new_vars)]
+    for iv in new_iters:
+        if isinstance(iv.dom.extent, IntImm):
+            new_analyzer.bind(iv.var, 0, iv.dom.extent.value)
+    new_block = IndexSimplifier(new_analyzer).visit(substitute(realize.block, inverse)).with_changes(
+        iter_vars=new_iters)
+    loop_vars = [Var(f"ax{k}", iv.var.dtype) for k, iv in enumerate(new_iters)]
+    if loop_vars and not loops:
+        raise ScheduleError(f"transform_block_layout: block '{realize.block.name_hint}' has no loops to "
+                            f"replace with the new ones")
     body: Stmt = realize.with_changes(iter_values=tuple(loop_vars), block=new_block)
-    for var, n in reversed(list(zip(loop_vars, new_extents))):
-        body = For(var, const(0, var.dtype), const(n, var.dtype), SERIAL, body)
-    return replace_stmts(func, {id(loops[0] if loops else realize): body}), index_map
+    for var, iv in reversed(list(zip(loop_vars, new_iters))):
+        body = For(var, const(0, var.dtype), iv.dom.extent, SERIAL, body)
+    return replace_stmts(func, {id(loops[0] if loops else realize): body})
+
+
+def _projection(block: Any, mapped: list) -> tuple[tuple, dict] | None:
+    """When the map keeps some iterators as they are, drops only iterators of extent 1 and adds
+    constants (how NormalizePrimFunc drops unit iterators), the new iterators and the inverse,
+    with symbolic extents allowed; None for any other map."""
+    by_var = {id(iv.var): iv for iv in block.iter_vars}
+    kept = [id(e) for e in mapped if isinstance(e, Var)]
+    if (any(not isinstance(e, (Var, IntImm)) or isinstance(e, Var) and id(e) not in by_var for e in mapped)
+            or len(set(kept)) != len(kept)
+            or any(not is_const_int(iv.dom.min, 0) for iv in block.iter_vars)
+            or any(id(iv.var) not in kept and not is_const_int(iv.dom.extent, 1) for iv in block.iter_vars)):
+        return None
+    new_iters, inverse = [], {}
+    for k, e in enumerate(mapped):
+        var = Var(f"v{k}", e.dtype)
+        old = by_var.get(id(e))
+        extent = old.dom.extent if old is not None else const(1, e.dtype)
+        kind = old.iter_type if old is not None and not is_const_int(extent, 1) else DATA_PAR
+        new_iters.append(IterVar(Range(const(0, e.dtype), extent), var, kind))
+        if old is not None:
+            inverse[old.var] = var
+    for iv in block.iter_vars:
+        inverse.setdefault(iv.var, const(0, iv.var.dtype))
+    return tuple(new_iters), inverse
 
 
 def _extent(iv: IterVar, name: str) -> int:

@@ -129,8 +129,11 @@ _STORAGE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
 def _threads_sharing(around: list[For], scope: str) -> list[For]:
     """The thread-bound loops of ``around`` whose threads all see a buffer of ``scope``, so the
     region computed covers every thread of them (TVM's CanRelaxStorageUnderThread): a shared
-    buffer is one per thread block (threadIdx and vthread loops relax), a global one one for all."""
+    buffer is one per thread block (threadIdx and vthread loops relax). A global buffer relaxes
+    none of them (TVM's LoopDomainOfSRefTreePath skips the global scope)."""
     rank = _STORAGE_RANK.get(scope.split(".")[0])
+    if rank == 0:
+        return []
     found = []
     for n in around:
         tag = n.thread_binding.thread_tag if n.thread_binding is not None else ""
@@ -194,10 +197,11 @@ def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list
             analyzer.bind(node.loop_var, node.min.value, node.extent.value)
     for var, size in zip(loop_vars, extents):
         analyzer.bind(var, 0, size)
+    units = {var: const(0, var.dtype) for var, size in zip(loop_vars, extents) if size == 1}
     conds: list[PrimExpr] = []
     for iv, value in zip(block.iter_vars, values):
         if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):
-            conds.extend(_symbolic_domain_guard(iv, value, around))
+            conds.extend(_symbolic_domain_guard(iv, value, around, units))
             continue
         lo, end = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value
         b = analyzer.bound(value)
@@ -211,11 +215,13 @@ def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list
     return guard
 
 
-def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For]) -> list[PrimExpr]:
+def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For], units: dict) -> list[PrimExpr]:
     """The conditions keeping ``value`` in a symbolic domain: none when it is a loop variable
-    whose loop has exactly that domain (a row loop ``for i in range(n)`` bound to ``i``)."""
+    whose loop has exactly that domain (a row loop ``for i in range(n)`` bound to ``i``), give
+    or take new loops of one iteration (``units``)."""
+    plain = Analyzer().simplify(substitute(value, units))
     for node in around:
-        if (value is node.loop_var and structural_equal(node.min, iv.dom.min)
+        if (plain is node.loop_var and structural_equal(node.min, iv.dom.min)
                 and structural_equal(node.extent, iv.dom.extent)):
             return []
     return [GE(value, iv.dom.min), LT(value, Add(iv.dom.min, iv.dom.extent))]

@@ -162,6 +162,8 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
             raise ScheduleError(f"fuse: the loops can't be fused because the outer loop "
                                 f"'{outer.loop_var.name}' is not the parent of the inner loop "
                                 f"'{inner.loop_var.name}' (or has other statements in its body)")
+    if any(not isinstance(loop.extent, IntImm) for loop in loops):
+        return _fuse_symbolic(func, loops)
     extents = [const_extent(loop, "fuse") for loop in loops]
     dtype = loops[0].loop_var.dtype
     fused = Var("_".join(loop.loop_var.name for loop in loops) + "_fused", dtype)
@@ -180,6 +182,35 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
     analyzer.bind(fused, 0, total)
     body = _Rebind(mapping, analyzer).visit(loops[-1].body)
     new_loop = For(fused, const(0, dtype), const(total, dtype), SERIAL, body)
+    return replace_stmts(func, {id(loops[0]): new_loop}), fused
+
+
+def _fuse_symbolic(func: PrimFunc, loops: list[For]) -> tuple[PrimFunc, Var]:
+    """``fuse`` where some extent is symbolic: the same bindings, with strides that are products
+    of extents (``fused // 16``, ``fused % n``)."""
+    for loop in loops:
+        if not is_const_int(loop.min, 0):
+            raise ScheduleError(f"fuse: loop '{loop.loop_var.name}' must start at 0")
+    dtype = loops[0].loop_var.dtype
+    analyzer = Analyzer(iter_map_order=True)
+
+    def product(extents: list) -> PrimExpr:
+        total: PrimExpr = const(1, dtype)
+        for e in extents:
+            total = analyzer.simplify(Mul(total, e))
+        return total
+
+    fused = Var("_".join(loop.loop_var.name for loop in loops) + "_fused", dtype)
+    mapping: dict = {}
+    for i, loop in enumerate(loops):
+        if is_const_int(loop.extent, 1):
+            mapping[loop.loop_var] = const(0, dtype)
+            continue
+        stride = product([inner.extent for inner in loops[i + 1:]])
+        value: PrimExpr = fused if is_const_int(stride, 1) else FloorDiv(fused, stride)
+        mapping[loop.loop_var] = FloorMod(value, loop.extent) if i > 0 else value
+    body = _Rebind(mapping, analyzer).visit(loops[-1].body)
+    new_loop = For(fused, const(0, dtype), product([loop.extent for loop in loops]), SERIAL, body)
     return replace_stmts(func, {id(loops[0]): new_loop}), fused
 
 
@@ -261,6 +292,9 @@ def reorder(func: PrimFunc, loops: list[For]) -> PrimFunc:
     return replace_stmts(func, {id(segment[0]): body})
 
 
+SYMBOLIC_EXTENT = 1 << 40
+
+
 def _check_affine(func: PrimFunc, segment: list[For]) -> None:
     """Every block under the reordered loops must bind its iterators affinely to its loops."""
     seg_ids = {id(loop.loop_var) for loop in segment}
@@ -271,9 +305,11 @@ def _check_affine(func: PrimFunc, segment: list[For]) -> None:
     for node, path in walk_with_path(segment[0]):
         if not isinstance(node, BlockRealize):
             continue
-        loops = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value)
+        # a loop of symbolic extent below them counts as a very long one (its digits are its own)
+        loops = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value if isinstance(n.extent, IntImm)
+                                  else SYMBOLIC_EXTENT)
                  for n in outer + enclosing_loops(path)
-                 if isinstance(n.extent, IntImm) and isinstance(n.min, IntImm)}
+                 if isinstance(n.min, IntImm) and (isinstance(n.extent, IntImm) or n.loop_var not in offsets)}
         values = [substitute(v, offsets) for v in node.iter_values if uses_var(v, seg_ids)]
         if values and not is_bijective_affine(values, loops):
             raise ScheduleError(f"reorder: the bindings of block '{node.block.name_hint}' are not an "

@@ -47,8 +47,6 @@ def rfactor(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, facto
     for outer, inner in zip(loops, loops[1:] + [realize]):
         if outer.body is not inner:
             raise ScheduleError(f"rfactor: the loops of block '{name}' must form a single nest")
-    if not is_const_int(realize.predicate, 1):
-        raise ScheduleError(f"rfactor: block '{name}' has a predicate (T.where); rfactor needs none")
     spatial = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == DATA_PAR]
     reduce = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == COMM_REDUCE]
     if len(spatial) + len(reduce) != len(block.iter_vars):
@@ -107,7 +105,8 @@ def rfactor(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, facto
                      BufferStore(out, block.init.value, out_index), BufferStore(out, wb_value, out_index),
                      block.annotations)
     wb_values = (copies[loop.loop_var],) + tuple(substitute(v, copies) for _, v in spatial)
-    write_back: Stmt = BlockRealize(wb_values, realize.predicate, wb_block)
+    # (a predicate stays with the partial sums: the write-back runs over whole partial buffers)
+    write_back: Stmt = BlockRealize(wb_values, const(True), wb_block)
     for node in reversed(kept):
         write_back = node.with_changes(loop_var=copies[node.loop_var], body=write_back)
 
