@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .base import ScheduleRule
 from .gpu_fallback import Fallback
+from .gpu_general_reduction import GeneralReduction
 from .gpu_reduction import Reduction
 
 # --- merge point: the matmul-family rules (gpu_matmul.py, gpu_gemv.py, gpu_low_batch_gemv.py)
@@ -12,7 +13,7 @@ from .gpu_reduction import Reduction
 
 def default_rules() -> list[ScheduleRule]:
     """TVM 0.27's CUDA pipeline: Matmul, GEMV, Reduction, GeneralReduction, Fallback."""
-    return [Reduction(), Fallback()]
+    return [Reduction(), GeneralReduction(), Fallback()]
 
 
-__all__ = ["Fallback", "Reduction", "default_rules"]
+__all__ = ["Fallback", "GeneralReduction", "Reduction", "default_rules"]

@@ -159,7 +159,7 @@ def _rebuild_block(realize: BlockRealize, buffer: Buffer, accessed: tuple, dims:
     """``realize`` over new loops that cover ``dims`` of ``buffer`` (accessed at ``accessed``)."""
     block = realize.block
     position = {id(index): d for d, index in enumerate(accessed) if isinstance(index, Var)}
-    analyzer = Analyzer()
+    analyzer = Analyzer(iter_map_order=True)  # (``fused % 8 + ax1``, as TVM writes it)
     loop_vars, extents, values = [], [], []
     for iv in block.iter_vars:
         if id(iv.var) in position:
@@ -256,12 +256,19 @@ def compute_at(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, lo
         if any(w.buffer is b for w in block.writes for b in func.buffer_map.values()):
             raise ScheduleError(f"compute_at: block '{name}' is an output block (it writes a function "
                                 f"parameter)")
-        if len(block.writes) != 1:
-            raise ScheduleError(f"compute_at: block '{name}' must write exactly one buffer")
-        buffer = block.writes[0].buffer
+        # several outputs (argmax's index and value) must be written at the same place
+        if not block.writes or any(not structural_equal(tuple(r.min for r in w.region),
+                                                        tuple(r.min for r in block.writes[0].region))
+                                   for w in block.writes[1:]):
+            raise ScheduleError(f"compute_at: block '{name}' must write one buffer, or several at the "
+                                f"same indices")
+        served = [w for w in block.writes
+                  if any(x.buffer is w.buffer for b in blocks_under(loop.body) for x in b.block.reads)]
+        accessed = served[0] if served else block.writes[0]
+        buffer = accessed.buffer
+        written = {id(w.buffer) for w in block.writes}
         others = [b for b in blocks_under(func.body) if b not in blocks_under(loop.body)
-                  and b is not realize and any(x.buffer is buffer for x in b.block.reads)]
-        accessed = block.writes[0]
+                  and b is not realize and any(id(x.buffer) in written for x in b.block.reads)]
     if others:
         raise ScheduleError(f"{primitive}: block '{others[0].block.name_hint}' outside loop "
                             f"'{loop.loop_var.name}' also {'writes' if reverse else 'reads'} buffer "

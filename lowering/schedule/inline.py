@@ -11,7 +11,7 @@ from typing import Any
 
 from ...ir.analysis import infer_block_regions, substitute
 from ...ir.buffer import Buffer
-from ...ir.expr import BufferLoad, Var
+from ...ir.expr import BufferLoad, IntImm, Var, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore
 from ...ir.visitor import Mutator, collect
@@ -70,10 +70,28 @@ def _readers(func: PrimFunc, buffer: Buffer) -> list[BlockRealize]:
     return [r for r in blocks_under(func.body) if any(x.buffer is buffer for x in r.block.reads)]
 
 
+def _inlined_params(store: BufferStore, block: Block) -> tuple[list[Var], Any]:
+    """The store's indices as the parameters of its value, and the value: besides its own
+    iterators, each once, a store may index a dimension with a constant (its iterator of that
+    dimension dropped for having one value: the value reads that iterator's only value instead),
+    as TVM's inliner accepts after NormalizePrimFunc."""
+    own = {id(iv.var): iv for iv in block.iter_vars}
+    if not any(isinstance(i, IntImm) for i in store.indices):
+        return _distinct_iter_vars(store.indices, block, "compute_inline"), store.value
+    named = [i for i in store.indices if isinstance(i, Var)]
+    unnamed = [iv for iv in block.iter_vars if not any(iv.var is v for v in named)]
+    if (any(not isinstance(i, (Var, IntImm)) or isinstance(i, Var) and id(i) not in own for i in store.indices)
+            or len({id(v) for v in named}) != len(named)
+            or any(not (is_const_int(iv.dom.extent, 1) and isinstance(iv.dom.min, IntImm)) for iv in unnamed)):
+        _distinct_iter_vars(store.indices, block, "compute_inline")  # (raises, saying what is needed)
+    params = [i if isinstance(i, Var) else Var(f"ph_{k}", i.dtype) for k, i in enumerate(store.indices)]
+    return params, substitute(store.value, {iv.var: iv.dom.min for iv in unnamed})
+
+
 def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     block = realize.block
     store = _single_store(block, "compute_inline")
-    params = _distinct_iter_vars(store.indices, block, "compute_inline")
+    params, value = _inlined_params(store, block)
     buffer = store.buffer
     if any(b is buffer for b in func.buffer_map.values()):
         raise ScheduleError(f"compute_inline: block '{block.name_hint}' is an output block: it writes "
@@ -81,7 +99,7 @@ def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     if len(_writers(func, buffer)) != 1:
         raise ScheduleError(f"compute_inline: buffer '{buffer.name}' of block '{block.name_hint}' has "
                             f"other writers")
-    inliner = _InlineLoads(buffer, params, store.value)
+    inliner = _InlineLoads(buffer, params, value)
     table: dict[int, Any] = {}
     for consumer in _readers(func, buffer):
         new = inliner.visit(consumer.block.with_changes(reads=()))
