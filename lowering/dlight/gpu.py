@@ -6,6 +6,7 @@ from .base import ScheduleRule
 from .gpu_fallback import Fallback
 from .gpu_general_reduction import GeneralReduction
 from .gpu_reduction import Reduction
+from .gpu_transpose import Transpose
 
 # --- merge point: the matmul-family rules (gpu_matmul.py, gpu_gemv.py, gpu_low_batch_gemv.py)
 # --- are imported here, added to __all__, and put first in default_rules() as TVM orders them.
@@ -16,4 +17,4 @@ def default_rules() -> list[ScheduleRule]:
     return [Reduction(), GeneralReduction(), Fallback()]
 
 
-__all__ = ["Fallback", "GeneralReduction", "Reduction", "default_rules"]
+__all__ = ["Fallback", "GeneralReduction", "Reduction", "Transpose", "default_rules"]

@@ -257,15 +257,16 @@ class _NotAffine(Exception):
     pass
 
 
-def iter_sum(expr: PrimExpr, doms: dict[int, PrimExpr]) -> list[IterSplit] | None:
+def iter_sum(expr: PrimExpr, doms: dict[int, PrimExpr], any_base: bool = False) -> list[IterSplit] | None:
     """``expr`` as a sum of splits of the iterators ``doms`` (id of a var -> its extent), in TVM's
-    normalized order (larger constant scale first, then more symbolic factors); None when the
-    sum has a non-zero base or is not affine in them. Unit iterators count as 0."""
+    normalized order (larger constant scale first, then more symbolic factors); None when it is
+    not affine in them, or (unless ``any_base``) has a non-zero base. Unit iterators count as 0."""
     try:
         splits, base = _terms(expr, doms)
     except _NotAffine:
         return None
-    if any(not is_const_int(b, 0) for b in base) or len({id(s.source) for s in splits}) != len(splits):
+    if (not any_base and any(not is_const_int(b, 0) for b in base)
+            or len({id(s.source) for s in splits}) != len(splits)):
         return None
     order = sorted(range(len(splits)), key=lambda k: (-splits[k].const_scale,
                                                       -sum(not isinstance(f, IntImm) for f in splits[k].scale)))

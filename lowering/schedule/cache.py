@@ -59,17 +59,15 @@ def _position_of(children: list[Stmt], realize: BlockRealize) -> int:
 
 def copy_block(src: Buffer, dst: Buffer, name: str) -> Stmt:
     """``for ax0, ax1: dst[v0, v1] = src[v0, v1]`` over the whole buffer."""
-    shape = src.shape
-    if not all(isinstance(s, IntImm) for s in shape):
-        raise ScheduleError(f"cannot cache buffer '{src.name}' of symbolic shape")
-    loop_vars = [Var(f"ax{i}") for i in range(len(shape))]
-    iters = [IterVar(Range(const(0), s), Var(f"v{i}"), DATA_PAR) for i, s in enumerate(shape)]
+    shape = src.shape  # (its loops and iterators of the shape's index type, extents symbolic or not)
+    loop_vars = [Var(f"ax{i}", s.dtype) for i, s in enumerate(shape)]
+    iters = [IterVar(Range(const(0, s.dtype), s), Var(f"v{i}", s.dtype), DATA_PAR) for i, s in enumerate(shape)]
     point = tuple(iv.var for iv in iters)
     region = tuple(Range(v, const(1)) for v in point)
     block = Block(tuple(iters), (), (), (BufferRegion(src, region),), (BufferRegion(dst, region),), name,
                   None, BufferStore(dst, BufferLoad(src, point), point))
     realize = BlockRealize(tuple(loop_vars), const(True), block)
-    return nest(loop_vars, [s.value for s in shape], realize)
+    return nest(loop_vars, list(shape), realize)
 
 
 def _insert(func: PrimFunc, scope: Block, children: list[Stmt], position: int, stmt: Stmt,

@@ -16,7 +16,7 @@ from ...ir.analysis import substitute
 from ...ir.arith import Analyzer, Sum
 from ...ir.arith.split_sum import SplitTerm
 from ...ir.buffer import Buffer
-from ...ir.expr import GE, LT, Add, And, IntImm, IterVar, PrimExpr, Sub, Var, const, is_const_int
+from ...ir.expr import GE, LT, Add, And, FloorDiv, FloorMod, IntImm, Mul, IterVar, PrimExpr, Sub, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, For, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
@@ -224,7 +224,22 @@ def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For], unit
         if (plain is node.loop_var and structural_equal(node.min, iv.dom.min)
                 and structural_equal(node.extent, iv.dom.extent)):
             return []
-    return [GE(value, iv.dom.min), LT(value, Add(iv.dom.min, iv.dom.extent))]
+    simplify = Analyzer().simplify
+    upper = LT(value, simplify(Add(iv.dom.min, iv.dom.extent)))
+    if is_const_int(iv.dom.min, 0) and _non_negative(value):
+        return [upper]  # (a sum of loop variables cannot go below 0)
+    return [GE(value, iv.dom.min), upper]
+
+
+def _non_negative(e: PrimExpr) -> bool:
+    """Whether ``e`` is built of loop variables and non-negative constants by +, * and //."""
+    if isinstance(e, Var):
+        return True
+    if isinstance(e, IntImm):
+        return e.value >= 0
+    if isinstance(e, (Add, Mul, FloorDiv, FloorMod)):
+        return _non_negative(e.a) and _non_negative(e.b)
+    return False
 
 
 def _check_same_scope(realize: BlockRealize, path: tuple, loop: For, loop_path: tuple, primitive: str) -> None:

@@ -145,7 +145,7 @@ def split(func: PrimFunc, loop: For, factors: list, preserve_unit_iters: bool,
     value = parts[0]
     for part, size in zip(parts[1:], sizes[1:]):  # ((v0 * f1 + v1) * f2 + v2), zeros left out
         factor = const(size, dtype) if isinstance(size, int) else size
-        scaled = value if is_const_int(value, 0) else Mul(value, factor)
+        scaled = value if is_const_int(value, 0) or is_const_int(factor, 1) else Mul(value, factor)
         value = part if is_const_int(scaled, 0) else scaled if is_const_int(part, 0) else Add(scaled, part)
     guard = None
     if not isinstance(extent, int) and not disable_predication:
