@@ -6,6 +6,7 @@ from .base import ScheduleRule
 from .gpu_fallback import Fallback
 from .gpu_general_reduction import GeneralReduction
 from .gpu_reduction import Reduction
+from .gpu_rmsnorm import RMSNorm
 from .gpu_transpose import Transpose
 
 # --- merge point: the matmul-family rules (gpu_matmul.py, gpu_gemv.py, gpu_low_batch_gemv.py)
@@ -17,4 +18,4 @@ def default_rules() -> list[ScheduleRule]:
     return [Reduction(), GeneralReduction(), Fallback()]
 
 
-__all__ = ["Fallback", "GeneralReduction", "Reduction", "Transpose", "default_rules"]
+__all__ = ["Fallback", "GeneralReduction", "RMSNorm", "Reduction", "Transpose", "default_rules"]

@@ -154,20 +154,19 @@ def _union(a: tuple, b: tuple) -> tuple:
     return (a[0] if lo.base <= 0 else b[0], a[1] if hi.base >= 0 else b[1])
 
 
-def _rebuild_block(realize: BlockRealize, buffer: Buffer, accessed: tuple, dims: list,
-                   preserve_unit_loops: bool, around: list[For]) -> Stmt:
-    """``realize`` over new loops that cover ``dims`` of ``buffer`` (accessed at ``accessed``)."""
+def _rebuild_block(realize: BlockRealize, bounds: dict, preserve_unit_loops: bool, around: list[For]) -> Stmt:
+    """``realize`` over new loops that cover ``bounds`` (id of an iterator -> [lo, hi], from the
+    regions of the buffers it accesses; an iterator not there covers its whole domain)."""
     block = realize.block
-    position = {id(index): d for d, index in enumerate(accessed) if isinstance(index, Var)}
     analyzer = Analyzer(iter_map_order=True)  # (``fused % 8 + ax1``, as TVM writes it)
     loop_vars, extents, values = [], [], []
     for iv in block.iter_vars:
-        if id(iv.var) in position:
-            lo, hi = dims[position[id(iv.var)]]
+        if id(iv.var) in bounds:
+            lo, hi = bounds[id(iv.var)]
             extent = analyzer.simplify(Sub(hi, lo))
             if not isinstance(extent, IntImm):
-                raise ScheduleError(f"the region of '{buffer.name}' that block '{block.name_hint}' "
-                                    f"covers has a symbolic size")
+                raise ScheduleError(f"the region that block '{block.name_hint}' covers along "
+                                    f"'{iv.var.name}' has a symbolic size")
             size = extent.value + 1
         else:  # an iterator the buffer access does not name: its whole domain
             if not isinstance(iv.dom.extent, IntImm):
@@ -208,11 +207,26 @@ def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list
         if b is None or b[0] < lo:
             conds.append(GE(value, const(lo, value.dtype)))
         if b is None or b[1] >= end:
-            conds.append(LT(value, const(end, value.dtype)))
+            conds.append(_below(analyzer, value, end, {id(v) for v in loop_vars}))
     guard = conds[0] if conds else const(True)
     for cond in conds[1:]:
         guard = And(guard, cond)
     return guard
+
+
+def _below(analyzer: Analyzer, value: PrimExpr, end: int, inner: set) -> PrimExpr:
+    """``value < end``; with ``value = outer * g + r``, ``r`` (the new loops' part) in [0, g) and g
+    dividing ``end``, the same as ``outer < end / g`` (``ax2_0 * 8 + ax0 < 256``: ``ax2_0 < 32``),
+    as TVM's simplifier writes it."""
+    s = analyzer.canonical(value)
+    outer = [t for t in s.terms if not any(id(v) in inner for v in _vars(t.index))]
+    rest = Sum(tuple(t for t in s.terms if t not in outer), s.base)
+    g = reduce(gcd, (t.scale for t in outer), 0)
+    bound = analyzer.sum_bound(rest)
+    if g <= 1 or end % g or bound is None or bound[0] < 0 or bound[1] >= g:
+        return LT(value, const(end, value.dtype))
+    quotient = Sum(tuple(replace(t, scale=t.scale // g) for t in outer), 0)
+    return LT(analyzer.to_expr(quotient, value.dtype), const(end // g, value.dtype))
 
 
 def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For], units: dict) -> list[PrimExpr]:
@@ -257,16 +271,16 @@ def compute_at(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, lo
     block = realize.block
     name = block.name_hint
     _check_same_scope(realize, path, loop, loop_path, primitive)
-    if reverse:
-        inputs = [r.buffer for r in block.reads if any(
+    if reverse:  # (what the block reads of each buffer produced under the loop)
+        accesses = [r for r in block.reads if any(
             any(w.buffer is r.buffer for w in b.block.writes) for b in blocks_under(loop.body))]
-        if len({id(b) for b in inputs}) != 1:
-            raise ScheduleError(f"reverse_compute_at: block '{name}' must read exactly one buffer that "
-                                f"the blocks under loop '{loop.loop_var.name}' produce")
-        buffer = inputs[0]
+        if not accesses:
+            raise ScheduleError(f"reverse_compute_at: block '{name}' reads no buffer that the blocks "
+                                f"under loop '{loop.loop_var.name}' produce")
+        produced = {id(r.buffer) for r in accesses}
         others = [b for b in blocks_under(func.body) if b not in blocks_under(loop.body)
-                  and any(w.buffer is buffer for w in b.block.writes)]
-        accessed = next(r for r in block.reads if r.buffer is buffer)
+                  and any(id(w.buffer) in produced for w in b.block.writes)]
+        buffer = accesses[0].buffer
     else:
         if any(w.buffer is b for w in block.writes for b in func.buffer_map.values()):
             raise ScheduleError(f"compute_at: block '{name}' is an output block (it writes a function "
@@ -279,8 +293,8 @@ def compute_at(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, lo
                                 f"same indices")
         served = [w for w in block.writes
                   if any(x.buffer is w.buffer for b in blocks_under(loop.body) for x in b.block.reads)]
-        accessed = served[0] if served else block.writes[0]
-        buffer = accessed.buffer
+        accesses = [served[0] if served else block.writes[0]]
+        buffer = accesses[0].buffer
         written = {id(w.buffer) for w in block.writes}
         others = [b for b in blocks_under(func.body) if b not in blocks_under(loop.body)
                   and b is not realize and any(id(x.buffer) in written for x in b.block.reads)]
@@ -288,19 +302,24 @@ def compute_at(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, lo
         raise ScheduleError(f"{primitive}: block '{others[0].block.name_hint}' outside loop "
                             f"'{loop.loop_var.name}' also {'writes' if reverse else 'reads'} buffer "
                             f"'{buffer.name}' of block '{name}'")
-    if any(r.extent is not None and not (isinstance(r.extent, IntImm) and r.extent.value == 1)
-           for r in accessed.region):
-        raise ScheduleError(f"{primitive}: block '{name}' must access '{buffer.name}' one element at a time")
     around = enclosing_loops(loop_path) + [loop]
-    dims = _region_under(loop, buffer, reverse, around)
-    moved = _rebuild_block(realize, buffer, tuple(r.min for r in accessed.region), dims, preserve_unit_loops,
-                           around)
+    bounds: dict = {}
+    for accessed in accesses:
+        if any(r.extent is not None and not is_const_int(r.extent, 1) for r in accessed.region):
+            raise ScheduleError(f"{primitive}: block '{name}' must access '{accessed.buffer.name}' one "
+                                f"element at a time")
+        dims = _region_under(loop, accessed.buffer, reverse, around)
+        for r, dim in zip(accessed.region, dims):
+            if isinstance(r.min, Var):  # (several buffers: the union of what they give)
+                bounds[id(r.min)] = _union(bounds[id(r.min)], dim) if id(r.min) in bounds else dim
+    moved = _rebuild_block(realize, bounds, preserve_unit_loops, around)
     # The block leaves its place, then goes into the loop's body next to the blocks it serves.
     func = remove_block(func, name, primitive)
     loop = find_loop(func, loop.loop_var)[0]
     children = list(loop.body.seq) if isinstance(loop.body, SeqStmt) else [loop.body]
+    buffers = {id(a.buffer) for a in accesses}
     serves = [i for i, child in enumerate(children)
-              if any(any(x.buffer is buffer for x in (r.block.writes if reverse else r.block.reads))
+              if any(any(id(x.buffer) in buffers for x in (r.block.writes if reverse else r.block.reads))
                      for r in blocks_under(child))]
     at = serves[-1] + 1 if reverse else serves[0]
     children.insert(at, moved)

@@ -208,7 +208,9 @@ def _fuse_symbolic(func: PrimFunc, loops: list[For]) -> tuple[PrimFunc, Var]:
             continue
         stride = product([inner.extent for inner in loops[i + 1:]])
         value: PrimExpr = fused if is_const_int(stride, 1) else FloorDiv(fused, stride)
-        mapping[loop.loop_var] = FloorMod(value, loop.extent) if i > 0 else value
+        # (below loops of one iteration only, the value cannot wrap: no ``% n``)
+        wraps = any(not is_const_int(outer.extent, 1) for outer in loops[:i])
+        mapping[loop.loop_var] = FloorMod(value, loop.extent) if wraps else value
     body = _Rebind(mapping, analyzer).visit(loops[-1].body)
     new_loop = For(fused, const(0, dtype), product([loop.extent for loop in loops]), SERIAL, body)
     return replace_stmts(func, {id(loops[0]): new_loop}), fused
