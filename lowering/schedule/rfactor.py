@@ -13,6 +13,7 @@ from ...ir.expr import (COMM_REDUCE, DATA_PAR, Add, BufferLoad, IntImm, IterVar,
                         const, is_const_int)
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt, seq
+from ...ir.structural import structural_equal
 from .errors import ScheduleError
 from .loop_transform import uses_var
 from .tree import enclosing_loops, parent_block, replace_in, replace_stmts
@@ -30,8 +31,8 @@ def _reduction_parts(block: Block) -> tuple[BufferStore, type, object]:
     value = body.value
     if isinstance(value, _COMBINERS):
         for own, other in ((value.a, value.b), (value.b, value.a)):
-            if (isinstance(own, BufferLoad) and own.buffer is body.buffer and len(own.indices) == len(body.indices)
-                    and all(a is b for a, b in zip(own.indices, body.indices))):
+            if (isinstance(own, BufferLoad) and own.buffer is body.buffer
+                    and structural_equal(tuple(own.indices), tuple(body.indices))):
                 return body, type(value), other
     raise ScheduleError(f"rfactor: the update of block '{name}' is not 'B[...] = B[...] op value' with "
                         f"op one of +, *, max, min")
