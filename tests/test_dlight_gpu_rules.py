@@ -1,0 +1,157 @@
+"""The DLight GPU rules of tvms.dlight.gpu (lowering/dlight/gpu_*.py): Reduction, GeneralReduction,
+Transpose, RMSNorm and Fallback. On every legalized operator of the goldens (made with TVM 0.27 by
+tests/fixtures/dlight_gpu/generate_with_tvm.py) the rules give TVM's schedule, printed byte for
+byte, and pick the rule TVM picks; the scheduled functions compute what they computed before (the
+reference executor, thread-bound loops run one thread after another); no rule fails on any
+legalized operator of the corpus or of tvms's legalization fixtures."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvms.dlight as dl
+from tvms.ir.function import PrimFunc
+from tvms.lowering.dlight import ApplyDefaultSchedule, apply_rules
+from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
+from tvms.target import Target
+
+from conftest import CORPUS, FIXTURES
+from test_dlight_rules import assert_same_results, random_arguments, run_reference
+
+HERE = FIXTURES / "dlight_gpu"
+CUDA = Target("cuda")
+# case -> [(function, the rule TVM used)], as the generator recorded it
+TVM_RULES: dict[str, list[tuple[str, str]]] = {}
+for _line in (HERE / "red_rules.txt").read_text().splitlines():
+    _case, _func, _rule = _line.split()
+    TVM_RULES.setdefault(_case, []).append((_func, _rule))
+# where tvms's text differs from TVM's, and why (the rule and its decisions are still TVM's)
+DIFFERENT_TEXT = {
+    "log_softmax": "TVM prints its two buffers named 'compute' as compute and compute_1; tvms reads the "
+                   "second back as 'compute_1', so set_scope names it compute_1_shared, TVM compute_shared",
+    "concat_dyn": "TVM's iterator-map simplifier writes the offset v0 - n as v0 + (0 - n) and expands "
+                  "the body's index with T.max terms; tvms keeps v0 - n",
+}
+
+
+def rules_for(case: str) -> list:
+    if case.startswith("rmsnorm_"):  # (RMSNorm on its own: in the list Reduction takes rms_norm first)
+        return [dl.gpu.RMSNorm()]
+    return [dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Transpose(), dl.gpu.RMSNorm(),
+            dl.gpu.Fallback()]
+
+
+def legalized(case: str):
+    return from_source((HERE / f"red_{case}_legalized.tvms").read_text())
+
+
+def scheduled(case: str):
+    with CUDA:
+        return ApplyDefaultSchedule(*rules_for(case))(legalized(case))
+
+
+def golden(case: str) -> str:
+    return (HERE / f"red_{case}_dlight.tvms").read_text().rstrip("\n")
+
+
+def test_one_golden_of_each_rule_is_tvms_text():
+    for case in ("sum_last", "softmax_dyn", "transpose", "rmsnorm_f16", "add_broadcast",
+                 "corpus_dlight_nn_rms_norm_static"):
+        assert scheduled(case).script(dialect="tvm-0.27") == golden(case), case
+
+
+def test_the_corpus_rms_norm_schedule():
+    path = CORPUS / "dlight_nn_rms_norm_static.tvms"
+    if not path.exists():
+        pytest.skip("../shared/corpus is not beside the checkout")
+    assert scheduled("corpus_dlight_nn_rms_norm_static").script(dialect="tvm-0.27") == path.read_text().rstrip("\n")
+
+
+@pytest.mark.slow
+def test_every_golden_is_tvms_text():
+    differ = [case for case in TVM_RULES
+              if case not in DIFFERENT_TEXT and scheduled(case).script(dialect="tvm-0.27") != golden(case)]
+    assert not differ
+    assert all(scheduled(case).script(dialect="tvm-0.27") != golden(case) for case in DIFFERENT_TEXT)
+
+
+@pytest.mark.slow
+def test_each_function_gets_the_rule_tvm_chose():
+    for case, funcs in TVM_RULES.items():
+        mod = legalized(case)
+        for name, tvm_rule in funcs:
+            chosen = next((type(r).__name__ for r in rules_for(case)
+                           if apply_rules(mod[name], CUDA, [r]) is not None), "-")
+            assert chosen == ("-" if tvm_rule == "raises" else tvm_rule), (case, name)
+
+
+@pytest.mark.slow
+def test_scheduled_functions_compute_what_they_did():
+    """Before and after, on the same random inputs, in the reference executor (a symbolic n = 5)."""
+    rng = np.random.default_rng(0)
+    for case in TVM_RULES:
+        before, after = legalized(case), scheduled(case)
+        for name in before:
+            func = before[name]
+            if isinstance(func, PrimFunc):
+                args = random_arguments(func, rng, {"n": 5})
+                assert_same_results(run_reference(after[name], args), run_reference(func, args))
+
+
+def test_scheduled_reduction_computes_numpy():
+    """A row sum and a softmax of symbolic row count, scheduled, against numpy."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-2, 2, (16, 256)).astype("float32")
+    sums = np.zeros(16, "float32")
+    run_prim_func(scheduled("sum_last")["sum"], x, sums)
+    np.testing.assert_allclose(sums, x.sum(axis=1), rtol=1e-5, atol=1e-5)
+    x = rng.uniform(-2, 2, (5, 64)).astype("float32")
+    y = np.zeros_like(x)
+    run_prim_func(scheduled("softmax_dyn")["softmax"], x, y)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def legalized_functions() -> list[tuple[str, PrimFunc]]:
+    paths = sorted(CORPUS.glob("relax_op_*_legalized.tvms")) + sorted((FIXTURES / "legalize").glob("*_legalized.tvms"))
+    return [(f"{path.name}:{name}", mod[name]) for path in paths for mod in [from_source(path.read_text())]
+            for name in mod if isinstance(mod[name], PrimFunc)]
+
+
+# the functions TVM 0.27's Fallback declines too (blocks not bound one to one to their loops)
+FALLBACK_DECLINES = {f"math_bucketize_legalized.tvms:searchsorted{k}" for k in ("", "1", "2", "3")} | {
+    "math_index_put_legalized.tvms:index_put", "math_scatter_legalized.tvms:scatter_elements"}
+
+
+@pytest.mark.slow
+def test_no_rule_fails_on_any_legalized_operator():
+    """Each rule alone on every legalized function of the corpus and the legalization fixtures
+    (412 of them): it schedules or declines, never raises. Fallback schedules all but six, which
+    TVM's Fallback declines as well."""
+    funcs = legalized_functions()
+    declined = set()
+    for where, func in funcs:
+        for rule in rules_for("any"):
+            sch = apply_rules(func, CUDA, [rule])
+            if isinstance(rule, dl.gpu.Fallback) and sch is None:
+                declined.add(where)
+    assert len(funcs) > 400 and declined == FALLBACK_DECLINES
+
+
+def test_gpu_rules_leave_cpu_targets_alone():
+    mod = legalized("softmax")
+    with Target("llvm"):
+        out = ApplyDefaultSchedule(*rules_for("softmax"))(mod)
+    assert out.script() == mod.script()
+    assert not dl.gpu.Fallback().is_target_available(Target("llvm"))
+    assert dl.gpu.Fallback().is_target_available(Target("cuda -arch=sm_80"))
+
+
+def test_namespace_and_default_rules():
+    import tvms.dlight.gpu as gpu_module
+
+    assert gpu_module is dl.gpu
+    names = [type(r).__name__ for r in dl.gpu.default_rules()]
+    # TVM 0.27's CUDA pipeline: Matmul, GEMV, Reduction, GeneralReduction, Fallback
+    assert names[-3:] == ["Reduction", "GeneralReduction", "Fallback"]
