@@ -17,6 +17,7 @@ from ...ir.buffer import BufferRegion
 from ...ir.expr import (DATA_PAR, Add, BufferLoad, Call, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Sub,
                         Var, const, is_const_int)
 from ...ir.function import PrimFunc
+from ...ir.structural import structural_equal
 from ...ir.stmt import SERIAL, BlockRealize, BufferStore, For, Stmt
 from ...ir.visitor import Mutator, walk
 from .errors import ScheduleError
@@ -219,7 +220,7 @@ class IterMapIndices(Mutator):
         sums = [self._linear(i) for i in indices]
         used = [v for s in sums if s is not None for v, _ in s[0]]
         if any(s is None for s in sums) or len(set(used)) != len(used):
-            return tuple(self.analyzer.simplify(i) for i in indices)
+            return tuple(self._in_range(self.analyzer.simplify(i)) for i in indices)
         out = []
         for index, (terms, base) in zip(indices, sums):
             if not terms and isinstance(index, Var):
@@ -265,3 +266,13 @@ class IterMapIndices(Mutator):
         if len(terms) > 1 and terms[-1][1] != 1:
             return None
         return terms, base
+
+    def _in_range(self, e: PrimExpr) -> PrimExpr:
+        """``v % n`` is ``v`` for an iterator ``v`` of extent ``n`` (a symbolic one too)."""
+        if isinstance(e, FloorMod) and isinstance(e.a, Var) and id(e.a) in self.extents:
+            if structural_equal(e.b, self.extents[id(e.a)]):
+                return e.a
+        if isinstance(e, (Add, Sub, Mul, FloorDiv, FloorMod)):
+            a, b = self._in_range(e.a), self._in_range(e.b)
+            return e if a is e.a and b is e.b else e.with_changes(a=a, b=b)
+        return e

@@ -233,12 +233,15 @@ def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For], unit
     """The conditions keeping ``value`` in a symbolic domain: none when it is a loop variable
     whose loop has exactly that domain (a row loop ``for i in range(n)`` bound to ``i``), give
     or take new loops of one iteration (``units``)."""
-    plain = Analyzer().simplify(substitute(value, units))
-    for node in around:
-        if (plain is node.loop_var and structural_equal(node.min, iv.dom.min)
-                and structural_equal(node.extent, iv.dom.extent)):
-            return []
     simplify = Analyzer().simplify
+    plain = simplify(substitute(value, units))
+    # a loop's own variable over that domain, or ``fused // c`` with the loop running n * c times
+    var, c = (plain.a, plain.b) if isinstance(plain, FloorDiv) and isinstance(plain.b, IntImm) else (plain, None)
+    for node in around:
+        if var is node.loop_var and structural_equal(node.min, iv.dom.min) and (c is None or is_const_int(node.min, 0)):
+            whole = iv.dom.extent if c is None else simplify(Mul(iv.dom.extent, c))
+            if structural_equal(simplify(node.extent), whole):
+                return []
     upper = LT(value, simplify(Add(iv.dom.min, iv.dom.extent)))
     if is_const_int(iv.dom.min, 0) and _non_negative(value):
         return [upper]  # (a sum of loop variables cannot go below 0)

@@ -86,6 +86,12 @@ def rfactor(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, facto
                      f"{name}_rf", BufferStore(rf_buffer, block.init.value, rf_index_t),
                      BufferStore(rf_buffer, rf_value, rf_index_t), block.annotations)
     reads, writes = infer_block_regions(rf_block)
+    # the block's own read regions carry over as TVM substitutes them, unsimplified
+    # (``v2 * 2 + (vk_0 * 2 + vk_1)``)
+    given = {id(r.buffer): r for r in block.reads}
+    reads = tuple(BufferRegion(r.buffer, tuple(Range(substitute(x.min, old_reduce), substitute(x.extent, old_reduce))
+                                               for x in given[id(r.buffer)].region))
+                  if id(r.buffer) in given else r for r in reads)
     rf_block = rf_block.with_changes(reads=reads, writes=writes)
     rf_values = (loop.loop_var,) + tuple(v for _, v in spatial) + tuple(n.loop_var for n in red_loops)
     rf_realize = BlockRealize(rf_values, realize.predicate, rf_block)
