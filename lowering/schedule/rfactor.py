@@ -15,7 +15,7 @@ from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
 from .errors import ScheduleError
-from .loop_transform import uses_var
+from .loop_transform import conjoin, conjuncts, uses_var
 from .tree import enclosing_loops, parent_block, replace_in, replace_stmts
 
 _COMBINERS = (Add, Mul, Max, Min)
@@ -98,6 +98,8 @@ def rfactor(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, facto
 
     # The final reduction over the partial results, under copies of the spatial loops and the rf loop.
     kept = [node for node in loops if node is loop or in_spatial(node)]
+    kept_ids = {id(node) for node in kept}
+    reduce_vars = {id(node.loop_var) for node in loops if id(node) not in kept_ids}
     copies = {node.loop_var: Var(node.loop_var.name, node.loop_var.dtype) for node in kept}
     wb_rf = IterVar(rf_iter.dom, Var(rf_iter.var.name, rf_iter.var.dtype), COMM_REDUCE)
     wb_spatial = [IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), iv.iter_type) for iv, _ in spatial]
@@ -112,8 +114,12 @@ def rfactor(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, facto
                      BufferStore(out, block.init.value, out_index), BufferStore(out, wb_value, out_index),
                      block.annotations)
     wb_values = (copies[loop.loop_var],) + tuple(substitute(v, copies) for _, v in spatial)
-    # (a predicate stays with the partial sums: the write-back runs over whole partial buffers)
-    write_back: Stmt = BlockRealize(wb_values, const(True), wb_block)
+    # The predicate's conditions on the reduction loops stay with the partial sums (the write-back
+    # sums whole partial buffers, as TVM's); those on the spatial loops guard the write-back too.
+    kept_vars = {id(node.loop_var) for node in kept if node is not loop}
+    spatial_conds = [substitute(c, copies) for c in conjuncts(realize.predicate)
+                     if not is_const_int(c, 1) and uses_var(c, kept_vars) and not uses_var(c, reduce_vars)]
+    write_back: Stmt = BlockRealize(wb_values, conjoin(spatial_conds), wb_block)
     for node in reversed(kept):
         write_back = node.with_changes(loop_var=copies[node.loop_var], body=write_back)
 
