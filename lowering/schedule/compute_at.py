@@ -162,7 +162,11 @@ def _rebuild_block(realize: BlockRealize, bounds: dict, preserve_unit_loops: boo
     loop_vars, extents, values = [], [], []
     for iv in block.iter_vars:
         if id(iv.var) in bounds:
-            lo, hi = bounds[id(iv.var)]
+            lo, hi = (analyzer.simplify(x) for x in bounds[id(iv.var)])
+            if all(isinstance(x, IntImm) for x in (lo, hi, iv.dom.min, iv.dom.extent)):
+                # (a constant region is cut to the iterator's domain, as TVM intersects them)
+                first, last = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value - 1
+                lo, hi = const(max(lo.value, first), lo.dtype), const(min(hi.value, last), hi.dtype)
             extent = analyzer.simplify(Sub(hi, lo))
             if not isinstance(extent, IntImm):
                 raise ScheduleError(f"the region that block '{block.name_hint}' covers along "
