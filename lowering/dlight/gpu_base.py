@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...ir.arith import Analyzer
 from ...ir.buffer import BufferRegion
 from ...ir.expr import (COMM_REDUCE, DATA_PAR, Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, Var,
                         const, is_const_int)
@@ -243,6 +244,7 @@ class IterSplit:
 
     source: Var
     lower_factor: int
+    extent: PrimExpr
     scale: tuple  # its factors (IntImm or symbolic)
 
     @property
@@ -279,7 +281,7 @@ def _uses(e: PrimExpr, doms: dict) -> bool:
 
 def _terms(e: PrimExpr, doms: dict) -> tuple[list[IterSplit], list[PrimExpr]]:
     if isinstance(e, Var) and id(e) in doms:
-        return ([], []) if is_const_int(doms[id(e)], 1) else ([IterSplit(e, 1, ())], [])
+        return ([], []) if is_const_int(doms[id(e)], 1) else ([IterSplit(e, 1, doms[id(e)], ())], [])
     if not _uses(e, doms):
         return [], [e]
     if isinstance(e, (Add, Sub)):
@@ -292,13 +294,16 @@ def _terms(e: PrimExpr, doms: dict) -> tuple[list[IterSplit], list[PrimExpr]]:
         if _uses(factor, doms):
             raise _NotAffine
         splits, base = _terms(scaled, doms)
-        return [IterSplit(s.source, s.lower_factor, s.scale + (factor,)) for s in splits], [b * factor for b in base]
+        return [IterSplit(s.source, s.lower_factor, s.extent, s.scale + (factor,)) for s in splits], [b * factor for b in base]
     if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0:
         splits, base = _terms(e.a, doms)
         if len(splits) != 1 or splits[0].scale or base:
             raise _NotAffine
-        s = splits[0]
-        return [IterSplit(s.source, s.lower_factor * e.b.value, ()) if isinstance(e, FloorDiv) else s], []
+        s, c = splits[0], e.b
+        if isinstance(e, FloorMod):
+            return [IterSplit(s.source, s.lower_factor, c, ())], []
+        extent = Analyzer().simplify(FloorDiv(s.extent + (c.value - 1), c))  # (the quotient's range)
+        return [IterSplit(s.source, s.lower_factor * c.value, extent, ())], []
     raise _NotAffine
 
 

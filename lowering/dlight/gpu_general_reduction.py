@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir.expr import IntImm, Var, const
+from ...ir.expr import IntImm, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.structural import structural_equal
 from ...ir.visitor import collect
@@ -38,6 +38,7 @@ class GeneralReduction(GPURule):
         last = infos[-1]
         if len(last.iters) < len(dom_kind):
             if not last.iters:  # a scalar result: every block in one thread
+                _private_buffers_local(sch, infos)
                 for i, info in enumerate(infos):
                     sch.bind(sch.add_unit_loop(info.block_rv), "blockIdx.x" if i == 0 else "threadIdx.x")
                 return sch
@@ -66,6 +67,20 @@ class GeneralReduction(GPURule):
             sch.bind(tx, "threadIdx.x")
             _unroll(sch, r_loop, unroll_depth)
         return sch
+
+
+def _private_buffers_local(sch: Schedule, infos: list[GPUBlockInfo]) -> None:
+    """A buffer that a block without real loops allocates and writes and no other block touches
+    lives in registers (``local``): its kernel is the only one that sees it."""
+    blocks = [sch.get(info.block_rv) for info in infos]
+    allocated = {id(b) for b in sch.get(sch.get_block("root")).alloc_buffers}
+    for k, (info, block) in enumerate(zip(infos[:-1], blocks[:-1])):
+        if not all(is_const_int(sch.get(lp).extent, 1) for lp in sch.get_loops(info.block_rv)):
+            continue
+        elsewhere = {id(r.buffer) for j, other in enumerate(blocks) if j != k for r in (*other.reads, *other.writes)}
+        for i, w in enumerate(block.writes):
+            if w.buffer.scope == "global" and id(w.buffer) in allocated and id(w.buffer) not in elsewhere:
+                sch.set_scope(info.block_rv, i, "local")
 
 
 def _unroll(sch: Schedule, loop: Any, depth: int) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir.expr import Add, BufferLoad
+from ...ir.expr import Add, BufferLoad, IntImm, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BufferStore
 from ...ir.structural import structural_equal
@@ -49,7 +49,8 @@ class Reduction(GPURule):
             return None
         read = detect_dominant_read(block)
         splits = None if read is None else iter_sum(read, {id(iv.var): iv.dom.extent for iv in block.iter_vars})
-        if splits is None:
+        domains = None if splits is None else _spatial_domains(info, splits)
+        if domains is None:
             return None
         plan = _normalize(sch, info, splits)
         if plan is None:
@@ -57,9 +58,50 @@ class Reduction(GPURule):
         inner_reduction, c_factor, loop_order, s_split_index = plan
         if inner_reduction:
             _inner_reduction(sch, target, info.block_rv, c_factor, epilogue, loop_order, s_split_index)
+        elif _write_back_stays_affine(domains):
+            _inner_spatial(sch, info.block_rv, domains[-1], c_factor, epilogue, loop_order, s_split_index)
         else:
-            _inner_spatial(sch, info, c_factor, epilogue, loop_order, s_split_index)
+            return None
         return sch
+
+
+def _spatial_domains(info: GPUBlockInfo, splits: list) -> list | None:
+    """The extents of the spatial loops ``_normalize`` fuses, in the read's order (a split
+    iterator counts with its quotient's extent, unit iterators the read skips at the end)."""
+    by_var = {id(it.var): it for it in info.iters}
+    domains, seen = [], set()
+    for split in splits:
+        it = by_var.get(id(split.source))
+        if it is None:
+            return None
+        if it.kind == "S":
+            if id(it.var) in seen:
+                return None
+            seen.add(id(it.var))
+            domains.append(split.extent if split.lower_factor > 1 else it.dom)
+    for it in info.iters:
+        if it.kind == "S" and id(it.var) not in seen:
+            if not it.dom_is(1):
+                return None
+            domains.append(it.dom)
+    return domains if len(domains) == sum(it.kind == "S" for it in info.iters) else None
+
+
+def _inner_spatial_threads(extent: Any) -> int:
+    """The largest divisor of the innermost spatial extent up to 16 (1 for a symbolic one)."""
+    if not isinstance(extent, IntImm):
+        return 1
+    return next(k for k in range(16, 0, -1) if extent.value % k == 0)
+
+
+def _write_back_stays_affine(domains: list) -> bool:
+    """Whether the write-back's bindings stay quasi-affine: fewer than three div/mod parts, one
+    per non-unit outer dimension and one for a partial innermost tile."""
+    parts = sum(1 for d in domains[:-1] if not is_const_int(d, 1))
+    inner = domains[-1]
+    if not isinstance(inner, IntImm) or _inner_spatial_threads(inner) < inner.value:
+        parts += 1
+    return parts < 3
 
 
 def _normalize(sch: Schedule, info: GPUBlockInfo, splits: list) -> tuple | None:
@@ -151,15 +193,11 @@ def _inner_reduction(sch: Schedule, target: Any, block: BlockRV, unroll_spatial_
             sch.set_scope(block, 0, "local")
 
 
-def _inner_spatial(sch: Schedule, info: GPUBlockInfo, unroll_spatial_factor: int | None,
+def _inner_spatial(sch: Schedule, block: BlockRV, s_factor: Any, unroll_spatial_factor: int | None,
                    epilogue: GPUBlockInfo | None, loop_order: dict, s_split_index: int | None) -> None:
-    block = info.block_rv
     s, r, _ = sch.get_loops(block)
-    len_tx, len_ty = 16, 16
     # threadIdx.x divides the innermost spatial extent, so the write-back fits in the same scope
-    s_factor = [it.dom for it in info.iters if it.kind == "S"][-1]
-    while len_tx > 1 and not _divides(len_tx, s_factor):
-        len_tx -= 1
+    len_tx, len_ty = _inner_spatial_threads(s_factor), 16
     sch.split(s, factors=[None, len_tx])
     _, ty = sch.split(r, factors=[None, len_ty])
     rf = sch.rfactor(ty, 0)
@@ -192,12 +230,6 @@ def _inner_spatial(sch: Schedule, info: GPUBlockInfo, unroll_spatial_factor: int
             sch.set_scope(block, 0, "local")
             tx, _ = sch.split(sch.fuse(*s), factors=[len_tx, None])
             sch.bind(tx, "threadIdx.x")
-
-
-def _divides(k: int, extent: Any) -> bool:
-    """Whether ``k`` divides the extent (a symbolic extent: only 1 is known to)."""
-    value = getattr(extent, "value", None)
-    return value is not None and value % k == 0 if not isinstance(extent, int) else extent % k == 0
 
 
 __all__ = ["Reduction"]
