@@ -45,7 +45,8 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
             b = analyzer.term_bound(t)
             if b is None and (whole := everything.term_bound(t)) is not None and whole[0] == whole[1]:
                 b = whole
-            if b is None and (quotient := _outer_quotient(analyzer, t, inner)) is not None:
+            # (a term whose value the outer loops alone decide: exact, where a bound would widen it)
+            if (b is None or b[0] != b[1]) and (quotient := _outer_quotient(analyzer, t, inner)) is not None:
                 fixed.append(quotient)
                 continue
             if b is None:
@@ -63,9 +64,8 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
 def _outer_quotient(analyzer: Analyzer, t: SplitTerm, inner: dict) -> SplitTerm | None:
     """``(outer * g + r) // d`` with the inner part ``r`` in [0, g) and g dividing d is
     ``outer // (d / g)``: the term without its inner loops (``(co_0 * 4 + co_2 * 2 + co_3) // 32``
-    is ``co_0 // 8``), as TVM's canonical simplifier finds."""
-    if t.upper is not None:
-        return None
+    is ``co_0 // 8``), as TVM's canonical simplifier finds; a modulo after the quotient stays
+    (``(f0 * 2 + f1) % 4 // 2`` is ``f0 % 2``)."""
     s = analyzer.canonical(t.index)
     outer = [u for u in s.terms if not any(id(v) in inner for v in _vars(u.index))]
     rest = Sum(tuple(u for u in s.terms if u not in outer), s.base)
@@ -74,7 +74,7 @@ def _outer_quotient(analyzer: Analyzer, t: SplitTerm, inner: dict) -> SplitTerm 
     if g <= 1 or t.lower % g or bound is None or bound[0] < 0 or bound[1] >= g:
         return None
     quotient = Sum(tuple(replace(u, scale=u.scale // g) for u in outer), 0)
-    return SplitTerm(analyzer.to_expr(quotient, t.index.dtype), t.lower // g, None, t.scale)
+    return SplitTerm(analyzer.to_expr(quotient, t.index.dtype), t.lower // g, t.upper, t.scale)
 
 
 def _vars(e: PrimExpr) -> list:
@@ -160,6 +160,7 @@ def _rebuild_block(realize: BlockRealize, bounds: dict, preserve_unit_loops: boo
     block = realize.block
     analyzer = Analyzer(iter_map_order=True)  # (``fused % 8 + ax1``, as TVM writes it)
     loop_vars, extents, values = [], [], []
+    whole: set = set()
     for iv in block.iter_vars:
         if id(iv.var) in bounds:
             lo, hi = (analyzer.simplify(x) for x in bounds[id(iv.var)])
@@ -173,36 +174,40 @@ def _rebuild_block(realize: BlockRealize, bounds: dict, preserve_unit_loops: boo
                                     f"'{iv.var.name}' has a symbolic size")
             size = extent.value + 1
         else:  # an iterator the buffer access does not name: its whole domain
-            if not isinstance(iv.dom.extent, IntImm):
-                raise ScheduleError(f"iterator '{iv.var.name}' of block '{block.name_hint}' has a "
-                                    f"symbolic domain; the loop covering it would too")
-            lo, size = iv.dom.min, iv.dom.extent.value
-        if size == 1 and not preserve_unit_loops:
+            lo, size = iv.dom.min, iv.dom.extent.value if isinstance(iv.dom.extent, IntImm) else iv.dom.extent
+            if not isinstance(size, int):
+                whole.add(id(iv.var))  # (a loop as long as its symbolic domain: nothing to guard)
+        if isinstance(size, int) and size == 1 and not preserve_unit_loops:
             values.append(analyzer.simplify(lo))
             continue
         var = Var(f"ax{len(loop_vars)}", iv.var.dtype)
         loop_vars.append(var)
         extents.append(size)
         values.append(analyzer.simplify(Add(lo, var)))
-    guard = _domain_guard(block, values, around, loop_vars, extents)
+    guard = _domain_guard(block, values, around, loop_vars, extents, whole)
     stmt: Stmt = BlockRealize(tuple(values), guard, block)
     for var, size in zip(reversed(loop_vars), reversed(extents)):
-        stmt = For(var, const(0, var.dtype), const(size, var.dtype), "serial", stmt)
+        stmt = For(var, const(0, var.dtype), const(size, var.dtype) if isinstance(size, int) else size, "serial", stmt)
     return stmt
 
 
-def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list, extents: list) -> PrimExpr:
+def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list, extents: list,
+                  whole: set) -> PrimExpr:
     """``T.where`` keeping each binding inside its iterator's domain where the region overshoots it
-    (a split that does not divide leaves the accessed region larger than the buffer)."""
+    (a split that does not divide leaves the accessed region larger than the buffer); iterators
+    of ``whole`` run over their whole domain."""
     analyzer = Analyzer()
     for node in around:
         if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
             analyzer.bind(node.loop_var, node.min.value, node.extent.value)
     for var, size in zip(loop_vars, extents):
-        analyzer.bind(var, 0, size)
-    units = {var: const(0, var.dtype) for var, size in zip(loop_vars, extents) if size == 1}
+        if isinstance(size, int):
+            analyzer.bind(var, 0, size)
+    units = {var: const(0, var.dtype) for var, size in zip(loop_vars, extents) if isinstance(size, int) and size == 1}
     conds: list[PrimExpr] = []
     for iv, value in zip(block.iter_vars, values):
+        if id(iv.var) in whole:
+            continue
         if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):
             conds.extend(_symbolic_domain_guard(iv, value, around, units))
             continue
