@@ -75,18 +75,17 @@ def _readers(func: PrimFunc, buffer: Buffer) -> list[BlockRealize]:
 
 def _inlined_params(store: BufferStore, block: Block) -> tuple[list[Var], Any]:
     """The store's indices as the parameters of its value, and the value: besides its own
-    iterators, each once, a store may index a dimension with a constant (its iterator of that
-    dimension dropped for having one value: the value reads that iterator's only value instead),
-    as TVM's inliner accepts after NormalizePrimFunc."""
+    iterators, each once, a store may index a dimension with a constant, and an iterator of one
+    value may index none (NormalizePrimFunc drops such iterators; the value reads that
+    iterator's only value instead), as TVM's inliner accepts."""
     own = {id(iv.var): iv for iv in block.iter_vars}
-    if not any(isinstance(i, IntImm) for i in store.indices):
-        return _distinct_iter_vars(store.indices, block, "compute_inline"), store.value
     named = [i for i in store.indices if isinstance(i, Var)]
     unnamed = [iv for iv in block.iter_vars if not any(iv.var is v for v in named)]
     if (any(not isinstance(i, (Var, IntImm)) or isinstance(i, Var) and id(i) not in own for i in store.indices)
             or len({id(v) for v in named}) != len(named)
             or any(not (is_const_int(iv.dom.extent, 1) and isinstance(iv.dom.min, IntImm)) for iv in unnamed)):
-        _distinct_iter_vars(store.indices, block, "compute_inline")  # (raises, saying what is needed)
+        raise ScheduleError(f"compute_inline: block '{block.name_hint}' must store at its own iterators, "
+                            f"each once (or a constant where an iterator has one value), e.g. B[vi, vj]")
     params = [i if isinstance(i, Var) else Var(f"ph_{k}", i.dtype) for k, i in enumerate(store.indices)]
     return params, substitute(store.value, {iv.var: iv.dom.min for iv in unnamed})
 
