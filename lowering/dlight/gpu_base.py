@@ -141,10 +141,16 @@ def normalize_prim_func(sch: Schedule) -> list[GPUBlockInfo] | None:
             sch.transform_block_layout(rv, IndexMap(inputs, outputs))
         except ScheduleError:
             pass  # (left as it is, as TVM leaves a block it cannot transform)
-        iters = tuple(GPUIterInfo(_kind(iv.iter_type), iv.var, iv.dom.extent, loop)
-                      for loop, iv in zip(sch.get_loops(rv), sch.get(rv).iter_vars))
-        infos.append(GPUBlockInfo(sch.get(rv).name_hint, iters, rv, is_reduction_block(sch, rv, root)))
+        infos.append(describe(sch, rv, is_reduction_block(sch, rv, root)))
     return infos
+
+
+def describe(sch: Schedule, rv: BlockRV, reduction_block: bool) -> GPUBlockInfo:
+    """The block as it is now: its iterators' kinds and extents, paired with its loops."""
+    block = sch.get(rv)
+    iters = tuple(GPUIterInfo(_kind(iv.iter_type), iv.var, iv.dom.extent, loop)
+                  for loop, iv in zip(sch.get_loops(rv), block.iter_vars))
+    return GPUBlockInfo(block.name_hint, iters, rv, reduction_block)
 
 
 def is_reduction_block(sch: Schedule, rv: BlockRV, scope: BlockRV) -> bool:
@@ -294,7 +300,8 @@ def _terms(e: PrimExpr, doms: dict) -> tuple[list[IterSplit], list[PrimExpr]]:
         if _uses(factor, doms):
             raise _NotAffine
         splits, base = _terms(scaled, doms)
-        return [IterSplit(s.source, s.lower_factor, s.extent, s.scale + (factor,)) for s in splits], [b * factor for b in base]
+        scaled = [IterSplit(s.source, s.lower_factor, s.extent, s.scale + (factor,)) for s in splits]
+        return scaled, [b * factor for b in base]
     if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0:
         splits, base = _terms(e.a, doms)
         if len(splits) != 1 or splits[0].scale or base:
@@ -319,7 +326,7 @@ def is_broadcast_epilogue(sch: Schedule, block: BlockRV, epilogue: BlockRV) -> b
     return False
 
 
-__all__ = ["GPUBlockInfo", "GPUIterInfo", "GPURule", "GPU_KINDS", "IterSplit", "detect_dominant_read",
+__all__ = ["GPUBlockInfo", "GPUIterInfo", "GPURule", "GPU_KINDS", "IterSplit", "describe", "detect_dominant_read",
            "is_broadcast_epilogue", "is_reduction_block", "iter_sum", "max_threads_per_block",
            "normalize_prim_func", "realize_of", "suggest_threads_per_block", "target_kind", "try_inline",
            "try_inline_contiguous_spatial"]

@@ -16,7 +16,8 @@ from ...ir.structural import structural_equal
 from ...ir.visitor import collect
 from ..schedule import Schedule
 from ..schedule.layout import IndexMap
-from .gpu_base import GPUBlockInfo, GPURule, normalize_prim_func, target_kind, try_inline_contiguous_spatial
+from .gpu_base import (GPUBlockInfo, GPURule, describe, normalize_prim_func, target_kind,
+                       try_inline_contiguous_spatial)
 
 
 class GeneralReduction(GPURule):
@@ -43,7 +44,7 @@ class GeneralReduction(GPURule):
                     sch.bind(sch.add_unit_loop(info.block_rv), "blockIdx.x" if i == 0 else "threadIdx.x")
                 return sch
             sch.transform_block_layout(last.block_rv, _align_layout(infos[0], last))
-            last = _refresh(sch, last)
+            last = describe(sch, last.block_rv, last.reduction_block)
         if (num_trailing_r == 0 or any(b.dom_kind() != dom_kind for b in infos[1:-1])
                 or not last.is_injective() or len(last.iters) > len(dom_kind)):
             return None
@@ -86,16 +87,6 @@ def _private_buffers_local(sch: Schedule, infos: list[GPUBlockInfo]) -> None:
 def _unroll(sch: Schedule, loop: Any, depth: int) -> None:
     sch.annotate(loop, ann_key="pragma_auto_unroll_max_step", ann_val=depth)
     sch.annotate(loop, ann_key="pragma_unroll_explicit", ann_val=1)
-
-
-def _refresh(sch: Schedule, info: GPUBlockInfo) -> GPUBlockInfo:
-    """The block's description after its iterators changed."""
-    from .gpu_base import GPUIterInfo, _kind
-
-    block = sch.get(info.block_rv)
-    iters = tuple(GPUIterInfo(_kind(iv.iter_type), iv.var, iv.dom.extent, loop)
-                  for loop, iv in zip(sch.get_loops(info.block_rv), block.iter_vars))
-    return GPUBlockInfo(info.name, iters, info.block_rv, info.reduction_block)
 
 
 def _align_layout(first: GPUBlockInfo, last: GPUBlockInfo) -> IndexMap:

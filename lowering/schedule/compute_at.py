@@ -16,7 +16,8 @@ from ...ir.analysis import substitute
 from ...ir.arith import Analyzer, Sum
 from ...ir.arith.split_sum import SplitTerm
 from ...ir.buffer import Buffer
-from ...ir.expr import GE, LT, Add, And, FloorDiv, FloorMod, IntImm, Mul, IterVar, PrimExpr, Sub, Var, const, is_const_int
+from ...ir.expr import (GE, LT, Add, And, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Sub, Var, const,
+                        is_const_int)
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, For, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
