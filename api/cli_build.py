@@ -171,9 +171,12 @@ class _Param:
 def _tir_params(fn: Any) -> list:
     from .ir.analysis import written_params
 
-    func = fn.compiled.func
-    outputs = getattr(fn.compiled, "outputs", None)  # (a loaded library stores them)
-    outputs = outputs if outputs is not None else written_params(func)
+    if hasattr(fn, "func"):  # (a CUDA function: its host function's parameters, the outputs its kernels write)
+        func, outputs = fn.func, fn.outputs
+    else:
+        func = fn.compiled.func
+        outputs = getattr(fn.compiled, "outputs", None)  # (a loaded library stores them)
+        outputs = outputs if outputs is not None else written_params(func)
     params = []
     for k, p in enumerate(func.params):
         buf = func.buffer_map.get(p)
@@ -366,7 +369,8 @@ def _outputs(result: Any, prefix: str = "output") -> list:
 
 def _prepare(program: Any, entry: str | None, args: argparse.Namespace) -> tuple:
     """``(call, values, timer)`` for the function to run: a kernel of a Module, or a Relax
-    function of an Executable run by the VM."""
+    function of an Executable run by the VM (on a GPU for a module compiled for cuda)."""
+    from .runtime.device import CUDA, cpu, cuda
     from .runtime.module import Module
 
     if isinstance(program, Module):
@@ -377,20 +381,25 @@ def _prepare(program: Any, entry: str | None, args: argparse.Namespace) -> tuple
             raise _Failure(f"run: {err}", EXIT_ERROR) from None
         params = _tir_params(fn)
         values = _Arguments(params, entry, args).gather()
-        try:
-            fn.pack(tuple(values))  # the call's own checks (shape, dtype), reported as input errors
+        on_gpu = program.device_type == CUDA
+        try:  # the call's own checks (shape, dtype), reported as input errors
+            fn.check(tuple(values)) if on_gpu else fn.pack(tuple(values))
         except TVMSError as err:
             raise _Failure(f"run: {err}", EXIT_ERROR) from None
+        if on_gpu:  # (the arguments go to the GPU, the outputs come back)
+            values = [_on_device(v, cuda(0)) for v in values]
 
         def call() -> list:
             fn(*values)
-            return [(p.name, v) for p, v in zip(params, values) if p.output]
+            return [(p.name, np.asarray(v)) for p, v in zip(params, values) if p.output]
 
         return call, values, fn.time_evaluator(args.number, args.repeat)
     from .runtime.vm import VirtualMachine
-    from .runtime.device import cpu
 
-    vm = VirtualMachine(program, cpu())
+    try:
+        vm = VirtualMachine(program, cuda(0) if program.kernels().device_type == CUDA else cpu())
+    except TVMSError as err:
+        raise _Failure(f"run: {err}", EXIT_FAILED) from None
     names = program.function_names
     entry = entry or ("main" if "main" in names or len(names) != 1 else names[0])
     if entry not in names:
@@ -399,6 +408,17 @@ def _prepare(program: Any, entry: str | None, args: argparse.Namespace) -> tuple
     values = _Arguments(_relax_params(program.program.function(entry), entry), entry, args).gather()
     return (lambda: _outputs(vm[entry](*values)), values,
             vm.time_evaluator(entry, number=args.number, repeat=args.repeat))
+
+
+def _on_device(value: Any, device: Any) -> Any:
+    from .runtime.tensor import tensor
+
+    if not isinstance(value, np.ndarray):
+        return value
+    try:
+        return tensor(value, device)
+    except TVMSError as err:
+        raise _Failure(f"run: {err}", EXIT_FAILED) from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -437,13 +457,14 @@ def add_build_parsers(subparsers) -> None:
     p = subparsers.add_parser(
         "build", help="compile a module to a shared library",
         description=("Compile a TVMScript module (TensorIR functions with tvms.build; Relax modules "
-                     "with tvms.compile) for the CPU and write it, atomically, as a shared library "
-                     "that 'tvms run' and tvms.runtime.load_module load. Exit codes: 0 success, "
+                     "with tvms.compile) for the CPU (or a CUDA GPU: --target cuda) and write it, "
+                     "atomically, as a shared library that 'tvms run' and tvms.runtime.load_module "
+                     "load. Exit codes: 0 success, "
                      "1 compiling or linking failed, 2 usage or input error."))
     p.add_argument("input", nargs="?", default="-", metavar="FILE",
                    help="the module to compile; '-' or none reads standard input")
     p.add_argument("-o", "--output", metavar="FILE.so", help="the library to write (required)")
-    p.add_argument("--target", default="llvm", help="the target (default: llvm, the host CPU)")
+    p.add_argument("--target", default="llvm", help="the target (default: llvm, the host CPU; cuda: a GPU)")
     _add_schedule_flag(p)
     p.set_defaults(func=cmd_build)
 

@@ -1,7 +1,8 @@
 """``tvms tune``: auto-tune a module's TensorIR and write it with the best schedules applied.
 
 ``tvms tune model.tvms --target "llvm -num-cores=2" --trials 256 --work-dir tune/ -o tuned.tvms``.
-A Relax module is first lowered by the ``zero`` pipeline; its PrimFuncs are the tasks (equal ones
+A Relax module is first lowered as ``tvms build`` lowers it (the ``zero`` pipeline, after
+FuseTransposeMatmul), so that the tasks are the kernels a build compiles: its PrimFuncs (equal ones
 once, weighted by their calls). The database and the logs live in ``--work-dir``; ``--resume``
 continues a run whose database is there (its trials count toward ``--trials``).
 ``--space FILE.py`` is a schedule written in the trace language (what ``print(sch.trace)`` shows,
@@ -25,7 +26,9 @@ from .ir.deep import run_deep
 def _has_database(work_dir: str) -> bool:
     from .lowering.tune.json_database import RECORD_FILE, WORKLOAD_FILE
 
-    return any(os.path.exists(os.path.join(work_dir, f)) for f in (WORKLOAD_FILE, RECORD_FILE))
+    # (empty files, left by a run that failed before its first trial, hold nothing to resume)
+    return any(os.path.isfile(path) and os.path.getsize(path) > 0
+               for path in (os.path.join(work_dir, f) for f in (WORKLOAD_FILE, RECORD_FILE)))
 
 
 def trace_space(text: str, name: str):
@@ -44,8 +47,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .ir import IRModule
     from .ir.function import PrimFunc
     from .ir.target import as_target
-    from .lowering.build import has_relax_operators
-    from .lowering.relax.pipeline import get_pipeline
+    from .lowering.build import has_relax_operators, run_relax_pipeline
     from .lowering.schedule import Schedule, ScheduleError
     from .lowering.tune.progress import Progress, check_curve_path, check_display, write_curve
     from .lowering.tune.relax_integration import MetaScheduleApplyDatabase, tune_relax
@@ -80,8 +82,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     relax = has_relax_operators(mod) or any(not isinstance(mod[n], PrimFunc) for n in mod)
     space = trace_space(space_text, space_name) if space_text else "post-order-apply"
     try:
-        if relax:
-            mod = get_pipeline("zero")(mod)
+        if relax:  # (as tvms build lowers it: the tuned kernels are the ones a build compiles)
+            mod = run_relax_pipeline(mod, "zero", schedule=True)
         if space_text:  # a space file that does not fit the module fails here, once, with its position
             for fname in mod:
                 if isinstance(mod[fname], PrimFunc):

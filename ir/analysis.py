@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .buffer import Buffer, BufferRegion
-from .expr import Add, BufferLoad, Call, IntImm, Mul, PrimExpr, Range, Sub, Var, const
+from .expr import Add, BufferLoad, Call, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, const
 from .arith import simplify
 from .stmt import Block, BlockRealize, BufferStore, For, Stmt
 from .node import walk_fields
@@ -48,8 +48,9 @@ def substitute(expr: Any, mapping: dict) -> Any:
     return _Substitute(mapping).visit(expr) if mapping else expr
 
 
-def _bounds(expr: PrimExpr, doms: dict) -> tuple[PrimExpr, PrimExpr] | None:
-    """[lo, hi] of an affine ``expr`` as the loop variables in ``doms`` range over their domains."""
+def index_bounds(expr: PrimExpr, doms: dict) -> tuple[PrimExpr, PrimExpr] | None:
+    """[lo, hi] of an affine ``expr`` (with floordiv and floormod by positive constants) as the loop
+    variables in ``doms`` range over their domains."""
     if isinstance(expr, Var):
         if expr in doms:
             lo, extent = doms[expr]
@@ -58,7 +59,7 @@ def _bounds(expr: PrimExpr, doms: dict) -> tuple[PrimExpr, PrimExpr] | None:
     if isinstance(expr, IntImm):
         return expr, expr
     if isinstance(expr, (Add, Sub)):
-        a, b = _bounds(expr.a, doms), _bounds(expr.b, doms)
+        a, b = index_bounds(expr.a, doms), index_bounds(expr.b, doms)
         if a is None or b is None:
             return None
         if isinstance(expr, Add):
@@ -67,14 +68,26 @@ def _bounds(expr: PrimExpr, doms: dict) -> tuple[PrimExpr, PrimExpr] | None:
     if isinstance(expr, Mul):
         for x, c in ((expr.a, expr.b), (expr.b, expr.a)):
             if isinstance(c, IntImm):
-                r = _bounds(x, doms)
+                r = index_bounds(x, doms)
                 if r is None:
                     return None
                 lo, hi = simplify(Mul(r[0], c)), simplify(Mul(r[1], c))
                 return (lo, hi) if c.value >= 0 else (hi, lo)
         return None
+    if isinstance(expr, (FloorDiv, FloorMod)) and isinstance(expr.b, IntImm) and expr.b.value > 0 \
+            and any(isinstance(n, Var) and n in doms for n in walk(expr.a)):
+        r = index_bounds(expr.a, doms)
+        if r is None:
+            return None
+        c = expr.b.value
+        if isinstance(expr, FloorDiv):  # (monotone)
+            return tuple(const(x.value // c, expr.dtype) if isinstance(x, IntImm) else simplify(FloorDiv(x, expr.b))
+                         for x in r)
+        if isinstance(r[0], IntImm) and isinstance(r[1], IntImm) and r[0].value // c == r[1].value // c:
+            return const(r[0].value % c, expr.dtype), const(r[1].value % c, expr.dtype)
+        return const(0, expr.dtype), const(c - 1, expr.dtype)
     if isinstance(expr, Call) and getattr(expr.op, "name", None) == "tir.if_then_else":
-        return _union_bounds(_bounds(expr.args[1], doms), _bounds(expr.args[2], doms))
+        return _union_bounds(index_bounds(expr.args[1], doms), index_bounds(expr.args[2], doms))
     used = {n for n in walk(expr) if isinstance(n, Var)}
     return (expr, expr) if not used & set(doms) else None
 
@@ -109,7 +122,7 @@ class _AccessCollector(Visitor):
     def point_ranges(self, buffer: Buffer, indices: tuple) -> list:
         ranges = []
         for i, index in enumerate(indices):
-            b = _bounds(index, self.doms)
+            b = index_bounds(index, self.doms)
             if b is None:
                 extent = buffer.shape[i]
                 ranges.append(Range(const(0, extent.dtype), extent))
@@ -139,8 +152,8 @@ class _AccessCollector(Visitor):
             for region in regions:
                 ranges = []
                 for r in region.region:
-                    lo_b = _bounds(substitute(r.min, binding), self.doms)
-                    hi_b = _bounds(substitute(simplify(Sub(Add(r.min, r.extent), const(1, r.min.dtype))), binding), self.doms)
+                    lo_b = index_bounds(substitute(r.min, binding), self.doms)
+                    hi_b = index_bounds(substitute(simplify(Sub(Add(r.min, r.extent), const(1, r.min.dtype))), binding), self.doms)
                     if lo_b is None or hi_b is None:
                         ranges = None
                         break

@@ -192,6 +192,10 @@ PTX_CP = {("async", "commit_group", ""): "tir.ptx.cp_async_commit_group",
           ("async", "wait_group", ""): "tir.ptx.cp_async_wait_group"}
 register("ptx.cp", "void", (3, 3), name="tir.ptx.cp_async_commit_group")
 register("ptx.cp", "void", (4, 4), name="tir.ptx.cp_async_wait_group")
+# CUDA's warp intrinsics, what LowerIntrin makes of the tvm_warp_* builtins for a cuda target
+for _n in ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync"):
+    register(f"cuda.__{_n}", "arg1", (4, 4))
+register("cuda.__activemask", "uint32", (0, 0))
 register("start_profile_intrinsic", "void", (1, 1))
 register("end_profile_intrinsic", "void", (1, 1))
 

@@ -14,6 +14,8 @@ import os
 from typing import Any, Callable
 
 from .errors import TVMSError
+from .global_info import KIND_DEFAULTS
+from .registry import get_global_func
 
 # the kinds TVM names; the target table (lowering/targets.py) says which of them tvms compiles
 KNOWN_KINDS = ("llvm", "c", "cuda", "rocm", "metal", "vulkan", "opencl", "webgpu")
@@ -117,7 +119,43 @@ class Target:
 
     @property
     def keys(self) -> tuple:
-        return self.attrs.get("keys", ())
+        """The target's keys: as given, else the kind's (``("cuda", "gpu")``, ``("cpu",)``)."""
+        return self.attrs.get("keys") or tuple(KIND_DEFAULTS.get(self.kind, {}).get("keys", ()))
+
+    # a GPU target's limits, as TVM 0.27 fills them in (None where TVM sets none)
+    @property
+    def arch(self) -> str | None:
+        """``-arch``; for ``cuda`` without one, as TVM: the architecture of GPU 0, else sm_50."""
+        if "arch" in self.attrs or self.kind != "cuda":
+            return self.attrs.get("arch")
+        detect = get_global_func("runtime.cuda_driver.detected_arch", allow_missing=True)
+        return (detect() if detect else None) or "sm_50"
+
+    @property
+    def max_num_threads(self) -> int | None:
+        return self.attrs.get("max_num_threads", KIND_DEFAULTS.get(self.kind, {}).get("max_num_threads"))
+
+    @property
+    def thread_warp_size(self) -> int | None:
+        return self.attrs.get("thread_warp_size", KIND_DEFAULTS.get(self.kind, {}).get("thread_warp_size"))
+
+    @property
+    def max_shared_memory_per_block(self) -> int | None:
+        return self.attrs.get("max_shared_memory_per_block",
+                              KIND_DEFAULTS.get(self.kind, {}).get("max_shared_memory_per_block"))
+
+    def export(self) -> dict:
+        """The target as TVM 0.27's ``Target.export()`` gives it: kind, tag, keys, the kind's
+        defaults and the options given (less what TVM detects on the host, llvm's mtriple)."""
+        config = {"kind": self.kind, "tag": self.attrs.get("tag", ""), "keys": list(self.keys)}
+        for key, value in {**KIND_DEFAULTS.get(self.kind, {}), **self.attrs}.items():
+            if key not in ("keys", "tag"):
+                config[key] = list(value) if isinstance(value, tuple) else value
+        if self.kind == "cuda":
+            config["arch"] = self.arch
+        if self.host is not None:
+            config["host"] = self.host.export()
+        return config
 
     @property
     def threads(self) -> int:
@@ -142,7 +180,8 @@ class Target:
     def from_device(device: Any) -> "Target":
         """The target that compiles for ``device`` (``"cpu"``, ``"cuda"`` or a ``tvms.cpu(0)``-style
         device), as TVM's ``Target.from_device``: ``llvm`` for the CPU (tvms's llvm target is the
-        host CPU); a CUDA GPU gives ``cuda -arch=sm_XY`` from its compute capability."""
+        host CPU); a CUDA GPU gives a ``cuda`` target with its architecture (``sm_XY`` from its
+        compute capability), shared memory, threads per block and warp size, as TVM's."""
         kind = device if isinstance(device, str) else getattr(device, "type", None)
         if kind in ("cpu", "llvm"):
             return Target("llvm")
@@ -150,11 +189,11 @@ class Target:
             if isinstance(device, str):
                 raise TVMSError("Target.from_device: pass the device (tvms.cuda(0)) to read its architecture")
             if not device.exist:
-                raise TVMSError(f"Target.from_device: cannot detect the device {device}")
-            version = getattr(device, "compute_version", None)
-            if version is None:
-                raise TVMSError("Target.from_device: tvms cannot read a CUDA device's attributes yet")
-            return Target(f"cuda -arch=sm_{str(version).replace('.', '')}")
+                raise TVMSError(f"Target.from_device: cannot detect the device {device}: {device.missing_reason}")
+            return Target({"kind": "cuda", "max_shared_memory_per_block": device.max_shared_memory_per_block,
+                           "max_threads_per_block": device.max_threads_per_block,
+                           "thread_warp_size": device.warp_size,
+                           "arch": "sm_" + device.compute_version.replace(".", "")})
         raise TVMSError(f"Target.from_device: expected a device or 'cpu'/'cuda', not {device!r}")
 
     def __str__(self) -> str:

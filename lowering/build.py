@@ -20,7 +20,6 @@ from collections import OrderedDict
 from typing import Any
 
 from ..ir import relax as rx
-from ..ir import stmt as S
 from ..ir.deep import deep_recursion
 from ..ir.errors import TVMSError
 from ..ir.expr import Op
@@ -34,7 +33,6 @@ from ..ir.visitor import collect
 from ..ir.relax_well_formed import verify_return_annotations
 from ..ir.well_formed import verify_well_formed
 from .targets import TargetKind, target_kind
-from .tir.canonicalize_loop import canonicalize_loop
 
 # operator-name prefixes the VM runs itself (allocation, not computation): not "Relax operators"
 _RUNTIME_OPS = ("relax.builtin.", "relax.vm.", "relax.memory.", "builtin.", "vm.")
@@ -71,12 +69,8 @@ def _prim_funcs(mod_or_func: Any, name: str) -> dict:
 
 
 def lower_prim_func(func: PrimFunc, row: TargetKind, target: Target) -> PrimFunc:
-    """The TIR pipeline step: ``func`` checked and, while blocks remain, lowered to loop-level
-    code by the target's pipeline (loop-level code has its loops counted from 0 in steps of 1,
-    the pipeline's first pass, which every code generator expects)."""
+    """The TIR pipeline step: ``func`` checked and lowered by the target's pipeline."""
     verify_well_formed(func)  # (a function built in Python was not checked by the parser)
-    if not collect(func.body, (S.Block, S.BlockRealize)):
-        return canonicalize_loop(func)
     return row.lower(func, target)
 
 

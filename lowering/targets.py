@@ -4,13 +4,16 @@ A row names the kind's TIR lowering pipeline (scheduled TensorIR -> loop-level c
 generator (loop-level PrimFunc -> an artifact: code plus what calling it needs), its default
 schedule rules (``tvms.dlight``), the name of the runtime function that loads its artifacts
 into a callable module, and the check of its options (llvm: the CPU and feature names LLVM
-knows, ``codegen/llvm_names.py``). The build driver (``build.py``) only reads rows; a new kind (``cuda``) is
-a new row and its files. The loader is reached through the packed-function registry, by name
-(``runtime.module.load_<kind>``), as TVM's ``runtime.module.loadbinary_<kind>``: the runtime
-registers it when imported, so this layer never imports the runtime.
+knows, ``codegen/llvm_names.py``). The build driver (``build.py``) only reads rows; ``cuda`` is
+the second row (its lowering gives the host function and kernels of TVM's ``SplitHostDevice``,
+its artifact is a ``codegen/cuda_artifact.CudaArtifact``). The loader is reached through the
+packed-function registry, by name (``runtime.module.load_<kind>``), as TVM's
+``runtime.module.loadbinary_<kind>``: the runtime registers it when imported, so this layer
+never imports the runtime.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -25,8 +28,8 @@ class TargetKind:
     """One row of the table: how code for ``kind`` is lowered, generated, scheduled and loaded."""
 
     kind: str
-    lower: Callable[[PrimFunc, Target], PrimFunc]  # the TIR pipeline: blocks -> loop-level code
-    codegen: Callable[[PrimFunc, Target, str], Any]  # a lowered function, its symbol -> artifact
+    lower: Callable[[PrimFunc, Target], Any]  # the TIR pipeline: scheduled TensorIR -> loop-level code
+    codegen: Callable[[Any, Target, str], Any]  # what lower gave, its symbol -> artifact
     default_rules: Callable[[], list]  # the dlight rules tried on an unscheduled PrimFunc
     loader: str  # the registered runtime function: (artifacts by name, target text) -> Module
     check: Callable[[Target], Any]  # refuses options the kind's compiler would choke on
@@ -79,8 +82,15 @@ def compiled_kinds() -> list[str]:
 
 
 def _llvm_lower(func: PrimFunc, target: Target) -> PrimFunc:
+    """Blocks lowered to loop-level code; loop-level code only has its loops counted from 0 in
+    steps of 1 (the pipeline's first pass, which the code generator expects)."""
+    from ..ir import stmt as S
+    from ..ir.visitor import collect
+    from .tir.canonicalize_loop import canonicalize_loop
     from .tir.pipeline import lower_for_codegen
 
+    if not collect(func.body, (S.Block, S.BlockRealize)):
+        return canonicalize_loop(func)
     return lower_for_codegen(func)
 
 
@@ -104,6 +114,52 @@ def _cpu_rules() -> list:
 
 register_target_kind(TargetKind("llvm", _llvm_lower, _llvm_codegen, _cpu_rules, "runtime.module.load_llvm",
                                 _llvm_check))
+
+
+# cuda: the GPU TIR pipeline ends at SplitHostDevice (an IRModule: the host function and its
+# kernels), the code generator renders CUDA C and compiles it with NVRTC (a CudaArtifact)
+def _cuda_lower(func: PrimFunc, target: Target) -> Any:
+    from .tir.gpu.pipeline import lower_for_cuda
+
+    return lower_for_cuda(func, target)
+
+
+def _cuda_codegen(mod: Any, target: Target, symbol: str) -> Any:
+    from .codegen.cuda import codegen_cuda
+
+    return codegen_cuda(mod, target, symbol)
+
+
+def _gpu_rules() -> list:
+    from .dlight.gpu import default_rules
+
+    return default_rules()
+
+
+_CUDA_ARCH = re.compile(r"sm_(\d{2,3})[af]?")
+
+
+def _cuda_check(target: Target) -> Target:
+    """A cuda target's options as NVRTC and the driver take them: ``-arch=sm_XY`` (TVM refuses
+    one not starting with ``sm_``; NVRTC knows sm_50 and later), and launch limits that a CUDA
+    GPU has (at most 1024 threads per block, warps of 32)."""
+    arch = target.arch
+    match = _CUDA_ARCH.fullmatch(arch)
+    if match is None or int(match.group(1)) < 50:
+        raise TVMSError(f"target {str(target)!r}: -arch={arch} is not a CUDA architecture; "
+                        f"write -arch=sm_XY with XY the compute capability, 50 or more (e.g. sm_80)")
+    for key in ("max_num_threads", "max_threads_per_block"):
+        if target.attrs.get(key, 1024) > 1024:
+            raise TVMSError(f"target {str(target)!r}: -{key}={target.attrs[key]}: a CUDA block has at "
+                            f"most 1024 threads")
+    if target.thread_warp_size != 32:
+        raise TVMSError(f"target {str(target)!r}: -thread_warp_size={target.thread_warp_size}: CUDA "
+                        f"warps have 32 threads")
+    return target
+
+
+register_target_kind(TargetKind("cuda", _cuda_lower, _cuda_codegen, _gpu_rules, "runtime.module.load_cuda",
+                                _cuda_check))
 
 
 __all__ = ["TargetKind", "check_target", "compiled_kinds", "register_target_kind", "target_kind"]

@@ -3,14 +3,18 @@
 
 A device is a DLPack device type code and an index. It prints as TVM 0.27 prints its devices
 (``cpu:0``, ``device(type='cpu', index=0)``) and answers ``.exist``: the CPU always exists; a CUDA
-GPU exists when cuda-python is importable and its driver reports enough GPUs.
+GPU exists when cuda-python is importable and its driver reports enough GPUs. A CUDA device
+answers TVM's attributes (``max_threads_per_block``, ``compute_version``, ...) from the driver
+(``cuda_driver.py``).
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
+from typing import Any
 
 from tvms.ir.errors import TVMSError
+
+from . import cuda_driver
 
 # DLPack's device type codes (dlpack.h: kDLCPU, kDLCUDA), which TVM uses too.
 CPU = 1
@@ -49,10 +53,52 @@ class Device:
     def exist(self) -> bool:
         return self.device_type == CPU or self.device_id < cuda_device_count()
 
-    def sync(self) -> None:
-        """Wait for the device's queued work. Work on the CPU is synchronous: nothing waits."""
+    @property
+    def missing_reason(self) -> str:
+        """Why the device does not exist ("" when it does): what is missing, for messages."""
+        return "" if self.exist else missing_reason(self)
+
+    def sync(self, stream: Any = None) -> None:
+        """Wait for the device's queued work (on ``stream`` only, when given). Work on the CPU
+        is synchronous: nothing waits."""
+        self._check_exists("synchronize")
+        if self.device_type == CUDA:
+            stream.synchronize() if stream is not None else cuda_driver.synchronize(self.device_id)
+
+    # streams, as TVM's devices make them: work launched on this device after set_raw_stream
+    # queues on that stream (None on the CPU, whose work is synchronous)
+    def create_raw_stream(self) -> Any:
+        if self.device_type == CPU:
+            return None
+        self._check_exists("create a stream on")
+        return cuda_driver.Stream(self.device_id)
+
+    def set_raw_stream(self, stream: Any) -> None:
+        if self.device_type == CUDA:
+            self._check_exists("set the stream of")
+            cuda_driver.set_current_stream(self.device_id, stream)
+
+    def _check_exists(self, what: str) -> None:
         if not self.exist:
-            raise TVMSError(f"cannot synchronize {self}: {missing_reason(self)}")
+            raise TVMSError(f"cannot {what} {self}: {missing_reason(self)}")
+
+    # the attributes TVM's devices answer (None on the CPU, as TVM's); a CUDA device that does
+    # not exist is a TVMSError naming what is missing
+    def _attribute(self, name: str) -> Any:
+        if self.device_type == CPU:
+            return None
+        self._check_exists(f"read {name} of")
+        return cuda_driver.attribute(self.device_id, name)
+
+    max_threads_per_block = property(lambda self: self._attribute("max_threads_per_block"))
+    warp_size = property(lambda self: self._attribute("warp_size"))
+    max_shared_memory_per_block = property(lambda self: self._attribute("max_shared_memory_per_block"))
+    multi_processor_count = property(lambda self: self._attribute("multi_processor_count"))
+    compute_version = property(lambda self: self._attribute("compute_version"))
+    device_name = property(lambda self: self._attribute("device_name"))
+    max_clock_rate = property(lambda self: self._attribute("max_clock_rate"))
+    l2_cache_size_bytes = property(lambda self: self._attribute("l2_cache_size_bytes"))
+    total_global_memory = property(lambda self: self._attribute("total_global_memory"))
 
     def __str__(self) -> str:
         return f"{self.type}:{self.device_id}"
@@ -92,44 +138,14 @@ def device(dev_type: str | int | Device, index: int | None = None) -> Device:
 
 
 def missing_reason(dev: Device) -> str:
-    """Why ``dev`` does not exist, for error messages."""
-    count = cuda_device_count()
-    if _cuda_driver() is None:
-        return "cuda-python is not installed, so tvms cannot reach a CUDA GPU"
-    if count == 0:
-        return "the CUDA driver reports no GPU"
-    return f"the CUDA driver reports {count} GPU{'s' if count != 1 else ''}"
+    """Why ``dev`` does not exist, for error messages: cuda-python, the NVIDIA driver, a GPU or
+    the device index."""
+    return cuda_driver.missing_reason(dev.device_id)
 
 
-@functools.cache
 def cuda_device_count() -> int:
-    """How many CUDA GPUs the driver reports (0 without cuda-python or a working driver)."""
-    driver = _cuda_driver()
-    if driver is None:
-        return 0
-    try:
-        (err,) = driver.cuInit(0)
-        if int(err) != 0:
-            return 0
-        err, count = driver.cuDeviceGetCount()
-        return int(count) if int(err) == 0 else 0
-    except Exception:  # a broken driver install reads as "no GPU", never as a crash
-        return 0
-
-
-@functools.cache
-def _cuda_driver():
-    """cuda-python's driver API module: ``cuda.bindings.driver`` (12.6+) or ``cuda.cuda`` (older)."""
-    try:
-        from cuda.bindings import driver
-        return driver
-    except ImportError:
-        pass
-    try:
-        from cuda import cuda as driver
-        return driver
-    except ImportError:
-        return None
+    """How many CUDA GPUs the driver reports (0 without cuda-python, a driver or a GPU)."""
+    return cuda_driver.cuda_device_count()
 
 
 __all__ = ["CPU", "CUDA", "DEVICE_TYPE_NAMES", "Device", "cpu", "cuda", "device", "cuda_device_count",

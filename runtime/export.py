@@ -69,13 +69,21 @@ class LoadedFunction:
 
 
 def export_library(module: Any, path: str, vm_program: bytes | None = None) -> None:
-    """Write ``module`` (a runtime Module built for the llvm target) to ``path`` as a shared
-    library (atomically); ``vm_program`` is the serialized VM program of an Executable, kept
-    with it."""
+    """Write ``module`` (a runtime Module built for the llvm target, or a CUDA module:
+    ``cuda_export.py``) to ``path`` as a shared library (atomically); ``vm_program`` is the
+    serialized VM program of an Executable, kept with it."""
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
         raise TVMSError(f"export_library needs a C compiler to link the shared library: "
                         f"{os.environ.get('CC', 'cc')!r} was not found on PATH (install gcc or clang, or set CC)")
+    program = None if vm_program is None else base64.b64encode(vm_program).decode("ascii")
+    if getattr(module, "device_type", 1) == 2:  # (a CUDA module: no host code, its binary as data)
+        from .cuda_export import cuda_functions_json
+
+        metadata = {"format": FORMAT, "version": VERSION, "target": module.target, "functions": [],
+                    "cuda_functions": cuda_functions_json(module), "vm_program": program}
+        _link(compiler, [], [], path, json.dumps(metadata, indent=1).encode("utf-8"))
+        return
     functions, objects, pools = [], [], set()
     for key, fn in module.functions.items():
         compiled = fn.compiled
@@ -95,8 +103,7 @@ def export_library(module: Any, path: str, vm_program: bytes | None = None) -> N
             "params": _describe_params(compiled.func),
         })
     metadata = {"format": FORMAT, "version": VERSION, "target": module.target,
-                "functions": functions,
-                "vm_program": None if vm_program is None else base64.b64encode(vm_program).decode("ascii")}
+                "functions": functions, "vm_program": program}
     libs = ["-lm"]
     libs += sorted({"gomp": "-lgomp", "pthread": "-lpthread"}[pool] for pool in pools)
     _link(compiler, objects, libs, path, json.dumps(metadata, indent=1).encode("utf-8"))
@@ -125,6 +132,7 @@ def _link(compiler: str, objects: list, libs: list, path: str, metadata: bytes) 
             with open(names[-1], "wb") as f:
                 f.write(code)
         out = os.path.join(work, "lib.so")
+        names = names or ["-x", "c", os.devnull]  # (no objects: an empty shared object)
         done = subprocess.run([compiler, "-shared", "-o", out, *names, *libs],
                               capture_output=True, text=True)
         if done.returncode != 0:
@@ -190,6 +198,14 @@ def load_module(path: str) -> Any:
 
 
 def _module_of(metadata: dict, lib: Any, path: str) -> Any:
+    if "cuda_functions" in metadata:
+        from .cuda_export import cuda_module_of
+
+        return _with_program(cuda_module_of(metadata["cuda_functions"], metadata["target"]), metadata, path)
+    return _with_program(_llvm_module_of(metadata, lib, path), metadata, path)
+
+
+def _llvm_module_of(metadata: dict, lib: Any, path: str) -> Any:
     from .module import Function, Module
 
     target = Target(metadata["target"])
@@ -205,7 +221,11 @@ def _module_of(metadata: dict, lib: Any, path: str) -> Any:
         threads_address = ctypes.addressof(ctypes.c_int32.in_dll(lib, threads)) if threads else 0
         loaded = LoadedFunction(func, target, address, slots, threads_address, tuple(entry["outputs"]), lib)
         functions[name] = Function(name, loaded)
-    kernels = Module(functions, metadata["target"])
+    return Module(functions, metadata["target"])
+
+
+def _with_program(kernels: Any, metadata: dict, path: str) -> Any:
+    """``kernels``, or the Executable of the library's Relax program calling them."""
     if metadata.get("vm_program") is None:
         return kernels
     from tvms.ir.vm_program import deserialize

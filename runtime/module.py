@@ -341,6 +341,8 @@ class Evaluator:
 class Module:
     """The compiled functions of a module, by name."""
 
+    device_type = 1  # where the functions run (DLPack's kDLCPU; a CUDA module's is kDLCUDA)
+
     def __init__(self, functions: dict, target: str) -> None:
         self.functions = functions
         self.target = target

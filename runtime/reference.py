@@ -14,16 +14,21 @@ letters and digits of its name, and strings (buffer names, messages, string cons
 non-integer constants are passed in the namespace, by reference.
 Semantics follow TVM:
 
-* every loop kind runs serially (parallel, vectorized, unrolled, thread-bound);
-* ``launch_thread`` / ``thread_extent`` runs its body once per thread index, serially: block by
-  block, thread by thread. This is exact for code whose threads do not communicate within a
-  block; ``tvm_storage_sync`` is a no-op and warp shuffles raise a TVMSError;
+* every loop kind but thread binding runs serially (parallel, vectorized, unrolled);
+* a GPU launch (``T.launch_thread``, ``thread_extent``, ``T.thread_binding`` loops) runs with GPU
+  semantics: block after block, the threads of a block concurrently up to their barriers, warp
+  shuffles lane by lane in lock-step, ``shared`` memory per block and ``local`` per thread, data
+  races on shared memory and divergent barriers reported (``reference_kernel`` compiles a kernel,
+  ``reference_gpu`` runs it); outside a launch ``tvm_storage_sync`` has nothing to wait for. An
+  IRModule runs its ``main``, whose ``T.call_ffi_kernel`` (SplitHostDevice) runs its kernels;
 * storage is flat: each data pointer owns a 1-D numpy array and every buffer is a view onto it
-  (``T.decl_buffer(data=A.data)``, ``A.view(...)``, ``match_buffer`` alias the same memory);
+  (``T.decl_buffer(data=A.data)``, ``A.view(...)``, ``match_buffer`` alias the same memory; a
+  buffer of another type than its memory views the bytes, as over merged shared memory);
 * a block's ``init`` runs when every reduction iterator is at the start of its domain;
 * integers are Python ints, wrapped to the dtype's width at casts and stores; floats are numpy
   scalars of the dtype (float32 arithmetic in float32);
-* fresh allocations are zero-filled.
+* fresh allocations are zero-filled, but for a GPU block's shared memory, which starts undefined:
+  NaN where the type has one, so that reading it before writing shows in the result.
 """
 from __future__ import annotations
 
@@ -37,11 +42,13 @@ from tvms.ir.buffer import Buffer
 from tvms.ir.dtype import DataType
 from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
-from tvms.ir.analysis import entry_vars
+from tvms.ir.analysis import collect_statements, entry_vars
 from tvms.ir.function import PrimFunc
+from tvms.ir.module import IRModule
 from tvms.ir.expr import PrimType
 from tvms.ir.op import loop_control
 
+from .reference_kernel import KernelCodegen
 from .tir_values import INTRINSICS, cast_value, count_leading_zeros, numpy_dtype, trunc_div, trunc_mod
 
 __all__ = ["run_prim_func", "compile_prim_func", "prim_func_source", "compile_expr", "numpy_dtype",
@@ -213,10 +220,11 @@ class _Compiler:
         return self._call(fn, self.name(e.dtype, "_t"), *(self.src(a) for a in e.args))
 
 
-class _Codegen(_Compiler):
+class _SerialCodegen(_Compiler):
     """Compiles a PrimFunc body into the source of one Python function: TensorIR variables
     become Python locals, loops become ``for`` loops, buffers become (flat array, strides,
-    offset) locals. Bound values come in through ``env`` (parameters, sizes, data pointers)."""
+    offset) locals. Bound values come in through ``env`` (parameters, sizes, data pointers).
+    GPU kernels are ``KernelCodegen``'s (``_Codegen`` below)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -225,6 +233,8 @@ class _Codegen(_Compiler):
         self.lines: list[str] = []
         self.depth = 1
         self.loops = 0  # how many loops enclose the statement being compiled
+        self.func_name = "prim_func"
+        self.data_dtypes: dict = {}  # data Var -> the numpy dtype of the memory it points at
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -262,7 +272,8 @@ class _Codegen(_Compiler):
         value = self.src(e.value)
         return f"(({self.local(e.var)} := {value}), {self.src(e.body)})[1]"
 
-    def access(self, buffer: Buffer, indices: tuple) -> str:
+    def flat_index(self, buffer: Buffer, indices: tuple) -> tuple[str, str]:
+        """(the flat array's local, the source of the flat index) of ``buffer[indices]``."""
         info = self.bufs.get(buffer)
         if info is None:
             if buffer.data in self.vars:  # a buffer over known data without a declaration
@@ -275,7 +286,12 @@ class _Codegen(_Compiler):
         for index, stride in zip(indices, strides):
             src = self.src(index)
             terms.append(src if stride == "1" else f"({src}) * {stride}")
-        index = " + ".join(terms) or "0"
+        return flat, " + ".join(terms) or "0"
+
+    def access(self, buffer: Buffer, indices: tuple) -> str:
+        """The source of ``buffer[indices]`` (an element or, with vector indices, a slice)."""
+        flat, index = self.flat_index(buffer, indices)
+        flat = self.array(buffer, flat)
         if any(i.dtype.lanes > 1 for i in indices):
             return f"{flat}[{index}]"
         # numpy would wrap a negative index around silently; past the end it raises IndexError
@@ -283,13 +299,26 @@ class _Codegen(_Compiler):
         return (f"{flat}[{i} if ({i} := {index}) >= 0 else "
                 f"{self.name(_negative_index, '_f')}({i}, {self.name(buffer.name, '_s')})]")
 
+    def array(self, buffer: Buffer, flat: str) -> str:
+        """The source of the numpy array behind ``buffer`` (bound to the local ``flat``)."""
+        return flat
+
+    def load(self, e: E.BufferLoad) -> str:
+        return self.access(e.buffer, e.indices)
+
     def e_BufferLoad(self, e: E.BufferLoad) -> str:
-        load = self.access(e.buffer, e.indices)
+        load = self.load(e)
         if e.dtype.lanes == 1 and e.buffer.dtype.is_integer:
             return f"int({load})"
         if e.dtype.lanes == 1 and e.buffer.dtype.is_bool:
             return f"bool({load})"
         return load
+
+    def e_Call(self, e: E.Call) -> str:
+        if getattr(e.op, "name", None) == "tir.call_ffi_kernel":  # a lowered host function's launch
+            tags = self.name(tuple(str(t) for t in e.attrs.get("launch_params", ())))
+            return self._call(_call_kernel, "env", tags, *(self.src(a) for a in e.args))
+        return super().e_Call(e)
 
     # ---- buffers
     def value_src(self, e: Any) -> str:
@@ -302,6 +331,10 @@ class _Codegen(_Compiler):
 
     def bind_buffer(self, buffer: Buffer, strides: list | None = None, offset: str | None = None) -> None:
         flat = self.local(buffer.data)
+        mine = numpy_dtype(buffer.dtype)
+        if self.data_dtypes.get(buffer.data, mine) != mine:  # memory of another type (merged shared memory)
+            flat, view = self.fresh("view"), flat
+            self.emit(f"{flat} = {view}.view({self.name(mine)})")
         if strides is None:
             if buffer.strides:
                 strides = [self.value_src(s) for s in buffer.strides]
@@ -329,8 +362,12 @@ class _Codegen(_Compiler):
         self.bufs[buffer] = (flat, strides, offset)
 
     def alloc(self, data: E.Var, dtype: DataType, extents: tuple) -> None:
-        size = " * ".join([self.src(x) for x in extents] + [str(dtype.lanes)])
-        self.emit(f"{self.local(data)} = np.zeros({size}, dtype={self.name(numpy_dtype(dtype))})")
+        self.data_dtypes[data] = numpy_dtype(dtype)
+        self.emit(f"{self.local(data)} = np.zeros({self.alloc_size(dtype, extents)}, "
+                  f"dtype={self.name(numpy_dtype(dtype))})")
+
+    def alloc_size(self, dtype: DataType, extents: tuple) -> str:
+        return " * ".join([self.src(x) for x in extents] + [str(dtype.lanes)])
 
     # ---- statements
     def stmt(self, s: Any) -> None:
@@ -359,7 +396,11 @@ class _Codegen(_Compiler):
         value = self.src(s.value)
         if s.buffer.dtype.is_integer and s.value.dtype.lanes == 1:
             value = f"_cast({value}, {self.name(s.buffer.dtype, '_t')})"
-        self.emit(f"{self.access(s.buffer, s.indices)} = {value}")
+        self.emit(self.store(s, value))
+
+    def store(self, s: S.BufferStore, value: str) -> str:
+        """The source of a statement storing ``value`` (source) as ``s`` says."""
+        return f"{self.access(s.buffer, s.indices)} = {value}"
 
     def s_For(self, s: S.For) -> None:
         lo, ext = self.src(s.min), self.src(s.extent)
@@ -401,15 +442,6 @@ class _Codegen(_Compiler):
         self.stmt(s.body)
 
     def s_AttrStmt(self, s: S.AttrStmt) -> None:
-        if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(s.node, E.IterVar):
-            # serial emulation of a thread launch: one thread after the other
-            self.emit(f"for {self.local(s.node.var)} in range({self.src(s.value)}):")
-            outer, self.loops = self.loops, 0  # (a break here would leave the emulation loop)
-            try:
-                self.block(s.body)
-            finally:
-                self.loops = outer
-            return
         self.stmt(s.body)
 
     def s_Allocate(self, s: S.Allocate) -> None:
@@ -485,17 +517,19 @@ class _Codegen(_Compiler):
 
     # ---- the function
     def function(self, func: PrimFunc) -> tuple[Callable, str]:
+        self.func_name = str(func.attrs.get("global_symbol", "prim_func"))
         # (the handles of buffer parameters too: a body may read one)
         for var in dict.fromkeys([*func.params, *entry_vars(func)]):
             self.emit(f"{self.local(var)} = env.get({self.name(var, '_x')})")
         for p in func.params:
             buf = func.buffer_map.get(p)
             if buf is not None:
+                self.data_dtypes[buf.data] = numpy_dtype(buf.dtype)
                 self.bind_buffer(buf, offset="0")
         self.stmt(func.body)
         source = "def _prim_func(env):\n" + "\n".join(self.lines) + "\n    return None\n"
         scope: dict = {}
-        name = func.attrs.get('global_symbol', 'prim_func')
+        name = self.func_name
         try:
             code = compile(source, f"<tvms reference {name}>", "exec")
         except (SyntaxError, RecursionError, MemoryError) as e:  # Python's own nesting limits
@@ -504,6 +538,42 @@ class _Codegen(_Compiler):
                             f"20 nested loops and 100 levels of indentation)") from None
         exec(code, self.ns, scope)  # noqa: S102  (our own generated code)
         return scope["_prim_func"], source
+
+
+class _Codegen(KernelCodegen, _SerialCodegen):
+    """The code generator: serial code with GPU kernels (``reference_kernel``)."""
+
+
+_MODULE = object()  # the key of the module being run in a function's env
+
+
+def _call_kernel(env: Env, tags: tuple, name: str, *args: Any) -> int:
+    """``T.call_ffi_kernel(name, *args, *launch_extents, launch_params=tags)``: run the module's
+    kernel ``name`` on the arguments, once the host's extents are checked against the kernel's."""
+    module = env.get(_MODULE)
+    if module is None or name not in module:
+        raise TVMSError(f"T.call_ffi_kernel: no kernel {name!r} "
+                        + ("in the module" if module is not None else "(run the module: run_prim_func(mod, ...))"))
+    kernel = module[name]
+    if not isinstance(kernel, PrimFunc) or kernel.buffer_map or len(args) < len(kernel.params):
+        raise TVMSError(f"T.call_ffi_kernel: {name!r} is not a device kernel of {len(args)} handles or scalars "
+                        f"(SplitHostDevice's form)")
+    kenv: Env = {_MODULE: module}
+    for p, value in zip(kernel.params, args):
+        kenv[p] = value if p.dtype.is_handle else cast_value(value, p.dtype)
+    launched = dict(zip(tags, args[len(kernel.params):]))
+    for attr in collect_statements(kernel.body, S.AttrStmt):
+        given = launched.get(getattr(attr.node, "thread_tag", None)) if attr.attr_key == "thread_extent" else None
+        if given is not None:
+            try:
+                extent = compile_expr(attr.value)(kenv)
+            except KeyError:  # (an extent of a variable the kernel binds)
+                continue
+            if extent != given:
+                raise TVMSError(f"T.call_ffi_kernel: the host launches {name!r} with {attr.node.thread_tag} "
+                                f"{given}, the kernel runs {extent}")
+    compile_prim_func(kernel)(kenv)
+    return 0
 
 
 def _loop_step(step: int) -> int:
@@ -564,8 +634,10 @@ def _bind_dim(env: Env, declared: Any, actual: int, what: str) -> None:
         raise TVMSError(f"{what}: expected {expected}, got {actual}")
 
 
-def run_prim_func(func: PrimFunc, *args: Any, **scalars: Any) -> Any:
+def run_prim_func(func: PrimFunc | IRModule, *args: Any, **scalars: Any) -> Any:
     """Run ``func`` on numpy arrays, in place; the value it returns (``return v``) or None.
+    An IRModule runs its ``main``, whose ``T.call_ffi_kernel``s (SplitHostDevice's host
+    function) run the module's kernels.
 
     Positional arguments fill the parameters in order: an array for each buffer parameter, a
     number for each scalar parameter; scalars may also be given by name. Symbolic sizes (``n``)
@@ -573,8 +645,12 @@ def run_prim_func(func: PrimFunc, *args: Any, **scalars: Any) -> Any:
 
     >>> run_prim_func(matmul, A, B, C)   # C = A @ B
     """
+    module = None
+    if isinstance(func, IRModule):  # (its main; T.call_ffi_kernel runs its kernels)
+        module, func = func, func["main"] if "main" in func else None
     if not isinstance(func, PrimFunc):
-        raise TVMSError(f"run_prim_func takes a PrimFunc, got {type(func).__name__}")
+        raise TVMSError(f"run_prim_func takes a PrimFunc or an IRModule with a PrimFunc 'main', "
+                        f"got {type(func).__name__}")
     params = list(func.params)
     if len(args) > len(params):
         raise TVMSError(f"{len(params)} parameters, got {len(args)} arguments")
@@ -584,7 +660,7 @@ def run_prim_func(func: PrimFunc, *args: Any, **scalars: Any) -> Any:
         if name not in by_name:
             raise TVMSError(f"no parameter named {name!r}")
         values[by_name[name]] = value
-    env: Env = {}
+    env: Env = {_MODULE: module}
     copy_back = []
     # bind the buffers in two passes: sizes defined by plain Vars first, then the checks
     for p in params:

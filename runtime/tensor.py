@@ -2,7 +2,8 @@
 
 A ``Tensor`` holds its data in ``.array``: a C-contiguous numpy array whose data starts on a
 64-byte boundary (TVM's allocation alignment), so compiled kernels may read it with aligned vector
-loads. Tensors live on the CPU; a CUDA device is refused with the reason.
+loads. ``tensor``/``empty``/``from_dlpack`` on a CUDA device give a ``CudaTensor``
+(``cuda_tensor.py``), or say why the device cannot be used.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 from tvms.ir.dtype import DataType
 from tvms.ir.errors import TVMSError
 
-from .device import CPU, Device, cpu, missing_reason
+from .device import CPU, CUDA, Device, cpu, missing_reason
 
 ALIGNMENT = 64  # bytes; TVM allocates tensors on this boundary and checks it on from_dlpack
 
@@ -83,7 +84,7 @@ class Tensor:
         """Copy into ``target`` (a tensor: checked like ``copyfrom``; a device: a new tensor there)."""
         if isinstance(target, Device):
             return tensor(self.array, target)
-        if isinstance(target, Tensor):
+        if isinstance(target, Tensor) or hasattr(target, "copyfrom"):  # (a CudaTensor too)
             return target.copyfrom(self)
         raise TVMSError(f"copyto: expected a Tensor or a Device, not {type(target).__name__}")
 
@@ -136,18 +137,24 @@ def numpy_dtype_of(dtype: str | np.dtype | type) -> np.dtype:
     return result
 
 
-def _cpu_device(device: Device | None, what: str) -> Device:
-    """The device to allocate on: ``device`` checked to be one tvms can hold memory on."""
+def _checked_device(device: Device | None, what: str) -> Device:
+    """The device to allocate on: the CPU by default, else ``device`` checked to exist."""
     if device is None:
         return cpu(0)
     if not isinstance(device, Device):
         raise TVMSError(f"{what}: device must be a tvms Device (tvms.cpu(), tvms.cuda()), "
                         f"not {type(device).__name__}")
-    if device.device_type != CPU:
-        if not device.exist:
-            raise TVMSError(f"{what}: cannot place a tensor on {device}: {missing_reason(device)}")
-        raise TVMSError(f"{what}: tvms tensors live on the CPU; {device} memory is not supported yet")
+    if device.device_type != CPU and not device.exist:
+        raise TVMSError(f"{what}: cannot place a tensor on {device}: {missing_reason(device)}")
     return device
+
+
+def _cpu_device(device: Device | None, what: str) -> Device:
+    """``device`` checked to be the CPU (a ``Tensor`` holds host memory)."""
+    if device is not None and getattr(device, "device_type", CPU) != CPU:
+        raise TVMSError(f"{what}: a Tensor holds host memory, not {device} memory "
+                        f"(tvms.nd.array(x, device=...) places data on a device)")
+    return _checked_device(device, what)
 
 
 def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -179,17 +186,25 @@ def _check_shape(shape: Any) -> tuple[int, ...]:
 
 def empty(shape: Any, dtype: str | np.dtype = "float32", device: Device | None = None) -> Tensor:
     """An uninitialized tensor (``tvm.nd.empty((128, 128), "float32")``)."""
-    dev = _cpu_device(device, "empty")
+    dev = _checked_device(device, "empty")
+    if dev.device_type == CUDA:
+        from .cuda_tensor import CudaTensor
+
+        return CudaTensor(dev, _check_shape(shape), numpy_dtype_of(dtype))
     return Tensor(_aligned_empty(_check_shape(shape), numpy_dtype_of(dtype)), dev)
 
 
 def tensor(data: Any, device: Device | None = None, *, dtype: str | np.dtype | None = None) -> Tensor:
     """A tensor holding a copy of ``data`` (a numpy array, a nested list, a number or a Tensor)."""
-    dev = _cpu_device(device, "tensor")
+    dev = _checked_device(device, "tensor")
     if isinstance(data, Tensor):
         data = data.array
     source = _as_numpy(data, None if dtype is None else numpy_dtype_of(dtype))
     native = source.dtype if source.dtype.isnative else source.dtype.newbyteorder("=")
+    if dev.device_type == CUDA:
+        from .cuda_tensor import cuda_tensor
+
+        return cuda_tensor(np.ascontiguousarray(source, numpy_dtype_of(native)), dev)
     result = Tensor(_aligned_empty(source.shape, numpy_dtype_of(native)), dev)
     np.copyto(result.array, source)
     return result
@@ -203,9 +218,13 @@ def from_dlpack(obj: Any) -> Tensor:
     if not hasattr(obj, "__dlpack__"):
         raise TVMSError(f"from_dlpack: {type(obj).__name__} does not support DLPack (no __dlpack__)")
     device_type, device_id = obj.__dlpack_device__()
+    if device_type == CUDA:
+        from .dlpack import cuda_from_dlpack
+
+        return cuda_from_dlpack(obj, Device(CUDA, int(device_id)))
     if device_type != CPU:
         raise TVMSError(f"from_dlpack: the data is on DLPack device ({device_type}, {device_id}); "
-                        f"tvms tensors live on the CPU")
+                        f"tvms tensors live on the CPU or a CUDA GPU")
     try:
         array = np.from_dlpack(obj)
     except (BufferError, TypeError, RuntimeError) as err:

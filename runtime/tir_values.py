@@ -201,7 +201,7 @@ INTRINSICS: dict[str, Callable] = {
     "tir.ignore_loop_partition": lambda dt, x: x,
     "tir.q_multiply_shift": _q_multiply_shift,
     "tir.q_multiply_shift_per_axis": _q_multiply_shift_per_axis,
-    "tir.tvm_storage_sync": _no_op,  # serial thread emulation: every thread already finished
+    "tir.tvm_storage_sync": _no_op,  # (outside a GPU launch: one thread; inside, a barrier)
     "tir.start_profile_intrinsic": _no_op, "tir.end_profile_intrinsic": _no_op,
     # (the emulation copies synchronously: every cp.async group is complete when committed)
     "tir.ptx.cp_async_commit_group": _no_op, "tir.ptx.cp_async_wait_group": _no_op,

@@ -13,6 +13,8 @@ interprets that program and nothing else: each function's instructions become cl
 and a heap of symbolic sizes. Outputs the compiler planned so come from the VM's buffer pool
 (``vm_memory.py``). Packed functions (``R.call_dps_packed``, ``R.call_packed``) receive numpy
 arrays, as under the reference executor; they support DLPack (``torch.from_dlpack(x)``).
+An executable compiled for ``cuda`` runs on a GPU (``VirtualMachine(ex, tvms.cuda(0))``): its
+registers hold device tensors (``vm_cuda.py``) and packed functions receive those.
 
 A VirtualMachine, like TVM's, is for one thread at a time; an Executable may be shared by many
 VMs.
@@ -29,7 +31,8 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.registry import register_func
 from tvms.ir.vm_program import Call, Goto, If, Ret, VMFunction, VMProgram
 
-from .device import cpu
+from .cuda_tensor import CudaTensor
+from .device import CPU, CUDA, cpu, cuda, missing_reason
 from .module import Module, TimingResult, _data_address, _on_cpu
 from .numpy_ops import Shape
 from .tensor import ALIGNMENT, Tensor, tensor
@@ -140,15 +143,24 @@ class VirtualMachine:
         if not isinstance(ex, Executable):
             raise TVMSError(f"VirtualMachine takes an Executable (from tvms.compile), "
                             f"not {type(ex).__name__}")
-        for dev in device if isinstance(device, (list, tuple)) else [device]:
-            if not _on_cpu(dev):
-                raise TVMSError(f"VirtualMachine: this executable runs on the CPU, not on {dev}")
+        devices = device if isinstance(device, (list, tuple)) else [device]
+        # None on the CPU; on a GPU (an executable compiled for cuda) where tensors live
+        self.device_memory = None
+        if getattr(ex.kernels(), "device_type", CPU) == CUDA:
+            self.device_memory = _cuda_memory(devices)
+        else:
+            for dev in devices:
+                if not _on_cpu(dev):
+                    raise TVMSError(f"VirtualMachine: this executable runs on the CPU, not on {dev} "
+                                    f"(compile it with target=\"cuda\" to run it there)")
         self.executable = ex
         self.device = device
         self.pool = BufferPool()
         self.unpooled = 0  # outputs allocated outside the pool (they outlive their function)
         # the constants as kernels take them (C-contiguous and writable), made once
         self.constants = [np.require(c, requirements=("C", "W")) for c in ex.program.constants]
+        if self.device_memory is not None:
+            self.constants = [self.device_memory.to_device(c) for c in self.constants]
         self._programs = {f.name: f for f in ex.program.functions}
         self._functions: dict[str, _Function] = {}
 
@@ -185,20 +197,26 @@ class VirtualMachine:
         if len(args) != len(f.params):
             raise TVMSError(f"{name} takes {len(f.params)} arguments "
                             f"({', '.join(f.params)}), got {len(args)}")
-        values = [_argument(a, k in f.shape_params, p, name) for k, (a, p) in enumerate(zip(args, f.params))]
+        on_gpu = self.device_memory is not None
+        values = [_argument(a, k in f.shape_params, p, name, on_gpu) for k, (a, p) in enumerate(zip(args, f.params))]
+        if on_gpu:
+            values = [self.device_memory.to_device(v) for v in values]
         return _result(self.call(name, values))
 
     def memory_stats(self) -> dict:
         """``pooled``: distinct intermediate buffers the pool allocated; ``reused``: requests a
         released buffer served; ``unpooled``: outputs allocated for values that outlive a call."""
-        return {"pooled": self.pool.fresh, "reused": self.pool.reused, "unpooled": self.unpooled}
+        pool = self.device_memory or self.pool
+        return {"pooled": pool.fresh, "reused": pool.reused, "unpooled": self.unpooled}
 
     def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, **_ignored: Any) -> Callable[..., TimingResult]:
         """A function that runs ``name`` ``number`` times per repeat (after one warm-up call)
         and returns the seconds per call."""
-        if not _on_cpu(dev):
-            raise TVMSError(f"time_evaluator: this executable runs on the CPU, not on {dev}")
+        where = self.device_memory.device if self.device_memory is not None else None
+        if not _on_cpu(dev) if where is None else dev is not None and dev != where:
+            raise TVMSError(f"time_evaluator: this executable runs on {where or 'the CPU'}, not on {dev}")
+        sync = where.sync if where is not None else (lambda: None)  # (a GPU's work is queued)
         if number < 1 or repeat < 1:
             raise TVMSError("time_evaluator: number and repeat must be at least 1")
         fn = self.get_function(name)
@@ -211,19 +229,39 @@ class VirtualMachine:
                 while count < number or (time.perf_counter() - start) * 1e3 < min_repeat_ms:
                     fn(*args)
                     count += 1
+                    sync()
                 results.append((time.perf_counter() - start) / count)
             return TimingResult(tuple(results))
 
         return evaluate
 
 
-def _argument(value: Any, is_shape: bool, name: str, fname: str) -> Any:
+def _cuda_memory(devices: list) -> Any:
+    """The device memory of a VM running a cuda executable on ``devices`` (cuda(0) if none)."""
+    from .vm_cuda import VMDeviceMemory
+
+    dev = next((d for d in devices if d is not None), cuda(0))
+    if getattr(dev, "device_type", None) != CUDA:
+        raise TVMSError(f"VirtualMachine: this executable was compiled for cuda; it runs on a CUDA "
+                        f"device (tvms.cuda(0)), not on {dev}")
+    if not dev.exist:
+        raise TVMSError(f"VirtualMachine: cannot run on {dev}: {missing_reason(dev)}")
+    return VMDeviceMemory(dev)
+
+
+def _argument(value: Any, is_shape: bool, name: str, fname: str, on_gpu: bool = False) -> Any:
     """A call argument as the VM's value: tensors as C-contiguous, writable numpy arrays (as
-    kernels take them: others are copied), shapes as Shape, tuples of values, numbers."""
+    kernels take them: others are copied), shapes as Shape, tuples of values, numbers; device
+    tensors as they are for a VM on the GPU (``on_gpu``)."""
     if type(value) is Tensor:
         return value.array
     if isinstance(value, Tensor):
         value = value.array
+    if isinstance(value, CudaTensor):
+        if not on_gpu:
+            raise TVMSError(f"{fname} argument {name!r}: the tensor is on {value.device}; this executable "
+                            f"runs on the CPU (copy it with .numpy(), or compile for cuda)")
+        return value
     if isinstance(value, np.ndarray):
         flags = value.flags
         if flags.c_contiguous and flags.writeable:
@@ -232,7 +270,7 @@ def _argument(value: Any, is_shape: bool, name: str, fname: str) -> Any:
     if isinstance(value, (tuple, list)):
         if is_shape:
             return Shape(int(v) for v in value)
-        return tuple(_argument(v, False, "a tuple field", fname) for v in value)
+        return tuple(_argument(v, False, "a tuple field", fname, on_gpu) for v in value)
     if isinstance(value, (bool, int, float, np.number, np.bool_)):
         return value
     raise TVMSError(f"{fname} argument {name!r}: expected a tensor, a numpy array, a tuple or a "

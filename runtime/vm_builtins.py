@@ -24,6 +24,7 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.registry import get_global_func
 from tvms.ir.vm_program import Call, Const, Imm, Reg, Size
 
+from .cuda_tensor import CudaTensor
 from .numpy_ops import NUMPY_OPS, Shape
 from .tir_values import cast_value, numpy_dtype
 from .vm_memory import aligned_bytes, aligned_empty
@@ -179,13 +180,14 @@ def step_of(vm: "VirtualMachine", call: Call, heap_names: tuple) -> Step:
                 regs[dst] = out
         return function_step
     name = call.func  # packed: looked up at each call (a later registration overrides)
+    memory = vm.device_memory  # (on a GPU a host result goes to the device, where kernels read)
 
     def packed_step(regs: list, heap: list) -> None:
         fn = get_global_func(name)
         with np.errstate(all="ignore"):
             out = fn(*values(regs, heap))
         if dst is not None:
-            regs[dst] = out
+            regs[dst] = out if memory is None else memory.to_device(out)
     return packed_step
 
 
@@ -211,10 +213,11 @@ def _check_tensor_info(vm, call, names) -> Step:
     get = _Reader(vm, call.args[0], names).get
     ndim, dtype, what = _immediates(call, 3, start=1)
     expected = numpy_dtype(dtype) if dtype is not None else None
+    tensors = np.ndarray if vm.device_memory is None else (np.ndarray, CudaTensor)
 
     def check(regs: list, heap: list) -> None:
         v = get(regs, heap)
-        if not isinstance(v, np.ndarray):
+        if not isinstance(v, tensors):
             raise TVMSError(f"{what}: expected a tensor, got {type(v).__name__}")
         if expected is not None and v.dtype != expected:
             raise TVMSError(f"{what}: expected dtype {dtype}, got {v.dtype}")
@@ -331,6 +334,12 @@ def _alloc_tensor(vm, call, names) -> Step:
             shape_of = lambda regs, heap: shape  # noqa: E731  (known now)
         except TVMSError:
             pass  # (the error comes when the allocation runs)
+    if vm.device_memory is not None:  # (on a GPU: device tensors, pooled or not)
+        allocate = vm.device_memory.take if pooled else vm.device_memory.empty
+
+        def alloc_on_device(regs: list, heap: list) -> None:
+            regs[dst] = allocate(shape_of(regs, heap), dtype)
+        return alloc_on_device
     if pooled:
         take = vm.pool.take
 
@@ -353,6 +362,8 @@ def _alloc_storage(vm, call, names) -> Step:
         nbytes = itemsize
         for d in dims(regs, heap):
             nbytes *= int(d)
+        if vm.device_memory is not None:
+            return vm.device_memory.storage(nbytes)
         storage = aligned_bytes(nbytes)
         storage[:] = 0  # (as the reference's storage: zeros)
         return storage
@@ -369,6 +380,8 @@ def _alloc_tensor_in_storage(vm, call, names) -> Step:
         shape, start = tuple(int(d) for d in dims(regs, heap)), int(offset(regs, heap))
         nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
         raw = storage(regs, heap)
+        if vm.device_memory is not None:
+            return vm.device_memory.view(raw, start, shape, dtype)
         if not isinstance(raw, np.ndarray) or raw.dtype != np.uint8 or start < 0 or start + nbytes > raw.size:
             raise TVMSError(f"R.vm.alloc_tensor: a tensor of shape {shape} at offset {start} does not fit "
                             f"its storage")
@@ -381,7 +394,7 @@ def _kill_object(vm, call, names) -> Step:
 
 
 def _release(vm, call, names) -> Step:
-    get, release = _Reader(vm, call.args[0], names).get, vm.pool.release
+    get, release = _Reader(vm, call.args[0], names).get, (vm.device_memory or vm.pool).release
     return lambda regs, heap: release(get(regs, heap))
 
 
@@ -444,16 +457,20 @@ def _relax_op(vm, call, names) -> Step:
     name, attrs = _immediates(call, 2)
     values = values_of(vm, call.args[2:], names)
     ref = NUMPY_OPS.get(name)
+    memory = vm.device_memory  # (on a GPU the numpy reference runs on host copies)
 
     def run(regs: list, heap: list) -> Any:
         if ref is None:
             raise TVMSError(f"the Relax operator {name!r} has no numpy reference")
         args = tuple(values(regs, heap))
+        if memory is not None:
+            args = memory.to_host(args)
         try:
             with np.errstate(all="ignore"):  # (inf and nan as Relax computes them)
-                return ref(args, attrs)
+                result = ref(args, attrs)
         except IndexError as err:  # (R.take of an index out of range)
             raise TVMSError(f"{name}: out-of-bounds access: {err}") from None
+        return result if memory is None else memory.to_device(result)
     return _writing(call.dst, run)
 
 

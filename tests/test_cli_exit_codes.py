@@ -95,14 +95,14 @@ CASES = [
     (["schedule", str(SCHEDULE)], 2, "give either --trace TRACE.py or --default"),
     # build
     (["build", "k.tvms", "-o", "k.so"], 0, None),
-    (["build", "k.tvms", "--target", "cuda", "-o", "k.so"], 1, "cannot compile k.tvms"),
+    (["build", "k.tvms", "--target", "rocm", "-o", "k.so"], 1, "cannot compile k.tvms"),
     (["build", "k.tvms"], 2, "name the library to write with -o FILE.so"),
     (["build", "k.tvms", "-o", "no/such/dir/k.so"], 2, "cannot write no/such/dir/k.so"),
     (["build", "bad.tvms", "-o", "k.so"], 2, "bad.tvms:8:17"),
     # run
     (["run", "k.tvms", "--random-inputs", "--shape", "n=3"], 0, None),
     (["run", "r.tvms", "--input", "x=ok.npy"], 0, None),
-    (["run", "k.tvms", "--target", "cuda", "--random-inputs", "--shape", "n=3"], 1, "cannot compile k.tvms"),
+    (["run", "k.tvms", "--target", "rocm", "--random-inputs", "--shape", "n=3"], 1, "cannot compile k.tvms"),
     (["run", "missing_func.tvms", "--input", "x=ok.npy"], 1,
      "run: no global function named 'no.such.function' is registered"),
     (["run", "k.tvms", "--random-inputs", "--shape", "n=-1"], 2, "--shape n=-1: a size cannot be negative"),

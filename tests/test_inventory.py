@@ -54,7 +54,6 @@ T.cluster_id
 T.cta_id
 T.cta_id_in_cluster
 T.cta_id_in_pair
-T.cuda
 T.lane_id
 T.nki
 T.scope_id

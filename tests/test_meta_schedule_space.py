@@ -17,6 +17,7 @@ from tvms import meta_schedule as ms
 from tvms.lowering.schedule.schedule import Schedule
 from tvms.lowering.schedule.trace import SAMPLING_KINDS, Trace
 from tvms.lowering.tune.post_order_apply import PostOrderApply
+from tvms.lowering.tune.postproc_verify_gpu_code import shared_memory_bytes
 from tvms.lowering.tune.tune_context import TuneContext
 from tvms.runtime.reference import run_prim_func
 
@@ -70,6 +71,17 @@ def sketch_matches(mod: tvms.IRModule, sketch: Schedule, stem: str) -> None:
     assert_prints(replayed(mod, sketch, decisions), stem)
 
 
+def reference_run(name: str) -> tuple[list, list]:
+    """Random arguments of a workload, and what the reference executor makes of them."""
+    func = base(name)["main"]
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal([d.value for d in func.buffer_map[p].shape]).astype("float32")
+            for p in func.params]
+    want = [a.copy() for a in args]
+    run_prim_func(func, *want)
+    return args, want
+
+
 def postprocessed(sch: Schedule) -> Schedule:
     sch = sch.copy()
     sch.enter_postproc()
@@ -96,12 +108,7 @@ def test_sketches_match_tvm(name: str) -> None:
 def test_every_candidate_computes_what_the_function_computes(name: str) -> None:
     """Each sketch, with the decisions tvms sampled, post-processed and compiled, against the
     reference executor on the unscheduled function."""
-    func = base(name)["main"]
-    rng = np.random.default_rng(0)
-    args = [rng.standard_normal([d.value for d in func.buffer_map[p].shape]).astype("float32")
-            for p in func.params]
-    want = [a.copy() for a in args]
-    run_prim_func(func, *want)
+    args, want = reference_run(name)
     for sketch in design_space(name, seed=1):
         got = [a.copy() for a in args]
         tvms.build(postprocessed(sketch).mod["main"], target=TARGET)(*got)
@@ -147,34 +154,190 @@ def test_grp_padding_computed_inside_the_group_loop_is_correct() -> None:
         np.testing.assert_allclose(got[-1], args[-1], rtol=1e-4, atol=1e-4)
 
 
-def test_gpu_space_matches_tvm() -> None:
-    """GMM on TVM's cuda rules and postprocessors (decisions VerifyGPUCode accepts): MultiLevelTiling
-    SSSRRSRS bound to blockIdx.x / vthread.x / threadIdx.x, shared read caches fetched
-    cooperatively, a local write cache; then the caches' fetch bound to the threads and vectorized,
-    the unroll mark and the reduction's init. (TVM's VerifyGPUCode, which tvms lacks, accepts it.)"""
-    from tvms.meta_schedule import postproc as pp
-    from tvms.meta_schedule import schedule_rule as sr
+CUDA_SPACES = json.loads((GOLDEN / "cuda_decisions.json").read_text())
+CUDA_VERDICTS = json.loads((GOLDEN / "cuda_verdicts.json").read_text())
+CUDA_SHARED_BYTES = json.loads((GOLDEN / "cuda_shared_bytes.json").read_text())  # as TVM's VerifyGPUCode counts
 
-    rules = [sr.ApplyCustomRule(),
-             sr.MultiLevelTiling("SSSRRSRS", tile_binds=["blockIdx.x", "vthread.x", "threadIdx.x"],
-                                 max_innermost_factor=64, vector_load_lens=[1, 2, 3, 4, 8, 16],
-                                 reuse_read=sr.ReuseType("must", [4], "shared"),
-                                 reuse_write=sr.ReuseType("must", [3], "local")),
-             sr.InlineConstantScalars(),
-             sr.AutoInline(True, True, True, False, False, False, []),
-             sr.CrossThreadReduction([4, 8, 16, 32, 64, 128, 256, 512]),
-             sr.ParallelizeVectorizeUnroll(-1, -1, [0, 16, 32, 64, 128, 256, 512, 1024], True),
-             sr.AutoBind(256, [32, 64, 128, 256, 512, 1024])]
-    postprocs = [pp.DisallowDynamicLoop(), pp.RewriteCooperativeFetch(), pp.RewriteUnboundBlock(256),
-                 pp.RewriteParallelVectorizeUnroll(), pp.RewriteReductionBlock()]
-    space = PostOrderApply(sch_rules=rules, postprocs=postprocs, mutator_probs={})
-    target = "cuda -arch=sm_75 -max_threads_per_block=1024 -thread_warp_size=32"
-    (sketch,) = TuneContext(base("gmm"), target, space, rand_state=0).generate_design_space()
-    sch = replayed("gmm", sketch, [[1, 1, 1, 1, 1], [1, 4, 8, 2, 2], [1, 1, 4, 32, 1], [16, 2, 4], 1, 0, 7])
-    assert_prints(sch, "gmm_cuda_sketch0", trace=False)
-    sch.enter_postproc()
-    assert all(postproc.apply(sch) for postproc in postprocs)
-    assert_prints(sch, "gmm_cuda_sketch0_post")
+
+def cuda_target(arch: str) -> tvms.target.Target:
+    """The attributes of TVM's GPU tags (nvidia/geforce-rtx-2080 is sm_75)."""
+    return tvms.target.Target({"kind": "cuda", "arch": arch, "max_threads_per_block": 1024, "thread_warp_size": 32,
+                               "max_shared_memory_per_block": 49152})
+
+
+def cuda_space(stem: str) -> tuple[list, list]:
+    """The sketches of the default cuda space (rules, postprocessors) on a workload, and the
+    postprocessors."""
+    space = CUDA_SPACES[stem]
+    generator = PostOrderApply(mutator_probs={})
+    ctx = TuneContext(base(space["workload"]), cuda_target(space["arch"]), generator, rand_state=0)
+    return ctx.generate_design_space(), generator.postprocs
+
+
+@pytest.mark.parametrize("stem", sorted(CUDA_SPACES))
+def test_cuda_space_matches_tvm(stem: str) -> None:
+    """TVM's cuda defaults (MultiLevelTiling SSSRRSRS bound to blockIdx.x / vthread.x /
+    threadIdx.x with shared read caches and a local write cache, software pipelines on sm_86,
+    CrossThreadReduction, AutoBind, the GPU AutoInline and unroll) on a matmul and reductions:
+    each sketch with the decisions TVM replayed prints as TVM's; the postprocessors (cooperative
+    fetch bound to the threads, unbound blocks bound, unroll, reduction init, VerifyGPUCode)
+    reject what TVM's reject, and what they accept prints as TVM's, trace included. The shared
+    memory VerifyGPUCode counts on the scheduled TensorIR is, to the byte, what TVM's counts on
+    the kernels its lowering makes (cuda_shared_bytes.json)."""
+    sketches, postprocs = cuda_space(stem)
+    decisions = CUDA_SPACES[stem]["decisions"]
+    assert len(sketches) == len(decisions)
+    for k, (sketch, chosen) in enumerate(zip(sketches, decisions)):
+        sch = replayed(CUDA_SPACES[stem]["workload"], sketch, chosen)
+        assert_prints(sch, f"{stem}_sketch{k}", trace=False)
+        sch.enter_postproc()
+        *rewrites, verify = postprocs
+        rejected = next((type(p).__name__ for p in rewrites if not p.apply(sch)), None)
+        if rejected is None:
+            assert shared_memory_bytes(sch.mod["main"]) == CUDA_SHARED_BYTES[stem][k]
+            rejected = None if verify.apply(sch) else type(verify).__name__
+        assert rejected == CUDA_VERDICTS[stem][k]
+        if rejected is None:
+            assert_prints(sch, f"{stem}_sketch{k}_post")
+
+
+def test_verify_gpu_code_agrees_with_tvm() -> None:
+    """The modules of TVM's own VerifyGPUCode tests (generate_verify_gpu_with_tvm.py), scheduled
+    TensorIR and lowered kernels, and a copy vectorized by 4 and by 8 float32 lanes: accepted or
+    rejected as TVM's postprocessor does (too many threads, too much shared memory, a block's
+    thread count outside its marked range, a vector of more than 16 bytes)."""
+    from tvms.lowering.tune.postproc_verify_gpu_code import VerifyGPUCode, gpu_code_errors
+
+    expected = json.loads((GOLDEN / "verify_gpu.json").read_text())
+    postproc = VerifyGPUCode()
+    TuneContext(base("row_sum"), tvms.target.Target(expected["target"]),
+                PostOrderApply(sch_rules=[], postprocs=[postproc], mutator_probs={}))
+    for name, accepted in expected["verdicts"].items():
+        assert postproc.apply(Schedule(parsed(f"verify_{name}.tvms"))) == accepted, name
+    errors = gpu_code_errors(parsed("verify_Conv2dCuda3.tvms")["main"], 1024, 49152)
+    assert any("threads per block, more than the target's 1024" in e for e in errors)
+    errors = gpu_code_errors(parsed("verify_Conv2dCuda2.tvms")["main"], 1024, 49152)
+    assert any("bytes of shared memory per block, more than the target's 49152" in e for e in errors)
+    assert gpu_code_errors(parsed("verify_vector8.tvms")["main"], 1024, 49152) == \
+        ["a vector access to B of 8 x float32 is more than 16 bytes",
+         "a vector access to A of 8 x float32 is more than 16 bytes"]
+
+
+@pytest.mark.parametrize("name", ["gmm", "t2d"])
+def test_cuda_postprocessors_reject_the_samples_tvm_rejects(name: str) -> None:
+    """The cuda sketch of GMM and of T2D with the decisions TVM sampled at 24 and 12 seeds (most
+    outside the thread range MultiLevelTiling marks on the block; T2D's shared fetch of a size
+    that varies with an outer loop, a dynamic loop): the same verdicts."""
+    samples = json.loads((GOLDEN / "cuda_sampled_verdicts.json").read_text())[name]
+    generator = PostOrderApply(mutator_probs={})
+    (sketch,) = TuneContext(base(name), cuda_target("sm_75"), generator, rand_state=0).generate_design_space()
+    verdicts = []
+    for sample in samples:
+        sch = replayed(name, sketch, sample["decisions"])
+        sch.enter_postproc()
+        verdicts.append(next((type(p).__name__ for p in generator.postprocs if not p.apply(sch)), None))
+    assert verdicts == [sample["rejected"] for sample in samples]
+    assert len(set(verdicts)) > 1
+
+
+def test_gpu_space_needs_the_targets_limits() -> None:
+    """As TVM 0.27's: plain "cuda" names no thread limit, so the default space cannot bind
+    threads; VerifyGPUCode needs the shared-memory limit too."""
+    from tvms.meta_schedule.postproc import VerifyGPUCode
+
+    with pytest.raises(tvms.TVMSError, match="max_threads_per_block"):
+        TuneContext(base("row_sum"), "cuda", PostOrderApply(mutator_probs={}), rand_state=0).generate_design_space()
+    with pytest.raises(tvms.TVMSError, match='"max_shared_memory_per_block" is not defined in the target'):
+        TuneContext(base("row_sum"), "cuda -max_threads_per_block=1024 -thread_warp_size=32",
+                    PostOrderApply(sch_rules=[], postprocs=[VerifyGPUCode()], mutator_probs={}))
+
+
+@pytest.mark.parametrize("name", ["row_sum", "nrm", pytest.param("sfm", marks=pytest.mark.slow)])
+def test_sampled_cuda_candidates_compute_what_the_function_computes(name: str) -> None:
+    """The default cuda space's sketches with the decisions tvms samples, post-processed: those
+    VerifyGPUCode accepts run in the reference executor (GPU semantics: the threads of a block
+    together, shared memory per block, races reported) and give what the unscheduled function
+    gives."""
+    args, want = reference_run(name)
+    checked = 0
+    for seed in range(2):
+        generator = PostOrderApply(mutator_probs={})
+        for sketch in TuneContext(base(name), cuda_target("sm_75"), generator, rand_state=seed).generate_design_space():
+            sch = sketch.copy()
+            sch.enter_postproc()
+            if not all(postproc.apply(sch) for postproc in generator.postprocs):
+                continue
+            got = [a.copy() for a in args]
+            run_prim_func(sch.mod["main"], *got)
+            np.testing.assert_allclose(got[-1], want[-1], rtol=1e-4, atol=1e-4)
+            checked += 1
+    assert checked >= 2
+
+
+@pytest.mark.slow
+def test_accepted_gmm_cuda_candidate_computes_the_matmul() -> None:
+    """The post-processed GMM candidate (tvms prints it as TVM, test_cuda_space_matches_tvm) in
+    the reference executor against numpy: shared caches fetched by the threads, a local
+    accumulator, virtual threads. (The sm_86 candidates fetch per virtual thread too: minutes.)"""
+    rng = np.random.default_rng(0)
+    x, y = (rng.standard_normal((1, 128, 128)).astype("float32") for _ in range(2))
+    z = np.zeros((1, 128, 128), "float32")
+    run_prim_func(parsed("gmm_cuda_sketch0_post.tvms")["main"], x, y, z)
+    np.testing.assert_allclose(z, x @ y, rtol=1e-4, atol=1e-4)
+
+
+# the accepted candidates of test_cuda_space_matches_tvm; the row sum's run without --runslow
+ACCEPTED = [pytest.param(stem, k, id=f"{stem}{k}", marks=[] if stem == "row_sum_cuda" else [pytest.mark.slow])
+            for stem, verdicts in sorted(CUDA_VERDICTS.items()) for k, rejected in enumerate(verdicts) if rejected is None]
+
+
+@pytest.mark.parametrize("stem, k", ACCEPTED)
+def test_accepted_cuda_candidates_lower_compute_and_compile(stem: str, k: int) -> None:
+    """Each candidate the cuda postprocessors accept, through tvms's cuda pipeline: its
+    SplitHostDevice module (barriers placed, cross-thread reductions lowered, the kernel launched
+    by the host) computes in the reference executor what the unscheduled function computes, and
+    its kernels compile with NVRTC for sm_80 and sm_90."""
+    from cuda_support import assert_compiles
+
+    from tvms.lowering.codegen.cuda import cuda_source, kernels_of
+    from tvms.lowering.tir.gpu.pipeline import finalize_kernels, split_for_cuda
+
+    split = split_for_cuda(parsed(f"{stem}_sketch{k}_post.tvms")["main"], cuda_target("sm_80"))
+    args, want = reference_run(CUDA_SPACES[stem]["workload"])
+    run_prim_func(split, *args)
+    np.testing.assert_allclose(args[-1], want[-1], rtol=1e-4, atol=1e-4)
+    assert_compiles(cuda_source(kernels_of(finalize_kernels(split))))
+
+
+@pytest.mark.slow
+def test_tune_tir_on_cuda_reaches_the_builder(tmp_path) -> None:
+    """tune_tir under a cuda target (evolutionary search with the cuda mutators) samples,
+    post-processes and verifies candidates and hands them to the builder; each trial is recorded,
+    built (the cuda row: GPU lowering, CUDA C, NVRTC) or failed with the builder's reason."""
+    from tvms.lowering.tune.builder import Builder, LocalBuilder
+    from tvms.lowering.tune.postproc_verify_gpu_code import gpu_code_errors
+
+    class Recording(Builder):
+        def __init__(self) -> None:
+            self.inner, self.inputs, self.results = LocalBuilder(max_workers=1), [], []
+
+        def build(self, build_inputs: list) -> list:
+            results = self.inner.build(build_inputs)
+            self.inputs += build_inputs
+            self.results += results
+            return results
+
+    builder = Recording()
+    scheduler = ms.task_scheduler.GradientBased(measure_default=False)  # (the space's candidates only)
+    database = ms.tune_tir(base("row_sum"), cuda_target("sm_75"), str(tmp_path), max_trials_global=4,
+                           num_trials_per_iter=4, builder=builder, cost_model="random", task_scheduler=scheduler,
+                           progress=None)
+    builder.inner.shutdown()
+    assert len(builder.inputs) == 4 and len(database.get_all_tuning_records()) == 4
+    for given, result in zip(builder.inputs, builder.results):
+        assert given.target.kind == "cuda" and not gpu_code_errors(given.mod["main"], 1024, 49152)
+        assert 'thread="threadIdx.x"' in given.mod.script()
+        assert (result.artifact_path is None) != (result.error_msg is None)  # (built, or why not)
 
 
 @pytest.mark.parametrize("case", ["element_wise", "reduction_loop_only", "zero_dim_add"])

@@ -65,12 +65,9 @@ def expected(name: str, args: list) -> tuple[int, np.ndarray]:
 
 
 STATIC = [row["file"] for row in corpus_manifest() if row.get("static_tir_builds")]
-# Threads that talk to each other (warp shuffles) need lockstep emulation, which the serial
-# thread emulation does not do: the executor must refuse them clearly.
-NEEDS_LOCKSTEP = {"lower_reduce_gpu_11_LowerThreadAllreduce.tvms"}
 
 
-@pytest.mark.parametrize("name", sorted(set(STATIC) - NEEDS_LOCKSTEP))
+@pytest.mark.parametrize("name", sorted(STATIC))
 def test_corpus_prim_func_matches_numpy(name: str) -> None:
     func = load(str(CORPUS / name))
     args = random_args(func)
@@ -78,13 +75,6 @@ def test_corpus_prim_func_matches_numpy(name: str) -> None:
     args[out][...] = np.nan  # the program must write every element
     run_prim_func(func, *args)
     np.testing.assert_allclose(args[out], want, rtol=1e-4, atol=1e-4)
-
-
-@pytest.mark.parametrize("name", sorted(NEEDS_LOCKSTEP))
-def test_warp_communication_is_refused_clearly(name: str) -> None:
-    func = load(str(CORPUS_COPY / name))
-    with pytest.raises(TVMSError, match="tvm_warp"):
-        run_prim_func(func, *random_args(func))
 
 
 def test_corpus_if_select_let_assert() -> None:
@@ -103,8 +93,7 @@ def test_corpus_if_select_let_assert() -> None:
         run_prim_func(func, a, b, 0)
 
 
-def test_matmul_64_is_fast_enough() -> None:
-    func = load("""
+MATMUL_64 = """
 @T.prim_func
 def mm(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
     for i, j, k in T.grid(64, 64, 64):
@@ -113,7 +102,11 @@ def mm(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.
             with T.init():
                 C[vi, vj] = T.float32(0)
             C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-""")
+"""
+
+
+def test_matmul_64_is_fast_enough() -> None:
+    func = load(MATMUL_64)
     a, b, c = (RNG.standard_normal((64, 64)).astype("float32") for _ in range(3))
     start = time.perf_counter()
     run_prim_func(func, a, b, c)

@@ -273,3 +273,86 @@ def test_annotate_buffer_access_gives_one_range_per_dimension_of_the_buffer() ->
     with pytest.raises(ScheduleError, match=re.escape("buffer 'A' has 1 dimension(s), the ranges give 2")):
         sch.annotate_buffer_access(sch.get_block("B"), 0, "read", lambda i, j: ((i, i + 1), (j, j + 1)))
     assert sch.mod.script() == text
+
+
+def test_compute_at_covers_the_iterators_domain_not_a_larger_tile() -> None:
+    """A consumer split by 4 over a domain of 2: C computed at the outer loop covers its 2 rows
+    (TVM 0.27 cuts the region to the iterator's domain), not 4 rows under a guard; the text is
+    TVM 0.27's."""
+    sch = Schedule(from_source('''
+@T.prim_func
+def main(A: T.Buffer((2, 8), "float32"), D: T.Buffer((2,), "float32")):
+    C = T.sblock_alloc_buffer((2,))
+    for b, k in T.grid(2, 8):
+        with T.sblock("C"):
+            vb, vk = T.axis.remap("SR", [b, k])
+            with T.init():
+                C[vb] = T.float32(0)
+            C[vb] = C[vb] + A[vb, vk]
+    for b in range(2):
+        with T.sblock("D"):
+            vb = T.axis.remap("S", [b])
+            D[vb] = C[vb] * T.float32(2)
+'''))
+    outer, _ = sch.split(sch.get_loops(sch.get_sblock("D"))[0], [None, 4])
+    sch.compute_at(sch.get_sblock("C"), outer)
+    assert sch.mod.script(dialect="tvm-0.27") == '''\
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+
+@I.ir_module
+class Module:
+    @T.prim_func(s_tir=True)
+    def main(A: T.Buffer((2, 8), "float32"), D: T.Buffer((2,), "float32")):
+        # with T.sblock("root"):
+        C = T.sblock_alloc_buffer((2,))
+        for b_0 in range(1):
+            for ax0, ax1 in T.grid(2, 8):
+                with T.sblock("C"):
+                    vb, vk = T.axis.remap("SR", [ax0, ax1])
+                    T.reads(A[vb, vk])
+                    T.writes(C[vb])
+                    with T.init():
+                        C[vb] = T.float32(0.0)
+                    C[vb] = C[vb] + A[vb, vk]
+            for b_1 in range(4):
+                with T.sblock("D"):
+                    vb = T.axis.spatial(2, b_0 * 4 + b_1)
+                    T.where(b_0 * 4 + b_1 < 2)
+                    T.reads(C[vb])
+                    T.writes(D[vb])
+                    D[vb] = C[vb] * T.float32(2.0)'''
+
+
+def test_compute_at_a_region_whose_size_varies_with_an_outer_loop() -> None:
+    """P[(i + r) // 2] for i < 8 under loop r is 4 or 5 rows as r is even or odd: the cache
+    computed at r gets a loop of that varying extent (as TVM's; tuning's DisallowDynamicLoop then
+    rejects it), fuse takes it, and the result computes what the function computes."""
+    import numpy as np
+
+    from tvms.ir.expr import Var
+    from tvms.ir.visitor import walk
+    from tvms.runtime.reference import run_prim_func
+
+    func = from_source('''
+@T.prim_func
+def main(P: T.Buffer((6, 4), "float32"), B: T.Buffer((8, 4), "float32")):
+    for r, i, j in T.grid(4, 8, 4):
+        with T.sblock("B"):
+            vr, vi, vj = T.axis.remap("RSS", [r, i, j])
+            with T.init():
+                B[vi, vj] = T.float32(0)
+            B[vi, vj] = B[vi, vj] + P[(vi + vr) // 2, vj]
+''')
+    sch = Schedule(func)
+    block = sch.get_sblock("B")
+    cache = sch.cache_read(block, 0, "shared")
+    sch.compute_at(cache, sch.get_loops(block)[0])
+    fused = sch.get(sch.fuse(*sch.get_loops(cache)[1:]))
+    assert {n.name for n in walk(fused.extent) if isinstance(n, Var)} == {"r"}
+    p = np.random.default_rng(0).standard_normal((6, 4)).astype("float32")
+    want, got = np.zeros((8, 4), "float32"), np.zeros((8, 4), "float32")
+    run_prim_func(func, p, want)
+    run_prim_func(sch.mod["main"], p, got)
+    np.testing.assert_array_equal(got, want)

@@ -60,6 +60,9 @@ def test_a_second_run_resumes_counting_the_trials_in_the_database(tmp_path) -> N
     assert p["builder"].calls == [2] and len(p["database"].get_all_tuning_records()) == 6
     tune_tir(matmul(16), "llvm", str(tmp_path), 6, num_trials_per_iter=4, **kw)  # nothing left to do
     assert p["builder"].calls == [2]
+    # the trials measured for another target are not this run's: a full budget of its own
+    tune_tir(matmul(16), "llvm -num-cores=1", str(tmp_path), 4, num_trials_per_iter=4, **kw)
+    assert p["builder"].calls == [2, 4]
 
 
 def test_older_form_with_tune_config_returns_the_best_schedule(tmp_path) -> None:

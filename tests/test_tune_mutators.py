@@ -6,6 +6,7 @@ import random
 from math import prod
 
 import pytest
+from conftest import FIXTURES
 
 from tune_search_space import computes_matmul_relu, design_space, matmul_relu, replay
 
@@ -15,9 +16,13 @@ from tvms.lowering.schedule.schedule import Schedule
 from tvms.lowering.schedule.trace import Trace
 from tvms.lowering.tune.mutate_compute_location import MutateComputeLocation
 from tvms.lowering.tune.mutate_parallel import MutateParallel, fused_loops
+from tvms.lowering.tune.mutate_thread_binding import MutateThreadBinding
 from tvms.lowering.tune.mutate_tile_size import MutateTileSize, move_factor
 from tvms.lowering.tune.mutate_unroll import MutateUnroll
 from tvms.lowering.tune.mutator import Mutator, as_mutator
+from tvms.lowering.tune.post_order_apply import PostOrderApply
+from tvms.lowering.tune.rule_auto_bind import AutoBind
+from tvms.lowering.tune.rule_cross_thread_reduction import CrossThreadReduction
 from tvms.lowering.tune.tune_context import TuneContext
 
 
@@ -84,13 +89,51 @@ def test_move_factor_keeps_the_product_and_the_innermost_limit() -> None:
     assert fused_loops([[4, 64]], 4096) == (2,)
 
 
-def test_default_llvm_mutators_are_tvms() -> None:
+def test_default_mutators_are_tvms() -> None:
     probs = {type(m).__name__: p for m, p in Mutator.create("llvm").items()}
     assert probs == {"MutateTileSize": 0.9, "MutateComputeLocation": 0.05, "MutateUnroll": 0.03,
                      "MutateParallel": 0.02}
+    probs = {type(m).__name__: p for m, p in Mutator.create("cuda").items()}
+    assert probs == {"MutateTileSize": 0.9, "MutateUnroll": 0.08, "MutateThreadBinding": 0.02}
     assert isinstance(as_mutator("MutateUnroll"), MutateUnroll)
-    with pytest.raises(TVMSError, match="unknown mutator 'MutateThreadBinding'"):
-        as_mutator("MutateThreadBinding")
+    with pytest.raises(TVMSError, match="unknown mutator 'MutateThreads'"):
+        as_mutator("MutateThreads")
+    with pytest.raises(TVMSError, match="no default mutators for target kind 'rocm'"):
+        Mutator.create("rocm")
+
+
+def test_thread_binding_mutator_draws_another_sampled_thread_count() -> None:
+    """On the CrossThreadReduction sketch of a row sum (the reduction split by a sampled thread
+    count bound to threadIdx.x): only that count changes, to another candidate, and the trace
+    replays to a schedule with that many threads; a trace without such a binding gives None."""
+    row_sum = tvms.script.from_source((FIXTURES / "meta_schedule" / "row_sum.tvms").read_text())
+    space = PostOrderApply(sch_rules=[CrossThreadReduction([4, 8, 16, 32, 64, 128, 256, 512])], postprocs=[],
+                           mutator_probs={})
+    target = "cuda -max_threads_per_block=1024 -thread_warp_size=32"
+    sketch = TuneContext(tvms.IRModule({"main": row_sum}), target, space, rand_state=0).generate_design_space()[-1]
+    (sample,) = [i for i in sketch.trace.insts if i.kind == "SampleCategorical"]
+    mutator, rng = MutateThreadBinding(), random.Random(0)
+    seen = set()
+    for _ in range(12):
+        mutated = mutator.apply(sketch.trace, rng)
+        assert mutated.decisions[sample] != sketch.trace.decisions[sample]
+        assert {i: d for i, d in mutated.decisions.items() if i is not sample} == \
+            {i: d for i, d in sketch.trace.decisions.items() if i is not sample}
+        threads = sample.attrs[0][mutated.decisions[sample]]
+        sch = Schedule(tvms.IRModule({"main": row_sum}))
+        mutated.apply_to_schedule(sch, remove_postproc=True)
+        assert f'T.thread_binding({threads}, thread="threadIdx.x")' in sch.mod.script()
+        seen.add(threads)
+    assert len(seen) > 3
+    assert mutator.apply(design_space(seed=5).trace, rng) is None  # (the llvm space binds no threads)
+    # TVM's own case: AutoBind's blockIdx.x / threadIdx.x split of an element-wise loop, drawn
+    # at 256 (decision 3), goes to each of the other five counts
+    element_wise = tvms.script.from_source((FIXTURES / "meta_schedule" / "bind_element_wise.tvms").read_text())
+    space = PostOrderApply(sch_rules=[AutoBind()], postprocs=[], mutator_probs={})
+    (sketch,) = TuneContext(element_wise, "cuda -max_threads_per_block=1024", space, rand_state=0).generate_design_space()
+    (sample,) = [i for i in sketch.trace.insts if i.kind == "SampleCategorical"]
+    trace = sketch.trace.with_decision(sample, 3, remove_postproc=True)
+    assert {mutator.apply(trace, rng).decisions[sample] for _ in range(100)} == {0, 1, 2, 4, 5}
 
 
 def test_compute_location_moves_to_places_numbered_as_the_sampler_does() -> None:

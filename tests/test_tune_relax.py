@@ -67,11 +67,15 @@ def test_tune_tir_and_apply_database_passes_in_a_sequential(tmp_path) -> None:
         np.testing.assert_allclose(vm["main"](*args).numpy(), expected, rtol=1e-5, atol=1e-5)
 
 
-def test_apply_database_leaves_unknown_functions_and_needs_a_database() -> None:
+def test_apply_database_leaves_unknown_functions_and_needs_a_database(tmp_path) -> None:
     mod = legalized()
     with ms.MemoryDatabase():
         assert relax.transform.MetaScheduleApplyDatabase()(mod)["fused_matmul_add_relu"] is mod["fused_matmul_add_relu"]
     with pytest.raises(TVMSError, match="needs a database"):
         relax.transform.MetaScheduleApplyDatabase()(mod)
+    # a mistyped work_dir is refused, and nothing is created there
+    with pytest.raises(TVMSError, match="no tuning database in .*tnue"):
+        relax.transform.MetaScheduleApplyDatabase(work_dir=str(tmp_path / "tnue"))(mod)
+    assert not (tmp_path / "tnue").exists()
     with pytest.raises(TVMSError, match="needs a target"):
         relax.transform.MetaScheduleTuneTIR(work_dir="unused", max_trials_global=1)(mod)

@@ -5,3 +5,4 @@ from ..lowering.tune.postproc_rewrite_cooperative_fetch import RewriteCooperativ
 from ..lowering.tune.postproc_rewrite_parallel_vectorize_unroll import RewriteParallelVectorizeUnroll  # noqa: F401
 from ..lowering.tune.postproc_rewrite_reduction_block import RewriteReductionBlock  # noqa: F401
 from ..lowering.tune.postproc_rewrite_unbound_block import RewriteUnboundBlock  # noqa: F401
+from ..lowering.tune.postproc_verify_gpu_code import VerifyGPUCode  # noqa: F401

@@ -20,6 +20,7 @@ from .dpl import DFPattern, is_op, wildcard
 from .fuse_by_pattern import FusionPattern, PatternCheckContext, as_fusion_pattern
 
 _PATTERNS: dict[str, FusionPattern] = {}  # in order of registration: the last is tried first
+_UNAVAILABLE: dict[str, str] = {}  # backend -> why its codegen is not registered
 
 
 def register_patterns(patterns: list) -> None:
@@ -46,6 +47,31 @@ def get_patterns_with_prefix(prefix: str) -> list[FusionPattern]:
 def registered_patterns() -> list[FusionPattern]:
     """Every registered pattern, highest priority first."""
     return list(reversed(_PATTERNS.values()))
+
+
+def set_unavailable(backend: str, reason: str) -> None:
+    """Record why ``backend`` has no codegen here (a library that did not load), for
+    RunCodegen to say."""
+    _UNAVAILABLE[backend] = reason
+
+
+def unavailable_reason(backend: str) -> str:
+    """Why ``backend`` has no codegen, when a backend said so; else ``""``."""
+    return _UNAVAILABLE.get(backend, "")
+
+
+def composite_of(func: rx.Function) -> rx.Function:
+    """The composite function a ``"Codegen"`` function calls (bound as ``local_func`` or called
+    directly)."""
+    body = func.body
+    for b in (b for block in getattr(body, "blocks", ()) for b in block.bindings):
+        if isinstance(b.value, rx.Function) and "Composite" in b.value.attrs:
+            return b.value
+    result = body.body if isinstance(body, rx.SeqExpr) else body
+    if isinstance(result, rx.Call) and isinstance(result.op, rx.Function):
+        return result.op
+    raise TVMSError(f"{func.attrs.get('Codegen', 'a backend')}: "
+                    f"{func.attrs.get('global_symbol', '?')!r} calls no composite function")
 
 
 def has_leaking_intermediate_variables(context: PatternCheckContext) -> bool:
@@ -85,6 +111,20 @@ def make_fused_bias_activation_pattern(op_name: str, with_bias: bool = False,
     return with_bias_activation(out, {"lhs": lhs, "rhs": rhs, "root": out}, with_bias, activation)
 
 
+# The matmul patterns BLAS backends register, as TVM's cuBLAS backend does: name, with bias,
+# activation, transposed right-hand side; in registration order (later entries take priority).
+MATMUL_SHAPES = [
+    ("matmul", False, None, False),
+    ("matmul_bias", True, None, False),
+    ("matmul_bias_relu", True, "relax.nn.relu", False),
+    ("matmul_bias_gelu", True, "relax.nn.gelu", False),
+    ("matmul_transposed", False, None, True),
+    ("matmul_transposed_bias", True, None, True),
+    ("matmul_transposed_bias_relu", True, "relax.nn.relu", True),
+    ("matmul_transposed_bias_gelu", True, "relax.nn.gelu", True),
+]
+
+
 def make_matmul_pattern(with_bias: bool = False, activation: str | None = None,
                         transposed_rhs: bool = False) -> tuple[DFPattern, dict]:
     """``activation(matmul(lhs, rhs) + bias)`` with ``rhs`` behind ``permute_dims`` when
@@ -98,6 +138,7 @@ def make_matmul_pattern(with_bias: bool = False, activation: str | None = None,
     return with_bias_activation(out, annotations, with_bias, activation)
 
 
-__all__ = ["get_pattern", "get_patterns_with_prefix", "has_leaking_intermediate_variables",
-           "make_fused_bias_activation_pattern", "make_matmul_pattern", "register_patterns",
-           "registered_patterns", "with_bias_activation"]
+__all__ = ["MATMUL_SHAPES", "composite_of", "get_pattern", "get_patterns_with_prefix",
+           "has_leaking_intermediate_variables", "make_fused_bias_activation_pattern",
+           "make_matmul_pattern", "register_patterns", "registered_patterns", "set_unavailable",
+           "unavailable_reason", "with_bias_activation"]

@@ -22,7 +22,8 @@ from ...ir import relax as rx
 from ...ir.errors import TVMSError
 from ...ir.expr import Op
 from ...ir.registry import get_global_func, register_func
-from .backend import has_leaking_intermediate_variables, make_matmul_pattern, register_patterns
+from .backend import (MATMUL_SHAPES, composite_of, has_leaking_intermediate_variables,
+                      make_matmul_pattern, register_patterns)
 from .fuse_by_pattern import PatternCheckContext
 from .run_codegen import ExternalModule, external_module
 
@@ -43,35 +44,11 @@ def check_matmul(context: PatternCheckContext) -> bool:
         and str(getattr(lhs, "dtype", "")) in _DTYPES
 
 
-# name, with bias, activation, transposed right-hand side; later entries take priority
-_SHAPES = [
-    ("matmul", False, None, False),
-    ("matmul_bias", True, None, False),
-    ("matmul_bias_relu", True, "relax.nn.relu", False),
-    ("matmul_bias_gelu", True, "relax.nn.gelu", False),
-    ("matmul_transposed", False, None, True),
-    ("matmul_transposed_bias", True, None, True),
-    ("matmul_transposed_bias_relu", True, "relax.nn.relu", True),
-    ("matmul_transposed_bias_gelu", True, "relax.nn.gelu", True),
-]
 register_patterns([(f"{BACKEND}.{name}", *make_matmul_pattern(bias, act, transposed), check_matmul)
-                   for name, bias, act, transposed in _SHAPES])
+                   for name, bias, act, transposed in MATMUL_SHAPES])
 
 
 # --------------------------------------------------------------------------- codegen
-
-
-def composite_of(func: rx.Function) -> rx.Function:
-    """The composite function a ``"Codegen"`` function calls (bound as ``local_func`` or called
-    directly)."""
-    for n in _bindings(func):
-        if isinstance(n.value, rx.Function) and "Composite" in n.value.attrs:
-            return n.value
-    body = func.body.body if isinstance(func.body, rx.SeqExpr) else func.body
-    if isinstance(body, rx.Call) and isinstance(body.op, rx.Function):
-        return body.op
-    raise TVMSError(f"{BACKEND}: {func.attrs.get('global_symbol', '?')!r} calls no composite "
-                    f"function")
 
 
 def _bindings(func: rx.Function) -> list:

@@ -259,10 +259,11 @@ class _PatternFuser:
         return out
 
     def caller_var(self, old: rx.Var, sinfo: Any) -> rx.Var:
-        """A variable visible after the block keeps its name and identity; a dataflow variable
-        gives way to a fresh ``lv``."""
+        """A fresh variable for a group's result: ``gv``, ``gv1``, ... when it is visible after
+        the block, else ``lv``, ``lv1``, ... (numbered across the pattern's pass over the
+        module, as TVM names them)."""
         if not isinstance(old, rx.DataflowVar):
-            return old
+            return rx.Var(self.names.fresh("gv"), sinfo)
         return rx.DataflowVar(self.names.fresh("lv"), sinfo)
 
     def make_function(self, name: str, bindings: list, inputs: list, outputs: list,

@@ -24,6 +24,7 @@ from ...ir.struct_info import TupleStructInfo
 from ...ir.visitor import walk
 from ..pass_registry import register_pass
 from ..transform import module_pass
+from .backend import unavailable_reason
 from .passes import _substitute
 
 
@@ -39,6 +40,14 @@ class ExternalModule(MetadataRef):
         if symbol not in self.functions:
             raise TVMSError(f"the {self.backend} module has no function {symbol!r}")
         return self.functions[symbol]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ExternalConstant(MetadataRef):
+    """A constant an offloaded function holds, handed to its backend by name; it sits in the
+    module's ``const_name_to_constant`` and prints as TVM's ``metadata["ffi.Tensor"][i]``."""
+
+    data: Any = None
 
 
 def external_module(backend: str, functions: dict, index: int = 0) -> ExternalModule:
@@ -65,14 +74,20 @@ class RunCodegen:
         if not by_backend:
             return mod
         built = list(mod.attrs.get("external_mods", ()))
+        constants: dict = {}  # name -> ExternalConstant, as TVM names them
         for backend, items in by_backend.items():
+            names = _constant_names(items, backend)
+            constants.update((name, ExternalConstant("ffi.Tensor", i, c.data))
+                             for i, (c, name) in enumerate(names.items(), len(constants)))
             try:
                 codegen = get_global_func(f"relax.ext.{backend}")
             except TVMSError:
-                raise TVMSError(f"RunCodegen: no codegen for the backend {backend!r}: register "
-                                f"one as 'relax.ext.{backend}'") from None
+                why = unavailable_reason(backend)
+                raise TVMSError(f"RunCodegen: no codegen for the backend {backend!r}: "
+                                + (why if why else f"register one as 'relax.ext.{backend}'")) \
+                    from None
             options = self.target_options.get(backend, {})
-            for made in codegen([f for _, f in items], options, {}):
+            for made in codegen([f for _, f in items], options, names):
                 if not isinstance(made, ExternalModule):
                     raise TVMSError(f"RunCodegen: relax.ext.{backend} returned a "
                                     f"{type(made).__name__}, not an ExternalModule")
@@ -89,7 +104,19 @@ class RunCodegen:
         for name in offloaded:
             del mod[name]
         _drop_unused_composites(mod)
-        return mod.with_attrs({"external_mods": tuple(built)})
+        attrs = {"const_name_to_constant": FrozenDict(constants)} if constants else {}
+        return mod.with_attrs({**attrs, "external_mods": tuple(built)})
+
+
+def _constant_names(items: list, backend: str) -> dict:
+    """Constant -> ``<global_symbol>_<backend>_const_<i>`` for the constants in the offloaded
+    functions (TVM's RunCodegen gives these to the codegen and keeps them in the module)."""
+    names: dict = {}
+    for gv, func in items:
+        symbol = str(func.attrs.get("global_symbol", gv.name_hint))
+        found = [n for n in walk(func.body) if isinstance(n, rx.Constant)]
+        names.update((c, f"{symbol}_{backend}_const_{i}") for i, c in enumerate(found))
+    return names
 
 
 def _call_packed_instead(func: rx.Function, offloaded: dict) -> rx.Function:
@@ -117,4 +144,4 @@ def _drop_unused_composites(mod: IRModule) -> None:
 
 register_pass(factory=RunCodegen)
 
-__all__ = ["ExternalModule", "RunCodegen", "external_module"]
+__all__ = ["ExternalConstant", "ExternalModule", "RunCodegen", "external_module"]

@@ -21,7 +21,7 @@ from ...ir.structural import structural_equal
 from ...ir.stmt import SERIAL, BlockRealize, BufferStore, For, Stmt
 from ...ir.visitor import Mutator, walk
 from .errors import ScheduleError
-from .layout import IndexMap
+from .layout import IndexMap, linear_terms
 from .tree import enclosing_loops, replace_stmts
 
 
@@ -42,6 +42,9 @@ def transform_block_layout(func: PrimFunc, realize: BlockRealize, path: tuple,
     if projected is not None:
         new_iters, inverse = projected
         return _rebuild(func, realize, loops, new_iters, inverse, IterMapIndices(new_iters)), index_map
+    if not all(isinstance(iv.dom.extent, IntImm) for iv in block.iter_vars):
+        new_iters, inverse = _reordered(block, mapped)
+        return _rebuild(func, realize, loops, new_iters, inverse), index_map
     extents = [_extent(iv, block.name_hint) for iv in block.iter_vars]
     domains = {id(v): (v, 0, n) for v, n in zip(old_vars, extents)}
     if not is_bijective_affine(mapped, domains):
@@ -107,6 +110,61 @@ def _projection(block: Any, mapped: list) -> tuple[tuple, dict] | None:
     return tuple(new_iters), inverse
 
 
+def _reordered(block: Any, mapped: list) -> tuple[tuple, dict]:
+    """For a block of symbolic extents, the maps that only reorder iterators, drop unit ones,
+    insert constant ones (``lambda i, j, k: (0, i, j, k)``) and fuse iterators of one kind in
+    mixed radix: the new iterators and the inverse."""
+    name = block.name_hint
+    by_var = {id(iv.var): iv for iv in block.iter_vars}
+    new_iters, inverse, seen = [], {}, set()
+    for k, e in enumerate(mapped):
+        v = Var(f"v{k}", e.dtype)
+        if isinstance(e, IntImm):
+            new_iters.append(IterVar(Range(const(0, e.dtype), const(1, e.dtype)), v, DATA_PAR))
+        elif isinstance(e, Var) and id(e) in by_var and id(e) not in seen:
+            old = by_var[id(e)]
+            seen.add(id(e))
+            new_iters.append(IterVar(old.dom, v, old.iter_type))
+            inverse[e] = v
+        elif (digits := _fused_digits(e, by_var, seen)) is not None:
+            # (``i * 3 + j``, i of symbolic extent n: one iterator over n * 3)
+            outer = by_var[id(digits[0][0])]
+            extent = Analyzer().simplify(Mul(outer.dom.extent, const(digits[0][1], e.dtype)))
+            new_iters.append(IterVar(Range(const(0, e.dtype), extent), v, outer.iter_type))
+            for n, (var, stride) in enumerate(digits):
+                seen.add(id(var))
+                digit = v if stride == 1 else FloorDiv(v, const(stride, v.dtype))
+                inverse[var] = digit if n == 0 else FloorMod(digit, by_var[id(var)].dom.extent)
+        else:
+            raise ScheduleError(f"transform_block_layout: block '{name}' has symbolic extents: only maps that "
+                                f"reorder, drop, insert or fuse iterators are supported, not {e.script()}")
+    for iv in block.iter_vars:
+        if id(iv.var) not in seen:
+            if not (isinstance(iv.dom.extent, IntImm) and iv.dom.extent.value == 1):
+                raise ScheduleError(f"transform_block_layout: the index map drops iterator '{iv.var.name}' "
+                                    f"of block '{name}'")
+            inverse[iv.var] = iv.dom.min
+    return tuple(new_iters), inverse
+
+
+def _fused_digits(e: PrimExpr, by_var: dict, seen: set) -> list | None:
+    """``[(var, stride)]``, outermost first, of ``i * 12 + j * 4 + k`` over iterators of one kind,
+    each not used yet, whose strides are the products of the inner (constant) extents."""
+    terms = linear_terms(e)
+    if terms is None or len(terms) < 2 or any(id(v) not in by_var or id(v) in seen for v, _ in terms):
+        return None
+    terms.sort(key=lambda t: -t[1])
+    stride = 1
+    for var, s in reversed(terms):
+        extent = by_var[id(var)].dom.extent
+        if s != stride or (var is not terms[0][0] and not isinstance(extent, IntImm)):
+            return None
+        stride *= extent.value if isinstance(extent, IntImm) else 1
+    if len({by_var[id(v)].iter_type for v, _ in terms}) != 1:
+        return None
+    return terms
+
+
 def _extent(iv: IterVar, name: str) -> int:
     if not (isinstance(iv.dom.min, IntImm) and iv.dom.min.value == 0 and isinstance(iv.dom.extent, IntImm)):
         raise ScheduleError(f"transform_block_layout: iterator '{iv.var.name}' of block '{name}' must start at "
@@ -155,6 +213,9 @@ def _inverse(mapped: list, old_vars: list, extents: list, new_vars: list, new_ex
     inverse = {}
     for v, n in zip(old_vars, extents):
         terms = parts[id(v)]
+        if not terms and n == 1:  # a unit iterator the map leaves out: at its only value
+            inverse[v] = const(0, v.dtype)
+            continue
         if not terms:
             raise ScheduleError(f"transform_block_layout: the index map drops iterator '{v.name}' of "
                                 f"block '{name}'")
@@ -232,7 +293,7 @@ class IterMapIndices(Mutator):
                 expr = term if expr is None else expr + term
             if expr is None or base:
                 expr = const(base, index.dtype) if expr is None else expr + const(base, index.dtype)
-            out.append(expr)
+            out.append(index if structural_equal(expr, index) else expr)  # (what stays keeps its node)
         return tuple(out)
 
     def _linear(self, e: PrimExpr) -> tuple[list, int] | None:

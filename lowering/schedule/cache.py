@@ -59,11 +59,11 @@ def _position_of(children: list[Stmt], realize: BlockRealize) -> int:
 
 def copy_block(src: Buffer, dst: Buffer, name: str) -> Stmt:
     """``for ax0, ax1: dst[v0, v1] = src[v0, v1]`` over the whole buffer."""
-    shape = src.shape  # (its loops and iterators of the shape's index type, extents symbolic or not)
+    shape = src.shape  # (the variables take the type of their dimension, int64 for T.int64 ones)
     loop_vars = [Var(f"ax{i}", s.dtype) for i, s in enumerate(shape)]
     iters = [IterVar(Range(const(0, s.dtype), s), Var(f"v{i}", s.dtype), DATA_PAR) for i, s in enumerate(shape)]
     point = tuple(iv.var for iv in iters)
-    region = tuple(Range(v, const(1)) for v in point)
+    region = tuple(Range(v, const(1, v.dtype)) for v in point)
     block = Block(tuple(iters), (), (), (BufferRegion(src, region),), (BufferRegion(dst, region),), name,
                   None, BufferStore(dst, BufferLoad(src, point), point))
     realize = BlockRealize(tuple(loop_vars), const(True), block)
@@ -156,7 +156,8 @@ def set_scope(func: PrimFunc, realize: BlockRealize, index: int, scope_name: str
     if any(b is old for b in func.buffer_map.values()):
         raise ScheduleError(f"set_scope: buffer '{old.name}' written by block '{block.name_hint}' is a "
                             f"parameter of the function; only allocated buffers can change scope")
-    new = decl_buffer(old.shape, old.dtype, f"{old.name}_{scope_name}", scope=scope_name)
+    new = decl_buffer(old.shape, old.dtype, f"{old.name}_{scope_name}", scope=scope_name,
+                      elem_offset=old.elem_offset)  # (TVM copies the buffer, its offset too)
     return func.with_changes(body=BufferSwap(old, new).visit(func.body))  # type: ignore[return-value]
 
 

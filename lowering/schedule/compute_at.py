@@ -41,7 +41,7 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
         everything.bind(var, lo, extent)
     s = analyzer.canonical(e)
     fixed, low, high = [], 0, 0
-    for t in s.terms:
+    for t in [u for term in s.terms for u in (_split_digits(everything, term) or [term])]:
         if any(isinstance(n, Var) and id(n) in inner for n in _vars(t.index)):
             b = analyzer.term_bound(t)
             if b is None and (whole := everything.term_bound(t)) is not None and whole[0] == whole[1]:
@@ -54,12 +54,75 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
                 return None
             a, c = b[0] * t.scale, b[1] * t.scale
             low, high = low + min(a, c), high + max(a, c)
+        elif (whole := everything.term_bound(t)) is not None and whole[0] == whole[1]:
+            low, high = low + whole[0] * t.scale, high + whole[0] * t.scale  # (``co_0 // 2``, co_0 < 2)
         else:
             fixed.append(t)
     rest = Sum(tuple(fixed), s.base)
     dtype = e.dtype
     return (analyzer.simplify(Add(analyzer.to_expr(rest, dtype), const(low, dtype))),
             analyzer.simplify(Add(analyzer.to_expr(rest, dtype), const(high, dtype))))
+
+
+def _split_digits(analyzer: Analyzer, t: SplitTerm) -> list[SplitTerm] | None:
+    """``(high * g + low) // d`` with ``low`` in [0, g) and g dividing d is ``high // (d / g)``, and
+    ``(high * g + low) % m`` with g dividing m is ``high % (m / g) * g + low``: the term split
+    into its digits, as TVM's analyzer (which knows every loop's range) simplifies it
+    (``(bx * 16 + ty) % 256`` is ``bx % 16 * 16 + ty`` for ``ty`` < 16); so is
+    ``(high * g + low) // d`` for d dividing g."""
+    s = analyzer.canonical(t.index)
+    if len(s.terms) < 2 or s.base or (t.upper is None) == (t.lower == 1):
+        return None
+    dtype = t.index.dtype
+    for g in sorted({u.scale for u in s.terms if u.scale > 1}, reverse=True):
+        high = [replace(u, scale=u.scale // g) for u in s.terms if u.scale % g == 0]
+        low = [u for u in s.terms if u.scale % g]
+        bound = analyzer.sum_bound(Sum(tuple(low), 0)) if low else None
+        if not high or bound is None or bound[0] < 0 or bound[1] >= g:
+            continue
+        index = analyzer.to_expr(Sum(tuple(high), 0), dtype)
+        if t.upper is None and t.lower % g == 0:
+            return [SplitTerm(index, t.lower // g, None, t.scale)]
+        if t.upper is None and g % t.lower == 0:  # ((hi * 16 + lo) // 8 is hi * 2 + lo // 8)
+            rest = analyzer.to_expr(Sum(tuple(low), 0), dtype)
+            return [SplitTerm(index, 1, None, t.scale * (g // t.lower)), SplitTerm(rest, t.lower, None, t.scale)]
+        if t.lower == 1 and t.upper is not None and t.upper % g == 0:
+            return [SplitTerm(index, 1, t.upper // g, t.scale * g), *(replace(u, scale=u.scale * t.scale) for u in low)]
+        return None
+    return None
+
+
+def _interval(e: PrimExpr, inner: dict[int, tuple[Var, int, int]]) -> tuple[PrimExpr, PrimExpr] | None:
+    """[lo, hi] of ``e`` by interval arithmetic with symbolic ends, the ``inner`` loops over their
+    domains (``(w + rw_0) // 2`` with w < 8: ``[rw_0 // 2, (rw_0 + 7) // 2]``, a size that varies
+    with rw_0, as TVM's integer sets give it); None for what it cannot bound."""
+    if isinstance(e, IntImm):
+        return e, e
+    if isinstance(e, Var):
+        if id(e) not in inner:
+            return e, e
+        _, lo, extent = inner[id(e)]
+        return const(lo, e.dtype), const(lo + extent - 1, e.dtype)
+    if not isinstance(e, (Add, Sub, Mul, FloorDiv, FloorMod)):
+        return None
+    a = _interval(e.a, inner)
+    if a is None:
+        return None
+    if isinstance(e, (Add, Sub)):
+        b = _interval(e.b, inner)
+        if b is None:
+            return None
+        return (Add(a[0], b[0]), Add(a[1], b[1])) if isinstance(e, Add) else (Sub(a[0], b[1]), Sub(a[1], b[0]))
+    if not isinstance(e.b, IntImm):
+        return None
+    c = e.b.value
+    if isinstance(e, Mul):
+        return (Mul(a[0], e.b), Mul(a[1], e.b)) if c >= 0 else (Mul(a[1], e.b), Mul(a[0], e.b))
+    if c <= 0:
+        return None
+    if isinstance(e, FloorDiv):
+        return FloorDiv(a[0], e.b), FloorDiv(a[1], e.b)
+    return const(0, e.dtype), const(c - 1, e.dtype)
 
 
 def _outer_quotient(analyzer: Analyzer, t: SplitTerm, inner: dict) -> SplitTerm | None:
@@ -89,7 +152,8 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
     units = {n.loop_var: n.min for n in around if is_const_int(n.extent, 1)}
     outer = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value) for n in around
              if isinstance(n.min, IntImm) and isinstance(n.extent, IntImm)}
-    shared_by = _threads_sharing(around, buffer.scope)
+    # (reverse_compute_at relaxes no thread loop outside ``loop``, as TVM's RelaxBufferRegions)
+    shared_by = [] if writes else _threads_sharing(around, buffer.scope)
     found: list | None = None
     for node, path in walk_with_path(loop.body, (loop,)):
         if not isinstance(node, BlockRealize):
@@ -110,9 +174,11 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
                     raise ScheduleError(f"the access of block '{node.block.name_hint}' to '{buffer.name}' "
                                         f"under loop '{loop.loop_var.name}' varies with loop "
                                         f"'{used[0].loop_var.name}' of symbolic extent")
-                lo = _symbolic_bounds(substitute(r.min, binding), inner, outer)
-                hi = _symbolic_bounds(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), binding), inner,
-                                      outer)
+                # (a loop of one iteration outside is its value: ``bx * 16 + ty`` is ``ty`` there)
+                first = substitute(substitute(r.min, binding), units)
+                last = substitute(substitute(Sub(Add(r.min, r.extent), const(1, r.min.dtype)), binding), units)
+                lo = _symbolic_bounds(first, inner, outer) or _interval(first, inner)
+                hi = _symbolic_bounds(last, inner, outer) or _interval(last, inner)
                 if lo is None or hi is None:
                     raise ScheduleError(f"cannot bound the access of block '{node.block.name_hint}' to "
                                         f"'{buffer.name}' under loop '{loop.loop_var.name}'")
@@ -130,16 +196,14 @@ _STORAGE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
 def _threads_sharing(around: list[For], scope: str) -> list[For]:
     """The thread-bound loops of ``around`` whose threads all see a buffer of ``scope``, so the
     region computed covers every thread of them (TVM's CanRelaxStorageUnderThread): a shared
-    buffer is one per thread block (threadIdx and vthread loops relax). A global buffer relaxes
-    none of them (TVM's LoopDomainOfSRefTreePath skips the global scope)."""
+    buffer is one per thread block (threadIdx and vthread loops relax); a global buffer relaxes
+    none (TVM's LoopDomainOfSRefTreePath adds these loops only for a scope below global)."""
     rank = _STORAGE_RANK.get(scope.split(".")[0])
-    if rank == 0:
-        return []
     found = []
     for n in around:
         tag = n.thread_binding.thread_tag if n.thread_binding is not None else ""
         thread_rank = 0 if tag.startswith("blockIdx") else 1 if tag.startswith(("threadIdx", "vthread")) else None
-        if rank is None or thread_rank is None:
+        if not rank or thread_rank is None:  # (a global buffer relaxes nothing outside the loop)
             continue
         if (tag == "threadIdx.x") if rank == 2 else rank <= thread_rank:
             found.append(n)
@@ -164,16 +228,12 @@ def _rebuild_block(realize: BlockRealize, bounds: dict, preserve_unit_loops: boo
     whole: set = set()
     for iv in block.iter_vars:
         if id(iv.var) in bounds:
-            lo, hi = (analyzer.simplify(x) for x in bounds[id(iv.var)])
-            if all(isinstance(x, IntImm) for x in (lo, hi, iv.dom.min, iv.dom.extent)):
-                # (a constant region is cut to the iterator's domain, as TVM intersects them)
-                first, last = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value - 1
-                lo, hi = const(max(lo.value, first), lo.dtype), const(min(hi.value, last), hi.dtype)
+            lo, hi = _within_domain(*bounds[id(iv.var)], iv, around)
             extent = analyzer.simplify(Sub(hi, lo))
-            if not isinstance(extent, IntImm):
-                raise ScheduleError(f"the region that block '{block.name_hint}' covers along "
-                                    f"'{iv.var.name}' has a symbolic size")
-            size = extent.value + 1
+            # (a size that varies with an outer loop gives a loop of that extent: a dynamic loop,
+            # which DisallowDynamicLoop rejects in tuning, as TVM's does)
+            size = extent.value + 1 if isinstance(extent, IntImm) else \
+                analyzer.simplify(Add(extent, const(1, extent.dtype)))
         else:  # an iterator the buffer access does not name: its whole domain
             lo, size = iv.dom.min, iv.dom.extent.value if isinstance(iv.dom.extent, IntImm) else iv.dom.extent
             if not isinstance(size, int):
@@ -192,6 +252,26 @@ def _rebuild_block(realize: BlockRealize, bounds: dict, preserve_unit_loops: boo
     return stmt
 
 
+def _within_domain(lo: PrimExpr, hi: PrimExpr, iv: IterVar, around: list[For]) -> tuple[PrimExpr, PrimExpr]:
+    """The region [lo, hi] of an iterator cut to its domain where that leaves constant bounds, or
+    the domain where the region surely covers it (TVM's BlockVarDomainInfo.Simplify): a split
+    tile larger than the iterator's domain covers the domain, not the tile."""
+    if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):
+        return lo, hi
+    dom_lo, dom_hi = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value - 1
+    analyzer = Analyzer()
+    for node in around:
+        if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
+            analyzer.bind(node.loop_var, node.min.value, node.extent.value)
+    low, high = analyzer.simplify(lo), analyzer.simplify(hi)
+    if isinstance(low, IntImm) and isinstance(high, IntImm):
+        return const(max(low.value, dom_lo), lo.dtype), const(min(high.value, dom_hi), hi.dtype)
+    low_bound, high_bound = analyzer.bound(lo), analyzer.bound(hi)
+    if low_bound is not None and high_bound is not None and low_bound[1] <= dom_lo and high_bound[0] >= dom_hi:
+        return const(dom_lo, lo.dtype), const(dom_hi, hi.dtype)
+    return lo, hi
+
+
 def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list, extents: list,
                   whole: set) -> PrimExpr:
     """``T.where`` keeping each binding inside its iterator's domain where the region overshoots it
@@ -202,15 +282,16 @@ def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list
         if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
             analyzer.bind(node.loop_var, node.min.value, node.extent.value)
     for var, size in zip(loop_vars, extents):
-        if isinstance(size, int):
-            analyzer.bind(var, 0, size)
+        largest = (size, size) if isinstance(size, int) else analyzer.bound(size)
+        if largest is not None:  # (a loop of varying extent: bounded by its largest)
+            analyzer.bind(var, 0, largest[1])
     units = {var: const(0, var.dtype) for var, size in zip(loop_vars, extents) if isinstance(size, int) and size == 1}
     conds: list[PrimExpr] = []
     for iv, value in zip(block.iter_vars, values):
         if id(iv.var) in whole:
             continue
         if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):
-            conds.extend(_symbolic_domain_guard(iv, value, around, units))
+            conds.extend(_symbolic_domain_guard(iv, value, around, analyzer, units))
             continue
         lo, end = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value
         b = analyzer.bound(value)
@@ -239,33 +320,55 @@ def _below(analyzer: Analyzer, value: PrimExpr, end: int, inner: set) -> PrimExp
     return LT(analyzer.to_expr(quotient, value.dtype), const(end // g, value.dtype))
 
 
-def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For], units: dict) -> list[PrimExpr]:
+def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For], analyzer: Analyzer,
+                           units: dict) -> list[PrimExpr]:
     """The conditions keeping ``value`` in a symbolic domain: none when it is a loop variable
     whose loop has exactly that domain (a row loop ``for i in range(n)`` bound to ``i``), give
     or take new loops of one iteration (``units``)."""
     simplify = Analyzer().simplify
-    plain = simplify(substitute(value, units))
+    plain = simplify(substitute(value, units))  # (new loops of one iteration are 0)
     # a loop's own variable over that domain, or ``fused // c`` with the loop running n * c times
     var, c = (plain.a, plain.b) if isinstance(plain, FloorDiv) and isinstance(plain.b, IntImm) else (plain, None)
     for node in around:
         if var is node.loop_var and structural_equal(node.min, iv.dom.min) and (c is None or is_const_int(node.min, 0)):
-            whole = iv.dom.extent if c is None else simplify(Mul(iv.dom.extent, c))
-            if structural_equal(simplify(node.extent), whole):
+            if structural_equal(simplify(node.extent), iv.dom.extent if c is None else simplify(Mul(iv.dom.extent, c))):
                 return []
-    upper = LT(value, simplify(Add(iv.dom.min, iv.dom.extent)))
-    if is_const_int(iv.dom.min, 0) and _non_negative(value):
-        return [upper]  # (a sum of loop variables cannot go below 0)
-    return [GE(value, iv.dom.min), upper]
+    if is_const_int(iv.dom.min, 0) and _tiles_domain(value, iv.dom.extent, around, analyzer):
+        return []
+    if is_const_int(iv.dom.min, 0) and _non_negative(value, around, analyzer):
+        return [LT(value, iv.dom.extent)]  # (the lower bound holds: TVM proves it and leaves it out)
+    return [GE(value, iv.dom.min), LT(value, Add(iv.dom.min, iv.dom.extent))]
 
 
-def _non_negative(e: PrimExpr) -> bool:
-    """Whether ``e`` is built of loop variables and non-negative constants by +, * and //."""
-    if isinstance(e, Var):
-        return True
-    if isinstance(e, IntImm):
-        return e.value >= 0
-    if isinstance(e, (Add, Mul, FloorDiv, FloorMod)):
-        return _non_negative(e.a) and _non_negative(e.b)
+def _non_negative(value: PrimExpr, around: list[For], analyzer: Analyzer) -> bool:
+    """Whether ``value`` is a sum of non-negative multiples of loop variables over ``[0, m)``."""
+    starts = {id(node.loop_var) for node in around if is_const_int(node.min, 0)}
+    s = analyzer.canonical(value)
+    return s.base >= 0 and all(t.scale > 0 and isinstance(t.index, Var) and t.upper is None and
+                               (id(t.index) in starts or (analyzer.bound(t.index) or (-1,))[0] >= 0)
+                               for t in s.terms)
+
+
+def _tiles_domain(value: PrimExpr, extent: PrimExpr, around: list[For], analyzer: Analyzer) -> bool:
+    """Whether ``value`` is ``v * c + rest`` with ``v`` a loop over ``[0, m)``, ``rest`` in
+    ``[0, c)`` and ``extent`` being ``m * c``: a tile of a padded symbolic domain (a loop over
+    ``(n + 31) // 32`` tiles of 32 rows covers ``(n + 31) // 32 * 32`` exactly). ``analyzer``
+    knows the constant loops."""
+    for node in around:
+        if isinstance(node.extent, IntImm) or not is_const_int(node.min, 0):
+            continue
+        rest = analyzer.simplify(substitute(value, {node.loop_var: const(0, node.loop_var.dtype)}))
+        tile = analyzer.simplify(Sub(value, rest))
+        if tile is node.loop_var:
+            size = const(1, tile.dtype)
+        elif isinstance(tile, Mul) and tile.a is node.loop_var and isinstance(tile.b, IntImm):
+            size = tile.b
+        else:
+            continue
+        bound = analyzer.bound(rest)
+        if (bound is not None and 0 <= bound[0] and bound[1] < size.value
+                and structural_equal(analyzer.simplify(Mul(node.extent, size)), analyzer.simplify(extent))):
+            return True
     return False
 
 
@@ -327,7 +430,7 @@ def compute_at(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, lo
                 bounds[id(r.min)] = _union(bounds[id(r.min)], dim) if id(r.min) in bounds else dim
     moved = _rebuild_block(realize, bounds, preserve_unit_loops, around)
     # The block leaves its place, then goes into the loop's body next to the blocks it serves.
-    func = remove_block(func, name, primitive)
+    func = remove_block(func, realize, primitive)
     loop = find_loop(func, loop.loop_var)[0]
     children = list(loop.body.seq) if isinstance(loop.body, SeqStmt) else [loop.body]
     buffers = {id(a.buffer) for a in accesses}

@@ -7,15 +7,18 @@ change get read and write regions inferred afresh.
 """
 from __future__ import annotations
 
-from typing import Any
+from math import prod
+from typing import Any, Callable
 
 from ...ir.analysis import infer_block_regions, substitute
 from ...ir.buffer import Buffer
-from ...ir.expr import BufferLoad, IntImm, Var, is_const_int
+from ...ir.expr import LT, Add, And, BufferLoad, FloorDiv, FloorMod, IntImm, PrimExpr, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore
+from ...ir.structural import structural_equal
 from ...ir.visitor import Mutator, collect
 from .errors import ScheduleError
+from .layout import linear_terms
 from .tree import blocks_under, remove_block, replace_stmts
 
 
@@ -35,17 +38,116 @@ def _distinct_iter_vars(indices: tuple, block: Block, primitive: str) -> list[Va
     return list(indices)
 
 
-class _InlineLoads(Mutator):
-    """Replaces loads of ``buffer`` with ``value`` evaluated at the load's indices."""
+def _iterators_at(indices: tuple, block: Block, values: tuple, primitive: str) -> dict:
+    """``block``'s iterators as expressions of ``values``, where it accesses a buffer at
+    ``indices`` and the buffer is indexed by ``values``: the value at an iterator's index, or a
+    digit of it at a fused index (``C[0, i * 96 + j * 32 + k]`` read at ``(0, v1)``: ``i = v1 // 96``,
+    ``j = v1 // 32 % 3``, ``k = v1 % 32``). Constant indices bind nothing; a unit iterator the
+    indices leave out is at its only value."""
+    own = {id(iv.var): iv for iv in block.iter_vars}
+    mapping: dict = {}
+    for index, value in zip(indices, values):
+        if isinstance(index, IntImm):
+            continue
+        digits = _mixed_radix(index, own)
+        if digits is None or any(v in mapping for v, _, _ in digits):
+            break
+        if len(digits) == 1:
+            mapping[digits[0][0]] = value
+            continue
+        for n, (var, stride, extent) in enumerate(digits):  # (outermost first)
+            digit = value if stride == 1 else FloorDiv(value, const(stride, value.dtype))
+            mapping[var] = digit if n == 0 else FloorMod(digit, const(extent, value.dtype))
+    else:
+        for iv in block.iter_vars:
+            if iv.var not in mapping and is_const_int(iv.dom.extent, 1):
+                mapping[iv.var] = iv.dom.min
+        if all(iv.var in mapping for iv in block.iter_vars):
+            return mapping
+    raise ScheduleError(f"{primitive}: block '{block.name_hint}' must access its buffer at its own "
+                        f"iterators, each once (or fused in mixed radix), e.g. B[vi, vj]")
 
-    def __init__(self, buffer: Buffer, params: list[Var], value: Any):
-        self.buffer, self.params, self.value = buffer, params, value
+
+def _check_constant_indices(indices: tuple, block: Block, producer: Block) -> None:
+    """A constant index of the consumer sits where the producer has a unit iterator of that value."""
+    domains = {id(iv.var): iv.dom for iv in producer.iter_vars}
+    for index, stored_at in zip(indices, producer.body.indices):
+        dom = domains[id(stored_at)]
+        if isinstance(index, IntImm) and not (is_const_int(dom.min, index.value) and is_const_int(dom.extent, 1)):
+            raise ScheduleError(f"reverse_compute_inline: block '{block.name_hint}' reads "
+                                f"'{producer.name_hint}''s result at the constant {index.value} where that "
+                                f"block iterates")
+
+
+def _mixed_radix(index: PrimExpr, own: dict) -> list | None:
+    """``[(var, stride, extent)]``, outermost first, of an index ``i * 96 + j * 32 + k`` over
+    iterators of constant extents whose strides are the products of the inner extents."""
+    terms = linear_terms(index)
+    if terms is None or any(id(v) not in own for v, _ in terms):
+        return None
+    if len(terms) == 1:  # (an iterator itself, of any extent)
+        return [(terms[0][0], 1, None)] if terms[0][1] == 1 else None
+    if any(not isinstance(own[id(v)].dom.extent, IntImm) for v, _ in terms):
+        return None
+    terms.sort(key=lambda t: -t[1])
+    digits, stride = [], 1
+    for var, s in reversed(terms):
+        extent = own[id(var)].dom.extent.value
+        if s != stride:
+            return None
+        digits.append((var, s, extent))
+        stride *= extent
+    return digits[::-1]
+
+
+def _consumer_domain_predicate(consumer: Block, indices: tuple, realize: BlockRealize) -> PrimExpr:
+    """The producer's predicate, and-ed with ``binding < extent`` for each producer iterator
+    whose domain is larger than what the consumer reads there (a padded producer writing back only
+    the rows that exist: ``ax1_0 * 32 + ax1 < n``; a fused index covering 162 of 192 rows)."""
+    own = {id(iv.var): iv for iv in consumer.iter_vars}
+    at = {id(v): k for k, index in enumerate(indices) if not isinstance(index, IntImm)
+          for v, _, _ in _mixed_radix(index, own)}
+    # (in the order of the consumer's iterators, each index once)
+    positions = list(dict.fromkeys(at[id(iv.var)] for iv in consumer.iter_vars if id(iv.var) in at))
+    bindings = _bindings(realize)
+    predicate = realize.predicate
+    for k in positions:
+        index, stored_at, value = indices[k], realize.block.body.indices[k], bindings[k]
+        piv = next(iv for iv in realize.block.iter_vars if iv.var is stored_at)
+        digits = _mixed_radix(index, own)
+        if len(digits) == 1:
+            civ = own[id(digits[0][0])]
+            low, extent = civ.dom.min, civ.dom.extent
+        else:
+            low, extent = piv.dom.min, const(prod(e for _, _, e in digits), index.dtype)
+        if structural_equal(piv.dom.extent, extent) and structural_equal(piv.dom.min, low):
+            continue
+        if len(digits) > 1 and not (isinstance(piv.dom.extent, IntImm) and extent.value <= piv.dom.extent.value):
+            raise ScheduleError(f"reverse_compute_inline: block '{consumer.name_hint}' reads a fused index "
+                                f"beyond '{realize.block.name_hint}''s iterator")
+        bound = LT(value, extent if is_const_int(low, 0) else Add(low, extent))
+        predicate = bound if is_const_int(predicate, 1) else And(predicate, bound)
+    return predicate
+
+
+def _bindings(realize: BlockRealize) -> list:
+    """The values bound to the iterators the producer's store indices are, in index order."""
+    by_var = {id(iv.var): value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
+    return [by_var[id(i)] for i in realize.block.body.indices]
+
+
+class _InlineLoads(Mutator):
+    """Replaces loads of ``buffer`` with ``value`` evaluated at the load's indices (``solve``
+    gives the variables of ``value`` at a load's indices)."""
+
+    def __init__(self, buffer: Buffer, solve: Callable[[tuple], dict], value: Any):
+        self.buffer, self.solve, self.value = buffer, solve, value
 
     def visit_BufferLoad(self, node: BufferLoad) -> Any:
         node = self.generic_visit(node)
         if node.buffer is not self.buffer:
             return node
-        return substitute(self.value, dict(zip(self.params, node.indices)))
+        return substitute(self.value, self.solve(node.indices))
 
 
 def _with_reads(block: Block) -> Block:
@@ -73,27 +175,11 @@ def _readers(func: PrimFunc, buffer: Buffer) -> list[BlockRealize]:
             or not blocks_under(r.block.body) and any(n.buffer is buffer for n in collect(r.block.body, BufferLoad))]
 
 
-def _inlined_params(store: BufferStore, block: Block) -> tuple[list[Var], Any]:
-    """The store's indices as the parameters of its value, and the value: besides its own
-    iterators, each once, a store may index a dimension with a constant, and an iterator of one
-    value may index none (NormalizePrimFunc drops such iterators; the value reads that
-    iterator's only value instead), as TVM's inliner accepts."""
-    own = {id(iv.var): iv for iv in block.iter_vars}
-    named = [i for i in store.indices if isinstance(i, Var)]
-    unnamed = [iv for iv in block.iter_vars if not any(iv.var is v for v in named)]
-    if (any(not isinstance(i, (Var, IntImm)) or isinstance(i, Var) and id(i) not in own for i in store.indices)
-            or len({id(v) for v in named}) != len(named)
-            or any(not (is_const_int(iv.dom.extent, 1) and isinstance(iv.dom.min, IntImm)) for iv in unnamed)):
-        raise ScheduleError(f"compute_inline: block '{block.name_hint}' must store at its own iterators, "
-                            f"each once (or a constant where an iterator has one value), e.g. B[vi, vj]")
-    params = [i if isinstance(i, Var) else Var(f"ph_{k}", i.dtype) for k, i in enumerate(store.indices)]
-    return params, substitute(store.value, {iv.var: iv.dom.min for iv in unnamed})
-
-
 def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     block = realize.block
     store = _single_store(block, "compute_inline")
-    params, value = _inlined_params(store, block)
+    # (a constant index, as a reindex stage's T.int64(0), is where every consumer reads too)
+    _iterators_at(store.indices, block, store.indices, "compute_inline")
     buffer = store.buffer
     if any(b is buffer for b in func.buffer_map.values()):
         raise ScheduleError(f"compute_inline: block '{block.name_hint}' is an output block: it writes "
@@ -101,7 +187,7 @@ def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     if len(_writers(func, buffer)) != 1:
         raise ScheduleError(f"compute_inline: buffer '{buffer.name}' of block '{block.name_hint}' has "
                             f"other writers")
-    inliner = _InlineLoads(buffer, params, value)
+    inliner = _InlineLoads(buffer, lambda at: _iterators_at(store.indices, block, at, "compute_inline"), store.value)
     table: dict[int, Any] = {}
     for consumer in _readers(func, buffer):
         new = inliner.visit(consumer.block.with_changes(reads=()))
@@ -135,14 +221,17 @@ def reverse_compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     if any(len(n.indices) != len(first) or any(a is not b for a, b in zip(n.indices, first)) for n in loads):
         raise ScheduleError(f"reverse_compute_inline: block '{name}' loads '{buffer.name}' at "
                             f"different indices")
-    params = _distinct_iter_vars(first, block, "reverse_compute_inline")
     producer = writers[0].block
     producer_store = _single_store(producer, "reverse_compute_inline")
     producer_params = _distinct_iter_vars(producer_store.indices, producer, "reverse_compute_inline")
-    mapping = dict(zip(params, producer_params))
-    value = _InlineLoads(buffer, producer_params, producer_store.value).visit(substitute(store.value, mapping))
+    _check_constant_indices(first, block, producer)
+    mapping = _iterators_at(first, block, tuple(producer_params), "reverse_compute_inline")
+    # every load reads what the producer stores at its own indices
+    value = _InlineLoads(buffer, lambda at: {}, producer_store.value).visit(substitute(store.value, mapping))
     new_store = BufferStore(store.buffer, value, tuple(substitute(i, mapping) for i in store.indices))
     merged = producer.with_changes(body=new_store, reads=(), writes=())
     reads, writes = infer_block_regions(merged)
-    func = replace_stmts(func, {id(producer): merged.with_changes(reads=reads, writes=writes)})
+    merged = merged.with_changes(reads=reads, writes=writes)
+    predicate = _consumer_domain_predicate(block, first, writers[0])
+    func = replace_stmts(func, {id(writers[0]): writers[0].with_changes(block=merged, predicate=predicate)})
     return _drop_allocation(remove_block(func, name, "reverse_compute_inline"), buffer)

@@ -16,11 +16,12 @@ from typing import Any, Callable
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer, BufferRegion
-from ...ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var, const
+from ...ir.expr import Add, BufferLoad, IntImm, Mul, PrimExpr, Range, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import BlockRealize, BufferStore
-from ...ir.visitor import Mutator
+from ...ir.structural import structural_equal
+from ...ir.visitor import Mutator, collect
 from . import layout_pad
 from .errors import ScheduleError
 from .injective import Unchecked, collision
@@ -111,11 +112,53 @@ class _Relayout(Mutator):
         return BufferRegion.full(self.new)
 
 
+def linear_terms(e: PrimExpr) -> list[tuple[Var, int]] | None:
+    """``[(var, coefficient)]`` of a sum of variables times constants (``i * 96 + j * 32 + k``),
+    None for another expression."""
+    terms, stack = [], [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Add):
+            stack += [x.b, x.a]
+        elif isinstance(x, Var):
+            terms.append((x, 1))
+        elif isinstance(x, Mul) and isinstance(x.a, Var) and isinstance(x.b, IntImm):
+            terms.append((x.a, x.b.value))
+        else:
+            return None
+    return terms
+
+
+def _fused_extent(e: PrimExpr, extents: dict) -> PrimExpr | None:
+    """The extent of a new index that is an old index, a constant, or old indices fused in
+    mixed radix (``i0 * e1 + i1``, ``e1`` the extent of ``i1``); None for anything else."""
+    if isinstance(e, Var):
+        return extents.get(id(e))
+    if isinstance(e, IntImm):
+        return const(e.value + 1, e.dtype) if e.value >= 0 else None
+    if isinstance(e, Add) and isinstance(e.a, Mul) and isinstance(e.b, Var):
+        inner, outer = extents.get(id(e.b)), _fused_extent(e.a.a, extents)
+        if inner is not None and outer is not None and structural_equal(e.a.b, inner):
+            return Analyzer().simplify(Mul(outer, inner))
+    return None
+
+
+def _symbolic_shape(buffer: Buffer, index_map: IndexMap) -> tuple:
+    """The new shape of a buffer of symbolic shape, for maps that only insert unit dimensions and
+    fuse dimensions, or drop unit ones (one-to-one, no padding, by construction)."""
+    extents = {id(v): e for v, e in zip(index_map.initial_indices, buffer.shape)}
+    used = [id(v) for e in index_map.final_indices for v in collect(e, Var)]
+    dropped = [e for v, e in extents.items() if v not in used]
+    shape = tuple(_fused_extent(e, extents) for e in index_map.final_indices)
+    if None in shape or len(used) != len(set(used)) or not all(is_const_int(e, 1) for e in dropped):
+        raise ScheduleError(f"transform_layout: buffer '{buffer.name}' has a symbolic shape; only maps that "
+                            f"fuse or insert dimensions are supported there, not {index_map}")
+    return shape
+
+
 def _new_shape(buffer: Buffer, index_map: IndexMap) -> tuple:
     analyzer = Analyzer()
     for var, extent in zip(index_map.initial_indices, buffer.shape):
-        if not isinstance(extent, IntImm):
-            raise ScheduleError(f"transform_layout: buffer '{buffer.name}' has a symbolic shape")
         analyzer.bind(var, 0, extent.value)
     shape = []
     for e in index_map.final_indices:
@@ -163,11 +206,14 @@ def transform_layout(func: PrimFunc, realize: BlockRealize, buffer_type: str, in
     elif len(index_map.initial_indices) != len(old.shape):
         raise ScheduleError(f"transform_layout: the index map takes {len(index_map.initial_indices)} indices, "
                             f"the buffer has {len(old.shape)} dimensions")
-    shape = _new_shape(old, index_map)
+    symbolic = not all(isinstance(e, IntImm) for e in old.shape)
+    shape = _symbolic_shape(old, index_map) if symbolic else _new_shape(old, index_map)
+    if pad_value is not None and symbolic:
+        raise ScheduleError(f"transform_layout: buffer '{old.name}' has a symbolic shape: no pad_value")
     if pad_value is not None:
         pad_value = layout_pad.pad_value_map(pad_value, old, len(shape))
     analyzer = Analyzer()
-    if not assume_injective:
+    if not assume_injective and not symbolic:
         _check_one_to_one(old, index_map, shape)
         if prod(e.value for e in shape) > prod(e.value for e in old.shape):  # (constant: _new_shape checked)
             if pad_value is None:

@@ -139,6 +139,17 @@ def symbolic_factors(loop: For, factors: list) -> tuple[list, bool]:
     return sizes, False
 
 
+def divisible(e: PrimExpr, k: int) -> bool:
+    """Whether ``e`` is a multiple of ``k`` by its form (``(n + 31) // 32 * 32`` of 8, 16 or 32)."""
+    if isinstance(e, IntImm):
+        return e.value % k == 0
+    if isinstance(e, Mul):
+        return divisible(e.a, k) or divisible(e.b, k)
+    if isinstance(e, Add):
+        return divisible(e.a, k) and divisible(e.b, k)
+    return k == 1
+
+
 def split(func: PrimFunc, loop: For, factors: list, preserve_unit_iters: bool,
           disable_predication: bool) -> tuple[PrimFunc, list[Var]]:
     exact = False
@@ -158,7 +169,8 @@ def split(func: PrimFunc, loop: For, factors: list, preserve_unit_iters: bool,
         scaled = value if is_const_int(value, 0) or is_const_int(factor, 1) else Mul(value, factor)
         value = part if is_const_int(scaled, 0) else scaled if is_const_int(part, 0) else Add(scaled, part)
     guard = None
-    if not isinstance(extent, int) and not disable_predication and not exact:
+    if not isinstance(extent, int) and not disable_predication and not exact and not divisible(extent, prod(
+            size for size in sizes if isinstance(size, int))):
         guard = LT(value, extent)
     elif isinstance(extent, int) and prod(sizes) != extent and not disable_predication:
         guard = LT(value, const(extent, dtype))
@@ -172,11 +184,19 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
             raise ScheduleError(f"fuse: the loops can't be fused because the outer loop "
                                 f"'{outer.loop_var.name}' is not the parent of the inner loop "
                                 f"'{inner.loop_var.name}' (or has other statements in its body)")
-    if any(not isinstance(loop.extent, IntImm) for loop in loops):
-        return _fuse_symbolic(func, loops)
-    extents = [const_extent(loop, "fuse") for loop in loops]
-    dtype = loops[0].loop_var.dtype
+    dtype = max((loop.loop_var.dtype for loop in loops), key=lambda t: t.bits)  # (TVM: the widest)
     fused = Var("_".join(loop.loop_var.name for loop in loops) + "_fused", dtype)
+    symbolic = [loop for loop in loops if not isinstance(loop.extent, IntImm)]
+    if symbolic and all(is_const_int(loop.min, 0) for loop in loops) and all(
+            is_const_int(loop.extent, 1) for loop in loops if loop not in symbolic) and len(symbolic) == 1:
+        # one loop of symbolic extent among unit loops (a batch of n with unit tiles): it is the
+        # fused loop, the unit loops are 0
+        mapping = {loop.loop_var: fused if loop is symbolic[0] else const(0, dtype) for loop in loops}
+        body = _Rebind(mapping, Analyzer(iter_map_order=True)).visit(loops[-1].body)
+        return replace_stmts(func, {id(loops[0]): For(fused, const(0, dtype), symbolic[0].extent, SERIAL, body)}), fused
+    if symbolic:
+        return _fuse_symbolic(func, loops, dtype)
+    extents = [const_extent(loop, "fuse") for loop in loops]
     total = prod(extents)
     mapping: dict = {}
     for i, (loop, extent) in enumerate(zip(loops, extents)):
@@ -195,13 +215,12 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
     return replace_stmts(func, {id(loops[0]): new_loop}), fused
 
 
-def _fuse_symbolic(func: PrimFunc, loops: list[For]) -> tuple[PrimFunc, Var]:
+def _fuse_symbolic(func: PrimFunc, loops: list[For], dtype: Any) -> tuple[PrimFunc, Var]:
     """``fuse`` where some extent is symbolic: the same bindings, with strides that are products
     of extents (``fused // 16``, ``fused % n``)."""
     for loop in loops:
         if not is_const_int(loop.min, 0):
             raise ScheduleError(f"fuse: loop '{loop.loop_var.name}' must start at 0")
-    dtype = loops[0].loop_var.dtype
     analyzer = Analyzer(iter_map_order=True)
 
     def product(extents: list) -> PrimExpr:

@@ -14,6 +14,7 @@ from ...ir.expr import (COMM_REDUCE, DATA_PAR, Add, BufferLoad, IntImm, IterVar,
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
+from ...ir.visitor import collect
 from .errors import ScheduleError
 from .loop_transform import conjoin, conjuncts, uses_var
 from .tree import enclosing_loops, parent_block, replace_in, replace_stmts
@@ -70,19 +71,34 @@ def rfactor(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, facto
         return IterVar(Range(node.min, node.extent), Var(f"v{node.loop_var.name}", node.loop_var.dtype), kind)
 
     # The block that computes partial results: the rfactor loop is spatial, other reduction loops stay.
+    # (TVM's order: the rfactor iterator, then the block's own in their order, where a reduction
+    # iterator bound through the rfactor loop gives way to one per loop of its binding)
     rf_iter = iter_of(loop, DATA_PAR)
-    red_loops = [node for node in loops if in_reduce(node) and node is not loop]
-    red_iters = [iter_of(node, COMM_REDUCE) for node in red_loops]
-    to_iters = {node.loop_var: it.var for node, it in zip([loop] + red_loops, [rf_iter] + red_iters)}
-    old_reduce = {iv.var: substitute(v, to_iters) for iv, v in reduce}
+    rf_iters, rf_values = [rf_iter], [loop.loop_var]
+    loop_of = {id(node.loop_var): node for node in loops}
+    made = {loop.loop_var: rf_iter.var}
+    old_reduce = {}
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        if iv.iter_type == DATA_PAR or not uses_var(value, {id(loop.loop_var)}):
+            rf_iters.append(iv)
+            rf_values.append(value)
+            continue
+        for var in collect(value, Var):
+            if id(var) in loop_of and var not in made:
+                it = iter_of(loop_of[id(var)], COMM_REDUCE)
+                made[var] = it.var
+                rf_iters.append(it)
+                rf_values.append(var)
+        old_reduce[iv.var] = substitute(value, made)
     shape = list(out.shape)
     shape.insert(factor_axis, loop.extent)
-    rf_buffer = decl_buffer(shape, out.dtype, f"{out.name}_rf", scope=out.scope)
+    # (TVM copies the buffer: its offset keeps the type of the old first dimension)
+    rf_buffer = decl_buffer(shape, out.dtype, f"{out.name}_rf", scope=out.scope, elem_offset=out.offset)
     rf_index = list(store.indices)
     rf_index.insert(factor_axis, rf_iter.var)
     rf_index_t = tuple(rf_index)
     rf_value = combiner(BufferLoad(rf_buffer, rf_index_t), substitute(rhs, old_reduce))
-    rf_block = Block((rf_iter,) + tuple(iv for iv, _ in spatial) + tuple(red_iters), (), (), (), (),
+    rf_block = Block(tuple(rf_iters), (), (), (), (),
                      f"{name}_rf", BufferStore(rf_buffer, block.init.value, rf_index_t),
                      BufferStore(rf_buffer, rf_value, rf_index_t), block.annotations)
     reads, writes = infer_block_regions(rf_block)
@@ -93,8 +109,7 @@ def rfactor(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, facto
                                                for x in given[id(r.buffer)].region))
                   if id(r.buffer) in given else r for r in reads)
     rf_block = rf_block.with_changes(reads=reads, writes=writes)
-    rf_values = (loop.loop_var,) + tuple(v for _, v in spatial) + tuple(n.loop_var for n in red_loops)
-    rf_realize = BlockRealize(rf_values, realize.predicate, rf_block)
+    rf_realize = BlockRealize(tuple(rf_values), realize.predicate, rf_block)
 
     # The final reduction over the partial results, under copies of the spatial loops and the rf loop.
     kept = [node for node in loops if node is loop or in_spatial(node)]

@@ -40,6 +40,11 @@ def _check_scope(primitive: str, scope: Any) -> None:
         raise ScheduleError(f"{primitive}: the storage scope is a string such as \"shared\", got {scope!r}")
 
 
+def _name_index(key: Any) -> tuple:
+    """(name, k) of a block handle's key: the k-th block of that name."""
+    return key if isinstance(key, tuple) else (key, 0)
+
+
 class Schedule:
     """``Schedule(mod_or_func, seed=None)``: transform the TensorIR functions of a module."""
 
@@ -460,12 +465,21 @@ class Schedule:
             if loop_fname != fname:
                 raise ScheduleError("decompose_reduction: the block and the loop are in different functions")
             old_name = realize.block.name_hint
-            func, init_name = reduction.decompose_reduction(self._prim_func(fname), realize, path, node)
+            before = self._prim_func(fname)
+            func, init_name = reduction.decompose_reduction(before, realize, path, node)
             self._update(fname, func)
-            for rv, where in list(self._rvs.items()):  # handles of the block now name C_update
-                if where == (fname, old_name):
-                    self._rvs[rv] = (fname, f"{old_name}_update")
-            (rv,) = self._new_blocks(fname, [find_block(func, init_name)[0]])
+            # handles of the block now name C_update; later blocks of the name C move up one
+            decomposed = _name_index(self._rvs[block][1])
+            (update,) = self._made_blocks(fname, before, [f"{old_name}_update"])
+            for rv, where in list(self._rvs.items()):
+                if not isinstance(rv, BlockRV) or where[0] != fname or _name_index(where[1])[0] != old_name:
+                    continue
+                k = _name_index(where[1])[1]
+                if k == decomposed[1]:
+                    self._rvs[rv] = self._rvs[update]
+                elif k > decomposed[1]:
+                    self._rvs[rv] = (fname, old_name if k == 1 else (old_name, k - 1))
+            (rv,) = self._made_blocks(fname, before, [init_name])
             self._record("DecomposeReduction", [block, loop], [], [rv])
             return rv
         return self._run("decompose_reduction", action)
@@ -785,10 +799,11 @@ class Schedule:
             if len(reductions) != 1:
                 raise ScheduleError(f"rfactor: loop '{node.loop_var.name}' must hold exactly one reduction "
                                     f"block, it holds {len(reductions)}")
-            realize, path = find_block(func, reductions[0].block.name_hint)
-            func, rf_name = rfactor.rfactor(func, realize, path, node, factor_axis)
-            self._update(fname, func)
-            (rv,) = self._new_blocks(fname, [find_block(func, rf_name)[0]])
+            realize, path = next((r, p) for r, p in walk_with_path(func.body) if r is reductions[0])
+            new_func, rf_name = rfactor.rfactor(func, realize, path, node, factor_axis)
+            self._update(fname, new_func)
+            # (a second rfactor of the same block makes a second block of that name)
+            (rv,) = self._made_blocks(fname, func, [rf_name])
             self._record("RFactor", [loop], [factor_axis], [rv])
             return rv
         return self._run("rfactor", action)

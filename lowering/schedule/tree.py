@@ -141,9 +141,14 @@ def replace_stmts(func: PrimFunc, table: dict[int, Stmt]) -> PrimFunc:
     return func if body is func.body else func.with_changes(body=body)  # type: ignore[return-value]
 
 
-def remove_block(func: PrimFunc, name: str, primitive: str) -> PrimFunc:
-    """``func`` without block ``name`` and the loops that hold only it."""
-    realize, path = find_block(func, name)
+def remove_block(func: PrimFunc, name: "str | BlockRealize", primitive: str) -> PrimFunc:
+    """``func`` without block ``name`` (or that very realize, where names repeat) and the loops
+    that hold only it."""
+    if isinstance(name, BlockRealize):
+        realize, path = next((r, p) for r, p in walk_with_path(func.body) if r is name)
+        name = realize.block.name_hint
+    else:
+        realize, path = find_block(func, name)
     node: Stmt = realize
     parents = list(path)
     while parents and isinstance(parents[-1], For) and parents[-1].body is node:

@@ -1,11 +1,15 @@
 """TIR lowering: the passes that turn scheduled TensorIR into loop-level code for a CPU code
-generator, each a named, registered pass as in TVM 0.27, and ``lower_for_codegen`` running them."""
+generator, each a named, registered pass as in TVM 0.27, and ``lower_for_codegen`` running them;
+gpu/ holds the passes of TVM's cuda pipeline and ``lower_for_cuda``."""
 from __future__ import annotations
 
 from .canonicalize_loop import CanonicalizeLoop, canonicalize_loop
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque, convert_blocks_to_opaque
 from .flatten_buffer import FlattenBuffer, flatten_buffer
+from .gpu import (AnnotateEntryFunc, CommonSubexprElim, InjectVirtualThread, LiftThreadBinding, LowerCrossThreadReduction,
+                  LowerThreadAllreduce, LowerWarpMemory, NarrowDataType, SplitHostDevice, StorageRewrite, ThreadSync,
+                  UnifyThreadBinding, lower_for_cuda)
 from .lower_init_block import LowerInitBlock, lower_init_block
 from .lower_intrin import LowerIntrin, lower_intrin
 from .lower_match_buffer import LowerMatchBuffer, lower_match_buffer
@@ -18,6 +22,9 @@ from .unswitch_guards import UnswitchGuards, unswitch_guards
 from .vectorize_loop import VectorizeLoop, vectorize_loop
 
 __all__ = [
+    "AnnotateEntryFunc", "CommonSubexprElim", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",
+    "LowerThreadAllreduce", "LowerWarpMemory", "NarrowDataType", "SplitHostDevice", "StorageRewrite", "ThreadSync",
+    "UnifyThreadBinding", "lower_for_cuda",
     "CanonicalizeLoop", "canonicalize_loop", "CompactBufferAllocation", "ConvertBlocksToOpaque",
     "FlattenBuffer", "LowerInitBlock",
     "LowerIntrin", "LowerMatchBuffer", "LowerOpaqueBlock", "PlanAndUpdateBufferAllocationLocation",

@@ -3,35 +3,138 @@
 ``B = T.sblock_alloc_buffer((64, 48))`` in a block that only touches ``B[i, j_0 * 16:j_0 * 16 + 16]``
 becomes ``(1, 16)``, and every access subtracts the region's start, unsimplified as TVM prints it:
 ``B[i - i, j_0 * 16 + ax0 - j_0 * 16]``. Regions are found from the accesses and the inner blocks'
-declared reads/writes, with the block's own loops relaxed over their ranges.
+declared reads/writes, with the block's own loops relaxed over their ranges, and, as on a GPU
+the threads share it, the thread indices launched around the block that share the buffer's
+memory: every thread index for a global buffer, ``threadIdx`` for a shared one, ``threadIdx.x``
+for a warp one, none for a local one. The compact buffer has no strides, unless storage_align
+asked for aligned rows (the ``buffer_dim_align`` annotation): then its strides are padded.
 """
 from __future__ import annotations
 
 import dataclasses
 
-from ...ir.analysis import infer_block_regions
+from ...ir.analysis import index_bounds, substitute
 from ...ir.buffer import Buffer, BufferRegion
 from ...ir.arith import simplify_index
-from ...ir.expr import Add, BufferLoad, IntImm, PrimExpr, Range, Sub, const, is_const_int
+from ...ir.expr import Add, BufferLoad, FloorMod, IntImm, PrimExpr, Range, Sub, const, is_const_int
 from ...ir.function import PrimFunc
-from ...ir.stmt import Block, BufferStore
-from ...ir.visitor import Mutator
+from ...ir.stmt import THREAD_BINDING, Block, BlockRealize, BufferStore, For
+from ...ir.visitor import Mutator, Visitor, walk
 from .tir_pass import define_tir_pass
 
 
 
-def _touched_regions(block: Block) -> dict:
-    """buffer -> the region of it that ``block``'s body reads or writes."""
-    reads, writes = infer_block_regions(dataclasses.replace(block, alloc_buffers=(), match_buffers=()))
-    found: dict = {}
-    for region in (*writes, *reads):
-        found.setdefault(region.buffer, []).append(region)
-    return found
+def _shares(scope: str, tag: str) -> bool:
+    """Whether the threads of index ``tag`` share memory of ``scope`` (TVM's
+    CanRelaxStorageUnderThread)."""
+    thread_rank = 0 if tag.startswith("blockIdx.") else 1 if tag.startswith("threadIdx.") else -1
+    if thread_rank < 0:
+        return False
+    if scope == "warp":
+        return tag == "threadIdx.x"
+    storage_rank = {"global": 0, "shared": 1, "shared.dyn": 1}.get(scope, 3)
+    return storage_rank <= thread_rank
+
+
+class _Accesses(Visitor):
+    """The ranges of each buffer its loads and stores touch, inner blocks' iterators replaced
+    by their bindings and loops (and the thread loops given) relaxed over their ranges (as
+    TVM's collector, from the accesses themselves, not the blocks' declared regions)."""
+
+    def __init__(self, threads: tuple) -> None:
+        self.doms: dict = {t.loop_var: (t.min, t.extent) for t in threads}
+        self.binding: dict = {}
+        self.found: dict = {}
+
+    def touch(self, buffer: Buffer, indices: tuple) -> None:
+        ranges = []
+        for dim, index in enumerate(indices):
+            bounds = index_bounds(substitute(index, self.binding), self.doms)
+            if bounds is None or index.dtype.lanes > 1:
+                extent = buffer.shape[dim]
+                ranges.append(Range(const(0, extent.dtype), extent))
+            else:
+                lo, hi = bounds
+                ranges.append(Range(lo, simplify_index(Add(Sub(hi, lo), const(1, lo.dtype)))))
+        self.found.setdefault(buffer, []).append(BufferRegion(buffer, tuple(ranges)))
+
+    def visit_For(self, loop: For) -> None:
+        self.doms[loop.loop_var] = (substitute(loop.min, self.binding), substitute(loop.extent, self.binding))
+        self.generic_visit(loop)
+
+    def visit_BlockRealize(self, realize: BlockRealize) -> None:
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            self.binding[iv.var] = substitute(value, self.binding)
+        block = realize.block
+        for m in block.match_buffers:
+            self.found.setdefault(m.source.buffer, []).append(m.source)
+        if block.init is not None:
+            self.visit(block.init)
+        self.visit(block.body)
+
+    def visit_BufferLoad(self, load: BufferLoad) -> None:
+        self.touch(load.buffer, load.indices)
+        self.generic_visit(load)
+
+    def visit_BufferStore(self, store: BufferStore) -> None:
+        self.touch(store.buffer, store.indices)
+        self.generic_visit(store)
+
+
+def _touched_regions(block: Block, threads: tuple = ()) -> dict:
+    """buffer -> the regions of it that ``block``'s body reads or writes, as the thread loops
+    ``threads`` (around the block) run."""
+    collector = _Accesses(threads)
+    collector.visit(block.body)
+    return collector.found
+
+
+def storage_aligns(func: PrimFunc) -> dict:
+    """buffer -> {dim: (factor, offset)} from the blocks' ``buffer_dim_align`` (storage_align)."""
+    aligns: dict = {}
+    for block in walk(func.body):
+        if isinstance(block, Block):
+            for index, dim, factor, offset in block.annotations.get("buffer_dim_align", ()):
+                aligns.setdefault(block.writes[int(index)].buffer, {})[int(dim)] = (int(factor), int(offset))
+    return aligns
+
+
+def _aligned_strides(shape: tuple, aligns: dict) -> tuple:
+    """Row-major strides with each aligned dimension's stride padded to ``offset`` modulo
+    ``factor`` (TVM's CalcStrides); no strides for a buffer without alignment."""
+    if not aligns:
+        return ()
+    strides = [None] * len(shape)
+    stride: PrimExpr = const(1, shape[0].dtype)
+    for dim in reversed(range(len(shape))):
+        if dim in aligns:
+            factor, offset = (const(v, stride.dtype) for v in aligns[dim])
+            stride = simplify_index(stride + FloorMod(factor + offset - FloorMod(stride, factor), factor))
+        strides[dim] = stride
+        stride = simplify_index(stride * shape[dim])
+    return tuple(strides)
 
 
 class _Compactor(Mutator):
-    def __init__(self) -> None:
+    def __init__(self, aligns: dict) -> None:
+        self.aligns = aligns
         self.shifts: dict = {}  # old buffer -> (new buffer, per-dimension start)
+        self.loops: list = []  # the loops around what is visited
+
+    @property
+    def threads(self) -> list:
+        return [loop for loop in self.loops if loop.thread_binding is not None and loop.kind == THREAD_BINDING]
+
+    def ranges(self) -> dict:
+        """The constant ranges of the loops around (to compare the regions' starts)."""
+        return {loop.loop_var: (loop.min.value, loop.extent.value) for loop in self.loops
+                if isinstance(loop.min, IntImm) and isinstance(loop.extent, IntImm)}
+
+    def visit_For(self, loop: For) -> For:
+        self.loops.append(loop)
+        result = self.generic_visit(loop)
+        self.loops.pop()
+        return result
 
     def shift(self, buffer: Buffer, indices: tuple) -> tuple:
         new, starts = self.shifts[buffer]
@@ -39,14 +142,18 @@ class _Compactor(Mutator):
 
     def visit_Block(self, block: Block) -> Block:
         if block.alloc_buffers:
-            touched = _touched_regions(block)
+            by_threads: dict = {}
             allocs = []
             for buf in block.alloc_buffers:
-                region = _single_region(buf, touched.get(buf, []))
+                threads = tuple(t for t in self.threads if _shares(buf.scope, t.thread_binding.thread_tag))
+                if threads not in by_threads:
+                    by_threads[threads] = _touched_regions(block, threads)
+                region = _single_region(buf, by_threads[threads].get(buf, []), block, self.ranges())
                 if region is None:
                     allocs.append(buf)
                     continue
-                new = dataclasses.replace(buf, shape=tuple(r.extent for r in region))
+                shape = tuple(r.extent for r in region)
+                new = dataclasses.replace(buf, shape=shape, strides=_aligned_strides(shape, self.aligns.get(buf, {})))
                 self.shifts[buf] = (new, tuple(r.min for r in region))
                 allocs.append(new)
             block = dataclasses.replace(block, alloc_buffers=tuple(allocs))
@@ -76,15 +183,16 @@ class _Compactor(Mutator):
         return buffer
 
 
-def _single_region(buffer: Buffer, regions: list) -> tuple | None:
-    """The union of ``regions``, dimension by dimension, or None to keep the whole buffer."""
-    if not regions or buffer.strides:
+def _single_region(buffer: Buffer, regions: list, block: Block, ranges: dict) -> tuple | None:
+    """The union of ``regions``, dimension by dimension, or None to keep the whole buffer (one
+    never touched)."""
+    if not regions:
         return None
-    return tuple(_hull([r.region[d] for r in regions], extent)
+    return tuple(_hull([r.region[d] for r in regions], extent, ranges)
                  for d, extent in enumerate(buffer.shape))
 
 
-def _hull(ranges: list, full_extent: PrimExpr) -> Range:
+def _hull(ranges: list, full_extent: PrimExpr, loops: dict) -> Range:
     """The smallest range covering ``ranges`` when their starts differ by constants, else the
     whole dimension."""
     first = ranges[0]
@@ -92,8 +200,8 @@ def _hull(ranges: list, full_extent: PrimExpr) -> Range:
         return first
     lows, highs = [], []
     for r in ranges:
-        low = simplify_index(Sub(r.min, first.min))
-        high = simplify_index(Sub(Add(r.min, r.extent), first.min))
+        low = simplify_index(Sub(r.min, first.min), loops)
+        high = simplify_index(Sub(Add(r.min, r.extent), first.min), loops)
         if not (isinstance(low, IntImm) and isinstance(high, IntImm)):
             return Range(const(0, full_extent.dtype), full_extent)
         lows.append(low.value)
@@ -108,9 +216,9 @@ def _hull(ranges: list, full_extent: PrimExpr) -> Range:
 
 def compact_buffer_allocation(func: PrimFunc) -> PrimFunc:
     """``func`` with every block allocation shrunk to the part its block touches."""
-    return func.with_changes(body=_Compactor().visit(func.body))
+    return func.with_changes(body=_Compactor(storage_aligns(func)).visit(func.body))
 
 
 CompactBufferAllocation = define_tir_pass("CompactBufferAllocation", compact_buffer_allocation)
 
-__all__ = ["CompactBufferAllocation", "compact_buffer_allocation"]
+__all__ = ["CompactBufferAllocation", "compact_buffer_allocation", "storage_aligns"]

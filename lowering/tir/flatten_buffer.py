@@ -3,8 +3,9 @@
 Each parameter buffer gets a flat view declared at the top of the body (``A_1 = A.view(16384)``,
 or ``T.decl_buffer((n,), data=A.data)`` when it was already flat), allocations shrink to one
 dimension, and ``A[i, j]`` becomes ``A_1[i * 128 + j]``, simplified with the ranges of the
-enclosing loops (``i_0 * 4096 + i_1 * 128 + j``, as TVM prints it). Buffers with explicit
-strides or axis separators are not supported.
+enclosing loops (``i_0 * 4096 + i_1 * 128 + j``, as TVM prints it). A buffer with strides (a
+storage-aligned allocation) flattens to its outermost stride times its outermost extent, an
+index to the sum of index times stride. Axis separators are not supported.
 """
 from __future__ import annotations
 
@@ -23,10 +24,14 @@ from .tir_pass import define_tir_pass
 
 def flat_buffer(buffer: Buffer) -> Buffer:
     """The one-dimensional buffer over the same data as ``buffer``."""
-    if buffer.strides or buffer.axis_separators:
-        raise TVMSError(f"FlattenBuffer: buffer {buffer.name} has explicit strides or axis separators")
-    if not all(isinstance(s, IntImm) for s in buffer.shape):
-        extent: PrimExpr = reduce(Mul, buffer.shape) if buffer.shape else const(1, "int32")
+    if buffer.axis_separators:
+        raise TVMSError(f"FlattenBuffer: buffer {buffer.name} has axis separators")
+    if buffer.strides:
+        extent: PrimExpr = Mul(*match_types(buffer.strides[0], buffer.shape[0]))
+        if isinstance(buffer.strides[0], IntImm) and isinstance(buffer.shape[0], IntImm):
+            extent = const(buffer.strides[0].value * buffer.shape[0].value, buffer.shape[0].dtype)
+    elif not all(isinstance(s, IntImm) for s in buffer.shape):
+        extent = reduce(Mul, buffer.shape) if buffer.shape else const(1, "int32")
     else:
         extent = const(reduce(mul, (s.value for s in buffer.shape), 1), buffer.shape[0].dtype
                        if buffer.shape else "int32")
@@ -49,6 +54,11 @@ class _Flattener(LoopRangeMutator):
     def offset(self, buffer: Buffer, indices: tuple) -> tuple:
         if not indices:
             return (const(0, "int32"),)
+        if buffer.strides:
+            linear = Mul(*match_types(indices[0], buffer.strides[0]))
+            for stride, index in zip(buffer.strides[1:], indices[1:]):
+                linear = Add(*match_types(linear, Mul(*match_types(index, stride))))
+            return (linear,) if linear.dtype.lanes > 1 else (self.analyzer.simplify(linear),)
         linear = indices[0]
         for extent, index in zip(buffer.shape[1:], indices[1:]):
             # (indices of two widths meet as TVM's operators make them: the narrower is cast)

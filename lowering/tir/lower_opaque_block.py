@@ -5,7 +5,8 @@ statements around its body (annotated with the data alignment, as TVM does), and
 of extent 1 without annotations is replaced by its body with the loop variable set to the min.
 Loop annotations named ``pragma_*`` become ``T.attr`` statements around the loop. A thread-bound
 loop becomes a thread launch, ``with T.launch_thread("blockIdx.x", 48) as bx:``, which is how GPU
-code generators (and the reference executor) expect thread indices.
+code generators (and the reference executor) expect thread indices (a ``vthread`` one is a
+``virtual_thread`` attribute, which InjectVirtualThread expands).
 """
 from __future__ import annotations
 
@@ -17,17 +18,25 @@ from ...ir.node import FrozenDict
 from ...ir.stmt import SERIAL, THREAD_BINDING, AllocBuffer, AttrStmt, Block, BlockRealize, For, IfThenElse, Stmt
 from ...ir.analysis import substitute
 from ...ir.visitor import Mutator
+from .compact_buffer_allocation import storage_aligns
 from .tir_pass import define_tir_pass
 
 PRAGMA_PREFIX = "pragma_"
 
 
-def _allocation_annotations(alignment: int) -> FrozenDict:
-    return FrozenDict({"buffer_allocated_addr": (), "buffer_data_alignment": alignment})
+def _allocation_annotations(alignment: int, aligns: dict) -> FrozenDict:
+    annotations = {"buffer_allocated_addr": (), "buffer_data_alignment": alignment}
+    if aligns:  # (storage_align's rows, kept with the allocation as TVM does, buffer index -1)
+        annotations["buffer_dim_align"] = tuple((-1, dim, factor, offset)
+                                                for dim, (factor, offset) in sorted(aligns.items()))
+    return FrozenDict(annotations)
 
 
 
 class _BlockLowerer(Mutator):
+    def __init__(self, aligns: dict) -> None:
+        self.aligns = aligns  # buffer -> {dim: (factor, offset)} (storage_align)
+
     def visit_BlockRealize(self, realize: BlockRealize) -> Stmt:
         if realize.block.iter_vars:
             raise TVMSError(f"LowerOpaqueBlock: block {realize.block.name_hint!r} still has iterators; "
@@ -46,7 +55,8 @@ class _BlockLowerer(Mutator):
                             f"run LowerInitBlock first")
         body = self.visit(block.body)
         for buffer in reversed(block.alloc_buffers):
-            body = AllocBuffer(buffer, body, _allocation_annotations(buffer.data_alignment or DEFAULT_ALIGN))
+            body = AllocBuffer(buffer, body, _allocation_annotations(buffer.data_alignment or DEFAULT_ALIGN,
+                                                                     self.aligns.get(buffer, {})))
         return body
 
     def visit_For(self, loop: For) -> Stmt:
@@ -75,12 +85,13 @@ def _launch_thread(loop: For, body: Stmt) -> Stmt:
         body = substitute(body, {loop.loop_var: Add(loop.loop_var, loop.min)})
     thread = IterVar(Range(const(0, loop.extent.dtype), loop.extent), loop.loop_var, THREAD_INDEX,
                      loop.thread_binding.thread_tag)
-    return AttrStmt(thread, "thread_extent", loop.extent, body)
+    key = "virtual_thread" if loop.thread_binding.thread_tag.startswith("vthread") else "thread_extent"
+    return AttrStmt(thread, key, loop.extent, body)
 
 
 def lower_opaque_block(func: PrimFunc) -> PrimFunc:
     """``func`` without blocks."""
-    return func.with_changes(body=_BlockLowerer().visit(func.body))
+    return func.with_changes(body=_BlockLowerer(storage_aligns(func)).visit(func.body))
 
 
 LowerOpaqueBlock = define_tir_pass("LowerOpaqueBlock", lower_opaque_block)

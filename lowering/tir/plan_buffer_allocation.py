@@ -4,6 +4,11 @@ A buffer allocated by a block (usually the root) moves to the lowest common ance
 accesses. When that ancestor is a loop, the loop's body is wrapped in a new opaque block
 (``with T.sblock(""):``) that allocates it and declares what the body reads and writes, so that
 CompactBufferAllocation can later shrink the buffer to the part one iteration touches.
+
+As TVM's detector, it knows the GPU hierarchy and reductions: a global buffer is allocated no
+deeper than the ``blockIdx`` loops (one allocation for the kernel, not one per block), and what
+a reduction block writes no deeper than the loops its reduction iterators are bound to (the
+accumulator lives across the reduction).
 """
 from __future__ import annotations
 
@@ -11,10 +16,10 @@ import dataclasses
 
 from ...ir.analysis import infer_block_regions
 from ...ir.buffer import BufferRegion
-from ...ir.expr import BufferLoad, const
+from ...ir.expr import COMM_REDUCE, DATA_PAR, BufferLoad, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, Stmt
-from ...ir.visitor import Mutator, Visitor
+from ...ir.visitor import Mutator, Visitor, walk
 from .tir_pass import define_tir_pass
 
 
@@ -24,23 +29,54 @@ class _AccessScopes(Visitor):
     def __init__(self) -> None:
         self.path: list = []  # the enclosing blocks and loops, outermost first
         self.owner: dict = {}  # buffer -> the block that allocates it
+        self.order: dict = {}  # buffer -> its place among the allocations (they keep their order)
         self.lca: dict = {}  # buffer -> list of nodes (the common ancestor path)
+        self.loop_parents: dict = {}  # loop var -> the path above its loop
+        self.block_loops: list = []  # the paths to the blockIdx-bound loops (the loops included)
 
-    def touch(self, buffer: object) -> None:
+    def touch(self, buffer: object, path: list | None = None) -> None:
         if buffer not in self.owner:
             return
+        path = self.path if path is None else path
         known = self.lca.get(buffer)
         if known is None:
-            self.lca[buffer] = list(self.path)
+            self.lca[buffer] = list(path)
             return
         n = 0
-        while n < len(known) and n < len(self.path) and known[n] is self.path[n]:
+        while n < len(known) and n < len(path) and known[n] is path[n]:
             n += 1
         del known[n:]
+
+    def finish(self) -> None:
+        """Global buffers no deeper than any blockIdx loop."""
+        for buf in list(self.lca):
+            if buf.scope == "global":
+                for path in self.block_loops:
+                    self.touch(buf, path)
+
+    def visit_BlockRealize(self, realize: BlockRealize) -> None:
+        reduce_path = None
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            if iv.iter_type == DATA_PAR:
+                continue
+            paths = [self.loop_parents[v] for v in walk(value) if isinstance(v, Var) and v in self.loop_parents]
+            if not paths:
+                continue
+            highest = min(paths, key=len)
+            if iv.iter_type == COMM_REDUCE:
+                reduce_path = highest if reduce_path is None or len(highest) < len(reduce_path) else reduce_path
+            else:
+                for region in realize.block.writes:
+                    self.touch(region.buffer, highest)
+        if reduce_path is not None:
+            for region in realize.block.writes:
+                self.touch(region.buffer, reduce_path)
+        self.generic_visit(realize)
 
     def visit_Block(self, block: Block) -> None:
         for buf in block.alloc_buffers:
             self.owner[buf] = block
+            self.order[buf] = len(self.order)
         self.path.append(block)
         for region in (*block.reads, *block.writes):
             self.touch(region.buffer)
@@ -50,7 +86,10 @@ class _AccessScopes(Visitor):
         self.path.pop()
 
     def visit_For(self, loop: For) -> None:
+        self.loop_parents[loop.loop_var] = list(self.path)
         self.path.append(loop)
+        if loop.thread_binding is not None and loop.thread_binding.thread_tag.startswith("blockIdx."):
+            self.block_loops.append(list(self.path))
         self.generic_visit(loop)
         self.path.pop()
 
@@ -70,7 +109,7 @@ class _Replanner(Mutator):
     def __init__(self, scopes: _AccessScopes) -> None:
         self.moved: set = set()
         self.placed: dict = {}  # id(block or loop) -> buffers to allocate there
-        for buf, path in scopes.lca.items():
+        for buf, path in sorted(scopes.lca.items(), key=lambda item: scopes.order[item[0]]):
             owner = scopes.owner[buf]
             target = path[-1] if path else owner
             # the deepest block or loop below the owner; a block may only sink inside its own subtree
@@ -99,6 +138,7 @@ def plan_buffer_allocation(func: PrimFunc) -> PrimFunc:
     """``func`` with every block-allocated buffer allocated where it is used."""
     scopes = _AccessScopes()
     scopes.visit(func.body)
+    scopes.finish()
     return func.with_changes(body=_Replanner(scopes).visit(func.body))
 
 

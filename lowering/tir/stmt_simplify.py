@@ -2,18 +2,35 @@
 
 Indices are rewritten with the ranges of the enclosing loops (``ax0 * 100 + (h + ax1 + -1) * 10
 + (ax2 - 1)`` becomes ``ax0 * 100 + h * 10 + ax1 * 10 + ax2 - 11``); an ``if`` whose condition
-the analyzer proves true or false keeps only the branch that runs. Other expressions are kept.
+the analyzer proves true or false keeps only the branch that runs. The value of an integer
+``let`` is put in place of its variable below it (the ``let`` itself stays, as TVM 0.27 leaves
+a binding statement). Other expressions are kept.
 """
 from __future__ import annotations
 
-from ...ir.expr import BufferLoad, PrimExpr, const
+from ...ir.analysis import substitute
+from ...ir.expr import BufferLoad, Call, PrimExpr, Var, const
 from ...ir.function import PrimFunc
-from ...ir.stmt import BufferStore, Evaluate, IfThenElse, Stmt
+from ...ir.stmt import BufferStore, Evaluate, IfThenElse, LetStmt, Stmt
+from ...ir.visitor import walk
 from .loop_ranges import LoopRangeMutator
 from .tir_pass import define_tir_pass
 
 
 class _StmtSimplifier(LoopRangeMutator):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inlined: dict = {}  # let variable -> its value
+
+    def visit_Var(self, var: Var) -> PrimExpr:
+        return self.inlined.get(var, var)
+
+    def visit_LetStmt(self, let: LetStmt) -> Stmt:
+        value = self.visit(let.value)
+        if value.dtype.is_integer and value.dtype.lanes == 1 and _pure(value):
+            self.inlined[let.var] = value
+        return let.with_changes(value=value, body=self.visit(let.body))
+
     def index(self, e: PrimExpr) -> PrimExpr:
         e = self.visit(e)
         if e.dtype.lanes > 1 or not e.dtype.is_integer:
@@ -35,6 +52,10 @@ class _StmtSimplifier(LoopRangeMutator):
         if decided is False:
             return s.else_case if s.else_case is not None else Evaluate(const(0, "int32"))
         return s
+
+
+def _pure(e: PrimExpr) -> bool:
+    return not any(isinstance(n, (Call, BufferLoad)) for n in walk(e))
 
 
 def stmt_simplify(func: PrimFunc) -> PrimFunc:

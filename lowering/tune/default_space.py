@@ -1,19 +1,23 @@
 """What "from-target" means: the schedule rules, postprocessors and mutator probabilities of each
 target kind, as TVM 0.27's defaults (``ScheduleRule::DefaultLLVM`` and its siblings).
 
-Each target kind registers its row with ``space_generator.register_defaults`` (the CUDA issue adds
-"cuda": its rules and postprocessors are here but VerifyGPUCode), so a backend joins without
-touching the engine. Mutators are named by class name: the search strategy looks them up.
+Each target kind registers its row with ``space_generator.register_defaults`` ("llvm" and
+"cuda" here), so a backend joins without touching the engine. Mutators are named by class name: the search strategy looks them up.
 """
 from __future__ import annotations
 
 from .postproc import Postproc
 from .postproc_disallow_dynamic_loop import DisallowDynamicLoop
+from .postproc_rewrite_cooperative_fetch import RewriteCooperativeFetch
 from .postproc_rewrite_parallel_vectorize_unroll import RewriteParallelVectorizeUnroll
 from .postproc_rewrite_reduction_block import RewriteReductionBlock
+from .postproc_rewrite_unbound_block import RewriteUnboundBlock
+from .postproc_verify_gpu_code import VerifyGPUCode
 from .rule_add_rfactor import AddRFactor
 from .rule_apply_custom import ApplyCustomRule
+from .rule_auto_bind import AutoBind
 from .rule_auto_inline import AutoInline, InlineConstantScalars
+from .rule_cross_thread_reduction import CrossThreadReduction
 from .rule_multi_level_tiling import MultiLevelTiling, ReuseType
 from .rule_parallel_vectorize_unroll import ParallelizeVectorizeUnroll
 from .rule_random_compute_location import RandomComputeLocation
@@ -45,3 +49,28 @@ def _llvm_postprocs() -> list[Postproc]:
 register_defaults("llvm", sch_rules=_llvm_rules, postprocs=_llvm_postprocs,
                   mutator_probs=lambda: {"MutateTileSize": 0.9, "MutateComputeLocation": 0.05,
                                          "MutateUnroll": 0.03, "MutateParallel": 0.02})
+
+
+def _cuda_rules() -> list[ScheduleRule]:
+    return [
+        ApplyCustomRule(),
+        MultiLevelTiling("SSSRRSRS", tile_binds=["blockIdx.x", "vthread.x", "threadIdx.x"], max_innermost_factor=64,
+                         vector_load_lens=[1, 2, 3, 4, 8, 16], reuse_read=ReuseType(req="must", levels=[4], scope="shared"),
+                         reuse_write=ReuseType(req="must", levels=[3], scope="local")),
+        InlineConstantScalars(),
+        AutoInline(into_producer=True, into_consumer=True, inline_const_tensor=True, disallow_if_then_else=False,
+                   require_injective=False, require_ordered=False, disallow_op=[]),
+        CrossThreadReduction(thread_extents=[4, 8, 16, 32, 64, 128, 256, 512]),
+        ParallelizeVectorizeUnroll(max_jobs_per_core=-1, max_vectorize_extent=-1,
+                                   unroll_max_steps=[0, 16, 32, 64, 128, 256, 512, 1024], unroll_explicit=True),
+        AutoBind(max_threadblocks=256, thread_extents=[32, 64, 128, 256, 512, 1024]),
+    ]
+
+
+def _cuda_postprocs() -> list[Postproc]:
+    return [DisallowDynamicLoop(), RewriteCooperativeFetch(), RewriteUnboundBlock(max_threadblocks=256),
+            RewriteParallelVectorizeUnroll(), RewriteReductionBlock(), VerifyGPUCode()]
+
+
+register_defaults("cuda", sch_rules=_cuda_rules, postprocs=_cuda_postprocs,
+                  mutator_probs=lambda: {"MutateTileSize": 0.9, "MutateUnroll": 0.08, "MutateThreadBinding": 0.02})

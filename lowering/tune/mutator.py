@@ -34,13 +34,14 @@ class Mutator:
 
     @staticmethod
     def create(kind: str) -> dict:
-        """The default mutators of a target kind with their probabilities (TVM's defaults)."""
-        table = {"llvm": {"MutateTileSize": 0.9, "MutateComputeLocation": 0.05, "MutateUnroll": 0.03,
-                          "MutateParallel": 0.02},
-                 "cuda": {"MutateTileSize": 0.9, "MutateUnroll": 0.08}}
-        if kind not in table:
-            raise TVMSError(f"no default mutators for {kind!r}; known: {', '.join(table)}")
-        return {as_mutator(name): p for name, p in table[kind].items()}
+        """The default mutators of a target kind with their probabilities (TVM's defaults, as the
+        kind's row of ``default_space`` registers them)."""
+        from .space_generator import default_part
+
+        probs = default_part(kind, "mutator_probs")
+        if not probs:
+            raise TVMSError(f"no default mutators for target kind {kind!r}")
+        return {as_mutator(name): p for name, p in probs.items()}
 
 
 def as_mutator(mutator: "Mutator | str") -> Mutator:
@@ -49,10 +50,12 @@ def as_mutator(mutator: "Mutator | str") -> Mutator:
         return mutator
     from .mutate_compute_location import MutateComputeLocation
     from .mutate_parallel import MutateParallel
+    from .mutate_thread_binding import MutateThreadBinding
     from .mutate_tile_size import MutateTileSize
     from .mutate_unroll import MutateUnroll
 
-    classes = {cls.__name__: cls for cls in (MutateTileSize, MutateComputeLocation, MutateUnroll, MutateParallel)}
+    classes = {cls.__name__: cls for cls in (MutateTileSize, MutateComputeLocation, MutateUnroll, MutateParallel,
+                                             MutateThreadBinding)}
     if mutator not in classes:
         raise TVMSError(f"unknown mutator {mutator!r}; known: {', '.join(classes)}")
     return classes[mutator]()

@@ -26,8 +26,6 @@ from ...ir.visitor import collect
 from ..dlight.base import is_scheduled, mark_scheduled
 from ..pass_registry import register_pass
 from ..transform import module_pass
-from .progress import close_loggers, task_loggers
-from .tune_context import TuneContext
 
 
 def _tune() -> Any:
@@ -92,18 +90,10 @@ def extract_tasks(mod: "IRModule | rx.Function", target: Any, params: dict | Non
 def _tune_extracted(tasks: list, work_dir: str, max_trials_global: int, max_trials_per_task: int | None,
                     space: Any = "post-order-apply", strategy: Any = "evolutionary", seed: int | None = None,
                     **options: Any) -> Any:
-    seeds = TuneContext(rand_state=-1 if seed is None else seed).rng
-    loggers = task_loggers(work_dir, [t.task_name for t in tasks])
-    try:
-        contexts = [TuneContext(t.dispatched[0], t.target, _tune().make_space(space), _tune().make_part("strategy", strategy), t.task_name,
-                                seeds.randrange(1 << 31), "physical", logger).clone()
-                    for t, logger in zip(tasks, loggers)]
-        options["task_scheduler"] = _tune().seeded_scheduler(options.get("task_scheduler", "gradient"), seeds)
-        return _tune().tune_tasks(tasks=contexts, task_weights=[t.weight for t in tasks], work_dir=work_dir,
-                          max_trials_global=max_trials_global, max_trials_per_task=max_trials_per_task,
-                          **options)
-    finally:
-        close_loggers(loggers)
+    named = [(t.task_name, t.dispatched[0], t.weight, space) for t in tasks]
+    return _tune().tune_named_tasks(named, tasks[0].target if tasks else None, work_dir, strategy=strategy,
+                                    seed=seed, max_trials_global=max_trials_global,
+                                    max_trials_per_task=max_trials_per_task, **options)
 
 
 def tune_relax(mod: "IRModule | rx.Function", params: dict | None, target: Any, work_dir: str,
@@ -190,7 +180,12 @@ class MetaScheduleApplyDatabase:
             if self.work_dir is None:
                 raise TVMSError("MetaScheduleApplyDatabase needs a database: give work_dir, or run it "
                                 "inside `with database:`")
-            database = _tune().make_part("database", "json", work_dir=self.work_dir)
+            # (reading only: a mistyped work_dir is an error, not a new empty database)
+            try:
+                database = _tune().make_part("database", "json", work_dir=self.work_dir, allow_missing=False)
+            except TVMSError as err:
+                raise TVMSError(f"MetaScheduleApplyDatabase: no tuning database in {self.work_dir!r} "
+                                f"({err})") from None
         target = Target.current() if self.target is None else as_target(self.target)
         out = mod.copy()
         for name in mod:

@@ -183,13 +183,15 @@ class TaskScheduler:
                 self.progress.finish(self)
 
     def _measured_before(self, task: TaskRecord) -> list[float]:
-        """The latencies of the records the database already holds for the task's module: a
-        second run on the same database resumes, counting them against the budget."""
+        """The latencies of the records the database already holds for the task's module and
+        target: a second run on the same database resumes, counting them against the budget
+        (trials measured for another target are not this run's)."""
         db = self.database_
         if db is None or not db.has_workload(task.ctx.mod):
             return []
-        workload = db.commit_workload(task.ctx.mod)
-        return [r.mean_secs() * 1e3 for r in db.get_all_tuning_records() if r.workload == workload]
+        workload, target = db.commit_workload(task.ctx.mod), str(task.ctx.target)
+        return [r.mean_secs() * 1e3 for r in db.get_all_tuning_records()
+                if r.workload == workload and (r.target is None or str(r.target) == target)]
 
     def _send(self, task_id: int, candidates: list) -> None:
         """Build the batch chunk by chunk, handing each built chunk to the runner at once."""

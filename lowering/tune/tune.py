@@ -176,26 +176,32 @@ def tune_tir(mod: "IRModule | PrimFunc", target: Any, work_dir: str | None = Non
     if task_name is not None and len(named) == 1:
         named = [(task_name, named[0][1])]
     target = as_target(target)
+    tasks = [(name, normalize_mod(func), 1.0, (special_space or {}).get(name, space)) for name, func in named]
+    db = tune_named_tasks([t for t in tasks if t[3] is not None], target, work_dir, strategy=strategy, seed=seed,
+                          num_tuning_cores=num_tuning_cores, task_scheduler=task_scheduler,
+                          max_trials_global=max_trials_global, max_trials_per_task=max_trials_per_task,
+                          num_trials_per_iter=num_trials_per_iter, builder=builder, runner=runner,
+                          database=database, cost_model=cost_model, measure_callbacks=measure_callbacks,
+                          module_equality=module_equality, progress=progress)
+    return compile_tir(db, mod, target) if config is not None else db
+
+
+def tune_named_tasks(named: list, target: Any, work_dir: str, *, strategy: Any, seed: int | None,
+                     num_tuning_cores: "int | str" = "physical", task_scheduler: Any = "gradient",
+                     **options: Any) -> Any:
+    """Tune ``(name, module, weight, space)`` tasks (one-function modules, as ``normalize_mod``
+    makes them) for ``target``: each gets its context, seeded from ``seed``, and a log in
+    ``work_dir/logs``; ``options`` go to ``tune_tasks``. Returns the database."""
     seeds = TuneContext(rand_state=-1 if seed is None else seed).rng
-    loggers = task_loggers(work_dir, [name for name, _ in named])
-    tasks = []
+    loggers = task_loggers(work_dir, [name for name, *_ in named])
     try:
-        for (name, func), logger in zip(named, loggers):
-            task_space = (special_space or {}).get(name, space)
-            if task_space is None:
-                continue
-            tasks.append(TuneContext(normalize_mod(func), target, make_space(task_space),
-                                     make_part("strategy", strategy), name, seeds.randrange(1 << 31),
-                                     num_tuning_cores, logger).clone())
-        db = tune_tasks(tasks=tasks, task_weights=[1.0] * len(tasks), work_dir=work_dir,
-                        max_trials_global=max_trials_global, max_trials_per_task=max_trials_per_task,
-                        num_trials_per_iter=num_trials_per_iter, builder=builder, runner=runner,
-                        database=database, cost_model=cost_model, measure_callbacks=measure_callbacks,
-                        task_scheduler=seeded_scheduler(task_scheduler, seeds), module_equality=module_equality,
-                        progress=progress)
+        contexts = [TuneContext(task_mod, target, make_space(space), make_part("strategy", strategy), name,
+                                seeds.randrange(1 << 31), num_tuning_cores, logger).clone()
+                    for (name, task_mod, _, space), logger in zip(named, loggers)]
+        return tune_tasks(tasks=contexts, task_weights=[weight for _, _, weight, _ in named], work_dir=work_dir,
+                          task_scheduler=seeded_scheduler(task_scheduler, seeds), **options)
     finally:
         close_loggers(loggers)
-    return compile_tir(db, mod, target) if config is not None else db
 
 
 def compile_tir(database: Any, mod: "IRModule | PrimFunc", target: Any) -> Any:

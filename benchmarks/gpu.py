@@ -1,0 +1,185 @@
+"""tvms on a CUDA GPU beside its peers (issue 16): DLight's default schedules, tuned schedules and
+the cuBLAS dispatch, against cuBLAS as cupy or torch call it, side by side in one run.
+
+* matmul 4096^3 in fp32 and fp16 (fp32 accumulation as the legalized matmul has it): the
+  ``R.matmul`` of a Relax function through ``tvms.compile(target="cuda")`` (the zero pipeline, then
+  ``tvms.dlight.gpu``'s Matmul rule), its time per call from the VM's ``time_evaluator`` (CUDA
+  events), in TFLOPS and as a ratio to cuBLAS;
+* the same after ``partition_for_cublas`` (tvms's own cuBLAS dispatch; needs ``tvms[cublas]``);
+* with ``--trials N``: the matmul tuned by the meta-schedule under the cuda target;
+* seed 000's MLP (1x784 -> 128 -> 10, fp32) through the VM on the GPU, beside the same model as
+  torch or cupy expressions.
+
+cuBLAS's figure comes from cupy (``cupy.matmul``) or torch (``torch.matmul``), whichever is
+installed; neither is a dependency. Without a CUDA device the script says what is missing and
+that the device figures are not measured, and exits 1.
+
+    .venv/bin/python benchmarks/gpu.py                 # about a minute on a GPU
+    .venv/bin/python benchmarks/gpu.py --n 1024        # a smaller matmul
+    .venv/bin/python benchmarks/gpu.py --trials 64     # also tune the matmul (minutes)
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+MATMUL = """@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((N, N), dtype="DT"), b: R.Tensor((N, N), dtype="DT")) -> R.Tensor((N, N), dtype="DT"):
+        with R.dataflow():
+            c = R.matmul(a, b)
+            R.output(c)
+        return c
+"""
+
+MLP = """@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 784), dtype="float32"), w0: R.Tensor((128, 784), dtype="float32"), b0: R.Tensor((128,), dtype="float32"), w1: R.Tensor((10, 128), dtype="float32"), b1: R.Tensor((10,), dtype="float32")) -> R.Tensor((1, 10), dtype="float32"):
+        with R.dataflow():
+            lv0 = R.nn.relu(R.matmul(x, R.permute_dims(w0)) + b0)
+            out = R.matmul(lv0, R.permute_dims(w1)) + b1
+            R.output(out)
+        return out
+"""
+
+
+class Peer:
+    """cuBLAS and the MLP as cupy or torch run them: ``name``, ``matmul(a, b)`` on host arrays
+    (returns a timing function) and ``mlp(args)``."""
+
+    def __init__(self) -> None:
+        try:
+            import cupy
+
+            self.name, self.xp, self.sync = "cupy", cupy, cupy.cuda.Device().synchronize
+            self.put = cupy.asarray
+            return
+        except Exception:
+            pass
+        try:
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ImportError
+            self.name, self.xp, self.sync = "torch", torch, torch.cuda.synchronize
+            self.put = lambda x: torch.from_numpy(x).cuda()
+        except Exception:
+            self.name = None
+
+    def timed(self, fn) -> float:
+        return median_secs(fn, self.sync)
+
+    def matmul(self, a: np.ndarray, b: np.ndarray) -> float:
+        da, db = self.put(a), self.put(b)
+        return self.timed(lambda: self.xp.matmul(da, db))
+
+    def mlp(self, args: list) -> float:
+        x, w0, b0, w1, b1 = (self.put(v) for v in args)
+        relu = (lambda v: self.xp.maximum(v, 0)) if self.name == "cupy" else self.xp.relu
+        return self.timed(lambda: relu(x @ w0.T + b0) @ w1.T + b1)
+
+
+def median_secs(fn, sync, repeat: int = 5, min_secs: float = 0.2) -> float:
+    fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        number, start = 0, time.perf_counter()
+        while time.perf_counter() - start < min_secs:
+            fn()
+            number += 1
+        sync()
+        times.append((time.perf_counter() - start) / number)
+    return statistics.median(times)
+
+
+def vm_secs(mod, dev, args: list, check) -> float:
+    """Compile ``mod`` for cuda, check its result, and time ``main`` with CUDA events."""
+    import tvms
+    from tvms import relax
+
+    vm = relax.VirtualMachine(tvms.compile(mod, target=tvms.target.Target.from_device(dev)), dev)
+    inputs = [tvms.nd.array(a, device=dev) for a in args]
+    check(vm["main"](*inputs).numpy())
+    timer = vm.time_evaluator("main", dev, number=10, repeat=5, min_repeat_ms=200)
+    return statistics.median(timer(*inputs).results)
+
+
+def matmul_rows(n: int, dtype: str, trials: int, dev, peer: Peer) -> list:
+    import tvms
+    from tvms import relax
+
+    mod = tvms.script.from_source(MATMUL.replace("N", str(n)).replace("DT", dtype))
+    a, b = (np.random.rand(n, n).astype(dtype) for _ in range(2))
+    expect = (a.astype("float32") @ b.astype("float32"))
+    tol = 1e-2 if dtype == "float16" else 1e-3
+
+    def check(out):
+        np.testing.assert_allclose(out.astype("float32"), expect, rtol=tol, atol=tol * n)
+
+    rows = [(f"tvms DLight ({dtype})", vm_secs(mod, dev, [a, b], check))]
+    try:
+        from tvms.relax.backend.cuda.cublas import partition_for_cublas
+
+        rows.append((f"tvms cuBLAS dispatch ({dtype})", vm_secs(partition_for_cublas(mod), dev, [a, b], check)))
+    except tvms.TVMSError as err:
+        print(f"  (tvms cuBLAS dispatch not measured: {err})")
+    if trials:
+        target = tvms.target.Target.from_device(dev)
+        with tempfile.TemporaryDirectory() as work, target:
+            tuned = tvms.transform.Sequential([
+                relax.get_pipeline("zero"),
+                relax.transform.MetaScheduleTuneTIR(work_dir=work, max_trials_global=trials),
+                relax.transform.MetaScheduleApplyDatabase(work_dir=work),
+            ])(mod)
+        rows.append((f"tvms tuned, {trials} trials ({dtype})", vm_secs(tuned, dev, [a, b], check)))
+    if peer.name:
+        rows.append((f"cuBLAS via {peer.name} ({dtype})", peer.matmul(a, b)))
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--trials", type=int, default=0, help="also tune the matmul (trials)")
+    args = ap.parse_args()
+    import tvms
+
+    dev = tvms.cuda(0)
+    if not dev.exist:
+        print(f"no CUDA device ({dev.missing_reason}): the device figures are not measured", file=sys.stderr)
+        return 1
+    peer = Peer()
+    flop = 2 * args.n ** 3
+    print(f"device: {dev.device_name}, compute {dev.compute_version}; cuBLAS peer: {peer.name or 'none installed'}")
+    print(f"\nmatmul {args.n}^3{'':28} {'ms':>9} {'TFLOPS':>8} {'x cuBLAS':>9}")
+    for dtype in ("float32", "float16"):
+        rows = matmul_rows(args.n, dtype, args.trials, dev, peer)
+        base = rows[-1][1] if peer.name else None
+        for label, secs in rows:
+            ratio = f"{base / secs:9.2f}" if base else ""
+            print(f"{label:40} {secs * 1e3:9.3f} {flop / secs / 1e12:8.2f} {ratio}")
+    shapes = [(1, 784), (128, 784), (128,), (10, 128), (10,)]
+    mlp_args = [np.random.rand(*s).astype("float32") for s in shapes]
+    x, w0, b0, w1, b1 = mlp_args
+    expect = np.maximum(x @ w0.T + b0, 0) @ w1.T + b1
+    ours = vm_secs(tvms.script.from_source(MLP), dev, mlp_args,
+                   lambda out: np.testing.assert_allclose(out, expect, rtol=1e-4, atol=1e-4))
+    print(f"\nseed MLP (1x784 -> 128 -> 10): tvms {ours * 1e6:.1f} us", end="")
+    if peer.name:
+        theirs = peer.mlp(mlp_args)
+        print(f", {peer.name} {theirs * 1e6:.1f} us, tvms / {peer.name} = {ours / theirs:.2f} (goal <= 1.2)")
+    else:
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

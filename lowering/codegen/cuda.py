@@ -1,0 +1,362 @@
+"""CUDA C for the kernels of a lowered module, as TVM 0.27's CUDA code generator writes it, and the
+cuda target's code generator ``codegen_cuda`` (CUDA C compiled by NVRTC).
+
+The input is the module the cuda row's ``lower`` returns (TVM's ``SplitHostDevice`` stage): the
+kernels (``calling_conv`` 2) become ``extern "C" __global__`` functions with
+``__launch_bounds__`` of their block size; ``T.launch_thread`` variables read ``blockIdx.x`` and
+``threadIdx.x``; ``shared``/``shared.dyn``/``local`` allocations become ``__shared__``/``extern
+__shared__``/register arrays; vectors use CUDA's vector types (``float4``, ``half2``,
+``nv_bfloat162``), lane by lane where CUDA has no operator for them. What TVM's device passes
+after ``SplitHostDevice`` would do is done while rendering: math intrinsics take CUDA's names
+(``expf``, ``hexp``, ``__habs``: ``LowerIntrin``), warp shuffles become ``__shfl_*_sync``, floor
+division becomes shifts, masks or C division, let-bound values are inlined. The source starts
+with TVM's preamble for the features it uses (``cuda_preamble``). CUDA's type names are in
+``cuda_types``, the tensor-core (WMMA) fragments and calls in ``cuda_wmma``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ...ir import expr as E
+from ...ir import stmt as S
+from ...ir.dtype import DataType
+from ...ir.errors import TVMSError
+from ...ir.function import PrimFunc
+from ...ir.visitor import collect
+from .c_source import CSource
+from .cuda_artifact import CudaArtifact, CudaKernel
+from .cuda_preamble import preamble
+from .cuda_types import CudaTypes, math_function
+from .cuda_wmma import WMMA_CALLS, TensorCoreFragments
+
+KERNEL_LAUNCH = 2  # calling_conv of a kernel (TVM's kDeviceKernelLaunch)
+DEFAULT_ARCH = "sm_80"
+UINT32 = DataType("uint32")
+
+# math intrinsics with a CUDA function (TVM's cuda.FLowerIntrinsic rules, without fast math)
+_MATH = {"floor", "ceil", "trunc", "fabs", "round", "nearbyint", "exp", "exp2", "exp10", "erf",
+         "log", "log2", "log10", "tan", "cos", "cosh", "sin", "sinh", "atan", "tanh", "sqrt",
+         "rsqrt", "pow", "fmod"}
+_SHUFFLES = {"tir.tvm_warp_shuffle": "__shfl_sync", "tir.tvm_warp_shuffle_up": "__shfl_up_sync",
+             "tir.tvm_warp_shuffle_down": "__shfl_down_sync", "tir.tvm_warp_shuffle_xor": "__shfl_xor_sync"}
+_THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+
+
+def _float(dtype: DataType, value: float) -> Any:
+    scalar = E.FloatImm(dtype.element_of, value)
+    return scalar if dtype.lanes == 1 else E.Broadcast(scalar, dtype.lanes)
+
+
+class CudaSource(CudaTypes, TensorCoreFragments, CSource):
+    """Renders kernels into one CUDA source; ``tags`` collects the preamble sections it needs."""
+
+    restrict = "__restrict__"
+    target_name = "cuda"
+
+    def __init__(self, device_passes_done: bool = False) -> None:
+        super().__init__(device_passes_done)
+        self.tags: set[str] = set()
+
+    def storage_scope(self, scope: str) -> str:
+        if scope == "global":
+            raise TVMSError("a kernel cannot allocate global memory: pass every global array to the "
+                            "function as a parameter")
+        if scope == "warp":
+            raise TVMSError("a warp-scope allocation reaches CUDA code generation: LowerWarpMemory "
+                            "turns it into registers and shuffles first")
+        return {"shared": "__shared__ ", "shared.dyn": "extern __shared__ "}.get(scope, "")
+
+    def gathered(self, dtype: DataType, values: list[str]) -> str:
+        if dtype.bits == 8 and dtype.is_integer and dtype.lanes not in (2, 3):
+            return "|".join(f"((0x000000ff << {i * 8}) & ({v} << {i * 8}))" for i, v in enumerate(values))
+        if dtype.lanes > 4:  # (make_uint4 of 8 halves would not compile: TVM never reaches this)
+            return self.lanewise(dtype, lambda: values)
+        return f"{self.vector_constructor(dtype)}({','.join(values)})"
+
+    def lanewise(self, dtype: DataType, lane_value) -> str:
+        """A vector temporary whose lane i is ``lane_value(i)``, set in a scope of its own."""
+        result = self.names.fresh("_")
+        self.line(f"{self.c_type(dtype)} {result};")
+        scope = self.begin_scope()
+        values = lane_value()
+        for i, text in enumerate(values):
+            self.store_lane(result, dtype, i, text)
+        self.end_scope(scope)
+        return result
+
+    def vector_binary(self, op: str, dtype: DataType, a: Any, b: Any) -> str:
+        def lanes() -> list[str]:
+            va, vb = self.ssa_id(self.expr(a), a.dtype), self.ssa_id(self.expr(b), b.dtype)
+            pairs = [(self.lane(va, a.dtype, i), self.lane(vb, b.dtype, i)) for i in range(dtype.lanes)]
+            if op[0].isalpha():
+                return [f"{op}({x}, {y})" for x, y in pairs]
+            return [f"({x}{op}{y})" for x, y in pairs]
+        return self.lanewise(dtype, lanes)
+
+    def e_Cast(self, e: E.Cast) -> str:
+        src, dst = e.value.dtype, e.dtype
+        if src.lanes == 1:
+            return super().e_Cast(e)
+        result = self.names.fresh("_")  # (TVM writes vector casts lane by lane, without a scope)
+        self.line(f"{self.c_type(dst)} {result};")
+        value = self.ssa_id(self.expr(e.value), src)
+        elem = self.c_type(dst.element_of)
+        for i in range(src.lanes):
+            self.store_lane(result, dst, i, f"({elem})({self.lane(value, src, i)})")
+        return result
+
+    def e_Ramp(self, e: E.Ramp) -> str:
+        if e.lanes <= 4:
+            return "make_" + super().e_Ramp(e)
+
+        def lanes() -> list[str]:
+            base = self.ssa_id(self.expr(e.base), e.base.dtype)
+            stride = self.ssa_id(self.expr(e.stride), e.stride.dtype)
+            return [f"({base})+({stride}*{i})" for i in range(e.lanes)]
+        return self.lanewise(e.dtype, lanes)
+
+    def e_Broadcast(self, e: E.Broadcast) -> str:
+        dt, lanes = e.dtype, e.lanes
+        if dt.bits == 8 and dt.is_integer and lanes == 4 and isinstance(e.value, E.IntImm):
+            byte = e.value.value & 0xFF
+            return f"({'uint' if dt.is_uint else 'int'}){byte << 24 | byte << 16 | byte << 8 | byte}"
+        v = self.expr(e.value)
+        half = dt.code == "float" and dt.bits == 16
+        if (half or dt.code == "bfloat") and lanes > 4:
+            pack = "__pack_half2" if half else "__pack_nv_bfloat162"
+            parts = [f"{pack}({v}, {v})"] * (lanes // 2)
+        else:
+            parts = [v] * lanes
+        return f"{self.vector_constructor(dt)}({', '.join(parts)})"
+
+    def e_Select(self, e: E.Select) -> str:
+        if e.dtype.lanes == 1:
+            return super().e_Select(e)
+        result = self.names.fresh("_")
+        self.line(f"{self.c_type(e.dtype)} {result};")
+        cond = self.ssa_id(self.expr(e.condition), e.dtype)
+        true = self.ssa_id(self.expr(e.true_value), e.dtype)
+        false = self.ssa_id(self.expr(e.false_value), e.dtype)
+        mask = DataType(f"uint16x{e.dtype.lanes}")  # (a bool vector is held as ushort lanes)
+        for i in range(e.dtype.lanes):
+            item = f"(bool({self.lane(cond, mask, i)})?{self.lane(true, e.dtype, i)}:{self.lane(false, e.dtype, i)})"
+            self.store_lane(result, e.dtype, i, item)
+        return result
+
+    def volatile_load(self, ref: str, e: E.BufferLoad) -> str:
+        elem = e.dtype.element_of
+        if e.buffer.data in self.volatile and (elem.code == "bfloat" or (elem.code == "float" and elem.bits == 16)):
+            return f"({self.c_type(e.dtype)})({ref})"
+        return ref
+
+    # ------------------------------------------------------------ calls
+    def call_extern(self, dtype: DataType, name: str, args: tuple) -> str:
+        if dtype.lanes == 1:
+            return super().call_extern(dtype, name, args)
+        result = self.names.fresh("_")  # (one scalar call per lane)
+        self.line(f"{self.c_type(dtype)} {result};")
+        values = [self.ssa_id(self.expr(a), a.dtype) for a in args]
+        for i in range(dtype.lanes):
+            lane_args = ", ".join(self.lane(v, a.dtype, i) for v, a in zip(values, args))
+            self.store_lane(result, dtype, i, f"{name}({lane_args})")
+        return result
+
+    def intrinsic(self, e: E.Call) -> str | None:
+        name = e.op.name if isinstance(e.op, E.Op) else ""
+        short = name[4:] if name.startswith("tir.") else name
+        if short in _MATH:
+            return self.call_extern(e.dtype, math_function(short, e.dtype.element_of), e.args)
+        if short == "sigmoid":  # (TVM legalizes it: 1 / (1 + exp(0 - x)), exp in float32 for bfloat16)
+            x, elem = e.args[0], e.dtype.element_of
+            one, zero = _float(e.dtype, 1.0), _float(e.dtype, 0.0)
+            exp = E.Call(e.dtype, E.Op("tir.exp"), (E.Sub(zero, x),))
+            if elem.code == "bfloat":
+                wide = DataType("float32").with_lanes(e.dtype.lanes)
+                exp = E.Cast(e.dtype, E.Call(wide, E.Op("tir.exp"), (E.Cast(wide, E.Sub(zero, x)),)))
+            return self.expr(E.Div(one, E.Add(one, exp)))
+        if name in _SHUFFLES:
+            self.tags.add("warp_shuffle")  # (TVM's macros map the _sync forms to old GPUs' shuffles)
+            return self.call_extern(e.dtype, _SHUFFLES[name], e.args[:4])
+        if name == "tir.tvm_warp_activemask":
+            return "__activemask()"
+        if name.startswith("tir.cuda.__"):  # (the CUDA builtins LowerIntrin names: __shfl_down_sync...)
+            if "shfl" in name:
+                self.tags.add("warp_shuffle")
+            return self.call_extern(e.dtype, name[len("tir.cuda."):], e.args)
+        if short in WMMA_CALLS:
+            return self.wmma(short, e.args)
+        if short in ("popcount", "clz"):  # (clz is named by its argument's type)
+            dt = e.args[0].dtype if short == "clz" else e.dtype
+            if not dt.is_integer or dt.bits not in (32, 64) or (short == "popcount" and not dt.is_uint):
+                raise TVMSError(f"CUDA has no {short} for {dt} values")
+            base = "__popc" if short == "popcount" else "__clz"
+            return self.call_extern(e.dtype, base + ("ll" if dt.bits == 64 else ""), e.args)
+        return None
+
+    def storage_sync(self, call: E.Call) -> None:
+        scope = call.args[0].value
+        if scope in ("shared", "shared.dyn"):
+            self.line("__syncthreads();")
+        elif scope != "warp":
+            raise TVMSError(f"the cuda code generator has no T.tvm_storage_sync({scope!r})")
+
+    # ------------------------------------------------------------ statements
+    def s_AttrStmt(self, s: S.AttrStmt) -> None:
+        if s.attr_key == "thread_extent":
+            iv = s.node
+            if iv.var not in self.ids:  # blockIdx.x is an unsigned register: cast it to the index type
+                self.ids[iv.var] = self.cast_text(iv.thread_tag, UINT32, iv.var.dtype)
+                if isinstance(s.value, E.IntImm) and s.value.value > 0:
+                    self.analyzer.bind(iv.var, 0, s.value.value)
+                else:
+                    self.analyzer.bind(iv.var, 0, 2 ** 31 - 1)
+        elif s.attr_key in ("fragment_shape", "fragment_layout"):
+            self.fragment_info(s.node)[s.attr_key] = s.value.value
+        elif s.attr_key in ("pragma_unroll", "disable_unroll"):
+            count = s.value.value if isinstance(s.value, E.IntImm) else 1
+            unroll_one = s.attr_key == "disable_unroll"
+            self.line("#pragma unroll 1" if unroll_one else "#pragma unroll" + (f" {count}" if count != 1 else ""))
+        self.stmt(s.body)
+
+    def loop_pragma(self, s: S.For) -> None:
+        if "disable_unroll" in s.annotations:
+            self.line("#pragma unroll 1")
+        elif s.kind == "unroll":
+            self.line("#pragma unroll")
+        elif "pragma_unroll" in s.annotations:
+            count = s.annotations["pragma_unroll"]
+            count = getattr(count, "value", count)
+            self.line("#pragma unroll" + (f" {count}" if isinstance(count, int) and not isinstance(count, bool) else ""))
+
+    def s_AllocBuffer(self, s: S.AllocBuffer) -> None:
+        buf = s.buffer
+        scope = buf.scope
+        vid = self.new_id(buf.data, self.allocation_name(buf.name) + "_ptr")
+        align = buf.data_alignment
+        align_ann = s.annotations.get("tir.buffer_data_alignment")
+        if isinstance(align_ann, (int, E.IntImm)):
+            align = getattr(align_ann, "value", align_ann)
+        if scope.startswith("wmma."):
+            prefix, elem_type = "", self.fragment_type(buf, scope)
+        else:
+            prefix, elem_type = self.storage_scope(scope), self.c_type(buf.dtype)
+            if align > 0:
+                prefix += f"__align__({align}) " if scope == "shared.dyn" else f"alignas({align}) "
+        if scope == "shared.dyn":
+            self.line(f"{prefix}{elem_type} {vid}[];")
+        else:
+            size = 1
+            for dim in buf.shape:
+                if not isinstance(dim, E.IntImm):
+                    raise TVMSError(f"allocation {buf.name!r} has a size that is not a constant ({dim}); "
+                                    "a kernel's arrays have constant sizes (use shared.dyn for dynamic shared memory)")
+                size *= dim.value
+            if scope.startswith("wmma."):  # (one fragment holds a whole tile)
+                rows, cols = self.fragment_tile(buf, scope)
+                size //= rows * cols
+            if size <= 0:
+                raise TVMSError(f"allocation {buf.name!r} has no elements")
+            self.line(f"{prefix}{elem_type} {vid}[{size}];")
+        self.handle_type[buf.data] = buf.dtype
+        if s.annotations.get("tir.volatile"):
+            self.volatile.add(buf.data)
+        self.stmt(s.body)
+
+    def allocation_name(self, name: str) -> str:
+        """The name TVM gave an array that TVM's printer showed as ``name``: the printer tells
+        two arrays named t0 apart as t0 and t0_1, where TVM's code names them t0_ptr, t0_ptr_1."""
+        stem, _, number = name.rpartition("_")
+        original = stem if number.isdigit() and stem in self.allocated else name
+        self.allocated.add(original)
+        return original
+
+    # ------------------------------------------------------------ functions
+    def signature(self, name: str, func: PrimFunc) -> str:
+        self.begin_function()
+        self.allocated: set[str] = set()  # the names of the function's arrays
+        self.fragments: dict = {}  # data Var or name -> {"fragment_shape": "16, 16, 16", ...}
+        params = []
+        noalias = bool(func.attrs.get("tir.noalias"))
+        for var in func.params:
+            pointer = var.dtype.is_handle
+            text = self.pointer_type(var) + (f" {self.restrict}" if noalias and pointer else "")
+            params.append(f"{text} {self.new_id(var)}")
+            ann = var.type_annotation
+            if isinstance(ann, E.PointerType):
+                self.handle_type[var] = ann.element
+        bounds = launch_bounds(func)
+        attrs = f" __launch_bounds__({bounds})" if bounds is not None and bounds != 1 else ""
+        return f'extern "C" __global__ void{attrs} {name}({", ".join(params)})'
+
+    def function(self, name: str, func: PrimFunc) -> None:
+        self.forward.append(self.signature(name, func) + ";\n")
+        self.out.append(self.signature(name, func) + " {\n")
+        scope = self.begin_scope()
+        self.stmt(func.body)
+        self.end_scope(scope)
+        self.out.append("}\n\n")
+
+    def source(self) -> str:
+        return preamble(self.tags) + "".join(self.forward) + "".join(self.out)
+
+
+def launch_bounds(func: PrimFunc) -> int | None:
+    """Threads per block of a kernel (the product of its threadIdx extents), None if not constant."""
+    extents = {axis: 1 for axis in _THREAD_AXES}
+    for attr in collect(func.body, S.AttrStmt):
+        if attr.attr_key == "thread_extent" and attr.node.thread_tag in extents:
+            value = attr.value
+            extents[attr.node.thread_tag] = value.value if isinstance(value, E.IntImm) else None
+    if None in extents.values():
+        return None
+    return math.prod(extents.values())
+
+
+def kernel_name(gvar: Any, func: PrimFunc) -> str:
+    return func.attrs.get("global_symbol", gvar.name_hint)
+
+
+def kernels_of(mod: Any) -> list[tuple[str, PrimFunc]]:
+    """(symbol, function) of every kernel of ``mod``, in the module's order."""
+    return [(kernel_name(gv, f), f) for gv, f in mod.functions.items()
+            if isinstance(f, PrimFunc) and f.attrs.get("calling_conv") == KERNEL_LAUNCH]
+
+
+def cuda_source(kernels: list[tuple[str, PrimFunc]], device_passes_done: bool = False) -> str:
+    """The CUDA C of the kernels (``(symbol, function)``), as one source with TVM's preamble.
+    ``device_passes_done``: the kernels are at TVM's device stage (after its device passes),
+    not at the SplitHostDevice stage."""
+    writer = CudaSource(device_passes_done)
+    for name, func in kernels:
+        writer.function(name, func)
+    return writer.source()
+
+
+def target_arch(target: Any) -> str | None:
+    arch = getattr(target, "attrs", {}).get("arch")
+    return str(arch) if arch else None
+
+
+def codegen_cuda(mod: Any, target: Any, symbol: str) -> CudaArtifact:
+    """The cuda row's code generator: the kernels of ``mod`` (the lowered module) as CUDA C,
+    compiled by NVRTC for the target's ``-arch`` (a cubin; without one, PTX for ``sm_80`` that
+    the driver compiles for the GPU it finds), and its host function as it is."""
+    from .nvrtc import compile_cuda  # (imports cuda-python only when code is generated)
+
+    kernels = kernels_of(mod)
+    hosts = [(gv, f) for gv, f in mod.functions.items()
+             if isinstance(f, PrimFunc) and f.attrs.get("calling_conv") != KERNEL_LAUNCH]
+    if len(hosts) > 1:
+        hosts = [(gv, f) for gv, f in hosts if gv.name_hint in (symbol, "main")] or hosts
+    if len(hosts) != 1:
+        names = ", ".join(gv.name_hint for gv, _ in hosts) or "none"
+        raise TVMSError(f"the cuda code generator expects one host function beside the kernels, found {names}")
+    source = cuda_source(kernels)
+    arch = target_arch(target)
+    fmt = "cubin" if arch else "ptx"
+    arch = arch or DEFAULT_ARCH
+    binary = compile_cuda(source, arch=arch, fmt=fmt)
+    launched = tuple(CudaKernel(name, func, tuple(func.attrs.get("tir.kernel_launch_params", ())))
+                     for name, func in kernels)
+    return CudaArtifact(symbol, hosts[0][1], launched, source, arch, binary, fmt)

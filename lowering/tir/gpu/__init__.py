@@ -1,0 +1,25 @@
+"""GPU TIR lowering: TVM 0.27's passes for a cuda target, each by its TVM name, and
+``lower_for_cuda`` (pipeline.py) running TVM's s_tir pipeline for cuda up to the kernels the CUDA
+code generator takes."""
+from __future__ import annotations
+
+from .annotate_entry_func import AnnotateEntryFunc, annotate_entry_func
+from .common_subexpr_elim import CommonSubexprElim, common_subexpr_elim
+from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread
+from .lower_cross_thread_reduction import LowerCrossThreadReduction, lower_cross_thread_reduction
+from .lower_thread_allreduce import LowerThreadAllreduce, lower_thread_allreduce
+from .lower_warp_memory import LowerWarpMemory, lower_warp_memory
+from .narrow_data_type import NarrowDataType, narrow_data_type
+from .pipeline import cuda_target_attr, finalize_kernels, lower_for_cuda, split_for_cuda
+from .split_host_device import SplitHostDevice, split_host_device
+from .storage_rewrite import StorageRewrite, storage_rewrite
+from .thread_binding import LiftThreadBinding, UnifyThreadBinding, lift_thread_binding, unify_thread_binding
+from .thread_sync import ThreadSync, thread_sync
+
+__all__ = [
+    "AnnotateEntryFunc", "CommonSubexprElim", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",
+    "LowerThreadAllreduce", "LowerWarpMemory", "NarrowDataType",
+    "SplitHostDevice", "StorageRewrite", "ThreadSync", "UnifyThreadBinding", "annotate_entry_func", "common_subexpr_elim", "cuda_target_attr",
+    "finalize_kernels", "inject_virtual_thread", "lift_thread_binding", "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce",
+    "lower_warp_memory", "narrow_data_type", "split_for_cuda", "split_host_device", "storage_rewrite", "thread_sync", "unify_thread_binding",
+]

@@ -1,0 +1,268 @@
+"""CommonSubexprElim: an integer expression computed twice or more is bound once, ``cse_v<N>``.
+
+As TVM 0.27's planner does it: every eligible expression (an operation without calls or buffer
+loads, not a vector ramp or broadcast, not boolean) is counted where it occurs, with the
+innermost scope (loop, branch, attribute body) holding all its occurrences. Occurrences inside a
+repeated parent do not count again: a child loses ``(parent count - 1) * multiplicity``. What is
+left with two or more occurrences gets a variable, shallower expressions first (then in the order
+first met): ``cse_vN = expr`` (with the earlier variables in it) is bound before its first use in
+that scope, or before the loop or branch that holds it, and every occurrence reads the variable.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ....ir.expr import (Broadcast, BufferLoad, Call, Cast, FloatImm, IntImm, Let, Not, PrimExpr, Ramp, Select,
+                         StringImm, Var, BinaryOp)
+from ....ir.function import PrimFunc
+from ....ir.node import Node
+from ....ir.stmt import (AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
+                         SeqStmt, Stmt, While, AssertStmt)
+from ....ir.visitor import Mutator, walk
+from ...pass_registry import register_pass
+from ...transform import prim_func_pass
+
+
+def _key(e, memo: dict):
+    """A structural key of an expression (variables by identity, as TVM's ExprDeepEqual)."""
+    found = memo.get(id(e))
+    if found is not None:
+        return found
+    if isinstance(e, Var):
+        key = ("var", id(e))
+    elif isinstance(e, Node):
+        key = (type(e).__name__,) + tuple(_key(getattr(e, f.name), memo) for f in dataclasses.fields(e)
+                                          if f.name not in ("span",))
+    elif isinstance(e, (tuple, list)):
+        key = tuple(_key(x, memo) for x in e)
+    else:
+        key = repr(e)
+    memo[id(e)] = key
+    return key
+
+
+def _eligible(e: PrimExpr) -> bool:
+    if isinstance(e, (IntImm, FloatImm, StringImm, Var, Ramp, Broadcast, Call, BufferLoad)):
+        return False
+    if e.dtype.is_bool:
+        return False
+    return not any(isinstance(n, (Call, BufferLoad)) for n in walk(e))
+
+
+RECORDED = (BinaryOp, Not, Cast, Select)
+
+
+class _Entry:
+    __slots__ = ("count", "depth", "repr", "lca", "first_scope", "first_stmt", "children", "consumed")
+
+    def __init__(self, expr: PrimExpr, scope: int, stmt: Stmt) -> None:
+        self.count, self.depth, self.repr, self.consumed = 0, 0, expr, 0
+        self.lca = self.first_scope = scope
+        self.first_stmt = stmt
+        self.children: list = []  # [key, multiplicity]
+
+
+class _Planner:
+    def __init__(self) -> None:
+        self.scopes: list = [(-1, 0, None)]  # (parent, depth, the statement that opened it)
+        self.scope = 0
+        self.stmt: Stmt | None = None
+        self.table: dict = {}
+        self.memo: dict = {}
+
+    def lca(self, a: int, b: int) -> int:
+        while self.scopes[a][1] > self.scopes[b][1]:
+            a = self.scopes[a][0]
+        while self.scopes[b][1] > self.scopes[a][1]:
+            b = self.scopes[b][0]
+        while a != b:
+            a, b = self.scopes[a][0], self.scopes[b][0]
+        return a
+
+    def open(self, stmt: Stmt) -> int:
+        self.scopes.append((self.scope, self.scopes[self.scope][1] + 1, stmt))
+        return len(self.scopes) - 1
+
+    # -- expressions (post-order: children are met first)
+    def expr(self, e) -> None:
+        if isinstance(e, Let):
+            self.expr(e.value)
+            return  # (nothing inside a let's body is shared out of it)
+        if not isinstance(e, PrimExpr):
+            return
+        children = _children(e)
+        for c in children:
+            self.expr(c)
+        if isinstance(e, RECORDED) and _eligible(e):
+            self.record(e, children)
+
+    def record(self, e: PrimExpr, children: list) -> None:
+        key = _key(e, self.memo)
+        entry = self.table.get(key)
+        if entry is None:
+            entry = self.table[key] = _Entry(e, self.scope, self.stmt)
+            depth = 0
+            for c in children:
+                child = self.table.get(_key(c, self.memo))
+                if child is None:
+                    continue
+                depth = max(depth, child.depth)
+                ck = _key(c, self.memo)
+                for pair in entry.children:
+                    if pair[0] == ck:
+                        pair[1] += 1
+                        break
+                else:
+                    entry.children.append([ck, 1])
+            entry.depth = depth + 1
+        else:
+            entry.lca = self.lca(entry.lca, self.scope)
+        entry.count += 1
+
+    # -- statements
+    def visit(self, s: Stmt) -> None:
+        self.stmt = s
+        if isinstance(s, SeqStmt):
+            for x in s.seq:
+                self.visit(x)
+        elif isinstance(s, BufferStore):
+            self.expr(s.value)
+            for i in s.indices:
+                self.expr(i)
+        elif isinstance(s, Evaluate):
+            self.expr(s.value)
+        elif isinstance(s, LetStmt):
+            self.expr(s.value)
+            self.visit(s.body)
+        elif isinstance(s, (AllocBuffer, DeclBuffer)):
+            for x in s.buffer.shape:
+                self.expr(x)
+            self.visit(s.body)
+        elif isinstance(s, AssertStmt):
+            self.expr(s.condition)
+            self.visit(s.body)
+        elif isinstance(s, (For, While, AttrStmt)):
+            if isinstance(s, For):
+                self.expr(s.min)
+                self.expr(s.extent)
+            elif isinstance(s, While):
+                self.expr(s.condition)
+            elif isinstance(s.value, PrimExpr):
+                self.expr(s.value)
+            outer, self.scope = self.scope, self.open(s)
+            self.visit(s.body)
+            self.scope = outer
+        elif isinstance(s, IfThenElse):
+            self.expr(s.condition)
+            outer = self.scope
+            for branch in (s.then_case, s.else_case):
+                if branch is not None:
+                    self.scope = self.open(s)
+                    self.visit(branch)
+            self.scope = outer
+
+    def plan(self) -> tuple[dict, dict]:
+        entries = sorted(self.table.items(), key=lambda kv: kv[1].depth)  # (stable: first met first)
+        for _, entry in entries:
+            if entry.count >= 2:
+                for ck, mult in entry.children:
+                    self.table[ck].consumed += (entry.count - 1) * mult
+        inserts: dict = {}  # id(stmt) -> [(var, value)]
+        remap: dict = {}  # key -> var
+        counter = 0
+        for key, entry in entries:
+            if entry.count - entry.consumed < 2:
+                continue
+            counter += 1
+            var = Var(f"cse_v{counter}", entry.repr.dtype)
+            inserts.setdefault(id(self._insertion_point(entry)), []).append((var, entry.repr))
+            remap[key] = var
+            for _, other in entries:  # deeper values read the new variable
+                if other.depth > entry.depth:
+                    other.repr = _Replace(key, var, self.memo).visit(other.repr)
+        return inserts, remap
+
+    def _insertion_point(self, entry: _Entry) -> Stmt:
+        if entry.first_scope == entry.lca:
+            return entry.first_stmt
+        scope = entry.first_scope
+        while self.scopes[scope][0] != entry.lca:
+            scope = self.scopes[scope][0]
+        return self.scopes[scope][2]
+
+
+def _children(e: PrimExpr) -> list:
+    if isinstance(e, BinaryOp):
+        return [e.a, e.b]
+    if isinstance(e, Not):
+        return [e.a]
+    if isinstance(e, Cast):
+        return [e.value]
+    if isinstance(e, Select):
+        return [e.condition, e.true_value, e.false_value]
+    return [c for f in dataclasses.fields(e) for c in _as_list(getattr(e, f.name)) if isinstance(c, PrimExpr)]
+
+
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, tuple) else [value]
+
+
+class _Replace(Mutator):
+    def __init__(self, key, var: Var, memo: dict) -> None:
+        self.key, self.var, self.memo = key, var, memo
+
+    def visit(self, node):
+        if isinstance(node, PrimExpr) and _key(node, self.memo) == self.key:
+            return self.var
+        return super().visit(node)
+
+
+class _Rewriter(Mutator):
+    def __init__(self, inserts: dict, remap: dict, memo: dict) -> None:
+        self.inserts, self.remap, self.memo = inserts, remap, memo
+
+    def visit(self, node):
+        if isinstance(node, PrimExpr) and not isinstance(node, (Var, IntImm, FloatImm)):
+            var = self.remap.get(_key(node, self.memo))
+            if var is not None:
+                return var
+        result = super().visit(node)
+        if isinstance(node, Stmt) and id(node) in self.inserts and not isinstance(node, SeqStmt):
+            result = self._bind(node, result)
+        return result
+
+    def _bind(self, node: Stmt, body: Stmt) -> Stmt:
+        for var, value in reversed(self.inserts.pop(id(node))):
+            body = LetStmt(var, value, body)
+        return body
+
+    def visit_SeqStmt(self, seq: SeqStmt) -> Stmt:
+        # a binding before a statement scopes the rest of the sequence
+        tail: list = []
+        for item in reversed(seq.seq):
+            visited = Mutator.visit(self, item)
+            if id(item) in self.inserts:
+                tail = [self._bind(item, visited if not tail else SeqStmt((visited, *tail)))]
+            else:
+                tail.insert(0, visited)
+        return tail[0] if len(tail) == 1 else SeqStmt(tuple(tail))
+
+
+def common_subexpr_elim(func: PrimFunc) -> PrimFunc:
+    """``func`` with its repeated integer expressions bound once."""
+    planner = _Planner()
+    planner.visit(func.body)
+    inserts, remap = planner.plan()
+    if not remap:
+        return func
+    return func.with_changes(body=_Rewriter(inserts, remap, planner.memo).visit(func.body))
+
+
+def CommonSubexprElim():  # noqa: N802 (TVM's name)
+    """The pass: ``tvm.tirx.transform.CommonSubexprElim()``."""
+    return prim_func_pass(lambda func, mod, ctx: common_subexpr_elim(func), opt_level=0, name="CommonSubexprElim")
+
+
+register_pass("CommonSubexprElim", CommonSubexprElim)
+
+__all__ = ["CommonSubexprElim", "common_subexpr_elim"]

@@ -1,0 +1,186 @@
+"""LowerIntrin for a cuda target, as TVM 0.27's CUDA intrinsic rules and generic lowering do it.
+
+* math intrinsics become CUDA's functions, ``T.call_pure_extern("float32", "expf", x)``
+  (``exp`` for float64, ``hexp`` for float16 and bfloat16; ``round`` is ``nearbyint``; ``__clz``,
+  ``__popc`` for 32-bit integers, ``...ll`` for 64-bit ones);
+* the warp builtins become CUDA's: ``T.tvm_warp_shuffle_down(mask, v, delta, width, warp)`` is
+  ``T.cuda.__shfl_down_sync(mask, v, delta, width)``, ``T.tvm_warp_activemask()`` is
+  ``T.cuda.__activemask()``;
+* integer ``//`` and ``%`` by a power of two become ``>>`` and ``&``; by another positive divisor
+  a truncating division when the dividend is known to be non-negative, else truncating division
+  corrected by the remainder's sign (``floormod(x, y) == 0`` tests ``truncmod`` directly).
+
+No multiply-add is fused (CUDA has no rule for ``tir.fma``; the compiler contracts it).
+``sigmoid(x)`` is legalized to ``1 / (1 + exp(0 - x))``; intrinsics without a rule are left to
+the code generator.
+"""
+from __future__ import annotations
+
+from ....ir.dtype import DataType
+from ....ir.expr import (EQ, NE, Add, Broadcast, Call, Ramp, Div, FloorDiv, FloorMod, IntImm, Let, Max, Mod, Mul,
+                         PrimExpr, Select, SizeVar, StringImm, Var, const)
+from ....ir.function import PrimFunc
+from ....ir.op import get_op
+from ....ir.operators import BY_SYMBOL
+from ..loop_ranges import LoopRangeMutator
+
+CUDA_MATH = {"floor", "ceil", "trunc", "fabs", "round", "nearbyint", "exp", "exp2", "exp10", "erf", "log",
+             "log2", "log10", "tan", "cos", "cosh", "sin", "sinh", "atan", "tanh", "sqrt", "rsqrt", "pow",
+             "fmod"}
+WARP_OPS = {"tir.tvm_warp_shuffle": "tir.cuda.__shfl_sync", "tir.tvm_warp_shuffle_up": "tir.cuda.__shfl_up_sync",
+            "tir.tvm_warp_shuffle_down": "tir.cuda.__shfl_down_sync",
+            "tir.tvm_warp_shuffle_xor": "tir.cuda.__shfl_xor_sync"}
+
+
+def cuda_math_name(dtype: DataType, name: str) -> str | None:
+    """CUDA's function for math intrinsic ``name`` on ``dtype`` (TVM's CUDAMath), or None."""
+    if dtype.is_float and dtype.bits in (32, 64):
+        base = "nearbyint" if name == "round" else name
+        return base + "f" if dtype.bits == 32 else base
+    if dtype.is_float and dtype.bits == 16:  # (float16 and bfloat16)
+        return {"fabs": "__habs", "round": "hrint"}.get(name, "h" + name)
+    if (dtype.is_int or dtype.is_uint) and dtype.bits in (32, 64):
+        return f"__{name}" + ("ll" if dtype.bits == 64 else "")
+    return None
+
+
+def _popcount_name(dtype: DataType) -> str | None:
+    return {32: "__popc", 64: "__popcll"}.get(dtype.bits) if dtype.is_uint else None
+
+
+def _constant(e: PrimExpr) -> int | None:
+    """The value of a constant or of a broadcast constant."""
+    if isinstance(e, Broadcast):
+        e = e.value
+    return e.value if isinstance(e, IntImm) else None
+
+
+def _power_of_two(e: PrimExpr) -> int | None:
+    c = _constant(e)
+    if c is not None and c > 0 and c & (c - 1) == 0:
+        return c.bit_length() - 1
+    return None
+
+
+def _like(value: int, e: PrimExpr) -> PrimExpr:
+    """``value`` with ``e``'s type (broadcast to its lanes)."""
+    scalar = const(value, e.dtype.element_of)
+    return scalar if e.dtype.lanes == 1 else Broadcast(scalar, e.dtype.lanes)
+
+
+def _op(symbol: str, a, b) -> PrimExpr:
+    return BY_SYMBOL[symbol].build(a, b)
+
+
+class _CudaIntrinLowerer(LoopRangeMutator):
+    def _min(self, e: PrimExpr) -> int | None:
+        """A lower bound of ``e``, or None."""
+        if isinstance(e, IntImm):
+            return e.value
+        if isinstance(e, Broadcast):
+            return self._min(e.value)
+        if isinstance(e, Ramp):
+            base, stride = self._min(e.base), _constant(e.stride)
+            return None if base is None or stride is None else base + min(0, stride * (e.lanes - 1))
+        if isinstance(e, SizeVar):
+            return 0
+        if isinstance(e, Var):
+            bound = self.analyzer.bound(e)
+            return None if bound is None else bound[0]
+        if isinstance(e, (Add, Mul, FloorDiv, FloorMod, Div, Mod)):
+            a, b = self._min(e.a), self._min(e.b)
+            if a is None or b is None:
+                return None
+            if isinstance(e, Add):
+                return a + b
+            if isinstance(e, Mul):
+                return a * b if a >= 0 and b >= 0 else None
+            return 0 if a >= 0 and b > 0 else None
+        bound = self.analyzer.bound(e)
+        return None if bound is None else bound[0]
+
+    def _nonneg(self, e: PrimExpr) -> bool:
+        low = self._min(e)
+        return low is not None and low >= 0
+
+    def visit_Call(self, call: Call) -> PrimExpr:
+        call = self.generic_visit(call)
+        name = getattr(call.op, "name", "")
+        if name in WARP_OPS:  # (the warp size argument goes: CUDA's takes the width only)
+            return Call(call.dtype, get_op(WARP_OPS[name]), call.args[:4])
+        if name == "tir.tvm_warp_activemask":
+            return Call(call.dtype, get_op("tir.cuda.__activemask"), call.args)
+        short = name[4:] if name.startswith("tir.") else ""
+        if short == "sigmoid":  # (TVM's default legalization, then exp by CUDA's rule)
+            one, zero = const(1.0, call.dtype), const(0.0, call.dtype)
+            return one / (one + self.visit_Call(Call(call.dtype, get_op("tir.exp"), (zero - call.args[0],))))
+        if short in CUDA_MATH:
+            extern = cuda_math_name(call.dtype, short)
+        elif short == "clz":
+            extern = cuda_math_name(call.args[0].dtype, short)
+        elif short == "popcount":
+            extern = _popcount_name(call.dtype)
+        else:
+            return call
+        if extern is None:
+            return call
+        return Call(call.dtype, get_op("tir.call_pure_extern"), (StringImm(extern), *call.args))
+
+    def visit_FloorDiv(self, e: FloorDiv) -> PrimExpr:
+        e = self.generic_visit(e)
+        shift = _power_of_two(e.b)
+        if shift is not None:
+            return _op(">>", e.a, _like(shift, e))
+        if not self._nonneg(e.b):
+            rmod, rdiv = Var("rmod", e.dtype), Var("rdiv", e.dtype)
+            zero = _like(0, e)
+            return Let(rmod, Mod(e.a, e.b), Let(rdiv, Div(e.a, e.b), Select(
+                _op("or", _op("and", e.b >= zero, rmod >= zero), _op("and", e.b < zero, rmod <= zero)),
+                rdiv, rdiv - _like(1, e))))
+        if self._nonneg(e.a):
+            return Div(e.a, e.b)
+        rdiv, rmod = Div(e.a, e.b), Mod(e.a, e.b)
+        return rdiv + _op(">>", rmod, _like(e.dtype.bits - 1, e))
+
+    def visit_FloorMod(self, e: FloorMod) -> PrimExpr:
+        e = self.generic_visit(e)
+        shift = _power_of_two(e.b)
+        if shift is not None:
+            return _op("&", e.a, _like((1 << shift) - 1, e))
+        if not self._nonneg(e.b):
+            rmod = Var("rmod", e.dtype)
+            zero = _like(0, e)
+            return Let(rmod, Mod(e.a, e.b), Select(
+                _op("or", _op("and", e.b >= zero, rmod >= zero), _op("and", e.b < zero, rmod <= zero)),
+                rmod, rmod + e.b))
+        if self._nonneg(e.a):
+            return Mod(e.a, e.b)
+        rmod = Mod(e.a, e.b)
+        return rmod + _op("&", e.b, _op(">>", rmod, _like(e.dtype.bits - 1, e)))
+
+    def _mod_test(self, e, op_class) -> PrimExpr:
+        """``x % y == 0`` (or ``!=``) tests the truncated remainder: the same zero."""
+        if isinstance(e.a, FloorMod) and isinstance(e.b, IntImm) and e.b.value == 0:
+            return op_class(Mod(self.visit(e.a.a), self.visit(e.a.b)), e.b)
+        return self.generic_visit(e)
+
+    def visit_EQ(self, e: EQ) -> PrimExpr:
+        return self._mod_test(e, EQ)
+
+    def visit_NE(self, e: NE) -> PrimExpr:
+        return self._mod_test(e, NE)
+
+    def visit_Max(self, e: Max) -> PrimExpr:
+        if (isinstance(e.a, FloorDiv) and isinstance(e.b, IntImm) and e.b.value >= 0
+                and self._nonneg(e.a.b)):
+            return Max(self.visit(Div(e.a.a, e.a.b)), e.b)
+        return self.generic_visit(e)
+
+
+def lower_cuda_intrin(func: PrimFunc) -> PrimFunc:
+    """``func`` (a cuda kernel) with its intrinsics and integer divisions as CUDA spells them."""
+    body = _CudaIntrinLowerer().visit(func.body)
+    return func if body is func.body else func.with_changes(body=body)
+
+
+__all__ = ["cuda_math_name", "lower_cuda_intrin"]

@@ -1,0 +1,157 @@
+"""SplitHostDevice: each launch of GPU threads becomes a kernel function, called from the host.
+
+An outermost ``T.launch_thread`` in a function whose target has a host is cut out into a new
+PrimFunc ``<symbol>_kernel`` (``_kernel_1``, ... for the next ones). The kernel takes the data
+pointers of the buffers it uses (``A_ptr: T.handle("float32", "global")``, the buffer declared
+again inside with ``T.decl_buffer``) and the scalars it uses, pointers first then by name; it
+gets the target without its host, ``calling_conv`` 2 (a device kernel) and the thread tags it
+launches as ``tirx.kernel_launch_params``. The host keeps ``T.call_ffi_kernel(name, args...,
+extents..., launch_params=[...])`` with the launch extents in the host's terms (the values of
+the kernel's ``let``s substituted).
+"""
+from __future__ import annotations
+
+from ....ir.buffer import Buffer
+from ....ir.dtype import int32
+from ....ir.errors import TVMSError
+from ....ir.expr import Call, PointerType, StringImm, Var
+from ....ir.analysis import substitute
+from ....ir.function import PrimFunc
+from ....ir.module import GlobalVar, IRModule, Target
+from ....ir.node import FrozenDict
+from ....ir.op import get_op
+from ....ir.stmt import AttrStmt, DeclBuffer, Evaluate, LetStmt, Stmt
+from ....ir.visitor import Mutator, walk
+from ...transform import module_pass
+from ...pass_registry import register_pass
+from .free_vars import undefined
+
+DEVICE_CALLING_CONV = 2
+
+
+def without_host(target: Target) -> Target:
+    return Target(FrozenDict({k: v for k, v in target.config.items() if k != "host"}))
+
+
+def launch_extents(kernel_body: Stmt) -> tuple[list, list]:
+    """The thread tags a kernel launches, each first launch's, and their extents with the
+    kernel's ``let`` values substituted (so that the host can compute them)."""
+    lets: dict = {}
+    tags: list = []
+    extents: list = []
+    for node in walk(kernel_body):
+        if isinstance(node, LetStmt):
+            lets[node.var] = substitute(node.value, lets)
+        elif (isinstance(node, AttrStmt) and node.attr_key == "thread_extent"
+              and node.node.thread_tag not in tags):
+            tags.append(node.node.thread_tag)
+            extents.append(substitute(node.value, lets))
+    return tags, extents
+
+
+class _KernelRenamer(Mutator):
+    """The kernel's own buffers and scalar parameters in place of the host's (each buffer
+    rebuilt once, so that every access still names one object)."""
+
+    def __init__(self, buffers: dict, scalars: dict) -> None:
+        self.buffers = buffers
+        self.scalars = scalars
+
+    def visit_Var(self, var: Var) -> Var:
+        return self.scalars.get(var, var)
+
+    def visit_Buffer(self, buffer: Buffer) -> Buffer:
+        if buffer not in self.buffers:
+            self.buffers[buffer] = self.generic_visit(buffer)
+        return self.buffers[buffer]
+
+
+class _Splitter(Mutator):
+    def __init__(self, func: PrimFunc, symbol: str, device_target: Target) -> None:
+        self.func = func
+        self.symbol = symbol
+        self.device_target = device_target
+        self.kernels: list = []
+        self.taken: set = set()
+
+    def visit_AttrStmt(self, attr: AttrStmt) -> Stmt:
+        if attr.attr_key == "thread_extent":
+            return self._split(attr)
+        return self.generic_visit(attr)
+
+    def _kernel_name(self) -> str:
+        name = f"{self.symbol}_kernel"
+        suffix = 0
+        while name in self.taken:
+            suffix += 1
+            name = f"{self.symbol}_kernel_{suffix}"
+        self.taken.add(name)
+        return name
+
+    def _split(self, body: Stmt) -> Stmt:
+        variables, buffers = undefined(body)
+        data_of = {buffer.data: buffer for buffer in buffers}
+        params = sorted(variables, key=lambda v: (not v.dtype.is_handle, v.name))
+        # the kernel's own scalar variables (functions share none) and buffers over its pointers
+        scalars = {var: var.with_changes() for var in params if var not in data_of}
+        renamed: dict = {}
+        kernel_params: list = []
+        for var in params:
+            buffer = data_of.get(var)
+            if buffer is None:
+                kernel_params.append(scalars[var])
+                continue
+            pointer = Var(f"{var.name}_ptr", var.dtype, var.type_annotation or PointerType(buffer.dtype, "global"))
+            kernel_params.append(pointer)
+            renamed[buffer] = buffer.with_changes(
+                data=pointer, name=var.name, shape=tuple(substitute(x, scalars) for x in buffer.shape),
+                strides=tuple(substitute(x, scalars) for x in buffer.strides),
+                elem_offset=None if buffer.elem_offset is None else substitute(buffer.elem_offset, scalars))
+        for buffer in buffers:
+            if buffer not in renamed:
+                raise TVMSError(f"SplitHostDevice: the kernel uses buffer {buffer.name!r}, whose data "
+                                f"{buffer.data.name!r} it cannot take as a parameter")
+        kernel_body = _KernelRenamer(dict(renamed), scalars).visit(body)
+        for buffer in buffers:  # the first used ends innermost, as in TVM
+            kernel_body = DeclBuffer(renamed[buffer], kernel_body)
+        call_args = list(params)
+        tags, extents = launch_extents(body)
+        name = self._kernel_name()
+        attrs = {"calling_conv": DEVICE_CALLING_CONV, "target": self.device_target,
+                 "tir.is_global_func": True, "tir.kernel_launch_params": tuple(tags),
+                 "tir.noalias": True, "global_symbol": name}
+        kernel = PrimFunc(tuple(kernel_params), FrozenDict(), kernel_body, None, FrozenDict(attrs),
+                          s_tir=self.func.s_tir)
+        self.kernels.append((name, kernel))
+        call = Call(int32, get_op("tir.call_ffi_kernel"),
+                    (StringImm(name), *call_args, *extents),
+                    FrozenDict({"launch_params": tuple(tags), "ret_ty": "int32"}))
+        return Evaluate(call)
+
+
+def split_host_device(mod: IRModule) -> IRModule:
+    """``mod`` with every device region of its host-and-device functions cut out into a kernel."""
+    result = IRModule(attrs=dict(mod.attrs), source_dialect=mod.source_dialect)
+    taken = set(mod)
+    for gv, func in mod.functions_items():
+        target = func.attrs.get("target") if isinstance(func, PrimFunc) else None
+        if not isinstance(target, Target) or "host" not in target.config:
+            result[gv] = func
+            continue
+        splitter = _Splitter(func, func.attrs.get("global_symbol", gv.name_hint), without_host(target))
+        splitter.taken = taken
+        body = splitter.visit(func.body)
+        for name, kernel in splitter.kernels:
+            result[GlobalVar(name)] = kernel
+        result[gv] = func.with_changes(body=body) if splitter.kernels else func
+    return result
+
+
+def SplitHostDevice():  # noqa: N802 (TVM's name)
+    """The pass: ``tvm.tirx.transform.SplitHostDevice()``."""
+    return module_pass(lambda mod, ctx: split_host_device(mod), opt_level=0, name="SplitHostDevice")
+
+
+register_pass("SplitHostDevice", SplitHostDevice)
+
+__all__ = ["SplitHostDevice", "split_host_device", "launch_extents", "without_host"]

@@ -1,0 +1,66 @@
+"""Thread tags as TVM's ThreadScope reads them: ``blockIdx.x`` is rank 0, ``threadIdx.y`` rank 1
+dimension 1, ``vthread`` rank 1 without a dimension; and helpers the GPU passes share."""
+from __future__ import annotations
+
+from ....ir.buffer import Buffer, decl_buffer
+from ....ir.dtype import int32
+from ....ir.expr import Call, StringImm
+from ....ir.module import Target
+from ....ir.op import get_op
+from ....ir.stmt import AllocBuffer, Evaluate, LetStmt, SeqStmt, Stmt
+
+
+def thread_rank(tag: str) -> int:
+    """0 for a block index, 1 for a thread index (virtual threads included), -1 otherwise."""
+    if tag.startswith("blockIdx."):
+        return 0
+    if tag.startswith(("threadIdx.", "vthread", "cthread")):
+        return 1
+    return -1
+
+
+def thread_dim(tag: str) -> int:
+    """The axis of a block or thread index (x 0, y 1, z 2); -1 for a virtual thread."""
+    if tag.startswith(("blockIdx.", "threadIdx.")):
+        return "xyz".index(tag[-1])
+    return -1
+
+
+def target_attr(target: Target | None, key: str, default: int) -> int:
+    return int(target.config.get(key, default)) if isinstance(target, Target) else default
+
+
+def storage_sync(scope: str) -> Stmt:
+    """``T.tvm_storage_sync(scope)``: a barrier for the threads sharing ``scope`` memory."""
+    return Evaluate(Call(int32, get_op("tir.tvm_storage_sync"), (StringImm(scope),)))
+
+
+def local_buffer(name: str, dtype, scope: str = "local", extent: int = 1) -> Buffer:
+    return decl_buffer((extent,), dtype, name, scope=scope)
+
+
+class Bind:
+    """A ``let`` in a statement list: it scopes the statements after it (see ``sequence``)."""
+
+    __slots__ = ("var", "value")
+
+    def __init__(self, var, value) -> None:
+        self.var, self.value = var, value
+
+
+def sequence(items: list) -> Stmt:
+    """The statements ``items`` in order; a ``Bind`` becomes a LetStmt around the rest, an
+    allocation (``AllocBuffer`` without a body, given as a Buffer) an AllocBuffer around it."""
+    stmts: list = []
+    for i, item in enumerate(items):
+        if isinstance(item, Bind):
+            stmts.append(LetStmt(item.var, item.value, sequence(items[i + 1:])))
+            break
+        if isinstance(item, Buffer):
+            stmts.append(AllocBuffer(item, sequence(items[i + 1:])))
+            break
+        stmts.extend(item.seq if isinstance(item, SeqStmt) else (item,))
+    return stmts[0] if len(stmts) == 1 else SeqStmt(tuple(stmts))
+
+
+__all__ = ["Bind", "local_buffer", "sequence", "storage_sync", "target_attr", "thread_dim", "thread_rank"]

@@ -1,0 +1,339 @@
+"""VerifyGPUCode: reject a candidate whose kernels a GPU cannot launch (TVM's postprocessor of
+the same name, with its limits: the target's ``max_threads_per_block`` and
+``max_shared_memory_per_block``, 16 bytes to a vector access, and the thread-count range that
+MultiLevelTiling marks on a block).
+
+TVM lowers the candidate through its GPU pipeline and counts on the lowered kernels. This check
+reads the scheduled TensorIR itself (or an already lowered function: ``T.launch_thread`` and
+``T.alloc_buffer`` count as well), and finds what that lowering would find:
+
+* a kernel is the nest under an outermost thread-bound loop; its threads per block are the
+  product of its ``threadIdx.x/y/z`` extents, and two loops bound to one thread axis in a kernel
+  must agree on the extent (UnifyThreadBinding refuses them otherwise);
+* a ``shared`` buffer a block allocates is placed where PlanAndUpdateBufferAllocationLocation
+  puts it (the lowest loop or block around all its accesses) and compacted as
+  CompactBufferAllocation compacts it: the loops inside that place and the kernel's
+  ``threadIdx``/``vthread`` loops range over their extents, the others stay fixed, and a block's
+  predicate ``e < c`` bounds the indices divided from ``e``;
+* a software pipeline (a loop marked ``software_pipeline_stage``) keeps as many versions of
+  such a buffer as InjectSoftwarePipeline would;
+* a vectorized loop makes each access it indexes (and each cast of such a value) a vector of
+  its extent's lanes.
+
+On the candidates of the tests (GMM, convolutions, softmax, norms, pipelines) the shared memory
+counted is TVM's to the byte. What lowering could still add is not seen here: StorageRewrite
+sharing one allocation between buffers whose lifetimes do not overlap (the count is then an
+upper bound), index bounds TVM's integer sets prove tighter than interval arithmetic, and the
+passes' own failures (a candidate TVM's pipeline cannot lower). The whole lowering is not run
+per candidate because the search post-processes thousands of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any
+
+from ...ir.arith.analyzer import Analyzer
+from ...ir.analysis import substitute
+from ...ir.buffer import Buffer
+from ...ir.errors import TVMSError
+from ...ir.expr import LT, BufferLoad, Cast, FloorDiv, FloorMod, IntImm, PrimExpr, Sub, Var, is_const_int
+from ...ir.function import PrimFunc
+from ...ir.stmt import VECTORIZED, AllocBuffer, AttrStmt, Block, BlockRealize, BufferStore, For, SeqStmt, Stmt
+from ...ir.visitor import Mutator, children, walk
+from ..schedule.loop_transform import conjuncts
+from .postproc import Postproc
+
+MAX_VECTOR_BYTES = 16
+THREAD_LOW = "meta_schedule.thread_extent_low_inclusive"
+THREAD_HIGH = "meta_schedule.thread_extent_high_inclusive"
+PIPELINE_STAGE = "software_pipeline_stage"
+WARP_EXECUTION = "warp_execution"
+_THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+
+
+@dataclass
+class _Kernel:
+    threads: dict = field(default_factory=dict)  # threadIdx tag -> extent
+    shared_bytes: int = 0
+
+
+@dataclass
+class _Loop:
+    """An enclosing loop (or thread launch) as the analyses need it."""
+
+    node: Any
+    var: Var
+    start: int
+    extent: int | None
+    tag: str
+    vectorized: bool
+
+
+@dataclass
+class _Access:
+    kernel: _Kernel | None
+    scopes: tuple  # the enclosing loops and blocks, outermost first
+    loops: tuple  # the enclosing _Loops, outermost first
+    indices: tuple  # in terms of the loop variables
+    writes: bool
+    limits: tuple  # (e, c): the enclosing blocks' predicates e < c
+
+
+def _bytes(dtype: Any) -> int:
+    return (dtype.bits * dtype.lanes + 7) // 8
+
+
+def _vars(expr: Any) -> set:
+    return {id(n) for n in walk(expr) if isinstance(n, Var)}
+
+
+class _Verifier:
+    def __init__(self, max_threads: int, max_shared: int, warp_size: int) -> None:
+        self.max_threads, self.max_shared, self.warp_size = max_threads, max_shared, warp_size
+        self.errors: list[str] = []
+        self.kernels: list[_Kernel] = []
+        self.allocated: list[Buffer] = []  # shared buffers blocks allocate, placed after the walk
+        self.accesses: dict[Buffer, list[_Access]] = {}
+        self.limits: dict[int, list] = {}  # id(block) -> its predicate's parts e < c
+
+    # ------------------------------------------------------------ the walk
+    def visit(self, stmt: Any, kernel: _Kernel | None, scopes: tuple, loops: tuple, binding: dict,
+              threads: dict) -> None:
+        if isinstance(stmt, For):
+            tag = stmt.thread_binding.thread_tag if stmt.thread_binding is not None else ""
+            self._enter_loop(stmt, stmt.loop_var, stmt.min, stmt.extent, tag, stmt.kind == VECTORIZED, stmt.body,
+                             kernel, scopes, loops, binding, threads)
+            return
+        if isinstance(stmt, AttrStmt) and stmt.attr_key in ("thread_extent", "virtual_thread"):
+            self._enter_loop(stmt, stmt.node.var, IntImm(stmt.value.dtype, 0), stmt.value, stmt.node.thread_tag,
+                             False, stmt.body, kernel, scopes, loops, binding, threads)
+            return
+        if isinstance(stmt, BlockRealize):
+            inner = dict(binding)
+            for iv, value in zip(stmt.block.iter_vars, stmt.iter_values):
+                inner[iv.var] = substitute(value, binding)
+            self.limits[id(stmt.block)] = [(substitute(part.a, binding), part.b.value)
+                                           for part in conjuncts(stmt.predicate)
+                                           if isinstance(part, LT) and isinstance(part.b, IntImm)]
+            self._enter_block(stmt.block, kernel, scopes, loops, inner, threads)
+            return
+        if isinstance(stmt, Block):  # (the root block of a function)
+            self._enter_block(stmt, kernel, scopes, loops, binding, threads)
+            return
+        if isinstance(stmt, AllocBuffer) and stmt.buffer.scope.startswith("shared") and kernel is not None:
+            kernel.shared_bytes += _size(stmt.buffer)  # (already lowered: its size is its shape)
+        if isinstance(stmt, BufferStore):
+            self._access(stmt.buffer, stmt.indices, stmt.value.dtype, kernel, scopes, loops, binding, True)
+        for child in children(stmt):
+            if isinstance(child, Stmt):
+                self.visit(child, kernel, scopes, loops, binding, threads)
+            elif isinstance(child, PrimExpr):
+                self._expr(child, kernel, scopes, loops, binding)
+
+    def _enter_loop(self, node: Any, var: Var, lo: PrimExpr, extent: PrimExpr, tag: str, vectorized: bool,
+                    body: Stmt, kernel: _Kernel | None, scopes: tuple, loops: tuple, binding: dict,
+                    threads: dict) -> None:
+        const = extent.value if isinstance(extent, IntImm) else None
+        if tag and const is None:
+            self.errors.append(f"the extent of {tag} is not a constant")
+            return
+        starts_kernel = bool(tag) and kernel is None
+        if starts_kernel:
+            kernel = _Kernel()
+            self.kernels.append(kernel)
+        if tag in _THREAD_AXES:
+            seen = kernel.threads.setdefault(tag, const)
+            if seen != const:
+                self.errors.append(f"two loops bound to {tag} in one kernel have extents {seen} and {const}")
+            threads = {**threads, tag: const}
+        loop = _Loop(node, var, lo.value if isinstance(lo, IntImm) else 0, const, tag, vectorized)
+        self.visit(body, kernel, scopes + (node,), loops + (loop,), binding, threads)
+        if starts_kernel:
+            self._check_kernel(kernel)
+
+    def _enter_block(self, block: Block, kernel: _Kernel | None, scopes: tuple, loops: tuple, binding: dict,
+                     threads: dict) -> None:
+        self.allocated += [b for b in block.alloc_buffers if b.scope.startswith("shared")]
+        if WARP_EXECUTION in block.annotations:
+            threads = {**threads, "threadIdx.x": self.warp_size}
+        if THREAD_LOW in block.annotations and THREAD_HIGH in block.annotations:
+            low, high = int(block.annotations[THREAD_LOW]), int(block.annotations[THREAD_HIGH])
+            count = prod(threads.values())
+            if not low <= count <= high:
+                self.errors.append(f"block {block.name_hint!r} runs on {count} threads, outside [{low}, {high}]")
+        scopes = scopes + (block,)
+        for part in (block.init, block.body):
+            if part is not None:
+                self.visit(part, kernel, scopes, loops, binding, threads)
+
+    def _expr(self, expr: PrimExpr, kernel: _Kernel | None, scopes: tuple, loops: tuple, binding: dict) -> None:
+        for node in walk(expr):
+            if isinstance(node, BufferLoad):
+                self._access(node.buffer, node.indices, node.dtype, kernel, scopes, loops, binding, False)
+            elif isinstance(node, Cast):
+                self._vector_bytes(node.dtype, [substitute(node.value, binding)], loops, "cast")
+
+    def _access(self, buffer: Buffer, indices: tuple, dtype: Any, kernel: _Kernel | None, scopes: tuple,
+                loops: tuple, binding: dict, writes: bool) -> None:
+        indices = tuple(substitute(i, binding) for i in indices)
+        limits = tuple(limit for s in scopes if isinstance(s, Block) for limit in self.limits.get(id(s), ()))
+        self.accesses.setdefault(buffer, []).append(_Access(kernel, scopes, loops, indices, writes, limits))
+        self._vector_bytes(dtype, indices, loops, f"access to {buffer.name}")
+
+    def _vector_bytes(self, dtype: Any, exprs: list, loops: tuple, what: str) -> None:
+        used = set().union(*(_vars(e) for e in exprs)) if exprs else set()
+        lanes = prod(loop.extent for loop in loops if loop.vectorized and loop.extent and id(loop.var) in used)
+        if lanes * _bytes(dtype) > MAX_VECTOR_BYTES:
+            self.errors.append(f"a vector {what} of {lanes * dtype.lanes} x {dtype} is more than "
+                               f"{MAX_VECTOR_BYTES} bytes")
+
+    # ------------------------------------------------------------ the counts
+    def place_shared_buffers(self) -> None:
+        """Add each block-allocated shared buffer, compacted, to the kernel that uses it."""
+        for buffer in self.allocated:
+            accesses = self.accesses.get(buffer, [])
+            kernels = {id(a.kernel) for a in accesses}
+            if not accesses or len(kernels) != 1 or accesses[0].kernel is None:
+                continue  # (used by no kernel, or by several: allocated outside them)
+            placed = _common_prefix([a.scopes for a in accesses])
+            accesses[0].kernel.shared_bytes += _compacted_size(buffer, accesses, placed) * _versions(accesses, placed)
+
+    def _check_kernel(self, kernel: _Kernel) -> None:
+        count = prod(kernel.threads.values())
+        if count > self.max_threads:
+            self.errors.append(f"{count} threads per block, more than the target's {self.max_threads}")
+
+    def check_memory(self) -> None:
+        for kernel in self.kernels:
+            if kernel.shared_bytes > self.max_shared:
+                self.errors.append(f"{kernel.shared_bytes} bytes of shared memory per block, more than "
+                                   f"the target's {self.max_shared}")
+
+
+def _size(buffer: Buffer) -> int:
+    extents = [d.value if isinstance(d, IntImm) else 0 for d in buffer.shape]
+    return prod(extents) * _bytes(buffer.dtype)
+
+
+def _common_prefix(paths: list) -> int:
+    """How many leading scopes all ``paths`` share."""
+    n = min(len(p) for p in paths)
+    return next((i for i in range(n) if any(p[i] is not paths[0][i] for p in paths)), n)
+
+
+def _versions(accesses: list, placed: int) -> int:
+    """How many copies of a buffer a software pipeline keeps (InjectSoftwarePipeline): in a loop
+    marked ``software_pipeline_stage`` around all the accesses, a buffer its stage-s statements
+    write and its stage-t statements read lives in t - s + 1 versions."""
+    loop = accesses[0].scopes[placed - 1] if placed else None
+    stages = loop.annotations.get(PIPELINE_STAGE) if isinstance(loop, For) else None
+    if stages is None or not isinstance(loop.body, SeqStmt) or len(loop.body.seq) != len(stages):
+        return 1
+    children = [c.block if isinstance(c, BlockRealize) else c for c in loop.body.seq]
+    written, read = [], []
+    for access in accesses:
+        child = access.scopes[placed] if len(access.scopes) > placed else None
+        index = next((i for i, c in enumerate(children) if c is child), None)
+        if index is not None:
+            (written if access.writes else read).append(int(stages[index]))
+    return max(1, max(read) - min(written) + 1) if written and read else 1
+
+
+class _Limited(Mutator):
+    """An index with each dividend a block predicate bounds (``e // 8`` under ``T.where(e <
+    1024)``) replaced by a variable over the values the predicate lets through: the last,
+    partial round of a cooperative fetch touches no more than the buffer's part."""
+
+    def __init__(self, limits: tuple, analyzer: Analyzer) -> None:
+        self.limits, self.analyzer = limits, analyzer
+
+    def _limited(self, e: PrimExpr) -> PrimExpr:
+        for lhs, end in self.limits:
+            bound = self.analyzer.bound(lhs)
+            if bound is not None and bound[1] >= end and is_const_int(self.analyzer.simplify(Sub(e, lhs)), 0):
+                var = Var("limited", e.dtype)
+                self.analyzer.bind(var, bound[0], end - bound[0])
+                return var
+        return e
+
+    def visit_FloorDiv(self, e: FloorDiv) -> PrimExpr:
+        return FloorDiv(self._limited(self.visit(e.a)), e.b)
+
+    def visit_FloorMod(self, e: FloorMod) -> PrimExpr:
+        return FloorMod(self._limited(self.visit(e.a)), e.b)
+
+
+def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int:
+    """The bytes of ``buffer`` allocated inside the first ``placed`` scopes of its accesses: each
+    dimension the hull of the indices, with the loops inside that place and the thread loops a
+    shared buffer spans (threadIdx, vthread) over their ranges and the other loops fixed."""
+    lows = [None] * len(buffer.shape)
+    highs = [None] * len(buffer.shape)
+    for access in accesses:
+        inside = {id(s) for s in access.scopes[placed:]}
+        analyzer = Analyzer()
+        for loop in access.loops:
+            spans = id(loop.node) in inside and not loop.tag.startswith("blockIdx") \
+                or loop.tag.startswith(("threadIdx", "vthread"))
+            if not spans:
+                analyzer.bind(loop.var, loop.start, 1)
+            elif loop.extent is not None:  # (a loop of unknown extent leaves its indices unknown)
+                analyzer.bind(loop.var, loop.start, loop.extent)
+        for d, index in enumerate(access.indices):
+            bound = analyzer.bound(_Limited(access.limits, analyzer).visit(index) if access.limits else index)
+            if bound is None:
+                lows[d], highs[d] = 0, None  # unknown: the whole dimension
+                continue
+            if lows[d] is None or highs[d] is not None:
+                lows[d] = bound[0] if lows[d] is None else min(lows[d], bound[0])
+                highs[d] = bound[1] if highs[d] is None else max(highs[d], bound[1])
+    total = _bytes(buffer.dtype)
+    for d, dim in enumerate(buffer.shape):
+        full = dim.value if isinstance(dim, IntImm) else 0
+        extent = full if highs[d] is None else min(full, highs[d] - lows[d] + 1)
+        total *= extent
+    return total
+
+
+def _verified(func: PrimFunc, max_threads_per_block: int, max_shared_memory_per_block: int,
+              thread_warp_size: int) -> _Verifier:
+    verifier = _Verifier(max_threads_per_block, max_shared_memory_per_block, thread_warp_size)
+    verifier.visit(func.body, None, (), (), {}, {})
+    verifier.place_shared_buffers()
+    verifier.check_memory()
+    return verifier
+
+
+def gpu_code_errors(func: PrimFunc, max_threads_per_block: int, max_shared_memory_per_block: int,
+                    thread_warp_size: int = 32) -> list[str]:
+    """What keeps ``func``'s kernels from launching within the limits (empty: nothing)."""
+    return _verified(func, max_threads_per_block, max_shared_memory_per_block, thread_warp_size).errors
+
+
+def shared_memory_bytes(func: PrimFunc) -> int:
+    """The shared memory ``func``'s kernels allocate, all together, as this check counts it."""
+    return sum(kernel.shared_bytes for kernel in _verified(func, 1, 1, 32).kernels)
+
+
+class VerifyGPUCode(Postproc):
+    def __init__(self) -> None:
+        self.limits: dict[str, int] = {}
+
+    def _initialize_with_tune_context(self, context: Any) -> None:
+        target = getattr(context, "target", None)
+        attrs = target.attrs if target is not None else {}
+        for name in ("max_shared_memory_per_block", "max_threads_per_block", "thread_warp_size"):
+            if name not in attrs:
+                raise TVMSError(f'VerifyGPUCode: "{name}" is not defined in the target {target} '
+                                f"(e.g. \"cuda -{name}=...\")")
+            self.limits[name] = int(attrs[name])
+
+    def apply(self, sch: Any) -> bool:
+        if not self.limits:
+            raise TVMSError("VerifyGPUCode is used before it is given a tuning context (a target)")
+        mod = sch.mod
+        return not any(gpu_code_errors(mod[name], self.limits["max_threads_per_block"],
+                                       self.limits["max_shared_memory_per_block"],
+                                       self.limits["thread_warp_size"])
+                       for name in mod if isinstance(mod[name], PrimFunc))

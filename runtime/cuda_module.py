@@ -1,0 +1,280 @@
+"""Compiled CUDA modules: what ``tvms.build(func, target="cuda")`` returns, and calling it.
+
+>>> lib = tvms.build(func, target="cuda")
+>>> a = tvms.nd.array(x, device=tvms.cuda(0))       # arguments live on the device
+>>> lib["main"](a, b, c)                             # queued on the device's stream
+>>> tvms.cuda(0).sync()
+>>> print(lib.imported_modules[0].get_source())     # the CUDA C, as TVM shows it
+
+A function runs its artifact's host function (``cuda_host.py``), which launches the kernels
+through a launcher: ``DriverLauncher`` loads the cubin/PTX with ``cuModuleLoadData`` and
+launches with ``cuLaunchKernel`` on a stream; ``ReferenceLauncher`` runs each kernel's TIR with
+the reference executor on host arrays (``lib.with_launcher(ReferenceLauncher())``), which is
+how the host side and the argument passing are checked on a machine without a GPU.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from tvms.ir import expr as E
+from tvms.ir import stmt as S
+from tvms.ir.errors import TVMSError
+from tvms.ir.registry import register_func
+from tvms.ir.visitor import collect
+
+from . import cuda_driver
+from .cuda_host import HostRunner, Launch, bind_arguments
+from .cuda_tensor import CudaTensor
+from .device import CPU, CUDA, Device, missing_reason
+from .module import Module, TimingResult
+from .reference import compile_expr, run_prim_func
+from .tir_values import numpy_dtype
+
+
+class ReferenceLauncher:
+    """Runs kernels with the reference executor on host arrays (numpy arrays or CPU tensors),
+    after checking that the host's grid and block are the extents the kernel launches."""
+
+    device_type = CPU  # (a module launching through it runs on the host, a VM on tvms.cpu())
+
+    def buffer(self, arg: Any, where: str) -> tuple:
+        arr = arg if isinstance(arg, np.ndarray) else getattr(arg, "array", None)
+        if not isinstance(arr, np.ndarray):
+            raise TVMSError(f"{where}: the reference launcher runs on host arrays, "
+                            f"not {type(arg).__name__}")
+        if not arr.flags.c_contiguous:
+            raise TVMSError(f"{where}: the array must be C-contiguous (use np.ascontiguousarray)")
+        return arr.reshape(-1), arr.shape, arr.dtype
+
+    def allocate(self, dtype: Any, count: int) -> np.ndarray:
+        return np.zeros(count, numpy_dtype(dtype))
+
+    def launch(self, kernel: Any, values: list, dims: Launch) -> None:
+        if getattr(kernel, "binary_only", False):
+            raise TVMSError(f"kernel {kernel.name} was loaded from a library, which keeps its binary, "
+                            f"not its TIR: the reference launcher cannot run it")
+        env = dict(zip(kernel.func.params, values))
+        for attr in collect(kernel.func.body, S.AttrStmt):
+            if attr.attr_key != "thread_extent":
+                continue
+            scope, _, axis = attr.node.thread_tag.partition(".")
+            if scope not in ("blockIdx", "threadIdx") or axis not in ("x", "y", "z"):
+                continue
+            expected = (dims.grid if scope == "blockIdx" else dims.block)["xyz".index(axis)]
+            try:
+                extent = compile_expr(attr.value)(env)
+            except KeyError:  # (an extent of a variable the kernel binds: checked by running it)
+                continue
+            if extent != expected:
+                raise TVMSError(f"kernel {kernel.name}: the host launches {attr.node.thread_tag} with "
+                                f"extent {expected}, the kernel runs {extent}")
+        run_prim_func(kernel.func, *values)
+
+    def synchronize(self) -> None:
+        pass
+
+    def seconds_per_call(self, run: Callable[[], None], number: int) -> float:
+        start = time.perf_counter()
+        for _ in range(number):
+            run()
+        return (time.perf_counter() - start) / number
+
+
+class DriverLauncher:
+    """Launches kernels on ``cuda(index)`` with the driver API, on the device's current stream
+    (``dev.set_raw_stream``; by default the legacy default stream, which orders them after the
+    copies tensors make)."""
+
+    def __init__(self, images: dict, index: int) -> None:
+        cuda_driver.check_index(index)
+        self.images, self.index = images, index  # id of a kernel -> the binary holding it
+        self._loaded: dict[int, cuda_driver.LoadedModule] = {}
+        self._workspace: list = []
+
+    @property
+    def stream(self) -> cuda_driver.Stream:
+        return cuda_driver.current_stream(self.index)
+
+    def buffer(self, arg: Any, where: str) -> tuple:
+        if not isinstance(arg, CudaTensor):
+            place = getattr(arg, "device", "cpu")
+            raise TVMSError(f"{where}: the data is on {place}; a CUDA function takes tensors on the "
+                            f"GPU (tvms.nd.array(x, device=tvms.cuda({self.index})))")
+        if arg.device.device_id != self.index:
+            raise TVMSError(f"{where}: the tensor is on {arg.device}; the call runs on cuda:{self.index}")
+        return arg.ptr, arg.shape, arg.numpy_dtype
+
+    def allocate(self, dtype: Any, count: int) -> int:
+        memory = cuda_driver.DeviceMemory(self.index, count * numpy_dtype(dtype).itemsize)
+        self._workspace.append(memory)  # (held until the call's kernels are done)
+        return memory.ptr
+
+    def launch(self, kernel: Any, values: list, dims: Launch) -> None:
+        image = self.images[id(kernel)]
+        module = self._loaded.get(id(image))
+        if module is None:
+            module = self._loaded[id(image)] = cuda_driver.LoadedModule(self.index, image)
+        fn = module.function(kernel.name, dims.shared_bytes)
+        args = [(cuda_driver.c_type(str(p.dtype)), v) for p, v in zip(kernel.func.params, values)]
+        cuda_driver.launch(fn, dims.grid, dims.block, dims.shared_bytes, self.stream, args)
+
+    def end_call(self) -> None:
+        if self._workspace:  # (device memory the host function allocated: free after its kernels)
+            self.stream.synchronize()
+            self._workspace.clear()
+
+    def synchronize(self) -> None:
+        self.stream.synchronize()
+
+    def seconds_per_call(self, run: Callable[[], None], number: int) -> float:
+        return cuda_driver.time_on_stream(self.stream, run, number)
+
+
+class CudaFunction:
+    """One compiled PrimFunc for CUDA, callable with its arguments in parameter order."""
+
+    def __init__(self, name: str, artifact: Any, module: "CudaModule") -> None:
+        self.name, self.artifact, self.module = name, artifact, module
+        self._kernels = {k.name: k for k in artifact.kernels}
+        self.func = artifact.host  # (its parameters are the function's)
+        outputs = getattr(artifact, "outputs", None)  # (a loaded library keeps them)
+        self.outputs = written_arguments(artifact.host, self._kernels) if outputs is None else outputs
+
+    def check(self, args: tuple) -> None:
+        """``args`` (host arrays) checked against the parameters as a call checks them."""
+        bind_arguments(self.func, args, ReferenceLauncher(), self.name)
+
+    def run(self, values: list) -> None:
+        """The call as the VM makes it (``Function.run``'s face): the checks are the host's."""
+        self(*values)
+
+    def __call__(self, *args: Any) -> None:
+        launcher = self.module.launcher_for(args)
+        try:
+            HostRunner(self.artifact.host, self._kernels, launcher, self.name)(*args)
+        finally:
+            getattr(launcher, "end_call", lambda: None)()
+
+    def time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0,
+                       f_preproc: Callable | None = None) -> Callable[..., TimingResult]:
+        """Seconds per call, timed on the device (CUDA events) after one warm-up call."""
+        if number < 1 or repeat < 1:
+            raise TVMSError("time_evaluator: number and repeat must be at least 1")
+
+        def evaluate(*args: Any) -> TimingResult:
+            launcher = self.module.launcher_for(args)
+            self(*args)  # (warm-up: loads the module, checks the arguments)
+            results, count = [], number
+            for _ in range(repeat):
+                if f_preproc:
+                    f_preproc(*args)
+                while True:
+                    seconds = launcher.seconds_per_call(lambda: self(*args), count)
+                    if seconds * count * 1e3 >= min_repeat_ms or count >= 1 << 30:
+                        break
+                    count *= 2
+                results.append(seconds)
+            return TimingResult(tuple(results))
+
+        return evaluate
+
+
+def written_arguments(host: Any, kernels: dict) -> tuple:
+    """Indices of the host's buffer parameters that a kernel it launches stores into."""
+    data = {buf.data: k for k, p in enumerate(host.params) if (buf := host.buffer_map.get(p)) is not None}
+    written = set()
+    for call in collect(host.body, E.Call):
+        if getattr(call.op, "name", "") != "tir.call_ffi_kernel":
+            continue
+        kernel = kernels.get(str(call.args[0].value))
+        if kernel is None:
+            continue
+        stored = {s.buffer.data for s in collect(kernel.func.body, S.BufferStore)}
+        for param, arg in zip(kernel.func.params, call.args[1:]):
+            if param in stored and arg in data:
+                written.add(data[arg])
+    return tuple(sorted(written))
+
+
+class SourceModule:
+    """``lib.imported_modules[0]``: the device code (``get_source()``: the CUDA C; ``"ptx"``: the
+    binary when it is PTX)."""
+
+    def __init__(self, artifacts: dict) -> None:
+        self.artifacts = artifacts
+        self.type_key = "cuda"
+
+    def get_source(self, fmt: str = "cu") -> str:
+        if fmt in ("", "cu", "cuda"):
+            return "\n".join(dict.fromkeys(a.source for a in self.artifacts.values()))
+        if fmt == "ptx":
+            ptx = [a.binary.decode() for a in self.artifacts.values() if a.binary_format == "ptx"]
+            if len(ptx) != len(self.artifacts):
+                raise TVMSError("get_source('ptx'): the module holds cubins; build with PTX to see it")
+            return "\n".join(ptx)
+        raise TVMSError(f"get_source: unknown format {fmt!r}; a CUDA module shows 'cu' or 'ptx'")
+
+
+class CudaModule(Module):
+    """The compiled functions of a module for CUDA, by name; ``launcher`` None launches on the
+    device of the tensors passed (cuda(0) when none says), with the driver."""
+
+    def __init__(self, artifacts: dict, target: str, launcher: Any = None) -> None:
+        self.artifacts = artifacts
+        super().__init__({k: CudaFunction(k, a, self) for k, a in artifacts.items()}, target)
+        self.launcher = launcher
+        self.imported_modules = [SourceModule(artifacts)]
+        self._images = {id(k): a.binary for a in artifacts.values() for k in a.kernels}
+        self._drivers: dict[int, DriverLauncher] = {}
+
+    @property
+    def device_type(self) -> int:
+        """Where the functions run: the GPU, or the host with the reference launcher."""
+        return CUDA if self.launcher is None else self.launcher.device_type
+
+    def with_launcher(self, launcher: Any) -> "CudaModule":
+        """The same functions launching through ``launcher`` (``ReferenceLauncher()``)."""
+        return CudaModule(self.artifacts, self.target, launcher)
+
+    def launcher_for(self, args: tuple) -> Any:
+        if self.launcher is not None:
+            return self.launcher
+        index = next((a.device.device_id for a in args if isinstance(a, CudaTensor)), 0)
+        driver = self._drivers.get(index)
+        if driver is None:
+            dev = Device(CUDA, index)
+            if not dev.exist:
+                raise TVMSError(f"cannot run a CUDA function on {dev}: {missing_reason(dev)}")
+            driver = self._drivers[index] = DriverLauncher(self._images, index)
+        return driver
+
+    def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, f_preproc: Callable | None = None, **_ignored: Any) -> Any:
+        if dev is not None and getattr(dev, "device_type", None) == CPU and self.launcher is None:
+            raise TVMSError(f"time_evaluator: this module runs on a CUDA GPU, not on {dev}")
+        return self.get_function(name).time_evaluator(number, repeat, min_repeat_ms, f_preproc)
+
+    def get_source(self, fmt: str = "cu") -> str:
+        return self.imported_modules[0].get_source(fmt)
+
+    def export_library(self, path: str) -> None:
+        """Write the module to ``path`` (its host functions as data, its binary embedded);
+        ``tvms.runtime.load_module(path)`` loads it again."""
+        from .export import export_library
+
+        export_library(self, path)
+
+
+def load_cuda(artifacts: dict, target: str) -> CudaModule:
+    """The CudaModule of the cuda code generator's ``artifacts`` (by function name): the link
+    step of ``tvms.build``, which reaches it by name (``runtime.module.load_cuda``). Nothing
+    touches the GPU until a function is called."""
+    return CudaModule(artifacts, target)
+
+
+register_func("runtime.module.load_cuda", load_cuda)
+
+__all__ = ["CudaFunction", "CudaModule", "DriverLauncher", "ReferenceLauncher", "SourceModule", "load_cuda"]

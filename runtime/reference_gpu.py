@@ -1,0 +1,378 @@
+"""GPU semantics for the reference executor: grids of blocks and threads, shared memory per
+block, barriers, warp shuffles in lock-step and cross-thread allreduce.
+
+The code generator (``reference_kernel.py``) compiles the body of a kernel (the statements under
+its outermost thread binding, ``T.launch_thread`` or ``T.thread_binding`` loop) into a Python
+function of one thread: ``kernel(ix, me, block)``, where ``ix`` holds the thread's index on
+every axis of the launch (blockIdx.*, threadIdx.*), ``me`` its number in the block (threadIdx.x
+fastest; lane ``me % warp_size`` of warp ``me // warp_size``) and ``block`` the ``Block`` it runs
+in (its shared memory). Where threads meet, that function ``yield``s a request to the block's
+scheduler, ``(kind, site, *payload)``:
+
+* ``BARRIER``: ``T.tvm_storage_sync("shared")``, or the barrier TVM's ThreadSync will place in
+  scheduled TensorIR; every thread of the block must reach the same one;
+* ``WARP_SYNC``: ``T.tvm_storage_sync("warp")``, for the lanes of a warp that reach it together
+  (TVM's CUDA code generator emits nothing for it: the lanes of a warp run in lock-step, and
+  LowerThreadAllreduce puts it in code only some lanes run);
+* ``SHUFFLE`` / ``SHUFFLE_UP`` / ``SHUFFLE_DOWN`` / ``ACTIVEMASK``: the warp intrinsics, answered
+  once every lane the mask names has reached the same one (lock-step);
+* ``ALLREDUCE``: ``T.tvm_thread_allreduce``, a block-wide collective that reduces over the
+  threads of each reduction group and answers every thread with its group's value.
+
+A kernel without any such point is a plain function, run thread after thread (the fast path).
+Otherwise ``run_block`` runs the threads of a block round-robin: each runs until it waits, and
+the waits are answered when they can be; a wait that can never be answered (a barrier some
+threads never reach, a shuffle whose lanes went elsewhere) is a TVMSError.
+
+Shared (and warp) memory is a ``Shared`` array that remembers, per element, which thread last
+wrote and read it since the last barrier: a thread reading an element another thread wrote, or
+writing a different value over one another thread wrote or read, since the last barrier is a
+data race and a TVMSError naming the buffer and the statement. It starts undefined (NaN for
+floats), as a lane that reads a shuffle from a lane that is not there gets NaN: a use shows.
+"""
+from __future__ import annotations
+
+import inspect
+import itertools
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from tvms.ir.errors import TVMSError
+
+BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE = range(7)
+_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK)
+
+_THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+CLOCK_STEP = 1 << 24  # more than the threads of any block
+
+
+def is_block_tag(tag: str) -> bool:
+    return tag.startswith("blockIdx.")
+
+
+def is_virtual_tag(tag: str) -> bool:
+    return tag.startswith(("vthread", "cthread"))
+
+
+def check_tag(tag: str) -> None:
+    if not (tag in _THREAD_TAGS or is_virtual_tag(tag) or is_block_tag(tag) and tag[-1] in "xyz"):
+        raise TVMSError(f"the reference executor does not know the thread axis {tag!r}")
+
+
+def describe(stmt: Any) -> str:
+    """A statement for messages: the first line of its TVMScript in backquotes (without the
+    declarations of the buffers and variables it uses, which the printer puts first) and, when
+    it was parsed, where it is (``source:line:col``)."""
+    lines = [ln for ln in stmt.script().splitlines() if ln and not _DECLARATION.match(ln)]
+    text = lines[0].strip() if lines else type(stmt).__name__
+    text = f"`{text if len(text) <= 120 else text[:117] + '...'}`"
+    span = getattr(stmt, "span", None)
+    return f"{text} ({span.source.name}:{span.line}:{span.col})" if span is not None else text
+
+
+_DECLARATION = re.compile(r"\w+ = T\.\w+\(")
+
+
+class Site:
+    """A point of a kernel where threads wait for each other."""
+
+    __slots__ = ("kind", "stmt", "note", "extra")
+
+    def __init__(self, kind: int, stmt: Any, note: str = "", extra: Any = None) -> None:
+        self.kind, self.stmt, self.note, self.extra = kind, stmt, note, extra
+
+    def __str__(self) -> str:
+        return self.note + describe(self.stmt)
+
+
+class Kernel:
+    """What the code generator knows of one launch: the tag of each binding (in the order of
+    the extents ``launch`` gets), the wait sites, the warp size, the function's name."""
+
+    def __init__(self, name: str, warp_size: int, bindings: list[str]) -> None:
+        self.name = name
+        self.warp_size = warp_size
+        self.bindings = bindings
+        self.tags = sorted(set(bindings))  # the launch's axes, in the order of a thread's ``ix``
+        self.sites: list[Site] = []
+
+    def site(self, kind: int, stmt: Any, note: str = "", extra: Any = None) -> int:
+        self.sites.append(Site(kind, stmt, note, extra))
+        return len(self.sites) - 1
+
+
+class Block:
+    """One GPU block: its shared memory and the clock its barriers advance."""
+
+    def __init__(self, kernel: Kernel, extents: dict, coords: dict, threads: list[dict],
+                 warps: list[tuple], grid: dict) -> None:
+        self.kernel = kernel
+        self.grid = grid  # the launch's global allocations, shared by its blocks
+        self.extents = extents  # tag -> extent
+        self.coords = coords  # blockIdx.* -> value
+        self.threads = threads  # per thread: its threadIdx.* -> value
+        self.warps = warps  # per thread: (warp, lane)
+        self.clock = 0  # advanced by every barrier (in steps of CLOCK_STEP, above any thread number)
+        self.memory: dict = {}
+
+    def shared(self, key: int, name: str, size: int, dtype: np.dtype) -> "Shared":
+        """The block's one ``shared`` allocation of a site (allocated by the first thread)."""
+        mem = self.memory.get(key)
+        if mem is None:
+            mem = self.memory[key] = Shared(self, name, size, dtype)
+        return mem
+
+    def global_memory(self, key: int, size: int, dtype: np.dtype) -> np.ndarray:
+        """A ``global`` allocation in a kernel: one for the whole launch (zero-filled)."""
+        mem = self.grid.get(key)
+        if mem is None:
+            mem = self.grid[key] = np.zeros(size, dtype)
+        return mem
+
+    def warp_memory(self, key: int, name: str, size: int, dtype: np.dtype, me: int) -> "Shared":
+        """``warp`` scope as TVM's LowerWarpMemory defines it: one allocation per row of threads
+        along threadIdx.x (the threads that differ only in threadIdx.x), at most a warp wide."""
+        width = self.extents.get("threadIdx.x", 1)
+        if width > self.kernel.warp_size:
+            raise TVMSError(f"warp memory {name!r} needs a threadIdx.x extent of at most the warp size "
+                            f"({self.kernel.warp_size}), not {width}")
+        row = tuple(v for t, v in self.threads[me].items() if t != "threadIdx.x")  # (y, z)
+        return self.shared((key, row), name, size, dtype)
+
+    def thread(self, me: int) -> str:
+        """``thread (threadIdx.x=3, threadIdx.y=0)``, for messages."""
+        return f"thread ({', '.join(f'{t}={v}' for t, v in self.threads[me].items()) or 'the only one'})"
+
+    def who(self, me: int) -> str:
+        """The thread and its block, for messages."""
+        block = ", ".join(f"{t}={v}" for t, v in self.coords.items())
+        return self.thread(me) + (f" of block ({block})" if block else "")
+
+
+class Shared:
+    """A shared-memory array with, per element, the last writer and reader since the last
+    barrier, each as ``block.clock + thread`` (older clocks are smaller), to find data races."""
+
+    __slots__ = ("data", "block", "name", "size", "written", "read", "views")
+
+    def __init__(self, block: Block, name: str, size: int, dtype: np.dtype, data: Any = None) -> None:
+        if data is None:  # shared memory starts undefined: NaN where it can (so that a use shows)
+            data = np.full(size, np.nan, dtype) if dtype.kind in "fc" else np.zeros(size, dtype)
+        self.data = data
+        self.block = block
+        self.name = name
+        self.size = len(data)
+        self.written = [-1] * self.size
+        self.read = [-1] * self.size
+        self.views: dict = {}
+
+    def view(self, dtype: np.dtype) -> "Shared":
+        """The memory as elements of another type (one view per type, which its accesses share)."""
+        if dtype == self.data.dtype:
+            return self
+        mem = self.views.get(dtype)
+        if mem is None:
+            mem = self.views[dtype] = Shared(self.block, self.name, 0, dtype, self.data.view(dtype))
+        return mem
+
+    def load(self, i: Any, me: int, stmt: Any) -> Any:
+        clock = self.block.clock
+        if type(i) is int and 0 <= i < self.size:  # (the common case, kept short)
+            w = self.written[i]
+            if w >= clock and w != clock + me:
+                raise self._race(stmt, me, w - clock, i, "reads")
+            self.read[i] = clock + me
+            return self.data[i]
+        for j in self._indices(i):
+            w = self.written[j]
+            if w >= clock and w != clock + me:
+                raise self._race(stmt, me, w - clock, j, "reads")
+            self.read[j] = clock + me
+        return self.data[i]
+
+    def store(self, i: Any, value: Any, me: int, stmt: Any) -> None:
+        clock = self.block.clock
+        if type(i) is int and 0 <= i < self.size:  # (the common case, kept short)
+            before = self.data[i]
+            self.data[i] = value
+            if _changed(before, self.data[i]):
+                self._check_overwrite(i, me, clock, stmt)
+            self.written[i] = clock + me
+            return
+        indices = self._indices(i)
+        before = self.data[indices]
+        self.data[i] = value
+        for j, old, new in zip(indices, before, self.data[indices]):
+            if _changed(old, new):
+                self._check_overwrite(j, me, clock, stmt)
+            self.written[j] = clock + me
+
+    def _check_overwrite(self, i: int, me: int, clock: int, stmt: Any) -> None:
+        """A new value at ``i``: a race if another thread wrote or read it since the last barrier."""
+        for who, what in ((self.written[i], "writes"), (self.read[i], "overwrites")):
+            if who >= clock and who != clock + me:
+                raise self._race(stmt, me, who - clock, i, what)
+
+    def _indices(self, i: Any) -> list:
+        indices = [int(j) for j in np.reshape(i, -1)]
+        for j in indices:
+            if not 0 <= j < self.size:
+                raise TVMSError(f"out-of-bounds access: element {j} of buffer {self.name!r}")
+        return indices
+
+    def _race(self, stmt: Any, me: int, other: int, i: int, what: str) -> TVMSError:
+        blk = self.block
+        did = "wrote" if what == "reads" else "accessed"
+        return TVMSError(
+            f"data race on the shared buffer {self.name!r} in {blk.kernel.name!r} at {describe(stmt)}: "
+            f"{blk.who(me)} {what} element {i}, which {blk.thread(other)} {did} "
+            f"since the last barrier (a missing T.tvm_storage_sync?)")
+
+
+def _changed(old: Any, new: Any) -> bool:
+    return old != new and not (old != old and new != new)  # (NaN over NaN: no change)
+
+
+# ---------------------------------------------------------------- launching
+def launch(kernel: Kernel, extents: tuple, body: Callable) -> None:
+    """Run ``body`` (one thread of ``kernel``) on every thread of every block of the grid."""
+    ext: dict[str, int] = {}
+    for tag, n in zip(kernel.bindings, extents):
+        n = int(n)
+        if ext.setdefault(tag, n) != n:
+            raise TVMSError(f"{kernel.name!r}: all loops bound to {tag!r} must have the same extent "
+                            f"(got {ext[tag]} and {n})")
+    tags = kernel.tags
+    block_tags = [t for t in tags if is_block_tag(t)]
+    tx, ty, tz = (ext.get(t, 1) for t in _THREAD_TAGS)
+    threads, warps = [], []
+    for lin in range(tx * ty * tz):
+        coords = zip(_THREAD_TAGS, (lin % tx, lin // tx % ty, lin // (tx * ty)))
+        threads.append({tag: value for tag, value in coords if tag in ext})
+        warps.append((lin // kernel.warp_size, lin % kernel.warp_size))
+    lockstep = inspect.isgeneratorfunction(body)
+    grid: dict = {}
+    for bco in itertools.product(*(range(ext[t]) for t in reversed(block_tags))):
+        coords = dict(zip(reversed(block_tags), bco))
+        block = Block(kernel, ext, coords, threads, warps, grid)
+        ixs = [tuple(coords[t] if t in coords else th[t] for t in tags) for th in threads]
+        if lockstep:
+            run_block(block, [body(ix, me, block) for me, ix in enumerate(ixs)])
+        else:
+            for me, ix in enumerate(ixs):
+                body(ix, me, block)
+
+
+def run_block(block: Block, gens: list) -> None:
+    """Run the threads of one block round-robin, answering their waits (module docstring)."""
+    n = len(gens)
+    waits: list = [None] * n  # the request each thread waits at; None when it has finished
+    replies: list = [None] * n
+    ready = list(range(n))
+    while True:
+        for t in ready:
+            try:
+                waits[t] = gens[t].send(replies[t])
+            except StopIteration:
+                waits[t] = None
+        ready = _answer_warps(block, waits, replies)
+        if not ready:
+            if all(w is None for w in waits):
+                return
+            ready = _answer_block(block, waits, replies)
+
+
+def _answer_warps(block: Block, waits: list, replies: list) -> list:
+    """Answer the warp-level waits that every lane they need has reached; the threads released."""
+    groups: dict = {}
+    running: dict = {}  # warp -> the lanes still running
+    for t, w in enumerate(waits):
+        if w is not None:
+            warp, lane = block.warps[t]
+            running.setdefault(warp, set()).add(lane)
+            if w[0] in _WARP_KINDS:
+                groups.setdefault((warp, w[1]), []).append(t)
+    released: list = []
+    for (warp, _), members in groups.items():
+        kind = waits[members[0]][0]
+        lanes = {block.warps[t][1]: t for t in members}
+        if kind == ACTIVEMASK:  # the lanes that are here together
+            mask = sum(1 << lane for lane in lanes)
+            for t in members:
+                replies[t] = mask
+            released += members
+        elif kind == WARP_SYNC:  # the lanes that are here together (the others branched away)
+            block.clock += CLOCK_STEP
+            for t in members:
+                replies[t] = None
+            released += members
+        else:
+            released += _shuffle(kind, lanes, running[warp], waits, replies)
+    return sorted(released)
+
+
+def _shuffle(kind: int, lanes: dict, running: set, waits: list, replies: list) -> list:
+    """Answer the lanes of one warp at one shuffle (``lanes``: lane -> thread) whose mask's
+    running lanes are all there; the threads answered."""
+    done = []
+    for lane, t in lanes.items():
+        _, _, mask, value, arg, width = waits[t]
+        mask, arg, width = int(mask), int(arg), int(width)
+        if any(mask >> other & 1 and other not in lanes for other in running):
+            continue
+        base = lane - lane % width
+        if kind == SHUFFLE:
+            src = base + arg % width
+        elif kind == SHUFFLE_UP:
+            src = lane - arg if lane % width >= arg else lane
+        else:
+            src = lane + arg if lane % width + arg < width else lane
+        if src in lanes:
+            replies[t] = waits[lanes[src]][3]
+        else:  # a lane that is not there: undefined (NaN for floats, so that a use shows)
+            replies[t] = value * np.nan if isinstance(value, (np.floating, float)) else value
+        done.append(t)
+    return done
+
+
+def _answer_block(block: Block, waits: list, replies: list) -> list:
+    """Every thread waits: they must all wait at the same barrier or allreduce."""
+    kernel = block.kernel
+    here = [t for t, w in enumerate(waits) if w is not None]
+    sites = {waits[t][1] for t in here}
+    finished = [t for t, w in enumerate(waits) if w is None]
+    first = here[0]
+    site = kernel.sites[waits[first][1]]
+    if len(sites) > 1 or any(waits[t][0] in _WARP_KINDS for t in here):
+        where = "; ".join(f"{sum(waits[t][1] == s for t in here)} at {kernel.sites[s]}" for s in sorted(sites))
+        raise TVMSError(f"threads of {kernel.name!r} wait for each other at different points and "
+                        f"never meet ({where}): a barrier or warp shuffle in divergent code")
+    if finished:
+        raise TVMSError(f"divergent barrier in {kernel.name!r}: {block.who(first)} waits at {site}, "
+                        f"which {len(finished)} threads of its block (e.g. "
+                        f"{block.thread(finished[0])}) never reach")
+    if site.kind == ALLREDUCE:
+        _allreduce(block, site, here, waits, replies)
+    else:
+        for t in here:
+            replies[t] = None
+    block.clock += CLOCK_STEP
+    return here
+
+
+def _allreduce(block: Block, site: Site, threads: list, waits: list, replies: list) -> None:
+    combine, identity, reduce_tags = site.extra
+    groups: dict = {}
+    for t in threads:
+        key = tuple(v for tag, v in block.threads[t].items() if tag not in reduce_tags)
+        groups.setdefault(key, []).append(t)
+    for members in groups.values():
+        acc = identity
+        for t in members:
+            _, _, values, cond = waits[t]
+            if cond:
+                acc = combine(acc, values)
+        for t in members:
+            replies[t] = acc

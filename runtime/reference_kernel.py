@@ -1,0 +1,388 @@
+"""Compiling GPU kernels for the reference executor: the code generator's part of the GPU
+semantics that ``reference_gpu`` runs.
+
+``KernelCodegen`` goes before the serial code generator (``reference._Codegen``) in its class.
+At the outermost thread binding of a launch (``T.launch_thread``, ``attr thread_extent`` or a
+``T.thread_binding`` loop) it compiles the whole launch into a nested Python function of one
+thread, ``def _kernelN(_ix, _me, _blk)``, and a call of ``reference_gpu.launch``; inside, every
+thread binding only reads the thread's index from ``_ix``. In that function:
+
+* ``shared`` allocations come from the block (``_blk.shared``), ``warp`` ones from the warp;
+  ``local`` ones are the thread's own, and so are non-global buffers allocated outside the launch
+  (scheduled TensorIR allocates them at the root block; lowering moves them in);
+* ``T.tvm_storage_sync``, the warp shuffles, ``T.tvm_warp_activemask`` and
+  ``T.tvm_thread_allreduce`` become ``yield``s of requests to the block's scheduler;
+* code that TVM's ThreadSync has not synchronised yet (scheduled TensorIR, a launch by
+  ``T.thread_binding`` loops, and lowered code without any ``T.tvm_storage_sync``) gets the
+  barriers ThreadSync would place: between two statements of a sequence where shared memory
+  written before is accessed after (or read before and written after), and at the end of each
+  iteration of a loop whose body reads and writes the same shared buffer, wherever every thread
+  runs the statement (control flow that does not depend on the thread index). Lowered code with
+  barriers has them all written out: none is added, and a missing one is a data race;
+* a virtual thread (``vthread``) is a loop in each thread, as InjectVirtualThread makes it;
+* a reduction block (one with an init) whose reduction iterators are bound to threads (the
+  cross-thread reduction that TVM's LowerCrossThreadReduction turns into an allreduce) updates
+  its output one thread after the other, in thread order, without race checks: that is the
+  reduction's value.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from tvms.ir import expr as E
+from tvms.ir import stmt as S
+from tvms.ir.dtype import DataType
+from tvms.ir.errors import TVMSError
+from tvms.ir.op import get_op
+from tvms.ir.visitor import walk
+
+from . import reference_gpu as gpu
+from .tir_values import cast_value, numpy_dtype
+
+_SHUFFLES = {"tir.tvm_warp_shuffle": gpu.SHUFFLE, "tir.tvm_warp_shuffle_up": gpu.SHUFFLE_UP,
+             "tir.tvm_warp_shuffle_down": gpu.SHUFFLE_DOWN}
+_SHARED = ("shared", "shared.dyn")
+
+
+def _scope(data: E.Var) -> str:
+    ann = getattr(data, "type_annotation", None)
+    return getattr(ann, "storage_scope", "global") or "global"
+
+
+def _shared_accesses(stmt: Any) -> tuple[set, set]:
+    """(read, written): the data Vars of the shared and warp buffers ``stmt`` accesses."""
+    read, written = set(), set()
+    for n in walk(stmt):
+        if isinstance(n, (E.BufferLoad, S.BufferStore)) and (_scope(n.buffer.data) in _SHARED
+                                                             or _scope(n.buffer.data) == "warp"):
+            (written if isinstance(n, S.BufferStore) else read).add(n.buffer.data)
+    return read, written
+
+
+def _has_sync(stmt: Any) -> bool:
+    """Whether ``stmt`` has a ``T.tvm_storage_sync`` (then ThreadSync has placed its barriers)."""
+    return any(isinstance(n, E.Call) and getattr(n.op, "name", None) == "tir.tvm_storage_sync"
+               for n in walk(stmt))
+
+
+def _sync_stmt() -> S.Evaluate:
+    return S.Evaluate(E.Call(DataType("int32"), get_op("tir.tvm_storage_sync"), (E.StringImm("shared"),)))
+
+
+class _KernelScope:
+    """What the code generator tracks while it compiles one launch."""
+
+    def __init__(self, kernel: gpu.Kernel, implicit: bool) -> None:
+        self.kernel = kernel
+        self.implicit = implicit  # scheduled TensorIR: add the barriers ThreadSync would
+        self.tags: dict = {}  # thread Var -> its tag
+        self.variant: set = set()  # Vars whose value may differ between the threads of a block
+        self.diverging = 0  # how many enclosing statements depend on the thread index
+        self.tracked: set = set()  # data Vars bound to gpu.Shared
+        self.atomic = False  # inside a cross-thread reduction block
+        self.barriers: dict = {}  # id of an added barrier -> the statement it comes before
+        self.current: Any = None  # the statement being compiled (for messages)
+        self.stmt_ref = "None"  # its name in the generated code's namespace
+
+    def varies(self, *exprs: Any) -> bool:
+        return any(isinstance(n, E.BufferLoad) or n in self.variant for e in exprs for n in walk(e))
+
+    @property
+    def uniform(self) -> bool:
+        """Whether every thread of the block runs the statement being compiled."""
+        return self.implicit and not self.diverging
+
+
+class KernelCodegen:
+    """The GPU part of the reference code generator (module docstring); a mixin that calls the
+    serial code generator's methods for the rest."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kernel: _KernelScope | None = None  # the launch being compiled
+        self.warp_size = 32
+        self.outer_allocs: dict = {}  # data Var -> (scope, dtype, size source): non-global, outside kernels
+        self.reducers: list = []  # the enclosing reduce_scope attributes' CommReducers
+
+    def function(self, func: Any) -> Any:
+        warp = getattr(func.attrs.get("target"), "config", {}).get("thread_warp_size")
+        if warp is not None:
+            self.warp_size = int(getattr(warp, "value", warp))
+        return super().function(func)
+
+    # ---- launching
+    def thread_axis(self, s: Any, tag: str, var: E.Var, lo: Any, extent: Any, body: Any) -> None:
+        gpu.check_tag(tag)
+        if self.kernel is None:
+            self.launch(s, implicit=isinstance(s, S.For) or not _has_sync(s))
+            return
+        if gpu.is_virtual_tag(tag):  # InjectVirtualThread's meaning: a loop in each thread
+            return self.s_For(S.For(var, lo, extent, "serial", body))
+        k = self.kernel
+        k.tags[var] = tag
+        if not gpu.is_block_tag(tag):
+            k.variant.add(var)
+        start = self.src(lo)
+        index = f"_ix[{k.kernel.tags.index(tag)}]"
+        self.emit(f"{self.local(var)} = {index}" + ("" if start == "0" else f" + ({start})"))
+        self.stmt(body)
+
+    def launch(self, s: Any, implicit: bool) -> None:
+        axes = [(n.thread_binding.thread_tag, n.extent) for n in walk(s)
+                if isinstance(n, S.For) and n.kind == "thread_binding" and n.thread_binding is not None]
+        axes += [(n.node.thread_tag, n.value) for n in walk(s) if isinstance(n, S.AttrStmt)
+                 and n.attr_key in ("thread_extent", "virtual_thread") and isinstance(n.node, E.IterVar)]
+        axes = [(tag, extent) for tag, extent in axes if not gpu.is_virtual_tag(tag)]
+        kernel = gpu.Kernel(self.func_name, self.warp_size, [tag for tag, _ in axes])
+        extents = [self.src(e) for _, e in axes]
+        fn = self.fresh("kernel")
+        self.emit(f"def {fn}(_ix, _me, _blk):")
+        self.depth += 1
+        outer_loops, self.loops = self.loops, 0  # (a break here would leave the thread)
+        self.kernel = _KernelScope(kernel, implicit)
+        outer_bufs = dict(self.bufs)  # (buffers bound inside are the kernel's locals)
+        try:
+            used = {n.buffer.data for n in walk(s) if isinstance(n, (E.BufferLoad, S.BufferStore))}
+            for data, (scope, dtype, size) in self.outer_allocs.items():
+                if data in used:  # this thread's (or block's) copy of it
+                    self.alloc_scoped(data, scope, dtype, size)
+            before = len(self.lines)
+            self.stmt(s)
+            if len(self.lines) == before:
+                self.emit("pass")
+        finally:
+            self.kernel, self.bufs = None, outer_bufs
+            self.loops = outer_loops
+            self.depth -= 1
+        extents_src = "(" + "".join(x + ", " for x in extents) + ")"
+        self.emit(self._call(gpu.launch, self.name(kernel, "_k"), extents_src, fn))
+
+    # ---- memory
+    def alloc(self, data: E.Var, dtype: DataType, extents: tuple) -> None:
+        scope = _scope(data)
+        if self.kernel is None and scope == "global":
+            return super().alloc(data, dtype, extents)
+        self.data_dtypes[data] = numpy_dtype(dtype)
+        size = self.alloc_size(dtype, extents)
+        if self.kernel is None:  # (each launch that uses it gets its own: alloc_scoped)
+            self.outer_allocs[data] = (scope, dtype, size)
+        self.alloc_scoped(data, scope, dtype, size)
+
+    def alloc_scoped(self, data: E.Var, scope: str, dtype: DataType, size: str) -> None:
+        """Allocate ``data``: in a kernel, shared memory from the block (per warp row for
+        ``warp``), global memory once per launch, anything else the thread's own."""
+        np_dtype = self.name(numpy_dtype(dtype))
+        key = self.name(self.fresh("a"), "_s")  # (the allocation site: one array per block or launch)
+        if self.kernel is None or scope not in (*_SHARED, "warp", "global"):
+            self.emit(f"{self.local(data)} = np.zeros({size}, dtype={np_dtype})")
+        elif scope == "global":
+            self.emit(f"{self.local(data)} = _blk.global_memory({key}, {size}, {np_dtype})")
+        else:
+            args = f"{key}, {self.name(data.name, '_s')}, {size}, {np_dtype}"
+            self.emit(f"{self.local(data)} = " + (f"_blk.warp_memory({args}, _me)" if scope == "warp"
+                                                  else f"_blk.shared({args})"))
+            self.kernel.tracked.add(data)
+
+    def tracked(self, buffer: Any) -> bool:
+        """Whether ``buffer`` is shared memory of the kernel being compiled (race-checked)."""
+        return self.kernel is not None and buffer.data in self.kernel.tracked
+
+    def array(self, buffer: Any, flat: str) -> str:
+        # (shared memory accessed without the race checks, in a cross-thread reduction)
+        return flat + ".data" if self.tracked(buffer) else flat
+
+    def load(self, e: E.BufferLoad) -> str:
+        if not self.tracked(e.buffer) or self.kernel.atomic:
+            return super().load(e)
+        flat, index = self.flat_index(e.buffer, e.indices)
+        return f"{flat}.load({index}, _me, {self.kernel.stmt_ref})"
+
+    def store(self, s: S.BufferStore, value: str) -> str:
+        if not self.tracked(s.buffer) or self.kernel.atomic:
+            return super().store(s, value)
+        flat, index = self.flat_index(s.buffer, s.indices)
+        return f"{flat}.store({index}, {value}, _me, {self.kernel.stmt_ref})"
+
+    # ---- statements
+    def stmt(self, s: Any) -> None:
+        k = self.kernel
+        if k is None or isinstance(s, S.SeqStmt):  # (messages name the innermost statement)
+            return super().stmt(s)
+        outer = k.current, k.stmt_ref
+        k.current, k.stmt_ref = s, self.name(s, "_st")
+        try:
+            super().stmt(s)
+        finally:
+            k.current, k.stmt_ref = outer
+
+    def s_SeqStmt(self, s: S.SeqStmt) -> None:
+        k = self.kernel
+        if k is None or not k.uniform:
+            return super().s_SeqStmt(s)
+        read, written = set(), set()  # shared memory accessed since the last barrier
+        for child in s.seq:
+            r, w = _shared_accesses(child)
+            if written & (r | w) or read & w:
+                sync = _sync_stmt()
+                k.barriers[id(sync)] = child
+                self.stmt(sync)
+                read, written = set(), set()
+            self.stmt(child)
+            read |= r
+            written |= w
+
+    def s_For(self, s: S.For) -> None:
+        if s.kind == "thread_binding" and s.thread_binding is not None:
+            return self.thread_axis(s, s.thread_binding.thread_tag, s.loop_var, s.min, s.extent, s.body)
+        k = self.kernel
+        if k is None:
+            return super().s_For(s)
+        varies = k.varies(s.min, s.extent, s.step) if s.step is not None else k.varies(s.min, s.extent)
+        if varies:
+            k.variant.add(s.loop_var)
+        elif k.uniform:
+            r, w = _shared_accesses(s.body)
+            if r & w:  # the next iteration overwrites what this one read: ThreadSync's barrier
+                sync = _sync_stmt()
+                k.barriers[id(sync)] = s
+                s = s.with_changes(body=S.SeqStmt((s.body, sync)))
+        self.diverge(varies, super().s_For, s)
+
+    def diverge(self, varies: bool, compile_: Any, s: Any) -> None:
+        """``compile_(s)``, knowing whether the threads of a block may take different paths in it."""
+        k = self.kernel
+        k.diverging += varies
+        try:
+            compile_(s)
+        finally:
+            k.diverging -= varies
+
+    def s_While(self, s: S.While) -> None:
+        if self.kernel is None:
+            return super().s_While(s)
+        self.diverge(True, super().s_While, s)
+
+    def s_IfThenElse(self, s: S.IfThenElse) -> None:
+        if self.kernel is None:
+            return super().s_IfThenElse(s)
+        self.diverge(self.kernel.varies(s.condition), super().s_IfThenElse, s)
+
+    def s_LetStmt(self, s: S.LetStmt) -> None:
+        if self.kernel is not None and self.kernel.varies(s.value):
+            self.kernel.variant.add(s.var)
+        super().s_LetStmt(s)
+
+    def s_BlockRealize(self, s: S.BlockRealize) -> None:
+        k = self.kernel
+        if k is None:
+            return super().s_BlockRealize(s)
+        cross_thread = False  # (LowerCrossThreadReduction's test: a reduction block, with an init)
+        for iv, value in zip(s.block.iter_vars, s.iter_values):
+            if k.varies(value):
+                k.variant.add(iv.var)
+                cross_thread |= iv.iter_type == E.COMM_REDUCE and s.block.init is not None
+        if cross_thread:
+            for n in walk(s.block):
+                if isinstance(n, S.BufferStore) and _scope(n.buffer.data) not in ("global", *_SHARED):
+                    raise TVMSError(
+                        f"the reference executor cannot run the cross-thread reduction of block "
+                        f"{s.block.name_hint!r} into the {_scope(n.buffer.data)} buffer {n.buffer.name!r} "
+                        f"(each thread holds its own): lower it with LowerCrossThreadReduction first")
+        outer, k.atomic = k.atomic, k.atomic or cross_thread
+        try:
+            self.diverge(k.varies(s.predicate), super().s_BlockRealize, s)
+        finally:
+            k.atomic = outer
+
+    def s_AttrStmt(self, s: S.AttrStmt) -> None:
+        if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(s.node, E.IterVar):
+            return self.thread_axis(s, s.node.thread_tag, s.node.var, E.IntImm(DataType("int32"), 0),
+                                    s.value, s.body)
+        if s.attr_key == "reduce_scope" and isinstance(s.node, E.CommReducer):
+            self.reducers.append(s.node)
+            try:
+                return self.stmt(s.body)
+            finally:
+                self.reducers.pop()
+        return super().s_AttrStmt(s)
+
+    def s_Evaluate(self, s: S.Evaluate) -> None:
+        v = s.value
+        if isinstance(v, E.Call) and getattr(v.op, "name", None) == "tir.tvm_thread_allreduce":
+            return self.allreduce(s, v)
+        super().s_Evaluate(s)
+
+    # ---- where threads meet
+    def wait(self, kind: int, stmt: Any, payload: tuple = (), note: str = "", extra: Any = None) -> str:
+        """The source of a ``yield`` of a request to the block's scheduler (an expression)."""
+        k = self.kernel
+        site = k.kernel.site(kind, stmt, note, extra)
+        return f"(yield ({kind}, {site}{''.join(', ' + p for p in payload)}))"
+
+    def e_Call(self, e: E.Call) -> str:
+        name = getattr(e.op, "name", None)
+        k = self.kernel
+        if name == "tir.tvm_storage_sync" and k is not None:
+            scope = e.args[0].value if e.args and isinstance(e.args[0], E.StringImm) else ""
+            stmt = k.current
+            if scope in _SHARED:
+                before = k.barriers.get(id(stmt))
+                if before is not None:  # one the executor added: name the statement it precedes
+                    return self.wait(gpu.BARRIER, before, note="the barrier TVM's ThreadSync places before ")
+                return self.wait(gpu.BARRIER, stmt)
+            if scope == "warp":
+                return self.wait(gpu.WARP_SYNC, stmt)
+            raise TVMSError(f"the reference executor runs one GPU block at a time and cannot "
+                            f"synchronise {scope!r} memory across blocks")
+        if name in _SHUFFLES or name == "tir.tvm_warp_activemask":
+            if k is None:
+                raise TVMSError(f"{name[4:]} outside a GPU kernel (no thread launch encloses it)")
+            stmt = k.current
+            if name == "tir.tvm_warp_activemask":
+                return self.wait(gpu.ACTIVEMASK, stmt)
+            mask, value, arg, width = (self.src(a) for a in e.args[:4])
+            return self.wait(_SHUFFLES[name], stmt, (mask, value, arg, width))
+        return super().e_Call(e)
+
+    def allreduce(self, s: S.Evaluate, call: E.Call) -> None:
+        """``T.tvm_thread_allreduce(size, values..., cond, results..., threads...)`` in the
+        enclosing ``reduce_scope``: every thread gets its group's reduction in its results."""
+        k = self.kernel
+        if k is None:
+            raise TVMSError("T.tvm_thread_allreduce outside a GPU kernel (no thread launch encloses it)")
+        if not self.reducers:
+            raise TVMSError("T.tvm_thread_allreduce outside a reduce_scope attribute (it names the reducer)")
+        reducer = self.reducers[-1]
+        size = int(call.args[0].value)
+        values, cond = call.args[1:1 + size], call.args[1 + size]
+        results, threads = call.args[2 + size:2 + 2 * size], call.args[2 + 2 * size:]
+        if len(results) != size or not all(isinstance(r, E.BufferLoad) for r in results):
+            raise TVMSError("T.tvm_thread_allreduce: expected a buffer element for each result")
+        unknown = [t for t in threads if t not in k.tags]
+        if unknown:
+            raise TVMSError(f"T.tvm_thread_allreduce reduces over {unknown[0]!r}, which is not a thread index")
+        extra = (_combiner(reducer), tuple(_constant(x) for x in reducer.identity_element),
+                 {k.tags[t] for t in threads})
+        answers = [E.Var(f"allreduce_{i}", r.dtype) for i, r in enumerate(results)]
+        request = self.wait(gpu.ALLREDUCE, s, (f"({''.join(self.src(v) + ', ' for v in values)})",
+                                               self.src(cond)), extra=extra)
+        self.emit(f"{''.join(self.local(v) + ', ' for v in answers)}= {request}")
+        for answer, r in zip(answers, results):  # (each thread's own result buffer)
+            self.s_BufferStore(S.BufferStore(r.buffer, answer, r.indices))
+
+
+def _constant(e: Any) -> Any:
+    from .reference import compile_expr
+    return cast_value(compile_expr(e)({}), e.dtype)
+
+
+def _combiner(reducer: E.CommReducer) -> Any:
+    """``(acc, values) -> acc`` of a comm_reducer: ``lambda x, y: x + y`` over tuples."""
+    from .reference import compile_expr
+    parts = [(compile_expr(r), r.dtype) for r in reducer.result]
+
+    def combine(acc: tuple, values: tuple) -> tuple:
+        env = dict(zip(reducer.lhs, acc))
+        env.update(zip(reducer.rhs, values))
+        return tuple(cast_value(fn(env), dtype) for fn, dtype in parts)
+    return combine

@@ -1,0 +1,93 @@
+"""Where a Relax VM on a CUDA device keeps its tensors: ``VirtualMachine(ex, tvms.cuda(0))``.
+
+On the CPU the VM's registers hold numpy arrays. On a GPU they hold ``CudaTensor``s: arguments
+are copied to the device (as TVM's VM converts its inputs to its device), outputs and
+intermediates are allocated there (intermediates from a pool of device buffers by byte size,
+as ``vm_memory.BufferPool`` does on the host), and the kernels are the CUDA module's functions.
+Packed functions receive the device tensors themselves (they convert with DLPack or
+``.numpy()``); a Relax operator left to its numpy reference runs on host copies.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from tvms.ir.errors import TVMSError
+
+from . import cuda_driver
+from .cuda_tensor import CudaTensor, cuda_tensor
+from .device import Device
+from .numpy_ops import Shape
+from .tensor import Tensor
+
+
+class VMDeviceMemory:
+    """A VM's device memory on ``device``: fresh and pooled tensors, storages, conversions."""
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.free: dict[int, list] = defaultdict(list)  # byte size -> released raw memory
+        self.lent: dict[int, Any] = {}  # id of a pooled tensor -> its raw memory
+        self.fresh = self.reused = 0
+
+    def empty(self, shape: tuple, dtype: np.dtype) -> CudaTensor:
+        return CudaTensor(self.device, shape, dtype)
+
+    def take(self, shape: tuple, dtype: np.dtype) -> CudaTensor:
+        nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        free = self.free[nbytes]
+        if free:
+            raw = free.pop()
+            self.reused += 1
+        else:
+            raw = cuda_driver.DeviceMemory(self.device.device_id, nbytes)
+            self.fresh += 1
+        view = CudaTensor(self.device, shape, dtype, ptr=raw.ptr, owner=raw)
+        self.lent[id(view)] = raw
+        return view
+
+    def release(self, view: Any) -> None:
+        raw = self.lent.pop(id(view), None)
+        if raw is not None:
+            self.free[raw.nbytes].append(raw)
+
+    def storage(self, nbytes: int) -> cuda_driver.DeviceMemory:
+        """``R.vm.alloc_storage``: zeroed device bytes (as the host VM's storage)."""
+        memory = cuda_driver.DeviceMemory(self.device.device_id, nbytes)
+        cuda_driver.fill_zero(memory.ptr, nbytes, self.device.device_id)
+        return memory
+
+    def view(self, storage: Any, offset: int, shape: tuple, dtype: np.dtype) -> CudaTensor:
+        """``R.vm.alloc_tensor``: a tensor at ``offset`` bytes into a storage."""
+        nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        if not isinstance(storage, cuda_driver.DeviceMemory) or offset < 0 or offset + nbytes > storage.nbytes:
+            raise TVMSError(f"R.vm.alloc_tensor: a tensor of shape {shape} at offset {offset} does not fit "
+                            f"its storage")
+        return CudaTensor(self.device, shape, dtype, ptr=storage.ptr + offset, owner=storage)
+
+    def to_device(self, value: Any) -> Any:
+        """A VM value with its host arrays copied to the device (tuples field by field)."""
+        if isinstance(value, Tensor):
+            value = value.array
+        if isinstance(value, np.ndarray):
+            return cuda_tensor(np.ascontiguousarray(value), self.device)
+        if isinstance(value, CudaTensor):
+            if value.device != self.device:
+                raise TVMSError(f"a tensor on {value.device} given to a VM on {self.device}; "
+                                f"copy it with .copyto({self.device!r})")
+            return value
+        if isinstance(value, tuple) and not isinstance(value, Shape):
+            return tuple(self.to_device(v) for v in value)
+        return value
+
+    def to_host(self, value: Any) -> Any:
+        if isinstance(value, CudaTensor):
+            return value.numpy()
+        if isinstance(value, tuple) and not isinstance(value, Shape):
+            return tuple(self.to_host(v) for v in value)
+        return value
+
+
+__all__ = ["VMDeviceMemory"]

@@ -1,0 +1,683 @@
+"""The CUDA runtime without a GPU: what is missing is said plainly (cuda-python, the NVIDIA
+driver, a device, the device index); the host function of a SplitHostDevice module (as TVM 0.27
+prints it) is evaluated and its launches run on the reference executor against numpy; the cuda
+target and its row. The tests at the end need a GPU and skip without one."""
+from __future__ import annotations
+
+import ctypes
+import gc
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tvms
+from conftest import CORPUS_COPY
+from tvms import TVMSError
+from tvms.ir import stmt as S
+from tvms.ir.registry import get_global_func
+from tvms.ir.visitor import collect
+from tvms.lowering.codegen.cuda_artifact import CudaArtifact, CudaKernel
+from tvms.lowering.targets import check_target, target_kind
+from tvms.runtime import cuda_driver
+from tvms.runtime.cuda_module import CudaModule, ReferenceLauncher
+from tvms.runtime.dlpack import read_capsule, to_capsule
+from tvms.runtime.reference import numpy_dtype, run_prim_func
+from tvms.script import from_source
+from tvms.target import Target
+
+FIXTURES = Path(__file__).parent / "fixtures" / "cuda_runtime"
+HAS_GPU = cuda_driver.cuda_device_count() > 0
+needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU: " + cuda_driver.missing_reason(0))
+
+
+def artifact_of(name: str, source: str = "// CUDA C", binary: bytes = b"") -> CudaArtifact:
+    """The artifact of a SplitHostDevice module of the fixtures (no binary: the reference runs it)."""
+    mod = from_source((FIXTURES / name).read_text())
+    kernels = tuple(CudaKernel(k, mod[k], tuple(mod[k].attrs["tir.kernel_launch_params"]))
+                    for k in mod if mod[k].attrs.get("calling_conv") == 2)
+    return CudaArtifact("main", mod["main"], kernels, source, "sm_80", binary, "cubin")
+
+
+def reference_lib(name: str) -> CudaModule:
+    return CudaModule({"main": artifact_of(name)}, "cuda").with_launcher(ReferenceLauncher())
+
+
+# --------------------------------------------------------------------------- what is missing
+
+
+class FakeDriver:
+    """cuda-python's driver module as a machine with ``count`` GPUs (or a failing cuInit) shows it."""
+
+    def __init__(self, count: int, init_error: int = 0) -> None:
+        self.count, self.init_error = count, init_error
+
+    def cuInit(self, flags):
+        return (self.init_error,)
+
+    def cuDeviceGetCount(self):
+        return (0, self.count)
+
+    def cuGetErrorName(self, err):
+        return (0, b"CUDA_ERROR_NO_DEVICE")
+
+
+_UNCACHED_INIT = cuda_driver._initialized.__wrapped__
+_UNCACHED_CONTEXT = cuda_driver.primary_context.__wrapped__
+
+
+@pytest.fixture
+def driver_as(monkeypatch):
+    """Make the driver look like ``module`` (None: cuda-python missing) for one test."""
+    def use(module):
+        monkeypatch.setattr(cuda_driver, "_driver_module", lambda: module)
+        monkeypatch.setattr(cuda_driver, "_initialized", _UNCACHED_INIT)
+    return use
+
+
+@pytest.mark.parametrize("module, reason", [
+    (None, "cuda-python is not installed"),
+    (FakeDriver(0, init_error=100), "the CUDA driver does not start: cuInit gives CUDA_ERROR_NO_DEVICE"),
+    (FakeDriver(0), "the CUDA driver reports no GPU"),
+])
+def test_what_is_missing_is_named(driver_as, module, reason) -> None:
+    driver_as(module)
+    assert not tvms.cuda(0).exist and tvms.cpu(0).exist
+    for attempt, message in [
+        (lambda: tvms.cuda(0).sync(), "cannot synchronize cuda:0: "),
+        (lambda: tvms.cuda(0).max_threads_per_block, "cannot read max_threads_per_block of cuda:0: "),
+        (lambda: tvms.nd.array(np.zeros(3, "float32"), device=tvms.cuda(0)), "cannot place a tensor on cuda:0: "),
+        (lambda: tvms.nd.empty((3,), "float32", tvms.cuda(0)), "cannot place a tensor on cuda:0: "),
+        (lambda: Target.from_device(tvms.cuda(0)), "Target.from_device: cannot detect the device cuda:0: "),
+        (lambda: reference_lib("add_dyn_SplitHostDevice.tvms").with_launcher(None)["main"](),
+         "cannot run a CUDA function on cuda:0: "),
+    ]:
+        with pytest.raises(TVMSError, match=message + reason):
+            attempt()
+    assert tvms.cpu(0).max_threads_per_block is None  # (TVM's CPU device answers None)
+
+
+def test_this_machine_says_why_it_has_no_gpu() -> None:
+    if HAS_GPU:
+        pytest.skip("this machine has a GPU")
+    assert not tvms.cuda(0).exist
+    assert cuda_driver.missing_reason(0)  # (the real reason: no libcuda.so here)
+    with pytest.raises(TVMSError, match="CUDA is not available: " + cuda_driver.missing_reason(0)[:20]):
+        cuda_driver.call("cuDeviceGet", 0)
+
+
+def test_a_device_index_out_of_range(driver_as) -> None:
+    driver_as(FakeDriver(2))
+    assert tvms.cuda(0).exist and tvms.cuda(1).exist and not tvms.cuda(2).exist
+    with pytest.raises(TVMSError, match="cuda:2: device index 2 is out of range: the CUDA driver reports 2 GPUs"):
+        tvms.nd.empty((3,), "float32", tvms.cuda(2))
+    with pytest.raises(TVMSError, match="cannot use cuda:5: device index 5 is out of range"):
+        cuda_driver.primary_context(5)
+
+
+# --------------------------------------------------------------------------- the host function
+
+
+def test_the_host_function_launches_with_symbolic_sizes() -> None:
+    """TVM 0.27's SplitHostDevice of a split-and-bound ``C = 2 A + B`` over ``n``: the grid is
+    ceil(n / 128) blocks, which the reference launcher checks against the kernel's own extents."""
+    lib = reference_lib("add_dyn_SplitHostDevice.tvms")
+    rng = np.random.default_rng(0)
+    for n in (1, 128, 300):
+        a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+        c = tvms.nd.empty((n,), "float32")
+        lib["main"](a, b, c)
+        np.testing.assert_allclose(c.numpy(), 2 * a + b, rtol=1e-6)
+    with pytest.raises(TVMSError, match=r"argument 1 \(B\): dimension 0: expected 4, got 5"):
+        lib["main"](np.zeros(4, "float32"), np.zeros(5, "float32"), np.zeros(4, "float32"))
+    with pytest.raises(TVMSError, match=r"argument 0 \(A\): expected dtype float32, got float64"):
+        lib["main"](np.zeros(4), np.zeros(4, "float32"), np.zeros(4, "float32"))
+    with pytest.raises(TVMSError, match=r"main takes 3 arguments \(A, B, C\), got 2"):
+        lib["main"](np.zeros(4, "float32"), np.zeros(4, "float32"))
+    with pytest.raises(TVMSError, match="launch extent of blockIdx.x is 0"):
+        lib["main"](*(np.zeros(0, "float32"),) * 3)
+
+
+def test_lets_asserts_workspaces_scalars_and_two_kernels() -> None:
+    """Two kernels through a host workspace: a 2-D grid, a scalar argument, a let, an assert and
+    a dynamic-shared-memory extent; Y = alpha * X summed by rows."""
+    lib = reference_lib("scale_rowsum_SplitHostDevice.tvms")
+    x = np.random.default_rng(1).random((5, 70), dtype=np.float32)
+    y = np.zeros(5, "float32")
+    lib["main"](x, y, 0.5)
+    np.testing.assert_allclose(y, 0.5 * x.sum(axis=1), rtol=1e-5)
+    with pytest.raises(TVMSError, match="main: a row per thread: at most 1024 rows"):
+        lib["main"](np.zeros((1025, 1), "float32"), np.zeros(1025, "float32"), 1.0)
+    with pytest.raises(TVMSError, match=r"argument 2 \(alpha\): expected a float32 scalar, got str"):
+        lib["main"](x, y, "half")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("tvms.runtime.reference_gpu") is None,
+                    reason="the reference executor runs a block's threads one after another until its "
+                           "GPU semantics are merged, and this kernel synchronizes them")
+def test_the_corpus_split_host_device_module_computes_relu_of_a_matmul() -> None:
+    """The corpus's SplitHostDevice stage of a 128x128 matmul + relu (shared memory, barriers):
+    the host's launch of 64 blocks of 256 threads, run on the reference executor."""
+    mod = from_source((CORPUS_COPY / "lower_matmul_relu_gpu_12_SplitHostDevice.tvms").read_text())
+    kernel = CudaKernel("main_kernel", mod["main_kernel"], ("blockIdx.x", "threadIdx.x"))
+    lib = CudaModule({"main": CudaArtifact("main", mod["main"], (kernel,), "", "sm_50", b"", "cubin")}, "cuda")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((128, 128), dtype=np.float32), rng.standard_normal((128, 128), dtype=np.float32)
+    d = np.zeros((128, 128), np.float32)
+    lib.with_launcher(ReferenceLauncher())["main"](a, b, d)
+    np.testing.assert_allclose(d, np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_the_reference_launcher_checks_the_host_extents_against_the_kernel() -> None:
+    text = (FIXTURES / "add_dyn_SplitHostDevice.tvms").read_text()
+    mod = from_source(text.replace("(n + 127) // 128, 128, launch_params", "(n + 127) // 128, 64, launch_params"))
+    art = artifact_of("add_dyn_SplitHostDevice.tvms")
+    lib = CudaModule({"main": CudaArtifact("main", mod["main"], art.kernels, "", "sm_80", b"", "cubin")}, "cuda")
+    with pytest.raises(TVMSError, match="the host launches threadIdx.x with extent 64, the kernel runs 128"):
+        lib.with_launcher(ReferenceLauncher())["main"](*(np.zeros(4, "float32"),) * 3)
+
+
+def test_the_module_shows_its_source_and_times_calls() -> None:
+    art = artifact_of("add_dyn_SplitHostDevice.tvms", source="extern \"C\" __global__ void add_kernel() {}")
+    lib = CudaModule({"main": art}, "cuda -arch=sm_80").with_launcher(ReferenceLauncher())
+    assert lib.imported_modules[0].get_source() == lib.get_source() == art.source
+    with pytest.raises(TVMSError, match="the module holds cubins"):
+        lib.imported_modules[0].get_source("ptx")
+    timing = lib.time_evaluator("main", tvms.cuda(0), number=2, repeat=3)(*(np.ones(8, "float32"),) * 3)
+    assert len(timing.results) == 3 and timing.mean > 0
+
+
+# --------------------------------------------------------------------------- the driver path
+
+
+class _Names:
+    """The driver's enums by name (``CUdevice_attribute.CU_DEVICE_ATTRIBUTE_WARP_SIZE``)."""
+
+    def __getattr__(self, name):
+        return name
+
+
+class EmulatedDriver(FakeDriver):
+    """A GPU of compute capability 8.0 whose memory is host memory and whose launches run the
+    kernel's TIR with the reference executor: what tvms asks of the driver (allocations, copies,
+    cuLaunchKernel's grid, block and packed parameters) is checked without one."""
+
+    CUdevice_attribute = CUfunction_attribute = _Names()
+    ATTRIBUTES = {"CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK": 1024, "CU_DEVICE_ATTRIBUTE_WARP_SIZE": 32,
+                  "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK": 49152,
+                  "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": 108,
+                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": 8,
+                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR": 0}
+
+    def __init__(self, kernels: dict, run_kernels: bool = True) -> None:
+        super().__init__(1)
+        self.run_kernels = run_kernels
+        self.kernels, self.memory, self.images = kernels, {}, []
+        self.launches, self.streams, self.arguments = [], [], []
+        ok = (0,)
+        for name in ("cuCtxSetCurrent", "cuCtxSynchronize", "cuStreamSynchronize", "cuModuleUnload",
+                     "cuEventRecord", "cuEventSynchronize", "cuEventDestroy"):
+            setattr(self, name, lambda *args: ok)
+
+    def cuDeviceGet(self, index):
+        return (0, index)
+
+    def cuDevicePrimaryCtxRetain(self, device):
+        return (0, "context")
+
+    def cuDeviceGetAttribute(self, attribute, device):
+        return (0, self.ATTRIBUTES[attribute])
+
+    def cuMemAlloc(self, nbytes):
+        block = ctypes.create_string_buffer(nbytes)
+        self.memory[ctypes.addressof(block)] = block
+        return (0, ctypes.addressof(block))
+
+    def cuMemFree(self, ptr):
+        del self.memory[ptr]
+        return (0,)
+
+    def cuMemcpyHtoD(self, dst, src, nbytes):
+        ctypes.memmove(dst, src, nbytes)
+        return (0,)
+
+    def cuMemsetD8(self, ptr, value, nbytes):
+        ctypes.memset(ptr, value, nbytes)
+        return (0,)
+
+    cuMemcpyDtoH = cuMemcpyDtoD = cuMemcpyHtoD
+
+    def cuModuleLoadData(self, image):
+        self.images.append(image)
+        return (0, image)
+
+    def cuModuleGetFunction(self, module, name):
+        return (0, name.decode())
+
+    def cuStreamCreate(self, flags):
+        return (0, "stream")
+
+    def cuStreamDestroy(self, stream):
+        return (0,)
+
+    def cuEventCreate(self, flags):
+        return (0, "event")
+
+    def cuEventElapsedTime(self, start, end):
+        return (0, 4.0)  # milliseconds
+
+    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        kernel = self.kernels[fn]
+        slots = (ctypes.c_void_p * len(kernel.func.params)).from_address(params)
+        values = []
+        for param, slot in zip(kernel.func.params, slots):
+            value = cuda_driver.c_type(str(param.dtype)).from_address(slot).value
+            if param.dtype.is_handle:  # (a pointer into an allocation: the memory from there, as an array)
+                dtype = next(b.buffer.dtype for b in collect(kernel.func.body, S.DeclBuffer) if b.buffer.data is param)
+                base = max(p for p in self.memory if p <= value)
+                value = np.frombuffer(self.memory[base], numpy_dtype(dtype), offset=value - base)
+            values.append(value)
+        self.launches.append((fn, (gx, gy, gz), (bx, by, bz), shared))
+        self.streams.append(stream)
+        self.arguments.append(values)
+        if self.run_kernels:
+            run_prim_func(kernel.func, *values)
+        return (0,)
+
+
+@pytest.fixture
+def emulated(driver_as, monkeypatch):
+    def use(name, function="main", run_kernels=True):
+        art = artifact_of(name, binary=b"\x7fELF a cubin")
+        driver = EmulatedDriver({k.name: k for k in art.kernels}, run_kernels)
+        driver_as(driver)
+        monkeypatch.setattr(cuda_driver, "primary_context", _UNCACHED_CONTEXT)
+        return driver, CudaModule({function: art}, "cuda")
+    return use
+
+
+def test_the_driver_path_allocates_copies_and_launches(emulated) -> None:
+    driver, lib = emulated("add_dyn_SplitHostDevice.tvms")
+    dev = tvms.cuda(0)
+    a, b = np.arange(300, dtype="float32"), np.ones(300, "float32")
+    A, B, C = (tvms.nd.array(v, device=dev) for v in (a, b, np.zeros(300, "float32")))
+    assert (type(A).__name__, A.shape, A.dtype, str(A.device)) == ("CudaTensor", (300,), "float32", "cuda:0")
+    assert A.__cuda_array_interface__ == {"shape": (300,), "typestr": "<f4", "data": (A.ptr, False),
+                                          "strides": None, "version": 3, "stream": 1}
+    lib["main"](A, B, C)
+    assert driver.launches == [("add_kernel", (3, 1, 1), (128, 1, 1), 0)]
+    np.testing.assert_array_equal(C.numpy(), 2 * a + b)
+    np.testing.assert_array_equal(tvms.nd.empty((300,), "float32", dev).copyfrom(C).numpy(), 2 * a + b)
+    np.testing.assert_array_equal(C.copyto(tvms.cpu()).numpy(), 2 * a + b)
+    assert lib.time_evaluator("main", dev, number=4)(A, B, C).mean == pytest.approx(4e-3 / 4)
+    with pytest.raises(TVMSError, match=r"argument 0 \(A\): the data is on cpu; a CUDA function takes tensors"):
+        lib["main"](a, B, C)
+    dev.set_raw_stream(dev.create_raw_stream())  # (later launches queue there)
+    lib["main"](A, B, C)
+    dev.sync()
+    dev.set_raw_stream(None)
+    assert driver.streams[0] == 0 and driver.streams[-1] == "stream"
+    del A, B, C
+    gc.collect()
+    assert not driver.memory  # (freed with the tensors)
+
+
+def test_the_driver_path_with_a_workspace_and_dynamic_shared_memory(emulated) -> None:
+    driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms")
+    x = np.random.default_rng(2).random((5, 70), dtype=np.float32)
+    X, Y = tvms.nd.array(x, device=tvms.cuda(0)), tvms.nd.empty((5,), "float32", tvms.cuda(0))
+    lib["main"](X, Y, 2.0)
+    assert driver.launches == [("scale_kernel", (3, 5, 1), (32, 1, 1), 0),
+                               ("rowsum_kernel", (1, 1, 1), (5, 1, 1), 20)]
+    np.testing.assert_allclose(Y.numpy(), 2 * x.sum(axis=1), rtol=1e-5)
+    assert len(driver.memory) == 2  # (the host's workspace is freed after the call)
+
+
+def test_tvm_split_host_device_workspaces_and_dynamic_shared_memory(emulated) -> None:
+    """Two host functions as TVM 0.27 prints them after SplitHostDevice: one passes a workspace
+    (``T.alloc_buffer`` in the host, ``A.view(...)``) from a kernel to the next over a symbolic
+    ``n``, one launches with 256 bytes of dynamic shared memory."""
+    driver, lib = emulated("two_stage_SplitHostDevice.tvms", run_kernels=False)
+    A, C = (tvms.nd.empty((5, 64), "float32", tvms.cuda(0)) for _ in range(2))
+    lib["main"](A, C)
+    assert [launch[:3] for launch in driver.launches] == [("two_stage_kernel", (5, 1, 1), (64, 1, 1)),
+                                                          ("two_stage_kernel_1", (5, 1, 1), (64, 1, 1))]
+    (a, workspace, n), (workspace_again, c, n_again) = driver.arguments
+    assert (a.ctypes.data, c.ctypes.data) == (A.ptr, C.ptr) and (n, n_again) == (5, 5)
+    assert workspace.nbytes == 5 * 64 * 4 and workspace_again.ctypes.data == workspace.ctypes.data
+    assert len(driver.memory) == 2  # (the workspace is freed once the call is done)
+    x = np.random.default_rng(5).random(200, dtype=np.float32)
+    _, lib = emulated("dyn_shared_SplitHostDevice.tvms")
+    c = np.zeros(200, "float32")
+    lib.with_launcher(ReferenceLauncher())["main"](x, c)
+    np.testing.assert_allclose(c, 3 * x, rtol=1e-6)
+    driver, lib = emulated("dyn_shared_SplitHostDevice.tvms")
+    X, C = tvms.nd.array(x, device=tvms.cuda(0)), tvms.nd.empty((200,), "float32", tvms.cuda(0))
+    lib["main"](X, C)
+    assert driver.launches == [("scale_kernel", (4, 1, 1), (64, 1, 1), 256)]
+    np.testing.assert_allclose(C.numpy(), 3 * x, rtol=1e-6)
+
+
+def test_device_attributes_and_the_detected_target(emulated) -> None:
+    emulated("add_dyn_SplitHostDevice.tvms")
+    dev = tvms.cuda(0)
+    assert (dev.exist, dev.compute_version, dev.max_threads_per_block, dev.warp_size,
+            dev.multi_processor_count, dev.max_shared_memory_per_block) == (True, "8.0", 1024, 32, 108, 49152)
+    assert Target.from_device(dev).export() == {
+        "kind": "cuda", "tag": "", "keys": ["cuda", "gpu"], "max_num_threads": 1024, "thread_warp_size": 32,
+        "max_shared_memory_per_block": 49152, "max_threads_per_block": 1024, "arch": "sm_80"}
+    assert Target("cuda").arch == "sm_80"  # (as TVM: the arch of GPU 0 when none is given)
+
+
+RELAX_ON_GPU = """# from tvm.script import ir as I
+# from tvm.script import tir as T
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add(a: T.handle, b: T.handle, c: T.handle):
+        n = T.int32()
+        A = T.match_buffer(a, (n,))
+        B = T.match_buffer(b, (n,))
+        C = T.match_buffer(c, (n,))
+        for i in range(n):
+            C[i] = A[i] * T.float32(2) + B[i]
+
+    @R.function
+    def main(x: R.Tensor(("n",), dtype="float32"), y: R.Tensor(("n",), dtype="float32")):
+        n = T.int64()
+        cls = Module
+        z = R.call_tir(cls.add, (x, y), out_sinfo=R.Tensor((n,), dtype="float32"))
+        w = R.call_tir(cls.add, (z, y), out_sinfo=R.Tensor((n,), dtype="float32"))
+        v = R.call_dps_packed("test_cuda.negate", (w,), out_sinfo=R.Tensor((n,), dtype="float32"))
+        return v
+"""
+
+
+def test_the_vm_runs_on_the_device(emulated) -> None:
+    """The VM program of a Relax function (two kernel calls and a packed function) with the
+    cuda kernels: arguments go to the device, outputs are allocated there, the packed function
+    gets device tensors."""
+    seen = []
+
+    @tvms.register_func("test_cuda.negate", override=True)
+    def negate(x, out):
+        seen.append((type(x).__name__, type(out).__name__))
+        out.copyfrom(-x.numpy())
+
+    cpu_ex = tvms.compile(from_source(RELAX_ON_GPU), target="llvm")
+    driver, kernels = emulated("add_dyn_SplitHostDevice.tvms", function="add")
+    ex = tvms.runtime.vm.Executable(cpu_ex.program, kernels)
+    vm = tvms.relax.VirtualMachine(ex, tvms.cuda(0))
+    x, y = np.arange(200, dtype="float32"), np.ones(200, "float32")
+    out = vm["main"](x, tvms.nd.array(y, device=tvms.cuda(0)))
+    assert type(out).__name__ == "CudaTensor" and seen == [("CudaTensor", "CudaTensor")]
+    np.testing.assert_array_equal(out.numpy(), -(2 * (2 * x + y) + y))
+    assert [launch[1] for launch in driver.launches] == [(2, 1, 1)] * 2
+    assert vm.time_evaluator("main", tvms.cuda(0), number=2)(x, y).mean > 0
+    with pytest.raises(TVMSError, match="compiled for cuda; it runs on a CUDA device"):
+        tvms.relax.VirtualMachine(ex, tvms.cpu())
+    with pytest.raises(TVMSError, match="runs on the CPU, not on cuda:0"):
+        tvms.relax.VirtualMachine(cpu_ex, tvms.cuda(0))
+    with pytest.raises(TVMSError, match="argument 'x': the tensor is on cuda:0; this executable runs on the CPU"):
+        tvms.relax.VirtualMachine(cpu_ex, tvms.cpu())["main"](tvms.nd.array(x, device=tvms.cuda(0)), y)
+
+
+def test_the_vm_places_tensors_in_device_storage(emulated) -> None:
+    """``R.vm.alloc_storage`` / ``R.vm.alloc_tensor`` on the GPU (test_vm_program's module): two
+    tensors at offsets 0 and 16 of one zeroed device storage; one that does not fit is refused."""
+    from test_vm_program import STORAGE
+
+    _, kernels = emulated("add_one_SplitHostDevice.tvms", function="add_one")
+    for size, fits in (32, True), (24, False):
+        text = STORAGE.replace("R.shape([32])", f"R.shape([{size}])")
+        program = tvms.compile(from_source(text), target="llvm", relax_pipeline=None)
+        vm = tvms.relax.VirtualMachine(tvms.runtime.vm.Executable(program.program, kernels), tvms.cuda(0))
+        x = np.arange(4, dtype="float32")
+        if fits:
+            np.testing.assert_array_equal(vm["main"](x).numpy(), x + 2)
+        else:
+            with pytest.raises(TVMSError, match=r"a tensor of shape \(4,\) at offset 16 does not fit its storage"):
+                vm["main"](x)
+
+
+def test_a_cuda_executable_without_a_gpu_says_why(driver_as) -> None:
+    driver_as(None)
+    cpu_ex = tvms.compile(from_source(RELAX_ON_GPU), target="llvm")
+    kernels = CudaModule({"add": artifact_of("add_dyn_SplitHostDevice.tvms")}, "cuda")
+    ex = tvms.runtime.vm.Executable(cpu_ex.program, kernels)
+    with pytest.raises(TVMSError, match="VirtualMachine: cannot run on cuda:0: cuda-python is not installed"):
+        tvms.relax.VirtualMachine(ex, tvms.cuda(0))
+
+
+def test_export_library_embeds_the_binary_and_the_host_function(emulated, tmp_path) -> None:
+    driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms")
+    lib.export_library(str(tmp_path / "k.so"))
+    loaded = tvms.runtime.load_module(str(tmp_path / "k.so"))
+    assert loaded.get_source() == lib.get_source() and loaded.artifacts["main"].binary == b"\x7fELF a cubin"
+    x = np.random.default_rng(3).random((4, 33), dtype=np.float32)
+    X, Y = tvms.nd.array(x, device=tvms.cuda(0)), tvms.nd.empty((4,), "float32", tvms.cuda(0))
+    loaded["main"](X, Y, 3.0)
+    np.testing.assert_allclose(Y.numpy(), 3 * x.sum(axis=1), rtol=1e-5)
+    assert driver.images == [b"\x7fELF a cubin"]  # (loaded once, for both kernels)
+    with pytest.raises(TVMSError, match="loaded from a library, which keeps its binary"):
+        loaded.with_launcher(ReferenceLauncher())["main"](x, np.zeros(4, "float32"), 3.0)
+
+
+def test_exported_cuda_libraries_run_from_the_cli(emulated, driver_as, tmp_path, capsys) -> None:
+    """``tvms run`` on a library of a Relax program and of a TensorIR function built for cuda:
+    inputs go to the GPU, outputs come back; without a GPU it says why (exit 1)."""
+    from tvms.cli import main
+
+    tvms.register_func("test_cuda.negate", lambda x, out: out.copyfrom(-x.numpy()), override=True)
+    cpu_ex = tvms.compile(from_source(RELAX_ON_GPU), target="llvm")
+    _, kernels = emulated("add_dyn_SplitHostDevice.tvms", function="add")
+    tvms.runtime.vm.Executable(cpu_ex.program, kernels).export_library(str(tmp_path / "m.so"))
+    np.save(tmp_path / "x.npy", np.arange(4, dtype="float32"))
+    np.save(tmp_path / "y.npy", np.ones(4, "float32"))
+    assert main(["run", str(tmp_path / "m.so"), "--input", f"x={tmp_path / 'x.npy'}",
+                 "--input", f"y={tmp_path / 'y.npy'}"]) == 0
+    assert "[ -3.,  -7., -11., -15.]" in capsys.readouterr().out
+    _, lib = emulated("add_dyn_SplitHostDevice.tvms")
+    lib.export_library(str(tmp_path / "k.so"))
+    np.save(tmp_path / "a.npy", np.arange(3, dtype="float32"))
+    assert main(["run", str(tmp_path / "k.so"), "--input", f"A={tmp_path / 'a.npy'}", "--random-inputs"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("C: shape (3,) float32") and "A:" not in out
+    driver_as(None)
+    assert main(["run", str(tmp_path / "k.so"), "--random-inputs", "--shape", "n=3"]) == 1
+    assert "run: tensor: cannot place a tensor on cuda:0: cuda-python is not installed" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- DLPack, the target
+
+
+def test_dlpack_capsules_both_ways_with_numpy_as_the_peer() -> None:
+    """The capsule code that device tensors use, checked on host memory: numpy reads a capsule
+    made here, and a numpy capsule is read here; the lender is released once."""
+    from tvms.runtime import dlpack
+
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+    class Lender:
+        def __dlpack__(self, **kwargs):
+            return to_capsule(a.ctypes.data, a.shape, a.dtype, (1, 0), a)
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    b = np.from_dlpack(Lender())
+    assert np.shares_memory(a, b) and b.tolist() == a.tolist() and len(dlpack._LENT) == 1
+    del b
+    gc.collect()
+    assert not dlpack._LENT
+    ptr, shape, dtype, owner = read_capsule(np.array([[True, False]]))
+    assert (shape, dtype) == ((1, 2), np.dtype(bool)) and ptr
+    with pytest.raises(TVMSError, match="not compact and row-major"):
+        read_capsule(a[:, ::2])
+
+
+# TVM 0.27's Target(...).export() on a machine without a GPU (mtriple, detected on the host, aside)
+TVM_EXPORTS = [
+    ("cuda", {"kind": "cuda", "tag": "", "keys": ["cuda", "gpu"], "arch": "sm_50",
+              "max_num_threads": 1024, "thread_warp_size": 32}),
+    ({"kind": "cuda", "arch": "sm_80"}, {"kind": "cuda", "tag": "", "keys": ["cuda", "gpu"],
+                                         "max_num_threads": 1024, "thread_warp_size": 32, "arch": "sm_80"}),
+    ({"kind": "cuda", "arch": "sm_90", "max_shared_memory_per_block": 49152},
+     {"kind": "cuda", "tag": "", "keys": ["cuda", "gpu"], "max_num_threads": 1024, "thread_warp_size": 32,
+      "max_shared_memory_per_block": 49152, "arch": "sm_90"}),
+    ("llvm", {"kind": "llvm", "tag": "", "keys": ["cpu"]}),
+]
+
+
+@pytest.mark.parametrize("spec, exported", TVM_EXPORTS)
+def test_targets_export_as_tvm(spec, exported) -> None:
+    if spec == "cuda" and HAS_GPU:
+        exported = {**exported, "arch": cuda_driver.detected_arch()}
+    target = Target(spec)
+    assert target.export() == exported
+    assert (target.arch, target.max_num_threads, target.thread_warp_size, target.keys) == \
+        (exported.get("arch"), exported.get("max_num_threads"), exported.get("thread_warp_size"),
+         tuple(exported["keys"]))
+
+
+def test_the_cuda_row_and_its_checks() -> None:
+    row = target_kind(Target("cuda"))
+    assert row.kind == "cuda" and row.loader == "runtime.module.load_cuda"
+    assert get_global_func("runtime.module.load_cuda") is tvms.runtime.cuda_module.load_cuda
+    assert check_target("cuda -arch=sm_90a").arch == "sm_90a"
+    assert Target("cuda -arch=sm_80") == Target({"kind": "cuda", "arch": "sm_80"})
+    for bad, message in [("cuda -arch=80", "-arch=80 is not a CUDA architecture"),
+                         ("cuda -arch=sm_35", "-arch=sm_35 is not a CUDA architecture"),
+                         ("cuda -max_num_threads=2048", "a CUDA block has at most 1024 threads"),
+                         ("cuda -thread_warp_size=64", "CUDA warps have 32 threads"),
+                         ("cuda -mcpu=sm_80", "unknown option -mcpu for kind 'cuda'")]:
+        with pytest.raises(TVMSError, match=message):
+            check_target(bad)
+
+
+# --------------------------------------------------------------------------- on a GPU
+
+needs_codegen = pytest.mark.skipif(
+    importlib.util.find_spec("tvms.lowering.codegen.cuda") is None
+    or importlib.util.find_spec("tvms.lowering.tir.gpu.pipeline") is None,
+    reason="the cuda row's TIR pipeline and code generator are not merged yet")
+
+BOUND_ADD = """# from tvm.script import tir as T
+
+@T.prim_func
+def main(a: T.handle, b: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n,))
+    B = T.match_buffer(b, (n,))
+    C = T.match_buffer(c, (n,))
+    for i_0 in T.thread_binding((n + 127) // 128, thread="blockIdx.x"):
+        for i_1 in T.thread_binding(128, thread="threadIdx.x"):
+            with T.block("C"):
+                vi = T.axis.spatial(n, i_0 * 128 + i_1)
+                T.where(i_0 * 128 + i_1 < n)
+                C[vi] = A[vi] * T.float32(2) + B[vi]
+"""
+
+
+@needs_codegen
+def test_a_cuda_build_runs_on_the_reference_launcher() -> None:
+    lib = tvms.build(from_source(BOUND_ADD), target="cuda -arch=sm_80").with_launcher(ReferenceLauncher())
+    a, b, c = np.arange(200, dtype="float32"), np.ones(200, "float32"), np.zeros(200, "float32")
+    lib["main"](a, b, c)
+    np.testing.assert_allclose(c, 2 * a + 1)
+    assert "__global__" in lib.imported_modules[0].get_source()
+
+
+@needs_codegen
+@pytest.mark.skipif(importlib.util.find_spec("tvms.lowering.dlight.gpu") is None,
+                    reason="the GPU default schedules (tvms.dlight.gpu) are not merged yet")
+def test_a_relax_model_compiled_for_cuda_runs_on_the_reference_launcher() -> None:
+    """The whole cuda compile of a Relax model (GPU default schedules, the cuda TIR pipeline,
+    CUDA C through NVRTC, the VM program), its kernels run by the reference executor."""
+    ex = tvms.compile(from_source(RELAX_MLP), target="cuda -arch=sm_80")
+    on_host = tvms.runtime.vm.Executable(ex.program, ex.kernels().with_launcher(ReferenceLauncher()))
+    args, expected = mlp_case()
+    out = tvms.relax.VirtualMachine(on_host, tvms.cpu())["main"](*args)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4)
+
+
+@needs_gpu
+def test_device_tensors_and_attributes() -> None:
+    dev = tvms.cuda(0)
+    x = np.arange(24, dtype="float32").reshape(2, 3, 4)
+    t = tvms.nd.array(x, device=dev)
+    assert (t.shape, t.dtype, t.device) == ((2, 3, 4), "float32", dev)
+    np.testing.assert_array_equal(t.numpy(), x)
+    t.copyfrom(x * 2)
+    u = tvms.nd.empty((2, 3, 4), "float32", dev).copyfrom(t)
+    np.testing.assert_array_equal(u.numpy(), x * 2)
+    np.testing.assert_array_equal(u.copyto(tvms.cpu()).numpy(), x * 2)
+    dev.sync()
+    assert dev.max_threads_per_block >= 1024 and dev.warp_size == 32 and dev.multi_processor_count > 0
+    assert Target.from_device(dev).arch == "sm_" + dev.compute_version.replace(".", "")
+
+
+@needs_gpu
+def test_device_dlpack_with_torch_or_cupy() -> None:
+    peer = next((importlib.import_module(m) for m in ("torch", "cupy") if importlib.util.find_spec(m)), None)
+    if peer is None:
+        pytest.skip("neither torch nor cupy is installed")
+    t = tvms.nd.array(np.arange(6, dtype="float32"), device=tvms.cuda(0))
+    other = peer.from_dlpack(t)
+    back = tvms.nd.from_dlpack(other)
+    np.testing.assert_array_equal(back.numpy(), np.arange(6, dtype="float32"))
+
+
+@needs_gpu
+@needs_codegen
+def test_a_cuda_build_runs_on_the_device() -> None:
+    dev = tvms.cuda(0)
+    lib = tvms.build(from_source(BOUND_ADD), target=Target.from_device(dev))
+    a = np.arange(1000, dtype="float32")
+    args = [tvms.nd.array(v, device=dev) for v in (a, np.ones(1000, "float32"), np.zeros(1000, "float32"))]
+    lib["main"](*args)
+    np.testing.assert_allclose(args[2].numpy(), 2 * a + 1)
+    assert lib.time_evaluator("main", dev, number=5)(*args).mean > 0
+    with pytest.raises(TVMSError, match="the data is on cpu"):
+        lib["main"](a, a, a)
+
+
+RELAX_MLP = """# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 64), dtype="float32"), b: R.Tensor((4, 64), dtype="float32"),
+             w: R.Tensor((64, 32), dtype="float32")):
+        with R.dataflow():
+            y = R.matmul(R.nn.relu(R.add(x, b)), w)
+            R.output(y)
+        return y
+"""
+
+
+def mlp_case() -> tuple:
+    rng = np.random.default_rng(4)
+    x, b, w = rng.random((4, 64), dtype=np.float32), rng.random((4, 64), dtype=np.float32), \
+        rng.random((64, 32), dtype=np.float32)
+    return (x, b, w), np.maximum(x + b, 0) @ w
+
+
+@needs_gpu
+@needs_codegen
+@pytest.mark.skipif(importlib.util.find_spec("tvms.lowering.dlight.gpu") is None,
+                    reason="the GPU default schedules (tvms.dlight.gpu) are not merged yet")
+def test_a_relax_model_compiled_for_cuda_runs_on_the_device(tmp_path) -> None:
+    dev = tvms.cuda(0)
+    ex = tvms.compile(from_source(RELAX_MLP), target=Target.from_device(dev))
+    (x, b, w), expected = mlp_case()
+    out = tvms.relax.VirtualMachine(ex, dev)["main"](x, b, tvms.nd.array(w, device=dev))
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4)
+    ex.export_library(str(tmp_path / "mlp.so"))
+    again = tvms.relax.VirtualMachine(tvms.runtime.load_module(str(tmp_path / "mlp.so")), dev)
+    np.testing.assert_allclose(again["main"](x, b, w).numpy(), expected, rtol=1e-4)

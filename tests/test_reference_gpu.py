@@ -1,0 +1,391 @@
+"""GPU semantics of the reference executor (runtime/reference_gpu.py, reference_kernel.py): TVM
+0.27's own schedules and lowerings (tests/fixtures/reference_gpu, written by its
+generate_with_tvm.py) and tvms's schedules against numpy, lock-step warp shuffles, and the errors
+for data races and divergent barriers. (The corpus's warp-shuffle sum,
+lower_reduce_gpu_11_LowerThreadAllreduce.tvms, is among test_reference.py's corpus programs.)"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from tvms import TVMSError
+from tvms.ir.function import PrimFunc
+from tvms.ir.structural import structural_equal
+from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
+from tvms.tir import Schedule
+
+from conftest import CORPUS, FIXTURES
+from test_reference import MATMUL_64
+
+GOLDENS = FIXTURES / "reference_gpu"
+RNG = np.random.default_rng(16)
+
+
+def load(text: str) -> PrimFunc:
+    mod = from_source(text)
+    return mod if isinstance(mod, PrimFunc) else mod["main"]
+
+
+def softmax(a: np.ndarray) -> np.ndarray:
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def run_against_numpy(func: PrimFunc, oracle, outputs: int = 1) -> None:
+    """Run ``func`` on random inputs (its last ``outputs`` parameters the outputs) and compare
+    with what ``oracle`` computes from the inputs (a tuple for several outputs)."""
+    args = []
+    for p in func.params:
+        buf = func.buffer_map[p]
+        scale = 100 if buf.dtype.is_int else 1  # (integers: spread out, as argmax's indices)
+        args.append((RNG.standard_normal(tuple(int(d.value) for d in buf.shape)) * scale).astype(str(buf.dtype)))
+    for out in args[-outputs:]:
+        out[...] = np.nan if out.dtype.kind == "f" else -7  # every element must be written
+    run_prim_func(func, *args)
+    want = oracle(*args[:-outputs])
+    for got, expected in zip(args[-outputs:], want if outputs > 1 else (want,)):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def argmax(idx: np.ndarray, val: np.ndarray) -> tuple:
+    return idx[np.arange(len(idx)), val.argmax(axis=1)], val.max(axis=1)
+
+
+def row_sum(a: np.ndarray) -> np.ndarray:
+    return a.sum(axis=1)
+
+
+@pytest.mark.parametrize("case, oracle, outputs", [
+    ("sum64", row_sum, 1), ("sum16", row_sum, 1), ("sum48", row_sum, 1), ("sum_groups", row_sum, 1),
+    ("softmax", softmax, 1), ("argmax", argmax, 2)])
+def test_allreduce_before_and_after_lower_thread_allreduce(case: str, oracle, outputs: int) -> None:
+    """The reduction loop bound to threadIdx.x: TVM's schedule, its tvm_thread_allreduce (in a
+    block after LowerCrossThreadReduction, lowered before LowerThreadAllreduce) and the warp
+    shuffles (sum_groups: two groups of 16 lanes a warp) and shared staging after it compute
+    the same."""
+    stages = ("scheduled", "xthread", "before", "after") if case == "argmax" else ("scheduled", "before", "after")
+    texts = {stage: (GOLDENS / f"{case}_{stage}.tvms").read_text() for stage in stages}
+    assert "T.tvm_thread_allreduce(" in texts["before"]
+    # (48 threads: a tree in shared memory whose last warp syncs only the lanes still reducing)
+    assert ('T.tvm_storage_sync("warp")' if case == "sum48" else "T.tvm_warp_shuffle_down(") in texts["after"]
+    for text in texts.values():
+        run_against_numpy(load(text), oracle, outputs)
+
+
+def test_host_function_launches_its_kernel() -> None:
+    """SplitHostDevice's module: ``run_prim_func(mod, ...)`` runs main, whose T.call_ffi_kernel
+    runs the kernel on the same memory, with the grid and block it says."""
+    text = (GOLDENS / "softmax_split.tvms").read_text()
+    assert "T.call_ffi_kernel(" in text
+    mod = from_source(text)
+    a = RNG.standard_normal((8, 64)).astype("float32")
+    out = np.full((8, 64), np.nan, "float32")
+    run_prim_func(mod, a, out)
+    np.testing.assert_allclose(out, softmax(a), rtol=1e-5, atol=1e-7)
+    with pytest.raises(TVMSError, match=r"T.call_ffi_kernel: no kernel 'main_kernel' \(run the module"):
+        run_prim_func(mod["main"], a, out)
+    wrong_block = from_source(text.replace("S_1.data, 8, 64,", "S_1.data, 8, 32,"))
+    with pytest.raises(TVMSError, match="the host launches 'main_kernel' with threadIdx.x 32, the kernel runs 64"):
+        run_prim_func(wrong_block, a, out)
+
+
+def test_dlight_rms_norm_cross_thread_reduction() -> None:
+    """DLight's schedule: an rfactor per thread, then a reduction bound to threadIdx.x into shared."""
+    func = from_source((CORPUS / "dlight_nn_rms_norm_static.tvms").read_text())["rms_norm"]
+    x = RNG.standard_normal((4, 16)).astype("float32")
+    y = RNG.standard_normal(16).astype("float32")
+    out = np.full((4, 16), np.nan, "float32")
+    run_prim_func(func, x, y, out)
+    want = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-5) * y
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+
+
+def test_tiled_matmul_scheduled_with_tvms() -> None:
+    """16x16 thread blocks, A and B tiles cached in shared memory and fetched cooperatively: the
+    barriers TVM's ThreadSync would place are what makes it right (and quick enough). The
+    schedule is generate_with_tvm.py's matmul_schedule; TVM's result is matmul_scheduled.tvms."""
+    sch = Schedule(load(MATMUL_64))
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    i0, i1 = sch.split(i, [None, 16])
+    j0, j1 = sch.split(j, [None, 16])
+    k0, k1 = sch.split(k, [None, 16])
+    sch.reorder(i0, j0, i1, j1, k0, k1)
+    for loop, tag in ((i0, "blockIdx.y"), (j0, "blockIdx.x"), (i1, "threadIdx.y"), (j1, "threadIdx.x")):
+        sch.bind(loop, tag)
+    for index in (0, 1):
+        shared = sch.cache_read(c, index, "shared")
+        sch.compute_at(shared, k0)
+        _, ty, tx = sch.split(sch.fuse(*sch.get_loops(shared)[-2:]), [None, 16, 16])
+        sch.bind(ty, "threadIdx.y")
+        sch.bind(tx, "threadIdx.x")
+    func = sch.mod["main"]
+    assert structural_equal(func.body, load((GOLDENS / "matmul_scheduled.tvms").read_text()).body,
+                            map_free_vars=True)
+    start = time.perf_counter()
+    run_against_numpy(func, lambda a, b: a @ b)
+    assert time.perf_counter() - start < 4
+
+
+def test_merged_dynamic_shared_memory() -> None:
+    """MergeSharedMemoryAllocations: one uint8 array of dynamic shared memory, which the float32
+    tiles view (element i of a view is bytes 4i to 4i + 3)."""
+    text = (GOLDENS / "matmul_dyn_merged.tvms").read_text()
+    assert 'T.alloc_buffer((2048,), "uint8", scope="shared.dyn")' in text
+    run_against_numpy(load(text), lambda a, b: a @ b)
+
+
+SYNC = '                    T.tvm_storage_sync("shared")\n'
+
+
+def test_lowered_tiled_matmul_and_its_missing_barriers() -> None:
+    """TVM's lowering of the same matmul: right with its two barriers. Without the one at the top
+    of the k_0 loop, a thread reads a tile element another thread has already replaced; without
+    the one before the k_1 loop, a thread replaces an element another thread read too early.
+    Without both, it is what TVM's pipeline has before ThreadSync."""
+    text = (GOLDENS / "matmul_before.tvms").read_text()
+    assert text.count(SYNC) == 2
+    run_against_numpy(load(text), lambda a, b: a @ b)
+    first = text.index(SYNC)
+    second = text.index(SYNC, first + 1)
+    race = (r"data race on the shared buffer 'A_shared' in 'main' at `{}` \(<string>:\d+:\d+\): "
+            r"thread \(threadIdx.x=1, threadIdx.y=0\) of block \(blockIdx.y=0, blockIdx.x=0\) {} element {}, "
+            r"which thread \(threadIdx.x=0, threadIdx.y=0\)")
+    compute = r"C_1\[cse_v7\] = C_1\[cse_v7\] \+ A_shared\[cse_v3 \+ k_1\] \*.*"
+    fetch = r"A_shared\[cse_v6\] = A_1\[cse_v5 \+ cse_v2 \+ threadIdx_x\]"
+    for at, stmt, what, element in ((first, compute, "reads", 0), (second, fetch, "overwrites", 1)):
+        func = load(text[:at] + text[at + len(SYNC):])
+        with pytest.raises(TVMSError, match=race.format(stmt, what, element)):
+            run_against_numpy(func, lambda a, b: a @ b)
+    # without both, it is the code before ThreadSync: the executor places ThreadSync's barriers
+    run_against_numpy(load(text.replace(SYNC, "")), lambda a, b: a @ b)
+
+
+def test_conflicting_writes_are_a_race() -> None:
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((32,), "float32"), B: T.Buffer((1,), "float32")):
+    S = T.alloc_shared((1,))
+    tx = T.launch_thread("threadIdx.x", 32)
+    S[0] = A[tx]
+    T.tvm_storage_sync("shared")
+    B[0] = S[0]
+""")
+    with pytest.raises(TVMSError, match=r"'S' .* at `S\[0\] = A\[tx\]` \(<string>:6:5\): thread "
+                                        r"\(threadIdx.x=1\) writes element 0, which thread \(threadIdx.x=0\) accessed"):
+        run_prim_func(func, np.arange(32, dtype="float32"), np.zeros(1, "float32"))
+    same = np.ones(32, "float32")  # every thread writing the same value is no race
+    out = np.zeros(1, "float32")
+    run_prim_func(func, same, out)
+    assert out[0] == 1
+
+
+def test_divergent_barrier_is_refused() -> None:
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((64,), "float32")):
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 32)
+    if tx < 16:
+        T.tvm_storage_sync("shared")
+    A[bx * 32 + tx] = T.float32(1)
+""")
+    with pytest.raises(TVMSError, match=r"divergent barrier in 'f': thread \(threadIdx.x=0\) of block "
+                                        r"\(blockIdx.x=0\) waits at `T.tvm_storage_sync\(\"shared\"\)` "
+                                        r"\(<string>:7:9\), which 16 threads of its block \(e.g. thread "
+                                        r"\(threadIdx.x=16\)\) never reach"):
+        run_prim_func(func, np.zeros(64, "float32"))
+
+
+def test_warp_shuffles_in_lockstep() -> None:
+    """Two warps of 32 lanes; shuffles within segments of 16 lanes; activemask where half the
+    lanes branched away."""
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), O: T.Buffer((4, 64), "float32"), M: T.Buffer((64,), "uint32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    mask = T.tvm_warp_activemask()
+    O[0, tx] = T.tvm_warp_shuffle_up(mask, A[tx], 1, 16, 32)
+    O[1, tx] = T.tvm_warp_shuffle_down(mask, A[tx], 3, 16, 32)
+    O[2, tx] = T.tvm_warp_shuffle(mask, A[tx], 5, 16, 32)
+    O[3, tx] = T.tvm_warp_shuffle(mask, A[tx], tx + 1, 32, 32)
+    M[tx] = T.uint32(0)
+    if tx % 2 == 0:
+        M[tx] = T.tvm_warp_activemask()
+""")
+    a = RNG.standard_normal(64).astype("float32")
+    out = np.zeros((4, 64), "float32")
+    masks = np.zeros(64, "uint32")
+    run_prim_func(func, a, out, masks)
+    lane = np.arange(64) % 16
+    base = np.arange(64) - lane
+    np.testing.assert_array_equal(out[0], a[np.where(lane >= 1, np.arange(64) - 1, np.arange(64))])
+    np.testing.assert_array_equal(out[1], a[np.where(lane + 3 < 16, np.arange(64) + 3, np.arange(64))])
+    np.testing.assert_array_equal(out[2], a[base + 5])
+    np.testing.assert_array_equal(out[3], a[np.arange(64) // 32 * 32 + (np.arange(64) + 1) % 32])
+    np.testing.assert_array_equal(masks, np.where(np.arange(64) % 2 == 0, 0x55555555, 0))
+
+
+def test_shuffle_mask_honoured_and_missing_lanes_undefined() -> None:
+    """The lanes of each half-warp shuffle among themselves with their own mask; a lane reading
+    from a lane that is not there gets an undefined value (NaN)."""
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((24,), "float32"), O: T.Buffer((24,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 24)
+    if tx < 16:
+        O[tx] = T.tvm_warp_shuffle_down(T.uint32(65535), A[tx], 8, 32, 32)
+    else:
+        O[tx] = T.tvm_warp_shuffle_down(T.uint32(16711680), A[tx], 4, 32, 32)
+""")
+    a = np.arange(24, dtype="float32")
+    out = np.zeros(24, "float32")
+    run_prim_func(func, a, out)
+    np.testing.assert_array_equal(out[:8], a[8:16])
+    assert np.isnan(out[8:16]).all()  # (lanes 16-23 are at the other shuffle)
+    np.testing.assert_array_equal(out[16:20], a[20:24])
+    assert np.isnan(out[20:]).all()
+
+
+def test_vthreads_and_thread_extents() -> None:
+    """A virtual thread is a loop in its thread (InjectVirtualThread interleaves them): local
+    memory is the thread's, written by its virtual threads, read after them; shared memory
+    written under one vthread loop and read under the next is separated by a barrier.
+    Every loop bound to one thread axis has one extent."""
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((2, 64), "float32"), B: T.Buffer((2, 64), "float32"), C: T.Buffer((2, 32), "float32")):
+    S = T.alloc_buffer((64,), scope="shared")
+    L = T.alloc_buffer((2,), scope="local")
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for v in T.thread_binding(2, thread="vthread.x"):
+            for tx in T.thread_binding(32, thread="threadIdx.x"):
+                S[v * 32 + tx] = A[bx, v * 32 + tx]
+                L[v] = A[bx, v * 32 + tx] * T.float32(2)
+        for v in T.thread_binding(2, thread="vthread.x"):
+            for tx in T.thread_binding(32, thread="threadIdx.x"):
+                B[bx, v * 32 + tx] = S[63 - v * 32 - tx]
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            C[bx, tx] = L[0] + L[1]
+""")
+    a = RNG.standard_normal((2, 64)).astype("float32")
+    b = np.zeros((2, 64), "float32")
+    c = np.zeros((2, 32), "float32")
+    run_prim_func(func, a, b, c)
+    np.testing.assert_array_equal(b, a[:, ::-1])
+    np.testing.assert_allclose(c, 2 * (a[:, :32] + a[:, 32:]), rtol=1e-6)
+    bad = load("""
+@T.prim_func
+def f(A: T.Buffer((64,), "float32")):
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        A[tx] = T.float32(1)
+        for tx2 in T.thread_binding(64, thread="threadIdx.x"):
+            A[tx2] = T.float32(2)
+""")
+    with pytest.raises(TVMSError, match="all loops bound to 'threadIdx.x' must have the same extent"):
+        run_prim_func(bad, np.zeros(64, "float32"))
+
+
+def test_warp_memory_is_per_row_of_threadidx_x() -> None:
+    """``warp`` scope (before LowerWarpMemory): the 16 threads of a row along threadIdx.x share
+    one array; two rows in one hardware warp do not."""
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((2, 16), "float32"), B: T.Buffer((2, 16), "float32")):
+    ty = T.launch_thread("threadIdx.y", 2)
+    tx = T.launch_thread("threadIdx.x", 16)
+    W = T.alloc_buffer((16,), scope="warp")
+    W[tx] = A[ty, tx]
+    T.tvm_storage_sync("warp")
+    B[ty, tx] = W[15 - tx]
+""")
+    a = RNG.standard_normal((2, 16)).astype("float32")
+    b = np.zeros((2, 16), "float32")
+    run_prim_func(func, a, b)
+    np.testing.assert_array_equal(b, a[:, ::-1])
+
+
+@pytest.mark.parametrize("body, message", [
+    ('bx = T.launch_thread("blockIdx.x", 1)\n    T.tvm_storage_sync("global")',
+     "cannot synchronise 'global' memory across blocks"),
+    ("A[0] = T.tvm_warp_shuffle(T.uint32(1), A[0], 0, 32, 32)", "tvm_warp_shuffle outside a GPU kernel"),
+    ("T.tvm_thread_allreduce(T.uint32(1), A[0], T.bool(True), A[1], A[2])", "outside a GPU kernel"),
+])
+def test_gpu_intrinsics_where_they_cannot_run(body: str, message: str) -> None:
+    func = load(f"""
+@T.prim_func
+def f(A: T.Buffer((4,), "float32")):
+    {body}
+""")
+    with pytest.raises(TVMSError, match=message):
+        run_prim_func(func, np.zeros(4, "float32"))
+
+
+def test_cross_thread_reduction_into_local_memory_is_refused() -> None:
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((32,), "float32"), B: T.Buffer((1,), "float32")):
+    L = T.alloc_buffer((1,), scope="local")
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        with T.block("sum"):
+            vk = T.axis.reduce(32, tx)
+            with T.init():
+                L[0] = T.float32(0)
+            L[0] = L[0] + A[vk]
+    B[0] = L[0]
+""")
+    with pytest.raises(TVMSError, match="cross-thread reduction of block 'sum' into the local buffer 'L'"):
+        run_prim_func(func, np.ones(32, "float32"), np.zeros(1, "float32"))
+
+
+def test_race_in_a_condition_names_its_statement() -> None:
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((32,), "float32")):
+    S = T.alloc_shared((32,))
+    tx = T.launch_thread("threadIdx.x", 32)
+    S[tx] = A[tx]
+    if S[0] > T.float32(0):
+        A[tx] = T.float32(1)
+    T.tvm_storage_sync("shared")
+""")
+    with pytest.raises(TVMSError, match=r"at `if S\[0\] > T.float32\(0.0\):` \(<string>:7:\d+\): thread "
+                                        r"\(threadIdx.x=1\) reads element 0, which thread \(threadIdx.x=0\) wrote"):
+        run_prim_func(func, np.ones(32, "float32"))
+
+
+def test_warp_size_comes_from_the_target() -> None:
+    func = load("""
+@T.prim_func
+def f(M: T.Buffer((32,), "uint32")):
+    T.func_attr({"target": T.target({"kind": "rocm", "thread_warp_size": 16, "keys": ["rocm", "gpu"]})})
+    tx = T.launch_thread("threadIdx.x", 32)
+    M[tx] = T.tvm_warp_activemask()
+""")
+    masks = np.zeros(32, "uint32")
+    run_prim_func(func, masks)
+    np.testing.assert_array_equal(masks, np.full(32, 0xFFFF))
+
+
+@pytest.mark.parametrize("branches", [
+    ('T.tvm_storage_sync("shared")', 'T.tvm_storage_sync("shared")'),
+    ("A[tx] = T.tvm_warp_shuffle(T.uint32(4294967295), A[tx], 0, 32, 32)", 'T.tvm_storage_sync("shared")'),
+])
+def test_threads_waiting_at_different_points_never_meet(branches: tuple) -> None:
+    """A barrier in each branch of an if, or a full-warp shuffle some lanes branched away from."""
+    func = load(f"""
+@T.prim_func
+def f(A: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    if tx < 8:
+        {branches[0]}
+    else:
+        {branches[1]}
+""")
+    with pytest.raises(TVMSError, match=r"threads of 'f' wait for each other at different points and never meet "
+                                        r"\(8 at `.*` \(<string>:6:9\); 24 at `T.tvm_storage_sync\(\"shared\"\)` "
+                                        r"\(<string>:8:9\)\)"):
+        run_prim_func(func, np.zeros(32, "float32"))
