@@ -1,6 +1,7 @@
-"""What the GPU rules share: the rule base for GPU targets, the normal form they start from
-(``normalize_prim_func``, TVM's NormalizePrimFunc), block inlining, the dominant read of a
-block as a sum of iterator splits, and the thread counts a target allows.
+"""What the reduction-family GPU rules share beyond gpu_utils.py (the rule base, target limits,
+block inlining): the normal form they start from (``normalize_prim_func``, TVM's
+NormalizePrimFunc, with TVM's whole reduction-block test), the dominant read of a block as a sum
+of iterator splits, and the threads a reduction gets.
 
 ``normalize_prim_func(sch)`` gives every leaf block fresh loops ``ax0, ax1, ...`` that run its
 iterators (``v0, v1, ...``) one to one, drops its unit iterators (a block with no spatial
@@ -21,28 +22,8 @@ from ...ir.stmt import Block, BlockRealize, BufferStore
 from ...ir.visitor import collect
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
 from ..schedule.layout import IndexMap
-from .base import ScheduleRule
-
-GPU_KINDS = ("cuda", "rocm", "metal", "vulkan", "opencl", "webgpu")
-
-
-class GPURule(ScheduleRule):
-    """A rule for GPU targets: ApplyDefaultSchedule skips it for others."""
-
-    def is_target_available(self, target: Any) -> bool:
-        return target_kind(target) in GPU_KINDS or "gpu" in getattr(target, "keys", ())
-
-
-def target_kind(target: Any) -> str:
-    return getattr(target, "kind", str(target).split(" ", 1)[0])
-
-
-def max_threads_per_block(target: Any) -> int:
-    attrs = getattr(target, "attrs", {})
-    for name in ("max_threads_per_block", "max_num_threads"):
-        if attrs.get(name) is not None:
-            return int(attrs[name])
-    return 1024 if target_kind(target) == "cuda" else 256
+from .gpu_utils import (GPU_KINDS, GPURule, _leaf_blocks, max_threads_per_block, target_kind, try_inline,
+                        try_inline_contiguous_spatial)
 
 
 def suggest_threads_per_block(target: Any, extents: list, max_threads_for_dynamic_loop: int = 32) -> list[int]:
@@ -88,7 +69,7 @@ class GPUIterInfo:
 class GPUBlockInfo:
     name: str
     iters: tuple[GPUIterInfo, ...]
-    block_rv: BlockRV
+    rv: BlockRV
     reduction_block: bool
 
     def dom_kind(self) -> str:
@@ -104,11 +85,6 @@ class GPUBlockInfo:
 def realize_of(sch: Schedule, rv: BlockRV) -> BlockRealize:
     block = sch.get(rv)
     return next(r for r in collect(sch.mod["main"].body, BlockRealize) if r.block is block)
-
-
-def _leaf_blocks(sch: Schedule, rv: BlockRV) -> list[BlockRV]:
-    children = sch.get_child_blocks(rv)
-    return [leaf for child in children for leaf in _leaf_blocks(sch, child)] if children else [rv]
 
 
 def _kind(iter_type: str) -> str:
@@ -175,46 +151,6 @@ def is_reduction_block(sch: Schedule, rv: BlockRV, scope: BlockRV) -> bool:
     indices = [r.min for w in block.writes for r in w.region]
     indices += [i for s in collect(block.body, BufferStore) if id(s.buffer) in written for i in s.indices]
     return not any(id(v) in reduce_vars for e in indices for v in collect(e, Var))
-
-
-def try_inline(sch: Schedule, blocks: list[GPUBlockInfo]) -> list[GPUBlockInfo]:
-    """Inline blocks (into their consumers, else into their producer) while any can be; the
-    blocks left."""
-    blocks = list(blocks)
-
-    def trial(inline: Any) -> int | None:
-        for i, info in enumerate(blocks):
-            try:
-                inline(info.block_rv)
-            except ScheduleError:
-                continue
-            return i
-        return None
-
-    while True:
-        i = trial(sch.compute_inline)
-        if i is None:
-            i = trial(sch.reverse_compute_inline)
-        if i is None:
-            return blocks
-        blocks.pop(i)
-
-
-def try_inline_contiguous_spatial(sch: Schedule, infos: list[GPUBlockInfo] | None) -> list[GPUBlockInfo] | None:
-    """``try_inline`` on each run of consecutive spatial blocks; the blocks left, in order."""
-    if infos is None:
-        return None
-    results: list[GPUBlockInfo] = []
-    run: list[GPUBlockInfo] = []
-    for info in infos:
-        if info.is_injective():
-            run.append(info)
-            continue
-        results.extend(try_inline(sch, run) if run else [])
-        results.append(info)
-        run = []
-    results.extend(try_inline(sch, run) if run else [])
-    return results
 
 
 def iter_vars_in_region(block: Block, region: BufferRegion) -> set[int] | None:

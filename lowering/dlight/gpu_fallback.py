@@ -28,7 +28,7 @@ class Fallback(GPURule):
             return None
         reductions = []
         for info in try_inline(sch, infos):
-            block = info.block_rv
+            block = info.rv
             loops = sch.get_loops(block)
             if any(sch.get(lp).thread_binding is not None for lp in loops):
                 continue

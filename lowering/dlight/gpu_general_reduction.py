@@ -41,16 +41,16 @@ class GeneralReduction(GPURule):
             if not last.iters:  # a scalar result: every block in one thread
                 _private_buffers_local(sch, infos)
                 for i, info in enumerate(infos):
-                    sch.bind(sch.add_unit_loop(info.block_rv), "blockIdx.x" if i == 0 else "threadIdx.x")
+                    sch.bind(sch.add_unit_loop(info.rv), "blockIdx.x" if i == 0 else "threadIdx.x")
                 return sch
-            sch.transform_block_layout(last.block_rv, _align_layout(infos[0], last))
-            last = describe(sch, last.block_rv, last.reduction_block)
+            sch.transform_block_layout(last.rv, _align_layout(infos[0], last))
+            last = describe(sch, last.rv, last.reduction_block)
         if (num_trailing_r == 0 or any(b.dom_kind() != dom_kind for b in infos[1:-1])
                 or not last.is_injective() or len(last.iters) > len(dom_kind)):
             return None
         if "R" not in last.dom_kind():
             _spatial_loops_first(sch, infos)
-        loops = sch.get_loops(last.block_rv)
+        loops = sch.get_loops(last.rv)
         bx = sch.fuse(*loops[:num_leading_s])
         r_loop, tx = sch.split(loops[-1], [None, len_tx])
         sch.reorder(tx, r_loop)
@@ -58,7 +58,7 @@ class GeneralReduction(GPURule):
         sch.bind(tx, "threadIdx.x")
         _unroll(sch, r_loop, unroll_depth)
         for info in reversed(infos[:-1]):
-            block = info.block_rv
+            block = info.rv
             for i in range(len(sch.get(block).writes)):
                 sch.set_scope(block, buffer_index=i, storage_scope="shared")
             sch.compute_at(block, bx, preserve_unit_loops=True)
@@ -73,15 +73,15 @@ class GeneralReduction(GPURule):
 def _private_buffers_local(sch: Schedule, infos: list[GPUBlockInfo]) -> None:
     """A buffer that a block without real loops allocates and writes and no other block touches
     lives in registers (``local``): its kernel is the only one that sees it."""
-    blocks = [sch.get(info.block_rv) for info in infos]
+    blocks = [sch.get(info.rv) for info in infos]
     allocated = {id(b) for b in sch.get(sch.get_block("root")).alloc_buffers}
     for k, (info, block) in enumerate(zip(infos[:-1], blocks[:-1])):
-        if not all(is_const_int(sch.get(lp).extent, 1) for lp in sch.get_loops(info.block_rv)):
+        if not all(is_const_int(sch.get(lp).extent, 1) for lp in sch.get_loops(info.rv)):
             continue
         elsewhere = {id(r.buffer) for j, other in enumerate(blocks) if j != k for r in (*other.reads, *other.writes)}
         for i, w in enumerate(block.writes):
             if w.buffer.scope == "global" and id(w.buffer) in allocated and id(w.buffer) not in elsewhere:
-                sch.set_scope(info.block_rv, i, "local")
+                sch.set_scope(info.rv, i, "local")
 
 
 def _unroll(sch: Schedule, loop: Any, depth: int) -> None:
@@ -116,9 +116,9 @@ def _same_extent(a: Any, b: Any) -> bool:
 def _spatial_loops_first(sch: Schedule, infos: list[GPUBlockInfo]) -> None:
     """In the last (spatial) block, the loops indexing what the reductions wrote (and unit loops)
     go outermost, so they line up with the reductions' spatial loops."""
-    reduced = {id(w.buffer) for info in infos[:-1] for w in sch.get(info.block_rv).writes}
-    block = sch.get(infos[-1].block_rv)
-    loops = sch.get_loops(infos[-1].block_rv)
+    reduced = {id(w.buffer) for info in infos[:-1] for w in sch.get(info.rv).writes}
+    block = sch.get(infos[-1].rv)
+    loops = sch.get_loops(infos[-1].rv)
     loop_of = {id(iv.var): sch.get(lp).loop_var for iv, lp in zip(block.iter_vars, loops)}
     spatial = set()
     for region in block.reads:

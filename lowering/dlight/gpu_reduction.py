@@ -43,7 +43,7 @@ class Reduction(GPURule):
         if epilogue is not None and not epilogue.is_injective():
             return None
         info = infos[0]
-        block = sch.get(info.block_rv)
+        block = sch.get(info.rv)
         if (not info.is_reduction() or "R" not in info.dom_kind() or len(block.writes) != 1
                 or not _is_sum(block)):
             return None
@@ -57,9 +57,9 @@ class Reduction(GPURule):
             return None
         inner_reduction, c_factor, loop_order, s_split_index = plan
         if inner_reduction:
-            _inner_reduction(sch, target, info.block_rv, c_factor, epilogue, loop_order, s_split_index)
+            _inner_reduction(sch, target, info.rv, c_factor, epilogue, loop_order, s_split_index)
         elif _write_back_stays_affine(domains):
-            _inner_spatial(sch, info.block_rv, domains[-1], c_factor, epilogue, loop_order, s_split_index)
+            _inner_spatial(sch, info.rv, domains[-1], c_factor, epilogue, loop_order, s_split_index)
         else:
             return None
         return sch
@@ -143,7 +143,7 @@ def _normalize(sch: Schedule, info: GPUBlockInfo, splits: list) -> tuple | None:
     if not s_loops or not r_loops or len(s_loops) != sum(it.kind == "S" for it in info.iters):
         return None
     if not c_loops:
-        c_loops = [sch.add_unit_loop(info.block_rv)]
+        c_loops = [sch.add_unit_loop(info.rv)]
     sch.reorder(*s_loops, *r_loops, *c_loops)
     sch.fuse(*s_loops)
     sch.fuse(*r_loops)
@@ -183,10 +183,10 @@ def _inner_reduction(sch: Schedule, target: Any, block: BlockRV, unroll_spatial_
         sch.reorder(sch.fuse(*s), tx)
     sch.bind(tx, "threadIdx.x")
     if epilogue is not None:
-        sch.reverse_compute_at(epilogue.block_rv, bx, preserve_unit_loops=True)
-        if is_broadcast_epilogue(sch, block, epilogue.block_rv):
+        sch.reverse_compute_at(epilogue.rv, bx, preserve_unit_loops=True)
+        if is_broadcast_epilogue(sch, block, epilogue.rv):
             sch.set_scope(block, 0, "shared")  # every thread reads each sum
-            _, *s = sch.get_loops(epilogue.block_rv)
+            _, *s = sch.get_loops(epilogue.rv)
             _, tx = sch.split(sch.fuse(*s), factors=[None, len_tx])
             sch.bind(tx, "threadIdx.x")
         else:
@@ -219,9 +219,9 @@ def _inner_spatial(sch: Schedule, block: BlockRV, s_factor: Any, unroll_spatial_
     sch.bind(fused, "threadIdx.x")
     sch.bind(r, "threadIdx.y")
     if epilogue is not None:
-        sch.reverse_compute_at(epilogue.block_rv, bx, preserve_unit_loops=True)
-        _, *s = sch.get_loops(epilogue.block_rv)
-        if is_broadcast_epilogue(sch, block, epilogue.block_rv):
+        sch.reverse_compute_at(epilogue.rv, bx, preserve_unit_loops=True)
+        _, *s = sch.get_loops(epilogue.rv)
+        if is_broadcast_epilogue(sch, block, epilogue.rv):
             sch.set_scope(block, 0, "shared")
             _, tx, ty = sch.split(sch.fuse(*s), factors=[None, len_tx, len_ty])
             sch.bind(tx, "threadIdx.x")

@@ -39,19 +39,19 @@ class Transpose(GPURule):
             return None
         at = None
         for idx in reversed(range(len(blocks))):  # the last transpose, only injective blocks after it
-            if _is_transpose(sch, blocks[idx].block_rv):
+            if _is_transpose(sch, blocks[idx].rv):
                 at = idx
                 break
             if not blocks[idx].is_injective():
                 return None
         if at is None:
             return None
-        transpose = blocks[at].block_rv
+        transpose = blocks[at].rv
         prologue = None  # (a decoding block feeding the transpose)
         if at > 0:
             if try_inline_contiguous_spatial(sch, blocks[:at - 1]):
                 return None
-            prologue = blocks[at - 1].block_rv
+            prologue = blocks[at - 1].rv
         loops = sch.get_loops(transpose)
         if len(loops) != 2:
             return None
