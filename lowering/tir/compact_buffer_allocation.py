@@ -130,6 +130,13 @@ class _Compactor(Mutator):
         return {loop.loop_var: (loop.min.value, loop.extent.value) for loop in self.loops
                 if isinstance(loop.min, IntImm) and isinstance(loop.extent, IntImm)}
 
+    def start(self, e: PrimExpr) -> PrimExpr:
+        """A region's start with the loops of one iteration around at their value (TVM's
+        analyzer knows them), else as it is."""
+        unit = {loop.loop_var: loop.min for loop in self.loops if is_const_int(loop.extent, 1)}
+        fixed = substitute(e, unit) if unit else e
+        return e if fixed is e else simplify_index(fixed)
+
     def visit_For(self, loop: For) -> For:
         self.loops.append(loop)
         result = self.generic_visit(loop)
@@ -154,7 +161,7 @@ class _Compactor(Mutator):
                     continue
                 shape = tuple(r.extent for r in region)
                 new = dataclasses.replace(buf, shape=shape, strides=_aligned_strides(shape, self.aligns.get(buf, {})))
-                self.shifts[buf] = (new, tuple(r.min for r in region))
+                self.shifts[buf] = (new, tuple(self.start(r.min) for r in region))
                 allocs.append(new)
             block = dataclasses.replace(block, alloc_buffers=tuple(allocs))
         return self.generic_visit(block)

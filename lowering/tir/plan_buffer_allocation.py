@@ -109,6 +109,7 @@ class _Replanner(Mutator):
     def __init__(self, scopes: _AccessScopes) -> None:
         self.moved: set = set()
         self.placed: dict = {}  # id(block or loop) -> buffers to allocate there
+        self.internal: dict = {}  # id(block) -> buffers now allocated in or below it
         for buf, path in sorted(scopes.lca.items(), key=lambda item: scopes.order[item[0]]):
             owner = scopes.owner[buf]
             target = path[-1] if path else owner
@@ -116,12 +117,18 @@ class _Replanner(Mutator):
             if owner in path and target is not owner:
                 self.moved.add(buf)
                 self.placed.setdefault(id(target), []).append(buf)
+                for node in path[path.index(owner) + 1:]:
+                    if isinstance(node, Block):
+                        self.internal.setdefault(id(node), set()).add(buf)
 
     def visit_Block(self, block: Block) -> Block:
         arriving = self.placed.get(id(block), [])
+        inside = self.internal.get(id(block), set())  # (no longer read or written from outside)
         block = self.generic_visit(block)
         kept = tuple(b for b in block.alloc_buffers if b not in self.moved)
-        return dataclasses.replace(block, alloc_buffers=kept + tuple(arriving))
+        return dataclasses.replace(block, alloc_buffers=kept + tuple(arriving),
+                                   reads=tuple(r for r in block.reads if r.buffer not in inside),
+                                   writes=tuple(r for r in block.writes if r.buffer not in inside))
 
     def visit_For(self, loop: For) -> Stmt:
         arriving = self.placed.get(id(loop), [])

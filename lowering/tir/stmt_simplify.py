@@ -4,12 +4,14 @@ Indices are rewritten with the ranges of the enclosing loops (``ax0 * 100 + (h +
 + (ax2 - 1)`` becomes ``ax0 * 100 + h * 10 + ax1 * 10 + ax2 - 11``); an ``if`` whose condition
 the analyzer proves true or false keeps only the branch that runs. The value of an integer
 ``let`` is put in place of its variable below it (the ``let`` itself stays, as TVM 0.27 leaves
-a binding statement). Other expressions are kept.
+a binding statement); ``a > b`` becomes ``b < a`` (and ``>=`` ``<=``), as TVM writes comparisons;
+a product of constants and an added zero fold (what a loop of one iteration left).
+Other expressions are kept.
 """
 from __future__ import annotations
 
 from ...ir.analysis import substitute
-from ...ir.expr import BufferLoad, Call, PrimExpr, Var, const
+from ...ir.expr import GE, GT, LE, LT, Add, BufferLoad, Call, CommReducer, IntImm, Mul, PrimExpr, Var, const, is_const_int, wrap_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore, Evaluate, IfThenElse, LetStmt, Stmt
 from ...ir.visitor import walk
@@ -43,6 +45,30 @@ class _StmtSimplifier(LoopRangeMutator):
     def visit_BufferStore(self, store: BufferStore) -> BufferStore:
         return BufferStore(store.buffer, self.visit(store.value),
                            tuple(self.index(i) for i in store.indices))
+
+    def visit_Mul(self, e: Mul) -> PrimExpr:
+        e = self.generic_visit(e)
+        if isinstance(e.a, IntImm) and isinstance(e.b, IntImm) and e.dtype.lanes == 1:
+            return IntImm(e.dtype, wrap_int(e.a.value * e.b.value, e.dtype))  # (a substituted loop's zero)
+        return e
+
+    def visit_Add(self, e: Add) -> PrimExpr:
+        e = self.generic_visit(e)
+        for zero, other in ((e.a, e.b), (e.b, e.a)):
+            if is_const_int(zero, 0) and other.dtype.lanes == 1 and other.dtype.is_integer:
+                return other  # (a zero of the other integer width, from an int64 loop kept by NarrowDataType)
+        return e
+
+    def visit_CommReducer(self, reducer: CommReducer) -> CommReducer:  # (an attribute's node: kept)
+        return reducer
+
+    def visit_GT(self, e: GT) -> PrimExpr:  # (TVM's simplifier writes ``a > b`` as ``b < a``)
+        e = self.generic_visit(e)
+        return LT(e.b, e.a)
+
+    def visit_GE(self, e: GE) -> PrimExpr:
+        e = self.generic_visit(e)
+        return LE(e.b, e.a)
 
     def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
         s = self.generic_visit(s)

@@ -135,9 +135,7 @@ class _Planner:
             self.expr(s.value)
             self.visit(s.body)
         elif isinstance(s, (AllocBuffer, DeclBuffer)):
-            for x in s.buffer.shape:
-                self.expr(x)
-            self.visit(s.body)
+            self.visit(s.body)  # (a buffer's shape is its own: one object for all its accesses)
         elif isinstance(s, AssertStmt):
             self.expr(s.condition)
             self.visit(s.body)
@@ -230,6 +228,9 @@ class _Rewriter(Mutator):
         if isinstance(node, Stmt) and id(node) in self.inserts and not isinstance(node, SeqStmt):
             result = self._bind(node, result)
         return result
+
+    def visit_Buffer(self, buffer):
+        return buffer
 
     def _bind(self, node: Stmt, body: Stmt) -> Stmt:
         for var, value in reversed(self.inserts.pop(id(node))):

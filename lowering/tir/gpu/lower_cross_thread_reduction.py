@@ -10,8 +10,9 @@ reduction loop bound to a thread index, the outermost reduction loop is replaced
 * ``<block>_write_back``: one thread (``T.where(tx == 0)``) stores the result;
 
 all under the thread-bound reduction loops. The reducer (sum, product, min, max) is read from
-the block's update. Not done (TVMSError or left as is): reductions of several buffers at once
-(argmax), and TVM's broadcast of the result to later blocks outside the thread loops.
+the block's update, or, for several buffers reduced together (argmax, argmin), from the
+selections that update them. Not done: TVM's broadcast of the result to later blocks outside the
+thread loops.
 """
 from __future__ import annotations
 
@@ -20,11 +21,11 @@ from ....ir.buffer import Buffer, BufferRegion, decl_buffer
 from ....ir.dtype import DataType
 from ....ir.errors import TVMSError
 from ....ir.expr import (COMM_REDUCE, DATA_PAR, Add, And, BufferLoad, Call, CommReducer, IntImm, IterVar, Max,
-                         Min, Mul, PrimExpr, Range, Var, const, is_const_int)
+                         Min, Mul, PrimExpr, Range, Select, Var, const, is_const_int)
 from ....ir.function import PrimFunc
 from ....ir.op import get_op
 from ....ir.operators import BY_SYMBOL
-from ....ir.stmt import AttrStmt, Block, BlockRealize, BufferStore, Evaluate, For, SeqStmt, Stmt
+from ....ir.stmt import AttrStmt, Block, BlockRealize, BufferStore, Evaluate, For, LetStmt, SeqStmt, Stmt
 from ....ir.structural import structural_equal
 from ....ir.visitor import Mutator, walk
 from ..tir_pass import define_tir_pass
@@ -32,22 +33,54 @@ from ..tir_pass import define_tir_pass
 COMBINERS = (Add, Mul, Min, Max)
 
 
-def _reducer(block: Block) -> tuple[CommReducer, PrimExpr, BufferStore]:
-    """The block's reducer, the value it combines in, and its update."""
-    init, update = block.init, block.body
-    if not (isinstance(init, BufferStore) and isinstance(update, BufferStore)):
-        raise TVMSError(f"LowerCrossThreadReduction: block {block.name_hint!r} must reduce into one "
-                        f"buffer (one init store, one update store)")
-    value = update.value
-    own = BufferLoad(update.buffer, update.indices)
-    if isinstance(value, COMBINERS):
+def _stores(stmt: Stmt) -> list:
+    stmts = stmt.seq if isinstance(stmt, SeqStmt) else (stmt,)
+    return list(stmts) if all(isinstance(x, BufferStore) for x in stmts) else []
+
+
+def _reducer(block: Block) -> tuple[CommReducer, list, list]:
+    """The block's reducer, the values it combines in, and its updates (one per buffer)."""
+    lets: dict = {}
+    body = block.body
+    while isinstance(body, LetStmt):  # (an argmax's update reads its new values through lets)
+        lets[body.var] = substitute(body.value, lets)
+        body = body.body
+    inits, updates = _stores(block.init), _stores(body)
+    if not updates or [u.buffer for u in updates] != [i.buffer for i in inits]:
+        raise TVMSError(f"LowerCrossThreadReduction: block {block.name_hint!r} must initialize and update "
+                        f"its reduction buffers with one store each")
+    values = [substitute(u.value, lets) for u in updates]
+    own = [BufferLoad(u.buffer, u.indices) for u in updates]
+    identity = tuple(i.value for i in inits)
+    if len(updates) == 1 and isinstance(values[0], COMBINERS):
+        value = values[0]
         for mine, other in ((value.a, value.b), (value.b, value.a)):
-            if structural_equal(mine, own):
+            if structural_equal(mine, own[0]):
                 x, y = Var("x0", value.dtype), Var("y0", value.dtype)
-                reducer = CommReducer((x,), (y,), (type(value)(x, y),), (init.value,))
-                return reducer, other, update
-    raise TVMSError(f"LowerCrossThreadReduction: the update of block {block.name_hint!r} is not a "
-                    f"sum, product, min or max of the buffer and a value")
+                return CommReducer((x,), (y,), (type(value)(x, y),), identity), [other], updates
+    # several buffers (argmax, argmin): each new value selects the buffer's own or another value
+    if all(isinstance(v, Select) and structural_equal(v.true_value, o) for v, o in zip(values, own)):
+        others = [v.false_value for v in values]
+        xs = tuple(Var(f"x{i}", v.dtype) for i, v in enumerate(values))
+        ys = tuple(Var(f"y{i}", v.dtype) for i, v in enumerate(values))
+        rename = _Rename([*zip(own, xs), *zip(others, ys)])
+        result = tuple(Select(rename.visit(v.condition), x, y) for v, x, y in zip(values, xs, ys))
+        return CommReducer(xs, ys, result, identity), others, updates
+    raise TVMSError(f"LowerCrossThreadReduction: the update of block {block.name_hint!r} is not a sum, "
+                    f"product, min, max or a selection (argmax) of the buffers and the values")
+
+
+class _Rename(Mutator):
+    """Expressions replaced (structurally) by variables."""
+
+    def __init__(self, pairs: list) -> None:
+        self.pairs = pairs
+
+    def visit(self, node):
+        for expr, var in self.pairs:
+            if isinstance(node, PrimExpr) and structural_equal(node, expr):
+                return var
+        return super().visit(node)
 
 
 def _scratchpad(buffer: Buffer, kind: str) -> Buffer:
@@ -64,18 +97,20 @@ def _at0(buffer: Buffer) -> BufferLoad:
 
 
 class _Replace(Mutator):
-    """The reduction buffer's accesses made the scratchpad's element 0."""
+    """The reduction buffers' accesses made their scratchpads' element 0."""
 
-    def __init__(self, old: Buffer, new: Buffer) -> None:
-        self.old, self.new = old, new
+    def __init__(self, mapping: dict) -> None:
+        self.mapping = mapping
 
     def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
-        return _at0(self.new) if load.buffer is self.old else self.generic_visit(load)
+        new = self.mapping.get(load.buffer)
+        return _at0(new) if new is not None else self.generic_visit(load)
 
     def visit_BufferStore(self, store: BufferStore) -> Stmt:
-        if store.buffer is not self.old:
+        new = self.mapping.get(store.buffer)
+        if new is None:
             return self.generic_visit(store)
-        return BufferStore(self.new, self.visit(store.value), (const(0, "int32"),))
+        return BufferStore(new, self.visit(store.value), (const(0, "int32"),))
 
 
 def _in_thread_loops(loop: For, realize: BlockRealize, new: BlockRealize | None) -> Stmt | None:
@@ -149,33 +184,36 @@ class _CrossThreadReduction(Mutator):
         if self.loops[-len(loops):] != loops:
             raise TVMSError(f"LowerCrossThreadReduction: the reduction loops of block {block.name_hint!r} "
                             f"must be the innermost loops around it")
-        reducer, rhs, update = _reducer(block)
-        target = update.buffer
+        reducer, rhs, updates = _reducer(block)
+        targets = [u.buffer for u in updates]
         bound = [loop for loop in loops if loop.thread_binding is not None]
         in_thread = len(bound) < len(loops) or not is_const_int(realize.predicate, 1)
-        cross = _scratchpad(target, "cross")
-        scratch = [cross]
+        cross = [_scratchpad(t, "cross") for t in targets]
+        scratch = list(cross)
         stmts: list = []
         if in_thread:
-            mine = _scratchpad(target, "in")
-            scratch.append(mine)
+            mine = [_scratchpad(t, "in") for t in targets]
+            scratch += mine
+            inits = [BufferStore(m, v, (const(0, "int32"),)) for m, v in zip(mine, reducer.identity_element)]
             stmts.append(BlockRealize((), const(True), Block(
-                iter_vars=(), writes=(_region(mine),), name_hint=f"{block.name_hint}_in_thread_init",
-                body=BufferStore(mine, reducer.identity_element[0], (const(0, "int32"),)))))
-            reduce_block = block.with_changes(writes=(_region(mine),), name_hint=f"{block.name_hint}_in_thread",
-                                              body=_Replace(target, mine).visit(block.body), init=None)
+                iter_vars=(), writes=tuple(map(_region, mine)), name_hint=f"{block.name_hint}_in_thread_init",
+                body=inits[0] if len(inits) == 1 else SeqStmt(tuple(inits)))))
+            reduce_block = block.with_changes(writes=tuple(map(_region, mine)), name_hint=f"{block.name_hint}_in_thread",
+                                              body=_Replace(dict(zip(targets, mine))).visit(block.body), init=None)
             inner = _in_thread_loops(loops[0], realize, realize.with_changes(block=reduce_block))
             if inner is not None:
                 stmts.append(inner)
-            values, reads, iter_vars, bindings = (_at0(mine),), (_region(mine),), (), ()
+            values, reads, iter_vars, bindings = tuple(map(_at0, mine)), tuple(map(_region, mine)), (), ()
         else:
-            values, reads, iter_vars, bindings = (rhs,), block.reads, block.iter_vars, realize.iter_values
-        args = (IntImm(DataType("uint32"), 1), *values, const(True), _at0(cross), *(l.loop_var for l in bound))
+            values, reads, iter_vars, bindings = tuple(rhs), block.reads, block.iter_vars, realize.iter_values
+        args = (IntImm(DataType("uint32"), len(targets)), *values, const(True), *map(_at0, cross),
+                *(l.loop_var for l in bound))
         allreduce = Evaluate(Call(DataType("handle"), get_op("tir.tvm_thread_allreduce"), args))
         stmts.append(BlockRealize(bindings, const(True), Block(
-            iter_vars=iter_vars, reads=reads, writes=(_region(cross),), name_hint=f"{block.name_hint}_cross_thread",
+            iter_vars=iter_vars, reads=reads, writes=tuple(map(_region, cross)),
+            name_hint=f"{block.name_hint}_cross_thread",
             body=AttrStmt(reducer, "reduce_scope", const(0, "int32"), allreduce))))
-        stmts.append(self._write_back(realize, update, cross, loops, bound))
+        stmts.append(self._write_back(realize, updates, cross, loops, bound))
         result: Stmt = SeqStmt(tuple(stmts))
         for loop in reversed(bound):
             result = loop.with_changes(body=result)
@@ -183,7 +221,7 @@ class _CrossThreadReduction(Mutator):
         self.new_buffers.setdefault(id(self.blocks[-1]), []).extend(scratch)
 
     @staticmethod
-    def _write_back(realize: BlockRealize, update: BufferStore, cross: Buffer, loops: list, bound: list) -> Stmt:
+    def _write_back(realize: BlockRealize, updates: list, cross: list, loops: list, bound: list) -> Stmt:
         block = realize.block
         renamed = {iv.var: iv.var.with_changes() for iv in block.iter_vars if iv.iter_type != COMM_REDUCE}
         iter_vars = tuple(iv.with_changes(var=renamed[iv.var]) for iv in block.iter_vars if iv.var in renamed)
@@ -193,14 +231,16 @@ class _CrossThreadReduction(Mutator):
         for part in _conjuncts(realize.predicate):  # (the parts not about the reduction)
             if not any(v in loop_vars for v in walk(part)):
                 predicate = _and(predicate, part)
-        if update.buffer.scope != "local":
+        if updates[0].buffer.scope != "local":
             for loop in bound:
                 predicate = _and(predicate, BY_SYMBOL["=="].build(loop.loop_var, 0))
         region = tuple(substitute(r, renamed) for r in block.writes[0].region)
-        store = BufferStore(update.buffer, _at0(cross), tuple(substitute(i, renamed) for i in update.indices))
+        stores = [BufferStore(u.buffer, _at0(c), tuple(substitute(i, renamed) for i in u.indices))
+                  for u, c in zip(updates, cross)]
         return BlockRealize(bindings, predicate, Block(
-            iter_vars=iter_vars, reads=(_region(cross),), writes=(BufferRegion(update.buffer, region),),
-            name_hint=f"{block.name_hint}_write_back", body=store))
+            iter_vars=iter_vars, reads=tuple(map(_region, cross)),
+            writes=tuple(BufferRegion(u.buffer, region) for u in updates),
+            name_hint=f"{block.name_hint}_write_back", body=stores[0] if len(stores) == 1 else SeqStmt(tuple(stores))))
 
 
 def _and(a: PrimExpr, b: PrimExpr) -> PrimExpr:

@@ -84,6 +84,13 @@ class _CudaIntrinLowerer(LoopRangeMutator):
             return None if base is None or stride is None else base + min(0, stride * (e.lanes - 1))
         if isinstance(e, SizeVar):
             return 0
+        if isinstance(e, Call) and getattr(e.op, "name", "") in ("tir.bitwise_and", "tir.shift_right"):
+            # (what the power-of-two divisions became: non-negative when their operand is)
+            low = self._min(e.args[0])
+            right = self._min(e.args[1])
+            if e.op.name == "tir.bitwise_and" and right is not None and right >= 0:
+                return 0
+            return 0 if low is not None and low >= 0 and right is not None and right >= 0 else None
         if isinstance(e, Var):
             bound = self.analyzer.bound(e)
             return None if bound is None else bound[0]

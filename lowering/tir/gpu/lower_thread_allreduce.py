@@ -46,6 +46,12 @@ def _flatten(threads: list) -> tuple[PrimExpr, int]:
     return (const(0, "int32") if index is None else index), total
 
 
+def _in_group(group_index: PrimExpr, stride: int, index: PrimExpr) -> PrimExpr:
+    """``group_index * stride + index`` (just ``index`` for the one group: TVM folds the zero
+    whatever the index's type)."""
+    return index if is_const_int(group_index, 0) else group_index * stride + index
+
+
 def _combine(combiner, a: list, b: list) -> list:
     return [substitute(r, {**dict(zip(combiner.lhs, a)), **dict(zip(combiner.rhs, b))})
             for r in combiner.result]
@@ -239,20 +245,21 @@ class _AllreduceLowerer(Mutator):
             results = [_at(r, 0) for r in reds]
         else:
             n_warps = reduce_extent // self.warp_size
-            staging = [local_buffer("red_buf_staging", b.dtype, "shared", n_warps * group_extent)
+            staging = [local_buffer("red_buf_staging", b.dtype, "shared", const(n_warps * group_extent, reduce_index.dtype))
                        for b in buffers]
             allocs.extend(staging)
             reds, temps = self._warp_round(combiner, values, dtypes, reduce_index, self.warp_size, None, items)
             allocs.extend(temps + reds)
             items.append(IfThenElse(_equal(reduce_index % self.warp_size, 0), sequence(
-                [_store(s, _at(r, 0), group_index * n_warps + reduce_index // self.warp_size)
+                [_store(s, _at(r, 0), _in_group(group_index, n_warps, reduce_index // self.warp_size))
                  for s, r in zip(staging, reds)])))
             items.append(storage_sync("shared"))
-            second = [_at(s, group_index * n_warps + reduce_index) for s in staging]
+            second = [_at(s, _in_group(group_index, n_warps, reduce_index)) for s in staging]
             reds, temps = self._warp_round(combiner, second, dtypes, reduce_index, n_warps,
                                            reduce_index < n_warps, items)
             allocs.extend(temps + reds)
-            shared = [local_buffer("red_result", b.dtype, "shared", group_extent) for b in buffers]
+            shared = [local_buffer("red_result", b.dtype, "shared", const(group_extent, reduce_index.dtype))
+                      for b in buffers]
             items.append(IfThenElse(_equal(reduce_index, 0), sequence(
                 [_store(s, _at(r, 0), group_index) for s, r in zip(shared, reds)])))
             items.append(storage_sync("shared"))
@@ -266,7 +273,7 @@ class _AllreduceLowerer(Mutator):
                         group_index, group_extent, contiguous) -> Stmt:
         if reduce_extent == 1:  # nothing to combine
             return sequence([_store(b, v, 0) for b, v in zip(buffers, values)])
-        shared = [local_buffer(f"red_buf{i}", d, "shared", group_extent * reduce_extent)
+        shared = [local_buffer(f"red_buf{i}", d, "shared", const(group_extent * reduce_extent, group_index.dtype))
                   for i, d in enumerate(dtypes)]
 
         def at(offset: int = 0) -> PrimExpr:

@@ -5,17 +5,17 @@ covers statically shaped kernels: when every int64 variable of the body is a loo
 with a constant range and every int64 constant fits in int32, all the body's int64 integers
 (constants, loop and thread indices, allocated and declared buffers' shapes) become int32,
 except a loop under a ``pragma_*`` attribute (TVM leaves it).
-A body with an int64 value of unknown range (a dynamic size ``n``) is left as it is (TVM would
-still narrow its parts that fit).
+A body with an int64 value of unknown range (a dynamic size ``n``) or with int64 data (an
+argmax's indices) is left as it is (TVM would still narrow its index arithmetic).
 """
 from __future__ import annotations
 
 from ....ir.buffer import Buffer
 from ....ir.dtype import DataType
 from ....ir.errors import TVMSError
-from ....ir.expr import Cast, IntImm, IterVar, PrimExpr, Var
+from ....ir.expr import BufferLoad, Cast, IntImm, IterVar, PrimExpr, Var
 from ....ir.function import PrimFunc
-from ....ir.stmt import AttrStmt, For, Stmt
+from ....ir.stmt import AttrStmt, BufferStore, For, Stmt
 from ....ir.visitor import Mutator, walk
 from ...pass_registry import register_pass
 from ...transform import prim_func_pass
@@ -47,6 +47,8 @@ def _narrowable(func: PrimFunc, kept: set) -> bool:
         elif isinstance(node, AttrStmt) and isinstance(node.node, IterVar) and isinstance(node.value, IntImm):
             ranged[node.node.var] = node.value.value
     for node in walk(func.body):
+        if isinstance(node, (BufferStore, BufferLoad)) and node.buffer.dtype.element_of == INT64:
+            return False  # (int64 data: only index arithmetic may narrow, and tvms narrows all or nothing)
         if isinstance(node, IntImm) and node.dtype == INT64 and not -LIMIT <= node.value < LIMIT:
             return False
         if isinstance(node, Var) and node.dtype == INT64 and not (node in ranged and ranged[node] < LIMIT):

@@ -35,7 +35,8 @@ def storage_sync(scope: str) -> Stmt:
     return Evaluate(Call(int32, get_op("tir.tvm_storage_sync"), (StringImm(scope),)))
 
 
-def local_buffer(name: str, dtype, scope: str = "local", extent: int = 1) -> Buffer:
+def local_buffer(name: str, dtype, scope: str = "local", extent=1) -> Buffer:
+    """A one-dimensional buffer (an int extent is an int32)."""
     return decl_buffer((extent,), dtype, name, scope=scope)
 
 
