@@ -67,14 +67,18 @@ def _fused_piece(analyzer: Analyzer, t, loops: dict) -> tuple | None:
     bound = analyzer.sum_bound(inner)
     extent = bound[1] + 1
     upper = t.upper if t.upper is not None else -(-extent // t.lower)
-    return (FusedKey(expr_key(t.index), tuple(p[0] for p in parts)), t.lower, upper, t.scale)
+    key = FusedKey(expr_key(t.index), tuple(p[0] for p in parts), tuple(p[3] for p in parts))
+    return (key, t.lower, upper, t.scale)
 
 
 class FusedKey(tuple):
-    """The identity of a fused iterator: its expression's key and the loop variables in it."""
+    """The identity of a fused iterator: its expression's key and the loop variables in it
+    (``scales``: each variable's place value in the sum, by id)."""
 
-    def __new__(cls, key: tuple, variables: tuple) -> "FusedKey":
-        return super().__new__(cls, (key, tuple(id(v) for v in variables)))
+    def __new__(cls, key: tuple, variables: tuple, scales: tuple = ()) -> "FusedKey":
+        made = super().__new__(cls, (key, tuple(id(v) for v in variables)))
+        made.scales = dict(zip((id(v) for v in variables), scales))
+        return made
 
 
 def is_bijective_affine(bindings: list[PrimExpr], loops: dict[int, tuple[Var, int, int]]) -> bool:
@@ -84,8 +88,19 @@ def is_bijective_affine(bindings: list[PrimExpr], loops: dict[int, tuple[Var, in
         return False
     used: dict = {}
     owner: dict[int, Any] = {}  # loop variable -> the iterator (itself, or a fused sum) using it
+    # a variable of a fused sum used alone too (``(f0 * 2 + f1) // 2`` beside ``f1``): its digits
+    # are the sum's digits at its place value
+    in_sum = {v: (key, scale) for binding in pieces for key, _, _, _ in binding if isinstance(key, FusedKey)
+              for v, scale in key.scales.items()}
+    shared = set()
     for binding in pieces:
         for key, lower, upper, _ in binding:
+            if not isinstance(key, FusedKey) and id(key) in in_sum:
+                if lower != 1 or upper != loops[id(key)][2]:
+                    return False  # (only the variable whole, at its place)
+                key, place = in_sum[id(key)]
+                lower *= place
+                shared.add(key)
             ident = key if isinstance(key, FusedKey) else id(key)
             for var_id in (key[1] if isinstance(key, FusedKey) else (id(key),)):
                 if owner.setdefault(var_id, ident) != ident:
@@ -95,6 +110,16 @@ def is_bijective_affine(bindings: list[PrimExpr], loops: dict[int, tuple[Var, in
                 return False
             used.setdefault(ident, []).append(span)
         if not _mixed_radix(binding):
+            return False
+    return all(_on_digits(key, loops, span) for key in shared for span in used[key])
+
+
+def _on_digits(key: FusedKey, loops: dict, span: tuple) -> bool:
+    """Whether the span of a fused sum's digits starts and ends on whole digits of the variable
+    it falls in (``(f0 * 100 + f1) // 128`` does not: 128 is no multiple of f0's place 100)."""
+    for edge in span:
+        places = [(p, p * loops[v][2]) for v, p in key.scales.items()]
+        if not any(lo <= edge <= hi and edge % lo == 0 for lo, hi in places):
             return False
     return True
 

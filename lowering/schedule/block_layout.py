@@ -14,8 +14,10 @@ from typing import Any
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer, affine_pieces, is_bijective_affine
 from ...ir.buffer import BufferRegion
-from ...ir.expr import DATA_PAR, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
+from ...ir.expr import (DATA_PAR, Add, BufferLoad, Call, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Sub,
+                        Var, const, is_const_int)
 from ...ir.function import PrimFunc
+from ...ir.structural import structural_equal
 from ...ir.stmt import SERIAL, BlockRealize, BufferStore, For, Stmt
 from ...ir.visitor import Mutator, walk
 from .errors import ScheduleError
@@ -36,9 +38,13 @@ def transform_block_layout(func: PrimFunc, realize: BlockRealize, path: tuple,
         index_map = IndexMap.from_func(index_map, len(params))
     old_vars = [iv.var for iv in block.iter_vars]
     mapped = [substitute(e, dict(zip(index_map.initial_indices, old_vars))) for e in index_map.final_indices]
+    projected = _projection(block, mapped)
+    if projected is not None:
+        new_iters, inverse = projected
+        return _rebuild(func, realize, loops, new_iters, inverse, IterMapIndices(new_iters)), index_map
     if not all(isinstance(iv.dom.extent, IntImm) for iv in block.iter_vars):
         new_iters, inverse = _reordered(block, mapped)
-        return _rebuilt(func, realize, loops, block, new_iters, inverse), index_map
+        return _rebuild(func, realize, loops, new_iters, inverse), index_map
     extents = [_extent(iv, block.name_hint) for iv in block.iter_vars]
     domains = {id(v): (v, 0, n) for v, n in zip(old_vars, extents)}
     if not is_bijective_affine(mapped, domains):
@@ -55,23 +61,53 @@ def transform_block_layout(func: PrimFunc, realize: BlockRealize, path: tuple,
                               DATA_PAR if n == 1 else _iter_type(e, kinds, block.name_hint))
                       for v, e, n in zip(new_vars, mapped, new_extents))
     inverse = _inverse(mapped, old_vars, extents, new_vars, new_extents, block.name_hint)
-    return _rebuilt(func, realize, loops, block, new_iters, inverse), index_map
+    return _rebuild(func, realize, loops, new_iters, inverse), index_map
 
 
-def _rebuilt(func: PrimFunc, realize: BlockRealize, loops: list, block: Any, new_iters: tuple,
-             inverse: dict) -> PrimFunc:
-    """The block over ``new_iters`` (reading the old iterators through ``inverse``), under new
-    loops ``ax0, ax1, ..`` bound one to one."""
-    new_analyzer = Analyzer()
-    for iv in new_iters:
-        if isinstance(iv.dom.extent, IntImm):
-            new_analyzer.bind(iv.var, 0, iv.dom.extent.value)
-    new_block = IndexSimplifier(new_analyzer).visit(substitute(block, inverse)).with_changes(iter_vars=new_iters)
+def _rebuild(func: PrimFunc, realize: BlockRealize, loops: list, new_iters: tuple, inverse: dict,
+             simplifier: Mutator | None = None) -> PrimFunc:
+    """The block over ``new_iters`` (reading the old iterators as ``inverse`` says), under new
+    loops ``ax0, ax1, ...`` that run them, in place of the old loops."""
+    if simplifier is None:
+        new_analyzer = Analyzer()
+        for iv in new_iters:
+            if isinstance(iv.dom.extent, IntImm):
+                new_analyzer.bind(iv.var, 0, iv.dom.extent.value)
+        simplifier = IndexSimplifier(new_analyzer)
+    new_block = simplifier.visit(substitute(realize.block, inverse)).with_changes(iter_vars=new_iters)
     loop_vars = [Var(f"ax{k}", iv.var.dtype) for k, iv in enumerate(new_iters)]
+    if loop_vars and not loops:
+        raise ScheduleError(f"transform_block_layout: block '{realize.block.name_hint}' has no loops to "
+                            f"replace with the new ones")
     body: Stmt = realize.with_changes(iter_values=tuple(loop_vars), block=new_block)
     for var, iv in reversed(list(zip(loop_vars, new_iters))):
         body = For(var, const(0, var.dtype), iv.dom.extent, SERIAL, body)
     return replace_stmts(func, {id(loops[0] if loops else realize): body})
+
+
+def _projection(block: Any, mapped: list) -> tuple[tuple, dict] | None:
+    """When the map keeps some iterators as they are, drops only iterators of extent 1 and adds
+    constants (how NormalizePrimFunc drops unit iterators), the new iterators and the inverse,
+    with symbolic extents allowed; None for any other map."""
+    by_var = {id(iv.var): iv for iv in block.iter_vars}
+    kept = [id(e) for e in mapped if isinstance(e, Var)]
+    if (any(not isinstance(e, (Var, IntImm)) or isinstance(e, Var) and id(e) not in by_var for e in mapped)
+            or len(set(kept)) != len(kept)
+            or any(not is_const_int(iv.dom.min, 0) for iv in block.iter_vars)
+            or any(id(iv.var) not in kept and not is_const_int(iv.dom.extent, 1) for iv in block.iter_vars)):
+        return None
+    new_iters, inverse = [], {}
+    for k, e in enumerate(mapped):
+        var = Var(f"v{k}", e.dtype)
+        old = by_var.get(id(e))
+        extent = old.dom.extent if old is not None else const(1, e.dtype)
+        kind = old.iter_type if old is not None and not is_const_int(extent, 1) else DATA_PAR
+        new_iters.append(IterVar(Range(const(0, e.dtype), extent), var, kind))
+        if old is not None:
+            inverse[old.var] = var
+    for iv in block.iter_vars:
+        inverse.setdefault(iv.var, const(0, iv.var.dtype))
+    return tuple(new_iters), inverse
 
 
 def _reordered(block: Any, mapped: list) -> tuple[tuple, dict]:
@@ -208,3 +244,96 @@ class IndexSimplifier(Mutator):
         out = self.generic_visit(r)
         simplify = self.analyzer.simplify
         return out.with_changes(region=tuple(Range(simplify(x.min), simplify(x.extent)) for x in out.region))
+
+
+class IterMapIndices(Mutator):
+    """The access indices as TVM's block access simplifier leaves them: an index list whose
+    every index is a sum of distinct block iterators times constants plus a constant (each sum a
+    mixed-radix number) is written in iterator-map form (``v1 + -8``, ``v1 * -1 + 5``, unit
+    iterators dropped); any other index list is simplified by the analyzer. Indices under an
+    ``if_then_else`` stay as written (TVM simplifies them knowing the condition, which keeps them)."""
+
+    def __init__(self, iters: tuple):
+        self.extents = {id(iv.var): iv.dom.extent for iv in iters}
+        self.vars = {id(iv.var): iv.var for iv in iters}
+        self.analyzer = Analyzer()
+        for iv in iters:
+            if isinstance(iv.dom.extent, IntImm):
+                self.analyzer.bind(iv.var, 0, iv.dom.extent.value)
+
+    def visit_Call(self, e: Call) -> Any:
+        return e if getattr(e.op, "name", "") == "tir.if_then_else" else self.generic_visit(e)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> Any:
+        out = self.generic_visit(e)
+        return out.with_changes(indices=self.normal(out.indices))
+
+    def visit_BufferStore(self, s: BufferStore) -> Any:
+        out = self.generic_visit(s)
+        return out.with_changes(indices=self.normal(out.indices))
+
+    def visit_BufferRegion(self, r: BufferRegion) -> Any:
+        out = self.generic_visit(r)
+        mins = self.normal(tuple(x.min for x in out.region))
+        return out.with_changes(region=tuple(Range(m, x.extent) for m, x in zip(mins, out.region)))
+
+    def normal(self, indices: tuple) -> tuple:
+        sums = [self._linear(i) for i in indices]
+        used = [v for s in sums if s is not None for v, _ in s[0]]
+        if any(s is None for s in sums) or len(set(used)) != len(used):
+            return tuple(self._in_range(self.analyzer.simplify(i)) for i in indices)
+        out = []
+        for index, (terms, base) in zip(indices, sums):
+            if not terms and isinstance(index, Var):
+                out.append(index)  # (a unit iterator stays itself, not 0)
+                continue
+            expr: PrimExpr | None = None
+            for v, scale in terms:
+                term = self.vars[v] if scale == 1 else Mul(self.vars[v], const(scale, index.dtype))
+                expr = term if expr is None else expr + term
+            if expr is None or base:
+                expr = const(base, index.dtype) if expr is None else expr + const(base, index.dtype)
+            out.append(index if structural_equal(expr, index) else expr)  # (what stays keeps its node)
+        return tuple(out)
+
+    def _linear(self, e: PrimExpr) -> tuple[list, int] | None:
+        """``e`` as ([(iterator id, scale)], base), terms by falling scale and mixed-radix; None
+        for anything else."""
+        coeffs: dict = {}
+        base = 0
+        stack = [(e, 1)]
+        while stack:
+            x, k = stack.pop()
+            if isinstance(x, IntImm):
+                base += k * x.value
+            elif isinstance(x, Var) and id(x) in self.extents:
+                if not is_const_int(self.extents[id(x)], 1):
+                    coeffs[id(x)] = coeffs.get(id(x), 0) + k
+            elif isinstance(x, (Add, Sub)):
+                stack += [(x.a, k), (x.b, k if isinstance(x, Add) else -k)]
+            elif isinstance(x, Mul) and isinstance(x.b, IntImm):
+                stack.append((x.a, k * x.b.value))
+            elif isinstance(x, Mul) and isinstance(x.a, IntImm):
+                stack.append((x.b, k * x.a.value))
+            else:
+                return None
+        terms = sorted(((v, c) for v, c in coeffs.items() if c), key=lambda t: -abs(t[1]))
+        reach = None
+        for v, c in reversed(terms):  # each scale exactly covers the ones below it
+            extent = self.extents[v]
+            if reach is not None and abs(c) != reach or not isinstance(extent, IntImm) and v != terms[0][0]:
+                return None
+            reach = abs(c) * extent.value if isinstance(extent, IntImm) else None
+        if len(terms) > 1 and terms[-1][1] != 1:
+            return None
+        return terms, base
+
+    def _in_range(self, e: PrimExpr) -> PrimExpr:
+        """``v % n`` is ``v`` for an iterator ``v`` of extent ``n`` (a symbolic one too)."""
+        if isinstance(e, FloorMod) and isinstance(e.a, Var) and id(e.a) in self.extents:
+            if structural_equal(e.b, self.extents[id(e.a)]):
+                return e.a
+        if isinstance(e, (Add, Sub, Mul, FloorDiv, FloorMod)):
+            a, b = self._in_range(e.a), self._in_range(e.b)
+            return e if a is e.a and b is e.b else e.with_changes(a=a, b=b)
+        return e

@@ -46,7 +46,8 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
             b = analyzer.term_bound(t)
             if b is None and (whole := everything.term_bound(t)) is not None and whole[0] == whole[1]:
                 b = whole
-            if b is None and (quotient := _outer_quotient(analyzer, t, inner)) is not None:
+            # (a term whose value the outer loops alone decide: exact, where a bound would widen it)
+            if (b is None or b[0] != b[1]) and (quotient := _outer_quotient(analyzer, t, inner)) is not None:
                 fixed.append(quotient)
                 continue
             if b is None:
@@ -127,9 +128,8 @@ def _interval(e: PrimExpr, inner: dict[int, tuple[Var, int, int]]) -> tuple[Prim
 def _outer_quotient(analyzer: Analyzer, t: SplitTerm, inner: dict) -> SplitTerm | None:
     """``(outer * g + r) // d`` with the inner part ``r`` in [0, g) and g dividing d is
     ``outer // (d / g)``: the term without its inner loops (``(co_0 * 4 + co_2 * 2 + co_3) // 32``
-    is ``co_0 // 8``), as TVM's canonical simplifier finds."""
-    if t.upper is not None:
-        return None
+    is ``co_0 // 8``), as TVM's canonical simplifier finds; a modulo after the quotient stays
+    (``(f0 * 2 + f1) % 4 // 2`` is ``f0 % 2``)."""
     s = analyzer.canonical(t.index)
     outer = [u for u in s.terms if not any(id(v) in inner for v in _vars(u.index))]
     rest = Sum(tuple(u for u in s.terms if u not in outer), s.base)
@@ -138,7 +138,7 @@ def _outer_quotient(analyzer: Analyzer, t: SplitTerm, inner: dict) -> SplitTerm 
     if g <= 1 or t.lower % g or bound is None or bound[0] < 0 or bound[1] >= g:
         return None
     quotient = Sum(tuple(replace(u, scale=u.scale // g) for u in outer), 0)
-    return SplitTerm(analyzer.to_expr(quotient, t.index.dtype), t.lower // g, None, t.scale)
+    return SplitTerm(analyzer.to_expr(quotient, t.index.dtype), t.lower // g, t.upper, t.scale)
 
 
 def _vars(e: PrimExpr) -> list:
@@ -219,26 +219,25 @@ def _union(a: tuple, b: tuple) -> tuple:
     return (a[0] if lo.base <= 0 else b[0], a[1] if hi.base >= 0 else b[1])
 
 
-def _rebuild_block(realize: BlockRealize, buffer: Buffer, accessed: tuple, dims: list,
-                   preserve_unit_loops: bool, around: list[For]) -> Stmt:
-    """``realize`` over new loops that cover ``dims`` of ``buffer`` (accessed at ``accessed``)."""
+def _rebuild_block(realize: BlockRealize, bounds: dict, preserve_unit_loops: bool, around: list[For]) -> Stmt:
+    """``realize`` over new loops that cover ``bounds`` (id of an iterator -> [lo, hi], from the
+    regions of the buffers it accesses; an iterator not there covers its whole domain)."""
     block = realize.block
-    position = {id(index): d for d, index in enumerate(accessed) if isinstance(index, Var)}
-    analyzer = Analyzer()
+    analyzer = Analyzer(iter_map_order=True)  # (``fused % 8 + ax1``, as TVM writes it)
     loop_vars, extents, values = [], [], []
+    whole: set = set()
     for iv in block.iter_vars:
-        if id(iv.var) in position:
-            lo, hi = _within_domain(*dims[position[id(iv.var)]], iv, around)
+        if id(iv.var) in bounds:
+            lo, hi = _within_domain(*bounds[id(iv.var)], iv, around)
             extent = analyzer.simplify(Sub(hi, lo))
             # (a size that varies with an outer loop gives a loop of that extent: a dynamic loop,
             # which DisallowDynamicLoop rejects in tuning, as TVM's does)
             size = extent.value + 1 if isinstance(extent, IntImm) else \
                 analyzer.simplify(Add(extent, const(1, extent.dtype)))
         else:  # an iterator the buffer access does not name: its whole domain
-            if not isinstance(iv.dom.extent, IntImm):
-                raise ScheduleError(f"iterator '{iv.var.name}' of block '{block.name_hint}' has a "
-                                    f"symbolic domain; the loop covering it would too")
-            lo, size = iv.dom.min, iv.dom.extent.value
+            lo, size = iv.dom.min, iv.dom.extent.value if isinstance(iv.dom.extent, IntImm) else iv.dom.extent
+            if not isinstance(size, int):
+                whole.add(id(iv.var))  # (a loop as long as its symbolic domain: nothing to guard)
         if isinstance(size, int) and size == 1 and not preserve_unit_loops:
             values.append(analyzer.simplify(lo))
             continue
@@ -246,7 +245,7 @@ def _rebuild_block(realize: BlockRealize, buffer: Buffer, accessed: tuple, dims:
         loop_vars.append(var)
         extents.append(size)
         values.append(analyzer.simplify(Add(lo, var)))
-    guard = _domain_guard(block, values, around, loop_vars, extents)
+    guard = _domain_guard(block, values, around, loop_vars, extents, whole)
     stmt: Stmt = BlockRealize(tuple(values), guard, block)
     for var, size in zip(reversed(loop_vars), reversed(extents)):
         stmt = For(var, const(0, var.dtype), const(size, var.dtype) if isinstance(size, int) else size, "serial", stmt)
@@ -273,9 +272,11 @@ def _within_domain(lo: PrimExpr, hi: PrimExpr, iv: IterVar, around: list[For]) -
     return lo, hi
 
 
-def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list, extents: list) -> PrimExpr:
+def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list, extents: list,
+                  whole: set) -> PrimExpr:
     """``T.where`` keeping each binding inside its iterator's domain where the region overshoots it
-    (a split that does not divide leaves the accessed region larger than the buffer)."""
+    (a split that does not divide leaves the accessed region larger than the buffer); iterators
+    of ``whole`` run over their whole domain."""
     analyzer = Analyzer()
     for node in around:
         if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
@@ -284,30 +285,54 @@ def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list
         largest = (size, size) if isinstance(size, int) else analyzer.bound(size)
         if largest is not None:  # (a loop of varying extent: bounded by its largest)
             analyzer.bind(var, 0, largest[1])
+    units = {var: const(0, var.dtype) for var, size in zip(loop_vars, extents) if isinstance(size, int) and size == 1}
     conds: list[PrimExpr] = []
     for iv, value in zip(block.iter_vars, values):
+        if id(iv.var) in whole:
+            continue
         if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):
-            conds.extend(_symbolic_domain_guard(iv, value, around, analyzer))
+            conds.extend(_symbolic_domain_guard(iv, value, around, analyzer, units))
             continue
         lo, end = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value
         b = analyzer.bound(value)
         if b is None or b[0] < lo:
             conds.append(GE(value, const(lo, value.dtype)))
         if b is None or b[1] >= end:
-            conds.append(LT(value, const(end, value.dtype)))
+            conds.append(_below(analyzer, value, end, {id(v) for v in loop_vars}))
     guard = conds[0] if conds else const(True)
     for cond in conds[1:]:
         guard = And(guard, cond)
     return guard
 
 
-def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For], analyzer: Analyzer) -> list[PrimExpr]:
+def _below(analyzer: Analyzer, value: PrimExpr, end: int, inner: set) -> PrimExpr:
+    """``value < end``; with ``value = outer * g + r``, ``r`` (the new loops' part) in [0, g) and g
+    dividing ``end``, the same as ``outer < end / g`` (``ax2_0 * 8 + ax0 < 256``: ``ax2_0 < 32``),
+    as TVM's simplifier writes it."""
+    s = analyzer.canonical(value)
+    outer = [t for t in s.terms if not any(id(v) in inner for v in _vars(t.index))]
+    rest = Sum(tuple(t for t in s.terms if t not in outer), s.base)
+    g = reduce(gcd, (t.scale for t in outer), 0)
+    bound = analyzer.sum_bound(rest)
+    if g <= 1 or end % g or bound is None or bound[0] < 0 or bound[1] >= g:
+        return LT(value, const(end, value.dtype))
+    quotient = Sum(tuple(replace(t, scale=t.scale // g) for t in outer), 0)
+    return LT(analyzer.to_expr(quotient, value.dtype), const(end // g, value.dtype))
+
+
+def _symbolic_domain_guard(iv: IterVar, value: PrimExpr, around: list[For], analyzer: Analyzer,
+                           units: dict) -> list[PrimExpr]:
     """The conditions keeping ``value`` in a symbolic domain: none when it is a loop variable
-    whose loop has exactly that domain (a row loop ``for i in range(n)`` bound to ``i``)."""
+    whose loop has exactly that domain (a row loop ``for i in range(n)`` bound to ``i``), give
+    or take new loops of one iteration (``units``)."""
+    simplify = Analyzer().simplify
+    plain = simplify(substitute(value, units))  # (new loops of one iteration are 0)
+    # a loop's own variable over that domain, or ``fused // c`` with the loop running n * c times
+    var, c = (plain.a, plain.b) if isinstance(plain, FloorDiv) and isinstance(plain.b, IntImm) else (plain, None)
     for node in around:
-        if (value is node.loop_var and structural_equal(node.min, iv.dom.min)
-                and structural_equal(node.extent, iv.dom.extent)):
-            return []
+        if var is node.loop_var and structural_equal(node.min, iv.dom.min) and (c is None or is_const_int(node.min, 0)):
+            if structural_equal(simplify(node.extent), iv.dom.extent if c is None else simplify(Mul(iv.dom.extent, c))):
+                return []
     if is_const_int(iv.dom.min, 0) and _tiles_domain(value, iv.dom.extent, around, analyzer):
         return []
     if is_const_int(iv.dom.min, 0) and _non_negative(value, around, analyzer):
@@ -362,43 +387,55 @@ def compute_at(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, lo
     block = realize.block
     name = block.name_hint
     _check_same_scope(realize, path, loop, loop_path, primitive)
-    if reverse:
-        inputs = [r.buffer for r in block.reads if any(
+    if reverse:  # (what the block reads of each buffer produced under the loop)
+        accesses = [r for r in block.reads if any(
             any(w.buffer is r.buffer for w in b.block.writes) for b in blocks_under(loop.body))]
-        if len({id(b) for b in inputs}) != 1:
-            raise ScheduleError(f"reverse_compute_at: block '{name}' must read exactly one buffer that "
-                                f"the blocks under loop '{loop.loop_var.name}' produce")
-        buffer = inputs[0]
+        if not accesses:
+            raise ScheduleError(f"reverse_compute_at: block '{name}' reads no buffer that the blocks "
+                                f"under loop '{loop.loop_var.name}' produce")
+        produced = {id(r.buffer) for r in accesses}
         others = [b for b in blocks_under(func.body) if b not in blocks_under(loop.body)
-                  and any(w.buffer is buffer for w in b.block.writes)]
-        accessed = next(r for r in block.reads if r.buffer is buffer)
+                  and any(id(w.buffer) in produced for w in b.block.writes)]
+        buffer = accesses[0].buffer
     else:
         if any(w.buffer is b for w in block.writes for b in func.buffer_map.values()):
             raise ScheduleError(f"compute_at: block '{name}' is an output block (it writes a function "
                                 f"parameter)")
-        if len(block.writes) != 1:
-            raise ScheduleError(f"compute_at: block '{name}' must write exactly one buffer")
-        buffer = block.writes[0].buffer
+        # several outputs (argmax's index and value) must be written at the same place
+        if not block.writes or any(not structural_equal(tuple(r.min for r in w.region),
+                                                        tuple(r.min for r in block.writes[0].region))
+                                   for w in block.writes[1:]):
+            raise ScheduleError(f"compute_at: block '{name}' must write one buffer, or several at the "
+                                f"same indices")
+        served = [w for w in block.writes
+                  if any(x.buffer is w.buffer for b in blocks_under(loop.body) for x in b.block.reads)]
+        accesses = [served[0] if served else block.writes[0]]
+        buffer = accesses[0].buffer
+        written = {id(w.buffer) for w in block.writes}
         others = [b for b in blocks_under(func.body) if b not in blocks_under(loop.body)
-                  and b is not realize and any(x.buffer is buffer for x in b.block.reads)]
-        accessed = block.writes[0]
+                  and b is not realize and any(id(x.buffer) in written for x in b.block.reads)]
     if others:
         raise ScheduleError(f"{primitive}: block '{others[0].block.name_hint}' outside loop "
                             f"'{loop.loop_var.name}' also {'writes' if reverse else 'reads'} buffer "
                             f"'{buffer.name}' of block '{name}'")
-    if any(r.extent is not None and not (isinstance(r.extent, IntImm) and r.extent.value == 1)
-           for r in accessed.region):
-        raise ScheduleError(f"{primitive}: block '{name}' must access '{buffer.name}' one element at a time")
     around = enclosing_loops(loop_path) + [loop]
-    dims = _region_under(loop, buffer, reverse, around)
-    moved = _rebuild_block(realize, buffer, tuple(r.min for r in accessed.region), dims, preserve_unit_loops,
-                           around)
+    bounds: dict = {}
+    for accessed in accesses:
+        if any(r.extent is not None and not is_const_int(r.extent, 1) for r in accessed.region):
+            raise ScheduleError(f"{primitive}: block '{name}' must access '{accessed.buffer.name}' one "
+                                f"element at a time")
+        dims = _region_under(loop, accessed.buffer, reverse, around)
+        for r, dim in zip(accessed.region, dims):
+            if isinstance(r.min, Var):  # (several buffers: the union of what they give)
+                bounds[id(r.min)] = _union(bounds[id(r.min)], dim) if id(r.min) in bounds else dim
+    moved = _rebuild_block(realize, bounds, preserve_unit_loops, around)
     # The block leaves its place, then goes into the loop's body next to the blocks it serves.
     func = remove_block(func, realize, primitive)
     loop = find_loop(func, loop.loop_var)[0]
     children = list(loop.body.seq) if isinstance(loop.body, SeqStmt) else [loop.body]
+    buffers = {id(a.buffer) for a in accesses}
     serves = [i for i, child in enumerate(children)
-              if any(any(x.buffer is buffer for x in (r.block.writes if reverse else r.block.reads))
+              if any(any(id(x.buffer) in buffers for x in (r.block.writes if reverse else r.block.reads))
                      for r in blocks_under(child))]
     at = serves[-1] + 1 if reverse else serves[0]
     children.insert(at, moved)

@@ -169,7 +169,10 @@ def _writers(func: PrimFunc, buffer: Buffer) -> list[BlockRealize]:
 
 
 def _readers(func: PrimFunc, buffer: Buffer) -> list[BlockRealize]:
-    return [r for r in blocks_under(func.body) if any(x.buffer is buffer for x in r.block.reads)]
+    """The blocks reading ``buffer``: by their read regions, or (an opaque access a region does
+    not name) by a load in the body of a block without blocks inside."""
+    return [r for r in blocks_under(func.body) if any(x.buffer is buffer for x in r.block.reads)
+            or not blocks_under(r.block.body) and any(n.buffer is buffer for n in collect(r.block.body, BufferLoad))]
 
 
 def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
@@ -188,8 +191,12 @@ def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     table: dict[int, Any] = {}
     for consumer in _readers(func, buffer):
         new = inliner.visit(consumer.block.with_changes(reads=()))
-        table[id(consumer.block)] = _with_reads(new)
+        named = any(x.buffer is buffer for x in consumer.block.reads)  # (else its reads stay opaque)
+        table[id(consumer.block)] = _with_reads(new) if named else new.with_changes(reads=consumer.block.reads)
     func = remove_block(replace_stmts(func, table), block.name_hint, "compute_inline")
+    if any(n.buffer is buffer for n in collect(func.body, BufferLoad)):
+        raise ScheduleError(f"compute_inline: buffer '{buffer.name}' of block '{block.name_hint}' is read "
+                            f"where its loads cannot be replaced")
     return _drop_allocation(func, buffer)
 
 

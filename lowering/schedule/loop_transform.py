@@ -6,11 +6,12 @@ that overshoots the extent guards the blocks with ``T.where``.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from math import prod
 from typing import Any
 
 from ...ir.analysis import substitute
-from ...ir.arith import Analyzer
+from ...ir.arith import Analyzer, Sum
 from ...ir.expr import LT, Add, And, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.arith import is_bijective_affine
@@ -116,9 +117,10 @@ def resolve_factors(loop: For, factors: list, extent: int) -> list[int]:
     return result
 
 
-def symbolic_factors(loop: For, factors: list) -> list:
+def symbolic_factors(loop: For, factors: list) -> tuple[list, bool]:
     """The sizes of a split of a loop ``[0, n)`` of symbolic extent: the one hole becomes
-    ``(n + known - 1) // known``, so the tail is guarded, as for a split that overshoots."""
+    ``(n + known - 1) // known``, so the tail is guarded, as for a split that overshoots; an extent
+    that ``known`` divides (``n * 8`` by 8) splits exactly. Also says whether it did."""
     holes = [i for i, f in enumerate(factors) if f is None or f == -1]
     if len(holes) != 1 or any(not isinstance(f, int) or f <= 0 for i, f in enumerate(factors) if i != holes[0]):
         raise ScheduleError(f"split: loop '{loop.loop_var.name}' has the symbolic extent {loop.extent}: "
@@ -126,8 +128,15 @@ def symbolic_factors(loop: For, factors: list) -> list:
     known = prod(f for i, f in enumerate(factors) if i != holes[0])
     dtype = loop.extent.dtype
     sizes: list = list(factors)
-    sizes[holes[0]] = Analyzer().simplify(FloorDiv(Add(loop.extent, const(known - 1, dtype)), const(known, dtype)))
-    return sizes
+    analyzer = Analyzer()
+    whole = analyzer.canonical(loop.extent)
+    if whole.base % known == 0 and all(t.scale % known == 0 for t in whole.terms):
+        # (``n * 5`` split by 5: ``n`` exactly, and no tail to guard)
+        exact = Sum(tuple(replace(t, scale=t.scale // known) for t in whole.terms), whole.base // known)
+        sizes[holes[0]] = analyzer.to_expr(exact, dtype)
+        return sizes, True
+    sizes[holes[0]] = analyzer.simplify(FloorDiv(Add(loop.extent, const(known - 1, dtype)), const(known, dtype)))
+    return sizes, False
 
 
 def divisible(e: PrimExpr, k: int) -> bool:
@@ -143,8 +152,9 @@ def divisible(e: PrimExpr, k: int) -> bool:
 
 def split(func: PrimFunc, loop: For, factors: list, preserve_unit_iters: bool,
           disable_predication: bool) -> tuple[PrimFunc, list[Var]]:
+    exact = False
     if is_const_int(loop.min, 0) and not isinstance(loop.extent, IntImm):
-        extent, sizes = loop.extent, symbolic_factors(loop, factors)
+        extent, (sizes, exact) = loop.extent, symbolic_factors(loop, factors)
     else:
         extent = const_extent(loop, "split")
         sizes = resolve_factors(loop, factors, extent)
@@ -159,7 +169,7 @@ def split(func: PrimFunc, loop: For, factors: list, preserve_unit_iters: bool,
         scaled = value if is_const_int(value, 0) or is_const_int(factor, 1) else Mul(value, factor)
         value = part if is_const_int(scaled, 0) else scaled if is_const_int(part, 0) else Add(scaled, part)
     guard = None
-    if not isinstance(extent, int) and not disable_predication and not divisible(extent, prod(
+    if not isinstance(extent, int) and not disable_predication and not exact and not divisible(extent, prod(
             size for size in sizes if isinstance(size, int))):
         guard = LT(value, extent)
     elif isinstance(extent, int) and prod(sizes) != extent and not disable_predication:
@@ -206,29 +216,38 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
 
 
 def _fuse_symbolic(func: PrimFunc, loops: list[For], dtype: Any) -> tuple[PrimFunc, Var]:
-    """fuse of loops some of whose extents are expressions (compute_at gives a loop whose extent
-    varies with an outer loop): the fused extent is their product, each variable the fused one
-    divided by the product of the extents inside it, modulo its own extent."""
+    """``fuse`` where some extent is symbolic: the same bindings, with strides that are products
+    of extents (``fused // 16``, ``fused % n``)."""
     for loop in loops:
         if not is_const_int(loop.min, 0):
-            raise ScheduleError(f"fuse: loop '{loop.loop_var.name}' must start at 0, it starts at {loop.min}")
-    analyzer = Analyzer()
+            raise ScheduleError(f"fuse: loop '{loop.loop_var.name}' must start at 0")
+    analyzer = Analyzer(iter_map_order=True)
+
+    def product(extents: list) -> PrimExpr:
+        total: PrimExpr = const(1, dtype)
+        for e in extents:
+            total = analyzer.simplify(Mul(total, e))
+        return total
+
     fused = Var("_".join(loop.loop_var.name for loop in loops) + "_fused", dtype)
     mapping: dict = {}
     for i, loop in enumerate(loops):
-        stride = analyzer.simplify(reduce_mul([inner.extent for inner in loops[i + 1:]], dtype))
-        value: PrimExpr = fused if is_const_int(stride, 1) else FloorDiv(fused, stride)
-        mapping[loop.loop_var] = value if i == 0 else FloorMod(value, loop.extent)
-    total = analyzer.simplify(reduce_mul([loop.extent for loop in loops], dtype))
+        if is_const_int(loop.extent, 1):
+            mapping[loop.loop_var] = const(0, dtype)
+            continue
+        stride = product([inner.extent for inner in loops[i + 1:]])
+        # (below loops of one iteration only, the value cannot wrap: no ``%``); a middle loop
+        # reads ``fused % (n * 4) // 4``, the form TVM's iterator maps give a split of a split
+        if not any(not is_const_int(outer.extent, 1) for outer in loops[:i]):
+            value: PrimExpr = fused if is_const_int(stride, 1) else FloorDiv(fused, stride)
+        elif is_const_int(stride, 1):
+            value = FloorMod(fused, loop.extent)
+        else:
+            value = FloorDiv(FloorMod(fused, product([loop.extent, stride])), stride)
+        mapping[loop.loop_var] = value
     body = _Rebind(mapping, analyzer).visit(loops[-1].body)
-    return replace_stmts(func, {id(loops[0]): For(fused, const(0, dtype), total, SERIAL, body)}), fused
-
-
-def reduce_mul(factors: list, dtype: Any) -> PrimExpr:
-    product: PrimExpr = const(1, dtype)
-    for factor in factors:
-        product = factor if is_const_int(product, 1) else Mul(product, factor)
-    return product
+    new_loop = For(fused, const(0, dtype), product([loop.extent for loop in loops]), SERIAL, body)
+    return replace_stmts(func, {id(loops[0]): new_loop}), fused
 
 
 def merge(func: PrimFunc, found: list[tuple[For, tuple]]) -> tuple[PrimFunc, Var]:
@@ -322,12 +341,11 @@ def _check_affine(func: PrimFunc, segment: list[For]) -> None:
     for node, path in walk_with_path(segment[0]):
         if not isinstance(node, BlockRealize):
             continue
-        # a reordered loop of symbolic extent counts as a very long one: affine only as the
-        # most significant digit of a binding (the outer part of a split of ``n``)
-        loops = {id(n.loop_var): (n.loop_var, n.min.value,
-                                  n.extent.value if isinstance(n.extent, IntImm) else SYMBOLIC_EXTENT)
+        # a loop of symbolic extent below them counts as a very long one (its digits are its own)
+        loops = {id(n.loop_var): (n.loop_var, n.min.value, n.extent.value if isinstance(n.extent, IntImm)
+                                  else SYMBOLIC_EXTENT)
                  for n in outer + enclosing_loops(path)
-                 if isinstance(n.min, IntImm) and (isinstance(n.extent, IntImm) or id(n.loop_var) in seg_ids)}
+                 if isinstance(n.min, IntImm) and (isinstance(n.extent, IntImm) or n.loop_var not in offsets)}
         values = [substitute(v, offsets) for v in node.iter_values if uses_var(v, seg_ids)]
         if values and not is_bijective_affine(values, loops):
             raise ScheduleError(f"reorder: the bindings of block '{node.block.name_hint}' are not an "

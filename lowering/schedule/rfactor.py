@@ -13,9 +13,10 @@ from ...ir.expr import (COMM_REDUCE, DATA_PAR, Add, BufferLoad, IntImm, IterVar,
                         const, is_const_int)
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt, seq
+from ...ir.structural import structural_equal
 from ...ir.visitor import collect
 from .errors import ScheduleError
-from .loop_transform import uses_var
+from .loop_transform import conjoin, conjuncts, uses_var
 from .tree import enclosing_loops, parent_block, replace_in, replace_stmts
 
 _COMBINERS = (Add, Mul, Max, Min)
@@ -31,8 +32,8 @@ def _reduction_parts(block: Block) -> tuple[BufferStore, type, object]:
     value = body.value
     if isinstance(value, _COMBINERS):
         for own, other in ((value.a, value.b), (value.b, value.a)):
-            if (isinstance(own, BufferLoad) and own.buffer is body.buffer and len(own.indices) == len(body.indices)
-                    and all(a is b for a, b in zip(own.indices, body.indices))):
+            if (isinstance(own, BufferLoad) and own.buffer is body.buffer
+                    and structural_equal(tuple(own.indices), tuple(body.indices))):
                 return body, type(value), other
     raise ScheduleError(f"rfactor: the update of block '{name}' is not 'B[...] = B[...] op value' with "
                         f"op one of +, *, max, min")
@@ -48,8 +49,6 @@ def rfactor(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, facto
     for outer, inner in zip(loops, loops[1:] + [realize]):
         if outer.body is not inner:
             raise ScheduleError(f"rfactor: the loops of block '{name}' must form a single nest")
-    if not is_const_int(realize.predicate, 1):
-        raise ScheduleError(f"rfactor: block '{name}' has a predicate (T.where); rfactor needs none")
     spatial = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == DATA_PAR]
     reduce = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == COMM_REDUCE]
     if len(spatial) + len(reduce) != len(block.iter_vars):
@@ -103,11 +102,19 @@ def rfactor(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, facto
                      f"{name}_rf", BufferStore(rf_buffer, block.init.value, rf_index_t),
                      BufferStore(rf_buffer, rf_value, rf_index_t), block.annotations)
     reads, writes = infer_block_regions(rf_block)
+    # the block's own read regions carry over as TVM substitutes them, unsimplified
+    # (``v2 * 2 + (vk_0 * 2 + vk_1)``)
+    given = {id(r.buffer): r for r in block.reads}
+    reads = tuple(BufferRegion(r.buffer, tuple(Range(substitute(x.min, old_reduce), substitute(x.extent, old_reduce))
+                                               for x in given[id(r.buffer)].region))
+                  if id(r.buffer) in given else r for r in reads)
     rf_block = rf_block.with_changes(reads=reads, writes=writes)
     rf_realize = BlockRealize(tuple(rf_values), realize.predicate, rf_block)
 
     # The final reduction over the partial results, under copies of the spatial loops and the rf loop.
     kept = [node for node in loops if node is loop or in_spatial(node)]
+    kept_ids = {id(node) for node in kept}
+    reduce_vars = {id(node.loop_var) for node in loops if id(node) not in kept_ids}
     copies = {node.loop_var: Var(node.loop_var.name, node.loop_var.dtype) for node in kept}
     wb_rf = IterVar(rf_iter.dom, Var(rf_iter.var.name, rf_iter.var.dtype), COMM_REDUCE)
     wb_spatial = [IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), iv.iter_type) for iv, _ in spatial]
@@ -122,7 +129,12 @@ def rfactor(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, facto
                      BufferStore(out, block.init.value, out_index), BufferStore(out, wb_value, out_index),
                      block.annotations)
     wb_values = (copies[loop.loop_var],) + tuple(substitute(v, copies) for _, v in spatial)
-    write_back: Stmt = BlockRealize(wb_values, realize.predicate, wb_block)
+    # The predicate's conditions on the reduction loops stay with the partial sums (the write-back
+    # sums whole partial buffers, as TVM's); those on the spatial loops guard the write-back too.
+    kept_vars = {id(node.loop_var) for node in kept if node is not loop}
+    spatial_conds = [substitute(c, copies) for c in conjuncts(realize.predicate)
+                     if not is_const_int(c, 1) and uses_var(c, kept_vars) and not uses_var(c, reduce_vars)]
+    write_back: Stmt = BlockRealize(wb_values, conjoin(spatial_conds), wb_block)
     for node in reversed(kept):
         write_back = node.with_changes(loop_var=copies[node.loop_var], body=write_back)
 
