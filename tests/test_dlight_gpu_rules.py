@@ -221,6 +221,7 @@ def test_namespace_and_default_rules():
     import tvms.dlight.gpu as gpu_module
 
     assert gpu_module is dl.gpu
-    # TVM 0.27's CUDA pipeline (relax/backend/cuda/pipeline.py), Matmul aside (see default_rules)
-    assert [type(r).__name__ for r in dl.gpu.default_rules()] == ["GEMV", "Reduction", "GeneralReduction", "Fallback"]
+    # TVM 0.27's CUDA pipeline (relax/backend/cuda/pipeline.py)
+    assert [type(r).__name__ for r in dl.gpu.default_rules()] == ["Matmul", "GEMV", "Reduction", "GeneralReduction",
+                                                                  "Fallback"]
     assert dl.gpu.LowBatchGEMV().is_target_available(CUDA)

@@ -132,6 +132,7 @@ def test_seed000_cublas_dispatch_then_dlight_for_the_rest() -> None:
     """Seed 000's GPU flow: the matmul + bias + relu offloaded to cuBLAS (partitioned and
     annotated; RunCodegen needs the cuBLAS library), the rest legalized and given DLight's GPU
     schedules, each of which compiles for cuda."""
+    import tvms.relax.backend.cuda.cublas as _cublas  # noqa: F401  (registers the patterns, as the seed does)
     from tvms.ir import relax as rx
     from tvms.relax.backend import get_pattern
 

@@ -21,12 +21,8 @@ from .gpu_transpose import Transpose
 
 
 def default_rules() -> list[ScheduleRule]:
-    """What TVM 0.27's CUDA pipeline applies, in its order (Matmul, GEMV, Reduction,
-    GeneralReduction, Fallback), but for Matmul: with it, the CUDA code of a Relax model's matmul
-    does not compile yet (``if (__1)`` on a non-bool CSE variable, test_cuda_runtime's
-    test_a_relax_model_compiled_for_cuda_runs_on_the_reference_launcher); it joins the list when
-    its kernels compile."""
-    return [GEMV(), Reduction(), GeneralReduction(), Fallback()]
+    """What TVM 0.27's CUDA pipeline applies, in its order."""
+    return [Matmul(), GEMV(), Reduction(), GeneralReduction(), Fallback()]
 
 
 __all__ = ["Fallback", "GEMV", "GPURule", "GeneralReduction", "LowBatchGEMV", "Matmul", "RMSNorm", "Reduction",

@@ -6,7 +6,8 @@ broadcast where it meets a vector (``T.Broadcast(A[i], 8)``), and arithmetic, ca
 intrinsic calls work lane-wise; an ``if`` whose condition does not depend on the loop variable
 stays a scalar branch around vector statements. A loop whose body is not a sequence of stores,
 or whose indices are not linear in the loop variable, stays a ``T.vectorized`` loop for the
-code generator.
+code generator. With ``scalar_guards`` (the cuda pipeline, as TVM on every target) a loop
+whose ``T.if_then_else`` condition varies by lane stays a loop too: C has no vector condition.
 """
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ def _uses(e: PrimExpr, var: Var) -> bool:
 class _LoopVectorizer:
     """Rewrites the body of one vectorized loop over ``var`` with ``lanes`` lanes."""
 
-    def __init__(self, var: Var, lanes: int, analyzer: Analyzer) -> None:
-        self.var, self.lanes, self.analyzer = var, lanes, analyzer
+    def __init__(self, var: Var, lanes: int, analyzer: Analyzer, scalar_guards: bool = False) -> None:
+        self.var, self.lanes, self.analyzer, self.scalar_guards = var, lanes, analyzer, scalar_guards
 
     def widen(self, e: PrimExpr) -> PrimExpr:
         return e if e.dtype.lanes == self.lanes else Broadcast(e, self.lanes)
@@ -70,6 +71,8 @@ class _LoopVectorizer:
         if isinstance(e, Select):
             return Select(*(self.widen(self.expr(x)) for x in (e.condition, e.true_value, e.false_value)))
         if isinstance(e, Call) and all(isinstance(a, PrimExpr) for a in e.args):
+            if self.scalar_guards and getattr(e.op, "name", None) == "tir.if_then_else" and _uses(e.args[0], self.var):
+                raise NotVectorizable("a guarded load whose condition varies by lane")
             args = tuple(a if isinstance(a, StringImm) else self.widen(self.expr(a)) for a in e.args)
             return dataclasses.replace(e, dtype=e.dtype.with_lanes(self.lanes), args=args)
         raise NotVectorizable(f"cannot vectorize {type(e).__name__}")
@@ -90,6 +93,10 @@ class _LoopVectorizer:
 
 
 class _Vectorizer(LoopRangeMutator):
+    def __init__(self, scalar_guards: bool) -> None:
+        super().__init__()
+        self.scalar_guards = scalar_guards
+
     def visit_For(self, loop: For) -> Stmt:
         loop = super().visit_For(loop)
         if (loop.kind != VECTORIZED or not isinstance(loop.extent, IntImm) or not loop.has_trivial_step
@@ -98,14 +105,15 @@ class _Vectorizer(LoopRangeMutator):
         try:
             # indices as TVM's simplifier sees them: (f0 * 8 + f1) % 1000 is a ramp over f1
             analyzer = self.analyzer.with_mode(CANONICAL)
-            return _LoopVectorizer(loop.loop_var, loop.extent.value, analyzer).stmt(loop.body)
+            return _LoopVectorizer(loop.loop_var, loop.extent.value, analyzer, self.scalar_guards).stmt(loop.body)
         except NotVectorizable:
             return loop  # left to the code generator as a vectorized loop
 
 
-def vectorize_loop(func: PrimFunc) -> PrimFunc:
-    """``func`` with its simple vectorized loops turned into vector statements."""
-    return func.with_changes(body=_Vectorizer().visit(func.body))
+def vectorize_loop(func: PrimFunc, scalar_guards: bool = False) -> PrimFunc:
+    """``func`` with its simple vectorized loops turned into vector statements (see the module
+    docstring for ``scalar_guards``)."""
+    return func.with_changes(body=_Vectorizer(scalar_guards).visit(func.body))
 
 
 VectorizeLoop = define_tir_pass("VectorizeLoop", vectorize_loop)

@@ -49,10 +49,15 @@ from .storage_rewrite import storage_rewrite
 from .thread_binding import lift_thread_binding, unify_thread_binding
 from .thread_sync import thread_sync
 
+def _vectorize_with_scalar_guards(func: PrimFunc) -> PrimFunc:
+    return vectorize_loop(func, scalar_guards=True)  # (C has no vector condition for a guarded load)
+
+
 # TVM's s_tir pipeline up to AnnotateEntryFunc, the passes tvms has (per PrimFunc)
 BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
                 lift_thread_binding, compact_buffer_allocation, unify_thread_binding, lower_match_buffer,
-                stmt_simplify, lower_opaque_block, flatten_buffer, narrow_data_type, vectorize_loop, inject_virtual_thread,
+                stmt_simplify, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
+                inject_virtual_thread,
                 storage_rewrite, unroll_loop, stmt_simplify)
 # after it, per PrimFunc: the barriers for each memory scope, then the cross-thread reductions
 BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "shared.dyn"),
