@@ -149,11 +149,6 @@ def attribute(index: int, name: str) -> Any:
     return int(call("cuDeviceGetAttribute", getattr(driver().CUdevice_attribute, member), device))
 
 
-def arch(index: int = 0) -> str:
-    """The device's architecture as a target names it: ``sm_80``."""
-    return "sm_" + attribute(index, "compute_version").replace(".", "")
-
-
 def detected_arch() -> str | None:
     """What ``Target("cuda")`` takes for its ``-arch`` as TVM: GPU 0's (``sm_90a`` from 9.0 on,
     the architecture-specific features TVM uses there), None without a GPU."""
@@ -332,7 +327,7 @@ def launch(fn: Any, grid: tuple, block: tuple, shared_bytes: int, stream: Stream
     call("cuLaunchKernel", fn, *grid, *block, shared_bytes, stream.handle, ctypes.addressof(params), 0)
 
 
-__all__ = ["ATTRIBUTE_NAMES", "DeviceMemory", "LoadedModule", "Stream", "arch", "attribute",
+__all__ = ["ATTRIBUTE_NAMES", "DeviceMemory", "LoadedModule", "Stream", "attribute",
            "c_type", "call", "check_index", "copy_on_device", "copy_to_device", "copy_to_host",
            "cuda_device_count", "current_stream", "detected_arch", "driver", "fill_zero", "launch",
            "missing_reason", "primary_context", "set_current_stream", "synchronize",

@@ -115,11 +115,15 @@ def read_capsule(obj: Any, stream: Any = None) -> tuple[int, tuple, np.dtype, An
 def cuda_from_dlpack(obj: Any, device: Any) -> Any:
     """A ``CudaTensor`` sharing ``obj``'s device memory."""
     from .cuda_tensor import CudaTensor
+    from .tensor import ALIGNMENT
     from .device import missing_reason
 
     if not device.exist:
         raise TVMSError(f"from_dlpack: the data is on {device}: {missing_reason(device)}")
     ptr, shape, dtype, owner = read_capsule(obj, stream=1)  # (1: the legacy default stream, tvms's)
+    if ptr % ALIGNMENT:  # (a view at an offset: vector loads of it would fault on the device)
+        raise TVMSError(f"from_dlpack: the device data must start on a {ALIGNMENT}-byte boundary; "
+                        f"pass a contiguous copy (e.g. x.clone())")
     return CudaTensor(device, shape, dtype, ptr=ptr, owner=owner)
 
 

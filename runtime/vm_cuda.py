@@ -71,7 +71,7 @@ class VMDeviceMemory:
         """A VM value with its host arrays copied to the device (tuples field by field)."""
         if isinstance(value, Tensor):
             value = value.array
-        if isinstance(value, np.ndarray):
+        if isinstance(value, (np.ndarray, np.generic)):  # (a numpy operator may give a 0-d scalar)
             return cuda_tensor(np.ascontiguousarray(value), self.device)
         if isinstance(value, CudaTensor):
             if value.device != self.device:

@@ -369,6 +369,28 @@ def test_device_attributes_and_the_detected_target(emulated) -> None:
         "kind": "cuda", "tag": "", "keys": ["cuda", "gpu"], "max_num_threads": 1024, "thread_warp_size": 32,
         "max_shared_memory_per_block": 49152, "max_threads_per_block": 1024, "arch": "sm_80"}
     assert Target("cuda").arch == "sm_80"  # (as TVM: the arch of GPU 0 when none is given)
+    from tvms.lowering.codegen.cuda import target_arch
+
+    assert target_arch(Target("cuda")) == "sm_80"  # (so a plain cuda build is a cubin for that GPU)
+    assert target_arch(Target("cuda -arch=sm_90")) == "sm_90"
+
+
+def test_device_memory_borrowed_at_an_unaligned_address_is_refused(emulated) -> None:
+    from tvms.runtime.dlpack import cuda_from_dlpack
+
+    emulated("add_dyn_SplitHostDevice.tvms")
+    dev = tvms.cuda(0)
+    t = tvms.nd.array(np.arange(32, dtype="float32"), device=dev)
+
+    class OffsetView:  # (a peer's view of t from its second element, as torch's x[1:])
+        def __dlpack__(self, stream=None):
+            return to_capsule(t.ptr + 4, (31,), np.dtype("float32"), (2, 0), t)
+
+        def __dlpack_device__(self):
+            return (2, 0)
+
+    with pytest.raises(TVMSError, match="64-byte boundary"):
+        cuda_from_dlpack(OffsetView(), dev)
 
 
 RELAX_ON_GPU = """# from tvm.script import ir as I

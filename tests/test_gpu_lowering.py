@@ -257,3 +257,27 @@ class Module:
     assert gpu.narrow_data_type(data) is data
     narrowed = gpu.narrow_data_type(from_source(src.format(dtype="float32"))["main"])
     assert "for i in range(8):" in IRModule({"main": narrowed}).script(dialect=DIALECT)
+
+
+def test_dynamic_shared_memory_is_refused_until_allocations_are_merged():
+    # each shared.dyn buffer would be an `extern __shared__` array (all at one address) and the
+    # launch would ask for no dynamic bytes: refused by name until MergeSharedMemoryAllocations
+    from tvms.ir.errors import TVMSError
+    from tvms.ir.target import Target
+    from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
+    from tvms.script import from_source
+
+    func = from_source('''
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    S = T.alloc_buffer((64,), scope="shared.dyn")
+    for t in T.thread_binding(64, thread="threadIdx.x"):
+        with T.block("copy"):
+            v = T.axis.spatial(64, t)
+            S[v] = A[v]
+        with T.block("out"):
+            v = T.axis.spatial(64, t)
+            B[v] = S[v]
+''')
+    with pytest.raises(TVMSError, match=r"dynamic shared memory \(S in scope 'shared.dyn'\)"):
+        lower_for_cuda(func, Target("cuda"))

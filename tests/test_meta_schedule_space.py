@@ -221,6 +221,26 @@ def test_verify_gpu_code_agrees_with_tvm() -> None:
     assert gpu_code_errors(parsed("verify_vector8.tvms")["main"], 1024, 49152) == \
         ["a vector access to B of 8 x float32 is more than 16 bytes",
          "a vector access to A of 8 x float32 is more than 16 bytes"]
+    # a shared buffer of symbolic size that its accesses do not bound has no safe verdict
+    symbolic = tvms.script.from_source("""
+@T.prim_func
+def main(a: T.handle, b: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "int32")
+    B = T.match_buffer(b, (n,), "int32")
+    S = T.alloc_buffer((n * 100000,), "int32", scope="shared")
+    for bx in T.thread_binding(1, thread="blockIdx.x"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            for i in range(n):
+                with T.block("copy"):
+                    v = T.axis.spatial(n, i)
+                    S[A[v]] = A[v]
+            for i in range(n):
+                with T.block("out"):
+                    v = T.axis.spatial(n, i)
+                    B[v] = S[v]
+""")
+    assert "shared buffer S has a size that is not a constant" in gpu_code_errors(symbolic, 1024, 49152)
 
 
 @pytest.mark.parametrize("name", ["gmm", "t2d"])

@@ -23,6 +23,7 @@ from ...ir import stmt as S
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
+from ...ir.registry import get_global_func
 from ...ir.visitor import collect
 from .c_source import CSource
 from .cuda_artifact import CudaArtifact, CudaKernel
@@ -334,14 +335,19 @@ def cuda_source(kernels: list[tuple[str, PrimFunc]], device_passes_done: bool = 
 
 
 def target_arch(target: Any) -> str | None:
+    """The target's ``-arch``, else the GPU's this process sees (a cubin for it loads on any
+    driver of its CUDA major version, where PTX needs a driver as new as NVRTC), else None."""
     arch = getattr(target, "attrs", {}).get("arch")
-    return str(arch) if arch else None
+    if arch:
+        return str(arch)
+    detect = get_global_func("runtime.cuda_driver.detected_arch", allow_missing=True)
+    return detect() if detect is not None else None
 
 
 def codegen_cuda(mod: Any, target: Any, symbol: str) -> CudaArtifact:
     """The cuda row's code generator: the kernels of ``mod`` (the lowered module) as CUDA C,
-    compiled by NVRTC for the target's ``-arch`` (a cubin; without one, PTX for ``sm_80`` that
-    the driver compiles for the GPU it finds), and its host function as it is."""
+    compiled by NVRTC for the target's ``-arch`` or the GPU present (a cubin; with neither, PTX
+    for ``sm_80`` that a driver compiles for its GPU), and its host function as it is."""
     from .nvrtc import compile_cuda  # (imports cuda-python only when code is generated)
 
     kernels = kernels_of(mod)
@@ -352,7 +358,7 @@ def codegen_cuda(mod: Any, target: Any, symbol: str) -> CudaArtifact:
     if len(hosts) != 1:
         names = ", ".join(gv.name_hint for gv, _ in hosts) or "none"
         raise TVMSError(f"the cuda code generator expects one host function beside the kernels, found {names}")
-    source = cuda_source(kernels)
+    source = cuda_source(kernels, device_passes_done=True)  # (the row lowers with finalize_kernels)
     arch = target_arch(target)
     fmt = "cubin" if arch else "ptx"
     arch = arch or DEFAULT_ARCH

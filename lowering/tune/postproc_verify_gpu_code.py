@@ -122,7 +122,7 @@ class _Verifier:
             self._enter_block(stmt, kernel, scopes, loops, binding, threads)
             return
         if isinstance(stmt, AllocBuffer) and stmt.buffer.scope.startswith("shared") and kernel is not None:
-            kernel.shared_bytes += _size(stmt.buffer)  # (already lowered: its size is its shape)
+            self._add_shared(kernel, stmt.buffer, _size(stmt.buffer))  # (already lowered: its size is its shape)
         if isinstance(stmt, BufferStore):
             self._access(stmt.buffer, stmt.indices, stmt.value.dtype, kernel, scopes, loops, binding, True)
         for child in children(stmt):
@@ -197,7 +197,14 @@ class _Verifier:
             if not accesses or len(kernels) != 1 or accesses[0].kernel is None:
                 continue  # (used by no kernel, or by several: allocated outside them)
             placed = _common_prefix([a.scopes for a in accesses])
-            accesses[0].kernel.shared_bytes += _compacted_size(buffer, accesses, placed) * _versions(accesses, placed)
+            size = _compacted_size(buffer, accesses, placed)
+            self._add_shared(accesses[0].kernel, buffer, None if size is None else size * _versions(accesses, placed))
+
+    def _add_shared(self, kernel: "_Kernel", buffer: Buffer, size: int | None) -> None:
+        if size is None:  # (a symbolic extent the accesses do not bound: no verdict is safe)
+            self.errors.append(f"shared buffer {buffer.name} has a size that is not a constant")
+        else:
+            kernel.shared_bytes += size
 
     def _check_kernel(self, kernel: _Kernel) -> None:
         count = prod(kernel.threads.values())
@@ -211,9 +218,10 @@ class _Verifier:
                                    f"the target's {self.max_shared}")
 
 
-def _size(buffer: Buffer) -> int:
-    extents = [d.value if isinstance(d, IntImm) else 0 for d in buffer.shape]
-    return prod(extents) * _bytes(buffer.dtype)
+def _size(buffer: Buffer) -> int | None:
+    if not all(isinstance(d, IntImm) for d in buffer.shape):
+        return None
+    return prod(d.value for d in buffer.shape) * _bytes(buffer.dtype)
 
 
 def _common_prefix(paths: list) -> int:
@@ -264,10 +272,11 @@ class _Limited(Mutator):
         return FloorMod(self._limited(self.visit(e.a)), e.b)
 
 
-def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int:
+def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int | None:
     """The bytes of ``buffer`` allocated inside the first ``placed`` scopes of its accesses: each
     dimension the hull of the indices, with the loops inside that place and the thread loops a
-    shared buffer spans (threadIdx, vthread) over their ranges and the other loops fixed."""
+    shared buffer spans (threadIdx, vthread) over their ranges and the other loops fixed; None
+    for a symbolic dimension the indices do not bound."""
     lows = [None] * len(buffer.shape)
     highs = [None] * len(buffer.shape)
     for access in accesses:
@@ -290,9 +299,11 @@ def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int:
                 highs[d] = bound[1] if highs[d] is None else max(highs[d], bound[1])
     total = _bytes(buffer.dtype)
     for d, dim in enumerate(buffer.shape):
-        full = dim.value if isinstance(dim, IntImm) else 0
-        extent = full if highs[d] is None else min(full, highs[d] - lows[d] + 1)
-        total *= extent
+        full = dim.value if isinstance(dim, IntImm) else None
+        hull = None if highs[d] is None else highs[d] - lows[d] + 1
+        if full is None and hull is None:
+            return None
+        total *= hull if full is None else full if hull is None else min(full, hull)
     return total
 
 

@@ -24,10 +24,11 @@ from ...transform import prim_func_pass
 
 
 def _key(e, memo: dict):
-    """A structural key of an expression (variables by identity, as TVM's ExprDeepEqual)."""
+    """A structural key of an expression (variables by identity, as TVM's ExprDeepEqual). The
+    memo keeps each node with its key: a node dropped by a rewrite can't pass its id on."""
     found = memo.get(id(e))
-    if found is not None:
-        return found
+    if found is not None and found[0] is e:
+        return found[1]
     if isinstance(e, Var):
         key = ("var", id(e))
     elif isinstance(e, Node):
@@ -37,7 +38,7 @@ def _key(e, memo: dict):
         key = tuple(_key(x, memo) for x in e)
     else:
         key = repr(e)
-    memo[id(e)] = key
+    memo[id(e)] = (e, key)
     return key
 
 

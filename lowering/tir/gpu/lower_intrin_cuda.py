@@ -39,7 +39,7 @@ def cuda_math_name(dtype: DataType, name: str) -> str | None:
         return base + "f" if dtype.bits == 32 else base
     if dtype.is_float and dtype.bits == 16:  # (float16 and bfloat16)
         return {"fabs": "__habs", "round": "hrint"}.get(name, "h" + name)
-    if (dtype.is_int or dtype.is_uint) and dtype.bits in (32, 64):
+    if (dtype.is_int or dtype.is_uint) and dtype.bits in (32, 64) and name == "clz":  # (no integer fabs...)
         return f"__{name}" + ("ll" if dtype.bits == 64 else "")
     return None
 

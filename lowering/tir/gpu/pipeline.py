@@ -19,11 +19,13 @@ single-buffer sums, products, minima and maxima).
 """
 from __future__ import annotations
 
+from ....ir import stmt as S
 from ....ir.errors import TVMSError
 from ....ir.function import PrimFunc
 from ....ir.module import IRModule, Target as TargetAttr
 from ....ir.node import FrozenDict
 from ....ir.target import Target
+from ....ir.visitor import collect
 from ..canonicalize_loop import canonicalize_loop
 from ..compact_buffer_allocation import compact_buffer_allocation
 from ..convert_blocks_to_opaque import convert_blocks_to_opaque
@@ -97,11 +99,21 @@ def _each_prim_func(mod: IRModule, steps) -> IRModule:
     return result
 
 
+def collect_buffers(body: S.Stmt) -> list:
+    """The buffers allocated in ``body`` (by blocks and by allocation statements)."""
+    found = [b for block in collect(body, S.Block) for b in block.alloc_buffers]
+    return found + [s.buffer for s in collect(body, S.AllocBuffer)]
+
+
 def split_for_cuda(func: PrimFunc, target: Target) -> IRModule:
     """TVM's s_tir pipeline on ``func`` up to SplitHostDevice: the host function and its kernels
     as that stage prints them (before the device passes)."""
     if not isinstance(func, PrimFunc):
         raise TVMSError(f"lower_for_cuda: expected a PrimFunc, got {type(func).__name__}")
+    dynamic = [b.name for b in collect_buffers(func.body) if b.scope == "shared.dyn"]
+    if dynamic:  # (each would be an `extern __shared__` array, all at one address, and none sized)
+        raise TVMSError(f"lower_for_cuda: dynamic shared memory ({', '.join(dynamic)} in scope 'shared.dyn') "
+                        f"needs TVM's MergeSharedMemoryAllocations, which tvms does not have yet; use 'shared'")
     symbol = str(func.attrs.get("global_symbol", "main"))
     bound = cuda_target_attr(target)  # (refuses a target that is not cuda)
     existing = func.attrs.get("target")
