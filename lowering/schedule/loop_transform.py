@@ -11,7 +11,7 @@ from math import prod
 from typing import Any
 
 from ...ir.analysis import substitute
-from ...ir.arith import Analyzer, Sum
+from ...ir.arith import Analyzer, Sum, divisible
 from ...ir.expr import LT, Add, And, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.arith import is_bijective_affine
@@ -139,17 +139,6 @@ def symbolic_factors(loop: For, factors: list) -> tuple[list, bool]:
     return sizes, False
 
 
-def divisible(e: PrimExpr, k: int) -> bool:
-    """Whether ``e`` is a multiple of ``k`` by its form (``(n + 31) // 32 * 32`` of 8, 16 or 32)."""
-    if isinstance(e, IntImm):
-        return e.value % k == 0
-    if isinstance(e, Mul):
-        return divisible(e.a, k) or divisible(e.b, k)
-    if isinstance(e, Add):
-        return divisible(e.a, k) and divisible(e.b, k)
-    return k == 1
-
-
 def split(func: PrimFunc, loop: For, factors: list, preserve_unit_iters: bool,
           disable_predication: bool) -> tuple[PrimFunc, list[Var]]:
     exact = False
@@ -187,13 +176,6 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
     dtype = max((loop.loop_var.dtype for loop in loops), key=lambda t: t.bits)  # (TVM: the widest)
     fused = Var("_".join(loop.loop_var.name for loop in loops) + "_fused", dtype)
     symbolic = [loop for loop in loops if not isinstance(loop.extent, IntImm)]
-    if symbolic and all(is_const_int(loop.min, 0) for loop in loops) and all(
-            is_const_int(loop.extent, 1) for loop in loops if loop not in symbolic) and len(symbolic) == 1:
-        # one loop of symbolic extent among unit loops (a batch of n with unit tiles): it is the
-        # fused loop, the unit loops are 0
-        mapping = {loop.loop_var: fused if loop is symbolic[0] else const(0, dtype) for loop in loops}
-        body = _Rebind(mapping, Analyzer(iter_map_order=True)).visit(loops[-1].body)
-        return replace_stmts(func, {id(loops[0]): For(fused, const(0, dtype), symbolic[0].extent, SERIAL, body)}), fused
     if symbolic:
         return _fuse_symbolic(func, loops, dtype)
     extents = [const_extent(loop, "fuse") for loop in loops]

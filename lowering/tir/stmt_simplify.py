@@ -10,7 +10,6 @@ Other expressions are kept.
 """
 from __future__ import annotations
 
-from ...ir.analysis import substitute
 from ...ir.expr import GE, GT, LE, LT, Add, BufferLoad, Call, CommReducer, IntImm, Mul, PrimExpr, Var, const, is_const_int, wrap_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore, Evaluate, IfThenElse, LetStmt, Stmt

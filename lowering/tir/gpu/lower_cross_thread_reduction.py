@@ -20,7 +20,7 @@ from ....ir.analysis import substitute
 from ....ir.buffer import Buffer, BufferRegion, decl_buffer
 from ....ir.dtype import DataType
 from ....ir.errors import TVMSError
-from ....ir.expr import (COMM_REDUCE, DATA_PAR, Add, And, BufferLoad, Call, CommReducer, IntImm, IterVar, Max,
+from ....ir.expr import (COMM_REDUCE, DATA_PAR, Add, And, BufferLoad, Call, CommReducer, IntImm, Max,
                          Min, Mul, PrimExpr, Range, Select, Var, const, is_const_int)
 from ....ir.function import PrimFunc
 from ....ir.op import get_op

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ....ir.analysis import substitute
 from ....ir.buffer import Buffer
-from ....ir.dtype import DataType, int32
+from ....ir.dtype import DataType
 from ....ir.errors import TVMSError
 from ....ir.expr import (BufferLoad, Call, Cast, IntImm, PrimExpr, Select, Var, const, is_const_int)
 from ....ir.function import PrimFunc

@@ -10,7 +10,6 @@ same results) and allocations outside kernels (left where they are).
 """
 from __future__ import annotations
 
-from ....ir.buffer import Buffer
 from ....ir.expr import BufferLoad
 from ....ir.function import PrimFunc
 from ....ir.node import FrozenDict

@@ -97,8 +97,8 @@ class _Lifter(Mutator):
                                if t == node.thread_binding.thread_tag)
                     self.subst[node.loop_var] = new
         body = self.visit(loop.body)
-        for tag, var, (lo, extent), annotations in self.at.get(id(loop), []):
-            body = For(var, lo, extent, THREAD_BINDING, body, _binding(var, tag), annotations)
+        for tag, var, (lo, extent), annots in self.at.get(id(loop), []):
+            body = For(var, lo, extent, THREAD_BINDING, body, _binding(var, tag), annots)
         if root:
             self.at, self.subst = {}, {}
         if loop.kind == THREAD_BINDING:

@@ -13,7 +13,7 @@ thread-dependent ``if`` (a TVMSError: not every thread would reach it).
 from __future__ import annotations
 
 from ....ir.errors import TVMSError
-from ....ir.expr import BufferLoad, Call, IterVar, Ramp, Var
+from ....ir.expr import BufferLoad, Call, Ramp, Var
 from ....ir.function import PrimFunc
 from ....ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate, For,
                          IfThenElse, LetStmt, SeqStmt, Stmt, While)
