@@ -21,7 +21,7 @@ from tvms.lowering.codegen import nvrtc
 from tvms.lowering.codegen.cuda import codegen_cuda, cuda_source, kernels_of
 from tvms.script import from_source
 
-from conftest import CORPUS, FIXTURES
+from conftest import CORPUS_COPY, FIXTURES
 from cuda_support import assert_compiles, kernels_source
 
 GOLDEN = FIXTURES / "cuda_codegen"
@@ -109,7 +109,7 @@ def test_codegen_cuda_artifact():
 
 def test_unsupported_kernels_are_refused():
     # the corpus kernel allocates a global array Y: CUDA kernels cannot (TVM refuses it too)
-    corpus = from_source((CORPUS / "lower_matmul_relu_gpu_12_SplitHostDevice.tvms").read_text())
+    corpus = from_source((CORPUS_COPY / "lower_matmul_relu_gpu_12_SplitHostDevice.tvms").read_text())
     with pytest.raises(TVMSError, match="cannot allocate global memory"):
         cuda_source(kernels_of(corpus))
     text = (GOLDEN / "misc.tvms").read_text()

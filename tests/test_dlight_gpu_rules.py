@@ -21,7 +21,7 @@ from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 from tvms.target import Target
 
-from conftest import CORPUS, FIXTURES
+from conftest import CORPUS, CORPUS_COPY, FIXTURES
 from test_dlight_rules import NOT_RUN_ON_RANDOM_ARGUMENTS, assert_same_results, random_arguments, run_reference
 
 HERE = FIXTURES / "dlight_gpu"
@@ -67,9 +67,7 @@ def test_one_golden_of_each_rule_is_tvms_text():
 
 
 def test_the_corpus_rms_norm_schedule():
-    path = CORPUS / "dlight_nn_rms_norm_static.tvms"
-    if not path.exists():
-        pytest.skip("../shared/corpus is not beside the checkout")
+    path = CORPUS_COPY / "dlight_nn_rms_norm_static.tvms"
     assert scheduled("corpus_dlight_nn_rms_norm_static").script(dialect="tvm-0.27") == path.read_text().rstrip("\n")
 
 

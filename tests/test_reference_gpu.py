@@ -17,7 +17,7 @@ from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 from tvms.tir import Schedule
 
-from conftest import CORPUS, FIXTURES
+from conftest import CORPUS_COPY, FIXTURES
 from test_reference import MATMUL_64
 
 GOLDENS = FIXTURES / "reference_gpu"
@@ -94,7 +94,7 @@ def test_host_function_launches_its_kernel() -> None:
 
 def test_dlight_rms_norm_cross_thread_reduction() -> None:
     """DLight's schedule: an rfactor per thread, then a reduction bound to threadIdx.x into shared."""
-    func = from_source((CORPUS / "dlight_nn_rms_norm_static.tvms").read_text())["rms_norm"]
+    func = from_source((CORPUS_COPY / "dlight_nn_rms_norm_static.tvms").read_text())["rms_norm"]
     x = RNG.standard_normal((4, 16)).astype("float32")
     y = RNG.standard_normal(16).astype("float32")
     out = np.full((4, 16), np.nan, "float32")
