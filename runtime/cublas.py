@@ -372,10 +372,24 @@ def cublaslt_gemm(plan: GemmPlan, lhs: Operand, rhs: Operand, out: Operand,
         d.close()
 
 
+def device_gemm_function(call: Any) -> Callable:
+    """``gemm_function`` with cuBLASLt on the output tensor's device, on that device's current
+    stream (where tvms's kernels are queued: a result is ready for the next kernel)."""
+    from . import cuda_driver
+
+    def packed(*args: Any) -> None:
+        index = getattr(getattr(args[-1] if args else None, "device", None), "device_id", 0)
+        cuda_driver.use_device(index)
+        stream = int(cuda_driver.current_stream(index).handle)
+        gemm_function(call, lambda *plan_args: cublaslt_gemm(*plan_args, stream=stream))(*args)
+
+    packed.__name__ = call.symbol
+    return packed
+
+
 if LIBRARY is not None:
-    register_func("runtime.cublas.gemm", lambda call: gemm_function(call, cublaslt_gemm),
-                  override=True)
+    register_func("runtime.cublas.gemm", device_gemm_function, override=True)
 
 __all__ = ["Descriptors", "GemmPlan", "LIBRARY", "Operand", "REASON", "cublaslt_gemm",
-           "device_operand", "gemm_function", "host_gemm", "host_operand", "load_library",
+           "device_gemm_function", "device_operand", "gemm_function", "host_gemm", "host_operand", "load_library",
            "plan_gemm"]

@@ -15,7 +15,6 @@ with TVM's preamble for the features it uses (``cuda_preamble``). CUDA's type na
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ...ir import expr as E
@@ -24,7 +23,6 @@ from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.registry import get_global_func
-from ...ir.visitor import collect
 from .c_source import CSource
 from .cuda_artifact import CudaArtifact, CudaKernel
 from .cuda_preamble import preamble
@@ -303,15 +301,17 @@ class CudaSource(CudaTypes, TensorCoreFragments, CSource):
 
 
 def launch_bounds(func: PrimFunc) -> int | None:
-    """Threads per block of a kernel (the product of its threadIdx extents), None if not constant."""
-    extents = {axis: 1 for axis in _THREAD_AXES}
-    for attr in collect(func.body, S.AttrStmt):
-        if attr.attr_key == "thread_extent" and attr.node.thread_tag in extents:
-            value = attr.value
-            extents[attr.node.thread_tag] = value.value if isinstance(value, E.IntImm) else None
-    if None in extents.values():
-        return None
-    return math.prod(extents.values())
+    """Threads per block of a kernel (the product of its threadIdx extents, taken as the host's
+    launch takes them: ``launch_extents``), None if not constant."""
+    from ..tir.gpu.split_host_device import launch_extents
+
+    threads = 1
+    for tag, extent in zip(*launch_extents(func.body)):
+        if tag in _THREAD_AXES:
+            if not isinstance(extent, E.IntImm):
+                return None
+            threads *= extent.value
+    return threads
 
 
 def kernel_name(gvar: Any, func: PrimFunc) -> str:
