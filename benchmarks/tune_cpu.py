@@ -31,19 +31,9 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 from matmul_cpu import plain_matmul_text  # noqa: E402
+from seed_mlp import MLP  # noqa: E402
 
 TARGET = "llvm -num-cores=1"
-
-MLP = """@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((1, 784), dtype="float32"), w0: R.Tensor((128, 784), dtype="float32"), b0: R.Tensor((128,), dtype="float32"), w1: R.Tensor((10, 128), dtype="float32"), b1: R.Tensor((10,), dtype="float32")) -> R.Tensor((1, 10), dtype="float32"):
-        with R.dataflow():
-            lv0 = R.nn.relu(R.matmul(x, R.permute_dims(w0)) + b0)
-            out = R.matmul(lv0, R.permute_dims(w1)) + b1
-            R.output(out)
-        return out
-"""
 
 # Run by TVM 0.27's Python: tune the same matmul with its meta-schedule, print one JSON line.
 TVM_SCRIPT = r"""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_seed_flows import MLPModel  # (as written in seed 004)
 
 import tvms as tvm
 from tvms import dlight as dl
@@ -22,20 +23,6 @@ RNG = np.random.default_rng(5)
 
 def rand(*shape: int) -> np.ndarray:
     return RNG.random(shape, dtype=np.float32)
-
-
-class MLPModel(nn.Module):  # as written in seed 004
-    def __init__(self):
-        super(MLPModel, self).__init__()
-        self.fc1 = nn.Linear(784, 256)
-        self.relu1 = nn.ReLU()
-        self.fc2 = nn.Linear(256, 10)
-
-    def forward(self, x):
-        x = self.fc1(x)
-        x = self.relu1(x)
-        x = self.fc2(x)
-        return x
 
 
 def exported_mlp() -> tuple[tvm.IRModule, list]:

@@ -43,6 +43,7 @@ from ...ir.stmt import VECTORIZED, AllocBuffer, AttrStmt, Block, BlockRealize, B
 from ...ir.visitor import Mutator, children, walk
 from ..schedule.loop_transform import conjuncts
 from .postproc import Postproc
+from .rule_auto_bind import target_limit
 
 MAX_VECTOR_BYTES = 16
 THREAD_LOW = "meta_schedule.thread_extent_low_inclusive"
@@ -332,13 +333,8 @@ class VerifyGPUCode(Postproc):
         self.limits: dict[str, int] = {}
 
     def _initialize_with_tune_context(self, context: Any) -> None:
-        target = getattr(context, "target", None)
-        attrs = target.attrs if target is not None else {}
         for name in ("max_shared_memory_per_block", "max_threads_per_block", "thread_warp_size"):
-            if name not in attrs:
-                raise TVMSError(f'VerifyGPUCode: "{name}" is not defined in the target {target} '
-                                f"(e.g. \"cuda -{name}=...\")")
-            self.limits[name] = int(attrs[name])
+            self.limits[name] = target_limit(context, name, "VerifyGPUCode")
 
     def apply(self, sch: Any) -> bool:
         if not self.limits:

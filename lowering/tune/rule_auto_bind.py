@@ -104,9 +104,14 @@ class AutoBind(ScheduleRule):
         return [sch]
 
 
-def target_max_threads(context: Any) -> int:
+def target_limit(context: Any, name: str, who: str) -> int:
+    """The tuning target's limit ``name``, which ``who`` needs (as in TVM, the target must say it)."""
     target = getattr(context, "target", None)
-    if target is None or "max_threads_per_block" not in target.attrs:
-        raise TVMSError("binding GPU threads needs a target with max_threads_per_block "
-                        "(e.g. \"cuda -max_threads_per_block=1024\")")
-    return target.attrs["max_threads_per_block"]
+    attrs = target.attrs if target is not None else {}
+    if name not in attrs:
+        raise TVMSError(f'{who}: "{name}" is not defined in the target {target} (e.g. "cuda -{name}=...")')
+    return int(attrs[name])
+
+
+def target_max_threads(context: Any) -> int:
+    return target_limit(context, "max_threads_per_block", "binding GPU threads")
