@@ -27,8 +27,8 @@ from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .state import ScheduleState, StmtSRef, sref_of
 from .trace import CLASSIC, Instruction, Trace
-from .tree import (blocks_under, child_blocks, enclosing_loops, find_block, find_loop, parent_block, replace_stmts,
-                   walk_with_path)
+from .tree import (blocks_under, child_blocks, enclosing_loops, find_block, find_loop, find_realize, parent_block,
+                   replace_stmts, walk_with_path)
 
 
 ROOT, INLINE = "root", "inline"  # the two locations sample_compute_location names without a loop
@@ -799,7 +799,7 @@ class Schedule:
             if len(reductions) != 1:
                 raise ScheduleError(f"rfactor: loop '{node.loop_var.name}' must hold exactly one reduction "
                                     f"block, it holds {len(reductions)}")
-            realize, path = next((r, p) for r, p in walk_with_path(func.body) if r is reductions[0])
+            realize, path = find_realize(func, reductions[0])
             new_func, rf_name = rfactor.rfactor(func, realize, path, node, factor_axis)
             self._update(fname, new_func)
             # (a second rfactor of the same block makes a second block of that name)

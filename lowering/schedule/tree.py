@@ -67,6 +67,11 @@ def find_block(func: PrimFunc, name: "str | tuple") -> tuple[BlockRealize, tuple
     return None
 
 
+def find_realize(func: PrimFunc, realize: BlockRealize) -> tuple[BlockRealize, tuple]:
+    """That very realize of ``func`` with its path (where block names repeat)."""
+    return next((r, p) for r, p in walk_with_path(func.body) if r is realize)
+
+
 def find_loop(func: PrimFunc, loop_var: Var) -> tuple[For, tuple] | None:
     return find(func, lambda n: isinstance(n, For) and n.loop_var is loop_var)
 
@@ -145,7 +150,7 @@ def remove_block(func: PrimFunc, name: "str | BlockRealize", primitive: str) -> 
     """``func`` without block ``name`` (or that very realize, where names repeat) and the loops
     that hold only it."""
     if isinstance(name, BlockRealize):
-        realize, path = next((r, p) for r, p in walk_with_path(func.body) if r is name)
+        realize, path = find_realize(func, name)
         name = realize.block.name_hint
     else:
         realize, path = find_block(func, name)
