@@ -9,7 +9,6 @@ Packed functions receive the device tensors themselves (they convert with DLPack
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -21,37 +20,20 @@ from .cuda_tensor import CudaTensor, cuda_tensor
 from .device import Device
 from .numpy_ops import Shape
 from .tensor import Tensor
+from .vm_memory import BufferPool
 
 
-class VMDeviceMemory:
-    """A VM's device memory on ``device``: fresh and pooled tensors, storages, conversions."""
+class VMDeviceMemory(BufferPool):
+    """A VM's device memory on ``device``: fresh and pooled tensors (the host pool's logic over
+    device buffers), storages, conversions."""
 
     def __init__(self, device: Device) -> None:
+        super().__init__(lambda nbytes: cuda_driver.DeviceMemory(device.device_id, nbytes),
+                         lambda raw, shape, dtype: CudaTensor(device, shape, dtype, ptr=raw.ptr, owner=raw))
         self.device = device
-        self.free: dict[int, list] = defaultdict(list)  # byte size -> released raw memory
-        self.lent: dict[int, Any] = {}  # id of a pooled tensor -> its raw memory
-        self.fresh = self.reused = 0
 
     def empty(self, shape: tuple, dtype: np.dtype) -> CudaTensor:
         return CudaTensor(self.device, shape, dtype)
-
-    def take(self, shape: tuple, dtype: np.dtype) -> CudaTensor:
-        nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
-        free = self.free[nbytes]
-        if free:
-            raw = free.pop()
-            self.reused += 1
-        else:
-            raw = cuda_driver.DeviceMemory(self.device.device_id, nbytes)
-            self.fresh += 1
-        view = CudaTensor(self.device, shape, dtype, ptr=raw.ptr, owner=raw)
-        self.lent[id(view)] = raw
-        return view
-
-    def release(self, view: Any) -> None:
-        raw = self.lent.pop(id(view), None)
-        if raw is not None:
-            self.free[raw.nbytes].append(raw)
 
     def storage(self, nbytes: int) -> cuda_driver.DeviceMemory:
         """``R.vm.alloc_storage``: zeroed device bytes (as the host VM's storage)."""

@@ -9,6 +9,7 @@ the same VM.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any, Callable
 
 import numpy as np
 
@@ -34,16 +35,21 @@ def aligned_empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
 class BufferPool:
     """Aligned byte buffers by size; ``take`` prefers a released one, ``release`` returns it.
     The typed view of a buffer is kept for the next request of the same shape and dtype (a
-    pooled value never leaves the VM, so handing out the same view object again is safe)."""
+    pooled value never leaves the VM, so handing out the same view object again is safe).
+    ``allocate(nbytes)`` and ``view(raw, shape, dtype)`` make the buffers and their views (host
+    memory and numpy views by default; the GPU VM's device memory and CudaTensors)."""
 
-    def __init__(self) -> None:
-        self.free: dict[int, list[np.ndarray]] = defaultdict(list)
-        self.lent: dict[int, np.ndarray] = {}  # id of the view handed out -> its byte buffer
+    def __init__(self, allocate: Callable[[int], Any] = aligned_bytes,
+                 view: Callable[[Any, tuple, np.dtype], Any] | None = None) -> None:
+        self.allocate = allocate
+        self.make_view = view or (lambda raw, shape, dtype: raw.view(dtype).reshape(shape))
+        self.free: dict[int, list] = defaultdict(list)
+        self.lent: dict[int, Any] = {}  # id of the view handed out -> its byte buffer
         self.views: dict[int, dict] = {}  # id of a byte buffer -> {(shape, dtype): view}
         self.fresh = 0  # buffers the pool had to allocate
         self.reused = 0  # requests a released buffer served
 
-    def take(self, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    def take(self, shape: tuple, dtype: np.dtype) -> Any:
         nbytes = dtype.itemsize
         for d in shape:
             nbytes *= d
@@ -52,17 +58,17 @@ class BufferPool:
             raw = free.pop()
             self.reused += 1
         else:
-            raw = aligned_bytes(nbytes)
+            raw = self.allocate(nbytes)
             self.views[id(raw)] = {}  # (the pool keeps every buffer: its id stays its own)
             self.fresh += 1
         views = self.views[id(raw)]
         view = views.get((shape, dtype))
         if view is None:
-            view = views[(shape, dtype)] = raw.view(dtype).reshape(shape)
+            view = views[(shape, dtype)] = self.make_view(raw, shape, dtype)
         self.lent[id(view)] = raw
         return view
 
-    def release(self, view: np.ndarray) -> None:
+    def release(self, view: Any) -> None:
         raw = self.lent.pop(id(view), None)
         if raw is not None:
             self.free[raw.nbytes].append(raw)
