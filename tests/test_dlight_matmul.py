@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import tvms
 from tvms.lowering.dlight import ApplyDefaultSchedule
 from tvms.lowering.dlight.analysis import vector_lanes
-from tvms.lowering.dlight.cpu_matmul import MR, Matmul
+from tvms.lowering.dlight.cpu_matmul import Matmul, register_rows
 from tvms.lowering.tir import lower_for_codegen, unswitch_guards
 from tvms.runtime.reference import run_prim_func
 from tvms.target import Target
@@ -217,7 +217,7 @@ def test_mlp_zero_pipeline_kernels_are_scheduled_and_correct():
     for name, (w, bias, act) in kernels.items():
         func = out[name]
         text = check_reprints(func)
-        assert "T.parallel" in text and f"T.unroll(T.int64({MR}))" in text, name
+        assert "T.parallel" in text and f"T.unroll(T.int64({register_rows(Target('llvm'))}))" in text, name
         lib = tvms.build(func, target="llvm")
         for n in (1, 7, 64):
             x = rng.standard_normal((n, w.shape[0]), dtype=np.float32)

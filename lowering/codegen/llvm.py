@@ -484,6 +484,8 @@ class _FunctionCodegen:
         for x in extents:
             size = bld.mul(size, T.cast(bld, self.expr(x), x.dtype, DataType("int64")))
         malloc = declare(self.module, "malloc", T.PTR, [T.I64])
+        if "noalias" not in malloc.return_value.attributes:  # (fresh memory: loads and stores of
+            malloc.return_value.add_attribute("noalias")  # other buffers keep their registers)
         free = declare(self.module, "free", ir.VoidType(), [T.PTR])
         self.env[data] = bld.call(malloc, [size])
         self.stmt(body)

@@ -26,16 +26,18 @@ from typing import Any
 
 from ...ir.expr import GE, Add, BufferLoad, Cast, FloorDiv, FloorMod, Mul, PrimExpr, Var, const
 from ...ir.function import PrimFunc
-from ...ir.stmt import BufferStore, IfThenElse
+from ...ir.stmt import Block, BufferStore, IfThenElse
+from ...ir.visitor import walk
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
 from ..schedule.layout import IndexMap
-from .analysis import BlockInfo, CPURule, const_int, inline_cheap_blocks, num_threads, vector_lanes
+from .analysis import BlockInfo, CPURule, const_int, describe_block, inline_cheap_blocks, num_threads, vector_lanes
 
-MR = 6  # rows of the register tile (unrolled): 6 x 2 vectors of accumulators, 12 of 16 ymm
-MC = 72  # rows of a thread's panel: its slice of A (MC x KC) stays in L2
-KC_RANGE = (128, 256)  # the k slice: a divisor of K in this range (no guard in the hot loop);
-# KC x 2 vectors of B (16 KiB at KC = 256) then stay in L1 (KC = 512 measured 2x slower)
+ACCUMULATOR_SHARE = 3 / 4  # of the vector registers hold the register tile; the rest B's two
+# vectors, A's broadcast and the addresses (16 ymm: 6 x 2 tile, 8 x 2 measured 15-20% slower)
+PANEL_BYTES = 384 * 1024  # a thread's packed A panel (MC x K) stays in L2 next to a B panel
+MAX_PANEL_TILES = 12  # register tiles in a row panel
 PACK_MIN_ROWS = 16  # below this many rows packing B costs more than the strided loads
+PREPROC = "meta_schedule.layout_rewrite_preproc"  # TVM's mark of a weight's layout rewrite
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,9 @@ class Matmul(CPURule):
             return None  # a prologue that did not inline, or a second reduction
         lanes = vector_lanes(target, info.write().buffer.dtype)
         try:
-            panel = schedule_matmul(sch, info, shape, lanes, num_threads(target))
-        except ScheduleError:  # e.g. loops of symbolic extent in an order reorder can't change
+            panel = schedule_matmul(sch, info, shape, target)
+        except ScheduleError as e:  # e.g. loops of symbolic extent in an order reorder can't change
+            import traceback; traceback.print_exc()
             return None
         for epilogue in epilogues:
             schedule_epilogue(sch, panel, epilogue, lanes)
@@ -155,37 +158,85 @@ def _indexes(load: BufferLoad, position: dict, p: int) -> bool:
     return any(position.get(id(v)) == p for v in load.indices)
 
 
-def k_slice(k_extent: int | None) -> int | None:
-    """The k slice: the largest divisor of K in ``KC_RANGE`` (None: no slicing, K is small,
-    symbolic or has no such divisor)."""
-    low, high = KC_RANGE
-    if k_extent is None or k_extent <= high:
-        return None
-    return next((kc for kc in range(high, low - 1, -1) if k_extent % kc == 0), None)
+@dataclass(frozen=True)
+class Tiling:
+    """The sizes of a schedule: the register tile (``mr`` rows x ``nr`` columns, ``nr`` a multiple
+    of the vector width), the register tiles in a row panel, and the column chunks a row panel is
+    cut into so that the threads share the work evenly."""
+
+    mr: int
+    nr: int
+    panel_tiles: int
+    chunks: int
 
 
-def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, lanes: int, cores: int) -> LoopRV:
-    """Tile, pack, decompose and parallelize the main block; the loop of one row panel."""
-    loops = [it.loop for it in info.iters]  # (in iterator order)
+def register_rows(target: Any) -> int:
+    """Rows of the register tile: two vectors of accumulators per row in ACCUMULATOR_SHARE of the
+    vector registers (16 with AVX2: 6 rows; 32 with AVX-512: 12 rows)."""
+    registers = 32 if vector_lanes(target, 32) >= 16 else 16
+    return int(registers * ACCUMULATOR_SHARE) // 2
+
+
+def plan_tiling(m: int | None, n: int | None, kk: int | None, lanes: int, mr: int, cores: int,
+                item_bytes: int) -> Tiling:
+    """Sizes for an ``m x n x kk`` product (None: symbolic): row panels of whole register tiles whose
+    packed A (``panel_tiles * mr`` rows x ``kk``) fits PANEL_BYTES, in panels of even sizes; then as
+    many column chunks (a divisor of the column tiles, up to ``cores``) as even out the threads'
+    shares: 1024 rows in 11 panels leave one thread a panel more, in 22 blocks they do not."""
+    nr = 2 * lanes if n is None or n > 2 * lanes else n  # a narrow j is one vector of n lanes
+    depth = kk if kk is not None else 1024
+    most = max(1, min(MAX_PANEL_TILES, PANEL_BYTES // (depth * mr * item_bytes)))
+    if m is None:
+        return Tiling(mr, nr, most, 1)
+    tiles = -(-m // mr)
+    panels = -(-tiles // most)
+    panel_tiles = -(-tiles // panels)
+    panels = -(-tiles // panel_tiles)
+    col_tiles = -(-n // nr) if n is not None else 1
+    chunks = min((c for c in range(1, cores + 1) if col_tiles % c == 0),
+                 key=lambda c: -(-panels * c // cores) * -(-col_tiles // c))
+    return Tiling(mr, nr, panel_tiles, chunks)
+
+
+def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, target: Any) -> LoopRV:
+    """Pad, tile, pack, keep the register tile in a local buffer, parallelize; the loop of one
+    block of the output (a row panel, or a chunk of one)."""
+    dtype = info.write().buffer.dtype
+    lanes = vector_lanes(target, dtype)
     extent = [const_int(it.extent) for it in info.iters]
     m, n, kk = extent[shape.i], extent[shape.j], extent[shape.k]
-    nr = 2 * lanes if n is None or n > 2 * lanes else n  # a narrow j is one vector of n lanes
-    i_0, i_1, i_2 = sch.split(loops[shape.i], [None, rows_per_panel(m, cores) // MR, MR])
-    j_0, j_1 = sch.split(loops[shape.j], [None, nr])
-    kc = k_slice(kk)
-    k_0, k_1 = sch.split(loops[shape.k], [None, kc]) if kc else (None, loops[shape.k])
+    plan = plan_tiling(m, n, kk, lanes, register_rows(target), num_threads(target), max(1, dtype.bits // 8))
+    block = info.rv
+    padded = n is not None and n % plan.nr != 0
+    if padded:  # whole column tiles: B and C get zero columns, copied away at the end
+        sch.pad_einsum(block, [plan.nr if p == shape.j else 1 for p in range(len(info.iters))])
+        info = describe_block(sch, block)
+    loops = [it.loop for it in info.iters]
+    i_0, i_1, i_2 = sch.split(loops[shape.i], [None, plan.panel_tiles, plan.mr])
+    chunk = []
+    if plan.chunks > 1:
+        j_c, j_0, j_1 = sch.split(loops[shape.j], [plan.chunks, None, plan.nr])
+        chunk = [j_c]
+    else:
+        j_0, j_1 = sch.split(loops[shape.j], [None, plan.nr])
     batch = [loops[p] for p in shape.batch]
-    order = [*batch, i_0, *([k_0] if k_0 else []), j_0, i_1, k_1, i_2, j_1]
-    reorder_inside(sch, info.rv, order)
-    if packing_pays(shape, m, n, kk, nr):
-        pack_b(sch, info.rv, shape, nr)
-    init = sch.decompose_reduction(info.rv, k_0 if k_0 else k_1)
-    sch.unroll(i_2)
-    sch.vectorize(j_1)
-    init_loops = sch.get_loops(init)
-    sch.unroll(init_loops[-2])
-    sch.vectorize(init_loops[-1])
-    return parallel_outer(sch, [*batch, i_0])
+    reorder_inside(sch, block, [*batch, i_0, *chunk, j_0, i_1, loops[shape.k], i_2, j_1])
+    panel = parallel_outer(sch, [*batch, i_0, *chunk])
+    b_packed = pack_b(sch, block, shape, plan.nr, padded, m)
+    if m is not None and m >= PACK_MIN_ROWS:
+        pack_a(sch, block, shape, plan.mr, panel, m)
+    tile = sch.cache_write(block, 0, "local")  # the accumulators: registers
+    sch.reverse_compute_at(tile, i_1)
+    if padded:  # the tile goes straight to C, its zero columns left out
+        sch.reverse_compute_inline(sch.get_consumers(tile)[0])
+    init = sch.decompose_reduction(block, loops[shape.k])
+    for stage in (block, init, tile):
+        inner = sch.get_loops(stage)
+        sch.unroll(inner[-2])
+        sch.vectorize(inner[-1])
+    if b_packed is not None:
+        mark_weight_packing(sch, b_packed)
+    return panel
 
 
 def reorder_inside(sch: Schedule, block: BlockRV, order: list[LoopRV]) -> None:
@@ -199,42 +250,34 @@ def reorder_inside(sch: Schedule, block: BlockRV, order: list[LoopRV]) -> None:
         sch.reorder(*order[keep:])
 
 
-def rows_per_panel(m: int | None, cores: int) -> int:
-    """About MC rows (whole register tiles), in a number of panels the cores share evenly:
-    1024 rows make 16 panels of 66, not 15 of 72 (8 and 7 panels: 1.78x at best on 2 cores)."""
-    if m is None:
-        return MC
-    tiles = -(-m // MR)
-    panels = -(-tiles // (MC // MR))
-    panels = -(-panels // cores) * cores
-    return -(-tiles // panels) * MR
-
-
-def packing_pays(shape: MatmulShape, m: int | None, n: int | None, kk: int | None, nr: int) -> bool:
-    """Pack B when its panels tile it exactly and either it is stored [j, k] (a vector load then
-    needs the copy) or there are several panels and enough rows to reuse them. A symbolic row
-    count may be 1 (a batch of one): the copy would then cost more than the product."""
-    if n is None or kk is None or n % nr:
-        return False
-    return shape.b_transposed or (n > nr and m is not None and m >= PACK_MIN_ROWS)
-
-
-def pack_b(sch: Schedule, block: BlockRV, shape: MatmulShape, nr: int) -> None:
-    """Copy B into panels ``[.., j // nr, k, j % nr]`` before the matmul: the inner loop then
-    reads ``nr`` contiguous elements per k step."""
-    packed = sch.cache_read(block, shape.b_read, "global")
+def pack_b(sch: Schedule, block: BlockRV, shape: MatmulShape, nr: int, padded: bool, m: int | None) -> BlockRV | None:
+    """Copy B into panels ``[.., j // nr, k, j % nr]`` before the matmul, so the inner loop reads
+    ``nr`` contiguous elements per k step: the copy pad_einsum made (zero columns) or a cache
+    stage. Not worth it for a few rows of an unpadded B stored ``[k, j]``; the packing block."""
+    reads = sch.get(block).reads
+    b_buffer = reads[shape.b_read].buffer
+    if padded:
+        packed = next(p for p in sch.get_producers(block) if sch.get(p).writes[0].buffer is b_buffer)
+    elif shape.b_transposed or (m is not None and m >= PACK_MIN_ROWS):
+        packed = sch.cache_read(block, shape.b_read, "global")
+    else:
+        return None
     source = sch.get(packed).reads[0].buffer
     sch.transform_layout(packed, ("write", 0), panel_map(source.shape, nr, shape.b_transposed))
     loops = sch.get_loops(packed)
+    if padded:  # (a zero where B has no column: a guarded element, not a vector)
+        sch.parallel(loops[0])
+        return packed
     if shape.b_transposed:  # a panel's rows side by side at each k: the stores are contiguous
         outer, across = sch.split(loops[-2], [None, nr])
         sch.reorder(outer, loops[-1], across)
         sch.vectorize(across)
         sch.parallel(loops[0] if len(loops) > 2 else outer)
-        return
+        return packed
     _, vec = sch.split(loops[-1], [None, nr])  # a row of a panel at a time: contiguous both sides
     sch.vectorize(vec)
     sch.parallel(loops[0])
+    return packed
 
 
 def panel_map(b_shape: tuple, nr: int, transposed: bool) -> IndexMap:
@@ -246,9 +289,41 @@ def panel_map(b_shape: tuple, nr: int, transposed: bool) -> IndexMap:
     return IndexMap(indices, [*indices[:-2], FloorDiv(j, width), k, FloorMod(j, width)])
 
 
+def pack_a(sch: Schedule, block: BlockRV, shape: MatmulShape, mr: int, panel: LoopRV, m: int) -> None:
+    """Copy each block's rows of A into ``[.., i // mr, k, i % mr]`` (zero rows past ``m``) at the
+    start of the block: a register tile's ``mr`` values of A per k step are then contiguous, next
+    to the next step's."""
+    a_read = next(n for n, r in enumerate(sch.get(block).reads) if r.buffer is not sch.get(block).reads[shape.b_read].buffer
+                  and r.buffer is not sch.get(block).writes[0].buffer)
+    packed = sch.cache_read(block, a_read, "global")
+    source = sch.get(packed).reads[0].buffer
+    dtype = source.shape[-1].dtype
+    indices = [Var(f"v{d}", dtype) for d in range(len(source.shape))]
+    i, k = indices[-2:]
+    width = const(mr, dtype)
+    index_map = IndexMap(indices, [*indices[:-2], FloorDiv(i, width), k, FloorMod(i, width)])
+    zero = const(0, source.dtype) if m % mr else None
+    sch.transform_layout(packed, ("write", 0), index_map, pad_value=zero)
+    sch.compute_at(packed, panel)
+    sch.unroll(sch.get_loops(packed)[-1])
+
+
+def mark_weight_packing(sch: Schedule, packed: BlockRV) -> None:
+    """Mark the packing of B as TVM's RewriteLayout does when B is a parameter that nothing else
+    reads: SplitLayoutRewritePreproc can then move it to a function of its own, and
+    LiftTransformParams run it once per weight instead of once per call."""
+    func = sch.mod["main"]
+    source = sch.get(packed).reads[0].buffer
+    if source not in func.buffer_map.values():
+        return
+    readers = [b for b in walk(func.body) if isinstance(b, Block) and any(r.buffer is source for r in b.reads)]
+    if len(readers) == 1:
+        sch.annotate(packed, PREPROC, const(True, "bool"))
+
+
 def parallel_outer(sch: Schedule, loops: list[LoopRV]) -> LoopRV:
-    """Run the batch loops and the row panels in parallel (fused when all are constant); the
-    loop that holds one row panel."""
+    """Run the batch loops, the row panels and their column chunks in parallel (fused when all
+    are constant); the loop that holds one block of the output."""
     extents = [const_int(sch.get(loop).extent) for loop in loops]
     if len(loops) > 1 and None not in extents:
         fused = sch.fuse(*loops)

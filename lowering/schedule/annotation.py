@@ -26,7 +26,7 @@ def _what(node: Any) -> str:
 def annotate(func: PrimFunc, node: Any, key: str, value: Any) -> PrimFunc:
     if not isinstance(key, str):
         raise ScheduleError(f"annotate: the key for {_what(node)} must be a string, got {key!r}")
-    if not isinstance(value, (int, float, str, list, tuple)):
+    if not isinstance(value, (int, float, str, list, tuple, PrimExpr)):  # (T.bool(True): an IntImm)
         raise ScheduleError(f"annotate: cannot annotate {_what(node)} with a {type(value).__name__}")
     target = _target(node)
     annotations = dict(target.annotations)

@@ -16,7 +16,7 @@ import dataclasses
 from ...ir.analysis import index_bounds, substitute
 from ...ir.buffer import Buffer, BufferRegion
 from ...ir.arith import simplify_index
-from ...ir.expr import Add, BufferLoad, FloorMod, IntImm, PrimExpr, Range, Sub, const, is_const_int
+from ...ir.expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, PrimExpr, Range, Sub, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import THREAD_BINDING, Block, BlockRealize, BufferStore, For
 from ...ir.visitor import Mutator, Visitor, walk
@@ -49,7 +49,7 @@ class _Accesses(Visitor):
     def touch(self, buffer: Buffer, indices: tuple) -> None:
         ranges = []
         for dim, index in enumerate(indices):
-            bounds = index_bounds(substitute(index, self.binding), self.doms)
+            bounds = index_bounds(self.quotients_folded(substitute(index, self.binding)), self.doms)
             if bounds is None or index.dtype.lanes > 1:
                 extent = buffer.shape[dim]
                 ranges.append(Range(const(0, extent.dtype), extent))
@@ -57,6 +57,16 @@ class _Accesses(Visitor):
                 lo, hi = bounds
                 ranges.append(Range(lo, simplify_index(Add(Sub(hi, lo), const(1, lo.dtype)))))
         self.found.setdefault(buffer, []).append(BufferRegion(buffer, tuple(ranges)))
+
+    def quotients_folded(self, index: PrimExpr) -> PrimExpr:
+        """``index`` with its floordiv/floormod by a constant folded where the loops' constant
+        ranges allow (``(i_0 * 72 + i_1 * 6 + i_2) // 6`` is ``i_0 * 12 + i_1`` for ``i_2 < 6``):
+        bounds taken through an unfolded quotient cover whole dimensions (a packed panel)."""
+        if not any(isinstance(n, (FloorDiv, FloorMod)) for n in walk(index)):
+            return index
+        ranges = {v: (lo.value, extent.value) for v, (lo, extent) in self.doms.items()
+                  if isinstance(lo, IntImm) and isinstance(extent, IntImm)}
+        return simplify_index(index, ranges)
 
     def visit_For(self, loop: For) -> None:
         self.doms[loop.loop_var] = (substitute(loop.min, self.binding), substitute(loop.extent, self.binding))
