@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .base import ScheduleRule
+from .cpu_conv import Conv2D
 from .cpu_elementwise import Elementwise
 from .cpu_fallback import Fallback
 from .cpu_gemv import GEMV
@@ -11,7 +12,7 @@ from .cpu_reduction import Reduction
 
 def default_rules() -> list[ScheduleRule]:
     """The rules in the order they are tried: the most specific first, Fallback last."""
-    return [Matmul(), GEMV(), Reduction(), Elementwise(), Fallback()]
+    return [Conv2D(), Matmul(), GEMV(), Reduction(), Elementwise(), Fallback()]
 
 
-__all__ = ["Elementwise", "Fallback", "GEMV", "Matmul", "Reduction", "default_rules"]
+__all__ = ["Conv2D", "Elementwise", "Fallback", "GEMV", "Matmul", "Reduction", "default_rules"]
