@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import tvms
 from tvms.lowering.dlight import ApplyDefaultSchedule
 from tvms.lowering.dlight.analysis import vector_lanes
-from tvms.lowering.dlight.cpu_matmul import Matmul, register_rows
+from tvms.lowering.dlight.cpu_matmul import Matmul, Tiling, plan_tiling, register_rows
 from tvms.lowering.tir import lower_for_codegen, unswitch_guards
 from tvms.runtime.reference import run_prim_func
 from tvms.target import Target
@@ -123,6 +123,75 @@ def test_packed_and_k_sliced_shapes(m, n, k):
     c = np.zeros((m, n), np.float32)
     tvms.build(func, target="llvm")(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.slow
+def test_odd_sizes_equal_numpy():
+    """Sizes the tiles do not divide: tail rows (guarded rows of a zero-padded packed A), tail
+    columns (B and C padded to whole column tiles), one row or column short of a power of two."""
+    rng = np.random.default_rng(11)
+    for m, n, k in [(7, 7, 7), (63, 63, 63), (1000, 1000, 1000), (1023, 1023, 1023), (2, 1000, 1)]:
+        func = scheduled(matmul_text(m, n, k), Target("llvm"))
+        a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+        c = np.zeros((m, n), np.float32)
+        tvms.build(func, target="llvm")(a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_register_tile_and_blocks_follow_the_target():
+    """12 x 2 zmm accumulators with AVX-512, 6 x 2 ymm with AVX2; A packed per row panel into
+    register-tile order, the tile in a local buffer; blocks of the output cut along the columns
+    when the row panels alone would leave a thread idle."""
+    avx512 = Target("llvm -mattr=+avx512f,+avx2")
+    assert (register_rows(avx512), register_rows(AVX2)) == (12, 6)
+    text = scheduled(matmul_text(120, 64, 64), avx512).script()
+    assert "A_global = T.alloc_buffer((10, 64, 12))" in text and 'scope="local"' in text
+    assert "T.unroll(12)" in text and "T.vectorized(32)" in text
+    assert plan_tiling(96, 1024, 1024, 16, 12, 2, 4) == Tiling(mr=12, nr=32, panel_tiles=8, chunks=2)
+    assert plan_tiling(1024, 1024, 1024, 16, 12, 2, 4).chunks == 2  # 11 row panels: 22 blocks
+    assert plan_tiling(1152, 1024, 1024, 16, 12, 2, 4).chunks == 1  # 12 row panels
+    assert plan_tiling(None, 256, 784, 8, 6, 2, 4).chunks == 1  # symbolic rows: panels only
+
+
+MARK = 'T.block_attr({"meta_schedule.layout_rewrite_preproc": T.bool(True)})'
+
+
+def test_packing_of_a_weight_is_marked_for_lift():
+    """B is a parameter only the packing reads: the packing is a block at the top of the
+    function marked as TVM's RewriteLayout marks it, and the function still computes A @ B."""
+    func = scheduled(matmul_text(64, 96, 80))
+    text = check_reprints(func)
+    assert text.count(MARK) == 1
+    packing = text.index('with T.block("B_global")')
+    assert packing < text.index(MARK) < text.index("T.parallel(", packing + 1) < text.index('T.block("C_update")')
+    rng = np.random.default_rng(12)
+    a, b = rng.standard_normal((64, 80), dtype=np.float32), rng.standard_normal((80, 96), dtype=np.float32)
+    built, ref = run_both(func, a, b, (64, 96))
+    np.testing.assert_allclose(built, a @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+    padded = check_reprints(scheduled(matmul_text(64, 40, 80)))  # (the zero-padding copy is the packing)
+    assert padded.count(MARK) == 1 and 'T.block("B_pad")' in padded
+
+
+B_ALSO_READ = """@T.prim_func
+def main(A: T.Buffer((64, 80), "float32"), B: T.Buffer((80, 96), "float32"), C: T.Buffer((64, 96), "float32"), D: T.Buffer((80, 96), "float32")):
+    T.func_attr({"tir.noalias": True})
+    for i, j, k in T.grid(64, 96, 80):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+    for i, j in T.grid(80, 96):
+        with T.block("D"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            D[vi, vj] = B[vi, vj] * T.float32(2)
+"""
+
+
+def test_packing_of_b_read_elsewhere_is_not_marked():
+    sch = Matmul().apply(from_source(B_ALSO_READ), AVX2, False)
+    assert sch is None or "layout_rewrite_preproc" not in sch.mod["main"].script()
 
 
 def test_symbolic_rows():

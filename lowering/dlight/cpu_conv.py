@@ -134,7 +134,7 @@ def schedule_conv(sch: Schedule, conv: BlockInfo, weight: BufferLoad, mr: int, u
     rows = sch.fuse(n, y)
     sch.parallel(rows)
     w_read = next(i for i, r in enumerate(sch.get(block).reads) if r.buffer is weight.buffer)
-    packed = sch.cache_read(block, w_read, "global")
+    packed = sch.cache_read(block, w_read, "global", consumer_blocks=[block])
     dtype = weight.buffer.shape[0].dtype
     v = [Var(f"v{d}", dtype) for d in range(4)]
     rows_map = IndexMap(v, [FloorDiv(v[0], const(mr, dtype)), v[1], v[2], v[3], FloorMod(v[0], const(mr, dtype))])

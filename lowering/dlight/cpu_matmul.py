@@ -259,7 +259,7 @@ def pack_b(sch: Schedule, block: BlockRV, shape: MatmulShape, nr: int, padded: b
     if padded:
         packed = next(p for p in sch.get_producers(block) if sch.get(p).writes[0].buffer is b_buffer)
     elif shape.b_transposed or (m is not None and m >= PACK_MIN_ROWS):
-        packed = sch.cache_read(block, shape.b_read, "global")
+        packed = sch.cache_read(block, shape.b_read, "global", consumer_blocks=[block])
     else:
         return None
     source = sch.get(packed).reads[0].buffer
@@ -295,7 +295,7 @@ def pack_a(sch: Schedule, block: BlockRV, shape: MatmulShape, mr: int, panel: Lo
     to the next step's."""
     a_read = next(n for n, r in enumerate(sch.get(block).reads) if r.buffer is not sch.get(block).reads[shape.b_read].buffer
                   and r.buffer is not sch.get(block).writes[0].buffer)
-    packed = sch.cache_read(block, a_read, "global")
+    packed = sch.cache_read(block, a_read, "global", consumer_blocks=[block])
     source = sch.get(packed).reads[0].buffer
     dtype = source.shape[-1].dtype
     indices = [Var(f"v{d}", dtype) for d in range(len(source.shape))]
