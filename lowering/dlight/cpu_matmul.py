@@ -207,12 +207,18 @@ def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, target: 
     m, n, kk = extent[shape.i], extent[shape.j], extent[shape.k]
     plan = plan_tiling(m, n, kk, lanes, register_rows(target), num_threads(target), max(1, dtype.bits // 8))
     block = info.rv
-    padded = n is not None and n % plan.nr != 0
-    if padded:  # whole column tiles: B and C get zero columns, copied away at the end
-        sch.pad_einsum(block, [plan.nr if p == shape.j else 1 for p in range(len(info.iters))])
+    pad_rows = m is not None and m % plan.mr != 0
+    pad_columns = n is not None and n % plan.nr != 0
+    if pad_rows or pad_columns:  # whole register tiles: A, B and C get zero rows and columns
+        sch.pad_einsum(block, [plan.mr if p == shape.i and pad_rows else plan.nr if p == shape.j and pad_columns
+                               else 1 for p in range(len(info.iters))])
         info = describe_block(sch, block)
     loops = [it.loop for it in info.iters]
-    i_0, i_1, i_2 = sch.split(loops[shape.i], [None, plan.panel_tiles, plan.mr])
+    if m is None:
+        i_0, i_1, i_2 = sch.split(loops[shape.i], [None, plan.panel_tiles, plan.mr])
+    else:  # (a last panel of fewer tiles is guarded per tile, not per row)
+        tiles, i_2 = sch.split(loops[shape.i], [None, plan.mr])
+        i_0, i_1 = sch.split(tiles, [None, plan.panel_tiles])
     chunk = []
     if plan.chunks > 1:
         j_c, j_0, j_1 = sch.split(loops[shape.j], [plan.chunks, None, plan.nr])
@@ -222,12 +228,12 @@ def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, target: 
     batch = [loops[p] for p in shape.batch]
     reorder_inside(sch, block, [*batch, i_0, *chunk, j_0, i_1, loops[shape.k], i_2, j_1])
     panel = parallel_outer(sch, [*batch, i_0, *chunk])
-    b_packed = pack_b(sch, block, shape, plan.nr, padded, m)
-    if m is not None and m >= PACK_MIN_ROWS:
-        pack_a(sch, block, shape, plan.mr, panel, m)
+    b_packed = pack_b(sch, block, shape, plan.nr, pad_columns, m)
+    if pad_rows or (m is not None and m >= PACK_MIN_ROWS):
+        pack_a(sch, block, shape, plan.mr, panel, pad_rows)
     tile = sch.cache_write(block, 0, "local")  # the accumulators: registers
     sch.reverse_compute_at(tile, i_1)
-    if padded:  # the tile goes straight to C, its zero columns left out
+    if pad_rows or pad_columns:  # the tile goes straight to C, its zero rows and columns left out
         sch.reverse_compute_inline(sch.get_consumers(tile)[0])
     init = sch.decompose_reduction(block, loops[shape.k])
     for stage in (block, init, tile):
@@ -289,23 +295,29 @@ def panel_map(b_shape: tuple, nr: int, transposed: bool) -> IndexMap:
     return IndexMap(indices, [*indices[:-2], FloorDiv(j, width), k, FloorMod(j, width)])
 
 
-def pack_a(sch: Schedule, block: BlockRV, shape: MatmulShape, mr: int, panel: LoopRV, m: int) -> None:
-    """Copy each block's rows of A into ``[.., i // mr, k, i % mr]`` (zero rows past ``m``) at the
-    start of the block: a register tile's ``mr`` values of A per k step are then contiguous, next
-    to the next step's."""
-    a_read = next(n for n, r in enumerate(sch.get(block).reads) if r.buffer is not sch.get(block).reads[shape.b_read].buffer
-                  and r.buffer is not sch.get(block).writes[0].buffer)
-    packed = sch.cache_read(block, a_read, "global", consumer_blocks=[block])
-    source = sch.get(packed).reads[0].buffer
+def pack_a(sch: Schedule, block: BlockRV, shape: MatmulShape, mr: int, panel: LoopRV, padded: bool) -> None:
+    """Copy each block's rows of A into ``[.., i // mr, k, i % mr]`` at the start of the block (the
+    copy pad_einsum made, with zero rows, or a cache stage): a register tile's ``mr`` values of A
+    per k step are then contiguous, next to the next step's."""
+    reads = sch.get(block).reads
+    a_buffer = next(r.buffer for n, r in enumerate(reads) if n != shape.b_read and r.buffer is not sch.get(block).writes[0].buffer)
+    if padded:
+        packed = next(p for p in sch.get_producers(block) if sch.get(p).writes[0].buffer is a_buffer)
+    else:
+        packed = sch.cache_read(block, [r.buffer for r in reads].index(a_buffer), "global", consumer_blocks=[block])
+    source = sch.get(packed).writes[0].buffer
     dtype = source.shape[-1].dtype
     indices = [Var(f"v{d}", dtype) for d in range(len(source.shape))]
     i, k = indices[-2:]
     width = const(mr, dtype)
-    index_map = IndexMap(indices, [*indices[:-2], FloorDiv(i, width), k, FloorMod(i, width)])
-    zero = const(0, source.dtype) if m % mr else None
-    sch.transform_layout(packed, ("write", 0), index_map, pad_value=zero)
+    sch.transform_layout(packed, ("write", 0), IndexMap(indices, [*indices[:-2], FloorDiv(i, width), k, FloorMod(i, width)]))
     sch.compute_at(packed, panel)
-    sch.unroll(sch.get_loops(packed)[-1])
+    loops = sch.get_loops(packed)
+    outer = [sch.get(loop).loop_var for loop in loops].index(sch.get(panel).loop_var)
+    if len(loops) - outer == 3:  # (rows, k: a unit k has no loop)
+        tiles, row = sch.split(loops[-2], [None, mr])  # a tile's rows at each k: contiguous stores
+        sch.reorder(tiles, loops[-1], row)
+        sch.unroll(row)
 
 
 def mark_weight_packing(sch: Schedule, packed: BlockRV) -> None:

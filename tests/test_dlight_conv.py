@@ -1,0 +1,137 @@
+"""The default CPU rules on what legalized Relax convolutions and batched matmuls become: the
+Conv2D rule (lowering/dlight/cpu_conv.py) on ``R.nn.conv2d`` NCHW 3x3, which functions it takes,
+that it computes what numpy and the reference executor compute and marks its weight packing;
+the Matmul rule on ``R.matmul`` with batch dimensions."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvms
+from tvms.lowering.dlight import ApplyDefaultSchedule
+from tvms.lowering.dlight.cpu import default_rules
+from tvms.lowering.dlight.cpu_conv import Conv2D, register_tile
+from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
+from tvms.target import Target
+
+AVX2 = Target("llvm -mcpu=haswell -mattr=+avx2,+fma")
+MARK = 'T.block_attr({"meta_schedule.layout_rewrite_preproc": T.bool(True)})'
+
+
+def relax_module(body: str, params: str, ret: str) -> str:
+    return f"""# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main({params}) -> {ret}:
+        with R.dataflow():
+{body}
+"""
+
+
+def conv_module(n: int, c: int, size: int, f: int, stride: int = 1, relu: bool = False) -> tvms.IRModule:
+    out = (size + 2 - 3) // stride + 1
+    tensor = f'R.Tensor(({n}, {f}, {out}, {out}), dtype="float32")'
+    body = (f"            y = R.nn.conv2d(x, w, strides=[{stride}, {stride}], padding=[1, 1, 1, 1])\n"
+            + ("            z = R.nn.relu(y)\n            R.output(z)\n        return z" if relu else
+               "            R.output(y)\n        return y"))
+    params = f'x: R.Tensor(({n}, {c}, {size}, {size}), dtype="float32"), w: R.Tensor(({f}, {c}, 3, 3), dtype="float32")'
+    return from_source(relax_module(body, params, tensor))
+
+
+def legalized(mod: tvms.IRModule) -> tvms.IRModule:
+    return tvms.relax.get_pipeline("zero")(mod)
+
+
+def conv_reference(x: np.ndarray, w: np.ndarray, stride: int = 1) -> np.ndarray:
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))[:, :, ::stride, ::stride]
+    return np.einsum("ncyxij,fcij->nfyx", windows, w)
+
+
+def only_kernel(mod: tvms.IRModule):
+    (name,) = [gv for gv, f in mod.functions.items() if not hasattr(f, "ret_struct_info")]
+    return mod[name]
+
+
+@pytest.mark.parametrize("target", [Target("llvm"), AVX2], ids=["host", "avx2"])
+def test_conv2d_equals_numpy_and_the_reference(target):
+    """A small ResNet-like layer (output channels the tile does not divide), with a fused relu."""
+    mod = legalized(conv_module(2, 8, 16, 20, relu=True))
+    func = only_kernel(mod)
+    sch = Conv2D().apply(func, target, False)
+    assert sch is not None, "the rule declined a conv2d"
+    out = sch.mod["main"]
+    text = out.script()
+    assert from_source(text).script() == text
+    assert text.count(MARK) == 1 and "T.parallel" in text and 'scope="local"' in text
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 8, 16, 16), dtype=np.float32)
+    w = rng.standard_normal((20, 8, 3, 3), dtype=np.float32)
+    built, ref = np.zeros((2, 20, 16, 16), np.float32), np.zeros((2, 20, 16, 16), np.float32)
+    tvms.build(out, target="llvm")(x, w, built)
+    run_prim_func(out, x, w, ref)
+    expected = np.maximum(conv_reference(x, w), 0)
+    np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+
+
+def test_resnet_layer_through_the_default_rules():
+    """56x56x64 -> 64, 3x3: the Conv2D rule is the one default_rules pick, and it is right."""
+    mod = legalized(conv_module(1, 64, 56, 64))
+    with Target("llvm"):
+        out = ApplyDefaultSchedule(*default_rules())(mod)
+    func = only_kernel(out)
+    assert func.script().count(MARK) == 1
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 64, 56, 56), dtype=np.float32)
+    w = rng.standard_normal((64, 64, 3, 3), dtype=np.float32)
+    y = np.zeros((1, 64, 56, 56), np.float32)
+    tvms.build(func, target="llvm")(x, w, y)
+    np.testing.assert_allclose(y, conv_reference(x, w), rtol=1e-3, atol=1e-3)
+
+
+def test_register_tile_fills_the_accumulators():
+    assert register_tile(56, 16, 24) == (3, 7, 8)  # AVX-512: 3 channels x 7 ymm of pixels
+    assert register_tile(56, 8, 12) == (12, 1, 8)  # AVX2: 12 channels x 1 ymm
+    assert register_tile(64, 16, 24) == (6, 4, 16)
+    assert register_tile(7, 16, 24) is None  # no vector of 4 lanes divides the row
+
+
+def test_declines_strided_convolutions_and_matmuls():
+    strided = only_kernel(legalized(conv_module(1, 8, 16, 8, stride=2)))
+    assert Conv2D().apply(strided, Target("llvm"), False) is None
+    matmul = from_source("""@T.prim_func
+def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
+    for i, j, k in T.grid(64, 64, 64):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+""")
+    assert Conv2D().apply(matmul, Target("llvm"), False) is None
+
+
+def test_batched_matmul_through_the_default_rules():
+    """``R.matmul`` with batch dimensions on both sides, and on the left only (B shared)."""
+    params = ('x: R.Tensor((3, 50, 64), dtype="float32"), w: R.Tensor((3, 64, 72), dtype="float32"), '
+              'v: R.Tensor((64, 40), dtype="float32")')
+    ret = 'R.Tuple(R.Tensor((3, 50, 72), dtype="float32"), R.Tensor((3, 50, 40), dtype="float32"))'
+    body = "            y = R.matmul(x, w)\n            z = R.matmul(x, v)\n            R.output(y, z)\n        return (y, z)"
+    mod = legalized(from_source(relax_module(body, params, ret)))
+    with Target("llvm"):
+        out = ApplyDefaultSchedule(*default_rules())(mod)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 50, 64), dtype=np.float32)
+    for name, b in (("matmul", rng.standard_normal((3, 64, 72), dtype=np.float32)),
+                    ("matmul1", rng.standard_normal((64, 40), dtype=np.float32))):
+        func = out[name]
+        text = func.script()
+        assert 'scope="local"' in text, name  # the Matmul rule's register tile
+        y = np.zeros((3, 50, b.shape[-1]), np.float32)
+        tvms.build(func, target="llvm")(x, b, y)
+        np.testing.assert_allclose(y, x @ b, rtol=1e-4, atol=1e-4)
