@@ -7,15 +7,14 @@ pixels ``x`` and the reduction runs over ``k = (c, ry, rx)``: row ``k`` of the r
 is the run ``D[n, c, y + ry, rx:rx + X]``, already contiguous in the padded input, so no im2col
 copy is needed. The loops become, outermost first::
 
-    n y (parallel) | f_0 | x_0 | c ry rx | f_1 (unrolled, MR) | x_1 (vectorized, NR)
+    n y (parallel) | f_0 | x_0 | c ry rx | f_1 (unrolled, MR) | x_u (unrolled, u) | x_v (vectorized)
 
-The register tile is MR channels x NR pixels, NR a row of the output (or the largest divisor
-of it up to four vectors), MR as many rows as fill the Matmul rule's accumulator registers
-(56 pixels are four zmm registers a row on AVX-512: 6 rows; seven ymm on AVX2: 1 row). The
-tile lives in a local buffer (registers) over the whole reduction; per k, MR broadcasts of W
-and NR / w loads of D feed MR * NR / w FMAs. W is first copied into ``[f // MR, c, ry, rx,
-f % MR]`` (zero rows past F), so a tile's MR weights per k are contiguous: that block reads
-only W and is marked for LiftTransformParams as the Matmul rule marks its packed B. One output
+The register tile is MR channels x u vectors of pixels, the vectors as wide as divides the row
+(56 pixels: 8 lanes, ymm), MR x u filling the Matmul rule's accumulator registers with the most
+FMAs per load (AVX-512's 24: 3 channels x 7 vectors; AVX2's 12: 12 x 1). The tile lives in a
+local buffer (registers) over the whole reduction; per k, MR broadcasts of W and u loads of D
+feed MR x u FMAs. W is first copied into ``[f // MR, c, ry, rx, f % MR]`` (zero rows past F),
+so a tile's MR weights per k are contiguous: that block reads only W and is marked for LiftTransformParams as the Matmul rule marks its packed B. One output
 row per parallel task: its input slab (C x 3 rows) stays in cache while every channel tile
 uses it. The padded input is computed first, in parallel over its channels.
 """

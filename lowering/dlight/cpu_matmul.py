@@ -1,22 +1,34 @@
 """The default CPU schedule of a matmul: ``C[b.., i, j] += A[b.., i, k] * B[b.., k, j]`` (or B
 stored as ``[j, k]``), with injective prologues inlined and an elementwise epilogue (bias, relu)
-computed per row panel.
+computed per block of the output.
 
 The loops become, outermost first (the BLAS way, sized for a vector width of ``w`` lanes)::
 
-    b.. i_0 (parallel) | k_0 | j_0 | i_1 | k_1 | i_2 (unrolled, MR) | j_1 (vectorized, 2w)
+    b.. i_0 j_c (parallel) | pack A | j_0 | i_1 | k | i_2 (unrolled, MR) | j_1 (vectorized, 2w)
 
-so that a row panel of ``MC`` rows is one thread's work, a ``KC`` slice of B's panel (``KC`` x 2w,
-16 KiB) stays in L1 while ``MC / MR`` register tiles use it, and each register tile (MR x 2w
-accumulators: 12 ymm registers on AVX2, enough independent FMA chains to cover the FMA latency
-of both pipes; 8 measured 15-20% slower) stays in registers across its ``k_1`` loop: per k, MR
-broadcasts of A and two vector loads of B feed 2 MR FMAs. B is first copied into contiguous
-panels ``[j // 2w, k, j % 2w]`` (a cache_read stage with transform_layout), so the inner loop
-reads it with unit stride; the init is a block of its own (decompose_reduction).
+A block of the output (parallel) is a row panel of ``MC`` rows, or a column chunk of one: row
+panels alone, when their number is not a multiple of the threads, leave a thread idle at the
+end (11 panels on 2 threads: 1.83x at best), so the columns are cut as well when that evens
+out the threads' shares. The register tile is MR x 2w accumulators in three quarters of the
+vector registers: 6 x 2 ymm with AVX2's 16 (enough independent FMA chains to cover the FMA
+latency of both pipes; 8 x 2 measured 15-20% slower), 12 x 2 zmm with AVX-512's 32; per k, MR
+broadcasts of A and two vector loads of B feed 2 MR FMAs. The tile is a local buffer
+(cache_write) that lives in registers across the whole k loop and goes to C once.
 
-Sizes that the tiles do not divide, and symbolic sizes, get guarded tails (``T.where``); the
-lowering's UnswitchGuards tests a tile's row guards once, outside its k loop, so only the tail
-tile pays for them. The rule declines what is not a matmul, and GEMV shapes (an ``i`` or ``j``
+Both operands are packed so the micro-kernel reads them with unit stride. B, once per call, into
+panels ``[j // 2w, k, j % 2w]`` (a block at the top of the function: when B is a parameter
+that nothing else reads, it is marked ``meta_schedule.layout_rewrite_preproc`` as TVM's
+RewriteLayout marks it, for LiftTransformParams to run it once per weight). A, at the start of
+each block of the output, into register-tile order ``[i // MR, k, i % MR]``: MR values per k
+step, next to the next step's. k is blocked for L2 by the panel height: MC x K of packed A
+(PANEL_BYTES) stays in L2 while every column tile of the block reuses it, each ``K x 2w``
+panel of B (from L2/L3) serving the block's MC / MR register tiles.
+
+Constant sizes the tiles do not divide are padded to whole tiles (pad_einsum): the packed A and
+B get zero rows and columns, so the micro-kernel is the same for every tile, and only the
+tile's copy to C is guarded (rows as a whole, columns element-wise). Symbolic row counts keep
+guarded tail rows (``T.where``; the lowering's UnswitchGuards tests a tile's row guards once,
+outside its k loop). The rule declines what is not a matmul, and GEMV shapes (an ``i`` or ``j``
 extent of 1).
 """
 from __future__ import annotations
@@ -78,8 +90,7 @@ class Matmul(CPURule):
         lanes = vector_lanes(target, info.write().buffer.dtype)
         try:
             panel = schedule_matmul(sch, info, shape, target)
-        except ScheduleError as e:  # e.g. loops of symbolic extent in an order reorder can't change
-            import traceback; traceback.print_exc()
+        except ScheduleError:  # e.g. loops of symbolic extent in an order reorder can't change
             return None
         for epilogue in epilogues:
             schedule_epilogue(sch, panel, epilogue, lanes)
