@@ -444,3 +444,27 @@ def test_linear_layer_over_a_batch_dispatches_on_the_row_count():
         y = np.zeros((n, 256), np.float32)
         lib(x, w, bias, y)
         np.testing.assert_allclose(y, np.maximum(x @ w.T + bias, 0), rtol=1e-4, atol=1e-3)
+
+
+GUARDED_TAIL = """@T.prim_func
+def main(A: T.Buffer((20,), "float32"), B: T.Buffer((20,), "float32")):
+    for i in range(2):
+        for j in T.vectorized(16):
+            if i * 16 + j < 20:
+                B[i * 16 + j] = A[i * 16 + j] * T.float32(2)
+"""
+
+
+@pytest.mark.parametrize("target,mask", [(str(AVX2), "vmaskmovps"), ("llvm -mattr=+avx512f,+avx2", "{%k")],
+                         ids=["avx2", "avx512"])
+def test_guarded_vector_store_is_masked(target, mask):
+    """A store whose guard varies by lane (a tile's last columns) is a masked vector store, its
+    contiguous loads masked loads: lanes past the guard neither read nor write memory."""
+    lib = tvms.build(from_source(GUARDED_TAIL), target=target)
+    asm = lib.get_source("asm")
+    assert mask in asm
+    a, b = np.arange(20, dtype=np.float32), np.full(20, -1, np.float32)
+    lib(a, b)
+    np.testing.assert_array_equal(b, 2 * a)
+    tail = scheduled(matmul_text(30, 40, 16))  # (column tiles of 16 on AVX2: 40 = 2 x 16 + 8)
+    assert "vmaskmovps" in tvms.build(tail, target=str(AVX2)).get_source("asm")

@@ -31,7 +31,7 @@ from ...ir.op import loop_control
 from ...ir.visitor import collect
 from . import llvm_parallel
 from . import llvm_types as T
-from .llvm_intrinsics import call_llvm_intrinsic, declare, emit_intrinsic
+from .llvm_intrinsics import _suffix, call_llvm_intrinsic, declare, emit_intrinsic
 from .vector_stride import lane_stride
 from ..tir.legalize_fixed_point import LEGALIZE as FIXED_POINT
 
@@ -56,6 +56,7 @@ class _FunctionCodegen:
         self.builder: ir.IRBuilder = None  # type: ignore[assignment]
         self.env: dict = {}
         self.vector_vars: dict = {}
+        self.mask: ir.Value | None = None  # the lanes a guarded vector store writes (and reads)
         self.in_parallel = False
         self.counter = 0
         # the enclosing loops of the current function, innermost last: (continue target, break target)
@@ -347,8 +348,12 @@ class _FunctionCodegen:
             return T.broadcast(bld, T.from_memory(bld, value, e.buffer.dtype), lanes)
         if stride == 1:
             base = bld.extract_element(index, ir.Constant(T.I32, 0))
-            vec = bld.load(self.address(e.buffer, base), typ=ir.VectorType(elem, lanes),
-                           align=_element_bytes(e.buffer.dtype))  # buffers promise element alignment only
+            address, vtype = self.address(e.buffer, base), ir.VectorType(elem, lanes)
+            if self.mask is not None:  # lanes past a guard may be past the buffer
+                zero = ir.Constant(vtype, None)
+                vec = self.masked("load", vtype, [address, self.align(e.buffer), self.mask, zero], vtype)
+            else:
+                vec = bld.load(address, typ=vtype, align=_element_bytes(e.buffer.dtype))  # buffers promise element alignment only
             return T.from_memory(bld, vec, e.buffer.dtype)
         out = ir.Constant(ir.VectorType(elem, lanes), ir.Undefined)  # a gather, lane by lane
         for lane in range(lanes):
@@ -431,8 +436,11 @@ class _FunctionCodegen:
         if lanes == 1:
             bld.store(value, self.address(s.buffer, index))
         elif stride == 1:
-            bld.store(value, self.address(s.buffer, bld.extract_element(index, ir.Constant(T.I32, 0))),
-                      align=_element_bytes(s.buffer.dtype))
+            address = self.address(s.buffer, bld.extract_element(index, ir.Constant(T.I32, 0)))
+            if self.mask is not None:
+                self.masked("store", value.type, [value, address, self.align(s.buffer), self.mask], ir.VoidType())
+            else:
+                bld.store(value, address, align=_element_bytes(s.buffer.dtype))
         else:  # a scatter, lane by lane in order (the last lane wins where they meet)
             for lane in range(lanes):
                 k = ir.Constant(T.I32, lane)
@@ -494,6 +502,14 @@ class _FunctionCodegen:
     def s_IfThenElse(self, s: S.IfThenElse) -> None:
         bld = self.builder
         cond = self.expr(s.condition)
+        if T.lanes_of(cond) > 1 and s.else_case is None and self.vector_vars:  # (vectorizable said so)
+            outer = self.mask
+            self.mask = cond if outer is None else bld.and_(outer, cond)
+            try:
+                self.stmt(s.then_case)
+            finally:
+                self.mask = outer
+            return
         if T.lanes_of(cond) > 1:
             raise TVMSError("an if statement needs a scalar condition")
         then_bb, done = bld.append_basic_block(self.fresh("then")), bld.append_basic_block(self.fresh("endif"))
@@ -506,6 +522,15 @@ class _FunctionCodegen:
             self.stmt(arm)
             bld.branch(done)
         bld.position_at_end(done)
+
+    def masked(self, op: str, vtype: ir.VectorType, args: list, ret: ir.Type) -> ir.Value:
+        """``llvm.masked.load`` / ``llvm.masked.store`` of ``vtype`` (a tail: AVX-512 and AVX2
+        have such instructions; elsewhere LLVM expands them lane by lane)."""
+        fn = declare(self.module, f"llvm.masked.{op}.{_suffix(vtype)}.p0", ret, [a.type for a in args])
+        return self.builder.call(fn, args)
+
+    def align(self, buffer: Buffer) -> ir.Constant:
+        return ir.Constant(T.I32, _element_bytes(buffer.dtype))
 
     def s_While(self, s: S.While) -> None:
         bld = self.builder
@@ -586,6 +611,12 @@ class _FunctionCodegen:
                     return False  # a lazy branch per lane: leave it to a scalar loop
                 if _access_stride(s.buffer, s.indices, strides) != 1:
                     return False
+            elif isinstance(s, S.IfThenElse) and s.else_case is None and isinstance(s.then_case, S.BufferStore):
+                # a guarded store (a tail): masked, when its loads are contiguous (masked too)
+                if collect(s.condition, E.BufferLoad) or collect(s.condition, E.Call) or any(
+                        _access_stride(x.buffer, x.indices, strides) != 1 for x in collect(s.then_case.value, E.BufferLoad)):
+                    return False
+                stack.append(s.then_case)
             else:
                 return False
         return True
