@@ -15,6 +15,8 @@ from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 from tvms.target import Target
 
+from test_dlight_matmul import matmul_text
+
 AVX2 = Target("llvm -mcpu=haswell -mattr=+avx2,+fma")
 MARK = 'T.block_attr({"meta_schedule.layout_rewrite_preproc": T.bool(True)})'
 
@@ -104,15 +106,7 @@ def test_register_tile_fills_the_accumulators():
 def test_declines_strided_convolutions_and_matmuls():
     strided = only_kernel(legalized(conv_module(1, 8, 16, 8, stride=2)))
     assert Conv2D().apply(strided, Target("llvm"), False) is None
-    matmul = from_source("""@T.prim_func
-def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
-    for i, j, k in T.grid(64, 64, 64):
-        with T.block("C"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-""")
+    matmul = from_source(matmul_text(64, 64, 64))
     assert Conv2D().apply(matmul, Target("llvm"), False) is None
 
 
