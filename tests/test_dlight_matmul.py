@@ -468,3 +468,26 @@ def test_guarded_vector_store_is_masked(target, mask):
     np.testing.assert_array_equal(b, 2 * a)
     tail = scheduled(matmul_text(30, 40, 16))  # (column tiles of 16 on AVX2: 40 = 2 x 16 + 8)
     assert "vmaskmovps" in tvms.build(tail, target=str(AVX2)).get_source("asm")
+
+
+PADDING = """@T.prim_func
+def main(A: T.Buffer((3, 20), "float32"), B: T.Buffer((5, 32), "float32")):
+    for i in range(5):
+        for j in T.vectorized(32):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = T.if_then_else(1 <= vi and vi < 4 and vj < 20, A[vi - 1, vj] + A[vi - 1, 0], T.float32(0))
+"""
+
+
+def test_guarded_vector_loads_read_only_their_lanes():
+    """``T.if_then_else`` with a condition that varies by lane (zero padding): each side's loads
+    are masked to its lanes (the rows outside A are not read at all), a uniform address too."""
+    for target in (str(AVX2), "llvm -mattr=+avx512f,+avx2"):
+        lib = tvms.build(from_source(PADDING), target=target)
+        assert "llvm.masked.load" in lib.get_source("ll") and "llvm.masked.gather" in lib.get_source("ll")
+        a, b = np.arange(60, dtype=np.float32).reshape(3, 20), np.full((5, 32), -1, np.float32)
+        lib(a, b)
+        expected = np.zeros((5, 32), np.float32)
+        expected[1:4, :20] = a + a[:, :1]
+        np.testing.assert_array_equal(b, expected)

@@ -316,8 +316,16 @@ class _FunctionCodegen:
     def if_then_else(self, e: E.Call) -> ir.Value:
         """Only the chosen branch runs (it may load out of bounds otherwise, as padding does)."""
         cond = self.expr(e.args[0])
-        if T.lanes_of(cond) > 1:  # a vector condition selects lane by lane
-            t, f = T.unify(self.builder, self.expr(e.args[1]), self.expr(e.args[2]), cond)[:2]
+        if T.lanes_of(cond) > 1:  # a vector condition selects lane by lane; each side's loads
+            outer = self.mask  # are masked to its lanes, so the others read no memory
+            sides = []
+            for lanes, arm in ((cond, e.args[1]), (self.builder.not_(cond), e.args[2])):
+                self.mask = lanes if outer is None else self.builder.and_(outer, lanes)
+                try:
+                    sides.append(self.expr(arm))
+                finally:
+                    self.mask = outer
+            t, f = T.unify(self.builder, *sides, cond)[:2]
             return self.builder.select(cond, t, f)
         bld = self.builder
         then_bb, else_bb, done = (bld.append_basic_block(self.fresh(n)) for n in ("then", "else", "endif"))
@@ -341,6 +349,15 @@ class _FunctionCodegen:
         bld = self.builder
         elem = T.memory_type(e.buffer.dtype)
         lanes = T.lanes_of(index)
+        if stride != 1 and self.mask is not None:  # a gather of the guarded lanes only (even of one
+            lanes = T.lanes_of(self.mask)  # address: no lane may want it)
+            vtype = ir.VectorType(elem, lanes)
+            index = T.broadcast(bld, index, lanes) if T.lanes_of(index) == 1 else index
+            pointers = self.address(e.buffer, index)
+            pointers.type = ir.VectorType(T.PTR, lanes)  # (a vector of addresses: llvmlite types it scalar)
+            vec = self.masked("gather", vtype, [pointers, self.align(e.buffer), self.mask, ir.Constant(vtype, None)],
+                              vtype, f"v{lanes}p0")
+            return T.from_memory(bld, vec, e.buffer.dtype)
         if lanes == 1 or stride == 0:
             if lanes > 1:
                 index = bld.extract_element(index, ir.Constant(T.I32, 0))
@@ -523,10 +540,10 @@ class _FunctionCodegen:
             bld.branch(done)
         bld.position_at_end(done)
 
-    def masked(self, op: str, vtype: ir.VectorType, args: list, ret: ir.Type) -> ir.Value:
-        """``llvm.masked.load`` / ``llvm.masked.store`` of ``vtype`` (a tail: AVX-512 and AVX2
+    def masked(self, op: str, vtype: ir.VectorType, args: list, ret: ir.Type, pointers: str = "p0") -> ir.Value:
+        """``llvm.masked.load`` / ``store`` / ``gather`` of ``vtype`` (a tail: AVX-512 and AVX2
         have such instructions; elsewhere LLVM expands them lane by lane)."""
-        fn = declare(self.module, f"llvm.masked.{op}.{_suffix(vtype)}.p0", ret, [a.type for a in args])
+        fn = declare(self.module, f"llvm.masked.{op}.{_suffix(vtype)}.{pointers}", ret, [a.type for a in args])
         return self.builder.call(fn, args)
 
     def align(self, buffer: Buffer) -> ir.Constant:
@@ -606,9 +623,7 @@ class _FunctionCodegen:
             elif isinstance(s, S.LetStmt):
                 strides[s.var] = lane_stride(s.value, strides)
                 stack.append(s.body)
-            elif isinstance(s, S.BufferStore):
-                if any(getattr(c.op, "name", "") == "tir.if_then_else" for c in collect(s, E.Call)):
-                    return False  # a lazy branch per lane: leave it to a scalar loop
+            elif isinstance(s, S.BufferStore):  # (a T.if_then_else masks each side's loads)
                 if _access_stride(s.buffer, s.indices, strides) != 1:
                     return False
             elif isinstance(s, S.IfThenElse) and s.else_case is None and isinstance(s.then_case, S.BufferStore):

@@ -65,8 +65,10 @@ class Conv2D(CPURule):
             return None
         try:
             rows = schedule_conv(sch, conv, weight, *tile)
-            for pad in prologues:  # (its guards vary along a row: no vectors)
-                sch.parallel(sch.fuse(*sch.get_loops(pad.rv)[:2]))
+            for pad in prologues:  # (the padding columns: masked lanes)
+                loops = sch.get_loops(pad.rv)
+                sch.parallel(sch.fuse(*loops[:2]))
+                sch.vectorize(sch.split(loops[-1], [None, tile[2]])[1])
         except ScheduleError:
             return None
         for epilogue in epilogues:

@@ -282,8 +282,10 @@ def pack_b(sch: Schedule, block: BlockRV, shape: MatmulShape, nr: int, padded: b
     source = sch.get(packed).reads[0].buffer
     sch.transform_layout(packed, ("write", 0), panel_map(source.shape, nr, shape.b_transposed))
     loops = sch.get_loops(packed)
-    if padded:  # (a zero where B has no column: a guarded element, not a vector)
+    if padded:  # (the zero columns: masked lanes of the last vector of a row)
         sch.parallel(loops[0])
+        if not shape.b_transposed:
+            sch.vectorize(sch.split(loops[-1], [None, nr])[1])
         return packed
     if shape.b_transposed:  # a panel's rows side by side at each k: the stores are contiguous
         outer, across = sch.split(loops[-2], [None, nr])
