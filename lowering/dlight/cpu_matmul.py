@@ -225,11 +225,7 @@ def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, target: 
                                else 1 for p in range(len(info.iters))])
         info = describe_block(sch, block)
     loops = [it.loop for it in info.iters]
-    if m is None:
-        i_0, i_1, i_2 = sch.split(loops[shape.i], [None, plan.panel_tiles, plan.mr])
-    else:  # (a last panel of fewer tiles is guarded per tile, not per row)
-        tiles, i_2 = sch.split(loops[shape.i], [None, plan.mr])
-        i_0, i_1 = sch.split(tiles, [None, plan.panel_tiles])
+    i_0, i_1, i_2 = sch.split(loops[shape.i], [None, plan.panel_tiles, plan.mr])
     chunk = []
     if plan.chunks > 1:
         j_c, j_0, j_1 = sch.split(loops[shape.j], [plan.chunks, None, plan.nr])
@@ -323,14 +319,11 @@ def pack_a(sch: Schedule, block: BlockRV, shape: MatmulShape, mr: int, panel: Lo
     indices = [Var(f"v{d}", dtype) for d in range(len(source.shape))]
     i, k = indices[-2:]
     width = const(mr, dtype)
-    sch.transform_layout(packed, ("write", 0), IndexMap(indices, [*indices[:-2], FloorDiv(i, width), k, FloorMod(i, width)]))
+    index_map = IndexMap(indices, [*indices[:-2], FloorDiv(i, width), k, FloorMod(i, width)])
+    sch.transform_layout(packed, ("write", 0), index_map)
+    sch.transform_block_layout(packed, index_map)  # loops over tiles, k, a tile's rows: contiguous stores
     sch.compute_at(packed, panel)
-    loops = sch.get_loops(packed)
-    outer = [sch.get(loop).loop_var for loop in loops].index(sch.get(panel).loop_var)
-    if len(loops) - outer == 3:  # (rows, k: a unit k has no loop)
-        tiles, row = sch.split(loops[-2], [None, mr])  # a tile's rows at each k: contiguous stores
-        sch.reorder(tiles, loops[-1], row)
-        sch.unroll(row)
+    sch.unroll(sch.get_loops(packed)[-1])
 
 
 def mark_weight_packing(sch: Schedule, packed: BlockRV) -> None:
