@@ -370,7 +370,8 @@ class _FunctionCodegen:
                 zero = ir.Constant(vtype, None)
                 vec = self.masked("load", vtype, [address, self.align(e.buffer), self.mask, zero], vtype)
             else:
-                vec = bld.load(address, typ=vtype, align=_element_bytes(e.buffer.dtype))  # buffers promise element alignment only
+                # (buffers promise element alignment only)
+                vec = bld.load(address, typ=vtype, align=_element_bytes(e.buffer.dtype))
             return T.from_memory(bld, vec, e.buffer.dtype)
         out = ir.Constant(ir.VectorType(elem, lanes), ir.Undefined)  # a gather, lane by lane
         for lane in range(lanes):
@@ -628,8 +629,9 @@ class _FunctionCodegen:
                     return False
             elif isinstance(s, S.IfThenElse) and s.else_case is None and isinstance(s.then_case, S.BufferStore):
                 # a guarded store (a tail): masked, when its loads are contiguous (masked too)
-                if collect(s.condition, E.BufferLoad) or collect(s.condition, E.Call) or any(
-                        _access_stride(x.buffer, x.indices, strides) != 1 for x in collect(s.then_case.value, E.BufferLoad)):
+                loads = collect(s.then_case.value, E.BufferLoad)
+                if collect(s.condition, (E.BufferLoad, E.Call)) or any(
+                        _access_stride(x.buffer, x.indices, strides) != 1 for x in loads):
                     return False
                 stack.append(s.then_case)
             else:

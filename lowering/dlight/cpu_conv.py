@@ -14,9 +14,10 @@ The register tile is MR channels x u vectors of pixels, the vectors as wide as d
 FMAs per load (AVX-512's 24: 3 channels x 7 vectors; AVX2's 12: 12 x 1). The tile lives in a
 local buffer (registers) over the whole reduction; per k, MR broadcasts of W and u loads of D
 feed MR x u FMAs. W is first copied into ``[f // MR, c, ry, rx, f % MR]`` (zero rows past F),
-so a tile's MR weights per k are contiguous: that block reads only W and is marked for LiftTransformParams as the Matmul rule marks its packed B. One output
-row per parallel task: its input slab (C x 3 rows) stays in cache while every channel tile
-uses it. The padded input is computed first, in parallel over its channels.
+so a tile's MR weights per k are contiguous: that block reads only W and is marked for
+LiftTransformParams as the Matmul rule marks its packed B. One output row per parallel task:
+its input slab (C x 3 rows) stays in cache while every channel tile uses it. The padded input
+is computed first, in parallel over its channels, in vectors (the padding columns masked).
 """
 from __future__ import annotations
 

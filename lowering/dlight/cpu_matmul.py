@@ -312,7 +312,8 @@ def pack_a(sch: Schedule, block: BlockRV, shape: MatmulShape, mr: int, panel: Lo
     copy pad_einsum made, with zero rows, or a cache stage): a register tile's ``mr`` values of A
     per k step are then contiguous, next to the next step's."""
     reads = sch.get(block).reads
-    a_buffer = next(r.buffer for n, r in enumerate(reads) if n != shape.b_read and r.buffer is not sch.get(block).writes[0].buffer)
+    out = sch.get(block).writes[0].buffer
+    a_buffer = next(r.buffer for n, r in enumerate(reads) if n != shape.b_read and r.buffer is not out)
     if padded:
         packed = next(p for p in sch.get_producers(block) if sch.get(p).writes[0].buffer is a_buffer)
     else:
