@@ -200,7 +200,7 @@ def test_symbolic_rows():
     lib = tvms.build(func, target="llvm")
     rng = np.random.default_rng(2)
     b = rng.standard_normal((33, 40), dtype=np.float32)
-    for m in (1, 5, 64, 67):
+    for m in (1, 5, 64, 67, 1000, 1023):
         a = rng.standard_normal((m, 33), dtype=np.float32)
         c = np.zeros((m, 40), np.float32)
         lib(a, b, c)
