@@ -17,7 +17,7 @@ from ...ir.relax import make_constant, merge_blocks
 from ...ir.expr import IntImm, Var as TirVar
 from ...ir.module import GlobalVar, IRModule
 from ...ir.node import Node
-from ...ir.struct_info import FuncStructInfo, TensorStructInfo
+from ...ir.struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
 from ...ir.structural import structural_equal
 from ...ir.visitor import Mutator, walk
 from ..pass_registry import register_pass
@@ -166,7 +166,7 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
             v = mapping[v]
         return v
 
-    bound = {b.var: b.value for b in walk(func) if isinstance(b, rx.VarBinding)}
+    known: dict = {}  # var -> its value, as far as it is known (TVM's known_bindings)
 
     def plan(node: Any) -> None:
         for n in walk(node):
@@ -181,8 +181,9 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
                         if not (isinstance(value, rx.Var) and structural_equal(
                                 b.struct_info, value.struct_info, map_free_vars=False)):
                             continue
-                    if isinstance(value, rx.TupleGetItem) and isinstance(b, rx.VarBinding):
-                        value = _known_field(value, bound, resolve)  # t[i] of a known tuple
+                    if isinstance(b, rx.VarBinding):
+                        value = _known_value(value, known)  # t[i] of a known tuple, ...
+                        known[b.var] = value
                     if not isinstance(value, rx.Var):
                         continue
                     src = resolve(value)
@@ -230,17 +231,29 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
     return func.with_changes(body=_Rewrite().visit(func.body))
 
 
-def _known_field(item: rx.TupleGetItem, bound: dict, resolve: Any) -> Any:
-    """The variable ``t[i]`` is when ``t`` is a tuple expression (or a variable bound to one)
-    whose field ``i`` is a variable; else ``item``."""
-    tup = item.tuple_value
+def _unwrap(expr: Any, known: dict) -> Any:
     seen = 0
-    while isinstance(tup, rx.Var) and tup in bound and seen < 64:
-        tup, seen = bound[tup], seen + 1
-    if isinstance(tup, rx.Tuple) and 0 <= item.index < len(tup.fields) \
-            and isinstance(tup.fields[item.index], rx.Var):
-        return resolve(tup.fields[item.index])
-    return item
+    while isinstance(expr, rx.Var) and expr in known and seen < 64:
+        expr, seen = known[expr], seen + 1
+    return expr
+
+
+def _known_value(value: Any, known: dict) -> Any:
+    """What ``value`` is known to be, as TVM's ``UnwrapKnownValue``: ``t[i]`` of a known tuple
+    is its field ``i``; a tuple of ``t[0], ..., t[n-1]`` of one ``n``-tuple ``t`` is ``t``."""
+    if isinstance(value, rx.TupleGetItem):
+        tup = _unwrap(value.tuple_value, known)
+        if isinstance(tup, rx.Tuple) and 0 <= value.index < len(tup.fields):
+            return tup.fields[value.index]
+    if isinstance(value, rx.Tuple) and value.fields:
+        items = [_unwrap(f, known) for f in value.fields]
+        if all(isinstance(item, rx.TupleGetItem) and item.index == i for i, item in enumerate(items)):
+            source = _unwrap(items[0].tuple_value, known)
+            sinfo = items[0].tuple_value.struct_info
+            if isinstance(sinfo, TupleStructInfo) and len(sinfo.fields) == len(items) and \
+                    all(_unwrap(item.tuple_value, known) is source for item in items):
+                return source
+    return value
 
 
 def _has_seq(node: Any) -> bool:

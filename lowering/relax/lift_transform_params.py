@@ -1,0 +1,407 @@
+"""``relax.transform.LiftTransformParams``: what a function computes from its weights alone moves
+to a function run once.
+
+A Relax function with the ``num_input`` attribute takes its first ``num_input`` parameters at
+every call (the inputs) and the rest once (the weights). Bindings inside dataflow blocks that
+depend on weights only (transposes, casts, packing) are lifted into ``<func>_transform_params``,
+which takes the weights as one tuple (``model_params``) and returns a tuple of what the function
+still needs: the weights it reads itself, then the lifted values, in their original order. The
+function then takes those in place of the weights. As TVM 0.27 does it:
+
+    main(x, w1, w2)  ->  main_transform_params((w1, w2)) -> (w2, w1_t);  main(x, w2, w1_t)
+
+``shared_transform=True`` (or a list of function names) makes one ``transform_params`` holding
+the lifting common to all those functions (their weights must match one for one), and each
+function takes its outputs. ``R.builtin.stop_lift_params(x)`` keeps what uses it at run time.
+With the pass context option ``relax.lift_transform_params.consume_params``, the transform
+releases each weight from its input tuple once read (``vm.builtin.tuple_reset_item``).
+
+A function that already has a transform (a second lifting) gets the two composed.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import relax as rx
+from ...ir.errors import TVMSError
+from ...ir.expr import IntImm, Op, Var as TirVar
+from ...ir.module import IRModule
+from ...ir.node import FrozenDict
+from ...ir.relax import merge_blocks
+from ...ir.relax_vars import free_vars
+from ...ir.struct_info import (PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo,
+                               TupleStructInfo, FuncStructInfo)
+from ...ir.structural import structural_equal, structural_hash
+from ...ir.visitor import collect
+from ..pass_registry import register_pass
+from ..transform import PassContext, module_pass
+from .passes import _substitute, canonicalize_bindings, remove_unused_bindings, tvm_print_order
+
+CONSUME_PARAMS = "relax.lift_transform_params.consume_params"
+_STOP = "relax.builtin.stop_lift_params"
+
+
+# --------------------------------------------------------------------------- symbolic sizes
+
+
+def _unique(items: list) -> list:
+    seen: set = set()
+    return [x for x in items if not (id(x) in seen or seen.add(id(x)))]
+
+
+def definable_sizes(sinfo: Any) -> list:
+    """The TensorIR variables a value of struct info ``sinfo`` defines: those standing alone as
+    a dimension or a scalar's value (TVM's ``DefinableTIRVarsInType``), in order."""
+    found: list = []
+
+    def visit(s: Any) -> None:
+        if isinstance(s, TensorStructInfo) and isinstance(s.shape, rx.ShapeExpr):
+            found.extend(d for d in s.shape.values if isinstance(d, TirVar))
+        elif isinstance(s, ShapeStructInfo) and s.values is not None:
+            found.extend(d for d in s.values if isinstance(d, TirVar))
+        elif isinstance(s, PrimStructInfo) and isinstance(s.value, TirVar):
+            found.append(s.value)
+        elif isinstance(s, TupleStructInfo):
+            for f in s.fields:
+                visit(f)
+    if isinstance(sinfo, (list, tuple)):
+        for s in sinfo:
+            visit(s)
+    else:
+        visit(sinfo)
+    return _unique(found)
+
+
+def _sizes_in(node: Any) -> list:
+    """Every TensorIR variable in ``node`` (struct info or expression), in order."""
+    return _unique(collect(node, TirVar))
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def _bound_value(binding: Any) -> Any:
+    return binding.value
+
+
+class _Plan:
+    """Which bindings of one function are lifted (TVM's LocalCollectInfo): ``lifted`` can be
+    computed before the call, ``from_weights`` depends on a weight, ``needed`` is used at run
+    time (relax and TensorIR variables, by identity)."""
+
+    def __init__(self, func: rx.Function, shared: "_SharedPlan | None" = None) -> None:
+        self.func = func
+        self.shared = shared
+        num_input = func.attrs.get("num_input")
+        self.num_input = len(func.params) if num_input is None else int(num_input)
+        self.lifted: list = []
+        self.from_weights: set = set()
+        self.needed: set = set()
+        self.liftable: set = set()
+        for p in func.params[self.num_input:]:
+            self.liftable.add(p)
+            self.from_weights.add(p)
+            self.liftable.update(definable_sizes(p.struct_info))
+        for blk in func.body.blocks:
+            for b in blk.bindings:
+                self._visit(b, isinstance(blk, rx.DataflowBlock))
+        self.needed.update(free_vars(func.body.body))
+
+    def _visit(self, binding: Any, in_dataflow: bool) -> None:
+        value = binding.value
+        if _can_lift(binding, in_dataflow, self.liftable) and \
+                (self.shared is None or binding.var in self.shared.remap):
+            self.lifted.append(binding)
+            self.liftable.add(binding.var)
+            if any(v in self.from_weights for v in free_vars(value)):
+                self.from_weights.add(binding.var)
+        else:
+            self.needed.add(binding.var)
+            self.needed.update(free_vars(value))
+            self.needed.update(_sizes_in(value))
+
+    @property
+    def inputs(self) -> list:
+        return list(self.func.params[:self.num_input])
+
+    @property
+    def weights(self) -> list:
+        return list(self.func.params[self.num_input:])
+
+    def outputs(self) -> list:
+        return _outputs(self.weights, self.lifted, self.from_weights, self.needed)
+
+    def propagated_sizes(self) -> list:
+        """Sizes the weights define that the function needs and cannot take from its inputs or
+        from the transformed weights: they travel as one shape parameter."""
+        known = {id(v) for v in definable_sizes([p.struct_info for p in self.inputs])}
+        known |= {id(v) for v in definable_sizes([v.struct_info for v in self.outputs()])}
+        return [v for v in definable_sizes([p.struct_info for p in self.func.params])
+                if v in self.needed and id(v) not in known]
+
+
+def _can_lift(binding: Any, in_dataflow: bool, liftable: set) -> bool:
+    value = binding.value
+    if not in_dataflow or isinstance(value, rx.ExternFunc):
+        return False
+    if isinstance(value, rx.Call) and isinstance(value.op, Op) and value.op.name == _STOP:
+        return False
+    if any(v not in liftable for v in free_vars(value)):
+        return False
+    return all(v in liftable for v in _sizes_in(binding.var.struct_info))
+
+
+def _outputs(weights: list, lifted: list, from_weights: set, needed: set) -> list:
+    """The transform's results: the weights used at run time, then the lifted values used at run
+    time that depend on a weight (values made from nothing are cheaper to remake)."""
+    return [w for w in weights if w in needed] + \
+        [b.var for b in lifted if b.var in from_weights and b.var in needed]
+
+
+# --------------------------------------------------------------------------- making the functions
+
+
+def _transform_function(weights: list, bindings: list, sizes: list, outputs: list) -> rx.Function:
+    """``transform_params``: the lifted bindings, returning ``(sizes?, *outputs)``, with the
+    weights bundled into ``model_params``."""
+    out_bindings, fields = [], []
+    if sizes:
+        fields.append(rx.ShapeExpr(tuple(sizes)))
+    for var in outputs:
+        out = rx.Var(var.name + "_output", var.struct_info)
+        out_bindings.append(rx.VarBinding(var, out))
+        fields.append(out)
+    result = rx.Tuple(tuple(fields))
+    if fields:  # (TVM returns an empty tuple as it is)
+        result, value = rx.Var("output_tuple", result.struct_info), result
+        out_bindings.append(rx.VarBinding(value, result))
+    body = rx.SeqExpr((rx.DataflowBlock(tuple(bindings)), rx.DataflowBlock(tuple(out_bindings))), result)
+    func = rx.Function(tuple(weights), body, result.struct_info, attrs=FrozenDict({"num_input": 0}))
+    func = bundle_model_params(copy_with_new_vars(func))
+    return remove_unused_bindings(canonicalize_bindings(func))
+
+
+def _runtime_function(plan: _Plan, sizes: list, outputs: list) -> rx.Function:
+    """The function itself, taking its inputs, the propagated sizes and the transform's outputs;
+    the lifted bindings that depend on weights are gone."""
+    params = plan.inputs
+    if sizes:
+        params.append(rx.Var("vars_from_compile_time_params", ShapeStructInfo(tuple(sizes))))
+    takes = []
+    for var in outputs:
+        param = rx.Var(var.name, var.struct_info)
+        takes.append(rx.VarBinding(param, var))
+        params.append(param)
+    gone = {b.var for b in plan.lifted if b.var in plan.from_weights}
+    body = _without(plan.func.body, gone)
+    body = body.with_changes(blocks=tuple(merge_blocks([rx.DataflowBlock(tuple(takes)), *body.blocks])))
+    func = plan.func
+    func = rx.Function(tuple(params), body, func.ret_struct_info, func.is_pure, func.attrs,
+                       span=func.span, source_dialect=func.source_dialect)
+    return canonicalize_bindings(copy_with_new_vars(func))
+
+
+def _without(node: Any, gone: set) -> Any:
+    """``node`` without the bindings of ``gone`` and with ``stop_lift_params(x)`` read as ``x``."""
+    from ...ir.visitor import Mutator
+
+    class _Drop(Mutator):
+        def visit_BindingBlock(self, blk: Any) -> Any:
+            kept = tuple(self.visit(b) for b in blk.bindings if b.var not in gone)
+            return type(blk)(kept, span=blk.span)
+
+        def visit_Call(self, call: rx.Call) -> Any:
+            if isinstance(call.op, Op) and call.op.name == _STOP:
+                return self.visit(call.args[0])
+            return self.generic_visit(call)
+
+    return _Drop().visit(node)
+
+
+def copy_with_new_vars(func: rx.Function) -> rx.Function:
+    """``func`` with a fresh variable for each one it binds (TVM's ``CopyWithNewVars``), so that
+    functions made of another's bindings share no variable with it."""
+    from ...ir.relax_vars import bound_vars
+
+    fresh = {v: type(v)(v.name, v.struct_info, span=v.span) for v in bound_vars(func)}
+    return _substitute(func, fresh)
+
+
+def bundle_model_params(func: rx.Function, name: str = "model_params") -> rx.Function:
+    """The weights of ``func`` (parameters after ``num_input``) taken as one tuple ``name``; each
+    use of a weight reads its field into a variable of the weight's name just before it, as
+    TVM's ``BundleModelParams`` does."""
+    num_input = int(func.attrs.get("num_input", len(func.params)))
+    weights = func.params[num_input:]
+    bundle = rx.Var(name, TupleStructInfo(tuple(p.struct_info for p in weights)))
+    index = {w: i for i, w in enumerate(weights)}
+    from ...ir.visitor import Mutator
+
+    class _Reads(Mutator):
+        def __init__(self) -> None:
+            self.emitted: list = []
+            self.dataflow = False
+
+        def visit_Var(self, var: rx.Var) -> Any:
+            i = index.get(var)
+            if i is None:
+                return var
+            read = (rx.DataflowVar if self.dataflow else rx.Var)(var.name, var.struct_info)
+            self.emitted.append(rx.VarBinding(rx.TupleGetItem(bundle, i, var.struct_info), read))
+            return read
+
+        def visit_Function(self, f: rx.Function) -> Any:
+            return f  # (a nested function does not see the weights as its own)
+
+        def visit_SeqExpr(self, seq: rx.SeqExpr) -> Any:
+            blocks = []
+            for blk in seq.blocks:
+                self.dataflow = isinstance(blk, rx.DataflowBlock)
+                out = []
+                for b in blk.bindings:
+                    new = self.visit(b)
+                    out += self.emitted
+                    self.emitted = []
+                    out.append(new)
+                blocks.append(type(blk)(tuple(out), span=blk.span))
+            self.dataflow = False
+            body = self.visit(seq.body)
+            if self.emitted:
+                blocks.append(rx.BindingBlock(tuple(self.emitted)))
+                self.emitted = []
+            return seq.with_changes(blocks=tuple(merge_blocks(blocks)), body=body)
+
+    body = _Reads().visit(func.body)
+    return func.with_changes(params=(*func.params[:num_input], bundle), body=body,
+                             struct_info=FuncStructInfo(tuple(p.struct_info for p in (*func.params[:num_input], bundle)),
+                                                        func.ret_struct_info, func.is_pure))
+
+
+def consume_bundled_params(func: rx.Function) -> rx.Function:
+    """Each weight released from the input tuple once it has been read (TVM's
+    ``ConsumeBundledParams``): the transform then holds one copy of the weights at a time."""
+    from ...ir.dtype import DataType
+    from ...ir.op import get_op
+
+    bundle = func.params[-1]
+    first: dict = {}
+    blocks = []
+    for blk in func.body.blocks:
+        out = []
+        for b in blk.bindings:
+            value = b.value
+            if isinstance(value, rx.TupleGetItem) and value.tuple_value is bundle:
+                if value.index in first:
+                    out.append(b.with_changes(value=first[value.index]))
+                    continue
+                first[value.index] = b.var
+                out.append(b)
+                reset = rx.Call(get_op("relax.call_pure_packed"),
+                                (rx.ExternFunc("vm.builtin.tuple_reset_item"), bundle,
+                                 rx.PrimValue(value.index)),
+                                sinfo_args=(TupleStructInfo(()),), struct_info=TupleStructInfo(()))
+                out.append(rx.VarBinding(reset, rx.DataflowVar("_", TupleStructInfo(()))))
+                continue
+            out.append(b)
+        blocks.append(type(blk)(tuple(out), span=blk.span))
+    return func.with_changes(body=func.body.with_changes(blocks=tuple(blocks)))
+
+
+def compose_functions(first: rx.Function, second: rx.Function) -> rx.Function:
+    """``second(first(params))`` as one function: the transform of a function lifted twice."""
+    param = first.params[0]
+    blocks, mid = list(first.body.blocks), first.body.body
+    # (the sizes of second's input are those of first's output)
+    sizes = dict(zip(definable_sizes(second.params[0].struct_info), definable_sizes(first.ret_struct_info)))
+    fresh = copy_with_new_vars(_substitute(second, sizes) if sizes else second)
+    blocks.append(rx.BindingBlock((rx.VarBinding(mid, fresh.params[0]),)))
+    blocks += fresh.body.blocks
+    body = rx.SeqExpr(tuple(merge_blocks(blocks)), fresh.body.body)
+    out = rx.Function((param,), body, _substitute(second.ret_struct_info, sizes), first.is_pure and second.is_pure,
+                      second.attrs, span=second.span, source_dialect=second.source_dialect)
+    return remove_unused_bindings(canonicalize_bindings(out))
+
+
+# --------------------------------------------------------------------------- the pass
+
+
+def _targets(mod: IRModule, shared: Any) -> list:
+    """The functions to lift, by name: those named in ``shared`` (a list), else every Relax
+    function with ``num_input`` that is not itself a transform."""
+    if isinstance(shared, (list, tuple)) and shared:
+        found = []
+        for name in shared:
+            name = str(name)
+            if name not in mod:
+                raise TVMSError(f"LiftTransformParams: the module has no function {name!r} "
+                                f"(shared_transform names the functions to lift)")
+            func = mod[name]
+            if not isinstance(func, rx.Function) or "num_input" not in func.attrs:
+                raise TVMSError(f"LiftTransformParams: {name} must be a Relax function with the "
+                                f"num_input attribute to share a transform")
+            found.append((mod.get_global_var(name), func))
+        return found
+    return sorted(((gv, f) for gv, f in mod.functions_items() if isinstance(f, rx.Function)
+                   and "num_input" in f.attrs and not gv.name_hint.endswith("transform_params")),
+                  key=lambda item: item[0].name_hint)
+
+
+@module_pass(opt_level=1, name="LiftTransformParams")
+class LiftTransformParams:
+    """Lifts what functions with ``num_input`` compute from their weights alone into
+    ``<func>_transform_params`` (``shared_transform=False``) or one shared ``transform_params``
+    (True, or the list of functions to share it)."""
+
+    def __init__(self, shared_transform: Any = False) -> None:
+        if not isinstance(shared_transform, (bool, list, tuple)):
+            raise TVMSError("LiftTransformParams: shared_transform is a bool or a list of function names")
+        self.shared_transform = shared_transform
+
+    def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
+        targets = _targets(mod, self.shared_transform)
+        shared = bool(self.shared_transform) or isinstance(self.shared_transform, (list, tuple))
+        transforms: dict = {}
+        if shared:
+            raise TVMSError("LiftTransformParams: shared_transform is not supported yet")
+        else:
+            for gv, func in targets:
+                plan = _Plan(func)
+                sizes, outputs = plan.propagated_sizes(), plan.outputs()
+                mod[gv] = _runtime_function(plan, sizes, outputs)
+                transforms[gv.name_hint + "_transform_params"] = \
+                    _transform_function(plan.weights, plan.lifted, sizes, outputs)
+        for name, transform in transforms.items():
+            if name in mod:
+                transform = compose_functions(mod[name], transform)
+                del mod[mod.get_global_var(name)]
+            mod[name] = transform
+        consume = bool(ctx.config.get(CONSUME_PARAMS, False))
+        for gv, func in list(mod.functions_items()):
+            if isinstance(func, rx.Function) and gv.name_hint.endswith("transform_params"):
+                func = func.with_attr("global_symbol", gv.name_hint)
+                mod[gv] = consume_bundled_params(func) if consume else func
+        return tvm_print_order(mod)
+
+
+register_pass(factory=LiftTransformParams)
+
+
+def lift_weights(mod: IRModule) -> tuple:
+    """``tvms.compile``'s step: ``(module, lifted)`` where the functions with ``num_input``
+    have their weights' transformations (after SplitLayoutRewritePreproc, the Matmul rule's
+    packing too) lifted, and ``lifted`` maps each to ``(transform, num_input, number of
+    weights)`` for the VM (``runtime/param_cache.py``). The module is left as it is when it has
+    a transform already (lifted by its author, whose VM calls it) or nothing to lift."""
+    from .split_layout_rewrite_preproc import SplitLayoutRewritePreproc
+
+    targets = _targets(mod, False)
+    if not targets or any(gv.name_hint.endswith("transform_params") for gv, _ in mod.functions_items()):
+        return mod, {}
+    split = SplitLayoutRewritePreproc()(mod)
+    plans = {gv.name_hint: _Plan(split[gv.name_hint]) for gv, _ in targets}
+    if not any(b.var in p.from_weights for p in plans.values() for b in p.lifted):
+        return mod, {}
+    return LiftTransformParams()(split), {
+        name: (name + "_transform_params", p.num_input, len(p.weights)) for name, p in plans.items()}
+
+__all__ = ["LiftTransformParams", "bundle_model_params", "copy_with_new_vars", "definable_sizes", "lift_weights"]
