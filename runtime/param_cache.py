@@ -1,11 +1,13 @@
 """Weights transformed once: the VM's cache of ``<func>_transform_params`` results.
 
-``tvms.compile`` lifts what a function with ``num_input`` computes from its weights alone into
-``<func>_transform_params`` (``lowering/relax/lift_transform_params.py``) and records, for the
-Executable, how the function was split (``lifted_params``: name -> (transform, num_input,
-number of weights)). ``vm["main"](x, *weights)`` still takes the original arguments: the VM runs
-the transform on the weights the first time and keeps its results for that parameter set, so
-later calls run only what depends on the inputs.
+``tvms.compile`` lifts what a function ``f`` with ``num_input`` computes from its weights alone
+into ``f_transform_params``, next to ``f_lifted``, which takes the transformed weights
+(``lowering/relax/lift_transform_params.py``), and records that for the Executable
+(``lifted_params``: ``f`` -> (``f_lifted``, ``f_transform_params``, num_input, number of weights)).
+``vm["f"](x, *weights)`` still takes the original arguments: the VM runs the transform on the
+weights the first time, keeps its results for that parameter set, and calls ``f_lifted``, so
+later calls run only what depends on the inputs. (``f`` itself is compiled too: an exported
+library, which does not keep ``lifted_params``, runs it.)
 
 What "the same parameter set" means: the same objects, by identity (numpy arrays and tvms
 Tensors; numbers and shapes by value). To make sure the same object still holds the same values,
@@ -20,6 +22,7 @@ transformed at every call.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -82,13 +85,25 @@ class _Entry:
         return not any(a.flags.writeable for a in self.arrays)
 
     def release(self, others: list) -> None:
-        held = {id(a) for e in others for a in e.frozen}
+        """Make writable again what this entry made read-only, unless another entry keys on it
+        (then that one releases it in turn)."""
+        mine = []
         for a in self.frozen:
-            if id(a) not in held and not a.flags.writeable:
+            holder = next((e for e in others if any(b is a for b in e.arrays)), None)
+            if holder is None:
+                mine.append(a)
+            else:
+                holder.frozen.append(a)
+        while mine:  # (a view becomes writable only after its base: retry until nothing moves)
+            left = []
+            for a in mine:
                 try:
                     a.flags.writeable = True
-                except ValueError:  # (a view of a base made read-only since)
-                    pass
+                except ValueError:
+                    left.append(a)
+            if len(left) == len(mine):
+                break
+            mine = left
 
 
 class ParamCache:
@@ -96,26 +111,30 @@ class ParamCache:
 
     def __init__(self, vm: Any, lifted: dict) -> None:
         self.vm = vm
-        self.lifted = dict(lifted)  # function name -> (transform name, num_input, number of weights)
+        self.lifted = dict(lifted)  # name -> (lifted name, transform name, num_input, number of weights)
         self.entries: dict[str, list[_Entry]] = {}
         self.transforms = 0  # how many times a transform ran (for tests and curious users)
 
     def arguments(self, name: str, args: tuple) -> tuple:
-        """The arguments of the compiled function ``name`` for the call ``name(*args)``: the
-        inputs, then the transformed weights (from the cache, or transformed now)."""
+        """``(function, arguments)`` to run for the call ``name(*args)``: for a lifted function,
+        its ``_lifted`` form on the inputs and the transformed weights (from the cache, or
+        transformed now); else ``name`` and ``args`` as they are."""
         spec = self.lifted.get(name)
         if spec is None:
-            return args
-        transform, num_input, num_weights = spec
-        if len(args) != num_input + num_weights:
-            raise TVMSError(f"{name} takes {num_input + num_weights} arguments ({num_input} inputs, "
-                            f"then {num_weights} weights), got {len(args)}")
+            return name, args
+        runtime, transform, num_input, num_weights = spec
+        return runtime, self._arguments(name, transform, num_input, num_weights, args)
+
+    def _arguments(self, name: str, transform: str, num_input: int, num_weights: int, args: tuple) -> tuple:
+        params = self._params(name)
+        if len(args) != len(params):
+            raise TVMSError(f"{name} takes {len(params)} arguments ({', '.join(params)}), got {len(args)}")
         inputs, weights = args[:num_input], args[num_input:]
         arrays: list = []
         try:
             key = tuple(_frozen(w, arrays) for w in weights)
         except _Uncachable:
-            return (*inputs, *self._transform(transform, weights))
+            return (*inputs, *self._transform(transform, weights, params[num_input:]))
         entries = self.entries.setdefault(name, [])
         for i, entry in enumerate(entries):
             if len(entry.key) == len(key) and all(map(_same, entry.key, key)):
@@ -125,15 +144,23 @@ class ParamCache:
                     return (*inputs, *entry.outputs)
                 entries.pop(i).release(self._all())
                 break
-        entry = _Entry(key, arrays, self._transform(transform, weights))
+        entry = _Entry(key, arrays, self._transform(transform, weights, params[num_input:]))
         entries.insert(0, entry)
         while len(entries) > CAPACITY:
             entries.pop().release(self._all())
         return (*inputs, *entry.outputs)
 
-    def _transform(self, transform: str, weights: tuple) -> tuple:
+    def _params(self, name: str) -> tuple:
+        """The parameter names of the original function ``name`` (compiled beside its lifted form)."""
+        return next(f.params for f in self.vm.executable.program.functions if f.name == name)
+
+    def _transform(self, transform: str, weights: tuple, names: tuple) -> tuple:
         self.transforms += 1
-        return tuple(self.vm.invoke(transform, tuple(weights)))
+        try:
+            return tuple(self.vm.invoke(transform, tuple(weights)))
+        except TVMSError as err:  # (a bad weight, named as the caller knows it, not as a tuple field)
+            message = re.sub(r"'model_params'\[(\d+)\]", lambda m: repr(names[int(m.group(1))]), str(err))
+            raise TVMSError(message) from None
 
     def _all(self) -> list:
         return [e for entries in self.entries.values() for e in entries]

@@ -35,7 +35,7 @@ from ...ir.structural import structural_equal, structural_hash
 from ...ir.visitor import collect
 from ..pass_registry import register_pass
 from ..transform import PassContext, module_pass
-from .passes import _substitute, canonicalize_bindings, remove_unused_bindings, tvm_print_order
+from .passes import _is_pure, _substitute, canonicalize_bindings, remove_unused_bindings, tvm_print_order
 
 CONSUME_PARAMS = "relax.lift_transform_params.consume_params"
 _STOP = "relax.builtin.stop_lift_params"
@@ -89,8 +89,8 @@ class _Plan:
     computed before the call, ``from_weights`` depends on a weight, ``needed`` is used at run
     time (relax and TensorIR variables, by identity)."""
 
-    def __init__(self, func: rx.Function, shared: "_SharedPlan | None" = None) -> None:
-        self.func = func
+    def __init__(self, func: rx.Function, mod: IRModule, shared: "_SharedPlan | None" = None) -> None:
+        self.func, self.mod = func, mod
         self.shared = shared
         num_input = func.attrs.get("num_input")
         self.num_input = len(func.params) if num_input is None else int(num_input)
@@ -109,7 +109,7 @@ class _Plan:
 
     def _visit(self, binding: Any, in_dataflow: bool) -> None:
         value = binding.value
-        if _can_lift(binding, in_dataflow, self.liftable) and \
+        if _can_lift(binding, in_dataflow, self.liftable, self.mod) and \
                 (self.shared is None or binding.var in self.shared.remap):
             self.lifted.append(binding)
             self.liftable.add(binding.var)
@@ -140,9 +140,11 @@ class _Plan:
                 if v in self.needed and id(v) not in known]
 
 
-def _can_lift(binding: Any, in_dataflow: bool, liftable: set) -> bool:
+def _can_lift(binding: Any, in_dataflow: bool, liftable: set, mod: IRModule) -> bool:
     value = binding.value
     if not in_dataflow or isinstance(value, rx.ExternFunc):
+        return False
+    if not _is_pure(value, mod):  # (a kernel called directly writes its output argument)
         return False
     if isinstance(value, rx.Call) and isinstance(value.op, Op) and value.op.name == _STOP:
         return False
@@ -156,6 +158,83 @@ def _outputs(weights: list, lifted: list, from_weights: set, needed: set) -> lis
     time that depend on a weight (values made from nothing are cheaper to remake)."""
     return [w for w in weights if w in needed] + \
         [b.var for b in lifted if b.var in from_weights and b.var in needed]
+
+
+class _SharedPlan:
+    """One transform for several functions (TVM's GlobalCollectInfo): their weights correspond
+    one for one (those of the first function stand for all), and a binding is lifted when every
+    function computes it (the same value of corresponding variables)."""
+
+    def __init__(self, funcs: list, mod: IRModule) -> None:
+        if not funcs:
+            raise TVMSError("LiftTransformParams: shared_transform found no function with num_input")
+        self.weights = list(funcs[0].params[_num_input(funcs[0]):])
+        self.remap: dict = {}  # a variable of any function -> the one standing for it
+        for f in funcs:
+            weights = f.params[_num_input(f):]
+            if len(weights) != len(self.weights):
+                raise TVMSError(f"LiftTransformParams: the number of parameters should be the same for "
+                                f"all target functions ({len(self.weights)} weights, then {len(weights)})")
+            for mine, first in zip(weights, self.weights):
+                self._correspond(mine, first)
+        seen = dict(self.remap)  # (every binding's stand-in, shared or not)
+        liftable = set(p for f in funcs for p in f.params[_num_input(f):])
+        groups: list = []  # [value with stand-ins, [bindings computing it]]
+        for f in funcs:
+            for blk in f.body.blocks:
+                for b in blk.bindings:
+                    if isinstance(b, rx.MatchCast):
+                        raise TVMSError("LiftTransformParams: R.match_cast is not supported with shared_transform")
+                    if not _can_lift(b, isinstance(blk, rx.DataflowBlock), liftable, mod):
+                        continue
+                    liftable.add(b.var)
+                    value = _substitute(b.value, seen)
+                    group = next((g for g in groups if structural_equal(g[0], value)), None)
+                    if group is None:
+                        groups.append(group := [value, []])
+                    group[1].append(b)
+                    seen[b.var] = group[1][0].var
+        self.lifted = []
+        for _, bindings in groups:
+            if len(bindings) == len(funcs):  # (one per function, or repeats: TVM counts bindings)
+                self.lifted.append(bindings[0])
+                self.remap.update((b.var, bindings[0].var) for b in bindings)
+        self.from_weights: set = set()
+        self.needed: set = set()
+        self.plans = {}
+        for f in funcs:
+            plan = self.plans[f] = _Plan(f, mod, self)
+            self.from_weights.update(self.remap.get(v, v) for v in plan.from_weights)
+            self.needed.update(self.remap.get(v, v) for v in plan.needed)
+
+    def _correspond(self, mine: rx.Var, first: rx.Var) -> None:
+        if not structural_equal(mine.struct_info, first.struct_info, map_free_vars=True):
+            raise TVMSError(f"LiftTransformParams: the type of the parameters should be the same for all "
+                            f"target functions ({first.name} and {mine.name} differ)")
+        self.remap[mine] = first
+        self.remap.update(zip(definable_sizes(mine.struct_info), definable_sizes(first.struct_info)))
+
+    def outputs(self) -> list:
+        return _outputs(self.weights, self.lifted, self.from_weights, self.needed)
+
+    def propagated_sizes(self) -> list:
+        known = {id(v) for v in definable_sizes([v.struct_info for v in self.outputs()])}
+        return [v for v in definable_sizes([p.struct_info for p in self.weights])
+                if v in self.needed and id(v) not in known]
+
+    def transform_function(self) -> rx.Function:
+        return _transform_function(self.weights, self.lifted, self.propagated_sizes(), self.outputs())
+
+    def runtime_function(self, func: rx.Function) -> rx.Function:
+        """``func`` taking the shared transform's outputs (its own variables where it has them)."""
+        plan = self.plans[func]
+        local = {self.remap[v]: v for v in [*plan.propagated_sizes(), *plan.outputs()] if v in self.remap}
+        return _runtime_function(plan, [local.get(v, v) for v in self.propagated_sizes()],
+                                 [local.get(v, v) for v in self.outputs()])
+
+
+def _num_input(func: rx.Function) -> int:
+    return int(func.attrs.get("num_input", len(func.params)))
 
 
 # --------------------------------------------------------------------------- making the functions
@@ -362,10 +441,13 @@ class LiftTransformParams:
         shared = bool(self.shared_transform) or isinstance(self.shared_transform, (list, tuple))
         transforms: dict = {}
         if shared:
-            raise TVMSError("LiftTransformParams: shared_transform is not supported yet")
+            plan = _SharedPlan([f for _, f in targets], mod)
+            for gv, func in targets:
+                mod[gv] = plan.runtime_function(func)
+            transforms["transform_params"] = plan.transform_function()
         else:
             for gv, func in targets:
-                plan = _Plan(func)
+                plan = _Plan(func, mod)
                 sizes, outputs = plan.propagated_sizes(), plan.outputs()
                 mod[gv] = _runtime_function(plan, sizes, outputs)
                 transforms[gv.name_hint + "_transform_params"] = \
@@ -387,21 +469,33 @@ register_pass(factory=LiftTransformParams)
 
 
 def lift_weights(mod: IRModule) -> tuple:
-    """``tvms.compile``'s step: ``(module, lifted)`` where the functions with ``num_input``
-    have their weights' transformations (after SplitLayoutRewritePreproc, the Matmul rule's
-    packing too) lifted, and ``lifted`` maps each to ``(transform, num_input, number of
-    weights)`` for the VM (``runtime/param_cache.py``). The module is left as it is when it has
-    a transform already (lifted by its author, whose VM calls it) or nothing to lift."""
+    """``tvms.compile``'s step: ``(module, lifted)``. Each function ``f`` with ``num_input``
+    whose weights are transformed (a transpose, a cast, after SplitLayoutRewritePreproc the
+    Matmul rule's packing) gains ``f_transform_params`` and ``f_lifted`` (``f`` as
+    LiftTransformParams leaves it: taking the transformed weights); ``f`` itself stays as it was,
+    so its signature and an exported library keep working. ``lifted`` maps ``f`` to
+    ``(f_lifted, f_transform_params, num_input, number of weights)``, for the VM to call
+    ``f_lifted`` with weights transformed once per parameter set (``runtime/param_cache.py``).
+    A module with a transform already (lifted by its author, who calls it) stays as it is."""
     from .split_layout_rewrite_preproc import SplitLayoutRewritePreproc
 
     targets = _targets(mod, False)
     if not targets or any(gv.name_hint.endswith("transform_params") for gv, _ in mod.functions_items()):
         return mod, {}
     split = SplitLayoutRewritePreproc()(mod)
-    plans = {gv.name_hint: _Plan(split[gv.name_hint]) for gv, _ in targets}
+    plans = {gv.name_hint: _Plan(split[gv.name_hint], split) for gv, _ in targets}
     if not any(b.var in p.from_weights for p in plans.values() for b in p.lifted):
         return mod, {}
-    return LiftTransformParams()(split), {
-        name: (name + "_transform_params", p.num_input, len(p.weights)) for name, p in plans.items()}
+    after = LiftTransformParams()(split)
+    out = split.copy()
+    lifted = {}
+    for name, plan in plans.items():
+        runtime, transform = name + "_lifted", name + "_transform_params"
+        func = after[name]
+        out[runtime] = func.with_attr("global_symbol", runtime) if "global_symbol" in func.attrs else func
+        out[transform] = after[transform]
+        lifted[name] = (runtime, transform, plan.num_input, len(plan.weights))
+    return tvm_print_order(out), lifted
+
 
 __all__ = ["LiftTransformParams", "bundle_model_params", "copy_with_new_vars", "definable_sizes", "lift_weights"]
