@@ -24,17 +24,18 @@ from typing import Any
 
 from ...ir import relax as rx
 from ...ir.errors import TVMSError
-from ...ir.expr import IntImm, Op, Var as TirVar
+from ...ir.expr import Op, Var as TirVar
 from ...ir.module import IRModule
 from ...ir.node import FrozenDict
+from ...ir.op import get_op
 from ...ir.relax import merge_blocks
-from ...ir.relax_vars import free_vars
-from ...ir.struct_info import (PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo,
-                               TupleStructInfo, FuncStructInfo)
-from ...ir.structural import structural_equal, structural_hash
-from ...ir.visitor import collect
+from ...ir.relax_vars import bound_vars, free_vars
+from ...ir.struct_info import (FuncStructInfo, PrimStructInfo, ShapeStructInfo, TensorStructInfo,
+                               TupleStructInfo)
+from ...ir.structural import structural_equal
+from ...ir.visitor import Mutator, collect
 from ..pass_registry import register_pass
-from ..transform import PassContext, module_pass
+from ..transform import module_pass
 from .passes import _is_pure, _substitute, canonicalize_bindings, remove_unused_bindings, tvm_print_order
 
 CONSUME_PARAMS = "relax.lift_transform_params.consume_params"
@@ -80,10 +81,6 @@ def _sizes_in(node: Any) -> list:
 # --------------------------------------------------------------------------- the plan
 
 
-def _bound_value(binding: Any) -> Any:
-    return binding.value
-
-
 class _Plan:
     """Which bindings of one function are lifted (TVM's LocalCollectInfo): ``lifted`` can be
     computed before the call, ``from_weights`` depends on a weight, ``needed`` is used at run
@@ -92,8 +89,7 @@ class _Plan:
     def __init__(self, func: rx.Function, mod: IRModule, shared: "_SharedPlan | None" = None) -> None:
         self.func, self.mod = func, mod
         self.shared = shared
-        num_input = func.attrs.get("num_input")
-        self.num_input = len(func.params) if num_input is None else int(num_input)
+        self.num_input = _num_input(func)
         self.lifted: list = []
         self.from_weights: set = set()
         self.needed: set = set()
@@ -282,7 +278,6 @@ def _runtime_function(plan: _Plan, sizes: list, outputs: list) -> rx.Function:
 
 def _without(node: Any, gone: set) -> Any:
     """``node`` without the bindings of ``gone`` and with ``stop_lift_params(x)`` read as ``x``."""
-    from ...ir.visitor import Mutator
 
     class _Drop(Mutator):
         def visit_BindingBlock(self, blk: Any) -> Any:
@@ -300,8 +295,6 @@ def _without(node: Any, gone: set) -> Any:
 def copy_with_new_vars(func: rx.Function) -> rx.Function:
     """``func`` with a fresh variable for each one it binds (TVM's ``CopyWithNewVars``), so that
     functions made of another's bindings share no variable with it."""
-    from ...ir.relax_vars import bound_vars
-
     fresh = {v: type(v)(v.name, v.struct_info, span=v.span) for v in bound_vars(func)}
     return _substitute(func, fresh)
 
@@ -310,11 +303,10 @@ def bundle_model_params(func: rx.Function, name: str = "model_params") -> rx.Fun
     """The weights of ``func`` (parameters after ``num_input``) taken as one tuple ``name``; each
     use of a weight reads its field into a variable of the weight's name just before it, as
     TVM's ``BundleModelParams`` does."""
-    num_input = int(func.attrs.get("num_input", len(func.params)))
+    num_input = _num_input(func)
     weights = func.params[num_input:]
     bundle = rx.Var(name, TupleStructInfo(tuple(p.struct_info for p in weights)))
     index = {w: i for i, w in enumerate(weights)}
-    from ...ir.visitor import Mutator
 
     class _Reads(Mutator):
         def __init__(self) -> None:
@@ -350,18 +342,14 @@ def bundle_model_params(func: rx.Function, name: str = "model_params") -> rx.Fun
                 self.emitted = []
             return seq.with_changes(blocks=tuple(merge_blocks(blocks)), body=body)
 
-    body = _Reads().visit(func.body)
-    return func.with_changes(params=(*func.params[:num_input], bundle), body=body,
-                             struct_info=FuncStructInfo(tuple(p.struct_info for p in (*func.params[:num_input], bundle)),
-                                                        func.ret_struct_info, func.is_pure))
+    params = (*func.params[:num_input], bundle)
+    return func.with_changes(params=params, body=_Reads().visit(func.body), struct_info=FuncStructInfo(
+        tuple(p.struct_info for p in params), func.ret_struct_info, func.is_pure))
 
 
 def consume_bundled_params(func: rx.Function) -> rx.Function:
     """Each weight released from the input tuple once it has been read (TVM's
     ``ConsumeBundledParams``): the transform then holds one copy of the weights at a time."""
-    from ...ir.dtype import DataType
-    from ...ir.op import get_op
-
     bundle = func.params[-1]
     first: dict = {}
     blocks = []
