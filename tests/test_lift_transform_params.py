@@ -213,6 +213,47 @@ def test_bind_params_and_fold_constant_give_the_same() -> None:
     assert "permute_dims" not in folded.script() and "permute_dims" in bound.script()
     vm = relax.VirtualMachine(tvms.compile(folded, target="llvm"), tvms.cpu())
     np.testing.assert_allclose(vm["main"](x).numpy(), _numpy_mlp(x, *weights), rtol=1e-4, atol=1e-4)
+    # bound, then compiled as it is: the zero pipeline's FoldConstant runs the legalized
+    # transposes (call_tir on constants) at compile time, as TVM's does
+    vm = relax.VirtualMachine(tvms.compile(bound, target="llvm", default_schedule=False), tvms.cpu())
+    main = next(f for f in vm.executable.program.functions if f.name == "main")
+    assert not [k for k in _kernels(main) if "transpose" in k]
+    np.testing.assert_allclose(vm["main"](x).numpy(), _numpy_mlp(x, *weights), rtol=1e-4, atol=1e-4)
+
+
+def test_fold_constant_runs_call_tir_with_several_outputs() -> None:
+    """TVM's test_fold_tuple_output: a kernel of two outputs on a constant becomes a tuple of two."""
+    mod = from_source(SPLIT)
+    c0 = np.arange(16, dtype="float32").reshape(4, 4)
+    after = relax.transform.FoldConstant()(relax.transform.BindParams("main", {"c0": c0})(mod))
+    value = after["main"].body.blocks[0].bindings[0].value
+    assert isinstance(value, relax.Tuple)
+    np.testing.assert_array_equal(value.fields[0].data, c0[:2])
+    np.testing.assert_array_equal(value.fields[1].data, c0[2:])
+    unbound = relax.transform.FoldConstant()(mod)  # (a parameter is no constant: nothing to run)
+    assert unbound.script() == mod.script()
+
+
+SPLIT = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def split(A: T.Buffer((4, 4), "float32"), B: T.Buffer((2, 4), "float32"), C: T.Buffer((2, 4), "float32")):
+        for i, j in T.grid(2, 4):
+            with T.block("upper"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj]
+        for i, j in T.grid(2, 4):
+            with T.block("lower"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = A[vi + 2, vj]
+
+    @R.function
+    def main(c0: R.Tensor((4, 4), "float32")):
+        cls = Module
+        lv0 = R.call_tir(cls.split, (c0,), out_sinfo=[R.Tensor((2, 4), "float32"), R.Tensor((2, 4), "float32")])
+        return lv0
+"""
 
 
 PACKED = """

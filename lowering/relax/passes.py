@@ -503,6 +503,33 @@ def _try_fold(call: rx.Call, mod: IRModule | None) -> Any:
     return make_constant(np.array(value, dtype=str(call.struct_info.dtype), order="C"))
 
 
+def _fold_call_tir(call: rx.Call, mod: IRModule | None) -> Any:
+    """The constant (or tuple of constants) ``R.call_tir(f, (constants...))`` makes: ``f`` built
+    for the host and run, as TVM's FoldConstant does (weights bound with BindParams are then
+    transformed at compile time); None when an argument is not a constant or a size is not."""
+    from ...ir.function import PrimFunc
+
+    gv, args = call.args[0], call.args[1]
+    if len(call.args) > 2 or mod is None or not isinstance(gv, GlobalVar) or gv.name_hint not in mod:
+        return None
+    func = mod[gv.name_hint]
+    outs = call.sinfo_args[0].fields if len(call.sinfo_args) == 1 and \
+        isinstance(call.sinfo_args[0], TupleStructInfo) else call.sinfo_args
+    if not (isinstance(func, PrimFunc) and isinstance(args, rx.Tuple) and outs
+            and all(isinstance(a, rx.Constant) for a in args.fields) and all(map(_static_tensor, outs))
+            and len(func.params) == len(args.fields) + len(outs)
+            and all(p in func.buffer_map for p in func.params)):
+        return None
+    from ..build import build  # (the driver, for the host: a kernel run once here)
+
+    kernel = build(IRModule({gv.name_hint: func}), "llvm")[gv.name_hint]
+    results = [np.empty(tuple(int(d.value) for d in s.shape.values), dtype=str(s.dtype)) for s in outs]
+    kernel(*[np.require(a.data, requirements=("C", "W")) for a in args.fields], *results)
+    consts = [make_constant(r) for r in results]
+    return consts[0] if len(call.sinfo_args) == 1 and not isinstance(call.sinfo_args[0], TupleStructInfo) \
+        else rx.Tuple(tuple(consts))
+
+
 def fold_constant(func: rx.Function, mod: IRModule | None = None) -> rx.Function:
     consts: dict = {}  # var -> the Constant it is bound to
 
@@ -521,8 +548,10 @@ def fold_constant(func: rx.Function, mod: IRModule | None = None) -> rx.Function
                     value = fold_seq(value)
                 elif not isinstance(value, rx.Function):
                     value = _substitute(value, consts)
-                if dataflow and isinstance(value, rx.Call):
-                    folded = _try_fold(value, mod)
+                if isinstance(value, rx.Call):
+                    is_call_tir = getattr(value.op, "name", None) == "relax.call_tir"
+                    folded = _fold_call_tir(value, mod) if is_call_tir else \
+                        _try_fold(value, mod) if dataflow else None
                     if folded is not None:
                         value = folded
                 if isinstance(b, rx.VarBinding) and isinstance(value, rx.Constant):
@@ -541,7 +570,8 @@ def fold_constant(func: rx.Function, mod: IRModule | None = None) -> rx.Function
 @module_pass(opt_level=0, name="FoldConstant")
 class FoldConstant:
     """Calls of Relax operators on constants inside dataflow blocks are evaluated (with the
-    reference executor's numpy kernels) and replaced by constants; variables bound to constants
+    reference executor's numpy kernels) and replaced by constants, and so are ``R.call_tir``s of
+    constants anywhere (the kernel built for the host and run); variables bound to constants
     are replaced by them and the bindings left unused removed, as TVM does."""
 
     def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
