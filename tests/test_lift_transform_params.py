@@ -299,3 +299,17 @@ def test_compile_splits_and_lifts_marked_packing() -> None:
     for _ in range(2):
         np.testing.assert_allclose(vm["main"](x, w).numpy(), x + 2 * w, rtol=1e-6)
     assert vm.param_cache.transforms == 1
+
+
+def test_compile_leaves_whole_what_the_pass_cannot_split() -> None:
+    """Marked blocks in a form the split does not take: the pass says so, tvms.compile runs the
+    kernel whole (packing at every call) rather than failing."""
+    marked = PACKED.replace("T.writes(Out[vi, vj])",
+                            "T.writes(Out[vi, vj])\n                T.block_attr({\"meta_schedule.layout_rewrite_preproc\": T.bool(True)})")
+    mod = from_source(marked)
+    with pytest.raises(PassError, match="'Out' of add_packed must read one buffer and write one"):
+        relax.transform.SplitLayoutRewritePreproc()(mod)
+    vm = relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    assert vm.executable.function_names == ["main"]
+    x, w = np.ones((8, 8), "float32"), np.full((8, 8), 3, "float32")
+    np.testing.assert_allclose(vm["main"](x, w).numpy(), x + 2 * w)

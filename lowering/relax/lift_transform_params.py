@@ -465,12 +465,12 @@ def lift_weights(mod: IRModule) -> tuple:
     ``(f_lifted, f_transform_params, num_input, number of weights)``, for the VM to call
     ``f_lifted`` with weights transformed once per parameter set (``runtime/param_cache.py``).
     A module with a transform already (lifted by its author, who calls it) stays as it is."""
-    from .split_layout_rewrite_preproc import SplitLayoutRewritePreproc
+    from .split_layout_rewrite_preproc import split_layout_rewrite_preproc
 
     targets = _targets(mod, False)
     if not targets or any(gv.name_hint.endswith("transform_params") for gv, _ in mod.functions_items()):
         return mod, {}
-    split = SplitLayoutRewritePreproc()(mod)
+    split = split_layout_rewrite_preproc(mod.copy(), strict=False)  # (what cannot be split stays whole)
     plans = {gv.name_hint: _Plan(split[gv.name_hint], split) for gv, _ in targets}
     if not any(b.var in p.from_weights for p in plans.values() for b in p.lifted):
         return mod, {}

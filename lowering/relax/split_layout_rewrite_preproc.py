@@ -54,9 +54,14 @@ def _unmarked(stmt: Any) -> Any:
     return _Unmark().visit(stmt)
 
 
+class CannotSplit(TVMSError):
+    """A function with layout rewrite blocks in a form the split does not take."""
+
+
 def split_prim_func(func: PrimFunc, name: str) -> tuple | None:
-    """``(preprocessing function, compute function, [(parameter index, buffer written)])`` of
-    ``func``, or None when no top-level subtree of its root block is preprocessing."""
+    """``(preprocessing function, compute function, [(parameter index, buffer read, buffer
+    written)])`` of ``func``, or None when no top-level subtree of its root block is
+    preprocessing; ``CannotSplit`` when the marked blocks are not in a form to split."""
     realize = func.body
     if not isinstance(realize, BlockRealize):
         return None
@@ -72,22 +77,26 @@ def split_prim_func(func: PrimFunc, name: str) -> tuple | None:
             compute.append(stmt)
             continue
         if not all(marked):
-            raise TVMSError(f"SplitLayoutRewritePreproc: in {name}, a subtree mixes layout "
+            raise CannotSplit(f"SplitLayoutRewritePreproc: in {name}, a subtree mixes layout "
                             f"rewrite blocks with other blocks")
         for b in blocks:
             if len(b.reads) != 1 or len(b.writes) != 1 or b.alloc_buffers or b.match_buffers:
-                raise TVMSError(f"SplitLayoutRewritePreproc: the layout rewrite block {b.name_hint!r} "
-                                f"of {name} must read one buffer and write one, allocating none")
+                raise CannotSplit(f"SplitLayoutRewritePreproc: the layout rewrite block {b.name_hint!r} "
+                                  f"of {name} must read one buffer and write one, allocating none")
             index = params_by_buffer.get(id(b.reads[0].buffer))
-            if index is None:
-                raise TVMSError(f"SplitLayoutRewritePreproc: the layout rewrite block {b.name_hint!r} "
-                                f"of {name} reads {b.reads[0].buffer.name}, which is not a parameter")
-            rewrites.append((index, b.reads[0].buffer, b.writes[0].buffer))
+            written = b.writes[0].buffer
+            if index is None or not any(a is written for a in root.alloc_buffers):
+                raise CannotSplit(f"SplitLayoutRewritePreproc: the layout rewrite block {b.name_hint!r} "
+                                  f"of {name} must read a parameter and write a buffer of the root block")
+            if not all(isinstance(d, IntImm) for d in written.shape):
+                raise CannotSplit(f"SplitLayoutRewritePreproc: {name} rewrites into {written.name}, "
+                                  f"whose shape is not constant")
+            rewrites.append((index, b.reads[0].buffer, written))
         preproc.append(_unmarked(stmt))
     if not preproc:
         return None
     if not compute:
-        raise TVMSError(f"SplitLayoutRewritePreproc: {name} has layout rewrite blocks and no compute")
+        raise CannotSplit(f"SplitLayoutRewritePreproc: {name} has layout rewrite blocks and no compute")
 
     def make(params: list, body: list, alloc: tuple) -> PrimFunc:
         handles = [p if isinstance(p, TirVar) else TirVar(p.name, DataType("handle")) for p in params]
@@ -113,71 +122,87 @@ class SplitLayoutRewritePreproc:
     before the rest (TVM's pass of this name), then removes what is left unused."""
 
     def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
-        splits = {}
-        for gv, func in list(mod.functions_items()):
-            if isinstance(func, PrimFunc):
+        return split_layout_rewrite_preproc(mod, strict=True)
+
+
+def split_layout_rewrite_preproc(mod: IRModule, strict: bool) -> IRModule:
+    """The pass on ``mod`` (changed in place); not ``strict`` (as tvms.compile runs it), a
+    function whose marked blocks cannot be split is left whole instead of failing."""
+    splits = {}
+    for gv, func in list(mod.functions_items()):
+        if isinstance(func, PrimFunc):
+            try:
                 found = split_prim_func(func, gv.name_hint)
-                if found is not None:
-                    splits[gv.name_hint] = found
-        if not splits:
-            return mod
-        names = NameSupply()
-        added: dict = {}
+            except CannotSplit:
+                if strict:
+                    raise
+                found = None
+            if found is not None:
+                splits[gv.name_hint] = found
+    if not splits:
+        return mod
+    calls = _SplitCalls(mod, splits)
+    for gv, func in _relax_funcs(mod):
+        blocks = []
+        for blk in func.body.blocks:
+            dataflow = isinstance(blk, rx.DataflowBlock)
+            blocks.append(type(blk)(tuple(new for b in blk.bindings for new in calls.rewrite(b, dataflow)),
+                                    span=blk.span))
+        mod[gv] = func.with_changes(body=func.body.with_changes(blocks=tuple(blocks)))
+    # (then TVM's DeadCodeElimination: the split functions are no longer called)
+    keep = _reachable(mod, [gv.name_hint for gv, f in mod.functions_items() if not getattr(f, "is_private", True)])
+    for gv, func in list(mod.functions_items()):
+        if gv.name_hint not in keep:
+            del mod[gv]
+        elif isinstance(func, rx.Function):
+            mod[gv] = remove_unused_bindings(func, mod)
+    return tvm_print_order(mod)
 
-        def rewrite(binding: Any, dataflow: bool) -> list:
-            call = binding.value
-            if not (isinstance(call, rx.Call) and getattr(call.op, "name", None) == "relax.call_tir"
-                    and isinstance(call.args[0], GlobalVar) and call.args[0].name_hint in splits):
-                return [binding]
-            name = call.args[0].name_hint
-            pre, compute, rewrites = splits[name]
-            for suffix, f in (("_weight_prepack", pre), ("_prepacked", compute)):
-                if name + suffix not in added:
-                    added[name + suffix] = GlobalVar(name + suffix)
-                    mod[added[name + suffix]] = f
-            make_var = rx.DataflowVar if dataflow else rx.Var
-            args = list(call.args[1].fields)
-            outs = []
-            for _, _, buf in rewrites:
-                if not all(isinstance(d, IntImm) for d in buf.shape):
-                    raise TVMSError(f"SplitLayoutRewritePreproc: {name} rewrites into "
-                                    f"{buf.name}, whose shape is not constant")
-                dims = tuple(IntImm(DataType("int64"), d.value) for d in buf.shape)  # (a shape is int64)
-                outs.append(TensorStructInfo(rx.ShapeExpr(dims), buf.dtype, len(dims)))
-            pre_call = make_call("call_tir", [added[name + "_weight_prepack"],
-                                              rx.Tuple(tuple(args[i] for i, _, _ in rewrites))], {}, tuple(outs))
-            packed = make_var(names.fresh("lv"), pre_call.struct_info)
-            out = [rx.VarBinding(pre_call, packed)]
-            if len(rewrites) == 1:
-                args[rewrites[0][0]] = packed
-            else:
-                for k, (i, _, _) in enumerate(rewrites):
-                    item = make_var(names.fresh("lv"), outs[k])
-                    out.append(rx.VarBinding(rx.TupleGetItem(packed, k, outs[k]), item))
-                    args[i] = item
-            main_call = make_call("call_tir", [added[name + "_prepacked"], rx.Tuple(tuple(args)),
-                                               *call.args[2:]], {}, call.sinfo_args)
-            result = make_var(names.fresh("lv"), main_call.struct_info)
-            return out + [rx.VarBinding(main_call, result), binding.with_changes(value=result)]
 
-        for gv, func in _relax_funcs(mod):
-            blocks = []
-            for blk in func.body.blocks:
-                dataflow = isinstance(blk, rx.DataflowBlock)
-                bindings = [new for b in blk.bindings for new in rewrite(b, dataflow)]
-                blocks.append(type(blk)(tuple(bindings), span=blk.span))
-            mod[gv] = func.with_changes(body=func.body.with_changes(blocks=tuple(blocks)))
-        # (then TVM's DeadCodeElimination: the split functions are no longer called)
-        entries = [gv.name_hint for gv, f in mod.functions_items() if not getattr(f, "is_private", True)]
-        keep = _reachable(mod, entries)
-        for gv, func in list(mod.functions_items()):
-            if gv.name_hint not in keep:
-                del mod[gv]
-            elif isinstance(func, rx.Function):
-                mod[gv] = remove_unused_bindings(func, mod)
-        return tvm_print_order(mod)
+class _SplitCalls:
+    """Rewrites the bindings that call a split function into the two calls."""
+
+    def __init__(self, mod: IRModule, splits: dict) -> None:
+        self.mod, self.splits = mod, splits
+        self.names = NameSupply()  # (lv, lv1, ...: TVM's builder names them so, module-wide)
+        self.added: dict = {}
+
+    def _global(self, name: str, func: PrimFunc) -> GlobalVar:
+        if name not in self.added:
+            self.added[name] = GlobalVar(name)
+            self.mod[self.added[name]] = func
+        return self.added[name]
+
+    def rewrite(self, binding: Any, dataflow: bool) -> list:
+        call = binding.value
+        if not (isinstance(call, rx.Call) and getattr(call.op, "name", None) == "relax.call_tir"
+                and isinstance(call.args[0], GlobalVar) and call.args[0].name_hint in self.splits):
+            return [binding]
+        name = call.args[0].name_hint
+        pre, compute, rewrites = self.splits[name]
+        make_var = rx.DataflowVar if dataflow else rx.Var
+        args = list(call.args[1].fields)
+        outs = []
+        for _, _, buf in rewrites:
+            dims = tuple(IntImm(DataType("int64"), d.value) for d in buf.shape)  # (a shape is int64)
+            outs.append(TensorStructInfo(rx.ShapeExpr(dims), buf.dtype, len(dims)))
+        pre_call = make_call("call_tir", [self._global(name + "_weight_prepack", pre),
+                                          rx.Tuple(tuple(args[i] for i, _, _ in rewrites))], {}, tuple(outs))
+        packed = make_var(self.names.fresh("lv"), pre_call.struct_info)
+        out = [rx.VarBinding(pre_call, packed)]
+        if len(rewrites) == 1:
+            args[rewrites[0][0]] = packed
+        else:
+            for k, (i, _, _) in enumerate(rewrites):
+                item = make_var(self.names.fresh("lv"), outs[k])
+                out.append(rx.VarBinding(rx.TupleGetItem(packed, k, outs[k]), item))
+                args[i] = item
+        main_call = make_call("call_tir", [self._global(name + "_prepacked", compute), rx.Tuple(tuple(args)),
+                                           *call.args[2:]], {}, call.sinfo_args)
+        result = make_var(self.names.fresh("lv"), main_call.struct_info)
+        return out + [rx.VarBinding(main_call, result), binding.with_changes(value=result)]
 
 
 register_pass(factory=SplitLayoutRewritePreproc)
 
-__all__ = ["SplitLayoutRewritePreproc", "split_prim_func"]
+__all__ = ["CannotSplit", "SplitLayoutRewritePreproc", "split_layout_rewrite_preproc", "split_prim_func"]
