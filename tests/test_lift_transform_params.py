@@ -313,3 +313,23 @@ def test_compile_leaves_whole_what_the_pass_cannot_split() -> None:
     assert vm.executable.function_names == ["main"]
     x, w = np.ones((8, 8), "float32"), np.full((8, 8), 3, "float32")
     np.testing.assert_allclose(vm["main"](x, w).numpy(), x + 2 * w)
+
+
+def test_compile_lifts_the_matmul_rules_packing_once_marked() -> None:
+    """The default schedules of the MLP at batch 64 pack each weight into panels at every call;
+    marked as the Matmul rule is to mark them (issue 17's interface), the packing runs once."""
+    from lift_params import mark_packing
+
+    text = MLP.replace("(1, 784)", "(64, 784)").replace("(1, 10)", "(64, 10)")
+    mod = from_source(text)
+    marked = mark_packing(tvms.IRModule({"main": mod["main"].with_attr("num_input", 1)}))
+    vm = relax.VirtualMachine(tvms.compile(marked, target="llvm"), tvms.cpu())
+    program = {f.name: f for f in vm.executable.program.functions}
+    prepacks = _kernels(program["main_transform_params"])
+    assert prepacks and all(k.endswith("_weight_prepack") for k in prepacks)
+    assert all(k.endswith("_prepacked") for k in _kernels(program["main_lifted"]))
+    rng = np.random.default_rng(7)
+    x, *weights = [rng.standard_normal((64, 784)).astype("float32")] + _weights(7)[1:]
+    for _ in range(2):
+        np.testing.assert_allclose(vm["main"](x, *weights).numpy(), _numpy_mlp(x, *weights), rtol=1e-4, atol=1e-2)
+    assert vm.param_cache.transforms == 1
