@@ -16,7 +16,9 @@ import tvms
 from tvms import relax
 from tvms.ir.errors import TVMSError
 from tvms.lowering.transform import PassContext, PassError
+from tvms.ir.vm_program import deserialize, serialize
 from tvms.runtime.param_cache import CAPACITY
+from tvms.runtime.vm import Executable
 from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
 
@@ -137,6 +139,12 @@ def test_compile_lifts_the_weight_transposes(mlp_vms) -> None:
     want = _numpy_mlp(*args)
     for vm in mlp_vms:
         np.testing.assert_allclose(vm["main"](*args).numpy(), want, rtol=1e-4, atol=1e-4)
+    # the program read back (as an exported library stores it) knows nothing of the lifting: its
+    # main is the original function, transposes included
+    again = Executable(deserialize(serialize(lifted.executable.program)), lifted.executable.kernels())
+    reloaded = relax.VirtualMachine(again, tvms.cpu())
+    assert reloaded.param_cache.lifted == {}
+    np.testing.assert_allclose(reloaded["main"](*args).numpy(), want, rtol=1e-4, atol=1e-4)
 
 
 def test_cache_reuses_same_weights_and_not_changed_ones(mlp_vms) -> None:
