@@ -171,6 +171,10 @@ def test_cache_reuses_same_weights_and_not_changed_ones(mlp_vms) -> None:
     weights[0] *= 2
     np.testing.assert_allclose(vm["main"](x, *weights).numpy(), _numpy_mlp(x, *weights), rtol=1e-4, atol=1e-4)
     assert cache.transforms == runs + 3
+    weights[3].flags.writeable = True  # (the set of the last call, changed: seen too)
+    weights[3] += 1
+    np.testing.assert_allclose(vm["main"](x, *weights).numpy(), _numpy_mlp(x, *weights), rtol=1e-4, atol=1e-4)
+    assert cache.transforms == runs + 4
     cache.clear()
     assert all(w.flags.writeable for w in weights + copies)
 
