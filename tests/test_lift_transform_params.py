@@ -27,7 +27,6 @@ PASSES = {"LiftTransformParams": relax.transform.LiftTransformParams,
           "SplitLayoutRewritePreproc": relax.transform.SplitLayoutRewritePreproc}
 # TVM's output that tvms does not reproduce, and why
 DIFFERENT = {
-    "tuple": "TVM names the second read of the weight w11 after canonicalizing a tuple of a tuple",
     "symbolic_var_in_param_shape": "TVM's printed input renames the lifted variable w1 to w1_1, "
                                    "so the text parsed back names the new parameter w1_1",
     "lift_transform_with_primitive_param_used_by_model_tensor":

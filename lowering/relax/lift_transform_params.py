@@ -26,6 +26,7 @@ from ...ir import relax as rx
 from ...ir.errors import TVMSError
 from ...ir.expr import Op, Var as TirVar
 from ...ir.module import IRModule
+from ...ir.name_supply import NameSupply
 from ...ir.node import FrozenDict
 from ...ir.op import get_op
 from ...ir.relax import merge_blocks
@@ -171,8 +172,8 @@ class _SharedPlan:
             if len(weights) != len(self.weights):
                 raise TVMSError(f"LiftTransformParams: the number of parameters should be the same for "
                                 f"all target functions ({len(self.weights)} weights, then {len(weights)})")
-            for mine, first in zip(weights, self.weights):
-                self._correspond(mine, first)
+            for k, (mine, first) in enumerate(zip(weights, self.weights)):
+                self._correspond(mine, first, k)
         seen = dict(self.remap)  # (every binding's stand-in, shared or not)
         liftable = set(p for f in funcs for p in f.params[_num_input(f):])
         groups: list = []  # [value with stand-ins, [bindings computing it]]
@@ -203,10 +204,10 @@ class _SharedPlan:
             self.from_weights.update(self.remap.get(v, v) for v in plan.from_weights)
             self.needed.update(self.remap.get(v, v) for v in plan.needed)
 
-    def _correspond(self, mine: rx.Var, first: rx.Var) -> None:
+    def _correspond(self, mine: rx.Var, first: rx.Var, k: int) -> None:
         if not structural_equal(mine.struct_info, first.struct_info, map_free_vars=True):
             raise TVMSError(f"LiftTransformParams: the type of the parameters should be the same for all "
-                            f"target functions ({first.name} and {mine.name} differ)")
+                            f"target functions (weight {k}, {mine.name}, differs from the first function's)")
         self.remap[mine] = first
         self.remap.update(zip(definable_sizes(mine.struct_info), definable_sizes(first.struct_info)))
 
@@ -302,11 +303,12 @@ def copy_with_new_vars(func: rx.Function) -> rx.Function:
 def bundle_model_params(func: rx.Function, name: str = "model_params") -> rx.Function:
     """The weights of ``func`` (parameters after ``num_input``) taken as one tuple ``name``; each
     use of a weight reads its field into a variable of the weight's name just before it, as
-    TVM's ``BundleModelParams`` does."""
+    TVM's ``BundleModelParams`` does (its builder makes the names unique: ``w``, ``w1``, ...)."""
     num_input = _num_input(func)
     weights = func.params[num_input:]
     bundle = rx.Var(name, TupleStructInfo(tuple(p.struct_info for p in weights)))
     index = {w: i for i, w in enumerate(weights)}
+    names = NameSupply()
 
     class _Reads(Mutator):
         def __init__(self) -> None:
@@ -317,7 +319,7 @@ def bundle_model_params(func: rx.Function, name: str = "model_params") -> rx.Fun
             i = index.get(var)
             if i is None:
                 return var
-            read = (rx.DataflowVar if self.dataflow else rx.Var)(var.name, var.struct_info)
+            read = (rx.DataflowVar if self.dataflow else rx.Var)(names.fresh(var.name), var.struct_info)
             self.emitted.append(rx.VarBinding(rx.TupleGetItem(bundle, i, var.struct_info), read))
             return read
 
