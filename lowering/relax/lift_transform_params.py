@@ -270,11 +270,19 @@ def _runtime_function(plan: _Plan, sizes: list, outputs: list) -> rx.Function:
         params.append(param)
     gone = {b.var for b in plan.lifted if b.var in plan.from_weights}
     body = _without(plan.func.body, gone)
-    body = body.with_changes(blocks=tuple(merge_blocks([rx.DataflowBlock(tuple(takes)), *body.blocks])))
+    blocks = [rx.DataflowBlock(tuple(takes)), *body.blocks]
+    if not isinstance(body.body, _LEAVES):  # (TVM's normalizer binds the result when it flattens)
+        result = rx.Var("gv", body.body.struct_info)
+        blocks.append(rx.BindingBlock((rx.VarBinding(body.body, result),)))
+        body = body.with_changes(body=result)
+    body = body.with_changes(blocks=tuple(merge_blocks(blocks)))
     func = plan.func
     func = rx.Function(tuple(params), body, func.ret_struct_info, func.is_pure, func.attrs,
                        span=func.span, source_dialect=func.source_dialect)
     return canonicalize_bindings(copy_with_new_vars(func))
+
+
+_LEAVES = (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.DataTypeImm, rx.ExternFunc)
 
 
 def _without(node: Any, gone: set) -> Any:

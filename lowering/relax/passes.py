@@ -160,6 +160,8 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
     mapping: dict = {}
     dropped: set = set()
     renames: dict = {}  # DataflowVar -> output Var that takes over its definition
+    local: dict = {}  # Var bound in a dataflow block and used only there -> its DataflowVar
+    escapes: set = set()  # vars that a dropped binding's uses outside its block now read
 
     def resolve(v: Any) -> Any:
         while v in mapping:
@@ -202,11 +204,20 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
                         continue
                     mapping[b.var] = src
                     dropped.add(b)
+                    if outside is None or needed_outside:
+                        escapes.add(src)  # (read, through b.var, outside src's block)
+                if outside is not None:  # (as TVM: an output nothing outside reads is not one)
+                    local.update((b.var, rx.DataflowVar(b.var.name, b.var.struct_info, span=b.var.span))
+                                 for b in blk.bindings if type(b.var) is rx.Var and b.var not in outside
+                                 and b not in dropped)
 
     plan(func)
-    if not mapping:
+    local = {k: v for k, v in local.items() if k not in escapes}
+    if not mapping and not local:
         return func
     final = {k: resolve(k) for k in mapping}
+    final = {k: local.get(v, v) for k, v in final.items()}
+    final.update((k, v) for k, v in local.items() if k not in final)
 
     class _Rewrite(Mutator):
         def visit_SeqExpr(self, seq: rx.SeqExpr) -> Any:
@@ -218,6 +229,8 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
                         continue
                     if b.var in renames:  # the definition of dv now defines gv
                         b = b.with_changes(var=renames[b.var])
+                    elif b.var in local:
+                        b = b.with_changes(var=local[b.var])
                     new.append(_substitute_value(b))
                 blocks.append(type(blk)(tuple(new), span=blk.span))
             body = _substitute(seq.body, final)
