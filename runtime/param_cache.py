@@ -63,6 +63,11 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _holds_list(value: Any) -> bool:
+    """Whether ``value`` is or holds a list (the same list object may hold other values later)."""
+    return isinstance(value, list) or (isinstance(value, tuple) and any(map(_holds_list, value)))
+
+
 def _with_bases(arrays: list) -> list:
     """``arrays`` and the numpy arrays they are views of (writing into a base changes a view)."""
     out: list = []
@@ -75,7 +80,9 @@ def _with_bases(arrays: list) -> list:
 
 class _Entry:
     def __init__(self, key: tuple, weights: tuple, arrays: list, outputs: tuple) -> None:
-        self.key, self.weights, self.outputs = key, weights, outputs
+        self.key, self.outputs = key, outputs
+        # the weights as passed, for the quick check by identity (none when a list is among them)
+        self.weights = None if _holds_list(weights) else weights
         self.arrays = _with_bases(arrays)
         self.frozen = [a for a in self.arrays if a.flags.writeable]  # those made read-only here
         for a in self.frozen:
@@ -126,8 +133,8 @@ class ParamCache:
             return name, args
         runtime, transform, num_input, num_weights = spec
         last = self.last.get(name)
-        if last is not None:  # (the same weight objects as the last call, still read-only: a hit)
-            weights = args[num_input:]
+        if last is not None and last.weights is not None:  # (the same weight objects as the last
+            weights = args[num_input:]                      # call, still read-only: a hit)
             if len(weights) == len(last.weights) and all(map(operator.is_, weights, last.weights)):
                 for a in last.arrays:
                     if a.flags.writeable:

@@ -344,3 +344,34 @@ def test_compile_lifts_the_matmul_rules_packing_once_marked() -> None:
     for _ in range(2):
         np.testing.assert_allclose(vm["main"](x, *weights).numpy(), _numpy_mlp(x, *weights), rtol=1e-4, atol=1e-2)
     assert vm.param_cache.transforms == 1
+
+
+TUPLE_WEIGHT = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 2), "float32"), ws: R.Tuple(R.Tensor((2, 2), "float32"), R.Tensor((2, 2), "float32"))) -> R.Tensor((2, 2), "float32"):
+        R.func_attr({"num_input": 1})
+        with R.dataflow():
+            w0 = ws[0]
+            w0t = R.permute_dims(w0)
+            y = R.add(R.matmul(x, w0t), ws[1])
+            R.output(y)
+        return y
+"""
+
+
+def test_a_list_of_weights_is_keyed_by_what_it_holds() -> None:
+    """A tuple weight given as a list: the same list object holding another array is another set."""
+    vm = relax.VirtualMachine(tvms.compile(from_source(TUPLE_WEIGHT), target="llvm", default_schedule=False),
+                              tvms.cpu())
+    x, a, b, c = (np.random.default_rng(k).standard_normal((2, 2)).astype("float32") for k in range(4))
+    ws = [a, b]
+    np.testing.assert_allclose(vm["main"](x, ws).numpy(), x @ a.T + b, rtol=1e-5)
+    np.testing.assert_allclose(vm["main"](x, ws).numpy(), x @ a.T + b, rtol=1e-5)
+    assert vm.param_cache.transforms == 1
+    ws[0] = c
+    np.testing.assert_allclose(vm["main"](x, ws).numpy(), x @ c.T + b, rtol=1e-5)
+    assert vm.param_cache.transforms == 2
+    np.testing.assert_allclose(vm["main"](x, (c, b)).numpy(), x @ c.T + b, rtol=1e-5)
+    assert vm.param_cache.transforms == 2  # (a tuple of the same arrays: the same set)
