@@ -165,7 +165,10 @@ def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: b
     mod = run_relax_pipeline(mod, relax_pipeline, schedule)
     if schedule:
         mod = default_schedules(mod, target, row)
-    return link_executable(mod, _build_kernels(mod, row, target))
+    from .relax.lift_transform_params import lift_weights
+
+    mod, lifted = lift_weights(mod)  # (what depends on weights only runs once: runtime/param_cache.py)
+    return link_executable(mod, _build_kernels(mod, row, target), lifted)
 
 
 def _prim_funcs_only(mod: IRModule) -> bool:
@@ -229,12 +232,16 @@ def _build_kernels(mod: IRModule, row: TargetKind, target: Target) -> Any:
     return build(IRModule(prims), target)
 
 
-def link_executable(mod: IRModule, kernels: Any) -> Any:
+def link_executable(mod: IRModule, kernels: Any, lifted: dict | None = None) -> Any:
     """The link step of a Relax program: its VM program (``relax/vm_codegen.py``) and its
-    kernels, made into the runtime's Executable."""
+    kernels, made into the runtime's Executable; ``lifted`` names the functions whose weights
+    ``<name>_transform_params`` transforms (``lift_weights``)."""
     from .relax.vm_codegen import compile_vm
 
-    return get_global_func(EXECUTABLE_LOADER)(compile_vm(mod), kernels)
+    ex = get_global_func(EXECUTABLE_LOADER)(compile_vm(mod), kernels)
+    if lifted:
+        ex.lifted_params = lifted
+    return ex
 
 
 def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:

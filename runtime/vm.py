@@ -35,6 +35,7 @@ from .cuda_tensor import CudaTensor
 from .device import CPU, CUDA, cpu, cuda, missing_reason
 from .module import Module, TimingResult, _data_address, _on_cpu
 from .numpy_ops import Shape
+from .param_cache import ParamCache
 from .tensor import ALIGNMENT, Tensor, tensor
 from .vm_builtins import step_of
 from .vm_memory import BufferPool
@@ -163,6 +164,8 @@ class VirtualMachine:
             self.constants = [self.device_memory.to_device(c) for c in self.constants]
         self._programs = {f.name: f for f in ex.program.functions}
         self._functions: dict[str, _Function] = {}
+        # functions whose weights tvms.compile lifted: transformed once per parameter set
+        self.param_cache = ParamCache(self, getattr(ex, "lifted_params", {}))
 
     @property
     def module(self) -> "VirtualMachine":
@@ -193,6 +196,7 @@ class VirtualMachine:
     @deep_recursion(too_deep="recursion too deep: a Relax function calls itself (directly or "
                              "through others) more deeply than the VM follows")
     def invoke(self, name: str, *args: Any) -> Any:
+        name, args = self.param_cache.arguments(name, args)
         f = self._programs[name]
         if len(args) != len(f.params):
             raise TVMSError(f"{name} takes {len(f.params)} arguments "
