@@ -51,3 +51,24 @@ def test_what_it_cannot_plan_is_a_clear_error() -> None:
                         .replace("B_sh[threadIdx_x]", "B_sh[0, threadIdx_x]"))["main"]
     with pytest.raises(TVMSError, match=r"buffer 'B_sh' has shape .*after FlattenBuffer"):
         merge_shared_memory_allocations(two_d)
+
+
+def test_a_matmul_through_dynamic_shared_memory_compiles_and_computes() -> None:
+    """16x16 tiles of A and B staged in shared.dyn (gpu_lowering's matmul_dyn_nocse, whose every
+    stage is TVM's): tvms.compile renders TVM's CUDA C (one uchar array the tiles view), NVRTC
+    compiles it to a cubin, and the reference executor runs the launch as numpy computes it."""
+    import numpy as np
+
+    import tvms
+    from tvms.runtime.cuda_module import ReferenceLauncher
+
+    func = from_source((FIXTURES / "gpu_lowering" / "matmul_dyn_nocse_00_input.tvms").read_text())["main"]
+    with PassContext(config={"tirx.disable_cse_tir": True}):
+        lib = tvms.compile(func, target="cuda -arch=sm_80")
+    assert lib.get_source() == (GOLDEN / "matmul_dyn.cu").read_text()
+    assert lib.artifacts["main"].binary.startswith(b"\x7fELF")
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((64, 64), dtype=np.float32), rng.standard_normal((64, 64), dtype=np.float32)
+    c = np.zeros((64, 64), np.float32)
+    lib.with_launcher(ReferenceLauncher())["main"](a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
