@@ -303,3 +303,16 @@ def main(A: T.Buffer((64,), "float32")):
 ''')
     with pytest.raises(TVMSError, match=r"kernel main_kernel has 2 dynamic shared memory allocations \(S, H\)"):
         gpu.split_host_device(IRModule({"main": unmerged}))
+    # a symbolic size: its bytes as TVM writes them (the size in int64 times the element's bytes)
+    one = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64,), "float32"), n: T.int32):
+    T.func_attr({"target": T.target({"kind": "cuda", "host": {"kind": "llvm"}})})
+    with T.launch_thread("threadIdx.x", 64) as tx:
+        S = T.alloc_buffer((n,), scope="shared.dyn")
+        S[tx] = A[tx]
+''')
+    host = gpu.split_host_device(IRModule({"main": one}))["main"].script(dialect=DIALECT)
+    assert 'n, 64, T.Cast("int64", n) * T.int64(4), launch_params=["threadIdx.x", "tirx.use_dyn_shared_memory"]' in host
