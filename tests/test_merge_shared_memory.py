@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tvms.ir.errors import TVMSError
+from tvms.ir.target import Target
+from tvms.lowering.tir import gpu
 from tvms.lowering.tir.gpu import MergeSharedMemoryAllocations, merge_shared_memory_allocations
 from tvms.script import from_source
 from tvms.transform import PassContext
@@ -56,7 +58,8 @@ def test_what_it_cannot_plan_is_a_clear_error() -> None:
 def test_a_matmul_through_dynamic_shared_memory_compiles_and_computes() -> None:
     """16x16 tiles of A and B staged in shared.dyn (gpu_lowering's matmul_dyn_nocse, whose every
     stage is TVM's): tvms.compile renders TVM's CUDA C (one uchar array the tiles view), NVRTC
-    compiles it to a cubin, and the reference executor runs the launch as numpy computes it."""
+    compiles it to a cubin (sm_80; the static variant below, sm_90), and the reference
+    executor runs the launch as numpy computes it."""
     import numpy as np
 
     import tvms
@@ -72,3 +75,18 @@ def test_a_matmul_through_dynamic_shared_memory_compiles_and_computes() -> None:
     c = np.zeros((64, 64), np.float32)
     lib.with_launcher(ReferenceLauncher())["main"](a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_static_shared_memory_merged_in_the_pipeline_when_asked() -> None:
+    """The same matmul with its tiles in static shared memory, under tirx.merge_static_smem:
+    TVM's SplitHostDevice stage and CUDA C (one `__shared__` uchar array), compiled by NVRTC."""
+    import tvms
+
+    static = from_source((FIXTURES / "gpu_lowering" / "matmul_dyn_nocse_00_input.tvms").read_text()
+                         .replace('"shared.dyn"', '"shared"'))["main"]
+    with PassContext(config={"tirx.disable_cse_tir": True, "tirx.merge_static_smem": True}):
+        split = gpu.split_for_cuda(static, Target("cuda"))
+        lib = tvms.compile(static, target="cuda -arch=sm_90")
+    assert split.script(dialect=DIALECT) == (GOLDEN / "static_matmul_split.tvms").read_text()
+    assert lib.get_source() == (GOLDEN / "static_matmul.cu").read_text()
+    assert lib.artifacts["main"].binary.startswith(b"\x7fELF")
