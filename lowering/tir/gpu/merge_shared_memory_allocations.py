@@ -9,7 +9,9 @@ declared again over it (``T.decl_buffer(..., data=buf_dyn_shmem.data)``, or
 never live at the same time share bytes: a liveness analysis over the kernel's statements in
 order (a loop, branch or launch counting as one step at its end) finds where each buffer is first
 and last touched, and TVM's memory plan reuses a freed entry of size within 16x, or joins smaller
-freed ones, as its layers. Offsets are aligned to the buffers' ``data_alignment`` (64 bytes).
+freed ones, as its layers. Offsets are aligned to the buffers' ``data_alignment`` (64 bytes),
+the entries placed in order of size (arrays of 32 bits or less, which TVM leaves without an
+offset, after them).
 Static ``shared`` allocations are merged the same way (into ``buf_shmem``) only under the
 PassContext config ``tirx.merge_static_smem``. A kernel with one such allocation is left as it is.
 tvms plans constant sizes only; a symbolic size is refused.
@@ -24,8 +26,7 @@ from ....ir.errors import TVMSError
 from ....ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var
 from ....ir.function import PrimFunc
 from ....ir.node import FrozenDict
-from ....ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate, For,
-                         IfThenElse, Stmt, While)
+from ....ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Stmt
 from ....ir.visitor import Mutator, Visitor, collect
 from ...transform import PassContext
 from ..tir_pass import define_tir_pass
@@ -145,7 +146,7 @@ class _Plan:
         self.small: list = []  # entries of 32 bits or less, never freed (TVM has no offset for them)
         self.entry_of: dict = {}
         gen, kill = self._liveness(steps)
-        for i, (key, pair, _) in enumerate(steps):
+        for key, pair, _ in steps:
             leaf_gen = gen.get(key, []) if pair == 0 else []
             if pair <= 0:
                 for data in kill.get(key, []):
@@ -272,9 +273,8 @@ class _Merger(Mutator):
         steps.visit(s)
         plan = _Plan(allocs, steps.steps)
         name = "buf_dyn_shmem" if self.scope == "shared.dyn" else "buf_shmem"
-        outer = self.in_launch, self.kernel, self.merged, self.views
-        self.in_launch, self.kernel, self.views = True, plan.offsets, {}
-        self.allocs = allocs
+        outer = self.in_launch, self.kernel, self.merged, self.views, self.allocs
+        self.in_launch, self.kernel, self.views, self.allocs = True, plan.offsets, {}, allocs
         self.merged = decl_buffer((plan.size,), "uint8", name, scope=self.scope)
         self.volatile = False
         try:
@@ -284,7 +284,7 @@ class _Merger(Mutator):
             annotations = FrozenDict({VOLATILE: True}) if self.volatile else FrozenDict()
             return s.with_changes(body=AllocBuffer(self.merged, body, annotations))
         finally:
-            self.in_launch, self.kernel, self.merged, self.views = outer
+            self.in_launch, self.kernel, self.merged, self.views, self.allocs = outer
 
     def merging(self, data: Var) -> bool:
         return self.kernel is not None and data in self.kernel
@@ -309,10 +309,13 @@ class _Merger(Mutator):
             found = self.views[buffer] = replace(buffer, data=self.merged.data)
         return found
 
-    def shift(self, index: PrimExpr, data: Var, dtype: DataType) -> PrimExpr:
-        """``index`` moved by the allocation's offset, in elements of ``dtype``."""
+    def shift(self, index: PrimExpr, data: Var, dtype: DataType, offset_first: bool = False) -> PrimExpr:
+        """``index`` moved by the allocation's offset, in elements of ``dtype`` (``offset + index``
+        where TVM writes it so: in the calls)."""
         offset = self.kernel[data] // _nbytes(dtype)
-        return index + IntImm(index.dtype, offset) if offset else index
+        if not offset:
+            return index
+        return IntImm(index.dtype, offset) + index if offset_first else index + IntImm(index.dtype, offset)
 
     def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
         new = self.generic_visit(e)
@@ -336,7 +339,7 @@ class _Merger(Mutator):
         args = list(e.args)
         data = args[at]
         dtype = args[0].dtype if at == 1 else e.dtype  # (cp_async_raw's dtype is the call's)
-        args[at + 1] = self.shift(self.visit(args[at + 1]), data, dtype)
+        args[at + 1] = self.shift(self.visit(args[at + 1]), data, dtype, offset_first=True)
         args[at] = self.view(self.allocs[data]).data  # (TVM declares the typed view there too)
         return e.with_changes(args=tuple(self.visit(a) if i not in (at, at + 1) else a for i, a in enumerate(args)))
 
