@@ -153,22 +153,29 @@ class Block:
 
 class _Tracks:
     """Who last wrote and read each piece of a shared array since the last barrier, one entry per
-    ``unit`` bytes (the smallest element any view of the array has): typed views of one
-    allocation (merged shared memory) share it, so that they race with each other as one buffer."""
+    ``unit`` bytes: the smallest element of the views of the array that have accessed it (typed
+    views of one allocation, as in merged shared memory, share it, so that they race with each
+    other as one buffer; a uint8 allocation that float32 views access is tracked by 4 bytes)."""
 
-    __slots__ = ("unit", "written", "read")
+    __slots__ = ("nbytes", "unit", "written", "read")
 
-    def __init__(self, unit: int, count: int) -> None:
-        self.unit = unit
-        self.written = [-1] * count
-        self.read = [-1] * count
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+        self.unit = 0  # (none yet: set by the first access)
+        self.written: list = []
+        self.read: list = []
 
-    def refine(self, unit: int) -> None:
-        """Track pieces of ``unit`` bytes (a divisor of the current unit), keeping what is known."""
-        parts = self.unit // unit
-        self.written[:] = [w for w in self.written for _ in range(parts)]
-        self.read[:] = [r for r in self.read for _ in range(parts)]
-        self.unit = unit
+    def fit(self, itemsize: int) -> None:
+        """Track pieces of at most ``itemsize`` bytes (keeping what is known)."""
+        if not self.unit:
+            self.unit = itemsize
+            self.written = [-1] * (self.nbytes // itemsize)
+            self.read = [-1] * (self.nbytes // itemsize)
+        elif itemsize < self.unit:
+            parts = self.unit // itemsize
+            self.written = [w for w in self.written for _ in range(parts)]
+            self.read = [r for r in self.read for _ in range(parts)]
+            self.unit = itemsize
 
 
 class Shared:
@@ -189,7 +196,7 @@ class Shared:
         self.size = len(data)
         self.itemsize = data.dtype.itemsize
         self.root = root or self
-        self.tracks = root.tracks if root is not None else _Tracks(self.itemsize, self.size)
+        self.tracks = root.tracks if root is not None else _Tracks(data.nbytes)
         self.views: dict = {}
 
     def view(self, dtype: np.dtype) -> "Shared":
@@ -200,28 +207,17 @@ class Shared:
         mem = root.views.get(dtype)
         if mem is None:
             mem = root.views[dtype] = Shared(self.block, self.name, 0, dtype, root)
-            if mem.itemsize < root.tracks.unit:
-                root.tracks.refine(mem.itemsize)
         return mem
 
-    def _pieces(self, i: int) -> range:
-        """The tracked pieces of element ``i``."""
-        k = self.itemsize // self.tracks.unit
-        return range(i * k, i * k + k)
-
     def load(self, i: Any, me: int, stmt: Any) -> Any:
-        clock = self.block.clock
-        tracks = self.tracks
-        if type(i) is int and 0 <= i < self.size:  # (the common case, kept short)
-            k = self.itemsize // tracks.unit
-            written, read = tracks.written, tracks.read
-            for p in range(i * k, i * k + k):
-                w = written[p]
-                if w >= clock and w != clock + me:
-                    raise self._race(stmt, me, w - clock, i, "reads")
-                read[p] = clock + me
+        tracks, clock = self.tracks, self.block.clock
+        if type(i) is int and 0 <= i < self.size and self.itemsize == tracks.unit:  # (the common case)
+            w = tracks.written[i]
+            if w >= clock and w != clock + me:
+                raise self._race(stmt, me, w - clock, i, "reads")
+            tracks.read[i] = clock + me
             return self.data[i]
-        for j in self._indices(i):
+        for j in (i,) if type(i) is int and 0 <= i < self.size else self._indices(i):
             for p in self._pieces(j):
                 w = tracks.written[p]
                 if w >= clock and w != clock + me:
@@ -230,34 +226,37 @@ class Shared:
         return self.data[i]
 
     def store(self, i: Any, value: Any, me: int, stmt: Any) -> None:
-        clock = self.block.clock
-        tracks = self.tracks
         if type(i) is int and 0 <= i < self.size:  # (the common case, kept short)
             before = self.data[i]
             self.data[i] = value
-            k = self.itemsize // tracks.unit
             changed = _changed(before, self.data[i])
-            for p in range(i * k, i * k + k):
-                if changed:
-                    self._check_overwrite(p, i, me, clock, stmt)
-                tracks.written[p] = clock + me
+            if changed or self.itemsize != self.tracks.unit:
+                self._wrote(i, changed, me, stmt)
+            else:
+                self.tracks.written[i] = self.block.clock + me
             return
         indices = self._indices(i)
         before = self.data[indices]
         self.data[i] = value
         for j, old, new in zip(indices, before, self.data[indices]):
-            for p in self._pieces(j):
-                if _changed(old, new):
-                    self._check_overwrite(p, j, me, clock, stmt)
-                tracks.written[p] = clock + me
+            self._wrote(j, _changed(old, new), me, stmt)
 
-    def _check_overwrite(self, piece: int, i: int, me: int, clock: int, stmt: Any) -> None:
-        """A new value in element ``i``: a race if another thread wrote or read its ``piece``
-        since the last barrier."""
-        tracks = self.tracks
-        for who, what in ((tracks.written[piece], "writes"), (tracks.read[piece], "overwrites")):
-            if who >= clock and who != clock + me:
-                raise self._race(stmt, me, who - clock, i, what)
+    def _pieces(self, i: int) -> range:
+        """The tracked pieces of element ``i``."""
+        self.tracks.fit(self.itemsize)
+        k = self.itemsize // self.tracks.unit
+        return range(i * k, i * k + k)
+
+    def _wrote(self, i: int, changed: bool, me: int, stmt: Any) -> None:
+        """Thread ``me`` wrote element ``i``: a new value there is a race if another thread wrote
+        or read any of its pieces since the last barrier."""
+        tracks, clock = self.tracks, self.block.clock
+        for p in self._pieces(i):
+            if changed:
+                for who, what in ((tracks.written[p], "writes"), (tracks.read[p], "overwrites")):
+                    if who >= clock and who != clock + me:
+                        raise self._race(stmt, me, who - clock, i, what)
+            tracks.written[p] = clock + me
 
     def _indices(self, i: Any) -> list:
         indices = [int(j) for j in np.reshape(i, -1)]
