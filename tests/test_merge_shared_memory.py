@@ -54,6 +54,11 @@ def test_what_it_cannot_plan_is_a_clear_error() -> None:
                         .replace("B_sh[threadIdx_x]", "B_sh[0, threadIdx_x]"))["main"]
     with pytest.raises(TVMSError, match=r"buffer 'B_sh' has shape .*after FlattenBuffer"):
         merge_shared_memory_allocations(two_d)
+    # (and a typed view its bytes do not make, in the script)
+    uneven = (GOLDEN / "simple_alloc_reuse_after.tvms").read_text().replace("(512,)", "(510,)")
+    with pytest.raises(TVMSError, match=r":11:16: error: buf_dyn_shmem.view\('float32'\): the last dimension "
+                                        r"and offset of a uint8 buffer must be constants that float32 elements"):
+        from_source(uneven)
 
 
 def test_a_matmul_through_dynamic_shared_memory_compiles_and_computes() -> None:
