@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tvms.ir.errors import TVMSError
+from tvms.ir.structural import structural_equal
 from tvms.ir.target import Target
 from tvms.lowering.tir import gpu
 from tvms.lowering.tir.gpu import MergeSharedMemoryAllocations, merge_shared_memory_allocations
@@ -25,9 +26,20 @@ def merged(case: str, **config) -> str:
             dialect=DIALECT)
 
 
+# DLight's tensor-core matmul (../cuda_codegen/cases.py) as TVM's pipeline hands it to the pass:
+# tensor-core loads take the tiles by tvm_access_ptr, stores are vectors. Compared structurally:
+# TVM's text names the views by where it prints them (x_reindex_shared_dyn_1 before is
+# x_reindex_shared_dyn after), and declares the fragments before their allocations, which does
+# not read back as one buffer
+STRUCTURAL = {"dlight_matmul_f16"}
+
+
 def test_merged_as_tvm_merges() -> None:
-    assert len(CASES) == 11
-    for case in CASES:
+    assert len(CASES) == 12
+    for case in sorted(STRUCTURAL):
+        ours = merge_shared_memory_allocations(from_source((GOLDEN / f"{case}_before.tvms").read_text())["main"])
+        assert structural_equal(ours, from_source((GOLDEN / f"{case}_after.tvms").read_text())["main"]), case
+    for case in sorted(set(CASES) - STRUCTURAL):
         want = (GOLDEN / f"{case}_after.tvms").read_text()
         got = merged(case, **({"tirx.merge_static_smem": True} if case.startswith("static_") else {}))
         if case in ("async_copy", "access_ptr"):

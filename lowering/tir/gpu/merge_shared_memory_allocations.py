@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from ....ir.buffer import Buffer, decl_buffer
 from ....ir.dtype import DataType
 from ....ir.errors import TVMSError
-from ....ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var
+from ....ir.expr import Add, Broadcast, BufferLoad, Call, IntImm, PrimExpr, Var
 from ....ir.function import PrimFunc
 from ....ir.node import FrozenDict
 from ....ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Stmt
@@ -311,11 +311,17 @@ class _Merger(Mutator):
 
     def shift(self, index: PrimExpr, data: Var, dtype: DataType, offset_first: bool = False) -> PrimExpr:
         """``index`` moved by the allocation's offset, in elements of ``dtype`` (``offset + index``
-        where TVM writes it so: in the calls)."""
+        where TVM writes it so: in the calls). As TVM's arithmetic: a scalar index plus 0 is the
+        index; a vector one gets the offset broadcast, 0 included."""
         offset = self.kernel[data] // _nbytes(dtype)
-        if not offset:
-            return index
-        return IntImm(index.dtype, offset) + index if offset_first else index + IntImm(index.dtype, offset)
+        scalar = index.dtype.with_lanes(1)
+        if index.dtype.lanes == 1:
+            if not offset:
+                return index
+            shift = IntImm(scalar, offset)
+        else:
+            shift = Broadcast(IntImm(scalar, offset), index.dtype.lanes)
+        return Add(shift, index) if offset_first else Add(index, shift)
 
     def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
         new = self.generic_visit(e)
@@ -334,10 +340,11 @@ class _Merger(Mutator):
         # tvm_access_ptr(dtype, data, offset, extent, rw) and cp_async_raw(dtype, data, offset, ...):
         # the merged data, the offset moved (in elements of the call's dtype)
         at = 1 if _is_op(e, "tir.tvm_access_ptr") else 0 if _is_op(e, "tir.s_tir.cp_async_raw") else None
-        if at is None or not (isinstance(e.args[at], Var) and self.merging(e.args[at])):
+        # (the data is the buffer's pointer, or the buffer itself as TVM 0.27 prints it: its handle)
+        data = None if at is None else getattr(e.args[at], "data", e.args[at])
+        if not (isinstance(data, Var) and self.merging(data)):
             return self.generic_visit(e)
         args = list(e.args)
-        data = args[at]
         dtype = args[0].dtype if at == 1 else e.dtype  # (cp_async_raw's dtype is the call's)
         args[at + 1] = self.shift(self.visit(args[at + 1]), data, dtype, offset_first=True)
         args[at] = self.view(self.allocs[data]).data  # (TVM declares the typed view there too)
