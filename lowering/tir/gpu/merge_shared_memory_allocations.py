@@ -99,8 +99,8 @@ class _Steps(Visitor):
     def visit_DeclBuffer(self, s: DeclBuffer) -> None:
         self.visit(s.body)  # (a view of an allocation shares its data Var: its accesses are the allocation's)
 
-    def visit_Buffer(self, b: Buffer) -> None:
-        pass  # (a buffer named by an access is no use of its data pointer)
+    def visit_Buffer(self, b: Buffer) -> None:  # (a buffer as a value: its handle, as a Var's use)
+        self.touch(b.data)
 
     def visit_AttrStmt(self, s: AttrStmt) -> None:
         if s.attr_key == "thread_extent" and not self.in_launch:
@@ -109,8 +109,9 @@ class _Steps(Visitor):
             self.in_launch = False
         elif s.attr_key in SCOPED_ATTRS:
             self.nested(s)
-        else:
-            self.generic_visit(s)
+        else:  # (the attribute's node is no use: T.attr(fragment, "fragment_shape", ...))
+            self.visit(s.value)
+            self.visit(s.body)
 
     def visit_BufferLoad(self, e: BufferLoad) -> None:
         for index in e.indices:
