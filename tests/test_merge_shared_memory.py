@@ -35,7 +35,7 @@ STRUCTURAL = {"dlight_matmul_f16"}
 
 
 def test_merged_as_tvm_merges() -> None:
-    assert len(CASES) == 12
+    assert len(CASES) == 14
     for case in sorted(STRUCTURAL):
         ours = merge_shared_memory_allocations(from_source((GOLDEN / f"{case}_before.tvms").read_text())["main"])
         assert structural_equal(ours, from_source((GOLDEN / f"{case}_after.tvms").read_text())["main"]), case
@@ -51,9 +51,12 @@ def test_merged_as_tvm_merges() -> None:
 
 
 def test_static_shared_memory_is_merged_only_when_asked() -> None:
-    for case in ("static_matmul_t_buffer", "static_simple_alloc_no_reuse"):
-        assert merged(case) == (GOLDEN / f"{case}_default.tvms").read_text()
-        assert merged(case, **{"tirx.merge_static_smem": True}) == (GOLDEN / f"{case}_after.tvms").read_text()
+    """Without tirx.merge_static_smem, static shared memory stays as it was (TVM's result; for
+    static_dlight_*, DLight's conv2d and matmul at the stage the cuda pipeline hands the pass, the
+    input itself); with it, merged as TVM merges it (test_merged_as_tvm_merges)."""
+    for case in sorted(c for c in CASES if c.startswith("static_")):
+        default = GOLDEN / f"{case}_default.tvms"
+        assert merged(case) == (default if default.exists() else GOLDEN / f"{case}_before.tvms").read_text()
 
 
 def test_what_it_cannot_plan_is_a_clear_error() -> None:
