@@ -8,7 +8,7 @@ from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_a
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque, convert_blocks_to_opaque
 from .flatten_buffer import FlattenBuffer, flatten_buffer
 from .gpu import (AnnotateEntryFunc, CommonSubexprElim, InjectVirtualThread, LiftThreadBinding, LowerCrossThreadReduction,
-                  LowerThreadAllreduce, LowerWarpMemory, NarrowDataType, SplitHostDevice, StorageRewrite, ThreadSync,
+                  LowerThreadAllreduce, LowerWarpMemory, MergeSharedMemoryAllocations, NarrowDataType, SplitHostDevice, StorageRewrite, ThreadSync,
                   UnifyThreadBinding, lower_for_cuda)
 from .lower_init_block import LowerInitBlock, lower_init_block
 from .lower_intrin import LowerIntrin, lower_intrin
@@ -23,7 +23,7 @@ from .vectorize_loop import VectorizeLoop, vectorize_loop
 
 __all__ = [
     "AnnotateEntryFunc", "CommonSubexprElim", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",
-    "LowerThreadAllreduce", "LowerWarpMemory", "NarrowDataType", "SplitHostDevice", "StorageRewrite", "ThreadSync",
+    "LowerThreadAllreduce", "LowerWarpMemory", "MergeSharedMemoryAllocations", "NarrowDataType", "SplitHostDevice", "StorageRewrite", "ThreadSync",
     "UnifyThreadBinding", "lower_for_cuda",
     "CanonicalizeLoop", "canonicalize_loop", "CompactBufferAllocation", "ConvertBlocksToOpaque",
     "FlattenBuffer", "LowerInitBlock",
