@@ -377,8 +377,11 @@ IMPORT = "import time; start = time.perf_counter(); import {}; print(time.perf_c
 
 
 def fresh_seconds(python: str, code: str, *argv: str, **env: str) -> list[float]:
-    """The seconds a fresh ``python -c code`` prints."""
-    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")} | env
+    """The seconds a fresh ``python -c code`` prints. Bytecode is cached (``PYTHONDONTWRITEBYTECODE``
+    dropped; ``env`` gives ``PYTHONPYCACHEPREFIX``), as after an install: otherwise every import
+    compiles its module's source again, which is most of an import's time."""
+    drop = ("PYTHONPATH", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE")
+    environ = {k: v for k, v in os.environ.items() if k not in drop} | env
     done = subprocess.run([python, "-c", code, *argv], env=environ, capture_output=True, text=True, cwd=HERE)
     if done.returncode != 0:
         raise SystemExit(f"{python} -c {code.strip()[:60]!r}... failed:\n{done.stderr}")
@@ -391,18 +394,19 @@ def startup(repeat: int, tvm_python: str | None) -> dict:
     object cache off: ``TVMS_CACHE_DIR=""``), then again in that process, and that process's time
     from ``import tvms`` to its first VM (the imports, the parse, the compile); the same compile in a
     new process whose kernels come from the on-disk cache (filled before the rounds); ``import
-    numpy``; ``import tvm`` in TVM's Python."""
+    numpy``; ``import tvm`` in TVM's Python. tvms's bytecode is cached in a temporary folder, which
+    the process filling the disk cache fills too (numpy's and TVM's is in their installs)."""
     rounds: dict = {}
-    with tempfile.TemporaryDirectory() as cache:
-        mlp = str(MLP_PATH)
-        fresh_seconds(sys.executable, COMPILE, mlp, TVMS_CACHE_DIR=cache)  # fills the disk cache
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as pycache:
+        mlp, warm = str(MLP_PATH), {"PYTHONPYCACHEPREFIX": pycache}
+        fresh_seconds(sys.executable, COMPILE, mlp, TVMS_CACHE_DIR=cache, **warm)  # fills both caches
         for _ in range(repeat):
             figures = dict(zip(("import", "cold", "cached", "first VM"),
-                               fresh_seconds(sys.executable, COMPILE, mlp, TVMS_CACHE_DIR="")))
-            figures["disk"] = fresh_seconds(sys.executable, COMPILE, mlp, TVMS_CACHE_DIR=cache)[1]
-            figures["import numpy"] = fresh_seconds(sys.executable, IMPORT.format("numpy"))[0]
+                               fresh_seconds(sys.executable, COMPILE, mlp, TVMS_CACHE_DIR="", **warm)))
+            figures["disk"] = fresh_seconds(sys.executable, COMPILE, mlp, TVMS_CACHE_DIR=cache, **warm)[1]
+            figures["import numpy"] = fresh_seconds(sys.executable, IMPORT.format("numpy"), **warm)[0]
             if tvm_python:
-                figures["import tvm"] = fresh_seconds(tvm_python, IMPORT.format("tvm"))[0]
+                figures["import tvm"] = fresh_seconds(tvm_python, IMPORT.format("tvm"), **warm)[0]
             for key, value in figures.items():
                 rounds.setdefault(key, []).append(value)
     return {key: float(np.median(values)) for key, values in rounds.items()}
@@ -418,8 +422,8 @@ def render_startup(start: dict, tvm: dict, repeat: int) -> list[str]:
             ("  + import tvms and parse", start["first VM"], None, None),
             ("mlp compile + VM, cached", start["cached"], None, None),
             ("mlp compile + VM, new process (disk)", start["disk"], None, None)]
-    lines = [f"\ncompile and import, seconds in fresh processes, median of {repeat} (TVM's compile: zero "
-             f"pipeline + tvm.compile + VM, in its benchmark process)",
+    lines = [f"\ncompile and import, seconds in fresh processes with bytecode cached, median of {repeat} "
+             f"(TVM's compile: zero pipeline + tvm.compile + VM, in its benchmark process)",
              f"{'':38} {'tvms s':>9} {'numpy s':>9} {'vs numpy':>8} {'TVM s':>9} {'vs TVM':>8}"]
     for label, ours, numpy_s, tvm_s in rows:
         lines.append(f"{label:38} {seconds(ours)} {seconds(numpy_s)} {ratio(numpy_s, ours)} "
