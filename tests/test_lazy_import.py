@@ -68,3 +68,25 @@ print(json.dumps([printed, callable(loader), passes, "runtime.cpu_blas.kernel" i
                   "runtime.module.load_cuda" in names, "DeadCodeElimination" in tvms.transform.list_passes()]))
 """)
     assert got == ["x + 3", True, ["UnrollLoop", "LegalizeOps", "ThreadSync"], True, True, True]
+
+
+def test_fold_constant_finds_the_reference_executor_in_a_fresh_process() -> None:
+    """FoldConstant evaluates with the global function ``runtime.reference_relax.eval_expr``,
+    which nothing had imported in a fresh process (the pass failed there)."""
+    got = fresh('''
+import json
+import tvms
+from tvms.script import from_source
+mod = from_source("""@I.ir_module
+class Module:
+    @R.function
+    def main() -> R.Tensor((2,), dtype="float32"):
+        with R.dataflow():
+            gv = R.add(R.const([1.0, 2.0], "float32"), R.const([3.0, 4.0], "float32"))
+            R.output(gv)
+        return gv
+""")
+folded = tvms.relax.transform.FoldConstant()(mod)["main"].body.body
+print(json.dumps(folded.data.tolist()))
+''')
+    assert got == [4.0, 6.0]
