@@ -14,7 +14,6 @@ from ...ir.expr import Add, Call, Mul, Op, PrimExpr, StringImm
 from ...ir.function import PrimFunc
 from ...ir.op import LLVM_INTRINSICS, get_op
 from ...ir.visitor import Mutator
-from .gpu.lower_intrin_cuda import lower_cuda_intrin
 from .legalize_fixed_point import LEGALIZE
 from .tir_pass import define_tir_pass
 
@@ -50,6 +49,8 @@ def lower_intrin(func: PrimFunc) -> PrimFunc:
     """``func`` with math intrinsics as LLVM intrinsic calls (as CUDA's for a cuda kernel)."""
     target = func.attrs.get("target")
     if getattr(target, "kind", None) == "cuda":
+        from .gpu.lower_intrin_cuda import lower_cuda_intrin  # (gpu/ loads when a cuda kernel needs it)
+
         return lower_cuda_intrin(func)
     return func.with_changes(body=_IntrinLowerer().visit(func.body))
 
