@@ -12,7 +12,7 @@ those regions with ``T.match_buffer`` (as TVM 0.27's Tensorize does).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer, BufferRegion, MatchBufferRegion
@@ -29,9 +29,12 @@ from .tree import find_block, replace_stmts
 
 class TensorIntrin:
     """``TensorIntrin(desc, impl)``; ``TensorIntrin.register(name, desc, impl)`` names one for
-    ``Schedule.tensorize`` and ``TensorIntrin.get(name)`` looks it up (TVM's registry)."""
+    ``Schedule.tensorize`` and ``TensorIntrin.get(name)`` looks it up (TVM's registry).
+    ``register_lazy(name, build)`` names one built on its first lookup (families of intrinsics
+    written as TVMScript, whose parsing would slow the import down)."""
 
     _REGISTRY: dict[str, "TensorIntrin"] = {}
+    _LAZY: dict[str, Callable[[], "TensorIntrin"]] = {}
 
     def __init__(self, desc: PrimFunc, impl: PrimFunc):
         for what, f in (("desc", desc), ("impl", impl)):
@@ -45,12 +48,21 @@ class TensorIntrin:
 
     @staticmethod
     def register(name: str, desc: PrimFunc, impl: PrimFunc, override: bool = False) -> None:
-        if name in TensorIntrin._REGISTRY and not override:
+        if (name in TensorIntrin._REGISTRY or name in TensorIntrin._LAZY) and not override:
             raise TVMSError(f"the tensor intrinsic {name!r} is already registered (pass override=True)")
+        TensorIntrin._LAZY.pop(name, None)
         TensorIntrin._REGISTRY[name] = TensorIntrin(desc, impl)
 
     @staticmethod
+    def register_lazy(name: str, build: Callable[[], "TensorIntrin"]) -> None:
+        if name in TensorIntrin._REGISTRY or name in TensorIntrin._LAZY:
+            raise TVMSError(f"the tensor intrinsic {name!r} is already registered")
+        TensorIntrin._LAZY[name] = build
+
+    @staticmethod
     def get(name: str, allow_missing: bool = False) -> "TensorIntrin | None":
+        if name not in TensorIntrin._REGISTRY and name in TensorIntrin._LAZY:
+            TensorIntrin._REGISTRY[name] = TensorIntrin._LAZY.pop(name)()
         intrin = TensorIntrin._REGISTRY.get(name)
         if intrin is None and not allow_missing:
             raise TVMSError(f"no tensor intrinsic named {name!r} is registered (TensorIntrin.register)")
