@@ -1,0 +1,83 @@
+"""Tensor cores in the reference executor (runtime/reference_wmma.py): DLight's WMMA schedule of a
+float16 matmul computes what numpy computes, the WMMA calls' semantics one by one, and the errors
+(a tile read before it is written, a fragment accessed element by element). On a machine with a
+CUDA GPU, the same schedule runs on the device (test_tensor_core_matmul_on_the_device)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tvms.ir.errors import TVMSError
+from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
+from tvms.runtime import reference_wmma as wmma
+from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
+
+# x (n x 128) @ w (128 x 128), accumulated in float32: one thread block of 16 warps, two k steps
+MATMUL = '''
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(var_x: T.handle, w: T.Buffer((T.int64(128), T.int64(128)), "float16"), var_y: T.handle):
+    n = T.int64()
+    x = T.match_buffer(var_x, (n, T.int64(128)), "float16")
+    y = T.match_buffer(var_y, (n, T.int64(128)))
+    for i, j, k in T.grid(n, T.int64(128), T.int64(128)):
+        with T.block("matmul"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                y[vi, vj] = T.float32(0.0)
+            y[vi, vj] = y[vi, vj] + T.Cast("float32", x[vi, vk]) * T.Cast("float32", w[vk, vj])
+'''
+
+
+def tensorized(scope: str = "shared"):
+    # ("shared": the reference executor runs shared.dyn as well, but its lowering is another helper's)
+    sch = schedule_tensor_core(from_source(MATMUL), "float16", scope=scope)
+    assert sch is not None
+    return sch.mod["main"]
+
+
+def test_tensorized_matmul_computes_as_numpy():
+    """40 rows (padded to 128): float16 products summed in float32, as numpy in float64 within
+    float32 rounding."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((40, 128)).astype(np.float16)
+    w = rng.standard_normal((128, 128)).astype(np.float16)
+    y = np.zeros((40, 128), np.float32)
+    run_prim_func(tensorized(), x, w, y)
+    np.testing.assert_allclose(y, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
+
+
+def test_wmma_calls_one_by_one():
+    a = wmma.Fragment("a", "wmma.matrix_a", np.float16)
+    b = wmma.Fragment("b", "wmma.matrix_b", np.float16)
+    c = wmma.Fragment("c", "wmma.accumulator", np.float32)
+    memory = np.arange(2 * 16 * 24, dtype=np.float16) / 64
+    wmma.run("load_matrix_sync", (a, 16, 16, 16, 3, (memory, 24), 24, "row_major"), 0, None)
+    wmma.run("load_matrix_sync", (b, 16, 16, 16, 0, (memory, 8), 24, "col_major"), 0, None)
+    wmma.run("fill_fragment", (c, 16, 16, 16, 1, 0.5), 0, None)
+    wmma.run("mma_sync", (c, 2, a, 3, b, 0, c, 1), 0, None)
+    rows = memory[24:24 + 16 * 24].reshape(16, 24)[:, :16]  # (a row-major 16 x 16 tile, rows 24 apart)
+    cols = memory[8:8 + 16 * 24].reshape(16, 24)[:, :16].T  # (column-major: B[k, n] at n * 24 + k)
+    out = np.zeros(4 + 16 * 40, np.float32)
+    wmma.run("store_matrix_sync", (c, 16, 16, 16, 2, (out, 4), 40, "row_major"), 0, None)
+    want = rows.astype(np.float32) @ cols.astype(np.float32) + 0.5
+    np.testing.assert_array_equal(out[4:4 + 16 * 40].reshape(16, 40)[:, :16], want)
+    with pytest.raises(TVMSError, match="tile 5 of the wmma.accumulator fragment 'c' is read before"):
+        wmma.run("store_matrix_sync", (c, 16, 16, 16, 5, (out, 0), 16, "row_major"), 0, None)
+
+
+def test_a_fragment_is_not_accessed_element_by_element():
+    func = from_source('''
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((16, 16), "float16")):
+    F = T.alloc_buffer((16, 16), "float16", scope="wmma.matrix_a")
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        with T.block("copy"):
+            F[0, 0] = A[0, 0]
+''')
+    with pytest.raises(TVMSError, match="fragment 'F' is accessed element by element"):
+        run_prim_func(func, np.zeros((16, 16), np.float16))
