@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tvms
 from tvms.ir.errors import TVMSError
 from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
 from tvms.runtime import reference_wmma as wmma
@@ -31,9 +32,11 @@ def main(var_x: T.handle, w: T.Buffer((T.int64(128), T.int64(128)), "float16"), 
 '''
 
 
-def tensorized(scope: str = "shared"):
-    # ("shared": the reference executor runs shared.dyn as well, but its lowering is another helper's)
-    sch = schedule_tensor_core(from_source(MATMUL), "float16", scope=scope)
+def tensorized(rows: int | None = None, scope: str = "shared"):
+    """The WMMA schedule of MATMUL (of ``rows`` rows, else symbolic ones). ("shared": the
+    reference executor runs shared.dyn as well, but its lowering is another helper's.)"""
+    text = MATMUL if rows is None else MATMUL.replace("    n = T.int64()\n", "").replace("n,", f"T.int64({rows}),")
+    sch = schedule_tensor_core(from_source(text), "float16", scope=scope)
     assert sch is not None
     return sch.mod["main"]
 
@@ -81,3 +84,18 @@ def main(A: T.Buffer((16, 16), "float16")):
 ''')
     with pytest.raises(TVMSError, match="fragment 'F' is accessed element by element"):
         run_prim_func(func, np.zeros((16, 16), np.float16))
+
+
+@pytest.mark.skipif(not tvms.cuda(0).exist, reason="needs a CUDA GPU")
+def test_tensor_core_matmul_on_the_device():
+    """The schedule DLight gives a float16 matmul on sm_80 (staged in dynamic shared memory, as
+    TVM's), built and run on the GPU, against numpy."""
+    func = tensorized(rows=256, scope="shared.dyn").with_attr("global_symbol", "main")
+    lib = tvms.build(func, target="cuda -arch=sm_80")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((256, 128)).astype(np.float16)
+    w = rng.standard_normal((128, 128)).astype(np.float16)
+    device = tvms.cuda(0)
+    args = [tvms.nd.array(v, device=device) for v in (x, w, np.zeros((256, 128), np.float32))]
+    lib["main"](*args)
+    np.testing.assert_allclose(args[2].numpy(), x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
