@@ -1,5 +1,5 @@
 """Tensor cores in the reference executor (runtime/reference_wmma.py): DLight's WMMA schedule of a
-float16 matmul computes what numpy computes, the WMMA calls' semantics one by one, and the errors
+float16 and an int8 matmul computes what numpy computes, the WMMA calls' semantics one by one, and the errors
 (a tile read before it is written, a fragment accessed element by element). On a machine with a
 CUDA GPU, the same schedule runs on the device (test_tensor_core_matmul_on_the_device)."""
 from __future__ import annotations
@@ -9,46 +9,58 @@ import pytest
 
 import tvms
 from tvms.ir.errors import TVMSError
+from tvms.ir.module import IRModule
+from tvms.ir.target import Target
+from tvms.lowering.dlight.base import ApplyDefaultSchedule
+from tvms.lowering.dlight.gpu_matmul import Matmul
 from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
 from tvms.runtime import reference_wmma as wmma
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 
-# x (n x 128) @ w (128 x 128), accumulated in float32: one thread block of 16 warps, two k steps
-MATMUL = '''
+# x (n x 128) @ w (128 x 128) of IN accumulated in OUT: one thread block of 16 warps
+TEMPLATE = '''
 # from tvm.script import tir as T
 
 @T.prim_func
-def main(var_x: T.handle, w: T.Buffer((T.int64(128), T.int64(128)), "float16"), var_y: T.handle):
+def main(var_x: T.handle, w: T.Buffer((T.int64(128), T.int64(128)), "IN"), var_y: T.handle):
     n = T.int64()
-    x = T.match_buffer(var_x, (n, T.int64(128)), "float16")
-    y = T.match_buffer(var_y, (n, T.int64(128)))
+    x = T.match_buffer(var_x, (n, T.int64(128)), "IN")
+    y = T.match_buffer(var_y, (n, T.int64(128)), "OUT")
     for i, j, k in T.grid(n, T.int64(128), T.int64(128)):
         with T.block("matmul"):
             vi, vj, vk = T.axis.remap("SSR", [i, j, k])
             with T.init():
-                y[vi, vj] = T.float32(0.0)
-            y[vi, vj] = y[vi, vj] + T.Cast("float32", x[vi, vk]) * T.Cast("float32", w[vk, vj])
+                y[vi, vj] = T.OUT(0)
+            y[vi, vj] = y[vi, vj] + T.Cast("OUT", x[vi, vk]) * T.Cast("OUT", w[vk, vj])
 '''
+MATMUL = TEMPLATE.replace("IN", "float16").replace("OUT", "float32")
 
 
 def tensorized(rows: int | None = None, scope: str = "shared"):
     """The WMMA schedule of MATMUL (of ``rows`` rows, else symbolic ones). ("shared": the
-    reference executor runs shared.dyn as well, but its lowering is another helper's.)"""
+    cuda lowering of shared.dyn is another helper's.)"""
     text = MATMUL if rows is None else MATMUL.replace("    n = T.int64()\n", "").replace("n,", f"T.int64({rows}),")
     sch = schedule_tensor_core(from_source(text), "float16", scope=scope)
     assert sch is not None
     return sch.mod["main"]
 
 
-def test_tensorized_matmul_computes_as_numpy():
-    """40 rows (padded to 128): float16 products summed in float32, as numpy in float64 within
-    float32 rounding."""
+@pytest.mark.parametrize("dtypes", [("float16", "float32"), pytest.param(("int8", "int32"), marks=pytest.mark.slow)])
+def test_dlight_tensor_core_matmul_computes_as_numpy(dtypes):
+    """What DLight gives on sm_80 (TVM's schedule, staged in shared.dyn), 40 rows padded to 128:
+    float16 products summed in float32 as numpy in float64 within float32 rounding; int8 exactly."""
+    in_dtype, out_dtype = dtypes
+    with Target("cuda -arch=sm_80"):
+        mod = ApplyDefaultSchedule(Matmul())(IRModule({"main": from_source(TEMPLATE.replace("IN", in_dtype).replace("OUT", out_dtype))}))
+    assert "T.tvm_mma_sync" in mod["main"].script()
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((40, 128)).astype(np.float16)
-    w = rng.standard_normal((128, 128)).astype(np.float16)
-    y = np.zeros((40, 128), np.float32)
-    run_prim_func(tensorized(), x, w, y)
+    if in_dtype == "int8":
+        x, w = rng.integers(-128, 128, (40, 128)).astype(np.int8), rng.integers(-128, 128, (128, 128)).astype(np.int8)
+    else:
+        x, w = rng.standard_normal((40, 128)).astype(np.float16), rng.standard_normal((128, 128)).astype(np.float16)
+    y = np.zeros((40, 128), out_dtype)
+    run_prim_func(mod["main"], x, w, y)
     np.testing.assert_allclose(y, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
 
 
