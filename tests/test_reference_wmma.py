@@ -1,6 +1,7 @@
 """Tensor cores in the reference executor (runtime/reference_wmma.py): DLight's WMMA schedule of a
 float16 and an int8 matmul computes what numpy computes, the WMMA calls' semantics one by one, and the errors
-(a tile read before it is written, a fragment accessed element by element). On a machine with a
+(a tile read before it is written, a fragment accessed element by element); so does its cuda
+lowering, with the barriers ThreadSync places. On a machine with a
 CUDA GPU, the same schedule runs on the device (test_tensor_core_matmul_on_the_device)."""
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tvms.ir.target import Target
 from tvms.lowering.dlight.base import ApplyDefaultSchedule
 from tvms.lowering.dlight.gpu_matmul import Matmul
 from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
+from tvms.lowering.tir.gpu.pipeline import finalize_kernels, split_for_cuda
 from tvms.runtime import reference_wmma as wmma
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
@@ -61,6 +63,21 @@ def test_dlight_tensor_core_matmul_computes_as_numpy(dtypes):
         x, w = rng.standard_normal((40, 128)).astype(np.float16), rng.standard_normal((128, 128)).astype(np.float16)
     y = np.zeros((40, 128), out_dtype)
     run_prim_func(mod["main"], x, w, y)
+    np.testing.assert_allclose(y, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
+
+
+def test_lowered_tensor_core_kernel_computes_as_numpy():
+    """The cuda lowering of the WMMA schedule (ThreadSync's barriers around the WMMA loads and
+    stores of shared memory, compacted stages and fragments) runs as the code generator gets it:
+    the executor adds no barrier to lowered code that has them, so a missing one is a race."""
+    mod = finalize_kernels(split_for_cuda(tensorized(rows=128).with_attr("global_symbol", "main"),
+                                          Target("cuda -arch=sm_80")))
+    (kernel,) = [f for _, f in mod.functions_items() if f.attrs.get("calling_conv") == 2]
+    assert kernel.script().count('T.tvm_storage_sync("shared")') == 3
+    rng = np.random.default_rng(1)
+    x, w = (rng.standard_normal((128, 128)).astype(np.float16) for _ in range(2))
+    y = np.zeros((128, 128), np.float32)
+    run_prim_func(mod, x, w, y)
     np.testing.assert_allclose(y, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
 
 
