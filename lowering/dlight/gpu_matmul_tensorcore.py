@@ -33,9 +33,17 @@ J_FACTORS = [1, None, 4, 2]
 
 def schedule_tensor_core(func: PrimFunc, in_dtype: str, scope: str = "shared.dyn") -> Schedule | None:
     """The WMMA schedule of ``func`` (a matmul ``normalize`` accepts) whose operands are
-    ``in_dtype``, staging through ``scope``; None where TVM's rule gives up."""
+    ``in_dtype``, staging through ``scope``; None where TVM's rule gives up (or a primitive
+    refuses: the SIMT schedule then takes it)."""
     if "dlight.do_not_tensorize" in func.attrs:
         return None
+    try:
+        return _schedule(func, in_dtype, scope)
+    except ScheduleError:
+        return None
+
+
+def _schedule(func: PrimFunc, in_dtype: str, scope: str) -> Schedule | None:
     int8 = in_dtype == "int8"
     k_inner = 1 if int8 else 4  # tiles along k per shared-memory step
     align = (32, 16) if int8 else (16, 8)  # storage_align's factor and offset
@@ -95,14 +103,11 @@ def schedule_tensor_core(func: PrimFunc, in_dtype: str, scope: str = "shared.dyn
     init = sch.get_child_blocks(sch.decompose_reduction(outer, k0))[0]
 
     group = get_wmma_intrin_group(scope, scope, in_dtype, "int32" if int8 else "float32", trans_b=True)
-    try:
-        for fragment, intrin in zip(fragments, (group["load_a"], group["load_b"])):
-            outer_i, outer_j = _tile_2d(sch, fragment)
-            sch.unroll(outer_i)
-            sch.unroll(outer_j)
-            sch.tensorize(sch.get_loops(fragment)[-2], intrin)
-    except ScheduleError:
-        return None
+    for fragment, intrin in zip(fragments, (group["load_a"], group["load_b"])):
+        outer_i, outer_j = _tile_2d(sch, fragment)
+        sch.unroll(outer_i)
+        sch.unroll(outer_j)
+        sch.tensorize(sch.get_loops(fragment)[-2], intrin)
     if not _tensorize_accumulation(sch, init, store, inner, group):
         # (a float16 accumulator: the float32 intrinsics do not match it)
         group = get_wmma_intrin_group(scope, scope, in_dtype, "float16", trans_b=True)
