@@ -17,7 +17,9 @@ scheduler, ``(kind, site, *payload)``:
 * ``SHUFFLE`` / ``SHUFFLE_UP`` / ``SHUFFLE_DOWN`` / ``ACTIVEMASK``: the warp intrinsics, answered
   once every lane the mask names has reached the same one (lock-step);
 * ``ALLREDUCE``: ``T.tvm_thread_allreduce``, a block-wide collective that reduces over the
-  threads of each reduction group and answers every thread with its group's value.
+  threads of each reduction group and answers every thread with its group's value;
+* ``WMMA``: a tensor-core call, run once when every running lane of the warp has reached it
+  (``reference_wmma``).
 
 A kernel without any such point is a plain function, run thread after thread (the fast path).
 Otherwise ``run_block`` runs the threads of a block round-robin: each runs until it waits, and
@@ -41,8 +43,10 @@ import numpy as np
 
 from tvms.ir.errors import TVMSError
 
-BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE = range(7)
-_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK)
+from . import reference_wmma
+
+BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA = range(8)
+_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, WMMA)
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 CLOCK_STEP = 1 << 24  # more than the threads of any block
@@ -349,6 +353,8 @@ def _answer_warps(block: Block, waits: list, replies: list) -> list:
             for t in members:
                 replies[t] = mask
             released += members
+        elif kind == WMMA:  # (reference_wmma: a tensor-core call, one for the whole warp)
+            released += reference_wmma.collective(lanes, running[warp], waits, block.kernel.sites[waits[members[0]][1]])
         elif kind == WARP_SYNC:  # the lanes that are here together (the others branched away)
             block.clock += CLOCK_STEP
             for t in members:

@@ -121,7 +121,8 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
     shared_by = [] if writes else _threads_sharing(around, buffer.scope)
     found: list | None = None
     for node, path in walk_with_path(loop.body, (loop,)):
-        if not isinstance(node, BlockRealize):
+        # (a block inside another is covered by the outer one's regions, as TVM sees the scope)
+        if not isinstance(node, BlockRealize) or any(isinstance(p, BlockRealize) for p in path):
             continue
         regions = node.block.writes if writes else node.block.reads
         inner_loops = [n for n in enclosing_loops(path) if n is not loop]

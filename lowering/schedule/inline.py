@@ -168,6 +168,18 @@ def _readers(func: PrimFunc, buffer: Buffer) -> list[BlockRealize]:
             or not blocks_under(r.block.body) and any(n.buffer is buffer for n in collect(r.block.body, BufferLoad))]
 
 
+def _positional(indices: tuple, block: Block) -> Callable[[tuple], dict] | None:
+    """TVM's fast path: where the store's indices are the block's iterators in order (a unit
+    iterator may stand as the constant 0), each iterator is the reader's index at its position
+    (the unit one too: the reader's index there is 0 wherever it reads what the block wrote)."""
+    ivs = block.iter_vars
+    if len(indices) != len(ivs) or not all(
+            index is iv.var or (is_const_int(index, 0) and is_const_int(iv.dom.min, 0) and is_const_int(iv.dom.extent, 1))
+            for index, iv in zip(indices, ivs)):
+        return None
+    return lambda at: {iv.var: value for iv, value in zip(ivs, at)}
+
+
 def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     block = realize.block
     store = _single_store(block, "compute_inline")
@@ -180,7 +192,8 @@ def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     if len(_writers(func, buffer)) != 1:
         raise ScheduleError(f"compute_inline: buffer '{buffer.name}' of block '{block.name_hint}' has "
                             f"other writers")
-    inliner = _InlineLoads(buffer, lambda at: _iterators_at(store.indices, block, at, "compute_inline"), store.value)
+    inliner = _InlineLoads(buffer, _positional(store.indices, block) or
+                           (lambda at: _iterators_at(store.indices, block, at, "compute_inline")), store.value)
     table: dict[int, Any] = {}
     for consumer in _readers(func, buffer):
         new = inliner.visit(consumer.block.with_changes(reads=()))

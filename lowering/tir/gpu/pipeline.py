@@ -38,6 +38,7 @@ from ..vectorize_loop import vectorize_loop
 from ...transform import PassContext
 from .annotate_entry_func import annotate_entry_func
 from .common_subexpr_elim import common_subexpr_elim
+from .infer_fragment import infer_fragment
 from .inject_virtual_thread import inject_virtual_thread
 from .lower_cross_thread_reduction import lower_cross_thread_reduction
 from .lower_intrin_cuda import lower_cuda_intrin
@@ -60,16 +61,18 @@ BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_bloc
                 stmt_simplify, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
                 inject_virtual_thread,
                 storage_rewrite, unroll_loop, stmt_simplify)
-# after it, per PrimFunc: the barriers for each memory scope, the cross-thread reductions, then
+# after it, per PrimFunc: the barriers for each memory scope, the fragments' shapes, the cross-thread
+# reductions, then
 # each kernel's dynamic shared memory as one allocation
 BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "shared.dyn"),
-                lambda f: thread_sync(f, "warp"), lower_thread_allreduce, merge_shared_memory_allocations)
+                lambda f: thread_sync(f, "warp"), infer_fragment, lower_thread_allreduce,
+                merge_shared_memory_allocations)
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
 SKIPPED = ("ManifestSharedMemoryLocalStage", "LowerAutoCopy", "InjectPermutedLayout",
            "AnnotateIrregularLoop", "InjectSoftwarePipeline", "TransformMmaBufferLayout",
            "BF16ComputeLegalize", "LoopPartition", "InjectDoubleBuffer",
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
-           "FP8ComputeLegalize", "VerifyMemory", "InferFragment",
+           "FP8ComputeLegalize", "VerifyMemory",
            "MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize")
 
 DEFAULT_HOST = {"keys": ("cpu",), "kind": "llvm", "mtriple": "x86_64-pc-linux-gnu", "tag": ""}
