@@ -61,9 +61,8 @@ BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_bloc
                 stmt_simplify, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
                 inject_virtual_thread,
                 storage_rewrite, unroll_loop, stmt_simplify)
-# after it, per PrimFunc: the barriers for each memory scope, the fragments' shapes, the cross-thread
-# reductions, then
-# each kernel's dynamic shared memory as one allocation
+# after it, per PrimFunc: the barriers for each memory scope, the fragments' shapes, the
+# cross-thread reductions, then each kernel's dynamic shared memory as one allocation
 BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "shared.dyn"),
                 lambda f: thread_sync(f, "warp"), infer_fragment, lower_thread_allreduce,
                 merge_shared_memory_allocations)
