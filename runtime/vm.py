@@ -29,7 +29,7 @@ import numpy as np
 from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.registry import register_func
-from tvms.ir.vm_program import Call, Goto, If, Ret, VMFunction, VMProgram
+from tvms.ir.vm_program import Call, Goto, If, NativeVMFunction, Ret, VMFunction, VMProgram
 
 from .cuda_tensor import CudaTensor
 from .device import CPU, CUDA, cpu, cuda, missing_reason
@@ -38,13 +38,15 @@ from .numpy_ops import Shape
 from .tensor import ALIGNMENT, Tensor, tensor
 from .vm_builtins import step_of
 from .vm_memory import BufferPool
+from .vm_native import NativeFunction, object_layout
 
 
 class Executable:
-    """A compiled module: the VM program of its Relax functions (``program``) and one ``Module``
-    holding every PrimFunc compiled (``kernels()``)."""
+    """A compiled module: the VM program of its Relax functions (``program``), one ``Module``
+    holding every PrimFunc compiled (``kernels()``) and, per function, its native code
+    (``native``: name -> ``NativeVMFunction``, or why the function is interpreted)."""
 
-    def __init__(self, program: VMProgram, kernels: Module) -> None:
+    def __init__(self, program: VMProgram, kernels: Module, native: dict | None = None) -> None:
         if not isinstance(program, VMProgram):
             raise TVMSError(f"Executable takes a VMProgram, not {type(program).__name__}")
         called = {inst.func for f in program.functions for inst in f.code
@@ -54,6 +56,7 @@ class Executable:
             raise TVMSError(f"the kernels module lacks the PrimFuncs {', '.join(missing)}")
         self.program = program
         self._kernels = kernels
+        self.native = dict(native) if native is not None else {}
 
     @property
     def function_names(self) -> list[str]:
@@ -65,6 +68,16 @@ class Executable:
 
     def kernels(self) -> Module:
         return self._kernels
+
+    def stats(self) -> dict:
+        """How the functions run: ``native`` (each one native call, TVM's compiled mode) and
+        ``interpreted`` (name -> why: ``exec_mode="bytecode"`` or what the native lowering does
+        not take), with each native function's static storage plan (``plans``)."""
+        native = {n: a for n, a in self.native.items() if isinstance(a, NativeVMFunction)}
+        why = "no native code (an executable loaded from a library or made from its parts)"
+        return {"native": sorted(native),
+                "interpreted": {n: self.native.get(n, why) for n in self.function_names if n not in native},
+                "plans": {n: a.describe_plan() for n, a in native.items()}}
 
     def export_library(self, path: str) -> None:
         """Write the kernels and the serialized VM program as one shared library
@@ -163,6 +176,8 @@ class VirtualMachine:
             self.constants = [self.device_memory.to_device(c) for c in self.constants]
         self._programs = {f.name: f for f in ex.program.functions}
         self._functions: dict[str, _Function] = {}
+        self._callables: dict[str, Callable] = {}
+        self._native: dict[str, NativeFunction] = {}
 
     @property
     def module(self) -> "VirtualMachine":
@@ -173,6 +188,11 @@ class VirtualMachine:
         return self.get_function(name)
 
     def get_function(self, name: str) -> Callable:
+        """The function ``name`` as a callable: its native code when it has some (one call
+        per inference; arguments it does not take go to the interpreter), else interpreted."""
+        fn = self._callables.get(name)
+        if fn is not None:
+            return fn
         if name not in self.executable.function_names:
             raise TVMSError(f"the executable has no Relax function {name!r}; it has "
                             f"{', '.join(self.executable.function_names) or 'none'}")
@@ -181,6 +201,13 @@ class VirtualMachine:
             return self.invoke(name, *args)
 
         call.__name__ = name
+        artifact = self.executable.native.get(name)
+        layout = object_layout()
+        if isinstance(artifact, NativeVMFunction) and self.device_memory is None and isinstance(layout, dict):
+            native = self._native[name] = NativeFunction(artifact, layout, self.executable.kernels(),
+                                                         self.constants, call, _result, _tensor_of_fit_array)
+            call = native.call
+        self._callables[name] = call
         return call
 
     def call(self, name: str, args: list) -> Any:
@@ -208,6 +235,12 @@ class VirtualMachine:
         released buffer served; ``unpooled``: outputs allocated for values that outlive a call."""
         pool = self.device_memory or self.pool
         return {"pooled": pool.fresh, "reused": pool.reused, "unpooled": self.unpooled}
+
+    def native_stats(self) -> dict:
+        """Per native function this VM has called: the storage it reserved (bytes) and the
+        calls the interpreter served (arguments the native code does not take)."""
+        return {name: {"reserved": n.artifact.storage_bytes, "fallbacks": n.fallbacks}
+                for name, n in self._native.items()}
 
     def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, **_ignored: Any) -> Callable[..., TimingResult]:

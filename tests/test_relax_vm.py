@@ -32,10 +32,12 @@ def mlp_numpy(x: np.ndarray, w0: np.ndarray, b0: np.ndarray, w1: np.ndarray, b1:
     return np.maximum(x @ w0.T + b0, 0) @ w1.T + b1
 
 
-@pytest.fixture(scope="module")
-def corpus_mlp() -> tuple:
+@pytest.fixture(scope="module", params=["compiled", "bytecode"])
+def corpus_mlp(request) -> tuple:
     mod = from_source((CORPUS_COPY / "mlp_bias_dyn_01_exported.tvms").read_text())
-    return mod, tvm.compile(mod, target="llvm")
+    ex = tvm.compile(mod, target="llvm", exec_mode=request.param)
+    assert ex.stats()["native"] == (["forward"] if request.param == "compiled" else [])
+    return mod, ex
 
 
 @pytest.mark.parametrize("n", [1, 64])
@@ -179,7 +181,7 @@ class Module:
 
 
 def test_memory_reuse_in_a_chain_of_ten_elementwise_kernels() -> None:
-    ex = tvm.compile(from_source(chain_module(10)), target="llvm")
+    ex = tvm.compile(from_source(chain_module(10)), target="llvm", exec_mode="bytecode")  # (its pool)
     assert list(ex.kernels().functions) == ["add_one"]
     vm = relax.VirtualMachine(ex, tvm.cpu())
     x = rand(3, 16)

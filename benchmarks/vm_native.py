@@ -1,0 +1,104 @@
+"""The compiled VM's own cost: the seed MLP (``examples/mlp.tvms``, 784-256-10) per
+``vm["forward"](...)`` call in the compiled mode (one native call) and the bytecode mode (the
+interpreter), beside its two kernels' entries called back to back with packed slots (the floor:
+the kernels alone) and numpy, interleaved in one process, median of the repeats.
+
+    .venv/bin/python benchmarks/vm_native.py               # batch 1 and 64
+    .venv/bin/python benchmarks/vm_native.py --repeat 5    # quicker
+
+"beyond kernels" is a mode's CPU time per call minus the kernels' (what the VM adds in Python
+and native code: argument checks, allocation of the output, the Tensor wrapped around it), in
+CPU time of this thread, which other processes on a loaded machine disturb less than the wall
+clock (at batch 1 the kernels run on this thread alone; at batch 64 they use the thread pool,
+whose workers' time this does not count, so the column is left empty there).
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+import tvms
+from tvms.script import from_source
+
+MLP_PATH = Path(__file__).resolve().parent.parent / "examples" / "mlp.tvms"
+WEIGHT_SHAPES = [(256, 784), (256,), (10, 256), (10,)]
+
+
+def kernels_alone(executable, args: list) -> callable:
+    """The MLP's two kernels called through their entries with slots packed once."""
+    kernels = executable.kernels()
+    x, w1, b1, w2, b2 = args
+    hidden = np.empty((x.shape[0], 256), np.float32)
+    out = np.empty((x.shape[0], 10), np.float32)
+    calls = []
+    for name, values in (("fused_NT_matmul_add_relu", (x, w1, b1, hidden)), ("fused_NT_matmul1_add1", (hidden, w2, b2, out))):
+        fn = kernels[name]
+        slots = fn.pack(values)
+        if fn.compiled.num_threads_address:
+            ctypes.c_int32.from_address(fn.compiled.num_threads_address).value = fn.compiled.target.threads
+        calls.append((fn._entry, ctypes.addressof(slots), slots))
+    (e1, a1, _), (e2, a2, _) = calls
+
+    def run() -> None:
+        e1(a1)
+        e2(a2)
+    run.keep = (calls, hidden, out)  # (the slots hold their addresses only)
+    return run
+
+
+def timed(fn, number: int, clock=time.perf_counter) -> float:
+    start = clock()
+    for _ in range(number):
+        fn()
+    return (clock() - start) / number
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--batches", default="1,64")
+    args = parser.parse_args()
+    module = from_source(MLP_PATH.read_text())
+    compiled = tvms.compile(module, target="llvm")
+    bytecode = tvms.compile(module, target="llvm", exec_mode="bytecode")
+    assert compiled.stats()["native"] == ["forward"], compiled.stats()
+    rng = np.random.default_rng(0)
+    weights = [rng.standard_normal(s, dtype=np.float32) for s in WEIGHT_SHAPES]
+    print(f"seed MLP 784-256-10 per call, median of {args.repeat} interleaved repeats; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"{'':28} {'us':>9} {'vs numpy':>9} {'beyond kernels us':>18}")
+    for batch in map(int, args.batches.split(",")):
+        x = rng.standard_normal((batch, 784), dtype=np.float32)
+        inputs = [tvms.nd.array(v) for v in (x, *weights)]
+        w1, b1, w2, b2 = weights
+        ref = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+        vm_c = tvms.relax.VirtualMachine(compiled, tvms.cpu())["forward"]
+        vm_b = tvms.relax.VirtualMachine(bytecode, tvms.cpu())["forward"]
+        for f in (vm_c, vm_b):
+            np.testing.assert_allclose(f(*inputs).numpy(), ref, rtol=1e-3, atol=1e-3)
+        alone = kernels_alone(compiled, [v.array for v in inputs])
+        rows = {"numpy": lambda: np.maximum(x @ w1.T + b1, 0) @ w2.T + b2,
+                "kernels alone": alone,
+                "tvms VM compiled": lambda: vm_c(*inputs),
+                "tvms VM bytecode": lambda: vm_b(*inputs)}
+        number = max(10, 20000 // batch)
+        times = {k: [] for k in rows}
+        cpu = {k: [] for k in rows}
+        for _ in range(args.repeat):
+            for label, fn in rows.items():
+                times[label].append(timed(fn, number))
+                cpu[label].append(timed(fn, number, time.thread_time))
+        median = {k: float(np.median(v)) for k, v in times.items()}
+        cpu = {k: float(np.median(v)) for k, v in cpu.items()}
+        for label, seconds in median.items():
+            beyond = f"{(cpu[label] - cpu['kernels alone']) * 1e6:18.2f}" if label.startswith("tvms") and batch == 1 else ""
+            print(f"{f'batch {batch} ' + label:28} {seconds * 1e6:9.2f} {median['numpy'] / seconds:8.2f}x {beyond}")
+
+
+if __name__ == "__main__":
+    main()
