@@ -7,8 +7,11 @@
 
 An ``Executable`` holds a ``VMProgram`` (``ir/vm_program.py``: registers, calls of kernels,
 packed functions and builtins, ``If``/``Goto``/``Ret``), compiled from the lowered Relax
-functions by ``lowering/relax/vm_codegen.py``, and the ``Module`` of compiled kernels. The VM
-interprets that program and nothing else: each function's instructions become closures
+functions by ``lowering/relax/vm_codegen.py``, the ``Module`` of compiled kernels and, in the
+compiled mode (``exec_mode="compiled"``, the default), native code for the functions the
+native lowering takes (``lowering/codegen/llvm_vm.py``): ``vm["main"]`` is then one native call
+(``vm_native.py``), and the interpreter serves the arguments that code declines. The interpreter
+runs the program and nothing else: each function's instructions become closures
 (``vm_builtins.py``) the first time a VM runs it, and a call runs them over a list of registers
 and a heap of symbolic sizes. Outputs the compiler planned so come from the VM's buffer pool
 (``vm_memory.py``). Packed functions (``R.call_dps_packed``, ``R.call_packed``) receive numpy

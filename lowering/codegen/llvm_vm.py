@@ -325,18 +325,31 @@ class _Lowering:
     def b_release(self, pc: int, inst: Call) -> None:
         pass  # (the static plan decided where storage is shared)
 
-    def b_copy(self, pc: int, inst: Call) -> None:
-        arg = inst.args[0]
+    def value(self, arg: Any) -> Any:
+        """What an argument holds: a tuple of arguments (make_tuple's) or a tensor."""
         if isinstance(arg, Imm):
             raise _Unsupported("an immediate value in a register")
         held = self.regs.get(arg.index) if isinstance(arg, Reg) else None
-        self.regs[inst.dst] = held if isinstance(held, tuple) else self.tensor(arg)
+        return held if isinstance(held, tuple) else self.tensor(arg)
+
+    def b_copy(self, pc: int, inst: Call) -> None:
+        self.regs[inst.dst] = self.value(inst.args[0])
 
     def b_make_tuple(self, pc: int, inst: Call) -> None:
         for a in inst.args:
-            if isinstance(a, Reg) and not isinstance(self.regs.get(a.index), tuple):
-                self.tensor(a)
+            self.value(a)
         self.regs[inst.dst] = tuple(inst.args)
+
+    def b_check_tuple_info(self, pc: int, inst: Call) -> None:
+        held = self.value(inst.args[0])
+        if not isinstance(held, tuple) or len(held) != inst.args[1].value:
+            raise _Unsupported(f"a check that fails for every argument ({inst.args[2].value})")
+
+    def b_tuple_get(self, pc: int, inst: Call) -> None:
+        held = self.value(inst.args[0])
+        if not isinstance(held, tuple):
+            raise _Unsupported("a tuple item of a value that is not a tuple")
+        self.regs[inst.dst] = self.value(held[inst.args[1].value])
 
     # ---- kernels
     def kernel_call(self, pc: int, inst: Call) -> None:
