@@ -1,7 +1,7 @@
 """The compiled VM's own cost: the seed MLP (``examples/mlp.tvms``, 784-256-10) per
 ``vm["forward"](...)`` call in the compiled mode (one native call) and the bytecode mode (the
-interpreter), beside its two kernels' entries called back to back with packed slots (the floor:
-the kernels alone) and numpy, interleaved in one process, median of the repeats.
+interpreter), beside its kernels' entries called back to back with the slots one call packed (the floor:
+the kernels alone, ``replay_kernels``) and numpy, interleaved in one process, median of the repeats.
 
     .venv/bin/python benchmarks/vm_native.py               # batch 1 and 64
     .venv/bin/python benchmarks/vm_native.py --repeat 5    # quicker
@@ -29,25 +29,41 @@ MLP_PATH = Path(__file__).resolve().parent.parent / "examples" / "mlp.tvms"
 WEIGHT_SHAPES = [(256, 784), (256,), (10, 256), (10,)]
 
 
-def kernels_alone(executable, args: list) -> callable:
-    """The MLP's two kernels called through their entries with slots packed once."""
+class _Recorder:
+    """A kernel that runs and records each call: its entry and packed slots, and the arrays
+    whose addresses the slots hold (kept alive for the replay)."""
+
+    def __init__(self, function, calls: list) -> None:
+        self.function, self.calls = function, calls
+
+    def run(self, values: list) -> None:
+        slots = self.function._slots(values)
+        self.calls.append((self.function, slots, list(values)))
+        self.function.run(values)
+
+    def __call__(self, *args) -> None:
+        self.run(self.function.checked(args))
+
+
+def replay_kernels(executable, name: str, args: list):
+    """A function that calls the kernel entries of one ``name`` call, in order, with the slots
+    that call packed: the kernels alone, with nothing of the VM around them."""
+    calls: list = []
     kernels = executable.kernels()
-    x, w1, b1, w2, b2 = args
-    hidden = np.empty((x.shape[0], 256), np.float32)
-    out = np.empty((x.shape[0], 10), np.float32)
-    calls = []
-    for name, values in (("fused_NT_matmul_add_relu", (x, w1, b1, hidden)), ("fused_NT_matmul1_add1", (hidden, w2, b2, out))):
-        fn = kernels[name]
-        slots = fn.pack(values)
-        if fn.compiled.num_threads_address:
-            ctypes.c_int32.from_address(fn.compiled.num_threads_address).value = fn.compiled.target.threads
-        calls.append((fn._entry, ctypes.addressof(slots), slots))
-    (e1, a1, _), (e2, a2, _) = calls
+    recording = tvms.runtime.vm.Executable(executable.program, tvms.runtime.module.Module(
+        {k: _Recorder(f, calls) for k, f in kernels.functions.items()}, kernels.target))
+    tvms.relax.VirtualMachine(recording, tvms.cpu())[name](*args)
+    steps = []
+    for function, slots, _ in calls:
+        threads = function.compiled.num_threads_address
+        if threads:  # (as each call of the kernel sets it)
+            ctypes.c_int32.from_address(threads).value = function.compiled.target.threads
+        steps.append((function._entry, ctypes.addressof(slots)))
 
     def run() -> None:
-        e1(a1)
-        e2(a2)
-    run.keep = (calls, hidden, out)  # (the slots hold their addresses only)
+        for entry, address in steps:
+            entry(address)
+    run.keep = calls  # (the slots hold addresses only)
     return run
 
 
@@ -81,7 +97,7 @@ def main() -> None:
         vm_b = tvms.relax.VirtualMachine(bytecode, tvms.cpu())["forward"]
         for f in (vm_c, vm_b):
             np.testing.assert_allclose(f(*inputs).numpy(), ref, rtol=1e-3, atol=1e-3)
-        alone = kernels_alone(compiled, [v.array for v in inputs])
+        alone = replay_kernels(compiled, "forward", inputs)
         rows = {"numpy": lambda: np.maximum(x @ w1.T + b1, 0) @ w2.T + b2,
                 "kernels alone": alone,
                 "tvms VM compiled": lambda: vm_c(*inputs),
