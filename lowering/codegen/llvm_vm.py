@@ -42,7 +42,7 @@ from . import llvm_types as T
 from . import object_cache
 from .compile import KernelArtifact
 from .llvm_intrinsics import declare
-from .llvm_target import LLVMTarget, optimize, parse_llvm_target, target_machine
+from .llvm_target import LLVMTarget, parse_llvm_target, require_llvm, target_machine
 
 _CTX = {name: k for k, name in enumerate(CTX_FIELDS)}
 # numpy's array flags the kernels need: C-contiguous, aligned, writable
@@ -94,6 +94,8 @@ class _Lowering:
         self.fn = ir.Function(self.module, ir.FunctionType(T.I32, [T.PTR, T.PTR, T.PTR]), self.symbol)
         self.args, self.outs, self.ctx = self.fn.args
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        # the object layout, read once in the entry block (it dominates every use)
+        self.layout = {name: self.ctx_at(k) for k, name in enumerate(CTX_FIELDS[:_CTX["threads"]])}
         self.bail = self.fn.append_basic_block("bail")
         self.bails: list = []  # (code, block) into the bail block
         self.regs: dict = {}  # register -> _Tensor, or a tuple of registers/constants (make_tuple)
@@ -111,10 +113,14 @@ class _Lowering:
 
     def field(self, obj: ir.Value, name: str, typ: ir.Type, index: Any = None) -> ir.Value:
         """The ``typ`` at byte ``ctx[name]`` (+ 8 * index) of the object ``obj``."""
-        offset = self.ctx_at(_CTX[name])
+        offset = self.layout[name]
         if index is not None:
             offset = self.b.add(offset, ir.Constant(T.I64, 8 * index))
         return self.b.load(self.b.gep(obj, [offset], source_etype=T.I8), typ=typ)
+
+    def is_ndarray(self, obj: ir.Value) -> ir.Value:
+        kind = self.b.ptrtoint(self.field(obj, "ob_type", T.PTR), T.I64)
+        return self.b.icmp_unsigned("==", kind, self.layout["ndarray_type"])
 
     def guard(self, ok: ir.Value, code: int) -> None:
         """Go on when ``ok``, else leave with ``code`` (the caller runs the interpreter)."""
@@ -158,11 +164,17 @@ class _Lowering:
                                 self.storage_bytes, self.ctx_size, self.plan, f.heap)
 
     def compile(self, text: str) -> bytes:
+        """Object code of the function, unoptimized: it is glue around the kernels (checks,
+        stores of slots, calls), run once per inference, and LLVM's fast instruction selector
+        emits it in milliseconds where its optimizing pipeline takes tens."""
         key = object_cache.disk_key(hashlib.sha256(f"{self.target}\n{text}".encode()).hexdigest(), self.symbol)
         cached = object_cache.load(key)
         if cached is None:
-            module = optimize(text, self.target)
-            cached = object_cache.CachedKernel(text, str(module), target_machine(self.target).emit_object(module))
+            module = require_llvm().parse_assembly(text)
+            module.verify()
+            machine = target_machine(self.target, opt=0)
+            module.triple, module.data_layout = self.target.triple, str(machine.target_data)
+            cached = object_cache.CachedKernel(text, text, machine.emit_object(module))
             object_cache.store(key, cached)
         return cached.object_code
 
@@ -212,8 +224,8 @@ class _Lowering:
             raise _Unsupported(f"parameter {self.f.params[k]!r} is not a tensor of known dtype and rank")
         b = self.b
         obj = self.field(self.args, "tuple_items", T.PTR, index=k)
-        tensor_type = self.ctx_at(_CTX["tensor_type"], T.PTR)
-        is_tensor = b.icmp_unsigned("==", self.field(obj, "ob_type", T.PTR), tensor_type)
+        is_tensor = b.icmp_unsigned("==", b.ptrtoint(self.field(obj, "ob_type", T.PTR), T.I64),
+                                    self.layout["tensor_type"])
         start = b.block
         with b.if_then(is_tensor):
             inner = self.field(obj, "tensor_array", T.PTR)
@@ -222,8 +234,7 @@ class _Lowering:
         arr.add_incoming(obj, start)
         arr.add_incoming(inner, inner_block)
         self.guard(b.icmp_unsigned("!=", arr, ir.Constant(T.PTR, None)), 3)
-        ndarray = self.ctx_at(_CTX["ndarray_type"], T.PTR)
-        self.guard(b.icmp_unsigned("==", self.field(arr, "ob_type", T.PTR), ndarray), 3)
+        self.guard(self.is_ndarray(arr), 3)
         flags = self.field(arr, "arr_flags", T.I32)
         fast = ir.Constant(T.I32, _NPY_FAST)
         self.guard(b.icmp_unsigned("==", b.and_(flags, fast), fast), 4)
@@ -527,8 +538,7 @@ class _Lowering:
             t = allocated[reg]
             nbytes = self.nbytes(t)
             raw = self.field(self.outs, "tuple_items", T.PTR, index=j)
-            self.guard(b.icmp_unsigned("==", self.field(raw, "ob_type", T.PTR),
-                                       self.ctx_at(_CTX["ndarray_type"], T.PTR)), 2)
+            self.guard(self.is_ndarray(raw), 2)
             length = b.load(self.field(raw, "arr_dims", T.PTR), typ=T.I64)
             b.store(nbytes, b.gep(self.ctx, [self.const(at + 1 + len(t.dims))], source_etype=T.I64))
             need = b.or_(need, b.icmp_signed("!=", length, b.add(nbytes, self.const(ALIGNMENT))))
