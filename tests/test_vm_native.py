@@ -5,6 +5,8 @@ results as the interpreter returns them, arguments it does not take served by th
 with its messages, and the functions it leaves to the interpreter named with the reason."""
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 from test_relax_vm import chain_module
@@ -134,3 +136,40 @@ class Module:
     assert bytecode.stats()["interpreted"] == {"main": 'exec_mode="bytecode"'}
     with pytest.raises(TVMSError, match="exec_mode must be one of 'bytecode', 'compiled'"):
         tvms.compile(mod, target="llvm", exec_mode="jit")
+
+
+PARALLEL = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def double(A: T.Buffer((T.int64(8),), "float32"), B: T.Buffer((T.int64(8),), "float32")):
+        for i in T.parallel(T.int64(8)):
+            with T.block("B"):
+                vi = T.axis.spatial(T.int64(8), i)
+                B[vi] = A[vi] * T.float32(2)
+
+    @R.function
+    def main(x: R.Tensor((8,), dtype="float32")) -> R.Tensor((8,), dtype="float32"):
+        cls = Module
+        with R.dataflow():
+            y = R.call_tir(cls.double, (x,), out_sinfo=R.Tensor((8,), dtype="float32"))
+            R.output(y)
+        return y
+"""
+
+
+def test_parallel_kernels_get_the_thread_count_at_each_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    ex = relax.build(from_source(PARALLEL), "llvm -num-cores=2", default_schedule=False, exec_mode="compiled")
+    kernel = ex.kernels()["double"].compiled
+    assert ex.stats()["native"] == ["main"] and kernel.num_threads_address  # (a parallel loop)
+    threads = ctypes.c_int32.from_address(kernel.num_threads_address)
+    main = relax.VirtualMachine(ex, tvms.cpu())["main"]
+    x = rand(8)
+    for env, expected in (("3", 3), (None, 2), ("zero", 2)):  # (TVM_NUM_THREADS, else -num-cores)
+        if env is None:
+            monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
+        else:
+            monkeypatch.setenv("TVM_NUM_THREADS", env)
+        threads.value = 0
+        np.testing.assert_allclose(main(x).numpy(), 2 * x)
+        assert threads.value == expected
