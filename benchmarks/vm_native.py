@@ -102,7 +102,7 @@ def main() -> None:
                 "kernels alone": alone,
                 "tvms VM compiled": lambda: vm_c(*inputs),
                 "tvms VM bytecode": lambda: vm_b(*inputs)}
-        number = max(10, 20000 // batch)
+        number = max(5, 2000 // batch)
         times = {k: [] for k in rows}
         cpu = {k: [] for k in rows}
         for _ in range(args.repeat):
