@@ -173,3 +173,31 @@ def test_parallel_kernels_get_the_thread_count_at_each_call(monkeypatch: pytest.
         threads.value = 0
         np.testing.assert_allclose(main(x).numpy(), 2 * x)
         assert threads.value == expected
+
+
+def test_plan_best_fit_growth_and_upper_bounds() -> None:
+    from tvms.ir.vm_program import Call, Imm, Reg, Ret, Size, VMFunction
+    from tvms.lowering.relax.vm_memory_plan import plan_storage, upper_bound
+
+    def alloc(dst: int, *dims) -> Call:
+        return Call(dst, "builtin", "vm.builtin.alloc_tensor", (Imm("float32"), Imm(True), *map(Size, dims)))
+
+    def kernel(*regs: int) -> Call:
+        return Call(None, "kernel", "k", tuple(map(Reg, regs)))
+
+    n = ("slot", 0)
+    code = (alloc(1, 100), kernel(0, 1),          # %1: 400 bytes
+            alloc(2, 50), kernel(1, 2),           # %2: 200 bytes, while %1 lives
+            alloc(3, 200), kernel(2, 3),          # %1 is dead: %3 (800 bytes) grows its token
+            alloc(4, n, 8), kernel(3, 4),         # n * 32 bytes, bounded by n <= 16: %2's token
+            alloc(5, ("sub", n, 1)), kernel(4, 5),  # unbounded (n - 1): its own token, per call
+            alloc(6, 10), kernel(5, 6), Ret(6))
+    f = VMFunction("f", ("x",), 7, ("n",), code, upper_bounds=((0, 16),))
+    plan = plan_storage(f)
+    # unbounded sizes never share a token reserved per VM (its bytes are fixed when the VM starts)
+    assert [(t.tensors, t.bound) for t in plan.tokens] == [((1, 3), 800), ((2, 4), 512), ((5,), None)]
+    assert plan.tokens[0].size == 800 and plan.tokens[1].size == ("max", 200, ("mul", ("mul", 4, n), 8))
+    assert plan.outputs == (6,)
+    assert upper_bound(("floordiv", ("mul", n, 4), 3), {0: 16}) == 21
+    assert upper_bound(("min", n, ("slot", 1)), {0: 16}) == 16
+    assert upper_bound(("sub", n, 1), {0: 16}) is None and upper_bound(n, {}) is None
