@@ -201,3 +201,39 @@ def test_plan_best_fit_growth_and_upper_bounds() -> None:
     assert upper_bound(("floordiv", ("mul", n, 4), 3), {0: 16}) == 21
     assert upper_bound(("min", n, ("slot", 1)), {0: 16}) == 16
     assert upper_bound(("sub", n, 1), {0: 16}) is None and upper_bound(n, {}) is None
+
+
+IN_PLACE = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def inc(A: T.Buffer((T.int64(4),), "float32")):
+        for i in range(T.int64(4)):
+            with T.block("A"):
+                vi = T.axis.spatial(T.int64(4), i)
+                A[vi] = A[vi] + T.float32(1)
+
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32"), w: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        cls = Module
+        y = R.call_tir_inplace(cls.inc, (x,), inplace_indices=[0], out_sinfo=R.Tensor((4,), dtype="float32"))
+        z = R.add(y, w)
+        return z
+"""
+
+
+@pytest.mark.parametrize("exec_mode", ["compiled", "bytecode"])
+def test_read_only_arguments_and_a_kernel_writing_a_parameter(exec_mode: str) -> None:
+    ex = tvms.compile(from_source(IN_PLACE), target="llvm", exec_mode=exec_mode)
+    assert ex.stats()["native"] == (["main"] if exec_mode == "compiled" else [])
+    vm = relax.VirtualMachine(ex, tvms.cpu())
+    w = np.full(4, 10, "float32")
+    w.flags.writeable = False  # (only read: the native code takes it as it is)
+    x = np.zeros(4, "float32")
+    np.testing.assert_array_equal(vm["main"](x, w).numpy(), np.full(4, 11))
+    np.testing.assert_array_equal(x, np.ones(4))  # the kernel wrote the argument itself
+    x.flags.writeable = False  # written by a kernel: the interpreter runs it on a copy
+    np.testing.assert_array_equal(vm["main"](x, w).numpy(), np.full(4, 12))
+    np.testing.assert_array_equal(x, np.ones(4))
+    if exec_mode == "compiled":
+        assert vm.native_stats()["main"]["fallbacks"] == 1

@@ -45,8 +45,9 @@ from .llvm_intrinsics import declare
 from .llvm_target import LLVMTarget, parse_llvm_target, require_llvm, target_machine
 
 _CTX = {name: k for k, name in enumerate(CTX_FIELDS)}
-# numpy's array flags the kernels need: C-contiguous, aligned, writable
-_NPY_FAST = 0x0001 | 0x0100 | 0x0400
+# numpy's array flags: what the kernels read (C-contiguous, aligned), and what they write
+_NPY_READ = 0x0001 | 0x0100
+_NPY_WRITEABLE = 0x0400
 
 
 class _Unsupported(Exception):
@@ -84,6 +85,7 @@ class _Tensor:
     dims: list
     origin: tuple  # ("param", k) | ("alloc", register) | ("const", pool index)
     data: Any = None
+    flags: Any = None  # a parameter's numpy flags (LLVM i32)
 
 
 class _Lowering:
@@ -218,7 +220,8 @@ class _Lowering:
 
     def parameter(self, k: int) -> _Tensor:
         """Parameter ``k`` from the argument tuple: a tvms Tensor's array or a numpy array,
-        C-contiguous, aligned and writable, of the dtype and rank of its annotation."""
+        C-contiguous and aligned, of the dtype and rank of its annotation (writable where a
+        kernel writes it: ``kernel_call``)."""
         _, dtype, dims = self.f.signature[k] if k < len(self.f.signature) else ("", None, None)
         if dtype is None or dims is None:
             raise _Unsupported(f"parameter {self.f.params[k]!r} is not a tensor of known dtype and rank")
@@ -236,8 +239,7 @@ class _Lowering:
         self.guard(b.icmp_unsigned("!=", arr, ir.Constant(T.PTR, None)), 3)
         self.guard(self.is_ndarray(arr), 3)
         flags = self.field(arr, "arr_flags", T.I32)
-        fast = ir.Constant(T.I32, _NPY_FAST)
-        self.guard(b.icmp_unsigned("==", b.and_(flags, fast), fast), 4)
+        self.guard(self.has_flags(flags, _NPY_READ), 4)
         self.guard(b.icmp_signed("==", self.field(arr, "arr_nd", T.I32), ir.Constant(T.I32, len(dims))), 5)
         descr = self.field(arr, "arr_descr", T.PTR)
         num = self.field(descr, "descr_type_num", T.I32)
@@ -250,7 +252,11 @@ class _Lowering:
         self.guard(b.icmp_unsigned("!=", order, ir.Constant(T.I8, ord(">"))), 6)
         shape = self.field(arr, "arr_dims", T.PTR)
         values = [b.load(b.gep(shape, [self.const(i)], source_etype=T.I64), typ=T.I64) for i in range(len(dims))]
-        return _Tensor(dtype, values, ("param", k), self.field(arr, "arr_data", T.PTR))
+        return _Tensor(dtype, values, ("param", k), self.field(arr, "arr_data", T.PTR), flags)
+
+    def has_flags(self, flags: ir.Value, wanted: int) -> ir.Value:
+        mask = ir.Constant(T.I32, wanted)
+        return self.b.icmp_unsigned("==", self.b.and_(flags, mask), mask)
 
     def size(self, e: Any) -> ir.Value:
         """A size expression over the heap as an i64 value (integers only)."""
@@ -382,6 +388,9 @@ class _Lowering:
                     values.append(self.size(v))
             else:
                 raise _Unsupported(f"a scalar argument of {inst.func} held in a register")
+        for k in written_params(func):  # (read-only weights are fine; a written parameter is not)
+            if values[k].flags is not None:
+                self.guard(self.has_flags(values[k].flags, _NPY_WRITEABLE), 4)
         if inst.checked:
             self.kernel_checks(pc, inst.func, func, inst.args, values)
         self.calls.append((inst.func, values))
