@@ -498,8 +498,10 @@ class NativeVMFunction:
     code generator's); what its ctx holds after CTX_FIELDS (``kernels``: kernel names, each an
     entry then a thread-count global; ``constants``: pool indices; ``outputs``), its size,
     ``storage_bytes`` reserved once per VM, ``result`` (a tree of ``("out", j)``,
-    ``("param", k)``, ``("const", k)`` and tuples) and the static memory ``plan``
-    (``lowering/relax/vm_memory_plan.StoragePlan``)."""
+    ``("param", k)``, ``("const", k)`` and tuples), the static memory ``plan``
+    (``lowering/relax/vm_memory_plan.StoragePlan``; None when loaded from a library) and its
+    description ``plan_text``, ``num_cores`` (the target's, 0: all cores), and for one loaded
+    from a library the entry's ``address`` in it and the ``library`` handle that keeps it mapped."""
 
     name: str
     symbol: str
@@ -515,13 +517,38 @@ class NativeVMFunction:
     ctx_size: int
     plan: Any
     heap: tuple
+    plan_text: tuple = ()
+    num_cores: int = 0
+    address: int = 0
+    library: Any = None
     thread_pool: None = None  # (what the runtime's loader of object code asks)
 
     def describe_plan(self) -> list[str]:
         """The storage plan, one line per token (``StoragePlan.describe``)."""
-        return self.plan.describe(self.heap)
+        return list(self.plan_text)
+
+
+_NATIVE_FIELDS = ("name", "symbol", "num_params", "kernels", "constants", "storage_bytes", "ctx_size",
+                  "heap", "plan_text", "num_cores")
+
+
+def native_json(a: NativeVMFunction) -> dict:
+    """What a shared library keeps of a native function besides its code."""
+    d = {name: list(v) if isinstance(v := getattr(a, name), tuple) else v for name in _NATIVE_FIELDS}
+    d["outputs"] = [[o.dtype, list(o.dims), o.offset_at] for o in a.outputs]
+    d["result"] = encode_value(a.result)
+    return d
+
+
+def native_of(d: dict, address: int, library: Any) -> NativeVMFunction:
+    """The native function ``native_json`` described, its entry at ``address`` in ``library``."""
+    fields = {name: tuple(d[name]) if isinstance(d[name], list) else d[name] for name in _NATIVE_FIELDS}
+    outputs = tuple(NativeOutput(_str(t), tuple(None if x is None else _int(x) for x in dims), _int(at))
+                    for t, dims, at in d["outputs"])
+    return NativeVMFunction(**fields, object_code=b"", llvm_ir="", target=None, outputs=outputs,
+                            result=decode_value(d["result"]), plan=None, address=address, library=library)
 
 
 __all__ = ["ALIGNMENT", "CTX_FIELDS", "Call", "Const", "Goto", "If", "Imm", "KINDS", "MAGIC", "NEED_OUTPUTS",
-           "NativeOutput", "NativeVMFunction", "Reg", "Ret", "SIZE_OPS", "Size", "VERSION", "VMFunction",
+           "NativeOutput", "NativeVMFunction", "Reg", "native_json", "native_of", "Ret", "SIZE_OPS", "Size", "VERSION", "VMFunction",
            "VMProgram", "decode_value", "deserialize", "encode_value", "prim_expr_of", "serialize", "size_text"]

@@ -83,13 +83,15 @@ class Executable:
                 "plans": {n: a.describe_plan() for n, a in native.items()}}
 
     def export_library(self, path: str) -> None:
-        """Write the kernels and the serialized VM program as one shared library
-        (``runtime/export.py``); ``tvms.runtime.load_module(path)`` gives the Executable back."""
+        """Write the kernels, the serialized VM program and the native code of the compiled
+        functions as one shared library (``runtime/export.py``); ``tvms.runtime.load_module(path)``
+        gives the Executable back."""
         from tvms.ir.vm_program import serialize
 
         from .export import export_library  # (it needs a C compiler: imported when used)
 
-        export_library(self._kernels, path, serialize(self.program))
+        native = [a for a in self.native.values() if hasattr(a, "shared_object")]
+        export_library(self._kernels, path, serialize(self.program), native)
 
     def __repr__(self) -> str:
         return f"Executable({', '.join(self.function_names)}; kernels {', '.join(self._kernels.functions)})"

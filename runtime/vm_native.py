@@ -88,13 +88,13 @@ class NativeFunction:
     def __init__(self, artifact: NativeVMFunction, layout: dict, kernels: Any, constants: list,
                  fallback: Callable, wrap: Callable, tensor: Callable) -> None:
         self.artifact, self.fallback, self.fallbacks = artifact, fallback, 0
-        self._jit = load_kernel(artifact)  # (holds the engine that owns the code)
-        self._entry = _ENTRY(self._jit.address)
+        # (a library's function is mapped already; else the JIT links its object code, once)
+        self._entry = _ENTRY(artifact.address or load_kernel(artifact).address)
         ctx = self._ctx = (ctypes.c_int64 * artifact.ctx_size)()
         for k, name in enumerate(CTX_FIELDS[:13]):
             ctx[k] = layout[name]
         functions = [kernels.get_function(name).compiled for name in artifact.kernels]
-        ctx[CTX_FIELDS.index("threads")] = artifact.target.num_cores or os.cpu_count() or 1
+        ctx[CTX_FIELDS.index("threads")] = artifact.num_cores or os.cpu_count() or 1
         self._storage = aligned_bytes(artifact.storage_bytes)  # reserved once per VM
         ctx[CTX_FIELDS.index("storage")] = _data_address(self._storage) if artifact.storage_bytes else 0
         at = len(CTX_FIELDS)

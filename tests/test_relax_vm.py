@@ -257,9 +257,14 @@ def test_exported_executable_loads_and_runs(corpus_mlp: tuple, tmp_path) -> None
     ex.export_library(path)
     loaded = tvm.runtime.load_module(path)
     assert isinstance(loaded, Executable) and loaded.as_text() == ex.as_text()
+    assert loaded.stats()["native"] == ex.stats()["native"]  # (the compiled VM's code is in the library)
+    assert loaded.stats()["plans"] == ex.stats()["plans"]
     x, params = rand(3, 784), mlp_params(256)
-    np.testing.assert_array_equal(relax.VirtualMachine(loaded, tvm.cpu())["forward"](x, *params).numpy(),
+    vm = relax.VirtualMachine(loaded, tvm.cpu())
+    np.testing.assert_array_equal(vm["forward"](x, *params).numpy(),
                                   relax.VirtualMachine(ex, tvm.cpu())["forward"](x, *params).numpy())
+    with pytest.raises(TVMSError, match="dimension 1 should be 784"):
+        vm["forward"](rand(3, 783), *params)
 
 
 def test_after_call_tir_rewrite_alloc_tensor_and_direct_kernel_calls() -> None:

@@ -50,6 +50,26 @@ _NPY_READ = 0x0001 | 0x0100
 _NPY_WRITEABLE = 0x0400
 
 
+@dataclass(frozen=True)
+class NativeArtifact(NativeVMFunction):
+    """A native function as the code generator makes it: it can also give its code as
+    position-independent object code, for a shared library (``Executable.export_library``)."""
+
+    def shared_object(self) -> bytes:
+        return _object_code(self.llvm_ir, self.target, "pic")
+
+
+def _object_code(text: str, target: LLVMTarget, reloc: str = "default") -> bytes:
+    """The glue function's object code, unoptimized: it is checks, stores of slots and calls
+    around the kernels, run once per inference, and LLVM's fast instruction selector emits it in
+    milliseconds where its optimizing pipeline takes tens."""
+    module = require_llvm().parse_assembly(text)
+    module.verify()
+    machine = target_machine(target, reloc=reloc, opt=0)
+    module.triple, module.data_layout = target.triple, str(machine.target_data)
+    return machine.emit_object(module)
+
+
 class _Unsupported(Exception):
     """Why a function stays with the interpreter."""
 
@@ -161,22 +181,17 @@ class _Lowering:
             phi.add_incoming(ir.Constant(T.I32, code), block)
         self.b.ret(phi)
         text = str(self.module)
-        return NativeVMFunction(f.name, self.symbol, self.compile(text), text, self.target, len(f.params),
-                                tuple(self.kernels), tuple(self.constants), outputs, result,
-                                self.storage_bytes, self.ctx_size, self.plan, f.heap)
+        return NativeArtifact(f.name, self.symbol, self.compile(text), text, self.target, len(f.params),
+                              tuple(self.kernels), tuple(self.constants), outputs, result,
+                              self.storage_bytes, self.ctx_size, self.plan, f.heap,
+                              tuple(self.plan.describe(f.heap)), self.target.num_cores)
 
     def compile(self, text: str) -> bytes:
-        """Object code of the function, unoptimized: it is glue around the kernels (checks,
-        stores of slots, calls), run once per inference, and LLVM's fast instruction selector
-        emits it in milliseconds where its optimizing pipeline takes tens."""
+        """The function's object code for the JIT, from the on-disk cache when it was made before."""
         key = object_cache.disk_key(hashlib.sha256(f"{self.target}\n{text}".encode()).hexdigest(), self.symbol)
         cached = object_cache.load(key)
         if cached is None:
-            module = require_llvm().parse_assembly(text)
-            module.verify()
-            machine = target_machine(self.target, opt=0)
-            module.triple, module.data_layout = self.target.triple, str(machine.target_data)
-            cached = object_cache.CachedKernel(text, text, machine.emit_object(module))
+            cached = object_cache.CachedKernel(text, text, _object_code(text, self.target))
             object_cache.store(key, cached)
         return cached.object_code
 
