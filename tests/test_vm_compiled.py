@@ -166,6 +166,8 @@ def test_an_unproven_kernel_call_keeps_its_checks() -> None:
     with pytest.raises(TVMSError, match="dimension 0: expected extent 8, got 4"):
         vm["main"](rand(4))
     assert program_stats(vm, "main")["checked_kernels"] == 1
+    assert vm.executable.stats()["interpreted"] == {  # (the compiled VM sees it cannot run it)
+        "main": "fill's buffer a never fits its argument (the kernel's check refuses every call)"}
 
 
 TWO_OUTPUTS_AND_SIZES = '''

@@ -237,3 +237,39 @@ def test_read_only_arguments_and_a_kernel_writing_a_parameter(exec_mode: str) ->
     np.testing.assert_array_equal(x, np.ones(4))
     if exec_mode == "compiled":
         assert vm.native_stats()["main"]["fallbacks"] == 1
+
+
+UNPROVEN = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add(a: T.handle, b: T.handle, c: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n,))
+        B = T.match_buffer(b, (n,))
+        C = T.match_buffer(c, (n,))
+        for i in range(n):
+            with T.block("C"):
+                vi = T.axis.spatial(n, i)
+                C[vi] = A[vi] + B[vi]
+
+    @R.function
+    def main(x: R.Tensor(("m",), dtype="float32"), y: R.Tensor(("k",), dtype="float32")) -> R.Tensor(("m",), dtype="float32"):
+        m = T.int64()
+        cls = Module
+        gv = R.call_tir(cls.add, (x, y), out_sinfo=R.Tensor((m,), dtype="float32"))
+        return gv
+"""
+
+
+def test_a_checked_kernel_call_checks_natively() -> None:
+    ex = tvms.compile(from_source(UNPROVEN), target="llvm", default_schedule=False)
+    assert ex.stats()["native"] == ["main"] and [i.checked for i in ex.program.function("main").code
+                                                 if getattr(i, "kind", None) == "kernel"] == [True]
+    vm = relax.VirtualMachine(ex, tvms.cpu())
+    x, y = rand(3), rand(3)
+    np.testing.assert_allclose(vm["main"](x, y).numpy(), x + y, rtol=1e-6)
+    assert vm.native_stats()["main"]["fallbacks"] == 0
+    with pytest.raises(TVMSError, match="dimension 0: expected extent 3, got 4"):
+        vm["main"](x, rand(4))  # (m != k: the native code declines, the kernel's check says why)
+    assert vm.native_stats()["main"]["fallbacks"] == 1

@@ -429,6 +429,10 @@ class _Lowering:
                     expected = sizes.setdefault(id(d), actual)
                 else:
                     raise _Unsupported(f"{name}: a buffer extent computed from others")
+                if isinstance(actual, ir.Constant) and isinstance(expected, ir.Constant) \
+                        and actual.constant != expected.constant:
+                    raise _Unsupported(f"{name}'s buffer {buf.name} never fits its argument (the "
+                                       f"kernel's check refuses every call)")
                 if expected is not actual:
                     self.guard(self.b.icmp_signed("==", actual, expected), 8 + pc)
         tensors = [(k, v) for k, v in enumerate(values) if isinstance(v, _Tensor)]
