@@ -175,7 +175,10 @@ def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: b
     mod = run_relax_pipeline(mod, relax_pipeline, schedule)
     if schedule:
         mod = default_schedules(mod, target, row)
-    return link_executable(mod, *_build_kernels(mod, row, target), exec_mode=exec_mode, target=target)
+    from .relax.lift_transform_params import lift_weights
+
+    mod, lifted = lift_weights(mod)  # (what depends on weights only runs once: runtime/param_cache.py)
+    return link_executable(mod, *_build_kernels(mod, row, target), lifted, exec_mode=exec_mode, target=target)
 
 
 def _prim_funcs_only(mod: IRModule) -> bool:
@@ -238,11 +241,12 @@ def _build_kernels(mod: IRModule, row: TargetKind, target: Target) -> tuple:
     return link_kernels(artifacts, row, target), artifacts
 
 
-def link_executable(mod: IRModule, kernels: Any, artifacts: dict | None = None, exec_mode: str = "bytecode",
-                    target: Any = None) -> Any:
+def link_executable(mod: IRModule, kernels: Any, artifacts: dict | None = None, lifted: dict | None = None,
+                    exec_mode: str = "bytecode", target: Any = None) -> Any:
     """The link step of a Relax program: its VM program (``relax/vm_codegen.py``), its kernels
     and, in the compiled mode, the native code of its functions (``codegen/llvm_vm.py``, which
-    calls the kernels of ``artifacts``), made into the runtime's Executable."""
+    calls the kernels of ``artifacts``), made into the runtime's Executable; ``lifted`` names
+    the functions whose weights ``<name>_transform_params`` transforms (``lift_weights``)."""
     from .relax.vm_codegen import compile_vm
 
     program = compile_vm(mod)
@@ -252,7 +256,10 @@ def link_executable(mod: IRModule, kernels: Any, artifacts: dict | None = None, 
         native = lower_vm_program(program, artifacts or {}, target)
     else:
         native = {f.name: f'exec_mode="{exec_mode}"' for f in program.functions if not f.closure}
-    return get_global_func(EXECUTABLE_LOADER)(program, kernels, native)
+    ex = get_global_func(EXECUTABLE_LOADER)(program, kernels, native)
+    if lifted:
+        ex.lifted_params = lifted
+    return ex
 
 
 def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:

@@ -38,6 +38,7 @@ from .cuda_tensor import CudaTensor
 from .device import CPU, CUDA, cpu, cuda, missing_reason
 from .module import Module, TimingResult, _data_address, _on_cpu
 from .numpy_ops import Shape
+from .param_cache import ParamCache
 from .tensor import ALIGNMENT, Tensor, tensor
 from .vm_builtins import step_of
 from .vm_memory import BufferPool
@@ -183,6 +184,8 @@ class VirtualMachine:
         self._functions: dict[str, _Function] = {}
         self._callables: dict[str, Callable] = {}
         self._native: dict[str, NativeFunction] = {}
+        # functions whose weights tvms.compile lifted: transformed once per parameter set
+        self.param_cache = ParamCache(self, getattr(ex, "lifted_params", {}))
 
     @property
     def module(self) -> "VirtualMachine":
@@ -194,13 +197,24 @@ class VirtualMachine:
 
     def get_function(self, name: str) -> Callable:
         """The function ``name`` as a callable: its native code when it has some (one call
-        per inference; arguments it does not take go to the interpreter), else interpreted."""
+        per inference; arguments it does not take go to the interpreter), else interpreted; a
+        function whose weights tvms.compile lifted runs its lifted form (``param_cache``)."""
         fn = self._callables.get(name)
-        if fn is not None:
-            return fn
-        if name not in self.executable.function_names:
-            raise TVMSError(f"the executable has no Relax function {name!r}; it has "
-                            f"{', '.join(self.executable.function_names) or 'none'}")
+        if fn is None:
+            if name not in self.executable.function_names:
+                raise TVMSError(f"the executable has no Relax function {name!r}; it has "
+                                f"{', '.join(self.executable.function_names) or 'none'}")
+            fn = self._callables[name] = self._callable(name)
+        return fn
+
+    def _callable(self, name: str) -> Callable:
+        if name in self.param_cache.lifted:  # (its weights transformed once, then its lifted form)
+            arguments, function = self.param_cache.arguments, self.get_function
+
+            def lifted(*args: Any) -> Any:
+                runtime, values = arguments(name, args)
+                return function(runtime)(*values)
+            return lifted
 
         def call(*args: Any) -> Any:
             return self.invoke(name, *args)
@@ -211,8 +225,7 @@ class VirtualMachine:
         if isinstance(artifact, NativeVMFunction) and self.device_memory is None and isinstance(layout, dict):
             native = self._native[name] = NativeFunction(artifact, layout, self.executable.kernels(),
                                                          self.constants, call, _result, _tensor_of_fit_array)
-            call = native.call
-        self._callables[name] = call
+            return native.call
         return call
 
     def call(self, name: str, args: list) -> Any:
@@ -225,6 +238,7 @@ class VirtualMachine:
     @deep_recursion(too_deep="recursion too deep: a Relax function calls itself (directly or "
                              "through others) more deeply than the VM follows")
     def invoke(self, name: str, *args: Any) -> Any:
+        name, args = self.param_cache.arguments(name, args)
         f = self._programs[name]
         if len(args) != len(f.params):
             raise TVMSError(f"{name} takes {len(f.params)} arguments "

@@ -36,7 +36,7 @@ def mlp_numpy(x: np.ndarray, w0: np.ndarray, b0: np.ndarray, w1: np.ndarray, b1:
 def corpus_mlp(request) -> tuple:
     mod = from_source((CORPUS_COPY / "mlp_bias_dyn_01_exported.tvms").read_text())
     ex = tvm.compile(mod, target="llvm", exec_mode=request.param)
-    assert ex.stats()["native"] == (["forward"] if request.param == "compiled" else [])
+    assert ("forward" in ex.stats()["native"]) == (request.param == "compiled")
     return mod, ex
 
 

@@ -63,7 +63,7 @@ def reloaded_result(vm: relax.VirtualMachine, name: str, *args: np.ndarray):
 def mlp_vm(request) -> relax.VirtualMachine:
     # (the zero pipeline's four kernels, transposes included: default schedules are not the point)
     ex = tvms.compile(from_source(MLP_TEXT), target="llvm", default_schedule=False, exec_mode=request.param)
-    assert ex.stats()["native"] == (["forward"] if request.param == "compiled" else [])
+    assert ("forward" in ex.stats()["native"]) == (request.param == "compiled")
     return relax.VirtualMachine(ex, tvms.cpu())
 
 

@@ -18,7 +18,7 @@ from ...ir.stmt import Block, BlockRealize, BufferStore
 from ...ir.structural import structural_equal
 from ...ir.visitor import Mutator, collect
 from .errors import ScheduleError
-from .layout import linear_terms
+from .layout import linear_terms, mixed_radix
 from .tree import blocks_under, remove_block, replace_stmts
 
 
@@ -89,15 +89,8 @@ def _mixed_radix(index: PrimExpr, own: dict) -> list | None:
         return [(terms[0][0], 1, None)] if terms[0][1] == 1 else None
     if any(not isinstance(own[id(v)].dom.extent, IntImm) for v, _ in terms):
         return None
-    terms.sort(key=lambda t: -t[1])
-    digits, stride = [], 1
-    for var, s in reversed(terms):
-        extent = own[id(var)].dom.extent.value
-        if s != stride:
-            return None
-        digits.append((var, s, extent))
-        stride *= extent
-    return digits[::-1]
+    digits = mixed_radix(terms, lambda v: own[id(v)].dom.extent)
+    return None if digits is None else [(v, s, own[id(v)].dom.extent.value) for v, s in digits]
 
 
 def _consumer_domain_predicate(consumer: Block, indices: tuple, realize: BlockRealize) -> PrimExpr:

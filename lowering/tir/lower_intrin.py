@@ -4,7 +4,8 @@
 ``T.exp(x)`` becomes ``T.call_llvm_pure_intrin("float32x16", "llvm.exp", x)`` as TVM prints it,
 and a float ``c + a * b`` (or ``a * b + c``) becomes one ``llvm.fmuladd(a, b, c)``.
 Intrinsics without an LLVM intrinsic (``tanh``, ``erf``, ``sigmoid``, ...) stay as they are;
-the code generator calls libm for them. A function whose target is cuda is lowered by CUDA's
+the code generator calls libm for them (or, on float32 vectors, expands them as it expands
+``llvm.exp`` and ``llvm.log``: codegen/llvm_vector_math.py). A function whose target is cuda is lowered by CUDA's
 rules instead (gpu/lower_intrin_cuda.py).
 """
 from __future__ import annotations
