@@ -6,11 +6,11 @@ the kernels alone, ``replay_kernels``) and numpy, interleaved in one process, me
     .venv/bin/python benchmarks/vm_native.py               # batch 1 and 64
     .venv/bin/python benchmarks/vm_native.py --repeat 5    # quicker
 
-"beyond kernels" is a mode's CPU time per call minus the kernels' (what the VM adds in Python
-and native code: argument checks, allocation of the output, the Tensor wrapped around it), in
-CPU time of this thread, which other processes on a loaded machine disturb less than the wall
-clock (at batch 1 the kernels run on this thread alone; at batch 64 they use the thread pool,
-whose workers' time this does not count, so the column is left empty there).
+"beyond kernels" is what a mode adds per call to the kernels alone (argument checks, the
+output's allocation, the Tensor wrapped around it, in Python and native code), measured in pairs:
+the kernels alone then the mode, alternating, so both see the same caches and load; median of
+the differences, in wall-clock time and in CPU time of this thread (which other processes on a
+loaded machine disturb less). At batch 1 only: at batch 64 the kernels run on the thread pool.
 """
 from __future__ import annotations
 
@@ -74,6 +74,13 @@ def timed(fn, number: int, clock=time.perf_counter) -> float:
     return (clock() - start) / number
 
 
+def beyond_kernels(fn, alone, repeat: int, number: int = 500) -> tuple:
+    """(wall, CPU) seconds per call of ``fn`` beyond ``alone``'s, medians of paired runs."""
+    pairs = [[timed(f, number, clock) for clock in (time.perf_counter, time.thread_time) for f in (alone, fn)]
+             for _ in range(repeat)]
+    return (float(np.median([p[1] - p[0] for p in pairs])), float(np.median([p[3] - p[2] for p in pairs])))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=15)
@@ -87,7 +94,7 @@ def main() -> None:
     weights = [rng.standard_normal(s, dtype=np.float32) for s in WEIGHT_SHAPES]
     print(f"seed MLP 784-256-10 per call, median of {args.repeat} interleaved repeats; "
           f"load average {os.getloadavg()[0]:.2f}")
-    print(f"{'':28} {'us':>9} {'vs numpy':>9} {'beyond kernels us':>18}")
+    print(f"{'':28} {'us':>9} {'vs numpy':>9} {'beyond kernels us (wall, CPU)':>30}")
     for batch in map(int, args.batches.split(",")):
         x = rng.standard_normal((batch, 784), dtype=np.float32)
         inputs = [tvms.nd.array(v) for v in (x, *weights)]
@@ -104,15 +111,15 @@ def main() -> None:
                 "tvms VM bytecode": lambda: vm_b(*inputs)}
         number = max(5, 2000 // batch)
         times = {k: [] for k in rows}
-        cpu = {k: [] for k in rows}
         for _ in range(args.repeat):
             for label, fn in rows.items():
                 times[label].append(timed(fn, number))
-                cpu[label].append(timed(fn, number, time.thread_time))
         median = {k: float(np.median(v)) for k, v in times.items()}
-        cpu = {k: float(np.median(v)) for k, v in cpu.items()}
         for label, seconds in median.items():
-            beyond = f"{(cpu[label] - cpu['kernels alone']) * 1e6:18.2f}" if label.startswith("tvms") and batch == 1 else ""
+            beyond = ""
+            if label.startswith("tvms") and batch == 1:
+                wall, cpu_s = beyond_kernels(rows[label], alone, args.repeat)
+                beyond = f"{wall * 1e6:18.2f}, {cpu_s * 1e6:.2f}"
             print(f"{f'batch {batch} ' + label:28} {seconds * 1e6:9.2f} {median['numpy'] / seconds:8.2f}x {beyond}")
 
 
