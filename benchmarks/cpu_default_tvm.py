@@ -4,7 +4,7 @@ zero pipeline, ``tvm.compile`` and ``relax.VirtualMachine`` (what TVM does by de
 results are checked against numpy and one JSON object is printed: label -> median seconds
 (of at most 3 calls for a kernel that takes over a second).
 
-    /work/tvm-ref-venv/bin/python benchmarks/cpu_default_tvm.py N_ADD ROWS COLS SIZES REPEAT MLP BATCHES
+    /work/tvm-venv/bin/python benchmarks/cpu_default_tvm.py N_ADD ROWS COLS SIZES C,H REPEAT MLP BATCHES
 """
 from __future__ import annotations
 
@@ -23,11 +23,12 @@ from cpu_e2e_tvm import measure_mlp
 def main() -> None:
     n_add, rows, cols = (int(v) for v in sys.argv[1:4])
     sizes = [int(v) for v in sys.argv[4].split(",") if v]
-    repeat, mlp_path, batches = int(sys.argv[5]), sys.argv[6], [int(b) for b in sys.argv[7].split(",")]
+    conv = tuple(int(v) for v in sys.argv[5].split(","))
+    repeat, mlp_path, batches = int(sys.argv[6]), sys.argv[7], [int(b) for b in sys.argv[8].split(",")]
     dev = tvm.cpu()
     rng = np.random.default_rng(0)
     seconds = {}
-    for label, (text, shapes) in workloads(n_add, rows, cols, sizes).items():
+    for label, (text, shapes) in workloads(n_add, rows, cols, sizes, conv).items():
         mod = relax.get_pipeline("zero")(tvm.script.from_source(text))
         vm = relax.VirtualMachine(tvm.compile(mod, "llvm"), dev)
         arrays = [rng.random(s, dtype=np.float32) for s in shapes]

@@ -10,8 +10,9 @@ example through the Relax VM, and compile times, beside numpy and Apache TVM 0.2
   an add, 2 x 4 x N for the copy.
 * MLP: ``examples/mlp.tvms`` (784-256-10) through ``tvms.compile`` + ``relax.VirtualMachine``,
   beside numpy (``relu(x @ w1.T + b1) @ w2.T + b2``); results are checked against numpy first.
-  "in kernels" is the CPU time of this thread in the kernels' native code during VM calls (the
-  entries timed one by one); "the VM's own work" is the rest of the VM call's CPU time.
+  "in kernels" is the CPU time of this thread in the kernels' native code (the compiled VM: its
+  kernels' entries replayed alone; the interpreter: the entries timed one by one during VM
+  calls); "the VM's own work" is the rest of the VM call's CPU time.
 * VM overhead: a chain of ten tiny kernels through the VM beside the same native calls, in CPU
   time of the thread, per kernel call; and a checked ``lib[name](a, b)`` call beside its entry.
 * compile: the first ``tvms.compile`` of the MLP in this process (with an empty on-disk kernel
@@ -40,6 +41,7 @@ import numpy as np
 import tvms
 from cpu_e2e_kernels import ADD_SCHEDULES, CHUNK, add_text, chain_text
 from parse_print import cpu_model, find_tvm_python, load_average
+from vm_native import replay_kernels
 from tvms.script import from_source
 
 MLP_PATH = Path(__file__).resolve().parent.parent / "examples" / "mlp.tvms"
@@ -158,7 +160,14 @@ class _TimedKernel:
 def vm_beyond_kernels(executable, name: str, args: list, number: int, repeat: int) -> tuple:
     """(CPU seconds per call in the kernels' native code, CPU seconds of the VM's own work), of
     a VM over the same kernels with their native calls timed: CPU time of this thread, which
-    other processes on the machine disturb less than the wall clock."""
+    other processes on the machine disturb less than the wall clock. A function compiled to
+    native code (the compiled VM) is timed whole, beside its kernels' entries replayed."""
+    if name in executable.stats()["native"]:
+        vm_call = tvms.relax.VirtualMachine(executable, tvms.cpu())[name]
+        alone = replay_kernels(executable, name, args)
+        splits = [(per_call_seconds(alone, number, 1, time.thread_time),
+                   per_call_seconds(lambda: vm_call(*args), number, 1, time.thread_time)) for _ in range(repeat)]
+        return tuple(float(np.median(column)) for column in zip(*[(k, total - k) for k, total in splits]))
     inside = [0.0]
     kernels = executable.kernels()
     timed = tvms.runtime.vm.Executable(executable.program, tvms.runtime.module.Module(

@@ -1,10 +1,11 @@
 """tvms on a CUDA GPU beside its peers (issue 16): DLight's default schedules, tuned schedules and
 the cuBLAS dispatch, against cuBLAS as cupy or torch call it, side by side in one run.
 
-* matmul 4096^3 in fp32 and fp16 (fp32 accumulation as the legalized matmul has it): the
+* matmul 4096^3 in fp32 and fp16 (fp16 accumulating in fp16, as the legalized matmul has it): the
   ``R.matmul`` of a Relax function through ``tvms.compile(target="cuda")`` (the zero pipeline, then
-  ``tvms.dlight.gpu``'s Matmul rule), its time per call from the VM's ``time_evaluator`` (CUDA
-  events), in TFLOPS and as a ratio to cuBLAS;
+  ``tvms.dlight.gpu``'s Matmul rule: on compute capability 7.0 and newer, the fp16 one on tensor
+  cores, WMMA tiles staged in dynamic shared memory), its time per call from the VM's
+  ``time_evaluator`` (CUDA events), in TFLOPS and as a ratio to cuBLAS;
 * the same after ``partition_for_cublas`` (tvms's own cuBLAS dispatch; needs ``tvms[cublas]``);
 * with ``--trials N``: the matmul tuned by the meta-schedule under the cuda target;
 * seed 000's MLP (1x784 -> 128 -> 10, fp32) through the VM on the GPU, beside the same model as

@@ -10,4 +10,4 @@ from .op import get_op
 from .stmt import *  # noqa: F401,F403
 from .structural import assert_structural_equal, first_mismatch, structural_equal, structural_hash
 from .visitor import Mutator, Visitor, walk
-from . import relax, relax_ops, relax_ops_vm, struct_info  # noqa: E402,F401  (registers the operators)
+from . import relax, struct_info  # noqa: E402,F401  (the operator tables load on first lookup: relax_op.py)

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from .errors import TVMSError
-from .node import EMPTY, FrozenDict, Node
+from .node import EMPTY, FrozenDict, Node, printer
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -138,11 +138,7 @@ class IRModule:
 
     # -- printing
     def script(self, **kwargs: Any) -> str:
-        from . import node
-
-        if node._printer is None:
-            raise RuntimeError("no printer registered: import tvms.script first")
-        return node._printer(self, **kwargs)
+        return printer()(self, **kwargs)
 
     def show(self, style: str | None = None, black_format: bool | None = None, **kwargs: Any) -> None:
         """Print ``script(**kwargs)`` (TVM's ``style`` and ``black_format`` are accepted; tvms

@@ -67,9 +67,7 @@ class Node:
 
     def script(self, **kwargs: Any) -> str:
         """TVMScript text of this node (``dialect="classic"`` or ``"tvm-0.27"``)."""
-        if _printer is None:
-            raise RuntimeError("no printer registered: import tvms.script first")
-        return _printer(self, **kwargs)
+        return printer()(self, **kwargs)
 
     def show(self, style: str | None = None, black_format: bool | None = None, **kwargs: Any) -> None:
         """Print ``script(**kwargs)`` (TVM's ``style`` and ``black_format`` are accepted; tvms
@@ -88,6 +86,17 @@ _printer: Any = None
 def register_printer(printer: Any) -> None:
     global _printer
     _printer = printer
+
+
+def printer() -> Any:
+    """The registered printer (the layers are loaded first when none is: see ``load_layers``)."""
+    if _printer is None:
+        from .registry import load_layers
+
+        load_layers(lambda: _printer is not None)
+        if _printer is None:
+            raise RuntimeError("no printer registered: import tvms.script first")
+    return _printer
 
 
 def walk_fields(cls: type) -> tuple[tuple[str, bool, bool], ...]:

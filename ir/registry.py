@@ -8,11 +8,31 @@ builds. There is one registry for the whole process.
 from __future__ import annotations
 
 import difflib
+import threading
 from typing import Callable
 
 from tvms.ir.errors import TVMSError
 
 _FUNCTIONS: dict[str, Callable] = {}
+# ``import tvms`` loads the IR layer only, and the layers above load their parts on first use, so
+# what those parts register by name (global functions, the printer, passes) may not be there yet.
+# Each such layer adds the function that imports them; a lookup that misses runs the pending ones.
+_layer_loaders: list[Callable[[], None]] = []
+_loading = threading.RLock()  # (a lookup in another thread waits for the layers being loaded)
+
+
+def add_layer_loader(load: Callable[[], None]) -> None:
+    """Called by a layer's package with a function that imports what it registers on demand."""
+    _layer_loaders.append(load)
+
+
+def load_layers(until: Callable[[], bool] = lambda: False) -> None:
+    """Run the pending layer loaders (see ``add_layer_loader``) in the order they were added, as a
+    lookup by name does before it reports a miss, until ``until()`` holds (the name is there) or
+    none is left."""
+    with _loading:
+        while _layer_loaders and not until():  # (a loader may import a layer that adds its own)
+            _layer_loaders.pop(0)()
 
 
 def register_func(name: str | Callable, f: Callable | None = None, override: bool = False) -> Callable:
@@ -45,6 +65,9 @@ def get_global_func(name: str, allow_missing: bool = False) -> Callable | None:
     """The function registered as ``name``; a missing one is an error, or None with
     ``allow_missing=True``."""
     fn = _FUNCTIONS.get(name)
+    if fn is None:
+        load_layers(lambda: name in _FUNCTIONS)
+        fn = _FUNCTIONS.get(name)
     if fn is None and not allow_missing:
         close = difflib.get_close_matches(name, list(_FUNCTIONS), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else " (see register_func)"
@@ -53,6 +76,7 @@ def get_global_func(name: str, allow_missing: bool = False) -> Callable | None:
 
 
 def list_global_func_names() -> list[str]:
+    load_layers()
     return sorted(_FUNCTIONS)
 
 
@@ -61,4 +85,5 @@ def remove_global_func(name: str) -> None:
         raise TVMSError(f"cannot remove {name!r}: no global function of that name is registered")
 
 
-__all__ = ["get_global_func", "list_global_func_names", "register_func", "remove_global_func"]
+__all__ = ["add_layer_loader", "get_global_func", "list_global_func_names", "load_layers", "register_func",
+           "remove_global_func"]

@@ -93,6 +93,16 @@ class CallInfo:
 
 _BY_NAME: dict[str, OpSpec] = {}
 _BY_SCRIPT: dict[str, OpSpec] = {}
+_tables_loaded = False
+
+
+def load_tables() -> None:
+    """Import the operator tables (``relax_ops*.py``, each module registers its operators) on the
+    first lookup rather than with the IR layer: ``import tvms`` does not pay for them."""
+    global _tables_loaded
+    if not _tables_loaded:
+        _tables_loaded = True
+        from . import relax_ops, relax_ops_vm  # noqa: F401
 
 
 def register(script_name: str, args: tuple[str, ...], infer: Callable[[CallInfo], StructInfo],
@@ -109,10 +119,12 @@ def register(script_name: str, args: tuple[str, ...], infer: Callable[[CallInfo]
 
 def lookup(name: str) -> OpSpec | None:
     """The spec of ``relax.add`` (by operator name) or ``add`` / ``nn.relu`` (by script name)."""
+    load_tables()
     return _BY_NAME.get(name) or _BY_SCRIPT.get(name)
 
 
 def spec_of(op: Op) -> OpSpec:
+    load_tables()
     spec = _BY_NAME.get(op.name)
     if spec is None:
         raise TVMSError(f"unknown Relax operator {op.name!r}")
@@ -120,6 +132,7 @@ def spec_of(op: Op) -> OpSpec:
 
 
 def script_names() -> list[str]:
+    load_tables()
     return sorted(_BY_SCRIPT)
 
 

@@ -10,6 +10,7 @@ options (LLVM's CPU and feature names, say) is its row's business (``lowering/ta
 """
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Callable
 
@@ -243,7 +244,13 @@ def thread_count(num_cores: int | None) -> int:
     env = os.environ.get("TVM_NUM_THREADS", "")
     if env.strip().isdigit() and int(env) > 0:
         return int(env)
-    return num_cores or os.cpu_count() or 1
+    return num_cores or _all_cores()
+
+
+@functools.lru_cache(maxsize=None)
+def _all_cores() -> int:
+    # (read once: os.cpu_count() reads /sys at each call, 10-20 us, and kernels ask at each call)
+    return os.cpu_count() or 1
 
 
 def as_target(target: "str | dict | Target | None") -> Target:

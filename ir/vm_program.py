@@ -124,7 +124,9 @@ class VMFunction:
     reached through a closure value, never by name from outside). ``signature``: per parameter,
     ``(annotation, dtype, dims)``: its struct info as text, and for a tensor its dtype (else
     None) and dims as size expressions (None when unknown), for tools that make arguments
-    (``tvms run``)."""
+    (``tvms run``). ``upper_bounds``: ``(slot, bound)`` pairs, the largest value each size
+    variable may take (the function's ``tir_var_upper_bound`` attribute): the static memory plan
+    reserves that much once instead of allocating at every call."""
 
     name: str
     params: tuple
@@ -134,6 +136,7 @@ class VMFunction:
     shape_params: tuple = ()
     closure: bool = False
     signature: tuple = ()
+    upper_bounds: tuple = ()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -255,6 +258,7 @@ def _function_json(f: VMFunction) -> dict:
             "shape_params": list(f.shape_params), "closure": f.closure,
             "signature": [[text, dtype, None if dims is None else [_size_json(d) for d in dims]]
                           for text, dtype, dims in f.signature],
+            "upper_bounds": [list(b) for b in f.upper_bounds],
             "code": [_inst_json(i) for i in f.code]}
 
 
@@ -262,7 +266,8 @@ def _function_of(d: dict) -> VMFunction:
     return VMFunction(_str(d["name"]), tuple(_str(p) for p in d["params"]), _int(d["num_regs"]),
                       tuple(_str(h) for h in d["heap"]), tuple(_inst_of(i) for i in d["code"]),
                       tuple(_int(k) for k in d["shape_params"]), bool(d["closure"]),
-                      tuple(_tensor_type_of(t) for t in d["signature"]))
+                      tuple(_tensor_type_of(t) for t in d["signature"]),
+                      tuple((_int(k), _int(b)) for k, b in d.get("upper_bounds", ())))
 
 
 def _tensor_type_of(t: Any) -> tuple:
@@ -402,6 +407,7 @@ def _validate(program: VMProgram) -> None:
                 raise TVMSError(f"a malformed VM program: {f.name}: {what}")
         check(len(f.params) <= f.num_regs, "more parameters than registers")
         check(all(0 <= k < len(f.params) for k in f.shape_params), "a shape parameter out of range")
+        check(all(0 <= k < len(f.heap) for k, _ in f.upper_bounds), "an upper bound of a heap slot out of range")
         for pc, inst in enumerate(f.code):
             if isinstance(inst, Call):
                 check(inst.dst is None or 0 <= inst.dst < f.num_regs, f"instruction {pc}: register out of range")
@@ -461,6 +467,88 @@ def _str(v: Any) -> str:
     return v
 
 
-__all__ = ["Call", "Const", "Goto", "If", "Imm", "KINDS", "MAGIC", "Reg", "Ret", "SIZE_OPS", "Size",
-           "VERSION", "VMFunction", "VMProgram", "decode_value", "deserialize", "encode_value",
-           "prim_expr_of", "serialize", "size_text"]
+# ---------------------------------------------------------------- the compiled form of a function
+# A function lowered to native code (``lowering/codegen/llvm_vm.py``) and run by the runtime
+# (``runtime/vm_native.py``): ``i32 f(PyObject *args, PyObject *outs, i64 *ctx)``. ``ctx`` is an
+# i64 array: CTX_FIELDS (the object layout of tuples, numpy arrays and tvms Tensors, which the
+# runtime measures, the default thread count, the VM's reserved storage), then per kernel its
+# entry and its thread-count global, per constant its data, then per output its offset in its
+# byte array, its dims and its bytes.
+ALIGNMENT = 64  # bytes: where a returned tensor starts in its byte array (as runtime tensors)
+NEED_OUTPUTS = 1  # the return code asking for byte arrays of the sizes ctx holds
+CTX_FIELDS = ("ndarray_type", "tensor_type", "tensor_array", "ob_type", "tuple_size", "tuple_items",
+              "arr_data", "arr_nd", "arr_dims", "arr_descr", "arr_flags", "descr_type_num",
+              "descr_byteorder", "threads", "storage")
+
+
+@dataclass(frozen=True)
+class NativeOutput:
+    """A returned allocation: its numpy dtype name, dims (ints, or None where ``ctx`` holds the
+    value after a call) and ``offset_at``: the ctx index of the tensor's offset in its byte
+    array, followed by its dims and its bytes."""
+
+    dtype: str
+    dims: tuple
+    offset_at: int
+
+
+@dataclass(frozen=True)
+class NativeVMFunction:
+    """A VM function as native code: ``symbol`` in ``object_code`` (for ``target``, the llvm
+    code generator's); what its ctx holds after CTX_FIELDS (``kernels``: kernel names, each an
+    entry then a thread-count global; ``constants``: pool indices; ``outputs``), its size,
+    ``storage_bytes`` reserved once per VM, ``result`` (a tree of ``("out", j)``,
+    ``("param", k)``, ``("const", k)`` and tuples), the static memory ``plan``
+    (``lowering/relax/vm_memory_plan.StoragePlan``; None when loaded from a library) and its
+    description ``plan_text``, ``num_cores`` (the target's, 0: all cores), and for one loaded
+    from a library the entry's ``address`` in it and the ``library`` handle that keeps it mapped."""
+
+    name: str
+    symbol: str
+    object_code: bytes
+    llvm_ir: str
+    target: Any
+    num_params: int
+    kernels: tuple
+    constants: tuple
+    outputs: tuple
+    result: Any
+    storage_bytes: int
+    ctx_size: int
+    plan: Any
+    heap: tuple
+    plan_text: tuple = ()
+    num_cores: int = 0
+    address: int = 0
+    library: Any = None
+    thread_pool: None = None  # (what the runtime's loader of object code asks)
+
+    def describe_plan(self) -> list[str]:
+        """The storage plan, one line per token (``StoragePlan.describe``)."""
+        return list(self.plan_text)
+
+
+_NATIVE_FIELDS = ("name", "symbol", "num_params", "kernels", "constants", "storage_bytes", "ctx_size",
+                  "heap", "plan_text", "num_cores")
+
+
+def native_json(a: NativeVMFunction) -> dict:
+    """What a shared library keeps of a native function besides its code."""
+    d = {name: list(v) if isinstance(v := getattr(a, name), tuple) else v for name in _NATIVE_FIELDS}
+    d["outputs"] = [[o.dtype, list(o.dims), o.offset_at] for o in a.outputs]
+    d["result"] = encode_value(a.result)
+    return d
+
+
+def native_of(d: dict, address: int, library: Any) -> NativeVMFunction:
+    """The native function ``native_json`` described, its entry at ``address`` in ``library``."""
+    fields = {name: tuple(d[name]) if isinstance(d[name], list) else d[name] for name in _NATIVE_FIELDS}
+    outputs = tuple(NativeOutput(_str(t), tuple(None if x is None else _int(x) for x in dims), _int(at))
+                    for t, dims, at in d["outputs"])
+    return NativeVMFunction(**fields, object_code=b"", llvm_ir="", target=None, outputs=outputs,
+                            result=decode_value(d["result"]), plan=None, address=address, library=library)
+
+
+__all__ = ["ALIGNMENT", "CTX_FIELDS", "Call", "Const", "Goto", "If", "Imm", "KINDS", "MAGIC", "NEED_OUTPUTS",
+           "NativeOutput", "NativeVMFunction", "Reg", "native_json", "native_of", "Ret", "SIZE_OPS", "Size", "VERSION", "VMFunction",
+           "VMProgram", "decode_value", "deserialize", "encode_value", "prim_expr_of", "serialize", "size_text"]

@@ -36,7 +36,8 @@ from .targets import TargetKind, target_kind
 
 # operator-name prefixes the VM runs itself (allocation, not computation): not "Relax operators"
 _RUNTIME_OPS = ("relax.builtin.", "relax.vm.", "relax.memory.", "builtin.", "vm.")
-EXECUTABLE_LOADER = "runtime.vm.executable"  # (VMProgram, kernels Module) -> Executable
+EXECUTABLE_LOADER = "runtime.vm.executable"  # (VMProgram, kernels Module, native code) -> Executable
+EXEC_MODES = ("bytecode", "compiled")  # TVM's names: the VM program interpreted, or native code
 
 
 # --------------------------------------------------------------------------- build (TensorIR)
@@ -46,11 +47,14 @@ EXECUTABLE_LOADER = "runtime.vm.executable"  # (VMProgram, kernels Module) -> Ex
 def build(mod_or_func: Any, target: Any = None, name: str = "main") -> Any:
     """Compile the PrimFuncs of an IRModule (or one PrimFunc, named ``name``) for ``target``
     (default: the current target, else ``llvm``) into a runtime Module."""
-    funcs = _prim_funcs(mod_or_func, name)
     target = as_target(target)
     row = target_kind(target)
-    lowered = {key: lower_prim_func(func, row, target) for key, func in funcs.items()}
-    return link_kernels(codegen(lowered, row, target), row, target)
+    return link_kernels(_artifacts(_prim_funcs(mod_or_func, name), row, target), row, target)
+
+
+def _artifacts(funcs: dict, row: TargetKind, target: Target) -> dict:
+    """The TIR pipeline and code generation steps: one artifact per PrimFunc, by name."""
+    return codegen({key: lower_prim_func(func, row, target) for key, func in funcs.items()}, row, target)
 
 
 def _prim_funcs(mod_or_func: Any, name: str) -> dict:
@@ -94,7 +98,7 @@ def _symbol(name: str) -> str:
 
 @deep_recursion
 def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
-            default_schedule: bool = True) -> Any:
+            default_schedule: bool = True, exec_mode: str = "compiled") -> Any:
     """Compile ``mod``: with Relax functions an ``Executable`` for ``VirtualMachine``; a module
     of PrimFuncs only (or a PrimFunc) gives ``tvms.build``'s ``Module``, as ``tvm.compile``.
 
@@ -107,20 +111,26 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
     pipeline is preceded by FuseTransposeMatmul, so that a linear layer reads its weight as
     stored. False compiles the TensorIR as it is, as TVM does.
 
+    ``exec_mode`` (TVM's): ``"compiled"`` lowers each Relax function the native VM takes to one
+    native function (``codegen/llvm_vm.py``; the others, and ``"bytecode"``, are interpreted:
+    ``Executable.stats()`` says which and why).
+
     The result is cached by content (``compile_key``): compiling a module whose text, target and
     options are unchanged returns the same Executable (or Module), which is safe to share: each
     VirtualMachine keeps its own buffers."""
     target = as_target(target)
+    if exec_mode not in EXEC_MODES:
+        raise TVMSError(f"exec_mode must be one of {', '.join(map(repr, EXEC_MODES))}, not {exec_mode!r}")
     if isinstance(mod, rx.Function):
         mod = IRModule({"main": mod})
-    key = compile_key(mod, target, relax_pipeline, default_schedule=bool(default_schedule))
+    key = compile_key(mod, target, relax_pipeline, default_schedule=bool(default_schedule), exec_mode=exec_mode)
     if key is not None:
         with _COMPILED_LOCK:
             hit = _COMPILED.get(key)
             if hit is not None:
                 _COMPILED.move_to_end(key)
                 return hit
-    result = _compile_uncached(mod, target, relax_pipeline, bool(default_schedule))
+    result = _compile_uncached(mod, target, relax_pipeline, bool(default_schedule), exec_mode)
     if key is not None:
         with _COMPILED_LOCK:
             _COMPILED[key] = result
@@ -152,7 +162,7 @@ def compile_key(mod: Any, target: Any, relax_pipeline: Any, **options: Any) -> t
     return (hashlib.sha256(text.encode()).hexdigest(), str(target), relax_pipeline, *extra)
 
 
-def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: bool) -> Any:
+def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: bool, exec_mode: str) -> Any:
     row = target_kind(target)
     if isinstance(mod, PrimFunc):
         mod = IRModule({"main": mod})
@@ -165,7 +175,10 @@ def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: b
     mod = run_relax_pipeline(mod, relax_pipeline, schedule)
     if schedule:
         mod = default_schedules(mod, target, row)
-    return link_executable(mod, _build_kernels(mod, row, target))
+    from .relax.lift_transform_params import lift_weights
+
+    mod, lifted = lift_weights(mod)  # (what depends on weights only runs once: runtime/param_cache.py)
+    return link_executable(mod, *_build_kernels(mod, row, target), lifted, exec_mode=exec_mode, target=target)
 
 
 def _prim_funcs_only(mod: IRModule) -> bool:
@@ -221,20 +234,32 @@ def default_schedules(mod: IRModule, target: Any, row: TargetKind | None = None)
         return ApplyDefaultSchedule(*row.default_rules())(mod)
 
 
-def _build_kernels(mod: IRModule, row: TargetKind, target: Target) -> Any:
-    """The one place the lowered module's PrimFuncs are taken and compiled for the VM."""
-    prims = {k: mod[k] for k in mod if isinstance(mod[k], PrimFunc)}
-    if not prims:
-        return link_kernels({}, row, target)
-    return build(IRModule(prims), target)
+def _build_kernels(mod: IRModule, row: TargetKind, target: Target) -> tuple:
+    """The one place the lowered module's PrimFuncs are taken and compiled for the VM: the
+    kernels' runtime Module and their artifacts."""
+    artifacts = _artifacts({k: mod[k] for k in mod if isinstance(mod[k], PrimFunc)}, row, target)
+    return link_kernels(artifacts, row, target), artifacts
 
 
-def link_executable(mod: IRModule, kernels: Any) -> Any:
-    """The link step of a Relax program: its VM program (``relax/vm_codegen.py``) and its
-    kernels, made into the runtime's Executable."""
+def link_executable(mod: IRModule, kernels: Any, artifacts: dict | None = None, lifted: dict | None = None,
+                    exec_mode: str = "bytecode", target: Any = None) -> Any:
+    """The link step of a Relax program: its VM program (``relax/vm_codegen.py``), its kernels
+    and, in the compiled mode, the native code of its functions (``codegen/llvm_vm.py``, which
+    calls the kernels of ``artifacts``), made into the runtime's Executable; ``lifted`` names
+    the functions whose weights ``<name>_transform_params`` transforms (``lift_weights``)."""
     from .relax.vm_codegen import compile_vm
 
-    return get_global_func(EXECUTABLE_LOADER)(compile_vm(mod), kernels)
+    program = compile_vm(mod)
+    if exec_mode == "compiled":
+        from .codegen.llvm_vm import lower_vm_program
+
+        native = lower_vm_program(program, artifacts or {}, target)
+    else:
+        native = {f.name: f'exec_mode="{exec_mode}"' for f in program.functions if not f.closure}
+    ex = get_global_func(EXECUTABLE_LOADER)(program, kernels, native)
+    if lifted:
+        ex.lifted_params = lifted
+    return ex
 
 
 def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:
@@ -252,9 +277,9 @@ def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:
 
 
 def relax_build(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
-                default_schedule: bool = True) -> Any:
+                default_schedule: bool = True, exec_mode: str = "compiled") -> Any:
     """``tvms.relax.build``: as ``compile``, for modules with Relax functions."""
-    ex = compile(mod, target, relax_pipeline, default_schedule)
+    ex = compile(mod, target, relax_pipeline, default_schedule, exec_mode)
     if isinstance(mod, PrimFunc) or (isinstance(mod, IRModule) and _prim_funcs_only(mod)):
         raise TVMSError("relax.build: the module has no Relax function (use tvms.build for TensorIR)")
     return ex

@@ -17,6 +17,7 @@ import sys
 from typing import Any, Callable
 
 from ..ir.errors import TVMSError
+from ..ir.registry import load_layers
 from .transform import Pass
 
 _REGISTRY: dict[str, Callable[[], Pass]] = {}
@@ -52,6 +53,9 @@ def get_pass(name: str) -> Pass:
     """A new pass object for the registered ``name``; an unknown name raises a ``TVMSError``
     that lists the closest names."""
     factory = _REGISTRY.get(name)
+    if factory is None:  # (the built-in passes register as their layer loads)
+        load_layers(lambda: name in _REGISTRY)
+        factory = _REGISTRY.get(name)
     if factory is None:
         raise TVMSError(unknown_pass_message(name, list(_REGISTRY)))
     made = factory()
@@ -63,6 +67,7 @@ def get_pass(name: str) -> Pass:
 
 def list_passes() -> list[str]:
     """The registered pass names, sorted."""
+    load_layers()
     return sorted(_REGISTRY)
 
 

@@ -5,12 +5,21 @@ This package is also the face ``tvms.runtime`` (TVM 0.27's names: ``tvms.runtime
 """
 from .device import Device, cpu, cuda, device
 from .export import load_module
-from ..ir.registry import get_global_func, list_global_func_names, remove_global_func
+from ..ir.registry import add_layer_loader, get_global_func, list_global_func_names, remove_global_func
 from .packed import PackedFunc, register_func
 from .tensor import NDArray, Tensor, empty, from_dlpack, tensor
-# (these register what lowering reaches by name: the kernel loaders (llvm, cuda), the VM's executable, the
-# thread pool's kind, the cpu_blas kernel, R.call_py_func's functions)
-from . import cpu_blas, cuda_module, module, py_funcs, thread_pool, vm  # noqa: E402,F401
+# (these register what lowering reaches by name: the llvm kernel loader, the VM's executable, the
+# thread pool's kind, R.call_py_func's functions)
+from . import module, py_funcs, thread_pool, vm  # noqa: E402,F401
+
+
+def _load_registrations() -> None:
+    """The cuda kernel loader, the cpu_blas kernel (with numpy's operators) and the reference
+    executor's evaluation of a Relax expression (FoldConstant's) register when first looked up."""
+    from . import cpu_blas, cuda_module, reference_relax  # noqa: F401
+
+
+add_layer_loader(_load_registrations)
 
 __all__ = ["Device", "NDArray", "PackedFunc", "Tensor", "cpu", "cuda", "device", "empty", "from_dlpack",
            "get_global_func", "list_global_func_names", "load_module", "register_func", "remove_global_func",

@@ -280,6 +280,9 @@ def time_on_stream(stream: Stream, run: Any, number: int) -> float:
 # --------------------------------------------------------------------------- modules, launches
 
 
+DEFAULT_DYNAMIC_SHARED = 48 * 1024  # bytes a kernel may launch with before it asks for more
+
+
 class LoadedModule:
     """A cubin or PTX image loaded on ``cuda(index)``: its kernels by name (``function``)."""
 
@@ -291,15 +294,24 @@ class LoadedModule:
             image += b"\0"
         self.handle = call("cuModuleLoadData", image)
         self._functions: dict[str, Any] = {}
+        self._asked: dict[str, int] = {}  # kernel -> the dynamic shared memory bytes it may use
         weakref.finalize(self, _destroy, "cuModuleUnload", index, self.handle)
 
     def function(self, name: str, dynamic_shared_bytes: int = 0) -> Any:
+        """The kernel ``name``, allowed ``dynamic_shared_bytes`` of dynamic shared memory: above
+        48 KiB a kernel must ask for it (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``), up
+        to the device's opt-in maximum."""
         fn = self._functions.get(name)
         if fn is None:
             fn = self._functions[name] = call("cuModuleGetFunction", self.handle, name.encode())
-        if dynamic_shared_bytes > 48 * 1024:  # (more than 48 KiB must be asked for, per kernel)
+        if dynamic_shared_bytes > max(DEFAULT_DYNAMIC_SHARED, self._asked.get(name, 0)):
+            limit = attribute(self.index, "max_shared_memory_per_block_optin")
+            if dynamic_shared_bytes > limit:
+                raise TVMSError(f"kernel {name} launches with {dynamic_shared_bytes} bytes of dynamic shared "
+                                f"memory; a block of cuda({self.index}) has at most {limit}")
             attr = driver().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             call("cuFuncSetAttribute", fn, attr, dynamic_shared_bytes)
+            self._asked[name] = dynamic_shared_bytes
         return fn
 
 

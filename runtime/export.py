@@ -4,7 +4,9 @@
 (emitted by llvmlite as position-independent object code) linked by the system C compiler
 (``cc -shared``), followed by the metadata: a JSON text that names each function's entry symbol,
 its signature (parameters and buffers with their symbolic sizes, as data: ``ir/signature.py``),
-the order of its argument slots, the target and the Relax program (a serialized VM program). The library is therefore self-contained:
+the order of its argument slots, the target and the Relax program (a serialized VM program, and
+the functions the compiled VM made native code: their code linked in, what calling them needs in
+the metadata, ``ir/vm_program.native_json``). The library is therefore self-contained:
 ``load_module`` needs only it (and tvms) to call the functions again, with the same argument
 checks and ``time_evaluator`` as a freshly built module. A trailer with the sizes and SHA-256
 hashes of both parts ends the file (``library_file`` documents the layout); ``load_module``
@@ -34,6 +36,7 @@ from tvms.ir.files import write_file
 from tvms.ir.function import PrimFunc
 from tvms.ir.signature import signature_json, signature_of
 from tvms.ir.target import Target
+from tvms.ir.vm_program import native_json, native_of
 
 from .library_file import append_trailer, verify_library
 from .thread_pool import load_thread_pool, thread_pool_kind
@@ -68,10 +71,11 @@ class LoadedFunction:
 # --------------------------------------------------------------------------- export
 
 
-def export_library(module: Any, path: str, vm_program: bytes | None = None) -> None:
+def export_library(module: Any, path: str, vm_program: bytes | None = None, native: list = ()) -> None:
     """Write ``module`` (a runtime Module built for the llvm target, or a CUDA module:
     ``cuda_export.py``) to ``path`` as a shared library (atomically); ``vm_program`` is the
-    serialized VM program of an Executable, kept with it."""
+    serialized VM program of an Executable, kept with it, and ``native`` its functions compiled
+    to native code (``NativeVMFunction``s of the code generator)."""
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
         raise TVMSError(f"export_library needs a C compiler to link the shared library: "
@@ -102,8 +106,11 @@ def export_library(module: Any, path: str, vm_program: bytes | None = None) -> N
             "outputs": list(written_params(compiled.func)),
             "params": _describe_params(compiled.func),
         })
+    symbols = {f["symbol"] for f in functions}
+    native = [a for a in native if a.symbol not in symbols]  # (a kernel's name may take the symbol)
+    objects += [a.shared_object() for a in native]
     metadata = {"format": FORMAT, "version": VERSION, "target": module.target,
-                "functions": functions, "vm_program": program}
+                "functions": functions, "vm_program": program, "native_vm": [native_json(a) for a in native]}
     libs = ["-lm"]
     libs += sorted({"gomp": "-lgomp", "pthread": "-lpthread"}[pool] for pool in pools)
     _link(compiler, objects, libs, path, json.dumps(metadata, indent=1).encode("utf-8"))
@@ -202,7 +209,7 @@ def _module_of(metadata: dict, lib: Any, path: str) -> Any:
         from .cuda_export import cuda_module_of
 
         return _with_program(cuda_module_of(metadata["cuda_functions"], metadata["target"]), metadata, path)
-    return _with_program(_llvm_module_of(metadata, lib, path), metadata, path)
+    return _with_program(_llvm_module_of(metadata, lib, path), metadata, path, lib)
 
 
 def _llvm_module_of(metadata: dict, lib: Any, path: str) -> Any:
@@ -224,7 +231,7 @@ def _llvm_module_of(metadata: dict, lib: Any, path: str) -> Any:
     return Module(functions, metadata["target"])
 
 
-def _with_program(kernels: Any, metadata: dict, path: str) -> Any:
+def _with_program(kernels: Any, metadata: dict, path: str, lib: Any = None) -> Any:
     """``kernels``, or the Executable of the library's Relax program calling them."""
     if metadata.get("vm_program") is None:
         return kernels
@@ -236,4 +243,6 @@ def _with_program(kernels: Any, metadata: dict, path: str) -> Any:
         program = base64.b64decode(metadata["vm_program"], validate=True)
     except binascii.Error as err:
         raise TVMSError(f"load_module: the VM program in {path} is not base64: {err}") from None
-    return Executable(deserialize(program), kernels)
+    native = {d["name"]: native_of(d, ctypes.cast(getattr(lib, d["symbol"]), ctypes.c_void_p).value, lib)
+              for d in metadata.get("native_vm", ())}
+    return Executable(deserialize(program), kernels, native)

@@ -17,7 +17,9 @@ scheduler, ``(kind, site, *payload)``:
 * ``SHUFFLE`` / ``SHUFFLE_UP`` / ``SHUFFLE_DOWN`` / ``ACTIVEMASK``: the warp intrinsics, answered
   once every lane the mask names has reached the same one (lock-step);
 * ``ALLREDUCE``: ``T.tvm_thread_allreduce``, a block-wide collective that reduces over the
-  threads of each reduction group and answers every thread with its group's value.
+  threads of each reduction group and answers every thread with its group's value;
+* ``WMMA``: a tensor-core call, run once when every running lane of the warp has reached it
+  (``reference_wmma``).
 
 A kernel without any such point is a plain function, run thread after thread (the fast path).
 Otherwise ``run_block`` runs the threads of a block round-robin: each runs until it waits, and
@@ -41,8 +43,10 @@ import numpy as np
 
 from tvms.ir.errors import TVMSError
 
-BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE = range(7)
-_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK)
+from . import reference_wmma
+
+BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA = range(8)
+_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, WMMA)
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 CLOCK_STEP = 1 << 24  # more than the threads of any block
@@ -151,69 +155,112 @@ class Block:
         return self.thread(me) + (f" of block ({block})" if block else "")
 
 
+class _Tracks:
+    """Who last wrote and read each piece of a shared array since the last barrier, one entry per
+    ``unit`` bytes: the smallest element of the views of the array that have accessed it (typed
+    views of one allocation, as in merged shared memory, share it, so that they race with each
+    other as one buffer; a uint8 allocation that float32 views access is tracked by 4 bytes)."""
+
+    __slots__ = ("nbytes", "unit", "written", "read")
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+        self.unit = 0  # (none yet: set by the first access)
+        self.written: list = []
+        self.read: list = []
+
+    def fit(self, itemsize: int) -> None:
+        """Track pieces of at most ``itemsize`` bytes (keeping what is known)."""
+        if not self.unit:
+            self.unit = itemsize
+            self.written = [-1] * (self.nbytes // itemsize)
+            self.read = [-1] * (self.nbytes // itemsize)
+        elif itemsize < self.unit:
+            parts = self.unit // itemsize
+            self.written = [w for w in self.written for _ in range(parts)]
+            self.read = [r for r in self.read for _ in range(parts)]
+            self.unit = itemsize
+
+
 class Shared:
     """A shared-memory array with, per element, the last writer and reader since the last
-    barrier, each as ``block.clock + thread`` (older clocks are smaller), to find data races."""
+    barrier, each as ``block.clock + thread`` (older clocks are smaller), to find data races.
+    ``view(dtype)`` is the same memory as elements of another type, tracked with it."""
 
-    __slots__ = ("data", "block", "name", "size", "written", "read", "views")
+    __slots__ = ("data", "block", "name", "size", "tracks", "itemsize", "views", "root")
 
-    def __init__(self, block: Block, name: str, size: int, dtype: np.dtype, data: Any = None) -> None:
-        if data is None:  # shared memory starts undefined: NaN where it can (so that a use shows)
+    def __init__(self, block: Block, name: str, size: int, dtype: np.dtype, root: "Shared | None" = None) -> None:
+        if root is None:  # shared memory starts undefined: NaN where it can (so that a use shows)
             data = np.full(size, np.nan, dtype) if dtype.kind in "fc" else np.zeros(size, dtype)
+        else:
+            data = root.data.view(dtype)
         self.data = data
         self.block = block
         self.name = name
         self.size = len(data)
-        self.written = [-1] * self.size
-        self.read = [-1] * self.size
+        self.itemsize = data.dtype.itemsize
+        self.root = root or self
+        self.tracks = root.tracks if root is not None else _Tracks(data.nbytes)
         self.views: dict = {}
 
     def view(self, dtype: np.dtype) -> "Shared":
         """The memory as elements of another type (one view per type, which its accesses share)."""
-        if dtype == self.data.dtype:
-            return self
-        mem = self.views.get(dtype)
+        root = self.root
+        if dtype == root.data.dtype:
+            return root
+        mem = root.views.get(dtype)
         if mem is None:
-            mem = self.views[dtype] = Shared(self.block, self.name, 0, dtype, self.data.view(dtype))
+            mem = root.views[dtype] = Shared(self.block, self.name, 0, dtype, root)
         return mem
 
     def load(self, i: Any, me: int, stmt: Any) -> Any:
-        clock = self.block.clock
-        if type(i) is int and 0 <= i < self.size:  # (the common case, kept short)
-            w = self.written[i]
+        tracks, clock = self.tracks, self.block.clock
+        if type(i) is int and 0 <= i < self.size and self.itemsize == tracks.unit:  # (the common case)
+            w = tracks.written[i]
             if w >= clock and w != clock + me:
                 raise self._race(stmt, me, w - clock, i, "reads")
-            self.read[i] = clock + me
+            tracks.read[i] = clock + me
             return self.data[i]
-        for j in self._indices(i):
-            w = self.written[j]
-            if w >= clock and w != clock + me:
-                raise self._race(stmt, me, w - clock, j, "reads")
-            self.read[j] = clock + me
+        for j in (i,) if type(i) is int and 0 <= i < self.size else self._indices(i):
+            for p in self._pieces(j):
+                w = tracks.written[p]
+                if w >= clock and w != clock + me:
+                    raise self._race(stmt, me, w - clock, j, "reads")
+                tracks.read[p] = clock + me
         return self.data[i]
 
     def store(self, i: Any, value: Any, me: int, stmt: Any) -> None:
-        clock = self.block.clock
         if type(i) is int and 0 <= i < self.size:  # (the common case, kept short)
             before = self.data[i]
             self.data[i] = value
-            if _changed(before, self.data[i]):
-                self._check_overwrite(i, me, clock, stmt)
-            self.written[i] = clock + me
+            changed = _changed(before, self.data[i])
+            if changed or self.itemsize != self.tracks.unit:
+                self._wrote(i, changed, me, stmt)
+            else:
+                self.tracks.written[i] = self.block.clock + me
             return
         indices = self._indices(i)
         before = self.data[indices]
         self.data[i] = value
         for j, old, new in zip(indices, before, self.data[indices]):
-            if _changed(old, new):
-                self._check_overwrite(j, me, clock, stmt)
-            self.written[j] = clock + me
+            self._wrote(j, _changed(old, new), me, stmt)
 
-    def _check_overwrite(self, i: int, me: int, clock: int, stmt: Any) -> None:
-        """A new value at ``i``: a race if another thread wrote or read it since the last barrier."""
-        for who, what in ((self.written[i], "writes"), (self.read[i], "overwrites")):
-            if who >= clock and who != clock + me:
-                raise self._race(stmt, me, who - clock, i, what)
+    def _pieces(self, i: int) -> range:
+        """The tracked pieces of element ``i``."""
+        self.tracks.fit(self.itemsize)
+        k = self.itemsize // self.tracks.unit
+        return range(i * k, i * k + k)
+
+    def _wrote(self, i: int, changed: bool, me: int, stmt: Any) -> None:
+        """Thread ``me`` wrote element ``i``: a new value there is a race if another thread wrote
+        or read any of its pieces since the last barrier."""
+        tracks, clock = self.tracks, self.block.clock
+        for p in self._pieces(i):
+            if changed:
+                for who, what in ((tracks.written[p], "writes"), (tracks.read[p], "overwrites")):
+                    if who >= clock and who != clock + me:
+                        raise self._race(stmt, me, who - clock, i, what)
+            tracks.written[p] = clock + me
 
     def _indices(self, i: Any) -> list:
         indices = [int(j) for j in np.reshape(i, -1)]
@@ -225,9 +272,12 @@ class Shared:
     def _race(self, stmt: Any, me: int, other: int, i: int, what: str) -> TVMSError:
         blk = self.block
         did = "wrote" if what == "reads" else "accessed"
+        element = f"element {i}"
+        if self.root.views:  # (typed views share the bytes: say which)
+            element += f" ({self.data.dtype}, bytes {i * self.itemsize} to {(i + 1) * self.itemsize - 1})"
         return TVMSError(
             f"data race on the shared buffer {self.name!r} in {blk.kernel.name!r} at {describe(stmt)}: "
-            f"{blk.who(me)} {what} element {i}, which {blk.thread(other)} {did} "
+            f"{blk.who(me)} {what} {element}, which {blk.thread(other)} {did} "
             f"since the last barrier (a missing T.tvm_storage_sync?)")
 
 
@@ -303,6 +353,8 @@ def _answer_warps(block: Block, waits: list, replies: list) -> list:
             for t in members:
                 replies[t] = mask
             released += members
+        elif kind == WMMA:  # (reference_wmma: a tensor-core call, one for the whole warp)
+            released += reference_wmma.collective(lanes, running[warp], waits, block.kernel.sites[waits[members[0]][1]])
         elif kind == WARP_SYNC:  # the lanes that are here together (the others branched away)
             block.clock += CLOCK_STEP
             for t in members:

@@ -37,6 +37,7 @@ from tvms.ir.op import get_op
 from tvms.ir.visitor import walk
 
 from . import reference_gpu as gpu
+from . import reference_wmma
 from .tir_values import cast_value, numpy_dtype
 
 _SHUFFLES = {"tir.tvm_warp_shuffle": gpu.SHUFFLE, "tir.tvm_warp_shuffle_up": gpu.SHUFFLE_UP,
@@ -50,13 +51,22 @@ def _scope(data: E.Var) -> str:
 
 
 def _shared_accesses(stmt: Any) -> tuple[set, set]:
-    """(read, written): the data Vars of the shared and warp buffers ``stmt`` accesses."""
-    read, written = set(), set()
+    """(read, written): the data Vars of the shared and warp buffers ``stmt`` accesses (through
+    a ``T.tvm_access_ptr`` too, by its read/write mask, a match_buffer's as its source's)."""
+    read, written, alias = set(), set(), {}
     for n in walk(stmt):
-        if isinstance(n, (E.BufferLoad, S.BufferStore)) and (_scope(n.buffer.data) in _SHARED
-                                                             or _scope(n.buffer.data) == "warp"):
+        if isinstance(n, S.Block):
+            alias.update((m.buffer.data, m.source.buffer.data) for m in n.match_buffers)
+        elif isinstance(n, (E.BufferLoad, S.BufferStore)):
             (written if isinstance(n, S.BufferStore) else read).add(n.buffer.data)
-    return read, written
+        elif isinstance(n, E.Call) and getattr(n.op, "name", None) == "tir.tvm_access_ptr":
+            mask = int(getattr(n.args[4], "value", 3))
+            for chosen, bit in ((read, 1), (written, 2)):
+                if mask & bit:
+                    chosen.add(n.args[1])
+    read, written = ({alias.get(v, v) for v in vars_} for vars_ in (read, written))
+    return ({v for v in read if _scope(v) in (*_SHARED, "warp")},
+            {v for v in written if _scope(v) in (*_SHARED, "warp")})
 
 
 def _has_sync(stmt: Any) -> bool:
@@ -143,6 +153,7 @@ class KernelCodegen:
         outer_bufs = dict(self.bufs)  # (buffers bound inside are the kernel's locals)
         try:
             used = {n.buffer.data for n in walk(s) if isinstance(n, (E.BufferLoad, S.BufferStore))}
+            used |= {m.source.buffer.data for n in walk(s) if isinstance(n, S.Block) for m in n.match_buffers}
             for data, (scope, dtype, size) in self.outer_allocs.items():
                 if data in used:  # this thread's (or block's) copy of it
                     self.alloc_scoped(data, scope, dtype, size)
@@ -173,7 +184,10 @@ class KernelCodegen:
         ``warp``), global memory once per launch, anything else the thread's own."""
         np_dtype = self.name(numpy_dtype(dtype))
         key = self.name(self.fresh("a"), "_s")  # (the allocation site: one array per block or launch)
-        if self.kernel is None or scope not in (*_SHARED, "warp", "global"):
+        if self.kernel is not None and scope in reference_wmma.SCOPES:  # (the warp's, as a whole)
+            self.emit(f"{self.local(data)} = " + self._call(reference_wmma.fragment, "_blk", key, self.name(data.name, "_s"),
+                                                            self.name(scope, "_s"), np_dtype, "_me"))
+        elif self.kernel is None or scope not in (*_SHARED, "warp", "global"):
             self.emit(f"{self.local(data)} = np.zeros({size}, dtype={np_dtype})")
         elif scope == "global":
             self.emit(f"{self.local(data)} = _blk.global_memory({key}, {size}, {np_dtype})")
@@ -192,12 +206,14 @@ class KernelCodegen:
         return flat + ".data" if self.tracked(buffer) else flat
 
     def load(self, e: E.BufferLoad) -> str:
+        _element_wise(e.buffer)
         if not self.tracked(e.buffer) or self.kernel.atomic:
             return super().load(e)
         flat, index = self.flat_index(e.buffer, e.indices)
         return f"{flat}.load({index}, _me, {self.kernel.stmt_ref})"
 
     def store(self, s: S.BufferStore, value: str) -> str:
+        _element_wise(s.buffer)
         if not self.tracked(s.buffer) or self.kernel.atomic:
             return super().store(s, value)
         flat, index = self.flat_index(s.buffer, s.indices)
@@ -334,6 +350,12 @@ class KernelCodegen:
                 return self.wait(gpu.WARP_SYNC, stmt)
             raise TVMSError(f"the reference executor runs one GPU block at a time and cannot "
                             f"synchronise {scope!r} memory across blocks")
+        if name in reference_wmma.CALLS:
+            if k is None:
+                raise TVMSError(f"{name[4:]} outside a GPU kernel (no thread launch encloses it)")
+            args = [self._access_ptr(a) if _is_access_ptr(a) else repr(a.value) if isinstance(a, E.StringImm)
+                    else self.src(a) for a in e.args]
+            return self.wait(gpu.WMMA, k.current, (repr(name[len("tir.tvm_"):]), f"({', '.join(args)},)"))
         if name in _SHUFFLES or name == "tir.tvm_warp_activemask":
             if k is None:
                 raise TVMSError(f"{name[4:]} outside a GPU kernel (no thread launch encloses it)")
@@ -343,6 +365,10 @@ class KernelCodegen:
             mask, value, arg, width = (self.src(a) for a in e.args[:4])
             return self.wait(_SHUFFLES[name], stmt, (mask, value, arg, width))
         return super().e_Call(e)
+
+    def _access_ptr(self, e: E.Call) -> str:
+        """``T.tvm_access_ptr(type, data, offset, extent, mask)`` as (memory, offset)."""
+        return f"({self.local(e.args[1])}, {self.src(e.args[2])})"
 
     def allreduce(self, s: S.Evaluate, call: E.Call) -> None:
         """``T.tvm_thread_allreduce(size, values..., cond, results..., threads...)`` in the
@@ -369,6 +395,16 @@ class KernelCodegen:
         self.emit(f"{''.join(self.local(v) + ', ' for v in answers)}= {request}")
         for answer, r in zip(answers, results):  # (each thread's own result buffer)
             self.s_BufferStore(S.BufferStore(r.buffer, answer, r.indices))
+
+
+def _is_access_ptr(e: Any) -> bool:
+    return isinstance(e, E.Call) and getattr(e.op, "name", None) == "tir.tvm_access_ptr"
+
+
+def _element_wise(buffer: Any) -> None:
+    if _scope(buffer.data) in reference_wmma.SCOPES:
+        raise TVMSError(f"the {_scope(buffer.data)} fragment {buffer.name!r} is accessed element by element: "
+                        f"only the WMMA calls (T.tvm_load_matrix_sync, ...) touch a fragment")
 
 
 def _constant(e: Any) -> Any:

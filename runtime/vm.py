@@ -7,8 +7,11 @@
 
 An ``Executable`` holds a ``VMProgram`` (``ir/vm_program.py``: registers, calls of kernels,
 packed functions and builtins, ``If``/``Goto``/``Ret``), compiled from the lowered Relax
-functions by ``lowering/relax/vm_codegen.py``, and the ``Module`` of compiled kernels. The VM
-interprets that program and nothing else: each function's instructions become closures
+functions by ``lowering/relax/vm_codegen.py``, the ``Module`` of compiled kernels and, in the
+compiled mode (``exec_mode="compiled"``, the default), native code for the functions the
+native lowering takes (``lowering/codegen/llvm_vm.py``): ``vm["main"]`` is then one native call
+(``vm_native.py``), and the interpreter serves the arguments that code declines. The interpreter
+runs the program and nothing else: each function's instructions become closures
 (``vm_builtins.py``) the first time a VM runs it, and a call runs them over a list of registers
 and a heap of symbolic sizes. Outputs the compiler planned so come from the VM's buffer pool
 (``vm_memory.py``). Packed functions (``R.call_dps_packed``, ``R.call_packed``) receive numpy
@@ -29,22 +32,25 @@ import numpy as np
 from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.registry import register_func
-from tvms.ir.vm_program import Call, Goto, If, Ret, VMFunction, VMProgram
+from tvms.ir.vm_program import Call, Goto, If, NativeVMFunction, Ret, VMFunction, VMProgram
 
 from .cuda_tensor import CudaTensor
 from .device import CPU, CUDA, cpu, cuda, missing_reason
 from .module import Module, TimingResult, _data_address, _on_cpu
 from .numpy_ops import Shape
+from .param_cache import ParamCache
 from .tensor import ALIGNMENT, Tensor, tensor
 from .vm_builtins import step_of
 from .vm_memory import BufferPool
+from .vm_native import NativeFunction, object_layout
 
 
 class Executable:
-    """A compiled module: the VM program of its Relax functions (``program``) and one ``Module``
-    holding every PrimFunc compiled (``kernels()``)."""
+    """A compiled module: the VM program of its Relax functions (``program``), one ``Module``
+    holding every PrimFunc compiled (``kernels()``) and, per function, its native code
+    (``native``: name -> ``NativeVMFunction``, or why the function is interpreted)."""
 
-    def __init__(self, program: VMProgram, kernels: Module) -> None:
+    def __init__(self, program: VMProgram, kernels: Module, native: dict | None = None) -> None:
         if not isinstance(program, VMProgram):
             raise TVMSError(f"Executable takes a VMProgram, not {type(program).__name__}")
         called = {inst.func for f in program.functions for inst in f.code
@@ -54,6 +60,7 @@ class Executable:
             raise TVMSError(f"the kernels module lacks the PrimFuncs {', '.join(missing)}")
         self.program = program
         self._kernels = kernels
+        self.native = dict(native) if native is not None else {}
 
     @property
     def function_names(self) -> list[str]:
@@ -66,14 +73,26 @@ class Executable:
     def kernels(self) -> Module:
         return self._kernels
 
+    def stats(self) -> dict:
+        """How the functions run: ``native`` (each one native call, TVM's compiled mode) and
+        ``interpreted`` (name -> why: ``exec_mode="bytecode"`` or what the native lowering does
+        not take), with each native function's static storage plan (``plans``)."""
+        native = {n: a for n, a in self.native.items() if isinstance(a, NativeVMFunction)}
+        why = "no native code (an executable loaded from a library or made from its parts)"
+        return {"native": sorted(native),
+                "interpreted": {n: self.native.get(n, why) for n in self.function_names if n not in native},
+                "plans": {n: a.describe_plan() for n, a in native.items()}}
+
     def export_library(self, path: str) -> None:
-        """Write the kernels and the serialized VM program as one shared library
-        (``runtime/export.py``); ``tvms.runtime.load_module(path)`` gives the Executable back."""
+        """Write the kernels, the serialized VM program and the native code of the compiled
+        functions as one shared library (``runtime/export.py``); ``tvms.runtime.load_module(path)``
+        gives the Executable back."""
         from tvms.ir.vm_program import serialize
 
         from .export import export_library  # (it needs a C compiler: imported when used)
 
-        export_library(self._kernels, path, serialize(self.program))
+        native = [a for a in self.native.values() if hasattr(a, "shared_object")]
+        export_library(self._kernels, path, serialize(self.program), native)
 
     def __repr__(self) -> str:
         return f"Executable({', '.join(self.function_names)}; kernels {', '.join(self._kernels.functions)})"
@@ -163,6 +182,10 @@ class VirtualMachine:
             self.constants = [self.device_memory.to_device(c) for c in self.constants]
         self._programs = {f.name: f for f in ex.program.functions}
         self._functions: dict[str, _Function] = {}
+        self._callables: dict[str, Callable] = {}
+        self._native: dict[str, NativeFunction] = {}
+        # functions whose weights tvms.compile lifted: transformed once per parameter set
+        self.param_cache = ParamCache(self, getattr(ex, "lifted_params", {}))
 
     @property
     def module(self) -> "VirtualMachine":
@@ -173,14 +196,36 @@ class VirtualMachine:
         return self.get_function(name)
 
     def get_function(self, name: str) -> Callable:
-        if name not in self.executable.function_names:
-            raise TVMSError(f"the executable has no Relax function {name!r}; it has "
-                            f"{', '.join(self.executable.function_names) or 'none'}")
+        """The function ``name`` as a callable: its native code when it has some (one call
+        per inference; arguments it does not take go to the interpreter), else interpreted; a
+        function whose weights tvms.compile lifted runs its lifted form (``param_cache``)."""
+        fn = self._callables.get(name)
+        if fn is None:
+            if name not in self.executable.function_names:
+                raise TVMSError(f"the executable has no Relax function {name!r}; it has "
+                                f"{', '.join(self.executable.function_names) or 'none'}")
+            fn = self._callables[name] = self._callable(name)
+        return fn
+
+    def _callable(self, name: str) -> Callable:
+        if name in self.param_cache.lifted:  # (its weights transformed once, then its lifted form)
+            arguments, function = self.param_cache.arguments, self.get_function
+
+            def lifted(*args: Any) -> Any:
+                runtime, values = arguments(name, args)
+                return function(runtime)(*values)
+            return lifted
 
         def call(*args: Any) -> Any:
             return self.invoke(name, *args)
 
         call.__name__ = name
+        artifact = self.executable.native.get(name)
+        layout = object_layout()
+        if isinstance(artifact, NativeVMFunction) and self.device_memory is None and isinstance(layout, dict):
+            native = self._native[name] = NativeFunction(artifact, layout, self.executable.kernels(),
+                                                         self.constants, call, _result, _tensor_of_fit_array)
+            return native.call
         return call
 
     def call(self, name: str, args: list) -> Any:
@@ -193,6 +238,7 @@ class VirtualMachine:
     @deep_recursion(too_deep="recursion too deep: a Relax function calls itself (directly or "
                              "through others) more deeply than the VM follows")
     def invoke(self, name: str, *args: Any) -> Any:
+        name, args = self.param_cache.arguments(name, args)
         f = self._programs[name]
         if len(args) != len(f.params):
             raise TVMSError(f"{name} takes {len(f.params)} arguments "
@@ -208,6 +254,12 @@ class VirtualMachine:
         released buffer served; ``unpooled``: outputs allocated for values that outlive a call."""
         pool = self.device_memory or self.pool
         return {"pooled": pool.fresh, "reused": pool.reused, "unpooled": self.unpooled}
+
+    def native_stats(self) -> dict:
+        """Per native function this VM has called: the storage it reserved (bytes) and the
+        calls the interpreter served (arguments the native code does not take)."""
+        return {name: {"reserved": n.artifact.storage_bytes, "fallbacks": n.fallbacks}
+                for name, n in self._native.items()}
 
     def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, **_ignored: Any) -> Callable[..., TimingResult]:

@@ -11,6 +11,16 @@ from types import ModuleType
 
 import pytest
 
+import tvms
+from tvms.ir.registry import load_layers
+from tvms.ir.relax_op import load_tables
+
+# ``import tvms`` leaves its parts for first use (tests/test_lazy_import.py checks that in fresh
+# processes). Here they all load first, as before: a test that saves and restores a registry
+# (passes, global functions, Relax operators) must not drop what a part registers while it runs.
+load_layers()
+load_tables()
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "corpus"

@@ -43,10 +43,16 @@ def test_quick_cpu_default_benchmark_runs_and_prints_its_goals() -> None:
     tables = len({1, os.cpu_count() or 1})  # one per thread count: 1, and all cores
     assert any(line.startswith("machine: ") and " cores, " in line for line in lines), done.stdout
     assert any(line.startswith("clock: ") and "timing loop" in line for line in lines), done.stdout
-    for row in ("add ", "  np.copyto", "softmax ", "layer_norm ", "matmul 64 ", "mlp batch 1 ", "mlp batch 4 "):
+    for row in ("add ", "  np.copyto", "softmax ", "layer_norm ", "gelu ", "conv2d ", "matmul 64 ", "mlp batch 1 ",
+                "mlp batch 4 "):
         assert sum(line.startswith(row) for line in lines) == tables, (row, done.stdout)
+    for row in ("import tvms ", "mlp compile + VM, cold", "mlp compile + VM, cached", "mlp compile + VM, new process"):
+        assert sum(line.startswith(row) for line in lines) == 1, (row, done.stdout)
     assert sum(line.startswith("goal: add >= 90% of np.copyto") for line in lines) == tables, done.stdout
     assert sum(line.startswith("goal: MLP batch 4 within 1.5x") for line in lines) == tables, done.stdout
+    assert sum(line.startswith("goal: gelu 64x128 >= 1.0x numpy") for line in lines) == tables, done.stdout
+    for goal in ("cold compile of the MLP <= 1 s", "cached compile of the MLP <= 50 ms", "import tvms <= 0.25 s"):
+        assert sum(line.startswith(f"goal: {goal}: ") for line in lines) == 1, (goal, done.stdout)
 
 
 def test_quick_large_file_benchmark_formats_without_changes() -> None:

@@ -1,15 +1,17 @@
 """CUDA C generation and NVRTC compilation, against TVM 0.27's CUDA source.
 
 The goldens in ``fixtures/cuda_codegen`` are TVM's (``generate_with_tvm.py``): for each case,
-``<case>.tvms`` is the module after ``SplitHostDevice`` (what the cuda row's ``lower`` returns),
-``<case>.device.tvms`` its kernels after TVM's device passes (what TVM's code generator reads) and
-``<case>.cu`` the CUDA C TVM renders from those. tvms renders the same text byte for byte from both
-stages, but for a few cases where TVM's ``StmtSimplify`` folds constants before rendering; there
-(and everywhere) the signatures, arrays, fragments, barriers and shuffles are compared, and every
-kernel is compiled by NVRTC.
+``<case>.tvms`` is the module after ``SplitHostDevice``, ``<case>.device.tvms`` its kernels after
+TVM's device passes (what TVM's code generator reads) and ``<case>.cu`` the CUDA C TVM renders
+from those. tvms lowers the first with its own device passes (``finalize_kernels``: LowerIntrin
+owns math functions, floor division, sigmoid and warp shuffles) and renders the result, and
+renders TVM's device stage as it is: both give TVM's text byte for byte, but for a few cases where
+TVM's ``StmtSimplify`` folds constants before LowerIntrin; there (and everywhere) the signatures,
+arrays, fragments, barriers and shuffles are compared, and every kernel is compiled by NVRTC.
 """
 from __future__ import annotations
 
+import functools
 import re
 import sys
 
@@ -19,6 +21,8 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.target import Target
 from tvms.lowering.codegen import nvrtc
 from tvms.lowering.codegen.cuda import codegen_cuda, cuda_source, kernels_of
+from tvms.lowering.tir.gpu.lower_intrin_cuda import lower_cuda_intrin
+from tvms.lowering.tir.gpu.pipeline import finalize_kernels
 from tvms.script import from_source
 
 from conftest import CORPUS_COPY, FIXTURES
@@ -26,13 +30,9 @@ from cuda_support import assert_compiles, kernels_source
 
 GOLDEN = FIXTURES / "cuda_codegen"
 CASES = sorted(p.name[:-len(".cu")] for p in GOLDEN.glob("*.cu"))
-# TVM prints the device stages of reductions with warp shuffles as T.cuda.__shfl_down_sync (after
-# its LowerIntrin), which tvms does not read; their SplitHostDevice stages are compared
-NO_DEVICE_TEXT = {case for case in CASES if "T.cuda." in (GOLDEN / f"{case}.device.tvms").read_text()}
-# floor_division: TVM's simplifier reorders the sum's terms (test_floor_division_is_lowered_as_tvm);
-# the DLight matmuls and conv2d: it folds constants into the shared-memory offsets (18432 + (x +
-# 1152) is x + 19584 in TVM's text) and simplifies vector index arithmetic
-SPLIT_STAGE_DIFFERS = {"floor_division", "dlight_matmul_f16", "dlight_matmul_dyn", "dlight_conv2d"}
+# TVM's simplifier reorders the floor divisions' sum (test_floor_division_is_lowered_as_tvm) and
+# folds constants into the DLight matmuls' shared-memory offsets (18432 + (x + 1152) is x + 19584)
+SIMPLIFIER_DIFFERS = {"floor_division", "dlight_matmul_f16", "dlight_matmul_dyn"}
 
 
 def module(case: str, stage: str = "tvms"):
@@ -44,28 +44,54 @@ def golden(case: str) -> str:
     return (GOLDEN / f"{case}.cu").read_text()
 
 
+@functools.cache
+def lowered(case: str):
+    """The case's SplitHostDevice stage with tvms's device passes run on its kernels."""
+    return finalize_kernels(module(case))
+
+
 def test_source_is_tvms_byte_for_byte():
-    assert len(CASES) >= 23 and len(NO_DEVICE_TEXT) <= 6
+    assert len(CASES) >= 24
     for case in CASES:
-        stages = [stage for stage, skip in (("tvms", SPLIT_STAGE_DIFFERS), ("device.tvms", NO_DEVICE_TEXT))
-                  if case not in skip]
-        for stage in stages:
-            source = cuda_source(kernels_of(module(case, stage)), device_passes_done=stage == "device.tvms")
-            assert source == golden(case), f"{case}.{stage}"
+        assert cuda_source(kernels_of(module(case, "device.tvms"))) == golden(case), f"{case}.device.tvms"
+        if case not in SIMPLIFIER_DIFFERS:
+            assert cuda_source(kernels_of(lowered(case))) == golden(case), case
 
 
 def test_floor_division_is_lowered_as_tvm():
     """Each floor division and modulo (of values that may be negative) becomes what TVM's
     LowerIntrin makes of it: TVM's source has the same terms, in the order its simplifier chose."""
-    ours, theirs = cuda_source(kernels_of(module("floor_division"))), golden("floor_division")
+    ours, theirs = cuda_source(kernels_of(lowered("floor_division"))), golden("floor_division")
     tx = "((int)threadIdx.x)"
-    terms = [f"(((({tx} - 5) + 7) / 7) - 1)",  # shifted into the non-negative range
+    terms = [f"(((({tx} - 5) + 7) / 7) - 1)",  # a known range: shifted into the non-negative one
              "((n / 7) + ((n % 7) >> 31))",  # sign of n unknown: correct by the remainder's sign
              "((((j - 3) + 5) / 5) - 1)",
              "((j - 3) >> 2)",  # by a power of two
              f"((n % ({tx} + 1)) + (({tx} + 1) & ((n % ({tx} + 1)) >> 31)))"]
     for term in terms:
         assert term in ours and term in theirs, term
+
+
+BF16_KERNEL = """
+@T.prim_func
+def k(A_ptr: T.handle("bfloat16", "global"), B_ptr: T.handle("int8", "global")):
+    T.func_attr({"calling_conv": 2, "target": T.target({"arch": "sm_80", "keys": ["cuda", "gpu"], "kind": "cuda", "max_num_threads": 1024, "tag": "", "thread_warp_size": 32}), "tirx.is_global_func": True, "tirx.kernel_launch_params": ["threadIdx.x"], "tirx.noalias": True})
+    A = T.decl_buffer((1024,), "bfloat16", data=A_ptr)
+    B = T.decl_buffer((1024,), "int8", data=B_ptr)
+    with T.launch_thread("threadIdx.x", 64) as tx:
+        A[tx] = T.exp(A[tx]) + T.sigmoid(A[tx + 1])
+        B[tx] = B[tx] // T.int8(3) + B[tx] % T.int8(3)
+"""
+
+
+def test_lower_intrin_spells_bfloat16_sigmoid_and_int8_division_as_tvm():
+    """What TVM 0.27's LowerIntrin prints for this kernel: the exp of a bfloat16 is hexp, but the
+    sigmoid's (TVM's C++ exp) runs in float32; an int8 floor division is corrected by a select."""
+    func = lower_cuda_intrin(from_source(BF16_KERNEL))
+    text = [line.strip() for line in func.script(dialect="tvm-0.27").splitlines()]
+    assert text[-2:] == [
+        'A[tx] = T.call_pure_extern("bfloat16", "hexp", A[tx]) + T.bfloat16(1.0) / (T.bfloat16(1.0) + T.Cast("bfloat16", T.call_pure_extern("float32", "expf", T.Cast("float32", T.bfloat16(0.0) - A[tx + 1]))))',
+        'B[tx] = T.Select(T.truncmod(B[tx], T.int8(3)) >= T.int8(0), T.Div(B[tx], T.int8(3)), T.Div(B[tx], T.int8(3)) - T.int8(1)) + T.Select(T.truncmod(B[tx], T.int8(3)) >= T.int8(0), T.truncmod(B[tx], T.int8(3)), T.truncmod(B[tx], T.int8(3)) + T.int8(3))']
 
 
 def _parts(source: str) -> dict:
@@ -82,17 +108,16 @@ def _parts(source: str) -> dict:
             "preamble": source[:source.index('extern "C"')]}
 
 
-def test_split_stage_kernels_match_tvm_and_compile():
-    modules = [module(case) for case in CASES]
-    for case, mod in zip(CASES, modules):
-        assert _parts(cuda_source(kernels_of(mod))) == _parts(golden(case)), case
+def test_kernels_match_tvm_and_compile():
+    for case in CASES:
+        assert _parts(cuda_source(kernels_of(lowered(case)))) == _parts(golden(case)), case
     # every kernel of every case, in one source, for sm_80 and sm_90
-    binaries = assert_compiles(kernels_source(modules))
+    binaries = assert_compiles(kernels_source([lowered(case) for case in CASES]))
     assert all(b.startswith(b"\x7fELF") for b in binaries.values())
 
 
 def test_codegen_cuda_artifact():
-    mod = module("two_kernels")
+    mod = lowered("two_kernels")
     artifact = codegen_cuda(mod, Target("cuda -arch=sm_90"), "two_kernels")
     assert [k.name for k in artifact.kernels] == ["two_kernels_kernel", "two_kernels_kernel_1"]
     assert artifact.kernel("two_kernels_kernel_1").launch_params == ("blockIdx.x", "threadIdx.x")
@@ -102,7 +127,7 @@ def test_codegen_cuda_artifact():
     assert artifact.binary.startswith(b"\x7fELF") and artifact.source == cuda_source(kernels_of(mod))
     assert "__launch_bounds__(8) two_kernels_kernel_1(" in artifact.source
     # without -arch: PTX for sm_80, which the driver compiles for the GPU it finds
-    ptx = codegen_cuda(module("reduce_warp"), Target("cuda"), "main")
+    ptx = codegen_cuda(lowered("reduce_warp"), Target("cuda"), "main")
     assert (ptx.arch, ptx.binary_format) == ("sm_80", "ptx")
     assert b".target sm_80" in ptx.binary and b".entry reduce_warp_kernel(" in ptx.binary
 
@@ -115,11 +140,16 @@ def test_unsupported_kernels_are_refused():
     text = (GOLDEN / "misc.tvms").read_text()
     atomic = 'T.call_extern("float32", "atomicAdd", T.address_of(C[0]), B[cse_v1])'
     assert atomic in text
-    packed = kernels_of(from_source(text.replace(atomic, 'T.call_packed("host_function", B[cse_v1])')))
+    packed = kernels_of(finalize_kernels(from_source(text.replace(atomic, 'T.call_packed("host_function", B[cse_v1])'))))
     with pytest.raises(TVMSError, match="no rendering for T.tvm_call_packed"):
         cuda_source(packed)
     with pytest.raises(TVMSError, match="expects one host function beside the kernels, found none"):
         codegen_cuda(module("hand_written"), Target("cuda"), "main")  # (kernels only)
+    # the renderer renders what it is given: a kernel that LowerIntrin did not lower is refused
+    with pytest.raises(TVMSError, match="no rendering for T.exp"):
+        cuda_source(kernels_of(module("math_fp32")))
+    with pytest.raises(TVMSError, match="cannot render FloorDiv"):
+        cuda_source(kernels_of(module("floor_division")))
 
 
 BAD = 'extern "C" __global__ void k(float* a) {\n  a[0] = undefined_name;\n}\n'

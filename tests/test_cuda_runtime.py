@@ -5,6 +5,7 @@ target and its row. The tests at the end need a GPU and skip without one."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import gc
 import importlib.util
 from pathlib import Path
@@ -207,6 +208,7 @@ class EmulatedDriver(FakeDriver):
     CUdevice_attribute = CUfunction_attribute = _Names()
     ATTRIBUTES = {"CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK": 1024, "CU_DEVICE_ATTRIBUTE_WARP_SIZE": 32,
                   "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK": 49152,
+                  "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 166912,
                   "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": 108,
                   "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": 8,
                   "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR": 0}
@@ -216,6 +218,7 @@ class EmulatedDriver(FakeDriver):
         self.run_kernels = run_kernels
         self.kernels, self.memory, self.images = kernels, {}, []
         self.launches, self.streams, self.arguments = [], [], []
+        self.function_attributes = []  # (kernel, attribute, value) as set
         ok = (0,)
         for name in ("cuCtxSetCurrent", "cuCtxSynchronize", "cuStreamSynchronize", "cuModuleUnload",
                      "cuEventRecord", "cuEventSynchronize", "cuEventDestroy"):
@@ -255,6 +258,10 @@ class EmulatedDriver(FakeDriver):
 
     def cuModuleGetFunction(self, module, name):
         return (0, name.decode())
+
+    def cuFuncSetAttribute(self, fn, attribute, value):
+        self.function_attributes.append((fn, attribute, value))
+        return (0,)
 
     def cuStreamCreate(self, flags):
         return (0, "stream")
@@ -358,6 +365,31 @@ def test_tvm_split_host_device_workspaces_and_dynamic_shared_memory(emulated) ->
     lib["main"](X, C)
     assert driver.launches == [("scale_kernel", (4, 1, 1), (64, 1, 1), 256)]
     np.testing.assert_allclose(C.numpy(), 3 * x, rtol=1e-6)
+
+
+def test_more_than_48_kib_of_dynamic_shared_memory_is_asked_for(emulated) -> None:
+    """Above 48 KiB a kernel's dynamic shared memory is asked for before its launch (once), up to
+    the device's opt-in maximum (163 KiB on this 8.0 GPU); beyond it a clear error."""
+    driver, _ = emulated("dyn_shared_SplitHostDevice.tvms")
+    art = artifact_of("dyn_shared_SplitHostDevice.tvms")
+    text = (FIXTURES / "dyn_shared_SplitHostDevice.tvms").read_text()
+    dev = tvms.cuda(0)
+    x = np.random.default_rng(6).random(200, dtype=np.float32)
+    X, C = tvms.nd.array(x, device=dev), tvms.nd.empty((200,), "float32", dev)
+    for nbytes in (48 * 1024, 64 * 1024, 100 * 1024, 163 * 1024 + 1):
+        host = from_source(text.replace("T.int64(256)", f"T.int64({nbytes})"))["main"]
+        lib = CudaModule({"main": dataclasses.replace(art, host=host)}, "cuda")
+        if nbytes > 166912:
+            with pytest.raises(TVMSError, match="kernel scale_kernel launches with 166913 bytes of dynamic "
+                                                r"shared memory; a block of cuda\(0\) has at most 166912"):
+                lib["main"](X, C)
+            continue
+        for _ in range(2):
+            lib["main"](X, C)
+        np.testing.assert_allclose(C.numpy(), 3 * x, rtol=1e-6)
+    assert [launch[3] for launch in driver.launches] == [49152, 49152, 65536, 65536, 102400, 102400]
+    assert driver.function_attributes == [  # (once per kernel of a loaded module)
+        ("scale_kernel", "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", n) for n in (65536, 102400)]
 
 
 def test_device_attributes_and_the_detected_target(emulated) -> None:
@@ -666,6 +698,45 @@ def test_a_cuda_build_runs_on_the_device() -> None:
     assert lib.time_evaluator("main", dev, number=5)(*args).mean > 0
     with pytest.raises(TVMSError, match="the data is on cpu"):
         lib["main"](a, a, a)
+
+
+# two shared.dyn buffers of 32 KiB, live together: merged into 64 KiB, more than a block gets
+# without asking (48 KiB)
+BIG_SHARED = """
+@T.prim_func
+def main(A: T.Buffer((16384,), "float32"), B: T.Buffer((16384,), "float32")):
+    X = T.alloc_buffer((8192,), scope="shared.dyn")
+    Y = T.alloc_buffer((8192,), scope="shared.dyn")
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            for i in range(32):
+                with T.block("load"):
+                    b = T.axis.spatial(2, bx)
+                    v = T.axis.spatial(8192, i * 256 + tx)
+                    X[v] = A[b * 8192 + v]
+                    Y[v] = A[b * 8192 + v] * T.float32(2)
+            for i in range(32):
+                with T.block("store"):
+                    b = T.axis.spatial(2, bx)
+                    v = T.axis.spatial(8192, i * 256 + tx)
+                    B[b * 8192 + v] = X[8191 - v] + Y[v]
+"""
+
+
+@needs_gpu
+@needs_codegen
+def test_more_than_48_kib_of_dynamic_shared_memory_on_the_device() -> None:
+    dev = tvms.cuda(0)
+    most = cuda_driver.attribute(0, "max_shared_memory_per_block_optin")
+    if most < 64 * 1024:
+        pytest.skip(f"this GPU gives a block at most {most} bytes of shared memory")
+    lib = tvms.build(from_source(BIG_SHARED), target=Target.from_device(dev))
+    assert lib.artifacts["main"].host.script().count("T.int64(65536)") == 1  # (the launch's bytes)
+    a = np.random.default_rng(8).random(16384, dtype=np.float32)
+    A, B = tvms.nd.array(a, device=dev), tvms.nd.empty((16384,), "float32", dev)
+    lib["main"](A, B)
+    halves = a.reshape(2, 8192)
+    np.testing.assert_allclose(B.numpy(), (halves[:, ::-1] + 2 * halves).reshape(-1), rtol=1e-6)
 
 
 RELAX_MLP = """# from tvm.script import ir as I

@@ -92,12 +92,27 @@ def test_rules_are_for_gpu_targets_only():
     assert schedule(mod, "llvm").script() == read("mm_matmul_static_before.tvms").script()
 
 
-def test_tensor_core_shapes_are_declined_on_sm80():
-    """TVM takes its tensor-core variant there, which tvms does not build: no other schedule."""
-    before = read("mm_matmul_fp16_before.tvms")
-    assert schedule(before, "cuda -arch=sm_80").script() == read("mm_matmul_fp16_before.tvms").script()
-    fp32 = schedule(read("mm_matmul_static_before.tvms"), "cuda -arch=sm_80")
-    assert fp32.script() == schedule(read("mm_matmul_static_before.tvms")).script()
+TENSOR_CORE_CASES = ["matmul_f16", "matmul_f16_f32", "matmul_f16_dyn", "batch_matmul_f16", "linear_bias_f16_dyn",
+                     "matmul_s8", "matmul_f16_small_k"]
+
+
+@pytest.mark.parametrize("case", TENSOR_CORE_CASES)
+def test_tensor_core_schedule_is_tvms(case):
+    """On sm_80, float16 and int8 matmuls get TVM's WMMA schedule (tc_* goldens, made by
+    generate_tc_with_tvm.py): float16 accumulating in float16 or float32, int8 in int32, symbolic
+    rows padded, a bias epilogue inlined; a k of 64 keeps the SIMT schedule."""
+    got = schedule(read(f"tc_{case}_before.tvms"), "cuda -arch=sm_80", only=(Matmul(),)).script(dialect="tvm-0.27")
+    assert got + "\n" == (GOLDENS / f"tc_{case}_after.tvms").read_text()
+
+
+def test_tensor_cores_need_sm70_and_can_be_turned_off():
+    before = read("tc_matmul_f16_f32_before.tvms")
+    simt = schedule(before, "cuda", only=(Matmul(),))
+    assert "wmma" not in simt.script()
+    assert schedule(before, "cuda -arch=sm_61", only=(Matmul(),)).script() == simt.script()
+    (name,) = list(before)
+    off = IRModule({name: before[name].with_attr("dlight.do_not_tensorize", True)})
+    assert "wmma" not in schedule(off, "cuda -arch=sm_80", only=(Matmul(),)).script()
 
 
 # ---------------------------------------------------------------- every legalized operator

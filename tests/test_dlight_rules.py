@@ -4,6 +4,7 @@ and Fallback. Each scheduled function is compiled and checked against the functi
 legalized fixture module is scheduled and still computes what it computed before."""
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -301,14 +302,15 @@ def test_reduction_computes_row_reductions_and_normalizations(op, rows, cols, sy
 
 def test_reduction_keeps_each_row_in_the_cache_and_uses_the_vector_unit():
     """softmax over rows of 1024: one parallel loop over the rows holds every block; the max and
-    the sum accumulate 8 lanes at a time (rfactor); exp stays scalar (it would be 8 libm calls
-    that spill the vector registers) and is computed once per element."""
+    the sum accumulate 8 lanes at a time (rfactor); exp is computed once per element, 8 lanes at
+    a time (the code generator's vector exp)."""
     func, _ = row_function("softmax", (256,), 1024)
     text = dl.cpu.Reduction().apply(func, AVX2, False).mod.script()
     assert text.count("T.parallel(") == 1 and "for i0 in T.parallel(T.int64(256)):" in text
     assert text.count("T.exp(") == 1
     for block in ("T_softmax_maxelem_rf_update", "T_softmax_expsum_rf_update"):
         assert re.search(r"for ax0 in T.vectorized\(T.int64\(8\)\):\n\s+with T.block\(\"" + block, text), block
+    assert re.search(r"for ax0_1 in T.vectorized\(T.int64\(8\)\):\n\s+with T.block\(\"T_softmax_exp\"\)", text)
     assert re.search(r"for i1_1 in T.vectorized\(T.int64\(8\)\):\n\s+with T.block\(\"T_softmax_norm\"\)", text)
 
 
@@ -369,6 +371,9 @@ INJECTIVE_OPS = {  # name: (parameters, Relax expression, numpy) over an (m, n) 
     "concat": ("x: {mn}, y: {mn}", "R.concat((x, y), axis=1)", lambda x, y: np.concatenate([x, y], 1)),
     "take": ("x: {mn}, i: {idx}", "R.take(x, i, axis=1)", lambda x, i: np.take(x, i, axis=1)),
     "sigmoid": ("x: {mn}", "R.sigmoid(x)", lambda x: 1 / (1 + np.exp(-x))),
+    "gelu": ("x: {mn}", "R.nn.gelu(x)", lambda x: x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))) / 2),
+    "gelu_tanh": ("x: {mn}", "R.nn.gelu_tanh(x)",
+                  lambda x: x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))) / 2),
 }
 
 
@@ -404,6 +409,15 @@ def test_elementwise_splits_large_outputs_into_parallel_vector_chunks():
                      r"for j_1 in T.vectorized\(8\):", text)
     small = dl.cpu.Elementwise().apply(from_source(add_relu_source(16, 16))["main"], AVX2, False).mod.script()
     assert "T.parallel" not in small and "T.vectorized(8)" in small
+
+
+def test_elementwise_vectorizes_exp_and_erf_of_float32_only():
+    """GELU's erf and the sigmoid's exp of float32 have vector code; of float64 they are libm
+    calls, one per lane, which run faster as a scalar loop."""
+    for expr in ("R.nn.gelu(x)", "R.sigmoid(x)"):
+        narrow, wide = (legalized(f"x: {tensor((64, 64), dtype)}", expr) for dtype in ("float32", "float64"))
+        assert "T.vectorized(T.int64(8))" in dl.cpu.Elementwise().apply(narrow, AVX2, False).mod.script()
+        assert "T.vectorized" not in dl.cpu.Elementwise().apply(wide, AVX2, False).mod.script()
 
 
 def test_elementwise_fuses_the_loops_of_a_same_shape_computation():

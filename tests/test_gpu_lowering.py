@@ -36,7 +36,8 @@ DIALECT = "tvm-0.27"
 IMPLEMENTED = {"CommonSubexprElim", "LowerCrossThreadReduction", "LowerInitBlock", "PlanAndUpdateBufferAllocationLocation", "ConvertBlocksToOpaque",
                "LiftThreadBinding", "CompactBufferAllocation", "UnifyThreadBinding",
                "LowerOpaqueBlock", "FlattenBuffer", "NarrowDataType", "InjectVirtualThread",
-               "StorageRewrite", "AnnotateEntryFunc", "ThreadSync", "LowerThreadAllreduce", "SplitHostDevice",
+               "StorageRewrite", "AnnotateEntryFunc", "ThreadSync", "LowerThreadAllreduce", "MergeSharedMemoryAllocations",
+               "SplitHostDevice",
                "LowerWarpMemory", "StmtSimplify", "LowerIntrin"}
 # TVM's StmtSimplify before LowerOpaqueBlock (s_tir's, on blocks) is not tvms's: tvms's is the
 # device passes' one (tirx's), checked on the kernels
@@ -144,7 +145,7 @@ def tvm_lowered(case: str) -> str:
 
 
 # scheduled functions whose lowering tvms reproduces end to end (``*_nocse``: CSE off, in both)
-END_TO_END = ["matmul_relu", "exp_dyn", "vthread", "vthread_local", "reduce_warp", "reduce_tree", "reduce_two_warps",
+END_TO_END = ["matmul_relu", "matmul_dyn_nocse", "exp_dyn", "vthread", "vthread_local", "reduce_warp", "reduce_tree", "reduce_two_warps",
               "exp_dyn_nocse", "matmul_relu_nocse", "reduce_two_warps_nocse", "vthread_local_nocse",
               "warp_memory_nocse", "dlight_rms_norm_nocse", "dlight_layer_norm_nocse"]
 
@@ -182,7 +183,7 @@ def run_kernels(mod: IRModule, arrays: dict, sizes: dict) -> None:
 # the reference executor runs the kernels with GPU semantics (blocks of threads in lock-step,
 # barriers, warp shuffles, shared memory); the kernels are those of the SplitHostDevice stage (after
 # LowerIntrin they call CUDA's functions, which only the CUDA code generator knows)
-COMPUTED = ["exp_dyn_nocse", "vthread", "vthread_local", "intrinsics", "matmul_relu", "reduce_warp", "reduce_tree",
+COMPUTED = ["exp_dyn_nocse", "matmul_dyn_nocse", "vthread", "vthread_local", "intrinsics", "matmul_relu", "reduce_warp", "reduce_tree",
             "reduce_two_warps", "warp_memory", "dlight_rms_norm_nocse", "dlight_softmax_nocse",
             "dlight_argmax_nocse", "dlight_layer_norm_nocse"]
 
@@ -259,25 +260,59 @@ class Module:
     assert "for i in range(8):" in IRModule({"main": narrowed}).script(dialect=DIALECT)
 
 
-def test_dynamic_shared_memory_is_refused_until_allocations_are_merged():
-    # each shared.dyn buffer would be an `extern __shared__` array (all at one address) and the
-    # launch would ask for no dynamic bytes: refused by name until MergeSharedMemoryAllocations
+def test_dynamic_shared_memory_is_one_allocation_sized_at_launch():
+    """A kernel's shared.dyn buffers become one (MergeSharedMemoryAllocations), whose bytes the
+    host passes as the launch's last extent; SplitHostDevice refuses a kernel with two."""
     from tvms.ir.errors import TVMSError
     from tvms.ir.target import Target
     from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
     from tvms.script import from_source
 
-    func = from_source('''
+    text = '''
 @T.prim_func
-def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float16")):
     S = T.alloc_buffer((64,), scope="shared.dyn")
+    H = T.alloc_buffer((64,), "float16", scope="shared.dyn")
     for t in T.thread_binding(64, thread="threadIdx.x"):
         with T.block("copy"):
             v = T.axis.spatial(64, t)
             S[v] = A[v]
+            H[v] = T.Cast("float16", A[v])
         with T.block("out"):
             v = T.axis.spatial(64, t)
-            B[v] = S[v]
+            B[v] = T.Cast("float16", S[63 - v]) + H[63 - v]
+'''
+    lowered = lower_for_cuda(from_source(text), Target("cuda"))
+    kernel = lowered["main_kernel"].script(dialect=DIALECT)
+    assert 'buf_dyn_shmem = T.alloc_buffer((384,), "uint8", scope="shared.dyn")' in kernel
+    # (as TVM: the smaller first, H's 128 bytes, then S's, 64-byte aligned: at float 32)
+    assert "S[threadIdx_x + 32] = A[threadIdx_x]" in kernel and "H[threadIdx_x] = " in kernel
+    assert lowered["main_kernel"].attrs["tir.kernel_launch_params"] == ("threadIdx.x", "tirx.use_dyn_shared_memory")
+    assert "64, T.int64(384), launch_params=" in lowered["main"].script(dialect=DIALECT)
+    unmerged = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64,), "float32")):
+    T.func_attr({"target": T.target({"kind": "cuda", "host": {"kind": "llvm"}})})
+    with T.launch_thread("threadIdx.x", 64) as tx:
+        S = T.alloc_buffer((64,), scope="shared.dyn")
+        H = T.alloc_buffer((64,), scope="shared.dyn")
+        S[tx] = A[tx]
+        H[tx] = S[tx]
 ''')
-    with pytest.raises(TVMSError, match=r"dynamic shared memory \(S in scope 'shared.dyn'\)"):
-        lower_for_cuda(func, Target("cuda"))
+    with pytest.raises(TVMSError, match=r"kernel main_kernel has 2 dynamic shared memory allocations \(S, H\)"):
+        gpu.split_host_device(IRModule({"main": unmerged}))
+    # a symbolic size: its bytes as TVM writes them (the size in int64 times the element's bytes)
+    one = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64,), "float32"), n: T.int32):
+    T.func_attr({"target": T.target({"kind": "cuda", "host": {"kind": "llvm"}})})
+    with T.launch_thread("threadIdx.x", 64) as tx:
+        S = T.alloc_buffer((n,), scope="shared.dyn")
+        S[tx] = A[tx]
+''')
+    host = gpu.split_host_device(IRModule({"main": one}))["main"].script(dialect=DIALECT)
+    assert 'n, 64, T.Cast("int64", n) * T.int64(4), launch_params=["threadIdx.x", "tirx.use_dyn_shared_memory"]' in host

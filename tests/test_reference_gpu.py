@@ -138,6 +138,45 @@ def test_merged_dynamic_shared_memory() -> None:
     run_against_numpy(load(text), lambda a, b: a @ b)
 
 
+# one allocation of dynamic shared memory with two typed views, as MergeSharedMemoryAllocations
+# leaves it: F's element 1 is bytes 4 to 7; H (float16) is bytes 8 to 15 from its element 4
+VIEWS = """# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+    with T.launch_thread("threadIdx.x", 4) as tx:
+        buf_dyn_shmem = T.alloc_buffer({alloc}, scope="shared.dyn")
+        H = T.decl_buffer((4,), "float16", data=buf_dyn_shmem.data, scope="shared.dyn")
+        F = buf_dyn_shmem.view("float32")
+        F[tx] = A[tx]
+        T.tvm_storage_sync("shared.dyn")
+        B[tx] = F[3 - tx]
+        {second}
+"""
+
+
+def test_typed_views_of_one_allocation_race_as_one_buffer() -> None:
+    """Merged shared memory: accesses through different typed views of the same bytes race with
+    each other, and accesses of different bytes do not; also where the allocation's elements
+    are larger than a view's (float32 memory that float16 H views)."""
+    def run(second: str, alloc: str = '(16,), "uint8"') -> np.ndarray:
+        a, b = np.arange(1, 5, dtype=np.float32), np.zeros(4, np.float32)
+        run_prim_func(load(VIEWS.format(second=second, alloc=alloc)), a, b)
+        return b
+
+    np.testing.assert_array_equal(run("T.evaluate(0)"), [4, 3, 2, 1])
+    # thread 1 writes bytes 4 to 5 through H (its element 2); thread 2, after it, reads them through F
+    with pytest.raises(TVMSError, match=r"data race on the shared buffer 'buf_dyn_shmem' in 'main' at "
+                                        r"`B\[tx\] = F\[3 - tx\]` \(<string>:11:9\): thread \(threadIdx.x=2\) reads "
+                                        r"element 1 \(float32, bytes 4 to 7\), which thread \(threadIdx.x=1\) wrote"):
+        run('H[tx * 2] = T.float16(7)')
+    for alloc in ('(16,), "uint8"', "(4,)"):
+        with pytest.raises(TVMSError, match=r"thread \(threadIdx.x=2\) reads element 1 \(float32, bytes 4 to 7\)"):
+            run("H[tx * 2] = T.float16(7)", alloc)
+        # bytes no other thread touched since the barrier: no race (thread 3 read bytes 0 to 3)
+        run("if tx == 3:\n            H[1] = T.float16(7)", alloc)
+
+
 SYNC = '                    T.tvm_storage_sync("shared")\n'
 
 

@@ -32,10 +32,12 @@ def mlp_numpy(x: np.ndarray, w0: np.ndarray, b0: np.ndarray, w1: np.ndarray, b1:
     return np.maximum(x @ w0.T + b0, 0) @ w1.T + b1
 
 
-@pytest.fixture(scope="module")
-def corpus_mlp() -> tuple:
+@pytest.fixture(scope="module", params=["compiled", "bytecode"])
+def corpus_mlp(request) -> tuple:
     mod = from_source((CORPUS_COPY / "mlp_bias_dyn_01_exported.tvms").read_text())
-    return mod, tvm.compile(mod, target="llvm")
+    ex = tvm.compile(mod, target="llvm", exec_mode=request.param)
+    assert ("forward" in ex.stats()["native"]) == (request.param == "compiled")
+    return mod, ex
 
 
 @pytest.mark.parametrize("n", [1, 64])
@@ -179,7 +181,7 @@ class Module:
 
 
 def test_memory_reuse_in_a_chain_of_ten_elementwise_kernels() -> None:
-    ex = tvm.compile(from_source(chain_module(10)), target="llvm")
+    ex = tvm.compile(from_source(chain_module(10)), target="llvm", exec_mode="bytecode")  # (its pool)
     assert list(ex.kernels().functions) == ["add_one"]
     vm = relax.VirtualMachine(ex, tvm.cpu())
     x = rand(3, 16)
@@ -255,9 +257,14 @@ def test_exported_executable_loads_and_runs(corpus_mlp: tuple, tmp_path) -> None
     ex.export_library(path)
     loaded = tvm.runtime.load_module(path)
     assert isinstance(loaded, Executable) and loaded.as_text() == ex.as_text()
+    assert loaded.stats()["native"] == ex.stats()["native"]  # (the compiled VM's code is in the library)
+    assert loaded.stats()["plans"] == ex.stats()["plans"]
     x, params = rand(3, 784), mlp_params(256)
-    np.testing.assert_array_equal(relax.VirtualMachine(loaded, tvm.cpu())["forward"](x, *params).numpy(),
+    vm = relax.VirtualMachine(loaded, tvm.cpu())
+    np.testing.assert_array_equal(vm["forward"](x, *params).numpy(),
                                   relax.VirtualMachine(ex, tvm.cpu())["forward"](x, *params).numpy())
+    with pytest.raises(TVMSError, match="dimension 1 should be 784"):
+        vm["forward"](rand(3, 783), *params)
 
 
 def test_after_call_tir_rewrite_alloc_tensor_and_direct_kernel_calls() -> None:

@@ -59,11 +59,12 @@ def reloaded_result(vm: relax.VirtualMachine, name: str, *args: np.ndarray):
     return _as_numpy(relax.VirtualMachine(again, tvms.cpu())[name](*args))
 
 
-@pytest.fixture(scope="module")
-def mlp_vm() -> relax.VirtualMachine:
+@pytest.fixture(scope="module", params=["compiled", "bytecode"])
+def mlp_vm(request) -> relax.VirtualMachine:
     # (the zero pipeline's four kernels, transposes included: default schedules are not the point)
-    return relax.VirtualMachine(tvms.compile(from_source(MLP_TEXT), target="llvm", default_schedule=False),
-                                tvms.cpu())
+    ex = tvms.compile(from_source(MLP_TEXT), target="llvm", default_schedule=False, exec_mode=request.param)
+    assert ("forward" in ex.stats()["native"]) == (request.param == "compiled")
+    return relax.VirtualMachine(ex, tvms.cpu())
 
 
 @pytest.mark.parametrize("batch", [1, 3, 64])
@@ -91,7 +92,7 @@ def test_returned_tensors_survive_later_calls(mlp_vm: relax.VirtualMachine) -> N
 def test_call_tir_rewrite_allocations_are_pooled() -> None:
     lowered = get_pipeline("zero")(from_source(MLP_TEXT))
     rewritten = relax.transform.CallTIRRewrite()(lowered)
-    vm = relax.VirtualMachine(tvms.compile(rewritten, target="llvm"), tvms.cpu())
+    vm = relax.VirtualMachine(tvms.compile(rewritten, target="llvm", exec_mode="bytecode"), tvms.cpu())
     args = mlp_args(3)
     out = vm["forward"](*args)
     np.testing.assert_allclose(out.numpy(), mlp_numpy(*args), rtol=1e-3, atol=1e-3)
@@ -165,6 +166,8 @@ def test_an_unproven_kernel_call_keeps_its_checks() -> None:
     with pytest.raises(TVMSError, match="dimension 0: expected extent 8, got 4"):
         vm["main"](rand(4))
     assert program_stats(vm, "main")["checked_kernels"] == 1
+    assert vm.executable.stats()["interpreted"] == {  # (the compiled VM sees it cannot run it)
+        "main": "fill's buffer a never fits its argument (the kernel's check refuses every call)"}
 
 
 TWO_OUTPUTS_AND_SIZES = '''

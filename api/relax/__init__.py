@@ -16,10 +16,16 @@ from ..ir.struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, 
                                StructInfo, TensorStructInfo, TupleStructInfo)
 from ..script.block_builder import BlockBuilder, const
 from ..script.relax_op_api import call_dps_packed, call_packed, call_py_func, call_tir
-from ..runtime.py_funcs import register_py_func
-from ..lowering.relax.pipeline import get_pipeline
-from . import analysis, backend, dpl, frontend, op, transform
-from .vm import VirtualMachine, build  # noqa: E402  (the Relax VM; also as relax.vm)
+from .._lazy import lazy_names as _lazy_names
+from ..ir.registry import add_layer_loader as _add_layer_loader
+
+# the passes, the pipeline and the VM load on first use (they import the lowering layer, the
+# runtime); the passes register their names as they load (``tvms opt -p LegalizeOps``)
+__getattr__, __dir__, _load_all = _lazy_names(__name__, globals(), {
+    **{name: (f".{name}", None) for name in ("analysis", "backend", "dpl", "frontend", "op", "transform", "vm")},
+    "VirtualMachine": (".vm", "VirtualMachine"), "build": (".vm", "build"),
+    "get_pipeline": ("..lowering.relax.pipeline", "get_pipeline"),
+    "register_py_func": ("..runtime.py_funcs", "register_py_func")})
 
 __all__ = ["BindingBlock", "BlockBuilder", "Call", "Constant", "DataTypeImm", "DataflowBlock",
            "DataflowVar", "Expr", "ExternFunc", "FuncStructInfo", "Function", "GlobalVar", "If",
@@ -28,3 +34,4 @@ __all__ = ["BindingBlock", "BlockBuilder", "Call", "Constant", "DataTypeImm", "D
            "TupleStructInfo", "Var", "VarBinding", "call_dps_packed", "call_packed", "call_py_func", "call_tir", "const",
            "frontend", "get_pipeline", "op", "transform"]
 __all__ += ["analysis", "backend", "dpl", "VirtualMachine", "build", "register_py_func", "vm"]
+_add_layer_loader(_load_all)

@@ -5,9 +5,11 @@ from ..lowering.relax.fuse_ops import FuseOps
 from ..lowering.relax.fuse_tir import FuseTIR
 from ..lowering.relax.fuse_transpose_matmul import FuseTransposeMatmul
 from ..lowering.relax.legalize import LegalizeOps
+from ..lowering.relax.lift_transform_params import LiftTransformParams
 from ..lowering.tune.relax_integration import MetaScheduleApplyDatabase, MetaScheduleTuneTIR
 from ..lowering.relax.op_pattern import AnnotateTIROpPattern
 from ..lowering.relax.run_codegen import RunCodegen
+from ..lowering.relax.split_layout_rewrite_preproc import SplitLayoutRewritePreproc
 from ..lowering.relax.remove_purity_checking import RemovePurityChecking
 from ..lowering.relax.passes import (BindParams, CanonicalizeBindings, ConvertToDataflow,
                                      DeadCodeElimination, FoldConstant, ToNonDataflow)
@@ -17,3 +19,4 @@ __all__ = ["BindParams", "CanonicalizeBindings", "ConvertToDataflow", "DeadCodeE
 __all__ += ["AnnotateTIROpPattern", "CallTIRRewrite", "FuseOps", "FuseTIR", "FuseTransposeMatmul"]
 __all__ += ["FuseOpsByPattern", "FusionPattern", "PatternCheckContext", "RemovePurityChecking", "RunCodegen"]
 __all__ += ["MetaScheduleApplyDatabase", "MetaScheduleTuneTIR"]
+__all__ += ["LiftTransformParams", "SplitLayoutRewritePreproc"]

@@ -9,10 +9,8 @@ by element (cast when the access type is not the pointer's), ``T.if_then_else`` 
 subclass (``cuda.CudaSource``) supplies the target's types, constants, vector lanes, storage
 scopes, thread indices and intrinsics (``c_type``, ``float_constant``, ...).
 
-Floor division and modulo become C's truncating ``/`` and ``%`` (or shifts and masks) as TVM's
-``LowerIntrin`` does it, using the ranges of the loop and thread variables around them. A let
-statement of a pure value is declared, and its value written out where the variable is used: TVM's
-``StmtSimplify`` substitutes it so before TVM renders a kernel, and the text is TVM's.
+The input is lowered TIR as TVM's device passes leave it (floor division already C's ``/`` and
+``%``, shifts and masks; let-bound indices already substituted): it is rendered as it is.
 """
 from __future__ import annotations
 
@@ -26,7 +24,6 @@ from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.name_supply import NameSupply
 from ...ir.structural import structural_equal
-from ...ir.visitor import collect
 
 _KEYWORDS = ("_", "extern", "void", "int", "float", "double", "char", "unsigned", "short", "long",
              "if", "else", "switch", "case", "default", "for", "do", "while", "goto", "register",
@@ -53,34 +50,20 @@ def outer_parens_match(s: str) -> bool:
     return False
 
 
-def modular_set(e: Any, lets: dict) -> tuple[int, int]:
-    """(coeff, base) with ``e == coeff * k + base`` for some integer k (coeff 0: the constant base).
-    A let-bound variable stands for its value (``lets``), as after TVM's StmtSimplify, which
-    inlines them before its code generator asks; other variables can be anything."""
+def modular_set(e: Any) -> tuple[int, int]:
+    """(coeff, base) with ``e == coeff * k + base`` for some integer k (coeff 0: the constant base);
+    variables can be anything."""
     if isinstance(e, E.IntImm):
         return 0, e.value
-    if isinstance(e, E.Var) and e in lets:
-        return modular_set(lets[e], lets)
     if isinstance(e, (E.Add, E.Sub)):
-        (c1, b1), (c2, b2) = modular_set(e.a, lets), modular_set(e.b, lets)
+        (c1, b1), (c2, b2) = modular_set(e.a), modular_set(e.b)
         coeff, base = math.gcd(c1, c2), b1 + b2 if isinstance(e, E.Add) else b1 - b2
     elif isinstance(e, E.Mul):
-        (c1, b1), (c2, b2) = modular_set(e.a, lets), modular_set(e.b, lets)
+        (c1, b1), (c2, b2) = modular_set(e.a), modular_set(e.b)
         coeff, base = math.gcd(c1 * c2, math.gcd(c1 * b2, c2 * b1)), b1 * b2
     else:
         return 1, 0
     return coeff, base % coeff if coeff else base
-
-
-def is_pure(e: Any) -> bool:
-    """Whether ``e`` reads no memory and calls nothing with effects (arithmetic on variables)."""
-    return not collect(e, (E.BufferLoad, E.Call))
-
-
-def _int(dtype: DataType, value: int) -> Any:
-    """The integer constant ``value`` of ``dtype`` (broadcast to its lanes for a vector)."""
-    scalar = E.IntImm(dtype.element_of, value)
-    return scalar if dtype.lanes == 1 else E.Broadcast(scalar, dtype.lanes)
 
 
 class CSource:
@@ -88,10 +71,7 @@ class CSource:
 
     restrict = ""
 
-    def __init__(self, device_passes_done: bool = False) -> None:
-        # the input is TVM's device stage (its StmtSimplify and LowerIntrin already ran): render
-        # its comparisons as they are (else as TVM's simplifier would have written them)
-        self.device_passes_done = device_passes_done
+    def __init__(self) -> None:
         self.out: list[str] = []  # function bodies (TVM's stream)
         self.forward: list[str] = []  # declarations of the functions (fwd_decl_stream)
 
@@ -106,9 +86,6 @@ class CSource:
         self.ssa: dict[str, tuple[str, int]] = {}  # expression text -> (temporary, scope)
         self.open_scopes: list[bool] = []
         self.indent = 0
-        self.analyzer = Analyzer()
-        self.let_values: dict = {}  # let-bound Var of a pure value -> the value, inlined where used
-        self.lowered: set[int] = set()  # ids of the comparisons made by lowering floor division
 
     def begin_scope(self) -> int:
         self.open_scopes.append(True)
@@ -201,7 +178,7 @@ class CSource:
         raise NotImplementedError
 
     def intrinsic(self, e: E.Call) -> str | None:
-        """The target's rendering of the call ``e`` (a math function, a warp shuffle), or None."""
+        """The target's rendering of the call ``e`` (a CUDA builtin, a tensor-core call), or None."""
         return None
 
     def volatile_load(self, ref: str, e: E.BufferLoad) -> str:
@@ -271,7 +248,7 @@ class CSource:
             return self.volatile_load(self.buffer_ref(dtype, buffer, index), e)
         base = self.unit_ramp_base(index, dtype.lanes)
         if base is not None:
-            coeff, rest = modular_set(base, self.let_values)
+            coeff, rest = modular_set(base)
             if coeff % dtype.lanes == 0 and rest % dtype.lanes == 0:
                 return self.volatile_load(self.buffer_ref(dtype, buffer, base), e)
         sindex = self.ssa_id(self.expr(index), index.dtype)
@@ -323,8 +300,7 @@ class CSource:
         return f'"{e.value}"'
 
     def e_Var(self, e: E.Var) -> str:
-        value = self.let_values.get(e)
-        return self.var_id(e) if value is None else self.expr(value)
+        return self.var_id(e)
 
     e_SizeVar = e_Var
 
@@ -343,30 +319,17 @@ class CSource:
             return self.binary(e, "fmodf" if dt.bits == 32 else "fmod")
         raise TVMSError(f"no C remainder for {dt}")
 
-    # a > b as b < a: TVM's simplifier writes the comparisons of a kernel so before TVM renders
-    # it (those that LowerIntrin makes afterwards, in floor division, stay as they are)
     def e_GT(self, e: E.GT) -> str:
-        return self.binary(e, ">") if self.as_is(e) else self.binary(E.LT(e.b, e.a), "<")
+        return self.binary(e, ">")
 
     def e_GE(self, e: E.GE) -> str:
-        return self.binary(e, ">=") if self.as_is(e) else self.binary(E.LE(e.b, e.a), "<=")
-
-    def as_is(self, cmp: E.CmpOp) -> bool:
-        return self.device_passes_done or id(cmp) in self.lowered
+        return self.binary(e, ">=")
 
     def e_EQ(self, e: E.EQ) -> str:
-        return self.binary(self.divisibility(e), "==")
+        return self.binary(e, "==")
 
     def e_NE(self, e: E.NE) -> str:
-        return self.binary(self.divisibility(e), "!=")
-
-    @staticmethod
-    def divisibility(e: E.CmpOp) -> E.CmpOp:
-        """``floormod(x, y) == 0`` as ``truncmod(x, y) == 0`` (the same test whatever the signs),
-        as LowerIntrin rewrites it."""
-        if isinstance(e.a, E.FloorMod) and isinstance(e.b, E.IntImm) and e.b.value == 0:
-            return type(e)(E.Mod(e.a.a, e.a.b), e.b)
-        return e
+        return self.binary(e, "!=")
 
     def e_Not(self, e: E.Not) -> str:
         return "!" + self.expr(e.a)
@@ -411,78 +374,6 @@ class CSource:
         if len(picked) == 1:
             return picked[0]
         return f"{self.vector_constructor(e.dtype)}({', '.join(picked)})"
-
-    # floor division, as LowerIntrin lowers it for targets with bitwise operations
-    def e_FloorDiv(self, e: E.FloorDiv) -> str:
-        return self.expr(self.lower_floor(e, divide=True))
-
-    def e_FloorMod(self, e: E.FloorMod) -> str:
-        return self.expr(self.lower_floor(e, divide=False))
-
-    def lower_floor(self, e: E.BinaryOp, divide: bool) -> Any:
-        a, b, dt = e.a, e.b, e.dtype
-        if not dt.is_integer:
-            raise TVMSError(f"floor division of {dt} values reaches code generation")
-        b_value = b.value.value if isinstance(b, E.Broadcast) and isinstance(b.value, E.IntImm) else getattr(b, "value", None)
-        if isinstance(b_value, int) and b_value > 0 and b_value & (b_value - 1) == 0:
-            shift = b_value.bit_length() - 1
-            if divide:
-                return E.Call(dt, E.Op("tir.shift_right"), (a, _int(dt, shift)))
-            return E.Call(dt, E.Op("tir.bitwise_and"), (a, _int(dt, b_value - 1)))
-        if self.non_negative(b):
-            if self.non_negative(a):
-                return (E.Div if divide else E.Mod)(a, b)
-            shift = self.positive_shift(a, b)
-            if shift is not None:  # a + b*shift >= 0: truncated division of that is floor division
-                moved = E.Add(a, _int(dt, b.value * shift))
-                return E.Sub(E.Div(moved, b), _int(dt, shift)) if divide else E.Mod(moved, b)
-            rmod = E.Mod(a, b)
-            if dt.bits in (32, 64) and dt.is_int:
-                sign = E.Call(dt, E.Op("tir.shift_right"), (rmod, _int(dt, dt.bits - 1)))
-                if divide:
-                    return E.Add(E.Div(a, b), sign)
-                return E.Add(rmod, E.Call(dt, E.Op("tir.bitwise_and"), (b, sign)))
-            zero, one = _int(dt, 0), _int(dt, 1)
-            if divide:
-                return E.Select(self.as_lowered(E.GE(rmod, zero)), E.Div(a, b), E.Sub(E.Div(a, b), one))
-            return E.Select(self.as_lowered(E.GE(rmod, zero)), rmod, E.Add(rmod, b))
-        # the divisor's sign is unknown: round by the signs of the remainder and the divisor
-        rmod, zero = E.Var("rmod", dt), _int(dt, 0)
-        same_sign = E.Or(E.And(self.as_lowered(E.GE(b, zero)), self.as_lowered(E.GE(rmod, zero))),
-                         E.And(E.LT(b, zero), E.LE(rmod, zero)))
-        if divide:
-            rdiv = E.Var("rdiv", dt)
-            inner = E.Let(rdiv, E.Div(a, b), E.Select(same_sign, rdiv, E.Sub(rdiv, _int(dt, 1))))
-            return E.Let(rmod, E.Mod(a, b), inner)
-        return E.Let(rmod, E.Mod(a, b), E.Select(same_sign, rmod, E.Add(rmod, b)))
-
-    def as_lowered(self, cmp: E.CmpOp) -> E.CmpOp:
-        self.lowered.add(id(cmp))
-        return cmp
-
-    def positive_shift(self, a: Any, b: Any) -> int | None:
-        """The least c with ``a + b*c >= 0`` over the range of ``a`` for a constant ``b > 0``, when
-        neither that sum nor the constants overflow ``a``'s type (else None)."""
-        bound = self.analyzer.bound(a)
-        if not isinstance(b, E.IntImm) or b.value <= 0 or bound is None or None in bound:
-            return None
-        lo, hi = bound
-        top = 2 ** (a.dtype.bits - (1 if a.dtype.is_int else 0)) - 1
-        if lo >= 0 or b.value - 1 > top + lo:
-            return None
-        shift = (b.value - 1 - lo) // b.value
-        if shift > top // b.value or hi > top - b.value * shift:
-            return None
-        return shift
-
-    def non_negative(self, e: Any) -> bool:
-        if isinstance(e, E.Broadcast):
-            return self.non_negative(e.value)
-        if isinstance(e, E.Ramp):  # (its first and last lanes)
-            last = E.Add(e.base, E.Mul(e.stride, E.IntImm(e.stride.dtype, e.lanes - 1)))
-            return self.non_negative(e.base) and self.non_negative(last)
-        bound = self.analyzer.bound(e)
-        return bound is not None and bound[0] is not None and bound[0] >= 0
 
     def e_Call(self, e: E.Call) -> str:
         name = e.op.name if isinstance(e.op, E.Op) else None
@@ -572,16 +463,7 @@ class CSource:
         if s.var.dtype.is_handle and isinstance(s.value, E.Var) and s.value in self.handle_type:
             self.handle_type[s.var] = self.handle_type[s.value]
         self.declare(s.var, self.expr(s.value))
-        if is_pure(s.value):  # (as TVM's StmtSimplify substitutes it before TVM renders)
-            self.let_values[s.var] = s.value
-        self.bind_range(s.var, s.value)
         self.stmt(s.body)
-
-    def bind_range(self, var: E.Var, value: Any) -> None:
-        if var.dtype.is_integer:
-            bound = self.analyzer.bound(value)
-            if bound is not None and bound[0] is not None and bound[1] is not None:
-                self.analyzer.bind(var, bound[0], bound[1] - bound[0] + 1)
 
     def s_IfThenElse(self, s: S.IfThenElse) -> None:
         self.if_line(self.expr(s.condition))
@@ -604,14 +486,12 @@ class CSource:
                             "for the GPU first (thread bindings become T.launch_thread)")
         begin = self.expr(s.min)
         zero = isinstance(s.min, E.IntImm) and s.min.value == 0
-        end = self.expr(s.extent if zero else self.analyzer.simplify(E.Add(s.min, s.extent)))
+        end = self.expr(s.extent if zero else Analyzer().simplify(E.Add(s.min, s.extent)))
         step = self.expr(s.step) if s.step is not None else ""
         self.loop_pragma(s)
         vid = self.new_id(s.loop_var)
         advance = f"{vid} += {step}" if step else f"++{vid}"
         self.line(f"for ({self.c_type(s.loop_var.dtype)} {vid} = {begin}; {vid} < {end}; {advance}) {{")
-        if isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm) and s.extent.value > 0:
-            self.analyzer.bind(s.loop_var, s.min.value, s.extent.value)
         scope = self.begin_scope()
         self.stmt(s.body)
         self.end_scope(scope)

@@ -1,15 +1,15 @@
 """CUDA C for the kernels of a lowered module, as TVM 0.27's CUDA code generator writes it, and the
 cuda target's code generator ``codegen_cuda`` (CUDA C compiled by NVRTC).
 
-The input is the module the cuda row's ``lower`` returns (TVM's ``SplitHostDevice`` stage): the
-kernels (``calling_conv`` 2) become ``extern "C" __global__`` functions with
+The input is the module the cuda row's ``lower`` returns (``lower_for_cuda``: TVM's
+``SplitHostDevice`` stage with the device passes run on its kernels, ``finalize_kernels``), rendered
+as it is: the kernels (``calling_conv`` 2) become ``extern "C" __global__`` functions with
 ``__launch_bounds__`` of their block size; ``T.launch_thread`` variables read ``blockIdx.x`` and
 ``threadIdx.x``; ``shared``/``shared.dyn``/``local`` allocations become ``__shared__``/``extern
 __shared__``/register arrays; vectors use CUDA's vector types (``float4``, ``half2``,
-``nv_bfloat162``), lane by lane where CUDA has no operator for them. What TVM's device passes
-after ``SplitHostDevice`` would do is done while rendering: math intrinsics take CUDA's names
-(``expf``, ``hexp``, ``__habs``: ``LowerIntrin``), warp shuffles become ``__shfl_*_sync``, floor
-division becomes shifts, masks or C division, let-bound values are inlined. The source starts
+``nv_bfloat162``), lane by lane where CUDA has no operator for them; the calls LowerIntrin made
+(``T.call_pure_extern("float32", "expf", x)``, ``T.cuda.__shfl_down_sync(...)``) are C calls.
+A floor division or an intrinsic that LowerIntrin did not lower is refused. The source starts
 with TVM's preamble for the features it uses (``cuda_preamble``). CUDA's type names are in
 ``cuda_types``, the tensor-core (WMMA) fragments and calls in ``cuda_wmma``.
 """
@@ -26,25 +26,14 @@ from ...ir.registry import get_global_func
 from .c_source import CSource
 from .cuda_artifact import CudaArtifact, CudaKernel
 from .cuda_preamble import preamble
-from .cuda_types import CudaTypes, math_function
+from .cuda_types import CudaTypes
 from .cuda_wmma import WMMA_CALLS, TensorCoreFragments
 
 KERNEL_LAUNCH = 2  # calling_conv of a kernel (TVM's kDeviceKernelLaunch)
 DEFAULT_ARCH = "sm_80"
 UINT32 = DataType("uint32")
 
-# math intrinsics with a CUDA function (TVM's cuda.FLowerIntrinsic rules, without fast math)
-_MATH = {"floor", "ceil", "trunc", "fabs", "round", "nearbyint", "exp", "exp2", "exp10", "erf",
-         "log", "log2", "log10", "tan", "cos", "cosh", "sin", "sinh", "atan", "tanh", "sqrt",
-         "rsqrt", "pow", "fmod"}
-_SHUFFLES = {"tir.tvm_warp_shuffle": "__shfl_sync", "tir.tvm_warp_shuffle_up": "__shfl_up_sync",
-             "tir.tvm_warp_shuffle_down": "__shfl_down_sync", "tir.tvm_warp_shuffle_xor": "__shfl_xor_sync"}
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-
-
-def _float(dtype: DataType, value: float) -> Any:
-    scalar = E.FloatImm(dtype.element_of, value)
-    return scalar if dtype.lanes == 1 else E.Broadcast(scalar, dtype.lanes)
 
 
 class CudaSource(CudaTypes, TensorCoreFragments, CSource):
@@ -53,8 +42,8 @@ class CudaSource(CudaTypes, TensorCoreFragments, CSource):
     restrict = "__restrict__"
     target_name = "cuda"
 
-    def __init__(self, device_passes_done: bool = False) -> None:
-        super().__init__(device_passes_done)
+    def __init__(self) -> None:
+        super().__init__()
         self.tags: set[str] = set()
 
     def storage_scope(self, scope: str) -> str:
@@ -163,34 +152,13 @@ class CudaSource(CudaTypes, TensorCoreFragments, CSource):
 
     def intrinsic(self, e: E.Call) -> str | None:
         name = e.op.name if isinstance(e.op, E.Op) else ""
-        short = name[4:] if name.startswith("tir.") else name
-        if short in _MATH:
-            return self.call_extern(e.dtype, math_function(short, e.dtype.element_of), e.args)
-        if short == "sigmoid":  # (TVM legalizes it: 1 / (1 + exp(0 - x)), exp in float32 for bfloat16)
-            x, elem = e.args[0], e.dtype.element_of
-            one, zero = _float(e.dtype, 1.0), _float(e.dtype, 0.0)
-            exp = E.Call(e.dtype, E.Op("tir.exp"), (E.Sub(zero, x),))
-            if elem.code == "bfloat":
-                wide = DataType("float32").with_lanes(e.dtype.lanes)
-                exp = E.Cast(e.dtype, E.Call(wide, E.Op("tir.exp"), (E.Cast(wide, E.Sub(zero, x)),)))
-            return self.expr(E.Div(one, E.Add(one, exp)))
-        if name in _SHUFFLES:
-            self.tags.add("warp_shuffle")  # (TVM's macros map the _sync forms to old GPUs' shuffles)
-            return self.call_extern(e.dtype, _SHUFFLES[name], e.args[:4])
-        if name == "tir.tvm_warp_activemask":
-            return "__activemask()"
         if name.startswith("tir.cuda.__"):  # (the CUDA builtins LowerIntrin names: __shfl_down_sync...)
             if "shfl" in name:
                 self.tags.add("warp_shuffle")
             return self.call_extern(e.dtype, name[len("tir.cuda."):], e.args)
+        short = name[4:] if name.startswith("tir.") else name
         if short in WMMA_CALLS:
             return self.wmma(short, e.args)
-        if short in ("popcount", "clz"):  # (clz is named by its argument's type)
-            dt = e.args[0].dtype if short == "clz" else e.dtype
-            if not dt.is_integer or dt.bits not in (32, 64) or (short == "popcount" and not dt.is_uint):
-                raise TVMSError(f"CUDA has no {short} for {dt} values")
-            base = "__popc" if short == "popcount" else "__clz"
-            return self.call_extern(e.dtype, base + ("ll" if dt.bits == 64 else ""), e.args)
         return None
 
     def storage_sync(self, call: E.Call) -> None:
@@ -206,10 +174,6 @@ class CudaSource(CudaTypes, TensorCoreFragments, CSource):
             iv = s.node
             if iv.var not in self.ids:  # blockIdx.x is an unsigned register: cast it to the index type
                 self.ids[iv.var] = self.cast_text(iv.thread_tag, UINT32, iv.var.dtype)
-                if isinstance(s.value, E.IntImm) and s.value.value > 0:
-                    self.analyzer.bind(iv.var, 0, s.value.value)
-                else:
-                    self.analyzer.bind(iv.var, 0, 2 ** 31 - 1)
         elif s.attr_key in ("fragment_shape", "fragment_layout"):
             self.fragment_info(s.node)[s.attr_key] = s.value.value
         elif s.attr_key in ("pragma_unroll", "disable_unroll"):
@@ -324,11 +288,10 @@ def kernels_of(mod: Any) -> list[tuple[str, PrimFunc]]:
             if isinstance(f, PrimFunc) and f.attrs.get("calling_conv") == KERNEL_LAUNCH]
 
 
-def cuda_source(kernels: list[tuple[str, PrimFunc]], device_passes_done: bool = False) -> str:
-    """The CUDA C of the kernels (``(symbol, function)``), as one source with TVM's preamble.
-    ``device_passes_done``: the kernels are at TVM's device stage (after its device passes),
-    not at the SplitHostDevice stage."""
-    writer = CudaSource(device_passes_done)
+def cuda_source(kernels: list[tuple[str, PrimFunc]]) -> str:
+    """The CUDA C of the kernels (``(symbol, function)``, lowered by ``finalize_kernels``), as one
+    source with TVM's preamble."""
+    writer = CudaSource()
     for name, func in kernels:
         writer.function(name, func)
     return writer.source()
@@ -358,7 +321,7 @@ def codegen_cuda(mod: Any, target: Any, symbol: str) -> CudaArtifact:
     if len(hosts) != 1:
         names = ", ".join(gv.name_hint for gv, _ in hosts) or "none"
         raise TVMSError(f"the cuda code generator expects one host function beside the kernels, found {names}")
-    source = cuda_source(kernels, device_passes_done=True)  # (the row lowers with finalize_kernels)
+    source = cuda_source(kernels)
     arch = target_arch(target)
     fmt = "cubin" if arch else "ptx"
     arch = arch or DEFAULT_ARCH

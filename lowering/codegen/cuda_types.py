@@ -14,17 +14,6 @@ from ...ir.errors import TVMSError
 _XYZW = "xyzw"
 
 
-def math_function(name: str, dtype: DataType) -> str:
-    """CUDA's function for the intrinsic ``name`` on ``dtype`` values."""
-    if dtype.code == "bfloat" or (dtype.code == "float" and dtype.bits == 16):
-        return {"fabs": "__habs", "round": "hrint"}.get(name, "h" + name)
-    if dtype.code == "float" and dtype.bits == 64:
-        return "nearbyint" if name == "round" else name
-    if dtype.code == "float" and dtype.bits == 32:
-        return "nearbyintf" if name == "round" else name + "f"
-    raise TVMSError(f"CUDA has no {name} for {dtype} values")
-
-
 def hexfloat(value: float) -> str:
     """C++'s ``std::hexfloat`` text of a double: ``0x1.8p+1`` (no trailing zero digits)."""
     text = float.hex(value)

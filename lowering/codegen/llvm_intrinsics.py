@@ -2,7 +2,9 @@
 
 ``emit_intrinsic(builder, module, call, args)`` returns the value of ``call`` whose arguments are
 already generated. Intrinsics LLVM knows (``llvm.exp``, ``llvm.sqrt``, ...) work on vectors too;
-libm functions (``tanhf``) are called lane by lane on vectors.
+libm functions (``tanhf``) are called lane by lane on vectors, except ``exp``, ``log``, ``tanh``,
+``erf`` and ``sigmoid`` of float32 and float16 vectors, which ``llvm_vector_math`` expands into
+vector arithmetic (LLVM would scalarize its own ``llvm.exp`` of a vector into libm calls too).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from llvmlite import ir
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from . import llvm_types as T
+from .llvm_vector_math import vector_math
 
 # TensorIR name -> LLVM intrinsic (overloaded on the float type, vectors included)
 LLVM_MATH = {
@@ -100,6 +103,9 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
     name = call.op.name.split(".", 1)[-1]
     dtype = call.dtype
     arg_types = [a.dtype.element_of for a in call.args]
+    vector = vector_math(builder, name, args[0]) if len(args) == 1 and args[0] is not None else None
+    if vector is not None:
+        return vector
     if name in LLVM_MATH and all(t.is_float for t in arg_types):
         return call_llvm_intrinsic(builder, LLVM_MATH[name], T.unify(builder, *args))
     if name in LIBM and all(t.is_float for t in arg_types):
@@ -199,6 +205,10 @@ def _call_llvm_intrin(builder: ir.IRBuilder, call, args: list) -> ir.Value:
     values = args[1:]
     if all(a.dtype.element_of == call.dtype.element_of for a in call.args[1:]):
         values = T.unify(builder, *values)
+    if symbol in ("llvm.exp", "llvm.log") and len(values) == 1:  # (LowerIntrin's T.exp, T.log)
+        vector = vector_math(builder, symbol[len("llvm."):], values[0])
+        if vector is not None:
+            return vector
     # inside a vectorized loop the arguments may be vectors while the call still reads scalar
     lanes = max([call.dtype.lanes] + [T.lanes_of(v) for v in values])
     ret = T.with_lanes(T.scalar_type(call.dtype), lanes)

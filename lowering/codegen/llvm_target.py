@@ -80,12 +80,12 @@ def parse_llvm_target(target: object) -> LLVMTarget:
     return llvm_target
 
 
-def target_machine(target: LLVMTarget, reloc: str = "default"):
+def target_machine(target: LLVMTarget, reloc: str = "default", opt: int = 3):
     """The machine ``target`` names; its code is for the JIT, or position-independent for a
-    shared library with ``reloc="pic"``."""
+    shared library with ``reloc="pic"``; ``opt``: the code generator's optimization level."""
     binding = require_llvm()
     return binding.Target.from_triple(target.triple).create_target_machine(
-        cpu=target.cpu, features=target.features, opt=3, reloc=reloc,
+        cpu=target.cpu, features=target.features, opt=opt, reloc=reloc,
         codemodel="jitdefault" if reloc == "default" else "default")
 
 

@@ -225,16 +225,25 @@ def _reverse_inline_one(sch: Schedule, infos: list[BlockInfo]) -> bool:
     return False
 
 
-# Math the CPU does in vector registers. Other calls (exp, log, tanh, erf, ...) become one libm
-# call per lane, and every call spills the vector registers: such blocks run faster as scalar loops.
+# Math the CPU does in vector registers. Other calls (sin, atan2, ...) become one libm call per
+# lane, and every call spills the vector registers: such blocks run faster as scalar loops.
 VECTOR_NATIVE_CALLS = frozenset(f"tir.{name}" for name in (
     "sqrt rsqrt fabs floor ceil round trunc nearbyint fma copysign if_then_else likely "
     "reinterpret bitwise_and bitwise_or bitwise_xor bitwise_not shift_left shift_right").split())
 
 
 def vectorizes_well(info: BlockInfo) -> bool:
-    """Whether the block's computation has only operations with a vector instruction."""
-    return all(getattr(call.op, "name", "") in VECTOR_NATIVE_CALLS for call in collect(info.block.body, Call))
+    """Whether the block's computation has only operations with a vector instruction (exp, log,
+    tanh, erf and sigmoid of float32 / float16 have the code generator's vector expansions)."""
+    from ..codegen.llvm_vector_math import VECTOR_MATH  # (llvmlite: imported when scheduling)
+
+    def native(call: Call) -> bool:
+        name = getattr(call.op, "name", "")
+        if name in VECTOR_NATIVE_CALLS:
+            return True
+        dtype = call.dtype.element_of
+        return name.startswith("tir.") and name[4:] in VECTOR_MATH and dtype.code == "float" and dtype.bits in (16, 32)
+    return all(native(call) for call in collect(info.block.body, Call))
 
 
 def vector_lanes(target: Any, dtype: Any) -> int:

@@ -15,9 +15,9 @@ loads; rows padded by ``storage_align`` against bank conflicts). The accumulator
 write-back, after the k loop.
 
 Other GPU kinds get TVM's generic configuration (8 x 8 threads, no vectors). A cuda target of
-compute capability 7.0 or newer would take TVM's tensor-core variant for float16 and int8 tiles
-larger than 64: tvms does not build that variant, and declines those functions rather than
-schedule them differently from TVM.
+compute capability 7.0 or newer first tries TVM's tensor-core variant for float16 and int8
+matmuls whose constant i, j and k exceed 64 (gpu_matmul_tensorcore.py), and keeps this schedule
+where that gives up.
 """
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def index_maps(block: Block) -> tuple[IndexMap, IndexMap, IndexMap, IndexMap] | 
     return (fusion_map(kinds, extents, (S, I, J, K)), *maps)
 
 
-def _reduction_block(sch: Schedule, blocks: list[BlockRV]) -> BlockRV | None:
+def reduction_block(sch: Schedule, blocks: list[BlockRV]) -> BlockRV | None:
     """The one reduction block, when every block is spatial or a reduction (TVM's
     ``get_reduction_blocks``)."""
     types = [{iv.iter_type for iv in sch.get(rv).iter_vars} for rv in blocks]
@@ -198,27 +198,33 @@ class Matmul(GPURule):
             return None
         sch = Schedule(func)
         try:
-            main = _reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
+            main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
             if main is None or index_maps(sch.get(main)) is None:
                 return None
             normalize(sch, main)
-            if self._tensor_core_variant(sch.get(main), target):
-                return None
+            in_dtype = self._tensor_core_variant(sch.get(main), target)
+            if in_dtype is not None:
+                from .gpu_matmul_tensorcore import schedule_tensor_core  # (it builds on this module)
+                tensorized = schedule_tensor_core(func, in_dtype)
+                if tensorized is not None:
+                    return tensorized
             schedule_simt(sch, main, config_for(target))
         except ScheduleError:  # (a function without a root block, a primitive refusing)
             return None
         return sch
 
     @staticmethod
-    def _tensor_core_variant(block: Block, target: Any) -> bool:
-        """Whether TVM would take its tensor-core schedule (which tvms does not build)."""
+    def _tensor_core_variant(block: Block, target: Any) -> str | None:
+        """The operands' type where TVM tries its tensor-core schedule first: a cuda target of
+        compute capability 7.0 or newer, no constant i, j or k of 64 or less, and int8 into int32
+        or float16 into float16 or float32."""
         if target_kind(target) != "cuda" or sm_version(target) < 70:
-            return False
+            return None
         extents = [iv.dom.extent for iv in block.iter_vars[1:]]
         if any(isinstance(e, IntImm) and e.value <= TENSOR_CORE_MIN_EXTENT for e in extents):
-            return False
+            return None
         types = (str(block.reads[0].buffer.dtype), str(block.writes[0].buffer.dtype))
-        return types in (("int8", "int32"), ("float16", "float16"), ("float16", "float32"))
+        return types[0] if types in (("int8", "int32"), ("float16", "float16"), ("float16", "float32")) else None
 
 
 def normalize(sch: Schedule, main: BlockRV) -> None:

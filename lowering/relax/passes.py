@@ -17,7 +17,7 @@ from ...ir.relax import make_constant, merge_blocks
 from ...ir.expr import IntImm, Var as TirVar
 from ...ir.module import GlobalVar, IRModule
 from ...ir.node import Node
-from ...ir.struct_info import FuncStructInfo, TensorStructInfo
+from ...ir.struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
 from ...ir.structural import structural_equal
 from ...ir.visitor import Mutator, walk
 from ..pass_registry import register_pass
@@ -160,13 +160,15 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
     mapping: dict = {}
     dropped: set = set()
     renames: dict = {}  # DataflowVar -> output Var that takes over its definition
+    local: dict = {}  # Var bound in a dataflow block and used only there -> its DataflowVar
+    escapes: set = set()  # vars that a dropped binding's uses outside its block now read
 
     def resolve(v: Any) -> Any:
         while v in mapping:
             v = mapping[v]
         return v
 
-    bound = {b.var: b.value for b in walk(func) if isinstance(b, rx.VarBinding)}
+    known: dict = {}  # var -> its value, as far as it is known (TVM's known_bindings)
 
     def plan(node: Any) -> None:
         for n in walk(node):
@@ -181,8 +183,9 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
                         if not (isinstance(value, rx.Var) and structural_equal(
                                 b.struct_info, value.struct_info, map_free_vars=False)):
                             continue
-                    if isinstance(value, rx.TupleGetItem) and isinstance(b, rx.VarBinding):
-                        value = _known_field(value, bound, resolve)  # t[i] of a known tuple
+                    if isinstance(b, rx.VarBinding):
+                        value = _known_value(value, known)  # t[i] of a known tuple, ...
+                        known[b.var] = value
                     if not isinstance(value, rx.Var):
                         continue
                     src = resolve(value)
@@ -201,11 +204,20 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
                         continue
                     mapping[b.var] = src
                     dropped.add(b)
+                    if outside is None or needed_outside:
+                        escapes.add(src)  # (read, through b.var, outside src's block)
+                if outside is not None:  # (as TVM: an output nothing outside reads is not one)
+                    local.update((b.var, rx.DataflowVar(b.var.name, b.var.struct_info, span=b.var.span))
+                                 for b in blk.bindings if type(b.var) is rx.Var and b.var not in outside
+                                 and b not in dropped)
 
     plan(func)
-    if not mapping:
+    local = {k: v for k, v in local.items() if k not in escapes}
+    if not mapping and not local:
         return func
     final = {k: resolve(k) for k in mapping}
+    final = {k: local.get(v, v) for k, v in final.items()}
+    final.update((k, v) for k, v in local.items() if k not in final)
 
     class _Rewrite(Mutator):
         def visit_SeqExpr(self, seq: rx.SeqExpr) -> Any:
@@ -217,6 +229,8 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
                         continue
                     if b.var in renames:  # the definition of dv now defines gv
                         b = b.with_changes(var=renames[b.var])
+                    elif b.var in local:
+                        b = b.with_changes(var=local[b.var])
                     new.append(_substitute_value(b))
                 blocks.append(type(blk)(tuple(new), span=blk.span))
             body = _substitute(seq.body, final)
@@ -230,17 +244,29 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
     return func.with_changes(body=_Rewrite().visit(func.body))
 
 
-def _known_field(item: rx.TupleGetItem, bound: dict, resolve: Any) -> Any:
-    """The variable ``t[i]`` is when ``t`` is a tuple expression (or a variable bound to one)
-    whose field ``i`` is a variable; else ``item``."""
-    tup = item.tuple_value
+def _unwrap(expr: Any, known: dict) -> Any:
     seen = 0
-    while isinstance(tup, rx.Var) and tup in bound and seen < 64:
-        tup, seen = bound[tup], seen + 1
-    if isinstance(tup, rx.Tuple) and 0 <= item.index < len(tup.fields) \
-            and isinstance(tup.fields[item.index], rx.Var):
-        return resolve(tup.fields[item.index])
-    return item
+    while isinstance(expr, rx.Var) and expr in known and seen < 64:
+        expr, seen = known[expr], seen + 1
+    return expr
+
+
+def _known_value(value: Any, known: dict) -> Any:
+    """What ``value`` is known to be, as TVM's ``UnwrapKnownValue``: ``t[i]`` of a known tuple
+    is its field ``i``; a tuple of ``t[0], ..., t[n-1]`` of one ``n``-tuple ``t`` is ``t``."""
+    if isinstance(value, rx.TupleGetItem):
+        tup = _unwrap(value.tuple_value, known)
+        if isinstance(tup, rx.Tuple) and 0 <= value.index < len(tup.fields):
+            return tup.fields[value.index]
+    if isinstance(value, rx.Tuple) and value.fields:
+        items = [_unwrap(f, known) for f in value.fields]
+        if all(isinstance(item, rx.TupleGetItem) and item.index == i for i, item in enumerate(items)):
+            source = _unwrap(items[0].tuple_value, known)
+            sinfo = items[0].tuple_value.struct_info
+            if isinstance(sinfo, TupleStructInfo) and len(sinfo.fields) == len(items) and \
+                    all(_unwrap(item.tuple_value, known) is source for item in items):
+                return source
+    return value
 
 
 def _has_seq(node: Any) -> bool:
@@ -490,6 +516,33 @@ def _try_fold(call: rx.Call, mod: IRModule | None) -> Any:
     return make_constant(np.array(value, dtype=str(call.struct_info.dtype), order="C"))
 
 
+def _fold_call_tir(call: rx.Call, mod: IRModule | None) -> Any:
+    """The constant (or tuple of constants) ``R.call_tir(f, (constants...))`` makes: ``f`` built
+    for the host and run, as TVM's FoldConstant does (weights bound with BindParams are then
+    transformed at compile time); None when an argument is not a constant or a size is not."""
+    from ...ir.function import PrimFunc
+
+    gv, args = call.args[0], call.args[1]
+    if len(call.args) > 2 or mod is None or not isinstance(gv, GlobalVar) or gv.name_hint not in mod:
+        return None
+    func = mod[gv.name_hint]
+    outs = call.sinfo_args[0].fields if len(call.sinfo_args) == 1 and \
+        isinstance(call.sinfo_args[0], TupleStructInfo) else call.sinfo_args
+    if not (isinstance(func, PrimFunc) and isinstance(args, rx.Tuple) and outs
+            and all(isinstance(a, rx.Constant) for a in args.fields) and all(map(_static_tensor, outs))
+            and len(func.params) == len(args.fields) + len(outs)
+            and all(p in func.buffer_map for p in func.params)):
+        return None
+    from ..build import build  # (the driver, for the host: a kernel run once here)
+
+    kernel = build(IRModule({gv.name_hint: func}), "llvm")[gv.name_hint]
+    results = [np.empty(tuple(int(d.value) for d in s.shape.values), dtype=str(s.dtype)) for s in outs]
+    kernel(*[np.require(a.data, requirements=("C", "W")) for a in args.fields], *results)
+    consts = [make_constant(r) for r in results]
+    return consts[0] if len(call.sinfo_args) == 1 and not isinstance(call.sinfo_args[0], TupleStructInfo) \
+        else rx.Tuple(tuple(consts))
+
+
 def fold_constant(func: rx.Function, mod: IRModule | None = None) -> rx.Function:
     consts: dict = {}  # var -> the Constant it is bound to
 
@@ -508,8 +561,10 @@ def fold_constant(func: rx.Function, mod: IRModule | None = None) -> rx.Function
                     value = fold_seq(value)
                 elif not isinstance(value, rx.Function):
                     value = _substitute(value, consts)
-                if dataflow and isinstance(value, rx.Call):
-                    folded = _try_fold(value, mod)
+                if isinstance(value, rx.Call):
+                    is_call_tir = getattr(value.op, "name", None) == "relax.call_tir"
+                    folded = _fold_call_tir(value, mod) if is_call_tir else \
+                        _try_fold(value, mod) if dataflow else None
                     if folded is not None:
                         value = folded
                 if isinstance(b, rx.VarBinding) and isinstance(value, rx.Constant):
@@ -528,7 +583,8 @@ def fold_constant(func: rx.Function, mod: IRModule | None = None) -> rx.Function
 @module_pass(opt_level=0, name="FoldConstant")
 class FoldConstant:
     """Calls of Relax operators on constants inside dataflow blocks are evaluated (with the
-    reference executor's numpy kernels) and replaced by constants; variables bound to constants
+    reference executor's numpy kernels) and replaced by constants, and so are ``R.call_tir``s of
+    constants anywhere (the kernel built for the host and run); variables bound to constants
     are replaced by them and the bindings left unused removed, as TVM does."""
 
     def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:

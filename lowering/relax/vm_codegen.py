@@ -149,7 +149,15 @@ class _FunctionCompiler:
         self.cg.functions.append(VMFunction(
             self.name, tuple(names + [p.name for p in params]), self.num_regs,
             tuple(v.name for v in self.slots), tuple(self.code), shape_params,
-            bool(self.captured or self.captured_sizes) or self.name not in self.cg.mod, tuple(signature)))
+            bool(self.captured or self.captured_sizes) or self.name not in self.cg.mod, tuple(signature),
+            self.upper_bounds()))
+
+    def upper_bounds(self) -> tuple:
+        """``(slot, bound)`` of the size variables the ``tir_var_upper_bound`` attribute bounds."""
+        bounds = self.func.attrs.get("tir_var_upper_bound") or {}
+        slots = {v.name: k for v, k in self.slots.items()}
+        return tuple(sorted((slots[name], int(getattr(b, "value", b))) for name, b in bounds.items()
+                            if name in slots))
 
     def tensor_type(self, sinfo: Any) -> tuple:
         """A parameter as ``VMFunction.signature`` records it: (annotation, dtype, dims)."""

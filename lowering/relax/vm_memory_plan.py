@@ -12,6 +12,14 @@ reused.
 
 ``vm_codegen`` turns the plan into instructions: a pooled allocation (``vm.builtin.alloc_tensor``
 with ``pooled``) and, after the last use, ``vm.builtin.release``.
+
+``plan_storage(f)`` is the static plan of the compiled VM (``codegen/llvm_vm.py``), as TVM's
+StaticPlanBlockMemory makes it, over a straight-line ``VMFunction``: each allocation the function
+does not return gets a storage token; a token whose tensors have all died is free, and the next
+allocation takes the free token that fits best (growing it when none is large enough), so
+tensors whose lifetimes do not overlap share storage. A token's size is a byte expression over
+the heap; it is reserved once per VM when it is a constant or when the ``tir_var_upper_bound``
+of the sizes it reads bounds it (``bound``), else allocated at each call.
 """
 from __future__ import annotations
 
@@ -20,9 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ...ir import relax as rx
+from ...ir.dtype import DataType
 from ...ir.expr import Op
 from ...ir.node import Node
 from ...ir.struct_info import TensorStructInfo
+from ...ir.vm_program import Call, Reg, Ret, Size, VMFunction
 
 DPS_OPS = ("relax.call_tir", "relax.call_dps_packed")
 ALLOC_TENSOR = "relax.builtin.alloc_tensor"
@@ -107,4 +117,145 @@ def _vars_in(node: Any) -> Iterator[rx.Var]:
     return (n for n in walk(node) if isinstance(n, rx.Var))
 
 
-__all__ = ["ALLOC_TENSOR", "DPS_OPS", "SeqPlan", "plan_seq"]
+# ---------------------------------------------------------------- the compiled VM's static plan
+ALLOC = "vm.builtin.alloc_tensor"
+# the builtins that read a tensor without keeping it (checks) or end its life (release)
+_PASSIVE = ("vm.builtin.check_tensor_info", "vm.builtin.match_shape", "vm.builtin.bind_sizes",
+            "vm.builtin.release")
+
+
+@dataclass(frozen=True)
+class StorageToken:
+    """Storage shared by ``tensors`` (registers, in allocation order): ``size`` its bytes (a size
+    expression over the heap: the largest of its tensors'), ``bound`` the bytes reserved once per
+    VM (None: allocated at each call, as large as ``size``)."""
+
+    size: Any
+    bound: int | None
+    tensors: tuple
+
+
+@dataclass(frozen=True)
+class StoragePlan:
+    """``tokens``; ``token_of``: register -> index of its token; ``outputs``: the registers of
+    allocations that outlive the function (returned, or kept by something other than a kernel
+    or a check): each call allocates them afresh."""
+
+    tokens: tuple
+    token_of: dict
+    outputs: tuple
+
+    def describe(self, heap: tuple = ()) -> list[str]:
+        """One line per token: its tensors, size and how it is allocated."""
+        from ...ir.vm_program import size_text
+
+        return [f"storage {k}: {', '.join(f'%{r}' for r in t.tensors)}; {size_text(t.size, heap)} bytes, "
+                + (f"{t.bound} reserved per VM" if t.bound is not None else "allocated per call")
+                for k, t in enumerate(self.tokens)]
+
+
+def tensor_bytes(inst: Call) -> Any:
+    """The bytes of the tensor an ``alloc_tensor`` instruction allocates, a size expression."""
+    dtype = DataType(inst.args[0].value)
+    nbytes: Any = 1 if dtype.is_bool else (dtype.bits * dtype.lanes + 7) // 8  # (bool: a byte, as numpy)
+    for a in inst.args[2:]:
+        d = a.expr if isinstance(a, Size) else a.value
+        nbytes = nbytes * d if isinstance(d, int) and isinstance(nbytes, int) else ("mul", nbytes, d)
+    return nbytes
+
+
+def upper_bound(e: Any, bounds: dict) -> int | None:
+    """The largest value of the size expression ``e`` when each heap slot ``k`` lies in
+    ``0..bounds[k]`` (sizes are never negative), or None when that does not bound it."""
+    if isinstance(e, bool) or not isinstance(e, (int, tuple)):
+        return None
+    if isinstance(e, int):
+        return e
+    op, args = e[0], e[1:]
+    if op == "slot":
+        return bounds.get(args[0])
+    if op == "floordiv" and isinstance(args[1], int) and args[1] > 0:
+        a = upper_bound(args[0], bounds)
+        return None if a is None else a // args[1]
+    if op in ("add", "mul", "max"):
+        parts = [upper_bound(x, bounds) for x in args]
+        if None in parts or any(p < 0 for p in parts):
+            return None
+        return {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "max": max}[op](*parts)
+    if op == "min":
+        parts = [p for p in (upper_bound(x, bounds) for x in args) if p is not None]
+        return min(parts) if parts else None
+    return None
+
+
+def plan_storage(f: VMFunction) -> StoragePlan:
+    """The static storage plan of ``f`` (straight-line code: calls, then one ``Ret``)."""
+    code, bounds = f.code, dict(f.upper_bounds)
+    root: dict = {}  # register -> the allocation register it aliases (vm.builtin.copy)
+    allocs: dict = {}  # allocation register -> its instruction index
+    last_use: dict = {}
+    kept: set = set()
+    for pc, inst in enumerate(code):
+        if isinstance(inst, Ret):
+            kept.add(root.get(inst.reg, inst.reg))
+            continue
+        if not isinstance(inst, Call):
+            continue
+        regs = [root.get(a.index, a.index) for a in inst.args if isinstance(a, Reg)]
+        if inst.kind == "builtin" and inst.func == ALLOC:
+            allocs[inst.dst] = pc
+            last_use[inst.dst] = pc
+        elif inst.kind == "builtin" and inst.func == "vm.builtin.copy" and regs and regs[0] in allocs:
+            root[inst.dst] = regs[0]
+        elif inst.kind != "kernel" and not (inst.kind == "builtin" and inst.func in _PASSIVE):
+            kept.update(regs)  # (a tuple, a packed function, a closure... may hold it for good)
+        for r in regs:
+            if r in allocs:
+                last_use[r] = pc
+    # a register made by make_tuple and returned keeps its fields: kept above, as a use by make_tuple
+    tokens: list = []  # [size, bound, tensors]
+    token_of: dict = {}
+    free: list = []
+    dying: dict = {}  # instruction index -> tokens free after it
+    for reg, pc in allocs.items():
+        if reg in kept:
+            continue
+        for at in [k for k in dying if k < pc]:
+            free.extend(dying.pop(at))
+        size = tensor_bytes(code[pc])
+        bound = upper_bound(size, bounds)
+        k = _best_fit(tokens, free, bound)
+        if k is None:
+            k = len(tokens)
+            tokens.append([size, bound, []])
+        else:
+            free.remove(k)
+            token = tokens[k]
+            token[0] = _larger(token[0], size)
+            token[1] = None if bound is None else max(token[1], bound)
+        tokens[k][2].append(reg)
+        token_of[reg] = k
+        dying.setdefault(last_use[reg], []).append(k)
+    outputs = tuple(r for r in allocs if r in kept)
+    return StoragePlan(tuple(StorageToken(s, b, tuple(t)) for s, b, t in tokens), token_of, outputs)
+
+
+def _larger(a: Any, b: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    return a if a == b else ("max", a, b)
+
+
+def _best_fit(tokens: list, free: list, bound: int | None) -> int | None:
+    """The free token for a tensor of ``bound`` bytes (None: unbounded): the smallest one at
+    least as large, else the largest one (it grows); unbounded tensors share unbounded tokens."""
+    if bound is None:
+        return next((k for k in free if tokens[k][1] is None), None)
+    sized = sorted((tokens[k][1], k) for k in free if tokens[k][1] is not None)
+    if not sized:
+        return None
+    return next((k for b, k in sized if b >= bound), sized[-1][1])
+
+
+__all__ = ["ALLOC_TENSOR", "DPS_OPS", "SeqPlan", "StoragePlan", "StorageToken", "plan_seq", "plan_storage",
+           "tensor_bytes", "upper_bound"]

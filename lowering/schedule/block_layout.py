@@ -21,7 +21,7 @@ from ...ir.structural import structural_equal
 from ...ir.stmt import SERIAL, BlockRealize, BufferStore, For, Stmt
 from ...ir.visitor import Mutator, walk
 from .errors import ScheduleError
-from .layout import IndexMap, linear_terms
+from .layout import IndexMap, linear_terms, mixed_radix
 from .tree import enclosing_loops, replace_stmts
 
 
@@ -153,16 +153,10 @@ def _fused_digits(e: PrimExpr, by_var: dict, seen: set) -> list | None:
     terms = linear_terms(e)
     if terms is None or len(terms) < 2 or any(id(v) not in by_var or id(v) in seen for v, _ in terms):
         return None
-    terms.sort(key=lambda t: -t[1])
-    stride = 1
-    for var, s in reversed(terms):
-        extent = by_var[id(var)].dom.extent
-        if s != stride or (var is not terms[0][0] and not isinstance(extent, IntImm)):
-            return None
-        stride *= extent.value if isinstance(extent, IntImm) else 1
-    if len({by_var[id(v)].iter_type for v, _ in terms}) != 1:
+    digits = mixed_radix(terms, lambda v: by_var[id(v)].dom.extent)
+    if digits is None or len({by_var[id(v)].iter_type for v, _ in terms}) != 1:
         return None
-    return terms
+    return digits
 
 
 def _extent(iv: IterVar, name: str) -> int:
@@ -318,13 +312,9 @@ class IterMapIndices(Mutator):
             else:
                 return None
         terms = sorted(((v, c) for v, c in coeffs.items() if c), key=lambda t: -abs(t[1]))
-        reach = None
-        for v, c in reversed(terms):  # each scale exactly covers the ones below it
-            extent = self.extents[v]
-            if reach is not None and abs(c) != reach or not isinstance(extent, IntImm) and v != terms[0][0]:
-                return None
-            reach = abs(c) * extent.value if isinstance(extent, IntImm) else None
-        if len(terms) > 1 and terms[-1][1] != 1:
+        # (outer scales of either sign; the innermost, of several, +1)
+        radix = mixed_radix([(v, abs(c)) for v, c in terms], self.extents.get)
+        if len(terms) > 1 and (terms[-1][1] != 1 or radix is None):
             return None
         return terms, base
 

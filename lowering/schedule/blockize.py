@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...ir.analysis import infer_block_regions, substitute
 from ...ir.arith import Analyzer, Sum
-from ...ir.expr import DATA_PAR, Add, IntImm, IterVar, Mul, Range, Var, const
+from ...ir.expr import DATA_PAR, Add, FloorDiv, IntImm, IterVar, Mul, Range, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, For, Stmt
 from ...ir.structural import structural_equal
@@ -49,14 +49,18 @@ def blockize(func: PrimFunc, loop: For) -> tuple[PrimFunc, str]:
             raise ScheduleError(f"blockize: the binding of '{iv.var.name}' in block '{name}' cannot be "
                                 f"divided at loop '{loop.loop_var.name}'")
         size = bound[1] + 1
-        extent = iv.dom.extent.value if isinstance(iv.dom.extent, IntImm) else None
-        if (extent is None or extent % size or outer.base % size
+        extent = analyzer.canonical(iv.dom.extent)  # (symbolic when padded to a multiple: (n + 127) // 128 * 128)
+        if (extent.base % size or any(t.scale % size for t in extent.terms) or outer.base % size
                 or any(t.scale % size for t in outer.terms)):
             raise ScheduleError(f"blockize: the binding of '{iv.var.name}' in block '{name}' is not "
                                 f"divisible by the subspace of loop '{loop.loop_var.name}'")
         dtype = iv.var.dtype
         vo = Var(f"{iv.var.name}_o", dtype)
-        outer_iters.append(IterVar(Range(const(0, dtype), const(extent // size, dtype)), vo, iv.iter_type))
+        outer_extent = analyzer.simplify(FloorDiv(iv.dom.extent, const(size, dtype)))
+        if len(outer.terms) > 1 and isinstance(outer_extent, Mul) and isinstance(outer_extent.b, IntImm):
+            # (TVM multiplies a fused binding's extents from the innermost: 2 * 4 * E is 8 * E)
+            outer_extent = Mul(outer_extent.b, outer_extent.a)
+        outer_iters.append(IterVar(Range(const(0, dtype), outer_extent), vo, iv.iter_type))
         outer_values.append(analyzer.to_expr(analyzer.scale_down(outer, size), dtype))
         if size == 1:
             mapping[iv.var] = vo

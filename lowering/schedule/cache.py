@@ -129,15 +129,16 @@ def cache_write(func: PrimFunc, realize: BlockRealize, path: tuple, index: int, 
     block = realize.block
     old = _buffer(block, block.writes, index, "write")
     new = decl_buffer(old.shape, old.dtype, f"{old.name}_{scope_name}", scope=scope_name)
+    inside = {id(r) for r in blocks_under(realize)}  # (the block and those nested in it, a blockized one's)
     others = [r.block.name_hint for r in blocks_under(func.body)
-              if r is not realize and any(w.buffer is old for w in r.block.writes)]
+              if id(r) not in inside and any(w.buffer is old for w in r.block.writes)]
     if others:
         raise ScheduleError(f"cache_write: buffer '{old.name}' of block '{block.name_hint}' is also "
                             f"written by block(s) {', '.join(repr(n) for n in others)}")
     scope, children = _scope_children(path)
     position = _position_of(children, realize) + 1
     sharing = [r.block.name_hint for r in blocks_under(children[position - 1])
-               if r is not realize and any(x.buffer is old for x in r.block.reads)]
+               if id(r) not in inside and any(x.buffer is old for x in r.block.reads)]
     if sharing:  # the write-back goes after the writer's whole loop nest: too late for them
         raise ScheduleError(f"cache_write: block '{sharing[0]}' reads buffer '{old.name}' inside the loop "
                             f"nest of its writer '{block.name_hint}'; the cache would be written back "
@@ -195,6 +196,8 @@ def storage_align(func: PrimFunc, realize: BlockRealize, index: int, axis: int, 
                   offset: int) -> PrimFunc:
     block = realize.block
     buffer = _buffer(block, block.writes, index, "write")
+    if -len(buffer.shape) <= axis < 0:  # (counted from the last, as in TVM)
+        axis += len(buffer.shape)
     if not 0 <= axis < len(buffer.shape):
         raise ScheduleError(f"storage_align: axis {axis} is out of range for buffer '{buffer.name}' "
                             f"of rank {len(buffer.shape)}")

@@ -13,7 +13,7 @@ from functools import reduce
 from math import gcd
 
 from ...ir.analysis import substitute
-from ...ir.arith import Analyzer, Sum
+from ...ir.arith import CANONICAL, Analyzer, Sum
 from ...ir.arith.split_sum import SplitTerm
 from ...ir.buffer import Buffer
 from ...ir.expr import (GE, LT, Add, And, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Sub, Var, const,
@@ -41,15 +41,12 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
         everything.bind(var, lo, extent)
     s = analyzer.canonical(e)
     fixed, low, high = [], 0, 0
-    for t in [u for term in s.terms for u in (_split_digits(everything, term) or [term])]:
+    canonical = everything.with_mode(CANONICAL)
+    for t in [u for term in s.terms for u in _digits(canonical, term, e.dtype)]:
         if any(isinstance(n, Var) and id(n) in inner for n in _vars(t.index)):
             b = analyzer.term_bound(t)
             if b is None and (whole := everything.term_bound(t)) is not None and whole[0] == whole[1]:
                 b = whole
-            # (a term whose value the outer loops alone decide: exact, where a bound would widen it)
-            if (b is None or b[0] != b[1]) and (quotient := _outer_quotient(analyzer, t, inner)) is not None:
-                fixed.append(quotient)
-                continue
             if b is None:
                 return None
             a, c = b[0] * t.scale, b[1] * t.scale
@@ -64,32 +61,16 @@ def _symbolic_bounds(e: PrimExpr, inner: dict[int, tuple[Var, int, int]],
             analyzer.simplify(Add(analyzer.to_expr(rest, dtype), const(high, dtype))))
 
 
-def _split_digits(analyzer: Analyzer, t: SplitTerm) -> list[SplitTerm] | None:
-    """``(high * g + low) // d`` with ``low`` in [0, g) and g dividing d is ``high // (d / g)``, and
-    ``(high * g + low) % m`` with g dividing m is ``high % (m / g) * g + low``: the term split
-    into its digits, as TVM's analyzer (which knows every loop's range) simplifies it
-    (``(bx * 16 + ty) % 256`` is ``bx % 16 * 16 + ty`` for ``ty`` < 16); so is
-    ``(high * g + low) // d`` for d dividing g."""
-    s = analyzer.canonical(t.index)
-    if len(s.terms) < 2 or s.base or (t.upper is None) == (t.lower == 1):
-        return None
-    dtype = t.index.dtype
-    for g in sorted({u.scale for u in s.terms if u.scale > 1}, reverse=True):
-        high = [replace(u, scale=u.scale // g) for u in s.terms if u.scale % g == 0]
-        low = [u for u in s.terms if u.scale % g]
-        bound = analyzer.sum_bound(Sum(tuple(low), 0)) if low else None
-        if not high or bound is None or bound[0] < 0 or bound[1] >= g:
-            continue
-        index = analyzer.to_expr(Sum(tuple(high), 0), dtype)
-        if t.upper is None and t.lower % g == 0:
-            return [SplitTerm(index, t.lower // g, None, t.scale)]
-        if t.upper is None and g % t.lower == 0:  # ((hi * 16 + lo) // 8 is hi * 2 + lo // 8)
-            rest = analyzer.to_expr(Sum(tuple(low), 0), dtype)
-            return [SplitTerm(index, 1, None, t.scale * (g // t.lower)), SplitTerm(rest, t.lower, None, t.scale)]
-        if t.lower == 1 and t.upper is not None and t.upper % g == 0:
-            return [SplitTerm(index, 1, t.upper // g, t.scale * g), *(replace(u, scale=u.scale * t.scale) for u in low)]
-        return None
-    return None
+def _digits(canonical: Analyzer, t: SplitTerm, dtype) -> tuple[SplitTerm, ...]:
+    """A division or modulo term split into its digits by the CANONICAL analyzer, which knows every
+    loop's range, as TVM's analyzer simplifies it: ``(bx * 16 + ty) % 256`` is ``bx % 16 * 16 + ty``
+    for ``ty`` < 16, ``(hi * 16 + lo) // 8`` is ``hi * 2 + lo // 8``; a quotient the outer loops
+    alone decide loses its inner loops (``(f0 * 2 + f1) % 4 // 2`` is ``f0 % 2``), exact where a
+    bound would widen it."""
+    if t.lower == 1 and t.upper is None:
+        return (t,)
+    split = canonical.canonical(canonical.to_expr(Sum((t,), 0), dtype))
+    return split.terms if not split.base else (t,)
 
 
 def _interval(e: PrimExpr, inner: dict[int, tuple[Var, int, int]]) -> tuple[PrimExpr, PrimExpr] | None:
@@ -125,22 +106,6 @@ def _interval(e: PrimExpr, inner: dict[int, tuple[Var, int, int]]) -> tuple[Prim
     return const(0, e.dtype), const(c - 1, e.dtype)
 
 
-def _outer_quotient(analyzer: Analyzer, t: SplitTerm, inner: dict) -> SplitTerm | None:
-    """``(outer * g + r) // d`` with the inner part ``r`` in [0, g) and g dividing d is
-    ``outer // (d / g)``: the term without its inner loops (``(co_0 * 4 + co_2 * 2 + co_3) // 32``
-    is ``co_0 // 8``), as TVM's canonical simplifier finds; a modulo after the quotient stays
-    (``(f0 * 2 + f1) % 4 // 2`` is ``f0 % 2``)."""
-    s = analyzer.canonical(t.index)
-    outer = [u for u in s.terms if not any(id(v) in inner for v in _vars(u.index))]
-    rest = Sum(tuple(u for u in s.terms if u not in outer), s.base)
-    g = reduce(gcd, (u.scale for u in outer), 0)
-    bound = analyzer.sum_bound(rest)
-    if g <= 1 or t.lower % g or bound is None or bound[0] < 0 or bound[1] >= g:
-        return None
-    quotient = Sum(tuple(replace(u, scale=u.scale // g) for u in outer), 0)
-    return SplitTerm(analyzer.to_expr(quotient, t.index.dtype), t.lower // g, t.upper, t.scale)
-
-
 def _vars(e: PrimExpr) -> list:
     return [n for n in walk(e) if isinstance(n, Var)]
 
@@ -156,7 +121,8 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
     shared_by = [] if writes else _threads_sharing(around, buffer.scope)
     found: list | None = None
     for node, path in walk_with_path(loop.body, (loop,)):
-        if not isinstance(node, BlockRealize):
+        # (a block inside another is covered by the outer one's regions, as TVM sees the scope)
+        if not isinstance(node, BlockRealize) or any(isinstance(p, BlockRealize) for p in path):
             continue
         regions = node.block.writes if writes else node.block.reads
         inner_loops = [n for n in enclosing_loops(path) if n is not loop]

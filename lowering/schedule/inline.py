@@ -18,7 +18,7 @@ from ...ir.stmt import Block, BlockRealize, BufferStore
 from ...ir.structural import structural_equal
 from ...ir.visitor import Mutator, collect
 from .errors import ScheduleError
-from .layout import linear_terms
+from .layout import linear_terms, mixed_radix
 from .tree import blocks_under, remove_block, replace_stmts
 
 
@@ -89,15 +89,8 @@ def _mixed_radix(index: PrimExpr, own: dict) -> list | None:
         return [(terms[0][0], 1, None)] if terms[0][1] == 1 else None
     if any(not isinstance(own[id(v)].dom.extent, IntImm) for v, _ in terms):
         return None
-    terms.sort(key=lambda t: -t[1])
-    digits, stride = [], 1
-    for var, s in reversed(terms):
-        extent = own[id(var)].dom.extent.value
-        if s != stride:
-            return None
-        digits.append((var, s, extent))
-        stride *= extent
-    return digits[::-1]
+    digits = mixed_radix(terms, lambda v: own[id(v)].dom.extent)
+    return None if digits is None else [(v, s, own[id(v)].dom.extent.value) for v, s in digits]
 
 
 def _consumer_domain_predicate(consumer: Block, indices: tuple, realize: BlockRealize) -> PrimExpr:
@@ -175,6 +168,18 @@ def _readers(func: PrimFunc, buffer: Buffer) -> list[BlockRealize]:
             or not blocks_under(r.block.body) and any(n.buffer is buffer for n in collect(r.block.body, BufferLoad))]
 
 
+def _positional(indices: tuple, block: Block) -> Callable[[tuple], dict] | None:
+    """TVM's fast path: where the store's indices are the block's iterators in order (a unit
+    iterator may stand as the constant 0), each iterator is the reader's index at its position
+    (the unit one too: the reader's index there is 0 wherever it reads what the block wrote)."""
+    ivs = block.iter_vars
+    if len(indices) != len(ivs) or not all(
+            index is iv.var or (is_const_int(index, 0) and is_const_int(iv.dom.min, 0) and is_const_int(iv.dom.extent, 1))
+            for index, iv in zip(indices, ivs)):
+        return None
+    return lambda at: {iv.var: value for iv, value in zip(ivs, at)}
+
+
 def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     block = realize.block
     store = _single_store(block, "compute_inline")
@@ -187,7 +192,8 @@ def compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     if len(_writers(func, buffer)) != 1:
         raise ScheduleError(f"compute_inline: buffer '{buffer.name}' of block '{block.name_hint}' has "
                             f"other writers")
-    inliner = _InlineLoads(buffer, lambda at: _iterators_at(store.indices, block, at, "compute_inline"), store.value)
+    inliner = _InlineLoads(buffer, _positional(store.indices, block) or
+                           (lambda at: _iterators_at(store.indices, block, at, "compute_inline")), store.value)
     table: dict[int, Any] = {}
     for consumer in _readers(func, buffer):
         new = inliner.visit(consumer.block.with_changes(reads=()))

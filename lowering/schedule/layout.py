@@ -129,6 +129,24 @@ def linear_terms(e: PrimExpr) -> list[tuple[Var, int]] | None:
     return terms
 
 
+def mixed_radix(terms: list, extent_of: Any) -> list | None:
+    """``terms`` (``[(key, coefficient)]`` of ``i * 12 + j * 4 + k``) outermost first, when they are
+    the digits of a mixed-radix number: the innermost coefficient 1, each other the product of the
+    constant extents (``extent_of(key)``) below it; the outermost extent may be symbolic. None
+    otherwise."""
+    ordered = sorted(terms, key=lambda t: -t[1])
+    stride = 1
+    for k, (key, coefficient) in enumerate(reversed(ordered)):
+        if coefficient != stride:
+            return None
+        if k < len(ordered) - 1:
+            extent = extent_of(key)
+            if not isinstance(extent, IntImm):
+                return None
+            stride *= extent.value
+    return ordered
+
+
 def _fused_extent(e: PrimExpr, extents: dict) -> PrimExpr | None:
     """The extent of a new index that is an old index, a constant, or old indices fused in
     mixed radix (``i0 * e1 + i1``, ``e1`` the extent of ``i1``); None for anything else."""

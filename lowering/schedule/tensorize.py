@@ -12,12 +12,12 @@ those regions with ``T.match_buffer`` (as TVM 0.27's Tensorize does).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from ...ir.errors import TVMSError
-from ...ir.expr import BufferLoad, IntImm, PrimExpr, Range, Sub, Var, const
+from ...ir.expr import BinaryOp, BufferLoad, Cast, IntImm, PrimExpr, Range, Sub, Var, const
 from ...ir.function import PrimFunc
 from ...ir.node import Node, walk_fields
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt
@@ -29,9 +29,12 @@ from .tree import find_block, replace_stmts
 
 class TensorIntrin:
     """``TensorIntrin(desc, impl)``; ``TensorIntrin.register(name, desc, impl)`` names one for
-    ``Schedule.tensorize`` and ``TensorIntrin.get(name)`` looks it up (TVM's registry)."""
+    ``Schedule.tensorize`` and ``TensorIntrin.get(name)`` looks it up (TVM's registry).
+    ``register_lazy(name, build)`` names one built on its first lookup (families of intrinsics
+    written as TVMScript, whose parsing would slow the import down)."""
 
     _REGISTRY: dict[str, "TensorIntrin"] = {}
+    _LAZY: dict[str, Callable[[], "TensorIntrin"]] = {}
 
     def __init__(self, desc: PrimFunc, impl: PrimFunc):
         for what, f in (("desc", desc), ("impl", impl)):
@@ -45,12 +48,21 @@ class TensorIntrin:
 
     @staticmethod
     def register(name: str, desc: PrimFunc, impl: PrimFunc, override: bool = False) -> None:
-        if name in TensorIntrin._REGISTRY and not override:
+        if (name in TensorIntrin._REGISTRY or name in TensorIntrin._LAZY) and not override:
             raise TVMSError(f"the tensor intrinsic {name!r} is already registered (pass override=True)")
+        TensorIntrin._LAZY.pop(name, None)
         TensorIntrin._REGISTRY[name] = TensorIntrin(desc, impl)
 
     @staticmethod
+    def register_lazy(name: str, build: Callable[[], "TensorIntrin"]) -> None:
+        if name in TensorIntrin._REGISTRY or name in TensorIntrin._LAZY:
+            raise TVMSError(f"the tensor intrinsic {name!r} is already registered")
+        TensorIntrin._LAZY[name] = build
+
+    @staticmethod
     def get(name: str, allow_missing: bool = False) -> "TensorIntrin | None":
+        if name not in TensorIntrin._REGISTRY and name in TensorIntrin._LAZY:
+            TensorIntrin._REGISTRY[name] = TensorIntrin._LAZY.pop(name)()
         intrin = TensorIntrin._REGISTRY.get(name)
         if intrin is None and not allow_missing:
             raise TVMSError(f"no tensor intrinsic named {name!r} is registered (TensorIntrin.register)")
@@ -64,6 +76,9 @@ def tensorize(func: PrimFunc, block_name: str, intrin: TensorIntrin) -> PrimFunc
     # A fresh copy of the implementation per use: its buffers and variables are defined anew in
     # each block it lands in. (Printing and parsing back is tvms' exact deep copy.)
     impl = from_source(intrin.impl.script())
+    bits = max(r.min.dtype.bits for region in (*realize.block.reads, *realize.block.writes) for r in region.region)
+    if bits != 32:  # (TVM's IndexDataTypeNormalizer: the implementation indexes as the block does)
+        impl = _Widen(f"int{bits}").func(impl)
     impl_block = impl.body.block
     regions: dict[int, tuple] = {}
     for r in (*impl_block.reads, *impl_block.writes):
@@ -262,6 +277,49 @@ class _Indices(Mutator):
 
     def visit_IntImm(self, e: IntImm) -> Any:
         return const(e.value, self.dtype) if e.dtype.code == self.dtype.code else e
+
+
+class _Widen(Mutator):
+    """An implementation's index arithmetic in another integer type: its buffers' shapes,
+    strides and offsets, and the operations on them (the constants beside them converted)."""
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+        self.vars: dict[Var, Var] = {}
+        self.buffers: dict[int, Buffer] = {}
+
+    def func(self, f: PrimFunc) -> PrimFunc:
+        for b in f.buffer_map.values():  # (first: the body refers to their variables)
+            self.visit_Buffer(b)
+        return self.visit(f)
+
+    def index(self, e: Any) -> Any:
+        if isinstance(e, IntImm):
+            return const(e.value, self.dtype)
+        if isinstance(e, Var) and e.dtype.is_integer:
+            return self.vars.setdefault(e, Var(e.name, self.dtype))
+        return e if e is None else self.visit(e)
+
+    def visit_Buffer(self, b: Buffer) -> Buffer:
+        new = self.buffers.get(id(b))
+        if new is None:
+            new = self.buffers[id(b)] = b.with_changes(
+                shape=tuple(map(self.index, b.shape)), strides=tuple(map(self.index, b.strides)),
+                elem_offset=self.index(b.elem_offset))
+        return new
+
+    def visit_Var(self, v: Var) -> Var:
+        return self.vars.get(v, v)
+
+    def visit_BinaryOp(self, e: BinaryOp) -> PrimExpr:
+        a, b = self.visit(e.a), self.visit(e.b)
+        if a is e.a and b is e.b:
+            return e
+        if a.dtype != b.dtype and a.dtype.is_integer and b.dtype.is_integer:
+            wide = max(a.dtype, b.dtype, key=lambda t: t.bits)
+            a, b = (x if x.dtype == wide else const(x.value, wide) if isinstance(x, IntImm) else Cast(wide, x)
+                    for x in (a, b))
+        return type(e)(a, b)
 
 
 def _text(e: Any) -> str:

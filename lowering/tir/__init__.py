@@ -1,15 +1,16 @@
 """TIR lowering: the passes that turn scheduled TensorIR into loop-level code for a CPU code
 generator, each a named, registered pass as in TVM 0.27, and ``lower_for_codegen`` running them;
-gpu/ holds the passes of TVM's cuda pipeline and ``lower_for_cuda``."""
+gpu/ holds the passes of TVM's cuda pipeline and ``lower_for_cuda``, which load on first use (a
+CPU build does not need them)."""
 from __future__ import annotations
 
+import importlib
+
+from ...ir.registry import add_layer_loader
 from .canonicalize_loop import CanonicalizeLoop, canonicalize_loop
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
 from .convert_blocks_to_opaque import ConvertBlocksToOpaque, convert_blocks_to_opaque
 from .flatten_buffer import FlattenBuffer, flatten_buffer
-from .gpu import (AnnotateEntryFunc, CommonSubexprElim, InjectVirtualThread, LiftThreadBinding, LowerCrossThreadReduction,
-                  LowerThreadAllreduce, LowerWarpMemory, NarrowDataType, SplitHostDevice, StorageRewrite, ThreadSync,
-                  UnifyThreadBinding, lower_for_cuda)
 from .lower_init_block import LowerInitBlock, lower_init_block
 from .lower_intrin import LowerIntrin, lower_intrin
 from .lower_match_buffer import LowerMatchBuffer, lower_match_buffer
@@ -21,9 +22,21 @@ from .unroll_loop import UnrollLoop, unroll_loop
 from .unswitch_guards import UnswitchGuards, unswitch_guards
 from .vectorize_loop import VectorizeLoop, vectorize_loop
 
+
+
+def __getattr__(name: str):
+    """The names of gpu/ (``ThreadSync``, ``lower_for_cuda``, ...), imported when first named."""
+    gpu = importlib.import_module(f"{__name__}.gpu")
+    if name.startswith("__") or name not in gpu.__all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(gpu, name)
+
+
+add_layer_loader(lambda: importlib.import_module(f"{__name__}.gpu"))  # (gpu/'s passes register by name)
+
 __all__ = [
     "AnnotateEntryFunc", "CommonSubexprElim", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",
-    "LowerThreadAllreduce", "LowerWarpMemory", "NarrowDataType", "SplitHostDevice", "StorageRewrite", "ThreadSync",
+    "LowerThreadAllreduce", "LowerWarpMemory", "MergeSharedMemoryAllocations", "NarrowDataType", "SplitHostDevice", "StorageRewrite", "ThreadSync",
     "UnifyThreadBinding", "lower_for_cuda",
     "CanonicalizeLoop", "canonicalize_loop", "CompactBufferAllocation", "ConvertBlocksToOpaque",
     "FlattenBuffer", "LowerInitBlock",

@@ -47,14 +47,20 @@ class _Accesses(Visitor):
         self.found: dict = {}
 
     def touch(self, buffer: Buffer, indices: tuple) -> None:
+        self.touch_region(buffer, [(index, index) for index in indices])
+
+    def touch_region(self, buffer: Buffer, spans: list) -> None:
+        """Per dimension, the first and last index touched (expressions to relax)."""
         ranges = []
-        for dim, index in enumerate(indices):
-            bounds = index_bounds(self.quotients_folded(substitute(index, self.binding)), self.doms)
-            if bounds is None or index.dtype.lanes > 1:
+        for dim, (first, last) in enumerate(spans):
+            low = index_bounds(self.quotients_folded(substitute(first, self.binding)), self.doms)
+            high = low if last is first else index_bounds(self.quotients_folded(substitute(last, self.binding)),
+                                                          self.doms)
+            if low is None or high is None or first.dtype.lanes > 1:
                 extent = buffer.shape[dim]
                 ranges.append(Range(const(0, extent.dtype), extent))
             else:
-                lo, hi = bounds
+                lo, hi = low[0], high[1]
                 ranges.append(Range(lo, simplify_index(Add(Sub(hi, lo), const(1, lo.dtype)))))
         self.found.setdefault(buffer, []).append(BufferRegion(buffer, tuple(ranges)))
 
@@ -76,8 +82,9 @@ class _Accesses(Visitor):
         for iv, value in zip(realize.block.iter_vars, realize.iter_values):
             self.binding[iv.var] = substitute(value, self.binding)
         block = realize.block
-        for m in block.match_buffers:
-            self.found.setdefault(m.source.buffer, []).append(m.source)
+        for m in block.match_buffers:  # (a view's whole region, relaxed as the accesses are)
+            self.touch_region(m.source.buffer, [(r.min, Sub(Add(r.min, r.extent), const(1, r.min.dtype)))
+                                                for r in m.source.region])
         if block.init is not None:
             self.visit(block.init)
         self.visit(block.body)

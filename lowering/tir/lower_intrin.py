@@ -4,7 +4,8 @@
 ``T.exp(x)`` becomes ``T.call_llvm_pure_intrin("float32x16", "llvm.exp", x)`` as TVM prints it,
 and a float ``c + a * b`` (or ``a * b + c``) becomes one ``llvm.fmuladd(a, b, c)``.
 Intrinsics without an LLVM intrinsic (``tanh``, ``erf``, ``sigmoid``, ...) stay as they are;
-the code generator calls libm for them. A function whose target is cuda is lowered by CUDA's
+the code generator calls libm for them (or, on float32 vectors, expands them as it expands
+``llvm.exp`` and ``llvm.log``: codegen/llvm_vector_math.py). A function whose target is cuda is lowered by CUDA's
 rules instead (gpu/lower_intrin_cuda.py).
 """
 from __future__ import annotations
@@ -13,7 +14,6 @@ from ...ir.expr import Add, Call, Mul, Op, PrimExpr, StringImm
 from ...ir.function import PrimFunc
 from ...ir.op import LLVM_INTRINSICS, get_op
 from ...ir.visitor import Mutator
-from .gpu.lower_intrin_cuda import lower_cuda_intrin
 from .legalize_fixed_point import LEGALIZE
 from .tir_pass import define_tir_pass
 
@@ -49,6 +49,8 @@ def lower_intrin(func: PrimFunc) -> PrimFunc:
     """``func`` with math intrinsics as LLVM intrinsic calls (as CUDA's for a cuda kernel)."""
     target = func.attrs.get("target")
     if getattr(target, "kind", None) == "cuda":
+        from .gpu.lower_intrin_cuda import lower_cuda_intrin  # (gpu/ loads when a cuda kernel needs it)
+
         return lower_cuda_intrin(func)
     return func.with_changes(body=_IntrinLowerer().visit(func.body))
 

@@ -112,8 +112,12 @@ class BufferParsing:
         name = self.target_name(target)
         args = [self.ev(a) for a in call.args]
         kwargs = {k: self.ev(v) for k, v in call.kwargs}
-        shape = tuple(args) if args and not isinstance(args[0], (tuple, list)) else (args[0] if args else ())
         base = method.buffer
+        if len(args) == 1 and isinstance(args[0], str) and not kwargs:  # ``B.view("float32")``
+            buf = self.retyped_view(name, base, self.dtype_of(args[0], call), call)
+            return TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), base,
+                                        span=self.assigned_span(call, target)))
+        shape = tuple(args) if args and not isinstance(args[0], (tuple, list)) else (args[0] if args else ())
         # a view keeps the layout of the buffer it views: its strides, offset and alignment
         layout = {"data": base.data, "strides": base.strides, "elem_offset": base.offset,
                   "align": base.data_alignment, "offset_factor": base.offset_factor}
@@ -121,6 +125,22 @@ class BufferParsing:
                                                **layout, **kwargs}, call)
         return TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), base,
                                     span=self.assigned_span(call, target)))
+
+    def retyped_view(self, name: str, base: Buffer, dtype: DataType, call: S.Call) -> Buffer:
+        """``base.view(dtype)``: the same bytes as elements of another type (the last dimension
+        and the offset scaled by the ratio of the sizes, as TVM's ``Buffer.view`` does)."""
+        bits, base_bits = dtype.bits * dtype.lanes, base.dtype.bits * base.dtype.lanes
+        big, small = max(bits, base_bits), min(bits, base_bits)
+        last = base.shape[-1] if base.shape else None
+        offset = base.offset
+        if (big % small or not isinstance(last, IntImm) or not isinstance(offset, IntImm)
+                or (bits > base_bits and (last.value % (big // small) or offset.value % (big // small)))):
+            raise self.error(call, f"{base.name}.view({str(dtype)!r}): the last dimension and offset of a "
+                             f"{base.dtype} buffer must be constants that {dtype} elements cover exactly")
+        scale = (lambda n: n // (big // small)) if bits > base_bits else (lambda n: n * (big // small))
+        return replace(base, dtype=dtype, name=name, shape=(*base.shape[:-1], IntImm(last.dtype, scale(last.value))),
+                       elem_offset=None if base.elem_offset is None else IntImm(offset.dtype, scale(offset.value)),
+                       scalar=False)
 
     def data_parent(self, call: S.Call) -> Buffer | None:
         """The buffer ``B`` of a declaration's ``data=B.data`` (TVM prints that same buffer)."""
@@ -184,6 +204,24 @@ def _reshapes(parent: Buffer, b: Buffer) -> bool:
             and structural_equal(parent.offset, b.offset) and parent.scope == b.scope
             and parent.data_alignment == b.data_alignment and parent.offset_factor == b.offset_factor
             and b.buffer_type == "default" and not b.axis_separators)
+
+
+def _retypes(parent: Buffer, b: Buffer) -> bool:
+    """Whether ``b`` is ``parent.view(dtype)``, as TVM prints it: the same bytes as elements of
+    another type (the last dimension scaled by the ratio of the sizes, the rest equal)."""
+    if parent.dtype == b.dtype or len(parent.shape) != len(b.shape) or not b.shape:
+        return False
+    bits, parent_bits = b.dtype.bits * b.dtype.lanes, parent.dtype.bits * parent.dtype.lanes
+    last, parent_last = b.shape[-1], parent.shape[-1]
+    if not (isinstance(last, IntImm) and isinstance(parent_last, IntImm)):
+        return False
+    scaled = (last.value * (bits // parent_bits) == parent_last.value if bits > parent_bits
+              else last.value == parent_last.value * (parent_bits // bits))
+    return (scaled and all(structural_equal(x, y) for x, y in zip(parent.shape[:-1], b.shape[:-1]))
+            and structural_equal(parent.offset, b.offset) and len(parent.strides) == len(b.strides)
+            and all(structural_equal(x, y) for x, y in zip(parent.strides, b.strides))
+            and parent.scope == b.scope and parent.data_alignment == b.data_alignment
+            and parent.offset_factor == b.offset_factor and b.buffer_type == "default" and not b.axis_separators)
 
 
 def _offset_of(b: Buffer) -> tuple:
@@ -469,6 +507,8 @@ class BufferPrinting:
             return self.buffer_decl(b, "decl_buffer", [])
         if self.d.name != "classic" and _reshapes(owner, b):
             return f"{self.namer.get(owner)}.view({', '.join(self.expr(x) for x in b.shape)})"
+        if self.d.name != "classic" and _retypes(owner, b):
+            return f"{self.namer.get(owner)}.view({quote(str(b.dtype))})"
         return self.buffer_decl(b, "decl_buffer", [], data=f"{self.namer.get(owner)}.data")
 
     @prints(AllocBuffer)

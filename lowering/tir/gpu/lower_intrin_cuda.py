@@ -7,17 +7,20 @@
   ``T.cuda.__shfl_down_sync(mask, v, delta, width)``, ``T.tvm_warp_activemask()`` is
   ``T.cuda.__activemask()``;
 * integer ``//`` and ``%`` by a power of two become ``>>`` and ``&``; by another positive divisor
-  a truncating division when the dividend is known to be non-negative, else truncating division
-  corrected by the remainder's sign (``floormod(x, y) == 0`` tests ``truncmod`` directly).
+  a truncating division when the dividend is known to be non-negative, or, when its range is
+  known, of the dividend shifted into the non-negative range (``(x + 7) / 7 - 1``), else a
+  truncating division corrected by the remainder's sign (for int32 and int64 by its sign bit,
+  ``rmod >> 31``; for other types by a select); ``floormod(x, y) == 0`` tests ``truncmod``.
 
 No multiply-add is fused (CUDA has no rule for ``tir.fma``; the compiler contracts it).
-``sigmoid(x)`` is legalized to ``1 / (1 + exp(0 - x))``; intrinsics without a rule are left to
-the code generator.
+``sigmoid(x)`` is legalized to ``1 / (1 + exp(0 - x))``, with TVM's ``exp`` of a bfloat16 taken
+in float32 (``expf`` between casts); intrinsics without a rule are left as they are (the code
+generator refuses them).
 """
 from __future__ import annotations
 
 from ....ir.dtype import DataType
-from ....ir.expr import (EQ, NE, Add, Broadcast, Call, Ramp, Div, FloorDiv, FloorMod, IntImm, Let, Max, Mod, Mul,
+from ....ir.expr import (EQ, NE, Add, Broadcast, Call, Cast, Ramp, Div, FloorDiv, FloorMod, IntImm, Let, Max, Mod, Mul,
                          PrimExpr, Select, SizeVar, StringImm, Var, const)
 from ....ir.function import PrimFunc
 from ....ir.op import get_op
@@ -119,8 +122,13 @@ class _CudaIntrinLowerer(LoopRangeMutator):
             return Call(call.dtype, get_op("tir.cuda.__activemask"), call.args)
         short = name[4:] if name.startswith("tir.") else ""
         if short == "sigmoid":  # (TVM's default legalization, then exp by CUDA's rule)
-            one, zero = const(1.0, call.dtype), const(0.0, call.dtype)
-            return one / (one + self.visit_Call(Call(call.dtype, get_op("tir.exp"), (zero - call.args[0],))))
+            one, neg = _like(1.0, call), _like(0.0, call) - call.args[0]
+            if call.dtype.code == "bfloat":  # (TVM's exp of a bfloat16 runs in float32)
+                wide = DataType("float32").with_lanes(call.dtype.lanes)
+                exp = Cast(call.dtype, self.visit_Call(Call(wide, get_op("tir.exp"), (Cast(wide, neg),))))
+            else:
+                exp = self.visit_Call(Call(call.dtype, get_op("tir.exp"), (neg,)))
+            return one / (one + exp)
         if short in CUDA_MATH:
             extern = cuda_math_name(call.dtype, short)
         elif short == "clz":
@@ -133,37 +141,53 @@ class _CudaIntrinLowerer(LoopRangeMutator):
             return call
         return Call(call.dtype, get_op("tir.call_pure_extern"), (StringImm(extern), *call.args))
 
-    def visit_FloorDiv(self, e: FloorDiv) -> PrimExpr:
+    def _shift(self, a: PrimExpr, b: PrimExpr) -> int | None:
+        """The least c with ``a + b * c >= 0`` over the range of ``a`` (``b`` a constant > 0),
+        when neither that sum nor ``b * c`` overflows ``a``'s type (TVM's shift coefficient)."""
+        bound = self.analyzer.bound(a)
+        if not isinstance(b, IntImm) or b.value <= 0 or bound is None or bound[0] >= 0:
+            return None
+        lo, hi = bound
+        top = 2 ** (a.dtype.bits - (1 if a.dtype.is_int else 0)) - 1
+        if b.value - 1 > top + lo:
+            return None
+        shift = (b.value - 1 - lo) // b.value
+        if shift > top // b.value or hi > top - b.value * shift:
+            return None
+        return shift
+
+    def _floor(self, e: FloorDiv | FloorMod, divide: bool) -> PrimExpr:
         e = self.generic_visit(e)
-        shift = _power_of_two(e.b)
+        a, b, dt = e.a, e.b, e.dtype
+        shift = _power_of_two(b)
         if shift is not None:
-            return _op(">>", e.a, _like(shift, e))
-        if not self._nonneg(e.b):
-            rmod, rdiv = Var("rmod", e.dtype), Var("rdiv", e.dtype)
-            zero = _like(0, e)
-            return Let(rmod, Mod(e.a, e.b), Let(rdiv, Div(e.a, e.b), Select(
-                _op("or", _op("and", e.b >= zero, rmod >= zero), _op("and", e.b < zero, rmod <= zero)),
-                rdiv, rdiv - _like(1, e))))
-        if self._nonneg(e.a):
-            return Div(e.a, e.b)
-        rdiv, rmod = Div(e.a, e.b), Mod(e.a, e.b)
-        return rdiv + _op(">>", rmod, _like(e.dtype.bits - 1, e))
+            return _op(">>", a, _like(shift, e)) if divide else _op("&", a, _like((1 << shift) - 1, e))
+        zero = _like(0, e)
+        if not self._nonneg(b):  # the divisor's sign is unknown: round by both signs
+            rmod, rdiv = Var("rmod", dt), Var("rdiv", dt)
+            same_sign = _op("or", _op("and", b >= zero, rmod >= zero), _op("and", b < zero, rmod <= zero))
+            if divide:
+                return Let(rmod, Mod(a, b), Let(rdiv, Div(a, b), Select(same_sign, rdiv, rdiv - _like(1, e))))
+            return Let(rmod, Mod(a, b), Select(same_sign, rmod, rmod + b))
+        if self._nonneg(a):
+            return (Div if divide else Mod)(a, b)
+        shift = self._shift(a, b)
+        if shift is not None:  # (a + b * shift is non-negative: truncation is floor there)
+            moved = a + _like(b.value * shift, e)
+            return Div(moved, b) - _like(shift, e) if divide else Mod(moved, b)
+        rmod = Mod(a, b)
+        if dt.is_int and dt.bits in (32, 64):  # (rmod >> 31: -1 where the remainder is negative)
+            sign = _op(">>", rmod, _like(dt.bits - 1, e))
+            return Div(a, b) + sign if divide else rmod + _op("&", b, sign)
+        if divide:
+            return Select(rmod >= zero, Div(a, b), Div(a, b) - _like(1, e))
+        return Select(rmod >= zero, rmod, rmod + b)
+
+    def visit_FloorDiv(self, e: FloorDiv) -> PrimExpr:
+        return self._floor(e, divide=True)
 
     def visit_FloorMod(self, e: FloorMod) -> PrimExpr:
-        e = self.generic_visit(e)
-        shift = _power_of_two(e.b)
-        if shift is not None:
-            return _op("&", e.a, _like((1 << shift) - 1, e))
-        if not self._nonneg(e.b):
-            rmod = Var("rmod", e.dtype)
-            zero = _like(0, e)
-            return Let(rmod, Mod(e.a, e.b), Select(
-                _op("or", _op("and", e.b >= zero, rmod >= zero), _op("and", e.b < zero, rmod <= zero)),
-                rmod, rmod + e.b))
-        if self._nonneg(e.a):
-            return Mod(e.a, e.b)
-        rmod = Mod(e.a, e.b)
-        return rmod + _op("&", e.b, _op(">>", rmod, _like(e.dtype.bits - 1, e)))
+        return self._floor(e, divide=False)
 
     def _mod_test(self, e, op_class) -> PrimExpr:
         """``x % y == 0`` (or ``!=``) tests the truncated remainder: the same zero."""

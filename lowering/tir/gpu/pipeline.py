@@ -19,13 +19,11 @@ single-buffer sums, products, minima and maxima).
 """
 from __future__ import annotations
 
-from ....ir import stmt as S
 from ....ir.errors import TVMSError
 from ....ir.function import PrimFunc
 from ....ir.module import IRModule, Target as TargetAttr
 from ....ir.node import FrozenDict
 from ....ir.target import Target
-from ....ir.visitor import collect
 from ..canonicalize_loop import canonicalize_loop
 from ..compact_buffer_allocation import compact_buffer_allocation
 from ..convert_blocks_to_opaque import convert_blocks_to_opaque
@@ -40,11 +38,13 @@ from ..vectorize_loop import vectorize_loop
 from ...transform import PassContext
 from .annotate_entry_func import annotate_entry_func
 from .common_subexpr_elim import common_subexpr_elim
+from .infer_fragment import infer_fragment
 from .inject_virtual_thread import inject_virtual_thread
 from .lower_cross_thread_reduction import lower_cross_thread_reduction
 from .lower_intrin_cuda import lower_cuda_intrin
 from .lower_thread_allreduce import lower_thread_allreduce
 from .lower_warp_memory import lower_warp_memory
+from .merge_shared_memory_allocations import merge_shared_memory_allocations
 from .narrow_data_type import narrow_data_type
 from .split_host_device import split_host_device
 from .storage_rewrite import storage_rewrite
@@ -61,16 +61,18 @@ BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_bloc
                 stmt_simplify, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
                 inject_virtual_thread,
                 storage_rewrite, unroll_loop, stmt_simplify)
-# after it, per PrimFunc: the barriers for each memory scope, then the cross-thread reductions
+# after it, per PrimFunc: the barriers for each memory scope, the fragments' shapes, the
+# cross-thread reductions, then each kernel's dynamic shared memory as one allocation
 BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "shared.dyn"),
-                lambda f: thread_sync(f, "warp"), lower_thread_allreduce)
+                lambda f: thread_sync(f, "warp"), infer_fragment, lower_thread_allreduce,
+                merge_shared_memory_allocations)
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
 SKIPPED = ("ManifestSharedMemoryLocalStage", "LowerAutoCopy", "InjectPermutedLayout",
            "AnnotateIrregularLoop", "InjectSoftwarePipeline", "TransformMmaBufferLayout",
            "BF16ComputeLegalize", "LoopPartition", "InjectDoubleBuffer",
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
-           "FP8ComputeLegalize", "VerifyMemory", "InferFragment",
-           "MergeSharedMemoryAllocations", "MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize")
+           "FP8ComputeLegalize", "VerifyMemory",
+           "MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize")
 
 DEFAULT_HOST = {"keys": ("cpu",), "kind": "llvm", "mtriple": "x86_64-pc-linux-gnu", "tag": ""}
 
@@ -99,21 +101,11 @@ def _each_prim_func(mod: IRModule, steps) -> IRModule:
     return result
 
 
-def collect_buffers(body: S.Stmt) -> list:
-    """The buffers allocated in ``body`` (by blocks and by allocation statements)."""
-    found = [b for block in collect(body, S.Block) for b in block.alloc_buffers]
-    return found + [s.buffer for s in collect(body, S.AllocBuffer)]
-
-
 def split_for_cuda(func: PrimFunc, target: Target) -> IRModule:
     """TVM's s_tir pipeline on ``func`` up to SplitHostDevice: the host function and its kernels
     as that stage prints them (before the device passes)."""
     if not isinstance(func, PrimFunc):
         raise TVMSError(f"lower_for_cuda: expected a PrimFunc, got {type(func).__name__}")
-    dynamic = [b.name for b in collect_buffers(func.body) if b.scope == "shared.dyn"]
-    if dynamic:  # (each would be an `extern __shared__` array, all at one address, and none sized)
-        raise TVMSError(f"lower_for_cuda: dynamic shared memory ({', '.join(dynamic)} in scope 'shared.dyn') "
-                        f"needs TVM's MergeSharedMemoryAllocations, which tvms does not have yet; use 'shared'")
     symbol = str(func.attrs.get("global_symbol", "main"))
     bound = cuda_target_attr(target)  # (refuses a target that is not cuda)
     existing = func.attrs.get("target")

@@ -7,26 +7,29 @@ again inside with ``T.decl_buffer``) and the scalars it uses, pointers first the
 gets the target without its host, ``calling_conv`` 2 (a device kernel) and the thread tags it
 launches as ``tirx.kernel_launch_params``. The host keeps ``T.call_ffi_kernel(name, args...,
 extents..., launch_params=[...])`` with the launch extents in the host's terms (the values of
-the kernel's ``let``s substituted).
+the kernel's ``let``s substituted). A kernel with a ``shared.dyn`` allocation (one at most:
+MergeSharedMemoryAllocations makes one of several) launches with ``tirx.use_dyn_shared_memory``
+last, its extent the allocation's size in bytes (an int64).
 """
 from __future__ import annotations
 
 from ....ir.buffer import Buffer
-from ....ir.dtype import int32
+from ....ir.dtype import int32, int64
 from ....ir.errors import TVMSError
-from ....ir.expr import Call, PointerType, StringImm, Var
+from ....ir.expr import Call, Cast, IntImm, PointerType, PrimExpr, StringImm, Var
 from ....ir.analysis import substitute
 from ....ir.function import PrimFunc
 from ....ir.module import GlobalVar, IRModule, Target
 from ....ir.node import FrozenDict
 from ....ir.op import get_op
-from ....ir.stmt import AttrStmt, DeclBuffer, Evaluate, LetStmt, Stmt
+from ....ir.stmt import AllocBuffer, AttrStmt, DeclBuffer, Evaluate, LetStmt, Stmt
 from ....ir.visitor import Mutator, walk
 from ...transform import module_pass
 from ...pass_registry import register_pass
 from .free_vars import undefined
 
 DEVICE_CALLING_CONV = 2
+DYNAMIC_SHARED = "tirx.use_dyn_shared_memory"  # the launch parameter of dynamic shared memory bytes
 
 
 def without_host(target: Target) -> Target:
@@ -47,6 +50,35 @@ def launch_extents(kernel_body: Stmt) -> tuple[list, list]:
             tags.append(node.node.thread_tag)
             extents.append(substitute(node.value, lets))
     return tags, extents
+
+
+def dynamic_shared_bytes(kernel_body: Stmt, name: str) -> PrimExpr | None:
+    """The bytes of the kernel's ``shared.dyn`` allocation (``kernel_body``'s ``let`` values
+    substituted), None without one."""
+    lets: dict = {}
+    found = []
+    for node in walk(kernel_body):
+        if isinstance(node, LetStmt):
+            lets[node.var] = substitute(node.value, lets)
+        elif isinstance(node, AllocBuffer) and node.buffer.scope == "shared.dyn":
+            found.append(node.buffer)
+    if len(found) > 1:
+        raise TVMSError(f"SplitHostDevice: kernel {name} has {len(found)} dynamic shared memory allocations "
+                        f"({', '.join(b.name for b in found)}); a kernel has one (MergeSharedMemoryAllocations "
+                        f"merges them)")
+    if not found:
+        return None
+    buf = found[0]
+    itemsize = (buf.dtype.bits * buf.dtype.lanes + 7) // 8
+    if all(isinstance(x, IntImm) for x in buf.shape):
+        count = 1
+        for x in buf.shape:
+            count *= x.value
+        return IntImm(int64, count * itemsize)
+    count = buf.shape[0]
+    for x in buf.shape[1:]:
+        count = count * x
+    return Cast(int64, substitute(count, lets)) * IntImm(int64, itemsize)
 
 
 class _KernelRenamer(Mutator):
@@ -117,6 +149,9 @@ class _Splitter(Mutator):
         call_args = list(params)
         tags, extents = launch_extents(body)
         name = self._kernel_name()
+        shared_bytes = dynamic_shared_bytes(body, name)
+        if shared_bytes is not None:
+            tags, extents = [*tags, DYNAMIC_SHARED], [*extents, shared_bytes]
         attrs = {"calling_conv": DEVICE_CALLING_CONV, "target": self.device_target,
                  "tir.is_global_func": True, "tir.kernel_launch_params": tuple(tags),
                  "tir.noalias": True, "global_symbol": name}
@@ -154,4 +189,5 @@ def SplitHostDevice():  # noqa: N802 (TVM's name)
 
 register_pass("SplitHostDevice", SplitHostDevice)
 
-__all__ = ["SplitHostDevice", "split_host_device", "launch_extents", "without_host"]
+__all__ = ["DYNAMIC_SHARED", "SplitHostDevice", "dynamic_shared_bytes", "split_host_device", "launch_extents",
+           "without_host"]

@@ -78,6 +78,12 @@ class _Planner:
             elif (isinstance(node, Call) and getattr(node.op, "name", "") == "tir.tvm_storage_sync"
                   and node.args[0].value != "warp"):
                 found.append(_Access(SYNC))
+            elif (isinstance(node, Call) and getattr(node.op, "name", "") == "tir.tvm_access_ptr" and self.in_device
+                  and getattr(node.args[1].type_annotation, "storage_scope", None) == self.scope):
+                # (a pointer handed to a call, a WMMA load or store: a range, read or written by its mask)
+                mask = int(node.args[4].value)
+                found += [_Access(kind, node.args[1], (None,), tuple(self.threads))
+                          for kind, bit in ((READ, 1), (WRITE, 2)) if mask & bit]
         return found
 
     def _enabled(self, buffer) -> bool:

@@ -1,0 +1,146 @@
+"""DLight's tensor-core matmul (TVM 0.27's ``MatmulTensorization`` and
+``MatmulInt8Tensorization``): the normalized matmul ``C[s, i, j] += A[s, i, k] * B[s, j, k]``
+computed in 16 x 16 x 16 WMMA tiles.
+
+A thread block computes 128 x 128 outputs with 16 warps (``threadIdx.y``) of 32 threads, each
+warp a 2 x 2 group of tiles held in ``wmma.accumulator`` fragments. Each step of 64 along k (16
+for int8) the block copies the A and B slices to shared memory (4-wide vector copies, rows padded
+against bank conflicts, marked for TVM's software pipeline and double buffering); each inner step
+of 16 a warp loads its A and B tiles into ``wmma.matrix_a`` / ``wmma.matrix_b`` fragments (B
+column-major: it is stored ``[j, k]``) and multiplies them into its accumulators. After the k loop
+the accumulators go through shared memory to the output, any elementwise epilogue inlined into
+that last copy. ``pad_einsum`` rounds i and j to 128 and k to the step, so any size works.
+
+float16 accumulates in float32 when the output is float32, else in float16; int8 in int32. The
+rule gives up (None) where an intrinsic does not match, as TVM's does; ``dlight.do_not_tensorize``
+on the function turns it off.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.function import PrimFunc
+from ..schedule import BlockRV, Schedule, ScheduleError
+from ..schedule.tensor_intrin_cuda import get_wmma_intrin_group
+from .gpu_matmul import inline_consumer_chain, inline_producers, normalize, reduction_block
+
+MICRO = 16  # the WMMA tile (m = n = k)
+WARP_SIZE = 32
+VECTOR_SIZE = 4
+I_FACTORS = [None, 1, 4, 2]  # blockIdx.x, blockIdx.y, warps, tiles per warp
+J_FACTORS = [1, None, 4, 2]
+
+
+def schedule_tensor_core(func: PrimFunc, in_dtype: str, scope: str = "shared.dyn") -> Schedule | None:
+    """The WMMA schedule of ``func`` (a matmul ``normalize`` accepts) whose operands are
+    ``in_dtype``, staging through ``scope``; None where TVM's rule gives up (or a primitive
+    refuses: the SIMT schedule then takes it)."""
+    if "dlight.do_not_tensorize" in func.attrs:
+        return None
+    try:
+        return _schedule(func, in_dtype, scope)
+    except ScheduleError:
+        return None
+
+
+def _schedule(func: PrimFunc, in_dtype: str, scope: str) -> Schedule | None:
+    int8 = in_dtype == "int8"
+    k_inner = 1 if int8 else 4  # tiles along k per shared-memory step
+    align = (32, 16) if int8 else (16, 8)  # storage_align's factor and offset
+    sch = Schedule(func)
+    main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
+    if main is None:
+        return None
+    normalize(sch, main)
+    sch.pad_einsum(main, [1, MICRO * I_FACTORS[2] * I_FACTORS[3], MICRO * J_FACTORS[2] * J_FACTORS[3], MICRO * k_inner])
+
+    batch, i, j, k = sch.get_loops(main)
+    i, i_tile = sch.split(i, factors=[None, MICRO])
+    j, j_tile = sch.split(j, factors=[None, MICRO])
+    k, k_tile = sch.split(k, factors=[None, MICRO])
+    sch.reorder(i, j, k, i_tile, j_tile, k_tile)
+    inner = main
+    outer = sch.blockize(i_tile)
+
+    i0, i1, i2, i3 = sch.split(i, factors=I_FACTORS)
+    j0, j1, j2, j3 = sch.split(j, factors=J_FACTORS)
+    k0, k1 = sch.split(k, factors=[None, k_inner])
+    sch.annotate(k0, "software_pipeline_order", [0, 3, 1, 4, 5, 2, 6])
+    sch.annotate(k0, "software_pipeline_stage", [0, 0, 0, 0, 0, 1, 1])
+    sch.annotate(k1, "software_pipeline_order", [0, 1, 2])
+    sch.annotate(k1, "software_pipeline_stage", [0, 0, 1])
+    sch.reorder(i0, j0, i1, j1, j2, i2, k0, k1, i3, j3)
+    block_x, block_y, warp = sch.fuse(i0, j0), sch.fuse(i1, j1), sch.fuse(j2, i2)
+    for loop, tag in ((batch, "blockIdx.z"), (block_x, "blockIdx.x"), (block_y, "blockIdx.y"), (warp, "threadIdx.y")):
+        sch.bind(loop, tag)
+
+    warps = I_FACTORS[2] * J_FACTORS[2]
+    stages = []
+    for index in (0, 1):  # A and B to shared memory, all threads of the block copying
+        stage = sch.cache_read(outer, index, scope)
+        sch.compute_at(stage, k0)
+        fused = sch.fuse(*sch.get_loops(stage)[-2:])
+        _, ty, tx, vec = sch.split(fused, factors=[None, warps, WARP_SIZE, VECTOR_SIZE])
+        sch.bind(tx, "threadIdx.x")
+        sch.bind(ty, "threadIdx.y")
+        sch.vectorize(vec)
+        sch.storage_align(stage, 0, axis=-2, factor=align[0], offset=align[1])
+        sch.annotate(stage, "tirx.manifest_shared_memory_local_stage", 1)
+        sch.annotate(stage, "double_buffer_scope", 0)
+        stages.append(stage)
+    for stage in stages:
+        inline_producers(sch, stage)
+
+    fragments = [sch.cache_read(outer, index, f"wmma.matrix_{'ab'[index]}") for index in (0, 1)]
+    for fragment in fragments:
+        sch.compute_at(fragment, k1)
+    write_back = sch.cache_write(outer, 0, scope)
+    sch.storage_align(write_back, 0, -2, 16, 4)
+    store = sch.cache_write(outer, 0, "wmma.accumulator")
+    sch.reverse_compute_at(store, warp)
+    sch.reverse_compute_at(write_back, warp)
+    _tile_2d(sch, store)
+    init = sch.get_child_blocks(sch.decompose_reduction(outer, k0))[0]
+
+    group = get_wmma_intrin_group(scope, scope, in_dtype, "int32" if int8 else "float32", trans_b=True)
+    for fragment, intrin in zip(fragments, (group["load_a"], group["load_b"])):
+        outer_i, outer_j = _tile_2d(sch, fragment)
+        sch.unroll(outer_i)
+        sch.unroll(outer_j)
+        sch.tensorize(sch.get_loops(fragment)[-2], intrin)
+    if not _tensorize_accumulation(sch, init, store, inner, group):
+        # (a float16 accumulator: the float32 intrinsics do not match it)
+        group = get_wmma_intrin_group(scope, scope, in_dtype, "float16", trans_b=True)
+        if int8 or not _tensorize_accumulation(sch, init, store, inner, group):
+            return None
+    inline_consumer_chain(sch, write_back)
+    fused = sch.fuse(*sch.get_loops(write_back)[-2:])
+    _, tx, vec = sch.split(fused, factors=[None, WARP_SIZE, VECTOR_SIZE])
+    sch.bind(tx, "threadIdx.x")
+    sch.vectorize(vec)
+    return sch
+
+
+def _tile_2d(sch: Schedule, block: BlockRV) -> tuple[Any, Any]:
+    """Split the block's last two loops into 16 x 16 tiles, the tile loops innermost; the two
+    outer loops."""
+    i, j = sch.get_loops(block)[-2:]
+    i0, i1 = sch.split(i, factors=[None, MICRO])
+    j0, j1 = sch.split(j, factors=[None, MICRO])
+    sch.reorder(i0, j0, i1, j1)
+    return i0, j0
+
+
+def _tensorize_accumulation(sch: Schedule, init: BlockRV, store: BlockRV, compute: BlockRV, group: dict) -> bool:
+    """Tensorize the accumulator's zero fill, its store and the product with ``group``; False
+    when one of them does not match."""
+    try:
+        sch.tensorize(sch.get_loops(init)[-2], group["init"])
+        sch.tensorize(sch.get_loops(store)[-2], group["store"])
+        sch.tensorize(sch.get_loops(compute)[-3], group["compute"])
+    except ScheduleError:
+        return False
+    return True
+
+
+__all__ = ["schedule_tensor_core"]

@@ -1,0 +1,369 @@
+"""MergeSharedMemoryAllocations: each kernel's shared memory as one allocation, as TVM 0.27 makes it.
+
+A CUDA kernel has one array of dynamic shared memory (``extern __shared__``, sized at launch), so
+the ``shared.dyn`` allocations of a kernel (the body of its outermost ``thread_extent``) become
+one ``uint8`` buffer, ``buf_dyn_shmem``, that the original buffers view at byte offsets: each is
+declared again over it (``T.decl_buffer(..., data=buf_dyn_shmem.data)``, or
+``buf_dyn_shmem.view(dtype)`` when it spans the whole buffer) and its accesses (and
+``tvm_access_ptr``/``cp_async`` offsets) are shifted by its offset in elements. Buffers that are
+never live at the same time share bytes: a liveness analysis over the kernel's statements in
+order (a loop, branch or launch counting as one step at its end) finds where each buffer is first
+and last touched, and TVM's memory plan reuses a freed entry of size within 16x, or joins smaller
+freed ones, as its layers. Offsets are aligned to the buffers' ``data_alignment`` (64 bytes),
+the entries placed in order of size (arrays of 32 bits or less, which TVM leaves without an
+offset, after them).
+Static ``shared`` allocations are merged the same way (into ``buf_shmem``) only under the
+PassContext config ``tirx.merge_static_smem``. A kernel with one such allocation is left as it is.
+tvms plans constant sizes only; a symbolic size is refused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ....ir.buffer import Buffer, decl_buffer
+from ....ir.dtype import DataType
+from ....ir.errors import TVMSError
+from ....ir.expr import Add, Broadcast, BufferLoad, Call, IntImm, PrimExpr, Var
+from ....ir.function import PrimFunc
+from ....ir.node import FrozenDict
+from ....ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Stmt
+from ....ir.visitor import Mutator, Visitor, collect
+from ...transform import PassContext
+from ..tir_pass import define_tir_pass
+from .storage_rewrite import VOLATILE
+
+MATCH_RANGE = 16  # a freed entry is reused for a buffer at most this many times smaller
+SCOPED_ATTRS = ("extern_scope", "virtual_thread")  # attributes that are a step of their own
+
+
+def _allocations(stmt: Stmt, scope: str) -> dict:
+    """data Var -> Buffer of the ``scope`` allocations (AllocBuffer statements) in ``stmt``."""
+    return {a.buffer.data: a.buffer for a in collect(stmt, AllocBuffer) if a.buffer.scope == scope}
+
+
+def _nbytes(dtype: DataType) -> int:
+    return (dtype.bits * dtype.lanes + 7) // 8
+
+
+def _is_op(e: Call, name: str) -> bool:
+    return getattr(e.op, "name", None) == name
+
+
+class _Steps(Visitor):
+    """The kernel's statements as a linear sequence of steps, each ``[key, pair, touched]``: a
+    store or evaluation is one step (``pair`` 0); a loop, branch, assertion, while or launch is a
+    begin step and an end step (``pair`` the distance to the other), the end one holding what
+    its body touched. An access is recorded at the level its buffer was allocated at."""
+
+    def __init__(self, allocs: dict) -> None:
+        self.allocs = allocs
+        self.level: dict = {}  # data Var -> depth of the open steps where it was allocated
+        self.open: list = []  # the touched lists of the open steps
+        self.steps: list = []
+        self.in_launch = False
+
+    def touch(self, data: Var) -> None:
+        level = self.level.get(data)
+        if level is not None and level < len(self.open):
+            self.open[level].append(data)
+
+    def leaf(self, s: Stmt) -> None:
+        self.open.append([])
+        if isinstance(s, BufferStore):  # (the value first, then the store itself)
+            for e in (s.value, *s.indices):
+                self.visit(e)
+            self.touch(s.buffer.data)
+        else:
+            self.generic_visit(s)
+        touched = self.open.pop()
+        if touched:
+            self.steps.append([id(s), 0, touched])
+
+    def nested(self, s: Stmt) -> None:
+        self.open.append([])
+        begin = len(self.steps)
+        self.steps.append([id(s), 0, []])
+        self.generic_visit(s)
+        end = len(self.steps)
+        self.steps.append([id(s), begin - end, self.open.pop()])
+        self.steps[begin][1] = end - begin
+
+    visit_BufferStore = visit_Evaluate = leaf
+    visit_For = visit_IfThenElse = visit_While = visit_AssertStmt = nested
+
+    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
+        if s.buffer.data in self.allocs:
+            self.level[s.buffer.data] = len(self.open)
+        self.visit(s.body)
+
+    def visit_DeclBuffer(self, s: DeclBuffer) -> None:
+        self.visit(s.body)  # (a view of an allocation shares its data Var: its accesses are the allocation's)
+
+    def visit_Buffer(self, b: Buffer) -> None:  # (a buffer as a value: its handle, as a Var's use)
+        self.touch(b.data)
+
+    def visit_AttrStmt(self, s: AttrStmt) -> None:
+        if s.attr_key == "thread_extent" and not self.in_launch:
+            self.in_launch = True
+            self.nested(s)
+            self.in_launch = False
+        elif s.attr_key in SCOPED_ATTRS:
+            self.nested(s)
+        else:  # (the attribute's node is no use: T.attr(fragment, "fragment_shape", ...))
+            self.visit(s.value)
+            self.visit(s.body)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> None:
+        for index in e.indices:
+            self.visit(index)
+        self.touch(e.buffer.data)
+
+    def visit_Call(self, e: Call) -> None:
+        if _is_op(e, "tir.address_of") and isinstance(e.args[0], BufferLoad):
+            for index in e.args[0].indices:  # (taking an address is no access)
+                self.visit(index)
+        else:
+            self.generic_visit(e)
+
+    def visit_Var(self, v: Var) -> None:  # (a direct use of the data pointer counts as a read)
+        self.touch(v)
+
+
+@dataclass(eq=False)
+class _Entry:
+    """A piece of the merged memory: its size in bits, and the buffers placed in it in layers
+    (each layer's buffers one after the other, the layers over the same bytes)."""
+
+    nbits: int
+    layers: list = field(default_factory=list)
+
+
+class _Plan:
+    """TVM's memory plan of one kernel: the entries and, per data Var, its byte offset."""
+
+    def __init__(self, allocs: dict, steps: list) -> None:
+        self.allocs = allocs
+        self.free: list = []  # the freed entries of a constant size, by size (stable)
+        self.small: list = []  # entries of 32 bits or less, never freed (TVM has no offset for them)
+        self.entry_of: dict = {}
+        gen, kill = self._liveness(steps)
+        for key, pair, _ in steps:
+            leaf_gen = gen.get(key, []) if pair == 0 else []
+            if pair <= 0:
+                for data in kill.get(key, []):
+                    if data not in leaf_gen:
+                        self._release(data)
+            if pair >= 0:
+                for data in gen.get(key, []):
+                    self.entry_of[data] = self._find(data)
+            if pair <= 0:
+                for data in kill.get(key, []):
+                    if data in leaf_gen:
+                        self._release(data)
+        self.offsets, self.size = self._offsets()
+
+    @staticmethod
+    def _liveness(steps: list) -> tuple[dict, dict]:
+        """(gen, kill): per step key, the buffers first touched there and last touched there."""
+        kill: dict = {}
+        seen: set = set()
+        for key, _, touched in reversed(steps):
+            for data in touched:
+                if data not in seen:
+                    seen.add(data)
+                    kill.setdefault(key, []).append(data)
+        gen: dict = {}
+        seen = set()
+        for i, (_, pair, _) in enumerate(steps):
+            if pair < 0:
+                continue
+            key, _, touched = steps[i + pair]
+            for data in touched:
+                if data not in seen:
+                    seen.add(data)
+                    gen.setdefault(key, []).append(data)
+        return gen, kill
+
+    def _nbits(self, data: Var) -> int:
+        buf = self.allocs[data]
+        count = 1
+        for extent in buf.shape:
+            if not isinstance(extent, IntImm):
+                raise TVMSError(f"MergeSharedMemoryAllocations: buffer {buf.name!r} in scope {buf.scope!r} has "
+                                f"the symbolic shape {buf.shape}; tvms merges constant sizes only")
+            count *= extent.value
+        return count * buf.dtype.bits * buf.dtype.lanes
+
+    def _find(self, data: Var) -> _Entry:
+        nbits = self._nbits(data)
+        if nbits <= 32:  # (small arrays are left to registers: never shared)
+            self.small.append(_Entry(nbits, [[data]]))
+            return self.small[-1]
+        for i, (size, entry) in enumerate(self.free):  # a freed entry as large, up to 16x larger
+            if nbits <= size <= nbits * MATCH_RANGE:
+                del self.free[i]
+                entry.nbits = max(nbits, entry.nbits)
+                entry.layers.append([data])
+                return entry
+        smaller = [i for i, (size, _) in enumerate(self.free) if size < nbits]
+        taken, layers, total = [], [], 0
+        for i in reversed(smaller):  # else freed smaller ones, largest first, until they cover it
+            taken.append(i)
+            entry = self.free[i][1]
+            total += entry.nbits
+            layers += [[] for _ in range(len(entry.layers) - len(layers))]
+            for layer, buffers in zip(layers, entry.layers):
+                layer += buffers
+            if total >= nbits:
+                break
+        if total:
+            for i in sorted(taken, reverse=True):
+                del self.free[i]
+            return _Entry(max(nbits, total), layers + [[data]])
+        return _Entry(nbits, [[data]])
+
+    def _release(self, data: Var) -> None:
+        entry = self.entry_of[data]
+        if entry.nbits > 32:
+            at = sum(1 for size, _ in self.free if size <= entry.nbits)
+            self.free.insert(at, (entry.nbits, entry))
+
+    def _offsets(self) -> tuple[dict, int]:
+        entries = [entry for _, entry in self.free] + self.small
+        depth = max((len(e.layers) for e in entries), default=0)
+        align = [0] * depth  # per layer: the largest element among its buffers
+        for e in entries:
+            for i, layer in enumerate(e.layers):
+                align[i] = max([align[i]] + [_nbytes(self.allocs[d].dtype) for d in layer])
+        offsets: dict = {}
+        size = 0
+        for e in entries:
+            widest = 0
+            for i, layer in enumerate(e.layers):
+                inner = 0
+                for data in layer:
+                    buf = self.allocs[data]
+                    step = buf.data_alignment or max(align[i], _nbytes(buf.dtype))
+                    inner += -(size + inner) % step
+                    offsets[data] = size + inner
+                    inner += self._nbits(data) // 8
+                widest = max(widest, inner)
+            size += widest
+        return offsets, size
+
+
+class _Merger(Mutator):
+    """Merges the ``scope`` allocations of each kernel (see the module docstring)."""
+
+    def __init__(self, scope: str) -> None:
+        self.scope = scope
+        self.in_launch = False
+        self.kernel: dict | None = None  # data Var -> byte offset, in the kernel being merged
+        self.merged: Buffer | None = None
+        self.volatile = False  # whether a merged allocation was volatile
+        self.views: dict = {}  # original buffer -> its view of the merged buffer (first use first)
+        self.allocs: dict = {}  # data Var -> the allocated buffer, in the kernel being merged
+
+    def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
+        if s.attr_key != "thread_extent" or self.in_launch:
+            return self.generic_visit(s)
+        allocs = _allocations(s.body, self.scope)
+        if len(allocs) <= 1:
+            return self.generic_visit(s)
+        steps = _Steps(allocs)
+        steps.visit(s)
+        plan = _Plan(allocs, steps.steps)
+        name = "buf_dyn_shmem" if self.scope == "shared.dyn" else "buf_shmem"
+        outer = self.in_launch, self.kernel, self.merged, self.views, self.allocs
+        self.in_launch, self.kernel, self.views, self.allocs = True, plan.offsets, {}, allocs
+        self.merged = decl_buffer((plan.size,), "uint8", name, scope=self.scope)
+        self.volatile = False
+        try:
+            body = self.visit(s.body)
+            for view in self.views.values():  # (the first used ends innermost, as in TVM)
+                body = DeclBuffer(view, body, self.merged)
+            annotations = FrozenDict({VOLATILE: True}) if self.volatile else FrozenDict()
+            return s.with_changes(body=AllocBuffer(self.merged, body, annotations))
+        finally:
+            self.in_launch, self.kernel, self.merged, self.views, self.allocs = outer
+
+    def merging(self, data: Var) -> bool:
+        return self.kernel is not None and data in self.kernel
+
+    def visit_AllocBuffer(self, s: AllocBuffer) -> Stmt:
+        if self.merging(s.buffer.data):
+            self.volatile |= bool(s.annotations.get(VOLATILE, False))
+            return self.visit(s.body)
+        return self.generic_visit(s)
+
+    def visit_DeclBuffer(self, s: DeclBuffer) -> Stmt:
+        if self.merging(s.buffer.data):  # a view of a merged allocation: declared again at the top
+            return self.visit(s.body)
+        return self.generic_visit(s)
+
+    def view(self, buffer: Buffer) -> Buffer:
+        found = self.views.get(buffer)
+        if found is None:
+            if len(buffer.shape) != 1:
+                raise TVMSError(f"MergeSharedMemoryAllocations: buffer {buffer.name!r} has shape {buffer.shape}; "
+                                f"the pass runs on flat buffers (after FlattenBuffer)")
+            found = self.views[buffer] = replace(buffer, data=self.merged.data)
+        return found
+
+    def shift(self, index: PrimExpr, data: Var, dtype: DataType, offset_first: bool = False) -> PrimExpr:
+        """``index`` moved by the allocation's offset, in elements of ``dtype`` (``offset + index``
+        where TVM writes it so: in the calls). As TVM's arithmetic: a scalar index plus 0 is the
+        index; a vector one gets the offset broadcast, 0 included."""
+        offset = self.kernel[data] // _nbytes(dtype)
+        scalar = index.dtype.with_lanes(1)
+        if index.dtype.lanes == 1:
+            if not offset:
+                return index
+            shift = IntImm(scalar, offset)
+        else:
+            shift = Broadcast(IntImm(scalar, offset), index.dtype.lanes)
+        return Add(shift, index) if offset_first else Add(index, shift)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
+        new = self.generic_visit(e)
+        if not self.merging(e.buffer.data):
+            return new
+        return BufferLoad(self.view(e.buffer), (self.shift(new.indices[0], e.buffer.data, e.buffer.dtype),))
+
+    def visit_BufferStore(self, s: BufferStore) -> Stmt:
+        new = self.generic_visit(s)
+        if not self.merging(s.buffer.data):
+            return new
+        return new.with_changes(buffer=self.view(s.buffer),
+                                indices=(self.shift(new.indices[0], s.buffer.data, s.buffer.dtype),))
+
+    def visit_Call(self, e: Call) -> PrimExpr:
+        # tvm_access_ptr(dtype, data, offset, extent, rw) and cp_async_raw(dtype, data, offset, ...):
+        # the merged data, the offset moved (in elements of the call's dtype)
+        at = 1 if _is_op(e, "tir.tvm_access_ptr") else 0 if _is_op(e, "tir.s_tir.cp_async_raw") else None
+        # (the data is the buffer's pointer, or the buffer itself as TVM 0.27 prints it: its handle)
+        data = None if at is None else getattr(e.args[at], "data", e.args[at])
+        if not (isinstance(data, Var) and self.merging(data)):
+            return self.generic_visit(e)
+        args = list(e.args)
+        dtype = args[0].dtype if at == 1 else e.dtype  # (cp_async_raw's dtype is the call's)
+        args[at + 1] = self.shift(self.visit(args[at + 1]), data, dtype, offset_first=True)
+        args[at] = self.view(self.allocs[data]).data  # (TVM declares the typed view there too)
+        return e.with_changes(args=tuple(self.visit(a) if i not in (at, at + 1) else a for i, a in enumerate(args)))
+
+
+def merge_shared_memory_allocations(func: PrimFunc, merge_static: bool | None = None) -> PrimFunc:
+    """``func`` with each kernel's ``shared.dyn`` allocations merged, and its ``shared`` ones
+    too where ``merge_static`` (by default the PassContext's ``tirx.merge_static_smem``)."""
+    if merge_static is None:
+        merge_static = bool(PassContext.current().config.get("tirx.merge_static_smem", False))
+    body = func.body
+    for scope in ("shared.dyn", "shared") if merge_static else ("shared.dyn",):
+        if len(_allocations(body, scope)) > 1:
+            body = _Merger(scope).visit(body)
+    return func if body is func.body else func.with_changes(body=body)
+
+
+MergeSharedMemoryAllocations = define_tir_pass("MergeSharedMemoryAllocations", merge_shared_memory_allocations)
+
+__all__ = ["MergeSharedMemoryAllocations", "merge_shared_memory_allocations"]

@@ -1,0 +1,195 @@
+"""Weights transformed once: the VM's cache of ``<func>_transform_params`` results.
+
+``tvms.compile`` lifts what a function ``f`` with ``num_input`` computes from its weights alone
+into ``f_transform_params``, next to ``f_lifted``, which takes the transformed weights
+(``lowering/relax/lift_transform_params.py``), and records that for the Executable
+(``lifted_params``: ``f`` -> (``f_lifted``, ``f_transform_params``, num_input, number of weights)).
+``vm["f"](x, *weights)`` still takes the original arguments: the VM runs the transform on the
+weights the first time, keeps its results for that parameter set, and calls ``f_lifted``, so
+later calls run only what depends on the inputs. (``f`` itself is compiled too: an exported
+library, which does not keep ``lifted_params``, runs it.)
+
+What "the same parameter set" means: the same objects, by identity (numpy arrays and tvms
+Tensors; numbers and shapes by value). To make sure the same object still holds the same values,
+the cache makes the arrays it keyed on read-only (with the arrays they are views of) for as long
+as it holds them: writing into a weight in place then raises numpy's "assignment destination is
+read-only" instead of silently reusing weights transformed from the old values. Making an array
+writable again (``arr.flags.writeable = True``) ends its entry: the next call transforms again.
+``vm.param_cache.clear()`` (and an entry leaving the cache: it holds the last ``CAPACITY`` sets)
+makes the arrays writable again. Memory written behind numpy's back (through DLPack, ctypes or a
+foreign base buffer) is not seen. Arguments the cache cannot key (device tensors) are
+transformed at every call.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any
+
+import numpy as np
+
+from tvms.ir.errors import TVMSError
+
+from .tensor import Tensor
+
+CAPACITY = 4  # parameter sets kept per function (each holds its transformed weights)
+
+
+class _Uncachable(Exception):
+    """An argument whose identity cannot stand for its value (a device tensor)."""
+
+
+def _frozen(value: Any, arrays: list) -> Any:
+    """The key part of one weight: the object itself for an array (collected in ``arrays``, to
+    be made read-only), the value for a number or a shape, the parts of a tuple."""
+    if isinstance(value, Tensor):
+        arrays.append(value.array)
+        return ("tensor", value)
+    if isinstance(value, np.ndarray):
+        arrays.append(value)
+        return ("array", value)
+    if isinstance(value, (bool, int, float, np.number, np.bool_)):
+        return ("number", type(value), value)
+    if isinstance(value, (tuple, list)):
+        return ("tuple", tuple(_frozen(v, arrays) for v in value))
+    raise _Uncachable
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a[0] in ("tensor", "array"):
+        return a[0] == b[0] and a[1] is b[1]
+    if a[0] == "tuple":
+        return b[0] == "tuple" and len(a[1]) == len(b[1]) and all(map(_same, a[1], b[1]))
+    return a == b
+
+
+def _holds_list(value: Any) -> bool:
+    """Whether ``value`` is or holds a list (the same list object may hold other values later)."""
+    return isinstance(value, list) or (isinstance(value, tuple) and any(map(_holds_list, value)))
+
+
+def _with_bases(arrays: list) -> list:
+    """``arrays`` and the numpy arrays they are views of (writing into a base changes a view)."""
+    out: list = []
+    for arr in arrays:
+        while isinstance(arr, np.ndarray):
+            out.append(arr)
+            arr = arr.base
+    return out
+
+
+class _Entry:
+    def __init__(self, key: tuple, weights: tuple, arrays: list, outputs: tuple) -> None:
+        self.key, self.outputs = key, outputs
+        # the weights as passed, for the quick check by identity (none when a list is among them)
+        self.weights = None if _holds_list(weights) else weights
+        self.arrays = _with_bases(arrays)
+        self.frozen = [a for a in self.arrays if a.flags.writeable]  # those made read-only here
+        for a in self.frozen:
+            a.flags.writeable = False
+
+    def valid(self) -> bool:
+        """Nothing it keyed on was made writable again (so nothing was written in place)."""
+        return not any(a.flags.writeable for a in self.arrays)
+
+    def release(self, others: list) -> None:
+        """Make writable again what this entry made read-only, unless another entry keys on it
+        (then that one releases it in turn)."""
+        mine = []
+        for a in self.frozen:
+            holder = next((e for e in others if any(b is a for b in e.arrays)), None)
+            if holder is None:
+                mine.append(a)
+            else:
+                holder.frozen.append(a)
+        while mine:  # (a view becomes writable only after its base: retry until nothing moves)
+            left = []
+            for a in mine:
+                try:
+                    a.flags.writeable = True
+                except ValueError:
+                    left.append(a)
+            if len(left) == len(mine):
+                break
+            mine = left
+
+
+class ParamCache:
+    """The transformed weights of one VM's lifted functions, by parameter set."""
+
+    def __init__(self, vm: Any, lifted: dict) -> None:
+        self.vm = vm
+        self.lifted = dict(lifted)  # name -> (lifted name, transform name, num_input, number of weights)
+        self.entries: dict[str, list[_Entry]] = {}
+        self.last: dict[str, _Entry] = {}  # the entry each function used last (the quick check)
+        self.transforms = 0  # how many times a transform ran (for tests and curious users)
+
+    def arguments(self, name: str, args: tuple) -> tuple:
+        """``(function, arguments)`` to run for the call ``name(*args)``: for a lifted function,
+        its ``_lifted`` form on the inputs and the transformed weights (from the cache, or
+        transformed now); else ``name`` and ``args`` as they are."""
+        spec = self.lifted.get(name)
+        if spec is None:
+            return name, args
+        runtime, transform, num_input, num_weights = spec
+        last = self.last.get(name)
+        if last is not None and last.weights is not None:  # (the same weight objects as the last
+            weights = args[num_input:]                      # call, still read-only: a hit)
+            if len(weights) == len(last.weights) and all(map(operator.is_, weights, last.weights)):
+                for a in last.arrays:
+                    if a.flags.writeable:
+                        break
+                else:
+                    return runtime, args[:num_input] + last.outputs
+        return runtime, self._arguments(name, transform, num_input, num_weights, args)
+
+    def _arguments(self, name: str, transform: str, num_input: int, num_weights: int, args: tuple) -> tuple:
+        params = self._params(name)
+        if len(args) != len(params):
+            raise TVMSError(f"{name} takes {len(params)} arguments ({', '.join(params)}), got {len(args)}")
+        inputs, weights = args[:num_input], args[num_input:]
+        arrays: list = []
+        try:
+            key = tuple(_frozen(w, arrays) for w in weights)
+        except _Uncachable:
+            return (*inputs, *self._transform(transform, weights, params[num_input:]))
+        entries = self.entries.setdefault(name, [])
+        for i, entry in enumerate(entries):
+            if len(entry.key) == len(key) and all(map(_same, entry.key, key)):
+                if entry.valid():
+                    if i:
+                        entries.insert(0, entries.pop(i))
+                    self.last[name] = entry
+                    return (*inputs, *entry.outputs)
+                entries.pop(i).release(self._all())
+                break
+        entry = _Entry(key, weights, arrays, self._transform(transform, weights, params[num_input:]))
+        entries.insert(0, entry)
+        self.last[name] = entry
+        while len(entries) > CAPACITY:
+            entries.pop().release(self._all())
+        return (*inputs, *entry.outputs)
+
+    def _params(self, name: str) -> tuple:
+        """The parameter names of the original function ``name`` (compiled beside its lifted form)."""
+        return next(f.params for f in self.vm.executable.program.functions if f.name == name)
+
+    def _transform(self, transform: str, weights: tuple, names: tuple) -> tuple:
+        self.transforms += 1
+        try:
+            return tuple(self.vm.invoke(transform, tuple(weights)))
+        except TVMSError as err:  # (a bad weight, named as the caller knows it, not as a tuple field)
+            message = re.sub(r"'model_params'\[(\d+)\]", lambda m: repr(names[int(m.group(1))]), str(err))
+            raise TVMSError(message) from None
+
+    def _all(self) -> list:
+        return [e for entries in self.entries.values() for e in entries]
+
+    def clear(self) -> None:
+        """Forget every parameter set; the arrays made read-only become writable again."""
+        entries, self.entries, self.last = self._all(), {}, {}
+        for e in entries:
+            e.release([])
+
+
+__all__ = ["CAPACITY", "ParamCache"]

@@ -1,0 +1,127 @@
+"""MergeSharedMemoryAllocations against TVM 0.27: the inputs of TVM's own tests of the pass (and
+two more), TVM's results byte for byte (fixtures/merge_shared_memory, generate_with_tvm.py), and
+the pass in the cuda pipeline, on to CUDA C that NVRTC compiles and the reference executor runs."""
+from __future__ import annotations
+
+import pytest
+
+from tvms.ir.errors import TVMSError
+from tvms.ir.structural import structural_equal
+from tvms.ir.target import Target
+from tvms.lowering.tir import gpu
+from tvms.lowering.tir.gpu import MergeSharedMemoryAllocations, merge_shared_memory_allocations
+from tvms.script import from_source
+from tvms.transform import PassContext
+
+from conftest import FIXTURES
+
+GOLDEN = FIXTURES / "merge_shared_memory"
+DIALECT = "tvm-0.27"
+CASES = sorted(p.name[:-len("_before.tvms")] for p in GOLDEN.glob("*_before.tvms"))
+
+
+def merged(case: str, **config) -> str:
+    with PassContext(config=config):
+        return MergeSharedMemoryAllocations()(from_source((GOLDEN / f"{case}_before.tvms").read_text())).script(
+            dialect=DIALECT)
+
+
+# DLight's tensor-core matmul (../cuda_codegen/cases.py) as TVM's pipeline hands it to the pass:
+# tensor-core loads take the tiles by tvm_access_ptr, stores are vectors. Compared structurally:
+# TVM's text names the views by where it prints them (x_reindex_shared_dyn_1 before is
+# x_reindex_shared_dyn after), and declares the fragments before their allocations, which does
+# not read back as one buffer
+STRUCTURAL = {"dlight_matmul_f16"}
+
+
+def test_merged_as_tvm_merges() -> None:
+    assert len(CASES) == 14
+    for case in sorted(STRUCTURAL):
+        ours = merge_shared_memory_allocations(from_source((GOLDEN / f"{case}_before.tvms").read_text())["main"])
+        assert structural_equal(ours, from_source((GOLDEN / f"{case}_after.tvms").read_text())["main"]), case
+    for case in sorted(set(CASES) - STRUCTURAL):
+        want = (GOLDEN / f"{case}_after.tvms").read_text()
+        got = merged(case, **({"tirx.merge_static_smem": True} if case.startswith("static_") else {}))
+        if case in ("async_copy", "access_ptr"):
+            # the calls take the data of views A_sh and B_sh of one allocation: in tvms both views
+            # hold the one data Var, which prints by the innermost view's name (A_sh.data)
+            want = "".join(line.replace("B_sh.data", "A_sh.data") if "_sh.data" in line else line
+                           for line in want.splitlines(keepends=True))
+        assert got == want, case
+
+
+def test_static_shared_memory_is_merged_only_when_asked() -> None:
+    """Without tirx.merge_static_smem, static shared memory stays as it was (TVM's result; for
+    static_dlight_*, DLight's conv2d and matmul at the stage the cuda pipeline hands the pass, the
+    input itself); with it, merged as TVM merges it (test_merged_as_tvm_merges)."""
+    for case in sorted(c for c in CASES if c.startswith("static_")):
+        default = GOLDEN / f"{case}_default.tvms"
+        assert merged(case) == (default if default.exists() else GOLDEN / f"{case}_before.tvms").read_text()
+
+
+def test_what_it_cannot_plan_is_a_clear_error() -> None:
+    text = (GOLDEN / "simple_alloc_no_reuse_before.tvms").read_text()
+    symbolic = from_source(text.replace("def main():", "def main(n: T.int32):")
+                           .replace('A_sh = T.alloc_buffer((128,)', 'A_sh = T.alloc_buffer((n,)'))["main"]
+    with pytest.raises(TVMSError, match=r"buffer 'A_sh' in scope 'shared.dyn' has the symbolic shape"):
+        merge_shared_memory_allocations(symbolic)
+    two_d = from_source(text.replace('B_sh = T.alloc_buffer((128,)', 'B_sh = T.alloc_buffer((2, 64)')
+                        .replace("B_sh[threadIdx_x]", "B_sh[0, threadIdx_x]"))["main"]
+    with pytest.raises(TVMSError, match=r"buffer 'B_sh' has shape .*after FlattenBuffer"):
+        merge_shared_memory_allocations(two_d)
+    # (and a typed view its bytes do not make, in the script)
+    uneven = (GOLDEN / "simple_alloc_reuse_after.tvms").read_text().replace("(512,)", "(510,)")
+    with pytest.raises(TVMSError, match=r":11:16: error: buf_dyn_shmem.view\('float32'\): the last dimension "
+                                        r"and offset of a uint8 buffer must be constants that float32 elements"):
+        from_source(uneven)
+
+
+def test_a_matmul_through_dynamic_shared_memory_compiles_and_computes() -> None:
+    """16x16 tiles of A and B staged in shared.dyn (gpu_lowering's matmul_dyn_nocse, whose every
+    stage is TVM's): tvms.compile renders TVM's CUDA C (one uchar array the tiles view), NVRTC
+    compiles it to a cubin (sm_80; the static variant below, sm_90), and the reference
+    executor runs the launch as numpy computes it."""
+    import numpy as np
+
+    import tvms
+    from tvms.runtime.cuda_module import ReferenceLauncher
+
+    func = from_source((FIXTURES / "gpu_lowering" / "matmul_dyn_nocse_00_input.tvms").read_text())["main"]
+    with PassContext(config={"tirx.disable_cse_tir": True}):
+        lib = tvms.compile(func, target="cuda -arch=sm_80")
+    assert lib.get_source() == (GOLDEN / "matmul_dyn.cu").read_text()
+    assert lib.artifacts["main"].binary.startswith(b"\x7fELF")
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((64, 64), dtype=np.float32), rng.standard_normal((64, 64), dtype=np.float32)
+    c = np.zeros((64, 64), np.float32)
+    lib.with_launcher(ReferenceLauncher())["main"](a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_static_shared_memory_merged_in_the_pipeline_when_asked() -> None:
+    """The same matmul with its tiles in static shared memory, under tirx.merge_static_smem:
+    TVM's SplitHostDevice stage and CUDA C (one `__shared__` uchar array), compiled by NVRTC."""
+    import tvms
+
+    static = from_source((FIXTURES / "gpu_lowering" / "matmul_dyn_nocse_00_input.tvms").read_text()
+                         .replace('"shared.dyn"', '"shared"'))["main"]
+    with PassContext(config={"tirx.disable_cse_tir": True, "tirx.merge_static_smem": True}):
+        split = gpu.split_for_cuda(static, Target("cuda"))
+        lib = tvms.compile(static, target="cuda -arch=sm_90")
+    assert split.script(dialect=DIALECT) == (GOLDEN / "static_matmul_split.tvms").read_text()
+    assert lib.get_source() == (GOLDEN / "static_matmul.cu").read_text()
+    assert lib.artifacts["main"].binary.startswith(b"\x7fELF")
+
+
+def test_views_live_together_keep_apart() -> None:
+    """TVM's kernel whose two buffers are accessed only through views (A_view, B_view), both live
+    at the last statement: merged, they keep apart (C = 1 + 2), and run race-free on the reference
+    executor."""
+    import numpy as np
+
+    from tvms.runtime.reference import run_prim_func
+
+    before = from_source((GOLDEN / "decl_buffer_alias_extends_allocation_lifetime_before.tvms").read_text())["main"]
+    c = np.zeros(128, np.float32)
+    run_prim_func(merge_shared_memory_allocations(before), c)
+    np.testing.assert_array_equal(c, np.full(128, 3, np.float32))

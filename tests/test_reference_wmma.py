@@ -1,0 +1,130 @@
+"""Tensor cores in the reference executor (runtime/reference_wmma.py): DLight's WMMA schedule of a
+float16 and an int8 matmul computes what numpy computes, the WMMA calls' semantics one by one, and the errors
+(a tile read before it is written, a fragment accessed element by element); so does its cuda
+lowering, with the barriers ThreadSync places. On a machine with a
+CUDA GPU, the same schedule runs on the device (test_tensor_core_matmul_on_the_device)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvms
+from tvms.ir.errors import TVMSError
+from tvms.ir.module import IRModule
+from tvms.ir.target import Target
+from tvms.lowering.dlight.base import ApplyDefaultSchedule
+from tvms.lowering.dlight.gpu_matmul import Matmul
+from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
+from tvms.lowering.tir.gpu.pipeline import finalize_kernels, split_for_cuda
+from tvms.runtime import reference_wmma as wmma
+from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
+
+# x (n x 128) @ w (128 x 128) of IN accumulated in OUT: one thread block of 16 warps
+TEMPLATE = '''
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(var_x: T.handle, w: T.Buffer((T.int64(128), T.int64(128)), "IN"), var_y: T.handle):
+    n = T.int64()
+    x = T.match_buffer(var_x, (n, T.int64(128)), "IN")
+    y = T.match_buffer(var_y, (n, T.int64(128)), "OUT")
+    for i, j, k in T.grid(n, T.int64(128), T.int64(128)):
+        with T.block("matmul"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                y[vi, vj] = T.OUT(0)
+            y[vi, vj] = y[vi, vj] + T.Cast("OUT", x[vi, vk]) * T.Cast("OUT", w[vk, vj])
+'''
+MATMUL = TEMPLATE.replace("IN", "float16").replace("OUT", "float32")
+
+
+def tensorized(rows: int | None = None, scope: str = "shared"):
+    """The WMMA schedule of MATMUL (of ``rows`` rows, else symbolic ones). ("shared": the
+    cuda lowering of shared.dyn is another helper's.)"""
+    text = MATMUL if rows is None else MATMUL.replace("    n = T.int64()\n", "").replace("n,", f"T.int64({rows}),")
+    sch = schedule_tensor_core(from_source(text), "float16", scope=scope)
+    assert sch is not None
+    return sch.mod["main"]
+
+
+@pytest.mark.parametrize("dtypes", [("float16", "float32"), pytest.param(("int8", "int32"), marks=pytest.mark.slow)])
+def test_dlight_tensor_core_matmul_computes_as_numpy(dtypes):
+    """What DLight gives on sm_80 (TVM's schedule, staged in shared.dyn), 40 rows padded to 128:
+    float16 products summed in float32 as numpy in float64 within float32 rounding; int8 exactly."""
+    in_dtype, out_dtype = dtypes
+    with Target("cuda -arch=sm_80"):
+        mod = ApplyDefaultSchedule(Matmul())(IRModule({"main": from_source(TEMPLATE.replace("IN", in_dtype).replace("OUT", out_dtype))}))
+    assert "T.tvm_mma_sync" in mod["main"].script()
+    rng = np.random.default_rng(0)
+    if in_dtype == "int8":
+        x, w = rng.integers(-128, 128, (40, 128)).astype(np.int8), rng.integers(-128, 128, (128, 128)).astype(np.int8)
+    else:
+        x, w = rng.standard_normal((40, 128)).astype(np.float16), rng.standard_normal((128, 128)).astype(np.float16)
+    y = np.zeros((40, 128), out_dtype)
+    run_prim_func(mod["main"], x, w, y)
+    np.testing.assert_allclose(y, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
+
+
+def test_lowered_tensor_core_kernel_computes_as_numpy():
+    """The cuda lowering of the WMMA schedule (ThreadSync's barriers around the WMMA loads and
+    stores of shared memory, compacted stages and fragments) runs as the code generator gets it:
+    the executor adds no barrier to lowered code that has them, so a missing one is a race."""
+    mod = finalize_kernels(split_for_cuda(tensorized(rows=128).with_attr("global_symbol", "main"),
+                                          Target("cuda -arch=sm_80")))
+    (kernel,) = [f for _, f in mod.functions_items() if f.attrs.get("calling_conv") == 2]
+    assert kernel.script().count('T.tvm_storage_sync("shared")') == 3
+    rng = np.random.default_rng(1)
+    x, w = (rng.standard_normal((128, 128)).astype(np.float16) for _ in range(2))
+    y = np.zeros((128, 128), np.float32)
+    run_prim_func(mod, x, w, y)
+    np.testing.assert_allclose(y, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
+
+
+def test_wmma_calls_one_by_one():
+    a = wmma.Fragment("a", "wmma.matrix_a", np.float16)
+    b = wmma.Fragment("b", "wmma.matrix_b", np.float16)
+    c = wmma.Fragment("c", "wmma.accumulator", np.float32)
+    memory = np.arange(2 * 16 * 24, dtype=np.float16) / 64
+    wmma.run("load_matrix_sync", (a, 16, 16, 16, 3, (memory, 24), 24, "row_major"), 0, None)
+    wmma.run("load_matrix_sync", (b, 16, 16, 16, 0, (memory, 8), 24, "col_major"), 0, None)
+    wmma.run("fill_fragment", (c, 16, 16, 16, 1, 0.5), 0, None)
+    wmma.run("mma_sync", (c, 2, a, 3, b, 0, c, 1), 0, None)
+    rows = memory[24:24 + 16 * 24].reshape(16, 24)[:, :16]  # (a row-major 16 x 16 tile, rows 24 apart)
+    cols = memory[8:8 + 16 * 24].reshape(16, 24)[:, :16].T  # (column-major: B[k, n] at n * 24 + k)
+    out = np.zeros(4 + 16 * 40, np.float32)
+    wmma.run("store_matrix_sync", (c, 16, 16, 16, 2, (out, 4), 40, "row_major"), 0, None)
+    want = rows.astype(np.float32) @ cols.astype(np.float32) + 0.5
+    np.testing.assert_array_equal(out[4:4 + 16 * 40].reshape(16, 40)[:, :16], want)
+    with pytest.raises(TVMSError, match="tile 5 of the wmma.accumulator fragment 'c' is read before"):
+        wmma.run("store_matrix_sync", (c, 16, 16, 16, 5, (out, 0), 16, "row_major"), 0, None)
+
+
+def test_a_fragment_is_not_accessed_element_by_element():
+    func = from_source('''
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((16, 16), "float16")):
+    F = T.alloc_buffer((16, 16), "float16", scope="wmma.matrix_a")
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        with T.block("copy"):
+            F[0, 0] = A[0, 0]
+''')
+    with pytest.raises(TVMSError, match="fragment 'F' is accessed element by element"):
+        run_prim_func(func, np.zeros((16, 16), np.float16))
+
+
+@pytest.mark.skipif(not tvms.cuda(0).exist, reason="needs a CUDA GPU")
+def test_tensor_core_matmul_on_the_device():
+    """The schedule DLight gives a float16 matmul on sm_80 (staged in dynamic shared memory, as
+    TVM's), built and run on the GPU, against numpy."""
+    func = tensorized(rows=256, scope="shared.dyn").with_attr("global_symbol", "main")
+    lib = tvms.build(func, target="cuda -arch=sm_80")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((256, 128)).astype(np.float16)
+    w = rng.standard_normal((128, 128)).astype(np.float16)
+    device = tvms.cuda(0)
+    args = [tvms.nd.array(v, device=device) for v in (x, w, np.zeros((256, 128), np.float32))]
+    lib["main"](*args)
+    np.testing.assert_allclose(args[2].numpy(), x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
