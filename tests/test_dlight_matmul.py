@@ -491,3 +491,27 @@ def test_guarded_vector_loads_read_only_their_lanes():
         expected = np.zeros((5, 32), np.float32)
         expected[1:4, :20] = a + a[:, :1]
         np.testing.assert_array_equal(b, expected)
+
+
+@pytest.mark.slow
+def test_compile_lifts_the_marked_packing_of_the_weights():
+    """tvms.compile of the MLP at batch 64 with num_input: the rule's marked packings of the two
+    weights are split out (SplitLayoutRewritePreproc) and run once per weight set
+    (LiftTransformParams), the kernels per call reading the packed panels."""
+    text = (ROOT / "examples" / "mlp.tvms").read_text().replace('("n", 784)', "(64, 784)").replace(
+        '("n", 10)', "(64, 10)").replace("        n = T.int64()\n", "")
+    vm = tvms.relax.VirtualMachine(tvms.compile(from_source(text), target="llvm"), tvms.cpu())
+    program = {f.name: f for f in vm.executable.program.functions}
+    kernels = {name: [i.func for i in program[name].code if getattr(i, "kind", None) == "kernel"]
+               for name in ("forward_transform_params", "forward_lifted")}
+    assert kernels["forward_transform_params"] == ["fused_NT_matmul_add_relu_weight_prepack",
+                                                   "fused_NT_matmul1_add1_weight_prepack"]
+    assert all(k.endswith("_prepacked") for k in kernels["forward_lifted"])
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((64, 784), dtype=np.float32)
+    w1, b1 = rng.standard_normal((256, 784), dtype=np.float32), rng.standard_normal(256, dtype=np.float32)
+    w2, b2 = rng.standard_normal((10, 256), dtype=np.float32), rng.standard_normal(10, dtype=np.float32)
+    for _ in range(2):
+        y = vm["forward"](x, w1, b1, w2, b2).numpy()
+        np.testing.assert_allclose(y, np.maximum(x @ w1.T + b1, 0) @ w2.T + b2, rtol=1e-4, atol=1e-2)
+    assert vm.param_cache.transforms == 1
