@@ -62,7 +62,7 @@ def only_kernel(mod: tvms.IRModule):
 @pytest.mark.parametrize("target", [Target("llvm"), AVX2], ids=["host", "avx2"])
 def test_conv2d_equals_numpy_and_the_reference(target):
     """A small ResNet-like layer (output channels the tile does not divide), with a fused relu."""
-    mod = legalized(conv_module(2, 8, 16, 20, relu=True))
+    mod = legalized(conv_module(2, 4, 8, 20, relu=True))
     func = only_kernel(mod)
     sch = Conv2D().apply(func, target, False)
     assert sch is not None, "the rule declined a conv2d"
@@ -71,9 +71,9 @@ def test_conv2d_equals_numpy_and_the_reference(target):
     assert from_source(text).script() == text
     assert text.count(MARK) == 1 and "T.parallel" in text and 'scope="local"' in text
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((2, 8, 16, 16), dtype=np.float32)
-    w = rng.standard_normal((20, 8, 3, 3), dtype=np.float32)
-    built, ref = np.zeros((2, 20, 16, 16), np.float32), np.zeros((2, 20, 16, 16), np.float32)
+    x = rng.standard_normal((2, 4, 8, 8), dtype=np.float32)
+    w = rng.standard_normal((20, 4, 3, 3), dtype=np.float32)
+    built, ref = np.zeros((2, 20, 8, 8), np.float32), np.zeros((2, 20, 8, 8), np.float32)
     tvms.build(out, target="llvm")(x, w, built)
     run_prim_func(out, x, w, ref)
     expected = np.maximum(conv_reference(x, w), 0)
@@ -112,20 +112,20 @@ def test_declines_strided_convolutions_and_matmuls():
 
 def test_batched_matmul_through_the_default_rules():
     """``R.matmul`` with batch dimensions on both sides, and on the left only (B shared)."""
-    params = ('x: R.Tensor((3, 50, 64), dtype="float32"), w: R.Tensor((3, 64, 72), dtype="float32"), '
-              'v: R.Tensor((64, 40), dtype="float32")')
-    ret = 'R.Tuple(R.Tensor((3, 50, 72), dtype="float32"), R.Tensor((3, 50, 40), dtype="float32"))'
+    params = ('x: R.Tensor((2, 20, 16), dtype="float32"), w: R.Tensor((2, 16, 40), dtype="float32"), '
+              'v: R.Tensor((16, 24), dtype="float32")')
+    ret = 'R.Tuple(R.Tensor((2, 20, 40), dtype="float32"), R.Tensor((2, 20, 24), dtype="float32"))'
     body = "            y = R.matmul(x, w)\n            z = R.matmul(x, v)\n            R.output(y, z)\n        return (y, z)"
     mod = legalized(from_source(relax_module(body, params, ret)))
     with Target("llvm"):
         out = ApplyDefaultSchedule(*default_rules())(mod)
     rng = np.random.default_rng(2)
-    x = rng.standard_normal((3, 50, 64), dtype=np.float32)
-    for name, b in (("matmul", rng.standard_normal((3, 64, 72), dtype=np.float32)),
-                    ("matmul1", rng.standard_normal((64, 40), dtype=np.float32))):
+    x = rng.standard_normal((2, 20, 16), dtype=np.float32)
+    for name, b in (("matmul", rng.standard_normal((2, 16, 40), dtype=np.float32)),
+                    ("matmul1", rng.standard_normal((16, 24), dtype=np.float32))):
         func = out[name]
         text = func.script()
         assert 'scope="local"' in text, name  # the Matmul rule's register tile
-        y = np.zeros((3, 50, b.shape[-1]), np.float32)
+        y = np.zeros((2, 20, b.shape[-1]), np.float32)
         tvms.build(func, target="llvm")(x, b, y)
         np.testing.assert_allclose(y, x @ b, rtol=1e-4, atol=1e-4)

@@ -159,14 +159,14 @@ MARK = 'T.block_attr({"meta_schedule.layout_rewrite_preproc": T.bool(True)})'
 def test_packing_of_a_weight_is_marked_for_lift():
     """B is a parameter only the packing reads: the packing is a block at the top of the
     function marked as TVM's RewriteLayout marks it, and the function still computes A @ B."""
-    func = scheduled(matmul_text(64, 96, 80))
+    func = scheduled(matmul_text(24, 48, 40))
     text = check_reprints(func)
     assert text.count(MARK) == 1
     packing = text.index('with T.block("B_global")')
     assert packing < text.index(MARK) < text.index("T.parallel(", packing + 1) < text.index('T.block("C_update")')
     rng = np.random.default_rng(12)
-    a, b = rng.standard_normal((64, 80), dtype=np.float32), rng.standard_normal((80, 96), dtype=np.float32)
-    built, ref = run_both(func, a, b, (64, 96))
+    a, b = rng.standard_normal((24, 40), dtype=np.float32), rng.standard_normal((40, 48), dtype=np.float32)
+    built, ref = run_both(func, a, b, (24, 48))
     np.testing.assert_allclose(built, a @ b, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
     padded = check_reprints(scheduled(matmul_text(64, 40, 80)))  # (the zero-padding copy is the packing)
