@@ -109,7 +109,18 @@ class NativeFunction:
         self._sizes = [ALIGNMENT + _static_bytes(out) for out in artifact.outputs]
         self._allocate = _allocator(len(self._sizes), self._sizes)
         self._finish = _finisher(artifact, constants, wrap, tensor)
+        self._entry_parts: tuple = ()
         self.call = self._caller()
+
+    def reuse(self, weights: tuple | None, transformed: tuple = (), arrays: tuple = ()) -> None:
+        """For the native call of a lifted function (``lower_lifted_calls``: ctx's last three
+        words): the parameter set it runs with while its weights are these objects and none of
+        ``arrays`` is writable; ``None``: no set (each call goes through ``fallback``)."""
+        parts = (weights, transformed, arrays) if weights is not None else ()
+        at = self.artifact.ctx_size - 3
+        for k in range(3):
+            self._ctx[at + k] = id(parts[k]) if parts else 0
+        self._entry_parts = parts  # (kept alive: ctx holds their addresses)
 
     def _caller(self) -> Callable:
         entry, ctx, finish, allocate, sizes = self._entry, self._ctx, self._finish, self._allocate, self._sizes
