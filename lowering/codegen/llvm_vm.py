@@ -213,7 +213,7 @@ class _Lowering:
             phi.add_incoming(ir.Constant(T.I32, code), block)
         self.b.ret(phi)
         text = str(self.module)
-        return NativeArtifact(f.name, self.symbol, self.compile(text), text, self.target, len(f.params),
+        return NativeArtifact(f.name, self.symbol, self.compile(text), text, self.target, num_args,
                               tuple(self.kernels), tuple(self.constants), outputs, result,
                               self.storage_bytes, self.ctx_size, self.plan, f.heap,
                               tuple(self.plan.describe(f.heap)), self.target.num_cores)
