@@ -214,8 +214,13 @@ class VirtualMachine:
             def lifted(*args: Any) -> Any:
                 runtime, values = arguments(name, args)
                 return function(runtime)(*values)
-            # natively, a call with the last parameter set's weights (the cache's path otherwise)
-            native = self._native_function(name, getattr(self.executable, "lifted_native", {}).get(name), lifted)
+            # natively, a call with the last parameter set's weights (the cache's path otherwise),
+            # in the storage of the lifted form's native code (the two never run at once)
+            runtime = self.param_cache.lifted[name][0]
+            function(runtime)
+            plain = self._native.get(runtime)
+            native = self._native_function(name, getattr(self.executable, "lifted_native", {}).get(name), lifted,
+                                           plain.storage if plain is not None else None)
             if native is None:
                 return lifted
             self.param_cache.watch(name, lambda e: native.reuse(*e.native_parts()) if e else native.reuse(None))
@@ -228,11 +233,11 @@ class VirtualMachine:
         native = self._native_function(name, self.executable.native.get(name), call)
         return call if native is None else native.call
 
-    def _native_function(self, name: str, artifact: Any, fallback: Callable) -> NativeFunction | None:
+    def _native_function(self, name: str, artifact: Any, fallback: Callable, storage: Any = None) -> NativeFunction | None:
         layout = object_layout()
         if isinstance(artifact, NativeVMFunction) and self.device_memory is None and isinstance(layout, dict):
-            native = self._native[name] = NativeFunction(artifact, layout, self.executable.kernels(),
-                                                         self.constants, fallback, _result, _tensor_of_fit_array)
+            native = self._native[name] = NativeFunction(artifact, layout, self.executable.kernels(), self.constants,
+                                                         fallback, _result, _tensor_of_fit_array, storage)
             return native
         return None
 

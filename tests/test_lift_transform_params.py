@@ -244,6 +244,9 @@ def test_a_call_with_the_cached_weights_is_one_native_call(mlp_vms) -> None:
     vm["main"](x, *copies)
     check(1, 4)
     cache.clear()
+    stats = vm.native_stats()  # (the lifted call runs in its lifted form's storage: one reserved)
+    assert stats["main"]["reserved"] == stats["main_lifted"]["reserved"] > 0
+    assert vm._native["main"].storage is vm._native["main_lifted"].storage
 
 
 def test_bad_arguments_are_named_as_the_caller_knows_them(mlp_vms) -> None:
