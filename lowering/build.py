@@ -251,7 +251,7 @@ def link_executable(mod: IRModule, kernels: Any, artifacts: dict | None = None, 
 
     program = compile_vm(mod)
     if exec_mode == "compiled":
-        from .codegen.llvm_vm import lower_vm_program
+        from .codegen.llvm_vm import lower_lifted_calls, lower_vm_program
 
         native = lower_vm_program(program, artifacts or {}, target)
     else:
@@ -259,6 +259,8 @@ def link_executable(mod: IRModule, kernels: Any, artifacts: dict | None = None, 
     ex = get_global_func(EXECUTABLE_LOADER)(program, kernels, native)
     if lifted:
         ex.lifted_params = lifted
+        if exec_mode == "compiled":  # (the call with cached weights as one native call too)
+            ex.lifted_native = lower_lifted_calls(program, native, artifacts or {}, target, lifted)
     return ex
 
 

@@ -19,6 +19,13 @@ writable again (``arr.flags.writeable = True``) ends its entry: the next call tr
 makes the arrays writable again. Memory written behind numpy's back (through DLPack, ctypes or a
 foreign base buffer) is not seen. Arguments the cache cannot key (device tensors) are
 transformed at every call.
+
+The quick check comes first: the weights of the function's last parameter set, by identity,
+with none of the arrays its entry keys on writable, reuse that set. In the compiled VM it runs
+in native code, in the same call as the kernels (``llvm_vm.lower_lifted_calls``: the VM hands
+the last entry's ``native_parts`` to that code each time it changes, ``watch``); any other call
+(another set, an array made writable again, an entry ``clear()`` forgot, a list among the
+weights) goes through ``arguments`` here.
 """
 from __future__ import annotations
 
@@ -88,6 +95,12 @@ class _Entry:
         for a in self.frozen:
             a.flags.writeable = False
 
+    def native_parts(self) -> tuple:
+        """What the native call of the lifted function checks and reads (``NativeFunction.reuse``):
+        the weights as passed (``None``: no quick check), the transformed weights, the arrays
+        that must stay read-only."""
+        return self.weights, self.outputs, tuple(self.arrays)
+
     def valid(self) -> bool:
         """Nothing it keyed on was made writable again (so nothing was written in place)."""
         return not any(a.flags.writeable for a in self.arrays)
@@ -123,6 +136,17 @@ class ParamCache:
         self.entries: dict[str, list[_Entry]] = {}
         self.last: dict[str, _Entry] = {}  # the entry each function used last (the quick check)
         self.transforms = 0  # how many times a transform ran (for tests and curious users)
+        self.watchers: dict = {}  # name -> called with the function's new last entry (or None)
+
+    def watch(self, name: str, watcher: Any) -> None:
+        """Call ``watcher`` with ``name``'s last entry (``None`` for none) now and whenever it changes."""
+        self.watchers[name] = watcher
+        watcher(self.last.get(name))
+
+    def _set_last(self, name: str, entry: _Entry) -> None:
+        self.last[name] = entry
+        if name in self.watchers:
+            self.watchers[name](entry)
 
     def arguments(self, name: str, args: tuple) -> tuple:
         """``(function, arguments)`` to run for the call ``name(*args)``: for a lifted function,
@@ -159,13 +183,13 @@ class ParamCache:
                 if entry.valid():
                     if i:
                         entries.insert(0, entries.pop(i))
-                    self.last[name] = entry
+                    self._set_last(name, entry)
                     return (*inputs, *entry.outputs)
                 entries.pop(i).release(self._all())
                 break
         entry = _Entry(key, weights, arrays, self._transform(transform, weights, params[num_input:]))
         entries.insert(0, entry)
-        self.last[name] = entry
+        self._set_last(name, entry)
         while len(entries) > CAPACITY:
             entries.pop().release(self._all())
         return (*inputs, *entry.outputs)
@@ -188,6 +212,8 @@ class ParamCache:
     def clear(self) -> None:
         """Forget every parameter set; the arrays made read-only become writable again."""
         entries, self.entries, self.last = self._all(), {}, {}
+        for watcher in self.watchers.values():
+            watcher(None)
         for e in entries:
             e.release([])
 

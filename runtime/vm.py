@@ -214,19 +214,32 @@ class VirtualMachine:
             def lifted(*args: Any) -> Any:
                 runtime, values = arguments(name, args)
                 return function(runtime)(*values)
-            return lifted
+            # natively, a call with the last parameter set's weights (the cache's path otherwise),
+            # in the storage of the lifted form's native code (the two never run at once)
+            runtime = self.param_cache.lifted[name][0]
+            function(runtime)
+            plain = self._native.get(runtime)
+            native = self._native_function(name, getattr(self.executable, "lifted_native", {}).get(name), lifted,
+                                           plain.storage if plain is not None else None)
+            if native is None:
+                return lifted
+            self.param_cache.watch(name, lambda e: native.reuse(*e.native_parts()) if e else native.reuse(None))
+            return native.call
 
         def call(*args: Any) -> Any:
             return self.invoke(name, *args)
 
         call.__name__ = name
-        artifact = self.executable.native.get(name)
+        native = self._native_function(name, self.executable.native.get(name), call)
+        return call if native is None else native.call
+
+    def _native_function(self, name: str, artifact: Any, fallback: Callable, storage: Any = None) -> NativeFunction | None:
         layout = object_layout()
         if isinstance(artifact, NativeVMFunction) and self.device_memory is None and isinstance(layout, dict):
-            native = self._native[name] = NativeFunction(artifact, layout, self.executable.kernels(),
-                                                         self.constants, call, _result, _tensor_of_fit_array)
-            return native.call
-        return call
+            native = self._native[name] = NativeFunction(artifact, layout, self.executable.kernels(), self.constants,
+                                                         fallback, _result, _tensor_of_fit_array, storage)
+            return native
+        return None
 
     def call(self, name: str, args: list) -> Any:
         """Run the program's function ``name`` on VM values (its instructions made at first use)."""
@@ -257,7 +270,8 @@ class VirtualMachine:
 
     def native_stats(self) -> dict:
         """Per native function this VM has called: the storage it reserved (bytes) and the
-        calls the interpreter served (arguments the native code does not take)."""
+        calls the interpreter served (arguments the native code does not take; for a function
+        whose weights were lifted, the calls the parameter cache served: a new parameter set)."""
         return {name: {"reserved": n.artifact.storage_bytes, "fallbacks": n.fallbacks}
                 for name, n in self._native.items()}
 

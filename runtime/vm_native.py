@@ -86,7 +86,7 @@ class NativeFunction:
     conversions of a result value and of a fit array to a Tensor."""
 
     def __init__(self, artifact: NativeVMFunction, layout: dict, kernels: Any, constants: list,
-                 fallback: Callable, wrap: Callable, tensor: Callable) -> None:
+                 fallback: Callable, wrap: Callable, tensor: Callable, storage: Any = None) -> None:
         self.artifact, self.fallback, self.fallbacks = artifact, fallback, 0
         # (a library's function is mapped already; else the JIT links its object code, once)
         self._entry = _ENTRY(artifact.address or load_kernel(artifact).address)
@@ -95,8 +95,10 @@ class NativeFunction:
             ctx[k] = layout[name]
         functions = [kernels.get_function(name).compiled for name in artifact.kernels]
         ctx[CTX_FIELDS.index("threads")] = artifact.num_cores or os.cpu_count() or 1
-        self._storage = aligned_bytes(artifact.storage_bytes)  # reserved once per VM
-        ctx[CTX_FIELDS.index("storage")] = _data_address(self._storage) if artifact.storage_bytes else 0
+        # reserved once per VM (or another function's, given as ``storage``, that never runs
+        # at the same time: a lifted call and its function's lifted form)
+        self.storage = aligned_bytes(artifact.storage_bytes) if storage is None else storage
+        ctx[CTX_FIELDS.index("storage")] = _data_address(self.storage) if artifact.storage_bytes else 0
         at = len(CTX_FIELDS)
         for fn in functions:
             ctx[at], ctx[at + 1] = fn.address, fn.num_threads_address
@@ -109,7 +111,18 @@ class NativeFunction:
         self._sizes = [ALIGNMENT + _static_bytes(out) for out in artifact.outputs]
         self._allocate = _allocator(len(self._sizes), self._sizes)
         self._finish = _finisher(artifact, constants, wrap, tensor)
+        self._entry_parts: tuple = ()
         self.call = self._caller()
+
+    def reuse(self, weights: tuple | None, transformed: tuple = (), arrays: tuple = ()) -> None:
+        """For the native call of a lifted function (``lower_lifted_calls``: ctx's last three
+        words): the parameter set it runs with while its weights are these objects and none of
+        ``arrays`` is writable; ``None``: no set (each call goes through ``fallback``)."""
+        parts = (weights, transformed, arrays) if weights is not None else ()
+        at = self.artifact.ctx_size - 3
+        for k in range(3):
+            self._ctx[at + k] = id(parts[k]) if parts else 0
+        self._entry_parts = parts  # (kept alive: ctx holds their addresses)
 
     def _caller(self) -> Callable:
         entry, ctx, finish, allocate, sizes = self._entry, self._ctx, self._finish, self._allocate, self._sizes

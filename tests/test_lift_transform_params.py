@@ -207,6 +207,48 @@ def test_cache_keys_tensors_views_and_keeps_few_sets(mlp_vms) -> None:
     assert big.flags.writeable and shared.flags.writeable and all(t.array.flags.writeable for t in tensors)
 
 
+def test_a_call_with_the_cached_weights_is_one_native_call(mlp_vms) -> None:
+    """The call with the last parameter set's weights runs natively (the cache's path counts as
+    a fallback of ``main``); a new set, weights made writable again and ``clear()`` go through
+    the cache, so no stale result comes back."""
+    vm = mlp_vms[1]
+    assert "main_lifted" in vm.executable.stats()["native"]
+    assert vm.executable.lifted_native["main"].name == "main_lifted"
+    cache = vm.param_cache
+    cache.clear()
+    x, *weights = _weights(5)
+    for w in weights:  # (read-only before the cache saw them: clear() leaves them so)
+        w.flags.writeable = False
+    runs = cache.transforms
+
+    def check(through_cache: int, transforms: int) -> None:
+        before = vm.native_stats().get("main", {"fallbacks": 0})["fallbacks"]
+        np.testing.assert_allclose(vm["main"](x, *weights).numpy(), _numpy_mlp(x, *weights), rtol=1e-4, atol=1e-4)
+        assert vm.native_stats()["main"]["fallbacks"] - before == through_cache
+        assert cache.transforms == runs + transforms
+
+    check(1, 1)  # a new set: transformed
+    for _ in range(3):
+        check(0, 1)  # the same: native, nothing transformed
+    cache.clear()  # forgotten: a weight may change before it is read-only again
+    weights[2].flags.writeable = True
+    weights[2][0, 0] += 1
+    weights[2].flags.writeable = False
+    check(1, 2)
+    check(0, 2)
+    weights[0].flags.writeable = True  # made writable again (and written): transformed again
+    weights[0][0, 0] += 1
+    check(1, 3)
+    check(0, 3)
+    copies = [w.copy() for w in weights]  # another set, then the first one again (from the cache)
+    vm["main"](x, *copies)
+    check(1, 4)
+    cache.clear()
+    stats = vm.native_stats()  # (the lifted call runs in its lifted form's storage: one reserved)
+    assert stats["main"]["reserved"] == stats["main_lifted"]["reserved"] > 0
+    assert vm._native["main"].storage is vm._native["main_lifted"].storage
+
+
 def test_bad_arguments_are_named_as_the_caller_knows_them(mlp_vms) -> None:
     x, *weights = _weights(4)
     with pytest.raises(TVMSError, match=r"main takes 5 arguments \(x, w0, b0, w1, b1\), got 4"):

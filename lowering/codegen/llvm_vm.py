@@ -80,16 +80,37 @@ def lower_vm_program(program: VMProgram, artifacts: dict, target: Any) -> dict:
     return {f.name: lower_vm_function(f, program, artifacts, target) for f in program.functions if not f.closure}
 
 
-def lower_vm_function(f: VMFunction, program: VMProgram, artifacts: dict, target: Any) -> NativeVMFunction | str:
+def lower_lifted_calls(program: VMProgram, native: dict, artifacts: dict, target: Any, lifted: dict) -> dict:
+    """Per function ``f`` whose weights ``tvms.compile`` lifted (``lifted``: ``f`` -> (``f_lifted``,
+    transform, num_input, number of weights)), the native code of the call ``f(*inputs, *weights)``
+    with the weights of a parameter set the VM's cache holds: ``f_lifted``'s code (``native``) but
+    that it takes ``f``'s arguments, checks that its weights are the cached set's and that nothing
+    the cache made read-only was made writable again, and reads the transformed weights from the
+    cache's entry (``_Lowering.lifted_prologue``); a reason where ``f_lifted`` has no native code."""
+    functions = {f.name: f for f in program.functions}
+    out = {}
+    for name, (runtime, _, num_input, num_weights) in lifted.items():
+        plain = native.get(runtime)
+        if not isinstance(plain, NativeVMFunction):
+            out[name] = f"{runtime} has no native code"
+            continue
+        out[name] = lower_vm_function(functions[runtime], program, artifacts, target,
+                                      (num_input, num_weights, plain.ctx_size))
+    return out
+
+
+def lower_vm_function(f: VMFunction, program: VMProgram, artifacts: dict, target: Any,
+                      lifted: tuple | None = None) -> NativeVMFunction | str:
     """``f`` as one native function calling the kernels of ``artifacts`` (name -> the code
-    generator's artifact), or the reason it stays interpreted."""
+    generator's artifact), or the reason it stays interpreted; ``lifted`` (num_input, number of
+    weights, ``f``'s own ctx size) makes the call of a lifted function (``lower_lifted_calls``)."""
     called = {i.func for i in f.code if isinstance(i, Call) and i.kind == "kernel"}
     foreign = sorted(k for k in called if not isinstance(artifacts.get(k), KernelArtifact))
     if foreign:
         return f"the kernel {foreign[0]} is not LLVM code for the host"
     try:
         llvm_target = artifacts[min(called)].target if called else parse_llvm_target(target)
-        return _Lowering(f, program, artifacts, llvm_target).run()
+        return _Lowering(f, program, artifacts, llvm_target, lifted).run()
     except _Unsupported as why:
         return str(why)
     except TVMSError as err:  # (a target other than llvm: the VM runs on the device)
@@ -109,9 +130,11 @@ class _Tensor:
 
 
 class _Lowering:
-    def __init__(self, f: VMFunction, program: VMProgram, artifacts: dict, target: LLVMTarget) -> None:
+    def __init__(self, f: VMFunction, program: VMProgram, artifacts: dict, target: LLVMTarget,
+                 lifted: tuple | None = None) -> None:
         self.f, self.program, self.artifacts, self.target = f, program, artifacts, target
-        self.symbol = "tvms_vm_" + "".join(c if c.isalnum() else "_" for c in f.name)
+        self.lifted = lifted
+        self.symbol = ("tvms_vm_call_" if lifted else "tvms_vm_") + "".join(c if c.isalnum() else "_" for c in f.name)
         self.module = ir.Module(name=self.symbol)
         self.fn = ir.Function(self.module, ir.FunctionType(T.I32, [T.PTR, T.PTR, T.PTR]), self.symbol)
         self.args, self.outs, self.ctx = self.fn.args
@@ -165,11 +188,20 @@ class _Lowering:
             raise _Unsupported("it branches (If/Goto)")
         self.plan = plan_storage(f)
         count = self.field(self.args, "tuple_size", T.I64)
-        self.guard(self.b.icmp_signed("==", count, self.const(len(f.params))), 2)
+        num_args = len(f.params) if self.lifted is None else self.lifted[0] + self.lifted[1]
+        self.guard(self.b.icmp_signed("==", count, self.const(num_args)), 2)
+        if self.lifted is not None:
+            self.lifted_prologue(*self.lifted)
         for pc, inst in enumerate(f.code[:-1]):
             self.instruction(pc, inst)
         result = self.result_tree(f.code[-1].reg)
         outputs = self.lay_out_storage()
+        if self.lifted is not None:
+            if self.ctx_size != self.lifted[2]:  # (the runtime fills ctx as for f itself)
+                raise _Unsupported(f"its ctx differs from {f.name}'s")
+            if _params_in(result, self.lifted[0]):
+                raise _Unsupported("it returns a transformed weight")
+            self.ctx_size += 3
         for name, values in self.calls:
             self.emit_kernel_call(name, values)
         if self.per_call is not None:
@@ -181,7 +213,7 @@ class _Lowering:
             phi.add_incoming(ir.Constant(T.I32, code), block)
         self.b.ret(phi)
         text = str(self.module)
-        return NativeArtifact(f.name, self.symbol, self.compile(text), text, self.target, len(f.params),
+        return NativeArtifact(f.name, self.symbol, self.compile(text), text, self.target, num_args,
                               tuple(self.kernels), tuple(self.constants), outputs, result,
                               self.storage_bytes, self.ctx_size, self.plan, f.heap,
                               tuple(self.plan.describe(f.heap)), self.target.num_cores)
@@ -233,6 +265,38 @@ class _Lowering:
                                                     ("const", index))
         return t
 
+    def lifted_prologue(self, num_input: int, num_weights: int, at: int) -> None:
+        """The checks of a lifted call: ``ctx[at:at + 3]`` hold the cache's entry for the last
+        parameter set (``runtime/vm_native.py``: the weights as passed, their transformed
+        values, the arrays made read-only, each a tuple; 0 when there is none). The weights
+        given must be that set's, by identity, and none of those arrays writable (else an
+        array was made writable again: it may hold other values); any other case returns
+        without running anything, and the caller goes through the cache."""
+        b, null = self.b, ir.Constant(T.PTR, None)
+        weights, self.transformed, arrays = (b.inttoptr(self.ctx_at(at + i), T.PTR) for i in range(3))
+        self.guard(b.icmp_unsigned("!=", weights, null), 2)
+        self.guard(b.icmp_signed("==", self.field(weights, "tuple_size", T.I64), self.const(num_weights)), 2)
+        for j in range(num_weights):
+            given = self.field(self.args, "tuple_items", T.PTR, index=num_input + j)
+            self.guard(b.icmp_unsigned("==", given, self.field(weights, "tuple_items", T.PTR, index=j)), 2)
+        count = len(self.f.params) - num_input
+        self.guard(b.icmp_signed("==", self.field(self.transformed, "tuple_size", T.I64), self.const(count)), 2)
+        # for each array of the tuple: its numpy flags without WRITEABLE
+        items = b.gep(arrays, [self.layout["tuple_items"]], source_etype=T.I8)
+        start, head, body, done = b.block, *(self.fn.append_basic_block() for _ in range(3))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(T.I64)
+        i.add_incoming(self.const(0), start)
+        b.cbranch(b.icmp_signed("<", i, self.field(arrays, "tuple_size", T.I64)), body, done)
+        b.position_at_end(body)
+        arr = b.load(b.gep(items, [i], source_etype=T.PTR), typ=T.PTR)
+        writable = b.and_(self.field(arr, "arr_flags", T.I32), ir.Constant(T.I32, _NPY_WRITEABLE))
+        self.guard(b.icmp_unsigned("==", writable, ir.Constant(T.I32, 0)), 2)
+        i.add_incoming(b.add(i, self.const(1)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
     def parameter(self, k: int) -> _Tensor:
         """Parameter ``k`` from the argument tuple: a tvms Tensor's array or a numpy array,
         C-contiguous and aligned, of the dtype and rank of its annotation (writable where a
@@ -241,7 +305,10 @@ class _Lowering:
         if dtype is None or dims is None:
             raise _Unsupported(f"parameter {self.f.params[k]!r} is not a tensor of known dtype and rank")
         b = self.b
-        obj = self.field(self.args, "tuple_items", T.PTR, index=k)
+        if self.lifted is not None and k >= self.lifted[0]:  # (a transformed weight, from the cache)
+            obj = self.field(self.transformed, "tuple_items", T.PTR, index=k - self.lifted[0])
+        else:
+            obj = self.field(self.args, "tuple_items", T.PTR, index=k)
         is_tensor = b.icmp_unsigned("==", b.ptrtoint(self.field(obj, "ob_type", T.PTR), T.I64),
                                     self.layout["tensor_type"])
         start = b.block
@@ -621,6 +688,13 @@ class _Lowering:
         return list(dict.fromkeys(name for name, _ in self.calls))
 
 
+def _params_in(tree: Any, first: int) -> bool:
+    """Whether a result tree returns a parameter numbered ``first`` or above."""
+    if isinstance(tree, tuple) and tree and isinstance(tree[0], str):
+        return tree[0] == "param" and tree[1] >= first
+    return any(_params_in(t, first) for t in tree)
+
+
 def _is_slot(e: Any) -> bool:
     return isinstance(e, tuple) and e[0] == "slot"
 
@@ -647,4 +721,4 @@ def _type_nums(name: str) -> list:
     return sorted({np.dtype(c).num for c in np.typecodes["All"] if c not in "OSUVMm" and np.dtype(c) == dtype})
 
 
-__all__ = ["lower_vm_function", "lower_vm_program"]
+__all__ = ["lower_lifted_calls", "lower_vm_function", "lower_vm_program"]
