@@ -15,7 +15,7 @@ from tvms.ir.target import Target
 from tvms.lowering.dlight.base import ApplyDefaultSchedule
 from tvms.lowering.dlight.gpu_matmul import Matmul
 from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
-from tvms.lowering.tir.gpu.pipeline import finalize_kernels, split_for_cuda
+from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
 from tvms.runtime import reference_wmma as wmma
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
@@ -39,11 +39,10 @@ def main(var_x: T.handle, w: T.Buffer((T.int64(128), T.int64(128)), "IN"), var_y
 MATMUL = TEMPLATE.replace("IN", "float16").replace("OUT", "float32")
 
 
-def tensorized(rows: int | None = None, scope: str = "shared"):
-    """The WMMA schedule of MATMUL (of ``rows`` rows, else symbolic ones). ("shared": the
-    cuda lowering of shared.dyn is another helper's.)"""
+def tensorized(rows: int | None = None):
+    """The WMMA schedule of MATMUL (of ``rows`` rows, else symbolic ones), staged in shared.dyn."""
     text = MATMUL if rows is None else MATMUL.replace("    n = T.int64()\n", "").replace("n,", f"T.int64({rows}),")
-    sch = schedule_tensor_core(from_source(text), "float16", scope=scope)
+    sch = schedule_tensor_core(from_source(text), "float16")
     assert sch is not None
     return sch.mod["main"]
 
@@ -66,17 +65,24 @@ def test_dlight_tensor_core_matmul_computes_as_numpy(dtypes):
     np.testing.assert_allclose(y, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_lowered_tensor_core_kernel_computes_as_numpy():
-    """The cuda lowering of the WMMA schedule (ThreadSync's barriers around the WMMA loads and
-    stores of shared memory, compacted stages and fragments) runs as the code generator gets it:
-    the executor adds no barrier to lowered code that has them, so a missing one is a race."""
-    mod = finalize_kernels(split_for_cuda(tensorized(rows=128).with_attr("global_symbol", "main"),
-                                          Target("cuda -arch=sm_80")))
+    """The cuda lowering of DLight's WMMA schedule (symbolic rows; its tiles in shared.dyn, merged
+    into one uint8 allocation that the A and B tiles and then the accumulators' write-back view
+    as float16 and float32) runs as the code generator gets it, on 40 rows (padded to 128). The
+    executor adds no barrier to lowered code that has them, so a missing one is a race: ThreadSync
+    places four, the last but one before the write-back, whose bytes the A and B tiles used."""
+    target = Target("cuda -arch=sm_80")
+    with target:
+        func = ApplyDefaultSchedule(Matmul())(IRModule({"main": from_source(MATMUL)}))["main"]
+    mod = lower_for_cuda(func.with_attr("global_symbol", "main"), target)
     (kernel,) = [f for _, f in mod.functions_items() if f.attrs.get("calling_conv") == 2]
-    assert kernel.script().count('T.tvm_storage_sync("shared")') == 3
+    text = kernel.script()
+    assert text.count('T.tvm_storage_sync("shared.dyn")') == 4 and 'scope="shared.dyn"' in text
+    assert text.index('T.tvm_storage_sync("shared.dyn")\n', text.rindex("T.tvm_mma_sync")) < text.index("T.tvm_store_matrix_sync")
     rng = np.random.default_rng(1)
-    x, w = (rng.standard_normal((128, 128)).astype(np.float16) for _ in range(2))
-    y = np.zeros((128, 128), np.float32)
+    x, w = rng.standard_normal((40, 128)).astype(np.float16), rng.standard_normal((128, 128)).astype(np.float16)
+    y = np.zeros((40, 128), np.float32)
     run_prim_func(mod, x, w, y)
     np.testing.assert_allclose(y, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
 
@@ -119,7 +125,7 @@ def main(A: T.Buffer((16, 16), "float16")):
 def test_tensor_core_matmul_on_the_device():
     """The schedule DLight gives a float16 matmul on sm_80 (staged in dynamic shared memory, as
     TVM's), built and run on the GPU, against numpy."""
-    func = tensorized(rows=256, scope="shared.dyn").with_attr("global_symbol", "main")
+    func = tensorized(rows=256).with_attr("global_symbol", "main")
     lib = tvms.build(func, target="cuda -arch=sm_80")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((256, 128)).astype(np.float16)
