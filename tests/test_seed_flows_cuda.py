@@ -2,8 +2,11 @@
 with DLight's GPU rules, its manual thread binding of every block, and its TE matmul bound to
 blocks and threads; seed 000's cuBLAS dispatch and DLight compile. Without a GPU each flow is
 compiled for cuda (every kernel through NVRTC) and its kernels run on the reference executor
-with GPU semantics, compared with numpy; on a machine with a GPU the same flows run on it."""
+with GPU semantics, compared with numpy; on a machine with a GPU the same flows run on it. So
+does benchmarks/gpu.py's float16 matmul, on tensor cores through dynamic shared memory."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -132,6 +135,45 @@ def test_seed000_cublas_dispatch_then_dlight_for_the_rest() -> None:
     kernels = tvm.IRModule({k: rest[k] for k in rest if isinstance(rest[k], tir.PrimFunc)})
     assert kernels.functions and all(dl.is_scheduled(kernels[k]) for k in kernels)
     tvm.build(kernels, target=tvm.target.Target(TARGET))  # (every kernel through NVRTC)
+
+
+FP16_MATMUL = """@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((128, 128), dtype="float16"), b: R.Tensor((128, 128), dtype="float16")) -> R.Tensor((128, 128), dtype="float16"):
+        with R.dataflow():
+            c = R.matmul(a, b)
+            R.output(c)
+        return c
+"""
+
+
+@pytest.mark.slow
+def test_fp16_matmul_on_tensor_cores_through_dynamic_shared_memory() -> None:
+    """benchmarks/gpu.py's float16 DLight row, smaller: R.matmul through tvm.compile for sm_80
+    (legalized, DLight's default GPU rules) gets the WMMA schedule, its tiles in dynamic shared
+    memory; the host launches the kernel with the bytes it allocates (the reference launcher
+    checks them, as the device needs them) and the VM computes what numpy computes (float16
+    sums of 16 products at a time)."""
+    ex = tvm.compile(tvm.script.from_source(FP16_MATMUL), target=TARGET)
+    source = ex.kernels().imported_modules[0].get_source()
+    assert "nvcuda::wmma::mma_sync(" in source and "extern __shared__" in source
+    launches = []
+
+    class Recording(ReferenceLauncher):
+        def launch(self, kernel, values, dims) -> None:
+            launches.append((kernel, values, dims))
+            super().launch(kernel, values, dims)
+
+    vm = relax.VirtualMachine(Executable(ex.program, ex.kernels().with_launcher(Recording())), tvm.cpu())
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((128, 128)).astype(np.float16) for _ in range(2))
+    out = vm["main"](a, b).numpy()
+    np.testing.assert_allclose(out, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=5e-2)
+    ((kernel, values, dims),) = launches
+    assert dims.shared_bytes == 36864  # (A and B tiles of 128 x 72 float16; the write-back reuses them)
+    with pytest.raises(tvm.TVMSError, match="launches it with 0 bytes of dynamic shared memory, the kernel allocates 36864"):
+        ReferenceLauncher().launch(kernel, values, dataclasses.replace(dims, shared_bytes=0))
 
 
 @needs_gpu
