@@ -75,7 +75,8 @@ class ReferenceLauncher:
         for alloc in collect(kernel.func.body, S.AllocBuffer):
             buf = alloc.buffer
             if buf.scope == "shared.dyn":
-                shared += int(np.prod([compile_expr(x)(env) for x in buf.shape])) * buf.dtype.bits * buf.dtype.lanes // 8
+                count = int(np.prod([compile_expr(x)(env) for x in buf.shape]))
+                shared += count * buf.dtype.bits * buf.dtype.lanes // 8
         if dims.shared_bytes < shared:
             raise TVMSError(f"kernel {kernel.name}: the host launches it with {dims.shared_bytes} bytes of "
                             f"dynamic shared memory, the kernel allocates {shared}")

@@ -79,7 +79,8 @@ def test_lowered_tensor_core_kernel_computes_as_numpy():
     (kernel,) = [f for _, f in mod.functions_items() if f.attrs.get("calling_conv") == 2]
     text = kernel.script()
     assert text.count('T.tvm_storage_sync("shared.dyn")') == 4 and 'scope="shared.dyn"' in text
-    assert text.index('T.tvm_storage_sync("shared.dyn")\n', text.rindex("T.tvm_mma_sync")) < text.index("T.tvm_store_matrix_sync")
+    barrier_after_mma = text.index('T.tvm_storage_sync("shared.dyn")\n', text.rindex("T.tvm_mma_sync"))
+    assert barrier_after_mma < text.index("T.tvm_store_matrix_sync")
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal((40, 128)).astype(np.float16), rng.standard_normal((128, 128)).astype(np.float16)
     y = np.zeros((40, 128), np.float32)

@@ -103,7 +103,8 @@ class _Planner:
             for s in stmt.seq:
                 self.visit(s)
         elif isinstance(stmt, BufferStore):
-            own = ([_Access(WRITE, self._memory(stmt.buffer.data), tuple(map(_point, stmt.indices)), tuple(self.threads))]
+            own = ([_Access(WRITE, self._memory(stmt.buffer.data), tuple(map(_point, stmt.indices)),
+                            tuple(self.threads))]
                    if self._enabled(stmt.buffer) else [])
             self._add(stmt, own + self._expr_accesses(stmt.value)
                       + [a for i in stmt.indices for a in self._expr_accesses(i)])
