@@ -137,7 +137,7 @@ def test_seed000_cublas_dispatch_then_dlight_for_the_rest() -> None:
     tvm.build(kernels, target=tvm.target.Target(TARGET))  # (every kernel through NVRTC)
 
 
-FP16_MATMUL = """@I.ir_module
+FP16_MATMULS = """@I.ir_module
 class Module:
     @R.function
     def main(a: R.Tensor((128, 128), dtype="float16"), b: R.Tensor((128, 128), dtype="float16")) -> R.Tensor((128, 128), dtype="float16"):
@@ -145,19 +145,28 @@ class Module:
             c = R.matmul(a, b)
             R.output(c)
         return c
+
+    @R.function
+    def rows(a: R.Tensor(("m", 128), dtype="float16"), b: R.Tensor((128, 256), dtype="float16")) -> R.Tensor(("m", 256), dtype="float32"):
+        m = T.int64()
+        with R.dataflow():
+            c = R.matmul(a, b, out_dtype="float32")
+            R.output(c)
+        return c
 """
 
 
 @pytest.mark.slow
-def test_fp16_matmul_on_tensor_cores_through_dynamic_shared_memory() -> None:
-    """benchmarks/gpu.py's float16 DLight row, smaller: R.matmul through tvm.compile for sm_80
+def test_fp16_matmuls_on_tensor_cores_through_dynamic_shared_memory() -> None:
+    """benchmarks/gpu.py's float16 DLight row, smaller (``main``), and a float16 matmul into
+    float32 of symbolic rows (``rows``, run on 40: padded): R.matmul through tvm.compile for sm_80
     (legalized, DLight's default GPU rules) gets the WMMA schedule, its tiles in dynamic shared
-    memory; the host launches the kernel with the bytes it allocates (the reference launcher
-    checks them, as the device needs them) and the VM computes what numpy computes (float16
-    sums of 16 products at a time)."""
-    ex = tvm.compile(tvm.script.from_source(FP16_MATMUL), target=TARGET)
+    memory; the host launches each kernel with the bytes it allocates (36 KiB; 64 KiB, which a
+    device grants on the driver's opt-in), which the reference launcher checks, and the VM
+    computes what numpy computes (``main`` in float16 sums of 16 products at a time)."""
+    ex = tvm.compile(tvm.script.from_source(FP16_MATMULS), target=TARGET)
     source = ex.kernels().imported_modules[0].get_source()
-    assert "nvcuda::wmma::mma_sync(" in source and "extern __shared__" in source
+    assert source.count("nvcuda::wmma::mma_sync(") == 2 and source.count("extern __shared__") == 2
     launches = []
 
     class Recording(ReferenceLauncher):
@@ -168,10 +177,12 @@ def test_fp16_matmul_on_tensor_cores_through_dynamic_shared_memory() -> None:
     vm = relax.VirtualMachine(Executable(ex.program, ex.kernels().with_launcher(Recording())), tvm.cpu())
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((128, 128)).astype(np.float16) for _ in range(2))
-    out = vm["main"](a, b).numpy()
-    np.testing.assert_allclose(out, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=5e-2)
-    ((kernel, values, dims),) = launches
-    assert dims.shared_bytes == 36864  # (A and B tiles of 128 x 72 float16; the write-back reuses them)
+    np.testing.assert_allclose(vm["main"](a, b).numpy(), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=5e-2)
+    a, b = rng.standard_normal((40, 128)).astype(np.float16), rng.standard_normal((128, 256)).astype(np.float16)
+    np.testing.assert_allclose(vm["rows"](a, b).numpy(), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
+    # (A and B tiles of 128 x 72 float16; the write-back, float16 or float32, reuses their bytes)
+    assert [dims.shared_bytes for _, _, dims in launches] == [36864, 65536]
+    kernel, values, dims = launches[0]
     with pytest.raises(tvm.TVMSError, match="launches it with 0 bytes of dynamic shared memory, the kernel allocates 36864"):
         ReferenceLauncher().launch(kernel, values, dataclasses.replace(dims, shared_bytes=0))
 
