@@ -88,6 +88,46 @@ def test_lowered_tensor_core_kernel_computes_as_numpy():
     np.testing.assert_allclose(y, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
 
 
+def test_wmma_calls_on_views_of_merged_shared_memory():
+    """The WMMA loads and store take ``T.tvm_access_ptr`` of the merged uint8 allocation typed by
+    its annotation (float16 tiles at elements 0 and 256, the float32 result over the same bytes),
+    as MergeSharedMemoryAllocations leaves DLight's tensor-core kernel: offsets count elements of
+    that type; without the barrier after the copy, the load is a race, named by its statement."""
+    text = '''
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((512,), "float16"), C: T.Buffer((256,), "float32")):
+    with T.launch_thread("threadIdx.x", 32) as threadIdx_x:
+        buf = T.alloc_buffer((1024,), "uint8", scope="shared.dyn")
+        A_s = T.decl_buffer((512,), "float16", data=buf.data, scope="shared.dyn")
+        C_s = T.decl_buffer((256,), data=buf.data, scope="shared.dyn")
+        a = T.alloc_buffer((256,), "float16", scope="wmma.matrix_a")
+        b = T.alloc_buffer((256,), "float16", scope="wmma.matrix_b")
+        c = T.alloc_buffer((256,), scope="wmma.accumulator")
+        for i in range(16):
+            A_s[i * 32 + threadIdx_x] = A[i * 32 + threadIdx_x]
+        T.tvm_storage_sync("shared.dyn")
+        T.tvm_load_matrix_sync(a.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float16"), buf.data, 0, 256, 1), 16, "row_major")
+        T.tvm_load_matrix_sync(b.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float16"), buf.data, 256, 256, 1), 16, "row_major")
+        T.tvm_fill_fragment(c.data, 16, 16, 16, 0, T.float32(0))
+        T.tvm_mma_sync(c.data, 0, a.data, 0, b.data, 0, c.data, 0)
+        T.tvm_storage_sync("shared.dyn")
+        T.tvm_store_matrix_sync(c.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float32"), buf.data, 0, 256, 2), 16, "row_major")
+        T.tvm_storage_sync("shared.dyn")
+        for i in range(8):
+            C[i * 32 + threadIdx_x] = C_s[i * 32 + threadIdx_x]
+'''
+    a = (np.arange(512) % 7 - 3).astype(np.float16)
+    c = np.zeros(256, np.float32)
+    run_prim_func(from_source(text), a, c)
+    want = a[:256].reshape(16, 16).astype(np.float32) @ a[256:].reshape(16, 16).astype(np.float32)
+    np.testing.assert_array_equal(c.reshape(16, 16), want)
+    racy = from_source(text.replace('        T.tvm_storage_sync("shared.dyn")\n', "", 1))
+    with pytest.raises(TVMSError, match=r"data race on the shared buffer 'buf' in 'main' at `T.tvm_load_matrix_sync\(a"):
+        run_prim_func(racy, a, c)
+
+
 def test_wmma_calls_one_by_one():
     a = wmma.Fragment("a", "wmma.matrix_a", np.float16)
     b = wmma.Fragment("b", "wmma.matrix_b", np.float16)
