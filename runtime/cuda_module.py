@@ -71,6 +71,15 @@ class ReferenceLauncher:
             if extent != expected:
                 raise TVMSError(f"kernel {kernel.name}: the host launches {attr.node.thread_tag} with "
                                 f"extent {expected}, the kernel runs {extent}")
+        shared = 0  # (the executor sizes shared.dyn from the TIR: check that a device would get as much)
+        for alloc in collect(kernel.func.body, S.AllocBuffer):
+            buf = alloc.buffer
+            if buf.scope == "shared.dyn":
+                count = int(np.prod([compile_expr(x)(env) for x in buf.shape]))
+                shared += count * buf.dtype.bits * buf.dtype.lanes // 8
+        if dims.shared_bytes < shared:
+            raise TVMSError(f"kernel {kernel.name}: the host launches it with {dims.shared_bytes} bytes of "
+                            f"dynamic shared memory, the kernel allocates {shared}")
         run_prim_func(kernel.func, *values)
 
     def synchronize(self) -> None:

@@ -367,8 +367,12 @@ class KernelCodegen:
         return super().e_Call(e)
 
     def _access_ptr(self, e: E.Call) -> str:
-        """``T.tvm_access_ptr(type, data, offset, extent, mask)`` as (memory, offset)."""
-        return f"({self.local(e.args[1])}, {self.src(e.args[2])})"
+        """``T.tvm_access_ptr(type, data, offset, extent, mask)`` as (memory, offset), the memory
+        seen as elements of ``type`` (the offset counts them: a view of merged shared memory)."""
+        memory, mine = self.local(e.args[1]), numpy_dtype(e.args[0].dtype)
+        if self.data_dtypes.get(e.args[1], mine) != mine:
+            memory = f"{memory}.view({self.name(mine)})"
+        return f"({memory}, {self.src(e.args[2])})"
 
     def allreduce(self, s: S.Evaluate, call: E.Call) -> None:
         """``T.tvm_thread_allreduce(size, values..., cond, results..., threads...)`` in the

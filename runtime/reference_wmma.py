@@ -110,18 +110,19 @@ def run(op: str, args: tuple, me: int, stmt: Any) -> None:
         _write(memory, indices, frag.tile(index), me, stmt)
 
 
-def collective(lanes: dict, running: set, waits: list, stmt: Any) -> list:
-    """Run the WMMA call the lanes of one warp wait at (``lanes``: lane -> thread) once every
-    running lane is there; the threads released (none while some lane is still on its way)."""
+def collective(lanes: dict, running: set, waits: list, site: Any) -> list:
+    """Run the WMMA call the lanes of one warp wait at (``lanes``: lane -> thread; ``site``, the
+    call's ``reference_gpu.Site``) once every running lane is there; the threads released (none
+    while some lane is still on its way)."""
     if any(lane not in lanes for lane in running):
         return []
     threads = [lanes[lane] for lane in sorted(lanes)]
     first = waits[threads[0]][2:]
     for t in threads[1:]:
         if not _same(waits[t][2:], first):
-            raise TVMSError(f"the lanes of a warp call tvm_{first[0]} with different arguments at {stmt}: "
+            raise TVMSError(f"the lanes of a warp call tvm_{first[0]} with different arguments at {site}: "
                             f"a WMMA call is one for the whole warp")
-    run(first[0], first[1], threads[0], stmt)
+    run(first[0], first[1], threads[0], site.stmt)
     return threads
 
 

@@ -316,3 +316,29 @@ def main(A: T.Buffer((64,), "float32"), n: T.int32):
 ''')
     host = gpu.split_host_device(IRModule({"main": one}))["main"].script(dialect=DIALECT)
     assert 'n, 64, T.Cast("int64", n) * T.int64(4), launch_params=["threadIdx.x", "tirx.use_dyn_shared_memory"]' in host
+
+
+def test_thread_sync_sees_shared_dyn_as_one_memory() -> None:
+    """ThreadSync on shared.dyn, as TVM's planner: every shared.dyn buffer is one memory (merged
+    later, buffers that do not live together share bytes), so writing Y after other threads read
+    X needs a barrier that two buffers of shared memory do not (TVM 0.27's ThreadSync places 2
+    and 3 barriers on this function, as here)."""
+    text = '''
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    with T.launch_thread("threadIdx.x", 64) as threadIdx_x:
+        X = T.alloc_buffer((64,), scope="SCOPE")
+        Y = T.alloc_buffer((64,), scope="SCOPE")
+        X[threadIdx_x] = A[threadIdx_x]
+        C[threadIdx_x] = X[63 - threadIdx_x]
+        Y[threadIdx_x] = A[threadIdx_x]
+        C[threadIdx_x] = C[threadIdx_x] + Y[63 - threadIdx_x]
+'''
+    for scope, barriers in (("shared", 2), ("shared.dyn", 3)):
+        synced = gpu.ThreadSync(scope)(IRModule({"main": from_source(text.replace("SCOPE", scope))}))["main"]
+        assert synced.script().count(f'T.tvm_storage_sync("{scope}")') == barriers, scope
+        a, c = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+        run_prim_func(synced, a, c)
+        np.testing.assert_array_equal(c, 2 * a[::-1])

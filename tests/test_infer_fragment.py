@@ -1,20 +1,22 @@
 """InferFragment (lowering/tir/gpu/infer_fragment.py): the fragment allocations of a kernel get
 TVM 0.27's fragment_shape / fragment_layout attributes (fixtures/infer_fragment, made by
 generate_with_tvm.py there), and the CUDA code generator declares the fragments from them: DLight's
-tensorized matmul compiles with NVRTC."""
+tensorized matmuls compile with NVRTC to cubins."""
 from __future__ import annotations
 
 import pytest
 from conftest import FIXTURES
 
 from tvms.ir.errors import TVMSError
+from tvms.ir.expr import Call
+from tvms.ir.module import IRModule
 from tvms.ir.stmt import AllocBuffer, AttrStmt
-from tvms.ir.visitor import collect
 from tvms.ir.target import Target
-from tvms.lowering.codegen.cuda import cuda_source, kernels_of
-from tvms.lowering.codegen.nvrtc import compile_cuda
-from tvms.lowering.tir.gpu.pipeline import finalize_kernels, split_for_cuda
+from tvms.ir.visitor import collect
+from tvms.lowering.dlight.base import ApplyDefaultSchedule
+from tvms.lowering.dlight.gpu_matmul import Matmul
 from tvms.lowering.tir.gpu.infer_fragment import infer_fragment
+from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
 from tvms.script import from_source
 
 HERE = FIXTURES / "infer_fragment"
@@ -42,16 +44,33 @@ def test_fragments_get_tvms_attributes():
 
 
 @pytest.mark.slow
-def test_tensorized_matmul_compiles_for_sm80_and_sm90():
-    """DLight's WMMA schedule (staged through static shared memory) rendered as CUDA and compiled
-    by NVRTC to PTX with tensor-core instructions. (Not assembled: with static shared memory its
-    tiles exceed the 48 KiB a kernel may declare; TVM stages them in dynamic shared memory.)"""
-    from test_reference_wmma import tensorized
-    mod = finalize_kernels(split_for_cuda(tensorized(rows=128).with_attr("global_symbol", "main"), Target("cuda -arch=sm_80")))
-    source = cuda_source(kernels_of(mod))
-    assert "nvcuda::wmma::mma_sync(" in source
-    for arch in ("sm_80", "sm_90"):
-        assert "wmma.mma.sync" in compile_cuda(source, arch=arch, fmt="ptx").decode()
+def test_dlight_tensor_core_matmuls_compile_to_cubins_for_sm80_and_sm90():
+    """DLight's WMMA schedules on sm_80 (float16 into float32 and into float16, int8 into int32),
+    their tiles staged in dynamic shared memory as TVM's, through the cuda lowering: each kernel
+    declares one ``extern __shared__`` array, the host launches it with the array's bytes (float16
+    into float32 and int8: 64 KiB of float32 or int32 accumulators written back, over the 48 KiB a
+    launch gets without the driver's opt-in), and NVRTC compiles and assembles them to cubins."""
+    from cuda_support import assert_compiles, kernels_source
+    from test_reference_wmma import TEMPLATE
+
+    target = Target("cuda -arch=sm_80")
+    lowered, launches = [], {}
+    for in_dtype, out_dtype, shared_bytes in (("float16", "float32", 65536), ("float16", "float16", 36864),
+                                              ("int8", "int32", 65536)):
+        name = f"mm_{in_dtype}_{out_dtype}"
+        text = TEMPLATE.replace("IN", in_dtype).replace("OUT", out_dtype)
+        if in_dtype == out_dtype:  # (as legalized: no cast; the intrinsic matches no float16 to float16 cast)
+            text = text.replace('T.Cast("float16", x[vi, vk]) * T.Cast("float16", w[vk, vj])', "x[vi, vk] * w[vk, vj]")
+        func = from_source(text).with_attr("global_symbol", name)
+        with target:
+            mod = lower_for_cuda(ApplyDefaultSchedule(Matmul())(IRModule({"main": func}))["main"], target)
+        (call,) = [c for c in collect(mod[name].body, Call) if c.op.name == "tir.call_ffi_kernel"]
+        launches[name] = (call.attrs["launch_params"][-1], int(call.args[-1].value))
+        assert launches[name] == ("tirx.use_dyn_shared_memory", shared_bytes), name
+        lowered.append(mod)
+    source = kernels_source(lowered)
+    assert source.count("extern __shared__") == 3 and source.count("nvcuda::wmma::mma_sync(") == 3
+    assert set(assert_compiles(source)) == {"sm_80", "sm_90"}
 
 
 def test_fragments_of_two_shapes_are_refused():

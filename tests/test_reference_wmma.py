@@ -15,7 +15,7 @@ from tvms.ir.target import Target
 from tvms.lowering.dlight.base import ApplyDefaultSchedule
 from tvms.lowering.dlight.gpu_matmul import Matmul
 from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
-from tvms.lowering.tir.gpu.pipeline import finalize_kernels, split_for_cuda
+from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
 from tvms.runtime import reference_wmma as wmma
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
@@ -39,11 +39,10 @@ def main(var_x: T.handle, w: T.Buffer((T.int64(128), T.int64(128)), "IN"), var_y
 MATMUL = TEMPLATE.replace("IN", "float16").replace("OUT", "float32")
 
 
-def tensorized(rows: int | None = None, scope: str = "shared"):
-    """The WMMA schedule of MATMUL (of ``rows`` rows, else symbolic ones). ("shared": the
-    cuda lowering of shared.dyn is another helper's.)"""
+def tensorized(rows: int | None = None):
+    """The WMMA schedule of MATMUL (of ``rows`` rows, else symbolic ones), staged in shared.dyn."""
     text = MATMUL if rows is None else MATMUL.replace("    n = T.int64()\n", "").replace("n,", f"T.int64({rows}),")
-    sch = schedule_tensor_core(from_source(text), "float16", scope=scope)
+    sch = schedule_tensor_core(from_source(text), "float16")
     assert sch is not None
     return sch.mod["main"]
 
@@ -66,19 +65,67 @@ def test_dlight_tensor_core_matmul_computes_as_numpy(dtypes):
     np.testing.assert_allclose(y, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_lowered_tensor_core_kernel_computes_as_numpy():
-    """The cuda lowering of the WMMA schedule (ThreadSync's barriers around the WMMA loads and
-    stores of shared memory, compacted stages and fragments) runs as the code generator gets it:
-    the executor adds no barrier to lowered code that has them, so a missing one is a race."""
-    mod = finalize_kernels(split_for_cuda(tensorized(rows=128).with_attr("global_symbol", "main"),
-                                          Target("cuda -arch=sm_80")))
+    """The cuda lowering of DLight's WMMA schedule (symbolic rows; its tiles in shared.dyn, merged
+    into one uint8 allocation that the A and B tiles and then the accumulators' write-back view
+    as float16 and float32) runs as the code generator gets it, on 40 rows (padded to 128). The
+    executor adds no barrier to lowered code that has them, so a missing one is a race: ThreadSync
+    places four, the last but one before the write-back, whose bytes the A and B tiles used."""
+    target = Target("cuda -arch=sm_80")
+    with target:
+        func = ApplyDefaultSchedule(Matmul())(IRModule({"main": from_source(MATMUL)}))["main"]
+    mod = lower_for_cuda(func.with_attr("global_symbol", "main"), target)
     (kernel,) = [f for _, f in mod.functions_items() if f.attrs.get("calling_conv") == 2]
-    assert kernel.script().count('T.tvm_storage_sync("shared")') == 3
+    text = kernel.script()
+    assert text.count('T.tvm_storage_sync("shared.dyn")') == 4 and 'scope="shared.dyn"' in text
+    barrier_after_mma = text.index('T.tvm_storage_sync("shared.dyn")\n', text.rindex("T.tvm_mma_sync"))
+    assert barrier_after_mma < text.index("T.tvm_store_matrix_sync")
     rng = np.random.default_rng(1)
-    x, w = (rng.standard_normal((128, 128)).astype(np.float16) for _ in range(2))
-    y = np.zeros((128, 128), np.float32)
+    x, w = rng.standard_normal((40, 128)).astype(np.float16), rng.standard_normal((128, 128)).astype(np.float16)
+    y = np.zeros((40, 128), np.float32)
     run_prim_func(mod, x, w, y)
     np.testing.assert_allclose(y, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
+
+
+def test_wmma_calls_on_views_of_merged_shared_memory():
+    """The WMMA loads and store take ``T.tvm_access_ptr`` of the merged uint8 allocation typed by
+    its annotation (float16 tiles at elements 0 and 256, the float32 result over the same bytes),
+    as MergeSharedMemoryAllocations leaves DLight's tensor-core kernel: offsets count elements of
+    that type; without the barrier after the copy, the load is a race, named by its statement."""
+    text = '''
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((512,), "float16"), C: T.Buffer((256,), "float32")):
+    with T.launch_thread("threadIdx.x", 32) as threadIdx_x:
+        buf = T.alloc_buffer((1024,), "uint8", scope="shared.dyn")
+        A_s = T.decl_buffer((512,), "float16", data=buf.data, scope="shared.dyn")
+        C_s = T.decl_buffer((256,), data=buf.data, scope="shared.dyn")
+        a = T.alloc_buffer((256,), "float16", scope="wmma.matrix_a")
+        b = T.alloc_buffer((256,), "float16", scope="wmma.matrix_b")
+        c = T.alloc_buffer((256,), scope="wmma.accumulator")
+        for i in range(16):
+            A_s[i * 32 + threadIdx_x] = A[i * 32 + threadIdx_x]
+        T.tvm_storage_sync("shared.dyn")
+        T.tvm_load_matrix_sync(a.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float16"), buf.data, 0, 256, 1), 16, "row_major")
+        T.tvm_load_matrix_sync(b.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float16"), buf.data, 256, 256, 1), 16, "row_major")
+        T.tvm_fill_fragment(c.data, 16, 16, 16, 0, T.float32(0))
+        T.tvm_mma_sync(c.data, 0, a.data, 0, b.data, 0, c.data, 0)
+        T.tvm_storage_sync("shared.dyn")
+        T.tvm_store_matrix_sync(c.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float32"), buf.data, 0, 256, 2), 16, "row_major")
+        T.tvm_storage_sync("shared.dyn")
+        for i in range(8):
+            C[i * 32 + threadIdx_x] = C_s[i * 32 + threadIdx_x]
+'''
+    a = (np.arange(512) % 7 - 3).astype(np.float16)
+    c = np.zeros(256, np.float32)
+    run_prim_func(from_source(text), a, c)
+    want = a[:256].reshape(16, 16).astype(np.float32) @ a[256:].reshape(16, 16).astype(np.float32)
+    np.testing.assert_array_equal(c.reshape(16, 16), want)
+    racy = from_source(text.replace('        T.tvm_storage_sync("shared.dyn")\n', "", 1))
+    with pytest.raises(TVMSError, match=r"data race on the shared buffer 'buf' in 'main' at `T.tvm_load_matrix_sync\(a"):
+        run_prim_func(racy, a, c)
 
 
 def test_wmma_calls_one_by_one():
@@ -119,7 +166,7 @@ def main(A: T.Buffer((16, 16), "float16")):
 def test_tensor_core_matmul_on_the_device():
     """The schedule DLight gives a float16 matmul on sm_80 (staged in dynamic shared memory, as
     TVM's), built and run on the GPU, against numpy."""
-    func = tensorized(rows=256, scope="shared.dyn").with_attr("global_symbol", "main")
+    func = tensorized(rows=256).with_attr("global_symbol", "main")
     lib = tvms.build(func, target="cuda -arch=sm_80")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((256, 128)).astype(np.float16)

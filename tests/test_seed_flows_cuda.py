@@ -2,8 +2,11 @@
 with DLight's GPU rules, its manual thread binding of every block, and its TE matmul bound to
 blocks and threads; seed 000's cuBLAS dispatch and DLight compile. Without a GPU each flow is
 compiled for cuda (every kernel through NVRTC) and its kernels run on the reference executor
-with GPU semantics, compared with numpy; on a machine with a GPU the same flows run on it."""
+with GPU semantics, compared with numpy; on a machine with a GPU the same flows run on it. So
+does benchmarks/gpu.py's float16 matmul, on tensor cores through dynamic shared memory."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -132,6 +135,56 @@ def test_seed000_cublas_dispatch_then_dlight_for_the_rest() -> None:
     kernels = tvm.IRModule({k: rest[k] for k in rest if isinstance(rest[k], tir.PrimFunc)})
     assert kernels.functions and all(dl.is_scheduled(kernels[k]) for k in kernels)
     tvm.build(kernels, target=tvm.target.Target(TARGET))  # (every kernel through NVRTC)
+
+
+FP16_MATMULS = """@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((128, 128), dtype="float16"), b: R.Tensor((128, 128), dtype="float16")) -> R.Tensor((128, 128), dtype="float16"):
+        with R.dataflow():
+            c = R.matmul(a, b)
+            R.output(c)
+        return c
+
+    @R.function
+    def rows(a: R.Tensor(("m", 128), dtype="float16"), b: R.Tensor((128, 256), dtype="float16")) -> R.Tensor(("m", 256), dtype="float32"):
+        m = T.int64()
+        with R.dataflow():
+            c = R.matmul(a, b, out_dtype="float32")
+            R.output(c)
+        return c
+"""
+
+
+@pytest.mark.slow
+def test_fp16_matmuls_on_tensor_cores_through_dynamic_shared_memory() -> None:
+    """benchmarks/gpu.py's float16 DLight row, smaller (``main``), and a float16 matmul into
+    float32 of symbolic rows (``rows``, run on 40: padded): R.matmul through tvm.compile for sm_80
+    (legalized, DLight's default GPU rules) gets the WMMA schedule, its tiles in dynamic shared
+    memory; the host launches each kernel with the bytes it allocates (36 KiB; 64 KiB, which a
+    device grants on the driver's opt-in), which the reference launcher checks, and the VM
+    computes what numpy computes (``main`` in float16 sums of 16 products at a time)."""
+    ex = tvm.compile(tvm.script.from_source(FP16_MATMULS), target=TARGET)
+    source = ex.kernels().imported_modules[0].get_source()
+    assert source.count("nvcuda::wmma::mma_sync(") == 2 and source.count("extern __shared__") == 2
+    launches = []
+
+    class Recording(ReferenceLauncher):
+        def launch(self, kernel, values, dims) -> None:
+            launches.append((kernel, values, dims))
+            super().launch(kernel, values, dims)
+
+    vm = relax.VirtualMachine(Executable(ex.program, ex.kernels().with_launcher(Recording())), tvm.cpu())
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((128, 128)).astype(np.float16) for _ in range(2))
+    np.testing.assert_allclose(vm["main"](a, b).numpy(), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=5e-2)
+    a, b = rng.standard_normal((40, 128)).astype(np.float16), rng.standard_normal((128, 256)).astype(np.float16)
+    np.testing.assert_allclose(vm["rows"](a, b).numpy(), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
+    # (A and B tiles of 128 x 72 float16; the write-back, float16 or float32, reuses their bytes)
+    assert [dims.shared_bytes for _, _, dims in launches] == [36864, 65536]
+    kernel, values, dims = launches[0]
+    with pytest.raises(tvm.TVMSError, match="launches it with 0 bytes of dynamic shared memory, the kernel allocates 36864"):
+        ReferenceLauncher().launch(kernel, values, dataclasses.replace(dims, shared_bytes=0))
 
 
 @needs_gpu

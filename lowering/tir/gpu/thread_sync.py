@@ -8,7 +8,9 @@ a barrier before it, unless both touch the same single element indexed by the in
 statement with the accesses its body leaves exposed (those a loop's iterations can see
 outside one element are relaxed to the whole loop); a loop body is checked a second time against
 its own end for what the next iteration reads or writes. No barrier is placed under a
-thread-dependent ``if`` (a TVMSError: not every thread would reach it).
+thread-dependent ``if`` (a TVMSError: not every thread would reach it). The buffers of
+``shared.dyn`` count as one memory, as in TVM: MergeSharedMemoryAllocations later lays them out in
+one allocation, where buffers that do not live together may share bytes.
 """
 from __future__ import annotations
 
@@ -69,11 +71,15 @@ class _Planner:
         self.conditions = 0
         self.seqs: list = [[]]
 
+    def _memory(self, data):
+        """What an access of ``data`` touches (one memory for all of ``shared.dyn``)."""
+        return self.scope if self.scope == "shared.dyn" else data
+
     def _expr_accesses(self, expr) -> list:
         found = []
         for node in walk(expr):
             if isinstance(node, BufferLoad) and self._enabled(node.buffer):
-                found.append(_Access(READ, node.buffer.data, tuple(map(_point, node.indices)),
+                found.append(_Access(READ, self._memory(node.buffer.data), tuple(map(_point, node.indices)),
                                      tuple(self.threads)))
             elif (isinstance(node, Call) and getattr(node.op, "name", "") == "tir.tvm_storage_sync"
                   and node.args[0].value != "warp"):
@@ -82,7 +88,7 @@ class _Planner:
                   and getattr(node.args[1].type_annotation, "storage_scope", None) == self.scope):
                 # (a pointer handed to a call, a WMMA load or store: a range, read or written by its mask)
                 mask = int(node.args[4].value)
-                found += [_Access(kind, node.args[1], (None,), tuple(self.threads))
+                found += [_Access(kind, self._memory(node.args[1]), (None,), tuple(self.threads))
                           for kind, bit in ((READ, 1), (WRITE, 2)) if mask & bit]
         return found
 
@@ -97,7 +103,8 @@ class _Planner:
             for s in stmt.seq:
                 self.visit(s)
         elif isinstance(stmt, BufferStore):
-            own = ([_Access(WRITE, stmt.buffer.data, tuple(map(_point, stmt.indices)), tuple(self.threads))]
+            own = ([_Access(WRITE, self._memory(stmt.buffer.data), tuple(map(_point, stmt.indices)),
+                            tuple(self.threads))]
                    if self._enabled(stmt.buffer) else [])
             self._add(stmt, own + self._expr_accesses(stmt.value)
                       + [a for i in stmt.indices for a in self._expr_accesses(i)])
