@@ -61,6 +61,11 @@ class _Rebind(Mutator):
         self.analyzer = analyzer
         self.guard = guard
 
+    def visit(self, node: Any) -> Any:
+        if isinstance(node, PrimExpr) and not uses_var(node, self.ids):
+            return node  # (nothing to replace in it: skip the rebuilding walk)
+        return super().visit(node)
+
     def visit_Var(self, v: Var) -> Any:
         return self.mapping.get(v, v)
 
