@@ -62,8 +62,8 @@ class _Rebind(Mutator):
         self.guard = guard
 
     def visit(self, node: Any) -> Any:
-        if isinstance(node, PrimExpr) and not uses_var(node, self.ids):
-            return node  # (nothing to replace in it: skip the rebuilding walk)
+        if isinstance(node, PrimExpr):  # (one check, and a rebuild only where a variable is replaced)
+            return substitute(node, self.mapping) if uses_var(node, self.ids) else node
         return super().visit(node)
 
     def visit_Var(self, v: Var) -> Any:
