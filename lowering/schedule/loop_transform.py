@@ -62,8 +62,11 @@ class _Rebind(Mutator):
         self.guard = guard
 
     def visit(self, node: Any) -> Any:
-        if isinstance(node, PrimExpr):  # (one check, and a rebuild only where a variable is replaced)
-            return substitute(node, self.mapping) if uses_var(node, self.ids) else node
+        # an expression, buffer or region (no block inside) is rebuilt only where it holds a variable
+        if not isinstance(node, Stmt) and not uses_var(node, self.ids):
+            return node
+        if isinstance(node, PrimExpr):
+            return substitute(node, self.mapping)
         return super().visit(node)
 
     def visit_Var(self, v: Var) -> Any:
