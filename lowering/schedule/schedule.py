@@ -26,8 +26,8 @@ from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .state import ScheduleState, StmtSRef, sref_of
 from .trace import CLASSIC, Instruction, Trace
-from .tree import (all_realizes, blocks_under, child_blocks, enclosing_loops, find_block, find_loop, find_realize, parent_block,
-                   replace_stmts, walk_with_path)
+from .tree import (all_realizes, blocks_under, child_blocks, enclosing_loops, find_block, find_loop, find_realize,
+                   parent_block, replace_stmts, walk_with_path)
 
 
 ROOT, INLINE = "root", "inline"  # the two locations sample_compute_location names without a loop
