@@ -1,4 +1,4 @@
-"""One round of EvolutionarySearch on the llvm design space of an fp32 matmul: where its time goes.
+"""One round of EvolutionarySearch on the llvm (or cuda) design space of an fp32 matmul: where its time goes.
 
 The round is ``pre_tuning`` + one ``generate_measure_candidates`` with a RandomModel and a
 MemoryDatabase (nothing measured), so it is the search's own cost: sampling, mutating, replaying
@@ -8,6 +8,7 @@ applied to the module) and of each postprocessor, and a fingerprint of the picke
 
     .venv/bin/python benchmarks/tune_search_round.py --n 1024 --population 512
     .venv/bin/python benchmarks/tune_search_round.py --population 128 --profile 30   # cProfile's top 30
+    .venv/bin/python benchmarks/tune_search_round.py --target cuda --n 512 --population 64 --trials 16
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from collections import defaultdict
 from matmul_cpu import plain_matmul_text
 
 import tvms  # noqa: F401  (the package, before its parts)
+from tvms.ir.target import Target
 from tvms.lowering.schedule.trace import Trace
 from tvms.lowering.tune.cost_model import RandomModel
 from tvms.lowering.tune.database import MemoryDatabase
@@ -45,9 +47,15 @@ def _timed(obj: object, name: str, totals: dict, key: str) -> None:
     setattr(obj, name, wrapper)
 
 
-def run_round(n: int, population: int, seed: int, trials: int) -> tuple[float, dict, str]:
+# cuda: the limits of an sm_80 card (the default cuda space binds threads within them)
+TARGETS = {"llvm": "llvm -num-cores=2",
+           "cuda": {"kind": "cuda", "arch": "sm_80", "max_threads_per_block": 1024, "thread_warp_size": 32,
+                    "max_shared_memory_per_block": 49152}}
+
+
+def run_round(n: int, population: int, seed: int, trials: int, target: str = "llvm") -> tuple[float, dict, str]:
     func = from_source(plain_matmul_text(n))
-    ctx = TuneContext(func, "llvm -num-cores=2", space_generator=PostOrderApply(),
+    ctx = TuneContext(func, Target(TARGETS[target]), space_generator=PostOrderApply(),
                       search_strategy=EvolutionarySearch(population_size=population), rand_state=seed)
     spaces = ctx.generate_design_space()
     search = ctx.search_strategy
@@ -74,15 +82,16 @@ def main() -> None:
     parser.add_argument("--population", type=int, default=512)
     parser.add_argument("--trials", type=int, default=64, help="candidates picked in the round")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--target", choices=sorted(TARGETS), default="llvm")
     parser.add_argument("--profile", type=int, default=0, metavar="K", help="print cProfile's top K functions")
     args = parser.parse_args()
     profiler = cProfile.Profile() if args.profile else None
     if profiler:
         profiler.enable()
-    elapsed, totals, fingerprint = run_round(args.n, args.population, args.seed, args.trials)
+    elapsed, totals, fingerprint = run_round(args.n, args.population, args.seed, args.trials, args.target)
     if profiler:
         profiler.disable()
-    print(f"round: {elapsed:.2f} s (n={args.n}, population {args.population}, seed {args.seed}); "
+    print(f"round: {elapsed:.2f} s ({args.target}, n={args.n}, population {args.population}, seed {args.seed}); "
           f"picks fingerprint {fingerprint}")
     for key, (secs, calls) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
         print(f"  {key:45s} {secs:8.2f} s  {calls:6d} calls  {1000 * secs / max(calls, 1):8.2f} ms/call")

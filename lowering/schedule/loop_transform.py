@@ -61,6 +61,14 @@ class _Rebind(Mutator):
         self.analyzer = analyzer
         self.guard = guard
 
+    def visit(self, node: Any) -> Any:
+        # an expression, buffer or region (no block inside) is rebuilt only where it holds a variable
+        if not isinstance(node, Stmt) and not uses_var(node, self.ids):
+            return node
+        if isinstance(node, PrimExpr):
+            return substitute(node, self.mapping)
+        return super().visit(node)
+
     def visit_Var(self, v: Var) -> Any:
         return self.mapping.get(v, v)
 

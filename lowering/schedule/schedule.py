@@ -17,7 +17,6 @@ from ...ir.module import IRModule
 from ...ir.dtype import DataType
 from ...ir.expr import DATA_PAR, IntImm, Var, const
 from ...ir.stmt import SERIAL, Block, BlockRealize, For
-from ...ir.visitor import collect
 from ...script.dialect import get_dialect
 from . import (annotation, block_layout, blockize, cache, cache_index, cache_inplace, compute_at, inline, layout,
                loop_kinds, loop_transform, pad_einsum, padding, partition, read_write_at, reduction, reindex_cache,
@@ -27,8 +26,8 @@ from .errors import ScheduleError
 from .random_vars import BlockRV, ExprRV, LoopRV
 from .state import ScheduleState, StmtSRef, sref_of
 from .trace import CLASSIC, Instruction, Trace
-from .tree import (blocks_under, child_blocks, enclosing_loops, find_block, find_loop, find_realize, parent_block,
-                   replace_stmts, walk_with_path)
+from .tree import (all_realizes, blocks_under, child_blocks, enclosing_loops, find_block, find_loop, find_realize,
+                   parent_block, replace_stmts, walk_with_path)
 
 
 ROOT, INLINE = "root", "inline"  # the two locations sample_compute_location names without a loop
@@ -197,8 +196,8 @@ class Schedule:
     def _made_blocks(self, func_name: str, before: PrimFunc, names: list[str]) -> list[BlockRV]:
         """Handles of the blocks named ``names`` that the last step made (those not in ``before``,
         the function as it was): an earlier block of the same name keeps its own handle."""
-        old = {id(r.block) for r in collect(before.body, BlockRealize)}
-        realizes = collect(self._prim_func(func_name).body, BlockRealize)
+        old = {id(r.block) for r in all_realizes(before.body)}
+        realizes = all_realizes(self._prim_func(func_name).body)
         return [self._block_rv(func_name, next(r for r in realizes if r.block.name_hint == name
                                                and id(r.block) not in old)) for name in names]
 

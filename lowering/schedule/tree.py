@@ -107,6 +107,21 @@ def child_blocks(s: Stmt) -> list[BlockRealize]:
     return found
 
 
+def all_realizes(s: Stmt) -> list[BlockRealize]:
+    """Every block realize under ``s`` in pre-order, those in a block's init included: what
+    ``collect(s, BlockRealize)`` finds, walking statements only (a schedule asks it of whole
+    functions, whose expressions hold no blocks)."""
+    found: list[BlockRealize] = []
+    stack: list = [s]
+    while stack:
+        node = stack.pop()
+        if type(node) is BlockRealize:
+            found.append(node)
+        inner = [c for c in (node.init, node.body) if c is not None] if type(node) is Block else stmt_children(node)
+        stack.extend(reversed(inner))
+    return found
+
+
 def blocks_under(s: Stmt) -> list[BlockRealize]:
     """Every block realize under ``s`` (``s`` included), in program order."""
     return [n for n, _ in walk_with_path(s) if isinstance(n, BlockRealize)]

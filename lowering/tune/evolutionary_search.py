@@ -22,10 +22,11 @@ import numpy as np
 
 from ...ir.errors import TVMSError
 from ...ir.module import IRModule
-from ...ir.structural import structural_equal, structural_hash
+from ...ir.structural import structural_equal
 from ..schedule.schedule import Schedule
 from ..schedule.trace import Trace
 from .measure import MeasureCandidate, args_info_of, main_func
+from .module_hash import module_hash
 from .mutator import Mutator, as_mutator
 from .search_strategy import SearchStrategy, decisions_key
 
@@ -34,21 +35,21 @@ REPLAY_CACHE_SIZE = 8192
 
 
 class ModuleSet:
-    """Modules told apart by structural hash, then structural equality."""
+    """Modules told apart by structural hash (``module_hash``), then structural equality."""
 
     def __init__(self) -> None:
         self._by_hash: dict[int, list[IRModule]] = {}
 
     def add(self, mod: IRModule) -> bool:
         """Add ``mod``; False when an equal module is already in."""
-        same = self._by_hash.setdefault(structural_hash(mod), [])
+        same = self._by_hash.setdefault(module_hash(mod), [])
         if any(structural_equal(mod, m) for m in same):
             return False
         same.append(mod)
         return True
 
     def __contains__(self, mod: IRModule) -> bool:
-        return any(structural_equal(mod, m) for m in self._by_hash.get(structural_hash(mod), []))
+        return any(structural_equal(mod, m) for m in self._by_hash.get(module_hash(mod), []))
 
     def copy(self) -> "ModuleSet":
         other = ModuleSet()

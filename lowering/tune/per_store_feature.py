@@ -37,7 +37,6 @@ from ...ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, Call, Cast
                         IntImm, Max, Min, Mod, Mul, Not, Or, Select, Sub, Var)
 from ...ir.function import PrimFunc
 from ...ir.module import IRModule
-from ...ir.structural import structural_hash
 from ...ir.stmt import (PARALLEL, THREAD_BINDING, UNROLLED, VECTORIZED, AllocBuffer, AttrStmt, Block,
                         BufferStore, DeclBuffer, For)
 from ...ir.visitor import walk
@@ -45,6 +44,7 @@ from ..schedule.tree import stmt_children
 from ..tir.pipeline import CPU_PIPELINE
 from ..tir.vectorize_loop import vectorize_loop
 from .feature_extractor import FeatureExtractor
+from .module_hash import module_hash
 
 # the lowering steps before vectorization: blocks gone, buffers flat, loop kinds kept
 FEATURE_PIPELINE = CPU_PIPELINE[:CPU_PIPELINE.index(vectorize_loop)]
@@ -188,7 +188,7 @@ class PerStoreFeature(FeatureExtractor):
         most of the cost."""
         if isinstance(mod, PrimFunc):
             mod = IRModule({"main": mod})
-        key = structural_hash(mod)
+        key = module_hash(mod)
         found = self._cache.pop(key, None)
         if found is None:
             found = self._compute(mod)
