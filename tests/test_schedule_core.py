@@ -130,6 +130,26 @@ def test_trace_edit_and_json_errors() -> None:
         Trace.from_json({"a": 1})
 
 
+def test_typed_annotation_values_survive_json() -> None:
+    """An annotation valued T.bool(True) (the Matmul rule's layout_rewrite_preproc mark) keeps its
+    type through a saved trace, so a tuning record replays to the schedule that was timed."""
+    import json
+
+    from tvms.ir.expr import const
+    from tvms.ir.structural import structural_equal
+
+    sch = Schedule(matmul())
+    sch.annotate(sch.get_block("C"), "meta_schedule.layout_rewrite_preproc", const(True, "bool"))
+    sch.annotate(sch.get_block("C"), "half", const(0.5, "float16"))
+    saved = json.loads(json.dumps(sch.trace.as_json()))
+    replay = Schedule(matmul())
+    Trace.from_json(saved).apply_to_schedule(replay, remove_postproc=False)
+    assert structural_equal(replay.mod["main"], sch.mod["main"])
+    bad = json.loads(json.dumps(saved).replace("T.bool(True)", "T.int32(1.5)"))
+    with pytest.raises(tvms.TVMSError, match="not a constant of its type"):
+        Trace.from_json(bad)
+
+
 def test_trace_text_may_only_call_schedule_methods() -> None:
     sch = Schedule(matmul())
     with pytest.raises(tvms.TVMSError, match="not a schedule method"):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...ir.errors import TVMSError
+from ...ir.expr import FloatImm, IntImm, const
 from .layout import IndexMap
 from .random_vars import RV_TYPES, BlockRV, ExprRV, LoopRV
 
@@ -381,6 +382,8 @@ def _json_input(value: Any, names: dict) -> Any:
         return [_json_input(v, names) for v in value]
     if isinstance(value, IndexMap):
         return str(value)  # tvms keeps the lambda text where TVM saves its IndexMap object
+    if isinstance(value, (IntImm, FloatImm)):  # (an annotation's T.bool(True)): typed, as printed
+        return f"T.{value.dtype}({bool(value.value) if value.dtype.is_bool else value.value!r})"
     from .replay import IndexMapLambda
 
     if isinstance(value, IndexMapLambda):  # (a trace read from JSON holds its lambda as read)
@@ -389,6 +392,7 @@ def _json_input(value: Any, names: dict) -> Any:
 
 
 _RV_NAME = re.compile(r"[blv]\d+")
+_TYPED_CONST = re.compile(r"T\.(bool|u?int\d+|float\d+)\((True|False|-?[0-9][0-9.e+-]*|-?inf|nan)\)")
 
 
 def _from_json_input(value: Any, rvs: dict) -> Any:
@@ -400,6 +404,13 @@ def _from_json_input(value: Any, rvs: dict) -> Any:
         if value.startswith("lambda"):
             from .replay import evaluate_lambda
             return evaluate_lambda(value)
+        typed = _TYPED_CONST.fullmatch(value)
+        if typed:  # read, never evaluated
+            dtype, text = typed.groups()
+            try:
+                return const(text == "True" if dtype == "bool" else int(text) if dtype[0] in "ui" else float(text), dtype)
+            except ValueError:
+                raise TVMSError(f"{value!r} in a trace is not a constant of its type") from None
         if _RV_NAME.fullmatch(value) and value in rvs:
             return rvs[value]
         raise TVMSError(f"unknown random variable {value!r} in a trace")
