@@ -417,3 +417,53 @@ def test_a_list_of_weights_is_keyed_by_what_it_holds() -> None:
     assert vm.param_cache.transforms == 2
     np.testing.assert_allclose(vm["main"](x, (c, b)).numpy(), x @ c.T + b, rtol=1e-5)
     assert vm.param_cache.transforms == 2  # (a tuple of the same arrays: the same set)
+
+
+WRITES_WEIGHT = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def inc(w: T.Buffer((4, 4), "float32")):
+        for i, j in T.grid(4, 4):
+            with T.block("inc"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                w[vi, vj] = w[vi, vj] + T.float32(1)
+
+    @T.prim_func
+    def bump(w: T.Buffer((4, 4), "float32"), y: T.Buffer((4, 4), "float32")):
+        for i, j in T.grid(4, 4):
+            with T.block("bump"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                w[vi, vj] = w[vi, vj] + T.float32(1)
+                y[vi, vj] = w[vi, vj] * T.float32(2)
+
+    @R.function
+    def main(x: R.Tensor((1, 4), "float32"), w: R.Tensor((4, 4), "float32")) -> R.Tensor((4, 4), "float32"):
+        R.func_attr({"num_input": 1})
+        cls = Module
+        with R.dataflow():
+            t = R.multiply(w, w)
+            s = R.matmul(x, t)
+            R.output(s)
+        y = R.call_tir_inplace(cls.inc, (w,), out_sinfo=R.Tensor((4, 4), "float32"), inplace_indices=[0])
+        z = R.call_tir(cls.bump, (w,), out_sinfo=R.Tensor((4, 4), "float32"))
+        v = R.add(s, y)
+        out = R.add(v, z)
+        return out
+"""
+
+
+def test_a_function_writing_a_weight_in_place_is_not_lifted() -> None:
+    """``inc`` writes ``w`` in place (R.call_tir_inplace) and ``bump`` writes its input: lifted,
+    ``w * w`` would be computed once (stale) and the writes go to a private copy;
+    so ``main`` stays whole and computes what it does without num_input."""
+    mod = from_source(WRITES_WEIGHT)
+    plain = tvms.IRModule({"main": mod["main"].without_attr("num_input"), "inc": mod["inc"], "bump": mod["bump"]})
+    x = np.arange(4, dtype="float32").reshape(1, 4)
+    for mode in ("bytecode", "compiled"):
+        vms = [relax.VirtualMachine(tvms.compile(m, target="llvm", exec_mode=mode), tvms.cpu()) for m in (mod, plain)]
+        assert vms[0].param_cache.lifted == {}
+        w, w_plain = np.eye(4, dtype="float32"), np.eye(4, dtype="float32")
+        for call in (1, 2, 3):  # (inc, then bump: w grows by 2 a call)
+            np.testing.assert_allclose(vms[0]["main"](x, w).numpy(), vms[1]["main"](x, w_plain).numpy())
+            np.testing.assert_allclose(w, np.eye(4) + 2 * call)
