@@ -32,7 +32,7 @@ import numpy as np
 from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.registry import register_func
-from tvms.ir.vm_program import Call, Goto, If, NativeVMFunction, Ret, VMFunction, VMProgram
+from tvms.ir.vm_program import Call, Goto, If, NativeVMFunction, Ret, VMFunction, VMProgram, check_native
 
 from .cuda_tensor import CudaTensor
 from .device import CPU, CUDA, cpu, cuda, missing_reason
@@ -61,6 +61,9 @@ class Executable:
         self.program = program
         self._kernels = kernels
         self.native = dict(native) if native is not None else {}
+        for a in self.native.values():
+            if isinstance(a, NativeVMFunction):
+                check_native(a, program)
 
     @property
     def function_names(self) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tvms.ir.errors import TVMSError
 from tvms.ir.vm_program import ALIGNMENT, CTX_FIELDS, NEED_OUTPUTS, NativeVMFunction
 
 from .llvm_jit import load_kernel
@@ -158,7 +159,9 @@ def _allocator(count: int, sizes: list) -> Callable[[], tuple]:
 
 def _finisher(artifact: NativeVMFunction, constants: list, wrap: Callable, tensor: Callable) -> Callable:
     """``(args, outs, ctx) -> result`` as the interpreter returns it: outputs as Tensors over
-    their byte arrays, parameters and constants as ``wrap`` (the VM's result conversion) makes them."""
+    their byte arrays, parameters and constants as ``wrap`` (the VM's result conversion) makes them.
+    (Made by ``eval`` for speed, of text holding nothing but ints: a library's ``result`` is
+    checked by ``native_of``, and each leaf is read again here as a known kind and a number.)"""
     namespace = {"view": np.ndarray, "tensor": tensor, "wrap": wrap, "C": constants,
                  "array_of": lambda x: x.array if isinstance(x, Tensor) else x}
 
@@ -166,13 +169,16 @@ def _finisher(artifact: NativeVMFunction, constants: list, wrap: Callable, tenso
         if isinstance(tree, tuple) and tree and isinstance(tree[0], str):
             kind, k = tree
             if kind == "param":
-                return f"wrap(array_of(a[{k}]))"
+                return "wrap(array_of(a[%d]))" % k
             if kind == "const":
-                return f"wrap(C[{k}])"
+                return "wrap(C[%d])" % k
+            if kind != "out":
+                raise TVMSError(f"{artifact.name}: a result of unknown kind {kind!r:.20}")
             out = artifact.outputs[k]
-            namespace[f"D{k}"] = np.dtype(out.dtype)
-            dims = ", ".join(str(d) if d is not None else f"c[{out.offset_at + 1 + i}]" for i, d in enumerate(out.dims))
-            return f"tensor(view(({dims}{',' if len(out.dims) == 1 else ''}), D{k}, o[{k}], c[{out.offset_at}]))"
+            namespace["D%d" % k] = np.dtype(out.dtype)
+            dims = "".join("%d, " % d if d is not None else "c[%d], " % (out.offset_at + 1 + i)
+                           for i, d in enumerate(out.dims))
+            return "tensor(view((%s), D%d, o[%d], c[%d]))" % (dims, k, k, out.offset_at)
         return "(" + "".join(source(t) + ", " for t in tree) + ")"
     return eval(f"lambda a, o, c: {source(artifact.result)}", namespace)
 
