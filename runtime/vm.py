@@ -215,8 +215,8 @@ class VirtualMachine:
             arguments, function = self.param_cache.arguments, self.get_function
 
             def lifted(*args: Any) -> Any:
-                runtime, values = arguments(name, args)
-                return function(runtime)(*values)
+                runtime, values = arguments(name, args)  # (weights it cannot key: name itself)
+                return function(runtime)(*values) if runtime != name else self._invoke(name, values)
             # natively, a call with the last parameter set's weights (the cache's path otherwise),
             # in the storage of the lifted form's native code (the two never run at once)
             runtime = self.param_cache.lifted[name][0]
@@ -254,7 +254,9 @@ class VirtualMachine:
     @deep_recursion(too_deep="recursion too deep: a Relax function calls itself (directly or "
                              "through others) more deeply than the VM follows")
     def invoke(self, name: str, *args: Any) -> Any:
-        name, args = self.param_cache.arguments(name, args)
+        return self._invoke(*self.param_cache.arguments(name, args))
+
+    def _invoke(self, name: str, args: tuple) -> Any:
         f = self._programs[name]
         if len(args) != len(f.params):
             raise TVMSError(f"{name} takes {len(f.params)} arguments "
