@@ -383,6 +383,37 @@ def test_compile_splits_and_lifts_marked_packing() -> None:
     assert vm.param_cache.transforms == 1
 
 
+OWN_NAMES = PACKED.replace("""    @R.function
+    def main(""", """    @T.prim_func
+    def add_packed_weight_prepack(X: T.Buffer((8, 8), "float32"), Out: T.Buffer((8, 8), "float32")):
+        for i, j in T.grid(8, 8):
+            with T.block("neg"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Out[vi, vj] = T.float32(0) - X[vi, vj]
+
+    @R.function
+    def main_lifted(x: R.Tensor((8, 8), "float32")) -> R.Tensor((8, 8), "float32"):
+        cls = Module
+        gv = R.call_tir(cls.add_packed_weight_prepack, (x,), out_sinfo=R.Tensor((8, 8), "float32"))
+        return gv
+
+    @R.function
+    def main(""")
+
+
+def test_names_the_module_has_are_not_taken_over() -> None:
+    """The module has a ``main_lifted`` and an ``add_packed_weight_prepack`` of its own: the split
+    and the lifting pick other names, and the user's functions stay what they were."""
+    vm = relax.VirtualMachine(tvms.compile(from_source(OWN_NAMES), target="llvm"), tvms.cpu())
+    assert vm.param_cache.lifted == {"main": ("main_lifted_1", "main_transform_params", 1, 1)}
+    program = {f.name: f for f in vm.executable.program.functions}
+    assert _kernels(program["main_transform_params"]) == ["add_packed_weight_prepack_1"]
+    rng = np.random.default_rng(7)
+    x, w = (rng.standard_normal((8, 8)).astype("float32") for _ in range(2))
+    np.testing.assert_allclose(vm["main"](x, w).numpy(), x + 2 * w, rtol=1e-6)
+    np.testing.assert_allclose(vm["main_lifted"](x).numpy(), -x, rtol=1e-6)
+
+
 def test_compile_leaves_whole_what_the_pass_cannot_split() -> None:
     """Marked blocks in a form the split does not take: the pass says so, tvms.compile runs the
     kernel whole (packing at every call) rather than failing."""

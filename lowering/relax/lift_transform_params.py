@@ -533,8 +533,11 @@ def lift_weights(mod: IRModule) -> tuple:
     after = LiftTransformParams()(split)
     out = split.copy()
     lifted = {}
+    names = NameSupply("_")  # (a function the module has already is not replaced)
+    for gv in split.get_global_vars():
+        names.reserve(gv.name_hint)
     for name, plan in plans.items():
-        runtime, transform = name + "_lifted", name + "_transform_params"
+        runtime, transform = names.fresh(name + "_lifted"), name + "_transform_params"
         func = after[name]
         out[runtime] = func.with_attr("global_symbol", runtime) if "global_symbol" in func.attrs else func
         out[transform] = after[transform]
