@@ -338,6 +338,38 @@ class Module:
 """
 
 
+FOLD_TWICE_AND_GPU = SPLIT.replace("""        return lv0
+""", """        lv1 = R.call_tir(cls.split, (c0,), out_sinfo=[R.Tensor((2, 4), "float32"), R.Tensor((2, 4), "float32")])
+        lv2 = R.call_tir(cls.gpu_copy, (c0,), out_sinfo=R.Tensor((4, 4), "float32"))
+        return (lv0, lv1, lv2)
+""").replace("""    @R.function""", """    @T.prim_func
+    def gpu_copy(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32")):
+        for i in T.thread_binding(4, thread="threadIdx.x"):
+            for j in range(4):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    B[vi, vj] = A[vi, vj]
+
+    @R.function""")
+
+
+def test_fold_constant_builds_a_kernel_once_and_leaves_what_the_host_cannot_run(monkeypatch) -> None:
+    """``split`` called twice on a constant is built once; ``gpu_copy`` (bound to GPU threads)
+    does not build for the host: its call stays, no error."""
+    import tvms.lowering.build as driver
+
+    builds = []
+    build = driver.build
+    monkeypatch.setattr(driver, "build", lambda mod, target: builds.append(list(mod.functions)) or build(mod, target))
+    mod = from_source(FOLD_TWICE_AND_GPU)
+    c0 = np.arange(16, dtype="float32").reshape(4, 4)
+    after = relax.transform.FoldConstant()(relax.transform.BindParams("main", {"c0": c0})(mod))
+    values = [b.value for b in after["main"].body.blocks[0].bindings]
+    assert [type(v).__name__ for v in values] == ["Tuple", "Tuple", "Call"]
+    np.testing.assert_array_equal(values[1].fields[1].data, c0[2:])
+    assert len(builds) == 2  # (split once, gpu_copy tried once)
+
+
 PACKED = """
 @I.ir_module
 class Module:
