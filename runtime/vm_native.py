@@ -14,13 +14,13 @@ as it always does: same results, same error messages.
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 from typing import Any, Callable
 
 import numpy as np
 
 from tvms.ir.errors import TVMSError
+from tvms.ir.target import host_cores
 from tvms.ir.vm_program import ALIGNMENT, CTX_FIELDS, NEED_OUTPUTS, NativeVMFunction
 
 from .llvm_jit import load_kernel
@@ -92,12 +92,16 @@ class NativeFunction:
         # (a library's function is mapped already; else the JIT links its object code, once)
         self._entry = _ENTRY(artifact.address or load_kernel(artifact).address)
         ctx = self._ctx = (ctypes.c_int64 * artifact.ctx_size)()
-        for k, name in enumerate(CTX_FIELDS[:13]):
+        threads = CTX_FIELDS.index("threads")  # (the object layout's fields come before it)
+        for k, name in enumerate(CTX_FIELDS[:threads]):
             ctx[k] = layout[name]
         functions = [kernels.get_function(name).compiled for name in artifact.kernels]
-        ctx[CTX_FIELDS.index("threads")] = artifact.num_cores or os.cpu_count() or 1
+        ctx[threads] = artifact.num_cores or host_cores()
         # reserved once per VM (or another function's, given as ``storage``, that never runs
         # at the same time: a lifted call and its function's lifted form)
+        if storage is not None and storage.nbytes < artifact.storage_bytes:
+            raise TVMSError(f"{artifact.name}: the shared storage has {storage.nbytes} bytes, "
+                            f"the function reserves {artifact.storage_bytes}")
         self.storage = aligned_bytes(artifact.storage_bytes) if storage is None else storage
         ctx[CTX_FIELDS.index("storage")] = _data_address(self.storage) if artifact.storage_bytes else 0
         at = len(CTX_FIELDS)

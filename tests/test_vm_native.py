@@ -13,6 +13,7 @@ from test_relax_vm import chain_module
 
 import tvms
 from tvms import TVMSError, relax
+from tvms.runtime.vm_native import NativeFunction, object_layout
 from tvms.script import from_source
 
 RNG = np.random.default_rng(5)
@@ -64,6 +65,10 @@ def test_upper_bound_reserves_storage_once_per_vm() -> None:
     x = rand(9, 16)  # above the bound: the native code declines, the interpreter runs it
     np.testing.assert_allclose(vm["main"](x).numpy(), x + 4, rtol=1e-6)
     assert vm.native_stats()["main"]["fallbacks"] == 1
+    native = vm._native["main"]  # (storage shared with another function must be big enough)
+    with pytest.raises(TVMSError, match="the shared storage has 512 bytes, the function reserves 1024"):
+        NativeFunction(ex.native["main"], object_layout(), ex.kernels(), vm.constants, native.fallback,
+                       None, None, native.storage[:512])
 
 
 def test_bad_arguments_get_the_interpreters_messages() -> None:
@@ -77,10 +82,15 @@ def test_bad_arguments_get_the_interpreters_messages() -> None:
         main(rand(16))
     with pytest.raises(TVMSError, match=r"main takes 1 arguments \(a0\), got 2"):
         main(rand(2, 16), rand(2, 16))
-    # a strided or read-only array is not an error: the interpreter copies it
+    # a strided array is not an error: the interpreter copies it
     x = rand(4, 32)[:, ::2]
     np.testing.assert_allclose(main(x).numpy(), x + 2, rtol=1e-6)
     assert vm.native_stats()["main"]["fallbacks"] == 5
+    # nor a read-only one the kernels only read: the native code takes it as it is
+    x = rand(4, 16)
+    x.flags.writeable = False
+    np.testing.assert_allclose(main(x).numpy(), x + 2, rtol=1e-6)
+    assert vm.native_stats()["main"]["fallbacks"] == 5 and not x.flags.writeable
 
 
 TUPLE_RESULT = """
