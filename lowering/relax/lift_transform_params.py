@@ -515,7 +515,9 @@ def lift_weights(mod: IRModule) -> tuple:
     so its signature and an exported library keep working. ``lifted`` maps ``f`` to
     ``(f_lifted, f_transform_params, num_input, number of weights)``, for the VM to call
     ``f_lifted`` with weights transformed once per parameter set (``runtime/param_cache.py``).
-    A module with a transform already (lifted by its author, who calls it) stays as it is."""
+    A module with a transform already (lifted by its author, who calls it) stays as it is; so does
+    a function that writes a weight in place (``writes_weights``), and the names the module has
+    are not reused (``f_lifted_1`` when it has an ``f_lifted``)."""
     from .split_layout_rewrite_preproc import split_layout_rewrite_preproc
 
     targets = _targets(mod, False)
