@@ -290,6 +290,7 @@ def test_a_crafted_library_description_is_refused_not_run(tmp_path) -> None:
     holding code, an index out of range or a ``ctx_size`` its fields do not give is refused
     (a TVMSError naming the library), never evaluated."""
     import json
+    import re
 
     from tvms.runtime.library_file import TRAILER_SIZE, append_trailer, verify_library
 
@@ -313,7 +314,7 @@ def test_a_crafted_library_description_is_refused_not_run(tmp_path) -> None:
         path = tmp_path / f"crafted{k}.so"
         path.write_bytes(image)
         append_trailer(str(path), json.dumps(crafted).encode())
-        with pytest.raises(TVMSError, match=f"{path}.*{message}" if k != 3 else message):
+        with pytest.raises(TVMSError, match=f"{re.escape(str(path))}.*{message}"):
             relax.VirtualMachine(tvms.runtime.load_module(str(path)), tvms.cpu())["main"](rand(2, 16))
     assert not marker.exists()
     vm = relax.VirtualMachine(tvms.runtime.load_module(str(good)), tvms.cpu())
