@@ -244,12 +244,13 @@ def thread_count(num_cores: int | None) -> int:
     env = os.environ.get("TVM_NUM_THREADS", "")
     if env.strip().isdigit() and int(env) > 0:
         return int(env)
-    return num_cores or _all_cores()
+    return num_cores or host_cores()
 
 
 @functools.lru_cache(maxsize=None)
-def _all_cores() -> int:
-    # (read once: os.cpu_count() reads /sys at each call, 10-20 us, and kernels ask at each call)
+def host_cores() -> int:
+    """The host's cores (1 when unknown), read once: ``os.cpu_count()`` reads /sys at each
+    call, 10-20 us, and kernels ask at each call."""
     return os.cpu_count() or 1
 
 
@@ -260,4 +261,4 @@ def as_target(target: "str | dict | Target | None") -> Target:
     return target if isinstance(target, Target) else Target(target)
 
 
-__all__ = ["KNOWN_KINDS", "OPTIONS", "Target", "as_target", "thread_count"]
+__all__ = ["KNOWN_KINDS", "OPTIONS", "Target", "as_target", "host_cores", "thread_count"]

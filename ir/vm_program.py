@@ -530,6 +530,14 @@ class NativeVMFunction:
 
 _NATIVE_FIELDS = ("name", "symbol", "num_params", "kernels", "constants", "storage_bytes", "ctx_size",
                   "heap", "plan_text", "num_cores")
+RESULT_KINDS = ("out", "param", "const")  # the leaves of a native function's ``result``
+
+
+def native_ctx_size(kernels: tuple, constants: tuple, outputs: tuple) -> int:
+    """The words of a native function's ctx (its lifted call's has three more): CTX_FIELDS,
+    an entry and a thread-count global per kernel, a data pointer per constant, per output its
+    offset, dims and bytes."""
+    return len(CTX_FIELDS) + 2 * len(kernels) + len(constants) + sum(2 + len(o.dims) for o in outputs)
 
 
 def native_json(a: NativeVMFunction) -> dict:
@@ -541,14 +549,100 @@ def native_json(a: NativeVMFunction) -> dict:
 
 
 def native_of(d: dict, address: int, library: Any) -> NativeVMFunction:
-    """The native function ``native_json`` described, its entry at ``address`` in ``library``."""
-    fields = {name: tuple(d[name]) if isinstance(d[name], list) else d[name] for name in _NATIVE_FIELDS}
-    outputs = tuple(NativeOutput(_str(t), tuple(None if x is None else _int(x) for x in dims), _int(at))
-                    for t, dims, at in d["outputs"])
-    return NativeVMFunction(**fields, object_code=b"", llvm_ir="", target=None, outputs=outputs,
-                            result=decode_value(d["result"]), plan=None, address=address, library=library)
+    """The native function ``native_json`` described, its entry at ``address`` in ``library``.
+    A library file is untrusted: every field is checked for its type and range (the runtime
+    builds the call's code from ``outputs`` and ``result``), ``ctx_size`` against the size its
+    fields give; a TVMSError naming the library otherwise."""
+    try:
+        return _native_of(d, address, library)
+    except TVMSError as err:
+        raise TVMSError(f"load_module: the native code description in {_where(library)} is malformed: "
+                        f"{err}") from None
+
+
+def _where(library: Any) -> str:
+    return getattr(library, "_name", None) or "a library"
+
+
+def _native_of(d: Any, address: int, library: Any) -> NativeVMFunction:
+    if not isinstance(d, dict) or not set(_NATIVE_FIELDS + ("outputs", "result")) <= set(d):
+        raise TVMSError("not a native function's fields")
+    ints = {k: _count(d[k], k) for k in ("num_params", "storage_bytes", "ctx_size", "num_cores")}
+    strs = {k: _str(d[k]) for k in ("name", "symbol")}
+    lists = {k: tuple(_str(x) for x in _list(d[k], k)) for k in ("kernels", "heap", "plan_text")}
+    constants = tuple(_count(k, "a constant index") for k in _list(d["constants"], "constants"))
+    outputs, at = [], len(CTX_FIELDS) + 2 * len(lists["kernels"]) + len(constants)
+    for out in _list(d["outputs"], "outputs"):
+        if not isinstance(out, list) or len(out) != 3:
+            raise TVMSError(f"an output is not [dtype, dims, offset_at]: {out!r:.60}")
+        dims = tuple(None if x is None else _count(x, "a dim") for x in _list(out[1], "dims"))
+        if _int(out[2]) != at:
+            raise TVMSError(f"an output's offset_at is {out[2]}, its place is {at}")
+        outputs.append(NativeOutput(_native_dtype(out[0]), dims, at))
+        at += 2 + len(dims)
+    if ints["ctx_size"] != at:
+        raise TVMSError(f"ctx_size is {ints['ctx_size']}, its fields take {at} words")
+    result = _result_of(d["result"], {"out": len(outputs), "param": ints["num_params"], "const": None})
+    return NativeVMFunction(**ints, **strs, **lists, constants=constants, object_code=b"", llvm_ir="",
+                            target=None, outputs=tuple(outputs), result=result, plan=None, address=address,
+                            library=library)
+
+
+def _count(v: Any, what: str) -> int:
+    if _int(v) < 0:
+        raise TVMSError(f"{what} is negative: {v}")
+    return v
+
+
+def _list(v: Any, what: str) -> list:
+    if not isinstance(v, list):
+        raise TVMSError(f"{what} is not a list: {v!r:.40}")
+    return v
+
+
+def _native_dtype(name: Any) -> str:
+    try:
+        dtype = np.dtype(_str(name))
+    except (TypeError, ValueError):
+        dtype = None
+    if dtype is None or dtype.hasobject or dtype.name != name:
+        raise TVMSError(f"not a dtype of numbers: {name!r:.40}")
+    return name
+
+
+def _result_of(d: Any, ranges: dict) -> Any:
+    """A ``result`` tree as ``encode_value`` stored it: tuples of subtrees, leaves ``(kind, k)``
+    with ``kind`` one of RESULT_KINDS and ``k`` in its range (constants: the program's, checked
+    by ``check_native``)."""
+    if not isinstance(d, dict) or list(d) != ["tuple"] or not isinstance(d["tuple"], list):
+        raise TVMSError(f"the result is not a tuple: {d!r:.60}")
+    items = d["tuple"]
+    if items and isinstance(items[0], str):
+        if len(items) != 2 or items[0] not in RESULT_KINDS:
+            raise TVMSError(f"a result leaf is not (kind, index): {items!r:.60}")
+        kind, k = items[0], _count(items[1], "a result index")
+        if ranges[kind] is not None and k >= ranges[kind]:
+            raise TVMSError(f"the result's {kind} {k} is out of range ({ranges[kind]})")
+        return kind, k
+    return tuple(_result_of(x, ranges) for x in items)
+
+
+def check_native(a: NativeVMFunction, program: VMProgram) -> None:
+    """``a`` fits ``program``: a function of that name and arity, constants in its pool."""
+    f = next((f for f in program.functions if f.name == a.name and not f.closure), None)
+    consts = list(a.constants) + [k for kind, k in _leaves(a.result) if kind == "const"]
+    if f is None or len(f.params) != a.num_params or any(k >= len(program.constants) for k in consts):
+        raise TVMSError(f"the native code of {a.name} in {_where(a.library)} does not fit the program "
+                        f"(a function of {a.num_params} parameters, constants in its pool)")
+
+
+def _leaves(tree: Any) -> list:
+    if tree and isinstance(tree[0], str):
+        return [tree]
+    return [leaf for t in tree for leaf in _leaves(t)]
 
 
 __all__ = ["ALIGNMENT", "CTX_FIELDS", "Call", "Const", "Goto", "If", "Imm", "KINDS", "MAGIC", "NEED_OUTPUTS",
-           "NativeOutput", "NativeVMFunction", "Reg", "native_json", "native_of", "Ret", "SIZE_OPS", "Size", "VERSION", "VMFunction",
+           "NativeOutput", "NativeVMFunction", "RESULT_KINDS", "Reg", "check_native", "native_ctx_size",
+           "native_json", "native_of", "Ret", "SIZE_OPS", "Size", "VERSION", "VMFunction",
            "VMProgram", "decode_value", "deserialize", "encode_value", "prim_expr_of", "serialize", "size_text"]

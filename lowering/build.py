@@ -36,7 +36,7 @@ from .targets import TargetKind, target_kind
 
 # operator-name prefixes the VM runs itself (allocation, not computation): not "Relax operators"
 _RUNTIME_OPS = ("relax.builtin.", "relax.vm.", "relax.memory.", "builtin.", "vm.")
-EXECUTABLE_LOADER = "runtime.vm.executable"  # (VMProgram, kernels Module, native code) -> Executable
+EXECUTABLE_LOADER = "runtime.vm.executable"  # (VMProgram, kernels, native code, lifted functions) -> Executable
 EXEC_MODES = ("bytecode", "compiled")  # TVM's names: the VM program interpreted, or native code
 
 
@@ -256,12 +256,10 @@ def link_executable(mod: IRModule, kernels: Any, artifacts: dict | None = None, 
         native = lower_vm_program(program, artifacts or {}, target)
     else:
         native = {f.name: f'exec_mode="{exec_mode}"' for f in program.functions if not f.closure}
-    ex = get_global_func(EXECUTABLE_LOADER)(program, kernels, native)
-    if lifted:
-        ex.lifted_params = lifted
-        if exec_mode == "compiled":  # (the call with cached weights as one native call too)
-            ex.lifted_native = lower_lifted_calls(program, native, artifacts or {}, target, lifted)
-    return ex
+    lifted_native = {}
+    if lifted and exec_mode == "compiled":  # (the call with cached weights as one native call too)
+        lifted_native = lower_lifted_calls(program, native, artifacts or {}, target, lifted)
+    return get_global_func(EXECUTABLE_LOADER)(program, kernels, native, lifted, lifted_native)
 
 
 def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:

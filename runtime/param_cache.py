@@ -12,13 +12,22 @@ library, which does not keep ``lifted_params``, runs it.)
 What "the same parameter set" means: the same objects, by identity (numpy arrays and tvms
 Tensors; numbers and shapes by value). To make sure the same object still holds the same values,
 the cache makes the arrays it keyed on read-only (with the arrays they are views of) for as long
-as it holds them: writing into a weight in place then raises numpy's "assignment destination is
-read-only" instead of silently reusing weights transformed from the old values. Making an array
-writable again (``arr.flags.writeable = True``) ends its entry: the next call transforms again.
-``vm.param_cache.clear()`` (and an entry leaving the cache: it holds the last ``CAPACITY`` sets)
-makes the arrays writable again. Memory written behind numpy's back (through DLPack, ctypes or a
-foreign base buffer) is not seen. Arguments the cache cannot key (device tensors) are
-transformed at every call.
+as it holds them (the last parameter set of each function: ``CAPACITY``). So, while a set is
+cached:
+
+- ``tensor.copyfrom(new)`` on a cached weight (TVM's way to update weights) works: it ends the
+  cache's hold on that array (writable again, then copied into), and the next call transforms
+  the weights again;
+- writing into a cached numpy weight in place (``w[...] = ...``, ``w += ...``) raises numpy's
+  ``ValueError: assignment destination is read-only``: call ``vm.param_cache.clear()`` first
+  (every array the cache froze becomes writable again), or set ``w.flags.writeable = True``,
+  which ends that set's entry: the next call transforms again.
+
+What the cache does not see (the weights transformed from the old values are then reused):
+a weight made writable, written and made read-only again by hand between two calls; a view of
+a weight made before the cache froze it (numpy lets it write: its own flag stays set), and any
+memory written behind numpy's back (DLPack, ctypes, a foreign base buffer). Arguments the cache
+cannot key (device tensors on a GPU VM) are not cached: the original function runs on them.
 
 The quick check comes first: the weights of the function's last parameter set, by identity,
 with none of the arrays its entry keys on writable, reuse that set. In the compiled VM it runs
@@ -31,6 +40,7 @@ from __future__ import annotations
 
 import operator
 import re
+import weakref
 from typing import Any
 
 import numpy as np
@@ -39,7 +49,10 @@ from tvms.ir.errors import TVMSError
 
 from .tensor import Tensor
 
-CAPACITY = 4  # parameter sets kept per function (each holds its transformed weights)
+# parameter sets kept per function: each keeps the caller's weights and their transformed
+# copies alive (and read-only), so only the last one
+CAPACITY = 1
+_frozen_here: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()  # id -> array
 
 
 class _Uncachable(Exception):
@@ -94,6 +107,7 @@ class _Entry:
         self.frozen = [a for a in self.arrays if a.flags.writeable]  # those made read-only here
         for a in self.frozen:
             a.flags.writeable = False
+            _frozen_here[id(a)] = a
 
     def native_parts(self) -> tuple:
         """What the native call of the lifted function checks and reads (``NativeFunction.reuse``):
@@ -115,16 +129,30 @@ class _Entry:
                 mine.append(a)
             else:
                 holder.frozen.append(a)
-        while mine:  # (a view becomes writable only after its base: retry until nothing moves)
-            left = []
-            for a in mine:
-                try:
-                    a.flags.writeable = True
-                except ValueError:
-                    left.append(a)
-            if len(left) == len(mine):
-                break
-            mine = left
+        _make_writable(mine)
+
+
+def _make_writable(arrays: list) -> None:
+    """Make ``arrays`` writable, forgetting that a cache froze them (a view becomes writable only
+    after its base: retried until nothing moves)."""
+    while arrays:
+        left = []
+        for a in arrays:
+            try:
+                a.flags.writeable = True
+                _frozen_here.pop(id(a), None)
+            except ValueError:
+                left.append(a)
+        if len(left) == len(arrays):
+            break
+        arrays = left
+
+
+def thaw(array: np.ndarray) -> None:
+    """Make ``array`` writable where a parameter cache made it (and the arrays it views) read-only
+    (``Tensor.copyfrom`` of a cached weight): the cache's entries keying on it end, so the next
+    call transforms again. An array read-only for another reason stays so."""
+    _make_writable([a for a in _with_bases([array]) if _frozen_here.get(id(a)) is a])
 
 
 class ParamCache:
@@ -151,11 +179,11 @@ class ParamCache:
     def arguments(self, name: str, args: tuple) -> tuple:
         """``(function, arguments)`` to run for the call ``name(*args)``: for a lifted function,
         its ``_lifted`` form on the inputs and the transformed weights (from the cache, or
-        transformed now); else ``name`` and ``args`` as they are."""
+        transformed now); else (or weights it cannot key) ``name`` and ``args`` as they are."""
         spec = self.lifted.get(name)
         if spec is None:
             return name, args
-        runtime, transform, num_input, num_weights = spec
+        runtime, transform, num_input, _ = spec
         last = self.last.get(name)
         if last is not None and last.weights is not None:  # (the same weight objects as the last
             weights = args[num_input:]                      # call, still read-only: a hit)
@@ -165,9 +193,10 @@ class ParamCache:
                         break
                 else:
                     return runtime, args[:num_input] + last.outputs
-        return runtime, self._arguments(name, transform, num_input, num_weights, args)
+        values = self._arguments(name, transform, num_input, args)
+        return (name, args) if values is None else (runtime, values)
 
-    def _arguments(self, name: str, transform: str, num_input: int, num_weights: int, args: tuple) -> tuple:
+    def _arguments(self, name: str, transform: str, num_input: int, args: tuple) -> tuple | None:
         params = self._params(name)
         if len(args) != len(params):
             raise TVMSError(f"{name} takes {len(params)} arguments ({', '.join(params)}), got {len(args)}")
@@ -176,7 +205,7 @@ class ParamCache:
         try:
             key = tuple(_frozen(w, arrays) for w in weights)
         except _Uncachable:
-            return (*inputs, *self._transform(transform, weights, params[num_input:]))
+            return None
         entries = self.entries.setdefault(name, [])
         for i, entry in enumerate(entries):
             if len(entry.key) == len(key) and all(map(_same, entry.key, key)):
@@ -218,4 +247,4 @@ class ParamCache:
             e.release([])
 
 
-__all__ = ["CAPACITY", "ParamCache"]
+__all__ = ["CAPACITY", "ParamCache", "thaw"]

@@ -77,6 +77,10 @@ class Tensor:
         if tuple(data.shape) != self.shape:
             raise TVMSError(f"copyfrom: the source has shape {tuple(data.shape)}, "
                             f"this tensor {self.shape}")
+        if not self.array.flags.writeable:  # (a weight the parameter cache holds: let it go)
+            from .param_cache import thaw
+
+            thaw(self.array)
         np.copyto(self.array, data, casting="same_kind")
         return self
 

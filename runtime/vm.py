@@ -32,7 +32,7 @@ import numpy as np
 from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.registry import register_func
-from tvms.ir.vm_program import Call, Goto, If, NativeVMFunction, Ret, VMFunction, VMProgram
+from tvms.ir.vm_program import Call, Goto, If, NativeVMFunction, Ret, VMFunction, VMProgram, check_native
 
 from .cuda_tensor import CudaTensor
 from .device import CPU, CUDA, cpu, cuda, missing_reason
@@ -48,9 +48,13 @@ from .vm_native import NativeFunction, object_layout
 class Executable:
     """A compiled module: the VM program of its Relax functions (``program``), one ``Module``
     holding every PrimFunc compiled (``kernels()``) and, per function, its native code
-    (``native``: name -> ``NativeVMFunction``, or why the function is interpreted)."""
+    (``native``: name -> ``NativeVMFunction``, or why the function is interpreted). The functions
+    whose weights ``tvms.compile`` lifted: ``lifted_params`` (``f`` -> (``f_lifted``,
+    ``f_transform_params``, num_input, number of weights); ``runtime/param_cache.py``) and
+    ``lifted_native`` (``f`` -> the native code of its call with cached weights, or why none)."""
 
-    def __init__(self, program: VMProgram, kernels: Module, native: dict | None = None) -> None:
+    def __init__(self, program: VMProgram, kernels: Module, native: dict | None = None,
+                 lifted_params: dict | None = None, lifted_native: dict | None = None) -> None:
         if not isinstance(program, VMProgram):
             raise TVMSError(f"Executable takes a VMProgram, not {type(program).__name__}")
         called = {inst.func for f in program.functions for inst in f.code
@@ -61,6 +65,11 @@ class Executable:
         self.program = program
         self._kernels = kernels
         self.native = dict(native) if native is not None else {}
+        self.lifted_params = dict(lifted_params or {})
+        self.lifted_native = dict(lifted_native or {})
+        for a in self.native.values():
+            if isinstance(a, NativeVMFunction):
+                check_native(a, program)
 
     @property
     def function_names(self) -> list[str]:
@@ -185,7 +194,7 @@ class VirtualMachine:
         self._callables: dict[str, Callable] = {}
         self._native: dict[str, NativeFunction] = {}
         # functions whose weights tvms.compile lifted: transformed once per parameter set
-        self.param_cache = ParamCache(self, getattr(ex, "lifted_params", {}))
+        self.param_cache = ParamCache(self, ex.lifted_params)
 
     @property
     def module(self) -> "VirtualMachine":
@@ -212,14 +221,14 @@ class VirtualMachine:
             arguments, function = self.param_cache.arguments, self.get_function
 
             def lifted(*args: Any) -> Any:
-                runtime, values = arguments(name, args)
-                return function(runtime)(*values)
+                runtime, values = arguments(name, args)  # (weights it cannot key: name itself)
+                return function(runtime)(*values) if runtime != name else self._invoke(name, values)
             # natively, a call with the last parameter set's weights (the cache's path otherwise),
             # in the storage of the lifted form's native code (the two never run at once)
             runtime = self.param_cache.lifted[name][0]
             function(runtime)
             plain = self._native.get(runtime)
-            native = self._native_function(name, getattr(self.executable, "lifted_native", {}).get(name), lifted,
+            native = self._native_function(name, self.executable.lifted_native.get(name), lifted,
                                            plain.storage if plain is not None else None)
             if native is None:
                 return lifted
@@ -251,7 +260,9 @@ class VirtualMachine:
     @deep_recursion(too_deep="recursion too deep: a Relax function calls itself (directly or "
                              "through others) more deeply than the VM follows")
     def invoke(self, name: str, *args: Any) -> Any:
-        name, args = self.param_cache.arguments(name, args)
+        return self._invoke(*self.param_cache.arguments(name, args))
+
+    def _invoke(self, name: str, args: tuple) -> Any:
         f = self._programs[name]
         if len(args) != len(f.params):
             raise TVMSError(f"{name} takes {len(f.params)} arguments "

@@ -14,12 +14,13 @@ as it always does: same results, same error messages.
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 from typing import Any, Callable
 
 import numpy as np
 
+from tvms.ir.errors import TVMSError
+from tvms.ir.target import host_cores
 from tvms.ir.vm_program import ALIGNMENT, CTX_FIELDS, NEED_OUTPUTS, NativeVMFunction
 
 from .llvm_jit import load_kernel
@@ -91,12 +92,16 @@ class NativeFunction:
         # (a library's function is mapped already; else the JIT links its object code, once)
         self._entry = _ENTRY(artifact.address or load_kernel(artifact).address)
         ctx = self._ctx = (ctypes.c_int64 * artifact.ctx_size)()
-        for k, name in enumerate(CTX_FIELDS[:13]):
+        threads = CTX_FIELDS.index("threads")  # (the object layout's fields come before it)
+        for k, name in enumerate(CTX_FIELDS[:threads]):
             ctx[k] = layout[name]
         functions = [kernels.get_function(name).compiled for name in artifact.kernels]
-        ctx[CTX_FIELDS.index("threads")] = artifact.num_cores or os.cpu_count() or 1
+        ctx[threads] = artifact.num_cores or host_cores()
         # reserved once per VM (or another function's, given as ``storage``, that never runs
         # at the same time: a lifted call and its function's lifted form)
+        if storage is not None and storage.nbytes < artifact.storage_bytes:
+            raise TVMSError(f"{artifact.name}: the shared storage has {storage.nbytes} bytes, "
+                            f"the function reserves {artifact.storage_bytes}")
         self.storage = aligned_bytes(artifact.storage_bytes) if storage is None else storage
         ctx[CTX_FIELDS.index("storage")] = _data_address(self.storage) if artifact.storage_bytes else 0
         at = len(CTX_FIELDS)
@@ -158,7 +163,9 @@ def _allocator(count: int, sizes: list) -> Callable[[], tuple]:
 
 def _finisher(artifact: NativeVMFunction, constants: list, wrap: Callable, tensor: Callable) -> Callable:
     """``(args, outs, ctx) -> result`` as the interpreter returns it: outputs as Tensors over
-    their byte arrays, parameters and constants as ``wrap`` (the VM's result conversion) makes them."""
+    their byte arrays, parameters and constants as ``wrap`` (the VM's result conversion) makes them.
+    (Made by ``eval`` for speed, of text holding nothing but ints: a library's ``result`` is
+    checked by ``native_of``, and each leaf is read again here as a known kind and a number.)"""
     namespace = {"view": np.ndarray, "tensor": tensor, "wrap": wrap, "C": constants,
                  "array_of": lambda x: x.array if isinstance(x, Tensor) else x}
 
@@ -166,13 +173,16 @@ def _finisher(artifact: NativeVMFunction, constants: list, wrap: Callable, tenso
         if isinstance(tree, tuple) and tree and isinstance(tree[0], str):
             kind, k = tree
             if kind == "param":
-                return f"wrap(array_of(a[{k}]))"
+                return "wrap(array_of(a[%d]))" % k
             if kind == "const":
-                return f"wrap(C[{k}])"
+                return "wrap(C[%d])" % k
+            if kind != "out":
+                raise TVMSError(f"{artifact.name}: a result of unknown kind {kind!r:.20}")
             out = artifact.outputs[k]
-            namespace[f"D{k}"] = np.dtype(out.dtype)
-            dims = ", ".join(str(d) if d is not None else f"c[{out.offset_at + 1 + i}]" for i, d in enumerate(out.dims))
-            return f"tensor(view(({dims}{',' if len(out.dims) == 1 else ''}), D{k}, o[{k}], c[{out.offset_at}]))"
+            namespace["D%d" % k] = np.dtype(out.dtype)
+            dims = "".join("%d, " % d if d is not None else "c[%d], " % (out.offset_at + 1 + i)
+                           for i, d in enumerate(out.dims))
+            return "tensor(view((%s), D%d, o[%d], c[%d]))" % (dims, k, k, out.offset_at)
         return "(" + "".join(source(t) + ", " for t in tree) + ")"
     return eval(f"lambda a, o, c: {source(artifact.result)}", namespace)
 

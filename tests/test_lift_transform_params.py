@@ -158,22 +158,19 @@ def test_cache_reuses_same_weights_and_not_changed_ones(mlp_vms) -> None:
     x2 = _weights(2)[0]  # a new input, the same weights: still cached
     np.testing.assert_allclose(vm["main"](x2, *weights).numpy(), _numpy_mlp(x2, *weights), rtol=1e-4, atol=1e-4)
     assert cache.transforms == runs + 1
-    # the same values in other arrays are another parameter set
-    copies = [w.copy() for w in weights]
-    vm["main"](x, *copies)
-    assert cache.transforms == runs + 2
-    # a cached weight cannot be written in place behind the cache's back ...
-    with pytest.raises(ValueError, match="read-only"):
+    # a cached weight cannot be written in place behind the cache's back (numpy's own error) ...
+    with pytest.raises(ValueError, match="assignment destination is read-only"):
         weights[0][0, 0] = 5.0
     # ... and made writable again, its writes are seen
     weights[0].flags.writeable = True
     weights[0] *= 2
     np.testing.assert_allclose(vm["main"](x, *weights).numpy(), _numpy_mlp(x, *weights), rtol=1e-4, atol=1e-4)
-    assert cache.transforms == runs + 3
-    weights[3].flags.writeable = True  # (the set of the last call, changed: seen too)
-    weights[3] += 1
-    np.testing.assert_allclose(vm["main"](x, *weights).numpy(), _numpy_mlp(x, *weights), rtol=1e-4, atol=1e-4)
-    assert cache.transforms == runs + 4
+    assert cache.transforms == runs + 2
+    # the same values in other arrays are another parameter set; it takes the cache's one place
+    copies = [w.copy() for w in weights]
+    vm["main"](x, *copies)
+    assert cache.transforms == runs + 3 and all(w.flags.writeable for w in weights)
+    assert not any(w.flags.writeable for w in copies)
     cache.clear()
     assert all(w.flags.writeable for w in weights + copies)
 
@@ -188,8 +185,19 @@ def test_cache_keys_tensors_views_and_keeps_few_sets(mlp_vms) -> None:
     vm["main"](x, *tensors)
     np.testing.assert_allclose(vm["main"](x, *tensors).numpy(), _numpy_mlp(x, *weights), rtol=1e-4, atol=1e-4)
     assert cache.transforms == runs + 1
+    # TVM's way to update a weight works: it ends the cache's hold, the next call transforms again
+    tensors[1].copyfrom(np.ones(128, "float32"))
+    np.testing.assert_allclose(vm["main"](x, *tensors).numpy(), _numpy_mlp(x, weights[0], np.ones(128, "float32"),
+                                                                         *weights[2:]), rtol=1e-4, atol=1e-4)
+    assert cache.transforms == runs + 2
+    tensors[0].copyfrom(weights[0])  # (a weight of the cached set: the same)
+    assert cache.transforms == runs + 2 and tensors[0].array.flags.writeable
+    vm["main"](x, *tensors)
+    assert cache.transforms == runs + 3 and not tensors[0].array.flags.writeable
+    read_only = tvms.nd.array(weights[1])  # (read-only for its owner: copyfrom does not change that)
+    read_only.array.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
-        tensors[1].copyfrom(np.zeros(128, "float32"))
+        read_only.copyfrom(weights[1])
     # a weight that views a bigger array: writing into that array is refused too
     big = np.zeros((2, 128, 784), "float32")
     big[1] = weights[0]
@@ -230,7 +238,9 @@ def test_a_call_with_the_cached_weights_is_one_native_call(mlp_vms) -> None:
     check(1, 1)  # a new set: transformed
     for _ in range(3):
         check(0, 1)  # the same: native, nothing transformed
-    cache.clear()  # forgotten: a weight may change before it is read-only again
+    # (a weight made writable, written and read-only again between two calls is a hole the cache
+    # does not see; after clear() it is a new set)
+    cache.clear()
     weights[2].flags.writeable = True
     weights[2][0, 0] += 1
     weights[2].flags.writeable = False
@@ -240,13 +250,32 @@ def test_a_call_with_the_cached_weights_is_one_native_call(mlp_vms) -> None:
     weights[0][0, 0] += 1
     check(1, 3)
     check(0, 3)
-    copies = [w.copy() for w in weights]  # another set, then the first one again (from the cache)
-    vm["main"](x, *copies)
-    check(1, 4)
+    copies = [w.copy() for w in weights]  # another set, then the first one again (transformed again:
+    vm["main"](x, *copies)                 # the cache keeps one set)
+    check(1, 5)
     cache.clear()
     stats = vm.native_stats()  # (the lifted call runs in its lifted form's storage: one reserved)
     assert stats["main"]["reserved"] == stats["main_lifted"]["reserved"] > 0
     assert vm._native["main"].storage is vm._native["main_lifted"].storage
+
+
+def test_weights_the_cache_cannot_key_run_the_original_function(mlp_vms, monkeypatch) -> None:
+    """(As device tensors on a GPU VM:) no transform at each call, the original ``main`` runs."""
+    import tvms.runtime.param_cache as param_cache
+
+    def uncachable(value, arrays):
+        raise param_cache._Uncachable
+
+    monkeypatch.setattr(param_cache, "_frozen", uncachable)
+    vm = mlp_vms[1]
+    vm.param_cache.clear()
+    x, *weights = _weights(6)
+    runs, calls = vm.param_cache.transforms, []
+    monkeypatch.setattr(vm, "call", lambda name, values: calls.append(name) or type(vm).call(vm, name, values))
+    for _ in range(2):
+        np.testing.assert_allclose(vm["main"](x, *weights).numpy(), _numpy_mlp(x, *weights), rtol=1e-4, atol=1e-4)
+    assert vm.param_cache.transforms == runs and calls == ["main", "main"]
+    assert all(w.flags.writeable for w in weights)
 
 
 def test_bad_arguments_are_named_as_the_caller_knows_them(mlp_vms) -> None:
@@ -309,6 +338,38 @@ class Module:
 """
 
 
+FOLD_TWICE_AND_GPU = SPLIT.replace("""        return lv0
+""", """        lv1 = R.call_tir(cls.split, (c0,), out_sinfo=[R.Tensor((2, 4), "float32"), R.Tensor((2, 4), "float32")])
+        lv2 = R.call_tir(cls.gpu_copy, (c0,), out_sinfo=R.Tensor((4, 4), "float32"))
+        return (lv0, lv1, lv2)
+""").replace("""    @R.function""", """    @T.prim_func
+    def gpu_copy(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32")):
+        for i in T.thread_binding(4, thread="threadIdx.x"):
+            for j in range(4):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    B[vi, vj] = A[vi, vj]
+
+    @R.function""")
+
+
+def test_fold_constant_builds_a_kernel_once_and_leaves_what_the_host_cannot_run(monkeypatch) -> None:
+    """``split`` called twice on a constant is built once; ``gpu_copy`` (bound to GPU threads)
+    does not build for the host: its call stays, no error."""
+    import tvms.lowering.build as driver
+
+    builds = []
+    build = driver.build
+    monkeypatch.setattr(driver, "build", lambda mod, target: builds.append(list(mod.functions)) or build(mod, target))
+    mod = from_source(FOLD_TWICE_AND_GPU)
+    c0 = np.arange(16, dtype="float32").reshape(4, 4)
+    after = relax.transform.FoldConstant()(relax.transform.BindParams("main", {"c0": c0})(mod))
+    values = [b.value for b in after["main"].body.blocks[0].bindings]
+    assert [type(v).__name__ for v in values] == ["Tuple", "Tuple", "Call"]
+    np.testing.assert_array_equal(values[1].fields[1].data, c0[2:])
+    assert len(builds) == 2  # (split once, gpu_copy tried once)
+
+
 PACKED = """
 @I.ir_module
 class Module:
@@ -352,6 +413,37 @@ def test_compile_splits_and_lifts_marked_packing() -> None:
     for _ in range(2):
         np.testing.assert_allclose(vm["main"](x, w).numpy(), x + 2 * w, rtol=1e-6)
     assert vm.param_cache.transforms == 1
+
+
+OWN_NAMES = PACKED.replace("""    @R.function
+    def main(""", """    @T.prim_func
+    def add_packed_weight_prepack(X: T.Buffer((8, 8), "float32"), Out: T.Buffer((8, 8), "float32")):
+        for i, j in T.grid(8, 8):
+            with T.block("neg"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Out[vi, vj] = T.float32(0) - X[vi, vj]
+
+    @R.function
+    def main_lifted(x: R.Tensor((8, 8), "float32")) -> R.Tensor((8, 8), "float32"):
+        cls = Module
+        gv = R.call_tir(cls.add_packed_weight_prepack, (x,), out_sinfo=R.Tensor((8, 8), "float32"))
+        return gv
+
+    @R.function
+    def main(""")
+
+
+def test_names_the_module_has_are_not_taken_over() -> None:
+    """The module has a ``main_lifted`` and an ``add_packed_weight_prepack`` of its own: the split
+    and the lifting pick other names, and the user's functions stay what they were."""
+    vm = relax.VirtualMachine(tvms.compile(from_source(OWN_NAMES), target="llvm"), tvms.cpu())
+    assert vm.param_cache.lifted == {"main": ("main_lifted_1", "main_transform_params", 1, 1)}
+    program = {f.name: f for f in vm.executable.program.functions}
+    assert _kernels(program["main_transform_params"]) == ["add_packed_weight_prepack_1"]
+    rng = np.random.default_rng(7)
+    x, w = (rng.standard_normal((8, 8)).astype("float32") for _ in range(2))
+    np.testing.assert_allclose(vm["main"](x, w).numpy(), x + 2 * w, rtol=1e-6)
+    np.testing.assert_allclose(vm["main_lifted"](x).numpy(), -x, rtol=1e-6)
 
 
 def test_compile_leaves_whole_what_the_pass_cannot_split() -> None:
@@ -417,3 +509,53 @@ def test_a_list_of_weights_is_keyed_by_what_it_holds() -> None:
     assert vm.param_cache.transforms == 2
     np.testing.assert_allclose(vm["main"](x, (c, b)).numpy(), x @ c.T + b, rtol=1e-5)
     assert vm.param_cache.transforms == 2  # (a tuple of the same arrays: the same set)
+
+
+WRITES_WEIGHT = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def inc(w: T.Buffer((4, 4), "float32")):
+        for i, j in T.grid(4, 4):
+            with T.block("inc"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                w[vi, vj] = w[vi, vj] + T.float32(1)
+
+    @T.prim_func
+    def bump(w: T.Buffer((4, 4), "float32"), y: T.Buffer((4, 4), "float32")):
+        for i, j in T.grid(4, 4):
+            with T.block("bump"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                w[vi, vj] = w[vi, vj] + T.float32(1)
+                y[vi, vj] = w[vi, vj] * T.float32(2)
+
+    @R.function
+    def main(x: R.Tensor((1, 4), "float32"), w: R.Tensor((4, 4), "float32")) -> R.Tensor((4, 4), "float32"):
+        R.func_attr({"num_input": 1})
+        cls = Module
+        with R.dataflow():
+            t = R.multiply(w, w)
+            s = R.matmul(x, t)
+            R.output(s)
+        y = R.call_tir_inplace(cls.inc, (w,), out_sinfo=R.Tensor((4, 4), "float32"), inplace_indices=[0])
+        z = R.call_tir(cls.bump, (w,), out_sinfo=R.Tensor((4, 4), "float32"))
+        v = R.add(s, y)
+        out = R.add(v, z)
+        return out
+"""
+
+
+def test_a_function_writing_a_weight_in_place_is_not_lifted() -> None:
+    """``inc`` writes ``w`` in place (R.call_tir_inplace) and ``bump`` writes its input: lifted,
+    ``w * w`` would be computed once (stale) and the writes go to a private copy;
+    so ``main`` stays whole and computes what it does without num_input."""
+    mod = from_source(WRITES_WEIGHT)
+    plain = tvms.IRModule({"main": mod["main"].without_attr("num_input"), "inc": mod["inc"], "bump": mod["bump"]})
+    x = np.arange(4, dtype="float32").reshape(1, 4)
+    for mode in ("bytecode", "compiled"):
+        vms = [relax.VirtualMachine(tvms.compile(m, target="llvm", exec_mode=mode), tvms.cpu()) for m in (mod, plain)]
+        assert vms[0].param_cache.lifted == {}
+        w, w_plain = np.eye(4, dtype="float32"), np.eye(4, dtype="float32")
+        for call in (1, 2, 3):  # (inc, then bump: w grows by 2 a call)
+            np.testing.assert_allclose(vms[0]["main"](x, w).numpy(), vms[1]["main"](x, w_plain).numpy())
+            np.testing.assert_allclose(w, np.eye(4) + 2 * call)

@@ -13,6 +13,7 @@ from test_relax_vm import chain_module
 
 import tvms
 from tvms import TVMSError, relax
+from tvms.runtime.vm_native import NativeFunction, object_layout
 from tvms.script import from_source
 
 RNG = np.random.default_rng(5)
@@ -64,6 +65,10 @@ def test_upper_bound_reserves_storage_once_per_vm() -> None:
     x = rand(9, 16)  # above the bound: the native code declines, the interpreter runs it
     np.testing.assert_allclose(vm["main"](x).numpy(), x + 4, rtol=1e-6)
     assert vm.native_stats()["main"]["fallbacks"] == 1
+    native = vm._native["main"]  # (storage shared with another function must be big enough)
+    with pytest.raises(TVMSError, match="the shared storage has 512 bytes, the function reserves 1024"):
+        NativeFunction(ex.native["main"], object_layout(), ex.kernels(), vm.constants, native.fallback,
+                       None, None, native.storage[:512])
 
 
 def test_bad_arguments_get_the_interpreters_messages() -> None:
@@ -77,10 +82,15 @@ def test_bad_arguments_get_the_interpreters_messages() -> None:
         main(rand(16))
     with pytest.raises(TVMSError, match=r"main takes 1 arguments \(a0\), got 2"):
         main(rand(2, 16), rand(2, 16))
-    # a strided or read-only array is not an error: the interpreter copies it
+    # a strided array is not an error: the interpreter copies it
     x = rand(4, 32)[:, ::2]
     np.testing.assert_allclose(main(x).numpy(), x + 2, rtol=1e-6)
     assert vm.native_stats()["main"]["fallbacks"] == 5
+    # nor a read-only one the kernels only read: the native code takes it as it is
+    x = rand(4, 16)
+    x.flags.writeable = False
+    np.testing.assert_allclose(main(x).numpy(), x + 2, rtol=1e-6)
+    assert vm.native_stats()["main"]["fallbacks"] == 5 and not x.flags.writeable
 
 
 TUPLE_RESULT = """
@@ -273,3 +283,39 @@ def test_a_checked_kernel_call_checks_natively() -> None:
     with pytest.raises(TVMSError, match="dimension 0: expected extent 3, got 4"):
         vm["main"](x, rand(4))  # (m != k: the native code declines, the kernel's check says why)
     assert vm.native_stats()["main"]["fallbacks"] == 1
+
+
+def test_a_crafted_library_description_is_refused_not_run(tmp_path) -> None:
+    """A library's description of its native functions is data from a user's file: a ``result``
+    holding code, an index out of range or a ``ctx_size`` its fields do not give is refused
+    (a TVMSError naming the library), never evaluated."""
+    import json
+    import re
+
+    from tvms.runtime.library_file import TRAILER_SIZE, append_trailer, verify_library
+
+    good = tmp_path / "chain.so"
+    tvms.compile(from_source(chain_module(2)), target="llvm").export_library(str(good))
+    raw = verify_library(str(good))
+    metadata, image = json.loads(raw), good.read_bytes()[:-TRAILER_SIZE - len(raw)]
+    marker = tmp_path / "ran"
+    evil = f"__import__('pathlib').Path({str(marker)!r}).touch()"
+    for k, (field, value, message) in enumerate((
+            ("result", {"tuple": ["out", evil]}, "expected an integer"),
+            ("result", {"tuple": [evil, 0]}, "a result leaf is not"),
+            ("result", {"tuple": [{"tuple": ["param", 7]}]}, "the result's param 7 is out of range"),
+            ("result", {"tuple": ["const", 9]}, "does not fit the program"),
+            ("outputs", [["float32", [evil], 17]], "expected an integer"),
+            ("outputs", [["object", [4], 17]], "not a dtype of numbers"),
+            ("ctx_size", metadata["native_vm"][0]["ctx_size"] + 1, "its fields take"),
+            ("kernels", "add", "kernels is not a list"))):
+        crafted = json.loads(json.dumps(metadata))
+        crafted["native_vm"][0][field] = value
+        path = tmp_path / f"crafted{k}.so"
+        path.write_bytes(image)
+        append_trailer(str(path), json.dumps(crafted).encode())
+        with pytest.raises(TVMSError, match=f"{re.escape(str(path))}.*{message}"):
+            relax.VirtualMachine(tvms.runtime.load_module(str(path)), tvms.cpu())["main"](rand(2, 16))
+    assert not marker.exists()
+    vm = relax.VirtualMachine(tvms.runtime.load_module(str(good)), tvms.cpu())
+    np.testing.assert_allclose(vm["main"](x := rand(2, 16)).numpy(), x + 2, rtol=1e-6)

@@ -23,9 +23,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir import relax as rx
+from ...ir.analysis import written_params
 from ...ir.errors import TVMSError
 from ...ir.expr import Op, Var as TirVar
-from ...ir.module import IRModule
+from ...ir.function import PrimFunc
+from ...ir.module import GlobalVar, IRModule
 from ...ir.name_supply import NameSupply
 from ...ir.node import FrozenDict
 from ...ir.op import get_op
@@ -466,6 +468,45 @@ class LiftTransformParams:
 register_pass(factory=LiftTransformParams)
 
 
+# operators whose result is (or may be) the memory of an argument
+_ALIASING = ("relax.reshape", "relax.memory.view", "relax.call_tir_inplace", "relax.call_inplace_packed", _STOP)
+
+
+def writes_weights(func: rx.Function, mod: IRModule) -> bool:
+    """Whether ``func`` writes in place into one of its weights (the parameters after
+    ``num_input``) or a value aliasing one: ``R.call_tir_inplace`` or ``R.call_inplace_packed``
+    naming it, or a kernel storing into the input it is passed as."""
+    aliases = set(func.params[_num_input(func):])
+    for binding in collect(func.body, (rx.VarBinding, rx.MatchCast)):
+        value = binding.value
+        if not any(v in aliases for v in free_vars(value)):
+            continue
+        if isinstance(value, rx.Call) and isinstance(value.op, Op) and value.op.name.startswith("relax.call_"):
+            if any(a in aliases for a in _written_args(value, mod)):
+                return True
+        if isinstance(value, (rx.Var, rx.Tuple, rx.TupleGetItem)) or \
+                (isinstance(value, rx.Call) and isinstance(value.op, Op) and value.op.name in _ALIASING):
+            aliases.add(binding.var)
+    return False
+
+
+def _written_args(call: rx.Call, mod: IRModule) -> list:
+    """The arguments a ``R.call_*`` writes into (outputs it allocates aside)."""
+    name = call.op.name
+    if name == "relax.call_inplace_packed":
+        return [call.args[1 + k] for k in call.attrs["inplace_indices"] if 0 <= k < len(call.args) - 1]
+    if name not in ("relax.call_tir", "relax.call_tir_inplace") or len(call.args) < 2:
+        return []
+    inputs = call.args[1].fields if isinstance(call.args[1], rx.Tuple) else (call.args[1],)
+    written = []
+    if name == "relax.call_tir_inplace":
+        written += [inputs[k] for k in call.attrs["inplace_indices"] if 0 <= k < len(inputs)]
+    callee = call.args[0]
+    if isinstance(callee, GlobalVar) and callee.name_hint in mod and isinstance(mod[callee.name_hint], PrimFunc):
+        written += [inputs[k] for k in written_params(mod[callee.name_hint]) if k < len(inputs)]
+    return written
+
+
 def lift_weights(mod: IRModule) -> tuple:
     """``tvms.compile``'s step: ``(module, lifted)``. Each function ``f`` with ``num_input``
     whose weights are transformed (a transpose, a cast, after SplitLayoutRewritePreproc the
@@ -474,11 +515,18 @@ def lift_weights(mod: IRModule) -> tuple:
     so its signature and an exported library keep working. ``lifted`` maps ``f`` to
     ``(f_lifted, f_transform_params, num_input, number of weights)``, for the VM to call
     ``f_lifted`` with weights transformed once per parameter set (``runtime/param_cache.py``).
-    A module with a transform already (lifted by its author, who calls it) stays as it is."""
+    A module with a transform already (lifted by its author, who calls it) stays as it is; so does
+    a function that writes a weight in place (``writes_weights``), and the names the module has
+    are not reused (``f_lifted_1`` when it has an ``f_lifted``)."""
     from .split_layout_rewrite_preproc import split_layout_rewrite_preproc
 
     targets = _targets(mod, False)
     if not targets or any(gv.name_hint.endswith("transform_params") for gv, _ in mod.functions_items()):
+        return mod, {}
+    # a function writing into a weight in place changes it at every call: nothing computed from
+    # it may be run once (and the lifted call would write into a private copy)
+    targets = [(gv, f) for gv, f in targets if not writes_weights(f, mod)]
+    if not targets:
         return mod, {}
     split = split_layout_rewrite_preproc(mod.copy(), strict=False)  # (what cannot be split stays whole)
     plans = {gv.name_hint: _Plan(split[gv.name_hint], split) for gv, _ in targets}
@@ -487,8 +535,11 @@ def lift_weights(mod: IRModule) -> tuple:
     after = LiftTransformParams()(split)
     out = split.copy()
     lifted = {}
+    names = NameSupply("_")  # (a function the module has already is not replaced)
+    for gv in split.get_global_vars():
+        names.reserve(gv.name_hint)
     for name, plan in plans.items():
-        runtime, transform = name + "_lifted", name + "_transform_params"
+        runtime, transform = names.fresh(name + "_lifted"), name + "_transform_params"
         func = after[name]
         out[runtime] = func.with_attr("global_symbol", runtime) if "global_symbol" in func.attrs else func
         out[transform] = after[transform]
@@ -496,4 +547,5 @@ def lift_weights(mod: IRModule) -> tuple:
     return tvm_print_order(out), lifted
 
 
-__all__ = ["LiftTransformParams", "bundle_model_params", "copy_with_new_vars", "definable_sizes", "lift_weights"]
+__all__ = ["LiftTransformParams", "bundle_model_params", "copy_with_new_vars", "definable_sizes", "lift_weights",
+           "writes_weights"]

@@ -516,10 +516,12 @@ def _try_fold(call: rx.Call, mod: IRModule | None) -> Any:
     return make_constant(np.array(value, dtype=str(call.struct_info.dtype), order="C"))
 
 
-def _fold_call_tir(call: rx.Call, mod: IRModule | None) -> Any:
+def _fold_call_tir(call: rx.Call, mod: IRModule | None, built: dict) -> Any:
     """The constant (or tuple of constants) ``R.call_tir(f, (constants...))`` makes: ``f`` built
     for the host and run, as TVM's FoldConstant does (weights bound with BindParams are then
-    transformed at compile time); None when an argument is not a constant or a size is not."""
+    transformed at compile time); None when an argument is not a constant or a size is not, or
+    when ``f`` cannot be built or run here (scheduled for a GPU, a dtype numpy lacks): the call
+    stays. ``built`` keeps each kernel's build (or None for one that failed) by name."""
     from ...ir.function import PrimFunc
 
     gv, args = call.args[0], call.args[1]
@@ -535,9 +537,19 @@ def _fold_call_tir(call: rx.Call, mod: IRModule | None) -> Any:
         return None
     from ..build import build  # (the driver, for the host: a kernel run once here)
 
-    kernel = build(IRModule({gv.name_hint: func}), "llvm")[gv.name_hint]
-    results = [np.empty(tuple(int(d.value) for d in s.shape.values), dtype=str(s.dtype)) for s in outs]
-    kernel(*[np.require(a.data, requirements=("C", "W")) for a in args.fields], *results)
+    if gv.name_hint not in built:
+        try:
+            built[gv.name_hint] = build(IRModule({gv.name_hint: func}), "llvm")[gv.name_hint]
+        except Exception:  # noqa: BLE001  (what the host's build does not take stays a call)
+            built[gv.name_hint] = None
+    kernel = built[gv.name_hint]
+    if kernel is None:
+        return None
+    try:
+        results = [np.empty(tuple(int(d.value) for d in s.shape.values), dtype=str(s.dtype)) for s in outs]
+        kernel(*[np.require(a.data, requirements=("C", "W")) for a in args.fields], *results)
+    except Exception:  # noqa: BLE001  (a dtype numpy lacks, a kernel refusing its arguments)
+        return None
     consts = [make_constant(r) for r in results]
     return consts[0] if len(call.sinfo_args) == 1 and not isinstance(call.sinfo_args[0], TupleStructInfo) \
         else rx.Tuple(tuple(consts))
@@ -545,6 +557,7 @@ def _fold_call_tir(call: rx.Call, mod: IRModule | None) -> Any:
 
 def fold_constant(func: rx.Function, mod: IRModule | None = None) -> rx.Function:
     consts: dict = {}  # var -> the Constant it is bound to
+    built: dict = {}  # kernel name -> its host build (_fold_call_tir)
 
     def fold_seq(seq: rx.SeqExpr) -> rx.SeqExpr:
         blocks = []
@@ -563,7 +576,7 @@ def fold_constant(func: rx.Function, mod: IRModule | None = None) -> rx.Function
                     value = _substitute(value, consts)
                 if isinstance(value, rx.Call):
                     is_call_tir = getattr(value.op, "name", None) == "relax.call_tir"
-                    folded = _fold_call_tir(value, mod) if is_call_tir else \
+                    folded = _fold_call_tir(value, mod, built) if is_call_tir else \
                         _try_fold(value, mod) if dataflow else None
                     if folded is not None:
                         value = folded

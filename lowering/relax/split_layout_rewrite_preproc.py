@@ -165,11 +165,14 @@ class _SplitCalls:
     def __init__(self, mod: IRModule, splits: dict) -> None:
         self.mod, self.splits = mod, splits
         self.names = NameSupply()  # (lv, lv1, ...: TVM's builder names them so, module-wide)
+        self.functions = NameSupply("_")  # (a name the module has already is not taken over)
+        for gv in mod.get_global_vars():
+            self.functions.reserve(gv.name_hint)
         self.added: dict = {}
 
     def _global(self, name: str, func: PrimFunc) -> GlobalVar:
         if name not in self.added:
-            self.added[name] = GlobalVar(name)
+            self.added[name] = GlobalVar(self.functions.fresh(name))
             self.mod[self.added[name]] = func
         return self.added[name]
 
