@@ -131,21 +131,34 @@ class _Steps(Visitor):
 
 @dataclass(eq=False)
 class _Entry:
-    """A piece of the merged memory: its size in bits, and the buffers placed in it in layers
-    (each layer's buffers one after the other, the layers over the same bytes)."""
+    """A piece of the merged memory: its size in bits; the buffers of TVM's plan in ``layers``
+    (each layer's buffers one after the other, the layers over the same bytes), which give each
+    buffer its layer's alignment; and where the bytes go: the freed entries it joined (``parts``,
+    one after the other) and its own buffers (``own``, each over the whole entry)."""
 
     nbits: int
     layers: list = field(default_factory=list)
+    parts: list = field(default_factory=list)
+    own: list = field(default_factory=list)
 
 
 class _Plan:
-    """TVM's memory plan of one kernel: the entries and, per data Var, its byte offset."""
+    """TVM's memory plan of one kernel: the entries and, per data Var, its byte offset.
+
+    Where TVM joins freed entries for a larger buffer, it zips their layers into one list per
+    layer and places each list's buffers one after the other, so a buffer of one entry's second
+    layer can land on the bytes of another entry's first-layer buffer while both are live (TVM
+    0.27 does so: tests/test_merge_shared_memory.py, test_joined_entries_keep_their_bytes). tvms
+    places each joined entry at its own offset instead, which is TVM's layout wherever the joined
+    entries have one layer each; every plan is checked: buffers live together share no byte."""
 
     def __init__(self, allocs: dict, steps: list) -> None:
         self.allocs = allocs
         self.free: list = []  # the freed entries of a constant size, by size (stable)
         self.small: list = []  # entries of 32 bits or less, never freed (TVM has no offset for them)
         self.entry_of: dict = {}
+        self.live: dict = {}  # data Var -> [when it was placed, when it was freed], in events
+        self.events = 0
         gen, kill = self._liveness(steps)
         for key, pair, _ in steps:
             leaf_gen = gen.get(key, []) if pair == 0 else []
@@ -155,12 +168,14 @@ class _Plan:
                         self._release(data)
             if pair >= 0:
                 for data in gen.get(key, []):
+                    self.live[data] = [self._event(), None]
                     self.entry_of[data] = self._find(data)
             if pair <= 0:
                 for data in kill.get(key, []):
                     if data in leaf_gen:
                         self._release(data)
         self.offsets, self.size = self._offsets()
+        self._check()
 
     @staticmethod
     def _liveness(steps: list) -> tuple[dict, dict]:
@@ -194,16 +209,21 @@ class _Plan:
             count *= extent.value
         return count * buf.dtype.bits * buf.dtype.lanes
 
+    def _event(self) -> int:
+        self.events += 1
+        return self.events
+
     def _find(self, data: Var) -> _Entry:
         nbits = self._nbits(data)
         if nbits <= 32:  # (small arrays are left to registers: never shared)
-            self.small.append(_Entry(nbits, [[data]]))
+            self.small.append(_Entry(nbits, [[data]], own=[data]))
             return self.small[-1]
         for i, (size, entry) in enumerate(self.free):  # a freed entry as large, up to 16x larger
             if nbits <= size <= nbits * MATCH_RANGE:
                 del self.free[i]
                 entry.nbits = max(nbits, entry.nbits)
                 entry.layers.append([data])
+                entry.own.append(data)
                 return entry
         smaller = [i for i, (size, _) in enumerate(self.free) if size < nbits]
         taken, layers, total = [], [], 0
@@ -217,12 +237,14 @@ class _Plan:
             if total >= nbits:
                 break
         if total:
+            parts = [self.free[i][1] for i in taken]
             for i in sorted(taken, reverse=True):
                 del self.free[i]
-            return _Entry(max(nbits, total), layers + [[data]])
-        return _Entry(nbits, [[data]])
+            return _Entry(max(nbits, total), layers + [[data]], parts, [data])
+        return _Entry(nbits, [[data]], own=[data])
 
     def _release(self, data: Var) -> None:
+        self.live[data][1] = self._event()
         entry = self.entry_of[data]
         if entry.nbits > 32:
             at = sum(1 for size, _ in self.free if size <= entry.nbits)
@@ -230,26 +252,43 @@ class _Plan:
 
     def _offsets(self) -> tuple[dict, int]:
         entries = [entry for _, entry in self.free] + self.small
-        depth = max((len(e.layers) for e in entries), default=0)
-        align = [0] * depth  # per layer: the largest element among its buffers
+        align: list = []  # per layer of TVM's plan: the largest element among its buffers
+        layer_of: dict = {}
         for e in entries:
+            align += [0] * (len(e.layers) - len(align))
             for i, layer in enumerate(e.layers):
-                align[i] = max([align[i]] + [_nbytes(self.allocs[d].dtype) for d in layer])
+                for data in layer:
+                    align[i] = max(align[i], _nbytes(self.allocs[data].dtype))
+                    layer_of[data] = i
         offsets: dict = {}
+
+        def place(e: _Entry, at: int) -> int:
+            """Places ``e`` from byte ``at`` (its buffers aligned); returns where it ends."""
+            end = at
+            for part in e.parts:
+                end = place(part, end)
+            for data in e.own:
+                buf = self.allocs[data]
+                step = buf.data_alignment or max(align[layer_of[data]], _nbytes(buf.dtype))
+                offsets[data] = at + -at % step
+                end = max(end, offsets[data] + self._nbits(data) // 8)
+            return end
+
         size = 0
         for e in entries:
-            widest = 0
-            for i, layer in enumerate(e.layers):
-                inner = 0
-                for data in layer:
-                    buf = self.allocs[data]
-                    step = buf.data_alignment or max(align[i], _nbytes(buf.dtype))
-                    inner += -(size + inner) % step
-                    offsets[data] = size + inner
-                    inner += self._nbits(data) // 8
-                widest = max(widest, inner)
-            size += widest
+            size = place(e, size)
         return offsets, size
+
+    def _check(self) -> None:
+        """Buffers live at the same time have bytes of their own (else a TVMSError: a bug of the plan)."""
+        spans = [(data, *self.live[data], self.offsets[data], self.offsets[data] + self._nbits(data) // 8)
+                 for data in self.offsets]
+        for i, (a, a_from, a_to, a_lo, a_hi) in enumerate(spans):
+            for b, b_from, b_to, b_lo, b_hi in spans[:i]:
+                if a_from < b_to and b_from < a_to and a_lo < b_hi and b_lo < a_hi:
+                    raise TVMSError(f"MergeSharedMemoryAllocations: buffers {self.allocs[a].name!r} (bytes "
+                                    f"{a_lo}-{a_hi}) and {self.allocs[b].name!r} (bytes {b_lo}-{b_hi}) are live "
+                                    f"at the same time and share bytes in the plan")
 
 
 class _Merger(Mutator):
@@ -352,11 +391,16 @@ class _Merger(Mutator):
         return e.with_changes(args=tuple(self.visit(a) if i not in (at, at + 1) else a for i, a in enumerate(args)))
 
 
+def merges_static() -> bool:
+    """Whether the PassContext asks static ``shared`` memory merged too (``tirx.merge_static_smem``)."""
+    return bool(PassContext.current().config.get("tirx.merge_static_smem", False))
+
+
 def merge_shared_memory_allocations(func: PrimFunc, merge_static: bool | None = None) -> PrimFunc:
     """``func`` with each kernel's ``shared.dyn`` allocations merged, and its ``shared`` ones
     too where ``merge_static`` (by default the PassContext's ``tirx.merge_static_smem``)."""
     if merge_static is None:
-        merge_static = bool(PassContext.current().config.get("tirx.merge_static_smem", False))
+        merge_static = merges_static()
     body = func.body
     for scope in ("shared.dyn", "shared") if merge_static else ("shared.dyn",):
         if len(_allocations(body, scope)) > 1:
