@@ -318,12 +318,7 @@ def main(A: T.Buffer((64,), "float32"), n: T.int32):
     assert 'n, 64, T.Cast("int64", n) * T.int64(4), launch_params=["threadIdx.x", "tirx.use_dyn_shared_memory"]' in host
 
 
-def test_thread_sync_sees_shared_dyn_as_one_memory() -> None:
-    """ThreadSync on shared.dyn, as TVM's planner: every shared.dyn buffer is one memory (merged
-    later, buffers that do not live together share bytes), so writing Y after other threads read
-    X needs a barrier that two buffers of shared memory do not (TVM 0.27's ThreadSync places 2
-    and 3 barriers on this function, as here)."""
-    text = '''
+TWO_BUFFERS = '''
 # from tvm.script import tirx as T
 
 @T.prim_func(s_tir=True)
@@ -336,9 +331,36 @@ def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
         Y[threadIdx_x] = A[threadIdx_x]
         C[threadIdx_x] = C[threadIdx_x] + Y[63 - threadIdx_x]
 '''
+
+
+def test_thread_sync_sees_shared_dyn_as_one_memory() -> None:
+    """ThreadSync on shared.dyn, as TVM's planner: every shared.dyn buffer is one memory (merged
+    later, buffers that do not live together share bytes), so writing Y after other threads read
+    X needs a barrier that two buffers of shared memory do not (TVM 0.27's ThreadSync places 2
+    and 3 barriers on this function, as here)."""
     for scope, barriers in (("shared", 2), ("shared.dyn", 3)):
-        synced = gpu.ThreadSync(scope)(IRModule({"main": from_source(text.replace("SCOPE", scope))}))["main"]
+        synced = gpu.ThreadSync(scope)(IRModule({"main": from_source(TWO_BUFFERS.replace("SCOPE", scope))}))["main"]
         assert synced.script().count(f'T.tvm_storage_sync("{scope}")') == barriers, scope
         a, c = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
         run_prim_func(synced, a, c)
         np.testing.assert_array_equal(c, 2 * a[::-1])
+
+
+def test_thread_sync_sees_merged_static_shared_as_one_memory() -> None:
+    """Under tirx.merge_static_smem, MergeSharedMemoryAllocations lays the shared buffers X and Y
+    of TWO_BUFFERS over the same bytes (they do not live together), so ThreadSync("shared") treats
+    shared memory as one, as shared.dyn: 3 barriers. A deliberate departure from TVM 0.27, which
+    places 2 there (the barrier between the read of X[63 - threadIdx_x] and the write of
+    Y[threadIdx_x] missing) and then merges X and Y onto one buf_shmem.view("float32"): a race,
+    which the reference executor reports."""
+    func = from_source(TWO_BUFFERS.replace("SCOPE", "shared"))
+    with PassContext(config={"tirx.merge_static_smem": True}):
+        synced = gpu.ThreadSync("shared")(IRModule({"main": func}))["main"]
+        assert synced.script().count('T.tvm_storage_sync("shared")') == 3
+        merged = gpu.merge_shared_memory_allocations(synced)
+    racy = gpu.merge_shared_memory_allocations(gpu.thread_sync(func, "shared"), merge_static=True)
+    a, c = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    run_prim_func(merged, a, c)
+    np.testing.assert_array_equal(c, 2 * a[::-1])
+    with pytest.raises(TVMSError, match="race"):  # (the barriers planned without the config)
+        run_prim_func(racy, a, c)

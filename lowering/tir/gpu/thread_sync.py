@@ -10,7 +10,10 @@ outside one element are relaxed to the whole loop); a loop body is checked a sec
 its own end for what the next iteration reads or writes. No barrier is placed under a
 thread-dependent ``if`` (a TVMSError: not every thread would reach it). The buffers of
 ``shared.dyn`` count as one memory, as in TVM: MergeSharedMemoryAllocations later lays them out in
-one allocation, where buffers that do not live together may share bytes.
+one allocation, where buffers that do not live together may share bytes. So do those of
+``shared`` under ``tirx.merge_static_smem``, where the pass merges them too (TVM 0.27 keeps them
+apart there, and its merged kernel races: tests/test_gpu_lowering.py,
+test_thread_sync_sees_merged_static_shared_as_one_memory).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from ....ir.structural import structural_equal
 from ....ir.visitor import Mutator, walk
 from ...pass_registry import register_pass
 from ...transform import prim_func_pass
+from .merge_shared_memory_allocations import merges_static
 from .threads import storage_sync
 
 READ, WRITE, SYNC = "read", "write", "sync"
@@ -63,8 +67,9 @@ def _conflicts(prev: list, curr: _Access) -> bool:
 class _Planner:
     """Finds the statements that need a barrier before them (``self.syncs``, by identity)."""
 
-    def __init__(self, scope: str) -> None:
+    def __init__(self, scope: str, merged: bool) -> None:
         self.scope = scope
+        self.merged = merged  # whether the scope's buffers are merged later into one allocation
         self.syncs: set = set()
         self.threads: list = []
         self.in_device = False
@@ -72,8 +77,8 @@ class _Planner:
         self.seqs: list = [[]]
 
     def _memory(self, data):
-        """What an access of ``data`` touches (one memory for all of ``shared.dyn``)."""
-        return self.scope if self.scope == "shared.dyn" else data
+        """What an access of ``data`` touches (one memory for all buffers merged later)."""
+        return self.scope if self.merged else data
 
     def _expr_accesses(self, expr) -> list:
         found = []
@@ -221,7 +226,8 @@ class _Inserter(Mutator):
 
 def thread_sync(func: PrimFunc, storage_scope: str = "shared") -> PrimFunc:
     """``func`` with barriers for ``storage_scope`` memory where its threads would race."""
-    planner = _Planner(storage_scope)
+    merged = storage_scope == "shared.dyn" or (storage_scope == "shared" and merges_static())
+    planner = _Planner(storage_scope, merged)
     planner.visit(func.body)
     if not planner.syncs:
         return func
