@@ -10,6 +10,7 @@ from tvms.ir.structural import structural_equal
 from tvms.ir.target import Target
 from tvms.lowering.tir import gpu
 from tvms.lowering.tir.gpu import MergeSharedMemoryAllocations, merge_shared_memory_allocations
+from tvms.lowering.tir.gpu.split_host_device import dynamic_shared_bytes
 from tvms.script import from_source
 from tvms.transform import PassContext
 
@@ -181,3 +182,16 @@ def test_joined_entries_keep_their_bytes(monkeypatch) -> None:
     with pytest.raises(TVMSError, match=r"buffers 'W2' \(bytes 512-640\) and 'X' \(bytes 0-1024\) are live at "
                                         r"the same time"):
         merge_shared_memory_allocations(from_source(JOINED))
+
+
+def test_an_unused_allocation_is_dropped() -> None:
+    """A shared.dyn buffer never touched is dropped, as TVM 0.27 drops it (its result is then
+    simple_alloc_reuse's), and the kernel gets one dynamic shared memory allocation to launch with."""
+    text = (GOLDEN / "simple_alloc_reuse_before.tvms").read_text().replace(
+        '        B_sh = T.alloc_buffer((128,), scope="shared.dyn")\n',
+        '        B_sh = T.alloc_buffer((128,), scope="shared.dyn")\n        U_sh = T.alloc_buffer((64,), scope="shared.dyn")\n')
+    assert "U_sh" in text
+    with PassContext():
+        module = MergeSharedMemoryAllocations()(from_source(text))
+    assert module.script(dialect=DIALECT) == (GOLDEN / "simple_alloc_reuse_after.tvms").read_text()
+    assert dynamic_shared_bytes(module["main"].body, "main").value == 512

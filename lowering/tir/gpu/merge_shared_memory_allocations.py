@@ -330,7 +330,7 @@ class _Merger(Mutator):
         return self.kernel is not None and data in self.kernel
 
     def visit_AllocBuffer(self, s: AllocBuffer) -> Stmt:
-        if self.merging(s.buffer.data):
+        if self.kernel is not None and s.buffer.data in self.allocs:  # (one never used is dropped, as in TVM)
             self.volatile |= bool(s.annotations.get(VOLATILE, False))
             return self.visit(s.body)
         return self.generic_visit(s)
