@@ -96,6 +96,12 @@ def decl_buffer(shape, dtype="float32", name="buffer", *, data: Var | None = Non
                   buffer_type, tuple(axis_separators), span=span)
 
 
+def pointer_data(arg):
+    """The data Var a pointer argument (``tvm_access_ptr``'s, ``cp_async``'s) names: a Buffer
+    stands for its data, as TVM 0.27 prints it (``T.tvm_access_ptr(t, A, ...)``)."""
+    return arg.data if isinstance(arg, Buffer) else arg
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class BufferRegion(Node):
     """``A[vi, 0:16]``: a buffer and one Range per dimension."""

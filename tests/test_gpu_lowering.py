@@ -364,3 +364,17 @@ def test_thread_sync_sees_merged_static_shared_as_one_memory() -> None:
     np.testing.assert_array_equal(c, 2 * a[::-1])
     with pytest.raises(TVMSError, match="race"):  # (the barriers planned without the config)
         run_prim_func(racy, a, c)
+
+
+def test_thread_sync_takes_an_access_ptr_of_a_bare_buffer() -> None:
+    """TVM 0.27 prints T.tvm_access_ptr(t, x_reindex_shared_dyn, ...) with the buffer for its
+    data (DLight's tensor-core matmul as TVM's pipeline hands it to MergeSharedMemoryAllocations):
+    ThreadSync("shared.dyn") with its barriers taken out puts back the five TVM placed."""
+    synced = from_source((FIXTURES / "merge_shared_memory" / "dlight_matmul_f16_before.tvms").read_text())["main"]
+    bare = synced.script(dialect=DIALECT)
+    assert "T.tvm_access_ptr(T.type_annotation(\"float16\"), x_reindex_shared_dyn, " in bare
+    barrier = 'T.tvm_storage_sync("shared.dyn")'
+    assert bare.count(barrier) == 5
+    stripped = from_source("".join(line for line in bare.splitlines(keepends=True) if barrier not in line))
+    assert gpu.thread_sync(stripped, "shared.dyn").script(dialect=DIALECT) == bare
+

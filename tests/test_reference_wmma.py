@@ -119,13 +119,16 @@ def main(A: T.Buffer((512,), "float16"), C: T.Buffer((256,), "float32")):
             C[i * 32 + threadIdx_x] = C_s[i * 32 + threadIdx_x]
 '''
     a = (np.arange(512) % 7 - 3).astype(np.float16)
-    c = np.zeros(256, np.float32)
-    run_prim_func(from_source(text), a, c)
     want = a[:256].reshape(16, 16).astype(np.float32) @ a[256:].reshape(16, 16).astype(np.float32)
-    np.testing.assert_array_equal(c.reshape(16, 16), want)
-    racy = from_source(text.replace('        T.tvm_storage_sync("shared.dyn")\n', "", 1))
-    with pytest.raises(TVMSError, match=r"data race on the shared buffer 'buf' in 'main' at `T.tvm_load_matrix_sync\(a"):
-        run_prim_func(racy, a, c)
+    # (the pointer as buf.data, and as the bare buffer, which is how TVM 0.27 prints it)
+    for form in (text, text.replace('"), buf.data, ', '"), buf, ')):
+        c = np.zeros(256, np.float32)
+        run_prim_func(from_source(form), a, c)
+        np.testing.assert_array_equal(c.reshape(16, 16), want)
+        racy = from_source(form.replace('        T.tvm_storage_sync("shared.dyn")\n', "", 1))
+        with pytest.raises(TVMSError, match=r"data race on the shared buffer 'buf' in 'main' at "
+                                            r"`T.tvm_load_matrix_sync\(a"):
+            run_prim_func(racy, a, c)
 
 
 def test_wmma_calls_one_by_one():

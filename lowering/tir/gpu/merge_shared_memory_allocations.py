@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ....ir.buffer import Buffer, decl_buffer
+from ....ir.buffer import Buffer, decl_buffer, pointer_data
 from ....ir.dtype import DataType
 from ....ir.errors import TVMSError
 from ....ir.expr import Add, Broadcast, BufferLoad, Call, IntImm, PrimExpr, Var
@@ -380,8 +380,7 @@ class _Merger(Mutator):
         # tvm_access_ptr(dtype, data, offset, extent, rw) and cp_async_raw(dtype, data, offset, ...):
         # the merged data, the offset moved (in elements of the call's dtype)
         at = 1 if _is_op(e, "tir.tvm_access_ptr") else 0 if _is_op(e, "tir.s_tir.cp_async_raw") else None
-        # (the data is the buffer's pointer, or the buffer itself as TVM 0.27 prints it: its handle)
-        data = None if at is None else getattr(e.args[at], "data", e.args[at])
+        data = None if at is None else pointer_data(e.args[at])
         if not (isinstance(data, Var) and self.merging(data)):
             return self.generic_visit(e)
         args = list(e.args)

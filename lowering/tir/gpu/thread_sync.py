@@ -17,6 +17,7 @@ test_thread_sync_sees_merged_static_shared_as_one_memory).
 """
 from __future__ import annotations
 
+from ....ir.buffer import pointer_data
 from ....ir.errors import TVMSError
 from ....ir.expr import BufferLoad, Call, Ramp, Var
 from ....ir.function import PrimFunc
@@ -90,10 +91,10 @@ class _Planner:
                   and node.args[0].value != "warp"):
                 found.append(_Access(SYNC))
             elif (isinstance(node, Call) and getattr(node.op, "name", "") == "tir.tvm_access_ptr" and self.in_device
-                  and getattr(node.args[1].type_annotation, "storage_scope", None) == self.scope):
+                  and getattr(pointer_data(node.args[1]).type_annotation, "storage_scope", None) == self.scope):
                 # (a pointer handed to a call, a WMMA load or store: a range, read or written by its mask)
                 mask = int(node.args[4].value)
-                found += [_Access(kind, self._memory(node.args[1]), (None,), tuple(self.threads))
+                found += [_Access(kind, self._memory(pointer_data(node.args[1])), (None,), tuple(self.threads))
                           for kind, bit in ((READ, 1), (WRITE, 2)) if mask & bit]
         return found
 
