@@ -187,7 +187,7 @@ class KernelCodegen:
         key = self.name(self.fresh("a"), "_s")  # (the allocation site: one array per block or launch)
         if self.kernel is not None and scope in reference_wmma.SCOPES:  # (the warp's, as a whole)
             self.emit(f"{self.local(data)} = " + self._call(reference_wmma.fragment, "_blk", key, self.name(data.name, "_s"),
-                                                            self.name(scope, "_s"), np_dtype, "_me"))
+                                                            self.name(scope, "_s"), np_dtype, size, "_me"))
         elif self.kernel is None or scope not in (*_SHARED, "warp", "global"):
             self.emit(f"{self.local(data)} = np.zeros({size}, dtype={np_dtype})")
         elif scope == "global":
