@@ -378,3 +378,29 @@ def test_thread_sync_takes_an_access_ptr_of_a_bare_buffer() -> None:
     stripped = from_source("".join(line for line in bare.splitlines(keepends=True) if barrier not in line))
     assert gpu.thread_sync(stripped, "shared.dyn").script(dialect=DIALECT) == bare
 
+
+
+def test_thread_sync_same_element_of_one_buffer_only() -> None:
+    """Each thread touching only its own element is no race only within one buffer: X (float32)
+    and Y (float16) of shared.dyn are merged over the same bytes, where Y[1] is half of X[0].
+    A deliberate departure from TVM 0.27, whose ThreadSync places no barrier here (its merged
+    kernel then races: thread 1 writes Y[1] over X[0], which thread 0 read); tvms places one
+    before the write of Y."""
+    func = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    with T.launch_thread("threadIdx.x", 64) as threadIdx_x:
+        X = T.alloc_buffer((64,), scope="shared.dyn")
+        Y = T.alloc_buffer((64,), "float16", scope="shared.dyn")
+        X[threadIdx_x] = A[threadIdx_x]
+        C[threadIdx_x] = X[threadIdx_x]
+        Y[threadIdx_x] = T.Cast("float16", A[threadIdx_x])
+        C[threadIdx_x] = C[threadIdx_x] + T.Cast("float32", Y[threadIdx_x])
+''')
+    synced = gpu.thread_sync(func, "shared.dyn")
+    assert 'T.tvm_storage_sync("shared.dyn")\n    Y[threadIdx_x] = ' in synced.script(dialect=DIALECT)
+    a, c = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    run_prim_func(gpu.merge_shared_memory_allocations(synced), a, c)
+    np.testing.assert_array_equal(c, 2 * a)

@@ -3,8 +3,8 @@
 Inside a kernel (under its first thread launch), the statements of each sequence are simulated
 in order, as TVM's ThreadSyncPlanner does: the reads and writes of ``scope`` buffers since the
 last barrier are kept, and a statement that writes what was read, or reads what was written, gets
-a barrier before it, unless both touch the same single element indexed by the innermost thread
-(each thread then only sees its own element). A loop, an ``if`` or a ``while`` counts as one
+a barrier before it, unless both touch the same single element of one buffer indexed by the
+innermost thread (each thread then only sees its own element). A loop, an ``if`` or a ``while`` counts as one
 statement with the accesses its body leaves exposed (those a loop's iterations can see
 outside one element are relaxed to the whole loop); a loop body is checked a second time against
 its own end for what the next iteration reads or writes. No barrier is placed under a
@@ -34,10 +34,13 @@ READ, WRITE, SYNC = "read", "write", "sync"
 
 
 class _Access:
-    __slots__ = ("kind", "data", "touched", "threads")
+    """A read, write or barrier: the memory it touches (``data``: the buffer's data Var, or the
+    scope for memory merged later), the buffer's own data Var (``buffer``) and its indices."""
 
-    def __init__(self, kind: str, data=None, touched: tuple = (), threads: tuple = ()) -> None:
-        self.kind, self.data, self.touched, self.threads = kind, data, touched, threads
+    __slots__ = ("kind", "data", "buffer", "touched", "threads")
+
+    def __init__(self, kind: str, data=None, buffer=None, touched: tuple = (), threads: tuple = ()) -> None:
+        self.kind, self.data, self.buffer, self.touched, self.threads = kind, data, buffer, touched, threads
 
 
 def _point(index):
@@ -52,6 +55,8 @@ def _uses(expr, var: Var) -> bool:
 def _conflict(prev: _Access, curr: _Access) -> bool:
     if prev.data is not curr.data:
         return False
+    if prev.buffer is not curr.buffer:  # (merged later, the same index of two buffers is other bytes)
+        return True
     thread = curr.threads[-1].var if curr.threads else None
     for a, b in zip(prev.touched, curr.touched):
         if a is None or b is None or not structural_equal(a, b):
@@ -85,8 +90,8 @@ class _Planner:
         found = []
         for node in walk(expr):
             if isinstance(node, BufferLoad) and self._enabled(node.buffer):
-                found.append(_Access(READ, self._memory(node.buffer.data), tuple(map(_point, node.indices)),
-                                     tuple(self.threads)))
+                found.append(_Access(READ, self._memory(node.buffer.data), node.buffer.data,
+                                     tuple(map(_point, node.indices)), tuple(self.threads)))
             elif (isinstance(node, Call) and getattr(node.op, "name", "") == "tir.tvm_storage_sync"
                   and node.args[0].value != "warp"):
                 found.append(_Access(SYNC))
@@ -94,7 +99,8 @@ class _Planner:
                   and getattr(pointer_data(node.args[1]).type_annotation, "storage_scope", None) == self.scope):
                 # (a pointer handed to a call, a WMMA load or store: a range, read or written by its mask)
                 mask = int(node.args[4].value)
-                found += [_Access(kind, self._memory(pointer_data(node.args[1])), (None,), tuple(self.threads))
+                data = pointer_data(node.args[1])
+                found += [_Access(kind, self._memory(data), data, (None,), tuple(self.threads))
                           for kind, bit in ((READ, 1), (WRITE, 2)) if mask & bit]
         return found
 
@@ -109,8 +115,8 @@ class _Planner:
             for s in stmt.seq:
                 self.visit(s)
         elif isinstance(stmt, BufferStore):
-            own = ([_Access(WRITE, self._memory(stmt.buffer.data), tuple(map(_point, stmt.indices)),
-                            tuple(self.threads))]
+            own = ([_Access(WRITE, self._memory(stmt.buffer.data), stmt.buffer.data,
+                            tuple(map(_point, stmt.indices)), tuple(self.threads))]
                    if self._enabled(stmt.buffer) else [])
             self._add(stmt, own + self._expr_accesses(stmt.value)
                       + [a for i in stmt.indices for a in self._expr_accesses(i)])
@@ -127,7 +133,7 @@ class _Planner:
             self.visit(stmt.body)
         elif isinstance(stmt, For):
             accesses = self._nested(stmt.body, stmt)
-            relaxed = [a if a.kind == SYNC else _Access(a.kind, a.data, tuple(
+            relaxed = [a if a.kind == SYNC else _Access(a.kind, a.data, a.buffer, tuple(
                 None if t is None or _uses(t, stmt.loop_var) else t for t in a.touched), a.threads)
                 for a in accesses]
             if relaxed:
