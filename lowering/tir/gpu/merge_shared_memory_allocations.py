@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ....ir.buffer import Buffer, decl_buffer, pointer_data
+from ....ir.buffer import Buffer, constant_size, decl_buffer, element_bytes, pointer_data
 from ....ir.dtype import DataType
 from ....ir.errors import TVMSError
 from ....ir.expr import Add, Broadcast, BufferLoad, Call, IntImm, PrimExpr, Var
@@ -39,10 +39,6 @@ SCOPED_ATTRS = ("extern_scope", "virtual_thread")  # attributes that are a step 
 def _allocations(stmt: Stmt, scope: str) -> dict:
     """data Var -> Buffer of the ``scope`` allocations (AllocBuffer statements) in ``stmt``."""
     return {a.buffer.data: a.buffer for a in collect(stmt, AllocBuffer) if a.buffer.scope == scope}
-
-
-def _nbytes(dtype: DataType) -> int:
-    return (dtype.bits * dtype.lanes + 7) // 8
 
 
 def _is_op(e: Call, name: str) -> bool:
@@ -201,12 +197,10 @@ class _Plan:
 
     def _nbits(self, data: Var) -> int:
         buf = self.allocs[data]
-        count = 1
-        for extent in buf.shape:
-            if not isinstance(extent, IntImm):
-                raise TVMSError(f"MergeSharedMemoryAllocations: buffer {buf.name!r} in scope {buf.scope!r} has "
-                                f"the symbolic shape {buf.shape}; tvms merges constant sizes only")
-            count *= extent.value
+        count = constant_size(buf)
+        if count is None:
+            raise TVMSError(f"MergeSharedMemoryAllocations: buffer {buf.name!r} in scope {buf.scope!r} has "
+                            f"the symbolic shape {buf.shape}; tvms merges constant sizes only")
         return count * buf.dtype.bits * buf.dtype.lanes
 
     def _event(self) -> int:
@@ -258,7 +252,7 @@ class _Plan:
             align += [0] * (len(e.layers) - len(align))
             for i, layer in enumerate(e.layers):
                 for data in layer:
-                    align[i] = max(align[i], _nbytes(self.allocs[data].dtype))
+                    align[i] = max(align[i], element_bytes(self.allocs[data].dtype))
                     layer_of[data] = i
         offsets: dict = {}
 
@@ -269,7 +263,7 @@ class _Plan:
                 end = place(part, end)
             for data in e.own:
                 buf = self.allocs[data]
-                step = buf.data_alignment or max(align[layer_of[data]], _nbytes(buf.dtype))
+                step = buf.data_alignment or max(align[layer_of[data]], element_bytes(buf.dtype))
                 offsets[data] = at + -at % step
                 end = max(end, offsets[data] + self._nbits(data) // 8)
             return end
@@ -353,7 +347,7 @@ class _Merger(Mutator):
         """``index`` moved by the allocation's offset, in elements of ``dtype`` (``offset + index``
         where TVM writes it so: in the calls). As TVM's arithmetic: a scalar index plus 0 is the
         index; a vector one gets the offset broadcast, 0 included."""
-        offset = self.kernel[data] // _nbytes(dtype)
+        offset = self.kernel[data] // element_bytes(dtype)
         scalar = index.dtype.with_lanes(1)
         if index.dtype.lanes == 1:
             if not offset:
