@@ -404,3 +404,8 @@ def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
     a, c = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
     run_prim_func(gpu.merge_shared_memory_allocations(synced), a, c)
     np.testing.assert_array_equal(c, 2 * a)
+    # TVM's kernel (no barrier; one at the end keeps the executor from adding its own) races
+    racy = from_source(func.script(dialect=DIALECT).rstrip("\n") + '\n    T.tvm_storage_sync("shared.dyn")\n')
+    with pytest.raises(TVMSError, match=r"thread \(threadIdx.x=1\) writes element 1 \(float16, bytes 2 to 3\), which "
+                                        r"thread \(threadIdx.x=0\) accessed"):
+        run_prim_func(gpu.merge_shared_memory_allocations(racy), a, c)
