@@ -9,9 +9,9 @@ declared again over it (``T.decl_buffer(..., data=buf_dyn_shmem.data)``, or
 never live at the same time share bytes: a liveness analysis over the kernel's statements in
 order (a loop, branch or launch counting as one step at its end) finds where each buffer is first
 and last touched, and TVM's memory plan reuses a freed entry of size within 16x, or joins smaller
-freed ones, as its layers. Offsets are aligned to the buffers' ``data_alignment`` (64 bytes),
-the entries placed in order of size (arrays of 32 bits or less, which TVM leaves without an
-offset, after them).
+freed ones (each at its own offset: see ``_Plan``). Offsets are aligned to the buffers'
+``data_alignment`` (64 bytes), the entries placed in order of size (arrays of 32 bits or less,
+which TVM leaves without an offset, after them).
 Static ``shared`` allocations are merged the same way (into ``buf_shmem``) only under the
 PassContext config ``tirx.merge_static_smem``. A kernel with one such allocation is left as it is.
 tvms plans constant sizes only; a symbolic size is refused.
