@@ -96,6 +96,27 @@ def decl_buffer(shape, dtype="float32", name="buffer", *, data: Var | None = Non
                   buffer_type, tuple(axis_separators), span=span)
 
 
+def element_bytes(dtype: DataType) -> int:
+    """The bytes of one element, its lanes together (a type under a byte takes one, as in TVM)."""
+    return (dtype.bits * dtype.lanes + 7) // 8
+
+
+def constant_size(buffer: Buffer) -> int | None:
+    """How many elements a buffer of constant shape has (None where its shape is symbolic)."""
+    count = 1
+    for extent in buffer.shape:
+        if not isinstance(extent, IntImm):
+            return None
+        count *= extent.value
+    return count
+
+
+def pointer_data(arg):
+    """The data Var a pointer argument (``tvm_access_ptr``'s, ``cp_async``'s) names: a Buffer
+    stands for its data, as TVM 0.27 prints it (``T.tvm_access_ptr(t, A, ...)``)."""
+    return arg.data if isinstance(arg, Buffer) else arg
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class BufferRegion(Node):
     """``A[vi, 0:16]``: a buffer and one Range per dimension."""

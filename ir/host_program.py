@@ -28,6 +28,7 @@ from .stmt import Allocate, AllocBuffer, AssertStmt, AttrStmt, DeclBuffer, Evalu
     SeqStmt
 
 _LAUNCH = "tir.call_ffi_kernel"
+DYNAMIC_SHARED = "tirx.use_dyn_shared_memory"  # the launch parameter of dynamic shared memory bytes
 
 
 def host_json(func: PrimFunc) -> dict:

@@ -23,10 +23,10 @@ from tvms.ir import expr as E
 from tvms.ir import stmt as S
 from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
+from tvms.ir.host_program import DYNAMIC_SHARED
 
 from .reference import _bind_dim, cast_value, compact_strides, compile_expr, numpy_dtype
 
-DYNAMIC_SHARED = "tirx.use_dyn_shared_memory"
 _AXES = ("x", "y", "z")
 
 

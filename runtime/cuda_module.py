@@ -21,6 +21,7 @@ import numpy as np
 
 from tvms.ir import expr as E
 from tvms.ir import stmt as S
+from tvms.ir.buffer import element_bytes
 from tvms.ir.errors import TVMSError
 from tvms.ir.registry import register_func
 from tvms.ir.visitor import collect
@@ -76,7 +77,7 @@ class ReferenceLauncher:
             buf = alloc.buffer
             if buf.scope == "shared.dyn":
                 count = int(np.prod([compile_expr(x)(env) for x in buf.shape]))
-                shared += count * buf.dtype.bits * buf.dtype.lanes // 8
+                shared += count * element_bytes(buf.dtype)
         if dims.shared_bytes < shared:
             raise TVMSError(f"kernel {kernel.name}: the host launches it with {dims.shared_bytes} bytes of "
                             f"dynamic shared memory, the kernel allocates {shared}")

@@ -145,8 +145,14 @@ class Block:
         row = tuple(v for t, v in self.threads[me].items() if t != "threadIdx.x")  # (y, z)
         return self.shared((key, row), name, size, dtype)
 
+    def warp_identity(self, warp: int) -> int:
+        """Who warp ``warp``'s collective accesses (a WMMA call's) are, next to its threads' numbers."""
+        return len(self.threads) + warp
+
     def thread(self, me: int) -> str:
         """``thread (threadIdx.x=3, threadIdx.y=0)``, for messages."""
+        if me >= len(self.threads):
+            return f"warp {me - len(self.threads)} (a WMMA call)"
         return f"thread ({', '.join(f'{t}={v}' for t, v in self.threads[me].items()) or 'the only one'})"
 
     def who(self, me: int) -> str:
@@ -354,7 +360,8 @@ def _answer_warps(block: Block, waits: list, replies: list) -> list:
                 replies[t] = mask
             released += members
         elif kind == WMMA:  # (reference_wmma: a tensor-core call, one for the whole warp)
-            released += reference_wmma.collective(lanes, running[warp], waits, block.kernel.sites[waits[members[0]][1]])
+            released += reference_wmma.collective(block, warp, lanes, running[warp], waits,
+                                                  block.kernel.sites[waits[members[0]][1]])
         elif kind == WARP_SYNC:  # the lanes that are here together (the others branched away)
             block.clock += CLOCK_STEP
             for t in members:

@@ -31,6 +31,7 @@ from typing import Any
 
 from tvms.ir import expr as E
 from tvms.ir import stmt as S
+from tvms.ir.buffer import pointer_data
 from tvms.ir.dtype import DataType
 from tvms.ir.errors import TVMSError
 from tvms.ir.op import get_op
@@ -63,7 +64,7 @@ def _shared_accesses(stmt: Any) -> tuple[set, set]:
             mask = int(getattr(n.args[4], "value", 3))
             for chosen, bit in ((read, 1), (written, 2)):
                 if mask & bit:
-                    chosen.add(n.args[1])
+                    chosen.add(pointer_data(n.args[1]))
     read, written = ({alias.get(v, v) for v in vars_} for vars_ in (read, written))
     return ({v for v in read if _scope(v) in (*_SHARED, "warp")},
             {v for v in written if _scope(v) in (*_SHARED, "warp")})
@@ -186,7 +187,7 @@ class KernelCodegen:
         key = self.name(self.fresh("a"), "_s")  # (the allocation site: one array per block or launch)
         if self.kernel is not None and scope in reference_wmma.SCOPES:  # (the warp's, as a whole)
             self.emit(f"{self.local(data)} = " + self._call(reference_wmma.fragment, "_blk", key, self.name(data.name, "_s"),
-                                                            self.name(scope, "_s"), np_dtype, "_me"))
+                                                            self.name(scope, "_s"), np_dtype, size, "_me"))
         elif self.kernel is None or scope not in (*_SHARED, "warp", "global"):
             self.emit(f"{self.local(data)} = np.zeros({size}, dtype={np_dtype})")
         elif scope == "global":
@@ -369,8 +370,9 @@ class KernelCodegen:
     def _access_ptr(self, e: E.Call) -> str:
         """``T.tvm_access_ptr(type, data, offset, extent, mask)`` as (memory, offset), the memory
         seen as elements of ``type`` (the offset counts them: a view of merged shared memory)."""
-        memory, mine = self.local(e.args[1]), numpy_dtype(e.args[0].dtype)
-        if self.data_dtypes.get(e.args[1], mine) != mine:
+        data = pointer_data(e.args[1])
+        memory, mine = self.local(data), numpy_dtype(e.args[0].dtype)
+        if self.data_dtypes.get(data, mine) != mine:
             memory = f"{memory}.view({self.name(mine)})"
         return f"({memory}, {self.src(e.args[2])})"
 

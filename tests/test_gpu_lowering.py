@@ -318,12 +318,7 @@ def main(A: T.Buffer((64,), "float32"), n: T.int32):
     assert 'n, 64, T.Cast("int64", n) * T.int64(4), launch_params=["threadIdx.x", "tirx.use_dyn_shared_memory"]' in host
 
 
-def test_thread_sync_sees_shared_dyn_as_one_memory() -> None:
-    """ThreadSync on shared.dyn, as TVM's planner: every shared.dyn buffer is one memory (merged
-    later, buffers that do not live together share bytes), so writing Y after other threads read
-    X needs a barrier that two buffers of shared memory do not (TVM 0.27's ThreadSync places 2
-    and 3 barriers on this function, as here)."""
-    text = '''
+TWO_BUFFERS = '''
 # from tvm.script import tirx as T
 
 @T.prim_func(s_tir=True)
@@ -336,9 +331,81 @@ def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
         Y[threadIdx_x] = A[threadIdx_x]
         C[threadIdx_x] = C[threadIdx_x] + Y[63 - threadIdx_x]
 '''
+
+
+def test_thread_sync_sees_shared_dyn_as_one_memory() -> None:
+    """ThreadSync on shared.dyn, as TVM's planner: every shared.dyn buffer is one memory (merged
+    later, buffers that do not live together share bytes), so writing Y after other threads read
+    X needs a barrier that two buffers of shared memory do not (TVM 0.27's ThreadSync places 2
+    and 3 barriers on this function, as here)."""
     for scope, barriers in (("shared", 2), ("shared.dyn", 3)):
-        synced = gpu.ThreadSync(scope)(IRModule({"main": from_source(text.replace("SCOPE", scope))}))["main"]
+        synced = gpu.ThreadSync(scope)(IRModule({"main": from_source(TWO_BUFFERS.replace("SCOPE", scope))}))["main"]
         assert synced.script().count(f'T.tvm_storage_sync("{scope}")') == barriers, scope
         a, c = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
         run_prim_func(synced, a, c)
         np.testing.assert_array_equal(c, 2 * a[::-1])
+
+
+def test_thread_sync_sees_merged_static_shared_as_one_memory() -> None:
+    """Under tirx.merge_static_smem, MergeSharedMemoryAllocations lays the shared buffers X and Y
+    of TWO_BUFFERS over the same bytes (they do not live together), so ThreadSync("shared") treats
+    shared memory as one, as shared.dyn: 3 barriers. A deliberate departure from TVM 0.27, which
+    places 2 there (the barrier between the read of X[63 - threadIdx_x] and the write of
+    Y[threadIdx_x] missing) and then merges X and Y onto one buf_shmem.view("float32"): a race,
+    which the reference executor reports."""
+    func = from_source(TWO_BUFFERS.replace("SCOPE", "shared"))
+    with PassContext(config={"tirx.merge_static_smem": True}):
+        synced = gpu.ThreadSync("shared")(IRModule({"main": func}))["main"]
+        assert synced.script().count('T.tvm_storage_sync("shared")') == 3
+        merged = gpu.merge_shared_memory_allocations(synced)
+    racy = gpu.merge_shared_memory_allocations(gpu.thread_sync(func, "shared"), merge_static=True)
+    a, c = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    run_prim_func(merged, a, c)
+    np.testing.assert_array_equal(c, 2 * a[::-1])
+    with pytest.raises(TVMSError, match="race"):  # (the barriers planned without the config)
+        run_prim_func(racy, a, c)
+
+
+def test_thread_sync_takes_an_access_ptr_of_a_bare_buffer() -> None:
+    """TVM 0.27 prints T.tvm_access_ptr(t, x_reindex_shared_dyn, ...) with the buffer for its
+    data (DLight's tensor-core matmul as TVM's pipeline hands it to MergeSharedMemoryAllocations):
+    ThreadSync("shared.dyn") with its barriers taken out puts back the five TVM placed."""
+    synced = from_source((FIXTURES / "merge_shared_memory" / "dlight_matmul_f16_before.tvms").read_text())["main"]
+    bare = synced.script(dialect=DIALECT)
+    assert "T.tvm_access_ptr(T.type_annotation(\"float16\"), x_reindex_shared_dyn, " in bare
+    barrier = 'T.tvm_storage_sync("shared.dyn")'
+    assert bare.count(barrier) == 5
+    stripped = from_source("".join(line for line in bare.splitlines(keepends=True) if barrier not in line))
+    assert gpu.thread_sync(stripped, "shared.dyn").script(dialect=DIALECT) == bare
+
+
+
+def test_thread_sync_same_element_of_one_buffer_only() -> None:
+    """Each thread touching only its own element is no race only within one buffer: X (float32)
+    and Y (float16) of shared.dyn are merged over the same bytes, where Y[1] is half of X[0].
+    A deliberate departure from TVM 0.27, whose ThreadSync places no barrier here (its merged
+    kernel then races: thread 1 writes Y[1] over X[0], which thread 0 read); tvms places one
+    before the write of Y."""
+    func = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    with T.launch_thread("threadIdx.x", 64) as threadIdx_x:
+        X = T.alloc_buffer((64,), scope="shared.dyn")
+        Y = T.alloc_buffer((64,), "float16", scope="shared.dyn")
+        X[threadIdx_x] = A[threadIdx_x]
+        C[threadIdx_x] = X[threadIdx_x]
+        Y[threadIdx_x] = T.Cast("float16", A[threadIdx_x])
+        C[threadIdx_x] = C[threadIdx_x] + T.Cast("float32", Y[threadIdx_x])
+''')
+    synced = gpu.thread_sync(func, "shared.dyn")
+    assert 'T.tvm_storage_sync("shared.dyn")\n    Y[threadIdx_x] = ' in synced.script(dialect=DIALECT)
+    a, c = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    run_prim_func(gpu.merge_shared_memory_allocations(synced), a, c)
+    np.testing.assert_array_equal(c, 2 * a)
+    # TVM's kernel (no barrier; one at the end keeps the executor from adding its own) races
+    racy = from_source(func.script(dialect=DIALECT).rstrip("\n") + '\n    T.tvm_storage_sync("shared.dyn")\n')
+    with pytest.raises(TVMSError, match=r"thread \(threadIdx.x=1\) writes element 1 \(float16, bytes 2 to 3\), which "
+                                        r"thread \(threadIdx.x=0\) accessed"):
+        run_prim_func(gpu.merge_shared_memory_allocations(racy), a, c)

@@ -10,6 +10,7 @@ from tvms.ir.structural import structural_equal
 from tvms.ir.target import Target
 from tvms.lowering.tir import gpu
 from tvms.lowering.tir.gpu import MergeSharedMemoryAllocations, merge_shared_memory_allocations
+from tvms.lowering.tir.gpu.split_host_device import dynamic_shared_bytes
 from tvms.script import from_source
 from tvms.transform import PassContext
 
@@ -125,3 +126,72 @@ def test_views_live_together_keep_apart() -> None:
     c = np.zeros(128, np.float32)
     run_prim_func(merge_shared_memory_allocations(before), c)
     np.testing.assert_array_equal(c, np.full(128, 3, np.float32))
+
+
+# X is live while W dies and W2 reuses W's entry; X2 then reuses X's, and Z joins both entries
+JOINED = '''
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(C: T.Buffer((32,), "float32")):
+    threadIdx_x = T.launch_thread("threadIdx.x", 32)
+    X = T.alloc_buffer((256,), scope="shared.dyn")
+    W = T.alloc_buffer((32,), scope="shared.dyn")
+    W2 = T.alloc_buffer((32,), scope="shared.dyn")
+    X2 = T.alloc_buffer((128,), scope="shared.dyn")
+    Z = T.alloc_buffer((512,), scope="shared.dyn")
+    X[threadIdx_x + 128] = T.float32(1.0)
+    W[threadIdx_x] = T.float32(2.0)
+    W2[threadIdx_x] = W[threadIdx_x]
+    X2[threadIdx_x] = X[threadIdx_x + 128] + W2[threadIdx_x]
+    Z[threadIdx_x] = X2[threadIdx_x]
+    C[threadIdx_x] = Z[threadIdx_x]
+'''
+
+
+def test_joined_entries_keep_their_bytes(monkeypatch) -> None:
+    """A deliberate departure from TVM 0.27: joining the freed entries [X, X2] and [W, W2] for Z,
+    TVM zips their layers and places X2 then W2 from byte 0, so W2 (TVM's W2[threadIdx_x + 128])
+    lands on X's bytes 512-640 while X is live, and C gets 4 where it should get 3. tvms places
+    each joined entry at its own offset (W and W2 after X), and C is 3."""
+    import importlib
+
+    import numpy as np
+
+    from tvms.runtime.reference import run_prim_func
+
+    msma = importlib.import_module("tvms.lowering.tir.gpu.merge_shared_memory_allocations")
+
+    merged = merge_shared_memory_allocations(from_source(JOINED))
+    text = merged.script(dialect=DIALECT)  # (TVM's text, but for W2's offset: W2[threadIdx_x + 128] there)
+    assert ('buf_dyn_shmem = T.alloc_buffer((2048,), "uint8", scope="shared.dyn")\n    Z = buf_dyn_shmem.view("float32")'
+            in text)
+    assert "W2[threadIdx_x + 256] = W[threadIdx_x + 256]\n    X2[threadIdx_x] = X[threadIdx_x + 128] + W2[threadIdx_x + 256]" in text
+    c = np.zeros(32, np.float32)
+    run_prim_func(merged, c)
+    np.testing.assert_array_equal(c, np.full(32, 3, np.float32))
+    # the check after planning: TVM's offsets (W2 at byte 512) are refused
+    planned = msma._Plan._offsets
+
+    def tvm_offsets(plan):
+        offsets, size = planned(plan)
+        offsets[next(d for d in offsets if plan.allocs[d].name == "W2")] = 512
+        return offsets, size
+
+    monkeypatch.setattr(msma._Plan, "_offsets", tvm_offsets)
+    with pytest.raises(TVMSError, match=r"buffers 'W2' \(bytes 512-640\) and 'X' \(bytes 0-1024\) are live at "
+                                        r"the same time"):
+        merge_shared_memory_allocations(from_source(JOINED))
+
+
+def test_an_unused_allocation_is_dropped() -> None:
+    """A shared.dyn buffer never touched is dropped, as TVM 0.27 drops it (its result is then
+    simple_alloc_reuse's), and the kernel gets one dynamic shared memory allocation to launch with."""
+    text = (GOLDEN / "simple_alloc_reuse_before.tvms").read_text().replace(
+        '        B_sh = T.alloc_buffer((128,), scope="shared.dyn")\n',
+        '        B_sh = T.alloc_buffer((128,), scope="shared.dyn")\n        U_sh = T.alloc_buffer((64,), scope="shared.dyn")\n')
+    assert "U_sh" in text
+    with PassContext():
+        module = MergeSharedMemoryAllocations()(from_source(text))
+    assert module.script(dialect=DIALECT) == (GOLDEN / "simple_alloc_reuse_after.tvms").read_text()
+    assert dynamic_shared_bytes(module["main"].body, "main").value == 512

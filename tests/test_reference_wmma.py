@@ -119,32 +119,58 @@ def main(A: T.Buffer((512,), "float16"), C: T.Buffer((256,), "float32")):
             C[i * 32 + threadIdx_x] = C_s[i * 32 + threadIdx_x]
 '''
     a = (np.arange(512) % 7 - 3).astype(np.float16)
-    c = np.zeros(256, np.float32)
-    run_prim_func(from_source(text), a, c)
     want = a[:256].reshape(16, 16).astype(np.float32) @ a[256:].reshape(16, 16).astype(np.float32)
-    np.testing.assert_array_equal(c.reshape(16, 16), want)
-    racy = from_source(text.replace('        T.tvm_storage_sync("shared.dyn")\n', "", 1))
-    with pytest.raises(TVMSError, match=r"data race on the shared buffer 'buf' in 'main' at `T.tvm_load_matrix_sync\(a"):
-        run_prim_func(racy, a, c)
+    # (the pointer as buf.data, and as the bare buffer, which is how TVM 0.27 prints it)
+    for form in (text, text.replace('"), buf.data, ', '"), buf, ')):
+        c = np.zeros(256, np.float32)
+        run_prim_func(from_source(form), a, c)
+        np.testing.assert_array_equal(c.reshape(16, 16), want)
+        racy = from_source(form.replace('        T.tvm_storage_sync("shared.dyn")\n', "", 1))
+        with pytest.raises(TVMSError, match=r"data race on the shared buffer 'buf' in 'main' at "
+                                            r"`T.tvm_load_matrix_sync\(a"):
+            run_prim_func(racy, a, c)
 
 
 def test_wmma_calls_one_by_one():
-    a = wmma.Fragment("a", "wmma.matrix_a", np.float16)
-    b = wmma.Fragment("b", "wmma.matrix_b", np.float16)
-    c = wmma.Fragment("c", "wmma.accumulator", np.float32)
+    """Each call on its own: tiles by number within the allocation, pointers 32-byte aligned
+    and rows a multiple of 16 bytes apart (CUDA's requirements), a float16 sum rounded at each
+    step of k."""
+    a = wmma.Fragment("a", "wmma.matrix_a", np.float16, 4 * 256)
+    b = wmma.Fragment("b", "wmma.matrix_b", np.float16, 256)
+    c = wmma.Fragment("c", "wmma.accumulator", np.float32, 3 * 256)
     memory = np.arange(2 * 16 * 24, dtype=np.float16) / 64
-    wmma.run("load_matrix_sync", (a, 16, 16, 16, 3, (memory, 24), 24, "row_major"), 0, None)
-    wmma.run("load_matrix_sync", (b, 16, 16, 16, 0, (memory, 8), 24, "col_major"), 0, None)
+    wmma.run("load_matrix_sync", (a, 16, 16, 16, 3, (memory, 32), 24, "row_major"), 0, None)
+    wmma.run("load_matrix_sync", (b, 16, 16, 16, 0, (memory, 16), 24, "col_major"), 0, None)
     wmma.run("fill_fragment", (c, 16, 16, 16, 1, 0.5), 0, None)
     wmma.run("mma_sync", (c, 2, a, 3, b, 0, c, 1), 0, None)
-    rows = memory[24:24 + 16 * 24].reshape(16, 24)[:, :16]  # (a row-major 16 x 16 tile, rows 24 apart)
-    cols = memory[8:8 + 16 * 24].reshape(16, 24)[:, :16].T  # (column-major: B[k, n] at n * 24 + k)
-    out = np.zeros(4 + 16 * 40, np.float32)
-    wmma.run("store_matrix_sync", (c, 16, 16, 16, 2, (out, 4), 40, "row_major"), 0, None)
+    rows = memory[32:32 + 16 * 24].reshape(16, 24)[:, :16]  # (a row-major 16 x 16 tile, rows 24 apart)
+    cols = memory[16:16 + 16 * 24].reshape(16, 24)[:, :16].T  # (column-major: B[k, n] at n * 24 + k)
+    out = np.zeros(8 + 16 * 40, np.float32)
+    wmma.run("store_matrix_sync", (c, 16, 16, 16, 2, (out, 8), 40, "row_major"), 0, None)
     want = rows.astype(np.float32) @ cols.astype(np.float32) + 0.5
-    np.testing.assert_array_equal(out[4:4 + 16 * 40].reshape(16, 40)[:, :16], want)
-    with pytest.raises(TVMSError, match="tile 5 of the wmma.accumulator fragment 'c' is read before"):
-        wmma.run("store_matrix_sync", (c, 16, 16, 16, 5, (out, 0), 16, "row_major"), 0, None)
+    np.testing.assert_array_equal(out[8:8 + 16 * 40].reshape(16, 40)[:, :16], want)
+    with pytest.raises(TVMSError, match="tile 0 of the wmma.accumulator fragment 'c' is read before"):
+        wmma.run("store_matrix_sync", (c, 16, 16, 16, 0, (out, 0), 16, "row_major"), 0, None)
+    with pytest.raises(TVMSError, match=r"tile 3 of the wmma.accumulator fragment 'c' is out of bounds: its 768 "
+                                        r"elements hold 3 tiles of 16 x 16"):
+        wmma.run("fill_fragment", (c, 16, 16, 16, 3, 0.0), 0, None)
+    with pytest.raises(TVMSError, match="tile 1 of the wmma.matrix_b fragment 'b' is out of bounds"):
+        wmma.run("load_matrix_sync", (b, 16, 16, 16, 1, (memory, 0), 16, "col_major"), 0, None)
+    with pytest.raises(TVMSError, match=r"tvm_load_matrix_sync: the tile's pointer is 16 bytes into its memory and "
+                                        r"its rows 48 bytes apart: WMMA needs a 32-byte aligned pointer"):
+        wmma.run("load_matrix_sync", (a, 16, 16, 16, 0, (memory, 8), 24, "row_major"), 0, None)
+    with pytest.raises(TVMSError, match=r"its rows 40 bytes apart: WMMA needs .* a multiple of 16 bytes"):
+        wmma.run("store_matrix_sync", (c, 16, 16, 16, 2, (out, 0), 10, "row_major"), 0, None)
+    # a float16 accumulator: 2048 + 1 rounds back to 2048 at each of the 15 steps (once, 2063 -> 2064)
+    ones = wmma.Fragment("ones", "wmma.matrix_b", np.float16, 256)
+    wmma.run("fill_fragment", (ones, 16, 16, 16, 0, 1.0), 0, None)
+    big = np.ones(256, np.float16)
+    big[0] = 2048
+    wmma.run("load_matrix_sync", (a, 16, 16, 16, 0, (big, 0), 16, "row_major"), 0, None)
+    half = wmma.Fragment("half", "wmma.accumulator", np.float16, 256)
+    wmma.run("fill_fragment", (half, 16, 16, 16, 0, 0.0), 0, None)
+    wmma.run("mma_sync", (half, 0, a, 0, ones, 0, half, 0), 0, None)
+    assert half.tiles[0][0, 0] == 2048 and half.tiles[0][1, 0] == 16
 
 
 def test_a_fragment_is_not_accessed_element_by_element():
@@ -175,3 +201,34 @@ def test_tensor_core_matmul_on_the_device():
     args = [tvms.nd.array(v, device=device) for v in (x, w, np.zeros((256, 128), np.float32))]
     lib["main"](*args)
     np.testing.assert_allclose(args[2].numpy(), x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
+
+
+def test_a_wmma_call_is_the_whole_warps():
+    """A WMMA call takes all 32 lanes of a warp, and its memory accesses are the warp's: a tile
+    lane 0 alone stored needs a barrier before the warp loads it (other lanes read it). (The
+    barrier at the end keeps the executor from adding ThreadSync's own.)"""
+    text = '''
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((256,), "float16"), C: T.Buffer((256,), "float16")):
+    with T.launch_thread("threadIdx.x", 32) as threadIdx_x:
+        A_s = T.alloc_buffer((256,), "float16", scope="shared")
+        c = T.alloc_buffer((256,), "float16", scope="wmma.accumulator")
+        if threadIdx_x == 0:
+            for i in range(256):
+                A_s[i] = A[i]
+        T.tvm_storage_sync("shared")
+        T.tvm_load_matrix_sync(c.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float16"), A_s.data, 0, 256, 1), 16, "row_major")
+        T.tvm_store_matrix_sync(c.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float16"), C.data, 0, 256, 2), 16, "row_major")
+        T.tvm_storage_sync("shared")
+'''
+    a, c = np.arange(256, dtype=np.float16), np.zeros(256, np.float16)
+    run_prim_func(from_source(text), a, c)
+    np.testing.assert_array_equal(c, a)
+    with pytest.raises(TVMSError, match=r"data race on the shared buffer 'A_s' in 'main' at `T.tvm_load_matrix_sync"
+                                        r".*: warp 0 \(a WMMA call\) reads element 0, which thread \(threadIdx.x=0\)"):
+        run_prim_func(from_source(text.replace('        T.tvm_storage_sync("shared")\n', "", 1)), a, c)
+    with pytest.raises(TVMSError, match=r"tvm_load_matrix_sync at .* is called by 16 lanes of a warp .*: a WMMA call "
+                                        r"needs all 32"):
+        run_prim_func(from_source(text.replace('"threadIdx.x", 32', '"threadIdx.x", 16')), a, c)

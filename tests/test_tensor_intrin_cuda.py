@@ -47,3 +47,19 @@ def test_a_lazy_intrinsic_is_built_once_and_not_registered_twice():
     assert built == [1]
     with pytest.raises(TVMSError, match="already registered"):
         TensorIntrin.register_lazy("wmma_fill_16x16x16_f32", build)
+
+
+def test_a_lazy_intrinsic_that_fails_to_build_fails_again_with_its_error():
+    """A lazy intrinsic whose build fails stays lazy: asked again, the same error (not "no tensor
+    intrinsic named ... is registered"); an unknown name says where the WMMA names come from."""
+    def build() -> TensorIntrin:
+        raise TVMSError("the description does not parse")
+
+    TensorIntrin.register_lazy("tvms_test_lazy_broken", build)
+    for _ in range(2):
+        with pytest.raises(TVMSError, match="the description does not parse"):
+            TensorIntrin.get("tvms_test_lazy_broken")
+    with pytest.raises(TVMSError, match=r"no tensor intrinsic named 'wmma_nothing' is registered \(TensorIntrin"
+                                        r".register; the CUDA WMMA ones, wmma_\*, register when "
+                                        r"tvms.lowering.schedule.tensor_intrin_cuda is imported\)"):
+        TensorIntrin.get("wmma_nothing")

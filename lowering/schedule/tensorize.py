@@ -62,10 +62,13 @@ class TensorIntrin:
     @staticmethod
     def get(name: str, allow_missing: bool = False) -> "TensorIntrin | None":
         if name not in TensorIntrin._REGISTRY and name in TensorIntrin._LAZY:
-            TensorIntrin._REGISTRY[name] = TensorIntrin._LAZY.pop(name)()
+            # (built first: one that fails stays lazy, and fails again with its own error)
+            TensorIntrin._REGISTRY[name] = TensorIntrin._LAZY[name]()
+            del TensorIntrin._LAZY[name]
         intrin = TensorIntrin._REGISTRY.get(name)
         if intrin is None and not allow_missing:
-            raise TVMSError(f"no tensor intrinsic named {name!r} is registered (TensorIntrin.register)")
+            raise TVMSError(f"no tensor intrinsic named {name!r} is registered (TensorIntrin.register; the CUDA "
+                            f"WMMA ones, wmma_*, register when tvms.lowering.schedule.tensor_intrin_cuda is imported)")
         return intrin
 
 

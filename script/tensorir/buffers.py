@@ -218,10 +218,20 @@ def _retypes(parent: Buffer, b: Buffer) -> bool:
     scaled = (last.value * (bits // parent_bits) == parent_last.value if bits > parent_bits
               else last.value == parent_last.value * (parent_bits // bits))
     return (scaled and all(structural_equal(x, y) for x, y in zip(parent.shape[:-1], b.shape[:-1]))
-            and structural_equal(parent.offset, b.offset) and len(parent.strides) == len(b.strides)
+            and _offset_retyped(parent, b, parent_bits, bits) and len(parent.strides) == len(b.strides)
             and all(structural_equal(x, y) for x, y in zip(parent.strides, b.strides))
             and parent.scope == b.scope and parent.data_alignment == b.data_alignment
             and parent.offset_factor == b.offset_factor and b.buffer_type == "default" and not b.axis_separators)
+
+
+def _offset_retyped(parent: Buffer, b: Buffer, parent_bits: int, bits: int) -> bool:
+    """Whether ``b``'s offset is ``parent``'s counted in elements of ``bits`` bits, as the parser
+    of ``.view(dtype)`` scales it (``retyped_view``)."""
+    if parent.elem_offset is None or b.elem_offset is None:
+        return parent.elem_offset is b.elem_offset
+    return (isinstance(parent.elem_offset, IntImm) and isinstance(b.elem_offset, IntImm)
+            and parent.elem_offset.dtype == b.elem_offset.dtype
+            and b.elem_offset.value * bits == parent.elem_offset.value * parent_bits)
 
 
 def _offset_of(b: Buffer) -> tuple:

@@ -9,9 +9,9 @@ declared again over it (``T.decl_buffer(..., data=buf_dyn_shmem.data)``, or
 never live at the same time share bytes: a liveness analysis over the kernel's statements in
 order (a loop, branch or launch counting as one step at its end) finds where each buffer is first
 and last touched, and TVM's memory plan reuses a freed entry of size within 16x, or joins smaller
-freed ones, as its layers. Offsets are aligned to the buffers' ``data_alignment`` (64 bytes),
-the entries placed in order of size (arrays of 32 bits or less, which TVM leaves without an
-offset, after them).
+freed ones (each at its own offset: see ``_Plan``). Offsets are aligned to the buffers'
+``data_alignment`` (64 bytes), the entries placed in order of size (arrays of 32 bits or less,
+which TVM leaves without an offset, after them).
 Static ``shared`` allocations are merged the same way (into ``buf_shmem``) only under the
 PassContext config ``tirx.merge_static_smem``. A kernel with one such allocation is left as it is.
 tvms plans constant sizes only; a symbolic size is refused.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ....ir.buffer import Buffer, decl_buffer
+from ....ir.buffer import Buffer, constant_size, decl_buffer, element_bytes, pointer_data
 from ....ir.dtype import DataType
 from ....ir.errors import TVMSError
 from ....ir.expr import Add, Broadcast, BufferLoad, Call, IntImm, PrimExpr, Var
@@ -39,10 +39,6 @@ SCOPED_ATTRS = ("extern_scope", "virtual_thread")  # attributes that are a step 
 def _allocations(stmt: Stmt, scope: str) -> dict:
     """data Var -> Buffer of the ``scope`` allocations (AllocBuffer statements) in ``stmt``."""
     return {a.buffer.data: a.buffer for a in collect(stmt, AllocBuffer) if a.buffer.scope == scope}
-
-
-def _nbytes(dtype: DataType) -> int:
-    return (dtype.bits * dtype.lanes + 7) // 8
 
 
 def _is_op(e: Call, name: str) -> bool:
@@ -131,21 +127,34 @@ class _Steps(Visitor):
 
 @dataclass(eq=False)
 class _Entry:
-    """A piece of the merged memory: its size in bits, and the buffers placed in it in layers
-    (each layer's buffers one after the other, the layers over the same bytes)."""
+    """A piece of the merged memory: its size in bits; the buffers of TVM's plan in ``layers``
+    (each layer's buffers one after the other, the layers over the same bytes), which give each
+    buffer its layer's alignment; and where the bytes go: the freed entries it joined (``parts``,
+    one after the other) and its own buffers (``own``, each over the whole entry)."""
 
     nbits: int
     layers: list = field(default_factory=list)
+    parts: list = field(default_factory=list)
+    own: list = field(default_factory=list)
 
 
 class _Plan:
-    """TVM's memory plan of one kernel: the entries and, per data Var, its byte offset."""
+    """TVM's memory plan of one kernel: the entries and, per data Var, its byte offset.
+
+    Where TVM joins freed entries for a larger buffer, it zips their layers into one list per
+    layer and places each list's buffers one after the other, so a buffer of one entry's second
+    layer can land on the bytes of another entry's first-layer buffer while both are live (TVM
+    0.27 does so: tests/test_merge_shared_memory.py, test_joined_entries_keep_their_bytes). tvms
+    places each joined entry at its own offset instead, which is TVM's layout wherever the joined
+    entries have one layer each; every plan is checked: buffers live together share no byte."""
 
     def __init__(self, allocs: dict, steps: list) -> None:
         self.allocs = allocs
         self.free: list = []  # the freed entries of a constant size, by size (stable)
         self.small: list = []  # entries of 32 bits or less, never freed (TVM has no offset for them)
         self.entry_of: dict = {}
+        self.live: dict = {}  # data Var -> [when it was placed, when it was freed], in events
+        self.events = 0
         gen, kill = self._liveness(steps)
         for key, pair, _ in steps:
             leaf_gen = gen.get(key, []) if pair == 0 else []
@@ -155,12 +164,14 @@ class _Plan:
                         self._release(data)
             if pair >= 0:
                 for data in gen.get(key, []):
+                    self.live[data] = [self._event(), None]
                     self.entry_of[data] = self._find(data)
             if pair <= 0:
                 for data in kill.get(key, []):
                     if data in leaf_gen:
                         self._release(data)
         self.offsets, self.size = self._offsets()
+        self._check()
 
     @staticmethod
     def _liveness(steps: list) -> tuple[dict, dict]:
@@ -186,24 +197,27 @@ class _Plan:
 
     def _nbits(self, data: Var) -> int:
         buf = self.allocs[data]
-        count = 1
-        for extent in buf.shape:
-            if not isinstance(extent, IntImm):
-                raise TVMSError(f"MergeSharedMemoryAllocations: buffer {buf.name!r} in scope {buf.scope!r} has "
-                                f"the symbolic shape {buf.shape}; tvms merges constant sizes only")
-            count *= extent.value
+        count = constant_size(buf)
+        if count is None:
+            raise TVMSError(f"MergeSharedMemoryAllocations: buffer {buf.name!r} in scope {buf.scope!r} has "
+                            f"the symbolic shape {buf.shape}; tvms merges constant sizes only")
         return count * buf.dtype.bits * buf.dtype.lanes
+
+    def _event(self) -> int:
+        self.events += 1
+        return self.events
 
     def _find(self, data: Var) -> _Entry:
         nbits = self._nbits(data)
         if nbits <= 32:  # (small arrays are left to registers: never shared)
-            self.small.append(_Entry(nbits, [[data]]))
+            self.small.append(_Entry(nbits, [[data]], own=[data]))
             return self.small[-1]
         for i, (size, entry) in enumerate(self.free):  # a freed entry as large, up to 16x larger
             if nbits <= size <= nbits * MATCH_RANGE:
                 del self.free[i]
                 entry.nbits = max(nbits, entry.nbits)
                 entry.layers.append([data])
+                entry.own.append(data)
                 return entry
         smaller = [i for i, (size, _) in enumerate(self.free) if size < nbits]
         taken, layers, total = [], [], 0
@@ -217,12 +231,14 @@ class _Plan:
             if total >= nbits:
                 break
         if total:
+            parts = [self.free[i][1] for i in taken]
             for i in sorted(taken, reverse=True):
                 del self.free[i]
-            return _Entry(max(nbits, total), layers + [[data]])
-        return _Entry(nbits, [[data]])
+            return _Entry(max(nbits, total), layers + [[data]], parts, [data])
+        return _Entry(nbits, [[data]], own=[data])
 
     def _release(self, data: Var) -> None:
+        self.live[data][1] = self._event()
         entry = self.entry_of[data]
         if entry.nbits > 32:
             at = sum(1 for size, _ in self.free if size <= entry.nbits)
@@ -230,26 +246,43 @@ class _Plan:
 
     def _offsets(self) -> tuple[dict, int]:
         entries = [entry for _, entry in self.free] + self.small
-        depth = max((len(e.layers) for e in entries), default=0)
-        align = [0] * depth  # per layer: the largest element among its buffers
+        align: list = []  # per layer of TVM's plan: the largest element among its buffers
+        layer_of: dict = {}
         for e in entries:
+            align += [0] * (len(e.layers) - len(align))
             for i, layer in enumerate(e.layers):
-                align[i] = max([align[i]] + [_nbytes(self.allocs[d].dtype) for d in layer])
+                for data in layer:
+                    align[i] = max(align[i], element_bytes(self.allocs[data].dtype))
+                    layer_of[data] = i
         offsets: dict = {}
+
+        def place(e: _Entry, at: int) -> int:
+            """Places ``e`` from byte ``at`` (its buffers aligned); returns where it ends."""
+            end = at
+            for part in e.parts:
+                end = place(part, end)
+            for data in e.own:
+                buf = self.allocs[data]
+                step = buf.data_alignment or max(align[layer_of[data]], element_bytes(buf.dtype))
+                offsets[data] = at + -at % step
+                end = max(end, offsets[data] + self._nbits(data) // 8)
+            return end
+
         size = 0
         for e in entries:
-            widest = 0
-            for i, layer in enumerate(e.layers):
-                inner = 0
-                for data in layer:
-                    buf = self.allocs[data]
-                    step = buf.data_alignment or max(align[i], _nbytes(buf.dtype))
-                    inner += -(size + inner) % step
-                    offsets[data] = size + inner
-                    inner += self._nbits(data) // 8
-                widest = max(widest, inner)
-            size += widest
+            size = place(e, size)
         return offsets, size
+
+    def _check(self) -> None:
+        """Buffers live at the same time have bytes of their own (else a TVMSError: a bug of the plan)."""
+        spans = [(data, *self.live[data], self.offsets[data], self.offsets[data] + self._nbits(data) // 8)
+                 for data in self.offsets]
+        for i, (a, a_from, a_to, a_lo, a_hi) in enumerate(spans):
+            for b, b_from, b_to, b_lo, b_hi in spans[:i]:
+                if a_from < b_to and b_from < a_to and a_lo < b_hi and b_lo < a_hi:
+                    raise TVMSError(f"MergeSharedMemoryAllocations: buffers {self.allocs[a].name!r} (bytes "
+                                    f"{a_lo}-{a_hi}) and {self.allocs[b].name!r} (bytes {b_lo}-{b_hi}) are live "
+                                    f"at the same time and share bytes in the plan")
 
 
 class _Merger(Mutator):
@@ -291,7 +324,7 @@ class _Merger(Mutator):
         return self.kernel is not None and data in self.kernel
 
     def visit_AllocBuffer(self, s: AllocBuffer) -> Stmt:
-        if self.merging(s.buffer.data):
+        if self.kernel is not None and s.buffer.data in self.allocs:  # (one never used is dropped, as in TVM)
             self.volatile |= bool(s.annotations.get(VOLATILE, False))
             return self.visit(s.body)
         return self.generic_visit(s)
@@ -314,7 +347,7 @@ class _Merger(Mutator):
         """``index`` moved by the allocation's offset, in elements of ``dtype`` (``offset + index``
         where TVM writes it so: in the calls). As TVM's arithmetic: a scalar index plus 0 is the
         index; a vector one gets the offset broadcast, 0 included."""
-        offset = self.kernel[data] // _nbytes(dtype)
+        offset = self.kernel[data] // element_bytes(dtype)
         scalar = index.dtype.with_lanes(1)
         if index.dtype.lanes == 1:
             if not offset:
@@ -341,8 +374,7 @@ class _Merger(Mutator):
         # tvm_access_ptr(dtype, data, offset, extent, rw) and cp_async_raw(dtype, data, offset, ...):
         # the merged data, the offset moved (in elements of the call's dtype)
         at = 1 if _is_op(e, "tir.tvm_access_ptr") else 0 if _is_op(e, "tir.s_tir.cp_async_raw") else None
-        # (the data is the buffer's pointer, or the buffer itself as TVM 0.27 prints it: its handle)
-        data = None if at is None else getattr(e.args[at], "data", e.args[at])
+        data = None if at is None else pointer_data(e.args[at])
         if not (isinstance(data, Var) and self.merging(data)):
             return self.generic_visit(e)
         args = list(e.args)
@@ -352,11 +384,16 @@ class _Merger(Mutator):
         return e.with_changes(args=tuple(self.visit(a) if i not in (at, at + 1) else a for i, a in enumerate(args)))
 
 
+def merges_static() -> bool:
+    """Whether the PassContext asks static ``shared`` memory merged too (``tirx.merge_static_smem``)."""
+    return bool(PassContext.current().config.get("tirx.merge_static_smem", False))
+
+
 def merge_shared_memory_allocations(func: PrimFunc, merge_static: bool | None = None) -> PrimFunc:
     """``func`` with each kernel's ``shared.dyn`` allocations merged, and its ``shared`` ones
     too where ``merge_static`` (by default the PassContext's ``tirx.merge_static_smem``)."""
     if merge_static is None:
-        merge_static = bool(PassContext.current().config.get("tirx.merge_static_smem", False))
+        merge_static = merges_static()
     body = func.body
     for scope in ("shared.dyn", "shared") if merge_static else ("shared.dyn",):
         if len(_allocations(body, scope)) > 1:

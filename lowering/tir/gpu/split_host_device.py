@@ -13,12 +13,13 @@ last, its extent the allocation's size in bytes (an int64).
 """
 from __future__ import annotations
 
-from ....ir.buffer import Buffer
+from ....ir.buffer import Buffer, constant_size, element_bytes
 from ....ir.dtype import int32, int64
 from ....ir.errors import TVMSError
 from ....ir.expr import Call, Cast, IntImm, PointerType, PrimExpr, StringImm, Var
 from ....ir.analysis import substitute
 from ....ir.function import PrimFunc
+from ....ir.host_program import DYNAMIC_SHARED
 from ....ir.module import GlobalVar, IRModule, Target
 from ....ir.node import FrozenDict
 from ....ir.op import get_op
@@ -29,7 +30,6 @@ from ...pass_registry import register_pass
 from .free_vars import undefined
 
 DEVICE_CALLING_CONV = 2
-DYNAMIC_SHARED = "tirx.use_dyn_shared_memory"  # the launch parameter of dynamic shared memory bytes
 
 
 def without_host(target: Target) -> Target:
@@ -69,12 +69,9 @@ def dynamic_shared_bytes(kernel_body: Stmt, name: str) -> PrimExpr | None:
     if not found:
         return None
     buf = found[0]
-    itemsize = (buf.dtype.bits * buf.dtype.lanes + 7) // 8
-    if all(isinstance(x, IntImm) for x in buf.shape):
-        count = 1
-        for x in buf.shape:
-            count *= x.value
-        return IntImm(int64, count * itemsize)
+    itemsize = element_bytes(buf.dtype)
+    if constant_size(buf) is not None:
+        return IntImm(int64, constant_size(buf) * itemsize)
     count = buf.shape[0]
     for x in buf.shape[1:]:
         count = count * x

@@ -3,17 +3,21 @@
 Inside a kernel (under its first thread launch), the statements of each sequence are simulated
 in order, as TVM's ThreadSyncPlanner does: the reads and writes of ``scope`` buffers since the
 last barrier are kept, and a statement that writes what was read, or reads what was written, gets
-a barrier before it, unless both touch the same single element indexed by the innermost thread
-(each thread then only sees its own element). A loop, an ``if`` or a ``while`` counts as one
+a barrier before it, unless both touch the same single element of one buffer indexed by the
+innermost thread (each thread then only sees its own element). A loop, an ``if`` or a ``while`` counts as one
 statement with the accesses its body leaves exposed (those a loop's iterations can see
 outside one element are relaxed to the whole loop); a loop body is checked a second time against
 its own end for what the next iteration reads or writes. No barrier is placed under a
 thread-dependent ``if`` (a TVMSError: not every thread would reach it). The buffers of
 ``shared.dyn`` count as one memory, as in TVM: MergeSharedMemoryAllocations later lays them out in
-one allocation, where buffers that do not live together may share bytes.
+one allocation, where buffers that do not live together may share bytes. So do those of
+``shared`` under ``tirx.merge_static_smem``, where the pass merges them too (TVM 0.27 keeps them
+apart there, and its merged kernel races: tests/test_gpu_lowering.py,
+test_thread_sync_sees_merged_static_shared_as_one_memory).
 """
 from __future__ import annotations
 
+from ....ir.buffer import pointer_data
 from ....ir.errors import TVMSError
 from ....ir.expr import BufferLoad, Call, Ramp, Var
 from ....ir.function import PrimFunc
@@ -23,16 +27,20 @@ from ....ir.structural import structural_equal
 from ....ir.visitor import Mutator, walk
 from ...pass_registry import register_pass
 from ...transform import prim_func_pass
+from .merge_shared_memory_allocations import merges_static
 from .threads import storage_sync
 
 READ, WRITE, SYNC = "read", "write", "sync"
 
 
 class _Access:
-    __slots__ = ("kind", "data", "touched", "threads")
+    """A read, write or barrier: the memory it touches (``data``: the buffer's data Var, or the
+    scope for memory merged later), the buffer's own data Var (``buffer``) and its indices."""
 
-    def __init__(self, kind: str, data=None, touched: tuple = (), threads: tuple = ()) -> None:
-        self.kind, self.data, self.touched, self.threads = kind, data, touched, threads
+    __slots__ = ("kind", "data", "buffer", "touched", "threads")
+
+    def __init__(self, kind: str, data=None, buffer=None, touched: tuple = (), threads: tuple = ()) -> None:
+        self.kind, self.data, self.buffer, self.touched, self.threads = kind, data, buffer, touched, threads
 
 
 def _point(index):
@@ -47,6 +55,8 @@ def _uses(expr, var: Var) -> bool:
 def _conflict(prev: _Access, curr: _Access) -> bool:
     if prev.data is not curr.data:
         return False
+    if prev.buffer is not curr.buffer:  # (merged later, the same index of two buffers is other bytes)
+        return True
     thread = curr.threads[-1].var if curr.threads else None
     for a, b in zip(prev.touched, curr.touched):
         if a is None or b is None or not structural_equal(a, b):
@@ -63,8 +73,9 @@ def _conflicts(prev: list, curr: _Access) -> bool:
 class _Planner:
     """Finds the statements that need a barrier before them (``self.syncs``, by identity)."""
 
-    def __init__(self, scope: str) -> None:
+    def __init__(self, scope: str, merged: bool) -> None:
         self.scope = scope
+        self.merged = merged  # whether the scope's buffers are merged later into one allocation
         self.syncs: set = set()
         self.threads: list = []
         self.in_device = False
@@ -72,23 +83,24 @@ class _Planner:
         self.seqs: list = [[]]
 
     def _memory(self, data):
-        """What an access of ``data`` touches (one memory for all of ``shared.dyn``)."""
-        return self.scope if self.scope == "shared.dyn" else data
+        """What an access of ``data`` touches (one memory for all buffers merged later)."""
+        return self.scope if self.merged else data
 
     def _expr_accesses(self, expr) -> list:
         found = []
         for node in walk(expr):
             if isinstance(node, BufferLoad) and self._enabled(node.buffer):
-                found.append(_Access(READ, self._memory(node.buffer.data), tuple(map(_point, node.indices)),
-                                     tuple(self.threads)))
+                found.append(_Access(READ, self._memory(node.buffer.data), node.buffer.data,
+                                     tuple(map(_point, node.indices)), tuple(self.threads)))
             elif (isinstance(node, Call) and getattr(node.op, "name", "") == "tir.tvm_storage_sync"
                   and node.args[0].value != "warp"):
                 found.append(_Access(SYNC))
             elif (isinstance(node, Call) and getattr(node.op, "name", "") == "tir.tvm_access_ptr" and self.in_device
-                  and getattr(node.args[1].type_annotation, "storage_scope", None) == self.scope):
+                  and getattr(pointer_data(node.args[1]).type_annotation, "storage_scope", None) == self.scope):
                 # (a pointer handed to a call, a WMMA load or store: a range, read or written by its mask)
                 mask = int(node.args[4].value)
-                found += [_Access(kind, self._memory(node.args[1]), (None,), tuple(self.threads))
+                data = pointer_data(node.args[1])
+                found += [_Access(kind, self._memory(data), data, (None,), tuple(self.threads))
                           for kind, bit in ((READ, 1), (WRITE, 2)) if mask & bit]
         return found
 
@@ -103,8 +115,8 @@ class _Planner:
             for s in stmt.seq:
                 self.visit(s)
         elif isinstance(stmt, BufferStore):
-            own = ([_Access(WRITE, self._memory(stmt.buffer.data), tuple(map(_point, stmt.indices)),
-                            tuple(self.threads))]
+            own = ([_Access(WRITE, self._memory(stmt.buffer.data), stmt.buffer.data,
+                            tuple(map(_point, stmt.indices)), tuple(self.threads))]
                    if self._enabled(stmt.buffer) else [])
             self._add(stmt, own + self._expr_accesses(stmt.value)
                       + [a for i in stmt.indices for a in self._expr_accesses(i)])
@@ -121,7 +133,7 @@ class _Planner:
             self.visit(stmt.body)
         elif isinstance(stmt, For):
             accesses = self._nested(stmt.body, stmt)
-            relaxed = [a if a.kind == SYNC else _Access(a.kind, a.data, tuple(
+            relaxed = [a if a.kind == SYNC else _Access(a.kind, a.data, a.buffer, tuple(
                 None if t is None or _uses(t, stmt.loop_var) else t for t in a.touched), a.threads)
                 for a in accesses]
             if relaxed:
@@ -221,7 +233,8 @@ class _Inserter(Mutator):
 
 def thread_sync(func: PrimFunc, storage_scope: str = "shared") -> PrimFunc:
     """``func`` with barriers for ``storage_scope`` memory where its threads would race."""
-    planner = _Planner(storage_scope)
+    merged = storage_scope == "shared.dyn" or (storage_scope == "shared" and merges_static())
+    planner = _Planner(storage_scope, merged)
     planner.visit(func.body)
     if not planner.syncs:
         return func
