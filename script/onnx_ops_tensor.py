@@ -1,0 +1,448 @@
+"""ONNX converters that move, index and create tensors, and the shape computations around them
+(Shape -> Gather -> Concat -> Reshape is evaluated at import time when the shapes are static)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
+                           normalize_axis, rank_of, required_value, static_shape, value_of)
+from .relax_op_api import op
+
+
+def _np_dtype(onnx_type: int) -> str:
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    return str(np.dtype(tensor_dtype_to_np_dtype(onnx_type)))
+
+
+@converter("Constant")
+class Constant(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        for key, dtype in (("value", None), ("value_float", "float32"), ("value_floats", "float32"),
+                           ("value_int", "int64"), ("value_ints", "int64")):
+            if key in attrs:
+                return ctx.constant(attrs[key], dtype)
+        raise Unsupported(f"a Constant given as {', '.join(attrs)}")
+
+
+@converter("Shape")
+class Shape(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        rank = rank_of(x)
+        start, end = attrs.get("start", 0), attrs.get("end", rank)
+        start, end = (max(0, min(rank, v + rank if v < 0 else v)) for v in (start, end))
+        shape = static_shape(x)
+        if shape is not None:
+            return ctx.constant(shape[start:end], "int64")
+        full = ctx.emit(op.shape_to_tensor(ctx.emit(op.shape_of(x))))
+        if (start, end) == (0, rank):
+            return full
+        return op.strided_slice(full, [0], [start], [end])
+
+
+@converter("Size")
+class Size(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        shape = static_shape(inputs[0])
+        if shape is not None:
+            return ctx.constant(int(np.prod(shape)), "int64")
+        return op.astype(op.size(inputs[0]), "int64")
+
+
+@converter("Cast")
+class Cast(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        attrs.ignore("saturate")  # (float8 saturation: no float8 type is supported here)
+        to = attrs["to"]
+        return as_dtype(inputs[0], _np_dtype(to) if isinstance(to, int) else to.lower())
+
+
+@converter("CastLike")
+class CastLike(OnnxOpConverter):
+    @classmethod
+    def _impl_v15(cls, ctx, inputs, attrs):
+        attrs.ignore("saturate")
+        return as_dtype(inputs[0], dtype_of(inputs[1]))
+
+
+def _resolve_reshape(in_shape: list, target: list, allowzero: bool) -> list:
+    """ONNX's 0 (copy the input's dimension, unless allowzero) and -1 (infer) resolved."""
+    out = [in_shape[i] if (d == 0 and not allowzero) else int(d) for i, d in enumerate(target)]
+    if -1 in out:
+        known = int(np.prod([d for d in out if d != -1]))
+        out[out.index(-1)] = int(np.prod(in_shape)) // known if known else 0
+    return out
+
+
+@converter("Reshape")
+class Reshape(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        attrs.ignore("consumed_inputs")
+        return cls._reshape(ctx, inputs[0], np.asarray(attrs["shape"]), False)
+
+    @classmethod
+    def _impl_v5(cls, ctx, inputs, attrs):
+        x, shape = inputs
+        allowzero = bool(attrs.get("allowzero", 0))
+        target = value_of(shape)
+        if target is None:
+            return cls._dynamic(ctx, x, shape, allowzero)
+        return cls._reshape(ctx, x, target, allowzero)
+
+    @staticmethod
+    def _reshape(ctx, x, target, allowzero):
+        value = value_of(x)
+        dims = dims_of(x)
+        if value is not None:
+            return ctx.constant(value.reshape(_resolve_reshape(list(value.shape), list(target), allowzero)))
+        out = [dims[i] if (d == 0 and not allowzero) else int(d) for i, d in enumerate(target)]
+        return op.reshape(x, out)
+
+    @staticmethod
+    def _dynamic(ctx, x, shape, allowzero):
+        """A target shape known only at run time: 0 and -1 resolved with tensor arithmetic."""
+        (k,) = dims_of(shape)
+        if not isinstance(k, int):
+            raise Unsupported("a target shape of symbolic length")
+        shape = as_dtype(shape, "int64")
+        current = ctx.emit(op.shape_to_tensor(ctx.emit(op.shape_of(x))))
+        rank = rank_of(x)
+        if not allowzero:
+            # (a 0 at an index past the input's rank is invalid: those entries copy a 1)
+            copied = op.strided_slice(current, [0], [0], [k]) if k < rank else \
+                op.concat([current, ctx.constant(np.ones(k - rank, "int64"))], axis=0) if k > rank else current
+            shape = ctx.emit(op.where(op.equal(shape, ctx.constant(0, "int64")), copied, shape))
+        is_free = ctx.emit(op.equal(shape, ctx.constant(-1, "int64")))
+        known = op.prod(op.where(is_free, ctx.constant(1, "int64"), shape))
+        inferred = op.floor_divide(op.prod(current), ctx.emit(known))
+        shape = ctx.emit(op.where(is_free, ctx.emit(inferred), shape))
+        return op.reshape(x, ctx.emit(op.tensor_to_shape(shape)))
+
+
+@converter("Transpose")
+class Transpose(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        perm = attrs.get("perm")
+        perm = list(perm) if perm is not None else list(range(rank_of(x)))[::-1]
+        return fold(lambda v: np.transpose(v, perm), [x]) or op.permute_dims(x, perm)
+
+
+@converter("Concat")
+class Concat(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        axis = attrs.get("axis", 1)
+        return fold(lambda *v: np.concatenate(v, axis), inputs) or op.concat(list(inputs), axis=axis)
+
+
+@converter("Split")
+class Split(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        split = attrs.get("split")
+        if split is None and len(inputs) > 1:
+            split = required_value(inputs[1], "split")
+        return cls._split(ctx, inputs[0], attrs.get("axis", 0), split, None)
+
+    @classmethod
+    def _impl_v13(cls, ctx, inputs, attrs):
+        split = inputs[1] if len(inputs) > 1 else None
+        split = None if split is None else required_value(split, "split")
+        return cls._split(ctx, inputs[0], attrs.get("axis", 0), split, attrs.get("num_outputs"))
+
+    @classmethod
+    def _split(cls, ctx, x, axis, split, num_outputs):
+        if split is not None:
+            indices = list(np.cumsum(split)[:-1].astype(int))
+            return op.split(x, indices, axis)
+        if num_outputs is None:
+            raise Unsupported("a Split without sizes: the number of outputs is not known here")
+        length = dims_of(x)[axis]
+        if not isinstance(length, int):
+            raise Unsupported("num_outputs on an axis of symbolic length")
+        chunk = -(-length // num_outputs)  # (the last part is the smaller one, as ONNX says)
+        return op.split(x, [chunk * i for i in range(1, num_outputs) if chunk * i < length], axis)
+
+
+class _AxesOp(OnnxOpConverter):
+    """Squeeze/Unsqueeze: ``axes`` an attribute before opset 13, the second input from then on."""
+
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        return cls._apply(ctx, inputs[0], attrs.get("axes"))
+
+    @classmethod
+    def _impl_v13(cls, ctx, inputs, attrs):
+        axes = inputs[1] if len(inputs) > 1 else None
+        return cls._apply(ctx, inputs[0], None if axes is None else list(required_value(axes, "axes")))
+
+
+@converter("Squeeze")
+class Squeeze(_AxesOp):
+    @staticmethod
+    def _apply(ctx, x, axes):
+        axes = None if axes is None else [normalize_axis(int(a), rank_of(x)) for a in axes]
+        return fold(lambda v: np.squeeze(v, None if axes is None else tuple(axes)), [x]) or \
+            op.squeeze(x, axes)
+
+
+@converter("Unsqueeze")
+class Unsqueeze(_AxesOp):
+    @staticmethod
+    def _apply(ctx, x, axes):
+        if axes is None:
+            raise Unsupported("Unsqueeze without axes")
+        rank = rank_of(x) + len(axes)
+        axes = sorted(normalize_axis(int(a), rank) for a in axes)
+        return fold(lambda v: np.expand_dims(v, tuple(axes)), [x]) or op.expand_dims(x, axes)
+
+
+@converter("Slice")
+class Slice(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        starts, ends = list(attrs["starts"]), list(attrs["ends"])
+        axes = attrs.get("axes")
+        return cls._slice(ctx, inputs[0], starts, ends, axes, None)
+
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        x, starts, ends, axes, steps = (inputs + [None, None])[:5]
+        values = [None if v is None else [int(i) for i in required_value(v, name)]
+                  for v, name in ((axes, "axes"), (steps, "steps"))]
+        return cls._slice(ctx, x, [int(v) for v in required_value(starts, "starts")],
+                          [int(v) for v in required_value(ends, "ends")], *values)
+
+    @staticmethod
+    def _slice(ctx, x, starts, ends, axes, steps):
+        rank = rank_of(x)
+        axes = list(range(len(starts))) if axes is None else [normalize_axis(a, rank) for a in axes]
+        steps = [1] * len(starts) if steps is None else steps
+        # numpy's clamping is ONNX's; ends past int64's range mean "to the end"
+        limit = 2 ** 62
+        ends = [max(min(e, limit), -limit) for e in ends]
+        starts = [max(min(s, limit), -limit) for s in starts]
+        value = value_of(x)
+        if value is not None:
+            index = [slice(None)] * rank
+            for a, s, e, st in zip(axes, starts, ends, steps):
+                index[a] = slice(s, e, st)
+            return ctx.constant(value[tuple(index)])
+        return op.strided_slice(x, axes, starts, ends, steps)
+
+
+@converter("Gather")
+class Gather(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        x, indices = inputs
+        axis = normalize_axis(attrs.get("axis", 0), rank_of(x))
+        folded = fold(lambda v, i: np.take(v, i, axis), [x, indices])
+        if folded is not None:
+            return folded
+        # negative indices count from the end
+        length = dims_of(x)[axis]
+        if value_of(indices) is not None:
+            idx = value_of(indices)
+            if isinstance(length, int):
+                indices = ctx.constant(np.where(idx < 0, idx + length, idx).astype(idx.dtype))
+        else:
+            size = op.astype(ctx.emit(op.full((), length, dtype_of(indices))), dtype_of(indices)) \
+                if not isinstance(length, int) else ctx.constant(length, dtype_of(indices))
+            zero = ctx.constant(0, dtype_of(indices))
+            indices = ctx.emit(op.where(op.less(indices, zero), op.add(indices, size), indices))
+        return op.take(x, indices, axis=axis)
+
+
+@converter("GatherElements")
+class GatherElements(OnnxOpConverter):
+    @classmethod
+    def _impl_v11(cls, ctx, inputs, attrs):
+        x, indices = inputs
+        axis = normalize_axis(attrs.get("axis", 0), rank_of(x))
+        length = dims_of(x)[axis]
+        if isinstance(length, int):
+            zero, size = ctx.constant(0, dtype_of(indices)), ctx.constant(length, dtype_of(indices))
+            indices = ctx.emit(op.where(op.less(indices, zero), op.add(indices, size), indices))
+        return op.gather_elements(x, indices, axis=axis)
+
+
+@converter("GatherND")
+class GatherND(OnnxOpConverter):
+    @classmethod
+    def _impl_v11(cls, ctx, inputs, attrs):
+        return op.gather_nd(inputs[0], inputs[1], batch_dims=attrs.get("batch_dims", 0))
+
+
+@converter("ConstantOfShape")
+class ConstantOfShape(OnnxOpConverter):
+    @classmethod
+    def _impl_v9(cls, ctx, inputs, attrs):
+        fill = attrs.get("value")
+        fill = np.zeros(1, "float32") if fill is None else fill
+        shape = value_of(inputs[0])
+        if shape is not None:
+            return ctx.constant(np.full([int(d) for d in shape], fill.reshape(-1)[0], fill.dtype))
+        target = ctx.emit(op.tensor_to_shape(inputs[0]))
+        return op.full(target, ctx.constant(fill.reshape(())), str(fill.dtype))
+
+
+@converter("Expand")
+class Expand(OnnxOpConverter):
+    @classmethod
+    def _impl_v8(cls, ctx, inputs, attrs):
+        x, shape = inputs
+        target = [int(d) for d in required_value(shape, "the target shape")]
+        dims = dims_of(x)
+        # ONNX broadcasts both ways (a 1 in the target keeps the input's dimension)
+        rank = max(len(dims), len(target))
+        dims = [1] * (rank - len(dims)) + dims
+        target = [1] * (rank - len(target)) + target
+        out = [d if t == 1 else t for d, t in zip(dims, target)]
+        return fold(lambda v: np.broadcast_to(v, out).copy(), [x]) or op.broadcast_to(x, out)
+
+
+@converter("Tile")
+class Tile(OnnxOpConverter):
+    @classmethod
+    def _impl_v6(cls, ctx, inputs, attrs):
+        repeats = [int(r) for r in required_value(inputs[1], "repeats")]
+        return op.tile(inputs[0], repeats)
+
+
+@converter("Range")
+class Range(OnnxOpConverter):
+    @classmethod
+    def _impl_v11(cls, ctx, inputs, attrs):
+        folded = fold(lambda a, b, c: np.arange(a, b, c, dtype=a.dtype), inputs)
+        if folded is not None:
+            return folded
+        raise Unsupported("a Range whose bounds are known only at run time")
+
+
+@converter("Pad")
+class Pad(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        pads = attrs.get("pads", attrs.get("paddings"))
+        return cls._pad(ctx, inputs[0], list(pads), attrs.get("value", 0.0), attrs.get("mode", "constant"),
+                        None)
+
+    @classmethod
+    def _impl_v11(cls, ctx, inputs, attrs):
+        x, pads, value, axes = (inputs + [None, None])[:4]
+        pads = [int(p) for p in required_value(pads, "pads")]
+        fill = 0.0 if value is None else required_value(value, "constant_value").item()
+        axes = None if axes is None else [int(a) for a in required_value(axes, "axes")]
+        return cls._pad(ctx, x, pads, fill, attrs.get("mode", "constant"), axes)
+
+    @staticmethod
+    def _pad(ctx, x, pads, fill, mode, axes):
+        rank = rank_of(x)
+        axes = list(range(rank)) if axes is None else [normalize_axis(a, rank) for a in axes]
+        n = len(axes)
+        width = [0] * (2 * rank)
+        for i, a in enumerate(axes):
+            width[2 * a], width[2 * a + 1] = pads[i], pads[n + i]
+        if min(width) < 0:
+            raise Unsupported("negative pads (cropping)")
+        if mode not in ("constant", "reflect", "edge"):
+            raise Unsupported(f"mode={mode!r}")
+        return op.nn.pad(x, width, pad_value=float(fill), pad_mode=mode)
+
+
+@converter("Trilu")
+class Trilu(OnnxOpConverter):
+    @classmethod
+    def _impl_v14(cls, ctx, inputs, attrs):
+        x, k = (inputs + [None])[:2]
+        k = 0 if k is None else int(required_value(k, "k"))
+        return (op.triu if attrs.get("upper", 1) else op.tril)(x, k)
+
+
+@converter("CumSum")
+class CumSum(OnnxOpConverter):
+    @classmethod
+    def _impl_v11(cls, ctx, inputs, attrs):
+        x, axis = inputs
+        axis = normalize_axis(int(required_value(axis, "axis")), rank_of(x))
+        exclusive = bool(attrs.get("exclusive", 0))
+        if attrs.get("reverse", 0):
+            return op.flip(ctx.emit(op.cumsum(ctx.emit(op.flip(x, axis)), axis, exclusive=exclusive)), axis)
+        return op.cumsum(x, axis, exclusive=exclusive)
+
+
+@converter("DepthToSpace")
+class DepthToSpace(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        b = attrs["blocksize"]
+        n, c, h, w = dims_of(x)
+        if attrs.get("mode", "DCR") == "DCR":
+            split = op.reshape(x, [n, b, b, c // b // b, h, w])
+            moved = op.permute_dims(ctx.emit(split), [0, 3, 4, 1, 5, 2])
+        else:
+            split = op.reshape(x, [n, c // b // b, b, b, h, w])
+            moved = op.permute_dims(ctx.emit(split), [0, 1, 4, 2, 5, 3])
+        return op.reshape(ctx.emit(moved), [n, c // b // b, h * b, w * b])
+
+
+@converter("SpaceToDepth")
+class SpaceToDepth(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        b = attrs["blocksize"]
+        n, c, h, w = dims_of(x)
+        split = op.reshape(x, [n, c, h // b, b, w // b, b])
+        moved = op.permute_dims(ctx.emit(split), [0, 3, 5, 1, 2, 4])
+        return op.reshape(ctx.emit(moved), [n, c * b * b, h // b, w // b])
+
+
+@converter("EyeLike")
+class EyeLike(OnnxOpConverter):
+    @classmethod
+    def _impl_v9(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        dtype = attrs.get("dtype")
+        dtype = dtype_of(x) if dtype is None else _np_dtype(dtype)
+        return op.eye_like(x, attrs.get("k", 0), dtype)
+
+
+@converter("Einsum")
+class Einsum(OnnxOpConverter):
+    @classmethod
+    def _impl_v12(cls, ctx, inputs, attrs):
+        return op.einsum(list(inputs), attrs["equation"].replace(" ", ""))
+
+
+def _reduction(attrs) -> str:
+    """ONNX's scatter reduction under Relax's name."""
+    reduction = attrs.get("reduction", "none")
+    if reduction not in ("none", "add", "mul", "max", "min"):
+        raise Unsupported(f"reduction={reduction!r}")
+    return "update" if reduction == "none" else reduction
+
+
+@converter("ScatterElements")
+class ScatterElements(OnnxOpConverter):
+    @classmethod
+    def _impl_v11(cls, ctx, inputs, attrs):
+        return op.scatter_elements(*inputs, axis=attrs.get("axis", 0), reduction=_reduction(attrs))
+
+
+@converter("ScatterND")
+class ScatterND(OnnxOpConverter):
+    @classmethod
+    def _impl_v11(cls, ctx, inputs, attrs):
+        return op.scatter_nd(*inputs, reduction=_reduction(attrs))
+
