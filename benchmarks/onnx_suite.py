@@ -7,6 +7,7 @@ equal). Prints the pass rate and the failures by kind.
     .venv/bin/python benchmarks/onnx_suite.py                      # every case
     .venv/bin/python benchmarks/onnx_suite.py --match conv --budget 300
     .venv/bin/python benchmarks/onnx_suite.py --backend onnxruntime  # the same harness, onnxruntime
+    .venv/bin/python benchmarks/onnx_suite.py --specialize          # shape/axes inputs as constants
 
 Each case runs in a worker process with a timeout (``--timeout``); a worker that crashes or times
 out is replaced, and the case counts as a crash or a timeout. ``--budget`` (seconds) stops taking
@@ -48,33 +49,45 @@ def compare(outputs: list, expected: list, rtol: float, atol: float) -> str | No
     return None
 
 
-def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float) -> tuple[str, str]:
-    """(kind, detail) of one case through tvms; kind "pass" when every data set matches."""
+def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
+             specialize: bool = False) -> tuple[str, str]:
+    """(kind, detail) of one case through tvms; kind "pass" when every data set matches.
+    ``specialize``: a graph input that from_onnx needs as a constant (an axes or shape input) is
+    bound to the data set's value (``bind_inputs``), one compile per data set."""
     import onnx
 
     import tvms
     from tvms import relax
     from tvms.ir.errors import TVMSError
-    from tvms.relax.frontend.onnx import from_onnx
+    from tvms.relax.frontend.onnx import NeedsConstantInputs, bind_inputs, from_onnx
 
     model = onnx.load_from_string(model_bytes)
-    try:
-        mod = from_onnx(model)
-    except TVMSError as err:
-        text = str(err)
-        if re.search(r"the operator \S+ is not supported|operators of domain", text):
-            return "unsupported operator", text
-        return ("unsupported form" if "not supported" in text or "must be a constant" in text
-                else "conversion error"), text
-    except Exception as err:  # (a converter's bug: counted, not raised)
-        return "conversion error", f"{type(err).__name__}: {err}"
-    try:
-        vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
-    except Exception as err:
-        return "compile error", f"{type(err).__name__}: {err}"
+    names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     for inputs, expected in data_sets:
+        feeds, bound = dict(zip(names, inputs)), {}
         try:
-            result = vm["main"](*[tvms.nd.array(np.asarray(x)) for x in inputs])
+            while True:
+                try:
+                    mod = from_onnx(bind_inputs(model, bound) if bound else model)
+                    break
+                except NeedsConstantInputs as err:
+                    if not specialize or set(err.inputs) <= set(bound):
+                        raise
+                    bound.update({name: feeds[name] for name in err.inputs})
+        except TVMSError as err:
+            text = str(err)
+            if re.search(r"the operator \S+ is not supported|operators of domain", text):
+                return "unsupported operator", text
+            return ("unsupported form" if "not supported" in text else "conversion error"), text
+        except Exception as err:  # (a converter's bug: counted, not raised)
+            return "conversion error", f"{type(err).__name__}: {err}"
+        try:
+            vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+        except Exception as err:
+            return "compile error", f"{type(err).__name__}: {err}"
+        try:
+            args = [tvms.nd.array(np.asarray(feeds[n])) for n in names if n not in bound]
+            result = vm["main"](*args)
             outputs = [r.numpy() for r in result] if isinstance(result, (list, tuple)) else [result.numpy()]
         except Exception as err:
             return "run error", f"{type(err).__name__}: {err}"
@@ -84,7 +97,8 @@ def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float) -> t
     return "pass", ""
 
 
-def run_onnxruntime(model_bytes: bytes, data_sets: list, rtol: float, atol: float) -> tuple[str, str]:
+def run_onnxruntime(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
+                    specialize: bool = False) -> tuple[str, str]:
     import onnx
     import onnxruntime
 
@@ -162,9 +176,9 @@ def node_cases(match: str | None = None) -> list:
     return [c for c in cases if not match or re.search(match, c.name)]
 
 
-def case_job(case) -> tuple:
+def case_job(case, specialize: bool = False) -> tuple:
     return (case.model.SerializeToString(), [(list(i), list(o)) for i, o in case.data_sets],
-            case.rtol, case.atol)
+            case.rtol, case.atol, specialize)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per case (default 120)")
     parser.add_argument("--budget", type=float, help="seconds: take no new case after this")
     parser.add_argument("--failures", action="store_true", help="list every failing case with its reason")
+    parser.add_argument("--specialize", action="store_true",
+                        help="bind the graph inputs that decide shapes or axes to the case's values "
+                             "(a compile per data set, as a runtime specializing on them would)")
     args = parser.parse_args(argv)
 
     cases = node_cases(args.match)
@@ -183,10 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     for case in cases:
         if args.budget and time.monotonic() - start > args.budget:
             break
-        results[case.name] = worker.run(case_job(case), args.timeout)
+        results[case.name] = worker.run(case_job(case, args.specialize), args.timeout)
         print(f"{len(results)}/{len(cases)} {case.name}: {results[case.name][0]}", file=sys.stderr)
     worker.close()
-    report(args.backend, results, len(cases), time.monotonic() - start, args.failures)
+    report(args.backend + " (inputs deciding shapes bound)" * args.specialize, results, len(cases), time.monotonic() - start, args.failures)
     return 0
 
 

@@ -44,7 +44,12 @@ class OnnxOpConverter:
 
 class Unsupported(TVMSError):
     """Raised by a converter for a form of the operator it does not handle; the importer adds
-    the node, the operator and the opset to the message."""
+    the node, the operator and the opset to the message. ``needs`` is the value that would have
+    to be a constant, when that is what is missing."""
+
+    def __init__(self, message: str, needs: Any = None):
+        super().__init__(message)
+        self.needs = needs
 
 
 class Attrs(dict):
@@ -98,7 +103,7 @@ def required_value(expr: Any, what: str) -> np.ndarray:
     value = value_of(expr)
     if value is None:
         raise Unsupported(f"{what} must be a constant (an initializer or a Constant node), not a "
-                          f"value computed at run time")
+                          f"value known only at run time", needs=expr)
     return value
 
 

@@ -36,7 +36,8 @@ def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: "str | dic
     for every input) override what the graph declares; ``opset`` overrides the model's opset of
     the default domain. Initializers become constants, or with ``keep_params_in_input`` further
     parameters of ``main`` after the graph inputs (``num_input`` counts the inputs; the values
-    are in the function's ``params`` attribute, see ``detach_params``). A dimension the graph
+    are in the function's ``params`` attribute, see ``detach_params``); integer initializers
+    (shapes, axes, indices) stay constants. A dimension the graph
     names (``"batch"``) or leaves unknown becomes a symbolic size.
     """
     import onnx
@@ -55,14 +56,37 @@ def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: "str | dic
 
 def detach_params(mod: IRModule) -> tuple[IRModule, dict[str, list[np.ndarray]]]:
     """``mod`` without its functions' ``params`` attributes, and those values by function name
-    (as TVM's ``relax.frontend.detach_params``)."""
+    (as TVM's ``relax.frontend.detach_params``; the attribute holds them as Relax constants)."""
     detached: dict[str, list] = {}
     out = mod.copy()
     for gv, func in mod.functions_items():
         if isinstance(func, rx.Function) and "params" in func.attrs:
-            detached[gv.name_hint] = list(func.attrs["params"])
+            detached[gv.name_hint] = [c.data for c in func.attrs["params"]]
             out[gv.name_hint] = func.without_attr("params")
     return out, detached
+
+
+class NeedsConstantInputs(TVMSError):
+    """A graph input decides a shape or an axis (Reshape's shape, ReduceSum's axes, ...), which
+    Relax needs at compile time; ``inputs`` names it. ``bind_inputs`` makes it a constant."""
+
+    def __init__(self, message: str, inputs: list[str]):
+        super().__init__(message)
+        self.inputs = inputs
+
+
+def bind_inputs(model: Any, values: dict[str, np.ndarray]) -> Any:
+    """A copy of ``model`` whose inputs named in ``values`` are initializers of those values:
+    a model specialized for them (as a runtime compiles one when the values arrive)."""
+    from onnx import numpy_helper
+
+    bound = type(model)()
+    bound.CopyFrom(model)
+    kept = [i for i in bound.graph.input if i.name not in values]
+    del bound.graph.input[:]
+    bound.graph.input.extend(kept)
+    bound.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), name) for name, v in values.items())
+    return bound
 
 
 class _GraphImporter:
@@ -74,6 +98,7 @@ class _GraphImporter:
         self.values: dict[str, Any] = {}
         self.sizes: dict[str, SizeVar] = {}  # named dimensions, shared by every input that names them
         self.names: set[str] = set()
+        self.input_names: set[str] = set()
 
     def run(self, graph: Any) -> IRModule:
         params = self._parameters(graph)
@@ -82,7 +107,7 @@ class _GraphImporter:
         ctx = Context(bb, self.opset)
         attrs = {"num_input": len(inputs)}
         if self.keep_params and params:
-            attrs["params"] = [value for _, value in params]
+            attrs["params"] = tuple(const(value, str(value.dtype)) for _, value in params)
         with bb.function("main", [v for v in inputs] + [v for v, _ in params], attrs=attrs):
             with bb.dataflow():
                 for node in graph.node:
@@ -111,7 +136,9 @@ class _GraphImporter:
         params = []
         for init in graph.initializer:
             array = numpy_helper.to_array(init)
-            if self.keep_params:
+            # (integer initializers are shapes, axes and indices, which conversion needs as
+            # constants: only floating-point weights become parameters)
+            if self.keep_params and array.dtype.kind == "f":
                 var = rx.Var(self._var_name(init.name), TensorStructInfo(list(array.shape), str(array.dtype)))
                 self.values[init.name] = var
                 params.append((var, array))
@@ -133,6 +160,7 @@ class _GraphImporter:
                 dtype = self.dtype_dict[info.name]
             var = rx.Var(self._var_name(info.name), TensorStructInfo(shape, dtype))
             self.values[info.name] = var
+            self.input_names.add(info.name)
             inputs.append(var)
         return inputs
 
@@ -177,9 +205,19 @@ class _GraphImporter:
                             + (f" before opset {min(_versions(cls))}" if cls else ""))
         attrs = Attrs({a.name: _attribute(a) for a in node.attribute})
         inputs = [self._value(name, where) if name else None for name in node.input]
+        folded = self._fold(node, inputs)
+        if folded is not None:
+            for name, value in zip(node.output, folded):
+                self.values[name] = const(value, str(value.dtype))
+            return
         try:
             result = impl(ctx, inputs, attrs)
         except Unsupported as err:
+            inputs = [name for name, value in self.values.items() if value is err.needs and
+                      name in self.input_names]
+            if inputs:
+                raise NeedsConstantInputs(f"{where}: not supported: {err} (the graph input "
+                                          f"{inputs[0]!r}: see bind_inputs)", inputs) from None
             raise TVMSError(f"{where}: not supported: {err}") from None
         except TVMSError as err:
             raise TVMSError(f"{where}: {err}") from None
@@ -198,6 +236,29 @@ class _GraphImporter:
         if missing:
             raise TVMSError(f"{where}: the optional output{'s' * (len(missing) > 1)} "
                             f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not supported")
+
+    def _fold(self, node: Any, inputs: list) -> list | None:
+        """The outputs of a node whose inputs are all (small) constants, evaluated now by onnx's
+        reference implementation, as constant folding does: shape computations (Shape -> Gather
+        -> Concat -> Reshape) then give static shapes. None when it does not apply."""
+        given = [x for x in inputs if x is not None]
+        if not given or not all(isinstance(x, rx.Constant) and x.data.size <= _FOLD_LIMIT for x in given) \
+                or any(a.type == a.GRAPH for a in node.attribute):
+            return None
+        from onnx.reference import ReferenceEvaluator
+
+        feeds = {name: x.data for name, x in zip(node.input, inputs) if name}
+        try:
+            outputs = ReferenceEvaluator(node, opsets={"": self.opset}).run(None, feeds)
+        except Exception:  # (the converter then says what is wrong)
+            return None
+        outputs = [np.asarray(o) for o in outputs]
+        if any(o.dtype == object or o.size > _FOLD_LIMIT for o in outputs):
+            return None
+        return outputs
+
+
+_FOLD_LIMIT = 1 << 16  # elements: shapes and indices, not weights
 
 
 def _versions(cls: type) -> list[int]:

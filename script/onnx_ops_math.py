@@ -327,8 +327,9 @@ class _Reduce(OnnxOpConverter):
         x = inputs[0]
         axes = cls._axes(ctx, inputs, attrs)
         keepdims = bool(attrs.get("keepdims", 1))
+        noop = attrs.get("noop_with_empty_axes", 0)
         if not axes:
-            if attrs.get("noop_with_empty_axes", 0):
+            if noop:
                 return x
             axes = list(range(rank_of(x)))
         return cls.reduce(x, axes, keepdims)
