@@ -83,6 +83,7 @@ class Context:
     def __init__(self, bb: BlockBuilder, opset: int):
         self.bb = bb
         self.opset = opset
+        self.node_outputs = 1  # (how many outputs the node being converted has)
 
     def emit(self, expr: Any) -> Any:
         return expr if isinstance(expr, (rx.Constant, rx.Var)) else self.bb.emit(expr)

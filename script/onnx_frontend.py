@@ -210,6 +210,7 @@ class _GraphImporter:
             for name, value in zip(node.output, folded):
                 self.values[name] = const(value, str(value.dtype))
             return
+        ctx.node_outputs = len(node.output)
         try:
             result = impl(ctx, inputs, attrs)
         except Unsupported as err:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, rank_of, scalar_like,
                            static_shape, value_of)
 from .relax_op_api import op
@@ -190,6 +192,15 @@ class InstanceNormalization(OnnxOpConverter):
                                    epsilon=attrs.get("epsilon", 1e-5))
 
 
+def _normalize(ctx, x, axes, epsilon):
+    """(x - mean) / sqrt(var + epsilon) over ``axes``, with the mean and 1 / sqrt(var + epsilon)."""
+    mean = ctx.emit(op.mean(x, axes, True))
+    centered = ctx.emit(op.subtract(x, mean))
+    var = op.mean(op.multiply(centered, centered), axes, True)
+    inv_std = ctx.emit(op.rsqrt(op.add(var, scalar_like(epsilon, x))))
+    return op.multiply(centered, inv_std), mean, inv_std
+
+
 @converter("LayerNormalization")
 class LayerNormalization(OnnxOpConverter):
     @classmethod
@@ -198,13 +209,73 @@ class LayerNormalization(OnnxOpConverter):
         if attrs.get("stash_type", 1) != 1:
             raise Unsupported("stash_type other than float32")
         rank = rank_of(x)
-        axis = attrs.get("axis", -1) % rank
-        axes = list(range(axis, rank))
-        centered = ctx.emit(op.subtract(x, op.mean(x, axes, True)))
-        var = op.mean(op.multiply(centered, centered), axes, True)
-        eps = scalar_like(attrs.get("epsilon", 1e-5), x)
-        y = op.multiply(op.divide(centered, op.sqrt(op.add(var, eps))), scale)
-        return y if bias is None else op.add(y, bias)
+        axes = list(range(attrs.get("axis", -1) % rank, rank))
+        y, mean, inv_std = _normalize(ctx, x, axes, attrs.get("epsilon", 1e-5))
+        y = op.multiply(ctx.emit(y), scale)
+        return [y if bias is None else op.add(ctx.emit(y), bias), mean, inv_std]
+
+
+@converter("RMSNormalization")
+class RMSNormalization(OnnxOpConverter):
+    @classmethod
+    def _impl_v23(cls, ctx, inputs, attrs):
+        x, scale = inputs
+        if attrs.get("stash_type", 1) != 1:
+            raise Unsupported("stash_type other than float32")
+        rank = rank_of(x)
+        axes = list(range(attrs.get("axis", -1) % rank, rank))
+        square = op.mean(op.multiply(x, x), axes, True)
+        inv_rms = ctx.emit(op.rsqrt(op.add(square, scalar_like(attrs.get("epsilon", 1e-5), x))))
+        return op.multiply(ctx.emit(op.multiply(x, inv_rms)), scale)
+
+
+@converter("GroupNormalization")
+class GroupNormalization(OnnxOpConverter):
+    """From opset 21 (scale and bias per channel; opset 18's were per group)."""
+
+    @classmethod
+    def _impl_v21(cls, ctx, inputs, attrs):
+        x, scale, bias = inputs
+        if attrs.get("stash_type", 1) != 1:
+            raise Unsupported("stash_type other than float32")
+        rank = rank_of(x)
+        return op.nn.group_norm(x, scale, bias, num_groups=attrs["num_groups"], channel_axis=1,
+                                axes=list(range(2, rank)), epsilon=attrs.get("epsilon", 1e-5))
+
+
+@converter("LpNormalization")
+class LpNormalization(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        axis, p = attrs.get("axis", -1), attrs.get("p", 2)
+        if p not in (1, 2):
+            raise Unsupported(f"p={p}")
+        norm = op.sum(op.abs(x), [axis], True) if p == 1 else \
+            op.sqrt(ctx.emit(op.sum(op.multiply(x, x), [axis], True)))
+        return op.divide(x, ctx.emit(norm))
+
+
+@converter("LpPool")
+class LpPool(OnnxOpConverter):
+    """(sum over the window of |x| ** p) ** (1 / p): an average pool that counts the padding,
+    times the window's size."""
+
+    @classmethod
+    def _impl_v2(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        kernel = list(attrs["kernel_shape"])
+        n = len(kernel)
+        if n not in (1, 2, 3):
+            raise Unsupported(f"{n}-d pooling")
+        p = float(attrs.get("p", 2))
+        strides, dilations, pads = _window(attrs, x, kernel)
+        pool = (op.nn.avg_pool1d, op.nn.avg_pool2d, op.nn.avg_pool3d)[n - 1]
+        powered = ctx.emit(op.power(op.abs(x), scalar_like(p, x)))
+        mean = pool(powered, pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
+                    ceil_mode=bool(attrs.get("ceil_mode", 0)), count_include_pad=True)
+        total = op.multiply(ctx.emit(mean), scalar_like(math.prod(kernel), x))
+        return op.power(ctx.emit(total), scalar_like(1 / p, x))
 
 
 @converter("LRN")
@@ -313,10 +384,76 @@ class Flatten(OnnxOpConverter):
     def _impl_v1(cls, ctx, inputs, attrs):
         x = inputs[0]
         dims = dims_of(x)
-        axis = attrs.get("axis", 1) % (len(dims) + 1) if dims else 0
+        axis = attrs.get("axis", 1)
+        axis = axis + len(dims) if axis < 0 else axis
         outer, inner = 1, 1
         for d in dims[:axis]:
             outer = outer * d
         for d in dims[axis:]:
             inner = inner * d
         return op.reshape(x, [outer, inner])
+
+
+@converter("Hardmax")
+class Hardmax(OnnxOpConverter):
+    """1 where the first maximum along the axis is, else 0 (opset 13: one axis)."""
+
+    @classmethod
+    def _impl_v13(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        rank = rank_of(x)
+        axis = attrs.get("axis", -1) % rank
+        length = dims_of(x)[axis]
+        if not isinstance(length, int):
+            raise Unsupported("an axis of symbolic length")
+        first = ctx.emit(op.argmax(x, axis, True))
+        positions = ctx.constant(np.arange(length, dtype="int64").reshape([-1] + [1] * (rank - 1 - axis)))
+        return op.astype(op.equal(op.astype(first, "int64"), positions), str(x.struct_info.dtype))
+
+
+@converter("Swish")
+class Swish(OnnxOpConverter):
+    @classmethod
+    def _impl_v24(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        alpha = attrs.get("alpha", 1.0)
+        return op.multiply(x, op.sigmoid(op.multiply(x, scalar_like(alpha, x))))
+
+
+@converter("Shrink")
+class Shrink(OnnxOpConverter):
+    @classmethod
+    def _impl_v9(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        lambd, bias = attrs.get("lambd", 0.5), attrs.get("bias", 0.0)
+        low = op.where(op.less(x, scalar_like(-lambd, x)), op.add(x, scalar_like(bias, x)), scalar_like(0, x))
+        return op.where(op.greater(x, scalar_like(lambd, x)), op.subtract(x, scalar_like(bias, x)),
+                        ctx.emit(low))
+
+
+def _nll(ctx, log_prob, target, weight, attrs):
+    reduction = attrs.get("reduction", "mean")
+    if reduction not in ("none", "sum", "mean"):
+        raise Unsupported(f"reduction={reduction!r}")
+    ignore = attrs.get("ignore_index")
+    if weight is None:
+        weight = ctx.constant(np.ones(dims_of(log_prob)[1], str(log_prob.struct_info.dtype)))
+    kwargs = {} if ignore is None else {"ignore_index": ignore}
+    return op.nn.nll_loss(log_prob, target, weight, reduction=reduction, **kwargs)
+
+
+@converter("NegativeLogLikelihoodLoss")
+class NegativeLogLikelihoodLoss(OnnxOpConverter):
+    @classmethod
+    def _impl_v12(cls, ctx, inputs, attrs):
+        x, target, weight = (inputs + [None])[:3]
+        return _nll(ctx, x, target, weight, attrs)
+
+
+@converter("SoftmaxCrossEntropyLoss")
+class SoftmaxCrossEntropyLoss(OnnxOpConverter):
+    @classmethod
+    def _impl_v12(cls, ctx, inputs, attrs):
+        x, target, weight = (inputs + [None])[:3]
+        log_prob = ctx.emit(op.nn.log_softmax(x, axis=1))
+        return [_nll(ctx, log_prob, target, weight, attrs), log_prob]

@@ -161,10 +161,9 @@ class Split(OnnxOpConverter):
     @classmethod
     def _split(cls, ctx, x, axis, split, num_outputs):
         if split is not None:
-            indices = list(np.cumsum(split)[:-1].astype(int))
+            indices = [int(i) for i in np.cumsum(split)[:-1]]
             return op.split(x, indices, axis)
-        if num_outputs is None:
-            raise Unsupported("a Split without sizes: the number of outputs is not known here")
+        num_outputs = num_outputs or ctx.node_outputs  # (opset 13-17: as many parts as outputs)
         length = dims_of(x)[axis]
         if not isinstance(length, int):
             raise Unsupported("num_outputs on an axis of symbolic length")
@@ -325,7 +324,8 @@ class Range(OnnxOpConverter):
         folded = fold(lambda a, b, c: np.arange(a, b, c, dtype=a.dtype), inputs)
         if folded is not None:
             return folded
-        raise Unsupported("a Range whose bounds are known only at run time")
+        for x, name in zip(inputs, ("start", "limit", "delta")):
+            required_value(x, name)
 
 
 @converter("Pad")
@@ -356,7 +356,7 @@ class Pad(OnnxOpConverter):
             raise Unsupported("negative pads (cropping)")
         if mode not in ("constant", "reflect", "edge"):
             raise Unsupported(f"mode={mode!r}")
-        return op.nn.pad(x, width, pad_value=float(fill), pad_mode=mode)
+        return op.nn.pad(x, width, pad_value=float(fill), pad_mode="replicate" if mode == "edge" else mode)
 
 
 @converter("Trilu")
@@ -368,16 +368,20 @@ class Trilu(OnnxOpConverter):
         return (op.triu if attrs.get("upper", 1) else op.tril)(x, k)
 
 
-@converter("CumSum")
-class CumSum(OnnxOpConverter):
+class _Cumulative(OnnxOpConverter):
     @classmethod
     def _impl_v11(cls, ctx, inputs, attrs):
         x, axis = inputs
         axis = normalize_axis(int(required_value(axis, "axis")), rank_of(x))
         exclusive = bool(attrs.get("exclusive", 0))
         if attrs.get("reverse", 0):
-            return op.flip(ctx.emit(op.cumsum(ctx.emit(op.flip(x, axis)), axis, exclusive=exclusive)), axis)
-        return op.cumsum(x, axis, exclusive=exclusive)
+            flipped = ctx.emit(cls.relax(ctx.emit(op.flip(x, axis)), axis, exclusive=exclusive))
+            return op.flip(flipped, axis)
+        return cls.relax(x, axis, exclusive=exclusive)
+
+
+converter("CumSum")(type("CumSum", (_Cumulative,), {"relax": staticmethod(op.cumsum)}))
+converter("CumProd")(type("CumProd", (_Cumulative,), {"relax": staticmethod(op.cumprod)}))
 
 
 @converter("DepthToSpace")
@@ -415,7 +419,9 @@ class EyeLike(OnnxOpConverter):
         x = inputs[0]
         dtype = attrs.get("dtype")
         dtype = dtype_of(x) if dtype is None else _np_dtype(dtype)
-        return op.eye_like(x, attrs.get("k", 0), dtype)
+        # (R.eye_like's kernel is of the input's dtype whatever its dtype attribute says, as
+        # TVM's: the cast makes the ONNX dtype)
+        return op.astype(ctx.emit(op.eye_like(x, attrs.get("k", 0))), dtype)
 
 
 @converter("Einsum")
@@ -433,8 +439,12 @@ def _reduction(attrs) -> str:
     return "update" if reduction == "none" else reduction
 
 
-@converter("ScatterElements")
+@converter("ScatterElements", "Scatter")
 class ScatterElements(OnnxOpConverter):
+    @classmethod
+    def _impl_v9(cls, ctx, inputs, attrs):  # (Scatter, which ScatterElements replaced in opset 11)
+        return cls._impl_v11(ctx, inputs, attrs)
+
     @classmethod
     def _impl_v11(cls, ctx, inputs, attrs):
         return op.scatter_elements(*inputs, axis=attrs.get("axis", 0), reduction=_reduction(attrs))
@@ -446,3 +456,35 @@ class ScatterND(OnnxOpConverter):
     def _impl_v11(cls, ctx, inputs, attrs):
         return op.scatter_nd(*inputs, reduction=_reduction(attrs))
 
+
+
+@converter("TopK")
+class TopK(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        return cls._topk(inputs[0], attrs["k"], attrs.get("axis", -1), True)
+
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        k = int(required_value(inputs[1], "k").reshape(-1)[0])
+        attrs.ignore("sorted")  # (sorted=0 allows any order, the sorted one included)
+        return cls._topk(inputs[0], k, attrs.get("axis", -1), bool(attrs.get("largest", 1)))
+
+    @staticmethod
+    def _topk(x, k, axis, largest):
+        return op.topk(x, k, axis, "both", largest, "int64")
+
+
+@converter("ReverseSequence")
+class ReverseSequence(OnnxOpConverter):
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        return op.reverse_sequence(inputs[0], inputs[1], seq_axis=attrs.get("time_axis", 0),
+                                   batch_axis=attrs.get("batch_axis", 1))
+
+
+@converter("NonZero")
+class NonZero(OnnxOpConverter):
+    @classmethod
+    def _impl_v9(cls, ctx, inputs, attrs):
+        return op.astype(op.nonzero(inputs[0]), "int64")
