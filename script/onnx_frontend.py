@@ -23,7 +23,7 @@ from ..ir.module import IRModule
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from .block_builder import BlockBuilder, const
 from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported
-from . import onnx_ops_math, onnx_ops_nn, onnx_ops_tensor  # noqa: F401  (they register converters)
+from . import onnx_ops_attention, onnx_ops_math, onnx_ops_nn, onnx_ops_tensor  # noqa: F401  (they register converters)
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
