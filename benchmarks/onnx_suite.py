@@ -177,7 +177,12 @@ def node_cases(match: str | None = None) -> list:
 
 
 def case_job(case, specialize: bool = False) -> tuple:
-    return (case.model.SerializeToString(), [(list(i), list(o)) for i, o in case.data_sets],
+    from onnx import TensorProto, numpy_helper
+
+    def arrays(values):  # (some cases hold TensorProtos, which ONNX's runner converts so)
+        return [numpy_helper.to_array(v) if isinstance(v, TensorProto) else v for v in values]
+
+    return (case.model.SerializeToString(), [(arrays(i), arrays(o)) for i, o in case.data_sets],
             case.rtol, case.atol, specialize)
 
 
