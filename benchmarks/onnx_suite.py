@@ -85,16 +85,24 @@ def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
             vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
         except Exception as err:
             return "compile error", f"{type(err).__name__}: {err}"
-        try:
-            args = [tvms.nd.array(np.asarray(feeds[n])) for n in names if n not in bound]
-            result = vm["main"](*args)
-            outputs = [r.numpy() for r in result] if isinstance(result, (list, tuple)) else [result.numpy()]
-        except Exception as err:
-            return "run error", f"{type(err).__name__}: {err}"
-        mismatch = compare(outputs, expected, rtol, atol)
-        if mismatch:
-            return "wrong result", mismatch
+        def run():
+            result = vm["main"](*[tvms.nd.array(np.asarray(feeds[n])) for n in names if n not in bound])
+            return [r.numpy() for r in result] if isinstance(result, (list, tuple)) else [result.numpy()]
+
+        verdict = check(run, expected, rtol, atol)
+        if verdict:
+            return verdict
     return "pass", ""
+
+
+def check(run, expected: list, rtol: float, atol: float) -> tuple[str, str] | None:
+    """None when ``run()``'s outputs match ``expected``, else the failure's (kind, detail)."""
+    try:
+        outputs = run()
+    except Exception as err:
+        return "run error", f"{type(err).__name__}: {err}"
+    mismatch = compare(outputs, expected, rtol, atol)
+    return ("wrong result", mismatch) if mismatch else None
 
 
 def run_onnxruntime(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
@@ -109,13 +117,9 @@ def run_onnxruntime(model_bytes: bytes, data_sets: list, rtol: float, atol: floa
         return "conversion error", f"{type(err).__name__}: {err}"
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     for inputs, expected in data_sets:
-        try:
-            outputs = session.run(None, dict(zip(names, inputs)))
-        except Exception as err:
-            return "run error", f"{type(err).__name__}: {err}"
-        mismatch = compare(outputs, expected, rtol, atol)
-        if mismatch:
-            return "wrong result", mismatch
+        verdict = check(lambda: session.run(None, dict(zip(names, inputs))), expected, rtol, atol)
+        if verdict:
+            return verdict
     return "pass", ""
 
 

@@ -141,6 +141,13 @@ def static_shape(expr: Any) -> list[int] | None:
     return [d.value for d in dims]
 
 
+def onnx_dtype(elem_type: int) -> str:
+    """The dtype name of an ONNX TensorProto element type (1 -> "float32")."""
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    return str(np.dtype(tensor_dtype_to_np_dtype(elem_type)))
+
+
 def normalize_axis(axis: int, rank: int) -> int:
     if not -rank <= axis < max(rank, 1):
         raise Unsupported(f"axis {axis} is out of range for rank {rank}")

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, rank_of,
-                           scalar_like, static_shape)
-from .onnx_ops_tensor import _np_dtype
+from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, onnx_dtype,
+                           rank_of, scalar_like, static_shape)
 from .relax_op_api import op
 
 
@@ -55,7 +54,7 @@ class Attention(OnnxOpConverter):
             qk = ctx.emit(op.multiply(op.tanh(op.divide(qk, cap)), cap))
         with_bias = qk if bias is None else ctx.emit(op.add(qk, bias))
         precision = attrs.get("softmax_precision")
-        logits = with_bias if precision is None else as_dtype(with_bias, _np_dtype(precision))
+        logits = with_bias if precision is None else as_dtype(with_bias, onnx_dtype(precision))
         probs = ctx.emit(op.nn.softmax(logits, axis=-1))
         if bias is not None:  # a row that no key may attend: zeros
             # (all -inf: R.max's reduction starts from the lowest finite value, not -inf)

@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
-                           rank_of, required_value, scalar_like)
-from .onnx_ops_tensor import _np_dtype
+                           onnx_dtype, rank_of, required_value, scalar_like)
 from .relax_op_api import op
 
 
@@ -388,10 +387,13 @@ def _along_axis(ctx, param, x, axis):
     return op.reshape(param, [-1] + [1] * (rank_of(x) - axis - 1))
 
 
-def _check_linear_quantization(attrs):
+def _quantization_inputs(inputs, attrs):
+    """(x, scale, zero point or None, axis) of QuantizeLinear/DequantizeLinear."""
     if attrs.get("block_size", 0):
         raise Unsupported("block_size (blocked quantization)")
     attrs.ignore("saturate")  # (float8 saturation: no float8 type is converted)
+    x, scale, zero = (list(inputs) + [None])[:3]
+    return x, scale, zero, attrs.get("axis", 1)
 
 
 @converter("DequantizeLinear")
@@ -400,9 +402,7 @@ class DequantizeLinear(OnnxOpConverter):
 
     @classmethod
     def _impl_v10(cls, ctx, inputs, attrs):
-        _check_linear_quantization(attrs)
-        x, scale, zero = (list(inputs) + [None])[:3]
-        axis = attrs.get("axis", 1)
+        x, scale, zero, axis = _quantization_inputs(inputs, attrs)
         dtype = dtype_of(scale)
         value = as_dtype(x, dtype)
         if zero is not None:
@@ -416,11 +416,9 @@ class QuantizeLinear(OnnxOpConverter):
 
     @classmethod
     def _impl_v10(cls, ctx, inputs, attrs):
-        _check_linear_quantization(attrs)
-        x, scale, zero = (list(inputs) + [None])[:3]
-        axis = attrs.get("axis", 1)
+        x, scale, zero, axis = _quantization_inputs(inputs, attrs)
         out = attrs.get("output_dtype", 0)
-        out = dtype_of(zero) if zero is not None else _np_dtype(out) if out else "uint8"
+        out = dtype_of(zero) if zero is not None else onnx_dtype(out) if out else "uint8"
         if np.dtype(out).kind not in "iu":
             raise Unsupported(f"quantizing to {out}")
         value = op.round(op.divide(x, _along_axis(ctx, as_dtype(scale, dtype_of(x)), x, axis)))

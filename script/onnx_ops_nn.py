@@ -47,15 +47,21 @@ def _add_channel_bias(y, bias):
     return op.add(y, op.reshape(bias, [-1] + [1] * (rank_of(y) - 2)))
 
 
+def _conv_inputs(inputs, attrs):
+    """(data, weight, bias or None, kernel shape) of a convolution of 1, 2 or 3 spatial dims."""
+    x, w, bias = (inputs + [None])[:3]
+    kernel = list(attrs.get("kernel_shape", dims_of(w)[2:]))
+    if len(kernel) not in (1, 2, 3):
+        raise Unsupported(f"{len(kernel)}-d convolution")
+    return x, w, bias, kernel
+
+
 @converter("Conv")
 class Conv(OnnxOpConverter):
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
-        x, w, bias = (inputs + [None])[:3]
-        kernel = list(attrs.get("kernel_shape", dims_of(w)[2:]))
+        x, w, bias, kernel = _conv_inputs(inputs, attrs)
         n = len(kernel)
-        if n not in (1, 2, 3):
-            raise Unsupported(f"{n}-d convolution")
         strides, dilations, pads = _window(attrs, x, kernel)
         conv = (op.nn.conv1d, op.nn.conv2d, op.nn.conv3d)[n - 1]
         y = conv(x, w, strides=strides, padding=pads, dilation=dilations, groups=attrs.get("group", 1))
@@ -66,11 +72,8 @@ class Conv(OnnxOpConverter):
 class ConvTranspose(OnnxOpConverter):
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
-        x, w, bias = (inputs + [None])[:3]
-        kernel = list(attrs.get("kernel_shape", dims_of(w)[2:]))
+        x, w, bias, kernel = _conv_inputs(inputs, attrs)
         n = len(kernel)
-        if n not in (1, 2, 3):
-            raise Unsupported(f"{n}-d transposed convolution")
         strides = list(attrs.get("strides", [1] * n))
         dilations = list(attrs.get("dilations", [1] * n))
         output_padding = list(attrs.get("output_padding", [0] * n))

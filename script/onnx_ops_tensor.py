@@ -5,14 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
-                           normalize_axis, rank_of, required_value, static_shape, value_of)
+                           normalize_axis, onnx_dtype, rank_of, required_value, static_shape, value_of)
 from .relax_op_api import op
-
-
-def _np_dtype(onnx_type: int) -> str:
-    from onnx.helper import tensor_dtype_to_np_dtype
-
-    return str(np.dtype(tensor_dtype_to_np_dtype(onnx_type)))
 
 
 @converter("Constant")
@@ -59,7 +53,7 @@ class Cast(OnnxOpConverter):
     def _impl_v1(cls, ctx, inputs, attrs):
         attrs.ignore("saturate")  # (float8 saturation: no float8 type is supported here)
         to = attrs["to"]
-        return as_dtype(inputs[0], _np_dtype(to) if isinstance(to, int) else to.lower())
+        return as_dtype(inputs[0], onnx_dtype(to) if isinstance(to, int) else to.lower())
 
 
 @converter("CastLike")
@@ -238,6 +232,21 @@ class Slice(OnnxOpConverter):
         return op.strided_slice(x, axes, starts, ends, steps)
 
 
+def _wrap_negative(ctx, x, indices, axis):
+    """Indices into ``x``'s ``axis`` with negative ones counted from the end."""
+    dtype = dtype_of(indices)
+    length = dims_of(x)[axis]
+    values = value_of(indices)
+    if values is not None and isinstance(length, int):
+        return ctx.constant(np.where(values < 0, values + length, values).astype(values.dtype))
+    if isinstance(length, int):
+        size = ctx.constant(length, dtype)
+    else:
+        shape = ctx.emit(op.shape_to_tensor(ctx.emit(op.shape_of(x))))
+        size = ctx.emit(op.astype(op.take(shape, ctx.constant(axis, "int64"), axis=0), dtype))
+    return ctx.emit(op.where(op.less(indices, ctx.constant(0, dtype)), op.add(indices, size), indices))
+
+
 @converter("Gather")
 class Gather(OnnxOpConverter):
     @classmethod
@@ -247,18 +256,7 @@ class Gather(OnnxOpConverter):
         folded = fold(lambda v, i: np.take(v, i, axis), [x, indices])
         if folded is not None:
             return folded
-        # negative indices count from the end
-        length = dims_of(x)[axis]
-        if value_of(indices) is not None:
-            idx = value_of(indices)
-            if isinstance(length, int):
-                indices = ctx.constant(np.where(idx < 0, idx + length, idx).astype(idx.dtype))
-        else:
-            size = op.astype(ctx.emit(op.full((), length, dtype_of(indices))), dtype_of(indices)) \
-                if not isinstance(length, int) else ctx.constant(length, dtype_of(indices))
-            zero = ctx.constant(0, dtype_of(indices))
-            indices = ctx.emit(op.where(op.less(indices, zero), op.add(indices, size), indices))
-        return op.take(x, indices, axis=axis)
+        return op.take(x, _wrap_negative(ctx, x, indices, axis), axis=axis)
 
 
 @converter("GatherElements")
@@ -267,11 +265,7 @@ class GatherElements(OnnxOpConverter):
     def _impl_v11(cls, ctx, inputs, attrs):
         x, indices = inputs
         axis = normalize_axis(attrs.get("axis", 0), rank_of(x))
-        length = dims_of(x)[axis]
-        if isinstance(length, int):
-            zero, size = ctx.constant(0, dtype_of(indices)), ctx.constant(length, dtype_of(indices))
-            indices = ctx.emit(op.where(op.less(indices, zero), op.add(indices, size), indices))
-        return op.gather_elements(x, indices, axis=axis)
+        return op.gather_elements(x, _wrap_negative(ctx, x, indices, axis), axis=axis)
 
 
 @converter("GatherND")
@@ -418,7 +412,7 @@ class EyeLike(OnnxOpConverter):
     def _impl_v9(cls, ctx, inputs, attrs):
         x = inputs[0]
         dtype = attrs.get("dtype")
-        dtype = dtype_of(x) if dtype is None else _np_dtype(dtype)
+        dtype = dtype_of(x) if dtype is None else onnx_dtype(dtype)
         # (R.eye_like's kernel is of the input's dtype whatever its dtype attribute says, as
         # TVM's: the cast makes the ONNX dtype)
         return op.astype(ctx.emit(op.eye_like(x, attrs.get("k", 0))), dtype)
