@@ -117,7 +117,8 @@ def run_onnxruntime(model_bytes: bytes, data_sets: list, rtol: float, atol: floa
         return "conversion error", f"{type(err).__name__}: {err}"
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     for inputs, expected in data_sets:
-        verdict = check(lambda: session.run(None, dict(zip(names, inputs))), expected, rtol, atol)
+        feeds = {n: x if isinstance(x, list) else np.asarray(x) for n, x in zip(names, inputs)}  # (scalars)
+        verdict = check(lambda: session.run(None, feeds), expected, rtol, atol)
         if verdict:
             return verdict
     return "pass", ""
