@@ -38,7 +38,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         model = onnx.load(args.input)
     except Exception as err:  # (protobuf's DecodeError, OSError, ...: an unreadable model)
-        _error(f"cannot read the ONNX model {args.input}: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        _error(f"cannot read the ONNX model {args.input}: {reason}")
         return EXIT_ERROR
     shapes = dict(args.shape or [])
     known = {i.name for i in model.graph.input}

@@ -213,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         results[case.name] = worker.run(case_job(case, args.specialize), args.timeout)
         print(f"{len(results)}/{len(cases)} {case.name}: {results[case.name][0]}", file=sys.stderr)
     worker.close()
-    report(args.backend + " (inputs deciding shapes bound)" * args.specialize, results, len(cases), time.monotonic() - start, args.failures)
+    title = args.backend + " (inputs deciding shapes bound)" * args.specialize
+    report(title, results, len(cases), time.monotonic() - start, args.failures)
     return 0
 
 

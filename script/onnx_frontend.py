@@ -23,7 +23,8 @@ from ..ir.module import IRModule
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from .block_builder import BlockBuilder, const
 from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported
-from . import onnx_ops_attention, onnx_ops_math, onnx_ops_nn, onnx_ops_tensor  # noqa: F401  (they register converters)
+# (importing the converter modules registers their converters)
+from . import onnx_ops_attention, onnx_ops_math, onnx_ops_nn, onnx_ops_tensor  # noqa: F401
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -98,7 +99,8 @@ class _GraphImporter:
         self.values: dict[str, Any] = {}
         self.sizes: dict[str, SizeVar] = {}  # named dimensions, shared by every input that names them
         self.names: set[str] = set()
-        self.input_names: set[str] = set()
+        # the graph inputs each value is computed from (by id: Relax values hash by identity)
+        self.sources: dict[int, set[str]] = {}
 
     def run(self, graph: Any) -> IRModule:
         params = self._parameters(graph)
@@ -160,7 +162,7 @@ class _GraphImporter:
                 dtype = self.dtype_dict[info.name]
             var = rx.Var(self._var_name(info.name), TensorStructInfo(shape, dtype))
             self.values[info.name] = var
-            self.input_names.add(info.name)
+            self.sources[id(var)] = {info.name}
             inputs.append(var)
         return inputs
 
@@ -214,11 +216,11 @@ class _GraphImporter:
         try:
             result = impl(ctx, inputs, attrs)
         except Unsupported as err:
-            inputs = [name for name, value in self.values.items() if value is err.needs and
-                      name in self.input_names]
-            if inputs:
-                raise NeedsConstantInputs(f"{where}: not supported: {err} (the graph input "
-                                          f"{inputs[0]!r}: see bind_inputs)", inputs) from None
+            needed = sorted(self.sources.get(id(err.needs), ()))
+            if needed:
+                raise NeedsConstantInputs(f"{where}: not supported: {err} (it comes from the graph "
+                                          f"input{'s' * (len(needed) > 1)} {', '.join(needed)}: see "
+                                          f"bind_inputs)", needed) from None
             raise TVMSError(f"{where}: not supported: {err}") from None
         except TVMSError as err:
             raise TVMSError(f"{where}: {err}") from None
@@ -230,9 +232,11 @@ class _GraphImporter:
         if len(outputs) == 1 and len(node.output) > 1 and isinstance(outputs[0].struct_info, TupleStructInfo):
             tup = ctx.emit(outputs[0])
             outputs = [rx.TupleGetItem(tup, i) for i in range(len(tup.struct_info.fields))]
+        came_from = set().union(*(self.sources.get(id(x), ()) for x in inputs if x is not None))
         for name, value in zip(node.output, outputs):
             if name and value is not None:
                 self.values[name] = ctx.emit(value)
+                self.sources[id(self.values[name])] = came_from
         missing = [n for n in node.output[len(outputs):] if n]
         if missing:
             raise TVMSError(f"{where}: the optional output{'s' * (len(missing) > 1)} "

@@ -256,7 +256,9 @@ class LpNormalization(OnnxOpConverter):
             raise Unsupported(f"p={p}")
         norm = op.sum(op.abs(x), [axis], True) if p == 1 else \
             op.sqrt(ctx.emit(op.sum(op.multiply(x, x), [axis], True)))
-        return op.divide(x, ctx.emit(norm))
+        norm = ctx.emit(norm)
+        zero = scalar_like(0, x)  # (a zero norm gives zeros, not NaN)
+        return op.where(op.equal(norm, zero), zero, ctx.emit(op.divide(x, norm)))
 
 
 @converter("LpPool")

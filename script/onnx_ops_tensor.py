@@ -482,3 +482,48 @@ class NonZero(OnnxOpConverter):
     @classmethod
     def _impl_v9(cls, ctx, inputs, attrs):
         return op.astype(op.nonzero(inputs[0]), "int64")
+
+
+@converter("OneHot")
+class OneHot(OnnxOpConverter):
+    """values[1] where the index (negative ones counted from depth) is the position along the
+    new axis, values[0] elsewhere (also for every position of an out-of-range index)."""
+
+    @classmethod
+    def _impl_v9(cls, ctx, inputs, attrs):
+        indices, depth, values = inputs
+        depth = int(required_value(depth, "depth").reshape(-1)[0])
+        rank = rank_of(indices) + 1
+        axis = normalize_axis(attrs.get("axis", -1), rank)
+        index = ctx.emit(as_dtype(indices, "int64"))
+        index = ctx.emit(op.where(op.less(index, ctx.constant(0, "int64")),
+                                  op.add(index, ctx.constant(depth, "int64")), index))
+        positions = ctx.constant(np.arange(depth, dtype="int64").reshape([-1] + [1] * (rank - 1 - axis)))
+        hit = ctx.emit(op.equal(ctx.emit(op.expand_dims(index, [axis])), positions))
+        off, on = (ctx.emit(op.take(values, ctx.constant(i, "int64"), axis=0)) for i in (0, 1))
+        return op.where(hit, on, off)
+
+
+@converter("CenterCropPad")
+class CenterCropPad(OnnxOpConverter):
+    """Each named axis cropped (from (size - target) // 2) or zero-padded (by (target - size) // 2
+    before) to the target size."""
+
+    @classmethod
+    def _impl_v18(cls, ctx, inputs, attrs):
+        x, shape = inputs
+        targets = [int(t) for t in required_value(shape, "shape")]
+        rank = rank_of(x)
+        axes = [normalize_axis(a, rank) for a in attrs.get("axes", range(rank))]
+        dims = dims_of(x)
+        width = [0] * (2 * rank)
+        for axis, target in zip(axes, targets):
+            size = dims[axis]
+            if not isinstance(size, int):
+                raise Unsupported("an axis of symbolic size")
+            if target < size:
+                start = (size - target) // 2
+                x = ctx.emit(op.strided_slice(x, [axis], [start], [start + target]))
+            elif target > size:
+                width[2 * axis], width[2 * axis + 1] = (target - size) // 2, target - size - (target - size) // 2
+        return op.nn.pad(x, width) if any(width) else x
