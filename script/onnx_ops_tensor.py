@@ -293,7 +293,9 @@ class Expand(OnnxOpConverter):
     @classmethod
     def _impl_v8(cls, ctx, inputs, attrs):
         x, shape = inputs
-        target = [int(d) for d in required_value(shape, "the target shape")]
+        if value_of(shape) is None:
+            return cls._dynamic(ctx, x, shape)
+        target = [int(d) for d in value_of(shape)]
         dims = dims_of(x)
         # ONNX broadcasts both ways (a 1 in the target keeps the input's dimension)
         rank = max(len(dims), len(target))
@@ -301,6 +303,25 @@ class Expand(OnnxOpConverter):
         target = [1] * (rank - len(target)) + target
         out = [d if t == 1 else t for d, t in zip(dims, target)]
         return fold(lambda v: np.broadcast_to(v, out).copy(), [x]) or op.broadcast_to(x, out)
+
+    @staticmethod
+    def _dynamic(ctx, x, shape):
+        """A target shape known only at run time (of a static length): the output's dimensions
+        are computed with tensor arithmetic, the input's where the target says 1."""
+        (k,) = dims_of(shape)
+        if not isinstance(k, int):
+            raise Unsupported("a target shape of symbolic length")
+        rank = max(rank_of(x), k)
+
+        def padded(dims, n):  # (leading ones up to the output's rank)
+            ones = ctx.constant(np.ones(rank - n, "int64"))
+            return ctx.emit(op.concat([ones, dims], axis=0)) if n < rank else dims
+
+        current = padded(ctx.emit(op.shape_to_tensor(ctx.emit(op.shape_of(x)))), rank_of(x))
+        target = padded(ctx.emit(as_dtype(shape, "int64")), k)
+        keep = ctx.emit(op.equal(target, ctx.constant(1, "int64")))
+        out = ctx.emit(op.where(keep, current, target))
+        return op.broadcast_to(x, ctx.emit(op.tensor_to_shape(out)))
 
 
 @converter("Tile")
@@ -358,8 +379,21 @@ class Trilu(OnnxOpConverter):
     @classmethod
     def _impl_v14(cls, ctx, inputs, attrs):
         x, k = (inputs + [None])[:2]
-        k = 0 if k is None else int(required_value(k, "k"))
-        return (op.triu if attrs.get("upper", 1) else op.tril)(x, k)
+        upper = attrs.get("upper", 1)
+        if k is not None and value_of(k) is None:
+            return cls._runtime_k(ctx, x, k, upper)
+        k = 0 if k is None else int(value_of(k))
+        return (op.triu if upper else op.tril)(x, k)
+
+    @staticmethod
+    def _runtime_k(ctx, x, k, upper):
+        """A diagonal offset known only at run time: x where column - row >= k (upper) or <= k."""
+        rows, cols = dims_of(x)[-2:]
+        if not isinstance(rows, int) or not isinstance(cols, int):
+            raise Unsupported("a diagonal known at run time on a matrix of symbolic size")
+        diff = ctx.constant(np.arange(cols)[None, :] - np.arange(rows)[:, None], "int64")
+        keep = (op.greater_equal if upper else op.less_equal)(diff, as_dtype(k, "int64"))
+        return op.where(ctx.emit(keep), x, ctx.constant(np.zeros((), dtype_of(x))))
 
 
 class _Cumulative(OnnxOpConverter):
