@@ -28,8 +28,9 @@ from tvms.script import from_source  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _suite():
-    spec = importlib.util.spec_from_file_location("onnx_suite", ROOT / "benchmarks" / "onnx_suite.py")
+def _benchmark(name: str):
+    """A script of benchmarks/ as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -78,7 +79,7 @@ test_xor2d
 
 
 def test_claimed_node_cases_pass():
-    suite = _suite()
+    suite = _benchmark("onnx_suite")
     cases = {c.name: c for c in suite.node_cases()}
     missing = [name for name in CLAIMED if name not in cases]
     assert not missing, f"not node cases of this onnx version: {missing}"
@@ -232,3 +233,11 @@ def test_cli_import_errors_are_messages(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "Traceback" not in err and "the operator Bernoulli is not supported" in err
     assert "--shape names z, not an input of the model" in err
+
+
+@pytest.mark.slow
+def test_light_squeezenet_matches_its_expected_output():
+    """The smallest of the light models onnx ships (benchmarks/onnx_models.py runs all nine)."""
+    model, feeds, expected = _benchmark("onnx_models").load("squeezenet")
+    out = _run(from_onnx(model), *feeds.values())
+    np.testing.assert_allclose(out, expected, rtol=1e-3, atol=1e-7)
