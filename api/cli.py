@@ -368,6 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_build_parsers(subparsers)
     from .cli_tune import add_tune_parser
     add_tune_parser(subparsers)
+    from .cli_import import add_import_parser
+    add_import_parser(subparsers)
     return parser
 
 

@@ -1,0 +1,115 @@
+"""The light models that the onnx package ships (``onnx/backend/test/data/light/``: AlexNet,
+DenseNet-121, Inception v1/v2, ResNet-50, ShuffleNet, SqueezeNet, VGG-19, ZFNet-512) through tvms:
+``from_onnx`` -> ``tvms.compile`` (default schedules) -> VM, checked against the expected output
+shipped beside each model (the input is the one ONNX's backend runner makes for them:
+``arange(n) / n`` in the input's shape; tolerances as ONNX's model test cases), then the latency
+of tvms beside onnxruntime's, measured interleaved in this process (median of ``--repeat`` runs).
+
+    .venv/bin/python benchmarks/onnx_models.py                     # all nine
+    .venv/bin/python benchmarks/onnx_models.py --models squeezenet --repeat 5
+    .venv/bin/python benchmarks/onnx_models.py --no-time          # correctness and compile time only
+
+The "vs ort" column is onnxruntime's latency over tvms's (above 1: tvms is faster).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+MODELS = {  # name -> (rtol, atol) of onnx.backend.test.case.model
+    "bvlc_alexnet": (1e-3, 1e-7), "densenet121": (2e-3, 1e-7), "inception_v1": (1e-3, 1e-7),
+    "inception_v2": (1e-3, 1e-7), "resnet50": (1e-3, 1e-7), "shufflenet": (1e-3, 1e-7),
+    "squeezenet": (1e-3, 1e-7), "vgg19": (1e-3, 1e-7), "zfnet512": (1e-3, 1e-7),
+}
+
+
+def light_dir() -> str:
+    import onnx
+
+    return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+
+
+def load(name: str):
+    """(model, {input name: the runner's input}, expected output) of one light model."""
+    import onnx
+    from onnx import numpy_helper
+
+    path = os.path.join(light_dir(), f"light_{name}.onnx")
+    model = onnx.load(path)
+    inits = {i.name for i in model.graph.initializer}
+    feeds = {}
+    for info in model.graph.input:
+        if info.name in inits:
+            continue
+        shape = tuple(d.dim_value if d.HasField("dim_value") else 1 for d in info.type.tensor_type.shape.dim)
+        n = int(np.prod(shape))
+        feeds[info.name] = (np.arange(n).reshape(shape) / n).astype(np.float32)
+    expected = numpy_helper.to_array(onnx.load_tensor(path[:-len(".onnx")] + "_output_0.pb"))
+    return model, feeds, expected
+
+
+def median_seconds(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--repeat", type=int, default=10, help="timed runs per side (default 10)")
+    parser.add_argument("--no-time", action="store_true", help="check the outputs, do not time")
+    args = parser.parse_args(argv)
+
+    import tvms
+    from tvms import relax
+    from tvms.relax.frontend.onnx import from_onnx
+
+    try:
+        import onnxruntime
+    except ImportError:
+        onnxruntime = None
+    print(f"{'model':<14}{'import s':>9}{'compile s':>10}  {'result':<28}{'tvms ms':>9}{'ort ms':>9}{'vs ort':>8}")
+    failed = 0
+    for name in args.models:
+        model, feeds, expected = load(name)
+        rtol, atol = MODELS[name]
+        start = time.perf_counter()
+        mod = from_onnx(model)
+        imported = time.perf_counter() - start
+        start = time.perf_counter()
+        vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+        compiled = time.perf_counter() - start
+        inputs = [tvms.nd.array(v) for v in feeds.values()]
+        out = vm["main"](*inputs).numpy()
+        err = float(np.max(np.abs(out - expected)))
+        ok = out.shape == expected.shape and np.allclose(out, expected, rtol=rtol, atol=atol)
+        failed += not ok
+        result = f"{'match' if ok else 'MISMATCH'} (max err {err:.1e})"
+        ours = theirs = None
+        if not args.no_time:
+            session = onnxruntime.InferenceSession(model.SerializeToString(),
+                                                   providers=["CPUExecutionProvider"]) if onnxruntime else None
+            ours_runs, ort_runs = [], []
+            for _ in range(args.repeat):  # (interleaved: both sides see the same load)
+                ours_runs.append(median_seconds(lambda: vm["main"](*inputs), 1))
+                if session:
+                    ort_runs.append(median_seconds(lambda: session.run(None, feeds), 1))
+            ours = statistics.median(ours_runs) * 1e3
+            theirs = statistics.median(ort_runs) * 1e3 if ort_runs else None
+        cells = [f"{ours:9.2f}" if ours else f"{'-':>9}", f"{theirs:9.2f}" if theirs else f"{'-':>9}",
+                 f"{theirs / ours:8.2f}" if ours and theirs else f"{'-':>8}"]
+        print(f"{name:<14}{imported:9.2f}{compiled:10.2f}  {result:<28}{''.join(cells)}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

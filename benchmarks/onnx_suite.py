@@ -1,0 +1,249 @@
+"""ONNX's backend node tests (``onnx.backend.test.case.node.collect_testcases``: one model per
+operator form, with inputs and expected outputs) through tvms: ``from_onnx`` -> ``tvms.compile``
+-> Relax VM -> the outputs compared with the expected ones as ONNX's backend runner compares them
+(same dtype; floats within the case's rtol/atol, 1e-3/1e-7 unless the case says otherwise; others
+equal). Prints the pass rate and the failures by kind.
+
+    .venv/bin/python benchmarks/onnx_suite.py                      # every case
+    .venv/bin/python benchmarks/onnx_suite.py --match conv --budget 300
+    .venv/bin/python benchmarks/onnx_suite.py --backend onnxruntime  # the same harness, onnxruntime
+    .venv/bin/python benchmarks/onnx_suite.py --specialize          # shape/axes inputs as constants
+
+Each case runs in a worker process with a timeout (``--timeout``); a worker that crashes or times
+out is replaced, and the case counts as a crash or a timeout. ``--budget`` (seconds) stops taking
+new cases; the report says how many ran.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import multiprocessing as mp
+import re
+import sys
+import time
+import warnings
+
+import numpy as np
+
+KINDS = ("unsupported operator", "unsupported form", "conversion error", "compile error", "run error",
+         "wrong result", "timeout", "crash")
+
+
+def compare(outputs: list, expected: list, rtol: float, atol: float) -> str | None:
+    """None when ``outputs`` match, else what differs (onnx's backend runner's checks)."""
+    if len(outputs) != len(expected):
+        return f"{len(outputs)} outputs, expected {len(expected)}"
+    for i, (out, ref) in enumerate(zip(outputs, expected)):
+        out, ref = np.asarray(out), np.asarray(ref)
+        if out.dtype != ref.dtype:
+            return f"output {i}: dtype {out.dtype}, expected {ref.dtype}"
+        if out.shape != ref.shape:
+            return f"output {i}: shape {out.shape}, expected {ref.shape}"
+        try:
+            if ref.dtype.kind in "fc":
+                np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol)
+            else:
+                np.testing.assert_array_equal(out, ref)
+        except AssertionError as err:
+            return f"output {i}: " + " ".join(str(err).split())[:200]
+    return None
+
+
+def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
+             specialize: bool = False) -> tuple[str, str]:
+    """(kind, detail) of one case through tvms; kind "pass" when every data set matches.
+    ``specialize``: a graph input that from_onnx needs as a constant (an axes or shape input) is
+    bound to the data set's value (``bind_inputs``), one compile per data set."""
+    import onnx
+
+    import tvms
+    from tvms import relax
+    from tvms.ir.errors import TVMSError
+    from tvms.relax.frontend.onnx import NeedsConstantInputs, bind_inputs, from_onnx
+
+    model = onnx.load_from_string(model_bytes)
+    names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    for inputs, expected in data_sets:
+        feeds, bound = dict(zip(names, inputs)), {}
+        try:
+            while True:
+                try:
+                    mod = from_onnx(bind_inputs(model, bound) if bound else model)
+                    break
+                except NeedsConstantInputs as err:
+                    if not specialize or set(err.inputs) <= set(bound):
+                        raise
+                    bound.update({name: feeds[name] for name in err.inputs})
+        except TVMSError as err:
+            text = str(err)
+            if re.search(r"the operator \S+ is not supported|operators of domain", text):
+                return "unsupported operator", text
+            return ("unsupported form" if "not supported" in text else "conversion error"), text
+        except Exception as err:  # (a converter's bug: counted, not raised)
+            return "conversion error", f"{type(err).__name__}: {err}"
+        try:
+            vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+        except Exception as err:
+            return "compile error", f"{type(err).__name__}: {err}"
+        def run():
+            result = vm["main"](*[tvms.nd.array(np.asarray(feeds[n])) for n in names if n not in bound])
+            return [r.numpy() for r in result] if isinstance(result, (list, tuple)) else [result.numpy()]
+
+        verdict = check(run, expected, rtol, atol)
+        if verdict:
+            return verdict
+    return "pass", ""
+
+
+def check(run, expected: list, rtol: float, atol: float) -> tuple[str, str] | None:
+    """None when ``run()``'s outputs match ``expected``, else the failure's (kind, detail)."""
+    try:
+        outputs = run()
+    except Exception as err:
+        return "run error", f"{type(err).__name__}: {err}"
+    mismatch = compare(outputs, expected, rtol, atol)
+    return ("wrong result", mismatch) if mismatch else None
+
+
+def run_onnxruntime(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
+                    specialize: bool = False) -> tuple[str, str]:
+    import onnx
+    import onnxruntime
+
+    model = onnx.load_from_string(model_bytes)
+    try:
+        session = onnxruntime.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
+    except Exception as err:
+        return "conversion error", f"{type(err).__name__}: {err}"
+    names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    for inputs, expected in data_sets:
+        feeds = {n: x if isinstance(x, list) else np.asarray(x) for n, x in zip(names, inputs)}  # (scalars)
+        verdict = check(lambda: session.run(None, feeds), expected, rtol, atol)
+        if verdict:
+            return verdict
+    return "pass", ""
+
+
+BACKENDS = {"tvms": run_tvms, "onnxruntime": run_onnxruntime}
+
+
+def _worker(backend: str, conn) -> None:
+    warnings.simplefilter("ignore")
+    run = BACKENDS[backend]
+    while True:
+        job = conn.recv()
+        if job is None:
+            return
+        try:
+            conn.send(run(*job))
+        except Exception as err:  # (the harness's own failure still reports the case)
+            conn.send(("crash", f"{type(err).__name__}: {err}"))
+
+
+class Worker:
+    """A process that runs cases one at a time; replaced after a crash or a timeout."""
+
+    def __init__(self, backend: str):
+        self.backend = backend
+        self._start()
+
+    def _start(self) -> None:
+        self.conn, child = mp.Pipe()
+        self.process = mp.get_context("fork").Process(target=_worker, args=(self.backend, child), daemon=True)
+        self.process.start()
+
+    def run(self, job: tuple, timeout: float) -> tuple[str, str]:
+        try:
+            self.conn.send(job)
+            if self.conn.poll(timeout):
+                return self.conn.recv()
+            kind, detail = "timeout", f"over {timeout:g} s"
+        except (EOFError, OSError, BrokenPipeError) as err:
+            kind, detail = "crash", f"the worker died ({type(err).__name__}, exit {self.process.exitcode})"
+        self.process.kill()
+        self.process.join()
+        self._start()
+        return kind, detail
+
+    def close(self) -> None:
+        self.conn.send(None)
+        self.process.join(5)
+
+
+def node_cases(match: str | None = None) -> list:
+    """ONNX's node test cases (made in memory by the onnx package), optionally those whose name
+    contains ``match``."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = collect_testcases()
+    return [c for c in cases if not match or re.search(match, c.name)]
+
+
+def case_job(case, specialize: bool = False) -> tuple:
+    from onnx import TensorProto, numpy_helper
+
+    def arrays(values):  # (some cases hold TensorProtos, which ONNX's runner converts so)
+        return [numpy_helper.to_array(v) if isinstance(v, TensorProto) else v for v in values]
+
+    return (case.model.SerializeToString(), [(arrays(i), arrays(o)) for i, o in case.data_sets],
+            case.rtol, case.atol, specialize)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=list(BACKENDS), default="tvms")
+    parser.add_argument("--match", help="a regular expression: only the cases whose name matches")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per case (default 120)")
+    parser.add_argument("--budget", type=float, help="seconds: take no new case after this")
+    parser.add_argument("--failures", action="store_true", help="list every failing case with its reason")
+    parser.add_argument("--specialize", action="store_true",
+                        help="bind the graph inputs that decide shapes or axes to the case's values "
+                             "(a compile per data set, as a runtime specializing on them would)")
+    args = parser.parse_args(argv)
+
+    cases = node_cases(args.match)
+    worker = Worker(args.backend)
+    start = time.monotonic()
+    results: dict[str, tuple[str, str]] = {}
+    for case in cases:
+        if args.budget and time.monotonic() - start > args.budget:
+            break
+        results[case.name] = worker.run(case_job(case, args.specialize), args.timeout)
+        print(f"{len(results)}/{len(cases)} {case.name}: {results[case.name][0]}", file=sys.stderr)
+    worker.close()
+    title = args.backend + " (inputs deciding shapes bound)" * args.specialize
+    report(title, results, len(cases), time.monotonic() - start, args.failures)
+    return 0
+
+
+def report(backend: str, results: dict, total: int, seconds: float, list_failures: bool) -> None:
+    passed = sum(kind == "pass" for kind, _ in results.values())
+    ran = len(results)
+    print(f"{backend}: {passed} of {ran} cases pass ({100 * passed / max(ran, 1):.1f}%); "
+          f"{ran} of {total} cases ran in {seconds:.0f} s")
+    by_kind = collections.Counter(kind for kind, _ in results.values() if kind != "pass")
+    print(f"{'failure kind':<22}{'cases':>6}  most frequent reasons")
+    for kind in KINDS:
+        if by_kind[kind]:
+            reasons = collections.Counter(_reason(d) for k, d in results.values() if k == kind)
+            top = "; ".join(f"{r} ({n})" for r, n in reasons.most_common(3))
+            print(f"{kind:<22}{by_kind[kind]:>6}  {top[:160]}")
+    if list_failures:
+        for name, (kind, detail) in sorted(results.items()):
+            if kind != "pass":
+                print(f"  {name}: {kind}: {detail[:300]}")
+
+
+def _reason(detail: str) -> str:
+    """A failure's message without what is particular to the case (node names, numbers)."""
+    operator = re.search(r"the operator (\S+) is not supported", detail)
+    if operator:
+        return operator.group(1)
+    detail = re.sub(r"node '[^']*' ", "", detail)
+    return re.sub(r"\d+", "N", detail)[:80]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

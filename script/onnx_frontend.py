@@ -1,0 +1,289 @@
+"""ONNX import: an ONNX model becomes a Relax IRModule whose ``main`` takes the graph's inputs,
+as TVM's ``relax.frontend.onnx.from_onnx`` builds it (the converters are in ``onnx_ops_*.py``).
+
+::
+
+    mod = from_onnx(onnx.load("model.onnx"), shape_dict={"x": [1, 3, 224, 224]})
+
+The ``onnx`` package is imported here only when a model is converted, so that importing tvms
+never imports it.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ..ir import relax as rx
+from ..ir.dtype import DataType
+from ..ir.errors import TVMSError
+from ..ir.expr import SizeVar
+from ..ir.module import IRModule
+from ..ir.struct_info import TensorStructInfo, TupleStructInfo
+from .block_builder import BlockBuilder, const
+from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported
+# (importing the converter modules registers their converters)
+from . import onnx_ops_attention, onnx_ops_math, onnx_ops_nn, onnx_ops_tensor  # noqa: F401
+
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: "str | dict | None" = None,
+              opset: int | None = None, keep_params_in_input: bool = False) -> IRModule:
+    """Convert an ONNX ``ModelProto`` (or the path of a ``.onnx`` file) into a Relax IRModule.
+
+    ``shape_dict`` (input name -> shape) and ``dtype_dict`` (input name -> dtype, or one dtype
+    for every input) override what the graph declares; ``opset`` overrides the model's opset of
+    the default domain. Initializers become constants, or with ``keep_params_in_input`` further
+    parameters of ``main`` after the graph inputs (``num_input`` counts the inputs; the values
+    are in the function's ``params`` attribute, see ``detach_params``); integer initializers
+    (shapes, axes, indices) stay constants. A dimension the graph
+    names (``"batch"``) or leaves unknown becomes a symbolic size.
+    """
+    import onnx
+
+    if isinstance(model, (str, os.PathLike)):
+        try:
+            model = onnx.load(os.fspath(model))
+        except (OSError, onnx.onnx_cpp2py_export.checker.ValidationError, Exception) as err:
+            raise TVMSError(f"cannot read the ONNX model {os.fspath(model)}: {err}") from None
+    if not isinstance(model, onnx.ModelProto):
+        raise TVMSError(f"from_onnx expects an onnx.ModelProto or a path, got {type(model).__name__}")
+    model_opset = next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 1)
+    importer = _GraphImporter(shape_dict or {}, dtype_dict, keep_params_in_input, opset or model_opset)
+    return importer.run(model.graph)
+
+
+def detach_params(mod: IRModule) -> tuple[IRModule, dict[str, list[np.ndarray]]]:
+    """``mod`` without its functions' ``params`` attributes, and those values by function name
+    (as TVM's ``relax.frontend.detach_params``; the attribute holds them as Relax constants)."""
+    detached: dict[str, list] = {}
+    out = mod.copy()
+    for gv, func in mod.functions_items():
+        if isinstance(func, rx.Function) and "params" in func.attrs:
+            detached[gv.name_hint] = [c.data for c in func.attrs["params"]]
+            out[gv.name_hint] = func.without_attr("params")
+    return out, detached
+
+
+class NeedsConstantInputs(TVMSError):
+    """A graph input decides a shape or an axis (Reshape's shape, ReduceSum's axes, ...), which
+    Relax needs at compile time; ``inputs`` names it. ``bind_inputs`` makes it a constant."""
+
+    def __init__(self, message: str, inputs: list[str]):
+        super().__init__(message)
+        self.inputs = inputs
+
+
+def bind_inputs(model: Any, values: dict[str, np.ndarray]) -> Any:
+    """A copy of ``model`` whose inputs named in ``values`` are initializers of those values:
+    a model specialized for them (as a runtime compiles one when the values arrive)."""
+    from onnx import numpy_helper
+
+    bound = type(model)()
+    bound.CopyFrom(model)
+    kept = [i for i in bound.graph.input if i.name not in values]
+    del bound.graph.input[:]
+    bound.graph.input.extend(kept)
+    bound.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), name) for name, v in values.items())
+    return bound
+
+
+class _GraphImporter:
+    def __init__(self, shape_dict: dict, dtype_dict: Any, keep_params: bool, opset: int):
+        self.shape_dict = {k: list(v) for k, v in shape_dict.items()}
+        self.dtype_dict = dtype_dict
+        self.keep_params = keep_params
+        self.opset = opset
+        self.values: dict[str, Any] = {}
+        self.sizes: dict[str, SizeVar] = {}  # named dimensions, shared by every input that names them
+        self.names: set[str] = set()
+        # the graph inputs each value is computed from (by id: Relax values hash by identity)
+        self.sources: dict[int, set[str]] = {}
+
+    def run(self, graph: Any) -> IRModule:
+        params = self._parameters(graph)
+        inputs = self._inputs(graph)
+        bb = BlockBuilder()
+        ctx = Context(bb, self.opset)
+        attrs = {"num_input": len(inputs)}
+        if self.keep_params and params:
+            attrs["params"] = tuple(const(value, str(value.dtype)) for _, value in params)
+        with bb.function("main", [v for v in inputs] + [v for v, _ in params], attrs=attrs):
+            with bb.dataflow():
+                for node in graph.node:
+                    self._convert(ctx, node)
+                outputs = [self._value(o.name, "graph output") for o in graph.output]
+                result = bb.emit_output(outputs[0] if len(outputs) == 1 else rx.Tuple(tuple(outputs)))
+            bb.emit_func_output(result)
+        return bb.get()
+
+    # ------------------------------------------------------------------ inputs
+    def _var_name(self, name: str) -> str:
+        """A valid, unique Relax identifier for an ONNX name (``conv1.weight`` -> ``conv1_weight``)."""
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "input"
+        if not (base[0].isalpha() or base[0] == "_"):
+            base = "input_" + base
+        unique, n = base, 0
+        while unique in self.names:
+            n += 1
+            unique = f"{base}_{n}"
+        self.names.add(unique)
+        return unique
+
+    def _parameters(self, graph: Any) -> list[tuple[rx.Var, np.ndarray]]:
+        from onnx import numpy_helper
+
+        params = []
+        for init in graph.initializer:
+            array = numpy_helper.to_array(init)
+            # (integer initializers are shapes, axes and indices, which conversion needs as
+            # constants: only floating-point weights become parameters)
+            if self.keep_params and array.dtype.kind == "f":
+                var = rx.Var(self._var_name(init.name), TensorStructInfo(list(array.shape), str(array.dtype)))
+                self.values[init.name] = var
+                params.append((var, array))
+            else:
+                self.values[init.name] = const(array, str(array.dtype))
+        return params
+
+    def _inputs(self, graph: Any) -> list[rx.Var]:
+        inputs = []
+        for info in graph.input:
+            if info.name in self.values:  # (an initializer listed as an input too, as old models do)
+                continue
+            shape, dtype = self._declared_type(info)
+            if info.name in self.shape_dict:
+                shape = [self._dim(d) for d in self.shape_dict[info.name]]
+            if isinstance(self.dtype_dict, str):
+                dtype = self.dtype_dict
+            elif isinstance(self.dtype_dict, dict) and info.name in self.dtype_dict:
+                dtype = self.dtype_dict[info.name]
+            var = rx.Var(self._var_name(info.name), TensorStructInfo(shape, dtype))
+            self.values[info.name] = var
+            self.sources[id(var)] = {info.name}
+            inputs.append(var)
+        return inputs
+
+    def _dim(self, dim: Any) -> Any:
+        """An int for a known dimension, a symbolic size (shared by name) otherwise."""
+        if isinstance(dim, int) and dim >= 0:
+            return dim
+        name = dim if isinstance(dim, str) and dim else f"d{len(self.sizes)}"
+        if name not in self.sizes:
+            self.sizes[name] = SizeVar(self._var_name(name), DataType("int64"))
+        return self.sizes[name]
+
+    def _declared_type(self, info: Any) -> tuple[list | None, str]:
+        from onnx.helper import tensor_dtype_to_np_dtype
+
+        tensor = info.type.tensor_type
+        if not info.type.HasField("tensor_type"):
+            raise TVMSError(f"graph input {info.name!r} is not a tensor (sequence, map and optional "
+                            f"inputs are not supported)")
+        dtype = str(np.dtype(tensor_dtype_to_np_dtype(tensor.elem_type)))
+        if not tensor.HasField("shape"):
+            return None, dtype
+        dims = []
+        for d in tensor.shape.dim:
+            dims.append(self._dim(d.dim_value if d.HasField("dim_value") else d.dim_param))
+        return dims, dtype
+
+    # ------------------------------------------------------------------ nodes
+    def _value(self, name: str, user: str) -> Any:
+        if name not in self.values:
+            raise TVMSError(f"{user} reads {name!r}, which no node, input or initializer defines")
+        return self.values[name]
+
+    def _convert(self, ctx: Context, node: Any) -> None:
+        where = f"node {node.name or node.output[0]!r} ({node.op_type}, opset {self.opset})"
+        if node.domain not in _DEFAULT_DOMAINS:
+            raise TVMSError(f"{where}: operators of domain {node.domain!r} are not supported")
+        cls = CONVERTERS.get(node.op_type)
+        impl = cls.get_converter(self.opset) if cls else None
+        if impl is None:
+            raise TVMSError(f"{where}: the operator {node.op_type} is not supported"
+                            + (f" before opset {min(_versions(cls))}" if cls else ""))
+        attrs = Attrs({a.name: _attribute(a) for a in node.attribute})
+        inputs = [self._value(name, where) if name else None for name in node.input]
+        folded = self._fold(node, inputs)
+        if folded is not None:
+            for name, value in zip(node.output, folded):
+                self.values[name] = const(value, str(value.dtype))
+            return
+        ctx.node_outputs = len(node.output)
+        try:
+            result = impl(ctx, inputs, attrs)
+        except Unsupported as err:
+            needed = sorted(self.sources.get(id(err.needs), ()))
+            if needed:
+                raise NeedsConstantInputs(f"{where}: not supported: {err} (it comes from the graph "
+                                          f"input{'s' * (len(needed) > 1)} {', '.join(needed)}: see "
+                                          f"bind_inputs)", needed) from None
+            raise TVMSError(f"{where}: not supported: {err}") from None
+        except TVMSError as err:
+            raise TVMSError(f"{where}: {err}") from None
+        unused = attrs.unused()
+        if unused:
+            raise TVMSError(f"{where}: the attribute{'s' * (len(unused) > 1)} {', '.join(unused)} "
+                            f"{'is' if len(unused) == 1 else 'are'} not supported")
+        outputs = list(result) if isinstance(result, (list, tuple)) else [result]
+        if len(outputs) == 1 and len(node.output) > 1 and isinstance(outputs[0].struct_info, TupleStructInfo):
+            tup = ctx.emit(outputs[0])
+            outputs = [rx.TupleGetItem(tup, i) for i in range(len(tup.struct_info.fields))]
+        came_from = set().union(*(self.sources.get(id(x), ()) for x in inputs if x is not None))
+        for name, value in zip(node.output, outputs):
+            if name and value is not None:
+                self.values[name] = ctx.emit(value)
+                self.sources[id(self.values[name])] = came_from
+        missing = [n for n in node.output[len(outputs):] if n]
+        if missing:
+            raise TVMSError(f"{where}: the optional output{'s' * (len(missing) > 1)} "
+                            f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not supported")
+
+    def _fold(self, node: Any, inputs: list) -> list | None:
+        """The outputs of a node whose inputs are all (small) constants, evaluated now by onnx's
+        reference implementation, as constant folding does: shape computations (Shape -> Gather
+        -> Concat -> Reshape) then give static shapes. None when it does not apply."""
+        given = [x for x in inputs if x is not None]
+        if not given or not all(isinstance(x, rx.Constant) and x.data.size <= _FOLD_LIMIT for x in given) \
+                or any(a.type == a.GRAPH for a in node.attribute):
+            return None
+        from onnx.reference import ReferenceEvaluator
+
+        feeds = {name: x.data for name, x in zip(node.input, inputs) if name}
+        try:
+            outputs = ReferenceEvaluator(node, opsets={"": self.opset}).run(None, feeds)
+        except Exception:  # (the converter then says what is wrong)
+            return None
+        outputs = [np.asarray(o) for o in outputs]
+        if any(o.dtype == object or o.size > _FOLD_LIMIT for o in outputs):
+            return None
+        return outputs
+
+
+_FOLD_LIMIT = 1 << 16  # elements: shapes and indices, not weights
+
+
+def _versions(cls: type) -> list[int]:
+    return [int(name[len("_impl_v"):]) for name in dir(cls) if name.startswith("_impl_v")]
+
+
+def _attribute(attr: Any) -> Any:
+    """An AttributeProto's value in Python terms: numbers, str, numpy arrays, lists of them."""
+    from onnx import AttributeProto, numpy_helper
+    from onnx.helper import get_attribute_value
+
+    value = get_attribute_value(attr)
+    if attr.type == AttributeProto.STRING:
+        return value.decode()
+    if attr.type == AttributeProto.STRINGS:
+        return [v.decode() for v in value]
+    if attr.type == AttributeProto.TENSOR:
+        return numpy_helper.to_array(value)
+    if attr.type == AttributeProto.TENSORS:
+        return [numpy_helper.to_array(v) for v in value]
+    if attr.type in (AttributeProto.INTS, AttributeProto.FLOATS):
+        return list(value)
+    return value

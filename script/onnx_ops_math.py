@@ -1,0 +1,428 @@
+"""ONNX converters of elementwise arithmetic, activations and reductions."""
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
+                           onnx_dtype, rank_of, required_value, scalar_like)
+from .relax_op_api import op
+
+
+def _old_broadcast(ctx, a, b, attrs):
+    """Before opset 7, ``broadcast=1`` aligned B with A's dimensions from ``axis`` on."""
+    axis = attrs.get("axis")
+    if not attrs.get("broadcast", 0):
+        return b
+    if axis is None:
+        return b
+    trailing = rank_of(a) - (axis % rank_of(a)) - rank_of(b)
+    return op.reshape(b, dims_of(b) + [1] * trailing) if trailing > 0 else b
+
+
+class _Binary(OnnxOpConverter):
+    relax = None
+    numpy = None
+
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        attrs.ignore("consumed_inputs")
+        a, b = inputs
+        b = _old_broadcast(ctx, a, b, attrs)
+        return cls._impl_v7(ctx, [a, b], attrs)
+
+    @classmethod
+    def _impl_v7(cls, ctx, inputs, attrs):
+        if cls.numpy is not None:
+            folded = fold(cls.numpy, inputs)
+            if folded is not None:
+                return folded
+        return cls.relax(*inputs)
+
+
+def _binary(onnx_name: str, relax_fn, numpy_fn=None):
+    cls = type(onnx_name, (_Binary,), {"relax": staticmethod(relax_fn), "numpy": staticmethod(numpy_fn)
+                                       if numpy_fn else None})
+    converter(onnx_name)(cls)
+
+
+def _int_divide(a, b):
+    """ONNX's integer Div truncates toward zero."""
+    return np.trunc(a / b).astype(a.dtype) if a.dtype.kind in "iu" else a / b
+
+
+_binary("Add", op.add, np.add)
+_binary("Sub", op.subtract, np.subtract)
+_binary("Mul", op.multiply, np.multiply)
+_binary("Div", op.divide, _int_divide)
+_binary("Equal", op.equal, np.equal)
+_binary("Less", op.less, np.less)
+_binary("Greater", op.greater, np.greater)
+_binary("LessOrEqual", op.less_equal, np.less_equal)
+_binary("GreaterOrEqual", op.greater_equal, np.greater_equal)
+_binary("And", op.logical_and)
+_binary("Or", op.logical_or)
+_binary("Xor", op.logical_xor)
+_binary("BitwiseAnd", op.bitwise_and)
+_binary("BitwiseOr", op.bitwise_or)
+_binary("BitwiseXor", op.bitwise_xor)
+
+
+@converter("Pow")
+class Pow(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        base, exponent = inputs
+        return op.power(base, as_dtype(exponent, dtype_of(base)))
+
+
+@converter("Mod")
+class Mod(OnnxOpConverter):
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        # fmod=1: the sign of the dividend (C's fmod); fmod=0: the sign of the divisor (Python's %)
+        return (op.mod if attrs.get("fmod", 0) else op.floor_mod)(*inputs)
+
+
+@converter("BitShift")
+class BitShift(OnnxOpConverter):
+    @classmethod
+    def _impl_v11(cls, ctx, inputs, attrs):
+        direction = attrs["direction"]
+        return (op.left_shift if direction == "LEFT" else op.right_shift)(*inputs)
+
+
+# ------------------------------------------------------------------------- unary
+class _Unary(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        attrs.ignore("consumed_inputs")  # (opset < 6: an optimization hint)
+        return cls.relax(inputs[0])
+
+
+def _unary(onnx_name: str, relax_fn) -> None:
+    converter(onnx_name)(type(onnx_name, (_Unary,), {"relax": staticmethod(relax_fn)}))
+
+
+for _name, _fn in {"Abs": op.abs, "Neg": op.negative, "Exp": op.exp, "Log": op.log, "Sqrt": op.sqrt,
+                   "Floor": op.floor, "Ceil": op.ceil, "Round": op.round, "Sigmoid": op.sigmoid,
+                   "Tanh": op.tanh, "Sin": op.sin, "Cos": op.cos, "Tan": op.tan, "Asin": op.asin,
+                   "Acos": op.acos, "Atan": op.atan, "Sinh": op.sinh, "Cosh": op.cosh, "Asinh": op.asinh,
+                   "Acosh": op.acosh, "Atanh": op.atanh, "Erf": op.erf, "Sign": op.sign,
+                   "Not": op.logical_not, "IsNaN": op.isnan, "Relu": op.nn.relu,
+                   "BitwiseNot": op.bitwise_not, "Softplus": op.nn.softplus}.items():
+    _unary(_name, _fn)
+
+
+@converter("Identity")
+class Identity(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        return inputs[0]
+
+
+@converter("Reciprocal")
+class Reciprocal(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        attrs.ignore("consumed_inputs")
+        return op.divide(scalar_like(1, inputs[0]), inputs[0])
+
+
+@converter("IsInf")
+class IsInf(OnnxOpConverter):
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        inf = op.isinf(x)
+        negative, positive = attrs.get("detect_negative", 1), attrs.get("detect_positive", 1)
+        if negative and positive:
+            return inf
+        if not negative and not positive:
+            return op.logical_and(inf, op.not_equal(x, x))  # (all false, of x's shape)
+        sign = op.greater(x, scalar_like(0, x)) if positive else op.less(x, scalar_like(0, x))
+        return op.logical_and(inf, sign)
+
+
+@converter("Softsign")
+class Softsign(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        return op.divide(x, op.add(op.abs(x), scalar_like(1, x)))
+
+
+@converter("LeakyRelu")
+class LeakyRelu(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        attrs.ignore("consumed_inputs")
+        return op.nn.leakyrelu(inputs[0], alpha=attrs.get("alpha", 0.01))
+
+
+@converter("PRelu")
+class PRelu(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        attrs.ignore("consumed_inputs")
+        x, slope = inputs
+        return op.where(op.less(x, scalar_like(0, x)), op.multiply(x, slope), x)
+
+
+def _where_negative(x, negative_branch):
+    return op.where(op.less(x, scalar_like(0, x)), negative_branch, x)
+
+
+@converter("Elu")
+class Elu(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        attrs.ignore("consumed_inputs")
+        x = inputs[0]
+        alpha = scalar_like(attrs.get("alpha", 1.0), x)
+        return _where_negative(x, op.multiply(alpha, op.subtract(op.exp(x), scalar_like(1, x))))
+
+
+@converter("Celu")
+class Celu(OnnxOpConverter):
+    @classmethod
+    def _impl_v12(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        alpha = scalar_like(attrs.get("alpha", 1.0), x)
+        negative = op.multiply(alpha, op.subtract(op.exp(op.divide(x, alpha)), scalar_like(1, x)))
+        return op.add(op.maximum(x, scalar_like(0, x)), op.minimum(scalar_like(0, x), negative))
+
+
+@converter("Selu")
+class Selu(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        attrs.ignore("consumed_inputs")
+        x = inputs[0]
+        alpha = scalar_like(attrs.get("alpha", 1.67326319217681884765625), x)
+        gamma = scalar_like(attrs.get("gamma", 1.05070102214813232421875), x)
+        negative = op.multiply(alpha, op.subtract(op.exp(x), scalar_like(1, x)))
+        return op.multiply(gamma, _where_negative(x, negative))
+
+
+@converter("ThresholdedRelu")
+class ThresholdedRelu(OnnxOpConverter):
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        alpha = scalar_like(attrs.get("alpha", 1.0), x)
+        return op.where(op.greater(x, alpha), x, scalar_like(0, x))
+
+
+@converter("HardSigmoid")
+class HardSigmoid(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        attrs.ignore("consumed_inputs")
+        x = inputs[0]
+        alpha, beta = attrs.get("alpha", 0.2), attrs.get("beta", 0.5)
+        linear = op.add(op.multiply(x, scalar_like(alpha, x)), scalar_like(beta, x))
+        return op.clip(linear, 0.0, 1.0)
+
+
+@converter("HardSwish")
+class HardSwish(OnnxOpConverter):
+    @classmethod
+    def _impl_v14(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        linear = op.add(op.multiply(x, scalar_like(1 / 6, x)), scalar_like(0.5, x))
+        return op.multiply(x, op.clip(linear, 0.0, 1.0))
+
+
+@converter("Mish")
+class Mish(OnnxOpConverter):
+    @classmethod
+    def _impl_v18(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        return op.multiply(x, op.tanh(op.nn.softplus(x)))
+
+
+@converter("Gelu")
+class Gelu(OnnxOpConverter):
+    @classmethod
+    def _impl_v20(cls, ctx, inputs, attrs):
+        approximate = attrs.get("approximate", "none")
+        if approximate not in ("none", "tanh"):
+            raise Unsupported(f"approximate={approximate!r}")
+        return (op.nn.gelu_tanh if approximate == "tanh" else op.nn.gelu)(inputs[0])
+
+
+@converter("Clip")
+class Clip(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        attrs.ignore("consumed_inputs")
+        x = inputs[0]
+        low, high = attrs.get("min", -np.inf), attrs.get("max", np.inf)
+        return cls._bounded(x, scalar_like(low, x), scalar_like(high, x))
+
+    @classmethod
+    def _impl_v11(cls, ctx, inputs, attrs):
+        x, low, high = (inputs + [None, None])[:3]
+        return cls._bounded(x, low, high)
+
+    @staticmethod
+    def _bounded(x, low, high):
+        # (maximum/minimum, not R.clip: the bounds may be tensors computed at run time)
+        if low is not None:
+            x = op.maximum(x, low)
+        if high is not None:
+            x = op.minimum(x, high)
+        return x
+
+
+@converter("Where")
+class Where(OnnxOpConverter):
+    @classmethod
+    def _impl_v9(cls, ctx, inputs, attrs):
+        return op.where(*inputs)
+
+
+# ------------------------------------------------------------------- variadic
+class _Variadic(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        attrs.ignore("consumed_inputs")
+        result = inputs[0]
+        for x in inputs[1:]:
+            result = cls.relax(result, x)
+        return result
+
+
+converter("Sum")(type("Sum", (_Variadic,), {"relax": staticmethod(op.add)}))
+converter("Max")(type("Max", (_Variadic,), {"relax": staticmethod(op.maximum)}))
+converter("Min")(type("Min", (_Variadic,), {"relax": staticmethod(op.minimum)}))
+
+
+@converter("Mean")
+class Mean(_Variadic):
+    relax = staticmethod(op.add)
+
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        total = super()._impl_v1(ctx, inputs, attrs)
+        return op.divide(total, scalar_like(len(inputs), inputs[0]))
+
+
+# ------------------------------------------------------------------ reductions
+class _Reduce(OnnxOpConverter):
+    """ReduceX: ``axes`` an attribute until the opset ``axes_input`` (then the second input);
+    no axes reduces all, unless ``noop_with_empty_axes``."""
+    axes_input = 18
+
+    @classmethod
+    def _axes(cls, ctx, inputs, attrs):
+        if ctx.opset >= cls.axes_input:
+            axes = inputs[1] if len(inputs) > 1 else None
+            return None if axes is None else [int(a) for a in required_value(axes, "axes")]
+        axes = attrs.get("axes")
+        return None if axes is None else list(axes)
+
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        axes = cls._axes(ctx, inputs, attrs)
+        keepdims = bool(attrs.get("keepdims", 1))
+        noop = attrs.get("noop_with_empty_axes", 0)
+        if not axes:
+            if noop:
+                return x
+            axes = list(range(rank_of(x)))
+        return cls.reduce(x, axes, keepdims)
+
+
+def _reduce(onnx_name: str, reduce_fn, axes_input: int = 18) -> None:
+    converter(onnx_name)(type(onnx_name, (_Reduce,), {"reduce": staticmethod(reduce_fn),
+                                                       "axes_input": axes_input}))
+
+
+def _log_sum_exp(x, axes, keepdims):
+    peak = op.max(x, axes, True)
+    shifted = op.sum(op.exp(op.subtract(x, peak)), axes, True)
+    result = op.add(op.log(shifted), peak)
+    return result if keepdims else op.squeeze(result, axes)
+
+
+_reduce("ReduceSum", op.sum, axes_input=13)
+_reduce("ReduceMean", op.mean)
+_reduce("ReduceMax", op.max)
+_reduce("ReduceMin", op.min)
+_reduce("ReduceProd", op.prod)
+_reduce("ReduceL1", lambda x, axes, keep: op.sum(op.abs(x), axes, keep))
+_reduce("ReduceL2", lambda x, axes, keep: op.sqrt(op.sum(op.multiply(x, x), axes, keep)))
+_reduce("ReduceSumSquare", lambda x, axes, keep: op.sum(op.multiply(x, x), axes, keep))
+_reduce("ReduceLogSum", lambda x, axes, keep: op.log(op.sum(x, axes, keep)))
+_reduce("ReduceLogSumExp", _log_sum_exp)
+
+
+class _ArgReduce(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        axis, keepdims = attrs.get("axis", 0), bool(attrs.get("keepdims", 1))
+        if attrs.get("select_last_index", 0):
+            # the last extreme is the first one of the reversed axis
+            length = dims_of(x)[axis % rank_of(x)]
+            if not isinstance(length, int):
+                raise Unsupported("select_last_index on an axis of symbolic length")
+            index = op.astype(cls.relax(op.flip(x, axis), axis, keepdims), "int64")
+            return op.subtract(ctx.constant(length - 1, "int64"), index)
+        return op.astype(cls.relax(x, axis, keepdims), "int64")
+
+
+converter("ArgMax")(type("ArgMax", (_ArgReduce,), {"relax": staticmethod(op.argmax)}))
+converter("ArgMin")(type("ArgMin", (_ArgReduce,), {"relax": staticmethod(op.argmin)}))
+
+
+# ------------------------------------------------------------------ quantization
+def _along_axis(ctx, param, x, axis):
+    """A scale or zero point: a scalar as it is, a 1-d one along ``axis`` of ``x``."""
+    if rank_of(param) == 0:
+        return param
+    axis = axis % rank_of(x)
+    return op.reshape(param, [-1] + [1] * (rank_of(x) - axis - 1))
+
+
+def _quantization_inputs(inputs, attrs):
+    """(x, scale, zero point or None, axis) of QuantizeLinear/DequantizeLinear."""
+    if attrs.get("block_size", 0):
+        raise Unsupported("block_size (blocked quantization)")
+    attrs.ignore("saturate")  # (float8 saturation: no float8 type is converted)
+    x, scale, zero = (list(inputs) + [None])[:3]
+    return x, scale, zero, attrs.get("axis", 1)
+
+
+@converter("DequantizeLinear")
+class DequantizeLinear(OnnxOpConverter):
+    """(x - zero_point) * scale, per tensor or along ``axis``."""
+
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        x, scale, zero, axis = _quantization_inputs(inputs, attrs)
+        dtype = dtype_of(scale)
+        value = as_dtype(x, dtype)
+        if zero is not None:
+            value = op.subtract(value, _along_axis(ctx, as_dtype(zero, dtype), x, axis))
+        return op.multiply(ctx.emit(value), _along_axis(ctx, scale, x, axis))
+
+
+@converter("QuantizeLinear")
+class QuantizeLinear(OnnxOpConverter):
+    """saturate(round_half_to_even(x / scale) + zero_point) in the zero point's integer type."""
+
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        x, scale, zero, axis = _quantization_inputs(inputs, attrs)
+        out = attrs.get("output_dtype", 0)
+        out = dtype_of(zero) if zero is not None else onnx_dtype(out) if out else "uint8"
+        if np.dtype(out).kind not in "iu":
+            raise Unsupported(f"quantizing to {out}")
+        value = op.round(op.divide(x, _along_axis(ctx, as_dtype(scale, dtype_of(x)), x, axis)))
+        if zero is not None:
+            value = op.add(ctx.emit(value), _along_axis(ctx, as_dtype(zero, dtype_of(x)), x, axis))
+        limits = np.iinfo(out)
+        return op.astype(op.clip(ctx.emit(value), float(limits.min), float(limits.max)), out)

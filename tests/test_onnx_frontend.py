@@ -1,0 +1,243 @@
+"""ONNX import (``tvms.relax.frontend.onnx.from_onnx``, ``tvms import``), checked against ONNX's
+own backend node tests (their expected outputs) and numpy.
+
+``CLAIMED`` lists the node test cases of the operators tvms converts: each must pass through
+from_onnx -> tvms.compile -> VM as ``benchmarks/onnx_suite.py`` runs them (that script runs all
+of them and reports the pass rate). Skipped without the onnx package (``pip install tvms[onnx]``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import tvms  # noqa: E402
+from tvms import relax  # noqa: E402
+from tvms.cli import main  # noqa: E402
+from tvms.ir.errors import TVMSError  # noqa: E402
+from tvms.relax.frontend.onnx import NeedsConstantInputs, bind_inputs, detach_params, from_onnx  # noqa: E402
+from tvms.script import from_source  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _benchmark(name: str):
+    """A script of benchmarks/ as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# node test cases (onnx.backend.test.case.node) that pass today: one or two per claimed operator
+CLAIMED = """
+test_abs test_acos_example test_acosh_example test_add_bcast test_and2d
+test_argmax_default_axis_example test_argmin_default_axis_example test_asin_example
+test_asinh_example test_atan_example test_atanh_example test_attention_3d_causal
+test_attention_4d_gqa test_averagepool_2d_ceil_last_window_starts_on_pad
+test_basic_conv_with_padding test_batchnorm_epsilon test_bitshift_left_int16 test_bitwise_and_i32_2d
+test_bitwise_not_2d test_bitwise_or_i32_2d test_bitwise_xor_i32_2d test_cast_FLOAT_to_DOUBLE
+test_ceil_example test_celu_float16 test_center_crop_pad_crop_and_pad test_clip_default_inbounds
+test_concat_1d_axis_0 test_constant test_constant_pad test_constantofshape_int_shape_zero
+test_convtranspose_1d test_cos_example test_cosh_example test_cumsum_1d
+test_depthtospace_crd_mode_example test_dequantizelinear_axis test_div_example
+test_dropout_default_old test_einsum_scalar test_elu_example test_equal_bcast test_erf
+test_exp_example test_expand_dim_changed test_eyelike_with_dtype test_flatten_axis0
+test_floor_example test_gather_2d_indices test_gather_elements_0 test_gathernd_example_int32
+test_gelu_default_1 test_gemm_default_scalar_bias test_globalaveragepool_precomputed
+test_globalmaxpool_precomputed test_greater_bcast test_greater_equal_bcast
+test_group_normalization_epsilon test_hardmax_one_hot test_hardsigmoid_example test_hardswish
+test_identity test_instancenorm_example test_isinf test_isnan test_l1normalization_axis_0
+test_l2normalization_axis_0 test_layer_normalization_2d_axis1
+test_layer_normalization_4d_axis0_expanded test_leakyrelu_example test_less_bcast
+test_less_equal_bcast test_log_example test_logsoftmax_example_1 test_lppool_2d_dilations test_lrn
+test_matmul_1d_1d test_max_one_input test_maxpool_2d_ceil_output_size_reduce_by_one
+test_mean_one_input test_min_one_input test_mish test_mod_uint16 test_mul_example test_neg_example
+test_nllloss_NC test_nonzero_example test_not_2d test_onehot_without_axis test_or2d
+test_pow_bcast_scalar test_prelu_broadcast test_quantizelinear test_range_float_type_positive_delta
+test_reciprocal_example test_reduce_max_default_axes_keepdim_example
+test_reduce_mean_keepdims_example test_reduce_min_default_axes_keepdims_example
+test_reduce_prod_default_axes_keepdims_example test_reduce_sum_keepdims_example test_relu
+test_reshape_allowzero_reordered test_reversesequence_batch test_rms_normalization_2d_axis1
+test_round test_scatter_elements_with_axis test_scatter_with_axis
+test_scatternd_max_with_element_indices test_sce_mean test_selu_example test_shape_example
+test_shrink_hard test_sigmoid_example test_sign test_sin_example test_sinh_example test_size_example
+test_slice test_softmax_axis_0 test_softmax_example test_softplus_example test_softsign_example
+test_spacetodepth_example test_split_equal_parts_1d_opset13 test_split_variable_parts_2d_opset18
+test_sqrt_example test_squeeze test_sub_example test_sum_one_input test_swish test_tan_example
+test_tanh_example test_thresholdedrelu_example test_tile test_top_k
+test_transpose_all_permutations_0 test_tril_one_row_neg test_unsqueeze_axis_0 test_where_example
+test_xor2d
+""".split()
+
+
+def test_claimed_node_cases_pass():
+    suite = _benchmark("onnx_suite")
+    cases = {c.name: c for c in suite.node_cases()}
+    missing = [name for name in CLAIMED if name not in cases]
+    assert not missing, f"not node cases of this onnx version: {missing}"
+    failures = []
+    for name in CLAIMED:
+        # (specialize: inputs that decide axes or shapes are bound to the case's values)
+        kind, detail = suite.run_tvms(*suite.case_job(cases[name], specialize=True))
+        if kind != "pass":
+            failures.append(f"{name}: {kind}: {detail[:200]}")
+    assert not failures, "\n".join(failures)
+
+
+def test_importing_tvms_does_not_import_onnx():
+    code = "import sys, tvms, tvms.relax.frontend; print('onnx' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs,
+                              [numpy_helper.from_array(v, k) for k, v in dict(initializers).items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _run(mod, *args):
+    vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    return vm["main"](*[tvms.nd.array(a) for a in args]).numpy()
+
+
+RNG = np.random.default_rng(0)
+W = RNG.standard_normal((4, 6)).astype("float32")
+B = RNG.standard_normal(4).astype("float32")
+
+
+def _linear_model():
+    """y = relu(x @ W.T + B), x of shape (batch, 6) with a named batch dimension."""
+    return _model([helper.make_node("Gemm", ["x", "w", "b"], ["h"], transB=1),
+                   helper.make_node("Relu", ["h"], ["y"])],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
+                  {"w": W, "b": B})
+
+
+def test_weights_are_constants_and_named_dimensions_symbolic():
+    mod = from_onnx(_linear_model())
+    main_fn = mod["main"]
+    assert [p.name for p in main_fn.params] == ["x"] and main_fn.attrs["num_input"] == 1
+    assert "batch = T.int64()" in mod.script()
+    x = RNG.standard_normal((3, 6)).astype("float32")
+    np.testing.assert_allclose(_run(mod, x), np.maximum(x @ W.T + B, 0), rtol=1e-5, atol=1e-6)
+
+
+def test_keep_params_in_input():
+    mod = from_onnx(_linear_model(), keep_params_in_input=True)
+    assert [p.name for p in mod["main"].params] == ["x", "w", "b"] and mod["main"].attrs["num_input"] == 1
+    mod, params = detach_params(mod)
+    assert "params" not in mod["main"].attrs
+    np.testing.assert_array_equal(params["main"][0], W)
+    x = RNG.standard_normal((2, 6)).astype("float32")
+    np.testing.assert_allclose(_run(mod, x, W, B), np.maximum(x @ W.T + B, 0), rtol=1e-5, atol=1e-6)
+
+
+def test_shape_dict_fixes_a_dimension():
+    mod = from_onnx(_linear_model(), shape_dict={"x": [5, 6]})
+    assert mod["main"].params[0].struct_info.dims[0].value == 5
+
+
+def _softmax_model(opset):
+    return _model([helper.make_node("Softmax", ["x"], ["y"], axis=1)],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])], opset=opset)
+
+
+def test_the_converter_follows_the_opset():
+    """Softmax: before opset 13 over the flattened dimensions from the axis on, then over one axis."""
+    x = RNG.standard_normal((2, 3, 4)).astype("float32")
+
+    def softmax(v, axis):
+        e = np.exp(v - v.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    flat = softmax(x.reshape(2, 12), 1).reshape(2, 3, 4)
+    np.testing.assert_allclose(_run(from_onnx(_softmax_model(11)), x), flat, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_run(from_onnx(_softmax_model(13)), x), softmax(x, 1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_run(from_onnx(_softmax_model(17), opset=11), x), flat, rtol=1e-5, atol=1e-6)
+
+
+def test_unsupported_operator_and_attribute_name_the_node():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    model = _model([helper.make_node("Bernoulli", ["x"], ["y"], name="coin")], [x], [y])
+    with pytest.raises(TVMSError, match=r"node 'coin' \(Bernoulli, opset 17\): the operator Bernoulli "
+                                        r"is not supported"):
+        from_onnx(model)
+    model = _model([helper.make_node("Relu", ["x"], ["y"], name="r", shape="odd")], [x], [y])
+    with pytest.raises(TVMSError, match=r"node 'r' \(Relu, opset 17\): the attribute shape is not supported"):
+        from_onnx(model)
+
+
+def test_an_axes_input_known_at_run_time_is_named_and_can_be_bound():
+    model = _model([helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                    helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    with pytest.raises(NeedsConstantInputs, match="axes must be a constant") as err:
+        from_onnx(model)
+    assert err.value.inputs == ["axes"]
+    x = RNG.standard_normal((2, 3)).astype("float32")
+    mod = from_onnx(bind_inputs(model, {"axes": np.array([1])}))
+    np.testing.assert_allclose(_run(mod, x), x.sum(axis=1), rtol=1e-5)
+
+
+def test_shape_computations_fold_to_static_shapes():
+    """Shape -> Gather -> Unsqueeze -> Concat -> Reshape: a static reshape, not shape arithmetic."""
+    n = helper.make_node
+    model = _model([n("Shape", ["x"], ["s"]), n("Gather", ["s", "zero"], ["s0"], axis=0),
+                    n("Unsqueeze", ["s0", "axes"], ["s1"]), n("Concat", ["s1", "minus_one"], ["t"], axis=0),
+                    n("Reshape", ["x", "t"], ["y"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 12])],
+                   {"zero": np.array(0), "axes": np.array([0]), "minus_one": np.array([-1])})
+    mod = from_onnx(model)
+    assert "R.shape_of" not in mod.script() and "R.Tensor((2, 12)" in mod.script()
+
+
+def test_cli_import_writes_a_module_the_toolchain_runs(tmp_path, capsys):
+    path = tmp_path / "linear.onnx"
+    onnx.save(_linear_model(), str(path))
+    out = tmp_path / "linear.tvms"
+    assert main(["import", str(path), "-o", str(out), "--shape", "x=3,6"]) == 0
+    mod = from_source(out.read_text(), str(out))
+    x = RNG.standard_normal((3, 6)).astype("float32")
+    np.testing.assert_allclose(_run(mod, x), np.maximum(x @ W.T + B, 0), rtol=1e-5, atol=1e-6)
+    assert main(["import", str(path), "-o", str(tmp_path / "kept.tvms"), "--keep-params-in-input"]) == 0
+    saved = np.load(tmp_path / "kept.params.npz")
+    np.testing.assert_array_equal(saved["w"], W)
+    capsys.readouterr()
+
+
+def test_cli_import_errors_are_messages(tmp_path, capsys):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    assert main(["import", str(bad)]) == 2
+    assert main(["import", str(tmp_path / "none.onnx")]) == 2
+    model = _model([helper.make_node("Bernoulli", ["x"], ["y"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    onnx.save(model, str(tmp_path / "coin.onnx"))
+    assert main(["import", str(tmp_path / "coin.onnx")]) == 1
+    assert main(["import", str(tmp_path / "coin.onnx"), "--shape", "z=1"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "the operator Bernoulli is not supported" in err
+    assert "--shape names z, not an input of the model" in err
+
+
+@pytest.mark.slow
+def test_light_squeezenet_matches_its_expected_output():
+    """The smallest of the light models onnx ships (benchmarks/onnx_models.py runs all nine)."""
+    model, feeds, expected = _benchmark("onnx_models").load("squeezenet")
+    out = _run(from_onnx(model), *feeds.values())
+    np.testing.assert_allclose(out, expected, rtol=1e-3, atol=1e-7)
