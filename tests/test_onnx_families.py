@@ -18,7 +18,7 @@ import tvms  # noqa: E402
 from tvms import relax  # noqa: E402
 from tvms.ir.errors import TVMSError  # noqa: E402
 from tvms.relax.frontend.onnx import from_onnx  # noqa: E402
-from tvms.script import onnx_ops_rnn  # noqa: E402,F401  (registers its converters)
+from tvms.script import onnx_ops_rnn, onnx_ops_transformer  # noqa: E402,F401  (they register converters)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,6 +34,9 @@ def _suite():
 # lists are measured by benchmarks/onnx_suite.py --match)
 CLAIMED_FAMILIES = """
 test_gru_bidirectional test_lstm_with_peepholes test_lstm_batchwise test_simple_rnn_reverse
+test_attention_3d_gqa_causal test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask_causal
+test_attention_24_fullymasked_qk_matmul_output_mode3_zero test_attention_local_window_ext_cache_rank4_batch_mask
+test_attention_4d_causal_fp16 test_attention_4d_softcap_neginf_mask_poison
 """.split()
 
 
@@ -99,3 +102,15 @@ def test_rnn_activation_clip_and_sequence_lens_match_numpy():
         ys.append(np.where(valid, new, 0))
     np.testing.assert_allclose(y, np.stack(ys)[:, None], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(y_h, h[None], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("opset, attrs, message", [
+    (23, {"qk_matmul_output_mode": 4, "q_num_heads": 2, "kv_num_heads": 2}, "qk_matmul_output_mode=4"),
+    (23, {"left_window_size": 2, "q_num_heads": 2, "kv_num_heads": 2}, "left_window_size is not supported"),  # (an attribute of opset 25)
+    (23, {"q_num_heads": 3}, "3-d inputs without q_num_heads and kv_num_heads"),
+])
+def test_attention_refuses_what_it_does_not_convert(opset, attrs, message):
+    inputs = [_tensor(n, [1, 4, 6]) for n in "qkv"]
+    node = helper.make_node("Attention", ["q", "k", "v"], ["y"], **attrs)
+    with pytest.raises(TVMSError, match=message):
+        from_onnx(_model(node, inputs, [_tensor("y", None)], opset))

@@ -1,0 +1,212 @@
+"""ONNX's ``Attention`` (opset 23; 24 adds the ``nonpad_kv_seqlen`` input, 25 the sliding window)
+expressed in Relax operators: scaled Q K^T, softcap, an additive bias made of the mask, the causal
+and window frontiers and the key padding, a softmax that gives zeros for a row with no key left,
+then the product with V. Its four outputs: Y, present_key, present_value, qk_matmul_output."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .onnx_convert import OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, scalar_like
+from .relax_op_api import op
+
+
+def _heads_first(ctx, x, num_heads):
+    """(batch, seq, heads * size) -> (batch, heads, seq, size)."""
+    batch, seq, hidden = dims_of(x)
+    if not isinstance(hidden, int) or hidden % num_heads:
+        raise Unsupported(f"a hidden size {hidden} that {num_heads} heads do not divide")
+    x = ctx.emit(op.reshape(x, [batch, seq, num_heads, hidden // num_heads]))
+    return ctx.emit(op.permute_dims(x, [0, 2, 1, 3]))
+
+
+def _neg_inf_where_false(ctx, allowed, like):
+    """An additive bias: 0 where ``allowed``, -inf elsewhere, of ``like``'s dtype."""
+    return ctx.emit(op.where(allowed, scalar_like(0.0, like), scalar_like(-math.inf, like)))
+
+
+class _Frontiers:
+    """The causal and window masks: a query at in-block row ``i`` is at absolute position
+    ``i + offset``, where ``offset`` is the past length (an int) or, with ``nonpad_kv_seqlen``,
+    ``nonpad[b] - q_len`` per batch (a run-time value of shape (batch, 1, 1, 1))."""
+
+    def __init__(self, ctx, q_len, kv_len, past_len, nonpad):
+        self.ctx = ctx
+        rows = np.arange(q_len, dtype="int64").reshape(q_len, 1)
+        cols = np.arange(kv_len, dtype="int64").reshape(1, kv_len)
+        if nonpad is None:
+            self.diff = ctx.constant(rows + past_len - cols)  # position - key, (q, kv)
+        else:
+            offset = op.subtract(op.reshape(as_dtype(nonpad, "int64"), [-1, 1, 1, 1]),
+                                 ctx.constant(np.int64(q_len)))
+            self.diff = ctx.emit(op.subtract(op.add(ctx.emit(offset), ctx.constant(rows)), ctx.constant(cols)))
+
+    def causal(self):
+        return self.ctx.emit(op.greater_equal(self.diff, self.ctx.constant(np.int64(0))))
+
+    def window(self, left, right):
+        allowed = None
+        for bound, diff in ((left, self.diff), (right, op.negative(self.diff))):
+            if bound >= 0:
+                ok = self.ctx.emit(op.less_equal(diff, self.ctx.constant(np.int64(bound))))
+                allowed = ok if allowed is None else self.ctx.emit(op.logical_and(allowed, ok))
+        return allowed
+
+
+def _bias(ctx, q, mask, q_len, kv_len, past_len, nonpad, is_causal, window):
+    """The additive bias (None when nothing is masked), as ONNX's reference builds it."""
+    if mask is not None:
+        mask_dims = dims_of(mask)
+        short = kv_len - mask_dims[-1]
+        if short > 0:  # (a mask shorter than the keys: the rest is masked out)
+            fill = False if dtype_of(mask) == "bool" else -math.inf
+            pad = ctx.constant(np.full(mask_dims[:-1] + [short], fill, dtype=dtype_of(mask)))
+            mask = ctx.emit(op.concat([mask, pad], axis=-1))
+        if dtype_of(mask) == "bool":
+            mask = _neg_inf_where_false(ctx, mask, q)
+        else:
+            mask = as_dtype(mask, dtype_of(q))
+    frontiers = _Frontiers(ctx, q_len, kv_len, past_len, nonpad) if is_causal or window or nonpad is not None else None
+    bias = mask
+    for allowed in ((frontiers.causal() if is_causal else None), (frontiers.window(*window) if window else None)):
+        if allowed is not None:
+            term = _neg_inf_where_false(ctx, allowed, q)
+            bias = term if bias is None else ctx.emit(op.add(bias, term))
+    if nonpad is not None:
+        keys = ctx.constant(np.arange(kv_len, dtype="int64").reshape(1, 1, 1, kv_len))
+        valid = op.less(keys, op.reshape(as_dtype(nonpad, "int64"), [-1, 1, 1, 1]))
+        term = _neg_inf_where_false(ctx, ctx.emit(valid), q)
+        bias = term if bias is None else ctx.emit(op.add(bias, term))
+    return bias
+
+
+_HALF = ("float16", "bfloat16")
+
+
+def _is_neg_inf(ctx, x):
+    return ctx.emit(op.equal(x, scalar_like(-math.inf, x)))
+
+
+def _row_max(ctx, x):
+    """The maximum over the last axis (of half precision taken in float32: exact either way)."""
+    dtype = dtype_of(x)
+    wide = as_dtype(x, "float32") if dtype in _HALF else x
+    return ctx.emit(as_dtype(ctx.emit(op.max(wide, axis=[-1], keepdims=True)), dtype))
+
+
+def _softmax(ctx, x, masked):
+    """Softmax over the last axis; with a bias (``masked``) a row that is all -inf gives zeros
+    (the reference's convention) instead of NaN. Half precision: exp rounded to the dtype, the
+    sum accumulated in float32, as the reference computes it with numpy."""
+    if not masked and dtype_of(x) not in _HALF:
+        return ctx.emit(op.nn.softmax(x, axis=-1))
+    zero, one = scalar_like(0.0, x), scalar_like(1.0, x)
+    top = _row_max(ctx, x)
+    top = ctx.emit(op.where(_is_neg_inf(ctx, top), zero, top))
+    e = ctx.emit(op.exp(op.subtract(x, top)))
+    half = dtype_of(x) in _HALF
+    # (half-precision sums accumulate in float32 and round once, as numpy's do)
+    total = ctx.emit(op.sum(as_dtype(e, "float32") if half else e, axis=[-1], keepdims=True))
+    total = ctx.emit(as_dtype(total, dtype_of(x)))
+    total = ctx.emit(op.where(op.equal(total, zero), one, total))
+    return ctx.emit(op.divide(e, total))
+
+
+def _matmul(ctx, a, b):
+    """``a @ b``; half-precision products accumulate in float32 and round once, as numpy's do."""
+    dtype = dtype_of(a)
+    if dtype not in _HALF:
+        return ctx.emit(op.matmul(a, b))
+    return as_dtype(ctx.emit(op.matmul(a, b, out_dtype="float32")), dtype)
+
+
+def _np_dtype(onnx_type: int) -> str:
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    return str(np.dtype(tensor_dtype_to_np_dtype(onnx_type)))
+
+
+@converter("Attention")
+class Attention(OnnxOpConverter):
+    @classmethod
+    def _impl_v23(cls, ctx, inputs, attrs):
+        return cls._convert(ctx, inputs, attrs, window=None)
+
+    @classmethod
+    def _impl_v25(cls, ctx, inputs, attrs):
+        window = (attrs.get("left_window_size", -1), attrs.get("right_window_size", -1))
+        return cls._convert(ctx, inputs, attrs, window=window if max(window) >= 0 else None)
+
+    @classmethod
+    def _convert(cls, ctx, inputs, attrs, window):
+        q, k, v, mask, past_key, past_value, nonpad = (inputs + [None] * 7)[:7]
+        if (past_key is None) != (past_value is None):
+            raise Unsupported("past_key without past_value (or the reverse)")
+        if nonpad is not None and past_key is not None:
+            raise Unsupported("nonpad_kv_seqlen together with past_key/past_value")
+        dtype = dtype_of(q)
+        rank = len(dims_of(q))
+        q_heads, kv_heads = attrs.get("q_num_heads"), attrs.get("kv_num_heads")
+        if rank == 3:
+            if q_heads is None or kv_heads is None:
+                raise Unsupported("3-d inputs without q_num_heads and kv_num_heads")
+            q, k, v = _heads_first(ctx, q, q_heads), _heads_first(ctx, k, kv_heads), _heads_first(ctx, v, kv_heads)
+        elif rank != 4:
+            raise Unsupported(f"rank-{rank} inputs (3 or 4 are defined)")
+        head_size = dims_of(q)[3]
+        scale = attrs.get("scale")
+        if scale is None:
+            if not isinstance(head_size, int):
+                raise Unsupported("the default scale of a symbolic head size")
+            scale = 1 / math.sqrt(head_size)
+        # (the reference scales Q and K each by sqrt(scale), rounded to the input dtype)
+        root = scalar_like(np.sqrt(np.float64(scale)).astype(dtype), q)
+
+        past_len = 0
+        if past_key is not None:
+            past_len = dims_of(past_key)[2]
+            k = ctx.emit(op.concat([past_key, k], axis=2))
+            v = ctx.emit(op.concat([past_value, v], axis=2))
+        present_key, present_value = k, v
+        q_len, kv_len = dims_of(q)[2], dims_of(k)[2]
+        if not all(isinstance(n, int) for n in (q_len, kv_len, past_len)):
+            raise Unsupported("symbolic sequence lengths")
+
+        bias = _bias(ctx, q, mask, q_len, kv_len, past_len, nonpad, bool(attrs.get("is_causal", 0)), window)
+        groups, rest = divmod(dims_of(q)[1], dims_of(k)[1])
+        if rest:
+            raise Unsupported(f"{dims_of(q)[1]} query heads over {dims_of(k)[1]} key/value heads")
+        if groups > 1:  # (grouped-query attention: each key/value head serves `groups` query heads)
+            k = ctx.emit(op.repeat(k, groups, axis=1))
+            v = ctx.emit(op.repeat(v, groups, axis=1))
+        scores = _matmul(ctx, ctx.emit(op.multiply(q, root)),
+                         ctx.emit(op.permute_dims(op.multiply(k, root), [0, 1, 3, 2])))
+        softcap = attrs.get("softcap", 0.0)
+        if softcap > 0:
+            cap = scalar_like(softcap, scores)
+            scores = ctx.emit(op.multiply(op.tanh(op.divide(scores, cap)), cap))
+        mode = attrs.get("qk_matmul_output_mode", 0)
+        if mode not in (0, 1, 2, 3):
+            raise Unsupported(f"qk_matmul_output_mode={mode}")
+        qk_output = scores
+        if bias is not None:
+            scores = ctx.emit(op.add(scores, bias))
+        if mode == 2:
+            qk_output = scores
+        precision = attrs.get("softmax_precision")
+        if precision is not None:
+            scores = as_dtype(scores, _np_dtype(precision))
+        probs = _softmax(ctx, scores, bias is not None)
+        if bias is not None:  # (a row whose bias masks every key attends to nothing)
+            empty = _is_neg_inf(ctx, _row_max(ctx, bias))
+            probs = ctx.emit(op.where(empty, scalar_like(0.0, probs), probs))
+        if mode == 3:
+            qk_output = probs
+        probs = as_dtype(probs, dtype)
+        y = _matmul(ctx, probs, v)
+        if rank == 3:
+            y = ctx.emit(op.permute_dims(y, [0, 2, 1, 3]))
+            batch, seq = dims_of(y)[:2]
+            y = op.reshape(y, [batch, seq, -1])
+        return [y, present_key, present_value, as_dtype(qk_output, dtype)]
