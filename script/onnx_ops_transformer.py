@@ -1,5 +1,5 @@
-"""ONNX's ``Attention`` (opset 23; 24 adds the ``nonpad_kv_seqlen`` input, 25 the sliding window)
-expressed in Relax operators: scaled Q K^T, softcap, an additive bias made of the mask, the causal
+"""ONNX's transformer operators in Relax operators: ``RotaryEmbedding`` (opset 23) and
+``Attention`` (opset 23; 24 adds the ``nonpad_kv_seqlen`` input, 25 the sliding window): scaled Q K^T, softcap, an additive bias made of the mask, the causal
 and window frontiers and the key padding, a softmax that gives zeros for a row with no key left,
 then the product with V. Its four outputs: Y, present_key, present_value, qk_matmul_output."""
 from __future__ import annotations
@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from ..ir import relax as rx
 from .onnx_convert import OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, scalar_like
 from .relax_op_api import op
 
@@ -210,3 +211,47 @@ class Attention(OnnxOpConverter):
             batch, seq = dims_of(y)[:2]
             y = op.reshape(y, [batch, seq, -1])
         return [y, present_key, present_value, as_dtype(qk_output, dtype)]
+
+
+@converter("RotaryEmbedding")
+class RotaryEmbedding(OnnxOpConverter):
+    """Rotates the first ``rotary_embedding_dim`` features of each head by the angles whose cos
+    and sin the caches hold (indexed by ``position_ids`` when given): halves, or even/odd pairs
+    when ``interleaved``."""
+
+    @classmethod
+    def _impl_v23(cls, ctx, inputs, attrs):
+        x, cos, sin, positions = (inputs + [None])[:4]
+        shape = dims_of(x)
+        if len(shape) == 4:  # (batch, heads, seq, size) -> (batch, seq, heads, size)
+            x = ctx.emit(op.permute_dims(x, [0, 2, 1, 3]))
+        elif len(shape) == 3:
+            heads = attrs.get("num_heads", 0)
+            if not heads or not isinstance(shape[2], int) or shape[2] % heads:
+                raise Unsupported(f"3-d input of hidden size {shape[2]} with num_heads={heads}")
+            x = ctx.emit(op.reshape(x, shape[:2] + [heads, shape[2] // heads]))
+        else:
+            raise Unsupported(f"a rank-{len(shape)} input (3 or 4 are defined)")
+        size = dims_of(x)[3]
+        rot = attrs.get("rotary_embedding_dim", 0) or size
+        if positions is not None:
+            cos, sin = (ctx.emit(op.take(c, as_dtype(positions, "int64"), axis=0)) for c in (cos, sin))
+        cos, sin = (ctx.emit(op.expand_dims(c, axis=2)) for c in (cos, sin))
+        part = ctx.emit(op.strided_slice(x, axes=[3], begin=[0], end=[rot])) if rot < size else x
+        interleaved = attrs.get("interleaved", 0)
+        if interleaved:
+            x1, x2 = (ctx.emit(op.strided_slice(part, axes=[3], begin=[i], end=[rot], strides=[2])) for i in (0, 1))
+        else:
+            halves = ctx.emit(op.split(part, 2, axis=3))
+            x1, x2 = (ctx.emit(rx.TupleGetItem(halves, i)) for i in (0, 1))
+        real = ctx.emit(op.subtract(op.multiply(cos, x1), op.multiply(sin, x2)))
+        imag = ctx.emit(op.add(op.multiply(sin, x1), op.multiply(cos, x2)))
+        if interleaved:
+            rotated = ctx.emit(op.reshape(op.stack([real, imag], axis=-1), dims_of(part)))
+        else:
+            rotated = ctx.emit(op.concat([real, imag], axis=3))
+        if rot < size:
+            rotated = ctx.emit(op.concat([rotated, op.strided_slice(x, axes=[3], begin=[rot], end=[size])], axis=3))
+        if len(shape) == 4:
+            return op.permute_dims(rotated, [0, 2, 1, 3])
+        return op.reshape(rotated, shape)

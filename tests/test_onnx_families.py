@@ -1,6 +1,5 @@
-"""The ONNX converter families of recurrent layers (``script/onnx_ops_rnn.py``), attention
-(``onnx_ops_transformer.py``) and quantization (``onnx_ops_quant.py``), checked against ONNX's own
-backend node tests: each case of ``CLAIMED_FAMILIES`` goes through from_onnx -> tvms.compile -> VM
+"""The ONNX converter families of recurrent layers (``script/onnx_ops_rnn.py``), attention and
+rotary embedding (``onnx_ops_transformer.py``), checked against ONNX's own backend node tests: each case of ``CLAIMED_FAMILIES`` goes through from_onnx -> tvms.compile -> VM
 as ``benchmarks/onnx_suite.py`` runs it and must match its expected outputs. Unsupported forms
 must be refused with a TVMSError naming the attribute. Skipped without the onnx package."""
 from __future__ import annotations
@@ -37,6 +36,7 @@ test_gru_bidirectional test_lstm_with_peepholes test_lstm_batchwise test_simple_
 test_attention_3d_gqa_causal test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask_causal
 test_attention_24_fullymasked_qk_matmul_output_mode3_zero test_attention_local_window_ext_cache_rank4_batch_mask
 test_attention_4d_causal_fp16 test_attention_4d_softcap_neginf_mask_poison
+test_rotary_embedding_with_interleaved_rotary_dim test_rotary_embedding_3d_input
 """.split()
 
 
