@@ -1,5 +1,5 @@
 """The ONNX converter families of recurrent layers (``script/onnx_ops_rnn.py``), attention and
-rotary embedding (``onnx_ops_transformer.py``), checked against ONNX's own backend node tests: each case of ``CLAIMED_FAMILIES`` goes through from_onnx -> tvms.compile -> VM
+rotary embedding (``onnx_ops_transformer.py``) and quantization (``onnx_ops_quant.py``), checked against ONNX's own backend node tests: each case of ``CLAIMED_FAMILIES`` goes through from_onnx -> tvms.compile -> VM
 as ``benchmarks/onnx_suite.py`` runs it and must match its expected outputs. Unsupported forms
 must be refused with a TVMSError naming the attribute. Skipped without the onnx package."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tvms  # noqa: E402
 from tvms import relax  # noqa: E402
 from tvms.ir.errors import TVMSError  # noqa: E402
 from tvms.relax.frontend.onnx import from_onnx  # noqa: E402
-from tvms.script import onnx_ops_rnn, onnx_ops_transformer  # noqa: E402,F401  (they register converters)
+from tvms.script import onnx_ops_quant, onnx_ops_rnn, onnx_ops_transformer  # noqa: E402,F401  (they register converters)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,6 +37,8 @@ test_attention_3d_gqa_causal test_attention_4d_with_past_and_present_qk_matmul_b
 test_attention_24_fullymasked_qk_matmul_output_mode3_zero test_attention_local_window_ext_cache_rank4_batch_mask
 test_attention_4d_causal_fp16 test_attention_4d_softcap_neginf_mask_poison
 test_rotary_embedding_with_interleaved_rotary_dim test_rotary_embedding_3d_input
+test_qlinearconv test_qlinearmatmul_3D_int8_float16 test_dynamicquantizelinear_min_adjusted test_matmulinteger
+test_dequantizelinear_blocked test_quantizelinear_blocked_asymmetric test_convinteger_with_padding
 """.split()
 
 
@@ -114,3 +116,27 @@ def test_attention_refuses_what_it_does_not_convert(opset, attrs, message):
     node = helper.make_node("Attention", ["q", "k", "v"], ["y"], **attrs)
     with pytest.raises(TVMSError, match=message):
         from_onnx(_model(node, inputs, [_tensor("y", None)], opset))
+
+
+def test_quantize_rounds_ties_to_even_and_saturates():
+    """QuantizeLinear per axis against numpy (rint: halves to even), then DequantizeLinear back."""
+    x = np.array([[0.5, 1.5, 2.5, -0.5], [-3.5, 300.0, -300.0, 7.25]], dtype="float32")
+    scale = np.array([1.0, 0.5], dtype="float32")
+    zero = np.array([3, -2], dtype="int8")
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=0),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [_tensor("x", x.shape), _tensor("s", [2]),
+                                           _tensor("z", [2], TensorProto.INT8)],
+                              [_tensor("q", None, TensorProto.INT8), _tensor("y", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    vm = relax.VirtualMachine(tvms.compile(from_onnx(model), "llvm"), tvms.cpu())
+    q, y = (t.numpy() for t in vm["main"](*[tvms.nd.array(a) for a in (x, scale, zero)]))
+    expected = np.clip(np.rint(x / scale[:, None]) + zero[:, None], -128, 127).astype("int8")
+    np.testing.assert_array_equal(q, expected)
+    np.testing.assert_array_equal(y, (expected.astype("float32") - zero[:, None]) * scale[:, None])
+
+
+def test_quantize_refuses_float8():
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["q"], output_dtype=TensorProto.FLOAT8E4M3FN)
+    with pytest.raises(TVMSError, match="quantization to float8_e4m3fn"):
+        from_onnx(_model(node, [_tensor("x", [4]), _tensor("s", [])], [_tensor("q", None)], 21))
