@@ -1,7 +1,11 @@
-"""ONNX's transformer operators in Relax operators: ``RotaryEmbedding`` (opset 23) and
-``Attention`` (opset 23; 24 adds the ``nonpad_kv_seqlen`` input, 25 the sliding window): scaled Q K^T, softcap, an additive bias made of the mask, the causal
-and window frontiers and the key padding, a softmax that gives zeros for a row with no key left,
-then the product with V. Its four outputs: Y, present_key, present_value, qk_matmul_output."""
+"""ONNX's transformer operators in Relax operators: ``Attention`` (opset 23; 24 adds the
+``nonpad_kv_seqlen`` input, 25 the sliding window), ``RotaryEmbedding`` (23), ``TensorScatter``
+(24), ``LinearAttention`` and ``CausalConvWithState`` (27), ``SwiGLU`` (28).
+
+Attention: scaled Q K^T, softcap, an additive bias made of the mask, the causal and window
+frontiers and the key padding, a softmax that gives zeros for a row with no key left, then the
+product with V; its four outputs are Y, present_key, present_value, qk_matmul_output. Half
+precision follows the reference's numpy: products and sums accumulate in float32."""
 from __future__ import annotations
 
 import math
@@ -9,7 +13,8 @@ import math
 import numpy as np
 
 from ..ir import relax as rx
-from .onnx_convert import OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, scalar_like
+from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, normalize_axis,
+                           scalar_like)
 from .relax_op_api import op
 
 
@@ -255,3 +260,135 @@ class RotaryEmbedding(OnnxOpConverter):
         if len(shape) == 4:
             return op.permute_dims(rotated, [0, 2, 1, 3])
         return op.reshape(rotated, shape)
+
+
+@converter("SwiGLU")
+class SwiGLU(OnnxOpConverter):
+    """swish(A, alpha) * B, swish(a) = a * sigmoid(alpha a)."""
+
+    @classmethod
+    def _impl_v28(cls, ctx, inputs, attrs):
+        a, b = inputs
+        gate = ctx.emit(op.sigmoid(op.multiply(a, scalar_like(attrs.get("alpha", 1.0), a))))
+        return op.multiply(ctx.emit(op.multiply(a, gate)), b)
+
+
+def _silu_f32(ctx, x):
+    """x * sigmoid(x) computed in float32, in x's dtype."""
+    wide = as_dtype(x, "float32")
+    return as_dtype(ctx.emit(op.multiply(wide, op.sigmoid(wide))), dtype_of(x))
+
+
+@converter("CausalConvWithState")
+class CausalConvWithState(OnnxOpConverter):
+    """A depthwise causal 1-d convolution: the input (batch, channels, length) is continued from
+    ``past_state`` (the last k - 1 steps, zeros when absent), which the second output updates."""
+
+    @classmethod
+    def _impl_v27(cls, ctx, inputs, attrs):
+        x, w, bias, past = (inputs + [None] * 2)[:4]
+        activation = attrs.get("activation", "none")
+        if activation not in ("none", "silu", "swish"):
+            raise Unsupported(f"activation={activation!r}")
+        batch, channels, _ = dims_of(x)
+        k = dims_of(w)[2]
+        if past is None:
+            past = ctx.emit(op.zeros([batch, channels, k - 1], dtype_of(x)))
+        padded = ctx.emit(op.concat([past, x], axis=2))
+        # (half precision accumulates in float32 and rounds once, as the reference's numpy does)
+        acc = "float32" if dtype_of(x) in _HALF else dtype_of(x)
+        y = ctx.emit(op.nn.conv1d(as_dtype(padded, acc), as_dtype(w, acc), groups=channels))
+        if bias is not None:
+            y = ctx.emit(op.add(y, op.reshape(as_dtype(bias, acc), [-1, 1])))
+        y = as_dtype(y, dtype_of(x))
+        if activation != "none":
+            y = _silu_f32(ctx, y)
+        length = dims_of(padded)[2]
+        present = op.strided_slice(padded, axes=[2], begin=[length - (k - 1)], end=[length])
+        return [y, present]
+
+
+@converter("LinearAttention")
+class LinearAttention(OnnxOpConverter):
+    """Attention through a recurrent (key size x value size) state per key/value head, unrolled
+    over the static sequence length in float32: ``gated`` rules decay the state by exp(decay),
+    ``delta`` rules write beta * (v - state^T k) instead of v; each query reads q^T state * scale."""
+
+    @classmethod
+    def _impl_v27(cls, ctx, inputs, attrs):
+        q, k, v, past, decay, beta = (inputs + [None] * 3)[:6]
+        rule = attrs.get("update_rule", "gated_delta")
+        if rule not in ("linear", "gated", "delta", "gated_delta"):
+            raise Unsupported(f"update_rule={rule!r}")
+        gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+        if gated != (decay is not None) or delta != (beta is not None):
+            raise Unsupported(f"update_rule={rule!r} with{'out' * (decay is None)} decay and "
+                              f"with{'out' * (beta is None)} beta")
+        attrs.ignore("chunk_size")  # (a tuning hint: the result does not depend on it)
+        q_heads, kv_heads = attrs.get("q_num_heads"), attrs.get("kv_num_heads")
+        if not q_heads or not kv_heads or q_heads % kv_heads:
+            raise Unsupported(f"q_num_heads={q_heads}, kv_num_heads={kv_heads}")
+        batch, seq, _ = dims_of(q)
+        if not isinstance(seq, int):
+            raise Unsupported("a symbolic sequence length (the recurrence is unrolled)")
+        out_dtype = dtype_of(q)
+
+        def steps(x, heads, width=None):
+            """(batch, seq, heads * width) -> per step (batch, heads, width) in float32."""
+            x = ctx.emit(op.reshape(as_dtype(x, "float32"), [batch, seq, heads, -1 if width is None else width]))
+            parts = ctx.emit(op.split(x, seq, axis=1)) if seq > 1 else None
+            return [ctx.emit(op.squeeze(rx.TupleGetItem(parts, t) if parts is not None else x, axis=[1]))
+                    for t in range(seq)]
+
+        qs, ks, vs = steps(q, q_heads), steps(k, kv_heads), steps(v, kv_heads)
+        d_k, d_v = dims_of(ks[0])[2], dims_of(vs[0])[2]
+        decays = None if decay is None else steps(decay, kv_heads, 1 if dims_of(decay)[2] == kv_heads else d_k)
+        betas = None if beta is None else steps(beta, dims_of(beta)[2], 1)
+        scale = attrs.get("scale", 0.0) or 1 / math.sqrt(d_k)
+        if past is None:
+            state = ctx.emit(op.zeros([batch, kv_heads, d_k, d_v], "float32"))
+        else:
+            state = as_dtype(past, "float32")
+        group = q_heads // kv_heads
+        outputs = []
+        for t in range(seq):
+            if gated:  # (batch, heads, d_k or 1) -> a factor per state row
+                state = ctx.emit(op.multiply(state, op.expand_dims(op.exp(decays[t]), axis=-1)))
+            write = vs[t]
+            if delta:
+                read = ctx.emit(op.squeeze(op.matmul(op.expand_dims(ks[t], axis=2), state), axis=[2]))
+                write = ctx.emit(op.multiply(betas[t], op.subtract(write, read)))
+            update = op.multiply(op.expand_dims(ks[t], axis=-1), op.expand_dims(write, axis=2))
+            state = ctx.emit(op.add(state, update))
+            shared = ctx.emit(op.repeat(state, group, axis=1)) if group > 1 else state
+            out = ctx.emit(op.squeeze(op.matmul(op.expand_dims(qs[t], axis=2), shared), axis=[2]))
+            outputs.append(ctx.emit(op.multiply(out, ctx.constant(np.float32(scale)))))
+        y = ctx.emit(op.reshape(op.stack(outputs, axis=1), [batch, seq, q_heads * d_v]))
+        return [as_dtype(y, out_dtype), as_dtype(state, out_dtype if past is None else dtype_of(past))]
+
+
+@converter("TensorScatter")
+class TensorScatter(OnnxOpConverter):
+    """A key/value cache update: ``update`` is written into ``past_cache`` along ``axis`` from
+    each batch entry's ``write_indices`` on (wrapping around in ``circular`` mode)."""
+
+    @classmethod
+    def _impl_v24(cls, ctx, inputs, attrs):
+        past, update, starts = (inputs + [None])[:3]
+        mode = attrs.get("mode", "linear")
+        if mode not in ("linear", "circular"):
+            raise Unsupported(f"mode={mode!r}")
+        dims = dims_of(update)
+        axis = normalize_axis(attrs.get("axis", -2), len(dims))
+        if axis == 0:
+            raise Unsupported("axis 0 (the batch axis)")
+        if not all(isinstance(d, int) for d in dims):
+            raise Unsupported("an update of symbolic shape")
+        steps = np.arange(dims[axis], dtype="int64").reshape([-1] + [1] * (len(dims) - axis - 1))
+        index = ctx.constant(steps)
+        if starts is not None:
+            index = ctx.emit(op.add(op.reshape(as_dtype(starts, "int64"), [-1] + [1] * (len(dims) - 1)), index))
+        if mode == "circular":
+            index = ctx.emit(op.floor_mod(index, ctx.constant(np.int64(dims_of(past)[axis]))))
+        index = ctx.emit(op.broadcast_to(index, dims))
+        return op.scatter_elements(past, index, update, axis=axis)
