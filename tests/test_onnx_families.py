@@ -1,7 +1,10 @@
 """The ONNX converter families of recurrent layers (``script/onnx_ops_rnn.py``), attention and
-rotary embedding (``onnx_ops_transformer.py``) and quantization (``onnx_ops_quant.py``), checked against ONNX's own backend node tests: each case of ``CLAIMED_FAMILIES`` goes through from_onnx -> tvms.compile -> VM
-as ``benchmarks/onnx_suite.py`` runs it and must match its expected outputs. Unsupported forms
-must be refused with a TVMSError naming the attribute. Skipped without the onnx package."""
+rotary embedding (``onnx_ops_transformer.py``), quantization (``onnx_ops_quant.py``) and Resize
+(``onnx_ops_image.py``), checked against ONNX's own backend node tests: each case of
+``CLAIMED_FAMILIES`` goes through from_onnx -> tvms.compile -> VM as
+``benchmarks/onnx_suite.py --specialize`` runs it (Resize's scales and sizes are graph inputs
+there, bound to the case's values) and must match its expected outputs. Unsupported forms must
+be refused with a TVMSError naming the attribute. Skipped without the onnx package."""
 from __future__ import annotations
 
 import importlib.util
@@ -17,7 +20,7 @@ import tvms  # noqa: E402
 from tvms import relax  # noqa: E402
 from tvms.ir.errors import TVMSError  # noqa: E402
 from tvms.relax.frontend.onnx import from_onnx  # noqa: E402
-from tvms.script import onnx_ops_quant, onnx_ops_rnn, onnx_ops_transformer  # noqa: E402,F401  (they register converters)
+from tvms.script import onnx_ops_image, onnx_ops_quant, onnx_ops_rnn, onnx_ops_transformer  # noqa: E402,F401  (they register converters)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,6 +43,8 @@ test_rotary_embedding_with_interleaved_rotary_dim test_rotary_embedding_3d_input
 test_linear_attention_gated_delta_gqa test_causal_conv_with_state_silu_fp16 test_swiglu_float16 test_tensorscatter_circular
 test_qlinearconv test_qlinearmatmul_3D_int8_float16 test_dynamicquantizelinear_min_adjusted test_matmulinteger
 test_dequantizelinear_blocked test_quantizelinear_blocked_asymmetric test_convinteger_with_padding
+test_resize_downsample_scales_cubic_antialias test_resize_tf_crop_and_resize_axes_3_2
+test_resize_upsample_sizes_nearest_ceil_half_pixel test_resize_upsample_scales_linear_half_pixel_symmetric
 """.split()
 
 
@@ -51,7 +56,7 @@ def test_claimed_family_cases_pass():
     assert not missing, f"not node cases of this onnx version: {missing}"
     failures = []
     for name in CLAIMED_FAMILIES:
-        kind, detail = suite.run_tvms(*suite.case_job(cases[name]))
+        kind, detail = suite.run_tvms(*suite.case_job(cases[name], specialize=True))
         if kind != "pass":
             failures.append(f"{name}: {kind}: {detail[:200]}")
     assert not failures, "\n".join(failures)
@@ -141,3 +146,12 @@ def test_quantize_refuses_float8():
     node = helper.make_node("QuantizeLinear", ["x", "s"], ["q"], output_dtype=TensorProto.FLOAT8E4M3FN)
     with pytest.raises(TVMSError, match="quantization to float8_e4m3fn"):
         from_onnx(_model(node, [_tensor("x", [4]), _tensor("s", [])], [_tensor("q", None)], 21))
+
+
+def test_resize_refuses_keep_aspect_ratio_policy():
+    sizes = helper.make_tensor("sizes", TensorProto.INT64, [4], [1, 1, 6, 6])
+    node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], keep_aspect_ratio_policy="not_larger")
+    graph = helper.make_graph([node], "g", [_tensor("x", [1, 1, 2, 3])], [_tensor("y", None)], [sizes])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    with pytest.raises(TVMSError, match="keep_aspect_ratio_policy='not_larger'"):
+        from_onnx(model)

@@ -1,0 +1,107 @@
+"""ONNX's ``Resize`` (and ``Upsample``) in Relax operators.
+
+Resize is separable: ONNX's reference interpolates one axis after the other, and along one axis
+the output is an affine function of the input (``y = W x + c``, ``c`` being the extrapolation
+value where a tf_crop_and_resize output falls outside). So the importer asks onnx's reference
+evaluator for ``W`` and ``c`` of each resized axis, by resizing the identity matrix and a zero
+matrix of that axis's size with the node's own attributes, and emits one matmul per axis (a
+``take`` where ``W`` only picks input elements, as nearest mode does). Every mode,
+coordinate transformation, cubic coefficient, exclude_outside and antialias form of the
+reference is then reproduced by construction. The sizes, scales and roi must be constants."""
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of,
+                           normalize_axis, required_value)
+from .relax_op_api import op
+
+
+def _axis_map(node_attrs, opset, n, scale=None, size=None, roi=None):
+    """(W, c) of one axis of input length ``n``: the reference's Resize of the 2-d basis
+    (n, n) along its last axis; row i of the result is input element i's weights."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    feeds = {"X": None}
+    if opset < 11:
+        inputs = ["X", "scales"]
+        feeds["scales"] = np.array([1.0, scale], dtype="float32")
+    else:
+        inputs = ["X", "roi" if roi is not None else "", "scales" if scale is not None else "",
+                  "sizes" if size is not None else ""]
+        if roi is not None:
+            feeds["roi"] = np.array([0.0, roi[0], 1.0, roi[1]], dtype="float32")
+        if scale is not None:
+            feeds["scales"] = np.array([1.0, scale], dtype="float32")
+        if size is not None:
+            feeds["sizes"] = np.array([n, size], dtype="int64")
+    node = helper.make_node("Resize", inputs, ["Y"], **node_attrs)
+    evaluator = ReferenceEvaluator(node, opsets={"": max(opset, 10)})
+    base = evaluator.run(None, {**feeds, "X": np.zeros((n, n), "float64")})[0]
+    full = evaluator.run(None, {**feeds, "X": np.eye(n, dtype="float64")})[0]
+    return full - base, base[0]
+
+
+@converter("Resize")
+class Resize(OnnxOpConverter):
+    # (attributes passed on to the reference's one-axis resize as they are)
+    _FORWARDED = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+                  "extrapolation_value", "nearest_mode", "antialias")
+
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        x, roi, scales, sizes = cls._inputs(ctx, inputs)
+        shape = dims_of(x)
+        rank = len(shape)
+        if not all(isinstance(d, int) for d in shape):
+            raise Unsupported("Resize of an input of symbolic shape")
+        axes = [normalize_axis(a, rank) for a in attrs.get("axes", range(rank))]
+        policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+        if policy != "stretch" and sizes is not None:
+            raise Unsupported(f"keep_aspect_ratio_policy={policy!r}")
+        forwarded = {k: attrs[k] for k in cls._FORWARDED if k in attrs}
+        y = x
+        for i, axis in enumerate(axes):
+            n = shape[axis]
+            scale = None if scales is None else float(scales[i])
+            size = None if sizes is None else int(sizes[i])
+            window = None if roi is None else (float(roi[i]), float(roi[len(axes) + i]))
+            if (size == n or scale == 1.0) and window in (None, (0.0, 1.0)):
+                continue
+            weights, offset = _axis_map(forwarded, ctx.opset, n, scale, size, window)
+            y = cls._apply(ctx, y, axis, weights, offset)
+        return as_dtype(y, dtype_of(x))
+
+    @staticmethod
+    def _inputs(ctx, inputs):
+        """(x, roi, scales, sizes) with the constants as numpy arrays (opset 10 has only scales)."""
+        if ctx.opset < 11:
+            x, scales = inputs
+            roi = sizes = None
+        else:
+            x, roi, scales, sizes = (inputs + [None] * 3)[:4]
+        roi, scales, sizes = (None if v is None else required_value(v, name)
+                              for v, name in ((roi, "roi"), (scales, "scales"), (sizes, "sizes")))
+        roi = None if roi is None or roi.size == 0 else roi
+        scales = None if scales is None or scales.size == 0 else scales
+        sizes = None if sizes is None or sizes.size == 0 else sizes
+        if (scales is None) == (sizes is None):
+            raise Unsupported("exactly one of scales and sizes must be given")
+        return x, roi, scales, sizes
+
+    @staticmethod
+    def _apply(ctx, y, axis, weights, offset):
+        """Along ``axis``: y' = weights^T y + offset (a gather when each output element copies
+        one input element)."""
+        picks = weights.argmax(axis=0)
+        if not offset.any() and np.array_equal(weights, np.eye(len(weights))[:, picks]):
+            return ctx.emit(op.take(y, ctx.constant(picks.astype("int64")), axis=axis))
+        rank = len(dims_of(y))
+        order = [a for a in range(rank) if a != axis] + [axis]
+        back = [order.index(a) for a in range(rank)]
+        moved = ctx.emit(op.permute_dims(as_dtype(y, "float64"), order))
+        mixed = ctx.emit(op.matmul(moved, ctx.constant(weights)))
+        if offset.any():
+            mixed = ctx.emit(op.add(mixed, ctx.constant(offset)))
+        return ctx.emit(op.permute_dims(mixed, back))
