@@ -1,4 +1,4 @@
-"""ONNX's ``Resize`` (and ``Upsample``) in Relax operators.
+"""ONNX's image operators in Relax operators: ``Resize``, ``GridSample``, ``AffineGrid``.
 
 Resize is separable: ONNX's reference interpolates one axis after the other, and along one axis
 the output is an affine function of the input (``y = W x + c``, ``c`` being the extrapolation
@@ -105,3 +105,37 @@ class Resize(OnnxOpConverter):
         if offset.any():
             mixed = ctx.emit(op.add(mixed, ctx.constant(offset)))
         return ctx.emit(op.permute_dims(mixed, back))
+
+
+@converter("GridSample")
+class GridSample(OnnxOpConverter):
+    """Relax's image.grid_sample, whose grid has its coordinates on axis 1 (ONNX's on the last)."""
+
+    _METHODS = {"linear": "bilinear", "bilinear": "bilinear", "nearest": "nearest"}
+
+    @classmethod
+    def _impl_v16(cls, ctx, inputs, attrs):
+        x, grid = inputs
+        mode = attrs.get("mode", "linear" if ctx.opset >= 20 else "bilinear")
+        padding = attrs.get("padding_mode", "zeros")
+        rank = len(dims_of(x))
+        # (tvms's image.grid_sample computes bilinear and nearest sampling of 4-d data)
+        if cls._METHODS.get(mode) not in ("bilinear", "nearest") or rank != 4 or \
+                padding not in ("zeros", "border", "reflection"):
+            raise Unsupported(f"mode={mode!r}, padding_mode={padding!r} on a rank-{rank} input "
+                              f"(bilinear and nearest on 4-d inputs are)")
+        grid = ctx.emit(op.permute_dims(grid, [0, 3, 1, 2]))
+        return op.image.grid_sample(x, grid, method=cls._METHODS[mode], layout="NCHW",
+                                    padding_mode=padding, align_corners=bool(attrs.get("align_corners", 0)))
+
+
+@converter("AffineGrid")
+class AffineGrid(OnnxOpConverter):
+    """Relax's image.affine_grid, whose grid has its coordinates on axis 1 (ONNX's on the last)."""
+
+    @classmethod
+    def _impl_v20(cls, ctx, inputs, attrs):
+        theta, size = inputs
+        size = [int(s) for s in required_value(size, "size")[2:]]
+        grid = ctx.emit(op.image.affine_grid(theta, size, align_corners=bool(attrs.get("align_corners", 0))))
+        return op.permute_dims(grid, [0] + list(range(2, len(size) + 2)) + [1])

@@ -1,6 +1,6 @@
 """The ONNX converter families of recurrent layers (``script/onnx_ops_rnn.py``), attention and
-rotary embedding (``onnx_ops_transformer.py``), quantization (``onnx_ops_quant.py``) and Resize
-(``onnx_ops_image.py``), checked against ONNX's own backend node tests: each case of
+rotary embedding (``onnx_ops_transformer.py``), quantization (``onnx_ops_quant.py``) and image
+operators (``onnx_ops_image.py``), checked against ONNX's own backend node tests: each case of
 ``CLAIMED_FAMILIES`` goes through from_onnx -> tvms.compile -> VM as
 ``benchmarks/onnx_suite.py --specialize`` runs it (Resize's scales and sizes are graph inputs
 there, bound to the case's values) and must match its expected outputs. Unsupported forms must
@@ -45,6 +45,7 @@ test_qlinearconv test_qlinearmatmul_3D_int8_float16 test_dynamicquantizelinear_m
 test_dequantizelinear_blocked test_quantizelinear_blocked_asymmetric test_convinteger_with_padding
 test_resize_downsample_scales_cubic_antialias test_resize_tf_crop_and_resize_axes_3_2
 test_resize_upsample_sizes_nearest_ceil_half_pixel test_resize_upsample_scales_linear_half_pixel_symmetric
+test_gridsample_reflection_padding test_gridsample_nearest_align_corners_1_additional_1 test_affine_grid_3d_align_corners
 """.split()
 
 
@@ -154,4 +155,11 @@ def test_resize_refuses_keep_aspect_ratio_policy():
     graph = helper.make_graph([node], "g", [_tensor("x", [1, 1, 2, 3])], [_tensor("y", None)], [sizes])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
     with pytest.raises(TVMSError, match="keep_aspect_ratio_policy='not_larger'"):
+        from_onnx(model)
+
+
+def test_gridsample_refuses_cubic():
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode="cubic")
+    model = _model(node, [_tensor("x", [1, 1, 3, 2]), _tensor("grid", [1, 2, 4, 2])], [_tensor("y", None)], 22)
+    with pytest.raises(TVMSError, match="mode='cubic'"):
         from_onnx(model)
