@@ -1,4 +1,5 @@
-"""ONNX's image operators in Relax operators: ``Resize``, ``GridSample``, ``AffineGrid``.
+"""ONNX's image operators in Relax operators: ``Resize``, ``GridSample``, ``AffineGrid``,
+``CenterCropPad``, ``Col2Im``.
 
 Resize is separable: ONNX's reference interpolates one axis after the other, and along one axis
 the output is an affine function of the input (``y = W x + c``, ``c`` being the extrapolation
@@ -139,3 +140,72 @@ class AffineGrid(OnnxOpConverter):
         size = [int(s) for s in required_value(size, "size")[2:]]
         grid = ctx.emit(op.image.affine_grid(theta, size, align_corners=bool(attrs.get("align_corners", 0))))
         return op.permute_dims(grid, [0] + list(range(2, len(size) + 2)) + [1])
+
+
+@converter("CenterCropPad")
+class CenterCropPad(OnnxOpConverter):
+    """Each listed axis cropped or zero-padded to its target length, centred (the odd element
+    goes to the end)."""
+
+    @classmethod
+    def _impl_v18(cls, ctx, inputs, attrs):
+        x, shape = inputs
+        dims = dims_of(x)
+        rank = len(dims)
+        axes = [normalize_axis(a, rank) for a in attrs.get("axes", range(rank))]
+        targets = [int(t) for t in required_value(shape, "shape")]
+        if len(targets) != len(axes):
+            raise Unsupported(f"{len(targets)} target lengths for {len(axes)} axes")
+        width = [0] * (2 * rank)
+        for axis, target in zip(axes, targets):
+            size = dims[axis]
+            if not isinstance(size, int):
+                raise Unsupported("a symbolic length on a cropped or padded axis")
+            if target < size:
+                begin = (size - target) // 2
+                x = ctx.emit(op.strided_slice(x, axes=[axis], begin=[begin], end=[begin + target]))
+            else:
+                width[2 * axis] = (target - size) // 2
+                width[2 * axis + 1] = target - size - width[2 * axis]
+        return op.nn.pad(x, width) if any(width) else x
+
+
+@converter("Col2Im")
+class Col2Im(OnnxOpConverter):
+    """The inverse of im2col: column ``(c, kernel offset)`` of each sliding block is added into
+    the image pixel it came from (a scatter-add along a flattened image whose index map is
+    computed at import time; taps that fall into the padding go to a dropped extra pixel)."""
+
+    @classmethod
+    def _impl_v18(cls, ctx, inputs, attrs):
+        x, image, block = inputs
+        image = [int(v) for v in required_value(image, "image_shape")]
+        kernel = [int(v) for v in required_value(block, "block_shape")]
+        n = len(image)
+        dilations = list(attrs.get("dilations", [1] * n))
+        strides = list(attrs.get("strides", [1] * n))
+        pads = list(attrs.get("pads", [0] * 2 * n))
+        batch, rows, length = dims_of(x)
+        taps = int(np.prod(kernel))
+        if not isinstance(rows, int) or rows % taps:
+            raise Unsupported(f"{rows} input rows for a kernel of {taps} elements")
+        blocks = [(image[i] + pads[i] + pads[n + i] - dilations[i] * (kernel[i] - 1) - 1) // strides[i] + 1
+                  for i in range(n)]
+        if int(np.prod(blocks)) != length:
+            raise Unsupported(f"{length} blocks, but the image and block shapes make {int(np.prod(blocks))}")
+        # position of each (kernel offset, block) pair along every image axis
+        offsets = np.indices(kernel).reshape(n, -1, 1)
+        starts = np.indices(blocks).reshape(n, 1, -1)
+        pos = starts * np.array(strides).reshape(n, 1, 1) - np.array(pads[:n]).reshape(n, 1, 1) \
+            + offsets * np.array(dilations).reshape(n, 1, 1)
+        inside = np.all((pos >= 0) & (pos < np.array(image).reshape(n, 1, 1)), axis=0)
+        pixels = int(np.prod(image))
+        flat = np.where(inside, np.ravel_multi_index(tuple(np.clip(pos, 0, None)), image, mode="clip"), pixels)
+        channels = rows // taps
+        cols = ctx.emit(op.reshape(x, [batch, channels, taps * length]))
+        index = ctx.emit(op.broadcast_to(ctx.constant(flat.reshape(1, 1, -1).astype("int64")),
+                                         [batch, channels, taps * length]))
+        canvas = ctx.emit(op.zeros([batch, channels, pixels + 1], dtype_of(x)))
+        summed = ctx.emit(op.scatter_elements(canvas, index, cols, axis=2, reduction="add"))
+        summed = ctx.emit(op.strided_slice(summed, axes=[2], begin=[0], end=[pixels]))
+        return op.reshape(summed, [batch, channels] + image)
