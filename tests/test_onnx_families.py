@@ -1,10 +1,11 @@
 """The ONNX converter families of recurrent layers (``script/onnx_ops_rnn.py``), attention and
-rotary embedding (``onnx_ops_transformer.py``), quantization (``onnx_ops_quant.py``) and image
-operators (``onnx_ops_image.py``), checked against ONNX's own backend node tests: each case of
-``CLAIMED_FAMILIES`` goes through from_onnx -> tvms.compile -> VM as
-``benchmarks/onnx_suite.py --specialize`` runs it (Resize's scales and sizes are graph inputs
-there, bound to the case's values) and must match its expected outputs. Unsupported forms must
-be refused with a TVMSError naming the attribute. Skipped without the onnx package."""
+rotary embedding (``onnx_ops_transformer.py``), quantization (``onnx_ops_quant.py``), image
+(``onnx_ops_image.py``) and signal operators (``onnx_ops_signal.py``), checked against ONNX's
+own backend node tests: each case of ``CLAIMED_FAMILIES`` goes through from_onnx ->
+tvms.compile -> VM as ``benchmarks/onnx_suite.py --specialize`` runs it (Resize's scales and
+sizes are graph inputs there, bound to the case's values) and must match its expected outputs.
+Unsupported forms must be refused with a TVMSError naming the attribute. Skipped without the
+onnx package."""
 from __future__ import annotations
 
 import importlib.util
@@ -20,7 +21,8 @@ import tvms  # noqa: E402
 from tvms import relax  # noqa: E402
 from tvms.ir.errors import TVMSError  # noqa: E402
 from tvms.relax.frontend.onnx import from_onnx  # noqa: E402
-from tvms.script import onnx_ops_image, onnx_ops_quant, onnx_ops_rnn, onnx_ops_transformer  # noqa: E402,F401  (they register converters)
+from tvms.script import (onnx_ops_image, onnx_ops_quant, onnx_ops_rnn, onnx_ops_signal,  # noqa: E402,F401
+                         onnx_ops_transformer)  # (they register converters)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,6 +49,7 @@ test_resize_downsample_scales_cubic_antialias test_resize_tf_crop_and_resize_axe
 test_resize_upsample_sizes_nearest_ceil_half_pixel test_resize_upsample_scales_linear_half_pixel_symmetric
 test_gridsample_reflection_padding test_gridsample_nearest_align_corners_1_additional_1 test_affine_grid_3d_align_corners
 test_col2im_pads test_col2im_5d test_center_crop_pad_crop_and_pad
+test_dft_irfft test_dft_axis_opset19 test_stft_with_window test_hannwindow_symmetric test_melweightmatrix
 """.split()
 
 
