@@ -1,5 +1,5 @@
 """ONNX's image operators in Relax operators: ``Resize``, ``GridSample``, ``AffineGrid``,
-``CenterCropPad``, ``Col2Im``.
+``CenterCropPad``, ``Col2Im``, ``RoiAlign``.
 
 Resize is separable: ONNX's reference interpolates one axis after the other, and along one axis
 the output is an affine function of the input (``y = W x + c``, ``c`` being the extrapolation
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of,
-                           normalize_axis, required_value)
+                           normalize_axis, required_value, scalar_like)
 from .relax_op_api import op
 
 
@@ -209,3 +209,29 @@ class Col2Im(OnnxOpConverter):
         summed = ctx.emit(op.scatter_elements(canvas, index, cols, axis=2, reduction="add"))
         summed = ctx.emit(op.strided_slice(summed, axes=[2], begin=[0], end=[pixels]))
         return op.reshape(summed, [batch, channels] + image)
+
+
+@converter("RoiAlign")
+class RoiAlign(OnnxOpConverter):
+    """Relax's vision.roi_align, whose regions carry their batch index in a first column."""
+
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        x, rois, batch_indices = inputs
+        default = "half_pixel" if ctx.opset >= 16 else "output_half_pixel"
+        transform = attrs.get("coordinate_transformation_mode", default)
+        if transform not in ("half_pixel", "output_half_pixel"):
+            raise Unsupported(f"coordinate_transformation_mode={transform!r}")
+        mode = attrs.get("mode", "avg")
+        if mode != "avg":  # (ONNX's max takes the largest bilinear term, Relax's the largest sample)
+            raise Unsupported(f"mode={mode!r}")
+        scale = float(attrs.get("spatial_scale", 1.0))
+        half_pixel = transform == "half_pixel"
+        if half_pixel:  # (Relax's ``aligned`` only drops the clamp of the size to 1: shift by half a pixel here)
+            rois = ctx.emit(op.subtract(rois, scalar_like(0.5 / scale, rois)))
+        index = op.expand_dims(as_dtype(batch_indices, dtype_of(rois)), axis=1)
+        regions = ctx.emit(op.concat([index, rois], axis=1))
+        ratio = attrs.get("sampling_ratio", 0)
+        pooled = [attrs.get("output_height", 1), attrs.get("output_width", 1)]
+        return op.vision.roi_align(x, regions, pooled_size=pooled, spatial_scale=scale,
+                                   sample_ratio=ratio if ratio > 0 else -1, aligned=half_pixel)

@@ -39,16 +39,19 @@ def _suite():
 CLAIMED_FAMILIES = """
 test_gru_bidirectional test_lstm_with_peepholes test_lstm_batchwise test_simple_rnn_reverse
 test_attention_3d_gqa_causal test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask_causal
-test_attention_24_fullymasked_qk_matmul_output_mode3_zero test_attention_local_window_ext_cache_rank4_batch_mask
+test_attention_24_fullymasked_qk_matmul_output_mode3_zero
+test_attention_local_window_ext_cache_rank4_batch_mask
 test_attention_4d_causal_fp16 test_attention_4d_softcap_neginf_mask_poison
 test_rotary_embedding_with_interleaved_rotary_dim test_rotary_embedding_3d_input
-test_linear_attention_gated_delta_gqa test_causal_conv_with_state_silu_fp16 test_swiglu_float16 test_tensorscatter_circular
+test_linear_attention_gated_delta_gqa test_causal_conv_with_state_silu_fp16 test_swiglu_float16
+test_tensorscatter_circular
 test_qlinearconv test_qlinearmatmul_3D_int8_float16 test_dynamicquantizelinear_min_adjusted test_matmulinteger
 test_dequantizelinear_blocked test_quantizelinear_blocked_asymmetric test_convinteger_with_padding
 test_resize_downsample_scales_cubic_antialias test_resize_tf_crop_and_resize_axes_3_2
 test_resize_upsample_sizes_nearest_ceil_half_pixel test_resize_upsample_scales_linear_half_pixel_symmetric
-test_gridsample_reflection_padding test_gridsample_nearest_align_corners_1_additional_1 test_affine_grid_3d_align_corners
-test_col2im_pads test_col2im_5d test_center_crop_pad_crop_and_pad
+test_gridsample_reflection_padding test_gridsample_nearest_align_corners_1_additional_1
+test_affine_grid_3d_align_corners
+test_col2im_pads test_col2im_5d test_center_crop_pad_crop_and_pad test_roialign_aligned_true
 test_dft_irfft test_dft_axis_opset19 test_stft_with_window test_hannwindow_symmetric test_melweightmatrix
 """.split()
 
@@ -119,7 +122,8 @@ def test_rnn_activation_clip_and_sequence_lens_match_numpy():
 
 @pytest.mark.parametrize("opset, attrs, message", [
     (23, {"qk_matmul_output_mode": 4, "q_num_heads": 2, "kv_num_heads": 2}, "qk_matmul_output_mode=4"),
-    (23, {"left_window_size": 2, "q_num_heads": 2, "kv_num_heads": 2}, "left_window_size is not supported"),  # (an attribute of opset 25)
+    # (left_window_size is an attribute of opset 25)
+    (23, {"left_window_size": 2, "q_num_heads": 2, "kv_num_heads": 2}, "left_window_size is not supported"),
     (23, {"q_num_heads": 3}, "3-d inputs without q_num_heads and kv_num_heads"),
 ])
 def test_attention_refuses_what_it_does_not_convert(opset, attrs, message):
