@@ -9,15 +9,11 @@ import numpy as np
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, rank_of,
                            normalize_axis)
 from .onnx_ops_nn import Conv
+from .onnx_ops_tensor import _np_dtype
 from .relax_op_api import op
 
 _RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
 
-
-def _np_dtype(onnx_type: int) -> str:
-    from onnx.helper import tensor_dtype_to_np_dtype
-
-    return str(np.dtype(tensor_dtype_to_np_dtype(onnx_type)))
 
 
 def _broadcastable(ctx, value, x, axis, block_size):

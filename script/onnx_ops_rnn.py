@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, dtype_of, scalar_like,
-                           value_of)
-from .relax_op_api import op
 from ..ir import relax as rx
 from .block_builder import const
+from .onnx_convert import OnnxOpConverter, Unsupported, converter, dims_of, dtype_of, value_of
+from .relax_op_api import op
 
 
 # name -> (function of (x, alpha, beta), default alpha, default beta); None: takes no such value

@@ -15,6 +15,7 @@ import numpy as np
 from ..ir import relax as rx
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, normalize_axis,
                            scalar_like)
+from .onnx_ops_tensor import _np_dtype
 from .relax_op_api import op
 
 
@@ -126,11 +127,6 @@ def _matmul(ctx, a, b):
         return ctx.emit(op.matmul(a, b))
     return as_dtype(ctx.emit(op.matmul(a, b, out_dtype="float32")), dtype)
 
-
-def _np_dtype(onnx_type: int) -> str:
-    from onnx.helper import tensor_dtype_to_np_dtype
-
-    return str(np.dtype(tensor_dtype_to_np_dtype(onnx_type)))
 
 
 @converter("Attention")
