@@ -1,4 +1,4 @@
-"""ONNX's image operators in Relax operators: ``Resize``, ``GridSample``, ``AffineGrid``,
+"""ONNX's image operators in Relax operators: ``Resize`` (and ``Upsample``), ``GridSample``, ``AffineGrid``,
 ``CenterCropPad``, ``Col2Im``, ``RoiAlign``.
 
 Resize is separable: ONNX's reference interpolates one axis after the other, and along one axis
@@ -24,21 +24,20 @@ def _axis_map(node_attrs, opset, n, scale=None, size=None, roi=None):
     from onnx import helper
     from onnx.reference import ReferenceEvaluator
 
-    feeds = {"X": None}
-    if opset < 11:
-        inputs = ["X", "scales"]
+    if opset < 11:  # (opset 10's Resize, and Upsample: asymmetric coordinates, nearest rounds down)
+        node_attrs = {**node_attrs, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+        opset = 11
+    feeds = {}
+    inputs = ["X", "roi" if roi is not None else "", "scales" if scale is not None else "",
+              "sizes" if size is not None else ""]
+    if roi is not None:
+        feeds["roi"] = np.array([0.0, roi[0], 1.0, roi[1]], dtype="float32")
+    if scale is not None:
         feeds["scales"] = np.array([1.0, scale], dtype="float32")
-    else:
-        inputs = ["X", "roi" if roi is not None else "", "scales" if scale is not None else "",
-                  "sizes" if size is not None else ""]
-        if roi is not None:
-            feeds["roi"] = np.array([0.0, roi[0], 1.0, roi[1]], dtype="float32")
-        if scale is not None:
-            feeds["scales"] = np.array([1.0, scale], dtype="float32")
-        if size is not None:
-            feeds["sizes"] = np.array([n, size], dtype="int64")
+    if size is not None:
+        feeds["sizes"] = np.array([n, size], dtype="int64")
     node = helper.make_node("Resize", inputs, ["Y"], **node_attrs)
-    evaluator = ReferenceEvaluator(node, opsets={"": max(opset, 10)})
+    evaluator = ReferenceEvaluator(node, opsets={"": opset})
     base = evaluator.run(None, {**feeds, "X": np.zeros((n, n), "float64")})[0]
     full = evaluator.run(None, {**feeds, "X": np.eye(n, dtype="float64")})[0]
     return full - base, base[0]
@@ -106,6 +105,25 @@ class Resize(OnnxOpConverter):
         if offset.any():
             mixed = ctx.emit(op.add(mixed, ctx.constant(offset)))
         return ctx.emit(op.permute_dims(mixed, back))
+
+
+@converter("Upsample")
+class Upsample(OnnxOpConverter):
+    """Resize as opset 10 defined it (Upsample's semantics); the scales are an attribute in
+    opset 7 and an input from opset 9 on, and the operator is gone from opset 10."""
+
+    @classmethod
+    def _impl_v7(cls, ctx, inputs, attrs):
+        scales = ctx.constant(np.asarray(attrs["scales"], dtype="float32"))
+        return cls._impl_v9(ctx, [inputs[0], scales], attrs)
+
+    @classmethod
+    def _impl_v9(cls, ctx, inputs, attrs):
+        return Resize._impl_v10(ctx, inputs, attrs)
+
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        raise Unsupported("Upsample is deprecated from opset 10 on (Resize replaces it)")
 
 
 @converter("GridSample")

@@ -51,7 +51,7 @@ test_resize_downsample_scales_cubic_antialias test_resize_tf_crop_and_resize_axe
 test_resize_upsample_sizes_nearest_ceil_half_pixel test_resize_upsample_scales_linear_half_pixel_symmetric
 test_gridsample_reflection_padding test_gridsample_nearest_align_corners_1_additional_1
 test_affine_grid_3d_align_corners
-test_col2im_pads test_col2im_5d test_center_crop_pad_crop_and_pad test_roialign_aligned_true
+test_col2im_pads test_col2im_5d test_center_crop_pad_crop_and_pad test_roialign_aligned_true test_upsample_nearest
 test_dft_irfft test_dft_axis_opset19 test_stft_with_window test_hannwindow_symmetric test_melweightmatrix
 """.split()
 
@@ -171,3 +171,16 @@ def test_gridsample_refuses_cubic():
     model = _model(node, [_tensor("x", [1, 1, 3, 2]), _tensor("grid", [1, 2, 4, 2])], [_tensor("y", None)], 22)
     with pytest.raises(TVMSError, match="mode='cubic'"):
         from_onnx(model)
+
+
+def test_resize_opset10_linear_is_asymmetric():
+    """Opset 10's Resize (Upsample's semantics): output i samples input i / scale, clamped."""
+    x = np.array([[[[1.0, 2.0], [3.0, 5.0]]]], dtype="float32")
+    scales = helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])
+    node = helper.make_node("Resize", ["x", "scales"], ["y"], mode="linear")
+    graph = helper.make_graph([node], "g", [_tensor("x", x.shape)], [_tensor("y", None)], [scales])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)])
+    vm = relax.VirtualMachine(tvms.compile(from_onnx(model), "llvm"), tvms.cpu())
+    weights = np.array([[1, 0.5, 0, 0], [0, 0.5, 1, 1]])  # (input, output) along one axis
+    expected = weights.T @ x[0, 0] @ weights
+    np.testing.assert_allclose(vm["main"](tvms.nd.array(x)).numpy()[0, 0], expected, rtol=1e-6)
