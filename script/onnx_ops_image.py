@@ -1,0 +1,255 @@
+"""ONNX's image operators in Relax operators: ``Resize`` (and ``Upsample``), ``GridSample``, ``AffineGrid``,
+``CenterCropPad``, ``Col2Im``, ``RoiAlign``.
+
+Resize is separable: ONNX's reference interpolates one axis after the other, and along one axis
+the output is an affine function of the input (``y = W x + c``, ``c`` being the extrapolation
+value where a tf_crop_and_resize output falls outside). So the importer asks onnx's reference
+evaluator for ``W`` and ``c`` of each resized axis, by resizing the identity matrix and a zero
+matrix of that axis's size with the node's own attributes, and emits one matmul per axis (a
+``take`` where ``W`` only picks input elements, as nearest mode does). Every mode,
+coordinate transformation, cubic coefficient, exclude_outside and antialias form of the
+reference is then reproduced by construction. The sizes, scales and roi must be constants."""
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of,
+                           normalize_axis, required_value, scalar_like)
+from .relax_op_api import op
+
+
+def _axis_map(node_attrs, opset, n, scale=None, size=None, roi=None):
+    """(W, c) of one axis of input length ``n``: the reference's Resize of the 2-d basis
+    (n, n) along its last axis; row i of the result is input element i's weights."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    if opset < 11:  # (opset 10's Resize, and Upsample: asymmetric coordinates, nearest rounds down)
+        node_attrs = {**node_attrs, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+        opset = 11
+    feeds = {}
+    inputs = ["X", "roi" if roi is not None else "", "scales" if scale is not None else "",
+              "sizes" if size is not None else ""]
+    if roi is not None:
+        feeds["roi"] = np.array([0.0, roi[0], 1.0, roi[1]], dtype="float32")
+    if scale is not None:
+        feeds["scales"] = np.array([1.0, scale], dtype="float32")
+    if size is not None:
+        feeds["sizes"] = np.array([n, size], dtype="int64")
+    node = helper.make_node("Resize", inputs, ["Y"], **node_attrs)
+    evaluator = ReferenceEvaluator(node, opsets={"": opset})
+    base = evaluator.run(None, {**feeds, "X": np.zeros((n, n), "float64")})[0]
+    full = evaluator.run(None, {**feeds, "X": np.eye(n, dtype="float64")})[0]
+    return full - base, base[0]
+
+
+@converter("Resize")
+class Resize(OnnxOpConverter):
+    # (attributes passed on to the reference's one-axis resize as they are)
+    _FORWARDED = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+                  "extrapolation_value", "nearest_mode", "antialias")
+
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        x, roi, scales, sizes = cls._inputs(ctx, inputs)
+        shape = dims_of(x)
+        rank = len(shape)
+        if not all(isinstance(d, int) for d in shape):
+            raise Unsupported("Resize of an input of symbolic shape")
+        axes = [normalize_axis(a, rank) for a in attrs.get("axes", range(rank))]
+        policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+        if policy != "stretch" and sizes is not None:
+            raise Unsupported(f"keep_aspect_ratio_policy={policy!r}")
+        forwarded = {k: attrs[k] for k in cls._FORWARDED if k in attrs}
+        y = x
+        for i, axis in enumerate(axes):
+            n = shape[axis]
+            scale = None if scales is None else float(scales[i])
+            size = None if sizes is None else int(sizes[i])
+            window = None if roi is None else (float(roi[i]), float(roi[len(axes) + i]))
+            if (size == n or scale == 1.0) and window in (None, (0.0, 1.0)):
+                continue
+            weights, offset = _axis_map(forwarded, ctx.opset, n, scale, size, window)
+            y = cls._apply(ctx, y, axis, weights, offset)
+        return as_dtype(y, dtype_of(x))
+
+    @staticmethod
+    def _inputs(ctx, inputs):
+        """(x, roi, scales, sizes) with the constants as numpy arrays (opset 10 has only scales)."""
+        if ctx.opset < 11:
+            x, scales = inputs
+            roi = sizes = None
+        else:
+            x, roi, scales, sizes = (inputs + [None] * 3)[:4]
+        roi, scales, sizes = (None if v is None else required_value(v, name)
+                              for v, name in ((roi, "roi"), (scales, "scales"), (sizes, "sizes")))
+        roi = None if roi is None or roi.size == 0 else roi
+        scales = None if scales is None or scales.size == 0 else scales
+        sizes = None if sizes is None or sizes.size == 0 else sizes
+        if (scales is None) == (sizes is None):
+            raise Unsupported("exactly one of scales and sizes must be given")
+        return x, roi, scales, sizes
+
+    @staticmethod
+    def _apply(ctx, y, axis, weights, offset):
+        """Along ``axis``: y' = weights^T y + offset (a gather when each output element copies
+        one input element)."""
+        picks = weights.argmax(axis=0)
+        if not offset.any() and np.array_equal(weights, np.eye(len(weights))[:, picks]):
+            return ctx.emit(op.take(y, ctx.constant(picks.astype("int64")), axis=axis))
+        rank = len(dims_of(y))
+        order = [a for a in range(rank) if a != axis] + [axis]
+        back = [order.index(a) for a in range(rank)]
+        moved = ctx.emit(op.permute_dims(as_dtype(y, "float64"), order))
+        mixed = ctx.emit(op.matmul(moved, ctx.constant(weights)))
+        if offset.any():
+            mixed = ctx.emit(op.add(mixed, ctx.constant(offset)))
+        return ctx.emit(op.permute_dims(mixed, back))
+
+
+@converter("Upsample")
+class Upsample(OnnxOpConverter):
+    """Resize as opset 10 defined it (Upsample's semantics); the scales are an attribute in
+    opset 7 and an input from opset 9 on, and the operator is gone from opset 10."""
+
+    @classmethod
+    def _impl_v7(cls, ctx, inputs, attrs):
+        scales = ctx.constant(np.asarray(attrs["scales"], dtype="float32"))
+        return cls._impl_v9(ctx, [inputs[0], scales], attrs)
+
+    @classmethod
+    def _impl_v9(cls, ctx, inputs, attrs):
+        return Resize._impl_v10(ctx, inputs, attrs)
+
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        raise Unsupported("Upsample is deprecated from opset 10 on (Resize replaces it)")
+
+
+@converter("GridSample")
+class GridSample(OnnxOpConverter):
+    """Relax's image.grid_sample, whose grid has its coordinates on axis 1 (ONNX's on the last)."""
+
+    _METHODS = {"linear": "bilinear", "bilinear": "bilinear", "nearest": "nearest"}
+
+    @classmethod
+    def _impl_v16(cls, ctx, inputs, attrs):
+        x, grid = inputs
+        mode = attrs.get("mode", "linear" if ctx.opset >= 20 else "bilinear")
+        padding = attrs.get("padding_mode", "zeros")
+        rank = len(dims_of(x))
+        # (tvms's image.grid_sample computes bilinear and nearest sampling of 4-d data)
+        if cls._METHODS.get(mode) not in ("bilinear", "nearest") or rank != 4 or \
+                padding not in ("zeros", "border", "reflection"):
+            raise Unsupported(f"mode={mode!r}, padding_mode={padding!r} on a rank-{rank} input "
+                              f"(bilinear and nearest on 4-d inputs are)")
+        grid = ctx.emit(op.permute_dims(grid, [0, 3, 1, 2]))
+        return op.image.grid_sample(x, grid, method=cls._METHODS[mode], layout="NCHW",
+                                    padding_mode=padding, align_corners=bool(attrs.get("align_corners", 0)))
+
+
+@converter("AffineGrid")
+class AffineGrid(OnnxOpConverter):
+    """Relax's image.affine_grid, whose grid has its coordinates on axis 1 (ONNX's on the last)."""
+
+    @classmethod
+    def _impl_v20(cls, ctx, inputs, attrs):
+        theta, size = inputs
+        size = [int(s) for s in required_value(size, "size")[2:]]
+        grid = ctx.emit(op.image.affine_grid(theta, size, align_corners=bool(attrs.get("align_corners", 0))))
+        return op.permute_dims(grid, [0] + list(range(2, len(size) + 2)) + [1])
+
+
+@converter("CenterCropPad")
+class CenterCropPad(OnnxOpConverter):
+    """Each listed axis cropped or zero-padded to its target length, centred (the odd element
+    goes to the end)."""
+
+    @classmethod
+    def _impl_v18(cls, ctx, inputs, attrs):
+        x, shape = inputs
+        dims = dims_of(x)
+        rank = len(dims)
+        axes = [normalize_axis(a, rank) for a in attrs.get("axes", range(rank))]
+        targets = [int(t) for t in required_value(shape, "shape")]
+        if len(targets) != len(axes):
+            raise Unsupported(f"{len(targets)} target lengths for {len(axes)} axes")
+        width = [0] * (2 * rank)
+        for axis, target in zip(axes, targets):
+            size = dims[axis]
+            if not isinstance(size, int):
+                raise Unsupported("a symbolic length on a cropped or padded axis")
+            if target < size:
+                begin = (size - target) // 2
+                x = ctx.emit(op.strided_slice(x, axes=[axis], begin=[begin], end=[begin + target]))
+            else:
+                width[2 * axis] = (target - size) // 2
+                width[2 * axis + 1] = target - size - width[2 * axis]
+        return op.nn.pad(x, width) if any(width) else x
+
+
+@converter("Col2Im")
+class Col2Im(OnnxOpConverter):
+    """The inverse of im2col: column ``(c, kernel offset)`` of each sliding block is added into
+    the image pixel it came from (a scatter-add along a flattened image whose index map is
+    computed at import time; taps that fall into the padding go to a dropped extra pixel)."""
+
+    @classmethod
+    def _impl_v18(cls, ctx, inputs, attrs):
+        x, image, block = inputs
+        image = [int(v) for v in required_value(image, "image_shape")]
+        kernel = [int(v) for v in required_value(block, "block_shape")]
+        n = len(image)
+        dilations = list(attrs.get("dilations", [1] * n))
+        strides = list(attrs.get("strides", [1] * n))
+        pads = list(attrs.get("pads", [0] * 2 * n))
+        batch, rows, length = dims_of(x)
+        taps = int(np.prod(kernel))
+        if not isinstance(rows, int) or rows % taps:
+            raise Unsupported(f"{rows} input rows for a kernel of {taps} elements")
+        blocks = [(image[i] + pads[i] + pads[n + i] - dilations[i] * (kernel[i] - 1) - 1) // strides[i] + 1
+                  for i in range(n)]
+        if int(np.prod(blocks)) != length:
+            raise Unsupported(f"{length} blocks, but the image and block shapes make {int(np.prod(blocks))}")
+        # position of each (kernel offset, block) pair along every image axis
+        offsets = np.indices(kernel).reshape(n, -1, 1)
+        starts = np.indices(blocks).reshape(n, 1, -1)
+        pos = starts * np.array(strides).reshape(n, 1, 1) - np.array(pads[:n]).reshape(n, 1, 1) \
+            + offsets * np.array(dilations).reshape(n, 1, 1)
+        inside = np.all((pos >= 0) & (pos < np.array(image).reshape(n, 1, 1)), axis=0)
+        pixels = int(np.prod(image))
+        flat = np.where(inside, np.ravel_multi_index(tuple(np.clip(pos, 0, None)), image, mode="clip"), pixels)
+        channels = rows // taps
+        cols = ctx.emit(op.reshape(x, [batch, channels, taps * length]))
+        index = ctx.emit(op.broadcast_to(ctx.constant(flat.reshape(1, 1, -1).astype("int64")),
+                                         [batch, channels, taps * length]))
+        canvas = ctx.emit(op.zeros([batch, channels, pixels + 1], dtype_of(x)))
+        summed = ctx.emit(op.scatter_elements(canvas, index, cols, axis=2, reduction="add"))
+        summed = ctx.emit(op.strided_slice(summed, axes=[2], begin=[0], end=[pixels]))
+        return op.reshape(summed, [batch, channels] + image)
+
+
+@converter("RoiAlign")
+class RoiAlign(OnnxOpConverter):
+    """Relax's vision.roi_align, whose regions carry their batch index in a first column."""
+
+    @classmethod
+    def _impl_v10(cls, ctx, inputs, attrs):
+        x, rois, batch_indices = inputs
+        default = "half_pixel" if ctx.opset >= 16 else "output_half_pixel"
+        transform = attrs.get("coordinate_transformation_mode", default)
+        if transform not in ("half_pixel", "output_half_pixel"):
+            raise Unsupported(f"coordinate_transformation_mode={transform!r}")
+        mode = attrs.get("mode", "avg")
+        if mode != "avg":  # (ONNX's max takes the largest bilinear term, Relax's the largest sample)
+            raise Unsupported(f"mode={mode!r}")
+        scale = float(attrs.get("spatial_scale", 1.0))
+        half_pixel = transform == "half_pixel"
+        if half_pixel:  # (Relax's ``aligned`` only drops the clamp of the size to 1: shift by half a pixel here)
+            rois = ctx.emit(op.subtract(rois, scalar_like(0.5 / scale, rois)))
+        index = op.expand_dims(as_dtype(batch_indices, dtype_of(rois)), axis=1)
+        regions = ctx.emit(op.concat([index, rois], axis=1))
+        ratio = attrs.get("sampling_ratio", 0)
+        pooled = [attrs.get("output_height", 1), attrs.get("output_width", 1)]
+        return op.vision.roi_align(x, regions, pooled_size=pooled, spatial_scale=scale,
+                                   sample_ratio=ratio if ratio > 0 else -1, aligned=half_pixel)

@@ -1,0 +1,127 @@
+"""ONNX's signal operators: ``DFT`` and ``STFT`` as one matmul, ``HannWindow``,
+``HammingWindow``, ``BlackmanWindow`` and ``MelWeightMatrix`` as constants.
+
+DFT and STFT are linear in their input's real and imaginary parts once the lengths, the axis, the
+step and the window are known, so the importer asks onnx's reference evaluator for the matrix:
+it transforms each basis vector of the transformed axis (with its real/imaginary component) and
+the rows of the results are the matrix, applied in float64 as the reference computes. The
+windows and the mel matrix depend only on their (constant) inputs and are evaluated at import."""
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of,
+                           normalize_axis, required_value)
+from .relax_op_api import op
+
+
+def _reference(op_type, opset, inputs, attrs, n_outputs=1):
+    """The outputs of one ``op_type`` node run by onnx's reference evaluator on numpy
+    ``inputs`` (None for an omitted one)."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    names = [f"i{k}" if v is not None else "" for k, v in enumerate(inputs)]
+    node = helper.make_node(op_type, names, [f"o{k}" for k in range(n_outputs)], **attrs)
+    feeds = {name: v for name, v in zip(names, inputs) if name}
+    return ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
+
+
+def _linear_map(ctx, x, axis, op_type, opset, extra, attrs):
+    """``x`` transformed along ``axis`` (its last axis holds 1 or 2 components) by the linear map
+    the reference computes for ``op_type``: the basis of that axis (every element, every
+    component) goes through the reference, giving the matrix that one matmul applies."""
+    dims = dims_of(x)
+    rank = len(dims)
+    n, parts = dims[axis], dims[-1]
+    if not isinstance(n, int) or parts not in (1, 2):
+        raise Unsupported(f"a transformed axis of length {n} with {parts} components")
+    basis = np.eye(n * parts, dtype="float64").reshape(n * parts, n, parts)
+    (image,) = _reference(op_type, opset, [basis] + extra, attrs)
+    out_shape = image.shape[1:-1]  # (the transformed axis's new extents)
+    matrix = image.reshape(n * parts, -1)
+    order = [a for a in range(rank - 1) if a != axis]
+    lead = [dims[a] for a in order]
+    moved = ctx.emit(op.permute_dims(as_dtype(x, "float64"), order + [axis, rank - 1]))
+    flat = ctx.emit(op.reshape(moved, lead + [n * parts]))
+    mixed = ctx.emit(op.matmul(flat, ctx.constant(matrix)))
+    result = ctx.emit(op.reshape(mixed, lead + list(out_shape) + [image.shape[-1]]))
+    return result, len(lead)
+
+
+@converter("DFT")
+class DFT(OnnxOpConverter):
+    @classmethod
+    def _impl_v17(cls, ctx, inputs, attrs):
+        x, length = (inputs + [None])[:2]
+        return cls._convert(ctx, x, length, attrs.get("axis", 1), attrs)
+
+    @classmethod
+    def _impl_v20(cls, ctx, inputs, attrs):
+        x, length, axis = (inputs + [None] * 2)[:3]
+        axis = -2 if axis is None else int(required_value(axis, "axis"))
+        return cls._convert(ctx, x, length, axis, attrs)
+
+    @staticmethod
+    def _convert(ctx, x, length, axis, attrs):
+        rank = len(dims_of(x))
+        axis = normalize_axis(axis, rank)
+        if axis == rank - 1:
+            raise Unsupported("a transform along the component axis")
+        length = None if length is None else np.asarray(required_value(length, "dft_length"), "int64")
+        flags = {k: attrs.get(k, 0) for k in ("inverse", "onesided")}
+        # (the reference at opset 20 takes the axis as an input: axis 1 of the basis)
+        result, lead = _linear_map(ctx, x, axis, "DFT", 20, [length, np.array(1, "int64")], flags)
+        # the transformed axis sits after the others: move it back
+        order = list(range(lead))
+        order.insert(axis, lead)
+        return as_dtype(ctx.emit(op.permute_dims(result, order + [lead + 1])), dtype_of(x))
+
+
+@converter("STFT")
+class STFT(OnnxOpConverter):
+    """(batch, length, 1 or 2) -> (batch, frames, bins, 2)."""
+
+    @classmethod
+    def _impl_v17(cls, ctx, inputs, attrs):
+        signal, step, window, length = (inputs + [None] * 2)[:4]
+        extra = [np.asarray(required_value(step, "frame_step"), "int64"),
+                 None if window is None else required_value(window, "window").astype("float64"),
+                 None if length is None else np.asarray(required_value(length, "frame_length"), "int64")]
+        flags = {"onesided": attrs.get("onesided", 1)}
+        result, _ = _linear_map(ctx, signal, 1, "STFT", 17, extra, flags)
+        return as_dtype(result, dtype_of(signal))
+
+
+class _Evaluated(OnnxOpConverter):
+    """An operator whose output depends only on its inputs' values, which must be constants:
+    evaluated at import time by onnx's reference evaluator."""
+
+    attributes: tuple = ()
+
+    @classmethod
+    def _impl_v17(cls, ctx, inputs, attrs):
+        values = [None if v is None else required_value(v, f"input {k}") for k, v in enumerate(inputs)]
+        given = {k: attrs[k] for k in cls.attributes if k in attrs}
+        (value,) = _reference(cls.__name__, 17, values, given)
+        return ctx.constant(value)
+
+
+@converter("HannWindow")
+class HannWindow(_Evaluated):
+    attributes = ("periodic", "output_datatype")
+
+
+@converter("HammingWindow")
+class HammingWindow(_Evaluated):
+    attributes = ("periodic", "output_datatype")
+
+
+@converter("BlackmanWindow")
+class BlackmanWindow(_Evaluated):
+    attributes = ("periodic", "output_datatype")
+
+
+@converter("MelWeightMatrix")
+class MelWeightMatrix(_Evaluated):
+    attributes = ("output_datatype",)
