@@ -90,3 +90,18 @@ folded = tvms.relax.transform.FoldConstant()(mod)["main"].body.body
 print(json.dumps(folded.data.tolist()))
 ''')
     assert got == [4.0, 6.0]
+
+
+def test_lowering_tir_loads_gpu_only_for_its_names() -> None:
+    """Another name (``__wrapped__``, as ``inspect`` asks) is missing without loading gpu/; a name
+    of gpu/ loads it. The static list of gpu/'s names is its ``__all__``."""
+    got = fresh("""
+import json, sys
+import tvms.lowering.tir as tir
+asked = hasattr(tir, "__wrapped__"), hasattr(tir, "no_such_pass")
+before = "tvms.lowering.tir.gpu" in sys.modules
+found = tir.ThreadSync.__name__
+from tvms.lowering.tir import gpu
+print(json.dumps([asked, before, found, sorted(tir.GPU_NAMES) == sorted(gpu.__all__)]))
+""")
+    assert got == [[False, False], False, "ThreadSync", True]
