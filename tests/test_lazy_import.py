@@ -105,3 +105,22 @@ from tvms.lowering.tir import gpu
 print(json.dumps([asked, before, found, sorted(tir.GPU_NAMES) == sorted(gpu.__all__)]))
 """)
     assert got == [[False, False], False, "ThreadSync", True]
+
+
+def test_dlight_asks_which_math_vectorizes_without_loading_llvmlite() -> None:
+    got = fresh('''
+import json, sys
+from tvms.script import from_source
+from tvms.lowering.dlight.analysis import flat_schedule, vectorizes_well
+func = from_source("""# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for i in range(64):
+        with T.sblock("B"):
+            vi = T.axis.spatial(64, i)
+            B[vi] = T.exp(A[vi]) + T.tanh(A[vi])
+""")
+print(json.dumps([vectorizes_well(flat_schedule(func)[1][0]), "llvmlite" in sys.modules]))
+''')
+    assert got == [True, False]

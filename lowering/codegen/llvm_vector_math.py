@@ -44,10 +44,8 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
+from ...ir.op import VECTOR_MATH
 from . import llvm_types as T
-
-# the TensorIR math calls (``tir.<name>``) this module expands on float32 / float16 vectors
-VECTOR_MATH = frozenset(("exp", "log", "tanh", "erf", "sigmoid"))
 
 _EXP_P = (0.4999999403953552, 0.1666652113199234, 0.04166838899254799, 0.008368710055947304,
           0.0013814611593261361)
