@@ -124,3 +124,25 @@ def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
 print(json.dumps([vectorizes_well(flat_schedule(func)[1][0]), "llvmlite" in sys.modules]))
 ''')
     assert got == [True, False]
+
+
+def test_a_layer_loader_that_raises_stays_pending(monkeypatch) -> None:
+    """A layer whose import fails raises at every lookup that needs it (it was dropped after the
+    first, and the next lookup reported a plain miss), and loads once it can."""
+    import pytest
+
+    from tvms.ir import registry
+
+    calls = []
+
+    def load() -> None:
+        calls.append(len(calls))
+        if len(calls) < 3:
+            raise ImportError("the layer's import failed")
+
+    monkeypatch.setattr(registry, "_layer_loaders", [load])
+    for _ in range(2):
+        with pytest.raises(ImportError, match="the layer's import failed"):
+            registry.load_layers()
+    registry.load_layers()
+    assert calls == [0, 1, 2] and registry._layer_loaders == []
