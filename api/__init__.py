@@ -14,7 +14,7 @@ import sys as _sys
 
 from . import ir
 from . import instrument, transform  # (light: TVM also spells them tvm.ir.transform/instrument)
-from ._lazy import lazy_names as _lazy_names
+from .ir.lazy import lazy_names as _lazy_names
 from .ir import IRModule, ScriptError, TVMSError
 from .ir.registry import add_layer_loader as _add_layer_loader
 

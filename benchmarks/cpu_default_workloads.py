@@ -75,11 +75,11 @@ def exact_erf(np):
 
 def conv2d_im2col(np, x, w):
     """A stride-1 convolution with padding 1 in plain numpy, the fastest way it has: im2col (the
-    padded image's 3x3 windows as a strided view, copied into a (C*9) x (H*W) matrix) and one BLAS
-    matmul with the filters as a F x (C*9) matrix."""
-    _, channels, height, width = x.shape
+    padded image's 3x3 windows as a strided view, copied into a (C*9) x (H*W) matrix per image) and
+    a BLAS matmul per image with the filters as a F x (C*9) matrix."""
+    batch, channels, height, width = x.shape
     filters, _, kh, kw = w.shape
-    padded = np.pad(x[0], ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2)))
-    windows = np.lib.stride_tricks.sliding_window_view(padded, (kh, kw), axis=(1, 2))  # C, H, W, kh, kw
-    columns = windows.transpose(0, 3, 4, 1, 2).reshape(channels * kh * kw, height * width)
-    return (w.reshape(filters, -1) @ columns).reshape(1, filters, height, width)
+    padded = np.pad(x, ((0, 0), (0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (kh, kw), axis=(2, 3))  # N, C, H, W, kh, kw
+    columns = windows.transpose(0, 1, 4, 5, 2, 3).reshape(batch, channels * kh * kw, height * width)
+    return (w.reshape(filters, -1) @ columns).reshape(batch, filters, height, width)

@@ -41,6 +41,9 @@ _UNARY_MATH = ("exp exp2 exp10 log log2 log10 log1p expm1 sqrt rsqrt sin cos tan
                "popcount bitwise_not").split()
 for _n in _UNARY_MATH:
     register(_n, "arg0", (1, 1))
+# the math calls (``tir.<name>``) the LLVM code generator expands on float32 / float16 vectors
+# (lowering/codegen/llvm_vector_math.py); DLight's CPU rules ask it without loading llvmlite
+VECTOR_MATH = frozenset(("exp", "log", "tanh", "erf", "sigmoid"))
 for _n in "pow fmod atan2 hypot copysign nextafter ldexp bitwise_and bitwise_or bitwise_xor shift_left shift_right".split():
     register(_n, "arg0", (2, 2))
 register("clz", "int32", (1, 1))  # (leading zeros of any integer, counted in an int32, as in TVM)

@@ -32,7 +32,12 @@ def load_layers(until: Callable[[], bool] = lambda: False) -> None:
     none is left."""
     with _loading:
         while _layer_loaders and not until():  # (a loader may import a layer that adds its own)
-            _layer_loaders.pop(0)()
+            load = _layer_loaders.pop(0)  # (first: a lookup while it loads does not run it again)
+            try:
+                load()
+            except BaseException:  # still pending: the next lookup raises its error again
+                _layer_loaders.insert(0, load)
+                raise
 
 
 def register_func(name: str | Callable, f: Callable | None = None, override: bool = False) -> Callable:

@@ -90,3 +90,59 @@ folded = tvms.relax.transform.FoldConstant()(mod)["main"].body.body
 print(json.dumps(folded.data.tolist()))
 ''')
     assert got == [4.0, 6.0]
+
+
+def test_lowering_tir_loads_gpu_only_for_its_names() -> None:
+    """Another name (``__wrapped__``, as ``inspect`` asks) is missing without loading gpu/; a name
+    of gpu/ loads it. The static list of gpu/'s names is its ``__all__``."""
+    got = fresh("""
+import json, sys
+import tvms.lowering.tir as tir
+asked = hasattr(tir, "__wrapped__"), hasattr(tir, "no_such_pass")
+before = "tvms.lowering.tir.gpu" in sys.modules
+found = tir.ThreadSync.__name__
+from tvms.lowering.tir import gpu
+print(json.dumps([asked, before, found, sorted(tir.GPU_NAMES) == sorted(gpu.__all__)]))
+""")
+    assert got == [[False, False], False, "ThreadSync", True]
+
+
+def test_dlight_asks_which_math_vectorizes_without_loading_llvmlite() -> None:
+    got = fresh('''
+import json, sys
+from tvms.script import from_source
+from tvms.lowering.dlight.analysis import flat_schedule, vectorizes_well
+func = from_source("""# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for i in range(64):
+        with T.sblock("B"):
+            vi = T.axis.spatial(64, i)
+            B[vi] = T.exp(A[vi]) + T.tanh(A[vi])
+""")
+print(json.dumps([vectorizes_well(flat_schedule(func)[1][0]), "llvmlite" in sys.modules]))
+''')
+    assert got == [True, False]
+
+
+def test_a_layer_loader_that_raises_stays_pending(monkeypatch) -> None:
+    """A layer whose import fails raises at every lookup that needs it (it was dropped after the
+    first, and the next lookup reported a plain miss), and loads once it can."""
+    import pytest
+
+    from tvms.ir import registry
+
+    calls = []
+
+    def load() -> None:
+        calls.append(len(calls))
+        if len(calls) < 3:
+            raise ImportError("the layer's import failed")
+
+    monkeypatch.setattr(registry, "_layer_loaders", [load])
+    for _ in range(2):
+        with pytest.raises(ImportError, match="the layer's import failed"):
+            registry.load_layers()
+    registry.load_layers()
+    assert calls == [0, 1, 2] and registry._layer_loaders == []

@@ -284,6 +284,51 @@ def test_vectorized_loop_that_cannot_be_vector_code_runs_as_a_loop():
     check_against_reference(prim_func(VECTOR_FALLBACK), a, np.zeros(64, np.float32))
 
 
+GUARDED_SCATTER = """
+    @T.prim_func
+    def main(A: T.Buffer((8,), "float32"), B: T.Buffer((16,), "float32"), C: T.Buffer((1,), "float32")):
+        for i in range(2):
+            v: T.int32x4 = T.Ramp(i * 4, 1, 4)
+            if v < T.Broadcast(6, 4):
+                B[v * T.Broadcast(2, 4)] = A[v]
+                C[0] = A[i * 4]
+"""
+
+
+def test_guarded_scatter_and_scalar_stores_write_only_the_guarded_lanes():
+    """Under a vector guard a strided store (a scatter) and a scalar store are masked too: lanes
+    v = 6, 7 write nothing (B[12] and B[14] keep their value)."""
+    lib = tvms.build(prim_func(GUARDED_SCATTER))
+    a, b, c = np.arange(1, 9, dtype=np.float32), np.full(16, -1, np.float32), np.zeros(1, np.float32)
+    lib(a, b, c)
+    expected = np.full(16, -1, np.float32)
+    expected[0:12:2] = a[:6]
+    np.testing.assert_array_equal(b, expected)
+    assert c[0] == a[4]  # some lane of the second row is in the guard
+    assert "llvm.masked.scatter" in lib.get_source("ll")
+
+
+STRIDED_TAIL = """
+    @T.prim_func
+    def main(A: T.Buffer((40,), "float32"), B: T.Buffer((20,), "float32"), s: T.Buffer((1,), "float32")):
+        for i in range(2):
+            for j in T.vectorized(16):
+                if T.likely(i * 16 + j < 20):
+                    B[i * 16 + j] = A[(i * 16 + j) * 2] + s[0]
+"""
+
+
+def test_tail_with_a_likely_guard_and_strided_loads_is_vector_code():
+    """A guard in ``T.likely`` and loads of stride 2 and 0 still vectorize: masked gathers read
+    only the guarded lanes (A holds 40 elements, the lanes past 20 would read past it)."""
+    lib = tvms.build(prim_func(STRIDED_TAIL))
+    ll = lib.get_source("ll")
+    assert "llvm.masked.gather" in ll and "llvm.masked.store" in ll
+    a, b, s = np.arange(40, dtype=np.float32), np.full(20, -1, np.float32), np.array([0.5], np.float32)
+    lib(a, b, s)
+    np.testing.assert_array_equal(b, a[::2] + 0.5)
+
+
 def test_unrolled_loop():
     a = np.arange(20, dtype=np.float32)
     (_, b) = check_against_reference(prim_func(UNROLLED), a, np.zeros(20, np.float32))

@@ -46,7 +46,8 @@ def main() -> None:
         "_TANH_P": fit(lambda x: np.tanh(x) - x, np.tanh, lambda x, k: x ** (2 * k + 3), 1e-4, 0.625, 5),
         # erf(x) = x + x P(x^2), 0 < x < 1
         "_ERF_P": fit(lambda x: erf(x) - x, erf, lambda x, k: x ** (2 * k + 1), 1e-4, 1.0, 6),
-        # erfc(a) = e^{-a^2} Q(t), t = 1 / (1 + 2a), 1 <= a <= 4 (the error is erf's: 1 - erfc)
+        # erfc(a) = e^{-a^2} Q(t), t = 1 / (1 + 2a), 1 <= a <= 4 (the error printed is relative to
+        # erfc(a) e^{a^2}, Q's target; erf = 1 - erfc makes it smaller in erf, erfc(1) being 0.16)
         "_ERFC_Q": fit(lambda a: erfc(a) * np.exp(a * a), lambda a: erfc(a) * np.exp(a * a),
                        lambda a, k: (1 / (1 + 2 * a)) ** k, 1.0, 4.0, 7),
     }

@@ -16,7 +16,7 @@ from ..ir.struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, 
                                StructInfo, TensorStructInfo, TupleStructInfo)
 from ..script.block_builder import BlockBuilder, const
 from ..script.relax_op_api import call_dps_packed, call_packed, call_py_func, call_tir
-from .._lazy import lazy_names as _lazy_names
+from ..ir.lazy import lazy_names as _lazy_names
 from ..ir.registry import add_layer_loader as _add_layer_loader
 
 # the passes, the pipeline and the VM load on first use (they import the lowering layer, the

@@ -35,6 +35,9 @@ from .llvm_intrinsics import _suffix, call_llvm_intrinsic, declare, emit_intrins
 from .vector_stride import lane_stride
 from ..tir.legalize_fixed_point import LEGALIZE as FIXED_POINT
 
+# calls a vector guard may hold: no memory, no side effect, lane by lane (``if T.likely(j < n)``)
+PURE_CALLS = frozenset(f"tir.{name}" for name in ("likely", "bitwise_and", "bitwise_or", "bitwise_xor",
+                                                  "bitwise_not", "shift_left", "shift_right"))
 MAX_STACK_BYTES = 64 * 1024  # larger (or dynamic) allocations go to the heap
 
 
@@ -451,7 +454,9 @@ class _FunctionCodegen:
         value, index = T.unify(bld, value, index)
         value = T.to_memory(bld, value, s.buffer.dtype)
         lanes = T.lanes_of(index)
-        if lanes == 1:
+        if self.mask is not None and (lanes == 1 or stride != 1):  # only the guarded lanes write
+            self.masked_scatter(s.buffer, value, index)
+        elif lanes == 1:
             bld.store(value, self.address(s.buffer, index))
         elif stride == 1:
             address = self.address(s.buffer, bld.extract_element(index, ir.Constant(T.I32, 0)))
@@ -463,6 +468,18 @@ class _FunctionCodegen:
             for lane in range(lanes):
                 k = ir.Constant(T.I32, lane)
                 bld.store(bld.extract_element(value, k), self.address(s.buffer, bld.extract_element(index, k)))
+
+    def masked_scatter(self, buffer: Buffer, value: ir.Value, index: ir.Value) -> None:
+        """``buffer[index] = value`` in the lanes of ``self.mask`` (``llvm.masked.scatter``: where
+        lanes meet, the last one wins); a scalar store is one address in every lane."""
+        lanes = T.lanes_of(self.mask)
+        if T.lanes_of(index) not in (1, lanes):
+            raise TVMSError(f"a store of {T.lanes_of(index)} lanes under a guard of {lanes} lanes")
+        value, index = (x if T.lanes_of(x) == lanes else T.broadcast(self.builder, x, lanes) for x in (value, index))
+        pointers = self.address(buffer, index)
+        pointers.type = ir.VectorType(T.PTR, lanes)  # (a vector of addresses: llvmlite types it scalar)
+        self.masked("scatter", value.type, [value, pointers, self.align(buffer), self.mask], ir.VoidType(),
+                    f"v{lanes}p0")
 
     def bind(self, var: E.Var, value_expr: Any) -> None:
         value = self.expr(value_expr)
@@ -628,10 +645,9 @@ class _FunctionCodegen:
                 if _access_stride(s.buffer, s.indices, strides) != 1:
                     return False
             elif isinstance(s, S.IfThenElse) and s.else_case is None and isinstance(s.then_case, S.BufferStore):
-                # a guarded store (a tail): masked, when its loads are contiguous (masked too)
-                loads = collect(s.then_case.value, E.BufferLoad)
-                if collect(s.condition, (E.BufferLoad, E.Call)) or any(
-                        _access_stride(x.buffer, x.indices, strides) != 1 for x in loads):
+                # a guarded store (a tail): masked, its loads masked too (gathers where not contiguous)
+                if collect(s.condition, E.BufferLoad) or any(
+                        getattr(c.op, "name", None) not in PURE_CALLS for c in collect(s.condition, E.Call)):
                     return False
                 stack.append(s.then_case)
             else:

@@ -14,6 +14,7 @@ from typing import Any
 from ...ir.buffer import BufferRegion
 from ...ir.errors import TVMSError
 from ...ir.expr import COMM_REDUCE, DATA_PAR, BufferLoad, Call, IntImm, PrimExpr, Var
+from ...ir.op import VECTOR_MATH
 from ...ir.stmt import Block, BufferStore
 from ...ir.visitor import collect
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
@@ -235,8 +236,6 @@ VECTOR_NATIVE_CALLS = frozenset(f"tir.{name}" for name in (
 def vectorizes_well(info: BlockInfo) -> bool:
     """Whether the block's computation has only operations with a vector instruction (exp, log,
     tanh, erf and sigmoid of float32 / float16 have the code generator's vector expansions)."""
-    from ..codegen.llvm_vector_math import VECTOR_MATH  # (llvmlite: imported when scheduling)
-
     def native(call: Call) -> bool:
         name = getattr(call.op, "name", "")
         if name in VECTOR_NATIVE_CALLS:

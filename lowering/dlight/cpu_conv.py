@@ -29,7 +29,7 @@ from ...ir.stmt import BufferStore
 from ..schedule import Schedule, ScheduleError
 from ..schedule.layout import IndexMap
 from .analysis import BlockInfo, CPURule, const_int, describe_blocks, has_nested_blocks, vector_lanes
-from .cpu_matmul import ACCUMULATOR_SHARE, mark_weight_packing, schedule_epilogue
+from .cpu_matmul import accumulator_registers, mark_weight_packing, schedule_epilogue
 
 MAX_TILE_ROWS = 12  # output channels of a register tile
 
@@ -60,8 +60,7 @@ class Conv2D(CPURule):
         if any(not e.is_injective() or not e.trivial for e in epilogues):
             return None
         lanes = vector_lanes(target, conv.write().buffer.dtype)
-        registers = 32 if vector_lanes(target, 32) >= 16 else 16
-        tile = register_tile(const_int(conv.iters[3].extent), lanes, int(registers * ACCUMULATOR_SHARE))
+        tile = register_tile(const_int(conv.iters[3].extent), lanes, accumulator_registers(target))
         if tile is None or const_int(conv.iters[1].extent) is None:
             return None
         try:

@@ -181,13 +181,19 @@ class Tiling:
     chunks: int
 
 
-def register_rows(target: Any, symbolic: bool = False) -> int:
-    """Rows of the register tile: two vectors of accumulators per row in ACCUMULATOR_SHARE of the
-    vector registers (16 with AVX2: 6 rows; 32 with AVX-512: 12 rows). A symbolic row count (a
-    batch, often small) keeps 16 registers' 6 rows: half the guarded tail code to compile (0.2 s
-    instead of 0.4 s for the MLP's first layer) and, at one row, fewer rows computed for nothing."""
+def accumulator_registers(target: Any, symbolic: bool = False) -> int:
+    """The vector registers a register tile's accumulators may fill: ACCUMULATOR_SHARE of 16 (AVX2)
+    or 32 (AVX-512; not for a symbolic row count, see ``register_rows``)."""
     registers = 32 if vector_lanes(target, 32) >= 16 and not symbolic else 16
-    return int(registers * ACCUMULATOR_SHARE) // 2
+    return int(registers * ACCUMULATOR_SHARE)
+
+
+def register_rows(target: Any, symbolic: bool = False) -> int:
+    """Rows of the register tile: two vectors of accumulators per row (16 registers with AVX2: 6
+    rows; 32 with AVX-512: 12 rows). A symbolic row count (a batch, often small) keeps 16
+    registers' 6 rows: half the guarded tail code to compile (0.2 s instead of 0.4 s for the MLP's
+    first layer) and, at one row, fewer rows computed for nothing."""
+    return accumulator_registers(target, symbolic) // 2
 
 
 def plan_tiling(m: int | None, n: int | None, kk: int | None, lanes: int, mr: int, cores: int,
@@ -318,12 +324,8 @@ def pack_a(sch: Schedule, block: BlockRV, shape: MatmulShape, mr: int, panel: Lo
         packed = next(p for p in sch.get_producers(block) if sch.get(p).writes[0].buffer is a_buffer)
     else:
         packed = sch.cache_read(block, [r.buffer for r in reads].index(a_buffer), "global", consumer_blocks=[block])
-    source = sch.get(packed).writes[0].buffer
-    dtype = source.shape[-1].dtype
-    indices = [Var(f"v{d}", dtype) for d in range(len(source.shape))]
-    i, k = indices[-2:]
-    width = const(mr, dtype)
-    index_map = IndexMap(indices, [*indices[:-2], FloorDiv(i, width), k, FloorMod(i, width)])
+    # (A's rows are as a transposed B's columns: ``.., i, k -> .., i // mr, k, i % mr``)
+    index_map = panel_map(sch.get(packed).writes[0].buffer.shape, mr, transposed=True)
     sch.transform_layout(packed, ("write", 0), index_map)
     sch.transform_block_layout(packed, index_map)  # loops over tiles, k, a tile's rows: contiguous stores
     sch.compute_at(packed, panel)

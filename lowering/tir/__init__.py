@@ -4,8 +4,7 @@ gpu/ holds the passes of TVM's cuda pipeline and ``lower_for_cuda``, which load 
 CPU build does not need them)."""
 from __future__ import annotations
 
-import importlib
-
+from ...ir.lazy import lazy_names
 from ...ir.registry import add_layer_loader
 from .canonicalize_loop import CanonicalizeLoop, canonicalize_loop
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
@@ -23,16 +22,18 @@ from .unswitch_guards import UnswitchGuards, unswitch_guards
 from .vectorize_loop import VectorizeLoop, vectorize_loop
 
 
-
-def __getattr__(name: str):
-    """The names of gpu/ (``ThreadSync``, ``lower_for_cuda``, ...), imported when first named."""
-    gpu = importlib.import_module(f"{__name__}.gpu")
-    if name.startswith("__") or name not in gpu.__all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(gpu, name)
-
-
-add_layer_loader(lambda: importlib.import_module(f"{__name__}.gpu"))  # (gpu/'s passes register by name)
+# gpu/'s names (its ``__all__``: tests/test_lazy_import.py keeps the two equal), known before it loads
+GPU_NAMES = (
+    "AnnotateEntryFunc", "CommonSubexprElim", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",
+    "LowerThreadAllreduce", "LowerWarpMemory", "MergeSharedMemoryAllocations", "NarrowDataType",
+    "SplitHostDevice", "StorageRewrite", "ThreadSync", "UnifyThreadBinding", "annotate_entry_func",
+    "common_subexpr_elim", "cuda_target_attr", "finalize_kernels", "inject_virtual_thread", "lift_thread_binding",
+    "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce", "lower_warp_memory",
+    "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device",
+    "storage_rewrite", "thread_sync", "unify_thread_binding",
+)
+__getattr__, __dir__, _load_gpu = lazy_names(__name__, globals(), {name: (".gpu", name) for name in GPU_NAMES})
+add_layer_loader(_load_gpu)  # (gpu/'s passes register by name)
 
 __all__ = [
     "AnnotateEntryFunc", "CommonSubexprElim", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",

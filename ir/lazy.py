@@ -1,5 +1,6 @@
-"""Names of a package of the face that import their module on first use (PEP 562), so that
-``import tvms`` (or ``tvms.relax``) does not pay for the parts a program never touches."""
+"""Names of a package that import their module on first use (PEP 562), so that ``import tvms``
+(or ``tvms.relax``, or a CPU build of ``lowering.tir``) does not pay for the parts a program never
+touches."""
 from __future__ import annotations
 
 import importlib
