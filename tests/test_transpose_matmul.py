@@ -53,3 +53,21 @@ def test_the_kernel_builds_and_matches_numpy() -> None:
     c = np.zeros((2, 3, 5), dtype="float32")
     lib["main"](x, w, c)
     np.testing.assert_allclose(c, x @ w.transpose(0, 2, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_a_result_of_unknown_shape_is_left_as_two_calls() -> None:
+    """The NT kernel is written for a known shape: an operand of unknown shape (e.g. reshaped to
+    a shape computed at run time, as ONNX graphs do) leaves the matmul and transposition alone."""
+    mod = from_source("""
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(dtype="float32", ndim=2), w: R.Tensor((3, 4), dtype="float32")) -> R.Tensor(dtype="float32", ndim=2):
+        with R.dataflow():
+            wt = R.permute_dims(w, axes=None)
+            y = R.matmul(x, wt, out_dtype="void")
+            R.output(y)
+        return y
+""")
+    out = relax.transform.FuseTransposeMatmul()(mod)
+    assert out.script() == mod.script()

@@ -38,8 +38,8 @@ def _applies(context: PatternCheckContext) -> bool:
     if not isinstance(bound, rx.DataflowVar) or len(context.var_usages.get(bound, ())) > 1:
         return False  # (a variable that leaves its dataflow block has uses beyond the block)
     ndim = getattr(transpose.args[0].struct_info, "ndim", -1)
-    if ndim == -1:
-        return False
+    if ndim == -1 or getattr(context.matched_expr.struct_info, "dims", None) is None:
+        return False  # (the NT kernel is written for a result of known shape)
     axes = transpose.attrs.get("axes")
     if axes is None:
         return ndim == 2
