@@ -8,6 +8,7 @@ per process (the code generator returns the same artifact for an unchanged funct
 from __future__ import annotations
 
 import ctypes.util
+import struct
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -68,7 +69,12 @@ def load_kernel(artifact: Any) -> JitKernel:
     machine = llvm.Target.from_triple(target.triple).create_target_machine(
         cpu=target.cpu, features=target.features, opt=3, reloc="default", codemodel="jitdefault")
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(artifact.object_code))
+    obj = llvm.ObjectFileRef.from_data(artifact.object_code)
+    missing = [name for name in undefined_symbols(obj) if not llvm.address_of_symbol(name)]
+    if missing:  # (MCJIT would link the calls to address 0, and the first call would crash)
+        raise TVMSError(f"cannot load the code of {artifact.symbol!r}: it needs {', '.join(missing)}, "
+                        f"which this process does not define")
+    engine.add_object_file(obj)
     engine.finalize_object()
     threads = engine.get_global_value_address(artifact.threads_symbol) if artifact.thread_pool else 0
     kernel = JitKernel(artifact, engine.get_function_address(artifact.symbol), threads, engine)
@@ -77,4 +83,17 @@ def load_kernel(artifact: Any) -> JitKernel:
     return kernel
 
 
-__all__ = ["JitKernel", "load_kernel"]
+def undefined_symbols(obj: Any) -> list:
+    """The names an ELF64 little-endian object file uses but does not define (others: [])."""
+    sections = {s.name(): s.data() for s in obj.sections()}
+    symtab, strtab = sections.get(b".symtab"), sections.get(b".strtab")
+    if not symtab or not strtab:
+        return []
+    names = []
+    for (name, info, _other, shndx, _value, _size) in struct.iter_unpack("<IBBHQQ", symtab):
+        if name and shndx == 0 and info >> 4 != 0:  # undefined, and not local (binding 0)
+            names.append(strtab[name:strtab.index(b"\0", name)].decode())
+    return names
+
+
+__all__ = ["JitKernel", "load_kernel", "undefined_symbols"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ...ir.errors import TVMSError
 from ...ir.target import Target, as_target, thread_count
+from .llvm_half import support_module
 from .llvm_names import check_names
 
 try:
@@ -90,11 +91,14 @@ def target_machine(target: LLVMTarget, reloc: str = "default", opt: int = 3):
 
 
 def optimize(ir_text: str, target: LLVMTarget):
-    """Parse, verify and optimize LLVM IR at O3 for ``target``; returns the binding module."""
+    """Parse, verify and optimize LLVM IR at O3 for ``target``; returns the binding module (with
+    ``llvm_half``'s float16 conversions where the IR uses half)."""
     binding = require_llvm()
     try:
         module = binding.parse_assembly(ir_text)
         module.verify()
+        if "half" in ir_text:  # (the float16 conversions LLVM would call compiler-rt for)
+            module.link_in(binding.parse_assembly(support_module()))
     except RuntimeError as err:  # a codegen bug: show the IR's complaint, not a crash
         raise TVMSError(f"generated LLVM IR is invalid: {err}") from None
     tm = target_machine(target)

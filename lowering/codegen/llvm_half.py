@@ -1,0 +1,99 @@
+"""The float16 conversions LLVM leaves to compiler-rt, defined in IR so code never needs them.
+
+LLVM lowers ``fptrunc double -> half`` (on every x86 CPU), and ``float <-> half`` (without F16C,
+also half arithmetic, which it does in float) to calls of ``__truncdfhf2``, ``__truncsfhf2`` and
+``__extendhfsf2``. Neither the JIT (``runtime/llvm_jit.py``) nor ``export_library``'s shared
+objects link compiler-rt, so ``support_module()`` defines them, with integer and float32
+operations only, and ``llvm_target.optimize`` links it into every module that uses half. They are
+internal and kept by ``llvm.compiler.used``: each object resolves the calls to its own copy, and
+no symbol is exported. Where F16C exists LLVM still uses its instructions for float <-> half.
+"""
+from __future__ import annotations
+
+import functools
+
+from llvmlite import ir
+
+from .llvm_types import I32
+
+I16 = ir.IntType(16)
+HALF, FLOAT, DOUBLE = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+
+
+def _i32(n: int) -> ir.Constant:
+    return ir.Constant(I32, n)
+
+
+def _define(module: ir.Module, name: str, ret: ir.Type, arg: ir.Type):
+    fn = ir.Function(module, ir.FunctionType(ret, [arg]), name)
+    fn.linkage = "internal"
+    return fn, ir.IRBuilder(fn.append_basic_block()), fn.args[0]
+
+
+def _float_to_half(module: ir.Module) -> ir.Function:
+    """``float -> half`` rounded to nearest, ties to even; a NaN stays a NaN (quieted, its top
+    payload bits kept, as F16C's ``vcvtps2ph`` does)."""
+    fn, b, x = _define(module, "__truncsfhf2", HALF, FLOAT)
+    bits = b.bitcast(x, I32)
+    sign = b.and_(b.trunc(b.lshr(bits, _i32(16)), I16), ir.Constant(I16, 0x8000))
+    a = b.and_(bits, _i32(0x7FFFFFFF))
+    # NaN, or at least 65520 (rounds to inf: 65504 is the largest half, its last bit odd)
+    nan = b.or_(_i32(0x7E00), b.and_(b.lshr(a, _i32(13)), _i32(0x3FF)))
+    huge = b.select(b.icmp_unsigned(">", a, _i32(0x7F800000)), nan, _i32(0x7C00))
+    # a normal half: rebias the exponent (127 -> 15), round the 13 dropped bits to even
+    odd = b.and_(b.lshr(a, _i32(13)), _i32(1))
+    normal = b.lshr(b.add(b.add(a, _i32(0xFFF - (112 << 23))), odd), _i32(13))
+    # below 2**-14 (a subnormal half or zero): in x + 0.5 the float adder rounds x to a multiple of
+    # 2**-24 (the ulp of 0.5), to even; the sum's bits past 0.5's count the half's units
+    magic = ir.Constant(FLOAT, 0.5)
+    summed = b.fadd(b.bitcast(a, FLOAT), magic)
+    sub = b.sub(b.bitcast(summed, I32), b.bitcast(magic, I32))
+    result = b.select(b.icmp_unsigned("<", a, _i32(113 << 23)), sub,
+                      b.select(b.icmp_unsigned(">=", a, _i32(0x477FF000)), huge, normal))
+    b.ret(b.bitcast(b.or_(b.trunc(result, I16), sign), HALF))
+    return fn
+
+
+def _half_to_float(module: ir.Module) -> ir.Function:
+    """``half -> float``, exact (a NaN keeps its payload)."""
+    fn, b, x = _define(module, "__extendhfsf2", FLOAT, HALF)
+    h = b.zext(b.bitcast(x, I16), I32)
+    rest = b.shl(b.and_(h, _i32(0x7FFF)), _i32(13))  # exponent and mantissa at float's places
+    exponent = b.and_(rest, _i32(0x7C00 << 13))
+    rebiased = b.add(rest, _i32(112 << 23))
+    special = b.add(rebiased, _i32(112 << 23))  # inf/NaN: exponent 31 -> 255
+    # zero or subnormal: m * 2**-24 as float, (2**-14 + m * 2**-24) - 2**-14 exactly
+    renorm = b.fsub(b.bitcast(b.add(rebiased, _i32(1 << 23)), FLOAT), ir.Constant(FLOAT, 2.0 ** -14))
+    result = b.select(b.icmp_unsigned("==", exponent, _i32(0x7C00 << 13)), special,
+                      b.select(b.icmp_unsigned("==", exponent, _i32(0)), b.bitcast(renorm, I32), rebiased))
+    b.ret(b.bitcast(b.or_(result, b.shl(b.and_(h, _i32(0x8000)), _i32(16))), FLOAT))
+    return fn
+
+
+def _double_to_half(module: ir.Module) -> ir.Function:
+    """``double -> half`` correctly rounded: to float rounded to odd (toward zero, the last bit
+    set when inexact), then to half; float's 24 bits >= 2 * 11 + 2, so the second rounding
+    gives the correctly rounded half. A NaN stays a NaN."""
+    fn, b, x = _define(module, "__truncdfhf2", HALF, DOUBLE)
+    nearest = b.fptrunc(x, FLOAT)
+    back = b.fpext(nearest, DOUBLE)
+    fabs = module.declare_intrinsic("llvm.fabs", [DOUBLE])
+    away = b.fcmp_ordered(">", b.call(fabs, [back]), b.call(fabs, [x]))  # rounded away from zero
+    bits = b.bitcast(nearest, I32)
+    toward_zero = b.select(away, b.sub(bits, _i32(1)), bits)
+    inexact = b.zext(b.fcmp_ordered("!=", back, x), I32)
+    odd = b.bitcast(b.or_(toward_zero, inexact), FLOAT)
+    b.ret(b.fptrunc(odd, HALF))  # (F16C's instruction, else __truncsfhf2 above)
+    return fn
+
+
+@functools.lru_cache(maxsize=1)
+def support_module() -> str:
+    """The LLVM IR text of the module defining the conversions (link it in before optimizing)."""
+    module = ir.Module(name="tvms_half")
+    functions = [_float_to_half(module), _half_to_float(module), _double_to_half(module)]
+    # (LLVM calls them only while generating code: keep them through optimization)
+    used = ir.GlobalVariable(module, ir.ArrayType(ir.PointerType(), len(functions)), "llvm.compiler.used")
+    used.linkage, used.section = "appending", "llvm.metadata"
+    used.initializer = ir.Constant(used.value_type, functions)
+    return str(module)
