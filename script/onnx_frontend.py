@@ -24,7 +24,8 @@ from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from .block_builder import BlockBuilder, const
 from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported
 # (importing the converter modules registers their converters)
-from . import onnx_ops_attention, onnx_ops_math, onnx_ops_nn, onnx_ops_tensor  # noqa: F401
+from . import (onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant, onnx_ops_rnn, onnx_ops_signal,  # noqa: F401
+               onnx_ops_tensor, onnx_ops_transformer)
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 

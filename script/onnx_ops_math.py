@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
-                           onnx_dtype, rank_of, required_value, scalar_like)
+                           rank_of, required_value, scalar_like)
 from .relax_op_api import op
 
 
@@ -376,53 +376,3 @@ class _ArgReduce(OnnxOpConverter):
 
 converter("ArgMax")(type("ArgMax", (_ArgReduce,), {"relax": staticmethod(op.argmax)}))
 converter("ArgMin")(type("ArgMin", (_ArgReduce,), {"relax": staticmethod(op.argmin)}))
-
-
-# ------------------------------------------------------------------ quantization
-def _along_axis(ctx, param, x, axis):
-    """A scale or zero point: a scalar as it is, a 1-d one along ``axis`` of ``x``."""
-    if rank_of(param) == 0:
-        return param
-    axis = axis % rank_of(x)
-    return op.reshape(param, [-1] + [1] * (rank_of(x) - axis - 1))
-
-
-def _quantization_inputs(inputs, attrs):
-    """(x, scale, zero point or None, axis) of QuantizeLinear/DequantizeLinear."""
-    if attrs.get("block_size", 0):
-        raise Unsupported("block_size (blocked quantization)")
-    attrs.ignore("saturate")  # (float8 saturation: no float8 type is converted)
-    x, scale, zero = (list(inputs) + [None])[:3]
-    return x, scale, zero, attrs.get("axis", 1)
-
-
-@converter("DequantizeLinear")
-class DequantizeLinear(OnnxOpConverter):
-    """(x - zero_point) * scale, per tensor or along ``axis``."""
-
-    @classmethod
-    def _impl_v10(cls, ctx, inputs, attrs):
-        x, scale, zero, axis = _quantization_inputs(inputs, attrs)
-        dtype = dtype_of(scale)
-        value = as_dtype(x, dtype)
-        if zero is not None:
-            value = op.subtract(value, _along_axis(ctx, as_dtype(zero, dtype), x, axis))
-        return op.multiply(ctx.emit(value), _along_axis(ctx, scale, x, axis))
-
-
-@converter("QuantizeLinear")
-class QuantizeLinear(OnnxOpConverter):
-    """saturate(round_half_to_even(x / scale) + zero_point) in the zero point's integer type."""
-
-    @classmethod
-    def _impl_v10(cls, ctx, inputs, attrs):
-        x, scale, zero, axis = _quantization_inputs(inputs, attrs)
-        out = attrs.get("output_dtype", 0)
-        out = dtype_of(zero) if zero is not None else onnx_dtype(out) if out else "uint8"
-        if np.dtype(out).kind not in "iu":
-            raise Unsupported(f"quantizing to {out}")
-        value = op.round(op.divide(x, _along_axis(ctx, as_dtype(scale, dtype_of(x)), x, axis)))
-        if zero is not None:
-            value = op.add(ctx.emit(value), _along_axis(ctx, as_dtype(zero, dtype_of(x)), x, axis))
-        limits = np.iinfo(out)
-        return op.astype(op.clip(ctx.emit(value), float(limits.min), float(limits.max)), out)

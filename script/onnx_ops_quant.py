@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, rank_of,
-                           normalize_axis)
+                           normalize_axis, onnx_dtype)
 from .onnx_ops_nn import Conv
-from .onnx_ops_tensor import _np_dtype
 from .relax_op_api import op
 
 _RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
@@ -67,14 +66,14 @@ class QuantizeLinear(OnnxOpConverter):
         x, scale, zero_point = (inputs + [None] * 2)[:3]
         axis, block_size = attrs.get("axis", 1), attrs.get("block_size", 0)
         out = attrs.get("output_dtype", 0)
-        dtype = dtype_of(zero_point) if zero_point is not None else (_np_dtype(out) if out else "uint8")
-        if out and _np_dtype(out) != dtype:
-            raise Unsupported(f"output_dtype {_np_dtype(out)} differs from the zero point's {dtype}")
+        dtype = dtype_of(zero_point) if zero_point is not None else (onnx_dtype(out) if out else "uint8")
+        if out and onnx_dtype(out) != dtype:
+            raise Unsupported(f"output_dtype {onnx_dtype(out)} differs from the zero point's {dtype}")
         attrs.ignore("saturate")  # (it concerns float8 outputs only)
         precision = attrs.get("precision", 0)
         if precision:
-            x = as_dtype(x, _np_dtype(precision))
-            scale = as_dtype(scale, _np_dtype(precision))
+            x = as_dtype(x, onnx_dtype(precision))
+            scale = as_dtype(scale, onnx_dtype(precision))
         scale = _broadcastable(ctx, scale, x, axis, block_size)
         if zero_point is not None:
             zero_point = _broadcastable(ctx, zero_point, x, axis, block_size)
@@ -90,7 +89,7 @@ class DequantizeLinear(OnnxOpConverter):
             raise Unsupported(f"dequantizing {dtype_of(x)} (8-, 16- and 32-bit integers are supported)")
         axis, block_size = attrs.get("axis", 1), attrs.get("block_size", 0)
         out = attrs.get("output_dtype", 0)
-        dtype = _np_dtype(out) if out else dtype_of(scale)
+        dtype = onnx_dtype(out) if out else dtype_of(scale)
         if zero_point is not None:
             zero_point = _broadcastable(ctx, zero_point, x, axis, block_size)
         # (the reference subtracts in float32 and multiplies by the scale promoted to float32)

@@ -536,28 +536,3 @@ class OneHot(OnnxOpConverter):
         hit = ctx.emit(op.equal(ctx.emit(op.expand_dims(index, [axis])), positions))
         off, on = (ctx.emit(op.take(values, ctx.constant(i, "int64"), axis=0)) for i in (0, 1))
         return op.where(hit, on, off)
-
-
-@converter("CenterCropPad")
-class CenterCropPad(OnnxOpConverter):
-    """Each named axis cropped (from (size - target) // 2) or zero-padded (by (target - size) // 2
-    before) to the target size."""
-
-    @classmethod
-    def _impl_v18(cls, ctx, inputs, attrs):
-        x, shape = inputs
-        targets = [int(t) for t in required_value(shape, "shape")]
-        rank = rank_of(x)
-        axes = [normalize_axis(a, rank) for a in attrs.get("axes", range(rank))]
-        dims = dims_of(x)
-        width = [0] * (2 * rank)
-        for axis, target in zip(axes, targets):
-            size = dims[axis]
-            if not isinstance(size, int):
-                raise Unsupported("an axis of symbolic size")
-            if target < size:
-                start = (size - target) // 2
-                x = ctx.emit(op.strided_slice(x, [axis], [start], [start + target]))
-            elif target > size:
-                width[2 * axis], width[2 * axis + 1] = (target - size) // 2, target - size - (target - size) // 2
-        return op.nn.pad(x, width) if any(width) else x

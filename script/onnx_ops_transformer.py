@@ -14,8 +14,7 @@ import numpy as np
 
 from ..ir import relax as rx
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, normalize_axis,
-                           scalar_like)
-from .onnx_ops_tensor import _np_dtype
+                           onnx_dtype, scalar_like)
 from .relax_op_api import op
 
 
@@ -198,7 +197,7 @@ class Attention(OnnxOpConverter):
             qk_output = scores
         precision = attrs.get("softmax_precision")
         if precision is not None:
-            scores = as_dtype(scores, _np_dtype(precision))
+            scores = as_dtype(scores, onnx_dtype(precision))
         probs = _softmax(ctx, scores, bias is not None)
         if bias is not None:  # (a row whose bias masks every key attends to nothing)
             empty = _is_neg_inf(ctx, _row_max(ctx, bias))
