@@ -22,7 +22,7 @@ from ..ir.expr import SizeVar
 from ..ir.module import IRModule
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from .block_builder import BlockBuilder, const
-from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported
+from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported, reference
 # (importing the converter modules registers their converters)
 from . import (onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant, onnx_ops_rnn, onnx_ops_signal,  # noqa: F401
                onnx_ops_tensor, onnx_ops_transformer)
@@ -251,12 +251,13 @@ class _GraphImporter:
         if not given or not all(isinstance(x, rx.Constant) and x.data.size <= _FOLD_LIMIT for x in given) \
                 or any(a.type == a.GRAPH for a in node.attribute):
             return None
-        from onnx.reference import ReferenceEvaluator
+        from onnx.helper import get_attribute_value
 
-        feeds = {name: x.data for name, x in zip(node.input, inputs) if name}
+        attrs = {a.name: get_attribute_value(a) for a in node.attribute}
+        values = [x.data if x is not None else None for x in inputs]
         try:
-            outputs = ReferenceEvaluator(node, opsets={"": self.opset}).run(None, feeds)
-        except Exception:  # (the converter then says what is wrong)
+            outputs = reference(node.op_type, self.opset, values, attrs, len(node.output), limit=_FOLD_LIMIT)
+        except Exception:  # (too large, or not evaluable: the converter then converts it or says why not)
             return None
         outputs = [np.asarray(o) for o in outputs]
         if any(o.dtype == object or o.size > _FOLD_LIMIT for o in outputs):

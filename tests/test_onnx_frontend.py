@@ -241,3 +241,31 @@ def test_light_squeezenet_matches_its_expected_output():
     model, feeds, expected = _benchmark("onnx_models").load("squeezenet")
     out = _run(from_onnx(model), *feeds.values())
     np.testing.assert_allclose(out, expected, rtol=1e-3, atol=1e-7)
+
+
+def test_huge_constants_are_refused_or_filled_at_run_time_not_built():
+    """A few bytes of input asking for GiBs: never built at import time (MemoryError before)."""
+    n = helper.make_node
+    big = np.array([2 ** 30, 2 ** 30], "int64")
+    model = _model([n("ConstantOfShape", ["s"], ["y"])], [],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], {"s": big})
+    assert "R.full(R.shape([1073741824, 1073741824])" in from_onnx(model).script()
+    ranged = _model([n("Range", ["a", "b", "c"], ["y"], name="r")], [],
+                    [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+                    {"a": np.array(0), "b": np.array(2 ** 50), "c": np.array(1)})
+    with pytest.raises(TVMSError, match=r"node 'r' \(Range, opset 17\): the range would have "
+                                        r"1125899906842624 elements"):
+        from_onnx(ranged)
+    expand = _model([n("Expand", ["x", "s"], ["y"], name="e")], [],
+                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                    {"x": np.ones(1, "float32"), "s": big})
+    with pytest.raises(TVMSError, match=r"node 'e' \(Expand, opset 17\): the expanded constant would have"):
+        from_onnx(expand)
+    window = _model([n("HannWindow", ["k"], ["y"], name="w")], [],
+                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], {"k": np.array(2 ** 40)})
+    with pytest.raises(TVMSError, match=r"node 'w' \(HannWindow, opset 17\): the output of HannWindow would have"):
+        from_onnx(window)
+    # small ones still fold to constants
+    small = _model([n("ConstantOfShape", ["s"], ["y"])], [],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], {"s": np.array([2, 3])})
+    assert "R.full" not in from_onnx(small).script()
