@@ -150,7 +150,10 @@ def onnx_dtype(elem_type: int) -> str:
     """The dtype name of an ONNX TensorProto element type (1 -> "float32")."""
     from onnx.helper import tensor_dtype_to_np_dtype
 
-    return str(np.dtype(tensor_dtype_to_np_dtype(elem_type)))
+    try:
+        return str(np.dtype(tensor_dtype_to_np_dtype(elem_type)))
+    except (KeyError, TypeError):
+        raise Unsupported(f"the element type {elem_type} is not an ONNX tensor type") from None
 
 
 def normalize_axis(axis: int, rank: int) -> int:

@@ -269,3 +269,57 @@ def test_huge_constants_are_refused_or_filled_at_run_time_not_built():
     small = _model([n("ConstantOfShape", ["s"], ["y"])], [],
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], {"s": np.array([2, 3])})
     assert "R.full" not in from_onnx(small).script()
+
+
+def test_malformed_models_are_errors_naming_the_part(tmp_path, capsys):
+    """An unknown element type, initializer data not matching its dims, a non-UTF-8 string
+    attribute, numpy refusing a node: TVMSErrors from from_onnx, messages from tvms import."""
+    n = helper.make_node
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    odd_input = _model([n("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", 99, [2])], [y])
+    short = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2, 3], float_data=[1.0, 2.0])
+    short_init = helper.make_model(helper.make_graph([n("Relu", ["w"], ["y"])], "g", [], [y], [short]),
+                                   opset_imports=[helper.make_opsetid("", 17)])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    bad_text = _model([n("Gelu", ["x"], ["y"], name="g", approximate=b"\xff")], [x], [y], opset=20)
+    cases = {"input": (odd_input, r"graph input 'x': the element type 99 is not an ONNX tensor type"),
+             "initializer": (short_init, r"initializer 'w': its data does not make a tensor of shape \[2, 3\]"),
+             "attribute": (bad_text, r"node 'g' \(Gelu, opset 20\): the attribute approximate is not UTF-8")}
+    for name, (model, message) in cases.items():
+        with pytest.raises(TVMSError, match=message):
+            from_onnx(model)
+        path = tmp_path / f"{name}.onnx"
+        path.write_bytes(model.SerializeToString())
+        assert main(["import", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and name in err
+
+
+def test_numpy_errors_in_a_converter_name_the_node(monkeypatch):
+    from tvms.script.onnx_convert import CONVERTERS, OnnxOpConverter
+
+    class Refusing(OnnxOpConverter):
+        @classmethod
+        def _impl_v1(cls, ctx, inputs, attrs):
+            np.zeros(2 ** 62, "float64")  # (numpy: MemoryError, or ValueError: array too big)
+
+    monkeypatch.setitem(CONVERTERS, "Relu", Refusing)
+    model = _model([helper.make_node("Relu", ["x"], ["y"], name="r")],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    with pytest.raises(TVMSError, match=r"node 'r' \(Relu, opset 17\): (MemoryError|ValueError): "):
+        from_onnx(model)
+
+
+def test_cli_import_params_file_takes_any_name_and_follows_the_module(tmp_path, capsys):
+    model = _model([helper.make_node("Add", ["x", "allow_pickle"], ["y"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], {"allow_pickle": B})
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    assert main(["import", str(path), "-o", str(tmp_path / "m.tvms"), "--keep-params-in-input"]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "m.params.npz")["allow_pickle"], B)
+    (tmp_path / "d.tvms").mkdir()  # (the module cannot be written: no values are left beside it)
+    assert main(["import", str(path), "-o", str(tmp_path / "d.tvms"), "--keep-params-in-input"]) == 2
+    assert not (tmp_path / "d.params.npz").exists()
+    assert "Traceback" not in capsys.readouterr().err
