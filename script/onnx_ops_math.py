@@ -143,12 +143,32 @@ class IsInf(OnnxOpConverter):
         return op.logical_and(inf, sign)
 
 
+# the activations with parameters as expressions (the RNN converters apply them too)
+def softsign(x):
+    return op.divide(x, op.add(op.abs(x), scalar_like(1, x)))
+
+
+def elu(x, alpha):
+    return _where_negative(x, op.multiply(scalar_like(alpha, x), op.subtract(op.exp(x), scalar_like(1, x))))
+
+
+def thresholded_relu(x, alpha):
+    return op.where(op.greater(x, scalar_like(alpha, x)), x, scalar_like(0, x))
+
+
+def hard_sigmoid(x, alpha, beta):
+    return op.clip(op.add(op.multiply(x, scalar_like(alpha, x)), scalar_like(beta, x)), 0.0, 1.0)
+
+
+def _where_negative(x, negative_branch):
+    return op.where(op.less(x, scalar_like(0, x)), negative_branch, x)
+
+
 @converter("Softsign")
 class Softsign(OnnxOpConverter):
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
-        x = inputs[0]
-        return op.divide(x, op.add(op.abs(x), scalar_like(1, x)))
+        return softsign(inputs[0])
 
 
 @converter("LeakyRelu")
@@ -168,18 +188,12 @@ class PRelu(OnnxOpConverter):
         return op.where(op.less(x, scalar_like(0, x)), op.multiply(x, slope), x)
 
 
-def _where_negative(x, negative_branch):
-    return op.where(op.less(x, scalar_like(0, x)), negative_branch, x)
-
-
 @converter("Elu")
 class Elu(OnnxOpConverter):
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         attrs.ignore("consumed_inputs")
-        x = inputs[0]
-        alpha = scalar_like(attrs.get("alpha", 1.0), x)
-        return _where_negative(x, op.multiply(alpha, op.subtract(op.exp(x), scalar_like(1, x))))
+        return elu(inputs[0], attrs.get("alpha", 1.0))
 
 
 @converter("Celu")
@@ -208,9 +222,7 @@ class Selu(OnnxOpConverter):
 class ThresholdedRelu(OnnxOpConverter):
     @classmethod
     def _impl_v10(cls, ctx, inputs, attrs):
-        x = inputs[0]
-        alpha = scalar_like(attrs.get("alpha", 1.0), x)
-        return op.where(op.greater(x, alpha), x, scalar_like(0, x))
+        return thresholded_relu(inputs[0], attrs.get("alpha", 1.0))
 
 
 @converter("HardSigmoid")
@@ -218,10 +230,7 @@ class HardSigmoid(OnnxOpConverter):
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         attrs.ignore("consumed_inputs")
-        x = inputs[0]
-        alpha, beta = attrs.get("alpha", 0.2), attrs.get("beta", 0.5)
-        linear = op.add(op.multiply(x, scalar_like(alpha, x)), scalar_like(beta, x))
-        return op.clip(linear, 0.0, 1.0)
+        return hard_sigmoid(inputs[0], attrs.get("alpha", 0.2), attrs.get("beta", 0.5))
 
 
 @converter("HardSwish")

@@ -365,7 +365,11 @@ class Dropout(OnnxOpConverter):
 
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
-        attrs.ignore("consumed_inputs", "ratio", "is_test")
+        attrs.ignore("consumed_inputs", "ratio")
+        # (an explicit is_test=0 is refused; one left out is taken as inference, as
+        # BatchNormalization takes it, though opsets 1-6 default to 0)
+        if not attrs.get("is_test", 1) and ctx.opset < 7:
+            raise Unsupported("is_test=0 (training)")
         return cls._identity(ctx, inputs[0])
 
     @classmethod

@@ -345,3 +345,14 @@ def test_range_and_constantofshape_converters_themselves():
                    [helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
                    [helper.make_tensor_value_info("y", TensorProto.INT32, None)])
     np.testing.assert_array_equal(_run(from_onnx(model), np.array([2, 3])), np.full((2, 3), 7, "int32"))
+
+
+def test_old_dropout_in_training_mode_is_refused():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    training = _model([helper.make_node("Dropout", ["x"], ["y"], name="d", is_test=0)], [x], [y], opset=6)
+    with pytest.raises(TVMSError, match=r"node 'd' \(Dropout, opset 6\): not supported: is_test=0"):
+        from_onnx(training)
+    inference = _model([helper.make_node("Dropout", ["x"], ["y"], is_test=1)], [x], [y], opset=6)
+    value = np.array([1.0, -2.0], "float32")
+    np.testing.assert_array_equal(_run(from_onnx(inference), value), value)
