@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
-                           rank_of, required_value, scalar_like)
+                           normalize_axis, rank_of, required_value, scalar_like)
 from .relax_op_api import op
 
 
@@ -15,7 +15,7 @@ def _old_broadcast(ctx, a, b, attrs):
         return b
     if axis is None:
         return b
-    trailing = rank_of(a) - (axis % rank_of(a)) - rank_of(b)
+    trailing = rank_of(a) - normalize_axis(axis, rank_of(a)) - rank_of(b)
     return op.reshape(b, dims_of(b) + [1] * trailing) if trailing > 0 else b
 
 
@@ -375,7 +375,7 @@ class _ArgReduce(OnnxOpConverter):
         axis, keepdims = attrs.get("axis", 0), bool(attrs.get("keepdims", 1))
         if attrs.get("select_last_index", 0):
             # the last extreme is the first one of the reversed axis
-            length = dims_of(x)[axis % rank_of(x)]
+            length = dims_of(x)[normalize_axis(axis, rank_of(x))]
             if not isinstance(length, int):
                 raise Unsupported("select_last_index on an axis of symbolic length")
             index = op.astype(cls.relax(op.flip(x, axis), axis, keepdims), "int64")

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, rank_of, scalar_like,
-                           static_shape, value_of)
+from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, normalize_axis, rank_of,
+                           scalar_like, static_shape, value_of)
 from .relax_op_api import op
 
 
@@ -212,7 +212,7 @@ class LayerNormalization(OnnxOpConverter):
         if attrs.get("stash_type", 1) != 1:
             raise Unsupported("stash_type other than float32")
         rank = rank_of(x)
-        axes = list(range(attrs.get("axis", -1) % rank, rank))
+        axes = list(range(normalize_axis(attrs.get("axis", -1), rank), rank))
         y, mean, inv_std = _normalize(ctx, x, axes, attrs.get("epsilon", 1e-5))
         y = op.multiply(ctx.emit(y), scale)
         return [y if bias is None else op.add(ctx.emit(y), bias), mean, inv_std]
@@ -226,7 +226,7 @@ class RMSNormalization(OnnxOpConverter):
         if attrs.get("stash_type", 1) != 1:
             raise Unsupported("stash_type other than float32")
         rank = rank_of(x)
-        axes = list(range(attrs.get("axis", -1) % rank, rank))
+        axes = list(range(normalize_axis(attrs.get("axis", -1), rank), rank))
         square = op.mean(op.multiply(x, x), axes, True)
         inv_rms = ctx.emit(op.rsqrt(op.add(square, scalar_like(attrs.get("epsilon", 1e-5), x))))
         return op.multiply(ctx.emit(op.multiply(x, inv_rms)), scale)
@@ -340,7 +340,7 @@ class _Softmax(OnnxOpConverter):
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         x = inputs[0]
-        axis = attrs.get("axis", 1) % max(rank_of(x), 1)
+        axis = normalize_axis(attrs.get("axis", 1), rank_of(x))
         dims = dims_of(x)
         if axis == rank_of(x) - 1:
             return cls.relax(x, axis=-1)
@@ -411,7 +411,7 @@ class Hardmax(OnnxOpConverter):
     def _impl_v13(cls, ctx, inputs, attrs):
         x = inputs[0]
         rank = rank_of(x)
-        axis = attrs.get("axis", -1) % rank
+        axis = normalize_axis(attrs.get("axis", -1), rank)
         length = dims_of(x)[axis]
         if not isinstance(length, int):
             raise Unsupported("an axis of symbolic length")

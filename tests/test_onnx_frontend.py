@@ -356,3 +356,15 @@ def test_old_dropout_in_training_mode_is_refused():
     inference = _model([helper.make_node("Dropout", ["x"], ["y"], is_test=1)], [x], [y], opset=6)
     value = np.array([1.0, -2.0], "float32")
     np.testing.assert_array_equal(_run(from_onnx(inference), value), value)
+
+
+def test_out_of_range_axes_are_refused_not_wrapped():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    ones = {"s": np.ones(3, "float32")}
+    for node, opset, inits in [(helper.make_node("LayerNormalization", ["x", "s"], ["y"], axis=2), 17, ones),
+                               (helper.make_node("Softmax", ["x"], ["y"], axis=-3), 11, {}),
+                               (helper.make_node("Hardmax", ["x"], ["y"], axis=2), 13, {}),
+                               (helper.make_node("ArgMax", ["x"], ["y"], axis=5, select_last_index=1), 13, {})]:
+        with pytest.raises(TVMSError, match=r"not supported: axis -?\d is out of range for rank 2"):
+            from_onnx(_model([node], [x], [y], inits, opset=opset))
