@@ -160,6 +160,10 @@ def hard_sigmoid(x, alpha, beta):
     return op.clip(op.add(op.multiply(x, scalar_like(alpha, x)), scalar_like(beta, x)), 0.0, 1.0)
 
 
+def swish(x, alpha):
+    return op.multiply(x, op.sigmoid(op.multiply(x, scalar_like(alpha, x))))
+
+
 def _where_negative(x, negative_branch):
     return op.where(op.less(x, scalar_like(0, x)), negative_branch, x)
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, normalize_axis, rank_of,
                            scalar_like, static_shape, value_of)
+from .onnx_ops_math import swish
 from .relax_op_api import op
 
 
@@ -424,9 +425,7 @@ class Hardmax(OnnxOpConverter):
 class Swish(OnnxOpConverter):
     @classmethod
     def _impl_v24(cls, ctx, inputs, attrs):
-        x = inputs[0]
-        alpha = attrs.get("alpha", 1.0)
-        return op.multiply(x, op.sigmoid(op.multiply(x, scalar_like(alpha, x))))
+        return swish(inputs[0], attrs.get("alpha", 1.0))
 
 
 @converter("Shrink")
