@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
+import zipfile
 
 from .cli import EXIT_ERROR, EXIT_FAILED, _error, emit_text
 from .ir import TVMSError
@@ -26,20 +28,32 @@ def _shape(text: str) -> tuple[str, list]:
     return name, [int(d) if d.strip().lstrip("-").isdigit() else d.strip() for d in dims.split(",")]
 
 
+def _npz(arrays: dict) -> bytes:
+    """An ``.npz`` of ``arrays`` (name -> array), as np.savez writes one: written entry by entry,
+    since np.savez would take a weight named ``file`` or ``allow_pickle`` for its own option."""
+    import numpy as np
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w") as entry:
+                np.lib.format.write_array(entry, np.asarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     try:
-        import onnx
+        import onnx  # noqa: F401
     except ImportError:
         _error("import: the onnx package is not installed (pip install 'tvms[onnx]')")
         return EXIT_ERROR
     from .ir.files import WriteError, write_file
-    from .script.onnx_frontend import detach_params, from_onnx
+    from .script.onnx_frontend import detach_params, from_onnx, load_model
 
     try:
-        model = onnx.load(args.input)
-    except Exception as err:  # (protobuf's DecodeError, OSError, ...: an unreadable model)
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        _error(f"cannot read the ONNX model {args.input}: {reason}")
+        model = load_model(args.input)
+    except TVMSError as err:
+        _error(str(err))
         return EXIT_ERROR
     shapes = dict(args.shape or [])
     known = {i.name for i in model.graph.input}
@@ -54,22 +68,22 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"{args.input}: {err}", file=sys.stderr)
         return EXIT_FAILED
     mod, params = detach_params(mod)
-    if params.get("main") and args.output and args.output != "-":
-        import numpy as np
-
-        names = [p.name for p in mod["main"].params[mod["main"].attrs["num_input"]:]]
-        buffer = io.BytesIO()
-        np.savez(buffer, **dict(zip(names, params["main"])))
-        stem = args.output[:-len(".tvms")] if args.output.endswith(".tvms") else args.output
-        try:
-            write_file(stem + ".params.npz", buffer.getvalue())
-        except WriteError as err:
-            _error(str(err))
-            return EXIT_ERROR
-    elif params.get("main"):
+    if not params.get("main"):
+        return emit_text(mod.script(show_meta=True), args.output)
+    if not args.output or args.output == "-":
         _error("import: --keep-params-in-input writes the values beside -o FILE: give -o")
         return EXIT_ERROR
-    return emit_text(mod.script(show_meta=True), args.output)
+    names = [p.name for p in mod["main"].params[mod["main"].attrs["num_input"]:]]
+    stem = args.output[:-len(".tvms")] if args.output.endswith(".tvms") else args.output
+    try:
+        write_file(stem + ".params.npz", _npz(dict(zip(names, params["main"]))))
+    except WriteError as err:
+        _error(str(err))
+        return EXIT_ERROR
+    code = emit_text(mod.script(show_meta=True), args.output)
+    if code != 0:  # (no values left beside a module that was not written)
+        os.remove(stem + ".params.npz")
+    return code
 
 
 def add_import_parser(subparsers) -> None:

@@ -20,9 +20,10 @@ from ..ir.dtype import DataType
 from ..ir.errors import TVMSError
 from ..ir.expr import SizeVar
 from ..ir.module import IRModule
+from ..ir.name_supply import NameSupply
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from .block_builder import BlockBuilder, const
-from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported
+from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported, onnx_dtype, reference
 # (importing the converter modules registers their converters)
 from . import (onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant, onnx_ops_rnn, onnx_ops_signal,  # noqa: F401
                onnx_ops_tensor, onnx_ops_transformer)
@@ -45,15 +46,24 @@ def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: "str | dic
     import onnx
 
     if isinstance(model, (str, os.PathLike)):
-        try:
-            model = onnx.load(os.fspath(model))
-        except (OSError, onnx.onnx_cpp2py_export.checker.ValidationError, Exception) as err:
-            raise TVMSError(f"cannot read the ONNX model {os.fspath(model)}: {err}") from None
+        model = load_model(model)
     if not isinstance(model, onnx.ModelProto):
         raise TVMSError(f"from_onnx expects an onnx.ModelProto or a path, got {type(model).__name__}")
     model_opset = next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 1)
     importer = _GraphImporter(shape_dict or {}, dtype_dict, keep_params_in_input, opset or model_opset)
     return importer.run(model.graph)
+
+
+def load_model(path: "str | os.PathLike") -> Any:
+    """The ``onnx.ModelProto`` in the file ``path``; a TVMSError when it cannot be read."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    try:
+        return onnx.load(os.fspath(path))
+    except (OSError, DecodeError) as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise TVMSError(f"cannot read the ONNX model {os.fspath(path)}: {reason}") from None
 
 
 def detach_params(mod: IRModule) -> tuple[IRModule, dict[str, list[np.ndarray]]]:
@@ -99,7 +109,7 @@ class _GraphImporter:
         self.opset = opset
         self.values: dict[str, Any] = {}
         self.sizes: dict[str, SizeVar] = {}  # named dimensions, shared by every input that names them
-        self.names: set[str] = set()
+        self.names = NameSupply("_")
         # the graph inputs each value is computed from (by id: Relax values hash by identity)
         self.sources: dict[int, set[str]] = {}
 
@@ -126,19 +136,18 @@ class _GraphImporter:
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "input"
         if not (base[0].isalpha() or base[0] == "_"):
             base = "input_" + base
-        unique, n = base, 0
-        while unique in self.names:
-            n += 1
-            unique = f"{base}_{n}"
-        self.names.add(unique)
-        return unique
+        return self.names.fresh(base)
 
     def _parameters(self, graph: Any) -> list[tuple[rx.Var, np.ndarray]]:
         from onnx import numpy_helper
 
         params = []
         for init in graph.initializer:
-            array = numpy_helper.to_array(init)
+            try:
+                array = numpy_helper.to_array(init)
+            except (ValueError, TypeError, KeyError) as err:  # (data not matching its dims or type)
+                raise TVMSError(f"initializer {init.name!r}: its data does not make a tensor of "
+                                f"shape {list(init.dims)} and element type {init.data_type}: {err}") from None
             # (integer initializers are shapes, axes and indices, which conversion needs as
             # constants: only floating-point weights become parameters)
             if self.keep_params and array.dtype.kind == "f":
@@ -177,13 +186,14 @@ class _GraphImporter:
         return self.sizes[name]
 
     def _declared_type(self, info: Any) -> tuple[list | None, str]:
-        from onnx.helper import tensor_dtype_to_np_dtype
-
         tensor = info.type.tensor_type
         if not info.type.HasField("tensor_type"):
             raise TVMSError(f"graph input {info.name!r} is not a tensor (sequence, map and optional "
                             f"inputs are not supported)")
-        dtype = str(np.dtype(tensor_dtype_to_np_dtype(tensor.elem_type)))
+        try:
+            dtype = onnx_dtype(tensor.elem_type)
+        except TVMSError as err:
+            raise TVMSError(f"graph input {info.name!r}: {err}") from None
         if not tensor.HasField("shape"):
             return None, dtype
         dims = []
@@ -205,8 +215,8 @@ class _GraphImporter:
         impl = cls.get_converter(self.opset) if cls else None
         if impl is None:
             raise TVMSError(f"{where}: the operator {node.op_type} is not supported"
-                            + (f" before opset {min(_versions(cls))}" if cls else ""))
-        attrs = Attrs({a.name: _attribute(a) for a in node.attribute})
+                            + (f" before opset {cls.versions()[0]}" if cls else ""))
+        attrs = Attrs({a.name: _attribute(a, where) for a in node.attribute})
         inputs = [self._value(name, where) if name else None for name in node.input]
         folded = self._fold(node, inputs)
         if folded is not None:
@@ -225,6 +235,8 @@ class _GraphImporter:
             raise TVMSError(f"{where}: not supported: {err}") from None
         except TVMSError as err:
             raise TVMSError(f"{where}: {err}") from None
+        except (ValueError, MemoryError) as err:  # (numpy refusing what the node asks for)
+            raise TVMSError(f"{where}: {type(err).__name__}: {err}") from None
         unused = attrs.unused()
         if unused:
             raise TVMSError(f"{where}: the attribute{'s' * (len(unused) > 1)} {', '.join(unused)} "
@@ -251,12 +263,13 @@ class _GraphImporter:
         if not given or not all(isinstance(x, rx.Constant) and x.data.size <= _FOLD_LIMIT for x in given) \
                 or any(a.type == a.GRAPH for a in node.attribute):
             return None
-        from onnx.reference import ReferenceEvaluator
+        from onnx.helper import get_attribute_value
 
-        feeds = {name: x.data for name, x in zip(node.input, inputs) if name}
+        attrs = {a.name: get_attribute_value(a) for a in node.attribute}
+        values = [x.data if x is not None else None for x in inputs]
         try:
-            outputs = ReferenceEvaluator(node, opsets={"": self.opset}).run(None, feeds)
-        except Exception:  # (the converter then says what is wrong)
+            outputs = reference(node.op_type, self.opset, values, attrs, len(node.output), limit=_FOLD_LIMIT)
+        except Exception:  # (too large, or not evaluable: the converter then converts it or says why not)
             return None
         outputs = [np.asarray(o) for o in outputs]
         if any(o.dtype == object or o.size > _FOLD_LIMIT for o in outputs):
@@ -267,20 +280,19 @@ class _GraphImporter:
 _FOLD_LIMIT = 1 << 16  # elements: shapes and indices, not weights
 
 
-def _versions(cls: type) -> list[int]:
-    return [int(name[len("_impl_v"):]) for name in dir(cls) if name.startswith("_impl_v")]
-
-
-def _attribute(attr: Any) -> Any:
+def _attribute(attr: Any, where: str) -> Any:
     """An AttributeProto's value in Python terms: numbers, str, numpy arrays, lists of them."""
     from onnx import AttributeProto, numpy_helper
     from onnx.helper import get_attribute_value
 
     value = get_attribute_value(attr)
-    if attr.type == AttributeProto.STRING:
-        return value.decode()
-    if attr.type == AttributeProto.STRINGS:
-        return [v.decode() for v in value]
+    try:
+        if attr.type == AttributeProto.STRING:
+            return value.decode()
+        if attr.type == AttributeProto.STRINGS:
+            return [v.decode() for v in value]
+    except UnicodeDecodeError:
+        raise TVMSError(f"{where}: the attribute {attr.name} is not UTF-8 text") from None
     if attr.type == AttributeProto.TENSOR:
         return numpy_helper.to_array(value)
     if attr.type == AttributeProto.TENSORS:

@@ -11,35 +11,33 @@ coordinate transformation, cubic coefficient, exclude_outside and antialias form
 reference is then reproduced by construction. The sizes, scales and roi must be constants."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of,
-                           normalize_axis, required_value, scalar_like)
+from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, check_size, converter, dims_of,
+                           dtype_of, normalize_axis, reference, required_value, scalar_like)
 from .relax_op_api import op
 
 
 def _axis_map(node_attrs, opset, n, scale=None, size=None, roi=None):
     """(W, c) of one axis of input length ``n``: the reference's Resize of the 2-d basis
     (n, n) along its last axis; row i of the result is input element i's weights."""
-    from onnx import helper
-    from onnx.reference import ReferenceEvaluator
-
     if opset < 11:  # (opset 10's Resize, and Upsample: asymmetric coordinates, nearest rounds down)
         node_attrs = {**node_attrs, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
         opset = 11
-    feeds = {}
-    inputs = ["X", "roi" if roi is not None else "", "scales" if scale is not None else "",
-              "sizes" if size is not None else ""]
+    out = size if size is not None else math.floor(n * scale)
+    count = n * max(n, out)  # (the basis, and the resized basis)
+    check_size(count, f"the resize matrix of an axis of length {n} to {out}")
+    feeds = [None, None, None, None]
     if roi is not None:
-        feeds["roi"] = np.array([0.0, roi[0], 1.0, roi[1]], dtype="float32")
+        feeds[1] = np.array([0.0, roi[0], 1.0, roi[1]], dtype="float32")
     if scale is not None:
-        feeds["scales"] = np.array([1.0, scale], dtype="float32")
+        feeds[2] = np.array([1.0, scale], dtype="float32")
     if size is not None:
-        feeds["sizes"] = np.array([n, size], dtype="int64")
-    node = helper.make_node("Resize", inputs, ["Y"], **node_attrs)
-    evaluator = ReferenceEvaluator(node, opsets={"": opset})
-    base = evaluator.run(None, {**feeds, "X": np.zeros((n, n), "float64")})[0]
-    full = evaluator.run(None, {**feeds, "X": np.eye(n, dtype="float64")})[0]
+        feeds[3] = np.array([n, size], dtype="int64")
+    (base,) = reference("Resize", opset, [np.zeros((n, n), "float64")] + feeds[1:], node_attrs, size=count)
+    (full,) = reference("Resize", opset, [np.eye(n, dtype="float64")] + feeds[1:], node_attrs, size=count)
     return full - base, base[0]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
-                           rank_of, required_value, scalar_like)
+                           normalize_axis, rank_of, required_value, scalar_like)
 from .relax_op_api import op
 
 
@@ -15,7 +15,7 @@ def _old_broadcast(ctx, a, b, attrs):
         return b
     if axis is None:
         return b
-    trailing = rank_of(a) - (axis % rank_of(a)) - rank_of(b)
+    trailing = rank_of(a) - normalize_axis(axis, rank_of(a)) - rank_of(b)
     return op.reshape(b, dims_of(b) + [1] * trailing) if trailing > 0 else b
 
 
@@ -143,12 +143,36 @@ class IsInf(OnnxOpConverter):
         return op.logical_and(inf, sign)
 
 
+# the activations with parameters as expressions (the RNN converters apply them too)
+def softsign(x):
+    return op.divide(x, op.add(op.abs(x), scalar_like(1, x)))
+
+
+def elu(x, alpha):
+    return _where_negative(x, op.multiply(scalar_like(alpha, x), op.subtract(op.exp(x), scalar_like(1, x))))
+
+
+def thresholded_relu(x, alpha):
+    return op.where(op.greater(x, scalar_like(alpha, x)), x, scalar_like(0, x))
+
+
+def hard_sigmoid(x, alpha, beta):
+    return op.clip(op.add(op.multiply(x, scalar_like(alpha, x)), scalar_like(beta, x)), 0.0, 1.0)
+
+
+def swish(x, alpha):
+    return op.multiply(x, op.sigmoid(op.multiply(x, scalar_like(alpha, x))))
+
+
+def _where_negative(x, negative_branch):
+    return op.where(op.less(x, scalar_like(0, x)), negative_branch, x)
+
+
 @converter("Softsign")
 class Softsign(OnnxOpConverter):
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
-        x = inputs[0]
-        return op.divide(x, op.add(op.abs(x), scalar_like(1, x)))
+        return softsign(inputs[0])
 
 
 @converter("LeakyRelu")
@@ -168,18 +192,12 @@ class PRelu(OnnxOpConverter):
         return op.where(op.less(x, scalar_like(0, x)), op.multiply(x, slope), x)
 
 
-def _where_negative(x, negative_branch):
-    return op.where(op.less(x, scalar_like(0, x)), negative_branch, x)
-
-
 @converter("Elu")
 class Elu(OnnxOpConverter):
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         attrs.ignore("consumed_inputs")
-        x = inputs[0]
-        alpha = scalar_like(attrs.get("alpha", 1.0), x)
-        return _where_negative(x, op.multiply(alpha, op.subtract(op.exp(x), scalar_like(1, x))))
+        return elu(inputs[0], attrs.get("alpha", 1.0))
 
 
 @converter("Celu")
@@ -208,9 +226,7 @@ class Selu(OnnxOpConverter):
 class ThresholdedRelu(OnnxOpConverter):
     @classmethod
     def _impl_v10(cls, ctx, inputs, attrs):
-        x = inputs[0]
-        alpha = scalar_like(attrs.get("alpha", 1.0), x)
-        return op.where(op.greater(x, alpha), x, scalar_like(0, x))
+        return thresholded_relu(inputs[0], attrs.get("alpha", 1.0))
 
 
 @converter("HardSigmoid")
@@ -218,10 +234,7 @@ class HardSigmoid(OnnxOpConverter):
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         attrs.ignore("consumed_inputs")
-        x = inputs[0]
-        alpha, beta = attrs.get("alpha", 0.2), attrs.get("beta", 0.5)
-        linear = op.add(op.multiply(x, scalar_like(alpha, x)), scalar_like(beta, x))
-        return op.clip(linear, 0.0, 1.0)
+        return hard_sigmoid(inputs[0], attrs.get("alpha", 0.2), attrs.get("beta", 0.5))
 
 
 @converter("HardSwish")
@@ -366,7 +379,7 @@ class _ArgReduce(OnnxOpConverter):
         axis, keepdims = attrs.get("axis", 0), bool(attrs.get("keepdims", 1))
         if attrs.get("select_last_index", 0):
             # the last extreme is the first one of the reversed axis
-            length = dims_of(x)[axis % rank_of(x)]
+            length = dims_of(x)[normalize_axis(axis, rank_of(x))]
             if not isinstance(length, int):
                 raise Unsupported("select_last_index on an axis of symbolic length")
             index = op.astype(cls.relax(op.flip(x, axis), axis, keepdims), "int64")

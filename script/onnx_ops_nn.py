@@ -6,8 +6,9 @@ import math
 
 import numpy as np
 
-from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, rank_of, scalar_like,
-                           static_shape, value_of)
+from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, normalize_axis, rank_of,
+                           scalar_like, static_shape, value_of)
+from .onnx_ops_math import swish
 from .relax_op_api import op
 
 
@@ -212,7 +213,7 @@ class LayerNormalization(OnnxOpConverter):
         if attrs.get("stash_type", 1) != 1:
             raise Unsupported("stash_type other than float32")
         rank = rank_of(x)
-        axes = list(range(attrs.get("axis", -1) % rank, rank))
+        axes = list(range(normalize_axis(attrs.get("axis", -1), rank), rank))
         y, mean, inv_std = _normalize(ctx, x, axes, attrs.get("epsilon", 1e-5))
         y = op.multiply(ctx.emit(y), scale)
         return [y if bias is None else op.add(ctx.emit(y), bias), mean, inv_std]
@@ -226,7 +227,7 @@ class RMSNormalization(OnnxOpConverter):
         if attrs.get("stash_type", 1) != 1:
             raise Unsupported("stash_type other than float32")
         rank = rank_of(x)
-        axes = list(range(attrs.get("axis", -1) % rank, rank))
+        axes = list(range(normalize_axis(attrs.get("axis", -1), rank), rank))
         square = op.mean(op.multiply(x, x), axes, True)
         inv_rms = ctx.emit(op.rsqrt(op.add(square, scalar_like(attrs.get("epsilon", 1e-5), x))))
         return op.multiply(ctx.emit(op.multiply(x, inv_rms)), scale)
@@ -340,7 +341,7 @@ class _Softmax(OnnxOpConverter):
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         x = inputs[0]
-        axis = attrs.get("axis", 1) % max(rank_of(x), 1)
+        axis = normalize_axis(attrs.get("axis", 1), rank_of(x))
         dims = dims_of(x)
         if axis == rank_of(x) - 1:
             return cls.relax(x, axis=-1)
@@ -365,7 +366,11 @@ class Dropout(OnnxOpConverter):
 
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
-        attrs.ignore("consumed_inputs", "ratio", "is_test")
+        attrs.ignore("consumed_inputs", "ratio")
+        # (an explicit is_test=0 is refused; one left out is taken as inference, as
+        # BatchNormalization takes it, though opsets 1-6 default to 0)
+        if not attrs.get("is_test", 1) and ctx.opset < 7:
+            raise Unsupported("is_test=0 (training)")
         return cls._identity(ctx, inputs[0])
 
     @classmethod
@@ -407,7 +412,7 @@ class Hardmax(OnnxOpConverter):
     def _impl_v13(cls, ctx, inputs, attrs):
         x = inputs[0]
         rank = rank_of(x)
-        axis = attrs.get("axis", -1) % rank
+        axis = normalize_axis(attrs.get("axis", -1), rank)
         length = dims_of(x)[axis]
         if not isinstance(length, int):
             raise Unsupported("an axis of symbolic length")
@@ -420,9 +425,7 @@ class Hardmax(OnnxOpConverter):
 class Swish(OnnxOpConverter):
     @classmethod
     def _impl_v24(cls, ctx, inputs, attrs):
-        x = inputs[0]
-        alpha = attrs.get("alpha", 1.0)
-        return op.multiply(x, op.sigmoid(op.multiply(x, scalar_like(alpha, x))))
+        return swish(inputs[0], attrs.get("alpha", 1.0))
 
 
 @converter("Shrink")

@@ -9,33 +9,29 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import relax as rx
-from .block_builder import const
-from .onnx_convert import OnnxOpConverter, Unsupported, converter, dims_of, dtype_of, value_of
+from .onnx_convert import OnnxOpConverter, Unsupported, converter, dims_of, dtype_of, scalar_like, value_of
+from .onnx_ops_math import elu, hard_sigmoid, softsign, thresholded_relu
 from .relax_op_api import op
 
 
 # name -> (function of (x, alpha, beta), default alpha, default beta); None: takes no such value
-def _affine(x, a, b):
-    return op.add(op.multiply(x, a), b)
-
-
 _ACTIVATIONS = {
     "relu": (lambda x, a, b: op.nn.relu(x), None, None),
     "tanh": (lambda x, a, b: op.tanh(x), None, None),
     "sigmoid": (lambda x, a, b: op.sigmoid(x), None, None),
-    "affine": (_affine, 1.0, 0.0),
-    "leakyrelu": (lambda x, a, b: op.where(op.less(x, b), op.multiply(x, a), x), 0.01, None),
-    "thresholdedrelu": (lambda x, a, b: op.where(op.greater(x, a), x, b), 1.0, None),
-    "scaledtanh": (lambda x, a, b: op.multiply(op.tanh(op.multiply(x, b)), a), 1.0, 1.0),
-    "hardsigmoid": (lambda x, a, b: op.clip(_affine(x, a, b), 0.0, 1.0), 0.2, 0.5),
-    "elu": (lambda x, a, b: op.where(op.less(x, b), op.multiply(op.subtract(op.exp(x), op.ones_like(x)), a), x),
-            1.0, None),
-    "softsign": (lambda x, a, b: op.divide(x, op.add(op.abs(x), op.ones_like(x))), None, None),
-    "softplus": (lambda x, a, b: op.log(op.add(op.exp(x), op.ones_like(x))), None, None),
+    "affine": (lambda x, a, b: op.add(op.multiply(x, scalar_like(a, x)), scalar_like(b, x)), 1.0, 0.0),
+    "leakyrelu": (lambda x, a, b: op.nn.leakyrelu(x, alpha=a), 0.01, None),
+    "thresholdedrelu": (lambda x, a, b: thresholded_relu(x, a), 1.0, None),
+    "scaledtanh": (lambda x, a, b: op.multiply(op.tanh(op.multiply(x, scalar_like(b, x))), scalar_like(a, x)),
+                   1.0, 1.0),
+    "hardsigmoid": (lambda x, a, b: hard_sigmoid(x, a, b), 0.2, 0.5),
+    "elu": (lambda x, a, b: elu(x, a), 1.0, None),
+    "softsign": (lambda x, a, b: softsign(x), None, None),
+    "softplus": (lambda x, a, b: op.nn.softplus(x), None, None),  # (log(exp(x) + 1) overflows)
 }
 
 
-def _activations(attrs, defaults, directions, dtype):
+def _activations(attrs, defaults, directions):
     """One list of functions (x -> Relax expr) per direction."""
     names = list(attrs.get("activations", defaults * directions))
     if len(names) != len(defaults) * directions:
@@ -50,8 +46,6 @@ def _activations(attrs, defaults, directions, dtype):
         # (alpha and beta values are consumed in order by the functions that take them)
         a = alphas.pop(0) if alpha is not None and alphas else alpha
         b = betas.pop(0) if beta is not None and betas else beta
-        a = const(np.array(0.0 if a is None else a, dtype), dtype)
-        b = const(np.array(0.0 if b is None else b, dtype), dtype)
         funcs.append(lambda x, fn=fn, a=a, b=b: fn(x, a, b))
     n = len(defaults)
     return [funcs[d * n:(d + 1) * n] for d in range(directions)]
@@ -80,7 +74,7 @@ class _Recurrent(OnnxOpConverter):
         if attrs.get("hidden_size", hidden) != hidden:
             raise Unsupported(f"hidden_size={attrs['hidden_size']} differs from R's {hidden}")
         dtype = dtype_of(x)
-        funcs = _activations(attrs, cls.defaults, directions, dtype)
+        funcs = _activations(attrs, cls.defaults, directions)
         clip = attrs.get("clip")
         seq_lens = cls._active_lengths(seq_lens, seq)
         if seq_lens is not None and direction != "forward":

@@ -10,21 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of,
-                           normalize_axis, required_value)
+from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, check_size, converter, dims_of, dtype_of,
+                           normalize_axis, reference, required_value)
 from .relax_op_api import op
-
-
-def _reference(op_type, opset, inputs, attrs, n_outputs=1):
-    """The outputs of one ``op_type`` node run by onnx's reference evaluator on numpy
-    ``inputs`` (None for an omitted one)."""
-    from onnx import helper
-    from onnx.reference import ReferenceEvaluator
-
-    names = [f"i{k}" if v is not None else "" for k, v in enumerate(inputs)]
-    node = helper.make_node(op_type, names, [f"o{k}" for k in range(n_outputs)], **attrs)
-    feeds = {name: v for name, v in zip(names, inputs) if name}
-    return ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
 
 
 def _linear_map(ctx, x, axis, op_type, opset, extra, attrs):
@@ -36,8 +24,9 @@ def _linear_map(ctx, x, axis, op_type, opset, extra, attrs):
     n, parts = dims[axis], dims[-1]
     if not isinstance(n, int) or parts not in (1, 2):
         raise Unsupported(f"a transformed axis of length {n} with {parts} components")
+    check_size((n * parts) ** 2, f"the basis of a transformed axis of length {n}")
     basis = np.eye(n * parts, dtype="float64").reshape(n * parts, n, parts)
-    (image,) = _reference(op_type, opset, [basis] + extra, attrs)
+    (image,) = reference(op_type, opset, [basis] + extra, attrs)
     out_shape = image.shape[1:-1]  # (the transformed axis's new extents)
     matrix = image.reshape(n * parts, -1)
     order = [a for a in range(rank - 1) if a != axis]
@@ -103,7 +92,7 @@ class _Evaluated(OnnxOpConverter):
     def _impl_v17(cls, ctx, inputs, attrs):
         values = [None if v is None else required_value(v, f"input {k}") for k, v in enumerate(inputs)]
         given = {k: attrs[k] for k in cls.attributes if k in attrs}
-        (value,) = _reference(cls.__name__, 17, values, given)
+        (value,) = reference(cls.__name__, 17, values, given)
         return ctx.constant(value)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
-                           normalize_axis, onnx_dtype, rank_of, required_value, static_shape, value_of)
+from .onnx_convert import (CONSTANT_LIMIT, OnnxOpConverter, Unsupported, as_dtype, converter, dims_of,
+                           dtype_of, element_count, fold, normalize_axis, range_count, onnx_dtype, rank_of, required_value, static_shape, value_of)
 from .relax_op_api import op
 
 
@@ -282,9 +282,10 @@ class ConstantOfShape(OnnxOpConverter):
         fill = attrs.get("value")
         fill = np.zeros(1, "float32") if fill is None else fill
         shape = value_of(inputs[0])
-        if shape is not None:
+        if shape is not None and element_count(shape) <= CONSTANT_LIMIT:
             return ctx.constant(np.full([int(d) for d in shape], fill.reshape(-1)[0], fill.dtype))
-        target = ctx.emit(op.tensor_to_shape(inputs[0]))
+        # (a shape known at run time, or one too large for a constant: filled when the module runs)
+        target = [int(d) for d in shape] if shape is not None else ctx.emit(op.tensor_to_shape(inputs[0]))
         return op.full(target, ctx.constant(fill.reshape(())), str(fill.dtype))
 
 
@@ -302,7 +303,8 @@ class Expand(OnnxOpConverter):
         dims = [1] * (rank - len(dims)) + dims
         target = [1] * (rank - len(target)) + target
         out = [d if t == 1 else t for d, t in zip(dims, target)]
-        return fold(lambda v: np.broadcast_to(v, out).copy(), [x]) or op.broadcast_to(x, out)
+        return fold(lambda v: np.broadcast_to(v, out).copy(), [x], lambda v: element_count(out),
+                    "the expanded constant") or op.broadcast_to(x, out)
 
     @staticmethod
     def _dynamic(ctx, x, shape):
@@ -336,7 +338,7 @@ class Tile(OnnxOpConverter):
 class Range(OnnxOpConverter):
     @classmethod
     def _impl_v11(cls, ctx, inputs, attrs):
-        folded = fold(lambda a, b, c: np.arange(a, b, c, dtype=a.dtype), inputs)
+        folded = fold(lambda a, b, c: np.arange(a, b, c, dtype=a.dtype), inputs, range_count, "the range")
         if folded is not None:
             return folded
         for x, name in zip(inputs, ("start", "limit", "delta")):

@@ -15,6 +15,7 @@ import numpy as np
 from ..ir import relax as rx
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, normalize_axis,
                            onnx_dtype, scalar_like)
+from .onnx_ops_math import swish
 from .relax_op_api import op
 
 
@@ -264,8 +265,7 @@ class SwiGLU(OnnxOpConverter):
     @classmethod
     def _impl_v28(cls, ctx, inputs, attrs):
         a, b = inputs
-        gate = ctx.emit(op.sigmoid(op.multiply(a, scalar_like(attrs.get("alpha", 1.0), a))))
-        return op.multiply(ctx.emit(op.multiply(a, gate)), b)
+        return op.multiply(ctx.emit(swish(a, attrs.get("alpha", 1.0))), b)
 
 
 def _silu_f32(ctx, x):

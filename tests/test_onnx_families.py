@@ -120,6 +120,18 @@ def test_rnn_activation_clip_and_sequence_lens_match_numpy():
     np.testing.assert_allclose(y_h, h[None], rtol=1e-5, atol=1e-6)
 
 
+def test_rnn_softplus_does_not_overflow():
+    """Softplus of a pre-activation above 88 (where exp overflows float32) is about x, not inf."""
+    x = np.array([[[100.0, -100.0]], [[200.0, 1.0]]], "float32")  # (seq 2, batch 1, size 2)
+    w, r = np.eye(2, dtype="float32")[None], np.zeros((1, 2, 2), "float32")
+    node = helper.make_node("RNN", ["x", "w", "r"], ["y"], hidden_size=2, activations=["Softplus"])
+    model = _model(node, [_tensor("x", x.shape), _tensor("w", w.shape), _tensor("r", r.shape)],
+                   [_tensor("y", None)], 14)
+    vm = relax.VirtualMachine(tvms.compile(from_onnx(model), "llvm"), tvms.cpu())
+    y = vm["main"](*[tvms.nd.array(a) for a in (x, w, r)]).numpy()
+    np.testing.assert_allclose(y, np.logaddexp(0, x)[:, None], rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("opset, attrs, message", [
     (23, {"qk_matmul_output_mode": 4, "q_num_heads": 2, "kv_num_heads": 2}, "qk_matmul_output_mode=4"),
     # (left_window_size is an attribute of opset 25)

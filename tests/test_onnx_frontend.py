@@ -74,7 +74,9 @@ test_spacetodepth_example test_split_equal_parts_1d_opset13 test_split_variable_
 test_sqrt_example test_squeeze test_sub_example test_sum_one_input test_swish test_tan_example
 test_tanh_example test_thresholdedrelu_example test_tile test_top_k
 test_transpose_all_permutations_0 test_tril_one_row_neg test_unsqueeze_axis_0 test_where_example
-test_xor2d
+test_xor2d test_blackmanwindow test_castlike_FLOAT_to_FLOAT16 test_cumprod_1d_reverse_exclusive
+test_hammingwindow_symmetric test_reduce_l1_keep_dims_random test_reduce_l2_negative_axes_keep_dims_example
+test_reduce_log_sum_desc_axes test_reduce_log_sum_exp_keepdims_random test_reduce_sum_square_do_not_keepdims_random
 """.split()
 
 
@@ -241,3 +243,130 @@ def test_light_squeezenet_matches_its_expected_output():
     model, feeds, expected = _benchmark("onnx_models").load("squeezenet")
     out = _run(from_onnx(model), *feeds.values())
     np.testing.assert_allclose(out, expected, rtol=1e-3, atol=1e-7)
+
+
+def test_huge_constants_are_refused_or_filled_at_run_time_not_built():
+    """A few bytes of input asking for GiBs: never built at import time (MemoryError before)."""
+    n = helper.make_node
+    big = np.array([2 ** 30, 2 ** 30], "int64")
+    model = _model([n("ConstantOfShape", ["s"], ["y"])], [],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], {"s": big})
+    assert "R.full(R.shape([1073741824, 1073741824])" in from_onnx(model).script()
+    ranged = _model([n("Range", ["a", "b", "c"], ["y"], name="r")], [],
+                    [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+                    {"a": np.array(0), "b": np.array(2 ** 50), "c": np.array(1)})
+    with pytest.raises(TVMSError, match=r"node 'r' \(Range, opset 17\): the range would have "
+                                        r"1125899906842624 elements"):
+        from_onnx(ranged)
+    expand = _model([n("Expand", ["x", "s"], ["y"], name="e")], [],
+                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                    {"x": np.ones(1, "float32"), "s": big})
+    with pytest.raises(TVMSError, match=r"node 'e' \(Expand, opset 17\): the expanded constant would have"):
+        from_onnx(expand)
+    window = _model([n("HannWindow", ["k"], ["y"], name="w")], [],
+                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], {"k": np.array(2 ** 40)})
+    with pytest.raises(TVMSError, match=r"node 'w' \(HannWindow, opset 17\): the output of HannWindow would have"):
+        from_onnx(window)
+    # small ones still fold to constants
+    small = _model([n("ConstantOfShape", ["s"], ["y"])], [],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], {"s": np.array([2, 3])})
+    assert "R.full" not in from_onnx(small).script()
+
+
+def test_malformed_models_are_errors_naming_the_part(tmp_path, capsys):
+    """An unknown element type, initializer data not matching its dims, a non-UTF-8 string
+    attribute, numpy refusing a node: TVMSErrors from from_onnx, messages from tvms import."""
+    n = helper.make_node
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    odd_input = _model([n("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", 99, [2])], [y])
+    short = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2, 3], float_data=[1.0, 2.0])
+    short_init = helper.make_model(helper.make_graph([n("Relu", ["w"], ["y"])], "g", [], [y], [short]),
+                                   opset_imports=[helper.make_opsetid("", 17)])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    bad_text = _model([n("Gelu", ["x"], ["y"], name="g", approximate=b"\xff")], [x], [y], opset=20)
+    cases = {"input": (odd_input, r"graph input 'x': the element type 99 is not an ONNX tensor type"),
+             "initializer": (short_init, r"initializer 'w': its data does not make a tensor of shape \[2, 3\]"),
+             "attribute": (bad_text, r"node 'g' \(Gelu, opset 20\): the attribute approximate is not UTF-8")}
+    for name, (model, message) in cases.items():
+        with pytest.raises(TVMSError, match=message):
+            from_onnx(model)
+        path = tmp_path / f"{name}.onnx"
+        path.write_bytes(model.SerializeToString())
+        assert main(["import", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and name in err
+
+
+def test_numpy_errors_in_a_converter_name_the_node(monkeypatch):
+    from tvms.script.onnx_convert import CONVERTERS, OnnxOpConverter
+
+    class Refusing(OnnxOpConverter):
+        @classmethod
+        def _impl_v1(cls, ctx, inputs, attrs):
+            np.zeros(2 ** 62, "float64")  # (numpy: MemoryError, or ValueError: array too big)
+
+    monkeypatch.setitem(CONVERTERS, "Relu", Refusing)
+    model = _model([helper.make_node("Relu", ["x"], ["y"], name="r")],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    with pytest.raises(TVMSError, match=r"node 'r' \(Relu, opset 17\): (MemoryError|ValueError): "):
+        from_onnx(model)
+
+
+def test_cli_import_params_file_takes_any_name_and_follows_the_module(tmp_path, capsys):
+    model = _model([helper.make_node("Add", ["x", "allow_pickle"], ["y"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], {"allow_pickle": B})
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    assert main(["import", str(path), "-o", str(tmp_path / "m.tvms"), "--keep-params-in-input"]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "m.params.npz")["allow_pickle"], B)
+    (tmp_path / "d.tvms").mkdir()  # (the module cannot be written: no values are left beside it)
+    assert main(["import", str(path), "-o", str(tmp_path / "d.tvms"), "--keep-params-in-input"]) == 2
+    assert not (tmp_path / "d.params.npz").exists()
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_range_and_constantofshape_converters_themselves():
+    """The node cases of these operators have constant inputs only, so the importer folds them
+    with onnx's reference (which made the expected outputs too): run the converters directly."""
+    from tvms.script.block_builder import BlockBuilder, const
+    from tvms.script.onnx_convert import CONVERTERS, Attrs, Context
+
+    ctx = Context(BlockBuilder(), 17)
+    args = [const(np.array(v, "float32"), "float32") for v in (1.0, 5.0, 1.5)]
+    value = CONVERTERS["Range"].get_converter(17)(ctx, args, Attrs({})).data
+    np.testing.assert_array_equal(value, np.arange(1.0, 5.0, 1.5, dtype="float32"))
+    assert value.dtype == np.float32
+    zero = CONVERTERS["ConstantOfShape"].get_converter(17)(
+        ctx, [const(np.array([4, 0], "int64"), "int64")], Attrs({"value": np.array([7], "int32")})).data
+    assert zero.shape == (4, 0) and zero.dtype == np.int32
+    # a shape known at run time: filled when the module runs
+    seven = helper.make_tensor("v", TensorProto.INT32, [1], [7])
+    model = _model([helper.make_node("ConstantOfShape", ["s"], ["y"], value=seven)],
+                   [helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+                   [helper.make_tensor_value_info("y", TensorProto.INT32, None)])
+    np.testing.assert_array_equal(_run(from_onnx(model), np.array([2, 3])), np.full((2, 3), 7, "int32"))
+
+
+def test_old_dropout_in_training_mode_is_refused():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    training = _model([helper.make_node("Dropout", ["x"], ["y"], name="d", is_test=0)], [x], [y], opset=6)
+    with pytest.raises(TVMSError, match=r"node 'd' \(Dropout, opset 6\): not supported: is_test=0"):
+        from_onnx(training)
+    inference = _model([helper.make_node("Dropout", ["x"], ["y"], is_test=1)], [x], [y], opset=6)
+    value = np.array([1.0, -2.0], "float32")
+    np.testing.assert_array_equal(_run(from_onnx(inference), value), value)
+
+
+def test_out_of_range_axes_are_refused_not_wrapped():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    ones = {"s": np.ones(3, "float32")}
+    for node, opset, inits in [(helper.make_node("LayerNormalization", ["x", "s"], ["y"], axis=2), 17, ones),
+                               (helper.make_node("Softmax", ["x"], ["y"], axis=-3), 11, {}),
+                               (helper.make_node("Hardmax", ["x"], ["y"], axis=2), 13, {}),
+                               (helper.make_node("ArgMax", ["x"], ["y"], axis=5, select_last_index=1), 13, {})]:
+        with pytest.raises(TVMSError, match=r"not supported: axis -?\d is out of range for rank 2"):
+            from_onnx(_model([node], [x], [y], inits, opset=opset))
