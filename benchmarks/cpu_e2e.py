@@ -228,6 +228,7 @@ def mlp_rows(vm, batches: list[int], repeat: int) -> list[tuple]:
         args = [tvms.nd.array(v) for v in (x, w1, b1, w2, b2)]
         np.testing.assert_allclose(vm["forward"](*args).numpy(), forward_numpy(x), rtol=1e-3, atol=1e-3)
         numpy_s = per_call_seconds(lambda: forward_numpy(x), 10, repeat)
+        time.sleep(0.3)  # OpenBLAS's threads spin on the other cores for a while after a call
         tvms_s = vm.time_evaluator("forward", number=10, repeat=repeat)(*args).median
         rows.append((f"mlp batch {batch}", numpy_s, tvms_s))
     return rows
