@@ -135,6 +135,7 @@ def worker(args: argparse.Namespace) -> dict:
             continue
         lib[name](*arrays, result)
         np.testing.assert_allclose(result, reference(np, label, arrays), rtol=1e-3, atol=1e-4)
+        time.sleep(0.3)  # (the reference may have run OpenBLAS, whose threads spin for a while)
         timing = lib.time_evaluator(name, number=1, repeat=args.repeat)(*arrays, result)
         row = out["rows"][label] = {"tvms": timing.median}
         if threads > 1 and (label == "add" or label.startswith("matmul")):
