@@ -650,7 +650,7 @@ class _Lowering:
         with b.if_then(need, likely=False):
             b.ret(ir.Constant(T.I32, NEED_OUTPUTS))
         # tokens: reserved (constant offsets in the VM's storage) or for this call (running offsets)
-        reserved, offset, per_call_size = [], 0, self.const(0)
+        offset, per_call_size = 0, self.const(0)
         placement = []
         for token in plan.tokens:
             if token.bound is not None:
