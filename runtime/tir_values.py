@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tvms.ir.dtype import DataType
+from tvms.ir.dtype import ML_DTYPES, DataType, ml_dtype
 from tvms.ir.errors import TVMSError
 from tvms.ir.op import LLVM_INTRINSICS
 
@@ -26,6 +26,8 @@ def numpy_dtype(dtype: DataType | str) -> np.dtype:
         return np.dtype(f"uint{dt.bits}")
     if dt.is_handle:
         return np.dtype(object)
+    if dt.name in ML_DTYPES:  # (numpy computes on them in float32, rounding each result)
+        return ml_dtype(dt)
     raise TVMSError(f"the reference executor cannot represent the data type {dt}")
 
 
