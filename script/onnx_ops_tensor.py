@@ -6,6 +6,8 @@ import numpy as np
 
 from .onnx_convert import (CONSTANT_LIMIT, OnnxOpConverter, Unsupported, as_dtype, converter, dims_of,
                            dtype_of, element_count, fold, normalize_axis, range_count, onnx_dtype, rank_of, required_value, static_shape, value_of)
+from ..ir import relax as rx
+from ..ir.dtype import DataType, float_format, ml_dtype
 from .relax_op_api import op
 
 
@@ -51,17 +53,95 @@ class Size(OnnxOpConverter):
 class Cast(OnnxOpConverter):
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
-        attrs.ignore("saturate")  # (float8 saturation: no float8 type is supported here)
         to = attrs["to"]
-        return as_dtype(inputs[0], onnx_dtype(to) if isinstance(to, int) else to.lower())
+        dtype = onnx_dtype(to) if isinstance(to, int) else to.lower()
+        if dtype == "float8_e8m0fnu":
+            return _to_e8m0(ctx, inputs[0], attrs.get("saturate", 1), attrs.get("round_mode", "up"))
+        return _cast(ctx, inputs[0], dtype, attrs.get("saturate", 1))
 
 
 @converter("CastLike")
 class CastLike(OnnxOpConverter):
     @classmethod
     def _impl_v15(cls, ctx, inputs, attrs):
-        attrs.ignore("saturate")
-        return as_dtype(inputs[0], dtype_of(inputs[1]))
+        return _cast(ctx, inputs[0], dtype_of(inputs[1]), attrs.get("saturate", 1))
+
+
+def _cast(ctx, x, dtype: str, saturate: int):
+    """``x`` as ``dtype``; to a float8 type with ``saturate`` (ONNX's default), a value past the
+    type's range (inf included) becomes its largest value (a clip first: NaN stays NaN)."""
+    if saturate and dtype.startswith("float8") and DataType(dtype_of(x)).is_float:
+        limit = float_format(dtype).max_value
+        value = value_of(x)
+        if value is not None:
+            return ctx.constant(np.clip(value, -limit, limit).astype(ml_dtype(dtype)))
+        x = ctx.emit(op.clip(x, -limit, limit))
+    return as_dtype(x, dtype)
+
+
+def _to_e8m0(ctx, x, saturate: int, round_mode: str):
+    """Cast to float8_e8m0fnu with ONNX's ``round_mode``: the exponent of float32 ``x``, plus one
+    where the mantissa asks it ("up": any fraction; "nearest": past half, or half of an odd
+    exponent... as onnx's reference rounds; "down": never); NaN and inf give 0xff (NaN), and
+    with ``saturate`` a value never rounds into it. Computed on the bits."""
+    if round_mode not in ("up", "down", "nearest"):
+        raise Unsupported(f"round_mode {round_mode!r} (up, down or nearest)")
+    bits = ctx.emit(_view(as_dtype(x, "float32"), "uint32"))
+
+    def const(v):
+        return ctx.constant(np.array(v, "uint32"))
+
+    exponent = ctx.emit(op.bitwise_and(op.right_shift(bits, const(23)), const(0xFF)))
+    mantissa = op.bitwise_and(bits, const(0x7FFFFF))
+    if round_mode == "up":
+        up = op.not_equal(mantissa, const(0))
+    elif round_mode == "nearest":  # the guard bit, and a round bit, sticky bits or a normal number
+        guard = op.not_equal(op.bitwise_and(bits, const(0x400000)), const(0))
+        rest = op.not_equal(op.bitwise_and(bits, const(0x3FFFFF)), const(0))
+        up = op.logical_and(guard, op.logical_or(rest, op.greater(exponent, const(0))))
+    else:
+        up = None
+    special = ctx.emit(op.equal(exponent, const(0xFF)))
+    if up is not None:
+        up = op.logical_and(up, op.logical_not(special))
+        if saturate:
+            up = op.logical_and(up, op.not_equal(exponent, const(0xFE)))
+        exponent = op.add(exponent, op.astype(up, "uint32"))
+    code = op.astype(op.where(special, const(0xFF), exponent), "uint8")
+    return _view(ctx.emit(code), "float8_e8m0fnu")
+
+
+def _view(x, dtype: str, dims=None):
+    """``x``'s bytes read as ``dtype`` (in ``dims``, by default ``x``'s)."""
+    return op.memory.view(x, rx.ShapeExpr(tuple(dims_of(x) if dims is None else dims)), rx.DataTypeImm(DataType(dtype)),
+                          rx.PrimValue(0))
+
+
+@converter("BitCast")
+class BitCast(OnnxOpConverter):
+    """The bits of each element read as ``to``: to a narrower type, the last dimension grows by
+    the ratio of the sizes; to a wider one, a last dimension of that ratio goes."""
+
+    @classmethod
+    def _impl_v26(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        src, dst = DataType(dtype_of(x)), DataType(onnx_dtype(attrs["to"]))
+        size = {d: 8 if d.is_bool else d.bits for d in (src, dst)}  # (bool is a byte)
+        if size[src] % 8 or size[dst] % 8:
+            raise Unsupported(f"bit casts of {src} to {dst} (types of whole bytes are supported)")
+        if src.is_bool:  # (its byte is 0 or 1: the view of the same bytes)
+            x, src = as_dtype(x, "uint8"), DataType("uint8")
+        dims = dims_of(x)
+        if size[src] > size[dst]:
+            dims = [*dims, size[src] // size[dst]]
+        elif size[src] < size[dst]:
+            if not dims or dims[-1] != size[dst] // size[src]:
+                raise Unsupported(f"a bit cast of {src} to {dst} needs a last dimension of "
+                                  f"{size[dst] // size[src]}, the shape is {dims}")
+            dims = dims[:-1]
+        if dst.is_bool:
+            return op.not_equal(_view(x, "uint8", dims), ctx.constant(np.array(0, "uint8")))
+        return _view(x, str(dst), dims)
 
 
 def _resolve_reshape(in_shape: list, target: list, allowzero: bool) -> list:
