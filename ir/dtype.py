@@ -200,6 +200,16 @@ def ml_dtype(dtype: "str | DataType") -> Any:
     return np.dtype(getattr(ml_dtypes, name))
 
 
+def float_limits(dtype: "str | DataType") -> tuple[float, float]:
+    """The lowest and the largest finite value of the float type ``dtype``."""
+    name = DataType(dtype).element_of.name
+    top = {"float16": 65504.0, "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}.get(name)
+    if top is not None:
+        return -top, top
+    fmt = float_format(name)
+    return (fmt.value(0) if fmt.kind == "e8m0" else -fmt.max_value), fmt.max_value
+
+
 ML_DTYPES = (*FLOAT_FORMATS, "int4", "uint4", "int2", "uint2")
 
 

@@ -13,7 +13,7 @@ from typing import Callable
 
 from llvmlite import ir
 
-from ...ir.dtype import DataType
+from ...ir.dtype import DataType, float_limits
 from ...ir.errors import TVMSError
 from . import llvm_types as T
 from .llvm_vector_math import vector_math
@@ -90,8 +90,8 @@ def _is_inf(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 def _limit(dtype: DataType, which: str) -> ir.Constant:
     if dtype.is_float:
-        finfo = {16: 65504.0, 32: 3.4028234663852886e38, 64: 1.7976931348623157e308}[dtype.bits]
-        return T.constant(dtype, finfo if which == "max" else -finfo)
+        low, high = float_limits(dtype)
+        return T.constant(dtype, high if which == "max" else low)
     if dtype.is_uint or dtype.is_bool:
         return T.constant(dtype, ((1 << dtype.bits) - 1) if which == "max" else 0)
     half = 1 << (dtype.bits - 1)
