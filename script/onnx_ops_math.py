@@ -5,6 +5,7 @@ import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
                            normalize_axis, rank_of, required_value, scalar_like)
+from ..ir.dtype import DataType
 from .relax_op_api import op
 
 
@@ -80,15 +81,40 @@ class Mod(OnnxOpConverter):
     @classmethod
     def _impl_v10(cls, ctx, inputs, attrs):
         # fmod=1: the sign of the dividend (C's fmod); fmod=0: the sign of the divisor (Python's %)
-        return (op.mod if attrs.get("fmod", 0) else op.floor_mod)(*inputs)
+        x, y = inputs
+        if attrs.get("fmod", 0):
+            return op.mod(x, y)
+        if not DataType(dtype_of(x)).is_float:
+            return op.floor_mod(x, y)
+        # numpy's float mod from C's fmod, exact where x - floor(x / y) * y is not (a finite x
+        # by an infinite y; a zero result takes the divisor's sign)
+        zero = scalar_like(0.0, x)
+        r = ctx.emit(op.mod(x, y))
+        other_sign = op.not_equal(op.less(r, zero), op.less(y, zero))
+        r = ctx.emit(op.where(op.logical_and(op.not_equal(r, zero), other_sign), op.add(r, y), r))
+        signed_zero = op.where(op.less(y, zero), scalar_like(-0.0, x), zero)
+        return op.where(op.equal(r, zero), signed_zero, r)
 
 
 @converter("BitShift")
 class BitShift(OnnxOpConverter):
     @classmethod
     def _impl_v11(cls, ctx, inputs, attrs):
-        direction = attrs["direction"]
-        return (op.left_shift if direction == "LEFT" else op.right_shift)(*inputs)
+        """A shift by a negative amount or by the width or more shifts every bit out (numpy's
+        and ONNX's result: 0, or -1 for a right shift of a negative number), where LLVM's and
+        C's shifts are undefined: such an amount is replaced by width - 1 and the result fixed."""
+        x, y = inputs
+        dtype = DataType(dtype_of(x))
+        width = scalar_like(dtype.bits, y)
+        out = op.greater_equal(y, width)
+        if dtype.is_int:
+            out = op.logical_or(out, op.less(y, scalar_like(0, y)))
+        out = ctx.emit(out)
+        y = ctx.emit(op.where(out, scalar_like(dtype.bits - 1, y), y))
+        if attrs["direction"] == "RIGHT":
+            shifted = ctx.emit(op.right_shift(x, y))
+            return shifted if dtype.is_int else op.where(out, scalar_like(0, x), shifted)
+        return op.where(out, scalar_like(0, x), ctx.emit(op.left_shift(x, y)))
 
 
 # ------------------------------------------------------------------------- unary
