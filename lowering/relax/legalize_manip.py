@@ -140,6 +140,11 @@ def _concat(bb: Any, call: rx.Call) -> Any:
     axis = call.attrs["axis"]
     if axis is None:
         raise _NotLegalized  # TVM flattens first; not covered
+    # a part empty along the axis adds nothing (and reading it, even where never taken, is an
+    # access of a buffer without elements)
+    dims = [getattr(f.struct_info, "dims", None) for f in fields]
+    kept = [f for f, d in zip(fields, dims) if not d or int_of(d[axis % len(d)]) != 0]
+    fields = kept or fields[:1]
 
     def concatenate(*xs: te.Tensor) -> te.Tensor:
         ndim = len(xs[0].shape)
