@@ -93,6 +93,8 @@ def narrow_to_float(b: ir.IRBuilder, v: ir.Value, fmt: FloatFormat) -> ir.Value:
     lanes = lanes_of(v)
     code = b.zext(v, with_lanes(I32, lanes))
     ftype = with_lanes(FLOAT, lanes)
+    if (fmt.ebits, fmt.bias) == (8, 127) and fmt.kind == "ieee":  # bfloat16: float's top half
+        return b.bitcast(b.shl(code, c(16)), ftype)
     if fmt.kind == "e8m0":  # 2**(code - 127): code 0 is 2**-127, a subnormal float
         value = b.select(b.icmp_unsigned("==", code, c(0)), c(0x400000), b.shl(code, c(23)))
         return b.bitcast(b.select(b.icmp_unsigned("==", code, c(0xFF)), c(0x7FC00000), value), ftype)

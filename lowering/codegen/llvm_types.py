@@ -75,9 +75,9 @@ def constant(dtype: DataType, value: Any) -> ir.Constant:
     element = scalar_type(dt)
     if dt.is_bool:
         value = int(bool(value))
-    elif dt.is_narrow_float:  # its bits, rounded as ml_dtypes (and the conversions here) round
+    elif dt.is_narrow_float:  # its bits, rounded as the conversions here round
         with np.errstate(over="ignore"):
-            code = np.array(value, np.float64).astype(ml_dtype(dt))
+            code = np.array(_to_odd_float32(float(value)), np.float32).astype(ml_dtype(dt))
         value = int(code.view(np.uint16 if dt.bits == 16 else np.uint8))
     elif dt.is_integer:
         value = int(value) & ((1 << dt.bits) - 1)
@@ -86,6 +86,19 @@ def constant(dtype: DataType, value: Any) -> ir.Constant:
     if dt.lanes > 1:
         return ir.Constant(ir.VectorType(element, dt.lanes), [ir.Constant(element, value)] * dt.lanes)
     return ir.Constant(element, value)
+
+
+def _to_odd_float32(value: float) -> np.float32:
+    """``value`` as a float32 rounded to odd (as ``llvm_half.round_to_odd``): rounding that to
+    a narrow float gives ``value``'s correct rounding (ml_dtypes rounds a double twice)."""
+    with np.errstate(over="ignore"):
+        nearest = np.float32(value)
+    if not np.isfinite(value) or float(nearest) == value:
+        return nearest
+    bits = int(np.array(nearest).view(np.uint32))
+    if abs(float(nearest)) > abs(value):
+        bits -= 1
+    return np.array(bits | 1, np.uint32).view(np.float32)[()]
 
 
 _NUMPY_FLOATS = {16: np.float16, 32: np.float32, 64: np.float64}
