@@ -12,6 +12,7 @@ import pytest
 import tvms
 from tvms.ir.dtype import FLOAT_FORMATS, DataType, float_limits
 from tvms.ir.errors import TVMSError
+from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -155,6 +156,11 @@ def test_bfloat16_arithmetic_is_computed_in_float32():
     ulps = np.abs(_bits(c.numpy()).astype(np.int32) - _bits(want).astype(np.int32))
     assert ulps.max() <= 1  # (exp's last float32 bit may differ from numpy's)
     assert float(m.numpy()[0]) == float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
+    # the reference executor computes as the compiled code does
+    ref_c, ref_m = np.zeros(64, ml_dtypes.bfloat16), np.zeros(1, ml_dtypes.bfloat16)
+    run_prim_func(from_source(BF16_ARITH), a, b, ref_c, ref_m)
+    assert np.abs(_bits(ref_c).astype(np.int32) - _bits(want).astype(np.int32)).max() <= 1
+    assert _bits(ref_m) == _bits(m.numpy())
 
 
 INT_POW = '''\
