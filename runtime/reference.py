@@ -45,10 +45,9 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.analysis import collect_statements, entry_vars
 from tvms.ir.function import PrimFunc
 from tvms.ir.module import IRModule
+from tvms.ir.narrow_float import legalize_narrow
 from tvms.ir.expr import PrimType
 from tvms.ir.op import loop_control
-
-from tvms.lowering.tir.legalize_narrow import legalize_narrow
 
 from .reference_kernel import KernelCodegen
 from .tir_values import INTRINSICS, cast_value, count_leading_zeros, numpy_dtype, trunc_div, trunc_mod
