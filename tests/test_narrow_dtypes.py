@@ -187,3 +187,13 @@ def test_integer_pow_wraps_as_numpy(dtype):
         want = np.power(a, np.where(negative, 0, b))
     want = np.where(negative, np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 1, -1, 1), 0)), want)
     assert (c.numpy() == want.astype(dtype)).all()
+
+
+def test_metadata_constants_of_narrow_types_round_trip():
+    """A model's bfloat16 or int4 weights in a printed module's metadata section read back."""
+    from tvms.script.metadata import decode_entry, encode_array
+
+    for name in ("bfloat16", "int4", "float8_e5m2"):
+        data = np.arange(-3, 3).reshape(2, 3).astype(getattr(ml_dtypes, name))
+        back = decode_entry({"dtype": name, "shape": [2, 3], "data": encode_array(data)})
+        assert back.dtype == data.dtype and (_bits(back) == _bits(data)).all()
