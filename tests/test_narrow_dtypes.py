@@ -57,7 +57,7 @@ def _sweep(dtype: np.dtype) -> np.ndarray:
     top = float(ml_dtypes.finfo(dtype).max)
     specials = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38,
                          top * 1.0001, top * 1.5, top * 2], np.float64)
-    with np.errstate(over="ignore"):
+    with np.errstate(all="ignore"):
         return np.concatenate([values, (finite[:-1] + finite[1:]) / 2, specials,
                                rng.standard_normal(4000) * top / 3,
                                rng.integers(0, 2 ** 32, 4000, dtype=np.uint32).view(np.float32)]).astype(np.float32)
