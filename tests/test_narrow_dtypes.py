@@ -197,3 +197,49 @@ def test_metadata_constants_of_narrow_types_round_trip():
         data = np.arange(-3, 3).reshape(2, 3).astype(getattr(ml_dtypes, name))
         back = decode_entry({"dtype": name, "shape": [2, 3], "data": encode_array(data)})
         assert back.dtype == data.dtype and (_bits(back) == _bits(data)).all()
+
+
+def _run_onnx(node, inputs: dict, out_type: int, opset: int):
+    """The one output of the single-node model ``node`` on ``inputs`` (from_onnx -> compile -> VM)."""
+    from onnx import helper
+
+    from tvms.relax.frontend.onnx import from_onnx
+
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                      for k, v in inputs.items()],
+        [helper.make_tensor_value_info(node.output[0], out_type, None)])
+    mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]))
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    return vm["main"](*[tvms.nd.array(v) for v in inputs.values()]).numpy()
+
+
+def test_onnx_cast_to_e8m0_rounds_as_onnx_reference():
+    """Each round_mode, with and without saturate, on normal, subnormal, huge and special values."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from onnx.numpy_helper import to_float8e8m0
+
+    x = np.array([0.0, 1e-40, 3e-39, 0.124, 0.25, 0.375, 0.3751, 1.1, 1.5, 3.0, 6.0, -2.5, 1e38, 3.3e38,
+                  np.inf, np.nan], np.float32)
+    for mode in ("up", "down", "nearest"):
+        for saturate in (0, 1):
+            node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E8M0, round_mode=mode,
+                                    saturate=saturate)
+            got = _run_onnx(node, {"x": x}, TensorProto.FLOAT8E8M0, 25)
+            want = to_float8e8m0(x, saturate=bool(saturate), round_mode=mode)
+            assert (_bits(got) == _bits(want)).all(), (mode, saturate, _bits(got), _bits(want))
+
+
+def test_onnx_bitcast_between_sizes():
+    """To a narrower type the last dimension grows by the size ratio, to a wider one it goes."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    x = np.array([[1.5, -2.0], [np.inf, 3.25]], np.float32)
+    node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.UINT16)
+    got = _run_onnx(node, {"x": x}, TensorProto.UINT16, 26)
+    assert got.shape == (2, 2, 2) and (got == x.view(np.uint16).reshape(2, 2, 2)).all()
+    halves = x.view(np.uint16).reshape(2, 2, 2)
+    node = helper.make_node("BitCast", ["h"], ["y"], to=TensorProto.FLOAT)
+    assert (_run_onnx(node, {"h": halves}, TensorProto.FLOAT, 26) == x).all()
