@@ -80,10 +80,10 @@ def _cast(ctx, x, dtype: str, saturate: int):
 
 
 def _to_e8m0(ctx, x, saturate: int, round_mode: str):
-    """Cast to float8_e8m0fnu with ONNX's ``round_mode``: the exponent of float32 ``x``, plus one
-    where the mantissa asks it ("up": any fraction; "nearest": past half, or half of an odd
-    exponent... as onnx's reference rounds; "down": never); NaN and inf give 0xff (NaN), and
-    with ``saturate`` a value never rounds into it. Computed on the bits."""
+    """Cast to float8_e8m0fnu with ONNX's ``round_mode``, on the float32 bits of ``x``: its
+    exponent (the sign is ignored), plus one where the mantissa rounds up ("up": any fraction;
+    "nearest": at least half, except exactly half of a subnormal, as onnx's reference rounds;
+    "down": never). NaN and inf give 0xff (NaN); with ``saturate`` no value rounds up to it."""
     if round_mode not in ("up", "down", "nearest"):
         raise Unsupported(f"round_mode {round_mode!r} (up, down or nearest)")
     bits = ctx.emit(_view(as_dtype(x, "float32"), "uint32"))
@@ -113,8 +113,8 @@ def _to_e8m0(ctx, x, saturate: int, round_mode: str):
 
 def _view(x, dtype: str, dims=None):
     """``x``'s bytes read as ``dtype`` (in ``dims``, by default ``x``'s)."""
-    return op.memory.view(x, rx.ShapeExpr(tuple(dims_of(x) if dims is None else dims)), rx.DataTypeImm(DataType(dtype)),
-                          rx.PrimValue(0))
+    shape = rx.ShapeExpr(tuple(dims_of(x) if dims is None else dims))
+    return op.memory.view(x, shape, rx.DataTypeImm(DataType(dtype)), rx.PrimValue(0))
 
 
 @converter("BitCast")
@@ -126,18 +126,18 @@ class BitCast(OnnxOpConverter):
     def _impl_v26(cls, ctx, inputs, attrs):
         x = inputs[0]
         src, dst = DataType(dtype_of(x)), DataType(onnx_dtype(attrs["to"]))
-        size = {d: 8 if d.is_bool else d.bits for d in (src, dst)}  # (bool is a byte)
-        if size[src] % 8 or size[dst] % 8:
+        have, want = (8 if d.is_bool else d.bits for d in (src, dst))  # (bool is a byte)
+        if have % 8 or want % 8:
             raise Unsupported(f"bit casts of {src} to {dst} (types of whole bytes are supported)")
         if src.is_bool:  # (its byte is 0 or 1: the view of the same bytes)
-            x, src = as_dtype(x, "uint8"), DataType("uint8")
+            x = as_dtype(x, "uint8")
         dims = dims_of(x)
-        if size[src] > size[dst]:
-            dims = [*dims, size[src] // size[dst]]
-        elif size[src] < size[dst]:
-            if not dims or dims[-1] != size[dst] // size[src]:
+        if have > want:
+            dims = [*dims, have // want]
+        elif have < want:
+            if not dims or dims[-1] != want // have:
                 raise Unsupported(f"a bit cast of {src} to {dst} needs a last dimension of "
-                                  f"{size[dst] // size[src]}, the shape is {dims}")
+                                  f"{want // have}, the shape is {dims}")
             dims = dims[:-1]
         if dst.is_bool:
             return op.not_equal(_view(x, "uint8", dims), ctx.constant(np.array(0, "uint8")))
