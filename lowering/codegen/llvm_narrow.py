@@ -1,15 +1,14 @@
 """Conversions between float32 and the narrow floats (bfloat16, float8/6/4) in LLVM IR.
 
 A narrow float lives as its bits in an integer (i16 for bfloat16, i8 for the others, one element
-a byte as ml_dtypes stores it); the lowering computes on them in float32
-(``lowering/tir/legalize_narrow.py``), so the code generator only converts. The conversions are
-emitted inline with integer and float32 operations, on scalars or vectors alike, and give what
-ml_dtypes' ``astype`` gives: round to nearest, ties to even (e8m0: as
-ml_dtypes rounds, see ``_e8m0_code``); a value past the largest finite one
-becomes inf ("ieee" formats), NaN ("fn", "fnuz", e8m0) or the largest value (float4/float6, which
-have neither); NaN keeps its sign where the format has a signed NaN (float4/float6: a zero of the
-other sign, as ml_dtypes makes it). Saturation (ONNX's ``Cast(saturate=1)``) is a clip before
-the conversion.
+a byte as ml_dtypes stores it); the lowering computes on them in float32 (LegalizeNarrowFloat,
+``ir/narrow_float.py``), so the code generator only converts. The conversions are emitted inline
+with integer and float32 operations, on scalars or vectors alike, and give what ml_dtypes'
+``astype`` from float32 gives: round to nearest, ties to even (e8m0: as ml_dtypes rounds, see
+``_e8m0_code``); a value past the largest finite one becomes inf ("ieee" formats), NaN ("fn",
+"fnuz", e8m0) or the largest value (float4/float6, which have neither); NaN keeps its sign where
+the format has a signed NaN (float4/float6: a zero of the other sign, as ml_dtypes makes it).
+Saturation (ONNX's ``Cast(saturate=1)``) is a clip before the conversion.
 """
 from __future__ import annotations
 
