@@ -205,13 +205,13 @@ def plan_tiling(m: int | None, n: int | None, kk: int | None, lanes: int, mr: in
     nr = 2 * lanes if n is None or n > 2 * lanes else n  # a narrow j is one vector of n lanes
     depth = kk if kk is not None else 1024
     most = max(1, min(MAX_PANEL_TILES, PANEL_BYTES // (depth * mr * item_bytes)))
-    if m is None:
-        return Tiling(mr, nr, most, 1)
+    col_tiles = -(-n // nr) if n is not None else 1
+    if m is None:  # (a batch, often of one panel: the columns give each thread its share)
+        return Tiling(mr, nr, most, max(c for c in range(1, cores + 1) if col_tiles % c == 0))
     tiles = -(-m // mr)
     panels = -(-tiles // most)
     panel_tiles = -(-tiles // panels)
     panels = -(-tiles // panel_tiles)
-    col_tiles = -(-n // nr) if n is not None else 1
     chunks = min((c for c in range(1, cores + 1) if col_tiles % c == 0),
                  key=lambda c: -(-panels * c // cores) * -(-col_tiles // c))
     return Tiling(mr, nr, panel_tiles, chunks)
@@ -242,8 +242,11 @@ def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, target: 
     else:
         j_0, j_1 = sch.split(loops[shape.j], [None, plan.nr])
     batch = [loops[p] for p in shape.batch]
-    reorder_inside(sch, block, [*batch, i_0, *chunk, j_0, i_1, loops[shape.k], i_2, j_1])
-    panel = parallel_outer(sch, [*batch, i_0, *chunk])
+    # (with a symbolic row count, each chunk's panels are contiguous in the fused loop, so that
+    # its even split gives each thread the same columns of every panel, whatever the rows)
+    blocks = [*batch, i_0, *chunk] if m is not None else [*batch, *chunk, i_0]
+    reorder_inside(sch, block, [*blocks, j_0, i_1, loops[shape.k], i_2, j_1])
+    panel = parallel_outer(sch, blocks)
     b_packed = pack_b(sch, block, shape, plan.nr, pad_columns, m)
     if pad_rows or (m is not None and m >= PACK_MIN_ROWS):
         pack_a(sch, block, shape, plan.mr, panel, pad_rows)
@@ -346,15 +349,11 @@ def mark_weight_packing(sch: Schedule, packed: BlockRV) -> None:
 
 
 def parallel_outer(sch: Schedule, loops: list[LoopRV]) -> LoopRV:
-    """Run the batch loops, the row panels and their column chunks in parallel (fused when all
-    are constant); the loop that holds one block of the output."""
-    extents = [const_int(sch.get(loop).extent) for loop in loops]
-    if len(loops) > 1 and None not in extents:
-        fused = sch.fuse(*loops)
-        sch.parallel(fused)
-        return fused
-    sch.parallel(loops[0])
-    return loops[-1]
+    """Run the batch loops, the row panels and their column chunks in parallel, fused into one
+    loop (of symbolic extent too); the loop that holds one block of the output."""
+    fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    sch.parallel(fused)
+    return fused
 
 
 def schedule_epilogue(sch: Schedule, panel: LoopRV, epilogue: BlockInfo, lanes: int) -> None:
