@@ -48,6 +48,8 @@ ACCUMULATOR_SHARE = 3 / 4  # of the vector registers hold the register tile; the
 # vectors, A's broadcast and the addresses (16 ymm: 6 x 2 tile, 8 x 2 measured 15-20% slower)
 PANEL_BYTES = 384 * 1024  # a thread's packed A panel (MC x K) stays in L2 next to a B panel
 MAX_PANEL_TILES = 12  # register tiles in a row panel
+SYMBOLIC_CHUNKS = 4  # column chunks per core for a symbolic row count: the thread pool hands out
+# a few tasks per thread, so that a thread that starts late leaves its shares to the others
 PACK_MIN_ROWS = 16  # below this many rows packing B costs more than the strided loads
 PREPROC = "meta_schedule.layout_rewrite_preproc"  # TVM's mark of a weight's layout rewrite
 
@@ -201,13 +203,15 @@ def plan_tiling(m: int | None, n: int | None, kk: int | None, lanes: int, mr: in
     """Sizes for an ``m x n x kk`` product (None: symbolic): row panels of whole register tiles whose
     packed A (``panel_tiles * mr`` rows x ``kk``) fits PANEL_BYTES, in panels of even sizes; then as
     many column chunks (a divisor of the column tiles, up to ``cores``) as even out the threads'
-    shares: 1024 rows in 11 panels leave one thread a panel more, in 22 blocks they do not."""
+    shares: 1024 rows in 11 panels leave one thread a panel more, in 22 blocks they do not. A
+    symbolic row count (a batch: one panel at 64 rows) is cut into up to SYMBOLIC_CHUNKS chunks
+    per core (the seed MLP's first layer at batch 64 was one task, and the second thread idle)."""
     nr = 2 * lanes if n is None or n > 2 * lanes else n  # a narrow j is one vector of n lanes
     depth = kk if kk is not None else 1024
     most = max(1, min(MAX_PANEL_TILES, PANEL_BYTES // (depth * mr * item_bytes)))
     col_tiles = -(-n // nr) if n is not None else 1
-    if m is None:  # (a batch, often of one panel: the columns give each thread its share)
-        return Tiling(mr, nr, most, max(c for c in range(1, cores + 1) if col_tiles % c == 0))
+    if m is None:  # (a batch, often one panel: the columns give each thread its shares)
+        return Tiling(mr, nr, most, max(c for c in range(1, SYMBOLIC_CHUNKS * cores + 1) if col_tiles % c == 0))
     tiles = -(-m // mr)
     panels = -(-tiles // most)
     panel_tiles = -(-tiles // panels)
@@ -242,9 +246,7 @@ def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, target: 
     else:
         j_0, j_1 = sch.split(loops[shape.j], [None, plan.nr])
     batch = [loops[p] for p in shape.batch]
-    # (with a symbolic row count, each chunk's panels are contiguous in the fused loop, so that
-    # its even split gives each thread the same columns of every panel, whatever the rows)
-    blocks = [*batch, i_0, *chunk] if m is not None else [*batch, *chunk, i_0]
+    blocks = [*batch, i_0, *chunk]
     reorder_inside(sch, block, [*blocks, j_0, i_1, loops[shape.k], i_2, j_1])
     panel = parallel_outer(sch, blocks)
     b_packed = pack_b(sch, block, shape, plan.nr, pad_columns, m)
