@@ -3,7 +3,7 @@ code has no access to it), or threads made with pthreads.
 
 ``thread_pool_kind()`` says which one this process runs (the code generator asks it by name,
 ``runtime.thread_pool_kind``, and emits the matching launch code); ``load_thread_pool()`` makes
-tvms's pool (``lowering/codegen/llvm_pool.py``, compiled here once per process) and libgomp's
+tvms's pool (``thread_pool_ir.py``, compiled here once per process) and libgomp's
 symbols visible to the JIT, with idle workers sleeping. Code linked into an exported library
 does not see tvms's pool and runs its loops on libgomp's.
 """
@@ -64,7 +64,7 @@ def _compile_pool(llvm) -> None:
     """JIT-compile tvms's pool and define its entry for the kernels' code. Its engine is never
     freed: a sleeping worker returns into the pool's code when woken."""
     global _pool_engine
-    from ..lowering.codegen.llvm_pool import POOL_SYMBOL, pool_module_ir
+    from .thread_pool_ir import POOL_SYMBOL, pool_module_ir
 
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()

@@ -3,7 +3,7 @@ or the target's ``-num-cores``; loops with little work run in the caller's threa
 any thread count equal numpy. The split into tasks is observed on libgomp's pool
 (``TVMS_THREAD_POOL=gomp``; exported libraries run on it too) from inside the kernel: each
 iteration records ``omp_get_thread_num`` and ``omp_get_num_threads`` of the region running it.
-tvms's own pool (the default, ``llvm_pool.py``) is observed through ``pthread_self``."""
+tvms's own pool (the default, ``runtime/thread_pool_ir.py``) is observed through ``pthread_self``."""
 from __future__ import annotations
 
 import ctypes

@@ -17,20 +17,19 @@ and sleep on a condition variable between jobs, so an idle pool takes no CPU. On
 time: a call made while a job runs (another Python thread, or a task's own parallel loop) runs
 its tasks in the calling thread.
 
-The runtime compiles this module once per process (``runtime/thread_pool.py``) and makes the
-symbol visible to the JIT; kernels reference it weakly (``llvm_parallel.py``), so code linked
-into an exported library, where the symbol is absent, falls back to libgomp.
+``thread_pool.py`` compiles this module once per process and makes the symbol visible to the
+JIT; kernels reference it weakly (``lowering/codegen/llvm_parallel.py`` emits the call), so code
+linked into an exported library, where the symbol is absent, falls back to libgomp.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from . import llvm_types as T
-from .llvm_intrinsics import declare
+I8, I32, I64, PTR = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.PointerType()
 
-POOL_SYMBOL = "tvms_parallel_run"
-TASK = ir.FunctionType(ir.VoidType(), [T.PTR, T.I32, T.I32])  # task(closure, t, n)
-RUN = ir.FunctionType(ir.VoidType(), [T.PTR, T.PTR, T.I32, T.I32])  # tvms_parallel_run
+POOL_SYMBOL = "tvms_parallel_run"  # (the name llvm_parallel.py calls, and its TASK and RUN types)
+TASK = ir.FunctionType(ir.VoidType(), [PTR, I32, I32])  # task(closure, t, n)
+RUN = ir.FunctionType(ir.VoidType(), [PTR, PTR, I32, I32])  # tvms_parallel_run
 SYNC_BYTES = 64  # room for a pthread mutex or condition variable (40 / 48 bytes on glibc)
 MAX_WORKERS = 255
 
@@ -54,19 +53,21 @@ class _State:
             g.linkage, g.initializer = "internal", init
             return g
 
-        sync = ir.ArrayType(T.I8, SYNC_BYTES)
+        sync = ir.ArrayType(I8, SYNC_BYTES)
         self.lock, self.work, self.done = (var(n, sync, ir.Constant(sync, None)) for n in ("lock", "work", "done"))
         for g in (self.lock, self.work, self.done):
             g.align = 64  # (zeros are glibc's static initializers of both types)
-        self.task, self.closure = (var(n, T.PTR, ir.Constant(T.PTR, None)) for n in ("task", "closure"))
+        self.task, self.closure = (var(n, PTR, ir.Constant(PTR, None)) for n in ("task", "closure"))
         self.count, self.next, self.left, self.busy, self.workers = (
-            var(n, T.I32, ir.Constant(T.I32, 0)) for n in ("count", "next", "left", "busy", "workers"))
-        self.generation = var("generation", T.I64, ir.Constant(T.I64, 0))
+            var(n, I32, ir.Constant(I32, 0)) for n in ("count", "next", "left", "busy", "workers"))
+        self.generation = var("generation", I64, ir.Constant(I64, 0))
         self.module = module
 
     def call(self, b: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
         """``pthread_<name>(args)`` (mutex_lock, cond_wait, ...), returning its i32."""
-        return b.call(declare(self.module, f"pthread_{name}", T.I32, [a.type for a in args]), list(args))
+        name = f"pthread_{name}"
+        fn = self.module.globals.get(name) or ir.Function(self.module, ir.FunctionType(I32, [a.type for a in args]), name)
+        return b.call(fn, list(args))
 
 
 def _drain_function(module: ir.Module, s: _State) -> ir.Function:
@@ -78,18 +79,18 @@ def _drain_function(module: ir.Module, s: _State) -> ir.Function:
     head, claim, out = (fn.append_basic_block(n) for n in ("head", "claim", "out"))
     b.branch(head)
     b.position_at_end(head)
-    t = b.load(s.next, typ=T.I32)
-    count = b.load(s.count, typ=T.I32)
+    t = b.load(s.next, typ=I32)
+    count = b.load(s.count, typ=I32)
     b.cbranch(b.icmp_signed("<", t, count), claim, out)
     b.position_at_end(claim)
-    b.store(b.add(t, ir.Constant(T.I32, 1)), s.next)
-    task, closure = b.load(s.task, typ=T.PTR), b.load(s.closure, typ=T.PTR)
+    b.store(b.add(t, ir.Constant(I32, 1)), s.next)
+    task, closure = b.load(s.task, typ=PTR), b.load(s.closure, typ=PTR)
     s.call(b, "mutex_unlock", s.lock)
     b.call(_callable(b, task), [closure, t, count])
     s.call(b, "mutex_lock", s.lock)
-    left = b.sub(b.load(s.left, typ=T.I32), ir.Constant(T.I32, 1))
+    left = b.sub(b.load(s.left, typ=I32), ir.Constant(I32, 1))
     b.store(left, s.left)
-    with b.if_then(b.icmp_signed("==", left, ir.Constant(T.I32, 0))):
+    with b.if_then(b.icmp_signed("==", left, ir.Constant(I32, 0))):
         s.call(b, "cond_signal", s.done)
     b.branch(head)
     b.position_at_end(out)
@@ -99,17 +100,17 @@ def _drain_function(module: ir.Module, s: _State) -> ir.Function:
 
 def _worker_function(module: ir.Module, s: _State, drain: ir.Function) -> ir.Function:
     """A worker's thread: sleep until a new job is posted, take part in it, sleep again."""
-    fn = ir.Function(module, ir.FunctionType(T.PTR, [T.PTR]), "pool.worker")
+    fn = ir.Function(module, ir.FunctionType(PTR, [PTR]), "pool.worker")
     fn.linkage = "internal"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    seen = b.alloca(T.I64)
-    b.store(ir.Constant(T.I64, 0), seen)  # (a new worker joins the job that made it)
+    seen = b.alloca(I64)
+    b.store(ir.Constant(I64, 0), seen)  # (a new worker joins the job that made it)
     s.call(b, "mutex_lock", s.lock)
     head, wait, join = (fn.append_basic_block(n) for n in ("head", "wait", "join"))
     b.branch(head)
     b.position_at_end(head)
-    generation = b.load(s.generation, typ=T.I64)
-    b.cbranch(b.icmp_unsigned("==", generation, b.load(seen, typ=T.I64)), wait, join)
+    generation = b.load(s.generation, typ=I64)
+    b.cbranch(b.icmp_unsigned("==", generation, b.load(seen, typ=I64)), wait, join)
     b.position_at_end(wait)
     s.call(b, "cond_wait", s.work, s.lock)
     b.branch(head)
@@ -127,21 +128,21 @@ def _run_function(module: ir.Module, s: _State, drain: ir.Function, worker: ir.F
     task, closure, n, threads = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     s.call(b, "mutex_lock", s.lock)
-    with b.if_else(b.icmp_signed("!=", b.load(s.busy, typ=T.I32), ir.Constant(T.I32, 0))) as (taken, free):
+    with b.if_else(b.icmp_signed("!=", b.load(s.busy, typ=I32), ir.Constant(I32, 0))) as (taken, free):
         with taken:  # a job is running: this one runs here, whole
             s.call(b, "mutex_unlock", s.lock)
             _serially(b, task, closure, n)
         with free:
-            b.store(ir.Constant(T.I32, 1), s.busy)
-            for g, v in ((s.task, task), (s.closure, closure), (s.count, n), (s.next, ir.Constant(T.I32, 0)),
+            b.store(ir.Constant(I32, 1), s.busy)
+            for g, v in ((s.task, task), (s.closure, closure), (s.count, n), (s.next, ir.Constant(I32, 0)),
                          (s.left, n)):
                 b.store(v, g)
-            b.store(b.add(b.load(s.generation, typ=T.I64), ir.Constant(T.I64, 1)), s.generation)
-            _start_workers(b, s, worker, b.sub(threads, ir.Constant(T.I32, 1)))
+            b.store(b.add(b.load(s.generation, typ=I64), ir.Constant(I64, 1)), s.generation)
+            _start_workers(b, s, worker, b.sub(threads, ir.Constant(I32, 1)))
             s.call(b, "cond_broadcast", s.work)
             b.call(drain, [])
             _wait_until_done(b, s)
-            b.store(ir.Constant(T.I32, 0), s.busy)
+            b.store(ir.Constant(I32, 0), s.busy)
             s.call(b, "mutex_unlock", s.lock)
     b.ret_void()
 
@@ -151,28 +152,28 @@ def _serially(b: ir.IRBuilder, task: ir.Value, closure: ir.Value, n: ir.Value) -
 
 
 def _callable(b: ir.IRBuilder, task: ir.Value) -> ir.Value:
-    return b.inttoptr(b.ptrtoint(task, T.I64), TASK.as_pointer())  # (llvmlite calls typed pointers)
+    return b.inttoptr(b.ptrtoint(task, I64), TASK.as_pointer())  # (llvmlite calls typed pointers)
 
 
 def _start_workers(b: ir.IRBuilder, s: _State, worker: ir.Function, wanted: ir.Value) -> None:
     """Create workers (detached) until there are ``wanted`` (at most MAX_WORKERS), or one fails."""
-    handle = b.alloca(T.I64)
-    most = b.select(b.icmp_signed("<", wanted, ir.Constant(T.I32, MAX_WORKERS)), wanted,
-                    ir.Constant(T.I32, MAX_WORKERS))
+    handle = b.alloca(I64)
+    most = b.select(b.icmp_signed("<", wanted, ir.Constant(I32, MAX_WORKERS)), wanted,
+                    ir.Constant(I32, MAX_WORKERS))
 
     def start(_t: ir.Value) -> ir.Value:
-        made = s.call(b, "create", handle, ir.Constant(T.PTR, None), worker, ir.Constant(T.PTR, None))
-        ok = b.icmp_signed("==", made, ir.Constant(T.I32, 0))
+        made = s.call(b, "create", handle, ir.Constant(PTR, None), worker, ir.Constant(PTR, None))
+        ok = b.icmp_signed("==", made, ir.Constant(I32, 0))
         with b.if_then(ok):
-            s.call(b, "detach", b.load(handle, typ=T.I64))
-            b.store(b.add(b.load(s.workers, typ=T.I32), ir.Constant(T.I32, 1)), s.workers)
+            s.call(b, "detach", b.load(handle, typ=I64))
+            b.store(b.add(b.load(s.workers, typ=I32), ir.Constant(I32, 1)), s.workers)
         return ok
 
-    _loop_while(b, lambda _t: b.icmp_signed("<", b.load(s.workers, typ=T.I32), most), start)
+    _loop_while(b, lambda _t: b.icmp_signed("<", b.load(s.workers, typ=I32), most), start)
 
 
 def _wait_until_done(b: ir.IRBuilder, s: _State) -> None:
-    _loop_while(b, lambda _t: b.icmp_signed("!=", b.load(s.left, typ=T.I32), ir.Constant(T.I32, 0)),
+    _loop_while(b, lambda _t: b.icmp_signed("!=", b.load(s.left, typ=I32), ir.Constant(I32, 0)),
                 lambda _t: s.call(b, "cond_wait", s.done, s.lock) and None)
 
 
@@ -183,14 +184,14 @@ def _loop_while(b: ir.IRBuilder, condition, body) -> None:
     head, inner, done = (b.append_basic_block(n) for n in ("while", "while.body", "while.end"))
     b.branch(head)
     b.position_at_end(head)
-    t = b.phi(T.I32)
-    t.add_incoming(ir.Constant(T.I32, 0), pre)
+    t = b.phi(I32)
+    t.add_incoming(ir.Constant(I32, 0), pre)
     b.cbranch(condition(t), inner, done)
     b.position_at_end(inner)
     going = body(t)
     if going is None:
         going = ir.Constant(ir.IntType(1), 1)
-    t.add_incoming(b.add(t, ir.Constant(T.I32, 1)), b.block)
+    t.add_incoming(b.add(t, ir.Constant(I32, 1)), b.block)
     b.cbranch(going, head, done)
     b.position_at_end(done)
 
