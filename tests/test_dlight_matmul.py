@@ -444,8 +444,10 @@ def test_loops_in_another_order_than_the_iterators():
 
 
 def test_linear_layer_over_a_batch_dispatches_on_the_row_count():
-    """NT_matmul (FuseTransposeMatmul) over a symbolic batch: packed panels from PACK_MIN_ROWS
-    rows on, row-by-row vector dot products below (a batch of one), in one lowered function."""
+    """NT_matmul (FuseTransposeMatmul) over a symbolic batch: the weight packed once at the top
+    (marked, so that LiftTransformParams runs it once per weight), then register tiles of
+    several rows from PACK_MIN_ROWS rows on and of one row below (a batch of one), both reading
+    the packed weight."""
     from tvms.lowering.dlight.cpu_matmul import PACK_MIN_ROWS
     from tvms.lowering.relax.fuse_transpose_matmul import FuseTransposeMatmul
 
@@ -454,7 +456,8 @@ def test_linear_layer_over_a_batch_dispatches_on_the_row_count():
     with tvms.target.Target("llvm"):
         func = ApplyDefaultSchedule(Matmul())(mod)["fused_NT_matmul_add_relu"]
     text = check_reprints(func)
-    assert f"if n >= T.int64({PACK_MIN_ROWS}):" in text and "fc1_weight_global" in text
+    assert f"if n >= T.int64({PACK_MIN_ROWS}):" in text and text.count(MARK) == 1
+    assert text.index(MARK) < text.index("if n >=") and "fc1_weight[" not in text[text.index("if n >="):]
     lib = tvms.build(func, target="llvm")
     rng = np.random.default_rng(5)
     w, bias = rng.standard_normal((256, 784), dtype=np.float32), rng.standard_normal(256, dtype=np.float32)

@@ -38,8 +38,8 @@ from typing import Any
 
 from ...ir.expr import GE, Add, BufferLoad, Cast, FloorDiv, FloorMod, Mul, PrimExpr, Var, const
 from ...ir.function import PrimFunc
-from ...ir.stmt import Block, BufferStore, IfThenElse
-from ...ir.visitor import walk
+from ...ir.stmt import Block, BufferStore, IfThenElse, SeqStmt
+from ...ir.visitor import Mutator, walk
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
 from ..schedule.layout import IndexMap
 from .analysis import BlockInfo, CPURule, const_int, describe_block, inline_cheap_blocks, num_threads, vector_lanes
@@ -74,12 +74,10 @@ class Matmul(CPURule):
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
         if not isinstance(func, PrimFunc):
             return None
-        sch = Schedule(func)
         try:
-            blocks = inline_cheap_blocks(sch)
+            sch, blocks, main = _blocks(func)
         except ScheduleError:
             return None
-        main = [b for b in blocks if b.block.init is not None or "R" in b.kinds]
         if len(main) != 1 or not _one_loop_per_iterator(main[0]) or not main[0].is_reduction():
             return None
         info = main[0]
@@ -89,33 +87,66 @@ class Matmul(CPURule):
         epilogues = [b for b in blocks if b is not info]
         if any(not b.is_injective() or not b.trivial for b in epilogues) or blocks[0] is not info:
             return None  # a prologue that did not inline, or a second reduction
-        lanes = vector_lanes(target, info.write().buffer.dtype)
+        rows = info.iters[shape.i].extent
         try:
-            panel = schedule_matmul(sch, info, shape, target)
+            scheduled = _scheduled(sch, info, shape, epilogues, target)
+            if not shape.b_transposed or const_int(rows) is not None:
+                return scheduled
+            sch, blocks, (info,) = _blocks(func)  # (again, for a 1-row register tile: a few rows)
+            few = _scheduled(sch, info, shape, [b for b in blocks if b is not info], target, mr=1)
         except ScheduleError:  # e.g. loops of symbolic extent in an order reorder can't change
             return None
-        for epilogue in epilogues:
-            schedule_epilogue(sch, panel, epilogue, lanes)
-        rows = info.iters[shape.i].extent
-        if shape.b_transposed and const_int(rows) is None:
-            return _by_row_count(func, rows, sch, target)
-        return sch
+        return _by_row_count(rows, scheduled, few)
 
 
-def _by_row_count(func: PrimFunc, rows: PrimExpr, packed: Schedule, target: Any) -> Schedule:
-    """A symbolic row count with B stored ``[j, k]`` (a linear layer over a batch ``n``): packing
-    B pays for many rows, but at one row it costs ten times the product. The function then runs,
-    lowered, the packed schedule when ``rows >= PACK_MIN_ROWS`` and else the row-by-row dot
-    products of the Reduction rule (vector partial sums along ``k``, B read as stored)."""
-    from ..tir import lower_for_codegen
-    from .cpu_reduction import Reduction
+def _blocks(func: PrimFunc) -> tuple:
+    """A schedule of ``func`` with its cheap blocks inlined, its blocks, and the reductions among them."""
+    sch = Schedule(func)
+    blocks = inline_cheap_blocks(sch)
+    return sch, blocks, [b for b in blocks if b.block.init is not None or "R" in b.kinds]
 
-    few = Reduction().apply(func, target, False)
-    if few is None:
-        return packed
-    many_rows, few_rows = (lower_for_codegen(s.mod["main"]) for s in (packed, few))
-    body = IfThenElse(GE(rows, const(PACK_MIN_ROWS, rows.dtype)), many_rows.body, few_rows.body)
-    return Schedule(many_rows.with_changes(body=body))
+
+def _scheduled(sch: Schedule, info: BlockInfo, shape: MatmulShape, epilogues: list, target: Any,
+               mr: int | None = None) -> Schedule:
+    panel = schedule_matmul(sch, info, shape, target, mr)
+    for epilogue in epilogues:
+        schedule_epilogue(sch, panel, epilogue, vector_lanes(target, info.write().buffer.dtype))
+    return sch
+
+
+def _by_row_count(rows: PrimExpr, many: Schedule, few: Schedule) -> Schedule:
+    """A symbolic row count with B stored ``[j, k]`` (a linear layer over a batch ``n``): B is
+    packed once, at the top of the function (the packing LiftTransformParams runs once per weight),
+    then ``rows >= PACK_MIN_ROWS`` run the register-tiled schedule and fewer rows the same
+    schedule with a 1-row tile (at one row, the 6-row tile's guarded rows cost more than the
+    product). Both read the same packed B. (The few rows were the Reduction rule's dot products
+    over B as stored, and the weights were packed at every call: the seed MLP at batch 16 took
+    0.133 ms, at a constant batch of 16 0.067 ms.)"""
+    many_func, few_func = many.mod["main"], few.mod["main"]
+    many_root, few_root = many_func.body.block, few_func.body.block
+    (packing, *many_rest), (few_packing, *few_rest) = (_top_level(r.body) for r in (many_root, few_root))
+    packed, few_packed = (next(b for b in walk(p) if isinstance(b, Block)).writes[0].buffer
+                          for p in (packing, few_packing))
+    few_body = _SwapBuffer(few_packed, packed).visit(SeqStmt(tuple(few_rest)))
+    dispatch = IfThenElse(GE(rows, const(PACK_MIN_ROWS, rows.dtype)), SeqStmt(tuple(many_rest)), few_body)
+    allocs = many_root.alloc_buffers + tuple(b for b in few_root.alloc_buffers
+                                             if b is not few_packed and all(b is not a for a in many_root.alloc_buffers))
+    root = many_root.with_changes(body=SeqStmt((packing, dispatch)), alloc_buffers=allocs)
+    return Schedule(many_func.with_changes(body=many_func.body.with_changes(block=root)))
+
+
+def _top_level(body: Any) -> list:
+    return list(body.seq) if isinstance(body, SeqStmt) else [body]
+
+
+class _SwapBuffer(Mutator):
+    """Every use of one buffer made a use of another (of the same shape)."""
+
+    def __init__(self, old: Any, new: Any) -> None:
+        self.old, self.new = old, new
+
+    def visit(self, node: Any) -> Any:
+        return self.new if node is self.old else super().visit(node)
 
 
 def _one_loop_per_iterator(info: BlockInfo) -> bool:
@@ -221,14 +252,14 @@ def plan_tiling(m: int | None, n: int | None, kk: int | None, lanes: int, mr: in
     return Tiling(mr, nr, panel_tiles, chunks)
 
 
-def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, target: Any) -> LoopRV:
-    """Pad, tile, pack, keep the register tile in a local buffer, parallelize; the loop of one
-    block of the output (a row panel, or a chunk of one)."""
+def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, target: Any, mr: int | None = None) -> LoopRV:
+    """Pad, tile, pack, keep the register tile (``mr`` rows, else the target's) in a local
+    buffer, parallelize; the loop of one block of the output (a row panel, or a chunk of one)."""
     dtype = info.write().buffer.dtype
     lanes = vector_lanes(target, dtype)
     extent = [const_int(it.extent) for it in info.iters]
     m, n, kk = extent[shape.i], extent[shape.j], extent[shape.k]
-    rows = register_rows(target, symbolic=m is None)
+    rows = mr or register_rows(target, symbolic=m is None)
     plan = plan_tiling(m, n, kk, lanes, rows, num_threads(target), max(1, dtype.bits // 8))
     block = info.rv
     pad_rows = m is not None and m % plan.mr != 0
