@@ -446,9 +446,9 @@ def test_loops_in_another_order_than_the_iterators():
 def test_linear_layer_over_a_batch_dispatches_on_the_row_count():
     """NT_matmul (FuseTransposeMatmul) over a symbolic batch: the weight packed once at the top
     (marked, so that LiftTransformParams runs it once per weight), then register tiles of
-    several rows from PACK_MIN_ROWS rows on and of one row below (a batch of one), both reading
+    several rows from TILED_MIN_ROWS rows on and of one row below (a batch of one), both reading
     the packed weight."""
-    from tvms.lowering.dlight.cpu_matmul import PACK_MIN_ROWS
+    from tvms.lowering.dlight.cpu_matmul import TILED_MIN_ROWS
     from tvms.lowering.relax.fuse_transpose_matmul import FuseTransposeMatmul
 
     mod = from_source((ROOT / "examples" / "mlp.tvms").read_text())
@@ -456,12 +456,12 @@ def test_linear_layer_over_a_batch_dispatches_on_the_row_count():
     with tvms.target.Target("llvm"):
         func = ApplyDefaultSchedule(Matmul())(mod)["fused_NT_matmul_add_relu"]
     text = check_reprints(func)
-    assert f"if n >= T.int64({PACK_MIN_ROWS}):" in text and text.count(MARK) == 1
+    assert f"if n >= T.int64({TILED_MIN_ROWS}):" in text and text.count(MARK) == 1
     assert text.index(MARK) < text.index("if n >=") and "fc1_weight[" not in text[text.index("if n >="):]
     lib = tvms.build(func, target="llvm")
     rng = np.random.default_rng(5)
     w, bias = rng.standard_normal((256, 784), dtype=np.float32), rng.standard_normal(256, dtype=np.float32)
-    for n in (1, PACK_MIN_ROWS - 1, PACK_MIN_ROWS, 64):
+    for n in (1, TILED_MIN_ROWS, 15, 16, 64):
         x = rng.standard_normal((n, 784), dtype=np.float32)
         y = np.zeros((n, 256), np.float32)
         lib(x, w, bias, y)

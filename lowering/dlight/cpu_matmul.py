@@ -33,7 +33,7 @@ extent of 1).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...ir.expr import GE, Add, BufferLoad, Cast, FloorDiv, FloorMod, Mul, PrimExpr, Var, const
@@ -51,6 +51,7 @@ MAX_PANEL_TILES = 12  # register tiles in a row panel
 SYMBOLIC_CHUNKS = 4  # column chunks per core for a symbolic row count: the thread pool hands out
 # a few tasks per thread, so that a thread that starts late leaves its shares to the others
 PACK_MIN_ROWS = 16  # below this many rows packing B costs more than the strided loads
+TILED_MIN_ROWS = 2  # a symbolic row count below this runs a 1-row register tile (see _by_row_count)
 PREPROC = "meta_schedule.layout_rewrite_preproc"  # TVM's mark of a weight's layout rewrite
 
 
@@ -92,7 +93,7 @@ class Matmul(CPURule):
             scheduled = _scheduled(sch, info, shape, epilogues, target)
             if not shape.b_transposed or const_int(rows) is not None:
                 return scheduled
-            sch, blocks, (info,) = _blocks(func)  # (again, for a 1-row register tile: a few rows)
+            sch, blocks, (info,) = _blocks(func)  # (again, for a 1-row register tile: one row)
             few = _scheduled(sch, info, shape, [b for b in blocks if b is not info], target, mr=1)
         except ScheduleError:  # e.g. loops of symbolic extent in an order reorder can't change
             return None
@@ -117,18 +118,19 @@ def _scheduled(sch: Schedule, info: BlockInfo, shape: MatmulShape, epilogues: li
 def _by_row_count(rows: PrimExpr, many: Schedule, few: Schedule) -> Schedule:
     """A symbolic row count with B stored ``[j, k]`` (a linear layer over a batch ``n``): B is
     packed once, at the top of the function (the packing LiftTransformParams runs once per weight),
-    then ``rows >= PACK_MIN_ROWS`` run the register-tiled schedule and fewer rows the same
-    schedule with a 1-row tile (at one row, the 6-row tile's guarded rows cost more than the
-    product). Both read the same packed B. (The few rows were the Reduction rule's dot products
-    over B as stored, and the weights were packed at every call: the seed MLP at batch 16 took
-    0.133 ms, at a constant batch of 16 0.067 ms.)"""
+    then ``rows >= TILED_MIN_ROWS`` run the register-tiled schedule and a single row the same
+    schedule with a 1-row tile (the 6-row tile's guarded rows cost more than the product there;
+    from two rows on, the 6-row tile's independent FMA chains win: at 4 rows 0.023 ms against
+    0.036 for the seed MLP). Both read the same packed B. (Below 16 rows this was the Reduction
+    rule's dot products over B as stored, and the weights were packed at every call: the seed MLP
+    at batch 16 took 0.141 ms, now 0.066, as with a constant batch of 16.)"""
     many_func, few_func = many.mod["main"], few.mod["main"]
     many_root, few_root = many_func.body.block, few_func.body.block
     (packing, *many_rest), (few_packing, *few_rest) = (_top_level(r.body) for r in (many_root, few_root))
     packed, few_packed = (next(b for b in walk(p) if isinstance(b, Block)).writes[0].buffer
                           for p in (packing, few_packing))
     few_body = _SwapBuffer(few_packed, packed).visit(SeqStmt(tuple(few_rest)))
-    dispatch = IfThenElse(GE(rows, const(PACK_MIN_ROWS, rows.dtype)), SeqStmt(tuple(many_rest)), few_body)
+    dispatch = IfThenElse(GE(rows, const(TILED_MIN_ROWS, rows.dtype)), SeqStmt(tuple(many_rest)), few_body)
     allocs = many_root.alloc_buffers + tuple(b for b in few_root.alloc_buffers
                                              if b is not few_packed and all(b is not a for a in many_root.alloc_buffers))
     root = many_root.with_changes(body=SeqStmt((packing, dispatch)), alloc_buffers=allocs)
@@ -261,6 +263,8 @@ def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, target: 
     m, n, kk = extent[shape.i], extent[shape.j], extent[shape.k]
     rows = mr or register_rows(target, symbolic=m is None)
     plan = plan_tiling(m, n, kk, lanes, rows, num_threads(target), max(1, dtype.bits // 8))
+    if mr == 1:  # (rows one at a time: a panel of one row keeps the code small, 12 were unrolled)
+        plan = replace(plan, panel_tiles=1)
     block = info.rv
     pad_rows = m is not None and m % plan.mr != 0
     pad_columns = n is not None and n % plan.nr != 0
