@@ -28,8 +28,10 @@ Constant sizes the tiles do not divide are padded to whole tiles (pad_einsum): t
 B get zero rows and columns, so the micro-kernel is the same for every tile, and only the
 tile's copy to C is guarded (rows as a whole, columns element-wise). Symbolic row counts keep
 guarded tail rows (``T.where``; the lowering's UnswitchGuards tests a tile's row guards once,
-outside its k loop). The rule declines what is not a matmul, and GEMV shapes (an ``i`` or ``j``
-extent of 1).
+outside its k loop), and their columns are cut into chunks, so that the threads share a batch
+of one row panel; a linear layer over a symbolic batch (B stored ``[j, k]``) packs its weight
+once at the top and runs a 1-row tile for a single row (``_by_row_count``). The rule declines
+what is not a matmul, and GEMV shapes (an ``i`` or ``j`` extent of 1).
 """
 from __future__ import annotations
 
