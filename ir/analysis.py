@@ -163,6 +163,16 @@ class _AccessCollector(Visitor):
                 self.record(table, region.buffer, ranges)
 
 
+def _fold_constant(e: PrimExpr) -> PrimExpr:
+    """``e`` evaluated where it has no variable (``T.FloorMod(15, 2) + 1`` is 2)."""
+    from .arith.operators import binary
+
+    if isinstance(e, IntImm) or any(isinstance(n, Var) for n in walk(e)) or not isinstance(e, (Add, Sub, Mul, FloorDiv, FloorMod)):
+        return e
+    folded = binary(type(e), _fold_constant(e.a), _fold_constant(e.b))
+    return folded if isinstance(folded, IntImm) else e
+
+
 def _union(buffer: Buffer, accesses: list) -> BufferRegion:
     from .structural import structural_equal
 
@@ -170,9 +180,9 @@ def _union(buffer: Buffer, accesses: list) -> BufferRegion:
     if all(structural_equal(first, other) for other in accesses[1:]):
         return BufferRegion(buffer, tuple(first))
     merged = []
-    for dim, rng in enumerate(first):
-        los = [a[dim].min for a in accesses]
-        his = [simplify(Add(a[dim].min, a[dim].extent)) for a in accesses]
+    for dim, rng in enumerate(first):  # (TVM's union evaluates the bounds: constants fold)
+        los = [_fold_constant(a[dim].min) for a in accesses]
+        his = [_fold_constant(simplify(Add(a[dim].min, a[dim].extent))) for a in accesses]
         if all(isinstance(x, IntImm) for x in los + his):
             lo, hi = min(x.value for x in los), max(x.value for x in his)
             merged.append(Range(const(lo, rng.min.dtype), const(hi - lo, rng.min.dtype)))
