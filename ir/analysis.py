@@ -163,14 +163,19 @@ class _AccessCollector(Visitor):
                 self.record(table, region.buffer, ranges)
 
 
-def _fold_constant(e: PrimExpr) -> PrimExpr:
-    """``e`` evaluated where it has no variable (``T.FloorMod(15, 2) + 1`` is 2)."""
+def fold_constant(e: PrimExpr) -> PrimExpr:
+    """``e`` with its parts that have no variable evaluated (``T.FloorMod(15, 2) + 1`` is 2,
+    ``i + T.FloorMod(3, 2)`` is ``i + 1``)."""
     from .arith.operators import binary
 
-    if isinstance(e, IntImm) or any(isinstance(n, Var) for n in walk(e)) or not isinstance(e, (Add, Sub, Mul, FloorDiv, FloorMod)):
+    if not isinstance(e, (Add, Sub, Mul, FloorDiv, FloorMod)):
         return e
-    folded = binary(type(e), _fold_constant(e.a), _fold_constant(e.b))
-    return folded if isinstance(folded, IntImm) else e
+    a, b = fold_constant(e.a), fold_constant(e.b)
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        folded = binary(type(e), a, b)
+        if isinstance(folded, IntImm):
+            return folded
+    return e if a is e.a and b is e.b else type(e)(a, b)
 
 
 def _union(buffer: Buffer, accesses: list) -> BufferRegion:
@@ -181,8 +186,8 @@ def _union(buffer: Buffer, accesses: list) -> BufferRegion:
         return BufferRegion(buffer, tuple(first))
     merged = []
     for dim, rng in enumerate(first):  # (TVM's union evaluates the bounds: constants fold)
-        los = [_fold_constant(a[dim].min) for a in accesses]
-        his = [_fold_constant(simplify(Add(a[dim].min, a[dim].extent))) for a in accesses]
+        los = [fold_constant(a[dim].min) for a in accesses]
+        his = [fold_constant(simplify(Add(a[dim].min, a[dim].extent))) for a in accesses]
         if all(isinstance(x, IntImm) for x in los + his):
             lo, hi = min(x.value for x in los), max(x.value for x in his)
             merged.append(Range(const(lo, rng.min.dtype), const(hi - lo, rng.min.dtype)))

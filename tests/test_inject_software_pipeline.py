@@ -1,9 +1,12 @@
-"""InjectSoftwarePipeline (lowering/tir/gpu/inject_software_pipeline.py) against Apache TVM 0.27.
+"""InjectSoftwarePipeline and ManifestSharedMemoryLocalStage (lowering/tir/gpu/) against Apache
+TVM 0.27.
 
 fixtures/software_pipeline (made by generate_with_tvm.py there) holds the functions of TVM's own
-test of the pass and what TVM's pass alone prints for them. tvms must print the same byte for
-byte; the functions whose accesses stay in bounds must compute the same before and after
-(reference executor); the inputs TVM refuses are refused.
+tests of the passes and what TVM's pass alone prints for them, and DLight's tensor-core matmul
+before and after each pass in TVM's pipeline. tvms must print the same byte for byte; the
+functions whose accesses stay in bounds must compute the same before and after (reference
+executor); the inputs TVM refuses are refused. DLight's pipelined kernel, lowered for cuda, is
+checked in test_reference_wmma.py (numbers) and test_infer_fragment.py (NVRTC).
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 
 HERE = FIXTURES / "software_pipeline"
-CASES = sorted(p.name[:-len("_InjectSoftwarePipeline.tvms")] for p in HERE.glob("*_InjectSoftwarePipeline.tvms"))
+CASES = sorted(p.name[:-len("_InjectSoftwarePipeline.tvms")] for p in HERE.glob("*_InjectSoftwarePipeline.tvms")
+               if not p.name.startswith("dlight_"))
 # the symbolic extent: TVM bounds the outer block's regions by ``T.max(1, k)`` (its interval
 # union); tvms's union over the prologue, body and epilogue gives ``0:k`` (the same for k >= 1)
 KNOWN_DIFFERENT = {"dynamic_compute"}
@@ -77,3 +81,26 @@ def test_asynchronous_stages_and_mismatched_annotations_are_refused() -> None:
     with pytest.raises(TVMSError, match="has 2 statements in the body of loop 'i'"):
         get_pass("InjectSoftwarePipeline")(from_source(text.replace('"software_pipeline_stage": [0, 1]',
                                                                     '"software_pipeline_stage": [0, 1, 1]')))
+
+
+@pytest.mark.parametrize("before,after,name", [
+    ("manifest_matmul_input", "manifest_matmul_ManifestSharedMemoryLocalStage", "ManifestSharedMemoryLocalStage"),
+    ("dlight_wmma_ManifestSharedMemoryLocalStage_before", "dlight_wmma_ManifestSharedMemoryLocalStage",
+     "ManifestSharedMemoryLocalStage"),
+    ("dlight_wmma_InjectSoftwarePipeline_before", "dlight_wmma_InjectSoftwarePipeline", "InjectSoftwarePipeline"),
+], ids=lambda x: x if "_before" in x or x.endswith("_input") else "")
+def test_dlight_tensor_core_stages_print_what_tvm_prints(before: str, after: str, name: str) -> None:
+    """The local stages of the copies into shared memory, then the two pipelines of DLight's
+    tensor-core matmul (k by 64 over the shared tiles: 7 statements in 2 stages; k by 16 over the
+    fragments: 3 in 2), A and B tiles and fragments double-buffered. One line differs: the
+    outermost pipeline block reads ``A[..., 0:256]`` where TVM's interval union bounds the
+    columns by ``threadIdx_x % 16 * 4`` and an extent of 196 (both cover what is read)."""
+    got = get_pass(name)(from_source((HERE / f"{before}.tvms").read_text())).script(dialect="tvm-0.27").splitlines()
+    want = (HERE / f"{after}.tvms").read_text().splitlines()
+    assert len(got) == len(want)
+    different = [(a, b) for a, b in zip(got, want) if a != b]
+    if name == "InjectSoftwarePipeline":
+        ((ours, tvm),) = different
+        assert ", 0:256], B[0:256, " in ours and "threadIdx_x % 16 * 4 + 196]" in tvm
+    else:
+        assert not different

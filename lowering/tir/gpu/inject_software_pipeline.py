@@ -19,7 +19,7 @@ and never after it in stages. The asynchronous stages (``software_pipeline_async
 """
 from __future__ import annotations
 
-from ....ir.analysis import infer_block_regions, substitute
+from ....ir.analysis import fold_constant, infer_block_regions, substitute
 from ....ir.arith import Analyzer, canonical_ge_zero
 from ....ir.arith.operators import binary
 from ....ir.buffer import Buffer, BufferRegion
@@ -154,14 +154,17 @@ class _VersionedAccesses(Mutator):
 
     def version(self, new: Buffer, offset_min: bool = True) -> PrimExpr:
         index = binary(Sub, self.loop.loop_var, self.loop.min) if offset_min else self.loop.loop_var
-        return binary(FloorMod, index, new.shape[0])
+        return binary(FloorMod, index, const(new.shape[0].value, index.dtype))
 
     def region(self, region: BufferRegion) -> BufferRegion:
         new = self.remap.get(region.buffer)
         if new is None:
             return region
-        zero = const(0, new.shape[0].dtype)
-        version = Range(zero, new.shape[0]) if self.all_versions else Range(self.version(new), const(1, zero.dtype))
+        if self.all_versions:
+            version = Range(const(0, new.shape[0].dtype), new.shape[0])
+        else:
+            index = self.version(new)
+            version = Range(index, const(1, index.dtype))
         return BufferRegion(new, (version, *region.region))
 
     def visit_Block(self, block: Block) -> Stmt:
@@ -199,29 +202,30 @@ class _VersionedAccesses(Mutator):
         if found is None:
             return
         old, new = found
-        scope = old.scope()
+        scope = old.scope
         if args[data] not in self.shapes or scope not in _FRAGMENT_SIZE:
             raise TVMSError(f"InjectSoftwarePipeline: no fragment shape known for {old.name!r}")
         size = _FRAGMENT_SIZE[scope](*self.shapes[args[data]])
-        elements = const(1, "int32")
-        for extent in old.shape:
-            elements = binary(Mul, elements, extent)
+        fragments_per_version = binary(FloorDiv, _elements(old), const(size, old.shape[0].dtype))
         args[data] = new.data
-        args[index] = binary(Add, args[index], binary(Mul, self.version(new), binary(FloorDiv, elements, const(size))))
+        args[index] = binary(Add, args[index], binary(Mul, self.version(new), fragments_per_version))
 
     def pointer(self, args: list, data: int) -> None:
         found = self.by_data.get(args[data])
         if found is None:
             return
         old, new = found
-        if new.strides:
-            offset = new.strides[0]
-        else:
-            offset = const(1, "int32")
-            for extent in old.shape:
-                offset = binary(Mul, offset, extent)
+        offset = new.strides[0] if new.strides else _elements(old)
         args[data] = new.data
         args[data + 1] = binary(Add, args[data + 1], binary(Mul, self.version(new, offset_min=False), offset))
+
+
+def _elements(buffer: Buffer) -> PrimExpr:
+    """The element count of one version of ``buffer``."""
+    count = const(1, buffer.shape[0].dtype)
+    for extent in buffer.shape:
+        count = binary(Mul, count, extent)
+    return count
 
 
 def _may_conflict(a: BufferRegion, b: BufferRegion) -> bool:
@@ -229,7 +233,7 @@ def _may_conflict(a: BufferRegion, b: BufferRegion) -> bool:
     analyzer = Analyzer()
     for x, y in zip(a.region, b.region):
         for first, second in ((x, y), (y, x)):
-            gap = analyzer.canonical(Sub(Add(first.min, first.extent), second.min))
+            gap = analyzer.canonical(fold_constant(Sub(Add(first.min, first.extent), second.min)))
             if not gap.terms and gap.base <= 0:
                 return False
     return True
@@ -277,19 +281,22 @@ class _Pipeline:
                     strides = (binary(Mul, strides[0], buffer.shape[0]), *strides)
                 remap[buffer] = buffer.with_changes(data=buffer.data.with_changes(), strides=strides,
                                                     shape=(const(count, "int32"), *buffer.shape))
+        for old, new in remap.items():  # (an outer pipeline may version a fragment again, where TVM fails)
+            if old.data in self.shapes:
+                self.shapes[new.data] = self.shapes[old.data]
         self.remap = remap
         loop = self.loop
         start, extent = loop.min, loop.extent
         stop = binary(Add, start, extent)
-        prologue = self.emit(start, binary(Add, start, const(self.max_stage)), True)
-        body = self.emit(binary(Add, start, const(self.max_stage)), stop, False)
+        prologue = self.emit(start, binary(Add, start, const(self.max_stage, start.dtype)), True)
+        body = self.emit(binary(Add, start, const(self.max_stage, start.dtype)), stop, False)
         epilogue_start, lower_bound = stop, None
-        if self.max_stage > 1 and self.bounds.decide(LE(const(self.max_stage), extent)) is not True:
+        if self.max_stage > 1 and self.bounds.decide(LE(const(self.max_stage, start.dtype), extent)) is not True:
             if _value(stop) is not None and _value(start) is not None:
                 epilogue_start = const(max(stop.value, start.value + self.max_stage))
             else:  # (a dynamic extent: the epilogue's statements get a lower bound)
-                lower_bound = binary(Add, start, const(self.max_stage))
-        epilogue = self.emit(epilogue_start, binary(Add, stop, const(self.max_stage)), True, lower_bound)
+                lower_bound = binary(Add, start, const(self.max_stage, start.dtype))
+        epilogue = self.emit(epilogue_start, binary(Add, stop, const(self.max_stage, start.dtype)), True, lower_bound)
         allocs = tuple(remap.get(b, b) for b in self.allocs)
         return BlockRealize((), const(True), make_block(SeqStmt((prologue, body, epilogue)), allocs))
 
