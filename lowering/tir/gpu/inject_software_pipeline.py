@@ -14,20 +14,25 @@ writer in the new order, or when the block that writes it asks ``double_buffer_s
 WMMA calls and ``T.tvm_access_ptr`` that name it point at that version.
 
 As in TVM, the statements' order must keep each buffer's writer before its reader in one stage
-and never after it in stages. The asynchronous stages (``software_pipeline_async_stages``,
-``cp.async`` commit and wait groups) are not implemented and refused.
+and never after it in stages. The statements of a stage listed in ``software_pipeline_async_stages``
+run in ``T.attr(0, "async_scope", 1)``; consecutive ones form a commit group
+(``async_commit_queue_scope``), and the first reader of their results waits
+(``async_wait_queue_scope`` / ``async_wait_inflight_count``) until no more groups are in flight
+than the stages between them allow (CUDA's ``cp.async.commit_group`` / ``wait_group``).
 """
 from __future__ import annotations
 
 from ....ir.analysis import fold_constant, infer_block_regions, substitute
-from ....ir.arith import Analyzer, canonical_ge_zero
+from ....ir.arith import CANONICAL, Analyzer, canonical_ge_zero
 from ....ir.arith.operators import binary
 from ....ir.buffer import Buffer, BufferRegion
 from ....ir.errors import TVMSError
 from ....ir.expr import (EQ, LE, LT, Add, And, BufferLoad, Call, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub,
                          Var, const)
 from ....ir.function import PrimFunc
-from ....ir.stmt import Block, BlockRealize, BufferStore, Evaluate, For, LetStmt, SeqStmt, Stmt, UNROLLED
+from ....ir.op import get_op
+from ....ir.stmt import (UNROLLED, AttrStmt, Block, BlockRealize, BufferStore, Evaluate, For, LetStmt, SeqStmt, Stmt,
+                         seq)
 from ....ir.visitor import Mutator
 from ..tir_pass import define_tir_pass
 from .infer_fragment import fragments
@@ -111,6 +116,12 @@ class _Bounds:
         if span is not None and _value(span[1]) is not None and _value(cond.a) == span[1].value - 1:
             return EQ(cond.b, cond.a)
         return cond
+
+    def decide_all(self, cond: PrimExpr) -> bool:
+        """Whether ``cond`` (comparisons joined by ``and``) holds over the whole ranges."""
+        if isinstance(cond, And):
+            return self.decide_all(cond.a) and self.decide_all(cond.b)
+        return self.decide(cond) is True
 
     def never(self, cond: PrimExpr) -> bool:
         if isinstance(cond, And):
@@ -243,7 +254,7 @@ class _Pipeline:
     """One annotated loop rewritten (TVM's PipelineRewriter), synchronous stages only."""
 
     def __init__(self, loop: For, blocks: list, stages: list, orders: list, allocs: list, double: set,
-                 shapes: dict, annotations: dict) -> None:
+                 shapes: dict, annotations: dict, async_stages: set) -> None:
         self.loop = loop
         self.blocks = blocks
         self.stage = dict(zip(map(id, blocks), stages))
@@ -254,6 +265,9 @@ class _Pipeline:
         self.annotations = annotations
         self.max_stage = max(stages)
         self.bounds = _Bounds()
+        self.async_stages = async_stages
+        self.produced: dict = {}  # async stage -> _Produced
+        self.group_of: dict = {}  # buffer written asynchronously -> its commit group
 
     def versions(self, buffer: Buffer) -> int:
         """How many copies of ``buffer`` the pipeline keeps (TVM's ComputeBufferVersions)."""
@@ -309,13 +323,16 @@ class _Pipeline:
         if bounds.decide(LE(extent, const(0, extent.dtype))) is True:
             return nop
         unit = bounds.decide(LE(extent, const(1, extent.dtype))) is True
+        normalized = _Bounds()  # (the loop as emitted: from the pipelined loop's start)
         if unit:
             var = start
         else:
             var = loop.loop_var.with_changes()
             bounds.ranges[var] = (start, end)
+            normalized.ranges[var] = (loop.min, binary(Add, loop.min, extent))
         delta = binary(Sub, start, loop.min)
-        statements = []
+        emitted = []
+        local: dict = {}  # async stage -> its _Local state in this part
         for block in self.ordered:
             stage = self.stage[id(block)]
             skewed = binary(Sub, var, const(stage, var.dtype))
@@ -329,13 +346,139 @@ class _Pipeline:
             if not unit:
                 inbound = substitute(inbound, {var: binary(Add, var, delta)})
             new = _Renew().visit(substitute(new, {loop.loop_var: index}))
-            statements.append(BlockRealize((), inbound, new))
+            is_async = stage in self.async_stages
+            if is_async:
+                new = self.produce(local.setdefault(stage, _Local()), stage, new, index, inbound, len(emitted), normalized)
+            emitted.append(_Emitted(stage, inbound, new, index, is_async))
+            for region in new.reads:  # (a read of an async stage's result: its later writes commit apart)
+                for producer, state in self.produced.items():
+                    if producer <= stage and region.buffer in state.buffers:
+                        local.setdefault(producer, _Local()).consumed = True
+        self.place_waits(emitted, local, normalized)
+        statements = self.commit(emitted, local, normalized)
         if not statements:
             return nop
         body = statements[0] if len(statements) == 1 else SeqStmt(tuple(statements))
         if not unit:
             body = For(var, loop.min, extent, UNROLLED if unroll else loop.kind, body, annotations=self.annotations)
+        for stage, state in local.items():  # (how far each async stage's commits are known to count)
+            known = state.predicate is not None and normalized.decide_all(state.predicate)
+            head = self.produced[stage].head
+            self.produced[stage].head = binary(Add, head, extent) if known and head is not None else None
         return BlockRealize((), const(True), make_block(body))
+
+    # ------------------------------------------------------------ asynchronous stages
+    def produce(self, state: "_Local", stage: int, block: Block, index: PrimExpr, inbound: PrimExpr, position: int,
+                normalized: _Bounds) -> Block:
+        """Record an async stage's statement in its commit group; its body in ``async_scope``."""
+        if not state.groups or state.consumed:  # (after a consumer, later writes are a group of their own)
+            state.groups.append([position])
+        else:
+            state.groups[-1].append(position)
+        produced = self.produced.setdefault(stage, _Produced())
+        for region in block.writes:
+            produced.buffers.add(region.buffer)
+            self.group_of[region.buffer] = len(state.groups) - 1
+        state.head = index
+        if state.predicate is None or normalized.decide_all(state.predicate):
+            state.predicate = inbound
+        else:
+            state.predicate = _and(state.predicate, inbound)
+        return block.with_changes(body=AttrStmt(0, "async_scope", const(1), block.body))
+
+    def place_waits(self, emitted: list, local: dict, normalized: _Bounds) -> None:
+        """Where each consumer of an async stage waits, and how many commit groups may still be in
+        flight there (TVM's PopulateWaitCounts)."""
+        for position, item in enumerate(emitted):
+            if item.is_async:
+                local[item.stage].seen.update(r.buffer for r in item.block.writes)
+            producers = {p for region in item.block.reads for p, state in self.produced.items()
+                         if p <= item.stage and region.buffer in state.buffers}
+            if not producers:
+                continue
+            if len(producers) > 1:
+                raise TVMSError("InjectSoftwarePipeline: a dependency on multiple async stages is not supported")
+            (producer,) = producers
+            state = local.setdefault(producer, _Local())
+            if not state.groups:  # (the epilogue: no producer here, the count so far)
+                heads = [self.produced[producer].head]
+            else:
+                heads, pending = [], set(range(len(state.groups)))
+                for region in item.block.reads:
+                    group = self.group_of.get(region.buffer) if region.buffer in self.produced[producer].buffers else None
+                    if group in pending:
+                        # (a buffer not yet written in this iteration was last written by the previous one)
+                        heads.append(state.head if region.buffer in state.seen else binary(Sub, state.head, const(1, state.head.dtype)))
+                        pending.discard(group)
+            count = self.in_flight(heads, item.index, normalized)
+            if state.wait is None:
+                state.wait = (position, count)
+            elif self.bounds.decide(LT(count, state.wait[1])) is True:
+                state.wait = (state.wait[0], count)
+
+    @staticmethod
+    def in_flight(heads: list, consumer: PrimExpr, normalized: _Bounds) -> PrimExpr:
+        total = const(0, consumer.dtype)
+        for head in heads:
+            if head is None or normalized.decide(LE(const(0, head.dtype), head)) is not True:
+                return const(0, consumer.dtype)  # (not known: wait for all)
+            total = binary(Add, total, Analyzer(CANONICAL).simplify(Sub(head, consumer)))
+        return total
+
+    def commit(self, emitted: list, local: dict, normalized: _Bounds) -> list:
+        """The statements: each consumer's wait around its body, consecutive statements of one
+        async stage in one ``async_commit_queue_scope`` (TVM's CompletePipelineLoopStatements)."""
+        stage_of = [None] * len(emitted)
+        for stage, state in local.items():
+            for group in state.groups:
+                for k in range(len(group)):
+                    stage_of[group[0] + k] = stage
+            if state.wait is not None:
+                position, count = state.wait
+                if state.predicate is not None and not normalized.decide_all(state.predicate):
+                    count = Call(count.dtype, get_op("tir.if_then_else"), (state.predicate, count, const(0, count.dtype)))
+                block = emitted[position].block
+                emitted[position].block = block.with_changes(body=AttrStmt(
+                    0, "async_wait_queue_scope", const(stage), AttrStmt(0, "async_wait_inflight_count", count, block.body)))
+        statements, k = [], 0
+        while k < len(emitted):
+            if stage_of[k] is None:
+                statements.append(BlockRealize((), emitted[k].predicate, emitted[k].block))
+                k += 1
+                continue
+            stage, predicate, bodies = stage_of[k], emitted[k].predicate, []
+            while k < len(emitted) and stage_of[k] == stage:
+                bodies.append(emitted[k].block.body)
+                k += 1
+            body = AttrStmt(0, "async_commit_queue_scope", const(stage), seq(bodies))
+            statements.append(BlockRealize((), predicate, make_block(body)))
+        return statements
+
+
+class _Produced:
+    """An async stage across the prologue, body and epilogue: the buffers it writes, and the
+    index of its latest commit group counted from the first (None once it cannot be counted)."""
+
+    def __init__(self) -> None:
+        self.buffers: set = set()
+        self.head: PrimExpr | None = const(-1)
+
+
+class _Local:
+    """An async stage within one of the prologue, body and epilogue."""
+
+    def __init__(self) -> None:
+        self.wait: tuple | None = None  # (the statement that waits, the groups left in flight)
+        self.seen: set = set()  # the buffers written so far in the iteration
+        self.head: PrimExpr | None = None  # the iteration its latest write belongs to
+        self.predicate: PrimExpr | None = None
+        self.groups: list = []  # the statements of each commit group
+        self.consumed = False
+
+
+class _Emitted:
+    def __init__(self, stage: int, predicate: PrimExpr, block: Block, index: PrimExpr, is_async: bool) -> None:
+        self.stage, self.predicate, self.block, self.index, self.is_async = stage, predicate, block, index, is_async
 
 
 def _annotation(loop: For, key: str) -> list:
@@ -370,9 +513,6 @@ class _Injector(Mutator):
         if not has_stage:
             raise TVMSError("InjectSoftwarePipeline: the stage of the software pipeline is not defined "
                             f"(loop {original.loop_var.name!r} has {ORDER} but no {STAGE})")
-        if loop.annotations.get(ASYNC):
-            raise TVMSError("InjectSoftwarePipeline: asynchronous stages (software_pipeline_async_stages) are not "
-                            "supported by tvms")
         body, allocs = loop.body, []
         if isinstance(body, BlockRealize):
             allocs = list(body.block.alloc_buffers)
@@ -394,7 +534,8 @@ class _Injector(Mutator):
                             f"{ORDER}={orders}")
         _validate(blocks, stages, orders)
         kept = {k: v for k, v in loop.annotations.items() if k not in (STAGE, ORDER, ASYNC)}
-        return _Pipeline(loop, blocks, stages, orders, allocs, self.double, self.shapes, kept).rewrite()
+        async_stages = set(_annotation(loop, ASYNC)) if ASYNC in loop.annotations else set()
+        return _Pipeline(loop, blocks, stages, orders, allocs, self.double, self.shapes, kept, async_stages).rewrite()
 
 
 def _validate(blocks: list, stages: list, orders: list) -> None:
