@@ -34,6 +34,7 @@ from ....ir.op import get_op
 from ....ir.stmt import (UNROLLED, AttrStmt, Block, BlockRealize, BufferStore, Evaluate, For, LetStmt, SeqStmt, Stmt,
                          seq)
 from ....ir.visitor import Mutator
+from ..fresh_bindings import fresh_bindings
 from ..tir_pass import define_tir_pass
 from .infer_fragment import fragments
 
@@ -127,29 +128,6 @@ class _Bounds:
         if isinstance(cond, And):
             return self.never(cond.a) or self.never(cond.b)
         return self.decide(cond) is False
-
-
-class _Renew(Mutator):
-    """The loops', blocks' and lets' variables of a copy made anew (as TVM's ConvertSSA)."""
-
-    def __init__(self) -> None:
-        self.mapping: dict = {}
-
-    def visit_Var(self, var: Var) -> Var:
-        return self.mapping.get(var, var)
-
-    def visit_For(self, loop: For) -> Stmt:
-        self.mapping[loop.loop_var] = loop.loop_var.with_changes()
-        return self.generic_visit(loop)
-
-    def visit_LetStmt(self, let: LetStmt) -> Stmt:
-        self.mapping[let.var] = let.var.with_changes()
-        return self.generic_visit(let)
-
-    def visit_Block(self, block: Block) -> Stmt:
-        for iv in block.iter_vars:
-            self.mapping[iv.var] = iv.var.with_changes()
-        return self.generic_visit(block)
 
 
 class _VersionedAccesses(Mutator):
@@ -345,7 +323,7 @@ class _Pipeline:
             index = skewed if unit else binary(Add, skewed, delta)
             if not unit:
                 inbound = substitute(inbound, {var: binary(Add, var, delta)})
-            new = _Renew().visit(substitute(new, {loop.loop_var: index}))
+            new = fresh_bindings(substitute(new, {loop.loop_var: index}))
             is_async = stage in self.async_stages
             if is_async:
                 new = self.produce(local.setdefault(stage, _Local()), stage, new, index, inbound, len(emitted), normalized)
