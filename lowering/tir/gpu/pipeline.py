@@ -39,6 +39,7 @@ from ...transform import PassContext
 from .annotate_entry_func import annotate_entry_func
 from .common_subexpr_elim import common_subexpr_elim
 from .infer_fragment import infer_fragment
+from .inject_double_buffer import inject_double_buffer
 from .inject_software_pipeline import inject_software_pipeline
 from .inject_virtual_thread import inject_virtual_thread
 from .lower_cross_thread_reduction import lower_cross_thread_reduction
@@ -61,7 +62,7 @@ def _vectorize_with_scalar_guards(func: PrimFunc) -> PrimFunc:
 BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
                 lift_thread_binding, manifest_shared_memory_local_stage, compact_buffer_allocation, unify_thread_binding,
                 lower_match_buffer, stmt_simplify, inject_software_pipeline, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
-                inject_virtual_thread,
+                inject_virtual_thread, inject_double_buffer,
                 storage_rewrite, unroll_loop, stmt_simplify)
 # after it, per PrimFunc: the barriers for each memory scope, the fragments' shapes, the
 # cross-thread reductions, then each kernel's dynamic shared memory as one allocation
@@ -71,7 +72,7 @@ BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "sh
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
 SKIPPED = ("LowerAutoCopy", "InjectPermutedLayout",
            "AnnotateIrregularLoop", "TransformMmaBufferLayout",
-           "BF16ComputeLegalize", "LoopPartition", "InjectDoubleBuffer",
+           "BF16ComputeLegalize", "LoopPartition",
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
            "FP8ComputeLegalize", "VerifyMemory",
            "MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize")
