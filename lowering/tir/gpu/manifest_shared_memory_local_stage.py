@@ -31,19 +31,14 @@ class _Inserter(Mutator):
         self.local: dict = {}  # shared buffer -> (local buffer, the statement filling it)
         self.targets: list = []  # the shared buffers, in the order their marked blocks were met
 
-    def visit_For(self, loop: For) -> Stmt:
-        self.ancestors.append(loop)
+    def _enclosing(self, node: For | BlockRealize) -> Stmt:
+        self.ancestors.append(node)
         try:
-            return self.generic_visit(loop)
+            return self.generic_visit(node)
         finally:
             self.ancestors.pop()
 
-    def visit_BlockRealize(self, realize: BlockRealize) -> Stmt:
-        self.ancestors.append(realize)
-        try:
-            return self.generic_visit(realize)
-        finally:
-            self.ancestors.pop()
+    visit_For = visit_BlockRealize = _enclosing
 
     def visit_Block(self, block: Block) -> Stmt:
         if any(mark in block.annotations for mark in MARKS):
