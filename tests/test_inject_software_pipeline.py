@@ -87,7 +87,7 @@ def test_annotations_that_do_not_fit_the_body_are_refused() -> None:
     ("dlight_wmma_ManifestSharedMemoryLocalStage_before", "dlight_wmma_ManifestSharedMemoryLocalStage",
      "ManifestSharedMemoryLocalStage"),
     ("dlight_wmma_InjectSoftwarePipeline_before", "dlight_wmma_InjectSoftwarePipeline", "InjectSoftwarePipeline"),
-], ids=lambda x: x if "_before" in x or x.endswith("_input") else "")
+], ids=["manifest_matmul", "dlight_wmma_manifest", "dlight_wmma_pipeline"])
 def test_dlight_tensor_core_stages_print_what_tvm_prints(before: str, after: str, name: str) -> None:
     """The local stages of the copies into shared memory, then the two pipelines of DLight's
     tensor-core matmul (k by 64 over the shared tiles: 7 statements in 2 stages; k by 16 over the
