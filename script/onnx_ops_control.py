@@ -1,0 +1,377 @@
+"""ONNX control flow: If, Loop and Scan, whose bodies are subgraphs that read the enclosing
+graph's values.
+
+A body becomes a private Relax function of its own; the enclosing values it reads become
+parameters of that function (``Captures``), so the caller stays one dataflow block (where Relax
+allows no ``if``) that calls it. ``If`` on a condition known only at run time is a function
+holding a Relax ``if``; on a constant one, the branch taken is converted in place. ``Loop`` and
+``Scan`` are a recursive function: ``if i < n ...: body, then a call of itself with the next
+values; else: the values`` (the VM runs it; a scan output grows by one slice per iteration).
+A Loop that carries a sequence is unrolled at import time, which needs a constant trip count.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import relax as rx
+from ..ir.dtype import DataType
+from ..ir.expr import SizeVar
+from ..ir.module import GlobalVar
+from ..ir.struct_info import TensorStructInfo, TupleStructInfo
+from ..ir.structural import structural_equal
+from ..ir.visitor import Mutator
+from .onnx_convert import OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, normalize_axis, value_of
+from .relax_op_api import op
+
+_SCALAR_I64 = TensorStructInfo([], "int64")
+_SCALAR_BOOL = TensorStructInfo([], "bool")
+
+
+class Captures:
+    """The enclosing graph's values that a function built for a subgraph reads: each becomes a
+    parameter of the function (``params``), and the caller passes the value (``outer``)."""
+
+    def __init__(self, bb: Any):
+        self.bb = bb
+        self.outer: list = []
+        self.params: list = []
+        self._by_value: dict[int, rx.Var] = {}
+
+    def param(self, name: str, value: Any) -> rx.Var:
+        if id(value) not in self._by_value:
+            var = rx.Var(self.bb.get_unique_name(_identifier(name)), value.struct_info)
+            self._by_value[id(value)] = var
+            self.outer.append(value)
+            self.params.append(var)
+        return self._by_value[id(value)]
+
+
+class Scope(dict):
+    """The values a subgraph sees: its own, then the enclosing graph's (``outer``); with
+    ``captures``, an enclosing value computed at run time is read through a parameter."""
+
+    def __init__(self, outer: dict, captures: Captures | None = None):
+        super().__init__()
+        self.outer, self.captures = outer, captures
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or name in self.outer
+
+    def __missing__(self, name: str) -> Any:
+        value = self.outer[name]
+        if self.captures is not None and value is not None and not isinstance(value, rx.Constant):
+            value = self.captures.param(name, value)
+        self[name] = value
+        return value
+
+
+def _identifier(name: str) -> str:
+    base = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "v"
+    return base if base[0].isalpha() or base[0] == "_" else "v_" + base
+
+
+def scalar(x: Any, dtype: str) -> Any:
+    """A one-element tensor (an ONNX condition or count) as a scalar of ``dtype``."""
+    dims = dims_of(x)
+    if dims:
+        if any(d != 1 for d in dims):
+            raise Unsupported(f"expected a tensor of one element, got one of shape {dims}")
+        x = op.reshape(x, [])
+    return as_dtype(x, dtype)
+
+
+def _fresh(bb: Any, sinfo: TensorStructInfo) -> TensorStructInfo:
+    """``sinfo`` with a new symbolic size for every dimension."""
+    return TensorStructInfo([SizeVar(bb.get_unique_name("n"), DataType("int64")) for _ in range(sinfo.ndim)],
+                            sinfo.dtype)
+
+
+def _erased(sinfo: Any) -> Any:
+    """``sinfo`` without its shape (its rank and dtype kept) unless the shape is static."""
+    if isinstance(sinfo, TupleStructInfo):
+        return TupleStructInfo(tuple(_erased(f) for f in sinfo.fields))
+    if isinstance(sinfo, TensorStructInfo) and (sinfo.dims is None or not all(
+            isinstance(getattr(d, "value", None), int) for d in sinfo.dims)):
+        return TensorStructInfo(None, sinfo.dtype, sinfo.ndim)
+    return sinfo
+
+
+def refine(ctx: Any, x: Any) -> Any:
+    """A result whose shape the callee could not state, cast to new symbolic sizes (what the
+    operators after it need to be legalized)."""
+    sinfo = x.struct_info
+    if isinstance(sinfo, TensorStructInfo) and sinfo.dims is None and sinfo.ndim >= 0:
+        return ctx.bb.match_cast(x, _fresh(ctx.bb, sinfo))
+    return x
+
+
+def _results(ctx: Any, call: Any, count: int) -> list:
+    result = ctx.emit(call)
+    items = [result] if count == 1 else [ctx.emit(rx.TupleGetItem(result, k)) for k in range(count)]
+    return [refine(ctx, x) for x in items]
+
+
+class _Rename(Mutator):
+    """Replaces one GlobalVar by another (a recursive function's call of itself)."""
+
+    def __init__(self, old: GlobalVar, new: GlobalVar):
+        self.old, self.new = old, new
+
+    def visit_GlobalVar(self, gv: GlobalVar) -> GlobalVar:
+        return self.new if gv is self.old else gv
+
+
+def _function(ctx: Any, name: str, body: Callable[[], tuple], captures: Captures,
+              self_gv: GlobalVar | None = None) -> GlobalVar:
+    """A private function whose body ``body()`` emits, returning its result and parameters (the
+    captured values are parameters after those); ``self_gv`` stands for the function itself in
+    its body (a recursive call)."""
+    bb = ctx.bb
+    with bb.function(name, private=True):
+        output, params = body()
+        gv = bb.emit_func_output(output, params=params + captures.params)
+    if self_gv is not None:
+        mod = bb.get()
+        bb.update_func(gv, _Rename(self_gv, gv).visit(mod[gv]))
+    return gv
+
+
+def _branch(ctx: Any, emit: Callable[[], Any]) -> rx.SeqExpr:
+    """A branch of a Relax ``if``: what ``emit()`` emits, in a block of its own, and its result."""
+    ctx.bb.begin_block(False)
+    try:
+        result = emit()
+    finally:
+        block = ctx.bb.end_block()
+    return rx.SeqExpr((block,) if block.bindings else (), result)
+
+
+def _tuple(values: list) -> Any:
+    if any(v is None for v in values):
+        raise Unsupported("an empty optional out of a branch or a loop")
+    return values[0] if len(values) == 1 else rx.Tuple(tuple(values))
+
+
+# ---------------------------------------------------------------------------- If
+@converter("If")
+class If(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        then_graph, else_graph = attrs["then_branch"], attrs["else_branch"]
+        known = value_of(inputs[0])
+        if known is not None:  # (only the branch taken is converted)
+            if known.size != 1:
+                raise Unsupported(f"a condition of {known.size} elements")
+            return ctx.subgraph(ctx, then_graph if known.reshape(-1)[0] else else_graph, {})
+        cond = rx.Var("cond", _SCALAR_BOOL)
+        captures = Captures(ctx.bb)
+
+        def branch(graph):
+            return _branch(ctx, lambda: _tuple(ctx.subgraph(ctx, graph, {}, captures)))
+
+        gv = _function(ctx, "if_then_else",
+                       lambda: (rx.If(cond, branch(then_graph), branch(else_graph)), [cond]), captures)
+        call = rx.Call(gv, (ctx.emit(scalar(inputs[0], "bool")), *captures.outer))
+        return _results(ctx, call, len(then_graph.output))
+
+
+# ---------------------------------------------------------------------------- Loop and Scan
+class _ShapeChanges(Exception):
+    """Loop-carried values whose shape the body changes (their parameters get symbolic sizes)."""
+
+    def __init__(self, indices: set[int]):
+        super().__init__()
+        self.indices = indices
+
+
+def _same(a: Any, b: Any) -> bool:
+    return structural_equal(a, b, map_free_vars=False)
+
+
+def _check_carried(params: list, outputs: list, loose: set[int]) -> None:
+    changed = set()
+    for k, (p, out) in enumerate(zip(params, outputs)):
+        if out is None:
+            raise Unsupported("an empty optional carried by a loop")
+        want, got = p.struct_info, out.struct_info
+        if isinstance(want, TensorStructInfo) and isinstance(got, TensorStructInfo):
+            if want.dtype != got.dtype or (want.ndim != got.ndim and got.ndim >= 0):
+                raise Unsupported(f"the body turns a loop-carried {want.dtype} tensor of rank "
+                                  f"{want.ndim} into a {got.dtype} tensor of rank {got.ndim}")
+            if k not in loose and not _same(want, got):
+                changed.add(k)
+        elif not _same(want, got):
+            raise Unsupported("the body changes the structure of a loop-carried sequence (a sequence "
+                              "whose length is known only at run time); a Loop that grows one needs "
+                              "a constant trip count")
+    if changed:
+        raise _ShapeChanges(changed)
+
+
+def recursive_loop(ctx: Any, name: str, fixed: list, carried: list, go: Callable, step: Callable) -> tuple[list, list]:
+    """A loop run as a recursive function: ``go(i, fixed, carried)`` says whether iteration
+    ``i`` runs, ``step(i, fixed, carried, captures)`` converts its body and returns the next
+    carried values and the iteration's scan outputs. ``fixed`` values pass through unchanged.
+    Returns the final carried values and the scan outputs (iterations along axis 0)."""
+    loose: set[int] = set()  # (carried values whose shape changes: symbolic sizes)
+    while True:
+        try:
+            return _recursive_loop(ctx, name, fixed, carried, go, step, loose)
+        except _ShapeChanges as err:
+            loose |= err.indices
+
+
+def _recursive_loop(ctx, name, fixed, carried, go, step, loose):
+    bb = ctx.bb
+    captures = Captures(bb)
+    i = rx.Var("i", _SCALAR_I64)
+    fixed_p = [rx.Var(f"f{k}", x.struct_info) for k, x in enumerate(fixed)]
+    carried_p = [rx.Var(f"v{k}", _fresh(bb, x.struct_info) if k in loose else x.struct_info)
+                 for k, x in enumerate(carried)]
+    self_gv = GlobalVar(name)
+    accs_p: list = []
+
+    def iteration():
+        nonlocal accs_p
+        outs, scans = step(i, fixed_p, carried_p, captures)
+        _check_carried(carried_p, outs, loose)
+        for s in scans:
+            dims = dims_of(s)
+            if not all(isinstance(d, int) for d in dims):
+                raise Unsupported("a scan output whose shape is known only at run time")
+        accs_p = [rx.Var(f"scan{k}", TensorStructInfo([SizeVar(bb.get_unique_name("n"), DataType("int64")),
+                                                       *dims_of(s)], s.struct_info.dtype))
+                  for k, s in enumerate(scans)]
+        grown = [op.concat([a, op.expand_dims(s, 0)], axis=0) for a, s in zip(accs_p, scans)]
+        ret = TupleStructInfo(tuple(_erased(p.struct_info) if k in loose else p.struct_info
+                                    for k, p in enumerate(carried_p)) +
+                              tuple(_erased(a.struct_info) for a in accs_p))
+        args = (op.add(i, ctx.constant(1, "int64")), *fixed_p, *outs, *grown, *captures.params)
+        return rx.Call(self_gv, args, struct_info=ret)
+
+    def body():
+        running = bb.emit(go(i, fixed_p, carried_p))
+        then = _branch(ctx, iteration)  # (the scan outputs' parameters exist after it)
+        return rx.If(running, then, rx.Tuple(tuple(carried_p + accs_p))), [i, *fixed_p, *carried_p, *accs_p]
+
+    gv = _function(ctx, name, body, captures, self_gv)
+    empty = [ctx.constant(np.zeros([0, *dims_of(a)[1:]], str(a.struct_info.dtype))) for a in accs_p]
+    call = rx.Call(gv, (ctx.constant(0, "int64"), *fixed, *carried, *empty, *captures.outer))
+    results = _results(ctx, call, len(carried) + len(accs_p))
+    return results[:len(carried)], results[len(carried):]
+
+
+@converter("Loop")
+class Loop(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx, inputs, attrs):
+        body = attrs["body"]
+        trips, cond, initial = inputs[0], inputs[1] if len(inputs) > 1 else None, list(inputs[2:])
+        n_scans = len(body.output) - 1 - len(initial)
+        if any(x is None for x in initial):
+            raise Unsupported("an empty optional carried by a loop")
+        if any(isinstance(x.struct_info, TupleStructInfo) for x in initial):
+            return cls._unrolled(ctx, body, trips, cond, initial, n_scans)
+        trips = ctx.constant(np.iinfo("int64").max, "int64") if trips is None else scalar(trips, "int64")
+        cond = ctx.constant(True, "bool") if cond is None else scalar(cond, "bool")
+        names = [info.name for info in body.input]
+
+        def go(i, fixed, carried):
+            return op.logical_and(carried[0], op.less(i, fixed[0]))
+
+        def step(i, fixed, carried, captures):
+            outs = ctx.subgraph(ctx, body, dict(zip(names, [i, *carried])), captures)
+            return [ctx.emit(scalar(outs[0], "bool")), *outs[1:len(carried)]], outs[len(carried):]
+
+        finals, scans = recursive_loop(ctx, "loop", [ctx.emit(trips)], [ctx.emit(cond), *initial], go, step)
+        return finals[1:] + scans
+
+    @classmethod
+    def _unrolled(cls, ctx, body, trips, cond, values, n_scans):
+        """A loop carrying a sequence, unrolled: each iteration's body converted in place."""
+        trips = value_of(trips) if trips is not None else None
+        going = value_of(cond) if cond is not None else np.array(True)
+        if trips is None or going is None:
+            raise Unsupported("a loop that carries a sequence needs a constant trip count and condition "
+                              "(the sequence's length must be known at import time)")
+        scans: list = [[] for _ in range(n_scans)]
+        names = [info.name for info in body.input]
+        for i in range(int(trips.reshape(-1)[0])):
+            if not going.reshape(-1)[0]:
+                break
+            outs = ctx.subgraph(ctx, body, dict(zip(names, [ctx.constant(i, "int64"), cond, *values])))
+            cond, values = outs[0], outs[1:1 + len(values)]
+            for acc, s in zip(scans, outs[1 + len(values):]):
+                acc.append(op.expand_dims(s, 0))
+            going = value_of(cond)
+            if going is None:
+                raise Unsupported("a loop that carries a sequence needs a condition known at import time")
+        if any(not acc for acc in scans):
+            raise Unsupported("a scan output of a loop that ran no iteration")
+        return values + [op.concat(acc, axis=0) for acc in scans]
+
+
+@converter("Scan")
+class Scan(OnnxOpConverter):
+    @classmethod
+    def _impl_v8(cls, ctx, inputs, attrs):
+        """Opset 8: a batch axis first (each batch element scanned on its own), then the
+        sequence axis; ``sequence_lens`` must be the full length."""
+        n_scan = attrs["num_scan_inputs"]
+        lens, states, xs = inputs[0], list(inputs[1:len(inputs) - n_scan]), list(inputs[len(inputs) - n_scan:])
+        batch, length = dims_of(xs[0])[:2]
+        if not isinstance(batch, int):
+            raise Unsupported("a batch of a size known only at run time")
+        if lens is not None:
+            given = value_of(lens)
+            if given is None or (given != length).any():
+                raise Unsupported("sequence_lens other than the full length")
+        directions = attrs.get("directions", [0] * n_scan)
+        per_batch = []
+        for b in range(batch):
+            pick = [ctx.emit(op.take(x, ctx.constant(b, "int64"), axis=0)) for x in states + xs]
+            per_batch.append(cls._scan(ctx, attrs["body"], pick[:len(states)], pick[len(states):],
+                                       [0] * n_scan, directions, None, None))
+        return [op.concat([op.expand_dims(r[k], 0) for r in per_batch], axis=0)
+                for k in range(len(per_batch[0]))]
+
+    @classmethod
+    def _impl_v9(cls, ctx, inputs, attrs):
+        n_scan = attrs["num_scan_inputs"]
+        states, xs = list(inputs[:len(inputs) - n_scan]), list(inputs[len(inputs) - n_scan:])
+        axes = [normalize_axis(a, len(dims_of(x))) for a, x in zip(attrs.get("scan_input_axes", [0] * n_scan), xs)]
+        return cls._scan(ctx, attrs["body"], states, xs, axes, attrs.get("scan_input_directions", [0] * n_scan),
+                         attrs.get("scan_output_axes"), attrs.get("scan_output_directions"))
+
+    @classmethod
+    def _scan(cls, ctx, body, states, xs, axes, directions, out_axes, out_directions):
+        length = dims_of(xs[0])[axes[0]]
+        if isinstance(length, int):
+            count = ctx.constant(length, "int64")
+        else:
+            count = ctx.emit(op.take(op.shape_to_tensor(op.shape_of(xs[0])), ctx.constant(axes[0], "int64")))
+        names = [info.name for info in body.input]
+
+        def go(i, fixed, carried):
+            return op.less(i, fixed[0])
+
+        def step(i, fixed, carried, captures):
+            last = op.subtract(fixed[0], ctx.constant(1, "int64"))
+            slices = [ctx.emit(op.take(x, op.subtract(last, i) if rev else i, axis=axis))
+                      for x, axis, rev in zip(fixed[1:], axes, directions)]
+            outs = ctx.subgraph(ctx, body, dict(zip(names, [*carried, *slices])), captures)
+            return outs[:len(carried)], outs[len(carried):]
+
+        finals, scans = recursive_loop(ctx, "scan", [count, *xs], states, go, step)
+        out_axes = out_axes or [0] * len(scans)
+        out_directions = out_directions or [0] * len(scans)
+        for k, (acc, axis, rev) in enumerate(zip(scans, out_axes, out_directions)):
+            if rev:
+                acc = ctx.emit(op.flip(acc, 0))
+            axis = normalize_axis(axis, len(dims_of(acc)))
+            if axis:
+                acc = op.permute_dims(acc, list(range(1, axis + 1)) + [0] + list(range(axis + 1, len(dims_of(acc)))))
+            scans[k] = acc
+        return finals + scans
