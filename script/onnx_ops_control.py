@@ -82,10 +82,13 @@ def scalar(x: Any, dtype: str) -> Any:
     return as_dtype(x, dtype)
 
 
+def _size(bb: Any) -> SizeVar:
+    return SizeVar(bb.get_unique_name("n"), DataType("int64"))
+
+
 def _fresh(bb: Any, sinfo: TensorStructInfo) -> TensorStructInfo:
     """``sinfo`` with a new symbolic size for every dimension."""
-    return TensorStructInfo([SizeVar(bb.get_unique_name("n"), DataType("int64")) for _ in range(sinfo.ndim)],
-                            sinfo.dtype)
+    return TensorStructInfo([_size(bb) for _ in range(sinfo.ndim)], sinfo.dtype)
 
 
 def _erased(sinfo: Any) -> Any:
@@ -98,19 +101,22 @@ def _erased(sinfo: Any) -> Any:
     return sinfo
 
 
-def refine(ctx: Any, x: Any) -> Any:
+def refine(ctx: Any, x: Any, known: list | None = None) -> Any:
     """A result whose shape the callee could not state, cast to new symbolic sizes (what the
-    operators after it need to be legalized)."""
+    operators after it need to be legalized); ``known``: the dimensions known (None: not)."""
     sinfo = x.struct_info
     if isinstance(sinfo, TensorStructInfo) and sinfo.dims is None and sinfo.ndim >= 0:
-        return ctx.bb.match_cast(x, _fresh(ctx.bb, sinfo))
+        known = known or [None] * sinfo.ndim
+        dims = [_size(ctx.bb) if d is None else d for d in known]
+        return ctx.bb.match_cast(x, TensorStructInfo(dims, sinfo.dtype))
     return x
 
 
-def _results(ctx: Any, call: Any, count: int) -> list:
+def _results(ctx: Any, call: Any, count: int, known: list | None = None) -> list:
+    """The ``count`` results of a call of a function built here, each refined."""
     result = ctx.emit(call)
     items = [result] if count == 1 else [ctx.emit(rx.TupleGetItem(result, k)) for k in range(count)]
-    return [refine(ctx, x) for x in items]
+    return [refine(ctx, x, k) for x, k in zip(items, known or [None] * count)]
 
 
 class _Rename(Mutator):
@@ -241,8 +247,7 @@ def _recursive_loop(ctx, name, fixed, carried, go, step, loose):
             dims = dims_of(s)
             if not all(isinstance(d, int) for d in dims):
                 raise Unsupported("a scan output whose shape is known only at run time")
-        accs_p = [rx.Var(f"scan{k}", TensorStructInfo([SizeVar(bb.get_unique_name("n"), DataType("int64")),
-                                                       *dims_of(s)], s.struct_info.dtype))
+        accs_p = [rx.Var(f"scan{k}", TensorStructInfo([_size(bb), *dims_of(s)], s.struct_info.dtype))
                   for k, s in enumerate(scans)]
         grown = [op.concat([a, op.expand_dims(s, 0)], axis=0) for a, s in zip(accs_p, scans)]
         ret = TupleStructInfo(tuple(_erased(p.struct_info) if k in loose else p.struct_info
@@ -259,7 +264,8 @@ def _recursive_loop(ctx, name, fixed, carried, go, step, loose):
     gv = _function(ctx, name, body, captures, self_gv)
     empty = [ctx.constant(np.zeros([0, *dims_of(a)[1:]], str(a.struct_info.dtype))) for a in accs_p]
     call = rx.Call(gv, (ctx.constant(0, "int64"), *fixed, *carried, *empty, *captures.outer))
-    results = _results(ctx, call, len(carried) + len(accs_p))
+    known = [None] * len(carried) + [[None, *dims_of(a)[1:]] for a in accs_p]
+    results = _results(ctx, call, len(carried) + len(accs_p), known)
     return results[:len(carried)], results[len(carried):]
 
 

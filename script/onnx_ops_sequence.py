@@ -18,8 +18,10 @@ import numpy as np
 from ..ir import relax as rx
 from ..ir.errors import TVMSError
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
+from ..ir.structural import structural_equal
 from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, normalize_axis, onnx_dtype, rank_of,
-                           required_value)
+                           required_value, value_of)
+from .onnx_ops_control import scalar
 from .relax_op_api import op
 
 # what a converter returns for an empty optional (the importer records it as None)
@@ -61,11 +63,34 @@ def elements(seq: Any) -> list:
     return [rx.TupleGetItem(seq, i) for i in range(len(sinfo.fields))]
 
 
-def _position(pos: Any, length: int, what: str, end_ok: bool) -> int:
-    p = int(np.asarray(required_value(pos, what)).reshape(-1)[0])
+def _position(pos: Any, length: int, end_ok: bool) -> int | None:
+    """A constant position, made non-negative; None for one known only at run time."""
+    value = value_of(pos)
+    if value is None:
+        return None
+    p = int(np.asarray(value).reshape(-1)[0])
     if not -length <= p <= (length if end_ok else length - 1):
-        raise Unsupported(f"{what} {p} is out of range for a sequence of length {length}")
+        raise Unsupported(f"position {p} is out of range for a sequence of length {length}")
     return p + length if p < 0 else p
+
+
+def _picks(ctx: Any, items: list, pos: Any, length: int, index: Callable[[Any, Any], Any], count: int) -> rx.Tuple:
+    """``count`` elements chosen at run time: the k-th is ``items[index(k, p)]`` for the position
+    ``p`` (a scalar tensor, made non-negative against ``length``). The items must be tensors of
+    one shape, so that they stack (a position outside the sequence is not checked)."""
+    first = items[0].struct_info if items else None
+    if not items or not all(_same(x.struct_info, first) for x in items) or not isinstance(first, TensorStructInfo):
+        raise Unsupported("a position known only at run time, in a sequence whose elements differ in shape",
+                          needs=pos)
+    p = ctx.emit(scalar(pos, "int64"))
+    p = ctx.emit(op.where(op.less(p, ctx.constant(0, "int64")), op.add(p, ctx.constant(length, "int64")), p))
+    stacked = ctx.emit(op.concat([op.expand_dims(x, 0) for x in items], axis=0))
+    return rx.Tuple(tuple(ctx.emit(op.take(stacked, ctx.emit(index(ctx.constant(k, "int64"), p)), axis=0))
+                          for k in range(count)))
+
+
+def _same(a: Any, b: Any) -> bool:
+    return structural_equal(a, b, map_free_vars=False)
 
 
 @converter("SequenceConstruct")
@@ -95,17 +120,26 @@ class SequenceAt(OnnxOpConverter):
     @classmethod
     def _impl_v11(cls, ctx, inputs, attrs):
         items = elements(inputs[0])
-        return items[_position(inputs[1], len(items), "position", False)]
+        at = _position(inputs[1], len(items), False)
+        if at is not None:
+            return items[at]
+        return rx.TupleGetItem(_picks(ctx, items, inputs[1], len(items), lambda k, p: p, 1), 0)
 
 
 @converter("SequenceInsert")
 class SequenceInsert(OnnxOpConverter):
     @classmethod
     def _impl_v11(cls, ctx, inputs, attrs):
-        items = elements(inputs[0])
-        at = len(items) if len(inputs) < 3 or inputs[2] is None else \
-            _position(inputs[2], len(items), "position", True)
-        return rx.Tuple(tuple(items[:at] + [inputs[1]] + items[at:]))
+        items, value = elements(inputs[0]), inputs[1]
+        pos = inputs[2] if len(inputs) > 2 else None
+        at = len(items) if pos is None else _position(pos, len(items), True)
+        if at is not None:
+            return rx.Tuple(tuple(items[:at] + [value] + items[at:]))
+        n = len(items)
+        # (element k is items[k] before p, the new value at p (stacked last), items[k - 1] after)
+        return _picks(ctx, items + [value], pos, n, lambda k, p: op.where(
+            op.less(k, p), k, op.where(op.equal(k, p), ctx.constant(n, "int64"),
+                                       op.subtract(k, ctx.constant(1, "int64")))), n + 1)
 
 
 @converter("SequenceErase")
@@ -115,9 +149,12 @@ class SequenceErase(OnnxOpConverter):
         items = elements(inputs[0])
         if not items:
             raise Unsupported("erasing from an empty sequence")
-        at = len(items) - 1 if len(inputs) < 2 or inputs[1] is None else \
-            _position(inputs[1], len(items), "position", False)
-        return rx.Tuple(tuple(items[:at] + items[at + 1:]))
+        pos = inputs[1] if len(inputs) > 1 else None
+        at = len(items) - 1 if pos is None else _position(pos, len(items), False)
+        if at is not None:
+            return rx.Tuple(tuple(items[:at] + items[at + 1:]))
+        return _picks(ctx, items, pos, len(items), lambda k, p: op.where(
+            op.less(k, p), k, op.add(k, ctx.constant(1, "int64"))), len(items) - 1)
 
 
 @converter("ConcatFromSequence")
