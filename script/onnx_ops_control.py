@@ -25,6 +25,7 @@ from ..ir.visitor import Mutator
 from .onnx_convert import OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, normalize_axis, value_of
 from .relax_op_api import op
 
+_UNROLL_LIMIT = 1024  # (iterations of a loop converted one by one at import time)
 _SCALAR_I64 = TensorStructInfo([], "int64")
 _SCALAR_BOOL = TensorStructInfo([], "bool")
 
@@ -298,10 +299,14 @@ class Loop(OnnxOpConverter):
     def _unrolled(cls, ctx, body, trips, cond, values, n_scans):
         """A loop carrying a sequence, unrolled: each iteration's body converted in place."""
         trips = value_of(trips) if trips is not None else None
-        going = value_of(cond) if cond is not None else np.array(True)
+        cond = ctx.constant(True, "bool") if cond is None else cond
+        going = value_of(cond)
         if trips is None or going is None:
             raise Unsupported("a loop that carries a sequence needs a constant trip count and condition "
                               "(the sequence's length must be known at import time)")
+        if int(trips.reshape(-1)[0]) > _UNROLL_LIMIT:
+            raise Unsupported(f"a loop that carries a sequence is unrolled, up to {_UNROLL_LIMIT} iterations, "
+                              f"not {int(trips.reshape(-1)[0])}")
         scans: list = [[] for _ in range(n_scans)]
         names = [info.name for info in body.input]
         for i in range(int(trips.reshape(-1)[0])):
