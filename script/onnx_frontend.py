@@ -265,6 +265,8 @@ class _GraphImporter:
                                           f"input{'s' * (len(needed) > 1)} {', '.join(needed)}: see "
                                           f"bind_inputs)", needed) from None
             raise TVMSError(f"{where}: not supported: {err}") from None
+        except NeedsConstantInputs as err:  # (from a node of a subgraph)
+            raise NeedsConstantInputs(f"{where}: {err}", err.inputs) from None
         except TVMSError as err:
             raise TVMSError(f"{where}: {err}") from None
         except (ValueError, MemoryError) as err:  # (numpy refusing what the node asks for)
@@ -283,7 +285,8 @@ class _GraphImporter:
                 self.values[name] = None
             elif name and value is not None:
                 self.values[name] = ctx.emit(value)
-                self.sources[id(self.values[name])] = came_from
+                # (a subgraph's output keeps the inputs it came from as well)
+                self.sources[id(self.values[name])] = came_from | self.sources.get(id(self.values[name]), set())
         missing = [n for n in node.output[len(outputs):] if n]
         if missing:
             raise TVMSError(f"{where}: the optional output{'s' * (len(missing) > 1)} "
