@@ -263,7 +263,7 @@ def _recursive_loop(ctx, name, fixed, carried, go, step, loose):
         return rx.If(running, then, rx.Tuple(tuple(carried_p + accs_p))), [i, *fixed_p, *carried_p, *accs_p]
 
     gv = _function(ctx, name, body, captures, self_gv)
-    empty = [ctx.constant(np.zeros([0, *dims_of(a)[1:]], str(a.struct_info.dtype))) for a in accs_p]
+    empty = [ctx.emit(op.zeros([0, *dims_of(a)[1:]], str(a.struct_info.dtype))) for a in accs_p]
     call = rx.Call(gv, (ctx.constant(0, "int64"), *fixed, *carried, *empty, *captures.outer))
     known = [None] * len(carried) + [[None, *dims_of(a)[1:]] for a in accs_p]
     results = _results(ctx, call, len(carried) + len(accs_p), known)
