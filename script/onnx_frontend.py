@@ -44,7 +44,9 @@ def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: "str | dic
     parameters of ``main`` after the graph inputs (``num_input`` counts the inputs; the values
     are in the function's ``params`` attribute, see ``detach_params``); integer initializers
     (shapes, axes, indices) stay constants. A dimension the graph
-    names (``"batch"``) or leaves unknown becomes a symbolic size.
+    names (``"batch"``) or leaves unknown becomes a symbolic size. A sequence input needs its
+    length at import time: ``shape_dict`` gives the shapes of its elements (``{"s": [[2, 3], [4]]}``);
+    an optional input given None there is empty.
     """
     import onnx
 
