@@ -68,6 +68,10 @@ class Scope(dict):
         return value
 
 
+def same_struct_info(a: Any, b: Any) -> bool:
+    return structural_equal(a, b, map_free_vars=False)
+
+
 def _identifier(name: str) -> str:
     base = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "v"
     return base if base[0].isalpha() or base[0] == "_" else "v_" + base
@@ -89,6 +93,8 @@ def _size(bb: Any) -> SizeVar:
 
 def _fresh(bb: Any, sinfo: TensorStructInfo) -> TensorStructInfo:
     """``sinfo`` with a new symbolic size for every dimension."""
+    if sinfo.ndim < 0:
+        raise Unsupported("a loop-carried tensor of unknown rank")
     return TensorStructInfo([_size(bb) for _ in range(sinfo.ndim)], sinfo.dtype)
 
 
@@ -157,7 +163,8 @@ def _branch(ctx: Any, emit: Callable[[], Any]) -> rx.SeqExpr:
 
 def _tuple(values: list) -> Any:
     if any(v is None for v in values):
-        raise Unsupported("an empty optional out of a branch or a loop")
+        raise Unsupported("an optional that is empty in a branch (whether it holds a value must be "
+                          "known at import time)")
     return values[0] if len(values) == 1 else rx.Tuple(tuple(values))
 
 
@@ -193,10 +200,6 @@ class _ShapeChanges(Exception):
         self.indices = indices
 
 
-def _same(a: Any, b: Any) -> bool:
-    return structural_equal(a, b, map_free_vars=False)
-
-
 def _check_carried(params: list, outputs: list, loose: set[int]) -> None:
     changed = set()
     for k, (p, out) in enumerate(zip(params, outputs)):
@@ -207,9 +210,9 @@ def _check_carried(params: list, outputs: list, loose: set[int]) -> None:
             if want.dtype != got.dtype or (want.ndim != got.ndim and got.ndim >= 0):
                 raise Unsupported(f"the body turns a loop-carried {want.dtype} tensor of rank "
                                   f"{want.ndim} into a {got.dtype} tensor of rank {got.ndim}")
-            if k not in loose and not _same(want, got):
+            if k not in loose and not same_struct_info(want, got):
                 changed.add(k)
-        elif not _same(want, got):
+        elif not same_struct_info(want, got):
             raise Unsupported("the body changes the structure of a loop-carried sequence (a sequence "
                               "whose length is known only at run time); a Loop that grows one needs "
                               "a constant trip count")
@@ -222,7 +225,9 @@ def recursive_loop(ctx: Any, name: str, fixed: list, carried: list, go: Callable
     ``i`` runs, ``step(i, fixed, carried, captures)`` converts its body and returns the next
     carried values and the iteration's scan outputs. ``fixed`` values pass through unchanged.
     Returns the final carried values and the scan outputs (iterations along axis 0)."""
-    loose: set[int] = set()  # (carried values whose shape changes: symbolic sizes)
+    # (carried values whose shape changes, or is not known: parameters of symbolic sizes)
+    loose = {k for k, x in enumerate(carried) if isinstance(x.struct_info, TensorStructInfo)
+             and x.struct_info.dims is None}
     while True:
         try:
             return _recursive_loop(ctx, name, fixed, carried, go, step, loose)

@@ -18,10 +18,9 @@ import numpy as np
 from ..ir import relax as rx
 from ..ir.errors import TVMSError
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
-from ..ir.structural import structural_equal
 from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, normalize_axis, onnx_dtype, rank_of,
                            required_value, value_of)
-from .onnx_ops_control import scalar
+from .onnx_ops_control import same_struct_info, scalar
 from .relax_op_api import op
 
 # what a converter returns for an empty optional (the importer records it as None)
@@ -79,7 +78,7 @@ def _picks(ctx: Any, items: list, pos: Any, length: int, index: Callable[[Any, A
     ``p`` (a scalar tensor, made non-negative against ``length``). The items must be tensors of
     one shape, so that they stack (a position outside the sequence is not checked)."""
     first = items[0].struct_info if items else None
-    if not items or not all(_same(x.struct_info, first) for x in items) or not isinstance(first, TensorStructInfo):
+    if not items or not all(same_struct_info(x.struct_info, first) for x in items) or not isinstance(first, TensorStructInfo):
         raise Unsupported("a position known only at run time, in a sequence whose elements differ in shape",
                           needs=pos)
     p = ctx.emit(scalar(pos, "int64"))
@@ -87,10 +86,6 @@ def _picks(ctx: Any, items: list, pos: Any, length: int, index: Callable[[Any, A
     stacked = ctx.emit(op.concat([op.expand_dims(x, 0) for x in items], axis=0))
     return rx.Tuple(tuple(ctx.emit(op.take(stacked, ctx.emit(index(ctx.constant(k, "int64"), p)), axis=0))
                           for k in range(count)))
-
-
-def _same(a: Any, b: Any) -> bool:
-    return structural_equal(a, b, map_free_vars=False)
 
 
 @converter("SequenceConstruct")

@@ -78,6 +78,20 @@ def test_loop_with_a_run_time_trip_count_and_condition():
     np.testing.assert_allclose(s, _loop_numpy(7, True, y0, w, 1e9)[1], rtol=1e-5)
 
 
+def test_a_loop_carried_tensor_may_change_its_shape():
+    """y grows by one element each iteration: the loop's parameter gets a symbolic size."""
+    body = helper.make_graph([node("Identity", ["c"], ["c_out"]), node("Cast", ["i"], ["fi"], to=F),
+                              node("Unsqueeze", ["fi", "zero"], ["tail"]), node("Concat", ["y", "tail"], ["y_out"], axis=0)],
+                             "body", [info("i", I64, []), info("c", BOOL, []), info("y", F, [1])],
+                             [info("c_out", BOOL, []), info("y_out", F, None)])
+    zero = helper.make_tensor("zero", I64, [1], [0])
+    mod = from_onnx(model([node("Constant", [], ["zero"], value=zero), node("Loop", ["n", "", "y0"], ["y"], body=body)],
+                          [info("n", I64, []), info("y0", F, [1])], [info("y", F, None)]))
+    for n in (0, 4):
+        want = np.concatenate([[7.0], np.arange(n)]).astype("float32")
+        np.testing.assert_array_equal(run(mod, np.array(n), np.array([7.0], "float32")), want)
+
+
 def _if_model():
     """out = If(sum(x) > 0): then x * w (w from the enclosing graph), else concat(x, x)
     (branches of different shapes), and inside the then branch a nested If."""
