@@ -22,7 +22,7 @@ from ..ir.module import GlobalVar
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from ..ir.structural import structural_equal
 from ..ir.visitor import Mutator
-from .onnx_convert import OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, normalize_axis, value_of
+from .onnx_convert import OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, normalize_axis, rank_of, value_of
 from .relax_op_api import op
 
 _UNROLL_LIMIT = 1024  # (iterations of a loop converted one by one at import time)
@@ -79,10 +79,12 @@ def _identifier(name: str) -> str:
 
 def scalar(x: Any, dtype: str) -> Any:
     """A one-element tensor (an ONNX condition or count) as a scalar of ``dtype``."""
-    dims = dims_of(x)
-    if dims:
-        if any(d != 1 for d in dims):
-            raise Unsupported(f"expected a tensor of one element, got one of shape {dims}")
+    sinfo = x.struct_info
+    if not isinstance(sinfo, TensorStructInfo):
+        raise Unsupported(f"expected a tensor of one element, got {sinfo}")
+    if sinfo.ndim != 0:
+        if sinfo.dims is not None and any(not _static(d) or d.value != 1 for d in sinfo.dims):
+            raise Unsupported(f"expected a tensor of one element, got one of shape {list(sinfo.dims)}")
         x = op.reshape(x, [])
     return as_dtype(x, dtype)
 
@@ -235,6 +237,30 @@ def recursive_loop(ctx: Any, name: str, fixed: list, carried: list, go: Callable
             loose |= err.indices
 
 
+def _static(d: Any) -> bool:
+    return isinstance(getattr(d, "value", None), int)
+
+
+def _dims(x: Any) -> list:
+    """The dimensions of a tensor whose shape is known (a PrimExpr each)."""
+    sinfo = x.struct_info
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.dims is None:
+        raise Unsupported(f"expected a tensor of known rank, got {sinfo}")
+    return list(sinfo.dims)
+
+
+def _grow(ctx: Any, i: Any, acc: Any, s: Any, known: bool) -> Any:
+    """The scan output so far, ``acc``, with this iteration's ``s`` appended along a new axis 0.
+    Unless the caller ``known`` all of ``s``'s dimensions, the start value has 0 for them and the
+    first iteration takes ``s`` alone."""
+    if known:
+        return op.concat([acc, op.expand_dims(s, 0)], axis=0)
+    first = ctx.bb.emit(op.equal(i, ctx.constant(0, "int64")))
+    alone = _branch(ctx, lambda: ctx.emit(op.expand_dims(s, 0)))
+    after = _branch(ctx, lambda: ctx.emit(op.concat([acc, op.expand_dims(s, 0)], axis=0)))
+    return refine(ctx, ctx.bb.emit(rx.If(first, alone, after)))
+
+
 def _recursive_loop(ctx, name, fixed, carried, go, step, loose):
     bb = ctx.bb
     captures = Captures(bb)
@@ -244,18 +270,21 @@ def _recursive_loop(ctx, name, fixed, carried, go, step, loose):
                  for k, x in enumerate(carried)]
     self_gv = GlobalVar(name)
     accs_p: list = []
+    known: list = []  # (per scan output, its dimensions the caller knows, None for the others)
 
     def iteration():
         nonlocal accs_p
         outs, scans = step(i, fixed_p, carried_p, captures)
         _check_carried(carried_p, outs, loose)
-        for s in scans:
-            dims = dims_of(s)
-            if not all(isinstance(d, int) for d in dims):
-                raise Unsupported("a scan output whose shape is known only at run time")
-        accs_p = [rx.Var(f"scan{k}", TensorStructInfo([_size(bb), *dims_of(s)], s.struct_info.dtype))
-                  for k, s in enumerate(scans)]
-        grown = [op.concat([a, op.expand_dims(s, 0)], axis=0) for a, s in zip(accs_p, scans)]
+        scans = [refine(ctx, s) for s in scans]
+        # (a scan output's dimension the caller knows too: static, or a size of the arguments)
+        given = {id(d) for k, x in enumerate([*fixed, *carried, *captures.outer]) if k - len(fixed) not in loose
+                 and isinstance(x.struct_info, TensorStructInfo) for d in x.struct_info.dims or ()}
+        known[:] = [[d if _static(d) or id(d) in given else None for d in _dims(s)] for s in scans]
+        accs_p = [rx.Var(f"scan{k}", TensorStructInfo([_size(bb)] + [_size(bb) if d is None else d for d in dims],
+                                                      s.struct_info.dtype))
+                  for k, (s, dims) in enumerate(zip(scans, known))]
+        grown = [_grow(ctx, i, a, s, None not in dims) for a, s, dims in zip(accs_p, scans, known)]
         ret = TupleStructInfo(tuple(_erased(p.struct_info) if k in loose else p.struct_info
                                     for k, p in enumerate(carried_p)) +
                               tuple(_erased(a.struct_info) for a in accs_p))
@@ -268,10 +297,12 @@ def _recursive_loop(ctx, name, fixed, carried, go, step, loose):
         return rx.If(running, then, rx.Tuple(tuple(carried_p + accs_p))), [i, *fixed_p, *carried_p, *accs_p]
 
     gv = _function(ctx, name, body, captures, self_gv)
-    empty = [ctx.emit(op.zeros([0, *dims_of(a)[1:]], str(a.struct_info.dtype))) for a in accs_p]
+    # (a dimension of a scan output known only in the body is 0 in the start value: the first
+    # iteration replaces it, see _grow; after no iteration at all it stays 0)
+    empty = [ctx.emit(op.zeros([0] + [0 if d is None else d for d in dims], str(a.struct_info.dtype)))
+             for a, dims in zip(accs_p, known)]
     call = rx.Call(gv, (ctx.constant(0, "int64"), *fixed, *carried, *empty, *captures.outer))
-    known = [None] * len(carried) + [[None, *dims_of(a)[1:]] for a in accs_p]
-    results = _results(ctx, call, len(carried) + len(accs_p), known)
+    results = _results(ctx, call, len(carried) + len(accs_p), [None] * len(carried) + [[None, *dims] for dims in known])
     return results[:len(carried)], results[len(carried):]
 
 
@@ -357,7 +388,7 @@ class Scan(OnnxOpConverter):
     def _impl_v9(cls, ctx, inputs, attrs):
         n_scan = attrs["num_scan_inputs"]
         states, xs = list(inputs[:len(inputs) - n_scan]), list(inputs[len(inputs) - n_scan:])
-        axes = [normalize_axis(a, len(dims_of(x))) for a, x in zip(attrs.get("scan_input_axes", [0] * n_scan), xs)]
+        axes = [normalize_axis(a, rank_of(x)) for a, x in zip(attrs.get("scan_input_axes", [0] * n_scan), xs)]
         return cls._scan(ctx, attrs["body"], states, xs, axes, attrs.get("scan_input_directions", [0] * n_scan),
                          attrs.get("scan_output_axes"), attrs.get("scan_output_directions"))
 
@@ -386,8 +417,9 @@ class Scan(OnnxOpConverter):
         for k, (acc, axis, rev) in enumerate(zip(scans, out_axes, out_directions)):
             if rev:
                 acc = ctx.emit(op.flip(acc, 0))
-            axis = normalize_axis(axis, len(dims_of(acc)))
+            rank = len(_dims(acc))
+            axis = normalize_axis(axis, rank)
             if axis:
-                acc = op.permute_dims(acc, list(range(1, axis + 1)) + [0] + list(range(axis + 1, len(dims_of(acc)))))
+                acc = op.permute_dims(acc, list(range(1, axis + 1)) + [0] + list(range(axis + 1, rank)))
             scans[k] = acc
         return finals + scans

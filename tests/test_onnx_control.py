@@ -92,6 +92,26 @@ def test_a_loop_carried_tensor_may_change_its_shape():
         np.testing.assert_array_equal(run(mod, np.array(n), np.array([7.0], "float32")), want)
 
 
+def test_scan_outputs_of_sizes_known_at_run_time():
+    """A Loop's scan outputs whose element shapes are symbolic: one of the graph's named size n,
+    one computed in the body (NonZero of an outer value)."""
+    body = helper.make_graph([node("Identity", ["c"], ["c_out"]), node("Identity", ["y"], ["y_out"]),
+                              node("Cast", ["i"], ["fi"], to=F), node("Mul", ["y", "fi"], ["scaled"]),
+                              node("NonZero", ["mask"], ["where"])],
+                             "body", [info("i", I64, []), info("c", BOOL, []), info("y", F, ["n"])],
+                             [info("c_out", BOOL, []), info("y_out", F, ["n"]), info("scaled", F, ["n"]),
+                              info("where", I64, None)])
+    mod = from_onnx(model([node("Loop", ["trips", "", "y0"], ["y", "ys", "ws"], body=body)],
+                          [info("trips", I64, []), info("y0", F, ["n"]), info("mask", BOOL, [5])],
+                          [info("y", F, ["n"]), info("ys", F, None), info("ws", I64, None)]))
+    y0, mask = RNG.standard_normal(3).astype("float32"), np.array([0, 1, 1, 0, 1], bool)
+    y, ys, ws = run(mod, np.array(4), y0, mask)
+    np.testing.assert_allclose(ys, np.stack([y0 * i for i in range(4)]), rtol=1e-6)
+    np.testing.assert_array_equal(ws, np.stack([np.array(np.nonzero(mask))] * 4))
+    y, ys, ws = run(mod, np.array(0), y0, mask)
+    assert ys.shape == (0, 3) and ws.shape[0] == 0
+
+
 def _if_model():
     """out = If(sum(x) > 0): then x * w (w from the enclosing graph), else concat(x, x)
     (branches of different shapes), and inside the then branch a nested If."""
