@@ -7,7 +7,9 @@ allows no ``if``) that calls it. ``If`` on a condition known only at run time is
 holding a Relax ``if``; on a constant one, the branch taken is converted in place. ``Loop`` and
 ``Scan`` are a recursive function: ``if i < n ...: body, then a call of itself with the next
 values; else: the values`` (the VM runs it; a scan output grows by one slice per iteration).
-A Loop that carries a sequence is unrolled at import time, which needs a constant trip count.
+A Loop that carries a sequence is unrolled at import time when its trip count is a constant (the
+sequence stays a tuple); otherwise the sequence's length is a run-time value
+(``runtime/sequence.py``).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from ..ir import relax as rx
 from ..ir.dtype import DataType
 from ..ir.expr import SizeVar
 from ..ir.module import GlobalVar
-from ..ir.struct_info import TensorStructInfo, TupleStructInfo
+from ..ir.struct_info import ObjectStructInfo, TensorStructInfo, TupleStructInfo
 from ..ir.structural import structural_equal
 from ..ir.visitor import Mutator
 from .onnx_convert import OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, normalize_axis, rank_of, value_of
@@ -215,9 +217,7 @@ def _check_carried(params: list, outputs: list, loose: set[int]) -> None:
             if k not in loose and not same_struct_info(want, got):
                 changed.add(k)
         elif not same_struct_info(want, got):
-            raise Unsupported("the body changes the structure of a loop-carried sequence (a sequence "
-                              "whose length is known only at run time); a Loop that grows one needs "
-                              "a constant trip count")
+            raise Unsupported(f"the body turns a loop-carried value of {want} into one of {got}")
     if changed:
         raise _ShapeChanges(changed)
 
@@ -316,7 +316,11 @@ class Loop(OnnxOpConverter):
         if any(x is None for x in initial):
             raise Unsupported("an empty optional carried by a loop")
         if any(isinstance(x.struct_info, TupleStructInfo) for x in initial):
-            return cls._unrolled(ctx, body, trips, cond, initial, n_scans)
+            if value_of(trips) is not None and (cond is None or value_of(cond) is not None):
+                return cls._unrolled(ctx, body, trips, cond, initial, n_scans)
+            # (a run-time trip count: the sequence's length is a run-time value, see runtime/sequence.py)
+            initial = [ctx.bb.match_cast(x, ObjectStructInfo()) if isinstance(x.struct_info, TupleStructInfo)
+                       else x for x in initial]
         trips = ctx.constant(np.iinfo("int64").max, "int64") if trips is None else scalar(trips, "int64")
         cond = ctx.constant(True, "bool") if cond is None else scalar(cond, "bool")
         names = [info.name for info in body.input]

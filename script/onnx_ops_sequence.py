@@ -1,9 +1,11 @@
 """ONNX sequences and optionals.
 
-A sequence is a Relax tuple: its length must be known at import time (a sequence graph input
-gets it from ``shape_dict``: ``{"seq": [[2, 3], [4]]}``, the shapes of its elements; positions
-and split sizes must be constants). A form that needs a sequence whose length is known only at
-run time (a Loop with a run-time trip count that grows one) is refused with a TVMSError.
+A sequence is a Relax tuple whose length is known at import time (a sequence graph input gets
+it from ``shape_dict``: ``{"seq": [[2, 3], [4]]}``, the shapes of its elements; split sizes must
+be constants, positions may be run-time values in a sequence of tensors of one shape). A Loop
+with a run-time trip count makes the sequence it carries one of run-time length, an object that
+the packed functions of ``runtime/sequence.py`` rebuild; only SequenceInsert, SequenceErase and
+SequenceLength take such a sequence (others are a TVMSError naming the node).
 
 An optional is its value when present; an empty optional is ``None``, as an omitted input (a
 graph input is empty when ``shape_dict`` gives it None), so whether an optional holds a value is
@@ -17,7 +19,8 @@ import numpy as np
 
 from ..ir import relax as rx
 from ..ir.errors import TVMSError
-from ..ir.struct_info import TensorStructInfo, TupleStructInfo
+from ..ir.relax_op import make_call
+from ..ir.struct_info import ObjectStructInfo, TensorStructInfo, TupleStructInfo
 from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, normalize_axis, onnx_dtype, rank_of,
                            required_value, value_of)
 from .onnx_ops_control import same_struct_info, scalar
@@ -52,10 +55,25 @@ def structured_input(name: str, type_proto: Any, given: Any, dim: Callable[[Any]
     raise TVMSError(f"graph input {name!r} is of the type {kind}, which is not supported")
 
 
+def run_time_sequence(seq: Any) -> bool:
+    """Whether ``seq`` is a sequence whose length is known only at run time (see
+    ``runtime/sequence.py``): an object to the compiler."""
+    return isinstance(getattr(seq, "struct_info", None), ObjectStructInfo)
+
+
+def _sequence_call(name: str, args: list, sinfo: Any) -> rx.Call:
+    """A call of the run-time sequences' packed function ``tvms.sequence.<name>``."""
+    args = [rx.ExternFunc(f"tvms.sequence.{name}"), *(a for a in args if a is not None)]
+    return make_call("call_pure_packed", args, {}, (sinfo,))
+
+
 def elements(seq: Any) -> list:
     """The elements of a sequence (a tuple of a length known at import time)."""
     if isinstance(seq, rx.Tuple):
         return list(seq.fields)
+    if run_time_sequence(seq):
+        raise Unsupported("a sequence whose length is known only at run time (only SequenceInsert, "
+                          "SequenceErase and SequenceLength take one)")
     sinfo = getattr(seq, "struct_info", None)
     if not isinstance(sinfo, TupleStructInfo):
         raise Unsupported(f"expected a sequence (a tuple of a length known at import time), got {sinfo}")
@@ -107,6 +125,8 @@ class SequenceEmpty(OnnxOpConverter):
 class SequenceLength(OnnxOpConverter):
     @classmethod
     def _impl_v11(cls, ctx, inputs, attrs):
+        if run_time_sequence(inputs[0]):
+            return _sequence_call("length", inputs[:1], TensorStructInfo([], "int64"))
         return ctx.constant(len(elements(inputs[0])), "int64")
 
 
@@ -125,8 +145,10 @@ class SequenceAt(OnnxOpConverter):
 class SequenceInsert(OnnxOpConverter):
     @classmethod
     def _impl_v11(cls, ctx, inputs, attrs):
-        items, value = elements(inputs[0]), inputs[1]
         pos = inputs[2] if len(inputs) > 2 else None
+        if run_time_sequence(inputs[0]):
+            return _sequence_call("insert", [inputs[0], inputs[1], pos], ObjectStructInfo())
+        items, value = elements(inputs[0]), inputs[1]
         at = len(items) if pos is None else _position(pos, len(items), True)
         if at is not None:
             return rx.Tuple(tuple(items[:at] + [value] + items[at:]))
@@ -141,10 +163,12 @@ class SequenceInsert(OnnxOpConverter):
 class SequenceErase(OnnxOpConverter):
     @classmethod
     def _impl_v11(cls, ctx, inputs, attrs):
+        pos = inputs[1] if len(inputs) > 1 else None
+        if run_time_sequence(inputs[0]):
+            return _sequence_call("erase", [inputs[0], pos], ObjectStructInfo())
         items = elements(inputs[0])
         if not items:
             raise Unsupported("erasing from an empty sequence")
-        pos = inputs[1] if len(inputs) > 1 else None
         at = len(items) - 1 if pos is None else _position(pos, len(items), False)
         if at is not None:
             return rx.Tuple(tuple(items[:at] + items[at + 1:]))

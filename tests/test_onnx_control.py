@@ -203,19 +203,43 @@ def test_sequence_graph_inputs_take_their_length_from_shape_dict():
     np.testing.assert_array_equal(run(mod, (tvms.nd.array(a), tvms.nd.array(b))), np.concatenate([a, b], 1))
 
 
-def test_a_loop_growing_a_sequence_needs_a_constant_trip_count():
-    body = helper.make_graph([node("Identity", ["c"], ["c_out"]), node("SequenceInsert", ["s", "x"], ["s_out"])],
+def test_a_loop_grows_a_sequence_over_a_run_time_trip_count():
+    """Unrolled when the trip count is a constant (a tuple); else a sequence of run-time length
+    (runtime/sequence.py), which only SequenceInsert/Erase/Length take."""
+    body = helper.make_graph([node("Identity", ["c"], ["c_out"]), node("Cast", ["i"], ["fi"], to=F),
+                              node("Mul", ["x", "fi"], ["xi"]), node("SequenceInsert", ["s", "xi"], ["s1"]),
+                              node("SequenceLength", ["s1"], ["n1"]), node("Cast", ["n1"], ["fn"], to=F),
+                              node("Unsqueeze", ["fn", "zero"], ["fn1"]),
+                              node("SequenceInsert", ["s1", "fn1", "zero_s"], ["s2"]),
+                              node("SequenceErase", ["s2"], ["s_out"])],
                              "body", [info("i", I64, []), info("c", BOOL, []),
                                       helper.make_tensor_sequence_value_info("s", F, None)],
                              [info("c_out", BOOL, []), helper.make_tensor_sequence_value_info("s_out", F, None)])
-    nodes = [node("SequenceEmpty", [], ["empty"], dtype=F),
-             node("Loop", ["n", "", "empty"], ["seq"], body=body, name="grow"),
-             node("ConcatFromSequence", ["seq"], ["y"], axis=0)]
-    outputs = [info("y", F, None)]
-    with pytest.raises(TVMSError, match=r"node 'grow' \(Loop, opset 17\): not supported: a loop that carries a "
-                                        r"sequence needs a constant trip count"):
-        from_onnx(model(nodes, [info("n", I64, []), info("x", F, [2])], outputs))
-    three = helper.make_tensor("three", I64, [], [3])
-    mod = from_onnx(model([node("Constant", [], ["n"], value=three)] + nodes, [info("x", F, [2])], outputs))
+    zero = helper.make_tensor("zero", I64, [1], [0])
+    zero_s = helper.make_tensor("zero_s", I64, [], [0])
+    consts = [node("Constant", [], ["zero"], value=zero), node("Constant", [], ["zero_s"], value=zero_s),
+              node("SequenceEmpty", [], ["empty"], dtype=F)]
+    loop = node("Loop", ["n", "", "empty"], ["seq"], body=body, name="grow")
+    seq_out = helper.make_tensor_sequence_value_info("seq", F, None)
+
+    def expected(n, x):
+        items = []
+        for i in range(n):  # (insert x * i, then its length in front, then erase the last)
+            items = [np.array([len(items) + 1], "float32")] + items + [x * i]
+            items.pop()
+        return items
+
     x = np.array([1.0, 2.0], "float32")
-    np.testing.assert_array_equal(run(mod, x), np.tile(x, 3))
+    mod = from_onnx(model(consts + [loop], [info("n", I64, []), info("x", F, [2])], [seq_out]))
+    for n in (0, 3):
+        got = run(mod, np.array(n), x)
+        assert len(got) == n and all(np.array_equal(a, b) for a, b in zip(got, expected(n, x)))
+    with pytest.raises(TVMSError, match=r"node 'cat' \(ConcatFromSequence, opset 17\): not supported: a "
+                                        r"sequence whose length is known only at run time"):
+        from_onnx(model(consts + [loop, node("ConcatFromSequence", ["seq"], ["y"], axis=0, name="cat")],
+                        [info("n", I64, []), info("x", F, [2])], [info("y", F, None)]))
+    three = helper.make_tensor("three", I64, [], [3])
+    mod = from_onnx(model(consts + [node("Constant", [], ["n"], value=three), loop,
+                                    node("ConcatFromSequence", ["seq"], ["y"], axis=0)],
+                          [info("x", F, [2])], [info("y", F, None)]))
+    np.testing.assert_array_equal(run(mod, x), np.concatenate(expected(3, x)))
