@@ -21,9 +21,9 @@ from ..ir import relax as rx
 from ..ir.errors import TVMSError
 from ..ir.relax_op import make_call
 from ..ir.struct_info import ObjectStructInfo, TensorStructInfo, TupleStructInfo
-from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, normalize_axis, onnx_dtype, rank_of,
-                           required_value, value_of)
-from .onnx_ops_control import same_struct_info, scalar
+from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, normalize_axis, onnx_dtype,
+                           rank_of, required_value, static_shape, tensor_info, value_of)
+from .onnx_ops_control import refine, same_struct_info, scalar
 from .relax_op_api import op
 
 # what a converter returns for an empty optional (the importer records it as None)
@@ -91,14 +91,16 @@ def _position(pos: Any, length: int, end_ok: bool) -> int | None:
     return p + length if p < 0 else p
 
 
+def _uniform(items: list) -> bool:
+    """Whether ``items`` are tensors of one shape (which stack)."""
+    return bool(items) and isinstance(items[0].struct_info, TensorStructInfo) and \
+        all(same_struct_info(x.struct_info, items[0].struct_info) for x in items)
+
+
 def _picks(ctx: Any, items: list, pos: Any, length: int, index: Callable[[Any, Any], Any], count: int) -> rx.Tuple:
     """``count`` elements chosen at run time: the k-th is ``items[index(k, p)]`` for the position
-    ``p`` (a scalar tensor, made non-negative against ``length``). The items must be tensors of
-    one shape, so that they stack (a position outside the sequence is not checked)."""
-    first = items[0].struct_info if items else None
-    if not items or not all(same_struct_info(x.struct_info, first) for x in items) or not isinstance(first, TensorStructInfo):
-        raise Unsupported("a position known only at run time, in a sequence whose elements differ in shape",
-                          needs=pos)
+    ``p`` (a scalar tensor, made non-negative against ``length``); ``items`` are tensors of one
+    shape, stacked (a position outside the sequence is not checked)."""
     p = ctx.emit(scalar(pos, "int64"))
     p = ctx.emit(op.where(op.less(p, ctx.constant(0, "int64")), op.add(p, ctx.constant(length, "int64")), p))
     stacked = ctx.emit(op.concat([op.expand_dims(x, 0) for x in items], axis=0))
@@ -138,6 +140,9 @@ class SequenceAt(OnnxOpConverter):
         at = _position(inputs[1], len(items), False)
         if at is not None:
             return items[at]
+        if not _uniform(items):
+            raise Unsupported("a position known only at run time, in a sequence whose elements differ in shape",
+                              needs=inputs[1])
         return rx.TupleGetItem(_picks(ctx, items, inputs[1], len(items), lambda k, p: p, 1), 0)
 
 
@@ -152,6 +157,8 @@ class SequenceInsert(OnnxOpConverter):
         at = len(items) if pos is None else _position(pos, len(items), True)
         if at is not None:
             return rx.Tuple(tuple(items[:at] + [value] + items[at:]))
+        if not _uniform(items + [value]):  # (the sequence becomes one rebuilt at run time)
+            return _sequence_call("insert", [inputs[0], value, pos], ObjectStructInfo())
         n = len(items)
         # (element k is items[k] before p, the new value at p (stacked last), items[k - 1] after)
         return _picks(ctx, items + [value], pos, n, lambda k, p: op.where(
@@ -172,6 +179,8 @@ class SequenceErase(OnnxOpConverter):
         at = len(items) - 1 if pos is None else _position(pos, len(items), False)
         if at is not None:
             return rx.Tuple(tuple(items[:at] + items[at + 1:]))
+        if not _uniform(items):
+            return _sequence_call("erase", [inputs[0], pos], ObjectStructInfo())
         return _picks(ctx, items, pos, len(items), lambda k, p: op.where(
             op.less(k, p), k, op.add(k, ctx.constant(1, "int64"))), len(items) - 1)
 
@@ -205,6 +214,8 @@ class SplitToSequence(OnnxOpConverter):
             return rx.Tuple(tuple(pieces if attrs.get("keepdims", 1) else
                                   [op.squeeze(p, [axis]) for p in pieces]))
         attrs.ignore("keepdims")  # (only for the form without split)
+        if value_of(split) is None and tensor_info(split).ndim == 1 and static_shape(split) and static_shape(x):
+            return cls._run_time_sizes(ctx, x, axis, split)
         sizes = np.asarray(required_value(split, "split")).astype("int64")
         if sizes.ndim == 0:  # (pieces of that size, the last one smaller)
             sizes = np.array([int(sizes)] * (length // int(sizes)) + [length % int(sizes)] * bool(length % int(sizes)))
@@ -213,6 +224,25 @@ class SplitToSequence(OnnxOpConverter):
         if len(sizes) == 1:
             return rx.Tuple((x,))
         return rx.Tuple(tuple(elements(ctx.emit(op.split(x, [int(i) for i in np.cumsum(sizes)[:-1]], axis)))))
+
+    @classmethod
+    def _run_time_sizes(cls, ctx, x, axis, split):
+        """Pieces of sizes known only at run time (as many as ``split`` has values): each a
+        dynamic slice from the sum of the sizes before it."""
+        shape = static_shape(x)
+        ends = ctx.emit(op.cumsum(as_dtype(split, "int64"), axis=0))
+        starts = ctx.emit(op.subtract(ends, as_dtype(split, "int64")))
+
+        def bound(values, k, outer):  # (the full range on every axis but the split one)
+            parts = [ctx.constant(outer[:axis], "int64"), op.take(values, ctx.constant([k], "int64"), axis=0),
+                     ctx.constant(outer[axis + 1:], "int64")]
+            return ctx.emit(op.concat([p for p in parts if not (isinstance(p, rx.Constant) and p.data.size == 0)],
+                                      axis=0))
+
+        zeros, ones = [0] * len(shape), ctx.constant([1] * len(shape), "int64")
+        return rx.Tuple(tuple(refine(ctx, ctx.emit(op.dynamic_strided_slice(x, bound(starts, k, zeros),
+                                                                           bound(ends, k, shape), ones)))
+                              for k in range(static_shape(split)[0])))
 
 
 @converter("SequenceMap")

@@ -243,3 +243,19 @@ def test_a_loop_grows_a_sequence_over_a_run_time_trip_count():
                                     node("ConcatFromSequence", ["seq"], ["y"], axis=0)],
                           [info("x", F, [2])], [info("y", F, None)]))
     np.testing.assert_array_equal(run(mod, x), np.concatenate(expected(3, x)))
+
+
+def test_split_sizes_and_a_ragged_insert_position_known_at_run_time():
+    """SplitToSequence by sizes given at run time (dynamic slices), then SequenceInsert at a
+    run-time position into pieces of different shapes (a sequence rebuilt at run time)."""
+    mod = from_onnx(model([node("SplitToSequence", ["x", "sizes"], ["seq"], axis=1),
+                           node("SequenceInsert", ["seq", "extra", "pos"], ["out"])],
+                          [info("x", F, [2, 6]), info("sizes", I64, [3]), info("extra", F, [2, 2]),
+                           info("pos", I64, [])],
+                          [helper.make_tensor_sequence_value_info("out", F, None)]))
+    x, extra = RNG.standard_normal((2, 6)).astype("float32"), RNG.standard_normal((2, 2)).astype("float32")
+    for sizes, pos in [([1, 2, 3], 0), ([0, 6, 0], -1), ([4, 1, 1], 3)]:
+        items = np.split(x, np.cumsum(sizes)[:-1], axis=1)
+        items.insert(pos if pos >= 0 else pos + 3, extra)
+        got = run(mod, x, np.array(sizes), extra, np.array(pos))
+        assert len(got) == 4 and all(np.array_equal(a, b) for a, b in zip(got, items))
