@@ -259,3 +259,13 @@ def test_split_sizes_and_a_ragged_insert_position_known_at_run_time():
         items.insert(pos if pos >= 0 else pos + 3, extra)
         got = run(mod, x, np.array(sizes), extra, np.array(pos))
         assert len(got) == 4 and all(np.array_equal(a, b) for a, b in zip(got, items))
+
+
+def test_run_time_sequence_functions_check_positions():
+    insert, erase = (tvms.runtime.get_global_func(f"tvms.sequence.{n}") for n in ("insert", "erase"))
+    a, b = tvms.nd.array(np.zeros(1, "float32")), tvms.nd.array(np.ones(2, "float32"))
+    assert insert((a,), b, np.array(-1))[0] is b and erase((a, b))[0] is a
+    with pytest.raises(TVMSError, match="position 2 is out of range for a sequence of length 1"):
+        insert((a,), b, np.array(2))
+    with pytest.raises(TVMSError, match="position -3 is out of range for a sequence of length 2"):
+        erase((a, b), np.array(-3))
