@@ -100,11 +100,11 @@ def _uniform(items: list) -> bool:
 def _picks(ctx: Any, items: list, pos: Any, length: int, index: Callable[[Any, Any], Any], count: int) -> rx.Tuple:
     """``count`` elements chosen at run time: the k-th is ``items[index(k, p)]`` for the position
     ``p`` (a scalar tensor, made non-negative against ``length``); ``items`` are tensors of one
-    shape, stacked (a position outside the sequence is not checked)."""
+    shape, stacked (a position outside the sequence is clipped to it, not an error)."""
     p = ctx.emit(scalar(pos, "int64"))
     p = ctx.emit(op.where(op.less(p, ctx.constant(0, "int64")), op.add(p, ctx.constant(length, "int64")), p))
     stacked = ctx.emit(op.concat([op.expand_dims(x, 0) for x in items], axis=0))
-    return rx.Tuple(tuple(ctx.emit(op.take(stacked, ctx.emit(index(ctx.constant(k, "int64"), p)), axis=0))
+    return rx.Tuple(tuple(ctx.emit(op.take(stacked, ctx.emit(index(ctx.constant(k, "int64"), p)), axis=0, mode="clip"))
                           for k in range(count)))
 
 

@@ -81,7 +81,8 @@ def test_loop_with_a_run_time_trip_count_and_condition():
 def test_a_loop_carried_tensor_may_change_its_shape():
     """y grows by one element each iteration: the loop's parameter gets a symbolic size."""
     body = helper.make_graph([node("Identity", ["c"], ["c_out"]), node("Cast", ["i"], ["fi"], to=F),
-                              node("Unsqueeze", ["fi", "zero"], ["tail"]), node("Concat", ["y", "tail"], ["y_out"], axis=0)],
+                              node("Unsqueeze", ["fi", "zero"], ["tail"]),
+                              node("Concat", ["y", "tail"], ["y_out"], axis=0)],
                              "body", [info("i", I64, []), info("c", BOOL, []), info("y", F, [1])],
                              [info("c_out", BOOL, []), info("y_out", F, None)])
     zero = helper.make_tensor("zero", I64, [1], [0])
