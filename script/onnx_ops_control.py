@@ -123,10 +123,11 @@ def refine(ctx: Any, x: Any, known: list | None = None) -> Any:
     return x
 
 
-def _results(ctx: Any, call: Any, count: int, known: list | None = None) -> list:
-    """The ``count`` results of a call of a function built here, each refined."""
+def _results(ctx: Any, call: Any, count: int, known: list | None = None, tupled: bool = False) -> list:
+    """The ``count`` results of a call of a function built here (a tuple of them unless there is
+    one, or always when ``tupled``), each refined."""
     result = ctx.emit(call)
-    items = [result] if count == 1 else [ctx.emit(rx.TupleGetItem(result, k)) for k in range(count)]
+    items = [result] if count == 1 and not tupled else [ctx.emit(rx.TupleGetItem(result, k)) for k in range(count)]
     return [refine(ctx, x, k) for x, k in zip(items, known or [None] * count)]
 
 
@@ -302,7 +303,8 @@ def _recursive_loop(ctx, name, fixed, carried, go, step, loose):
     empty = [ctx.emit(op.zeros([0] + [0 if d is None else d for d in dims], str(a.struct_info.dtype)))
              for a, dims in zip(accs_p, known)]
     call = rx.Call(gv, (ctx.constant(0, "int64"), *fixed, *carried, *empty, *captures.outer))
-    results = _results(ctx, call, len(carried) + len(accs_p), [None] * len(carried) + [[None, *dims] for dims in known])
+    results = _results(ctx, call, len(carried) + len(accs_p), [None] * len(carried) + [[None, *dims] for dims in known],
+                       tupled=True)
     return results[:len(carried)], results[len(carried):]
 
 

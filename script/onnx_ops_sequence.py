@@ -1,11 +1,12 @@
 """ONNX sequences and optionals.
 
 A sequence is a Relax tuple whose length is known at import time (a sequence graph input gets
-it from ``shape_dict``: ``{"seq": [[2, 3], [4]]}``, the shapes of its elements; split sizes must
-be constants, positions may be run-time values in a sequence of tensors of one shape). A Loop
-with a run-time trip count makes the sequence it carries one of run-time length, an object that
-the packed functions of ``runtime/sequence.py`` rebuild; only SequenceInsert, SequenceErase and
-SequenceLength take such a sequence (others are a TVMSError naming the node).
+it from ``shape_dict``: ``{"seq": [[2, 3], [4]]}``, the shapes of its elements). A Loop with a
+run-time trip count makes the sequence it carries one of run-time length, an object that the
+packed functions of ``runtime/sequence.py`` rebuild, and so do SplitToSequence by a run-time
+chunk size and SequenceInsert/Erase at a run-time position among tensors of different shapes
+(among tensors of one shape, they stack and pick); only SequenceInsert, SequenceErase and
+SequenceLength take a sequence of run-time length (others are a TVMSError naming the node).
 
 An optional is its value when present; an empty optional is ``None``, as an omitted input (a
 graph input is empty when ``shape_dict`` gives it None), so whether an optional holds a value is
@@ -214,7 +215,9 @@ class SplitToSequence(OnnxOpConverter):
             return rx.Tuple(tuple(pieces if attrs.get("keepdims", 1) else
                                   [op.squeeze(p, [axis]) for p in pieces]))
         attrs.ignore("keepdims")  # (only for the form without split)
-        if value_of(split) is None and tensor_info(split).ndim == 1 and static_shape(split) and static_shape(x):
+        if value_of(split) is None and static_shape(x) and static_shape(split) is not None:
+            if static_shape(split) == []:
+                return cls._run_time_chunks(ctx, x, axis, split)
             return cls._run_time_sizes(ctx, x, axis, split)
         sizes = np.asarray(required_value(split, "split")).astype("int64")
         if sizes.ndim == 0:  # (pieces of that size, the last one smaller)
@@ -229,20 +232,46 @@ class SplitToSequence(OnnxOpConverter):
     def _run_time_sizes(cls, ctx, x, axis, split):
         """Pieces of sizes known only at run time (as many as ``split`` has values): each a
         dynamic slice from the sum of the sizes before it."""
-        shape = static_shape(x)
         ends = ctx.emit(op.cumsum(as_dtype(split, "int64"), axis=0))
         starts = ctx.emit(op.subtract(ends, as_dtype(split, "int64")))
-
-        def bound(values, k, outer):  # (the full range on every axis but the split one)
-            parts = [ctx.constant(outer[:axis], "int64"), op.take(values, ctx.constant([k], "int64"), axis=0),
-                     ctx.constant(outer[axis + 1:], "int64")]
-            return ctx.emit(op.concat([p for p in parts if not (isinstance(p, rx.Constant) and p.data.size == 0)],
-                                      axis=0))
-
-        zeros, ones = [0] * len(shape), ctx.constant([1] * len(shape), "int64")
-        return rx.Tuple(tuple(refine(ctx, ctx.emit(op.dynamic_strided_slice(x, bound(starts, k, zeros),
-                                                                           bound(ends, k, shape), ones)))
+        return rx.Tuple(tuple(_slice(ctx, x, axis, op.take(starts, ctx.constant([k], "int64"), axis=0),
+                                     op.take(ends, ctx.constant([k], "int64"), axis=0))
                               for k in range(static_shape(split)[0])))
+
+    @classmethod
+    def _run_time_chunks(cls, ctx, x, axis, split):
+        """Pieces of a size known only at run time (the last one smaller): as many as that size
+        decides, so a sequence of run-time length, filled by a loop."""
+        from .onnx_ops_control import recursive_loop
+
+        length = ctx.constant(static_shape(x)[axis], "int64")
+        size = ctx.emit(scalar(split, "int64"))
+        count = ctx.emit(op.floor_divide(op.subtract(op.add(length, size), ctx.constant(1, "int64")), size))
+        empty = ctx.bb.match_cast(rx.Tuple(()), ObjectStructInfo())
+
+        def step(i, fixed, carried, captures):
+            start = ctx.emit(op.multiply(i, fixed[1]))
+            end = op.minimum(op.add(start, fixed[1]), length)
+            piece = _slice(ctx, fixed[2], axis, op.reshape(start, [1]), op.reshape(end, [1]))
+            return [ctx.emit(_sequence_call("insert", [carried[0], piece], ObjectStructInfo()))], []
+
+        finals, _ = recursive_loop(ctx, "split", [count, size, x], [empty],
+                                   lambda i, fixed, carried: op.less(i, fixed[0]), step)
+        return finals[0]
+
+
+def _slice(ctx: Any, x: Any, axis: int, start: Any, end: Any) -> Any:
+    """``x`` from ``start`` to ``end`` (one-element tensors known at run time) along ``axis``, a
+    tensor of static shape."""
+    shape = static_shape(x)
+
+    def bound(value, outer):  # (the full range on every axis but ``axis``)
+        parts = [ctx.constant(outer[:axis], "int64"), value, ctx.constant(outer[axis + 1:], "int64")]
+        return ctx.emit(op.concat([p for p in parts if not (isinstance(p, rx.Constant) and p.data.size == 0)],
+                                  axis=0))
+
+    ones = ctx.constant([1] * len(shape), "int64")
+    return refine(ctx, ctx.emit(op.dynamic_strided_slice(x, bound(start, [0] * len(shape)), bound(end, shape), ones)))
 
 
 @converter("SequenceMap")

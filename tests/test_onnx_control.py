@@ -270,3 +270,22 @@ def test_run_time_sequence_functions_check_positions():
         insert((a,), b, np.array(2))
     with pytest.raises(TVMSError, match="position -3 is out of range for a sequence of length 2"):
         erase((a, b), np.array(-3))
+
+
+def test_split_into_chunks_of_a_run_time_size_and_a_scan_of_one_state():
+    """SplitToSequence by a scalar size given at run time: as many pieces as the size decides (a
+    loop filling a sequence of run-time length); a Scan carrying one state and no scan output."""
+    mod = from_onnx(model([node("SplitToSequence", ["x", "size"], ["seq"], axis=1)],
+                          [info("x", F, [2, 7]), info("size", I64, [])],
+                          [helper.make_tensor_sequence_value_info("seq", F, None)]))
+    x = RNG.standard_normal((2, 7)).astype("float32")
+    for size in (1, 3, 7, 9):
+        got = run(mod, x, np.array(size))
+        want = np.split(x, range(size, 7, size), axis=1)
+        assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
+    body = helper.make_graph([node("Max", ["m", "row"], ["m_out"])], "body", [info("m", F, [3]), info("row", F, [3])],
+                             [info("m_out", F, [3])])
+    mod = from_onnx(model([node("Scan", ["m0", "x"], ["m"], body=body, num_scan_inputs=1)],
+                          [info("m0", F, [3]), info("x", F, [4, 3])], [info("m", F, [3])]))
+    m0, x = np.full(3, -np.inf, "float32"), RNG.standard_normal((4, 3)).astype("float32")
+    np.testing.assert_array_equal(run(mod, m0, x), x.max(axis=0))
