@@ -10,6 +10,7 @@ never imports it.
 """
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
@@ -25,8 +26,10 @@ from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from .block_builder import BlockBuilder, const
 from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported, onnx_dtype, reference
 # (importing the converter modules registers their converters)
-from . import (onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant, onnx_ops_rnn, onnx_ops_signal,  # noqa: F401
-               onnx_ops_tensor, onnx_ops_transformer)
+from . import (onnx_ops_control, onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant,  # noqa: F401
+               onnx_ops_rnn, onnx_ops_signal, onnx_ops_tensor, onnx_ops_transformer)
+from .onnx_ops_control import Scope
+from .onnx_ops_sequence import EMPTY_OPTIONAL, structured_input
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -41,7 +44,9 @@ def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: "str | dic
     parameters of ``main`` after the graph inputs (``num_input`` counts the inputs; the values
     are in the function's ``params`` attribute, see ``detach_params``); integer initializers
     (shapes, axes, indices) stay constants. A dimension the graph
-    names (``"batch"``) or leaves unknown becomes a symbolic size.
+    names (``"batch"``) or leaves unknown becomes a symbolic size. A sequence input needs its
+    length at import time: ``shape_dict`` gives the shapes of its elements (``{"s": [[2, 3], [4]]}``);
+    an optional input given None there is empty.
     """
     import onnx
 
@@ -103,7 +108,7 @@ def bind_inputs(model: Any, values: dict[str, np.ndarray]) -> Any:
 
 class _GraphImporter:
     def __init__(self, shape_dict: dict, dtype_dict: Any, keep_params: bool, opset: int):
-        self.shape_dict = {k: list(v) for k, v in shape_dict.items()}
+        self.shape_dict = {k: list(v) if v is not None else None for k, v in shape_dict.items()}
         self.dtype_dict = dtype_dict
         self.keep_params = keep_params
         self.opset = opset
@@ -118,6 +123,7 @@ class _GraphImporter:
         inputs = self._inputs(graph)
         bb = BlockBuilder()
         ctx = Context(bb, self.opset)
+        ctx.subgraph = self._subgraph  # (If, Loop, Scan and SequenceMap convert their bodies with it)
         attrs = {"num_input": len(inputs)}
         if self.keep_params and params:
             attrs["params"] = tuple(const(value, str(value.dtype)) for _, value in params)
@@ -163,6 +169,10 @@ class _GraphImporter:
         for info in graph.input:
             if info.name in self.values:  # (an initializer listed as an input too, as old models do)
                 continue
+            if not info.type.HasField("tensor_type"):  # (a sequence or an optional)
+                self.values[info.name] = var = self._structured_input(info)
+                inputs += [var] if var is not None else []
+                continue
             shape, dtype = self._declared_type(info)
             if info.name in self.shape_dict:
                 shape = [self._dim(d) for d in self.shape_dict[info.name]]
@@ -175,6 +185,30 @@ class _GraphImporter:
             self.sources[id(var)] = {info.name}
             inputs.append(var)
         return inputs
+
+    def _structured_input(self, info: Any) -> Any:
+        """A sequence or optional graph input: a tuple parameter whose length (and element shapes)
+        ``shape_dict`` gives, None for an empty optional (see ``onnx_ops_sequence``)."""
+        given = self.shape_dict.get(info.name, ...)
+        sinfo = structured_input(info.name, info.type, given, self._dim)
+        return None if sinfo is None else rx.Var(self._var_name(info.name), sinfo)
+
+    def _subgraph(self, ctx: Context, graph: Any, inputs: dict, captures: Any = None) -> list:
+        """The values of the outputs of ``graph`` (a body of If, Loop, Scan or SequenceMap), its
+        nodes converted into the current block with ``inputs`` (name -> value) bound; it sees the
+        enclosing graph's values, as parameters of the function being built when ``captures``
+        (an ``onnx_ops_control.Captures``) is given."""
+        child = copy.copy(self)
+        child.values, child.keep_params = Scope(self.values, captures), False
+        child.values.update(inputs)
+        child._parameters(graph)
+        outer, ctx.subgraph = ctx.subgraph, child._subgraph
+        try:
+            for node in graph.node:
+                child._convert(ctx, node)
+        finally:
+            ctx.subgraph = outer
+        return [child._value(o.name, "subgraph output") for o in graph.output]
 
     def _dim(self, dim: Any) -> Any:
         """An int for a known dimension, a symbolic size (shared by name) otherwise."""
@@ -233,6 +267,8 @@ class _GraphImporter:
                                           f"input{'s' * (len(needed) > 1)} {', '.join(needed)}: see "
                                           f"bind_inputs)", needed) from None
             raise TVMSError(f"{where}: not supported: {err}") from None
+        except NeedsConstantInputs as err:  # (from a node of a subgraph)
+            raise NeedsConstantInputs(f"{where}: {err}", err.inputs) from None
         except TVMSError as err:
             raise TVMSError(f"{where}: {err}") from None
         except (ValueError, MemoryError) as err:  # (numpy refusing what the node asks for)
@@ -247,9 +283,12 @@ class _GraphImporter:
             outputs = [rx.TupleGetItem(tup, i) for i in range(len(tup.struct_info.fields))]
         came_from = set().union(*(self.sources.get(id(x), ()) for x in inputs if x is not None))
         for name, value in zip(node.output, outputs):
-            if name and value is not None:
+            if name and value is EMPTY_OPTIONAL:
+                self.values[name] = None
+            elif name and value is not None:
                 self.values[name] = ctx.emit(value)
-                self.sources[id(self.values[name])] = came_from
+                # (a subgraph's output keeps the inputs it came from as well)
+                self.sources[id(self.values[name])] = came_from | self.sources.get(id(self.values[name]), set())
         missing = [n for n in node.output[len(outputs):] if n]
         if missing:
             raise TVMSError(f"{where}: the optional output{'s' * (len(missing) > 1)} "
@@ -270,6 +309,8 @@ class _GraphImporter:
         try:
             outputs = reference(node.op_type, self.opset, values, attrs, len(node.output), limit=_FOLD_LIMIT)
         except Exception:  # (too large, or not evaluable: the converter then converts it or says why not)
+            return None
+        if any(isinstance(o, (list, tuple)) or o is None for o in outputs):  # (sequences, optionals)
             return None
         outputs = [np.asarray(o) for o in outputs]
         if any(o.dtype == object or o.size > _FOLD_LIMIT for o in outputs):

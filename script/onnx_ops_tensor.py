@@ -255,7 +255,8 @@ class _AxesOp(OnnxOpConverter):
     @classmethod
     def _impl_v13(cls, ctx, inputs, attrs):
         axes = inputs[1] if len(inputs) > 1 else None
-        return cls._apply(ctx, inputs[0], None if axes is None else list(required_value(axes, "axes")))
+        # (a scalar axes, as onnx's reference evaluator takes it, is one axis)
+        return cls._apply(ctx, inputs[0], None if axes is None else list(required_value(axes, "axes").reshape(-1)))
 
 
 @converter("Squeeze")
