@@ -24,6 +24,7 @@ from ..ir.name_supply import NameSupply
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from .block_builder import BlockBuilder, const
 from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported, onnx_dtype, reference
+from .onnx_deferred import deferred_call
 # (importing the converter modules registers their converters)
 from . import (onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant, onnx_ops_rnn, onnx_ops_signal,  # noqa: F401
                onnx_ops_tensor, onnx_ops_transformer)
@@ -101,12 +102,45 @@ def bind_inputs(model: Any, values: dict[str, np.ndarray]) -> Any:
     return bound
 
 
+def specialize_node(node: Any, opset: int, values: list) -> tuple[IRModule, list[int]]:
+    """``node`` alone as a module whose ``main`` takes its inputs of the shapes and dtypes of
+    ``values`` (numpy arrays, None for an omitted input), the inputs that decide a shape or an
+    axis bound as constants of their values; and the indices of those inputs (the run-time half
+    of ``onnx_deferred``). Nothing is evaluated by onnx's reference at the graph level: the
+    converters convert the node."""
+    from onnx import helper, numpy_helper
+
+    names = [f"input{k}" if v is not None else "" for k, v in enumerate(values)]
+    renamed = type(node)()
+    renamed.CopyFrom(node)
+    renamed.input[:] = names  # (one graph input per position: a node may read a value twice)
+    bound: list[int] = []
+    while True:
+        graph = helper.make_graph(
+            [renamed], "specialized",
+            [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+             for k, (n, v) in enumerate(zip(names, values)) if n and k not in bound],
+            [helper.make_empty_tensor_value_info(o) for o in node.output if o],
+            [numpy_helper.from_array(np.asarray(values[k]), names[k]) for k in bound])
+        try:
+            return _GraphImporter({}, None, False, opset, fold=False, defer=False).run(graph), bound
+        except NeedsConstantInputs as err:
+            needed = [names.index(n) for n in err.inputs]
+            if set(needed) <= set(bound):
+                raise
+            bound = sorted(set(bound) | set(needed))
+
+
 class _GraphImporter:
-    def __init__(self, shape_dict: dict, dtype_dict: Any, keep_params: bool, opset: int):
+    def __init__(self, shape_dict: dict, dtype_dict: Any, keep_params: bool, opset: int,
+                 fold: bool = True, defer: bool = True):
         self.shape_dict = {k: list(v) for k, v in shape_dict.items()}
         self.dtype_dict = dtype_dict
         self.keep_params = keep_params
         self.opset = opset
+        # fold: evaluate nodes of constant inputs at import; defer: a node needing a run-time
+        # value as a constant becomes a call converting it at run time (onnx_deferred)
+        self.fold, self.defer = fold, defer
         self.values: dict[str, Any] = {}
         self.sizes: dict[str, SizeVar] = {}  # named dimensions, shared by every input that names them
         self.names = NameSupply("_")
@@ -218,15 +252,22 @@ class _GraphImporter:
                             + (f" before opset {cls.versions()[0]}" if cls else ""))
         attrs = Attrs({a.name: _attribute(a, where) for a in node.attribute})
         inputs = [self._value(name, where) if name else None for name in node.input]
-        folded = self._fold(node, inputs)
+        folded = self._fold(node, inputs) if self.fold else None
         if folded is not None:
             for name, value in zip(node.output, folded):
                 self.values[name] = const(value, str(value.dtype))
             return
         ctx.node_outputs = len(node.output)
+        emitted = len(ctx.bb._frame().bindings)
         try:
             result = impl(ctx, inputs, attrs)
         except Unsupported as err:
+            call = deferred_call(node, self.opset, inputs) \
+                if self.defer and err.needs is not None and not isinstance(err.needs, rx.Constant) else None
+            if call is not None:  # (what the converter emitted before it gave up is dropped)
+                del ctx.bb._frame().bindings[emitted:]
+                self._bind_outputs(ctx, node, where, inputs, [call])
+                return
             needed = sorted(self.sources.get(id(err.needs), ()))
             if needed:
                 raise NeedsConstantInputs(f"{where}: not supported: {err} (it comes from the graph "
@@ -241,7 +282,9 @@ class _GraphImporter:
         if unused:
             raise TVMSError(f"{where}: the attribute{'s' * (len(unused) > 1)} {', '.join(unused)} "
                             f"{'is' if len(unused) == 1 else 'are'} not supported")
-        outputs = list(result) if isinstance(result, (list, tuple)) else [result]
+        self._bind_outputs(ctx, node, where, inputs, list(result) if isinstance(result, (list, tuple)) else [result])
+
+    def _bind_outputs(self, ctx: Context, node: Any, where: str, inputs: list, outputs: list) -> None:
         if len(outputs) == 1 and len(node.output) > 1 and isinstance(outputs[0].struct_info, TupleStructInfo):
             tup = ctx.emit(outputs[0])
             outputs = [rx.TupleGetItem(tup, i) for i in range(len(tup.struct_info.fields))]
