@@ -17,6 +17,7 @@ from ..ir.errors import TVMSError
 from ..ir.registry import register_func
 from ..script.onnx_deferred import SPECIALIZED_NODE, parse_spec
 from ..script.onnx_frontend import specialize_node
+from .vm_memory import aligned_empty
 
 _CACHE_SIZE = 256  # compiled specializations kept (the least recently used goes first)
 _compiled: "collections.OrderedDict[tuple, tuple[Any, list[int]]]" = collections.OrderedDict()
@@ -62,5 +63,12 @@ def specialized_node(spec: str, *args: Any) -> Any:
     vm, deciding = entry
     result = vm["main"](*[v for k, v in enumerate(inputs) if v is not None and k not in deciding])
     if isinstance(result, (list, tuple)):
-        return tuple(r.numpy() for r in result)
-    return result.numpy()
+        return tuple(_owned(r) for r in result)
+    return _owned(result)
+
+
+def _owned(result: Any) -> np.ndarray:
+    """A copy of a result (the VM may reuse its buffer), aligned as the kernels reading it assume."""
+    out = aligned_empty(result.shape, np.dtype(result.array.dtype))
+    out[...] = result.array
+    return out

@@ -82,19 +82,23 @@ def parse_spec(spec: str) -> tuple[Any, int]:
 
 
 # ---------------------------------------------------------------------------- import time
-def deferred_call(node: Any, opset: int, inputs: list) -> rx.Call | None:
+def deferred_call(node: Any, opset: int, inputs: list) -> tuple[rx.Call, list] | None:
     """The call that converts ``node`` at run time, its result typed by ONNX's inference from
-    the inputs' struct info (dtype, rank, and the shape where inference gives it statically);
-    None when inference cannot type every output."""
-    sinfos = _output_struct_info(node, opset, inputs)
-    if sinfos is None:
+    the inputs' struct info (dtype, and rank where known), and per output the dimensions that
+    inference gives (ints where static, None where not; None for an unknown rank); None when
+    inference cannot type every output."""
+    types = _output_types(node, opset, inputs)
+    if types is None:
         return None
+    sinfos = [TensorStructInfo(dims, dtype) if dims is not None and None not in dims
+              else TensorStructInfo(dtype=dtype, ndim=-1 if dims is None else len(dims)) for dtype, dims in types]
     sinfo = sinfos[0] if len(sinfos) == 1 else TupleStructInfo(tuple(sinfos))
     args = [rx.ExternFunc(SPECIALIZED_NODE), rx.StringImm(node_spec(node, opset))]
-    return make_call("call_pure_packed", args + [x for x in inputs if x is not None], {}, (sinfo,))
+    call = make_call("call_pure_packed", args + [x for x in inputs if x is not None], {}, (sinfo,))
+    return call, [dims for _, dims in types]
 
 
-def _output_struct_info(node: Any, opset: int, inputs: list) -> list | None:
+def _output_types(node: Any, opset: int, inputs: list) -> list | None:
     from onnx import defs, helper, shape_inference
 
     types = {}
@@ -117,17 +121,14 @@ def _output_struct_info(node: Any, opset: int, inputs: list) -> list | None:
                                                       opset_imports=[helper.make_opsetid("", opset)])
     except Exception:  # (no schema, or inference refusing the node)
         return None
-    sinfos = []
+    types = []
     for name in node.output:
         kind = inferred.get(name)
         if kind is None or not kind.HasField("tensor_type") or not kind.tensor_type.elem_type:
             return None
         tensor = kind.tensor_type
         dtype = str(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
-        if not tensor.HasField("shape"):
-            sinfos.append(TensorStructInfo(dtype=dtype))
-            continue
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
-        static = all(d is not None for d in dims)
-        sinfos.append(TensorStructInfo(dims, dtype) if static else TensorStructInfo(dtype=dtype, ndim=len(dims)))
-    return sinfos
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim] \
+            if tensor.HasField("shape") else None
+        types.append((dtype, dims))
+    return types

@@ -151,7 +151,7 @@ class _GraphImporter:
         params = self._parameters(graph)
         inputs = self._inputs(graph)
         bb = BlockBuilder()
-        ctx = Context(bb, self.opset)
+        ctx = Context(bb, self.opset, evaluate_at_import=self.fold)
         attrs = {"num_input": len(inputs)}
         if self.keep_params and params:
             attrs["params"] = tuple(const(value, str(value.dtype)) for _, value in params)
@@ -262,11 +262,11 @@ class _GraphImporter:
         try:
             result = impl(ctx, inputs, attrs)
         except Unsupported as err:
-            call = deferred_call(node, self.opset, inputs) \
+            deferred = deferred_call(node, self.opset, inputs) \
                 if self.defer and err.needs is not None and not isinstance(err.needs, rx.Constant) else None
-            if call is not None:  # (what the converter emitted before it gave up is dropped)
+            if deferred is not None:  # (what the converter emitted before it gave up is dropped)
                 del ctx.bb._frame().bindings[emitted:]
-                self._bind_outputs(ctx, node, where, inputs, [call])
+                self._bind_outputs(ctx, node, where, inputs, self._deferred_outputs(ctx, *deferred))
                 return
             needed = sorted(self.sources.get(id(err.needs), ()))
             if needed:
@@ -283,6 +283,18 @@ class _GraphImporter:
             raise TVMSError(f"{where}: the attribute{'s' * (len(unused) > 1)} {', '.join(unused)} "
                             f"{'is' if len(unused) == 1 else 'are'} not supported")
         self._bind_outputs(ctx, node, where, inputs, list(result) if isinstance(result, (list, tuple)) else [result])
+
+    def _deferred_outputs(self, ctx: Context, call: rx.Call, shapes: list) -> list:
+        """The outputs of a node converted at run time, each of a known rank given symbolic
+        sizes for its dimensions that inference leaves open (a match_cast), so that the
+        operators after it are compiled for any size."""
+        result = ctx.emit(call)
+        outputs = [result] if len(shapes) == 1 else [ctx.emit(rx.TupleGetItem(result, i)) for i in range(len(shapes))]
+        for k, (value, dims) in enumerate(zip(outputs, shapes)):
+            if dims is not None and None in dims:
+                dims = [d if d is not None else SizeVar(self.names.fresh("n"), DataType("int64")) for d in dims]
+                outputs[k] = ctx.bb.match_cast(value, TensorStructInfo(dims, value.struct_info.dtype))
+        return outputs
 
     def _bind_outputs(self, ctx: Context, node: Any, where: str, inputs: list, outputs: list) -> None:
         if len(outputs) == 1 and len(node.output) > 1 and isinstance(outputs[0].struct_info, TupleStructInfo):

@@ -1,17 +1,17 @@
 """ONNX's signal operators: ``DFT`` and ``STFT`` as one matmul, ``HannWindow``,
-``HammingWindow``, ``BlackmanWindow`` and ``MelWeightMatrix`` as constants.
+``HammingWindow``, ``BlackmanWindow`` from ``R.arange`` and ``R.cos``, ``MelWeightMatrix`` as a constant.
 
 DFT and STFT are linear in their input's real and imaginary parts once the lengths, the axis, the
 step and the window are known, so the importer asks onnx's reference evaluator for the matrix:
 it transforms each basis vector of the transformed axis (with its real/imaginary component) and
-the rows of the results are the matrix, applied in float64 as the reference computes. The
-windows and the mel matrix depend only on their (constant) inputs and are evaluated at import."""
+the rows of the results are the matrix, applied in float64 as the reference computes. The mel
+matrix depends only on its (constant) inputs and is evaluated at import."""
 from __future__ import annotations
 
 import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, check_size, converter, dims_of, dtype_of,
-                           normalize_axis, reference, required_value)
+                           normalize_axis, onnx_dtype, reference, required_value)
 from .relax_op_api import op
 
 
@@ -84,31 +84,54 @@ class STFT(OnnxOpConverter):
 
 class _Evaluated(OnnxOpConverter):
     """An operator whose output depends only on its inputs' values, which must be constants:
-    evaluated at import time by onnx's reference evaluator."""
+    evaluated at import time by onnx's reference evaluator (never at run time: the run-time
+    conversion of a node, ``onnx_deferred``, refuses it)."""
 
     attributes: tuple = ()
 
     @classmethod
     def _impl_v17(cls, ctx, inputs, attrs):
         values = [None if v is None else required_value(v, f"input {k}") for k, v in enumerate(inputs)]
+        if not ctx.evaluate_at_import:
+            raise Unsupported(f"{cls.__name__} is evaluated at import time only, from constant inputs")
         given = {k: attrs[k] for k in cls.attributes if k in attrs}
         (value,) = reference(cls.__name__, 17, values, given)
         return ctx.constant(value)
 
 
+class _Window(OnnxOpConverter):
+    """A generalized cosine window of the (constant) length: sum_k (-1)^k a_k cos(2 pi k n / N),
+    N the length when ``periodic``, the length - 1 otherwise, computed by Relax operators."""
+
+    coefficients: tuple = ()
+
+    @classmethod
+    def _impl_v17(cls, ctx, inputs, attrs):
+        size = int(np.asarray(required_value(inputs[0], "size")).reshape(-1)[0])
+        dtype = onnx_dtype(attrs.get("output_datatype", 1))
+        period = size if attrs.get("periodic", 1) else size - 1
+        angle = ctx.emit(op.multiply(op.arange(0, max(size, 0), 1, dtype="float64"),
+                                     ctx.constant(2 * np.pi / period if period else np.nan)))
+        window = ctx.constant(cls.coefficients[0])
+        for k, a in enumerate(cls.coefficients[1:], 1):
+            term = op.multiply(ctx.constant((-1) ** k * a), op.cos(op.multiply(angle, ctx.constant(float(k)))))
+            window = ctx.emit(op.add(window, term))
+        return as_dtype(window, dtype)
+
+
 @converter("HannWindow")
-class HannWindow(_Evaluated):
-    attributes = ("periodic", "output_datatype")
+class HannWindow(_Window):
+    coefficients = (0.5, 0.5)
 
 
 @converter("HammingWindow")
-class HammingWindow(_Evaluated):
-    attributes = ("periodic", "output_datatype")
+class HammingWindow(_Window):
+    coefficients = (25 / 46, 21 / 46)
 
 
 @converter("BlackmanWindow")
-class BlackmanWindow(_Evaluated):
-    attributes = ("periodic", "output_datatype")
+class BlackmanWindow(_Window):
+    coefficients = (0.42, 0.5, 0.08)
 
 
 @converter("MelWeightMatrix")
