@@ -14,10 +14,9 @@ from . import module, py_funcs, thread_pool, vm  # noqa: E402,F401
 
 
 def _load_registrations() -> None:
-    """The cuda kernel loader, the cpu_blas kernel (with numpy's operators), the reference
-    executor's evaluation of a Relax expression (FoldConstant's) and the run-time conversion of
-    ONNX nodes (``tvms.onnx.specialized_node``) register when first looked up."""
-    from . import cpu_blas, cuda_module, onnx_node, reference_relax  # noqa: F401
+    """The cuda kernel loader, the cpu_blas kernel (with numpy's operators) and the reference
+    executor's evaluation of a Relax expression (FoldConstant's) register when first looked up."""
+    from . import cpu_blas, cuda_module, reference_relax  # noqa: F401
 
 
 add_layer_loader(_load_registrations)

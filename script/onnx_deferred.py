@@ -9,7 +9,7 @@ cannot become a Relax operator at import time. The importer emits instead
                            sinfo_args=(R.Tensor(dtype="float32", ndim=1),))
 
 (the node as ONNX's text syntax, its present inputs, and its outputs' dtypes and ranks from ONNX's
-type inference), and the runtime (``runtime/onnx_node.py``) converts the node with the values
+type inference), and the runtime (``api/onnx_node.py``) converts the node with the values
 that arrived bound as constants, compiles it and caches the result, as a JIT guards on them.
 This file holds the import-time half: the node's text, the call, and the one-node conversion
 both halves use. The node is data: only tvms's converters read it.

@@ -1,6 +1,7 @@
 """The run-time half of ``script/onnx_deferred.py``: the packed function
 ``tvms.onnx.specialized_node`` converts an ONNX node whose shape or axis is decided by its inputs'
-values, once those values are known. The inputs that decide (learnt the first time a node sees
+values, once those values are known (here in the face, as it converts with the script layer and
+compiles with the lowering layer, which the runtime layer may not import). The inputs that decide (learnt the first time a node sees
 inputs of given shapes and dtypes) are bound as constants, the node is converted by tvms's
 converters, compiled for the host, cached, and run; a later call with the same deciding values
 and the same shapes and dtypes runs the cached executable (the guards of a JIT).
@@ -13,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.errors import TVMSError
-from ..ir.registry import register_func
-from ..script.onnx_deferred import SPECIALIZED_NODE, parse_spec
-from ..script.onnx_frontend import specialize_node
-from .vm_memory import aligned_empty
+from .ir.errors import TVMSError
+from .ir.registry import register_func
+from .script.onnx_deferred import SPECIALIZED_NODE, parse_spec
+from .script.onnx_frontend import specialize_node
+from .runtime.vm_memory import aligned_empty
 
 _CACHE_SIZE = 256  # compiled specializations kept (the least recently used goes first)
 _compiled: "collections.OrderedDict[tuple, tuple[Any, list[int]]]" = collections.OrderedDict()
@@ -33,9 +34,9 @@ def _key(spec: str, signature: tuple, deciding: list[int], values: list) -> tupl
 @register_func(SPECIALIZED_NODE)
 def specialized_node(spec: str, *args: Any) -> Any:
     """Run the node ``spec`` (``onnx_deferred.node_spec``) on ``args`` (its present inputs)."""
-    from ..lowering.build import compile as build
-    from .device import cpu
-    from .vm import VirtualMachine
+    from .lowering.build import compile as build
+    from .runtime.device import cpu
+    from .runtime.vm import VirtualMachine
 
     node, opset = parse_spec(spec)
     values: list = [np.asarray(a) for a in args]
