@@ -25,6 +25,7 @@ from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from .block_builder import BlockBuilder, const
 from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported, onnx_dtype, reference
 from .onnx_deferred import deferred_call
+from .onnx_shape_values import ShapeValue, evaluate
 # (importing the converter modules registers their converters)
 from . import (onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant, onnx_ops_rnn, onnx_ops_signal,  # noqa: F401
                onnx_ops_tensor, onnx_ops_transformer)
@@ -159,7 +160,7 @@ class _GraphImporter:
             with bb.dataflow():
                 for node in graph.node:
                     self._convert(ctx, node)
-                outputs = [self._value(o.name, "graph output") for o in graph.output]
+                outputs = [self._materialize(ctx, self._value(o.name, "graph output")) for o in graph.output]
                 result = bb.emit_output(outputs[0] if len(outputs) == 1 else rx.Tuple(tuple(outputs)))
             bb.emit_func_output(result)
         return bb.get()
@@ -252,6 +253,9 @@ class _GraphImporter:
                             + (f" before opset {cls.versions()[0]}" if cls else ""))
         attrs = Attrs({a.name: _attribute(a, where) for a in node.attribute})
         inputs = [self._value(name, where) if name else None for name in node.input]
+        if len(node.output) == 1 and self._follow_shapes(ctx, node, attrs, inputs):
+            return
+        inputs = [self._materialize(ctx, x) for x in inputs]
         folded = self._fold(node, inputs) if self.fold else None
         if folded is not None:
             for name, value in zip(node.output, folded):
@@ -283,6 +287,29 @@ class _GraphImporter:
             raise TVMSError(f"{where}: the attribute{'s' * (len(unused) > 1)} {', '.join(unused)} "
                             f"{'is' if len(unused) == 1 else 'are'} not supported")
         self._bind_outputs(ctx, node, where, inputs, list(result) if isinstance(result, (list, tuple)) else [result])
+
+    def _follow_shapes(self, ctx: Context, node: Any, attrs: Attrs, inputs: list) -> bool:
+        """Convert a shape computation on symbolic sizes, or its consumer, from the elements
+        known at import (``onnx_shape_values``); False when the node is not one."""
+        result = evaluate(node.op_type, self.opset, attrs, inputs)
+        if result is None:
+            return False
+        if isinstance(result, ShapeValue) and not result.symbolic:
+            value = ctx.constant(np.array(result.elems, result.dtype).reshape(() if result.scalar else -1))
+        else:
+            value = result if isinstance(result, ShapeValue) else ctx.emit(result)
+        self.values[node.output[0]] = value
+        self.sources[id(value)] = set().union(*(self.sources.get(id(x), ()) for x in inputs if x is not None))
+        return True
+
+    @staticmethod
+    def _materialize(ctx: Context, x: Any) -> Any:
+        """A Relax value for ``x``: a ShapeValue's tensor is emitted where a node first reads it."""
+        if not isinstance(x, ShapeValue):
+            return x
+        if x.var is None:
+            x.var = ctx.emit(x.relax())
+        return x.var
 
     def _deferred_outputs(self, ctx: Context, call: rx.Call, shapes: list) -> list:
         """The outputs of a node converted at run time, each of a known rank given symbolic

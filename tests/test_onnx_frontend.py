@@ -257,6 +257,34 @@ def test_shape_computations_fold_to_static_shapes():
     assert "R.shape_of" not in mod.script() and "R.Tensor((2, 12)" in mod.script()
 
 
+def test_shape_computations_on_a_symbolic_batch_stay_compiled():
+    """Reshape(x, Concat(Shape(x)[0:1], [-1])), then a ConstantOfShape and an Expand of sizes
+    computed from the batch (Gather, Mul, Unsqueeze, Concat): symbolic shapes, no run-time step."""
+    n = helper.make_node
+    model = _model([n("Shape", ["x"], ["s"]), n("Slice", ["s", "zero", "one"], ["b"]),
+                    n("Concat", ["b", "minus_one"], ["t"], axis=0), n("Reshape", ["x", "t"], ["y"]),
+                    n("Gather", ["s", "izero"], ["d"], axis=0), n("Mul", ["d", "two"], ["d2"]),
+                    n("Unsqueeze", ["d2", "zero"], ["u"]), n("Concat", ["u", "six"], ["t2"], axis=0),
+                    n("ConstantOfShape", ["t2"], ["c"], value=numpy_helper.from_array(np.array([0.5], "float32"))),
+                    n("Reshape", ["y", "t2"], ["y2"]), n("Expand", ["w", "t2"], ["e"]),
+                    n("Add", ["y2", "c"], ["a"]), n("Add", ["a", "e"], ["z"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 4])],
+                   [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+                   {"zero": np.array([0]), "one": np.array([1]), "minus_one": np.array([-1]), "izero": np.array(0),
+                    "two": np.array(2), "six": np.array([6]), "w": np.arange(6, dtype="float32")})
+    mod = from_onnx(model)
+    text = mod.script()
+    assert "R.reshape(x, R.shape([batch, 12]))" in text
+    assert 'R.full(R.shape([batch * 2, 6]), R.const(0.5, "float32"), dtype="float32")' in text
+    assert "R.broadcast_to(" in text and 'R.Tensor(("batch * 2", 6), dtype="float32")' in text
+    assert "shape_of" not in text and "call_pure_packed" not in text
+    vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    for batch in (1, 5):
+        x = RNG.standard_normal((batch, 3, 4)).astype("float32")
+        np.testing.assert_allclose(vm["main"](tvms.nd.array(x)).numpy(),
+                                   x.reshape(2 * batch, 6) + 0.5 + np.arange(6), rtol=1e-6)
+
+
 def test_cli_import_writes_a_module_the_toolchain_runs(tmp_path, capsys):
     path = tmp_path / "linear.onnx"
     onnx.save(_linear_model(), str(path))
