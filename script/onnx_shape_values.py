@@ -1,5 +1,5 @@
 """Shape computations on symbolic sizes, followed at import time: in a model with a dynamic batch,
-``Shape(x) -> Gather/Slice/Concat/Cast/arithmetic -> Reshape/Expand/ConstantOfShape`` computes
+``Shape(x) -> Gather/Slice/Concat/Cast/arithmetic -> Reshape/Expand/ConstantOfShape/Range`` computes
 tensors whose elements are the symbolic sizes (``n``, ``n * 4``). The importer keeps those
 elements (a ``ShapeValue``) in place of a Relax value, the consumers build their result from them
 (``R.reshape(x, R.shape([n, 12]))``), so the graph stays compiled for any ``n`` (TVM's frontend
@@ -248,4 +248,12 @@ def _constant_of_shape(inputs, values, attrs, opset):
     return op.full(shape.elems, const(fill[0], str(fill.dtype)), str(fill.dtype))
 
 
-_CONSUMERS = {"Reshape": _reshape, "Expand": _expand, "ConstantOfShape": _constant_of_shape}
+def _range(inputs, values, attrs, opset):
+    if any(v is None or not v.scalar for v in values) or not isinstance(values[2].elems[0], int) \
+            or values[2].elems[0] <= 0:  # (a positive step: the count the arange infers)
+        return None
+    start, limit, delta = (rx.PrimValue(v.elems[0]) for v in values)
+    return op.arange(start, limit, delta, dtype=values[0].dtype)
+
+
+_CONSUMERS = {"Reshape": _reshape, "Expand": _expand, "ConstantOfShape": _constant_of_shape, "Range": _range}

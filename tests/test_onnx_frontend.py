@@ -262,8 +262,9 @@ def test_shape_computations_fold_to_static_shapes():
 
 
 def test_shape_computations_on_a_symbolic_batch_stay_compiled():
-    """Reshape(x, Concat(Shape(x)[0:1], [-1])), then a ConstantOfShape and an Expand of sizes
-    computed from the batch (Gather, Mul, Unsqueeze, Concat): symbolic shapes, no run-time step."""
+    """Reshape(x, Concat(Shape(x)[0:1], [-1])), then a ConstantOfShape, an Expand and a Range of
+    sizes computed from the batch (Gather, Mul, Unsqueeze, Concat): symbolic shapes, no run-time
+    step."""
     n = helper.make_node
     model = _model([n("Shape", ["x"], ["s"]), n("Slice", ["s", "zero", "one"], ["b"]),
                     n("Concat", ["b", "minus_one"], ["t"], axis=0), n("Reshape", ["x", "t"], ["y"]),
@@ -271,9 +272,11 @@ def test_shape_computations_on_a_symbolic_batch_stay_compiled():
                     n("Unsqueeze", ["d2", "zero"], ["u"]), n("Concat", ["u", "six"], ["t2"], axis=0),
                     n("ConstantOfShape", ["t2"], ["c"], value=numpy_helper.from_array(np.array([0.5], "float32"))),
                     n("Reshape", ["y", "t2"], ["y2"]), n("Expand", ["w", "t2"], ["e"]),
-                    n("Add", ["y2", "c"], ["a"]), n("Add", ["a", "e"], ["z"])],
+                    n("Add", ["y2", "c"], ["a"]), n("Add", ["a", "e"], ["z"]),
+                    n("Range", ["izero", "d2", "two"], ["r"])],
                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 4])],
-                   [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+                   [helper.make_tensor_value_info("z", TensorProto.FLOAT, None),
+                    helper.make_tensor_value_info("r", TensorProto.INT64, None)],
                    {"zero": np.array([0]), "one": np.array([1]), "minus_one": np.array([-1]), "izero": np.array(0),
                     "two": np.array(2), "six": np.array([6]), "w": np.arange(6, dtype="float32")})
     mod = from_onnx(model)
@@ -281,12 +284,14 @@ def test_shape_computations_on_a_symbolic_batch_stay_compiled():
     assert "R.reshape(x, R.shape([batch, 12]))" in text
     assert 'R.full(R.shape([batch * 2, 6]), R.const(0.5, "float32"), dtype="float32")' in text
     assert "R.broadcast_to(" in text and 'R.Tensor(("batch * 2", 6), dtype="float32")' in text
+    assert 'R.arange(R.prim_value(0), R.prim_value(batch * 2), R.prim_value(2), dtype="int64")' in text
     assert "shape_of" not in text and "call_pure_packed" not in text
     vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
     for batch in (1, 5):
         x = RNG.standard_normal((batch, 3, 4)).astype("float32")
-        np.testing.assert_allclose(vm["main"](tvms.nd.array(x)).numpy(),
-                                   x.reshape(2 * batch, 6) + 0.5 + np.arange(6), rtol=1e-6)
+        z, r = vm["main"](tvms.nd.array(x))
+        np.testing.assert_allclose(z.numpy(), x.reshape(2 * batch, 6) + 0.5 + np.arange(6), rtol=1e-6)
+        np.testing.assert_array_equal(r.numpy(), np.arange(0, 2 * batch, 2))
 
 
 def test_cli_import_writes_a_module_the_toolchain_runs(tmp_path, capsys):
