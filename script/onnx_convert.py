@@ -85,12 +85,10 @@ class Attrs(dict):
 class Context:
     """What converters share: the builder, the opset, and helpers on Relax values."""
 
-    def __init__(self, bb: BlockBuilder, opset: int, evaluate_at_import: bool = True):
+    def __init__(self, bb: BlockBuilder, opset: int):
         self.bb = bb
         self.opset = opset
         self.node_outputs = 1  # (how many outputs the node being converted has)
-        # (False while a node is converted at run time: nothing is evaluated by onnx's reference)
-        self.evaluate_at_import = evaluate_at_import
 
     def emit(self, expr: Any) -> Any:
         return expr if isinstance(expr, (rx.Constant, rx.Var)) else self.bb.emit(expr)

@@ -152,7 +152,7 @@ class _GraphImporter:
         params = self._parameters(graph)
         inputs = self._inputs(graph)
         bb = BlockBuilder()
-        ctx = Context(bb, self.opset, evaluate_at_import=self.fold)
+        ctx = Context(bb, self.opset)
         attrs = {"num_input": len(inputs)}
         if self.keep_params and params:
             attrs["params"] = tuple(const(value, str(value.dtype)) for _, value in params)

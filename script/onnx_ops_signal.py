@@ -1,11 +1,11 @@
 """ONNX's signal operators: ``DFT`` and ``STFT`` as one matmul, ``HannWindow``,
-``HammingWindow``, ``BlackmanWindow`` from ``R.arange`` and ``R.cos``, ``MelWeightMatrix`` as a constant.
+``HammingWindow``, ``BlackmanWindow`` from ``R.arange`` and ``R.cos``, ``MelWeightMatrix`` as a constant
+computed here from its constant inputs.
 
 DFT and STFT are linear in their input's real and imaginary parts once the lengths, the axis, the
 step and the window are known, so the importer asks onnx's reference evaluator for the matrix:
 it transforms each basis vector of the transformed axis (with its real/imaginary component) and
-the rows of the results are the matrix, applied in float64 as the reference computes. The mel
-matrix depends only on its (constant) inputs and is evaluated at import."""
+the rows of the results are the matrix, applied in float64 as the reference computes."""
 from __future__ import annotations
 
 import numpy as np
@@ -82,23 +82,6 @@ class STFT(OnnxOpConverter):
         return as_dtype(result, dtype_of(signal))
 
 
-class _Evaluated(OnnxOpConverter):
-    """An operator whose output depends only on its inputs' values, which must be constants:
-    evaluated at import time by onnx's reference evaluator (never at run time: the run-time
-    conversion of a node, ``onnx_deferred``, refuses it)."""
-
-    attributes: tuple = ()
-
-    @classmethod
-    def _impl_v17(cls, ctx, inputs, attrs):
-        values = [None if v is None else required_value(v, f"input {k}") for k, v in enumerate(inputs)]
-        if not ctx.evaluate_at_import:
-            raise Unsupported(f"{cls.__name__} is evaluated at import time only, from constant inputs")
-        given = {k: attrs[k] for k in cls.attributes if k in attrs}
-        (value,) = reference(cls.__name__, 17, values, given)
-        return ctx.constant(value)
-
-
 class _Window(OnnxOpConverter):
     """A generalized cosine window of the (constant) length: sum_k (-1)^k a_k cos(2 pi k n / N),
     N the length when ``periodic``, the length - 1 otherwise, computed by Relax operators."""
@@ -135,5 +118,26 @@ class BlackmanWindow(_Window):
 
 
 @converter("MelWeightMatrix")
-class MelWeightMatrix(_Evaluated):
-    attributes = ("output_datatype",)
+class MelWeightMatrix(OnnxOpConverter):
+    """The triangular filters of ``num_mel_bins`` mel bands over the ``dft_length // 2 + 1``
+    frequencies of a spectrum (its inputs are constants): band i rises from edge i to edge i + 1
+    and falls to edge i + 2, the edges equally spaced in mel and rounded down to frequency bins,
+    as onnx's reference computes them (whose spacing divides by num_mel_bins + 2)."""
+
+    @classmethod
+    def _impl_v17(cls, ctx, inputs, attrs):
+        bins, length, rate, low, high = (required_value(v, name).item() for v, name in zip(
+            inputs, ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")))
+        check_size(int(bins) * (int(length) // 2 + 1), "the mel weight matrix")
+        mel_low, mel_high = (2595 * np.log1p(hz / 700) / np.log(10) for hz in (low, high))
+        mels = np.arange(bins + 2) * ((mel_high - mel_low) / (bins + 2)) + mel_low
+        edges = ((length + 1) * (700 * np.expm1(mels / 2595 * np.log(10))) // rate).astype(int)
+        lo, mid, hi = edges[:-2], edges[1:-1], edges[2:]
+        j = np.arange(length // 2 + 1)[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rise = np.where(mid > lo, (j - lo) / (mid - lo), j == mid)
+            fall = (hi - j) / (hi - mid)
+        rising = (lo <= j) & (j <= mid)
+        falling = (mid <= j) & (j < hi)
+        weights = np.where(falling, fall, np.where(rising, rise, 0.0))
+        return ctx.constant(weights.astype(onnx_dtype(attrs.get("output_datatype", 1))))
