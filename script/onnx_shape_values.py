@@ -16,7 +16,8 @@ import numpy as np
 
 from ..ir import relax as rx
 from ..ir.arith import Analyzer
-from ..ir.expr import IntImm, PrimExpr
+from ..ir.errors import TVMSError
+from ..ir.expr import Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
 from .block_builder import const
 from .onnx_convert import dims_of, onnx_dtype
 from .relax_op_api import op
@@ -38,11 +39,35 @@ class ShapeValue:
         return any(isinstance(e, PrimExpr) for e in self.elems)
 
     def relax(self) -> Any:
-        """The Relax expression of this value (``R.shape_to_tensor(R.shape([...]))``)."""
-        value = op.shape_to_tensor(rx.ShapeExpr(self.elems))
+        """The Relax expression of this value: ``R.shape_to_tensor(R.shape([...]))`` of sizes
+        and constants, the arithmetic of an element that computes on sizes as tensor operators."""
+        if all(isinstance(e, (int, Var)) for e in self.elems):
+            value = op.shape_to_tensor(rx.ShapeExpr(self.elems))
+        else:
+            parts = [_as_tensor(e) for e in self.elems]
+            value = op.concat(parts, axis=0) if len(parts) != 1 else parts[0]
         if self.dtype != "int64":
             value = op.astype(value, self.dtype)
-        return op.reshape(value, []) if self.scalar else value
+        return op.squeeze(value, [0]) if self.scalar else value
+
+
+_TENSOR_OPS = {Add: op.add, Sub: op.subtract, Mul: op.multiply, FloorDiv: op.floor_divide,
+               FloorMod: op.floor_mod, Min: op.minimum, Max: op.maximum}
+
+
+def _as_tensor(elem: Any) -> Any:
+    """An int64 tensor of shape (1,) of the value of ``elem`` (an int, a size, or arithmetic
+    on them)."""
+    if isinstance(elem, int):
+        return const(np.array([elem], "int64"), "int64")
+    if isinstance(elem, IntImm):
+        return _as_tensor(elem.value)
+    if isinstance(elem, Var):
+        return op.shape_to_tensor(rx.ShapeExpr([elem]))
+    fn = _TENSOR_OPS.get(type(elem))
+    if fn is None:
+        raise TVMSError(f"the size expression {elem} has no tensor form here")
+    return fn(_as_tensor(elem.a), _as_tensor(elem.b))
 
 
 def shape_value_of(x: Any) -> "ShapeValue | None":

@@ -294,6 +294,22 @@ def test_shape_computations_on_a_symbolic_batch_stay_compiled():
         np.testing.assert_array_equal(r.numpy(), np.arange(0, 2 * batch, 2))
 
 
+def test_shape_values_read_as_tensors_are_computed_from_the_sizes():
+    """Sizes arithmetic that a graph outputs (or a node not following sizes reads) becomes
+    tensor operators on R.shape_to_tensor of the sizes."""
+    n = helper.make_node
+    model = _model([n("Shape", ["x"], ["s"]), n("Mul", ["s", "two"], ["s2"]),
+                    n("Gather", ["s2", "izero"], ["g"], axis=0), n("Add", ["s", "s2"], ["s3"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+                   [helper.make_tensor_value_info(name, TensorProto.INT64, None) for name in ("s2", "g", "s3")],
+                   {"two": np.array(2), "izero": np.array(0)})
+    vm = relax.VirtualMachine(tvms.compile(from_onnx(model), "llvm"), tvms.cpu())
+    s2, g, s3 = (t.numpy() for t in vm["main"](tvms.nd.array(np.zeros((5, 3), "float32"))))
+    np.testing.assert_array_equal(s2, [10, 6])
+    assert g.shape == () and g == 10
+    np.testing.assert_array_equal(s3, [15, 9])
+
+
 def test_cli_import_writes_a_module_the_toolchain_runs(tmp_path, capsys):
     path = tmp_path / "linear.onnx"
     onnx.save(_linear_model(), str(path))
