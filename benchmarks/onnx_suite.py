@@ -9,6 +9,11 @@ equal). Prints the pass rate and the failures by kind.
     .venv/bin/python benchmarks/onnx_suite.py --backend onnxruntime  # the same harness, onnxruntime
     .venv/bin/python benchmarks/onnx_suite.py --specialize          # shape/axes inputs as constants
 
+A node whose shape or axis is decided by a run-time value is converted when the value arrives
+(``tvms.onnx.specialized_node``: converted, compiled and cached on the first call of each value);
+``--specialize`` binds such inputs only where from_onnx cannot defer the node (ONNX's inference
+does not type its outputs) and raises ``NeedsConstantInputs``.
+
 Each case runs in a worker process with a timeout (``--timeout``); a worker that crashes or times
 out is replaced, and the case counts as a crash or a timeout. ``--budget`` (seconds) stops taking
 new cases; the report says how many ran.

@@ -25,6 +25,8 @@ from ..ir.name_supply import NameSupply
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from .block_builder import BlockBuilder, const
 from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported, onnx_dtype, reference
+from .onnx_deferred import deferred_call
+from .onnx_shape_values import ShapeValue, evaluate
 # (importing the converter modules registers their converters)
 from . import (onnx_ops_control, onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant,  # noqa: F401
                onnx_ops_rnn, onnx_ops_signal, onnx_ops_tensor, onnx_ops_transformer)
@@ -106,12 +108,45 @@ def bind_inputs(model: Any, values: dict[str, np.ndarray]) -> Any:
     return bound
 
 
+def specialize_node(node: Any, opset: int, values: list) -> tuple[IRModule, list[int]]:
+    """``node`` alone as a module whose ``main`` takes its inputs of the shapes and dtypes of
+    ``values`` (numpy arrays, None for an omitted input), the inputs that decide a shape or an
+    axis bound as constants of their values; and the indices of those inputs (the run-time half
+    of ``onnx_deferred``). Nothing is evaluated by onnx's reference at the graph level: the
+    converters convert the node."""
+    from onnx import helper, numpy_helper
+
+    names = [f"input{k}" if v is not None else "" for k, v in enumerate(values)]
+    renamed = type(node)()
+    renamed.CopyFrom(node)
+    renamed.input[:] = names  # (one graph input per position: a node may read a value twice)
+    bound: list[int] = []
+    while True:
+        graph = helper.make_graph(
+            [renamed], "specialized",
+            [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+             for k, (n, v) in enumerate(zip(names, values)) if n and k not in bound],
+            [helper.make_empty_tensor_value_info(o) for o in node.output if o],
+            [numpy_helper.from_array(np.asarray(values[k]), names[k]) for k in bound])
+        try:
+            return _GraphImporter({}, None, False, opset, fold=False, defer=False).run(graph), bound
+        except NeedsConstantInputs as err:
+            needed = [names.index(n) for n in err.inputs]
+            if set(needed) <= set(bound):
+                raise
+            bound = sorted(set(bound) | set(needed))
+
+
 class _GraphImporter:
-    def __init__(self, shape_dict: dict, dtype_dict: Any, keep_params: bool, opset: int):
+    def __init__(self, shape_dict: dict, dtype_dict: Any, keep_params: bool, opset: int,
+                 fold: bool = True, defer: bool = True):
         self.shape_dict = {k: list(v) if v is not None else None for k, v in shape_dict.items()}
         self.dtype_dict = dtype_dict
         self.keep_params = keep_params
         self.opset = opset
+        # fold: evaluate nodes of constant inputs at import; defer: a node needing a run-time
+        # value as a constant becomes a call converting it at run time (onnx_deferred)
+        self.fold, self.defer = fold, defer
         self.values: dict[str, Any] = {}
         self.sizes: dict[str, SizeVar] = {}  # named dimensions, shared by every input that names them
         self.names = NameSupply("_")
@@ -131,7 +166,7 @@ class _GraphImporter:
             with bb.dataflow():
                 for node in graph.node:
                     self._convert(ctx, node)
-                outputs = [self._value(o.name, "graph output") for o in graph.output]
+                outputs = [self._materialize(ctx, self._value(o.name, "graph output")) for o in graph.output]
                 result = bb.emit_output(outputs[0] if len(outputs) == 1 else rx.Tuple(tuple(outputs)))
             bb.emit_func_output(result)
         return bb.get()
@@ -252,15 +287,25 @@ class _GraphImporter:
                             + (f" before opset {cls.versions()[0]}" if cls else ""))
         attrs = Attrs({a.name: _attribute(a, where) for a in node.attribute})
         inputs = [self._value(name, where) if name else None for name in node.input]
-        folded = self._fold(node, inputs)
+        if len(node.output) == 1 and self._follow_shapes(ctx, node, attrs, inputs):
+            return
+        inputs = [self._materialize(ctx, x) for x in inputs]
+        folded = self._fold(node, inputs) if self.fold else None
         if folded is not None:
             for name, value in zip(node.output, folded):
                 self.values[name] = const(value, str(value.dtype))
             return
         ctx.node_outputs = len(node.output)
+        emitted = len(ctx.bb._frame().bindings)
         try:
             result = impl(ctx, inputs, attrs)
         except Unsupported as err:
+            deferred = deferred_call(node, self.opset, inputs) \
+                if self.defer and err.needs is not None and not isinstance(err.needs, rx.Constant) else None
+            if deferred is not None:  # (what the converter emitted before it gave up is dropped)
+                del ctx.bb._frame().bindings[emitted:]
+                self._bind_outputs(ctx, node, where, inputs, self._deferred_outputs(ctx, *deferred))
+                return
             needed = sorted(self.sources.get(id(err.needs), ()))
             if needed:
                 raise NeedsConstantInputs(f"{where}: not supported: {err} (it comes from the graph "
@@ -277,7 +322,44 @@ class _GraphImporter:
         if unused:
             raise TVMSError(f"{where}: the attribute{'s' * (len(unused) > 1)} {', '.join(unused)} "
                             f"{'is' if len(unused) == 1 else 'are'} not supported")
-        outputs = list(result) if isinstance(result, (list, tuple)) else [result]
+        self._bind_outputs(ctx, node, where, inputs, list(result) if isinstance(result, (list, tuple)) else [result])
+
+    def _follow_shapes(self, ctx: Context, node: Any, attrs: Attrs, inputs: list) -> bool:
+        """Convert a shape computation on symbolic sizes, or its consumer, from the elements
+        known at import (``onnx_shape_values``); False when the node is not one."""
+        result = evaluate(node.op_type, self.opset, attrs, inputs)
+        if result is None:
+            return False
+        if isinstance(result, ShapeValue) and not result.symbolic:
+            value = ctx.constant(np.array(result.elems, result.dtype).reshape(() if result.scalar else -1))
+        else:
+            value = result if isinstance(result, ShapeValue) else ctx.emit(result)
+        self.values[node.output[0]] = value
+        self.sources[id(value)] = set().union(*(self.sources.get(id(x), ()) for x in inputs if x is not None))
+        return True
+
+    @staticmethod
+    def _materialize(ctx: Context, x: Any) -> Any:
+        """A Relax value for ``x``: a ShapeValue's tensor is emitted where a node first reads it."""
+        if not isinstance(x, ShapeValue):
+            return x
+        if x.var is None:
+            x.var = ctx.emit(x.relax())
+        return x.var
+
+    def _deferred_outputs(self, ctx: Context, call: rx.Call, shapes: list) -> list:
+        """The outputs of a node converted at run time, each of a known rank given symbolic
+        sizes for its dimensions that inference leaves open (a match_cast), so that the
+        operators after it are compiled for any size."""
+        result = ctx.emit(call)
+        outputs = [result] if len(shapes) == 1 else [ctx.emit(rx.TupleGetItem(result, i)) for i in range(len(shapes))]
+        for k, (value, dims) in enumerate(zip(outputs, shapes)):
+            if dims is not None and None in dims:
+                dims = [d if d is not None else SizeVar(self.names.fresh("n"), DataType("int64")) for d in dims]
+                outputs[k] = ctx.bb.match_cast(value, TensorStructInfo(dims, value.struct_info.dtype))
+        return outputs
+
+    def _bind_outputs(self, ctx: Context, node: Any, where: str, inputs: list, outputs: list) -> None:
         if len(outputs) == 1 and len(node.output) > 1 and isinstance(outputs[0].struct_info, TupleStructInfo):
             tup = ctx.emit(outputs[0])
             outputs = [rx.TupleGetItem(tup, i) for i in range(len(tup.struct_info.fields))]

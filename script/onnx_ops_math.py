@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
-                           normalize_axis, rank_of, required_value, scalar_like)
+                           normalize_axis, rank_of, required_value, scalar_like, static_shape)
 from ..ir.dtype import DataType
 from .relax_op_api import op
 
@@ -350,8 +350,10 @@ class Mean(_Variadic):
 # ------------------------------------------------------------------ reductions
 class _Reduce(OnnxOpConverter):
     """ReduceX: ``axes`` an attribute until the opset ``axes_input`` (then the second input);
-    no axes reduces all, unless ``noop_with_empty_axes``."""
+    no axes reduces all, unless ``noop_with_empty_axes``. ``empty``: the result over an empty
+    set, for the reductions whose kernel has no such identity (max, min)."""
     axes_input = 18
+    empty = None
 
     @classmethod
     def _axes(cls, ctx, inputs, attrs):
@@ -371,12 +373,27 @@ class _Reduce(OnnxOpConverter):
             if noop:
                 return x
             axes = list(range(rank_of(x)))
+        shape = static_shape(x)
+        if cls.empty is not None and shape is not None and any(shape[a] == 0 for a in axes):
+            rank, dtype = len(shape), dtype_of(x)
+            reduced = {normalize_axis(a, rank) for a in axes}
+            out = [1 if a in reduced else d for a, d in enumerate(shape) if keepdims or a not in reduced]
+            return op.full(out, scalar_like(cls.empty(np.dtype(dtype)), x), dtype)
         return cls.reduce(x, axes, keepdims)
 
 
-def _reduce(onnx_name: str, reduce_fn, axes_input: int = 18) -> None:
+def _reduce(onnx_name: str, reduce_fn, axes_input: int = 18, empty=None) -> None:
     converter(onnx_name)(type(onnx_name, (_Reduce,), {"reduce": staticmethod(reduce_fn),
-                                                       "axes_input": axes_input}))
+                                                       "axes_input": axes_input, "empty": staticmethod(empty)
+                                                       if empty else None}))
+
+
+def _lowest(dtype: np.dtype):
+    return False if dtype == bool else -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _highest(dtype: np.dtype):
+    return True if dtype == bool else np.inf if dtype.kind == "f" else np.iinfo(dtype).max
 
 
 def _log_sum_exp(x, axes, keepdims):
@@ -388,8 +405,8 @@ def _log_sum_exp(x, axes, keepdims):
 
 _reduce("ReduceSum", op.sum, axes_input=13)
 _reduce("ReduceMean", op.mean)
-_reduce("ReduceMax", op.max)
-_reduce("ReduceMin", op.min)
+_reduce("ReduceMax", op.max, empty=_lowest)
+_reduce("ReduceMin", op.min, empty=_highest)
 _reduce("ReduceProd", op.prod)
 _reduce("ReduceL1", lambda x, axes, keep: op.sum(op.abs(x), axes, keep))
 _reduce("ReduceL2", lambda x, axes, keep: op.sqrt(op.sum(op.multiply(x, x), axes, keep)))

@@ -452,6 +452,16 @@ class Pad(OnnxOpConverter):
             width[2 * a], width[2 * a + 1] = pads[i], pads[n + i]
         if min(width) < 0:
             raise Unsupported("negative pads (cropping)")
+        if mode == "wrap":  # (each padded axis: a gather of the indices taken modulo its length)
+            dims = dims_of(x)
+            for a in range(rank):
+                before, after = width[2 * a], width[2 * a + 1]
+                if before or after:
+                    if not isinstance(dims[a], int) or dims[a] == 0:
+                        raise Unsupported(f"mode='wrap' along an axis of length {dims[a]}")
+                    picks = np.arange(-before, dims[a] + after) % dims[a]
+                    x = ctx.emit(op.take(x, ctx.constant(picks, "int64"), axis=a))
+            return x
         if mode not in ("constant", "reflect", "edge"):
             raise Unsupported(f"mode={mode!r}")
         return op.nn.pad(x, width, pad_value=float(fill), pad_mode="replicate" if mode == "edge" else mode)
