@@ -13,6 +13,10 @@ from tvms import TVMSError, relax
 from tvms.cli import main
 from tvms.ir import IntImm
 from tvms.ir import relax as rx
+from tvms.ir.expr import BufferLoad
+from tvms.ir.function import PrimFunc
+from tvms.ir.stmt import BufferStore
+from tvms.ir.visitor import collect
 from tvms.lowering.pass_registry import get_pass, list_passes
 from tvms.lowering.relax.legalize import LEGALIZE
 from tvms.lowering.relax.op_pattern import analyze_op_pattern
@@ -323,3 +327,50 @@ def test_fusion_keeps_the_numbers_of_random_programs(program: Program) -> None:
 def _run_program(mod, program: Program):
     with np.errstate(all="ignore"):
         return run_relax(mod, program.entry, *program.args)
+
+
+UNREAD_ZERO_D_PARAMETER = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((), "float32"), y: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+        n = T.int64()
+        with R.dataflow():
+            a = R.subtract(x, R.const(1.0, "float32"))
+            b = R.multiply(x, R.const(0.0, "float32"))
+            c = R.add(b, R.multiply(a, R.const(1.0, "float32")))
+            d = R.divide(R.const(6.0, "float32"), c)
+            e = R.multiply(y, d)
+            gv = R.subtract(R.const(0.5, "float32"), R.multiply(R.const(0.5, "float32"), R.cos(e)))
+            R.output(gv)
+        return gv
+"""
+
+
+def test_fused_kernel_reads_its_zero_d_parameter() -> None:
+    """``x * 0`` legalizes to a PrimFunc whose body never reads its parameter ``x``: FuseTIR once
+    let that renewed parameter be freed while its id keyed the substitution, and a later buffer
+    given the same id became the 0-d parameter, so the parallel kernel read an uninitialised
+    stack slot (NaN) in place of ``x`` (the ONNX window functions' case). Checked on the fused
+    PrimFunc (a few times: the fault needed an id reused), its build and both VM modes."""
+    import tvms
+
+    mod = from_source(UNREAD_ZERO_D_PARAMETER)
+    x, y = np.array(10.0, "float32"), np.arange(64, dtype="float32")
+    want = 0.5 - 0.5 * np.cos(y * (6.0 / (x - 1.0)))
+    for _ in range(3):
+        fused = relax.get_pipeline("zero")(mod)
+        prim = next(f for _, f in fused.functions_items() if isinstance(f, PrimFunc))
+        params = {id(b) for b in prim.buffer_map.values()}
+        known = params | {id(s.buffer) for s in collect(prim.body, BufferStore)}
+        assert not params & {id(b) for b in prim.body.block.alloc_buffers}
+        assert all(id(load.buffer) in known for load in collect(prim.body, BufferLoad))
+    _assert_same(run_relax(fused, "main", x, y), want, tol=1e-5)
+    out = tvms.nd.array(np.zeros(64, "float32"))
+    kernel = tvms.compile(prim, "llvm")  # (default schedule: a T.parallel loop reads x)
+    assert "parallel" in kernel.get_source("ll")
+    kernel(tvms.nd.array(x), tvms.nd.array(y), out)
+    _assert_same(out.numpy(), want, tol=1e-5)
+    for exec_mode in ("bytecode", "compiled"):
+        vm = relax.VirtualMachine(tvms.compile(mod, "llvm", exec_mode=exec_mode), tvms.cpu())
+        _assert_same(vm["main"](tvms.nd.array(x), tvms.nd.array(y)).numpy(), want, tol=1e-5)

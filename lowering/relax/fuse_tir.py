@@ -129,6 +129,9 @@ class _FusedPrimFunc:
         self.buffer_subst: dict = {}  # id(inner buffer) -> fused buffer
         self.size_subst: dict = {}  # id(inner symbolic size) -> fused PrimExpr
         self.scalars: dict = {}  # id(relax scalar parameter) -> its TensorIR variable
+        # the renewed callees, kept alive while their ids key buffer_subst and size_subst: a
+        # parameter its body never reads would otherwise be freed and its id given to a new node
+        self.inlined: list = []
         self.func = func
 
     def build(self) -> PrimFunc:
@@ -201,6 +204,7 @@ class _FusedPrimFunc:
         if not isinstance(callee, PrimFunc):
             raise TVMSError(f"FuseTIR: {call.args[0].name_hint!r} is not a PrimFunc")
         callee = _Renew().visit(callee)
+        self.inlined.append(callee)
         root = callee.body.block if isinstance(callee.body, BlockRealize) else None
         if root is None or callee.body.iter_values:
             raise TVMSError(f"FuseTIR: only schedulable PrimFuncs (a root block) can be fused, "
