@@ -69,8 +69,7 @@ def _compile_pool(llvm) -> None:
     count of workers but none of their threads. (libc's ``pthread_atfork`` is not a symbol ctypes
     can find: glibc links it statically into each caller.)"""
     global _pool_engine
-    from ..lowering.codegen.llvm_parallel import POOL_SYMBOL
-    from .thread_pool_ir import RESET_SYMBOL, pool_module_ir
+    from .thread_pool_ir import POOL_SYMBOL, RESET_SYMBOL, pool_module_ir
 
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
@@ -101,6 +100,14 @@ def _passive_waiting():
         del os.environ["OMP_WAIT_POLICY"]
 
 
+def thread_pool_entry() -> tuple:
+    """(name, function type, task type) of tvms's pool's entry, for the code that calls it."""
+    from .thread_pool_ir import POOL_RUN, POOL_SYMBOL, POOL_TASK
+
+    return POOL_SYMBOL, POOL_RUN, POOL_TASK
+
+
 register_func("runtime.thread_pool_kind", thread_pool_kind)
+register_func("runtime.thread_pool_entry", thread_pool_entry)
 
 __all__ = ["load_thread_pool", "thread_pool_kind"]

@@ -28,9 +28,13 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..lowering.codegen.llvm_parallel import POOL_RUN, POOL_SYMBOL, POOL_TASK
-from ..lowering.codegen.llvm_types import I8, I32, I64, PTR
+I8, I32, I64, PTR = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.PointerType()
 
+# The pool's entry as the kernels call it (lowering/codegen/llvm_parallel.py asks for these by
+# name, ``runtime.thread_pool_entry``: the layers below the runtime do not import it).
+POOL_SYMBOL = "tvms_parallel_run"
+POOL_TASK = ir.FunctionType(ir.VoidType(), [PTR, I32, I32])  # task(closure, t, n)
+POOL_RUN = ir.FunctionType(ir.VoidType(), [PTR, PTR, I32, I32])  # tvms_parallel_run
 RESET_SYMBOL = "tvms_parallel_reset"
 SYNC_BYTES = 64  # room for a pthread mutex or condition variable (40 / 48 bytes on glibc)
 MAX_WORKERS = 255
@@ -220,4 +224,4 @@ def _loop_while(b: ir.IRBuilder, condition, body) -> None:
     b.position_at_end(done)
 
 
-__all__ = ["RESET_SYMBOL", "pool_module_ir"]
+__all__ = ["POOL_RUN", "POOL_SYMBOL", "POOL_TASK", "RESET_SYMBOL", "pool_module_ir"]
