@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 from llvmlite import ir
 
-from ...ir.dtype import FLOAT_FORMATS, DataType, float_format, ml_dtype
+from ...ir.dtype import FLOAT_FORMATS, DataType, float_format
 from ...ir.errors import TVMSError
 
 PTR = ir.PointerType()
@@ -75,10 +75,10 @@ def constant(dtype: DataType, value: Any) -> ir.Constant:
     element = scalar_type(dt)
     if dt.is_bool:
         value = int(bool(value))
-    elif dt.is_narrow_float:  # its bits, rounded as the conversions here round
-        with np.errstate(over="ignore"):
-            code = np.array(_to_odd_float32(float(value)), np.float32).astype(ml_dtype(dt))
-        value = int(code.view(np.uint16 if dt.bits == 16 else np.uint8))
+    elif dt.is_narrow_float:  # its bits, rounded as the conversions here round (no ml_dtypes needed)
+        from .llvm_narrow import narrow_code
+
+        value = narrow_code(float(_to_odd_float32(float(value))), float_format(dt))
     elif dt.is_integer:
         value = int(value) & ((1 << dt.bits) - 1)
     else:
