@@ -12,8 +12,6 @@ Saturation (ONNX's ``Cast(saturate=1)``) is a clip before the conversion.
 """
 from __future__ import annotations
 
-import struct
-
 from llvmlite import ir
 
 from ...ir.dtype import FloatFormat
@@ -73,36 +71,6 @@ def float_to_narrow(b: ir.IRBuilder, x: ir.Value, fmt: FloatFormat, storage: ir.
         nan, sign = c(0), b.select(is_nan, b.select(negative, c(0), c(1 << top)), sign)
     result = b.or_(b.select(is_nan, nan, code), sign)
     return b.trunc(result, with_lanes(storage, lanes_of(x)))
-
-
-def narrow_code(x: float, fmt: FloatFormat) -> int:
-    """The bits ``float_to_narrow`` gives for the float32 value ``x``, computed in Python (for
-    constants): the same steps on integers, the rounding below 2**emin done exactly."""
-    bits = struct.unpack("<I", struct.pack("<f", x))[0]
-    negative, a = bits >> 31, bits & 0x7FFFFFFF
-    is_nan = a > 0x7F800000
-    if fmt.kind == "e8m0":
-        exponent, mantissa = a >> 23, a & 0x7FFFFF
-        code = int(mantissa > 0x400000) if exponent == 0 else exponent + (mantissa >= 0x400000)
-        return 0xFF if is_nan or negative or a == 0 or code > 0xFE else code
-    shift, emin = 23 - fmt.mbits, 1 - fmt.bias
-    if a < (emin + 127) << 23:  # steps of the smallest subnormal, to even (Python's round)
-        code = round(abs(x) * 2.0 ** (fmt.mbits - emin))
-    else:
-        rebased = a - ((127 - fmt.bias) << 23)
-        code = (rebased + (1 << (shift - 1)) - 1 + ((rebased >> shift) & 1)) >> shift
-    top = fmt.ebits + fmt.mbits
-    overflow = {"ieee": (0xFF >> (8 - fmt.ebits)) << fmt.mbits, "fn": (1 << top) - 1,
-                "fnuz": 1 << top, "none": fmt.max_code}[fmt.kind]
-    code = overflow if code > fmt.max_code else code
-    sign = negative << top
-    if fmt.kind == "fnuz":
-        return 1 << top if is_nan else code if code in (0, 1 << top) else code | sign
-    if not is_nan:
-        return code | sign
-    if fmt.kind == "none":
-        return (1 - negative) << top
-    return sign | (overflow | (1 << (fmt.mbits - 1)) if fmt.kind == "ieee" else (1 << top) - 1)
 
 
 def _e8m0_code(b: ir.IRBuilder, a: ir.Value, c) -> ir.Value:
