@@ -85,8 +85,8 @@ def round_to_odd(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
     nearest = b.fptrunc(x, typed(FLOAT))
     back = b.fpext(nearest, typed(DOUBLE))
-    away = b.fcmp_ordered(">", call_llvm_intrinsic(b, "fabs", [back]), call_llvm_intrinsic(b, "fabs", [x]))  # (away
-    # from zero)
+    magnitudes = [call_llvm_intrinsic(b, "fabs", [v]) for v in (back, x)]  # (vectors too)
+    away = b.fcmp_ordered(">", *magnitudes)  # rounded away from zero
     bits = b.bitcast(nearest, typed(I32))
     toward_zero = b.select(away, b.sub(bits, one(1)), bits)
     inexact = b.zext(b.fcmp_ordered("!=", back, x), typed(I32))
