@@ -14,6 +14,7 @@ import ctypes
 import ctypes.util
 import functools
 import os
+import sys
 import threading
 
 from ..ir.registry import register_func
@@ -29,13 +30,15 @@ def _libgomp() -> str | None:
 
 
 def thread_pool_kind() -> str:
-    """``"tvms"`` when libgomp is installed (tvms's pool, libgomp's in exported libraries);
+    """``"tvms"`` when libgomp is installed on Linux (tvms's pool, libgomp's in exported libraries);
     ``"gomp"`` (libgomp's only) or ``"pthread"`` (threads created per parallel loop with libc's
     pthreads, also where libgomp is missing) when ``TVMS_THREAD_POOL`` says so."""
     chosen = os.environ.get("TVMS_THREAD_POOL", "")
     if chosen == "pthread" or _libgomp() is None:
         return "pthread"
-    return "gomp" if chosen == "gomp" else "tvms"
+    # (tvms's pool starts its mutex and conditions as zeros: glibc's and musl's static
+    # initializers, not macOS's)
+    return "gomp" if chosen == "gomp" or not sys.platform.startswith("linux") else "tvms"
 
 
 def load_thread_pool(own_pool: bool = True) -> None:

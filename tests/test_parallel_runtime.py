@@ -288,6 +288,12 @@ def test_own_pool_uses_its_workers_but_only_as_many_as_a_job_asks_for(own_pool):
     assert sleepy_threads(build(SLEEPY, "llvm -num-cores=3"), 16) == 3
 
 
+def test_own_pool_only_on_linux(own_pool):
+    """tvms's pool relies on zeros being a valid pthread mutex and condition (glibc, musl)."""
+    own_pool.setattr(sys, "platform", "darwin")
+    assert thread_pool_kind() == "gomp"
+
+
 def test_a_forked_child_gets_a_working_pool():
     """The child of a fork made while another thread runs a job (the pool busy, its lock taken
     at times) has none of the parent's workers: its pool starts afresh and uses 2 threads."""
