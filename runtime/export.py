@@ -185,7 +185,7 @@ def read_metadata(path: str) -> tuple[dict, Any]:
         raise TVMSError(f"load_module: {path} has metadata of format {fields.get('format')!r} version "
                         f"{fields.get('version')!r}; this tvms reads {FORMAT!r} version {VERSION}")
     if thread_pool_kind() != "pthread":
-        load_thread_pool()  # (first: so libgomp's workers sleep when idle, as for JIT-built code)
+        load_thread_pool(own_pool=False)  # (first: so libgomp's workers sleep when idle, as for JIT-built code)
     try:
         lib = ctypes.CDLL(os.path.abspath(path))
     except OSError as err:

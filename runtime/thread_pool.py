@@ -5,7 +5,7 @@ code has no access to it), or threads made with pthreads.
 ``runtime.thread_pool_kind``, and emits the matching launch code); ``load_thread_pool()`` makes
 tvms's pool (``thread_pool_ir.py``, compiled here once per process) and libgomp's
 symbols visible to the JIT, with idle workers sleeping. Code linked into an exported library
-does not see tvms's pool and runs its loops on libgomp's.
+does not see tvms's pool and runs its loops on libgomp's (loading one loads only libgomp).
 """
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ import ctypes
 import ctypes.util
 import functools
 import os
+import sys
 import threading
 
 from ..ir.registry import register_func
 
-_loaded = False
+_loaded: set = set()  # what load_thread_pool has loaded: "pool", "gomp"
 _load_lock = threading.Lock()
 _pool_engine = None
 
@@ -29,28 +30,32 @@ def _libgomp() -> str | None:
 
 
 def thread_pool_kind() -> str:
-    """``"tvms"`` when libgomp is installed (tvms's pool, libgomp's in exported libraries);
+    """``"tvms"`` when libgomp is installed on Linux (tvms's pool, libgomp's in exported libraries);
     ``"gomp"`` (libgomp's only) or ``"pthread"`` (threads created per parallel loop with libc's
     pthreads, also where libgomp is missing) when ``TVMS_THREAD_POOL`` says so."""
     chosen = os.environ.get("TVMS_THREAD_POOL", "")
     if chosen == "pthread" or _libgomp() is None:
         return "pthread"
-    return "gomp" if chosen == "gomp" else "tvms"
+    # (tvms's pool starts its mutex and conditions as zeros: glibc's and musl's static
+    # initializers, not macOS's)
+    return "gomp" if chosen == "gomp" or not sys.platform.startswith("linux") else "tvms"
 
 
-def load_thread_pool() -> None:
-    """Make tvms's pool and libgomp's symbols visible to the JIT (once per process)."""
-    global _loaded
-    with _load_lock:
-        if not _loaded:
-            _load()
-            _loaded = True
-
-
-def _load() -> None:
+def load_thread_pool(own_pool: bool = True) -> None:
+    """Make tvms's pool (unless not ``own_pool``: a loaded library, which cannot call it) and
+    libgomp's symbols visible to the JIT (each once per process)."""
     import llvmlite.binding as llvm
 
-    _compile_pool(llvm)
+    with _load_lock:
+        if own_pool and "pool" not in _loaded:
+            _compile_pool(llvm)
+            _loaded.add("pool")
+        if "gomp" not in _loaded:
+            _load_libgomp(llvm)
+            _loaded.add("gomp")
+
+
+def _load_libgomp(llvm) -> None:
     path = _libgomp()
     if path is not None:
         # Held open by a handle that is never closed (and RTLD_NODELETE): at exit llvmlite
@@ -62,9 +67,12 @@ def _load() -> None:
 
 def _compile_pool(llvm) -> None:
     """JIT-compile tvms's pool and define its entry for the kernels' code. Its engine is never
-    freed: a sleeping worker returns into the pool's code when woken."""
+    freed: a sleeping worker returns into the pool's code when woken. A child forked through
+    Python (``os.fork``, multiprocessing) resets the pool first thing: it inherits the parent's
+    count of workers but none of their threads. (libc's ``pthread_atfork`` is not a symbol ctypes
+    can find: glibc links it statically into each caller.)"""
     global _pool_engine
-    from .thread_pool_ir import POOL_SYMBOL, pool_module_ir
+    from .thread_pool_ir import POOL_SYMBOL, RESET_SYMBOL, pool_module_ir
 
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
@@ -72,6 +80,7 @@ def _compile_pool(llvm) -> None:
     _pool_engine = llvm.create_mcjit_compiler(llvm.parse_assembly(pool_module_ir()), machine)
     _pool_engine.finalize_object()
     llvm.add_symbol(POOL_SYMBOL, _pool_engine.get_function_address(POOL_SYMBOL))
+    os.register_at_fork(after_in_child=ctypes.CFUNCTYPE(None)(_pool_engine.get_function_address(RESET_SYMBOL)))
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(_pool_engine))  # (kept past the interpreter's teardown)
 
 
@@ -94,6 +103,14 @@ def _passive_waiting():
         del os.environ["OMP_WAIT_POLICY"]
 
 
+def thread_pool_entry() -> tuple:
+    """(name, function type, task type) of tvms's pool's entry, for the code that calls it."""
+    from .thread_pool_ir import POOL_RUN, POOL_SYMBOL, POOL_TASK
+
+    return POOL_SYMBOL, POOL_RUN, POOL_TASK
+
+
 register_func("runtime.thread_pool_kind", thread_pool_kind)
+register_func("runtime.thread_pool_entry", thread_pool_entry)
 
 __all__ = ["load_thread_pool", "thread_pool_kind"]

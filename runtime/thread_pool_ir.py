@@ -10,15 +10,18 @@ by one: the caller claims the next task as soon as it is done with one, so a tas
 started by then is run by the caller, and the call returns when all tasks are done, never
 waiting for a worker that has not started. A late worker finds nothing left and sleeps again.
 
-One mutex guards the job (task, closure, count, next task, tasks left, generation); claiming a
-task takes it for a moment, which is nothing next to a task's work (a parallel loop has a few
-tasks per thread). Workers are created on first need (detached, ``threads - 1`` of them)
-and sleep on a condition variable between jobs, so an idle pool takes no CPU. One job at a
+One mutex guards the job (task, closure, count, next task, tasks left, workers that may still
+join it, generation); claiming a task takes it for a moment, which is nothing next to a task's
+work (a parallel loop has a few tasks per thread). Workers are created on first need (detached,
+``threads - 1`` of them) and sleep on a condition variable between jobs, so an idle pool takes
+no CPU. A job wakes at most ``min(threads, tasks) - 1`` of them and no more join it, however
+many an earlier call with more threads created. One job at a
 time: a call made while a job runs (another Python thread, or a task's own parallel loop) runs
 its tasks in the calling thread.
 
 ``thread_pool.py`` compiles this module once per process and makes the symbol visible to the
-JIT; kernels reference it weakly (``lowering/codegen/llvm_parallel.py`` emits the call), so code
+JIT (and resets the pool in a forked child: ``tvms_parallel_reset``, as the child has none of
+the workers and may have forked while a thread held the lock); kernels reference it weakly (``lowering/codegen/llvm_parallel.py`` emits the call), so code
 linked into an exported library, where the symbol is absent, falls back to libgomp.
 """
 from __future__ import annotations
@@ -27,9 +30,12 @@ from llvmlite import ir
 
 I8, I32, I64, PTR = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.PointerType()
 
-POOL_SYMBOL = "tvms_parallel_run"  # (the name llvm_parallel.py calls, and its TASK and RUN types)
-TASK = ir.FunctionType(ir.VoidType(), [PTR, I32, I32])  # task(closure, t, n)
-RUN = ir.FunctionType(ir.VoidType(), [PTR, PTR, I32, I32])  # tvms_parallel_run
+# The pool's entry as the kernels call it (lowering/codegen/llvm_parallel.py asks for these by
+# name, ``runtime.thread_pool_entry``: the layers below the runtime do not import it).
+POOL_SYMBOL = "tvms_parallel_run"
+POOL_TASK = ir.FunctionType(ir.VoidType(), [PTR, I32, I32])  # task(closure, t, n)
+POOL_RUN = ir.FunctionType(ir.VoidType(), [PTR, PTR, I32, I32])  # tvms_parallel_run
+RESET_SYMBOL = "tvms_parallel_reset"
 SYNC_BYTES = 64  # room for a pthread mutex or condition variable (40 / 48 bytes on glibc)
 MAX_WORKERS = 255
 
@@ -41,6 +47,7 @@ def pool_module_ir() -> str:
     drain = _drain_function(module, state)
     worker = _worker_function(module, state, drain)
     _run_function(module, state, drain, worker)
+    _reset_function(module, state)
     return str(module)
 
 
@@ -58,8 +65,8 @@ class _State:
         for g in (self.lock, self.work, self.done):
             g.align = 64  # (zeros are glibc's static initializers of both types)
         self.task, self.closure = (var(n, PTR, ir.Constant(PTR, None)) for n in ("task", "closure"))
-        self.count, self.next, self.left, self.busy, self.workers = (
-            var(n, I32, ir.Constant(I32, 0)) for n in ("count", "next", "left", "busy", "workers"))
+        self.count, self.next, self.left, self.joining, self.busy, self.workers = (
+            var(n, I32, ir.Constant(I32, 0)) for n in ("count", "next", "left", "joining", "busy", "workers"))
         self.generation = var("generation", I64, ir.Constant(I64, 0))
         self.module = module
 
@@ -99,7 +106,8 @@ def _drain_function(module: ir.Module, s: _State) -> ir.Function:
 
 
 def _worker_function(module: ir.Module, s: _State, drain: ir.Function) -> ir.Function:
-    """A worker's thread: sleep until a new job is posted, take part in it, sleep again."""
+    """A worker's thread: sleep until a new job is posted, take part in it if it still wants a
+    worker, sleep again."""
     fn = ir.Function(module, ir.FunctionType(PTR, [PTR]), "pool.worker")
     fn.linkage = "internal"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -116,15 +124,19 @@ def _worker_function(module: ir.Module, s: _State, drain: ir.Function) -> ir.Fun
     b.branch(head)
     b.position_at_end(join)
     b.store(generation, seen)
-    b.call(drain, [])
+    joining = b.load(s.joining, typ=I32)
+    with b.if_then(b.icmp_signed(">", joining, ir.Constant(I32, 0))):
+        b.store(b.sub(joining, ir.Constant(I32, 1)), s.joining)
+        b.call(drain, [])
     b.branch(head)
     return fn
 
 
 def _run_function(module: ir.Module, s: _State, drain: ir.Function, worker: ir.Function) -> None:
-    """``tvms_parallel_run(task, closure, n, threads)``: post the job, wake the workers (creating
-    those missing), run tasks until none is left to claim, wait for those still running."""
-    fn = ir.Function(module, RUN, POOL_SYMBOL)
+    """``tvms_parallel_run(task, closure, n, threads)``: post the job, wake ``min(threads, n) - 1``
+    workers (creating those missing), run tasks until none is left to claim, wait for those still
+    running."""
+    fn = ir.Function(module, POOL_RUN, POOL_SYMBOL)
     task, closure, n, threads = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     s.call(b, "mutex_lock", s.lock)
@@ -134,12 +146,13 @@ def _run_function(module: ir.Module, s: _State, drain: ir.Function, worker: ir.F
             _serially(b, task, closure, n)
         with free:
             b.store(ir.Constant(I32, 1), s.busy)
+            wanted = b.sub(_smaller(b, threads, n), ir.Constant(I32, 1))
             for g, v in ((s.task, task), (s.closure, closure), (s.count, n), (s.next, ir.Constant(I32, 0)),
-                         (s.left, n)):
+                         (s.left, n), (s.joining, wanted)):
                 b.store(v, g)
             b.store(b.add(b.load(s.generation, typ=I64), ir.Constant(I64, 1)), s.generation)
-            _start_workers(b, s, worker, b.sub(threads, ir.Constant(I32, 1)))
-            s.call(b, "cond_broadcast", s.work)
+            _start_workers(b, s, worker, wanted)
+            _loop_while(b, lambda t: b.icmp_signed("<", t, wanted), lambda _t: s.call(b, "cond_signal", s.work) and None)
             b.call(drain, [])
             _wait_until_done(b, s)
             b.store(ir.Constant(I32, 0), s.busy)
@@ -147,19 +160,34 @@ def _run_function(module: ir.Module, s: _State, drain: ir.Function, worker: ir.F
     b.ret_void()
 
 
+def _reset_function(module: ir.Module, s: _State) -> None:
+    """``tvms_parallel_reset()``, for a forked child (its only thread): no workers, no job, and
+    the lock and conditions as new (a thread of the parent may have held the lock)."""
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), []), RESET_SYMBOL)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    for g in (s.lock, s.work, s.done):
+        b.store(g.initializer, g)
+    for g in (s.joining, s.busy, s.workers):
+        b.store(ir.Constant(I32, 0), g)
+    b.ret_void()
+
+
+def _smaller(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
 def _serially(b: ir.IRBuilder, task: ir.Value, closure: ir.Value, n: ir.Value) -> None:
     _loop_while(b, lambda t: b.icmp_signed("<", t, n), lambda t: b.call(_callable(b, task), [closure, t, n]) and None)
 
 
 def _callable(b: ir.IRBuilder, task: ir.Value) -> ir.Value:
-    return b.inttoptr(b.ptrtoint(task, I64), TASK.as_pointer())  # (llvmlite calls typed pointers)
+    return b.inttoptr(b.ptrtoint(task, I64), POOL_TASK.as_pointer())  # (llvmlite calls typed pointers)
 
 
 def _start_workers(b: ir.IRBuilder, s: _State, worker: ir.Function, wanted: ir.Value) -> None:
     """Create workers (detached) until there are ``wanted`` (at most MAX_WORKERS), or one fails."""
     handle = b.alloca(I64)
-    most = b.select(b.icmp_signed("<", wanted, ir.Constant(I32, MAX_WORKERS)), wanted,
-                    ir.Constant(I32, MAX_WORKERS))
+    most = _smaller(b, wanted, ir.Constant(I32, MAX_WORKERS))
 
     def start(_t: ir.Value) -> ir.Value:
         made = s.call(b, "create", handle, ir.Constant(PTR, None), worker, ir.Constant(PTR, None))
@@ -196,4 +224,4 @@ def _loop_while(b: ir.IRBuilder, condition, body) -> None:
     b.position_at_end(done)
 
 
-__all__ = ["POOL_SYMBOL", "RUN", "TASK", "pool_module_ir"]
+__all__ = ["POOL_RUN", "POOL_SYMBOL", "POOL_TASK", "RESET_SYMBOL", "pool_module_ir"]

@@ -23,17 +23,20 @@ from tvm.script import tir as T
 @T.prim_func
 def main(A: T.Buffer((N,), "DT"), B: T.Buffer((N,), "float32"), C: T.Buffer((N,), "SRC"),
          D: T.Buffer((N,), "DT")):
-    for i in T.KIND(N):
-        B[i] = T.Cast("float32", A[i])
-        D[i] = T.Cast("DT", C[i])
+    for io in T.serial(N8):
+        for ii in T.KIND(8):
+            B[io * 8 + ii] = T.Cast("float32", A[io * 8 + ii])
+            D[io * 8 + ii] = T.Cast("DT", C[io * 8 + ii])
 '''
 
 
 def _convert(dtype: str, codes: np.ndarray, inputs: np.ndarray, vectorized: bool = False):
-    """(the float32 values of ``codes``, ``inputs`` converted to ``dtype``) by compiled code."""
-    n = max(len(codes), len(inputs))
+    """(the float32 values of ``codes``, ``inputs`` converted to ``dtype``) by compiled code
+    (``vectorized``: 8 lanes at a time)."""
+    n = -(-max(len(codes), len(inputs)) // 8) * 8
     codes, inputs = np.resize(codes, n), np.resize(inputs, n)
-    src = CONVERT.replace("DT", dtype).replace("SRC", str(inputs.dtype)).replace("(N", f"({n}")
+    src = CONVERT.replace("DT", dtype).replace("SRC", str(inputs.dtype)).replace("N8", str(n // 8))
+    src = src.replace("(N", f"({n}")
     src = src.replace("T.KIND(", "T.vectorized(" if vectorized else "T.serial(")
     f = tvms.build(from_source(src), target="llvm")
     a, c = tvms.nd.array(codes), tvms.nd.array(inputs)
@@ -91,6 +94,60 @@ def test_float64_and_float16_conversions_round_once():
     halves = np.array([tie, 1.2, -300.0, np.inf, 65504.0], np.float16)
     *_, inputs, encoded = _convert("float8_e5m2", np.zeros(1, ml_dtypes.float8_e5m2), halves)
     assert (_bits(encoded) == _bits(inputs.astype(ml_dtypes.float8_e5m2))).all()
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e8m0fnu", "float4_e2m1fn"])
+def test_vectorized_casts_from_float64_and_int32(name):
+    """8-lane casts from float64 and int32 (rounded to float32 to odd first, a vector of
+    ``llvm.fabs``) equal the scalar ones, and ml_dtypes' where the input is exact in float32."""
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    doubles = np.concatenate([_sweep(dtype)[::7], [1.0625 + 2.0 ** -40, 1.0625 - 2.0 ** -40, 1e300]])
+    ints = np.concatenate([np.arange(-300, 300), [2 ** 24 + 1, -(2 ** 31), 2 ** 31 - 1, 12345679]])
+    for inputs in (doubles.astype(np.float64), ints.astype(np.int32)):
+        *_, inputs, vector = _convert(name, np.zeros(8, dtype), inputs, vectorized=True)
+        *_, scalar = _convert(name, np.zeros(8, dtype), inputs)
+        assert (_bits(vector) == _bits(scalar)).all()
+        with np.errstate(all="ignore"):
+            exact = inputs.astype(np.float32).astype(inputs.dtype) == inputs
+            want = inputs.astype(np.float32).astype(dtype)
+        assert (_bits(vector) == _bits(want))[exact].all()
+
+
+NARROW_CONSTANTS = '''\
+from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((8,), "bfloat16"), B: T.Buffer((8,), "float8_e4m3fn")):
+    for i in range(8):
+        A[i] = A[i] * T.bfloat16(3.0)
+        B[i] = T.float8_e4m3fn(-0.3)
+'''
+
+
+def test_constants_are_encoded_without_ml_dtypes():
+    """A narrow-float constant's bits equal ml_dtypes' rounding for every format, and compiling
+    one needs no ml_dtypes (``T.bfloat16(3.0)`` used to raise without it)."""
+    from tvms.lowering.codegen.llvm_types import constant
+
+    for name in sorted(FLOAT_FORMATS):
+        dtype = np.dtype(getattr(ml_dtypes, name))
+        values = _sweep(dtype)[::17 if dtype.itemsize == 2 else 1]
+        got = np.array([constant(DataType(name), float(v)).constant for v in values])
+        with np.errstate(all="ignore"):
+            want = _bits(values.astype(dtype))
+        assert (got == want).all(), (name, values[got != want][:8], got[got != want][:8], want[got != want][:8])
+    code = f"""import sys
+sys.modules["ml_dtypes"] = None  # (the code generator's steps; loading the kernel is the runtime's)
+from tvms.ir.target import as_target
+from tvms.lowering.build import codegen, lower_prim_func
+from tvms.lowering.targets import target_kind
+from tvms.script import from_source
+target = as_target("llvm")
+row = target_kind(target)
+ll = codegen({{"main": lower_prim_func(from_source({NARROW_CONSTANTS!r}), row, target)}}, row, target)["main"].llvm_ir
+print("i16 16448" in ll, "i8 170" in ll)"""  # (3.0 is 0x4040; -0.3 rounds to 0xaa)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["True", "True"], out.stderr
 
 
 @pytest.mark.parametrize("name", ["int4", "uint4", "int2", "uint2"])

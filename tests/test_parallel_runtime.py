@@ -82,6 +82,17 @@ THREAD_SELF = """
                 S[i] = S[i] + A[i]
             Who[i] = T.call_extern("uint64", "pthread_self")
 """
+# Each iteration sleeps 5 ms (a call: worth a task of its own), then records its thread: a task
+# lasts long enough that a woken worker takes part in the job, however loaded the machine.
+SLEEPY = """
+    @T.prim_func
+    def main(who: T.handle):
+        n = T.int32()
+        Who = T.match_buffer(who, (n,), "uint64")
+        for i in T.parallel(n):
+            T.evaluate(T.call_extern("int32", "usleep", 5000))
+            Who[i] = T.call_extern("uint64", "pthread_self")
+"""
 MATMUL = """
     @T.prim_func
     def main(A: T.Buffer((96, 96), "float32"), B: T.Buffer((96, 96), "float32"), C: T.Buffer((96, 96), "float32")):
@@ -255,6 +266,56 @@ def test_own_pool_runs_each_task_once_on_one_thread_task_0_on_the_caller(own_poo
         assert tasks[0] == {self_thread()}
 
 
+def sleepy_threads(lib, n: int) -> int:
+    """How many threads ran the ``n`` iterations of SLEEPY (the best of three calls)."""
+    used = 0
+    for _ in range(3):
+        who = np.zeros(n, np.uint64)
+        lib(who)
+        used = max(used, len(set(who.tolist())))
+    return used
+
+
+def test_own_pool_uses_its_workers_but_only_as_many_as_a_job_asks_for(own_pool):
+    """A call on 6 threads makes 5 workers; a later call on 2 threads runs on the caller and one
+    of them (it used to run on every worker the pool had); ``-num-cores`` likewise."""
+    lib = build(SLEEPY)
+    own_pool.setenv("TVM_NUM_THREADS", "6")
+    assert 2 <= sleepy_threads(lib, 24) <= 6
+    own_pool.setenv("TVM_NUM_THREADS", "2")
+    assert sleepy_threads(lib, 16) == 2
+    own_pool.delenv("TVM_NUM_THREADS")
+    assert sleepy_threads(build(SLEEPY, "llvm -num-cores=3"), 16) == 3
+
+
+def test_own_pool_only_on_linux(own_pool):
+    """tvms's pool relies on zeros being a valid pthread mutex and condition (glibc, musl)."""
+    own_pool.setattr(sys, "platform", "darwin")
+    assert thread_pool_kind() == "gomp"
+
+
+def test_a_forked_child_gets_a_working_pool():
+    """The child of a fork made while another thread runs a job (the pool busy, its lock taken
+    at times) has none of the parent's workers: its pool starts afresh and uses 2 threads."""
+    done = run_python(f"""
+        import os, sys, threading, time
+        import numpy as np
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_parallel_runtime import SLEEPY, build, sleepy_threads
+        lib = build(SLEEPY)
+        sleepy_threads(lib, 16)  # (the workers exist before the fork)
+        busy = threading.Thread(target=lambda: lib(np.zeros(64, np.uint64)))
+        busy.start()
+        time.sleep(0.02)
+        pid = os.fork()
+        if pid == 0:
+            os._exit(sleepy_threads(lib, 16))
+        busy.join()
+        print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    """, TVM_NUM_THREADS="2", TVMS_THREAD_POOL="")
+    assert done.stdout.split() == ["2"]
+
+
 def test_own_pool_takes_callers_from_several_threads_at_once(own_pool):
     """A call made while another runs its job runs its tasks in its own thread: every result of
     four Python threads calling one kernel at the same time is right."""
@@ -292,7 +353,8 @@ def test_parallel_matmul_equals_numpy_at_each_thread_count(own_pool, threads):
 
 def test_a_loaded_library_also_lets_libgomp_sleep(tmp_path):
     """A library written by export_library and loaded alone (load_module, in a fresh process)
-    brings libgomp in with the same passive waiting as JIT-built code, and runs on 3 threads."""
+    brings libgomp in with the same passive waiting as JIT-built code (and not tvms's pool), and
+    runs on 3 threads."""
     pytest.importorskip("llvmlite")
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler to link the library")
@@ -302,9 +364,9 @@ def test_a_loaded_library_also_lets_libgomp_sleep(tmp_path):
         import sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_parallel_runtime import run_traced
-        from tvms.runtime import load_module
+        from tvms.runtime import load_module, thread_pool
         _, nt = run_traced(load_module({str(path)!r})["main"], 9)
-        print(sorted(set(nt.tolist())))
+        print(sorted(set(nt.tolist())), thread_pool._pool_engine)
     """, TVM_NUM_THREADS="3", OMP_DISPLAY_ENV="true")
-    assert done.stdout.split() == ["[3]"]
+    assert done.stdout.split() == ["[3]", "None"]  # (tvms's pool, which it cannot call, is not compiled)
     assert "OMP_WAIT_POLICY = 'PASSIVE'" in done.stderr

@@ -14,6 +14,7 @@ import functools
 
 from llvmlite import ir
 
+from .llvm_intrinsics import call_llvm_intrinsic
 from .llvm_types import I32
 
 I16 = ir.IntType(16)
@@ -84,8 +85,8 @@ def round_to_odd(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
     nearest = b.fptrunc(x, typed(FLOAT))
     back = b.fpext(nearest, typed(DOUBLE))
-    fabs = b.module.declare_intrinsic("llvm.fabs", [typed(DOUBLE)])
-    away = b.fcmp_ordered(">", b.call(fabs, [back]), b.call(fabs, [x]))  # rounded away from zero
+    magnitudes = [call_llvm_intrinsic(b, "fabs", [v]) for v in (back, x)]  # (vectors too)
+    away = b.fcmp_ordered(">", *magnitudes)  # rounded away from zero
     bits = b.bitcast(nearest, typed(I32))
     toward_zero = b.select(away, b.sub(bits, one(1)), bits)
     inexact = b.zext(b.fcmp_ordered("!=", back, x), typed(I32))

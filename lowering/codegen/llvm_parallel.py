@@ -40,9 +40,6 @@ from . import llvm_types as T
 from .llvm_intrinsics import declare as declare_c
 
 NUM_THREADS_SYMBOL = "__tvms_num_threads"
-POOL_SYMBOL = "tvms_parallel_run"  # tvms's pool (runtime/thread_pool_ir.py): pool(task, closure, tasks, threads)
-POOL_RUN = ir.FunctionType(ir.VoidType(), [T.PTR, T.PTR, T.I32, T.I32])
-POOL_TASK = ir.FunctionType(ir.VoidType(), [T.PTR, T.I32, T.I32])  # task(closure, t, tasks)
 MAX_THREADS = 256
 TASKS_PER_THREAD = 4  # on tvms's pool: shares of a late or preempted thread go to the others
 MIN_TASK_WORK = 1 << 17  # stores per task below which another thread costs more than it saves
@@ -166,12 +163,13 @@ def _launch_gomp(cg: Any, loop: Any, name: str, run_task, closure: ir.Value, n: 
     if not pooled:
         bld.call(launch, [task, closure, n, ir.Constant(T.I32, 0)])
         return
-    pool_task = ir.Function(module, POOL_TASK, f"{name}.pooled")
+    symbol, run_type, task_type = get_global_func("runtime.thread_pool_entry")()  # (defined there, once)
+    pool_task = ir.Function(module, task_type, f"{name}.pooled")
     pool_task.linkage = "internal"
     tb = ir.IRBuilder(pool_task.append_basic_block("entry"))
     run_task(tb, *pool_task.args)
     tb.ret_void()
-    pool = module.globals.get(POOL_SYMBOL) or ir.Function(module, POOL_RUN, POOL_SYMBOL)
+    pool = module.globals.get(symbol) or ir.Function(module, run_type, symbol)
     pool.linkage = "extern_weak"  # (absent from an exported library: libgomp's there)
     with bld.if_else(bld.icmp_unsigned("!=", bld.ptrtoint(pool, T.I64), ir.Constant(T.I64, 0))) as (ours, gomp):
         with ours:

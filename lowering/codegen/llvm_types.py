@@ -1,12 +1,13 @@
 """TensorIR data types as LLVM types, and the conversions (casts) between them."""
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
 from llvmlite import ir
 
-from ...ir.dtype import FLOAT_FORMATS, DataType, float_format, ml_dtype
+from ...ir.dtype import FLOAT_FORMATS, DataType, FloatFormat, float_format
 from ...ir.errors import TVMSError
 
 PTR = ir.PointerType()
@@ -75,10 +76,8 @@ def constant(dtype: DataType, value: Any) -> ir.Constant:
     element = scalar_type(dt)
     if dt.is_bool:
         value = int(bool(value))
-    elif dt.is_narrow_float:  # its bits, rounded as the conversions here round
-        with np.errstate(over="ignore"):
-            code = np.array(_to_odd_float32(float(value)), np.float32).astype(ml_dtype(dt))
-        value = int(code.view(np.uint16 if dt.bits == 16 else np.uint8))
+    elif dt.is_narrow_float:  # its bits, rounded as the conversions here round (no ml_dtypes needed)
+        value = _narrow_code(float(_to_odd_float32(float(value))), float_format(dt))
     elif dt.is_integer:
         value = int(value) & ((1 << dt.bits) - 1)
     else:
@@ -99,6 +98,36 @@ def _to_odd_float32(value: float) -> np.float32:
     if abs(float(nearest)) > abs(value):
         bits -= 1
     return np.array(bits | 1, np.uint32).view(np.float32)[()]
+
+
+def _narrow_code(x: float, fmt: FloatFormat) -> int:
+    """The bits ``llvm_narrow.float_to_narrow`` gives for the float32 value ``x``, computed in
+    Python (for constants): the same steps on integers, the rounding below 2**emin done exactly."""
+    bits = struct.unpack("<I", struct.pack("<f", x))[0]
+    negative, a = bits >> 31, bits & 0x7FFFFFFF
+    is_nan = a > 0x7F800000
+    if fmt.kind == "e8m0":
+        exponent, mantissa = a >> 23, a & 0x7FFFFF
+        code = int(mantissa > 0x400000) if exponent == 0 else exponent + (mantissa >= 0x400000)
+        return 0xFF if is_nan or negative or a == 0 or code > 0xFE else code
+    shift, emin = 23 - fmt.mbits, 1 - fmt.bias
+    if a < (emin + 127) << 23:  # steps of the smallest subnormal, to even (Python's round)
+        code = round(abs(x) * 2.0 ** (fmt.mbits - emin))
+    else:
+        rebased = a - ((127 - fmt.bias) << 23)
+        code = (rebased + (1 << (shift - 1)) - 1 + ((rebased >> shift) & 1)) >> shift
+    top = fmt.ebits + fmt.mbits
+    overflow = {"ieee": (0xFF >> (8 - fmt.ebits)) << fmt.mbits, "fn": (1 << top) - 1,
+                "fnuz": 1 << top, "none": fmt.max_code}[fmt.kind]
+    code = overflow if code > fmt.max_code else code
+    sign = negative << top
+    if fmt.kind == "fnuz":  # no negative zero; NaN is the code of -0
+        return 1 << top if is_nan else code if code in (0, 1 << top) else code | sign
+    if not is_nan:
+        return code | sign
+    if fmt.kind == "none":
+        return (1 - negative) << top
+    return sign | (overflow | (1 << (fmt.mbits - 1)) if fmt.kind == "ieee" else (1 << top) - 1)
 
 
 _NUMPY_FLOATS = {16: np.float16, 32: np.float32, 64: np.float64}
