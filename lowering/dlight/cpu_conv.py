@@ -18,6 +18,21 @@ so a tile's MR weights per k are contiguous: that block reads only W and is mark
 LiftTransformParams as the Matmul rule marks its packed B. One output row per parallel task:
 its input slab (C x 3 rows) stays in cache while every channel tile uses it. The padded input
 is computed first, in parallel over its channels, in vectors (the padding columns masked).
+
+Every other 2-D convolution (any kernel size, stride, padding, dilation, groups; 1x1 ones are
+plain GEMMs) gets the transposed tiling, vectors along the output channels instead of the
+pixels (``schedule_channel_vectors``)::
+
+    n f_0 y (parallel) | x_0 | c ry rx | x_1 (unrolled, MR) | f_1 (unrolled) | f_v (vectorized)
+
+Per k, MR broadcasts of D, at offsets ``i * stride`` from one address whatever the stride,
+and the f tile's vectors of W (packed ``[f // T, c, ry, rx, f % T]``, T = f_1 x f_v, lifted
+as above) feed the MR x f_1 accumulators. A row's pixel count that MR does not divide leaves a
+guarded last tile (whole pixels, not lanes). The tile never straddles two groups (T divides
+the channels of a group), so the lanes share one input channel. The accumulators sit in a
+local buffer laid out ``[x, f]`` (vectors of f); the elementwise epilogue is inlined into their
+copy to Y. Depthwise convolutions (one input channel per group) keep the pixels in the vectors:
+``schedule_depthwise``.
 """
 from __future__ import annotations
 
@@ -28,8 +43,9 @@ from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore
 from ..schedule import Schedule, ScheduleError
 from ..schedule.layout import IndexMap
-from .analysis import BlockInfo, CPURule, const_int, describe_blocks, has_nested_blocks, vector_lanes
+from .analysis import BlockInfo, CPURule, const_int, describe_block, describe_blocks, has_nested_blocks, vector_lanes
 from .cpu_matmul import accumulator_registers, mark_weight_packing, schedule_epilogue
+from .cpu_tactics import schedule_spatial_block
 
 MAX_TILE_ROWS = 12  # output channels of a register tile
 
@@ -42,38 +58,77 @@ class Conv2D(CPURule):
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
         if not isinstance(func, PrimFunc):
             return None
-        sch = Schedule(func)
-        if has_nested_blocks(sch):
+        for plan in (_pixel_vectors, _channel_vectors):  # (each on a fresh schedule)
+            sch = _try_plan(func, target, plan)
+            if sch is not None:
+                return sch
+        return None
+
+
+def _try_plan(func: PrimFunc, target: Any, plan: Any) -> Schedule | None:
+    """``plan(sch, conv, data, weight, epilogues, target)`` on a schedule of ``func`` when ``func``
+    is a conv2d (after the padding of its input, before an elementwise epilogue); the schedule,
+    or None when the function is not one or the plan does not fit."""
+    sch = Schedule(func)
+    if has_nested_blocks(sch):
+        return None
+    infos = describe_blocks(sch)
+    convs = [i for i, info in enumerate(infos) if info.is_reduction()]
+    if len(convs) != 1:
+        return None
+    conv = infos[convs[0]]
+    operands = match_conv2d(conv)
+    if operands is None:
+        return None
+    data, weight = operands
+    prologues, epilogues = infos[:convs[0]], infos[convs[0] + 1:]
+    if any(p.write().buffer is not data.buffer or not p.is_injective() for p in prologues):
+        return None  # only the padding of the input may come first
+    if any(not e.is_injective() or not e.trivial for e in epilogues):
+        return None
+    if any(const_int(it.extent) is None for it in conv.iters):
+        return None
+    try:
+        if not plan(sch, conv, data, weight, epilogues, target):
             return None
-        infos = describe_blocks(sch)
-        convs = [i for i, info in enumerate(infos) if info.is_reduction()]
-        if len(convs) != 1:
-            return None
-        conv = infos[convs[0]]
-        operands = match_conv2d(conv)
-        if operands is None:
-            return None
-        data, weight = operands
-        prologues, epilogues = infos[:convs[0]], infos[convs[0] + 1:]
-        if any(p.write().buffer is not data.buffer or not p.is_injective() for p in prologues):
-            return None  # only the padding of the input may come first
-        if any(not e.is_injective() or not e.trivial for e in epilogues):
-            return None
-        lanes = vector_lanes(target, conv.write().buffer.dtype)
-        tile = register_tile(const_int(conv.iters[3].extent), lanes, accumulator_registers(target))
-        if tile is None or const_int(conv.iters[1].extent) is None:
-            return None
-        try:
-            rows = schedule_conv(sch, conv, weight, *tile)
-            for pad in prologues:  # (the padding columns: masked lanes)
-                loops = sch.get_loops(pad.rv)
-                sch.parallel(sch.fuse(*loops[:2]))
-                sch.vectorize(sch.split(loops[-1], [None, tile[2]])[1])
-        except ScheduleError:
-            return None
-        for epilogue in epilogues:
-            schedule_epilogue(sch, rows, epilogue, lanes)
-        return sch
+        for pad in prologues:
+            if isinstance(pad.block.body, BufferStore) and isinstance(pad.block.body.value, BufferLoad):
+                sch.compute_inline(pad.rv)  # (no padding: a copy)
+            else:
+                schedule_spatial_block(sch, describe_block(sch, pad.rv), target)
+    except ScheduleError:
+        return None
+    return sch
+
+
+def _pixel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
+                   target: Any) -> bool:
+    """The implicit GEMM with vectors along an output row (stride and dilation 1, groups 1)."""
+    if not _unit_window(conv, data):
+        return False
+    lanes = vector_lanes(target, conv.write().buffer.dtype)
+    tile = register_tile(const_int(conv.iters[3].extent), lanes, accumulator_registers(target))
+    if tile is None:
+        return False
+    rows = schedule_conv(sch, conv, weight, *tile)
+    for epilogue in epilogues:
+        schedule_epilogue(sch, rows, epilogue, lanes)
+    return True
+
+
+def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
+                     target: Any) -> bool:
+    """The implicit GEMM with vectors along the output channels (any window, stride, groups)."""
+    extents = [const_int(it.extent) for it in conv.iters]
+    groups = const_int(data.buffer.shape[1]) // extents[4] if const_int(data.buffer.shape[1]) else None
+    if not groups or extents[1] % groups:
+        return False
+    lanes = vector_lanes(target, conv.write().buffer.dtype)
+    tile = channel_tile(extents[1] // groups, extents[3], lanes, accumulator_registers(target))
+    if tile is None:
+        return False
+    schedule_channel_vectors(sch, conv, weight, epilogues, *tile)
+    return True
 
 
 def register_tile(width: int | None, lanes: int, accumulators: int) -> tuple[int, int, int] | None:
@@ -96,8 +151,9 @@ def register_tile(width: int | None, lanes: int, accumulators: int) -> tuple[int
 
 
 def match_conv2d(info: BlockInfo) -> tuple[BufferLoad, BufferLoad] | None:
-    """The data and weight loads of ``Y[n, f, y, x] = Y[n, f, y, x] + D[n, c, y + ry, x + rx] *
-    W[f, c, ry, rx]`` (iterators n f y x c ry rx, casts allowed); None otherwise."""
+    """The data and weight loads of ``Y[n, f, y, x] = Y[n, f, y, x] + D[n, .., .., ..] *
+    W[f, c, ry, rx]`` (iterators n f y x c ry rx, casts allowed; D's channel, row and column
+    any expressions of them: groups, strides, dilation); None otherwise."""
     if [it.kind for it in info.iters] != list("SSSSRRR") or len(info.loops) != 7 or not info.trivial:
         return None
     n, f, y, x, c, ry, rx = (it.var for it in info.iters)
@@ -115,10 +171,15 @@ def match_conv2d(info: BlockInfo) -> tuple[BufferLoad, BufferLoad] | None:
     for data, weight in (loads, loads[::-1]):
         if [id(i) for i in weight.indices] != [id(f), id(c), id(ry), id(rx)] or len(data.indices) != 4:
             continue
-        if [id(i) for i in data.indices[:2]] == [id(n), id(c)] and _sum_of(data.indices[2], y, ry) \
-                and _sum_of(data.indices[3], x, rx):
+        if data.indices[0] is n and data.buffer is not weight.buffer:
             return data, weight
     return None
+
+
+def _unit_window(info: BlockInfo, data: BufferLoad) -> bool:
+    """D is read at ``[n, c, y + ry, x + rx]``: stride and dilation 1, one group."""
+    n, f, y, x, c, ry, rx = (it.var for it in info.iters)
+    return data.indices[1] is c and _sum_of(data.indices[2], y, ry) and _sum_of(data.indices[3], x, rx)
 
 
 def _sum_of(e: Any, a: Var, b: Var) -> bool:
@@ -134,15 +195,7 @@ def schedule_conv(sch: Schedule, conv: BlockInfo, weight: BufferLoad, mr: int, u
     sch.reorder(n, y, f_0, x_0, c, ry, rx, f_1, x_u, x_v)
     rows = sch.fuse(n, y)
     sch.parallel(rows)
-    w_read = next(i for i, r in enumerate(sch.get(block).reads) if r.buffer is weight.buffer)
-    packed = sch.cache_read(block, w_read, "global", consumer_blocks=[block])
-    dtype = weight.buffer.shape[0].dtype
-    v = [Var(f"v{d}", dtype) for d in range(4)]
-    rows_map = IndexMap(v, [FloorDiv(v[0], const(mr, dtype)), v[1], v[2], v[3], FloorMod(v[0], const(mr, dtype))])
-    zero = const(0, weight.buffer.dtype) if const_int(conv.iters[1].extent) % mr else None
-    sch.transform_layout(packed, ("write", 0), rows_map, pad_value=zero)
-    sch.parallel(sch.get_loops(packed)[0])
-    mark_weight_packing(sch, packed)
+    pack_weight(sch, conv, weight, mr)
     acc = sch.cache_write(block, 0, "local")
     sch.reverse_compute_at(acc, x_0)
     sch.split(sch.get_loops(acc)[-1], [u, vec])
@@ -153,6 +206,72 @@ def schedule_conv(sch: Schedule, conv: BlockInfo, weight: BufferLoad, mr: int, u
         sch.unroll(inner[-2])
         sch.vectorize(inner[-1])
     return rows
+
+
+def pack_weight(sch: Schedule, conv: BlockInfo, weight: BufferLoad, rows: int) -> None:
+    """Copy W into ``[f // rows, c, ry, rx, f % rows]`` (zero rows past F) before the conv, so a
+    tile's ``rows`` weights per k are contiguous; marked for LiftTransformParams."""
+    block = conv.rv
+    w_read = next(i for i, r in enumerate(sch.get(block).reads) if r.buffer is weight.buffer)
+    packed = sch.cache_read(block, w_read, "global", consumer_blocks=[block])
+    dtype = weight.buffer.shape[0].dtype
+    v = [Var(f"v{d}", dtype) for d in range(4)]
+    rows_map = IndexMap(v, [FloorDiv(v[0], const(rows, dtype)), v[1], v[2], v[3], FloorMod(v[0], const(rows, dtype))])
+    zero = const(0, weight.buffer.dtype) if const_int(conv.iters[1].extent) % rows else None
+    sch.transform_layout(packed, ("write", 0), rows_map, pad_value=zero)
+    sch.parallel(sch.get_loops(packed)[0])
+    mark_weight_packing(sch, packed)
+
+
+def channel_tile(group_channels: int, width: int, lanes: int, accumulators: int) -> tuple[int, int, int] | None:
+    """The register tile (pixels MR, vectors of channels, lanes of a vector) of the channel-vector
+    plan: vectors of the widest power of two up to ``lanes`` that divides a group's output
+    channels (at least 4), tiles whose channels divide a group's, at most ``accumulators``
+    vectors, with the most FMAs per load (MR x NV per MR + NV) times the share of a row's
+    tiles that is real pixels (a row of 7 in tiles of 4: 7 / 8). None when no vector fits."""
+    vec = lanes
+    while vec >= 4 and group_channels % vec:
+        vec //= 2
+    if vec < 4:
+        return None
+    best, best_key = None, None
+    for nv in range(1, accumulators + 1):
+        if (group_channels // vec) % nv:
+            continue
+        for mr in range(1, min(width, accumulators // nv) + 1):
+            used = width / (-(-width // mr) * mr)
+            key = (used * mr * nv / (mr + nv), mr * nv)
+            if best_key is None or key > best_key:
+                best, best_key = (mr, nv, vec), key
+    return best
+
+
+def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad, epilogues: list,
+                             mr: int, nv: int, vec: int) -> None:
+    """The channel-vector plan (see the module docstring)."""
+    block = conv.rv
+    n, f, y, x, c, ry, rx = conv.loops
+    f_0, f_1, f_v = sch.split(f, [None, nv, vec])
+    x_0, x_1 = sch.split(x, [None, mr])
+    sch.reorder(n, f_0, y, x_0, c, ry, rx, x_1, f_1, f_v)
+    sch.parallel(sch.fuse(n, f_0, y))
+    pack_weight(sch, conv, weight, nv * vec)
+    acc = sch.cache_write(block, 0, "local")
+    dtype = conv.write().buffer.shape[0].dtype
+    v = [Var(f"v{d}", dtype) for d in range(4)]
+    sch.transform_layout(block, ("write", 0), IndexMap(v, [v[0], v[2], v[3], v[1]]))  # (vectors of f)
+    for epilogue in epilogues:  # computed on the tile's way to memory
+        sch.reverse_compute_inline(sch.get_consumers(acc)[0])
+    sch.reverse_compute_at(acc, x_0, preserve_unit_loops=True)
+    a_n, a_f, a_y, a_x = sch.get_loops(acc)[-4:]
+    a_f1, a_fv = sch.split(a_f, [nv, vec])
+    sch.reorder(a_n, a_y, a_x, a_f1, a_fv)
+    init = sch.decompose_reduction(block, c)
+    for stage in (block, init, acc):
+        inner = sch.get_loops(stage)
+        sch.unroll(inner[-3])
+        sch.unroll(inner[-2])
+        sch.vectorize(inner[-1])
 
 
 __all__ = ["Conv2D", "match_conv2d"]
