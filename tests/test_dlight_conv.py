@@ -11,7 +11,7 @@ import pytest
 import tvms
 from tvms.lowering.dlight import ApplyDefaultSchedule
 from tvms.lowering.dlight.cpu import default_rules
-from tvms.lowering.dlight.cpu_conv import Conv2D, register_tile
+from tvms.lowering.dlight.cpu_conv import Conv2D, channel_tile
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 from tvms.target import Target
@@ -97,11 +97,12 @@ def test_resnet_layer_through_the_default_rules():
     np.testing.assert_allclose(y, conv_reference(x, w), rtol=1e-3, atol=1e-3)
 
 
-def test_register_tile_fills_the_accumulators():
-    assert register_tile(56, 16, 24) == (3, 7, 8)  # AVX-512: 3 channels x 7 ymm of pixels
-    assert register_tile(56, 8, 12) == (12, 1, 8)  # AVX2: 12 channels x 1 ymm
-    assert register_tile(64, 16, 24) == (6, 4, 16)
-    assert register_tile(7, 16, 24) is None  # no vector of 4 lanes divides the row
+def test_channel_tile_fills_the_accumulators():
+    assert channel_tile(64, 56, 16, 24) == (8, 2, 16)  # AVX-512: 8 pixels x 2 zmm of channels
+    assert channel_tile(64, 56, 8, 12) == (4, 2, 8)  # AVX2: 4 pixels x 2 ymm
+    assert channel_tile(1000, 13, 16, 24) == (13, 1, 8)  # 1000 channels: ymm; 13 pixels: one tile
+    assert channel_tile(68, 28, 16, 24) == (1, 17, 4)  # a group of 68 channels: xmm
+    assert channel_tile(1, 56, 16, 24) is None  # depthwise: no vector of channels
 
 
 def window_conv_module(c: int, f: int, size: int, k: int, stride: int, pad: int, dilation: int,

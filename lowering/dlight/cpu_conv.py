@@ -1,38 +1,29 @@
-"""The default CPU schedule of a 2-D convolution in NCHW as an implicit GEMM:
-``Y[n, f, y, x] += D[n, c, y + ry, x + rx] * W[f, c, ry, rx]`` (D the zero-padded input that the
-legalized ``R.nn.conv2d`` computes first, stride and dilation 1), with an elementwise epilogue.
+"""The default CPU schedule of a 2-D convolution in NCHW as an implicit GEMM, for any window,
+stride, padding, dilation and groups: ``Y[n, f, y, x] += D[n, g(f) * C' + c, y * s + ry * d,
+x * s + rx * d] * W[f, c, ry, rx]`` (D the zero-padded input that the legalized
+``R.nn.conv2d`` computes first), with an elementwise epilogue (bias, batch norm's scale and
+shift, a residual add, relu).
 
-Seen as a matrix product, the rows are the output channels ``f``, the columns an output row's
-pixels ``x`` and the reduction runs over ``k = (c, ry, rx)``: row ``k`` of the right-hand matrix
-is the run ``D[n, c, y + ry, rx:rx + X]``, already contiguous in the padded input, so no im2col
-copy is needed. The loops become, outermost first::
+Seen as a matrix product, the rows are an output row's pixels ``x``, the columns the output
+channels ``f`` and the reduction runs over ``k = (c, ry, rx)``; nothing is copied into an
+im2col matrix. The loops become, outermost first::
 
-    n y (parallel) | f_0 | x_0 | c ry rx | f_1 (unrolled, MR) | x_u (unrolled, u) | x_v (vectorized)
+    n f_0 y (parallel) | x_0 | c ry rx | x_1 (unrolled, MR) | f_1 (unrolled, NV) | f_v (vectorized)
 
-The register tile is MR channels x u vectors of pixels, the vectors as wide as divides the row
-(56 pixels: 8 lanes, ymm), MR x u filling the Matmul rule's accumulator registers with the most
-FMAs per load (AVX-512's 24: 3 channels x 7 vectors; AVX2's 12: 12 x 1). The tile lives in a
-local buffer (registers) over the whole reduction; per k, MR broadcasts of W and u loads of D
-feed MR x u FMAs. W is first copied into ``[f // MR, c, ry, rx, f % MR]`` (zero rows past F),
-so a tile's MR weights per k are contiguous: that block reads only W and is marked for
-LiftTransformParams as the Matmul rule marks its packed B. One output row per parallel task:
-its input slab (C x 3 rows) stays in cache while every channel tile uses it. The padded input
-is computed first, in parallel over its channels, in vectors (the padding columns masked).
-
-Every other 2-D convolution (any kernel size, stride, padding, dilation, groups; 1x1 ones are
-plain GEMMs) gets the transposed tiling, vectors along the output channels instead of the
-pixels (``schedule_channel_vectors``)::
-
-    n f_0 y (parallel) | x_0 | c ry rx | x_1 (unrolled, MR) | f_1 (unrolled) | f_v (vectorized)
-
-Per k, MR broadcasts of D, at offsets ``i * stride`` from one address whatever the stride,
-and the f tile's vectors of W (packed ``[f // T, c, ry, rx, f % T]``, T = f_1 x f_v, lifted
-as above) feed the MR x f_1 accumulators. A row's pixel count that MR does not divide leaves a
-guarded last tile (whole pixels, not lanes). The tile never straddles two groups (T divides
-the channels of a group), so the lanes share one input channel. The accumulators sit in a
-local buffer laid out ``[x, f]`` (vectors of f); the elementwise epilogue is inlined into their
-copy to Y. Depthwise convolutions (one input channel per group) keep the pixels in the vectors:
-``schedule_depthwise``.
+Per k, MR broadcasts of D, at offsets ``i * stride`` from one address whatever the stride and
+the window, and NV vectors of W feed MR x NV FMAs into accumulators that stay in registers over
+the whole reduction (a local buffer laid out ``[x, f]``). W is first copied into
+``[f // T, c, ry, rx, f % T]`` (T = NV lanes-wide vectors), so a tile's weights per k are
+contiguous: that block reads only W and is marked ``meta_schedule.layout_rewrite_preproc`` as
+the Matmul rule marks its packed B, for LiftTransformParams (or, for constant weights,
+``tvms.compile``'s folding) to run once per weight. A 1x1 convolution is thus a plain GEMM
+over the pixels. The tile never straddles two groups (T divides a group's channels), so its
+lanes share one input channel. A parallel task is one output row of one channel tile: the
+tile's weights are reused along the row, the row's input slab along the channel tiles.
+The elementwise epilogue is inlined into the accumulators' copy to Y, and the padding of the
+input is computed first, in parallel, in vectors. (Tiles of pixels along the vectors instead,
+as in the first version of this rule for 3x3 stride-1 only, measured the same at 56 pixels a
+row and half as fast at 28.)
 """
 from __future__ import annotations
 
@@ -44,10 +35,8 @@ from ...ir.stmt import BufferStore
 from ..schedule import Schedule, ScheduleError
 from ..schedule.layout import IndexMap
 from .analysis import BlockInfo, CPURule, const_int, describe_block, describe_blocks, has_nested_blocks, vector_lanes
-from .cpu_matmul import accumulator_registers, mark_weight_packing, schedule_epilogue
+from .cpu_matmul import accumulator_registers, mark_weight_packing
 from .cpu_tactics import schedule_spatial_block
-
-MAX_TILE_ROWS = 12  # output channels of a register tile
 
 
 class Conv2D(CPURule):
@@ -58,7 +47,7 @@ class Conv2D(CPURule):
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
         if not isinstance(func, PrimFunc):
             return None
-        for plan in (_pixel_vectors, _channel_vectors):  # (each on a fresh schedule)
+        for plan in (_channel_vectors,):  # (each on a fresh schedule)
             sch = _try_plan(func, target, plan)
             if sch is not None:
                 return sch
@@ -101,21 +90,6 @@ def _try_plan(func: PrimFunc, target: Any, plan: Any) -> Schedule | None:
     return sch
 
 
-def _pixel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
-                   target: Any) -> bool:
-    """The implicit GEMM with vectors along an output row (stride and dilation 1, groups 1)."""
-    if not _unit_window(conv, data):
-        return False
-    lanes = vector_lanes(target, conv.write().buffer.dtype)
-    tile = register_tile(const_int(conv.iters[3].extent), lanes, accumulator_registers(target))
-    if tile is None:
-        return False
-    rows = schedule_conv(sch, conv, weight, *tile)
-    for epilogue in epilogues:
-        schedule_epilogue(sch, rows, epilogue, lanes)
-    return True
-
-
 def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
                      target: Any) -> bool:
     """The implicit GEMM with vectors along the output channels (any window, stride, groups)."""
@@ -129,25 +103,6 @@ def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: B
         return False
     schedule_channel_vectors(sch, conv, weight, epilogues, *tile)
     return True
-
-
-def register_tile(width: int | None, lanes: int, accumulators: int) -> tuple[int, int, int] | None:
-    """The register tile (channels, vectors along a row, lanes of a vector): vectors of the
-    widest power of two up to ``lanes`` that divides the row (56 pixels: 8), then the tile of
-    at most ``accumulators`` vectors with the most FMAs per load (MR x u FMAs for MR
-    broadcasts and u loads; 24 accumulators: 3 x 7 vectors, 12: 12 x 1). None when the row is
-    not a multiple of 4 lanes."""
-    if width is None:
-        return None
-    vec = lanes
-    while vec >= 4 and width % vec:
-        vec //= 2
-    if vec < 4:
-        return None
-    options = [(min(MAX_TILE_ROWS, accumulators // u), u) for u in range(1, accumulators + 1)
-               if (width // vec) % u == 0 and accumulators // u >= 1]
-    mr, u = max(options, key=lambda o: (o[0] * o[1] / (o[0] + o[1]), o[0] * o[1]))
-    return mr, u, vec
 
 
 def match_conv2d(info: BlockInfo) -> tuple[BufferLoad, BufferLoad] | None:
@@ -176,38 +131,6 @@ def match_conv2d(info: BlockInfo) -> tuple[BufferLoad, BufferLoad] | None:
     return None
 
 
-def _unit_window(info: BlockInfo, data: BufferLoad) -> bool:
-    """D is read at ``[n, c, y + ry, x + rx]``: stride and dilation 1, one group."""
-    n, f, y, x, c, ry, rx = (it.var for it in info.iters)
-    return data.indices[1] is c and _sum_of(data.indices[2], y, ry) and _sum_of(data.indices[3], x, rx)
-
-
-def _sum_of(e: Any, a: Var, b: Var) -> bool:
-    return isinstance(e, Add) and {id(e.a), id(e.b)} == {id(a), id(b)}
-
-
-def schedule_conv(sch: Schedule, conv: BlockInfo, weight: BufferLoad, mr: int, u: int, vec: int):
-    """Tile, pack W, keep the tile in registers, parallelize over output rows; the row loop."""
-    block = conv.rv
-    n, f, y, x, c, ry, rx = conv.loops
-    f_0, f_1 = sch.split(f, [None, mr])
-    x_0, x_u, x_v = sch.split(x, [None, u, vec])
-    sch.reorder(n, y, f_0, x_0, c, ry, rx, f_1, x_u, x_v)
-    rows = sch.fuse(n, y)
-    sch.parallel(rows)
-    pack_weight(sch, conv, weight, mr)
-    acc = sch.cache_write(block, 0, "local")
-    sch.reverse_compute_at(acc, x_0)
-    sch.split(sch.get_loops(acc)[-1], [u, vec])
-    init = sch.decompose_reduction(block, c)
-    for stage in (block, init, acc):
-        inner = sch.get_loops(stage)
-        sch.unroll(inner[-3])
-        sch.unroll(inner[-2])
-        sch.vectorize(inner[-1])
-    return rows
-
-
 def pack_weight(sch: Schedule, conv: BlockInfo, weight: BufferLoad, rows: int) -> None:
     """Copy W into ``[f // rows, c, ry, rx, f % rows]`` (zero rows past F) before the conv, so a
     tile's ``rows`` weights per k are contiguous; marked for LiftTransformParams."""
@@ -226,24 +149,23 @@ def pack_weight(sch: Schedule, conv: BlockInfo, weight: BufferLoad, rows: int) -
 def channel_tile(group_channels: int, width: int, lanes: int, accumulators: int) -> tuple[int, int, int] | None:
     """The register tile (pixels MR, vectors of channels, lanes of a vector) of the channel-vector
     plan: vectors of the widest power of two up to ``lanes`` that divides a group's output
-    channels (at least 4), tiles whose channels divide a group's, at most ``accumulators``
-    vectors, with the most FMAs per load (MR x NV per MR + NV) times the share of a row's
-    tiles that is real pixels (a row of 7 in tiles of 4: 7 / 8). None when no vector fits."""
+    channels (at least 4), MR a divisor of the row (a guarded last tile measured 5x slower), at
+    most ``accumulators`` vectors. Per k the tile's MR broadcasts and NV loads share two load
+    ports and its MR x NV FMAs two FMA ports, each FMA 4 cycles deep: the tile is as fast as
+    it can be when MR x NV >= MR + NV and there are 8 accumulators or more; of those, the
+    largest (fewest copies out per FMA). None when no vector fits."""
     vec = lanes
     while vec >= 4 and group_channels % vec:
         vec //= 2
     if vec < 4:
         return None
-    best, best_key = None, None
-    for nv in range(1, accumulators + 1):
-        if (group_channels // vec) % nv:
-            continue
-        for mr in range(1, min(width, accumulators // nv) + 1):
-            used = width / (-(-width // mr) * mr)
-            key = (used * mr * nv / (mr + nv), mr * nv)
-            if best_key is None or key > best_key:
-                best, best_key = (mr, nv, vec), key
-    return best
+    options = [(mr, nv) for nv in range(1, accumulators + 1) if (group_channels // vec) % nv == 0
+               for mr in range(1, min(width, accumulators // nv) + 1) if width % mr == 0]
+    if not options:
+        return None
+    mr, nv = max(options, key=lambda t: (min(1.0, t[0] * t[1] / (t[0] + t[1])) * min(1.0, t[0] * t[1] / 8),
+                                         t[0] * t[1], t[0]))
+    return mr, nv, vec
 
 
 def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad, epilogues: list,
