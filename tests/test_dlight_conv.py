@@ -179,3 +179,23 @@ def test_batched_matmul_through_the_default_rules():
         y = np.zeros((2, 20, b.shape[-1]), np.float32)
         tvms.build(func, target="llvm")(x, b, y)
         np.testing.assert_allclose(y, x @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_constant_weights_are_packed_at_compile_time():
+    """A weight bound as a constant (as an imported model's are): tvms.compile runs the Conv2D
+    rule's packing once, at compile time, so the program calls only the packed convolution; a
+    weight that is a parameter is packed at each call. Both equal numpy."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 8, 9, 9), dtype=np.float32)
+    w = rng.standard_normal((16, 4, 3, 3), dtype=np.float32)
+    b = rng.standard_normal((16, 1, 1), dtype=np.float32)
+    expected = window_conv_reference(x, w, 2, 1, 1, 2) + b
+    mod = window_conv_module(8, 16, 9, 3, 2, 1, 1, 2)
+    bound = tvms.relax.transform.BindParams("main", {"w": w, "b": b})(mod)
+    vm = tvms.relax.VirtualMachine(tvms.compile(bound, target="llvm"), tvms.cpu())
+    (main,) = [f for f in vm.executable.program.functions if f.name == "main"]
+    called = [inst.func for inst in main.code if getattr(inst, "kind", None) == "kernel"]
+    assert len(called) == 1 and called[0].endswith("_prepacked"), called
+    np.testing.assert_allclose(vm["main"](x).numpy(), expected, rtol=1e-4, atol=1e-4)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())  # (parameters: packed per call)
+    np.testing.assert_allclose(vm["main"](x, w, b).numpy(), expected, rtol=1e-4, atol=1e-4)
