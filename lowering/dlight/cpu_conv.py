@@ -175,15 +175,15 @@ def pack_weight(sch: Schedule, conv: BlockInfo, weight: BufferLoad, rows: int) -
 def channel_tile(group_channels: int, width: int, lanes: int, accumulators: int) -> tuple[int, int, int] | None:
     """The register tile (pixels MR, vectors of channels, lanes of a vector) of the channel-vector
     plan: vectors of the widest power of two up to ``lanes`` that divides a group's output
-    channels (at least 4), MR a divisor of the row (a guarded last tile measured 5x slower), at
+    channels (groups of 34: 2 lanes, still 1.6x the fallback's speed), MR a divisor of the row (a guarded last tile measured 5x slower), at
     most ``accumulators`` vectors. Per k the tile's MR broadcasts and NV loads share two load
     ports and its MR x NV FMAs two FMA ports, each FMA 4 cycles deep: the tile is as fast as
     it can be when MR x NV >= MR + NV and there are 8 accumulators or more; of those, the
-    largest (fewest copies out per FMA). None when no vector fits."""
+    largest (fewest copies out per FMA). None for one output channel per group."""
     vec = lanes
-    while vec >= 4 and group_channels % vec:
+    while vec > 1 and group_channels % vec:
         vec //= 2
-    if vec < 4:
+    if group_channels < 2:
         return None
     options = [(mr, nv) for nv in range(1, accumulators + 1) if (group_channels // vec) % nv == 0
                for mr in range(1, min(width, accumulators // nv) + 1) if width % mr == 0]
