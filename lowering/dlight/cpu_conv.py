@@ -21,11 +21,12 @@ over the pixels. The tile never straddles two groups (T divides a group's channe
 lanes share one input channel. A parallel task is one output row of one channel tile: the
 tile's weights are reused along the row, the row's input slab along the channel tiles.
 The elementwise epilogue is inlined into the accumulators' copy to Y, and the padding of the
-input is computed first, in parallel, in vectors. A depthwise convolution (one input channel
-per group) has no vector of channels that share an input: its vectors run along an output row
-instead (``_depthwise``). (Tiles of pixels along the vectors instead,
-as in the first version of this rule for 3x3 stride-1 only, measured the same at 56 pixels a
+input is computed first, in parallel, in vectors. (Vectors of pixels instead, as the first
+version of this rule had for 3x3 stride-1 convolutions only, measured as fast at 56 pixels a
 row and half as fast at 28.)
+
+A depthwise convolution (one input channel per group) has no vector of channels that share an
+input: its vectors run along an output row instead (``_depthwise``).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from typing import Any
 from ...ir.expr import Add, BufferLoad, Cast, FloorDiv, FloorMod, Mul, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore
-from ..schedule import Schedule, ScheduleError
+from ..schedule import BlockRV, Schedule, ScheduleError
 from ..schedule.layout import IndexMap
 from .analysis import BlockInfo, CPURule, const_int, describe_block, describe_blocks, has_nested_blocks, vector_lanes
 from .cpu_matmul import accumulator_registers, mark_weight_packing
@@ -103,7 +104,7 @@ def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: B
     tile = channel_tile(extents[1] // groups, extents[3], lanes, accumulator_registers(target))
     if tile is None:
         return False
-    schedule_channel_vectors(sch, conv, weight, epilogues, *tile)
+    schedule_channel_vectors(sch, conv, weight, epilogues, target, *tile)
     return True
 
 
@@ -120,8 +121,7 @@ def _depthwise(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferL
     rows = sch.fuse(n, f, y)
     sch.parallel(rows)
     acc = sch.cache_write(block, 0, "local")
-    for epilogue in epilogues:
-        sch.reverse_compute_inline(sch.get_consumers(acc)[0])
+    inline_epilogues(sch, acc, epilogues, target)
     sch.reverse_compute_at(acc, rows)
     init = sch.decompose_reduction(block, c)
     width = vector_factor(const_int(conv.iters[3].extent), vector_lanes(target, conv.write().buffer.dtype))
@@ -194,7 +194,20 @@ def channel_tile(group_channels: int, width: int, lanes: int, accumulators: int)
     return mr, nv, vec
 
 
-def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad, epilogues: list,
+def inline_epilogues(sch: Schedule, acc: BlockRV, epilogues: list, target: Any) -> None:
+    """Compute the elementwise epilogue as the accumulators go to memory (inlined into their
+    copy, one block after the other); a block that does not inline, and those after it, stay
+    blocks of their own, vectorized and parallel."""
+    for k in range(len(epilogues)):
+        try:
+            sch.reverse_compute_inline(sch.get_consumers(acc)[0])
+        except ScheduleError:
+            for rest in epilogues[k:]:
+                schedule_spatial_block(sch, describe_block(sch, rest.rv), target)
+            return
+
+
+def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad, epilogues: list, target: Any,
                              mr: int, nv: int, vec: int) -> None:
     """The channel-vector plan (see the module docstring)."""
     block = conv.rv
@@ -208,8 +221,7 @@ def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad,
     dtype = conv.write().buffer.shape[0].dtype
     v = [Var(f"v{d}", dtype) for d in range(4)]
     sch.transform_layout(block, ("write", 0), IndexMap(v, [v[0], v[2], v[3], v[1]]))  # (vectors of f)
-    for epilogue in epilogues:  # computed on the tile's way to memory
-        sch.reverse_compute_inline(sch.get_consumers(acc)[0])
+    inline_epilogues(sch, acc, epilogues, target)
     sch.reverse_compute_at(acc, x_0, preserve_unit_loops=True)
     a_n, a_f, a_y, a_x = sch.get_loops(acc)[-4:]
     a_f1, a_fv = sch.split(a_f, [nv, vec])
