@@ -128,17 +128,16 @@ def window_conv_reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int, d
                            for g in range(groups)], axis=1)
 
 
-@pytest.mark.parametrize("target", [Target("llvm"), AVX2], ids=["host", "avx2"])
-def test_any_window_equals_numpy_and_the_reference(target):
+def test_any_window_equals_numpy_and_the_reference():
     """Strides, 1x1, dilation, groups, a 7x7 and an 11x11 window, a depthwise one: the plans,
     with the bias epilogue inlined, equal numpy, and the reference executor computes what the
-    compiled kernel does."""
+    compiled kernel does. Scheduled for the host and for AVX2 in turn."""
     rng = np.random.default_rng(3)
-    for c, f, size, k, stride, pad, dilation, groups in [(8, 16, 9, 3, 2, 1, 1, 2), (6, 24, 7, 1, 1, 0, 1, 1),
-                                                         (4, 8, 9, 3, 1, 2, 2, 1), (3, 16, 13, 7, 2, 3, 1, 1),
-                                                         (3, 8, 19, 11, 4, 0, 1, 1), (8, 8, 9, 3, 2, 1, 1, 8)]:
+    cases = [(8, 16, 9, 3, 2, 1, 1, 2), (6, 24, 7, 1, 1, 0, 1, 1), (4, 8, 9, 3, 1, 2, 2, 1),
+             (3, 16, 13, 7, 2, 3, 1, 1), (3, 8, 19, 11, 4, 0, 1, 1), (8, 8, 9, 3, 2, 1, 1, 8)]
+    for case, (c, f, size, k, stride, pad, dilation, groups) in enumerate(cases):
         mod = legalized(window_conv_module(c, f, size, k, stride, pad, dilation, groups))
-        sch = Conv2D().apply(only_kernel(mod), target, False)
+        sch = Conv2D().apply(only_kernel(mod), AVX2 if case % 2 else Target("llvm"), False)
         assert sch is not None, (c, f, size, k, stride, pad, dilation, groups)
         out = sch.mod["main"]
         text = out.script()
