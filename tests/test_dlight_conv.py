@@ -100,8 +100,10 @@ def test_resnet_layer_through_the_default_rules():
 def test_channel_tile_fills_the_accumulators():
     assert channel_tile(64, 56, 16, 24) == (8, 2, 16)  # AVX-512: 8 pixels x 2 zmm of channels
     assert channel_tile(64, 56, 8, 12) == (4, 2, 8)  # AVX2: 4 pixels x 2 ymm
-    assert channel_tile(1000, 13, 16, 24) == (13, 1, 8)  # 1000 channels: ymm; 13 pixels: one tile
-    assert channel_tile(68, 28, 16, 24) == (1, 17, 4)  # a group of 68 channels: xmm
+    assert channel_tile(128, 27, 16, 24) == (9, 2, 16)  # the most pixels per weight load (not 3 x 8)
+    assert channel_tile(256, 13, 16, 24) == (13, 1, 16)  # a row of 13 (not 1 pixel x 16 zmm)
+    assert channel_tile(1000, 13, 16, 24) == (13, 1, 8)  # 1000 channels: ymm
+    assert channel_tile(68, 28, 16, 24) == (14, 1, 4)  # a group of 68 channels: xmm
     assert channel_tile(1, 56, 16, 24) is None  # depthwise: no vector of channels
 
 

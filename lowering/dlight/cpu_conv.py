@@ -175,11 +175,14 @@ def pack_weight(sch: Schedule, conv: BlockInfo, weight: BufferLoad, rows: int) -
 def channel_tile(group_channels: int, width: int, lanes: int, accumulators: int) -> tuple[int, int, int] | None:
     """The register tile (pixels MR, vectors of channels, lanes of a vector) of the channel-vector
     plan: vectors of the widest power of two up to ``lanes`` that divides a group's output
-    channels (groups of 34: 2 lanes, still 1.6x the fallback's speed), MR a divisor of the row (a guarded last tile measured 5x slower), at
-    most ``accumulators`` vectors. Per k the tile's MR broadcasts and NV loads share two load
-    ports and its MR x NV FMAs two FMA ports, each FMA 4 cycles deep: the tile is as fast as
-    it can be when MR x NV >= MR + NV and there are 8 accumulators or more; of those, the
-    largest (fewest copies out per FMA). None for one output channel per group."""
+    channels (groups of 34: 2 lanes, still 1.6x the fallback's speed), MR a divisor of the row
+    (a guarded last tile measured 5x slower), at most ``accumulators`` vectors. Per k the tile's
+    MR broadcasts of D (from L1: a few input rows) and NV vector loads of W (from L2 when a
+    tile's weights outgrow L1: counted twice) share two load ports, and its MR x NV FMAs two FMA
+    ports, each FMA 4 cycles deep: the tile is as fast as it can be when MR x NV >= MR + 2 NV
+    and there are 8 accumulators or more; of those, the one with the most pixels (each weight
+    load serves them all: 9 x 2 vectors measured 2x faster than 3 x 8 on a row of 27), then the
+    largest. None for one output channel per group."""
     vec = lanes
     while vec > 1 and group_channels % vec:
         vec //= 2
@@ -189,8 +192,8 @@ def channel_tile(group_channels: int, width: int, lanes: int, accumulators: int)
                for mr in range(1, min(width, accumulators // nv) + 1) if width % mr == 0]
     if not options:
         return None
-    mr, nv = max(options, key=lambda t: (min(1.0, t[0] * t[1] / (t[0] + t[1])) * min(1.0, t[0] * t[1] / 8),
-                                         t[0] * t[1], t[0]))
+    mr, nv = max(options, key=lambda t: (min(1.0, t[0] * t[1] / (t[0] + 2 * t[1])) * min(1.0, t[0] * t[1] / 8),
+                                         t[0], t[1]))
     return mr, nv, vec
 
 
