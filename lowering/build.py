@@ -188,10 +188,10 @@ def prepack_constant_weights(mod: IRModule) -> IRModule:
     FoldConstant do for bound parameters; ``mod`` as it is when no packed weight is a constant."""
     from ..ir.stmt import Block
     from .relax.passes import FoldConstant
-    from .relax.split_layout_rewrite_preproc import _is_preproc, split_layout_rewrite_preproc
+    from .relax.split_layout_rewrite_preproc import PREPROC, split_layout_rewrite_preproc
 
     marked = {gv.name_hint for gv, f in mod.functions_items()
-              if isinstance(f, PrimFunc) and any(map(_is_preproc, collect(f.body, Block)))}
+              if isinstance(f, PrimFunc) and any(PREPROC in b.annotations for b in collect(f.body, Block))}
     if not any(isinstance(c.args[0], rx.GlobalVar) and c.args[0].name_hint in marked
                and any(isinstance(a, rx.Constant) for a in c.args[1].fields)
                for f in mod.functions.values() if isinstance(f, rx.Function) for c in collect(f, rx.Call)
