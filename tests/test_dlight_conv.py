@@ -97,14 +97,15 @@ def test_resnet_layer_through_the_default_rules():
     np.testing.assert_allclose(y, conv_reference(x, w), rtol=1e-3, atol=1e-3)
 
 
-def test_channel_tile_fills_the_accumulators():
-    assert channel_tile(64, 56, 16, 24) == (8, 2, 16)  # AVX-512: 8 pixels x 2 zmm of channels
-    assert channel_tile(64, 56, 8, 12) == (4, 2, 8)  # AVX2: 4 pixels x 2 ymm
-    assert channel_tile(128, 27, 16, 24) == (9, 2, 16)  # the most pixels per weight load (not 3 x 8)
-    assert channel_tile(256, 13, 16, 24) == (13, 1, 16)  # a row of 13 (not 1 pixel x 16 zmm)
-    assert channel_tile(1000, 13, 16, 24) == (13, 1, 8)  # 1000 channels: ymm
-    assert channel_tile(68, 28, 16, 24) == (14, 1, 4)  # a group of 68 channels: xmm
-    assert channel_tile(1, 56, 16, 24) is None  # depthwise: no vector of channels
+def test_channel_tile_fills_the_registers():
+    assert channel_tile(64, 56, 16, 32) == (8, 2, 16)  # AVX-512: 8 pixels x 2 zmm of channels
+    assert channel_tile(64, 56, 8, 16) == (4, 2, 8)  # AVX2: 4 pixels x 2 ymm
+    assert channel_tile(128, 27, 16, 32) == (9, 2, 16)  # the most pixels per weight load (not 3 x 8)
+    assert channel_tile(256, 13, 16, 32) == (13, 1, 16)  # a row of 13 (not 1 pixel x 16 zmm)
+    assert channel_tile(64, 55, 16, 32) == (5, 4, 16)  # 11 x 2 would spill
+    assert channel_tile(1000, 13, 16, 32) == (13, 1, 8)  # 1000 channels: ymm
+    assert channel_tile(68, 28, 16, 32) == (14, 1, 4)  # a group of 68 channels: xmm
+    assert channel_tile(1, 56, 16, 32) is None  # depthwise: no vector of channels
 
 
 def window_conv_module(c: int, f: int, size: int, k: int, stride: int, pad: int, dilation: int,

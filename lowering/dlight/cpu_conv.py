@@ -38,7 +38,7 @@ from ...ir.stmt import BufferStore
 from ..schedule import BlockRV, Schedule, ScheduleError
 from ..schedule.layout import IndexMap
 from .analysis import BlockInfo, CPURule, const_int, describe_block, describe_blocks, has_nested_blocks, vector_lanes
-from .cpu_matmul import accumulator_registers, mark_weight_packing
+from .cpu_matmul import mark_weight_packing
 from .cpu_tactics import schedule_spatial_block, vector_factor
 
 
@@ -101,7 +101,8 @@ def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: B
     if not groups or extents[1] % groups:
         return False
     lanes = vector_lanes(target, conv.write().buffer.dtype)
-    tile = channel_tile(extents[1] // groups, extents[3], lanes, accumulator_registers(target))
+    registers = 32 if vector_lanes(target, 32) >= 16 else 16  # (AVX-512 has 32 vector registers)
+    tile = channel_tile(extents[1] // groups, extents[3], lanes, registers)
     if tile is None:
         return False
     schedule_channel_vectors(sch, conv, weight, epilogues, target, *tile)
@@ -172,11 +173,12 @@ def pack_weight(sch: Schedule, conv: BlockInfo, weight: BufferLoad, rows: int) -
     mark_weight_packing(sch, packed)
 
 
-def channel_tile(group_channels: int, width: int, lanes: int, accumulators: int) -> tuple[int, int, int] | None:
+def channel_tile(group_channels: int, width: int, lanes: int, registers: int) -> tuple[int, int, int] | None:
     """The register tile (pixels MR, vectors of channels, lanes of a vector) of the channel-vector
     plan: vectors of the widest power of two up to ``lanes`` that divides a group's output
     channels (groups of 34: 2 lanes, still 1.6x the fallback's speed), MR a divisor of the row
-    (a guarded last tile measured 5x slower), at most ``accumulators`` vectors. Per k the tile's
+    (a guarded last tile measured 5x slower), its MR x NV accumulators, MR broadcasts and NV
+    vectors of W within the ``registers`` (11 x 2 on 32: spilled, 0.8x of 5 x 4). Per k the tile's
     MR broadcasts of D (from L1: a few input rows) and NV vector loads of W (from L2 when a
     tile's weights outgrow L1: counted twice) share two load ports, and its MR x NV FMAs two FMA
     ports, each FMA 4 cycles deep: the tile is as fast as it can be when MR x NV >= MR + 2 NV
@@ -188,8 +190,8 @@ def channel_tile(group_channels: int, width: int, lanes: int, accumulators: int)
         vec //= 2
     if group_channels < 2:
         return None
-    options = [(mr, nv) for nv in range(1, accumulators + 1) if (group_channels // vec) % nv == 0
-               for mr in range(1, min(width, accumulators // nv) + 1) if width % mr == 0]
+    options = [(mr, nv) for nv in range(1, registers) if (group_channels // vec) % nv == 0
+               for mr in range(1, width + 1) if width % mr == 0 and mr * nv + mr + nv < registers]
     if not options:
         return None
     mr, nv = max(options, key=lambda t: (min(1.0, t[0] * t[1] / (t[0] + 2 * t[1])) * min(1.0, t[0] * t[1] / 8),
