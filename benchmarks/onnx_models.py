@@ -8,6 +8,7 @@ of tvms beside onnxruntime's, measured interleaved in this process (median of ``
     .venv/bin/python benchmarks/onnx_models.py                     # all nine
     .venv/bin/python benchmarks/onnx_models.py --models squeezenet --repeat 5
     .venv/bin/python benchmarks/onnx_models.py --no-time          # correctness and compile time only
+    .venv/bin/python benchmarks/onnx_models.py --models resnet50 --profile 15   # where the time goes
 
 The "vs ort" column is onnxruntime's latency over tvms's (above 1: tvms is faster).
 """
@@ -62,11 +63,46 @@ def median_seconds(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
+def profile(mod, inputs: list, top: int, calls: int = 5) -> None:
+    """Print the ``top`` kernels by time per call of ``main``: the module compiled in the
+    interpreted mode (``exec_mode="bytecode"``, which calls each kernel through its ``run``),
+    each kernel's ``run`` wrapped with a clock; per kernel the least of ``calls`` calls' totals
+    (after a warm-up call), which a shared machine's load disturbs least."""
+    import tvms
+    from tvms import relax
+
+    ex = tvms.compile(mod, "llvm", exec_mode="bytecode")
+    spent: dict = {}  # kernel -> its seconds in each call of main
+    for name, fn in ex.kernels().functions.items():
+        def timed(values, run=fn.run, times=spent.setdefault(name, [])):
+            start = time.perf_counter()
+            run(values)
+            times[-1] += time.perf_counter() - start
+        fn.run = timed
+    vm = relax.VirtualMachine(ex, tvms.cpu())
+    whole = []
+    for k in range(calls + 1):
+        for times in spent.values():
+            times.append(0.0)
+        start = time.perf_counter()
+        vm["main"](*inputs)
+        whole.append(time.perf_counter() - start)
+    best = {name: min(times[1:]) for name, times in spent.items() if max(times)}
+    counts = {name: sum(1 for inst in f.code if getattr(inst, "func", None) == name)
+              for f in ex.program.functions for name in best}
+    print(f"  one call {min(whole[1:]) * 1e3:.2f} ms (least of {calls}), its kernels' least times add up to "
+          f"{sum(best.values()) * 1e3:.2f} ms; the top {top}:")
+    for name, t in sorted(best.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {t * 1e3:9.3f} ms  x{counts[name]:<3} {name}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     parser.add_argument("--repeat", type=int, default=10, help="timed runs per side (default 10)")
     parser.add_argument("--no-time", action="store_true", help="check the outputs, do not time")
+    parser.add_argument("--profile", type=int, metavar="N", default=0,
+                        help="then print the N kernels that take the most time (interpreted VM)")
     args = parser.parse_args(argv)
 
     import tvms
@@ -108,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         cells = [f"{ours:9.2f}" if ours else f"{'-':>9}", f"{theirs:9.2f}" if theirs else f"{'-':>9}",
                  f"{theirs / ours:8.2f}" if ours and theirs else f"{'-':>8}"]
         print(f"{name:<14}{imported:9.2f}{compiled:10.2f}  {result:<28}{''.join(cells)}", flush=True)
+        if args.profile:
+            profile(mod, inputs, args.profile)
     return 1 if failed else 0
 
 

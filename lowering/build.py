@@ -174,11 +174,30 @@ def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: b
     verify_return_annotations(mod)
     mod = run_relax_pipeline(mod, relax_pipeline, schedule)
     if schedule:
-        mod = default_schedules(mod, target, row)
+        mod = prepack_constant_weights(default_schedules(mod, target, row))
     from .relax.lift_transform_params import lift_weights
 
     mod, lifted = lift_weights(mod)  # (what depends on weights only runs once: runtime/param_cache.py)
     return link_executable(mod, *_build_kernels(mod, row, target), lifted, exec_mode=exec_mode, target=target)
+
+
+def prepack_constant_weights(mod: IRModule) -> IRModule:
+    """Weights bound as constants (an imported model's) repacked once, here: the kernels whose
+    packing blocks the default rules marked are split (SplitLayoutRewritePreproc) and the
+    packing calls whose weights are constants run now (FoldConstant), as BindParams and
+    FoldConstant do for bound parameters; ``mod`` as it is when no packed weight is a constant."""
+    from ..ir.stmt import Block
+    from .relax.passes import FoldConstant
+    from .relax.split_layout_rewrite_preproc import PREPROC, split_layout_rewrite_preproc
+
+    marked = {gv.name_hint for gv, f in mod.functions_items()
+              if isinstance(f, PrimFunc) and any(PREPROC in b.annotations for b in collect(f.body, Block))}
+    if not any(isinstance(c.args[0], rx.GlobalVar) and c.args[0].name_hint in marked
+               and any(isinstance(a, rx.Constant) for a in c.args[1].fields)
+               for f in mod.functions.values() if isinstance(f, rx.Function) for c in collect(f, rx.Call)
+               if getattr(c.op, "name", None) == "relax.call_tir" and isinstance(c.args[1], rx.Tuple)):
+        return mod
+    return FoldConstant()(split_layout_rewrite_preproc(mod.copy(), strict=False))
 
 
 def _prim_funcs_only(mod: IRModule) -> bool:

@@ -1,5 +1,6 @@
 """The default CPU rules on what legalized Relax convolutions and batched matmuls become: the
-Conv2D rule (lowering/dlight/cpu_conv.py) on ``R.nn.conv2d`` NCHW 3x3, which functions it takes,
+Conv2D rule (lowering/dlight/cpu_conv.py) on ``R.nn.conv2d`` NCHW (3x3 stride 1, and any window,
+stride, dilation and groups), which functions it takes,
 that it computes what numpy and the reference executor compute and marks its weight packing;
 the Matmul rule on ``R.matmul`` with batch dimensions."""
 from __future__ import annotations
@@ -10,7 +11,7 @@ import pytest
 import tvms
 from tvms.lowering.dlight import ApplyDefaultSchedule
 from tvms.lowering.dlight.cpu import default_rules
-from tvms.lowering.dlight.cpu_conv import Conv2D, register_tile
+from tvms.lowering.dlight.cpu_conv import Conv2D, channel_tile
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 from tvms.target import Target
@@ -96,16 +97,69 @@ def test_resnet_layer_through_the_default_rules():
     np.testing.assert_allclose(y, conv_reference(x, w), rtol=1e-3, atol=1e-3)
 
 
-def test_register_tile_fills_the_accumulators():
-    assert register_tile(56, 16, 24) == (3, 7, 8)  # AVX-512: 3 channels x 7 ymm of pixels
-    assert register_tile(56, 8, 12) == (12, 1, 8)  # AVX2: 12 channels x 1 ymm
-    assert register_tile(64, 16, 24) == (6, 4, 16)
-    assert register_tile(7, 16, 24) is None  # no vector of 4 lanes divides the row
+def test_channel_tile_fills_the_registers():
+    assert channel_tile(64, 56, 16, 32) == (8, 2, 16)  # AVX-512: 8 pixels x 2 zmm of channels
+    assert channel_tile(64, 56, 8, 16) == (4, 2, 8)  # AVX2: 4 pixels x 2 ymm
+    assert channel_tile(128, 27, 16, 32) == (9, 2, 16)  # the most pixels per weight load (not 3 x 8)
+    assert channel_tile(256, 13, 16, 32) == (13, 1, 16)  # a row of 13 (not 1 pixel x 16 zmm)
+    assert channel_tile(64, 55, 16, 32) == (5, 4, 16)  # 11 x 2 would spill
+    assert channel_tile(1000, 13, 16, 32) == (13, 1, 8)  # 1000 channels: ymm
+    assert channel_tile(68, 28, 16, 32) == (14, 1, 4)  # a group of 68 channels: xmm
+    assert channel_tile(1, 56, 16, 32) is None  # depthwise: no vector of channels
 
 
-def test_declines_strided_convolutions_and_matmuls():
-    strided = only_kernel(legalized(conv_module(1, 8, 16, 8, stride=2)))
-    assert Conv2D().apply(strided, Target("llvm"), False) is None
+def window_conv_module(c: int, f: int, size: int, k: int, stride: int, pad: int, dilation: int,
+                       groups: int) -> tvms.IRModule:
+    out = (size + 2 * pad - dilation * (k - 1) - 1) // stride + 1
+    body = (f"            y = R.nn.conv2d(x, w, strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}], "
+            f"dilation=[{dilation}, {dilation}], groups={groups})\n"
+            "            z = R.add(y, b)\n            R.output(z)\n        return z")
+    params = (f'x: R.Tensor((1, {c}, {size}, {size}), dtype="float32"), '
+              f'w: R.Tensor(({f}, {c // groups}, {k}, {k}), dtype="float32"), b: R.Tensor(({f}, 1, 1), dtype="float32")')
+    return from_source(relax_module(body, params, f'R.Tensor((1, {f}, {out}, {out}), dtype="float32")'))
+
+
+def window_conv_reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int, dilation: int,
+                          groups: int) -> np.ndarray:
+    k = w.shape[-1]
+    padded = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    span = dilation * (k - 1) + 1
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (span, span), axis=(2, 3))
+    windows = windows[:, :, ::stride, ::stride, ::dilation, ::dilation]
+    fg, cg = w.shape[0] // groups, w.shape[1]
+    return np.concatenate([np.einsum("ncyxij,fcij->nfyx", windows[:, g * cg:(g + 1) * cg], w[g * fg:(g + 1) * fg])
+                           for g in range(groups)], axis=1)
+
+
+def test_any_window_equals_numpy_and_the_reference():
+    """Strides, 1x1, dilation, groups, a 7x7 and an 11x11 window, a depthwise one: the plans,
+    with the bias epilogue inlined, equal numpy, and the reference executor computes what the
+    compiled kernel does. Scheduled for the host and for AVX2 in turn."""
+    rng = np.random.default_rng(3)
+    cases = [(8, 16, 9, 3, 2, 1, 1, 2), (6, 24, 7, 1, 1, 0, 1, 1), (4, 8, 9, 3, 1, 2, 2, 1),
+             (3, 16, 13, 7, 2, 3, 1, 1), (3, 8, 19, 11, 4, 0, 1, 1), (8, 8, 9, 3, 2, 1, 1, 8)]
+    for case, (c, f, size, k, stride, pad, dilation, groups) in enumerate(cases):
+        mod = legalized(window_conv_module(c, f, size, k, stride, pad, dilation, groups))
+        sch = Conv2D().apply(only_kernel(mod), AVX2 if case % 2 else Target("llvm"), False)
+        assert sch is not None, (c, f, size, k, stride, pad, dilation, groups)
+        out = sch.mod["main"]
+        text = out.script()
+        depthwise = groups == c
+        assert text.count(MARK) == (0 if depthwise else 1) and 'scope="local"' in text
+        assert "T.vectorized" in text or depthwise  # (a row of 5 pixels: no vector divides it)
+        x = rng.standard_normal((1, c, size, size), dtype=np.float32)
+        w = rng.standard_normal((f, c // groups, k, k), dtype=np.float32)
+        b = rng.standard_normal((f, 1, 1), dtype=np.float32)
+        expected = window_conv_reference(x, w, stride, pad, dilation, groups) + b
+        built, ref = np.zeros(expected.shape, np.float32), np.zeros(expected.shape, np.float32)
+        tvms.build(out, target="llvm")(x, w, b, built)
+        np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
+        if k < 7:  # (the reference executor is slow on the large windows)
+            run_prim_func(out, x, w, b, ref)
+            np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+
+
+def test_declines_matmuls():
     matmul = from_source(matmul_text(64, 64, 64))
     assert Conv2D().apply(matmul, Target("llvm"), False) is None
 
@@ -129,3 +183,23 @@ def test_batched_matmul_through_the_default_rules():
         y = np.zeros((2, 20, b.shape[-1]), np.float32)
         tvms.build(func, target="llvm")(x, b, y)
         np.testing.assert_allclose(y, x @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_constant_weights_are_packed_at_compile_time():
+    """A weight bound as a constant (as an imported model's are): tvms.compile runs the Conv2D
+    rule's packing once, at compile time, so the program calls only the packed convolution; a
+    weight that is a parameter is packed at each call. Both equal numpy."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 8, 9, 9), dtype=np.float32)
+    w = rng.standard_normal((16, 4, 3, 3), dtype=np.float32)
+    b = rng.standard_normal((16, 1, 1), dtype=np.float32)
+    expected = window_conv_reference(x, w, 2, 1, 1, 2) + b
+    mod = window_conv_module(8, 16, 9, 3, 2, 1, 1, 2)
+    bound = tvms.relax.transform.BindParams("main", {"w": w, "b": b})(mod)
+    vm = tvms.relax.VirtualMachine(tvms.compile(bound, target="llvm"), tvms.cpu())
+    (main,) = [f for f in vm.executable.program.functions if f.name == "main"]
+    called = [inst.func for inst in main.code if getattr(inst, "kind", None) == "kernel"]
+    assert len(called) == 1 and called[0].endswith("_prepacked"), called
+    np.testing.assert_allclose(vm["main"](x).numpy(), expected, rtol=1e-4, atol=1e-4)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())  # (parameters: packed per call)
+    np.testing.assert_allclose(vm["main"](x, w, b).numpy(), expected, rtol=1e-4, atol=1e-4)

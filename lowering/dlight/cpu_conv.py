@@ -1,23 +1,32 @@
-"""The default CPU schedule of a 2-D convolution in NCHW as an implicit GEMM:
-``Y[n, f, y, x] += D[n, c, y + ry, x + rx] * W[f, c, ry, rx]`` (D the zero-padded input that the
-legalized ``R.nn.conv2d`` computes first, stride and dilation 1), with an elementwise epilogue.
+"""The default CPU schedule of a 2-D convolution in NCHW as an implicit GEMM, for any window,
+stride, padding, dilation and groups: ``Y[n, f, y, x] += D[n, g(f) * C' + c, y * s + ry * d,
+x * s + rx * d] * W[f, c, ry, rx]`` (D the zero-padded input that the legalized
+``R.nn.conv2d`` computes first), with an elementwise epilogue (bias, batch norm's scale and
+shift, a residual add, relu).
 
-Seen as a matrix product, the rows are the output channels ``f``, the columns an output row's
-pixels ``x`` and the reduction runs over ``k = (c, ry, rx)``: row ``k`` of the right-hand matrix
-is the run ``D[n, c, y + ry, rx:rx + X]``, already contiguous in the padded input, so no im2col
-copy is needed. The loops become, outermost first::
+Seen as a matrix product, the rows are an output row's pixels ``x``, the columns the output
+channels ``f`` and the reduction runs over ``k = (c, ry, rx)``; nothing is copied into an
+im2col matrix. The loops become, outermost first::
 
-    n y (parallel) | f_0 | x_0 | c ry rx | f_1 (unrolled, MR) | x_u (unrolled, u) | x_v (vectorized)
+    n f_0 y (parallel) | x_0 | c ry rx | x_1 (unrolled, MR) | f_1 (unrolled, NV) | f_v (vectorized)
 
-The register tile is MR channels x u vectors of pixels, the vectors as wide as divides the row
-(56 pixels: 8 lanes, ymm), MR x u filling the Matmul rule's accumulator registers with the most
-FMAs per load (AVX-512's 24: 3 channels x 7 vectors; AVX2's 12: 12 x 1). The tile lives in a
-local buffer (registers) over the whole reduction; per k, MR broadcasts of W and u loads of D
-feed MR x u FMAs. W is first copied into ``[f // MR, c, ry, rx, f % MR]`` (zero rows past F),
-so a tile's MR weights per k are contiguous: that block reads only W and is marked for
-LiftTransformParams as the Matmul rule marks its packed B. One output row per parallel task:
-its input slab (C x 3 rows) stays in cache while every channel tile uses it. The padded input
-is computed first, in parallel over its channels, in vectors (the padding columns masked).
+Per k, MR broadcasts of D, at offsets ``i * stride`` from one address whatever the stride and
+the window, and NV vectors of W feed MR x NV FMAs into accumulators that stay in registers over
+the whole reduction (a local buffer laid out ``[x, f]``). W is first copied into
+``[f // T, c, ry, rx, f % T]`` (T = NV lanes-wide vectors), so a tile's weights per k are
+contiguous: that block reads only W and is marked ``meta_schedule.layout_rewrite_preproc`` as
+the Matmul rule marks its packed B, for LiftTransformParams (or, for constant weights,
+``tvms.compile``'s folding) to run once per weight. A 1x1 convolution is thus a plain GEMM
+over the pixels. The tile never straddles two groups (T divides a group's channels), so its
+lanes share one input channel. A parallel task is one output row of one channel tile: the
+tile's weights are reused along the row, the row's input slab along the channel tiles.
+The elementwise epilogue is inlined into the accumulators' copy to Y (unrolled, along the
+row), and the padding of the input is computed first, in parallel, in vectors. (Vectors of
+pixels instead, as the first version of this rule had for 3x3 stride-1 convolutions only,
+measured as fast at 56 pixels a row and half as fast at 28.)
+
+A depthwise convolution (one input channel per group) has no vector of channels that share an
+input: its vectors run along an output row instead (``_depthwise``).
 """
 from __future__ import annotations
 
@@ -26,12 +35,11 @@ from typing import Any
 from ...ir.expr import Add, BufferLoad, Cast, FloorDiv, FloorMod, Mul, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore
-from ..schedule import Schedule, ScheduleError
+from ..schedule import BlockRV, Schedule, ScheduleError
 from ..schedule.layout import IndexMap
-from .analysis import BlockInfo, CPURule, const_int, describe_blocks, has_nested_blocks, vector_lanes
-from .cpu_matmul import accumulator_registers, mark_weight_packing, schedule_epilogue
-
-MAX_TILE_ROWS = 12  # output channels of a register tile
+from .analysis import BlockInfo, CPURule, const_int, describe_block, describe_blocks, has_nested_blocks, vector_lanes
+from .cpu_matmul import mark_weight_packing
+from .cpu_tactics import schedule_spatial_block, vector_factor
 
 
 class Conv2D(CPURule):
@@ -42,62 +50,92 @@ class Conv2D(CPURule):
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
         if not isinstance(func, PrimFunc):
             return None
-        sch = Schedule(func)
-        if has_nested_blocks(sch):
-            return None
-        infos = describe_blocks(sch)
-        convs = [i for i, info in enumerate(infos) if info.is_reduction()]
-        if len(convs) != 1:
-            return None
-        conv = infos[convs[0]]
-        operands = match_conv2d(conv)
-        if operands is None:
-            return None
-        data, weight = operands
-        prologues, epilogues = infos[:convs[0]], infos[convs[0] + 1:]
-        if any(p.write().buffer is not data.buffer or not p.is_injective() for p in prologues):
-            return None  # only the padding of the input may come first
-        if any(not e.is_injective() or not e.trivial for e in epilogues):
-            return None
-        lanes = vector_lanes(target, conv.write().buffer.dtype)
-        tile = register_tile(const_int(conv.iters[3].extent), lanes, accumulator_registers(target))
-        if tile is None or const_int(conv.iters[1].extent) is None:
-            return None
-        try:
-            rows = schedule_conv(sch, conv, weight, *tile)
-            for pad in prologues:  # (the padding columns: masked lanes)
-                loops = sch.get_loops(pad.rv)
-                sch.parallel(sch.fuse(*loops[:2]))
-                sch.vectorize(sch.split(loops[-1], [None, tile[2]])[1])
-        except ScheduleError:
-            return None
-        for epilogue in epilogues:
-            schedule_epilogue(sch, rows, epilogue, lanes)
-        return sch
+        for plan in (_channel_vectors, _depthwise):  # (each on a fresh schedule)
+            sch = _try_plan(func, target, plan)
+            if sch is not None:
+                return sch
+        return None
 
 
-def register_tile(width: int | None, lanes: int, accumulators: int) -> tuple[int, int, int] | None:
-    """The register tile (channels, vectors along a row, lanes of a vector): vectors of the
-    widest power of two up to ``lanes`` that divides the row (56 pixels: 8), then the tile of
-    at most ``accumulators`` vectors with the most FMAs per load (MR x u FMAs for MR
-    broadcasts and u loads; 24 accumulators: 3 x 7 vectors, 12: 12 x 1). None when the row is
-    not a multiple of 4 lanes."""
-    if width is None:
+def _try_plan(func: PrimFunc, target: Any, plan: Any) -> Schedule | None:
+    """``plan(sch, conv, data, weight, epilogues, target)`` on a schedule of ``func`` when ``func``
+    is a conv2d (after the padding of its input, before an elementwise epilogue); the schedule,
+    or None when the function is not one or the plan does not fit."""
+    sch = Schedule(func)
+    if has_nested_blocks(sch):
         return None
-    vec = lanes
-    while vec >= 4 and width % vec:
-        vec //= 2
-    if vec < 4:
+    infos = describe_blocks(sch)
+    convs = [i for i, info in enumerate(infos) if info.is_reduction()]
+    if len(convs) != 1:
         return None
-    options = [(min(MAX_TILE_ROWS, accumulators // u), u) for u in range(1, accumulators + 1)
-               if (width // vec) % u == 0 and accumulators // u >= 1]
-    mr, u = max(options, key=lambda o: (o[0] * o[1] / (o[0] + o[1]), o[0] * o[1]))
-    return mr, u, vec
+    conv = infos[convs[0]]
+    operands = match_conv2d(conv)
+    if operands is None:
+        return None
+    data, weight = operands
+    prologues, epilogues = infos[:convs[0]], infos[convs[0] + 1:]
+    if any(p.write().buffer is not data.buffer or not p.is_injective() for p in prologues):
+        return None  # only the padding of the input may come first
+    if any(not e.is_injective() or not e.trivial for e in epilogues):
+        return None
+    if any(const_int(it.extent) is None for it in conv.iters):
+        return None
+    try:
+        if not plan(sch, conv, data, weight, epilogues, target):
+            return None
+        for pad in prologues:
+            if isinstance(pad.block.body, BufferStore) and isinstance(pad.block.body.value, BufferLoad):
+                sch.compute_inline(pad.rv)  # (no padding: a copy)
+            else:
+                schedule_spatial_block(sch, describe_block(sch, pad.rv), target)
+    except ScheduleError:
+        return None
+    return sch
+
+
+def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
+                     target: Any) -> bool:
+    """The implicit GEMM with vectors along the output channels (any window, stride, groups)."""
+    extents = [const_int(it.extent) for it in conv.iters]
+    groups = const_int(data.buffer.shape[1]) // extents[4] if const_int(data.buffer.shape[1]) else None
+    if not groups or extents[1] % groups:
+        return False
+    lanes = vector_lanes(target, conv.write().buffer.dtype)
+    registers = 32 if vector_lanes(target, 32) >= 16 else 16  # (AVX-512 has 32 vector registers)
+    tile = channel_tile(extents[1] // groups, extents[3], lanes, registers)
+    if tile is None:
+        return False
+    schedule_channel_vectors(sch, conv, weight, epilogues, target, *tile)
+    return True
+
+
+def _depthwise(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
+               target: Any) -> bool:
+    """One input channel per output channel (no vector of channels to share an input value):
+    each parallel task is an output row, accumulated in a local row over the window, in vectors
+    along the row (strided loads for a stride of 2), the epilogue applied on its way out."""
+    if const_int(conv.iters[4].extent) != 1:
+        return False
+    block = conv.rv
+    n, f, y, x, c, ry, rx = conv.loops
+    sch.reorder(n, f, y, c, ry, rx, x)
+    rows = sch.fuse(n, f, y)
+    sch.parallel(rows)
+    acc = sch.cache_write(block, 0, "local")
+    inline_epilogues(sch, acc, epilogues, target)
+    sch.reverse_compute_at(acc, rows)
+    init = sch.decompose_reduction(block, c)
+    width = vector_factor(const_int(conv.iters[3].extent), vector_lanes(target, conv.write().buffer.dtype))
+    if width > 1:
+        for stage in (block, init, acc):
+            sch.vectorize(sch.split(sch.get_loops(stage)[-1], [None, width])[1])
+    return True
 
 
 def match_conv2d(info: BlockInfo) -> tuple[BufferLoad, BufferLoad] | None:
-    """The data and weight loads of ``Y[n, f, y, x] = Y[n, f, y, x] + D[n, c, y + ry, x + rx] *
-    W[f, c, ry, rx]`` (iterators n f y x c ry rx, casts allowed); None otherwise."""
+    """The data and weight loads of ``Y[n, f, y, x] = Y[n, f, y, x] + D[n, .., .., ..] *
+    W[f, c, ry, rx]`` (iterators n f y x c ry rx, casts allowed; D's channel, row and column
+    any expressions of them: groups, strides, dilation); None otherwise."""
     if [it.kind for it in info.iters] != list("SSSSRRR") or len(info.loops) != 7 or not info.trivial:
         return None
     n, f, y, x, c, ry, rx = (it.var for it in info.iters)
@@ -115,44 +153,93 @@ def match_conv2d(info: BlockInfo) -> tuple[BufferLoad, BufferLoad] | None:
     for data, weight in (loads, loads[::-1]):
         if [id(i) for i in weight.indices] != [id(f), id(c), id(ry), id(rx)] or len(data.indices) != 4:
             continue
-        if [id(i) for i in data.indices[:2]] == [id(n), id(c)] and _sum_of(data.indices[2], y, ry) \
-                and _sum_of(data.indices[3], x, rx):
+        if data.indices[0] is n and data.buffer is not weight.buffer:
             return data, weight
     return None
 
 
-def _sum_of(e: Any, a: Var, b: Var) -> bool:
-    return isinstance(e, Add) and {id(e.a), id(e.b)} == {id(a), id(b)}
-
-
-def schedule_conv(sch: Schedule, conv: BlockInfo, weight: BufferLoad, mr: int, u: int, vec: int):
-    """Tile, pack W, keep the tile in registers, parallelize over output rows; the row loop."""
+def pack_weight(sch: Schedule, conv: BlockInfo, weight: BufferLoad, rows: int) -> None:
+    """Copy W into ``[f // rows, c, ry, rx, f % rows]`` (zero rows past F) before the conv, so a
+    tile's ``rows`` weights per k are contiguous; marked for LiftTransformParams."""
     block = conv.rv
-    n, f, y, x, c, ry, rx = conv.loops
-    f_0, f_1 = sch.split(f, [None, mr])
-    x_0, x_u, x_v = sch.split(x, [None, u, vec])
-    sch.reorder(n, y, f_0, x_0, c, ry, rx, f_1, x_u, x_v)
-    rows = sch.fuse(n, y)
-    sch.parallel(rows)
     w_read = next(i for i, r in enumerate(sch.get(block).reads) if r.buffer is weight.buffer)
     packed = sch.cache_read(block, w_read, "global", consumer_blocks=[block])
     dtype = weight.buffer.shape[0].dtype
     v = [Var(f"v{d}", dtype) for d in range(4)]
-    rows_map = IndexMap(v, [FloorDiv(v[0], const(mr, dtype)), v[1], v[2], v[3], FloorMod(v[0], const(mr, dtype))])
-    zero = const(0, weight.buffer.dtype) if const_int(conv.iters[1].extent) % mr else None
+    rows_map = IndexMap(v, [FloorDiv(v[0], const(rows, dtype)), v[1], v[2], v[3], FloorMod(v[0], const(rows, dtype))])
+    zero = const(0, weight.buffer.dtype) if const_int(conv.iters[1].extent) % rows else None
     sch.transform_layout(packed, ("write", 0), rows_map, pad_value=zero)
     sch.parallel(sch.get_loops(packed)[0])
     mark_weight_packing(sch, packed)
+
+
+def channel_tile(group_channels: int, width: int, lanes: int, registers: int) -> tuple[int, int, int] | None:
+    """The register tile (pixels MR, vectors of channels, lanes of a vector) of the channel-vector
+    plan: vectors of the widest power of two up to ``lanes`` that divides a group's output
+    channels (groups of 34: 2 lanes, still 1.6x the fallback's speed), MR a divisor of the row
+    (a guarded last tile measured 5x slower), its MR x NV accumulators, MR broadcasts and NV
+    vectors of W within the ``registers`` (11 x 2 on 32: spilled, 0.8x of 5 x 4). Per k the tile's
+    MR broadcasts of D (from L1: a few input rows) and NV vector loads of W (from L2 when a
+    tile's weights outgrow L1: counted twice) share two load ports, and its MR x NV FMAs two FMA
+    ports, each FMA 4 cycles deep: the tile is as fast as it can be when MR x NV >= MR + 2 NV
+    and there are 8 accumulators or more; of those, the one with the most pixels (each weight
+    load serves them all: 9 x 2 vectors measured 2x faster than 3 x 8 on a row of 27), then the
+    largest. None for one output channel per group."""
+    vec = lanes
+    while vec > 1 and group_channels % vec:
+        vec //= 2
+    if group_channels < 2:
+        return None
+    options = [(mr, nv) for nv in range(1, registers) if (group_channels // vec) % nv == 0
+               for mr in range(1, width + 1) if width % mr == 0 and mr * nv + mr + nv < registers]
+    if not options:
+        return None
+    mr, nv = max(options, key=lambda t: (min(1.0, t[0] * t[1] / (t[0] + 2 * t[1])) * min(1.0, t[0] * t[1] / 8),
+                                         t[0], t[1]))
+    return mr, nv, vec
+
+
+def inline_epilogues(sch: Schedule, acc: BlockRV, epilogues: list, target: Any) -> None:
+    """Compute the elementwise epilogue as the accumulators go to memory (inlined into their
+    copy, one block after the other); a block that does not inline, and those after it, stay
+    blocks of their own, vectorized and parallel."""
+    for k in range(len(epilogues)):
+        try:
+            sch.reverse_compute_inline(sch.get_consumers(acc)[0])
+        except ScheduleError:
+            for rest in epilogues[k:]:
+                schedule_spatial_block(sch, describe_block(sch, rest.rv), target)
+            return
+
+
+def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad, epilogues: list, target: Any,
+                             mr: int, nv: int, vec: int) -> None:
+    """The channel-vector plan (see the module docstring)."""
+    block = conv.rv
+    n, f, y, x, c, ry, rx = conv.loops
+    f_0, f_1, f_v = sch.split(f, [None, nv, vec])
+    x_0, x_1 = sch.split(x, [None, mr])
+    sch.reorder(n, f_0, y, x_0, c, ry, rx, x_1, f_1, f_v)
+    sch.parallel(sch.fuse(n, f_0, y))
+    pack_weight(sch, conv, weight, nv * vec)
     acc = sch.cache_write(block, 0, "local")
-    sch.reverse_compute_at(acc, x_0)
-    sch.split(sch.get_loops(acc)[-1], [u, vec])
+    dtype = conv.write().buffer.shape[0].dtype
+    v = [Var(f"v{d}", dtype) for d in range(4)]
+    sch.transform_layout(block, ("write", 0), IndexMap(v, [v[0], v[2], v[3], v[1]]))  # (vectors of f)
+    inline_epilogues(sch, acc, epilogues, target)
+    sch.reverse_compute_at(acc, x_0, preserve_unit_loops=True)
+    a_n, a_f, a_y, a_x = sch.get_loops(acc)[-4:]
     init = sch.decompose_reduction(block, c)
-    for stage in (block, init, acc):
+    for stage in (block, init):
         inner = sch.get_loops(stage)
         sch.unroll(inner[-3])
         sch.unroll(inner[-2])
         sch.vectorize(inner[-1])
-    return rows
+    # the copy out runs along the row: contiguous stores (along the channels, stores strided by a
+    # whole channel measured 1.3x slower for a 1x1 of 16 input channels, where the copy counts)
+    sch.reorder(a_n, a_y, a_f, a_x)
+    sch.unroll(a_f)
+    sch.unroll(a_x)
 
 
 __all__ = ["Conv2D", "match_conv2d"]
