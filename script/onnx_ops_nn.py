@@ -304,7 +304,9 @@ class LRN(OnnxOpConverter):
                                   count_include_pad=True)
         total = op.reshape(ctx.emit(window), dims)
         scaled = op.add(scalar_like(bias, x), op.multiply(scalar_like(alpha, x), total))
-        return op.divide(x, op.power(scaled, scalar_like(beta, x)))
+        # x * exp(-beta * log(scaled)): the vectorized exp and log, where pow is one libm call per
+        # element (the same value for every base, 0 and negative ones included)
+        return op.multiply(x, op.exp(op.multiply(scalar_like(-beta, x), op.log(scaled))))
 
 
 @converter("Gemm")
