@@ -27,6 +27,7 @@ from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported, onnx_dtype, r
 # (importing the converter modules registers their converters)
 from . import (onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant, onnx_ops_rnn, onnx_ops_signal,  # noqa: F401
                onnx_ops_tensor, onnx_ops_transformer)
+from . import onnx_ops_ml, onnx_ops_select, onnx_ops_training  # noqa: F401
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -51,6 +52,7 @@ def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: "str | dic
         raise TVMSError(f"from_onnx expects an onnx.ModelProto or a path, got {type(model).__name__}")
     model_opset = next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 1)
     importer = _GraphImporter(shape_dict or {}, dtype_dict, keep_params_in_input, opset or model_opset)
+    importer.domain_opsets = {o.domain: o.version for o in model.opset_import}
     return importer.run(model.graph)
 
 
@@ -102,6 +104,9 @@ def bind_inputs(model: Any, values: dict[str, np.ndarray]) -> Any:
 
 
 class _GraphImporter:
+    # the opsets of the other domains (ai.onnx.ml, ...), whose converters are registered as "domain.OpType"
+    domain_opsets: dict[str, int] = {}
+
     def __init__(self, shape_dict: dict, dtype_dict: Any, keep_params: bool, opset: int):
         self.shape_dict = {k: list(v) for k, v in shape_dict.items()}
         self.dtype_dict = dtype_dict
@@ -209,10 +214,13 @@ class _GraphImporter:
 
     def _convert(self, ctx: Context, node: Any) -> None:
         where = f"node {node.name or node.output[0]!r} ({node.op_type}, opset {self.opset})"
+        key, opset = node.op_type, self.opset
         if node.domain not in _DEFAULT_DOMAINS:
-            raise TVMSError(f"{where}: operators of domain {node.domain!r} are not supported")
-        cls = CONVERTERS.get(node.op_type)
-        impl = cls.get_converter(self.opset) if cls else None
+            key, opset = f"{node.domain}.{node.op_type}", self.domain_opsets.get(node.domain, 1)
+            if key not in CONVERTERS:
+                raise TVMSError(f"{where}: operators of domain {node.domain!r} are not supported")
+        cls = CONVERTERS.get(key)
+        impl = cls.get_converter(opset) if cls else None
         if impl is None:
             raise TVMSError(f"{where}: the operator {node.op_type} is not supported"
                             + (f" before opset {cls.versions()[0]}" if cls else ""))
