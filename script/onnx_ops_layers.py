@@ -1,0 +1,122 @@
+"""ONNX layers composed of other Relax operators: ``MeanVarianceNormalization``, ``MaxUnpool``
+(a scatter into zeros) and ``DeformConv`` (bilinear samples gathered at the offset positions,
+then a grouped matmul with the weights)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dtype_of, required_value,
+                           scalar_like, static_shape)
+from .onnx_ops_nn import _add_channel_bias
+from .relax_op_api import op
+
+
+@converter("MeanVarianceNormalization")
+class MeanVarianceNormalization(OnnxOpConverter):
+    """(X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9) over ``axes``, as ONNX's function body."""
+
+    @classmethod
+    def _impl_v9(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        axes = list(attrs.get("axes", [0, 2, 3]))
+        mean = ctx.emit(op.mean(x, axes, True))
+        mean_square = ctx.emit(op.mean(ctx.emit(op.multiply(x, x)), axes, True))
+        variance = ctx.emit(op.subtract(mean_square, ctx.emit(op.multiply(mean, mean))))
+        std = ctx.emit(op.add(ctx.emit(op.sqrt(variance)), scalar_like(1e-9, x)))
+        return op.divide(ctx.emit(op.subtract(x, mean)), std)
+
+
+@converter("MaxUnpool")
+class MaxUnpool(OnnxOpConverter):
+    """Each value written at its index into the flattened zeros of the unpooled shape
+    ((in - 1) * stride - pads + kernel per spatial axis), placed at the start of
+    ``output_shape`` when one is given (as the reference places it)."""
+
+    @classmethod
+    def _impl_v9(cls, ctx, inputs, attrs):
+        x, indices = inputs[:2]
+        shape = static_shape(x)
+        kernel = list(attrs["kernel_shape"])
+        if shape is None:
+            raise Unsupported("an input of symbolic shape")
+        n = len(kernel)
+        strides = list(attrs.get("strides", [1] * n))
+        pads = list(attrs.get("pads", [0] * 2 * n))
+        unpooled = shape[:2] + [(d - 1) * s - (pads[i] + pads[n + i]) + k
+                                for i, (d, s, k) in enumerate(zip(shape[2:], strides, kernel))]
+        zeros = ctx.constant(np.zeros(math.prod(unpooled), dtype_of(x)))
+        flat = ctx.emit(op.scatter_elements(zeros, ctx.emit(op.reshape(as_dtype(indices, "int64"), [-1])),
+                                            ctx.emit(op.reshape(x, [-1])), 0))
+        y = ctx.emit(op.reshape(flat, unpooled))
+        if len(inputs) < 3 or inputs[2] is None:
+            return y
+        out = [int(d) for d in required_value(inputs[2], "output_shape")]
+        if len(out) != len(unpooled) or any(o < u for o, u in zip(out, unpooled)):
+            raise Unsupported(f"output_shape {out} smaller than the unpooled shape {unpooled}")
+        return op.nn.pad(y, [v for o, u in zip(out, unpooled) for v in (0, o - u)])
+
+
+@converter("DeformConv")
+class DeformConv(OnnxOpConverter):
+    """A 2-d convolution whose kernel taps sample the input at positions moved by ``offset``
+    (per offset group, tap and output position: (dy, dx)), by bilinear interpolation with zeros
+    outside, each sample scaled by ``mask``: the samples of each (channel, tap) are gathered as
+    the columns of an im2col matrix that the grouped weights multiply."""
+
+    @classmethod
+    def _impl_v19(cls, ctx, inputs, attrs):
+        x, w, offset, bias, mask = (list(inputs) + [None] * 5)[:5]
+        xs, ws, offs = static_shape(x), static_shape(w), static_shape(offset)
+        if xs is None or ws is None or offs is None or len(xs) != 4:
+            raise Unsupported("a deformable convolution other than 2-d with static shapes")
+        n, channels, height, width = xs
+        out_channels, group_channels = ws[:2]
+        oh, ow = offs[2:]
+        group, offset_group = attrs.get("group", 1), attrs.get("offset_group", 1)
+        kh, kw = attrs.get("kernel_shape", ws[2:])
+        taps = kh * kw
+        sh, sw = attrs.get("strides", [1, 1])
+        dh, dw = attrs.get("dilations", [1, 1])
+        pads = attrs.get("pads", [0, 0, 0, 0])
+        dtype = dtype_of(x)
+        per_offset = channels // offset_group
+        # the sampled positions (n, offset group, tap, oh * ow): the tap's place in the window
+        # at each output position, plus its offset
+        offset = ctx.emit(op.reshape(offset, [n, offset_group, taps, 2, oh * ow]))
+        base = np.stack(np.meshgrid(np.arange(oh) * sh - pads[0], np.arange(ow) * sw - pads[1], indexing="ij"))
+        tap = np.stack(np.meshgrid(np.arange(kh) * dh, np.arange(kw) * dw, indexing="ij")).reshape(2, taps, 1)
+        places = (base.reshape(2, 1, oh * ow) + tap).astype(dtype)
+        y, x_pos = (ctx.emit(op.add(ctx.emit(op.squeeze(ctx.emit(op.strided_slice(offset, [3], [i], [i + 1])), [3])),
+                                    ctx.constant(places[i]))) for i in range(2))
+        # the four neighbours (corner axis of 4 after the offset group's), each weighted by
+        # 1 - |corner - fraction| per axis, and 0 outside the input
+        corner = [ctx.constant(np.array(c, dtype).reshape(4, 1, 1)) for c in ([0, 0, 1, 1], [0, 1, 0, 1])]
+        weight, index, inside = None, None, None
+        for pos, c, size in ((y, corner[0], height), (x_pos, corner[1], width)):
+            low = ctx.emit(op.expand_dims(ctx.emit(op.floor(pos)), [2]))
+            frac = ctx.emit(op.subtract(ctx.emit(op.expand_dims(pos, [2])), low))
+            at = ctx.emit(op.add(low, c))
+            part = ctx.emit(op.subtract(scalar_like(1, at), ctx.emit(op.abs(ctx.emit(op.subtract(c, frac))))))
+            within = ctx.emit(op.logical_and(ctx.emit(op.greater_equal(at, scalar_like(0, at))),
+                                             ctx.emit(op.less_equal(at, scalar_like(size - 1, at)))))
+            weight = part if weight is None else ctx.emit(op.multiply(weight, part))
+            inside = within if inside is None else ctx.emit(op.logical_and(inside, within))
+            index = at if index is None else ctx.emit(op.add(ctx.emit(op.multiply(index, scalar_like(width, at))), at))
+        weight = ctx.emit(op.where(inside, weight, scalar_like(0, weight)))
+        index = ctx.emit(op.where(inside, ctx.emit(op.astype(index, "int64")), ctx.constant(0, "int64")))
+        # the input, each offset group's channels flattened over their pixels
+        data = ctx.emit(op.reshape(x, [n, offset_group, per_offset, height * width]))
+        index = ctx.emit(op.broadcast_to(ctx.emit(op.reshape(index, [n, offset_group, 1, 4 * taps * oh * ow])),
+                                         [n, offset_group, per_offset, 4 * taps * oh * ow]))
+        value = ctx.emit(op.reshape(ctx.emit(op.gather_elements(data, index, 3)),
+                                    [n, offset_group, per_offset, 4, taps, oh * ow]))
+        sampled = ctx.emit(op.sum(ctx.emit(op.multiply(value, ctx.emit(op.expand_dims(weight, [2])))), [3]))
+        if mask is not None:
+            mask = ctx.emit(op.reshape(mask, [n, offset_group, 1, taps, oh * ow]))
+            sampled = ctx.emit(op.multiply(sampled, mask))
+        columns = ctx.emit(op.reshape(sampled, [n, group, group_channels * taps, oh * ow]))
+        weights = ctx.emit(op.reshape(w, [1, group, out_channels // group, group_channels * taps]))
+        y = ctx.emit(op.reshape(ctx.emit(op.matmul(weights, columns)), [n, out_channels, oh, ow]))
+        return _add_channel_bias(y, bias) if bias is not None else y
