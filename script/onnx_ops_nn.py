@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, normalize_axis, rank_of,
+from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, dtype_of, normalize_axis, rank_of,
                            scalar_like, static_shape, value_of)
 from .onnx_ops_math import swish
 from .relax_op_api import op
@@ -65,7 +65,10 @@ class Conv(OnnxOpConverter):
         n = len(kernel)
         strides, dilations, pads = _window(attrs, x, kernel)
         conv = (op.nn.conv1d, op.nn.conv2d, op.nn.conv3d)[n - 1]
-        y = conv(x, w, strides=strides, padding=pads, dilation=dilations, groups=attrs.get("group", 1))
+        half = dtype_of(x) == "float16"  # (summed in float32 and rounded once, as the reference does)
+        y = conv(x, w, strides=strides, padding=pads, dilation=dilations, groups=attrs.get("group", 1),
+                 out_dtype="float32" if half else "")
+        y = op.astype(ctx.emit(y), "float16") if half else y
         return y if bias is None else _add_channel_bias(ctx.emit(y), bias)
 
 
@@ -330,8 +333,13 @@ class Gemm(OnnxOpConverter):
 
 @converter("MatMul")
 class MatMul(OnnxOpConverter):
+    """float16 products are summed in float32 and rounded once, as numpy (the reference)
+    computes them (a float16 sum rounds at every step)."""
+
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
+        if dtype_of(inputs[0]) == "float16":
+            return op.astype(ctx.emit(op.matmul(*inputs, out_dtype="float32")), "float16")
         return op.matmul(*inputs)
 
 
@@ -356,7 +364,16 @@ class _Softmax(OnnxOpConverter):
         return cls.relax(inputs[0], axis=attrs.get("axis", -1))
 
 
-converter("Softmax")(type("Softmax", (_Softmax,), {"relax": staticmethod(op.nn.softmax)}))
+def _softmax(x, axis):
+    """float16 as the reference computes it: exp rounded to float16, summed in float32 and the
+    sum rounded once (Relax's float16 softmax would sum in float16, rounding at every step)."""
+    if dtype_of(x) != "float16":
+        return op.nn.softmax(x, axis=axis)
+    powers = op.exp(op.subtract(x, op.max(x, [axis], True)))
+    return op.divide(powers, op.astype(op.sum(op.astype(powers, "float32"), [axis], True), "float16"))
+
+
+converter("Softmax")(type("Softmax", (_Softmax,), {"relax": staticmethod(_softmax)}))
 converter("LogSoftmax")(type("LogSoftmax", (_Softmax,), {"relax": staticmethod(op.nn.log_softmax)}))
 
 
