@@ -27,7 +27,8 @@ from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported, onnx_dtype, r
 # (importing the converter modules registers their converters)
 from . import (onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant, onnx_ops_rnn, onnx_ops_signal,  # noqa: F401
                onnx_ops_tensor, onnx_ops_transformer)
-from . import onnx_ops_layers, onnx_ops_ml, onnx_ops_preview, onnx_ops_select, onnx_ops_text, onnx_ops_training  # noqa: F401
+from . import (onnx_ops_layers, onnx_ops_linalg, onnx_ops_ml, onnx_ops_preview, onnx_ops_select,  # noqa: F401
+               onnx_ops_text, onnx_ops_training)
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 

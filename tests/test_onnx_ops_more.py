@@ -1,0 +1,67 @@
+"""Forms of the converters in onnx_ops_{linalg,text,ml,select}.py that ONNX's node suite does not
+exercise (it runs TfIdfVectorizer in TF mode only, one-tree ensembles, 2-d and 3x3 Det), each
+checked against onnx's reference evaluator on the same model."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+import tvms  # noqa: E402
+from tvms import relax  # noqa: E402
+from tvms.relax.frontend.onnx import from_onnx  # noqa: E402
+
+
+def _check(node, feeds, out_type, out_shape, domains=(("", 22),), rtol=1e-5):
+    """The node's model run by tvms and by the reference evaluator on ``feeds``."""
+    inputs = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+              for k, v in feeds.items()]
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", out_type, out_shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in domains])
+    expected = ReferenceEvaluator(model).run(None, feeds)[0]
+    vm = relax.VirtualMachine(tvms.compile(from_onnx(model), "llvm"), tvms.cpu())
+    got = vm["main"](*feeds.values())
+    np.testing.assert_allclose(got.numpy(), expected, rtol=rtol, atol=1e-5)
+
+
+@pytest.mark.slow  # (compiles about 40 operators)
+def test_det_pivots_and_gives_zero_for_a_singular_matrix():
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((3, 4, 4)).astype(np.float32)
+    m[1, 0, :] = 0  # (a zero first pivot candidate: a row swap is needed)
+    m[2, 3] = 2 * m[2, 1]  # (singular)
+    _check(helper.make_node("Det", ["m"], ["y"]), {"m": m}, TensorProto.FLOAT, [3], rtol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["IDF", "TFIDF"])
+def test_tfidf_weighted_modes_with_unigrams(mode):
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode=mode, min_gram_length=1, max_gram_length=2,
+                            max_skip_count=1, ngram_counts=[0, 3], ngram_indexes=[0, 1, 2, 3, 4],
+                            pool_int64s=[2, 3, 5, 2, 3, 5, 4], weights=[0.5, 2.0, 1.0, 3.0, 0.25])
+    x = np.array([[2, 3, 5, 2, 3, 4, 5], [5, 5, 4, 2, 3, 2, 3]], np.int32)
+    _check(node, {"x": x}, TensorProto.FLOAT, [2, 5])
+
+
+def test_tree_ensemble_average_of_two_trees_with_missing_values():
+    node = helper.make_node(
+        "TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", n_targets=2, aggregate_function=0,
+        post_transform=0, tree_roots=[0, 2],
+        nodes_modes=helper.make_tensor("m", TensorProto.UINT8, (3,), [1, 3, 5]),
+        nodes_featureids=[0, 1, 1], nodes_splits=helper.make_tensor("s", TensorProto.DOUBLE, (3,), [0.5, -1.0, 2.0]),
+        nodes_missing_value_tracks_true=[1, 0, 0],
+        nodes_truenodeids=[1, 0, 2], nodes_trueleafs=[0, 1, 1], nodes_falsenodeids=[0, 1, 3],
+        nodes_falseleafs=[1, 1, 1], leaf_targetids=[0, 1, 0, 1],
+        leaf_weights=helper.make_tensor("w", TensorProto.DOUBLE, (4,), [1.5, -2.0, 4.0, 8.0]))
+    x = np.array([[0.1, 3.0], [0.9, -3.0], [np.nan, 2.0], [0.2, -1.0]], np.float32)
+    _check(node, {"x": x}, TensorProto.FLOAT, [4, 2], domains=(("", 22), ("ai.onnx.ml", 5)))
+
+
+def test_non_max_suppression_with_a_zero_iou_threshold_and_no_score_threshold():
+    boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 2, 1, 3], [0, 2.05, 1, 3]]], np.float32)
+    scores = np.array([[[0.9, 0.75, 0.6, 0.95]]], np.float32)
+    node = helper.make_node("NonMaxSuppression", ["b", "s", "k", "i"], ["y"])  # (only disjoint boxes kept)
+    feeds = {"b": boxes, "s": scores, "k": np.array([3], np.int64), "i": np.array([0], np.float32)}
+    _check(node, feeds, TensorProto.INT64, None)
