@@ -35,6 +35,42 @@ class ArrayFeatureExtractor(OnnxOpConverter):
         return op.take(x, flat, axis=rank_of(x) - 1)
 
 
+@converter(_DOMAIN + "LabelEncoder")
+class LabelEncoder(OnnxOpConverter):
+    """Each element replaced by the value of its key (the default when no key equals it), for
+    numeric keys and values (a repeated key keeps its last value, as a dict does)."""
+
+    @classmethod
+    def _impl_v2(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        keys, values = (cls._given(attrs, side) for side in ("keys", "values"))
+        if len(keys) != len(values) or not len(keys):
+            raise Unsupported(f"{len(keys)} keys for {len(values)} values")
+        table = dict(zip(keys.tolist(), values.tolist()))
+        keys = np.array(list(table), keys.dtype)
+        values = np.array(list(table.values()), values.dtype)
+        if "default_tensor" in attrs:
+            default = np.asarray(attrs["default_tensor"]).reshape(-1)[0]
+        else:
+            default = attrs.get("default_float", -0.0) if values.dtype.kind == "f" else attrs.get("default_int64", -1)
+        attrs.ignore("default_string", "default_int64", "default_float")
+        equal = ctx.emit(op.equal(ctx.emit(op.expand_dims(as_dtype(x, str(keys.dtype)), [-1])), ctx.constant(keys)))
+        hits = ctx.emit(op.astype(equal, "int8"))
+        found = ctx.emit(op.take(ctx.constant(values), ctx.emit(op.argmax(hits, -1)), axis=0))
+        known = ctx.emit(op.astype(ctx.emit(op.max(hits, [-1])), "bool"))
+        return op.where(known, found, ctx.constant(default, str(values.dtype)))
+
+    @staticmethod
+    def _given(attrs, side):
+        """The keys (or values) as a numpy array, from whichever attribute gives them."""
+        for suffix, dtype in (("int64s", "int64"), ("floats", "float32"), ("tensor", None)):
+            if attrs.get(f"{side}_{suffix}") is not None:
+                return np.asarray(attrs[f"{side}_{suffix}"], dtype).reshape(-1)
+        if attrs.get(f"{side}_strings") is not None:
+            raise Unsupported(f"string {side} (string tensors have no Relax type)")
+        raise Unsupported(f"no {side}")
+
+
 # TreeEnsemble's node modes, as comparisons of the feature with the split
 _COMPARE = {0: op.less_equal, 1: op.less, 2: op.greater_equal, 3: op.greater, 4: op.equal, 5: op.not_equal}
 _MEMBER = 6

@@ -65,3 +65,16 @@ def test_non_max_suppression_with_a_zero_iou_threshold_and_no_score_threshold():
     node = helper.make_node("NonMaxSuppression", ["b", "s", "k", "i"], ["y"])  # (only disjoint boxes kept)
     feeds = {"b": boxes, "s": scores, "k": np.array([3], np.int64), "i": np.array([0], np.float32)}
     _check(node, feeds, TensorProto.INT64, None)
+
+
+def test_label_encoder_on_numbers():
+    node = helper.make_node("LabelEncoder", ["x"], ["y"], domain="ai.onnx.ml", keys_int64s=[3, 7, 1, 7],
+                            values_floats=[0.5, 1.5, -2.0, 4.0], default_float=9.0)
+    _check(node, {"x": np.array([[7, 2], [1, 3]], np.int64)}, TensorProto.FLOAT, [2, 2],
+           domains=(("", 22), ("ai.onnx.ml", 4)))
+    node = helper.make_node("LabelEncoder", ["x"], ["y"], domain="ai.onnx.ml",
+                            keys_tensor=helper.make_tensor("k", TensorProto.FLOAT, (2,), [0.5, 2.5]),
+                            values_tensor=helper.make_tensor("v", TensorProto.INT16, (2,), [4, 5]),
+                            default_tensor=helper.make_tensor("d", TensorProto.INT16, (1,), [-7]))
+    _check(node, {"x": np.array([2.5, 0.5, 1.0], np.float32)}, TensorProto.INT16, [3],
+           domains=(("", 22), ("ai.onnx.ml", 4)))
