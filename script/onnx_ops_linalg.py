@@ -28,7 +28,8 @@ class Det(OnnxOpConverter):
         for size in range(n, 0, -1):
             first = ctx.emit(op.strided_slice(m, [len(dims) - 1], [0], [1]))  # (..., size, 1)
             row = ctx.emit(op.argmax(ctx.emit(op.abs(first)), len(dims) - 2, True))  # (..., 1, 1)
-            pivot_row = ctx.emit(op.gather_elements(m, ctx.emit(op.broadcast_to(row, batch + [1, size])), len(dims) - 2))
+            rows = ctx.emit(op.broadcast_to(row, batch + [1, size]))
+            pivot_row = ctx.emit(op.gather_elements(m, rows, len(dims) - 2))
             pivot = ctx.emit(op.strided_slice(pivot_row, [len(dims) - 1], [0], [1]))  # (..., 1, 1)
             swapped = ctx.emit(op.not_equal(row, ctx.constant(0, "int64")))
             flip = ctx.emit(op.where(swapped, scalar_like(-1, m), scalar_like(1, m)))

@@ -166,7 +166,8 @@ def _paths(attrs):
     def walk(node, steps):
         if len(steps) > len(true_ids):
             raise Unsupported("the nodes make a cycle")
-        for outcome, child, is_leaf in ((True, true_ids[node], true_leaf[node]), (False, false_ids[node], false_leaf[node])):
+        branches = ((True, true_ids[node], true_leaf[node]), (False, false_ids[node], false_leaf[node]))
+        for outcome, child, is_leaf in branches:
             if is_leaf:
                 found.append((steps + [(node, outcome)], child))
             else:

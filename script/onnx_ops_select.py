@@ -29,10 +29,12 @@ class NonMaxSuppression(OnnxOpConverter):
             boxes = ctx.emit(op.concat([ctx.emit(op.subtract(center, half)), ctx.emit(op.add(center, half))], axis=2))
         given = list(inputs[2:]) + [None] * (5 - len(inputs))
         # (omitted: no box kept, a threshold of 0 that keeps only disjoint boxes, no score threshold)
-        limit, iou, threshold = (as_dtype(v, dtype) if v is not None else ctx.constant([default], dtype)
-                                 for v, dtype, default in zip(given, ("int64", "float32", "float32"), (0, 0.0, -np.inf)))
-        iou = ctx.emit(op.astype(op.maximum(op.multiply(as_dtype(iou, "float64"), ctx.constant(1 + 1.5 * 2.0 ** -24)),
-                                            ctx.constant(np.finfo(np.float32).smallest_subnormal, "float64")), "float32"))
+        limit, iou, threshold = (
+            as_dtype(v, dtype) if v is not None else ctx.constant([default], dtype)
+            for v, dtype, default in zip(given, ("int64", "float32", "float32"), (0, 0.0, -np.inf)))
+        above = op.multiply(as_dtype(iou, "float64"), ctx.constant(1 + 1.5 * 2.0 ** -24))
+        smallest = ctx.constant(np.finfo(np.float32).smallest_subnormal, "float64")
+        iou = ctx.emit(op.astype(op.maximum(above, smallest), "float32"))
         found = ctx.emit(op.vision.all_class_non_max_suppression(boxes, scores, limit, iou, threshold, "onnx"))
         rows, count = (ctx.emit(rx.TupleGetItem(found, i)) for i in range(2))
         end = ctx.emit(op.concat([count, ctx.constant([3], "int64")], axis=0))
