@@ -43,7 +43,7 @@ def _reshape_compute(x: te.Tensor, shape: tuple) -> te.Tensor:
     """topi's reshape: the output index is flattened over ``shape`` and unflattened over the
     input's shape."""
     def body(idx: tuple) -> Any:
-        flat = idx[0]
+        flat = idx[0] if idx else IntImm(DataType("int64"), 0)  # (a 0-d result reads element 0)
         for i in range(1, len(idx)):
             flat = flat * shape[i] + idx[i]
         src = []
