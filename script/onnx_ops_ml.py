@@ -81,7 +81,8 @@ class TreeEnsemble(OnnxOpConverter):
     """The trees are constants, so each root-to-leaf path is known at import: every node's
     condition is evaluated for every row (in float64, as the reference compares), a row takes a
     path when the conditions along it all have the path's outcomes (counted by two matmuls of
-    0/1 matrices), and the weights of the paths taken are summed per target (one matmul)."""
+    0/1 matrices), and the weights of the paths taken are summed per target (one matmul), or
+    their minimum or maximum taken."""
 
     @classmethod
     def _impl_v5(cls, ctx, inputs, attrs):
@@ -89,9 +90,9 @@ class TreeEnsemble(OnnxOpConverter):
         if rank_of(x) != 2:
             raise Unsupported(f"a {rank_of(x)}-d input (the rows must be a 2-d tensor)")
         post, aggregate = attrs.get("post_transform", 0), attrs.get("aggregate_function", 1)
-        if post != 0 or aggregate not in (0, 1):
+        if post != 0 or aggregate not in (0, 1, 2, 3):
             raise Unsupported(f"post_transform {post} with aggregate_function {aggregate} (only no post "
-                              f"transform, with a sum or an average, is supported)")
+                              f"transform is supported)")
         attrs.ignore("nodes_hitrates")  # (a hint for runtimes, no effect on the result)
         modes = np.asarray(attrs["nodes_modes"]).reshape(-1).astype(int)
         features = np.asarray(attrs["nodes_featureids"], np.int64)
@@ -129,6 +130,14 @@ class TreeEnsemble(OnnxOpConverter):
         agree = ctx.emit(op.add(ctx.emit(op.matmul(true, ctx.constant(on_true))),
                                 ctx.emit(op.matmul(false, ctx.constant(on_false)))))
         taken = ctx.emit(op.equal(agree, ctx.constant([float(len(steps)) for steps, _ in paths])))
+        if aggregate in (2, 3):  # (min / max over the leaves reached of each target, from the dtype's extreme)
+            extreme = np.finfo(dtype_of(x)).max * (1 if aggregate == 2 else -1)
+            owns = np.zeros((len(paths), n_targets), bool)
+            owns[np.arange(len(paths)), [targets[leaf] for _, leaf in paths]] = True
+            reached = ctx.emit(op.logical_and(ctx.emit(op.expand_dims(taken, [2])), ctx.constant(owns)))
+            candidates = ctx.emit(op.where(reached, ctx.constant(per_path), ctx.constant(extreme, "float64")))
+            reduce = op.min if aggregate == 2 else op.max
+            return as_dtype(ctx.emit(reduce(candidates, [1])), dtype_of(x))
         if aggregate == 0:
             per_path /= len(attrs["tree_roots"])
         total = ctx.emit(op.matmul(ctx.emit(op.astype(taken, "float64")), ctx.constant(per_path)))

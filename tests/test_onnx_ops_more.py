@@ -45,18 +45,19 @@ def test_tfidf_weighted_modes_with_unigrams(mode):
     _check(node, {"x": x}, TensorProto.FLOAT, [2, 5])
 
 
-def test_tree_ensemble_average_of_two_trees_with_missing_values():
+@pytest.mark.parametrize("aggregate", [0, 2, 3])  # (average, min, max)
+def test_tree_ensemble_of_two_trees_with_missing_values(aggregate):
     node = helper.make_node(
-        "TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", n_targets=2, aggregate_function=0,
+        "TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", n_targets=3, aggregate_function=aggregate,
         post_transform=0, tree_roots=[0, 2],
         nodes_modes=helper.make_tensor("m", TensorProto.UINT8, (3,), [1, 3, 5]),
         nodes_featureids=[0, 1, 1], nodes_splits=helper.make_tensor("s", TensorProto.DOUBLE, (3,), [0.5, -1.0, 2.0]),
         nodes_missing_value_tracks_true=[1, 0, 0],
         nodes_truenodeids=[1, 0, 2], nodes_trueleafs=[0, 1, 1], nodes_falsenodeids=[0, 1, 3],
-        nodes_falseleafs=[1, 1, 1], leaf_targetids=[0, 1, 0, 1],
+        nodes_falseleafs=[1, 1, 1], leaf_targetids=[0, 1, 0, 1],  # (no leaf of target 2)
         leaf_weights=helper.make_tensor("w", TensorProto.DOUBLE, (4,), [1.5, -2.0, 4.0, 8.0]))
     x = np.array([[0.1, 3.0], [0.9, -3.0], [np.nan, 2.0], [0.2, -1.0]], np.float32)
-    _check(node, {"x": x}, TensorProto.FLOAT, [4, 2], domains=(("", 22), ("ai.onnx.ml", 5)))
+    _check(node, {"x": x}, TensorProto.FLOAT, [4, 3], domains=(("", 22), ("ai.onnx.ml", 5)))
 
 
 def test_non_max_suppression_with_a_zero_iou_threshold_and_no_score_threshold():
