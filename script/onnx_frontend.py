@@ -214,12 +214,12 @@ class _GraphImporter:
         return self.values[name]
 
     def _convert(self, ctx: Context, node: Any) -> None:
-        where = f"node {node.name or node.output[0]!r} ({node.op_type}, opset {self.opset})"
         key, opset = node.op_type, self.opset
         if node.domain not in _DEFAULT_DOMAINS:
             key, opset = f"{node.domain}.{node.op_type}", self.domain_opsets.get(node.domain, 1)
-            if key not in CONVERTERS:
-                raise TVMSError(f"{where}: operators of domain {node.domain!r} are not supported")
+        where = f"node {node.name or node.output[0]!r} ({node.op_type}, opset {opset})"
+        if node.domain not in _DEFAULT_DOMAINS and key not in CONVERTERS:
+            raise TVMSError(f"{where}: operators of domain {node.domain!r} are not supported")
         cls = CONVERTERS.get(key)
         impl = cls.get_converter(opset) if cls else None
         if impl is None:

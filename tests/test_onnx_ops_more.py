@@ -12,6 +12,7 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 import tvms  # noqa: E402
 from tvms import relax  # noqa: E402
+from tvms.ir.errors import TVMSError  # noqa: E402
 from tvms.relax.frontend.onnx import from_onnx  # noqa: E402
 
 
@@ -79,3 +80,16 @@ def test_label_encoder_on_numbers():
                             default_tensor=helper.make_tensor("d", TensorProto.INT16, (1,), [-7]))
     _check(node, {"x": np.array([2.5, 0.5, 1.0], np.float32)}, TensorProto.INT16, [3],
            domains=(("", 22), ("ai.onnx.ml", 4)))
+
+
+def test_other_domains_name_what_is_not_converted():
+    def model(node):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])
+        graph = helper.make_graph([node], "g", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        opsets = [helper.make_opsetid("", 22), helper.make_opsetid("ai.onnx.ml", 3)]
+        return helper.make_model(graph, opset_imports=opsets)
+
+    with pytest.raises(TVMSError, match=r"\(Normalizer, opset 3\): operators of domain 'ai.onnx.ml' are not supported"):
+        from_onnx(model(helper.make_node("Normalizer", ["x"], ["y"], domain="ai.onnx.ml")))
+    with pytest.raises(TVMSError, match=r"\(Binarizer, opset 3\): the attribute bias is not supported"):
+        from_onnx(model(helper.make_node("Binarizer", ["x"], ["y"], domain="ai.onnx.ml", bias=1.0)))
