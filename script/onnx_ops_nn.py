@@ -175,10 +175,19 @@ class BatchNormalization(OnnxOpConverter):
 
     @classmethod
     def _impl_v14(cls, ctx, inputs, attrs):
-        attrs.ignore("momentum")
-        if attrs.get("training_mode", 0):
-            raise Unsupported("training_mode=1")
-        return cls._inference(ctx, inputs, attrs)
+        momentum = attrs.get("momentum", 0.9)
+        if not attrs.get("training_mode", 0):
+            return cls._inference(ctx, inputs, attrs)
+        # training: normalized by the batch's statistics (mean and population variance over all
+        # axes but the channels'), which also update the running mean and variance
+        x, scale, bias, mean, var = inputs
+        axes = [a for a in range(rank_of(x)) if a != 1]
+        batch_mean, batch_var = (ctx.emit(reduce(x, axes)) for reduce in (op.mean, op.variance))
+        y = ctx.emit(cls._inference(ctx, [x, scale, bias, batch_mean, batch_var], attrs))
+        running = [op.add(op.multiply(old, scalar_like(momentum, old)),
+                          op.multiply(new, scalar_like(1 - momentum, new)))
+                   for old, new in ((mean, batch_mean), (var, batch_var))]
+        return [y] + running[:ctx.node_outputs - 1]
 
     @staticmethod
     def _inference(ctx, inputs, attrs):
