@@ -2,10 +2,12 @@
 Gemm/MatMul, softmax."""
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
+from ..ir.dtype import DataType
 from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, dtype_of, normalize_axis, rank_of,
                            scalar_like, static_shape, value_of)
 from .onnx_ops_math import swish
@@ -121,17 +123,51 @@ class _Pool(OnnxOpConverter):
         n = len(kernel)
         if n not in (1, 2, 3):
             raise Unsupported(f"{n}-d pooling")
-        if attrs.get("storage_order", 0):
+        column_major = bool(attrs.get("storage_order", 0))
+        if column_major and ctx.node_outputs < 2:
             raise Unsupported("storage_order=1")
         strides, dilations, pads = _window(attrs, x, kernel)
         ceil_mode = bool(attrs.get("ceil_mode", 0))
         if cls.kind == "max":
             pool = (op.nn.max_pool1d, op.nn.max_pool2d, op.nn.max_pool3d)[n - 1]
-            return pool(x, pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
-                        ceil_mode=ceil_mode)
+            y = pool(x, pool_size=kernel, strides=strides, dilation=dilations, padding=pads, ceil_mode=ceil_mode)
+            if ctx.node_outputs < 2:
+                return y
+            y = ctx.emit(y)
+            return [y, _max_indices(ctx, x, y, kernel, strides, dilations, pads, column_major)]
         pool = (op.nn.avg_pool1d, op.nn.avg_pool2d, op.nn.avg_pool3d)[n - 1]
         return pool(x, pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
                     ceil_mode=ceil_mode, count_include_pad=bool(attrs.get("count_include_pad", 0)))
+
+
+def _max_indices(ctx, x, y, kernel, strides, dilations, pads, column_major):
+    """MaxPool's second output: where each window's maximum is (its first place in the window's
+    row-major order), as an index into the flattened input (spatial axes in column-major order
+    for ``storage_order=1``). Each window tap is a strided slice of the input padded with -inf;
+    the taps, last to first, replace the index where their value is the maximum."""
+    shape, out = static_shape(x), static_shape(y)
+    if shape is None or out is None or not DataType(dtype_of(x)).is_float:
+        raise Unsupported("the indices of a max pool of symbolic shape or of integers")
+    spatial = shape[2:]
+    order = range(len(spatial)) if not column_major else reversed(range(len(spatial)))
+    places = np.zeros(spatial, np.int64)
+    stride = 1
+    for axis in reversed(list(order)):
+        places += (np.arange(spatial[axis]) * stride).reshape([-1 if a == axis else 1 for a in range(len(spatial))])
+        stride *= spatial[axis]
+    n = len(kernel)
+    width = [(0, 0), (0, 0)] + [(pads[a], pads[n + a] + strides[a]) for a in range(n)]  # (room for ceil_mode)
+    padded = ctx.emit(op.nn.pad(x, [v for pair in width for v in pair], "constant", float("-inf")))
+    places = np.pad(places, width[2:], constant_values=-1)
+    found = ctx.constant(np.zeros(out, np.int64))
+    for tap in reversed(list(itertools.product(*(range(k) for k in kernel)))):
+        begin = [t * d for t, d in zip(tap, dilations)]
+        end = [b + (o - 1) * s + 1 for b, o, s in zip(begin, out[2:], strides)]
+        value = ctx.emit(op.strided_slice(padded, list(range(2, n + 2)), begin, end, strides))
+        place = places[tuple(slice(b, e, s) for b, e, s in zip(begin, end, strides))]
+        found = ctx.emit(op.where(ctx.emit(op.equal(value, y)), ctx.constant(place), found))
+    base = (np.arange(shape[0] * shape[1], dtype=np.int64) * math.prod(spatial)).reshape(shape[:2] + [1] * n)
+    return op.add(found, ctx.constant(base))
 
 
 @converter("MaxPool")

@@ -93,3 +93,20 @@ def test_other_domains_name_what_is_not_converted():
         from_onnx(model(helper.make_node("Normalizer", ["x"], ["y"], domain="ai.onnx.ml")))
     with pytest.raises(TVMSError, match=r"\(Binarizer, opset 3\): the attribute bias is not supported"):
         from_onnx(model(helper.make_node("Binarizer", ["x"], ["y"], domain="ai.onnx.ml", bias=1.0)))
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+def test_max_pool_indices_with_dilation_stride_and_ceil_mode(storage_order):
+    x = np.random.default_rng(1).standard_normal((2, 3, 7, 6)).astype(np.float32)
+    node = helper.make_node("MaxPool", ["x"], ["v", "y"], kernel_shape=[2, 3], strides=[2, 1], dilations=[2, 1],
+                            pads=[1, 0, 0, 1], ceil_mode=1, storage_order=storage_order)
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)]
+    outputs = [helper.make_tensor_value_info("v", TensorProto.FLOAT, None),
+               helper.make_tensor_value_info("y", TensorProto.INT64, None)]
+    model = helper.make_model(helper.make_graph([node], "g", inputs, outputs),
+                              opset_imports=[helper.make_opsetid("", 22)])
+    values, indices = ReferenceEvaluator(model).run(None, {"x": x})
+    vm = relax.VirtualMachine(tvms.compile(from_onnx(model), "llvm"), tvms.cpu())
+    got = vm["main"](x)
+    np.testing.assert_array_equal(got[0].numpy(), values)
+    np.testing.assert_array_equal(got[1].numpy(), indices)
