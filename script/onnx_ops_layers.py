@@ -120,3 +120,66 @@ class DeformConv(OnnxOpConverter):
         weights = ctx.emit(op.reshape(w, [1, group, out_channels // group, group_channels * taps]))
         y = ctx.emit(op.reshape(ctx.emit(op.matmul(weights, columns)), [n, out_channels, oh, ow]))
         return _add_channel_bias(y, bias) if bias is not None else y
+
+
+# the taps along one axis from the floor of the coordinate, and their weights as polynomials
+# in the fraction f (highest power first, one coefficient per tap): linear 1 - f, f; cubic Keys's
+# convolution (alpha -0.75) at the distances 1 + f, f, 1 - f, 2 - f, expanded in f
+_ALPHA = -0.75
+_TAPS = {"linear": ([0, 1], [[-1, 1], [1, 0]]),
+         "cubic": ([-1, 0, 1, 2], [[_ALPHA, -2 * _ALPHA, _ALPHA, 0], [_ALPHA + 2, -(_ALPHA + 3), 0, 1],
+                                   [-(_ALPHA + 2), 2 * _ALPHA + 3, -_ALPHA, 0], [-_ALPHA, _ALPHA, 0, 0]])}
+
+
+def grid_sample_zeros(ctx, x, grid, mode, align_corners):
+    """GridSample with zeros padding of any spatial rank, by gathering: along each spatial axis
+    the taps (nearest: 1, linear: 2, cubic: 4) and their weights, their combinations' flat
+    indices gathered from the input (a tap outside reads 0) and summed with the products of
+    the weights. ``grid`` (N, *out, rank) lists the coordinates last axis first."""
+    dims = static_shape(x)
+    out = static_shape(grid)
+    if dims is None or out is None:
+        raise Unsupported("a grid sample of symbolic shape")
+    spatial, rank = dims[2:], len(dims) - 2
+    count = math.prod(out[1:-1])
+    one = scalar_like(1, grid)
+    flat = weight = inside = None
+    for axis, size in enumerate(spatial):
+        coord = ctx.emit(op.squeeze(ctx.emit(op.strided_slice(grid, [rank + 1], [rank - 1 - axis], [rank - axis])),
+                                    [rank + 1]))
+        if align_corners:
+            coord = ctx.emit(op.multiply(ctx.emit(op.add(coord, one)), scalar_like((size - 1) / 2, grid)))
+        else:
+            scaled = ctx.emit(op.multiply(ctx.emit(op.add(coord, one)), scalar_like(size, grid)))
+            coord = ctx.emit(op.divide(ctx.emit(op.subtract(scaled, one)), scalar_like(2, grid)))
+        shape = out[:-1] + [1] * axis + [1]  # (this axis's taps on a new last axis)
+        if mode == "nearest":
+            tap, w = ctx.emit(op.reshape(ctx.emit(op.round(coord)), shape)), None
+        else:
+            offsets, polys = _TAPS[mode]
+            low = ctx.emit(op.reshape(ctx.emit(op.floor(coord)), shape))
+            f = ctx.emit(op.subtract(ctx.emit(op.reshape(coord, shape)), low))
+            tap = ctx.emit(op.add(low, ctx.constant(np.array(offsets, dtype_of(grid)))))
+            coeffs = np.array(polys, dtype_of(grid)).T  # (power, tap)
+            w = ctx.constant(coeffs[0])
+            for c in coeffs[1:]:  # (Horner)
+                w = ctx.emit(op.add(ctx.emit(op.multiply(w, f)), ctx.constant(c)))
+        where = [rank + 1 + axis]
+        valid = ctx.emit(op.logical_and(ctx.emit(op.greater_equal(tap, scalar_like(0, grid))),
+                                        ctx.emit(op.less_equal(tap, scalar_like(size - 1, grid)))))
+        index = ctx.emit(op.multiply(tap, scalar_like(math.prod(spatial[axis + 1:]), grid)))
+        flat = index if flat is None else ctx.emit(op.add(ctx.emit(op.expand_dims(flat, where)), index))
+        inside = valid if inside is None else ctx.emit(op.logical_and(ctx.emit(op.expand_dims(inside, where)), valid))
+        if w is not None:
+            weight = w if weight is None else ctx.emit(op.multiply(ctx.emit(op.expand_dims(weight, where)), w))
+    taps_total = math.prod(static_shape(flat)[rank + 1:])
+    index = ctx.emit(op.where(inside, ctx.emit(op.astype(flat, "int64")), ctx.constant(0, "int64")))
+    index = ctx.emit(op.broadcast_to(ctx.emit(op.reshape(index, [dims[0], 1, count * taps_total])),
+                                     [dims[0], dims[1], count * taps_total]))
+    data = ctx.emit(op.reshape(x, [dims[0], dims[1], math.prod(spatial)]))
+    value = ctx.emit(op.gather_elements(data, index, 2))
+    scale = ctx.emit(op.astype(inside, dtype_of(x))) if weight is None else \
+        ctx.emit(op.where(inside, weight, scalar_like(0, grid)))
+    value = ctx.emit(op.multiply(value, ctx.emit(op.reshape(scale, [dims[0], 1, count * taps_total]))))
+    summed = ctx.emit(op.sum(ctx.emit(op.reshape(value, [dims[0], dims[1], count, taps_total])), [3]))
+    return op.reshape(summed, dims[:2] + out[1:-1])
