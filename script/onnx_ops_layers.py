@@ -62,8 +62,8 @@ class MaxUnpool(OnnxOpConverter):
 class DeformConv(OnnxOpConverter):
     """A 2-d convolution whose kernel taps sample the input at positions moved by ``offset``
     (per offset group, tap and output position: (dy, dx)), by bilinear interpolation with zeros
-    outside, each sample scaled by ``mask``: the samples of each (channel, tap) are gathered as
-    the columns of an im2col matrix that the grouped weights multiply."""
+    outside (``sample_zeros``), each sample scaled by ``mask``: the samples of each (channel,
+    tap) are the columns of an im2col matrix that the grouped weights multiply."""
 
     @classmethod
     def _impl_v19(cls, ctx, inputs, attrs):
@@ -88,31 +88,15 @@ class DeformConv(OnnxOpConverter):
         base = np.stack(np.meshgrid(np.arange(oh) * sh - pads[0], np.arange(ow) * sw - pads[1], indexing="ij"))
         tap = np.stack(np.meshgrid(np.arange(kh) * dh, np.arange(kw) * dw, indexing="ij")).reshape(2, taps, 1)
         places = (base.reshape(2, 1, oh * ow) + tap).astype(dtype)
-        y, x_pos = (ctx.emit(op.add(ctx.emit(op.squeeze(ctx.emit(op.strided_slice(offset, [3], [i], [i + 1])), [3])),
-                                    ctx.constant(places[i]))) for i in range(2))
-        # the four neighbours (corner axis of 4 after the offset group's), each weighted by
-        # 1 - |corner - fraction| per axis, and 0 outside the input
-        corner = [ctx.constant(np.array(c, dtype).reshape(4, 1, 1)) for c in ([0, 0, 1, 1], [0, 1, 0, 1])]
-        weight, index, inside = None, None, None
-        for pos, c, size in ((y, corner[0], height), (x_pos, corner[1], width)):
-            low = ctx.emit(op.expand_dims(ctx.emit(op.floor(pos)), [2]))
-            frac = ctx.emit(op.subtract(ctx.emit(op.expand_dims(pos, [2])), low))
-            at = ctx.emit(op.add(low, c))
-            part = ctx.emit(op.subtract(scalar_like(1, at), ctx.emit(op.abs(ctx.emit(op.subtract(c, frac))))))
-            within = ctx.emit(op.logical_and(ctx.emit(op.greater_equal(at, scalar_like(0, at))),
-                                             ctx.emit(op.less_equal(at, scalar_like(size - 1, at)))))
-            weight = part if weight is None else ctx.emit(op.multiply(weight, part))
-            inside = within if inside is None else ctx.emit(op.logical_and(inside, within))
-            index = at if index is None else ctx.emit(op.add(ctx.emit(op.multiply(index, scalar_like(width, at))), at))
-        weight = ctx.emit(op.where(inside, weight, scalar_like(0, weight)))
-        index = ctx.emit(op.where(inside, ctx.emit(op.astype(index, "int64")), ctx.constant(0, "int64")))
-        # the input, each offset group's channels flattened over their pixels
-        data = ctx.emit(op.reshape(x, [n, offset_group, per_offset, height * width]))
-        index = ctx.emit(op.broadcast_to(ctx.emit(op.reshape(index, [n, offset_group, 1, 4 * taps * oh * ow])),
-                                         [n, offset_group, per_offset, 4 * taps * oh * ow]))
-        value = ctx.emit(op.reshape(ctx.emit(op.gather_elements(data, index, 3)),
-                                    [n, offset_group, per_offset, 4, taps, oh * ow]))
-        sampled = ctx.emit(op.sum(ctx.emit(op.multiply(value, ctx.emit(op.expand_dims(weight, [2])))), [3]))
+        # each offset group's channels sampled bilinearly at its positions (a batch of n * groups)
+        coords = []
+        for i in range(2):
+            moved = ctx.emit(op.strided_slice(offset, [3], [i], [i + 1]))
+            moved = ctx.emit(op.reshape(moved, [n * offset_group, taps, oh * ow]))
+            coords.append(ctx.emit(op.add(moved, ctx.constant(places[i]))))
+        data = ctx.emit(op.reshape(x, [n * offset_group, per_offset, height, width]))
+        sampled = ctx.emit(op.reshape(ctx.emit(sample_zeros(ctx, data, coords, "linear")),
+                                      [n, offset_group, per_offset, taps, oh * ow]))
         if mask is not None:
             mask = ctx.emit(op.reshape(mask, [n, offset_group, 1, taps, oh * ow]))
             sampled = ctx.emit(op.multiply(sampled, mask))
@@ -132,54 +116,67 @@ _TAPS = {"linear": ([0, 1], [[-1, 1], [1, 0]]),
 
 
 def grid_sample_zeros(ctx, x, grid, mode, align_corners):
-    """GridSample with zeros padding of any spatial rank, by gathering: along each spatial axis
-    the taps (nearest: 1, linear: 2, cubic: 4) and their weights, their combinations' flat
-    indices gathered from the input (a tap outside reads 0) and summed with the products of
-    the weights. ``grid`` (N, *out, rank) lists the coordinates last axis first."""
+    """GridSample with zeros padding of any spatial rank: ``grid`` (N, *out, rank) lists the
+    normalized coordinates last axis first."""
     dims = static_shape(x)
-    out = static_shape(grid)
-    if dims is None or out is None:
+    if dims is None:
         raise Unsupported("a grid sample of symbolic shape")
-    spatial, rank = dims[2:], len(dims) - 2
-    count = math.prod(out[1:-1])
+    rank = len(dims) - 2
     one = scalar_like(1, grid)
-    flat = weight = inside = None
-    for axis, size in enumerate(spatial):
-        coord = ctx.emit(op.squeeze(ctx.emit(op.strided_slice(grid, [rank + 1], [rank - 1 - axis], [rank - axis])),
-                                    [rank + 1]))
+    coords = []
+    for axis, size in enumerate(dims[2:]):
+        at = [rank - 1 - axis]
+        coord = ctx.emit(op.squeeze(ctx.emit(op.strided_slice(grid, [rank + 1], at, [at[0] + 1])), [rank + 1]))
         if align_corners:
             coord = ctx.emit(op.multiply(ctx.emit(op.add(coord, one)), scalar_like((size - 1) / 2, grid)))
         else:
             scaled = ctx.emit(op.multiply(ctx.emit(op.add(coord, one)), scalar_like(size, grid)))
             coord = ctx.emit(op.divide(ctx.emit(op.subtract(scaled, one)), scalar_like(2, grid)))
-        shape = out[:-1] + [1] * axis + [1]  # (this axis's taps on a new last axis)
+        coords.append(coord)
+    return sample_zeros(ctx, x, coords, mode)
+
+
+def sample_zeros(ctx, x, coords, mode):
+    """``x`` (N, C, *spatial) sampled at the pixel coordinates ``coords`` (one (N, *out) tensor
+    per spatial axis), zero outside: along each axis the taps (nearest: 1, linear: 2, cubic: 4)
+    and their weights, their combinations' flat indices gathered from the input (a tap outside
+    reads 0) and summed with the products of the weights. Gives (N, C, *out)."""
+    dims, out = static_shape(x), static_shape(coords[0])
+    if dims is None or out is None:
+        raise Unsupported("a sample of symbolic shape")
+    spatial, rank = dims[2:], len(dims) - 2
+    count = math.prod(out[1:])
+    dtype = dtype_of(coords[0])
+    flat = weight = inside = None
+    for axis, (size, coord) in enumerate(zip(spatial, coords)):
+        shape = out + [1] * axis + [1]  # (this axis's taps on a new last axis)
         if mode == "nearest":
             tap, w = ctx.emit(op.reshape(ctx.emit(op.round(coord)), shape)), None
         else:
             offsets, polys = _TAPS[mode]
             low = ctx.emit(op.reshape(ctx.emit(op.floor(coord)), shape))
             f = ctx.emit(op.subtract(ctx.emit(op.reshape(coord, shape)), low))
-            tap = ctx.emit(op.add(low, ctx.constant(np.array(offsets, dtype_of(grid)))))
-            coeffs = np.array(polys, dtype_of(grid)).T  # (power, tap)
+            tap = ctx.emit(op.add(low, ctx.constant(np.array(offsets, dtype))))
+            coeffs = np.array(polys, dtype).T  # (power, tap)
             w = ctx.constant(coeffs[0])
             for c in coeffs[1:]:  # (Horner)
                 w = ctx.emit(op.add(ctx.emit(op.multiply(w, f)), ctx.constant(c)))
-        where = [rank + 1 + axis]
-        valid = ctx.emit(op.logical_and(ctx.emit(op.greater_equal(tap, scalar_like(0, grid))),
-                                        ctx.emit(op.less_equal(tap, scalar_like(size - 1, grid)))))
-        index = ctx.emit(op.multiply(tap, scalar_like(math.prod(spatial[axis + 1:]), grid)))
+        where = [len(out) + axis]
+        valid = ctx.emit(op.logical_and(ctx.emit(op.greater_equal(tap, ctx.constant(0, dtype))),
+                                        ctx.emit(op.less_equal(tap, ctx.constant(size - 1, dtype)))))
+        index = ctx.emit(op.multiply(tap, ctx.constant(math.prod(spatial[axis + 1:]), dtype)))
         flat = index if flat is None else ctx.emit(op.add(ctx.emit(op.expand_dims(flat, where)), index))
         inside = valid if inside is None else ctx.emit(op.logical_and(ctx.emit(op.expand_dims(inside, where)), valid))
         if w is not None:
             weight = w if weight is None else ctx.emit(op.multiply(ctx.emit(op.expand_dims(weight, where)), w))
-    taps_total = math.prod(static_shape(flat)[rank + 1:])
+    taps = math.prod(static_shape(flat)[len(out):])
     index = ctx.emit(op.where(inside, ctx.emit(op.astype(flat, "int64")), ctx.constant(0, "int64")))
-    index = ctx.emit(op.broadcast_to(ctx.emit(op.reshape(index, [dims[0], 1, count * taps_total])),
-                                     [dims[0], dims[1], count * taps_total]))
+    index = ctx.emit(op.broadcast_to(ctx.emit(op.reshape(index, [dims[0], 1, count * taps])),
+                                     [dims[0], dims[1], count * taps]))
     data = ctx.emit(op.reshape(x, [dims[0], dims[1], math.prod(spatial)]))
     value = ctx.emit(op.gather_elements(data, index, 2))
     scale = ctx.emit(op.astype(inside, dtype_of(x))) if weight is None else \
-        ctx.emit(op.where(inside, weight, scalar_like(0, grid)))
-    value = ctx.emit(op.multiply(value, ctx.emit(op.reshape(scale, [dims[0], 1, count * taps_total]))))
-    summed = ctx.emit(op.sum(ctx.emit(op.reshape(value, [dims[0], dims[1], count, taps_total])), [3]))
-    return op.reshape(summed, dims[:2] + out[1:-1])
+        ctx.emit(op.where(inside, weight, ctx.constant(0, dtype)))
+    value = ctx.emit(op.multiply(value, ctx.emit(op.reshape(scale, [dims[0], 1, count * taps]))))
+    summed = ctx.emit(op.sum(ctx.emit(op.reshape(value, [dims[0], dims[1], count, taps])), [3]))
+    return op.reshape(summed, dims[:2] + out[1:])
