@@ -44,6 +44,8 @@ class _TirxAlias(_abc.MetaPathFinder, _abc.Loader):
 
 for _layer in _LAYERS:
     _add_layer_loader(_functools.partial(_importlib.import_module, f"{__name__}.{_layer}"))
+# (the run-time conversion of ONNX nodes, tvms.onnx.specialized_node, registers when looked up)
+_add_layer_loader(_functools.partial(_importlib.import_module, f"{__name__}.onnx_node"))
 _sys.meta_path.append(_TirxAlias())
 # TVM spells the pass infrastructure both ``tvm.transform`` and ``tvm.ir.transform``. The ir/
 # layer must not import the lowering layer, so the face attaches the same module objects to

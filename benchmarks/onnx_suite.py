@@ -9,6 +9,11 @@ equal). Prints the pass rate and the failures by kind.
     .venv/bin/python benchmarks/onnx_suite.py --backend onnxruntime  # the same harness, onnxruntime
     .venv/bin/python benchmarks/onnx_suite.py --specialize          # shape/axes inputs as constants
 
+A node whose shape or axis is decided by a run-time value is converted when the value arrives
+(``tvms.onnx.specialized_node``: converted, compiled and cached on the first call of each value);
+``--specialize`` binds such inputs only where from_onnx cannot defer the node (ONNX's inference
+does not type its outputs) and raises ``NeedsConstantInputs``.
+
 Each case runs in a worker process with a timeout (``--timeout``); a worker that crashes or times
 out is replaced, and the case counts as a crash or a timeout. ``--budget`` (seconds) stops taking
 new cases; the report says how many ran.
@@ -34,12 +39,23 @@ def compare(outputs: list, expected: list, rtol: float, atol: float) -> str | No
     if len(outputs) != len(expected):
         return f"{len(outputs)} outputs, expected {len(expected)}"
     for i, (out, ref) in enumerate(zip(outputs, expected)):
+        if isinstance(ref, list) or isinstance(out, list):  # (a sequence: element by element)
+            if not isinstance(out, list) or not isinstance(ref, list):
+                return f"output {i}: {type(out).__name__}, expected {type(ref).__name__}"
+            inner = compare(out, ref, rtol, atol)
+            if inner:
+                return f"output {i}: element {inner}"
+            continue
         out, ref = np.asarray(out), np.asarray(ref)
         if out.dtype != ref.dtype:
             return f"output {i}: dtype {out.dtype}, expected {ref.dtype}"
         if out.shape != ref.shape:
             return f"output {i}: shape {out.shape}, expected {ref.shape}"
         try:
+            narrow = ref.dtype.name.startswith(("bfloat16", "float8", "float6", "float4"))  # (ml_dtypes)
+            if narrow:  # compared in float32, bfloat16 within two of its ulps, as onnx's runner does
+                rtol = max(rtol, 2 ** -6) if ref.dtype.name == "bfloat16" else rtol
+                out, ref = out.astype(np.float32), ref.astype(np.float32)
             if ref.dtype.kind in "fc":
                 np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol)
             else:
@@ -63,12 +79,15 @@ def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
 
     model = onnx.load_from_string(model_bytes)
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    structured = {i.name for i in model.graph.input if not i.type.HasField("tensor_type")}
     for inputs, expected in data_sets:
         feeds, bound = dict(zip(names, inputs)), {}
+        # (sequence and optional inputs: their lengths and element shapes, known at import)
+        shapes = {n: _structure(feeds[n]) for n in names if n in structured}
         try:
             while True:
                 try:
-                    mod = from_onnx(bind_inputs(model, bound) if bound else model)
+                    mod = from_onnx(bind_inputs(model, bound) if bound else model, shape_dict=shapes)
                     break
                 except NeedsConstantInputs as err:
                     if not specialize or set(err.inputs) <= set(bound):
@@ -86,13 +105,31 @@ def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
         except Exception as err:
             return "compile error", f"{type(err).__name__}: {err}"
         def run():
-            result = vm["main"](*[tvms.nd.array(np.asarray(feeds[n])) for n in names if n not in bound])
-            return [r.numpy() for r in result] if isinstance(result, (list, tuple)) else [result.numpy()]
+            result = vm["main"](*[_vm_value(tvms, feeds[n]) for n in names if n not in bound and feeds[n] is not None])
+            return [_numpy(r) for r in (result if len(model.graph.output) > 1 else [result])]
 
         verdict = check(run, expected, rtol, atol)
         if verdict:
             return verdict
     return "pass", ""
+
+
+def _structure(value):
+    """What from_onnx's shape_dict says of a sequence or optional input's value."""
+    if value is None:
+        return None
+    return [_structure(v) for v in value] if isinstance(value, list) else list(np.shape(value))
+
+
+def _vm_value(tvms, value):
+    """A value for the VM: a sequence is a tuple."""
+    if isinstance(value, list):
+        return tuple(_vm_value(tvms, v) for v in value)
+    return tvms.nd.array(np.asarray(value))
+
+
+def _numpy(result):
+    return [_numpy(r) for r in result] if isinstance(result, (list, tuple)) else result.numpy()
 
 
 def check(run, expected: list, rtol: float, atol: float) -> tuple[str, str] | None:

@@ -163,6 +163,21 @@ class _AccessCollector(Visitor):
                 self.record(table, region.buffer, ranges)
 
 
+def fold_constant(e: PrimExpr) -> PrimExpr:
+    """``e`` with its parts that have no variable evaluated (``T.FloorMod(15, 2) + 1`` is 2,
+    ``i + T.FloorMod(3, 2)`` is ``i + 1``)."""
+    from .arith.operators import binary
+
+    if not isinstance(e, (Add, Sub, Mul, FloorDiv, FloorMod)):
+        return e
+    a, b = fold_constant(e.a), fold_constant(e.b)
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        folded = binary(type(e), a, b)
+        if isinstance(folded, IntImm):
+            return folded
+    return e if a is e.a and b is e.b else type(e)(a, b)
+
+
 def _union(buffer: Buffer, accesses: list) -> BufferRegion:
     from .structural import structural_equal
 
@@ -170,9 +185,9 @@ def _union(buffer: Buffer, accesses: list) -> BufferRegion:
     if all(structural_equal(first, other) for other in accesses[1:]):
         return BufferRegion(buffer, tuple(first))
     merged = []
-    for dim, rng in enumerate(first):
-        los = [a[dim].min for a in accesses]
-        his = [simplify(Add(a[dim].min, a[dim].extent)) for a in accesses]
+    for dim, rng in enumerate(first):  # (TVM's union evaluates the bounds: constants fold)
+        los = [fold_constant(a[dim].min) for a in accesses]
+        his = [fold_constant(simplify(Add(a[dim].min, a[dim].extent))) for a in accesses]
         if all(isinstance(x, IntImm) for x in los + his):
             lo, hi = min(x.value for x in los), max(x.value for x in his)
             merged.append(Range(const(lo, rng.min.dtype), const(hi - lo, rng.min.dtype)))

@@ -3,6 +3,7 @@ scalable vectors ``float32xvscalex4`` (``4 * vscale`` lanes, vscale known only o
 from __future__ import annotations
 
 import re
+from typing import Any, NamedTuple
 
 from .errors import TVMSError
 
@@ -87,6 +88,11 @@ class DataType:
         return self.code in ("float", "bfloat")
 
     @property
+    def is_narrow_float(self) -> bool:
+        """bfloat16 and the 8-, 6- and 4-bit float formats: stored as bits, computed in float32."""
+        return self.is_float and self.element_of.name not in ("float16", "float32", "float64")
+
+    @property
     def is_bool(self) -> bool:
         return self.code == "bool"
 
@@ -113,8 +119,8 @@ def _parse(name: str) -> tuple[str, int, int, bool, str]:
     if not m:
         raise TVMSError(f"unknown data type {name!r}")
     code, bits, fmt, scalable, lanes = m.group(1), int(m.group(2)), m.group(3), m.group(4), m.group(5)
-    if code in ("int", "uint") and bits not in (1, 4, 8, 16, 32, 64):
-        raise TVMSError(f"unknown data type {name!r}: {code} has 1, 4, 8, 16, 32 or 64 bits")
+    if code in ("int", "uint") and bits not in (1, 2, 4, 8, 16, 32, 64):
+        raise TVMSError(f"unknown data type {name!r}: {code} has 1, 2, 4, 8, 16, 32 or 64 bits")
     if code == "float" and fmt is None and bits not in (4, 6, 8, 16, 32, 64):  # (TVM's float8 too)
         raise TVMSError(f"unknown data type {name!r}: float has 4, 6, 8, 16, 32 or 64 bits")
     if code == "bfloat" and bits != 16:
@@ -125,6 +131,86 @@ def _parse(name: str) -> tuple[str, int, int, bool, str]:
     if fmt is not None:
         code = f"float{bits}_{fmt}"
     return code if fmt is None else "float", bits, n, scalable is not None, name
+
+
+class FloatFormat(NamedTuple):
+    """The encoding of a narrow float: ``ebits`` exponent bits (bias ``bias``), ``mbits`` mantissa
+    bits, then what the top codes mean: "ieee" (all-ones exponent: inf and NaN), "fn" (finite:
+    the all-ones code is NaN), "fnuz" (finite, no negative zero: the code of -0 is NaN), "none"
+    (neither inf nor NaN: float4/float6), "e8m0" (unsigned powers of two, 0xff is NaN)."""
+
+    ebits: int
+    mbits: int
+    bias: int
+    kind: str
+
+    @property
+    def bits(self) -> int:
+        return self.ebits + self.mbits + (self.kind != "e8m0")
+
+    @property
+    def max_code(self) -> int:
+        """The code of the largest finite value."""
+        top = (1 << (self.ebits + self.mbits)) - 1
+        return {"ieee": top - (1 << self.mbits), "fn": top - 1, "e8m0": top - 1}.get(self.kind, top)
+
+    def value(self, code: int) -> float:
+        """The value of the non-negative, finite ``code``."""
+        exponent, mantissa = code >> self.mbits, code & ((1 << self.mbits) - 1)
+        if exponent == 0 and self.kind != "e8m0":  # subnormal
+            return mantissa * 2.0 ** (1 - self.bias - self.mbits)
+        return (1 + mantissa / (1 << self.mbits)) * 2.0 ** (exponent - self.bias)
+
+    @property
+    def max_value(self) -> float:
+        return self.value(self.max_code)
+
+
+# TVM's names; "fn": finite, "uz": unsigned zero (no -0), "u": unsigned
+FLOAT_FORMATS = {
+    "bfloat16": FloatFormat(8, 7, 127, "ieee"),
+    "float8_e4m3fn": FloatFormat(4, 3, 7, "fn"), "float8_e4m3fnuz": FloatFormat(4, 3, 8, "fnuz"),
+    "float8_e5m2": FloatFormat(5, 2, 15, "ieee"), "float8_e5m2fnuz": FloatFormat(5, 2, 16, "fnuz"),
+    "float8_e4m3": FloatFormat(4, 3, 7, "ieee"), "float8_e3m4": FloatFormat(3, 4, 3, "ieee"),
+    "float8_e4m3b11fnuz": FloatFormat(4, 3, 11, "fnuz"), "float8_e8m0fnu": FloatFormat(8, 0, 127, "e8m0"),
+    "float6_e2m3fn": FloatFormat(2, 3, 1, "none"), "float6_e3m2fn": FloatFormat(3, 2, 3, "none"),
+    "float4_e2m1fn": FloatFormat(2, 1, 1, "none"),
+}
+
+
+def float_format(dtype: "str | DataType") -> FloatFormat:
+    """The encoding of a narrow float type (its vector types: of their element)."""
+    dt = DataType(dtype).element_of
+    fmt = FLOAT_FORMATS.get(dt.name)
+    if fmt is None:
+        raise TVMSError(f"the data type {dt} has no known encoding")
+    return fmt
+
+
+def ml_dtype(dtype: "str | DataType") -> Any:
+    """The numpy dtype of ``dtype``'s element from ``ml_dtypes`` (bfloat16, the float8/6/4 formats,
+    int4/uint4/int2/uint2: one element a byte, two for bfloat16). Imported only when used."""
+    name = DataType(dtype).element_of.name
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TVMSError(f"numpy arrays of {name} need the ml_dtypes package (pip install ml_dtypes)") from None
+    import numpy as np
+
+    return np.dtype(getattr(ml_dtypes, name))
+
+
+def float_limits(dtype: "str | DataType") -> tuple[float, float]:
+    """The lowest and the largest finite value of the float type ``dtype``."""
+    name = DataType(dtype).element_of.name
+    top = {"float16": 65504.0, "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}.get(name)
+    if top is not None:
+        return -top, top
+    fmt = float_format(name)
+    return (fmt.value(0) if fmt.kind == "e8m0" else -fmt.max_value), fmt.max_value
+
+
+ML_DTYPES = (*FLOAT_FORMATS, "int4", "uint4", "int2", "uint2")
 
 
 def is_dtype_name(name: str) -> bool:

@@ -83,14 +83,16 @@ def compiled_kinds() -> list[str]:
 
 def _llvm_lower(func: PrimFunc, target: Target) -> PrimFunc:
     """Blocks lowered to loop-level code; loop-level code only has its loops counted from 0 in
-    steps of 1 (the pipeline's first pass, which the code generator expects)."""
+    steps of 1 (the pipeline's first pass, which the code generator expects) and its narrow-float
+    arithmetic computed in float32 (which the code generator needs)."""
     from ..ir import stmt as S
     from ..ir.visitor import collect
     from .tir.canonicalize_loop import canonicalize_loop
+    from .tir.legalize_narrow import legalize_narrow
     from .tir.pipeline import lower_for_codegen
 
     if not collect(func.body, (S.Block, S.BlockRealize)):
-        return canonicalize_loop(func)
+        return legalize_narrow(canonicalize_loop(func))
     return lower_for_codegen(func)
 
 

@@ -14,9 +14,10 @@ from . import module, py_funcs, thread_pool, vm  # noqa: E402,F401
 
 
 def _load_registrations() -> None:
-    """The cuda kernel loader, the cpu_blas kernel (with numpy's operators) and the reference
-    executor's evaluation of a Relax expression (FoldConstant's) register when first looked up."""
-    from . import cpu_blas, cuda_module, reference_relax  # noqa: F401
+    """The cuda kernel loader, the cpu_blas kernel (with numpy's operators), the reference
+    executor's evaluation of a Relax expression (FoldConstant's) and the run-time sequences'
+    functions register when first looked up."""
+    from . import cpu_blas, cuda_module, reference_relax, sequence  # noqa: F401
 
 
 add_layer_loader(_load_registrations)

@@ -112,7 +112,7 @@ def export_library(module: Any, path: str, vm_program: bytes | None = None, nati
     metadata = {"format": FORMAT, "version": VERSION, "target": module.target,
                 "functions": functions, "vm_program": program, "native_vm": [native_json(a) for a in native]}
     libs = ["-lm"]
-    libs += sorted({"gomp": "-lgomp", "pthread": "-lpthread"}[pool] for pool in pools)
+    libs += sorted({"gomp": "-lgomp", "tvms": "-lgomp", "pthread": "-lpthread"}[pool] for pool in pools)
     _link(compiler, objects, libs, path, json.dumps(metadata, indent=1).encode("utf-8"))
 
 
@@ -184,7 +184,7 @@ def read_metadata(path: str) -> tuple[dict, Any]:
     if fields.get("format") != FORMAT or fields.get("version") != VERSION:
         raise TVMSError(f"load_module: {path} has metadata of format {fields.get('format')!r} version "
                         f"{fields.get('version')!r}; this tvms reads {FORMAT!r} version {VERSION}")
-    if thread_pool_kind() == "gomp":
+    if thread_pool_kind() != "pthread":
         load_thread_pool()  # (first: so libgomp's workers sleep when idle, as for JIT-built code)
     try:
         lib = ctypes.CDLL(os.path.abspath(path))

@@ -63,7 +63,7 @@ def load_kernel(artifact: Any) -> JitKernel:
     if entry is not None and entry[0] is artifact:
         return entry[1]
     llvm = _llvm()
-    if artifact.thread_pool == "gomp":
+    if artifact.thread_pool in ("tvms", "gomp"):
         load_thread_pool()  # (its symbols must be visible before the code is linked)
     target = artifact.target
     machine = llvm.Target.from_triple(target.triple).create_target_machine(

@@ -45,6 +45,7 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.analysis import collect_statements, entry_vars
 from tvms.ir.function import PrimFunc
 from tvms.ir.module import IRModule
+from tvms.ir.narrow_float import legalize_narrow
 from tvms.ir.expr import PrimType
 from tvms.ir.op import loop_control
 
@@ -612,7 +613,9 @@ def compile_prim_func(func: PrimFunc) -> Fn:
     hit = _CACHE.get(id(func))
     if hit is not None and hit[0] is func:
         return hit[1]
-    fn, source = _Codegen().function(func)
+    # (narrow floats computed in float32, as compiled code computes them: numpy would round
+    # each operation's result to the narrow type)
+    fn, source = _Codegen().function(legalize_narrow(func))
     if len(_CACHE) > 512:  # the cache holds the functions alive: keep it bounded
         _CACHE.clear()
     _CACHE[id(func)] = (func, fn, source)

@@ -11,17 +11,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tvms.ir.dtype import DataType
+from tvms.ir.dtype import ML_DTYPES, DataType, ml_dtype
 from tvms.ir.errors import TVMSError
 
 from .device import CPU, CUDA, Device, cpu, missing_reason
 
 ALIGNMENT = 64  # bytes; TVM allocates tensors on this boundary and checks it on from_dlpack
 
-# the element types a tensor holds: the TVM scalar types numpy has
+# the element types a tensor holds: the TVM scalar types numpy has, and those of ml_dtypes
+# (bfloat16, float8_e4m3fn, ..., int4: one element a byte, as ml_dtypes and TVM hold them)
 TENSOR_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                  "float16", "float32", "float64")
-_UNSUPPORTED = f"tvms tensors hold {', '.join(TENSOR_DTYPES)}"
+_UNSUPPORTED = f"tvms tensors hold {', '.join(TENSOR_DTYPES)} and {', '.join(ML_DTYPES)}"
 
 
 class Tensor:
@@ -118,6 +119,8 @@ NDArray = Tensor
 def tvm_dtype(dtype: np.dtype) -> str:
     """The TVM name of a numpy dtype ("float32", "int64", "bool", ...)."""
     name = "bool" if dtype.kind == "b" else dtype.name
+    if name in ML_DTYPES and dtype == ml_dtype(name):  # (kind "V", or "f" for some)
+        return name
     if name not in TENSOR_DTYPES or dtype.byteorder == ">":
         raise TVMSError(f"tensors cannot hold numpy {dtype} data: {_UNSUPPORTED}")
     return name
@@ -130,6 +133,8 @@ def numpy_dtype_of(dtype: str | np.dtype | type) -> np.dtype:
             name = DataType(dtype).name
         except TVMSError:
             raise TVMSError(f"unknown data type {dtype!r}") from None
+        if name in ML_DTYPES:
+            return ml_dtype(name)
         if name not in TENSOR_DTYPES:
             raise TVMSError(f"tensors of dtype {dtype!r} are not supported: {_UNSUPPORTED}")
         return np.dtype(name)

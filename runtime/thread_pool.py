@@ -1,8 +1,11 @@
-"""The thread pool that runs compiled parallel loops: libgomp's, or threads made with pthreads.
+"""The thread pool that runs compiled parallel loops: tvms's own (over libgomp's, where the
+code has no access to it), or threads made with pthreads.
 
 ``thread_pool_kind()`` says which one this process runs (the code generator asks it by name,
 ``runtime.thread_pool_kind``, and emits the matching launch code); ``load_thread_pool()`` makes
-libgomp's symbols visible to the JIT, once per process, with its idle workers sleeping.
+tvms's pool (``thread_pool_ir.py``, compiled here once per process) and libgomp's
+symbols visible to the JIT, with idle workers sleeping. Code linked into an exported library
+does not see tvms's pool and runs its loops on libgomp's.
 """
 from __future__ import annotations
 
@@ -11,10 +14,13 @@ import ctypes
 import ctypes.util
 import functools
 import os
+import threading
 
 from ..ir.registry import register_func
 
 _loaded = False
+_load_lock = threading.Lock()
+_pool_engine = None
 
 
 @functools.lru_cache(maxsize=None)
@@ -23,20 +29,28 @@ def _libgomp() -> str | None:
 
 
 def thread_pool_kind() -> str:
-    """``"gomp"`` when libgomp is installed (and ``TVMS_THREAD_POOL`` does not say ``pthread``),
-    else ``"pthread"``: threads created per parallel loop with libc's pthreads."""
-    if os.environ.get("TVMS_THREAD_POOL", "") == "pthread" or _libgomp() is None:
+    """``"tvms"`` when libgomp is installed (tvms's pool, libgomp's in exported libraries);
+    ``"gomp"`` (libgomp's only) or ``"pthread"`` (threads created per parallel loop with libc's
+    pthreads, also where libgomp is missing) when ``TVMS_THREAD_POOL`` says so."""
+    chosen = os.environ.get("TVMS_THREAD_POOL", "")
+    if chosen == "pthread" or _libgomp() is None:
         return "pthread"
-    return "gomp"
+    return "gomp" if chosen == "gomp" else "tvms"
 
 
 def load_thread_pool() -> None:
-    """Make libgomp's symbols visible to the JIT (once per process)."""
+    """Make tvms's pool and libgomp's symbols visible to the JIT (once per process)."""
     global _loaded
-    if _loaded:
-        return
+    with _load_lock:
+        if not _loaded:
+            _load()
+            _loaded = True
+
+
+def _load() -> None:
     import llvmlite.binding as llvm
 
+    _compile_pool(llvm)
     path = _libgomp()
     if path is not None:
         # Held open by a handle that is never closed (and RTLD_NODELETE): at exit llvmlite
@@ -44,7 +58,21 @@ def load_thread_pool() -> None:
         with _passive_waiting():
             ctypes.CDLL(path, mode=os.RTLD_GLOBAL | os.RTLD_NODELETE)
         llvm.load_library_permanently(path)
-    _loaded = True
+
+
+def _compile_pool(llvm) -> None:
+    """JIT-compile tvms's pool and define its entry for the kernels' code. Its engine is never
+    freed: a sleeping worker returns into the pool's code when woken."""
+    global _pool_engine
+    from .thread_pool_ir import POOL_SYMBOL, pool_module_ir
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    machine = llvm.Target.from_default_triple().create_target_machine(opt=2, codemodel="jitdefault")
+    _pool_engine = llvm.create_mcjit_compiler(llvm.parse_assembly(pool_module_ir()), machine)
+    _pool_engine.finalize_object()
+    llvm.add_symbol(POOL_SYMBOL, _pool_engine.get_function_address(POOL_SYMBOL))
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(_pool_engine))  # (kept past the interpreter's teardown)
 
 
 @contextlib.contextmanager

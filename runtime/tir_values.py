@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tvms.ir.dtype import DataType
+from tvms.ir.dtype import ML_DTYPES, DataType, float_limits, ml_dtype
 from tvms.ir.errors import TVMSError
 from tvms.ir.op import LLVM_INTRINSICS
 
@@ -26,6 +26,8 @@ def numpy_dtype(dtype: DataType | str) -> np.dtype:
         return np.dtype(f"uint{dt.bits}")
     if dt.is_handle:
         return np.dtype(object)
+    if dt.name in ML_DTYPES:  # (numpy computes on them in float32, rounding each result)
+        return ml_dtype(dt)
     raise TVMSError(f"the reference executor cannot represent the data type {dt}")
 
 
@@ -99,9 +101,12 @@ def _round(x: Any) -> Any:
 
 def _limit(which: str) -> Callable:
     def apply(dtype: DataType) -> Any:
-        nd = numpy_dtype(dtype)
-        info = np.finfo(nd) if dtype.is_float else np.iinfo(nd)
-        return cast_value(info.max if which == "max" else info.min, dtype)
+        if dtype.is_float:
+            return cast_value(float_limits(dtype)[which == "max"], dtype)
+        info = np.iinfo(numpy_dtype(dtype)) if dtype.bits >= 8 else None
+        low, high = (info.min, info.max) if info else \
+            ((0, (1 << dtype.bits) - 1) if dtype.is_uint else (-(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1))
+        return cast_value(high if which == "max" else low, dtype)
     return apply
 
 

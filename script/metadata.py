@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.dtype import ML_DTYPES, ml_dtype
 from ..ir.errors import TVMSError
 
 CONSTANT_KEYS = ("relax.expr.Constant", "ir.GenericConst")  # classic, tvm-0.27
@@ -35,7 +36,9 @@ def decode_entry(entry: Any) -> np.ndarray:
     """One ``{"dtype", "shape", "data"}`` entry back to an array."""
     if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data"}:
         raise TVMSError('a metadata constant is {"dtype": ..., "shape": [...], "data": "<base64>"}')
-    dtype = np.dtype(entry["dtype"]).newbyteorder("<")
+    name = entry["dtype"]
+    # (ml_dtypes' types: bfloat16, float8_e4m3fn, int4, ... one element a byte or two)
+    dtype = ml_dtype(name) if name in ML_DTYPES else np.dtype(name).newbyteorder("<")
     shape = tuple(int(d) for d in entry["shape"])
     raw = base64.b64decode(entry["data"], validate=True)
     count = int(np.prod(shape)) if shape else 1

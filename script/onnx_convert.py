@@ -127,7 +127,7 @@ def dtype_of(expr: Any) -> str:
 def rank_of(expr: Any) -> int:
     ndim = tensor_info(expr).ndim
     if ndim < 0:
-        raise Unsupported("the rank of an input is unknown")
+        raise Unsupported("the rank of an input is unknown", needs=expr)
     return ndim
 
 
@@ -135,7 +135,7 @@ def dims_of(expr: Any) -> list:
     """The dimensions (ints where static, PrimExprs where symbolic)."""
     dims = tensor_info(expr).dims
     if dims is None:
-        raise Unsupported("the shape of an input is unknown")
+        raise Unsupported("the shape of an input is unknown", needs=expr)
     return [d.value if isinstance(d, IntImm) else d for d in dims]
 
 

@@ -10,6 +10,7 @@ never imports it.
 """
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
@@ -24,11 +25,15 @@ from ..ir.name_supply import NameSupply
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from .block_builder import BlockBuilder, const
 from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported, onnx_dtype, reference
+from .onnx_deferred import deferred_call
+from .onnx_shape_values import ShapeValue, evaluate
 # (importing the converter modules registers their converters)
-from . import (onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant, onnx_ops_rnn, onnx_ops_signal,  # noqa: F401
-               onnx_ops_tensor, onnx_ops_transformer)
+from . import (onnx_ops_control, onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant,  # noqa: F401
+               onnx_ops_rnn, onnx_ops_signal, onnx_ops_tensor, onnx_ops_transformer)
 from . import (onnx_ops_layers, onnx_ops_linalg, onnx_ops_ml, onnx_ops_preview, onnx_ops_select,  # noqa: F401
                onnx_ops_text, onnx_ops_training)
+from .onnx_ops_control import Scope
+from .onnx_ops_sequence import EMPTY_OPTIONAL, structured_input
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -43,7 +48,9 @@ def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: "str | dic
     parameters of ``main`` after the graph inputs (``num_input`` counts the inputs; the values
     are in the function's ``params`` attribute, see ``detach_params``); integer initializers
     (shapes, axes, indices) stay constants. A dimension the graph
-    names (``"batch"``) or leaves unknown becomes a symbolic size.
+    names (``"batch"``) or leaves unknown becomes a symbolic size. A sequence input needs its
+    length at import time: ``shape_dict`` gives the shapes of its elements (``{"s": [[2, 3], [4]]}``);
+    an optional input given None there is empty.
     """
     import onnx
 
@@ -104,15 +111,48 @@ def bind_inputs(model: Any, values: dict[str, np.ndarray]) -> Any:
     return bound
 
 
+def specialize_node(node: Any, opset: int, values: list) -> tuple[IRModule, list[int]]:
+    """``node`` alone as a module whose ``main`` takes its inputs of the shapes and dtypes of
+    ``values`` (numpy arrays, None for an omitted input), the inputs that decide a shape or an
+    axis bound as constants of their values; and the indices of those inputs (the run-time half
+    of ``onnx_deferred``). Nothing is evaluated by onnx's reference at the graph level: the
+    converters convert the node."""
+    from onnx import helper, numpy_helper
+
+    names = [f"input{k}" if v is not None else "" for k, v in enumerate(values)]
+    renamed = type(node)()
+    renamed.CopyFrom(node)
+    renamed.input[:] = names  # (one graph input per position: a node may read a value twice)
+    bound: list[int] = []
+    while True:
+        graph = helper.make_graph(
+            [renamed], "specialized",
+            [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+             for k, (n, v) in enumerate(zip(names, values)) if n and k not in bound],
+            [helper.make_empty_tensor_value_info(o) for o in node.output if o],
+            [numpy_helper.from_array(np.asarray(values[k]), names[k]) for k in bound])
+        try:
+            return _GraphImporter({}, None, False, opset, fold=False, defer=False).run(graph), bound
+        except NeedsConstantInputs as err:
+            needed = [names.index(n) for n in err.inputs]
+            if set(needed) <= set(bound):
+                raise
+            bound = sorted(set(bound) | set(needed))
+
+
 class _GraphImporter:
     # the opsets of the other domains (ai.onnx.ml, ...), whose converters are registered as "domain.OpType"
     domain_opsets: dict[str, int] = {}
 
-    def __init__(self, shape_dict: dict, dtype_dict: Any, keep_params: bool, opset: int):
-        self.shape_dict = {k: list(v) for k, v in shape_dict.items()}
+    def __init__(self, shape_dict: dict, dtype_dict: Any, keep_params: bool, opset: int,
+                 fold: bool = True, defer: bool = True):
+        self.shape_dict = {k: list(v) if v is not None else None for k, v in shape_dict.items()}
         self.dtype_dict = dtype_dict
         self.keep_params = keep_params
         self.opset = opset
+        # fold: evaluate nodes of constant inputs at import; defer: a node needing a run-time
+        # value as a constant becomes a call converting it at run time (onnx_deferred)
+        self.fold, self.defer = fold, defer
         self.values: dict[str, Any] = {}
         self.sizes: dict[str, SizeVar] = {}  # named dimensions, shared by every input that names them
         self.names = NameSupply("_")
@@ -124,6 +164,7 @@ class _GraphImporter:
         inputs = self._inputs(graph)
         bb = BlockBuilder()
         ctx = Context(bb, self.opset)
+        ctx.subgraph = self._subgraph  # (If, Loop, Scan and SequenceMap convert their bodies with it)
         attrs = {"num_input": len(inputs)}
         if self.keep_params and params:
             attrs["params"] = tuple(const(value, str(value.dtype)) for _, value in params)
@@ -131,7 +172,7 @@ class _GraphImporter:
             with bb.dataflow():
                 for node in graph.node:
                     self._convert(ctx, node)
-                outputs = [self._value(o.name, "graph output") for o in graph.output]
+                outputs = [self._materialize(ctx, self._value(o.name, "graph output")) for o in graph.output]
                 result = bb.emit_output(outputs[0] if len(outputs) == 1 else rx.Tuple(tuple(outputs)))
             bb.emit_func_output(result)
         return bb.get()
@@ -169,6 +210,10 @@ class _GraphImporter:
         for info in graph.input:
             if info.name in self.values:  # (an initializer listed as an input too, as old models do)
                 continue
+            if not info.type.HasField("tensor_type"):  # (a sequence or an optional)
+                self.values[info.name] = var = self._structured_input(info)
+                inputs += [var] if var is not None else []
+                continue
             shape, dtype = self._declared_type(info)
             if info.name in self.shape_dict:
                 shape = [self._dim(d) for d in self.shape_dict[info.name]]
@@ -181,6 +226,30 @@ class _GraphImporter:
             self.sources[id(var)] = {info.name}
             inputs.append(var)
         return inputs
+
+    def _structured_input(self, info: Any) -> Any:
+        """A sequence or optional graph input: a tuple parameter whose length (and element shapes)
+        ``shape_dict`` gives, None for an empty optional (see ``onnx_ops_sequence``)."""
+        given = self.shape_dict.get(info.name, ...)
+        sinfo = structured_input(info.name, info.type, given, self._dim)
+        return None if sinfo is None else rx.Var(self._var_name(info.name), sinfo)
+
+    def _subgraph(self, ctx: Context, graph: Any, inputs: dict, captures: Any = None) -> list:
+        """The values of the outputs of ``graph`` (a body of If, Loop, Scan or SequenceMap), its
+        nodes converted into the current block with ``inputs`` (name -> value) bound; it sees the
+        enclosing graph's values, as parameters of the function being built when ``captures``
+        (an ``onnx_ops_control.Captures``) is given."""
+        child = copy.copy(self)
+        child.values, child.keep_params = Scope(self.values, captures), False
+        child.values.update(inputs)
+        child._parameters(graph)
+        outer, ctx.subgraph = ctx.subgraph, child._subgraph
+        try:
+            for node in graph.node:
+                child._convert(ctx, node)
+        finally:
+            ctx.subgraph = outer
+        return [child._value(o.name, "subgraph output") for o in graph.output]
 
     def _dim(self, dim: Any) -> Any:
         """An int for a known dimension, a symbolic size (shared by name) otherwise."""
@@ -227,21 +296,33 @@ class _GraphImporter:
                             + (f" before opset {cls.versions()[0]}" if cls else ""))
         attrs = Attrs({a.name: _attribute(a, where) for a in node.attribute})
         inputs = [self._value(name, where) if name else None for name in node.input]
-        folded = self._fold(node, inputs)
+        if len(node.output) == 1 and self._follow_shapes(ctx, node, attrs, inputs):
+            return
+        inputs = [self._materialize(ctx, x) for x in inputs]
+        folded = self._fold(node, inputs) if self.fold else None
         if folded is not None:
             for name, value in zip(node.output, folded):
                 self.values[name] = const(value, str(value.dtype))
             return
         ctx.node_outputs = len(node.output)
+        emitted = len(ctx.bb._frame().bindings)
         try:
             result = impl(ctx, inputs, attrs)
         except Unsupported as err:
+            deferred = deferred_call(node, self.opset, inputs) \
+                if self.defer and err.needs is not None and not isinstance(err.needs, rx.Constant) else None
+            if deferred is not None:  # (what the converter emitted before it gave up is dropped)
+                del ctx.bb._frame().bindings[emitted:]
+                self._bind_outputs(ctx, node, where, inputs, self._deferred_outputs(ctx, *deferred))
+                return
             needed = sorted(self.sources.get(id(err.needs), ()))
             if needed:
                 raise NeedsConstantInputs(f"{where}: not supported: {err} (it comes from the graph "
                                           f"input{'s' * (len(needed) > 1)} {', '.join(needed)}: see "
                                           f"bind_inputs)", needed) from None
             raise TVMSError(f"{where}: not supported: {err}") from None
+        except NeedsConstantInputs as err:  # (from a node of a subgraph)
+            raise NeedsConstantInputs(f"{where}: {err}", err.inputs) from None
         except TVMSError as err:
             raise TVMSError(f"{where}: {err}") from None
         except (ValueError, MemoryError) as err:  # (numpy refusing what the node asks for)
@@ -250,15 +331,55 @@ class _GraphImporter:
         if unused:
             raise TVMSError(f"{where}: the attribute{'s' * (len(unused) > 1)} {', '.join(unused)} "
                             f"{'is' if len(unused) == 1 else 'are'} not supported")
-        outputs = list(result) if isinstance(result, (list, tuple)) else [result]
+        self._bind_outputs(ctx, node, where, inputs, list(result) if isinstance(result, (list, tuple)) else [result])
+
+    def _follow_shapes(self, ctx: Context, node: Any, attrs: Attrs, inputs: list) -> bool:
+        """Convert a shape computation on symbolic sizes, or its consumer, from the elements
+        known at import (``onnx_shape_values``); False when the node is not one."""
+        result = evaluate(node.op_type, self.opset, attrs, inputs)
+        if result is None:
+            return False
+        if isinstance(result, ShapeValue) and not result.symbolic:
+            value = ctx.constant(np.array(result.elems, result.dtype).reshape(() if result.scalar else -1))
+        else:
+            value = result if isinstance(result, ShapeValue) else ctx.emit(result)
+        self.values[node.output[0]] = value
+        self.sources[id(value)] = set().union(*(self.sources.get(id(x), ()) for x in inputs if x is not None))
+        return True
+
+    @staticmethod
+    def _materialize(ctx: Context, x: Any) -> Any:
+        """A Relax value for ``x``: a ShapeValue's tensor is emitted where a node first reads it."""
+        if not isinstance(x, ShapeValue):
+            return x
+        if x.var is None:
+            x.var = ctx.emit(x.relax())
+        return x.var
+
+    def _deferred_outputs(self, ctx: Context, call: rx.Call, shapes: list) -> list:
+        """The outputs of a node converted at run time, each of a known rank given symbolic
+        sizes for its dimensions that inference leaves open (a match_cast), so that the
+        operators after it are compiled for any size."""
+        result = ctx.emit(call)
+        outputs = [result] if len(shapes) == 1 else [ctx.emit(rx.TupleGetItem(result, i)) for i in range(len(shapes))]
+        for k, (value, dims) in enumerate(zip(outputs, shapes)):
+            if dims is not None and None in dims:
+                dims = [d if d is not None else SizeVar(self.names.fresh("n"), DataType("int64")) for d in dims]
+                outputs[k] = ctx.bb.match_cast(value, TensorStructInfo(dims, value.struct_info.dtype))
+        return outputs
+
+    def _bind_outputs(self, ctx: Context, node: Any, where: str, inputs: list, outputs: list) -> None:
         if len(outputs) == 1 and len(node.output) > 1 and isinstance(outputs[0].struct_info, TupleStructInfo):
             tup = ctx.emit(outputs[0])
             outputs = [rx.TupleGetItem(tup, i) for i in range(len(tup.struct_info.fields))]
         came_from = set().union(*(self.sources.get(id(x), ()) for x in inputs if x is not None))
         for name, value in zip(node.output, outputs):
-            if name and value is not None:
+            if name and value is EMPTY_OPTIONAL:
+                self.values[name] = None
+            elif name and value is not None:
                 self.values[name] = ctx.emit(value)
-                self.sources[id(self.values[name])] = came_from
+                # (a subgraph's output keeps the inputs it came from as well)
+                self.sources[id(self.values[name])] = came_from | self.sources.get(id(self.values[name]), set())
         missing = [n for n in node.output[len(outputs):] if n]
         if missing:
             raise TVMSError(f"{where}: the optional output{'s' * (len(missing) > 1)} "
@@ -279,6 +400,8 @@ class _GraphImporter:
         try:
             outputs = reference(node.op_type, self.opset, values, attrs, len(node.output), limit=_FOLD_LIMIT)
         except Exception:  # (too large, or not evaluable: the converter then converts it or says why not)
+            return None
+        if any(isinstance(o, (list, tuple)) or o is None for o in outputs):  # (sequences, optionals)
             return None
         outputs = [np.asarray(o) for o in outputs]
         if any(o.dtype == object or o.size > _FOLD_LIMIT for o in outputs):

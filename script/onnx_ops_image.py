@@ -58,7 +58,7 @@ class Resize(OnnxOpConverter):
         axes = [normalize_axis(a, rank) for a in attrs.get("axes", range(rank))]
         policy = attrs.get("keep_aspect_ratio_policy", "stretch")
         if policy != "stretch" and sizes is not None:
-            raise Unsupported(f"keep_aspect_ratio_policy={policy!r}")
+            scales, sizes = cls._keep_aspect_ratio(policy, [shape[a] for a in axes], sizes), None
         forwarded = {k: attrs[k] for k in cls._FORWARDED if k in attrs}
         y = x
         for i, axis in enumerate(axes):
@@ -71,6 +71,19 @@ class Resize(OnnxOpConverter):
             weights, offset = _axis_map(forwarded, ctx.opset, n, scale, size, window)
             y = cls._apply(ctx, y, axis, weights, offset)
         return as_dtype(y, dtype_of(x))
+
+    @staticmethod
+    def _keep_aspect_ratio(policy, extents, sizes):
+        """The one scale of every axis that ``sizes`` and the policy give (ONNX: the smallest
+        ratio for not_larger, the largest for not_smaller; each size the extent times it,
+        rounded half up), as scales, whose sizes (rounded down) must be the same."""
+        if policy not in ("not_larger", "not_smaller"):
+            raise Unsupported(f"keep_aspect_ratio_policy={policy!r}")
+        ratios = [int(size) / n for size, n in zip(sizes, extents)]
+        scale = min(ratios) if policy == "not_larger" else max(ratios)
+        if any(math.floor(n * scale) != math.floor(n * scale + 0.5) for n in extents):
+            raise Unsupported(f"keep_aspect_ratio_policy={policy!r} with a size that rounds up")
+        return np.full(len(extents), scale)
 
     @staticmethod
     def _inputs(ctx, inputs):

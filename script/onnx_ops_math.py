@@ -5,7 +5,7 @@ import numpy as np
 
 from ..ir.dtype import DataType
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
-                           normalize_axis, rank_of, required_value, scalar_like)
+                           normalize_axis, rank_of, required_value, scalar_like, static_shape)
 from .relax_op_api import op
 
 
@@ -81,15 +81,40 @@ class Mod(OnnxOpConverter):
     @classmethod
     def _impl_v10(cls, ctx, inputs, attrs):
         # fmod=1: the sign of the dividend (C's fmod); fmod=0: the sign of the divisor (Python's %)
-        return (op.mod if attrs.get("fmod", 0) else op.floor_mod)(*inputs)
+        x, y = inputs
+        if attrs.get("fmod", 0):
+            return op.mod(x, y)
+        if not DataType(dtype_of(x)).is_float:
+            return op.floor_mod(x, y)
+        # numpy's float mod from C's fmod, exact where x - floor(x / y) * y is not (a finite x
+        # by an infinite y; a zero result takes the divisor's sign)
+        zero = scalar_like(0.0, x)
+        r = ctx.emit(op.mod(x, y))
+        other_sign = op.not_equal(op.less(r, zero), op.less(y, zero))
+        r = ctx.emit(op.where(op.logical_and(op.not_equal(r, zero), other_sign), op.add(r, y), r))
+        signed_zero = op.where(op.less(y, zero), scalar_like(-0.0, x), zero)
+        return op.where(op.equal(r, zero), signed_zero, r)
 
 
 @converter("BitShift")
 class BitShift(OnnxOpConverter):
     @classmethod
     def _impl_v11(cls, ctx, inputs, attrs):
-        direction = attrs["direction"]
-        return (op.left_shift if direction == "LEFT" else op.right_shift)(*inputs)
+        """A shift by a negative amount or by the width or more shifts every bit out (numpy's
+        and ONNX's result: 0, or -1 for a right shift of a negative number), where LLVM's and
+        C's shifts are undefined: such an amount is replaced by width - 1 and the result fixed."""
+        x, y = inputs
+        dtype = DataType(dtype_of(x))
+        width = scalar_like(dtype.bits, y)
+        out = op.greater_equal(y, width)
+        if dtype.is_int:
+            out = op.logical_or(out, op.less(y, scalar_like(0, y)))
+        out = ctx.emit(out)
+        y = ctx.emit(op.where(out, scalar_like(dtype.bits - 1, y), y))
+        if attrs["direction"] == "RIGHT":
+            shifted = ctx.emit(op.right_shift(x, y))
+            return shifted if dtype.is_int else op.where(out, scalar_like(0, x), shifted)
+        return op.where(out, scalar_like(0, x), ctx.emit(op.left_shift(x, y)))
 
 
 # ------------------------------------------------------------------------- unary
@@ -325,8 +350,10 @@ class Mean(_Variadic):
 # ------------------------------------------------------------------ reductions
 class _Reduce(OnnxOpConverter):
     """ReduceX: ``axes`` an attribute until the opset ``axes_input`` (then the second input);
-    no axes reduces all, unless ``noop_with_empty_axes``."""
+    no axes reduces all, unless ``noop_with_empty_axes``. ``empty``: the result over an empty
+    set, for the reductions whose kernel has no such identity (max, min)."""
     axes_input = 18
+    empty = None
 
     @classmethod
     def _axes(cls, ctx, inputs, attrs):
@@ -346,12 +373,27 @@ class _Reduce(OnnxOpConverter):
             if noop:
                 return x
             axes = list(range(rank_of(x)))
+        shape = static_shape(x)
+        if cls.empty is not None and shape is not None and any(shape[a] == 0 for a in axes):
+            rank, dtype = len(shape), dtype_of(x)
+            reduced = {normalize_axis(a, rank) for a in axes}
+            out = [1 if a in reduced else d for a, d in enumerate(shape) if keepdims or a not in reduced]
+            return op.full(out, scalar_like(cls.empty(np.dtype(dtype)), x), dtype)
         return cls.reduce(x, axes, keepdims)
 
 
-def _reduce(onnx_name: str, reduce_fn, axes_input: int = 18) -> None:
+def _reduce(onnx_name: str, reduce_fn, axes_input: int = 18, empty=None) -> None:
     converter(onnx_name)(type(onnx_name, (_Reduce,), {"reduce": staticmethod(reduce_fn),
-                                                       "axes_input": axes_input}))
+                                                       "axes_input": axes_input, "empty": staticmethod(empty)
+                                                       if empty else None}))
+
+
+def _lowest(dtype: np.dtype):
+    return False if dtype == bool else -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _highest(dtype: np.dtype):
+    return True if dtype == bool else np.inf if dtype.kind == "f" else np.iinfo(dtype).max
 
 
 def _log_sum_exp(x, axes, keepdims):
@@ -361,8 +403,6 @@ def _log_sum_exp(x, axes, keepdims):
     return result if keepdims else op.squeeze(result, axes)
 
 
-_reduce("ReduceSum", op.sum, axes_input=13)
-_reduce("ReduceMean", op.mean)
 def _extreme(reduce_fn, infinity: float):
     """ReduceMax / ReduceMin: Relax's reduction starts from the largest finite value of the
     dtype, so an all -inf (max) or all +inf (min) slice would give that value instead of the
@@ -377,8 +417,10 @@ def _extreme(reduce_fn, infinity: float):
     return reduce
 
 
-_reduce("ReduceMax", _extreme(op.max, -np.inf))
-_reduce("ReduceMin", _extreme(op.min, np.inf))
+_reduce("ReduceSum", op.sum, axes_input=13)
+_reduce("ReduceMean", op.mean)
+_reduce("ReduceMax", _extreme(op.max, -np.inf), empty=_lowest)
+_reduce("ReduceMin", _extreme(op.min, np.inf), empty=_highest)
 _reduce("ReduceProd", op.prod)
 _reduce("ReduceL1", lambda x, axes, keep: op.sum(op.abs(x), axes, keep))
 _reduce("ReduceL2", lambda x, axes, keep: op.sqrt(op.sum(op.multiply(x, x), axes, keep)))

@@ -13,17 +13,10 @@ from .relax_op_api import op
 
 def _inline(ctx, graph, value):
     """The output of the one-input, one-output ``graph`` applied to ``value``, its nodes
-    converted into the current function."""
-    from .onnx_frontend import _GraphImporter  # (the importer imports this module)
-
+    converted into the current function (seeing the enclosing graph's values)."""
     if len(graph.input) != 1 or len(graph.output) != 1:
         raise Unsupported(f"a modifier graph with {len(graph.input)} inputs and {len(graph.output)} outputs")
-    inner = _GraphImporter({}, None, False, ctx.opset)
-    inner._parameters(graph)
-    inner.values[graph.input[0].name] = value
-    for node in graph.node:
-        inner._convert(ctx, node)
-    return inner._value(graph.output[0].name, "the modifier graph's output")
+    return ctx.subgraph(ctx, graph, {graph.input[0].name: value})[0]
 
 
 def _matmul(ctx, a, b):

@@ -1,17 +1,20 @@
 """ONNX's quantization operators in Relax operators: QuantizeLinear, DequantizeLinear (scalar,
 per-axis and blocked scales), DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and
-QLinearConv, for the 8- and 16-bit integer types (float8/int4/int2/float4 are refused). Rounding
-is to nearest, ties to even (``np.rint``), as ONNX's reference rounds."""
+QLinearConv. QuantizeLinear/DequantizeLinear also take the 4- and 2-bit integers and the float8 and
+float4 types (one element a byte, as ml_dtypes holds them). Rounding is to nearest, ties to even
+(``np.rint``), as ONNX's reference rounds."""
 from __future__ import annotations
 
 import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, rank_of,
                            normalize_axis, onnx_dtype)
+from ..ir.dtype import DataType, float_format
 from .onnx_ops_nn import Conv
 from .relax_op_api import op
 
-_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
+_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767),
+           "uint4": (0, 15), "int4": (-8, 7), "uint2": (0, 3), "int2": (-2, 1)}
 
 
 
@@ -38,15 +41,27 @@ def _broadcastable(ctx, value, x, axis, block_size):
 def _saturate(ctx, y, dtype):
     """``y`` (a float tensor of whole numbers) clipped to ``dtype``'s range and cast to it."""
     if dtype not in _RANGES:
-        raise Unsupported(f"quantization to {dtype} (8- and 16-bit integers are supported)")
+        raise Unsupported(f"quantization to {dtype} (integers of 2 to 16 bits, float8 and float4 "
+                          f"types are supported)")
     low, high = _RANGES[dtype]
     return op.astype(op.clip(y, low, high), dtype)
 
 
-def _quantize(ctx, x, scale, zero_point, dtype):
+def _quantize(ctx, x, scale, zero_point, dtype, saturate=1):
     """saturate(rint(x / scale) + zero_point) in ``dtype`` (rounded before the zero point is
-    added, as the reference does: the float sum could round a value near a half the other way)."""
+    added, as the reference does: the float sum could round a value near a half the other way).
+    To a float type: x / scale rounded to it, past its range its largest value where
+    ``saturate`` (float8; float4 has no inf to overflow to), plus the zero point for float4
+    (the reference ignores a float8 one, which must be 0)."""
     y = ctx.emit(op.divide(x, as_dtype(scale, dtype_of(x))))
+    if DataType(dtype).is_narrow_float:
+        if dtype.startswith("float8"):
+            if saturate:
+                limit = float_format(dtype).max_value
+                y = ctx.emit(op.clip(y, -limit, limit))
+        elif zero_point is not None:
+            y = ctx.emit(op.add(y, as_dtype(zero_point, dtype_of(y))))
+        return op.astype(y, dtype)
     y = ctx.emit(op.round(y))
     if zero_point is not None:
         y = ctx.emit(op.add(y, as_dtype(zero_point, dtype_of(y))))
@@ -69,7 +84,7 @@ class QuantizeLinear(OnnxOpConverter):
         dtype = dtype_of(zero_point) if zero_point is not None else (onnx_dtype(out) if out else "uint8")
         if out and onnx_dtype(out) != dtype:
             raise Unsupported(f"output_dtype {onnx_dtype(out)} differs from the zero point's {dtype}")
-        attrs.ignore("saturate")  # (it concerns float8 outputs only)
+        saturate = attrs.get("saturate", 1)  # (it concerns float8 outputs only)
         precision = attrs.get("precision", 0)
         if precision:
             x = as_dtype(x, onnx_dtype(precision))
@@ -77,7 +92,7 @@ class QuantizeLinear(OnnxOpConverter):
         scale = _broadcastable(ctx, scale, x, axis, block_size)
         if zero_point is not None:
             zero_point = _broadcastable(ctx, zero_point, x, axis, block_size)
-        return _quantize(ctx, x, scale, zero_point, dtype)
+        return _quantize(ctx, x, scale, zero_point, dtype, saturate)
 
 
 @converter("DequantizeLinear")
@@ -85,8 +100,9 @@ class DequantizeLinear(OnnxOpConverter):
     @classmethod
     def _impl_v10(cls, ctx, inputs, attrs):
         x, scale, zero_point = (inputs + [None] * 2)[:3]
-        if dtype_of(x) not in _RANGES and dtype_of(x) != "int32":
-            raise Unsupported(f"dequantizing {dtype_of(x)} (8-, 16- and 32-bit integers are supported)")
+        if dtype_of(x) not in _RANGES and dtype_of(x) != "int32" and not DataType(dtype_of(x)).is_narrow_float:
+            raise Unsupported(f"dequantizing {dtype_of(x)} (integers of 2 to 32 bits, float8 and float4 "
+                              f"types are supported)")
         axis, block_size = attrs.get("axis", 1), attrs.get("block_size", 0)
         out = attrs.get("output_dtype", 0)
         dtype = onnx_dtype(out) if out else dtype_of(scale)

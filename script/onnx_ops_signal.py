@@ -1,17 +1,17 @@
 """ONNX's signal operators: ``DFT`` and ``STFT`` as one matmul, ``HannWindow``,
-``HammingWindow``, ``BlackmanWindow`` and ``MelWeightMatrix`` as constants.
+``HammingWindow``, ``BlackmanWindow`` from ``R.arange`` and ``R.cos``, ``MelWeightMatrix`` as a constant
+computed here from its constant inputs.
 
 DFT and STFT are linear in their input's real and imaginary parts once the lengths, the axis, the
 step and the window are known, so the importer asks onnx's reference evaluator for the matrix:
 it transforms each basis vector of the transformed axis (with its real/imaginary component) and
-the rows of the results are the matrix, applied in float64 as the reference computes. The
-windows and the mel matrix depend only on their (constant) inputs and are evaluated at import."""
+the rows of the results are the matrix, applied in float64 as the reference computes."""
 from __future__ import annotations
 
 import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, check_size, converter, dims_of, dtype_of,
-                           normalize_axis, reference, required_value)
+                           normalize_axis, onnx_dtype, reference, required_value)
 from .relax_op_api import op
 
 
@@ -82,35 +82,62 @@ class STFT(OnnxOpConverter):
         return as_dtype(result, dtype_of(signal))
 
 
-class _Evaluated(OnnxOpConverter):
-    """An operator whose output depends only on its inputs' values, which must be constants:
-    evaluated at import time by onnx's reference evaluator."""
+class _Window(OnnxOpConverter):
+    """A generalized cosine window of the (constant) length: sum_k (-1)^k a_k cos(2 pi k n / N),
+    N the length when ``periodic``, the length - 1 otherwise, computed by Relax operators."""
 
-    attributes: tuple = ()
+    coefficients: tuple = ()
 
     @classmethod
     def _impl_v17(cls, ctx, inputs, attrs):
-        values = [None if v is None else required_value(v, f"input {k}") for k, v in enumerate(inputs)]
-        given = {k: attrs[k] for k in cls.attributes if k in attrs}
-        (value,) = reference(cls.__name__, 17, values, given)
-        return ctx.constant(value)
+        size = int(np.asarray(required_value(inputs[0], "size")).reshape(-1)[0])
+        dtype = onnx_dtype(attrs.get("output_datatype", 1))
+        period = size if attrs.get("periodic", 1) else size - 1
+        angle = ctx.emit(op.multiply(op.arange(0, max(size, 0), 1, dtype="float64"),
+                                     ctx.constant(2 * np.pi / period if period else np.nan)))
+        window = ctx.constant(cls.coefficients[0])
+        for k, a in enumerate(cls.coefficients[1:], 1):
+            term = op.multiply(ctx.constant((-1) ** k * a), op.cos(op.multiply(angle, ctx.constant(float(k)))))
+            window = ctx.emit(op.add(window, term))
+        return as_dtype(window, dtype)
 
 
 @converter("HannWindow")
-class HannWindow(_Evaluated):
-    attributes = ("periodic", "output_datatype")
+class HannWindow(_Window):
+    coefficients = (0.5, 0.5)
 
 
 @converter("HammingWindow")
-class HammingWindow(_Evaluated):
-    attributes = ("periodic", "output_datatype")
+class HammingWindow(_Window):
+    coefficients = (25 / 46, 21 / 46)
 
 
 @converter("BlackmanWindow")
-class BlackmanWindow(_Evaluated):
-    attributes = ("periodic", "output_datatype")
+class BlackmanWindow(_Window):
+    coefficients = (0.42, 0.5, 0.08)
 
 
 @converter("MelWeightMatrix")
-class MelWeightMatrix(_Evaluated):
-    attributes = ("output_datatype",)
+class MelWeightMatrix(OnnxOpConverter):
+    """The triangular filters of ``num_mel_bins`` mel bands over the ``dft_length // 2 + 1``
+    frequencies of a spectrum (its inputs are constants): band i rises from edge i to edge i + 1
+    and falls to edge i + 2, the edges equally spaced in mel and rounded down to frequency bins,
+    as onnx's reference computes them (whose spacing divides by num_mel_bins + 2)."""
+
+    @classmethod
+    def _impl_v17(cls, ctx, inputs, attrs):
+        bins, length, rate, low, high = (required_value(v, name).item() for v, name in zip(
+            inputs, ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")))
+        check_size(int(bins) * (int(length) // 2 + 1), "the mel weight matrix")
+        mel_low, mel_high = (2595 * np.log1p(hz / 700) / np.log(10) for hz in (low, high))
+        mels = np.arange(bins + 2) * ((mel_high - mel_low) / (bins + 2)) + mel_low
+        edges = ((length + 1) * (700 * np.expm1(mels / 2595 * np.log(10))) // rate).astype(int)
+        lo, mid, hi = edges[:-2], edges[1:-1], edges[2:]
+        j = np.arange(length // 2 + 1)[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rise = np.where(mid > lo, (j - lo) / (mid - lo), j == mid)
+            fall = (hi - j) / (hi - mid)
+        rising = (lo <= j) & (j <= mid)
+        falling = (mid <= j) & (j < hi)
+        weights = np.where(falling, fall, np.where(rising, rise, 0.0))
+        return ctx.constant(weights.astype(onnx_dtype(attrs.get("output_datatype", 1))))

@@ -6,6 +6,8 @@ import numpy as np
 
 from .onnx_convert import (CONSTANT_LIMIT, OnnxOpConverter, Unsupported, as_dtype, converter, dims_of,
                            dtype_of, element_count, fold, normalize_axis, range_count, onnx_dtype, rank_of, required_value, static_shape, value_of)
+from ..ir import relax as rx
+from ..ir.dtype import DataType, float_format, ml_dtype
 from .relax_op_api import op
 
 
@@ -51,17 +53,95 @@ class Size(OnnxOpConverter):
 class Cast(OnnxOpConverter):
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
-        attrs.ignore("saturate")  # (float8 saturation: no float8 type is supported here)
         to = attrs["to"]
-        return as_dtype(inputs[0], onnx_dtype(to) if isinstance(to, int) else to.lower())
+        dtype = onnx_dtype(to) if isinstance(to, int) else to.lower()
+        if dtype == "float8_e8m0fnu":
+            return _to_e8m0(ctx, inputs[0], attrs.get("saturate", 1), attrs.get("round_mode", "up"))
+        return _cast(ctx, inputs[0], dtype, attrs.get("saturate", 1))
 
 
 @converter("CastLike")
 class CastLike(OnnxOpConverter):
     @classmethod
     def _impl_v15(cls, ctx, inputs, attrs):
-        attrs.ignore("saturate")
-        return as_dtype(inputs[0], dtype_of(inputs[1]))
+        return _cast(ctx, inputs[0], dtype_of(inputs[1]), attrs.get("saturate", 1))
+
+
+def _cast(ctx, x, dtype: str, saturate: int):
+    """``x`` as ``dtype``; to a float8 type with ``saturate`` (ONNX's default), a value past the
+    type's range (inf included) becomes its largest value (a clip first: NaN stays NaN)."""
+    if saturate and dtype.startswith("float8") and DataType(dtype_of(x)).is_float:
+        limit = float_format(dtype).max_value
+        value = value_of(x)
+        if value is not None:
+            return ctx.constant(np.clip(value, -limit, limit).astype(ml_dtype(dtype)))
+        x = ctx.emit(op.clip(x, -limit, limit))
+    return as_dtype(x, dtype)
+
+
+def _to_e8m0(ctx, x, saturate: int, round_mode: str):
+    """Cast to float8_e8m0fnu with ONNX's ``round_mode``, on the float32 bits of ``x``: its
+    exponent (the sign is ignored), plus one where the mantissa rounds up ("up": any fraction;
+    "nearest": at least half, except exactly half of a subnormal, as onnx's reference rounds;
+    "down": never). NaN and inf give 0xff (NaN); with ``saturate`` no value rounds up to it."""
+    if round_mode not in ("up", "down", "nearest"):
+        raise Unsupported(f"round_mode {round_mode!r} (up, down or nearest)")
+    bits = ctx.emit(_view(as_dtype(x, "float32"), "uint32"))
+
+    def const(v):
+        return ctx.constant(np.array(v, "uint32"))
+
+    exponent = ctx.emit(op.bitwise_and(op.right_shift(bits, const(23)), const(0xFF)))
+    mantissa = op.bitwise_and(bits, const(0x7FFFFF))
+    if round_mode == "up":
+        up = op.not_equal(mantissa, const(0))
+    elif round_mode == "nearest":  # the guard bit, and a round bit, sticky bits or a normal number
+        guard = op.not_equal(op.bitwise_and(bits, const(0x400000)), const(0))
+        rest = op.not_equal(op.bitwise_and(bits, const(0x3FFFFF)), const(0))
+        up = op.logical_and(guard, op.logical_or(rest, op.greater(exponent, const(0))))
+    else:
+        up = None
+    special = ctx.emit(op.equal(exponent, const(0xFF)))
+    if up is not None:
+        up = op.logical_and(up, op.logical_not(special))
+        if saturate:
+            up = op.logical_and(up, op.not_equal(exponent, const(0xFE)))
+        exponent = op.add(exponent, op.astype(up, "uint32"))
+    code = op.astype(op.where(special, const(0xFF), exponent), "uint8")
+    return _view(ctx.emit(code), "float8_e8m0fnu")
+
+
+def _view(x, dtype: str, dims=None):
+    """``x``'s bytes read as ``dtype`` (in ``dims``, by default ``x``'s)."""
+    shape = rx.ShapeExpr(tuple(dims_of(x) if dims is None else dims))
+    return op.memory.view(x, shape, rx.DataTypeImm(DataType(dtype)), rx.PrimValue(0))
+
+
+@converter("BitCast")
+class BitCast(OnnxOpConverter):
+    """The bits of each element read as ``to``: to a narrower type, the last dimension grows by
+    the ratio of the sizes; to a wider one, a last dimension of that ratio goes."""
+
+    @classmethod
+    def _impl_v26(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        src, dst = DataType(dtype_of(x)), DataType(onnx_dtype(attrs["to"]))
+        have, want = (8 if d.is_bool else d.bits for d in (src, dst))  # (bool is a byte)
+        if have % 8 or want % 8:
+            raise Unsupported(f"bit casts of {src} to {dst} (types of whole bytes are supported)")
+        if src.is_bool:  # (its byte is 0 or 1: the view of the same bytes)
+            x = as_dtype(x, "uint8")
+        dims = dims_of(x)
+        if have > want:
+            dims = [*dims, have // want]
+        elif have < want:
+            if not dims or dims[-1] != want // have:
+                raise Unsupported(f"a bit cast of {src} to {dst} needs a last dimension of "
+                                  f"{want // have}, the shape is {dims}")
+            dims = dims[:-1]
+        if dst.is_bool:
+            return op.not_equal(_view(x, "uint8", dims), ctx.constant(np.array(0, "uint8")))
+        return _view(x, str(dst), dims)
 
 
 def _resolve_reshape(in_shape: list, target: list, allowzero: bool) -> list:
@@ -175,7 +255,8 @@ class _AxesOp(OnnxOpConverter):
     @classmethod
     def _impl_v13(cls, ctx, inputs, attrs):
         axes = inputs[1] if len(inputs) > 1 else None
-        return cls._apply(ctx, inputs[0], None if axes is None else list(required_value(axes, "axes")))
+        # (a scalar axes, as onnx's reference evaluator takes it, is one axis)
+        return cls._apply(ctx, inputs[0], None if axes is None else list(required_value(axes, "axes").reshape(-1)))
 
 
 @converter("Squeeze")
@@ -371,6 +452,16 @@ class Pad(OnnxOpConverter):
             width[2 * a], width[2 * a + 1] = pads[i], pads[n + i]
         if min(width) < 0:
             raise Unsupported("negative pads (cropping)")
+        if mode == "wrap":  # (each padded axis: a gather of the indices taken modulo its length)
+            dims = dims_of(x)
+            for a in range(rank):
+                before, after = width[2 * a], width[2 * a + 1]
+                if before or after:
+                    if not isinstance(dims[a], int) or dims[a] == 0:
+                        raise Unsupported(f"mode='wrap' along an axis of length {dims[a]}")
+                    picks = np.arange(-before, dims[a] + after) % dims[a]
+                    x = ctx.emit(op.take(x, ctx.constant(picks, "int64"), axis=a))
+            return x
         if mode not in ("constant", "reflect", "edge"):
             raise Unsupported(f"mode={mode!r}")
         return op.nn.pad(x, width, pad_value=float(fill), pad_mode="replicate" if mode == "edge" else mode)

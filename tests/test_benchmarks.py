@@ -65,6 +65,12 @@ def test_quick_large_file_benchmark_formats_without_changes() -> None:
     assert all(row[-1] == "unchanged" for row in rows), done.stdout  # fmt printed each file back
 
 
+def test_quick_thread_split_benchmark_prints_each_workload() -> None:
+    done = run_quick("thread_split.py")
+    rows = {line.split("  ")[0] for line in done.stdout.splitlines()}
+    assert {"mlp batch 16", "conv2d", "matmul 64"} <= rows, done.stdout
+
+
 def test_numpy_im2col_convolution_of_a_batch() -> None:
     """The numpy baseline of the conv2d row against a direct sum over the 3x3 window, two images
     (it convolved the first image only)."""

@@ -150,7 +150,7 @@ def test_register_tile_and_blocks_follow_the_target():
     assert plan_tiling(96, 1024, 1024, 16, 12, 2, 4) == Tiling(mr=12, nr=32, panel_tiles=8, chunks=2)
     assert plan_tiling(1024, 1024, 1024, 16, 12, 2, 4).chunks == 2  # 11 row panels: 22 blocks
     assert plan_tiling(1152, 1024, 1024, 16, 12, 2, 4).chunks == 1  # 12 row panels
-    assert plan_tiling(None, 256, 784, 8, 6, 2, 4).chunks == 1  # symbolic rows: panels only
+    assert plan_tiling(None, 256, 784, 8, 6, 2, 4).chunks == 8  # symbolic rows: a batch may be one panel
 
 
 MARK = 'T.block_attr({"meta_schedule.layout_rewrite_preproc": T.bool(True)})'
@@ -208,6 +208,25 @@ def test_symbolic_rows():
     ref = np.zeros((5, 40), np.float32)
     run_prim_func(func, a[:5], b, ref)
     np.testing.assert_allclose(ref, a[:5] @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_symbolic_rows_split_the_columns_between_the_threads(monkeypatch):
+    """A symbolic row count (a batch, often one row panel) is cut into column chunks too, so the
+    threads share a single panel (the seed MLP at batch 64 ran on one thread). k is deep enough
+    for two tasks."""
+    monkeypatch.setenv("TVM_NUM_THREADS", "2")
+    rng = np.random.default_rng(3)
+    for target, k in ((AVX2, 1000), (Target("llvm"), 2000)):
+        func = scheduled(matmul_text(None, 56, k), target)
+        chunks = re.search(r"T\.parallel\(\(m \+ \d+\) // \d+ \* (\d+)\)", check_reprints(func))
+        assert chunks and int(chunks.group(1)) >= 2
+        lib = tvms.build(func, target=str(target))
+        b = rng.standard_normal((k, 56), dtype=np.float32)
+        for m in (1, 7, 64, 150):
+            a = rng.standard_normal((m, k), dtype=np.float32)
+            c = np.zeros((m, 56), np.float32)
+            lib(a, b, c)
+            np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
 
 
 def test_int8_inputs_with_int32_accumulator():
@@ -425,9 +444,11 @@ def test_loops_in_another_order_than_the_iterators():
 
 
 def test_linear_layer_over_a_batch_dispatches_on_the_row_count():
-    """NT_matmul (FuseTransposeMatmul) over a symbolic batch: packed panels from PACK_MIN_ROWS
-    rows on, row-by-row vector dot products below (a batch of one), in one lowered function."""
-    from tvms.lowering.dlight.cpu_matmul import PACK_MIN_ROWS
+    """NT_matmul (FuseTransposeMatmul) over a symbolic batch: the weight packed once at the top
+    (marked, so that LiftTransformParams runs it once per weight), then register tiles of
+    several rows from TILED_MIN_ROWS rows on and of one row below (a batch of one), both reading
+    the packed weight."""
+    from tvms.lowering.dlight.cpu_matmul import TILED_MIN_ROWS
     from tvms.lowering.relax.fuse_transpose_matmul import FuseTransposeMatmul
 
     mod = from_source((ROOT / "examples" / "mlp.tvms").read_text())
@@ -435,11 +456,12 @@ def test_linear_layer_over_a_batch_dispatches_on_the_row_count():
     with tvms.target.Target("llvm"):
         func = ApplyDefaultSchedule(Matmul())(mod)["fused_NT_matmul_add_relu"]
     text = check_reprints(func)
-    assert f"if n >= T.int64({PACK_MIN_ROWS}):" in text and "fc1_weight_global" in text
+    assert f"if n >= T.int64({TILED_MIN_ROWS}):" in text and text.count(MARK) == 1
+    assert text.index(MARK) < text.index("if n >=") and "fc1_weight[" not in text[text.index("if n >="):]
     lib = tvms.build(func, target="llvm")
     rng = np.random.default_rng(5)
     w, bias = rng.standard_normal((256, 784), dtype=np.float32), rng.standard_normal(256, dtype=np.float32)
-    for n in (1, PACK_MIN_ROWS - 1, PACK_MIN_ROWS, 64):
+    for n in (1, TILED_MIN_ROWS, 15, 16, 64):
         x = rng.standard_normal((n, 784), dtype=np.float32)
         y = np.zeros((n, 256), np.float32)
         lib(x, w, bias, y)

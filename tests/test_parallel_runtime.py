@@ -1,7 +1,9 @@
 """Parallel loops at run time: the thread count follows ``TVM_NUM_THREADS`` (read at each call)
 or the target's ``-num-cores``; loops with little work run in the caller's thread; results at
-any thread count equal numpy. Threads are observed from inside the kernel: each iteration
-records ``omp_get_thread_num`` and ``omp_get_num_threads`` of the libgomp region running it."""
+any thread count equal numpy. The split into tasks is observed on libgomp's pool
+(``TVMS_THREAD_POOL=gomp``; exported libraries run on it too) from inside the kernel: each
+iteration records ``omp_get_thread_num`` and ``omp_get_num_threads`` of the region running it.
+tvms's own pool (the default, ``runtime/thread_pool_ir.py``) is observed through ``pthread_self``."""
 from __future__ import annotations
 
 import ctypes
@@ -10,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +25,7 @@ from tvms.lowering.codegen import llvm_parallel  # noqa: E402
 from tvms.runtime.thread_pool import thread_pool_kind  # noqa: E402
 from tvms.script import from_source  # noqa: E402
 
-pytestmark = pytest.mark.skipif(thread_pool_kind() != "gomp",
-                                reason="thread ids are observed through libgomp")
+pytestmark = pytest.mark.skipif(thread_pool_kind() == "pthread", reason="libgomp is not installed")
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tir as T\n\n@I.ir_module\nclass Module:\n"
 # Each iteration adds A[i] to S[i] WORK times: one iteration is worth a task of its own, so the
@@ -119,6 +121,13 @@ def expected_threads(n: int, threads: int) -> tuple:
 @pytest.fixture
 def no_thread_setting(monkeypatch):
     monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
+    monkeypatch.setenv("TVMS_THREAD_POOL", "gomp")
+    return monkeypatch
+
+
+@pytest.fixture
+def own_pool(monkeypatch):
+    monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
     monkeypatch.delenv("TVMS_THREAD_POOL", raising=False)
     return monkeypatch
 
@@ -172,8 +181,8 @@ def test_environment_of_a_new_process_overrides_num_cores_and_libgomp_sleeps_whe
         from test_parallel_runtime import run_traced, traced
         _, nt = run_traced(traced("llvm -num-cores=1"), 9)
         print(sorted(set(nt.tolist())), os.environ.get("OMP_WAIT_POLICY"))
-    """, TVM_NUM_THREADS="3", OMP_DISPLAY_ENV="true")  # libgomp prints its settings when it loads
-    assert done.stdout.split() == ["[3]", "None"]  # (the policy is not passed on to child processes)
+    """, TVM_NUM_THREADS="3", OMP_DISPLAY_ENV="true", TVMS_THREAD_POOL="gomp")  # (libgomp prints
+    assert done.stdout.split() == ["[3]", "None"]  # its settings when it loads)  # (the policy is not passed on to child processes)
     assert "OMP_WAIT_POLICY = 'PASSIVE'" in done.stderr
 
 
@@ -221,14 +230,59 @@ def test_pthread_pool_runs_chunks_on_separate_threads_and_task_0_on_the_caller(n
     np.testing.assert_array_equal(s, a * WORK)
     chunks = [set(who[k:k + 3].tolist()) for k in (0, 3, 6)]  # ceil(7 / 3) = 3 iterations each
     assert all(len(c) == 1 for c in chunks) and len(set.union(*chunks)) == 3, who
+    assert chunks[0] == {self_thread()}
+
+
+def self_thread() -> int:
     libc = ctypes.CDLL(None)
     libc.pthread_self.restype = ctypes.c_uint64
-    assert chunks[0] == {libc.pthread_self()}
+    return libc.pthread_self()
+
+
+def test_own_pool_runs_each_task_once_on_one_thread_task_0_on_the_caller(own_pool):
+    """tvms's pool: TASKS_PER_THREAD tasks per thread of contiguous iterations, each run whole by
+    one thread (the caller claims task 0 before any worker can), on at most the threads asked for."""
+    own_pool.setenv("TVM_NUM_THREADS", "3")
+    lib = build(THREAD_SELF, work=WORK)
+    assert "tvms_parallel_run" in lib.get_source("ll") and "GOMP_parallel" in lib.get_source("ll")
+    for n in (1, 2, 7, 12, 13, 40):
+        a, s, who = np.full(n, 2, np.float32), np.zeros(n, np.float32), np.zeros(n, np.uint64)
+        lib(a, s, who)
+        np.testing.assert_array_equal(s, a * WORK)
+        chunk = -(-n // min(n, 3 * llvm_parallel.TASKS_PER_THREAD))
+        tasks = [set(who[k:k + chunk].tolist()) for k in range(0, n, chunk)]
+        assert all(len(t) == 1 for t in tasks) and len(set.union(*tasks)) <= 3, who
+        assert tasks[0] == {self_thread()}
+
+
+def test_own_pool_takes_callers_from_several_threads_at_once(own_pool):
+    """A call made while another runs its job runs its tasks in its own thread: every result of
+    four Python threads calling one kernel at the same time is right."""
+    own_pool.setenv("TVM_NUM_THREADS", "2")
+    lib = build(MATMUL)
+    rng = np.random.default_rng(3)
+    pairs = [rng.standard_normal((2, 96, 96), dtype=np.float32) for _ in range(4)]
+    wrong = []
+
+    def calls(a, b) -> None:
+        c = np.empty((96, 96), np.float32)
+        for _ in range(10):
+            c[...] = np.nan
+            lib(a, b, c)
+            if not np.allclose(c, a @ b, rtol=1e-4, atol=1e-4):
+                wrong.append(c.copy())
+
+    workers = [threading.Thread(target=calls, args=tuple(p)) for p in pairs]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert not wrong
 
 
 @pytest.mark.parametrize("threads", ["1", "2", "3"])
-def test_parallel_matmul_equals_numpy_at_each_thread_count(no_thread_setting, threads):
-    no_thread_setting.setenv("TVM_NUM_THREADS", threads)
+def test_parallel_matmul_equals_numpy_at_each_thread_count(own_pool, threads):
+    own_pool.setenv("TVM_NUM_THREADS", threads)
     rng = np.random.default_rng(7)
     a, b = rng.standard_normal((2, 96, 96), dtype=np.float32)
     c = np.full((96, 96), np.nan, np.float32)

@@ -162,7 +162,7 @@ def test_copyfrom_and_copyto_check_shapes_and_dtypes() -> None:
     (lambda: tvm.nd.empty((2, -1)), r"a tensor shape is a tuple of non-negative integers, not \(2, -1\)"),
     (lambda: tvm.nd.empty((2, "n")), "non-negative integers"),
     (lambda: tvm.nd.empty(None), "a tensor shape is a tuple of integers, not None"),
-    (lambda: tvm.nd.empty((2,), "bfloat16"), "tensors of dtype 'bfloat16' are not supported: tvms tensors hold bool"),
+    (lambda: tvm.nd.empty((2,), "float6"), "tensors of dtype 'float6' are not supported: tvms tensors hold bool"),
     (lambda: tvm.nd.empty((2,), "float32x4"), "'float32x4' are not supported"),
     (lambda: tvm.nd.empty((2,), "floot32"), "unknown data type 'floot32'"),
     (lambda: tvm.nd.array(np.zeros(2, complex)), "tensors cannot hold numpy complex128 data"),

@@ -70,20 +70,32 @@ def _half_to_float(module: ir.Module) -> ir.Function:
     return fn
 
 
-def _double_to_half(module: ir.Module) -> ir.Function:
-    """``double -> half`` correctly rounded: to float rounded to odd (toward zero, the last bit
-    set when inexact), then to half; float's 24 bits >= 2 * 11 + 2, so the second rounding
-    gives the correctly rounded half. A NaN stays a NaN."""
-    fn, b, x = _define(module, "__truncdfhf2", HALF, DOUBLE)
-    nearest = b.fptrunc(x, FLOAT)
-    back = b.fpext(nearest, DOUBLE)
-    fabs = module.declare_intrinsic("llvm.fabs", [DOUBLE])
+def round_to_odd(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """double ``x`` (scalar or vector) as float rounded to odd (toward zero, the last bit set when
+    inexact): a second rounding to a format of at most 11 bits is then the correct rounding of
+    ``x`` (float's 24 bits >= 2 * 11 + 2). A NaN stays a NaN."""
+    lanes = x.type.count if isinstance(x.type, ir.VectorType) else 1
+
+    def typed(t: ir.Type) -> ir.Type:
+        return t if lanes == 1 else ir.VectorType(t, lanes)
+
+    def one(n: int) -> ir.Constant:
+        return ir.Constant(I32, n) if lanes == 1 else ir.Constant(typed(I32), [ir.Constant(I32, n)] * lanes)
+
+    nearest = b.fptrunc(x, typed(FLOAT))
+    back = b.fpext(nearest, typed(DOUBLE))
+    fabs = b.module.declare_intrinsic("llvm.fabs", [typed(DOUBLE)])
     away = b.fcmp_ordered(">", b.call(fabs, [back]), b.call(fabs, [x]))  # rounded away from zero
-    bits = b.bitcast(nearest, I32)
-    toward_zero = b.select(away, b.sub(bits, _i32(1)), bits)
-    inexact = b.zext(b.fcmp_ordered("!=", back, x), I32)
-    odd = b.bitcast(b.or_(toward_zero, inexact), FLOAT)
-    b.ret(b.fptrunc(odd, HALF))  # (F16C's instruction, else __truncsfhf2 above)
+    bits = b.bitcast(nearest, typed(I32))
+    toward_zero = b.select(away, b.sub(bits, one(1)), bits)
+    inexact = b.zext(b.fcmp_ordered("!=", back, x), typed(I32))
+    return b.bitcast(b.or_(toward_zero, inexact), typed(FLOAT))
+
+
+def _double_to_half(module: ir.Module) -> ir.Function:
+    """``double -> half`` correctly rounded: to float rounded to odd, then to half."""
+    fn, b, x = _define(module, "__truncdfhf2", HALF, DOUBLE)
+    b.ret(b.fptrunc(round_to_odd(b, x), HALF))  # (F16C's instruction, else __truncsfhf2 above)
     return fn
 
 

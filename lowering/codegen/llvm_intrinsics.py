@@ -13,7 +13,7 @@ from typing import Callable
 
 from llvmlite import ir
 
-from ...ir.dtype import DataType
+from ...ir.dtype import DataType, float_limits
 from ...ir.errors import TVMSError
 from . import llvm_types as T
 from .llvm_vector_math import vector_math
@@ -90,12 +90,33 @@ def _is_inf(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 def _limit(dtype: DataType, which: str) -> ir.Constant:
     if dtype.is_float:
-        finfo = {16: 65504.0, 32: 3.4028234663852886e38, 64: 1.7976931348623157e308}[dtype.bits]
-        return T.constant(dtype, finfo if which == "max" else -finfo)
+        low, high = float_limits(dtype)
+        return T.constant(dtype, high if which == "max" else low)
     if dtype.is_uint or dtype.is_bool:
         return T.constant(dtype, ((1 << dtype.bits) - 1) if which == "max" else 0)
     half = 1 << (dtype.bits - 1)
     return T.constant(dtype, half - 1 if which == "max" else -half)
+
+
+def _integer_pow(builder: ir.IRBuilder, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
+    """``x ** y`` of integers, wrapping as numpy's does: square and multiply over the bits of
+    ``y`` (no loop: a select per bit). A negative exponent gives what truncating the real power
+    gives: 1 for x = 1, +-1 for x = -1, else 0 (a zero base included)."""
+    def c(n: int) -> ir.Value:
+        return T.broadcast(builder, ir.Constant(T.element_type(x), n), T.lanes_of(x))
+
+    result, power = c(1), x
+    for k in range(T.element_type(y).width - (1 if signed else 0)):
+        bit = builder.icmp_unsigned("!=", builder.and_(y, c(1 << k)), c(0))
+        result = builder.select(bit, builder.mul(result, power), result)
+        power = builder.mul(power, power)
+    if not signed:
+        return result
+    odd = builder.icmp_unsigned("!=", builder.and_(y, c(1)), c(0))
+    minus_one = builder.select(odd, c(-1), c(1))
+    fraction = builder.select(builder.icmp_signed("==", x, c(1)), c(1),
+                              builder.select(builder.icmp_signed("==", x, c(-1)), minus_one, c(0)))
+    return builder.select(builder.icmp_signed("<", y, c(0)), fraction, result)
 
 
 def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
@@ -110,6 +131,8 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
         return call_llvm_intrinsic(builder, LLVM_MATH[name], T.unify(builder, *args))
     if name in LIBM and all(t.is_float for t in arg_types):
         return _libm(builder, LIBM[name], T.unify(builder, *args))
+    if name == "pow" and all(t.is_integer for t in arg_types):
+        return _integer_pow(builder, *T.unify(builder, *args), arg_types[0].is_int)
     if name == "fabs" and arg_types[0].is_int:
         return call_llvm_intrinsic(builder, "abs", args, [ir.Constant(T.I1, 0)])
     if name == "fmod":

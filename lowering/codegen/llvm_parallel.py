@@ -1,15 +1,18 @@
-"""Parallel loops on all cores, without Python: outlined tasks run by libgomp's thread pool.
+"""Parallel loops on all cores, without Python: outlined tasks run by a persistent thread pool.
 
-A ``T.parallel`` loop becomes a task function ``task(closure*)``: it asks OpenMP which task it is
-(``omp_get_thread_num`` of ``omp_get_num_threads``), takes its contiguous chunk of iterations and
-runs the loop body, with the values the body uses from outside read from the closure. The caller
-stores those values into the closure and calls ``GOMP_parallel(task, closure, n, 0)``, which runs
-``n`` tasks on libgomp's persistent threads and returns when all are done.
+A ``T.parallel`` loop becomes a task function ``task(closure*, t, tasks)``: it takes the ``t``-th
+contiguous chunk of iterations and runs the loop body, with the values the body uses from
+outside read from the closure. The caller stores those values into the closure and calls
+``tvms_parallel_run(task, closure, tasks, threads)`` (tvms's pool, ``runtime/thread_pool_ir.py``:
+TASKS_PER_THREAD tasks per thread, claimed one by one, the caller never waiting for a worker that
+has not started), which returns when all are done. Code linked into an exported library, where
+the runtime does not define that symbol (it is weak), calls ``GOMP_parallel(task', closure, n,
+0)`` instead: one task per thread of libgomp's team, which asks OpenMP which task it is
+(``omp_get_thread_num`` of ``omp_get_num_threads``); ``TVMS_THREAD_POOL=gomp`` emits that call only.
 
-Why libgomp: its threads are created once and reused, so a parallel region costs microseconds
-(threads created per call would cost tens), it is part of GCC's runtime on every Linux system,
-and the whole launch happens in native code: the Python caller has released the GIL (ctypes
-does for the entry call) and no Python callback is ever involved.
+Why persistent threads: a parallel region then costs microseconds (threads created per call
+would cost tens), and the whole launch happens in native code: the Python caller has released
+the GIL (ctypes does for the entry call) and no Python callback is ever involved.
 
 Where libgomp is missing (or ``TVMS_THREAD_POOL=pthread``), the caller instead starts tasks
 1..n-1 on threads it creates with libc's ``pthread_create``, runs task 0 itself and joins them.
@@ -37,14 +40,18 @@ from . import llvm_types as T
 from .llvm_intrinsics import declare as declare_c
 
 NUM_THREADS_SYMBOL = "__tvms_num_threads"
+POOL_SYMBOL = "tvms_parallel_run"  # tvms's pool (runtime/thread_pool_ir.py): pool(task, closure, tasks, threads)
+POOL_RUN = ir.FunctionType(ir.VoidType(), [T.PTR, T.PTR, T.I32, T.I32])
+POOL_TASK = ir.FunctionType(ir.VoidType(), [T.PTR, T.I32, T.I32])  # task(closure, t, tasks)
 MAX_THREADS = 256
+TASKS_PER_THREAD = 4  # on tvms's pool: shares of a late or preempted thread go to the others
 MIN_TASK_WORK = 1 << 17  # stores per task below which another thread costs more than it saves
 UNKNOWN_WORK = 1 << 40  # a body with loops of symbolic extent: assume it is worth the threads
 
 
 def thread_pool_kind() -> str:
-    """The thread pool the runtime runs parallel loops on (``"gomp"`` or ``"pthread"``): the
-    runtime decides (``runtime/thread_pool.py``), the launch code follows."""
+    """The thread pool the runtime runs parallel loops on (``"tvms"``, ``"gomp"`` or ``"pthread"``):
+    the runtime decides (``runtime/thread_pool.py``), the launch code follows."""
     return get_global_func("runtime.thread_pool_kind")()
 
 
@@ -83,17 +90,21 @@ def parallel_loop(cg: Any, loop: Any) -> None:
             for k, v in enumerate(captured):
                 slot = bld.gep(closure, [ir.Constant(T.I32, 0), ir.Constant(T.I32, k)], source_etype=closure_type)
                 bld.store(cg.env[v], slot)
-            if thread_pool_kind() == "gomp":
-                _launch_gomp(cg, name, run_task, closure, n)
-            else:
+            kind = thread_pool_kind()
+            if kind == "pthread":
                 _launch_pthreads(cg, name, run_task, closure, n)
+            else:
+                _launch_gomp(cg, loop, name, run_task, closure, n, pooled=kind == "tvms")
 
 
-def _task_count(cg: Any, loop: Any) -> ir.Value:
-    """``min(extent, threads, extent * work per iteration // MIN_TASK_WORK)`` in ``[1, MAX_THREADS]``."""
+def _task_count(cg: Any, loop: Any, per_thread: int = 1) -> ir.Value:
+    """``min(extent, threads * per_thread, extent * work per iteration // MIN_TASK_WORK)`` in
+    ``[1, MAX_THREADS]``."""
     bld = cg.builder
     extent = T.cast(bld, cg.expr(loop.extent), loop.extent.dtype, DataType("int64"))
     threads = bld.sext(bld.load(num_threads_global(cg.module), typ=T.I32), T.I64)
+    if per_thread > 1:
+        threads = bld.mul(threads, ir.Constant(T.I64, per_thread))
     n = _smaller(bld, extent, threads)
     per_iteration = iteration_work(loop.body)
     if per_iteration < MIN_TASK_WORK:  # (else each iteration is worth a task: no limit, no overflow)
@@ -137,9 +148,13 @@ def _unpack(tb: ir.IRBuilder, closure: ir.Value, closure_type: ir.Type, count: i
                     typ=closure_type.elements[k]) for k in range(count)]
 
 
-def _launch_gomp(cg: Any, name: str, run_task, closure: ir.Value, n: ir.Value) -> None:
-    """``GOMP_parallel(task, closure, n, 0)``; each task asks OpenMP for its number."""
-    module = cg.module
+def _launch_gomp(cg: Any, loop: Any, name: str, run_task, closure: ir.Value, n: ir.Value, pooled: bool) -> None:
+    """``GOMP_parallel(task, closure, n, 0)``, each task asking OpenMP for its number; when
+    ``pooled``, ``tvms_parallel_run(task, closure, tasks, n)`` instead where the runtime defines
+    it (``runtime/thread_pool_ir.py``: TASKS_PER_THREAD tasks per thread claimed one by one, so that a thread
+    that starts late or is preempted leaves its share to the others, and the caller never waits
+    for a worker that has not started)."""
+    module, bld = cg.module, cg.builder
     task = ir.Function(module, ir.FunctionType(ir.VoidType(), [T.PTR]), name)
     task.linkage = "internal"
     tb = ir.IRBuilder(task.append_basic_block("entry"))
@@ -148,7 +163,21 @@ def _launch_gomp(cg: Any, name: str, run_task, closure: ir.Value, n: ir.Value) -
     run_task(tb, task.args[0], tid, nt)
     tb.ret_void()
     launch = declare_c(module, "GOMP_parallel", ir.VoidType(), [T.PTR, T.PTR, T.I32, T.I32])
-    cg.builder.call(launch, [task, closure, n, ir.Constant(T.I32, 0)])
+    if not pooled:
+        bld.call(launch, [task, closure, n, ir.Constant(T.I32, 0)])
+        return
+    pool_task = ir.Function(module, POOL_TASK, f"{name}.pooled")
+    pool_task.linkage = "internal"
+    tb = ir.IRBuilder(pool_task.append_basic_block("entry"))
+    run_task(tb, *pool_task.args)
+    tb.ret_void()
+    pool = module.globals.get(POOL_SYMBOL) or ir.Function(module, POOL_RUN, POOL_SYMBOL)
+    pool.linkage = "extern_weak"  # (absent from an exported library: libgomp's there)
+    with bld.if_else(bld.icmp_unsigned("!=", bld.ptrtoint(pool, T.I64), ir.Constant(T.I64, 0))) as (ours, gomp):
+        with ours:
+            bld.call(pool, [pool_task, closure, _task_count(cg, loop, TASKS_PER_THREAD), n])
+        with gomp:
+            bld.call(launch, [task, closure, n, ir.Constant(T.I32, 0)])
 
 
 JOB = ir.LiteralStructType([T.PTR, T.I32, T.I32])  # pthreads: (closure, task, number of tasks)

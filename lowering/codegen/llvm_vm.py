@@ -32,7 +32,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...ir.analysis import written_params
-from ...ir.dtype import DataType
+from ...ir.dtype import ML_DTYPES, DataType, ml_dtype
 from ...ir.errors import TVMSError
 from ...ir.expr import IntImm, Var
 from ...ir.vm_program import (ALIGNMENT, CTX_FIELDS, NEED_OUTPUTS, Call, Const, Imm, NativeOutput,
@@ -704,6 +704,8 @@ def _round_up(n: int) -> int:
 
 
 def _numpy_dtype(name: str) -> np.dtype:
+    if name in ML_DTYPES:
+        return ml_dtype(name)
     try:
         return np.dtype("bool" if name == "bool" else name)
     except TypeError:
@@ -718,7 +720,8 @@ def _type_nums(name: str) -> list:
     """numpy's type numbers of the arrays whose dtype equals ``name``'s (int64 is both ``long``
     and ``long long`` on some platforms)."""
     dtype = _numpy_dtype(name)
-    return sorted({np.dtype(c).num for c in np.typecodes["All"] if c not in "OSUVMm" and np.dtype(c) == dtype})
+    builtin = {np.dtype(c).num for c in np.typecodes["All"] if c not in "OSUVMm" and np.dtype(c) == dtype}
+    return sorted(builtin) or [dtype.num]  # (ml_dtypes' types: the number numpy registered)
 
 
 __all__ = ["lower_lifted_calls", "lower_vm_function", "lower_vm_program"]

@@ -28,18 +28,20 @@ Constant sizes the tiles do not divide are padded to whole tiles (pad_einsum): t
 B get zero rows and columns, so the micro-kernel is the same for every tile, and only the
 tile's copy to C is guarded (rows as a whole, columns element-wise). Symbolic row counts keep
 guarded tail rows (``T.where``; the lowering's UnswitchGuards tests a tile's row guards once,
-outside its k loop). The rule declines what is not a matmul, and GEMV shapes (an ``i`` or ``j``
-extent of 1).
+outside its k loop), and their columns are cut into chunks, so that the threads share a batch
+of one row panel; a linear layer over a symbolic batch (B stored ``[j, k]``) packs its weight
+once at the top and runs a 1-row tile for a single row (``_by_row_count``). The rule declines
+what is not a matmul, and GEMV shapes (an ``i`` or ``j`` extent of 1).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...ir.expr import GE, Add, BufferLoad, Cast, FloorDiv, FloorMod, Mul, PrimExpr, Var, const
 from ...ir.function import PrimFunc
-from ...ir.stmt import Block, BufferStore, IfThenElse
-from ...ir.visitor import walk
+from ...ir.stmt import Block, BufferStore, IfThenElse, SeqStmt
+from ...ir.visitor import Mutator, walk
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
 from ..schedule.layout import IndexMap
 from .analysis import BlockInfo, CPURule, const_int, describe_block, inline_cheap_blocks, num_threads, vector_lanes
@@ -48,7 +50,10 @@ ACCUMULATOR_SHARE = 3 / 4  # of the vector registers hold the register tile; the
 # vectors, A's broadcast and the addresses (16 ymm: 6 x 2 tile, 8 x 2 measured 15-20% slower)
 PANEL_BYTES = 384 * 1024  # a thread's packed A panel (MC x K) stays in L2 next to a B panel
 MAX_PANEL_TILES = 12  # register tiles in a row panel
+SYMBOLIC_CHUNKS = 4  # column chunks per core for a symbolic row count: the thread pool hands out
+# a few tasks per thread, so that a thread that starts late leaves its shares to the others
 PACK_MIN_ROWS = 16  # below this many rows packing B costs more than the strided loads
+TILED_MIN_ROWS = 2  # a symbolic row count below this runs a 1-row register tile (see _by_row_count)
 PREPROC = "meta_schedule.layout_rewrite_preproc"  # TVM's mark of a weight's layout rewrite
 
 
@@ -72,12 +77,10 @@ class Matmul(CPURule):
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
         if not isinstance(func, PrimFunc):
             return None
-        sch = Schedule(func)
         try:
-            blocks = inline_cheap_blocks(sch)
+            sch, blocks, main = _blocks(func)
         except ScheduleError:
             return None
-        main = [b for b in blocks if b.block.init is not None or "R" in b.kinds]
         if len(main) != 1 or not _one_loop_per_iterator(main[0]) or not main[0].is_reduction():
             return None
         info = main[0]
@@ -87,33 +90,67 @@ class Matmul(CPURule):
         epilogues = [b for b in blocks if b is not info]
         if any(not b.is_injective() or not b.trivial for b in epilogues) or blocks[0] is not info:
             return None  # a prologue that did not inline, or a second reduction
-        lanes = vector_lanes(target, info.write().buffer.dtype)
+        rows = info.iters[shape.i].extent
         try:
-            panel = schedule_matmul(sch, info, shape, target)
+            scheduled = _scheduled(sch, info, shape, epilogues, target)
+            if not shape.b_transposed or const_int(rows) is not None:
+                return scheduled
+            sch, blocks, (info,) = _blocks(func)  # (again, for a 1-row register tile: one row)
+            few = _scheduled(sch, info, shape, [b for b in blocks if b is not info], target, mr=1)
         except ScheduleError:  # e.g. loops of symbolic extent in an order reorder can't change
             return None
-        for epilogue in epilogues:
-            schedule_epilogue(sch, panel, epilogue, lanes)
-        rows = info.iters[shape.i].extent
-        if shape.b_transposed and const_int(rows) is None:
-            return _by_row_count(func, rows, sch, target)
-        return sch
+        return _by_row_count(rows, scheduled, few)
 
 
-def _by_row_count(func: PrimFunc, rows: PrimExpr, packed: Schedule, target: Any) -> Schedule:
-    """A symbolic row count with B stored ``[j, k]`` (a linear layer over a batch ``n``): packing
-    B pays for many rows, but at one row it costs ten times the product. The function then runs,
-    lowered, the packed schedule when ``rows >= PACK_MIN_ROWS`` and else the row-by-row dot
-    products of the Reduction rule (vector partial sums along ``k``, B read as stored)."""
-    from ..tir import lower_for_codegen
-    from .cpu_reduction import Reduction
+def _blocks(func: PrimFunc) -> tuple:
+    """A schedule of ``func`` with its cheap blocks inlined, its blocks, and the reductions among them."""
+    sch = Schedule(func)
+    blocks = inline_cheap_blocks(sch)
+    return sch, blocks, [b for b in blocks if b.block.init is not None or "R" in b.kinds]
 
-    few = Reduction().apply(func, target, False)
-    if few is None:
-        return packed
-    many_rows, few_rows = (lower_for_codegen(s.mod["main"]) for s in (packed, few))
-    body = IfThenElse(GE(rows, const(PACK_MIN_ROWS, rows.dtype)), many_rows.body, few_rows.body)
-    return Schedule(many_rows.with_changes(body=body))
+
+def _scheduled(sch: Schedule, info: BlockInfo, shape: MatmulShape, epilogues: list, target: Any,
+               mr: int | None = None) -> Schedule:
+    panel = schedule_matmul(sch, info, shape, target, mr)
+    for epilogue in epilogues:
+        schedule_epilogue(sch, panel, epilogue, vector_lanes(target, info.write().buffer.dtype))
+    return sch
+
+
+def _by_row_count(rows: PrimExpr, many: Schedule, few: Schedule) -> Schedule:
+    """A symbolic row count with B stored ``[j, k]`` (a linear layer over a batch ``n``): B is
+    packed once, at the top of the function (the packing LiftTransformParams runs once per weight),
+    then ``rows >= TILED_MIN_ROWS`` run the register-tiled schedule and a single row the same
+    schedule with a 1-row tile (the 6-row tile's guarded rows cost more than the product there;
+    from two rows on, the 6-row tile's independent FMA chains win: at 4 rows 0.023 ms against
+    0.036 for the seed MLP). Both read the same packed B. (Below 16 rows this was the Reduction
+    rule's dot products over B as stored, and the weights were packed at every call: the seed MLP
+    at batch 16 took 0.141 ms, now 0.066, as with a constant batch of 16.)"""
+    many_func, few_func = many.mod["main"], few.mod["main"]
+    many_root, few_root = many_func.body.block, few_func.body.block
+    (packing, *many_rest), (few_packing, *few_rest) = (_top_level(r.body) for r in (many_root, few_root))
+    packed, few_packed = (next(b for b in walk(p) if isinstance(b, Block)).writes[0].buffer
+                          for p in (packing, few_packing))
+    few_body = _SwapBuffer(few_packed, packed).visit(SeqStmt(tuple(few_rest)))
+    dispatch = IfThenElse(GE(rows, const(TILED_MIN_ROWS, rows.dtype)), SeqStmt(tuple(many_rest)), few_body)
+    allocs = many_root.alloc_buffers + tuple(b for b in few_root.alloc_buffers
+                                             if b is not few_packed and all(b is not a for a in many_root.alloc_buffers))
+    root = many_root.with_changes(body=SeqStmt((packing, dispatch)), alloc_buffers=allocs)
+    return Schedule(many_func.with_changes(body=many_func.body.with_changes(block=root)))
+
+
+def _top_level(body: Any) -> list:
+    return list(body.seq) if isinstance(body, SeqStmt) else [body]
+
+
+class _SwapBuffer(Mutator):
+    """Every use of one buffer made a use of another (of the same shape)."""
+
+    def __init__(self, old: Any, new: Any) -> None:
+        self.old, self.new = old, new
+
+    def visit(self, node: Any) -> Any:
+        return self.new if node is self.old else super().visit(node)
 
 
 def _one_loop_per_iterator(info: BlockInfo) -> bool:
@@ -201,31 +238,35 @@ def plan_tiling(m: int | None, n: int | None, kk: int | None, lanes: int, mr: in
     """Sizes for an ``m x n x kk`` product (None: symbolic): row panels of whole register tiles whose
     packed A (``panel_tiles * mr`` rows x ``kk``) fits PANEL_BYTES, in panels of even sizes; then as
     many column chunks (a divisor of the column tiles, up to ``cores``) as even out the threads'
-    shares: 1024 rows in 11 panels leave one thread a panel more, in 22 blocks they do not."""
+    shares: 1024 rows in 11 panels leave one thread a panel more, in 22 blocks they do not. A
+    symbolic row count (a batch: one panel at 64 rows) is cut into up to SYMBOLIC_CHUNKS chunks
+    per core (the seed MLP's first layer at batch 64 was one task, and the second thread idle)."""
     nr = 2 * lanes if n is None or n > 2 * lanes else n  # a narrow j is one vector of n lanes
     depth = kk if kk is not None else 1024
     most = max(1, min(MAX_PANEL_TILES, PANEL_BYTES // (depth * mr * item_bytes)))
-    if m is None:
-        return Tiling(mr, nr, most, 1)
+    col_tiles = -(-n // nr) if n is not None else 1
+    if m is None:  # (a batch, often one panel: the columns give each thread its shares)
+        return Tiling(mr, nr, most, max(c for c in range(1, SYMBOLIC_CHUNKS * cores + 1) if col_tiles % c == 0))
     tiles = -(-m // mr)
     panels = -(-tiles // most)
     panel_tiles = -(-tiles // panels)
     panels = -(-tiles // panel_tiles)
-    col_tiles = -(-n // nr) if n is not None else 1
     chunks = min((c for c in range(1, cores + 1) if col_tiles % c == 0),
                  key=lambda c: -(-panels * c // cores) * -(-col_tiles // c))
     return Tiling(mr, nr, panel_tiles, chunks)
 
 
-def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, target: Any) -> LoopRV:
-    """Pad, tile, pack, keep the register tile in a local buffer, parallelize; the loop of one
-    block of the output (a row panel, or a chunk of one)."""
+def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, target: Any, mr: int | None = None) -> LoopRV:
+    """Pad, tile, pack, keep the register tile (``mr`` rows, else the target's) in a local
+    buffer, parallelize; the loop of one block of the output (a row panel, or a chunk of one)."""
     dtype = info.write().buffer.dtype
     lanes = vector_lanes(target, dtype)
     extent = [const_int(it.extent) for it in info.iters]
     m, n, kk = extent[shape.i], extent[shape.j], extent[shape.k]
-    rows = register_rows(target, symbolic=m is None)
+    rows = mr or register_rows(target, symbolic=m is None)
     plan = plan_tiling(m, n, kk, lanes, rows, num_threads(target), max(1, dtype.bits // 8))
+    if mr == 1:  # (rows one at a time: a panel of one row keeps the code small, 12 were unrolled)
+        plan = replace(plan, panel_tiles=1)
     block = info.rv
     pad_rows = m is not None and m % plan.mr != 0
     pad_columns = n is not None and n % plan.nr != 0
@@ -242,8 +283,9 @@ def schedule_matmul(sch: Schedule, info: BlockInfo, shape: MatmulShape, target: 
     else:
         j_0, j_1 = sch.split(loops[shape.j], [None, plan.nr])
     batch = [loops[p] for p in shape.batch]
-    reorder_inside(sch, block, [*batch, i_0, *chunk, j_0, i_1, loops[shape.k], i_2, j_1])
-    panel = parallel_outer(sch, [*batch, i_0, *chunk])
+    blocks = [*batch, i_0, *chunk]
+    reorder_inside(sch, block, [*blocks, j_0, i_1, loops[shape.k], i_2, j_1])
+    panel = parallel_outer(sch, blocks)
     b_packed = pack_b(sch, block, shape, plan.nr, pad_columns, m)
     if pad_rows or (m is not None and m >= PACK_MIN_ROWS):
         pack_a(sch, block, shape, plan.mr, panel, pad_rows)
@@ -346,15 +388,11 @@ def mark_weight_packing(sch: Schedule, packed: BlockRV) -> None:
 
 
 def parallel_outer(sch: Schedule, loops: list[LoopRV]) -> LoopRV:
-    """Run the batch loops, the row panels and their column chunks in parallel (fused when all
-    are constant); the loop that holds one block of the output."""
-    extents = [const_int(sch.get(loop).extent) for loop in loops]
-    if len(loops) > 1 and None not in extents:
-        fused = sch.fuse(*loops)
-        sch.parallel(fused)
-        return fused
-    sch.parallel(loops[0])
-    return loops[-1]
+    """Run the batch loops, the row panels and their column chunks in parallel, fused into one
+    loop (of symbolic extent too); the loop that holds one block of the output."""
+    fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    sch.parallel(fused)
+    return fused
 
 
 def schedule_epilogue(sch: Schedule, panel: LoopRV, epilogue: BlockInfo, lanes: int) -> None:

@@ -5,9 +5,12 @@ computed in 16 x 16 x 16 WMMA tiles.
 A thread block computes 128 x 128 outputs with 16 warps (``threadIdx.y``) of 32 threads, each
 warp a 2 x 2 group of tiles held in ``wmma.accumulator`` fragments. Each step of 64 along k (16
 for int8) the block copies the A and B slices to shared memory (4-wide vector copies, rows padded
-against bank conflicts, marked for TVM's software pipeline and double buffering); each inner step
-of 16 a warp loads its A and B tiles into ``wmma.matrix_a`` / ``wmma.matrix_b`` fragments (B
-column-major: it is stored ``[j, k]``) and multiplies them into its accumulators. After the k loop
+against bank conflicts); each inner step of 16 a warp loads its A and B tiles into
+``wmma.matrix_a`` / ``wmma.matrix_b`` fragments (B column-major: it is stored ``[j, k]``) and
+multiplies them into its accumulators. Both k loops are marked for the cuda lowering's software
+pipeline (ManifestSharedMemoryLocalStage, InjectSoftwarePipeline): the copies of the next step,
+through registers, overlap the products of this one, in double-buffered tiles and fragments.
+After the k loop
 the accumulators go through shared memory to the output, any elementwise epilogue inlined into
 that last copy. ``pad_einsum`` rounds i and j to 128 and k to the step, so any size works.
 

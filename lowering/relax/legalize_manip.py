@@ -43,7 +43,7 @@ def _reshape_compute(x: te.Tensor, shape: tuple) -> te.Tensor:
     """topi's reshape: the output index is flattened over ``shape`` and unflattened over the
     input's shape."""
     def body(idx: tuple) -> Any:
-        flat = idx[0] if idx else IntImm(DataType("int64"), 0)  # (a 0-d result reads element 0)
+        flat = idx[0] if idx else IntImm(DataType("int64"), 0)  # (a scalar: element 0)
         for i in range(1, len(idx)):
             flat = flat * shape[i] + idx[i]
         src = []
@@ -140,6 +140,11 @@ def _concat(bb: Any, call: rx.Call) -> Any:
     axis = call.attrs["axis"]
     if axis is None:
         raise _NotLegalized  # TVM flattens first; not covered
+    # a part empty along the axis adds nothing (and reading it, even where never taken, is an
+    # access of a buffer without elements)
+    dims = [getattr(f.struct_info, "dims", None) for f in fields]
+    kept = [f for f, d in zip(fields, dims) if not d or int_of(d[axis % len(d)]) != 0]
+    fields = kept or fields[:1]
 
     def concatenate(*xs: te.Tensor) -> te.Tensor:
         ndim = len(xs[0].shape)

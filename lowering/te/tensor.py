@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from ...ir import arith
 from ...ir.buffer import Buffer, decl_buffer
-from ...ir.dtype import DataType
+from ...ir.dtype import DataType, float_limits
 from ...ir.errors import TVMSError
 from ...ir.expr import (COMM_REDUCE, DATA_PAR, Add, And, BufferLoad, Call, FloatImm, IntImm, IterVar,
                         Max, Min, Mul, Or, PrimExpr, Range, Sub, Var)
@@ -194,12 +194,10 @@ def max_value(dtype: "str | DataType") -> PrimExpr:
 
 
 def _float_max(dt: DataType) -> float:
-    import numpy as np
-
-    name = {16: "float16", 32: "float32", 64: "float64"}.get(dt.bits)
-    if name is None or str(dt.element_of) not in ("float16", "float32", "float64"):
-        raise TVMSError(f"no maximum value known for {dt}")
-    return float(np.finfo(name).max)
+    try:
+        return float_limits(dt)[1]
+    except TVMSError:
+        raise TVMSError(f"no maximum value known for {dt}") from None
 
 
 def all(*conds: Any) -> PrimExpr:  # noqa: A001  (TVM's name)

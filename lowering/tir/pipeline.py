@@ -3,7 +3,8 @@
 ``lower_for_codegen(func)`` runs, in TVM's order: CanonicalizeLoop, LowerInitBlock,
 PlanAndUpdateBufferAllocationLocation, ConvertBlocksToOpaque, CompactBufferAllocation,
 LowerMatchBuffer, LowerOpaqueBlock, FlattenBuffer, StmtSimplify, VectorizeLoop, UnrollLoop,
-UnswitchGuards (a tile's tail guards tested once per loop), LowerIntrin.
+UnswitchGuards (a tile's tail guards tested once per loop), LegalizeNarrowFloat (bfloat16 and
+float8 arithmetic in float32), LowerIntrin.
 
 The contract for the code generator: the returned function's body holds only these statements
 
@@ -40,6 +41,7 @@ from .canonicalize_loop import canonicalize_loop
 from .compact_buffer_allocation import compact_buffer_allocation
 from .convert_blocks_to_opaque import convert_blocks_to_opaque
 from .flatten_buffer import flatten_buffer
+from .legalize_narrow import legalize_narrow
 from .lower_init_block import lower_init_block
 from .lower_intrin import lower_intrin
 from .lower_match_buffer import lower_match_buffer
@@ -52,7 +54,7 @@ from .vectorize_loop import vectorize_loop
 
 CPU_PIPELINE = (canonicalize_loop, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
                 compact_buffer_allocation, lower_match_buffer, lower_opaque_block, flatten_buffer,
-                stmt_simplify, vectorize_loop, unroll_loop, unswitch_guards, lower_intrin)
+                stmt_simplify, vectorize_loop, unroll_loop, unswitch_guards, legalize_narrow, lower_intrin)
 
 ALLOWED_STMTS = (For, BufferStore, DeclBuffer, AllocBuffer, LetStmt, IfThenElse, While, Evaluate, AttrStmt,
                  AssertStmt, SeqStmt)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from ...ir.analysis import controls_loop, substitute
+from .fresh_bindings import fresh_bindings
 from ...ir.errors import TVMSError
 from ...ir.expr import Add, BufferLoad, IntImm, Var, const
 from ...ir.function import PrimFunc
@@ -129,7 +130,8 @@ def _copies(loop: For, extent: int) -> Stmt:
         if isinstance(loop.min, IntImm):
             return const(loop.min.value + k, loop.loop_var.dtype)
         return loop.min if k == 0 else Add(loop.min, const(k, loop.loop_var.dtype))
-    return seq([substitute(loop.body, {loop.loop_var: value(k)}) for k in range(extent)])
+    copies = [substitute(loop.body, {loop.loop_var: value(k)}) for k in range(extent)]
+    return seq(copies[:1] + [fresh_bindings(c) for c in copies[1:]])  # (no variable bound twice, as TVM's)
 
 
 def unroll_loop(func: PrimFunc, config: UnrollLoopConfig | None = None) -> PrimFunc:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.module import IRModule
-from ...ir.target import as_target
+from ...ir.target import as_target, host_cores
 from ...script.module_parser import from_source
 from .measure import BuilderInput, BuilderResult
 from .worker_pool import WorkerError, WorkerPool, failed_future
@@ -72,7 +72,7 @@ class LocalBuilder(Builder):
     def __init__(self, max_workers: int | None = None, timeout_sec: float = 30.0,
                  f_build: Callable | None = None, f_export: Callable | None = None,
                  initializer: Callable | None = None) -> None:
-        self.max_workers = max_workers or os.cpu_count() or 1
+        self.max_workers = max_workers or host_cores()
         self.timeout_sec = timeout_sec
         self.f_build = f_build or default_build
         self.f_export = f_export or default_export

@@ -28,6 +28,7 @@ from ..schedule.trace import Trace
 from .measure import MeasureCandidate, args_info_of, main_func
 from .module_hash import module_hash
 from .mutator import Mutator, as_mutator
+from .postproc_verify_gpu_code import VerifyGPUCode, thread_range_precheck
 from .search_strategy import SearchStrategy, decisions_key
 
 
@@ -163,12 +164,18 @@ class EvolutionarySearch(SearchStrategy):
         post-processed; None when the replay fails or a postprocessor rejects it."""
         sch = Schedule(self.context.mod, seed=self.rng.randrange(1 << 31))
         try:
-            trace.apply_to_schedule(sch, remove_postproc=True)
+            trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=self._precheck(sch))
             sch.enter_postproc()
             if all(apply_postproc(p, sch) for p in self.postprocs):
                 return sch
         except TVMSError:
             pass
+        return None
+
+    def _precheck(self, sch: Schedule):
+        """VerifyGPUCode's thread-range check run during the replay, where it is a postprocessor."""
+        if any(isinstance(p, VerifyGPUCode) for p in self.postprocs):
+            return thread_range_precheck(sch)
         return None
 
     def replay_decided(self, trace: Trace) -> Schedule | None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any
+from typing import Any, Callable
 
 from ...ir.arith.analyzer import Analyzer
 from ...ir.analysis import substitute
@@ -326,6 +326,32 @@ def gpu_code_errors(func: PrimFunc, max_threads_per_block: int, max_shared_memor
 def shared_memory_bytes(func: PrimFunc) -> int:
     """The shared memory ``func``'s kernels allocate, all together, as this check counts it."""
     return sum(kernel.shared_bytes for kernel in _verified(func, 1, 1, 32).kernels)
+
+
+def thread_range_precheck(sch: Any) -> Callable:
+    """A ``decision_provider`` for ``Trace.apply_to_schedule`` on ``sch`` that refuses a candidate
+    as soon as its trace marks a block's thread range (MultiLevelTiling's
+    ``meta_schedule.thread_extent_*_inclusive``, right after it binds the block's loops) when
+    the threads bound around the block are already outside it: VerifyGPUCode would reject it, but
+    only after the rest of the replay (the cache reads and their placement, most of its cost)
+    and the other postprocessors. Nothing later in the trace or the postprocessors changes those
+    loops."""
+
+    def provider(inst: Any, inputs: list, attrs: list, decision: Any) -> Any:
+        if inst.kind == "Annotate" and attrs and attrs[0] == THREAD_HIGH:
+            block = sch.get(inputs[0])
+            low = block.annotations.get(THREAD_LOW)
+            loops = [sch.get(loop) for loop in sch.get_loops(inputs[0])]
+            extents = [loop.extent for loop in loops
+                       if loop.thread_binding is not None and loop.thread_binding.thread_tag in _THREAD_AXES]
+            if low is not None and all(isinstance(e, IntImm) for e in extents):
+                threads = prod(e.value for e in extents)
+                if not int(low) <= threads <= int(inputs[1]):
+                    raise TVMSError(f"block '{block.name_hint}' runs on {threads} threads, outside "
+                                    f"[{int(low)}, {int(inputs[1])}] (refused before the rest of the replay)")
+        return decision
+
+    return provider
 
 
 class VerifyGPUCode(Postproc):

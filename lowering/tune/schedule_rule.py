@@ -7,10 +7,10 @@ every block of the function; the rules of a target kind are listed in ``default_
 from __future__ import annotations
 
 import copy
-import os
 from typing import Any
 
 from ...ir.errors import TVMSError
+from ...ir.target import host_cores
 
 
 class ScheduleRule:
@@ -47,7 +47,7 @@ def max_parallel_extent(context: Any, max_jobs_per_core: int) -> int:
         raise TVMSError("this schedule rule needs a TuneContext with a target")
     if max_jobs_per_core == -1:
         return -1
-    return (target.num_cores or os.cpu_count() or 1) * max_jobs_per_core
+    return (target.num_cores or host_cores()) * max_jobs_per_core
 
 
 PyScheduleRule = ScheduleRule  # TVM's base for rules written in Python: in tvms every rule is one

@@ -18,7 +18,7 @@ from typing import Any
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.module import IRModule
-from ...ir.target import as_target
+from ...ir.target import as_target, host_cores
 from .progress import Progress, close_loggers, task_loggers
 from .task_scheduler import GradientBased, TaskScheduler
 from .tune_context import TuneContext
@@ -106,7 +106,7 @@ def tune_tasks(*, tasks: list, task_weights: list, work_dir: str, max_trials_glo
     num_cores = tasks[0].num_threads
     made_here = [isinstance(builder, str), isinstance(runner, str)]
     # measuring overlaps building (TaskScheduler.build_chunk): the builder leaves a core to the runner
-    builder = make_part("builder", builder, max_workers=max(1, (os.cpu_count() or 1) - 1))
+    builder = make_part("builder", builder, max_workers=max(1, host_cores() - 1))
     runner = make_part("runner", runner)
     database = make_part("database", database, **({"work_dir": work_dir} if database == "json" else {}))
     cost_model = make_part("cost_model", cost_model, **({"num_tuning_cores": num_cores} if cost_model == "xgb" else {}))

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from .annotate_entry_func import AnnotateEntryFunc, annotate_entry_func
 from .common_subexpr_elim import CommonSubexprElim, common_subexpr_elim
+from .inject_double_buffer import InjectDoubleBuffer, inject_double_buffer
+from .inject_software_pipeline import InjectSoftwarePipeline, inject_software_pipeline
 from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread
 from .lower_cross_thread_reduction import LowerCrossThreadReduction, lower_cross_thread_reduction
 from .lower_thread_allreduce import LowerThreadAllreduce, lower_thread_allreduce
 from .lower_warp_memory import LowerWarpMemory, lower_warp_memory
+from .manifest_shared_memory_local_stage import ManifestSharedMemoryLocalStage, manifest_shared_memory_local_stage
 from .merge_shared_memory_allocations import MergeSharedMemoryAllocations, merge_shared_memory_allocations
 from .narrow_data_type import NarrowDataType, narrow_data_type
 from .pipeline import cuda_target_attr, finalize_kernels, lower_for_cuda, split_for_cuda
@@ -18,9 +21,9 @@ from .thread_binding import LiftThreadBinding, UnifyThreadBinding, lift_thread_b
 from .thread_sync import ThreadSync, thread_sync
 
 __all__ = [
-    "AnnotateEntryFunc", "CommonSubexprElim", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",
-    "LowerThreadAllreduce", "LowerWarpMemory", "MergeSharedMemoryAllocations", "NarrowDataType",
+    "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectSoftwarePipeline", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",
+    "LowerThreadAllreduce", "LowerWarpMemory", "ManifestSharedMemoryLocalStage", "MergeSharedMemoryAllocations", "NarrowDataType",
     "SplitHostDevice", "StorageRewrite", "ThreadSync", "UnifyThreadBinding", "annotate_entry_func", "common_subexpr_elim", "cuda_target_attr",
-    "finalize_kernels", "inject_virtual_thread", "lift_thread_binding", "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce",
-    "lower_warp_memory", "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device", "storage_rewrite", "thread_sync", "unify_thread_binding",
+    "finalize_kernels", "inject_double_buffer", "inject_software_pipeline", "inject_virtual_thread", "lift_thread_binding", "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce",
+    "lower_warp_memory", "manifest_shared_memory_local_stage", "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device", "storage_rewrite", "thread_sync", "unify_thread_binding",
 ]

@@ -21,6 +21,7 @@ from ....ir.function import PrimFunc
 from ....ir.stmt import (SERIAL, AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Evaluate, For,
                          IfThenElse, LetStmt, SeqStmt, Stmt, While)
 from ....ir.visitor import Mutator, walk
+from ..fresh_bindings import fresh_bindings
 from ..tir_pass import define_tir_pass
 
 UNROLL_LIMIT = 16  # fewer virtual threads than this, outside any loop: copies, not a loop
@@ -70,24 +71,6 @@ def touched_vars(body: Stmt, var: Var) -> set:
                 touched.add(r)
                 pending.append(r)
     return touched
-
-
-class _Renew(Mutator):
-    """Every variable and allocation ``stmt`` defines made anew (a copy must not share them)."""
-
-    def __init__(self) -> None:
-        self.mapping: dict = {}
-
-    def visit_Var(self, var: Var) -> Var:
-        return self.mapping.get(var, var)
-
-    def visit_For(self, loop: For) -> Stmt:
-        self.mapping[loop.loop_var] = loop.loop_var.with_changes()
-        return self.generic_visit(loop)
-
-    def visit_LetStmt(self, let: LetStmt) -> Stmt:
-        self.mapping[let.var] = let.var.with_changes()
-        return self.generic_visit(let)
 
 
 class _Injector:
@@ -218,7 +201,7 @@ class _Injector:
         self.injected = self.saw_touched = False
         if self.loop_depth == 0 and self.num_threads < UNROLL_LIMIT:
             copies = [substitute(s, {self.var: IntImm(self.var.dtype, i)}) for i in range(self.num_threads)]
-            copies = copies[:1] + [_Renew().visit(c) for c in copies[1:]]
+            copies = copies[:1] + [fresh_bindings(c) for c in copies[1:]]
             flat = [x for c in copies for x in (c.seq if isinstance(c, SeqStmt) else (c,))]
             return SeqStmt(tuple(flat))
         index = Var(f"{self.var.name}.s", self.var.dtype)

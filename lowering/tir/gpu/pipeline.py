@@ -39,11 +39,14 @@ from ...transform import PassContext
 from .annotate_entry_func import annotate_entry_func
 from .common_subexpr_elim import common_subexpr_elim
 from .infer_fragment import infer_fragment
+from .inject_double_buffer import inject_double_buffer
+from .inject_software_pipeline import inject_software_pipeline
 from .inject_virtual_thread import inject_virtual_thread
 from .lower_cross_thread_reduction import lower_cross_thread_reduction
 from .lower_intrin_cuda import lower_cuda_intrin
 from .lower_thread_allreduce import lower_thread_allreduce
 from .lower_warp_memory import lower_warp_memory
+from .manifest_shared_memory_local_stage import manifest_shared_memory_local_stage
 from .merge_shared_memory_allocations import merge_shared_memory_allocations
 from .narrow_data_type import narrow_data_type
 from .split_host_device import split_host_device
@@ -57,9 +60,9 @@ def _vectorize_with_scalar_guards(func: PrimFunc) -> PrimFunc:
 
 # TVM's s_tir pipeline up to AnnotateEntryFunc, the passes tvms has (per PrimFunc)
 BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
-                lift_thread_binding, compact_buffer_allocation, unify_thread_binding, lower_match_buffer,
-                stmt_simplify, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
-                inject_virtual_thread,
+                lift_thread_binding, manifest_shared_memory_local_stage, compact_buffer_allocation, unify_thread_binding,
+                lower_match_buffer, stmt_simplify, inject_software_pipeline, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
+                inject_virtual_thread, inject_double_buffer,
                 storage_rewrite, unroll_loop, stmt_simplify)
 # after it, per PrimFunc: the barriers for each memory scope, the fragments' shapes, the
 # cross-thread reductions, then each kernel's dynamic shared memory as one allocation
@@ -67,9 +70,9 @@ BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "sh
                 lambda f: thread_sync(f, "warp"), infer_fragment, lower_thread_allreduce,
                 merge_shared_memory_allocations)
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
-SKIPPED = ("ManifestSharedMemoryLocalStage", "LowerAutoCopy", "InjectPermutedLayout",
-           "AnnotateIrregularLoop", "InjectSoftwarePipeline", "TransformMmaBufferLayout",
-           "BF16ComputeLegalize", "LoopPartition", "InjectDoubleBuffer",
+SKIPPED = ("LowerAutoCopy", "InjectPermutedLayout",
+           "AnnotateIrregularLoop", "TransformMmaBufferLayout",
+           "BF16ComputeLegalize", "LoopPartition",
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
            "FP8ComputeLegalize", "VerifyMemory",
            "MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize")
