@@ -30,6 +30,8 @@ from .onnx_shape_values import ShapeValue, evaluate
 # (importing the converter modules registers their converters)
 from . import (onnx_ops_control, onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant,  # noqa: F401
                onnx_ops_rnn, onnx_ops_signal, onnx_ops_tensor, onnx_ops_transformer)
+from . import (onnx_ops_layers, onnx_ops_linalg, onnx_ops_ml, onnx_ops_preview, onnx_ops_select,  # noqa: F401
+               onnx_ops_text, onnx_ops_training)
 from .onnx_ops_control import Scope
 from .onnx_ops_sequence import EMPTY_OPTIONAL, structured_input
 
@@ -58,6 +60,7 @@ def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: "str | dic
         raise TVMSError(f"from_onnx expects an onnx.ModelProto or a path, got {type(model).__name__}")
     model_opset = next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 1)
     importer = _GraphImporter(shape_dict or {}, dtype_dict, keep_params_in_input, opset or model_opset)
+    importer.domain_opsets = {o.domain: o.version for o in model.opset_import}
     return importer.run(model.graph)
 
 
@@ -138,6 +141,9 @@ def specialize_node(node: Any, opset: int, values: list) -> tuple[IRModule, list
 
 
 class _GraphImporter:
+    # the opsets of the other domains (ai.onnx.ml, ...), whose converters are registered as "domain.OpType"
+    domain_opsets: dict[str, int] = {}
+
     def __init__(self, shape_dict: dict, dtype_dict: Any, keep_params: bool, opset: int,
                  fold: bool = True, defer: bool = True):
         self.shape_dict = {k: list(v) if v is not None else None for k, v in shape_dict.items()}
@@ -277,11 +283,14 @@ class _GraphImporter:
         return self.values[name]
 
     def _convert(self, ctx: Context, node: Any) -> None:
-        where = f"node {node.name or node.output[0]!r} ({node.op_type}, opset {self.opset})"
+        key, opset = node.op_type, self.opset
         if node.domain not in _DEFAULT_DOMAINS:
+            key, opset = f"{node.domain}.{node.op_type}", self.domain_opsets.get(node.domain, 1)
+        where = f"node {node.name or node.output[0]!r} ({node.op_type}, opset {opset})"
+        if node.domain not in _DEFAULT_DOMAINS and key not in CONVERTERS:
             raise TVMSError(f"{where}: operators of domain {node.domain!r} are not supported")
-        cls = CONVERTERS.get(node.op_type)
-        impl = cls.get_converter(self.opset) if cls else None
+        cls = CONVERTERS.get(key)
+        impl = cls.get_converter(opset) if cls else None
         if impl is None:
             raise TVMSError(f"{where}: the operator {node.op_type} is not supported"
                             + (f" before opset {cls.versions()[0]}" if cls else ""))

@@ -17,6 +17,7 @@ import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, check_size, converter, dims_of,
                            dtype_of, normalize_axis, reference, required_value, scalar_like)
+from .onnx_ops_layers import grid_sample_zeros
 from .relax_op_api import op
 
 
@@ -149,11 +150,14 @@ class GridSample(OnnxOpConverter):
         mode = attrs.get("mode", "linear" if ctx.opset >= 20 else "bilinear")
         padding = attrs.get("padding_mode", "zeros")
         rank = len(dims_of(x))
-        # (tvms's image.grid_sample computes bilinear and nearest sampling of 4-d data)
-        if cls._METHODS.get(mode) not in ("bilinear", "nearest") or rank != 4 or \
-                padding not in ("zeros", "border", "reflection"):
+        # (tvms's image.grid_sample computes bilinear and nearest sampling of 4-d data; other
+        # ranks and cubic sampling with zeros padding gather their taps)
+        mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+        if padding == "zeros" and (rank != 4 or mode == "cubic") and mode in ("linear", "nearest", "cubic"):
+            return grid_sample_zeros(ctx, x, grid, mode, bool(attrs.get("align_corners", 0)))
+        if mode not in ("linear", "nearest") or rank != 4 or padding not in ("zeros", "border", "reflection"):
             raise Unsupported(f"mode={mode!r}, padding_mode={padding!r} on a rank-{rank} input "
-                              f"(bilinear and nearest on 4-d inputs are)")
+                              f"(bilinear and nearest on 4-d inputs are, and any mode with zeros padding)")
         grid = ctx.emit(op.permute_dims(grid, [0, 3, 1, 2]))
         return op.image.grid_sample(x, grid, method=cls._METHODS[mode], layout="NCHW",
                                     padding_mode=padding, align_corners=bool(attrs.get("align_corners", 0)))

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.dtype import DataType
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
                            normalize_axis, rank_of, required_value, scalar_like, static_shape)
-from ..ir.dtype import DataType
 from .relax_op_api import op
 
 
@@ -403,10 +403,24 @@ def _log_sum_exp(x, axes, keepdims):
     return result if keepdims else op.squeeze(result, axes)
 
 
+def _extreme(reduce_fn, infinity: float):
+    """ReduceMax / ReduceMin: Relax's reduction starts from the largest finite value of the
+    dtype, so an all -inf (max) or all +inf (min) slice would give that value instead of the
+    infinity ONNX gives (an attention row that is masked throughout)."""
+    def reduce(x, axes, keepdims):
+        found = reduce_fn(x, axes, keepdims)
+        if not DataType(dtype_of(x)).is_float:
+            return found
+        limit = scalar_like(infinity, x)
+        all_infinite = op.min(op.astype(op.equal(x, limit), "int8"), axes, keepdims)
+        return op.where(op.astype(all_infinite, "bool"), limit, found)
+    return reduce
+
+
 _reduce("ReduceSum", op.sum, axes_input=13)
 _reduce("ReduceMean", op.mean)
-_reduce("ReduceMax", op.max, empty=_lowest)
-_reduce("ReduceMin", op.min, empty=_highest)
+_reduce("ReduceMax", _extreme(op.max, -np.inf), empty=_lowest)
+_reduce("ReduceMin", _extreme(op.min, np.inf), empty=_highest)
 _reduce("ReduceProd", op.prod)
 _reduce("ReduceL1", lambda x, axes, keep: op.sum(op.abs(x), axes, keep))
 _reduce("ReduceL2", lambda x, axes, keep: op.sqrt(op.sum(op.multiply(x, x), axes, keep)))

@@ -2,11 +2,13 @@
 Gemm/MatMul, softmax."""
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
-from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, normalize_axis, rank_of,
+from ..ir.dtype import DataType
+from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, dtype_of, normalize_axis, rank_of,
                            scalar_like, static_shape, value_of)
 from .onnx_ops_math import swish
 from .relax_op_api import op
@@ -65,7 +67,10 @@ class Conv(OnnxOpConverter):
         n = len(kernel)
         strides, dilations, pads = _window(attrs, x, kernel)
         conv = (op.nn.conv1d, op.nn.conv2d, op.nn.conv3d)[n - 1]
-        y = conv(x, w, strides=strides, padding=pads, dilation=dilations, groups=attrs.get("group", 1))
+        half = dtype_of(x) == "float16"  # (summed in float32 and rounded once, as the reference does)
+        y = conv(x, w, strides=strides, padding=pads, dilation=dilations, groups=attrs.get("group", 1),
+                 out_dtype="float32" if half else "")
+        y = op.astype(ctx.emit(y), "float16") if half else y
         return y if bias is None else _add_channel_bias(ctx.emit(y), bias)
 
 
@@ -118,17 +123,51 @@ class _Pool(OnnxOpConverter):
         n = len(kernel)
         if n not in (1, 2, 3):
             raise Unsupported(f"{n}-d pooling")
-        if attrs.get("storage_order", 0):
+        column_major = bool(attrs.get("storage_order", 0))
+        if column_major and ctx.node_outputs < 2:
             raise Unsupported("storage_order=1")
         strides, dilations, pads = _window(attrs, x, kernel)
         ceil_mode = bool(attrs.get("ceil_mode", 0))
         if cls.kind == "max":
             pool = (op.nn.max_pool1d, op.nn.max_pool2d, op.nn.max_pool3d)[n - 1]
-            return pool(x, pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
-                        ceil_mode=ceil_mode)
+            y = pool(x, pool_size=kernel, strides=strides, dilation=dilations, padding=pads, ceil_mode=ceil_mode)
+            if ctx.node_outputs < 2:
+                return y
+            y = ctx.emit(y)
+            return [y, _max_indices(ctx, x, y, kernel, strides, dilations, pads, column_major)]
         pool = (op.nn.avg_pool1d, op.nn.avg_pool2d, op.nn.avg_pool3d)[n - 1]
         return pool(x, pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
                     ceil_mode=ceil_mode, count_include_pad=bool(attrs.get("count_include_pad", 0)))
+
+
+def _max_indices(ctx, x, y, kernel, strides, dilations, pads, column_major):
+    """MaxPool's second output: where each window's maximum is (its first place in the window's
+    row-major order), as an index into the flattened input (spatial axes in column-major order
+    for ``storage_order=1``). Each window tap is a strided slice of the input padded with -inf;
+    the taps, last to first, replace the index where their value is the maximum."""
+    shape, out = static_shape(x), static_shape(y)
+    if shape is None or out is None or not DataType(dtype_of(x)).is_float:
+        raise Unsupported("the indices of a max pool of symbolic shape or of integers")
+    spatial = shape[2:]
+    order = range(len(spatial)) if not column_major else reversed(range(len(spatial)))
+    places = np.zeros(spatial, np.int64)
+    stride = 1
+    for axis in reversed(list(order)):
+        places += (np.arange(spatial[axis]) * stride).reshape([-1 if a == axis else 1 for a in range(len(spatial))])
+        stride *= spatial[axis]
+    n = len(kernel)
+    width = [(0, 0), (0, 0)] + [(pads[a], pads[n + a] + strides[a]) for a in range(n)]  # (room for ceil_mode)
+    padded = ctx.emit(op.nn.pad(x, [v for pair in width for v in pair], "constant", float("-inf")))
+    places = np.pad(places, width[2:], constant_values=-1)
+    found = ctx.constant(np.zeros(out, np.int64))
+    for tap in reversed(list(itertools.product(*(range(k) for k in kernel)))):
+        begin = [t * d for t, d in zip(tap, dilations)]
+        end = [b + (o - 1) * s + 1 for b, o, s in zip(begin, out[2:], strides)]
+        value = ctx.emit(op.strided_slice(padded, list(range(2, n + 2)), begin, end, strides))
+        place = places[tuple(slice(b, e, s) for b, e, s in zip(begin, end, strides))]
+        found = ctx.emit(op.where(ctx.emit(op.equal(value, y)), ctx.constant(place), found))
+    base = (np.arange(shape[0] * shape[1], dtype=np.int64) * math.prod(spatial)).reshape(shape[:2] + [1] * n)
+    return op.add(found, ctx.constant(base))
 
 
 @converter("MaxPool")
@@ -172,10 +211,19 @@ class BatchNormalization(OnnxOpConverter):
 
     @classmethod
     def _impl_v14(cls, ctx, inputs, attrs):
-        attrs.ignore("momentum")
-        if attrs.get("training_mode", 0):
-            raise Unsupported("training_mode=1")
-        return cls._inference(ctx, inputs, attrs)
+        momentum = attrs.get("momentum", 0.9)
+        if not attrs.get("training_mode", 0):
+            return cls._inference(ctx, inputs, attrs)
+        # training: normalized by the batch's statistics (mean and population variance over all
+        # axes but the channels'), which also update the running mean and variance
+        x, scale, bias, mean, var = inputs
+        axes = [a for a in range(rank_of(x)) if a != 1]
+        batch_mean, batch_var = (ctx.emit(reduce(x, axes)) for reduce in (op.mean, op.variance))
+        y = ctx.emit(cls._inference(ctx, [x, scale, bias, batch_mean, batch_var], attrs))
+        running = [op.add(op.multiply(old, scalar_like(momentum, old)),
+                          op.multiply(new, scalar_like(1 - momentum, new)))
+                   for old, new in ((mean, batch_mean), (var, batch_var))]
+        return [y] + running[:ctx.node_outputs - 1]
 
     @staticmethod
     def _inference(ctx, inputs, attrs):
@@ -332,8 +380,13 @@ class Gemm(OnnxOpConverter):
 
 @converter("MatMul")
 class MatMul(OnnxOpConverter):
+    """float16 products are summed in float32 and rounded once, as numpy (the reference)
+    computes them (a float16 sum rounds at every step)."""
+
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
+        if dtype_of(inputs[0]) == "float16":
+            return op.astype(ctx.emit(op.matmul(*inputs, out_dtype="float32")), "float16")
         return op.matmul(*inputs)
 
 
@@ -358,7 +411,16 @@ class _Softmax(OnnxOpConverter):
         return cls.relax(inputs[0], axis=attrs.get("axis", -1))
 
 
-converter("Softmax")(type("Softmax", (_Softmax,), {"relax": staticmethod(op.nn.softmax)}))
+def _softmax(x, axis):
+    """float16 as the reference computes it: exp rounded to float16, summed in float32 and the
+    sum rounded once (Relax's float16 softmax would sum in float16, rounding at every step)."""
+    if dtype_of(x) != "float16":
+        return op.nn.softmax(x, axis=axis)
+    powers = op.exp(op.subtract(x, op.max(x, [axis], True)))
+    return op.divide(powers, op.astype(op.sum(op.astype(powers, "float32"), [axis], True), "float16"))
+
+
+converter("Softmax")(type("Softmax", (_Softmax,), {"relax": staticmethod(_softmax)}))
 converter("LogSoftmax")(type("LogSoftmax", (_Softmax,), {"relax": staticmethod(op.nn.log_softmax)}))
 
 

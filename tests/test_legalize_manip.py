@@ -222,3 +222,20 @@ class M:
     assert [b.value.op.name for blk in out["forward"].body.blocks for b in blk.bindings] == \
         ["relax.split"]
     _assert_same_numbers(text)
+
+
+def test_reshape_to_a_scalar_reads_element_zero() -> None:
+    """A 0-d result (TVM's block keeps one spatial axis of extent 1, bound to 0)."""
+    text = """@I.ir_module
+class M:
+    @R.function
+    def main(x: R.Tensor((1, 1), dtype="float32")):
+        with R.dataflow():
+            y = R.reshape(x, R.shape([]))
+            R.output(y)
+        return y
+"""
+    _assert_same_numbers(text)
+    (func,) = [f for _, f in LegalizeOps()(from_source(text)).functions_items() if isinstance(f, PrimFunc)]
+    assert "vi = T.axis.spatial(T.int64(1), T.int64(0))" in func.script()
+    assert "T_reshape[()] = x[T.int64(0), T.int64(0)]" in func.script()

@@ -181,10 +181,10 @@ def test_resize_keep_aspect_ratio_policy_rounding_up_is_refused():
         from_onnx(model)
 
 
-def test_gridsample_refuses_cubic():
-    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode="cubic")
+def test_gridsample_refuses_cubic_with_border_padding():
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode="cubic", padding_mode="border")
     model = _model(node, [_tensor("x", [1, 1, 3, 2]), _tensor("grid", [1, 2, 4, 2])], [_tensor("y", None)], 22)
-    with pytest.raises(TVMSError, match="mode='cubic'"):
+    with pytest.raises(TVMSError, match="mode='cubic', padding_mode='border'"):
         from_onnx(model)
 
 
