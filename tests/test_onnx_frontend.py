@@ -90,6 +90,7 @@ test_reduce_mean_default_axes_keepdims_random test_resize_downsample_scales_cubi
 test_split_variable_parts_1d_opset18 test_squeeze_negative_axes test_stft test_tile_precomputed
 test_top_k_negative_axis test_unsqueeze_negative_axes test_upsample_nearest test_hannwindow_symmetric
 test_wrap_pad test_reduce_max_empty_set test_reduce_min_empty_set test_resize_upsample_sizes_nearest_not_larger
+test_blackmanwindow_symmetric_expanded test_hannwindow_symmetric_expanded
 """.split()
 # control flow, sequences, optionals (script/onnx_ops_control.py, onnx_ops_sequence.py)
 CLAIMED += """
