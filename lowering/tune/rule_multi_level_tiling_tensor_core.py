@@ -24,10 +24,9 @@ from ..schedule.layout import IndexMap, SampledIndexMap
 from ..schedule.tensorize import TensorIntrin
 from ..schedule.tree import walk_with_path
 from .rule_analysis import TILING_STRUCTURE, const_int, needs_multi_level_tiling, site
+from .postproc_rewrite_reduction_block import AUTO_TENSORIZE, AUTO_TENSORIZE_INIT
 from .rule_multi_level_tiling import MultiLevelTiling, _State
 
-AUTO_TENSORIZE = "meta_schedule.auto_tensorize"
-AUTO_TENSORIZE_INIT = "meta_schedule.auto_tensorize_init"
 _GROUP_KEYS = ("init", "load_a", "load_b", "compute", "store")
 
 
