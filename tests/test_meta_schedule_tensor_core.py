@@ -16,6 +16,7 @@ from tvms import meta_schedule as ms
 from tvms.ir.errors import TVMSError
 from tvms.lowering.schedule.schedule import Schedule
 from tvms.lowering.schedule.tensor_intrin_cuda import get_wmma_intrin_group
+from tvms.lowering.schedule.trace import Trace
 from tvms.lowering.tune.post_order_apply import PostOrderApply
 from tvms.lowering.tune.tune_context import TuneContext
 from tvms.runtime.reference import run_prim_func
@@ -59,6 +60,10 @@ def test_sketches_match_tvm() -> None:
     for intrin in DECISIONS:
         sch = replayed("tc_matmul", found[intrin], DECISIONS[intrin])
         assert sch.trace.script(DIALECT) + "\n" == golden(f"tc_matmul_{intrin}.trace.py")
+        # (a database's JSON form keeps the index map over the sampled integers)
+        again = Schedule(base("tc_matmul"))
+        Trace.from_json(json.loads(json.dumps(sch.trace.as_json()))).apply_to_schedule(again, remove_postproc=True)
+        assert again.mod.script(dialect=DIALECT) == sch.mod.script(dialect=DIALECT)
     sch = replayed("tc_matmul", found["wmma_sync_16x16x16_f16f16f32"], DECISIONS["wmma_sync_16x16x16_f16f16f32"])
     assert sch.mod.script(dialect=DIALECT) == golden("tc_matmul_wmma_sync_16x16x16_f16f16f32.tvms")
 
