@@ -4,5 +4,6 @@ from ..lowering.tune.postproc_disallow_dynamic_loop import DisallowDynamicLoop  
 from ..lowering.tune.postproc_rewrite_cooperative_fetch import RewriteCooperativeFetch  # noqa: F401
 from ..lowering.tune.postproc_rewrite_parallel_vectorize_unroll import RewriteParallelVectorizeUnroll  # noqa: F401
 from ..lowering.tune.postproc_rewrite_reduction_block import RewriteReductionBlock  # noqa: F401
+from ..lowering.tune.postproc_rewrite_tensorize import RewriteTensorize  # noqa: F401
 from ..lowering.tune.postproc_rewrite_unbound_block import RewriteUnboundBlock  # noqa: F401
 from ..lowering.tune.postproc_verify_gpu_code import VerifyGPUCode  # noqa: F401

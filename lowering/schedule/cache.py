@@ -139,10 +139,16 @@ def cache_write(func: PrimFunc, realize: BlockRealize, path: tuple, index: int, 
     position = _position_of(children, realize) + 1
     sharing = [r.block.name_hint for r in blocks_under(children[position - 1])
                if id(r) not in inside and any(x.buffer is old for x in r.block.reads)]
-    if sharing:  # the write-back goes after the writer's whole loop nest: too late for them
-        raise ScheduleError(f"cache_write: block '{sharing[0]}' reads buffer '{old.name}' inside the loop "
-                            f"nest of its writer '{block.name_hint}'; the cache would be written back "
-                            f"after it")
+    if sharing:  # readers inside the writer's loop nest: the write-back goes between, as TVM's
+        from .reindex_cache import cache_location, insert_at  # (that module builds on this one)
+        readers = [r.block for r in blocks_under(children[position - 1])
+                   if id(r) not in inside and any(x.buffer is old for x in r.block.reads)]
+        where, pos = cache_location(scope, block, readers)
+        if where is None or pos < 0:
+            raise ScheduleError(f"cache_write: block '{sharing[0]}' reads buffer '{old.name}' inside the loop "
+                                f"nest of its writer '{block.name_hint}' before it writes it")
+        stage = copy_block(new, old, new.name)
+        return insert_at(func, where, pos, stage, {id(block): BufferSwap(old, new).visit(block)}, scope, new), stage
     swaps = {id(children[position - 1]): replace_in(children[position - 1],
                                                           {id(block): BufferSwap(old, new).visit(block)})}
     if consumers:

@@ -93,6 +93,66 @@ def _mixed_radix(index: PrimExpr, own: dict) -> list | None:
     return None if digits is None else [(v, s, own[id(v)].dom.extent.value) for v, s in digits]
 
 
+def _digit(index: PrimExpr, own: dict) -> tuple | None:
+    """``(var, stride, extent)`` of an index that is one digit of an iterator: ``v // 32``,
+    ``v // 16 % 2``, ``v % 32 // 16``, ``v % 16`` (extent None: the top digit)."""
+    if isinstance(index, Var):
+        return (index, 1, None) if id(index) in own else None
+    if isinstance(index, (FloorDiv, FloorMod)) and isinstance(index.b, IntImm) and index.b.value > 0:
+        inner, c = _digit(index.a, own), index.b.value
+        if inner is None or (inner[2] is not None and inner[2] % c):
+            return None
+        var, stride, extent = inner
+        if isinstance(index, FloorMod):
+            return var, stride, c
+        return var, stride * c, None if extent is None else extent // c
+    return None
+
+
+def _split_inverse(indices: tuple, block: Block, producer: Block) -> dict | None:
+    """The consumer's iterators as expressions of the producer's, where the consumer reads at
+    digits of its iterators (a layout that splits them: ``C[i // 32, j // 16, i // 16 % 2, 0,
+    i % 16, j % 16]``) and the producer's iterators span exactly those digits; None otherwise."""
+    own = {id(iv.var): iv for iv in block.iter_vars}
+    params = {id(iv.var): iv for iv in producer.iter_vars}
+    stored = producer.body.indices
+    digits = [None if isinstance(index, IntImm) else _digit(index, own) for index in indices]
+    if all(d is None or (d[1] == 1 and d[2] is None) for d in digits):
+        return None
+    by_var: dict = {}
+    for index, digit, at in zip(indices, digits, stored):
+        piv = params.get(id(at))
+        if piv is None:
+            return None
+        if isinstance(index, IntImm):  # (a unit digit: the producer's iterator there is unit too)
+            if not (is_const_int(piv.dom.extent, 1) and is_const_int(piv.dom.min, index.value)):
+                return None
+            continue
+        if digit is None:
+            return None
+        var, stride, extent = digit
+        by_var.setdefault(id(var), []).append((stride, extent, piv))
+    mapping = {}
+    for iv in block.iter_vars:
+        parts = sorted(by_var.get(id(iv.var), []), key=lambda d: d[0])
+        total = iv.dom.extent.value if isinstance(iv.dom.extent, IntImm) else None
+        if not parts or total is None or not is_const_int(iv.dom.min, 0):
+            return None
+        expected, value = 1, None
+        for k, (stride, extent, piv) in enumerate(parts):
+            top = extent is None
+            span = total // stride if top else extent
+            if stride != expected or (top and k != len(parts) - 1) or not is_const_int(piv.dom.extent, span):
+                return None
+            term = piv.var if stride == 1 else piv.var * const(stride, piv.var.dtype)
+            value = term if value is None else Add(value, term)
+            expected = stride * span
+        if expected != total:
+            return None
+        mapping[iv.var] = value
+    return mapping
+
+
 def _consumer_domain_predicate(consumer: Block, indices: tuple, realize: BlockRealize) -> PrimExpr:
     """The producer's predicate, and-ed with ``binding < extent`` for each producer iterator
     whose domain is larger than what the consumer reads there (a padded producer writing back only
@@ -231,13 +291,15 @@ def reverse_compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     producer_store = _single_store(producer, "reverse_compute_inline")
     producer_params = _distinct_iter_vars(producer_store.indices, producer, "reverse_compute_inline")
     _check_constant_indices(first, block, producer)
-    mapping = _iterators_at(first, block, tuple(producer_params), "reverse_compute_inline")
+    split = _split_inverse(first, block, producer)
+    mapping = split if split is not None else _iterators_at(first, block, tuple(producer_params),
+                                                              "reverse_compute_inline")
     # every load reads what the producer stores at its own indices
     value = _InlineLoads(buffer, lambda at: {}, producer_store.value).visit(substitute(store.value, mapping))
     new_store = BufferStore(store.buffer, value, tuple(substitute(i, mapping) for i in store.indices))
     merged = producer.with_changes(body=new_store, reads=(), writes=())
     reads, writes = infer_block_regions(merged)
     merged = merged.with_changes(reads=reads, writes=writes)
-    predicate = _consumer_domain_predicate(block, first, writers[0])
+    predicate = writers[0].predicate if split is not None else _consumer_domain_predicate(block, first, writers[0])
     func = replace_stmts(func, {id(writers[0]): writers[0].with_changes(block=merged, predicate=predicate)})
     return _drop_allocation(remove_block(func, name, "reverse_compute_inline"), buffer)

@@ -25,6 +25,7 @@ from ...ir.visitor import Mutator, collect
 from . import layout_pad
 from .errors import ScheduleError
 from .injective import Unchecked, collision
+from .loop_transform import uses_var
 
 
 def index_expr(value: Any, primitive: str) -> PrimExpr:
@@ -67,6 +68,31 @@ class IndexMap:
     __repr__ = __str__
 
 
+class SampledIndexMap(IndexMap):
+    """An index map whose expressions use sampled integers (TVM's index maps over ExprRVs, as
+    MultiLevelTilingTensorCore's ``i0 // 16 // (v27 * v28)``): ``rvs`` pairs each placeholder
+    variable of ``final_indices`` with its random variable. A schedule binds the placeholders
+    to the values sampled now, so a trace replayed with other decisions follows them."""
+
+    def __init__(self, initial_indices: list[Var], final_indices: list[PrimExpr], rvs: list[tuple[Var, Any]]):
+        super().__init__(initial_indices, final_indices)
+        self.rvs = list(rvs)
+
+    def bind(self, value_of: Callable[[Any], int]) -> IndexMap:
+        """The plain index map with each placeholder replaced by ``value_of(its random variable)``."""
+        table = {var: const(int(value_of(rv)), var.dtype) for var, rv in self.rvs}
+        analyzer = Analyzer()
+        return IndexMap(self.initial_indices, [analyzer.simplify(substitute(e, table)) for e in self.final_indices])
+
+    def remap(self, rv_map: dict) -> "SampledIndexMap":
+        return SampledIndexMap(self.initial_indices, self.final_indices, [(v, rv_map[rv]) for v, rv in self.rvs])
+
+    def text(self, names: dict) -> str:
+        """The lambda with each placeholder written as its random variable's name in a trace."""
+        table = {var: Var(names[rv], var.dtype) for var, rv in self.rvs}
+        return str(IndexMap(self.initial_indices, [substitute(e, table) for e in self.final_indices]))
+
+
 class RangesMap(IndexMap):
     """annotate_buffer_access's map from a block's iterators to (begin, end) pairs, flattened;
     printed as TVM prints it, ``lambda vi, vj: [(vi - 1, vi + 1), (vj - 1, vj + 1)]``."""
@@ -83,7 +109,15 @@ class RangesMap(IndexMap):
 
 class _Relayout(Mutator):
     def __init__(self, old: Buffer, new: Buffer, index_map: IndexMap, analyzer: Analyzer | None = None):
-        self.old, self.new, self.index_map, self.analyzer = old, new, index_map, analyzer
+        self.old, self.new, self.index_map, self.analyzer = old, new, index_map, analyzer or Analyzer()
+
+    def visit_Block(self, node: Any) -> Any:
+        # (as TVM's: the new indices simplified knowing each block iterator's range, a blockized
+        # tile's v0_o * 16 + v0_i // 64 being v0_o // 4)
+        for iv in node.iter_vars:
+            if isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm):
+                self.analyzer.bind(iv.var, iv.dom.min.value, iv.dom.extent.value)
+        return self.generic_visit(node)
 
     def visit_Buffer(self, b: Buffer) -> Buffer:
         return self.new if b is self.old else b
@@ -109,7 +143,28 @@ class _Relayout(Mutator):
         if all(isinstance(r.extent, IntImm) and r.extent.value == 1 for r in node.region):
             mins = self.index_map.apply(tuple(r.min for r in node.region), self.analyzer)
             return BufferRegion(self.new, tuple(Range(m, const(1, m.dtype)) for m in mins))
-        return BufferRegion.full(self.new)
+        if not all(isinstance(r.extent, IntImm) for r in node.region):
+            return BufferRegion.full(self.new)
+        # each new index over the region (an offset within each old range): a point, a whole
+        # offset's range (a blockized tile's ``v0_o // 4, 0:16``), else the whole dimension
+        offsets = [Var(f"r{k}", r.min.dtype) for k, r in enumerate(node.region)]
+        for var, r in zip(offsets, node.region):
+            self.analyzer.bind(var, 0, r.extent.value)
+        mapped = self.index_map.apply(tuple(r.min + v for r, v in zip(node.region, offsets)), self.analyzer)
+        ranges = []
+        for e, dim in zip(mapped, self.new.shape):
+            used = [k for k, v in enumerate(offsets) if uses_var(e, {id(v)})]
+            if not used:
+                ranges.append(Range(e, const(1, e.dtype)))
+                continue
+            base = self.analyzer.simplify(substitute(e, {offsets[used[0]]: const(0, e.dtype)}))
+            k = used[0]
+            if len(used) == 1 and not uses_var(base, {id(offsets[k])}) and \
+                    structural_equal(self.analyzer.simplify(e - base), offsets[k]):
+                ranges.append(Range(base, node.region[k].extent))
+            else:
+                ranges.append(Range(const(0, dim.dtype), dim))
+        return BufferRegion(self.new, tuple(ranges))
 
 
 def linear_terms(e: PrimExpr) -> list[tuple[Var, int]] | None:

@@ -814,10 +814,12 @@ class Schedule:
         def action() -> None:
             fname, realize, _ = self._block(block)
             kind, index = self._buffer_position(realize.block, buffer)
-            func, imap, pad_map = layout.transform_layout(self._prim_func(fname), realize, kind, index, index_map,
+            sampled = isinstance(index_map, layout.SampledIndexMap)
+            bound = index_map.bind(self._int) if sampled else index_map
+            func, imap, pad_map = layout.transform_layout(self._prim_func(fname), realize, kind, index, bound,
                                                           pad_value, bool(assume_injective_transform))
             self._update(fname, func)
-            self._record("TransformLayout", [block, imap, pad_map], [(kind, index),
+            self._record("TransformLayout", [block, index_map if sampled else imap, pad_map], [(kind, index),
                                                                        bool(assume_injective_transform)], [])
         self._run("transform_layout", action)
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ...ir.errors import TVMSError
 from ...ir.expr import FloatImm, IntImm, const
-from .layout import IndexMap
+from .layout import IndexMap, SampledIndexMap
 from .random_vars import RV_TYPES, BlockRV, ExprRV, LoopRV
 
 CLASSIC, TVM_027 = "classic", "tvm-0.27"
@@ -228,6 +228,8 @@ class Trace:
             return names[value]
         if isinstance(value, list):
             return "[" + ", ".join(self._arg(v, names) for v in value) + "]"
+        if isinstance(value, SampledIndexMap):
+            return value.text(names)
         return _literal(value)
 
     def _line(self, inst: Instruction, names: dict, dialect: str) -> str:
@@ -368,6 +370,8 @@ def _map_rv(value: Any, rv_map: dict) -> Any:
         return rv_map[value]
     if isinstance(value, list):
         return [_map_rv(v, rv_map) for v in value]
+    if isinstance(value, SampledIndexMap):
+        return value.remap(rv_map)
     return value
 
 
@@ -380,6 +384,8 @@ def _json_input(value: Any, names: dict) -> Any:
         return json.dumps(value)  # strings are quoted, to tell them from variable names
     if isinstance(value, (list, tuple)):
         return [_json_input(v, names) for v in value]
+    if isinstance(value, SampledIndexMap):
+        return value.text(names)
     if isinstance(value, IndexMap):
         return str(value)  # tvms keeps the lambda text where TVM saves its IndexMap object
     if isinstance(value, (IntImm, FloatImm)):  # (an annotation's T.bool(True)): typed, as printed
@@ -395,6 +401,23 @@ _RV_NAME = re.compile(r"[blv]\d+")
 _TYPED_CONST = re.compile(r"T\.(bool|u?int\d+|float\d+)\((True|False|-?[0-9][0-9.e+-]*|-?inf|nan)\)")
 
 
+def _lambda_from_json(text: str, rvs: dict) -> Any:
+    """An index map read back; one using sampled integers (``v27``) as a SampledIndexMap over
+    those random variables."""
+    from .replay import evaluate_lambda
+
+    head, _, body = text.partition(":")
+    params = [p.strip() for p in head[len("lambda"):].split(",") if p.strip()]
+    sampled = [name for name in dict.fromkeys(re.findall(r"\bv\d+\b", body)) if name in rvs and name not in params]
+    if not sampled:
+        return evaluate_lambda(text)
+    func = evaluate_lambda(f"lambda {', '.join(params + sampled)}:{body}")
+    whole = IndexMap.from_func(func, len(params) + len(sampled), "a trace's transform_layout")
+    placeholders = whole.initial_indices[len(params):]
+    return SampledIndexMap(whole.initial_indices[:len(params)], whole.final_indices,
+                           [(var, rvs[name]) for var, name in zip(placeholders, sampled)])
+
+
 def _from_json_input(value: Any, rvs: dict) -> Any:
     if isinstance(value, str):
         if value == "None":
@@ -402,8 +425,7 @@ def _from_json_input(value: Any, rvs: dict) -> Any:
         if value.startswith('"'):
             return json.loads(value)
         if value.startswith("lambda"):
-            from .replay import evaluate_lambda
-            return evaluate_lambda(value)
+            return _lambda_from_json(value, rvs)
         typed = _TYPED_CONST.fullmatch(value)
         if typed:  # read, never evaluated
             dtype, text = typed.groups()

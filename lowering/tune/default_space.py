@@ -6,11 +6,13 @@ Each target kind registers its row with ``space_generator.register_defaults`` ("
 """
 from __future__ import annotations
 
+from ..schedule.tensor_intrin_cuda import get_wmma_intrin_group
 from .postproc import Postproc
 from .postproc_disallow_dynamic_loop import DisallowDynamicLoop
 from .postproc_rewrite_cooperative_fetch import RewriteCooperativeFetch
 from .postproc_rewrite_parallel_vectorize_unroll import RewriteParallelVectorizeUnroll
 from .postproc_rewrite_reduction_block import RewriteReductionBlock
+from .postproc_rewrite_tensorize import RewriteTensorize
 from .postproc_rewrite_unbound_block import RewriteUnboundBlock
 from .postproc_verify_gpu_code import VerifyGPUCode
 from .rule_add_rfactor import AddRFactor
@@ -19,6 +21,7 @@ from .rule_auto_bind import AutoBind
 from .rule_auto_inline import AutoInline, InlineConstantScalars
 from .rule_cross_thread_reduction import CrossThreadReduction
 from .rule_multi_level_tiling import MultiLevelTiling, ReuseType
+from .rule_multi_level_tiling_tensor_core import MultiLevelTilingTensorCore
 from .rule_parallel_vectorize_unroll import ParallelizeVectorizeUnroll
 from .rule_random_compute_location import RandomComputeLocation
 from .schedule_rule import ScheduleRule
@@ -72,5 +75,25 @@ def _cuda_postprocs() -> list[Postproc]:
             RewriteParallelVectorizeUnroll(), RewriteReductionBlock(), VerifyGPUCode()]
 
 
-register_defaults("cuda", sch_rules=_cuda_rules, postprocs=_cuda_postprocs,
-                  mutator_probs=lambda: {"MutateTileSize": 0.9, "MutateUnroll": 0.08, "MutateThreadBinding": 0.02})
+_CUDA_MUTATORS = {"MutateTileSize": 0.9, "MutateUnroll": 0.08, "MutateThreadBinding": 0.02}
+register_defaults("cuda", sch_rules=_cuda_rules, postprocs=_cuda_postprocs, mutator_probs=lambda: dict(_CUDA_MUTATORS))
+
+
+def _cuda_tensorcore_rules() -> list[ScheduleRule]:
+    """TVM's "cuda-tensorcore" space: WMMA tiling first (fp16 into fp32 or fp16, int8 into int32;
+    B as [k, n] or [n, k]), then the cuda rules. (TVM's second tensor-core rule, the mma.sync
+    groups with software pipelining, is not built: no MMA intrinsics yet.)"""
+    groups = [get_wmma_intrin_group("shared.dyn", "shared.dyn", a, c, trans_b)
+              for a, c in (("float16", "float32"), ("float16", "float16"), ("int8", "int32"))
+              for trans_b in (False, True)]
+    wmma = MultiLevelTilingTensorCore(groups, "SSSRRSRS", tile_binds=["blockIdx.y", "blockIdx.x", "threadIdx.y"],
+                                      max_innermost_factor=4, vector_load_lens=[1, 2, 3, 4, 8, 16],
+                                      reuse_read=ReuseType(req="must", levels=[4], scope="shared.dyn"),
+                                      reuse_write=ReuseType(req="must", levels=[2], scope="shared.dyn"))
+    return [ApplyCustomRule(), wmma, *_cuda_rules()[1:]]
+
+
+# (a space named as TVM names it, not a target kind: PostOrderApply(sch_rules="cuda-tensorcore", ...))
+register_defaults("cuda-tensorcore", sch_rules=_cuda_tensorcore_rules,
+                  postprocs=lambda: [*_cuda_postprocs(), RewriteTensorize(vectorize_init_loop=False)],
+                  mutator_probs=lambda: dict(_CUDA_MUTATORS))

@@ -12,6 +12,8 @@ from ..schedule.tree import enclosing_loops, walk_with_path
 from .postproc import Postproc
 from .rule_analysis import loop_iter_type
 
+AUTO_TENSORIZE = "meta_schedule.auto_tensorize"
+AUTO_TENSORIZE_INIT = "meta_schedule.auto_tensorize_init"
 _THREAD_PREFIXES = ("threadIdx", "blockIdx")
 
 
@@ -43,4 +45,13 @@ class RewriteReductionBlock(Postproc):
                 return True
             for fname, name, point in todo:
                 block = sch.get_sblock(name, func_name=fname)
-                sch.decompose_reduction(block, sch.get_loops(block)[point])
+                init = sch.decompose_reduction(block, sch.get_loops(block)[point])
+                annotations = sch.get(block).annotations
+                if AUTO_TENSORIZE in annotations:
+                    # the init's tensor intrinsic goes to the init block (empty: none), for RewriteTensorize
+                    sch.unannotate(init, AUTO_TENSORIZE)
+                    init_intrin = annotations.get(AUTO_TENSORIZE_INIT)
+                    sch.annotate(init, AUTO_TENSORIZE, "" if init_intrin is None else init_intrin)
+                    if init_intrin is not None:
+                        sch.unannotate(block, AUTO_TENSORIZE_INIT)
+                        sch.unannotate(init, AUTO_TENSORIZE_INIT)

@@ -46,9 +46,12 @@ class _State:
     block: Any
     tiles: list = field(default_factory=list)
     write_cache: Any = None
+    factors: list = field(default_factory=list)  # the sampled factors, by tile as ``tiles``
+    read_caches: list = field(default_factory=list)
 
     def copy(self) -> "_State":
-        return _State(self.sch.copy(), self.block, [list(t) for t in self.tiles], self.write_cache)
+        return _State(self.sch.copy(), self.block, [list(t) for t in self.tiles], self.write_cache,
+                      [list(f) for f in self.factors], list(self.read_caches))
 
 
 class MultiLevelTiling(ScheduleRule):
@@ -113,6 +116,7 @@ class MultiLevelTiling(ScheduleRule):
         extents = [const_int(sch.get(loop).extent) for loop, kind in zip(loops, iter_types) if kind == DATA_PAR]
         spatial = -1 if None in extents else prod(extents)  # (-1: not known)
         tiles: list[list] = [[] for _ in self.structure]
+        factors: list[list] = [[] for _ in self.structure]
         for loop, iter_type in zip(loops, iter_types):
             if iter_type == DATA_PAR:
                 indices = self.s_indices
@@ -123,15 +127,16 @@ class MultiLevelTiling(ScheduleRule):
             if len(indices) == 1:
                 tiles[indices[0]].append(loop)
                 continue
-            factors = sch.sample_perfect_tile(loop, n=len(indices), max_innermost_factor=self.max_innermost_factor)
-            for index, split in zip(indices, sch.split(loop, factors)):
+            sampled = sch.sample_perfect_tile(loop, n=len(indices), max_innermost_factor=self.max_innermost_factor)
+            for index, split, factor in zip(indices, sch.split(loop, sampled), sampled):
                 tiles[index].append(split)
+                factors[index].append(factor)
         sch.reorder(*[loop for tile in tiles for loop in tile])
         for i, thread_axis in enumerate(self.tile_binds[:len(tiles)]):
             fused = sch.fuse(*tiles[i])
             sch.bind(fused, thread_axis)
             tiles[i] = [fused]
-        state.tiles = tiles
+        state.tiles, state.factors = tiles, factors
         if self.thread_warp_size != -1:
             low = self.thread_warp_size if spatial > 2 * self.thread_warp_size else 1
             sch.annotate(block, "meta_schedule.thread_extent_low_inclusive", low)
@@ -172,6 +177,7 @@ class MultiLevelTiling(ScheduleRule):
                 if read.buffer is b.writes[0].buffer:
                     continue
                 cache = sch.cache_read(block, i, config.scope, [block])
+                new.read_caches.append(cache)
                 sch.compute_at(cache, loop, preserve_unit_loops=True)
                 sch.fuse(*sch.get_loops(cache)[-len(read.buffer.shape):])
                 self._annotate_cooperative_fetch(sch, cache)

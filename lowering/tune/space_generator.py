@@ -40,6 +40,17 @@ def default_part(kind: str, part: str) -> Any:
     return {} if part == "mutator_probs" else []
 
 
+def _space_kind(target: Any) -> str | None:
+    """The default space of a target, as TVM picks it: its kind, "cuda-tensorcore" for a cuda
+    target of compute capability 7.5 or more."""
+    if target is None:
+        return None
+    arch = str(target.attrs.get("arch", ""))
+    if target.kind == "cuda" and arch.startswith("sm_") and arch[3:].isdigit() and int(arch[3:]) >= 75:
+        return "cuda-tensorcore"
+    return target.kind
+
+
 class SpaceGenerator:
     """``generate_design_space(mod) -> list[Schedule]``, with the parts the search applies:
     ``sch_rules``, ``postprocs``, ``mutator_probs`` (lists / a dict, a target kind, or
@@ -55,7 +66,7 @@ class SpaceGenerator:
     def _initialize_with_tune_context(self, context: Any) -> None:
         """Resolve the parts given by name for the task's target, and tell them the task."""
         self.context = context
-        kind = context.target.kind if context.target is not None else None
+        kind = _space_kind(context.target)
         for part in ("sch_rules", "postprocs", "mutator_probs"):
             value = getattr(self, part)
             if isinstance(value, str):

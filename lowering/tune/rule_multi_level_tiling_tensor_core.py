@@ -1,0 +1,259 @@
+"""MultiLevelTilingTensorCore (TVM 0.27's WMMA flavour): MultiLevelTiling of a matmul whose
+16 x 16 x 16 tiles are computed by tensor-core intrinsics.
+
+For each intrinsic group whose multiply-accumulate the block matches, a sketch: the operands and
+the output are reindexed to the intrinsic's index order (``reindex``, ``transform_layout``), the
+block is tiled by the intrinsic's shape and blockized (annotated ``meta_schedule.auto_tensorize``
+for ``RewriteTensorize``), then tiled SSSRRSRS over the 16 x 16 tiles with the warps on
+``threadIdx.y``. The accumulator lives in ``wmma.accumulator`` fragments, laid out per warp and
+written back through shared memory one row of fragments at a time; the operands go to shared
+memory (cooperative fetch) and from there into ``wmma.matrix_a`` / ``wmma.matrix_b`` fragments.
+
+Only 2-D matmuls (loops i, j, k) with extents that are multiples of the intrinsic's shape are
+taken; the trace's intermediate layout holds the sampled warp tile as numbers where TVM's holds
+the sampling variables.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.errors import TVMSError
+from ...ir.expr import COMM_REDUCE, DATA_PAR, Var
+from ...ir.stmt import BlockRealize
+from ..schedule.layout import IndexMap, SampledIndexMap
+from ..schedule.tensorize import TensorIntrin
+from ..schedule.tree import walk_with_path
+from .rule_analysis import TILING_STRUCTURE, const_int, needs_multi_level_tiling, site
+from .postproc_rewrite_reduction_block import AUTO_TENSORIZE, AUTO_TENSORIZE_INIT
+from .rule_multi_level_tiling import MultiLevelTiling, _State
+
+_GROUP_KEYS = ("init", "load_a", "load_b", "compute", "store")
+
+
+def _desc_block(intrin: str) -> tuple[Any, list]:
+    """The innermost block of a registered intrinsic's description, and its loop extents."""
+    desc = TensorIntrin.get(intrin).desc
+    inner = [(node.block, path) for node, path in walk_with_path(desc.body) if isinstance(node, BlockRealize)][-1]
+    block, path = inner
+    return block, [const_int(p.extent) for p in path if hasattr(p, "loop_var")]
+
+
+def _index_vars(region: Any) -> list | None:
+    """The variables a point access indexes with, or None where an index is not a variable."""
+    names = [r.min for r in region.region]
+    return names if all(isinstance(v, Var) for v in names) and all(const_int(r.extent) == 1 for r in region.region) \
+        else None
+
+
+class _Mapping:
+    """How a block ``C[i, j] += A[.] * B[.]`` maps onto an intrinsic's description: each buffer's
+    index order in the intrinsic, by the block's iterators (i, j, k)."""
+
+    def __init__(self, ijk: list, orders: dict):
+        self.ijk, self.orders = ijk, orders
+
+
+def _match(block: Any, compute: str) -> _Mapping | None:
+    if len(block.reads) != 2 or len(block.writes) != 1 or len(block.iter_vars) != 3:
+        return None
+    kinds = [iv.iter_type for iv in block.iter_vars]
+    if kinds != [DATA_PAR, DATA_PAR, COMM_REDUCE]:
+        return None
+    desc, extents = _desc_block(compute)
+    d_c, d_a, d_b = desc.reads  # (C, A, B: the description reads the accumulator first)
+    if len(desc.iter_vars) != 3:
+        return None
+    ours = [iv.var for iv in block.iter_vars]
+    theirs = [iv.var for iv in desc.iter_vars]
+    regions = [block.writes[0], block.reads[0], block.reads[1]]
+    for region, want in zip(regions, (d_c, d_a, d_b)):
+        if str(region.buffer.dtype) != str(want.buffer.dtype):
+            return None
+    orders = {}
+    for name, region, want in zip("CAB", regions, (d_c, d_a, d_b)):
+        got, wanted = _index_vars(region), _index_vars(want)
+        if got is None or wanted is None or len(got) != 2:
+            return None
+        if {id(v) for v in got} != {id(ours[theirs.index(v)]) for v in wanted}:
+            return None
+        orders[name] = [ours[theirs.index(v)] for v in wanted]
+    for iv, extent in zip(block.iter_vars, extents):
+        if const_int(iv.dom.extent) is None or const_int(iv.dom.extent) % extent:
+            return None
+    return _Mapping(ours, orders)
+
+
+class MultiLevelTilingTensorCore(MultiLevelTiling):
+    """``MultiLevelTilingTensorCore(intrin_groups, structure, tile_binds, max_innermost_factor,
+    vector_load_lens, reuse_read, reuse_write, use_software_pipeline=False)``: ``intrin_groups``
+    are dicts of the init, load_a, load_b, compute and store intrinsics' names
+    (``get_wmma_intrin_group``)."""
+
+    def __init__(self, intrin_groups: list, structure: str, tile_binds: "list | None" = None,
+                 max_innermost_factor: "int | None" = None, vector_load_lens: "list | None" = None,
+                 reuse_read: Any = None, reuse_write: Any = None, use_software_pipeline: bool = False) -> None:
+        if "threadIdx.x" in (tile_binds or []):
+            raise TVMSError("MultiLevelTilingTensorCore: a tile cannot be bound to threadIdx.x (a warp's lanes)")
+        super().__init__(structure, tile_binds, max_innermost_factor, vector_load_lens, reuse_read, reuse_write)
+        self.intrin_groups = []
+        for group in intrin_groups:
+            missing = [key for key in _GROUP_KEYS if key not in group]
+            if missing:
+                raise TVMSError(f"MultiLevelTilingTensorCore: the intrinsic group names no {', '.join(missing)}")
+            for key in _GROUP_KEYS:
+                TensorIntrin.get(group[key])  # (an unknown name is refused here)
+            if not str(group["compute"]).startswith("wmma"):
+                raise TVMSError(f"MultiLevelTilingTensorCore: only WMMA groups are supported, got {group['compute']!r}")
+            self.intrin_groups.append(dict(group))
+        if self.reuse_write.req != "must" or not self.reuse_write.scope.startswith("shared"):
+            raise TVMSError("MultiLevelTilingTensorCore: the write reuse must be 'must' in shared memory")
+        if "threadIdx.y" not in self.tile_binds:
+            raise TVMSError("MultiLevelTilingTensorCore: one tile must be bound to threadIdx.y (the warps)")
+        self.use_software_pipeline = bool(use_software_pipeline)
+        self.stages = []
+
+    def _initialize_with_tune_context(self, context: Any) -> None:
+        super()._initialize_with_tune_context(context)
+        self.stages = []  # (the WMMA sketches pipeline by their own annotations)
+
+    def apply(self, sch: Any, block: Any) -> list:
+        _, realize, path = site(sch, block)
+        if not needs_multi_level_tiling(realize, path):
+            return [sch]
+        results = []
+        for group in self.intrin_groups:
+            mapping = _match(realize.block, group["compute"])
+            if mapping is None:
+                continue
+            new = sch.copy()
+            new.annotate(block, TILING_STRUCTURE, self.structure)
+            state = _State(new, block)
+            reindexed_store = self._tensorize_compute(state, mapping, group)
+            (state,) = self._tile_loop_nest(state)
+            self._output_layout(state, group)
+            (state,) = self._add_write_reuse(state)
+            self._write_back_fragments(state, group, reindexed_store)
+            (state,) = self._add_read_reuse(state)
+            self._load_fragments(state, group)
+            self._add_software_pipeline(state)
+            results.append(state.sch)
+        return results or [sch]
+
+    def _tensorize_compute(self, state: _State, mapping: _Mapping, group: dict) -> Any:
+        """Reindex the operands and the output into the intrinsic's index order, tile the block by
+        the intrinsic and blockize it (TVM's TransformWithTensorIntrin); the output's reindex
+        stage."""
+        sch, block = state.sch, state.block
+        stores = sch.reindex(block, ("write", 0))
+        loads = [sch.reindex(block, ("read", i)) for i in (0, 1)]
+        names = {id(v): v.name for v in mapping.ijk}
+
+        def sub_map(buffer: str, region: Any) -> IndexMap:
+            src = [Var(names[id(r.min)], r.min.dtype) for r in region.region]
+            by_name = {v.name: v for v in src}
+            return IndexMap(src, [by_name[v.name] for v in mapping.orders[buffer]])
+
+        b = sch.get(block)
+        maps = {"A": sub_map("A", b.reads[0]), "B": sub_map("B", b.reads[1]), "C": sub_map("C", b.writes[0])}
+        sch.transform_layout(block, ("read", 0), maps["A"], assume_injective_transform=True)
+        sch.transform_layout(block, ("read", 1), maps["B"], assume_injective_transform=True)
+        sch.transform_layout(block, ("write", 0), maps["C"], assume_injective_transform=True)
+        for stage, buffer in zip([stores, *loads], "CAB"):
+            sch.transform_block_layout(stage, maps[buffer])
+        ijk = [Var(v.name, v.dtype) for v in mapping.ijk]
+        sch.transform_block_layout(block, IndexMap(ijk, list(ijk)))
+        inner = self._tile_with_intrin(sch, block, _desc_block(group["compute"])[1])
+        state.block = sch.blockize(inner)
+        sch.annotate(state.block, AUTO_TENSORIZE, group["compute"])
+        sch.annotate(state.block, AUTO_TENSORIZE_INIT, group["init"])
+        sch.annotate(state.block, "warp_execution", 1)
+        return stores
+
+    @staticmethod
+    def _tile_with_intrin(sch: Any, block: Any, extents: list) -> Any:
+        """Split the block's last loops by the intrinsic's extents, the intrinsic's loops innermost
+        (TVM's TileWithTensorIntrin); the outermost of those loops."""
+        loops = sch.get_loops(block)[-len(extents):]
+        inner = [sch.split(loop, [None, extent])[1] for loop, extent in zip(loops[::-1], extents[::-1])][::-1]
+        outer = sch.get_loops(block)[-2 * len(extents)::2]
+        sch.reorder(*outer[1:], *inner)
+        return inner[0]
+
+    def _output_layout(self, state: _State, group: dict) -> None:
+        """The accumulator laid out [warp_m, warp_n, frag_m, frag_n, 16, 16]: the fragments of a warp
+        together, each fragment's elements together."""
+        sch = state.sch
+        warp = self.tile_binds.index("threadIdx.y")
+        inner = self.s_indices[warp + 1:]
+        rvs: list = []
+
+        def fragments(axis: int) -> Any:
+            product = None
+            for index in inner:
+                rvs.append((Var(f"f{len(rvs)}", "int32"), state.factors[index][axis]))
+                product = rvs[-1][0] if product is None else product * rvs[-1][0]
+            return product
+
+        frag_m, frag_n = fragments(-2), fragments(-1)
+        m, n = _desc_block(group["init"])[1]
+        i0, i1 = Var("i0", "int32"), Var("i1", "int32")
+        layout = SampledIndexMap([i0, i1], [i0 // m // frag_m, i1 // n // frag_n, i0 // m % frag_m,
+                                            i1 // n % frag_n, i0 % m, i1 % n], rvs)
+        sch.transform_layout(state.block, ("write", 0), layout, assume_injective_transform=True)
+
+    def _write_back_fragments(self, state: _State, group: dict, reindexed_store: Any) -> None:
+        """The accumulator fragments, one row of them at a time, stored by their warps into the
+        shared write cache (TVM's AddWriteReuseTensorCore)."""
+        sch = state.sch
+        fragment = sch.cache_write(state.block, 0, "wmma.accumulator")
+        i0, j0, i1, j1 = sch.get_loops(state.write_cache)[-6:-2]
+        sch.reorder(i1, i0, j0, j1)
+        sch.compute_at(fragment, i1, preserve_unit_loops=True)
+        i0, j0 = sch.get_loops(fragment)[-6:-4]
+        sch.bind(sch.fuse(i0, j0), "threadIdx.y")
+        sch.reverse_compute_inline(reindexed_store)
+        store = sch.blockize(sch.get_loops(fragment)[-2])
+        sch.annotate(store, AUTO_TENSORIZE, group["store"])
+        sch.fuse(*sch.get_loops(state.write_cache)[-5:])
+        self._annotate_cooperative_fetch(sch, state.write_cache)
+
+    def _load_fragments(self, state: _State, group: dict) -> None:
+        """The operands' fragments loaded from the shared caches at the inner reduction tile, and
+        the reindex stages inlined into those caches (TVM's AddReadReuseTensorCore)."""
+        sch = state.sch
+        loop = state.tiles[self.r_indices[1]][-1]
+        for index, scope, intrin in ((0, "wmma.matrix_a", group["load_a"]), (1, "wmma.matrix_b", group["load_b"])):
+            fragment = sch.cache_read(state.block, index, scope)
+            sch.compute_at(fragment, loop, preserve_unit_loops=True)
+            inner = self._tile_with_intrin(sch, fragment, _desc_block(intrin)[1])
+            sch.annotate(sch.blockize(inner), AUTO_TENSORIZE, intrin)
+        for cache in state.read_caches:
+            (producer,) = sch.get_producers(cache)
+            sch.compute_inline(producer)
+            dtype = str(sch.get(cache).writes[0].buffer.dtype)
+            if dtype in ("float16", "int8"):
+                sch.storage_align(cache, 0, -2, 32, 8 if dtype == "float16" else 16)
+
+    def _add_software_pipeline(self, state: _State) -> None:
+        """With ``use_software_pipeline``: the operands staged through registers, double buffered,
+        and both reduction tiles pipelined (the fragments one step ahead of the products)."""
+        if not self.use_software_pipeline or len(self.r_indices) < 2:
+            return
+        sch = state.sch
+        length = 1
+        for index in self.r_indices:
+            for tile in state.tiles[index]:
+                length *= const_int(sch.get(tile).extent)
+        if length <= 1:
+            return
+        for cache in state.read_caches:
+            sch.annotate(cache, "tirx.manifest_shared_memory_local_stage", 1)
+            sch.annotate(cache, "double_buffer_scope", 0)
+        inner, outer = state.tiles[self.r_indices[1]][-1], state.tiles[self.r_indices[0]][-1]
+        sch.annotate(inner, "software_pipeline_stage", [0, 0, 1])
+        sch.annotate(inner, "software_pipeline_order", [0, 1, 2])
+        sch.annotate(outer, "software_pipeline_stage", [0, 0, 0, 0, 0, 1, 1])
+        sch.annotate(outer, "software_pipeline_order", [0, 3, 1, 4, 5, 2, 6])
+
+
+__all__ = ["AUTO_TENSORIZE", "AUTO_TENSORIZE_INIT", "MultiLevelTilingTensorCore"]

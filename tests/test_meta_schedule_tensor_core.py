@@ -1,0 +1,118 @@
+"""MultiLevelTilingTensorCore (WMMA) and RewriteTensorize against Apache TVM 0.27
+(fixtures/meta_schedule/generate_tensor_core_with_tvm.py): on a 128^3 float16 matmul
+accumulating in float32, the sketches with TVM's decisions print TVM's traces and modules, the
+post-processed candidates print TVM's, compute the matmul in the reference executor (WMMA
+semantics) and compile with NVRTC."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_meta_schedule_space import GOLDEN, DIALECT, base, cuda_target, golden, parsed, replayed
+
+import tvms
+from tvms import meta_schedule as ms
+from tvms.ir.errors import TVMSError
+from tvms.lowering.schedule.schedule import Schedule
+from tvms.lowering.schedule.tensor_intrin_cuda import get_wmma_intrin_group
+from tvms.lowering.schedule.trace import Trace
+from tvms.lowering.tune.post_order_apply import PostOrderApply
+from tvms.lowering.tune.tune_context import TuneContext
+from tvms.runtime.reference import run_prim_func
+
+DECISIONS = json.loads((GOLDEN / "tc_decisions.json").read_text())
+GROUPS = [get_wmma_intrin_group("shared.dyn", "shared.dyn", "float16", "float32", trans_b) for trans_b in (False, True)]
+REUSE = {"reuse_read": {"req": "must", "levels": [4], "scope": "shared.dyn"},
+         "reuse_write": {"req": "must", "levels": [2], "scope": "shared.dyn"}}
+
+
+def rule(**changes) -> ms.schedule_rule.MultiLevelTilingTensorCore:
+    """The rule as TVM's default cuda-tensorcore space has it (its float16 into float32 groups)."""
+    args = {"intrin_groups": GROUPS, "structure": "SSSRRSRS", "tile_binds": ["blockIdx.y", "blockIdx.x", "threadIdx.y"],
+            "max_innermost_factor": 4, "vector_load_lens": [1, 2, 3, 4, 8, 16], **REUSE, **changes}
+    return ms.schedule_rule.MultiLevelTilingTensorCore(**args)
+
+
+def sketches(workload: str = "tc_matmul") -> tuple[dict, list]:
+    """The sketches by their product intrinsic, and the cuda-tensorcore postprocessors."""
+    generator = PostOrderApply(sch_rules=[rule()], postprocs="cuda-tensorcore", mutator_probs={})
+    found = TuneContext(base(workload), cuda_target("sm_86"), generator, rand_state=0).generate_design_space()
+    by_intrin = {}
+    for sch in found:
+        text = sch.trace.script(DIALECT)
+        intrin = next(name for name in DECISIONS if f'"{name}"' in text)
+        by_intrin[intrin] = sch
+    return by_intrin, generator.postprocs
+
+
+def candidate(intrin: str) -> tuple[Schedule, list]:
+    found, postprocs = sketches()
+    return replayed("tc_matmul", found[intrin], DECISIONS[intrin]), postprocs
+
+
+def test_sketches_match_tvm() -> None:
+    """One sketch per WMMA group the matmul matches (B as [k, n] and, relaid out, as [n, k]), each
+    with TVM's decisions printing TVM's trace -- the accumulator layout's index map over the
+    sampled warp tiles included -- and, for the [k, n] one, TVM's module byte for byte."""
+    found, _ = sketches()
+    assert sorted(found) == sorted(DECISIONS)
+    for intrin in DECISIONS:
+        sch = replayed("tc_matmul", found[intrin], DECISIONS[intrin])
+        assert sch.trace.script(DIALECT) + "\n" == golden(f"tc_matmul_{intrin}.trace.py")
+        # (a database's JSON form keeps the index map over the sampled integers)
+        again = Schedule(base("tc_matmul"))
+        Trace.from_json(json.loads(json.dumps(sch.trace.as_json()))).apply_to_schedule(again, remove_postproc=True)
+        assert again.mod.script(dialect=DIALECT) == sch.mod.script(dialect=DIALECT)
+    sch = replayed("tc_matmul", found["wmma_sync_16x16x16_f16f16f32"], DECISIONS["wmma_sync_16x16x16_f16f16f32"])
+    assert sch.mod.script(dialect=DIALECT) == golden("tc_matmul_wmma_sync_16x16x16_f16f16f32.tvms")
+
+
+@pytest.mark.slow
+def test_postprocessed_candidate_prints_computes_and_compiles() -> None:
+    """The [k, n] candidate through the cuda-tensorcore postprocessors (RewriteReductionBlock
+    handing the fill intrinsic to the init block, RewriteTensorize) is TVM's module byte for byte,
+    every auto_tensorize block tensorized; lowered for the GPU it computes the matmul in the
+    reference executor and its kernel (wmma:: calls) compiles with NVRTC for sm_80 and sm_90."""
+    from cuda_support import assert_compiles
+
+    from tvms.lowering.codegen.cuda import cuda_source, kernels_of
+    from tvms.lowering.tir.gpu.pipeline import finalize_kernels, split_for_cuda
+
+    intrin = "wmma_sync_16x16x16_f16f16f32"
+    sch, postprocs = candidate(intrin)
+    sch.enter_postproc()
+    assert all(p.apply(sch) for p in postprocs)
+    assert sch.mod.script(dialect=DIALECT) == golden(f"tc_matmul_{intrin}_post.tvms")
+    split = split_for_cuda(parsed(f"tc_matmul_{intrin}_post.tvms")["main"], cuda_target("sm_80"))
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((128, 128)).astype("float16") for _ in range(2))
+    c = np.zeros((128, 128), "float32")
+    run_prim_func(split, a, b, c)
+    np.testing.assert_allclose(c, a.astype("float32") @ b.astype("float32"), rtol=1e-4, atol=1e-4)
+    source = cuda_source(kernels_of(finalize_kernels(split)))
+    assert all(f"wmma::{call}" in source for call in ("fill_fragment", "load_matrix_sync", "mma_sync",
+                                                       "store_matrix_sync"))
+    assert_compiles(source)
+
+
+def test_a_block_no_group_matches_is_left_alone() -> None:
+    """A float32 matmul matches no float16 group: the rule gives the schedule back untouched."""
+    func = base("tc_matmul")["main"]
+    text = func.script(dialect=DIALECT).replace('"float16"', '"float32"').replace('T.Cast("float32", A[vi, vk])', "A[vi, vk]")
+    text = text.replace('T.Cast("float32", B[vk, vj])', "B[vk, vj]")
+    mod = tvms.IRModule({"main": tvms.script.from_source(text)})
+    generator = PostOrderApply(sch_rules=[rule()], postprocs=[], mutator_probs={})
+    (sch,) = TuneContext(mod, cuda_target("sm_86"), generator, rand_state=0).generate_design_space()
+    assert sch.mod.script(dialect=DIALECT) == mod.script(dialect=DIALECT)
+
+
+def test_refusals() -> None:
+    with pytest.raises(TVMSError, match="threadIdx.x"):
+        rule(tile_binds=["blockIdx.x", "threadIdx.x"])
+    with pytest.raises(TVMSError, match="write reuse"):
+        rule(reuse_write={"req": "no", "levels": [2], "scope": "shared.dyn"})
+    with pytest.raises(TVMSError, match="names no store"):
+        rule(intrin_groups=[{k: v for k, v in GROUPS[0].items() if k != "store"}])
+    with pytest.raises(TVMSError):
+        rule(intrin_groups=[{**GROUPS[0], "compute": "no_such_intrinsic"}])
