@@ -21,7 +21,9 @@ from .script.onnx_frontend import specialize_node
 from .runtime.vm_memory import aligned_empty
 
 _CACHE_SIZE = 256  # compiled specializations kept (the least recently used goes first)
-_compiled: "collections.OrderedDict[tuple, tuple[Any, list[int]]]" = collections.OrderedDict()
+# an entry is (executable, deciding inputs, per-thread VMs): a VM reuses its buffers across calls,
+# so two threads running one VM would overwrite each other's intermediates
+_compiled: "collections.OrderedDict[tuple, tuple[Any, list[int], threading.local]]" = collections.OrderedDict()
 _deciding: dict[tuple, list[int]] = {}  # (spec, shapes and dtypes) -> the deciding inputs
 _lock = threading.Lock()
 stats = {"compiled": 0, "hits": 0}  # (read by tests and by whoever wants the first-call cost)
@@ -54,14 +56,17 @@ def specialized_node(spec: str, *args: Any) -> Any:
             mod, deciding = specialize_node(node, opset, inputs)
         except TVMSError as err:
             raise TVMSError(f"{SPECIALIZED_NODE}: converting at run time: {err}") from None
-        entry = (VirtualMachine(build(mod, "llvm"), cpu()), deciding)
+        entry = (build(mod, "llvm"), deciding, threading.local())
         with _lock:
             _deciding[(spec, signature)] = deciding
             _compiled[_key(spec, signature, deciding, inputs)] = entry
             stats["compiled"] += 1
             while len(_compiled) > _CACHE_SIZE:
                 _compiled.popitem(last=False)
-    vm, deciding = entry
+    executable, deciding, local = entry
+    vm = getattr(local, "vm", None)
+    if vm is None:
+        vm = local.vm = VirtualMachine(executable, cpu())
     result = vm["main"](*[v for k, v in enumerate(inputs) if v is not None and k not in deciding])
     if isinstance(result, (list, tuple)):
         return tuple(_owned(r) for r in result)

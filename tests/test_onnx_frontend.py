@@ -249,6 +249,34 @@ def test_an_axes_input_known_at_run_time_is_converted_when_it_arrives():
     np.testing.assert_allclose(_run(bound, x), np.maximum(x.sum(axis=1), 0), rtol=1e-5)
 
 
+def test_a_run_time_node_called_from_several_threads_at_once():
+    """Each thread runs the cached specialization on a VM of its own (a VM reuses its buffers,
+    so a shared one mixes the threads' intermediates)."""
+    import threading
+
+    model = _model([helper.make_node("ReduceSumSquare", ["x", "axes"], ["y"], keepdims=0)],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, 256]),
+                    helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], opset=18)
+    ex, axes = tvms.compile(from_onnx(model), "llvm"), tvms.nd.array(np.array([0]))
+    wrong = []
+
+    def work(seed):
+        vm, rng = relax.VirtualMachine(ex, tvms.cpu()), np.random.default_rng(seed)
+        for _ in range(150):
+            x = rng.standard_normal((256, 256)).astype("float32") * (seed + 1)
+            out = vm["main"](tvms.nd.array(x), axes).numpy()
+            wrong.extend([] if np.allclose(out, (x * x).sum(0), rtol=1e-3) else [seed])
+
+    work(0)  # (compiled once, before the threads)
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
 def test_a_node_failing_to_convert_at_run_time_is_named():
     model = _model([helper.make_node("Pad", ["x", "pads"], ["y"], "p", mode="wrap")],
                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
