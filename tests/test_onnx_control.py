@@ -192,6 +192,12 @@ def test_sequences_are_tuples_and_positions_may_be_run_time_values():
         np.testing.assert_array_equal(joined, np.stack(items, axis=0))
         np.testing.assert_array_equal(picked, items[at])
         assert length == 4
+    # (a run-time position out of range is an error, as ONNX says, not clipped)
+    vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    for pos, minus_one, at, message in [(5, -1, 0, "position 5 .* length 4"), (0, -6, 0, "position -6 .* length 5"),
+                                        (0, -1, -5, "position -5 .* length 4")]:
+        with pytest.raises(TVMSError, match=f"{message}$"):
+            vm["main"](x, row, np.array(pos), np.array(minus_one), np.array(at))
 
 
 def test_sequence_graph_inputs_take_their_length_from_shape_dict():
@@ -270,6 +276,10 @@ def test_run_time_sequence_functions_check_positions():
         insert((a,), b, np.array(2))
     with pytest.raises(TVMSError, match="position -3 is out of range for a sequence of length 2"):
         erase((a, b), np.array(-3))
+    with pytest.raises(TVMSError, match="erasing from an empty sequence"):
+        erase(())
+    with pytest.raises(TVMSError, match=r"a sequence position is one integer, not a tensor of shape \(0,\)"):
+        erase((a, b), np.zeros(0, "int64"))
 
 
 def test_split_into_chunks_of_a_run_time_size_and_a_scan_of_one_state():
