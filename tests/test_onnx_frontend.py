@@ -294,6 +294,32 @@ def test_a_node_failing_to_convert_at_run_time_is_named():
         parse_spec("opset x: y = Relu (x)")
 
 
+def test_crafted_run_time_nodes_are_errors_not_crashes():
+    """A payload of ``tvms.onnx.specialized_node`` (a .tvms file may say anything) is checked
+    against the operator's schema and its call's arguments; a run-time shape is checked before
+    the tensor is made."""
+    node = tvms.runtime.get_global_func("tvms.onnx.specialized_node")
+    x = tvms.nd.array(np.ones((2, 3), "float32"))
+    for spec, args, message in [
+            ("= Relu (x)", [x], r"node '' \(Relu, opset 17\): has 0 outputs, the operator takes 1"),
+            ("y = Relu ()", [], r"has 0 inputs, the operator takes 1"),
+            ("y, z = Relu (x)", [x], r"has 2 outputs, the operator takes 1"),
+            ("y = Gemm (a, , c)", [x, x], r"its input 'B' \(position 1\) is required"),
+            ("y = Relu (x)", [x, x], r"the Relu node has 1 input, but the call passes 2"),
+            ("y = Pad (x, p, c)", [x, x], r"the Pad node has 3 inputs, but the call passes 2"),
+            ("y = ConstantOfShape (s)", [np.array([-3])], r"shape \(-3,\): a dimension is negative"),
+            ("y = ConstantOfShape (s)", [np.array([10**12])], r"would take 4000000000000 bytes, more than this "
+                                                              r"machine's memory")]:
+        with pytest.raises(TVMSError, match=message):
+            node(f"opset 17: {spec}", *args)
+    # (the same schema check covers a model's own nodes)
+    model = _model([helper.make_node("Relu", ["x", "x"], ["y"], "r")],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    with pytest.raises(TVMSError, match=r"node 'r' \(Relu, opset 17\): has 2 inputs, the operator takes 1"):
+        from_onnx(model)
+
+
 def test_cli_import_then_run_converts_run_time_nodes(tmp_path, capsys):
     path, out = tmp_path / "reduce.onnx", tmp_path / "reduce.tvms"
     onnx.save(_reduce_sum_model(), str(path))
