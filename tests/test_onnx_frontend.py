@@ -320,6 +320,17 @@ def test_crafted_run_time_nodes_are_errors_not_crashes():
         from_onnx(model)
 
 
+def test_run_time_node_caches_are_bounded(monkeypatch):
+    from tvms import onnx_node
+
+    monkeypatch.setattr(onnx_node, "_CACHE_SIZE", 2)
+    node = tvms.runtime.get_global_func("tvms.onnx.specialized_node")
+    for n in range(2, 6):  # (inputs of a new shape each time: a new entry in both caches)
+        x = np.ones((n, 3), "float32")
+        np.testing.assert_array_equal(node("opset 17: y = ReduceSum (x, axes)", x, np.array([0])), x.sum(0, keepdims=True))
+    assert len(onnx_node._deciding) <= 2 and len(onnx_node._compiled) <= 2
+
+
 def test_cli_import_then_run_converts_run_time_nodes(tmp_path, capsys):
     path, out = tmp_path / "reduce.onnx", tmp_path / "reduce.tvms"
     onnx.save(_reduce_sum_model(), str(path))
