@@ -169,6 +169,11 @@ def test_scan_in_both_directions_against_numpy():
     final, ys = run(mod, init, x)
     np.testing.assert_allclose(final, acc, rtol=1e-5)
     np.testing.assert_allclose(ys, np.stack(outs[::-1], axis=1), rtol=1e-5)
+    # opset 8's Scan converts each batch element on its own: a batch past the unroll limit is refused
+    with pytest.raises(TVMSError, match="a batch of 5000: opset 8's Scan converts each batch element on its own"):
+        from_onnx(model([node("Scan", ["", "init", "x"], ["final", "ys"], body=body, num_scan_inputs=1)],
+                        [info("init", F, [5000, 3]), info("x", F, [5000, 5, 3])],
+                        [info("final", F, [5000, 3]), info("ys", F, [5000, 5, 3])], opset=8))
 
 
 def test_sequences_are_tuples_and_positions_may_be_run_time_values():
