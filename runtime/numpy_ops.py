@@ -8,6 +8,7 @@ gelu uses erf, rounding is half-to-even) the reference follows it.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import Any, Callable
@@ -258,6 +259,7 @@ numpy_op("argmin")(_arg_reduction(_scan(np.less, 1)))
 
 
 # ---------------------------------------------------------------- creation
+@functools.cache
 def memory_bytes() -> int:
     """This machine's physical memory."""
     try:
@@ -272,6 +274,11 @@ def _created(shape: Any, dtype: Any) -> tuple:
     dims = tuple(int(d) for d in shape)
     if any(d < 0 for d in dims):
         raise TVMSError(f"cannot make a tensor of shape {dims}: a dimension is negative")
+    return check_fits(dims, dtype)
+
+
+def check_fits(dims: tuple, dtype: Any) -> tuple:
+    """``dims``, refused when a tensor of that shape and ``dtype`` exceeds the machine's memory."""
     nbytes = math.prod(dims) * np.dtype(dtype).itemsize
     if nbytes > memory_bytes():
         raise TVMSError(f"a tensor of shape {dims} and dtype {np.dtype(dtype)} would take {nbytes} bytes, "

@@ -319,3 +319,20 @@ def test_a_self_tail_call_runs_as_a_loop_of_any_length():
     assert int(vm["total"](np.array(100, "int64")).numpy()) == 5050
     with pytest.raises(TVMSError, match="recursion too deep"):
         vm["total"](np.array(100000, "int64"))
+
+
+def test_an_output_larger_than_the_memory_is_refused_before_allocating():
+    src = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1,), dtype="float32"), s: R.Shape(["n"])) -> R.Tensor(dtype="float32", ndim=2):
+        n = T.int64()
+        gv: R.Tensor((n, n), dtype="float32") = R.broadcast_to(x, R.shape([n, n]))
+        return gv
+'''
+    vm = relax.VirtualMachine(tvm.compile(from_source(src), "llvm"), tvm.cpu())
+    np.testing.assert_array_equal(vm["main"](np.ones(1, "float32"), (3,)).numpy(), np.ones((3, 3), "float32"))
+    with pytest.raises(TVMSError, match=r"a tensor of shape \(10000000, 10000000\) and dtype float32 would take "
+                                        r"400000000000000 bytes, more than this machine's memory"):
+        vm["main"](np.ones(1, "float32"), (10**7,))
