@@ -10,7 +10,6 @@ a bad --shape value, a library that cannot be written).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ import numpy as np
 from .cli import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError, _error, read_source
 from .ir import TVMSError
 from .ir.files import WriteError
+from .runtime.numpy_ops import memory_bytes as _memory_bytes  # (no input is made bigger than that)
 
 EXIT_BUILD_FAILED = EXIT_FAILED
 SMALL_OUTPUT = 64  # outputs with at most this many elements are printed in full
@@ -327,14 +327,6 @@ def _describe_shape(shape: tuple) -> str:
 
     dims = [str(d.value) if isinstance(d, E.IntImm) else d.script() for d in shape]
     return f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
-
-
-def _memory_bytes() -> int:
-    """This machine's physical memory: no input is made bigger than that."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 1 << 40
 
 
 def _free_vars(expr: Any) -> list:

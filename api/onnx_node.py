@@ -21,14 +21,25 @@ from .script.onnx_frontend import specialize_node
 from .runtime.vm_memory import aligned_empty
 
 _CACHE_SIZE = 256  # compiled specializations kept (the least recently used goes first)
-_compiled: "collections.OrderedDict[tuple, tuple[Any, list[int]]]" = collections.OrderedDict()
-_deciding: dict[tuple, list[int]] = {}  # (spec, shapes and dtypes) -> the deciding inputs
+# an entry is (executable, deciding inputs, per-thread VMs): a VM reuses its buffers across calls,
+# so two threads running one VM would overwrite each other's intermediates
+_compiled: "collections.OrderedDict[tuple, tuple[Any, list[int], threading.local]]" = collections.OrderedDict()
+# (spec, shapes and dtypes) -> the deciding inputs, bounded as _compiled (shapes may vary forever)
+_deciding: "collections.OrderedDict[tuple, list[int]]" = collections.OrderedDict()
 _lock = threading.Lock()
 stats = {"compiled": 0, "hits": 0}  # (read by tests and by whoever wants the first-call cost)
 
 
 def _key(spec: str, signature: tuple, deciding: list[int], values: list) -> tuple:
     return spec, signature, tuple((k, values[k].tobytes()) for k in deciding)
+
+
+def _remember(cache: collections.OrderedDict, key: tuple, value: Any) -> None:
+    """Keep ``value`` in ``cache``, dropping the least recently used beyond ``_CACHE_SIZE``."""
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)
 
 
 @register_func(SPECIALIZED_NODE)
@@ -40,6 +51,10 @@ def specialized_node(spec: str, *args: Any) -> Any:
 
     node, opset = parse_spec(spec)
     values: list = [np.asarray(a) for a in args]
+    named = sum(1 for name in node.input if name)
+    if len(values) != named:
+        raise TVMSError(f"{SPECIALIZED_NODE}: the {node.op_type} node has {named} input{'s' * (named != 1)}, "
+                        f"but the call passes {len(values)}")
     present = iter(values)
     inputs = [next(present, None) if name else None for name in node.input]
     signature = tuple((v.shape, str(v.dtype)) for v in values)
@@ -54,14 +69,15 @@ def specialized_node(spec: str, *args: Any) -> Any:
             mod, deciding = specialize_node(node, opset, inputs)
         except TVMSError as err:
             raise TVMSError(f"{SPECIALIZED_NODE}: converting at run time: {err}") from None
-        entry = (VirtualMachine(build(mod, "llvm"), cpu()), deciding)
+        entry = (build(mod, "llvm"), deciding, threading.local())
         with _lock:
-            _deciding[(spec, signature)] = deciding
-            _compiled[_key(spec, signature, deciding, inputs)] = entry
+            _remember(_deciding, (spec, signature), deciding)
+            _remember(_compiled, _key(spec, signature, deciding, inputs), entry)
             stats["compiled"] += 1
-            while len(_compiled) > _CACHE_SIZE:
-                _compiled.popitem(last=False)
-    vm, deciding = entry
+    executable, deciding, local = entry
+    vm = getattr(local, "vm", None)
+    if vm is None:
+        vm = local.vm = VirtualMachine(executable, cpu())
     result = vm["main"](*[v for k, v in enumerate(inputs) if v is not None and k not in deciding])
     if isinstance(result, (list, tuple)):
         return tuple(_owned(r) for r in result)

@@ -8,11 +8,14 @@ gelu uses erf, rounding is half-to-even) the reference follows it.
 """
 from __future__ import annotations
 
+import functools
 import math
+import os
 from typing import Any, Callable
 
 import numpy as np
 
+from ..ir.errors import TVMSError
 from .tir_values import numpy_dtype
 
 
@@ -256,21 +259,50 @@ numpy_op("argmin")(_arg_reduction(_scan(np.less, 1)))
 
 
 # ---------------------------------------------------------------- creation
+@functools.cache
+def memory_bytes() -> int:
+    """This machine's physical memory."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 40
+
+
+def _created(shape: Any, dtype: Any) -> tuple:
+    """The shape of a tensor made at run time (a shape may be a value the model computed):
+    refused, before allocating, when a dimension is negative or the tensor exceeds the memory."""
+    dims = tuple(int(d) for d in shape)
+    if any(d < 0 for d in dims):
+        raise TVMSError(f"cannot make a tensor of shape {dims}: a dimension is negative")
+    return check_fits(dims, dtype)
+
+
+def check_fits(dims: tuple, dtype: Any) -> tuple:
+    """``dims``, refused when a tensor of that shape and ``dtype`` exceeds the machine's memory."""
+    nbytes = math.prod(dims) * np.dtype(dtype).itemsize
+    if nbytes > memory_bytes():
+        raise TVMSError(f"a tensor of shape {dims} and dtype {np.dtype(dtype)} would take {nbytes} bytes, "
+                        f"more than this machine's memory ({memory_bytes()} bytes)")
+    return dims
+
+
 @numpy_op("zeros")
 def zeros(args: tuple, attrs: Any) -> np.ndarray:
-    return np.zeros(tuple(args[0]), dtype=numpy_dtype(attrs["dtype"]))
+    dtype = numpy_dtype(attrs["dtype"])
+    return np.zeros(_created(args[0], dtype), dtype=dtype)
 
 
 @numpy_op("ones")
 def ones(args: tuple, attrs: Any) -> np.ndarray:
-    return np.ones(tuple(args[0]), dtype=numpy_dtype(attrs["dtype"]))
+    dtype = numpy_dtype(attrs["dtype"])
+    return np.ones(_created(args[0], dtype), dtype=dtype)
 
 
 @numpy_op("full")
 def full(args: tuple, attrs: Any) -> np.ndarray:
     fill = np.asarray(args[1])
     dtype = numpy_dtype(attrs["dtype"]) if attrs["dtype"] is not None else fill.dtype
-    return np.full(tuple(args[0]), fill, dtype=dtype)
+    return np.full(_created(args[0], dtype), fill, dtype=dtype)
 
 
 @numpy_op("shape_of")

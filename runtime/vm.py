@@ -32,7 +32,7 @@ import numpy as np
 from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.registry import register_func
-from tvms.ir.vm_program import Call, Goto, If, NativeVMFunction, Ret, VMFunction, VMProgram, check_native
+from tvms.ir.vm_program import Call, Goto, If, NativeVMFunction, Reg, Ret, VMFunction, VMProgram, check_native
 
 from .cuda_tensor import CudaTensor
 from .device import CPU, CUDA, cpu, cuda, missing_reason
@@ -40,7 +40,7 @@ from .module import Module, TimingResult, _data_address, _on_cpu
 from .numpy_ops import Shape
 from .param_cache import ParamCache
 from .tensor import ALIGNMENT, Tensor, tensor
-from .vm_builtins import step_of
+from .vm_builtins import step_of, values_of
 from .vm_memory import BufferPool
 from .vm_native import NativeFunction, object_layout
 
@@ -110,10 +110,18 @@ class Executable:
 register_func("runtime.vm.executable", Executable)  # (the link step of tvms.compile)
 
 
+_TAIL = -(1 << 62)  # (a step's answer: "a self tail call", the callee's arguments left in its dst register)
+
+
 class _Function:
     """One function of the program as a VM runs it: its instructions as closures, made at the
     first call. A straight-line function runs them in order; one with jumps follows the
-    program counter (a step returns the next pc, or None for the next instruction)."""
+    program counter (a step returns the next pc, or None for the next instruction).
+
+    A call of the function itself whose result only the instructions up to a ``Ret`` read
+    (``_self_tail_call``: a loop written as recursion, as ONNX's Loop and Scan import) is a jump
+    to the start with fresh registers: the caller's registers are dropped, and only where to go
+    on (the pc, the heap and the result's register) is kept, so memory and depth stay bounded."""
 
     def __init__(self, vm: "VirtualMachine", f: VMFunction) -> None:
         self.name, self.num_params, self.num_regs, self.heap_size = f.name, len(f.params), f.num_regs, len(f.heap)
@@ -125,6 +133,9 @@ class _Function:
         else:
             self.steps = [_control_step(i, pc) if not isinstance(i, Call) else step_of(vm, i, f.heap)
                           for pc, i in enumerate(code)]
+            self.tails = {pc: code[pc].dst for pc in range(len(code)) if _self_tail_call(code, pc, f.name)}
+            for pc, dst in self.tails.items():
+                self.steps[pc] = _tail_step(vm, code[pc], f.heap)
 
     def __call__(self, args: list) -> Any:
         if len(args) != self.num_params:
@@ -137,14 +148,59 @@ class _Function:
                 step(regs, heap)
             return regs[self.ret]
         pc = 0
+        pending: list = []  # (pc, heap, result register) of the callers a self tail call left
         while True:
             nxt = steps[pc](regs, heap)
             if nxt is None:
                 pc += 1
             elif nxt >= 0:
                 pc = nxt
+            elif nxt == _TAIL:
+                pending.append((pc + 1, heap, self.tails[pc]))
+                regs = regs[self.tails[pc]] + [None] * (self.num_regs - self.num_params)
+                heap = [None] * self.heap_size
+                pc = 0
+            elif pending:  # (the caller goes on with the result, in registers of its own)
+                value = regs[-1 - nxt]
+                pc, heap, dst = pending.pop()
+                regs = [None] * self.num_regs
+                regs[dst] = value
             else:
                 return regs[-1 - nxt]
+
+
+def _self_tail_call(code: list, pc: int, name: str) -> bool:
+    """Whether ``code[pc]`` calls the function ``name`` (itself) and the instructions that follow,
+    up to a ``Ret`` (through ``Goto``s, no branch), read only its result and what they compute."""
+    call = code[pc]
+    if not (isinstance(call, Call) and call.kind == "function" and call.func == name and call.dst is not None):
+        return False
+    known, seen = {call.dst}, set()
+    pc += 1
+    while 0 <= pc < len(code) and pc not in seen:
+        seen.add(pc)
+        inst = code[pc]
+        if isinstance(inst, Ret):
+            return inst.reg in known
+        if isinstance(inst, Goto):
+            pc += inst.offset
+            continue
+        if not isinstance(inst, Call) or any(isinstance(a, Reg) and a.index not in known for a in inst.args):
+            return False
+        if inst.dst is not None:
+            known.add(inst.dst)
+        pc += 1
+    return False
+
+
+def _tail_step(vm: "VirtualMachine", call: Call, heap_names: tuple) -> Callable[[list, list], int]:
+    """The step of a self tail call: the callee's arguments into the call's register, and ``_TAIL``."""
+    values, dst = values_of(vm, call.args, heap_names), call.dst
+
+    def tail(regs: list, heap: list) -> int:
+        regs[dst] = values(regs, heap)
+        return _TAIL
+    return tail
 
 
 def _control_step(inst: Any, pc: int) -> Callable[[list, list], int | None]:

@@ -25,7 +25,7 @@ from tvms.ir.registry import get_global_func
 from tvms.ir.vm_program import Call, Const, Imm, Reg, Size
 
 from .cuda_tensor import CudaTensor
-from .numpy_ops import NUMPY_OPS, Shape
+from .numpy_ops import NUMPY_OPS, Shape, check_fits
 from .tir_values import cast_value, numpy_dtype
 from .vm_memory import aligned_bytes, aligned_empty
 
@@ -327,7 +327,7 @@ def _alloc_tensor(vm, call, names) -> Step:
         s = tuple([int(d) for d in dims(regs, heap)])
         if s and min(s) < 0:
             raise TVMSError(f"an output of shape {s}: the arguments make a size negative")
-        return s
+        return check_fits(s, dtype)
     if all(not isinstance(a, Size) or not callable(size_function(a.expr, names)) for a in call.args[2:]):
         try:
             shape = shape_of([], [])

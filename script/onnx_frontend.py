@@ -140,6 +140,25 @@ def specialize_node(node: Any, opset: int, values: list) -> tuple[IRModule, list
             bound = sorted(set(bound) | set(needed))
 
 
+def _check_arity(node: Any, opset: int, where: str) -> None:
+    """Refuse a node whose inputs or outputs ONNX's schema of its operator does not allow (the
+    converters assume the schema's arity)."""
+    from onnx import defs
+
+    try:
+        schema = defs.get_schema(node.op_type, opset, node.domain)
+    except defs.SchemaError:
+        return  # (no schema: the converter lookup names the operator)
+    for kind, names, low, high in (("input", node.input, schema.min_input, schema.max_input),
+                                   ("output", node.output, schema.min_output, schema.max_output)):
+        if not low <= len(names) <= high:
+            allowed = f"{low}" if low == high else f"{low} to {high}" if high < 1 << 30 else f"at least {low}"
+            raise TVMSError(f"{where}: has {len(names)} {kind}s, the operator takes {allowed}")
+    for k, formal in enumerate(schema.inputs[:len(node.input)]):
+        if not node.input[k] and formal.option == defs.OpSchema.FormalParameterOption.Single:
+            raise TVMSError(f"{where}: its input {formal.name!r} (position {k}) is required")
+
+
 class _GraphImporter:
     # the opsets of the other domains (ai.onnx.ml, ...), whose converters are registered as "domain.OpType"
     domain_opsets: dict[str, int] = {}
@@ -286,9 +305,10 @@ class _GraphImporter:
         key, opset = node.op_type, self.opset
         if node.domain not in _DEFAULT_DOMAINS:
             key, opset = f"{node.domain}.{node.op_type}", self.domain_opsets.get(node.domain, 1)
-        where = f"node {node.name or node.output[0]!r} ({node.op_type}, opset {opset})"
+        where = f"node {node.name or (node.output or [''])[0]!r} ({node.op_type}, opset {opset})"
         if node.domain not in _DEFAULT_DOMAINS and key not in CONVERTERS:
             raise TVMSError(f"{where}: operators of domain {node.domain!r} are not supported")
+        _check_arity(node, opset, where)
         cls = CONVERTERS.get(key)
         impl = cls.get_converter(opset) if cls else None
         if impl is None:

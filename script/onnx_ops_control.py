@@ -377,6 +377,9 @@ class Scan(OnnxOpConverter):
         batch, length = dims_of(xs[0])[:2]
         if not isinstance(batch, int):
             raise Unsupported("a batch of a size known only at run time")
+        if batch > _UNROLL_LIMIT:  # (each batch element is a copy of the body)
+            raise Unsupported(f"a batch of {batch}: opset 8's Scan converts each batch element on its own, "
+                              f"up to {_UNROLL_LIMIT}")
         if lens is not None:
             given = value_of(lens)
             if given is None or (given != length).any():

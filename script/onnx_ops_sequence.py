@@ -86,7 +86,10 @@ def _position(pos: Any, length: int, end_ok: bool) -> int | None:
     value = value_of(pos)
     if value is None:
         return None
-    p = int(np.asarray(value).reshape(-1)[0])
+    value = np.asarray(value)
+    if value.size != 1:
+        raise Unsupported(f"a sequence position is one integer, not a tensor of shape {value.shape}")
+    p = int(value.reshape(-1)[0])
     if not -length <= p <= (length if end_ok else length - 1):
         raise Unsupported(f"position {p} is out of range for a sequence of length {length}")
     return p + length if p < 0 else p
@@ -98,12 +101,13 @@ def _uniform(items: list) -> bool:
         all(same_struct_info(x.struct_info, items[0].struct_info) for x in items)
 
 
-def _picks(ctx: Any, items: list, pos: Any, length: int, index: Callable[[Any, Any], Any], count: int) -> rx.Tuple:
+def _picks(ctx: Any, items: list, pos: Any, length: int, index: Callable[[Any, Any], Any], count: int,
+           end_ok: bool = False) -> rx.Tuple:
     """``count`` elements chosen at run time: the k-th is ``items[index(k, p)]`` for the position
-    ``p`` (a scalar tensor, made non-negative against ``length``); ``items`` are tensors of one
-    shape, stacked (a position outside the sequence is clipped to it, not an error)."""
-    p = ctx.emit(scalar(pos, "int64"))
-    p = ctx.emit(op.where(op.less(p, ctx.constant(0, "int64")), op.add(p, ctx.constant(length, "int64")), p))
+    ``p`` (checked against ``length`` at run time, a TVMSError when out of range, and made
+    non-negative); ``items`` are tensors of one shape, stacked."""
+    p = ctx.emit(_sequence_call("position", [ctx.emit(scalar(pos, "int64")), ctx.constant(length, "int64"),
+                                             ctx.constant(int(end_ok), "int64")], TensorStructInfo([], "int64")))
     stacked = ctx.emit(op.concat([op.expand_dims(x, 0) for x in items], axis=0))
     return rx.Tuple(tuple(ctx.emit(op.take(stacked, ctx.emit(index(ctx.constant(k, "int64"), p)), axis=0, mode="clip"))
                           for k in range(count)))
@@ -164,7 +168,7 @@ class SequenceInsert(OnnxOpConverter):
         # (element k is items[k] before p, the new value at p (stacked last), items[k - 1] after)
         return _picks(ctx, items + [value], pos, n, lambda k, p: op.where(
             op.less(k, p), k, op.where(op.equal(k, p), ctx.constant(n, "int64"),
-                                       op.subtract(k, ctx.constant(1, "int64")))), n + 1)
+                                       op.subtract(k, ctx.constant(1, "int64")))), n + 1, end_ok=True)
 
 
 @converter("SequenceErase")

@@ -169,6 +169,11 @@ def test_scan_in_both_directions_against_numpy():
     final, ys = run(mod, init, x)
     np.testing.assert_allclose(final, acc, rtol=1e-5)
     np.testing.assert_allclose(ys, np.stack(outs[::-1], axis=1), rtol=1e-5)
+    # opset 8's Scan converts each batch element on its own: a batch past the unroll limit is refused
+    with pytest.raises(TVMSError, match="a batch of 5000: opset 8's Scan converts each batch element on its own"):
+        from_onnx(model([node("Scan", ["", "init", "x"], ["final", "ys"], body=body, num_scan_inputs=1)],
+                        [info("init", F, [5000, 3]), info("x", F, [5000, 5, 3])],
+                        [info("final", F, [5000, 3]), info("ys", F, [5000, 5, 3])], opset=8))
 
 
 def test_sequences_are_tuples_and_positions_may_be_run_time_values():
@@ -192,6 +197,12 @@ def test_sequences_are_tuples_and_positions_may_be_run_time_values():
         np.testing.assert_array_equal(joined, np.stack(items, axis=0))
         np.testing.assert_array_equal(picked, items[at])
         assert length == 4
+    # (a run-time position out of range is an error, as ONNX says, not clipped)
+    vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    for pos, minus_one, at, message in [(5, -1, 0, "position 5 .* length 4"), (0, -6, 0, "position -6 .* length 5"),
+                                        (0, -1, -5, "position -5 .* length 4")]:
+        with pytest.raises(TVMSError, match=f"{message}$"):
+            vm["main"](x, row, np.array(pos), np.array(minus_one), np.array(at))
 
 
 def test_sequence_graph_inputs_take_their_length_from_shape_dict():
@@ -270,6 +281,10 @@ def test_run_time_sequence_functions_check_positions():
         insert((a,), b, np.array(2))
     with pytest.raises(TVMSError, match="position -3 is out of range for a sequence of length 2"):
         erase((a, b), np.array(-3))
+    with pytest.raises(TVMSError, match="erasing from an empty sequence"):
+        erase(())
+    with pytest.raises(TVMSError, match=r"a sequence position is one integer, not a tensor of shape \(0,\)"):
+        erase((a, b), np.zeros(0, "int64"))
 
 
 def test_split_into_chunks_of_a_run_time_size_and_a_scan_of_one_state():

@@ -249,6 +249,34 @@ def test_an_axes_input_known_at_run_time_is_converted_when_it_arrives():
     np.testing.assert_allclose(_run(bound, x), np.maximum(x.sum(axis=1), 0), rtol=1e-5)
 
 
+def test_a_run_time_node_called_from_several_threads_at_once():
+    """Each thread runs the cached specialization on a VM of its own (a VM reuses its buffers,
+    so a shared one mixes the threads' intermediates)."""
+    import threading
+
+    model = _model([helper.make_node("ReduceSumSquare", ["x", "axes"], ["y"], keepdims=0)],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, 256]),
+                    helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], opset=18)
+    ex, axes = tvms.compile(from_onnx(model), "llvm"), tvms.nd.array(np.array([0]))
+    wrong = []
+
+    def work(seed):
+        vm, rng = relax.VirtualMachine(ex, tvms.cpu()), np.random.default_rng(seed)
+        for _ in range(150):
+            x = rng.standard_normal((256, 256)).astype("float32") * (seed + 1)
+            out = vm["main"](tvms.nd.array(x), axes).numpy()
+            wrong.extend([] if np.allclose(out, (x * x).sum(0), rtol=1e-3) else [seed])
+
+    work(0)  # (compiled once, before the threads)
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
 def test_a_node_failing_to_convert_at_run_time_is_named():
     model = _model([helper.make_node("Pad", ["x", "pads"], ["y"], "p", mode="wrap")],
                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
@@ -264,6 +292,43 @@ def test_a_node_failing_to_convert_at_run_time_is_named():
     from tvms.script.onnx_deferred import parse_spec
     with pytest.raises(TVMSError, match="is not an ONNX node as the importer writes it"):
         parse_spec("opset x: y = Relu (x)")
+
+
+def test_crafted_run_time_nodes_are_errors_not_crashes():
+    """A payload of ``tvms.onnx.specialized_node`` (a .tvms file may say anything) is checked
+    against the operator's schema and its call's arguments; a run-time shape is checked before
+    the tensor is made."""
+    node = tvms.runtime.get_global_func("tvms.onnx.specialized_node")
+    x = tvms.nd.array(np.ones((2, 3), "float32"))
+    for spec, args, message in [
+            ("= Relu (x)", [x], r"node '' \(Relu, opset 17\): has 0 outputs, the operator takes 1"),
+            ("y = Relu ()", [], r"has 0 inputs, the operator takes 1"),
+            ("y, z = Relu (x)", [x], r"has 2 outputs, the operator takes 1"),
+            ("y = Gemm (a, , c)", [x, x], r"its input 'B' \(position 1\) is required"),
+            ("y = Relu (x)", [x, x], r"the Relu node has 1 input, but the call passes 2"),
+            ("y = Pad (x, p, c)", [x, x], r"the Pad node has 3 inputs, but the call passes 2"),
+            ("y = ConstantOfShape (s)", [np.array([-3])], r"shape \(-3,\): a dimension is negative"),
+            ("y = ConstantOfShape (s)", [np.array([10**12])], r"would take 4000000000000 bytes, more than this "
+                                                              r"machine's memory")]:
+        with pytest.raises(TVMSError, match=message):
+            node(f"opset 17: {spec}", *args)
+    # (the same schema check covers a model's own nodes)
+    model = _model([helper.make_node("Relu", ["x", "x"], ["y"], "r")],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    with pytest.raises(TVMSError, match=r"node 'r' \(Relu, opset 17\): has 2 inputs, the operator takes 1"):
+        from_onnx(model)
+
+
+def test_run_time_node_caches_are_bounded(monkeypatch):
+    from tvms import onnx_node
+
+    monkeypatch.setattr(onnx_node, "_CACHE_SIZE", 2)
+    node = tvms.runtime.get_global_func("tvms.onnx.specialized_node")
+    for n in range(2, 6):  # (inputs of a new shape each time: a new entry in both caches)
+        x = np.ones((n, 3), "float32")
+        np.testing.assert_array_equal(node("opset 17: y = ReduceSum (x, axes)", x, np.array([0])), x.sum(0, keepdims=True))
+    assert len(onnx_node._deciding) <= 2 and len(onnx_node._compiled) <= 2
 
 
 def test_cli_import_then_run_converts_run_time_nodes(tmp_path, capsys):

@@ -278,3 +278,61 @@ def test_after_call_tir_rewrite_alloc_tensor_and_direct_kernel_calls() -> None:
     vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
     x, params = rand(2, 784), mlp_params(128)
     np.testing.assert_allclose(vm["forward"](x, *params).numpy(), mlp_numpy(x, *params), rtol=1e-3, atol=1e-3)
+
+
+LOOPS = '''
+@I.ir_module
+class Module:
+    @R.function
+    def count(n: R.Tensor((), dtype="int64"), acc: R.Tensor((), dtype="int64")) -> R.Tensor((), dtype="int64"):
+        cls = Module
+        c: R.Tensor((), dtype="bool") = R.greater(n, R.const(0, "int64"))
+        if c:
+            m: R.Tensor((), dtype="int64") = R.subtract(n, R.const(1, "int64"))
+            a: R.Tensor((), dtype="int64") = R.add(acc, n)
+            r: R.Tensor((), dtype="int64") = cls.count(m, a)
+            gv: R.Tensor((), dtype="int64") = r
+        else:
+            gv: R.Tensor((), dtype="int64") = acc
+        return gv
+
+    @R.function
+    def total(n: R.Tensor((), dtype="int64")) -> R.Tensor((), dtype="int64"):
+        cls = Module
+        c: R.Tensor((), dtype="bool") = R.greater(n, R.const(0, "int64"))
+        if c:
+            m: R.Tensor((), dtype="int64") = R.subtract(n, R.const(1, "int64"))
+            r: R.Tensor((), dtype="int64") = cls.total(m)
+            gv: R.Tensor((), dtype="int64") = R.add(r, n)
+        else:
+            gv: R.Tensor((), dtype="int64") = n
+        return gv
+'''
+
+
+def test_a_self_tail_call_runs_as_a_loop_of_any_length():
+    """``count`` calls itself last (a loop, as ONNX's Loop imports): a jump, so 40000 trips run
+    (past the depth the VM follows); ``total`` uses its call's result, so it stays a call."""
+    vm = relax.VirtualMachine(tvm.compile(from_source(LOOPS), "llvm"), tvm.cpu())
+    count = vm["count"](np.array(40000, "int64"), np.array(0, "int64"))
+    assert int(count.numpy()) == 40000 * 40001 // 2
+    assert int(vm["total"](np.array(100, "int64")).numpy()) == 5050
+    with pytest.raises(TVMSError, match="recursion too deep"):
+        vm["total"](np.array(100000, "int64"))
+
+
+def test_an_output_larger_than_the_memory_is_refused_before_allocating():
+    src = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1,), dtype="float32"), s: R.Shape(["n"])) -> R.Tensor(dtype="float32", ndim=2):
+        n = T.int64()
+        gv: R.Tensor((n, n), dtype="float32") = R.broadcast_to(x, R.shape([n, n]))
+        return gv
+'''
+    vm = relax.VirtualMachine(tvm.compile(from_source(src), "llvm"), tvm.cpu())
+    np.testing.assert_array_equal(vm["main"](np.ones(1, "float32"), (3,)).numpy(), np.ones((3, 3), "float32"))
+    with pytest.raises(TVMSError, match=r"a tensor of shape \(10000000, 10000000\) and dtype float32 would take "
+                                        r"400000000000000 bytes, more than this machine's memory"):
+        vm["main"](np.ones(1, "float32"), (10**7,))
