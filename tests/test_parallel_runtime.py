@@ -3,7 +3,8 @@ or the target's ``-num-cores``; loops with little work run in the caller's threa
 any thread count equal numpy. The split into tasks is observed on libgomp's pool
 (``TVMS_THREAD_POOL=gomp``; exported libraries run on it too) from inside the kernel: each
 iteration records ``omp_get_thread_num`` and ``omp_get_num_threads`` of the region running it.
-tvms's own pool (the default, ``runtime/thread_pool_ir.py``) is observed through ``pthread_self``."""
+tvms's own pool (``TVMS_THREAD_POOL=tvms``, ``runtime/thread_pool_ir.py``) is observed through
+``pthread_self``."""
 from __future__ import annotations
 
 import ctypes
@@ -139,7 +140,7 @@ def no_thread_setting(monkeypatch):
 @pytest.fixture
 def own_pool(monkeypatch):
     monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
-    monkeypatch.delenv("TVMS_THREAD_POOL", raising=False)
+    monkeypatch.setenv("TVMS_THREAD_POOL", "tvms")
     return monkeypatch
 
 
@@ -312,7 +313,7 @@ def test_a_forked_child_gets_a_working_pool():
             os._exit(sleepy_threads(lib, 16))
         busy.join()
         print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
-    """, TVM_NUM_THREADS="2", TVMS_THREAD_POOL="")
+    """, TVM_NUM_THREADS="2", TVMS_THREAD_POOL="tvms")
     assert done.stdout.split() == ["2"]
 
 

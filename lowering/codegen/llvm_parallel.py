@@ -2,13 +2,13 @@
 
 A ``T.parallel`` loop becomes a task function ``task(closure*, t, tasks)``: it takes the ``t``-th
 contiguous chunk of iterations and runs the loop body, with the values the body uses from
-outside read from the closure. The caller stores those values into the closure and calls
-``tvms_parallel_run(task, closure, tasks, threads)`` (tvms's pool, ``runtime/thread_pool_ir.py``:
-TASKS_PER_THREAD tasks per thread, claimed one by one, the caller never waiting for a worker that
-has not started), which returns when all are done. Code linked into an exported library, where
-the runtime does not define that symbol (it is weak), calls ``GOMP_parallel(task', closure, n,
-0)`` instead: one task per thread of libgomp's team, which asks OpenMP which task it is
-(``omp_get_thread_num`` of ``omp_get_num_threads``); ``TVMS_THREAD_POOL=gomp`` emits that call only.
+outside read from the closure. On libgomp's pool (the default) the caller calls
+``GOMP_parallel(task', closure, n, 0)``: one task per thread of libgomp's team, which asks OpenMP
+which task it is (``omp_get_thread_num`` of ``omp_get_num_threads``); exported libraries always
+use it. With ``TVMS_THREAD_POOL=tvms`` it calls ``tvms_parallel_run(task, closure, tasks,
+threads)`` (tvms's pool, ``runtime/thread_pool_ir.py``: TASKS_PER_THREAD tasks per thread, claimed
+one by one, the caller never waiting for a worker that has not started) and falls back to
+libgomp where that weak symbol is not defined.
 
 Why persistent threads: a parallel region then costs microseconds (threads created per call
 would cost tens), and the whole launch happens in native code: the Python caller has released
