@@ -119,7 +119,7 @@ def numpy_gelu_name() -> str:
 def worker(args: argparse.Namespace) -> dict:
     """Seconds per row at the thread count the parent set in the environment."""
     from cpu_default_workloads import reference, workloads
-    from cpu_e2e import mlp_rows, per_call_seconds
+    from cpu_e2e import mlp_rows, per_call_seconds, warm_up
 
     threads = int(os.environ.get("TVM_NUM_THREADS", "0")) or os.cpu_count() or 1
     peak, peak_scaling = fma_peak(threads, args.repeat)
@@ -136,6 +136,7 @@ def worker(args: argparse.Namespace) -> dict:
         lib[name](*arrays, result)
         np.testing.assert_allclose(result, reference(np, label, arrays), rtol=1e-3, atol=1e-4)
         time.sleep(0.3)  # (the reference may have run OpenBLAS, whose threads spin for a while)
+        warm_up(lambda: lib[name](*arrays, result))
         timing = lib.time_evaluator(name, number=1, repeat=args.repeat)(*arrays, result)
         row = out["rows"][label] = {"tvms": timing.median}
         if threads > 1 and (label == "add" or label.startswith("matmul")):

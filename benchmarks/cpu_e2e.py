@@ -48,9 +48,19 @@ MLP_PATH = Path(__file__).resolve().parent.parent / "examples" / "mlp.tvms"
 WEIGHT_SHAPES = [(256, 784), (256,), (10, 256), (10,)]
 
 
-def per_call_seconds(fn, number: int, repeat: int, clock=time.perf_counter) -> float:
-    """Median over ``repeat`` runs of the seconds per call of ``number`` calls, after one warm-up."""
+def warm_up(fn, seconds: float = 0.2) -> None:
+    """Call ``fn`` for about ``seconds`` (at least once). After a pause, an idle core wakes slowly:
+    a 2-thread MLP call at batch 64 took 0.25 ms for its first ~400 calls after a 1 s sleep and
+    0.17 ms after them, so a short measurement right after a pause timed the wake-up."""
+    end = time.perf_counter() + seconds
     fn()
+    while time.perf_counter() < end:
+        fn()
+
+
+def per_call_seconds(fn, number: int, repeat: int, clock=time.perf_counter) -> float:
+    """Median over ``repeat`` runs of the seconds per call of ``number`` calls, after a warm-up."""
+    warm_up(fn)
     times = []
     for _ in range(repeat):
         start = clock()
@@ -229,6 +239,7 @@ def mlp_rows(vm, batches: list[int], repeat: int) -> list[tuple]:
         np.testing.assert_allclose(vm["forward"](*args).numpy(), forward_numpy(x), rtol=1e-3, atol=1e-3)
         numpy_s = per_call_seconds(lambda: forward_numpy(x), 10, repeat)
         time.sleep(0.3)  # OpenBLAS's threads spin on the other cores for a while after a call
+        warm_up(lambda: vm["forward"](*args))
         tvms_s = vm.time_evaluator("forward", number=10, repeat=repeat)(*args).median
         rows.append((f"mlp batch {batch}", numpy_s, tvms_s))
     return rows
