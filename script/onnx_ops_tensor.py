@@ -419,7 +419,9 @@ class Tile(OnnxOpConverter):
 class Range(OnnxOpConverter):
     @classmethod
     def _impl_v11(cls, ctx, inputs, attrs):
-        folded = fold(lambda a, b, c: np.arange(a, b, c, dtype=a.dtype), inputs, range_count, "the range")
+        # (a one-element tensor is taken as the scalar ONNX asks for, as range_count takes it)
+        folded = fold(lambda a, b, c: np.arange(*(v.reshape(-1)[0] for v in (a, b, c)), dtype=a.dtype),
+                      inputs, range_count, "the range")
         if folded is not None:
             return folded
         for x, name in zip(inputs, ("start", "limit", "delta")):
