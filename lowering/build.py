@@ -192,12 +192,21 @@ def prepack_constant_weights(mod: IRModule) -> IRModule:
 
     marked = {gv.name_hint for gv, f in mod.functions_items()
               if isinstance(f, PrimFunc) and any(PREPROC in b.annotations for b in collect(f.body, Block))}
-    if not any(isinstance(c.args[0], rx.GlobalVar) and c.args[0].name_hint in marked
-               and any(isinstance(a, rx.Constant) for a in c.args[1].fields)
-               for f in mod.functions.values() if isinstance(f, rx.Function) for c in collect(f, rx.Call)
-               if getattr(c.op, "name", None) == "relax.call_tir" and isinstance(c.args[1], rx.Tuple)):
+    if not any(_calls_with_constant(f, marked) for f in mod.functions.values() if isinstance(f, rx.Function)):
         return mod
     return FoldConstant()(split_layout_rewrite_preproc(mod.copy(), strict=False))
+
+
+def _calls_with_constant(func: rx.Function, kernels: set) -> bool:
+    """Whether ``func`` calls one of ``kernels`` (by name) through ``call_tir`` with a constant argument."""
+    for call in collect(func, rx.Call):
+        if getattr(call.op, "name", None) != "relax.call_tir":
+            continue
+        callee, args = call.args[0], call.args[1]
+        if (isinstance(callee, rx.GlobalVar) and callee.name_hint in kernels and isinstance(args, rx.Tuple)
+                and any(isinstance(a, rx.Constant) for a in args.fields)):
+            return True
+    return False
 
 
 def _prim_funcs_only(mod: IRModule) -> bool:

@@ -113,16 +113,22 @@ class ConvTranspose(OnnxOpConverter):
         return y if bias is None else _add_channel_bias(ctx.emit(y), bias)
 
 
+def _pool_kernel(attrs) -> list:
+    """A pooling node's ``kernel_shape``: 1, 2 or 3 dimensions, as Relax's pools have."""
+    kernel = list(attrs["kernel_shape"])
+    if len(kernel) not in (1, 2, 3):
+        raise Unsupported(f"{len(kernel)}-d pooling")
+    return kernel
+
+
 class _Pool(OnnxOpConverter):
     kind = "max"
 
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         x = inputs[0]
-        kernel = list(attrs["kernel_shape"])
+        kernel = _pool_kernel(attrs)
         n = len(kernel)
-        if n not in (1, 2, 3):
-            raise Unsupported(f"{n}-d pooling")
         column_major = bool(attrs.get("storage_order", 0))
         if column_major and ctx.node_outputs < 2:
             raise Unsupported("storage_order=1")
@@ -318,10 +324,8 @@ class LpPool(OnnxOpConverter):
     @classmethod
     def _impl_v2(cls, ctx, inputs, attrs):
         x = inputs[0]
-        kernel = list(attrs["kernel_shape"])
+        kernel = _pool_kernel(attrs)
         n = len(kernel)
-        if n not in (1, 2, 3):
-            raise Unsupported(f"{n}-d pooling")
         p = float(attrs.get("p", 2))
         strides, dilations, pads = _window(attrs, x, kernel)
         pool = (op.nn.avg_pool1d, op.nn.avg_pool2d, op.nn.avg_pool3d)[n - 1]
