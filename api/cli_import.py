@@ -6,7 +6,7 @@ further parameters of ``main`` instead (``num_input`` counts the model's inputs)
 go to a side ``.npz`` file (``-o model.tvms`` -> ``model.params.npz``, one array per parameter).
 
 Exit codes: 0 done, 1 the model has an operator or a form tvms does not convert, 2 usage or
-input error (no ``onnx`` package, an unreadable model, a bad ``--shape``).
+input error (no ``onnx`` package, an unreadable or invalid model, a bad ``--shape``).
 """
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         _error("import: the onnx package is not installed (pip install 'tvms[onnx]')")
         return EXIT_ERROR
     from .ir.files import WriteError, write_file
+    from .script.onnx_convert import InvalidModel
     from .script.onnx_frontend import detach_params, from_onnx, load_model
 
     try:
@@ -66,7 +67,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         mod = from_onnx(model, shape_dict=shapes, keep_params_in_input=args.keep_params_in_input)
     except TVMSError as err:
         print(f"{args.input}: {err}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_ERROR if isinstance(err, InvalidModel) else EXIT_FAILED
     mod, params = detach_params(mod)
     if not params.get("main"):
         return emit_text(mod.script(show_meta=True), args.output)
@@ -94,7 +95,7 @@ def add_import_parser(subparsers) -> None:
                      "module's metadata section; with --keep-params-in-input they are parameters "
                      "of main after the model's inputs, and their values go to FILE's stem + "
                      ".params.npz. Exit codes: 0 done, 1 an operator or form that is not "
-                     "supported, 2 usage or input error."))
+                     "supported, 2 usage or input error (an invalid model included)."))
     p.add_argument("input", metavar="MODEL.onnx", help="the ONNX model")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write the module to FILE (atomically) instead of standard output")

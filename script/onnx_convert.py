@@ -57,6 +57,12 @@ class Unsupported(TVMSError):
         self.needs = needs
 
 
+class InvalidModel(TVMSError):
+    """The model is not valid ONNX (not a model at all, an initializer whose data does not fit
+    its dims, a name no node defines, a node of the wrong arity): an input error, where other
+    TVMSErrors of the import are forms tvms does not convert (``tvms import`` exits 2 vs 1)."""
+
+
 class Attrs(dict):
     """A node's attributes (name -> Python value). Reading one marks it used; ``unused()`` lists
     the attributes no converter looked at, which the importer rejects rather than ignore."""

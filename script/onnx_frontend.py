@@ -24,7 +24,7 @@ from ..ir.module import IRModule
 from ..ir.name_supply import NameSupply
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from .block_builder import BlockBuilder, const
-from .onnx_convert import CONVERTERS, Attrs, Context, Unsupported, onnx_dtype, reference
+from .onnx_convert import CONVERTERS, Attrs, Context, InvalidModel, Unsupported, onnx_dtype, reference
 from .onnx_deferred import deferred_call
 from .onnx_shape_values import ShapeValue, evaluate
 # (importing the converter modules registers their converters)
@@ -58,6 +58,8 @@ def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: "str | dic
         model = load_model(model)
     if not isinstance(model, onnx.ModelProto):
         raise TVMSError(f"from_onnx expects an onnx.ModelProto or a path, got {type(model).__name__}")
+    if not model.graph.output:  # (an empty file parses as an empty ModelProto)
+        raise InvalidModel("the model has no graph outputs: not an ONNX model, or nothing to compute")
     model_opset = next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 1)
     importer = _GraphImporter(shape_dict or {}, dtype_dict, keep_params_in_input, opset or model_opset)
     importer.domain_opsets = {o.domain: o.version for o in model.opset_import}
@@ -65,7 +67,7 @@ def from_onnx(model: Any, shape_dict: dict | None = None, dtype_dict: "str | dic
 
 
 def load_model(path: "str | os.PathLike") -> Any:
-    """The ``onnx.ModelProto`` in the file ``path``; a TVMSError when it cannot be read."""
+    """The ``onnx.ModelProto`` in the file ``path``; an InvalidModel when it cannot be read."""
     import onnx
     from google.protobuf.message import DecodeError
 
@@ -73,7 +75,7 @@ def load_model(path: "str | os.PathLike") -> Any:
         return onnx.load(os.fspath(path))
     except (OSError, DecodeError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise TVMSError(f"cannot read the ONNX model {os.fspath(path)}: {reason}") from None
+        raise InvalidModel(f"cannot read the ONNX model {os.fspath(path)}: {reason}") from None
 
 
 def detach_params(mod: IRModule) -> tuple[IRModule, dict[str, list[np.ndarray]]]:
@@ -153,10 +155,10 @@ def _check_arity(node: Any, opset: int, where: str) -> None:
                                    ("output", node.output, schema.min_output, schema.max_output)):
         if not low <= len(names) <= high:
             allowed = f"{low}" if low == high else f"{low} to {high}" if high < 1 << 30 else f"at least {low}"
-            raise TVMSError(f"{where}: has {len(names)} {kind}s, the operator takes {allowed}")
+            raise InvalidModel(f"{where}: has {len(names)} {kind}s, the operator takes {allowed}")
     for k, formal in enumerate(schema.inputs[:len(node.input)]):
         if not node.input[k] and formal.option == defs.OpSchema.FormalParameterOption.Single:
-            raise TVMSError(f"{where}: its input {formal.name!r} (position {k}) is required")
+            raise InvalidModel(f"{where}: its input {formal.name!r} (position {k}) is required")
 
 
 class _GraphImporter:
@@ -205,15 +207,9 @@ class _GraphImporter:
         return self.names.fresh(base)
 
     def _parameters(self, graph: Any) -> list[tuple[rx.Var, np.ndarray]]:
-        from onnx import numpy_helper
-
         params = []
         for init in graph.initializer:
-            try:
-                array = numpy_helper.to_array(init)
-            except (ValueError, TypeError, KeyError) as err:  # (data not matching its dims or type)
-                raise TVMSError(f"initializer {init.name!r}: its data does not make a tensor of "
-                                f"shape {list(init.dims)} and element type {init.data_type}: {err}") from None
+            array = tensor_value(init, f"initializer {init.name!r}")
             # (integer initializers are shapes, axes and indices, which conversion needs as
             # constants: only floating-point weights become parameters)
             if self.keep_params and array.dtype.kind == "f":
@@ -287,7 +283,7 @@ class _GraphImporter:
         try:
             dtype = onnx_dtype(tensor.elem_type)
         except TVMSError as err:
-            raise TVMSError(f"graph input {info.name!r}: {err}") from None
+            raise InvalidModel(f"graph input {info.name!r}: {err}") from None
         if not tensor.HasField("shape"):
             return None, dtype
         dims = []
@@ -298,7 +294,7 @@ class _GraphImporter:
     # ------------------------------------------------------------------ nodes
     def _value(self, name: str, user: str) -> Any:
         if name not in self.values:
-            raise TVMSError(f"{user} reads {name!r}, which no node, input or initializer defines")
+            raise InvalidModel(f"{user} reads {name!r}, which no node, input or initializer defines")
         return self.values[name]
 
     def _convert(self, ctx: Context, node: Any) -> None:
@@ -343,6 +339,8 @@ class _GraphImporter:
             raise TVMSError(f"{where}: not supported: {err}") from None
         except NeedsConstantInputs as err:  # (from a node of a subgraph)
             raise NeedsConstantInputs(f"{where}: {err}", err.inputs) from None
+        except InvalidModel as err:  # (a subgraph's)
+            raise InvalidModel(f"{where}: {err}") from None
         except TVMSError as err:
             raise TVMSError(f"{where}: {err}") from None
         except (ValueError, MemoryError) as err:  # (numpy refusing what the node asks for)
@@ -432,9 +430,23 @@ class _GraphImporter:
 _FOLD_LIMIT = 1 << 16  # elements: shapes and indices, not weights
 
 
+def tensor_value(tensor: Any, what: str) -> np.ndarray:
+    """The array a TensorProto holds; an InvalidModel naming ``what`` when its data does not fit
+    its dims or its element type is not ONNX's."""
+    from onnx import TensorProto, numpy_helper
+
+    if tensor.data_type not in TensorProto.DataType.values():
+        raise InvalidModel(f"{what}: the element type {tensor.data_type} is not an ONNX tensor type")
+    try:
+        return numpy_helper.to_array(tensor)
+    except (ValueError, TypeError, KeyError) as err:
+        raise InvalidModel(f"{what}: its data does not make a tensor of shape {list(tensor.dims)} and "
+                           f"element type {TensorProto.DataType.Name(tensor.data_type)}: {err}") from None
+
+
 def _attribute(attr: Any, where: str) -> Any:
     """An AttributeProto's value in Python terms: numbers, str, numpy arrays, lists of them."""
-    from onnx import AttributeProto, numpy_helper
+    from onnx import AttributeProto
     from onnx.helper import get_attribute_value
 
     value = get_attribute_value(attr)
@@ -444,11 +456,11 @@ def _attribute(attr: Any, where: str) -> Any:
         if attr.type == AttributeProto.STRINGS:
             return [v.decode() for v in value]
     except UnicodeDecodeError:
-        raise TVMSError(f"{where}: the attribute {attr.name} is not UTF-8 text") from None
+        raise InvalidModel(f"{where}: the attribute {attr.name} is not UTF-8 text") from None
     if attr.type == AttributeProto.TENSOR:
-        return numpy_helper.to_array(value)
+        return tensor_value(value, f"{where}: the attribute {attr.name}")
     if attr.type == AttributeProto.TENSORS:
-        return [numpy_helper.to_array(v) for v in value]
+        return [tensor_value(v, f"{where}: the attribute {attr.name}") for v in value]
     if attr.type in (AttributeProto.INTS, AttributeProto.FLOATS):
         return list(value)
     return value

@@ -22,7 +22,7 @@ import tvms  # noqa: E402
 from tvms import relax  # noqa: E402
 from tvms.cli import main  # noqa: E402
 from tvms.ir.errors import TVMSError  # noqa: E402
-from tvms.relax.frontend.onnx import bind_inputs, detach_params, from_onnx  # noqa: E402
+from tvms.relax.frontend.onnx import InvalidModel, bind_inputs, detach_params, from_onnx  # noqa: E402
 from tvms.script import from_source  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -470,28 +470,48 @@ def test_huge_constants_are_refused_or_filled_at_run_time_not_built():
     assert "R.full" not in from_onnx(small).script()
 
 
-def test_malformed_models_are_errors_naming_the_part(tmp_path, capsys):
-    """An unknown element type, initializer data not matching its dims, a non-UTF-8 string
-    attribute, numpy refusing a node: TVMSErrors from from_onnx, messages from tvms import."""
+def test_malformed_models_are_input_errors_naming_the_part(tmp_path, capsys):
+    """An invalid model (an unknown element type, tensor data not matching its dims, in an
+    initializer, a Constant or a branch's initializer, a non-UTF-8 string attribute, a name no
+    node defines, the wrong arity, no outputs at all) is an InvalidModel from from_onnx and an
+    input error from tvms import (exit 2: exit 1 is left to forms tvms does not convert)."""
     n = helper.make_node
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
-    odd_input = _model([n("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", 99, [2])], [y])
-    short = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2, 3], float_data=[1.0, 2.0])
-    short_init = helper.make_model(helper.make_graph([n("Relu", ["w"], ["y"])], "g", [], [y], [short]),
-                                   opset_imports=[helper.make_opsetid("", 17)])
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
-    bad_text = _model([n("Gelu", ["x"], ["y"], name="g", approximate=b"\xff")], [x], [y], opset=20)
-    cases = {"input": (odd_input, r"graph input 'x': the element type 99 is not an ONNX tensor type"),
-             "initializer": (short_init, r"initializer 'w': its data does not make a tensor of shape \[2, 3\]"),
-             "attribute": (bad_text, r"node 'g' \(Gelu, opset 20\): the attribute approximate is not UTF-8")}
+    short = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2, 3], raw_data=b"\0" * 20)
+
+    def graph(nodes, inputs=(x,), inits=(), opset=17):
+        return helper.make_model(helper.make_graph(nodes, "g", list(inputs), [y], list(inits)),
+                                 opset_imports=[helper.make_opsetid("", opset)])
+
+    branch = helper.make_graph([n("Add", ["x", "w"], ["t"])], "then", [], [y], [short])
+    cond = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    init = r"initializer 'w': its data does not make a tensor of shape \[2, 3\] and element type FLOAT"
+    cases = {"input": (graph([n("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", 99, [2])]),
+                       r"graph input 'x': the element type 99 is not an ONNX tensor type"),
+             "initializer": (graph([n("Relu", ["w"], ["y"])], [], [short]), init),
+             "branch": (graph([n("If", ["c"], ["y"], name="if", then_branch=branch, else_branch=branch)],
+                              [cond, x]), r"node 'if' \(If, opset 17\): " + init),
+             "value": (graph([n("Constant", [], ["y"], name="k", value=short)], []),
+                       r"node 'k' \(Constant, opset 17\): the attribute value: its data does not make"),
+             "attribute": (graph([n("Gelu", ["x"], ["y"], name="g", approximate=b"\xff")], opset=20),
+                           r"node 'g' \(Gelu, opset 20\): the attribute approximate is not UTF-8"),
+             "defines": (graph([n("Add", ["x", "z"], ["y"], name="a")]), r"node 'a' \(Add, opset 17\) "
+                         r"reads 'z', which no node, input or initializer defines"),
+             "takes": (graph([n("Add", ["x"], ["y"], name="a")]), r"has 1 inputs, the operator takes 2"),
+             "outputs": (onnx.ModelProto(), r"the model has no graph outputs")}
     for name, (model, message) in cases.items():
-        with pytest.raises(TVMSError, match=message):
+        with pytest.raises(InvalidModel, match=message):
             from_onnx(model)
         path = tmp_path / f"{name}.onnx"
         path.write_bytes(model.SerializeToString())
-        assert main(["import", str(path)]) == 1
+        assert main(["import", str(path)]) == 2, name
         err = capsys.readouterr().err
         assert "Traceback" not in err and name in err
+    good = _model([n("Relu", ["x"], ["y"])], [x], [y]).SerializeToString()
+    (tmp_path / "truncated.onnx").write_bytes(good[:len(good) // 2])
+    assert main(["import", str(tmp_path / "truncated.onnx")]) == 2
+    assert "cannot read the ONNX model" in capsys.readouterr().err
 
 
 def test_numpy_errors_in_a_converter_name_the_node(monkeypatch):
