@@ -27,7 +27,7 @@ from tvms.transform import PassContext, Sequential
 FUSION = FIXTURES / "fusion"
 SEEDS = FIXTURES / "seeds_relax"
 CASES = ["mlp", "chain", "diamond", "two_outputs", "softmax_chain", "reduce_chain", "opaque_middle",
-         "tuple_param", "tuple_call", "split_out"]
+         "tuple_param", "tuple_call", "split_out", "conv_adds"]
 # (stage it reads, stage it must print, the pass, the PassContext it runs under)
 STAGES = [
     ("legalized", "AnnotateTIROpPattern", "AnnotateTIROpPattern", {}),

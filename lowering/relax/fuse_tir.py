@@ -260,6 +260,8 @@ class _FusedPrimFunc:
             self.size_subst[id(inner)] = value
 
     def intermediate_name(self, base: str) -> str:
+        # cumulative on purpose, as TVM 0.27 names them: the third T_add is T_add_intermediate_1_2
+        # (fixtures/fusion/conv_adds.FuseTIR.tvms)
         names = {b.name for b in self.allocs}
         name, i = base + "_intermediate", 0
         while name in names:
