@@ -3,6 +3,9 @@ tensors of ml_dtypes' arrays, and the LLVM code generator's conversions, checked
 ml_dtypes' ``astype`` on every code and on a sweep of float32 inputs (ties, NaN, inf, overflow)."""
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import platform
 import subprocess
 import sys
 
@@ -30,9 +33,10 @@ def main(A: T.Buffer((N,), "DT"), B: T.Buffer((N,), "float32"), C: T.Buffer((N,)
 '''
 
 
-def _convert(dtype: str, codes: np.ndarray, inputs: np.ndarray, vectorized: bool = False):
+def _convert(dtype: str, codes: np.ndarray, inputs: np.ndarray, vectorized: bool = False,
+             flags: contextlib.AbstractContextManager = contextlib.nullcontext()):
     """(the float32 values of ``codes``, ``inputs`` converted to ``dtype``) by compiled code
-    (``vectorized``: 8 lanes at a time)."""
+    (``vectorized``: 8 lanes at a time) run under ``flags``."""
     n = -(-max(len(codes), len(inputs)) // 8) * 8
     codes, inputs = np.resize(codes, n), np.resize(inputs, n)
     src = CONVERT.replace("DT", dtype).replace("SRC", str(inputs.dtype)).replace("N8", str(n // 8))
@@ -41,7 +45,8 @@ def _convert(dtype: str, codes: np.ndarray, inputs: np.ndarray, vectorized: bool
     f = tvms.build(from_source(src), target="llvm")
     a, c = tvms.nd.array(codes), tvms.nd.array(inputs)
     b, d = tvms.nd.empty((n,), "float32"), tvms.nd.empty((n,), dtype)
-    f(a, b, c, d)
+    with flags:
+        f(a, b, c, d)
     return codes, b.numpy(), inputs, d.numpy()
 
 
@@ -79,6 +84,60 @@ def test_float_conversions_agree_with_ml_dtypes(name):
         expected = inputs.astype(dtype)
     wrong = _bits(encoded) != _bits(expected)
     assert not wrong.any(), (inputs[wrong][:8], _bits(encoded)[wrong][:8], _bits(expected)[wrong][:8])
+
+
+MXCSR = """
+declare void @llvm.x86.sse.stmxcsr(ptr)
+declare void @llvm.x86.sse.ldmxcsr(ptr)
+define i32 @set_mxcsr(i32 %bits, i32 %keep) {
+  %slot = alloca i32
+  call void @llvm.x86.sse.stmxcsr(ptr %slot)
+  %old = load i32, ptr %slot
+  %kept = and i32 %old, %keep
+  %new = or i32 %kept, %bits
+  store i32 %new, ptr %slot
+  call void @llvm.x86.sse.ldmxcsr(ptr %slot)
+  ret i32 %old
+}
+"""
+
+
+@contextlib.contextmanager
+def _denormals_are_zero():
+    """This thread's SSE control register with DAZ and FTZ set (as a library compiled with
+    -ffast-math sets them), restored after."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    machine = llvm.Target.from_default_triple().create_target_machine()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(MXCSR), machine)
+    engine.finalize_object()
+    set_mxcsr = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32)(
+        engine.get_function_address("set_mxcsr"))
+    old = set_mxcsr(0x8040, 0xFFFFFFFF)  # (DAZ: bit 6, FTZ: bit 15)
+    try:
+        yield
+    finally:
+        set_mxcsr(old, 0)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the MXCSR register is x86's")
+def test_bfloat16_rounds_subnormals_on_their_bits_whatever_daz_and_ftz():
+    """float32 subnormals (ties, both signs) and float64 values below 2**-126 to bfloat16, scalar
+    and vector code, run with DAZ and FTZ set: ml_dtypes' bits (through the float adder, or the
+    float64 -> float32 rounding to odd, the flags made them zeros)."""
+    rng = np.random.default_rng(11)
+    bits = np.concatenate([rng.integers(1, 1 << 23, 500), [1, 0x7FFF, 0x8000, 0x8001, 0x18000, 0x7FFFFF]])
+    bits = (bits | (rng.integers(0, 2, len(bits)) << 31)).astype(np.uint32)
+    doubles = rng.random(300) * 2.0 ** -126 * rng.choice([-1, 1], 300)
+    codes = np.zeros(1, ml_dtypes.bfloat16)
+    for inputs in (bits.view(np.float32), doubles):
+        want = _bits(inputs.astype(ml_dtypes.bfloat16))
+        assert (want != want & 0x8000).sum() > 0.9 * len(want)  # (subnormal bfloat16s, not zeros)
+        for vectorized in (False, True):
+            encoded = _convert("bfloat16", codes, inputs, vectorized, _denormals_are_zero())[3]
+            np.testing.assert_array_equal(_bits(encoded)[:len(inputs)], want)
 
 
 def test_float64_and_float16_conversions_round_once():

@@ -83,6 +83,9 @@ def round_to_odd(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     def one(n: int) -> ir.Constant:
         return ir.Constant(I32, n) if lanes == 1 else ir.Constant(typed(I32), [ir.Constant(I32, n)] * lanes)
 
+    def double(v: float) -> ir.Constant:
+        return ir.Constant(DOUBLE, v) if lanes == 1 else ir.Constant(typed(DOUBLE), [ir.Constant(DOUBLE, v)] * lanes)
+
     nearest = b.fptrunc(x, typed(FLOAT))
     back = b.fpext(nearest, typed(DOUBLE))
     magnitudes = [call_llvm_intrinsic(b, "fabs", [v]) for v in (back, x)]  # (vectors too)
@@ -90,7 +93,16 @@ def round_to_odd(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     bits = b.bitcast(nearest, typed(I32))
     toward_zero = b.select(away, b.sub(bits, one(1)), bits)
     inexact = b.zext(b.fcmp_ordered("!=", back, x), typed(I32))
-    return b.bitcast(b.or_(toward_zero, inexact), typed(FLOAT))
+    # below 2**-126 the float is subnormal, which the FTZ/DAZ flags would flush to zero: its bits
+    # count steps of 2**-149, |x| * 2**149 (exact) truncated, odd when inexact. (A subnormal
+    # double, which DAZ reads as 0, gives 0 instead of 1: both round to zero in any narrower type.)
+    scaled = b.fmul(magnitudes[1], double(2.0 ** 149))
+    steps = b.fptoui(scaled, typed(I32))
+    tiny = b.or_(steps, b.zext(b.fcmp_ordered("!=", b.uitofp(steps, typed(DOUBLE)), scaled), typed(I32)))
+    sign = b.and_(bits, one(0x80000000))  # (a flushed float keeps its sign)
+    result = b.select(b.fcmp_ordered("<", magnitudes[1], double(2.0 ** -126)), b.or_(tiny, sign),
+                      b.or_(toward_zero, inexact))
+    return b.bitcast(result, typed(FLOAT))
 
 
 def _double_to_half(module: ir.Module) -> ir.Function:

@@ -48,12 +48,17 @@ def float_to_narrow(b: ir.IRBuilder, x: ir.Value, fmt: FloatFormat, storage: ir.
     rebased = b.sub(a, c((127 - fmt.bias) << 23))
     odd = b.and_(b.lshr(rebased, c(shift)), c(1))
     normal = b.lshr(b.add(b.add(rebased, c((1 << (shift - 1)) - 1)), odd), c(shift))
-    # below 2**emin: adding 2**(emin - mbits + 23), whose ulp is the result's smallest step,
-    # makes the float adder round x to a multiple of it (to even); the bits past it count steps
-    magic = _const(x, FLOAT, 2.0 ** (emin - fmt.mbits + 23))
-    summed = b.fadd(b.bitcast(a, x.type), magic)
-    tiny = b.sub(b.bitcast(summed, bits.type), b.bitcast(magic, bits.type))
-    code = b.select(b.icmp_unsigned("<", a, c((emin + 127) << 23)), tiny, normal)
+    code = normal
+    if emin > -126:
+        # below 2**emin: adding 2**(emin - mbits + 23), whose ulp is the result's smallest step,
+        # makes the float adder round x to a multiple of it (to even); the bits past it count
+        # steps. (The sum is a normal float and a float32 subnormal rounds to 0 here, so the
+        # DAZ/FTZ flags change nothing; bfloat16, whose exponent is float32's, rounds its
+        # subnormals on the bits above: through the adder, DAZ would make them zeros.)
+        magic = _const(x, FLOAT, 2.0 ** (emin - fmt.mbits + 23))
+        summed = b.fadd(b.bitcast(a, x.type), magic)
+        tiny = b.sub(b.bitcast(summed, bits.type), b.bitcast(magic, bits.type))
+        code = b.select(b.icmp_unsigned("<", a, c((emin + 127) << 23)), tiny, normal)
     top = fmt.ebits + fmt.mbits  # the sign bit's place
     overflow = {"ieee": (0xFF >> (8 - fmt.ebits)) << fmt.mbits, "fn": (1 << top) - 1,
                 "fnuz": 1 << top, "none": fmt.max_code}[fmt.kind]
