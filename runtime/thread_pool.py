@@ -68,10 +68,9 @@ def _load_libgomp(llvm) -> None:
 
 def _compile_pool(llvm) -> None:
     """JIT-compile tvms's pool and define its entry for the kernels' code. Its engine is never
-    freed: a sleeping worker returns into the pool's code when woken. A child forked through
-    Python (``os.fork``, multiprocessing) resets the pool first thing: it inherits the parent's
-    count of workers but none of their threads. (libc's ``pthread_atfork`` is not a symbol ctypes
-    can find: glibc links it statically into each caller.)"""
+    freed: a sleeping worker returns into the pool's code when woken. A forked child resets the
+    pool first thing (``_reset_in_forked_children``): it inherits the parent's count of workers
+    but none of their threads, and maybe a lock a thread of the parent held."""
     global _pool_engine
     from .thread_pool_ir import POOL_SYMBOL, RESET_SYMBOL, pool_module_ir
 
@@ -81,8 +80,24 @@ def _compile_pool(llvm) -> None:
     _pool_engine = llvm.create_mcjit_compiler(llvm.parse_assembly(pool_module_ir()), machine)
     _pool_engine.finalize_object()
     llvm.add_symbol(POOL_SYMBOL, _pool_engine.get_function_address(POOL_SYMBOL))
-    os.register_at_fork(after_in_child=ctypes.CFUNCTYPE(None)(_pool_engine.get_function_address(RESET_SYMBOL)))
+    _reset_in_forked_children(_pool_engine.get_function_address(RESET_SYMBOL))
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(_pool_engine))  # (kept past the interpreter's teardown)
+
+
+def _reset_in_forked_children(reset: int) -> None:
+    """Have libc call ``reset`` in the child of every ``fork()``, Python's ``os.fork`` and a C
+    library's alike: glibc's ``__register_atfork`` (what its ``pthread_atfork`` calls, which it
+    links statically into each caller, so neither ctypes nor the JIT finds that name) or musl's
+    ``pthread_atfork``. Elsewhere only Python's forks run it (``os.register_at_fork``). Children
+    made without libc's ``fork`` (``_Fork``, ``vfork``, a raw clone system call) reset nothing."""
+    libc, handler = ctypes.CDLL(None), ctypes.c_void_p(reset)
+    glibc, musl = getattr(libc, "__register_atfork", None), getattr(libc, "pthread_atfork", None)
+    # (no DSO handle for glibc: never unregistered, as the pool's code is never freed)
+    if glibc is not None and glibc(None, None, handler, None) == 0:
+        return
+    if musl is not None and musl(None, None, handler) == 0:
+        return
+    os.register_at_fork(after_in_child=ctypes.CFUNCTYPE(None)(reset))
 
 
 @contextlib.contextmanager

@@ -20,8 +20,8 @@ time: a call made while a job runs (another Python thread, or a task's own paral
 its tasks in the calling thread.
 
 ``thread_pool.py`` compiles this module once per process and makes the symbol visible to the
-JIT (and resets the pool in a forked child: ``tvms_parallel_reset``, as the child has none of
-the workers and may have forked while a thread held the lock); kernels reference it weakly (``lowering/codegen/llvm_parallel.py`` emits the call), so code
+JIT (and has libc reset the pool in every forked child: ``tvms_parallel_reset``, as the child
+has none of the workers and may have forked while a thread held the lock); kernels reference it weakly (``lowering/codegen/llvm_parallel.py`` emits the call), so code
 linked into an exported library, where the symbol is absent, falls back to libgomp.
 """
 from __future__ import annotations

@@ -297,24 +297,29 @@ def test_own_pool_only_on_linux(own_pool):
 
 def test_a_forked_child_gets_a_working_pool():
     """The child of a fork made while another thread runs a job (the pool busy, its lock taken
-    at times) has none of the parent's workers: its pool starts afresh and uses 2 threads."""
+    at times) has none of the parent's workers: its pool starts afresh and uses 2 threads, when
+    Python forks (os.fork) and when C code calls libc's fork (no Python fork handler runs: the
+    pool's reset is libc's atfork handler; it ran on 1 thread before)."""
     done = run_python(f"""
-        import os, sys, threading, time
+        import ctypes, os, signal, sys, threading, time
         import numpy as np
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_parallel_runtime import SLEEPY, build, sleepy_threads
         lib = build(SLEEPY)
         sleepy_threads(lib, 16)  # (the workers exist before the fork)
-        busy = threading.Thread(target=lambda: lib(np.zeros(64, np.uint64)))
-        busy.start()
-        time.sleep(0.02)
-        pid = os.fork()
-        if pid == 0:
-            os._exit(sleepy_threads(lib, 16))
-        busy.join()
-        print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        # (PyDLL: the GIL stays with this thread through the fork, as os.fork holds it)
+        for fork in (os.fork, ctypes.PyDLL(None).fork):
+            busy = threading.Thread(target=lambda: lib(np.zeros(64, np.uint64)))
+            busy.start()
+            time.sleep(0.02)
+            pid = fork()
+            if pid == 0:
+                signal.alarm(60)  # (a child stuck on a lock dies)
+                os._exit(sleepy_threads(lib, 16))
+            busy.join()
+            print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
     """, TVM_NUM_THREADS="2", TVMS_THREAD_POOL="tvms")
-    assert done.stdout.split() == ["2"]
+    assert done.stdout.split() == ["2", "2"]
 
 
 def test_own_pool_takes_callers_from_several_threads_at_once(own_pool):
