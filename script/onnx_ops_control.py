@@ -6,7 +6,8 @@ parameters of that function (``Captures``), so the caller stays one dataflow blo
 allows no ``if``) that calls it. ``If`` on a condition known only at run time is a function
 holding a Relax ``if``; on a constant one, the branch taken is converted in place. ``Loop`` and
 ``Scan`` are a recursive function: ``if i < n ...: body, then a call of itself with the next
-values; else: the values`` (the VM runs it; a scan output grows by one slice per iteration).
+values; else: the values`` (the VM runs it). A scan output is a buffer each iteration writes its
+slice into, in place, and that doubles when full, so n iterations cost time linear in n.
 A Loop that carries a sequence is unrolled at import time when its trip count is a constant (the
 sequence stays a tuple); otherwise the sequence's length is a run-time value
 (``runtime/sequence.py``).
@@ -18,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import relax as rx
+from ..ir import relax_op
 from ..ir.dtype import DataType
 from ..ir.expr import SizeVar
 from ..ir.module import GlobalVar
@@ -250,16 +252,57 @@ def _dims(x: Any) -> list:
     return list(sinfo.dims)
 
 
-def _grow(ctx: Any, i: Any, acc: Any, s: Any, known: bool) -> Any:
-    """The scan output so far, ``acc``, with this iteration's ``s`` appended along a new axis 0.
-    Unless the caller ``known`` all of ``s``'s dimensions, the start value has 0 for them and the
-    first iteration takes ``s`` alone."""
-    if known:
-        return op.concat([acc, op.expand_dims(s, 0)], axis=0)
+def _write_slice(ctx: Any, rank: int, dtype: str) -> GlobalVar:
+    """The PrimFunc ``A[at[()], ...] = S[...]``: a slice of ``rank`` dimensions written into a row
+    of the scan output, in place."""
+    from .module_parser import from_source
+
+    dims, loops, axes = ([f"{c}{k}" for k in range(rank)] for c in "djv")
+    pad = "    " * (2 if rank else 1)
+    lines = ["# from tvm.script import tir as T", "@T.prim_func(private=True)",
+             'def write_slice(a: T.handle, s: T.handle, at: T.Buffer((), "int64")):',
+             *(f"    {d} = T.int64()" for d in ["n", *dims]),
+             f'    A = T.match_buffer(a, ({", ".join(["n", *dims])}), "{dtype}")',
+             f'    S = T.match_buffer(s, ({"".join(d + ", " for d in dims)}), "{dtype}")',
+             *([f"    for {', '.join(loops)} in T.grid({', '.join(dims)}):"] if rank else []),
+             f'{pad}with T.block("write"):',
+             *(f"{pad}    {v} = T.axis.spatial({d}, {j})" for v, d, j in zip(axes, dims, loops)),
+             f"{pad}    A[{', '.join(['at[()]', *axes])}] = S[{', '.join(axes) or '()'}]"]
+    return ctx.bb.add_func(from_source("\n".join(lines) + "\n"), "write_slice")
+
+
+def _grow(ctx: Any, i: Any, acc: Any, s: Any) -> Any:
+    """The scan output so far, ``acc`` (at least ``i`` rows, the first ``i`` of them written), with
+    this iteration's ``s`` written into row ``i``: in place, after doubling ``acc`` when it is
+    full. The first iteration starts a buffer of one row (the start value may have 0 for the
+    dimensions of ``s`` that only the body decides)."""
     first = ctx.bb.emit(op.equal(i, ctx.constant(0, "int64")))
+    rows = ctx.bb.emit(op.take(op.shape_to_tensor(op.shape_of(acc)), ctx.constant(0, "int64")))
+    sinfo = s.struct_info
+
+    def write(room: Any) -> Any:
+        writer = _write_slice(ctx, sinfo.ndim, str(sinfo.dtype))
+        out = room.struct_info
+        return ctx.emit(relax_op.make_call("call_tir_inplace", [writer, rx.Tuple((room, s, i))],
+                                           {"inplace_indices": (0,)}, (out,)))
+
+    def later() -> Any:
+        full = ctx.bb.emit(op.equal(i, rows))
+        doubled = _branch(ctx, lambda: write(refine(ctx, ctx.bb.emit(op.concat([acc, acc], axis=0)),
+                                                    [None, *sinfo.dims])))
+        return refine(ctx, ctx.bb.emit(rx.If(full, doubled, _branch(ctx, lambda: write(acc)))))
+
     alone = _branch(ctx, lambda: ctx.emit(op.expand_dims(s, 0)))
-    after = _branch(ctx, lambda: ctx.emit(op.concat([acc, op.expand_dims(s, 0)], axis=0)))
-    return refine(ctx, ctx.bb.emit(rx.If(first, alone, after)))
+    return refine(ctx, ctx.bb.emit(rx.If(first, alone, _branch(ctx, later))))
+
+
+def _written_rows(ctx: Any, acc: Any, i: Any) -> Any:
+    """The first ``i`` rows of the scan output ``acc``: what the iterations wrote."""
+    shape = op.shape_to_tensor(op.shape_of(acc))
+    rank = acc.struct_info.ndim
+    end = ctx.bb.emit(op.concat([op.reshape(i, [1]), op.strided_slice(shape, axes=[0], begin=[1], end=[rank])], axis=0))
+    return ctx.bb.emit(op.dynamic_strided_slice(acc, ctx.constant([0] * rank, "int64"), end,
+                                                ctx.constant([1] * rank, "int64")))
 
 
 def _recursive_loop(ctx, name, fixed, carried, go, step, loose):
@@ -285,7 +328,7 @@ def _recursive_loop(ctx, name, fixed, carried, go, step, loose):
         accs_p = [rx.Var(f"scan{k}", TensorStructInfo([_size(bb)] + [_size(bb) if d is None else d for d in dims],
                                                       s.struct_info.dtype))
                   for k, (s, dims) in enumerate(zip(scans, known))]
-        grown = [_grow(ctx, i, a, s, None not in dims) for a, s, dims in zip(accs_p, scans, known)]
+        grown = [_grow(ctx, i, a, s) for a, s in zip(accs_p, scans)]
         ret = TupleStructInfo(tuple(_erased(p.struct_info) if k in loose else p.struct_info
                                     for k, p in enumerate(carried_p)) +
                               tuple(_erased(a.struct_info) for a in accs_p))
@@ -295,7 +338,8 @@ def _recursive_loop(ctx, name, fixed, carried, go, step, loose):
     def body():
         running = bb.emit(go(i, fixed_p, carried_p))
         then = _branch(ctx, iteration)  # (the scan outputs' parameters exist after it)
-        return rx.If(running, then, rx.Tuple(tuple(carried_p + accs_p))), [i, *fixed_p, *carried_p, *accs_p]
+        done = _branch(ctx, lambda: rx.Tuple(tuple(carried_p + [_written_rows(ctx, a, i) for a in accs_p])))
+        return rx.If(running, then, done), [i, *fixed_p, *carried_p, *accs_p]
 
     gv = _function(ctx, name, body, captures, self_gv)
     # (a dimension of a scan output known only in the body is 0 in the start value: the first

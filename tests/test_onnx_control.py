@@ -304,3 +304,27 @@ def test_split_into_chunks_of_a_run_time_size_and_a_scan_of_one_state():
                           [info("m0", F, [3]), info("x", F, [4, 3])], [info("m", F, [3])]))
     m0, x = np.full(3, -np.inf, "float32"), RNG.standard_normal((4, 3)).astype("float32")
     np.testing.assert_array_equal(run(mod, m0, x), x.max(axis=0))
+
+
+def test_scan_outputs_are_written_in_place_into_a_buffer_that_doubles():
+    """Each iteration writes its slices into the scan outputs in place (R.call_tir_inplace),
+    doubling a buffer when it is full, and the loop returns the rows written: right for trip
+    counts across several doublings (a scalar int64 output and a float row), and for none. (The
+    outputs grew by a concatenation of all earlier slices before: time quadratic in the count.)"""
+    body = helper.make_graph([node("Identity", ["c"], ["c_out"]), node("Mul", ["i", "i"], ["square"]),
+                              node("Cast", ["i"], ["fi"], to=F), node("Add", ["y", "fi"], ["y_out"]),
+                              node("Identity", ["y_out"], ["y_seen"])],
+                             "body", [info("i", I64, []), info("c", BOOL, []), info("y", F, [4])],
+                             [info("c_out", BOOL, []), info("y_out", F, [4]), info("square", I64, []),
+                              info("y_seen", F, [4])])
+    mod = from_onnx(model([node("Loop", ["n", "", "y0"], ["y", "squares", "ys"], body=body)],
+                          [info("n", I64, []), info("y0", F, [4])],
+                          [info("y", F, [4]), info("squares", I64, ["k"]), info("ys", F, ["k", 4])]))
+    assert mod.script().count("R.call_tir_inplace(cls.write_slice") == 4  # (2 outputs, doubled or not)
+    y0 = RNG.standard_normal(4).astype("float32")
+    for n in (0, 1, 2, 3, 37):
+        y, squares, ys = run(mod, np.array(n), y0)
+        steps = np.cumsum(np.arange(n, dtype="float32"))
+        np.testing.assert_array_equal(squares, np.arange(n) ** 2)
+        np.testing.assert_allclose(ys, y0 + steps[:, None] if n else np.zeros((0, 4)), rtol=1e-6)
+        np.testing.assert_allclose(y, y0 + (steps[-1] if n else 0), rtol=1e-6)
