@@ -73,7 +73,7 @@ def load_model(path: "str | os.PathLike") -> Any:
 
     try:
         return onnx.load(os.fspath(path))
-    except (OSError, DecodeError) as err:
+    except (OSError, DecodeError, onnx.checker.ValidationError) as err:  # (the last: external data)
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InvalidModel(f"cannot read the ONNX model {os.fspath(path)}: {reason}") from None
 

@@ -512,6 +512,12 @@ def test_malformed_models_are_input_errors_naming_the_part(tmp_path, capsys):
     (tmp_path / "truncated.onnx").write_bytes(good[:len(good) // 2])
     assert main(["import", str(tmp_path / "truncated.onnx")]) == 2
     assert "cannot read the ONNX model" in capsys.readouterr().err
+    weights = graph([n("Add", ["x", "w"], ["y"])], inits=[numpy_helper.from_array(np.ones(2, "float32"), "w")])
+    onnx.save_model(weights, str(tmp_path / "external.onnx"), save_as_external_data=True, location="w.bin",
+                    size_threshold=0)
+    (tmp_path / "w.bin").unlink()  # (onnx's loader raised its ValidationError through: exit 70)
+    assert main(["import", str(tmp_path / "external.onnx")]) == 2
+    assert "cannot read the ONNX model" in capsys.readouterr().err
 
 
 def test_numpy_errors_in_a_converter_name_the_node(monkeypatch):
