@@ -114,6 +114,10 @@ class KernelCodegen:
         self.warp_size = 32
         self.outer_allocs: dict = {}  # data Var -> (scope, dtype, size source): non-global, outside kernels
         self.reducers: list = []  # the enclosing reduce_scope attributes' CommReducers
+        # data Vars of blocks' alloc_buffers (and views of them): scheduled TensorIR, whose layout
+        # lowering still decides (CompactBufferAllocation, storage_align), so WMMA pointers into
+        # them are not held to the device's alignment
+        self.unplaced: set = set()
 
     def function(self, func: Any) -> Any:
         warp = getattr(func.attrs.get("target"), "config", {}).get("thread_warp_size")
@@ -290,6 +294,8 @@ class KernelCodegen:
         super().s_LetStmt(s)
 
     def s_BlockRealize(self, s: S.BlockRealize) -> None:
+        self.unplaced.update(b.data for b in s.block.alloc_buffers)
+        self.unplaced.update(m.buffer.data for m in s.block.match_buffers if m.source.buffer.data in self.unplaced)
         k = self.kernel
         if k is None:
             return super().s_BlockRealize(s)
@@ -374,7 +380,7 @@ class KernelCodegen:
         memory, mine = self.local(data), numpy_dtype(e.args[0].dtype)
         if self.data_dtypes.get(data, mine) != mine:
             memory = f"{memory}.view({self.name(mine)})"
-        return f"({memory}, {self.src(e.args[2])})"
+        return f"({memory}, {self.src(e.args[2])}, {data not in self.unplaced})"
 
     def allreduce(self, s: S.Evaluate, call: E.Call) -> None:
         """``T.tvm_thread_allreduce(size, values..., cond, results..., threads...)`` in the
