@@ -116,8 +116,9 @@ anylist_setitem_call_cpacked   int32      3 -
 ptx_legacy.ldmatrix            void       7 7
 ptx_legacy.mma                 void       13 14
 # what TVM's s_tir passes InjectPTXAsyncCopy / InjectPTXLDG32 write: a raw cp.async of elements of
-# the call's dtype (dst, dst_offset, src, src_offset, bytes) and a guarded 32-bit global load
-s_tir.cp_async_raw             dtype      5 5
+# the call's dtype (dst, dst_offset, src, src_offset, bytes[, predicate: else zeros]) and a guarded
+# 32-bit global load
+s_tir.cp_async_raw             dtype      5 6
 s_tir.ldg32                    arg0       4 4
 # backends: the Metal and WebGPU namespaces, and the thread-set annotations of TVM's analyses
 metal.make_filled_simdgroup_matrix void   5 5  8 8
