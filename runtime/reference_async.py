@@ -34,10 +34,10 @@ def cp_async(block: Any, me: int, dst: Any, dst_offset: int, src: np.ndarray, sr
     """Issue one copy (``dst``: shared memory as elements of the call's type, offsets in elements)."""
     count = nbytes // dst.itemsize
     start = src_offset * src.itemsize
-    raw = np.ravel(src).view(np.uint8)[start:start + nbytes]
-    if predicate and len(raw) < nbytes:
-        raise TVMSError(f"cp.async of {nbytes} bytes from element {src_offset} is past the end of its "
+    if predicate and not 0 <= start <= src.nbytes - nbytes:  # (a copy predicated off reads nothing)
+        raise TVMSError(f"cp.async of {nbytes} bytes from element {src_offset} is out of the bounds of its "
                         f"source ({src.size} elements)")
+    raw = np.ravel(src).view(np.uint8)[start:start + nbytes] if predicate else None
     values = np.frombuffer(raw.tobytes(), dst.data.dtype) if predicate else np.zeros(count, dst.data.dtype)
     if not 0 <= dst_offset <= dst.size - count:
         raise TVMSError(f"cp.async into {dst.name!r} at element {dst_offset} ({count} elements) is out of "

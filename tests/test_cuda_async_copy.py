@@ -131,7 +131,8 @@ def test_a_read_before_its_wait_is_an_error():
 
 def test_copy_semantics():
     """One thread's copies land at the wait that completes their group: read after it, they are
-    there (a predicated-off copy writes zeros); never waited for, the thread's end says so."""
+    there (a predicated-off copy writes zeros); never waited for, the thread's end says so; a copy
+    from outside its source is refused."""
     text = '''
 # from tvm.script import tir as T
 
@@ -160,3 +161,6 @@ def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
 ''')
     with pytest.raises(TVMSError, match=r"ends with 1 cp.async copies it never waited for .*, nor committed"):
         run_prim_func(from_source(unwaited), a, b)
+    past_the_end = text.replace("A.data, 0, 16)", "A.data, 6, 16)")
+    with pytest.raises(TVMSError, match=r"cp.async of 16 bytes from element 6 is out of the bounds of its source"):
+        run_prim_func(from_source(past_the_end), a, b)
