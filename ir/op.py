@@ -200,6 +200,10 @@ register("ptx.cp", "void", (4, 4), name="tir.ptx.cp_async_wait_group")
 for _n in ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync"):
     register(f"cuda.__{_n}", "arg1", (4, 4))
 register("cuda.__activemask", "uint32", (0, 0))
+# the warp-fragment fill and store of TVM's PTX tensor intrinsics (T.ptx_legacy.mma's accumulators):
+# mma_fill_legacy(local_size, local_ptr, offset), mma_store_legacy(m, n, dst_ptr, local_ptr, offset, stride)
+register("cuda.mma_fill_legacy", "void", (3, 3), name="tir.mma_fill_legacy")
+register("cuda.mma_store_legacy", "void", (6, 6), name="tir.mma_store_legacy")
 register("start_profile_intrinsic", "void", (1, 1))
 register("end_profile_intrinsic", "void", (1, 1))
 

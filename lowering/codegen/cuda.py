@@ -11,8 +11,9 @@ __shared__``/register arrays; vectors use CUDA's vector types (``float4``, ``hal
 (``T.call_pure_extern("float32", "expf", x)``, ``T.cuda.__shfl_down_sync(...)``) are C calls.
 A floor division or an intrinsic that LowerIntrin did not lower is refused. The source starts
 with TVM's preamble for the features it uses (``cuda_preamble``). CUDA's type names are in
-``cuda_types``, the tensor-core (WMMA) fragments and calls in ``cuda_wmma``, the asynchronous copies
-(``cp.async``) in ``cuda_async``.
+``cuda_types``, the tensor-core (WMMA) fragments and calls in ``cuda_wmma``, the PTX tensor-core
+instructions (``mma.sync``, ``ldmatrix``) in ``cuda_ptx``, the asynchronous copies (``cp.async``) in
+``cuda_async``.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from .c_source import CSource
 from .cuda_artifact import CudaArtifact, CudaKernel
 from .cuda_async import CP_ASYNC, AsyncCopies
 from .cuda_preamble import preamble
+from .cuda_ptx import PTX_CALLS, PtxTensorCore
 from .cuda_types import CudaTypes
 from .cuda_wmma import WMMA_CALLS, TensorCoreFragments
 
@@ -38,7 +40,7 @@ UINT32 = DataType("uint32")
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
-class CudaSource(CudaTypes, TensorCoreFragments, AsyncCopies, CSource):
+class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, CSource):
     """Renders kernels into one CUDA source; ``tags`` collects the preamble sections it needs."""
 
     restrict = "__restrict__"
@@ -53,9 +55,8 @@ class CudaSource(CudaTypes, TensorCoreFragments, AsyncCopies, CSource):
         if scope == "global":
             raise TVMSError("a kernel cannot allocate global memory: pass every global array to the "
                             "function as a parameter")
-        if scope == "warp":
-            raise TVMSError("a warp-scope allocation reaches CUDA code generation: LowerWarpMemory "
-                            "turns it into registers and shuffles first")
+        # (a "warp" buffer LowerWarpMemory leaves, a PTX fragment only T.ptx_legacy calls touch,
+        # is each thread's registers: an array of its own, as TVM prints it)
         return {"shared": "__shared__ ", "shared.dyn": "extern __shared__ "}.get(scope, "")
 
     def gathered(self, dtype: DataType, values: list[str]) -> str:
@@ -164,6 +165,8 @@ class CudaSource(CudaTypes, TensorCoreFragments, AsyncCopies, CSource):
             return self.wmma(short, e.args)
         if name == CP_ASYNC:
             return self.cp_async(e)
+        if name in PTX_CALLS:
+            return PTX_CALLS[name](self, e.args)
         return None
 
     def storage_sync(self, call: E.Call) -> None:
