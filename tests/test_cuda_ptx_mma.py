@@ -5,16 +5,19 @@ against Apache TVM 0.27.
 fixtures/ptx_mma (generate_with_tvm.py) holds three 512^3 matmuls TVM's own
 test_tir_schedule_tensorize_ldmatrix_mma_numeric.py schedules with its PTX tensor intrinsics (float16
 into float32, float16 with B transposed, int8 into int32, whose B tile is gathered: ldmatrix cannot
-transpose 8-bit elements), as TVM's device passes leave them, and the CUDA C TVM renders. tvms renders
-TVM's text byte for byte and NVRTC compiles it for sm_80 and sm_90; nothing runs on a GPU (the
-reference executor refuses these calls by name).
+transpose 8-bit elements): scheduled, as TVM's device passes leave them, and the CUDA C TVM renders.
+tvms renders TVM's device stage byte for byte; tvms's own lowering of the schedules (LowerWarpMemory
+making the accumulators each lane's registers, as TVM's) gives the same instructions; NVRTC compiles
+both for sm_80 and sm_90. Nothing runs on a GPU (the reference executor refuses these calls by name).
 """
 from __future__ import annotations
 
 import pytest
 
 from tvms.ir.errors import TVMSError
+from tvms.ir.target import Target
 from tvms.lowering.codegen.cuda import cuda_source, kernels_of
+from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
 from tvms.script import from_source
 
 from conftest import FIXTURES
@@ -32,11 +35,17 @@ def test_source_is_tvms_byte_for_byte_and_compiles():
     modules = [_module(case) for case in CASES]
     for case, mod in zip(CASES, modules):
         assert cuda_source(kernels_of(mod)) == (HERE / f"{case}.cu").read_text(), case
-    source = kernels_source(modules)
-    assert source.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 2
-    assert source.count("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") == 2
-    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in source
-    assert_compiles(source)
+    theirs = kernels_source(modules)
+    assert theirs.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 2
+    assert theirs.count("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") == 2
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in theirs
+    ours = kernels_source([lower_for_cuda(from_source((HERE / f"{case}.input.tvms").read_text())[case]
+                                          .with_attr("global_symbol", "tvms_" + case), Target("cuda -arch=sm_80"))
+                           for case in CASES])
+    for needle in ("mma.sync.aligned", "ldmatrix.sync.aligned.m8n8.x4.shared", "ldmatrix.sync.aligned.m8n8.x4.trans",
+                   "for (int i = 0; i < 16; ++i)", "for (int local_id = 0;", "float C_warp_ptr[64];"):
+        assert ours.count(needle) == theirs.count(needle), needle
+    assert_compiles(theirs + ours[ours.index('extern "C"'):])  # (one compile: TVM's kernels and tvms's)
 
 
 KERNEL = '''
