@@ -70,6 +70,7 @@ def k(A_ptr: T.handle("float16", "global")):
     ('T.ptx_legacy.ldmatrix(T.bool(False), 3, ".b16", A_warp.data, 0, T.address_of(A_shared[0]), 0)',
      "ldmatrix loads 1, 2 or 4 matrices, not 3"),
     ('T.cuda.mma_store_legacy(16, 8, T.address_of(A_shared[0]), C_warp.data, 0, 16)', "16 x 16 tiles only"),
+    ("A_warp[threadIdx_x] = A_shared[threadIdx_x]", "the warp buffer 'A_warp' is accessed element by element"),
 ])
 def test_what_ptx_cannot_do_is_refused(call: str, message: str):
     with pytest.raises(TVMSError, match=message):

@@ -25,6 +25,7 @@ from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.registry import get_global_func
+from ...ir.visitor import walk
 from .c_source import CSource
 from .cuda_artifact import CudaArtifact, CudaKernel
 from .cuda_async import CP_ASYNC, AsyncCopies
@@ -56,7 +57,8 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, CSo
             raise TVMSError("a kernel cannot allocate global memory: pass every global array to the "
                             "function as a parameter")
         # (a "warp" buffer LowerWarpMemory leaves, a PTX fragment only T.ptx_legacy calls touch,
-        # is each thread's registers: an array of its own, as TVM prints it)
+        # is each thread's registers: an array of its own, as TVM prints it; s_AllocBuffer refuses
+        # one read or written element by element, whose lanes would not see each other's values)
         return {"shared": "__shared__ ", "shared.dyn": "extern __shared__ "}.get(scope, "")
 
     def gathered(self, dtype: DataType, values: list[str]) -> str:
@@ -209,6 +211,11 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, CSo
     def s_AllocBuffer(self, s: S.AllocBuffer) -> None:
         buf = s.buffer
         scope = buf.scope
+        if scope == "warp" and any(isinstance(n, (E.BufferLoad, S.BufferStore)) and n.buffer.data is buf.data
+                                   for n in walk(s.body)):
+            raise TVMSError(f"the warp buffer {buf.name!r} is accessed element by element in CUDA code: "
+                            f"LowerWarpMemory lowers such a buffer to registers and shuffles only where no other "
+                            f"warp buffer's scope encloses it (as TVM 0.27)")
         vid = self.new_id(buf.data, self.allocation_name(buf.name) + "_ptr")
         align = buf.data_alignment
         align_ann = s.annotations.get("tir.buffer_data_alignment")
