@@ -103,6 +103,9 @@ def test_lowered_with_async_copies_compiles_and_computes():
             # zero: tvms's keeps two zero-filling copies, T.LE(1, 0) and ...)
             extra = 2 if (case, needle) == ("predicated", "T.s_tir.cp_async_raw(") else 0
             assert ours.count(needle) == tvms_stage.count(needle) + extra, (case, needle)
+        # (the kernel's parameters and declarations: a buffer used only as cp.async's source too)
+        declarations = [line for line in tvms_stage.splitlines() if "_kernel(" in line or "decl_buffer" in line]
+        assert [line for line in ours.splitlines() if "_kernel(" in line or "decl_buffer" in line] == declarations
     source = cuda_source([k for mod in mods.values() for k in kernels_of(mod)])
     # (one helper per wait count, shared by the kernels: 0, 1, 2 and 5)
     assert source.count("cp.async.wait_group") == 4 and "cp.async.cg.shared.global" in source

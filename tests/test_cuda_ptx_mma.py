@@ -45,6 +45,9 @@ def test_source_is_tvms_byte_for_byte_and_compiles():
     for needle in ("mma.sync.aligned", "ldmatrix.sync.aligned.m8n8.x4.shared", "ldmatrix.sync.aligned.m8n8.x4.trans",
                    "for (int i = 0; i < 16; ++i)", "for (int local_id = 0;", "float C_warp_ptr[64];"):
         assert ours.count(needle) == theirs.count(needle), needle
+    signatures = [line for line in theirs.splitlines() if line.startswith('extern "C"')]
+    assert [line for line in ours.splitlines() if line.startswith('extern "C"')] == [
+        line.replace(") f", ") tvms_f").replace(") i8", ") tvms_i8") for line in signatures]
     assert_compiles(theirs + ours[ours.index('extern "C"'):])  # (one compile: TVM's kernels and tvms's)
 
 
