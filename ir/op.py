@@ -116,8 +116,9 @@ anylist_setitem_call_cpacked   int32      3 -
 ptx_legacy.ldmatrix            void       7 7
 ptx_legacy.mma                 void       13 14
 # what TVM's s_tir passes InjectPTXAsyncCopy / InjectPTXLDG32 write: a raw cp.async of elements of
-# the call's dtype (dst, dst_offset, src, src_offset, bytes) and a guarded 32-bit global load
-s_tir.cp_async_raw             dtype      5 5
+# the call's dtype (dst, dst_offset, src, src_offset, bytes[, predicate: else zeros]) and a guarded
+# 32-bit global load
+s_tir.cp_async_raw             dtype      5 6
 s_tir.ldg32                    arg0       4 4
 # backends: the Metal and WebGPU namespaces, and the thread-set annotations of TVM's analyses
 metal.make_filled_simdgroup_matrix void   5 5  8 8
@@ -199,6 +200,10 @@ register("ptx.cp", "void", (4, 4), name="tir.ptx.cp_async_wait_group")
 for _n in ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync"):
     register(f"cuda.__{_n}", "arg1", (4, 4))
 register("cuda.__activemask", "uint32", (0, 0))
+# the warp-fragment fill and store of TVM's PTX tensor intrinsics (T.ptx_legacy.mma's accumulators):
+# mma_fill_legacy(local_size, local_ptr, offset), mma_store_legacy(m, n, dst_ptr, local_ptr, offset, stride)
+register("cuda.mma_fill_legacy", "void", (3, 3), name="tir.mma_fill_legacy")
+register("cuda.mma_store_legacy", "void", (6, 6), name="tir.mma_store_legacy")
 register("start_profile_intrinsic", "void", (1, 1))
 register("end_profile_intrinsic", "void", (1, 1))
 

@@ -120,6 +120,7 @@ class Block:
         self.warps = warps  # per thread: (warp, lane)
         self.clock = 0  # advanced by every barrier (in steps of CLOCK_STEP, above any thread number)
         self.memory: dict = {}
+        self.in_flight: dict = {}  # root Shared -> per byte, the cp.async copies writing it not yet waited for
 
     def shared(self, key: int, name: str, size: int, dtype: np.dtype) -> "Shared":
         """The block's one ``shared`` allocation of a site (allocated by the first thread)."""
@@ -220,6 +221,8 @@ class Shared:
         return mem
 
     def load(self, i: Any, me: int, stmt: Any) -> Any:
+        if self.block.in_flight:
+            self._landed(i, me, stmt, "reads")
         tracks, clock = self.tracks, self.block.clock
         if type(i) is int and 0 <= i < self.size and self.itemsize == tracks.unit:  # (the common case)
             w = tracks.written[i]
@@ -236,6 +239,8 @@ class Shared:
         return self.data[i]
 
     def store(self, i: Any, value: Any, me: int, stmt: Any) -> None:
+        if self.block.in_flight:
+            self._landed(i, me, stmt, "writes")
         if type(i) is int and 0 <= i < self.size:  # (the common case, kept short)
             before = self.data[i]
             self.data[i] = value
@@ -250,6 +255,17 @@ class Shared:
         self.data[i] = value
         for j, old, new in zip(indices, before, self.data[indices]):
             self._wrote(j, _changed(old, new), me, stmt)
+
+    def _landed(self, i: Any, me: int, stmt: Any, what: str) -> None:
+        """An access to bytes a cp.async copy is still writing (reference_async) is an error."""
+        pending = self.block.in_flight.get(self.root)
+        if pending is None:
+            return
+        for j in (i,) if type(i) is int else self._indices(i):
+            if pending[j * self.itemsize:(j + 1) * self.itemsize].any():
+                raise TVMSError(f"{self.block.who(me)} {what} element {j} of the shared buffer {self.name!r} at "
+                                f"{describe(stmt)} while a cp.async copy into it is in flight (no "
+                                f"cp.async.wait_group has completed it)")
 
     def _pieces(self, i: int) -> range:
         """The tracked pieces of element ``i``."""

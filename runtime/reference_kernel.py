@@ -37,6 +37,7 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.op import get_op
 from tvms.ir.visitor import walk
 
+from . import reference_async
 from . import reference_gpu as gpu
 from . import reference_wmma
 from .tir_values import cast_value, numpy_dtype
@@ -114,6 +115,10 @@ class KernelCodegen:
         self.warp_size = 32
         self.outer_allocs: dict = {}  # data Var -> (scope, dtype, size source): non-global, outside kernels
         self.reducers: list = []  # the enclosing reduce_scope attributes' CommReducers
+        # data Vars of blocks' alloc_buffers (and views of them): scheduled TensorIR, whose layout
+        # lowering still decides (CompactBufferAllocation, storage_align), so WMMA pointers into
+        # them are not held to the device's alignment
+        self.unplaced: set = set()
 
     def function(self, func: Any) -> Any:
         warp = getattr(func.attrs.get("target"), "config", {}).get("thread_warp_size")
@@ -162,6 +167,8 @@ class KernelCodegen:
             self.stmt(s)
             if len(self.lines) == before:
                 self.emit("pass")
+            if any(_is_cp_async(n) for n in walk(s)):
+                self.emit(self._call(reference_async.finish, "_blk", "_me"))
         finally:
             self.kernel, self.bufs = None, outer_bufs
             self.loops = outer_loops
@@ -290,6 +297,8 @@ class KernelCodegen:
         super().s_LetStmt(s)
 
     def s_BlockRealize(self, s: S.BlockRealize) -> None:
+        self.unplaced.update(b.data for b in s.block.alloc_buffers)
+        self.unplaced.update(m.buffer.data for m in s.block.match_buffers if m.source.buffer.data in self.unplaced)
         k = self.kernel
         if k is None:
             return super().s_BlockRealize(s)
@@ -315,6 +324,12 @@ class KernelCodegen:
         if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(s.node, E.IterVar):
             return self.thread_axis(s, s.node.thread_tag, s.node.var, E.IntImm(DataType("int32"), 0),
                                     s.value, s.body)
+        if self.kernel is not None and s.attr_key == "async_commit_queue_scope":  # (cp.async groups)
+            self.stmt(s.body)
+            return self.emit(self._call(reference_async.commit_group, "_blk", "_me"))
+        if self.kernel is not None and s.attr_key == "async_wait_queue_scope":
+            self.emit(self._call(reference_async.wait_group, "_blk", "_me", self.src(s.body.value)))
+            return self.stmt(s.body.body)  # (inside async_wait_inflight_count)
         if s.attr_key == "reduce_scope" and isinstance(s.node, E.CommReducer):
             self.reducers.append(s.node)
             try:
@@ -357,6 +372,14 @@ class KernelCodegen:
             args = [self._access_ptr(a) if _is_access_ptr(a) else repr(a.value) if isinstance(a, E.StringImm)
                     else self.src(a) for a in e.args]
             return self.wait(gpu.WMMA, k.current, (repr(name[len("tir.tvm_"):]), f"({', '.join(args)},)"))
+        if name == "tir.s_tir.cp_async_raw":
+            if k is None:
+                raise TVMSError("cp_async_raw outside a GPU kernel (no thread launch encloses it)")
+            dst, dst_offset, src, src_offset, nbytes = e.args[:5]
+            predicate = self.src(e.args[5]) if len(e.args) == 6 else "True"
+            return self._call(reference_async.cp_async, "_blk", "_me", self._pointer(dst, e.dtype), self.src(dst_offset),
+                              self.local(pointer_data(src)), self.src(src_offset), self.src(nbytes), predicate,
+                              k.stmt_ref)
         if name in _SHUFFLES or name == "tir.tvm_warp_activemask":
             if k is None:
                 raise TVMSError(f"{name[4:]} outside a GPU kernel (no thread launch encloses it)")
@@ -367,14 +390,20 @@ class KernelCodegen:
             return self.wait(_SHUFFLES[name], stmt, (mask, value, arg, width))
         return super().e_Call(e)
 
-    def _access_ptr(self, e: E.Call) -> str:
-        """``T.tvm_access_ptr(type, data, offset, extent, mask)`` as (memory, offset), the memory
-        seen as elements of ``type`` (the offset counts them: a view of merged shared memory)."""
-        data = pointer_data(e.args[1])
-        memory, mine = self.local(data), numpy_dtype(e.args[0].dtype)
+    def _pointer(self, arg: Any, dtype: DataType) -> str:
+        """The memory a pointer argument names, seen as elements of ``dtype`` (a view of merged
+        shared memory where its type differs)."""
+        data = pointer_data(arg)
+        memory, mine = self.local(data), numpy_dtype(dtype)
         if self.data_dtypes.get(data, mine) != mine:
             memory = f"{memory}.view({self.name(mine)})"
-        return f"({memory}, {self.src(e.args[2])})"
+        return memory
+
+    def _access_ptr(self, e: E.Call) -> str:
+        """``T.tvm_access_ptr(type, data, offset, extent, mask)`` as (memory, offset, placed), the
+        memory seen as elements of ``type`` (the offset counts them)."""
+        data = pointer_data(e.args[1])
+        return f"({self._pointer(data, e.args[0].dtype)}, {self.src(e.args[2])}, {data not in self.unplaced})"
 
     def allreduce(self, s: S.Evaluate, call: E.Call) -> None:
         """``T.tvm_thread_allreduce(size, values..., cond, results..., threads...)`` in the
@@ -401,6 +430,10 @@ class KernelCodegen:
         self.emit(f"{''.join(self.local(v) + ', ' for v in answers)}= {request}")
         for answer, r in zip(answers, results):  # (each thread's own result buffer)
             self.s_BufferStore(S.BufferStore(r.buffer, answer, r.indices))
+
+
+def _is_cp_async(e: Any) -> bool:
+    return isinstance(e, E.Call) and getattr(e.op, "name", None) == "tir.s_tir.cp_async_raw"
 
 
 def _is_access_ptr(e: Any) -> bool:

@@ -13,7 +13,9 @@ races with any thread's (its own lanes' too) unless a barrier is between:
 * ``T.tvm_fill_fragment(F, m, n, k, tile, value)``: every element of the tile is ``value``;
 * ``T.tvm_load_matrix_sync(F, m, n, k, tile, ptr, ldm, layout)``: the tile from memory at
   ``ptr`` (``T.tvm_access_ptr``), rows ``ldm`` elements apart (``row_major``) or columns
-  (``col_major``); ``ptr`` 32-byte aligned and ``ldm`` a multiple of 16 bytes, as CUDA requires;
+  (``col_major``); ``ptr`` 32-byte aligned and ``ldm`` a multiple of 16 bytes, as CUDA requires,
+  where the memory is laid out as on the device (not a block's ``alloc_buffer`` in scheduled
+  TensorIR: lowering still shrinks it to the region used and pads its rows, storage_align);
 * ``T.tvm_store_matrix_sync(F, m, n, k, tile, ptr, ldm, layout)``: the tile to memory;
 * ``T.tvm_mma_sync(D, d, A, a, B, b, C, c)``: tile ``d`` of D is ``A[a] @ B[b] + C[c]``, the
   products of the operands' exact values summed in float32 (int64 for integers) and rounded to
@@ -120,9 +122,9 @@ def run(op: str, args: tuple, me: int, stmt: Any) -> None:
     if op == "fill_fragment":
         frag.put(index, np.full(shape, args[5], frag.dtype))
         return
-    (memory, offset), ldm, layout = args[5:8]
+    (memory, offset, placed), ldm, layout = args[5:8]  # (placed: laid out as on the device)
     itemsize = memory.itemsize  # (of the pointer's type: a Shared view's or an array's)
-    if offset * itemsize % 32 or ldm * itemsize % 16:
+    if placed and (offset * itemsize % 32 or ldm * itemsize % 16):
         raise TVMSError(f"tvm_{op}: the tile's pointer is {offset * itemsize} bytes into its memory and its "
                         f"rows {ldm * itemsize} bytes apart: WMMA needs a 32-byte aligned pointer and a "
                         f"multiple of 16 bytes")

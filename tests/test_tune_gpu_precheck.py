@@ -1,29 +1,34 @@
-"""VerifyGPUCode's thread-range check during the replay (``thread_range_precheck``,
+"""VerifyGPUCode's checks during the replay (``replay_precheck``,
 lowering/tune/postproc_verify_gpu_code.py): the cuda candidates whose bound threads fall outside
 the range MultiLevelTiling marks are refused as soon as the trace marks it, before the cache reads
-and the postprocessors; every candidate gets the verdict the full replay and VerifyGPUCode give."""
+and the postprocessors, and those whose shared memory is over the target's limit as soon as a
+cache placed in shared memory takes it over; every candidate gets the verdict the full replay and
+VerifyGPUCode give."""
 from __future__ import annotations
 
 import random
 
 from test_meta_schedule_space import base, cuda_target
 
+import tvms
+
 from tvms.ir.errors import TVMSError
 from tvms.lowering.schedule.schedule import Schedule
 from tvms.lowering.schedule.trace import Trace
 from tvms.lowering.tune.evolutionary_search import EvolutionarySearch, apply_postproc
 from tvms.lowering.tune.post_order_apply import PostOrderApply
-from tvms.lowering.tune.postproc_verify_gpu_code import thread_range_precheck
+from tvms.lowering.tune.postproc_verify_gpu_code import VerifyGPUCode
 from tvms.lowering.tune.tune_context import TuneContext
 
 
 def _verdict(ctx: TuneContext, trace: Trace, seed: int, early: bool) -> str:
     sch = Schedule(ctx.mod, seed=seed)
+    (verify,) = [p for p in ctx.space_generator.postprocs if isinstance(p, VerifyGPUCode)]
     try:
-        trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=thread_range_precheck(sch) if early else None)
+        trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=verify.precheck(sch) if early else None)
     except TVMSError as error:
         assert "refused before the rest of the replay" in str(error)
-        return "early"
+        return "early (shared memory)" if "bytes of shared memory" in str(error) else "early (threads)"
     sch.enter_postproc()
     for postproc in ctx.space_generator.postprocs:
         if not apply_postproc(postproc, sch):
@@ -32,18 +37,22 @@ def _verdict(ctx: TuneContext, trace: Trace, seed: int, early: bool) -> str:
 
 
 def test_early_refusals_are_verify_gpu_codes() -> None:
-    ctx = TuneContext(base("gmm"), cuda_target("sm_75"), PostOrderApply(), rand_state=0)
-    spaces = ctx.generate_design_space()
-    for postproc in ctx.space_generator.postprocs:
-        postproc._initialize_with_tune_context(ctx)
-    rng = random.Random(1)
+    """GMM under sm_75's 48 KiB, a convolution under 16 KiB (where more candidates overflow)."""
     verdicts = []
-    for _ in range(12):
-        trace = Trace(rng.choice(spaces).trace._kept(remove_postproc=True), {})
-        seed = rng.randrange(1 << 31)
-        verdicts.append((_verdict(ctx, trace, seed, early=False), _verdict(ctx, trace, seed, early=True)))
-    assert all(late == early or (late, early) == ("VerifyGPUCode", "early") for late, early in verdicts)
-    assert sum(early == "early" for _, early in verdicts) >= 3  # (most GMM candidates bind too few threads)
+    for workload, shared, count in (("gmm", 49152, 12), ("c2d", 16384, 8)):
+        target = tvms.target.Target({**cuda_target("sm_75").export(), "max_shared_memory_per_block": shared})
+        ctx = TuneContext(base(workload), target, PostOrderApply(), rand_state=0)
+        spaces = ctx.generate_design_space()
+        for postproc in ctx.space_generator.postprocs:
+            postproc._initialize_with_tune_context(ctx)
+        rng = random.Random(1)
+        for _ in range(count):
+            trace = Trace(rng.choice(spaces).trace._kept(remove_postproc=True), {})
+            seed = rng.randrange(1 << 31)
+            verdicts.append((_verdict(ctx, trace, seed, early=False), _verdict(ctx, trace, seed, early=True)))
+    assert all(late == early or (late == "VerifyGPUCode" and early.startswith("early")) for late, early in verdicts)
+    assert sum(early == "early (threads)" for _, early in verdicts) >= 6  # (most candidates bind too few threads)
+    assert sum(early == "early (shared memory)" for _, early in verdicts) >= 3
     assert ("accepted", "accepted") in verdicts
 
 

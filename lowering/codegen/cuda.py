@@ -11,7 +11,9 @@ __shared__``/register arrays; vectors use CUDA's vector types (``float4``, ``hal
 (``T.call_pure_extern("float32", "expf", x)``, ``T.cuda.__shfl_down_sync(...)``) are C calls.
 A floor division or an intrinsic that LowerIntrin did not lower is refused. The source starts
 with TVM's preamble for the features it uses (``cuda_preamble``). CUDA's type names are in
-``cuda_types``, the tensor-core (WMMA) fragments and calls in ``cuda_wmma``.
+``cuda_types``, the tensor-core (WMMA) fragments and calls in ``cuda_wmma``, the PTX tensor-core
+instructions (``mma.sync``, ``ldmatrix``) in ``cuda_ptx``, the asynchronous copies (``cp.async``) in
+``cuda_async``.
 """
 from __future__ import annotations
 
@@ -23,9 +25,12 @@ from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.registry import get_global_func
+from ...ir.visitor import walk
 from .c_source import CSource
 from .cuda_artifact import CudaArtifact, CudaKernel
+from .cuda_async import CP_ASYNC, AsyncCopies
 from .cuda_preamble import preamble
+from .cuda_ptx import PTX_CALLS, PtxTensorCore
 from .cuda_types import CudaTypes
 from .cuda_wmma import WMMA_CALLS, TensorCoreFragments
 
@@ -36,7 +41,7 @@ UINT32 = DataType("uint32")
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
-class CudaSource(CudaTypes, TensorCoreFragments, CSource):
+class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, CSource):
     """Renders kernels into one CUDA source; ``tags`` collects the preamble sections it needs."""
 
     restrict = "__restrict__"
@@ -45,14 +50,15 @@ class CudaSource(CudaTypes, TensorCoreFragments, CSource):
     def __init__(self) -> None:
         super().__init__()
         self.tags: set[str] = set()
+        self.helpers: dict[str, str] = {}  # (cp.async's, by name: cuda_async)
 
     def storage_scope(self, scope: str) -> str:
         if scope == "global":
             raise TVMSError("a kernel cannot allocate global memory: pass every global array to the "
                             "function as a parameter")
-        if scope == "warp":
-            raise TVMSError("a warp-scope allocation reaches CUDA code generation: LowerWarpMemory "
-                            "turns it into registers and shuffles first")
+        # (a "warp" buffer LowerWarpMemory leaves, a PTX fragment only T.ptx_legacy calls touch,
+        # is each thread's registers: an array of its own, as TVM prints it; s_AllocBuffer refuses
+        # one read or written element by element, whose lanes would not see each other's values)
         return {"shared": "__shared__ ", "shared.dyn": "extern __shared__ "}.get(scope, "")
 
     def gathered(self, dtype: DataType, values: list[str]) -> str:
@@ -159,6 +165,10 @@ class CudaSource(CudaTypes, TensorCoreFragments, CSource):
         short = name[4:] if name.startswith("tir.") else name
         if short in WMMA_CALLS:
             return self.wmma(short, e.args)
+        if name == CP_ASYNC:
+            return self.cp_async(e)
+        if name in PTX_CALLS:
+            return PTX_CALLS[name](self, e.args)
         return None
 
     def storage_sync(self, call: E.Call) -> None:
@@ -176,6 +186,12 @@ class CudaSource(CudaTypes, TensorCoreFragments, CSource):
                 self.ids[iv.var] = self.cast_text(iv.thread_tag, UINT32, iv.var.dtype)
         elif s.attr_key in ("fragment_shape", "fragment_layout"):
             self.fragment_info(s.node)[s.attr_key] = s.value.value
+        elif s.attr_key == "async_commit_queue_scope":
+            self.stmt(s.body)
+            return self.commit_group()
+        elif s.attr_key == "async_wait_queue_scope":
+            self.wait_group(s.body.value)  # (the inner async_wait_inflight_count's)
+            return self.stmt(s.body.body)
         elif s.attr_key in ("pragma_unroll", "disable_unroll"):
             count = s.value.value if isinstance(s.value, E.IntImm) else 1
             unroll_one = s.attr_key == "disable_unroll"
@@ -195,6 +211,11 @@ class CudaSource(CudaTypes, TensorCoreFragments, CSource):
     def s_AllocBuffer(self, s: S.AllocBuffer) -> None:
         buf = s.buffer
         scope = buf.scope
+        if scope == "warp" and any(isinstance(n, (E.BufferLoad, S.BufferStore)) and n.buffer.data is buf.data
+                                   for n in walk(s.body)):
+            raise TVMSError(f"the warp buffer {buf.name!r} is accessed element by element in CUDA code: "
+                            f"LowerWarpMemory lowers such a buffer to registers and shuffles only where no other "
+                            f"warp buffer's scope encloses it (as TVM 0.27)")
         vid = self.new_id(buf.data, self.allocation_name(buf.name) + "_ptr")
         align = buf.data_alignment
         align_ann = s.annotations.get("tir.buffer_data_alignment")
@@ -261,7 +282,7 @@ class CudaSource(CudaTypes, TensorCoreFragments, CSource):
         self.out.append("}\n\n")
 
     def source(self) -> str:
-        return preamble(self.tags) + "".join(self.forward) + "".join(self.out)
+        return preamble(self.tags) + self.async_helpers() + "".join(self.forward) + "".join(self.out)
 
 
 def launch_bounds(func: PrimFunc) -> int | None:

@@ -1,5 +1,5 @@
-"""What the reduction-family GPU rules share beyond gpu_utils.py (the rule base, target limits,
-block inlining): the normal form they start from (``normalize_prim_func``, TVM's
+"""What the GPU rules share beyond gpu_utils.py (the rule base, target limits, block
+inlining): the normal form the reduction family and the GEMV rules start from (``normalize_prim_func``, TVM's
 NormalizePrimFunc, with TVM's whole reduction-block test), the dominant read of a block as a sum
 of iterator splits, and the threads a reduction gets.
 

@@ -23,8 +23,9 @@ from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BufferStore
 from ...ir.visitor import collect
 from ..schedule import BlockRV, Schedule, ScheduleError
-from .gpu_utils import (GPUBlock, GPURule, dtype_bytes, get_extent, max_num_threads, max_shared_memory_per_block,
-                        normalize_prim_func, target_kind, try_inline_contiguous_spatial)
+from .gpu_base import GPUBlockInfo, normalize_prim_func
+from .gpu_utils import (GPURule, dtype_bytes, get_extent, max_num_threads, max_shared_memory_per_block, target_kind,
+                        try_inline_contiguous_spatial)
 
 UNROLL = 256  # (cuda: the unroll annotation of the reduction loops)
 
@@ -57,7 +58,7 @@ def _point_regions(block: Block) -> bool:
                for region in (*block.reads, *block.writes) for r in region.region)
 
 
-def vector_buffers(sch: Schedule, info: GPUBlock) -> list | None:
+def vector_buffers(sch: Schedule, info: GPUBlockInfo) -> list | None:
     """The buffers read with fewer iterators than the block has (the vectors), when the block
     is a matrix-vector product; None otherwise (TVM's ``is_gemv``)."""
     block = sch.get(info.rv)
@@ -75,7 +76,7 @@ def dominant_read(block: Block) -> BufferRegion:
     return max(block.reads, key=lambda r: (len(iter_vars_used(block, r)), -block.reads.index(r)))
 
 
-def normalize(sch: Schedule, info: GPUBlock) -> bool | None:
+def normalize(sch: Schedule, info: GPUBlockInfo) -> bool | None:
     """Order the block's loops ``(batch, s, r, c)`` and fuse each group (a unit loop where a group
     is empty); whether the reduction is innermost in the dominant read. None when the dominant
     read's indices are not plain iterators (the affine forms TVM also takes are declined)."""
@@ -90,11 +91,11 @@ def normalize(sch: Schedule, info: GPUBlock) -> bool | None:
     for var in axes:
         it = kinds[id(var)]
         if it.kind == "R":
-            reduce.append(it.loop)
+            reduce.append(it.loop_rv)
         elif all(id(var) in u for u in used):
-            batch.append(it.loop)
+            batch.append(it.loop_rv)
         else:
-            spatial.append(it.loop)
+            spatial.append(it.loop_rv)
     if not spatial or not reduce:
         return None
     inner = kinds[id(axes[-1])].kind == "R"
@@ -107,7 +108,7 @@ def normalize(sch: Schedule, info: GPUBlock) -> bool | None:
     return inner
 
 
-def matched_gemv(sch: Schedule) -> tuple[GPUBlock, GPUBlock | None, list] | None:
+def matched_gemv(sch: Schedule) -> tuple[GPUBlockInfo, GPUBlockInfo | None, list] | None:
     """The product block, its epilogue and its vector buffers, after inlining (TVM's checks)."""
     blocks = try_inline_contiguous_spatial(sch, normalize_prim_func(sch))
     if blocks is None or len(blocks) not in (1, 2):
@@ -146,7 +147,7 @@ class GEMV(GPURule):
 
 
 def schedule_inner_reduction(sch: Schedule, target: Any, gemv: BlockRV, vectors: list,
-                             epilogue: GPUBlock | None) -> Schedule | None:
+                             epilogue: GPUBlockInfo | None) -> Schedule | None:
     batch, s, r, c = sch.get_loops(gemv)
     len_s = get_extent(sch, batch) * get_extent(sch, s) if isinstance(get_extent(sch, batch), int) and \
         isinstance(get_extent(sch, s), int) else None
@@ -163,7 +164,7 @@ def schedule_inner_reduction(sch: Schedule, target: Any, gemv: BlockRV, vectors:
     return _apply(sch, target, gemv, vectors, epilogue, ts, tr, tile_s, tile_r, vec_c)
 
 
-def _apply(sch: Schedule, target: Any, gemv: BlockRV, vectors: list, epilogue: GPUBlock | None,
+def _apply(sch: Schedule, target: Any, gemv: BlockRV, vectors: list, epilogue: GPUBlockInfo | None,
            ts: int, tr: int, tile_s: int, tile_r: int, vec_c: int) -> Schedule | None:
     tag_s, tag_r, load_v_vec, vec_load = "threadIdx.y", "threadIdx.x", 8, 4
     unit, s, r, c = sch.get_loops(gemv)

@@ -18,8 +18,8 @@ from ...ir.function import PrimFunc
 from ..schedule import BlockRV, Schedule, ScheduleError
 from .gpu_gemv import (finish_partial_sums, fit_in_shared_memory, is_broadcast_epilogue, iter_vars_used,
                        max_factor, reduction_operand, rfactor_partial_sums, stage_in_shared_memory)
-from .gpu_utils import (GPUBlock, GPURule, get_extent, max_num_threads, normalize_prim_func, target_kind,
-                        try_inline_contiguous_spatial)
+from .gpu_base import GPUBlockInfo, normalize_prim_func
+from .gpu_utils import GPURule, get_extent, max_num_threads, target_kind, try_inline_contiguous_spatial
 
 
 
@@ -29,7 +29,7 @@ def _pad_compatible(block: Any) -> bool:
                for region in (*block.reads, *block.writes) for r in region.region)
 
 
-def vector_buffers(sch: Schedule, info: GPUBlock) -> list | None:
+def vector_buffers(sch: Schedule, info: GPUBlockInfo) -> list | None:
     """The reads that use some but not all of the constant-extent iterators, when the block is a
     low-batch product with exactly one symbolic (spatial) iterator; None otherwise."""
     block = sch.get(info.rv)
@@ -45,7 +45,7 @@ def vector_buffers(sch: Schedule, info: GPUBlock) -> list | None:
     return found if 0 < len(found) < len(block.reads) else None
 
 
-def normalize(sch: Schedule, info: GPUBlock) -> bool | None:
+def normalize(sch: Schedule, info: GPUBlockInfo) -> bool | None:
     """Order the loops ``(batch, s, r)`` and fuse the spatial and the reduction ones; whether the
     reduction is innermost in the dominant read (the one using the most constant iterators)."""
     block = sch.get(info.rv)
@@ -60,10 +60,10 @@ def normalize(sch: Schedule, info: GPUBlock) -> bool | None:
     for var in axes:
         it = kinds[id(var)]
         if it.kind == "R":
-            reduce.append(it.loop)
+            reduce.append(it.loop_rv)
         elif not all(id(var) in u for u in used):
-            spatial.append(it.loop)
-    dynamic = [it.loop for it in info.iters if id(it.var) not in constant]
+            spatial.append(it.loop_rv)
+    dynamic = [it.loop_rv for it in info.iters if id(it.var) not in constant]
     if not spatial or not reduce or len(dynamic) != 1:
         return None
     sch.reorder(*dynamic, *spatial, *reduce)
@@ -97,7 +97,7 @@ class LowBatchGEMV(GPURule):
         if len(reductions) != 1 or vector_buffers(sch, reductions[0]) is None:
             return None
         main = reductions[0]
-        sch.pad_einsum(main.rv, [it.extent.value if isinstance(it.extent, IntImm) else self.bucket
+        sch.pad_einsum(main.rv, [it.dom.value if isinstance(it.dom, IntImm) else self.bucket
                                  for it in main.iters])
         blocks = normalize_prim_func(sch)
         pad_input = next((b.rv for b in blocks if "pad" in b.name and "dequantize" not in b.name

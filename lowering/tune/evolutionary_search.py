@@ -28,7 +28,7 @@ from ..schedule.trace import Trace
 from .measure import MeasureCandidate, args_info_of, main_func
 from .module_hash import module_hash
 from .mutator import Mutator, as_mutator
-from .postproc_verify_gpu_code import VerifyGPUCode, thread_range_precheck
+from .postproc_verify_gpu_code import VerifyGPUCode
 from .search_strategy import SearchStrategy, decisions_key
 
 
@@ -173,10 +173,9 @@ class EvolutionarySearch(SearchStrategy):
         return None
 
     def _precheck(self, sch: Schedule):
-        """VerifyGPUCode's thread-range check run during the replay, where it is a postprocessor."""
-        if any(isinstance(p, VerifyGPUCode) for p in self.postprocs):
-            return thread_range_precheck(sch)
-        return None
+        """VerifyGPUCode's checks run during the replay, where it is a postprocessor."""
+        verify = next((p for p in self.postprocs if isinstance(p, VerifyGPUCode)), None)
+        return None if verify is None else verify.precheck(sch)
 
     def replay_decided(self, trace: Trace) -> Schedule | None:
         """``replay`` of a trace that carries all its decisions, once per tuning run: mutations

@@ -328,16 +328,26 @@ def shared_memory_bytes(func: PrimFunc) -> int:
     return sum(kernel.shared_bytes for kernel in _verified(func, 1, 1, 32).kernels)
 
 
-def thread_range_precheck(sch: Any) -> Callable:
+def replay_precheck(sch: Any, max_shared_memory_per_block: int | None = None) -> Callable:
     """A ``decision_provider`` for ``Trace.apply_to_schedule`` on ``sch`` that refuses a candidate
-    as soon as its trace marks a block's thread range (MultiLevelTiling's
-    ``meta_schedule.thread_extent_*_inclusive``, right after it binds the block's loops) when
-    the threads bound around the block are already outside it: VerifyGPUCode would reject it, but
-    only after the rest of the replay (the cache reads and their placement, most of its cost)
-    and the other postprocessors. Nothing later in the trace or the postprocessors changes those
-    loops."""
+    VerifyGPUCode would reject as soon as the replay shows it, not after the rest of the replay
+    and the other postprocessors (with the cache reads, most of a candidate's cost):
+
+    * when the trace marks a block's thread range (MultiLevelTiling's
+      ``meta_schedule.thread_extent_*_inclusive``, right after it binds the block's loops) and the
+      threads bound around the block are already outside it;
+    * right after a ``shared`` cache is placed (``ComputeAt``), when a kernel's shared memory,
+      counted as VerifyGPUCode counts it, is already over ``max_shared_memory_per_block``.
+
+    Nothing later in the trace or the postprocessors changes those loops, and what comes after
+    a placement only adds to a kernel's shared memory (the other caches, a pipeline's versions)."""
+    placed = [False]  # (whether the instruction just replayed placed a shared cache)
 
     def provider(inst: Any, inputs: list, attrs: list, decision: Any) -> Any:
+        if placed[0]:
+            _refuse_shared_overflow(sch, max_shared_memory_per_block)
+        placed[0] = max_shared_memory_per_block is not None and inst.kind == "ComputeAt" and \
+            any(region.buffer.scope.startswith("shared") for region in sch.get(inputs[0]).writes)
         if inst.kind == "Annotate" and attrs and attrs[0] == THREAD_HIGH:
             block = sch.get(inputs[0])
             low = block.annotations.get(THREAD_LOW)
@@ -354,6 +364,16 @@ def thread_range_precheck(sch: Any) -> Callable:
     return provider
 
 
+def _refuse_shared_overflow(sch: Any, max_shared: int) -> None:
+    for name in sch.mod:
+        func = sch.mod[name]
+        if isinstance(func, PrimFunc):
+            used = max((k.shared_bytes for k in _verified(func, 1 << 31, max_shared, 32).kernels), default=0)
+            if used > max_shared:
+                raise TVMSError(f"{used} bytes of shared memory per block, more than the target's {max_shared} "
+                                f"(refused before the rest of the replay)")
+
+
 class VerifyGPUCode(Postproc):
     def __init__(self) -> None:
         self.limits: dict[str, int] = {}
@@ -361,6 +381,11 @@ class VerifyGPUCode(Postproc):
     def _initialize_with_tune_context(self, context: Any) -> None:
         for name in ("max_shared_memory_per_block", "max_threads_per_block", "thread_warp_size"):
             self.limits[name] = target_limit(context, name, "VerifyGPUCode")
+
+    def precheck(self, sch: Any) -> Callable:
+        """``replay_precheck`` of ``sch`` with this target's shared-memory limit (the thread
+        ranges only, before a tuning context gives one)."""
+        return replay_precheck(sch, self.limits.get("max_shared_memory_per_block"))
 
     def apply(self, sch: Any) -> bool:
         if not self.limits:

@@ -21,7 +21,7 @@ from ...ir.errors import TVMSError
 from ..schedule.schedule import Schedule
 from ..schedule.trace import Trace
 from .measure import MeasureCandidate, args_info_of, main_func
-from .postproc_verify_gpu_code import VerifyGPUCode, thread_range_precheck
+from .postproc_verify_gpu_code import VerifyGPUCode
 
 
 class SearchStrategy:
@@ -168,9 +168,9 @@ class ReplayTrace(_Replay):
         trace = spaces[ctx.rng.randrange(len(spaces))]
         fresh = Trace(_without_postproc(trace.insts), {}, trace.dialect)
         sch = Schedule(ctx.mod, seed=ctx.fork_seed())
-        # (VerifyGPUCode's thread-range check as soon as the trace binds the threads)
-        checks = any(isinstance(p, VerifyGPUCode) for p in ctx.space_generator.postprocs)
-        fresh.apply_to_schedule(sch, remove_postproc=True, decision_provider=thread_range_precheck(sch) if checks else None)
+        # (VerifyGPUCode's checks as soon as the trace binds the threads and places the caches)
+        verify = next((p for p in ctx.space_generator.postprocs if isinstance(p, VerifyGPUCode)), None)
+        fresh.apply_to_schedule(sch, remove_postproc=True, decision_provider=verify and verify.precheck(sch))
         return self._postprocess(sch)
 
 

@@ -30,9 +30,12 @@ def _defined(stmt: Stmt) -> set:
     return defined
 
 
-def undefined(stmt: Stmt) -> tuple[list, list]:
-    """(variables, buffers) that ``stmt`` uses and does not define, in order of first use."""
+def undefined(stmt: Stmt, declared: dict | None = None) -> tuple[list, list]:
+    """(variables, buffers) that ``stmt`` uses and does not define, in order of first use; a use
+    of the data of a buffer ``declared`` (data Var -> Buffer) around it (a pointer argument,
+    ``A.data``) is a use of that buffer too."""
     defined = _defined(stmt)
+    declared = declared or {}
     variables: dict = {}
     buffers: dict = {}
     for node in walk(stmt):
@@ -40,6 +43,9 @@ def undefined(stmt: Stmt) -> tuple[list, list]:
             buffers.setdefault(node.buffer, None)
         elif isinstance(node, Var) and node not in defined:
             variables.setdefault(node, None)
+            buffer = declared.get(node)
+            if buffer is not None and not any(b.data is node for b in buffers):
+                buffers.setdefault(buffer, None)
     return list(variables), [b for b in buffers if isinstance(b, Buffer)]
 
 

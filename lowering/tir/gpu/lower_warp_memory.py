@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ....ir.analysis import substitute
 from ....ir.arith.analyzer import CANONICAL, Analyzer
-from ....ir.buffer import Buffer
+from ....ir.buffer import Buffer, pointer_data
 from ....ir.dtype import DataType
 from ....ir.errors import TVMSError
 from ....ir.expr import BufferLoad, Call, FloorDiv, FloorMod, IntImm, PointerType, PrimExpr, Ramp, Var, const
@@ -53,6 +53,18 @@ def _lane_index(body: Stmt, enclosing: list, warp_size: int) -> tuple[Var, int]:
     return found
 
 
+# the PTX tensor intrinsics' fragment arguments (pointer positions; the offset follows each)
+_FRAGMENT_POINTERS = {"tir.ptx_legacy.mma": (6, 8, 10), "tir.ptx_legacy.ldmatrix": (3,),
+                      "tir.mma_store_legacy": (3,), "tir.mma_fill_legacy": (1,)}
+_FRAGMENT_WRITES = {"tir.ptx_legacy.ldmatrix": 3, "tir.mma_fill_legacy": 1}  # (what fills a fragment)
+
+
+def _agreed(coeff: int, step: int) -> int:
+    if coeff and coeff != step:
+        raise TVMSError("LowerWarpMemory: two stores with different coefficients of threadIdx.x")
+    return step
+
+
 def _base(index: PrimExpr, lanes: int) -> PrimExpr:
     if lanes == 1:
         return index
@@ -83,23 +95,31 @@ class _WarpAccess(Mutator):
     def _store_coefficient(self, body: Stmt) -> int:
         coeff = 0
         for node in walk(body):
-            if isinstance(node, BufferStore) and node.buffer.data is self.buffer.data:
+            if isinstance(node, Call) and getattr(node.op, "name", None) in _FRAGMENT_WRITES:
+                at = _FRAGMENT_WRITES[node.op.name]
+                if pointer_data(node.args[at]) is not self.buffer.data:
+                    continue
+                if node.op.name == "tir.mma_fill_legacy":  # (each lane fills local_size elements)
+                    coeff = _agreed(coeff, node.args[0].value)
+                else:
+                    coeff = _agreed(coeff, self._lane_step(node.args[at + 1]))
+            elif isinstance(node, BufferStore) and node.buffer.data is self.buffer.data:
                 if len(node.indices) != 1:
                     raise TVMSError("LowerWarpMemory: expects flattened warp memory (run FlattenBuffer first)")
-                index = _base(node.indices[0], node.value.dtype.lanes)
-                at = [self.analyzer.simplify(substitute(index, {self.lane: const(v, self.lane.dtype)}))
-                      for v in (0, 1, 2)]
-                step = self.analyzer.simplify(at[1] - at[0])
-                if (not isinstance(step, IntImm) or step.value <= 0
-                        or not structural_equal(self.analyzer.simplify(at[2] - at[1]), step)):
-                    raise TVMSError(f"LowerWarpMemory: the store index {index} must be a positive "
-                                    f"multiple of threadIdx.x plus terms without it")
-                if coeff and coeff != step.value:
-                    raise TVMSError("LowerWarpMemory: two stores with different coefficients of threadIdx.x")
-                coeff = step.value
+                coeff = _agreed(coeff, self._lane_step(_base(node.indices[0], node.value.dtype.lanes)))
         if not coeff:
             raise TVMSError(f"LowerWarpMemory: warp buffer {self.buffer.name!r} is never stored")
         return coeff
+
+    def _lane_step(self, index: PrimExpr) -> int:
+        """The coefficient of threadIdx.x in a store's index (a positive constant)."""
+        at = [self.analyzer.simplify(substitute(index, {self.lane: const(v, self.lane.dtype)})) for v in (0, 1, 2)]
+        step = self.analyzer.simplify(at[1] - at[0])
+        if (not isinstance(step, IntImm) or step.value <= 0
+                or not structural_equal(self.analyzer.simplify(at[2] - at[1]), step)):
+            raise TVMSError(f"LowerWarpMemory: the store index {index} must be a positive "
+                            f"multiple of threadIdx.x plus terms without it")
+        return step.value
 
     def split(self, index: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
         """(the slot in the lane's local buffer, the lane holding the element)."""
@@ -113,6 +133,15 @@ class _WarpAccess(Mutator):
         row = const(self.coeff * self.width, index.dtype)
         return (self.analyzer.simplify(FloorDiv(index, row) * m + slot),
                 self.analyzer.simplify(FloorDiv(FloorMod(index, row), m)))
+
+    def visit_Call(self, call: Call) -> PrimExpr:
+        call = self.generic_visit(call)
+        name = getattr(call.op, "name", None)
+        args = list(call.args)
+        for at in _FRAGMENT_POINTERS.get(name, ()):  # (a PTX intrinsic's fragment pointer and offset)
+            if pointer_data(args[at]) is self.buffer.data:
+                args[at], args[at + 1] = self.local.data, self.split(args[at + 1])[0]
+        return call if args == list(call.args) else call.with_changes(args=tuple(args))
 
     def visit_BufferStore(self, store: BufferStore) -> Stmt:
         store = self.generic_visit(store)
@@ -151,7 +180,10 @@ class _WarpMemory(Mutator):
         if alloc.buffer.scope != "warp":
             return self.generic_visit(alloc)
         rewriter = _WarpAccess(alloc.buffer, alloc.body, self.launches, self.warp_size, self.analyzer)
-        return AllocBuffer(rewriter.local, self.visit(rewriter.visit(alloc.body)), alloc.annotations)
+        # (TVM 0.27 rewrites the first warp buffer of a sequence and hands the rest of it to that
+        # rewrite alone: a warp buffer allocated in another's scope stays as it is, each thread's own
+        # array in CUDA, which the PTX fragments' index arithmetic keeps correct)
+        return AllocBuffer(rewriter.local, rewriter.visit(alloc.body), alloc.annotations)
 
 
 def lower_warp_memory(func: PrimFunc) -> PrimFunc:

@@ -10,8 +10,10 @@ is printed as TVM prints its SplitHostDevice stage: kernels ``<symbol>_kernel`` 
 stage (MakePackedAPI's packed calling convention is the runtime's business in tvms); the
 kernels are as the code generator takes them.
 
-CommonSubexprElim runs unless the current PassContext's config sets ``tirx.disable_cse_tir`` (as
-in TVM). TVM's passes that tvms does not run (``SKIPPED``) change nothing on schedules without
+CommonSubexprElim runs unless the current PassContext's config sets ``tirx.disable_cse_tir``, and
+InjectPTXAsyncCopy where it sets ``tirx.use_async_copy`` (as in TVM; TVM's LowerAsyncDMA, which
+that option also runs, turns a loop copying a contiguous region in a commit group into a DMA copy
+of Hexagon's, and is not run). TVM's passes that tvms does not run (``SKIPPED``) change nothing on schedules without
 their features, except these differences: tvms's StorageRewrite does not let allocations share memory; tvms's StmtSimplify simplifies
 buffer indices only, and less than TVM's (``(f * 256 + t) // 128`` stays). A reduction of several
 buffers at once (argmax) bound to threads is refused (tvms's LowerCrossThreadReduction does
@@ -40,6 +42,7 @@ from .annotate_entry_func import annotate_entry_func
 from .common_subexpr_elim import common_subexpr_elim
 from .infer_fragment import infer_fragment
 from .inject_double_buffer import inject_double_buffer
+from .inject_ptx_async_copy import inject_ptx_async_copy
 from .inject_software_pipeline import inject_software_pipeline
 from .inject_virtual_thread import inject_virtual_thread
 from .lower_cross_thread_reduction import lower_cross_thread_reduction
@@ -118,7 +121,10 @@ def split_for_cuda(func: PrimFunc, target: Target) -> IRModule:
     if not PassContext.current().config.get("tirx.disable_cse_tir", False):  # (TVM's option)
         steps += (common_subexpr_elim,)
     mod = _each_prim_func(IRModule({symbol: func}), steps)
-    mod = _each_prim_func(annotate_entry_func(mod), BEFORE_SPLIT)
+    late = BEFORE_SPLIT
+    if PassContext.current().config.get("tirx.use_async_copy", False):  # (TVM's option: cp.async)
+        late = late[:-1] + (inject_ptx_async_copy,) + late[-1:]  # (before MergeSharedMemoryAllocations)
+    mod = _each_prim_func(annotate_entry_func(mod), late)
     return split_host_device(mod)
 
 

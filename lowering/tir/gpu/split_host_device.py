@@ -87,7 +87,7 @@ class _KernelRenamer(Mutator):
         self.scalars = scalars
 
     def visit_Var(self, var: Var) -> Var:
-        return self.scalars.get(var, var)
+        return self.scalars.get(var, var)  # (and a buffer's data used as a pointer: the kernel's parameter)
 
     def visit_Buffer(self, buffer: Buffer) -> Buffer:
         if buffer not in self.buffers:
@@ -102,11 +102,23 @@ class _Splitter(Mutator):
         self.device_target = device_target
         self.kernels: list = []
         self.taken: set = set()
+        self.declared = {buffer.data: buffer for buffer in func.buffer_map.values()}  # data Var -> innermost
 
     def visit_AttrStmt(self, attr: AttrStmt) -> Stmt:
         if attr.attr_key == "thread_extent":
             return self._split(attr)
         return self.generic_visit(attr)
+
+    def visit_DeclBuffer(self, decl: DeclBuffer) -> Stmt:
+        outer = self.declared.get(decl.buffer.data)
+        self.declared[decl.buffer.data] = decl.buffer
+        try:
+            return self.generic_visit(decl)
+        finally:
+            if outer is None:
+                del self.declared[decl.buffer.data]
+            else:
+                self.declared[decl.buffer.data] = outer
 
     def _kernel_name(self) -> str:
         name = f"{self.symbol}_kernel"
@@ -118,29 +130,25 @@ class _Splitter(Mutator):
         return name
 
     def _split(self, body: Stmt) -> Stmt:
-        variables, buffers = undefined(body)
+        variables, buffers = undefined(body, self.declared)
         data_of = {buffer.data: buffer for buffer in buffers}
         params = sorted(variables, key=lambda v: (not v.dtype.is_handle, v.name))
         # the kernel's own scalar variables (functions share none) and buffers over its pointers
         scalars = {var: var.with_changes() for var in params if var not in data_of}
+        pointers = {var: Var(f"{var.name}_ptr", var.dtype, var.type_annotation or PointerType(buffer.dtype, "global"))
+                    for var, buffer in data_of.items() if var in variables}
+        kernel_params = [pointers.get(var) or scalars[var] for var in params]
         renamed: dict = {}
-        kernel_params: list = []
-        for var in params:
-            buffer = data_of.get(var)
-            if buffer is None:
-                kernel_params.append(scalars[var])
-                continue
-            pointer = Var(f"{var.name}_ptr", var.dtype, var.type_annotation or PointerType(buffer.dtype, "global"))
-            kernel_params.append(pointer)
-            renamed[buffer] = buffer.with_changes(
-                data=pointer, name=var.name, shape=tuple(substitute(x, scalars) for x in buffer.shape),
-                strides=tuple(substitute(x, scalars) for x in buffer.strides),
-                elem_offset=None if buffer.elem_offset is None else substitute(buffer.elem_offset, scalars))
         for buffer in buffers:
-            if buffer not in renamed:
+            if buffer.data not in pointers:
                 raise TVMSError(f"SplitHostDevice: the kernel uses buffer {buffer.name!r}, whose data "
                                 f"{buffer.data.name!r} it cannot take as a parameter")
-        kernel_body = _KernelRenamer(dict(renamed), scalars).visit(body)
+            renamed[buffer] = buffer.with_changes(
+                data=pointers[buffer.data], name=buffer.data.name,
+                shape=tuple(substitute(x, scalars) for x in buffer.shape),
+                strides=tuple(substitute(x, scalars) for x in buffer.strides),
+                elem_offset=None if buffer.elem_offset is None else substitute(buffer.elem_offset, scalars))
+        kernel_body = _KernelRenamer(dict(renamed), {**scalars, **pointers}).visit(body)
         for buffer in buffers:  # the first used ends innermost, as in TVM
             kernel_body = DeclBuffer(renamed[buffer], kernel_body)
         call_args = list(params)

@@ -231,14 +231,30 @@ class _Inserter(Mutator):
         return result
 
 
+class _AfterAsyncWaits(Mutator):
+    """A barrier first thing after each wait for cp.async groups (``async_wait_queue_scope``): the
+    copies other threads issued are only complete for all once every thread has waited, which the
+    planner, blind to asynchronous writes, cannot see (TVM's ThreadSyncAfterWaitQueueInserter)."""
+
+    def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
+        s = self.generic_visit(s)
+        if s.attr_key != "async_wait_queue_scope":
+            return s
+        inner = s.body
+        if not (isinstance(inner, AttrStmt) and inner.attr_key == "async_wait_inflight_count"):
+            raise TVMSError("ThreadSync: an async_wait_queue_scope without its async_wait_inflight_count")
+        return s.with_changes(body=inner.with_changes(body=SeqStmt((storage_sync("shared"), inner.body))))
+
+
 def thread_sync(func: PrimFunc, storage_scope: str = "shared") -> PrimFunc:
     """``func`` with barriers for ``storage_scope`` memory where its threads would race."""
     merged = storage_scope == "shared.dyn" or (storage_scope == "shared" and merges_static())
+    body = _AfterAsyncWaits().visit(func.body) if storage_scope == "shared" else func.body
     planner = _Planner(storage_scope, merged)
-    planner.visit(func.body)
-    if not planner.syncs:
-        return func
-    return func.with_changes(body=_Inserter(storage_scope, planner.syncs).visit(func.body))
+    planner.visit(body)
+    if planner.syncs:
+        body = _Inserter(storage_scope, planner.syncs).visit(body)
+    return func if body is func.body else func.with_changes(body=body)
 
 
 def ThreadSync(storage_scope: str = "shared"):  # noqa: N802 (TVM's name)

@@ -1,0 +1,76 @@
+"""Asynchronous copies (CUDA's ``cp.async``) for the reference executor, as the kernel code
+generator (``reference_kernel``) compiles them:
+
+* ``T.s_tir.cp_async_raw(dtype, dst, dst_offset, src, src_offset, bytes[, predicate])`` reads
+  ``bytes`` from global memory when the thread issues it (nothing writes global memory a kernel
+  copies from while the copy is in flight) and puts the write into shared memory in the thread's
+  open group; where the predicate is false the bytes written are zeros;
+* the end of ``T.attr(0, "async_commit_queue_scope", 0)`` closes the open group
+  (``cp.async.commit_group``);
+* ``T.attr(0, "async_wait_queue_scope", 0)`` with ``async_wait_inflight_count`` n writes the
+  thread's committed groups but the n newest (``cp.async.wait_group n``): only then is the copy
+  in shared memory, as the thread's own store there (race-checked as one); any thread's access
+  to the destination while the copy is in flight is an error (its value is undefined then);
+* a thread that ends with copies it never waited for, or never committed, is an error.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tvms.ir.errors import TVMSError
+
+from .reference_gpu import describe
+
+
+def _queue(block: Any, me: int) -> list:
+    """The thread's groups of pending writes, oldest first; the last one is still open."""
+    return block.memory.setdefault(("cp.async", me), [[]])
+
+
+def cp_async(block: Any, me: int, dst: Any, dst_offset: int, src: np.ndarray, src_offset: int, nbytes: int,
+             predicate: bool, stmt: Any) -> None:
+    """Issue one copy (``dst``: shared memory as elements of the call's type, offsets in elements)."""
+    count = nbytes // dst.itemsize
+    start = src_offset * src.itemsize
+    if predicate and not 0 <= start <= src.nbytes - nbytes:  # (a copy predicated off reads nothing)
+        raise TVMSError(f"cp.async of {nbytes} bytes from element {src_offset} is out of the bounds of its "
+                        f"source ({src.size} elements)")
+    raw = np.ravel(src).view(np.uint8)[start:start + nbytes] if predicate else None
+    values = np.frombuffer(raw.tobytes(), dst.data.dtype) if predicate else np.zeros(count, dst.data.dtype)
+    if not 0 <= dst_offset <= dst.size - count:
+        raise TVMSError(f"cp.async into {dst.name!r} at element {dst_offset} ({count} elements) is out of "
+                        f"its bounds ({dst.size})")
+    flight = block.in_flight.setdefault(dst.root, np.zeros(dst.root.data.nbytes, np.int32))
+    flight[dst_offset * dst.itemsize:dst_offset * dst.itemsize + nbytes] += 1
+    _queue(block, me)[-1].append((dst, dst_offset, values, stmt))
+
+
+def commit_group(block: Any, me: int) -> None:
+    _queue(block, me).append([])
+
+
+def wait_group(block: Any, me: int, in_flight: int) -> None:
+    """Complete the thread's committed groups but the ``in_flight`` newest."""
+    queue = _queue(block, me)
+    done = max(0, len(queue) - 1 - in_flight)
+    for group in queue[:done]:
+        for dst, offset, values, stmt in group:
+            flight = block.in_flight[dst.root]
+            flight[offset * dst.itemsize:(offset + len(values)) * dst.itemsize] -= 1
+            if not flight.any():
+                del block.in_flight[dst.root]
+            dst.store(np.arange(offset, offset + len(values)), values, me, stmt)
+    del queue[:done]
+
+
+def finish(block: Any, me: int) -> None:
+    """At the end of a thread: every copy it issued has been waited for."""
+    queue = block.memory.get(("cp.async", me), [[]])
+    pending = sum(len(group) for group in queue)
+    if pending:
+        _, _, _, stmt = next(copy for group in queue for copy in group)
+        raise TVMSError(f"{block.who(me)} ends with {pending} cp.async copies it never waited for "
+                        f"(cp.async.wait_group), the first issued at {describe(stmt)}"
+                        + ("" if len(queue) > 1 else ", nor committed (cp.async.commit_group)"))

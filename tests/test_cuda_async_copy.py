@@ -1,0 +1,169 @@
+"""cp.async: InjectPTXAsyncCopy (lowering/tir/gpu/inject_ptx_async_copy.py), its CUDA code
+(lowering/codegen/cuda_async.py) and its semantics in the reference executor
+(runtime/reference_async.py), against Apache TVM 0.27.
+
+fixtures/async_copy (generate_with_tvm.py) holds two software pipelines whose global-to-shared
+stage is asynchronous, lowered by TVM for sm_80 under ``tirx.use_async_copy``: the module before
+and after InjectPTXAsyncCopy, TVM's SplitHostDevice stage, its kernels after the device passes
+and the CUDA C TVM renders. ``predicated`` is TVM's own test_cp_async_in_if_then_else (4-byte
+copies, zero-filled out of range), ``vectorized`` copies 16 bytes (8 float16) into dynamic shared
+memory, merged into one byte buffer. Every kernel tvms renders here is compiled by NVRTC for sm_80
+and sm_90; nothing runs on a GPU.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tvms.ir.errors import TVMSError
+from tvms.ir.module import IRModule
+from tvms.ir.target import Target
+from tvms.lowering.codegen.cuda import cuda_source, kernels_of
+from tvms.lowering.pass_registry import get_pass
+from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
+from tvms.lowering.transform import PassContext
+from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
+
+from conftest import FIXTURES
+from cuda_support import assert_compiles
+
+HERE = FIXTURES / "async_copy"
+CASES = ("predicated", "vectorized")
+
+
+def fixture(case: str, stage: str):
+    return from_source((HERE / f"{case}.{stage}.tvms" if stage else HERE / f"{case}.tvms").read_text())
+
+
+def test_inject_ptx_async_copy_prints_what_tvm_prints():
+    """4-byte copies, predicated ones (``if_then_else(c, load, 0)``) and 16-byte vector copies."""
+    for case in CASES:
+        got = get_pass("InjectPTXAsyncCopy")(fixture(case, "before")).script(dialect="tvm-0.27")
+        assert got == (HERE / f"{case}.after.tvms").read_text(), case
+
+
+def test_what_stays_a_store():
+    """Copies cp.async cannot make (2 bytes, from local memory, a non-zero fill) stay stores and the
+    async scope goes; a nested async scope is refused."""
+    text = '''
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((64,), "float16"), B: T.Buffer((64,), "float32")):
+    with T.launch_thread("threadIdx.x", 32) as tx:
+        S = T.alloc_buffer((64,), "float16", scope="shared")
+        R = T.alloc_buffer((64,), scope="shared")
+        L = T.alloc_buffer((1,), scope="local")
+        with T.attr(0, "async_scope", 1):
+            S[tx] = A[tx]
+        with T.attr(0, "async_scope", 1):
+            R[tx] = L[0]
+        with T.attr(0, "async_scope", 1):
+            R[tx] = T.if_then_else(tx < 16, B[tx], T.float32(1.0))
+'''
+    out = get_pass("InjectPTXAsyncCopy")(IRModule({"main": from_source(text)}))["main"].script()
+    assert "cp_async" not in out and "async_scope" not in out and out.count("] = ") == 3
+    nested = text.replace('            S[tx] = A[tx]\n', '            with T.attr(0, "async_scope", 1):\n'
+                                                            '                S[tx] = A[tx]\n')
+    with pytest.raises(TVMSError, match="nested async scopes"):
+        get_pass("InjectPTXAsyncCopy")(IRModule({"main": from_source(nested)}))
+
+
+def test_cuda_source_is_tvms_byte_for_byte():
+    """The cp.async, commit and wait helpers as TVM writes them (after the preamble, in the reverse
+    order of their first use) and their calls, from TVM's device stage."""
+    for case in CASES:
+        got = cuda_source(kernels_of(fixture(case, "device")))
+        assert got == (HERE / f"{case}.cu").read_text(), case
+
+
+def _lowered(case: str) -> IRModule:
+    func = fixture(case, "input")[case].with_attr("global_symbol", case)
+    with PassContext(config={"tirx.use_async_copy": True}):
+        return lower_for_cuda(func, Target("cuda -arch=sm_80"))
+
+
+def _as_main(mod: IRModule, case: str) -> IRModule:
+    return IRModule({("main" if gv.name_hint == case else gv.name_hint): f for gv, f in mod.functions_items()})
+
+
+def test_lowered_with_async_copies_compiles_and_computes():
+    """tvms's lowering under ``tirx.use_async_copy`` (InjectPTXAsyncCopy before
+    MergeSharedMemoryAllocations, a barrier after each wait as TVM's ThreadSync places it): the same
+    copies, groups, waits and barriers as TVM's stage; NVRTC compiles both kernels; the vectorized
+    one computes as numpy through the reference executor, which sees each copy land only at the
+    wait that completes it."""
+    mods = {case: _lowered(case) for case in CASES}
+    for case, mod in mods.items():
+        ours, tvms_stage = mod.script(dialect="tvm-0.27"), (HERE / f"{case}.tvms").read_text()
+        for needle in ("T.s_tir.cp_async_raw(", '"async_commit_queue_scope": 0', '"async_wait_queue_scope": 0',
+                       'T.tvm_storage_sync("shared")'):
+            # (TVM's StmtSimplify folds the first iteration's predicate, false, into two stores of
+            # zero: tvms's keeps two zero-filling copies, T.LE(1, 0) and ...)
+            extra = 2 if (case, needle) == ("predicated", "T.s_tir.cp_async_raw(") else 0
+            assert ours.count(needle) == tvms_stage.count(needle) + extra, (case, needle)
+        # (the kernel's parameters and declarations: a buffer used only as cp.async's source too)
+        declarations = [line for line in tvms_stage.splitlines() if "_kernel(" in line or "decl_buffer" in line]
+        assert [line for line in ours.splitlines() if "_kernel(" in line or "decl_buffer" in line] == declarations
+    source = cuda_source([k for mod in mods.values() for k in kernels_of(mod)])
+    # (one helper per wait count, shared by the kernels: 0, 1, 2 and 5)
+    assert source.count("cp.async.wait_group") == 4 and "cp.async.cg.shared.global" in source
+    assert_compiles(source)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((32, 256)).astype("float16"), rng.standard_normal((32, 256)).astype("float16")
+    c = np.zeros((32, 256), "float16")
+    run_prim_func(_as_main(mods["vectorized"], "vectorized"), a, b, c)
+    np.testing.assert_array_equal(c, a * np.roll(b, -1, axis=0))
+
+
+def test_a_read_before_its_wait_is_an_error():
+    """TVM 0.27's pipeline of ``predicated`` commits the two copies of a stage in two groups and
+    waits for all but 5 in flight, which holds from the third iteration on: in the second, TVM's own
+    kernel (its SplitHostDevice stage, read back) reads A_shared[16] while the copy of it may still be
+    in flight (tvms's lowering, whose first copy is a zero-filling cp.async too, already in the first)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((16, 14)).astype("float32"), rng.standard_normal((16, 14)).astype("float32")
+    c = np.zeros((16, 16), "float32")
+    for mod, element in ((_as_main(fixture("predicated", ""), "predicated"), 16),
+                         (_as_main(_lowered("predicated"), "predicated"), 0)):
+        with pytest.raises(TVMSError, match=rf"reads element {element} of the shared buffer 'A_shared' .* while a "
+                                            r"cp.async copy into it is in flight"):
+            run_prim_func(mod, a, b, c)
+
+
+def test_copy_semantics():
+    """One thread's copies land at the wait that completes their group: read after it, they are
+    there (a predicated-off copy writes zeros); never waited for, the thread's end says so; a copy
+    from outside its source is refused."""
+    text = '''
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    with T.launch_thread("threadIdx.x", 1) as tx:
+        S = T.alloc_buffer((8,), scope="shared")
+        with T.attr(0, "async_commit_queue_scope", 0):
+            T.s_tir.cp_async_raw("float32", S.data, 0, A.data, 0, 16)
+        with T.attr(0, "async_commit_queue_scope", 0):
+            T.s_tir.cp_async_raw("float32", S.data, 4, A.data, 4, 16, tx > 0)
+        with T.attr(0, "async_wait_queue_scope", 0):
+            with T.attr(0, "async_wait_inflight_count", 0):
+                for i in range(8):
+                    B[i] = S[i]
+'''
+    a, b = np.arange(1, 9, dtype="float32"), np.zeros(8, "float32")
+    run_prim_func(from_source(text), a, b)
+    np.testing.assert_array_equal(b, [1, 2, 3, 4, 0, 0, 0, 0])
+    with pytest.raises(TVMSError, match=r"reads element 4 of the shared buffer 'S' .* in flight"):
+        run_prim_func(from_source(text.replace('"async_wait_inflight_count", 0', '"async_wait_inflight_count", 1')), a, b)
+    unwaited = text.replace('''                for i in range(8):
+                    B[i] = S[i]
+''', '''                B[0] = S[0]
+        T.s_tir.cp_async_raw("float32", S.data, 0, A.data, 0, 4)
+''')
+    with pytest.raises(TVMSError, match=r"ends with 1 cp.async copies it never waited for .*, nor committed"):
+        run_prim_func(from_source(unwaited), a, b)
+    past_the_end = text.replace("A.data, 0, 16)", "A.data, 6, 16)")
+    with pytest.raises(TVMSError, match=r"cp.async of 16 bytes from element 6 is out of the bounds of its source"):
+        run_prim_func(from_source(past_the_end), a, b)
