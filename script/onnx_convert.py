@@ -151,7 +151,8 @@ def onnx_dtype(elem_type: int) -> str:
     from onnx.helper import tensor_dtype_to_np_dtype
 
     try:
-        return str(np.dtype(tensor_dtype_to_np_dtype(elem_type)))
+        dtype = np.dtype(tensor_dtype_to_np_dtype(elem_type))
+        return "string" if dtype == object else str(dtype)  # (ONNX's STRING)
     except (KeyError, TypeError):
         raise Unsupported(f"the element type {elem_type} is not an ONNX tensor type") from None
 

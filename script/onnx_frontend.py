@@ -31,7 +31,7 @@ from .onnx_shape_values import ShapeValue, evaluate
 from . import (onnx_ops_control, onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant,  # noqa: F401
                onnx_ops_rnn, onnx_ops_signal, onnx_ops_tensor, onnx_ops_transformer)
 from . import (onnx_ops_layers, onnx_ops_linalg, onnx_ops_ml, onnx_ops_preview, onnx_ops_select,  # noqa: F401
-               onnx_ops_text, onnx_ops_training)
+               onnx_ops_string, onnx_ops_text, onnx_ops_training)
 from .onnx_ops_control import Scope
 from .onnx_ops_sequence import EMPTY_OPTIONAL, structured_input
 
