@@ -34,7 +34,10 @@ def converter(*op_types: str) -> Callable[[type], type]:
 
 class OnnxOpConverter:
     """A converter: ``_impl_v<N>`` converts the operator as defined from opset N on; the version
-    used for a model of opset V is the newest N <= V."""
+    used for a model of opset V is the newest N <= V. Only a converter whose ``takes_strings``
+    is true is given (or may give) a string tensor: others lower to kernels, which read none."""
+
+    takes_strings = False
 
     @classmethod
     def versions(cls) -> list[int]:

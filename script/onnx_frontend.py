@@ -316,6 +316,9 @@ class _GraphImporter:
                             + (f" before opset {cls.versions()[0]}" if cls else ""))
         attrs = Attrs({a.name: _attribute(a, where) for a in node.attribute})
         inputs = [self._value(name, where) if name else None for name in node.input]
+        if not cls.takes_strings and _holds_strings(inputs):
+            raise TVMSError(f"{where}: string tensors are not supported as inputs of {node.op_type} (only of "
+                            f"the string operators, Equal, LabelEncoder and Identity)")
         if len(node.output) == 1 and self._follow_shapes(ctx, node, attrs, inputs):
             return
         inputs = [self._materialize(ctx, x) for x in inputs]
@@ -347,6 +350,8 @@ class _GraphImporter:
             raise TVMSError(f"{where}: {err}") from None
         except (ValueError, MemoryError) as err:  # (numpy refusing what the node asks for)
             raise TVMSError(f"{where}: {type(err).__name__}: {err}") from None
+        if not cls.takes_strings and _holds_strings(result if isinstance(result, (list, tuple)) else [result]):
+            raise TVMSError(f"{where}: string results of {node.op_type} are not supported")
         unused = attrs.unused()
         if unused:
             raise TVMSError(f"{where}: the attribute{'s' * (len(unused) > 1)} {', '.join(unused)} "
@@ -430,6 +435,15 @@ class _GraphImporter:
 
 
 _FOLD_LIMIT = 1 << 16  # elements: shapes and indices, not weights
+
+
+def _holds_strings(values: list) -> bool:
+    """Whether any of ``values`` is (or a tuple holding) a string tensor."""
+    def strings(sinfo: Any) -> bool:
+        if isinstance(sinfo, TupleStructInfo):
+            return any(strings(f) for f in sinfo.fields)
+        return isinstance(sinfo, TensorStructInfo) and sinfo.dtype.is_string
+    return any(strings(getattr(v, "struct_info", None)) for v in values if v is not None)
 
 
 def _attribute(attr: Any, where: str) -> Any:

@@ -70,6 +70,7 @@ _binary("BitwiseXor", op.bitwise_xor)
 
 @converter("Equal")
 class Equal(_Binary):
+    takes_strings = True
     relax, numpy = staticmethod(op.equal), staticmethod(np.equal)
 
     @classmethod
@@ -152,6 +153,8 @@ for _name, _fn in {"Abs": op.abs, "Neg": op.negative, "Exp": op.exp, "Log": op.l
 
 @converter("Identity")
 class Identity(OnnxOpConverter):
+    takes_strings = True
+
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         return inputs[0]

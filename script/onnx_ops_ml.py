@@ -42,6 +42,8 @@ class LabelEncoder(OnnxOpConverter):
     repeated key keeps its last value, as a dict does): Relax operators for numeric keys and
     values, a run-time lookup where either is strings."""
 
+    takes_strings = True
+
     @classmethod
     def _impl_v2(cls, ctx, inputs, attrs):
         x = inputs[0]

@@ -71,6 +71,8 @@ def string_lookup(x, keys: np.ndarray, values: np.ndarray, default) -> rx.Call:
 
 @converter("StringConcat")
 class StringConcat(OnnxOpConverter):
+    takes_strings = True
+
     @classmethod
     def _impl_v20(cls, ctx, inputs, attrs):
         x, y = inputs
@@ -81,6 +83,8 @@ class StringConcat(OnnxOpConverter):
 class StringSplit(OnnxOpConverter):
     """The pieces along a new last axis (as long as the most pieces of any element: known only
     from the data) and the count of each element's pieces."""
+
+    takes_strings = True
 
     @classmethod
     def _impl_v20(cls, ctx, inputs, attrs):
@@ -101,6 +105,8 @@ _OWN_CASE_RULES = ("tr", "az", "lt")
 class StringNormalizer(OnnxOpConverter):
     """Stop words dropped, then the case changed, on a [C] or [1, C] tensor; the number of
     elements left is known only from the data."""
+
+    takes_strings = True
 
     @classmethod
     def _impl_v10(cls, ctx, inputs, attrs):
@@ -124,6 +130,8 @@ class StringNormalizer(OnnxOpConverter):
 class RegexFullMatch(OnnxOpConverter):
     """Whether each string matches the RE2 pattern in full (``ir/re2.py``: the pattern is parsed
     now, so one RE2 would refuse, or that would be read differently, is refused at import)."""
+
+    takes_strings = True
 
     @classmethod
     def _impl_v20(cls, ctx, inputs, attrs):
