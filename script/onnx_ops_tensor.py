@@ -525,13 +525,19 @@ class DepthToSpace(OnnxOpConverter):
 
 @converter("SpaceToDepth")
 class SpaceToDepth(OnnxOpConverter):
+    """Each b x b block becomes channels: ordered (row, column, channel) in DCR mode, the only one
+    before opset 28, (channel, row, column) in CRD mode."""
+
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         x = inputs[0]
         b = attrs["blocksize"]
+        mode = attrs.get("mode", "DCR")
+        if mode not in ("DCR", "CRD"):
+            raise Unsupported(f"the mode {mode!r} (DCR or CRD)")
         n, c, h, w = dims_of(x)
         split = op.reshape(x, [n, c, h // b, b, w // b, b])
-        moved = op.permute_dims(ctx.emit(split), [0, 3, 5, 1, 2, 4])
+        moved = op.permute_dims(ctx.emit(split), [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4])
         return op.reshape(ctx.emit(moved), [n, c * b * b, h // b, w // b])
 
 
