@@ -256,15 +256,72 @@ class RoiAlign(OnnxOpConverter):
         if transform not in ("half_pixel", "output_half_pixel"):
             raise Unsupported(f"coordinate_transformation_mode={transform!r}")
         mode = attrs.get("mode", "avg")
-        if mode != "avg":  # (ONNX's max takes the largest bilinear term, Relax's the largest sample)
-            raise Unsupported(f"mode={mode!r}")
         scale = float(attrs.get("spatial_scale", 1.0))
         half_pixel = transform == "half_pixel"
+        ratio = attrs.get("sampling_ratio", 0)
+        pooled = [attrs.get("output_height", 1), attrs.get("output_width", 1)]
+        if mode == "max":
+            return _roi_align_max(ctx, x, rois, batch_indices, pooled, scale, ratio, half_pixel)
+        if mode != "avg":
+            raise Unsupported(f"mode={mode!r}")
         if half_pixel:  # (Relax's ``aligned`` only drops the clamp of the size to 1: shift by half a pixel here)
             rois = ctx.emit(op.subtract(rois, scalar_like(0.5 / scale, rois)))
         index = op.expand_dims(as_dtype(batch_indices, dtype_of(rois)), axis=1)
         regions = ctx.emit(op.concat([index, rois], axis=1))
-        ratio = attrs.get("sampling_ratio", 0)
-        pooled = [attrs.get("output_height", 1), attrs.get("output_width", 1)]
         return op.vision.roi_align(x, regions, pooled_size=pooled, spatial_scale=scale,
                                    sample_ratio=ratio if ratio > 0 else -1, aligned=half_pixel)
+
+
+def _roi_align_max(ctx, x, rois, batch_indices, pooled, scale, ratio, half_pixel):
+    """RoiAlign's max mode as ONNX defines it (onnxruntime's, which the reference follows): per
+    sample point, the largest of its four bilinear terms (corner value times weight, not the
+    interpolated value that Relax's max mode takes), then the largest over the bin's ratio x
+    ratio samples. Each region's sample rows and columns are computed in Relax, the corners
+    gathered from the flattened input."""
+    if ratio <= 0:
+        raise Unsupported("mode='max' with sampling_ratio 0 (a grid that each region's size decides)")
+    dims = dims_of(x)
+    if not all(isinstance(d, int) for d in dims[1:]):
+        raise Unsupported(f"mode='max' on an input of shape {dims} (channels, height and width static)")
+    _, channels, height, width = dims
+    e, dtype = ctx.emit, dtype_of(x)
+
+    def num(value):
+        return ctx.constant(np.asarray(value, dtype))
+
+    box = e(op.subtract(e(op.multiply(rois, num(scale))), num(0.5 if half_pixel else 0.0)))  # x1 y1 x2 y2
+
+    def samples(axis, count, extent):
+        """[(corner index, weight)] of the low and high corners along one axis: (regions, count * ratio)."""
+        start = e(op.strided_slice(box, [1], [axis], [axis + 1]))
+        size = e(op.subtract(e(op.strided_slice(box, [1], [axis + 2], [axis + 3])), start))
+        if not half_pixel:  # (a malformed region is taken as 1 x 1)
+            size = e(op.maximum(size, num(1.0)))
+        steps = np.add.outer(np.arange(count), (np.arange(ratio) + 0.5) / ratio).reshape(-1)
+        pos = e(op.add(start, e(op.multiply(e(op.divide(size, num(count))), num(steps)))))
+        inside = e(op.astype(e(op.logical_and(e(op.greater_equal(pos, num(-1.0))),
+                                              e(op.less_equal(pos, num(extent))))), dtype))
+        pos = e(op.maximum(pos, num(0.0)))
+        low = e(op.floor(pos))
+        edge = e(op.greater_equal(low, num(extent - 1)))
+        low = e(op.where(edge, num(extent - 1), low))
+        high = e(op.where(edge, low, e(op.add(low, num(1.0)))))
+        frac = e(op.subtract(e(op.where(edge, low, pos)), low))
+        return [(e(op.astype(low, "int64")), e(op.multiply(e(op.subtract(num(1.0), frac)), inside))),
+                (e(op.astype(high, "int64")), e(op.multiply(frac, inside)))]
+
+    rows, cols = samples(1, pooled[0], height), samples(0, pooled[1], width)
+    plane = e(op.multiply(as_dtype(batch_indices, "int64"), ctx.constant(channels, "int64")))
+    plane = e(op.add(e(op.expand_dims(plane, [1])), ctx.constant(np.arange(channels))))  # (regions, C)
+    base = e(op.expand_dims(e(op.multiply(plane, ctx.constant(height * width, "int64"))), [2, 3]))
+    flat = e(op.reshape(x, [-1]))
+    best = None
+    for row, row_weight in rows:
+        for col, col_weight in cols:
+            at = e(op.add(e(op.multiply(e(op.expand_dims(row, [1, 3])), ctx.constant(width, "int64"))),
+                          e(op.expand_dims(col, [1, 2]))))  # (regions, 1, rows, cols)
+            weight = e(op.multiply(e(op.expand_dims(row_weight, [1, 3])), e(op.expand_dims(col_weight, [1, 2]))))
+            term = e(op.multiply(e(op.take(flat, e(op.add(base, at)), axis=0)), weight))
+            best = term if best is None else e(op.maximum(best, term))
+    grid = e(op.reshape(best, [-1, channels, pooled[0], ratio, pooled[1], ratio]))
+    return op.max(grid, [3, 5])
