@@ -21,14 +21,18 @@ from .onnx_ops_layers import grid_sample_zeros
 from .relax_op_api import op
 
 
-def _axis_map(node_attrs, opset, n, scale=None, size=None, roi=None):
+def _axis_map(node_attrs, opset, n, scale=None, size=None, roi=None, aspect=None):
     """(W, c) of one axis of input length ``n``: the reference's Resize of the 2-d basis
-    (n, n) along its last axis; row i of the result is input element i's weights."""
+    (n, n) along its last axis; row i of the result is input element i's weights.
+    ``aspect`` = (policy, e, m): ``size`` is asked under keep_aspect_ratio_policy ``policy``,
+    whose one scale another axis, of extent e asked for m, decides; that axis becomes a third
+    of the basis (constant along it), so the reference picks the scale and rounds the size."""
     if opset < 11:  # (opset 10's Resize, and Upsample: asymmetric coordinates, nearest rounds down)
         node_attrs = {**node_attrs, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
         opset = 11
     out = size if size is not None else math.floor(n * scale)
-    count = n * max(n, out)  # (the basis, and the resized basis)
+    width = 1 if aspect is None else max(aspect[1], aspect[2])
+    count = n * max(n, out) * width  # (the basis, and the resized basis)
     check_size(count, f"the resize matrix of an axis of length {n} to {out}")
     feeds = [None, None, None, None]
     if roi is not None:
@@ -37,8 +41,15 @@ def _axis_map(node_attrs, opset, n, scale=None, size=None, roi=None):
         feeds[2] = np.array([1.0, scale], dtype="float32")
     if size is not None:
         feeds[3] = np.array([n, size], dtype="int64")
-    (base,) = reference("Resize", opset, [np.zeros((n, n), "float64")] + feeds[1:], node_attrs, size=count)
-    (full,) = reference("Resize", opset, [np.eye(n, dtype="float64")] + feeds[1:], node_attrs, size=count)
+    basis = [np.zeros((n, n), "float64"), np.eye(n, dtype="float64")]
+    if aspect is not None:
+        policy, e, m = aspect
+        node_attrs = {**node_attrs, "axes": [1, 2], "keep_aspect_ratio_policy": policy}
+        feeds[3] = np.array([size, m], dtype="int64")
+        basis = [np.repeat(b[:, :, None], e, axis=2) for b in basis]
+    base, full = (reference("Resize", opset, [b] + feeds[1:], node_attrs, size=count)[0] for b in basis)
+    if aspect is not None:  # (the weights along the third axis sum to 1: any of its elements)
+        base, full = base[..., 0], full[..., 0]
     return full - base, base[0]
 
 
@@ -57,8 +68,9 @@ class Resize(OnnxOpConverter):
             raise Unsupported("Resize of an input of symbolic shape")
         axes = [normalize_axis(a, rank) for a in attrs.get("axes", range(rank))]
         policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+        aspect = None
         if policy != "stretch" and sizes is not None:
-            scales, sizes = cls._keep_aspect_ratio(policy, [shape[a] for a in axes], sizes), None
+            aspect = cls._keep_aspect_ratio(policy, [shape[a] for a in axes], sizes, roi)
         forwarded = {k: attrs[k] for k in cls._FORWARDED if k in attrs}
         y = x
         for i, axis in enumerate(axes):
@@ -66,24 +78,24 @@ class Resize(OnnxOpConverter):
             scale = None if scales is None else float(scales[i])
             size = None if sizes is None else int(sizes[i])
             window = None if roi is None else (float(roi[i]), float(roi[len(axes) + i]))
-            if (size == n or scale == 1.0) and window in (None, (0.0, 1.0)):
+            if (size == n or scale == 1.0) and window in (None, (0.0, 1.0)) and aspect in (None, i):
                 continue
-            weights, offset = _axis_map(forwarded, ctx.opset, n, scale, size, window)
+            weights, offset = _axis_map(forwarded, ctx.opset, n, scale, size, window,
+                                        None if aspect in (None, i) else (policy, shape[axes[aspect]], int(sizes[aspect])))
             y = cls._apply(ctx, y, axis, weights, offset)
         return as_dtype(y, dtype_of(x))
 
     @staticmethod
-    def _keep_aspect_ratio(policy, extents, sizes):
-        """The one scale of every axis that ``sizes`` and the policy give (ONNX: the smallest
-        ratio for not_larger, the largest for not_smaller; each size the extent times it,
-        rounded half up), as scales, whose sizes (rounded down) must be the same."""
+    def _keep_aspect_ratio(policy, extents, sizes, roi):
+        """The index of the axis whose ratio of size to extent is the one scale of every axis
+        (ONNX: the smallest for not_larger, the largest for not_smaller): that axis is
+        resized to its size, the others with its scale (``_axis_map``'s ``aspect``)."""
         if policy not in ("not_larger", "not_smaller"):
             raise Unsupported(f"keep_aspect_ratio_policy={policy!r}")
+        if roi is not None:
+            raise Unsupported(f"keep_aspect_ratio_policy={policy!r} with a roi")
         ratios = [int(size) / n for size, n in zip(sizes, extents)]
-        scale = min(ratios) if policy == "not_larger" else max(ratios)
-        if any(math.floor(n * scale) != math.floor(n * scale + 0.5) for n in extents):
-            raise Unsupported(f"keep_aspect_ratio_policy={policy!r} with a size that rounds up")
-        return np.full(len(extents), scale)
+        return int(np.argmin(ratios) if policy == "not_larger" else np.argmax(ratios))
 
     @staticmethod
     def _inputs(ctx, inputs):
