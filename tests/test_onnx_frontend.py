@@ -128,6 +128,14 @@ test_regex_full_match_email_domain test_regex_full_match_empty test_equal_string
 test_ai_onnx_ml_label_encoder_string_int test_ai_onnx_ml_label_encoder_string_int_no_default
 test_ai_onnx_ml_label_encoder_tensor_mapping test_ai_onnx_ml_label_encoder_tensor_value_only_mapping
 """.split()
+# forms added with them (SpaceToDepth's mode, Dropout ratio 0 in training, Transpose of unknown rank,
+# an If with an empty optional branch, RoiAlign's max, Resize's keep_aspect_ratio_policy rounding up)
+CLAIMED += """
+test_spacetodepth_dcr_mode_example test_spacetodepth_crd_mode_example test_training_dropout_zero_ratio
+test_training_dropout_zero_ratio_mask test_affine_grid_2d_expanded test_affine_grid_2d_align_corners_expanded
+test_affine_grid_3d_align_corners_expanded test_if_opt test_roialign_mode_max
+test_resize_downsample_sizes_nearest_not_smaller
+""".split()
 
 
 def test_claimed_node_cases_pass():
