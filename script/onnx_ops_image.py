@@ -288,8 +288,9 @@ def _roi_align_max(ctx, x, rois, batch_indices, pooled, scale, ratio, half_pixel
     """RoiAlign's max mode as ONNX defines it (onnxruntime's, which the reference follows): per
     sample point, the largest of its four bilinear terms (corner value times weight, not the
     interpolated value that Relax's max mode takes), then the largest over the bin's ratio x
-    ratio samples. Each region's sample rows and columns are computed in Relax, the corners
-    gathered from the flattened input."""
+    ratio samples. The sample rows and columns of every region are computed in Relax (rows
+    and columns side by side, low and high corners stacked), the corners gathered from the
+    flattened input."""
     if ratio <= 0:
         raise Unsupported("mode='max' with sampling_ratio 0 (a grid that each region's size decides)")
     dims = dims_of(x)
@@ -297,43 +298,45 @@ def _roi_align_max(ctx, x, rois, batch_indices, pooled, scale, ratio, half_pixel
         raise Unsupported(f"mode='max' on an input of shape {dims} (channels, height and width static)")
     _, channels, height, width = dims
     e, dtype = ctx.emit, dtype_of(x)
+    rows, cols = pooled[0] * ratio, pooled[1] * ratio
 
     def num(value):
         return ctx.constant(np.asarray(value, dtype))
 
+    def side_by_side(for_rows, for_cols):
+        return np.array([for_rows] * rows + [for_cols] * cols)
+
     box = e(op.subtract(e(op.multiply(rois, num(scale))), num(0.5 if half_pixel else 0.0)))  # x1 y1 x2 y2
+    start = e(op.take(box, ctx.constant(side_by_side(1, 0)), axis=1))  # (regions, rows + cols)
+    size = e(op.subtract(e(op.take(box, ctx.constant(side_by_side(3, 2)), axis=1)), start))
+    if not half_pixel:  # (a malformed region is taken as 1 x 1)
+        size = e(op.maximum(size, num(1.0)))
+    steps = [np.add.outer(np.arange(n), (np.arange(ratio) + 0.5) / ratio).reshape(-1) / n for n in pooled]
+    pos = e(op.add(start, e(op.multiply(size, num(np.concatenate(steps))))))
+    extent = num(side_by_side(height, width))
+    inside = e(op.astype(e(op.logical_and(e(op.greater_equal(pos, num(-1.0))), e(op.less_equal(pos, extent)))), dtype))
+    pos = e(op.maximum(pos, num(0.0)))
+    last = num(side_by_side(height - 1, width - 1))
+    edge = e(op.greater_equal(e(op.floor(pos)), last))
+    low = e(op.where(edge, last, e(op.floor(pos))))
+    high = e(op.where(edge, low, e(op.add(low, num(1.0)))))
+    frac = e(op.subtract(e(op.where(edge, low, pos)), low))
+    index = e(op.astype(e(op.stack([low, high], axis=1)), "int64"))  # (regions, 2, rows + cols)
+    weight = e(op.stack([e(op.multiply(e(op.subtract(num(1.0), frac)), inside)), e(op.multiply(frac, inside))], axis=1))
 
-    def samples(axis, count, extent):
-        """[(corner index, weight)] of the low and high corners along one axis: (regions, count * ratio)."""
-        start = e(op.strided_slice(box, [1], [axis], [axis + 1]))
-        size = e(op.subtract(e(op.strided_slice(box, [1], [axis + 2], [axis + 3])), start))
-        if not half_pixel:  # (a malformed region is taken as 1 x 1)
-            size = e(op.maximum(size, num(1.0)))
-        steps = np.add.outer(np.arange(count), (np.arange(ratio) + 0.5) / ratio).reshape(-1)
-        pos = e(op.add(start, e(op.multiply(e(op.divide(size, num(count))), num(steps)))))
-        inside = e(op.astype(e(op.logical_and(e(op.greater_equal(pos, num(-1.0))),
-                                              e(op.less_equal(pos, num(extent))))), dtype))
-        pos = e(op.maximum(pos, num(0.0)))
-        low = e(op.floor(pos))
-        edge = e(op.greater_equal(low, num(extent - 1)))
-        low = e(op.where(edge, num(extent - 1), low))
-        high = e(op.where(edge, low, e(op.add(low, num(1.0)))))
-        frac = e(op.subtract(e(op.where(edge, low, pos)), low))
-        return [(e(op.astype(low, "int64")), e(op.multiply(e(op.subtract(num(1.0), frac)), inside))),
-                (e(op.astype(high, "int64")), e(op.multiply(frac, inside)))]
+    def split(v, axes):  # (the rows, the columns) with axes added for (row corner, column corner)
+        r = e(op.strided_slice(v, [2], [0], [rows]))
+        c = e(op.strided_slice(v, [2], [rows], [rows + cols]))
+        return e(op.expand_dims(r, axes[0])), e(op.expand_dims(c, axes[1]))
 
-    rows, cols = samples(1, pooled[0], height), samples(0, pooled[1], width)
+    row_at, col_at = split(index, ([2, 4], [1, 3]))  # (regions, 2, 1, rows, 1), (regions, 1, 2, 1, cols)
+    row_weight, col_weight = split(weight, ([2, 4], [1, 3]))
+    at = e(op.add(e(op.multiply(row_at, ctx.constant(width, "int64"))), col_at))  # (regions, 2, 2, rows, cols)
     plane = e(op.multiply(as_dtype(batch_indices, "int64"), ctx.constant(channels, "int64")))
-    plane = e(op.add(e(op.expand_dims(plane, [1])), ctx.constant(np.arange(channels))))  # (regions, C)
-    base = e(op.expand_dims(e(op.multiply(plane, ctx.constant(height * width, "int64"))), [2, 3]))
-    flat = e(op.reshape(x, [-1]))
-    best = None
-    for row, row_weight in rows:
-        for col, col_weight in cols:
-            at = e(op.add(e(op.multiply(e(op.expand_dims(row, [1, 3])), ctx.constant(width, "int64"))),
-                          e(op.expand_dims(col, [1, 2]))))  # (regions, 1, rows, cols)
-            weight = e(op.multiply(e(op.expand_dims(row_weight, [1, 3])), e(op.expand_dims(col_weight, [1, 2]))))
-            term = e(op.multiply(e(op.take(flat, e(op.add(base, at)), axis=0)), weight))
-            best = term if best is None else e(op.maximum(best, term))
+    plane = e(op.add(e(op.expand_dims(plane, [1])), ctx.constant(np.arange(channels))))  # (regions, channels)
+    base = e(op.expand_dims(e(op.multiply(plane, ctx.constant(height * width, "int64"))), [2, 3, 4, 5]))
+    values = e(op.take(e(op.reshape(x, [-1])), e(op.add(base, e(op.expand_dims(at, [1])))), axis=0))
+    terms = e(op.multiply(values, e(op.expand_dims(e(op.multiply(row_weight, col_weight)), [1]))))
+    best = e(op.max(terms, [2, 3]))  # (regions, channels, rows, cols)
     grid = e(op.reshape(best, [-1, channels, pooled[0], ratio, pooled[1], ratio]))
     return op.max(grid, [3, 5])

@@ -31,7 +31,7 @@ def _vm(model):
     return relax.VirtualMachine(tvms.compile(from_onnx(model), "llvm"), tvms.cpu())["main"]
 
 
-@pytest.mark.slow  # (~10 s: the default schedules of its one large fused kernel)
+@pytest.mark.slow  # (~4 s: the default schedules of its one large fused kernel)
 def test_roi_align_max_matches_the_reference():
     """half_pixel coordinates (test_roialign_mode_max, claimed, checks output_half_pixel)."""
     transform = "half_pixel"
