@@ -78,10 +78,10 @@ class Resize(OnnxOpConverter):
             scale = None if scales is None else float(scales[i])
             size = None if sizes is None else int(sizes[i])
             window = None if roi is None else (float(roi[i]), float(roi[len(axes) + i]))
-            if (size == n or scale == 1.0) and window in (None, (0.0, 1.0)) and aspect in (None, i):
+            decided = None if aspect in (None, i) else (policy, shape[axes[aspect]], int(sizes[aspect]))
+            if (size == n or scale == 1.0) and window in (None, (0.0, 1.0)) and decided is None:
                 continue
-            weights, offset = _axis_map(forwarded, ctx.opset, n, scale, size, window,
-                                        None if aspect in (None, i) else (policy, shape[axes[aspect]], int(sizes[aspect])))
+            weights, offset = _axis_map(forwarded, ctx.opset, n, scale, size, window, decided)
             y = cls._apply(ctx, y, axis, weights, offset)
         return as_dtype(y, dtype_of(x))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .onnx_convert import (CONSTANT_LIMIT, OnnxOpConverter, Unsupported, as_dtype, converter, dims_of,
-                           dtype_of, element_count, fold, normalize_axis, range_count, onnx_dtype, rank_of, required_value, static_shape, tensor_info,
-                           value_of)
+                           dtype_of, element_count, fold, normalize_axis, range_count, onnx_dtype, rank_of,
+                           required_value, static_shape, tensor_info, value_of)
 from ..ir import relax as rx
 from ..ir.dtype import DataType, float_format, ml_dtype
 from ..ir.struct_info import TensorStructInfo
