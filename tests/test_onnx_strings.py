@@ -113,7 +113,9 @@ def test_string_model_prints_parses_and_runs(tmp_path):
     again = from_source(text)
     assert again.script(show_meta=True) == text
     x = tvms.nd.array(np.array(["a-b", "c", "x-y-z"]))
-    _check(relax.VirtualMachine(tvms.compile(again, "llvm"), tvms.cpu())["main"](x))
+    run = relax.VirtualMachine(tvms.compile(again, "llvm"), tvms.cpu())["main"]
+    _check(run(x))
+    _check(run(np.array(["a-b", "c", "x-y-z"])))  # (numpy text: a string tensor's argument too)
     # a built library keeps the string constants (LabelEncoder's tables)
     tvms.compile(mod, "llvm").export_library(str(tmp_path / "text.so"))
     loaded = tvms.runtime.load_module(str(tmp_path / "text.so"))
