@@ -18,7 +18,7 @@ from typing import Callable
 from .errors import TVMSError
 
 MAX_REPEAT = 1000  # RE2's bound on a repeat count
-MAX_STATES = 50_000  # the automaton's size bound (RE2 bounds its program size likewise)
+MAX_STATES = 10_000  # the automaton's size, so each character costs at most this many steps
 _WORD = ((48, 57), (65, 90), (95, 95), (97, 122))
 _CLASSES = {"d": ((48, 57),), "w": _WORD, "s": ((9, 10), (12, 13), (32, 32))}  # (RE2's \s has no \v)
 _ESCAPES = {"n": 10, "t": 9, "r": 13, "f": 12, "v": 11, "a": 7}
@@ -106,7 +106,7 @@ class _Parser:
         end = self.text.find("}", self.at)
         body = self.text[self.at + 1:end] if end > 0 else ""
         low, comma, high = body.partition(",")
-        if not low.isdigit() or not (high.isdigit() or not high):
+        if not _decimal(low) or not (_decimal(high) or not high):
             return None
         if peek:
             return True
@@ -156,7 +156,7 @@ class _Parser:
                 raise self.fail("case-insensitive matching (?i) is not supported (RE2 folds case by "
                                 "Unicode rules this matcher does not implement)")
             on = flags.split("-")[0]
-            if flags.count("-") > 1 or flags.endswith("-") or self.peek() not in (")", ":"):
+            if not flags.strip("-") or flags.count("-") > 1 or flags.endswith("-") or self.peek() not in (")", ":"):
                 raise self.fail("a bad flag group")
             dotall, multiline = "s" in on or (self.dotall and "s" not in flags), \
                 "m" in on or (self.multiline and "m" not in flags)
@@ -180,6 +180,8 @@ class _Parser:
         if c == "x":  # \xHH or \x{H...}
             braced = self.peek() == "{"
             end = self.text.find("}", self.at) if braced else self.at + 2
+            if end < 0:
+                raise self.fail("missing '}' of a \\x{...} escape")
             digits = self.text[self.at + braced:end]
             self.at = end + braced
             if not (0 < len(digits) <= 6 and all(d in "0123456789abcdefABCDEF" for d in digits)
@@ -231,6 +233,10 @@ class _Parser:
     def class_item(self):
         c = self.take()
         return self.escape(in_class=True) if c == "\\" else _char(ord(c))
+
+
+def _decimal(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def _char(code: int):

@@ -71,6 +71,9 @@ def test_re2_has_no_catastrophic_backtracking():
     (r"\Z", r"RE2 writes the end of text \\z"),
     (r"(a", "unexpected end"),
     (r"*", "a repeat of nothing"),
+    (r"\x{41", "missing '}'"),  # (once re-read the pattern from its start forever)
+    (r"(?)", "a bad flag group"),
+    (r"(a{100}){200}", "too large"),
 ])
 def test_re2_refusals(pattern, message):
     with pytest.raises(PatternError, match=message):
