@@ -101,6 +101,8 @@ class Tensor:
 
     # --- DLPack: other libraries (numpy, torch) read the same memory without a copy
     def __dlpack__(self, **kwargs: Any) -> Any:
+        if self.array.dtype == object:
+            raise TVMSError("a string tensor has no DLPack form (DLPack holds numbers); use .numpy()")
         return self.array.__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:

@@ -169,6 +169,7 @@ def test_copyfrom_and_copyto_check_shapes_and_dtypes() -> None:
     (lambda: tvm.nd.array(np.array(["a", 1], object)), "a string tensor holds str elements, not int"),
     (lambda: tvm.nd.array([1.5], dtype="string"), "a string tensor is made of str or bytes, not numpy float64"),
     (lambda: tvm.nd.array([b"\xff"]), "a string tensor's bytes must be UTF-8 text"),
+    (lambda: np.from_dlpack(tvm.nd.array(["a"])), "a string tensor has no DLPack form"),
     (lambda: tvm.nd.array([[1, 2], [3]]), "cannot make a tensor from list"),
     (lambda: tvm.nd.array([1.0], device="cpu"), "device must be a tvms Device .* not str"),
     (lambda: tvm.nd.array([1, 2], dtype="float32x2"), "'float32x2' are not supported"),
