@@ -149,11 +149,27 @@ def _read_npy(name: str, path: str) -> np.ndarray:
 
 
 def _random_array(shape: tuple, dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
+    if dtype == object:  # (a string tensor: words of 1 to 8 lower-case letters)
+        from .runtime.tensor import string_array
+
+        letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+        words = ["".join(rng.choice(letters, rng.integers(1, 9))) for _ in range(int(np.prod(shape)))]
+        return string_array(words).reshape(shape)
     if dtype.kind == "f":
         return rng.standard_normal(shape).astype(dtype)
     if dtype.kind == "b":
         return rng.integers(0, 2, shape).astype(dtype)
     return rng.integers(0, 10, shape).astype(dtype)
+
+
+def _as_declared(p: Any, arr: np.ndarray) -> np.ndarray:
+    """Text read from a .npy file (numpy's <U or |S arrays: an object array would need a pickle,
+    which is never loaded) as the object array of str a string parameter takes."""
+    if p.dtype == "string" and arr.dtype.kind in "US":
+        from .runtime.tensor import string_array
+
+        return string_array(arr)
+    return arr
 
 
 @dataclass(frozen=True)
@@ -224,7 +240,7 @@ class _Arguments:
         if unknown:
             raise _Failure(f"run: {self.fname} has no parameter {unknown[0]!r} "
                            f"(its parameters: {', '.join(names)})", EXIT_ERROR)
-        given = {p.name: _read_npy(p.name, self.files[p.name]) for p in self.params
+        given = {p.name: _as_declared(p, _read_npy(p.name, self.files[p.name])) for p in self.params
                  if p.name in self.files and p.shape is not None}
         for p in self.params:  # the given inputs are checked, and bind the sizes
             if p.name in given:
@@ -338,8 +354,14 @@ def _free_vars(expr: Any) -> list:
 
 def describe_array(name: str, value: np.ndarray) -> str:
     """An output as text: name, shape and dtype, a summary, and the values when it is small."""
-    lines = [f"{name}: shape {tuple(value.shape)} {value.dtype}"]
-    if value.size:
+    if value.dtype == object:  # (a string tensor: its lengths summarize it)
+        lines = [f"{name}: shape {tuple(value.shape)} string"]
+        if value.size:
+            lengths = [len(s) for s in value.flat]
+            lines.append(f"  lengths: min {min(lengths)}  max {max(lengths)}")
+    else:
+        lines = [f"{name}: shape {tuple(value.shape)} {value.dtype}"]
+    if value.size and value.dtype != object:
         data = value.astype(np.float64) if value.dtype.kind in "biuf" else value
         lines.append(f"  min {data.min():.6g}  max {data.max():.6g}  mean {data.mean():.6g}")
     if value.size <= SMALL_OUTPUT:

@@ -1,5 +1,7 @@
 """Data types: ``float32``, ``int64``, ``bool``, ``handle``, ``void``, vector lanes ``float32x4``,
-scalable vectors ``float32xvscalex4`` (``4 * vscale`` lanes, vscale known only on the machine)."""
+scalable vectors ``float32xvscalex4`` (``4 * vscale`` lanes, vscale known only on the machine),
+and ``string``: the element of a tensor of text (ONNX's string tensors; TVM has no such type, so
+only the run-time string functions and the VM read such tensors, never a kernel)."""
 from __future__ import annotations
 
 import re
@@ -104,14 +106,18 @@ class DataType:
     def is_void(self) -> bool:
         return self.code == "void"
 
+    @property
+    def is_string(self) -> bool:
+        return self.code == "string"
+
 
 def _parse(name: str) -> tuple[str, int, int, bool, str]:
     if not isinstance(name, str):
         raise TVMSError(f"a data type must be a string, not {type(name).__name__}")
     if name == "bool":
         return "bool", 1, 1, False, name
-    if name in ("handle", "void"):
-        return name, 0 if name == "void" else 64, 1, False, name
+    if name in ("handle", "void", "string"):
+        return name, 0 if name == "void" else 64, 1, False, name  # (a string element: a pointer)
     m = re.match(r"^bool(?:x(vscalex)?(\d+))$", name)
     if m:
         return "bool", 1, int(m.group(2)), m.group(1) is not None, name

@@ -269,8 +269,11 @@ def make_constant(data: np.ndarray, span: Any = None) -> Constant:
     """A Constant of a numpy array, with its struct info and a digest of its bytes."""
     data = np.asarray(data, order="C")  # (ascontiguousarray would make a scalar 1-d)
     dims = tuple(IntImm(DataType("int64"), d) for d in data.shape)
-    sinfo = TensorStructInfo(ShapeExpr(dims, ShapeStructInfo(dims)), DataType(str(data.dtype)), len(dims))
-    digest = hashlib.sha1(str(data.dtype).encode() + repr(data.shape).encode() + data.tobytes()).hexdigest()
+    strings = data.dtype == object  # (a string tensor: its text, not its pointers, is its content)
+    dtype = DataType("string" if strings else str(data.dtype))
+    sinfo = TensorStructInfo(ShapeExpr(dims, ShapeStructInfo(dims)), dtype, len(dims))
+    content = repr(data.tolist()).encode() if strings else data.tobytes()
+    digest = hashlib.sha1(str(dtype).encode() + repr(data.shape).encode() + content).hexdigest()
     return Constant(data, sinfo, digest, span=span)
 
 

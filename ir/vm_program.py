@@ -213,14 +213,15 @@ def size_text(e: Any, heap: tuple = ()) -> str:
 def serialize(program: VMProgram) -> bytes:
     """``program`` as bytes: ``MAGIC``, the version (u32), the header's length (u64), the
     header (JSON: the functions, and each constant's dtype, shape and place), the constants'
-    raw bytes."""
+    raw bytes (a string tensor's: its elements in C order as a JSON list, dtype "string")."""
     constants, blobs, offset = [], [], 0
     for c in program.constants:
         arr = np.require(c, requirements="C")  # (ascontiguousarray would make a 0-d array 1-d)
-        if arr.dtype.hasobject:
+        strings = arr.dtype == object and all(type(s) is str for s in arr.flat)
+        if arr.dtype.hasobject and not strings:
             raise TVMSError("a VM constant of Python objects cannot be serialized")
-        data = arr.tobytes()
-        constants.append({"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset, "nbytes": len(data)})
+        data = json.dumps(arr.reshape(-1).tolist()).encode("utf-8") if strings else arr.tobytes()
+        constants.append({"dtype": "string" if strings else arr.dtype.str, "shape": list(arr.shape), "offset": offset, "nbytes": len(data)})
         blobs.append(data)
         offset += len(data)
     header = {"functions": [_function_json(f) for f in program.functions], "constants": constants}
@@ -387,6 +388,8 @@ def decode_value(d: Any) -> Any:
 
 
 def _constant_of(d: dict, blob: bytes) -> np.ndarray:
+    if _str(d["dtype"]) == "string":
+        return _strings_of(d, blob)
     dtype = np.dtype(_str(d["dtype"]))
     if dtype.hasobject:
         raise TVMSError("a constant of Python objects")
@@ -396,6 +399,21 @@ def _constant_of(d: dict, blob: bytes) -> np.ndarray:
     if offset < 0 or nbytes != count * dtype.itemsize or offset + nbytes > len(blob):
         raise TVMSError("a constant's bytes do not match its dtype and shape")
     return np.frombuffer(blob, dtype, count, offset).reshape(shape)
+
+
+def _strings_of(d: dict, blob: bytes) -> np.ndarray:
+    shape = tuple(_int(x) for x in d["shape"])
+    offset, nbytes = _int(d["offset"]), _int(d["nbytes"])
+    try:
+        items = json.loads(blob[offset:offset + nbytes].decode("utf-8")) if offset >= 0 else None
+    except ValueError:
+        items = None
+    count = int(np.prod(shape, dtype=np.int64))
+    if not isinstance(items, list) or len(items) != count or not all(type(i) is str for i in items):
+        raise TVMSError("a string constant's bytes are not a JSON list of its strings")
+    out = np.empty(count, object)
+    out[:] = items
+    return out.reshape(shape)
 
 
 def _validate(program: VMProgram) -> None:

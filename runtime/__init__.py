@@ -17,7 +17,7 @@ def _load_registrations() -> None:
     """The cuda kernel loader, the cpu_blas kernel (with numpy's operators), the reference
     executor's evaluation of a Relax expression (FoldConstant's) and the run-time sequences'
     functions register when first looked up."""
-    from . import cpu_blas, cuda_module, reference_relax, sequence  # noqa: F401
+    from . import cpu_blas, cuda_module, reference_relax, sequence, string_ops  # noqa: F401
 
 
 add_layer_loader(_load_registrations)

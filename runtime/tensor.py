@@ -4,6 +4,10 @@ A ``Tensor`` holds its data in ``.array``: a C-contiguous numpy array whose data
 64-byte boundary (TVM's allocation alignment), so compiled kernels may read it with aligned vector
 loads. ``tensor``/``empty``/``from_dlpack`` on a CUDA device give a ``CudaTensor``
 (``cuda_tensor.py``), or say why the device cannot be used.
+
+A tensor of dtype ``string`` (ONNX's string tensors) holds a numpy object array of ``str``: no
+kernel reads it (the string operators are run-time functions, ``runtime/string_ops.py``), so it
+has no alignment to keep; ``tvms.nd.array`` takes str, bytes (UTF-8) or object arrays of them.
 """
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ ALIGNMENT = 64  # bytes; TVM allocates tensors on this boundary and checks it on
 # (bfloat16, float8_e4m3fn, ..., int4: one element a byte, as ml_dtypes and TVM hold them)
 TENSOR_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                  "float16", "float32", "float64")
-_UNSUPPORTED = f"tvms tensors hold {', '.join(TENSOR_DTYPES)} and {', '.join(ML_DTYPES)}"
+STRING = "string"
+_UNSUPPORTED = f"tvms tensors hold {', '.join(TENSOR_DTYPES)}, {', '.join(ML_DTYPES)} and {STRING}"
 
 
 class Tensor:
@@ -35,10 +40,11 @@ class Tensor:
         if not isinstance(array, np.ndarray):
             raise TVMSError(f"a Tensor wraps a numpy array, not {type(array).__name__}; "
                             f"use tvms.nd.array to convert")
-        numpy_dtype_of(array.dtype)
         if not array.flags.c_contiguous:
             raise TVMSError("a Tensor's data must be C-contiguous; tvms.nd.array makes a contiguous copy")
-        if array.size and array.ctypes.data % ALIGNMENT:  # (an empty array has no data to align)
+        if numpy_dtype_of(array.dtype) == object:
+            _check_strings(array)
+        elif array.size and array.ctypes.data % ALIGNMENT:  # (an empty array has no data to align)
             raise TVMSError(f"a Tensor's data must start on a {ALIGNMENT}-byte boundary; "
                             f"tvms.nd.array copies into aligned memory")
         if not array.flags.writeable:
@@ -71,7 +77,7 @@ class Tensor:
                                 f"this tensor {self.dtype}")
             data = source.array
         else:
-            data = _as_numpy(source)
+            data = string_array(source) if self.array.dtype == object else _as_numpy(source)
             if not np.can_cast(data.dtype, self.array.dtype, casting="same_kind"):
                 raise TVMSError(f"copyfrom: cannot copy {data.dtype} data into a {self.dtype} tensor "
                                 f"without changing its kind; cast it first")
@@ -95,6 +101,8 @@ class Tensor:
 
     # --- DLPack: other libraries (numpy, torch) read the same memory without a copy
     def __dlpack__(self, **kwargs: Any) -> Any:
+        if self.array.dtype == object:
+            raise TVMSError("a string tensor has no DLPack form (DLPack holds numbers); use .numpy()")
         return self.array.__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
@@ -118,6 +126,8 @@ NDArray = Tensor
 
 def tvm_dtype(dtype: np.dtype) -> str:
     """The TVM name of a numpy dtype ("float32", "int64", "bool", ...)."""
+    if dtype == object:
+        return STRING
     name = "bool" if dtype.kind == "b" else dtype.name
     if name in ML_DTYPES and dtype == ml_dtype(name):  # (kind "V", or "f" for some)
         return name
@@ -135,6 +145,8 @@ def numpy_dtype_of(dtype: str | np.dtype | type) -> np.dtype:
             raise TVMSError(f"unknown data type {dtype!r}") from None
         if name in ML_DTYPES:
             return ml_dtype(name)
+        if name == STRING:
+            return np.dtype(object)
         if name not in TENSOR_DTYPES:
             raise TVMSError(f"tensors of dtype {dtype!r} are not supported: {_UNSUPPORTED}")
         return np.dtype(name)
@@ -143,6 +155,29 @@ def numpy_dtype_of(dtype: str | np.dtype | type) -> np.dtype:
     except TypeError:
         raise TVMSError(f"unknown data type {dtype!r}") from None
     tvm_dtype(result)  # refuses the kinds a tensor cannot hold
+    return result
+
+
+def _check_strings(array: np.ndarray) -> None:
+    """Refuse an object array holding anything but str (a string tensor's elements)."""
+    for item in array.flat:
+        if type(item) is not str:
+            raise TVMSError(f"a string tensor holds str elements, not {type(item).__name__}")
+
+
+def string_array(data: Any) -> np.ndarray:
+    """``data`` (str, bytes, or arrays and nested lists of them) as a numpy object array of
+    str: bytes are read as UTF-8, as ONNX stores its strings."""
+    source = _as_numpy(data)
+    if source.dtype.kind not in "USO":
+        raise TVMSError(f"a string tensor is made of str or bytes, not numpy {source.dtype} data")
+    result = np.empty(source.shape, object)
+    try:
+        result.flat[:] = [item.decode() if isinstance(item, bytes) else str(item) if isinstance(item, str) else item
+                          for item in source.flat]  # (numpy's str_ and bytes_ become str)
+    except UnicodeDecodeError:
+        raise TVMSError("a string tensor's bytes must be UTF-8 text") from None
+    _check_strings(result)
     return result
 
 
@@ -196,6 +231,8 @@ def _check_shape(shape: Any) -> tuple[int, ...]:
 def empty(shape: Any, dtype: str | np.dtype = "float32", device: Device | None = None) -> Tensor:
     """An uninitialized tensor (``tvm.nd.empty((128, 128), "float32")``)."""
     dev = _checked_device(device, "empty")
+    if numpy_dtype_of(dtype) == object:
+        return Tensor(np.full(_check_shape(shape), "", object), _cpu_device(device, "empty"))
     if dev.device_type == CUDA:
         from .cuda_tensor import CudaTensor
 
@@ -208,6 +245,9 @@ def tensor(data: Any, device: Device | None = None, *, dtype: str | np.dtype | N
     dev = _checked_device(device, "tensor")
     if isinstance(data, Tensor):
         data = data.array
+    if (dtype is None and _as_numpy(data).dtype.kind in "USO") or \
+            (dtype is not None and numpy_dtype_of(dtype) == object):
+        return Tensor(string_array(data), _cpu_device(device, "tensor"))
     source = _as_numpy(data, None if dtype is None else numpy_dtype_of(dtype))
     native = source.dtype if source.dtype.isnative else source.dtype.newbyteorder("=")
     if dev.device_type == CUDA:
@@ -241,5 +281,5 @@ def from_dlpack(obj: Any) -> Tensor:
     return Tensor(array, cpu(device_id))  # (checks the layout, as TVM 0.27 does)
 
 
-__all__ = ["ALIGNMENT", "NDArray", "Tensor", "empty", "from_dlpack", "numpy_dtype_of", "tensor",
-           "tvm_dtype"]
+__all__ = ["ALIGNMENT", "NDArray", "STRING", "Tensor", "empty", "from_dlpack", "numpy_dtype_of",
+           "string_array", "tensor", "tvm_dtype"]

@@ -24,7 +24,7 @@ def numpy_dtype(dtype: DataType | str) -> np.dtype:
         return np.dtype(f"int{dt.bits}")
     if dt.is_uint and dt.bits in (8, 16, 32, 64):
         return np.dtype(f"uint{dt.bits}")
-    if dt.is_handle:
+    if dt.is_handle or dt.is_string:  # (a string tensor: an object array of str)
         return np.dtype(object)
     if dt.name in ML_DTYPES:  # (numpy computes on them in float32, rounding each result)
         return ml_dtype(dt)

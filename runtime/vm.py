@@ -39,7 +39,7 @@ from .device import CPU, CUDA, cpu, cuda, missing_reason
 from .module import Module, TimingResult, _data_address, _on_cpu
 from .numpy_ops import Shape
 from .param_cache import ParamCache
-from .tensor import ALIGNMENT, Tensor, tensor
+from .tensor import ALIGNMENT, Tensor, string_array, tensor
 from .vm_builtins import step_of, values_of
 from .vm_memory import BufferPool
 from .vm_native import NativeFunction, object_layout
@@ -397,6 +397,8 @@ def _argument(value: Any, is_shape: bool, name: str, fname: str, on_gpu: bool = 
                             f"runs on the CPU (copy it with .numpy(), or compile for cuda)")
         return value
     if isinstance(value, np.ndarray):
+        if value.dtype.kind in "US":  # (numpy text: str elements, as tvms.nd.array makes a string tensor)
+            return string_array(value)
         flags = value.flags
         if flags.c_contiguous and flags.writeable:
             return value

@@ -10,13 +10,15 @@ becoming a placeholder that keeps its struct info. With ``show_meta=True`` it ap
         ],
     }
 
-where ``data`` is the array's bytes in C order, little-endian, in base64. The parser reads the
+where ``data`` is the array's bytes in C order, little-endian, in base64 (of a ``string``
+constant: its elements in C order as a JSON list, UTF-8, in base64). The parser reads the
 section back, so the constants survive a round-trip exactly. (Apache TVM writes a JSON blob of
 its own serialization instead; tvms does not read that.)
 """
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,8 @@ CONSTANT_KEYS = ("relax.expr.Constant", "ir.GenericConst")  # classic, tvm-0.27
 
 
 def encode_array(data: np.ndarray) -> str:
+    if data.dtype == object:  # (a string tensor)
+        return base64.b64encode(json.dumps(data.reshape(-1).tolist()).encode()).decode("ascii")
     little = np.asarray(data).astype(np.asarray(data).dtype.newbyteorder("<"), copy=False)
     return base64.b64encode(np.ascontiguousarray(little).tobytes()).decode("ascii")
 
@@ -37,6 +41,8 @@ def decode_entry(entry: Any) -> np.ndarray:
     if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data"}:
         raise TVMSError('a metadata constant is {"dtype": ..., "shape": [...], "data": "<base64>"}')
     name = entry["dtype"]
+    if name == "string":
+        return _decode_strings(entry)
     # (ml_dtypes' types: bfloat16, float8_e4m3fn, int4, ... one element a byte or two)
     dtype = ml_dtype(name) if name in ML_DTYPES else np.dtype(name).newbyteorder("<")
     shape = tuple(int(d) for d in entry["shape"])
@@ -48,10 +54,25 @@ def decode_entry(entry: Any) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
 
 
+def _decode_strings(entry: dict) -> np.ndarray:
+    shape = tuple(int(d) for d in entry["shape"])
+    try:
+        items = json.loads(base64.b64decode(entry["data"], validate=True).decode())
+    except ValueError as err:  # (bad base64, UTF-8 or JSON)
+        raise TVMSError(f"a string metadata constant is a JSON list in base64: {err}") from None
+    count = int(np.prod(shape)) if shape else 1
+    if not isinstance(items, list) or len(items) != count or not all(isinstance(i, str) for i in items):
+        raise TVMSError(f"a string metadata constant of shape {list(shape)} lists {count} strings")
+    out = np.empty(count, object)
+    out[:] = items
+    return out.reshape(shape)
+
+
 def render_section(key: str, constants: list) -> list[str]:
     lines = ["metadata = {", f'    "{key}": [']
     for c in constants:
         shape = ", ".join(str(d) for d in c.data.shape)
-        lines.append(f'        {{"dtype": "{c.data.dtype}", "shape": [{shape}], "data": "{encode_array(c.data)}"}},')
+        dtype = "string" if c.data.dtype == object else c.data.dtype
+        lines.append(f'        {{"dtype": "{dtype}", "shape": [{shape}], "data": "{encode_array(c.data)}"}},')
     lines += ["    ],", "}"]
     return lines

@@ -34,7 +34,10 @@ def converter(*op_types: str) -> Callable[[type], type]:
 
 class OnnxOpConverter:
     """A converter: ``_impl_v<N>`` converts the operator as defined from opset N on; the version
-    used for a model of opset V is the newest N <= V."""
+    used for a model of opset V is the newest N <= V. Only a converter whose ``takes_strings``
+    is true is given (or may give) a string tensor: others lower to kernels, which read none."""
+
+    takes_strings = False
 
     @classmethod
     def versions(cls) -> list[int]:
@@ -95,6 +98,7 @@ class Context:
         self.bb = bb
         self.opset = opset
         self.node_outputs = 1  # (how many outputs the node being converted has)
+        self.open_optionals: set[int] = set()  # (ids of optionals only the run fills or leaves empty)
 
     def emit(self, expr: Any) -> Any:
         return expr if isinstance(expr, (rx.Constant, rx.Var)) else self.bb.emit(expr)
@@ -157,7 +161,8 @@ def onnx_dtype(elem_type: int) -> str:
     from onnx.helper import tensor_dtype_to_np_dtype
 
     try:
-        return str(np.dtype(tensor_dtype_to_np_dtype(elem_type)))
+        dtype = np.dtype(tensor_dtype_to_np_dtype(elem_type))
+        return "string" if dtype == object else str(dtype)  # (ONNX's STRING)
     except (KeyError, TypeError):
         raise Unsupported(f"the element type {elem_type} is not an ONNX tensor type") from None
 

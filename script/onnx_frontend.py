@@ -31,7 +31,7 @@ from .onnx_shape_values import ShapeValue, evaluate
 from . import (onnx_ops_control, onnx_ops_image, onnx_ops_math, onnx_ops_nn, onnx_ops_quant,  # noqa: F401
                onnx_ops_rnn, onnx_ops_signal, onnx_ops_tensor, onnx_ops_transformer)
 from . import (onnx_ops_layers, onnx_ops_linalg, onnx_ops_ml, onnx_ops_preview, onnx_ops_select,  # noqa: F401
-               onnx_ops_text, onnx_ops_training)
+               onnx_ops_string, onnx_ops_text, onnx_ops_training)
 from .onnx_ops_control import Scope
 from .onnx_ops_sequence import EMPTY_OPTIONAL, structured_input
 
@@ -312,6 +312,9 @@ class _GraphImporter:
                             + (f" before opset {cls.versions()[0]}" if cls else ""))
         attrs = Attrs({a.name: _attribute(a, where) for a in node.attribute})
         inputs = [self._value(name, where) if name else None for name in node.input]
+        if not cls.takes_strings and _holds_strings(inputs):
+            raise TVMSError(f"{where}: string tensors are not supported as inputs of {node.op_type} (only of "
+                            f"the string operators, Equal, LabelEncoder and Identity)")
         if len(node.output) == 1 and self._follow_shapes(ctx, node, attrs, inputs):
             return
         inputs = [self._materialize(ctx, x) for x in inputs]
@@ -345,6 +348,8 @@ class _GraphImporter:
             raise TVMSError(f"{where}: {err}") from None
         except (ValueError, MemoryError) as err:  # (numpy refusing what the node asks for)
             raise TVMSError(f"{where}: {type(err).__name__}: {err}") from None
+        if not cls.takes_strings and _holds_strings(result if isinstance(result, (list, tuple)) else [result]):
+            raise TVMSError(f"{where}: string results of {node.op_type} are not supported")
         unused = attrs.unused()
         if unused:
             raise TVMSError(f"{where}: the attribute{'s' * (len(unused) > 1)} {', '.join(unused)} "
@@ -442,6 +447,15 @@ def tensor_value(tensor: Any, what: str) -> np.ndarray:
     except (ValueError, TypeError, KeyError) as err:
         raise InvalidModel(f"{what}: its data does not make a tensor of shape {list(tensor.dims)} and "
                            f"element type {TensorProto.DataType.Name(tensor.data_type)}: {err}") from None
+
+
+def _holds_strings(values: list) -> bool:
+    """Whether any of ``values`` is (or a tuple holding) a string tensor."""
+    def strings(sinfo: Any) -> bool:
+        if isinstance(sinfo, TupleStructInfo):
+            return any(strings(f) for f in sinfo.fields)
+        return isinstance(sinfo, TensorStructInfo) and sinfo.dtype.is_string
+    return any(strings(getattr(v, "struct_info", None)) for v in values if v is not None)
 
 
 def _attribute(attr: Any, where: str) -> Any:

@@ -21,14 +21,18 @@ from .onnx_ops_layers import grid_sample_zeros
 from .relax_op_api import op
 
 
-def _axis_map(node_attrs, opset, n, scale=None, size=None, roi=None):
+def _axis_map(node_attrs, opset, n, scale=None, size=None, roi=None, aspect=None):
     """(W, c) of one axis of input length ``n``: the reference's Resize of the 2-d basis
-    (n, n) along its last axis; row i of the result is input element i's weights."""
+    (n, n) along its last axis; row i of the result is input element i's weights.
+    ``aspect`` = (policy, e, m): ``size`` is asked under keep_aspect_ratio_policy ``policy``,
+    whose one scale another axis, of extent e asked for m, decides; that axis becomes a third
+    of the basis (constant along it), so the reference picks the scale and rounds the size."""
     if opset < 11:  # (opset 10's Resize, and Upsample: asymmetric coordinates, nearest rounds down)
         node_attrs = {**node_attrs, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
         opset = 11
     out = size if size is not None else math.floor(n * scale)
-    count = n * max(n, out)  # (the basis, and the resized basis)
+    width = 1 if aspect is None else max(aspect[1], aspect[2])
+    count = n * max(n, out) * width  # (the basis, and the resized basis)
     check_size(count, f"the resize matrix of an axis of length {n} to {out}")
     feeds = [None, None, None, None]
     if roi is not None:
@@ -37,8 +41,15 @@ def _axis_map(node_attrs, opset, n, scale=None, size=None, roi=None):
         feeds[2] = np.array([1.0, scale], dtype="float32")
     if size is not None:
         feeds[3] = np.array([n, size], dtype="int64")
-    (base,) = reference("Resize", opset, [np.zeros((n, n), "float64")] + feeds[1:], node_attrs, size=count)
-    (full,) = reference("Resize", opset, [np.eye(n, dtype="float64")] + feeds[1:], node_attrs, size=count)
+    basis = [np.zeros((n, n), "float64"), np.eye(n, dtype="float64")]
+    if aspect is not None:
+        policy, e, m = aspect
+        node_attrs = {**node_attrs, "axes": [1, 2], "keep_aspect_ratio_policy": policy}
+        feeds[3] = np.array([size, m], dtype="int64")
+        basis = [np.repeat(b[:, :, None], e, axis=2) for b in basis]
+    base, full = (reference("Resize", opset, [b] + feeds[1:], node_attrs, size=count)[0] for b in basis)
+    if aspect is not None:  # (the weights along the third axis sum to 1: any of its elements)
+        base, full = base[..., 0], full[..., 0]
     return full - base, base[0]
 
 
@@ -57,8 +68,9 @@ class Resize(OnnxOpConverter):
             raise Unsupported("Resize of an input of symbolic shape")
         axes = [normalize_axis(a, rank) for a in attrs.get("axes", range(rank))]
         policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+        aspect = None
         if policy != "stretch" and sizes is not None:
-            scales, sizes = cls._keep_aspect_ratio(policy, [shape[a] for a in axes], sizes), None
+            aspect = cls._keep_aspect_ratio(policy, [shape[a] for a in axes], sizes, roi)
         forwarded = {k: attrs[k] for k in cls._FORWARDED if k in attrs}
         y = x
         for i, axis in enumerate(axes):
@@ -66,24 +78,24 @@ class Resize(OnnxOpConverter):
             scale = None if scales is None else float(scales[i])
             size = None if sizes is None else int(sizes[i])
             window = None if roi is None else (float(roi[i]), float(roi[len(axes) + i]))
-            if (size == n or scale == 1.0) and window in (None, (0.0, 1.0)):
+            decided = None if aspect in (None, i) else (policy, shape[axes[aspect]], int(sizes[aspect]))
+            if (size == n or scale == 1.0) and window in (None, (0.0, 1.0)) and decided is None:
                 continue
-            weights, offset = _axis_map(forwarded, ctx.opset, n, scale, size, window)
+            weights, offset = _axis_map(forwarded, ctx.opset, n, scale, size, window, decided)
             y = cls._apply(ctx, y, axis, weights, offset)
         return as_dtype(y, dtype_of(x))
 
     @staticmethod
-    def _keep_aspect_ratio(policy, extents, sizes):
-        """The one scale of every axis that ``sizes`` and the policy give (ONNX: the smallest
-        ratio for not_larger, the largest for not_smaller; each size the extent times it,
-        rounded half up), as scales, whose sizes (rounded down) must be the same."""
+    def _keep_aspect_ratio(policy, extents, sizes, roi):
+        """The index of the axis whose ratio of size to extent is the one scale of every axis
+        (ONNX: the smallest for not_larger, the largest for not_smaller): that axis is
+        resized to its size, the others with its scale (``_axis_map``'s ``aspect``)."""
         if policy not in ("not_larger", "not_smaller"):
             raise Unsupported(f"keep_aspect_ratio_policy={policy!r}")
+        if roi is not None:
+            raise Unsupported(f"keep_aspect_ratio_policy={policy!r} with a roi")
         ratios = [int(size) / n for size, n in zip(sizes, extents)]
-        scale = min(ratios) if policy == "not_larger" else max(ratios)
-        if any(math.floor(n * scale) != math.floor(n * scale + 0.5) for n in extents):
-            raise Unsupported(f"keep_aspect_ratio_policy={policy!r} with a size that rounds up")
-        return np.full(len(extents), scale)
+        return int(np.argmin(ratios) if policy == "not_larger" else np.argmax(ratios))
 
     @staticmethod
     def _inputs(ctx, inputs):
@@ -256,15 +268,75 @@ class RoiAlign(OnnxOpConverter):
         if transform not in ("half_pixel", "output_half_pixel"):
             raise Unsupported(f"coordinate_transformation_mode={transform!r}")
         mode = attrs.get("mode", "avg")
-        if mode != "avg":  # (ONNX's max takes the largest bilinear term, Relax's the largest sample)
-            raise Unsupported(f"mode={mode!r}")
         scale = float(attrs.get("spatial_scale", 1.0))
         half_pixel = transform == "half_pixel"
+        ratio = attrs.get("sampling_ratio", 0)
+        pooled = [attrs.get("output_height", 1), attrs.get("output_width", 1)]
+        if mode == "max":
+            return _roi_align_max(ctx, x, rois, batch_indices, pooled, scale, ratio, half_pixel)
+        if mode != "avg":
+            raise Unsupported(f"mode={mode!r}")
         if half_pixel:  # (Relax's ``aligned`` only drops the clamp of the size to 1: shift by half a pixel here)
             rois = ctx.emit(op.subtract(rois, scalar_like(0.5 / scale, rois)))
         index = op.expand_dims(as_dtype(batch_indices, dtype_of(rois)), axis=1)
         regions = ctx.emit(op.concat([index, rois], axis=1))
-        ratio = attrs.get("sampling_ratio", 0)
-        pooled = [attrs.get("output_height", 1), attrs.get("output_width", 1)]
         return op.vision.roi_align(x, regions, pooled_size=pooled, spatial_scale=scale,
                                    sample_ratio=ratio if ratio > 0 else -1, aligned=half_pixel)
+
+
+def _roi_align_max(ctx, x, rois, batch_indices, pooled, scale, ratio, half_pixel):
+    """RoiAlign's max mode as ONNX defines it (onnxruntime's, which the reference follows): per
+    sample point, the largest of its four bilinear terms (corner value times weight, not the
+    interpolated value that Relax's max mode takes), then the largest over the bin's ratio x
+    ratio samples. The sample rows and columns of every region are computed in Relax (rows
+    and columns side by side, low and high corners stacked), the corners gathered from the
+    flattened input."""
+    if ratio <= 0:
+        raise Unsupported("mode='max' with sampling_ratio 0 (a grid that each region's size decides)")
+    dims = dims_of(x)
+    if not all(isinstance(d, int) for d in dims[1:]):
+        raise Unsupported(f"mode='max' on an input of shape {dims} (channels, height and width static)")
+    _, channels, height, width = dims
+    e, dtype = ctx.emit, dtype_of(x)
+    rows, cols = pooled[0] * ratio, pooled[1] * ratio
+
+    def num(value):
+        return ctx.constant(np.asarray(value, dtype))
+
+    def side_by_side(for_rows, for_cols):
+        return np.array([for_rows] * rows + [for_cols] * cols)
+
+    box = e(op.subtract(e(op.multiply(rois, num(scale))), num(0.5 if half_pixel else 0.0)))  # x1 y1 x2 y2
+    start = e(op.take(box, ctx.constant(side_by_side(1, 0)), axis=1))  # (regions, rows + cols)
+    size = e(op.subtract(e(op.take(box, ctx.constant(side_by_side(3, 2)), axis=1)), start))
+    if not half_pixel:  # (a malformed region is taken as 1 x 1)
+        size = e(op.maximum(size, num(1.0)))
+    steps = [np.add.outer(np.arange(n), (np.arange(ratio) + 0.5) / ratio).reshape(-1) / n for n in pooled]
+    pos = e(op.add(start, e(op.multiply(size, num(np.concatenate(steps))))))
+    extent = num(side_by_side(height, width))
+    inside = e(op.astype(e(op.logical_and(e(op.greater_equal(pos, num(-1.0))), e(op.less_equal(pos, extent)))), dtype))
+    pos = e(op.maximum(pos, num(0.0)))
+    last = num(side_by_side(height - 1, width - 1))
+    edge = e(op.greater_equal(e(op.floor(pos)), last))
+    low = e(op.where(edge, last, e(op.floor(pos))))
+    high = e(op.where(edge, low, e(op.add(low, num(1.0)))))
+    frac = e(op.subtract(e(op.where(edge, low, pos)), low))
+    index = e(op.astype(e(op.stack([low, high], axis=1)), "int64"))  # (regions, 2, rows + cols)
+    weight = e(op.stack([e(op.multiply(e(op.subtract(num(1.0), frac)), inside)), e(op.multiply(frac, inside))], axis=1))
+
+    def split(v, axes):  # (the rows, the columns) with axes added for (row corner, column corner)
+        r = e(op.strided_slice(v, [2], [0], [rows]))
+        c = e(op.strided_slice(v, [2], [rows], [rows + cols]))
+        return e(op.expand_dims(r, axes[0])), e(op.expand_dims(c, axes[1]))
+
+    row_at, col_at = split(index, ([2, 4], [1, 3]))  # (regions, 2, 1, rows, 1), (regions, 1, 2, 1, cols)
+    row_weight, col_weight = split(weight, ([2, 4], [1, 3]))
+    at = e(op.add(e(op.multiply(row_at, ctx.constant(width, "int64"))), col_at))  # (regions, 2, 2, rows, cols)
+    plane = e(op.multiply(as_dtype(batch_indices, "int64"), ctx.constant(channels, "int64")))
+    plane = e(op.add(e(op.expand_dims(plane, [1])), ctx.constant(np.arange(channels))))  # (regions, channels)
+    base = e(op.expand_dims(e(op.multiply(plane, ctx.constant(height * width, "int64"))), [2, 3, 4, 5]))
+    values = e(op.take(e(op.reshape(x, [-1])), e(op.add(base, e(op.expand_dims(at, [1])))), axis=0))
+    terms = e(op.multiply(values, e(op.expand_dims(e(op.multiply(row_weight, col_weight)), [1]))))
+    best = e(op.max(terms, [2, 3]))  # (regions, channels, rows, cols)
+    grid = e(op.reshape(best, [-1, channels, pooled[0], ratio, pooled[1], ratio]))
+    return op.max(grid, [3, 5])

@@ -6,6 +6,7 @@ import numpy as np
 from ..ir.dtype import DataType
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, dtype_of, fold,
                            normalize_axis, rank_of, required_value, scalar_like, static_shape)
+from .onnx_ops_string import string_equal
 from .relax_op_api import op
 
 
@@ -55,7 +56,6 @@ _binary("Add", op.add, np.add)
 _binary("Sub", op.subtract, np.subtract)
 _binary("Mul", op.multiply, np.multiply)
 _binary("Div", op.divide, _int_divide)
-_binary("Equal", op.equal, np.equal)
 _binary("Less", op.less, np.less)
 _binary("Greater", op.greater, np.greater)
 _binary("LessOrEqual", op.less_equal, np.less_equal)
@@ -66,6 +66,18 @@ _binary("Xor", op.logical_xor)
 _binary("BitwiseAnd", op.bitwise_and)
 _binary("BitwiseOr", op.bitwise_or)
 _binary("BitwiseXor", op.bitwise_xor)
+
+
+@converter("Equal")
+class Equal(_Binary):
+    takes_strings = True
+    relax, numpy = staticmethod(op.equal), staticmethod(np.equal)
+
+    @classmethod
+    def _impl_v7(cls, ctx, inputs, attrs):
+        if dtype_of(inputs[0]) == "string":  # (from opset 19: a run-time function)
+            return string_equal(*inputs)
+        return super()._impl_v7(ctx, inputs, attrs)
 
 
 @converter("Pow")
@@ -141,6 +153,8 @@ for _name, _fn in {"Abs": op.abs, "Neg": op.negative, "Exp": op.exp, "Log": op.l
 
 @converter("Identity")
 class Identity(OnnxOpConverter):
+    takes_strings = True
+
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         return inputs[0]

@@ -1,11 +1,12 @@
 """Converters of ONNX's ``ai.onnx.ml`` domain on numeric tensors: ``Binarizer``,
-``ArrayFeatureExtractor`` and ``TreeEnsemble`` (string tensors, which LabelEncoder's cases use,
-have no Relax type)."""
+``ArrayFeatureExtractor`` and ``TreeEnsemble``; LabelEncoder's string forms are a run-time lookup
+(``onnx_ops_string.string_lookup``)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .onnx_convert import OnnxOpConverter, Unsupported, as_dtype, converter, dtype_of, rank_of, scalar_like
+from .onnx_ops_string import string_lookup
 from .relax_op_api import op
 
 _DOMAIN = "ai.onnx.ml."
@@ -37,8 +38,11 @@ class ArrayFeatureExtractor(OnnxOpConverter):
 
 @converter(_DOMAIN + "LabelEncoder")
 class LabelEncoder(OnnxOpConverter):
-    """Each element replaced by the value of its key (the default when no key equals it), for
-    numeric keys and values (a repeated key keeps its last value, as a dict does)."""
+    """Each element replaced by the value of its key (the default when no key equals it; a
+    repeated key keeps its last value, as a dict does): Relax operators for numeric keys and
+    values, a run-time lookup where either is strings."""
+
+    takes_strings = True
 
     @classmethod
     def _impl_v2(cls, ctx, inputs, attrs):
@@ -52,8 +56,11 @@ class LabelEncoder(OnnxOpConverter):
         if "default_tensor" in attrs:
             default = np.asarray(attrs["default_tensor"]).reshape(-1)[0]
         else:
-            default = attrs.get("default_float", -0.0) if values.dtype.kind == "f" else attrs.get("default_int64", -1)
+            kind = "string" if values.dtype == object else "float" if values.dtype.kind == "f" else "int64"
+            default = attrs.get(f"default_{kind}", {"string": "_Unused", "float": -0.0, "int64": -1}[kind])
         attrs.ignore("default_string", "default_int64", "default_float")
+        if keys.dtype == object or values.dtype == object or dtype_of(x) == "string":
+            return string_lookup(x, keys, values, default)
         equal = ctx.emit(op.equal(ctx.emit(op.expand_dims(as_dtype(x, str(keys.dtype)), [-1])), ctx.constant(keys)))
         hits = ctx.emit(op.astype(equal, "int8"))
         found = ctx.emit(op.take(ctx.constant(values), ctx.emit(op.argmax(hits, -1)), axis=0))
@@ -63,11 +70,9 @@ class LabelEncoder(OnnxOpConverter):
     @staticmethod
     def _given(attrs, side):
         """The keys (or values) as a numpy array, from whichever attribute gives them."""
-        for suffix, dtype in (("int64s", "int64"), ("floats", "float32"), ("tensor", None)):
+        for suffix, dtype in (("int64s", "int64"), ("floats", "float32"), ("strings", object), ("tensor", None)):
             if attrs.get(f"{side}_{suffix}") is not None:
                 return np.asarray(attrs[f"{side}_{suffix}"], dtype).reshape(-1)
-        if attrs.get(f"{side}_strings") is not None:
-            raise Unsupported(f"string {side} (string tensors have no Relax type)")
         raise Unsupported(f"no {side}")
 
 

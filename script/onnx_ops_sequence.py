@@ -307,17 +307,27 @@ class Optional(OnnxOpConverter):
         return inputs[0] if inputs and inputs[0] is not None else EMPTY_OPTIONAL
 
 
+def _known_optional(ctx: Any, inputs: list) -> Any:
+    """The optional input (None when empty or absent), refused when only the run decides whether
+    it holds a value (an If with an empty branch gives an R.Object, R.null_value() when empty)."""
+    x = inputs[0] if inputs else None
+    if x is not None and id(x) in ctx.open_optionals:
+        raise Unsupported("an optional whose emptiness is decided at run time (an If's branches differ)")
+    return x
+
+
 @converter("OptionalHasElement")
 class OptionalHasElement(OnnxOpConverter):
     @classmethod
     def _impl_v15(cls, ctx, inputs, attrs):
-        return ctx.constant(bool(inputs) and inputs[0] is not None, "bool")
+        return ctx.constant(_known_optional(ctx, inputs) is not None, "bool")
 
 
 @converter("OptionalGetElement")
 class OptionalGetElement(OnnxOpConverter):
     @classmethod
     def _impl_v15(cls, ctx, inputs, attrs):
-        if not inputs or inputs[0] is None:
+        x = _known_optional(ctx, inputs)
+        if x is None:
             raise TVMSError("the optional is empty")
-        return inputs[0]
+        return x

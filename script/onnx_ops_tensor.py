@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from .onnx_convert import (CONSTANT_LIMIT, OnnxOpConverter, Unsupported, as_dtype, converter, dims_of,
-                           dtype_of, element_count, fold, normalize_axis, range_count, onnx_dtype, rank_of, required_value, static_shape, value_of)
+                           dtype_of, element_count, fold, normalize_axis, range_count, onnx_dtype, rank_of,
+                           required_value, static_shape, tensor_info, value_of)
 from ..ir import relax as rx
 from ..ir.dtype import DataType, float_format, ml_dtype
+from ..ir.struct_info import TensorStructInfo
 from .relax_op_api import op
 
 
@@ -205,6 +207,8 @@ class Transpose(OnnxOpConverter):
     def _impl_v1(cls, ctx, inputs, attrs):
         x = inputs[0]
         perm = attrs.get("perm")
+        if perm is not None and tensor_info(x).ndim < 0:  # (ONNX: one axis of perm per dimension, checked when run)
+            x = ctx.bb.match_cast(x, TensorStructInfo(dtype=dtype_of(x), ndim=len(perm)))
         perm = list(perm) if perm is not None else list(range(rank_of(x)))[::-1]
         return fold(lambda v: np.transpose(v, perm), [x]) or op.permute_dims(x, perm)
 
@@ -525,13 +529,19 @@ class DepthToSpace(OnnxOpConverter):
 
 @converter("SpaceToDepth")
 class SpaceToDepth(OnnxOpConverter):
+    """Each b x b block becomes channels: ordered (row, column, channel) in DCR mode, the only one
+    before opset 28, (channel, row, column) in CRD mode."""
+
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         x = inputs[0]
         b = attrs["blocksize"]
+        mode = attrs.get("mode", "DCR")
+        if mode not in ("DCR", "CRD"):
+            raise Unsupported(f"the mode {mode!r} (DCR or CRD)")
         n, c, h, w = dims_of(x)
         split = op.reshape(x, [n, c, h // b, b, w // b, b])
-        moved = op.permute_dims(ctx.emit(split), [0, 3, 5, 1, 2, 4])
+        moved = op.permute_dims(ctx.emit(split), [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4])
         return op.reshape(ctx.emit(moved), [n, c * b * b, h // b, w // b])
 
 

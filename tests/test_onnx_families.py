@@ -169,18 +169,6 @@ def test_quantize_refuses_a_type_that_is_not_quantized():
         from_onnx(_model(node, [_tensor("x", [4]), _tensor("s", [])], [_tensor("q", None)], 21))
 
 
-def test_resize_keep_aspect_ratio_policy_rounding_up_is_refused():
-    """The policy's one scale is applied when the sizes it gives are the scaled extents rounded
-    down; a size that rounds up (4 * 5/3 = 6.67 -> 7) is refused, naming the policy."""
-    sizes = helper.make_tensor("sizes", TensorProto.INT64, [2], [5, 9])
-    node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], keep_aspect_ratio_policy="not_larger",
-                            axes=[2, 3])
-    graph = helper.make_graph([node], "g", [_tensor("x", [1, 1, 3, 4])], [_tensor("y", None)], [sizes])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
-    with pytest.raises(TVMSError, match="keep_aspect_ratio_policy='not_larger' with a size that rounds up"):
-        from_onnx(model)
-
-
 def test_gridsample_refuses_cubic_with_border_padding():
     node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode="cubic", padding_mode="border")
     model = _model(node, [_tensor("x", [1, 1, 3, 2]), _tensor("grid", [1, 2, 4, 2])], [_tensor("y", None)], 22)

@@ -115,6 +115,28 @@ test_tfidfvectorizer_tf_batch_uniandbigrams_skip5 test_det_2d test_batchnorm_eps
 test_maxpool_with_argmax_2d_precomputed_strides
 """.split()
 
+# string tensors: the string operators as run-time functions (script/onnx_ops_string.py)
+CLAIMED += """
+test_string_concat test_string_concat_broadcasting test_string_concat_zero_dimensional
+test_string_concat_empty_string test_string_concat_utf8 test_string_split_basic test_string_split_maxsplit
+test_string_split_consecutive_delimiters test_string_split_empty_string_delimiter test_string_split_no_delimiter
+test_string_split_empty_tensor test_strnormalizer_nostopwords_nochangecase
+test_strnormalizer_export_monday_casesensintive_nochangecase test_strnormalizer_export_monday_casesensintive_lower
+test_strnormalizer_export_monday_casesensintive_upper test_strnormalizer_export_monday_empty_output
+test_strnormalizer_export_monday_insensintive_upper_twodim test_regex_full_match_basic
+test_regex_full_match_email_domain test_regex_full_match_empty test_equal_string test_equal_string_broadcast
+test_ai_onnx_ml_label_encoder_string_int test_ai_onnx_ml_label_encoder_string_int_no_default
+test_ai_onnx_ml_label_encoder_tensor_mapping test_ai_onnx_ml_label_encoder_tensor_value_only_mapping
+""".split()
+# forms added with them (SpaceToDepth's mode, Dropout ratio 0 in training, Transpose of unknown rank,
+# an If with an empty optional branch, RoiAlign's max, Resize's keep_aspect_ratio_policy rounding up)
+CLAIMED += """
+test_spacetodepth_dcr_mode_example test_spacetodepth_crd_mode_example test_training_dropout_zero_ratio
+test_training_dropout_zero_ratio_mask test_affine_grid_2d_expanded test_affine_grid_2d_align_corners_expanded
+test_affine_grid_3d_align_corners_expanded test_if_opt test_roialign_mode_max
+test_resize_downsample_sizes_nearest_not_smaller
+""".split()
+
 
 def test_claimed_node_cases_pass():
     suite = _benchmark("onnx_suite")
