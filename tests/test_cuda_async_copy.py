@@ -44,15 +44,16 @@ def test_inject_ptx_async_copy_prints_what_tvm_prints():
 
 
 def test_what_stays_a_store():
-    """Copies cp.async cannot make (2 bytes, from local memory, a non-zero fill) stay stores and the
-    async scope goes; a nested async scope is refused."""
+    """Copies cp.async cannot make (2 bytes, from local memory, a non-zero fill, a 16-byte gather of
+    elements 64 apart, a 16-byte scatter) stay stores and the async scope goes; a nested async scope
+    is refused."""
     text = '''
 # from tvm.script import tir as T
 
 @T.prim_func
-def main(A: T.Buffer((64,), "float16"), B: T.Buffer((64,), "float32")):
+def main(A: T.Buffer((512,), "float16"), B: T.Buffer((64,), "float32")):
     with T.launch_thread("threadIdx.x", 32) as tx:
-        S = T.alloc_buffer((64,), "float16", scope="shared")
+        S = T.alloc_buffer((512,), "float16", scope="shared")
         R = T.alloc_buffer((64,), scope="shared")
         L = T.alloc_buffer((1,), scope="local")
         with T.attr(0, "async_scope", 1):
@@ -61,9 +62,13 @@ def main(A: T.Buffer((64,), "float16"), B: T.Buffer((64,), "float32")):
             R[tx] = L[0]
         with T.attr(0, "async_scope", 1):
             R[tx] = T.if_then_else(tx < 16, B[tx], T.float32(1.0))
+        with T.attr(0, "async_scope", 1):
+            S[T.Ramp(tx * 8, 1, 8)] = A[T.Ramp(tx, 64, 8)]
+        with T.attr(0, "async_scope", 1):
+            S[T.Ramp(tx, 64, 8)] = A[T.Ramp(tx * 8, 1, 8)]
 '''
     out = get_pass("InjectPTXAsyncCopy")(IRModule({"main": from_source(text)}))["main"].script()
-    assert "cp_async" not in out and "async_scope" not in out and out.count("] = ") == 3
+    assert "cp_async" not in out and "async_scope" not in out and out.count("] = ") == 5
     nested = text.replace('            S[tx] = A[tx]\n', '            with T.attr(0, "async_scope", 1):\n'
                                                             '                S[tx] = A[tx]\n')
     with pytest.raises(TVMSError, match="nested async scopes"):

@@ -5,8 +5,8 @@ InjectSoftwarePipeline puts each statement of an async stage in ``T.attr(0, "asy
 This pass drops those attributes and, inside them, turns a store into ``shared``/``shared.dyn``
 memory of a load from global memory, of 4, 8 or 16 bytes, into
 ``T.s_tir.cp_async_raw(dtype, dst, dst_offset, src, src_offset, bytes)``: offsets in elements of
-``dtype`` (the store's), the first lane's index of a vector (a ``Ramp``, or a ``Ramp`` plus a
-``Broadcast`` on the destination side). A store of ``T.if_then_else(c, load, 0)`` is the
+``dtype`` (the store's), the first lane's index of a vector (a ``Ramp`` of stride 1, or such a
+``Ramp`` plus a ``Broadcast`` on the destination side). A store of ``T.if_then_else(c, load, 0)`` is the
 predicated form (a seventh argument ``c``; where it is false the copy writes zeros, as cp.async's
 source size 0 does), of one element only: TVM does not vectorize it. A destination that is a
 merged byte buffer (MergeSharedMemoryAllocations) takes its offset in bytes. Other stores in the
@@ -26,11 +26,16 @@ from ..tir_pass import define_tir_pass
 CP_ASYNC_BYTES = (4, 8, 16)
 
 
+def _contiguous(ramp: PrimExpr) -> bool:
+    return isinstance(ramp, Ramp) and isinstance(ramp.stride, IntImm) and ramp.stride.value == 1
+
+
 def _first_lane(index: PrimExpr, store_side: bool) -> PrimExpr | None:
-    """The offset of a vector access's first element (None for a pattern TVM does not take)."""
-    if isinstance(index, Ramp):
+    """The offset of a contiguous vector access's first element (None for a pattern TVM does not
+    take: a strided access is a gather or scatter, not one copy of consecutive bytes)."""
+    if _contiguous(index):
         return index.base
-    if store_side and isinstance(index, Add) and isinstance(index.a, Ramp) and isinstance(index.b, Broadcast):
+    if store_side and isinstance(index, Add) and _contiguous(index.a) and isinstance(index.b, Broadcast):
         return Add(index.a.base, index.b.value)  # (a merged byte buffer: ramp + its offset)
     return None
 
