@@ -4,7 +4,8 @@ generator (``reference_kernel``) compiles them:
 * ``T.s_tir.cp_async_raw(dtype, dst, dst_offset, src, src_offset, bytes[, predicate])`` reads
   ``bytes`` from global memory when the thread issues it (nothing writes global memory a kernel
   copies from while the copy is in flight) and puts the write into shared memory in the thread's
-  open group; where the predicate is false the bytes written are zeros;
+  open group; where the predicate is false it stores zeros at once (the CUDA code's ``@!p
+  st.shared``, a synchronous store of the thread's);
 * the end of ``T.attr(0, "async_commit_queue_scope", 0)`` closes the open group
   (``cp.async.commit_group``);
 * ``T.attr(0, "async_wait_queue_scope", 0)`` with ``async_wait_inflight_count`` n writes the
@@ -37,11 +38,12 @@ def cp_async(block: Any, me: int, dst: Any, dst_offset: int, src: np.ndarray, sr
     if predicate and not 0 <= start <= src.nbytes - nbytes:  # (a copy predicated off reads nothing)
         raise TVMSError(f"cp.async of {nbytes} bytes from element {src_offset} is out of the bounds of its "
                         f"source ({src.size} elements)")
-    raw = np.ravel(src).view(np.uint8)[start:start + nbytes] if predicate else None
-    values = np.frombuffer(raw.tobytes(), dst.data.dtype) if predicate else np.zeros(count, dst.data.dtype)
     if not 0 <= dst_offset <= dst.size - count:
         raise TVMSError(f"cp.async into {dst.name!r} at element {dst_offset} ({count} elements) is out of "
                         f"its bounds ({dst.size})")
+    if not predicate:  # (the CUDA code stores its zeros at once, synchronously: ``@!p st.shared``)
+        return dst.store(np.arange(dst_offset, dst_offset + count), np.zeros(count, dst.data.dtype), me, stmt)
+    values = np.frombuffer(np.ravel(src).view(np.uint8)[start:start + nbytes].tobytes(), dst.data.dtype)
     flight = block.in_flight.setdefault(dst.root, np.zeros(dst.root.data.nbytes, np.int32))
     flight[dst_offset * dst.itemsize:dst_offset * dst.itemsize + nbytes] += 1
     _queue(block, me)[-1].append((dst, dst_offset, values, stmt))
