@@ -6,6 +6,7 @@ from typing import Any
 
 from .buffer import Buffer, BufferRegion
 from .dtype import DataType
+from .errors import TVMSError
 from .expr import IterVar, PrimExpr, Var, is_const_int
 from .node import EMPTY, FrozenDict, Node, aside, binds
 
@@ -171,6 +172,27 @@ def seq(stmts: list | tuple) -> Stmt:
     if len(flat) == 1:
         return flat[0]
     return SeqStmt(tuple(flat))
+
+
+def async_queue(s: AttrStmt, where: str) -> None:
+    """CUDA has one queue of cp.async groups: an ``async_commit_queue_scope`` or
+    ``async_wait_queue_scope`` of another index (InjectSoftwarePipeline's for a second async stage)
+    is refused, as TVM 0.27's CUDA code generator refuses it."""
+    if not is_const_int(s.value, 0):
+        raise TVMSError(f"{where}: the {s.attr_key} of queue {s.value}: for CUDA, the index of an async "
+                        f"queue must be 0 (one asynchronous stage per pipeline)")
+
+
+def async_wait(s: AttrStmt, where: str, cuda: bool = True) -> tuple[Any, Stmt]:
+    """The number of groups an ``async_wait_queue_scope`` leaves in flight (its inner
+    ``async_wait_inflight_count``'s value) and the statement under both; ``cuda``: its queue is 0."""
+    inner = s.body
+    if not (isinstance(inner, AttrStmt) and inner.attr_key == "async_wait_inflight_count"):
+        raise TVMSError(f"{where}: an async_wait_queue_scope holds an async_wait_inflight_count attribute, "
+                        f"not a {type(inner).__name__}")
+    if cuda:
+        async_queue(s, where)
+    return inner.value, inner.body
 
 
 __all__ = [name for name in dir() if not name.startswith("_")] + ["BufferRegion"]

@@ -137,12 +137,7 @@ def test_a_read_before_its_wait_is_an_error():
             run_prim_func(mod, a, b, c)
 
 
-def test_copy_semantics():
-    """One thread's copies land at the wait that completes their group: read after it, they are
-    there; read before it, the read is an error; a predicated-off copy stores its zeros at once
-    (no wait needed); never waited for, the thread's end says so; a copy from outside its source
-    is refused."""
-    text = '''
+ONE_THREAD = '''
 # from tvm.script import tir as T
 
 @T.prim_func
@@ -158,6 +153,14 @@ def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
                 for i in range(8):
                     B[i] = S[i]
 '''
+
+
+def test_copy_semantics():
+    """One thread's copies land at the wait that completes their group: read after it, they are
+    there; read before it, the read is an error; a predicated-off copy stores its zeros at once
+    (no wait needed); never waited for, the thread's end says so; a copy from outside its source
+    is refused."""
+    text = ONE_THREAD
     a, b = np.arange(1, 9, dtype="float32"), np.zeros(8, "float32")
     run_prim_func(from_source(text), a, b)
     np.testing.assert_array_equal(b, [1, 2, 3, 4, 0, 0, 0, 0])
@@ -176,3 +179,28 @@ def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
     past_the_end = text.replace("A.data, 0, 16)", "A.data, 6, 16)")
     with pytest.raises(TVMSError, match=r"cp.async of 16 bytes from element 6 is out of the bounds of its source"):
         run_prim_func(from_source(past_the_end), a, b)
+
+
+def test_a_wait_or_queue_cuda_has_not_is_refused():
+    """An async_wait_queue_scope without its inner async_wait_inflight_count, and a queue other than
+    0 (InjectSoftwarePipeline numbers the queues by stage: a second async stage's), are TVMSErrors of
+    the code generator and the reference executor (TVM 0.27's CUDA code generator refuses both);
+    ThreadSync, like TVM's, takes any queue but needs the count."""
+    device = (HERE / "predicated.device.tvms").read_text()
+    counted = '"async_wait_queue_scope": 0, "async_wait_inflight_count": 2'
+    uncounted = (device.replace(counted, '"async_wait_queue_scope": 0'),
+                 ONE_THREAD.replace('"async_wait_inflight_count", 0', '"pragma_unroll", 1'))
+    second_queue = ((device.replace(counted, counted.replace(": 0", ": 1")),
+                     ONE_THREAD.replace('"async_wait_queue_scope", 0', '"async_wait_queue_scope", 1')),
+                    (device.replace('"async_commit_queue_scope": 0', '"async_commit_queue_scope": 1', 1),
+                     ONE_THREAD.replace('"async_commit_queue_scope", 0', '"async_commit_queue_scope", 1', 1)))
+    a, b = np.arange(1, 9, dtype="float32"), np.zeros(8, "float32")
+    for (kernel, one_thread), message in ((uncounted, "holds an async_wait_inflight_count attribute, not"),
+                                          *((case, "the index of an async queue must be 0") for case in second_queue)):
+        with pytest.raises(TVMSError, match=f"the cuda code generator: .*{message}"):
+            cuda_source(kernels_of(from_source(kernel)))
+        with pytest.raises(TVMSError, match=f"the reference executor: .*{message}"):
+            run_prim_func(from_source(one_thread), a, b)
+    with pytest.raises(TVMSError, match="ThreadSync: an async_wait_queue_scope holds an async_wait_inflight_count"):
+        get_pass("ThreadSync")(IRModule({"main": from_source(uncounted[1])}))
+    get_pass("ThreadSync")(IRModule({"main": from_source(second_queue[0][1])}))

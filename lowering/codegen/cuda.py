@@ -187,11 +187,13 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, CSo
         elif s.attr_key in ("fragment_shape", "fragment_layout"):
             self.fragment_info(s.node)[s.attr_key] = s.value.value
         elif s.attr_key == "async_commit_queue_scope":
+            S.async_queue(s, "the cuda code generator")
             self.stmt(s.body)
             return self.commit_group()
         elif s.attr_key == "async_wait_queue_scope":
-            self.wait_group(s.body.value)  # (the inner async_wait_inflight_count's)
-            return self.stmt(s.body.body)
+            count, body = S.async_wait(s, "the cuda code generator")
+            self.wait_group(count)
+            return self.stmt(body)
         elif s.attr_key in ("pragma_unroll", "disable_unroll"):
             count = s.value.value if isinstance(s.value, E.IntImm) else 1
             unroll_one = s.attr_key == "disable_unroll"

@@ -22,7 +22,7 @@ from ....ir.errors import TVMSError
 from ....ir.expr import BufferLoad, Call, Ramp, Var
 from ....ir.function import PrimFunc
 from ....ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate, For,
-                         IfThenElse, LetStmt, SeqStmt, Stmt, While)
+                         IfThenElse, LetStmt, SeqStmt, Stmt, While, async_wait)
 from ....ir.structural import structural_equal
 from ....ir.visitor import Mutator, walk
 from ...pass_registry import register_pass
@@ -240,10 +240,8 @@ class _AfterAsyncWaits(Mutator):
         s = self.generic_visit(s)
         if s.attr_key != "async_wait_queue_scope":
             return s
-        inner = s.body
-        if not (isinstance(inner, AttrStmt) and inner.attr_key == "async_wait_inflight_count"):
-            raise TVMSError("ThreadSync: an async_wait_queue_scope without its async_wait_inflight_count")
-        return s.with_changes(body=inner.with_changes(body=SeqStmt((storage_sync("shared"), inner.body))))
+        _, body = async_wait(s, "ThreadSync", cuda=False)  # (TVM's pass takes any queue)
+        return s.with_changes(body=s.body.with_changes(body=SeqStmt((storage_sync("shared"), body))))
 
 
 def thread_sync(func: PrimFunc, storage_scope: str = "shared") -> PrimFunc:
