@@ -51,6 +51,14 @@ def test_source_is_tvms_byte_for_byte_and_compiles():
     assert_compiles(theirs + ours[ours.index('extern "C"'):])  # (one compile: TVM's kernels and tvms's)
 
 
+def test_operand_names_are_written_as_they_are():
+    """An operand whose name holds another operand's letter (B, C, D) is written once, as it is."""
+    def renamed(path):
+        return path.read_text().replace("A_shared_warp", "Data_BC_warp")
+    got = cuda_source(kernels_of(from_source(renamed(HERE / "f16f16f32.device.tvms"))))
+    assert "Data_BC_warp_ptr + ((i_0_3 * 256)" in got and got == renamed(HERE / "f16f16f32.cu")
+
+
 KERNEL = '''
 # from tvm.script import tir as T
 

@@ -108,19 +108,21 @@ class PtxTensorCore:
         (ra, _, pa), (rb, _, pb), (rc, _, pc) = (_register(s) for s in suffixes)
         slots = iter(range(n_c * 2 + n_a + n_b))
         templates = "}, {".join(", ".join(f"%{next(slots)}" for _ in range(n)) for n in (n_c, n_a, n_b, n_c))
-        inputs = ", ".join([f'"{ra}"(({pa}(A))[{i}])' for i in range(n_a)] + [f'"{rb}"(({pb}(B))[{i}])' for i in range(n_b)]
-                           + [f'"{rc}"(({pc}(C))[{i}])' for i in range(n_c)])
-        outputs = ",".join(f' "={rc}"(({pc}(D))[{i}])' for i in range(n_c))
+        # (the operands written in, not substituted for TVM's placeholders A, B, C and D one after
+        # another, which would rewrite a later placeholder's letter inside an earlier operand's name)
+        a, b, c = (f"{self.expr(x)} + {self.expr(off)}" for x, off in zip(args[6:12:2], args[7:12:2]))
+        inputs = ", ".join([f'"{ra}"(({pa}({a}))[{i}])' for i in range(n_a)]
+                           + [f'"{rb}"(({pb}({b}))[{i}])' for i in range(n_b)]
+                           + [f'"{rc}"(({pc}({c}))[{i}])' for i in range(n_c)])
+        outputs = ",".join(f' "={rc}"(({pc}({c}))[{i}])' for i in range(n_c))  # (D is C: updated in place)
         bit_op = args[13].value if len(args) == 14 else ""
         text = _replace(_MMA, [("{.shape}", "." + shape), ("{.saturate}", ".satfinite" if args[12].value else ""),
                                ("{.alayout}", "." + a_layout), ("{.blayout}", "." + b_layout),
                                ("{.atype}", suffixes[0]), ("{.btype}", suffixes[1]), ("{.ctype}", suffixes[2]),
                                ("{.dtype}", suffixes[2]), ("{.bitop}", f".{bit_op}.popc" if bit_op else ""),
                                ("{templates}", "{" + templates + "}"), ("{outputs}", outputs), ("{inputs}", inputs)])
-        a, a_off, b, b_off, c, c_off = (self.expr(x) for x in args[6:12])
         self.tags.add("mma")
-        self.out.append(_replace(text, [("A", f"{a} + {a_off}"), ("B", f"{b} + {b_off}"), ("C", f"{c} + {c_off}"),
-                                        ("D", f"{c} + {c_off}")]))
+        self.out.append(text)
         return ""
 
     def ptx_ldmatrix(self, args: tuple) -> str:
