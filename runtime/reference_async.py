@@ -12,6 +12,8 @@ generator (``reference_kernel``) compiles them:
   thread's committed groups but the n newest (``cp.async.wait_group n``): only then is the copy
   in shared memory, as the thread's own store there (race-checked as one); any thread's access
   to the destination while the copy is in flight is an error (its value is undefined then);
+* both addresses are aligned to the copy size (PTX's rule for address operands; the source's only
+  where the copy reads it);
 * a thread that ends with copies it never waited for, or never committed, is an error.
 """
 from __future__ import annotations
@@ -41,6 +43,10 @@ def cp_async(block: Any, me: int, dst: Any, dst_offset: int, src: np.ndarray, sr
     if not 0 <= dst_offset <= dst.size - count:
         raise TVMSError(f"cp.async into {dst.name!r} at element {dst_offset} ({count} elements) is out of "
                         f"its bounds ({dst.size})")
+    if dst_offset * dst.itemsize % nbytes or predicate and start % nbytes:  # (PTX: aligned to the access size)
+        raise TVMSError(f"cp.async of {nbytes} bytes from byte {start} of its source into byte "
+                        f"{dst_offset * dst.itemsize} of {dst.name!r}: PTX needs both addresses aligned to "
+                        f"the copy size")
     if not predicate:  # (the CUDA code stores its zeros at once, synchronously: ``@!p st.shared``)
         return dst.store(np.arange(dst_offset, dst_offset + count), np.zeros(count, dst.data.dtype), me, stmt)
     values = np.frombuffer(np.ravel(src).view(np.uint8)[start:start + nbytes].tobytes(), dst.data.dtype)

@@ -158,8 +158,8 @@ def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
 def test_copy_semantics():
     """One thread's copies land at the wait that completes their group: read after it, they are
     there; read before it, the read is an error; a predicated-off copy stores its zeros at once
-    (no wait needed); never waited for, the thread's end says so; a copy from outside its source
-    is refused."""
+    (no wait needed); never waited for, the thread's end says so; a copy from outside its source,
+    or from or to an address not aligned to its size, is refused."""
     text = ONE_THREAD
     a, b = np.arange(1, 9, dtype="float32"), np.zeros(8, "float32")
     run_prim_func(from_source(text), a, b)
@@ -179,6 +179,10 @@ def test_copy_semantics():
     past_the_end = text.replace("A.data, 0, 16)", "A.data, 6, 16)")
     with pytest.raises(TVMSError, match=r"cp.async of 16 bytes from element 6 is out of the bounds of its source"):
         run_prim_func(from_source(past_the_end), a, b)
+    for misaligned in (text.replace("S.data, 0, A.data, 0, 16)", "S.data, 2, A.data, 0, 16)"),
+                       text.replace("S.data, 0, A.data, 0, 16)", "S.data, 0, A.data, 2, 16)")):
+        with pytest.raises(TVMSError, match=r"PTX needs both addresses aligned to the copy size"):
+            run_prim_func(from_source(misaligned), a, b)
 
 
 def test_a_wait_or_queue_cuda_has_not_is_refused():
