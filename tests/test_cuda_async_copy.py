@@ -20,6 +20,7 @@ from tvms.ir.module import IRModule
 from tvms.ir.target import Target
 from tvms.lowering.codegen.cuda import cuda_source, kernels_of
 from tvms.lowering.pass_registry import get_pass
+from tvms.lowering.tir.gpu import pipeline
 from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
 from tvms.lowering.transform import PassContext
 from tvms.runtime.reference import run_prim_func
@@ -208,3 +209,18 @@ def test_a_wait_or_queue_cuda_has_not_is_refused():
     with pytest.raises(TVMSError, match="ThreadSync: an async_wait_queue_scope holds an async_wait_inflight_count"):
         get_pass("ThreadSync")(IRModule({"main": from_source(uncounted[1])}))
     get_pass("ThreadSync")(IRModule({"main": from_source(second_queue[0][1])}))
+
+
+def test_async_copies_are_injected_just_before_the_merge(monkeypatch):
+    """InjectPTXAsyncCopy runs right before MergeSharedMemoryAllocations wherever that stands in the
+    pipeline, not merely second to last."""
+    ran = []
+
+    def recorded(name, step):
+        return lambda func: ran.append(name) or step(func)
+    merge = recorded("merge", pipeline.merge_shared_memory_allocations)
+    monkeypatch.setattr(pipeline, "merge_shared_memory_allocations", merge)
+    monkeypatch.setattr(pipeline, "inject_ptx_async_copy", recorded("inject", pipeline.inject_ptx_async_copy))
+    monkeypatch.setattr(pipeline, "BEFORE_SPLIT", pipeline.BEFORE_SPLIT[:-1] + (merge, recorded("last", lambda f: f)))
+    _lowered("vectorized")
+    assert ran == ["inject", "merge", "last"]

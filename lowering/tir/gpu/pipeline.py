@@ -123,7 +123,8 @@ def split_for_cuda(func: PrimFunc, target: Target) -> IRModule:
     mod = _each_prim_func(IRModule({symbol: func}), steps)
     late = BEFORE_SPLIT
     if PassContext.current().config.get("tirx.use_async_copy", False):  # (TVM's option: cp.async)
-        late = late[:-1] + (inject_ptx_async_copy,) + late[-1:]  # (before MergeSharedMemoryAllocations)
+        merge = late.index(merge_shared_memory_allocations)  # (the copies go in before the merge)
+        late = late[:merge] + (inject_ptx_async_copy,) + late[merge:]
     mod = _each_prim_func(annotate_entry_func(mod), late)
     return split_host_device(mod)
 
