@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from test_meta_schedule_space import base, cuda_target
 
 import tvms
@@ -15,9 +16,11 @@ import tvms
 from tvms.ir.errors import TVMSError
 from tvms.lowering.schedule.schedule import Schedule
 from tvms.lowering.schedule.trace import Trace
+from tvms.lowering.tune import evolutionary_search, search_strategy
 from tvms.lowering.tune.evolutionary_search import EvolutionarySearch, apply_postproc
 from tvms.lowering.tune.post_order_apply import PostOrderApply
-from tvms.lowering.tune.postproc_verify_gpu_code import VerifyGPUCode
+from tvms.lowering.tune.postproc_verify_gpu_code import VerifyGPUCode, postprocs_precheck
+from tvms.lowering.tune.search_strategy import ReplayTrace
 from tvms.lowering.tune.tune_context import TuneContext
 
 
@@ -56,10 +59,30 @@ def test_early_refusals_are_verify_gpu_codes() -> None:
     assert ("accepted", "accepted") in verdicts
 
 
-def test_the_evolutionary_search_checks_where_verify_gpu_code_would() -> None:
+class _Prechecked(Exception):
+    pass
+
+
+def test_the_searches_check_where_verify_gpu_code_would(monkeypatch) -> None:
+    """``postprocs_precheck``: VerifyGPUCode's precheck where it is among the postprocessors, none
+    where not; the evolutionary search's replay and ReplayTrace's draws both replay with it."""
     ctx = TuneContext(base("gmm"), cuda_target("sm_75"), PostOrderApply(), rand_state=0)
-    search = EvolutionarySearch()
-    search.postprocs = list(ctx.space_generator.postprocs)  # (the cuda row's, VerifyGPUCode among them)
-    assert search._precheck(Schedule(ctx.mod)) is not None
-    search.postprocs = [p for p in search.postprocs if type(p).__name__ != "VerifyGPUCode"]
-    assert search._precheck(Schedule(ctx.mod)) is None
+    postprocs = list(ctx.space_generator.postprocs)  # (the cuda row's, VerifyGPUCode among them)
+    assert postprocs_precheck(postprocs, Schedule(ctx.mod)) is not None
+    assert postprocs_precheck([p for p in postprocs if not isinstance(p, VerifyGPUCode)], Schedule(ctx.mod)) is None
+    asked = []
+
+    def spy(given: list, sch: Schedule) -> None:
+        asked.append(list(given))
+        raise _Prechecked
+    for module in (evolutionary_search, search_strategy):
+        monkeypatch.setattr(module, "postprocs_precheck", spy)
+    trace = ctx.generate_design_space()[0].trace
+    evolutionary, replay = EvolutionarySearch(), ReplayTrace()
+    for search in (evolutionary, replay):
+        search._initialize_with_tune_context(ctx)
+    with pytest.raises(_Prechecked):
+        evolutionary.replay(trace)
+    with pytest.raises(_Prechecked):
+        replay._sample({"spaces": [trace]})
+    assert asked == [postprocs, postprocs]

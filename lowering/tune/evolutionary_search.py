@@ -28,7 +28,7 @@ from ..schedule.trace import Trace
 from .measure import MeasureCandidate, args_info_of, main_func
 from .module_hash import module_hash
 from .mutator import Mutator, as_mutator
-from .postproc_verify_gpu_code import VerifyGPUCode
+from .postproc_verify_gpu_code import postprocs_precheck
 from .search_strategy import SearchStrategy, decisions_key
 
 
@@ -164,18 +164,15 @@ class EvolutionarySearch(SearchStrategy):
         post-processed; None when the replay fails or a postprocessor rejects it."""
         sch = Schedule(self.context.mod, seed=self.rng.randrange(1 << 31))
         try:
-            trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=self._precheck(sch))
+            # (VerifyGPUCode's checks run during the replay, where it is a postprocessor)
+            check = postprocs_precheck(self.postprocs, sch)
+            trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=check)
             sch.enter_postproc()
             if all(apply_postproc(p, sch) for p in self.postprocs):
                 return sch
         except TVMSError:
             pass
         return None
-
-    def _precheck(self, sch: Schedule):
-        """VerifyGPUCode's checks run during the replay, where it is a postprocessor."""
-        verify = next((p for p in self.postprocs if isinstance(p, VerifyGPUCode)), None)
-        return None if verify is None else verify.precheck(sch)
 
     def replay_decided(self, trace: Trace) -> Schedule | None:
         """``replay`` of a trace that carries all its decisions, once per tuning run: mutations

@@ -395,3 +395,10 @@ class VerifyGPUCode(Postproc):
                                        self.limits["max_shared_memory_per_block"],
                                        self.limits["thread_warp_size"])
                        for name in mod if isinstance(mod[name], PrimFunc))
+
+
+def postprocs_precheck(postprocs: list, sch: Any) -> Callable | None:
+    """The ``decision_provider`` for replaying a trace onto ``sch``: the ``precheck`` of the
+    VerifyGPUCode among ``postprocs`` (None without one: nothing to check early)."""
+    verify = next((p for p in postprocs if isinstance(p, VerifyGPUCode)), None)
+    return None if verify is None else verify.precheck(sch)

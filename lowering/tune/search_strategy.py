@@ -21,7 +21,7 @@ from ...ir.errors import TVMSError
 from ..schedule.schedule import Schedule
 from ..schedule.trace import Trace
 from .measure import MeasureCandidate, args_info_of, main_func
-from .postproc_verify_gpu_code import VerifyGPUCode
+from .postproc_verify_gpu_code import postprocs_precheck
 
 
 class SearchStrategy:
@@ -169,8 +169,8 @@ class ReplayTrace(_Replay):
         fresh = Trace(_without_postproc(trace.insts), {}, trace.dialect)
         sch = Schedule(ctx.mod, seed=ctx.fork_seed())
         # (VerifyGPUCode's checks as soon as the trace binds the threads and places the caches)
-        verify = next((p for p in ctx.space_generator.postprocs if isinstance(p, VerifyGPUCode)), None)
-        fresh.apply_to_schedule(sch, remove_postproc=True, decision_provider=verify and verify.precheck(sch))
+        fresh.apply_to_schedule(sch, remove_postproc=True,
+                                decision_provider=postprocs_precheck(ctx.space_generator.postprocs, sch))
         return self._postprocess(sch)
 
 
