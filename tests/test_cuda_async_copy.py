@@ -169,7 +169,7 @@ def test_copy_semantics():
     run_prim_func(from_source(text.replace('"async_wait_inflight_count", 0', '"async_wait_inflight_count", 1')), a, b)
     np.testing.assert_array_equal(b, [1, 2, 3, 4, 0, 0, 0, 0])
     with pytest.raises(TVMSError, match=r"reads element 0 of the shared buffer 'S' .* in flight"):
-        run_prim_func(from_source(text.replace('"async_wait_inflight_count", 0', '"async_wait_inflight_count", 2')), a, b)
+        run_prim_func(from_source(text.replace('inflight_count", 0', 'inflight_count", 2')), a, b)
     unwaited = text.replace('''                for i in range(8):
                     B[i] = S[i]
 ''', '''                B[0] = S[0]
@@ -224,3 +224,10 @@ def test_async_copies_are_injected_just_before_the_merge(monkeypatch):
     monkeypatch.setattr(pipeline, "BEFORE_SPLIT", pipeline.BEFORE_SPLIT[:-1] + (merge, recorded("last", lambda f: f)))
     _lowered("vectorized")
     assert ran == ["inject", "merge", "last"]
+
+
+def test_a_copy_of_no_constant_size_is_refused():
+    kernel = (HERE / "predicated.device.tvms").read_text().replace("threadIdx_x * 14, 4)",
+                                                                   "threadIdx_x * 14, threadIdx_x)", 1)
+    with pytest.raises(TVMSError, match="cp.async copies a constant 4, 8 or 16 bytes, not threadIdx_x"):
+        cuda_source(kernels_of(from_source(kernel)))

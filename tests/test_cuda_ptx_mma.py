@@ -78,11 +78,25 @@ def k(A_ptr: T.handle("float16", "global")):
      "'fp17' is not a PTX matrix type"),
     ('T.ptx_legacy.mma("16x8x16", "row", "col", "fp16", "fp16", "fp32", A_warp.data, 0, A_warp.data, 0, C_warp.data, 0, T.bool(False))',
      "'16x8x16' is not an MMA shape"),
+    ('T.ptx_legacy.mma(16, "row", "col", "fp16", "fp16", "fp32", A_warp.data, 0, A_warp.data, 0, C_warp.data, 0, T.bool(False))',
+     "T.ptx_legacy.mma: its shape argument is a constant string, not 16"),
+    ('T.ptx_legacy.mma("m16n8k16", "row", "col", "fp16", "fp16", "fp32", A_warp.data, 0, A_warp.data, 0, C_warp.data, 0, threadIdx_x > 0)',
+     "T.ptx_legacy.mma: its saturate argument is a constant integer, not threadIdx_x > 0"),
     ('T.ptx_legacy.ldmatrix(T.bool(False), 3, ".b16", A_warp.data, 0, T.address_of(A_shared[0]), 0)',
      "ldmatrix loads 1, 2 or 4 matrices, not 3"),
+    ('T.ptx_legacy.ldmatrix(T.bool(False), threadIdx_x, ".b16", A_warp.data, 0, T.address_of(A_shared[0]), 0)',
+     "T.ptx_legacy.ldmatrix: its matrices argument is a constant integer, not threadIdx_x"),
     ('T.cuda.mma_store_legacy(16, 8, T.address_of(A_shared[0]), C_warp.data, 0, 16)', "16 x 16 tiles only"),
     ("A_warp[threadIdx_x] = A_shared[threadIdx_x]", "the warp buffer 'A_warp' is accessed element by element"),
 ])
 def test_what_ptx_cannot_do_is_refused(call: str, message: str):
     with pytest.raises(TVMSError, match=message):
         cuda_source([("k", from_source(KERNEL.replace("CALL", call)))])
+
+
+def test_a_fill_of_no_constant_size_is_refused():
+    """LowerWarpMemory takes the elements each lane holds from T.cuda.mma_fill_legacy's size."""
+    text = (HERE / "f16f16f32.input.tvms").read_text().replace(
+        "T.cuda.mma_fill_legacy(8, C_warp_1.data", "T.cuda.mma_fill_legacy(C_warp_1.elem_offset, C_warp_1.data")
+    with pytest.raises(TVMSError, match="T.cuda.mma_fill_legacy's size .* must be a constant integer, not "):
+        lower_for_cuda(from_source(text)["f16f16f32"], Target("cuda -arch=sm_80"))

@@ -54,9 +54,9 @@ class AsyncCopies:
         if len(call.args) not in (5, 6):
             raise TVMSError(f"T.s_tir.cp_async_raw takes 5 or 6 arguments, not {len(call.args)}")
         dst, dst_off, src, src_off, size = call.args[:5]
+        if not isinstance(size, E.IntImm) or size.value not in _ZERO_FILL:
+            raise TVMSError(f"cp.async copies a constant 4, 8 or 16 bytes, not {size.script()}")
         size = size.value
-        if size not in _ZERO_FILL:
-            raise TVMSError(f"cp.async copies 4, 8 or 16 bytes, not {size}")
         src_type = self.handle_type.get(pointer_data(src), call.dtype)
         widths = f"{size}_{element_bytes(call.dtype)}_{element_bytes(src_type)}"
         cache = "cg" if size == 16 else "ca"

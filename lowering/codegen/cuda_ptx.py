@@ -82,6 +82,16 @@ def _replace(text: str, rules: list) -> str:
     return text
 
 
+def _constants(call: str, args: tuple, names: dict) -> list:
+    """The values of the constant arguments of ``call`` named in ``names`` (name -> the node a
+    constant of it is, a string or an integer), a TVMSError naming one that is not."""
+    for arg, (name, kind) in zip(args, names.items()):
+        if not isinstance(arg, kind):
+            raise TVMSError(f"{call}: its {name} argument is a constant "
+                            f"{'string' if kind is E.StringImm else 'integer'}, not {arg.script()}")
+    return [arg.value for arg in args[:len(names)]]
+
+
 def _counts(mnk: tuple, suffixes: tuple) -> list[int]:
     """How many registers each thread gives A, B and C (m8n8k4 in float16 is four MMAs of 8 threads)."""
     m, n, k = mnk
@@ -96,7 +106,10 @@ class PtxTensorCore:
     def ptx_mma(self, args: tuple) -> str:
         if len(args) not in (13, 14):
             raise TVMSError(f"T.ptx_legacy.mma takes 13 or 14 arguments, not {len(args)}")
-        shape, a_layout, b_layout, a_type, b_type, c_type = (a.value for a in args[:6])
+        strings = ("shape", "A layout", "B layout", "A type", "B type", "C type")
+        shape, a_layout, b_layout, a_type, b_type, c_type = _constants(
+            "T.ptx_legacy.mma", args, dict.fromkeys(strings, E.StringImm))
+        saturate, *bit_op = _constants("T.ptx_legacy.mma", args[12:], {"saturate": E.IntImm, "bit op": E.StringImm})
         try:
             mnk = tuple(int(x) for x in shape[1:].replace("n", " ").replace("k", " ").split())
         except ValueError:
@@ -115,8 +128,8 @@ class PtxTensorCore:
                            + [f'"{rb}"(({pb}({b}))[{i}])' for i in range(n_b)]
                            + [f'"{rc}"(({pc}({c}))[{i}])' for i in range(n_c)])
         outputs = ",".join(f' "={rc}"(({pc}({c}))[{i}])' for i in range(n_c))  # (D is C: updated in place)
-        bit_op = args[13].value if len(args) == 14 else ""
-        text = _replace(_MMA, [("{.shape}", "." + shape), ("{.saturate}", ".satfinite" if args[12].value else ""),
+        bit_op = bit_op[0] if bit_op else ""
+        text = _replace(_MMA, [("{.shape}", "." + shape), ("{.saturate}", ".satfinite" if saturate else ""),
                                ("{.alayout}", "." + a_layout), ("{.blayout}", "." + b_layout),
                                ("{.atype}", suffixes[0]), ("{.btype}", suffixes[1]), ("{.ctype}", suffixes[2]),
                                ("{.dtype}", suffixes[2]), ("{.bitop}", f".{bit_op}.popc" if bit_op else ""),
@@ -128,11 +141,13 @@ class PtxTensorCore:
     def ptx_ldmatrix(self, args: tuple) -> str:
         if len(args) != 7:
             raise TVMSError(f"T.ptx_legacy.ldmatrix takes 7 arguments, not {len(args)}")
-        trans, num = bool(args[0].value), args[1].value
+        trans, num, matrix_type = _constants("T.ptx_legacy.ldmatrix", args,
+                                             {"trans": E.IntImm, "matrices": E.IntImm, "type": E.StringImm})
+        trans = bool(trans)
         if num not in (1, 2, 4):
             raise TVMSError(f"ldmatrix loads 1, 2 or 4 matrices, not {num}")
-        if ptx_type(args[2].value) != ".b16":
-            raise TVMSError(f"ldmatrix loads .b16 matrices, not {args[2].value}")
+        if ptx_type(matrix_type) != ".b16":
+            raise TVMSError(f"ldmatrix loads .b16 matrices, not {matrix_type}")
         local, local_off, smem = (self.expr(x) for x in args[3:6])
         self.tags.add("mma")
         element = self.handle_type.get(pointer_data(args[3]))

@@ -100,6 +100,9 @@ class _WarpAccess(Mutator):
                 if pointer_data(node.args[at]) is not self.buffer.data:
                     continue
                 if node.op.name == "tir.mma_fill_legacy":  # (each lane fills local_size elements)
+                    if not isinstance(node.args[0], IntImm):
+                        raise TVMSError(f"LowerWarpMemory: T.cuda.mma_fill_legacy's size (the elements each "
+                                        f"lane fills) must be a constant integer, not {node.args[0].script()}")
                     coeff = _agreed(coeff, node.args[0].value)
                 else:
                     coeff = _agreed(coeff, self._lane_step(node.args[at + 1]))
