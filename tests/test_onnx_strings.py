@@ -36,6 +36,10 @@ from tvms.relax.frontend.onnx import from_onnx  # noqa: E402
     (r"\x41\x{1F600}", "A\U0001F600", True),
     (r"(?P<w>ab|a)(c|bcd)", "abcd", True),
     (r"", "", True),
+    (r"(?:a|b)+", "abba", True),  # (RE2's non-capturing group)
+    (r"(?)a", "a", True),  # (an empty flag group sets nothing)
+    (r"[a-cb-d]+[\d-]", "dcab-", True),  # (overlapping ranges merged; '-' after a class is literal)
+    (r"(a{10}){100}", "a" * 1000, True),  # (nested counts multiplying to RE2's bound of 1000)
 ])
 def test_re2_full_match_semantics(pattern, text, expected):
     assert compile_pattern(pattern)(text) is expected
@@ -72,8 +76,18 @@ def test_re2_has_no_catastrophic_backtracking():
     (r"(a", "unexpected end"),
     (r"*", "a repeat of nothing"),
     (r"\x{41", "missing '}'"),  # (once re-read the pattern from its start forever)
-    (r"(?)", "a bad flag group"),
-    (r"(a{100}){200}", "too large"),
+    (r"(?-)", "a bad flag group"),
+    (r"(?s-:a)", "a bad flag group"),
+    # each would cost thousands of automaton steps per character: RE2 refuses nested counts
+    # multiplying past 1000, and the automaton's states plus class ranges are bounded
+    (r"([a-z]{0,999}){0,4}", "nested repeat counts multiply past 1000"),
+    (r"(a{100}){200}", "nested repeat counts multiply past 1000"),
+    ("[" + "".join(chr(0x100 + 2 * k) for k in range(20_000)) + "]", "too large"),
+    (r"(abcdefghijk){1000}", "too large"),
+    ("(" * 101 + ")" * 101, "groups nested more than 100 deep"),
+    (r"[0-\d]", r"a bad range in \[...\]"),
+    (r"\€", "RE2 escapes only ASCII punctuation"),
+    (r"(?P<n>a)(?P<n>b)", "a duplicate group name 'n'"),
 ])
 def test_re2_refusals(pattern, message):
     with pytest.raises(PatternError, match=message):
@@ -144,6 +158,7 @@ def _one_node(node, shape=(3,), opset=20):
 
 @pytest.mark.parametrize("node,shape,message", [
     (helper.make_node("RegexFullMatch", ["x"], ["y"], pattern=r"(a)\1"), (3,), "RE2 has no backreferences"),
+    (helper.make_node("RegexFullMatch", ["x"], ["y"], pattern="(" * 300 + ")" * 300), (3,), "nested more than 100"),
     (helper.make_node("StringNormalizer", ["x"], ["y"], locale="tr_TR", case_change_action="UPPER"), (3,),
      "the locale 'tr_TR'"),
     (helper.make_node("StringNormalizer", ["x"], ["y"]), (2, 3), r"ONNX takes \[C\] or \[1, C\]"),
