@@ -50,20 +50,26 @@ def split(x: np.ndarray, delimiter: str, maxsplit: int) -> tuple:
     return _string_result([s for p in padded for s in p], x.shape + (width,)), counts
 
 
+_CASE_CHANGES = {"LOWER": str.lower, "UPPER": str.upper, "NONE": str}
+
+
 @register_func("tvms.string.normalize")
 def normalize(x: np.ndarray, case_change: str, case_sensitive: int, *stopwords: str) -> np.ndarray:
     """ONNX StringNormalizer on a [C] or [1, C] tensor: the elements equal to a stop word dropped
     (compared in lower case unless ``case_sensitive``), the rest lower- or upper-cased by Unicode's
     default case mapping ("NONE": unchanged); when every element is dropped, one "" remains."""
     flat = _strings(x, "normalize").reshape(-1)
+    if case_change not in _CASE_CHANGES or not isinstance(case_sensitive, (int, np.integer)) or \
+            not all(isinstance(w, str) for w in stopwords):
+        raise TVMSError(f"tvms.string.normalize: expected a case change of {'/'.join(_CASE_CHANGES)}, an int "
+                        f"and str stop words, got {case_change!r}, {case_sensitive!r}, {stopwords!r}")
     if case_sensitive:
         stops = set(stopwords)
         kept = [s for s in flat if s not in stops]
     else:
         stops = {w.lower() for w in stopwords}
         kept = [s for s in flat if s.lower() not in stops]
-    change = {"LOWER": str.lower, "UPPER": str.upper, "NONE": str}[case_change]
-    kept = [change(s) for s in kept] or [""]
+    kept = [_CASE_CHANGES[case_change](s) for s in kept] or [""]
     return _string_result(kept, x.shape[:-1] + (len(kept),))
 
 

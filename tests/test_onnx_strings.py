@@ -12,6 +12,7 @@ import tvms
 from tvms import relax
 from tvms.ir.errors import TVMSError
 from tvms.ir.re2 import PatternError, compile_pattern
+from tvms.runtime import string_ops
 from tvms.script import from_source
 
 onnx = pytest.importorskip("onnx")
@@ -176,3 +177,7 @@ def test_string_normalizer_semantics():
     np.testing.assert_array_equal(out.numpy(), np.array([["été", "x y"]], object))  # (case-insensitive stop words)
     out = vm["main"](tvms.nd.array(np.array([["monday"] * 4])))
     np.testing.assert_array_equal(out.numpy(), np.array([[""]], object))  # (all dropped: one "" stays)
+    with pytest.raises(TVMSError, match="holds str elements, not NoneType"):  # (an object array argument)
+        vm["main"](np.array([["a", None, "b", "c"]], object))
+    with pytest.raises(TVMSError, match="expected a case change of LOWER/UPPER/NONE"):  # (as a hand-written
+        string_ops.normalize(np.array(["a"], object), "TITLE", 0)  # .tvms may call it)
