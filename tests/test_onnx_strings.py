@@ -3,7 +3,9 @@ library and the CLI; the string operators' ONNX semantics; RE2 patterns (``ir/re
 RE2 reads them, refused where this matcher would read them otherwise, in linear time."""
 from __future__ import annotations
 
+import base64
 import re
+import struct
 
 import numpy as np
 import pytest
@@ -12,8 +14,10 @@ import tvms
 from tvms import relax
 from tvms.ir.errors import TVMSError
 from tvms.ir.re2 import PatternError, compile_pattern
+from tvms.ir.vm_program import MAGIC, VERSION, Ret, VMFunction, VMProgram, deserialize, serialize
 from tvms.runtime import string_ops
 from tvms.script import from_source
+from tvms.script.metadata import decode_entry
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
@@ -181,3 +185,16 @@ def test_string_normalizer_semantics():
         vm["main"](np.array([["a", None, "b", "c"]], object))
     with pytest.raises(TVMSError, match="expected a case change of LOWER/UPPER/NONE"):  # (as a hand-written
         string_ops.normalize(np.array(["a"], object), "TITLE", 0)  # .tvms may call it)
+
+
+def test_string_constants_nested_too_deep_for_json_are_refused():
+    deep = b"[" * 100_000  # (json.loads raises RecursionError on it)
+    with pytest.raises(TVMSError, match=r"a string metadata constant of shape \[1\] is not a JSON list of 1 strings"):
+        decode_entry({"dtype": "string", "shape": [1], "data": base64.b64encode(deep).decode()})
+    ret = VMFunction("f", ("x",), 1, (), (Ret(0),))
+    data = serialize(VMProgram((ret,), (np.array([" " * (len(deep) - 4)], object),)))
+    assert deserialize(data).constants[0][0] == " " * (len(deep) - 4)
+    with pytest.raises(TVMSError, match="a string constant of shape"):
+        deserialize(data[:-len(deep)] + deep)  # (the constant's JSON list)
+    with pytest.raises(TVMSError, match="malformed VM program: RecursionError"):
+        deserialize(MAGIC + struct.pack("<IQ", VERSION, len(deep)) + deep)  # (the header)
