@@ -198,3 +198,24 @@ def test_string_constants_nested_too_deep_for_json_are_refused():
         deserialize(data[:-len(deep)] + deep)  # (the constant's JSON list)
     with pytest.raises(TVMSError, match="malformed VM program: RecursionError"):
         deserialize(MAGIC + struct.pack("<IQ", VERSION, len(deep)) + deep)  # (the header)
+
+
+def test_string_constants_shape_size_and_equal_either_way():
+    n = helper.make_node
+    graph = helper.make_graph(
+        [n("Constant", [], ["c"], value=helper.make_tensor("v", TensorProto.STRING, [2], [b"a", b"x"])),
+         n("Constant", [], ["d"], value_strings=["a", "y"]), n("Constant", [], ["e"], value_string="a"),
+         n("Equal", ["c", "x"], ["eq"]), n("Equal", ["d", "x"], ["eq2"]), n("Equal", ["x", "e"], ["eq3"]),
+         n("Shape", ["x"], ["s"]), n("Size", ["x"], ["z"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.STRING, ["n"])],
+        [helper.make_tensor_value_info(v, TensorProto.UNDEFINED, None) for v in ("eq", "eq2", "eq3", "s", "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    out = relax.VirtualMachine(tvms.compile(from_onnx(model), "llvm"), tvms.cpu())["main"](np.array(["a", "y"]))
+    for got, want in zip(out, [[True, False], [True, True], [True, False], [2], 2]):
+        np.testing.assert_array_equal(got.numpy(), want)
+    # a string second input decides too (an int64 first one is refused at import, not by LegalizeOps)
+    graph = helper.make_graph([n("Equal", ["i", "x"], ["eq"])], "g",
+                              [helper.make_tensor_value_info("i", TensorProto.INT64, [2]), graph.input[0]],
+                              [helper.make_tensor_value_info("eq", TensorProto.BOOL, None)])
+    with pytest.raises(TVMSError, match="the input must be a string tensor, not int64"):
+        from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]))
