@@ -4,21 +4,26 @@ A model's pattern is data: it is parsed here by RE2's syntax (not Python's: ``$`
 the text, ``\\w``/``\\d``/``\\s``/``\\b`` are ASCII, ``a{,3}`` is literal text, ``\\z`` ends the
 text) into a Thompson automaton, whose states are followed all at once over the text: the time is
 at most (text length) x (automaton size), whatever the pattern, so no pattern can hang the process
-(a backtracking matcher such as Python's ``re`` takes exponential time on ``(a*)*b``). A full match
-needs no captures, so only the set of states is kept. What RE2 refuses is refused (backreferences,
-lookaround, possessive or atomic forms, repeat counts over 1000); what RE2 reads in a way not
-written here (case-insensitive matching, Unicode classes ``\\p``, POSIX classes, octal escapes)
-is refused too, rather than matched differently.
+(a backtracking matcher such as Python's ``re`` takes exponential time on ``(a*)*b``). The bound is
+concrete: a pattern's automaton has at most MAX_SIZE states plus class ranges (each class's
+ranges sorted and merged, so testing a character is a binary search), and each character of the
+text visits each state at most once. A full match needs no captures, so only the set of states is
+kept. What RE2 refuses is refused (backreferences, lookaround, possessive or atomic forms, repeat
+counts over 1000, nested counted repeats whose counts multiply past 1000, groups nested past
+MAX_DEPTH); what RE2 reads in a way not written here (case-insensitive matching, Unicode classes
+``\\p``, POSIX classes, octal escapes) is refused too, rather than matched differently.
 """
 from __future__ import annotations
 
+import bisect
 import functools
 from typing import Callable
 
 from .errors import TVMSError
 
-MAX_REPEAT = 1000  # RE2's bound on a repeat count
-MAX_STATES = 10_000  # the automaton's size, so each character costs at most this many steps
+MAX_REPEAT = 1000  # RE2's bound on a repeat count, and on the product of nested counts
+MAX_SIZE = 10_000  # the automaton's states plus its classes' ranges
+MAX_DEPTH = 100  # groups nested in groups
 _WORD = ((48, 57), (65, 90), (95, 95), (97, 122))
 _CLASSES = {"d": ((48, 57),), "w": _WORD, "s": ((9, 10), (12, 13), (32, 32))}  # (RE2's \s has no \v)
 _ESCAPES = {"n": 10, "t": 9, "r": 13, "f": 12, "v": 11, "a": 7}
@@ -30,17 +35,32 @@ class PatternError(TVMSError):
     pass
 
 
+def _merged(ranges) -> tuple:
+    """``ranges`` sorted, overlapping or adjacent ones joined."""
+    out: list = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
 def _in(ranges: tuple, code: int) -> bool:
-    return any(lo <= code <= hi for lo, hi in ranges)
+    """Whether ``code`` is in the merged ``ranges`` (a binary search)."""
+    k = bisect.bisect_right(ranges, (code, 0x10FFFF + 1)) - 1
+    return k >= 0 and code <= ranges[k][1]
 
 
 class _Parser:
     """Recursive descent over RE2's grammar; nodes: ("set", ranges, negated), ("cat", [..]),
-    ("alt", [..]), ("rep", node, min, max or None), ("assert", kind)."""
+    ("alt", [..]), ("rep", node, min, max or None), ("count", rep, its count) around a ``{n,m}``
+    rep, ("assert", kind); ranges are sorted and merged."""
 
     def __init__(self, pattern: str):
         self.text, self.at = pattern, 0
         self.dotall = self.multiline = False
+        self.depth, self.names = 0, set()
 
     def fail(self, what: str) -> PatternError:
         return PatternError(f"the regular expression {self.text!r}: {what} (at offset {self.at})")
@@ -60,6 +80,8 @@ class _Parser:
         node = self.alternation()
         if self.at < len(self.text):
             raise self.fail("unbalanced ')'")
+        if _count_budget(node, MAX_REPEAT) == 0:
+            raise self.fail(f"nested repeat counts multiply past {MAX_REPEAT} (RE2's bound)")
         return node
 
     def alternation(self):
@@ -88,10 +110,11 @@ class _Parser:
     def repeats(self, atom):
         while True:
             c = self.peek()
+            counted = c == "{" and (counts := self.counts()) is not None
             if c in ("*", "+", "?"):
                 self.at += 1
                 low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
-            elif c == "{" and (counts := self.counts()) is not None:
+            elif counted:
                 low, high = counts
             else:
                 return atom
@@ -100,6 +123,8 @@ class _Parser:
             if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self.counts(peek=True)):
                 raise self.fail("RE2 refuses a repeat of a repeat (possessive or doubled quantifiers)")
             atom = ("rep", atom, low, high)
+            if counted:  # (marked for RE2's bound on nested counts)
+                atom = ("count", atom, low if high is None else high)
 
     def counts(self, peek: bool = False):
         """(min, max) of a ``{n}``, ``{n,}`` or ``{n,m}`` here, None when the brace is literal text."""
@@ -129,12 +154,16 @@ class _Parser:
         if c == "$":
             return ("assert", "eol" if self.multiline else "end")
         if c == "\\":
-            return self.escape(in_class=False)
+            node = self.escape(in_class=False)
+            return ("set",) + node[1:] if node[0] == "class" else node
         if c in ("*", "+", "?"):
             raise self.fail("a repeat of nothing")
         return ("set", ((ord(c), ord(c)),), False)
 
     def group(self):
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(f"groups nested more than {MAX_DEPTH} deep")
         if self.peek() != "?":
             node = self.alternation()
         elif self.text.startswith(("?P<", "?<"), self.at) and self.peek(2) not in ("=", "!"):
@@ -142,6 +171,9 @@ class _Parser:
             name = self.text[self.at + (3 if self.peek(1) == "P" else 2):end]
             if end < 0 or not name.isidentifier():
                 raise self.fail("a bad group name")
+            if name in self.names:
+                raise self.fail(f"a duplicate group name {name!r}")
+            self.names.add(name)
             self.at = end + 1
             node = self.alternation()
         else:
@@ -156,12 +188,14 @@ class _Parser:
                 raise self.fail("case-insensitive matching (?i) is not supported (RE2 folds case by "
                                 "Unicode rules this matcher does not implement)")
             on = flags.split("-")[0]
-            if not flags.strip("-") or flags.count("-") > 1 or flags.endswith("-") or self.peek() not in (")", ":"):
+            # ((?:...) and (?) set no flag; a '-' must be followed by a flag)
+            if flags.count("-") > 1 or flags.endswith("-") or self.peek() not in (")", ":"):
                 raise self.fail("a bad flag group")
             dotall, multiline = "s" in on or (self.dotall and "s" not in flags), \
                 "m" in on or (self.multiline and "m" not in flags)
             if self.take() == ")":  # (?s): to the end of the enclosing group
                 self.dotall, self.multiline = dotall, multiline
+                self.depth -= 1
                 return None
             saved = (self.dotall, self.multiline)
             self.dotall, self.multiline = dotall, multiline
@@ -169,12 +203,13 @@ class _Parser:
             self.dotall, self.multiline = saved
         if self.take() != ")":
             raise self.fail("missing ')'")
+        self.depth -= 1
         return node
 
     def escape(self, in_class: bool):
         c = self.take()
         if c.lower() in _CLASSES:
-            return ("set", _CLASSES[c.lower()], c.isupper())
+            return ("class", _CLASSES[c.lower()], c.isupper())
         if c in _ESCAPES:
             return _char(_ESCAPES[c])
         if c == "x":  # \xHH or \x{H...}
@@ -197,10 +232,11 @@ class _Parser:
                 end = len(self.text) if end < 0 else end
                 literal, self.at = self.text[self.at:end], min(end + 2, len(self.text))
                 return ("quote", [_char(ord(ch)) for ch in literal])
-        if c.isalnum() or c == "_":
+        if c.isalnum() or c == "_" or not c.isascii():
             what = {"p": "Unicode classes", "P": "Unicode classes", "C": "\\C", "Z": "RE2 writes the end of text \\z"}
             raise self.fail(f"the escape \\{c} is not supported"
-                            + (f" ({what[c]})" if c in what else " (RE2 has no backreferences)" if c.isdigit() else ""))
+                            + (f" ({what[c]})" if c in what else " (RE2 has no backreferences)" if c.isdigit()
+                               else "" if c.isascii() else " (RE2 escapes only ASCII punctuation)"))
         return _char(ord(c))  # (escaped punctuation stands for itself)
 
     def char_class(self):
@@ -213,22 +249,21 @@ class _Parser:
             if self.text.startswith("[:", self.at):
                 raise self.fail("POSIX classes [:name:] are not supported")
             low = self.class_item()
-            if low[0] == "set" and (low[2] or len(low[1]) != 1 or low[1][0][0] != low[1][0][1]):
+            if low[0] == "class":
                 if low[2]:
                     raise self.fail("a negated class (\\D, \\W, \\S) inside [...] is not supported")
                 ranges.extend(low[1])
             elif self.peek() == "-" and self.peek(1) not in ("]", ""):
                 self.at += 1
                 high = self.class_item()
-                lo, hi = low[1][0][0], high[1][0][0] if not high[2] and len(high[1]) == 1 else -1
-                if hi < lo:
+                if high[0] == "class" or high[1][0][0] < low[1][0][0]:  # ([0-\d] is refused by RE2 too)
                     raise self.fail("a bad range in [...]")
-                ranges.append((lo, hi))
+                ranges.append((low[1][0][0], high[1][0][0]))
             else:
                 ranges.append(low[1][0])
             first = False
         self.at += 1
-        return ("set", tuple(ranges), negated)
+        return ("set", _merged(ranges), negated)
 
     def class_item(self):
         c = self.take()
@@ -243,19 +278,33 @@ def _char(code: int):
     return ("set", ((code, code),), False)
 
 
+def _count_budget(node, budget: int) -> int:
+    """What is left of RE2's budget for nested repeat counts once ``node``'s innermost counts have
+    divided it (RE2's RepetitionWalker: each ``{n,m}`` divides by m, or n when unbounded); 0 when
+    the counts multiply past it."""
+    kind = node[0]
+    if kind == "count":
+        return _count_budget(node[1], budget // node[2] if node[2] else budget)
+    if kind == "rep":
+        return _count_budget(node[1], budget)
+    if kind in ("cat", "alt"):
+        return min((_count_budget(item, budget) for item in node[1]), default=budget)
+    return budget
+
+
 class _Automaton:
     """Thompson's construction: state k is ("set", ranges, negated, next), ("split", a, b),
     ("assert", kind, next) or ("match",)."""
 
     def __init__(self, pattern: str):
         self.states: list = []
-        start = self.build(_Parser(pattern).parse(), self.add(("match",)))
-        self.start = start
-        self.pattern = pattern
+        self.size = 0
+        self.start = self.build(_Parser(pattern).parse(), self.add(("match",)))
 
     def add(self, state) -> int:
-        if len(self.states) >= MAX_STATES:
-            raise PatternError(f"the regular expression is too large (over {MAX_STATES} states)")
+        self.size += 1 + (len(state[1]) if state and state[0] == "set" else 0)
+        if self.size > MAX_SIZE:
+            raise PatternError(f"the regular expression is too large (over {MAX_SIZE} states and class ranges)")
         self.states.append(state)
         return len(self.states) - 1
 
@@ -266,6 +315,8 @@ class _Automaton:
             return self.add(("set", node[1], node[2], after))
         if kind == "assert":
             return self.add(("assert", node[1], after))
+        if kind == "count":
+            return self.build(node[1], after)
         if kind == "cat":
             for item in reversed(node[1]):
                 after = self.build(item, after)

@@ -36,6 +36,7 @@ from .errors import TVMSError
 from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, Cast, Div, FloatImm, FloorDiv, FloorMod, IntImm,
                    Max, Min, Mod, Mul, Not, Or, Select, Sub)
 from .node import FrozenDict
+from .strings import decode_strings, encode_strings
 
 MAGIC = b"TVMS-VM\n"
 VERSION = 1
@@ -220,7 +221,7 @@ def serialize(program: VMProgram) -> bytes:
         strings = arr.dtype == object and all(type(s) is str for s in arr.flat)
         if arr.dtype.hasobject and not strings:
             raise TVMSError("a VM constant of Python objects cannot be serialized")
-        data = json.dumps(arr.reshape(-1).tolist()).encode("utf-8") if strings else arr.tobytes()
+        data = encode_strings(arr) if strings else arr.tobytes()
         constants.append({"dtype": "string" if strings else arr.dtype.str, "shape": list(arr.shape), "offset": offset, "nbytes": len(data)})
         blobs.append(data)
         offset += len(data)
@@ -247,7 +248,7 @@ def deserialize(data: bytes) -> VMProgram:
         constants = tuple(_constant_of(c, blob) for c in header["constants"])
     except TVMSError as err:
         raise TVMSError(f"a malformed VM program: {err}") from None
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as err:
         raise TVMSError(f"a malformed VM program: {type(err).__name__}: {err}") from None
     program = VMProgram(functions, constants)
     _validate(program)
@@ -402,18 +403,9 @@ def _constant_of(d: dict, blob: bytes) -> np.ndarray:
 
 
 def _strings_of(d: dict, blob: bytes) -> np.ndarray:
-    shape = tuple(_int(x) for x in d["shape"])
     offset, nbytes = _int(d["offset"]), _int(d["nbytes"])
-    try:
-        items = json.loads(blob[offset:offset + nbytes].decode("utf-8")) if offset >= 0 else None
-    except ValueError:
-        items = None
-    count = int(np.prod(shape, dtype=np.int64))
-    if not isinstance(items, list) or len(items) != count or not all(type(i) is str for i in items):
-        raise TVMSError("a string constant's bytes are not a JSON list of its strings")
-    out = np.empty(count, object)
-    out[:] = items
-    return out.reshape(shape)
+    data = blob[offset:offset + nbytes] if offset >= 0 else b""
+    return decode_strings(data, tuple(_int(x) for x in d["shape"]), "a string constant")
 
 
 def _validate(program: VMProgram) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 from ..ir.errors import TVMSError
 from ..ir.registry import register_func
 from ..ir.re2 import compile_pattern
+from ..ir.strings import object_array
 
 
 def _strings(x: np.ndarray, name: str) -> np.ndarray:
@@ -18,17 +19,11 @@ def _strings(x: np.ndarray, name: str) -> np.ndarray:
     return x
 
 
-def _string_result(items: list, shape: tuple) -> np.ndarray:
-    out = np.empty(shape, object)
-    out.reshape(-1)[:] = items
-    return out
-
-
 @register_func("tvms.string.concat")
 def concat(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """ONNX StringConcat: element by element, broadcast as numpy does."""
     a, b = np.broadcast_arrays(_strings(x, "concat"), _strings(y, "concat"))
-    return _string_result([s + t for s, t in zip(a.flat, b.flat)], a.shape)
+    return object_array([s + t for s, t in zip(a.flat, b.flat)], a.shape)
 
 
 @register_func("tvms.string.equal")
@@ -47,7 +42,10 @@ def split(x: np.ndarray, delimiter: str, maxsplit: int) -> tuple:
     width = max(map(len, pieces), default=0)
     padded = [p + [""] * (width - len(p)) for p in pieces]
     counts = np.array([len(p) for p in pieces], np.int64).reshape(x.shape)
-    return _string_result([s for p in padded for s in p], x.shape + (width,)), counts
+    return object_array([s for p in padded for s in p], x.shape + (width,)), counts
+
+
+_CASE_CHANGES = {"LOWER": str.lower, "UPPER": str.upper, "NONE": str}
 
 
 @register_func("tvms.string.normalize")
@@ -56,15 +54,18 @@ def normalize(x: np.ndarray, case_change: str, case_sensitive: int, *stopwords: 
     (compared in lower case unless ``case_sensitive``), the rest lower- or upper-cased by Unicode's
     default case mapping ("NONE": unchanged); when every element is dropped, one "" remains."""
     flat = _strings(x, "normalize").reshape(-1)
+    if case_change not in _CASE_CHANGES or not isinstance(case_sensitive, (int, np.integer)) or \
+            not all(isinstance(w, str) for w in stopwords):
+        raise TVMSError(f"tvms.string.normalize: expected a case change of {'/'.join(_CASE_CHANGES)}, an int "
+                        f"and str stop words, got {case_change!r}, {case_sensitive!r}, {stopwords!r}")
     if case_sensitive:
         stops = set(stopwords)
         kept = [s for s in flat if s not in stops]
     else:
         stops = {w.lower() for w in stopwords}
         kept = [s for s in flat if s.lower() not in stops]
-    change = {"LOWER": str.lower, "UPPER": str.upper, "NONE": str}[case_change]
-    kept = [change(s) for s in kept] or [""]
-    return _string_result(kept, x.shape[:-1] + (len(kept),))
+    kept = [_CASE_CHANGES[case_change](s) for s in kept] or [""]
+    return object_array(kept, x.shape[:-1] + (len(kept),))
 
 
 @register_func("tvms.string.regex_full_match")
@@ -83,5 +84,5 @@ def lookup(x: np.ndarray, keys: np.ndarray, values: np.ndarray, default: np.ndar
     fallback = default.item()
     found = [table.get(k, fallback) for k in x.flat]
     if values.dtype == object:
-        return _string_result(found, x.shape)
+        return object_array(found, x.shape)
     return np.array(found, values.dtype).reshape(x.shape)

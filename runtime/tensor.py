@@ -245,10 +245,10 @@ def tensor(data: Any, device: Device | None = None, *, dtype: str | np.dtype | N
     dev = _checked_device(device, "tensor")
     if isinstance(data, Tensor):
         data = data.array
-    if (dtype is None and _as_numpy(data).dtype.kind in "USO") or \
-            (dtype is not None and numpy_dtype_of(dtype) == object):
-        return Tensor(string_array(data), _cpu_device(device, "tensor"))
-    source = _as_numpy(data, None if dtype is None else numpy_dtype_of(dtype))
+    want = None if dtype is None else numpy_dtype_of(dtype)
+    source = _as_numpy(data, None if want == object else want)
+    if source.dtype.kind in "USO" or want == object:
+        return Tensor(string_array(source), _cpu_device(device, "tensor"))
     native = source.dtype if source.dtype.isnative else source.dtype.newbyteorder("=")
     if dev.device_type == CUDA:
         from .cuda_tensor import cuda_tensor

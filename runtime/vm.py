@@ -397,7 +397,7 @@ def _argument(value: Any, is_shape: bool, name: str, fname: str, on_gpu: bool = 
                             f"runs on the CPU (copy it with .numpy(), or compile for cuda)")
         return value
     if isinstance(value, np.ndarray):
-        if value.dtype.kind in "US":  # (numpy text: str elements, as tvms.nd.array makes a string tensor)
+        if value.dtype.kind in "USO":  # (text, or objects that must be str: as tvms.nd.array takes them)
             return string_array(value)
         flags = value.flags
         if flags.c_contiguous and flags.writeable:

@@ -18,20 +18,20 @@ its own serialization instead; tvms does not read that.)
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
 
 import numpy as np
 
 from ..ir.dtype import ML_DTYPES, ml_dtype
 from ..ir.errors import TVMSError
+from ..ir.strings import decode_strings, encode_strings
 
 CONSTANT_KEYS = ("relax.expr.Constant", "ir.GenericConst")  # classic, tvm-0.27
 
 
 def encode_array(data: np.ndarray) -> str:
     if data.dtype == object:  # (a string tensor)
-        return base64.b64encode(json.dumps(data.reshape(-1).tolist()).encode()).decode("ascii")
+        return base64.b64encode(encode_strings(data)).decode("ascii")
     little = np.asarray(data).astype(np.asarray(data).dtype.newbyteorder("<"), copy=False)
     return base64.b64encode(np.ascontiguousarray(little).tobytes()).decode("ascii")
 
@@ -55,17 +55,11 @@ def decode_entry(entry: Any) -> np.ndarray:
 
 
 def _decode_strings(entry: dict) -> np.ndarray:
-    shape = tuple(int(d) for d in entry["shape"])
     try:
-        items = json.loads(base64.b64decode(entry["data"], validate=True).decode())
-    except ValueError as err:  # (bad base64, UTF-8 or JSON)
+        data = base64.b64decode(entry["data"], validate=True)
+    except ValueError as err:
         raise TVMSError(f"a string metadata constant is a JSON list in base64: {err}") from None
-    count = int(np.prod(shape)) if shape else 1
-    if not isinstance(items, list) or len(items) != count or not all(isinstance(i, str) for i in items):
-        raise TVMSError(f"a string metadata constant of shape {list(shape)} lists {count} strings")
-    out = np.empty(count, object)
-    out[:] = items
-    return out.reshape(shape)
+    return decode_strings(data, tuple(int(d) for d in entry["shape"]), "a string metadata constant")
 
 
 def render_section(key: str, constants: list) -> list[str]:

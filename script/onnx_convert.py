@@ -98,7 +98,6 @@ class Context:
         self.bb = bb
         self.opset = opset
         self.node_outputs = 1  # (how many outputs the node being converted has)
-        self.open_optionals: set[int] = set()  # (ids of optionals only the run fills or leaves empty)
 
     def emit(self, expr: Any) -> Any:
         return expr if isinstance(expr, (rx.Constant, rx.Var)) else self.bb.emit(expr)

@@ -314,7 +314,7 @@ class _GraphImporter:
         inputs = [self._value(name, where) if name else None for name in node.input]
         if not cls.takes_strings and _holds_strings(inputs):
             raise TVMSError(f"{where}: string tensors are not supported as inputs of {node.op_type} (only of "
-                            f"the string operators, Equal, LabelEncoder and Identity)")
+                            f"the string operators, Equal, LabelEncoder, Identity, Shape and Size)")
         if len(node.output) == 1 and self._follow_shapes(ctx, node, attrs, inputs):
             return
         inputs = [self._materialize(ctx, x) for x in inputs]

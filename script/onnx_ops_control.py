@@ -189,21 +189,16 @@ class If(OnnxOpConverter):
         cond = rx.Var("cond", _SCALAR_BOOL)
         captures = Captures(ctx.bb)
 
-        empty: set[int] = set()
-
         def branch(graph):
             def outputs():  # (an empty optional: R.null_value(), the If's output then an R.Object)
                 values = ctx.subgraph(ctx, graph, {}, captures)
-                empty.update(k for k, v in enumerate(values) if v is None)
                 return _tuple([ctx.emit(op.null_value()) if v is None else v for v in values])
             return _branch(ctx, outputs)
 
         gv = _function(ctx, "if_then_else",
                        lambda: (rx.If(cond, branch(then_graph), branch(else_graph)), [cond]), captures)
         call = rx.Call(gv, (ctx.emit(scalar(inputs[0], "bool")), *captures.outer))
-        results = _results(ctx, call, len(then_graph.output))
-        ctx.open_optionals.update(id(results[k]) for k in empty)
-        return results
+        return _results(ctx, call, len(then_graph.output))
 
 
 # ---------------------------------------------------------------------------- Loop and Scan

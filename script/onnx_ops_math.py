@@ -75,7 +75,7 @@ class Equal(_Binary):
 
     @classmethod
     def _impl_v7(cls, ctx, inputs, attrs):
-        if dtype_of(inputs[0]) == "string":  # (from opset 19: a run-time function)
+        if "string" in (dtype_of(inputs[0]), dtype_of(inputs[1])):  # (from opset 19: a run-time function)
             return string_equal(*inputs)
         return super()._impl_v7(ctx, inputs, attrs)
 

@@ -307,12 +307,14 @@ class Optional(OnnxOpConverter):
         return inputs[0] if inputs and inputs[0] is not None else EMPTY_OPTIONAL
 
 
-def _known_optional(ctx: Any, inputs: list) -> Any:
-    """The optional input (None when empty or absent), refused when only the run decides whether
-    it holds a value (an If with an empty branch gives an R.Object, R.null_value() when empty)."""
+def _known_optional(inputs: list) -> Any:
+    """The optional input (None when empty or absent), refused when it is an R.Object: only the
+    run decides whether it holds a value (an If with an empty branch gives one, R.null_value()
+    when empty), wherever the value is read (in a subgraph it is a new variable)."""
     x = inputs[0] if inputs else None
-    if x is not None and id(x) in ctx.open_optionals:
-        raise Unsupported("an optional whose emptiness is decided at run time (an If's branches differ)")
+    if isinstance(getattr(x, "struct_info", None), ObjectStructInfo):
+        raise Unsupported("an optional whose emptiness is decided at run time (an R.Object: an If's "
+                          "branches differ, or a run-time sequence)")
     return x
 
 
@@ -320,14 +322,14 @@ def _known_optional(ctx: Any, inputs: list) -> Any:
 class OptionalHasElement(OnnxOpConverter):
     @classmethod
     def _impl_v15(cls, ctx, inputs, attrs):
-        return ctx.constant(_known_optional(ctx, inputs) is not None, "bool")
+        return ctx.constant(_known_optional(inputs) is not None, "bool")
 
 
 @converter("OptionalGetElement")
 class OptionalGetElement(OnnxOpConverter):
     @classmethod
     def _impl_v15(cls, ctx, inputs, attrs):
-        x = _known_optional(ctx, inputs)
+        x = _known_optional(inputs)
         if x is None:
             raise TVMSError("the optional is empty")
         return x

@@ -15,10 +15,13 @@ from .relax_op_api import op
 
 @converter("Constant")
 class Constant(OnnxOpConverter):
+    takes_strings = True
+
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         for key, dtype in (("value", None), ("value_float", "float32"), ("value_floats", "float32"),
-                           ("value_int", "int64"), ("value_ints", "int64")):
+                           ("value_int", "int64"), ("value_ints", "int64"), ("value_string", object),
+                           ("value_strings", object)):
             if key in attrs:
                 return ctx.constant(attrs[key], dtype)
         raise Unsupported(f"a Constant given as {', '.join(attrs)}")
@@ -26,6 +29,8 @@ class Constant(OnnxOpConverter):
 
 @converter("Shape")
 class Shape(OnnxOpConverter):
+    takes_strings = True  # (it reads no element)
+
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         x = inputs[0]
@@ -43,6 +48,8 @@ class Shape(OnnxOpConverter):
 
 @converter("Size")
 class Size(OnnxOpConverter):
+    takes_strings = True  # (it reads no element)
+
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
         shape = static_shape(inputs[0])

@@ -96,3 +96,9 @@ def test_if_with_an_empty_optional_branch():
     model.graph.output.append(helper.make_tensor_value_info("has", TensorProto.BOOL, []))
     with pytest.raises(TVMSError, match="an optional whose emptiness is decided at run time"):
         from_onnx(model)
+    # read inside a subgraph, where the If's result is captured as a new variable
+    reader = helper.make_graph([helper.make_node("OptionalHasElement", ["out"], ["h"])], "reader", [],
+                               [helper.make_tensor_value_info("h", TensorProto.BOOL, [])])
+    model.graph.node[-1].CopyFrom(helper.make_node("If", ["c"], ["has"], then_branch=reader, else_branch=reader))
+    with pytest.raises(TVMSError, match="an optional whose emptiness is decided at run time"):
+        from_onnx(model)

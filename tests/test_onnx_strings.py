@@ -3,7 +3,9 @@ library and the CLI; the string operators' ONNX semantics; RE2 patterns (``ir/re
 RE2 reads them, refused where this matcher would read them otherwise, in linear time."""
 from __future__ import annotations
 
+import base64
 import re
+import struct
 
 import numpy as np
 import pytest
@@ -12,7 +14,10 @@ import tvms
 from tvms import relax
 from tvms.ir.errors import TVMSError
 from tvms.ir.re2 import PatternError, compile_pattern
+from tvms.ir.vm_program import MAGIC, VERSION, Ret, VMFunction, VMProgram, deserialize, serialize
+from tvms.runtime import string_ops
 from tvms.script import from_source
+from tvms.script.metadata import decode_entry
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
@@ -36,6 +41,10 @@ from tvms.relax.frontend.onnx import from_onnx  # noqa: E402
     (r"\x41\x{1F600}", "A\U0001F600", True),
     (r"(?P<w>ab|a)(c|bcd)", "abcd", True),
     (r"", "", True),
+    (r"(?:a|b)+", "abba", True),  # (RE2's non-capturing group)
+    (r"(?)a", "a", True),  # (an empty flag group sets nothing)
+    (r"[a-cb-d]+[\d-]", "dcab-", True),  # (overlapping ranges merged; '-' after a class is literal)
+    (r"(a{10}){100}", "a" * 1000, True),  # (nested counts multiplying to RE2's bound of 1000)
 ])
 def test_re2_full_match_semantics(pattern, text, expected):
     assert compile_pattern(pattern)(text) is expected
@@ -72,8 +81,18 @@ def test_re2_has_no_catastrophic_backtracking():
     (r"(a", "unexpected end"),
     (r"*", "a repeat of nothing"),
     (r"\x{41", "missing '}'"),  # (once re-read the pattern from its start forever)
-    (r"(?)", "a bad flag group"),
-    (r"(a{100}){200}", "too large"),
+    (r"(?-)", "a bad flag group"),
+    (r"(?s-:a)", "a bad flag group"),
+    # each would cost thousands of automaton steps per character: RE2 refuses nested counts
+    # multiplying past 1000, and the automaton's states plus class ranges are bounded
+    (r"([a-z]{0,999}){0,4}", "nested repeat counts multiply past 1000"),
+    (r"(a{100}){200}", "nested repeat counts multiply past 1000"),
+    ("[" + "".join(chr(0x100 + 2 * k) for k in range(20_000)) + "]", "too large"),
+    (r"(abcdefghijk){1000}", "too large"),
+    ("(" * 101 + ")" * 101, "groups nested more than 100 deep"),
+    (r"[0-\d]", r"a bad range in \[...\]"),
+    (r"\€", "RE2 escapes only ASCII punctuation"),
+    (r"(?P<n>a)(?P<n>b)", "a duplicate group name 'n'"),
 ])
 def test_re2_refusals(pattern, message):
     with pytest.raises(PatternError, match=message):
@@ -144,6 +163,7 @@ def _one_node(node, shape=(3,), opset=20):
 
 @pytest.mark.parametrize("node,shape,message", [
     (helper.make_node("RegexFullMatch", ["x"], ["y"], pattern=r"(a)\1"), (3,), "RE2 has no backreferences"),
+    (helper.make_node("RegexFullMatch", ["x"], ["y"], pattern="(" * 300 + ")" * 300), (3,), "nested more than 100"),
     (helper.make_node("StringNormalizer", ["x"], ["y"], locale="tr_TR", case_change_action="UPPER"), (3,),
      "the locale 'tr_TR'"),
     (helper.make_node("StringNormalizer", ["x"], ["y"]), (2, 3), r"ONNX takes \[C\] or \[1, C\]"),
@@ -161,3 +181,41 @@ def test_string_normalizer_semantics():
     np.testing.assert_array_equal(out.numpy(), np.array([["été", "x y"]], object))  # (case-insensitive stop words)
     out = vm["main"](tvms.nd.array(np.array([["monday"] * 4])))
     np.testing.assert_array_equal(out.numpy(), np.array([[""]], object))  # (all dropped: one "" stays)
+    with pytest.raises(TVMSError, match="holds str elements, not NoneType"):  # (an object array argument)
+        vm["main"](np.array([["a", None, "b", "c"]], object))
+    with pytest.raises(TVMSError, match="expected a case change of LOWER/UPPER/NONE"):  # (as a hand-written
+        string_ops.normalize(np.array(["a"], object), "TITLE", 0)  # .tvms may call it)
+
+
+def test_string_constants_nested_too_deep_for_json_are_refused():
+    deep = b"[" * 100_000  # (json.loads raises RecursionError on it)
+    with pytest.raises(TVMSError, match=r"a string metadata constant of shape \[1\] is not a JSON list of 1 strings"):
+        decode_entry({"dtype": "string", "shape": [1], "data": base64.b64encode(deep).decode()})
+    ret = VMFunction("f", ("x",), 1, (), (Ret(0),))
+    data = serialize(VMProgram((ret,), (np.array([" " * (len(deep) - 4)], object),)))
+    assert deserialize(data).constants[0][0] == " " * (len(deep) - 4)
+    with pytest.raises(TVMSError, match="a string constant of shape"):
+        deserialize(data[:-len(deep)] + deep)  # (the constant's JSON list)
+    with pytest.raises(TVMSError, match="malformed VM program: RecursionError"):
+        deserialize(MAGIC + struct.pack("<IQ", VERSION, len(deep)) + deep)  # (the header)
+
+
+def test_string_constants_shape_size_and_equal_either_way():
+    n = helper.make_node
+    graph = helper.make_graph(
+        [n("Constant", [], ["c"], value=helper.make_tensor("v", TensorProto.STRING, [2], [b"a", b"x"])),
+         n("Constant", [], ["d"], value_strings=["a", "y"]), n("Constant", [], ["e"], value_string="a"),
+         n("Equal", ["c", "x"], ["eq"]), n("Equal", ["d", "x"], ["eq2"]), n("Equal", ["x", "e"], ["eq3"]),
+         n("Shape", ["x"], ["s"]), n("Size", ["x"], ["z"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.STRING, ["n"])],
+        [helper.make_tensor_value_info(v, TensorProto.UNDEFINED, None) for v in ("eq", "eq2", "eq3", "s", "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    out = relax.VirtualMachine(tvms.compile(from_onnx(model), "llvm"), tvms.cpu())["main"](np.array(["a", "y"]))
+    for got, want in zip(out, [[True, False], [True, True], [True, False], [2], 2]):
+        np.testing.assert_array_equal(got.numpy(), want)
+    # a string second input decides too (an int64 first one is refused at import, not by LegalizeOps)
+    graph = helper.make_graph([n("Equal", ["i", "x"], ["eq"])], "g",
+                              [helper.make_tensor_value_info("i", TensorProto.INT64, [2]), graph.input[0]],
+                              [helper.make_tensor_value_info("eq", TensorProto.BOOL, None)])
+    with pytest.raises(TVMSError, match="the input must be a string tensor, not int64"):
+        from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]))
