@@ -38,6 +38,7 @@ from ...ir.stmt import BufferStore
 from ..schedule import BlockRV, Schedule, ScheduleError
 from ..schedule.layout import IndexMap
 from .analysis import BlockInfo, CPURule, const_int, describe_block, describe_blocks, has_nested_blocks, vector_lanes
+from .cpu_conv_groups import pad_groups, padded_group
 from .cpu_matmul import mark_weight_packing
 from .cpu_tactics import schedule_spatial_block, vector_factor
 
@@ -50,6 +51,11 @@ class Conv2D(CPURule):
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
         if not isinstance(func, PrimFunc):
             return None
+        padded = _pad_awkward_groups(func, target)
+        if padded is not None:
+            sch = _try_plan(padded, target, _channel_vectors)
+            if sch is not None:
+                return sch
         for plan in (_channel_vectors, _depthwise):  # (each on a fresh schedule)
             sch = _try_plan(func, target, plan)
             if sch is not None:
@@ -57,10 +63,10 @@ class Conv2D(CPURule):
         return None
 
 
-def _try_plan(func: PrimFunc, target: Any, plan: Any) -> Schedule | None:
-    """``plan(sch, conv, data, weight, epilogues, target)`` on a schedule of ``func`` when ``func``
-    is a conv2d (after the padding of its input, before an elementwise epilogue); the schedule,
-    or None when the function is not one or the plan does not fit."""
+def _match(func: PrimFunc) -> tuple | None:
+    """``(schedule, conv, data, weight, prologues, epilogues)`` of ``func`` when it is a conv2d
+    (after the padding of its input or the filling of its weight, before an elementwise
+    epilogue); None otherwise."""
     sch = Schedule(func)
     if has_nested_blocks(sch):
         return None
@@ -74,23 +80,73 @@ def _try_plan(func: PrimFunc, target: Any, plan: Any) -> Schedule | None:
         return None
     data, weight = operands
     prologues, epilogues = infos[:convs[0]], infos[convs[0] + 1:]
-    if any(p.write().buffer is not data.buffer or not p.is_injective() for p in prologues):
-        return None  # only the padding of the input may come first
+    if any(p.write().buffer not in (data.buffer, weight.buffer) or not p.is_injective() for p in prologues):
+        return None  # only the padding of the input (or the filling of the weight) may come first
     if any(not e.is_injective() or not e.trivial for e in epilogues):
         return None
     if any(const_int(it.extent) is None for it in conv.iters):
         return None
+    return sch, conv, data, weight, prologues, epilogues
+
+
+def _try_plan(func: PrimFunc, target: Any, plan: Any) -> Schedule | None:
+    """``plan(sch, conv, data, weight, epilogues, target)`` on a schedule of ``func`` when ``func``
+    is a conv2d; the schedule, or None when the function is not one or the plan does not fit."""
+    matched = _match(func)
+    if matched is None:
+        return None
+    sch, conv, data, weight, prologues, epilogues = matched
     try:
         if not plan(sch, conv, data, weight, epilogues, target):
             return None
-        for pad in prologues:
-            if isinstance(pad.block.body, BufferStore) and isinstance(pad.block.body.value, BufferLoad):
-                sch.compute_inline(pad.rv)  # (no padding: a copy)
+        for pro in prologues:
+            if pro.write().buffer is weight.buffer:  # (the padded weight: part of the packing)
+                packed = sch.get_consumers(pro.rv)[0]
+                sch.compute_inline(pro.rv)
+                mark_weight_packing(sch, packed)
+            elif isinstance(pro.block.body, BufferStore) and isinstance(pro.block.body.value, BufferLoad):
+                sch.compute_inline(pro.rv)  # (no padding: a copy)
             else:
-                schedule_spatial_block(sch, describe_block(sch, pad.rv), target)
+                schedule_spatial_block(sch, describe_block(sch, pro.rv), target)
     except ScheduleError:
         return None
     return sch
+
+
+def _pad_awkward_groups(func: PrimFunc, target: Any) -> PrimFunc | None:
+    """``func`` with its groups of output channels padded to whole vectors and its epilogue
+    computed in the crop (``cpu_conv_groups``), when a group's channels fill vectors badly;
+    None otherwise."""
+    matched = _match(func)
+    if matched is None:
+        return None
+    sch, conv, data, weight, _, epilogues = matched
+    extents = [const_int(it.extent) for it in conv.iters]
+    channels = const_int(data.buffer.shape[1])
+    if not channels or channels % extents[4] or channels // extents[4] in (1, channels):
+        return None  # (not grouped, or depthwise)
+    groups = channels // extents[4]
+    if extents[1] % groups or extents[4] * extents[5] * extents[6] < 16:
+        return None  # (a short reduction: the crop's pass would cost what the vectors save)
+    lanes = vector_lanes(target, conv.write().buffer.dtype)
+    group_out = extents[1] // groups
+    padded = padded_group(group_out, lanes, vector_factor(group_out, lanes))
+    if padded is None:
+        return None
+    sch = Schedule(pad_groups(func, conv, data, weight, groups, padded))
+    try:
+        crop = sch.get_consumers(sch.get_sblock(conv.block.name_hint))[0]
+        by_group = lambda n, f, y, x: (n, f // group_out, f % group_out, y, x)
+        if extents[0] == 1:  # (a batch of one: its unit index would not stay an iterator)
+            by_group = lambda n, f, y, x: (f // group_out, f % group_out, y, x)
+        for epilogue in epilogues:  # into the crop, which runs over (n, group, channel, y, x)
+            block = sch.get_sblock(epilogue.block.name_hint)
+            sch.transform_layout(crop, ("write", 0), by_group)  # (an intermediate: the crop's store plain)
+            sch.transform_block_layout(block, by_group)
+            sch.reverse_compute_inline(block)
+    except ScheduleError:
+        return None
+    return sch.mod["main"]
 
 
 def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
