@@ -32,7 +32,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir.expr import Add, BufferLoad, Cast, FloorDiv, FloorMod, Mul, Var, const
+from ...ir.analysis import substitute
+from ...ir.arith import Analyzer
+from ...ir.expr import Add, BufferLoad, Cast, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore
 from ..schedule import BlockRV, Schedule, ScheduleError
@@ -168,24 +170,45 @@ def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: B
 def _depthwise(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
                target: Any) -> bool:
     """One input channel per output channel (no vector of channels to share an input value):
-    each parallel task is an output row, accumulated in a local row over the window, in vectors
-    along the row (strided loads for a stride of 2), the epilogue applied on its way out."""
+    ``window_rows``."""
     if const_int(conv.iters[4].extent) != 1:
         return False
-    block = conv.rv
     n, f, y, x, c, ry, rx = conv.loops
-    sch.reorder(n, f, y, c, ry, rx, x)
-    rows = sch.fuse(n, f, y)
-    sch.parallel(rows)
+    window_rows(sch, conv, data, [n, f, y], x, [c, ry, rx], epilogues, target)
+    return True
+
+
+def window_rows(sch: Schedule, info: BlockInfo, data: BufferLoad, rows: list, x: Any, window: list, epilogues: list,
+                target: Any) -> bool:
+    """A reduction over a window of its input ``data`` (a depthwise convolution, a pooling) in
+    rows: each parallel task is an output row (the fused loops ``rows``), accumulated in a local
+    row over the ``window`` loops, the epilogue applied on its way out. Vectors run along the
+    row ``x`` where it reads ``data`` contiguously; with a stride it stays scalar (strided vector
+    loads measured 2x slower: a 3x3 stride-2 depthwise layer of 112 channels of 56x56, 0.37
+    against 0.19 ms). Returns whether it vectorized."""
+    block = info.rv
+    column = info.iters[len(rows)]
+    width = vector_factor(const_int(column.extent), vector_lanes(target, info.write().buffer.dtype))
+    if not _unit_stride(data.indices[-1], column.var, [it.var for it in info.iters[-len(window):]]):
+        width = 1
+    sch.reorder(*rows, *window, x)
+    fused = sch.fuse(*rows)
+    sch.parallel(fused)
     acc = sch.cache_write(block, 0, "local")
     inline_epilogues(sch, acc, epilogues, target)
-    sch.reverse_compute_at(acc, rows)
-    init = sch.decompose_reduction(block, c)
-    width = vector_factor(const_int(conv.iters[3].extent), vector_lanes(target, conv.write().buffer.dtype))
+    sch.reverse_compute_at(acc, fused)
+    init = sch.decompose_reduction(block, window[0])
     if width > 1:
         for stage in (block, init, acc):
             sch.vectorize(sch.split(sch.get_loops(stage)[-1], [None, width])[1])
-    return True
+    return width > 1
+
+
+def _unit_stride(index: Any, x: Var, window: list) -> bool:
+    """Whether ``index`` moves by one as ``x`` does (the window's iterators held at zero)."""
+    at = lambda v: substitute(index, {x: const(v, x.dtype), **{w: const(0, w.dtype) for w in window}})
+    step = Analyzer().simplify(Sub(at(1), at(0)))
+    return isinstance(step, IntImm) and step.value == 1
 
 
 def match_conv2d(info: BlockInfo) -> tuple[BufferLoad, BufferLoad] | None:
@@ -298,4 +321,4 @@ def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad,
     sch.unroll(a_x)
 
 
-__all__ = ["Conv2D", "match_conv2d"]
+__all__ = ["Conv2D", "match_conv2d", "window_rows"]
