@@ -25,8 +25,10 @@ row), and the padding of the input is computed first, in parallel, in vectors. (
 pixels instead, as the first version of this rule had for 3x3 stride-1 convolutions only,
 measured as fast at 56 pixels a row and half as fast at 28.)
 
-A depthwise convolution (one input channel per group) has no vector of channels that share an
-input: its vectors run along an output row instead (``_depthwise``).
+A group whose output channels fill vectors badly (34 of 16 lanes: vectors of 2) is first padded
+with zero filters to whole vectors, and cropped after (``cpu_conv_groups``). A depthwise
+convolution (one input channel per group) has no vector of channels that share an input: its
+vectors run along an output row instead (``window_rows``, which the Pool rule shares).
 """
 from __future__ import annotations
 
@@ -65,29 +67,35 @@ class Conv2D(CPURule):
         return None
 
 
-def _match(func: PrimFunc) -> tuple | None:
-    """``(schedule, conv, data, weight, prologues, epilogues)`` of ``func`` when it is a conv2d
-    (after the padding of its input or the filling of its weight, before an elementwise
-    epilogue); None otherwise."""
+def around_reduction(func: PrimFunc) -> tuple | None:
+    """``(schedule, prologues, reduction, epilogues)``: the blocks of a flat ``func`` that has one
+    reduction (of constant extents), those before it and those after it (elementwise: injective,
+    one loop per iterator); None for any other function."""
     sch = Schedule(func)
     if has_nested_blocks(sch):
         return None
     infos = describe_blocks(sch)
-    convs = [i for i, info in enumerate(infos) if info.is_reduction()]
-    if len(convs) != 1:
+    found = [i for i, info in enumerate(infos) if info.is_reduction()]
+    if len(found) != 1 or any(const_int(it.extent) is None for it in infos[found[0]].iters):
         return None
-    conv = infos[convs[0]]
-    operands = match_conv2d(conv)
-    if operands is None:
-        return None
-    data, weight = operands
-    prologues, epilogues = infos[:convs[0]], infos[convs[0] + 1:]
-    if any(p.write().buffer not in (data.buffer, weight.buffer) or not p.is_injective() for p in prologues):
-        return None  # only the padding of the input (or the filling of the weight) may come first
+    epilogues = infos[found[0] + 1:]
     if any(not e.is_injective() or not e.trivial for e in epilogues):
         return None
-    if any(const_int(it.extent) is None for it in conv.iters):
+    return sch, infos[:found[0]], infos[found[0]], epilogues
+
+
+def _match(func: PrimFunc) -> tuple | None:
+    """``(schedule, conv, data, weight, prologues, epilogues)`` of ``func`` when it is a conv2d
+    (after the padding of its input or the filling of its weight, before an elementwise
+    epilogue); None otherwise."""
+    found = around_reduction(func)
+    operands = None if found is None else match_conv2d(found[2])
+    if operands is None:
         return None
+    sch, prologues, conv, epilogues = found
+    data, weight = operands
+    if any(p.write().buffer not in (data.buffer, weight.buffer) or not p.is_injective() for p in prologues):
+        return None  # only the padding of the input (or the filling of the weight) may come first
     return sch, conv, data, weight, prologues, epilogues
 
 
@@ -321,4 +329,4 @@ def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad,
     sch.unroll(a_x)
 
 
-__all__ = ["Conv2D", "match_conv2d", "window_rows"]
+__all__ = ["Conv2D", "around_reduction", "match_conv2d", "window_rows"]

@@ -67,7 +67,8 @@ def pad_groups(func: PrimFunc, conv: BlockInfo, data: BufferLoad, weight: Buffer
 
     def block_nest(name: str, shape: tuple, target: Buffer, value_of) -> For:
         loop_vars = [Var(f"i{d}", s.dtype) for d, s in enumerate(shape)]
-        iters = tuple(IterVar(Range(const(0, s.dtype), s), Var(f"v{d}", s.dtype), DATA_PAR) for d, s in enumerate(shape))
+        iters = tuple(IterVar(Range(const(0, s.dtype), s), Var(f"v{d}", s.dtype), DATA_PAR)
+                      for d, s in enumerate(shape))
         point = tuple(iv.var for iv in iters)
         value, source, at = value_of(point)
         new = Block(iters, reads=(_point_region(source.buffer, source.indices),), writes=(_point_region(target, at),),

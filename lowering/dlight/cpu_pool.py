@@ -17,8 +17,8 @@ from ...ir.expr import BufferLoad
 from ...ir.function import PrimFunc
 from ...ir.visitor import collect
 from ..schedule import Schedule, ScheduleError
-from .analysis import CPURule, const_int, describe_block, describe_blocks, has_nested_blocks
-from .cpu_conv import window_rows
+from .analysis import CPURule, describe_block
+from .cpu_conv import around_reduction, window_rows
 from .cpu_tactics import schedule_spatial_block
 
 
@@ -28,28 +28,17 @@ class Pool(CPURule):
     name = "Pool"
 
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
-        if not isinstance(func, PrimFunc):
+        found = around_reduction(func) if isinstance(func, PrimFunc) else None
+        if found is None:
             return None
-        sch = Schedule(func)
-        if has_nested_blocks(sch):
-            return None
-        infos = describe_blocks(sch)
-        found = [i for i, info in enumerate(infos) if info.is_reduction()]
-        if len(found) != 1:
-            return None
-        pool = infos[found[0]]
+        sch, prologues, pool, epilogues = found
         if pool.kinds[-2:] != "RR" or pool.kinds.count("S") < 3 or not pool.trivial:
-            return None
-        if any(const_int(it.extent) is None for it in pool.iters):
             return None
         loads = [load for load in collect(pool.block.body.value, BufferLoad) if load.buffer is not pool.write().buffer]
         if len({id(load.buffer) for load in loads}) != 1 or not _windowed(pool, loads[0]):
             return None
-        prologues, epilogues = infos[:found[0]], infos[found[0] + 1:]
         if any(p.write().buffer is not loads[0].buffer or not p.is_injective() for p in prologues):
             return None  # only the padding of the input may come first
-        if any(not e.is_injective() or not e.trivial for e in epilogues):
-            return None
         *rows, x, ry, rx = pool.loops
         try:
             vectorized = window_rows(sch, pool, loads[0], rows, x, [ry, rx], epilogues, target)
