@@ -101,21 +101,24 @@ def _match(func: PrimFunc) -> tuple | None:
 
 def _try_plan(func: PrimFunc, target: Any, plan: Any) -> Schedule | None:
     """``plan(sch, conv, data, weight, epilogues, target)`` on a schedule of ``func`` when ``func``
-    is a conv2d; the schedule, or None when the function is not one or the plan does not fit."""
+    is a conv2d; the schedule, or None when the function is not one or the plan does not fit
+    (the plan returns None; else whether its loops read the padding in place, inlined)."""
     matched = _match(func)
     if matched is None:
         return None
     sch, conv, data, weight, prologues, epilogues = matched
     try:
-        if not plan(sch, conv, data, weight, epilogues, target):
+        inline_padding = plan(sch, conv, data, weight, epilogues, target)
+        if inline_padding is None:
             return None
         for pro in prologues:
             if pro.write().buffer is weight.buffer:  # (the padded weight: part of the packing)
                 packed = sch.get_consumers(pro.rv)[0]
                 sch.compute_inline(pro.rv)
                 mark_weight_packing(sch, packed)
-            elif isinstance(pro.block.body, BufferStore) and isinstance(pro.block.body.value, BufferLoad):
-                sch.compute_inline(pro.rv)  # (no padding: a copy)
+            elif inline_padding or isinstance(pro.block.body, BufferStore) and isinstance(pro.block.body.value,
+                                                                                             BufferLoad):
+                sch.compute_inline(pro.rv)  # (or no padding: a copy)
             else:
                 schedule_spatial_block(sch, describe_block(sch, pro.rv), target)
     except ScheduleError:
@@ -160,44 +163,45 @@ def _pad_awkward_groups(func: PrimFunc, target: Any) -> PrimFunc | None:
 
 
 def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
-                     target: Any) -> bool:
+                     target: Any) -> bool | None:
     """The implicit GEMM with vectors along the output channels (any window, stride, groups)."""
     extents = [const_int(it.extent) for it in conv.iters]
     groups = const_int(data.buffer.shape[1]) // extents[4] if const_int(data.buffer.shape[1]) else None
     if not groups or extents[1] % groups:
-        return False
+        return None
     lanes = vector_lanes(target, conv.write().buffer.dtype)
     registers = 32 if vector_lanes(target, 32) >= 16 else 16  # (AVX-512 has 32 vector registers)
     tile = channel_tile(extents[1] // groups, extents[3], lanes, registers)
     if tile is None:
-        return False
+        return None
     schedule_channel_vectors(sch, conv, weight, epilogues, target, *tile)
-    return True
+    return False
 
 
 def _depthwise(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
-               target: Any) -> bool:
+               target: Any) -> bool | None:
     """One input channel per output channel (no vector of channels to share an input value):
-    ``window_rows``."""
+    ``window_rows``; scalar rows read the padding in place."""
     if const_int(conv.iters[4].extent) != 1:
-        return False
+        return None
     n, f, y, x, c, ry, rx = conv.loops
-    window_rows(sch, conv, data, [n, f, y], x, [c, ry, rx], epilogues, target)
-    return True
+    return not window_rows(sch, conv, data, [n, f, y], x, [c, ry, rx], epilogues, target)
 
 
 def window_rows(sch: Schedule, info: BlockInfo, data: BufferLoad, rows: list, x: Any, window: list, epilogues: list,
                 target: Any) -> bool:
     """A reduction over a window of its input ``data`` (a depthwise convolution, a pooling) in
     rows: each parallel task is an output row (the fused loops ``rows``), accumulated in a local
-    row over the ``window`` loops, the epilogue applied on its way out. Vectors run along the
-    row ``x`` where it reads ``data`` contiguously; with a stride it stays scalar (strided vector
-    loads measured 2x slower: a 3x3 stride-2 depthwise layer of 112 channels of 56x56, 0.37
-    against 0.19 ms). Returns whether it vectorized."""
+    row over the ``window`` loops, the epilogue applied on its way out. Vectors run along the row
+    ``x`` where it reads ``data`` contiguously and a vector has 4 lanes or more; otherwise the
+    rows stay scalar and read the padding in place (measured, interleaved: rows of 14 in vectors
+    of 2, 0.065 against 0.052 ms for a 3x3 depthwise layer of 272 channels; strided vector loads
+    and a padding pass, 0.19 against 0.09 ms for one of 112 channels of 56x56, stride 2; vectors
+    of 8 along 56-pixel rows of a pooling, 0.14 against 0.24 ms). Returns whether it vectorized."""
     block = info.rv
     column = info.iters[len(rows)]
     width = vector_factor(const_int(column.extent), vector_lanes(target, info.write().buffer.dtype))
-    if not _unit_stride(data.indices[-1], column.var, [it.var for it in info.iters[-len(window):]]):
+    if width < 4 or not _unit_stride(data.indices[-1], column.var, [it.var for it in info.iters[-len(window):]]):
         width = 1
     sch.reorder(*rows, *window, x)
     fused = sch.fuse(*rows)
