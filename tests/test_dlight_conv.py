@@ -203,3 +203,35 @@ def test_constant_weights_are_packed_at_compile_time():
     np.testing.assert_allclose(vm["main"](x).numpy(), expected, rtol=1e-4, atol=1e-4)
     vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())  # (parameters: packed per call)
     np.testing.assert_allclose(vm["main"](x, w, b).numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_awkward_groups_are_padded_to_whole_vectors():
+    """Groups of 10 output channels (vectors of 2 lanes): the Conv2D rule pads each group's
+    channels with zero filters to whole vectors and crops them off in a pass that computes the
+    epilogue (bias, relu), for batches of one and two, the host and AVX2; equal to numpy and
+    the reference executor. With constant weights the padded packing runs at compile time."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((20, 6, 3, 3), dtype=np.float32)
+    b = rng.standard_normal((20, 1, 1), dtype=np.float32)
+    for n, target in ((1, Target("llvm")), (2, AVX2)):
+        body = ("            y = R.nn.conv2d(x, w, padding=[1, 1, 1, 1], groups=2)\n            z = R.add(y, b)\n"
+                "            r = R.nn.relu(z)\n            R.output(r)\n        return r")
+        params = (f'x: R.Tensor(({n}, 12, 7, 7), dtype="float32"), w: R.Tensor((20, 6, 3, 3), dtype="float32"), '
+                  'b: R.Tensor((20, 1, 1), dtype="float32")')
+        mod = from_source(relax_module(body, params, f'R.Tensor(({n}, 20, 7, 7), dtype="float32")'))
+        sch = Conv2D().apply(only_kernel(legalized(mod)), target, False)
+        out = sch.mod["main"]
+        text = out.script()
+        assert '"conv2d_nchw_intermediate_crop"' in text.replace("group_", "") and text.count(MARK) == 1, text
+        x = rng.standard_normal((n, 12, 7, 7), dtype=np.float32)
+        expected = np.maximum(window_conv_reference(x, w, 1, 1, 1, 2) + b, 0)
+        built, ref = np.zeros(expected.shape, np.float32), np.zeros(expected.shape, np.float32)
+        tvms.build(out, target="llvm")(x, w, b, built)
+        run_prim_func(out, x, w, b, ref)
+        np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+    bound = tvms.relax.transform.BindParams("main", {"w": w, "b": b})(mod)
+    vm = tvms.relax.VirtualMachine(tvms.compile(bound, target="llvm"), tvms.cpu())
+    (main,) = [f for f in vm.executable.program.functions if f.name == "main"]
+    assert [inst.func for inst in main.code if getattr(inst, "kind", None) == "kernel"][0].endswith("_prepacked")
+    np.testing.assert_allclose(vm["main"](x).numpy(), expected, rtol=1e-4, atol=1e-4)

@@ -7,12 +7,13 @@ from .cpu_elementwise import Elementwise
 from .cpu_fallback import Fallback
 from .cpu_gemv import GEMV
 from .cpu_matmul import Matmul
+from .cpu_pool import Pool
 from .cpu_reduction import Reduction
 
 
 def default_rules() -> list[ScheduleRule]:
     """The rules in the order they are tried: the most specific first, Fallback last."""
-    return [Conv2D(), Matmul(), GEMV(), Reduction(), Elementwise(), Fallback()]
+    return [Conv2D(), Matmul(), GEMV(), Reduction(), Pool(), Elementwise(), Fallback()]
 
 
-__all__ = ["Conv2D", "Elementwise", "Fallback", "GEMV", "Matmul", "Reduction", "default_rules"]
+__all__ = ["Conv2D", "Elementwise", "Fallback", "GEMV", "Matmul", "Pool", "Reduction", "default_rules"]

@@ -1,0 +1,141 @@
+"""Grouped convolutions whose groups have an awkward number of output channels (ShuffleNet's 34
+and 68): each group's channels are padded with zero filters up to a whole number of vectors
+before the Conv2D rule's channel-vector plan runs, and the padding is cropped off afterwards.
+
+The plan vectorizes along a group's output channels and a vector never straddles two groups, so
+34 channels a group left it vectors of 2 lanes (of 16 on AVX-512: 23 GFLOPS for ShuffleNet's
+136-channel 1x1 layer, where groups of 32 ran at 67). Padded to 48 (three full vectors), 34 of
+every 48 lanes compute. The function is rewritten, ``F = G * Fg`` channels to ``G * Fp``::
+
+    W_pad[f', c, ry, rx] = W[f' // Fp * Fg + min(f' % Fp, Fg - 1), c, ry, rx] if f' % Fp < Fg else 0
+    Y_pad[n, f', y, x] += D[n, f' // Fp * C' + c, ...] * W_pad[f', c, ry, rx]
+    Y[n, g * Fg + f, y, x] = Y_pad[n, g * Fp + f, y, x]        (f < Fg; then the epilogue; no n for a batch of one)
+
+``W_pad`` reads only the weight: the Conv2D rule inlines it into its weight packing, which
+stays a ``layout_rewrite_preproc`` block (run once per weight).
+"""
+from __future__ import annotations
+
+from ...ir.analysis import substitute
+from ...ir.arith import Analyzer
+from ...ir.buffer import Buffer, BufferRegion, decl_buffer
+from ...ir.expr import (DATA_PAR, LT, Add, BufferLoad, Call, FloorDiv, FloorMod, IterVar, Min, Mul, PrimExpr, Range,
+                        Var, const)
+from ...ir.function import PrimFunc
+from ...ir.op import get_op
+from ...ir.stmt import Block, BlockRealize, BufferStore, For, seq
+from ...ir.visitor import Mutator
+from ..schedule.loop_transform import nest
+from ..schedule.tree import find_block, replace_stmts
+from .analysis import BlockInfo, const_int
+
+
+def padded_group(group_channels: int, lanes: int, vec: int) -> int | None:
+    """The channels to pad a group of ``group_channels`` to (a multiple of ``lanes``) when that
+    makes at least twice the use of the vector lanes that vectors of ``vec`` lanes make; None
+    when it does not."""
+    padded = -(-group_channels // lanes) * lanes
+    if group_channels < 2 or group_channels * lanes < 2 * vec * padded:
+        return None
+    return padded
+
+
+def pad_groups(func: PrimFunc, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, groups: int,
+               padded: int) -> PrimFunc:
+    """``func`` with the conv's output channels padded per group (see the module docstring)."""
+    realize, path = find_block(func, conv.block.name_hint)
+    block = realize.block
+    out = conv.write().buffer
+    f_iter = block.iter_vars[1]
+    f_loop = realize.iter_values[1]
+    dtype = f_iter.var.dtype
+    group_out = const_int(f_iter.dom.extent) // groups
+    total = const(groups * padded, dtype)
+    y_pad = decl_buffer((out.shape[0], total, *out.shape[2:]), out.dtype, f"{out.name}_pad")
+    w = weight.buffer
+    w_pad = decl_buffer((total, *w.shape[1:]), w.dtype, f"{w.name}_pad")
+    fg, fp = const(group_out, dtype), const(padded, dtype)
+
+    # the conv over the padded channels: its data channel is that of the group f' // Fp
+    group_start = {f_iter.var: Mul(FloorDiv(f_iter.var, fp), fg)}
+    analyzer = Analyzer()
+    root = func.body.block
+    children = list(root.body.seq)
+    at = next(i for i, child in enumerate(children) if child is realize or any(child is p for p in path))
+    conv_nest = _PaddedConv(f_loop, f_iter.var, total, data.buffer, group_start, analyzer,
+                            {out: y_pad, w: w_pad}).visit(children[at])
+
+    def block_nest(name: str, shape: tuple, target: Buffer, value_of) -> For:
+        loop_vars = [Var(f"i{d}", s.dtype) for d, s in enumerate(shape)]
+        iters = tuple(IterVar(Range(const(0, s.dtype), s), Var(f"v{d}", s.dtype), DATA_PAR)
+                      for d, s in enumerate(shape))
+        point = tuple(iv.var for iv in iters)
+        value, source, at = value_of(point)
+        new = Block(iters, reads=(_point_region(source.buffer, source.indices),), writes=(_point_region(target, at),),
+                    name_hint=name, body=BufferStore(target, value, at))
+        return nest(loop_vars, list(shape), BlockRealize(tuple(loop_vars), const(True), new))
+
+    def fill(point):  # zero filters past a group's channels (the index clamped to stay inside W)
+        f = point[0]
+        rest = FloorMod(f, fp)
+        load = BufferLoad(w, (Add(Mul(FloorDiv(f, fp), fg), Min(rest, const(group_out - 1, dtype))), *point[1:]))
+        return Call(w.dtype, get_op("tir.if_then_else"), (LT(rest, fg), load, const(0, w.dtype))), load, point
+
+    batch_of_one = const_int(out.shape[0]) == 1  # (then no n iterator: a unit one would not stay plain)
+
+    def crop(point):  # over (n, group, channel of the group, y, x)
+        n, g, f, *pixel = (const(0, dtype), *point) if batch_of_one else point
+        load = BufferLoad(y_pad, (n, Add(Mul(g, fp), f), *pixel))
+        return load, load, (n, Add(Mul(g, fg), f), *pixel)
+
+    crop_shape = (() if batch_of_one else (out.shape[0],)) + (const(groups, dtype), fg, *out.shape[2:])
+    children[at:at + 1] = [block_nest(w_pad.name, tuple(w_pad.shape), w_pad, fill), conv_nest,
+                           block_nest(f"{out.name}_crop", crop_shape, out, crop)]
+    new_root = root.with_changes(body=seq(children), alloc_buffers=root.alloc_buffers + (w_pad, y_pad))
+    return replace_stmts(func, {id(root): new_root})
+
+
+def _point_region(buffer: Buffer, indices: tuple) -> BufferRegion:
+    return BufferRegion(buffer, tuple(Range(i, const(1, i.dtype)) for i in indices))
+
+
+class _PaddedConv(Mutator):
+    """The conv's loop nest over ``total`` output channels: its output and weight buffers
+    swapped, its data channel index taken at the start of the padded channel's group."""
+
+    def __init__(self, f_loop: Var, f_var: Var, total: PrimExpr, data: Buffer, group_start: dict, analyzer: Analyzer,
+                 swaps: dict):
+        self.f_loop, self.f_var, self.total, self.data = f_loop, f_var, total, data
+        self.group_start, self.analyzer, self.swaps = group_start, analyzer, swaps
+
+    def _data_index(self, e: PrimExpr) -> PrimExpr:
+        return self.analyzer.simplify(substitute(e, self.group_start))
+
+    def visit_For(self, loop: For) -> For:
+        loop = self.generic_visit(loop)
+        return loop.with_changes(extent=self.total) if loop.loop_var is self.f_loop else loop
+
+    def visit_Block(self, block: Block) -> Block:
+        block = self.generic_visit(block)
+        iters = tuple(iv.with_changes(dom=Range(iv.dom.min, self.total)) if iv.var is self.f_var else iv
+                      for iv in block.iter_vars)
+        return block.with_changes(iter_vars=iters)
+
+    def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:
+        if load.buffer is self.data:
+            return BufferLoad(load.buffer, tuple(self._data_index(i) for i in load.indices))
+        return self.generic_visit(load)
+
+    def visit_BufferRegion(self, region: BufferRegion) -> BufferRegion:
+        if region.buffer is self.data:
+            return BufferRegion(region.buffer, tuple(Range(self._data_index(r.min), r.extent) for r in region.region))
+        return self.generic_visit(region)
+
+    def visit_Buffer(self, buffer: Buffer) -> Buffer:
+        return self.swaps.get(buffer, buffer)
+
+    def visit_Var(self, v: Var) -> Var:
+        return v
+
+
+__all__ = ["pad_groups", "padded_group"]
