@@ -26,9 +26,10 @@ shared or warp memory).
   16 x 16 tile (two m16n8 tiles, 4 each, in C's layout above, lane = threadIdx.x as the generated
   code has it) to ``dst`` with rows ``stride`` apart.
 
-The layouts are PTX ISA's (NVIDIA's "PTX ISA" manual, section "Warp-level Matrix Fragment for
-mma.m16n8k16 with floating point type", "... mma.m16n8k32" and the ``ldmatrix`` instruction's
-description), not taken from TVM's code generator.
+The layouts are the PTX ISA manual's (NVIDIA, "PTX ISA" 8.x: sections "Matrix Fragments for
+mma.m16n8k16 with floating point type", "Matrix Fragments for mma.m16n8k32" and "Warp-level matrix
+load instruction: ldmatrix"), not taken from TVM's code generator; tests/test_cuda_ptx_mma.py
+checks them against numpy through TVM's own ldmatrix/mma kernels.
 """
 from __future__ import annotations
 
