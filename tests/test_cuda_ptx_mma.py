@@ -9,14 +9,15 @@ transpose 8-bit elements): scheduled, as TVM's device passes leave them, and the
 tvms renders TVM's device stage byte for byte; tvms's own lowering of the schedules (LowerWarpMemory
 making the accumulators each lane's registers, as TVM's) gives the same instructions; NVRTC compiles
 both for sm_80 and sm_90. The reference executor runs both kernels (one block of the grid over the first
-steps of k) as numpy computes, with the PTX ISA's fragment layouts (runtime/reference_ptx.py); nothing
-runs on a GPU.
+steps of k) as numpy computes, with the PTX ISA's fragment layouts (runtime/reference_ptx.py). On a
+machine with a CUDA GPU, the schedules run whole on the device (test_schedules_on_the_device).
 """
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import tvms
 from tvms.ir.errors import TVMSError
 from tvms.ir.target import Target
 from tvms.lowering.codegen.cuda import cuda_source, kernels_of
@@ -83,6 +84,26 @@ def test_tvms_lowering_computes_as_numpy():
     T.address_of) over two stages of k: the shared tiles reloaded behind the barriers."""
     for case in CASES:
         _computes_as_numpy(case, _lowered(case)[f"tvms_{case}_kernel"], 2)
+
+
+@pytest.mark.skipif(not tvms.cuda(0).exist, reason="needs a CUDA GPU")
+def test_schedules_on_the_device():
+    """The three schedules built by tvms for sm_80 and run whole (512^3) on the GPU, against numpy."""
+    rng = np.random.default_rng(0)
+    device = tvms.cuda(0)
+    for case in CASES:
+        lib = tvms.build(from_source((HERE / f"{case}.input.tvms").read_text())[case].with_attr("global_symbol", "main"),
+                         target="cuda -arch=sm_80")
+        if case.startswith("i8"):
+            a, b = (rng.integers(-128, 128, (512, 512)).astype(np.int8) for _ in range(2))
+        else:
+            a, b = (rng.standard_normal((512, 512)).astype(np.float16) for _ in range(2))
+        out = "int32" if case.startswith("i8") else "float16" if "f16f16f16" in case else "float32"
+        args = [tvms.nd.array(v, device=device) for v in (a, b, np.zeros((512, 512), out))]
+        lib["main"](*args)
+        expected = a.astype(np.float64) @ (b.T if "trans_b" in case else b).astype(np.float64)
+        tolerance = {"float16": 0.05 * np.abs(expected).max(), "float32": 1e-3, "int32": 0}[out]
+        np.testing.assert_allclose(args[2].numpy(), expected, rtol=0, atol=tolerance, err_msg=case)
 
 
 def test_source_is_tvms_byte_for_byte_and_compiles():
