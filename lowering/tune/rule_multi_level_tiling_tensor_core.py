@@ -9,9 +9,10 @@ for ``RewriteTensorize``), then tiled SSSRRSRS over the 16 x 16 tiles with the w
 written back through shared memory one row of fragments at a time; the operands go to shared
 memory (cooperative fetch) and from there into ``wmma.matrix_a`` / ``wmma.matrix_b`` fragments.
 
-Only 2-D matmuls (loops i, j, k) with extents that are multiples of the intrinsic's shape are
-taken; a product of the intrinsic's types that is not one (a batched matmul, a convolution, extents
-TVM 0.27 would pad) is left to the other rules, the reason logged (to the TuneContext's logger).
+Only 2-D matmuls (loops i, j, k) of constant extents are taken; extents that are not multiples of
+the intrinsic's shape are padded up to them (PadEinsum), as TVM 0.27 does. A product of the
+intrinsic's types that is not one (a batched matmul, a convolution, symbolic extents) is left to the
+other rules, the reason logged (to the TuneContext's logger).
 The trace's intermediate layout holds the sampled warp tile as numbers where TVM's holds the
 sampling variables.
 """
@@ -62,7 +63,7 @@ def _match(block: Any, compute: str) -> _Mapping | str | None:
     types, and why not where it is one that the rule cannot tile."""
     if len(block.reads) != 2 or len(block.writes) != 1:
         return None
-    desc, extents = _desc_block(compute)
+    desc, _ = _desc_block(compute)
     d_c, d_a, d_b = desc.reads  # (C, A, B: the description reads the accumulator first)
     regions = [block.writes[0], block.reads[0], block.reads[1]]
     for region, want in zip(regions, (d_c, d_a, d_b)):
@@ -82,12 +83,8 @@ def _match(block: Any, compute: str) -> _Mapping | str | None:
         if {id(v) for v in got} != {id(ours[theirs.index(v)]) for v in wanted}:
             return None
         orders[name] = [ours[theirs.index(v)] for v in wanted]
-    sizes = [const_int(iv.dom.extent) for iv in block.iter_vars]
-    if None in sizes:
-        return "its extents are not all constant"
-    if any(size % extent for size, extent in zip(sizes, extents)):
-        return (f"its extents ({', '.join(map(str, sizes))}) are not multiples of "
-                f"the intrinsic's ({', '.join(map(str, extents))}): TVM 0.27 pads them (PadEinsum), tvms does not")
+    if any(const_int(iv.dom.extent) is None for iv in block.iter_vars):
+        return "its extents are not all constant (PadEinsum pads constant ones only)"
     return _Mapping(ours, orders)
 
 
@@ -177,12 +174,35 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
             sch.transform_block_layout(stage, maps[buffer])
         ijk = [Var(v.name, v.dtype) for v in mapping.ijk]
         sch.transform_block_layout(block, IndexMap(ijk, list(ijk)))
-        inner = self._tile_with_intrin(sch, block, _desc_block(group["compute"])[1])
+        extents = _desc_block(group["compute"])[1]
+        self._pad(sch, block, extents, [stores, *loads])
+        inner = self._tile_with_intrin(sch, block, extents)
         state.block = sch.blockize(inner)
         sch.annotate(state.block, AUTO_TENSORIZE, group["compute"])
         sch.annotate(state.block, AUTO_TENSORIZE_INIT, group["init"])
         sch.annotate(state.block, "warp_execution", 1)
         return stores
+
+    @staticmethod
+    def _pad(sch: Any, block: Any, extents: list, stages: list) -> None:
+        """Where an extent of the block is no multiple of the intrinsic's, pad the block up to the
+        multiples (PadEinsum) and inline the reindex ``stages`` (the block's producers and consumer
+        before) into the pad blocks that now stand between them and the block, as TVM's
+        TileWithTensorIntrin does when padding is allowed."""
+        if all(const_int(iv.dom.extent) % e == 0 for iv, e in zip(sch.get(block).iter_vars, extents)):
+            return
+        before = {sch.get(stage).name_hint for stage in stages}
+        sch.pad_einsum(block, list(extents))
+        inlined = []
+        for producer in sch.get_producers(block):
+            if sch.get(producer).name_hint not in before:  # (a pad block: its reindex stage goes into it)
+                inlined += sch.get_producers(producer)
+        for consumer in sch.get_consumers(block):
+            if sch.get(consumer).name_hint not in before:  # (the pad block's copy-back goes into the write-back)
+                sch.get_consumers(consumer)  # (unused, but in TVM's trace: it looks for the copy-back's consumer)
+                inlined.append(consumer)
+        for stage in inlined:
+            sch.compute_inline(stage)
 
     @staticmethod
     def _tile_with_intrin(sch: Any, block: Any, extents: list) -> Any:
