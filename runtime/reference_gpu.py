@@ -19,7 +19,9 @@ scheduler, ``(kind, site, *payload)``:
 * ``ALLREDUCE``: ``T.tvm_thread_allreduce``, a block-wide collective that reduces over the
   threads of each reduction group and answers every thread with its group's value;
 * ``WMMA``: a tensor-core call, run once when every running lane of the warp has reached it
-  (``reference_wmma``).
+  (``reference_wmma``);
+* ``PTX``: ``mma.sync`` or ``ldmatrix`` (``T.ptx_legacy.*``), run once when every lane of the
+  warp has reached it, each lane with its own fragment registers and addresses (``reference_ptx``).
 
 A kernel without any such point is a plain function, run thread after thread (the fast path).
 Otherwise ``run_block`` runs the threads of a block round-robin: each runs until it waits, and
@@ -43,10 +45,10 @@ import numpy as np
 
 from tvms.ir.errors import TVMSError
 
-from . import reference_wmma
+from . import reference_ptx, reference_wmma
 
-BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA = range(8)
-_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, WMMA)
+BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA, PTX = range(9)
+_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, WMMA, PTX)
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 CLOCK_STEP = 1 << 24  # more than the threads of any block
@@ -378,6 +380,9 @@ def _answer_warps(block: Block, waits: list, replies: list) -> list:
         elif kind == WMMA:  # (reference_wmma: a tensor-core call, one for the whole warp)
             released += reference_wmma.collective(block, warp, lanes, running[warp], waits,
                                                   block.kernel.sites[waits[members[0]][1]])
+        elif kind == PTX:
+            released += reference_ptx.collective(block, warp, lanes, running[warp], waits,
+                                                 block.kernel.sites[waits[members[0]][1]])
         elif kind == WARP_SYNC:  # the lanes that are here together (the others branched away)
             block.clock += CLOCK_STEP
             for t in members:

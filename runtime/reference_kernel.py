@@ -10,8 +10,12 @@ thread binding only reads the thread's index from ``_ix``. In that function:
 * ``shared`` allocations come from the block (``_blk.shared``), ``warp`` ones from the warp;
   ``local`` ones are the thread's own, and so are non-global buffers allocated outside the launch
   (scheduled TensorIR allocates them at the root block; lowering moves them in);
-* ``T.tvm_storage_sync``, the warp shuffles, ``T.tvm_warp_activemask`` and
-  ``T.tvm_thread_allreduce`` become ``yield``s of requests to the block's scheduler;
+* ``T.tvm_storage_sync``, the warp shuffles, ``T.tvm_warp_activemask``,
+  ``T.tvm_thread_allreduce`` and the warp-wide PTX instructions (``T.ptx_legacy.mma`` and
+  ``ldmatrix``) become ``yield``s of requests to the block's scheduler; the PTX intrinsics each
+  thread runs alone (``T.cuda.mma_fill_legacy``, ``mma_store_legacy``, a transposed 8-bit
+  ldmatrix's gather) are calls of ``reference_ptx``, with ``threadIdx.x`` as their lane, as the
+  CUDA code generator writes them;
 * code that TVM's ThreadSync has not synchronised yet (scheduled TensorIR, a launch by
   ``T.thread_binding`` loops, and lowered code without any ``T.tvm_storage_sync``) gets the
   barriers ThreadSync would place: between two statements of a sequence where shared memory
@@ -37,7 +41,7 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.op import get_op
 from tvms.ir.visitor import walk
 
-from . import reference_async
+from . import reference_async, reference_ptx
 from . import reference_gpu as gpu
 from . import reference_wmma
 from .tir_values import cast_value, numpy_dtype
@@ -374,6 +378,10 @@ class KernelCodegen:
             args = [self._access_ptr(a) if _is_access_ptr(a) else repr(a.value) if isinstance(a, E.StringImm)
                     else self.src(a) for a in e.args]
             return self.wait(gpu.WMMA, k.current, (repr(name[len("tir.tvm_"):]), f"({', '.join(args)},)"))
+        if name in _PTX_CALLS:
+            if k is None:
+                raise TVMSError(f"{name[4:]} outside a GPU kernel (no thread launch encloses it)")
+            return self.ptx_call(name, e)
         if name == "tir.s_tir.cp_async_raw":
             if k is None:
                 raise TVMSError("cp_async_raw outside a GPU kernel (no thread launch encloses it)")
@@ -391,6 +399,41 @@ class KernelCodegen:
             mask, value, arg, width = (self.src(a) for a in e.args[:4])
             return self.wait(_SHUFFLES[name], stmt, (mask, value, arg, width))
         return super().e_Call(e)
+
+    def ptx_call(self, name: str, e: E.Call) -> str:
+        """A PTX tensor-core intrinsic (``reference_ptx``), its pointers as (memory, offset)."""
+        k = self.kernel
+        args = [self._ptx_pointer(a) if _is_pointer(a) else repr(a.value) if isinstance(a, E.StringImm)
+                else self.src(a) for a in e.args]
+        lane = f"_ix[{k.kernel.tags.index('threadIdx.x')}]" if "threadIdx.x" in k.kernel.tags else "0"
+        if name == "tir.mma_fill_legacy":
+            return self._call(reference_ptx.fill, *args, "_me", k.stmt_ref)
+        if name == "tir.mma_store_legacy":
+            return self._call(reference_ptx.store, *args, lane, "_me", k.stmt_ref)
+        op = name[len("tir.ptx_legacy."):]
+        if op == "ldmatrix" and e.args[0].value and self._element_bytes(e.args[3]) == 1:
+            # (ldmatrix cannot transpose 8-bit elements: the code generator gathers them, each thread alone)
+            return self._call(reference_ptx.gather_int8_trans, *args[3:], lane, "_me", k.stmt_ref)
+        return self.wait(gpu.PTX, k.current, (repr(op), f"({', '.join(args)},)"))
+
+    def _element_bytes(self, data: Any) -> int:
+        """The size of an element of the memory the data Var ``data`` points at."""
+        known = self.data_dtypes.get(data)
+        if known is not None:
+            return known.itemsize
+        element = getattr(getattr(data, "type_annotation", None), "element", None)
+        return element.bits // 8 if element is not None else 0
+
+    def _ptx_pointer(self, e: Any) -> str:
+        """A data Var, ``T.address_of(buf[i])`` or ``T.tvm_access_ptr`` as the source of (memory,
+        offset in its elements)."""
+        if isinstance(e, E.Var):
+            return f"({self.local(e)}, 0)"
+        if _is_access_ptr(e):
+            return f"({self._pointer(e.args[1], e.args[0].dtype)}, {self.src(e.args[2])})"
+        load = e.args[0]
+        flat, index = self.flat_index(load.buffer, load.indices)
+        return f"({flat}, {index})"
 
     def _pointer(self, arg: Any, dtype: DataType) -> str:
         """The memory a pointer argument names, seen as elements of ``dtype`` (a view of merged
@@ -436,6 +479,15 @@ class KernelCodegen:
 
 def _is_cp_async(e: Any) -> bool:
     return isinstance(e, E.Call) and getattr(e.op, "name", None) == "tir.s_tir.cp_async_raw"
+
+
+_PTX_CALLS = ("tir.ptx_legacy.mma", "tir.ptx_legacy.ldmatrix", "tir.mma_fill_legacy", "tir.mma_store_legacy")
+
+
+def _is_pointer(e: Any) -> bool:
+    """A PTX call's pointer argument: a data Var, ``T.address_of(buf[i])`` or ``T.tvm_access_ptr``."""
+    return (isinstance(e, E.Var) and e.dtype.is_handle or _is_access_ptr(e)
+            or isinstance(e, E.Call) and getattr(e.op, "name", None) == "tir.address_of")
 
 
 def _is_access_ptr(e: Any) -> bool:

@@ -8,16 +8,21 @@ into float32, float16 with B transposed, int8 into int32, whose B tile is gather
 transpose 8-bit elements): scheduled, as TVM's device passes leave them, and the CUDA C TVM renders.
 tvms renders TVM's device stage byte for byte; tvms's own lowering of the schedules (LowerWarpMemory
 making the accumulators each lane's registers, as TVM's) gives the same instructions; NVRTC compiles
-both for sm_80 and sm_90. Nothing runs on a GPU (the reference executor refuses these calls by name).
+both for sm_80 and sm_90. The reference executor runs both kernels (one block of the grid over the first
+steps of k) as numpy computes, with the PTX ISA's fragment layouts (runtime/reference_ptx.py). On a
+machine with a CUDA GPU, the schedules run whole on the device (test_schedules_on_the_device).
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+import tvms
 from tvms.ir.errors import TVMSError
 from tvms.ir.target import Target
 from tvms.lowering.codegen.cuda import cuda_source, kernels_of
 from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
+from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 
 from conftest import FIXTURES
@@ -31,6 +36,76 @@ def _module(case: str):
     return from_source((HERE / f"{case}.device.tvms").read_text())
 
 
+def _lowered(case: str):
+    return lower_for_cuda(from_source((HERE / f"{case}.input.tvms").read_text())[case]
+                          .with_attr("global_symbol", "tvms_" + case), Target("cuda -arch=sm_80"))
+
+
+def _computes_as_numpy(case: str, kernel, k_steps: int) -> None:
+    """Run block 0 of ``kernel`` (the 512^3 matmul's 128 x 64 tile of C: 4 warps, each 4 x 2
+    tiles of 16 x 16) over its first ``k_steps`` stages of k, read back from its script with the
+    launch and the k loop cut short, and compare that tile with numpy's."""
+    text = kernel.script()
+    stages = 16 if case.startswith("f16") else 8
+    for full, cut in (('T.launch_thread("blockIdx.y", 32)', 'T.launch_thread("blockIdx.y", 1)'),
+                      (f"for k_0_0 in range({stages}):", f"for k_0_0 in range({k_steps}):")):
+        assert text.count(full) == 1, full
+        text = text.replace(full, cut)
+    rng = np.random.default_rng(0)
+    if case.startswith("i8"):
+        a, b = (rng.integers(-128, 128, (512, 512)).astype(np.int8) for _ in range(2))
+        c, depth = np.zeros((512, 512), np.int32), 64 * k_steps
+    else:
+        a, b = (rng.standard_normal((512, 512)).astype(np.float16) for _ in range(2))
+        c, depth = np.zeros((512, 512), "float16" if "f16f16f16" in case else "float32"), 32 * k_steps
+    run_prim_func(from_source(text), a.ravel(), b.ravel(), c.ravel())
+    expected = a[:128, :depth].astype(np.float64) @ (b.T if "trans_b" in case else b)[:depth, :64].astype(np.float64)
+    if c.dtype == np.float16:  # (rounded to float16 at each mma.sync: 2 k_steps of them)
+        np.testing.assert_allclose(c[:128, :64], expected, rtol=0, atol=2 * k_steps * np.abs(expected).max() * 2 ** -11)
+    elif c.dtype == np.float32:
+        np.testing.assert_allclose(c[:128, :64], expected, rtol=1e-6, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(c[:128, :64], expected)
+    c[:128, :64] = 0
+    assert not c.any()  # (nothing written outside the block's tile)
+
+
+def test_tvm_kernels_compute_as_numpy():
+    """TVM's own kernels (its device stage, the .cu's source): ldmatrix (.trans for B; a gather for
+    int8's B) into each lane's fragments, mma.sync m16n8k16 and m16n8k32, the accumulators' fill and
+    store, over one stage of k (two mma.sync steps)."""
+    for case in CASES:
+        _computes_as_numpy(case, _module(case)[f"{case}_kernel"], 1)
+
+
+@pytest.mark.slow
+def test_tvms_lowering_computes_as_numpy():
+    """tvms's lowering of the three schedules (its pointers T.tvm_access_ptr, where TVM's stage has
+    T.address_of) over two stages of k: the shared tiles reloaded behind the barriers."""
+    for case in CASES:
+        _computes_as_numpy(case, _lowered(case)[f"tvms_{case}_kernel"], 2)
+
+
+@pytest.mark.skipif(not tvms.cuda(0).exist, reason="needs a CUDA GPU")
+def test_schedules_on_the_device():
+    """The three schedules built by tvms for sm_80 and run whole (512^3) on the GPU, against numpy."""
+    rng = np.random.default_rng(0)
+    device = tvms.cuda(0)
+    for case in CASES:
+        lib = tvms.build(from_source((HERE / f"{case}.input.tvms").read_text())[case].with_attr("global_symbol", "main"),
+                         target="cuda -arch=sm_80")
+        if case.startswith("i8"):
+            a, b = (rng.integers(-128, 128, (512, 512)).astype(np.int8) for _ in range(2))
+        else:
+            a, b = (rng.standard_normal((512, 512)).astype(np.float16) for _ in range(2))
+        out = "int32" if case.startswith("i8") else "float16" if "f16f16f16" in case else "float32"
+        args = [tvms.nd.array(v, device=device) for v in (a, b, np.zeros((512, 512), out))]
+        lib["main"](*args)
+        expected = a.astype(np.float64) @ (b.T if "trans_b" in case else b).astype(np.float64)
+        tolerance = {"float16": 0.05 * np.abs(expected).max(), "float32": 1e-3, "int32": 0}[out]
+        np.testing.assert_allclose(args[2].numpy(), expected, rtol=0, atol=tolerance, err_msg=case)
+
+
 def test_source_is_tvms_byte_for_byte_and_compiles():
     modules = [_module(case) for case in CASES]
     for case, mod in zip(CASES, modules):
@@ -39,9 +114,7 @@ def test_source_is_tvms_byte_for_byte_and_compiles():
     assert theirs.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 2
     assert theirs.count("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") == 2
     assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in theirs
-    ours = kernels_source([lower_for_cuda(from_source((HERE / f"{case}.input.tvms").read_text())[case]
-                                          .with_attr("global_symbol", "tvms_" + case), Target("cuda -arch=sm_80"))
-                           for case in CASES])
+    ours = kernels_source([_lowered(case) for case in CASES])
     for needle in ("mma.sync.aligned", "ldmatrix.sync.aligned.m8n8.x4.shared", "ldmatrix.sync.aligned.m8n8.x4.trans",
                    "for (int i = 0; i < 16; ++i)", "for (int local_id = 0;", "float C_warp_ptr[64];"):
         assert ours.count(needle) == theirs.count(needle), needle
@@ -100,3 +173,64 @@ def test_a_fill_of_no_constant_size_is_refused():
         "T.cuda.mma_fill_legacy(8, C_warp_1.data", "T.cuda.mma_fill_legacy(C_warp_1.elem_offset, C_warp_1.data")
     with pytest.raises(TVMSError, match="T.cuda.mma_fill_legacy's size .* must be a constant integer, not "):
         lower_for_cuda(from_source(text)["f16f16f32"], Target("cuda -arch=sm_80"))
+
+
+LDMATRIX = '''
+# from tvm.script import tir as T
+
+@T.prim_func
+def NAME(S_ptr: T.handle("float16", "global"), Out_ptr: T.handle("float16", "global")):
+    T.func_attr({"calling_conv": 2, "target": T.target({"arch": "sm_80", "keys": ["cuda", "gpu"], "kind": "cuda", "max_num_threads": 1024, "tag": "", "thread_warp_size": 32}), "tirx.is_global_func": True, "tirx.kernel_launch_params": ["threadIdx.x"], "tirx.noalias": True})
+    S = T.decl_buffer((256,), "float16", data=S_ptr)
+    Out = T.decl_buffer((256,), "float16", data=Out_ptr)
+    threadIdx_x = T.launch_thread("threadIdx.x", 32)
+    S_shared = T.alloc_shared((256,), "float16")
+    R = T.alloc_local((8,), "float16")
+    for i in range(8):
+        S_shared[threadIdx_x * 8 + i] = S[threadIdx_x * 8 + i]
+    T.tvm_storage_sync("shared")
+    T.ptx_legacy.ldmatrix(T.bool(TRANS), NUM, ".b16", R.data, 0, T.address_of(S_shared[0]), threadIdx_x * 8)
+    for i in range(NUM * 2):
+        Out[threadIdx_x * 8 + i] = R[i]
+'''
+
+
+def test_ldmatrix_gives_each_lane_its_rows_as_ptx_documents():
+    """ldmatrix.x1/.x2/.x4, with and without .trans, from 8 x 8 matrices whose rows lane 8j + r
+    addresses: lane l's register j holds elements (l / 4, 2 (l % 4) + h) of matrix j, or of its
+    transpose (PTX ISA, ldmatrix: "fragment layout" of each matrix). The kernels compile."""
+    s = np.arange(256).astype(np.float16)
+    matrices = s.reshape(4, 8, 8)
+    funcs = []
+    for num in (1, 2, 4):
+        for trans in (False, True):
+            name = f"ldmatrix_x{num}{'_trans' if trans else ''}"
+            func = from_source(LDMATRIX.replace("NAME", name).replace("TRANS", str(trans)).replace("NUM", str(num)))
+            out = np.zeros(256, np.float16)
+            run_prim_func(func, s, out)
+            for lane in range(32):
+                for j in range(num):
+                    m = matrices[j].T if trans else matrices[j]
+                    assert list(out[lane * 8 + 2 * j:lane * 8 + 2 * j + 2]) == list(m[lane // 4, 2 * (lane % 4):][:2]), (name, lane, j)
+            funcs.append((name, func))
+    assert_compiles(cuda_source(funcs))
+
+
+REFUSED = [
+    ('T.ptx_legacy.ldmatrix(T.bool(False), 4, ".b16", A_warp.data, threadIdx_x * 8, T.address_of(A_shared[4]), threadIdx_x * 8)',
+     "lane 0 gives a row 8 bytes into its shared memory, which is not 16-byte aligned"),
+    ('T.ptx_legacy.mma("m16n8k8", "row", "col", "fp16", "fp16", "fp32", A_warp.data, 0, A_warp.data, 0, C_warp.data, 0, T.bool(False))',
+     "runs mma.sync m16n8k16 and m16n8k32 only, not 'm16n8k8'"),
+    ('if threadIdx_x < 16:\n        T.ptx_legacy.mma("m16n8k16", "row", "col", "fp16", "fp16", "fp32", A_warp.data, 0, A_warp.data, 0, C_warp.data, 0, T.bool(False))',
+     "mma at .* is executed by 16 lanes of a warp"),
+]
+
+
+def test_what_the_executor_refuses():
+    """A misaligned ldmatrix row, an mma.sync shape the executor does not model, a warp
+    instruction some lanes skip: each a TVMSError (the kernels are valid CUDA: they compile)."""
+    funcs = [(f"k{i}", from_source(KERNEL.replace("CALL", call))) for i, (call, _) in enumerate(REFUSED)]
+    assert_compiles(cuda_source(funcs), archs=("sm_80",))
+    for (_, func), (_, message) in zip(funcs, REFUSED):
+        with pytest.raises(TVMSError, match=message):
+            run_prim_func(func, np.zeros(256, np.float16))

@@ -2,7 +2,7 @@
 (fixtures/meta_schedule/generate_tensor_core_with_tvm.py): on a 128^3 float16 matmul
 accumulating in float32, the sketches with TVM's decisions print TVM's traces and modules, the
 post-processed candidates print TVM's, compute the matmul in the reference executor (WMMA
-semantics) and compile with NVRTC."""
+semantics) and compile with NVRTC; a 127^3 one is padded as TVM pads it."""
 from __future__ import annotations
 
 import json
@@ -105,6 +105,68 @@ def test_a_block_no_group_matches_is_left_alone() -> None:
     generator = PostOrderApply(sch_rules=[rule()], postprocs=[], mutator_probs={})
     (sch,) = TuneContext(mod, cuda_target("sm_86"), generator, rand_state=0).generate_design_space()
     assert sch.mod.script(dialect=DIALECT) == mod.script(dialect=DIALECT)
+
+
+BATCHED = """
+@T.prim_func
+def main(A: T.Buffer((4, 32, 32), "float16"), B: T.Buffer((4, 32, 32), "float16"), C: T.Buffer((4, 32, 32), "float32")):
+    for b, i, j, k in T.grid(4, 32, 32, 32):
+        with T.block("C"):
+            vb, vi, vj, vk = T.axis.remap("SSSR", [b, i, j, k])
+            with T.init():
+                C[vb, vi, vj] = T.float32(0)
+            C[vb, vi, vj] = C[vb, vi, vj] + T.Cast("float32", A[vb, vi, vk]) * T.Cast("float32", B[vb, vk, vj])
+"""
+
+
+def test_a_batched_matmul_is_left_alone_with_a_reason(caplog) -> None:
+    """The rule tiles 2-D matmuls only: a batched one gets the schedule back untouched, and the
+    reason is logged (TVM 0.27 would map the batch to an outer loop)."""
+    mod = tvms.IRModule({"main": tvms.script.from_source(BATCHED)})
+    generator = PostOrderApply(sch_rules=[rule()], postprocs=[], mutator_probs={})
+    with caplog.at_level("INFO", logger="tvms.meta_schedule"):
+        (sch,) = TuneContext(mod, cuda_target("sm_86"), generator, rand_state=0).generate_design_space()
+    assert sch.mod.script(dialect=DIALECT) == mod.script(dialect=DIALECT)
+    assert caplog.messages == ["MultiLevelTilingTensorCore leaves block 'C' untiled: its iterators are SSSR, not the "
+                               "i, j, k (SSR) of a 2-D matmul: batched matmuls and convolutions are not taken"]
+
+
+@pytest.mark.slow
+def test_extents_not_multiples_of_16_are_padded_as_tvm_pads_them() -> None:
+    """A 127^3 matmul: as TVM 0.27's TileWithTensorIntrin, the rule pads the block to 128
+    (PadEinsum) and inlines the reindex stages into the pad blocks; the write-back stores only what
+    C has (a predicate). With TVM's decisions each sketch prints TVM's trace, and the [k, n] one
+    TVM's module but for one form in that predicate: tvms's fuse substitutes a middle loop as
+    ``fused // 16 % 16`` where TVM writes ``fused % 256 // 16`` (the same value), and a predicate
+    keeps what fuse substitutes. (The [n, k] one drops a unit iterator's term, ``v0 * 128``, that
+    TVM's store keeps.) Post-processed and lowered, the [k, n] candidate computes the 127^3 matmul
+    in the reference executor and its kernel compiles with NVRTC."""
+    from cuda_support import assert_compiles
+
+    from tvms.lowering.codegen.cuda import cuda_source, kernels_of
+    from tvms.lowering.tir.gpu.pipeline import finalize_kernels, split_for_cuda
+
+    decisions = json.loads((GOLDEN / "tc_127_decisions.json").read_text())
+    found, postprocs = sketches("tc_matmul_127")
+    assert sorted(found) == sorted(decisions)
+    for intrin in decisions:
+        sch = replayed("tc_matmul_127", found[intrin], decisions[intrin])
+        assert sch.trace.script(DIALECT) + "\n" == golden(f"tc_matmul_127_{intrin}.trace.py")
+    intrin = "wmma_sync_16x16x16_f16f16f32"
+    sch = replayed("tc_matmul_127", found[intrin], decisions[intrin])
+    theirs = golden(f"tc_matmul_127_{intrin}.tvms")
+    assert theirs.count("ax0_ax1_ax3_ax4_ax5_fused % 256 // 16 < 127") == 1
+    assert sch.mod.script(dialect=DIALECT) == theirs.replace("ax0_ax1_ax3_ax4_ax5_fused % 256 // 16 < 127",
+                                                             "ax0_ax1_ax3_ax4_ax5_fused // 16 % 16 < 127")
+    sch.enter_postproc()
+    assert all(p.apply(sch) for p in postprocs)
+    split = split_for_cuda(sch.mod["main"], cuda_target("sm_80"))
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((127, 127)).astype("float16") for _ in range(2))
+    c = np.zeros((127, 127), "float32")
+    run_prim_func(split, a, b, c)
+    np.testing.assert_allclose(c, a.astype("float32") @ b.astype("float32"), rtol=1e-4, atol=1e-4)
+    assert_compiles(cuda_source(kernels_of(finalize_kernels(split))))
 
 
 def test_refusals() -> None:

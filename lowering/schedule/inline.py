@@ -11,6 +11,7 @@ from math import prod
 from typing import Any, Callable
 
 from ...ir.analysis import infer_block_regions, substitute
+from ...ir.arith.analyzer import AFFINE, Analyzer
 from ...ir.buffer import Buffer
 from ...ir.expr import LT, Add, And, BufferLoad, FloorDiv, FloorMod, IntImm, PrimExpr, Var, const, is_const_int
 from ...ir.function import PrimFunc
@@ -109,10 +110,12 @@ def _digit(index: PrimExpr, own: dict) -> tuple | None:
     return None
 
 
-def _split_inverse(indices: tuple, block: Block, producer: Block) -> dict | None:
-    """The consumer's iterators as expressions of the producer's, where the consumer reads at
-    digits of its iterators (a layout that splits them: ``C[i // 32, j // 16, i // 16 % 2, 0,
-    i % 16, j % 16]``) and the producer's iterators span exactly those digits; None otherwise."""
+def _split_inverse(indices: tuple, block: Block, producer: Block) -> tuple | None:
+    """(the consumer's iterators as expressions of the producer's, the bounds of the producer's
+    padding), where the consumer reads at digits of its iterators (a layout that splits them:
+    ``C[i // 32, j // 16, i // 16 % 2, 0, i % 16, j % 16]``) and the producer's iterators span those
+    digits, the top one rounded up where the producer is padded (then ``i < 127`` is a bound, the
+    iterator as the sum of its digits, outermost first); None otherwise."""
     own = {id(iv.var): iv for iv in block.iter_vars}
     params = {id(iv.var): iv for iv in producer.iter_vars}
     stored = producer.body.indices
@@ -132,25 +135,33 @@ def _split_inverse(indices: tuple, block: Block, producer: Block) -> dict | None
             return None
         var, stride, extent = digit
         by_var.setdefault(id(var), []).append((stride, extent, piv))
-    mapping = {}
+    mapping, bounds = {}, []
     for iv in block.iter_vars:
         parts = sorted(by_var.get(id(iv.var), []), key=lambda d: d[0])
         total = iv.dom.extent.value if isinstance(iv.dom.extent, IntImm) else None
         if not parts or total is None or not is_const_int(iv.dom.min, 0):
             return None
-        expected, value = 1, None
+        expected, terms = 1, []
         for k, (stride, extent, piv) in enumerate(parts):
             top = extent is None
-            span = total // stride if top else extent
+            span = -(-total // stride) if top else extent
             if stride != expected or (top and k != len(parts) - 1) or not is_const_int(piv.dom.extent, span):
                 return None
-            term = piv.var if stride == 1 else piv.var * const(stride, piv.var.dtype)
-            value = term if value is None else Add(value, term)
+            terms.append(piv.var if stride == 1 else piv.var * const(stride, piv.var.dtype))
             expected = stride * span
-        if expected != total:
+        if expected < total:
             return None
-        mapping[iv.var] = value
-    return mapping
+        mapping[iv.var] = _sum(terms)
+        if expected > total:
+            bounds.append((_sum(terms[::-1]), const(total, iv.var.dtype)))
+    return mapping, bounds
+
+
+def _sum(terms: list) -> PrimExpr:
+    value = terms[0]
+    for term in terms[1:]:
+        value = Add(value, term)
+    return value
 
 
 def _consumer_domain_predicate(consumer: Block, indices: tuple, realize: BlockRealize) -> PrimExpr:
@@ -292,14 +303,25 @@ def reverse_compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     producer_params = _distinct_iter_vars(producer_store.indices, producer, "reverse_compute_inline")
     _check_constant_indices(first, block, producer)
     split = _split_inverse(first, block, producer)
-    mapping = split if split is not None else _iterators_at(first, block, tuple(producer_params),
-                                                              "reverse_compute_inline")
+    mapping = split[0] if split is not None else _iterators_at(first, block, tuple(producer_params),
+                                                                 "reverse_compute_inline")
     # every load reads what the producer stores at its own indices
     value = _InlineLoads(buffer, lambda at: {}, producer_store.value).visit(substitute(store.value, mapping))
     new_store = BufferStore(store.buffer, value, tuple(substitute(i, mapping) for i in store.indices))
     merged = producer.with_changes(body=new_store, reads=(), writes=())
     reads, writes = infer_block_regions(merged)
     merged = merged.with_changes(reads=reads, writes=writes)
-    predicate = writers[0].predicate if split is not None else _consumer_domain_predicate(block, first, writers[0])
+    if split is not None:  # (a padded producer stores only what the consumer covers)
+        # (the loops' bindings folded as TVM 0.27 folds them, a unit iterator's 0 put in after:
+        # TVM's predicate keeps ``T.Mul(0, 16)``)
+        predicate = writers[0].predicate
+        pairs = list(zip(producer.iter_vars, writers[0].iter_values))
+        loops = {iv.var: value for iv, value in pairs if not isinstance(value, IntImm)}
+        units = {iv.var: value for iv, value in pairs if isinstance(value, IntImm)}
+        for value, extent in split[1]:
+            bound = LT(substitute(Analyzer(AFFINE).simplify(substitute(value, loops)), units), extent)
+            predicate = bound if is_const_int(predicate, 1) else And(predicate, bound)
+    else:
+        predicate = _consumer_domain_predicate(block, first, writers[0])
     func = replace_stmts(func, {id(writers[0]): writers[0].with_changes(block=merged, predicate=predicate)})
     return _drop_allocation(remove_block(func, name, "reverse_compute_inline"), buffer)

@@ -9,12 +9,16 @@ for ``RewriteTensorize``), then tiled SSSRRSRS over the 16 x 16 tiles with the w
 written back through shared memory one row of fragments at a time; the operands go to shared
 memory (cooperative fetch) and from there into ``wmma.matrix_a`` / ``wmma.matrix_b`` fragments.
 
-Only 2-D matmuls (loops i, j, k) with extents that are multiples of the intrinsic's shape are
-taken; the trace's intermediate layout holds the sampled warp tile as numbers where TVM's holds
-the sampling variables.
+Only 2-D matmuls (loops i, j, k) of constant extents are taken; extents that are not multiples of
+the intrinsic's shape are padded up to them (PadEinsum), as TVM 0.27 does. A product of the
+intrinsic's types that is not one (a batched matmul, a convolution, symbolic extents) is left to the
+other rules, the reason logged (to the TuneContext's logger).
+The trace's intermediate layout holds the sampled warp tile as numbers where TVM's holds the
+sampling variables.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ...ir.errors import TVMSError
@@ -28,6 +32,7 @@ from .postproc_rewrite_reduction_block import AUTO_TENSORIZE, AUTO_TENSORIZE_INI
 from .rule_multi_level_tiling import MultiLevelTiling, _State
 
 _GROUP_KEYS = ("init", "load_a", "load_b", "compute", "store")
+_LOG = logging.getLogger("tvms.meta_schedule")
 
 
 def _desc_block(intrin: str) -> tuple[Any, list]:
@@ -53,22 +58,23 @@ class _Mapping:
         self.ijk, self.orders = ijk, orders
 
 
-def _match(block: Any, compute: str) -> _Mapping | None:
-    if len(block.reads) != 2 or len(block.writes) != 1 or len(block.iter_vars) != 3:
+def _match(block: Any, compute: str) -> _Mapping | str | None:
+    """How the block maps onto the intrinsic; None where it is no product of the intrinsic's
+    types, and why not where it is one that the rule cannot tile."""
+    if len(block.reads) != 2 or len(block.writes) != 1:
         return None
-    kinds = [iv.iter_type for iv in block.iter_vars]
-    if kinds != [DATA_PAR, DATA_PAR, COMM_REDUCE]:
-        return None
-    desc, extents = _desc_block(compute)
+    desc, _ = _desc_block(compute)
     d_c, d_a, d_b = desc.reads  # (C, A, B: the description reads the accumulator first)
-    if len(desc.iter_vars) != 3:
-        return None
-    ours = [iv.var for iv in block.iter_vars]
-    theirs = [iv.var for iv in desc.iter_vars]
     regions = [block.writes[0], block.reads[0], block.reads[1]]
     for region, want in zip(regions, (d_c, d_a, d_b)):
         if str(region.buffer.dtype) != str(want.buffer.dtype):
             return None
+    kinds = [iv.iter_type for iv in block.iter_vars]
+    if kinds != [DATA_PAR, DATA_PAR, COMM_REDUCE] or len(desc.iter_vars) != 3:
+        return (f"its iterators are {''.join('S' if k == DATA_PAR else 'R' for k in kinds)}, not the i, j, k (SSR) "
+                f"of a 2-D matmul: batched matmuls and convolutions are not taken")
+    ours = [iv.var for iv in block.iter_vars]
+    theirs = [iv.var for iv in desc.iter_vars]
     orders = {}
     for name, region, want in zip("CAB", regions, (d_c, d_a, d_b)):
         got, wanted = _index_vars(region), _index_vars(want)
@@ -77,9 +83,8 @@ def _match(block: Any, compute: str) -> _Mapping | None:
         if {id(v) for v in got} != {id(ours[theirs.index(v)]) for v in wanted}:
             return None
         orders[name] = [ours[theirs.index(v)] for v in wanted]
-    for iv, extent in zip(block.iter_vars, extents):
-        if const_int(iv.dom.extent) is None or const_int(iv.dom.extent) % extent:
-            return None
+    if any(const_int(iv.dom.extent) is None for iv in block.iter_vars):
+        return "its extents are not all constant (PadEinsum pads constant ones only)"
     return _Mapping(ours, orders)
 
 
@@ -111,19 +116,23 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
             raise TVMSError("MultiLevelTilingTensorCore: one tile must be bound to threadIdx.y (the warps)")
         self.use_software_pipeline = bool(use_software_pipeline)
         self.stages = []
+        self.logger = _LOG
 
     def _initialize_with_tune_context(self, context: Any) -> None:
         super()._initialize_with_tune_context(context)
         self.stages = []  # (the WMMA sketches pipeline by their own annotations)
+        logger = getattr(context, "logger", None)
+        self.logger = logger if isinstance(logger, logging.Logger) else _LOG
 
     def apply(self, sch: Any, block: Any) -> list:
         _, realize, path = site(sch, block)
         if not needs_multi_level_tiling(realize, path):
             return [sch]
-        results = []
+        results, reasons = [], []
         for group in self.intrin_groups:
             mapping = _match(realize.block, group["compute"])
-            if mapping is None:
+            if not isinstance(mapping, _Mapping):
+                reasons += [mapping] if mapping else []
                 continue
             new = sch.copy()
             new.annotate(block, TILING_STRUCTURE, self.structure)
@@ -137,6 +146,9 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
             self._load_fragments(state, group)
             self._add_software_pipeline(state)
             results.append(state.sch)
+        if not results and reasons:  # (a product of tensor-core types left to the other rules: say why)
+            self.logger.info("MultiLevelTilingTensorCore leaves block %r untiled: %s", realize.block.name_hint,
+                             "; ".join(dict.fromkeys(reasons)))
         return results or [sch]
 
     def _tensorize_compute(self, state: _State, mapping: _Mapping, group: dict) -> Any:
@@ -162,12 +174,35 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
             sch.transform_block_layout(stage, maps[buffer])
         ijk = [Var(v.name, v.dtype) for v in mapping.ijk]
         sch.transform_block_layout(block, IndexMap(ijk, list(ijk)))
-        inner = self._tile_with_intrin(sch, block, _desc_block(group["compute"])[1])
+        extents = _desc_block(group["compute"])[1]
+        self._pad(sch, block, extents, [stores, *loads])
+        inner = self._tile_with_intrin(sch, block, extents)
         state.block = sch.blockize(inner)
         sch.annotate(state.block, AUTO_TENSORIZE, group["compute"])
         sch.annotate(state.block, AUTO_TENSORIZE_INIT, group["init"])
         sch.annotate(state.block, "warp_execution", 1)
         return stores
+
+    @staticmethod
+    def _pad(sch: Any, block: Any, extents: list, stages: list) -> None:
+        """Where an extent of the block is no multiple of the intrinsic's, pad the block up to the
+        multiples (PadEinsum) and inline the reindex ``stages`` (the block's producers and consumer
+        before) into the pad blocks that now stand between them and the block, as TVM's
+        TileWithTensorIntrin does when padding is allowed."""
+        if all(const_int(iv.dom.extent) % e == 0 for iv, e in zip(sch.get(block).iter_vars, extents)):
+            return
+        before = {sch.get(stage).name_hint for stage in stages}
+        sch.pad_einsum(block, list(extents))
+        inlined = []
+        for producer in sch.get_producers(block):
+            if sch.get(producer).name_hint not in before:  # (a pad block: its reindex stage goes into it)
+                inlined += sch.get_producers(producer)
+        for consumer in sch.get_consumers(block):
+            if sch.get(consumer).name_hint not in before:  # (the pad block's copy-back goes into the write-back)
+                sch.get_consumers(consumer)  # (unused, but in TVM's trace: it looks for the copy-back's consumer)
+                inlined.append(consumer)
+        for stage in inlined:
+            sch.compute_inline(stage)
 
     @staticmethod
     def _tile_with_intrin(sch: Any, block: Any, extents: list) -> Any:
