@@ -120,18 +120,18 @@ def tune_relax(mod: "IRModule | rx.Function", params: dict | None, target: Any, 
 
 
 def compile_relax(database: Any, mod: IRModule, target: Any, params: dict | None = None) -> Any:
-    """The executable of a Relax program with the database's best schedules: lowered as
-    ``extract_tasks`` saw it (the zero pipeline), the tuned PrimFuncs applied, the others given
-    the default schedules by ``tvms.compile``."""
-    from ..build import compile as compile_module
+    """The executable of a Relax program with the database's best schedules: lowered by the
+    Relax pipeline step of ``tvms.compile`` (nothing to do when ``mod`` is lowered already, as
+    when its tasks were extracted from it), the tuned PrimFuncs applied, the others given the
+    default schedules by ``tvms.compile``."""
+    from ..build import compile as compile_module, run_relax_pipeline
     from ..relax.passes import BindParams
-    from ..relax.pipeline import get_pipeline
 
     target = as_target(target)
     if params:
         mod = BindParams("main", params)(mod)
     with database, target:
-        mod = MetaScheduleApplyDatabase()(get_pipeline("zero")(mod))
+        mod = MetaScheduleApplyDatabase()(run_relax_pipeline(mod, "zero", True))
     return compile_module(mod, target)
 
 

@@ -19,8 +19,10 @@ import random
 from typing import Any
 
 from ...ir.errors import TVMSError
+from ...ir.module import IRModule
 from ...ir.structural import structural_equal
 from ..dlight.base import apply_rules
+from ..relax.split_layout_rewrite_preproc import CannotSplit, split_prim_func
 from ..schedule.schedule import Schedule
 from ..schedule.trace import Trace
 from ..targets import target_kind
@@ -88,6 +90,21 @@ class TaskRecord:
     def gflops(self) -> float | None:
         """The best speed so far, or None before a trial succeeded."""
         return None if self.best_ms >= _FAILED_MS else self.flop / self.best_ms / 1e6
+
+
+def timed_kernel(candidate: MeasureCandidate) -> tuple:
+    """What a trial builds and times, and its arguments: the candidate's kernel without its weight
+    repacking blocks (``meta_schedule.layout_rewrite_preproc``, as the default conv schedule writes
+    them), which a compiled model runs once (``prepack_constant_weights``) and not at each call;
+    timing them would charge a packed-weight schedule for work the model does not do."""
+    mod = candidate.sch.mod
+    try:
+        split = split_prim_func(main_func(mod), "main")
+    except CannotSplit:
+        split = None
+    if split is None:
+        return mod, candidate.args_info
+    return IRModule({"main": split[1]}), args_info_of(split[1])
 
 
 class TaskScheduler:
@@ -204,14 +221,15 @@ class TaskScheduler:
             part = candidates[start:start + chunk]
             if self.progress is not None:
                 self.progress.building(task_id, len(part))
-            built = self._builder.build([BuilderInput(c.sch.mod, target) for c in part])
+            timed = [timed_kernel(c) for c in part]
+            built = self._builder.build([BuilderInput(mod, target) for mod, _ in timed])
             if len(built) != len(part):
                 raise TVMSError(f"the builder gave {len(built)} result(s) for {len(part)} candidate(s)")
             errors = sum(r.error_msg is not None for r in built)
             if errors:
                 _LOG.info("Build errors: %d sample(s)", errors)
-            ok = [(c, r) for c, r in zip(part, built) if r.error_msg is None]
-            futures = iter(self._runner.run([RunnerInput(r.artifact_path, device, c.args_info) for c, r in ok]))
+            ok = [(info, r) for (_, info), r in zip(timed, built) if r.error_msg is None]
+            futures = iter(self._runner.run([RunnerInput(r.artifact_path, device, info) for info, r in ok]))
             task.builder_results += built
             task.runner_futures += [next(futures) if r.error_msg is None else _Failed(r.error_msg) for r in built]
             if self.progress is not None:
