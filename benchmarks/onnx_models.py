@@ -120,26 +120,28 @@ def profile(mod, inputs: list, top: int, calls: int = 5) -> None:
 TUNE_OPS = ["conv2d", "matmul"]  # the tasks that hold nearly all of these models' time
 
 
-def tune_model(name: str, mod, trials: int, work_root: str, ops: list, population: int) -> tuple:
+def tune_model(name: str, mod, trials: int, work_root: str, ops: list, space: str, strategy) -> tuple:
     """The model lowered as ``tvms.compile`` lowers it, each task whose name holds one of ``ops``
-    tuned with up to ``trials`` trials (the first: its default schedule) into the database of
-    ``work_root/name``, and compiled with it applied. A rerun resumes that database: its trials
-    count toward the budget, so the same budget measures nothing new. Returns (executable, tuning
-    seconds, tasks tuned, tasks whose best is still the default schedule)."""
+    tuned with up to ``trials`` trials (the first: its default schedule) by ``strategy`` in the ``space``
+    ("default": TVM's llvm rules; "conv-tiles": those and ConvRegisterTile) into the database of
+    ``work_root/space/name``, and compiled with it applied. A rerun resumes that database: its
+    trials count toward the budget, so the same budget measures nothing new. Returns (executable,
+    tuning seconds, tasks tuned, tasks whose best is still the default schedule)."""
     import tvms
     from tvms import meta_schedule as ms
     from tvms.lowering.build import run_relax_pipeline
     from tvms.lowering.dlight.base import apply_rules
     from tvms.lowering.targets import target_kind
-    from tvms.lowering.tune.evolutionary_search import EvolutionarySearch
+    from tvms.lowering.tune.rule_conv_register_tile import conv_tile_space
 
     target = tvms.target.Target("llvm")
     lowered = run_relax_pipeline(mod, "zero", True)
     start = time.perf_counter()
     db = ms.relax_integration.tune_relax(
-        lowered, None, target, os.path.join(work_root, name), trials * len(lowered.functions), trials,
+        lowered, None, target, os.path.join(work_root, space, name), trials * len(lowered.functions), trials,
         op_names=ops, num_trials_per_iter=min(trials, 16), task_scheduler="round-robin",
-        strategy=EvolutionarySearch(population_size=population), progress="none")
+        space=conv_tile_space() if space == "conv-tiles" else "post-order-apply",
+        strategy=strategy, progress="none")
     seconds = time.perf_counter() - start
     tasks = [t for t in ms.relax_integration.extract_tasks(lowered, target)
              if any(op in t.task_name for op in ops)]
@@ -149,6 +151,14 @@ def tune_model(name: str, mod, trials: int, work_root: str, ops: list, populatio
                                             apply_rules(t.mod["main"], target, rules).mod["main"])
                    for t in tasks)
     return ms.relax_integration.compile_relax(db, lowered, target), seconds, len(tasks), kept
+
+
+def search_strategy(args):
+    if args.strategy == "evolutionary":
+        from tvms.lowering.tune.evolutionary_search import EvolutionarySearch
+
+        return EvolutionarySearch(population_size=args.population)
+    return args.strategy
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"tune the tasks whose name holds one of these (default: {' '.join(TUNE_OPS)})")
     parser.add_argument("--work-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".tune"),
                         help="where each model's tuning database is kept and reused (default benchmarks/.tune)")
+    parser.add_argument("--space", choices=["conv-tiles", "default"], default="conv-tiles",
+                        help="the tuning space: TVM's llvm rules with (default) or without ConvRegisterTile")
+    parser.add_argument("--strategy", choices=["replay-trace", "evolutionary"], default="replay-trace",
+                        help="the search (default replay-trace: within a few trials per task the evolutionary "
+                             "search's cost model learns little, and its generations cost seconds per trial)")
     parser.add_argument("--population", type=int, default=128,
                         help="the evolutionary search's population (default 128; TVM's 512 costs minutes per batch)")
     args = parser.parse_args(argv)
@@ -199,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         tuned_vm, tuned_note = None, ""
         if args.tune:
             executable, seconds, n_tasks, kept = tune_model(name, mod, args.tune, args.work_dir, args.tune_ops,
-                                                            args.population)
+                                                            args.space, search_strategy(args))
             tuned_vm = relax.VirtualMachine(executable, tvms.cpu())
             tuned_out = tuned_vm["main"](*inputs).numpy()
             tuned_ok = tuned_out.shape == expected.shape and np.allclose(tuned_out, expected, rtol=rtol, atol=atol)

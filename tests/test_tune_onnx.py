@@ -114,7 +114,7 @@ def test_a_tuned_conv_bn_relu_model_matches_numpy(tmp_path) -> None:
     expected = numpy_conv_bn_relu(x)
     # every measured schedule computes the model, the default one (trial 1) and the sampled ones
     for record in records:
-        with db.__class__() as one:
+        with ms.MemoryDatabase() as one:
             one.commit_tuning_record(ms.TuningRecord(record.trace, one.commit_workload(task.mod), [1e-3],
                                                      record.target, record.args_info))
             np.testing.assert_allclose(run(ms.relax_integration.compile_relax(one, mod, "llvm"), x), expected,
@@ -122,7 +122,6 @@ def test_a_tuned_conv_bn_relu_model_matches_numpy(tmp_path) -> None:
     assert len({str(r.trace) for r in records}) == 4
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("tuned_faster", [False, True])
 def test_a_task_keeps_its_default_schedule_unless_a_tuned_one_is_faster(tmp_path, tuned_faster) -> None:
     mod = lowered_model()
@@ -140,3 +139,29 @@ def test_a_task_keeps_its_default_schedule_unless_a_tuned_one_is_faster(tmp_path
     x = RNG.random((1, 3, 8, 8), dtype="float32")
     np.testing.assert_allclose(run(ms.relax_integration.compile_relax(db, mod, "llvm"), x), numpy_conv_bn_relu(x),
                                rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_conv_register_tiles_branch_the_space_around_the_default_schedule() -> None:
+    from tvms.lowering.dlight.cpu_conv import channel_tile
+    from tvms.lowering.tune.rule_conv_register_tile import conv_tile_space, register_tiles
+
+    # a 1x1 conv of 16 output channels over rows of 55 pixels (SqueezeNet's): 16-lane vectors,
+    # MR a divisor of 55; the default rule's own pick is one of them
+    assert register_tiles(16, 55, 16, 32) == [(1, 1, 16), (5, 1, 16), (11, 1, 16)]
+    assert channel_tile(96, 56, 16, 32) in register_tiles(96, 56, 16, 32)
+    assert register_tiles(1, 8, 16, 32) == []
+    mod = lowered_model()
+    task = conv_task(mod)
+    ctx = ms.TuneContext(task.mod, tvms.target.Target("llvm"), conv_tile_space(), "replay-trace", task.task_name, 1)
+    spaces = ctx.space_generator.generate_design_space(task.mod)
+    tiled = [s for s in spaces if "schedule_rule" in s.mod.script()]
+    assert len(tiled) == len(register_tiles(8, 8, 8, 32)) == 4 and len(spaces) > len(tiled)  # (and TVM's sketches)
+    x = RNG.random((1, 3, 8, 8), dtype="float32")
+    for sch in tiled:
+        assert "layout_rewrite_preproc" in sch.mod.script()  # the weight packed as the default rule packs it
+        assert all(p.apply(sch) for p in ctx.space_generator.postprocs)
+        with ms.MemoryDatabase() as db:
+            db.commit_tuning_record(ms.TuningRecord(sch.trace, db.commit_workload(task.mod), [1e-3]))
+            np.testing.assert_allclose(run(ms.relax_integration.compile_relax(db, mod, "llvm"), x),
+                                       numpy_conv_bn_relu(x), rtol=1e-4, atol=1e-4)
