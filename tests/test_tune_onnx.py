@@ -12,7 +12,7 @@ from tune_standins import AddToDatabase, Future, InProcessBuilder, InProcessRunn
 import tvms
 from tvms import meta_schedule as ms
 from tvms import relax
-from tvms.ir import structural_equal
+from tvms.ir import TVMSError, structural_equal
 from tvms.lowering.build import run_relax_pipeline
 from tvms.lowering.dlight.base import apply_rules
 from tvms.lowering.targets import target_kind
@@ -47,10 +47,10 @@ def numpy_conv_bn_relu(x):
     return np.maximum(norm, 0)
 
 
-def lowered_model():
+def lowered_model(model=None, **import_options):
     from tvms.relax.frontend.onnx import from_onnx
 
-    return run_relax_pipeline(from_onnx(conv_bn_relu_model()), "zero", True)
+    return run_relax_pipeline(from_onnx(model or conv_bn_relu_model(), **import_options), "zero", True)
 
 
 def conv_task(mod):
@@ -165,3 +165,13 @@ def test_conv_register_tiles_branch_the_space_around_the_default_schedule() -> N
             db.commit_tuning_record(ms.TuningRecord(sch.trace, db.commit_workload(task.mod), [1e-3]))
             np.testing.assert_allclose(run(ms.relax_integration.compile_relax(db, mod, "llvm"), x),
                                        numpy_conv_bn_relu(x), rtol=1e-4, atol=1e-4)
+
+
+def test_a_symbolic_batch_is_refused_until_bound(tmp_path) -> None:
+    model = conv_bn_relu_model()
+    for info in (model.graph.input[0], model.graph.output[0]):
+        info.type.tensor_type.shape.dim[0].dim_param = "N"
+    with pytest.raises(TVMSError, match="every task has a buffer of symbolic size; bind the sizes first"):
+        tune(lowered_model(model), tmp_path, 2)
+    db = tune(lowered_model(model, shape_dict={"x": [1, 3, 8, 8]}), tmp_path, 2)
+    assert len(db.get_all_tuning_records()) == 2
