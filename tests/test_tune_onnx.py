@@ -65,18 +65,25 @@ def default_schedule(task):
         return apply_rules(task.mod["main"], target, target_kind(target).default_rules())
 
 
-class ByDefaultRunner(InProcessRunner):
-    """Times every candidate by whether it is the task's default schedule: ``default_secs`` for
-    it (as built: its kernel without the weight packing), ``tuned_secs`` for the others."""
+class ScriptedRunner(InProcessRunner):
+    """Times a candidate by whether it is the task's default schedule (as built: its kernel
+    without the weight packing): ``default_secs`` for it; for another, ``tuned_secs[0]`` the
+    first time it is measured and ``tuned_secs[1]`` after (a lucky first measurement)."""
 
     def __init__(self, builder, default_mod, default_secs, tuned_secs):
         super().__init__(builder)
-        self.default_mod, self.secs, self.modules = default_mod, (default_secs, tuned_secs), {}
+        self.default_mod, self.default_secs, self.tuned_secs, self.seen = default_mod, default_secs, tuned_secs, set()
 
     def run(self, inputs):
         super().run(inputs)  # (each candidate still runs: it must work)
-        return [Future(RunnerResult([self.secs[not structural_equal(self.builder.mods[i.artifact_path], self.default_mod)]]))
-                for i in inputs]
+        return [Future(RunnerResult([self.secs(self.builder.mods[i.artifact_path])])) for i in inputs]
+
+    def secs(self, mod):
+        if structural_equal(mod, self.default_mod):
+            return self.default_secs
+        key = mod.script()
+        again, _ = key in self.seen, self.seen.add(key)
+        return self.tuned_secs[again]
 
 
 class KeepingBuilder(InProcessBuilder):
@@ -122,8 +129,9 @@ def test_a_tuned_conv_bn_relu_model_matches_numpy(tmp_path) -> None:
     assert len({str(r.trace) for r in records}) == 4
 
 
-@pytest.mark.parametrize("tuned_faster", [False, True])
-def test_a_task_keeps_its_default_schedule_unless_a_tuned_one_is_faster(tmp_path, tuned_faster) -> None:
+@pytest.mark.parametrize("tuned_secs, keeps_default", [((3e-3, 3e-3), True), ((1e-3, 1e-3), False),
+                                                       ((1e-3, 3e-3), True)])
+def test_a_task_keeps_its_default_schedule_unless_a_tuned_one_is_faster(tmp_path, tuned_secs, keeps_default) -> None:
     mod = lowered_model()
     task = conv_task(mod)
     default = default_schedule(task)
@@ -131,11 +139,13 @@ def test_a_task_keeps_its_default_schedule_unless_a_tuned_one_is_faster(tmp_path
     assert "layout_rewrite_preproc" in default.mod.script()  # the default conv packs its weight ...
     assert "layout_rewrite_preproc" not in timed_default.script()  # ... which the model does once, untimed
     builder = KeepingBuilder()
-    runner = ByDefaultRunner(builder, timed_default, 2e-3, 1e-3 if tuned_faster else 3e-3)
-    db = tune(mod, tmp_path, 3, builder=builder, runner=runner)
-    assert [structural_equal(m, timed_default) for m in builder.mods.values()] == [True, False, False]
+    db = tune(mod, tmp_path, 3, builder=builder, runner=ScriptedRunner(builder, timed_default, 2e-3, tuned_secs))
+    built = [structural_equal(m, timed_default) for m in builder.mods.values()]
+    # trial 1 is the default schedule; a tuned best is timed again beside it (two more builds),
+    # then the next one (here both tuned ones measured 1 ms: a tie, or the first lost)
+    assert built == [True, False, False] + [True, False] * (0 if tuned_secs[0] > 2e-3 else 2)
     best = db.query_ir_module(task.mod, "llvm")["main"]
-    assert structural_equal(best, default.mod["main"]) != tuned_faster
+    assert structural_equal(best, default.mod["main"]) == keeps_default
     x = RNG.random((1, 3, 8, 8), dtype="float32")
     np.testing.assert_allclose(run(ms.relax_integration.compile_relax(db, mod, "llvm"), x), numpy_conv_bn_relu(x),
                                rtol=1e-4, atol=1e-4)
