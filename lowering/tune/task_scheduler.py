@@ -97,6 +97,10 @@ class TaskRecord:
         return None if self.best_ms >= _FAILED_MS else self.flop / self.best_ms / 1e6
 
 
+def _device(target: Any) -> str:
+    return "cpu" if target.kind == "llvm" else target.kind
+
+
 def timed_kernel(candidate: MeasureCandidate) -> tuple:
     """What a trial builds and times, and its arguments: the candidate's kernel without its weight
     repacking blocks (``meta_schedule.layout_rewrite_preproc``, as the default conv schedule writes
@@ -223,7 +227,7 @@ class TaskScheduler:
         """Build the batch chunk by chunk, handing each built chunk to the runner at once."""
         task = self.tasks_[task_id]
         target = task.ctx.target
-        device = "cpu" if target.kind == "llvm" else target.kind
+        device = _device(target)
         task.measure_candidates, task.builder_results, task.runner_futures = list(candidates), [], []
         chunk = self.build_chunk or getattr(self._builder, "max_workers", None) or len(candidates)
         for start in range(0, len(candidates), chunk):
@@ -285,8 +289,8 @@ class TaskScheduler:
         if db is None or default is None or not db.has_workload(ctx.mod):
             return
         workload = db.commit_workload(ctx.mod)
-        timed_again = Counter(trace_key(r.trace) for r in db.get_all_tuning_records() if r.workload == workload)
-        confirmed = {trace_key(default.sch.trace), *(key for key, n in timed_again.items() if n > 1)}
+        records = Counter(trace_key(r.trace) for r in db.get_all_tuning_records() if r.workload == workload)
+        confirmed = {trace_key(default.sch.trace), *(key for key, n in records.items() if n > 1)}  # (earlier runs')
         for _ in range(CONFIRM_LIMIT):
             top = db.get_top_k(workload, 1)
             if not top or trace_key(top[0].trace) in confirmed:
@@ -297,8 +301,7 @@ class TaskScheduler:
             built = self._builder.build([BuilderInput(mod, ctx.target) for mod, _ in timed])
             if any(r.error_msg for r in built):
                 return
-            device = "cpu" if ctx.target.kind == "llvm" else ctx.target.kind
-            inputs = [RunnerInput(r.artifact_path, device, info) for (_, info), r in zip(timed, built)]
+            inputs = [RunnerInput(r.artifact_path, _device(ctx.target), info) for (_, info), r in zip(timed, built)]
             results = [f.result() for f in self._runner.run(inputs * CONFIRM_ROUNDS)]
             if any(r.error_msg for r in results):
                 return
