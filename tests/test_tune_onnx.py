@@ -16,6 +16,7 @@ from tvms.ir import TVMSError, structural_equal
 from tvms.lowering.build import run_relax_pipeline
 from tvms.lowering.dlight.base import apply_rules
 from tvms.lowering.targets import target_kind
+from tvms.lowering.tune.database import trace_key
 from tvms.lowering.tune.measure import MeasureCandidate, RunnerResult, args_info_of
 from tvms.lowering.tune.task_scheduler import timed_kernel
 
@@ -115,7 +116,8 @@ def test_a_tuned_conv_bn_relu_model_matches_numpy(tmp_path) -> None:
     task = conv_task(mod)
     assert task.task_name.startswith("fused_conv2d")  # the bias, batch norm and relu fused into the conv
     db = tune(mod, tmp_path, 4)
-    records = db.get_all_tuning_records()
+    # four schedules (records of a tuned best timed again beside the default come twice)
+    records = list({trace_key(r.trace): r for r in db.get_all_tuning_records()}.values())
     assert len(records) == 4 and all(r.is_valid() for r in records)
     x = RNG.random((1, 3, 8, 8), dtype="float32")
     expected = numpy_conv_bn_relu(x)
@@ -126,7 +128,6 @@ def test_a_tuned_conv_bn_relu_model_matches_numpy(tmp_path) -> None:
                                                      record.target, record.args_info))
             np.testing.assert_allclose(run(ms.relax_integration.compile_relax(one, mod, "llvm"), x), expected,
                                        rtol=1e-4, atol=1e-4)
-    assert len({str(r.trace) for r in records}) == 4
 
 
 @pytest.mark.parametrize("tuned_secs, keeps_default", [((3e-3, 3e-3), True), ((1e-3, 1e-3), False),
@@ -184,4 +185,4 @@ def test_a_symbolic_batch_is_refused_until_bound(tmp_path) -> None:
     with pytest.raises(TVMSError, match="every task has a buffer of symbolic size; bind the sizes first"):
         tune(lowered_model(model), tmp_path, 2)
     db = tune(lowered_model(model, shape_dict={"x": [1, 3, 8, 8]}), tmp_path, 2)
-    assert len(db.get_all_tuning_records()) == 2
+    assert len({trace_key(r.trace) for r in db.get_all_tuning_records()}) == 2
