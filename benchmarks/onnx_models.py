@@ -68,19 +68,19 @@ def block_seconds(fn, calls: int) -> list:
     return times
 
 
-def median_ms(ours, theirs, repeat: int, rounds: int = 3) -> tuple:
-    """Median milliseconds per call of each side, timed in alternating blocks of calls. Not one
-    call each in turn: after a call onnxruntime's pool threads spin for a while, and on a small
-    machine they took a core from the tvms call right after (ShuffleNet timed 8.2 ms interleaved,
-    8.9 ms in blocks for tvms, but onnxruntime 3.6 ms interleaved and 2.7 ms in blocks)."""
+def medians_ms(sides: list, repeat: int, rounds: int = 3) -> list:
+    """Median milliseconds per call of each side (None for a side that is None), timed in
+    alternating blocks of calls. Not one call each in turn: after a call onnxruntime's pool
+    threads spin for a while, and on a small machine they took a core from the tvms call right
+    after (ShuffleNet timed 8.2 ms interleaved, 8.9 ms in blocks for tvms, but onnxruntime 3.6 ms
+    interleaved and 2.7 ms in blocks)."""
     calls = max(1, -(-repeat // rounds))
-    ours_runs, ort_runs = [], []
-    for _ in range(rounds):  # (alternating blocks: a load that comes and goes hits both sides)
-        ours_runs += block_seconds(ours, calls)
-        if theirs:
-            ort_runs += block_seconds(theirs, calls)
-    median = lambda runs: statistics.median(runs) * 1e3 if runs else None
-    return median(ours_runs), median(ort_runs)
+    runs: list = [[] for _ in sides]
+    for _ in range(rounds):  # (alternating blocks: a load that comes and goes hits every side)
+        for fn, times in zip(sides, runs):
+            if fn:
+                times += block_seconds(fn, calls)
+    return [statistics.median(times) * 1e3 if times else None for times in runs]
 
 
 def profile(mod, inputs: list, top: int, calls: int = 5) -> None:
@@ -116,6 +116,51 @@ def profile(mod, inputs: list, top: int, calls: int = 5) -> None:
         print(f"  {t * 1e3:9.3f} ms  x{counts[name]:<3} {name}")
 
 
+# -- the tuned side (--tune TRIALS)
+TUNE_OPS = ["conv2d", "matmul"]  # the tasks that hold nearly all of these models' time
+
+
+def tune_model(name: str, mod, trials: int, work_root: str, ops: list, space: str, strategy) -> tuple:
+    """The model lowered as ``tvms.compile`` lowers it, each task whose name holds one of ``ops``
+    tuned with up to ``trials`` trials (the first: its default schedule) by ``strategy`` in the ``space``
+    ("default": TVM's llvm rules; "conv-tiles": those and ConvRegisterTile) into the database of
+    ``work_root/space/name``, and compiled with it applied. A rerun resumes that database: its
+    trials count toward the budget, so the same budget measures nothing new. Returns (executable,
+    tuning seconds, tasks tuned, tasks whose best is still the default schedule)."""
+    import tvms
+    from tvms import meta_schedule as ms
+    from tvms.lowering.build import run_relax_pipeline
+    from tvms.lowering.dlight.base import apply_rules
+    from tvms.lowering.targets import target_kind
+    from tvms.lowering.tune.rule_conv_register_tile import conv_tile_space
+
+    target = tvms.target.Target("llvm")
+    lowered = run_relax_pipeline(mod, "zero", True)
+    start = time.perf_counter()
+    db = ms.relax_integration.tune_relax(
+        lowered, None, target, os.path.join(work_root, space, name), trials * len(lowered.functions), trials,
+        op_names=ops, num_trials_per_iter=min(trials, 16), task_scheduler="round-robin",
+        space=conv_tile_space() if space == "conv-tiles" else "post-order-apply",
+        strategy=strategy, progress="none")
+    seconds = time.perf_counter() - start
+    tasks = [t for t in ms.relax_integration.extract_tasks(lowered, target)
+             if any(op in t.task_name for op in ops)]
+    rules = target_kind(target).default_rules()
+    with target:
+        kept = sum(tvms.ir.structural_equal(db.query_ir_module(t.mod, target)["main"],
+                                            apply_rules(t.mod["main"], target, rules).mod["main"])
+                   for t in tasks)
+    return ms.relax_integration.compile_relax(db, lowered, target), seconds, len(tasks), kept
+
+
+def search_strategy(args):
+    if args.strategy == "evolutionary":
+        from tvms.lowering.tune.evolutionary_search import EvolutionarySearch
+
+        return EvolutionarySearch(population_size=args.population)
+    return args.strategy
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
@@ -123,6 +168,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-time", action="store_true", help="check the outputs, do not time")
     parser.add_argument("--profile", type=int, metavar="N", default=0,
                         help="then print the N kernels that take the most time (interpreted VM)")
+    parser.add_argument("--tune", type=int, metavar="TRIALS", default=0,
+                        help="also tune each model's conv/matmul tasks, TRIALS trials per task (the first: the "
+                             "default schedule), and time the tuned program beside the others")
+    parser.add_argument("--tune-ops", nargs="+", default=TUNE_OPS, metavar="OP",
+                        help=f"tune the tasks whose name holds one of these (default: {' '.join(TUNE_OPS)})")
+    parser.add_argument("--work-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".tune"),
+                        help="where each model's tuning database is kept and reused (default benchmarks/.tune)")
+    parser.add_argument("--space", choices=["conv-tiles", "default"], default="conv-tiles",
+                        help="the tuning space: TVM's llvm rules with (default) or without ConvRegisterTile")
+    parser.add_argument("--strategy", choices=["replay-trace", "evolutionary"], default="replay-trace",
+                        help="the search (default replay-trace: within a few trials per task the evolutionary "
+                             "search's cost model learns little, and its generations cost seconds per trial)")
+    parser.add_argument("--population", type=int, default=128,
+                        help="the evolutionary search's population (default 128; TVM's 512 costs minutes per batch)")
     args = parser.parse_args(argv)
 
     import tvms
@@ -133,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
         import onnxruntime
     except ImportError:
         onnxruntime = None
-    print(f"{'model':<14}{'import s':>9}{'compile s':>10}  {'result':<28}{'tvms ms':>9}{'ort ms':>9}{'vs ort':>8}")
+    tuned_head = f"{'tuned ms':>9}{'vs ort':>8}" if args.tune else ""
+    print(f"{'model':<14}{'import s':>9}{'compile s':>10}  {'result':<28}{'tvms ms':>9}{'ort ms':>9}{'vs ort':>8}"
+          + tuned_head)
     failed = 0
     for name in args.models:
         model, feeds, expected = load(name)
@@ -150,15 +211,32 @@ def main(argv: list[str] | None = None) -> int:
         ok = out.shape == expected.shape and np.allclose(out, expected, rtol=rtol, atol=atol)
         failed += not ok
         result = f"{'match' if ok else 'MISMATCH'} (max err {err:.1e})"
-        ours = theirs = None
+        tuned_vm, tuned_note = None, ""
+        if args.tune:
+            executable, seconds, n_tasks, kept = tune_model(name, mod, args.tune, args.work_dir, args.tune_ops,
+                                                            args.space, search_strategy(args))
+            tuned_vm = relax.VirtualMachine(executable, tvms.cpu())
+            tuned_out = tuned_vm["main"](*inputs).numpy()
+            tuned_ok = tuned_out.shape == expected.shape and np.allclose(tuned_out, expected, rtol=rtol, atol=atol)
+            failed += not tuned_ok
+            tuned_note = (f"  tuned: {n_tasks} tasks x {args.tune} trials in {seconds:.0f} s, {kept} kept the "
+                          f"default schedule; {'match' if tuned_ok else 'MISMATCH'} "
+                          f"(max err {float(np.max(np.abs(tuned_out - expected))):.1e})")
+        ours = theirs = tuned = None
         if not args.no_time:
             session = onnxruntime.InferenceSession(model.SerializeToString(),
                                                    providers=["CPUExecutionProvider"]) if onnxruntime else None
-            ours, theirs = median_ms(lambda: vm["main"](*inputs),
-                                     session and (lambda: session.run(None, feeds)), args.repeat)
+            ours, theirs, tuned = medians_ms([lambda: vm["main"](*inputs),
+                                              session and (lambda: session.run(None, feeds)),
+                                              tuned_vm and (lambda: tuned_vm["main"](*inputs))], args.repeat)
         cells = [f"{ours:9.2f}" if ours else f"{'-':>9}", f"{theirs:9.2f}" if theirs else f"{'-':>9}",
                  f"{theirs / ours:8.2f}" if ours and theirs else f"{'-':>8}"]
+        if args.tune:
+            cells += [f"{tuned:9.2f}" if tuned else f"{'-':>9}",
+                      f"{theirs / tuned:8.2f}" if tuned and theirs else f"{'-':>8}"]
         print(f"{name:<14}{imported:9.2f}{compiled:10.2f}  {result:<28}{''.join(cells)}", flush=True)
+        if tuned_note:
+            print(tuned_note, flush=True)
         if args.profile:
             profile(mod, inputs, args.profile)
     return 1 if failed else 0

@@ -231,7 +231,8 @@ def test_in_the_built_in_space_the_first_trial_is_the_default_schedule(tmp_path)
     p = parts()
     db = tune_tir(mm, "llvm -num-cores=1", str(tmp_path), 3, num_trials_per_iter=2, strategy="replay-trace",
                   cost_model="random", seed=0, **{k: v for k, v in p.items() if k != "cost_model"})
-    assert p["builder"].calls == [1, 2]
+    # (then, when a tuned one measured faster, it and the default are built again to be timed in turns)
+    assert p["builder"].calls[:2] == [1, 2] and p["builder"].calls[2:] in ([], [2], [2, 2])
     first = db.get_all_tuning_records()[0].as_measure_candidate().sch.mod["main"]
     default = default_schedules(tvms.IRModule({"main": mm}), "llvm -num-cores=1")["main"]
     assert structural_equal(first, default.with_changes(attrs=first.attrs))

@@ -11,6 +11,7 @@ from tune_standins import matmul, stochastic_schedule_mm
 
 import tvms as tvm
 from tvms import meta_schedule as ms
+from tvms.lowering.tune.task_scheduler import CONFIRM_LIMIT
 
 
 def best_of(lib, args, repeat=5) -> float:
@@ -34,14 +35,17 @@ def test_matmul_tuned_in_the_default_space_is_correct_and_not_slower(tmp_path) -
                      strategy="replay-trace", cost_model="random", runner=quick, progress=None)
     quick.shutdown()
     records = [json.loads(line) for line in (tmp_path / "database_tuning_record.json").read_text().splitlines()]
-    assert len(records) == 16
+    # 16 trials (the first: the default schedule), and two more records each time a tuned best
+    # and the default schedule are timed again in turns (at most CONFIRM_LIMIT times)
+    extra = len(records) - 16
+    assert len({json.dumps(r[1][0]) for r in records}) == 16 and extra % 2 == 0 and extra <= 2 * CONFIRM_LIMIT
     sch = ms.tir_integration.compile_tir(db, mod, "llvm")
     tuned, plain = check_and_time(sch, mod, 64)
     assert tuned < plain * 1.5  # compared, loosely: timings on a shared machine move
     # a second run on the same directory resumes: the 16 trials count, nothing is measured again
     again = ms.tune_tir(mod, "llvm -num-cores=1", str(tmp_path), 16, strategy="replay-trace", cost_model="random",
                         progress=None)
-    assert len(again.get_all_tuning_records()) == 16
+    assert len(again.get_all_tuning_records()) == len(records)
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ in memory; ``JSONDatabase`` (``json_database.py``) in two files of TVM's layout.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from statistics import mean
 from typing import Any
@@ -21,6 +22,11 @@ from .measure import TensorInfo
 
 # TVM records a candidate that failed to build or run with this time, so it sorts last
 FAILED_RUN_SECS = 1e10
+
+
+def trace_key(trace: Trace) -> str:
+    """A trace's JSON text: equal for two records of one schedule."""
+    return json.dumps(trace.as_json(remove_postproc=False))
 
 
 class Workload:
@@ -113,11 +119,17 @@ class Database:
         return len(self.get_all_tuning_records())
 
     def get_top_k(self, workload: Workload, top_k: int) -> list[TuningRecord]:
-        """The ``top_k`` fastest valid records of ``workload``, fastest first."""
+        """The ``top_k`` fastest valid records of ``workload``, fastest first; a schedule measured
+        more than once (the task scheduler's check of a tuned schedule against the default one)
+        by its latest record."""
         if top_k < 0:
             raise TVMSError(f"get_top_k: top_k is at least 0, got {top_k}")
-        records = [r for r in self.get_all_tuning_records() if r.workload == workload and r.is_valid()]
-        return sorted(records, key=TuningRecord.mean_secs)[:top_k]
+        latest: dict = {}  # a schedule measured again counts by its latest measurement
+        for r in self.get_all_tuning_records():
+            if r.workload == workload and r.is_valid():
+                latest.pop(trace_key(r.trace), None)
+                latest[trace_key(r.trace)] = r
+        return sorted(latest.values(), key=TuningRecord.mean_secs)[:top_k]
 
     # -- queries
     def query_tuning_record(self, mod: IRModule, target: Any = None, workload_name: str = "main") -> TuningRecord | None:

@@ -87,6 +87,31 @@ def extract_tasks(mod: "IRModule | rx.Function", target: Any, params: dict | Non
     return _distinct(named, as_target(target))
 
 
+def _static_shapes(tasks: list, caller: str) -> list:
+    """The tasks whose buffers have constant sizes: a trial measures one shape, so a task with a
+    symbolic size (an imported model's batch ``N``) keeps its default schedule, with a warning;
+    an error when that leaves none of ``tasks``."""
+    from .measure import args_info_of
+
+    static = []
+    for task in tasks:
+        try:
+            args_info_of(task.dispatched[0]["main"])
+            static.append(task)
+        except TVMSError:
+            pass
+    if tasks and not static:
+        raise TVMSError(f"{caller}: every task has a buffer of symbolic size; bind the sizes first "
+                        f"(from_onnx's shape_dict)")
+    if len(static) < len(tasks):
+        import warnings
+
+        left = ", ".join(t.task_name for t in tasks if t not in static)
+        warnings.warn(f"not tuned (a buffer of symbolic size; they keep the default schedule): {left}",
+                      stacklevel=3)
+    return static
+
+
 def _tune_extracted(tasks: list, work_dir: str, max_trials_global: int, max_trials_per_task: int | None,
                     space: Any = "post-order-apply", strategy: Any = "evolutionary", seed: int | None = None,
                     **options: Any) -> Any:
@@ -112,6 +137,7 @@ def tune_relax(mod: "IRModule | rx.Function", params: dict | None, target: Any, 
     if not tasks:
         raise TVMSError("tune_relax: the module calls no unscheduled PrimFunc (legalize it first: "
                         "relax.get_pipeline('zero') or LegalizeOps)")
+    tasks = _static_shapes(tasks, "tune_relax")
     return _tune_extracted(tasks, work_dir, max_trials_global, max_trials_per_task, space=space,
                            strategy=strategy, seed=seed, num_trials_per_iter=num_trials_per_iter,
                            builder=builder, runner=runner, database=database, cost_model=cost_model,
@@ -120,18 +146,18 @@ def tune_relax(mod: "IRModule | rx.Function", params: dict | None, target: Any, 
 
 
 def compile_relax(database: Any, mod: IRModule, target: Any, params: dict | None = None) -> Any:
-    """The executable of a Relax program with the database's best schedules: lowered as
-    ``extract_tasks`` saw it (the zero pipeline), the tuned PrimFuncs applied, the others given
-    the default schedules by ``tvms.compile``."""
-    from ..build import compile as compile_module
+    """The executable of a Relax program with the database's best schedules: lowered by the
+    Relax pipeline step of ``tvms.compile`` (nothing to do when ``mod`` is lowered already, as
+    when its tasks were extracted from it), the tuned PrimFuncs applied, the others given the
+    default schedules by ``tvms.compile``."""
+    from ..build import compile as compile_module, run_relax_pipeline
     from ..relax.passes import BindParams
-    from ..relax.pipeline import get_pipeline
 
     target = as_target(target)
     if params:
         mod = BindParams("main", params)(mod)
     with database, target:
-        mod = MetaScheduleApplyDatabase()(get_pipeline("zero")(mod))
+        mod = MetaScheduleApplyDatabase()(run_relax_pipeline(mod, "zero", True))
     return compile_module(mod, target)
 
 
@@ -155,8 +181,9 @@ class MetaScheduleTuneTIR:
 
     def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
         target = _current_target("MetaScheduleTuneTIR", self.target)
-        tasks = _distinct([(name, _tune().normalize_mod(mod[name])) for name in mod
-                           if isinstance(mod[name], PrimFunc) and not is_scheduled(mod[name])], target)
+        tasks = _static_shapes(_distinct([(name, _tune().normalize_mod(mod[name])) for name in mod
+                                          if isinstance(mod[name], PrimFunc) and not is_scheduled(mod[name])],
+                                         target), "MetaScheduleTuneTIR")
         if tasks:
             _tune_extracted(tasks, self.work_dir, self.max_trials_global * len(tasks), self.max_trials_global,
                             **{"task_scheduler": "round-robin", **self.tune_options})

@@ -1,0 +1,116 @@
+"""ConvRegisterTile: the default CPU conv schedule's neighbours in a tuning space.
+
+MultiLevelTiling tiles a convolution as any reduction, reading the weight in its own layout:
+along a tile of output channels the weight is strided by a whole filter, so its candidates
+measured 3x to 10x behind ``tvms.dlight``'s Conv2D, which packs the weight once per model
+(``meta_schedule.layout_rewrite_preproc``, the work that TVM's RewriteLayout does) and keeps an
+MR pixels x NV vectors tile of accumulators in registers. That rule picks one register tile by a
+cost estimate; this one branches the space into one schedule per register tile that fits the
+registers (its plan, its weight packing and its epilogue as the rule writes them, only the tile
+differs), so the measurements choose. The blocks of a branch are marked ``schedule_rule="None"``
+so the rules after this one leave them as they are. A function that is not a conv as Conv2D
+takes it is left to the other rules.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.expr import BufferLoad
+from ...ir.stmt import Block, BufferStore
+from ...ir.visitor import collect
+from ..dlight.analysis import const_int, describe_block, describe_blocks, vector_lanes
+from ..dlight.cpu_conv import match_conv2d, schedule_channel_vectors
+from ..dlight.cpu_tactics import schedule_spatial_block
+from ..schedule import ScheduleError
+from .rule_analysis import site
+from .rule_apply_custom import SCHEDULE_RULE
+from .schedule_rule import ScheduleRule
+
+
+def register_tiles(group_channels: int, width: int, lanes: int, registers: int) -> list[tuple[int, int, int]]:
+    """Every (MR pixels, NV vectors, lanes) tile of Conv2D's channel-vector plan: vectors as wide
+    as a group's channels allow (up to ``lanes``), MR dividing the output row, NV the group's
+    vectors, and the MR x NV accumulators with MR broadcasts and NV weight vectors within the
+    vector ``registers``."""
+    vec = lanes
+    while vec > 1 and group_channels % vec:
+        vec //= 2
+    if group_channels < 2:
+        return []
+    return [(mr, nv, vec) for mr in range(1, width + 1) if width % mr == 0
+            for nv in range(1, registers) if (group_channels // vec) % nv == 0 and mr * nv + mr + nv < registers]
+
+
+class ConvRegisterTile(ScheduleRule):
+    """At a conv block (the input's padding before it, an elementwise epilogue after it): the
+    block as it was, plus one branch per register tile (``register_tiles``)."""
+
+    def __init__(self) -> None:
+        self.target: Any = None
+
+    def _initialize_with_tune_context(self, context: Any) -> None:
+        self.target = context.target
+
+    def apply(self, sch: Any, block: Any) -> list:
+        plan = self._conv(sch, block)
+        if plan is None:
+            return [sch]
+        conv, extents, groups = plan
+        lanes = vector_lanes(self.target, conv.write().buffer.dtype)
+        registers = 32 if vector_lanes(self.target, 32) >= 16 else 16  # (AVX-512 has 32 vector registers)
+        branches = [sch]
+        for tile in register_tiles(extents[1] // groups, extents[3], lanes, registers):
+            branch = sch.copy()
+            try:
+                self._schedule(branch, tile)
+            except ScheduleError:
+                continue
+            branches.append(branch)
+        return branches
+
+    @staticmethod
+    def _conv(sch: Any, block: Any) -> tuple | None:
+        """(the conv's BlockInfo, its loop extents, its groups) when ``block`` is the conv of a
+        function Conv2D's channel-vector plan takes, else None."""
+        infos = describe_blocks(sch)
+        if site(sch, block)[1].block.name_hint not in {i.block.name_hint for i in infos}:
+            return None
+        info = describe_block(sch, block)
+        operands = match_conv2d(info) if info.is_reduction() else None
+        if operands is None or sum(i.is_reduction() for i in infos) != 1:
+            return None
+        data = operands[0]
+        at = next(k for k, i in enumerate(infos) if i.is_reduction())
+        if any(p.write().buffer is not data.buffer or not p.is_injective() for p in infos[:at]) \
+                or any(not e.is_injective() or not e.trivial for e in infos[at + 1:]):
+            return None
+        extents = [const_int(it.extent) for it in info.iters]
+        channels = const_int(data.buffer.shape[1])
+        if None in extents or not channels or channels % extents[4] or extents[1] % (channels // extents[4]):
+            return None
+        return info, extents, channels // extents[4]
+
+    def _schedule(self, sch: Any, tile: tuple) -> None:
+        infos = describe_blocks(sch)
+        at = next(k for k, i in enumerate(infos) if i.is_reduction())
+        conv = infos[at]
+        schedule_channel_vectors(sch, conv, match_conv2d(conv)[1], infos[at + 1:], self.target, *tile)
+        for pad in infos[:at]:  # (as Conv2D: a padding that pads nothing is a copy, inlined)
+            if isinstance(pad.block.body, BufferStore) and isinstance(pad.block.body.value, BufferLoad):
+                sch.compute_inline(pad.rv)
+            else:
+                schedule_spatial_block(sch, describe_block(sch, pad.rv), self.target)
+        for name in {b.name_hint for b in collect(sch.mod["main"].body, Block)}:
+            sch.annotate(sch.get_block(name), SCHEDULE_RULE, "None")
+
+
+def conv_tile_space() -> Any:
+    """The llvm space (TVM's rules, ``default_space.py``) with ConvRegisterTile right after
+    ApplyCustomRule, so that a conv's register-tile branches come before the rules that would
+    tile it otherwise."""
+    from .post_order_apply import PostOrderApply
+    from .space_generator import default_part
+
+    rules = default_part("llvm", "sch_rules")
+    rules.insert(1, ConvRegisterTile())
+    return PostOrderApply(sch_rules=rules)
