@@ -15,8 +15,8 @@ pixels from interleaved loads, which the scalar rows are not (measured interleav
 24x112x112 stride 2, 0.04 against 0.14 ms in rows; 64x56x56, 0.03 against 0.09; 256x56x56, 0.20
 against 0.73; rows of 14, 320x28x28, 0.19 against 0.07, stay in rows; AVX2: rows of 28, 0.03
 against 0.21; rows of 14, 0.09 against 0.07; generic x86-64: rows of 28, 0.04 against 0.28; rows of
-14, even). An average pool's division is a pass of its own
-there: it stays in rows (64x56x56 stride 2, 0.12 against 0.09).
+14, even). An average pool's division is a pass of its own there: it stays in rows (64x56x56
+stride 2, 0.12 against 0.09).
 """
 from __future__ import annotations
 
