@@ -46,3 +46,14 @@ def test_pools_equal_numpy_and_the_reference():
         run_prim_func(func, x, ref)
         np.testing.assert_allclose(built, expected, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(ref, built, rtol=1e-5, atol=1e-5)
+
+
+def test_long_strided_max_pool_left_to_the_loop_vectorizer():
+    """Rows of 16 pixels or more read with a stride: no epilogue, Fallback's serial loop (which
+    LLVM vectorizes); with the average's division, rows of the Pool rule still."""
+    for kind, expected in (("max", False), ("avg", True)):
+        body = (f"            y = R.nn.{kind}_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])\n"
+                "            R.output(y)\n        return y")
+        mod = from_source(relax_module(body, 'x: R.Tensor((1, 2, 32, 32), dtype="float32")',
+                                       'R.Tensor((1, 2, 16, 16), dtype="float32")'))
+        assert (Pool().apply(only_kernel(legalized(mod)), Target("llvm"), False) is not None) == expected, kind

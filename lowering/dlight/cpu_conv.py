@@ -201,7 +201,7 @@ def window_rows(sch: Schedule, info: BlockInfo, data: BufferLoad, rows: list, x:
     block = info.rv
     column = info.iters[len(rows)]
     width = vector_factor(const_int(column.extent), vector_lanes(target, info.write().buffer.dtype))
-    if width < 4 or not _unit_stride(data.indices[-1], column.var, [it.var for it in info.iters[-len(window):]]):
+    if width < 4 or not unit_stride(data.indices[-1], column.var, [it.var for it in info.iters[-len(window):]]):
         width = 1
     sch.reorder(*rows, *window, x)
     fused = sch.fuse(*rows)
@@ -216,7 +216,7 @@ def window_rows(sch: Schedule, info: BlockInfo, data: BufferLoad, rows: list, x:
     return width > 1
 
 
-def _unit_stride(index: Any, x: Var, window: list) -> bool:
+def unit_stride(index: Any, x: Var, window: list) -> bool:
     """Whether ``index`` moves by one as ``x`` does (the window's iterators held at zero)."""
     at = lambda v: substitute(index, {x: const(v, x.dtype), **{w: const(0, w.dtype) for w in window}})
     step = Analyzer().simplify(Sub(at(1), at(0)))
@@ -333,4 +333,4 @@ def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad,
     sch.unroll(a_x)
 
 
-__all__ = ["Conv2D", "around_reduction", "match_conv2d", "window_rows"]
+__all__ = ["Conv2D", "around_reduction", "match_conv2d", "unit_stride", "window_rows"]
