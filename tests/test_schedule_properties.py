@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 import tvms
 from tvms.ir.stmt import BlockRealize
 from tvms.ir.visitor import collect
+from tvms.lowering.tir.compact_buffer_allocation import compact_buffer_allocation
+from tvms.lowering.tir.plan_buffer_allocation import plan_buffer_allocation
 from tvms.runtime.reference import run_prim_func
 from tvms.tir import Schedule, ScheduleError, apply_trace_text
 
@@ -166,3 +168,79 @@ def test_random_legal_schedules_keep_results(name: str, data: st.DataObject) -> 
     replay = Schedule(original)
     apply_trace_text(str(sch.trace), replay)
     assert replay.mod.script() == sch.mod.script()
+
+
+def crop_pair(groups: int, width: int, lanes: int, stride: int, offset: int, fused: tuple) -> str:
+    """A producer of ``groups`` groups of ``width`` lanes and a consumer that reads ``lanes`` of
+    each group at ``g * width + l * stride + offset`` (a crop, as a grouped conv's output is
+    cropped), each over a grid of (group, lane) or one fused loop."""
+    n, m = groups * width, groups * lanes
+    if fused[0]:
+        producer = f"""for f in range({n}):
+            with T.block("B"):
+                vf = T.axis.spatial({n}, f)
+                B[vf] = A[vf] * T.float32(2.0)"""
+    else:
+        producer = f"""for g, l in T.grid({groups}, {width}):
+            with T.block("B"):
+                vg, vl = T.axis.remap("SS", [g, l])
+                B[vg * {width} + vl] = A[vg * {width} + vl] * T.float32(2.0)"""
+    if fused[1]:
+        consumer = f"""for f in range({m}):
+            with T.block("C"):
+                vf = T.axis.spatial({m}, f)
+                C[vf] = B[vf // {lanes} * {width} + vf % {lanes} * {stride} + {offset}] + T.float32(1.0)"""
+    else:
+        consumer = f"""for g, l in T.grid({groups}, {lanes}):
+            with T.block("C"):
+                vg, vl = T.axis.remap("SS", [g, l])
+                C[vg * {lanes} + vl] = B[vg * {width} + vl * {stride} + {offset}] + T.float32(1.0)"""
+    return f"""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def main(A: T.Buffer(({n},), "float32"), C: T.Buffer(({m},), "float32")):
+        B = T.alloc_buffer(({n},))
+        {producer}
+        {consumer}
+"""
+
+
+@st.composite
+def crops(draw: st.DrawFn) -> tuple:
+    groups, width = draw(st.integers(1, 4)), draw(st.integers(2, 6))
+    stride = draw(st.integers(1, 2))
+    lanes = draw(st.integers(1, (width - 1) // stride + 1))
+    offset = draw(st.integers(0, width - 1 - (lanes - 1) * stride))
+    return groups, width, lanes, stride, offset, (draw(st.booleans()), draw(st.booleans()))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(crops(), st.data())
+def test_compute_at_of_a_crop_refuses_or_keeps_results(crop: tuple, data: st.DataObject) -> None:
+    """compute_at / reverse_compute_at at any loop of a producer and a cropping consumer either
+    raise ScheduleError or compute the crop, also once each buffer is allocated where it is used
+    (as the CPU pipeline does): a region that covers more than the loop's iteration produces
+    reads elements of other iterations that such a buffer no longer holds."""
+    groups, width, lanes, stride, offset, _ = crop
+    original = tvms.script.from_source(crop_pair(*crop))
+    sch = Schedule(original)
+    for name in ("B", "C"):  # a loop split, as a tile of the producer or the consumer
+        if data.draw(st.booleans()):
+            loop = data.draw(st.sampled_from(sch.get_loops(sch.get_block(name))))
+            sch.split(loop, [None, data.draw(st.integers(2, 4))])
+    reverse = data.draw(st.booleans())
+    moved, other = ("C", "B") if reverse else ("B", "C")
+    loop = data.draw(st.sampled_from(sch.get_loops(sch.get_block(other))))
+    before = sch.mod.script()
+    try:
+        getattr(sch, "reverse_compute_at" if reverse else "compute_at")(sch.get_block(moved), loop)
+    except ScheduleError:
+        assert sch.mod.script() == before
+        return
+    a = np.random.default_rng(0).random(groups * width, dtype=np.float32)
+    picks = (np.arange(groups)[:, None] * width + np.arange(lanes)[None, :] * stride + offset).ravel()
+    for func in (sch.mod["main"], compact_buffer_allocation(plan_buffer_allocation(sch.mod["main"]))):
+        c = np.zeros(groups * lanes, dtype=np.float32)
+        run_prim_func(func, a.copy(), c)
+        np.testing.assert_allclose(c, a[picks] * 2 + 1, rtol=1e-6)
