@@ -125,6 +125,7 @@ ERRORS = {
     "e_crop_reverse_compute_at": ["reverse_compute_at", "TensorRegion pattern match failed: vg * 48 + vfl"],
     "e_cropf_reverse_compute_at": ["reverse_compute_at",
                                    "TensorRegion pattern match failed: vf // 34 * 48 + vf % 34"],
+    "e_crops_reverse_compute_at": ["reverse_compute_at", "vg * 4 + vl * 2 + 1"],
 }
 
 

@@ -207,7 +207,7 @@ def _solve_affine(iter_vars: tuple, indices: list, required: list, around: list[
                for iv in iter_vars if is_const_int(iv.dom.min, 0)}
     if len(extents) != len(iter_vars):
         return None
-    analyzer, used, places = _loop_analyzer(around), set(), []
+    analyzer, used, places = _loop_analyzer(around).with_mode(CANONICAL), set(), []
     for index in indices:
         s = Analyzer().canonical(index)
         reach = 1
@@ -302,7 +302,8 @@ def _rebuild_block(realize: BlockRealize, bounds: dict, preserve_unit_loops: boo
         var = Var(f"ax{len(loop_vars)}", iv.var.dtype)
         loop_vars.append(var)
         extents.append(size)
-        values.append(analyzer.simplify(Add(lo, var)))
+        # (a constant start stays first, unfolded, as TVM writes ``1 + ax0``)
+        values.append(Add(lo, var) if isinstance(lo, IntImm) and lo.value else analyzer.simplify(Add(lo, var)))
     guard = _domain_guard(block, values, around, loop_vars, extents, whole)
     stmt: Stmt = BlockRealize(tuple(values), guard, block)
     for var, size in zip(reversed(loop_vars), reversed(extents)):
