@@ -1,10 +1,13 @@
 """Random sequences of schedule primitives keep what a function computes.
 
 Hypothesis draws primitives (loops, reductions, rfactor, inlining, caches, compute_at, layouts,
-blockize) and their arguments on a matmul, a conv2d, a row reduction and an elementwise chain. A
-primitive either succeeds, or raises ScheduleError and leaves the schedule exactly as it was.
-After every step the printed module parses back to the same text (both dialects); at the end the
-reference executor gives the original's results, and the printed trace replays to the same module.
+blockize) and their arguments on a matmul, a conv2d, a row reduction, an elementwise chain and a
+crop of groups of lanes (a grouped conv's padded output cropped). A primitive either succeeds, or
+raises ScheduleError and leaves the schedule exactly as it was. After every step the printed
+module parses back to the same text (both dialects); at the end the reference executor gives the
+original's results, also once each buffer is allocated where it is used (plan and compact buffer
+allocation, where a block that reads what another iteration produced sees a fresh buffer), and
+the printed trace replays to the same module.
 """
 from __future__ import annotations
 
@@ -71,7 +74,44 @@ class Module:
                     Y[vn, vf, vh, vw] = T.float32(0.0)
                 Y[vn, vf, vh, vw] = Y[vn, vf, vh, vw] + T.if_then_else(1 <= vh + vrh and vh + vrh < 7 and 1 <= vw + vrw and vw + vrw < 7, X[vn, vrc, vh + vrh - 1, vw + vrw - 1], T.float32(0.0)) * W[vf, vrc, vrh, vrw]
 """
-MODULES = {"matmul": MATMUL, "row_sum": ROW_SUM, "chain": CHAIN, "conv2d": CONV2D}
+def crop_pair(groups: int, width: int, lanes: int, stride: int, offset: int, fused: tuple) -> str:
+    """A producer of ``groups`` groups of ``width`` lanes and a consumer that reads ``lanes`` of
+    each group at ``g * width + l * stride + offset`` (a crop, as a grouped conv's output is
+    cropped), each over a grid of (group, lane) or one fused loop."""
+    n, m = groups * width, groups * lanes
+    if fused[0]:
+        producer = f"""for f in range({n}):
+            with T.block("B"):
+                vf = T.axis.spatial({n}, f)
+                B[vf] = A[vf] * T.float32(2.0)"""
+    else:
+        producer = f"""for g, l in T.grid({groups}, {width}):
+            with T.block("B"):
+                vg, vl = T.axis.remap("SS", [g, l])
+                B[vg * {width} + vl] = A[vg * {width} + vl] * T.float32(2.0)"""
+    if fused[1]:
+        consumer = f"""for f in range({m}):
+            with T.block("C"):
+                vf = T.axis.spatial({m}, f)
+                C[vf] = B[vf // {lanes} * {width} + vf % {lanes} * {stride} + {offset}] + T.float32(1.0)"""
+    else:
+        consumer = f"""for g, l in T.grid({groups}, {lanes}):
+            with T.block("C"):
+                vg, vl = T.axis.remap("SS", [g, l])
+                C[vg * {lanes} + vl] = B[vg * {width} + vl * {stride} + {offset}] + T.float32(1.0)"""
+    return f"""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def main(A: T.Buffer(({n},), "float32"), C: T.Buffer(({m},), "float32")):
+        B = T.alloc_buffer(({n},))
+        {producer}
+        {consumer}
+"""
+
+
+MODULES = {"matmul": MATMUL, "row_sum": ROW_SUM, "chain": CHAIN, "conv2d": CONV2D,
+           "crop": crop_pair(3, 6, 4, 1, 1, (False, True))}
 OPS = ["split", "fuse", "reorder", "parallel", "vectorize", "unroll", "annotate", "decompose",
        "compute_inline", "reverse_compute_inline", "cache_read", "cache_write", "compute_at",
        "reverse_compute_at", "rfactor", "transform_layout", "blockize", "sampled_compute_at"]
@@ -163,47 +203,13 @@ def test_random_legal_schedules_keep_results(name: str, data: st.DataObject) -> 
     func = original["main"]
     rng = np.random.default_rng(0)
     inputs = [rng.random([s.value for s in func.buffer_map[p].shape], dtype=np.float32) for p in func.params]
-    for expected, got in zip(run(original, inputs), run(sch.mod, inputs)):
-        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    compacted = tvms.IRModule({"main": compact_buffer_allocation(plan_buffer_allocation(sch.mod["main"]))})
+    for mod in (sch.mod, compacted):
+        for expected, got in zip(run(original, inputs), run(mod, inputs)):
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     replay = Schedule(original)
     apply_trace_text(str(sch.trace), replay)
     assert replay.mod.script() == sch.mod.script()
-
-
-def crop_pair(groups: int, width: int, lanes: int, stride: int, offset: int, fused: tuple) -> str:
-    """A producer of ``groups`` groups of ``width`` lanes and a consumer that reads ``lanes`` of
-    each group at ``g * width + l * stride + offset`` (a crop, as a grouped conv's output is
-    cropped), each over a grid of (group, lane) or one fused loop."""
-    n, m = groups * width, groups * lanes
-    if fused[0]:
-        producer = f"""for f in range({n}):
-            with T.block("B"):
-                vf = T.axis.spatial({n}, f)
-                B[vf] = A[vf] * T.float32(2.0)"""
-    else:
-        producer = f"""for g, l in T.grid({groups}, {width}):
-            with T.block("B"):
-                vg, vl = T.axis.remap("SS", [g, l])
-                B[vg * {width} + vl] = A[vg * {width} + vl] * T.float32(2.0)"""
-    if fused[1]:
-        consumer = f"""for f in range({m}):
-            with T.block("C"):
-                vf = T.axis.spatial({m}, f)
-                C[vf] = B[vf // {lanes} * {width} + vf % {lanes} * {stride} + {offset}] + T.float32(1.0)"""
-    else:
-        consumer = f"""for g, l in T.grid({groups}, {lanes}):
-            with T.block("C"):
-                vg, vl = T.axis.remap("SS", [g, l])
-                C[vg * {lanes} + vl] = B[vg * {width} + vl * {stride} + {offset}] + T.float32(1.0)"""
-    return f"""
-@I.ir_module
-class Module:
-    @T.prim_func
-    def main(A: T.Buffer(({n},), "float32"), C: T.Buffer(({m},), "float32")):
-        B = T.alloc_buffer(({n},))
-        {producer}
-        {consumer}
-"""
 
 
 @st.composite
