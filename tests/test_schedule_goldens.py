@@ -122,6 +122,10 @@ ERRORS = {
     "e_ew_transform_layout_padding": ["transform_layout", "buffer 'B' of shape (64, 32)", "(64, 7, 5)",
                                       "would introduce padding"],
     "e_lp_loop_partition_too_long": ["loop_partition", "sum of factors [1000, 2, 3]", "extent 128 of loop 'i'"],
+    "e_crop_reverse_compute_at": ["reverse_compute_at", "TensorRegion pattern match failed: vg * 48 + vfl"],
+    "e_cropf_reverse_compute_at": ["reverse_compute_at",
+                                   "TensorRegion pattern match failed: vf // 34 * 48 + vf % 34"],
+    "e_crops_reverse_compute_at": ["reverse_compute_at", "vg * 4 + vl * 2 + 1"],
 }
 
 

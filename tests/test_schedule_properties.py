@@ -1,10 +1,13 @@
 """Random sequences of schedule primitives keep what a function computes.
 
 Hypothesis draws primitives (loops, reductions, rfactor, inlining, caches, compute_at, layouts,
-blockize) and their arguments on a matmul, a conv2d, a row reduction and an elementwise chain. A
-primitive either succeeds, or raises ScheduleError and leaves the schedule exactly as it was.
-After every step the printed module parses back to the same text (both dialects); at the end the
-reference executor gives the original's results, and the printed trace replays to the same module.
+blockize) and their arguments on a matmul, a conv2d, a row reduction, an elementwise chain and a
+crop of groups of lanes (a grouped conv's padded output cropped). A primitive either succeeds, or
+raises ScheduleError and leaves the schedule exactly as it was. After every step the printed
+module parses back to the same text (both dialects); at the end the reference executor gives the
+original's results, also once each buffer is allocated where it is used (plan and compact buffer
+allocation, where a block that reads what another iteration produced sees a fresh buffer), and
+the printed trace replays to the same module.
 """
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ from hypothesis import strategies as st
 import tvms
 from tvms.ir.stmt import BlockRealize
 from tvms.ir.visitor import collect
+from tvms.lowering.tir.compact_buffer_allocation import compact_buffer_allocation
+from tvms.lowering.tir.plan_buffer_allocation import plan_buffer_allocation
 from tvms.runtime.reference import run_prim_func
 from tvms.tir import Schedule, ScheduleError, apply_trace_text
 
@@ -69,7 +74,44 @@ class Module:
                     Y[vn, vf, vh, vw] = T.float32(0.0)
                 Y[vn, vf, vh, vw] = Y[vn, vf, vh, vw] + T.if_then_else(1 <= vh + vrh and vh + vrh < 7 and 1 <= vw + vrw and vw + vrw < 7, X[vn, vrc, vh + vrh - 1, vw + vrw - 1], T.float32(0.0)) * W[vf, vrc, vrh, vrw]
 """
-MODULES = {"matmul": MATMUL, "row_sum": ROW_SUM, "chain": CHAIN, "conv2d": CONV2D}
+def crop_pair(groups: int, width: int, lanes: int, stride: int, offset: int, fused: tuple) -> str:
+    """A producer of ``groups`` groups of ``width`` lanes and a consumer that reads ``lanes`` of
+    each group at ``g * width + l * stride + offset`` (a crop, as a grouped conv's output is
+    cropped), each over a grid of (group, lane) or one fused loop."""
+    n, m = groups * width, groups * lanes
+    if fused[0]:
+        producer = f"""for f in range({n}):
+            with T.block("B"):
+                vf = T.axis.spatial({n}, f)
+                B[vf] = A[vf] * T.float32(2.0)"""
+    else:
+        producer = f"""for g, l in T.grid({groups}, {width}):
+            with T.block("B"):
+                vg, vl = T.axis.remap("SS", [g, l])
+                B[vg * {width} + vl] = A[vg * {width} + vl] * T.float32(2.0)"""
+    if fused[1]:
+        consumer = f"""for f in range({m}):
+            with T.block("C"):
+                vf = T.axis.spatial({m}, f)
+                C[vf] = B[vf // {lanes} * {width} + vf % {lanes} * {stride} + {offset}] + T.float32(1.0)"""
+    else:
+        consumer = f"""for g, l in T.grid({groups}, {lanes}):
+            with T.block("C"):
+                vg, vl = T.axis.remap("SS", [g, l])
+                C[vg * {lanes} + vl] = B[vg * {width} + vl * {stride} + {offset}] + T.float32(1.0)"""
+    return f"""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def main(A: T.Buffer(({n},), "float32"), C: T.Buffer(({m},), "float32")):
+        B = T.alloc_buffer(({n},))
+        {producer}
+        {consumer}
+"""
+
+
+MODULES = {"matmul": MATMUL, "row_sum": ROW_SUM, "chain": CHAIN, "conv2d": CONV2D,
+           "crop": crop_pair(3, 6, 4, 1, 1, (False, True))}
 OPS = ["split", "fuse", "reorder", "parallel", "vectorize", "unroll", "annotate", "decompose",
        "compute_inline", "reverse_compute_inline", "cache_read", "cache_write", "compute_at",
        "reverse_compute_at", "rfactor", "transform_layout", "blockize", "sampled_compute_at"]
@@ -161,8 +203,50 @@ def test_random_legal_schedules_keep_results(name: str, data: st.DataObject) -> 
     func = original["main"]
     rng = np.random.default_rng(0)
     inputs = [rng.random([s.value for s in func.buffer_map[p].shape], dtype=np.float32) for p in func.params]
-    for expected, got in zip(run(original, inputs), run(sch.mod, inputs)):
-        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    compacted = tvms.IRModule({"main": compact_buffer_allocation(plan_buffer_allocation(sch.mod["main"]))})
+    for mod in (sch.mod, compacted):
+        for expected, got in zip(run(original, inputs), run(mod, inputs)):
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     replay = Schedule(original)
     apply_trace_text(str(sch.trace), replay)
     assert replay.mod.script() == sch.mod.script()
+
+
+@st.composite
+def crops(draw: st.DrawFn) -> tuple:
+    groups, width = draw(st.integers(1, 4)), draw(st.integers(2, 6))
+    stride = draw(st.integers(1, 2))
+    lanes = draw(st.integers(1, (width - 1) // stride + 1))
+    offset = draw(st.integers(0, width - 1 - (lanes - 1) * stride))
+    return groups, width, lanes, stride, offset, (draw(st.booleans()), draw(st.booleans()))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(crops(), st.data())
+def test_compute_at_of_a_crop_refuses_or_keeps_results(crop: tuple, data: st.DataObject) -> None:
+    """compute_at / reverse_compute_at at any loop of a producer and a cropping consumer either
+    raise ScheduleError or compute the crop, also once each buffer is allocated where it is used
+    (as the CPU pipeline does): a region that covers more than the loop's iteration produces
+    reads elements of other iterations that such a buffer no longer holds."""
+    groups, width, lanes, stride, offset, _ = crop
+    original = tvms.script.from_source(crop_pair(*crop))
+    sch = Schedule(original)
+    for name in ("B", "C"):  # a loop split, as a tile of the producer or the consumer
+        if data.draw(st.booleans()):
+            loop = data.draw(st.sampled_from(sch.get_loops(sch.get_block(name))))
+            sch.split(loop, [None, data.draw(st.integers(2, 4))])
+    reverse = data.draw(st.booleans())
+    moved, other = ("C", "B") if reverse else ("B", "C")
+    loop = data.draw(st.sampled_from(sch.get_loops(sch.get_block(other))))
+    before = sch.mod.script()
+    try:
+        getattr(sch, "reverse_compute_at" if reverse else "compute_at")(sch.get_block(moved), loop)
+    except ScheduleError:
+        assert sch.mod.script() == before
+        return
+    a = np.random.default_rng(0).random(groups * width, dtype=np.float32)
+    picks = (np.arange(groups)[:, None] * width + np.arange(lanes)[None, :] * stride + offset).ravel()
+    for func in (sch.mod["main"], compact_buffer_allocation(plan_buffer_allocation(sch.mod["main"]))):
+        c = np.zeros(groups * lanes, dtype=np.float32)
+        run_prim_func(func, a.copy(), c)
+        np.testing.assert_allclose(c, a[picks] * 2 + 1, rtol=1e-6)

@@ -185,6 +185,98 @@ def _union(a: tuple, b: tuple) -> tuple:
     return (a[0] if lo.base <= 0 else b[0], a[1] if hi.base >= 0 else b[1])
 
 
+def _loop_analyzer(around: list[For]) -> Analyzer:
+    analyzer = Analyzer()
+    for node in around:
+        if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
+            analyzer.bind(node.loop_var, node.min.value, node.extent.value)
+    return analyzer
+
+
+def _solve_affine(iter_vars: tuple, indices: list, required: list, around: list[For],
+                  primitive: str) -> dict | None:
+    """The block variables' ranges that cover ``required`` when ``indices`` are a one-to-one dense
+    mixed-radix map of them (``vg * 48 + vl`` with vl < 48: vg is the index // 48, vl its % 48),
+    as TVM inverts an affine iteration map; None for any other map (``vg * 48 + vl`` with vl < 34
+    skips values: no inverse). Below a digit that varies over the region, a digit that does not
+    run over its whole domain covers it (compute_at; TVM's range of its values at the region's two
+    ends would miss what lies between) or is refused (reverse_compute_at: the consumer would
+    read what other iterations produce)."""
+    # (a symbolic extent, None here, can only be the highest place of an index)
+    extents = {id(iv.var): iv.dom.extent.value if isinstance(iv.dom.extent, IntImm) else None
+               for iv in iter_vars if is_const_int(iv.dom.min, 0)}
+    if len(extents) != len(iter_vars):
+        return None
+    analyzer, used, places = _loop_analyzer(around).with_mode(CANONICAL), set(), []
+    for index in indices:
+        s = Analyzer().canonical(index)
+        reach = 1
+        for t in sorted(s.terms, key=lambda t: t.scale):
+            if (not isinstance(t.index, Var) or id(t.index) not in extents or id(t.index) in used
+                    or t.lower != 1 or t.upper is not None or reach is None or t.scale != reach):
+                return None
+            used.add(id(t.index))
+            reach = None if extents[id(t.index)] is None else reach * extents[id(t.index)]
+        places.append((s.base, sorted(s.terms, key=lambda t: -t.scale)))
+    if any((n is None or n > 1) and var_id not in used for var_id, n in extents.items()):
+        return None
+    ranges = {}
+    for (base, terms), (low, high), index in zip(places, required, indices):
+        exact = True
+        for k, t in enumerate(terms):  # the highest place first
+            n = extents[id(t.index)]
+            ends = []
+            for point in (low, high):
+                q = FloorDiv(Sub(point, const(base, index.dtype)), const(t.scale, index.dtype))
+                ends.append(analyzer.simplify(q if k == 0 else FloorMod(q, const(n, index.dtype))))
+            if not exact and not (is_const_int(ends[0], 0) and is_const_int(ends[1], n - 1)):
+                if primitive == "reverse_compute_at":  # (the consumer would read other iterations' elements)
+                    raise ScheduleError(f"{primitive}: what one iteration of the loop produces is no "
+                                        f"box of the consumer's iterators in {index.script()}")
+                ends = [const(0, index.dtype), const(n - 1, index.dtype)]
+            diff = analyzer.canonical(Sub(ends[1], ends[0]))
+            exact = exact and not diff.terms and diff.base == 0
+            ranges[id(t.index)] = tuple(ends)
+    return ranges
+
+
+def _solve_dimwise(indices: list, required: list, around: list[For], primitive: str) -> dict:
+    """Per buffer dimension, the range of the one block variable its index names that covers the
+    required [lo, hi] (``v``, ``v * c``, ``x // c``; ``v % c`` constrains nothing), as TVM solves
+    an index that is no affine map; any other index is refused, as TVM refuses it."""
+    analyzer, ranges = _loop_analyzer(around), {}
+    for index, (low, high) in zip(indices, required):
+        provided = Analyzer().simplify(index)
+        if isinstance(provided, IntImm):
+            continue
+        solved = _solve_index(provided, low, high, analyzer, primitive)
+        if solved is not None:
+            var, dim = solved
+            ranges[id(var)] = _union(ranges[id(var)], dim) if id(var) in ranges else dim
+    return ranges
+
+
+def _solve_index(e: PrimExpr, low: PrimExpr, high: PrimExpr, analyzer: Analyzer, primitive: str):
+    if isinstance(e, Var):
+        return e, (low, high)
+    if isinstance(e, Mul) and (isinstance(e.a, Var) or isinstance(e.b, Var)):
+        var, c = (e.a, e.b) if isinstance(e.a, Var) else (e.b, e.a)
+        if primitive == "reverse_compute_at" and not is_const_int(c, 1):
+            # (a consumer at [low // c, high // c] would read elements that other iterations of
+            # the loop produce, stale once the buffer lives in the loop; TVM's iteration-map
+            # check fails on such a read)
+            raise ScheduleError(f"{primitive}: the read {e.script()} of the consumer strides over "
+                                f"what one iteration of the loop produces")
+        return var, (analyzer.simplify(FloorDiv(low, c)), analyzer.simplify(FloorDiv(high, c)))
+    if isinstance(e, FloorDiv) and isinstance(e.b, IntImm) and e.b.value >= 1:
+        c = e.b
+        wider = (analyzer.simplify(Mul(low, c)), analyzer.simplify(Add(Mul(high, c), const(c.value - 1, c.dtype))))
+        return _solve_index(e.a, *wider, analyzer, primitive)
+    if isinstance(e, FloorMod) and isinstance(e.a, Var):
+        return None  # (``v % c`` takes every value whatever v's range: no constraint on v)
+    raise ScheduleError(f"{primitive}: TensorRegion pattern match failed: {e.script()}")
+
+
 def _rebuild_block(realize: BlockRealize, bounds: dict, preserve_unit_loops: bool, around: list[For]) -> Stmt:
     """``realize`` over new loops that cover ``bounds`` (id of an iterator -> [lo, hi], from the
     regions of the buffers it accesses; an iterator not there covers its whole domain)."""
@@ -210,7 +302,8 @@ def _rebuild_block(realize: BlockRealize, bounds: dict, preserve_unit_loops: boo
         var = Var(f"ax{len(loop_vars)}", iv.var.dtype)
         loop_vars.append(var)
         extents.append(size)
-        values.append(analyzer.simplify(Add(lo, var)))
+        # (a constant start stays first, unfolded, as TVM writes ``1 + ax0``)
+        values.append(Add(lo, var) if isinstance(lo, IntImm) and lo.value else analyzer.simplify(Add(lo, var)))
     guard = _domain_guard(block, values, around, loop_vars, extents, whole)
     stmt: Stmt = BlockRealize(tuple(values), guard, block)
     for var, size in zip(reversed(loop_vars), reversed(extents)):
@@ -225,10 +318,7 @@ def _within_domain(lo: PrimExpr, hi: PrimExpr, iv: IterVar, around: list[For]) -
     if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):
         return lo, hi
     dom_lo, dom_hi = iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value - 1
-    analyzer = Analyzer()
-    for node in around:
-        if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
-            analyzer.bind(node.loop_var, node.min.value, node.extent.value)
+    analyzer = _loop_analyzer(around)
     low, high = analyzer.simplify(lo), analyzer.simplify(hi)
     if isinstance(low, IntImm) and isinstance(high, IntImm):
         return const(max(low.value, dom_lo), lo.dtype), const(min(high.value, dom_hi), hi.dtype)
@@ -243,10 +333,7 @@ def _domain_guard(block: Block, values: list, around: list[For], loop_vars: list
     """``T.where`` keeping each binding inside its iterator's domain where the region overshoots it
     (a split that does not divide leaves the accessed region larger than the buffer); iterators
     of ``whole`` run over their whole domain."""
-    analyzer = Analyzer()
-    for node in around:
-        if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
-            analyzer.bind(node.loop_var, node.min.value, node.extent.value)
+    analyzer = _loop_analyzer(around)
     for var, size in zip(loop_vars, extents):
         largest = (size, size) if isinstance(size, int) else analyzer.bound(size)
         if largest is not None:  # (a loop of varying extent: bounded by its largest)
@@ -391,9 +478,11 @@ def compute_at(func: PrimFunc, realize: BlockRealize, path: tuple, loop: For, lo
             raise ScheduleError(f"{primitive}: block '{name}' must access '{accessed.buffer.name}' one "
                                 f"element at a time")
         dims = _region_under(loop, accessed.buffer, reverse, around)
-        for r, dim in zip(accessed.region, dims):
-            if isinstance(r.min, Var):  # (several buffers: the union of what they give)
-                bounds[id(r.min)] = _union(bounds[id(r.min)], dim) if id(r.min) in bounds else dim
+        indices = [r.min for r in accessed.region]
+        solved = _solve_affine(block.iter_vars, indices, dims, around, primitive) or \
+            _solve_dimwise(indices, dims, around, primitive)
+        for var_id, dim in solved.items():  # (several buffers: the union of what they give)
+            bounds[var_id] = _union(bounds[var_id], dim) if var_id in bounds else dim
     moved = _rebuild_block(realize, bounds, preserve_unit_loops, around)
     # The block leaves its place, then goes into the loop's body next to the blocks it serves.
     func = remove_block(func, realize, primitive)
