@@ -241,3 +241,31 @@ def test_resize_axis_maps_equal_onnx_reference():
                                          aspect=None if axis == decide else (x.shape[decide], sizes[decide]))[0]
                 for axis, n in enumerate(x.shape)]
         np.testing.assert_allclose(maps[0].T @ x @ maps[1], want, rtol=1e-12, err_msg=policy)
+
+
+def test_dft_and_stft_matrices_equal_onnx_reference():
+    """_dft_matrix (forward and inverse, onesided, dft_length cutting or padding, real and
+    complex input) and _stft_matrix (frame steps, windows, frame lengths) applied to random
+    signals equal the reference's DFT (opset 20) and STFT."""
+    rng = np.random.default_rng(1)
+    for n, parts, length, inverse, onesided in itertools.product((1, 4, 5, 8), (1, 2), (None, 3, 6, 11),
+                                                                  (0, 1), (0, 1)):
+        if length is None and inverse and onesided and n == 1:
+            continue  # (no default length: 2 (n - 1) points)
+        x = rng.standard_normal((3, n, parts))
+        matrix = onnx_ops_signal._dft_matrix(n, parts, length, bool(inverse), bool(onesided))
+        (want,) = _run_node("DFT", 20, [("x", x), ("length", None if length is None else np.array(length, "int64")),
+                                        ("axis", np.array(1, "int64"))], dict(inverse=inverse, onesided=onesided))
+        got = np.einsum("bi,ijk->bjk", x.reshape(3, -1), matrix)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"{n} {parts} {length} {inverse}")
+    for n, parts, step, framing, onesided in itertools.product((8, 11), (1, 2), (1, 3),
+                                                                ("none", "window", "length", "both"), (0, 1)):
+        window = rng.uniform(size=4 if framing == "window" else 5) if framing in ("window", "both") else None
+        length = 4 if framing in ("length", "both") else None
+        x = rng.standard_normal((2, n, parts))
+        matrix = onnx_ops_signal._stft_matrix(n, parts, step, window, length, bool(onesided))
+        (want,) = _run_node("STFT", 17, [("x", x), ("step", np.array(step, "int64")), ("window", window),
+                                         ("length", None if length is None else np.array(length, "int64"))],
+                            dict(onesided=onesided))
+        got = np.einsum("bi,ifkc->bfkc", x.reshape(2, -1), matrix)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"{n} {parts} {step} {framing}")
