@@ -204,66 +204,9 @@ def check_size(count: int, what: str, limit: int = CONSTANT_LIMIT) -> None:
                         f"importer computes at import time")
 
 
-def _broadcast_count(shape: Any, target: Any) -> int:
-    shape, target = [int(d) for d in shape], [int(d) for d in target]
-    rank = max(len(shape), len(target))
-    shape, target = [1] * (rank - len(shape)) + shape, [1] * (rank - len(target)) + target
-    return element_count(d if t == 1 else t for d, t in zip(shape, target))
-
-
 def range_count(start: Any, limit: Any, delta: Any) -> int:
     start, limit, delta = (float(np.asarray(v).reshape(-1)[0]) for v in (start, limit, delta))
     return max(math.ceil((limit - start) / delta), 0) if delta and math.isfinite(limit - start) else 0
-
-
-# the element count of the output of the operators whose output size is set by their inputs'
-# values rather than their sizes (from numpy inputs, None for an omitted one, and attributes);
-# None: not bounded here, so the node is not evaluated at import time
-_RESULT_SIZE: dict[str, Callable[[list, dict], int | None]] = {
-    "ConstantOfShape": lambda v, a: element_count(v[0]),
-    "Range": lambda v, a: range_count(*v[:3]),
-    "Tile": lambda v, a: v[0].size * element_count(v[1]),
-    "Expand": lambda v, a: _broadcast_count(v[0].shape, v[1]),
-    "OneHot": lambda v, a: v[0].size * abs(int(np.asarray(v[1]).reshape(-1)[0])),
-    "HannWindow": lambda v, a: abs(int(v[0])), "HammingWindow": lambda v, a: abs(int(v[0])),
-    "BlackmanWindow": lambda v, a: abs(int(v[0])),
-    "MelWeightMatrix": lambda v, a: abs(int(v[0])) * (abs(int(v[1])) // 2 + 1),
-    "Resize": lambda v, a: None, "Upsample": lambda v, a: None, "Pad": lambda v, a: None,
-    "CenterCropPad": lambda v, a: None, "Col2Im": lambda v, a: None,
-}
-
-
-def result_size(op_type: str, inputs: list, attrs: dict) -> int | None:
-    """The element count of the output of an ``op_type`` node on the numpy ``inputs``, computed
-    from the inputs before the node is evaluated; None when it is not known (an operator whose
-    output size its input values set, in a form not sized here)."""
-    sizer = _RESULT_SIZE.get(op_type)
-    if sizer is None:  # (the output is about as large as the inputs)
-        return max((x.size for x in inputs if x is not None), default=1)
-    try:
-        return sizer(inputs, attrs)
-    except (TypeError, ValueError, IndexError, OverflowError, ZeroDivisionError):
-        return None
-
-
-def reference(op_type: str, opset: int, inputs: list, attrs: dict | None = None, n_outputs: int = 1,
-              limit: int = CONSTANT_LIMIT, size: int | None = None) -> list[np.ndarray]:
-    """The outputs of one ``op_type`` node run by onnx's reference evaluator on the numpy
-    ``inputs`` (None for an omitted one), refused (a TVMSError) before it runs when an output
-    would be larger than ``limit`` elements or of a size not known beforehand (``size``, the
-    caller's count of the output's elements, replaces ``result_size``)."""
-    from onnx import helper
-    from onnx.reference import ReferenceEvaluator
-
-    attrs = attrs or {}
-    size = result_size(op_type, inputs, attrs) if size is None else size
-    if size is None:
-        raise TVMSError(f"the output size of {op_type} on these constant inputs is not known beforehand")
-    check_size(size, f"the output of {op_type}", limit)
-    names = [f"i{k}" if v is not None else "" for k, v in enumerate(inputs)]
-    node = helper.make_node(op_type, names, [f"o{k}" for k in range(n_outputs)], **attrs)
-    feeds = {name: v for name, v in zip(names, inputs) if name}
-    return ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
 
 
 def fold(fn: Callable[..., np.ndarray], inputs: list, size: Callable[..., int] | None = None,

@@ -11,6 +11,7 @@ never imports it.
 from __future__ import annotations
 
 import copy
+import math
 import os
 from typing import Any
 
@@ -19,12 +20,13 @@ import numpy as np
 from ..ir import relax as rx
 from ..ir.dtype import DataType
 from ..ir.errors import TVMSError
-from ..ir.expr import SizeVar
+from ..ir.expr import IntImm, Op, SizeVar
 from ..ir.module import IRModule
 from ..ir.name_supply import NameSupply
+from ..ir.registry import get_global_func
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 from .block_builder import BlockBuilder, const
-from .onnx_convert import CONVERTERS, Attrs, Context, InvalidModel, Unsupported, onnx_dtype, reference
+from .onnx_convert import CONVERTERS, Attrs, Context, InvalidModel, Unsupported, onnx_dtype
 from .onnx_deferred import deferred_call
 from .onnx_shape_values import ShapeValue, evaluate
 # (importing the converter modules registers their converters)
@@ -117,8 +119,8 @@ def specialize_node(node: Any, opset: int, values: list) -> tuple[IRModule, list
     """``node`` alone as a module whose ``main`` takes its inputs of the shapes and dtypes of
     ``values`` (numpy arrays, None for an omitted input), the inputs that decide a shape or an
     axis bound as constants of their values; and the indices of those inputs (the run-time half
-    of ``onnx_deferred``). Nothing is evaluated by onnx's reference at the graph level: the
-    converters convert the node."""
+    of ``onnx_deferred``). Nothing is folded at the graph level: the converters convert the
+    node."""
     from onnx import helper, numpy_helper
 
     names = [f"input{k}" if v is not None else "" for k, v in enumerate(values)]
@@ -318,11 +320,6 @@ class _GraphImporter:
         if len(node.output) == 1 and self._follow_shapes(ctx, node, attrs, inputs):
             return
         inputs = [self._materialize(ctx, x) for x in inputs]
-        folded = self._fold(node, inputs) if self.fold else None
-        if folded is not None:
-            for name, value in zip(node.output, folded):
-                self.values[name] = const(value, str(value.dtype))
-            return
         ctx.node_outputs = len(node.output)
         emitted = len(ctx.bb._frame().bindings)
         try:
@@ -354,7 +351,13 @@ class _GraphImporter:
         if unused:
             raise TVMSError(f"{where}: the attribute{'s' * (len(unused) > 1)} {', '.join(unused)} "
                             f"{'is' if len(unused) == 1 else 'are'} not supported")
-        self._bind_outputs(ctx, node, where, inputs, list(result) if isinstance(result, (list, tuple)) else [result])
+        outputs = list(result) if isinstance(result, (list, tuple)) else [result]
+        folded = self._fold(ctx, node, inputs, emitted, outputs) if self.fold else None
+        if folded is not None:
+            for name, value in zip(node.output, folded):
+                self.values[name] = const(value, str(value.dtype))
+            return
+        self._bind_outputs(ctx, node, where, inputs, outputs)
 
     def _follow_shapes(self, ctx: Context, node: Any, attrs: Attrs, inputs: list) -> bool:
         """Convert a shape computation on symbolic sizes, or its consumer, from the elements
@@ -408,28 +411,65 @@ class _GraphImporter:
             raise TVMSError(f"{where}: the optional output{'s' * (len(missing) > 1)} "
                             f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not supported")
 
-    def _fold(self, node: Any, inputs: list) -> list | None:
-        """The outputs of a node whose inputs are all (small) constants, evaluated now by onnx's
-        reference implementation, as constant folding does: shape computations (Shape -> Gather
-        -> Concat -> Reshape) then give static shapes. None when it does not apply."""
+    @staticmethod
+    def _fold(ctx: Context, node: Any, inputs: list, emitted: int, outputs: list) -> list | None:
+        """The outputs of a node whose inputs are all (small) constants as numpy arrays, as
+        constant folding does: what its converter emitted (from binding ``emitted`` on) is
+        evaluated now by the Relax reference executor's numpy operators, and dropped; shape
+        computations (Shape -> Gather -> Concat -> Reshape) then give static shapes. None when
+        it does not apply (the bindings stay)."""
         given = [x for x in inputs if x is not None]
         if not given or not all(isinstance(x, rx.Constant) and x.data.size <= _FOLD_LIMIT for x in given) \
                 or any(a.type == a.GRAPH for a in node.attribute):
             return None
-        from onnx.helper import get_attribute_value
-
-        attrs = {a.name: get_attribute_value(a) for a in node.attribute}
-        values = [x.data if x is not None else None for x in inputs]
+        bindings = ctx.bb._frame().bindings[emitted:]
+        # (tensors out, every value of known, small size before any is computed)
+        if not all(isinstance(o, rx.RelaxExpr) and isinstance(o.struct_info, TensorStructInfo)
+                   and _small_tensor(o.struct_info) for o in outputs) \
+                or not all(_small_tensor(b.var.struct_info) and _evaluable(b.value) for b in bindings) \
+                or not all(map(_evaluable, outputs)):
+            return None
+        evaluate = get_global_func("runtime.reference_relax.eval_expr")
+        env: dict = {}
         try:
-            outputs = reference(node.op_type, self.opset, values, attrs, len(node.output), limit=_FOLD_LIMIT)
-        except Exception:  # (too large, or not evaluable: the converter then converts it or says why not)
+            for b in bindings:
+                env[b.var] = evaluate(b.value, None, env)
+            values = [np.asarray(evaluate(o, None, env)) for o in outputs]
+        except Exception:  # noqa: BLE001  (an operator the executor does not run: it stays)
             return None
-        if any(isinstance(o, (list, tuple)) or o is None for o in outputs):  # (sequences, optionals)
+        shapes = [tuple(int(d.value) for d in o.struct_info.shape.values) for o in outputs]
+        if any(v.shape != shape for v, shape in zip(values, shapes)):
             return None
-        outputs = [np.asarray(o) for o in outputs]
-        if any(o.dtype == object or o.size > _FOLD_LIMIT for o in outputs):
-            return None
-        return outputs
+        del ctx.bb._frame().bindings[emitted:]
+        return [v.astype(str(o.struct_info.dtype)) for v, o in zip(values, outputs)]
+
+
+def _small_tensor(sinfo: Any) -> bool:
+    """A tensor (or a tuple of them) of known dtype and sizes, of at most ``_FOLD_LIMIT``
+    elements, not of strings."""
+    if isinstance(sinfo, TupleStructInfo):
+        return all(map(_small_tensor, sinfo.fields))
+    return isinstance(sinfo, TensorStructInfo) and isinstance(sinfo.shape, rx.ShapeExpr) \
+        and all(isinstance(d, IntImm) for d in sinfo.shape.values) \
+        and math.prod(d.value for d in sinfo.shape.values) <= _FOLD_LIMIT \
+        and not sinfo.dtype.is_string and str(sinfo.dtype) != "void"
+
+
+# (operators calling functions: kernels, packed functions, closures; a fold evaluates the others)
+_CALLING_OPS = {"relax.call_tir", "relax.call_tir_inplace", "relax.call_tir_with_grad", "relax.call_dps_packed",
+                "relax.call_pure_packed", "relax.call_packed", "relax.call_inplace_packed",
+                "relax.call_builtin_with_ctx", "relax.invoke_closure", "relax.print", "relax.assert_op"}
+
+
+def _evaluable(value: Any) -> bool:
+    """Whether a bound value is pure and self-contained: no call of a function."""
+    if isinstance(value, rx.Call):
+        return isinstance(value.op, Op) and value.op.name not in _CALLING_OPS and all(map(_evaluable, value.args))
+    if isinstance(value, rx.Tuple):
+        return all(map(_evaluable, value.fields))
+    if isinstance(value, rx.TupleGetItem):
+        return _evaluable(value.tuple_value)
+    return isinstance(value, (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue))
 
 
 _FOLD_LIMIT = 1 << 16  # elements: shapes and indices, not weights

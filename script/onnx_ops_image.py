@@ -1,14 +1,13 @@
 """ONNX's image operators in Relax operators: ``Resize`` (and ``Upsample``), ``GridSample``, ``AffineGrid``,
 ``CenterCropPad``, ``Col2Im``, ``RoiAlign``.
 
-Resize is separable: ONNX's reference interpolates one axis after the other, and along one axis
-the output is an affine function of the input (``y = W x + c``, ``c`` being the extrapolation
-value where a tf_crop_and_resize output falls outside). So the importer asks onnx's reference
-evaluator for ``W`` and ``c`` of each resized axis, by resizing the identity matrix and a zero
-matrix of that axis's size with the node's own attributes, and emits one matmul per axis (a
-``take`` where ``W`` only picks input elements, as nearest mode does). Every mode,
-coordinate transformation, cubic coefficient, exclude_outside and antialias form of the
-reference is then reproduced by construction. The sizes, scales and roi must be constants."""
+Resize is separable: it interpolates one axis after the other, and along one axis the output is
+an affine function of the input (``y = W x + c``, ``c`` being the extrapolation value where a
+tf_crop_and_resize output falls outside). ``_axis_map`` computes ``W`` and ``c`` of each resized
+axis from the operator's definition (coordinate transformation, then a kernel's taps around
+the source coordinate, clamped to the edge), and the importer emits one matmul per axis (a
+``take`` where ``W`` only picks input elements, as nearest mode does). The sizes, scales and
+roi must be constants."""
 from __future__ import annotations
 
 import math
@@ -16,46 +15,111 @@ import math
 import numpy as np
 
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, check_size, converter, dims_of,
-                           dtype_of, normalize_axis, reference, required_value, scalar_like)
+                           dtype_of, normalize_axis, required_value, scalar_like)
 from .onnx_ops_layers import grid_sample_zeros
 from .relax_op_api import op
 
 
-def _axis_map(node_attrs, opset, n, scale=None, size=None, roi=None, aspect=None):
-    """(W, c) of one axis of input length ``n``: the reference's Resize of the 2-d basis
-    (n, n) along its last axis; row i of the result is input element i's weights.
-    ``aspect`` = (policy, e, m): ``size`` is asked under keep_aspect_ratio_policy ``policy``,
-    whose one scale another axis, of extent e asked for m, decides; that axis becomes a third
-    of the basis (constant along it), so the reference picks the scale and rounds the size."""
+def _source_coordinates(transform, y, n, scale, out, roi):
+    """Where output positions ``y`` of an axis of length ``n`` resized to ``out`` (``scale``
+    times as long) sample the input, and which of them fall outside (tf_crop_and_resize only)."""
+    width = scale * n  # (the unrounded output length: the coordinates divide by it)
+    if transform == "align_corners":
+        return (np.zeros(out) if width == 1 else y * (n - 1) / (width - 1)), None
+    if transform == "asymmetric":
+        return y / scale, None
+    if transform == "tf_crop_and_resize":
+        lo, hi = roi
+        x = np.full(out, (hi - lo) * (n - 1) / 2) if width == 1 else y * (hi - lo) * (n - 1) / (width - 1)
+        x = x + lo * (n - 1)
+        return x, (x < 0) | (x > n - 1)
+    if transform == "pytorch_half_pixel":
+        return (np.full(out, -0.5) if width == 1 else (y + 0.5) / scale - 0.5), None
+    if transform == "half_pixel":
+        return (y + 0.5) / scale - 0.5, None
+    if transform == "half_pixel_symmetric":  # (the rounded output is centred on the input)
+        return n / 2 * (1 - out / width) + (y + 0.5) / scale - 0.5, None
+    raise Unsupported(f"coordinate_transformation_mode={transform!r}")
+
+
+def _cubic(d, a):
+    """The cubic convolution kernel of coefficient ``a`` at distances ``d``."""
+    d = np.abs(d)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+
+
+def _tap_weights(attrs, ratio, scale):
+    """(offsets, weights): the taps of each output at ``anchor + offset`` with their weights,
+    ``ratio`` in (0, 1] being the source coordinate's distance past its anchor."""
+    mode = attrs.get("mode", "nearest")
+    if mode == "nearest":
+        rule = attrs.get("nearest_mode", "round_prefer_floor")
+        up = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5,
+              "floor": np.zeros_like(ratio, bool), "ceil": np.ones_like(ratio, bool)}.get(rule)
+        if up is None:
+            raise Unsupported(f"nearest_mode={rule!r}")
+        up = up | (ratio == 1)  # (an integral coordinate is its own element)
+        return np.arange(2), np.stack([~up, up], axis=1).astype("float64")
+    if mode not in ("linear", "cubic"):
+        raise Unsupported(f"mode={mode!r}")
+    # (antialias widens the kernel by 1/scale when downscaling, and renormalises its taps)
+    shrink = min(scale, 1.0) if attrs.get("antialias", 0) else 1.0
+    reach = 1 if mode == "linear" else 2
+    first = math.floor(-reach / shrink) + 1
+    offsets = np.arange(first, 1 - first + 1)
+    d = (offsets[None, :] - ratio[:, None]) * shrink
+    if mode == "linear":
+        weights = np.clip(1 - np.abs(d), 0, 1)
+    else:
+        weights = _cubic(d, float(attrs.get("cubic_coeff_a", -0.75)))
+    if attrs.get("antialias", 0):
+        weights = weights / weights.sum(axis=1, keepdims=True)
+    return offsets, weights
+
+
+def _axis_map(attrs, opset, n, scale=None, size=None, roi=None, aspect=None):
+    """(W, c) of ONNX's Resize of one axis of input length ``n``: output j is
+    sum_i W[i, j] x[i] + c[j]. ``aspect`` = (e, m): under a keep_aspect_ratio_policy, the one
+    scale is that of another axis, of extent e asked for m, and the size is rounded half up."""
     if opset < 11:  # (opset 10's Resize, and Upsample: asymmetric coordinates, nearest rounds down)
-        node_attrs = {**node_attrs, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
-        opset = 11
-    out = size if size is not None else math.floor(n * scale)
-    width = 1 if aspect is None else max(aspect[1], aspect[2])
-    count = n * max(n, out) * width  # (the basis, and the resized basis)
-    check_size(count, f"the resize matrix of an axis of length {n} to {out}")
-    feeds = [None, None, None, None]
-    if roi is not None:
-        feeds[1] = np.array([0.0, roi[0], 1.0, roi[1]], dtype="float32")
-    if scale is not None:
-        feeds[2] = np.array([1.0, scale], dtype="float32")
-    if size is not None:
-        feeds[3] = np.array([n, size], dtype="int64")
-    basis = [np.zeros((n, n), "float64"), np.eye(n, dtype="float64")]
+        attrs = {**attrs, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
     if aspect is not None:
-        policy, e, m = aspect
-        node_attrs = {**node_attrs, "axes": [1, 2], "keep_aspect_ratio_policy": policy}
-        feeds[3] = np.array([size, m], dtype="int64")
-        basis = [np.repeat(b[:, :, None], e, axis=2) for b in basis]
-    base, full = (reference("Resize", opset, [b] + feeds[1:], node_attrs, size=count)[0] for b in basis)
-    if aspect is not None:  # (the weights along the third axis sum to 1: any of its elements)
-        base, full = base[..., 0], full[..., 0]
-    return full - base, base[0]
+        scale = aspect[1] / aspect[0]
+        out = int(scale * n + 0.5)
+    elif size is not None:
+        scale, out = size / n, size
+    else:
+        out = math.floor(n * scale)
+    check_size(n * out, f"the resize matrix of an axis of length {n} to {out}")
+    transform = attrs.get("coordinate_transformation_mode", "half_pixel")
+    x, outside = _source_coordinates(transform, np.arange(out, dtype="float64"), n, scale, out, roi)
+    # (each output's taps sit around an anchor, the element below x; an integral x is
+    # anchored one below itself, with ratio 1)
+    below = np.floor(x)
+    integral = x == below
+    anchor = below.astype("int64") - integral
+    ratio = np.where(integral, 1.0, x - below)
+    offsets, weights = _tap_weights(attrs, ratio, scale)
+    index = anchor[:, None] + offsets[None, :]
+    if attrs.get("exclude_outside", 0):
+        weights = np.where((index < 0) | (index >= n), 0.0, weights)
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    matrix = np.zeros((n, out))
+    columns = np.broadcast_to(np.arange(out)[:, None], index.shape)
+    np.add.at(matrix, (np.clip(index, 0, n - 1), columns), weights)  # (edge elements repeat)
+    offset = np.zeros(out)
+    if outside is not None:
+        matrix[:, outside] = 0.0
+        offset[outside] = float(attrs.get("extrapolation_value", 0.0))
+    return matrix, offset
 
 
 @converter("Resize")
 class Resize(OnnxOpConverter):
-    # (attributes passed on to the reference's one-axis resize as they are)
+    # (the attributes that define one axis's map)
     _FORWARDED = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
                   "extrapolation_value", "nearest_mode", "antialias")
 
@@ -78,7 +142,7 @@ class Resize(OnnxOpConverter):
             scale = None if scales is None else float(scales[i])
             size = None if sizes is None else int(sizes[i])
             window = None if roi is None else (float(roi[i]), float(roi[len(axes) + i]))
-            decided = None if aspect in (None, i) else (policy, shape[axes[aspect]], int(sizes[aspect]))
+            decided = None if aspect in (None, i) else (shape[axes[aspect]], int(sizes[aspect]))
             if (size == n or scale == 1.0) and window in (None, (0.0, 1.0)) and decided is None:
                 continue
             weights, offset = _axis_map(forwarded, ctx.opset, n, scale, size, window, decided)

@@ -3,39 +3,86 @@
 computed here from its constant inputs.
 
 DFT and STFT are linear in their input's real and imaginary parts once the lengths, the axis, the
-step and the window are known, so the importer asks onnx's reference evaluator for the matrix:
-it transforms each basis vector of the transformed axis (with its real/imaginary component) and
-the rows of the results are the matrix, applied in float64 as the reference computes."""
+step and the window are known: ``_dft_matrix`` and ``_stft_matrix`` compute that matrix from the
+definitions (cosines and sines of 2 pi k t / length in float64), and one matmul applies it."""
 from __future__ import annotations
 
 import numpy as np
 
-from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, check_size, converter, dims_of, dtype_of,
-                           normalize_axis, onnx_dtype, reference, required_value)
+from .onnx_convert import (InvalidModel, OnnxOpConverter, Unsupported, as_dtype, check_size, converter, dims_of,
+                           dtype_of, normalize_axis, onnx_dtype, required_value)
 from .relax_op_api import op
 
 
-def _linear_map(ctx, x, axis, op_type, opset, extra, attrs):
-    """``x`` transformed along ``axis`` (its last axis holds 1 or 2 components) by the linear map
-    the reference computes for ``op_type``: the basis of that axis (every element, every
-    component) goes through the reference, giving the matrix that one matmul applies."""
+def _dft_matrix(n, parts, length, inverse, onesided):
+    """The DFT of ``length`` points along an axis of ``n`` elements of ``parts`` (1 or 2)
+    components, as a (n * parts, bins, components) array: the input is cut or zero-padded
+    to ``length``; forward, bin k = sum_t x_t e^(-2 pi i k t / length) for k below length (below
+    length // 2 + 1 when ``onesided``); inverse, x_t = sum_k X_k e^(+2 pi i k t / length) / length
+    (``onesided``: the real signal whose spectrum's conjugate-symmetric half X is, the bins
+    between 0 and the Nyquist bin counting twice, their imaginary parts of 0 and Nyquist unread).
+    ``length`` None: n points (2 (n - 1) for the onesided inverse)."""
+    if length is None:
+        length = 2 * (n - 1) if inverse and onesided else n
+    if length < 1:
+        raise InvalidModel(f"a DFT of {length} points")
+    if inverse and onesided:
+        bins, used, components = length, min(n, length // 2 + 1), 1
+    else:
+        bins = length // 2 + 1 if onesided else length
+        used, components = min(n, length), 2
+    check_size(n * parts * bins * components, f"the DFT matrix of an axis of length {n}")
+    t, k = np.arange(used)[:, None], np.arange(bins)[None, :]
+    if inverse:
+        t, k = k, t  # (rows are input bins, columns output samples)
+    angle = 2 * np.pi * (k * t % length) / length  # (reduced first: exact angles for long axes)
+    weights = np.exp(-1j * angle) if not inverse else np.exp(1j * angle) / length
+    if inverse and onesided:  # (the bins between 0 and Nyquist stand for their conjugates too)
+        weights = weights * np.where((k == 0) | (2 * k == length), 1.0, 2.0)
+    matrix = np.zeros((n, parts, bins, 2))
+    for c, w in enumerate((weights, 1j * weights)[:parts]):  # (the input's real, imaginary part)
+        matrix[:used, c, :, 0], matrix[:used, c, :, 1] = w.real, w.imag
+    return matrix[..., :components].reshape(n * parts, bins, components)
+
+
+def _stft_matrix(n, parts, step, window, length, onesided):
+    """STFT's frames of a signal of ``n`` elements as a (n * parts, frames, bins, 2) array:
+    frame f holds the window's elements times the signal from f * step on (zero past its end),
+    then their forward DFT of ``length`` points (by default the window's length, or n; no
+    window weighs each element 1)."""
+    if length is None:
+        length = n if window is None else len(window)
+    if window is None:
+        window = np.ones(length)
+    window = window[:length]  # (a longer window's tail falls past the DFT's points)
+    if step < 1 or length > n:
+        raise InvalidModel(f"STFT of {n} samples with frame_length {length} and frame_step {step}")
+    size, frames = len(window), 1 + (n - length) // step
+    one = _dft_matrix(size, parts, length, False, onesided) * np.repeat(window, parts)[:, None, None]
+    check_size(n * parts * frames * one[0].size, f"the STFT matrix of a signal of length {n}")
+    matrix = np.zeros((n * parts, frames) + one.shape[1:])
+    for f in range(frames):
+        matrix[f * step * parts:(f * step + size) * parts, f] = one
+    return matrix
+
+
+def _linear_map(ctx, x, axis, matrix_of, *args):
+    """``x`` transformed along ``axis`` (its last axis holds 1 or 2 components) by
+    ``matrix_of(n, parts, *args)``, whose first axis is that axis's elements and components and
+    whose others the result's, in float64; the result has the other axes first (returns their
+    count too)."""
     dims = dims_of(x)
     rank = len(dims)
     n, parts = dims[axis], dims[-1]
     if not isinstance(n, int) or parts not in (1, 2):
         raise Unsupported(f"a transformed axis of length {n} with {parts} components")
-    check_size((n * parts) ** 2, f"the basis of a transformed axis of length {n}")
-    basis = np.eye(n * parts, dtype="float64").reshape(n * parts, n, parts)
-    (image,) = reference(op_type, opset, [basis] + extra, attrs)
-    out_shape = image.shape[1:-1]  # (the transformed axis's new extents)
-    matrix = image.reshape(n * parts, -1)
+    matrix = matrix_of(n, parts, *args)
     order = [a for a in range(rank - 1) if a != axis]
     lead = [dims[a] for a in order]
     moved = ctx.emit(op.permute_dims(as_dtype(x, "float64"), order + [axis, rank - 1]))
     flat = ctx.emit(op.reshape(moved, lead + [n * parts]))
-    mixed = ctx.emit(op.matmul(flat, ctx.constant(matrix)))
-    result = ctx.emit(op.reshape(mixed, lead + list(out_shape) + [image.shape[-1]]))
-    return result, len(lead)
+    mixed = ctx.emit(op.matmul(flat, ctx.constant(matrix.reshape(n * parts, -1))))
+    return ctx.emit(op.reshape(mixed, lead + list(matrix.shape[1:]))), len(lead)
 
 
 @converter("DFT")
@@ -57,10 +104,9 @@ class DFT(OnnxOpConverter):
         axis = normalize_axis(axis, rank)
         if axis == rank - 1:
             raise Unsupported("a transform along the component axis")
-        length = None if length is None else np.asarray(required_value(length, "dft_length"), "int64")
-        flags = {k: attrs.get(k, 0) for k in ("inverse", "onesided")}
-        # (the reference at opset 20 takes the axis as an input: axis 1 of the basis)
-        result, lead = _linear_map(ctx, x, axis, "DFT", 20, [length, np.array(1, "int64")], flags)
+        length = None if length is None else int(np.asarray(required_value(length, "dft_length")).item())
+        result, lead = _linear_map(ctx, x, axis, _dft_matrix, length, bool(attrs.get("inverse", 0)),
+                                   bool(attrs.get("onesided", 0)))
         # the transformed axis sits after the others: move it back
         order = list(range(lead))
         order.insert(axis, lead)
@@ -74,11 +120,10 @@ class STFT(OnnxOpConverter):
     @classmethod
     def _impl_v17(cls, ctx, inputs, attrs):
         signal, step, window, length = (inputs + [None] * 2)[:4]
-        extra = [np.asarray(required_value(step, "frame_step"), "int64"),
-                 None if window is None else required_value(window, "window").astype("float64"),
-                 None if length is None else np.asarray(required_value(length, "frame_length"), "int64")]
-        flags = {"onesided": attrs.get("onesided", 1)}
-        result, _ = _linear_map(ctx, signal, 1, "STFT", 17, extra, flags)
+        step = int(np.asarray(required_value(step, "frame_step")).item())
+        window = None if window is None else required_value(window, "window").astype("float64")
+        length = None if length is None else int(np.asarray(required_value(length, "frame_length")).item())
+        result, _ = _linear_map(ctx, signal, 1, _stft_matrix, step, window, length, bool(attrs.get("onesided", 1)))
         return as_dtype(result, dtype_of(signal))
 
 

@@ -9,6 +9,8 @@ onnx package."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
+import math
 from pathlib import Path
 
 import numpy as np
@@ -187,3 +189,83 @@ def test_resize_opset10_linear_is_asymmetric():
     weights = np.array([[1, 0.5, 0, 0], [0, 0.5, 1, 1]])  # (input, output) along one axis
     expected = weights.T @ x[0, 0] @ weights
     np.testing.assert_allclose(vm["main"](tvms.nd.array(x)).numpy()[0, 0], expected, rtol=1e-6)
+
+
+def _run_node(op_type, opset, feeds, attrs, outputs=1):
+    """onnx's reference evaluator on one node (the oracle; the importer never runs it)."""
+    from onnx.reference import ReferenceEvaluator
+
+    names = [name if value is not None else "" for name, value in feeds]
+    node = helper.make_node(op_type, names, [f"o{k}" for k in range(outputs)], **attrs)
+    return ReferenceEvaluator(node, opsets={"": opset}).run(None, {k: v for k, v in feeds if v is not None})
+
+
+_RESIZE_KERNELS = [dict(mode="nearest", nearest_mode=m) for m in ("round_prefer_floor", "round_prefer_ceil",
+                                                                   "floor", "ceil")] + [
+    dict(mode="linear"), dict(mode="cubic"), dict(mode="cubic", cubic_coeff_a=-0.5, exclude_outside=1),
+    dict(mode="linear", antialias=1), dict(mode="cubic", antialias=1, exclude_outside=1)]
+_RESIZE_TRANSFORMS = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+                      "tf_crop_and_resize"]
+
+
+def test_resize_axis_maps_equal_onnx_reference():
+    """_axis_map's (W, c) of every kernel and coordinate transformation, up and down, odd and
+    even, by scale and by size, applied to a random vector equals
+    the reference's Resize of it; keep_aspect_ratio_policy's rounded sizes on a 2-d input."""
+    rng = np.random.default_rng(0)
+    targets = [(0.5, None), (1.7, None), (0.3, None), (3.0, None), (None, 1), (None, 3), (None, 7), (None, 12)]
+    for n, (scale, size), kernel, transform in itertools.product((1, 2, 5, 8), targets, _RESIZE_KERNELS,
+                                                                 _RESIZE_TRANSFORMS):
+        scale = None if scale is None else float(np.float32(scale))
+        if scale is not None and math.floor(n * scale) == 0:
+            continue
+        attrs = dict(kernel, coordinate_transformation_mode=transform)
+        # (the model's roi is float32, as is the scale: the importer sees those values)
+        roi = tuple(np.float32([0.2, 0.9]).tolist()) if transform == "tf_crop_and_resize" else None
+        if roi is not None:
+            attrs["extrapolation_value"] = 4.0
+        x = rng.standard_normal(n)
+        weights, offset = onnx_ops_image._axis_map(attrs, 19, n, scale, size, roi)
+        (want,) = _run_node("Resize", 19, [("x", x), ("roi", None if roi is None else np.array(roi, "float32")),
+                                           ("scales", None if scale is None else np.array([scale], "float32")),
+                                           ("sizes", None if size is None else np.array([size], "int64"))], attrs)
+        # (the reference computes a few coefficients in float32)
+        np.testing.assert_allclose(weights.T @ x + offset, want, rtol=1e-5, atol=1e-5, err_msg=f"{n} {attrs}")
+    x = rng.standard_normal((5, 4))
+    for policy, sizes in (("not_larger", (7, 3)), ("not_smaller", (7, 3)), ("not_larger", (2, 9))):
+        (want,) = _run_node("Resize", 19, [("x", x), ("roi", None), ("scales", None),
+                                           ("sizes", np.array(sizes, "int64"))],
+                            dict(mode="linear", keep_aspect_ratio_policy=policy))
+        decide = int((np.argmin if policy == "not_larger" else np.argmax)(np.divide(sizes, x.shape)))
+        maps = [onnx_ops_image._axis_map({"mode": "linear"}, 19, n, size=int(sizes[axis]),
+                                         aspect=None if axis == decide else (x.shape[decide], sizes[decide]))[0]
+                for axis, n in enumerate(x.shape)]
+        np.testing.assert_allclose(maps[0].T @ x @ maps[1], want, rtol=1e-12, err_msg=policy)
+
+
+def test_dft_and_stft_matrices_equal_onnx_reference():
+    """_dft_matrix (forward and inverse, onesided, dft_length cutting or padding, real and
+    complex input) and _stft_matrix (frame steps, windows, frame lengths) applied to random
+    signals equal the reference's DFT (opset 20) and STFT."""
+    rng = np.random.default_rng(1)
+    for n, parts, length, inverse, onesided in itertools.product((1, 4, 5, 8), (1, 2), (None, 3, 6, 11),
+                                                                  (0, 1), (0, 1)):
+        if length is None and inverse and onesided and n == 1:
+            continue  # (no default length: 2 (n - 1) points)
+        x = rng.standard_normal((3, n, parts))
+        matrix = onnx_ops_signal._dft_matrix(n, parts, length, bool(inverse), bool(onesided))
+        (want,) = _run_node("DFT", 20, [("x", x), ("length", None if length is None else np.array(length, "int64")),
+                                        ("axis", np.array(1, "int64"))], dict(inverse=inverse, onesided=onesided))
+        got = np.einsum("bi,ijk->bjk", x.reshape(3, -1), matrix)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"{n} {parts} {length} {inverse}")
+    for n, parts, step, framing, onesided in itertools.product((8, 11), (1, 2), (1, 3),
+                                                                ("none", "window", "length", "both"), (0, 1)):
+        window = rng.uniform(size=4 if framing == "window" else 5) if framing in ("window", "both") else None
+        length = 4 if framing in ("length", "both") else None
+        x = rng.standard_normal((2, n, parts))
+        matrix = onnx_ops_signal._stft_matrix(n, parts, step, window, length, bool(onesided))
+        (want,) = _run_node("STFT", 17, [("x", x), ("step", np.array(step, "int64")), ("window", window),
+                                         ("length", None if length is None else np.array(length, "int64"))],
+                            dict(onesided=onesided))
+        got = np.einsum("bi,ifkc->bfkc", x.reshape(2, -1), matrix)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"{n} {parts} {step} {framing}")

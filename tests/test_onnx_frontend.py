@@ -378,6 +378,37 @@ def test_shape_computations_fold_to_static_shapes():
     assert "R.shape_of" not in mod.script() and "R.Tensor((2, 12)" in mod.script()
 
 
+def test_constant_nodes_fold_by_tvms_own_evaluation(monkeypatch):
+    """Nodes of constant inputs (Range -> Less -> Where, Sqrt, a Cast) fold to one constant,
+    evaluated by tvms (its converters' operators on numpy), and so do Resize's and DFT's
+    matrices: onnx's reference evaluator is never run by the importer."""
+    from onnx import reference
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the importer ran onnx's reference evaluator")
+
+    monkeypatch.setattr(reference.ReferenceEvaluator, "__init__", refuse)
+    n = helper.make_node
+    model = _model([n("Range", ["zero", "four", "one"], ["r"]), n("Less", ["r", "two"], ["m"]),
+                    n("Sqrt", ["w"], ["s"]), n("Where", ["m", "s", "w"], ["v"]), n("Cast", ["v"], ["c"], to=1),
+                    n("Add", ["x", "c"], ["a"]),
+                    n("Resize", ["a", "", "scales"], ["b"], mode="linear"),
+                    n("Unsqueeze", ["b", "axes"], ["u"]), n("DFT", ["u"], ["y"], axis=1)],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                   {"zero": np.array(0.0), "four": np.array(4.0), "one": np.array(1.0), "two": np.array(2.0),
+                    "w": np.array([4.0, 9.0, 16.0, 25.0]), "scales": np.array([2.0], "float32"),
+                    "axes": np.array([0, 2])})
+    mod = from_onnx(model)
+    assert not any(f"R.{name}(" in mod.script() for name in ("arange", "less", "where", "sqrt"))
+    x = np.arange(4, dtype="float32")
+    a = x + np.array([2.0, 3.0, 16.0, 25.0], "float32")
+    b = np.interp(np.arange(8) / 2 - 0.25, np.arange(4), a)  # (half_pixel, clamped at the edges)
+    spectrum = np.fft.fft(b)
+    np.testing.assert_allclose(_run(mod, x)[0, :, 0], spectrum.real, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(_run(mod, x)[0, :, 1], spectrum.imag, rtol=1e-5, atol=1e-4)
+
+
 def test_shape_computations_on_a_symbolic_batch_stay_compiled():
     """Reshape(x, Concat(Shape(x)[0:1], [-1])), then a ConstantOfShape, an Expand and a Range of
     sizes computed from the batch (Gather, Mul, Unsqueeze, Concat): symbolic shapes, no run-time
@@ -574,7 +605,7 @@ def test_cli_import_params_file_takes_any_name_and_follows_the_module(tmp_path, 
 
 def test_range_and_constantofshape_converters_themselves():
     """The node cases of these operators have constant inputs only, so the importer folds them
-    with onnx's reference (which made the expected outputs too): run the converters directly."""
+    (evaluating what the converters emit): run the converters directly."""
     from tvms.script.block_builder import BlockBuilder, const
     from tvms.script.onnx_convert import CONVERTERS, Attrs, Context
 
