@@ -7,6 +7,10 @@ Only the sequence itself changes; its tensors are neither copied nor read.
 counts from the back when negative, and one out of range is an error);
 ``tvms.sequence.position(p, length, end_ok)`` checks a run-time position into a sequence of an
 import-time length and makes it non-negative (for the converters that stack and pick).
+
+An optional whose emptiness only the run decides (an If with an empty branch) is the value or
+None: ``tvms.optional.has_element(x)`` and ``tvms.optional.get_element(x)`` (ONNX's
+OptionalHasElement and OptionalGetElement; getting from an empty optional is an error).
 """
 from __future__ import annotations
 
@@ -61,3 +65,15 @@ def length(seq: tuple) -> Any:
 def position(p: Any, length: Any, end_ok: Any) -> Any:
     n = _scalar(length, "length")
     return tensor(np.array(_checked(_scalar(p, "position"), n, bool(_scalar(end_ok, "flag"))), "int64"))
+
+
+@register_func("tvms.optional.has_element")
+def has_element(optional: Any) -> np.ndarray:
+    return np.array(optional is not None)
+
+
+@register_func("tvms.optional.get_element")
+def get_element(optional: Any) -> Any:
+    if optional is None:
+        raise TVMSError("OptionalGetElement of an empty optional")
+    return optional

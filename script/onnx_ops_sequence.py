@@ -23,7 +23,7 @@ from ..ir.errors import TVMSError
 from ..ir.relax_op import make_call
 from ..ir.struct_info import ObjectStructInfo, TensorStructInfo, TupleStructInfo
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, converter, dims_of, normalize_axis, onnx_dtype,
-                           rank_of, required_value, static_shape, tensor_info, value_of)
+                           rank_of, required_value, static_shape, value_of)
 from .onnx_ops_control import refine, same_struct_info, scalar
 from .relax_op_api import op
 
@@ -62,9 +62,9 @@ def run_time_sequence(seq: Any) -> bool:
     return isinstance(getattr(seq, "struct_info", None), ObjectStructInfo)
 
 
-def _sequence_call(name: str, args: list, sinfo: Any) -> rx.Call:
-    """A call of the run-time sequences' packed function ``tvms.sequence.<name>``."""
-    args = [rx.ExternFunc(f"tvms.sequence.{name}"), *(a for a in args if a is not None)]
+def _sequence_call(name: str, args: list, sinfo: Any, family: str = "sequence") -> rx.Call:
+    """A call of the packed function ``tvms.<family>.<name>`` of ``runtime/sequence.py``."""
+    args = [rx.ExternFunc(f"tvms.{family}.{name}"), *(a for a in args if a is not None)]
     return make_call("call_pure_packed", args, {}, (sinfo,))
 
 
@@ -307,29 +307,29 @@ class Optional(OnnxOpConverter):
         return inputs[0] if inputs and inputs[0] is not None else EMPTY_OPTIONAL
 
 
-def _known_optional(inputs: list) -> Any:
-    """The optional input (None when empty or absent), refused when it is an R.Object: only the
-    run decides whether it holds a value (an If with an empty branch gives one, R.null_value()
-    when empty), wherever the value is read (in a subgraph it is a new variable)."""
-    x = inputs[0] if inputs else None
-    if isinstance(getattr(x, "struct_info", None), ObjectStructInfo):
-        raise Unsupported("an optional whose emptiness is decided at run time (an R.Object: an If's "
-                          "branches differ, or a run-time sequence)")
-    return x
+def _decided_at_run_time(optional: Any) -> bool:
+    """Whether only the run decides if ``optional`` holds a value: an R.Object (an If whose
+    branches differ gives one, R.null_value() when empty; so does a run-time sequence)."""
+    return run_time_sequence(optional)
 
 
 @converter("OptionalHasElement")
 class OptionalHasElement(OnnxOpConverter):
     @classmethod
     def _impl_v15(cls, ctx, inputs, attrs):
-        return ctx.constant(_known_optional(inputs) is not None, "bool")
+        x = inputs[0] if inputs else None
+        if _decided_at_run_time(x):
+            return ctx.emit(_sequence_call("has_element", [x], TensorStructInfo((), "bool"), "optional"))
+        return ctx.constant(x is not None, "bool")
 
 
 @converter("OptionalGetElement")
 class OptionalGetElement(OnnxOpConverter):
     @classmethod
     def _impl_v15(cls, ctx, inputs, attrs):
-        x = _known_optional(inputs)
+        x = inputs[0] if inputs else None
+        if _decided_at_run_time(x):
+            return ctx.emit(_sequence_call("get_element", [x], x.struct_info, "optional"))
         if x is None:
             raise TVMSError("the optional is empty")
         return x

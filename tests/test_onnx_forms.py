@@ -91,14 +91,21 @@ def test_if_with_an_empty_optional_branch():
     x = np.array([1.5, -2.0], np.float32)
     assert run(tvms.nd.array(np.bool_(True)), tvms.nd.array(x)) is None
     np.testing.assert_array_equal(run(tvms.nd.array(np.bool_(False)), tvms.nd.array(x)).numpy(), x)
+    # OptionalHasElement / OptionalGetElement of it are decided at run time, also in a subgraph
+    # (where the If's result is captured as a new variable)
     model.graph.node.append(helper.make_node("OptionalHasElement", ["out"], ["has"]))
     del model.graph.output[:]
     model.graph.output.append(helper.make_tensor_value_info("has", TensorProto.BOOL, []))
-    with pytest.raises(TVMSError, match="an optional whose emptiness is decided at run time"):
-        from_onnx(model)
-    # read inside a subgraph, where the If's result is captured as a new variable
     reader = helper.make_graph([helper.make_node("OptionalHasElement", ["out"], ["h"])], "reader", [],
                                [helper.make_tensor_value_info("h", TensorProto.BOOL, [])])
-    model.graph.node[-1].CopyFrom(helper.make_node("If", ["c"], ["has"], then_branch=reader, else_branch=reader))
-    with pytest.raises(TVMSError, match="an optional whose emptiness is decided at run time"):
-        from_onnx(model)
+    nested = helper.make_model(model.graph, opset_imports=model.opset_import)
+    nested.graph.node[-1].CopyFrom(helper.make_node("If", ["c"], ["has"], then_branch=reader, else_branch=reader))
+    for has in (_vm(model), _vm(nested)):
+        assert not has(tvms.nd.array(np.bool_(True)), tvms.nd.array(x)).numpy()
+        assert has(tvms.nd.array(np.bool_(False)), tvms.nd.array(x)).numpy()
+    model.graph.node[-1].CopyFrom(helper.make_node("OptionalGetElement", ["out"], ["got"]))
+    model.graph.output[0].CopyFrom(helper.make_tensor_value_info("got", TensorProto.FLOAT, [2]))
+    got = _vm(model)
+    np.testing.assert_array_equal(got(tvms.nd.array(np.bool_(False)), tvms.nd.array(x)).numpy(), x)
+    with pytest.raises(TVMSError, match="OptionalGetElement of an empty optional"):
+        got(tvms.nd.array(np.bool_(True)), tvms.nd.array(x))
