@@ -130,13 +130,26 @@ def test_a_tuned_conv_bn_relu_model_matches_numpy(tmp_path) -> None:
                                        rtol=1e-4, atol=1e-4)
 
 
+def test_a_trial_times_the_weight_packing_the_model_runs_at_each_call() -> None:
+    # with the weight an input of the model (not an initializer), the compiled model packs it at
+    # each call: the trial times the packing too; a constant weight's packing is done once, untimed
+    model = conv_bn_relu_model()
+    model.graph.initializer.remove(next(i for i in model.graph.initializer if i.name == "w"))
+    model.graph.input.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, list(W.shape)))
+    for task, packs in [(conv_task(lowered_model()), False), (conv_task(lowered_model(model)), True)]:
+        assert (1 in task.constant_params) != packs
+        default = default_schedule(task)
+        timed, _ = timed_kernel(MeasureCandidate(default, args_info_of(task.mod["main"])), task.constant_params)
+        assert ("layout_rewrite_preproc" in timed.script()) == packs
+
+
 @pytest.mark.parametrize("tuned_secs, keeps_default", [((3e-3, 3e-3), True), ((1e-3, 1e-3), False),
                                                        ((1e-3, 3e-3), True)])
 def test_a_task_keeps_its_default_schedule_unless_a_tuned_one_is_faster(tmp_path, tuned_secs, keeps_default) -> None:
     mod = lowered_model()
     task = conv_task(mod)
     default = default_schedule(task)
-    timed_default, _ = timed_kernel(MeasureCandidate(default, args_info_of(task.mod["main"])))
+    timed_default, _ = timed_kernel(MeasureCandidate(default, args_info_of(task.mod["main"])), task.constant_params)
     assert "layout_rewrite_preproc" in default.mod.script()  # the default conv packs its weight ...
     assert "layout_rewrite_preproc" not in timed_default.script()  # ... which the model does once, untimed
     builder = KeepingBuilder()

@@ -39,28 +39,32 @@ def _tune() -> Any:
 @dataclass
 class ExtractedTask:
     """A PrimFunc to tune: ``task_name`` (its first name), ``mod`` (it, as ``main``), the
-    ``target``, ``dispatched`` (the modules it stands for) and ``weight`` (how many
-    ``R.call_tir`` call it)."""
+    ``target``, ``dispatched`` (the modules it stands for), ``weight`` (how many
+    ``R.call_tir`` call it) and ``constant_params`` (the indices of the parameters every call
+    passes a constant: weights whose repacking a compiled model does once, untimed in a trial)."""
 
     task_name: str
     mod: IRModule
     target: Target
     dispatched: list
     weight: int
+    constant_params: frozenset = frozenset()
 
 
 def _distinct(named: list, target: Target) -> list[ExtractedTask]:
-    """One task per structurally distinct module of ``(name, module)`` pairs, named after its
-    first occurrence and weighted by its number of occurrences."""
+    """One task per structurally distinct module of ``(name, module, constant parameters)``,
+    named after its first occurrence, weighted by its number of occurrences, its constant
+    parameters those that are constant in all of them."""
     buckets: dict[int, list[ExtractedTask]] = {}
     tasks: list[ExtractedTask] = []
-    for name, task_mod in named:
+    for name, task_mod, constants in named:
         bucket = buckets.setdefault(structural_hash(task_mod), [])
         same = next((t for t in bucket if structural_equal(t.mod, task_mod)), None)
         if same is not None:
             same.weight += 1
+            same.constant_params &= constants
         else:
-            bucket.append(ExtractedTask(name, task_mod, target, [task_mod], 1))
+            bucket.append(ExtractedTask(name, task_mod, target, [task_mod], 1, constants))
             tasks.append(bucket[-1])
     return tasks
 
@@ -77,14 +81,23 @@ def extract_tasks(mod: "IRModule | rx.Function", target: Any, params: dict | Non
         from ..relax.passes import BindParams
 
         mod = BindParams("main", params)(mod)
-    named = []
+    return _distinct([(name, _tune().normalize_mod(mod[name]), constants) for name, constants in _tir_calls(mod)],
+                     as_target(target))
+
+
+def _tir_calls(mod: IRModule) -> list:
+    """``(PrimFunc name, indices of the arguments that are constants)`` of each ``R.call_tir`` of
+    the module's Relax functions."""
+    calls = []
     for func in mod.functions.values():
         if isinstance(func, rx.Function):
             for call in collect(func, rx.Call):
                 if getattr(call.op, "name", None) == "relax.call_tir" and isinstance(call.args[0], GlobalVar) \
                         and isinstance(mod[call.args[0]], PrimFunc):
-                    named.append((call.args[0].name_hint, _tune().normalize_mod(mod[call.args[0]])))
-    return _distinct(named, as_target(target))
+                    args = call.args[1].fields if isinstance(call.args[1], rx.Tuple) else ()
+                    calls.append((call.args[0].name_hint,
+                                  frozenset(i for i, a in enumerate(args) if isinstance(a, rx.Constant))))
+    return calls
 
 
 def _static_shapes(tasks: list, caller: str) -> list:
@@ -117,6 +130,7 @@ def _tune_extracted(tasks: list, work_dir: str, max_trials_global: int, max_tria
                     **options: Any) -> Any:
     named = [(t.task_name, t.dispatched[0], t.weight, space) for t in tasks]
     return _tune().tune_named_tasks(named, tasks[0].target if tasks else None, work_dir, strategy=strategy,
+                                    constant_params=[t.constant_params for t in tasks],
                                     seed=seed, max_trials_global=max_trials_global,
                                     max_trials_per_task=max_trials_per_task, **options)
 
@@ -181,7 +195,11 @@ class MetaScheduleTuneTIR:
 
     def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
         target = _current_target("MetaScheduleTuneTIR", self.target)
-        tasks = _static_shapes(_distinct([(name, _tune().normalize_mod(mod[name])) for name in mod
+        constants: dict = {}
+        for name, consts in _tir_calls(mod):  # (constant in every call)
+            constants[name] = constants.get(name, consts) & consts
+        tasks = _static_shapes(_distinct([(name, _tune().normalize_mod(mod[name]), constants.get(name, frozenset()))
+                                          for name in mod
                                           if isinstance(mod[name], PrimFunc) and not is_scheduled(mod[name])],
                                          target), "MetaScheduleTuneTIR")
         if tasks:

@@ -101,17 +101,18 @@ def _device(target: Any) -> str:
     return "cpu" if target.kind == "llvm" else target.kind
 
 
-def timed_kernel(candidate: MeasureCandidate) -> tuple:
+def timed_kernel(candidate: MeasureCandidate, constant_params: frozenset = frozenset()) -> tuple:
     """What a trial builds and times, and its arguments: the candidate's kernel without its weight
     repacking blocks (``meta_schedule.layout_rewrite_preproc``, as the default conv schedule writes
-    them), which a compiled model runs once (``prepack_constant_weights``) and not at each call;
-    timing them would charge a packed-weight schedule for work the model does not do."""
+    them) when they all repack ``constant_params`` (weights the model passes as constants, which a
+    compiled model repacks once: ``prepack_constant_weights``); else the whole kernel, as the
+    model runs it at each call."""
     mod = candidate.sch.mod
     try:
         split = split_prim_func(main_func(mod), "main")
     except CannotSplit:
         split = None
-    if split is None:
+    if split is None or any(index not in constant_params for index, *_ in split[2]):
         return mod, candidate.args_info
     return IRModule({"main": split[1]}), args_info_of(split[1])
 
@@ -234,7 +235,7 @@ class TaskScheduler:
             part = candidates[start:start + chunk]
             if self.progress is not None:
                 self.progress.building(task_id, len(part))
-            timed = [timed_kernel(c) for c in part]
+            timed = [timed_kernel(c, task.ctx.constant_params) for c in part]
             built = self._builder.build([BuilderInput(mod, target) for mod, _ in timed])
             if len(built) != len(part):
                 raise TVMSError(f"the builder gave {len(built)} result(s) for {len(part)} candidate(s)")
@@ -297,7 +298,7 @@ class TaskScheduler:
                 return
             confirmed.add(trace_key(top[0].trace))
             pair = [default, top[0].as_measure_candidate()]
-            timed = [timed_kernel(c) for c in pair]
+            timed = [timed_kernel(c, ctx.constant_params) for c in pair]
             built = self._builder.build([BuilderInput(mod, ctx.target) for mod, _ in timed])
             if any(r.error_msg for r in built):
                 return
