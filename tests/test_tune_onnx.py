@@ -100,10 +100,10 @@ class KeepingBuilder(InProcessBuilder):
 
 def tune(mod, tmp_path, trials, **parts):
     defaults = dict(builder=InProcessBuilder(), database=ms.MemoryDatabase(), measure_callbacks=[AddToDatabase()],
-                    cost_model=None, progress=None, strategy="replay-trace", num_trials_per_iter=trials, seed=1)
+                    cost_model=None, progress=None, strategy="replay-trace", num_trials_per_iter=trials, seed=1,
+                    op_names=["conv2d"])
     defaults["runner"] = InProcessRunner(defaults["builder"])
-    return ms.relax_integration.tune_relax(mod, None, "llvm", str(tmp_path), trials, trials, op_names=["conv2d"],
-                                           **{**defaults, **parts})
+    return ms.relax_integration.tune_relax(mod, None, "llvm", str(tmp_path), trials, trials, **{**defaults, **parts})
 
 
 def run(executable, x):
@@ -195,7 +195,20 @@ def test_a_symbolic_batch_is_refused_until_bound(tmp_path) -> None:
     model = conv_bn_relu_model()
     for info in (model.graph.input[0], model.graph.output[0]):
         info.type.tensor_type.shape.dim[0].dim_param = "N"
-    with pytest.raises(TVMSError, match="every task has a buffer of symbolic size; bind the sizes first"):
+    with pytest.raises(TVMSError, match="no task can be tuned .*shape_dict.*symbolic size N"):
         tune(lowered_model(model), tmp_path, 2)
     db = tune(lowered_model(model, shape_dict={"x": [1, 3, 8, 8]}), tmp_path, 2)
     assert len({trace_key(r.trace) for r in db.get_all_tuning_records()}) == 2
+
+
+def test_tasks_that_cannot_be_tuned_keep_their_default_schedule_with_a_warning(tmp_path) -> None:
+    # beside the conv, a relu of a symbolic batch: a trial measures one shape
+    model = conv_bn_relu_model()
+    model.graph.node.append(helper.make_node("Relu", ["z"], ["r"]))
+    model.graph.input.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", 4]))
+    model.graph.output.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, ["N", 4]))
+    mod = lowered_model(model)
+    with pytest.warns(UserWarning, match=r"not tuned \(they keep the default schedule\): relu\w*: .*symbolic size N"):
+        db = tune(mod, tmp_path, 2, op_names=None)
+    tuned = {r.workload for r in db.get_all_tuning_records()}
+    assert len(tuned) == 1 and structural_equal(next(iter(tuned)).mod, conv_task(mod).mod)

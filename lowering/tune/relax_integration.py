@@ -100,29 +100,27 @@ def _tir_calls(mod: IRModule) -> list:
     return calls
 
 
-def _static_shapes(tasks: list, caller: str) -> list:
-    """The tasks whose buffers have constant sizes: a trial measures one shape, so a task with a
-    symbolic size (an imported model's batch ``N``) keeps its default schedule, with a warning;
-    an error when that leaves none of ``tasks``."""
+def _tunable(tasks: list, caller: str) -> list:
+    """The tasks a trial can measure: a task with a scalar parameter or a buffer of symbolic
+    size (an imported model's batch ``N``: a trial measures one shape) keeps its default
+    schedule, with a warning naming each and why; an error when that leaves none of ``tasks``."""
     from .measure import args_info_of
 
-    static = []
+    tunable, skipped = [], []
     for task in tasks:
         try:
             args_info_of(task.dispatched[0]["main"])
-            static.append(task)
-        except TVMSError:
-            pass
-    if tasks and not static:
-        raise TVMSError(f"{caller}: every task has a buffer of symbolic size; bind the sizes first "
-                        f"(from_onnx's shape_dict)")
-    if len(static) < len(tasks):
+            tunable.append(task)
+        except TVMSError as err:
+            skipped.append(f"{task.task_name}: {err}")
+    if tasks and not tunable:
+        raise TVMSError(f"{caller}: no task can be tuned (bind symbolic sizes first: from_onnx's shape_dict): "
+                        + "; ".join(skipped))
+    if skipped:
         import warnings
 
-        left = ", ".join(t.task_name for t in tasks if t not in static)
-        warnings.warn(f"not tuned (a buffer of symbolic size; they keep the default schedule): {left}",
-                      stacklevel=3)
-    return static
+        warnings.warn("not tuned (they keep the default schedule): " + "; ".join(skipped), stacklevel=3)
+    return tunable
 
 
 def _tune_extracted(tasks: list, work_dir: str, max_trials_global: int, max_trials_per_task: int | None,
@@ -151,7 +149,7 @@ def tune_relax(mod: "IRModule | rx.Function", params: dict | None, target: Any, 
     if not tasks:
         raise TVMSError("tune_relax: the module calls no unscheduled PrimFunc (legalize it first: "
                         "relax.get_pipeline('zero') or LegalizeOps)")
-    tasks = _static_shapes(tasks, "tune_relax")
+    tasks = _tunable(tasks, "tune_relax")
     return _tune_extracted(tasks, work_dir, max_trials_global, max_trials_per_task, space=space,
                            strategy=strategy, seed=seed, num_trials_per_iter=num_trials_per_iter,
                            builder=builder, runner=runner, database=database, cost_model=cost_model,
@@ -198,7 +196,7 @@ class MetaScheduleTuneTIR:
         constants: dict = {}
         for name, consts in _tir_calls(mod):  # (constant in every call)
             constants[name] = constants.get(name, consts) & consts
-        tasks = _static_shapes(_distinct([(name, _tune().normalize_mod(mod[name]), constants.get(name, frozenset()))
+        tasks = _tunable(_distinct([(name, _tune().normalize_mod(mod[name]), constants.get(name, frozenset()))
                                           for name in mod
                                           if isinstance(mod[name], PrimFunc) and not is_scheduled(mod[name])],
                                          target), "MetaScheduleTuneTIR")
