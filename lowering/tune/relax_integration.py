@@ -101,18 +101,26 @@ def _tir_calls(mod: IRModule) -> list:
 
 
 def _tunable(tasks: list, caller: str) -> list:
-    """The tasks a trial can measure: a task with a scalar parameter or a buffer of symbolic
-    size (an imported model's batch ``N``: a trial measures one shape) keeps its default
-    schedule, with a warning naming each and why; an error when that leaves none of ``tasks``."""
+    """The tasks a trial can measure against their default schedule: a task with a scalar
+    parameter or a buffer of symbolic size (an imported model's batch ``N``: a trial measures
+    one shape), or whose default schedule does not replay from its trace (no baseline: any
+    tuned schedule would replace it, faster or not), keeps its default schedule, with a warning
+    naming each and why; an error when that leaves none of ``tasks``."""
     from .measure import args_info_of
+    from .task_scheduler import replayed_default
 
     tunable, skipped = [], []
     for task in tasks:
         try:
             args_info_of(task.dispatched[0]["main"])
-            tunable.append(task)
         except TVMSError as err:
             skipped.append(f"{task.task_name}: {err}")
+            continue
+        default, replay = replayed_default(task.dispatched[0], task.target)
+        if default is not None and replay is None:
+            skipped.append(f"{task.task_name}: its default schedule rewrites the function outside its trace")
+        else:
+            tunable.append(task)
     if tasks and not tunable:
         raise TVMSError(f"{caller}: no task can be tuned (bind symbolic sizes first: from_onnx's shape_dict): "
                         + "; ".join(skipped))

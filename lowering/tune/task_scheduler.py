@@ -117,6 +117,26 @@ def timed_kernel(candidate: MeasureCandidate, constant_params: frozenset = froze
     return IRModule({"main": split[1]}), args_info_of(split[1])
 
 
+def replayed_default(mod: IRModule, target: Any) -> tuple:
+    """``(default schedule, its replay)`` of ``mod``'s function: the schedule the default rules
+    give it (None when they give none, or an empty trace) and its trace, written as a record and
+    read back, replayed on ``mod`` (None when that does not reproduce the schedule: a rule that
+    rewrote the function outside the schedule, as the padding of awkward conv groups does)."""
+    try:
+        sch = apply_rules(main_func(mod), target, target_kind(target).default_rules())
+    except TVMSError:
+        return None, None
+    if sch is None or not sch.trace.insts:
+        return None, None
+    try:
+        trace = Trace.from_json(json.loads(json.dumps(sch.trace.as_json(remove_postproc=False))))
+        replay = Schedule(mod)
+        trace.apply_to_schedule(replay, remove_postproc=False)
+    except (TVMSError, TypeError, ValueError):  # e.g. an index map the JSON form cannot hold
+        return sch, None
+    return sch, replay if structural_equal(replay.mod["main"], sch.mod["main"]) else None
+
+
 class TaskScheduler:
     """The loop every scheduler shares; subclasses decide ``next_task_id``.
 
@@ -264,19 +284,8 @@ class TaskScheduler:
 
         if not self.measure_default or not isinstance(ctx.space_generator, PostOrderApply):
             return None  # a space of the user's own is searched alone
-        try:
-            func = main_func(ctx.mod)
-            sch = apply_rules(func, ctx.target, target_kind(ctx.target).default_rules())
-            if sch is None or not sch.trace.insts:
-                return None
-            trace = Trace.from_json(json.loads(json.dumps(sch.trace.as_json(remove_postproc=False))))
-            replay = Schedule(ctx.mod)
-            trace.apply_to_schedule(replay, remove_postproc=False)
-        except (TVMSError, TypeError, ValueError):  # e.g. an index map the JSON form cannot hold
-            return None
-        if not structural_equal(replay.mod["main"], sch.mod["main"]):
-            return None
-        return MeasureCandidate(replay, args_info_of(func))
+        _, replay = replayed_default(ctx.mod, ctx.target)
+        return None if replay is None else MeasureCandidate(replay, args_info_of(main_func(ctx.mod)))
 
     def _confirm_best(self, task: TaskRecord) -> None:
         """While the best record of a task is a tuned schedule not timed again yet (at most
