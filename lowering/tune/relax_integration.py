@@ -116,7 +116,7 @@ def _tunable(tasks: list, caller: str) -> list:
         except TVMSError as err:
             skipped.append(f"{task.task_name}: {err}")
             continue
-        default, replay = replayed_default(task.dispatched[0], task.target)
+        default, replay = replayed_default(task.dispatched[0], task.target, via_json=False)
         if default is not None and replay is None:
             skipped.append(f"{task.task_name}: its default schedule rewrites the function outside its trace")
         else:

@@ -117,11 +117,12 @@ def timed_kernel(candidate: MeasureCandidate, constant_params: frozenset = froze
     return IRModule({"main": split[1]}), args_info_of(split[1])
 
 
-def replayed_default(mod: IRModule, target: Any) -> tuple:
+def replayed_default(mod: IRModule, target: Any, via_json: bool = True) -> tuple:
     """``(default schedule, its replay)`` of ``mod``'s function: the schedule the default rules
-    give it (None when they give none, or an empty trace) and its trace, written as a record and
-    read back, replayed on ``mod`` (None when that does not reproduce the schedule: a rule that
-    rewrote the function outside the schedule, as the padding of awkward conv groups does)."""
+    give it (None when they give none, or an empty trace) and its trace (``via_json``: written as
+    a record and read back) replayed on ``mod``, None when that does not reproduce the schedule
+    (a rule that rewrote the function outside the schedule, as the padding of awkward conv
+    groups does; or, through JSON, an index map of casts the JSON form loses)."""
     try:
         sch = apply_rules(main_func(mod), target, target_kind(target).default_rules())
     except TVMSError:
@@ -129,7 +130,8 @@ def replayed_default(mod: IRModule, target: Any) -> tuple:
     if sch is None or not sch.trace.insts:
         return None, None
     try:
-        trace = Trace.from_json(json.loads(json.dumps(sch.trace.as_json(remove_postproc=False))))
+        trace = Trace.from_json(json.loads(json.dumps(sch.trace.as_json(remove_postproc=False)))) if via_json \
+            else sch.trace
         replay = Schedule(mod)
         trace.apply_to_schedule(replay, remove_postproc=False)
     except (TVMSError, TypeError, ValueError):  # e.g. an index map the JSON form cannot hold
