@@ -26,7 +26,7 @@ from typing import Any
 from ...ir.errors import TVMSError
 from ...ir.module import IRModule
 from ...script.module_parser import from_source
-from .database import Database, MemoryDatabase, TuningRecord, Workload
+from .database import Database, MemoryDatabase, TuningRecord, Workload, ranked
 from .measure import args_info_of, main_func
 
 WORKLOAD_FILE = "database_workload.json"
@@ -156,11 +156,12 @@ class JSONDatabase(MemoryDatabase):
         except TVMSError:
             return None
         for workload in list(self._undecoded):
-            records = sorted((r for r in self._records if r.workload is workload), key=TuningRecord.mean_secs)
-            if not records or records[0].args_info != args:
+            records = [r for r in self._records if r.workload is workload]
+            best = ranked(records)[:1]  # (get_top_k's rule)
+            if not best or best[0].args_info != args:
                 continue
             try:
-                records[0].trace.apply_to_schedule(Schedule(mod), remove_postproc=False)
+                best[0].trace.apply_to_schedule(Schedule(mod), remove_postproc=False)
             except TVMSError:
                 continue
             adopted = Workload(mod)

@@ -304,11 +304,11 @@ class TaskScheduler:
         records = Counter(trace_key(r.trace) for r in db.get_all_tuning_records() if r.workload == workload)
         confirmed = {trace_key(default.sch.trace), *(key for key, n in records.items() if n > 1)}  # (earlier runs')
         for _ in range(CONFIRM_LIMIT):
-            top = db.get_top_k(workload, 1)
-            if not top or trace_key(top[0].trace) in confirmed:
+            top = db.query_tuning_record(ctx.mod, ctx.target)  # (this target's best)
+            if top is None or trace_key(top.trace) in confirmed:
                 return
-            confirmed.add(trace_key(top[0].trace))
-            pair = [default, top[0].as_measure_candidate()]
+            confirmed.add(trace_key(top.trace))
+            pair = [default, top.as_measure_candidate()]
             timed = [timed_kernel(c, ctx.constant_params) for c in pair]
             built = self._builder.build([BuilderInput(mod, ctx.target) for mod, _ in timed])
             if any(r.error_msg for r in built):
