@@ -165,6 +165,25 @@ def test_a_task_keeps_its_default_schedule_unless_a_tuned_one_is_faster(tmp_path
                                rtol=1e-4, atol=1e-4)
 
 
+def test_a_schedule_sampled_twice_is_still_timed_again_beside_the_default(tmp_path) -> None:
+    mod = lowered_model()
+    task = conv_task(mod)
+    timed_default, _ = timed_kernel(MeasureCandidate(default_schedule(task), args_info_of(task.mod["main"])),
+                                    task.constant_params)
+    builder = KeepingBuilder()
+    first = tune(mod, tmp_path, 2, builder=builder, runner=ScriptedRunner(builder, timed_default, 2e-3, (3e-3, 3e-3)))
+    tuned = next(r for r in first.get_all_tuning_records() if r.run_secs == [3e-3])
+    # a database where that schedule was measured twice, lucky both times (two samples, not a confirmation)
+    db = ms.MemoryDatabase()
+    for _ in range(2):
+        db.commit_tuning_record(ms.TuningRecord(tuned.trace, db.commit_workload(task.mod), [1e-3], tuned.target,
+                                                tuned.args_info))
+    builder = KeepingBuilder()
+    tune(mod, tmp_path, 3, builder=builder, database=db,
+         runner=ScriptedRunner(builder, timed_default, 2e-3, (3e-3, 3e-3)))
+    assert structural_equal(db.query_ir_module(task.mod, "llvm")["main"], default_schedule(task).mod["main"])
+
+
 @pytest.mark.slow
 def test_conv_register_tiles_branch_the_space_around_the_default_schedule() -> None:
     from tvms.lowering.dlight.cpu_conv import channel_tile

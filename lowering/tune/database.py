@@ -54,13 +54,16 @@ def target_as_json(target: Target) -> dict:
 
 @dataclass
 class TuningRecord:
-    """``TuningRecord(trace, workload, run_secs=None, target=None, args_info=None)``."""
+    """``TuningRecord(trace, workload, run_secs=None, target=None, args_info=None)``;
+    ``confirmation``: a tuned best timed again beside the default schedule (the task
+    scheduler's ``_confirm_best``; not written: ``JSONDatabase`` infers it when reading)."""
 
     trace: Trace
     workload: Workload
     run_secs: list | None = None
     target: Target | None = None
     args_info: list | None = None
+    confirmation: bool = False
     _key: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def schedule_key(self) -> tuple:

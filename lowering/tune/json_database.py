@@ -21,6 +21,7 @@ import binascii
 import json
 import os
 import warnings
+from collections import Counter
 from typing import Any
 
 from ...ir.errors import TVMSError
@@ -101,6 +102,11 @@ class JSONDatabase(MemoryDatabase):
             self._load_workload(row)
         for row in _read_lines(path_tuning_record):
             self._load_record(row)
+        # TVM's record layout has no place for TuningRecord.confirmation: a schedule written more
+        # than once for a workload and target is taken as timed again by an earlier run
+        counts = Counter((id(r.workload), r.schedule_key()) for r in self._records)
+        for r in self._records:
+            r.confirmation = counts[id(r.workload), r.schedule_key()] > 1
 
     # ------------------------------------------------------------ loading
     def _load_workload(self, line: "_Line") -> None:
@@ -190,7 +196,7 @@ class JSONDatabase(MemoryDatabase):
         index = self._index.get(id(record.workload))
         if index is None:  # (a workload of another database: committed here first)
             record = TuningRecord(record.trace, self.commit_workload(record.workload.mod), record.run_secs,
-                                  record.target, record.args_info)
+                                  record.target, record.args_info, record.confirmation)
             index = self._index[id(record.workload)]
         _append_line(self.path_tuning_record, json_dumps([index, record.as_json()]))
         super().commit_tuning_record(record)

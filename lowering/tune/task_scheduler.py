@@ -17,7 +17,6 @@ import json
 import logging
 import random
 import statistics
-from collections import Counter
 from typing import Any
 
 from ...ir.errors import TVMSError
@@ -301,8 +300,8 @@ class TaskScheduler:
         if db is None or default is None or not db.has_workload(ctx.mod):
             return
         workload = db.commit_workload(ctx.mod)
-        records = Counter(trace_key(r.trace) for r in db.get_all_tuning_records() if r.workload == workload)
-        confirmed = {trace_key(default.sch.trace), *(key for key, n in records.items() if n > 1)}  # (earlier runs')
+        confirmed = {trace_key(default.sch.trace),  # (and what this database timed again earlier)
+                     *(r.schedule_key()[0] for r in db.get_all_tuning_records() if r.confirmation and r.workload == workload)}
         for _ in range(CONFIRM_LIMIT):
             top = db.query_tuning_record(ctx.mod, ctx.target)  # (this target's best)
             if top is None or trace_key(top.trace) in confirmed:
@@ -320,7 +319,7 @@ class TaskScheduler:
             secs = [[s for r in results[k::2] for s in r.run_secs] for k in (0, 1)]
             for candidate, times in zip(pair, secs):
                 db.commit_tuning_record(TuningRecord(candidate.sch.trace, workload, times, ctx.target,
-                                                     candidate.args_info))
+                                                     candidate.args_info, confirmation=True))
             _logger(ctx).info("Timed again in turns: the default schedule %.4f us, the best tuned one %.4f us",
                               *(statistics.median(times) * 1e6 for times in secs))
 
