@@ -53,17 +53,19 @@ class Conv2D(CPURule):
     name = "Conv2D"
 
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
-        if not isinstance(func, PrimFunc):
+        matched = _match(func) if isinstance(func, PrimFunc) else None
+        if matched is None:
             return None
-        padded = _pad_awkward_groups(func, target)
+        padded = _pad_awkward_groups(func, matched, target)
         if padded is not None:
             sch = _try_plan(padded, target, _channel_vectors)
             if sch is not None:
                 return sch
-        for plan in (_channel_vectors, _depthwise):  # (each on a fresh schedule)
-            sch = _try_plan(func, target, plan)
+        for plan in (_channel_vectors, _depthwise):  # (each on a fresh schedule: the first on the match's)
+            sch = _try_plan(func, target, plan, matched)
             if sch is not None:
                 return sch
+            matched = None
         return None
 
 
@@ -99,11 +101,12 @@ def _match(func: PrimFunc) -> tuple | None:
     return sch, conv, data, weight, prologues, epilogues
 
 
-def _try_plan(func: PrimFunc, target: Any, plan: Any) -> Schedule | None:
+def _try_plan(func: PrimFunc, target: Any, plan: Any, matched: tuple | None = None) -> Schedule | None:
     """``plan(sch, conv, data, weight, epilogues, target)`` on a schedule of ``func`` when ``func``
-    is a conv2d; the schedule, or None when the function is not one or the plan does not fit
-    (the plan returns None; else whether its loops read the padding in place, inlined)."""
-    matched = _match(func)
+    is a conv2d (``matched``: its ``_match``, unchanged, else matched here); the schedule, or None
+    when the function is not one or the plan does not fit (the plan returns None; else whether
+    its loops read the padding in place, inlined)."""
+    matched = matched or _match(func)
     if matched is None:
         return None
     sch, conv, data, weight, prologues, epilogues = matched
@@ -126,14 +129,11 @@ def _try_plan(func: PrimFunc, target: Any, plan: Any) -> Schedule | None:
     return sch
 
 
-def _pad_awkward_groups(func: PrimFunc, target: Any) -> PrimFunc | None:
-    """``func`` with its groups of output channels padded to whole vectors and its epilogue
-    computed in the crop (``cpu_conv_groups``), when a group's channels fill vectors badly;
-    None otherwise."""
-    matched = _match(func)
-    if matched is None:
-        return None
-    sch, conv, data, weight, _, epilogues = matched
+def _pad_awkward_groups(func: PrimFunc, matched: tuple, target: Any) -> PrimFunc | None:
+    """``func`` (``matched``: its ``_match``, left unchanged) with its groups of output channels
+    padded to whole vectors and its epilogue computed in the crop (``cpu_conv_groups``), when a
+    group's channels fill vectors badly; None otherwise."""
+    _, conv, data, weight, _, epilogues = matched
     extents = [const_int(it.extent) for it in conv.iters]
     channels = const_int(data.buffer.shape[1])
     if not channels or channels % extents[4] or channels // extents[4] in (1, channels):
