@@ -186,8 +186,8 @@ def test_a_schedule_sampled_twice_is_still_timed_again_beside_the_default(tmp_pa
 
 @pytest.mark.slow
 def test_conv_register_tiles_branch_the_space_around_the_default_schedule() -> None:
-    from tvms.lowering.dlight.cpu_conv import channel_tile
-    from tvms.lowering.tune.rule_conv_register_tile import conv_tile_space, register_tiles
+    from tvms.lowering.dlight.cpu_conv import channel_tile, register_tiles
+    from tvms.lowering.tune.rule_conv_register_tile import conv_tile_space
 
     # a 1x1 conv of 16 output channels over rows of 55 pixels (SqueezeNet's): 16-lane vectors,
     # MR a divisor of 55; the default rule's own pick is one of them
