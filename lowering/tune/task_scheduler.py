@@ -121,7 +121,7 @@ def replayed_default(mod: IRModule, target: Any, via_json: bool = True) -> tuple
     give it (None when they give none, or an empty trace) and its trace (``via_json``: written as
     a record and read back) replayed on ``mod``, None when that does not reproduce the schedule
     (a rule that rewrote the function outside the schedule, as the padding of awkward conv
-    groups does; or, through JSON, an index map of casts the JSON form loses)."""
+    groups does; or, through JSON, what the record's form loses)."""
     try:
         sch = apply_rules(main_func(mod), target, target_kind(target).default_rules())
     except TVMSError:
