@@ -109,12 +109,13 @@ def _tunable(tasks: list, caller: str) -> list:
     from .measure import args_info_of
     from .task_scheduler import replayed_default
 
-    tunable, skipped = [], []
+    tunable, skipped, sized = [], [], False
     for task in tasks:
         try:
             args_info_of(task.dispatched[0]["main"])
         except TVMSError as err:
             skipped.append(f"{task.task_name}: {err}")
+            sized = True
             continue
         default, replay = replayed_default(task.dispatched[0], task.target, via_json=False)
         if default is not None and replay is None:
@@ -122,8 +123,8 @@ def _tunable(tasks: list, caller: str) -> list:
         else:
             tunable.append(task)
     if tasks and not tunable:
-        raise TVMSError(f"{caller}: no task can be tuned (bind symbolic sizes first: from_onnx's shape_dict): "
-                        + "; ".join(skipped))
+        hint = " (an imported model's sizes: from_onnx's shape_dict)" if sized else ""
+        raise TVMSError(f"{caller}: no task can be tuned{hint}: " + "; ".join(skipped))
     if skipped:
         import warnings
 
