@@ -159,6 +159,20 @@ def test_any_window_equals_numpy_and_the_reference():
             np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
 
 
+def test_a_conv_is_matched_once(monkeypatch):
+    """The rule matches the function once (the grouped check and the first plan share the match),
+    twice for the depthwise conv (the channel-vector plan declines it on its schedule first)."""
+    from tvms.lowering.dlight import cpu_conv
+
+    calls = []
+    match = cpu_conv._match
+    monkeypatch.setattr(cpu_conv, "_match", lambda func: calls.append(func) or match(func))
+    for groups, matches in ((1, 1), (8, 2)):
+        calls.clear()
+        kernel = only_kernel(legalized(window_conv_module(8, 8, 9, 3, 1, 1, 1, groups)))
+        assert Conv2D().apply(kernel, Target("llvm"), False) is not None and len(calls) == matches
+
+
 def test_declines_matmuls():
     matmul = from_source(matmul_text(64, 64, 64))
     assert Conv2D().apply(matmul, Target("llvm"), False) is None

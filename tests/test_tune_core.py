@@ -223,6 +223,21 @@ def test_json_database_round_trips_and_resumes(tmp_path) -> None:
         ms.database.JSONDatabase(work_dir=str(tmp_path / "none"), allow_missing=False)
 
 
+def test_a_schedule_counts_by_its_latest_measurement_on_each_target() -> None:
+    mod = matmul64()
+    db = ms.MemoryDatabase()
+    lucky, other = record_of(db, mod, [8, 8], 1e-5), record_of(db, mod, [4, 16], 2e-5)
+    failed = record_of(db, mod, [8, 8], FAILED_RUN_SECS)  # (measured again: it fails)
+    haswell = record_of(db, mod, [4, 16], 5e-5)
+    haswell.target = tvms.target.Target("llvm -mcpu=haswell")
+    for record in (lucky, other, failed, haswell):
+        db.commit_tuning_record(record)
+    workload = db.commit_workload(mod)
+    # the failure replaces the lucky time; the haswell record does not hide this target's one
+    assert [r.run_secs for r in db.get_top_k(workload, 5)] == [[2e-5], [5e-5]]
+    assert db.query_tuning_record(mod, TARGET) is other
+
+
 def test_a_line_cut_short_is_skipped_then_removed(tmp_path) -> None:
     mod = matmul64()
     db = ms.database.JSONDatabase(work_dir=str(tmp_path))

@@ -100,10 +100,10 @@ class KeepingBuilder(InProcessBuilder):
 
 def tune(mod, tmp_path, trials, **parts):
     defaults = dict(builder=InProcessBuilder(), database=ms.MemoryDatabase(), measure_callbacks=[AddToDatabase()],
-                    cost_model=None, progress=None, strategy="replay-trace", num_trials_per_iter=trials, seed=1)
+                    cost_model=None, progress=None, strategy="replay-trace", num_trials_per_iter=trials, seed=1,
+                    op_names=["conv2d"])
     defaults["runner"] = InProcessRunner(defaults["builder"])
-    return ms.relax_integration.tune_relax(mod, None, "llvm", str(tmp_path), trials, trials, op_names=["conv2d"],
-                                           **{**defaults, **parts})
+    return ms.relax_integration.tune_relax(mod, None, "llvm", str(tmp_path), trials, trials, **{**defaults, **parts})
 
 
 def run(executable, x):
@@ -130,13 +130,26 @@ def test_a_tuned_conv_bn_relu_model_matches_numpy(tmp_path) -> None:
                                        rtol=1e-4, atol=1e-4)
 
 
+def test_a_trial_times_the_weight_packing_the_model_runs_at_each_call() -> None:
+    # with the weight an input of the model (not an initializer), the compiled model packs it at
+    # each call: the trial times the packing too; a constant weight's packing is done once, untimed
+    model = conv_bn_relu_model()
+    model.graph.initializer.remove(next(i for i in model.graph.initializer if i.name == "w"))
+    model.graph.input.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, list(W.shape)))
+    for task, packs in [(conv_task(lowered_model()), False), (conv_task(lowered_model(model)), True)]:
+        assert (1 in task.constant_params) != packs
+        default = default_schedule(task)
+        timed, _ = timed_kernel(MeasureCandidate(default, args_info_of(task.mod["main"])), task.constant_params)
+        assert ("layout_rewrite_preproc" in timed.script()) == packs
+
+
 @pytest.mark.parametrize("tuned_secs, keeps_default", [((3e-3, 3e-3), True), ((1e-3, 1e-3), False),
                                                        ((1e-3, 3e-3), True)])
 def test_a_task_keeps_its_default_schedule_unless_a_tuned_one_is_faster(tmp_path, tuned_secs, keeps_default) -> None:
     mod = lowered_model()
     task = conv_task(mod)
     default = default_schedule(task)
-    timed_default, _ = timed_kernel(MeasureCandidate(default, args_info_of(task.mod["main"])))
+    timed_default, _ = timed_kernel(MeasureCandidate(default, args_info_of(task.mod["main"])), task.constant_params)
     assert "layout_rewrite_preproc" in default.mod.script()  # the default conv packs its weight ...
     assert "layout_rewrite_preproc" not in timed_default.script()  # ... which the model does once, untimed
     builder = KeepingBuilder()
@@ -152,10 +165,29 @@ def test_a_task_keeps_its_default_schedule_unless_a_tuned_one_is_faster(tmp_path
                                rtol=1e-4, atol=1e-4)
 
 
+def test_a_schedule_sampled_twice_is_still_timed_again_beside_the_default(tmp_path) -> None:
+    mod = lowered_model()
+    task = conv_task(mod)
+    timed_default, _ = timed_kernel(MeasureCandidate(default_schedule(task), args_info_of(task.mod["main"])),
+                                    task.constant_params)
+    builder = KeepingBuilder()
+    first = tune(mod, tmp_path, 2, builder=builder, runner=ScriptedRunner(builder, timed_default, 2e-3, (3e-3, 3e-3)))
+    tuned = next(r for r in first.get_all_tuning_records() if r.run_secs == [3e-3])
+    # a database where that schedule was measured twice, lucky both times (two samples, not a confirmation)
+    db = ms.MemoryDatabase()
+    for _ in range(2):
+        db.commit_tuning_record(ms.TuningRecord(tuned.trace, db.commit_workload(task.mod), [1e-3], tuned.target,
+                                                tuned.args_info))
+    builder = KeepingBuilder()
+    tune(mod, tmp_path, 3, builder=builder, database=db,
+         runner=ScriptedRunner(builder, timed_default, 2e-3, (3e-3, 3e-3)))
+    assert structural_equal(db.query_ir_module(task.mod, "llvm")["main"], default_schedule(task).mod["main"])
+
+
 @pytest.mark.slow
 def test_conv_register_tiles_branch_the_space_around_the_default_schedule() -> None:
-    from tvms.lowering.dlight.cpu_conv import channel_tile
-    from tvms.lowering.tune.rule_conv_register_tile import conv_tile_space, register_tiles
+    from tvms.lowering.dlight.cpu_conv import channel_tile, register_tiles
+    from tvms.lowering.tune.rule_conv_register_tile import conv_tile_space
 
     # a 1x1 conv of 16 output channels over rows of 55 pixels (SqueezeNet's): 16-lane vectors,
     # MR a divisor of 55; the default rule's own pick is one of them
@@ -182,7 +214,28 @@ def test_a_symbolic_batch_is_refused_until_bound(tmp_path) -> None:
     model = conv_bn_relu_model()
     for info in (model.graph.input[0], model.graph.output[0]):
         info.type.tensor_type.shape.dim[0].dim_param = "N"
-    with pytest.raises(TVMSError, match="every task has a buffer of symbolic size; bind the sizes first"):
+    with pytest.raises(TVMSError, match="no task can be tuned .*shape_dict.*: fused_conv2d.*symbolic size N; bind it"):
         tune(lowered_model(model), tmp_path, 2)
     db = tune(lowered_model(model, shape_dict={"x": [1, 3, 8, 8]}), tmp_path, 2)
     assert len({trace_key(r.trace) for r in db.get_all_tuning_records()}) == 2
+
+
+def test_tasks_that_cannot_be_tuned_keep_their_default_schedule_with_a_warning(tmp_path) -> None:
+    # beside the conv, a relu of a symbolic batch (a trial measures one shape) and a conv of two
+    # groups of 10 filters, which the default rule pads to whole vectors outside its schedule (its
+    # trace does not replay: no baseline, so a tuned schedule would replace it unmeasured)
+    model = conv_bn_relu_model()
+    graph = model.graph
+    graph.node.extend([helper.make_node("Relu", ["z"], ["r"]), helper.make_node("Conv", ["g", "gw"], ["gy"], group=2)])
+    graph.initializer.append(numpy_helper.from_array(RNG.standard_normal((20, 6, 3, 3)).astype("float32"), "gw"))
+    graph.input.extend([helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", 4]),
+                        helper.make_tensor_value_info("g", TensorProto.FLOAT, [1, 12, 7, 7])])
+    graph.output.extend([helper.make_tensor_value_info("r", TensorProto.FLOAT, ["N", 4]),
+                         helper.make_tensor_value_info("gy", TensorProto.FLOAT, [1, 20, 5, 5])])
+    mod = lowered_model(model)
+    with pytest.warns(UserWarning, match=r"not tuned \(they keep the default schedule\): relu\w*: .*symbolic size N.*; "
+                                         r"conv2d\w*: its default schedule rewrites the function outside its trace"):
+        db = tune(mod, tmp_path, 2, op_names=None)
+    tuned = {r.workload for r in db.get_all_tuning_records()}
+    (fused,) = [t for t in ms.relax_integration.extract_tasks(mod, "llvm") if t.task_name.startswith("fused_conv2d")]
+    assert len(tuned) == 1 and structural_equal(next(iter(tuned)).mod, fused.mod)

@@ -44,6 +44,17 @@ def test_extract_tasks_counts_equal_prim_funcs_once() -> None:
     assert all(list(t.mod) == ["main"] and t.dispatched == [t.mod] for t in tasks)
 
 
+def test_the_default_schedule_of_a_padded_matmul_replays_from_its_record() -> None:
+    # its rows padded to 12 (transform_block_layout of int64 iterators, read back as a lambda):
+    # the default schedule is the task's first trial, so its record must replay
+    from tvms.lowering.tune.task_scheduler import replayed_default
+
+    (task,) = ms.relax_integration.extract_tasks(legalized(), "llvm")
+    default, replay = replayed_default(task.mod, task.target)
+    assert "TransformBlockLayout" in str(default.trace.as_json(remove_postproc=False))
+    assert replay is not None
+
+
 def test_tune_tir_and_apply_database_passes_in_a_sequential(tmp_path) -> None:
     p = parts()
     db = p["database"]

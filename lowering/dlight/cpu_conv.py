@@ -53,17 +53,19 @@ class Conv2D(CPURule):
     name = "Conv2D"
 
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
-        if not isinstance(func, PrimFunc):
+        matched = _match(func) if isinstance(func, PrimFunc) else None
+        if matched is None:
             return None
-        padded = _pad_awkward_groups(func, target)
+        padded = _pad_awkward_groups(func, matched, target)
         if padded is not None:
             sch = _try_plan(padded, target, _channel_vectors)
             if sch is not None:
                 return sch
-        for plan in (_channel_vectors, _depthwise):  # (each on a fresh schedule)
-            sch = _try_plan(func, target, plan)
+        for plan in (_channel_vectors, _depthwise):  # (each on a fresh schedule: the first on the match's)
+            sch = _try_plan(func, target, plan, matched)
             if sch is not None:
                 return sch
+            matched = None
         return None
 
 
@@ -99,11 +101,12 @@ def _match(func: PrimFunc) -> tuple | None:
     return sch, conv, data, weight, prologues, epilogues
 
 
-def _try_plan(func: PrimFunc, target: Any, plan: Any) -> Schedule | None:
+def _try_plan(func: PrimFunc, target: Any, plan: Any, matched: tuple | None = None) -> Schedule | None:
     """``plan(sch, conv, data, weight, epilogues, target)`` on a schedule of ``func`` when ``func``
-    is a conv2d; the schedule, or None when the function is not one or the plan does not fit
-    (the plan returns None; else whether its loops read the padding in place, inlined)."""
-    matched = _match(func)
+    is a conv2d (``matched``: its ``_match``, unchanged, else matched here); the schedule, or None
+    when the function is not one or the plan does not fit (the plan returns None; else whether
+    its loops read the padding in place, inlined)."""
+    matched = matched or _match(func)
     if matched is None:
         return None
     sch, conv, data, weight, prologues, epilogues = matched
@@ -126,14 +129,11 @@ def _try_plan(func: PrimFunc, target: Any, plan: Any) -> Schedule | None:
     return sch
 
 
-def _pad_awkward_groups(func: PrimFunc, target: Any) -> PrimFunc | None:
-    """``func`` with its groups of output channels padded to whole vectors and its epilogue
-    computed in the crop (``cpu_conv_groups``), when a group's channels fill vectors badly;
-    None otherwise."""
-    matched = _match(func)
-    if matched is None:
-        return None
-    sch, conv, data, weight, _, epilogues = matched
+def _pad_awkward_groups(func: PrimFunc, matched: tuple, target: Any) -> PrimFunc | None:
+    """``func`` (``matched``: its ``_match``, left unchanged) with its groups of output channels
+    padded to whole vectors and its epilogue computed in the crop (``cpu_conv_groups``), when a
+    group's channels fill vectors badly; None otherwise."""
+    _, conv, data, weight, _, epilogues = matched
     extents = [const_int(it.extent) for it in conv.iters]
     channels = const_int(data.buffer.shape[1])
     if not channels or channels % extents[4] or channels // extents[4] in (1, channels):
@@ -264,30 +264,35 @@ def pack_weight(sch: Schedule, conv: BlockInfo, weight: BufferLoad, rows: int) -
     mark_weight_packing(sch, packed)
 
 
+def register_tiles(group_channels: int, width: int, lanes: int, registers: int) -> list[tuple[int, int, int]]:
+    """Every (MR pixels, NV vectors, lanes) tile of the channel-vector plan: vectors of the
+    widest power of two up to ``lanes`` that divides a group's output channels, MR a divisor of
+    the output row, NV of the group's vectors, and the MR x NV accumulators, MR broadcasts and
+    NV weight vectors within the vector ``registers``; none for one output channel per group."""
+    if group_channels < 2:
+        return []
+    vec = vector_factor(group_channels, lanes)
+    return [(mr, nv, vec) for mr in range(1, width + 1) if width % mr == 0
+            for nv in range(1, registers) if (group_channels // vec) % nv == 0 and mr * nv + mr + nv < registers]
+
+
 def channel_tile(group_channels: int, width: int, lanes: int, registers: int) -> tuple[int, int, int] | None:
     """The register tile (pixels MR, vectors of channels, lanes of a vector) of the channel-vector
-    plan: vectors of the widest power of two up to ``lanes`` that divides a group's output
-    channels (groups of 34: 2 lanes, still 1.6x the fallback's speed), MR a divisor of the row
-    (a guarded last tile measured 5x slower), its MR x NV accumulators, MR broadcasts and NV
-    vectors of W within the ``registers`` (11 x 2 on 32: spilled, 0.8x of 5 x 4). Per k the tile's
-    MR broadcasts of D (from L1: a few input rows) and NV vector loads of W (from L2 when a
-    tile's weights outgrow L1: counted twice) share two load ports, and its MR x NV FMAs two FMA
-    ports, each FMA 4 cycles deep: the tile is as fast as it can be when MR x NV >= MR + 2 NV
-    and there are 8 accumulators or more; of those, the one with the most pixels (each weight
-    load serves them all: 9 x 2 vectors measured 2x faster than 3 x 8 on a row of 27), then the
-    largest. None for one output channel per group."""
-    vec = lanes
-    while vec > 1 and group_channels % vec:
-        vec //= 2
-    if group_channels < 2:
-        return None
-    options = [(mr, nv) for nv in range(1, registers) if (group_channels // vec) % nv == 0
-               for mr in range(1, width + 1) if width % mr == 0 and mr * nv + mr + nv < registers]
+    plan, of ``register_tiles``: vectors of the widest power of two up to ``lanes`` that divides
+    a group's output channels (groups of 34: 2 lanes, still 1.6x the fallback's speed), MR a
+    divisor of the row (a guarded last tile measured 5x slower), its MR x NV accumulators, MR
+    broadcasts and NV vectors of W within the ``registers`` (11 x 2 on 32: spilled, 0.8x of
+    5 x 4). Per k the tile's MR broadcasts of D (from L1: a few input rows) and NV vector loads of
+    W (from L2 when a tile's weights outgrow L1: counted twice) share two load ports, and its
+    MR x NV FMAs two FMA ports, each FMA 4 cycles deep: the tile is as fast as it can be when
+    MR x NV >= MR + 2 NV and there are 8 accumulators or more; of those, the one with the most
+    pixels (each weight load serves them all: 9 x 2 vectors measured 2x faster than 3 x 8 on a
+    row of 27), then the largest. None for one output channel per group."""
+    options = register_tiles(group_channels, width, lanes, registers)
     if not options:
         return None
-    mr, nv = max(options, key=lambda t: (min(1.0, t[0] * t[1] / (t[0] + 2 * t[1])) * min(1.0, t[0] * t[1] / 8),
-                                         t[0], t[1]))
-    return mr, nv, vec
+    return max(options, key=lambda t: (min(1.0, t[0] * t[1] / (t[0] + 2 * t[1])) * min(1.0, t[0] * t[1] / 8),
+                                       t[0], t[1]))
 
 
 def inline_epilogues(sch: Schedule, acc: BlockRV, epilogues: list, target: Any) -> None:

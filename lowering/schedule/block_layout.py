@@ -35,7 +35,8 @@ def transform_block_layout(func: PrimFunc, realize: BlockRealize, path: tuple,
         if len(params) != len(block.iter_vars):
             raise ScheduleError(f"transform_block_layout: the index map takes {len(params)} indices, block "
                                 f"'{block.name_hint}' has {len(block.iter_vars)} iterators")
-        index_map = IndexMap.from_func(index_map, len(params))
+        # (over the iterators' dtype, as TVM does: int64 iterators stay uncast)
+        index_map = IndexMap.from_func(index_map, len(params), dtype=block.iter_vars[0].var.dtype if params else "int32")
     old_vars = [iv.var for iv in block.iter_vars]
     mapped = [substitute(e, dict(zip(index_map.initial_indices, old_vars))) for e in index_map.final_indices]
     projected = _projection(block, mapped)

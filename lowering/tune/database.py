@@ -8,7 +8,7 @@ in memory; ``JSONDatabase`` (``json_database.py``) in two files of TVM's layout.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import mean
 from typing import Any
 
@@ -54,13 +54,24 @@ def target_as_json(target: Target) -> dict:
 
 @dataclass
 class TuningRecord:
-    """``TuningRecord(trace, workload, run_secs=None, target=None, args_info=None)``."""
+    """``TuningRecord(trace, workload, run_secs=None, target=None, args_info=None)``;
+    ``confirmation``: a tuned best timed again beside the default schedule (the task
+    scheduler's ``_confirm_best``; not written: ``JSONDatabase`` infers it when reading)."""
 
     trace: Trace
     workload: Workload
     run_secs: list | None = None
     target: Target | None = None
     args_info: list | None = None
+    confirmation: bool = False
+    _key: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    def schedule_key(self) -> tuple:
+        """``(trace_key, target)``: equal for two measurements of one schedule on one target
+        (computed once: ``get_top_k`` asks at each call, for every record)."""
+        if self._key is None:
+            self._key = (trace_key(self.trace), str(self.target))
+        return self._key
 
     def is_valid(self) -> bool:
         """Measured, and every measurement succeeded."""
@@ -98,6 +109,17 @@ class TuningRecord:
                             None if args_info is None else [TensorInfo.from_json(a) for a in args_info])
 
 
+def ranked(records: Any) -> list[TuningRecord]:
+    """The valid ones of ``records`` (of one workload), fastest first, a schedule measured more
+    than once on a target counting by its latest record: a later failure drops an earlier
+    valid measurement of it."""
+    latest: dict = {}
+    for r in records:
+        latest.pop(r.schedule_key(), None)  # (the latest measurement's place: the sort's tie order)
+        latest[r.schedule_key()] = r
+    return sorted((r for r in latest.values() if r.is_valid()), key=TuningRecord.mean_secs)
+
+
 class Database:
     """What every database offers. Subclasses define the six storage methods; the queries are
     built on them."""
@@ -124,12 +146,7 @@ class Database:
         by its latest record."""
         if top_k < 0:
             raise TVMSError(f"get_top_k: top_k is at least 0, got {top_k}")
-        latest: dict = {}  # a schedule measured again counts by its latest measurement
-        for r in self.get_all_tuning_records():
-            if r.workload == workload and r.is_valid():
-                latest.pop(trace_key(r.trace), None)
-                latest[trace_key(r.trace)] = r
-        return sorted(latest.values(), key=TuningRecord.mean_secs)[:top_k]
+        return ranked(r for r in self.get_all_tuning_records() if r.workload == workload)[:top_k]
 
     # -- queries
     def query_tuning_record(self, mod: IRModule, target: Any = None, workload_name: str = "main") -> TuningRecord | None:

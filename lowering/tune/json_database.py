@@ -21,12 +21,13 @@ import binascii
 import json
 import os
 import warnings
+from collections import Counter
 from typing import Any
 
 from ...ir.errors import TVMSError
 from ...ir.module import IRModule
 from ...script.module_parser import from_source
-from .database import Database, MemoryDatabase, TuningRecord, Workload
+from .database import Database, MemoryDatabase, TuningRecord, Workload, ranked
 from .measure import args_info_of, main_func
 
 WORKLOAD_FILE = "database_workload.json"
@@ -101,6 +102,11 @@ class JSONDatabase(MemoryDatabase):
             self._load_workload(row)
         for row in _read_lines(path_tuning_record):
             self._load_record(row)
+        # TVM's record layout has no place for TuningRecord.confirmation: a schedule written more
+        # than once for a workload and target is taken as timed again by an earlier run
+        counts = Counter((id(r.workload), r.schedule_key()) for r in self._records)
+        for r in self._records:
+            r.confirmation = counts[id(r.workload), r.schedule_key()] > 1
 
     # ------------------------------------------------------------ loading
     def _load_workload(self, line: "_Line") -> None:
@@ -156,11 +162,12 @@ class JSONDatabase(MemoryDatabase):
         except TVMSError:
             return None
         for workload in list(self._undecoded):
-            records = sorted((r for r in self._records if r.workload is workload), key=TuningRecord.mean_secs)
-            if not records or records[0].args_info != args:
+            records = [r for r in self._records if r.workload is workload]
+            best = ranked(records)[:1]  # (get_top_k's rule)
+            if not best or best[0].args_info != args:
                 continue
             try:
-                records[0].trace.apply_to_schedule(Schedule(mod), remove_postproc=False)
+                best[0].trace.apply_to_schedule(Schedule(mod), remove_postproc=False)
             except TVMSError:
                 continue
             adopted = Workload(mod)
@@ -189,7 +196,7 @@ class JSONDatabase(MemoryDatabase):
         index = self._index.get(id(record.workload))
         if index is None:  # (a workload of another database: committed here first)
             record = TuningRecord(record.trace, self.commit_workload(record.workload.mod), record.run_secs,
-                                  record.target, record.args_info)
+                                  record.target, record.args_info, record.confirmation)
             index = self._index[id(record.workload)]
         _append_line(self.path_tuning_record, json_dumps([index, record.as_json()]))
         super().commit_tuning_record(record)

@@ -50,7 +50,7 @@ def args_info_of(func: PrimFunc) -> list[TensorInfo]:
             value = getattr(dim, "value", None)
             if not isinstance(value, int):
                 raise TVMSError(f"cannot tune a PrimFunc whose buffer {buffer.name!r} has the symbolic "
-                                f"size {dim}; bind it to a number first")
+                                f"size {dim.script()}; bind it to a number first")
             shape.append(value)
         infos.append(TensorInfo(str(buffer.dtype), tuple(shape)))
     return infos

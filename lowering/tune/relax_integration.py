@@ -39,28 +39,32 @@ def _tune() -> Any:
 @dataclass
 class ExtractedTask:
     """A PrimFunc to tune: ``task_name`` (its first name), ``mod`` (it, as ``main``), the
-    ``target``, ``dispatched`` (the modules it stands for) and ``weight`` (how many
-    ``R.call_tir`` call it)."""
+    ``target``, ``dispatched`` (the modules it stands for), ``weight`` (how many
+    ``R.call_tir`` call it) and ``constant_params`` (the indices of the parameters every call
+    passes a constant: weights whose repacking a compiled model does once, untimed in a trial)."""
 
     task_name: str
     mod: IRModule
     target: Target
     dispatched: list
     weight: int
+    constant_params: frozenset = frozenset()
 
 
 def _distinct(named: list, target: Target) -> list[ExtractedTask]:
-    """One task per structurally distinct module of ``(name, module)`` pairs, named after its
-    first occurrence and weighted by its number of occurrences."""
+    """One task per structurally distinct module of ``(name, module, constant parameters)``,
+    named after its first occurrence, weighted by its number of occurrences, its constant
+    parameters those that are constant in all of them."""
     buckets: dict[int, list[ExtractedTask]] = {}
     tasks: list[ExtractedTask] = []
-    for name, task_mod in named:
+    for name, task_mod, constants in named:
         bucket = buckets.setdefault(structural_hash(task_mod), [])
         same = next((t for t in bucket if structural_equal(t.mod, task_mod)), None)
         if same is not None:
             same.weight += 1
+            same.constant_params &= constants
         else:
-            bucket.append(ExtractedTask(name, task_mod, target, [task_mod], 1))
+            bucket.append(ExtractedTask(name, task_mod, target, [task_mod], 1, constants))
             tasks.append(bucket[-1])
     return tasks
 
@@ -77,39 +81,55 @@ def extract_tasks(mod: "IRModule | rx.Function", target: Any, params: dict | Non
         from ..relax.passes import BindParams
 
         mod = BindParams("main", params)(mod)
-    named = []
+    return _distinct([(name, _tune().normalize_mod(mod[name]), constants) for name, constants in _tir_calls(mod)],
+                     as_target(target))
+
+
+def _tir_calls(mod: IRModule) -> list:
+    """``(PrimFunc name, indices of the arguments that are constants)`` of each ``R.call_tir`` of
+    the module's Relax functions."""
+    calls = []
     for func in mod.functions.values():
         if isinstance(func, rx.Function):
             for call in collect(func, rx.Call):
                 if getattr(call.op, "name", None) == "relax.call_tir" and isinstance(call.args[0], GlobalVar) \
                         and isinstance(mod[call.args[0]], PrimFunc):
-                    named.append((call.args[0].name_hint, _tune().normalize_mod(mod[call.args[0]])))
-    return _distinct(named, as_target(target))
+                    args = call.args[1].fields if isinstance(call.args[1], rx.Tuple) else ()
+                    calls.append((call.args[0].name_hint,
+                                  frozenset(i for i, a in enumerate(args) if isinstance(a, rx.Constant))))
+    return calls
 
 
-def _static_shapes(tasks: list, caller: str) -> list:
-    """The tasks whose buffers have constant sizes: a trial measures one shape, so a task with a
-    symbolic size (an imported model's batch ``N``) keeps its default schedule, with a warning;
-    an error when that leaves none of ``tasks``."""
+def _tunable(tasks: list, caller: str) -> list:
+    """The tasks a trial can measure against their default schedule: a task with a scalar
+    parameter or a buffer of symbolic size (an imported model's batch ``N``: a trial measures
+    one shape), or whose default schedule does not replay from its trace (no baseline: any
+    tuned schedule would replace it, faster or not), keeps its default schedule, with a warning
+    naming each and why; an error when that leaves none of ``tasks``."""
     from .measure import args_info_of
+    from .task_scheduler import replayed_default
 
-    static = []
+    tunable, skipped, sized = [], [], False
     for task in tasks:
         try:
             args_info_of(task.dispatched[0]["main"])
-            static.append(task)
-        except TVMSError:
-            pass
-    if tasks and not static:
-        raise TVMSError(f"{caller}: every task has a buffer of symbolic size; bind the sizes first "
-                        f"(from_onnx's shape_dict)")
-    if len(static) < len(tasks):
+        except TVMSError as err:
+            skipped.append(f"{task.task_name}: {err}")
+            sized = True
+            continue
+        default, replay = replayed_default(task.dispatched[0], task.target, via_json=False)
+        if default is not None and replay is None:
+            skipped.append(f"{task.task_name}: its default schedule rewrites the function outside its trace")
+        else:
+            tunable.append(task)
+    if tasks and not tunable:
+        hint = " (an imported model's sizes: from_onnx's shape_dict)" if sized else ""
+        raise TVMSError(f"{caller}: no task can be tuned{hint}: " + "; ".join(skipped))
+    if skipped:
         import warnings
 
-        left = ", ".join(t.task_name for t in tasks if t not in static)
-        warnings.warn(f"not tuned (a buffer of symbolic size; they keep the default schedule): {left}",
-                      stacklevel=3)
-    return static
+        warnings.warn("not tuned (they keep the default schedule): " + "; ".join(skipped), stacklevel=3)
+    return tunable
 
 
 def _tune_extracted(tasks: list, work_dir: str, max_trials_global: int, max_trials_per_task: int | None,
@@ -117,6 +137,7 @@ def _tune_extracted(tasks: list, work_dir: str, max_trials_global: int, max_tria
                     **options: Any) -> Any:
     named = [(t.task_name, t.dispatched[0], t.weight, space) for t in tasks]
     return _tune().tune_named_tasks(named, tasks[0].target if tasks else None, work_dir, strategy=strategy,
+                                    constant_params=[t.constant_params for t in tasks],
                                     seed=seed, max_trials_global=max_trials_global,
                                     max_trials_per_task=max_trials_per_task, **options)
 
@@ -137,7 +158,7 @@ def tune_relax(mod: "IRModule | rx.Function", params: dict | None, target: Any, 
     if not tasks:
         raise TVMSError("tune_relax: the module calls no unscheduled PrimFunc (legalize it first: "
                         "relax.get_pipeline('zero') or LegalizeOps)")
-    tasks = _static_shapes(tasks, "tune_relax")
+    tasks = _tunable(tasks, "tune_relax")
     return _tune_extracted(tasks, work_dir, max_trials_global, max_trials_per_task, space=space,
                            strategy=strategy, seed=seed, num_trials_per_iter=num_trials_per_iter,
                            builder=builder, runner=runner, database=database, cost_model=cost_model,
@@ -181,7 +202,11 @@ class MetaScheduleTuneTIR:
 
     def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
         target = _current_target("MetaScheduleTuneTIR", self.target)
-        tasks = _static_shapes(_distinct([(name, _tune().normalize_mod(mod[name])) for name in mod
+        constants: dict = {}
+        for name, consts in _tir_calls(mod):  # (constant in every call)
+            constants[name] = constants.get(name, consts) & consts
+        tasks = _tunable(_distinct([(name, _tune().normalize_mod(mod[name]), constants.get(name, frozenset()))
+                                          for name in mod
                                           if isinstance(mod[name], PrimFunc) and not is_scheduled(mod[name])],
                                          target), "MetaScheduleTuneTIR")
         if tasks:

@@ -19,26 +19,12 @@ from ...ir.expr import BufferLoad
 from ...ir.stmt import Block, BufferStore
 from ...ir.visitor import collect
 from ..dlight.analysis import const_int, describe_block, describe_blocks, vector_lanes
-from ..dlight.cpu_conv import match_conv2d, schedule_channel_vectors
+from ..dlight.cpu_conv import match_conv2d, register_tiles, schedule_channel_vectors
 from ..dlight.cpu_tactics import schedule_spatial_block
 from ..schedule import ScheduleError
 from .rule_analysis import site
 from .rule_apply_custom import SCHEDULE_RULE
 from .schedule_rule import ScheduleRule
-
-
-def register_tiles(group_channels: int, width: int, lanes: int, registers: int) -> list[tuple[int, int, int]]:
-    """Every (MR pixels, NV vectors, lanes) tile of Conv2D's channel-vector plan: vectors as wide
-    as a group's channels allow (up to ``lanes``), MR dividing the output row, NV the group's
-    vectors, and the MR x NV accumulators with MR broadcasts and NV weight vectors within the
-    vector ``registers``."""
-    vec = lanes
-    while vec > 1 and group_channels % vec:
-        vec //= 2
-    if group_channels < 2:
-        return []
-    return [(mr, nv, vec) for mr in range(1, width + 1) if width % mr == 0
-            for nv in range(1, registers) if (group_channels // vec) % nv == 0 and mr * nv + mr + nv < registers]
 
 
 class ConvRegisterTile(ScheduleRule):

@@ -17,7 +17,6 @@ import json
 import logging
 import random
 import statistics
-from collections import Counter
 from typing import Any
 
 from ...ir.errors import TVMSError
@@ -101,19 +100,42 @@ def _device(target: Any) -> str:
     return "cpu" if target.kind == "llvm" else target.kind
 
 
-def timed_kernel(candidate: MeasureCandidate) -> tuple:
+def timed_kernel(candidate: MeasureCandidate, constant_params: frozenset = frozenset()) -> tuple:
     """What a trial builds and times, and its arguments: the candidate's kernel without its weight
     repacking blocks (``meta_schedule.layout_rewrite_preproc``, as the default conv schedule writes
-    them), which a compiled model runs once (``prepack_constant_weights``) and not at each call;
-    timing them would charge a packed-weight schedule for work the model does not do."""
+    them) when they all repack ``constant_params`` (weights the model passes as constants, which a
+    compiled model repacks once: ``prepack_constant_weights``); else the whole kernel, as the
+    model runs it at each call."""
     mod = candidate.sch.mod
     try:
         split = split_prim_func(main_func(mod), "main")
     except CannotSplit:
         split = None
-    if split is None:
+    if split is None or any(index not in constant_params for index, *_ in split[2]):
         return mod, candidate.args_info
     return IRModule({"main": split[1]}), args_info_of(split[1])
+
+
+def replayed_default(mod: IRModule, target: Any, via_json: bool = True) -> tuple:
+    """``(default schedule, its replay)`` of ``mod``'s function: the schedule the default rules
+    give it (None when they give none, or an empty trace) and its trace (``via_json``: written as
+    a record and read back) replayed on ``mod``, None when that does not reproduce the schedule
+    (a rule that rewrote the function outside the schedule, as the padding of awkward conv
+    groups does; or, through JSON, what the record's form loses)."""
+    try:
+        sch = apply_rules(main_func(mod), target, target_kind(target).default_rules())
+    except TVMSError:
+        return None, None
+    if sch is None or not sch.trace.insts:
+        return None, None
+    try:
+        trace = Trace.from_json(json.loads(json.dumps(sch.trace.as_json(remove_postproc=False)))) if via_json \
+            else sch.trace
+        replay = Schedule(mod)
+        trace.apply_to_schedule(replay, remove_postproc=False)
+    except (TVMSError, TypeError, ValueError):  # e.g. an index map the JSON form cannot hold
+        return sch, None
+    return sch, replay if structural_equal(replay.mod["main"], sch.mod["main"]) else None
 
 
 class TaskScheduler:
@@ -234,7 +256,7 @@ class TaskScheduler:
             part = candidates[start:start + chunk]
             if self.progress is not None:
                 self.progress.building(task_id, len(part))
-            timed = [timed_kernel(c) for c in part]
+            timed = [timed_kernel(c, task.ctx.constant_params) for c in part]
             built = self._builder.build([BuilderInput(mod, target) for mod, _ in timed])
             if len(built) != len(part):
                 raise TVMSError(f"the builder gave {len(built)} result(s) for {len(part)} candidate(s)")
@@ -263,19 +285,8 @@ class TaskScheduler:
 
         if not self.measure_default or not isinstance(ctx.space_generator, PostOrderApply):
             return None  # a space of the user's own is searched alone
-        try:
-            func = main_func(ctx.mod)
-            sch = apply_rules(func, ctx.target, target_kind(ctx.target).default_rules())
-            if sch is None or not sch.trace.insts:
-                return None
-            trace = Trace.from_json(json.loads(json.dumps(sch.trace.as_json(remove_postproc=False))))
-            replay = Schedule(ctx.mod)
-            trace.apply_to_schedule(replay, remove_postproc=False)
-        except (TVMSError, TypeError, ValueError):  # e.g. an index map the JSON form cannot hold
-            return None
-        if not structural_equal(replay.mod["main"], sch.mod["main"]):
-            return None
-        return MeasureCandidate(replay, args_info_of(func))
+        _, replay = replayed_default(ctx.mod, ctx.target)
+        return None if replay is None else MeasureCandidate(replay, args_info_of(main_func(ctx.mod)))
 
     def _confirm_best(self, task: TaskRecord) -> None:
         """While the best record of a task is a tuned schedule not timed again yet (at most
@@ -289,15 +300,15 @@ class TaskScheduler:
         if db is None or default is None or not db.has_workload(ctx.mod):
             return
         workload = db.commit_workload(ctx.mod)
-        records = Counter(trace_key(r.trace) for r in db.get_all_tuning_records() if r.workload == workload)
-        confirmed = {trace_key(default.sch.trace), *(key for key, n in records.items() if n > 1)}  # (earlier runs')
+        confirmed = {trace_key(default.sch.trace),  # (and what this database timed again earlier)
+                     *(r.schedule_key()[0] for r in db.get_all_tuning_records() if r.confirmation and r.workload == workload)}
         for _ in range(CONFIRM_LIMIT):
-            top = db.get_top_k(workload, 1)
-            if not top or trace_key(top[0].trace) in confirmed:
+            top = db.query_tuning_record(ctx.mod, ctx.target)  # (this target's best)
+            if top is None or trace_key(top.trace) in confirmed:
                 return
-            confirmed.add(trace_key(top[0].trace))
-            pair = [default, top[0].as_measure_candidate()]
-            timed = [timed_kernel(c) for c in pair]
+            confirmed.add(trace_key(top.trace))
+            pair = [default, top.as_measure_candidate()]
+            timed = [timed_kernel(c, ctx.constant_params) for c in pair]
             built = self._builder.build([BuilderInput(mod, ctx.target) for mod, _ in timed])
             if any(r.error_msg for r in built):
                 return
@@ -308,7 +319,7 @@ class TaskScheduler:
             secs = [[s for r in results[k::2] for s in r.run_secs] for k in (0, 1)]
             for candidate, times in zip(pair, secs):
                 db.commit_tuning_record(TuningRecord(candidate.sch.trace, workload, times, ctx.target,
-                                                     candidate.args_info))
+                                                     candidate.args_info, confirmation=True))
             _logger(ctx).info("Timed again in turns: the default schedule %.4f us, the best tuned one %.4f us",
                               *(statistics.median(times) * 1e6 for times in secs))
 

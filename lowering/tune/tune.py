@@ -188,16 +188,19 @@ def tune_tir(mod: "IRModule | PrimFunc", target: Any, work_dir: str | None = Non
 
 def tune_named_tasks(named: list, target: Any, work_dir: str, *, strategy: Any, seed: int | None,
                      num_tuning_cores: "int | str" = "physical", task_scheduler: Any = "gradient",
-                     **options: Any) -> Any:
+                     constant_params: list | None = None, **options: Any) -> Any:
     """Tune ``(name, module, weight, space)`` tasks (one-function modules, as ``normalize_mod``
     makes them) for ``target``: each gets its context, seeded from ``seed``, and a log in
-    ``work_dir/logs``; ``options`` go to ``tune_tasks``. Returns the database."""
+    ``work_dir/logs``; ``constant_params``: per task, the parameters its callers pass as
+    constants (``TuneContext.constant_params``); ``options`` go to ``tune_tasks``. Returns the
+    database."""
     seeds = TuneContext(rand_state=-1 if seed is None else seed).rng
     loggers = task_loggers(work_dir, [name for name, *_ in named])
     try:
         contexts = [TuneContext(task_mod, target, make_space(space), make_part("strategy", strategy), name,
-                                seeds.randrange(1 << 31), num_tuning_cores, logger).clone()
-                    for (name, task_mod, _, space), logger in zip(named, loggers)]
+                                seeds.randrange(1 << 31), num_tuning_cores, logger, constants).clone()
+                    for (name, task_mod, _, space), logger, constants
+                    in zip(named, loggers, constant_params or [frozenset()] * len(named))]
         return tune_tasks(tasks=contexts, task_weights=[weight for _, _, weight, _ in named], work_dir=work_dir,
                           task_scheduler=seeded_scheduler(task_scheduler, seeds), **options)
     finally:

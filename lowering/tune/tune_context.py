@@ -22,7 +22,8 @@ class TuneContext:
 
     def __init__(self, mod: "IRModule | PrimFunc | None" = None, target: "Target | str | None" = None,
                  space_generator: Any = None, search_strategy: Any = None, task_name: str = "main",
-                 rand_state: int = -1, num_threads: "int | str" = "physical", logger: Any = None) -> None:
+                 rand_state: int = -1, num_threads: "int | str" = "physical", logger: Any = None,
+                 constant_params: frozenset = frozenset()) -> None:
         if isinstance(mod, PrimFunc):
             mod = IRModule({"main": mod})
         if mod is not None and not isinstance(mod, IRModule):
@@ -40,6 +41,8 @@ class TuneContext:
             raise TVMSError(f"num_threads is a positive integer or 'physical', got {num_threads!r}")
         self.num_threads = num_threads
         self.logger = logger
+        # the parameters the model passes as constants: their repacking runs once, untimed (timed_kernel)
+        self.constant_params = frozenset(constant_params)
         self.space_generator = space_generator
         self.search_strategy = search_strategy
         for part in (space_generator, search_strategy):
@@ -83,4 +86,4 @@ class TuneContext:
             return part.clone() if part is not None and hasattr(part, "clone") else part
 
         return TuneContext(self.mod, self.target, copy(self.space_generator), copy(self.search_strategy),
-                           self.task_name, self.fork_seed(), self.num_threads, self.logger)
+                           self.task_name, self.fork_seed(), self.num_threads, self.logger, self.constant_params)
