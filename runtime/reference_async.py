@@ -7,7 +7,7 @@ generator (``reference_kernel``) compiles them:
   open group; where the predicate is false it stores zeros at once (the CUDA code's ``@!p
   st.shared``, a synchronous store of the thread's);
 * the end of ``T.attr(0, "async_commit_queue_scope", 0)`` closes the open group
-  (``cp.async.commit_group``);
+  (``cp.async.commit_group``); a queue of another index holds no cp.async copy (CUDA has one);
 * ``T.attr(0, "async_wait_queue_scope", 0)`` with ``async_wait_inflight_count`` n writes the
   thread's committed groups but the n newest (``cp.async.wait_group n``): only then is the copy
   in shared memory, as the thread's own store there (race-checked as one); any thread's access
@@ -55,12 +55,22 @@ def cp_async(block: Any, me: int, dst: Any, dst_offset: int, src: np.ndarray, sr
     _queue(block, me)[-1].append((dst, dst_offset, values, stmt))
 
 
-def commit_group(block: Any, me: int) -> None:
-    _queue(block, me).append([])
+def commit_group(block: Any, me: int, queue_index: int) -> None:
+    """Close the open group. Only queue 0 holds cp.async copies (CUDA has one queue; another
+    index, InjectSoftwarePipeline's for a second asynchronous stage, marks plain copies)."""
+    queue = _queue(block, me)
+    if queue_index == 0:
+        return queue.append([])
+    if queue[-1]:
+        raise TVMSError(f"cp.async copies committed to the async queue {queue_index}: CUDA has one queue, "
+                        f"index 0 (one asynchronous stage of cp.async per pipeline)")
 
 
-def wait_group(block: Any, me: int, in_flight: int) -> None:
-    """Complete the thread's committed groups but the ``in_flight`` newest."""
+def wait_group(block: Any, me: int, in_flight: int, queue_index: int = 0) -> None:
+    """Complete the thread's committed groups but the ``in_flight`` newest (of queue 0: no
+    cp.async copy is in another)."""
+    if queue_index != 0:
+        return
     queue = _queue(block, me)
     done = max(0, len(queue) - 1 - in_flight)
     for group in queue[:done]:

@@ -329,12 +329,11 @@ class KernelCodegen:
             return self.thread_axis(s, s.node.thread_tag, s.node.var, E.IntImm(DataType("int32"), 0),
                                     s.value, s.body)
         if self.kernel is not None and s.attr_key == "async_commit_queue_scope":  # (cp.async groups)
-            S.async_queue(s, "the reference executor")
             self.stmt(s.body)
-            return self.emit(self._call(reference_async.commit_group, "_blk", "_me"))
+            return self.emit(self._call(reference_async.commit_group, "_blk", "_me", self.src(s.value)))
         if self.kernel is not None and s.attr_key == "async_wait_queue_scope":
-            count, body = S.async_wait(s, "the reference executor")
-            self.emit(self._call(reference_async.wait_group, "_blk", "_me", self.src(count)))
+            count, body = S.async_wait(s, "the reference executor", cuda=False)
+            self.emit(self._call(reference_async.wait_group, "_blk", "_me", self.src(count), self.src(s.value)))
             return self.stmt(body)
         if s.attr_key == "reduce_scope" and isinstance(s.node, E.CommReducer):
             self.reducers.append(s.node)

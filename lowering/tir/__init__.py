@@ -24,11 +24,13 @@ from .vectorize_loop import VectorizeLoop, vectorize_loop
 
 # gpu/'s names (its ``__all__``: tests/test_lazy_import.py keeps the two equal), known before it loads
 GPU_NAMES = (
-    "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectSoftwarePipeline", "InjectVirtualThread",
+    "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectPTXAsyncCopy", "InjectSoftwarePipeline",
+    "InjectVirtualThread",
     "LiftThreadBinding", "LowerCrossThreadReduction", "LowerThreadAllreduce", "LowerWarpMemory",
     "ManifestSharedMemoryLocalStage", "MergeSharedMemoryAllocations", "NarrowDataType",
     "SplitHostDevice", "StorageRewrite", "ThreadSync", "UnifyThreadBinding", "annotate_entry_func",
-    "common_subexpr_elim", "cuda_target_attr", "finalize_kernels", "inject_double_buffer", "inject_software_pipeline",
+    "common_subexpr_elim", "cuda_target_attr", "finalize_kernels", "inject_double_buffer", "inject_ptx_async_copy",
+    "inject_software_pipeline",
     "inject_virtual_thread", "lift_thread_binding", "lower_cross_thread_reduction", "lower_for_cuda",
     "lower_thread_allreduce", "lower_warp_memory", "manifest_shared_memory_local_stage", "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device",
     "storage_rewrite", "thread_sync", "unify_thread_binding",
@@ -37,7 +39,8 @@ __getattr__, __dir__, _load_gpu = lazy_names(__name__, globals(), {name: (".gpu"
 add_layer_loader(_load_gpu)  # (gpu/'s passes register by name)
 
 __all__ = [
-    "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectSoftwarePipeline", "InjectVirtualThread",
+    "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectPTXAsyncCopy", "InjectSoftwarePipeline",
+    "InjectVirtualThread",
     "LiftThreadBinding", "LowerCrossThreadReduction", "LowerThreadAllreduce", "LowerWarpMemory",
     "ManifestSharedMemoryLocalStage", "MergeSharedMemoryAllocations", "NarrowDataType", "SplitHostDevice", "StorageRewrite", "ThreadSync",
     "UnifyThreadBinding", "lower_for_cuda",
