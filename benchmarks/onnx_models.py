@@ -146,10 +146,14 @@ def tune_model(name: str, mod, trials: int, work_root: str, ops: list, space: st
     tasks = [t for t in ms.relax_integration.extract_tasks(lowered, target)
              if any(op in t.task_name for op in ops)]
     rules = target_kind(target).default_rules()
+
+    def keeps_default(task) -> bool:  # (a task left untuned has no record: it keeps the default)
+        best = db.query_ir_module(task.mod, target)
+        return best is None or tvms.ir.structural_equal(
+            best["main"], apply_rules(task.mod["main"], target, rules).mod["main"])
+
     with target:
-        kept = sum(tvms.ir.structural_equal(db.query_ir_module(t.mod, target)["main"],
-                                            apply_rules(t.mod["main"], target, rules).mod["main"])
-                   for t in tasks)
+        kept = sum(keeps_default(t) for t in tasks)
     return ms.relax_integration.compile_relax(db, lowered, target), seconds, len(tasks), kept
 
 
