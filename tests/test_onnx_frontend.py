@@ -102,6 +102,7 @@ test_sequence_map_identity_2_sequences_expanded test_sequence_map_extract_shapes
 test_optional_get_element_optional_sequence test_optional_get_element_tensor
 test_optional_has_element_empty_optional_input test_optional_has_element_empty_no_input_name_tensor_input
 test_optional_has_element_tensor_input test_sequence_insert_at_front test_split_to_sequence_1 test_split_to_sequence_2
+test_loop16_seq_none
 """.split()
 # operators without a converter before, other domains, and results made to follow the reference
 # (script/onnx_ops_{layers,linalg,ml,preview,select,text,training}.py)
