@@ -26,6 +26,7 @@ from tvms.ir.vm_program import Call, Const, Imm, Reg, Size
 
 from .cuda_tensor import CudaTensor
 from .numpy_ops import NUMPY_OPS, Shape, check_fits
+from .tensor import Tensor
 from .tir_values import cast_value, numpy_dtype
 from .vm_memory import aligned_bytes, aligned_empty
 
@@ -187,8 +188,18 @@ def step_of(vm: "VirtualMachine", call: Call, heap_names: tuple) -> Step:
         with np.errstate(all="ignore"):
             out = fn(*values(regs, heap))
         if dst is not None:
-            regs[dst] = out if memory is None else memory.to_device(out)
+            regs[dst] = _host_value(out) if memory is None else memory.to_device(out)
     return packed_step
+
+
+def _host_value(value: Any) -> Any:
+    """A packed function's result as the VM holds it: a ``runtime.Tensor`` as its array (tuples
+    field by field), which the VM's checks and kernels take."""
+    if isinstance(value, Tensor):
+        return value.array
+    if isinstance(value, tuple):
+        return tuple(_host_value(v) for v in value)
+    return value
 
 
 def _immediates(call: Call, count: int, start: int = 0) -> list:

@@ -449,3 +449,26 @@ def f(x: R.Tensor((3,), dtype="float32")) -> R.Any:
     classic = func.script(dialect="classic")
     assert 'attrs_type_key="ir.DictAttrs", test_attr=True, sinfo_args=(R.Object,)' in classic
     assert structural_equal(from_source(classic), func)
+
+
+def test_a_packed_function_may_return_runtime_tensors() -> None:
+    """A packed function's result may be a ``tvms.nd`` Tensor, alone or in a tuple: the VM holds
+    its array, so it passes the result's check (it failed: "expected a tensor, got Tensor")."""
+    @register_func("test.relax_calls.length_and_pair", override=True)
+    def length_and_pair(x):
+        return tvms.nd.array(np.array(x.shape[0], "int64")), (tvms.nd.array(x + 1), x)
+
+    mod = from_source('''
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((2,), "float32")):
+    r = R.call_pure_packed("test.relax_calls.length_and_pair", x,
+        sinfo_args=R.Tuple(R.Tensor((), "int64"), R.Tuple(R.Tensor((2,), "float32"), R.Tensor((2,), "float32"))))
+    n = r[0]
+    y = r[1][0]
+    return (n, y)
+''')
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    n, y = vm["main"](tvms.nd.array(np.array([1.0, 2.0], "float32")))
+    assert int(n.numpy()) == 2
+    np.testing.assert_array_equal(y.numpy(), [2.0, 3.0])
