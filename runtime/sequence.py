@@ -68,8 +68,8 @@ def position(p: Any, length: Any, end_ok: Any) -> Any:
 
 
 @register_func("tvms.optional.has_element")
-def has_element(optional: Any) -> np.ndarray:
-    return np.array(optional is not None)
+def has_element(optional: Any) -> Any:
+    return tensor(np.array(optional is not None))
 
 
 @register_func("tvms.optional.get_element")
