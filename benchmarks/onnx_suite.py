@@ -32,6 +32,11 @@ import numpy as np
 
 KINDS = ("unsupported operator", "unsupported form", "conversion error", "compile error", "run error",
          "wrong result", "timeout", "crash")
+# ONNX's operators that draw at random (and Dropout in training mode with a ratio above 0): a case's
+# expected outputs are one draw of numpy's generator, which no other generator repeats, so such a
+# case is checked by the rule of ``check_draws`` and counted as "random", not as a pass
+RANDOM_OPS = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
+DRAWS = 8  # runs of a random case (a seeded draw must be reproducible, unseeded ones must not repeat)
 
 
 def compare(outputs: list, expected: list, rtol: float, atol: float) -> str | None:
@@ -65,6 +70,95 @@ def compare(outputs: list, expected: list, rtol: float, atol: float) -> str | No
     return None
 
 
+def random_nodes(model, feeds: dict) -> list:
+    """The nodes of ``model``'s graph that draw at random on the inputs ``feeds`` (a Dropout whose
+    training_mode is true, or computed, and whose ratio is not 0)."""
+    from onnx import numpy_helper
+
+    values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer} | feeds
+    drawn = []
+    for node in model.graph.node:
+        if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2]:
+            training = values.get(node.input[2])
+            ratio = values.get(node.input[1], 0.5) if node.input[1] else 0.5
+            if training is None or (bool(np.asarray(training)) and float(np.asarray(ratio)) != 0):
+                drawn.append(node)
+        elif node.op_type in RANDOM_OPS:
+            drawn.append(node)
+    return drawn
+
+
+def _plausible(hits: float, mean: float, variance: float) -> bool:
+    """Whether a count of ``hits`` is within 4 standard deviations (and one) of its ``mean``."""
+    return abs(hits - mean) <= 4 * np.sqrt(variance) + 1
+
+
+def check_draws(start, expected: list, model, feeds: dict, nodes: list) -> tuple[str, str]:
+    """The rule for a case that draws at random: ``DRAWS`` runs in one session, each of the
+    expected outputs' count, dtype and shape; seeded (every drawing node has a seed), the first
+    run of a second session the same as the first's (a seed may give the same draw in every
+    run, as tvms does, or a stream of draws, as onnxruntime does); unseeded, not all the same; an output whose expected values are all 0 or 1 (a Bernoulli
+    draw, a mask) holding only 0 and 1; a Bernoulli node's ones as many as its probabilities
+    make likely; a training-mode Dropout's output the input where its mask keeps it, scaled by
+    1 / (1 - ratio), 0 elsewhere, keeping as many as 1 - ratio makes likely; a RandomUniform(Like)
+    within [low, high]. ("random", what was checked) or the failure's (kind, detail)."""
+    from onnx import helper
+
+    run, runs = start(), []
+    for _ in range(DRAWS):
+        try:
+            runs.append([np.asarray(o) for o in run()])
+        except Exception as err:
+            return "run error", f"{type(err).__name__}: {err}"
+        got = [(str(o.dtype), o.shape) for o in runs[-1]]
+        want = [(str(np.asarray(e).dtype), np.shape(e)) for e in expected]
+        if got != want:
+            return "wrong result", f"outputs (dtype, shape) {got}, expected {want}"
+    seeded = all(any(a.name == "seed" for a in n.attribute) for n in nodes)
+
+    def same(a, b):
+        return all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
+    if seeded and not same(runs[0], start()()):
+        return "wrong result", "a seeded draw differs between two sessions"
+    if not seeded and all(same(runs[0], r) for r in runs[1:]):
+        return "wrong result", f"the unseeded draws are the same in all {DRAWS} runs"
+    checked = ["shape/dtype", "seed" if seeded else "fresh draws"]
+    outputs = [o.name for o in model.graph.output]
+    for i, ref in enumerate(expected):
+        if np.isin(np.asarray(ref), [0, 1]).all() and not all(np.isin(r[i], [0, 1]).all() for r in runs):
+            return "wrong result", f"output {i}: values other than 0 and 1, where the expected draw holds only those"
+    checked.append("support")
+    trials = 1 if seeded and same(runs[0], runs[1]) else DRAWS  # (counts over distinct draws)
+    for node in nodes:
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if node.output[0] not in outputs:
+            continue
+        y = np.stack([r[outputs.index(node.output[0])] for r in runs[:trials]]).astype(np.float64)
+        x = feeds.get(node.input[0]) if node.input else None
+        if node.op_type == "Bernoulli" and x is not None:
+            p = np.asarray(x, np.float64)
+            if not _plausible(y.sum(), trials * p.sum(), trials * np.sum(p * (1 - p))):
+                return "wrong result", f"{y.sum():g} ones in {trials} draws, where {trials * p.sum():.1f} are likely"
+            checked.append("Bernoulli frequency")
+        elif node.op_type == "Dropout" and x is not None:
+            ratio = float(np.asarray(feeds.get(node.input[1], 0.5) if node.input[1] else 0.5))
+            masks = [r[outputs.index(node.output[1])] for r in runs[:trials]] \
+                if len(node.output) > 1 and node.output[1] in outputs else [v != 0 for v in y]
+            for out, mask in zip(y, masks):
+                if not np.allclose(out, np.where(mask, x.astype(np.float64) / (1 - ratio), 0), rtol=1e-5, atol=1e-6):
+                    return "wrong result", "the output is not the input scaled by 1 / (1 - ratio) where the mask keeps it, 0 elsewhere"
+            kept = sum(int(np.count_nonzero(m[x != 0])) for m in masks)
+            n = trials * int(np.count_nonzero(x))
+            if not _plausible(kept, n * (1 - ratio), n * ratio * (1 - ratio)):
+                return "wrong result", f"{kept} elements kept of {n} at a ratio of {ratio:g}"
+            checked.append("Dropout mask and kept fraction")
+        elif node.op_type.startswith("RandomUniform"):
+            if not (attrs.get("low", 0.0) <= y).all() or not (y <= attrs.get("high", 1.0)).all():
+                return "wrong result", "values outside [low, high]"
+            checked.append("range")
+    return "random", "checked: " + ", ".join(checked)
+
+
 def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
              specialize: bool = False) -> tuple[str, str]:
     """(kind, detail) of one case through tvms; kind "pass" when every data set matches.
@@ -80,6 +174,7 @@ def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
     model = onnx.load_from_string(model_bytes)
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     structured = {i.name for i in model.graph.input if not i.type.HasField("tensor_type")}
+    drawn = None  # (a random case's verdict: "random" unless a data set fails)
     for inputs, expected in data_sets:
         feeds, bound = dict(zip(names, inputs)), {}
         # (sequence and optional inputs: their lengths and element shapes, known at import)
@@ -101,17 +196,31 @@ def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
         except Exception as err:  # (a converter's bug: counted, not raised)
             return "conversion error", f"{type(err).__name__}: {err}"
         try:
-            vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+            executable = tvms.compile(mod, "llvm")
+            vms = [relax.VirtualMachine(executable, tvms.cpu())]
         except Exception as err:
             return "compile error", f"{type(err).__name__}: {err}"
-        def run():
-            result = vm["main"](*[_vm_value(tvms, feeds[n]) for n in names if n not in bound and feeds[n] is not None])
-            return [_numpy(r) for r in (result if len(model.graph.output) > 1 else [result])]
 
-        verdict = check(run, expected, rtol, atol)
-        if verdict:
+        def start():  # (a later start: a VM of its own)
+            vm = vms.pop() if vms else relax.VirtualMachine(executable, tvms.cpu())
+
+            def run():
+                result = vm["main"](*[_vm_value(tvms, feeds[n]) for n in names if n not in bound and feeds[n] is not None])
+                return [_numpy(r) for r in (result if len(model.graph.output) > 1 else [result])]
+            return run
+
+        verdict = checked(start, expected, rtol, atol, model, feeds)
+        if verdict and verdict[0] != "random":
             return verdict
-    return "pass", ""
+        drawn = drawn or verdict
+    return drawn or ("pass", "")
+
+
+def checked(start, expected: list, rtol: float, atol: float, model, feeds: dict) -> tuple[str, str] | None:
+    """``check_draws`` for a case that draws at random, else ``check``; ``start()`` gives a
+    function running the model in a session (a VM) of its own."""
+    nodes = random_nodes(model, feeds)
+    return check_draws(start, expected, model, feeds, nodes) if nodes else check(start(), expected, rtol, atol)
 
 
 def _structure(value):
@@ -153,12 +262,20 @@ def run_onnxruntime(model_bytes: bytes, data_sets: list, rtol: float, atol: floa
     except Exception as err:
         return "conversion error", f"{type(err).__name__}: {err}"
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    drawn, sessions = None, [session]
     for inputs, expected in data_sets:
         feeds = {n: x if isinstance(x, list) else np.asarray(x) for n, x in zip(names, inputs)}  # (scalars)
-        verdict = check(lambda: session.run(None, feeds), expected, rtol, atol)
-        if verdict:
+
+        def start():  # (a later start: a session of its own)
+            own = sessions.pop() if sessions else \
+                onnxruntime.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
+            return lambda: own.run(None, feeds)
+
+        verdict = checked(start, expected, rtol, atol, model, feeds)
+        if verdict and verdict[0] != "random":
             return verdict
-    return "pass", ""
+        drawn = drawn or verdict
+    return drawn or ("pass", "")
 
 
 BACKENDS = {"tvms": run_tvms, "onnxruntime": run_onnxruntime}
@@ -260,10 +377,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(backend: str, results: dict, total: int, seconds: float, list_failures: bool) -> None:
     passed = sum(kind == "pass" for kind, _ in results.values())
+    drawn = sorted(name for name, (kind, _) in results.items() if kind == "random")
     ran = len(results)
     print(f"{backend}: {passed} of {ran} cases pass ({100 * passed / max(ran, 1):.1f}%); "
           f"{ran} of {total} cases ran in {seconds:.0f} s")
-    by_kind = collections.Counter(kind for kind, _ in results.values() if kind != "pass")
+    if drawn:
+        print(f"random: {len(drawn)} cases draw at random and meet the rule for draws (check_draws: shape, "
+              f"dtype, seed, support, frequency), not counted as passes: {' '.join(drawn)}")
+    by_kind = collections.Counter(kind for kind, _ in results.values() if kind not in ("pass", "random"))
     print(f"{'failure kind':<22}{'cases':>6}  most frequent reasons")
     for kind in KINDS:
         if by_kind[kind]:
@@ -272,7 +393,7 @@ def report(backend: str, results: dict, total: int, seconds: float, list_failure
             print(f"{kind:<22}{by_kind[kind]:>6}  {top[:160]}")
     if list_failures:
         for name, (kind, detail) in sorted(results.items()):
-            if kind != "pass":
+            if kind not in ("pass", "random"):
                 print(f"  {name}: {kind}: {detail[:300]}")
 
 

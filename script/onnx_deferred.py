@@ -28,6 +28,9 @@ from ..ir.relax_op import make_call
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
 
 SPECIALIZED_NODE = "tvms.onnx.specialized_node"
+# the operators that may draw at random (Dropout in training mode): their deferred call is impure
+RANDOM_OPS = {"Bernoulli", "Dropout", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform",
+              "RandomUniformLike"}
 _BASE64 = "base64 "  # (a node ONNX's text syntax does not carry exactly, e.g. a float attribute)
 
 
@@ -94,7 +97,8 @@ def deferred_call(node: Any, opset: int, inputs: list) -> tuple[rx.Call, list] |
               else TensorStructInfo(dtype=dtype, ndim=-1 if dims is None else len(dims)) for dtype, dims in types]
     sinfo = sinfos[0] if len(sinfos) == 1 else TupleStructInfo(tuple(sinfos))
     args = [rx.ExternFunc(SPECIALIZED_NODE), rx.StringImm(node_spec(node, opset))]
-    call = make_call("call_pure_packed", args + [x for x in inputs if x is not None], {}, (sinfo,))
+    kind = "call_packed" if node.op_type in RANDOM_OPS else "call_pure_packed"  # (a draw is impure)
+    call = make_call(kind, args + [x for x in inputs if x is not None], {}, (sinfo,))
     return call, [dims for _, dims in types]
 
 

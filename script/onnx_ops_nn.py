@@ -11,6 +11,7 @@ from ..ir.dtype import DataType
 from .onnx_convert import (OnnxOpConverter, Unsupported, converter, dims_of, dtype_of, normalize_axis, rank_of,
                            required_value, scalar_like, static_shape, value_of)
 from .onnx_ops_math import swish
+from .onnx_ops_random import dropout
 from .relax_op_api import op
 
 
@@ -443,15 +444,16 @@ class Dropout(OnnxOpConverter):
 
     @classmethod
     def _impl_v12(cls, ctx, inputs, attrs):
-        """Training mode drops at random, unless the ratio is 0: then it is the identity too. A
-        training_mode or ratio known only at run time is converted when it arrives."""
-        attrs.ignore("seed")
+        """Training mode drops at random (``onnx_ops_random.dropout``), unless the ratio is 0:
+        then it is the identity too. A training_mode or ratio known only at run time is
+        converted when it arrives."""
         training = inputs[2] if len(inputs) > 2 else None
+        seed = attrs.get("seed")
         if training is not None and bool(required_value(training, "training_mode")):
             ratio = inputs[1] if len(inputs) > 1 and inputs[1] is not None else None
             rate = 0.5 if ratio is None else float(required_value(ratio, "the ratio in training mode"))
             if rate != 0:
-                raise Unsupported(f"training mode with a ratio of {rate:g} (random dropout)")
+                return dropout(ctx, inputs[0], rate, seed)
         return cls._identity(ctx, inputs[0])
 
     @staticmethod
