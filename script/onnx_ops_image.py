@@ -1,5 +1,5 @@
 """ONNX's image operators in Relax operators: ``Resize`` (and ``Upsample``), ``GridSample``, ``AffineGrid``,
-``CenterCropPad``, ``Col2Im``, ``RoiAlign``.
+``CenterCropPad``, ``Col2Im``, ``RoiAlign``; and ``ImageDecoder``, a run-time function.
 
 Resize is separable: it interpolates one axis after the other, and along one axis the output is
 an affine function of the input (``y = W x + c``, ``c`` being the extrapolation value where a
@@ -14,8 +14,11 @@ import math
 
 import numpy as np
 
+from ..ir import relax as rx
+from ..ir.relax_op import make_call
+from ..ir.struct_info import TensorStructInfo
 from .onnx_convert import (OnnxOpConverter, Unsupported, as_dtype, check_size, converter, dims_of,
-                           dtype_of, normalize_axis, required_value, scalar_like)
+                           dtype_of, normalize_axis, rank_of, required_value, scalar_like)
 from .onnx_ops_layers import grid_sample_zeros
 from .relax_op_api import op
 
@@ -404,3 +407,21 @@ def _roi_align_max(ctx, x, rois, batch_indices, pooled, scale, ratio, half_pixel
     best = e(op.max(terms, [2, 3]))  # (regions, channels, rows, cols)
     grid = e(op.reshape(best, [-1, channels, pooled[0], ratio, pooled[1], ratio]))
     return op.max(grid, [3, 5])
+
+
+@converter("ImageDecoder")
+class ImageDecoder(OnnxOpConverter):
+    """The bytes of an image file (1-D uint8) decoded at run time by ``tvms.image.decode``
+    (``runtime/image_decode.py``, with Pillow) into (height, width, channels) uint8: a size only
+    the data gives, so the result's rank alone is known here."""
+
+    @classmethod
+    def _impl_v20(cls, ctx, inputs, attrs):
+        x = inputs[0]
+        if dtype_of(x) != "uint8" or rank_of(x) != 1:
+            raise Unsupported(f"an encoded stream of {dtype_of(x)} and rank {rank_of(x)} (ONNX takes 1-D uint8)")
+        pixel_format = attrs.get("pixel_format", "RGB")
+        if pixel_format not in ("RGB", "BGR", "Grayscale"):
+            raise Unsupported(f"the pixel_format {pixel_format!r} (RGB, BGR or Grayscale)")
+        return make_call("call_pure_packed", [rx.ExternFunc("tvms.image.decode"), x, rx.StringImm(pixel_format)],
+                         {}, (TensorStructInfo(dtype="uint8", ndim=3),))
