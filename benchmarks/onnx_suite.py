@@ -14,6 +14,12 @@ A node whose shape or axis is decided by a run-time value is converted when the 
 ``--specialize`` binds such inputs only where from_onnx cannot defer the node (ONNX's inference
 does not type its outputs) and raises ``NeedsConstantInputs``.
 
+A case whose graph draws at random (Bernoulli, RandomUniform(Like), RandomNormal(Like),
+Multinomial, Dropout in training mode with a ratio above 0) has as expected outputs one draw of
+numpy's generator, which no other generator repeats: it is checked by the rule of
+``check_draws`` instead (shape, dtype, seed, support, frequency) and counted as "random", apart
+from the passes and the failures.
+
 Each case runs in a worker process with a timeout (``--timeout``); a worker that crashes or times
 out is replaced, and the case counts as a crash or a timeout. ``--budget`` (seconds) stops taking
 new cases; the report says how many ran.

@@ -66,38 +66,28 @@ def _fixed(attrs, dtype: str):
     return rx.ShapeExpr(shape), TensorStructInfo(shape, dtype)
 
 
-@converter("RandomUniform")
-class RandomUniform(OnnxOpConverter):
+class _Draw(OnnxOpConverter):
+    """RandomUniform(Like), RandomNormal(Like): the distribution ``name`` of the attributes
+    ``params`` (name, default), of the ``shape`` attribute's shape or the input's (``like``)."""
+
+    name, params, like = "", (), False
+
     @classmethod
     def _impl_v1(cls, ctx, inputs, attrs):
-        shape, sinfo = _fixed(attrs, _dtype(attrs, "float32"))
-        return draw(ctx, "uniform", shape, sinfo, attrs.get("low", 0.0), attrs.get("high", 1.0), seed=attrs.get("seed"))
+        if cls.like:
+            shape, sinfo = inputs[0], _like(inputs[0], _dtype(attrs, dtype_of(inputs[0])))
+        else:
+            shape, sinfo = _fixed(attrs, _dtype(attrs, "float32"))
+        values = [attrs.get(key, default) for key, default in cls.params]
+        return draw(ctx, cls.name, shape, sinfo, *values, seed=attrs.get("seed"))
 
 
-@converter("RandomUniformLike")
-class RandomUniformLike(OnnxOpConverter):
-    @classmethod
-    def _impl_v1(cls, ctx, inputs, attrs):
-        x = inputs[0]
-        sinfo = _like(x, _dtype(attrs, dtype_of(x)))
-        return draw(ctx, "uniform", x, sinfo, attrs.get("low", 0.0), attrs.get("high", 1.0), seed=attrs.get("seed"))
-
-
-@converter("RandomNormal")
-class RandomNormal(OnnxOpConverter):
-    @classmethod
-    def _impl_v1(cls, ctx, inputs, attrs):
-        shape, sinfo = _fixed(attrs, _dtype(attrs, "float32"))
-        return draw(ctx, "normal", shape, sinfo, attrs.get("mean", 0.0), attrs.get("scale", 1.0), seed=attrs.get("seed"))
-
-
-@converter("RandomNormalLike")
-class RandomNormalLike(OnnxOpConverter):
-    @classmethod
-    def _impl_v1(cls, ctx, inputs, attrs):
-        x = inputs[0]
-        sinfo = _like(x, _dtype(attrs, dtype_of(x)))
-        return draw(ctx, "normal", x, sinfo, attrs.get("mean", 0.0), attrs.get("scale", 1.0), seed=attrs.get("seed"))
+for _op_type, _name, _params in (("RandomUniform", "uniform", (("low", 0.0), ("high", 1.0))),
+                                 ("RandomNormal", "normal", (("mean", 0.0), ("scale", 1.0)))):
+    for _like_input in (False, True):
+        _type = _op_type + "Like" * _like_input
+        converter(_type)(type(_type, (_Draw,), {"name": _name, "params": _params, "like": _like_input}))
+del _op_type, _name, _params, _like_input, _type
 
 
 @converter("Bernoulli")
