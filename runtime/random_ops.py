@@ -15,6 +15,7 @@ import numpy as np
 
 from ..ir.errors import TVMSError
 from ..ir.registry import register_func
+from .tensor import numpy_dtype_of
 from .vm_memory import aligned_empty
 
 _fresh = np.random.default_rng()
@@ -40,7 +41,7 @@ def _shape(shape_or_like) -> tuple:
 
 
 def _result(values: np.ndarray, dtype: str) -> np.ndarray:
-    out = aligned_empty(values.shape, np.dtype(dtype))
+    out = aligned_empty(values.shape, numpy_dtype_of(dtype))
     out[...] = values  # (float16 and bfloat16 are drawn in float64 and rounded)
     return out
 

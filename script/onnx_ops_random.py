@@ -20,8 +20,6 @@ from .onnx_convert import OnnxOpConverter, Unsupported, converter, dtype_of, onn
 from .relax_op_api import call_packed, op
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
-
-
 RANDOM_INSIDE = "a random operator inside an If, Loop or Scan body"
 
 
