@@ -139,11 +139,46 @@ def test_random_operators_refuse_what_they_do_not_draw():
     for node, inputs, message in cases:
         with pytest.raises(TVMSError, match=message):
             from_onnx(_model([node], inputs, ["y"]))
-    body = helper.make_graph([helper.make_node("RandomUniformLike", ["v"], ["w"])], "body",
-                             [helper.make_tensor_value_info(n, t, s) for n, t, s in
-                              (("i", TP.INT64, []), ("c", TP.BOOL, []), ("v", TP.FLOAT, [2]))],
-                             [helper.make_tensor_value_info(n, t, s) for n, t, s in
-                              (("c", TP.BOOL, []), ("w", TP.FLOAT, [2]))])
-    loop = helper.make_node("Loop", ["n", "", "v0"], ["vN"], body=body)
-    with pytest.raises(TVMSError, match="a random operator inside an If, Loop or Scan body"):
-        from_onnx(_model([loop], [("n", TP.INT64, []), ("v0", TP.FLOAT, [2])], ["vN"]))
+    # (a draw, or a Dropout converted at run time, inside a Loop body: its function would be impure)
+    for node, extra in ((helper.make_node("RandomUniformLike", ["v"], ["w"]), []),
+                        (helper.make_node("Dropout", ["v", "r", "t"], ["w"]), [("r", TP.FLOAT, []), ("t", TP.BOOL, [])])):
+        body = helper.make_graph([node], "body", [helper.make_tensor_value_info(*i) for i in
+                                                  (("i", TP.INT64, []), ("c", TP.BOOL, []), ("v", TP.FLOAT, [2]))],
+                                 [helper.make_tensor_value_info(*o) for o in (("c", TP.BOOL, []), ("w", TP.FLOAT, [2]))])
+        loop = helper.make_node("Loop", ["n", "", "v0"], ["vN"], body=body)
+        with pytest.raises(TVMSError, match="a random operator inside an If, Loop or Scan body"):
+            from_onnx(_model([loop], [("n", TP.INT64, []), ("v0", TP.FLOAT, [2])] + extra, ["vN"]))
+
+
+def test_the_suites_rule_for_draws_fails_what_is_not_a_draw():
+    """``benchmarks/onnx_suite.py``'s ``check_draws`` on made-up runs: honest draws meet it; a
+    repeated unseeded draw, a biased one and a Dropout that keeps everything do not."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("onnx_suite", Path(__file__).resolve().parent.parent
+                                                  / "benchmarks" / "onnx_suite.py")
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    rng = np.random.default_rng(5)
+    p = np.full(200, 0.3, np.float32)
+    coin = _model([helper.make_node("Bernoulli", ["p"], ["y"])], [("p", TP.FLOAT, [200])], ["y"])
+    x = np.ones((200,), np.float32)
+    drop = _model([helper.make_node("Dropout", ["x", "r", "t"], ["y", "mask"])],
+                  [("x", TP.FLOAT, [200]), ("r", TP.FLOAT, []), ("t", TP.BOOL, [])], ["y", "mask"])
+    feeds = {"x": x, "r": np.array(0.5, np.float32), "t": np.array(True)}
+
+    def verdict(model, feeds, expected, run):
+        nodes = suite.random_nodes(model, feeds)
+        return suite.check_draws(lambda: run, expected, model, feeds, nodes)[0]
+
+    def kept(rate):
+        mask = rng.random(200) >= rate
+        return [np.where(mask, x * 2, 0).astype(np.float32), mask]
+    expected = [(p > 0.5).astype(np.float32)]
+    assert verdict(coin, {"p": p}, expected, lambda: [(rng.random(200) < p).astype(np.float32)]) == "random"
+    assert verdict(coin, {"p": p}, expected, lambda: [np.zeros(200, np.float32)]) == "wrong result"
+    assert verdict(coin, {"p": p}, expected, lambda: [(rng.random(200) < 0.6).astype(np.float32)]) == "wrong result"
+    assert verdict(drop, feeds, kept(0.5), lambda: kept(0.5)) == "random"
+    assert verdict(drop, feeds, kept(0.5), lambda: kept(0.0)) == "wrong result"  # (keeps all)
+    assert verdict(drop, feeds, kept(0.5), lambda: [x * 2, rng.random(200) >= 0.5]) == "wrong result"  # (mask ignored)
