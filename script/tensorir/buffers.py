@@ -144,11 +144,7 @@ class BufferParsing:
 
     def data_parent(self, call: S.Call) -> Buffer | None:
         """The buffer ``B`` of a declaration's ``data=B.data`` (TVM prints that same buffer)."""
-        syn = dict(call.kwargs).get("data", call.args[2] if len(call.args) > 2 else None)
-        if isinstance(syn, S.Attribute) and syn.attr == "data":
-            base = self.ev_buffer_base(syn.value)
-            return base if isinstance(base, Buffer) else None
-        return None
+        return self.named_data(dict(call.kwargs).get("data", call.args[2] if len(call.args) > 2 else None))
 
     @parses("with", "decl_buffer", "alloc_buffer", "alloc_shared", "alloc_local", "allocate")
     def with_scoped_assign(self, syn: S.With, call: S.Call) -> Stmt:
