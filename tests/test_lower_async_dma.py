@@ -1,11 +1,13 @@
 """LowerAsyncDMA (lowering/tir/gpu/lower_async_dma.py) and the DMA builtins' semantics in the
 reference executor (runtime/reference_dma.py), against Apache TVM 0.27.
 
-fixtures/async_dma (generate_with_tvm.py) holds TVM's LowerAsyncDMA of two flat functions with
-async commit and wait scopes (``contiguous``: one 2-d copy nest; ``grouped``: two copies in one
-group, a strided copy left alone, waits of a queue never copied to and without a count), and
-of a software pipeline whose async stage copies with a serial loop, lowered by TVM's cuda
-pipeline under ``tirx.use_async_copy`` (``pipeline_serial``), with what ``tvm.compile`` says of it.
+fixtures/async_dma (generate_with_tvm.py) holds TVM's LowerAsyncDMA of three flat functions
+with async commit and wait scopes (``contiguous``: one 2-d copy nest; ``grouped``: two copies in
+one group, a strided copy left alone, waits of a queue never copied to and without a count;
+``edges``: what is and is not a contiguous copy: reversed, split and fused, transposed, rows with
+gaps, a symbolic extent, one element, a strided source), and of a software pipeline whose async
+stage copies with a serial loop, lowered by TVM's cuda pipeline under ``tirx.use_async_copy``
+(``pipeline_serial``), with what ``tvm.compile`` says of it.
 Nothing here runs on a GPU.
 """
 from __future__ import annotations
@@ -34,7 +36,7 @@ def text(name: str) -> str:
 
 
 def test_lower_async_dma_prints_what_tvm_prints():
-    for case in ("contiguous", "grouped", "pipeline_serial"):
+    for case in ("contiguous", "grouped", "edges", "pipeline_serial"):
         got = get_pass("LowerAsyncDMA")(from_source(text(f"{case}.before.tvms")))
         assert got.script(dialect="tvm-0.27") == text(f"{case}.after.tvms"), case
 

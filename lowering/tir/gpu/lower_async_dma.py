@@ -15,7 +15,7 @@ and a single copy there is grouped too.
 The last argument of ``dma_copy`` is TVM's ``tirx.experimental_dma_bypass_cache``, which TVM
 0.27 reads but does not register: a PassContext setting it is refused there, and this pass
 refuses it too. No code generator of TVM (nor of tvms) takes these builtins for cuda; the
-reference executor runs them (runtime/reference_dma.py).
+reference executor runs them outside GPU kernels (runtime/reference_dma.py).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from ....ir.arith.analyzer import Analyzer
 from ....ir.buffer import element_bytes
 from ....ir.dtype import int32
 from ....ir.errors import TVMSError
-from ....ir.expr import BufferLoad, Call, IntImm, Var, const
+from ....ir.expr import BufferLoad, Call, IntImm, Mul, Var, const
 from ....ir.analysis import substitute
 from ....ir.function import PrimFunc
 from ....ir.op import get_op
@@ -42,7 +42,9 @@ def _builtin(name: str, *args) -> Evaluate:
 
 def _digits(analyzer: Analyzer, index, nest: dict):
     """``index`` as (pieces over the nest's loops sorted by scale, the rest), or None where a
-    term mixes the nest's loops with anything else (not an affine copy)."""
+    term mixes the nest's loops with anything else (not an affine copy). A piece is (scale, loop,
+    lower, upper): the digits ``loop // lower % upper``; upper None for a loop of symbolic extent,
+    taken whole."""
     total = analyzer.canonical(index)
     pieces, rest = [], []
     for t in total.terms:
@@ -53,11 +55,38 @@ def _digits(analyzer: Analyzer, index, nest: dict):
         if not isinstance(t.index, Var) or t.scale <= 0:
             return None
         extent = nest[id(t.index)]
+        if not isinstance(extent, int):
+            if t.lower != 1 or t.upper is not None:
+                return None
+            pieces.append((t.scale, id(t.index), 1, None))
+            continue
         upper = t.upper if t.upper is not None else extent // t.lower
         if extent % (t.lower * upper):
             return None  # (a digit that does not take all its values equally often)
         pieces.append((t.scale, id(t.index), t.lower, upper))
-    return sorted(pieces), rest
+    return sorted(pieces, key=lambda p: p[:3]), rest
+
+
+def _elements(pieces: list, nest: dict):
+    """How many elements the pieces reach when they are one contiguous run covering every
+    iteration of the nest once (an int, or an expression for a symbolic extent), else None."""
+    reach, symbolic = 1, None
+    for scale, loop, _, upper in pieces:
+        if scale != reach or symbolic is not None:
+            return None  # (a gap or an overlap, or digits above a symbolic extent)
+        if upper is None:
+            symbolic = nest[loop]
+        else:
+            reach *= upper
+    sizes = [e for e in nest.values() if isinstance(e, int)]
+    whole = 1
+    for e in sizes:
+        whole *= e
+    if reach != whole or (symbolic is None) != (len(sizes) == len(nest)):
+        return None
+    if symbolic is None:
+        return reach
+    return symbolic if reach == 1 else Mul(symbolic, const(reach, symbolic.dtype))
 
 
 def identify_memcpy(loop: For, analyzer: Analyzer):
@@ -68,9 +97,9 @@ def identify_memcpy(loop: For, analyzer: Analyzer):
     zeros: dict = {}
     stmt: Stmt = loop
     while isinstance(stmt, For):
-        if not (isinstance(stmt.min, IntImm) and stmt.min.value == 0 and isinstance(stmt.extent, IntImm)):
+        if not (isinstance(stmt.min, IntImm) and stmt.min.value == 0):
             return None
-        nest[id(stmt.loop_var)] = stmt.extent.value
+        nest[id(stmt.loop_var)] = stmt.extent.value if isinstance(stmt.extent, IntImm) else stmt.extent
         zeros[stmt.loop_var] = const(0, stmt.loop_var.dtype)
         stmt = stmt.body
     if not (isinstance(stmt, BufferStore) and isinstance(stmt.value, BufferLoad)):
@@ -79,22 +108,19 @@ def identify_memcpy(loop: For, analyzer: Analyzer):
     if len(store.indices) != 1 or len(load.indices) != 1 or len(store.buffer.shape) != 1 \
             or len(load.buffer.shape) != 1 or store.indices[0].dtype.lanes != 1 or load.indices[0].dtype.lanes != 1:
         return None
-    count = 1
-    for extent in nest.values():
-        count *= extent
     sides = [_digits(analyzer, store.indices[0], nest), _digits(analyzer, load.indices[0], nest)]
-    if None in sides or sides[0][0] != sides[1][0]:
+    if None in sides or [p[:3] for p in sides[0][0]] != [p[:3] for p in sides[1][0]]:
         return None  # (not affine, or the two sides walk the loops differently: a transpose)
-    reach = 1
-    for scale, _, _, upper in sides[0][0]:
-        if scale != reach:
-            return None  # (a gap or an overlap: not one contiguous run)
-        reach *= upper
-    if reach != count:
+    count = _elements(sides[0][0], nest)
+    if count is None:
         return None
     dst_min = analyzer.simplify(substitute(store.indices[0], zeros))
     src_min = analyzer.simplify(substitute(load.indices[0], zeros))
     return store.buffer, dst_min, load.buffer, src_min, count
+
+
+def _times(count, factor: int):
+    return count * factor if isinstance(count, int) else Mul(count, const(factor, count.dtype))
 
 
 class _Lowerer(Mutator):
@@ -115,7 +141,7 @@ class _Lowerer(Mutator):
         self.copies += 1
         return _builtin("dma_copy", self.queue, Call(dst.data.dtype, get_op("tir.address_of"), (BufferLoad(dst, (dst_min,)),)),
                         Call(src.data.dtype, get_op("tir.address_of"), (BufferLoad(src, (src_min,)),)),
-                        count * element_bytes(src.dtype), 0)  # (0: no bypass_cache, see above)
+                        _times(count, element_bytes(src.dtype)), 0)  # (0: no bypass_cache, see above)
 
     def visit_AttrStmt(self, attr: AttrStmt) -> Stmt:
         if attr.attr_key == "thread_extent" and isinstance(attr.value, IntImm):
