@@ -146,13 +146,15 @@ class _Lowerer(Mutator):
     def visit_AttrStmt(self, attr: AttrStmt) -> Stmt:
         if attr.attr_key == "thread_extent" and isinstance(attr.value, IntImm):
             self.analyzer.bind(attr.node.var, 0, attr.value.value)
-        previsit = self.generic_visit(attr)  # (TVM visits the body once before looking at the key)
+        # TVM visits the body once before looking at the key; only inside a commit scope does
+        # that change anything (its copies count twice), so elsewhere it is left out
+        previsit = self.generic_visit(attr) if self.queue is not None else None
         if attr.attr_key == "async_wait_queue_scope":
             queue = _queue(attr)
             inner = attr.body
             if queue not in self.queues_copied or not (isinstance(inner, AttrStmt)
                                                        and inner.attr_key == "async_wait_inflight_count"):
-                return previsit
+                return previsit if previsit is not None else self.generic_visit(attr)
             return seq([_builtin("dma_wait", queue, inner.value), self.visit(inner.body)])
         if attr.attr_key == "async_commit_queue_scope":
             self.queue = _queue(attr)
