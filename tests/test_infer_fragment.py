@@ -49,7 +49,7 @@ def test_fragments_read_back_as_tvm_prints_them():
     the same name; its ``x.data`` arguments then name it: its InferFragment stage and DLight's
     tensor-core kernels (SplitHostDevice and device stages, merged shared memory) print back
     byte for byte."""
-    texts = [HERE / "wmma_after.tvms", FIXTURES / "merge_shared_memory" / "dlight_matmul_f16_after.tvms",
+    texts = [HERE / "wmma_after.tvms", *(FIXTURES / "merge_shared_memory" / f"dlight_matmul_f16_{s}.tvms" for s in ("before", "after")),
              *(FIXTURES / "cuda_codegen" / f"dlight_matmul_{k}.{s}" for k in ("f16", "dyn") for s in ("tvms", "device.tvms"))]
     for path in texts:
         text = path.read_text().rstrip("\n")  # (some generators end the file with a newline)
