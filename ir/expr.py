@@ -6,7 +6,7 @@ from typing import Any, Union
 
 from .dtype import DataType, boolean, handle, int32
 from .errors import TVMSError
-from .node import EMPTY, FrozenDict, Node, binds, derived, hint
+from .node import EMPTY, FrozenDict, Node, aside, binds, derived, hint
 
 
 # ---------------------------------------------------------------- types (of variables)
@@ -262,6 +262,9 @@ class Call(PrimExpr):
     args: tuple
     attrs: FrozenDict = EMPTY  # keyword arguments some intrinsics take (launch_params=[...])
     type_annotation: Node | None = None  # PointerType of a handle result that points at data
+    # per argument, the buffer whose data it was written as (``B.data``; TVM 0.27's
+    # ``buffer_data(B)`` names the buffer, where tvms has its data Var), else None
+    data_of: tuple = aside(default=())
 
 
 @dataclass(frozen=True, slots=True, eq=False)

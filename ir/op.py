@@ -120,6 +120,12 @@ ptx_legacy.mma                 void       13 14
 # 32-bit global load
 s_tir.cp_async_raw             dtype      5 6
 s_tir.ldg32                    arg0       4 4
+# TVM's asynchronous DMA builtins (LowerAsyncDMA writes them): dma_copy(queue, dst, src, bytes,
+# bypass_cache), dma_wait(queue, in_flight), dma_start_group(queue), dma_end_group(queue)
+dma_copy                       int32      5 5
+dma_wait                       int32      2 2
+dma_start_group                int32      1 1
+dma_end_group                  int32      1 1
 # backends: the Metal and WebGPU namespaces, and the thread-set annotations of TVM's analyses
 metal.make_filled_simdgroup_matrix void   5 5  8 8
 metal.simdgroup_load           void       7 7  8 8 False

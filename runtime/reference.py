@@ -49,6 +49,7 @@ from tvms.ir.narrow_float import legalize_narrow
 from tvms.ir.expr import PrimType
 from tvms.ir.op import loop_control
 
+from . import reference_dma
 from .reference_kernel import KernelCodegen
 from .tir_values import INTRINSICS, cast_value, count_leading_zeros, numpy_dtype, trunc_div, trunc_mod
 
@@ -319,6 +320,8 @@ class _SerialCodegen(_Compiler):
         if getattr(e.op, "name", None) == "tir.call_ffi_kernel":  # a lowered host function's launch
             tags = self.name(tuple(str(t) for t in e.attrs.get("launch_params", ())))
             return self._call(_call_kernel, "env", tags, *(self.src(a) for a in e.args))
+        if getattr(e.op, "name", None) in reference_dma.BUILTINS:
+            return reference_dma.compile_call(self, e)
         return super().e_Call(e)
 
     # ---- buffers

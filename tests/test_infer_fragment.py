@@ -43,6 +43,19 @@ def test_fragments_get_tvms_attributes():
             assert isinstance(s.body, AllocBuffer) and s.body.buffer is s.node
 
 
+def test_fragments_read_back_as_tvm_prints_them():
+    """TVM 0.27 declares a fragment (named by its attributes before its allocation) as
+    ``x = T.Buffer(...)`` right before the first attribute and allocates that same buffer under
+    the same name; its ``x.data`` arguments then name it: its InferFragment stage and DLight's
+    tensor-core kernels (SplitHostDevice and device stages, merged shared memory) print back
+    byte for byte."""
+    texts = [HERE / "wmma_after.tvms", *(FIXTURES / "merge_shared_memory" / f"dlight_matmul_f16_{s}.tvms" for s in ("before", "after")),
+             *(FIXTURES / "cuda_codegen" / f"dlight_matmul_{k}.{s}" for k in ("f16", "dyn") for s in ("tvms", "device.tvms"))]
+    for path in texts:
+        text = path.read_text().rstrip("\n")  # (some generators end the file with a newline)
+        assert from_source(text).script(dialect="tvm-0.27") == text, path.name
+
+
 @pytest.mark.slow
 def test_dlight_tensor_core_matmuls_compile_to_cubins_for_sm80_and_sm90():
     """DLight's WMMA schedules on sm_80 (float16 into float32 and into float16, int8 into int32),

@@ -121,6 +121,11 @@ class AttrPrinting:
             self.scope(concise, top, None, rhs, s.body, define, alone_body=True)
             return
         node, body = s.node, s.body
+        if isinstance(node, Buffer) and self.namer.get(node) is None:
+            # a buffer an attribute names before its allocation (a tensor-core fragment's shape
+            # and layout): declared here, as TVM 0.27 declares it, and allocated under that name
+            self.emit(f"{self.define_buffer(node)} = {self.buffer_decl(node, 'Buffer', [], define_line=self.emit)}")
+            concise = False  # (the attribute no longer has its frame alone)
         if s.attr_key == HINT and isinstance(node, dict) and isinstance(node.get("message"), str):
             extra = "".join(f", {k}={self.value(v)}" for k, v in node.items() if k != "message")
             rhs = self.tir(f"hint({quote(node['message'])}{extra})")

@@ -144,11 +144,7 @@ class BufferParsing:
 
     def data_parent(self, call: S.Call) -> Buffer | None:
         """The buffer ``B`` of a declaration's ``data=B.data`` (TVM prints that same buffer)."""
-        syn = dict(call.kwargs).get("data", call.args[2] if len(call.args) > 2 else None)
-        if isinstance(syn, S.Attribute) and syn.attr == "data":
-            base = self.ev_buffer_base(syn.value)
-            return base if isinstance(base, Buffer) else None
-        return None
+        return self.named_data(dict(call.kwargs).get("data", call.args[2] if len(call.args) > 2 else None))
 
     @parses("with", "decl_buffer", "alloc_buffer", "alloc_shared", "alloc_local", "allocate")
     def with_scoped_assign(self, syn: S.With, call: S.Call) -> Stmt:
@@ -187,11 +183,19 @@ def _alloc_stmt(scope: str) -> Callable:
         args, kwargs = call_args(b, call)
         annotations = norm_attrs(kwargs.pop("annotations", None) or {})
         buf = b.buffer_decl(name, args, kwargs, call, scope_default=scope)
+        prior = next((names[name] for names in reversed(b.scopes) if name in names), None)
+        if isinstance(prior, Buffer) and id(prior) in b.free_buffers and _same_memory(prior, buf):
+            buf = prior  # (TVM 0.27 prints a buffer used before its allocation, by T.attr, as T.Buffer first)
         if b.dialect is not CLASSIC and b.func is not None and not b.func.s_tir and laid_out_scalar(buf):
             buf = replace(buf, scalar=True)
         return TakesRest(AllocBuffer(buf, b.rest_body(rest, {name: buf}), annotations or EMPTY,
                                       span=b.assigned_span(call, target)))
     return build
+
+
+def _same_memory(a: Buffer, b: Buffer) -> bool:
+    return (a.dtype == b.dtype and a.scope == b.scope and len(a.shape) == len(b.shape) and not a.strides
+            and not b.strides and all(structural_equal(x, y) for x, y in zip(a.shape, b.shape)))
 
 
 def _reshapes(parent: Buffer, b: Buffer) -> bool:
@@ -287,7 +291,9 @@ def _decl_scalar(b: Any, target: Any, call: S.Call, rest: list) -> Any:
 def _buffer_alias(b: Any, target: Any, call: S.Call, rest: list) -> Any:
     name = b.target_name(target)
     args, kwargs = call_args(b, call)
-    b.define(name, b.buffer_decl(name, args, kwargs, call))
+    buf = b.buffer_decl(name, args, kwargs, call)
+    b.free_buffers.add(id(buf))
+    b.define(name, buf)
     return Header()
 
 

@@ -477,6 +477,7 @@ class ExprEvaluator:
 
     def intrinsic(self, info: op_registry.OpInfo, args: list, kwargs: dict, syn: Any) -> Call:
         explicit = pointer = None
+        written = [self.named_data(a) for a in syn.args] if isinstance(syn, S.Call) else []
         if "dtype" in kwargs:  # the older spelling: T.tvm_access_ptr(..., dtype="handle")
             kwargs = dict(kwargs)
             explicit = self.dtype_of(kwargs.pop("dtype"), syn)
@@ -491,6 +492,7 @@ class ExprEvaluator:
             else:
                 explicit = self.dtype_of(given, syn)
             args = args[1:] if first else args[:-1]
+            written = written[1:] if first else written[:-1]
         lo, hi = info.arity
         if info.defaults and hi - len(info.defaults) <= len(args) < hi:
             args = [*args, *info.defaults[len(args) - hi:]]  # what TVM's function fills in
@@ -501,7 +503,16 @@ class ExprEvaluator:
         call_args = tuple(self.call_arg(a, syn) for a in args)
         dtype = explicit if explicit is not None else op_registry.result_dtype(info, call_args, None)
         attrs = freeze_value(kwargs) if kwargs else EMPTY
-        return Call(dtype, op_registry.get_op(info.name), call_args, attrs, pointer)
+        data_of = tuple(b if isinstance(a, Var) and b is not None and b.data is a else None
+                        for a, b in zip(call_args, written)) if any(written) else ()
+        return Call(dtype, op_registry.get_op(info.name), call_args, attrs, pointer, data_of)
+
+    def named_data(self, syn: Any) -> Buffer | None:
+        """The buffer ``B`` of an argument written ``B.data`` (TVM prints the buffer named)."""
+        if isinstance(syn, S.Attribute) and syn.attr == "data":
+            base = self.ev_buffer_base(syn.value)
+            return base if isinstance(base, Buffer) else None
+        return None
 
     def call_arg(self, value: Any, syn: Any) -> Any:
         if isinstance(value, str):

@@ -283,7 +283,7 @@ class ExprPrinting:
         else:
             info = op_registry.info_of(e.op)
             head = self.tir(f"{info.script_name}")
-            args = [self.expr(a) for a in e.args]
+            args = [self.call_arg(a, b) for a, b in zip(e.args, e.data_of)] + [self.expr(a) for a in e.args[len(e.data_of):]]
             result = self.dtype_arg(e.dtype) if e.type_annotation is None else f"{self.type_doc(e.type_annotation)}.ty"
             if info.result == "dtype":
                 args.insert(0, result)
@@ -291,6 +291,12 @@ class ExprPrinting:
                 args.append(result)
         args += [f"{k}={self.value(v)}" for k, v in e.attrs.items()]
         return f"{head}({', '.join(args)})", ATOM
+
+    def call_arg(self, a: Any, data_of: Buffer | None) -> str:
+        """An argument written as the data of ``data_of`` prints so while that buffer is in scope."""
+        if data_of is not None and data_of.data is a and self.namer.get(data_of) is not None:
+            return f"{self.namer.get(data_of)}.data"
+        return self.expr(a)
 
     def dtype_arg(self, dtype: DataType) -> str:
         """A data type as an argument: ``"int32"``; TVM 0.27 writes the handle type as the type

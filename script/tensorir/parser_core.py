@@ -40,6 +40,7 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
         super().__init__(source, dialect, globals_, typevars)
         self.blocks: list[BlockFrame] = []
         self.loop_doms: dict[Var, tuple[PrimExpr, PrimExpr]] = {}
+        self.free_buffers: set = set()  # (ids of the buffers a ``B = T.Buffer(...)`` statement declared)
 
     def assigned_span(self, call: Any, target: Any):
         """The span of the call in ``target = call``, with the comments of the statement."""

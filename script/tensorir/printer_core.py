@@ -171,7 +171,8 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         return name
 
     def define_buffer(self, b: Buffer) -> str:
-        name = self.namer.define(b, b.name)
+        # (a buffer declared before its allocation, used first by a T.attr, keeps its name, as TVM's)
+        name = self.namer.get(b) or self.namer.define(b, b.name)
         self.buffer_defs.setdefault(id(b.data), []).append(b)
         return name
 

@@ -9,6 +9,7 @@ from .inject_double_buffer import InjectDoubleBuffer, inject_double_buffer
 from .inject_ptx_async_copy import InjectPTXAsyncCopy, inject_ptx_async_copy
 from .inject_software_pipeline import InjectSoftwarePipeline, inject_software_pipeline
 from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread
+from .lower_async_dma import LowerAsyncDMA, lower_async_dma
 from .lower_cross_thread_reduction import LowerCrossThreadReduction, lower_cross_thread_reduction
 from .lower_thread_allreduce import LowerThreadAllreduce, lower_thread_allreduce
 from .lower_warp_memory import LowerWarpMemory, lower_warp_memory
@@ -22,9 +23,9 @@ from .thread_binding import LiftThreadBinding, UnifyThreadBinding, lift_thread_b
 from .thread_sync import ThreadSync, thread_sync
 
 __all__ = [
-    "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectPTXAsyncCopy", "InjectSoftwarePipeline", "InjectVirtualThread", "LiftThreadBinding", "LowerCrossThreadReduction",
+    "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectPTXAsyncCopy", "InjectSoftwarePipeline", "InjectVirtualThread", "LiftThreadBinding", "LowerAsyncDMA", "LowerCrossThreadReduction",
     "LowerThreadAllreduce", "LowerWarpMemory", "ManifestSharedMemoryLocalStage", "MergeSharedMemoryAllocations", "NarrowDataType",
     "SplitHostDevice", "StorageRewrite", "ThreadSync", "UnifyThreadBinding", "annotate_entry_func", "common_subexpr_elim", "cuda_target_attr",
-    "finalize_kernels", "inject_double_buffer", "inject_ptx_async_copy", "inject_software_pipeline", "inject_virtual_thread", "lift_thread_binding", "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce",
+    "finalize_kernels", "inject_double_buffer", "inject_ptx_async_copy", "inject_software_pipeline", "inject_virtual_thread", "lift_thread_binding", "lower_async_dma", "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce",
     "lower_warp_memory", "manifest_shared_memory_local_stage", "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device", "storage_rewrite", "thread_sync", "unify_thread_binding",
 ]

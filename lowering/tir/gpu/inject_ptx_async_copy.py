@@ -106,7 +106,8 @@ class _Injector(Mutator):
         args = (store.buffer.data, _scaled(dst, factor), load.buffer.data, src, const(size, "int32"))
         if predicate is not None:
             args += (predicate,)
-        return Evaluate(Call(store.buffer.dtype, get_op("tir.s_tir.cp_async_raw"), args))
+        return Evaluate(Call(store.buffer.dtype, get_op("tir.s_tir.cp_async_raw"), args,
+                             data_of=(store.buffer, None, load.buffer)))  # (TVM prints B.data for each)
 
 
 def inject_ptx_async_copy(func: PrimFunc) -> PrimFunc:

@@ -380,8 +380,12 @@ class _Merger(Mutator):
         args = list(e.args)
         dtype = args[0].dtype if at == 1 else e.dtype  # (cp_async_raw's dtype is the call's)
         args[at + 1] = self.shift(self.visit(args[at + 1]), data, dtype, offset_first=True)
-        args[at] = self.view(self.allocs[data]).data  # (TVM declares the typed view there too)
-        return e.with_changes(args=tuple(self.visit(a) if i not in (at, at + 1) else a for i, a in enumerate(args)))
+        view = self.view(self.allocs[data])  # (TVM declares the typed view there too, and names it)
+        args[at] = view.data
+        written = [*e.data_of, *[None] * (len(args) - len(e.data_of))]
+        written[at] = view
+        return e.with_changes(args=tuple(self.visit(a) if i not in (at, at + 1) else a for i, a in enumerate(args)),
+                              data_of=tuple(written))
 
 
 def merges_static() -> bool:

@@ -15,7 +15,7 @@ from ....ir.dtype import DataType
 from ....ir.errors import TVMSError
 from ....ir.expr import BufferLoad, Cast, IntImm, IterVar, PrimExpr, Var
 from ....ir.function import PrimFunc
-from ....ir.stmt import AttrStmt, BufferStore, For, Stmt
+from ....ir.stmt import AttrStmt, BufferStore, DeclBuffer, For, Stmt
 from ....ir.visitor import Mutator, walk
 from ...pass_registry import register_pass
 from ...transform import prim_func_pass
@@ -93,7 +93,7 @@ class _Narrow(Mutator):
 
     def generic_visit(self, node):
         result = super().generic_visit(node)
-        if hasattr(result, "data_of") and result is not node and getattr(result, "data_of", None) is not None:
+        if isinstance(result, DeclBuffer) and result is not node and result.data_of is not None:
             result = result.with_changes(data_of=None)  # (a narrowed view is a declaration of its own)
         return result
 

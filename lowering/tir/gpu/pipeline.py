@@ -10,10 +10,10 @@ is printed as TVM prints its SplitHostDevice stage: kernels ``<symbol>_kernel`` 
 stage (MakePackedAPI's packed calling convention is the runtime's business in tvms); the
 kernels are as the code generator takes them.
 
-CommonSubexprElim runs unless the current PassContext's config sets ``tirx.disable_cse_tir``, and
-InjectPTXAsyncCopy where it sets ``tirx.use_async_copy`` (as in TVM; TVM's LowerAsyncDMA, which
-that option also runs, turns a loop copying a contiguous region in a commit group into a DMA copy
-of Hexagon's, and is not run). TVM's passes that tvms does not run (``SKIPPED``) change nothing on schedules without
+CommonSubexprElim runs unless the current PassContext's config sets ``tirx.disable_cse_tir``;
+where it sets ``tirx.use_async_copy``, LowerAsyncDMA runs after StorageRewrite and
+InjectPTXAsyncCopy before MergeSharedMemoryAllocations (as in TVM: a loop copying a contiguous run
+in a commit group becomes ``T.dma_copy``, which no CUDA code generator takes). TVM's passes that tvms does not run (``SKIPPED``) change nothing on schedules without
 their features, except these differences: tvms's StorageRewrite does not let allocations share memory; tvms's StmtSimplify simplifies
 buffer indices only, and less than TVM's (``(f * 256 + t) // 128`` stays). A reduction of several
 buffers at once (argmax) bound to threads is refused (tvms's LowerCrossThreadReduction does
@@ -45,6 +45,7 @@ from .inject_double_buffer import inject_double_buffer
 from .inject_ptx_async_copy import inject_ptx_async_copy
 from .inject_software_pipeline import inject_software_pipeline
 from .inject_virtual_thread import inject_virtual_thread
+from .lower_async_dma import lower_async_dma
 from .lower_cross_thread_reduction import lower_cross_thread_reduction
 from .lower_intrin_cuda import lower_cuda_intrin
 from .lower_thread_allreduce import lower_thread_allreduce
@@ -117,12 +118,16 @@ def split_for_cuda(func: PrimFunc, target: Target) -> IRModule:
     existing = func.attrs.get("target")
     if not (isinstance(existing, TargetAttr) and existing.kind == "cuda" and "host" in existing.config):
         func = func.with_attr("target", bound)  # (a function already bound to cuda keeps its target)
+    config = PassContext.current().config
     steps = BEFORE_ENTRY
-    if not PassContext.current().config.get("tirx.disable_cse_tir", False):  # (TVM's option)
+    if config.get("tirx.use_async_copy", False):  # (TVM's option: DMA copies, then cp.async below)
+        after = steps.index(storage_rewrite) + 1
+        steps = steps[:after] + (lower_async_dma,) + steps[after:]
+    if not config.get("tirx.disable_cse_tir", False):  # (TVM's option)
         steps += (common_subexpr_elim,)
     mod = _each_prim_func(IRModule({symbol: func}), steps)
     late = BEFORE_SPLIT
-    if PassContext.current().config.get("tirx.use_async_copy", False):  # (TVM's option: cp.async)
+    if config.get("tirx.use_async_copy", False):
         merge = late.index(merge_shared_memory_allocations)  # (the copies go in before the merge)
         late = late[:merge] + (inject_ptx_async_copy,) + late[merge:]
     mod = _each_prim_func(annotate_entry_func(mod), late)

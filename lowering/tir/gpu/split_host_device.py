@@ -94,6 +94,13 @@ class _KernelRenamer(Mutator):
             self.buffers[buffer] = self.generic_visit(buffer)
         return self.buffers[buffer]
 
+    def visit_Call(self, call: Call) -> Call:
+        new = self.generic_visit(call)
+        if not call.data_of:
+            return new
+        # (an argument written as a buffer's data is the kernel's buffer's, as TVM prints it)
+        return new.with_changes(data_of=tuple(self.buffers.get(b, b) if b is not None else None for b in call.data_of))
+
 
 class _Splitter(Mutator):
     def __init__(self, func: PrimFunc, symbol: str, device_target: Target) -> None:
