@@ -98,6 +98,8 @@ class Bernoulli(OnnxOpConverter):
         if dtype_of(x) not in FLOATS:
             raise Unsupported(f"probabilities of dtype {dtype_of(x)}")
         dtype = onnx_dtype(attrs["dtype"]) if attrs.get("dtype") is not None else dtype_of(x)
+        if dtype_of(x) in ("float16", "bfloat16"):  # (a draw below 1 may round to 1 in 16 bits: p=1 gives 0)
+            x = ctx.emit(op.astype(x, "float32"))
         u = ctx.emit(draw(ctx, "uniform", x, _like(x, dtype_of(x)), 0.0, 1.0, seed=attrs.get("seed")))
         return op.astype(op.less(u, x), dtype)
 

@@ -182,3 +182,52 @@ def test_the_suites_rule_for_draws_fails_what_is_not_a_draw():
     assert verdict(drop, feeds, kept(0.5), lambda: kept(0.5)) == "random"
     assert verdict(drop, feeds, kept(0.5), lambda: kept(0.0)) == "wrong result"  # (keeps all)
     assert verdict(drop, feeds, kept(0.5), lambda: [x * 2, rng.random(200) >= 0.5]) == "wrong result"  # (mask ignored)
+
+
+def test_16_bit_draws_stay_below_one():
+    """A uniform value just below 1 rounds to 1 in float16 and bfloat16: Bernoulli(p=1) draws
+    in float32 (always 1), RandomUniform's values stay below high."""
+    import ml_dtypes
+
+    nodes = [helper.make_node("Bernoulli", ["h"], ["bh"]), helper.make_node("Bernoulli", ["b"], ["bb"]),
+             helper.make_node("RandomUniform", [], ["uh"], shape=[N], dtype=TP.FLOAT16),
+             helper.make_node("RandomUniform", [], ["ub"], shape=[N], dtype=TP.BFLOAT16)]
+    model = _model(nodes, [("h", TP.FLOAT16, [N]), ("b", TP.BFLOAT16, [N])], ["bh", "bb", "uh", "ub"])
+    bh, bb, uh, ub = _run(_vm(from_onnx(model)), np.ones(N, np.float16), np.ones(N, ml_dtypes.bfloat16))
+    assert bh.dtype == np.float16 and (bh == 1).all() and (bb.astype(np.float32) == 1).all()
+    assert uh.dtype == np.float16 and uh.max() < 1 and ub.astype(np.float32).max() < 1
+
+
+def test_forked_processes_draw_their_own_values():
+    import multiprocessing as mp
+
+    from tvms.runtime.random_ops import uniform
+
+    def child(conn):
+        conn.send(uniform((8,), "float64", 0.0, 1.0))
+    draws = []
+    for _ in range(2):
+        parent, end = mp.get_context("fork").Pipe()
+        process = mp.get_context("fork").Process(target=child, args=(end,))
+        process.start()
+        draws.append(parent.recv())
+        process.join()
+    assert not np.array_equal(draws[0], draws[1])  # (each child its own stream, not its parent's)
+    assert not np.array_equal(draws[0], uniform((8,), "float64", 0.0, 1.0))
+
+
+def test_multinomial_memory_grows_with_samples_not_samples_times_classes():
+    import tracemalloc
+
+    from tvms.runtime.random_ops import multinomial
+
+    logits = np.zeros((2, 4000), np.float32)
+    tracemalloc.start()
+    try:
+        m = multinomial(logits, "int64", 4000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert m.shape == (2, 4000) and 0 <= m.min() and m.max() < 4000
+    assert peak < 2_000_000, peak  # (a samples x classes mask: 32 MB)
+    _near(m.mean(), 1999.5, 4000 / np.sqrt(12 * m.size))
