@@ -152,7 +152,8 @@ def test_random_operators_refuse_what_they_do_not_draw():
 
 def test_the_suites_rule_for_draws_fails_what_is_not_a_draw():
     """``benchmarks/onnx_suite.py``'s ``check_draws`` on made-up runs: honest draws meet it; a
-    repeated unseeded draw, a biased one and a Dropout that keeps everything do not."""
+    repeated unseeded draw, a biased one (seeded or not, Bernoulli or its expansion) and a Dropout
+    that keeps everything do not; draws it cannot check are "unchecked"."""
     import importlib.util
     from pathlib import Path
 
@@ -168,9 +169,11 @@ def test_the_suites_rule_for_draws_fails_what_is_not_a_draw():
                   [("x", TP.FLOAT, [200]), ("r", TP.FLOAT, []), ("t", TP.BOOL, [])], ["y", "mask"])
     feeds = {"x": x, "r": np.array(0.5, np.float32), "t": np.array(True)}
 
-    def verdict(model, feeds, expected, run):
+    def verdict(model, feeds, expected, run, unseeded_run=None):
+        """The rule's verdict on ``run`` (and ``unseeded_run`` for the model without its seeds)."""
         nodes = suite.random_nodes(model, feeds)
-        return suite.check_draws(lambda: run, expected, model, feeds, nodes)[0]
+        return suite.check_draws(lambda variant=None: run if variant is None else unseeded_run,
+                                 expected, model, feeds, nodes)[0]
 
     def kept(rate):
         mask = rng.random(200) >= rate
@@ -182,6 +185,25 @@ def test_the_suites_rule_for_draws_fails_what_is_not_a_draw():
     assert verdict(drop, feeds, kept(0.5), lambda: kept(0.5)) == "random"
     assert verdict(drop, feeds, kept(0.5), lambda: kept(0.0)) == "wrong result"  # (keeps all)
     assert verdict(drop, feeds, kept(0.5), lambda: [x * 2, rng.random(200) >= 0.5]) == "wrong result"  # (mask ignored)
+
+    # seeded (one draw of 10, as in ONNX's cases): the frequency is counted over runs without the seed
+    p10 = np.full(10, 0.5, np.float32)
+    seeded = _model([helper.make_node("Bernoulli", ["p"], ["y"], seed=1.0)], [("p", TP.FLOAT, [10])], ["y"])
+    draw = (np.random.default_rng(1).random(10) < p10).astype(np.float32)
+    fresh = lambda: [(rng.random(10) < p10).astype(np.float32)]  # noqa: E731
+    assert verdict(seeded, {"p": p10}, [draw], lambda: [draw], fresh) == "random"
+    zeros = lambda: [np.zeros(10, np.float32)]  # noqa: E731
+    assert verdict(seeded, {"p": p10}, [draw], zeros, zeros) == "wrong result"
+    # ONNX's expansion of Bernoulli: RandomUniformLike -> Greater -> Cast (1 where u > p)
+    expanded = _model([helper.make_node("RandomUniformLike", ["p"], ["u"]), helper.make_node("Greater", ["u", "p"], ["g"]),
+                       helper.make_node("Cast", ["g"], ["y"], to=TP.FLOAT)], [("p", TP.FLOAT, [200])], ["y"])
+    assert verdict(expanded, {"p": p}, expected, lambda: [(rng.random(200) > p).astype(np.float32)]) == "random"
+    assert verdict(expanded, {"p": p}, expected, lambda: [(rng.random(200) < 0.05).astype(np.float32)]) == "wrong result"
+    assert verdict(expanded, {"p": p}, expected, lambda: [(rng.random(200) < p).astype(np.float32)]) == "wrong result"
+    # values the rule cannot check: reported as unchecked, not as meeting the rule
+    normal = _model([helper.make_node("RandomNormal", [], ["y"], shape=[10])], [], ["y"])
+    assert verdict(normal, {}, [rng.standard_normal(10).astype(np.float32)], lambda: [rng.standard_normal(10).astype(np.float32)]) \
+        == "unchecked"
 
 
 def test_16_bit_draws_stay_below_one():
