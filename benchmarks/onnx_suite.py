@@ -126,7 +126,7 @@ def coin_flips(model, feeds: dict, nodes: list) -> list:
             users[name].append(node)
     flips = []
     for node in nodes:
-        if node.op_type == "Bernoulli" and node.input[0] in values:
+        if node.op_type == "Bernoulli" and node.input[0] in values and node.output[0] in outputs:
             flips.append((node, node.output[0], np.asarray(values[node.input[0]], np.float64)))
         if node.op_type != "RandomUniformLike" or len(users[node.output[0]]) != 1:
             continue
@@ -134,13 +134,14 @@ def coin_flips(model, feeds: dict, nodes: list) -> list:
         if compare.op_type not in ("Less", "Greater") or len(set(compare.input)) != 2:
             continue
         other = [n for n in compare.input if n != node.output[0]][0]
-        if other not in values:
+        if other not in values or node.input[0] not in values:
             continue
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         low, high = attrs.get("low", 0.0), attrs.get("high", 1.0)
         below = np.clip((np.asarray(values[other], np.float64) - low) / (high - low), 0, 1)  # (P(u < t))
         # (Less(u, t) and Greater(t, u) hold where u < t; the other two where u > t)
         p = below if (compare.op_type == "Less") == (compare.input[0] == node.output[0]) else 1 - below
+        p = np.broadcast_to(p, np.broadcast_shapes(p.shape, np.shape(values[node.input[0]])))  # (the compare's shape)
         out = compare.output[0]
         casts = users[out]
         if len(casts) == 1 and casts[0].op_type == "Cast":
