@@ -200,13 +200,13 @@ def test_the_suites_rule_for_draws_fails_what_is_not_a_draw():
     # ONNX's expansion of Bernoulli: RandomUniformLike -> Greater -> Cast (1 where u > p)
     expanded = _model([helper.make_node("RandomUniformLike", ["p"], ["u"]), helper.make_node("Greater", ["u", "p"], ["g"]),
                        helper.make_node("Cast", ["g"], ["y"], to=TP.FLOAT)], [("p", TP.FLOAT, [200])], ["y"])
-    assert verdict(expanded, {"p": p}, expected, lambda: [(rng.random(200) > p).astype(np.float32)]) == "random"
-    assert verdict(expanded, {"p": p}, expected, lambda: [(rng.random(200) < 0.05).astype(np.float32)]) == "wrong result"
-    assert verdict(expanded, {"p": p}, expected, lambda: [(rng.random(200) < p).astype(np.float32)]) == "wrong result"
+    for ones, kind in ((lambda: rng.random(200) > p, "random"), (lambda: rng.random(200) < 0.05, "wrong result"),
+                       (lambda: rng.random(200) < p, "wrong result")):
+        assert verdict(expanded, {"p": p}, expected, lambda: [ones().astype(np.float32)]) == kind
     # values the rule cannot check: reported as unchecked, not as meeting the rule
     normal = _model([helper.make_node("RandomNormal", [], ["y"], shape=[10])], [], ["y"])
-    assert verdict(normal, {}, [rng.standard_normal(10).astype(np.float32)], lambda: [rng.standard_normal(10).astype(np.float32)]) \
-        == "unchecked"
+    fresh_normal = lambda: [rng.standard_normal(10).astype(np.float32)]  # noqa: E731
+    assert verdict(normal, {}, fresh_normal(), fresh_normal) == "unchecked"
 
 
 def test_16_bit_draws_stay_below_one():
