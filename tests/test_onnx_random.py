@@ -217,9 +217,12 @@ def test_16_bit_draws_stay_below_one():
     nodes = [helper.make_node("Bernoulli", ["h"], ["bh"]), helper.make_node("Bernoulli", ["b"], ["bb"]),
              helper.make_node("RandomUniform", [], ["uh"], shape=[N], dtype=TP.FLOAT16),
              helper.make_node("RandomUniform", [], ["ub"], shape=[N], dtype=TP.BFLOAT16)]
-    model = _model(nodes, [("h", TP.FLOAT16, [N]), ("b", TP.BFLOAT16, [N])], ["bh", "bb", "uh", "ub"])
-    bh, bb, uh, ub = _run(_vm(from_onnx(model)), np.ones(N, np.float16), np.ones(N, ml_dtypes.bfloat16))
-    assert bh.dtype == np.float16 and (bh == 1).all() and (bb.astype(np.float32) == 1).all()
+    model = _model(nodes, [("h", TP.FLOAT16, [N]), ("b", TP.BFLOAT16, [2, 5 * N])], ["bh", "bb", "uh", "ub"])
+    below = 1 - 2 ** -8  # (bfloat16's largest value below 1: a bfloat16 draw makes it 1 - 3 * 2 ** -9)
+    b = np.array([[1.0], [below]], ml_dtypes.bfloat16).repeat(5 * N, axis=1)
+    bh, bb, uh, ub = _run(_vm(from_onnx(model)), np.ones(N, np.float16), b)
+    assert bh.dtype == np.float16 and (bh == 1).all() and (bb[0].astype(np.float32) == 1).all()
+    _near(bb[1].astype(np.float32).mean(), below, np.sqrt(below * (1 - below) / (5 * N)))
     assert uh.dtype == np.float16 and uh.max() < 1 and ub.astype(np.float32).max() < 1
 
 
