@@ -18,7 +18,8 @@ A case whose graph draws at random (Bernoulli, RandomUniform(Like), RandomNormal
 Multinomial, Dropout in training mode with a ratio above 0) has as expected outputs one draw of
 numpy's generator, which no other generator repeats: it is checked by the rule of
 ``check_draws`` instead (shape, dtype, seed, support, frequency) and counted as "random", apart
-from the passes and the failures.
+from the passes and the failures; "unchecked" where the rule has no check of the values drawn
+(only their shape, dtype, seed and support).
 
 Each case runs in a worker process with a timeout (``--timeout``); a worker that crashes or times
 out is replaced, and the case counts as a crash or a timeout. ``--budget`` (seconds) stops taking
@@ -42,6 +43,7 @@ KINDS = ("unsupported operator", "unsupported form", "conversion error", "compil
 # expected outputs are one draw of numpy's generator, which no other generator repeats, so such a
 # case is checked by the rule of ``check_draws`` and counted as "random", not as a pass
 RANDOM_OPS = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
+DRAWN = ("random", "unchecked")  # (the verdicts of a random case that meets the rule, neither pass nor fail)
 DRAWS = 8  # runs of a random case (a seeded draw must be reproducible, unseeded ones must not repeat)
 
 
@@ -76,12 +78,17 @@ def compare(outputs: list, expected: list, rtol: float, atol: float) -> str | No
     return None
 
 
+def _known(model, feeds: dict) -> dict:
+    """The values of ``model``'s graph known before it runs: its initializers and ``feeds``."""
+    from onnx import numpy_helper
+
+    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer} | feeds
+
+
 def random_nodes(model, feeds: dict) -> list:
     """The nodes of ``model``'s graph that draw at random on the inputs ``feeds`` (a Dropout whose
     training_mode is true, or computed, and whose ratio is not 0)."""
-    from onnx import numpy_helper
-
-    values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer} | feeds
+    values = _known(model, feeds)
     drawn = []
     for node in model.graph.node:
         if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2]:
@@ -94,6 +101,56 @@ def random_nodes(model, feeds: dict) -> list:
     return drawn
 
 
+def unseeded(model):
+    """A copy of ``model`` whose nodes draw without their ``seed``: independent draws, run after
+    run, to count frequencies over (a seeded draw repeats one draw of a few values)."""
+    copy = type(model)()
+    copy.CopyFrom(model)
+    for node in copy.graph.node:
+        kept = [a for a in node.attribute if a.name != "seed"]
+        del node.attribute[:]
+        node.attribute.extend(kept)
+    return copy
+
+
+def coin_flips(model, feeds: dict, nodes: list) -> list:
+    """(node, output, probabilities of 1) of each Bernoulli draw of ``nodes`` that is a graph
+    output: a Bernoulli node of known probabilities, or ONNX's expansion of one, a RandomUniformLike
+    compared (Less, Greater) with known values, the result cast or not."""
+    from onnx import helper
+
+    values, outputs = _known(model, feeds), {o.name for o in model.graph.output}
+    users = collections.defaultdict(list)
+    for node in model.graph.node:
+        for name in node.input:
+            users[name].append(node)
+    flips = []
+    for node in nodes:
+        if node.op_type == "Bernoulli" and node.input[0] in values and node.output[0] in outputs:
+            flips.append((node, node.output[0], np.asarray(values[node.input[0]], np.float64)))
+        if node.op_type != "RandomUniformLike" or len(users[node.output[0]]) != 1:
+            continue
+        compare, = users[node.output[0]]
+        if compare.op_type not in ("Less", "Greater") or len(set(compare.input)) != 2:
+            continue
+        other = [n for n in compare.input if n != node.output[0]][0]
+        if other not in values or node.input[0] not in values:
+            continue
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        low, high = attrs.get("low", 0.0), attrs.get("high", 1.0)
+        below = np.clip((np.asarray(values[other], np.float64) - low) / (high - low), 0, 1)  # (P(u < t))
+        # (Less(u, t) and Greater(t, u) hold where u < t; the other two where u > t)
+        p = below if (compare.op_type == "Less") == (compare.input[0] == node.output[0]) else 1 - below
+        p = np.broadcast_to(p, np.broadcast_shapes(p.shape, np.shape(values[node.input[0]])))  # (the compare's shape)
+        out = compare.output[0]
+        casts = users[out]
+        if len(casts) == 1 and casts[0].op_type == "Cast":
+            out = casts[0].output[0]
+        if out in outputs:
+            flips.append((node, out, p))
+    return flips
+
+
 def _plausible(hits: float, mean: float, variance: float) -> bool:
     """Whether a count of ``hits`` is within 4 standard deviations (and one) of its ``mean``."""
     return abs(hits - mean) <= 4 * np.sqrt(variance) + 1
@@ -103,24 +160,37 @@ def check_draws(start, expected: list, model, feeds: dict, nodes: list) -> tuple
     """The rule for a case that draws at random: ``DRAWS`` runs in one session, each of the
     expected outputs' count, dtype and shape; seeded (every drawing node has a seed), the first
     run of a second session the same as the first's (a seed may give the same draw in every
-    run, as tvms does, or a stream of draws, as onnxruntime does); unseeded, not all the same; an output whose expected values are all 0 or 1 (a Bernoulli
-    draw, a mask) holding only 0 and 1; a Bernoulli node's ones as many as its probabilities
-    make likely; a training-mode Dropout's output the input where its mask keeps it, scaled by
-    1 / (1 - ratio), 0 elsewhere, keeping as many as 1 - ratio makes likely; a RandomUniform(Like)
-    within [low, high]. ("random", what was checked) or the failure's (kind, detail)."""
+    run, as tvms does, or a stream of draws, as onnxruntime does); unseeded, not all the same; an
+    output whose expected values are all 0 or 1 (a Bernoulli draw, a mask) holding only 0 and 1.
+    Then the frequencies, over ``DRAWS`` runs of the model without its seeds
+    (``start(unseeded(model))``): a Bernoulli draw's ones (``coin_flips``) as many as its
+    probabilities make likely; a training-mode Dropout's output the input where its mask keeps
+    it, scaled by 1 / (1 - ratio), 0 elsewhere, keeping as many as 1 - ratio makes likely; a
+    RandomUniform(Like) within [low, high], its sum near its mean. ("random", what was checked),
+    ("unchecked", ...) where a drawing node's values reach no such check, or the failure's
+    (kind, detail). ``start(variant=None)`` gives a function running ``variant`` (default: the
+    case's model) in a session of its own."""
     from onnx import helper
 
-    run, runs = start(), []
-    for _ in range(DRAWS):
-        try:
-            runs.append([np.asarray(o) for o in run()])
-        except Exception as err:
-            return "run error", f"{type(err).__name__}: {err}"
-        got = [(str(o.dtype), o.shape) for o in runs[-1]]
-        want = [(str(np.asarray(e).dtype), np.shape(e)) for e in expected]
-        if got != want:
-            return "wrong result", f"outputs (dtype, shape) {got}, expected {want}"
-    seeded = all(any(a.name == "seed" for a in n.attribute) for n in nodes)
+    want = [(str(np.asarray(e).dtype), np.shape(e)) for e in expected]
+
+    def sample(run) -> tuple:
+        """(``DRAWS`` runs' outputs, None), or (None, the failure's (kind, detail))."""
+        draws = []
+        for _ in range(DRAWS):
+            try:
+                draws.append([np.asarray(o) for o in run()])
+            except Exception as err:
+                return None, ("run error", f"{type(err).__name__}: {err}")
+            got = [(str(o.dtype), o.shape) for o in draws[-1]]
+            if got != want:
+                return None, ("wrong result", f"outputs (dtype, shape) {got}, expected {want}")
+        return draws, None
+    runs, failure = sample(start())
+    if failure:
+        return failure
+    has_seed = [any(a.name == "seed" for a in n.attribute) for n in nodes]
+    seeded = all(has_seed)
 
     def same(a, b):
         return all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
@@ -134,34 +204,54 @@ def check_draws(start, expected: list, model, feeds: dict, nodes: list) -> tuple
         if np.isin(np.asarray(ref), [0, 1]).all() and not all(np.isin(r[i], [0, 1]).all() for r in runs):
             return "wrong result", f"output {i}: values other than 0 and 1, where the expected draw holds only those"
     checked.append("support")
-    trials = 1 if seeded and same(runs[0], runs[1]) else DRAWS  # (counts over distinct draws)
+    if any(has_seed):  # (frequencies over independent draws)
+        try:
+            runs, failure = sample(start(unseeded(model)))
+        except Exception as err:
+            failure = "compile error", f"{type(err).__name__}: {err}"
+        if failure:
+            return failure[0], "without the seeds: " + failure[1]
+        checked.append(f"{DRAWS} runs without the seeds")
+
+    def values(name: str) -> np.ndarray:
+        return np.stack([r[outputs.index(name)] for r in runs]).astype(np.float64)
+    done = set()
+    for node, out, p in coin_flips(model, feeds, nodes):
+        y = values(out)
+        if not _plausible(y.sum(), DRAWS * p.sum(), DRAWS * np.sum(p * (1 - p))):
+            return "wrong result", f"{y.sum():g} ones in {DRAWS} draws, where {DRAWS * p.sum():.1f} are likely"
+        checked.append("Bernoulli frequency")
+        done.add(id(node))
     for node in nodes:
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        if node.output[0] not in outputs:
+        if id(node) in done or node.output[0] not in outputs:
             continue
-        y = np.stack([r[outputs.index(node.output[0])] for r in runs[:trials]]).astype(np.float64)
+        y = values(node.output[0])
         x = feeds.get(node.input[0]) if node.input else None
-        if node.op_type == "Bernoulli" and x is not None:
-            p = np.asarray(x, np.float64)
-            if not _plausible(y.sum(), trials * p.sum(), trials * np.sum(p * (1 - p))):
-                return "wrong result", f"{y.sum():g} ones in {trials} draws, where {trials * p.sum():.1f} are likely"
-            checked.append("Bernoulli frequency")
-        elif node.op_type == "Dropout" and x is not None:
+        if node.op_type == "Dropout" and x is not None:
             ratio = float(np.asarray(feeds.get(node.input[1], 0.5) if node.input[1] else 0.5))
-            masks = [r[outputs.index(node.output[1])] for r in runs[:trials]] \
-                if len(node.output) > 1 and node.output[1] in outputs else [v != 0 for v in y]
+            masks = values(node.output[1]) != 0 if len(node.output) > 1 and node.output[1] in outputs else y != 0
             for out, mask in zip(y, masks):
                 if not np.allclose(out, np.where(mask, x.astype(np.float64) / (1 - ratio), 0), rtol=1e-5, atol=1e-6):
                     return "wrong result", "the output is not the input scaled by 1 / (1 - ratio) where the mask keeps it, 0 elsewhere"
             kept = sum(int(np.count_nonzero(m[x != 0])) for m in masks)
-            n = trials * int(np.count_nonzero(x))
+            n = DRAWS * int(np.count_nonzero(x))
             if not _plausible(kept, n * (1 - ratio), n * ratio * (1 - ratio)):
                 return "wrong result", f"{kept} elements kept of {n} at a ratio of {ratio:g}"
             checked.append("Dropout mask and kept fraction")
         elif node.op_type.startswith("RandomUniform"):
-            if not (attrs.get("low", 0.0) <= y).all() or not (y <= attrs.get("high", 1.0)).all():
+            low, high = attrs.get("low", 0.0), attrs.get("high", 1.0)
+            if not (low <= y).all() or not (y <= high).all():
                 return "wrong result", "values outside [low, high]"
-            checked.append("range")
+            if not _plausible(y.sum(), y.size * (low + high) / 2, y.size * (high - low) ** 2 / 12):
+                return "wrong result", f"a mean of {y.mean():g}, where {(low + high) / 2:g} is likely"
+            checked.append("range and mean")
+        else:
+            continue
+        done.add(id(node))
+    blind = sorted({n.op_type for n in nodes if id(n) not in done})
+    if blind:  # (no real check of these draws: not counted under the rule)
+        return "unchecked", f"checked: {', '.join(checked)}; no check of the values drawn by {', '.join(blind)}"
     return "random", "checked: " + ", ".join(checked)
 
 
@@ -180,7 +270,7 @@ def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
     model = onnx.load_from_string(model_bytes)
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     structured = {i.name for i in model.graph.input if not i.type.HasField("tensor_type")}
-    drawn = None  # (a random case's verdict: "random" unless a data set fails)
+    drawn = None  # (a random case's verdict, one of DRAWN, unless a data set fails)
     for inputs, expected in data_sets:
         feeds, bound = dict(zip(names, inputs)), {}
         # (sequence and optional inputs: their lengths and element shapes, known at import)
@@ -207,8 +297,12 @@ def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
         except Exception as err:
             return "compile error", f"{type(err).__name__}: {err}"
 
-        def start():  # (a later start: a VM of its own)
-            vm = vms.pop() if vms else relax.VirtualMachine(executable, tvms.cpu())
+        def start(variant=None):  # (a later start, or a variant of the model: a VM of its own)
+            if variant is not None:
+                mod = from_onnx(bind_inputs(variant, bound) if bound else variant, shape_dict=shapes)
+                vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+            else:
+                vm = vms.pop() if vms else relax.VirtualMachine(executable, tvms.cpu())
 
             def run():
                 result = vm["main"](*[_vm_value(tvms, feeds[n]) for n in names if n not in bound and feeds[n] is not None])
@@ -216,7 +310,7 @@ def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
             return run
 
         verdict = checked(start, expected, rtol, atol, model, feeds)
-        if verdict and verdict[0] != "random":
+        if verdict and verdict[0] not in DRAWN:
             return verdict
         drawn = drawn or verdict
     return drawn or ("pass", "")
@@ -224,7 +318,7 @@ def run_tvms(model_bytes: bytes, data_sets: list, rtol: float, atol: float,
 
 def checked(start, expected: list, rtol: float, atol: float, model, feeds: dict) -> tuple[str, str] | None:
     """``check_draws`` for a case that draws at random, else ``check``; ``start()`` gives a
-    function running the model in a session (a VM) of its own."""
+    function running the model in a session (a VM) of its own (``start(variant)``: ``variant``)."""
     nodes = random_nodes(model, feeds)
     return check_draws(start, expected, model, feeds, nodes) if nodes else check(start(), expected, rtol, atol)
 
@@ -272,13 +366,13 @@ def run_onnxruntime(model_bytes: bytes, data_sets: list, rtol: float, atol: floa
     for inputs, expected in data_sets:
         feeds = {n: x if isinstance(x, list) else np.asarray(x) for n, x in zip(names, inputs)}  # (scalars)
 
-        def start():  # (a later start: a session of its own)
-            own = sessions.pop() if sessions else \
-                onnxruntime.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
+        def start(variant=None):  # (a later start, or a variant of the model: a session of its own)
+            own = sessions.pop() if sessions and variant is None else onnxruntime.InferenceSession(
+                model_bytes if variant is None else variant.SerializeToString(), providers=["CPUExecutionProvider"])
             return lambda: own.run(None, feeds)
 
         verdict = checked(start, expected, rtol, atol, model, feeds)
-        if verdict and verdict[0] != "random":
+        if verdict and verdict[0] not in DRAWN:
             return verdict
         drawn = drawn or verdict
     return drawn or ("pass", "")
@@ -390,7 +484,11 @@ def report(backend: str, results: dict, total: int, seconds: float, list_failure
     if drawn:
         print(f"random: {len(drawn)} cases draw at random and meet the rule for draws (check_draws: shape, "
               f"dtype, seed, support, frequency), not counted as passes: {' '.join(drawn)}")
-    by_kind = collections.Counter(kind for kind, _ in results.values() if kind not in ("pass", "random"))
+    blind = sorted(name for name, (kind, _) in results.items() if kind == "unchecked")
+    if blind:
+        print(f"unchecked: {len(blind)} cases draw values the rule for draws cannot check (shape, dtype, seed "
+              f"and support only), neither passes nor failures: {' '.join(blind)}")
+    by_kind = collections.Counter(kind for kind, _ in results.values() if kind not in ("pass",) + DRAWN)
     print(f"{'failure kind':<22}{'cases':>6}  most frequent reasons")
     for kind in KINDS:
         if by_kind[kind]:
@@ -399,7 +497,7 @@ def report(backend: str, results: dict, total: int, seconds: float, list_failure
             print(f"{kind:<22}{by_kind[kind]:>6}  {top[:160]}")
     if list_failures:
         for name, (kind, detail) in sorted(results.items()):
-            if kind not in ("pass", "random"):
+            if kind not in ("pass",) + DRAWN:
                 print(f"  {name}: {kind}: {detail[:300]}")
 
 

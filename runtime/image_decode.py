@@ -11,7 +11,6 @@ is a TVMSError."""
 from __future__ import annotations
 
 import io
-import warnings
 
 import numpy as np
 
@@ -46,12 +45,15 @@ def decode(encoded: np.ndarray, pixel_format: str) -> np.ndarray:
                         f"{encoded.shape}")
     Image = _pillow()
     try:
-        with warnings.catch_warnings():
-            # (past the limit Pillow only warns up to twice it: a warning is a refusal here too)
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(encoded.tobytes()), formats=FORMATS) as image:
-                pixels = np.asarray(image.convert("L" if pixel_format == "Grayscale" else "RGB"))
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as err:
+        with Image.open(io.BytesIO(encoded.tobytes()), formats=FORMATS) as image:
+            # (past the limit Pillow only warns, up to twice it: refused here before decoding)
+            limit = Image.MAX_IMAGE_PIXELS
+            if limit is not None and image.width * image.height > limit:
+                raise Image.DecompressionBombError(
+                    f"Image size ({image.width * image.height} pixels) exceeds limit of {limit} pixels, "
+                    f"could be decompression bomb DOS attack.")
+            pixels = np.asarray(image.convert("L" if pixel_format == "Grayscale" else "RGB"))
+    except Image.DecompressionBombError as err:
         raise TVMSError(f"tvms.image.decode: refused: {err}") from None
     except Exception as err:  # (Pillow's decoders raise OSError, ValueError, SyntaxError, EOFError, ...)
         raise TVMSError(f"tvms.image.decode: the data is not an image of a format ONNX names "

@@ -9,6 +9,7 @@ call draws afresh from a generator seeded once from the operating system's entro
 are impure (``R.call_packed``), so that no pass folds, lifts or merges two draws."""
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -20,6 +21,16 @@ from .vm_memory import aligned_empty
 
 _fresh = np.random.default_rng()
 _fresh_lock = threading.Lock()  # (a Generator is not safe to share between threads)
+
+
+def _reseed_in_child() -> None:
+    """A forked child's own stream (it would repeat its parent's draws) and lock (the fork may
+    have copied it held by another thread)."""
+    global _fresh, _fresh_lock
+    _fresh, _fresh_lock = np.random.default_rng(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reseed_in_child)
 
 
 def _draw(seed: tuple, draw) -> np.ndarray:
@@ -51,7 +62,12 @@ def uniform(shape_or_like, dtype: str, low: float, high: float, *seed: float) ->
     """Values uniform on [low, high) of ``dtype``."""
     shape = _shape(shape_or_like)
     native = dtype if dtype in ("float32", "float64") else "float64"
-    return _result(_draw(seed, lambda g: g.random(shape, native) * (high - low) + low), dtype)
+    out = _result(_draw(seed, lambda g: g.random(shape, native) * (high - low) + low), dtype)
+    # (a value just below high rounds to high in the output's dtype: the largest one below it)
+    top = np.nextafter(out.dtype.type(high), out.dtype.type(-np.inf))
+    if top >= out.dtype.type(low):
+        np.minimum(out, top, out=out)
+    return out
 
 
 @register_func("tvms.random.normal")
@@ -73,6 +89,7 @@ def multinomial(logits: np.ndarray, dtype: str, samples: int, *seed: float) -> n
     cumulative /= cumulative[:, -1:]
 
     def draw(g):  # (the class: how many cumulative probabilities a uniform draw reaches)
-        u = g.random((rows.shape[0], int(samples), 1))
-        return np.minimum((u >= cumulative[:, None, :]).sum(axis=2), rows.shape[1] - 1)
+        u = g.random((rows.shape[0], int(samples)))
+        found = [np.searchsorted(c, row, side="right") for c, row in zip(cumulative, u)]
+        return np.minimum(np.array(found, np.int64).reshape(u.shape), rows.shape[1] - 1)
     return _result(_draw(seed, draw), dtype)

@@ -179,6 +179,11 @@ class BlockBuilder:
     def current_block_is_dataflow(self) -> bool:
         return self._frame().is_dataflow
 
+    def function_depth(self) -> int:
+        """How many ``with bb.function(...)`` scopes are open (1: emitting into a top-level
+        function, more: into a function built inside another one)."""
+        return len(self._funcs)
+
     # ---------------------------------------------------------------- emitting
     def emit(self, expr: Any, name_hint: str = "") -> rx.Var:
         """Bind ``expr`` (normalized) to a fresh variable: a DataflowVar inside a dataflow block."""

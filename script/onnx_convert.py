@@ -98,7 +98,6 @@ class Context:
         self.bb = bb
         self.opset = opset
         self.node_outputs = 1  # (how many outputs the node being converted has)
-        self.impure = False  # (a random draw was emitted: main becomes impure, onnx_ops_random)
 
     def emit(self, expr: Any) -> Any:
         return expr if isinstance(expr, (rx.Constant, rx.Var)) else self.bb.emit(expr)

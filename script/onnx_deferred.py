@@ -26,11 +26,9 @@ from ..ir.errors import TVMSError
 from ..ir.expr import IntImm
 from ..ir.relax_op import make_call
 from ..ir.struct_info import TensorStructInfo, TupleStructInfo
+from .onnx_ops_random import RANDOM_OPS
 
 SPECIALIZED_NODE = "tvms.onnx.specialized_node"
-# the operators that may draw at random (Dropout in training mode): their deferred call is impure
-RANDOM_OPS = {"Bernoulli", "Dropout", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform",
-              "RandomUniformLike"}
 _BASE64 = "base64 "  # (a node ONNX's text syntax does not carry exactly, e.g. a float attribute)
 
 

@@ -34,7 +34,7 @@ from . import (onnx_ops_control, onnx_ops_image, onnx_ops_math, onnx_ops_nn, onn
                onnx_ops_rnn, onnx_ops_signal, onnx_ops_tensor, onnx_ops_transformer)
 from . import (onnx_ops_layers, onnx_ops_linalg, onnx_ops_ml, onnx_ops_preview, onnx_ops_select,  # noqa: F401
                onnx_ops_string, onnx_ops_text, onnx_ops_training)
-from .onnx_ops_random import RANDOM_INSIDE, mark_impure, split_at_impure
+from .onnx_ops_random import RANDOM_INSIDE, may_draw, split_at_impure
 from .onnx_ops_control import Scope
 from .onnx_ops_sequence import EMPTY_OPTIONAL, structured_input
 
@@ -199,8 +199,10 @@ class _GraphImporter:
                 outputs = [self._materialize(ctx, self._value(o.name, "graph output")) for o in graph.output]
                 result = bb.emit_output(outputs[0] if len(outputs) == 1 else rx.Tuple(tuple(outputs)))
             gv = bb.emit_func_output(result)
-        if ctx.impure:
-            bb.update_func(gv, split_at_impure(bb.get()[gv]))
+        func = bb.get()[gv]
+        drawn = split_at_impure(func)  # (impure where it draws at random)
+        if drawn is not func:
+            bb.update_func(gv, drawn)
         return bb.get()
 
     # ------------------------------------------------------------------ inputs
@@ -332,7 +334,7 @@ class _GraphImporter:
                 if self.defer and err.needs is not None and not isinstance(err.needs, rx.Constant) else None
             if deferred is not None:  # (what the converter emitted before it gave up is dropped)
                 del ctx.bb._frame().bindings[emitted:]
-                if deferred[0].op.name == "relax.call_packed" and not mark_impure(ctx):
+                if deferred[0].op.name == "relax.call_packed" and not may_draw(ctx):
                     raise TVMSError(f"{where}: not supported: {RANDOM_INSIDE}") from None
                 self._bind_outputs(ctx, node, where, inputs, self._deferred_outputs(ctx, *deferred))
                 return

@@ -20,23 +20,24 @@ from .onnx_convert import OnnxOpConverter, Unsupported, converter, dtype_of, onn
 from .relax_op_api import call_packed, op
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
+# the operators that may draw at random (Dropout: in training mode), converted here and in
+# onnx_ops_nn; a deferred call of one is impure (onnx_deferred)
+RANDOM_OPS = frozenset({"Bernoulli", "Dropout", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform",
+                        "RandomUniformLike"})
 RANDOM_INSIDE = "a random operator inside an If, Loop or Scan body"
 
 
-def mark_impure(ctx) -> bool:
-    """Note that ``main`` draws at random; False where a draw cannot go: a body of If, Loop or
-    Scan (a function of its own, or a block inside one, not the top level of ``main``)."""
-    bb = ctx.bb
-    if len(bb._funcs) != 1 or not bb.current_block_is_dataflow():
-        return False
-    ctx.impure = True
-    return True
+def may_draw(ctx) -> bool:
+    """Whether a draw may be emitted here: at the top level of ``main`` (which ``split_at_impure``
+    then makes impure), not in a body of If, Loop or Scan (a function of its own, or a block
+    inside one)."""
+    return ctx.bb.function_depth() == 1 and ctx.bb.current_block_is_dataflow()
 
 
 def draw(ctx, name: str, shape_or_like, sinfo: TensorStructInfo, *args, seed=None):
     """The impure call of ``tvms.random.<name>`` (shape or tensor, dtype, ``args``, seed if any)
     typed ``sinfo``; only at the top level of ``main``, which the importer then makes impure."""
-    if not mark_impure(ctx):
+    if not may_draw(ctx):
         raise Unsupported(RANDOM_INSIDE)
     values = [rx.PrimValue(FloatImm(DataType("float64"), float(a))) if isinstance(a, (int, float)) else a
               for a in args + ((seed,) if seed is not None else ())]
@@ -98,6 +99,8 @@ class Bernoulli(OnnxOpConverter):
         if dtype_of(x) not in FLOATS:
             raise Unsupported(f"probabilities of dtype {dtype_of(x)}")
         dtype = onnx_dtype(attrs["dtype"]) if attrs.get("dtype") is not None else dtype_of(x)
+        if dtype_of(x) in ("float16", "bfloat16"):  # (a draw below 1 may round to 1 in 16 bits: p=1 gives 0)
+            x = ctx.emit(op.astype(x, "float32"))
         u = ctx.emit(draw(ctx, "uniform", x, _like(x, dtype_of(x)), 0.0, 1.0, seed=attrs.get("seed")))
         return op.astype(op.less(u, x), dtype)
 
@@ -153,7 +156,10 @@ class _Rebind(Mutator):
 def split_at_impure(func: rx.Function) -> rx.Function:
     """``func`` made impure, each of its dataflow blocks split around the impure calls (the
     draws), which Relax keeps out of dataflow blocks: a draw is bound in a binding block of its
-    own, and a dataflow variable read outside the block that now binds it becomes a variable."""
+    own, and a dataflow variable read outside the block that now binds it becomes a variable;
+    ``func`` itself where it draws nothing."""
+    if not any(_impure(b) for block in func.body.blocks for b in block.bindings):
+        return func
     blocks = []
     for block in func.body.blocks:
         runs: list = []
@@ -176,4 +182,4 @@ def split_at_impure(func: rx.Function) -> rx.Function:
     return func.with_changes(body=body, is_pure=False)
 
 
-__all__ = ["FLOATS", "RANDOM_INSIDE", "draw", "dropout", "mark_impure", "split_at_impure"]
+__all__ = ["FLOATS", "RANDOM_INSIDE", "RANDOM_OPS", "draw", "dropout", "may_draw", "split_at_impure"]

@@ -152,7 +152,8 @@ def test_random_operators_refuse_what_they_do_not_draw():
 
 def test_the_suites_rule_for_draws_fails_what_is_not_a_draw():
     """``benchmarks/onnx_suite.py``'s ``check_draws`` on made-up runs: honest draws meet it; a
-    repeated unseeded draw, a biased one and a Dropout that keeps everything do not."""
+    repeated unseeded draw, a biased one (seeded or not, Bernoulli or its expansion) and a Dropout
+    that keeps everything do not; draws it cannot check are "unchecked"."""
     import importlib.util
     from pathlib import Path
 
@@ -160,6 +161,9 @@ def test_the_suites_rule_for_draws_fails_what_is_not_a_draw():
                                                   / "benchmarks" / "onnx_suite.py")
     suite = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(suite)
+    from tvms.script.onnx_ops_random import RANDOM_OPS
+
+    assert suite.RANDOM_OPS | {"Dropout"} == RANDOM_OPS  # (the suite keeps its own list: no tvms for onnxruntime)
     rng = np.random.default_rng(5)
     p = np.full(200, 0.3, np.float32)
     coin = _model([helper.make_node("Bernoulli", ["p"], ["y"])], [("p", TP.FLOAT, [200])], ["y"])
@@ -168,9 +172,11 @@ def test_the_suites_rule_for_draws_fails_what_is_not_a_draw():
                   [("x", TP.FLOAT, [200]), ("r", TP.FLOAT, []), ("t", TP.BOOL, [])], ["y", "mask"])
     feeds = {"x": x, "r": np.array(0.5, np.float32), "t": np.array(True)}
 
-    def verdict(model, feeds, expected, run):
+    def verdict(model, feeds, expected, run, unseeded_run=None):
+        """The rule's verdict on ``run`` (and ``unseeded_run`` for the model without its seeds)."""
         nodes = suite.random_nodes(model, feeds)
-        return suite.check_draws(lambda: run, expected, model, feeds, nodes)[0]
+        return suite.check_draws(lambda variant=None: run if variant is None else unseeded_run,
+                                 expected, model, feeds, nodes)[0]
 
     def kept(rate):
         mask = rng.random(200) >= rate
@@ -182,3 +188,74 @@ def test_the_suites_rule_for_draws_fails_what_is_not_a_draw():
     assert verdict(drop, feeds, kept(0.5), lambda: kept(0.5)) == "random"
     assert verdict(drop, feeds, kept(0.5), lambda: kept(0.0)) == "wrong result"  # (keeps all)
     assert verdict(drop, feeds, kept(0.5), lambda: [x * 2, rng.random(200) >= 0.5]) == "wrong result"  # (mask ignored)
+
+    # seeded (one draw of 10, as in ONNX's cases): the frequency is counted over runs without the seed
+    p10 = np.full(10, 0.5, np.float32)
+    seeded = _model([helper.make_node("Bernoulli", ["p"], ["y"], seed=1.0)], [("p", TP.FLOAT, [10])], ["y"])
+    draw = (np.random.default_rng(1).random(10) < p10).astype(np.float32)
+    fresh = lambda: [(rng.random(10) < p10).astype(np.float32)]  # noqa: E731
+    assert verdict(seeded, {"p": p10}, [draw], lambda: [draw], fresh) == "random"
+    zeros = lambda: [np.zeros(10, np.float32)]  # noqa: E731
+    assert verdict(seeded, {"p": p10}, [draw], zeros, zeros) == "wrong result"
+    # ONNX's expansion of Bernoulli: RandomUniformLike -> Greater -> Cast (1 where u > p)
+    expanded = _model([helper.make_node("RandomUniformLike", ["p"], ["u"]), helper.make_node("Greater", ["u", "p"], ["g"]),
+                       helper.make_node("Cast", ["g"], ["y"], to=TP.FLOAT)], [("p", TP.FLOAT, [200])], ["y"])
+    for ones, kind in ((lambda: rng.random(200) > p, "random"), (lambda: rng.random(200) < 0.05, "wrong result"),
+                       (lambda: rng.random(200) < p, "wrong result")):
+        assert verdict(expanded, {"p": p}, expected, lambda: [ones().astype(np.float32)]) == kind
+    # values the rule cannot check: reported as unchecked, not as meeting the rule
+    normal = _model([helper.make_node("RandomNormal", [], ["y"], shape=[10])], [], ["y"])
+    fresh_normal = lambda: [rng.standard_normal(10).astype(np.float32)]  # noqa: E731
+    assert verdict(normal, {}, fresh_normal(), fresh_normal) == "unchecked"
+
+
+def test_16_bit_draws_stay_below_one():
+    """A uniform value just below 1 rounds to 1 in float16 and bfloat16: Bernoulli(p=1) draws
+    in float32 (always 1), RandomUniform's values stay below high."""
+    import ml_dtypes
+
+    nodes = [helper.make_node("Bernoulli", ["h"], ["bh"]), helper.make_node("Bernoulli", ["b"], ["bb"]),
+             helper.make_node("RandomUniform", [], ["uh"], shape=[N], dtype=TP.FLOAT16),
+             helper.make_node("RandomUniform", [], ["ub"], shape=[N], dtype=TP.BFLOAT16)]
+    model = _model(nodes, [("h", TP.FLOAT16, [N]), ("b", TP.BFLOAT16, [2, 5 * N])], ["bh", "bb", "uh", "ub"])
+    below = 1 - 2 ** -8  # (bfloat16's largest value below 1: a bfloat16 draw makes it 1 - 3 * 2 ** -9)
+    b = np.array([[1.0], [below]], ml_dtypes.bfloat16).repeat(5 * N, axis=1)
+    bh, bb, uh, ub = _run(_vm(from_onnx(model)), np.ones(N, np.float16), b)
+    assert bh.dtype == np.float16 and (bh == 1).all() and (bb[0].astype(np.float32) == 1).all()
+    _near(bb[1].astype(np.float32).mean(), below, np.sqrt(below * (1 - below) / (5 * N)))
+    assert uh.dtype == np.float16 and uh.max() < 1 and ub.astype(np.float32).max() < 1
+
+
+def test_forked_processes_draw_their_own_values():
+    import multiprocessing as mp
+
+    from tvms.runtime.random_ops import uniform
+
+    def child(conn):
+        conn.send(uniform((8,), "float64", 0.0, 1.0))
+    draws = []
+    for _ in range(2):
+        parent, end = mp.get_context("fork").Pipe()
+        process = mp.get_context("fork").Process(target=child, args=(end,))
+        process.start()
+        draws.append(parent.recv())
+        process.join()
+    assert not np.array_equal(draws[0], draws[1])  # (each child its own stream, not its parent's)
+    assert not np.array_equal(draws[0], uniform((8,), "float64", 0.0, 1.0))
+
+
+def test_multinomial_memory_grows_with_samples_not_samples_times_classes():
+    import tracemalloc
+
+    from tvms.runtime.random_ops import multinomial
+
+    logits = np.zeros((2, 4000), np.float32)
+    tracemalloc.start()
+    try:
+        m = multinomial(logits, "int64", 4000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert m.shape == (2, 4000) and 0 <= m.min() and m.max() < 4000
+    assert peak < 2_000_000, peak  # (a samples x classes mask: 32 MB)
+    _near(m.mean(), 1999.5, 4000 / np.sqrt(12 * m.size))
