@@ -150,6 +150,8 @@ def _writes_only_result(func: PrimFunc, inputs: int) -> bool:
     if len(func.params) != inputs + 1 or func.params[-1] not in func.buffer_map:
         return False
     out = func.buffer_map[func.params[-1]]
+    if out.strides or out.elem_offset is not None:  # (widened, a laid-out buffer would move)
+        return False
     return not any(load.buffer is out for load in collect(func.body, BufferLoad))
 
 
