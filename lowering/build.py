@@ -109,7 +109,7 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
     ``tvms.dlight.is_scheduled``) gets the default schedule of its kind from the target's rules
     (``tvms.dlight.cpu`` for llvm: matmul, GEMV, reduction, elementwise, fallback), and a named
     pipeline is preceded by FuseTransposeMatmul, so that a linear layer reads its weight as
-    stored. False compiles the TensorIR as it is, as TVM does.
+    stored, and followed by ConcatInPlace, so that a concatenation's parts are written into it. False compiles the TensorIR as it is, as TVM does.
 
     ``exec_mode`` (TVM's): ``"compiled"`` lowers each Relax function the native VM takes to one
     native function (``codegen/llvm_vm.py``; the others, and ``"bytecode"``, are interpreted:
@@ -200,7 +200,7 @@ def prepack_constant_weights(mod: IRModule) -> IRModule:
 def _calls_with_constant(func: rx.Function, kernels: set) -> bool:
     """Whether ``func`` calls one of ``kernels`` (by name) through ``call_tir`` with a constant argument."""
     for call in collect(func, rx.Call):
-        if getattr(call.op, "name", None) != "relax.call_tir":
+        if getattr(call.op, "name", None) not in ("relax.call_tir", "relax.call_tir_inplace"):
             continue
         callee, args = call.args[0], call.args[1]
         if (isinstance(callee, rx.GlobalVar) and callee.name_hint in kernels and isinstance(args, rx.Tuple)
@@ -216,7 +216,7 @@ def _prim_funcs_only(mod: IRModule) -> bool:
 def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool) -> IRModule:
     """The Relax pipeline step: ``relax_pipeline`` (a name or a pass) when Relax operators
     remain; a named pipeline is preceded by the CPU backend's dispatch passes and, with default
-    schedules, by FuseTransposeMatmul."""
+    schedules, by FuseTransposeMatmul (and followed by ConcatInPlace)."""
     if relax_pipeline is None or not has_relax_operators(mod):
         return mod
     if isinstance(relax_pipeline, str):
@@ -227,10 +227,11 @@ def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool) -> IR
         # TVM's "default" legalizes before the VM; here the zero pipeline also fuses. As TVM's
         # build for a CPU, the backend's dispatch passes run first (cumsum, multinomial sampling)
         relax_pipeline = get_pipeline("zero" if relax_pipeline == "default" else relax_pipeline)
-        if schedule:
+        if schedule:  # (and, after fusion, the parts of a concatenation written in place)
+            from .relax.concat_in_place import ConcatInPlace
             from .relax.fuse_transpose_matmul import FuseTransposeMatmul
 
-            relax_pipeline = Sequential([FuseTransposeMatmul(), relax_pipeline])
+            relax_pipeline = Sequential([FuseTransposeMatmul(), relax_pipeline, ConcatInPlace()])
         relax_pipeline = Sequential([DispatchSampling(), DispatchSortScan(), relax_pipeline])
     # TVM's build keeps every Relax function; the pipeline's dead-code elimination keeps the
     # public ones only, so a private one (IRModule.from_expr(func)) is public while it runs

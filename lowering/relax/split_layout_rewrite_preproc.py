@@ -32,6 +32,7 @@ from ..transform import module_pass
 from .passes import _relax_funcs, remove_unused_bindings, tvm_print_order, _reachable
 
 PREPROC = "meta_schedule.layout_rewrite_preproc"
+_CALL_TIR = ("relax.call_tir", "relax.call_tir_inplace")
 
 
 def _is_preproc(block: Block) -> bool:
@@ -178,7 +179,7 @@ class _SplitCalls:
 
     def rewrite(self, binding: Any, dataflow: bool) -> list:
         call = binding.value
-        if not (isinstance(call, rx.Call) and getattr(call.op, "name", None) == "relax.call_tir"
+        if not (isinstance(call, rx.Call) and getattr(call.op, "name", None) in _CALL_TIR
                 and isinstance(call.args[0], GlobalVar) and call.args[0].name_hint in self.splits):
             return [binding]
         name = call.args[0].name_hint
@@ -200,8 +201,9 @@ class _SplitCalls:
                 item = make_var(self.names.fresh("lv"), outs[k])
                 out.append(rx.VarBinding(rx.TupleGetItem(packed, k, outs[k]), item))
                 args[i] = item
-        main_call = make_call("call_tir", [self._global(name + "_prepacked", compute), rx.Tuple(tuple(args)),
-                                           *call.args[2:]], {}, call.sinfo_args)
+        main_call = make_call(call.op.name[len("relax."):], [self._global(name + "_prepacked", compute),
+                                                             rx.Tuple(tuple(args)), *call.args[2:]],
+                              dict(call.attrs or {}), call.sinfo_args)  # (an in-place call keeps its indices)
         result = make_var(self.names.fresh("lv"), main_call.struct_info)
         return out + [rx.VarBinding(main_call, result), binding.with_changes(value=result)]
 

@@ -4,7 +4,7 @@ storage (``runtime/vm_memory.py`` holds the pool that serves the plan).
 ``plan_seq(seq)`` looks at the bindings of one ``SeqExpr``. A binding that allocates one tensor,
 ``v = R.call_tir(...)`` / ``R.call_dps_packed(...)`` with one tensor output or (after
 CallTIRRewrite) ``v = R.builtin.alloc_tensor(...)``, is *poolable* when every later use of ``v``
-(or of an alias ``y = v``) is as a direct input of a destination-passing call or a direct
+(or of an alias: ``y = v``, or the result of an ``R.call_tir_inplace`` that writes ``v``) is as a direct input of a destination-passing call or a direct
 argument of a PrimFunc call: then nothing keeps the buffer after that last use, and it goes back
 to the pool there. Any other use (returned, put in a tuple, captured by a closure, passed to a
 Relax function or ``R.call_packed``) keeps the buffer for good: it is allocated fresh and never
@@ -34,7 +34,7 @@ from ...ir.node import Node
 from ...ir.struct_info import TensorStructInfo
 from ...ir.vm_program import Call, Reg, Ret, Size, VMFunction
 
-DPS_OPS = ("relax.call_tir", "relax.call_dps_packed")
+DPS_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_tir_inplace")
 ALLOC_TENSOR = "relax.builtin.alloc_tensor"
 
 
@@ -72,6 +72,9 @@ def plan_seq(seq: rx.SeqExpr, is_prim_func: Callable[[Any], bool] = lambda op: F
             for x in value.args[1].fields:
                 use(x, j)
             escaped.update(v for a in (value.args[0], *value.args[2:]) for v in _vars_in(a))
+            written = _written_in_place(value)
+            if written is not None and written in root:  # (its result is that buffer: an alias)
+                root[b.var] = root[written]
         elif isinstance(value, rx.Call) and is_prim_func(value.op):
             for x in value.args:
                 use(x, j)
@@ -91,13 +94,22 @@ def _is_dps(value: Any) -> bool:
     return isinstance(value, rx.Call) and isinstance(value.op, Op) and value.op.name in DPS_OPS
 
 
+def _written_in_place(call: rx.Call) -> Any:
+    """The one input an ``R.call_tir_inplace`` writes and returns; None for any other call."""
+    if call.op.name != "relax.call_tir_inplace":
+        return None
+    indices = [int(k) for k in call.attrs["inplace_indices"]]
+    return call.args[1].fields[indices[0]] if len(indices) == 1 and indices[0] >= 0 else None
+
+
 def _allocates_one_tensor(b: Any) -> bool:
     if not isinstance(b, rx.VarBinding) or not isinstance(b.value, rx.Call):
         return False
     call = b.value
     if isinstance(call.op, Op) and call.op.name == ALLOC_TENSOR:
         return True
-    return _is_dps(call) and len(call.sinfo_args) == 1 and isinstance(call.sinfo_args[0], TensorStructInfo)
+    return (_is_dps(call) and call.op.name != "relax.call_tir_inplace"  # (which allocates nothing)
+            and len(call.sinfo_args) == 1 and isinstance(call.sinfo_args[0], TensorStructInfo))
 
 
 def walk(node: Any) -> Iterator[Any]:

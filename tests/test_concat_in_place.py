@@ -1,0 +1,90 @@
+"""ConcatInPlace (``lowering/relax/concat_in_place.py``, tvms' own pass, run by ``tvms.compile``
+with default schedules): the kernels whose results a concatenation joins write into their slice
+of its result, the other parts are copied into theirs; checked by the printed program and
+against numpy in both VM modes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvms
+from tvms import relax
+from tvms.ir import IRModule
+from tvms.lowering.build import run_relax_pipeline
+from tvms.lowering.relax.concat_in_place import concat_in_place
+from tvms.script import from_source
+
+
+def concat_module(axis: int) -> IRModule:
+    """Two convolutions with relu (written in place), a parameter, a convolution that accumulates
+    into its result and a reduction (both copied), joined along ``axis``."""
+    y_shape = {1: (1, 3, 3, 4), 2: (1, 5, 2, 4)}[axis]
+    out_shape = {1: (1, 19, 3, 4), 2: (1, 5, 12, 4)}[axis]
+    return IRModule({"main": from_source(f"""
+@R.function
+def main(x: R.Tensor((1, 2, 3, 4), "float32"), w: R.Tensor((5, 2, 1, 1), "float32"), v: R.Tensor((5, 2, 3, 3), "float32"), y: R.Tensor({y_shape}, "float32")) -> R.Tensor({out_shape}, "float32"):
+    with R.dataflow():
+        a = R.nn.relu(R.nn.conv2d(x, w))
+        a2 = R.nn.relu(R.nn.conv2d(x, v, padding=[1, 1]))
+        b = R.nn.conv2d(x, w)
+        s = R.max(R.nn.conv2d(x, v, padding=[1, 1]), axis=[{axis}], keepdims=True)
+        c = R.concat((y, a, b, a2, s), axis={axis})
+        R.output(c)
+    return c
+""")})
+
+
+def expected(axis: int, x: np.ndarray, w: np.ndarray, v: np.ndarray, y: np.ndarray) -> np.ndarray:
+    pad = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    conv3 = sum(np.einsum("nchw,fc->nfhw", pad[:, :, i:i + 3, j:j + 4], v[:, :, i, j]) for i in range(3) for j in range(3))
+    conv1 = np.einsum("nchw,fc->nfhw", x, w[:, :, 0, 0])
+    parts = [y, np.maximum(conv1, 0), conv1, np.maximum(conv3, 0), conv3.max(axis, keepdims=True)]
+    return np.concatenate(parts, axis)
+
+
+MAIN = """\
+        with R.dataflow():
+            lv_ = R.call_tir(cls.fused_conv2d_relu_in_concatenate, (x, w), out_sinfo=R.Tensor((1, 19, 3, 4), dtype="float32"))
+            lv1_: R.Tensor((1, 19, 3, 4), dtype="float32") = R.call_tir_inplace(cls.fused_conv2d1_relu_in_concatenate, (x, v, lv_), out_sinfo=R.Tensor((1, 19, 3, 4), dtype="float32"), inplace_indices=[2])
+            b = R.call_tir(cls.conv2d, (x, w), out_sinfo=R.Tensor((1, 5, 3, 4), dtype="float32"))
+            lv5 = R.call_tir(cls.conv2d1, (x, v), out_sinfo=R.Tensor((1, 5, 3, 4), dtype="float32"))
+            s = R.call_tir(cls.max, (lv5,), out_sinfo=R.Tensor((1, 1, 3, 4), dtype="float32"))
+            c_: R.Tensor((1, 19, 3, 4), dtype="float32") = R.call_tir_inplace(cls.copy_in_concatenate, (y, lv1_), out_sinfo=R.Tensor((1, 19, 3, 4), dtype="float32"), inplace_indices=[1])
+            c__1: R.Tensor((1, 19, 3, 4), dtype="float32") = R.call_tir_inplace(cls.copy_in_concatenate_1, (b, c_), out_sinfo=R.Tensor((1, 19, 3, 4), dtype="float32"), inplace_indices=[1])
+            c__2: R.Tensor((1, 19, 3, 4), dtype="float32") = R.call_tir_inplace(cls.copy_in_concatenate_2, (s, c__1), out_sinfo=R.Tensor((1, 19, 3, 4), dtype="float32"), inplace_indices=[1])
+            c: R.Tensor((1, 19, 3, 4), dtype="float32") = c__2
+            R.output(c)
+        return c
+"""
+
+
+def test_parts_written_in_place_and_the_others_copied() -> None:
+    mod = run_relax_pipeline(concat_module(1), "zero", True)
+    text = mod.script()
+    assert text.endswith(MAIN.rstrip("\n"))
+    # the concatenation's kernel and the first forms of the parts written in place are gone
+    assert sorted(gv.name_hint for gv in mod.get_global_vars()) == [
+        "conv2d", "conv2d1", "copy_in_concatenate", "copy_in_concatenate_1", "copy_in_concatenate_2",
+        "fused_conv2d1_relu_in_concatenate", "fused_conv2d_relu_in_concatenate", "main", "max"]
+    # each kernel stores its result at its part's offset (y 0, a 3, b 8, a2 13, s 18)
+    stores = {"fused_conv2d_relu_in_concatenate": "compute_intermediate[v_i0, v_i1 + T.int64(3), v_i2, v_i3] = T.max(",
+              "fused_conv2d1_relu_in_concatenate": "compute_intermediate[v_i0, v_i1 + T.int64(13), v_i2, v_i3] = T.max(",
+              "copy_in_concatenate": "T_copy[v_i0, v_i1, v_i2, v_i3] = x[v_i0, v_i1, v_i2, v_i3]",
+              "copy_in_concatenate_1": "T_copy[v_i0, v_i1 + T.int64(8), v_i2, v_i3] = x[v_i0, v_i1, v_i2, v_i3]",
+              "copy_in_concatenate_2": "T_copy[v_i0, v_i1 + T.int64(18), v_i2, v_i3] = x[v_i0, v_i1, v_i2, v_i3]"}
+    for name, store in stores.items():
+        assert store in mod[name].script(), name
+    assert concat_in_place(run_relax_pipeline(concat_module(1), "zero", False)).script() == text  # (a second run: nothing left)
+
+
+@pytest.mark.parametrize("axis, mode", [(1, "compiled"), pytest.param(1, "bytecode", marks=pytest.mark.slow),
+                                        pytest.param(2, "compiled", marks=pytest.mark.slow)])
+def test_numbers(axis: int, mode: str) -> None:
+    rng = np.random.default_rng(3)
+    mod = concat_module(axis)
+    shapes = [tuple(d.value for d in p.struct_info.dims) for p in mod["main"].params]
+    args = [rng.standard_normal(s).astype("float32") for s in shapes]
+    want = expected(axis, *args)
+    vm = relax.VirtualMachine(tvms.compile(mod, "llvm", exec_mode=mode), tvms.cpu())
+    for _ in range(2):  # (the second call on storage the first used)
+        np.testing.assert_allclose(vm["main"](*args).numpy(), want, rtol=1e-5, atol=1e-5)
