@@ -42,7 +42,7 @@ from ...ir.stmt import BufferStore
 from ..schedule import BlockRV, Schedule, ScheduleError
 from ..schedule.layout import IndexMap
 from .analysis import BlockInfo, CPURule, const_int, describe_block, describe_blocks, has_nested_blocks, vector_lanes
-from .cpu_conv_groups import fma_lanes, pad_groups, padded_group
+from .cpu_conv_groups import CROP, fma_lanes, pad_groups, padded_group, schedule_crop
 from .cpu_matmul import mark_weight_packing
 from .cpu_tactics import schedule_spatial_block, vector_factor
 
@@ -329,7 +329,10 @@ def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad,
     dtype = conv.write().buffer.shape[0].dtype
     v = [Var(f"v{d}", dtype) for d in range(4)]
     sch.transform_layout(block, ("write", 0), IndexMap(v, [v[0], v[2], v[3], v[1]]))  # (vectors of f)
-    inline_epilogues(sch, acc, epilogues, target)
+    crops = [e for e in epilogues if e.block.name_hint.endswith(CROP)]  # (of padded groups: a pass of its own)
+    inline_epilogues(sch, acc, [e for e in epilogues if e not in crops], target)
+    for crop in crops:
+        schedule_crop(sch, crop, target)
     sch.reverse_compute_at(acc, x_0, preserve_unit_loops=True)
     a_n, a_f, a_y, a_x = sch.get_loops(acc)[-4:]
     init = sch.decompose_reduction(block, c)
