@@ -186,7 +186,8 @@ def test_depthwise_rows_in_vectors_of_any_width():
 def test_groups_are_padded_to_the_vectors_of_full_fma_rate():
     """On AMD Zen 4 (512-bit FMAs as two 256-bit halves) a group pads to whole 256-bit vectors:
     groups of 17 output channels to 24 (to 32 on an Intel AVX-512 CPU); both schedules, built for
-    the host, equal numpy and the reference executor."""
+    the host, equal numpy and the reference executor. A group of whole vectors that only tile
+    poorly gets one vector more."""
     from tvms.ir.dtype import DataType
     from tvms.lowering.dlight.cpu_conv_groups import fma_lanes, padded_group
 
@@ -210,6 +211,15 @@ def test_groups_are_padded_to_the_vectors_of_full_fma_rate():
         run_prim_func(out, x, w, b, ref)
         np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+    # groups of 56 (7 vectors of 8: along a row of 7 only 7 x 1 tiles) get an 8th vector (7 x 2)
+    x = rng.standard_normal((1, 32, 7, 7), dtype=np.float32)
+    w = rng.standard_normal((112, 16, 1, 1), dtype=np.float32)
+    b = rng.standard_normal((112, 1, 1), dtype=np.float32)
+    out = Conv2D().apply(only_kernel(legalized(window_conv_module(32, 112, 7, 1, 1, 0, 1, 2))), zen4, False)
+    assert "T.int64(128), T.int64(7), T.int64(7)" in out.mod["main"].script()
+    built = np.zeros((1, 112, 7, 7), np.float32)
+    tvms.build(out.mod["main"], target="llvm")(x, w, b, built)
+    np.testing.assert_allclose(built, window_conv_reference(x, w, 1, 0, 1, 2) + b, rtol=1e-4, atol=1e-4)
 
 
 def test_a_conv_is_matched_once(monkeypatch):

@@ -144,6 +144,11 @@ def _pad_awkward_groups(func: PrimFunc, matched: tuple, target: Any) -> PrimFunc
     lanes = fma_lanes(target, conv.write().buffer.dtype)
     group_out = extents[1] // groups
     padded = padded_group(group_out, lanes, vector_factor(group_out, lanes))
+    if padded is None and group_out % lanes == 0:  # (whole vectors, maybe a prime count of them)
+        registers = 32 if vector_lanes(target, 32) >= 16 else 16
+        speed = lambda f: tile_speed(channel_tile(f, extents[3], lanes, registers)) * group_out / f
+        if speed(group_out + lanes) >= 1.2 * speed(group_out):
+            padded = group_out + lanes
     if padded is None:
         return None
     sch = Schedule(pad_groups(func, conv, data, weight, groups, padded))
@@ -298,8 +303,13 @@ def channel_tile(group_channels: int, width: int, lanes: int, registers: int) ->
     options = register_tiles(group_channels, width, lanes, registers)
     if not options:
         return None
-    return max(options, key=lambda t: (min(1.0, t[0] * t[1] / (t[0] + 2 * t[1])) * min(1.0, t[0] * t[1] / 8),
-                                       t[0], t[1]))
+    return max(options, key=lambda t: (tile_speed(t), t[0], t[1]))
+
+
+def tile_speed(tile: tuple[int, int, int]) -> float:
+    """The share of the FMA ports a (MR, NV, lanes) tile of ``channel_tile`` keeps busy (see there)."""
+    mr, nv = tile[0], tile[1]
+    return min(1.0, mr * nv / (mr + 2 * nv)) * min(1.0, mr * nv / 8)
 
 
 def inline_epilogues(sch: Schedule, acc: BlockRV, epilogues: list, target: Any) -> None:
