@@ -44,6 +44,7 @@ from ..schedule.layout import IndexMap
 from .analysis import BlockInfo, CPURule, const_int, describe_block, describe_blocks, has_nested_blocks, vector_lanes
 from .cpu_conv_groups import CROP, fma_lanes, pad_groups, padded_group, schedule_crop
 from .cpu_matmul import mark_weight_packing
+from .cpu_shuffle import divisor_width
 from .cpu_tactics import schedule_spatial_block, vector_factor
 
 
@@ -212,7 +213,7 @@ def window_rows(sch: Schedule, info: BlockInfo, data: BufferLoad, rows: list, x:
     column = info.iters[len(rows)]
     lanes = vector_lanes(target, info.write().buffer.dtype)
     extent = const_int(column.extent)
-    width = max(d for d in range(1, lanes + 1) if extent % d == 0) if any_width else vector_factor(extent, lanes)
+    width = divisor_width(extent, lanes) if any_width else vector_factor(extent, lanes)
     if width < 4 or not unit_stride(data.indices[-1], column.var, [it.var for it in info.iters[-len(window):]]):
         width = 1
     sch.reorder(*rows, *window, x)

@@ -31,6 +31,7 @@ from ...ir.visitor import Mutator
 from ..schedule.loop_transform import nest
 from ..schedule.tree import find_block, replace_stmts
 from .analysis import BlockInfo, const_int, vector_lanes
+from .cpu_shuffle import divisor_width
 
 
 CROP = "_crop"  # (the name of the crop block: its output's and this)
@@ -130,7 +131,7 @@ def schedule_crop(sch: Any, info: BlockInfo, target: Any) -> None:
     *outer, y, x = sch.get_loops(info.rv)
     plane = sch.fuse(y, x)
     size, lanes = const_int(sch.get(plane).extent), vector_lanes(target, info.write().buffer.dtype)
-    width = max(d for d in range(1, lanes + 1) if size % d == 0)
+    width = divisor_width(size, lanes)
     if width > 1:
         sch.vectorize(sch.split(plane, [None, width])[1])
     sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0])

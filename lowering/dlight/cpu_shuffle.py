@@ -24,6 +24,12 @@ from ..schedule.tree import find_block, replace_stmts
 from .analysis import CPURule, const_int, flat_schedule, vector_lanes
 
 
+def divisor_width(extent: int, lanes: int) -> int:
+    """The widest vector, of at most ``lanes``, that divides ``extent``: any divisor, not only a
+    power of two (a row of 14 in one vector, which LLVM widens to 16 lanes, 2 masked)."""
+    return max(d for d in range(1, lanes + 1) if extent % d == 0)
+
+
 class PlaneCopy(CPURule):
     """A single copying block whose trailing indices run whole (see the module docstring)."""
 
@@ -63,11 +69,11 @@ class PlaneCopy(CPURule):
         loops = sch.get_loops(sch.get_sblock(block.name_hint))
         outer, inner = loops[:len(loops) - run], loops[len(loops) - run:]
         plane = sch.fuse(*inner) if run > 1 else inner[0]
-        width = max(d for d in range(1, lanes + 1) if size % d == 0)
+        width = divisor_width(size, lanes)
         if width > 1:
             sch.vectorize(sch.split(plane, [None, width])[1])
         sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0])
         return sch
 
 
-__all__ = ["PlaneCopy"]
+__all__ = ["PlaneCopy", "divisor_width"]
