@@ -5,14 +5,19 @@ before the Conv2D rule's channel-vector plan runs, and the padding is cropped of
 The plan vectorizes along a group's output channels and a vector never straddles two groups, so
 34 channels a group left it vectors of 2 lanes (of 16 on AVX-512: 23 GFLOPS for ShuffleNet's
 136-channel 1x1 layer, where groups of 32 ran at 67). Padded to 48 (three full vectors), 34 of
-every 48 lanes compute. The function is rewritten, ``F = G * Fg`` channels to ``G * Fp``::
+every 48 lanes compute; on AMD Zen 4, whose 512-bit FMAs are two 256-bit halves, to 40 (five
+vectors of 8: ``fma_lanes``). A group of whole vectors whose count tiles badly along a row (17
+vectors of 8 along rows of 7) gets one vector more. The function is rewritten, ``F = G * Fg``
+channels to ``G * Fp``::
 
     W_pad[f', c, ry, rx] = W[f' // Fp * Fg + min(f' % Fp, Fg - 1), c, ry, rx] if f' % Fp < Fg else 0
     Y_pad[n, f', y, x] += D[n, f' // Fp * C' + c, ...] * W_pad[f', c, ry, rx]
     Y[n, g * Fg + f, y, x] = Y_pad[n, g * Fp + f, y, x]        (f < Fg; then the epilogue; no n for a batch of one)
 
 ``W_pad`` reads only the weight: the Conv2D rule inlines it into its weight packing, which
-stays a ``layout_rewrite_preproc`` block (run once per weight).
+stays a ``layout_rewrite_preproc`` block (run once per weight). The crop is a pass of its own
+(``schedule_crop``: computing it in the conv's task, from the accumulators, would need the
+schedule to map a tile of padded channels back to a group's, which ``reverse_compute_at`` does not).
 """
 from __future__ import annotations
 
