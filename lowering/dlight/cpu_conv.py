@@ -42,8 +42,9 @@ from ...ir.stmt import BufferStore
 from ..schedule import BlockRV, Schedule, ScheduleError
 from ..schedule.layout import IndexMap
 from .analysis import BlockInfo, CPURule, const_int, describe_block, describe_blocks, has_nested_blocks, vector_lanes
-from .cpu_conv_groups import pad_groups, padded_group
+from .cpu_conv_groups import CROP, fma_lanes, pad_groups, padded_group, schedule_crop
 from .cpu_matmul import mark_weight_packing
+from .cpu_shuffle import divisor_width
 from .cpu_tactics import schedule_spatial_block, vector_factor
 
 
@@ -141,9 +142,14 @@ def _pad_awkward_groups(func: PrimFunc, matched: tuple, target: Any) -> PrimFunc
     groups = channels // extents[4]
     if extents[1] % groups or extents[4] * extents[5] * extents[6] < 16:
         return None  # (a short reduction: the crop's pass would cost what the vectors save)
-    lanes = vector_lanes(target, conv.write().buffer.dtype)
+    lanes = fma_lanes(target, conv.write().buffer.dtype)
     group_out = extents[1] // groups
     padded = padded_group(group_out, lanes, vector_factor(group_out, lanes))
+    if padded is None and group_out % lanes == 0:  # (whole vectors, maybe a prime count of them)
+        registers = 32 if vector_lanes(target, 32) >= 16 else 16
+        speed = lambda f: tile_speed(channel_tile(f, extents[3], lanes, registers)) * group_out / f
+        if speed(group_out + lanes) >= 1.2 * speed(group_out):
+            padded = group_out + lanes
     if padded is None:
         return None
     sch = Schedule(pad_groups(func, conv, data, weight, groups, padded))
@@ -181,15 +187,17 @@ def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: B
 def _depthwise(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
                target: Any) -> bool | None:
     """One input channel per output channel (no vector of channels to share an input value):
-    ``window_rows``; scalar rows read the padding in place."""
+    ``window_rows`` in vectors of any width, which read the padding in place (masked loads at the
+    edges: measured 24 against 33 us for a 3x3 layer of 272 channels of 14x14 after a padding pass)."""
     if const_int(conv.iters[4].extent) != 1:
         return None
     n, f, y, x, c, ry, rx = conv.loops
-    return not window_rows(sch, conv, data, [n, f, y], x, [c, ry, rx], epilogues, target)
+    window_rows(sch, conv, data, [n, f, y], x, [c, ry, rx], epilogues, target, any_width=True)
+    return True
 
 
 def window_rows(sch: Schedule, info: BlockInfo, data: BufferLoad, rows: list, x: Any, window: list, epilogues: list,
-                target: Any) -> bool:
+                target: Any, any_width: bool = False) -> bool:
     """A reduction over a window of its input ``data`` (a depthwise convolution, a pooling) in
     rows: each parallel task is an output row (the fused loops ``rows``), accumulated in a local
     row over the ``window`` loops, the epilogue applied on its way out. Vectors run along the row
@@ -197,10 +205,15 @@ def window_rows(sch: Schedule, info: BlockInfo, data: BufferLoad, rows: list, x:
     rows stay scalar and read the padding in place (measured, interleaved: rows of 14 in vectors
     of 2, 0.065 against 0.052 ms for a 3x3 depthwise layer of 272 channels; strided vector loads
     and a padding pass, 0.19 against 0.09 ms for one of 112 channels of 56x56, stride 2; vectors
-    of 8 along 56-pixel rows of a pooling, 0.14 against 0.24 ms). Returns whether it vectorized."""
+    of 8 along 56-pixel rows of a pooling, 0.14 against 0.24 ms). ``any_width``: a vector is the
+    largest divisor of the row up to the target's lanes, not only a power of two (a whole row of
+    14 or 7 pixels: a 3x3 depthwise layer of 272 channels of 14x14, 24 against 41 us with scalar
+    rows). Returns whether it vectorized."""
     block = info.rv
     column = info.iters[len(rows)]
-    width = vector_factor(const_int(column.extent), vector_lanes(target, info.write().buffer.dtype))
+    lanes = vector_lanes(target, info.write().buffer.dtype)
+    extent = const_int(column.extent)
+    width = divisor_width(extent, lanes) if any_width else vector_factor(extent, lanes)
     if width < 4 or not unit_stride(data.indices[-1], column.var, [it.var for it in info.iters[-len(window):]]):
         width = 1
     sch.reorder(*rows, *window, x)
@@ -291,8 +304,13 @@ def channel_tile(group_channels: int, width: int, lanes: int, registers: int) ->
     options = register_tiles(group_channels, width, lanes, registers)
     if not options:
         return None
-    return max(options, key=lambda t: (min(1.0, t[0] * t[1] / (t[0] + 2 * t[1])) * min(1.0, t[0] * t[1] / 8),
-                                       t[0], t[1]))
+    return max(options, key=lambda t: (tile_speed(t), t[0], t[1]))
+
+
+def tile_speed(tile: tuple[int, int, int]) -> float:
+    """The share of the FMA ports a (MR, NV, lanes) tile of ``channel_tile`` keeps busy (see there)."""
+    mr, nv = tile[0], tile[1]
+    return min(1.0, mr * nv / (mr + 2 * nv)) * min(1.0, mr * nv / 8)
 
 
 def inline_epilogues(sch: Schedule, acc: BlockRV, epilogues: list, target: Any) -> None:
@@ -322,7 +340,10 @@ def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad,
     dtype = conv.write().buffer.shape[0].dtype
     v = [Var(f"v{d}", dtype) for d in range(4)]
     sch.transform_layout(block, ("write", 0), IndexMap(v, [v[0], v[2], v[3], v[1]]))  # (vectors of f)
-    inline_epilogues(sch, acc, epilogues, target)
+    crops = [e for e in epilogues if e.block.name_hint.endswith(CROP)]  # (of padded groups: a pass of its own)
+    inline_epilogues(sch, acc, [e for e in epilogues if e not in crops], target)
+    for crop in crops:
+        schedule_crop(sch, crop, target)
     sch.reverse_compute_at(acc, x_0, preserve_unit_loops=True)
     a_n, a_f, a_y, a_x = sch.get_loops(acc)[-4:]
     init = sch.decompose_reduction(block, c)

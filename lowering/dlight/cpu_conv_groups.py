@@ -5,20 +5,28 @@ before the Conv2D rule's channel-vector plan runs, and the padding is cropped of
 The plan vectorizes along a group's output channels and a vector never straddles two groups, so
 34 channels a group left it vectors of 2 lanes (of 16 on AVX-512: 23 GFLOPS for ShuffleNet's
 136-channel 1x1 layer, where groups of 32 ran at 67). Padded to 48 (three full vectors), 34 of
-every 48 lanes compute. The function is rewritten, ``F = G * Fg`` channels to ``G * Fp``::
+every 48 lanes compute; on AMD Zen 4, whose 512-bit FMAs are two 256-bit halves, to 40 (five
+vectors of 8: ``fma_lanes``). A group of whole vectors whose count tiles badly along a row (17
+vectors of 8 along rows of 7) gets one vector more. The function is rewritten, ``F = G * Fg``
+channels to ``G * Fp``::
 
     W_pad[f', c, ry, rx] = W[f' // Fp * Fg + min(f' % Fp, Fg - 1), c, ry, rx] if f' % Fp < Fg else 0
     Y_pad[n, f', y, x] += D[n, f' // Fp * C' + c, ...] * W_pad[f', c, ry, rx]
     Y[n, g * Fg + f, y, x] = Y_pad[n, g * Fp + f, y, x]        (f < Fg; then the epilogue; no n for a batch of one)
 
 ``W_pad`` reads only the weight: the Conv2D rule inlines it into its weight packing, which
-stays a ``layout_rewrite_preproc`` block (run once per weight).
+stays a ``layout_rewrite_preproc`` block (run once per weight). The crop is a pass of its own
+(``schedule_crop``: computing it in the conv's task, from the accumulators, would need the
+schedule to map a tile of padded channels back to a group's, which ``reverse_compute_at`` does not).
 """
 from __future__ import annotations
+
+from typing import Any
 
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer, BufferRegion, decl_buffer
+from ...ir.errors import TVMSError
 from ...ir.expr import (DATA_PAR, LT, Add, BufferLoad, Call, FloorDiv, FloorMod, IterVar, Min, Mul, PrimExpr, Range,
                         Var, const)
 from ...ir.function import PrimFunc
@@ -27,15 +35,40 @@ from ...ir.stmt import Block, BlockRealize, BufferStore, For, seq
 from ...ir.visitor import Mutator
 from ..schedule.loop_transform import nest
 from ..schedule.tree import find_block, replace_stmts
-from .analysis import BlockInfo, const_int
+from .analysis import BlockInfo, const_int, vector_lanes
+from .cpu_shuffle import divisor_width
+
+
+CROP = "_crop"  # (the name of the crop block: its output's and this)
+
+# CPUs whose 512-bit FMAs run as two 256-bit halves (AMD Zen 4): per cycle, vectors of 256 bits
+# do as many lanes' FMAs as vectors of 512
+_HALF_RATE_512 = ("znver4",)
+
+
+def fma_lanes(target: Any, dtype: Any) -> int:
+    """The lanes of ``dtype`` of the narrowest vector whose FMAs reach the target's full rate:
+    ``vector_lanes``, but 256 bits' worth on a CPU of ``_HALF_RATE_512``, where padding a group to
+    whole 256-bit vectors wastes fewer lanes (68 channels to 72, not 80: 85 against 92 us for
+    ShuffleNet's 272-channel 1x1 layer; 34 to 40, not 48: 102 against 120 us)."""
+    from ..codegen.llvm_target import parse_llvm_target
+
+    lanes = vector_lanes(target, dtype)
+    try:
+        cpu = parse_llvm_target(str(target)).cpu
+    except TVMSError:
+        return lanes
+    bits = int(dtype) if isinstance(dtype, int) else int(getattr(dtype, "bits", 32))
+    return min(lanes, 256 // bits) if cpu in _HALF_RATE_512 else lanes
 
 
 def padded_group(group_channels: int, lanes: int, vec: int) -> int | None:
     """The channels to pad a group of ``group_channels`` to (a multiple of ``lanes``) when that
-    makes at least twice the use of the vector lanes that vectors of ``vec`` lanes make; None
-    when it does not."""
+    makes at least 1.5 times the use of the vector lanes that vectors of ``vec`` lanes make
+    (68 channels in vectors of 4, padded to 72 in vectors of 8: 85 against 146 us); None when it
+    does not."""
     padded = -(-group_channels // lanes) * lanes
-    if group_channels < 2 or group_channels * lanes < 2 * vec * padded:
+    if group_channels < 2 or 2 * group_channels * lanes < 3 * vec * padded:
         return None
     return padded
 
@@ -90,9 +123,23 @@ def pad_groups(func: PrimFunc, conv: BlockInfo, data: BufferLoad, weight: Buffer
 
     crop_shape = (() if batch_of_one else (out.shape[0],)) + (const(groups, dtype), fg, *out.shape[2:])
     children[at:at + 1] = [block_nest(w_pad.name, tuple(w_pad.shape), w_pad, fill), conv_nest,
-                           block_nest(f"{out.name}_crop", crop_shape, out, crop)]
+                           block_nest(out.name + CROP, crop_shape, out, crop)]
     new_root = root.with_changes(body=seq(children), alloc_buffers=root.alloc_buffers + (w_pad, y_pad))
     return replace_stmts(func, {id(root): new_root})
+
+
+def schedule_crop(sch: Any, info: BlockInfo, target: Any) -> None:
+    """The crop (the epilogue inlined into it), over (n,) group, channel, y, x: a parallel task
+    per channel, its plane (contiguous in both buffers) in vectors of the largest divisor of the
+    plane up to the lanes (14 pixels of a 14x14 plane; the plain schedule's vectors along a row of
+    14 had 2 lanes: 2.5x the crop's time)."""
+    *outer, y, x = sch.get_loops(info.rv)
+    plane = sch.fuse(y, x)
+    size, lanes = const_int(sch.get(plane).extent), vector_lanes(target, info.write().buffer.dtype)
+    width = divisor_width(size, lanes)
+    if width > 1:
+        sch.vectorize(sch.split(plane, [None, width])[1])
+    sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0])
 
 
 def _point_region(buffer: Buffer, indices: tuple) -> BufferRegion:
@@ -138,4 +185,4 @@ class _PaddedConv(Mutator):
         return v
 
 
-__all__ = ["pad_groups", "padded_group"]
+__all__ = ["CROP", "fma_lanes", "pad_groups", "padded_group", "schedule_crop"]

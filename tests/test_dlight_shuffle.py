@@ -1,0 +1,46 @@
+"""The PlaneCopy rule (lowering/dlight/cpu_shuffle.py) on what legalized channel shuffles
+(reshape, transpose, reshape) become: a parallel task per output channel copying its plane in
+whole vectors, equal to numpy and the reference executor; what it declines."""
+from __future__ import annotations
+
+import numpy as np
+
+import tvms
+from tvms.lowering.dlight.cpu_shuffle import PlaneCopy
+from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
+from tvms.target import Target
+
+from test_dlight_conv import AVX2, legalized, only_kernel, relax_module
+
+
+def shuffle_kernel(groups: int, channels: int, size: int, axes: str = "[0, 2, 1, 3, 4]"):
+    body = (f"            a = R.reshape(x, R.shape([1, {groups}, {channels // groups}, {size}, {size}]))\n"
+            f"            b = R.permute_dims(a, axes={axes})\n"
+            f"            c = R.reshape(b, R.shape([1, {channels}, {size}, {size}]))\n"
+            "            R.output(c)\n        return c")
+    tensor = f'R.Tensor((1, {channels}, {size}, {size}), dtype="float32")'
+    return only_kernel(legalized(from_source(relax_module(body, f"x: {tensor}", tensor))))
+
+
+def test_channel_shuffle_copies_planes_in_whole_vectors():
+    """Groups of 3 of 12 channels of 5x5 (planes of 25: vectors of 5) and of 2 of 8 channels of
+    4x4 (16: one AVX-512 vector, two of AVX2), for the host and AVX2."""
+    rng = np.random.default_rng(17)
+    for groups, channels, size, target, width in ((3, 12, 5, Target("llvm"), 5), (2, 8, 4, Target("llvm"), 16),
+                                                  (2, 8, 4, AVX2, 8)):
+        func = PlaneCopy().apply(shuffle_kernel(groups, channels, size), target, False).mod["main"]
+        text = func.script()
+        assert f"T.parallel(T.int64({channels}))" in text and f"T.vectorized(T.int64({width}))" in text, text
+        x = rng.standard_normal((1, channels, size, size), dtype=np.float32)
+        expected = x.reshape(1, groups, channels // groups, size, size).transpose(0, 2, 1, 3, 4).reshape(x.shape)
+        built, ref = np.zeros_like(x), np.zeros_like(x)
+        tvms.build(func, target="llvm")(x, built)
+        run_prim_func(func, x, ref)
+        np.testing.assert_array_equal(built, expected)
+        np.testing.assert_array_equal(ref, expected)
+
+
+def test_declines_what_moves_no_whole_run():
+    """A transpose of the plane's own axes moves no contiguous run: left to the injective rule."""
+    assert PlaneCopy().apply(shuffle_kernel(2, 8, 4, "[0, 2, 1, 4, 3]"), Target("llvm"), False) is None
