@@ -1,8 +1,8 @@
-"""MultiLevelTilingTensorCore (WMMA) and RewriteTensorize against Apache TVM 0.27
+"""MultiLevelTilingTensorCore (WMMA and mma.sync) and RewriteTensorize against Apache TVM 0.27
 (fixtures/meta_schedule/generate_tensor_core_with_tvm.py): on a 128^3 float16 matmul
 accumulating in float32, the sketches with TVM's decisions print TVM's traces and modules, the
-post-processed candidates print TVM's, compute the matmul in the reference executor (WMMA
-semantics) and compile with NVRTC; a 127^3 one is padded as TVM pads it."""
+post-processed candidates print TVM's; the WMMA ones compute the matmul in the reference executor
+(WMMA semantics) and compile with NVRTC; a 127^3 one is padded as TVM pads it."""
 from __future__ import annotations
 
 import json
@@ -16,12 +16,14 @@ from tvms import meta_schedule as ms
 from tvms.ir.errors import TVMSError
 from tvms.lowering.schedule.schedule import Schedule
 from tvms.lowering.schedule.tensor_intrin_cuda import get_wmma_intrin_group
+from tvms.lowering.schedule.tensor_intrin_mma import get_mma_m16n8k8_intrin_group
 from tvms.lowering.schedule.trace import Trace
 from tvms.lowering.tune.post_order_apply import PostOrderApply
 from tvms.lowering.tune.tune_context import TuneContext
 from tvms.runtime.reference import run_prim_func
 
 DECISIONS = json.loads((GOLDEN / "tc_decisions.json").read_text())
+MMA_DECISIONS = json.loads((GOLDEN / "tc_mma_decisions.json").read_text())
 GROUPS = [get_wmma_intrin_group("shared.dyn", "shared.dyn", "float16", "float32", trans_b) for trans_b in (False, True)]
 REUSE = {"reuse_read": {"req": "must", "levels": [4], "scope": "shared.dyn"},
          "reuse_write": {"req": "must", "levels": [2], "scope": "shared.dyn"}}
@@ -34,14 +36,21 @@ def rule(**changes) -> ms.schedule_rule.MultiLevelTilingTensorCore:
     return ms.schedule_rule.MultiLevelTilingTensorCore(**args)
 
 
-def sketches(workload: str = "tc_matmul") -> tuple[dict, list]:
+def mma_rule() -> ms.schedule_rule.MultiLevelTilingTensorCore:
+    """The second rule of TVM's default cuda-tensorcore space (its float16 into float32 group)."""
+    return rule(intrin_groups=[get_mma_m16n8k8_intrin_group("float32")], use_software_pipeline=True,
+                reuse_write={"req": "no", "levels": [2], "scope": "shared.dyn"})
+
+
+def sketches(workload: str = "tc_matmul", the_rule: "ms.schedule_rule.MultiLevelTilingTensorCore | None" = None,
+             ) -> tuple[dict, list]:
     """The sketches by their product intrinsic, and the cuda-tensorcore postprocessors."""
-    generator = PostOrderApply(sch_rules=[rule()], postprocs="cuda-tensorcore", mutator_probs={})
+    generator = PostOrderApply(sch_rules=[the_rule or rule()], postprocs="cuda-tensorcore", mutator_probs={})
     found = TuneContext(base(workload), cuda_target("sm_86"), generator, rand_state=0).generate_design_space()
     by_intrin = {}
     for sch in found:
         text = sch.trace.script(DIALECT)
-        intrin = next(name for name in DECISIONS if f'"{name}"' in text)
+        intrin = next(name for name in (*DECISIONS, *MMA_DECISIONS) if f'"{name}"' in text)
         by_intrin[intrin] = sch
     return by_intrin, generator.postprocs
 
@@ -178,3 +187,46 @@ def test_refusals() -> None:
         rule(intrin_groups=[{k: v for k, v in GROUPS[0].items() if k != "store"}])
     with pytest.raises(TVMSError):
         rule(intrin_groups=[{**GROUPS[0], "compute": "no_such_intrinsic"}])
+    with pytest.raises(TVMSError, match="WMMA .* or an mma.sync"):
+        rule(intrin_groups=[{**GROUPS[0], "compute": "mma_store_m16n8k8_f32_global"}])
+
+
+def test_mma_sync_sketch_matches_tvm() -> None:
+    """TVM's mma.sync rule (m16n8k8 intrinsics, software pipelined) gives one sketch on the 128^3
+    matmul: with TVM's decisions (partitioned spatial tiles) it prints TVM's trace and module --
+    accumulators in m16n8k8.matrixC fragments written out by a write_at copy, operands read_at into
+    swizzled (permuted_layout) shared memory with 16-byte asynchronous copies, both reduction tiles
+    pipelined -- and, through the cuda-tensorcore postprocessors (RewriteReductionBlock, then
+    RewriteTensorize putting in the mma_init, ldmatrix and mma.sync implementations), TVM's
+    post-processed module byte for byte."""
+    (intrin,) = MMA_DECISIONS
+    found, postprocs = sketches(the_rule=mma_rule())
+    assert list(found) == [intrin]
+    sch = replayed("tc_matmul", found[intrin], MMA_DECISIONS[intrin])
+    assert sch.trace.script(DIALECT) + "\n" == golden(f"tc_matmul_{intrin}.trace.py")
+    assert sch.mod.script(dialect=DIALECT) == golden(f"tc_matmul_{intrin}.tvms")
+    sch.enter_postproc()
+    assert all(p.apply(sch) for p in postprocs)
+    assert sch.mod.script(dialect=DIALECT) == golden(f"tc_matmul_{intrin}_post.tvms")
+
+
+def test_mma_sync_rule_leaves_a_batched_matmul_alone() -> None:
+    """TVM's mma.sync tiling takes the i, j, k loops of a 2-D matmul only."""
+    mod = tvms.IRModule({"main": tvms.script.from_source(BATCHED)})
+    generator = PostOrderApply(sch_rules=[mma_rule()], postprocs=[], mutator_probs={})
+    (sch,) = TuneContext(mod, cuda_target("sm_86"), generator, rand_state=0).generate_design_space()
+    assert sch.mod.script(dialect=DIALECT) == mod.script(dialect=DIALECT)
+
+
+def test_default_tensor_core_space_has_both_rules() -> None:
+    """TVM 0.27's cuda-tensorcore rules: WMMA (six groups, shared write-back), then mma.sync (two
+    groups, no write reuse, software pipelined), then the cuda rules but their ApplyCustomRule."""
+    rules = ms.ScheduleRule.create("cuda-tensorcore")
+    wmma, mma = rules[1:3]
+    assert [type(r).__name__ for r in rules] == ["ApplyCustomRule", "MultiLevelTilingTensorCore",
+                                                 "MultiLevelTilingTensorCore", "MultiLevelTiling",
+                                                 "InlineConstantScalars", "AutoInline", "CrossThreadReduction",
+                                                 "ParallelizeVectorizeUnroll", "AutoBind"]
+    assert len(wmma.intrin_groups) == 6 and not wmma.use_software_pipeline
+    assert [g["compute"] for g in mma.intrin_groups] == ["mma_sync_m16n8k8_f16f16f16", "mma_sync_m16n8k8_f16f16f32"]
+    assert mma.use_software_pipeline and mma.reuse_write.req == "no"

@@ -117,7 +117,7 @@ class MultiLevelTiling(ScheduleRule):
         spatial = -1 if None in extents else prod(extents)  # (-1: not known)
         tiles: list[list] = [[] for _ in self.structure]
         factors: list[list] = [[] for _ in self.structure]
-        for loop, iter_type in zip(loops, iter_types):
+        for position, (loop, iter_type) in enumerate(zip(loops, iter_types)):
             if iter_type == DATA_PAR:
                 indices = self.s_indices
             elif iter_type == COMM_REDUCE:
@@ -127,7 +127,7 @@ class MultiLevelTiling(ScheduleRule):
             if len(indices) == 1:
                 tiles[indices[0]].append(loop)
                 continue
-            sampled = sch.sample_perfect_tile(loop, n=len(indices), max_innermost_factor=self.max_innermost_factor)
+            sampled = self._sample_tiles(sch, loop, len(indices), position, iter_type)
             for index, split, factor in zip(indices, sch.split(loop, sampled), sampled):
                 tiles[index].append(split)
                 factors[index].append(factor)
@@ -142,6 +142,10 @@ class MultiLevelTiling(ScheduleRule):
             sch.annotate(block, "meta_schedule.thread_extent_low_inclusive", low)
             sch.annotate(block, "meta_schedule.thread_extent_high_inclusive", self.max_threads_per_block)
         return [state]
+
+    def _sample_tiles(self, sch: Any, loop: Any, n: int, position: int, iter_type: int) -> list:
+        """The ``n`` factors of the loop at ``position`` (a subclass may sample them otherwise)."""
+        return sch.sample_perfect_tile(loop, n=n, max_innermost_factor=self.max_innermost_factor)
 
     def _add_write_reuse(self, state: _State) -> list[_State]:
         config = self.reuse_write
