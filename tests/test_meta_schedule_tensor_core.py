@@ -77,32 +77,38 @@ def test_sketches_match_tvm() -> None:
     assert sch.mod.script(dialect=DIALECT) == golden("tc_matmul_wmma_sync_16x16x16_f16f16f32.tvms")
 
 
-@pytest.mark.slow
-def test_postprocessed_candidate_prints_computes_and_compiles() -> None:
-    """The [k, n] candidate through the cuda-tensorcore postprocessors (RewriteReductionBlock
-    handing the fill intrinsic to the init block, RewriteTensorize) is TVM's module byte for byte,
-    every auto_tensorize block tensorized; lowered for the GPU it computes the matmul in the
-    reference executor and its kernel (wmma:: calls) compiles with NVRTC for sm_80 and sm_90."""
+def computes_and_compiles(func: "tvms.PrimFunc", shape: tuple) -> None:
+    """The candidate, lowered for the GPU, computes the (batched) matmul of operands of ``shape``
+    in the reference executor, and its kernel (wmma:: calls) compiles with NVRTC for sm_80 and
+    sm_90."""
     from cuda_support import assert_compiles
 
     from tvms.lowering.codegen.cuda import cuda_source, kernels_of
     from tvms.lowering.tir.gpu.pipeline import finalize_kernels, split_for_cuda
 
-    intrin = "wmma_sync_16x16x16_f16f16f32"
-    sch, postprocs = candidate(intrin)
-    sch.enter_postproc()
-    assert all(p.apply(sch) for p in postprocs)
-    assert sch.mod.script(dialect=DIALECT) == golden(f"tc_matmul_{intrin}_post.tvms")
-    split = split_for_cuda(parsed(f"tc_matmul_{intrin}_post.tvms")["main"], cuda_target("sm_80"))
+    split = split_for_cuda(func, cuda_target("sm_80"))
     rng = np.random.default_rng(0)
-    a, b = (rng.standard_normal((128, 128)).astype("float16") for _ in range(2))
-    c = np.zeros((128, 128), "float32")
+    a, b = (rng.standard_normal(shape).astype("float16") for _ in range(2))
+    c = np.zeros(shape, "float32")
     run_prim_func(split, a, b, c)
     np.testing.assert_allclose(c, a.astype("float32") @ b.astype("float32"), rtol=1e-4, atol=1e-4)
     source = cuda_source(kernels_of(finalize_kernels(split)))
     assert all(f"wmma::{call}" in source for call in ("fill_fragment", "load_matrix_sync", "mma_sync",
                                                        "store_matrix_sync"))
     assert_compiles(source)
+
+
+@pytest.mark.slow
+def test_postprocessed_candidate_prints_computes_and_compiles() -> None:
+    """The [k, n] candidate through the cuda-tensorcore postprocessors (RewriteReductionBlock
+    handing the fill intrinsic to the init block, RewriteTensorize) is TVM's module byte for byte,
+    every auto_tensorize block tensorized; it computes and compiles (computes_and_compiles)."""
+    intrin = "wmma_sync_16x16x16_f16f16f32"
+    sch, postprocs = candidate(intrin)
+    sch.enter_postproc()
+    assert all(p.apply(sch) for p in postprocs)
+    assert sch.mod.script(dialect=DIALECT) == golden(f"tc_matmul_{intrin}_post.tvms")
+    computes_and_compiles(parsed(f"tc_matmul_{intrin}_post.tvms")["main"], (128, 128))
 
 
 def test_a_block_no_group_matches_is_left_alone() -> None:
@@ -116,28 +122,55 @@ def test_a_block_no_group_matches_is_left_alone() -> None:
     assert sch.mod.script(dialect=DIALECT) == mod.script(dialect=DIALECT)
 
 
-BATCHED = """
+BATCHED = golden("tc_bmm.tvms")
+
+
+TWO_REDUCTIONS = """
 @T.prim_func
-def main(A: T.Buffer((4, 32, 32), "float16"), B: T.Buffer((4, 32, 32), "float16"), C: T.Buffer((4, 32, 32), "float32")):
-    for b, i, j, k in T.grid(4, 32, 32, 32):
+def main(A: T.Buffer((32, 2, 16), "float16"), B: T.Buffer((2, 16, 32), "float16"), C: T.Buffer((32, 32), "float32")):
+    for i, j, k0, k1 in T.grid(32, 32, 2, 16):
         with T.block("C"):
-            vb, vi, vj, vk = T.axis.remap("SSSR", [b, i, j, k])
+            vi, vj, vk0, vk1 = T.axis.remap("SSRR", [i, j, k0, k1])
             with T.init():
-                C[vb, vi, vj] = T.float32(0)
-            C[vb, vi, vj] = C[vb, vi, vj] + T.Cast("float32", A[vb, vi, vk]) * T.Cast("float32", B[vb, vk, vj])
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + T.Cast("float32", A[vi, vk0, vk1]) * T.Cast("float32", B[vk0, vk1, vj])
 """
 
 
-def test_a_batched_matmul_is_left_alone_with_a_reason(caplog) -> None:
-    """The rule tiles 2-D matmuls only: a batched one gets the schedule back untouched, and the
-    reason is logged (TVM 0.27 would map the batch to an outer loop)."""
-    mod = tvms.IRModule({"main": tvms.script.from_source(BATCHED)})
+def test_a_product_of_two_reductions_is_left_alone_with_a_reason(caplog) -> None:
+    """The rule tiles matmuls (i, j, k after any batch): a product summed over two iterators, as a
+    convolution is, gets the schedule back untouched, and the reason is logged."""
+    mod = tvms.IRModule({"main": tvms.script.from_source(TWO_REDUCTIONS)})
     generator = PostOrderApply(sch_rules=[rule()], postprocs=[], mutator_probs={})
     with caplog.at_level("INFO", logger="tvms.meta_schedule"):
         (sch,) = TuneContext(mod, cuda_target("sm_86"), generator, rand_state=0).generate_design_space()
     assert sch.mod.script(dialect=DIALECT) == mod.script(dialect=DIALECT)
-    assert caplog.messages == ["MultiLevelTilingTensorCore leaves block 'C' untiled: its iterators are SSSR, not the "
-                               "i, j, k (SSR) of a 2-D matmul: batched matmuls and convolutions are not taken"]
+    assert caplog.messages == ["MultiLevelTilingTensorCore leaves block 'C' untiled: its iterators are SSRR, not the "
+                               "i, j, k (SSR) of a matmul, batched or not: convolutions are not taken"]
+
+
+@pytest.mark.slow
+def test_a_batched_matmul_is_tiled_as_tvm_tiles_it() -> None:
+    """A batched matmul (4 x 32^3): as TVM 0.27, the batch stays one outer loop, fused with the
+    first tiles onto blockIdx.y, the accumulator and operand caches keep it as their first axis.
+    With TVM's decisions both sketches print TVM's traces; the [k, n] one TVM's module and
+    post-processed module byte for byte, and it computes and compiles (computes_and_compiles). The
+    [n, k] one's modules differ from TVM's in one term order of a fragment load's binding
+    (``ax1_0 + fused % 2`` where TVM's simplifier writes ``fused % 2 + ax1_0``)."""
+    decisions = json.loads((GOLDEN / "tc_bmm_decisions.json").read_text())
+    found, postprocs = sketches("tc_bmm")
+    assert sorted(found) == sorted(decisions)
+    for intrin in decisions:
+        sch = replayed("tc_bmm", found[intrin], decisions[intrin])
+        assert sch.trace.script(DIALECT) + "\n" == golden(f"tc_bmm_{intrin}.trace.py")
+        swapped = (" ax1_0 + ax0_ax1_0_0_ax2_0_0_fused % 2)", " ax0_ax1_0_0_ax2_0_0_fused % 2 + ax1_0)")
+        ours, theirs = sch.mod.script(dialect=DIALECT), golden(f"tc_bmm_{intrin}.tvms")
+        assert (ours.replace(*swapped) if "trans" in intrin else ours) == theirs
+        sch.enter_postproc()
+        assert all(p.apply(sch) for p in postprocs)
+        ours, theirs = sch.mod.script(dialect=DIALECT), golden(f"tc_bmm_{intrin}_post.tvms")
+        assert (ours.replace(*swapped) if "trans" in intrin else ours) == theirs
+    computes_and_compiles(parsed("tc_bmm_wmma_sync_16x16x16_f16f16f32_post.tvms")["main"], (4, 32, 32))
 
 
 @pytest.mark.slow
@@ -150,11 +183,6 @@ def test_extents_not_multiples_of_16_are_padded_as_tvm_pads_them() -> None:
     keeps what fuse substitutes. (The [n, k] one drops a unit iterator's term, ``v0 * 128``, that
     TVM's store keeps.) Post-processed and lowered, the [k, n] candidate computes the 127^3 matmul
     in the reference executor and its kernel compiles with NVRTC."""
-    from cuda_support import assert_compiles
-
-    from tvms.lowering.codegen.cuda import cuda_source, kernels_of
-    from tvms.lowering.tir.gpu.pipeline import finalize_kernels, split_for_cuda
-
     decisions = json.loads((GOLDEN / "tc_127_decisions.json").read_text())
     found, postprocs = sketches("tc_matmul_127")
     assert sorted(found) == sorted(decisions)
@@ -169,13 +197,7 @@ def test_extents_not_multiples_of_16_are_padded_as_tvm_pads_them() -> None:
                                                              "ax0_ax1_ax3_ax4_ax5_fused // 16 % 16 < 127")
     sch.enter_postproc()
     assert all(p.apply(sch) for p in postprocs)
-    split = split_for_cuda(sch.mod["main"], cuda_target("sm_80"))
-    rng = np.random.default_rng(0)
-    a, b = (rng.standard_normal((127, 127)).astype("float16") for _ in range(2))
-    c = np.zeros((127, 127), "float32")
-    run_prim_func(split, a, b, c)
-    np.testing.assert_allclose(c, a.astype("float32") @ b.astype("float32"), rtol=1e-4, atol=1e-4)
-    assert_compiles(cuda_source(kernels_of(finalize_kernels(split))))
+    computes_and_compiles(sch.mod["main"], (127, 127))
 
 
 def test_refusals() -> None:

@@ -109,15 +109,23 @@ class MultiLevelTiling(ScheduleRule):
             states = [after for state in states for after in step(state)]
         return [state.sch for state in states]
 
-    def _tile_loop_nest(self, state: _State) -> list[_State]:
+    def _tile_loop_nest(self, state: _State, inner_spatial: int = -1) -> list[_State]:
+        """Tile the block's loops; with ``inner_spatial`` >= 0 only that many innermost spatial
+        loops are tiled, the outer ones (a batch) joining the first tile level untiled."""
         sch, block = state.sch, state.block
         loops = sch.get_loops(block)
         iter_types = [iv.iter_type for iv in sch.get(block).iter_vars]
         extents = [const_int(sch.get(loop).extent) for loop, kind in zip(loops, iter_types) if kind == DATA_PAR]
+        n_skipped = 0 if inner_spatial < 0 else len(extents) - inner_spatial
+        extents = extents[n_skipped:]
         spatial = -1 if None in extents else prod(extents)  # (-1: not known)
         tiles: list[list] = [[] for _ in self.structure]
         factors: list[list] = [[] for _ in self.structure]
+        skipped: list = []
         for position, (loop, iter_type) in enumerate(zip(loops, iter_types)):
+            if iter_type == DATA_PAR and len(skipped) < n_skipped:
+                skipped.append(loop)
+                continue
             if iter_type == DATA_PAR:
                 indices = self.s_indices
             elif iter_type == COMM_REDUCE:
@@ -132,6 +140,8 @@ class MultiLevelTiling(ScheduleRule):
                 tiles[index].append(split)
                 factors[index].append(factor)
         sch.reorder(*[loop for tile in tiles for loop in tile])
+        if skipped and self.tile_binds:
+            tiles[0][:0] = skipped
         for i, thread_axis in enumerate(self.tile_binds[:len(tiles)]):
             fused = sch.fuse(*tiles[i])
             sch.bind(fused, thread_axis)

@@ -18,10 +18,12 @@ the accumulators' write-out and the operands' swizzled (``permuted_layout``) sha
 which TVM's lowering (LowerAutoCopy, InjectPermutedLayout) turns into code; with
 ``use_software_pipeline`` those copies are asynchronous and two reduction tiles ahead.
 
-Only matmuls over loops i, j, k of constant extents are taken; extents that are not multiples of
-the intrinsic's shape are padded up to them (PadEinsum), as TVM 0.27 does. A product of the
-intrinsic's types that is not one (a batched matmul, a convolution, symbolic extents) is left to the
-other rules, the reason logged (to the TuneContext's logger).
+Matmuls over loops i, j, k of constant extents are taken, after any batch loops (indexing every
+operand first): WMMA keeps a batch whole in the first tile level (fused onto blockIdx.y, as TVM's
+TileLoopNest with its two innermost spatial loops tiled), mma.sync leaves batched matmuls alone, as
+TVM's does. Extents that are not multiples of the intrinsic's shape are padded up to them
+(PadEinsum), as TVM 0.27 does. A product of the intrinsic's types that is not one (a convolution,
+symbolic extents) is left to the other rules, the reason logged (to the TuneContext's logger).
 The trace's intermediate layout holds the sampled warp tile as numbers where TVM's holds the
 sampling variables.
 """
@@ -60,11 +62,11 @@ def _index_vars(region: Any) -> list | None:
 
 
 class _Mapping:
-    """How a block ``C[i, j] += A[.] * B[.]`` maps onto an intrinsic's description: each buffer's
-    index order in the intrinsic, by the block's iterators (i, j, k)."""
+    """How a block ``C[b.., i, j] += A[b.., .] * B[b.., .]`` maps onto an intrinsic's description:
+    each buffer's index order (the batch first, then the intrinsic's), by the block's iterators."""
 
-    def __init__(self, ijk: list, orders: dict):
-        self.ijk, self.orders = ijk, orders
+    def __init__(self, iters: list, orders: dict):
+        self.iters, self.orders = iters, orders
 
 
 def _match(block: Any, compute: str) -> _Mapping | str | None:
@@ -79,19 +81,23 @@ def _match(block: Any, compute: str) -> _Mapping | str | None:
         if str(region.buffer.dtype) != str(want.buffer.dtype):
             return None
     kinds = [iv.iter_type for iv in block.iter_vars]
-    if kinds != [DATA_PAR, DATA_PAR, COMM_REDUCE] or len(desc.iter_vars) != 3:
+    if len(kinds) < 3 or kinds[-1] != COMM_REDUCE or any(k != DATA_PAR for k in kinds[:-1]) \
+            or len(desc.iter_vars) != 3:
         return (f"its iterators are {''.join('S' if k == DATA_PAR else 'R' for k in kinds)}, not the i, j, k (SSR) "
-                f"of a 2-D matmul: batched matmuls and convolutions are not taken")
+                f"of a matmul, batched or not: convolutions are not taken")
     ours = [iv.var for iv in block.iter_vars]
+    batch, ijk = ours[:-3], ours[-3:]
     theirs = [iv.var for iv in desc.iter_vars]
     orders = {}
     for name, region, want in zip("CAB", regions, (d_c, d_a, d_b)):
         got, wanted = _index_vars(region), _index_vars(want)
-        if got is None or wanted is None or len(got) != 2:
+        if got is None or wanted is None or len(got) != len(batch) + 2:
             return None
-        if {id(v) for v in got} != {id(ours[theirs.index(v)]) for v in wanted}:
+        if any(g is not b for g, b in zip(got, batch)):
+            return "its operands do not index the batch first"
+        if {id(v) for v in got[len(batch):]} != {id(ijk[theirs.index(v)]) for v in wanted}:
             return None
-        orders[name] = [ours[theirs.index(v)] for v in wanted]
+        orders[name] = batch + [ijk[theirs.index(v)] for v in wanted]
     if any(const_int(iv.dom.extent) is None for iv in block.iter_vars):
         return "its extents are not all constant (PadEinsum pads constant ones only)"
     return _Mapping(ours, orders)
@@ -157,7 +163,7 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
             if _is_mma(group):
                 results += self._mma_sketches(state, group, reindexed_store)
                 continue
-            (state,) = self._tile_loop_nest(state)
+            (state,) = self._tile_loop_nest(state, inner_spatial=2)  # (a batch stays whole, in the first tile)
             self._output_layout(state, group)
             (state,) = self._add_write_reuse(state)
             self._write_back_fragments(state, group, reindexed_store)
@@ -177,7 +183,7 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
         sch, block = state.sch, state.block
         stores = sch.reindex(block, ("write", 0))
         loads = [sch.reindex(block, ("read", i)) for i in (0, 1)]
-        names = {id(v): v.name for v in mapping.ijk}
+        names = {id(v): v.name for v in mapping.iters}
 
         def sub_map(buffer: str, region: Any) -> IndexMap:
             src = [Var(names[id(r.min)], r.min.dtype) for r in region.region]
@@ -191,8 +197,8 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
         sch.transform_layout(block, ("write", 0), maps["C"], assume_injective_transform=True)
         for stage, buffer in zip([stores, *loads], "CAB"):
             sch.transform_block_layout(stage, maps[buffer])
-        ijk = [Var(v.name, v.dtype) for v in mapping.ijk]
-        sch.transform_block_layout(block, IndexMap(ijk, list(ijk)))
+        iters = [Var(v.name, v.dtype) for v in mapping.iters]
+        sch.transform_block_layout(block, IndexMap(iters, list(iters)))
         extents = _desc_block(group["compute"])[1]
         self._pad(sch, block, extents, [stores, *loads])
         inner = self._tile_with_intrin(sch, block, extents)
@@ -208,10 +214,11 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
         multiples (PadEinsum) and inline the reindex ``stages`` (the block's producers and consumer
         before) into the pad blocks that now stand between them and the block, as TVM's
         TileWithTensorIntrin does when padding is allowed."""
-        if all(const_int(iv.dom.extent) % e == 0 for iv, e in zip(sch.get(block).iter_vars, extents)):
+        iter_vars = sch.get(block).iter_vars
+        if all(const_int(iv.dom.extent) % e == 0 for iv, e in zip(iter_vars[-len(extents):], extents)):
             return
         before = {sch.get(stage).name_hint for stage in stages}
-        sch.pad_einsum(block, list(extents))
+        sch.pad_einsum(block, [1] * (len(iter_vars) - len(extents)) + list(extents))
         inlined = []
         for producer in sch.get_producers(block):
             if sch.get(producer).name_hint not in before:  # (a pad block: its reindex stage goes into it)
@@ -250,9 +257,9 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
 
         frag_m, frag_n = fragments(-2), fragments(-1)
         m, n = _desc_block(group["init"])[1]
-        i0, i1 = Var("i0", "int32"), Var("i1", "int32")
-        layout = SampledIndexMap([i0, i1], [i0 // m // frag_m, i1 // n // frag_n, i0 // m % frag_m,
-                                            i1 // n % frag_n, i0 % m, i1 % n], rvs)
+        *batch, i0, i1 = [Var(f"i{d}", "int32") for d in range(len(state.sch.get(state.block).writes[0].region))]
+        layout = SampledIndexMap([*batch, i0, i1], [*batch, i0 // m // frag_m, i1 // n // frag_n, i0 // m % frag_m,
+                                                    i1 // n % frag_n, i0 % m, i1 % n], rvs)
         sch.transform_layout(state.block, ("write", 0), layout, assume_injective_transform=True)
 
     def _write_back_fragments(self, state: _State, group: dict, reindexed_store: Any) -> None:
