@@ -77,10 +77,10 @@ def test_sketches_match_tvm() -> None:
     assert sch.mod.script(dialect=DIALECT) == golden("tc_matmul_wmma_sync_16x16x16_f16f16f32.tvms")
 
 
-def computes_and_compiles(func: "tvms.PrimFunc", shape: tuple) -> None:
-    """The candidate, lowered for the GPU, computes the (batched) matmul of operands of ``shape``
-    in the reference executor, and its kernel (wmma:: calls) compiles with NVRTC for sm_80 and
-    sm_90."""
+def computes_and_compiles(func: "tvms.PrimFunc", shape: tuple, b_shape: "tuple | None" = None) -> None:
+    """The candidate, lowered for the GPU, computes the (batched) matmul of A of ``shape`` and B
+    of ``b_shape`` (else ``shape``) in the reference executor, and its kernel (wmma:: calls)
+    compiles with NVRTC for sm_80 and sm_90."""
     from cuda_support import assert_compiles
 
     from tvms.lowering.codegen.cuda import cuda_source, kernels_of
@@ -88,8 +88,8 @@ def computes_and_compiles(func: "tvms.PrimFunc", shape: tuple) -> None:
 
     split = split_for_cuda(func, cuda_target("sm_80"))
     rng = np.random.default_rng(0)
-    a, b = (rng.standard_normal(shape).astype("float16") for _ in range(2))
-    c = np.zeros(shape, "float32")
+    a, b = (rng.standard_normal(s).astype("float16") for s in (shape, b_shape or shape))
+    c = np.zeros((*shape[:-1], (b_shape or shape)[-1]), "float32")
     run_prim_func(split, a, b, c)
     np.testing.assert_allclose(c, a.astype("float32") @ b.astype("float32"), rtol=1e-4, atol=1e-4)
     source = cuda_source(kernels_of(finalize_kernels(split)))
@@ -151,26 +151,32 @@ def test_a_product_of_two_reductions_is_left_alone_with_a_reason(caplog) -> None
 
 @pytest.mark.slow
 def test_a_batched_matmul_is_tiled_as_tvm_tiles_it() -> None:
-    """A batched matmul (4 x 32^3): as TVM 0.27, the batch stays one outer loop, fused with the
-    first tiles onto blockIdx.y, the accumulator and operand caches keep it as their first axis.
-    With TVM's decisions both sketches print TVM's traces; the [k, n] one TVM's module and
-    post-processed module byte for byte, and it computes and compiles (computes_and_compiles). The
-    [n, k] one's modules differ from TVM's in one term order of a fragment load's binding
-    (``ax1_0 + fused % 2`` where TVM's simplifier writes ``fused % 2 + ax1_0``)."""
-    decisions = json.loads((GOLDEN / "tc_bmm_decisions.json").read_text())
-    found, postprocs = sketches("tc_bmm")
-    assert sorted(found) == sorted(decisions)
-    for intrin in decisions:
-        sch = replayed("tc_bmm", found[intrin], decisions[intrin])
-        assert sch.trace.script(DIALECT) + "\n" == golden(f"tc_bmm_{intrin}.trace.py")
-        swapped = (" ax1_0 + ax0_ax1_0_0_ax2_0_0_fused % 2)", " ax0_ax1_0_0_ax2_0_0_fused % 2 + ax1_0)")
-        ours, theirs = sch.mod.script(dialect=DIALECT), golden(f"tc_bmm_{intrin}.tvms")
-        assert (ours.replace(*swapped) if "trans" in intrin else ours) == theirs
-        sch.enter_postproc()
-        assert all(p.apply(sch) for p in postprocs)
-        ours, theirs = sch.mod.script(dialect=DIALECT), golden(f"tc_bmm_{intrin}_post.tvms")
-        assert (ours.replace(*swapped) if "trans" in intrin else ours) == theirs
-    computes_and_compiles(parsed("tc_bmm_wmma_sync_16x16x16_f16f16f32_post.tvms")["main"], (4, 32, 32))
+    """Batched matmuls: as TVM 0.27, the batch stays one outer loop, fused with the first tiles
+    onto blockIdx.y, the accumulator and operand caches keep it as their first axis. With TVM's
+    decisions both sketches print TVM's traces, on a 4 x 32^3 one (tc_bmm) and on a legalized
+    R.matmul of (2, 72, 128) x (2, 128, 80) (tc_bmm_legalized: int64 extents, i padded to 80).
+    tc_bmm's [k, n] sketch prints TVM's module and post-processed module byte for byte, its [n, k]
+    one but for one term order of a fragment load's binding (``ax1_0 + fused % 2`` where TVM's
+    simplifier writes ``fused % 2 + ax1_0``). (The legalized one's modules differ more: the
+    accumulator layout's index map is over int32 where TVM's takes the buffer's int64.) The
+    legalized [n, k] candidate computes and compiles (computes_and_compiles)."""
+    for workload in ("tc_bmm", "tc_bmm_legalized"):
+        decisions = json.loads((GOLDEN / f"{workload}_decisions.json").read_text())
+        found, postprocs = sketches(workload)
+        assert sorted(found) == sorted(decisions)
+        for intrin in decisions:
+            sch = replayed(workload, found[intrin], decisions[intrin])
+            assert sch.trace.script(DIALECT) + "\n" == golden(f"{workload}_{intrin}.trace.py")
+            swapped = (" ax1_0 + ax0_ax1_0_0_ax2_0_0_fused % 2)", " ax0_ax1_0_0_ax2_0_0_fused % 2 + ax1_0)")
+            for suffix in ("", "_post"):
+                if suffix:
+                    sch.enter_postproc()
+                    assert all(p.apply(sch) for p in postprocs)
+                ours = sch.mod.script(dialect=DIALECT)
+                if workload == "tc_bmm":
+                    ours = ours.replace(*swapped) if "trans" in intrin else ours
+                    assert ours == golden(f"tc_bmm_{intrin}{suffix}.tvms")
+    computes_and_compiles(sch.mod["main"], (2, 72, 128), (2, 128, 80))  # (the last: the legalized [n, k] one)
 
 
 @pytest.mark.slow

@@ -215,10 +215,13 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
         before) into the pad blocks that now stand between them and the block, as TVM's
         TileWithTensorIntrin does when padding is allowed."""
         iter_vars = sch.get(block).iter_vars
-        if all(const_int(iv.dom.extent) % e == 0 for iv, e in zip(iter_vars[-len(extents):], extents)):
+        # (an iterator already a multiple of the intrinsic's extent, or a batch, is padded by 1)
+        padding = [1] * (len(iter_vars) - len(extents)) + [
+            e if const_int(iv.dom.extent) % e else 1 for iv, e in zip(iter_vars[-len(extents):], extents)]
+        if padding == [1] * len(iter_vars):
             return
         before = {sch.get(stage).name_hint for stage in stages}
-        sch.pad_einsum(block, [1] * (len(iter_vars) - len(extents)) + list(extents))
+        sch.pad_einsum(block, padding)
         inlined = []
         for producer in sch.get_producers(block):
             if sch.get(producer).name_hint not in before:  # (a pad block: its reindex stage goes into it)
