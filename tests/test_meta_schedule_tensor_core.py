@@ -19,11 +19,13 @@ from tvms.lowering.schedule.tensor_intrin_cuda import get_wmma_intrin_group
 from tvms.lowering.schedule.tensor_intrin_mma import get_mma_m16n8k8_intrin_group
 from tvms.lowering.schedule.trace import Trace
 from tvms.lowering.tune.post_order_apply import PostOrderApply
+from tvms.lowering.tune.postproc_verify_gpu_code import VerifyGPUCode
 from tvms.lowering.tune.tune_context import TuneContext
 from tvms.runtime.reference import run_prim_func
 
 DECISIONS = json.loads((GOLDEN / "tc_decisions.json").read_text())
 MMA_DECISIONS = json.loads((GOLDEN / "tc_mma_decisions.json").read_text())
+VERDICTS = json.loads((GOLDEN / "tc_verify_gpu_code.json").read_text())  # (TVM's VerifyGPUCode)
 GROUPS = [get_wmma_intrin_group("shared.dyn", "shared.dyn", "float16", "float32", trans_b) for trans_b in (False, True)]
 REUSE = {"reuse_read": {"req": "must", "levels": [4], "scope": "shared.dyn"},
          "reuse_write": {"req": "must", "levels": [2], "scope": "shared.dyn"}}
@@ -53,6 +55,20 @@ def sketches(workload: str = "tc_matmul", the_rule: "ms.schedule_rule.MultiLevel
         intrin = next(name for name in (*DECISIONS, *MMA_DECISIONS) if f'"{name}"' in text)
         by_intrin[intrin] = sch
     return by_intrin, generator.postprocs
+
+
+def postprocessed(sch: Schedule, postprocs: list, name: str) -> bool:
+    """Run the postprocessors on ``sch`` (all but VerifyGPUCode must pass); VerifyGPUCode's
+    verdict, which the caller compares with TVM's (VERDICTS, by ``<workload>_<intrin>``)."""
+    sch.enter_postproc()
+    verdict = None
+    for postproc in postprocs:
+        ok = postproc.apply(sch)
+        if isinstance(postproc, VerifyGPUCode):
+            verdict = ok
+        else:
+            assert ok, (name, type(postproc).__name__)
+    return verdict
 
 
 def candidate(intrin: str) -> tuple[Schedule, list]:
@@ -105,8 +121,7 @@ def test_postprocessed_candidate_prints_computes_and_compiles() -> None:
     every auto_tensorize block tensorized; it computes and compiles (computes_and_compiles)."""
     intrin = "wmma_sync_16x16x16_f16f16f32"
     sch, postprocs = candidate(intrin)
-    sch.enter_postproc()
-    assert all(p.apply(sch) for p in postprocs)
+    assert postprocessed(sch, postprocs, f"tc_matmul_{intrin}") == VERDICTS[f"tc_matmul_{intrin}"]
     assert sch.mod.script(dialect=DIALECT) == golden(f"tc_matmul_{intrin}_post.tvms")
     computes_and_compiles(parsed(f"tc_matmul_{intrin}_post.tvms")["main"], (128, 128))
 
@@ -169,9 +184,8 @@ def test_a_batched_matmul_is_tiled_as_tvm_tiles_it() -> None:
             assert sch.trace.script(DIALECT) + "\n" == golden(f"{workload}_{intrin}.trace.py")
             swapped = (" ax1_0 + ax0_ax1_0_0_ax2_0_0_fused % 2)", " ax0_ax1_0_0_ax2_0_0_fused % 2 + ax1_0)")
             for suffix in ("", "_post"):
-                if suffix:
-                    sch.enter_postproc()
-                    assert all(p.apply(sch) for p in postprocs)
+                if suffix:  # (TVM's VerifyGPUCode refuses tc_bmm's [n, k] candidate: B gathered 8 lanes wide)
+                    assert postprocessed(sch, postprocs, f"{workload}_{intrin}") == VERDICTS[f"{workload}_{intrin}"]
                 ours = sch.mod.script(dialect=DIALECT)
                 if workload == "tc_bmm":
                     ours = ours.replace(*swapped) if "trans" in intrin else ours
@@ -201,8 +215,7 @@ def test_extents_not_multiples_of_16_are_padded_as_tvm_pads_them() -> None:
     assert theirs.count("ax0_ax1_ax3_ax4_ax5_fused % 256 // 16 < 127") == 1
     assert sch.mod.script(dialect=DIALECT) == theirs.replace("ax0_ax1_ax3_ax4_ax5_fused % 256 // 16 < 127",
                                                              "ax0_ax1_ax3_ax4_ax5_fused // 16 % 16 < 127")
-    sch.enter_postproc()
-    assert all(p.apply(sch) for p in postprocs)
+    assert postprocessed(sch, postprocs, f"tc_matmul_127_{intrin}") == VERDICTS[f"tc_matmul_127_{intrin}"]
     computes_and_compiles(sch.mod["main"], (127, 127))
 
 
@@ -226,15 +239,17 @@ def test_mma_sync_sketch_matches_tvm() -> None:
     swizzled (permuted_layout) shared memory with 16-byte asynchronous copies, both reduction tiles
     pipelined -- and, through the cuda-tensorcore postprocessors (RewriteReductionBlock, then
     RewriteTensorize putting in the mma_init, ldmatrix and mma.sync implementations), TVM's
-    post-processed module byte for byte."""
+    post-processed module byte for byte. (TVM's VerifyGPUCode refuses this candidate, tvms's
+    accepts it.)"""
     (intrin,) = MMA_DECISIONS
     found, postprocs = sketches(the_rule=mma_rule())
     assert list(found) == [intrin]
     sch = replayed("tc_matmul", found[intrin], MMA_DECISIONS[intrin])
     assert sch.trace.script(DIALECT) + "\n" == golden(f"tc_matmul_{intrin}.trace.py")
     assert sch.mod.script(dialect=DIALECT) == golden(f"tc_matmul_{intrin}.tvms")
-    sch.enter_postproc()
-    assert all(p.apply(sch) for p in postprocs)
+    # (a known difference: TVM's VerifyGPUCode, lowering through LowerAutoCopy and the mma.sync
+    # layout passes tvms lacks, refuses this candidate; tvms's check accepts it)
+    assert postprocessed(sch, postprocs, f"tc_matmul_{intrin}") and not VERDICTS[f"tc_matmul_{intrin}"]
     assert sch.mod.script(dialect=DIALECT) == golden(f"tc_matmul_{intrin}_post.tvms")
 
 
