@@ -270,12 +270,15 @@ def test_mma_sync_sketch_computes_the_matmul() -> None:
     np.testing.assert_array_equal(c, a.astype("float32") @ b.astype("float32"))
 
 
-def test_mma_sync_rule_leaves_a_batched_matmul_alone() -> None:
-    """TVM's mma.sync tiling takes the i, j, k loops of a 2-D matmul only."""
+def test_mma_sync_rule_leaves_a_batched_matmul_alone(caplog) -> None:
+    """TVM's mma.sync tiling takes the i, j, k loops of a 2-D matmul only (the reason logged)."""
     mod = tvms.IRModule({"main": tvms.script.from_source(BATCHED)})
     generator = PostOrderApply(sch_rules=[mma_rule()], postprocs=[], mutator_probs={})
-    (sch,) = TuneContext(mod, cuda_target("sm_86"), generator, rand_state=0).generate_design_space()
+    with caplog.at_level("INFO", logger="tvms.meta_schedule"):
+        (sch,) = TuneContext(mod, cuda_target("sm_86"), generator, rand_state=0).generate_design_space()
     assert sch.mod.script(dialect=DIALECT) == mod.script(dialect=DIALECT)
+    assert caplog.messages == ["MultiLevelTilingTensorCore leaves block 'C' untiled: its mma.sync tiling takes the "
+                               "i, j, k loops of a 2-D matmul only"]
 
 
 def test_default_tensor_core_space_has_both_rules() -> None:

@@ -161,7 +161,9 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
             state = _State(new, block)
             reindexed_store = self._tensorize_compute(state, mapping, group)
             if _is_mma(group):
-                results += self._mma_sketches(state, group, reindexed_store)
+                found = self._mma_sketches(state, group, reindexed_store)
+                results += found
+                reasons += [] if found else ["its mma.sync tiling takes the i, j, k loops of a 2-D matmul only"]
                 continue
             (state,) = self._tile_loop_nest(state, inner_spatial=2)  # (a batch stays whole, in the first tile)
             self._output_layout(state, group)
