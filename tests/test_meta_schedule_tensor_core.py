@@ -172,9 +172,9 @@ def test_a_batched_matmul_is_tiled_as_tvm_tiles_it() -> None:
     R.matmul of (2, 72, 128) x (2, 128, 80) (tc_bmm_legalized: int64 extents, i padded to 80).
     tc_bmm's [k, n] sketch prints TVM's module and post-processed module byte for byte, its [n, k]
     one but for one term order of a fragment load's binding (``ax1_0 + fused % 2`` where TVM's
-    simplifier writes ``fused % 2 + ax1_0``). (The legalized one's modules differ more: the
-    accumulator layout's index map is over int32 where TVM's takes the buffer's int64.) The
-    legalized [n, k] candidate computes and compiles (computes_and_compiles)."""
+    simplifier writes ``fused % 2 + ax1_0``). (The legalized ones' modules differ from TVM's in
+    that term order and in the padded write-back's predicate, as the 127^3 one's.) The legalized
+    [n, k] candidate computes and compiles (computes_and_compiles)."""
     for workload in ("tc_bmm", "tc_bmm_legalized"):
         decisions = json.loads((GOLDEN / f"{workload}_decisions.json").read_text())
         found, postprocs = sketches(workload)
