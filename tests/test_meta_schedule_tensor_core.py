@@ -152,16 +152,21 @@ def main(A: T.Buffer((32, 2, 16), "float16"), B: T.Buffer((2, 16, 32), "float16"
 """
 
 
-def test_a_product_of_two_reductions_is_left_alone_with_a_reason(caplog) -> None:
-    """The rule tiles matmuls (i, j, k after any batch): a product summed over two iterators, as a
-    convolution is, gets the schedule back untouched, and the reason is logged."""
-    mod = tvms.IRModule({"main": tvms.script.from_source(TWO_REDUCTIONS)})
-    generator = PostOrderApply(sch_rules=[rule()], postprocs=[], mutator_probs={})
+def assert_left_alone(caplog, text: str, the_rule: ms.schedule_rule.MultiLevelTilingTensorCore, reason: str) -> None:
+    """The rule gives the schedule of ``text`` back untouched, logging why."""
+    mod = tvms.IRModule({"main": tvms.script.from_source(text)})
+    generator = PostOrderApply(sch_rules=[the_rule], postprocs=[], mutator_probs={})
     with caplog.at_level("INFO", logger="tvms.meta_schedule"):
         (sch,) = TuneContext(mod, cuda_target("sm_86"), generator, rand_state=0).generate_design_space()
     assert sch.mod.script(dialect=DIALECT) == mod.script(dialect=DIALECT)
-    assert caplog.messages == ["MultiLevelTilingTensorCore leaves block 'C' untiled: its iterators are SSRR, not the "
-                               "i, j, k (SSR) of a matmul, batched or not: convolutions are not taken"]
+    assert caplog.messages == [f"MultiLevelTilingTensorCore leaves block 'C' untiled: {reason}"]
+
+
+def test_a_product_of_two_reductions_is_left_alone_with_a_reason(caplog) -> None:
+    """The rule tiles matmuls (i, j, k after any batch): a product summed over two iterators, as a
+    convolution is, gets the schedule back untouched, and the reason is logged."""
+    assert_left_alone(caplog, TWO_REDUCTIONS, rule(), "its iterators are SSRR, not the i, j, k (SSR) of a matmul, "
+                      "batched or not: convolutions are not taken")
 
 
 @pytest.mark.slow
@@ -267,13 +272,7 @@ def test_mma_sync_sketch_computes_the_matmul() -> None:
 
 def test_mma_sync_rule_leaves_a_batched_matmul_alone(caplog) -> None:
     """TVM's mma.sync tiling takes the i, j, k loops of a 2-D matmul only (the reason logged)."""
-    mod = tvms.IRModule({"main": tvms.script.from_source(BATCHED)})
-    generator = PostOrderApply(sch_rules=[mma_rule()], postprocs=[], mutator_probs={})
-    with caplog.at_level("INFO", logger="tvms.meta_schedule"):
-        (sch,) = TuneContext(mod, cuda_target("sm_86"), generator, rand_state=0).generate_design_space()
-    assert sch.mod.script(dialect=DIALECT) == mod.script(dialect=DIALECT)
-    assert caplog.messages == ["MultiLevelTilingTensorCore leaves block 'C' untiled: its mma.sync tiling takes the "
-                               "i, j, k loops of a 2-D matmul only"]
+    assert_left_alone(caplog, BATCHED, mma_rule(), "its mma.sync tiling takes the i, j, k loops of a 2-D matmul only")
 
 
 def test_default_tensor_core_space_has_both_rules() -> None:

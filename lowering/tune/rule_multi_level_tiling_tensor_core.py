@@ -24,8 +24,8 @@ TileLoopNest with its two innermost spatial loops tiled), mma.sync leaves batche
 TVM's does. Extents that are not multiples of the intrinsic's shape are padded up to them
 (PadEinsum), as TVM 0.27 does. A product of the intrinsic's types that is not one (a convolution,
 symbolic extents) is left to the other rules, the reason logged (to the TuneContext's logger).
-The trace's intermediate layout holds the sampled warp tile as numbers where TVM's holds the
-sampling variables.
+The accumulator's layout map is over the sampling variables (``SampledIndexMap``), as TVM's trace
+writes it.
 """
 from __future__ import annotations
 
