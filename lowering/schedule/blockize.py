@@ -34,7 +34,7 @@ def blockize(func: PrimFunc, loop: For) -> tuple[PrimFunc, str]:
     if node is not realize:
         raise ScheduleError(f"blockize: the loops under '{loop.loop_var.name}' must form a single nest "
                             f"around block '{name}'")
-    analyzer = Analyzer()
+    analyzer = Analyzer(iter_map_order=True)  # (TVM divides the bindings by iter maps: terms keep their order)
     for n in chain:
         analyzer.bind(n.loop_var, n.min.value, n.extent.value)
     inner_ids = {id(n.loop_var) for n in chain}

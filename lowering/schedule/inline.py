@@ -15,7 +15,7 @@ from ...ir.arith.analyzer import AFFINE, Analyzer
 from ...ir.buffer import Buffer
 from ...ir.expr import LT, Add, And, BufferLoad, FloorDiv, FloorMod, IntImm, PrimExpr, Var, const, is_const_int
 from ...ir.function import PrimFunc
-from ...ir.stmt import Block, BlockRealize, BufferStore
+from ...ir.stmt import Block, BlockRealize, BufferStore, For
 from ...ir.structural import structural_equal
 from ...ir.visitor import Mutator, collect
 from .errors import ScheduleError
@@ -299,6 +299,8 @@ def reverse_compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
         raise ScheduleError(f"reverse_compute_inline: block '{name}' loads '{buffer.name}' at "
                             f"different indices")
     producer = writers[0].block
+    if producer.init is None and isinstance(producer.body, For):
+        return _into_copy_nest(func, name, block, store, first, writers[0], buffer)
     producer_store = _single_store(producer, "reverse_compute_inline")
     producer_params = _distinct_iter_vars(producer_store.indices, producer, "reverse_compute_inline")
     _check_constant_indices(first, block, producer)
@@ -324,4 +326,29 @@ def reverse_compute_inline(func: PrimFunc, realize: BlockRealize) -> PrimFunc:
     else:
         predicate = _consumer_domain_predicate(block, first, writers[0])
     func = replace_stmts(func, {id(writers[0]): writers[0].with_changes(block=merged, predicate=predicate)})
+    return _drop_allocation(remove_block(func, name, "reverse_compute_inline"), buffer)
+
+
+def _into_copy_nest(func: PrimFunc, name: str, block: Block, store: BufferStore, first: tuple,
+                    realize: BlockRealize, buffer: Buffer) -> PrimFunc:
+    """reverse_compute_inline into a producer whose body is a loop nest around one store (the copy
+    block of ``read_at``/``write_at``): the consumer, reading at its own iterators, is written at
+    the producer's store indices, inside the producer's loops."""
+    params = _distinct_iter_vars(first, block, "reverse_compute_inline")
+    loops, inner = [], realize.block.body
+    while isinstance(inner, For):
+        loops.append(inner)
+        inner = inner.body
+    if not (isinstance(inner, BufferStore) and inner.buffer is buffer):
+        raise ScheduleError(f"reverse_compute_inline: the loops of block '{realize.block.name_hint}' must hold "
+                            f"one store to '{buffer.name}'")
+    mapping = dict(zip(params, inner.indices))
+    value = _InlineLoads(buffer, lambda at: {}, inner.value).visit(substitute(store.value, mapping))
+    body: Any = BufferStore(store.buffer, value, tuple(substitute(i, mapping) for i in store.indices))
+    for loop in reversed(loops):
+        body = loop.with_changes(body=body)
+    merged = realize.block.with_changes(body=body, reads=(), writes=())
+    reads, writes = infer_block_regions(merged)
+    merged = merged.with_changes(reads=reads, writes=writes)
+    func = replace_stmts(func, {id(realize): realize.with_changes(block=merged)})
     return _drop_allocation(remove_block(func, name, "reverse_compute_inline"), buffer)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer, BufferRegion
-from ...ir.expr import Add, BufferLoad, IntImm, Mul, PrimExpr, Range, Var, const, is_const_int
+from ...ir.expr import Add, BinaryOp, BufferLoad, IntImm, Mul, PrimExpr, Range, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import BlockRealize, BufferStore
@@ -105,6 +105,28 @@ class RangesMap(IndexMap):
         return f"lambda {params}: [{', '.join(pairs)}]"
 
     __repr__ = __str__
+
+
+class _ToIndexType(Mutator):
+    """An index map over another integer type (TVM's LegalizeIndexMapDType: a map written over
+    int32 on an int64 buffer indexes in int64, its constants too)."""
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+        self.vars: dict = {}
+
+    def map(self, index_map: IndexMap) -> IndexMap:
+        self.vars = {v: Var(v.name, self.dtype) for v in index_map.initial_indices}
+        return IndexMap(list(self.vars.values()), [self.visit(e) for e in index_map.final_indices])
+
+    def visit_Var(self, v: Var) -> Any:
+        return self.vars.get(v, v)
+
+    def visit_IntImm(self, e: IntImm) -> Any:
+        return const(e.value, self.dtype)
+
+    def visit_BinaryOp(self, e: BinaryOp) -> Any:
+        return type(e)(self.visit(e.a), self.visit(e.b))
 
 
 class _Relayout(Mutator):
@@ -279,6 +301,8 @@ def transform_layout(func: PrimFunc, realize: BlockRealize, buffer_type: str, in
     elif len(index_map.initial_indices) != len(old.shape):
         raise ScheduleError(f"transform_layout: the index map takes {len(index_map.initial_indices)} indices, "
                             f"the buffer has {len(old.shape)} dimensions")
+    elif old.shape and index_map.initial_indices and index_map.initial_indices[0].dtype != old.shape[0].dtype:
+        index_map = _ToIndexType(str(old.shape[0].dtype)).map(index_map)
     symbolic = not all(isinstance(e, IntImm) for e in old.shape)
     shape = _symbolic_shape(old, index_map) if symbolic else _new_shape(old, index_map)
     if pad_value is not None and symbolic:

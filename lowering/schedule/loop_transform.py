@@ -193,11 +193,10 @@ def fuse(func: PrimFunc, loops: list[For], preserve_unit_iters: bool) -> tuple[P
         if extent == 1:  # (TVM's fuse binds a unit loop to 0, whatever preserve_unit_iters says)
             mapping[loop.loop_var] = const(0, dtype)
             continue
+        # (TVM's form: an inner loop is ``fused % (stride * extent) // stride``, which a predicate keeps)
         stride = prod(extents[i + 1:])
-        value: PrimExpr = fused if stride == 1 else FloorDiv(fused, const(stride, dtype))
-        if i > 0:
-            value = FloorMod(value, const(extent, dtype))
-        mapping[loop.loop_var] = value
+        value: PrimExpr = fused if i == 0 else FloorMod(fused, const(stride * extent, dtype))
+        mapping[loop.loop_var] = value if stride == 1 else FloorDiv(value, const(stride, dtype))
     analyzer = Analyzer(iter_map_order=True)
     analyzer.bind(fused, 0, total)
     body = _Rebind(mapping, analyzer).visit(loops[-1].body)

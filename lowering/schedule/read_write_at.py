@@ -13,7 +13,7 @@ from typing import Any
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer, BufferRegion, decl_buffer
-from ...ir.expr import DATA_PAR, Add, BufferLoad, IntImm, IterVar, Range, Sub, Var, const
+from ...ir.expr import DATA_PAR, Add, BufferLoad, IntImm, IterVar, Range, Sub, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt, seq
@@ -118,7 +118,8 @@ def _copy_block(src: Buffer, dst: Buffer, domain: list, loops: dict, is_read: bo
         return substitute(e, mapping)
     domain = [Range(rename(r.min), rename(r.extent)) for r in domain]
     loop_vars = [Var(f"ax{i}", "int32") for i in range(len(domain))]
-    indices = tuple(Add(r.min, v) for r, v in zip(domain, loop_vars))
+    # (a region from 0 indexes with the loop variable alone, as TVM's folding of 0 + v gives)
+    indices = tuple(v if is_const_int(r.min, 0) else Add(r.min, v) for r, v in zip(domain, loop_vars))
     copy_from, copy_to = (src, dst) if is_read else (dst, src)
     body: Stmt = BufferStore(copy_to, BufferLoad(copy_from, indices), indices)
     for v, r in reversed(list(zip(loop_vars, domain))):

@@ -983,11 +983,16 @@ class Schedule:
 
 
 def _producers(realize: BlockRealize, path: tuple) -> list[BlockRealize]:
-    """The blocks of ``realize``'s scope before it that write what it reads."""
+    """The blocks of ``realize``'s scope before it that write what it reads: by the buffers it
+    reads, in the order of its reads, each buffer's writers in program order (as TVM's block
+    scope records the dependencies)."""
     siblings = child_blocks(parent_block(path))
     index = next(i for i, r in enumerate(siblings) if r is realize)
-    mine = {id(r.buffer) for r in realize.block.reads}
-    return [r for r in siblings[:index] if any(id(w.buffer) in mine for w in r.block.writes)]
+    found: list[BlockRealize] = []
+    for read in realize.block.reads:
+        found += [r for r in siblings[:index] if any(w.buffer is read.buffer for w in r.block.writes)
+                  and all(r is not f for f in found)]
+    return found
 
 
 def _consumers(realize: BlockRealize, path: tuple) -> list[BlockRealize]:

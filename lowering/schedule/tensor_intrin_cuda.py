@@ -175,5 +175,6 @@ def get_wmma_intrin_group(load_scope: str, store_scope: str, in_dtype: str, out_
 
 
 _register_all()
+from . import tensor_intrin_mma  # noqa: E402,F401  (the mma.sync family registers with this one, as in TVM)
 
 __all__ = ["get_wmma_intrin_group", "wmma_fill", "wmma_load", "wmma_store", "wmma_sync"]

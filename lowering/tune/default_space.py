@@ -7,6 +7,7 @@ Each target kind registers its row with ``space_generator.register_defaults`` ("
 from __future__ import annotations
 
 from ..schedule.tensor_intrin_cuda import get_wmma_intrin_group
+from ..schedule.tensor_intrin_mma import get_mma_m16n8k8_intrin_group
 from .postproc import Postproc
 from .postproc_disallow_dynamic_loop import DisallowDynamicLoop
 from .postproc_rewrite_cooperative_fetch import RewriteCooperativeFetch
@@ -80,17 +81,20 @@ register_defaults("cuda", sch_rules=_cuda_rules, postprocs=_cuda_postprocs, muta
 
 
 def _cuda_tensorcore_rules() -> list[ScheduleRule]:
-    """TVM's "cuda-tensorcore" space: WMMA tiling first (fp16 into fp32 or fp16, int8 into int32;
-    B as [k, n] or [n, k]), then the cuda rules. (TVM's second tensor-core rule, the mma.sync
-    groups with software pipelining, is not built: no MMA intrinsics yet.)"""
+    """TVM's "cuda-tensorcore" space: WMMA tiling (fp16 into fp32 or fp16, int8 into int32; B as
+    [k, n] or [n, k]), then mma.sync tiling (fp16 into fp16 or fp32, m16n8k8, no shared write-back,
+    software pipelined with asynchronous copies), then the cuda rules."""
     groups = [get_wmma_intrin_group("shared.dyn", "shared.dyn", a, c, trans_b)
               for a, c in (("float16", "float32"), ("float16", "float16"), ("int8", "int32"))
               for trans_b in (False, True)]
-    wmma = MultiLevelTilingTensorCore(groups, "SSSRRSRS", tile_binds=["blockIdx.y", "blockIdx.x", "threadIdx.y"],
-                                      max_innermost_factor=4, vector_load_lens=[1, 2, 3, 4, 8, 16],
-                                      reuse_read=ReuseType(req="must", levels=[4], scope="shared.dyn"),
-                                      reuse_write=ReuseType(req="must", levels=[2], scope="shared.dyn"))
-    return [ApplyCustomRule(), wmma, *_cuda_rules()[1:]]
+    common = {"structure": "SSSRRSRS", "tile_binds": ["blockIdx.y", "blockIdx.x", "threadIdx.y"],
+              "max_innermost_factor": 4, "vector_load_lens": [1, 2, 3, 4, 8, 16],
+              "reuse_read": ReuseType(req="must", levels=[4], scope="shared.dyn")}
+    wmma = MultiLevelTilingTensorCore(groups, **common, reuse_write=ReuseType(req="must", levels=[2], scope="shared.dyn"))
+    mma = MultiLevelTilingTensorCore([get_mma_m16n8k8_intrin_group(c) for c in ("float16", "float32")], **common,
+                                     reuse_write=ReuseType(req="no", levels=[2], scope="shared.dyn"),
+                                     use_software_pipeline=True)
+    return [ApplyCustomRule(), wmma, mma, *_cuda_rules()[1:]]
 
 
 # (a space named as TVM names it, not a target kind: PostOrderApply(sch_rules="cuda-tensorcore", ...))

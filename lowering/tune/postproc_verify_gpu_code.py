@@ -18,7 +18,9 @@ reads the scheduled TensorIR itself (or an already lowered function: ``T.launch_
 * a software pipeline (a loop marked ``software_pipeline_stage``) keeps as many versions of
   such a buffer as InjectSoftwarePipeline would;
 * a vectorized loop makes each access it indexes (and each cast of such a value) a vector of
-  its extent's lanes.
+  its extent's lanes; an access whose flattened index steps by more than 1 along those lanes
+  (a gather, say a transposed copy) has a vector index too (a ramp of int32 or int64 lanes),
+  held to the same limit.
 
 On the candidates of the tests (GMM, convolutions, softmax, norms, pipelines) the shared memory
 counted is TVM's to the byte. What lowering could still add is not seen here: StorageRewrite
@@ -43,6 +45,7 @@ from ...ir.stmt import VECTORIZED, AllocBuffer, AttrStmt, Block, BlockRealize, B
 from ...ir.visitor import Mutator, children, walk
 from ..schedule.loop_transform import conjuncts
 from .postproc import Postproc
+from .rule_analysis import const_int
 from .rule_auto_bind import target_limit
 
 MAX_VECTOR_BYTES = 16
@@ -181,6 +184,32 @@ class _Verifier:
         limits = tuple(limit for s in scopes if isinstance(s, Block) for limit in self.limits.get(id(s), ()))
         self.accesses.setdefault(buffer, []).append(_Access(kernel, scopes, loops, indices, writes, limits))
         self._vector_bytes(dtype, indices, loops, f"access to {buffer.name}")
+        self._strided_index(buffer, indices, loops)
+
+    def _strided_index(self, buffer: Buffer, indices: tuple, loops: tuple) -> None:
+        """A vector access whose flattened index steps by other than 1 along its vectorized loop
+        is a gather: its index is a vector too (a ramp), held to the same 16 bytes."""
+        vectorized = [loop for loop in loops if loop.vectorized and loop.extent and
+                      any(id(loop.var) in _vars(i) for i in indices)]
+        shape = [const_int(d) for d in buffer.shape]
+        if len(vectorized) != 1 or None in shape:
+            return
+        (loop,) = vectorized
+        flat: Any = IntImm(indices[0].dtype, 0) if indices else None
+        for d, index in enumerate(indices):
+            flat = flat + index * IntImm(index.dtype, prod(shape[d + 1:]))
+        # (the index's steps along the lanes, the other loops at their first iteration: a ramp
+        # where they are all one stride)
+        at = {around.var: IntImm(around.var.dtype, around.start) for around in loops if around is not loop}
+        points = [Analyzer().simplify(substitute(flat, {**at, loop.var: IntImm(loop.var.dtype, k)}))
+                  for k in range(loop.extent)]
+        if not all(isinstance(p, IntImm) for p in points):
+            return
+        steps = {b.value - a.value for a, b in zip(points, points[1:])}
+        (step,) = steps if len(steps) == 1 else (1,)
+        if step not in (0, 1) and loop.extent * _bytes(flat.dtype) > MAX_VECTOR_BYTES:
+            self.errors.append(f"a gather from {buffer.name} of {loop.extent} lanes {step} apart has an index "
+                               f"vector of more than {MAX_VECTOR_BYTES} bytes")
 
     def _vector_bytes(self, dtype: Any, exprs: list, loops: tuple, what: str) -> None:
         used = set().union(*(_vars(e) for e in exprs)) if exprs else set()

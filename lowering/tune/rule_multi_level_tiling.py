@@ -109,15 +109,23 @@ class MultiLevelTiling(ScheduleRule):
             states = [after for state in states for after in step(state)]
         return [state.sch for state in states]
 
-    def _tile_loop_nest(self, state: _State) -> list[_State]:
+    def _tile_loop_nest(self, state: _State, inner_spatial: int = -1) -> list[_State]:
+        """Tile the block's loops; with ``inner_spatial`` >= 0 only that many innermost spatial
+        loops are tiled, the outer ones (a batch) joining the first tile level untiled."""
         sch, block = state.sch, state.block
         loops = sch.get_loops(block)
         iter_types = [iv.iter_type for iv in sch.get(block).iter_vars]
         extents = [const_int(sch.get(loop).extent) for loop, kind in zip(loops, iter_types) if kind == DATA_PAR]
+        n_skipped = 0 if inner_spatial < 0 else len(extents) - inner_spatial
+        extents = extents[n_skipped:]
         spatial = -1 if None in extents else prod(extents)  # (-1: not known)
         tiles: list[list] = [[] for _ in self.structure]
         factors: list[list] = [[] for _ in self.structure]
-        for loop, iter_type in zip(loops, iter_types):
+        skipped: list = []
+        for position, (loop, iter_type) in enumerate(zip(loops, iter_types)):
+            if iter_type == DATA_PAR and len(skipped) < n_skipped:
+                skipped.append(loop)
+                continue
             if iter_type == DATA_PAR:
                 indices = self.s_indices
             elif iter_type == COMM_REDUCE:
@@ -127,11 +135,13 @@ class MultiLevelTiling(ScheduleRule):
             if len(indices) == 1:
                 tiles[indices[0]].append(loop)
                 continue
-            sampled = sch.sample_perfect_tile(loop, n=len(indices), max_innermost_factor=self.max_innermost_factor)
+            sampled = self._sample_tiles(sch, loop, len(indices), position, iter_type)
             for index, split, factor in zip(indices, sch.split(loop, sampled), sampled):
                 tiles[index].append(split)
                 factors[index].append(factor)
         sch.reorder(*[loop for tile in tiles for loop in tile])
+        if skipped and self.tile_binds:
+            tiles[0][:0] = skipped
         for i, thread_axis in enumerate(self.tile_binds[:len(tiles)]):
             fused = sch.fuse(*tiles[i])
             sch.bind(fused, thread_axis)
@@ -142,6 +152,10 @@ class MultiLevelTiling(ScheduleRule):
             sch.annotate(block, "meta_schedule.thread_extent_low_inclusive", low)
             sch.annotate(block, "meta_schedule.thread_extent_high_inclusive", self.max_threads_per_block)
         return [state]
+
+    def _sample_tiles(self, sch: Any, loop: Any, n: int, position: int, iter_type: int) -> list:
+        """The ``n`` factors of the loop at ``position`` (a subclass may sample them otherwise)."""
+        return sch.sample_perfect_tile(loop, n=n, max_innermost_factor=self.max_innermost_factor)
 
     def _add_write_reuse(self, state: _State) -> list[_State]:
         config = self.reuse_write

@@ -1,20 +1,31 @@
-"""MultiLevelTilingTensorCore (TVM 0.27's WMMA flavour): MultiLevelTiling of a matmul whose
-16 x 16 x 16 tiles are computed by tensor-core intrinsics.
+"""MultiLevelTilingTensorCore (TVM 0.27's): MultiLevelTiling of a matmul whose tiles are
+computed by tensor-core intrinsics, in TVM's two flavours, chosen by the group's product
+intrinsic.
 
-For each intrinsic group whose multiply-accumulate the block matches, a sketch: the operands and
-the output are reindexed to the intrinsic's index order (``reindex``, ``transform_layout``), the
-block is tiled by the intrinsic's shape and blockized (annotated ``meta_schedule.auto_tensorize``
-for ``RewriteTensorize``), then tiled SSSRRSRS over the 16 x 16 tiles with the warps on
-``threadIdx.y``. The accumulator lives in ``wmma.accumulator`` fragments, laid out per warp and
-written back through shared memory one row of fragments at a time; the operands go to shared
-memory (cooperative fetch) and from there into ``wmma.matrix_a`` / ``wmma.matrix_b`` fragments.
+WMMA (``wmma_sync_*``): for each intrinsic group whose multiply-accumulate the block matches, a
+sketch: the operands and the output are reindexed to the intrinsic's index order (``reindex``,
+``transform_layout``), the block is tiled by the intrinsic's shape and blockized (annotated
+``meta_schedule.auto_tensorize`` for ``RewriteTensorize``), then tiled SSSRRSRS over the 16 x 16
+tiles with the warps on ``threadIdx.y``. The accumulator lives in ``wmma.accumulator`` fragments,
+laid out per warp and written back through shared memory one row of fragments at a time; the
+operands go to shared memory (cooperative fetch) and from there into ``wmma.matrix_a`` /
+``wmma.matrix_b`` fragments.
 
-Only 2-D matmuls (loops i, j, k) of constant extents are taken; extents that are not multiples of
-the intrinsic's shape are padded up to them (PadEinsum), as TVM 0.27 does. A product of the
-intrinsic's types that is not one (a batched matmul, a convolution, symbolic extents) is left to the
-other rules, the reason logged (to the TuneContext's logger).
-The trace's intermediate layout holds the sampled warp tile as numbers where TVM's holds the
-sampling variables.
+mma.sync (``mma_sync_m16n8k8_*``, tensor_intrin_mma.py): the same tensorization over 16 x 8 x 8
+tiles, the spatial tiles sampled partitioned (``sample_partitioned_tile``) so that a warp's tiles
+cover whole ``ldmatrix`` slices; ``write_at``/``read_at`` copy blocks (``auto_copy``) stand for
+the accumulators' write-out and the operands' swizzled (``permuted_layout``) shared-memory copies,
+which TVM's lowering (LowerAutoCopy, InjectPermutedLayout) turns into code; with
+``use_software_pipeline`` those copies are asynchronous and two reduction tiles ahead.
+
+Matmuls over loops i, j, k of constant extents are taken, after any batch loops (indexing every
+operand first): WMMA keeps a batch whole in the first tile level (fused onto blockIdx.y, as TVM's
+TileLoopNest with its two innermost spatial loops tiled), mma.sync leaves batched matmuls alone, as
+TVM's does. Extents that are not multiples of the intrinsic's shape are padded up to them
+(PadEinsum), as TVM 0.27 does. A product of the intrinsic's types that is not one (a convolution,
+symbolic extents) is left to the other rules, the reason logged (to the TuneContext's logger).
+The accumulator's layout map is over the sampling variables (``SampledIndexMap``), as TVM's trace
+writes it.
 """
 from __future__ import annotations
 
@@ -23,7 +34,7 @@ from typing import Any
 
 from ...ir.errors import TVMSError
 from ...ir.expr import COMM_REDUCE, DATA_PAR, Var
-from ...ir.stmt import BlockRealize
+from ...ir.stmt import BlockRealize, For
 from ..schedule.layout import IndexMap, SampledIndexMap
 from ..schedule.tensorize import TensorIntrin
 from ..schedule.tree import walk_with_path
@@ -51,11 +62,11 @@ def _index_vars(region: Any) -> list | None:
 
 
 class _Mapping:
-    """How a block ``C[i, j] += A[.] * B[.]`` maps onto an intrinsic's description: each buffer's
-    index order in the intrinsic, by the block's iterators (i, j, k)."""
+    """How a block ``C[b.., i, j] += A[b.., .] * B[b.., .]`` maps onto an intrinsic's description:
+    each buffer's index order (the batch first, then the intrinsic's), by the block's iterators."""
 
-    def __init__(self, ijk: list, orders: dict):
-        self.ijk, self.orders = ijk, orders
+    def __init__(self, iters: list, orders: dict):
+        self.iters, self.orders = iters, orders
 
 
 def _match(block: Any, compute: str) -> _Mapping | str | None:
@@ -70,29 +81,37 @@ def _match(block: Any, compute: str) -> _Mapping | str | None:
         if str(region.buffer.dtype) != str(want.buffer.dtype):
             return None
     kinds = [iv.iter_type for iv in block.iter_vars]
-    if kinds != [DATA_PAR, DATA_PAR, COMM_REDUCE] or len(desc.iter_vars) != 3:
+    if len(kinds) < 3 or kinds[-1] != COMM_REDUCE or any(k != DATA_PAR for k in kinds[:-1]) \
+            or len(desc.iter_vars) != 3:
         return (f"its iterators are {''.join('S' if k == DATA_PAR else 'R' for k in kinds)}, not the i, j, k (SSR) "
-                f"of a 2-D matmul: batched matmuls and convolutions are not taken")
+                f"of a matmul, batched or not: convolutions are not taken")
     ours = [iv.var for iv in block.iter_vars]
+    batch, ijk = ours[:-3], ours[-3:]
     theirs = [iv.var for iv in desc.iter_vars]
     orders = {}
     for name, region, want in zip("CAB", regions, (d_c, d_a, d_b)):
         got, wanted = _index_vars(region), _index_vars(want)
-        if got is None or wanted is None or len(got) != 2:
+        if got is None or wanted is None or len(got) != len(batch) + 2:
             return None
-        if {id(v) for v in got} != {id(ours[theirs.index(v)]) for v in wanted}:
+        if any(g is not b for g, b in zip(got, batch)):
+            return "its operands do not index the batch first"
+        if {id(v) for v in got[len(batch):]} != {id(ijk[theirs.index(v)]) for v in wanted}:
             return None
-        orders[name] = [ours[theirs.index(v)] for v in wanted]
+        orders[name] = batch + [ijk[theirs.index(v)] for v in wanted]
     if any(const_int(iv.dom.extent) is None for iv in block.iter_vars):
         return "its extents are not all constant (PadEinsum pads constant ones only)"
     return _Mapping(ours, orders)
+
+
+def _is_mma(group: dict) -> bool:
+    return str(group["compute"]).startswith("mma_sync")
 
 
 class MultiLevelTilingTensorCore(MultiLevelTiling):
     """``MultiLevelTilingTensorCore(intrin_groups, structure, tile_binds, max_innermost_factor,
     vector_load_lens, reuse_read, reuse_write, use_software_pipeline=False)``: ``intrin_groups``
     are dicts of the init, load_a, load_b, compute and store intrinsics' names
-    (``get_wmma_intrin_group``)."""
+    (``get_wmma_intrin_group``, ``get_mma_m16n8k8_intrin_group``)."""
 
     def __init__(self, intrin_groups: list, structure: str, tile_binds: "list | None" = None,
                  max_innermost_factor: "int | None" = None, vector_load_lens: "list | None" = None,
@@ -107,16 +126,19 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
                 raise TVMSError(f"MultiLevelTilingTensorCore: the intrinsic group names no {', '.join(missing)}")
             for key in _GROUP_KEYS:
                 TensorIntrin.get(group[key])  # (an unknown name is refused here)
-            if not str(group["compute"]).startswith("wmma"):
-                raise TVMSError(f"MultiLevelTilingTensorCore: only WMMA groups are supported, got {group['compute']!r}")
+            if not str(group["compute"]).startswith(("wmma", "mma_sync")):
+                raise TVMSError(f"MultiLevelTilingTensorCore: a group computes with a WMMA (wmma_*) or an mma.sync "
+                                f"(mma_sync_*) intrinsic, got {group['compute']!r}")
             self.intrin_groups.append(dict(group))
-        if self.reuse_write.req != "must" or not self.reuse_write.scope.startswith("shared"):
-            raise TVMSError("MultiLevelTilingTensorCore: the write reuse must be 'must' in shared memory")
-        if "threadIdx.y" not in self.tile_binds:
-            raise TVMSError("MultiLevelTilingTensorCore: one tile must be bound to threadIdx.y (the warps)")
+        if any(not _is_mma(group) for group in self.intrin_groups):
+            if self.reuse_write.req != "must" or not self.reuse_write.scope.startswith("shared"):
+                raise TVMSError("MultiLevelTilingTensorCore: the write reuse must be 'must' in shared memory")
+            if "threadIdx.y" not in self.tile_binds:
+                raise TVMSError("MultiLevelTilingTensorCore: one tile must be bound to threadIdx.y (the warps)")
         self.use_software_pipeline = bool(use_software_pipeline)
         self.stages = []
         self.logger = _LOG
+        self._partitioned = False  # (while tiling an mma.sync sketch: its spatial tiles sampled partitioned)
 
     def _initialize_with_tune_context(self, context: Any) -> None:
         super()._initialize_with_tune_context(context)
@@ -138,7 +160,12 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
             new.annotate(block, TILING_STRUCTURE, self.structure)
             state = _State(new, block)
             reindexed_store = self._tensorize_compute(state, mapping, group)
-            (state,) = self._tile_loop_nest(state)
+            if _is_mma(group):
+                found = self._mma_sketches(state, group, reindexed_store)
+                results += found
+                reasons += [] if found else ["its mma.sync tiling takes the i, j, k loops of a 2-D matmul only"]
+                continue
+            (state,) = self._tile_loop_nest(state, inner_spatial=2)  # (a batch stays whole, in the first tile)
             self._output_layout(state, group)
             (state,) = self._add_write_reuse(state)
             self._write_back_fragments(state, group, reindexed_store)
@@ -158,7 +185,7 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
         sch, block = state.sch, state.block
         stores = sch.reindex(block, ("write", 0))
         loads = [sch.reindex(block, ("read", i)) for i in (0, 1)]
-        names = {id(v): v.name for v in mapping.ijk}
+        names = {id(v): v.name for v in mapping.iters}
 
         def sub_map(buffer: str, region: Any) -> IndexMap:
             src = [Var(names[id(r.min)], r.min.dtype) for r in region.region]
@@ -172,8 +199,8 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
         sch.transform_layout(block, ("write", 0), maps["C"], assume_injective_transform=True)
         for stage, buffer in zip([stores, *loads], "CAB"):
             sch.transform_block_layout(stage, maps[buffer])
-        ijk = [Var(v.name, v.dtype) for v in mapping.ijk]
-        sch.transform_block_layout(block, IndexMap(ijk, list(ijk)))
+        iters = [Var(v.name, v.dtype) for v in mapping.iters]
+        sch.transform_block_layout(block, IndexMap(iters, list(iters)))
         extents = _desc_block(group["compute"])[1]
         self._pad(sch, block, extents, [stores, *loads])
         inner = self._tile_with_intrin(sch, block, extents)
@@ -189,10 +216,14 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
         multiples (PadEinsum) and inline the reindex ``stages`` (the block's producers and consumer
         before) into the pad blocks that now stand between them and the block, as TVM's
         TileWithTensorIntrin does when padding is allowed."""
-        if all(const_int(iv.dom.extent) % e == 0 for iv, e in zip(sch.get(block).iter_vars, extents)):
+        iter_vars = sch.get(block).iter_vars
+        # (an iterator already a multiple of the intrinsic's extent, or a batch, is padded by 1)
+        padding = [1] * (len(iter_vars) - len(extents)) + [
+            e if const_int(iv.dom.extent) % e else 1 for iv, e in zip(iter_vars[-len(extents):], extents)]
+        if padding == [1] * len(iter_vars):
             return
         before = {sch.get(stage).name_hint for stage in stages}
-        sch.pad_einsum(block, list(extents))
+        sch.pad_einsum(block, padding)
         inlined = []
         for producer in sch.get_producers(block):
             if sch.get(producer).name_hint not in before:  # (a pad block: its reindex stage goes into it)
@@ -231,9 +262,9 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
 
         frag_m, frag_n = fragments(-2), fragments(-1)
         m, n = _desc_block(group["init"])[1]
-        i0, i1 = Var("i0", "int32"), Var("i1", "int32")
-        layout = SampledIndexMap([i0, i1], [i0 // m // frag_m, i1 // n // frag_n, i0 // m % frag_m,
-                                            i1 // n % frag_n, i0 % m, i1 % n], rvs)
+        *batch, i0, i1 = [Var(f"i{d}", "int32") for d in range(len(state.sch.get(state.block).writes[0].region))]
+        layout = SampledIndexMap([*batch, i0, i1], [*batch, i0 // m // frag_m, i1 // n // frag_n, i0 // m % frag_m,
+                                                    i1 // n % frag_n, i0 % m, i1 % n], rvs)
         sch.transform_layout(state.block, ("write", 0), layout, assume_injective_transform=True)
 
     def _write_back_fragments(self, state: _State, group: dict, reindexed_store: Any) -> None:
@@ -254,14 +285,21 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
 
     def _load_fragments(self, state: _State, group: dict) -> None:
         """The operands' fragments loaded from the shared caches at the inner reduction tile, and
-        the reindex stages inlined into those caches (TVM's AddReadReuseTensorCore)."""
+        the reindex stages inlined into those caches (TVM's AddReadReuseTensorCore). An mma.sync
+        load is marked for the swizzled shared-memory layout (``permuted_layout``: ``s2l_A``/``B``)."""
         sch = state.sch
         loop = state.tiles[self.r_indices[1]][-1]
-        for index, scope, intrin in ((0, "wmma.matrix_a", group["load_a"]), (1, "wmma.matrix_b", group["load_b"])):
+        mma = _is_mma(group)
+        for index, operand in enumerate("AB"):
+            scope = f"m16n8k8.matrix{operand}" if mma else f"wmma.matrix_{operand.lower()}"
+            intrin = group[f"load_{operand.lower()}"]
             fragment = sch.cache_read(state.block, index, scope)
             sch.compute_at(fragment, loop, preserve_unit_loops=True)
             inner = self._tile_with_intrin(sch, fragment, _desc_block(intrin)[1])
-            sch.annotate(sch.blockize(inner), AUTO_TENSORIZE, intrin)
+            load = sch.blockize(inner)
+            sch.annotate(load, AUTO_TENSORIZE, intrin)
+            if mma:
+                sch.annotate(load, "permuted_layout", f"s2l_{operand}")
         for cache in state.read_caches:
             (producer,) = sch.get_producers(cache)
             sch.compute_inline(producer)
@@ -269,9 +307,11 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
             if dtype in ("float16", "int8"):
                 sch.storage_align(cache, 0, -2, 32, 8 if dtype == "float16" else 16)
 
-    def _add_software_pipeline(self, state: _State) -> None:
-        """With ``use_software_pipeline``: the operands staged through registers, double buffered,
-        and both reduction tiles pipelined (the fragments one step ahead of the products)."""
+    def _add_software_pipeline(self, state: _State, mma: bool = False) -> None:
+        """With ``use_software_pipeline``: both reduction tiles pipelined, the fragments one step
+        ahead of the products. WMMA: the operands staged through registers, double buffered, the
+        outer tile interleaved with the inner pipeline. mma.sync: the copies to shared memory
+        asynchronous (16-byte vectors, ``cp.async``), two tiles ahead."""
         if not self.use_software_pipeline or len(self.r_indices) < 2:
             return
         sch = state.sch
@@ -282,13 +322,63 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
         if length <= 1:
             return
         for cache in state.read_caches:
-            sch.annotate(cache, "tirx.manifest_shared_memory_local_stage", 1)
-            sch.annotate(cache, "double_buffer_scope", 0)
+            if mma:
+                sch.annotate(cache, "vector_bytes", 16)
+            else:
+                sch.annotate(cache, "tirx.manifest_shared_memory_local_stage", 1)
+                sch.annotate(cache, "double_buffer_scope", 0)
         inner, outer = state.tiles[self.r_indices[1]][-1], state.tiles[self.r_indices[0]][-1]
         sch.annotate(inner, "software_pipeline_stage", [0, 0, 1])
         sch.annotate(inner, "software_pipeline_order", [0, 1, 2])
-        sch.annotate(outer, "software_pipeline_stage", [0, 0, 0, 0, 0, 1, 1])
-        sch.annotate(outer, "software_pipeline_order", [0, 3, 1, 4, 5, 2, 6])
+        if mma:
+            sch.annotate(outer, "software_pipeline_async_stages", [0])
+            sch.annotate(outer, "software_pipeline_stage", [0, 0, 1, 2, 2])
+            sch.annotate(outer, "software_pipeline_order", [0, 1, 3, 2, 4])
+        else:
+            sch.annotate(outer, "software_pipeline_stage", [0, 0, 0, 0, 0, 1, 1])
+            sch.annotate(outer, "software_pipeline_order", [0, 3, 1, 4, 5, 2, 6])
+
+    # ------------------------------------------------------------------ the mma.sync sketch
+    def _mma_sketches(self, state: _State, group: dict, reindexed_store: Any) -> list:
+        """TVM's mma.sync sketch (an empty list where the tensorized block has more loops than
+        i, j, k): the spatial tiles sampled partitioned (the inner ones a whole ldmatrix slice),
+        the accumulators in ``m16n8k8.matrixC`` fragments per warp tile (``write_at``) copied
+        out by the lowering, the operands read into swizzled shared memory per outer reduction
+        tile (``read_at``, ``permuted_layout`` ``g2s_A``/``B``) and from there into fragments."""
+        sch = state.sch
+        if sum(isinstance(node, For) for node in site(sch, state.block)[2]) != 3:  # (TVM's takes i, j, k only)
+            return []
+        self._partitioned = True
+        try:
+            (state,) = self._tile_loop_nest(state)
+        finally:
+            self._partitioned = False
+        sch.write_at(state.tiles[2][-1], state.block, 0, "m16n8k8.matrixC")
+        sch.reverse_compute_inline(reindexed_store)
+        if self.reuse_read.req == "no":
+            return [sch]
+        sketches = []
+        for level in self.reuse_read.levels:
+            new = state.copy()
+            loop = new.tiles[level - 1][-1]
+            b = new.sch.get(new.block)
+            for i, read in enumerate(b.reads):
+                if any(read.buffer is write.buffer for write in b.writes):
+                    continue
+                cache = new.sch.read_at(loop, new.block, i, self.reuse_read.scope)
+                new.sch.annotate(cache, "permuted_layout", f"g2s_{'AB'[i]}")
+                new.read_caches.append(cache)
+            self._load_fragments(new, group)
+            self._add_software_pipeline(new, mma=True)
+            sketches.append(new.sch)
+        return sketches
+
+    def _sample_tiles(self, sch: Any, loop: Any, n: int, position: int, iter_type: int) -> list:
+        """An mma.sync sketch's spatial tiles: the last two (of five) a multiple of one ldmatrix
+        slice in tiles (A's 32 rows: 2 tiles of 16; B's 32 columns: 4 of 8)."""
+        if not self._partitioned or iter_type != DATA_PAR:
+            return super()._sample_tiles(sch, loop, n, position, iter_type)
+        return sch.sample_partitioned_tile(loop, n=n, partition_pos=3, innerpart_factor=2 if position == 0 else 4)
 
 
 __all__ = ["AUTO_TENSORIZE", "AUTO_TENSORIZE_INIT", "MultiLevelTilingTensorCore"]
