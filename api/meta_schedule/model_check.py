@@ -22,10 +22,11 @@ from ..lowering.dlight.base import apply_rules
 from ..lowering.targets import target_kind
 from ..lowering.tune.database import TuningRecord, trace_key
 from ..lowering.tune.measure import args_info_of, main_func
-from ..lowering.tune.relax_integration import _tune, compile_relax, extract_tasks
+from ..lowering.tune.relax_integration import compile_relax, extract_tasks
 from ..lowering.tune.task_scheduler import replayed_default
-from ..ir.structural import structural_equal
+from ..lowering.tune.tune import normalize_mod
 from ..ir.function import PrimFunc
+from ..ir.structural import structural_equal
 from ..ir.target import as_target
 from ..runtime.device import cpu
 from ..runtime.vm import VirtualMachine
@@ -76,7 +77,7 @@ def check_in_model(database: Any, mod: Any, target: Any, inputs: list, calls: in
     lowered = run_relax_pipeline(mod, "zero", True)
     tasks = extract_tasks(lowered, target)
     names = {id(t): [gv.name_hint for gv, f in lowered.functions_items() if isinstance(f, PrimFunc)
-                     and structural_equal(_tune().normalize_mod(f), t.mod)] for t in tasks}
+                     and structural_equal(normalize_mod(f), t.mod)] for t in tasks}
     checked: set = set()
     result: dict = {}
     default_ex = None
