@@ -86,31 +86,18 @@ def medians_ms(sides: list, repeat: int, rounds: int = 3) -> list:
 def profile(mod, inputs: list, top: int, calls: int = 5) -> None:
     """Print the ``top`` kernels by time per call of ``main``: the module compiled in the
     interpreted mode (``exec_mode="bytecode"``, which calls each kernel through its ``run``),
-    each kernel's ``run`` wrapped with a clock; per kernel the least of ``calls`` calls' totals
-    (after a warm-up call), which a shared machine's load disturbs least."""
+    each kernel's ``run`` wrapped with a clock (``model_check.kernel_seconds``); per kernel the
+    least of ``calls`` calls' totals (after a warm-up call), which a shared machine's load
+    disturbs least."""
     import tvms
-    from tvms import relax
+    from tvms.meta_schedule.model_check import kernel_seconds
 
     ex = tvms.compile(mod, "llvm", exec_mode="bytecode")
-    spent: dict = {}  # kernel -> its seconds in each call of main
-    for name, fn in ex.kernels().functions.items():
-        def timed(values, run=fn.run, times=spent.setdefault(name, [])):
-            start = time.perf_counter()
-            run(values)
-            times[-1] += time.perf_counter() - start
-        fn.run = timed
-    vm = relax.VirtualMachine(ex, tvms.cpu())
-    whole = []
-    for k in range(calls + 1):
-        for times in spent.values():
-            times.append(0.0)
-        start = time.perf_counter()
-        vm["main"](*inputs)
-        whole.append(time.perf_counter() - start)
-    best = {name: min(times[1:]) for name, times in spent.items() if max(times)}
+    whole, spent = kernel_seconds(ex, inputs, calls)
+    best = {name: min(times) for name, times in spent.items()}
     counts = {name: sum(1 for inst in f.code if getattr(inst, "func", None) == name)
               for f in ex.program.functions for name in best}
-    print(f"  one call {min(whole[1:]) * 1e3:.2f} ms (least of {calls}), its kernels' least times add up to "
+    print(f"  one call {min(whole) * 1e3:.2f} ms (least of {calls}), its kernels' least times add up to "
           f"{sum(best.values()) * 1e3:.2f} ms; the top {top}:")
     for name, t in sorted(best.items(), key=lambda kv: -kv[1])[:top]:
         print(f"  {t * 1e3:9.3f} ms  x{counts[name]:<3} {name}")
@@ -120,19 +107,21 @@ def profile(mod, inputs: list, top: int, calls: int = 5) -> None:
 TUNE_OPS = ["conv2d", "matmul"]  # the tasks that hold nearly all of these models' time
 
 
-def tune_model(name: str, mod, trials: int, work_root: str, ops: list, space: str, strategy) -> tuple:
+def tune_model(name: str, mod, inputs: list, trials: int, work_root: str, ops: list, space: str, strategy,
+               model_check: bool) -> tuple:
     """The model lowered as ``tvms.compile`` lowers it, each task whose name holds one of ``ops``
     tuned with up to ``trials`` trials (the first: its default schedule) by ``strategy`` in the ``space``
     ("default": TVM's llvm rules; "conv-tiles": those and ConvRegisterTile) into the database of
-    ``work_root/space/name``, and compiled with it applied. A rerun resumes that database: its
-    trials count toward the budget, so the same budget measures nothing new. Returns (executable,
-    tuning seconds, tasks tuned, tasks whose best is still the default schedule)."""
+    ``work_root/space/name``, the tuned schedules timed again in the model against the default
+    ones (``model_check``: ``check_in_model`` on ``inputs``), and compiled with it applied. A
+    rerun resumes that database: its trials count toward the budget, so the same budget measures
+    nothing new. Returns (executable, tuning seconds, tasks tuned, tasks whose best is still the
+    default schedule, model check seconds, {task: (default ms, tuned ms)} of the check)."""
     import tvms
     from tvms import meta_schedule as ms
     from tvms.lowering.build import run_relax_pipeline
-    from tvms.lowering.dlight.base import apply_rules
-    from tvms.lowering.targets import target_kind
     from tvms.lowering.tune.rule_conv_register_tile import conv_tile_space
+    from tvms.meta_schedule.model_check import check_in_model, default_is_best
 
     target = tvms.target.Target("llvm")
     lowered = run_relax_pipeline(mod, "zero", True)
@@ -143,18 +132,14 @@ def tune_model(name: str, mod, trials: int, work_root: str, ops: list, space: st
         space=conv_tile_space() if space == "conv-tiles" else "post-order-apply",
         strategy=strategy, progress="none")
     seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    checked = check_in_model(db, lowered, target, inputs) if model_check else {}
+    check_seconds = time.perf_counter() - start
     tasks = [t for t in ms.relax_integration.extract_tasks(lowered, target)
              if any(op in t.task_name for op in ops)]
-    rules = target_kind(target).default_rules()
-
-    def keeps_default(task) -> bool:  # (a task left untuned has no record: it keeps the default)
-        best = db.query_ir_module(task.mod, target)
-        return best is None or tvms.ir.structural_equal(
-            best["main"], apply_rules(task.mod["main"], target, rules).mod["main"])
-
-    with target:
-        kept = sum(keeps_default(t) for t in tasks)
-    return ms.relax_integration.compile_relax(db, lowered, target), seconds, len(tasks), kept
+    kept = sum(default_is_best(db, t) for t in tasks)  # (a task left untuned has no record: it keeps the default)
+    return (ms.relax_integration.compile_relax(db, lowered, target), seconds, len(tasks), kept, check_seconds,
+            checked)
 
 
 def search_strategy(args):
@@ -184,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", choices=["replay-trace", "evolutionary"], default="replay-trace",
                         help="the search (default replay-trace: within a few trials per task the evolutionary "
                              "search's cost model learns little, and its generations cost seconds per trial)")
+    parser.add_argument("--no-model-check", action="store_true",
+                        help="keep the tuned schedules that won their trials without timing them again in the "
+                             "model against the default ones (model_check.check_in_model)")
     parser.add_argument("--population", type=int, default=128,
                         help="the evolutionary search's population (default 128; TVM's 512 costs minutes per batch)")
     args = parser.parse_args(argv)
@@ -217,8 +205,9 @@ def main(argv: list[str] | None = None) -> int:
         result = f"{'match' if ok else 'MISMATCH'} (max err {err:.1e})"
         tuned_vm, tuned_note = None, ""
         if args.tune:
-            executable, seconds, n_tasks, kept = tune_model(name, mod, args.tune, args.work_dir, args.tune_ops,
-                                                            args.space, search_strategy(args))
+            executable, seconds, n_tasks, kept, check_seconds, checked = tune_model(
+                name, mod, inputs, args.tune, args.work_dir, args.tune_ops, args.space, search_strategy(args),
+                not args.no_model_check)
             tuned_vm = relax.VirtualMachine(executable, tvms.cpu())
             tuned_out = tuned_vm["main"](*inputs).numpy()
             tuned_ok = tuned_out.shape == expected.shape and np.allclose(tuned_out, expected, rtol=rtol, atol=atol)
@@ -226,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
             tuned_note = (f"  tuned: {n_tasks} tasks x {args.tune} trials in {seconds:.0f} s, {kept} kept the "
                           f"default schedule; {'match' if tuned_ok else 'MISMATCH'} "
                           f"(max err {float(np.max(np.abs(tuned_out - expected))):.1e})")
+            if checked:
+                tuned_note += (f"\n  model check ({check_seconds:.0f} s): {len(checked)} tuned schedules timed in "
+                               f"the model, {sum(t < d for d, t in checked.values())} faster there than the default:"
+                               + "".join(f"\n    {task}: default {d:.3f} ms, tuned {t:.3f} ms"
+                                         for task, (d, t) in checked.items()))
         ours = theirs = tuned = None
         if not args.no_time:
             session = onnxruntime.InferenceSession(model.SerializeToString(),

@@ -166,11 +166,12 @@ def tune_relax(mod: "IRModule | rx.Function", params: dict | None, target: Any, 
                            module_equality=module_equality, progress=progress)
 
 
-def compile_relax(database: Any, mod: IRModule, target: Any, params: dict | None = None) -> Any:
+def compile_relax(database: Any, mod: IRModule, target: Any, params: dict | None = None,
+                  exec_mode: str = "compiled") -> Any:
     """The executable of a Relax program with the database's best schedules: lowered by the
     Relax pipeline step of ``tvms.compile`` (nothing to do when ``mod`` is lowered already, as
     when its tasks were extracted from it), the tuned PrimFuncs applied, the others given the
-    default schedules by ``tvms.compile``."""
+    default schedules by ``tvms.compile`` (``exec_mode``: its)."""
     from ..build import compile as compile_module, run_relax_pipeline
     from ..relax.passes import BindParams
 
@@ -179,7 +180,7 @@ def compile_relax(database: Any, mod: IRModule, target: Any, params: dict | None
         mod = BindParams("main", params)(mod)
     with database, target:
         mod = MetaScheduleApplyDatabase()(run_relax_pipeline(mod, "zero", True))
-    return compile_module(mod, target)
+    return compile_module(mod, target, exec_mode=exec_mode)
 
 
 def _current_target(pass_name: str, target: Any) -> Target:
