@@ -44,6 +44,25 @@ def test_extract_tasks_counts_equal_prim_funcs_once() -> None:
     assert all(list(t.mod) == ["main"] and t.dispatched == [t.mod] for t in tasks)
 
 
+def test_the_parts_of_a_concatenation_written_in_place_are_tasks() -> None:
+    # ConcatInPlace turns the producers of a concatenation into R.call_tir_inplace: still tasks
+    from tvms.lowering.build import run_relax_pipeline
+
+    mod = run_relax_pipeline(tvms.script.from_source("""
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 16), dtype="float32"), w: R.Tensor((16, 16), dtype="float32")) -> R.Tensor((4, 32), dtype="float32"):
+        with R.dataflow():
+            y = R.concat((R.nn.relu(R.matmul(x, w)), R.exp(R.matmul(x, w))), axis=1)
+            R.output(y)
+        return y
+"""), "zero", True)
+    assert "R.call_tir_inplace(" in mod.script()
+    names = sorted(t.task_name for t in ms.relax_integration.extract_tasks(mod, "llvm"))
+    assert len(names) == 2 and all("concatenate" in n for n in names), names
+
+
 def test_the_default_schedule_of_a_padded_matmul_replays_from_its_record() -> None:
     # its rows padded to 12 (transform_block_layout of int64 iterators, read back as a lambda):
     # the default schedule is the task's first trial, so its record must replay

@@ -85,14 +85,17 @@ def extract_tasks(mod: "IRModule | rx.Function", target: Any, params: dict | Non
                      as_target(target))
 
 
+_TIR_CALLS = ("relax.call_tir", "relax.call_tir_inplace")  # (ConcatInPlace makes the second)
+
+
 def _tir_calls(mod: IRModule) -> list:
-    """``(PrimFunc name, indices of the arguments that are constants)`` of each ``R.call_tir`` of
-    the module's Relax functions."""
+    """``(PrimFunc name, indices of the arguments that are constants)`` of each ``R.call_tir`` (or
+    ``R.call_tir_inplace``) of the module's Relax functions."""
     calls = []
     for func in mod.functions.values():
         if isinstance(func, rx.Function):
             for call in collect(func, rx.Call):
-                if getattr(call.op, "name", None) == "relax.call_tir" and isinstance(call.args[0], GlobalVar) \
+                if getattr(call.op, "name", None) in _TIR_CALLS and isinstance(call.args[0], GlobalVar) \
                         and isinstance(mod[call.args[0]], PrimFunc):
                     args = call.args[1].fields if isinstance(call.args[1], rx.Tuple) else ()
                     calls.append((call.args[0].name_hint,
