@@ -624,7 +624,9 @@ class Module:
 def test_what_an_in_place_call_writes_is_lifted_only_with_it() -> None:
     """``a`` (through its alias ``a2``) is written in place: with ``x`` added at each call it stays
     in ``main``; with ``w`` added the writing call is lifted too, and the whole chain with it."""
-    kept = relax.transform.LiftTransformParams()(from_source(WRITES_A_LIFTABLE_VALUE.replace("ADDED", "x")))
-    assert [b.var.name for b in kept["main"].body.blocks[0].bindings] == ["a", "b"]
+    for shared in (False, True):
+        kept = relax.transform.LiftTransformParams(shared_transform=shared)(
+            from_source(WRITES_A_LIFTABLE_VALUE.replace("ADDED", "x")))
+        assert [b.var.name for b in kept["main"].body.blocks[-1].bindings] == ["a", "b"]
     lifted = relax.transform.LiftTransformParams()(from_source(WRITES_A_LIFTABLE_VALUE.replace("ADDED", "w")))
     assert not lifted["main"].body.blocks and "add_into" in lifted["main_transform_params"].script()
