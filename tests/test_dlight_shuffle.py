@@ -25,10 +25,10 @@ def shuffle_kernel(groups: int, channels: int, size: int, axes: str = "[0, 2, 1,
 
 def test_channel_shuffle_copies_planes_in_whole_vectors():
     """Groups of 3 of 12 channels of 5x5 (planes of 25: vectors of 5) and of 2 of 8 channels of
-    4x4 (16: one AVX-512 vector, two of AVX2), for the host and AVX2."""
+    4x4 (16: one AVX-512 vector, two of AVX2), scheduled for AVX-512 and AVX2 (built for the host)."""
     rng = np.random.default_rng(17)
-    for groups, channels, size, target, width in ((3, 12, 5, Target("llvm"), 5), (2, 8, 4, Target("llvm"), 16),
-                                                  (2, 8, 4, AVX2, 8)):
+    avx512 = Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f")
+    for groups, channels, size, target, width in ((3, 12, 5, avx512, 5), (2, 8, 4, avx512, 16), (2, 8, 4, AVX2, 8)):
         func = PlaneCopy().apply(shuffle_kernel(groups, channels, size), target, False).mod["main"]
         text = func.script()
         assert f"T.parallel(T.int64({channels}))" in text and f"T.vectorized(T.int64({width}))" in text, text

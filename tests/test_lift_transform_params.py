@@ -559,3 +559,74 @@ def test_a_function_writing_a_weight_in_place_is_not_lifted() -> None:
         for call in (1, 2, 3):  # (inc, then bump: w grows by 2 a call)
             np.testing.assert_allclose(vms[0]["main"](x, w).numpy(), vms[1]["main"](x, w_plain).numpy())
             np.testing.assert_allclose(w, np.eye(4) + 2 * call)
+
+
+CONCAT_OF_A_WEIGHTS_PART = """
+@R.function
+def main(x: R.Tensor((1, 4, 5, 5), "float32"), w: R.Tensor((3, 4, 1, 1), "float32"),
+         k: R.Tensor((1, 2, 5, 5), "float32"), w2: R.Tensor((2, 2, 1, 1), "float32")) -> R.Tensor((1, 5, 5, 5), "float32"):
+    R.func_attr({"num_input": 1})
+    with R.dataflow():
+        a = R.nn.relu(R.nn.conv2d(k, w2))
+        b = R.nn.relu(R.nn.conv2d(x, w))
+        c = R.concat((a, b), axis=1)
+        R.output(c)
+    return c
+"""
+
+
+@pytest.mark.parametrize("mode", ["compiled", "bytecode"])
+def test_a_value_written_in_place_at_each_call_is_not_lifted(mode: str) -> None:
+    """(review) ConcatInPlace makes ``a`` (weights only) the tensor ``b``'s kernel then writes
+    into in place: lifted, ``a`` was computed once and cached, and each call wrote into (and
+    returned) the cached tensor, so the second call overwrote the first call's result."""
+    rng = np.random.default_rng(0)
+    w, k, w2 = (rng.standard_normal(s).astype("float32") for s in ((3, 4, 1, 1), (1, 2, 5, 5), (2, 2, 1, 1)))
+    a = np.maximum(np.einsum("nchw,fc->nfhw", k, w2[:, :, 0, 0]), 0)
+
+    def want(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([a, np.maximum(np.einsum("nchw,fc->nfhw", x, w[:, :, 0, 0]), 0)], 1)
+
+    vm = relax.VirtualMachine(tvms.compile(tvms.IRModule({"main": from_source(CONCAT_OF_A_WEIGHTS_PART)}), "llvm",
+                                           exec_mode=mode), tvms.cpu())
+    x1, x2 = (rng.standard_normal((1, 4, 5, 5)).astype("float32") for _ in range(2))
+    first = vm["main"](x1, w, k, w2)
+    np.testing.assert_allclose(vm["main"](x2, w, k, w2).numpy(), want(x2), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(first.numpy(), want(x1), rtol=1e-5, atol=1e-5)
+
+
+WRITES_A_LIFTABLE_VALUE = """
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def double(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+        for i in range(4):
+            b[i] = a[i] * T.float32(2)
+
+    @T.prim_func(private=True)
+    def add_into(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+        for i in range(4):
+            b[i] = b[i] + a[i]
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), w: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        R.func_attr({"num_input": 1})
+        cls = Module
+        with R.dataflow():
+            a = R.call_tir(cls.double, (w,), out_sinfo=R.Tensor((4,), "float32"))
+            a2 = a
+            b = R.call_tir_inplace(cls.add_into, (ADDED, a2), out_sinfo=R.Tensor((4,), "float32"), inplace_indices=[1])
+            R.output(b)
+        return b
+"""
+
+
+def test_what_an_in_place_call_writes_is_lifted_only_with_it() -> None:
+    """``a`` (through its alias ``a2``) is written in place: with ``x`` added at each call it stays
+    in ``main``; with ``w`` added the writing call is lifted too, and the whole chain with it."""
+    for shared in (False, True):
+        kept = relax.transform.LiftTransformParams(shared_transform=shared)(
+            from_source(WRITES_A_LIFTABLE_VALUE.replace("ADDED", "x")))
+        assert [b.var.name for b in kept["main"].body.blocks[-1].bindings] == ["a", "b"]
+    lifted = relax.transform.LiftTransformParams()(from_source(WRITES_A_LIFTABLE_VALUE.replace("ADDED", "w")))
+    assert not lifted["main"].body.blocks and "add_into" in lifted["main_transform_params"].script()

@@ -201,6 +201,64 @@ def test_memory_reuse_in_a_chain_of_ten_elementwise_kernels() -> None:
     assert vm.memory_stats()["pooled"] == 4
 
 
+INPLACE_TUPLES = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def ex(x: T.Buffer((8,), "float32"), y: T.Buffer((8,), "float32")):
+        for i in range(8):
+            y[i] = T.exp(x[i])
+
+    @T.prim_func
+    def scale_both(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):
+        for i in range(8):
+            a[i] = a[i] * T.float32(2)
+            b[i] = b[i] * T.float32(3)
+
+    @T.prim_func
+    def scale_and_keep(a: T.Buffer((8,), "float32"), kept: T.Buffer((8,), "float32")):
+        for i in range(8):
+            kept[i] = a[i]
+            a[i] = a[i] * T.float32(4)
+
+    @T.prim_func
+    def add(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32"), c: T.Buffer((8,), "float32")):
+        for i in range(8):
+            c[i] = a[i] + b[i]
+
+    @R.function
+    def main(x: R.Tensor((8,), "float32")) -> R.Tensor((8,), "float32"):
+        cls = Module
+        a = R.call_tir(cls.ex, (x,), out_sinfo=R.Tensor((8,), "float32"))
+        b = R.call_tir(cls.ex, (x,), out_sinfo=R.Tensor((8,), "float32"))
+        c = R.call_tir(cls.ex, (x,), out_sinfo=R.Tensor((8,), "float32"))
+        t = R.call_tir_inplace(cls.scale_both, (a, b), out_sinfo=[R.Tensor((8,), "float32"), R.Tensor((8,), "float32")], inplace_indices=[0, 1])
+        u = R.call_tir_inplace(cls.scale_and_keep, (c,), out_sinfo=[R.Tensor((8,), "float32"), R.Tensor((8,), "float32")], inplace_indices=[0, -1])
+        z = R.call_tir(cls.ex, (x,), out_sinfo=R.Tensor((8,), "float32"))
+        w = R.call_tir(cls.ex, (x,), out_sinfo=R.Tensor((8,), "float32"))
+        v = R.call_tir(cls.ex, (x,), out_sinfo=R.Tensor((8,), "float32"))
+        t0 = t[0]
+        t1 = t[1]
+        u0 = u[0]
+        s = R.call_tir(cls.add, (t0, t1), out_sinfo=R.Tensor((8,), "float32"))
+        s = R.call_tir(cls.add, (s, u0), out_sinfo=R.Tensor((8,), "float32"))
+        q = R.call_tir(cls.add, (z, w), out_sinfo=R.Tensor((8,), "float32"))
+        q = R.call_tir(cls.add, (q, v), out_sinfo=R.Tensor((8,), "float32"))
+        o = R.call_tir(cls.add, (s, q), out_sinfo=R.Tensor((8,), "float32"))
+        return o
+"""
+
+
+@pytest.mark.parametrize("mode", ["bytecode", "compiled"])
+def test_buffers_an_inplace_call_returns_in_a_tuple_stay_out_of_the_pool(mode: str) -> None:
+    """(review) ``R.call_tir_inplace`` writing two inputs ([0, 1]) or one beside a fresh output
+    ([0, -1]) returns a tuple holding the written buffers: the pool handed them to z, w, v while
+    t[0], t[1], u[0] still pointed at them (4 e^x instead of 12 e^x)."""
+    x = np.arange(8, dtype="float32") / 8
+    vm = relax.VirtualMachine(tvm.compile(from_source(INPLACE_TUPLES), "llvm", exec_mode=mode), tvm.cpu())
+    np.testing.assert_allclose(vm["main"](x).numpy(), 12 * np.exp(x), **TOL)
+
+
 def test_target_with_num_cores_and_current_target() -> None:
     target = tvm.target.Target("llvm -num-cores=2")
     assert target.kind == "llvm" and target.num_cores == 2 and str(target) == "llvm -num-cores=2"

@@ -36,7 +36,7 @@ from ...ir.visitor import Mutator
 from ..schedule.loop_transform import nest
 from ..schedule.tree import find_block, replace_stmts
 from .analysis import BlockInfo, const_int, vector_lanes
-from .cpu_shuffle import divisor_width
+from .cpu_shuffle import copy_runs
 
 
 CROP = "_crop"  # (the name of the crop block: its output's and this)
@@ -133,13 +133,7 @@ def schedule_crop(sch: Any, info: BlockInfo, target: Any) -> None:
     per channel, its plane (contiguous in both buffers) in vectors of the largest divisor of the
     plane up to the lanes (14 pixels of a 14x14 plane; the plain schedule's vectors along a row of
     14 had 2 lanes: 2.5x the crop's time)."""
-    *outer, y, x = sch.get_loops(info.rv)
-    plane = sch.fuse(y, x)
-    size, lanes = const_int(sch.get(plane).extent), vector_lanes(target, info.write().buffer.dtype)
-    width = divisor_width(size, lanes)
-    if width > 1:
-        sch.vectorize(sch.split(plane, [None, width])[1])
-    sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0])
+    copy_runs(sch, sch.get_loops(info.rv), 2, vector_lanes(target, info.write().buffer.dtype))
 
 
 def _point_region(buffer: Buffer, indices: tuple) -> BufferRegion:

@@ -66,14 +66,19 @@ class PlaneCopy(CPURule):
         block = info.block.with_changes(body=store.with_changes(value=new_load), reads=(region,))
         sch = Schedule(replace_stmts(sch.mod["main"], {id(find_block(sch.mod["main"], block.name_hint)[0].block):
                                                        block}))
-        loops = sch.get_loops(sch.get_sblock(block.name_hint))
-        outer, inner = loops[:len(loops) - run], loops[len(loops) - run:]
-        plane = sch.fuse(*inner) if run > 1 else inner[0]
-        width = divisor_width(size, lanes)
-        if width > 1:
-            sch.vectorize(sch.split(plane, [None, width])[1])
-        sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0])
+        copy_runs(sch, sch.get_loops(sch.get_sblock(block.name_hint)), run, lanes)
         return sch
 
 
-__all__ = ["PlaneCopy", "divisor_width"]
+def copy_runs(sch: Schedule, loops: list, run: int, lanes: int) -> None:
+    """The last ``run`` of ``loops`` (a contiguous run on both sides) fused, in vectors of the
+    widest divisor of its length up to ``lanes``; the others fused into the parallel tasks."""
+    outer, inner = loops[:len(loops) - run], loops[len(loops) - run:]
+    plane = sch.fuse(*inner) if run > 1 else inner[0]
+    width = divisor_width(const_int(sch.get(plane).extent), lanes)
+    if width > 1:
+        sch.vectorize(sch.split(plane, [None, width])[1])
+    sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0])
+
+
+__all__ = ["PlaneCopy", "copy_runs", "divisor_width"]

@@ -19,8 +19,10 @@ writes its slice and leaves the others as they are. A part is written in place w
 result of a ``call_tir`` in the same block, used by the concatenation only, whose kernel never
 reads its result buffer (its last block stores it: a convolution's bias and relu epilogue, which
 the default schedules compute in registers whatever the store's index; a convolution that
-accumulates into its result is left as it is). Other parts are copied into their slice by a
-kernel of their own, at the concatenation's place. A concatenation is recognised as the kernel
+accumulates into its result is left as it is) and whose result buffer has a constant shape.
+Other parts (parameters, constants, other concatenations, ...) are copied into their slice by a
+kernel of their own, at the concatenation's place (a concatenation none of whose parts is
+written in place stays as it is: its kernel is that copy). A concatenation is recognised as the kernel
 LegalizeOps makes for ``R.concat`` of its arguments (structurally equal), so any axis works.
 """
 from __future__ import annotations
@@ -145,12 +147,14 @@ def _static_dims(sinfo: Any) -> tuple | None:
 
 
 def _writes_only_result(func: PrimFunc, inputs: int) -> bool:
-    """Whether ``func`` takes ``inputs`` tensors and its result last, stores its result buffer
-    and never reads it (so no reduction accumulates into it)."""
+    """Whether ``func`` takes ``inputs`` tensors and its result last, of a constant shape,
+    stores its result buffer and never reads it (so no reduction accumulates into it)."""
     if len(func.params) != inputs + 1 or func.params[-1] not in func.buffer_map:
         return False
     out = func.buffer_map[func.params[-1]]
     if out.strides or out.elem_offset is not None:  # (widened, a laid-out buffer would move)
+        return False
+    if not all(isinstance(d, IntImm) for d in out.shape):  # (widening drops what a size defines)
         return False
     return not any(load.buffer is out for load in collect(func.body, BufferLoad))
 
@@ -189,7 +193,7 @@ class _Rewriter:
                 offsets.append(at)
                 at += _static_dims(part.struct_info)[axis]
             producers = [(bound_at[p], p, off) for p, off in zip(b.value.args[1].fields, offsets)
-                         if self._producer(p, bound_at, i, uses, bindings)]
+                         if self._producer(p, bound_at, i, uses, bindings, replaced)]
             if not producers:
                 continue
             chain, dataflow = None, isinstance(blk, rx.DataflowBlock)
@@ -211,13 +215,11 @@ class _Rewriter:
         return type(blk)(tuple(n for k, b in enumerate(bindings) for n in replaced.get(k, [b])), span=blk.span)
 
     def _concat_parts(self, b: Any) -> tuple | None:
-        """(axis, result's struct info) of a binding that concatenates variables; else None."""
+        """(axis, result's struct info) of a binding that concatenates variables and constants;
+        else None."""
         call = b.value
-        if not (isinstance(b, rx.VarBinding) and isinstance(call, rx.Call)
-                and getattr(call.op, "name", None) == "relax.call_tir" and len(call.args) == 2
-                and isinstance(call.args[0], GlobalVar) and isinstance(call.args[1], rx.Tuple)
-                and len(call.sinfo_args) == 1 and _static_dims(call.sinfo_args[0]) is not None
-                and all(isinstance(p, rx.Var) for p in call.args[1].fields)):
+        if not (isinstance(b, rx.VarBinding) and _call_tir(call) and _static_dims(call.sinfo_args[0]) is not None
+                and all(isinstance(p, (rx.Var, rx.Constant)) for p in call.args[1].fields)):
             return None
         name = call.args[0].name_hint
         if name not in self.axes:
@@ -226,16 +228,15 @@ class _Rewriter:
             self.axes[name] = concat_axis(func, parts, call.sinfo_args[0]) if isinstance(func, PrimFunc) else None
         return None if self.axes[name] is None else (self.axes[name], call.sinfo_args[0])
 
-    def _producer(self, var: rx.Var, bound_at: dict, before: int, uses: dict, bindings: list) -> bool:
+    def _producer(self, var: Any, bound_at: dict, before: int, uses: dict, bindings: list, replaced: dict) -> bool:
         """Whether ``var`` is a kernel's result, bound before the concatenation, that only the
-        concatenation uses, and the kernel can write it into a slice."""
-        j = bound_at.get(var)
-        if j is None or j >= before or uses.get(var, 0) != 2:  # (its binding and the concatenation)
+        concatenation uses, and the kernel can write it into a slice (not a concatenation
+        rewritten already: its result is copied)."""
+        j = bound_at.get(var) if isinstance(var, rx.Var) else None
+        if j is None or j >= before or j in replaced or uses.get(var, 0) != 2:  # (its binding and the concatenation)
             return False
         call = bindings[j].value
-        if not (isinstance(call, rx.Call) and getattr(call.op, "name", None) == "relax.call_tir"
-                and len(call.args) == 2 and isinstance(call.args[0], GlobalVar)
-                and isinstance(call.args[1], rx.Tuple) and len(call.sinfo_args) == 1):
+        if not _call_tir(call):
             return False
         func = self.mod[call.args[0].name_hint]
         return isinstance(func, PrimFunc) and _writes_only_result(func, len(call.args[1].fields)) \
@@ -274,6 +275,13 @@ class _Rewriter:
                              {"inplace_indices": (len(args),)}, (out,))
         new = (rx.DataflowVar if dataflow else rx.Var)(var.name + "_", out)
         return new, rx.VarBinding(call, new)
+
+
+def _call_tir(value: Any) -> bool:
+    """Whether ``value`` is ``R.call_tir`` of a kernel (a GlobalVar) on a tuple, with one result."""
+    return (isinstance(value, rx.Call) and getattr(value.op, "name", None) == "relax.call_tir"
+            and len(value.args) == 2 and isinstance(value.args[0], GlobalVar)
+            and isinstance(value.args[1], rx.Tuple) and len(value.sinfo_args) == 1)
 
 
 register_pass(factory=ConcatInPlace)

@@ -93,22 +93,33 @@ class _Plan:
         self.func, self.mod = func, mod
         self.shared = shared
         self.num_input = _num_input(func)
+        # a value computed once must not be written at each call (R.call_tir_inplace into it):
+        # such values stay in the function, and so does what depends on them, until none is left
+        self.kept: set = set()
+        while True:
+            self._collect()
+            written = _written_in_place(func, {b.var for b in self.lifted}, mod) - self.kept
+            if not written:
+                break
+            self.kept |= written
+
+    def _collect(self) -> None:
         self.lifted: list = []
         self.from_weights: set = set()
         self.needed: set = set()
         self.liftable: set = set()
-        for p in func.params[self.num_input:]:
+        for p in self.func.params[self.num_input:]:
             self.liftable.add(p)
             self.from_weights.add(p)
             self.liftable.update(definable_sizes(p.struct_info))
-        for blk in func.body.blocks:
+        for blk in self.func.body.blocks:
             for b in blk.bindings:
                 self._visit(b, isinstance(blk, rx.DataflowBlock))
-        self.needed.update(free_vars(func.body.body))
+        self.needed.update(free_vars(self.func.body.body))
 
     def _visit(self, binding: Any, in_dataflow: bool) -> None:
         value = binding.value
-        if _can_lift(binding, in_dataflow, self.liftable, self.mod) and \
+        if binding.var not in self.kept and _can_lift(binding, in_dataflow, self.liftable, self.mod) and \
                 (self.shared is None or binding.var in self.shared.remap):
             self.lifted.append(binding)
             self.liftable.add(binding.var)
@@ -488,6 +499,29 @@ def writes_weights(func: rx.Function, mod: IRModule) -> bool:
                 (isinstance(value, rx.Call) and isinstance(value.op, Op) and value.op.name in _ALIASING):
             aliases.add(binding.var)
     return False
+
+
+def _written_in_place(func: rx.Function, lifted: set, mod: IRModule) -> set:
+    """The variables of ``lifted`` whose memory a binding not lifted writes in place (through
+    aliases: ``y = v``, a reshape, the result of an in-place call that wrote ``v``)."""
+    sources: dict = {}  # a variable -> those whose memory it may be
+    written: list = []
+    for binding in collect(func.body, (rx.VarBinding, rx.MatchCast)):
+        value = binding.value
+        is_op = isinstance(value, rx.Call) and isinstance(value.op, Op)
+        if is_op and value.op.name in ("relax.call_tir_inplace", "relax.call_inplace_packed"):
+            sources[binding.var] = _written_args(value, mod)
+        elif isinstance(value, (rx.Var, rx.Tuple, rx.TupleGetItem)) or (is_op and value.op.name in _ALIASING):
+            sources[binding.var] = free_vars(value)
+        if is_op and value.op.name.startswith("relax.call_") and binding.var not in lifted:
+            written += _written_args(value, mod)
+    reached: set = set()
+    while written:
+        v = written.pop()
+        if isinstance(v, rx.Var) and v not in reached:
+            reached.add(v)
+            written += sources.get(v, [])
+    return reached & lifted
 
 
 def _written_args(call: rx.Call, mod: IRModule) -> list:

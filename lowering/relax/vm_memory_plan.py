@@ -73,8 +73,11 @@ def plan_seq(seq: rx.SeqExpr, is_prim_func: Callable[[Any], bool] = lambda op: F
                 use(x, j)
             escaped.update(v for a in (value.args[0], *value.args[2:]) for v in _vars_in(a))
             written = _written_in_place(value)
-            if written is not None and written in root:  # (its result is that buffer: an alias)
-                root[b.var] = root[written]
+            if len(written) == 1 and len(value.attrs["inplace_indices"]) == 1:
+                if written[0] in root:  # (its result is that buffer: an alias)
+                    root[b.var] = root[written[0]]
+            else:  # (a tuple holding the buffers it writes: they are kept for good, as any tuple's)
+                escaped.update(v for x in written for v in _vars_in(x))
         elif isinstance(value, rx.Call) and is_prim_func(value.op):
             for x in value.args:
                 use(x, j)
@@ -94,12 +97,11 @@ def _is_dps(value: Any) -> bool:
     return isinstance(value, rx.Call) and isinstance(value.op, Op) and value.op.name in DPS_OPS
 
 
-def _written_in_place(call: rx.Call) -> Any:
-    """The one input an ``R.call_tir_inplace`` writes and returns; None for any other call."""
+def _written_in_place(call: rx.Call) -> list:
+    """The inputs an ``R.call_tir_inplace`` writes and returns (none for any other call)."""
     if call.op.name != "relax.call_tir_inplace":
-        return None
-    indices = [int(k) for k in call.attrs["inplace_indices"]]
-    return call.args[1].fields[indices[0]] if len(indices) == 1 and indices[0] >= 0 else None
+        return []
+    return [call.args[1].fields[int(k)] for k in call.attrs["inplace_indices"] if int(k) >= 0]
 
 
 def _allocates_one_tensor(b: Any) -> bool:
