@@ -42,6 +42,7 @@ from .annotate_entry_func import annotate_entry_func
 from .common_subexpr_elim import common_subexpr_elim
 from .infer_fragment import infer_fragment
 from .inject_double_buffer import inject_double_buffer
+from .inject_permuted_layout import inject_permuted_layout
 from .inject_ptx_async_copy import inject_ptx_async_copy
 from .inject_software_pipeline import inject_software_pipeline
 from .inject_virtual_thread import inject_virtual_thread
@@ -57,6 +58,7 @@ from .split_host_device import split_host_device
 from .storage_rewrite import storage_rewrite
 from .thread_binding import lift_thread_binding, unify_thread_binding
 from .thread_sync import thread_sync
+from .transform_mma_buffer_layout import transform_mma_buffer_layout
 
 def _vectorize_with_scalar_guards(func: PrimFunc) -> PrimFunc:
     return vectorize_loop(func, scalar_guards=True)  # (C has no vector condition for a guarded load)
@@ -65,7 +67,8 @@ def _vectorize_with_scalar_guards(func: PrimFunc) -> PrimFunc:
 # TVM's s_tir pipeline up to AnnotateEntryFunc, the passes tvms has (per PrimFunc)
 BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
                 lift_thread_binding, manifest_shared_memory_local_stage, compact_buffer_allocation, unify_thread_binding,
-                lower_match_buffer, stmt_simplify, inject_software_pipeline, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
+                lower_match_buffer, stmt_simplify, inject_permuted_layout, inject_software_pipeline,
+                transform_mma_buffer_layout, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
                 inject_virtual_thread, inject_double_buffer,
                 storage_rewrite, unroll_loop, stmt_simplify)
 # after it, per PrimFunc: the barriers for each memory scope, the fragments' shapes, the
@@ -74,8 +77,7 @@ BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "sh
                 lambda f: thread_sync(f, "warp"), infer_fragment, lower_thread_allreduce,
                 merge_shared_memory_allocations)
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
-SKIPPED = ("LowerAutoCopy", "InjectPermutedLayout",
-           "AnnotateIrregularLoop", "TransformMmaBufferLayout",
+SKIPPED = ("LowerAutoCopy", "AnnotateIrregularLoop",
            "BF16ComputeLegalize", "LoopPartition",
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
            "FP8ComputeLegalize", "VerifyMemory",

@@ -1,0 +1,73 @@
+"""InjectPermutedLayout and TransformMmaBufferLayout against Apache TVM 0.27
+(fixtures/mma_layout/generate_with_tvm.py): each pass on TVM's own test inputs (InjectPermutedLayout's
+five) and on the mma.sync candidate at the stage where TVM's cuda pipeline runs it, printing TVM's
+output byte for byte."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+import tvms
+from tvms.ir.errors import TVMSError
+from tvms.lowering.pass_registry import get_pass
+from tvms.lowering.tir.gpu import pipeline
+
+GOLDEN = pathlib.Path(__file__).parent / "fixtures" / "mma_layout"
+DIALECT = "tvm-0.27"
+
+
+def golden(name: str) -> str:
+    return (GOLDEN / name).read_text()
+
+
+def after(pass_name: str, text: str) -> str:
+    """``text`` (a module of one PrimFunc) through the pass registered as ``pass_name``."""
+    parsed = tvms.script.from_source(text)
+    mod = parsed if isinstance(parsed, tvms.IRModule) else tvms.IRModule({"main": parsed})
+    return get_pass(pass_name)(mod).script(dialect=DIALECT)
+
+
+@pytest.mark.parametrize("case", sorted(p.name[:-len("_before.tvms")] for p in GOLDEN.glob("*_before.tvms")))
+def test_prints_what_tvm_prints(case: str) -> None:
+    """TVM's tests of InjectPermutedLayout (rows of 32 and of 64+, int32 and int64 indices,
+    ldmatrix pointers, an fp32 accumulator through shared memory) and both passes on the 128^3
+    mma.sync candidate: the fragments become per-thread registers, the accumulator re-indexed."""
+    pass_name = "TransformMmaBufferLayout" if "TransformMma" in case else "InjectPermutedLayout"
+    assert after(pass_name, golden(f"{case}_before.tvms")) == golden(f"{case}_after.tvms")
+
+
+def test_the_cuda_pipeline_runs_them_where_tvm_does() -> None:
+    steps = pipeline.BEFORE_ENTRY
+    at = steps.index
+    assert at(pipeline.stmt_simplify) + 1 == at(pipeline.inject_permuted_layout)
+    assert at(pipeline.inject_software_pipeline) + 1 == at(pipeline.transform_mma_buffer_layout)
+    assert at(pipeline.transform_mma_buffer_layout) + 1 == at(pipeline.lower_opaque_block)
+
+
+PERMUTED_33 = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((16, 48), "float16")):
+    A_shared = T.sblock_alloc_buffer((16, 48), "float16", scope="shared")
+    for i, j in T.grid(16, 48):
+        with T.sblock("copy"):
+            T.sblock_attr({"permuted_layout": 1})
+            A_shared[i, j] = A[i, j]
+"""
+
+MATRIX_C_17 = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((24, 8), "float32")):
+    C = T.sblock_alloc_buffer((24, 8), scope="m16n8k8.matrixC")
+    for i, j in T.grid(24, 8):
+        with T.sblock("fill"):
+            C[i, j] = A[i, j]
+"""
+
+
+def test_refusals() -> None:
+    """Shapes the layouts do not take are refused with the reason."""
+    with pytest.raises(TVMSError, match="divisible by 32"):
+        after("InjectPermutedLayout", PERMUTED_33)
+    with pytest.raises(TVMSError, match=r"multiples of \(16, 8\)"):
+        after("TransformMmaBufferLayout", MATRIX_C_17)
