@@ -219,8 +219,8 @@ def test_ldmatrix_gives_each_lane_its_rows_as_ptx_documents():
 REFUSED = [
     ('T.ptx_legacy.ldmatrix(T.bool(False), 4, ".b16", A_warp.data, threadIdx_x * 8, T.address_of(A_shared[4]), threadIdx_x * 8)',
      "lane 0 gives a row 8 bytes into its shared memory, which is not 16-byte aligned"),
-    ('T.ptx_legacy.mma("m16n8k8", "row", "col", "fp16", "fp16", "fp32", A_warp.data, 0, A_warp.data, 0, C_warp.data, 0, T.bool(False))',
-     "runs mma.sync m16n8k16 and m16n8k32 only, not 'm16n8k8'"),
+    ('T.ptx_legacy.mma("m8n8k4", "row", "col", "fp16", "fp16", "fp32", A_warp.data, 0, A_warp.data, 0, C_warp.data, 0, T.bool(False))',
+     "runs mma.sync m16n8k16, m16n8k8, m16n8k32 only, not 'm8n8k4'"),
     ('if threadIdx_x < 16:\n        T.ptx_legacy.mma("m16n8k16", "row", "col", "fp16", "fp16", "fp32", A_warp.data, 0, A_warp.data, 0, C_warp.data, 0, T.bool(False))',
      "mma at .* is executed by 16 lanes of a warp"),
 ]

@@ -71,3 +71,31 @@ def test_refusals() -> None:
         after("InjectPermutedLayout", PERMUTED_33)
     with pytest.raises(TVMSError, match=r"multiples of \(16, 8\)"):
         after("TransformMmaBufferLayout", MATRIX_C_17)
+
+
+@pytest.mark.slow
+def test_the_lowered_mma_candidate_computes_and_compiles() -> None:
+    """The 128^3 mma.sync candidate as TVM's pipeline has it before InjectPermutedLayout (tvms has
+    no LowerAutoCopy, so the stages before come from TVM), lowered on by tvms's cuda pipeline with
+    asynchronous copies -- InjectPermutedLayout, InjectSoftwarePipeline (fragment pointers of each
+    version), TransformMmaBufferLayout, ... -- computes the matmul exactly in the reference executor
+    (ldmatrix, m16n8k8 mma.sync, cp.async), and its kernel compiles with NVRTC for sm_80 and sm_90."""
+    import numpy as np
+    from cuda_support import assert_compiles
+
+    from tvms.ir.target import Target
+    from tvms.lowering.codegen.cuda import cuda_source, kernels_of
+    from tvms.lowering.transform import PassContext
+    from tvms.runtime.reference import run_prim_func
+
+    func = tvms.script.from_source(golden("mma_InjectPermutedLayout_before.tvms"))["main"]
+    with PassContext(config={"tirx.use_async_copy": True}):
+        split = pipeline.split_for_cuda(func, Target("cuda -arch=sm_80"), start=pipeline.inject_permuted_layout)
+    rng = np.random.default_rng(1)
+    a, b = (rng.integers(-2, 3, (128, 128)).astype("float16") for _ in range(2))  # (exact sums)
+    c = np.zeros((128, 128), "float32")
+    run_prim_func(split, a, b, c)
+    np.testing.assert_array_equal(c, a.astype("float32") @ b.astype("float32"))
+    source = cuda_source(kernels_of(pipeline.finalize_kernels(split)))
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32" in source and "cp.async" in source
+    assert_compiles(source)

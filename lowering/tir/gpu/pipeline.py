@@ -17,9 +17,13 @@ in a commit group becomes ``T.dma_copy``, which no CUDA code generator takes). T
 their features, except these differences: tvms's StorageRewrite does not let allocations share memory; tvms's StmtSimplify simplifies
 buffer indices only, and less than TVM's (``(f * 256 + t) // 128`` stays). A reduction of several
 buffers at once (argmax) bound to threads is refused (tvms's LowerCrossThreadReduction does
-single-buffer sums, products, minima and maxima).
+single-buffer sums, products, minima and maxima). Of the skipped passes, LowerAutoCopy matters: the
+``auto_copy`` blocks of an mma.sync tuning candidate need it, so such a candidate lowers from a
+module TVM has taken past it (``split_for_cuda(..., start=inject_permuted_layout)``).
 """
 from __future__ import annotations
+
+from typing import Callable
 
 from ....ir.errors import TVMSError
 from ....ir.function import PrimFunc
@@ -110,9 +114,10 @@ def _each_prim_func(mod: IRModule, steps) -> IRModule:
     return result
 
 
-def split_for_cuda(func: PrimFunc, target: Target) -> IRModule:
+def split_for_cuda(func: PrimFunc, target: Target, start: Callable | None = None) -> IRModule:
     """TVM's s_tir pipeline on ``func`` up to SplitHostDevice: the host function and its kernels
-    as that stage prints them (before the device passes)."""
+    as that stage prints them (before the device passes). ``start``, one of ``BEFORE_ENTRY``'s
+    passes, resumes the pipeline there (on a function already lowered up to it, by TVM say)."""
     if not isinstance(func, PrimFunc):
         raise TVMSError(f"lower_for_cuda: expected a PrimFunc, got {type(func).__name__}")
     symbol = str(func.attrs.get("global_symbol", "main"))
@@ -127,6 +132,8 @@ def split_for_cuda(func: PrimFunc, target: Target) -> IRModule:
         steps = steps[:after] + (lower_async_dma,) + steps[after:]
     if not config.get("tirx.disable_cse_tir", False):  # (TVM's option)
         steps += (common_subexpr_elim,)
+    if start is not None:
+        steps = steps[steps.index(start):]
     mod = _each_prim_func(IRModule({symbol: func}), steps)
     late = BEFORE_SPLIT
     if config.get("tirx.use_async_copy", False):
