@@ -12,8 +12,9 @@ one thread's part of a tile:
 - matrixC, tiles of 16 x 8: ``(rows // 16, cols // 8, 2, 2)``, the accumulator element (i, j)
   at ``[i // 8 // 2, j // 8, i // 8 % 2, j % 8 % 2]`` (TVM's ``tirx.index_map_m16n8k8.matrixC``).
 
-The accesses of matrixA and matrixB (through ``ldmatrix`` and ``mma`` pointers, whose offsets are
-already per thread) keep their indices; the loads and stores of matrixC are re-indexed. As in TVM,
+The accesses of matrixA and matrixB go through ``ldmatrix`` and ``mma`` pointers, whose offsets are
+already per thread; a load or store of them is refused, as TVM 0.27 refuses it (a schedule not yet
+tensorized). The loads and stores of matrixC are re-indexed. As in TVM,
 the blocks' declared reads and writes keep naming the old buffers.
 """
 from __future__ import annotations
@@ -84,10 +85,12 @@ class _Transformer(Mutator):
         new = self.buffers.get(id(access.buffer))
         if new is None:
             return access
-        indices = access.indices
-        if access.buffer.scope == "m16n8k8.matrixC":
-            indices = _accumulator_indices(indices)
-        return dataclasses.replace(access, buffer=new, indices=indices)
+        scope = access.buffer.scope
+        if scope != "m16n8k8.matrixC":  # (their offsets are per thread only in ldmatrix and mma)
+            raise TVMSError(f"TransformMmaBufferLayout requires {scope} buffers to be accessed through opaque "
+                            f"ldmatrix/mma_sync operations, but found an explicit {type(access).__name__} of "
+                            f"{access.buffer.name!r}")
+        return dataclasses.replace(access, buffer=new, indices=_accumulator_indices(access.indices))
 
     def visit_BufferStore(self, store: BufferStore) -> Stmt:
         return self._moved(self.generic_visit(store))
