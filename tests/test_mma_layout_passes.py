@@ -65,12 +65,25 @@ def main(A: T.Buffer((24, 8), "float32")):
 """
 
 
+MATRIX_A_READ = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((32, 8), "float16")):
+    A_frag = T.sblock_alloc_buffer((32, 8), "float16", scope="m16n8k8.matrixA")
+    for i, j in T.grid(32, 8):
+        with T.sblock("load"):
+            A_frag[i, j] = A[i, j]
+"""
+
+
 def test_refusals() -> None:
-    """Shapes the layouts do not take are refused with the reason."""
+    """Shapes the layouts do not take are refused with the reason, and so is an element-wise
+    access to an operand fragment (a schedule not tensorized), as TVM refuses it."""
     with pytest.raises(TVMSError, match="divisible by 32"):
         after("InjectPermutedLayout", PERMUTED_33)
     with pytest.raises(TVMSError, match=r"multiples of \(16, 8\)"):
         after("TransformMmaBufferLayout", MATRIX_C_17)
+    with pytest.raises(TVMSError, match="explicit BufferStore of 'A_frag'"):
+        after("TransformMmaBufferLayout", MATRIX_A_READ)
 
 
 @pytest.mark.slow

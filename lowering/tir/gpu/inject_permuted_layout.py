@@ -78,6 +78,9 @@ class _Injector(LoopRangeMutator):
         return self.permute and len(buffer.shape) >= 2 and buffer.scope.startswith("shared")
 
     def visit_Block(self, block: Block) -> Stmt:
+        for iv in block.iter_vars:  # (TVM's analyzer knows the block's iterators' domains too)
+            if iv.dom is not None and isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm):
+                self.analyzer.bind(iv.var, iv.dom.min.value, iv.dom.extent.value)
         for b in block.alloc_buffers:
             self.by_data[id(b.data)] = b
         for m in block.match_buffers:
