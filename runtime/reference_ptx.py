@@ -30,8 +30,9 @@ The layouts are the PTX ISA manual's (NVIDIA, "PTX ISA" 8.x: sections "Matrix Fr
 mma.m16n8k16 with floating point type", "Matrix Fragments for mma.m16n8k8", "Matrix Fragments for
 mma.m16n8k32" and "Warp-level matrix load instruction: ldmatrix"; m16n8k8's float16 fragments are
 m16n8k16's with half the registers: A's r < 2, B's r = 0), not taken from TVM's code generator;
-tests/test_cuda_ptx_mma.py checks them against numpy through TVM's own ldmatrix/mma kernels, and
-tests/test_mma_layout_passes.py m16n8k8 through the lowered mma.sync tuning candidate.
+tests/test_cuda_ptx_mma.py checks them against numpy through TVM's own ldmatrix/mma kernels (its
+m16n8k8 test kernel among them), and tests/test_mma_layout_passes.py through the lowered mma.sync
+tuning candidate.
 """
 from __future__ import annotations
 
