@@ -45,33 +45,16 @@ def test_the_cuda_pipeline_runs_them_where_tvm_does() -> None:
     assert at(pipeline.transform_mma_buffer_layout) + 1 == at(pipeline.lower_opaque_block)
 
 
-PERMUTED_33 = """
+def copy_into(scope: str, rows: int, cols: int, dtype: str = "float16", permuted: bool = False) -> str:
+    """A function copying A element by element into a buffer of ``scope``."""
+    attr = '\n            T.sblock_attr({"permuted_layout": 1})' if permuted else ""
+    return f"""
 @T.prim_func(s_tir=True)
-def main(A: T.Buffer((16, 48), "float16")):
-    A_shared = T.sblock_alloc_buffer((16, 48), "float16", scope="shared")
-    for i, j in T.grid(16, 48):
-        with T.sblock("copy"):
-            T.sblock_attr({"permuted_layout": 1})
-            A_shared[i, j] = A[i, j]
-"""
-
-MATRIX_C_17 = """
-@T.prim_func(s_tir=True)
-def main(A: T.Buffer((24, 8), "float32")):
-    C = T.sblock_alloc_buffer((24, 8), scope="m16n8k8.matrixC")
-    for i, j in T.grid(24, 8):
-        with T.sblock("fill"):
-            C[i, j] = A[i, j]
-"""
-
-
-MATRIX_A_READ = """
-@T.prim_func(s_tir=True)
-def main(A: T.Buffer((32, 8), "float16")):
-    A_frag = T.sblock_alloc_buffer((32, 8), "float16", scope="m16n8k8.matrixA")
-    for i, j in T.grid(32, 8):
-        with T.sblock("load"):
-            A_frag[i, j] = A[i, j]
+def main(A: T.Buffer(({rows}, {cols}), "{dtype}")):
+    F = T.sblock_alloc_buffer(({rows}, {cols}), "{dtype}", scope="{scope}")
+    for i, j in T.grid({rows}, {cols}):
+        with T.sblock("copy"):{attr}
+            F[i, j] = A[i, j]
 """
 
 
@@ -79,11 +62,11 @@ def test_refusals() -> None:
     """Shapes the layouts do not take are refused with the reason, and so is an element-wise
     access to an operand fragment (a schedule not tensorized), as TVM refuses it."""
     with pytest.raises(TVMSError, match="divisible by 32"):
-        after("InjectPermutedLayout", PERMUTED_33)
+        after("InjectPermutedLayout", copy_into("shared", 16, 48, permuted=True))
     with pytest.raises(TVMSError, match=r"multiples of \(16, 8\)"):
-        after("TransformMmaBufferLayout", MATRIX_C_17)
-    with pytest.raises(TVMSError, match="explicit BufferStore of 'A_frag'"):
-        after("TransformMmaBufferLayout", MATRIX_A_READ)
+        after("TransformMmaBufferLayout", copy_into("m16n8k8.matrixC", 24, 8, "float32"))
+    with pytest.raises(TVMSError, match="explicit BufferStore of 'F'"):
+        after("TransformMmaBufferLayout", copy_into("m16n8k8.matrixA", 32, 8))
 
 
 @pytest.mark.slow
