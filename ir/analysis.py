@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .buffer import Buffer, BufferRegion
-from .expr import Add, BufferLoad, Call, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, const
+from .expr import Add, And, BufferLoad, Call, CmpOp, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, const
 from .arith import simplify
 from .stmt import Block, BlockRealize, BufferStore, For, Stmt
 from .node import walk_fields
@@ -165,10 +165,17 @@ class _AccessCollector(Visitor):
 
 def fold_constant(e: PrimExpr) -> PrimExpr:
     """``e`` with its parts that have no variable evaluated (``T.FloorMod(15, 2) + 1`` is 2,
-    ``i + T.FloorMod(3, 2)`` is ``i + 1``)."""
+    ``i + T.FloorMod(3, 2)`` is ``i + 1``; comparisons, a conjunction of conditions and an
+    ``if_then_else`` of a constant condition too)."""
     from .arith.operators import binary
 
-    if not isinstance(e, (Add, Sub, Mul, FloorDiv, FloorMod)):
+    if isinstance(e, Call) and e.op.name == "tir.if_then_else":
+        cond = fold_constant(e.args[0])
+        return fold_constant(e.args[1] if cond.value else e.args[2]) if isinstance(cond, IntImm) else e
+    if isinstance(e, And) or isinstance(e, Call) and e.op.name == "tir.bitwise_and" and e.dtype.is_bool:
+        a, b = (fold_constant(x) for x in ((e.a, e.b) if isinstance(e, And) else e.args))
+        return const(bool(a.value and b.value), "bool") if isinstance(a, IntImm) and isinstance(b, IntImm) else e
+    if not isinstance(e, (Add, Sub, Mul, FloorDiv, FloorMod, CmpOp)):
         return e
     a, b = fold_constant(e.a), fold_constant(e.b)
     if isinstance(a, IntImm) and isinstance(b, IntImm):

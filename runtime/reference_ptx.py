@@ -14,8 +14,8 @@ shared or warp memory).
   transposed load of 8-bit elements, which ldmatrix cannot do, is the code generator's gather loop,
   each thread's own (``gather_int8_trans``);
 * ``T.ptx_legacy.mma(shape, "row", "col", a, b, c, A, a_off, B, b_off, C, c_off, saturate)`` is a
-  warp collective computing D = A B + C into C, for m16n8k16 with float16 A and B and float16 or
-  float32 C, and m16n8k32 with int8/uint8 A and B and int32 C. With g = lane / 4, t = lane % 4 and
+  warp collective computing D = A B + C into C, for m16n8k16 and m16n8k8 with float16 A and B and
+  float16 or float32 C, and m16n8k32 with int8/uint8 A and B and int32 C. With g = lane / 4, t = lane % 4 and
   p the elements of a 32-bit register (2 or 4): A's element e of a lane (register r = e / p, j =
   e % p) is A[g + 8 (r % 2)][p t + j + (k / 2)(r / 2)]; B's is B[p t + j + (k / 2) r][g]; C's
   element i is C[g + 8 (i / 2)][2 t + i % 2]. The products are summed in float64 (int64) and
@@ -27,9 +27,12 @@ shared or warp memory).
   code has it) to ``dst`` with rows ``stride`` apart.
 
 The layouts are the PTX ISA manual's (NVIDIA, "PTX ISA" 8.x: sections "Matrix Fragments for
-mma.m16n8k16 with floating point type", "Matrix Fragments for mma.m16n8k32" and "Warp-level matrix
-load instruction: ldmatrix"), not taken from TVM's code generator; tests/test_cuda_ptx_mma.py
-checks them against numpy through TVM's own ldmatrix/mma kernels.
+mma.m16n8k16 with floating point type", "Matrix Fragments for mma.m16n8k8", "Matrix Fragments for
+mma.m16n8k32" and "Warp-level matrix load instruction: ldmatrix"; m16n8k8's float16 fragments are
+m16n8k16's with half the registers: A's r < 2, B's r = 0), not taken from TVM's code generator;
+tests/test_cuda_ptx_mma.py checks them against numpy through TVM's own ldmatrix/mma kernels (its
+m16n8k8 test kernel among them), and tests/test_mma_layout_passes.py through the lowered mma.sync
+tuning candidate.
 """
 from __future__ import annotations
 
@@ -41,8 +44,9 @@ from tvms.ir.errors import TVMSError
 
 WARP_LANES = 32
 # shape -> (m, n, k, the A/B element types it takes, the C types)
-_SHAPES = {"m16n8k16": (16, 8, 16, {"fp16": np.float16, "float16": np.float16},
-                        {"fp16": np.float16, "float16": np.float16, "fp32": np.float32, "float32": np.float32}),
+_HALF = ({"fp16": np.float16, "float16": np.float16},
+         {"fp16": np.float16, "float16": np.float16, "fp32": np.float32, "float32": np.float32})
+_SHAPES = {"m16n8k16": (16, 8, 16, *_HALF), "m16n8k8": (16, 8, 8, *_HALF),
            "m16n8k32": (16, 8, 32, {"int8": np.int8, "uint8": np.uint8, "s8": np.int8, "u8": np.uint8},
                         {"int32": np.int32, "s32": np.int32})}
 
@@ -106,7 +110,7 @@ def mma(threads: list, args: list, site: Any) -> None:
     shape, a_layout, b_layout, a_type, b_type, c_type = args[0][:6]
     _check_static("mma.sync", args[0], args[1:], site)
     if shape not in _SHAPES:
-        raise TVMSError(f"the reference executor runs mma.sync {' and '.join(_SHAPES)} only, not {shape!r} ({site})")
+        raise TVMSError(f"the reference executor runs mma.sync {', '.join(_SHAPES)} only, not {shape!r} ({site})")
     m, n, k, inputs, accumulators = _SHAPES[shape]
     if (a_layout, b_layout) != ("row", "col"):
         raise TVMSError(f"mma.sync.{shape} takes a row-major A and a column-major B, not {a_layout}/{b_layout}")

@@ -9,7 +9,8 @@ transpose 8-bit elements): scheduled, as TVM's device passes leave them, and the
 tvms renders TVM's device stage byte for byte; tvms's own lowering of the schedules (LowerWarpMemory
 making the accumulators each lane's registers, as TVM's) gives the same instructions; NVRTC compiles
 both for sm_80 and sm_90. The reference executor runs both kernels (one block of the grid over the first
-steps of k) as numpy computes, with the PTX ISA's fragment layouts (runtime/reference_ptx.py). On a
+steps of k) as numpy computes, with the PTX ISA's fragment layouts (runtime/reference_ptx.py), and
+TVM's m16n8k8 test kernel (fragments loaded by hand) as that test expects. On a
 machine with a CUDA GPU, the schedules run whole on the device (test_schedules_on_the_device).
 """
 from __future__ import annotations
@@ -219,8 +220,8 @@ def test_ldmatrix_gives_each_lane_its_rows_as_ptx_documents():
 REFUSED = [
     ('T.ptx_legacy.ldmatrix(T.bool(False), 4, ".b16", A_warp.data, threadIdx_x * 8, T.address_of(A_shared[4]), threadIdx_x * 8)',
      "lane 0 gives a row 8 bytes into its shared memory, which is not 16-byte aligned"),
-    ('T.ptx_legacy.mma("m16n8k8", "row", "col", "fp16", "fp16", "fp32", A_warp.data, 0, A_warp.data, 0, C_warp.data, 0, T.bool(False))',
-     "runs mma.sync m16n8k16 and m16n8k32 only, not 'm16n8k8'"),
+    ('T.ptx_legacy.mma("m8n8k4", "row", "col", "fp16", "fp16", "fp32", A_warp.data, 0, A_warp.data, 0, C_warp.data, 0, T.bool(False))',
+     "runs mma.sync m16n8k16, m16n8k8, m16n8k32 only, not 'm8n8k4'"),
     ('if threadIdx_x < 16:\n        T.ptx_legacy.mma("m16n8k16", "row", "col", "fp16", "fp16", "fp32", A_warp.data, 0, A_warp.data, 0, C_warp.data, 0, T.bool(False))',
      "mma at .* is executed by 16 lanes of a warp"),
 ]
@@ -234,3 +235,47 @@ def test_what_the_executor_refuses():
     for (_, func), (_, message) in zip(funcs, REFUSED):
         with pytest.raises(TVMSError, match=message):
             run_prim_func(func, np.zeros(256, np.float16))
+
+
+# TVM's own m16n8k8 test kernel (test_tir_ptx_mma.py's gemm_mma_m16n8k8_row_col_fp16fp16fp32: C = A B^T,
+# each lane loading its fragments by hand), as a device kernel; its B loop is cut to the 2 elements
+# a lane holds (TVM's loads 4, the last two out of B's and the fragment's bounds)
+M16N8K8 = '''
+# from tvm.script import tir as T
+
+@T.prim_func
+def m16n8k8(A_ptr: T.handle("float16", "global"), B_ptr: T.handle("float16", "global"), C_ptr: T.handle("float32", "global")):
+    T.func_attr({"calling_conv": 2, "target": T.target({"arch": "sm_80", "keys": ["cuda", "gpu"], "kind": "cuda", "max_num_threads": 1024, "tag": "", "thread_warp_size": 32}), "tirx.is_global_func": True, "tirx.kernel_launch_params": ["threadIdx.x"], "tirx.noalias": True})
+    A = T.decl_buffer((128,), "float16", data=A_ptr)
+    B = T.decl_buffer((64,), "float16", data=B_ptr)
+    C = T.decl_buffer((128,), data=C_ptr)
+    tx = T.launch_thread("threadIdx.x", 32)
+    MultiA = T.alloc_local((4,), "float16")
+    MultiB = T.alloc_local((2,), "float16")
+    Accum = T.alloc_local((4,))
+    for i in range(4):
+        Accum[i] = T.float32(0.0)
+    for i in range(4):
+        MultiA[i] = A[(tx // 4 + i // 2 * 8) * 8 + tx % 4 * 2 + i % 2]
+    for i in range(2):
+        MultiB[i] = B[tx // 4 * 8 + tx % 4 * 2 + i]
+    T.ptx_legacy.mma("m16n8k8", "row", "col", "float16", "float16", "float32", MultiA.data, 0, MultiB.data, 0, Accum.data, 0, T.bool(False))
+    for i in range(4):
+        C[(tx // 4 + i // 2 * 8) * 8 + tx % 4 * 2 + i % 2] = Accum[i]
+'''
+
+
+def test_m16n8k8_computes_as_tvms_own_kernel_expects():
+    """mma.sync m16n8k8 (float16 into float32) with TVM's test kernel's fragments computes A B^T, as
+    that test expects of the GPU, and the kernel compiles."""
+    func = from_source(M16N8K8)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((16, 8)).astype(np.float16), rng.standard_normal((8, 8)).astype(np.float16)
+    c = np.zeros((16, 8), np.float32)
+    run_prim_func(func, a.ravel(), b.ravel(), c.ravel())
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64).T, rtol=1e-6, atol=1e-6)
+    from tvms.lowering.tir.gpu.pipeline import finalize_kernels
+
+    source = cuda_source(kernels_of(finalize_kernels(tvms.IRModule({"m16n8k8": func}))))
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32" in source
+    assert_compiles(source)

@@ -164,9 +164,10 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         name = self.namer.get(b)
         if name is not None:
             return name
-        # a buffer used without a definition: declare it where the function starts
+        # a buffer used without a definition: declare it as a free variable is (definitions_of)
         name = self.namer.define(b, b.name, self.func_frame)
-        self.pending.append(f"{name} = {self.buffer_decl(b, 'Buffer', [], define_line=self.pending.append)}")
+        definitions = self.definitions_of(b)
+        definitions.append(f"{name} = {self.buffer_decl(b, 'Buffer', [], define_line=definitions.append)}")
         self.buffer_defs.setdefault(id(b.data), []).append(b)
         return name
 
@@ -300,13 +301,13 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
 
 
 def use_frames(body: Any) -> dict[int, tuple]:
-    """For each variable of ``body`` (by id), the loops and blocks (ids of their ``For`` and
-    ``BlockRealize``/``Block`` nodes) around every one of its uses, outermost first."""
+    """For each variable and buffer of ``body`` (by id), the loops and blocks (ids of their ``For``
+    and ``BlockRealize``/``Block`` nodes) around every one of its uses, outermost first."""
     paths: dict[int, tuple] = {}
     stack: list = [(body, ())]
     while stack:
         node, path = stack.pop()
-        if isinstance(node, Var):
+        if isinstance(node, (Var, Buffer)):
             old = paths.get(id(node))
             if old is None:
                 paths[id(node)] = path
@@ -315,7 +316,9 @@ def use_frames(body: Any) -> dict[int, tuple]:
                 while common < min(len(old), len(path)) and old[common] == path[common]:
                     common += 1
                 paths[id(node)] = old[:common]
-        elif isinstance(node, Node):
+        if isinstance(node, Var):
+            continue
+        if isinstance(node, Node):
             if isinstance(node, (For, BlockRealize, Block)):
                 path = path + (id(node),)
             for name, _, _ in walk_fields(type(node)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .annotate_entry_func import AnnotateEntryFunc, annotate_entry_func
 from .common_subexpr_elim import CommonSubexprElim, common_subexpr_elim
 from .inject_double_buffer import InjectDoubleBuffer, inject_double_buffer
+from .inject_permuted_layout import InjectPermutedLayout, inject_permuted_layout
 from .inject_ptx_async_copy import InjectPTXAsyncCopy, inject_ptx_async_copy
 from .inject_software_pipeline import InjectSoftwarePipeline, inject_software_pipeline
 from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread
@@ -21,11 +22,12 @@ from .split_host_device import SplitHostDevice, split_host_device
 from .storage_rewrite import StorageRewrite, storage_rewrite
 from .thread_binding import LiftThreadBinding, UnifyThreadBinding, lift_thread_binding, unify_thread_binding
 from .thread_sync import ThreadSync, thread_sync
+from .transform_mma_buffer_layout import TransformMmaBufferLayout, transform_mma_buffer_layout
 
 __all__ = [
-    "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectPTXAsyncCopy", "InjectSoftwarePipeline", "InjectVirtualThread", "LiftThreadBinding", "LowerAsyncDMA", "LowerCrossThreadReduction",
+    "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectPTXAsyncCopy", "InjectPermutedLayout", "InjectSoftwarePipeline", "InjectVirtualThread", "LiftThreadBinding", "LowerAsyncDMA", "LowerCrossThreadReduction",
     "LowerThreadAllreduce", "LowerWarpMemory", "ManifestSharedMemoryLocalStage", "MergeSharedMemoryAllocations", "NarrowDataType",
-    "SplitHostDevice", "StorageRewrite", "ThreadSync", "UnifyThreadBinding", "annotate_entry_func", "common_subexpr_elim", "cuda_target_attr",
-    "finalize_kernels", "inject_double_buffer", "inject_ptx_async_copy", "inject_software_pipeline", "inject_virtual_thread", "lift_thread_binding", "lower_async_dma", "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce",
-    "lower_warp_memory", "manifest_shared_memory_local_stage", "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device", "storage_rewrite", "thread_sync", "unify_thread_binding",
+    "SplitHostDevice", "StorageRewrite", "ThreadSync", "TransformMmaBufferLayout", "UnifyThreadBinding", "annotate_entry_func", "common_subexpr_elim", "cuda_target_attr",
+    "finalize_kernels", "inject_double_buffer", "inject_permuted_layout", "inject_ptx_async_copy", "inject_software_pipeline", "inject_virtual_thread", "lift_thread_binding", "lower_async_dma", "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce",
+    "lower_warp_memory", "manifest_shared_memory_local_stage", "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device", "storage_rewrite", "thread_sync", "transform_mma_buffer_layout", "unify_thread_binding",
 ]

@@ -182,6 +182,11 @@ class _VersionedAccesses(Mutator):
                 self.fragment(args, 2 * i, 2 * i + 1)
         elif name == "tir.tvm_access_ptr":
             self.pointer(args, 1)
+        elif name == "tir.ptx_legacy.mma":  # (A, B and C: a data pointer, then its offset)
+            for data in (6, 8, 10):
+                self.pointer(args, data)
+        elif name == "tir.ptx_legacy.ldmatrix":
+            self.pointer(args, 3)
         else:
             return call
         return call.with_changes(args=tuple(args))
@@ -205,6 +210,12 @@ class _VersionedAccesses(Mutator):
             return
         old, new = found
         offset = new.strides[0] if new.strides else _elements(old)
+        if old.scope in ("m16n8k8.matrixA", "m16n8k8.matrixB"):
+            # (a thread holds a 32nd of these fragments: TransformMmaBufferLayout's registers)
+            if not (isinstance(offset, IntImm) and offset.value % 32 == 0):
+                raise TVMSError(f"InjectSoftwarePipeline: a version of {old.name!r} has {offset} elements, "
+                                f"not a multiple of the warp's 32 threads")
+            offset = const(offset.value // 32, offset.dtype)
         args[data] = new.data
         args[data + 1] = binary(Add, args[data + 1], binary(Mul, self.version(new, offset_min=False), offset))
 

@@ -17,9 +17,13 @@ in a commit group becomes ``T.dma_copy``, which no CUDA code generator takes). T
 their features, except these differences: tvms's StorageRewrite does not let allocations share memory; tvms's StmtSimplify simplifies
 buffer indices only, and less than TVM's (``(f * 256 + t) // 128`` stays). A reduction of several
 buffers at once (argmax) bound to threads is refused (tvms's LowerCrossThreadReduction does
-single-buffer sums, products, minima and maxima).
+single-buffer sums, products, minima and maxima). Of the skipped passes, LowerAutoCopy matters: the
+``auto_copy`` blocks of an mma.sync tuning candidate need it, so such a candidate lowers from a
+module TVM has taken past it (``split_for_cuda(..., start=inject_permuted_layout)``).
 """
 from __future__ import annotations
+
+from typing import Callable
 
 from ....ir.errors import TVMSError
 from ....ir.function import PrimFunc
@@ -42,6 +46,7 @@ from .annotate_entry_func import annotate_entry_func
 from .common_subexpr_elim import common_subexpr_elim
 from .infer_fragment import infer_fragment
 from .inject_double_buffer import inject_double_buffer
+from .inject_permuted_layout import inject_permuted_layout
 from .inject_ptx_async_copy import inject_ptx_async_copy
 from .inject_software_pipeline import inject_software_pipeline
 from .inject_virtual_thread import inject_virtual_thread
@@ -57,6 +62,7 @@ from .split_host_device import split_host_device
 from .storage_rewrite import storage_rewrite
 from .thread_binding import lift_thread_binding, unify_thread_binding
 from .thread_sync import thread_sync
+from .transform_mma_buffer_layout import transform_mma_buffer_layout
 
 def _vectorize_with_scalar_guards(func: PrimFunc) -> PrimFunc:
     return vectorize_loop(func, scalar_guards=True)  # (C has no vector condition for a guarded load)
@@ -65,7 +71,8 @@ def _vectorize_with_scalar_guards(func: PrimFunc) -> PrimFunc:
 # TVM's s_tir pipeline up to AnnotateEntryFunc, the passes tvms has (per PrimFunc)
 BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
                 lift_thread_binding, manifest_shared_memory_local_stage, compact_buffer_allocation, unify_thread_binding,
-                lower_match_buffer, stmt_simplify, inject_software_pipeline, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
+                lower_match_buffer, stmt_simplify, inject_permuted_layout, inject_software_pipeline,
+                transform_mma_buffer_layout, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
                 inject_virtual_thread, inject_double_buffer,
                 storage_rewrite, unroll_loop, stmt_simplify)
 # after it, per PrimFunc: the barriers for each memory scope, the fragments' shapes, the
@@ -74,8 +81,7 @@ BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "sh
                 lambda f: thread_sync(f, "warp"), infer_fragment, lower_thread_allreduce,
                 merge_shared_memory_allocations)
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
-SKIPPED = ("LowerAutoCopy", "InjectPermutedLayout",
-           "AnnotateIrregularLoop", "TransformMmaBufferLayout",
+SKIPPED = ("LowerAutoCopy", "AnnotateIrregularLoop",
            "BF16ComputeLegalize", "LoopPartition",
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
            "FP8ComputeLegalize", "VerifyMemory",
@@ -108,9 +114,10 @@ def _each_prim_func(mod: IRModule, steps) -> IRModule:
     return result
 
 
-def split_for_cuda(func: PrimFunc, target: Target) -> IRModule:
+def split_for_cuda(func: PrimFunc, target: Target, start: Callable | None = None) -> IRModule:
     """TVM's s_tir pipeline on ``func`` up to SplitHostDevice: the host function and its kernels
-    as that stage prints them (before the device passes)."""
+    as that stage prints them (before the device passes). ``start``, one of ``BEFORE_ENTRY``'s
+    passes, resumes the pipeline there (on a function already lowered up to it, by TVM say)."""
     if not isinstance(func, PrimFunc):
         raise TVMSError(f"lower_for_cuda: expected a PrimFunc, got {type(func).__name__}")
     symbol = str(func.attrs.get("global_symbol", "main"))
@@ -125,6 +132,8 @@ def split_for_cuda(func: PrimFunc, target: Target) -> IRModule:
         steps = steps[:after] + (lower_async_dma,) + steps[after:]
     if not config.get("tirx.disable_cse_tir", False):  # (TVM's option)
         steps += (common_subexpr_elim,)
+    if start is not None:
+        steps = steps[steps.index(start):]
     mod = _each_prim_func(IRModule({symbol: func}), steps)
     late = BEFORE_SPLIT
     if config.get("tirx.use_async_copy", False):
