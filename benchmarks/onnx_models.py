@@ -133,10 +133,10 @@ def tune_model(name: str, mod, inputs: list, trials: int, work_root: str, ops: l
         strategy=strategy, progress="none")
     seconds = time.perf_counter() - start
     start = time.perf_counter()
-    checked = check_in_model(db, lowered, target, inputs) if model_check else {}
+    tasks = ms.relax_integration.extract_tasks(lowered, target)
+    checked = check_in_model(db, lowered, target, inputs, tasks=tasks) if model_check else {}
     check_seconds = time.perf_counter() - start
-    tasks = [t for t in ms.relax_integration.extract_tasks(lowered, target)
-             if any(op in t.task_name for op in ops)]
+    tasks = [t for t in tasks if any(op in t.task_name for op in ops)]
     kept = sum(default_is_best(db, t) for t in tasks)  # (a task left untuned has no record: it keeps the default)
     return (ms.relax_integration.compile_relax(db, lowered, target), seconds, len(tasks), kept, check_seconds,
             checked)

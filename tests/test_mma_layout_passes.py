@@ -95,3 +95,11 @@ def test_the_lowered_mma_candidate_computes_and_compiles() -> None:
     source = cuda_source(kernels_of(pipeline.finalize_kernels(split)))
     assert "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32" in source and "cp.async" in source
     assert_compiles(source)
+
+
+def test_the_pipeline_refuses_to_start_at_a_pass_it_does_not_run() -> None:
+    from tvms.ir.target import Target
+
+    func = tvms.script.from_source(golden("mma_InjectPermutedLayout_before.tvms"))["main"]
+    with pytest.raises(TVMSError, match=r"start=lower_cuda_intrin is none of .*inject_permuted_layout, "):
+        pipeline.split_for_cuda(func, Target("cuda -arch=sm_80"), start=pipeline.lower_cuda_intrin)

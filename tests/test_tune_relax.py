@@ -42,6 +42,13 @@ def test_extract_tasks_counts_equal_prim_funcs_once() -> None:
     tasks = ms.relax_integration.extract_tasks(legalized(), "llvm")
     assert sorted((t.task_name, t.weight) for t in tasks) == [("fused_matmul_add_relu", 2)]
     assert all(list(t.mod) == ["main"] and t.dispatched == [t.mod] for t in tasks)
+    # (a task names every PrimFunc it stands for, each once: the kernels a model check times)
+    (task,) = tasks
+    mod = task.mod
+    from tvms.lowering.tune.relax_integration import _distinct
+
+    (again,) = _distinct([("f", mod, frozenset()), ("g", mod, frozenset()), ("f", mod, frozenset())], task.target)
+    assert (again.task_name, again.weight, again.names) == ("f", 3, ["f", "g"])
 
 
 def test_the_parts_of_a_concatenation_written_in_place_are_tasks() -> None:

@@ -13,7 +13,7 @@ schedule, marked ``tir.is_scheduled`` so that the default schedules leave it alo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...ir import relax as rx
@@ -40,8 +40,9 @@ def _tune() -> Any:
 class ExtractedTask:
     """A PrimFunc to tune: ``task_name`` (its first name), ``mod`` (it, as ``main``), the
     ``target``, ``dispatched`` (the modules it stands for), ``weight`` (how many
-    ``R.call_tir`` call it) and ``constant_params`` (the indices of the parameters every call
-    passes a constant: weights whose repacking a compiled model does once, untimed in a trial)."""
+    ``R.call_tir`` call it), ``constant_params`` (the indices of the parameters every call
+    passes a constant: weights whose repacking a compiled model does once, untimed in a trial)
+    and ``names`` (the names of the module's PrimFuncs it stands for, in order of first call)."""
 
     task_name: str
     mod: IRModule
@@ -49,6 +50,7 @@ class ExtractedTask:
     dispatched: list
     weight: int
     constant_params: frozenset = frozenset()
+    names: list = field(default_factory=list)
 
 
 def _distinct(named: list, target: Target) -> list[ExtractedTask]:
@@ -63,8 +65,10 @@ def _distinct(named: list, target: Target) -> list[ExtractedTask]:
         if same is not None:
             same.weight += 1
             same.constant_params &= constants
+            if name not in same.names:
+                same.names.append(name)
         else:
-            bucket.append(ExtractedTask(name, task_mod, target, [task_mod], 1, constants))
+            bucket.append(ExtractedTask(name, task_mod, target, [task_mod], 1, constants, [name]))
             tasks.append(bucket[-1])
     return tasks
 

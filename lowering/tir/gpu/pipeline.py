@@ -133,6 +133,10 @@ def split_for_cuda(func: PrimFunc, target: Target, start: Callable | None = None
     if not config.get("tirx.disable_cse_tir", False):  # (TVM's option)
         steps += (common_subexpr_elim,)
     if start is not None:
+        if start not in steps:
+            names = dict.fromkeys(getattr(s, "__name__", repr(s)) for s in steps)
+            raise TVMSError(f"split_for_cuda: start={getattr(start, '__name__', repr(start))} is none of the "
+                            f"pipeline's passes before SplitHostDevice: {', '.join(names)}")
         steps = steps[steps.index(start):]
     mod = _each_prim_func(IRModule({symbol: func}), steps)
     late = BEFORE_SPLIT
