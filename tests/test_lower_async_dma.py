@@ -5,9 +5,9 @@ fixtures/async_dma (generate_with_tvm.py) holds TVM's LowerAsyncDMA of three fla
 with async commit and wait scopes (``contiguous``: one 2-d copy nest; ``grouped``: two copies in
 one group, a strided copy left alone, waits of a queue never copied to and without a count;
 ``edges``: what is and is not a contiguous copy: reversed, split and fused, transposed, rows with
-gaps, a symbolic extent, one element, a strided source), and of a software pipeline whose async
-stage copies with a serial loop, lowered by TVM's cuda pipeline under ``tirx.use_async_copy``
-(``pipeline_serial``), with what ``tvm.compile`` says of it.
+gaps, a symbolic extent, one element, a strided source, a repeating source), and of a software
+pipeline whose async stage copies with a serial loop, lowered by TVM's cuda pipeline under
+``tirx.use_async_copy`` (``pipeline_serial``), with what ``tvm.compile`` says of it.
 Nothing here runs on a GPU.
 """
 from __future__ import annotations
