@@ -708,6 +708,7 @@ def run_prim_func(func: PrimFunc | IRModule, *args: Any, **scalars: Any) -> Any:
     with np.errstate(all="ignore"):
         try:
             result = body(env)
+            reference_dma.finish(env)
         except KeyError as err:
             if err.args and isinstance(err.args[0], E.Var):
                 raise TVMSError(f"variable {err.args[0].name!r} is used before it is bound") from None

@@ -27,6 +27,16 @@ from tvms.ir.errors import TVMSError
 from .reference_gpu import describe
 
 
+def complete_oldest(groups: list, committed: int, in_flight: int) -> list:
+    """Take the oldest of the ``committed`` groups at the front of ``groups`` (oldest first) but
+    the ``in_flight`` newest out of ``groups``; their copies, in issue order (what a wait lands,
+    cp.async's here and the DMA builtins' in reference_dma)."""
+    done = max(0, committed - in_flight)
+    copies = [copy for group in groups[:done] for copy in group]
+    del groups[:done]
+    return copies
+
+
 def _queue(block: Any, me: int) -> list:
     """The thread's groups of pending writes, oldest first; the last one is still open."""
     return block.memory.setdefault(("cp.async", me), [[]])
@@ -72,15 +82,12 @@ def wait_group(block: Any, me: int, in_flight: int, queue_index: int = 0) -> Non
     if queue_index != 0:
         return
     queue = _queue(block, me)
-    done = max(0, len(queue) - 1 - in_flight)
-    for group in queue[:done]:
-        for dst, offset, values, stmt in group:
-            flight = block.in_flight[dst.root]
-            flight[offset * dst.itemsize:(offset + len(values)) * dst.itemsize] -= 1
-            if not flight.any():
-                del block.in_flight[dst.root]
-            dst.store(np.arange(offset, offset + len(values)), values, me, stmt)
-    del queue[:done]
+    for dst, offset, values, stmt in complete_oldest(queue, len(queue) - 1, in_flight):  # (the last is open)
+        flight = block.in_flight[dst.root]
+        flight[offset * dst.itemsize:(offset + len(values)) * dst.itemsize] -= 1
+        if not flight.any():
+            del block.in_flight[dst.root]
+        dst.store(np.arange(offset, offset + len(values)), values, me, stmt)
 
 
 def finish(block: Any, me: int) -> None:

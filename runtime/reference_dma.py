@@ -7,7 +7,9 @@ TVM's builtin.h gives them (its Hexagon runtime implements them; no GPU code gen
 * ``T.dma_start_group(queue)`` opens a group, ``T.dma_end_group(queue)`` closes it (a group
   opened twice, or closed when none is open, is an error);
 * ``T.dma_wait(queue, n)`` completes the queue's groups but the ``n`` newest: only then are their
-  copies in ``dst`` (waiting while a group is open is an error).
+  copies in ``dst`` (waiting while a group is open is an error);
+* a run that ends with copies never waited for, or with a group open, is an error (as a GPU
+  thread's cp.async copies are, reference_async).
 
 So a copy lands at the wait of its group, as cp.async's does (reference_async); a read of the
 destination before that wait sees what was there before. The pointers are ``T.address_of(buf[i])``
@@ -21,6 +23,9 @@ from typing import Any
 import numpy as np
 
 from tvms.ir.errors import TVMSError
+from tvms.ir.expr import BufferLoad, Call
+
+from .reference_async import complete_oldest
 
 BUILTINS = ("tir.dma_copy", "tir.dma_wait", "tir.dma_start_group", "tir.dma_end_group")
 _STATE = "dma queues"  # (the key of the run's queues in the executor's environment)
@@ -77,12 +82,18 @@ def wait(env: dict, queue: int, in_flight: int) -> int:
     q = _queue(env, queue)
     if q.open is not None:
         raise TVMSError(f"dma_wait({queue}, {in_flight}) while a group of queue {queue} is open")
-    done = max(0, len(q.groups) - in_flight)
-    for group in q.groups[:done]:
-        for memory, offset, data in group:
-            _bytes(memory, offset, len(data), "destination")[:] = data
-    del q.groups[:done]
+    for memory, offset, data in complete_oldest(q.groups, len(q.groups), in_flight):
+        _bytes(memory, offset, len(data), "destination")[:] = data
     return 0
+
+
+def finish(env: dict) -> None:
+    """At the end of a run: every copy issued has been waited for, and no group is left open."""
+    for queue, q in sorted(env.get(_STATE, {}).items()):
+        pending = sum(len(group) for group in q.groups) + len(q.open or ())
+        if pending or q.open is not None:
+            raise TVMSError(f"the function ends with {pending} dma_copy copies of queue {queue} it never waited "
+                            f"for (dma_wait)" + (", a group still open (dma_end_group)" if q.open is not None else ""))
 
 
 def compile_call(codegen: Any, e: Any) -> str:
@@ -97,10 +108,11 @@ def compile_call(codegen: Any, e: Any) -> str:
     queue, dst, src, nbytes = e.args[:4]
     pointers = []
     for pointer in (dst, src):
-        if getattr(pointer.op, "name", None) != "tir.address_of":
+        if not (isinstance(pointer, Call) and getattr(pointer.op, "name", None) == "tir.address_of"
+                and isinstance(pointer.args[0], BufferLoad)):
             raise TVMSError(f"dma_copy takes T.address_of(buffer[index]) pointers, not {pointer!r}")
         pointers.extend(codegen.flat_index(pointer.args[0].buffer, pointer.args[0].indices))
     return codegen._call(copy, "env", codegen.src(queue), *pointers, codegen.src(nbytes))
 
 
-__all__ = ["BUILTINS", "compile_call"]
+__all__ = ["BUILTINS", "compile_call", "finish"]

@@ -223,7 +223,8 @@ def check_every_comment_survives(text: str, name: str) -> None:
     found = re.findall(r"# c(\d+)\b", out)
     assert sorted(map(int, found)) == list(range(count))  # each once
     assert from_source(out).script(dialect=dialect) == out
-    assert structural_equal(mod, plain)
+    # (a free variable each reading makes anew, as a copy block's predicate names: mapped)
+    assert structural_equal(mod, plain, map_free_vars=True)
 
 
 FAST = sorted((FIXTURES / "seeds" / "classic").glob("*.tvms")) + sorted((FIXTURES / "seeds_relax").glob("*.tvms"))

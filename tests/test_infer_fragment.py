@@ -56,6 +56,26 @@ def test_fragments_read_back_as_tvm_prints_them():
         assert from_source(text).script(dialect="tvm-0.27") == text, path.name
 
 
+def test_a_declared_buffer_is_allocated_once():
+    """The first allocation after ``x = T.Buffer(...)`` is that buffer; a second ``x =
+    T.alloc_buffer`` of the same name and memory beside it is another buffer."""
+    text = """# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((16,), "float32")):
+    x = T.Buffer((16,), scope="shared")
+    with T.attr(x.data, "storage_alignment", 128):
+        for i in range(2):
+            x = T.alloc_buffer((16,), scope="shared")
+            x[i] = A[i]
+    for i in range(2):
+        x = T.alloc_buffer((16,), scope="shared")
+        x[i] = A[i + 2]"""
+    func = from_source(text)
+    first, second = collect(func.body, AllocBuffer)
+    assert first.buffer.data is collect(func.body, AttrStmt)[0].node and second.buffer is not first.buffer
+
+
 @pytest.mark.slow
 def test_dlight_tensor_core_matmuls_compile_to_cubins_for_sm80_and_sm90():
     """DLight's WMMA schedules on sm_80 (float16 into float32 and into float16, int8 into int32),

@@ -5,9 +5,9 @@ fixtures/async_dma (generate_with_tvm.py) holds TVM's LowerAsyncDMA of three fla
 with async commit and wait scopes (``contiguous``: one 2-d copy nest; ``grouped``: two copies in
 one group, a strided copy left alone, waits of a queue never copied to and without a count;
 ``edges``: what is and is not a contiguous copy: reversed, split and fused, transposed, rows with
-gaps, a symbolic extent, one element, a strided source), and of a software pipeline whose async
-stage copies with a serial loop, lowered by TVM's cuda pipeline under ``tirx.use_async_copy``
-(``pipeline_serial``), with what ``tvm.compile`` says of it.
+gaps, a symbolic extent, one element, a strided source, a repeating source), and of a software
+pipeline whose async stage copies with a serial loop, lowered by TVM's cuda pipeline under
+``tirx.use_async_copy`` (``pipeline_serial``), with what ``tvm.compile`` says of it.
 Nothing here runs on a GPU.
 """
 from __future__ import annotations
@@ -79,8 +79,9 @@ def test_refusals():
 
 def test_copies_land_at_their_wait():
     """The builtins in the reference executor: TVM's lowered functions compute what their inputs
-    compute (numpy); without its wait a copy has not landed; a group opened twice, or a wait while
-    one is open, is an error."""
+    compute (numpy); without its wait a copy has not landed; a group opened twice, a wait while
+    one is open, a run ending with copies never waited for or a group open, and a pointer that is
+    not ``T.address_of(buf[i])`` are errors."""
     a = np.arange(256, dtype="float32")
     after = text("contiguous.after.tvms")
     for source in (text("contiguous.before.tvms"), after):
@@ -88,7 +89,8 @@ def test_copies_land_at_their_wait():
         run_prim_func(from_source(source)["main"], a, b)
         np.testing.assert_array_equal(b, a * 2)
     b = np.zeros(256, "float32")
-    run_prim_func(from_source(after.replace("T.dma_wait(0, 0)", "T.dma_wait(0, 1)"))["main"], a, b)
+    lagging = after.replace("T.dma_wait(0, 0)", "T.dma_wait(0, 1)")
+    run_prim_func(from_source(lagging + "\n        T.dma_wait(0, 0)")["main"], a, b)
     np.testing.assert_array_equal(b[:64], 0)  # (the first copy waits for the second's wait)
     np.testing.assert_array_equal(b[64:], a[:192] * 2)
     x, y = np.arange(128).astype("float16"), (np.arange(128) * 3).astype("float16")
@@ -99,6 +101,10 @@ def test_copies_land_at_their_wait():
     for bad, message in ((after.replace("T.dma_end_group(0)", "T.dma_start_group(0)"), "while a group of queue 0 is open"),
                          (after.replace("T.dma_end_group(0)", "T.evaluate(0)"), r"dma_wait\(0, 0\) while a group"),
                          (after.replace("T.dma_start_group(0)", "T.evaluate(0)"), "with no group of queue 0 open"),
-                         (after.replace("T.address_of(A[k * 64])", "T.address_of(A[k * 64 + 1])"), "out of its bounds")):
+                         (after.replace("T.address_of(A[k * 64])", "T.address_of(A[k * 64 + 1])"), "out of its bounds"),
+                         (lagging, "ends with 1 dma_copy copies of queue 0 it never waited for"),
+                         (after.replace("T.dma_end_group(0)\n            T.dma_wait(0, 0)", "T.evaluate(0)")
+                          .replace("range(4)", "range(1)"), "ends with 1 dma_copy copies .* a group still open"),
+                         (after.replace("T.address_of(A[k * 64])", "A.data"), "takes T.address_of")):
         with pytest.raises(TVMSError, match=message):
             run_prim_func(from_source(bad)["main"], a, np.zeros(256, "float32"))

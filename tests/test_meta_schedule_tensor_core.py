@@ -238,16 +238,37 @@ def test_mma_sync_sketch_matches_tvm() -> None:
     RewriteTensorize putting in the mma_init, ldmatrix and mma.sync implementations), TVM's
     post-processed module byte for byte. (TVM's VerifyGPUCode refuses this candidate, tvms's
     accepts it.)"""
-    (intrin,) = MMA_DECISIONS
-    found, postprocs = sketches(the_rule=mma_rule())
+    mma_sketch_matches_tvm("tc_matmul", MMA_DECISIONS)
+
+
+def mma_sketch_matches_tvm(workload: str, decisions: dict) -> "tvms.IRModule":
+    """The mma.sync rule's one sketch of ``workload`` with TVM's ``decisions`` prints TVM's trace
+    and module, and post-processed TVM's module; the sketch's module (before postprocessing)."""
+    (intrin,) = decisions
+    found, postprocs = sketches(workload, mma_rule())
     assert list(found) == [intrin]
-    sch = replayed("tc_matmul", found[intrin], MMA_DECISIONS[intrin])
-    assert sch.trace.script(DIALECT) + "\n" == golden(f"tc_matmul_{intrin}.trace.py")
-    assert sch.mod.script(dialect=DIALECT) == golden(f"tc_matmul_{intrin}.tvms")
-    # (a known difference: TVM's VerifyGPUCode, lowering through LowerAutoCopy and the mma.sync
-    # layout passes tvms lacks, refuses this candidate; tvms's check accepts it)
-    assert postprocessed(sch, postprocs, f"tc_matmul_{intrin}") and not VERDICTS[f"tc_matmul_{intrin}"]
-    assert sch.mod.script(dialect=DIALECT) == golden(f"tc_matmul_{intrin}_post.tvms")
+    sch = replayed(workload, found[intrin], decisions[intrin])
+    assert sch.trace.script(DIALECT) + "\n" == golden(f"{workload}_{intrin}.trace.py")
+    assert sch.mod.script(dialect=DIALECT) == golden(f"{workload}_{intrin}.tvms")
+    sketch = sch.mod
+    # (a known difference: TVM's VerifyGPUCode, lowering through LowerAutoCopy, which tvms
+    # lacks, refuses this candidate; tvms's check accepts it)
+    assert postprocessed(sch, postprocs, f"{workload}_{intrin}") and not VERDICTS[f"{workload}_{intrin}"]
+    assert sch.mod.script(dialect=DIALECT) == golden(f"{workload}_{intrin}_post.tvms")
+    return sketch
+
+
+def computes_exactly(func: "tvms.PrimFunc", n: int) -> None:
+    """``func``, split for the GPU, computes the n x n x n matmul in the reference executor (small
+    integers: exact sums)."""
+    from tvms.lowering.tir.gpu.pipeline import split_for_cuda
+
+    split = split_for_cuda(func, cuda_target("sm_80"))
+    rng = np.random.default_rng(1)
+    a, b = (rng.integers(-2, 3, (n, n)).astype("float16") for _ in range(2))
+    c = np.zeros((n, n), "float32")
+    run_prim_func(split, a, b, c)
+    np.testing.assert_array_equal(c, a.astype("float32") @ b.astype("float32"))
 
 
 def test_mma_sync_sketch_is_not_lowered_before_tensorization() -> None:
@@ -259,6 +280,23 @@ def test_mma_sync_sketch_is_not_lowered_before_tensorization() -> None:
 
     with pytest.raises(TVMSError, match="m16n8k8.matrixA buffers to be accessed through opaque ldmatrix"):
         split_for_cuda(parsed("tc_matmul_mma_sync_m16n8k8_f16f16f32.tvms")["main"], cuda_target("sm_80"))
+
+
+@pytest.mark.slow
+def test_mma_sync_sketch_of_a_padded_matmul_writes_back_only_the_result(monkeypatch) -> None:
+    """On the 127^3 matmul (padded to 128) the mma.sync sketch reverse-inlines the write-back of
+    the padded result into the write_at copy block, bounded as TVM 0.27 bounds it: a predicate
+    over the copy's own loops (``ax0 < 127 and ... * 32 + ax1 < 127``, which TVM prints as free
+    variables before the block). With TVM's decisions it prints TVM's trace and module, and
+    post-processed TVM's module, byte for byte; lowered (the bound then inside the copy's loops),
+    it computes the 127^3 matmul in the reference executor, writing nothing outside C. (Lowered
+    without TransformMmaBufferLayout, which refuses a sketch's element-wise fragment reads.)"""
+    from tvms.lowering.tir.gpu import pipeline
+
+    monkeypatch.setattr(pipeline, "BEFORE_ENTRY", tuple(
+        s for s in pipeline.BEFORE_ENTRY if s is not pipeline.transform_mma_buffer_layout))
+    decisions = json.loads((GOLDEN / "tc_127_mma_decisions.json").read_text())
+    computes_exactly(mma_sketch_matches_tvm("tc_matmul_127", decisions)["main"], 127)
 
 
 def test_mma_sync_rule_leaves_a_batched_matmul_alone(caplog) -> None:

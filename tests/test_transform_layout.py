@@ -135,3 +135,47 @@ def test_an_index_map_object_of_the_wrong_arity_is_refused() -> None:
     sch = Schedule(copy_module(16))
     with pytest.raises(ScheduleError, match="the index map takes 2 indices, the buffer has 1 dimensions"):
         sch.transform_layout(sch.get_block("B"), ("write", 0), index_map)
+
+
+INT64_COPY = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((T.int64(16),), "float32"), B: T.Buffer((T.int64(16),), "float32")):
+    for i in range(T.int64(16)):
+        with T.sblock("B"):
+            vi = T.axis.spatial(T.int64(16), i)
+            B[vi] = A[vi] * T.float32(2)
+"""
+# TVM 0.27's trace and module after transform_layout(B, ("write", 0), m) with
+# m = IndexMap.from_func(lambda i: [i // 4, i % 4], index_dtype="int32") (tvm.s_tir.Schedule)
+INT64_TRACE = """# from tvm import s_tir
+def apply_trace(sch: s_tir.Schedule) -> None:
+  b0 = sch.get_sblock(name="B", func_name="main")
+  sch.transform_layout(block=b0, buffer=("write", 0), index_map=lambda i: (i // 4, i % 4,), pad_value=None, assume_injective_transform=False)"""
+INT64_MODULE = """# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+
+@I.ir_module
+class Module:
+    @T.prim_func(s_tir=True)
+    def main(A: T.Buffer((T.int64(16),), "float32"), B: T.Buffer((T.int64(4), T.int64(4)), "float32")):
+        # with T.sblock("root"):
+        for i in range(T.int64(16)):
+            with T.sblock("B"):
+                vi = T.axis.spatial(T.int64(16), i)
+                T.reads(A[vi])
+                T.writes(B[vi // T.int64(4), vi % T.int64(4)])
+                B[vi // T.int64(4), vi % T.int64(4)] = A[vi] * T.float32(2.0)"""
+
+
+def test_an_int32_index_map_on_an_int64_buffer_is_traced_as_given() -> None:
+    """The buffer is indexed in int64 (``vi // T.int64(4)``), while the trace keeps the caller's
+    IndexMap over int32 (``i // 4``), as TVM 0.27's does; a lambda is traced converted."""
+    from tvms.lowering.schedule.layout import IndexMap
+
+    for index_map, traced in ((IndexMap.from_func(lambda i: (i // 4, i % 4), 1), "(i // 4, i % 4,)"),
+                              (lambda i: (i // 4, i % 4), "(i // T.int64(4), i % T.int64(4),)")):
+        sch = Schedule(tvms.IRModule({"main": tvms.script.from_source(INT64_COPY)}))
+        sch.transform_layout(sch.get_block("B"), ("write", 0), index_map)
+        assert sch.trace.script("tvm-0.27") == INT64_TRACE.replace("(i // 4, i % 4,)", traced)
+        assert sch.mod.script(dialect="tvm-0.27") == INT64_MODULE

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ...ir.analysis import infer_block_regions, substitute
 from ...ir.arith.analyzer import AFFINE, Analyzer
 from ...ir.buffer import Buffer
-from ...ir.expr import LT, Add, And, BufferLoad, FloorDiv, FloorMod, IntImm, PrimExpr, Var, const, is_const_int
+from ...ir.expr import GE, LT, Add, And, BufferLoad, FloorDiv, FloorMod, IntImm, PrimExpr, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, BufferStore, For
 from ...ir.structural import structural_equal
@@ -350,5 +350,35 @@ def _into_copy_nest(func: PrimFunc, name: str, block: Block, store: BufferStore,
     merged = realize.block.with_changes(body=body, reads=(), writes=())
     reads, writes = infer_block_regions(merged)
     merged = merged.with_changes(reads=reads, writes=writes)
-    func = replace_stmts(func, {id(realize): realize.with_changes(block=merged)})
+    predicate = _copy_domain_predicate(block, mapping, realize, loops)
+    func = replace_stmts(func, {id(realize): realize.with_changes(block=merged, predicate=predicate)})
     return _drop_allocation(remove_block(func, name, "reverse_compute_inline"), buffer)
+
+
+def _copy_domain_predicate(consumer: Block, mapping: dict, realize: BlockRealize, loops: list) -> PrimExpr:
+    """The copy block's predicate, and-ed with the consumer's domain at the copy's store indices
+    where the copy's ranges do not prove it (a padded copy writing back a 127 x 127 result:
+    ``ax0 < 127 and v0 * 64 + v1 * 32 + ax1 < 127``, the block's iterators then replaced by their
+    bindings). As in TVM 0.27, the bound names the copy's own loop variables, inside the block
+    (TVM prints them as free variables before it; LowerOpaqueBlock puts the guard inside the loops
+    that bind them)."""
+    ranges = Analyzer()
+    for iv in realize.block.iter_vars:
+        if isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm):
+            ranges.bind(iv.var, iv.dom.min.value, iv.dom.extent.value)
+    for loop in loops:
+        if isinstance(loop.min, IntImm) and isinstance(loop.extent, IntImm):
+            ranges.bind(loop.loop_var, loop.min.value, loop.extent.value)
+    bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
+    predicate = realize.predicate
+    for iv in consumer.iter_vars:
+        at, low, extent = mapping[iv.var], iv.dom.min, iv.dom.extent
+        bounds = [] if isinstance(low, IntImm) and (ranges.bound(at) or (low.value - 1,))[0] >= low.value \
+            else [GE(at, low)]
+        if not (isinstance(low, IntImm) and isinstance(extent, IntImm)
+                and ranges.can_prove_less(at, low.value + extent.value)):
+            bounds.append(LT(at, extent if is_const_int(low, 0) else Add(low, extent)))
+        for bound in bounds:
+            bound = substitute(bound, bindings)
+            predicate = bound if is_const_int(predicate, 1) else And(predicate, bound)
+    return predicate

@@ -819,8 +819,11 @@ class Schedule:
             func, imap, pad_map = layout.transform_layout(self._prim_func(fname), realize, kind, index, bound,
                                                           pad_value, bool(assume_injective_transform))
             self._update(fname, func)
-            self._record("TransformLayout", [block, index_map if sampled else imap, pad_map], [(kind, index),
-                                                                       bool(assume_injective_transform)], [])
+            # (TVM 0.27 records the caller's IndexMap as given, int32 indices on an int64 buffer
+            # included; a function it records as converted)
+            recorded = index_map if sampled or isinstance(index_map, layout.IndexMap) else imap
+            self._record("TransformLayout", [block, recorded, pad_map], [(kind, index),
+                                                                         bool(assume_injective_transform)], [])
         self._run("transform_layout", action)
 
     def reindex(self, block: BlockRV, buffer: "tuple | str") -> BlockRV:

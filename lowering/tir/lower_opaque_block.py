@@ -1,6 +1,7 @@
 """LowerOpaqueBlock: opaque blocks disappear, leaving plain loops, ``if``s and allocations.
 
-A block's predicate becomes an ``if``, its ``alloc_buffers`` become ``T.alloc_buffer``
+A block's predicate becomes an ``if`` (inside the block's loops where it names their variables:
+TVM 0.27's reverse_compute_inline into a copy block bounds each element so), its ``alloc_buffers`` become ``T.alloc_buffer``
 statements around its body (annotated with the data alignment, as TVM does), and a serial loop
 of extent 1 without annotations is replaced by its body with the loop variable set to the min.
 Loop annotations named ``pragma_*`` become ``T.attr`` statements around the loop. A thread-bound
@@ -12,12 +13,12 @@ from __future__ import annotations
 
 from ...ir.buffer import DEFAULT_ALIGN
 from ...ir.errors import TVMSError
-from ...ir.expr import THREAD_INDEX, Add, IterVar, Range, StringImm, const, is_const_int
+from ...ir.expr import THREAD_INDEX, Add, IterVar, Range, StringImm, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import SERIAL, THREAD_BINDING, AllocBuffer, AttrStmt, Block, BlockRealize, For, IfThenElse, Stmt
 from ...ir.analysis import substitute
-from ...ir.visitor import Mutator
+from ...ir.visitor import Mutator, walk
 from .compact_buffer_allocation import storage_aligns
 from .tir_pass import define_tir_pass
 
@@ -33,6 +34,29 @@ def _allocation_annotations(alignment: int, aligns: dict) -> FrozenDict:
 
 
 
+def _guard_inside_loops(block: Block, predicate) -> tuple[Block, bool]:
+    """``block`` with ``predicate`` as an ``if`` inside the loops of its body whose variables it
+    names (True), or unchanged (False) where it names none of them."""
+    named = {id(v) for v in walk(predicate) if isinstance(v, Var)}
+    loops, inner = [], block.body
+    while isinstance(inner, For) and any(id(v) in named for v in _loop_vars(inner)):
+        loops.append(inner)
+        inner = inner.body
+    if not loops:
+        return block, False
+    if any(id(v) in named for v in _loop_vars(inner)):
+        raise TVMSError(f"LowerOpaqueBlock: the predicate of block {block.name_hint!r} names a loop variable "
+                        f"of its body below other statements")
+    body: Stmt = IfThenElse(predicate, inner)
+    for loop in reversed(loops):
+        body = loop.with_changes(body=body)
+    return block.with_changes(body=body), True
+
+
+def _loop_vars(stmt: Stmt) -> list:
+    return [node.loop_var for node in walk(stmt) if isinstance(node, For)]
+
+
 class _BlockLowerer(Mutator):
     def __init__(self, aligns: dict) -> None:
         self.aligns = aligns  # buffer -> {dim: (factor, offset)} (storage_align)
@@ -41,10 +65,11 @@ class _BlockLowerer(Mutator):
         if realize.block.iter_vars:
             raise TVMSError(f"LowerOpaqueBlock: block {realize.block.name_hint!r} still has iterators; "
                             f"run ConvertBlocksToOpaque first")
-        body = self.visit(realize.block)
         if is_const_int(realize.predicate, 1):
-            return body
-        return IfThenElse(realize.predicate, body)
+            return self.visit(realize.block)
+        block, guarded = _guard_inside_loops(realize.block, realize.predicate)
+        body = self.visit(block)
+        return body if guarded else IfThenElse(realize.predicate, body)
 
     def visit_Block(self, block: Block) -> Stmt:
         if block.match_buffers:

@@ -187,26 +187,29 @@ class _Verifier:
         self._strided_index(buffer, indices, loops)
 
     def _strided_index(self, buffer: Buffer, indices: tuple, loops: tuple) -> None:
-        """A vector access whose flattened index steps by other than 1 along its vectorized loop
-        is a gather: its index is a vector too (a ramp), held to the same 16 bytes."""
+        """A vector access whose flattened index steps by a constant other than 1 along its
+        vectorized loop is a gather: its index is a vector too (a ramp), held to the same 16
+        bytes. (An index that does not step by a constant, ``v // 2``, is no ramp once vectorized:
+        TVM's check, of ramps only, lets it pass, and so does this one.)"""
         vectorized = [loop for loop in loops if loop.vectorized and loop.extent and
                       any(id(loop.var) in _vars(i) for i in indices)]
         shape = [const_int(d) for d in buffer.shape]
-        if len(vectorized) != 1 or None in shape:
+        if len(vectorized) != 1 or None in shape or vectorized[0].extent < 2:
             return
         (loop,) = vectorized
         flat: Any = IntImm(indices[0].dtype, 0) if indices else None
         for d, index in enumerate(indices):
             flat = flat + index * IntImm(index.dtype, prod(shape[d + 1:]))
-        # (the index's steps along the lanes, the other loops at their first iteration: a ramp
-        # where they are all one stride)
+        # (the step from one lane to the next, the other loops at their first iteration; one that
+        # is not a constant is no ramp)
         at = {around.var: IntImm(around.var.dtype, around.start) for around in loops if around is not loop}
-        points = [Analyzer().simplify(substitute(flat, {**at, loop.var: IntImm(loop.var.dtype, k)}))
-                  for k in range(loop.extent)]
-        if not all(isinstance(p, IntImm) for p in points):
+        flat = substitute(flat, at)
+        analyzer = Analyzer()
+        analyzer.bind(loop.var, loop.start, loop.extent - 1)  # (a lane with a next one)
+        step = analyzer.simplify(substitute(flat, {loop.var: loop.var + IntImm(loop.var.dtype, 1)}) - flat)
+        if not isinstance(step, IntImm):
             return
-        steps = {b.value - a.value for a, b in zip(points, points[1:])}
-        (step,) = steps if len(steps) == 1 else (1,)
+        step = step.value
         if step not in (0, 1) and loop.extent * _bytes(flat.dtype) > MAX_VECTOR_BYTES:
             self.errors.append(f"a gather from {buffer.name} of {loop.extent} lanes {step} apart has an index "
                                f"vector of more than {MAX_VECTOR_BYTES} bytes")

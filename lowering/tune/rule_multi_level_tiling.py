@@ -109,9 +109,11 @@ class MultiLevelTiling(ScheduleRule):
             states = [after for state in states for after in step(state)]
         return [state.sch for state in states]
 
-    def _tile_loop_nest(self, state: _State, inner_spatial: int = -1) -> list[_State]:
+    def _tile_loop_nest(self, state: _State, inner_spatial: int = -1, sample_tiles: Any = None) -> list[_State]:
         """Tile the block's loops; with ``inner_spatial`` >= 0 only that many innermost spatial
-        loops are tiled, the outer ones (a batch) joining the first tile level untiled."""
+        loops are tiled, the outer ones (a batch) joining the first tile level untiled.
+        ``sample_tiles`` (as ``_sample_tiles``, the default) samples a loop's factors."""
+        sample_tiles = sample_tiles or self._sample_tiles
         sch, block = state.sch, state.block
         loops = sch.get_loops(block)
         iter_types = [iv.iter_type for iv in sch.get(block).iter_vars]
@@ -135,7 +137,7 @@ class MultiLevelTiling(ScheduleRule):
             if len(indices) == 1:
                 tiles[indices[0]].append(loop)
                 continue
-            sampled = self._sample_tiles(sch, loop, len(indices), position, iter_type)
+            sampled = sample_tiles(sch, loop, len(indices), position, iter_type)
             for index, split, factor in zip(indices, sch.split(loop, sampled), sampled):
                 tiles[index].append(split)
                 factors[index].append(factor)
@@ -154,7 +156,7 @@ class MultiLevelTiling(ScheduleRule):
         return [state]
 
     def _sample_tiles(self, sch: Any, loop: Any, n: int, position: int, iter_type: int) -> list:
-        """The ``n`` factors of the loop at ``position`` (a subclass may sample them otherwise)."""
+        """The ``n`` factors of the loop at ``position``."""
         return sch.sample_perfect_tile(loop, n=n, max_innermost_factor=self.max_innermost_factor)
 
     def _add_write_reuse(self, state: _State) -> list[_State]:

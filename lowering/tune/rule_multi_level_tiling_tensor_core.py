@@ -15,7 +15,7 @@ mma.sync (``mma_sync_m16n8k8_*``, tensor_intrin_mma.py): the same tensorization 
 tiles, the spatial tiles sampled partitioned (``sample_partitioned_tile``) so that a warp's tiles
 cover whole ``ldmatrix`` slices; ``write_at``/``read_at`` copy blocks (``auto_copy``) stand for
 the accumulators' write-out and the operands' swizzled (``permuted_layout``) shared-memory copies,
-which TVM's lowering (LowerAutoCopy, InjectPermutedLayout) turns into code; with
+which TVM's lowering (LowerAutoCopy, which tvms lacks; InjectPermutedLayout) turns into code; with
 ``use_software_pipeline`` those copies are asynchronous and two reduction tiles ahead.
 
 Matmuls over loops i, j, k of constant extents are taken, after any batch loops (indexing every
@@ -138,7 +138,6 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
         self.use_software_pipeline = bool(use_software_pipeline)
         self.stages = []
         self.logger = _LOG
-        self._partitioned = False  # (while tiling an mma.sync sketch: its spatial tiles sampled partitioned)
 
     def _initialize_with_tune_context(self, context: Any) -> None:
         super()._initialize_with_tune_context(context)
@@ -348,11 +347,7 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
         sch = state.sch
         if sum(isinstance(node, For) for node in site(sch, state.block)[2]) != 3:  # (TVM's takes i, j, k only)
             return []
-        self._partitioned = True
-        try:
-            (state,) = self._tile_loop_nest(state)
-        finally:
-            self._partitioned = False
+        (state,) = self._tile_loop_nest(state, sample_tiles=self._sample_partitioned)
         sch.write_at(state.tiles[2][-1], state.block, 0, "m16n8k8.matrixC")
         sch.reverse_compute_inline(reindexed_store)
         if self.reuse_read.req == "no":
@@ -373,11 +368,11 @@ class MultiLevelTilingTensorCore(MultiLevelTiling):
             sketches.append(new.sch)
         return sketches
 
-    def _sample_tiles(self, sch: Any, loop: Any, n: int, position: int, iter_type: int) -> list:
+    def _sample_partitioned(self, sch: Any, loop: Any, n: int, position: int, iter_type: int) -> list:
         """An mma.sync sketch's spatial tiles: the last two (of five) a multiple of one ldmatrix
         slice in tiles (A's 32 rows: 2 tiles of 16; B's 32 columns: 4 of 8)."""
-        if not self._partitioned or iter_type != DATA_PAR:
-            return super()._sample_tiles(sch, loop, n, position, iter_type)
+        if iter_type != DATA_PAR:
+            return self._sample_tiles(sch, loop, n, position, iter_type)
         return sch.sample_partitioned_tile(loop, n=n, partition_pos=3, innerpart_factor=2 if position == 0 else 4)
 
 

@@ -240,7 +240,7 @@ class BlockPrinting:
                 line(lambda: (self.emit("with T.init():"), self.nested(b.init)))
             self.body(b.body, top=True)
 
-        self.framed(realize if realize is not None else b, lines)
+        self.framed(b, lines)  # (keyed by the block: a free variable of the realize is defined outside)
         self.namer.pop()
         self.indent -= 1
 

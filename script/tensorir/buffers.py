@@ -185,7 +185,10 @@ def _alloc_stmt(scope: str) -> Callable:
         buf = b.buffer_decl(name, args, kwargs, call, scope_default=scope)
         prior = next((names[name] for names in reversed(b.scopes) if name in names), None)
         if isinstance(prior, Buffer) and id(prior) in b.free_buffers and _same_memory(prior, buf):
-            buf = prior  # (TVM 0.27 prints a buffer used before its allocation, by T.attr, as T.Buffer first)
+            # (TVM 0.27 prints a buffer used before its allocation, by T.attr, as T.Buffer first;
+            # it is allocated once: a second allocation of that name is another buffer)
+            buf = prior
+            b.free_buffers.discard(id(prior))
         if b.dialect is not CLASSIC and b.func is not None and not b.func.s_tir and laid_out_scalar(buf):
             buf = replace(buf, scalar=True)
         return TakesRest(AllocBuffer(buf, b.rest_body(rest, {name: buf}), annotations or EMPTY,

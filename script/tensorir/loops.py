@@ -99,7 +99,7 @@ class LoopPrinting:
         self.namer.push()
         if len(grid) > 1:
             extents = ", ".join(self.expr(g.extent) for g in grid)
-            names = ", ".join(self.namer.define(g.loop_var, g.loop_var.name) for g in grid)
+            names = ", ".join(self.loop_name(g.loop_var) for g in grid)
             for g in grid:
                 self.loop_doms[id(g.loop_var)] = (g.min, g.extent)
             self.emit(f"for {names} in T.grid({extents}):")
@@ -121,7 +121,7 @@ class LoopPrinting:
                 args.append(f"annotations={self.attr_dict(s.annotations)}")
             if not s.has_trivial_step:
                 args.append(f"{'' if head == 'range' else 'step='}{self.expr(s.step)}")
-            name = self.namer.define(s.loop_var, s.loop_var.name)
+            name = self.loop_name(s.loop_var)
             self.loop_doms[id(s.loop_var)] = (s.min, s.extent)
             self.emit(f"for {name} in {head}({', '.join(args)}):")
             body = s.body

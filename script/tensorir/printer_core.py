@@ -9,7 +9,7 @@ from ...ir.buffer import Buffer
 from ...ir.errors import Comments
 from ...ir.expr import PointerType, PrimType, Var
 from ...ir.node import Node, walk_fields
-from ...ir.stmt import AttrStmt, Block, BlockRealize, For, SeqStmt, Stmt
+from ...ir.stmt import AttrStmt, Block, For, SeqStmt, Stmt
 from ..dialect import Dialect
 from ...ir.operators import ATOM
 from .attrs import AttrPrinting
@@ -153,6 +153,12 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
             print_body()
         finally:
             self.frames.pop()
+
+    def loop_name(self, v: Var) -> str:
+        """The name of a loop variable the loop defines; one already named (a free variable the
+        printer defined before the loop: a copy block's predicate naming its own loops) keeps
+        its name, as in TVM's printer."""
+        return self.namer.get(v) or self.namer.define(v, v.name)
 
     def var_creation(self, v: Var) -> str:
         ann = v.type_annotation
@@ -302,7 +308,8 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
 
 def use_frames(body: Any) -> dict[int, tuple]:
     """For each variable and buffer of ``body`` (by id), the loops and blocks (ids of their ``For``
-    and ``BlockRealize``/``Block`` nodes) around every one of its uses, outermost first."""
+    and ``Block`` nodes) around every one of its uses, outermost first. As in TVM's printer, a
+    block's frame is its ``Block``: a use in its realize's bindings or predicate is outside it."""
     paths: dict[int, tuple] = {}
     stack: list = [(body, ())]
     while stack:
@@ -319,7 +326,7 @@ def use_frames(body: Any) -> dict[int, tuple]:
         if isinstance(node, Var):
             continue
         if isinstance(node, Node):
-            if isinstance(node, (For, BlockRealize, Block)):
+            if isinstance(node, (For, Block)):
                 path = path + (id(node),)
             for name, _, _ in walk_fields(type(node)):
                 value = getattr(node, name)

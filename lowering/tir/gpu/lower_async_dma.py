@@ -109,8 +109,10 @@ def identify_memcpy(loop: For, analyzer: Analyzer):
             or len(load.buffer.shape) != 1 or store.indices[0].dtype.lanes != 1 or load.indices[0].dtype.lanes != 1:
         return None
     sides = [_digits(analyzer, store.indices[0], nest), _digits(analyzer, load.indices[0], nest)]
-    if None in sides or [p[:3] for p in sides[0][0]] != [p[:3] for p in sides[1][0]]:
-        return None  # (not affine, or the two sides walk the loops differently: a transpose)
+    if None in sides or sides[0][0] != sides[1][0]:
+        # (not affine, or the two sides walk the loops differently: a transpose, or a source
+        # that repeats, ``A[i % 4]`` copied to ``B[i]``)
+        return None
     count = _elements(sides[0][0], nest)
     if count is None:
         return None
