@@ -103,6 +103,7 @@ def test_channel_tile_fills_the_registers():
     assert channel_tile(128, 27, 16, 32) == (9, 2, 16)  # the most pixels per weight load (not 3 x 8)
     assert channel_tile(256, 13, 16, 32) == (13, 1, 16)  # a row of 13 (not 1 pixel x 16 zmm)
     assert channel_tile(64, 55, 16, 32) == (5, 4, 16)  # 11 x 2 would spill
+    assert channel_tile(64, 111, 16, 32) == (3, 4, 16)  # SqueezeNet's first conv (k = 27): not 3 x 2
     assert channel_tile(1000, 13, 16, 32) == (13, 1, 8)  # 1000 channels: ymm
     assert channel_tile(68, 28, 16, 32) == (14, 1, 4)  # a group of 68 channels: xmm
     assert channel_tile(1, 56, 16, 32) is None  # depthwise: no vector of channels
