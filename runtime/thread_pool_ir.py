@@ -36,6 +36,10 @@ POOL_SYMBOL = "tvms_parallel_run"
 POOL_TASK = ir.FunctionType(ir.VoidType(), [PTR, I32, I32])  # task(closure, t, n)
 POOL_RUN = ir.FunctionType(ir.VoidType(), [PTR, PTR, I32, I32])  # tvms_parallel_run
 RESET_SYMBOL = "tvms_parallel_reset"
+SPIN_SYMBOL = "tvms_parallel_spin"  # tvms_parallel_spin(rounds) -> the rounds it replaces
+# How long a thread of the pool waits by yielding before it sleeps: rounds of sched_yield(), each
+# ~0.3 us with nothing else to run (so ~0.1 ms; much longer when other threads take the core).
+SPIN_ROUNDS = 256
 SYNC_BYTES = 64  # room for a pthread mutex or condition variable (40 / 48 bytes on glibc)
 MAX_WORKERS = 255
 
@@ -48,11 +52,13 @@ def pool_module_ir() -> str:
     worker = _worker_function(module, state, drain)
     _run_function(module, state, drain, worker)
     _reset_function(module, state)
+    _spin_setter(module, state)
     return str(module)
 
 
 class _State:
-    """The pool's globals (all read and written with ``lock`` held)."""
+    """The pool's globals (written with ``lock`` held; ``left``, ``generation`` and ``spin`` are
+    also read without it, atomically, by a thread spinning before it sleeps)."""
 
     def __init__(self, module: ir.Module) -> None:
         def var(name: str, typ: ir.Type, init: ir.Constant) -> ir.GlobalVariable:
@@ -68,6 +74,7 @@ class _State:
         self.count, self.next, self.left, self.joining, self.busy, self.workers = (
             var(n, I32, ir.Constant(I32, 0)) for n in ("count", "next", "left", "joining", "busy", "workers"))
         self.generation = var("generation", I64, ir.Constant(I64, 0))
+        self.spin = var("spin", I32, ir.Constant(I32, SPIN_ROUNDS))
         self.module = module
 
     def call(self, b: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
@@ -96,7 +103,7 @@ def _drain_function(module: ir.Module, s: _State) -> ir.Function:
     b.call(_callable(b, task), [closure, t, count])
     s.call(b, "mutex_lock", s.lock)
     left = b.sub(b.load(s.left, typ=I32), ir.Constant(I32, 1))
-    b.store(left, s.left)
+    b.store_atomic(left, s.left, "monotonic", 4)
     with b.if_then(b.icmp_signed("==", left, ir.Constant(I32, 0))):
         s.call(b, "cond_signal", s.done)
     b.branch(head)
@@ -120,7 +127,12 @@ def _worker_function(module: ir.Module, s: _State, drain: ir.Function) -> ir.Fun
     generation = b.load(s.generation, typ=I64)
     b.cbranch(b.icmp_unsigned("==", generation, b.load(seen, typ=I64)), wait, join)
     b.position_at_end(wait)
-    s.call(b, "cond_wait", s.work, s.lock)
+    s.call(b, "mutex_unlock", s.lock)
+    _spin_while(b, s, lambda: b.icmp_unsigned("==", b.load_atomic(s.generation, "monotonic", 8, typ=I64),
+                                              b.load(seen, typ=I64)))
+    s.call(b, "mutex_lock", s.lock)
+    with b.if_then(b.icmp_unsigned("==", b.load(s.generation, typ=I64), b.load(seen, typ=I64))):
+        s.call(b, "cond_wait", s.work, s.lock)
     b.branch(head)
     b.position_at_end(join)
     b.store(generation, seen)
@@ -148,9 +160,10 @@ def _run_function(module: ir.Module, s: _State, drain: ir.Function, worker: ir.F
             b.store(ir.Constant(I32, 1), s.busy)
             wanted = b.sub(_smaller(b, threads, n), ir.Constant(I32, 1))
             for g, v in ((s.task, task), (s.closure, closure), (s.count, n), (s.next, ir.Constant(I32, 0)),
-                         (s.left, n), (s.joining, wanted)):
+                         (s.joining, wanted)):
                 b.store(v, g)
-            b.store(b.add(b.load(s.generation, typ=I64), ir.Constant(I64, 1)), s.generation)
+            b.store_atomic(n, s.left, "monotonic", 4)  # (these two are read without the lock too)
+            b.store_atomic(b.add(b.load(s.generation, typ=I64), ir.Constant(I64, 1)), s.generation, "monotonic", 8)
             _start_workers(b, s, worker, wanted)
             _loop_while(b, lambda t: b.icmp_signed("<", t, wanted), lambda _t: s.call(b, "cond_signal", s.work) and None)
             b.call(drain, [])
@@ -170,6 +183,14 @@ def _reset_function(module: ir.Module, s: _State) -> None:
     for g in (s.joining, s.busy, s.workers):
         b.store(ir.Constant(I32, 0), g)
     b.ret_void()
+
+
+def _spin_setter(module: ir.Module, s: _State) -> None:
+    """``tvms_parallel_spin(rounds)``: the rounds a thread yields before it sleeps (0: sleep at
+    once); returns the previous setting."""
+    fn = ir.Function(module, ir.FunctionType(I32, [I32]), SPIN_SYMBOL)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.atomic_rmw("xchg", s.spin, fn.args[0], "monotonic"))
 
 
 def _smaller(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -201,8 +222,26 @@ def _start_workers(b: ir.IRBuilder, s: _State, worker: ir.Function, wanted: ir.V
 
 
 def _wait_until_done(b: ir.IRBuilder, s: _State) -> None:
+    """With the lock held: a short spin (the lock let go) for the workers' last tasks, then sleep
+    until the one who finishes the last wakes this thread."""
+    with b.if_then(b.icmp_signed("!=", b.load(s.left, typ=I32), ir.Constant(I32, 0))):
+        s.call(b, "mutex_unlock", s.lock)
+        _spin_while(b, s, lambda: b.icmp_signed("!=", b.load_atomic(s.left, "monotonic", 4, typ=I32),
+                                                ir.Constant(I32, 0)))
+        s.call(b, "mutex_lock", s.lock)
     _loop_while(b, lambda _t: b.icmp_signed("!=", b.load(s.left, typ=I32), ir.Constant(I32, 0)),
                 lambda _t: s.call(b, "cond_wait", s.done, s.lock) and None)
+
+
+def _spin_while(b: ir.IRBuilder, s: _State, waiting) -> None:
+    """Up to ``pool.spin`` rounds of ``sched_yield()`` while ``waiting()`` (an atomic read) holds.
+    Waking a sleeping thread costs tens of microseconds here (a virtual CPU that went idle), more
+    than many kernels' share of a parallel loop; yielding, not spinning on the CPU, lets a thread
+    that needs the core (this process's other thread, when two share one) run meanwhile."""
+    yield_ = s.module.globals.get("sched_yield") or ir.Function(s.module, ir.FunctionType(I32, []), "sched_yield")
+    rounds = b.load_atomic(s.spin, "monotonic", 4, typ=I32)
+    _loop_while(b, lambda t: b.and_(b.icmp_signed("<", t, rounds), waiting()),
+                lambda _t: b.call(yield_, []) and None)
 
 
 def _loop_while(b: ir.IRBuilder, condition, body) -> None:
@@ -224,4 +263,4 @@ def _loop_while(b: ir.IRBuilder, condition, body) -> None:
     b.position_at_end(done)
 
 
-__all__ = ["POOL_RUN", "POOL_SYMBOL", "POOL_TASK", "RESET_SYMBOL", "pool_module_ir"]
+__all__ = ["POOL_RUN", "POOL_SYMBOL", "POOL_TASK", "RESET_SYMBOL", "SPIN_ROUNDS", "SPIN_SYMBOL", "pool_module_ir"]
