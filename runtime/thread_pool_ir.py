@@ -17,9 +17,9 @@ work (a parallel loop has a few tasks per thread). Workers are created on first 
 rounds of ``sched_yield``, ~0.1 ms), watching for the next job, then sleeps on a condition
 variable, so an idle pool takes no CPU: waking a sleeping thread cost 11-45 us a loop here, as
 much as a small kernel's loop saves on the second core, and the next loop of a model's call
-comes within microseconds. The caller waits for the workers' last tasks the same way. A job wakes at most ``min(threads, tasks) - 1`` of them and no more join it, however
-many an earlier call with more threads created. One job at a
-time: a call made while a job runs (another Python thread, or a task's own parallel loop) runs
+comes within microseconds. The caller waits for the workers' last tasks spinning on its core
+(``pause``), then sleeps. A job wakes at most ``min(threads, tasks) - 1`` workers and no more
+join it, however many an earlier call with more threads created. One job at a time: a call made while a job runs (another Python thread, or a task's own parallel loop) runs
 its tasks in the calling thread.
 
 ``thread_pool.py`` compiles this module once per process and makes the symbol visible to the
@@ -28,6 +28,8 @@ has none of the workers and may have forked while a thread held the lock); kerne
 linked into an exported library, where the symbol is absent, falls back to libgomp.
 """
 from __future__ import annotations
+
+import platform
 
 from llvmlite import ir
 
@@ -43,6 +45,7 @@ SPIN_SYMBOL = "tvms_parallel_spin"  # tvms_parallel_spin(rounds) -> the rounds i
 # How long a thread of the pool waits by yielding before it sleeps: rounds of sched_yield(), each
 # ~0.3 us with nothing else to run (so ~0.1 ms; much longer when other threads take the core).
 SPIN_ROUNDS = 256
+PAUSES_PER_ROUND = 8  # the caller's wait: 2048 x86 pauses, ~50-100 us here
 SYNC_BYTES = 64  # room for a pthread mutex or condition variable (40 / 48 bytes on glibc)
 MAX_WORKERS = 255
 
@@ -230,21 +233,27 @@ def _wait_until_done(b: ir.IRBuilder, s: _State) -> None:
     with b.if_then(b.icmp_signed("!=", b.load(s.left, typ=I32), ir.Constant(I32, 0))):
         s.call(b, "mutex_unlock", s.lock)
         _spin_while(b, s, lambda: b.icmp_signed("!=", b.load_atomic(s.left, "monotonic", 4, typ=I32),
-                                                ir.Constant(I32, 0)))
+                                                ir.Constant(I32, 0)), on_cpu=True)
         s.call(b, "mutex_lock", s.lock)
     _loop_while(b, lambda _t: b.icmp_signed("!=", b.load(s.left, typ=I32), ir.Constant(I32, 0)),
                 lambda _t: s.call(b, "cond_wait", s.done, s.lock) and None)
 
 
-def _spin_while(b: ir.IRBuilder, s: _State, waiting) -> None:
-    """Up to ``pool.spin`` rounds of ``sched_yield()`` while ``waiting()`` (an atomic read) holds.
-    Waking a sleeping thread costs tens of microseconds here (a virtual CPU that went idle), more
-    than many kernels' share of a parallel loop; yielding, not spinning on the CPU, lets a thread
-    that needs the core (this process's other thread, when two share one) run meanwhile."""
-    yield_ = s.module.globals.get("sched_yield") or ir.Function(s.module, ir.FunctionType(I32, []), "sched_yield")
+def _spin_while(b: ir.IRBuilder, s: _State, waiting, on_cpu: bool = False) -> None:
+    """While ``waiting()`` (an atomic read) holds: up to ``pool.spin`` rounds of ``sched_yield()``,
+    or when ``on_cpu`` PAUSES_PER_ROUND times as many x86 ``pause`` instructions (the caller
+    waiting for a task a worker is running: yielding gave its core away for a whole time slice
+    on a loaded machine, and ResNet-50 ran 1.5x slower). Waking a sleeping thread costs tens of
+    microseconds here (a virtual CPU that went idle), more than many kernels' share of a loop."""
     rounds = b.load_atomic(s.spin, "monotonic", 4, typ=I32)
-    _loop_while(b, lambda t: b.and_(b.icmp_signed("<", t, rounds), waiting()),
-                lambda _t: b.call(yield_, []) and None)
+    if on_cpu:
+        rounds = b.mul(rounds, ir.Constant(I32, PAUSES_PER_ROUND))
+        x86 = platform.machine().lower() in ("x86_64", "amd64")
+        name = "llvm.x86.sse2.pause" if x86 else "llvm.donothing"
+        wait = s.module.globals.get(name) or ir.Function(s.module, ir.FunctionType(ir.VoidType(), []), name)
+    else:
+        wait = s.module.globals.get("sched_yield") or ir.Function(s.module, ir.FunctionType(I32, []), "sched_yield")
+    _loop_while(b, lambda t: b.and_(b.icmp_signed("<", t, rounds), waiting()), lambda _t: b.call(wait, []) and None)
 
 
 def _loop_while(b: ir.IRBuilder, condition, body) -> None:
