@@ -46,9 +46,9 @@ MAX_THREADS = 256
 TASKS_PER_THREAD = 4  # on tvms's pool: shares of a late or preempted thread go to the others
 MIN_TASK_WORK = 1 << 17  # stores per task below which another thread costs more than it saves
 UNKNOWN_WORK = 1 << 40  # a body with loops of symbolic extent: assume it is worth the threads
-# On the "mixed" pool, loops of fewer stores than this run on tvms's pool (up to ~0.2 ms of work on
-# one thread: all 34 of ShuffleNet's a call, 17 of SqueezeNet's 19, 1 of ResNet-50's 53; waking libgomp's sleeping worker
-# costs a large part of it), larger ones on libgomp's.
+# On the "mixed" pool, loops of fewer stores than this run on tvms's pool (up to ~0.2 ms of work
+# on one thread, where waking libgomp's sleeping worker costs a large part: all 34 of ShuffleNet's
+# loops a call, 17 of SqueezeNet's 19, 1 of ResNet-50's 53), larger ones on libgomp's.
 POOL_WORK = 1 << 21
 
 
