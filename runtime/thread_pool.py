@@ -5,8 +5,9 @@ libgomp's for the others (libgomp's alone where the code has no access to tvms's
 ``thread_pool_kind()`` says which one this process runs (the code generator asks it by name,
 ``runtime.thread_pool_kind``, and emits the matching launch code); ``load_thread_pool()`` makes
 tvms's pool (``thread_pool_ir.py``, compiled here once per process) and libgomp's
-symbols visible to the JIT, with idle workers sleeping (tvms's after a short wait for more work). Code linked into an exported library
-does not see tvms's pool and runs its loops on libgomp's (loading one loads only libgomp).
+symbols visible to the JIT, with idle workers sleeping (tvms's after a short wait for more
+work). Code linked into an exported library does not see tvms's pool and runs its loops on
+libgomp's (loading one loads only libgomp).
 """
 from __future__ import annotations
 
@@ -126,9 +127,10 @@ def _passive_waiting():
 
 
 def set_pool_spin(rounds: int) -> int:
-    """How many rounds of ``sched_yield()`` a thread of tvms's pool waits for work (a worker
-    between jobs, the caller for the workers' last tasks) before it sleeps, 0 to sleep at once
-    (compiling the pool first if need be); returns the previous setting."""
+    """How many rounds of ``sched_yield()`` a worker of tvms's pool waits for the next job before
+    it sleeps (the caller waits for the workers' last tasks as many times PAUSES_PER_ROUND
+    ``pause`` instructions), 0 to sleep at once (compiling the pool first if need be); returns
+    the previous setting."""
     from .thread_pool_ir import SPIN_SYMBOL
 
     load_thread_pool()

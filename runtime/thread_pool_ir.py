@@ -19,8 +19,9 @@ variable, so an idle pool takes no CPU: waking a sleeping thread cost 11-45 us a
 much as a small kernel's loop saves on the second core, and the next loop of a model's call
 comes within microseconds. The caller waits for the workers' last tasks spinning on its core
 (``pause``), then sleeps. A job wakes at most ``min(threads, tasks) - 1`` workers and no more
-join it, however many an earlier call with more threads created. One job at a time: a call made while a job runs (another Python thread, or a task's own parallel loop) runs
-its tasks in the calling thread.
+join it, however many an earlier call with more threads created. One job at a time: a call
+made while a job runs (another Python thread, or a task's own parallel loop) runs its tasks in
+the calling thread.
 
 ``thread_pool.py`` compiles this module once per process and makes the symbol visible to the
 JIT (and has libc reset the pool in every forked child: ``tvms_parallel_reset``, as the child
@@ -169,7 +170,8 @@ def _run_function(module: ir.Module, s: _State, drain: ir.Function, worker: ir.F
                          (s.joining, wanted)):
                 b.store(v, g)
             b.store_atomic(n, s.left, "monotonic", 4)  # (these two are read without the lock too)
-            b.store_atomic(b.add(b.load(s.generation, typ=I64), ir.Constant(I64, 1)), s.generation, "monotonic", 8)
+            generation = b.add(b.load(s.generation, typ=I64), ir.Constant(I64, 1))
+            b.store_atomic(generation, s.generation, "monotonic", 8)
             _start_workers(b, s, worker, wanted)
             _loop_while(b, lambda t: b.icmp_signed("<", t, wanted), lambda _t: s.call(b, "cond_signal", s.work) and None)
             b.call(drain, [])
