@@ -249,7 +249,8 @@ def _spin_while(b: ir.IRBuilder, s: _State, waiting, on_cpu: bool = False) -> No
     microseconds here (a virtual CPU that went idle), more than many kernels' share of a loop."""
     rounds = b.load_atomic(s.spin, "monotonic", 4, typ=I32)
     if on_cpu:
-        rounds = b.mul(rounds, ir.Constant(I32, PAUSES_PER_ROUND))
+        most = ir.Constant(I32, (1 << 31) // PAUSES_PER_ROUND - 1)  # (no overflow)
+        rounds = b.mul(_smaller(b, rounds, most), ir.Constant(I32, PAUSES_PER_ROUND))
         x86 = platform.machine().lower() in ("x86_64", "amd64")
         name = "llvm.x86.sse2.pause" if x86 else "llvm.donothing"
         wait = s.module.globals.get(name) or ir.Function(s.module, ir.FunctionType(ir.VoidType(), []), name)
