@@ -63,9 +63,9 @@ def load_kernel(artifact: Any) -> JitKernel:
     if entry is not None and entry[0] is artifact:
         return entry[1]
     llvm = _llvm()
-    if artifact.thread_pool in ("tvms", "gomp"):
+    if artifact.thread_pool in ("tvms", "mixed", "gomp"):
         # (its symbols must be visible before the code is linked; tvms's pool only for code that calls it)
-        load_thread_pool(own_pool=artifact.thread_pool == "tvms")
+        load_thread_pool(own_pool=artifact.thread_pool != "gomp")
     target = artifact.target
     machine = llvm.Target.from_triple(target.triple).create_target_machine(
         cpu=target.cpu, features=target.features, opt=3, reloc="default", codemodel="jitdefault")

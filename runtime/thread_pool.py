@@ -1,11 +1,13 @@
-"""The thread pool that runs compiled parallel loops: tvms's own (over libgomp's, where the
-code has no access to it), or threads made with pthreads.
+"""The thread pools that run compiled parallel loops: tvms's own for loops with little work and
+libgomp's for the others (libgomp's alone where the code has no access to tvms's, or where
+``TVMS_THREAD_POOL`` says so), or threads made with pthreads.
 
 ``thread_pool_kind()`` says which one this process runs (the code generator asks it by name,
 ``runtime.thread_pool_kind``, and emits the matching launch code); ``load_thread_pool()`` makes
 tvms's pool (``thread_pool_ir.py``, compiled here once per process) and libgomp's
-symbols visible to the JIT, with idle workers sleeping. Code linked into an exported library
-does not see tvms's pool and runs its loops on libgomp's (loading one loads only libgomp).
+symbols visible to the JIT, with idle workers sleeping (tvms's after a short wait for more
+work). Code linked into an exported library does not see tvms's pool and runs its loops on
+libgomp's (loading one loads only libgomp).
 """
 from __future__ import annotations
 
@@ -30,16 +32,21 @@ def _libgomp() -> str | None:
 
 
 def thread_pool_kind() -> str:
-    """``"gomp"``: libgomp's pool, the default where libgomp is installed (measured on a quiet
-    2-core machine, a 2-thread 1024 matmul ran in 10.6 ms on it against 14.6 ms on tvms's own);
-    ``"tvms"`` (tvms's pool, Linux only) or ``"pthread"`` (threads created per parallel loop with
-    libc's pthreads, also where libgomp is missing) when ``TVMS_THREAD_POOL`` says so."""
+    """``"mixed"``, the default on Linux where libgomp is installed: loops with little work on
+    tvms's pool, whose threads wait for the next loop a little before they sleep (libgomp's sleep
+    at once, and waking one cost 11-45 us a loop here: more than a 50 us loop's half saves),
+    the others on libgomp's (on a quiet 2-core machine a 2-thread 1024 matmul ran in 10.6 ms on it
+    against 14.6 ms on tvms's). ``"gomp"`` (libgomp's alone, also the default off Linux),
+    ``"tvms"`` (tvms's pool alone, Linux only) or ``"pthread"`` (threads created per parallel loop
+    with libc's pthreads, also where libgomp is missing) when ``TVMS_THREAD_POOL`` says so."""
     chosen = os.environ.get("TVMS_THREAD_POOL", "")
+    if chosen == "pthread" or _libgomp() is None:
+        return "pthread"
     # (tvms's pool starts its mutex and conditions as zeros: glibc's and musl's static
     # initializers, not macOS's)
-    if chosen == "tvms" and sys.platform.startswith("linux"):
-        return "tvms"
-    return "pthread" if chosen == "pthread" or _libgomp() is None else "gomp"
+    if not sys.platform.startswith("linux") or chosen == "gomp":
+        return "gomp"
+    return "tvms" if chosen == "tvms" else "mixed"
 
 
 def load_thread_pool(own_pool: bool = True) -> None:
@@ -119,6 +126,18 @@ def _passive_waiting():
         del os.environ["OMP_WAIT_POLICY"]
 
 
+def set_pool_spin(rounds: int) -> int:
+    """How many rounds of ``sched_yield()`` a worker of tvms's pool waits for the next job before
+    it sleeps (the caller waits for the workers' last tasks as many times PAUSES_PER_ROUND
+    ``pause`` instructions), 0 to sleep at once (compiling the pool first if need be); returns
+    the previous setting."""
+    from .thread_pool_ir import SPIN_SYMBOL
+
+    load_thread_pool()
+    setter = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(_pool_engine.get_function_address(SPIN_SYMBOL))
+    return setter(rounds)
+
+
 def thread_pool_entry() -> tuple:
     """(name, function type, task type) of tvms's pool's entry, for the code that calls it."""
     from .thread_pool_ir import POOL_RUN, POOL_SYMBOL, POOL_TASK
@@ -129,4 +148,4 @@ def thread_pool_entry() -> tuple:
 register_func("runtime.thread_pool_kind", thread_pool_kind)
 register_func("runtime.thread_pool_entry", thread_pool_entry)
 
-__all__ = ["load_thread_pool", "thread_pool_kind"]
+__all__ = ["load_thread_pool", "set_pool_spin", "thread_pool_kind"]

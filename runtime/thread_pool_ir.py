@@ -13,11 +13,15 @@ waiting for a worker that has not started. A late worker finds nothing left and 
 One mutex guards the job (task, closure, count, next task, tasks left, workers that may still
 join it, generation); claiming a task takes it for a moment, which is nothing next to a task's
 work (a parallel loop has a few tasks per thread). Workers are created on first need (detached,
-``threads - 1`` of them) and sleep on a condition variable between jobs, so an idle pool takes
-no CPU. A job wakes at most ``min(threads, tasks) - 1`` of them and no more join it, however
-many an earlier call with more threads created. One job at a
-time: a call made while a job runs (another Python thread, or a task's own parallel loop) runs
-its tasks in the calling thread.
+``threads - 1`` of them). Between jobs a worker first waits by yielding the CPU (SPIN_ROUNDS
+rounds of ``sched_yield``, ~0.1 ms), watching for the next job, then sleeps on a condition
+variable, so an idle pool takes no CPU: waking a sleeping thread cost 11-45 us a loop here, as
+much as a small kernel's loop saves on the second core, and the next loop of a model's call
+comes within microseconds. The caller waits for the workers' last tasks spinning on its core
+(``pause``), then sleeps. A job wakes at most ``min(threads, tasks) - 1`` workers and no more
+join it, however many an earlier call with more threads created. One job at a time: a call
+made while a job runs (another Python thread, or a task's own parallel loop) runs its tasks in
+the calling thread.
 
 ``thread_pool.py`` compiles this module once per process and makes the symbol visible to the
 JIT (and has libc reset the pool in every forked child: ``tvms_parallel_reset``, as the child
@@ -25,6 +29,8 @@ has none of the workers and may have forked while a thread held the lock); kerne
 linked into an exported library, where the symbol is absent, falls back to libgomp.
 """
 from __future__ import annotations
+
+import platform
 
 from llvmlite import ir
 
@@ -36,6 +42,11 @@ POOL_SYMBOL = "tvms_parallel_run"
 POOL_TASK = ir.FunctionType(ir.VoidType(), [PTR, I32, I32])  # task(closure, t, n)
 POOL_RUN = ir.FunctionType(ir.VoidType(), [PTR, PTR, I32, I32])  # tvms_parallel_run
 RESET_SYMBOL = "tvms_parallel_reset"
+SPIN_SYMBOL = "tvms_parallel_spin"  # tvms_parallel_spin(rounds) -> the rounds it replaces
+# How long a thread of the pool waits by yielding before it sleeps: rounds of sched_yield(), each
+# ~0.3 us with nothing else to run (so ~0.1 ms; much longer when other threads take the core).
+SPIN_ROUNDS = 256
+PAUSES_PER_ROUND = 8  # the caller's wait: 2048 x86 pauses, ~50-100 us here
 SYNC_BYTES = 64  # room for a pthread mutex or condition variable (40 / 48 bytes on glibc)
 MAX_WORKERS = 255
 
@@ -48,11 +59,13 @@ def pool_module_ir() -> str:
     worker = _worker_function(module, state, drain)
     _run_function(module, state, drain, worker)
     _reset_function(module, state)
+    _spin_setter(module, state)
     return str(module)
 
 
 class _State:
-    """The pool's globals (all read and written with ``lock`` held)."""
+    """The pool's globals (written with ``lock`` held; ``left``, ``generation`` and ``spin`` are
+    also read without it, atomically, by a thread spinning before it sleeps)."""
 
     def __init__(self, module: ir.Module) -> None:
         def var(name: str, typ: ir.Type, init: ir.Constant) -> ir.GlobalVariable:
@@ -68,6 +81,7 @@ class _State:
         self.count, self.next, self.left, self.joining, self.busy, self.workers = (
             var(n, I32, ir.Constant(I32, 0)) for n in ("count", "next", "left", "joining", "busy", "workers"))
         self.generation = var("generation", I64, ir.Constant(I64, 0))
+        self.spin = var("spin", I32, ir.Constant(I32, SPIN_ROUNDS))
         self.module = module
 
     def call(self, b: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
@@ -96,7 +110,7 @@ def _drain_function(module: ir.Module, s: _State) -> ir.Function:
     b.call(_callable(b, task), [closure, t, count])
     s.call(b, "mutex_lock", s.lock)
     left = b.sub(b.load(s.left, typ=I32), ir.Constant(I32, 1))
-    b.store(left, s.left)
+    b.store_atomic(left, s.left, "monotonic", 4)
     with b.if_then(b.icmp_signed("==", left, ir.Constant(I32, 0))):
         s.call(b, "cond_signal", s.done)
     b.branch(head)
@@ -120,7 +134,12 @@ def _worker_function(module: ir.Module, s: _State, drain: ir.Function) -> ir.Fun
     generation = b.load(s.generation, typ=I64)
     b.cbranch(b.icmp_unsigned("==", generation, b.load(seen, typ=I64)), wait, join)
     b.position_at_end(wait)
-    s.call(b, "cond_wait", s.work, s.lock)
+    s.call(b, "mutex_unlock", s.lock)
+    _spin_while(b, s, lambda: b.icmp_unsigned("==", b.load_atomic(s.generation, "monotonic", 8, typ=I64),
+                                              b.load(seen, typ=I64)))
+    s.call(b, "mutex_lock", s.lock)
+    with b.if_then(b.icmp_unsigned("==", b.load(s.generation, typ=I64), b.load(seen, typ=I64))):
+        s.call(b, "cond_wait", s.work, s.lock)
     b.branch(head)
     b.position_at_end(join)
     b.store(generation, seen)
@@ -148,9 +167,11 @@ def _run_function(module: ir.Module, s: _State, drain: ir.Function, worker: ir.F
             b.store(ir.Constant(I32, 1), s.busy)
             wanted = b.sub(_smaller(b, threads, n), ir.Constant(I32, 1))
             for g, v in ((s.task, task), (s.closure, closure), (s.count, n), (s.next, ir.Constant(I32, 0)),
-                         (s.left, n), (s.joining, wanted)):
+                         (s.joining, wanted)):
                 b.store(v, g)
-            b.store(b.add(b.load(s.generation, typ=I64), ir.Constant(I64, 1)), s.generation)
+            b.store_atomic(n, s.left, "monotonic", 4)  # (these two are read without the lock too)
+            generation = b.add(b.load(s.generation, typ=I64), ir.Constant(I64, 1))
+            b.store_atomic(generation, s.generation, "monotonic", 8)
             _start_workers(b, s, worker, wanted)
             _loop_while(b, lambda t: b.icmp_signed("<", t, wanted), lambda _t: s.call(b, "cond_signal", s.work) and None)
             b.call(drain, [])
@@ -170,6 +191,14 @@ def _reset_function(module: ir.Module, s: _State) -> None:
     for g in (s.joining, s.busy, s.workers):
         b.store(ir.Constant(I32, 0), g)
     b.ret_void()
+
+
+def _spin_setter(module: ir.Module, s: _State) -> None:
+    """``tvms_parallel_spin(rounds)``: the rounds a thread yields before it sleeps (0: sleep at
+    once); returns the previous setting."""
+    fn = ir.Function(module, ir.FunctionType(I32, [I32]), SPIN_SYMBOL)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.atomic_rmw("xchg", s.spin, fn.args[0], "monotonic"))
 
 
 def _smaller(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -201,8 +230,33 @@ def _start_workers(b: ir.IRBuilder, s: _State, worker: ir.Function, wanted: ir.V
 
 
 def _wait_until_done(b: ir.IRBuilder, s: _State) -> None:
+    """With the lock held: a short spin (the lock let go) for the workers' last tasks, then sleep
+    until the one who finishes the last wakes this thread."""
+    with b.if_then(b.icmp_signed("!=", b.load(s.left, typ=I32), ir.Constant(I32, 0))):
+        s.call(b, "mutex_unlock", s.lock)
+        _spin_while(b, s, lambda: b.icmp_signed("!=", b.load_atomic(s.left, "monotonic", 4, typ=I32),
+                                                ir.Constant(I32, 0)), on_cpu=True)
+        s.call(b, "mutex_lock", s.lock)
     _loop_while(b, lambda _t: b.icmp_signed("!=", b.load(s.left, typ=I32), ir.Constant(I32, 0)),
                 lambda _t: s.call(b, "cond_wait", s.done, s.lock) and None)
+
+
+def _spin_while(b: ir.IRBuilder, s: _State, waiting, on_cpu: bool = False) -> None:
+    """While ``waiting()`` (an atomic read) holds: up to ``pool.spin`` rounds of ``sched_yield()``,
+    or when ``on_cpu`` PAUSES_PER_ROUND times as many x86 ``pause`` instructions (the caller
+    waiting for a task a worker is running: yielding gave its core away for a whole time slice
+    on a loaded machine, and ResNet-50 ran 1.5x slower). Waking a sleeping thread costs tens of
+    microseconds here (a virtual CPU that went idle), more than many kernels' share of a loop."""
+    rounds = b.load_atomic(s.spin, "monotonic", 4, typ=I32)
+    if on_cpu:
+        most = ir.Constant(I32, (1 << 31) // PAUSES_PER_ROUND - 1)  # (no overflow)
+        rounds = b.mul(_smaller(b, rounds, most), ir.Constant(I32, PAUSES_PER_ROUND))
+        x86 = platform.machine().lower() in ("x86_64", "amd64")
+        name = "llvm.x86.sse2.pause" if x86 else "llvm.donothing"
+        wait = s.module.globals.get(name) or ir.Function(s.module, ir.FunctionType(ir.VoidType(), []), name)
+    else:
+        wait = s.module.globals.get("sched_yield") or ir.Function(s.module, ir.FunctionType(I32, []), "sched_yield")
+    _loop_while(b, lambda t: b.and_(b.icmp_signed("<", t, rounds), waiting()), lambda _t: b.call(wait, []) and None)
 
 
 def _loop_while(b: ir.IRBuilder, condition, body) -> None:
@@ -224,4 +278,4 @@ def _loop_while(b: ir.IRBuilder, condition, body) -> None:
     b.position_at_end(done)
 
 
-__all__ = ["POOL_RUN", "POOL_SYMBOL", "POOL_TASK", "RESET_SYMBOL", "pool_module_ir"]
+__all__ = ["POOL_RUN", "POOL_SYMBOL", "POOL_TASK", "RESET_SYMBOL", "SPIN_ROUNDS", "SPIN_SYMBOL", "pool_module_ir"]

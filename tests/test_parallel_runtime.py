@@ -4,7 +4,7 @@ any thread count equal numpy. The split into tasks is observed on libgomp's pool
 (``TVMS_THREAD_POOL=gomp``; exported libraries run on it too) from inside the kernel: each
 iteration records ``omp_get_thread_num`` and ``omp_get_num_threads`` of the region running it.
 tvms's own pool (``TVMS_THREAD_POOL=tvms``, ``runtime/thread_pool_ir.py``) is observed through
-``pthread_self``."""
+``pthread_self``; the default ("mixed") puts a loop on one or the other by its work."""
 from __future__ import annotations
 
 import ctypes
@@ -293,6 +293,50 @@ def test_own_pool_only_on_linux(own_pool):
     """tvms's pool relies on zeros being a valid pthread mutex and condition (glibc, musl)."""
     own_pool.setattr(sys, "platform", "darwin")
     assert thread_pool_kind() == "gomp"
+
+
+def test_by_default_little_loops_run_on_tvms_pool_and_large_ones_on_libgomps(monkeypatch):
+    """The "mixed" pool: a loop of fewer than POOL_WORK stores runs on tvms's pool (outside any
+    OpenMP team: thread 0 of 1 each iteration), a larger one on libgomp's team of 2."""
+    monkeypatch.delenv("TVMS_THREAD_POOL", raising=False)
+    monkeypatch.setenv("TVM_NUM_THREADS", "2")
+    assert thread_pool_kind() == "mixed"
+    lib = traced()
+    assert "tvms_parallel_run" in lib.get_source("ll") and "GOMP_parallel" in lib.get_source("ll")
+    most = -(-llvm_parallel.POOL_WORK // (WORK + 2)) - 1  # (an iteration: WORK + 2 stores)
+    for n, team in ((2, 1), (most, 1), (most + 1, 2)):
+        tid, nt = run_traced(lib, n)
+        assert set(nt.tolist()) == {team} and set(tid.tolist()) == set(range(team)), (n, tid, nt)
+
+
+def test_idle_pool_threads_sleep_after_a_short_wait():
+    """After a call, tvms's pool's threads wait for more work by yielding for a bounded time,
+    then sleep: a process idle for 0.3 s after its calls takes (nearly) no CPU time in the next
+    0.5 s; the same process with the wait made practically endless does take it (so the
+    measure sees a spinning thread)."""
+    done = run_python(f"""
+        import resource, sys, time
+        import numpy as np
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_parallel_runtime import THREAD_SELF, WORK, build
+        from tvms.runtime.thread_pool import set_pool_spin
+        lib = build(THREAD_SELF, work=WORK)
+
+        def cpu_while_idle():
+            for _ in range(20):
+                lib(np.ones(8, np.float32), np.zeros(8, np.float32), np.zeros(8, np.uint64))
+            time.sleep(0.3)
+            used = resource.getrusage(resource.RUSAGE_SELF)
+            time.sleep(0.5)
+            now = resource.getrusage(resource.RUSAGE_SELF)
+            return now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime
+
+        print(cpu_while_idle())
+        set_pool_spin(1 << 30)
+        print(cpu_while_idle())
+    """, TVM_NUM_THREADS="2", TVMS_THREAD_POOL="tvms")
+    idle, spinning = map(float, done.stdout.split())
+    assert idle < 0.03 < spinning, (idle, spinning)
 
 
 def test_a_forked_child_gets_a_working_pool():

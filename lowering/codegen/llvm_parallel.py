@@ -2,13 +2,15 @@
 
 A ``T.parallel`` loop becomes a task function ``task(closure*, t, tasks)``: it takes the ``t``-th
 contiguous chunk of iterations and runs the loop body, with the values the body uses from
-outside read from the closure. On libgomp's pool (the default) the caller calls
+outside read from the closure. On libgomp's pool the caller calls
 ``GOMP_parallel(task', closure, n, 0)``: one task per thread of libgomp's team, which asks OpenMP
 which task it is (``omp_get_thread_num`` of ``omp_get_num_threads``); exported libraries always
-use it. With ``TVMS_THREAD_POOL=tvms`` it calls ``tvms_parallel_run(task, closure, tasks,
-threads)`` (tvms's pool, ``runtime/thread_pool_ir.py``: TASKS_PER_THREAD tasks per thread, claimed
-one by one, the caller never waiting for a worker that has not started) and falls back to
-libgomp where that weak symbol is not defined.
+use it. On tvms's pool it calls ``tvms_parallel_run(task, closure, tasks, threads)``
+(``runtime/thread_pool_ir.py``: TASKS_PER_THREAD tasks per thread, claimed one by one, the caller
+never waiting for a worker that has not started; its threads wait for the next loop a little
+before they sleep, where libgomp's, passive, sleep at once) and falls back to libgomp where that
+weak symbol is not defined. The default (``"mixed"``) runs loops of less than ``POOL_WORK``
+stores on tvms's pool and larger ones on libgomp's; ``TVMS_THREAD_POOL=gomp`` or ``tvms`` picks one.
 
 Why persistent threads: a parallel region then costs microseconds (threads created per call
 would cost tens), and the whole launch happens in native code: the Python caller has released
@@ -44,10 +46,14 @@ MAX_THREADS = 256
 TASKS_PER_THREAD = 4  # on tvms's pool: shares of a late or preempted thread go to the others
 MIN_TASK_WORK = 1 << 17  # stores per task below which another thread costs more than it saves
 UNKNOWN_WORK = 1 << 40  # a body with loops of symbolic extent: assume it is worth the threads
+# On the "mixed" pool, loops of fewer stores than this run on tvms's pool (up to ~0.2 ms of work
+# on one thread, where waking libgomp's sleeping worker costs a large part: all 34 of ShuffleNet's
+# loops a call, 17 of SqueezeNet's 19, 1 of ResNet-50's 53), larger ones on libgomp's.
+POOL_WORK = 1 << 21
 
 
 def thread_pool_kind() -> str:
-    """The thread pool the runtime runs parallel loops on (``"tvms"``, ``"gomp"`` or ``"pthread"``):
+    """The thread pool the runtime runs parallel loops on (``"mixed"``, ``"tvms"``, ``"gomp"`` or ``"pthread"``):
     the runtime decides (``runtime/thread_pool.py``), the launch code follows."""
     return get_global_func("runtime.thread_pool_kind")()
 
@@ -91,7 +97,7 @@ def parallel_loop(cg: Any, loop: Any) -> None:
             if kind == "pthread":
                 _launch_pthreads(cg, name, run_task, closure, n)
             else:
-                _launch_gomp(cg, loop, name, run_task, closure, n, pooled=kind == "tvms")
+                _launch_gomp(cg, loop, name, run_task, closure, n, kind)
 
 
 def _task_count(cg: Any, loop: Any, per_thread: int = 1) -> ir.Value:
@@ -145,12 +151,14 @@ def _unpack(tb: ir.IRBuilder, closure: ir.Value, closure_type: ir.Type, count: i
                     typ=closure_type.elements[k]) for k in range(count)]
 
 
-def _launch_gomp(cg: Any, loop: Any, name: str, run_task, closure: ir.Value, n: ir.Value, pooled: bool) -> None:
-    """``GOMP_parallel(task, closure, n, 0)``, each task asking OpenMP for its number; when
-    ``pooled``, ``tvms_parallel_run(task, closure, tasks, n)`` instead where the runtime defines
-    it (``runtime/thread_pool_ir.py``: TASKS_PER_THREAD tasks per thread claimed one by one, so that a thread
-    that starts late or is preempted leaves its share to the others, and the caller never waits
-    for a worker that has not started)."""
+def _launch_gomp(cg: Any, loop: Any, name: str, run_task, closure: ir.Value, n: ir.Value, kind: str) -> None:
+    """``GOMP_parallel(task, closure, n, 0)``, each task asking OpenMP for its number; on the
+    ``"tvms"`` pool (and on the ``"mixed"`` one for a loop of less than POOL_WORK stores),
+    ``tvms_parallel_run(task, closure, tasks, n)`` instead where the runtime defines it
+    (``runtime/thread_pool_ir.py``: TASKS_PER_THREAD tasks per thread claimed one by one, so that
+    a thread that starts late or is preempted leaves its share to the others, and the caller never
+    waits for a worker that has not started; its threads wait for the next loop a little before
+    they sleep)."""
     module, bld = cg.module, cg.builder
     task = ir.Function(module, ir.FunctionType(ir.VoidType(), [T.PTR]), name)
     task.linkage = "internal"
@@ -160,7 +168,8 @@ def _launch_gomp(cg: Any, loop: Any, name: str, run_task, closure: ir.Value, n: 
     run_task(tb, task.args[0], tid, nt)
     tb.ret_void()
     launch = declare_c(module, "GOMP_parallel", ir.VoidType(), [T.PTR, T.PTR, T.I32, T.I32])
-    if not pooled:
+    per_iteration = iteration_work(loop.body)
+    if kind == "gomp" or kind == "mixed" and per_iteration >= POOL_WORK:
         bld.call(launch, [task, closure, n, ir.Constant(T.I32, 0)])
         return
     symbol, run_type, task_type = get_global_func("runtime.thread_pool_entry")()  # (defined there, once)
@@ -171,7 +180,11 @@ def _launch_gomp(cg: Any, loop: Any, name: str, run_task, closure: ir.Value, n: 
     tb.ret_void()
     pool = module.globals.get(symbol) or ir.Function(module, run_type, symbol)
     pool.linkage = "extern_weak"  # (absent from an exported library: libgomp's there)
-    with bld.if_else(bld.icmp_unsigned("!=", bld.ptrtoint(pool, T.I64), ir.Constant(T.I64, 0))) as (ours, gomp):
+    ours = bld.icmp_unsigned("!=", bld.ptrtoint(pool, T.I64), ir.Constant(T.I64, 0))
+    if kind == "mixed":  # (extent * per_iteration < POOL_WORK, without overflow)
+        extent = T.cast(bld, cg.expr(loop.extent), loop.extent.dtype, DataType("int64"))
+        ours = bld.and_(ours, bld.icmp_signed("<", extent, ir.Constant(T.I64, -(-POOL_WORK // max(1, per_iteration)))))
+    with bld.if_else(ours) as (ours, gomp):
         with ours:
             bld.call(pool, [pool_task, closure, _task_count(cg, loop, TASKS_PER_THREAD), n])
         with gomp:
