@@ -123,7 +123,11 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
         raise TVMSError(f"exec_mode must be one of {', '.join(map(repr, EXEC_MODES))}, not {exec_mode!r}")
     if isinstance(mod, rx.Function):
         mod = IRModule({"main": mod})
-    key = compile_key(mod, target, relax_pipeline, default_schedule=bool(default_schedule), exec_mode=exec_mode)
+    # (the thread pool the runtime runs parallel loops on, TVMS_THREAD_POOL, shapes llvm code too)
+    pool_kind = get_global_func("runtime.thread_pool_kind", True) if target.kind == "llvm" else None
+    pool = {"thread_pool": pool_kind()} if pool_kind is not None else {}
+    key = compile_key(mod, target, relax_pipeline, default_schedule=bool(default_schedule), exec_mode=exec_mode,
+                      **pool)
     if key is not None:
         with _COMPILED_LOCK:
             hit = _COMPILED.get(key)

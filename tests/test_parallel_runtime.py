@@ -420,3 +420,23 @@ def test_a_loaded_library_also_lets_libgomp_sleep(tmp_path):
     """, TVM_NUM_THREADS="3", OMP_DISPLAY_ENV="true")
     assert done.stdout.split() == ["[3]", "None"]  # (tvms's pool, which it cannot call, is not compiled)
     assert "OMP_WAIT_POLICY = 'PASSIVE'" in done.stderr
+
+
+def test_the_compile_cache_keeps_one_program_per_thread_pool(monkeypatch) -> None:
+    # the launch code of a parallel loop follows the pool (TVMS_THREAD_POOL): a program compiled
+    # for one pool is not handed out for another
+    mod = tvms.script.from_source("""
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((64, 64), dtype="float32")) -> R.Tensor((64, 64), dtype="float32"):
+        with R.dataflow():
+            y = R.exp(x)
+            R.output(y)
+        return y
+""")
+    monkeypatch.setenv("TVMS_THREAD_POOL", "gomp")
+    first = tvms.compile(mod, "llvm")
+    assert tvms.compile(mod, "llvm") is first
+    monkeypatch.setenv("TVMS_THREAD_POOL", "tvms")
+    assert tvms.compile(mod, "llvm") is not first
