@@ -19,8 +19,10 @@ import os
 import sys
 import threading
 
+from ..ir.errors import TVMSError
 from ..ir.registry import register_func
 
+POOL_KINDS = ("", "mixed", "tvms", "gomp", "pthread")  # TVMS_THREAD_POOL's values
 _loaded: set = set()  # what load_thread_pool has loaded: "pool", "gomp"
 _load_lock = threading.Lock()
 _pool_engine = None
@@ -36,10 +38,15 @@ def thread_pool_kind() -> str:
     tvms's pool, whose threads wait for the next loop a little before they sleep (libgomp's sleep
     at once, and waking one cost 11-45 us a loop here: more than a 50 us loop's half saves),
     the others on libgomp's (on a quiet 2-core machine a 2-thread 1024 matmul ran in 10.6 ms on it
-    against 14.6 ms on tvms's). ``"gomp"`` (libgomp's alone, also the default off Linux),
+    against 14.6 ms on tvms's), except in a forked child (libgomp is not fork-safe: all on
+    tvms's). ``"gomp"`` (libgomp's alone, also the default off Linux),
     ``"tvms"`` (tvms's pool alone, Linux only) or ``"pthread"`` (threads created per parallel loop
-    with libc's pthreads, also where libgomp is missing) when ``TVMS_THREAD_POOL`` says so."""
+    with libc's pthreads, also where libgomp is missing) when ``TVMS_THREAD_POOL`` says so (another
+    value: TVMSError)."""
     chosen = os.environ.get("TVMS_THREAD_POOL", "")
+    if chosen not in POOL_KINDS:
+        raise TVMSError(f"TVMS_THREAD_POOL={chosen!r}: expected one of {', '.join(POOL_KINDS[1:])} "
+                        f"(or unset: mixed)")
     if chosen == "pthread" or _libgomp() is None:
         return "pthread"
     # (tvms's pool starts its mutex and conditions as zeros: glibc's and musl's static
@@ -79,7 +86,7 @@ def _compile_pool(llvm) -> None:
     pool first thing (``_reset_in_forked_children``): it inherits the parent's count of workers
     but none of their threads, and maybe a lock a thread of the parent held."""
     global _pool_engine
-    from .thread_pool_ir import POOL_SYMBOL, RESET_SYMBOL, pool_module_ir
+    from .thread_pool_ir import FORKED_SYMBOL, POOL_SYMBOL, RESET_SYMBOL, pool_module_ir
 
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
@@ -87,6 +94,7 @@ def _compile_pool(llvm) -> None:
     _pool_engine = llvm.create_mcjit_compiler(llvm.parse_assembly(pool_module_ir()), machine)
     _pool_engine.finalize_object()
     llvm.add_symbol(POOL_SYMBOL, _pool_engine.get_function_address(POOL_SYMBOL))
+    llvm.add_symbol(FORKED_SYMBOL, _pool_engine.get_global_value_address(FORKED_SYMBOL))
     _reset_in_forked_children(_pool_engine.get_function_address(RESET_SYMBOL))
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(_pool_engine))  # (kept past the interpreter's teardown)
 
@@ -133,16 +141,19 @@ def set_pool_spin(rounds: int) -> int:
     the previous setting."""
     from .thread_pool_ir import SPIN_SYMBOL
 
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or not 0 <= rounds < 1 << 31:
+        raise TVMSError(f"set_pool_spin: expected an int in [0, 2**31), got {rounds!r}")
     load_thread_pool()
     setter = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(_pool_engine.get_function_address(SPIN_SYMBOL))
     return setter(rounds)
 
 
 def thread_pool_entry() -> tuple:
-    """(name, function type, task type) of tvms's pool's entry, for the code that calls it."""
-    from .thread_pool_ir import POOL_RUN, POOL_SYMBOL, POOL_TASK
+    """(name, function type, task type) of tvms's pool's entry, and the name of its i32 flag set
+    in forked children, for the code that calls it."""
+    from .thread_pool_ir import FORKED_SYMBOL, POOL_RUN, POOL_SYMBOL, POOL_TASK
 
-    return POOL_SYMBOL, POOL_RUN, POOL_TASK
+    return POOL_SYMBOL, POOL_RUN, POOL_TASK, FORKED_SYMBOL
 
 
 register_func("runtime.thread_pool_kind", thread_pool_kind)

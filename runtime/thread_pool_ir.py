@@ -42,6 +42,9 @@ POOL_SYMBOL = "tvms_parallel_run"
 POOL_TASK = ir.FunctionType(ir.VoidType(), [PTR, I32, I32])  # task(closure, t, n)
 POOL_RUN = ir.FunctionType(ir.VoidType(), [PTR, PTR, I32, I32])  # tvms_parallel_run
 RESET_SYMBOL = "tvms_parallel_reset"
+# An i32, 1 once tvms_parallel_reset ran: in a forked child, whose libgomp (not fork-safe once the
+# parent used it) may hang, the kernels run every parallel loop on this pool.
+FORKED_SYMBOL = "tvms_parallel_forked"
 SPIN_SYMBOL = "tvms_parallel_spin"  # tvms_parallel_spin(rounds) -> the rounds it replaces
 # How long a thread of the pool waits by yielding before it sleeps: rounds of sched_yield(), each
 # ~0.3 us with nothing else to run (so ~0.1 ms; much longer when other threads take the core).
@@ -82,6 +85,8 @@ class _State:
             var(n, I32, ir.Constant(I32, 0)) for n in ("count", "next", "left", "joining", "busy", "workers"))
         self.generation = var("generation", I64, ir.Constant(I64, 0))
         self.spin = var("spin", I32, ir.Constant(I32, SPIN_ROUNDS))
+        self.forked = ir.GlobalVariable(module, I32, FORKED_SYMBOL)  # (external: the kernels read it)
+        self.forked.initializer = ir.Constant(I32, 0)
         self.module = module
 
     def call(self, b: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
@@ -182,14 +187,16 @@ def _run_function(module: ir.Module, s: _State, drain: ir.Function, worker: ir.F
 
 
 def _reset_function(module: ir.Module, s: _State) -> None:
-    """``tvms_parallel_reset()``, for a forked child (its only thread): no workers, no job, and
-    the lock and conditions as new (a thread of the parent may have held the lock)."""
+    """``tvms_parallel_reset()``, for a forked child (its only thread): no workers, no job, the
+    lock and conditions as new (a thread of the parent may have held the lock), and ``forked``
+    set."""
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), []), RESET_SYMBOL)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     for g in (s.lock, s.work, s.done):
         b.store(g.initializer, g)
     for g in (s.joining, s.busy, s.workers):
         b.store(ir.Constant(I32, 0), g)
+    b.store(ir.Constant(I32, 1), s.forked)
     b.ret_void()
 
 
@@ -278,4 +285,5 @@ def _loop_while(b: ir.IRBuilder, condition, body) -> None:
     b.position_at_end(done)
 
 
-__all__ = ["POOL_RUN", "POOL_SYMBOL", "POOL_TASK", "RESET_SYMBOL", "SPIN_ROUNDS", "SPIN_SYMBOL", "pool_module_ir"]
+__all__ = ["FORKED_SYMBOL", "POOL_RUN", "POOL_SYMBOL", "POOL_TASK", "RESET_SYMBOL", "SPIN_ROUNDS", "SPIN_SYMBOL",
+           "pool_module_ir"]

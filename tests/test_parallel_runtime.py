@@ -23,7 +23,8 @@ pytest.importorskip("llvmlite")
 
 import tvms  # noqa: E402
 from tvms.lowering.codegen import llvm_parallel  # noqa: E402
-from tvms.runtime.thread_pool import thread_pool_kind  # noqa: E402
+from tvms.ir.errors import TVMSError  # noqa: E402
+from tvms.runtime.thread_pool import set_pool_spin, thread_pool_kind  # noqa: E402
 from tvms.script import from_source  # noqa: E402
 
 pytestmark = pytest.mark.skipif(thread_pool_kind() == "pthread", reason="libgomp is not installed")
@@ -46,6 +47,10 @@ TRACED = """
             Tid[i] = T.call_extern("int32", "omp_get_thread_num")
             Nt[i] = T.call_extern("int32", "omp_get_num_threads")
 """
+# The same, also recording which OS thread ran each iteration (pthread_self).
+TRACED_BY_THREAD = (TRACED.replace("nt: T.handle)", "nt: T.handle, who: T.handle)")
+                    .replace("        Nt = ", '        Who = T.match_buffer(who, (n,), "uint64")\n        Nt = ')
+                    + '            Who[i] = T.call_extern("uint64", "pthread_self")\n')
 # The same record with almost no work per iteration: never worth a second thread.
 LIGHT = """
     @T.prim_func
@@ -113,12 +118,13 @@ def traced(target: str = "llvm", extent: str = "n"):
     return build(TRACED, target, extent=extent, work=WORK)
 
 
-def run_traced(lib, n: int) -> tuple:
-    """(thread id, thread count) per iteration, after checking the sums against numpy."""
+def run_traced(lib, n: int, *records) -> tuple:
+    """(thread id, thread count) per iteration, after checking the sums against numpy (``records``:
+    more arrays the kernel fills)."""
     a = (np.arange(n) % 7 + 1).astype(np.float32)  # small integers: the sums are exact
     s = np.zeros(n, np.float32)
     tid, nt = np.full(n, -1, np.int32), np.full(n, -1, np.int32)
-    lib(a, s, tid, nt)
+    lib(a, s, tid, nt, *records)
     np.testing.assert_array_equal(s, a * WORK)
     return tid, nt
 
@@ -297,16 +303,58 @@ def test_own_pool_only_on_linux(own_pool):
 
 def test_by_default_little_loops_run_on_tvms_pool_and_large_ones_on_libgomps(monkeypatch):
     """The "mixed" pool: a loop of fewer than POOL_WORK stores runs on tvms's pool (outside any
-    OpenMP team: thread 0 of 1 each iteration), a larger one on libgomp's team of 2."""
+    OpenMP team: thread 0 of 1 each iteration), a larger one on libgomp's team of 2; both on two
+    OS threads (seen in one of up to 20 calls: a worker may wake too late for a call's tasks)."""
     monkeypatch.delenv("TVMS_THREAD_POOL", raising=False)
     monkeypatch.setenv("TVM_NUM_THREADS", "2")
     assert thread_pool_kind() == "mixed"
-    lib = traced()
+    lib = build(TRACED_BY_THREAD, extent="n", work=WORK)
     assert "tvms_parallel_run" in lib.get_source("ll") and "GOMP_parallel" in lib.get_source("ll")
-    most = -(-llvm_parallel.POOL_WORK // (WORK + 2)) - 1  # (an iteration: WORK + 2 stores)
-    for n, team in ((2, 1), (most, 1), (most + 1, 2)):
-        tid, nt = run_traced(lib, n)
-        assert set(nt.tolist()) == {team} and set(tid.tolist()) == set(range(team)), (n, tid, nt)
+    most = -(-llvm_parallel.POOL_WORK // (WORK + 3)) - 1  # (an iteration: WORK + 3 stores)
+    for n, team in ((most, 1), (most + 1, 2)):
+        threads = set()
+        for _ in range(20):
+            who = np.zeros(n, np.uint64)
+            tid, nt = run_traced(lib, n, who)
+            assert set(nt.tolist()) == {team} and set(tid.tolist()) == set(range(team)), (n, tid, nt)
+            threads |= set(who.tolist())
+            if len(threads) > 1:
+                break
+        assert len(threads) == 2, (n, threads)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_runs_large_loops_on_tvms_pool():
+    """libgomp is not fork-safe: a child forked after its parent ran a loop on libgomp's team hung
+    in its first such loop. In a forked child the "mixed" pool runs every loop on tvms's pool
+    (outside any OpenMP team: 1 thread in each iteration's eyes)."""
+    done = run_python(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_parallel_runtime import WORK, run_traced, traced
+        from tvms.lowering.codegen.llvm_parallel import POOL_WORK
+        lib, n = traced(), -(-POOL_WORK // (WORK + 2))  # (the smallest loop on libgomp's team)
+        print(sorted(set(run_traced(lib, n)[1].tolist())), flush=True)
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(30)  # (a hung child dies)
+            os._exit(0 if set(run_traced(lib, n)[1].tolist()) == {{1}} else 3)
+        print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    """, TVM_NUM_THREADS="2", TVMS_THREAD_POOL="mixed")
+    assert done.stdout.split() == ["[2]", "0"]
+
+
+def test_thread_pool_settings_are_checked(monkeypatch):
+    """A misspelt TVMS_THREAD_POOL names the choices (it gave the default silently); the spin
+    count is an int in [0, 2**31) (2**32 + 5 was cut to 5, 1.5 raised ctypes' ArgumentError)."""
+    monkeypatch.setenv("TVMS_THREAD_POOL", "gmop")
+    with pytest.raises(TVMSError, match="TVMS_THREAD_POOL='gmop': expected one of mixed, tvms, gomp, pthread"):
+        thread_pool_kind()
+    for bad in (2**32 + 5, -1, 1.5, "8", True):
+        with pytest.raises(TVMSError, match=r"set_pool_spin: expected an int in \[0, 2\*\*31\)"):
+            set_pool_spin(bad)
+    previous = set_pool_spin(7)
+    assert set_pool_spin(previous) == 7
 
 
 def test_idle_pool_threads_sleep_after_a_short_wait():

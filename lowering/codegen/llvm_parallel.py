@@ -10,7 +10,8 @@ use it. On tvms's pool it calls ``tvms_parallel_run(task, closure, tasks, thread
 never waiting for a worker that has not started; its threads wait for the next loop a little
 before they sleep, where libgomp's, passive, sleep at once) and falls back to libgomp where that
 weak symbol is not defined. The default (``"mixed"``) runs loops of less than ``POOL_WORK``
-stores on tvms's pool and larger ones on libgomp's; ``TVMS_THREAD_POOL=gomp`` or ``tvms`` picks one.
+stores on tvms's pool and larger ones on libgomp's (in a forked child, where libgomp may hang,
+every loop on tvms's pool); ``TVMS_THREAD_POOL=gomp`` or ``tvms`` picks one.
 
 Why persistent threads: a parallel region then costs microseconds (threads created per call
 would cost tens), and the whole launch happens in native code: the Python caller has released
@@ -82,7 +83,9 @@ def parallel_loop(cg: Any, loop: Any) -> None:
 
     closure_type = ir.LiteralStructType([T.scalar_type(v.dtype) for v in captured] or [T.I8])
     closure = cg.entry_alloca(closure_type, 1, f"{name}.closure")
-    n = _task_count(cg, loop)
+    extent = T.cast(bld, cg.expr(loop.extent), loop.extent.dtype, DataType("int64"))
+    per_iteration = iteration_work(loop.body)
+    n = _task_count(bld, cg.module, extent, per_iteration)
     run_task = (lambda tb, closure_ptr, tid, nt:
                 tb.call(impl, [tid, nt, *_unpack(tb, closure_ptr, closure_type, len(captured))]))
     one = ir.Constant(T.I32, 1)
@@ -97,19 +100,17 @@ def parallel_loop(cg: Any, loop: Any) -> None:
             if kind == "pthread":
                 _launch_pthreads(cg, name, run_task, closure, n)
             else:
-                _launch_gomp(cg, loop, name, run_task, closure, n, kind)
+                _launch_gomp(cg, name, run_task, closure, n, kind, extent, per_iteration)
 
 
-def _task_count(cg: Any, loop: Any, per_thread: int = 1) -> ir.Value:
-    """``min(extent, threads * per_thread, extent * work per iteration // MIN_TASK_WORK)`` in
-    ``[1, MAX_THREADS]``."""
-    bld = cg.builder
-    extent = T.cast(bld, cg.expr(loop.extent), loop.extent.dtype, DataType("int64"))
-    threads = bld.sext(bld.load(num_threads_global(cg.module), typ=T.I32), T.I64)
+def _task_count(bld: ir.IRBuilder, module: ir.Module, extent: ir.Value, per_iteration: int,
+                per_thread: int = 1) -> ir.Value:
+    """``min(extent, threads * per_thread, extent * per_iteration // MIN_TASK_WORK)`` in
+    ``[1, MAX_THREADS]`` (``extent`` an i64, ``per_iteration`` the stores of an iteration)."""
+    threads = bld.sext(bld.load(num_threads_global(module), typ=T.I32), T.I64)
     if per_thread > 1:
         threads = bld.mul(threads, ir.Constant(T.I64, per_thread))
     n = _smaller(bld, extent, threads)
-    per_iteration = iteration_work(loop.body)
     if per_iteration < MIN_TASK_WORK:  # (else each iteration is worth a task: no limit, no overflow)
         tasks_worth = bld.sdiv(bld.mul(extent, ir.Constant(T.I64, per_iteration)), ir.Constant(T.I64, MIN_TASK_WORK))
         n = _smaller(bld, n, tasks_worth)
@@ -151,9 +152,11 @@ def _unpack(tb: ir.IRBuilder, closure: ir.Value, closure_type: ir.Type, count: i
                     typ=closure_type.elements[k]) for k in range(count)]
 
 
-def _launch_gomp(cg: Any, loop: Any, name: str, run_task, closure: ir.Value, n: ir.Value, kind: str) -> None:
+def _launch_gomp(cg: Any, name: str, run_task, closure: ir.Value, n: ir.Value, kind: str,
+                 extent: ir.Value, per_iteration: int) -> None:
     """``GOMP_parallel(task, closure, n, 0)``, each task asking OpenMP for its number; on the
-    ``"tvms"`` pool (and on the ``"mixed"`` one for a loop of less than POOL_WORK stores),
+    ``"tvms"`` pool (and on the ``"mixed"`` one for a loop of less than POOL_WORK stores, or any
+    loop in a forked child, whose libgomp may hang),
     ``tvms_parallel_run(task, closure, tasks, n)`` instead where the runtime defines it
     (``runtime/thread_pool_ir.py``: TASKS_PER_THREAD tasks per thread claimed one by one, so that
     a thread that starts late or is preempted leaves its share to the others, and the caller never
@@ -168,11 +171,10 @@ def _launch_gomp(cg: Any, loop: Any, name: str, run_task, closure: ir.Value, n: 
     run_task(tb, task.args[0], tid, nt)
     tb.ret_void()
     launch = declare_c(module, "GOMP_parallel", ir.VoidType(), [T.PTR, T.PTR, T.I32, T.I32])
-    per_iteration = iteration_work(loop.body)
-    if kind == "gomp" or kind == "mixed" and per_iteration >= POOL_WORK:
+    if kind == "gomp":
         bld.call(launch, [task, closure, n, ir.Constant(T.I32, 0)])
         return
-    symbol, run_type, task_type = get_global_func("runtime.thread_pool_entry")()  # (defined there, once)
+    symbol, run_type, task_type, forked_symbol = get_global_func("runtime.thread_pool_entry")()  # (defined there, once)
     pool_task = ir.Function(module, task_type, f"{name}.pooled")
     pool_task.linkage = "internal"
     tb = ir.IRBuilder(pool_task.append_basic_block("entry"))
@@ -180,13 +182,22 @@ def _launch_gomp(cg: Any, loop: Any, name: str, run_task, closure: ir.Value, n: 
     tb.ret_void()
     pool = module.globals.get(symbol) or ir.Function(module, run_type, symbol)
     pool.linkage = "extern_weak"  # (absent from an exported library: libgomp's there)
-    ours = bld.icmp_unsigned("!=", bld.ptrtoint(pool, T.I64), ir.Constant(T.I64, 0))
-    if kind == "mixed":  # (extent * per_iteration < POOL_WORK, without overflow)
-        extent = T.cast(bld, cg.expr(loop.extent), loop.extent.dtype, DataType("int64"))
-        ours = bld.and_(ours, bld.icmp_signed("<", extent, ir.Constant(T.I64, -(-POOL_WORK // max(1, per_iteration)))))
-    with bld.if_else(ours) as (ours, gomp):
+    defined = bld.icmp_unsigned("!=", bld.ptrtoint(pool, T.I64), ir.Constant(T.I64, 0))
+    use_pool = defined
+    if kind == "mixed":  # extent * per_iteration < POOL_WORK (without overflow), or in a forked child
+        forked = module.globals.get(forked_symbol) or ir.GlobalVariable(module, T.I32, forked_symbol)
+        forked.linkage = "extern_weak"  # (defined with the pool: read only where that is)
+        child = cg.entry_alloca(T.I32, 1, f"{name}.forked")
+        bld.store(ir.Constant(T.I32, 0), child)
+        with bld.if_then(defined):
+            bld.store(bld.load(forked, typ=T.I32), child)
+        small = bld.icmp_signed("<", extent, ir.Constant(T.I64, -(-POOL_WORK // max(1, per_iteration))))
+        use_pool = bld.and_(defined, bld.or_(small, bld.icmp_signed("!=", bld.load(child, typ=T.I32),
+                                                                     ir.Constant(T.I32, 0))))
+    with bld.if_else(use_pool) as (ours, gomp):
         with ours:
-            bld.call(pool, [pool_task, closure, _task_count(cg, loop, TASKS_PER_THREAD), n])
+            tasks = _task_count(bld, module, extent, per_iteration, TASKS_PER_THREAD)
+            bld.call(pool, [pool_task, closure, tasks, n])
         with gomp:
             bld.call(launch, [task, closure, n, ir.Constant(T.I32, 0)])
 
