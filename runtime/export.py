@@ -112,7 +112,7 @@ def export_library(module: Any, path: str, vm_program: bytes | None = None, nati
     metadata = {"format": FORMAT, "version": VERSION, "target": module.target,
                 "functions": functions, "vm_program": program, "native_vm": [native_json(a) for a in native]}
     libs = ["-lm"]
-    libs += sorted({"gomp": "-lgomp", "tvms": "-lgomp", "mixed": "-lgomp", "pthread": "-lpthread"}[pool] for pool in pools)
+    libs += sorted({"-lpthread" if pool == "pthread" else "-lgomp" for pool in pools})
     _link(compiler, objects, libs, path, json.dumps(metadata, indent=1).encode("utf-8"))
 
 

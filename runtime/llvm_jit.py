@@ -62,16 +62,19 @@ def load_kernel(artifact: Any) -> JitKernel:
         entry = _LOADED.get(id(artifact))
     if entry is not None and entry[0] is artifact:
         return entry[1]
+    from .thread_pool_ir import POOL_SYMBOL  # (imports llvmlite)
+
     llvm = _llvm()
-    if artifact.thread_pool in ("tvms", "mixed", "gomp"):
+    obj = llvm.ObjectFileRef.from_data(artifact.object_code)
+    undefined = undefined_symbols(obj)
+    if artifact.thread_pool and artifact.thread_pool != "pthread":
         # (its symbols must be visible before the code is linked; tvms's pool only for code that calls it)
-        load_thread_pool(own_pool=artifact.thread_pool != "gomp")
+        load_thread_pool(own_pool=POOL_SYMBOL in undefined)
     target = artifact.target
     machine = llvm.Target.from_triple(target.triple).create_target_machine(
         cpu=target.cpu, features=target.features, opt=3, reloc="default", codemodel="jitdefault")
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
-    obj = llvm.ObjectFileRef.from_data(artifact.object_code)
-    missing = [name for name in undefined_symbols(obj) if not llvm.address_of_symbol(name)]
+    missing = [name for name in undefined if not llvm.address_of_symbol(name)]
     if missing:  # (MCJIT would link the calls to address 0, and the first call would crash)
         raise TVMSError(f"cannot load the code of {artifact.symbol!r}: it needs {', '.join(missing)}, "
                         f"which this process does not define")
