@@ -2,7 +2,9 @@
 runs ``--loops`` small parallel loops back to back (2 tasks of ``--work`` stores each, as a
 model's kernels follow each other in the compiled VM), timed per loop on one thread, on libgomp's
 pool (its worker sleeps between loops: ``OMP_WAIT_POLICY=passive``), on tvms's pool with its
-threads sleeping at once and with the default short wait (yielding) before they sleep; then the
+threads sleeping at once (``set_pool_spin(0)``, which also ends the caller's short spin for the
+workers' last tasks: it sleeps at once too) and with the default short wait (yielding) before
+they sleep; then the
 CPU time tvms's worker spends after a call, while the process sleeps (its bounded wait).
 
     .venv/bin/python benchmarks/parallel_wake.py
@@ -38,11 +40,15 @@ def build(pool: str, work: int, loops: int):
     import tvms
     from tvms.script import from_source
 
+    before = os.environ.get("TVMS_THREAD_POOL")
     os.environ["TVMS_THREAD_POOL"] = pool
     try:
         return tvms.build(from_source(HEADER + KERNEL.format(n=work // 64, loops=loops))["main"], target="llvm")
-    finally:
-        del os.environ["TVMS_THREAD_POOL"]
+    finally:  # (the user's setting back)
+        if before is None:
+            del os.environ["TVMS_THREAD_POOL"]
+        else:
+            os.environ["TVMS_THREAD_POOL"] = before
 
 
 def cpu_seconds() -> float:
