@@ -217,17 +217,20 @@ class _HeuristicResult(ctypes.Structure):
                 ("reserved", ctypes.c_int * 4)]
 
 
-def _library_candidates() -> list[str]:
-    """Where libcublasLt may be: NVIDIA's wheel (the ``nvidia.cublas`` package), then the
-    system's loader path."""
-    found = []
+def _package_folders(module: str) -> list[str]:
     try:
-        spec = importlib.util.find_spec("nvidia.cublas")
+        spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
         spec = None
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        found.append(os.path.join(folder, "lib", "libcublasLt.so.12"))
-    return [p for p in found if os.path.exists(p)] + ["libcublasLt.so.12", "libcublasLt.so"]
+    return list(spec.submodule_search_locations or []) if spec else []
+
+
+def _library_candidates() -> list[str]:
+    """Where libcublasLt may be: NVIDIA's CUDA 12 wheel (the ``nvidia.cublas`` package), CUDA 13's
+    (``nvidia/cu13``), then the system's loader path (a toolkit's, 12 before 13)."""
+    found = [os.path.join(folder, "lib", "libcublasLt.so.12") for folder in _package_folders("nvidia.cublas")]
+    found += [os.path.join(folder, "lib", "libcublasLt.so.13") for folder in _package_folders("nvidia.cu13")]
+    return [p for p in found if os.path.exists(p)] + ["libcublasLt.so.12", "libcublasLt.so.13", "libcublasLt.so"]
 
 
 _P, _I, _SIZE = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t

@@ -175,11 +175,18 @@ def test_missing_nvrtc_or_headers_name_the_package(monkeypatch):
     with pytest.raises(TVMSError, match="nvidia-cuda-nvrtc-cu12"):
         nvrtc.compile_cuda(BAD + "// new\n", "sm_80", "ptx")
     monkeypatch.undo()
-    real = nvrtc.importlib.util.find_spec
-    monkeypatch.setattr(nvrtc.importlib.util, "find_spec",
-                        lambda name: None if name == "nvidia.cuda_cccl" else real(name))
+    everywhere = nvrtc._candidates  # (wheels and toolkits: none has libcu++ now)
+    monkeypatch.setattr(nvrtc, "_candidates", lambda module, major: [
+        d for d in everywhere(module, major) if not (d / "cuda/std/cstdint").is_file()])
     with pytest.raises(TVMSError, match="pip install nvidia-cuda-cccl-cu12"):
-        nvrtc.include_dirs()
+        nvrtc.include_dirs(12)
+    with pytest.raises(TVMSError, match="pip install nvidia-cuda-cccl$"):  # (CUDA 13's wheel)
+        nvrtc.include_dirs(13)
+    if nvrtc._nvrtc_major() >= 13:  # (CUDA 13's wheels keep mma.h's headers beside cuda_fp16.h)
+        return
+    monkeypatch.undo()
+    real = nvrtc.importlib.util.find_spec
+    monkeypatch.setattr(nvrtc, "_toolkit_includes", lambda: [])  # (no toolkit to fall back on)
     # without the nvcc wheel a tensor-core kernel cannot include mma.h: the error names the wheel
     monkeypatch.setattr(nvrtc.importlib.util, "find_spec",
                         lambda name: None if name == "nvidia.cuda_nvcc" else real(name))

@@ -8,7 +8,9 @@ include come from NVIDIA's wheels: ``cuda_fp16.h``/``cuda_bf16.h`` from
 ``nvidia-cuda-runtime-cu12``, libcu++'s ``cuda/std/*`` (which NVRTC's programs include for the
 fixed-width integers) from ``nvidia-cuda-cccl-cu12``, and for tensor-core kernels the ``crt/``
 headers behind ``mma.h`` from ``nvidia-cuda-nvcc-cu12`` (large, so a test dependency: without
-it, such a kernel's compile error names it).
+it, such a kernel's compile error names it). With NVRTC of CUDA 13 they come from CUDA 13's
+wheels (``nvidia/cu13``); where no wheel has one, from a CUDA toolkit (``$CUDA_HOME``,
+``$CUDA_PATH`` or ``/usr/local/cuda``).
 
 A compile error is a ``TVMSError`` listing NVRTC's diagnostics, each with the source line it
 names and a caret under the column NVRTC marks.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
 import pathlib
 import re
 
@@ -25,10 +28,15 @@ from ...ir.errors import TVMSError
 
 FORMATS = ("ptx", "cubin")
 PROGRAM_NAME = "tvms_kernels.cu"
-_HEADER_PACKAGES = (("nvidia.cuda_runtime", "nvidia-cuda-runtime-cu12", "cuda_fp16.h"),
-                    ("nvidia.cuda_cccl", "nvidia-cuda-cccl-cu12", "cuda/std/cstdint"))
-# tensor-core kernels include mma.h, whose crt/ headers only the nvcc wheel has (a test dependency)
-_OPTIONAL_HEADERS = (("nvidia.cuda_nvcc", "nvidia-cuda-nvcc-cu12", "crt/mma.h"),)
+# The headers the kernels include: (probe file, needed by every kernel, CUDA 12's wheel module,
+# its package, CUDA 13's package). Tensor-core kernels include mma.h, whose crt/ headers come with
+# the nvcc wheel (CUDA 12: large, so a test dependency) or nvidia-cuda-crt (CUDA 13).
+_HEADERS = (("cuda_fp16.h", True, "nvidia.cuda_runtime", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime"),
+            ("cuda/std/cstdint", True, "nvidia.cuda_cccl", "nvidia-cuda-cccl-cu12", "nvidia-cuda-cccl"),
+            ("crt/mma.h", False, "nvidia.cuda_nvcc", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-crt"))
+# a CUDA toolkit, when the wheels lack a header: these variables, then the usual install folder
+_TOOLKIT_VARIABLES = ("CUDA_HOME", "CUDA_PATH")
+_TOOLKIT_DEFAULT = "/usr/local/cuda"
 _cache: dict[tuple, bytes] = {}
 # NVRTC's diagnostics: "name.cu(12): error: message"
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^\s()][^()]*)\((?P<line>\d+)\): (?P<kind>(?:catastrophic )?error|warning)[^:]*: (?P<text>.*)$")
@@ -54,23 +62,46 @@ def _check(nvrtc, result: tuple, doing: str):
     return result[1:]
 
 
-def _include_dir(module: str, probe: str) -> str | None:
+def _package_folders(module: str) -> list[pathlib.Path]:
     spec = importlib.util.find_spec(module)
-    roots = list(spec.submodule_search_locations or []) if spec is not None else []
-    found = [pathlib.Path(r) / "include" for r in roots if (pathlib.Path(r) / "include" / probe).is_file()]
-    return str(found[0]) if found else None
+    return [pathlib.Path(r) for r in (spec.submodule_search_locations or [])] if spec is not None else []
 
 
-def include_dirs() -> list[str]:
-    """The include folders of the header wheels (a TVMSError naming the wheel that is missing;
-    the optional ones are left out when absent)."""
+def _toolkit_includes() -> list[pathlib.Path]:
+    roots = [os.environ[v] for v in _TOOLKIT_VARIABLES if os.environ.get(v)] + [_TOOLKIT_DEFAULT]
+    # (from CUDA 13 on, a toolkit keeps libcu++ in include/cccl)
+    return [pathlib.Path(r) / sub for r in roots for sub in ("include", "include/cccl")]
+
+
+def _candidates(cu12_module: str, major: int) -> list[pathlib.Path]:
+    """Include folders to look in, those of NVRTC's own CUDA version first: CUDA 12's wheels
+    (a package a header set), CUDA 13's (all under nvidia/cu13, libcu++ in include/cccl), then a
+    toolkit."""
+    cu12 = [f / "include" for f in _package_folders(cu12_module)]
+    cu13 = [f / sub for f in _package_folders("nvidia.cu13") for sub in ("include", "include/cccl")]
+    return (cu13 + cu12 if major >= 13 else cu12 + cu13) + _toolkit_includes()
+
+
+def _nvrtc_major() -> int:
+    nvrtc = _nvrtc()
+    return int(_check(nvrtc, nvrtc.nvrtcVersion(), "reading NVRTC's version")[0])
+
+
+def include_dirs(major: int | None = None) -> list[str]:
+    """The include folders holding the kernels' headers for NVRTC of CUDA ``major`` (read from
+    NVRTC when None): a TVMSError naming the wheel of a required header that is nowhere; the
+    optional ones are left out when absent."""
+    major = _nvrtc_major() if major is None else major
     dirs = []
-    for module, package, probe in _HEADER_PACKAGES:
-        found = _include_dir(module, probe)
-        if found is None:
-            raise TVMSError(f"compiling CUDA needs {probe} from the {package} wheel: pip install {package}")
-        dirs.append(found)
-    return dirs + [d for m, _, probe in _OPTIONAL_HEADERS if (d := _include_dir(m, probe)) is not None]
+    for probe, required, module, cu12_package, cu13_package in _HEADERS:
+        found = next((str(d) for d in _candidates(module, major) if (d / probe).is_file()), None)
+        if found is None and required:
+            package = cu13_package if major >= 13 else cu12_package
+            raise TVMSError(f"compiling CUDA needs {probe} from the {package} wheel (or a CUDA toolkit in "
+                            f"$CUDA_HOME): pip install {package}")
+        if found is not None and found not in dirs:
+            dirs.append(found)
+    return dirs
 
 
 def _arch_number(arch: str) -> str:
@@ -91,7 +122,8 @@ def compile_cuda(source: str, arch: str = "sm_80", fmt: str = "cubin", options: 
         return hit
     nvrtc = _nvrtc()
     gpu = f"--gpu-architecture={'sm' if fmt == 'cubin' else 'compute'}_{number}"
-    flags = [gpu, "-default-device", "--std=c++17", *(f"-I{d}" for d in include_dirs()), *options]
+    major = _nvrtc_major()
+    flags = [gpu, "-default-device", "--std=c++17", *(f"-I{d}" for d in include_dirs(major)), *options]
     (program,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), PROGRAM_NAME.encode(), 0, [], []),
                         "creating a program")
     try:
@@ -100,7 +132,8 @@ def compile_cuda(source: str, arch: str = "sm_80", fmt: str = "cubin", options: 
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             log = _log(nvrtc, program)
             missing = [f"\n(the header {probe} comes with the {package} wheel: pip install {package})"
-                       for _, package, probe in _OPTIONAL_HEADERS if f'"{probe}"' in log]
+                       for probe, required, _, cu12, cu13 in _HEADERS
+                       if not required and f'"{probe}"' in log for package in [cu13 if major >= 13 else cu12]]
             raise TVMSError(f"NVRTC could not compile the CUDA source for {gpu[len('--gpu-architecture='):]}:\n"
                             + explain_log(log, source) + "".join(missing))
         size_of, read = ((nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if fmt == "cubin"
