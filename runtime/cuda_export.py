@@ -40,6 +40,7 @@ class LoadedArtifact:
     binary: bytes
     binary_format: str
     outputs: tuple  # the host's parameters the kernels write (their TIR is not kept to tell)
+    ptx: bytes = b""  # (as CudaArtifact's; libraries exported before it was kept have none)
 
 
 def cuda_functions_json(module: Any) -> list:
@@ -54,7 +55,8 @@ def cuda_functions_json(module: Any) -> list:
                         "kernels": [kernel_json(k.name, k.func, k.launch_params) for k in artifact.kernels],
                         "source": artifact.source, "arch": artifact.arch, "binary_format": artifact.binary_format,
                         "binary": base64.b64encode(artifact.binary).decode("ascii"),
-                        "outputs": list(module[name].outputs)})
+                        "outputs": list(module[name].outputs),
+                        "ptx": base64.b64encode(getattr(artifact, "ptx", b"")).decode("ascii")})
     return entries
 
 
@@ -67,7 +69,7 @@ def cuda_module_of(entries: list, target: str) -> Any:
         artifacts[e["name"]] = LoadedArtifact(
             str(e["symbol"]), host_of(e["host"], e["name"]), kernels, str(e["source"]), str(e["arch"]),
             base64.b64decode(e["binary"], validate=True), str(e["binary_format"]),
-            tuple(int(k) for k in e["outputs"]))
+            tuple(int(k) for k in e["outputs"]), base64.b64decode(e.get("ptx", ""), validate=True))
     return CudaModule(artifacts, target)
 
 

@@ -100,7 +100,7 @@ class DriverLauncher:
 
     def __init__(self, images: dict, index: int) -> None:
         cuda_driver.check_index(index)
-        self.images, self.index = images, index  # id of a kernel -> the binary holding it
+        self.images, self.index = images, index  # id of a kernel -> the artifact holding its binary
         self._loaded: dict[int, cuda_driver.LoadedModule] = {}
         self._workspace: list = []
 
@@ -123,13 +123,29 @@ class DriverLauncher:
         return memory.ptr
 
     def launch(self, kernel: Any, values: list, dims: Launch) -> None:
-        image = self.images[id(kernel)]
-        module = self._loaded.get(id(image))
+        artifact = self.images[id(kernel)]
+        module = self._loaded.get(id(artifact))
         if module is None:
-            module = self._loaded[id(image)] = cuda_driver.LoadedModule(self.index, image)
+            module = self._loaded[id(artifact)] = self._load(artifact)
         fn = module.function(kernel.name, dims.shared_bytes)
         args = [(cuda_driver.c_type(str(p.dtype)), v) for p, v in zip(kernel.func.params, values)]
         cuda_driver.launch(fn, dims.grid, dims.block, dims.shared_bytes, self.stream, args)
+
+    def _load(self, artifact: Any) -> cuda_driver.LoadedModule:
+        """The artifact's cubin, or where the GPU is of another architecture its PTX, which the
+        driver compiles for it."""
+        try:
+            return cuda_driver.LoadedModule(self.index, artifact.binary)
+        except TVMSError as err:
+            if "CUDA_ERROR_NO_BINARY_FOR_GPU" not in str(err):
+                raise
+            ptx = getattr(artifact, "ptx", b"")
+            if not ptx:
+                version = cuda_driver.attribute(self.index, "compute_version")
+                raise TVMSError(f"the module was built for {artifact.arch}, which cuda:{self.index} (compute "
+                                f"{version}) cannot run: build it for this GPU (target \"cuda\" without -arch "
+                                f"takes the GPU's own)") from None
+            return cuda_driver.LoadedModule(self.index, ptx)
 
     def end_call(self) -> None:
         if self._workspace:  # (device memory the host function allocated: free after its kernels)
@@ -237,7 +253,7 @@ class CudaModule(Module):
         super().__init__({k: CudaFunction(k, a, self) for k, a in artifacts.items()}, target)
         self.launcher = launcher
         self.imported_modules = [SourceModule(artifacts)]
-        self._images = {id(k): a.binary for a in artifacts.values() for k in a.kernels}
+        self._images = {id(k): a for a in artifacts.values() for k in a.kernels}
         self._drivers: dict[int, DriverLauncher] = {}
 
     @property

@@ -521,6 +521,53 @@ def test_export_library_embeds_the_binary_and_the_host_function(emulated, tmp_pa
         loaded.with_launcher(ReferenceLauncher())["main"](x, np.zeros(4, "float32"), 3.0)
 
 
+def test_a_cubin_of_another_architecture_loads_its_ptx(emulated, tmp_path) -> None:
+    """A cubin for sm_80 does not load on an sm_90 GPU (CUDA_ERROR_NO_BINARY_FOR_GPU): the
+    driver is given the PTX the cubin came from, as a fatbin's PTX serves newer GPUs; an
+    exported library keeps it too. Without PTX the error names the architectures."""
+    driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms")
+    art = lib.artifacts["main"]
+    load = driver.cuModuleLoadData
+    driver.cuModuleLoadData = lambda image: (209,) if image.startswith(b"\x7fELF") else load(image)
+    driver.cuGetErrorName = lambda err: (0, b"CUDA_ERROR_NO_BINARY_FOR_GPU")
+    x = np.random.default_rng(4).random((4, 33), dtype=np.float32)
+    with_ptx = CudaModule({"main": dataclasses.replace(art, ptx=b"// ptx\0")}, "cuda")
+    with_ptx.export_library(str(tmp_path / "k.so"))
+    for module in (with_ptx, tvms.runtime.load_module(str(tmp_path / "k.so"))):
+        X, Y = tvms.nd.array(x, device=tvms.cuda(0)), tvms.nd.empty((4,), "float32", tvms.cuda(0))
+        module["main"](X, Y, 3.0)
+        np.testing.assert_allclose(Y.numpy(), 3 * x.sum(axis=1), rtol=1e-5)
+    assert driver.images == [b"// ptx\0", b"// ptx\0"]
+    X, Y = tvms.nd.array(x, device=tvms.cuda(0)), tvms.nd.empty((4,), "float32", tvms.cuda(0))
+    with pytest.raises(TVMSError, match=r"built for sm_80, which cuda:0 \(compute 8\.0\) cannot run"):
+        lib["main"](X, Y, 3.0)
+
+
+def test_the_tuning_runner_times_a_cuda_library_on_the_gpu(emulated, tmp_path) -> None:
+    """What a LocalRunner's worker does with a candidate built for cuda: the random arguments go
+    to the GPU, the entry function is timed with CUDA events (the emulated driver's 4 ms between
+    two events). A machine without a GPU fails the trial with the reason, not the device type."""
+    from tvms.lowering.tune.measure import EvaluatorConfig, RunnerInput, TensorInfo
+    from tvms.lowering.tune.runner import LocalRunner, _run_in_worker, default_alloc_argument, default_run_evaluator
+
+    driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
+    lib.export_library(str(tmp_path / "k.so"))
+    info = [TensorInfo("float32", (4, 33)), TensorInfo("float32", (4,))]
+    with_scale = lambda info_, repeat: [args + [2.0] for args in default_alloc_argument(info_, repeat)]
+    secs = _run_in_worker(str(tmp_path / "k.so"), info, EvaluatorConfig(number=2, repeat=3, min_repeat_ms=0),
+                          0.0, 1, with_scale, default_run_evaluator)
+    assert secs == [pytest.approx(4e-3 / 2)] * 3
+    # (two kernels a call: a warm-up call, then 3 x 2; the launcher takes tensors on the GPU only)
+    assert len(driver.launches) == 2 * (1 + 3 * 2) and not driver.memory  # (and freed after)
+    if not HAS_GPU:
+        runner = LocalRunner(timeout_sec=60)
+        try:
+            (result,) = [f.result() for f in runner.run([RunnerInput(str(tmp_path / "k.so"), "cuda", info)])]
+        finally:
+            runner.shutdown()
+        assert result.run_secs is None and "cannot place a tensor on cuda:0" in result.error_msg
+
+
 def test_exported_cuda_libraries_run_from_the_cli(emulated, driver_as, tmp_path, capsys) -> None:
     """``tvms run`` on a library of a Relax program and of a TensorIR function built for cuda:
     inputs go to the GPU, outputs come back; without a GPU it says why (exit 1)."""

@@ -205,3 +205,27 @@ def test_seed004_flows_on_the_gpu() -> None:
     a, b, c = (tvm.nd.array(v, device=device) for v in (a_np, b_np, b_np))
     cuda_mod(a, b, c)
     np.testing.assert_allclose(c.numpy(), a_np @ b_np)
+
+
+@needs_gpu
+@pytest.mark.skipif(tvm.get_global_func("relax.ext.cublas", True) is None, reason="needs the cuBLAS library")
+def test_seed000_flow_with_cublas_on_the_gpu() -> None:
+    """Seed 000 end to end on the GPU: matmul + bias + relu offloaded to cuBLAS (partitioned,
+    then RunCodegen), the rest legalized with DLight's schedules, compiled for the GPU present
+    and run against numpy."""
+    import tvms.relax.backend.cuda.cublas as _cublas  # noqa: F401  (registers the patterns)
+    from tvms.relax.backend import get_pattern
+
+    mod, param_spec = MLPModel().export_tvm(spec={"forward": {"x": nn.spec.Tensor((1, 784), "float32")}})
+    mod = relax.transform.FuseOpsByPattern([get_pattern("cublas.matmul_transposed_bias_relu")],
+                                           bind_constants=False, annotate_codegen=True)(mod)
+    mod = relax.transform.RunCodegen()(mod)
+    assert "cublas" in mod.script()
+    device = tvm.cuda()
+    with tvm.target.Target.from_device(device):
+        mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(),
+                                      dl.gpu.GeneralReduction(), dl.gpu.Fallback())(relax.get_pipeline("zero")(mod))
+    vm = relax.VirtualMachine(relax.build(mod, tvm.target.Target.from_device(device)), device)
+    x, params, expected = mlp_inputs(param_spec)
+    out = vm["forward"](tvm.nd.array(x, device=device), *(tvm.nd.array(p, device=device) for p in params))
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)

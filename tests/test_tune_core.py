@@ -114,7 +114,7 @@ def test_builder_and_runner_turn_failures_into_results() -> None:
         inputs = [ms.RunnerInput(built[0].artifact_path, "cpu", args),
                   ms.RunnerInput(built[1].artifact_path, "cpu", [ms.TensorInfo("float32", (64,))]),
                   ms.RunnerInput(again.artifact_path, "cpu", args),
-                  ms.RunnerInput(again.artifact_path, "cuda", args),
+                  ms.RunnerInput(again.artifact_path, "rocm", args),
                   ms.RunnerInput("/nonexistent/x.so", "cpu", args)]
         futures = runner.run(inputs)
         ok, crashed, after, wrong_device, missing = [f.result() for f in futures]
@@ -122,7 +122,7 @@ def test_builder_and_runner_turn_failures_into_results() -> None:
         assert ok.error_msg is None and len(ok.run_secs) == 3 and all(0 < s < 1 for s in ok.run_secs)
         assert crashed.run_secs is None and "killed by SIGSEGV" in crashed.error_msg
         assert after.error_msg is None  # (a fresh worker took over)
-        assert wrong_device.run_secs is None and "'cuda'" in wrong_device.error_msg
+        assert wrong_device.run_secs is None and "measures on cpu, llvm, cuda, not on 'rocm'" in wrong_device.error_msg
         assert "does not exist" in missing.error_msg
         lib = tvms.runtime.load_module(again.artifact_path)
         a, b, c = (np.ones((64, 64), np.float32) for _ in range(3))

@@ -334,7 +334,7 @@ def codegen_cuda(mod: Any, target: Any, symbol: str) -> CudaArtifact:
     """The cuda row's code generator: the kernels of ``mod`` (the lowered module) as CUDA C,
     compiled by NVRTC for the target's ``-arch`` or the GPU present (a cubin; with neither, PTX
     for ``sm_80`` that a driver compiles for its GPU), and its host function as it is."""
-    from .nvrtc import compile_cuda  # (imports cuda-python only when code is generated)
+    from .nvrtc import compile_cuda, compile_cuda_with_ptx  # (imports cuda-python only when code is generated)
 
     kernels = kernels_of(mod)
     hosts = [(gv, f) for gv, f in mod.functions.items()
@@ -348,7 +348,10 @@ def codegen_cuda(mod: Any, target: Any, symbol: str) -> CudaArtifact:
     arch = target_arch(target)
     fmt = "cubin" if arch else "ptx"
     arch = arch or DEFAULT_ARCH
-    binary = compile_cuda(source, arch=arch, fmt=fmt)
+    if fmt == "cubin":
+        binary, ptx = compile_cuda_with_ptx(source, arch=arch)
+    else:
+        binary = ptx = compile_cuda(source, arch=arch, fmt=fmt)
     launched = tuple(CudaKernel(name, func, tuple(func.attrs.get("tir.kernel_launch_params", ())))
                      for name, func in kernels)
-    return CudaArtifact(symbol, hosts[0][1], launched, source, arch, binary, fmt)
+    return CudaArtifact(symbol, hosts[0][1], launched, source, arch, binary, fmt, ptx)

@@ -40,6 +40,9 @@ class CudaArtifact:
     arch: str  # "sm_80"
     binary: bytes  # what the driver loads: a cubin, or PTX text for the driver's JIT
     binary_format: str  # "cubin" or "ptx"
+    # the PTX the binary came from: the driver compiles it where a cubin's architecture is not
+    # the GPU's (a cubin for sm_80 does not load on sm_90), as a fatbin's PTX is used
+    ptx: bytes = b""
 
     def kernel(self, name: str) -> CudaKernel:
         for k in self.kernels:

@@ -115,17 +115,31 @@ def compile_cuda(source: str, arch: str = "sm_80", fmt: str = "cubin", options: 
     """PTX (text, as bytes) or a cubin of ``source`` for ``arch`` (``sm_80``, ``sm_90``, ...)."""
     if fmt not in FORMATS:
         raise TVMSError(f"NVRTC makes {' or '.join(FORMATS)}, not {fmt!r}")
-    number = _arch_number(arch)
-    key = (hashlib.sha256(source.encode()).hexdigest(), number, fmt, tuple(options))
+    return _compiled(source, _arch_number(arch), fmt == "cubin", tuple(options))[fmt]
+
+
+def compile_cuda_with_ptx(source: str, arch: str = "sm_80", options: tuple = ()) -> tuple[bytes, bytes]:
+    """A cubin of ``source`` for ``arch`` and the PTX it was assembled from, from one compile:
+    the driver loads the cubin on GPUs of that architecture and compiles the PTX for newer
+    ones (what a fatbin carries)."""
+    out = _compiled(source, _arch_number(arch), True, tuple(options))
+    return out["cubin"], out["ptx"]
+
+
+def _compiled(source: str, number: str, real: bool, options: tuple) -> dict[str, bytes]:
+    """NVRTC's output by format: PTX for ``compute_<number>``, or (``real``) the cubin for
+    ``sm_<number>`` and its PTX; cached in the process."""
+    key = (hashlib.sha256(source.encode()).hexdigest(), number, real, options)
     hit = _cache.get(key)
     if hit is not None:
         return hit
     nvrtc = _nvrtc()
-    gpu = f"--gpu-architecture={'sm' if fmt == 'cubin' else 'compute'}_{number}"
+    gpu = f"--gpu-architecture={'sm' if real else 'compute'}_{number}"
     major = _nvrtc_major()
     flags = [gpu, "-default-device", "--std=c++17", *(f"-I{d}" for d in include_dirs(major)), *options]
     (program,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), PROGRAM_NAME.encode(), 0, [], []),
                         "creating a program")
+    out = {}
     try:
         encoded = [f.encode() for f in flags]
         status = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)[0]
@@ -136,16 +150,18 @@ def compile_cuda(source: str, arch: str = "sm_80", fmt: str = "cubin", options: 
                        if not required and f'"{probe}"' in log for package in [cu13 if major >= 13 else cu12]]
             raise TVMSError(f"NVRTC could not compile the CUDA source for {gpu[len('--gpu-architecture='):]}:\n"
                             + explain_log(log, source) + "".join(missing))
-        size_of, read = ((nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if fmt == "cubin"
-                         else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX))
-        (size,) = _check(nvrtc, size_of(program), f"sizing the {fmt}")
-        buffer = b" " * size
-        _check(nvrtc, read(program, buffer), f"reading the {fmt}")
+        readers = {"ptx": (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)}
+        if real:
+            readers["cubin"] = (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+        for fmt, (size_of, read) in readers.items():
+            (size,) = _check(nvrtc, size_of(program), f"sizing the {fmt}")
+            buffer = b" " * size
+            _check(nvrtc, read(program, buffer), f"reading the {fmt}")
+            out[fmt] = buffer.rstrip(b"\0") + b"\0" if fmt == "ptx" else buffer  # (PTX is NUL-terminated text)
     finally:
         nvrtc.nvrtcDestroyProgram(program)
-    binary = buffer.rstrip(b"\0") + b"\0" if fmt == "ptx" else buffer  # (PTX is NUL-terminated text)
-    _cache[key] = binary
-    return binary
+    _cache[key] = out
+    return out
 
 
 def _log(nvrtc, program) -> str:

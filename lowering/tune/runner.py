@@ -8,7 +8,9 @@ while this one is measured.
 
 The worker loads the library with the runtime's public loader (``tvms.runtime.load_module``,
 the one import of the runtime that DESIGN.md allows this layer), fills the arguments with random
-data and times the entry function with the runtime's ``time_evaluator``.
+data (copied to the GPU for a CUDA library) and times the entry function with the runtime's
+``time_evaluator`` (CUDA events on a GPU). Workers are fresh interpreters, so each has a CUDA
+context of its own.
 """
 from __future__ import annotations
 
@@ -63,6 +65,9 @@ class Runner:
         raise TVMSError(f"unknown runner kind {kind!r} (tvms has 'local' and 'ray')")
 
 
+MEASURED_ON = ("cpu", "llvm", "cuda")  # the device types a LocalRunner times on this machine
+
+
 class LocalRunnerFuture(RunnerFuture):
     """A measurement running in a ``LocalRunner``'s worker."""
 
@@ -108,9 +113,9 @@ class LocalRunner(Runner):
     def run(self, runner_inputs: list[RunnerInput]) -> list[RunnerFuture]:
         futures: list[RunnerFuture] = []
         for inp in runner_inputs:
-            if inp.device_type not in ("cpu", "llvm"):
+            if inp.device_type not in MEASURED_ON:
                 futures.append(LocalRunnerFuture(failed_future(
-                    f"this runner measures on the CPU, not on {inp.device_type!r}")))
+                    f"this runner measures on {', '.join(MEASURED_ON)}, not on {inp.device_type!r}")))
                 continue
             futures.append(LocalRunnerFuture(self._submit(inp), type(self).__name__))
         return futures
@@ -188,7 +193,19 @@ def _run_in_worker(path: str, args_info: list, config: EvaluatorConfig, cooldown
     from ...runtime import load_module
 
     rt_mod = load_module(path)
-    args_lists = f_alloc_argument(args_info, alloc_repeat)
+    args_lists = _where_it_runs(rt_mod, f_alloc_argument(args_info, alloc_repeat))
     if cooldown_sec > 0:
         time.sleep(cooldown_sec)
     return f_run_evaluator(rt_mod, args_lists, config)
+
+
+def _where_it_runs(rt_mod: Any, args_lists: list[list]) -> list[list]:
+    """The host arrays of ``args_lists`` copied to the device ``rt_mod``'s functions run on (GPU 0
+    for a CUDA library); other arguments as they are."""
+    from ...runtime import Device, tensor
+
+    device_type = getattr(rt_mod, "device_type", 1)
+    if device_type == 1:  # (DLPack's kDLCPU: the arrays are used in place)
+        return args_lists
+    dev = Device(device_type, 0)
+    return [[tensor(a, device=dev) if isinstance(a, np.ndarray) else a for a in args] for args in args_lists]
