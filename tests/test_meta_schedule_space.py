@@ -271,6 +271,10 @@ def test_gpu_space_needs_the_targets_limits() -> None:
     with pytest.raises(tvms.TVMSError, match='"max_shared_memory_per_block" is not defined in the target'):
         TuneContext(base("row_sum"), "cuda -max_threads_per_block=1024 -thread_warp_size=32",
                     PostOrderApply(sch_rules=[], postprocs=[VerifyGPUCode()], mutator_probs={}))
+    # the warp size is the cuda kind's (32), as TVM fills it in: the two limits are enough
+    context = TuneContext(base("row_sum"), "cuda -max_threads_per_block=1024 -max_shared_memory_per_block=49152",
+                          PostOrderApply(sch_rules=[], postprocs=[VerifyGPUCode()], mutator_probs={}))
+    assert context.space_generator.postprocs[0].limits["thread_warp_size"] == 32
 
 
 @pytest.mark.parametrize("name", ["row_sum", "nrm", pytest.param("sfm", marks=pytest.mark.slow)])

@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 from ...ir.errors import TVMSError
 from ...ir.expr import DATA_PAR
+from ...ir.global_info import KIND_DEFAULTS
 from ...ir.stmt import SERIAL
 from ..schedule.tree import enclosing_loops
 from .rule_analysis import const_int, has_been_multi_level_tiled, is_root, loop_iter_type, site
@@ -105,12 +106,14 @@ class AutoBind(ScheduleRule):
 
 
 def target_limit(context: Any, name: str, who: str) -> int:
-    """The tuning target's limit ``name``, which ``who`` needs (as in TVM, the target must say it)."""
+    """The tuning target's limit ``name``, which ``who`` needs: as in TVM, the target must say it,
+    or its kind fill it in (``thread_warp_size`` 32 for cuda)."""
     target = getattr(context, "target", None)
     attrs = target.attrs if target is not None else {}
-    if name not in attrs:
+    value = attrs.get(name, KIND_DEFAULTS.get(getattr(target, "kind", None), {}).get(name))
+    if value is None:
         raise TVMSError(f'{who}: "{name}" is not defined in the target {target} (e.g. "cuda -{name}=...")')
-    return int(attrs[name])
+    return int(value)
 
 
 def target_max_threads(context: Any) -> int:
