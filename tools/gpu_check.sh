@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The checks of issue 16 that need a CUDA GPU, as one script for a lent GPU machine: the tests
-# that run kernels on the device, then benchmarks/gpu.py (and, with GPU_TRIALS=N, the tuned
-# matmul). Logs go to $OUT (or ./gpu-check-out); a summary is printed last.
+# that run kernels on the device, then benchmarks/gpu.py (with GPU_TRIALS=N, the tuned matmul
+# too). Logs go to $OUT (or ./gpu-check-out); a summary is printed last.
 #
 # The machine's own python3 runs it, with tvms's wheel and lark from .whl/ (build them first:
 #   .venv/bin/pip wheel -q --no-deps -w .whl . && .venv/bin/pip download -q --no-deps -d .whl lark
@@ -35,15 +35,12 @@ GPU_TESTS="tests/test_cuda_runtime.py tests/test_seed_flows_cuda.py tests/test_c
 # shellcheck disable=SC2086
 CUDA_LAUNCH_BLOCKING=1 step tests "${GPU_TEST_SECS:-240}" python3 -m pytest -q -p no:cacheprovider -rfE \
     -n "${GPU_TEST_WORKERS:-6}" --timeout 120 --durations=8 $GPU_TESTS
-step gpu_bench "${GPU_BENCH_SECS:-240}" python3 benchmarks/gpu.py
-if [ -n "${GPU_TRIALS:-}" ]; then
-    step gpu_tuned "${GPU_TUNE_SECS:-240}" python3 benchmarks/gpu.py --trials "$GPU_TRIALS"
-fi
+# shellcheck disable=SC2086
+step gpu_bench "${GPU_BENCH_SECS:-240}" python3 benchmarks/gpu.py ${GPU_TRIALS:+--trials $GPU_TRIALS}
 
 echo "---- failures"
 grep -E '^(FAILED|ERROR)' "$OUT/tests.log" | head -40
 tail -3 "$OUT/tests.log"
 echo "---- benchmarks"
-tail -15 "$OUT/gpu_bench.log"
-[ -f "$OUT/gpu_tuned.log" ] && tail -12 "$OUT/gpu_tuned.log"
+grep -v -E '^ *$|^trials ' "$OUT/gpu_bench.log" | tail -30
 cat "$OUT/summary.txt"
