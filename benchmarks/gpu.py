@@ -2,12 +2,10 @@
 the cuBLAS dispatch, against cuBLAS as cupy or torch call it, side by side in one run.
 
 * matmul 4096^3 in fp32 and fp16 (fp16 accumulating in fp16, as the legalized matmul has it): the
-  ``R.matmul`` of a Relax function through ``tvms.compile(target="cuda")`` (the zero pipeline, then
-  ``tvms.dlight.gpu``'s Matmul rule), its time per call from the VM's ``time_evaluator`` (CUDA
-  events), in TFLOPS and as a ratio to cuBLAS. The rule puts fp16 on tensor cores (WMMA tiles in
-  dynamic shared memory) for an ``-arch`` of digits from sm_70 on; the target of a 9.0 GPU is
-  ``sm_90a``, for which it keeps the SIMT schedule, as TVM 0.27's does, so on such a GPU fp16 is
-  also timed for ``-arch=sm_90``;
+  ``R.matmul`` of a Relax function through ``tvms.compile(target=Target.from_device(dev))`` (the
+  zero pipeline, then ``tvms.dlight.gpu``'s Matmul rule: on compute capability 7.0 and newer, the
+  fp16 one on tensor cores, WMMA tiles staged in dynamic shared memory), its time per call from
+  the VM's ``time_evaluator`` (CUDA events), in TFLOPS and as a ratio to cuBLAS;
 * the same after ``partition_for_cublas`` (tvms's own cuBLAS dispatch; needs ``tvms[cublas]``);
 * with ``--trials N``: the matmul tuned by the meta-schedule under the cuda target;
 * seed 000's MLP (1x784 -> 128 -> 10, fp32) through the VM on the GPU, beside the same model as
@@ -93,13 +91,12 @@ def median_secs(fn, sync, repeat: int = 5, min_secs: float = 0.2) -> float:
     return statistics.median(times)
 
 
-def vm_secs(mod, dev, args: list, check, target=None) -> float:
-    """Compile ``mod`` for ``target`` (the GPU's own by default), check its result, and time
-    ``main`` with CUDA events."""
+def vm_secs(mod, dev, args: list, check) -> float:
+    """Compile ``mod`` for the GPU, check its result, and time ``main`` with CUDA events."""
     import tvms
     from tvms import relax
 
-    vm = relax.VirtualMachine(tvms.compile(mod, target=target or tvms.target.Target.from_device(dev)), dev)
+    vm = relax.VirtualMachine(tvms.compile(mod, target=tvms.target.Target.from_device(dev)), dev)
     inputs = [tvms.nd.array(a, device=dev) for a in args]
     check(vm["main"](*inputs).numpy())
     timer = vm.time_evaluator("main", dev, number=10, repeat=5, min_repeat_ms=200)
@@ -119,12 +116,6 @@ def matmul_rows(n: int, dtype: str, trials: int, dev, peer: Peer) -> list:
         np.testing.assert_allclose(out.astype("float32"), expect, rtol=tol, atol=tol * n)
 
     rows = [(f"tvms DLight ({dtype})", vm_secs(mod, dev, [a, b], check))]
-    arch = tvms.target.Target.from_device(dev).attrs.get("arch", "")
-    if dtype == "float16" and arch.endswith("a"):
-        # DLight's Matmul (TVM's too) takes tensor cores only for an -arch of digits: on sm_90a
-        # it keeps the SIMT schedule above; for sm_90 it tensorizes (WMMA)
-        plain = tvms.target.Target(f"cuda -arch={arch[:-1]}")
-        rows.append((f"tvms DLight, {arch[:-1]} ({dtype})", vm_secs(mod, dev, [a, b], check, plain)))
     try:
         from tvms.relax.backend.cuda.cublas import partition_for_cublas
 

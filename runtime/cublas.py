@@ -205,6 +205,9 @@ LAYOUT_TYPE, LAYOUT_ROWS, LAYOUT_COLS, LAYOUT_LD = 0, 2, 3, 4
 LAYOUT_BATCH_COUNT, LAYOUT_STRIDED_BATCH_OFFSET = 5, 6
 EPILOGUES = {"default": 1, "bias": 4, "relu_bias": 6, "gelu_bias": 36}
 _PREF_MAX_WORKSPACE_BYTES = 1
+# scratch memory offered to cuBLASLt's algorithms: with none, its heuristic may pick only those
+# that need none (on an H200, a 4096^3 fp16 matmul then ran 2.6x behind cupy's cuBLAS call)
+WORKSPACE_BYTES = 32 << 20
 _STATUS = {1: "NOT_INITIALIZED", 3: "ALLOC_FAILED", 7: "INVALID_VALUE", 8: "ARCH_MISMATCH",
            11: "MAPPING_ERROR", 13: "EXECUTION_FAILED", 14: "INTERNAL_ERROR", 15: "NOT_SUPPORTED"}
 
@@ -339,18 +342,30 @@ def _handle() -> tuple[ctypes.c_void_p, ctypes.c_void_p]:
                "cublasLtCreate (is a CUDA device present?)")
         _check(LIBRARY.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)),
                "cublasLtMatmulPreferenceCreate")
-        no_workspace = ctypes.c_size_t(0)  # algorithms that need no scratch memory
         _set(LIBRARY.cublasLtMatmulPreferenceSetAttribute, pref, _PREF_MAX_WORKSPACE_BYTES,
-             no_workspace, "MAX_WORKSPACE_BYTES")
-        _STATE.handle, _STATE.pref = handle, pref
+             ctypes.c_size_t(WORKSPACE_BYTES), "MAX_WORKSPACE_BYTES")
+        _STATE.handle, _STATE.pref, _STATE.workspaces = handle, pref, {}
     return _STATE.handle, _STATE.pref
+
+
+def _workspace(index: int, stream: int) -> int:
+    """The address of cuBLASLt's scratch memory on ``cuda(index)`` for ``stream``: one block a
+    stream, since work queued on two streams may run at once and must not share it."""
+    from . import cuda_driver
+
+    block = _STATE.workspaces.get((index, stream))
+    if block is None:
+        block = _STATE.workspaces[(index, stream)] = cuda_driver.DeviceMemory(index, WORKSPACE_BYTES)
+    return block.ptr
 
 
 def cublaslt_gemm(plan: GemmPlan, lhs: Operand, rhs: Operand, out: Operand,
                   bias: Operand | None, scale_a: Operand | None, scale_b: Operand | None,
-                  epilogue: str, alpha: float, stream: int = 0) -> None:
-    """The plan run by cuBLASLt on device pointers, on ``stream`` (0: the default stream)."""
+                  epilogue: str, alpha: float, stream: int = 0, device_index: int = 0) -> None:
+    """The plan run by cuBLASLt on device pointers of ``cuda(device_index)``, on ``stream`` (0:
+    the default stream)."""
     handle, pref = _handle()
+    workspace = _workspace(device_index, stream)
     d = Descriptors(plan, lhs.dtype, out.dtype, epilogue, *(
         None if x is None else x.data for x in (bias, scale_a, scale_b)))
     try:
@@ -369,7 +384,8 @@ def cublaslt_gemm(plan: GemmPlan, lhs: Operand, rhs: Operand, out: Operand,
                                       ctypes.c_void_p(rhs.data), a_desc,
                                       ctypes.c_void_p(lhs.data), b_desc, ctypes.byref(zero),
                                       c_data, c_desc, c_data, c_desc, ctypes.byref(result.algo),
-                                      None, ctypes.c_size_t(0), ctypes.c_void_p(stream)),
+                                      ctypes.c_void_p(workspace), ctypes.c_size_t(WORKSPACE_BYTES),
+                                      ctypes.c_void_p(stream)),
                "cublasLtMatmul")
     finally:
         d.close()
@@ -384,7 +400,8 @@ def device_gemm_function(call: Any) -> Callable:
         index = getattr(getattr(args[-1] if args else None, "device", None), "device_id", 0)
         cuda_driver.use_device(index)
         stream = int(cuda_driver.current_stream(index).handle)
-        gemm_function(call, lambda *plan_args: cublaslt_gemm(*plan_args, stream=stream))(*args)
+        gemm_function(call, lambda *plan_args: cublaslt_gemm(*plan_args, stream=stream,
+                                                             device_index=index))(*args)
 
     packed.__name__ = call.symbol
     return packed
