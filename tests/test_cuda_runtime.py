@@ -4,7 +4,6 @@ prints it) is evaluated and its launches run on the reference executor against n
 target and its row. The tests at the end need a GPU and skip without one."""
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import gc
 import importlib.util
@@ -15,16 +14,14 @@ import pytest
 
 import tvms
 from conftest import CORPUS_COPY
+from cuda_emulated import EmulatedDriver, FakeDriver
 from tvms import TVMSError
-from tvms.ir import stmt as S
 from tvms.ir.registry import get_global_func
-from tvms.ir.visitor import collect
 from tvms.lowering.codegen.cuda_artifact import CudaArtifact, CudaKernel
 from tvms.lowering.targets import check_target, target_kind
 from tvms.runtime import cuda_driver
 from tvms.runtime.cuda_module import CudaModule, ReferenceLauncher
 from tvms.runtime.dlpack import read_capsule, to_capsule
-from tvms.runtime.reference import numpy_dtype, run_prim_func
 from tvms.script import from_source
 from tvms.target import Target
 
@@ -46,22 +43,6 @@ def reference_lib(name: str) -> CudaModule:
 
 
 # --------------------------------------------------------------------------- what is missing
-
-
-class FakeDriver:
-    """cuda-python's driver module as a machine with ``count`` GPUs (or a failing cuInit) shows it."""
-
-    def __init__(self, count: int, init_error: int = 0) -> None:
-        self.count, self.init_error = count, init_error
-
-    def cuInit(self, flags):
-        return (self.init_error,)
-
-    def cuDeviceGetCount(self):
-        return (0, self.count)
-
-    def cuGetErrorName(self, err):
-        return (0, b"CUDA_ERROR_NO_DEVICE")
 
 
 _UNCACHED_INIT = cuda_driver._initialized.__wrapped__
@@ -191,107 +172,6 @@ def test_the_module_shows_its_source_and_times_calls() -> None:
 
 
 # --------------------------------------------------------------------------- the driver path
-
-
-class _Names:
-    """The driver's enums by name (``CUdevice_attribute.CU_DEVICE_ATTRIBUTE_WARP_SIZE``)."""
-
-    def __getattr__(self, name):
-        return name
-
-
-class EmulatedDriver(FakeDriver):
-    """A GPU of compute capability 8.0 whose memory is host memory and whose launches run the
-    kernel's TIR with the reference executor: what tvms asks of the driver (allocations, copies,
-    cuLaunchKernel's grid, block and packed parameters) is checked without one."""
-
-    CUdevice_attribute = CUfunction_attribute = _Names()
-    ATTRIBUTES = {"CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK": 1024, "CU_DEVICE_ATTRIBUTE_WARP_SIZE": 32,
-                  "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK": 49152,
-                  "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 166912,
-                  "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": 108,
-                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": 8,
-                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR": 0}
-
-    def __init__(self, kernels: dict, run_kernels: bool = True) -> None:
-        super().__init__(1)
-        self.run_kernels = run_kernels
-        self.kernels, self.memory, self.images = kernels, {}, []
-        self.launches, self.streams, self.arguments = [], [], []
-        self.function_attributes = []  # (kernel, attribute, value) as set
-        ok = (0,)
-        for name in ("cuCtxSetCurrent", "cuCtxSynchronize", "cuStreamSynchronize", "cuModuleUnload",
-                     "cuEventRecord", "cuEventSynchronize", "cuEventDestroy"):
-            setattr(self, name, lambda *args: ok)
-
-    def cuDeviceGet(self, index):
-        return (0, index)
-
-    def cuDevicePrimaryCtxRetain(self, device):
-        return (0, "context")
-
-    def cuDeviceGetAttribute(self, attribute, device):
-        return (0, self.ATTRIBUTES[attribute])
-
-    def cuMemAlloc(self, nbytes):
-        block = ctypes.create_string_buffer(nbytes)
-        self.memory[ctypes.addressof(block)] = block
-        return (0, ctypes.addressof(block))
-
-    def cuMemFree(self, ptr):
-        del self.memory[ptr]
-        return (0,)
-
-    def cuMemcpyHtoD(self, dst, src, nbytes):
-        ctypes.memmove(dst, src, nbytes)
-        return (0,)
-
-    def cuMemsetD8(self, ptr, value, nbytes):
-        ctypes.memset(ptr, value, nbytes)
-        return (0,)
-
-    cuMemcpyDtoH = cuMemcpyDtoD = cuMemcpyHtoD
-
-    def cuModuleLoadData(self, image):
-        self.images.append(image)
-        return (0, image)
-
-    def cuModuleGetFunction(self, module, name):
-        return (0, name.decode())
-
-    def cuFuncSetAttribute(self, fn, attribute, value):
-        self.function_attributes.append((fn, attribute, value))
-        return (0,)
-
-    def cuStreamCreate(self, flags):
-        return (0, "stream")
-
-    def cuStreamDestroy(self, stream):
-        return (0,)
-
-    def cuEventCreate(self, flags):
-        return (0, "event")
-
-    def cuEventElapsedTime(self, start, end):
-        return (0, 4.0)  # milliseconds
-
-    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        kernel = self.kernels[fn]
-        slots = (ctypes.c_void_p * len(kernel.func.params)).from_address(params)
-        values = []
-        for param, slot in zip(kernel.func.params, slots):
-            value = cuda_driver.c_type(str(param.dtype)).from_address(slot).value
-            if param.dtype.is_handle:  # (a pointer into an allocation: the memory from there, as an array)
-                dtype = next(b.buffer.dtype for b in collect(kernel.func.body, S.DeclBuffer) if b.buffer.data is param)
-                base = max(p for p in self.memory if p <= value)
-                value = np.frombuffer(self.memory[base], numpy_dtype(dtype), offset=value - base)
-            values.append(value)
-        self.launches.append((fn, (gx, gy, gz), (bx, by, bz), shared))
-        self.streams.append(stream)
-        self.arguments.append(values)
-        if self.run_kernels:
-            run_prim_func(kernel.func, *values)
-        return (0,)
 
 
 @pytest.fixture
