@@ -168,6 +168,7 @@ class CudaFunction:
         self.func = artifact.host  # (its parameters are the function's)
         outputs = getattr(artifact, "outputs", None)  # (a loaded library keeps them)
         self.outputs = written_arguments(artifact.host, self._kernels) if outputs is None else outputs
+        self._runner: HostRunner | None = None  # (the host function compiled, at the first call)
 
     def check(self, args: tuple) -> None:
         """``args`` (host arrays) checked against the parameters as a call checks them."""
@@ -179,8 +180,11 @@ class CudaFunction:
 
     def __call__(self, *args: Any) -> None:
         launcher = self.module.launcher_for(args)
+        runner = self._runner
+        if runner is None:
+            runner = self._runner = HostRunner(self.artifact.host, self._kernels, self.name)
         try:
-            HostRunner(self.artifact.host, self._kernels, launcher, self.name)(*args)
+            runner(launcher, *args)
         finally:
             getattr(launcher, "end_call", lambda: None)()
 

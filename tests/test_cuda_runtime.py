@@ -135,6 +135,38 @@ def test_lets_asserts_workspaces_scalars_and_two_kernels() -> None:
         lib["main"](x, y, "half")
 
 
+STATIC_HOST = """# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((300,), "float32"), B: T.Buffer((300,), "float32"), C: T.Buffer((300,), "float32"), flag: T.int32):
+    if flag == 1:
+        T.call_ffi_kernel("no_such_kernel", A.data, 1, launch_params=["blockIdx.x"], ret_ty="int32")
+    T.call_ffi_kernel("add_kernel", A.data, B.data, C.data, 300, 3, 128, launch_params=["blockIdx.x", "threadIdx.x"], ret_ty="int32")
+"""
+
+
+def test_a_host_function_of_constant_shapes_checks_its_arguments_as_any() -> None:
+    """The host function is compiled once (its arguments of constant shapes checked at a glance);
+    what it cannot do is an error only when a call reaches it, and a wrong argument says what
+    differs as for symbolic shapes."""
+    art = artifact_of("add_dyn_SplitHostDevice.tvms")
+    lib = CudaModule({"main": dataclasses.replace(art, host=from_source(STATIC_HOST))}, "cuda")
+    main = lib.with_launcher(ReferenceLauncher())["main"]
+    a, b, c = np.arange(300, dtype="float32"), np.ones(300, "float32"), np.zeros(300, "float32")
+    for _ in range(2):
+        main(a, b, c, 0)
+        np.testing.assert_array_equal(c, 2 * a + b)
+    for args, message in [
+        ((a, b, c, 1), r"main: the host function launches 'no_such_kernel', which is not among the kernels \(add_kernel\)"),
+        ((a, b[:5], c, 0), r"main argument 1 \(B\): dimension 0: expected 300, got 5"),
+        ((a, b.astype("float64"), c, 0), r"main argument 1 \(B\): expected dtype float32, got float64"),
+        ((a, b.reshape(3, 100), c, 0), r"main argument 1 \(B\): expected 1 dimensions, got shape \(3, 100\)"),
+        ((a, b, c), r"main takes 4 arguments \(A, B, C, flag\), got 3"),
+    ]:
+        with pytest.raises(TVMSError, match=message):
+            main(*args)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("tvms.runtime.reference_gpu") is None,
                     reason="the reference executor runs a block's threads one after another until its "
