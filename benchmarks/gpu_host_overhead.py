@@ -11,7 +11,6 @@ device's own time is not in it, and is measured on a GPU by ``benchmarks/gpu.py`
 from __future__ import annotations
 
 import argparse
-import collections
 import cProfile
 import pathlib
 import pstats
@@ -23,27 +22,10 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
-from cuda_emulated import EmulatedDriver, install  # noqa: E402
+from cuda_emulated import Counting, EmulatedDriver, install  # noqa: E402
 from seed_mlp import MLP  # noqa: E402
 
 SHAPES = [(1, 784), (128, 784), (128,), (10, 128), (10,)]
-
-
-class Counting:
-    """The driver seen through a counter of the calls made to it, by name."""
-
-    def __init__(self, driver: EmulatedDriver) -> None:
-        self.driver, self.counts = driver, collections.Counter()
-
-    def __getattr__(self, name: str):
-        found = getattr(self.driver, name)
-        if not name.startswith("cu") or not callable(found):
-            return found
-
-        def counted(*args):
-            self.counts[name] += 1
-            return found(*args)
-        return counted
 
 
 def us_per_call(fn, number: int) -> float:

@@ -1,10 +1,12 @@
 """A CUDA GPU without one, for the tests and benchmarks of the driver path: ``FakeDriver`` is
 cuda-python's driver module as a machine with some GPUs (or none) shows it; ``EmulatedDriver``
-is one GPU whose memory is host memory and whose launches run on the reference executor.
+is one GPU whose memory is host memory and whose launches run on the reference executor;
+``Counting(driver)`` counts the calls made to a driver by name.
 ``install(driver)`` makes ``cuda_driver`` use it (the tests do the same through monkeypatch)."""
 from __future__ import annotations
 
 import bisect
+import collections
 import ctypes
 import functools
 
@@ -146,6 +148,23 @@ class EmulatedDriver(FakeDriver):
             found = self._dtypes[fn] = [numpy_dtype(declared[p]) if p.dtype.is_handle else None
                                         for p in func.params]
         return found
+
+
+class Counting:
+    """The driver seen through a counter of the calls made to it, by name."""
+
+    def __init__(self, driver: EmulatedDriver) -> None:
+        self.driver, self.counts = driver, collections.Counter()
+
+    def __getattr__(self, name: str):
+        found = getattr(self.driver, name)
+        if not name.startswith("cu") or not callable(found):
+            return found
+
+        def counted(*args):
+            self.counts[name] += 1
+            return found(*args)
+        return counted
 
 
 def install(driver) -> None:

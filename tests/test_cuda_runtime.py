@@ -14,7 +14,7 @@ import pytest
 
 import tvms
 from conftest import CORPUS_COPY
-from cuda_emulated import EmulatedDriver, FakeDriver
+from cuda_emulated import Counting, EmulatedDriver, FakeDriver
 from tvms import TVMSError
 from tvms.ir.registry import get_global_func
 from tvms.lowering.codegen.cuda_artifact import CudaArtifact, CudaKernel
@@ -209,6 +209,7 @@ def test_the_module_shows_its_source_and_times_calls() -> None:
 @pytest.fixture
 def emulated(driver_as, monkeypatch):
     def use(name, function="main", run_kernels=True):
+        gc.collect()  # (device memory that earlier tests left is freed now, not in this driver's memory)
         art = artifact_of(name, binary=b"\x7fELF a cubin")
         driver = EmulatedDriver({k.name: k for k in art.kernels}, run_kernels)
         driver_as(driver)
@@ -390,6 +391,40 @@ def test_the_vm_runs_on_the_device(emulated) -> None:
         tvms.relax.VirtualMachine(cpu_ex, tvms.cuda(0))
     with pytest.raises(TVMSError, match="argument 'x': the tensor is on cuda:0; this executable runs on the CPU"):
         tvms.relax.VirtualMachine(cpu_ex, tvms.cpu())["main"](tvms.nd.array(x, device=tvms.cuda(0)), y)
+
+
+def test_vm_calls_after_the_first_reuse_the_vms_device_memory(emulated, driver_as) -> None:
+    """A VM's outputs and arguments' copies take blocks the VM keeps and get back when they die:
+    a call after the first allocates and frees nothing and launches what the first did; the
+    blocks are freed with the VM, and a tensor that outlives it frees its own."""
+    tvms.register_func("test_cuda.negate", lambda x, out: out.copyfrom(-x.numpy()), override=True)
+    cpu_ex = tvms.compile(from_source(RELAX_ON_GPU), target="llvm")
+    driver, kernels = emulated("add_dyn_SplitHostDevice.tvms", function="add")
+    counting = Counting(driver)
+    driver_as(counting)
+    vm = tvms.relax.VirtualMachine(tvms.runtime.vm.Executable(cpu_ex.program, kernels), tvms.cuda(0))
+    x, y = np.arange(200, dtype="float32"), np.ones(200, "float32")
+
+    def call(k):
+        counting.counts.clear()
+        start = len(driver.launches)
+        out = vm["main"](x + k, y)  # (both arguments copied to the device by the VM)
+        np.testing.assert_array_equal(out.numpy(), -(2 * (2 * (x + k) + y) + y))
+        return out, (counting.counts["cuMemAlloc"], counting.counts["cuMemFree"]), driver.launches[start:]
+
+    first, counted, launches = call(0)
+    assert counted == (5, 0)  # (two arguments' copies, two intermediates of the VM's pool, the output)
+    assert launches == [("add_kernel", (2, 1, 1), (128, 1, 1), 0)] * 2
+    again = [call(k)[1:] for k in (1, 2)]  # (their outputs dropped at once)
+    assert again == [((1, 0), launches), ((0, 0), launches)]  # (the first output's block is not back)
+    held = len(driver.memory)
+    del vm
+    gc.collect()
+    assert len(driver.memory) == 1 < held  # (what the first output holds)
+    np.testing.assert_array_equal(first.numpy(), -(2 * (2 * x + y) + y))
+    del first
+    gc.collect()
+    assert not driver.memory
 
 
 def test_the_vm_places_tensors_in_device_storage(emulated) -> None:
