@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import importlib.util
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -305,6 +306,28 @@ def test_more_than_48_kib_of_dynamic_shared_memory_is_asked_for(emulated) -> Non
         ("scale_kernel", "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", n) for n in (65536, 102400)]
 
 
+def test_the_context_is_made_current_once_per_thread_on_one_gpu(emulated, driver_as) -> None:
+    driver, _ = emulated("add_dyn_SplitHostDevice.tvms")
+    counting = Counting(driver)
+    driver_as(counting)
+
+    def made_current() -> int:  # (cuCtxSetCurrent calls of three uses of cuda(0))
+        counting.counts.clear()
+        for _ in range(3):
+            cuda_driver.use_device(0)
+        return counting.counts["cuCtxSetCurrent"]
+
+    made_current()
+    assert made_current() == 0
+    in_thread = []
+    thread = threading.Thread(target=lambda: in_thread.append(made_current()))
+    thread.start()
+    thread.join()
+    assert in_thread == [1]
+    driver.count = 2  # (with two GPUs, users of the CUDA runtime switch contexts: set at each use)
+    assert made_current() == 3
+
+
 def test_device_attributes_and_the_detected_target(emulated) -> None:
     emulated("add_dyn_SplitHostDevice.tvms")
     dev = tvms.cuda(0)
@@ -395,8 +418,9 @@ def test_the_vm_runs_on_the_device(emulated) -> None:
 
 def test_vm_calls_after_the_first_reuse_the_vms_device_memory(emulated, driver_as) -> None:
     """A VM's outputs and arguments' copies take blocks the VM keeps and get back when they die:
-    a call after the first allocates and frees nothing and launches what the first did; the
-    blocks are freed with the VM, and a tensor that outlives it frees its own."""
+    a call after the first allocates and frees nothing, sets no context (one GPU: its primary
+    context stays current) and launches what the first did; the blocks are freed with the VM,
+    and a tensor that outlives it frees its own."""
     tvms.register_func("test_cuda.negate", lambda x, out: out.copyfrom(-x.numpy()), override=True)
     cpu_ex = tvms.compile(from_source(RELAX_ON_GPU), target="llvm")
     driver, kernels = emulated("add_dyn_SplitHostDevice.tvms", function="add")
@@ -410,13 +434,15 @@ def test_vm_calls_after_the_first_reuse_the_vms_device_memory(emulated, driver_a
         start = len(driver.launches)
         out = vm["main"](x + k, y)  # (both arguments copied to the device by the VM)
         np.testing.assert_array_equal(out.numpy(), -(2 * (2 * (x + k) + y) + y))
-        return out, (counting.counts["cuMemAlloc"], counting.counts["cuMemFree"]), driver.launches[start:]
+        counted = tuple(counting.counts[name] for name in ("cuMemAlloc", "cuMemFree", "cuCtxSetCurrent"))
+        return out, counted, driver.launches[start:]
 
     first, counted, launches = call(0)
-    assert counted == (5, 0)  # (two arguments' copies, two intermediates of the VM's pool, the output)
+    assert counted[:2] == (5, 0)  # (two arguments' copies, two intermediates of the VM's pool, the output)
     assert launches == [("add_kernel", (2, 1, 1), (128, 1, 1), 0)] * 2
     again = [call(k)[1:] for k in (1, 2)]  # (their outputs dropped at once)
-    assert again == [((1, 0), launches), ((0, 0), launches)]  # (the first output's block is not back)
+    # (the first output's block is not back; the context is current on this thread already)
+    assert again == [((1, 0, 0), launches), ((0, 0, 0), launches)]
     held = len(driver.memory)
     del vm
     gc.collect()
