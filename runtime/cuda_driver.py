@@ -344,11 +344,11 @@ def c_type(dtype: str) -> Any:
     return found
 
 
-def launch(fn: Any, grid: tuple, block: tuple, shared_bytes: int, stream: Stream, args: list) -> None:
+def launch(fn: Any, grid: tuple, block: tuple, shared_bytes: int, stream: Stream, args: Any) -> None:
     """``cuLaunchKernel``: ``args`` are (ctypes type, value) pairs in parameter order."""
     values = [ctype(value) for ctype, value in args]
     # kernelParams: an array of pointers, each to one argument's value (copied at launch)
-    params = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
+    params = (ctypes.c_void_p * max(len(values), 1))(*map(ctypes.addressof, values))
     use_device(stream.index)
     call("cuLaunchKernel", fn, *grid, *block, shared_bytes, stream.handle, ctypes.addressof(params), 0)
 

@@ -102,6 +102,7 @@ class DriverLauncher:
         cuda_driver.check_index(index)
         self.images, self.index = images, index  # id of a kernel -> the artifact holding its binary
         self._loaded: dict[int, cuda_driver.LoadedModule] = {}
+        self._kernels: dict[int, tuple] = {}  # id of a kernel -> its loaded module, its parameters' C types
         self._workspace: list = []
 
     @property
@@ -123,13 +124,17 @@ class DriverLauncher:
         return memory.ptr
 
     def launch(self, kernel: Any, values: list, dims: Launch) -> None:
-        artifact = self.images[id(kernel)]
-        module = self._loaded.get(id(artifact))
-        if module is None:
-            module = self._loaded[id(artifact)] = self._load(artifact)
+        found = self._kernels.get(id(kernel))
+        if found is None:
+            artifact = self.images[id(kernel)]
+            module = self._loaded.get(id(artifact))
+            if module is None:
+                module = self._loaded[id(artifact)] = self._load(artifact)
+            types = [cuda_driver.c_type(str(p.dtype)) for p in kernel.func.params]
+            found = self._kernels[id(kernel)] = (module, types)
+        module, types = found
         fn = module.function(kernel.name, dims.shared_bytes)
-        args = [(cuda_driver.c_type(str(p.dtype)), v) for p, v in zip(kernel.func.params, values)]
-        cuda_driver.launch(fn, dims.grid, dims.block, dims.shared_bytes, self.stream, args)
+        cuda_driver.launch(fn, dims.grid, dims.block, dims.shared_bytes, self.stream, zip(types, values))
 
     def _load(self, artifact: Any) -> cuda_driver.LoadedModule:
         """The artifact's cubin, or where the GPU is of another architecture its PTX, which the
