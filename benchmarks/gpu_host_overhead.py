@@ -42,9 +42,12 @@ def us_per_call(fn, number: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--number", type=int, default=1000, help="calls per timed round")
+    ap.add_argument("--quick", action="store_true", help="20 calls a round (a smoke run)")
     ap.add_argument("--profile", action="store_true", help="also profile the VM call (cProfile)")
     ap.add_argument("--sort", default="tottime", help="the profile's order (pstats: tottime, cumulative)")
     args = ap.parse_args()
+    if args.quick:
+        args.number = 20
     import tvms
 
     ex = tvms.compile(tvms.script.from_source(MLP), target=tvms.target.Target("cuda -arch=sm_80"))
