@@ -6,11 +6,11 @@ kernel with ``T.call_ffi_kernel(name, *args, *extents, launch_params=[...])``: t
 expressions of the arguments, one per launch parameter (``blockIdx.x``, ``threadIdx.x``, ...,
 ``tirx.use_dyn_shared_memory`` for the bytes of dynamic shared memory). ``HostRunner`` compiles
 that function once into closures, one per statement (lets, asserts, branches, loops, declared
-buffers, host allocations), so that a call does the host's arithmetic and nothing else (a GPU's
-kernels for a small model take a few microseconds: the host's Python is the call's cost), and
-hands each launch, its grid and block worked out, to a launcher: the CUDA
-driver one (``cuda_module.DriverLauncher``) or the reference one, which runs the kernel's TIR
-with the reference executor on host arrays, so this evaluator is tested without a GPU.
+buffers, host allocations), so that a call does the host's arithmetic and little else (the
+kernels of a small model take microseconds: the host's Python is most of a call), and hands each
+launch, its grid and block worked out, to a launcher: the CUDA driver one
+(``cuda_module.DriverLauncher``) or the reference one, which runs the kernel's TIR with the
+reference executor on host arrays, so this evaluator is tested without a GPU.
 
 A launcher has ``buffer(arg, where) -> (pointer, shape, numpy dtype)`` (what the kernel gets
 for a buffer argument, and its shape to check), ``allocate(dtype, count) -> pointer`` and

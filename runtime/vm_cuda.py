@@ -4,15 +4,15 @@ On the CPU the VM's registers hold numpy arrays. On a GPU they hold ``CudaTensor
 are copied to the device (as TVM's VM converts its inputs to its device), outputs and
 intermediates are allocated there (intermediates from a pool of device buffers by byte size,
 as ``vm_memory.BufferPool`` does on the host), and the kernels are the CUDA module's functions.
+Packed functions receive the device tensors themselves (they convert with DLPack or
+``.numpy()``); a Relax operator left to its numpy reference runs on host copies.
 
 A tensor that leaves the VM (an output, an argument's copy) takes a block the VM keeps, and
 gives it back to the VM when it dies, as TVM's pooled allocator does: a call after the first
-allocates nothing, and frees nothing (``cuMemFree`` waits for the whole device). The blocks are
-freed with the VM (a tensor that outlives it frees its own when it dies). A block given back serves the next
-call's kernels, which the stream orders after the work queued on the tensor; work on that
-tensor queued on another stream must be waited for before the tensor is dropped.
-Packed functions receive the device tensors themselves (they convert with DLPack or
-``.numpy()``); a Relax operator left to its numpy reference runs on host copies.
+allocates nothing and frees nothing (``cuMemFree`` waits for the whole device). The blocks are
+freed with the VM; a tensor that outlives it frees its own when it dies. A block given back
+serves the next call's work, which the stream orders after the work queued on the tensor (work
+queued on it on another stream must be waited for before the tensor is dropped).
 """
 from __future__ import annotations
 
