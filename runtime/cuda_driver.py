@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 import weakref
 from typing import Any
 
@@ -111,9 +112,22 @@ def primary_context(index: int) -> Any:
     return call("cuDevicePrimaryCtxRetain", call("cuDeviceGet", index))
 
 
+_THREAD = threading.local()  # .context: the context this thread made current last
+
+
 def use_device(index: int) -> None:
-    """Make ``cuda(index)``'s primary context current on this thread (before any other call)."""
-    call("cuCtxSetCurrent", primary_context(index))
+    """Make ``cuda(index)``'s primary context current on this thread (before any other call).
+
+    With one GPU, once per thread: its primary context is the one every user of the CUDA
+    runtime (cupy, torch) makes current too, so it stays current, and a call of tvms need not
+    pay a driver call to say so again. With several, the runtime's users switch between their
+    primary contexts, so it is set before each call. (Code that makes a context of its own
+    current, as PyCUDA's ``make_context``, must not share a thread with tvms's calls.)"""
+    context = primary_context(index)
+    if getattr(_THREAD, "context", None) is context and cuda_device_count() == 1:
+        return
+    call("cuCtxSetCurrent", context)
+    _THREAD.context = context
 
 
 # TVM's device attribute names -> the driver's CUdevice_attribute member
@@ -330,11 +344,11 @@ def c_type(dtype: str) -> Any:
     return found
 
 
-def launch(fn: Any, grid: tuple, block: tuple, shared_bytes: int, stream: Stream, args: list) -> None:
+def launch(fn: Any, grid: tuple, block: tuple, shared_bytes: int, stream: Stream, args: Any) -> None:
     """``cuLaunchKernel``: ``args`` are (ctypes type, value) pairs in parameter order."""
     values = [ctype(value) for ctype, value in args]
     # kernelParams: an array of pointers, each to one argument's value (copied at launch)
-    params = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
+    params = (ctypes.c_void_p * max(len(values), 1))(*map(ctypes.addressof, values))
     use_device(stream.index)
     call("cuLaunchKernel", fn, *grid, *block, shared_bytes, stream.handle, ctypes.addressof(params), 0)
 

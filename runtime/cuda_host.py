@@ -4,11 +4,13 @@ The cuda row lowers a function to a host function and its kernels, as TVM's ``Sp
 prints them. The host function takes the buffers, binds their symbolic sizes, and launches each
 kernel with ``T.call_ffi_kernel(name, *args, *extents, launch_params=[...])``: the extents are
 expressions of the arguments, one per launch parameter (``blockIdx.x``, ``threadIdx.x``, ...,
-``tirx.use_dyn_shared_memory`` for the bytes of dynamic shared memory). ``run_host`` evaluates
-that function statement by statement (lets, asserts, branches, loops, declared buffers, host
-allocations) and hands each launch, its grid and block worked out, to a launcher: the CUDA
-driver one (``cuda_module.DriverLauncher``) or the reference one, which runs the kernel's TIR
-with the reference executor on host arrays, so this evaluator is tested without a GPU.
+``tirx.use_dyn_shared_memory`` for the bytes of dynamic shared memory). ``HostRunner`` compiles
+that function once into closures, one per statement (lets, asserts, branches, loops, declared
+buffers, host allocations), so that a call does the host's arithmetic and little else (the
+kernels of a small model take microseconds: the host's Python is most of a call), and hands each
+launch, its grid and block worked out, to a launcher: the CUDA driver one
+(``cuda_module.DriverLauncher``) or the reference one, which runs the kernel's TIR with the
+reference executor on host arrays, so this evaluator is tested without a GPU.
 
 A launcher has ``buffer(arg, where) -> (pointer, shape, numpy dtype)`` (what the kernel gets
 for a buffer argument, and its shape to check), ``allocate(dtype, count) -> pointer`` and
@@ -102,100 +104,196 @@ def _scalar(param: E.Var, value: Any, where: str) -> Any:
 
 
 class HostRunner:
-    """Runs one host function with a launcher; ``kernels`` maps a kernel's name to its
-    ``CudaKernel`` (``launch_params`` and the ``func`` whose parameters the call fills)."""
+    """One host function compiled once into closures of ``(env, launcher)`` (its statements,
+    launches and argument checks), then run at each call: ``runner(launcher, *args)``.
+    ``kernels`` maps a kernel's name to its ``CudaKernel`` (``launch_params`` and the ``func``
+    whose parameters the call fills). What the host function cannot do (a device statement,
+    an unknown kernel) is an error when the call reaches it, as when it was interpreted."""
 
-    def __init__(self, host: PrimFunc, kernels: dict, launcher: Any, name: str) -> None:
-        self.host, self.kernels, self.launcher, self.name = host, kernels, launcher, name
+    def __init__(self, host: PrimFunc, kernels: dict, name: str) -> None:
+        self.host, self.kernels, self.name = host, kernels, name
+        self.bind = _Binder(host, name)
+        self.body = self.stmt(host.body)
 
-    def __call__(self, *args: Any) -> None:
-        env = bind_arguments(self.host, args, self.launcher, self.name)
-        self.stmt(self.host.body, env)
+    def __call__(self, launcher: Any, *args: Any) -> None:
+        self.body(self.bind(args, launcher), launcher)
 
-    def stmt(self, s: Any, env: dict) -> None:
+    def stmt(self, s: Any) -> Any:
         method = getattr(self, "s_" + type(s).__name__, None)
         if method is None:
-            raise TVMSError(f"{self.name}: the CUDA host function has a {type(s).__name__} statement, "
+            return _failing(f"{self.name}: the CUDA host function has a {type(s).__name__} statement, "
                             f"which runs on the device only (it belongs in a kernel)")
-        method(s, env)
+        return method(s)
 
-    def value(self, e: Any, env: dict) -> Any:
-        try:
-            return compile_expr(e)(env)
-        except KeyError as err:
-            raise TVMSError(f"{self.name}: the host function reads {getattr(err.args[0], 'name', err)} "
-                            f"before it is bound") from None
+    def value(self, e: Any) -> Any:
+        fn, name = compile_expr(e), self.name
 
-    def s_SeqStmt(self, s: S.SeqStmt, env: dict) -> None:
-        for item in s.seq:
-            self.stmt(item, env)
+        def value(env: dict) -> Any:
+            try:
+                return fn(env)
+            except KeyError as err:
+                raise TVMSError(f"{name}: the host function reads {getattr(err.args[0], 'name', err)} "
+                                f"before it is bound") from None
+        return value
 
-    def s_LetStmt(self, s: S.LetStmt, env: dict) -> None:
-        env[s.var] = self.value(s.value, env)
-        self.stmt(s.body, env)
+    def s_SeqStmt(self, s: S.SeqStmt) -> Any:
+        items = [self.stmt(item) for item in s.seq]
 
-    def s_AssertStmt(self, s: S.AssertStmt, env: dict) -> None:
-        if not self.value(s.condition, env):
-            raise TVMSError(f"{self.name}: {''.join(str(m) for m in s.message)}")
-        if s.body is not None:
-            self.stmt(s.body, env)
+        def seq(env: dict, launcher: Any) -> None:
+            for item in items:
+                item(env, launcher)
+        return seq
 
-    def s_IfThenElse(self, s: S.IfThenElse, env: dict) -> None:
-        branch = s.then_case if self.value(s.condition, env) else s.else_case
-        if branch is not None:
-            self.stmt(branch, env)
+    def s_LetStmt(self, s: S.LetStmt) -> Any:
+        var, value, body = s.var, self.value(s.value), self.stmt(s.body)
 
-    def s_For(self, s: S.For, env: dict) -> None:
-        start = self.value(s.min, env)
-        step = 1 if s.step is None else self.value(s.step, env)
-        for i in range(start, start + self.value(s.extent, env), step):
-            env[s.loop_var] = i
-            self.stmt(s.body, env)
+        def let(env: dict, launcher: Any) -> None:
+            env[var] = value(env)
+            body(env, launcher)
+        return let
 
-    def s_DeclBuffer(self, s: S.DeclBuffer, env: dict) -> None:
-        self.stmt(s.body, env)  # (its data is a variable already bound: a parameter's, or a let's)
+    def s_AssertStmt(self, s: S.AssertStmt) -> Any:
+        condition, message = self.value(s.condition), f"{self.name}: {''.join(str(m) for m in s.message)}"
+        body = self.stmt(s.body) if s.body is not None else _nothing
 
-    def s_AttrStmt(self, s: S.AttrStmt, env: dict) -> None:
-        self.stmt(s.body, env)
+        def check(env: dict, launcher: Any) -> None:
+            if not condition(env):
+                raise TVMSError(message)
+            body(env, launcher)
+        return check
 
-    def s_Allocate(self, s: S.Allocate, env: dict) -> None:
-        count = 1
-        for extent in s.extents:
-            count *= self.value(extent, env)
-        env[s.buffer_var] = self.launcher.allocate(s.dtype, count)
-        self.stmt(s.body, env)
+    def s_IfThenElse(self, s: S.IfThenElse) -> Any:
+        condition = self.value(s.condition)
+        then = self.stmt(s.then_case)
+        otherwise = self.stmt(s.else_case) if s.else_case is not None else _nothing
 
-    def s_AllocBuffer(self, s: S.AllocBuffer, env: dict) -> None:
-        count = 1
-        for extent in s.buffer.shape:
-            count *= self.value(extent, env)
-        env[s.buffer.data] = self.launcher.allocate(s.buffer.dtype, count)
-        self.stmt(s.body, env)
+        def branch(env: dict, launcher: Any) -> None:
+            (then if condition(env) else otherwise)(env, launcher)
+        return branch
 
-    def s_Evaluate(self, s: S.Evaluate, env: dict) -> None:
+    def s_For(self, s: S.For) -> Any:
+        var, start, extent, body = s.loop_var, self.value(s.min), self.value(s.extent), self.stmt(s.body)
+        step = (lambda env: 1) if s.step is None else self.value(s.step)
+
+        def loop(env: dict, launcher: Any) -> None:
+            first = start(env)
+            for i in range(first, first + extent(env), step(env)):
+                env[var] = i
+                body(env, launcher)
+        return loop
+
+    def s_DeclBuffer(self, s: S.DeclBuffer) -> Any:
+        return self.stmt(s.body)  # (its data is a variable already bound: a parameter's, or a let's)
+
+    def s_AttrStmt(self, s: S.AttrStmt) -> Any:
+        return self.stmt(s.body)
+
+    def s_Allocate(self, s: S.Allocate) -> Any:
+        return self._allocation(s.buffer_var, s.dtype, s.extents, s.body)
+
+    def s_AllocBuffer(self, s: S.AllocBuffer) -> Any:
+        return self._allocation(s.buffer.data, s.buffer.dtype, s.buffer.shape, s.body)
+
+    def _allocation(self, var: E.Var, dtype: Any, extents: Any, body: Any) -> Any:
+        extents, body = [self.value(e) for e in extents], self.stmt(body)
+
+        def allocate(env: dict, launcher: Any) -> None:
+            count = 1
+            for extent in extents:
+                count *= extent(env)
+            env[var] = launcher.allocate(dtype, count)
+            body(env, launcher)
+        return allocate
+
+    def s_Evaluate(self, s: S.Evaluate) -> Any:
         call = s.value
         if not (isinstance(call, E.Call) and getattr(call.op, "name", "") == "tir.call_ffi_kernel"):
             if isinstance(call, (E.IntImm, E.FloatImm)):
-                return  # (T.evaluate(0): nothing to do)
-            raise TVMSError(f"{self.name}: the CUDA host function calls {getattr(call, 'op', call)}; "
+                return _nothing  # (T.evaluate(0): nothing to do)
+            return _failing(f"{self.name}: the CUDA host function calls {getattr(call, 'op', call)}; "
                             f"it only launches kernels (T.call_ffi_kernel)")
-        self.launch(call, env)
+        return self.launch(call)
 
-    def launch(self, call: E.Call, env: dict) -> None:
+    def launch(self, call: E.Call) -> Any:
         name = str(call.args[0].value)
         kernel = self.kernels.get(name)
         if kernel is None:
-            raise TVMSError(f"{self.name}: the host function launches {name!r}, which is not among "
+            return _failing(f"{self.name}: the host function launches {name!r}, which is not among "
                             f"the kernels ({', '.join(self.kernels)})")
         launch_params = tuple(call.attrs.get("launch_params", kernel.launch_params))
         count = len(kernel.func.params)
         rest = call.args[1:]
         if len(rest) != count + len(launch_params):
-            raise TVMSError(f"{self.name}: the launch of {name} passes {len(rest)} values; the kernel "
+            return _failing(f"{self.name}: the launch of {name} passes {len(rest)} values; the kernel "
                             f"takes {count} arguments and {len(launch_params)} launch extents")
-        values = [self.value(a, env) for a in rest[:count]]
-        dims = launch_dims(launch_params, [self.value(a, env) for a in rest[count:]], name)
-        self.launcher.launch(kernel, values, dims)
+        values = [self.value(a) for a in rest[:count]]
+        extents = [self.value(a) for a in rest[count:]]
+        known: dict = {}  # extents -> their Launch (the same at every call of a static shape)
+
+        def launch(env: dict, launcher: Any) -> None:
+            at = tuple([extent(env) for extent in extents])
+            dims = known.get(at)
+            if dims is None:
+                if len(known) > 64:  # (a dynamic shape: keep the memo small)
+                    known.clear()
+                dims = known[at] = launch_dims(launch_params, at, name)
+            launcher.launch(kernel, [value(env) for value in values], dims)
+        return launch
+
+
+def _nothing(env: dict, launcher: Any) -> None:
+    pass
+
+
+def _failing(message: str) -> Any:
+    def fail(env: dict, launcher: Any) -> None:
+        raise TVMSError(message)
+    return fail
+
+
+class _Binder:
+    """``bind_arguments`` of one function, fast where a buffer's shape is all constants: the
+    names, dtypes and shapes are worked out once, and a call whose buffers match them binds
+    the pointers only; any other call goes the general way, which binds symbolic sizes and
+    says what differs."""
+
+    def __init__(self, func: PrimFunc, name: str) -> None:
+        self.func, self.name = func, name
+        self.params = []  # (param, its buffer or None, where, numpy dtype, constant shape or None)
+        for k, param in enumerate(func.params):
+            buf = func.buffer_map.get(param)
+            if buf is None:
+                self.params.append((param, None, f"{name} argument {k} ({param.name})", None, None))
+                continue
+            self.params.append((param, buf, f"{name} argument {k} ({buf.name})", numpy_dtype(buf.dtype),
+                                _constant_shape(buf)))
+        self.fast = all(p[1] is None or p[4] is not None for p in self.params)
+
+    def __call__(self, args: tuple, launcher: Any) -> dict:
+        if not self.fast or len(args) != len(self.params):
+            return bind_arguments(self.func, args, launcher, self.name)
+        env: dict = {}
+        for (param, buf, where, dtype, shape), arg in zip(self.params, args):
+            if buf is None:
+                env[param] = _scalar(param, arg, where)
+                continue
+            pointer, actual_shape, actual_dtype = launcher.buffer(arg, where)
+            if actual_dtype != dtype or tuple(actual_shape) != shape:
+                return bind_arguments(self.func, args, launcher, self.name)
+            env[param] = env[buf.data] = pointer
+        return env
+
+
+def _constant_shape(buf: Any) -> tuple | None:
+    """The shape of ``buf`` when it binds nothing (constant sizes, compact or no strides, no
+    offset variable): what a matching argument must have; None otherwise."""
+    if not all(isinstance(d, E.IntImm) for d in buf.shape) or isinstance(buf.elem_offset, E.Var):
+        return None
+    shape = tuple(int(d.value) for d in buf.shape)
+    if buf.strides and not (all(isinstance(d, E.IntImm) for d in buf.strides)
+                            and tuple(int(d.value) for d in buf.strides) == compact_strides(shape)):
+        return None
+    return shape
 
 
 __all__ = ["DYNAMIC_SHARED", "HostRunner", "Launch", "bind_arguments", "launch_dims"]

@@ -102,6 +102,7 @@ class DriverLauncher:
         cuda_driver.check_index(index)
         self.images, self.index = images, index  # id of a kernel -> the artifact holding its binary
         self._loaded: dict[int, cuda_driver.LoadedModule] = {}
+        self._kernels: dict[int, tuple] = {}  # id of a kernel -> its loaded module, its parameters' C types
         self._workspace: list = []
 
     @property
@@ -123,13 +124,17 @@ class DriverLauncher:
         return memory.ptr
 
     def launch(self, kernel: Any, values: list, dims: Launch) -> None:
-        artifact = self.images[id(kernel)]
-        module = self._loaded.get(id(artifact))
-        if module is None:
-            module = self._loaded[id(artifact)] = self._load(artifact)
+        found = self._kernels.get(id(kernel))
+        if found is None:
+            artifact = self.images[id(kernel)]
+            module = self._loaded.get(id(artifact))
+            if module is None:
+                module = self._loaded[id(artifact)] = self._load(artifact)
+            types = [cuda_driver.c_type(str(p.dtype)) for p in kernel.func.params]
+            found = self._kernels[id(kernel)] = (module, types)
+        module, types = found
         fn = module.function(kernel.name, dims.shared_bytes)
-        args = [(cuda_driver.c_type(str(p.dtype)), v) for p, v in zip(kernel.func.params, values)]
-        cuda_driver.launch(fn, dims.grid, dims.block, dims.shared_bytes, self.stream, args)
+        cuda_driver.launch(fn, dims.grid, dims.block, dims.shared_bytes, self.stream, zip(types, values))
 
     def _load(self, artifact: Any) -> cuda_driver.LoadedModule:
         """The artifact's cubin, or where the GPU is of another architecture its PTX, which the
@@ -168,6 +173,7 @@ class CudaFunction:
         self.func = artifact.host  # (its parameters are the function's)
         outputs = getattr(artifact, "outputs", None)  # (a loaded library keeps them)
         self.outputs = written_arguments(artifact.host, self._kernels) if outputs is None else outputs
+        self._runner: HostRunner | None = None  # (the host function compiled, at the first call)
 
     def check(self, args: tuple) -> None:
         """``args`` (host arrays) checked against the parameters as a call checks them."""
@@ -179,8 +185,11 @@ class CudaFunction:
 
     def __call__(self, *args: Any) -> None:
         launcher = self.module.launcher_for(args)
+        runner = self._runner
+        if runner is None:
+            runner = self._runner = HostRunner(self.artifact.host, self._kernels, self.name)
         try:
-            HostRunner(self.artifact.host, self._kernels, launcher, self.name)(*args)
+            runner(launcher, *args)
         finally:
             getattr(launcher, "end_call", lambda: None)()
 

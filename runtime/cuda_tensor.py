@@ -7,6 +7,7 @@ the CPU refuses it, naming its device, and ``numpy()`` copies it to the host.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -34,9 +35,7 @@ class CudaTensor:
 
     @property
     def dtype(self) -> str:
-        from .tensor import tvm_dtype
-
-        return tvm_dtype(self._dtype)
+        return _dtype_name(self._dtype)
 
     @property
     def numpy_dtype(self) -> np.dtype:
@@ -107,6 +106,14 @@ class CudaTensor:
 
     def __str__(self) -> str:
         return str(self.numpy())
+
+
+@functools.cache
+def _dtype_name(dtype: np.dtype) -> str:
+    """TVM's name of a numpy dtype (remembered: the VM checks a tensor's dtype at every call)."""
+    from .tensor import tvm_dtype
+
+    return tvm_dtype(dtype)
 
 
 def host_copy(source: Any, dtype: np.dtype, shape: tuple) -> np.ndarray:

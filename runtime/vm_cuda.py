@@ -6,9 +6,18 @@ intermediates are allocated there (intermediates from a pool of device buffers b
 as ``vm_memory.BufferPool`` does on the host), and the kernels are the CUDA module's functions.
 Packed functions receive the device tensors themselves (they convert with DLPack or
 ``.numpy()``); a Relax operator left to its numpy reference runs on host copies.
+
+A tensor that leaves the VM (an output, an argument's copy) takes a block the VM keeps, and
+gives it back to the VM when it dies, as TVM's pooled allocator does: a call after the first
+allocates nothing and frees nothing (``cuMemFree`` waits for the whole device). The blocks are
+freed with the VM; a tensor that outlives it frees its own when it dies. A block given back
+serves the next call's work, which the stream orders after the work queued on the tensor (work
+queued on it on another stream must be waited for before the tensor is dropped).
 """
 from __future__ import annotations
 
+import weakref
+from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -16,7 +25,7 @@ import numpy as np
 from tvms.ir.errors import TVMSError
 
 from . import cuda_driver
-from .cuda_tensor import CudaTensor, cuda_tensor
+from .cuda_tensor import CudaTensor
 from .device import Device
 from .numpy_ops import Shape
 from .tensor import Tensor
@@ -31,9 +40,17 @@ class VMDeviceMemory(BufferPool):
         super().__init__(lambda nbytes: cuda_driver.DeviceMemory(device.device_id, nbytes),
                          lambda raw, shape, dtype: CudaTensor(device, shape, dtype, ptr=raw.ptr, owner=raw))
         self.device = device
+        self.returned: dict[int, list] = defaultdict(list)  # byte size -> blocks tensors that died gave back
+        self._itself = weakref.ref(self)  # (a tensor that outlives the VM frees its block)
 
     def empty(self, shape: tuple, dtype: np.dtype) -> CudaTensor:
-        return CudaTensor(self.device, shape, dtype)
+        """A tensor that may leave the VM, in a block it gives back to the VM when it dies."""
+        nbytes = dtype.itemsize
+        for d in shape:
+            nbytes *= d
+        free = self.returned[nbytes]
+        raw = free.pop() if free else cuda_driver.DeviceMemory(self.device.device_id, nbytes)
+        return CudaTensor(self.device, shape, dtype, ptr=raw.ptr, owner=_Lease(raw, self._itself))
 
     def storage(self, nbytes: int) -> cuda_driver.DeviceMemory:
         """``R.vm.alloc_storage``: zeroed device bytes (as the host VM's storage)."""
@@ -54,7 +71,10 @@ class VMDeviceMemory(BufferPool):
         if isinstance(value, Tensor):
             value = value.array
         if isinstance(value, (np.ndarray, np.generic)):  # (a numpy operator may give a 0-d scalar)
-            return cuda_tensor(np.ascontiguousarray(value), self.device)
+            host = np.ascontiguousarray(value)
+            result = self.empty(host.shape, host.dtype)
+            cuda_driver.copy_to_device(result.ptr, host.ctypes.data, host.nbytes, self.device.device_id)
+            return result
         if isinstance(value, CudaTensor):
             if value.device != self.device:
                 raise TVMSError(f"a tensor on {value.device} given to a VM on {self.device}; "
@@ -70,6 +90,22 @@ class VMDeviceMemory(BufferPool):
         if isinstance(value, tuple) and not isinstance(value, Shape):
             return tuple(self.to_host(v) for v in value)
         return value
+
+
+class _Lease:
+    """What keeps a VM's block for the tensor holding it: when the tensor dies, the block goes
+    back to the VM, or is freed if the VM is gone (a cheap ``__del__`` rather than a weakref
+    finalizer per call)."""
+
+    __slots__ = ("raw", "memory")
+
+    def __init__(self, raw: cuda_driver.DeviceMemory, memory: weakref.ref) -> None:
+        self.raw, self.memory = raw, memory
+
+    def __del__(self) -> None:
+        memory = self.memory()
+        if memory is not None:
+            memory.returned[self.raw.nbytes].append(self.raw)
 
 
 __all__ = ["VMDeviceMemory"]

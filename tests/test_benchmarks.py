@@ -87,3 +87,10 @@ def test_numpy_im2col_convolution_of_a_batch() -> None:
     want = sum(np.einsum("nchw,fc->nfhw", padded[:, :, r:r + 5, s:s + 6], w[:, :, r, s])
                for r in range(3) for s in range(3))
     np.testing.assert_allclose(conv2d_im2col(np, x, w), want, rtol=1e-12, atol=1e-12)
+
+
+def test_quick_gpu_host_overhead_benchmark_counts_the_driver_calls_of_a_call() -> None:
+    done = run_quick("gpu_host_overhead.py")
+    rows = {line[:34].strip(): line[34:].split() for line in done.stdout.splitlines()[2:]}
+    assert set(rows) == {"VM call of the MLP", "CudaFunction call (first layer)"}, done.stdout
+    assert rows["VM call of the MLP"][1:] == ["cuLaunchKernel", "2"], done.stdout  # (no allocation, no context)

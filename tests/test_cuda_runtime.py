@@ -4,10 +4,10 @@ prints it) is evaluated and its launches run on the reference executor against n
 target and its row. The tests at the end need a GPU and skip without one."""
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import gc
 import importlib.util
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -15,16 +15,14 @@ import pytest
 
 import tvms
 from conftest import CORPUS_COPY
+from cuda_emulated import Counting, EmulatedDriver, FakeDriver
 from tvms import TVMSError
-from tvms.ir import stmt as S
 from tvms.ir.registry import get_global_func
-from tvms.ir.visitor import collect
 from tvms.lowering.codegen.cuda_artifact import CudaArtifact, CudaKernel
 from tvms.lowering.targets import check_target, target_kind
 from tvms.runtime import cuda_driver
 from tvms.runtime.cuda_module import CudaModule, ReferenceLauncher
 from tvms.runtime.dlpack import read_capsule, to_capsule
-from tvms.runtime.reference import numpy_dtype, run_prim_func
 from tvms.script import from_source
 from tvms.target import Target
 
@@ -46,22 +44,6 @@ def reference_lib(name: str) -> CudaModule:
 
 
 # --------------------------------------------------------------------------- what is missing
-
-
-class FakeDriver:
-    """cuda-python's driver module as a machine with ``count`` GPUs (or a failing cuInit) shows it."""
-
-    def __init__(self, count: int, init_error: int = 0) -> None:
-        self.count, self.init_error = count, init_error
-
-    def cuInit(self, flags):
-        return (self.init_error,)
-
-    def cuDeviceGetCount(self):
-        return (0, self.count)
-
-    def cuGetErrorName(self, err):
-        return (0, b"CUDA_ERROR_NO_DEVICE")
 
 
 _UNCACHED_INIT = cuda_driver._initialized.__wrapped__
@@ -154,6 +136,38 @@ def test_lets_asserts_workspaces_scalars_and_two_kernels() -> None:
         lib["main"](x, y, "half")
 
 
+STATIC_HOST = """# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((300,), "float32"), B: T.Buffer((300,), "float32"), C: T.Buffer((300,), "float32"), flag: T.int32):
+    if flag == 1:
+        T.call_ffi_kernel("no_such_kernel", A.data, 1, launch_params=["blockIdx.x"], ret_ty="int32")
+    T.call_ffi_kernel("add_kernel", A.data, B.data, C.data, 300, 3, 128, launch_params=["blockIdx.x", "threadIdx.x"], ret_ty="int32")
+"""
+
+
+def test_a_host_function_of_constant_shapes_checks_its_arguments_as_any() -> None:
+    """The host function is compiled once (its arguments of constant shapes checked at a glance);
+    what it cannot do is an error only when a call reaches it, and a wrong argument says what
+    differs as for symbolic shapes."""
+    art = artifact_of("add_dyn_SplitHostDevice.tvms")
+    lib = CudaModule({"main": dataclasses.replace(art, host=from_source(STATIC_HOST))}, "cuda")
+    main = lib.with_launcher(ReferenceLauncher())["main"]
+    a, b, c = np.arange(300, dtype="float32"), np.ones(300, "float32"), np.zeros(300, "float32")
+    for _ in range(2):
+        main(a, b, c, 0)
+        np.testing.assert_array_equal(c, 2 * a + b)
+    for args, message in [
+        ((a, b, c, 1), r"main: the host function launches 'no_such_kernel', which is not among the kernels \(add_kernel\)"),
+        ((a, b[:5], c, 0), r"main argument 1 \(B\): dimension 0: expected 300, got 5"),
+        ((a, b.astype("float64"), c, 0), r"main argument 1 \(B\): expected dtype float32, got float64"),
+        ((a, b.reshape(3, 100), c, 0), r"main argument 1 \(B\): expected 1 dimensions, got shape \(3, 100\)"),
+        ((a, b, c), r"main takes 4 arguments \(A, B, C, flag\), got 3"),
+    ]:
+        with pytest.raises(TVMSError, match=message):
+            main(*args)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("tvms.runtime.reference_gpu") is None,
                     reason="the reference executor runs a block's threads one after another until its "
@@ -193,110 +207,10 @@ def test_the_module_shows_its_source_and_times_calls() -> None:
 # --------------------------------------------------------------------------- the driver path
 
 
-class _Names:
-    """The driver's enums by name (``CUdevice_attribute.CU_DEVICE_ATTRIBUTE_WARP_SIZE``)."""
-
-    def __getattr__(self, name):
-        return name
-
-
-class EmulatedDriver(FakeDriver):
-    """A GPU of compute capability 8.0 whose memory is host memory and whose launches run the
-    kernel's TIR with the reference executor: what tvms asks of the driver (allocations, copies,
-    cuLaunchKernel's grid, block and packed parameters) is checked without one."""
-
-    CUdevice_attribute = CUfunction_attribute = _Names()
-    ATTRIBUTES = {"CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK": 1024, "CU_DEVICE_ATTRIBUTE_WARP_SIZE": 32,
-                  "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK": 49152,
-                  "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 166912,
-                  "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": 108,
-                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": 8,
-                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR": 0}
-
-    def __init__(self, kernels: dict, run_kernels: bool = True) -> None:
-        super().__init__(1)
-        self.run_kernels = run_kernels
-        self.kernels, self.memory, self.images = kernels, {}, []
-        self.launches, self.streams, self.arguments = [], [], []
-        self.function_attributes = []  # (kernel, attribute, value) as set
-        ok = (0,)
-        for name in ("cuCtxSetCurrent", "cuCtxSynchronize", "cuStreamSynchronize", "cuModuleUnload",
-                     "cuEventRecord", "cuEventSynchronize", "cuEventDestroy"):
-            setattr(self, name, lambda *args: ok)
-
-    def cuDeviceGet(self, index):
-        return (0, index)
-
-    def cuDevicePrimaryCtxRetain(self, device):
-        return (0, "context")
-
-    def cuDeviceGetAttribute(self, attribute, device):
-        return (0, self.ATTRIBUTES[attribute])
-
-    def cuMemAlloc(self, nbytes):
-        block = ctypes.create_string_buffer(nbytes)
-        self.memory[ctypes.addressof(block)] = block
-        return (0, ctypes.addressof(block))
-
-    def cuMemFree(self, ptr):
-        del self.memory[ptr]
-        return (0,)
-
-    def cuMemcpyHtoD(self, dst, src, nbytes):
-        ctypes.memmove(dst, src, nbytes)
-        return (0,)
-
-    def cuMemsetD8(self, ptr, value, nbytes):
-        ctypes.memset(ptr, value, nbytes)
-        return (0,)
-
-    cuMemcpyDtoH = cuMemcpyDtoD = cuMemcpyHtoD
-
-    def cuModuleLoadData(self, image):
-        self.images.append(image)
-        return (0, image)
-
-    def cuModuleGetFunction(self, module, name):
-        return (0, name.decode())
-
-    def cuFuncSetAttribute(self, fn, attribute, value):
-        self.function_attributes.append((fn, attribute, value))
-        return (0,)
-
-    def cuStreamCreate(self, flags):
-        return (0, "stream")
-
-    def cuStreamDestroy(self, stream):
-        return (0,)
-
-    def cuEventCreate(self, flags):
-        return (0, "event")
-
-    def cuEventElapsedTime(self, start, end):
-        return (0, 4.0)  # milliseconds
-
-    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        kernel = self.kernels[fn]
-        slots = (ctypes.c_void_p * len(kernel.func.params)).from_address(params)
-        values = []
-        for param, slot in zip(kernel.func.params, slots):
-            value = cuda_driver.c_type(str(param.dtype)).from_address(slot).value
-            if param.dtype.is_handle:  # (a pointer into an allocation: the memory from there, as an array)
-                dtype = next(b.buffer.dtype for b in collect(kernel.func.body, S.DeclBuffer) if b.buffer.data is param)
-                base = max(p for p in self.memory if p <= value)
-                value = np.frombuffer(self.memory[base], numpy_dtype(dtype), offset=value - base)
-            values.append(value)
-        self.launches.append((fn, (gx, gy, gz), (bx, by, bz), shared))
-        self.streams.append(stream)
-        self.arguments.append(values)
-        if self.run_kernels:
-            run_prim_func(kernel.func, *values)
-        return (0,)
-
-
 @pytest.fixture
 def emulated(driver_as, monkeypatch):
     def use(name, function="main", run_kernels=True):
+        gc.collect()  # (device memory that earlier tests left is freed now, not in this driver's memory)
         art = artifact_of(name, binary=b"\x7fELF a cubin")
         driver = EmulatedDriver({k.name: k for k in art.kernels}, run_kernels)
         driver_as(driver)
@@ -392,6 +306,28 @@ def test_more_than_48_kib_of_dynamic_shared_memory_is_asked_for(emulated) -> Non
         ("scale_kernel", "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", n) for n in (65536, 102400)]
 
 
+def test_the_context_is_made_current_once_per_thread_on_one_gpu(emulated, driver_as) -> None:
+    driver, _ = emulated("add_dyn_SplitHostDevice.tvms")
+    counting = Counting(driver)
+    driver_as(counting)
+
+    def made_current() -> int:  # (cuCtxSetCurrent calls of three uses of cuda(0))
+        counting.counts.clear()
+        for _ in range(3):
+            cuda_driver.use_device(0)
+        return counting.counts["cuCtxSetCurrent"]
+
+    made_current()
+    assert made_current() == 0
+    in_thread = []
+    thread = threading.Thread(target=lambda: in_thread.append(made_current()))
+    thread.start()
+    thread.join()
+    assert in_thread == [1]
+    driver.count = 2  # (with two GPUs, users of the CUDA runtime switch contexts: set at each use)
+    assert made_current() == 3
+
+
 def test_device_attributes_and_the_detected_target(emulated) -> None:
     emulated("add_dyn_SplitHostDevice.tvms")
     dev = tvms.cuda(0)
@@ -478,6 +414,43 @@ def test_the_vm_runs_on_the_device(emulated) -> None:
         tvms.relax.VirtualMachine(cpu_ex, tvms.cuda(0))
     with pytest.raises(TVMSError, match="argument 'x': the tensor is on cuda:0; this executable runs on the CPU"):
         tvms.relax.VirtualMachine(cpu_ex, tvms.cpu())["main"](tvms.nd.array(x, device=tvms.cuda(0)), y)
+
+
+def test_vm_calls_after_the_first_reuse_the_vms_device_memory(emulated, driver_as) -> None:
+    """A VM's outputs and arguments' copies take blocks the VM keeps and get back when they die:
+    a call after the first allocates and frees nothing, sets no context (one GPU: its primary
+    context stays current) and launches what the first did; the blocks are freed with the VM,
+    and a tensor that outlives it frees its own."""
+    tvms.register_func("test_cuda.negate", lambda x, out: out.copyfrom(-x.numpy()), override=True)
+    cpu_ex = tvms.compile(from_source(RELAX_ON_GPU), target="llvm")
+    driver, kernels = emulated("add_dyn_SplitHostDevice.tvms", function="add")
+    counting = Counting(driver)
+    driver_as(counting)
+    vm = tvms.relax.VirtualMachine(tvms.runtime.vm.Executable(cpu_ex.program, kernels), tvms.cuda(0))
+    x, y = np.arange(200, dtype="float32"), np.ones(200, "float32")
+
+    def call(k):
+        counting.counts.clear()
+        start = len(driver.launches)
+        out = vm["main"](x + k, y)  # (both arguments copied to the device by the VM)
+        np.testing.assert_array_equal(out.numpy(), -(2 * (2 * (x + k) + y) + y))
+        counted = tuple(counting.counts[name] for name in ("cuMemAlloc", "cuMemFree", "cuCtxSetCurrent"))
+        return out, counted, driver.launches[start:]
+
+    first, counted, launches = call(0)
+    assert counted[:2] == (5, 0)  # (two arguments' copies, two intermediates of the VM's pool, the output)
+    assert launches == [("add_kernel", (2, 1, 1), (128, 1, 1), 0)] * 2
+    again = [call(k)[1:] for k in (1, 2)]  # (their outputs dropped at once)
+    # (the first output's block is not back; the context is current on this thread already)
+    assert again == [((1, 0, 0), launches), ((0, 0, 0), launches)]
+    held = len(driver.memory)
+    del vm
+    gc.collect()
+    assert len(driver.memory) == 1 < held  # (what the first output holds)
+    np.testing.assert_array_equal(first.numpy(), -(2 * (2 * x + y) + y))
+    del first
+    gc.collect()
+    assert not driver.memory
 
 
 def test_the_vm_places_tensors_in_device_storage(emulated) -> None:

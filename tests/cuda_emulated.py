@@ -1,0 +1,176 @@
+"""A CUDA GPU without one, for the tests and benchmarks of the driver path: ``FakeDriver`` is
+cuda-python's driver module as a machine with some GPUs (or none) shows it; ``EmulatedDriver``
+is one GPU whose memory is host memory and whose launches run on the reference executor;
+``Counting(driver)`` counts the calls made to a driver by name.
+``install(driver)`` makes ``cuda_driver`` use it (the tests do the same through monkeypatch)."""
+from __future__ import annotations
+
+import bisect
+import collections
+import ctypes
+import functools
+
+import numpy as np
+
+from tvms.ir import stmt as S
+from tvms.ir.visitor import collect
+from tvms.runtime import cuda_driver
+from tvms.runtime.reference import numpy_dtype, run_prim_func
+
+
+class FakeDriver:
+    """cuda-python's driver module as a machine with ``count`` GPUs (or a failing cuInit) shows it."""
+
+    def __init__(self, count: int, init_error: int = 0) -> None:
+        self.count, self.init_error = count, init_error
+
+    def cuInit(self, flags):
+        return (self.init_error,)
+
+    def cuDeviceGetCount(self):
+        return (0, self.count)
+
+    def cuGetErrorName(self, err):
+        return (0, b"CUDA_ERROR_NO_DEVICE")
+
+
+class _Names:
+    """The driver's enums by name (``CUdevice_attribute.CU_DEVICE_ATTRIBUTE_WARP_SIZE``)."""
+
+    def __getattr__(self, name):
+        return name
+
+
+class EmulatedDriver(FakeDriver):
+    """A GPU of compute capability 8.0 whose memory is host memory and whose launches run the
+    kernel's TIR with the reference executor: what tvms asks of the driver (allocations, copies,
+    cuLaunchKernel's grid, block and packed parameters) is checked without one."""
+
+    CUdevice_attribute = CUfunction_attribute = _Names()
+    ATTRIBUTES = {"CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK": 1024, "CU_DEVICE_ATTRIBUTE_WARP_SIZE": 32,
+                  "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK": 49152,
+                  "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 166912,
+                  "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": 108,
+                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": 8,
+                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR": 0}
+
+    def __init__(self, kernels: dict, run_kernels: bool = True) -> None:
+        super().__init__(1)
+        self.run_kernels = run_kernels
+        self.kernels, self.memory, self.images = kernels, {}, []
+        self.bases: list = []  # (the allocations' addresses, sorted: where a pointer points)
+        self._dtypes: dict = {}
+        self.launches, self.streams, self.arguments = [], [], []
+        self.function_attributes = []  # (kernel, attribute, value) as set
+        ok = (0,)
+        for name in ("cuCtxSetCurrent", "cuCtxSynchronize", "cuStreamSynchronize", "cuModuleUnload",
+                     "cuEventRecord", "cuEventSynchronize", "cuEventDestroy"):
+            setattr(self, name, lambda *args: ok)
+
+    def cuDeviceGet(self, index):
+        return (0, index)
+
+    def cuDevicePrimaryCtxRetain(self, device):
+        return (0, "context")
+
+    def cuDeviceGetAttribute(self, attribute, device):
+        return (0, self.ATTRIBUTES[attribute])
+
+    def cuMemAlloc(self, nbytes):
+        block = ctypes.create_string_buffer(nbytes)
+        self.memory[ctypes.addressof(block)] = block
+        bisect.insort(self.bases, ctypes.addressof(block))
+        return (0, ctypes.addressof(block))
+
+    def cuMemFree(self, ptr):
+        del self.memory[ptr]
+        self.bases.remove(ptr)
+        return (0,)
+
+    def cuMemcpyHtoD(self, dst, src, nbytes):
+        ctypes.memmove(dst, src, nbytes)
+        return (0,)
+
+    def cuMemsetD8(self, ptr, value, nbytes):
+        ctypes.memset(ptr, value, nbytes)
+        return (0,)
+
+    cuMemcpyDtoH = cuMemcpyDtoD = cuMemcpyHtoD
+
+    def cuModuleLoadData(self, image):
+        self.images.append(image)
+        return (0, image)
+
+    def cuModuleGetFunction(self, module, name):
+        return (0, name.decode())
+
+    def cuFuncSetAttribute(self, fn, attribute, value):
+        self.function_attributes.append((fn, attribute, value))
+        return (0,)
+
+    def cuStreamCreate(self, flags):
+        return (0, "stream")
+
+    def cuStreamDestroy(self, stream):
+        return (0,)
+
+    def cuEventCreate(self, flags):
+        return (0, "event")
+
+    def cuEventElapsedTime(self, start, end):
+        return (0, 4.0)  # milliseconds
+
+    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        kernel = self.kernels[fn]
+        slots = (ctypes.c_void_p * len(kernel.func.params)).from_address(params)
+        values = []
+        for param, dtype, slot in zip(kernel.func.params, self._pointees(fn), slots):
+            value = cuda_driver.c_type(str(param.dtype)).from_address(slot).value
+            if dtype is not None:  # (a pointer into an allocation: the memory from there, as an array)
+                base = self.bases[bisect.bisect_right(self.bases, value) - 1]
+                value = np.frombuffer(self.memory[base], dtype, offset=value - base)
+            values.append(value)
+        self.launches.append((fn, (gx, gy, gz), (bx, by, bz), shared))
+        self.streams.append(stream)
+        self.arguments.append(values)
+        if self.run_kernels:
+            run_prim_func(kernel.func, *values)
+        return (0,)
+
+    def _pointees(self, fn) -> list:
+        """The numpy dtype each pointer parameter of kernel ``fn`` points to (None for a scalar),
+        read from its declared buffers once."""
+        found = self._dtypes.get(fn)
+        if found is None:
+            func, declared = self.kernels[fn].func, {}
+            for decl in collect(func.body, S.DeclBuffer):
+                declared.setdefault(decl.buffer.data, decl.buffer.dtype)
+            found = self._dtypes[fn] = [numpy_dtype(declared[p]) if p.dtype.is_handle else None
+                                        for p in func.params]
+        return found
+
+
+class Counting:
+    """The driver seen through a counter of the calls made to it, by name."""
+
+    def __init__(self, driver: EmulatedDriver) -> None:
+        self.driver, self.counts = driver, collections.Counter()
+
+    def __getattr__(self, name: str):
+        found = getattr(self.driver, name)
+        if not name.startswith("cu") or not callable(found):
+            return found
+
+        def counted(*args):
+            self.counts[name] += 1
+            return found(*args)
+        return counted
+
+
+def install(driver) -> None:
+    """Use ``driver`` as cuda-python's driver module for the rest of the process (initialized
+    once, as the real one is)."""
+    cuda_driver._driver_module = lambda: driver
+    for name in ("_initialized", "primary_context"):
+        fn = getattr(cuda_driver, name)
+        setattr(cuda_driver, name, functools.cache(getattr(fn, "__wrapped__", fn)))
