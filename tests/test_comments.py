@@ -263,3 +263,15 @@ def test_a_pass_keeps_the_comments_of_the_bindings_it_rewrites_in_place(tmp_path
                  "            # what leaves the block\n", "        return z  # the result\n        # end of main\n",
                  "# end of the file"]:
         assert kept in out
+
+
+def test_comments_of_a_size_declaration_line_stay_with_the_function() -> None:
+    """``m, n = T.int32(), T.int32()`` declares and makes no statement: its comments go first in
+    the function's body, as those of ``T.func_attr``, and the text is a fixed point."""
+    text = ('# from tvm.script import tir as T\n\n@T.prim_func\n'
+            'def main(X: T.Buffer(("m", "n"), "float32"), Y: T.Buffer((m,), "float32")):\n'
+            '    # before\n    m, n = T.int32(), T.int32()  # after\n    T.func_attr({"tir.noalias": True})\n'
+            '    # store\n    Y[0] = X[0, 0]\n')
+    out = fmt(text)
+    assert out.split("\n")[4:7] == ["    # before", "    # after", '    T.func_attr({"tir.noalias": True})']
+    assert fmt(out) == out

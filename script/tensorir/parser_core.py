@@ -41,6 +41,7 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
         self.blocks: list[BlockFrame] = []
         self.loop_doms: dict[Var, tuple[PrimExpr, PrimExpr]] = {}
         self.free_buffers: set = set()  # (ids of the buffers a ``B = T.Buffer(...)`` statement declared)
+        self.opening_owner: Any = None  # the owner of the body being read while no statement is made yet
 
     def assigned_span(self, call: Any, target: Any):
         """The span of the call in ``target = call``, with the comments of the statement."""
@@ -57,6 +58,8 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
         while i < len(stmts):
             syn = stmts[i]
             rest = stmts[i + 1:]
+            # (a statement that reads the rest of the body itself opens it as this one would)
+            self.opening_owner = owner if not out else None
             result = self.stmt(syn, rest)
             if isinstance(result, TakesRest):
                 out.append(result.stmt)
@@ -136,7 +139,7 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
                 and len(target.elts) == len(value_syn.elts)):
             # ``a, b = 1, A[2]``: one assignment after the other, as TVM binds them
             each = [S.Assign([t], v).at(t, v) for t, v in zip(target.elts, value_syn.elts)]
-            return TakesRest(self.body(each + list(rest)))
+            return TakesRest(self.body(each + list(rest), self.opening_owner))
         if isinstance(value_syn, S.Call):
             func = self.ev(value_syn.func)
             rule = PARSE["assign"].get(func.path) if isinstance(func, Builtin) else None
