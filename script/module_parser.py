@@ -153,7 +153,8 @@ class ModuleParser:
         for stmt in cls.body:  # comments of I.module_attrs (...) go to the next function
             if not isinstance(stmt, S.FunctionDef):
                 later = [f for f in functions if f.line > stmt.line]
-                carry(self.source, stmt, later[0] if later else functions[-1] if functions else None,
+                # (a module of no function keeps them below the class: nothing is dropped)
+                carry(self.source, stmt, later[0] if later else functions[-1] if functions else cls,
                       where="before" if later else "below")
         for stmt in cls.body:
             if isinstance(stmt, S.FunctionDef):

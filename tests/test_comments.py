@@ -275,3 +275,10 @@ def test_comments_of_a_size_declaration_line_stay_with_the_function() -> None:
     out = fmt(text)
     assert out.split("\n")[4:7] == ["    # before", "    # after", '    T.func_attr({"tir.noalias": True})']
     assert fmt(out) == out
+
+
+def test_the_comments_of_an_empty_module_are_kept() -> None:
+    """A module of no function (``pass``): the comments of its body go below the class."""
+    text = "# from tvm.script import ir as I\n\n@I.ir_module\nclass Module:\n    # inside\n    pass  # the pass\n"
+    out = fmt(text)
+    assert out.endswith("class Module:\n    pass\n# inside\n# the pass\n") and fmt(out) == out
