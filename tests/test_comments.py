@@ -282,3 +282,27 @@ def test_the_comments_of_an_empty_module_are_kept() -> None:
     text = "# from tvm.script import ir as I\n\n@I.ir_module\nclass Module:\n    # inside\n    pass  # the pass\n"
     out = fmt(text)
     assert out.endswith("class Module:\n    pass\n# inside\n# the pass\n") and fmt(out) == out
+
+
+BUILDER_FORMS = '''# from tvm.script import tirx as T
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), n: T.int32):
+    total = T.local_scalar("float32")
+    total = T.float32(0)
+    half = T.bind(total * T.float32(0.5))
+    T.attr(0, "pragma_a", 1)
+    T.attr(0, "pragma_b", "x")
+    with T.If(n > 3):
+        with T.Then():
+            A[0] = half
+        with T.Else():
+            A[1] = half
+'''
+
+
+def test_the_comments_of_builder_forms_survive() -> None:
+    """A scalar's declaration and first store, ``T.bind``, two ``T.attr`` statements (printed as
+    one dict where they have no comments) and ``with T.Then()``/``T.Else()`` lines: each of
+    their comments is printed once, and the text is a fixed point."""
+    check_every_comment_survives(BUILDER_FORMS, "builder_forms.tvms")

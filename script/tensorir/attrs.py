@@ -131,7 +131,8 @@ class AttrPrinting:
             rhs = self.tir(f"hint({quote(node['message'])}{extra})")
         elif self.d.name != "classic" and _is_dict_attr(s):
             items = [(s.attr_key, s.value)]
-            while _is_dict_attr(body):
+            # (an attribute of a statement of its own, with comments, keeps its own line)
+            while _is_dict_attr(body) and (body.span == s.span or not (body.span and body.span.comments)):
                 items.append((body.attr_key, body.value))
                 body = body.body
             rhs = self.tir("attr({" + ", ".join(f"{quote(k)}: {self.value(v)}" for k, v in items) + "})")

@@ -548,12 +548,14 @@ class BufferPrinting:
 
     def scalar_decl(self, s: AllocBuffer, top: bool) -> None:
         """``x: T.int32``, with its first store as the value (``x: T.int32 = 0``) when that
-        store does not read ``x``: how TVM 0.27 prints a mutable scalar."""
+        store does not read ``x``: how TVM 0.27 prints a mutable scalar (not where the store is a
+        statement of its own with comments, which one line could not keep)."""
         b, body = s.buffer, s.body
         first = body.seq[0] if isinstance(body, SeqStmt) else body
         name = self.define_buffer(b)
         decl = f"{name}: {self.tir(str(b.dtype))}"
         if (isinstance(first, BufferStore) and first.buffer is b
+                and (first.span == s.span or not (first.span is not None and first.span.comments))
                 and self.prints_as_scalar(b, first.indices)
                 and not any(isinstance(n, BufferLoad) and n.buffer is b for n in walk(first.value))):
             self.emit(f"{decl} = {self.expr(first.value)}")

@@ -17,6 +17,7 @@ from ...ir.op import get_op
 from ...ir.stmt import (AllocBuffer, AssertStmt, BufferStore, DeclBuffer, Evaluate, IfThenElse, LetStmt, Stmt,
                          While, seq)
 from .. import syntax as S
+from .. import comments
 from ..dialect import CLASSIC
 from .evaluator import Builtin, BufferSlice, LetAnnotation, _describe
 from .rules import Header, TakesRest, call_args, parses, prints
@@ -67,16 +68,19 @@ class StatementParsing:
         return self.let_stmt(name, dtype, value, rest, syn, pointer)
 
     def let_stmt(self, name: str, dtype: DataType, value: PrimExpr, rest: list, syn: Any,
-                 pointer: PointerType | None = None) -> Any:
+                 pointer: PointerType | None = None, target: Any = None) -> Any:
+        """``target``: the name of ``x = T.bind(...)``, where the statement's comments are."""
         if value.dtype != dtype:
             raise self.error(syn, f"{name!r} is declared {dtype} but the value is {value.dtype}")
         var = Var(name, dtype, pointer)
-        return TakesRest(LetStmt(var, value, self.rest_body(rest, {name: var}), span=self.span(syn)))
+        span = self.assigned_span(syn, target) if target is not None else self.span(syn)
+        return TakesRest(LetStmt(var, value, self.rest_body(rest, {name: var}), span=span))
 
     def declare_scalar(self, name: str, dtype: DataType, value: PrimExpr | None, rest: list,
-                       syn: Any, scope: str = "local") -> Any:
+                       syn: Any, scope: str = "local", target: Any = None) -> Any:
         """TVM 0.27's mutable scalar (``x: T.int32 = v``, or ``x = v`` for a new name): a
-        one-element local buffer that later ``x = ...`` store into and ``x`` loads from."""
+        one-element local buffer that later ``x = ...`` store into and ``x`` loads from.
+        ``target``: the name of ``x = T.local_scalar(...)``, where the statement's comments are."""
         if value is not None and value.dtype != dtype:
             raise self.error(syn, f"{name!r} is declared {dtype} but the value is {value.dtype}")
         buf = replace(decl_buffer((1,), dtype, name, scope=self.scope_name(scope, syn)), scalar=True)
@@ -84,8 +88,8 @@ class StatementParsing:
         if value is not None:
             store = BufferStore(buf, value, (const(0),), span=self.span(syn))
             body = seq([store, body]) if body is not None else store
-        return TakesRest(AllocBuffer(buf, body if body is not None else Evaluate(const(0)),
-                                     span=self.span(syn)))
+        span = self.assigned_span(syn, target) if target is not None else self.span(syn)
+        return TakesRest(AllocBuffer(buf, body if body is not None else Evaluate(const(0)), span=span))
 
     def assign_scalar(self, buf: Buffer, value: Any, value_syn: Any, syn: Any) -> Stmt:
         """``x = v`` into a mutable scalar (or any one-element buffer, as TVM 0.27 reads it)."""
@@ -162,7 +166,7 @@ def _scalar_alloc(scope: str | None):
         args, kwargs = call_args(b, call)
         dtype = b.dtype_of(args[0] if args else kwargs.get("dtype", "float32"), call)
         where = scope or (args[1] if len(args) > 1 else kwargs.get("scope", "global"))
-        return b.declare_scalar(b.target_name(target), dtype, None, rest, call, where)
+        return b.declare_scalar(b.target_name(target), dtype, None, rest, call, where, target)
     return build
 
 
@@ -178,7 +182,7 @@ def _bind(b: Any, target: Any, call: S.Call, rest: list) -> Any:
     if len(args) != 1:
         raise b.error(call, "T.bind takes the value to bind")
     value = b.ev_expr(call.args[0])
-    return b.let_stmt(b.target_name(target), value.dtype, value, rest, call)
+    return b.let_stmt(b.target_name(target), value.dtype, value, rest, call, target=target)
 
 
 @parses("call", "static_assert")
@@ -229,6 +233,8 @@ def _with_if(b: Any, syn: S.With, call: S.Call) -> Any:
             raise b.error(part, "the body of 'with T.If(...)' is one 'with T.Then():' and at most one "
                           "'with T.Else():'")
         branches[kind] = part.body
+        if part.body:  # (the branch's own line makes no statement: its comments open the branch)
+            comments.carry(b.source, part, part.body[0])
     if "Then" not in branches or len(call.args) != 1:
         raise b.error(call, "write 'with T.If(cond):' around 'with T.Then():' (and 'with T.Else():')")
     return b.stmt_If(S.If(call.args[0], branches["Then"], branches.get("Else", [])).at(syn, syn), [])
