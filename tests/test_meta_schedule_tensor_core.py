@@ -160,12 +160,13 @@ def test_first_trials_build_compile_and_compute_as_a_builder_sends_them(out_dtyp
     sample = next(filter(None, (search.replay(Trace(space.trace.insts, {})) for _ in range(20))))
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((128, 128)).astype("float16") for _ in range(2))
+    expected = (a.astype("float32") @ b.astype("float32")).astype(out_dtype)
     for sch in (default, sample):
         sent = tvms.script.from_source(_module_text(sch.mod))
         assert_compiles(default_build(sent, target, None).get_source())
         c = np.zeros((128, 128), out_dtype)
         run_prim_func(split_for_cuda(sent["main"], target), a, b, c)
-        np.testing.assert_allclose(c, (a.astype("float32") @ b.astype("float32")).astype(out_dtype), rtol=1e-2, atol=5e-2)
+        np.testing.assert_allclose(c, expected, rtol=1e-2, atol=5e-2)
 
 
 def test_a_block_no_group_matches_is_left_alone() -> None:
