@@ -318,7 +318,7 @@ class TaskScheduler:
                 db.commit_tuning_record(TuningRecord(candidate.sch.trace, workload, times, ctx.target,
                                                      candidate.args_info, confirmation=True))
             task_logger(ctx).info("Timed again in turns: the default schedule %.4f us, the best tuned one %.4f us",
-                              *(statistics.median(times) * 1e6 for times in secs))
+                                  *(statistics.median(times) * 1e6 for times in secs))
 
     def join_running_task(self, task_id: int) -> list[RunnerResult]:
         """Wait for the task's batch, tell its strategy and the callbacks, and record the trials."""
