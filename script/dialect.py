@@ -81,6 +81,11 @@ def canonical_attr_key(key: str) -> str:
 
 
 def dialect_attr_key(key: str, dialect: Dialect) -> str:
+    """``key`` as ``dialect`` spells it, whichever way the IR holds it (a schedule annotates with
+    the key as given: DLight writes ``tirx.`` keys). Classic text must never show a ``"tirx.``
+    key: the parser would read the whole text as TVM 0.27's, where ``T.alloc_buffer`` means
+    another thing."""
+    key = canonical_attr_key(key)
     if dialect.tir_module == "tirx" and key.startswith("tir."):
         return "tirx." + key[4:]
     return key

@@ -126,6 +126,49 @@ def test_postprocessed_candidate_prints_computes_and_compiles() -> None:
     computes_and_compiles(parsed(f"tc_matmul_{intrin}_post.tvms")["main"], (128, 128))
 
 
+def fp16_matmul(out_dtype: str) -> tvms.IRModule:
+    """``tc_matmul`` (128^3, float16 operands) into ``out_dtype``."""
+    text = golden("tc_matmul.tvms")
+    if out_dtype == "float16":
+        text = text.replace('T.Cast("float32", A[vi, vk]) * T.Cast("float32", B[vk, vj])', "A[vi, vk] * B[vk, vj]")
+        text = text.replace("float32", "float16")
+    return tvms.IRModule({"main": tvms.script.from_source(text)})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("out_dtype", ["float16", "float32"])
+def test_first_trials_build_compile_and_compute_as_a_builder_sends_them(out_dtype: str) -> None:
+    """The first trials of an fp16 matmul's tuning under an H200's target (sm_90): the default
+    schedule (DLight's tensor-core Matmul, its copies staged through registers) and a sample of
+    the space (the WMMA sketch), each as a builder's worker gets it (its text, read back), build
+    for cuda; NVRTC compiles the kernels and the reference executor computes the matmul. (The
+    default's text once read back as TVM 0.27's and its build failed: issue 16.)"""
+    from cuda_support import assert_compiles
+
+    from tvms.lowering.tir.gpu.pipeline import split_for_cuda
+    from tvms.lowering.tune.builder import _module_text, default_build
+    from tvms.lowering.tune.evolutionary_search import EvolutionarySearch
+    from tvms.lowering.tune.task_scheduler import replayed_default
+
+    mod, target = fp16_matmul(out_dtype), cuda_target("sm_90")
+    _, default = replayed_default(mod, target)
+    assert "manifest_shared_memory_local_stage" in default.mod.script()
+    search = EvolutionarySearch()
+    search._initialize_with_tune_context(TuneContext(mod, target, PostOrderApply(), search, rand_state=0))
+    intrin = f'"wmma_sync_16x16x16_f16f16f{out_dtype[-2:]}"'  # (B as [k, n])
+    (space,) = [s for s in search.context.generate_design_space() if intrin in s.trace.script(DIALECT)]
+    sample = next(filter(None, (search.replay(Trace(space.trace.insts, {})) for _ in range(20))))
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((128, 128)).astype("float16") for _ in range(2))
+    expected = (a.astype("float32") @ b.astype("float32")).astype(out_dtype)
+    for sch in (default, sample):
+        sent = tvms.script.from_source(_module_text(sch.mod))
+        assert_compiles(default_build(sent, target, None).get_source())
+        c = np.zeros((128, 128), out_dtype)
+        run_prim_func(split_for_cuda(sent["main"], target), a, b, c)
+        np.testing.assert_allclose(c, expected, rtol=1e-2, atol=5e-2)
+
+
 def test_a_block_no_group_matches_is_left_alone() -> None:
     """A float32 matmul matches no float16 group: the rule gives the schedule back untouched."""
     func = base("tc_matmul")["main"]

@@ -57,6 +57,23 @@ def test_a_parsed_module_and_its_functions_record_their_dialect() -> None:
     assert rmod.source_dialect == "classic" and rmod["main"].source_dialect == "classic"
 
 
+def test_a_tirx_annotation_key_prints_in_the_classic_dialect_as_tir() -> None:
+    """A schedule keeps an annotation key as given (DLight marks its copies with TVM 0.27's
+    ``tirx.`` key). The classic text spells it ``tir.``: a ``"tirx.`` in it would make the parser
+    read the whole text as 0.27's, where a function-level ``T.alloc_buffer`` is no allocation of
+    the root block (the tuning builder's text then lost PlanAndUpdateBufferAllocationLocation's
+    places, and ManifestSharedMemoryLocalStage refused DLight's fp16 matmul)."""
+    sch = Schedule(from_source(MATMUL_CLASSIC))
+    cache = sch.cache_read(sch.get_block("C"), 0, "shared")
+    sch.annotate(cache, "tirx.manifest_shared_memory_local_stage", 1)
+    text = sch.mod.script(dialect="classic")
+    assert '"tir.manifest_shared_memory_local_stage": 1' in text and "tirx" not in text
+    again = from_source(text)
+    assert again.source_dialect == "classic" and again.script(dialect="classic") == text
+    assert [b.name for b in again["main"].body.block.alloc_buffers] == ["A_shared"]
+    assert '"tirx.manifest_shared_memory_local_stage": 1' in again.script(dialect="tvm-0.27")
+
+
 def test_a_tvm027_module_schedules_with_a_tvm027_trace(scans) -> None:
     mod = from_source(MATMUL_027)
     expected = ('b0 = sch.get_sblock(name="C", func_name="main")\n'

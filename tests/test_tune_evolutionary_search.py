@@ -82,6 +82,18 @@ def test_evolutionary_search_gives_new_valid_candidates_reproducibly() -> None:
     assert [s.mod.script() for s in again[0]] == scripts[:4]
 
 
+def test_too_few_valid_samples_stop_the_search_with_a_warning(caplog) -> None:
+    """As TVM's: when the spaces give fewer valid samples than ``init_min_unmeasured`` (here the
+    postprocessor rejects all), the search stops, and the task's log says why."""
+    space = Space()
+    space.postprocs = [lambda sch: False]
+    strategy = EvolutionarySearch(population_size=4, init_min_unmeasured=2, max_fail_count=1)
+    ctx = TuneContext(matmul_relu(), "llvm -num-cores=2", space, strategy, rand_state=0)
+    ctx.pre_tuning(max_trials=4, num_trials_per_iter=4, database=MemoryDatabase(), cost_model=InnerTileModel())
+    assert ctx.generate_measure_candidates() is None
+    assert "Cannot sample enough initial population (0 valid candidate(s), 2 wanted)" in caplog.text
+
+
 @pytest.mark.slow
 def test_search_with_the_learned_model_finds_what_the_timer_rewards() -> None:
     """Measure (synthetically: time falls with the inner j tile), record, update the model, and

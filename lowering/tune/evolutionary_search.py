@@ -30,6 +30,7 @@ from .module_hash import module_hash
 from .mutator import Mutator, as_mutator
 from .postproc_verify_gpu_code import postprocs_precheck
 from .search_strategy import SearchStrategy, decisions_key
+from .tune_context import task_logger
 
 
 REPLAY_CACHE_SIZE = 8192
@@ -301,8 +302,11 @@ class _State:
         measured = [sch for sch in map(self.replay_record, self.database.get_top_k(
             self.workload, int(pop * search.init_measured_ratio))) if sch is not None]
         unmeasured = search.sample_init_population(self.design_spaces, pop - len(measured))
-        if len(unmeasured) < search.init_min_unmeasured:
-            return None  # the spaces give too few valid samples to search
+        if len(unmeasured) < search.init_min_unmeasured:  # (the spaces give too few valid samples to search)
+            task_logger(search.context).warning(
+                "Cannot sample enough initial population (%d valid candidate(s), %d wanted): the evolutionary "
+                "search stops", len(unmeasured), search.init_min_unmeasured)
+            return None
         bests = search.evolve_with_cost_model(measured + unmeasured, num, self.cost_model, self.measured,
                                               self.recorded)
         fresh = [sch for sch in unmeasured if decisions_key(sch.trace) not in self.recorded]

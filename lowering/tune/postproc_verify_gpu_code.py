@@ -360,14 +360,15 @@ def shared_memory_bytes(func: PrimFunc) -> int:
     return sum(kernel.shared_bytes for kernel in _verified(func, 1, 1, 32).kernels)
 
 
-def replay_precheck(sch: Any, max_shared_memory_per_block: int | None = None) -> Callable:
+def replay_precheck(sch: Any, max_shared_memory_per_block: int | None = None, thread_warp_size: int = 32) -> Callable:
     """A ``decision_provider`` for ``Trace.apply_to_schedule`` on ``sch`` that refuses a candidate
     VerifyGPUCode would reject as soon as the replay shows it, not after the rest of the replay
     and the other postprocessors (with the cache reads, most of a candidate's cost):
 
     * when the trace marks a block's thread range (MultiLevelTiling's
       ``meta_schedule.thread_extent_*_inclusive``, right after it binds the block's loops) and the
-      threads bound around the block are already outside it;
+      threads bound around the block are already outside it (a ``warp_execution`` block counted
+      with a warp's lanes on threadIdx.x, as the postprocessor counts it);
     * right after a ``shared`` cache is placed (``ComputeAt``), when a kernel's shared memory,
       counted as VerifyGPUCode counts it, is already over ``max_shared_memory_per_block``.
 
@@ -384,10 +385,12 @@ def replay_precheck(sch: Any, max_shared_memory_per_block: int | None = None) ->
             block = sch.get(inputs[0])
             low = block.annotations.get(THREAD_LOW)
             loops = [sch.get(loop) for loop in sch.get_loops(inputs[0])]
-            extents = [loop.extent for loop in loops
-                       if loop.thread_binding is not None and loop.thread_binding.thread_tag in _THREAD_AXES]
-            if low is not None and all(isinstance(e, IntImm) for e in extents):
-                threads = prod(e.value for e in extents)
+            extents = {loop.thread_binding.thread_tag: const_int(loop.extent) for loop in loops
+                       if loop.thread_binding is not None and loop.thread_binding.thread_tag in _THREAD_AXES}
+            if WARP_EXECUTION in block.annotations:  # (a tensor-core block binds only its warps)
+                extents["threadIdx.x"] = thread_warp_size
+            if low is not None and None not in extents.values():
+                threads = prod(extents.values())
                 if not int(low) <= threads <= int(inputs[1]):
                     raise TVMSError(f"block '{block.name_hint}' runs on {threads} threads, outside "
                                     f"[{int(low)}, {int(inputs[1])}] (refused before the rest of the replay)")
@@ -417,7 +420,8 @@ class VerifyGPUCode(Postproc):
     def precheck(self, sch: Any) -> Callable:
         """``replay_precheck`` of ``sch`` with this target's shared-memory limit (the thread
         ranges only, before a tuning context gives one)."""
-        return replay_precheck(sch, self.limits.get("max_shared_memory_per_block"))
+        return replay_precheck(sch, self.limits.get("max_shared_memory_per_block"),
+                               self.limits.get("thread_warp_size", 32))
 
     def apply(self, sch: Any) -> bool:
         if not self.limits:

@@ -30,6 +30,7 @@ from ..targets import target_kind
 from .database import FAILED_RUN_SECS, TuningRecord, trace_key
 from .flops import estimate_tir_flops
 from .measure import BuilderInput, MeasureCandidate, RunnerInput, RunnerResult, args_info_of, main_func
+from .tune_context import task_logger
 
 _FAILED_MS = FAILED_RUN_SECS * 1e3
 # when a tuned schedule is checked against the default one: measurements of each, and the most
@@ -57,10 +58,6 @@ def _median_ms(result: RunnerResult) -> float:
         return _FAILED_MS
     mid = len(secs) // 2
     return 1e3 * (secs[mid] if len(secs) % 2 else (secs[mid - 1] + secs[mid]) / 2)
-
-
-def _logger(ctx: Any) -> logging.Logger:
-    return ctx.logger if isinstance(ctx.logger, logging.Logger) else _LOG
 
 
 class TaskRecord:
@@ -184,14 +181,14 @@ class TaskScheduler:
         done_before = 0
         for task_id, task in enumerate(self.tasks_):
             ctx = task.ctx
-            _logger(ctx).info("Initializing Task #%d: %s\n%s", task_id, ctx.task_name, ctx.mod.script())
+            task_logger(ctx).info("Initializing Task #%d: %s\n%s", task_id, ctx.task_name, ctx.mod.script())
             task.latency_ms = self._measured_before(task)
             task.trials_before = len(task.latency_ms)
             done_before += task.trials_before
             spaces = ctx.space_generator.generate_design_space(ctx.mod)
-            _logger(ctx).info("Total %d design space(s) generated", len(spaces))
+            task_logger(ctx).info("Total %d design space(s) generated", len(spaces))
             for i, sch in enumerate(spaces):
-                _logger(ctx).info("Design space #%d:\n%s", i, sch.trace)
+                task_logger(ctx).info("Design space #%d:\n%s", i, sch.trace)
             ctx.search_strategy.pre_tuning(max(0, max_trials_per_task - task.trials_before),
                                            num_trials_per_iter, spaces, database, cost_model)
         if self.progress is not None:
@@ -320,8 +317,8 @@ class TaskScheduler:
             for candidate, times in zip(pair, secs):
                 db.commit_tuning_record(TuningRecord(candidate.sch.trace, workload, times, ctx.target,
                                                      candidate.args_info, confirmation=True))
-            _logger(ctx).info("Timed again in turns: the default schedule %.4f us, the best tuned one %.4f us",
-                              *(statistics.median(times) * 1e6 for times in secs))
+            task_logger(ctx).info("Timed again in turns: the default schedule %.4f us, the best tuned one %.4f us",
+                                  *(statistics.median(times) * 1e6 for times in secs))
 
     def join_running_task(self, task_id: int) -> list[RunnerResult]:
         """Wait for the task's batch, tell its strategy and the callbacks, and record the trials."""
@@ -336,7 +333,7 @@ class TaskScheduler:
             task.ctx.search_strategy.notify_runner_results(candidates, results)
         for callback in self.measure_callbacks_:
             callback.apply(self, task_id, candidates, built, results)
-        log = _logger(task.ctx)
+        log = task_logger(task.ctx)
         name = task.ctx.task_name
         for sch_built, candidate, result in zip(built, candidates, results):
             error = sch_built.error_msg or result.error_msg

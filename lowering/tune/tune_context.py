@@ -1,6 +1,7 @@
 """The tuning task: one module, one target, the space to search and the strategy searching it."""
 from __future__ import annotations
 
+import logging
 import random
 from typing import Any
 
@@ -8,6 +9,11 @@ from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.module import IRModule
 from ...ir.target import Target, as_target, thread_count
+
+
+def task_logger(ctx: Any) -> logging.Logger:
+    """Where a task's tuning logs: its context's logger (the task's log file), else tvms's."""
+    return ctx.logger if isinstance(ctx.logger, logging.Logger) else logging.getLogger("tvms.meta_schedule")
 
 
 class TuneContext:
