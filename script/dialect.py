@@ -54,9 +54,11 @@ def get_dialect(name: "str | Dialect") -> Dialect:
 
 # Spellings only TVM 0.27 prints (a Relax-only text can differ from the classic one in as little
 # as an unset dtype: dtype=None / out_dtype=None where classic prints "void"). R.Callable's tuple of
-# parameters is no marker: TVM printed it so before 0.27 too, and tvms prints it so in both.
+# parameters is no marker: TVM printed it so before 0.27 too, and tvms prints it so in both. A
+# "tirx." string marks 0.27 as an attribute key only: as a value (a kernel's launch parameter
+# "tirx.use_dyn_shared_memory") it is data, which classic text shows as it is.
 _TVM027_MARKERS = re.compile(
-    r"\bT\.sblock|\bs_tir\s*=|\bTypeVar\(|\bimport TypeVar\b|import tirx\b|\"tirx\.|\bout_ty="
+    r"\bT\.sblock|\bs_tir\s*=|\bTypeVar\(|\bimport TypeVar\b|import tirx\b|\"tirx\.[\w.]*\"\s*:|\bout_ty="
     r"|\bty_args=|\bR\.Any\b|ir\.GenericConst|\bT\.let\[|dtype=None\b")
 
 

@@ -137,3 +137,15 @@ def test_fmt_prints_in_the_dialect_the_parser_recorded(scans) -> None:
     assert format_script(MATMUL_027, "new.tvms") == MATMUL_027
     assert format_script(MATMUL_CLASSIC, "old.tvms") == MATMUL_CLASSIC
     assert scans == [len(MATMUL_027), len(MATMUL_CLASSIC)]
+
+
+def test_a_tirx_value_in_classic_text_is_data_not_a_dialect_marker() -> None:
+    """TVM 0.27's SplitHostDevice names "tirx.use_dyn_shared_memory" among a kernel's launch
+    parameters: printed in the classic dialect the value stays, and the text reads back as
+    classic, the same module (it was read as 0.27's, where T.alloc_buffer means another thing)."""
+    text = (FIXTURES / "cuda_runtime" / "dyn_shared_SplitHostDevice.tvms").read_text()
+    mod = from_source(text)
+    classic = mod.script(dialect="classic")
+    assert '"tirx.use_dyn_shared_memory"' in classic
+    again = from_source(classic)
+    assert again.source_dialect == "classic" and structural_equal(mod, again)
