@@ -176,6 +176,7 @@ def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: b
     if _prim_funcs_only(mod):
         return build(default_schedules(mod, target, row) if schedule else mod, target)
     verify_return_annotations(mod)
+    _check_offloaded(mod)
     mod = run_relax_pipeline(mod, relax_pipeline, schedule)
     if schedule:
         mod = prepack_constant_weights(default_schedules(mod, target, row))
@@ -183,6 +184,17 @@ def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: b
 
     mod, lifted = lift_weights(mod)  # (what depends on weights only runs once: runtime/param_cache.py)
     return link_executable(mod, *_build_kernels(mod, row, target), lifted, exec_mode=exec_mode, target=target)
+
+
+def _check_offloaded(mod: IRModule) -> None:
+    """A function a backend is to compile (``Codegen``, from FuseOpsByPattern's annotation or a
+    partition_for_* helper) must have been handed to it by RunCodegen first: compiled as plain
+    Relax it would run without the library the user asked for (TVM fails there obscurely)."""
+    for gv, func in mod.functions.items():
+        backend = func.attrs.get("Codegen") if isinstance(func, rx.Function) and func.attrs else None
+        if backend is not None:
+            raise TVMSError(f"function {gv.name_hint!r} is marked for the {backend!r} backend "
+                            f"(Codegen); run relax.transform.RunCodegen() on the module before compiling it")
 
 
 def prepack_constant_weights(mod: IRModule) -> IRModule:

@@ -92,8 +92,11 @@ def test_seed002_mixture_with_environment_functions() -> None:
 def test_cpu_blas_dispatch_then_vm(corpus_mlp: tuple) -> None:
     mod, _ = corpus_mlp
     patterns = get_patterns_with_prefix("cpu_blas")
-    offloaded = relax.transform.RunCodegen()(
-        relax.transform.FuseOpsByPattern(patterns, annotate_codegen=True)(mod))
+    annotated = relax.transform.FuseOpsByPattern(patterns, annotate_codegen=True)(mod)
+    with pytest.raises(TVMSError, match=r"marked for the 'cpu_blas' backend \(Codegen\); run "
+                                        r"relax.transform.RunCodegen\(\) on the module before compiling"):
+        tvm.compile(annotated, target="llvm")  # (legalized, it would not run on the library asked for)
+    offloaded = relax.transform.RunCodegen()(annotated)
     ex = tvm.compile(offloaded, target="llvm")
     # both matmul + bias (+ relu) chains went to cpu_blas: the VM calls them as packed functions
     assert "fused_matmul_add_relu" not in ex.kernels().functions
