@@ -107,9 +107,16 @@ def carry(source: Source, syn: Any, to: Any, where: str = "before") -> None:
     comments = take(source, syn)
     if comments is None or to is None:
         return
-    lines = as_lines(comments)
     key = (to.line, to.col)
     old = source.comments.get(key, Comments())
+    if where == "before" and comments.after is not None and old.after is None:
+        # a trailing comment stays one: the printer writes the lines that make no node (a
+        # variable's or a buffer's declaration) as the first lines of the statement they precede,
+        # and its trailing comment at the end of the first, so the text is a fixed point
+        lines = as_lines(replace(comments, after=None))
+        source.comments[key] = replace(old, before=lines + old.before, after=comments.after)
+        return
+    lines = as_lines(comments)
     source.comments[key] = Comments(before=lines) + old if where == "before" else \
         old + Comments(**{where: lines})
 

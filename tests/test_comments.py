@@ -306,3 +306,15 @@ def test_the_comments_of_builder_forms_survive() -> None:
     one dict where they have no comments) and ``with T.Then()``/``T.Else()`` lines: each of
     their comments is printed once, and the text is a fixed point."""
     check_every_comment_survives(BUILDER_FORMS, "builder_forms.tvms")
+
+
+def test_a_declaration_line_gives_its_comments_to_the_statement_that_needs_it() -> None:
+    """``cse_v1 = T.int32()`` after ``T.func_attr``: the printer writes the declaration as the first
+    line of the statement that first needs the variable, so the declaration's comments (its
+    trailing one too) go with that statement, and the text is a fixed point."""
+    text = ('# from tvm.script import tirx as T\n\n@T.prim_func(private=True)\n'
+            'def main(A_ptr: T.handle("float32", "global")):\n'
+            '    T.func_attr({"tirx.noalias": True})  # attrs\n    # the size\n    cse_v1 = T.int32()  # trailing\n'
+            '    A = T.decl_buffer((cse_v1,), data=A_ptr)\n    A[0] = T.float32(1.0)\n')
+    out = fmt(text, "tvm-0.27")
+    assert "    # the size\n    cse_v1 = T.int32()  # trailing\n    A = T.decl_buffer" in out and fmt(out, "tvm-0.27") == out

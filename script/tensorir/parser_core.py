@@ -26,7 +26,7 @@ from .buffers import BufferParsing
 from .evaluator import Builtin, BufferMethod, BufferSlice, NewVar, ScopedEvaluator, _describe
 from .functions import FunctionParsing
 from .loops import LoopParsing
-from .rules import PARSE, Header, TakesRest
+from .rules import PARSE, Declaration, Header, TakesRest
 from .statements import StatementParsing
 from .threads import ThreadParsing
 
@@ -64,8 +64,10 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
             if isinstance(result, TakesRest):
                 out.append(result.stmt)
                 break
-            if result is None or isinstance(result, Header):
-                if owner is not None and not out:  # its comments go on
+            if result is None or isinstance(result, Declaration):
+                if isinstance(result, Declaration) and rest:
+                    carry(self.source, syn, rest[0])
+                elif owner is not None and not out:  # its comments go on
                     carry(self.source, syn, owner, "inside")
                 elif rest:
                     carry(self.source, syn, rest[0])
@@ -102,7 +104,7 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
             self.current = outer
         if self.blocks and result is not None and not isinstance(result, Header):
             self.blocks[-1].header_done = True
-        return None if isinstance(result, Header) else result
+        return None if isinstance(result, Header) and not isinstance(result, Declaration) else result
 
     def stmt_Pass(self, syn: S.Pass, rest: list) -> Any:
         return None
@@ -152,8 +154,11 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
             name = self.target_name(target)
             sized = self.func.size_vars.get(name) if self.func is not None else None
             # ``n = T.int32()`` after a signature whose quoted size made n: that very variable
-            self.define(name, sized if sized is not None and sized.dtype == value.dtype else Var(name, value.dtype))
-            return Header()
+            if sized is not None and sized.dtype == value.dtype:
+                self.define(name, sized)
+                return Header()  # (printed with the signature's sizes, first in the function)
+            self.define(name, Var(name, value.dtype))
+            return Declaration()
         if isinstance(value, Buffer):  # an alias, B = A
             self.define(self.target_name(target), value)
             return Header()

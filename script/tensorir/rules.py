@@ -75,6 +75,13 @@ class Header:
     __slots__ = ()
 
 
+class Declaration(Header):
+    """A variable's declaration (``n = T.int32()``), which the printer writes where the variable is
+    first needed: its comments go with the statement that follows."""
+
+    __slots__ = ()
+
+
 def call_args(b, call) -> tuple[list, dict]:
     """The evaluated positional and keyword arguments of a call's syntax."""
     return [b.ev(a) for a in call.args], {k: b.ev(v) for k, v in call.kwargs}
