@@ -796,27 +796,14 @@ def test_a_relax_model_compiled_for_cuda_runs_on_the_device(tmp_path) -> None:
     np.testing.assert_allclose(again["main"](x, b, w).numpy(), expected, rtol=1e-4)
 
 
-MATMUL_128 = """# from tvm.script import tir as T
-
-@T.prim_func
-def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32")):
-    T.func_attr({"tir.noalias": True})
-    for i, j, k in T.grid(128, 128, 128):
-        with T.block("C"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-"""
-
-
 @needs_gpu
 def test_tuning_under_cuda_measures_on_the_gpu(tmp_path) -> None:
     """MetaSchedule under the GPU's target: candidates built for cuda, timed on the GPU by the
     LocalRunner's worker; the best schedule compiles and computes the matmul."""
+    from tune_standins import matmul
     from tvms.lowering.tune.tune import compile_tir, tune_tir
 
-    mod = from_source(MATMUL_128)
+    mod = matmul(128)
     target = Target.from_device(tvms.cuda(0))
     db = tune_tir(mod, target, str(tmp_path), 8, num_trials_per_iter=8, seed=0, progress=None)
     # (a failed trial is recorded at 1e10 seconds: most of the eight must have run on the GPU)
