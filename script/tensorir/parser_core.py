@@ -152,7 +152,10 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
             name = self.target_name(target)
             sized = self.func.size_vars.get(name) if self.func is not None else None
             # ``n = T.int32()`` after a signature whose quoted size made n: that very variable
-            self.define(name, sized if sized is not None and sized.dtype == value.dtype else Var(name, value.dtype))
+            var = sized if sized is not None and sized.dtype == value.dtype else Var(name, value.dtype)
+            self.define(name, var)
+            if self.func is not None:
+                self.func.unbound.add(var)
             return Header()
         if isinstance(value, Buffer):  # an alias, B = A
             self.define(self.target_name(target), value)
