@@ -118,7 +118,7 @@ class AttrPrinting:
     def st_attr(self, s: AttrStmt, concise: bool, top: bool) -> None:
         if is_launch(s):  # (one frame less on the deep path of concise scopes)
             rhs, define = launch_scope(self, s)
-            self.scope(concise, top, None, rhs, s.body, define, alone_body=True)
+            self.scope(concise, top, None, rhs, s.body, define, alone_body=True, frame=s)
             return
         node, body = s.node, s.body
         if isinstance(node, Buffer) and self.namer.get(node) is None:
@@ -140,10 +140,10 @@ class AttrPrinting:
             rhs = self.tir(f"attr({self.value(node)}, {quote(s.attr_key)}, {self.value(s.value)})")
         if concise:
             self.emit(rhs)
-            self.continue_body(body, top, alone=True)
+            self.continue_body(body, top, alone=True, frame=s)
         else:
             self.emit(f"with {rhs}:")
-            self.nested(body)
+            self.nested(body, frame=s)
 
     def value(self, v: Any) -> str:
         """Attribute values: Python values, dicts, lists, targets and expressions."""
