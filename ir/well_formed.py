@@ -1,6 +1,7 @@
 """The well-formedness checks of a PrimFunc: rules a program can break as it is written, checked
-where it is parsed (with the position of the offending node) and again before it is compiled
-(for functions built in Python).
+before it is compiled, at the position of the offending node. TVM's parser reads such programs
+(its own passes print constant indices past a buffer's end: InjectSoftwarePipeline on a nested
+pipeline), and so does tvms's: its text prints back.
 
 Memory: every access that may run stays inside its buffer as far as constants tell (code under
 a loop or block iterator of extent 0 never runs: the legalized code of an operator on an empty
@@ -24,9 +25,6 @@ a store into a block's ``T.match_buffer`` through the region it views (``BB[()]`
 ``BB = T.match_buffer(B[i], ())`` indexes ``B`` with ``i``).
 A block with ``T.init()`` and no reduction iterator is not refused: its init then runs at every
 iteration, which TVM's LowerInitBlock gives a meaning too.
-TVM's parser reads such blocks (TVM's tests write them to check that a schedule refuses them),
-and so does tvms's: the iteration kinds are checked before a function is compiled, where the
-numbers would come out wrong, not when it is read.
 """
 from __future__ import annotations
 
@@ -42,13 +40,12 @@ from .stmt import Block, BlockRealize, BufferStore, For, LetStmt
 from .visitor import collect
 
 
-def verify_well_formed(func: PrimFunc, iteration_kinds: bool = True) -> None:
+def verify_well_formed(func: PrimFunc) -> None:
     """Raise a ``ScriptError`` for the first rule above that ``func`` breaks, at the position of
     the offending node (or of the nearest statement around it that has one; a function built
-    in Python has none: the message then names the function). ``iteration_kinds``: check the
-    blocks' iteration kinds too (the parser does not, as TVM's does not)."""
+    in Python has none: the message then names the function)."""
     try:
-        _walk(func, iteration_kinds)
+        _walk(func)
     except ScriptError as e:
         name = func.attrs.get("global_symbol")
         if e.span is not None or not isinstance(name, str):
@@ -56,7 +53,7 @@ def verify_well_formed(func: PrimFunc, iteration_kinds: bool = True) -> None:
         raise ScriptError(f"{name}: {e.message}", None, e.note) from None
 
 
-def _walk(func: PrimFunc, iteration_kinds: bool) -> None:
+def _walk(func: PrimFunc) -> None:
     # (iterative: the walk follows the program's nesting, which may be deep)
     stack: list = [(func.body, func.span, False)]
     while stack:
@@ -72,7 +69,7 @@ def _walk(func: PrimFunc, iteration_kinds: bool) -> None:
                 _check_access(node, span)
         elif isinstance(node, MatchBufferRegion):
             _check_region(node, span)
-        elif isinstance(node, Block) and iteration_kinds:
+        elif isinstance(node, Block):
             check_block_iterators(node, span)
         elif isinstance(node, For):
             dead = dead or _never_runs(node.extent)

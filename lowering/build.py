@@ -74,7 +74,7 @@ def _prim_funcs(mod_or_func: Any, name: str) -> dict:
 
 def lower_prim_func(func: PrimFunc, row: TargetKind, target: Target) -> PrimFunc:
     """The TIR pipeline step: ``func`` checked and lowered by the target's pipeline."""
-    verify_well_formed(func)  # (a function built in Python was not checked by the parser)
+    verify_well_formed(func)  # (the parser reads what TVM's reads: this is where it is checked)
     return row.lower(func, target)
 
 

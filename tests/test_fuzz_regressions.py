@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from test_errors import assert_error, parse_error
+import tvms
+from test_errors import assert_error
 from tvms.ir.errors import ScriptError
 from tvms.script import from_source
 
@@ -231,7 +232,9 @@ def test_folded_integer_constants_wrap_in_their_type() -> None:
 def test_a_constant_index_expression_out_of_bounds_is_refused() -> None:
     # the well-formedness check folded only literal indices: T.Mul(2147483647, -2147483648)
     # compiled to a store far outside the buffer
-    err = parse_error(WRAPPING)
+    with pytest.raises(ScriptError) as info:
+        tvms.build(from_source(WRAPPING))
+    err = info.value
     assert "index -2147483648 is out of bounds for axis 1 of buffer 'A' of shape (4, 2)" in err.message
     assert (err.span.line, err.span.col) == (8, 13)
 

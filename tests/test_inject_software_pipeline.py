@@ -49,6 +49,13 @@ def test_prints_what_tvm_prints(case: str) -> None:
         assert got == want
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_tvm_s_text_reads_and_prints_back(case: str) -> None:
+    # (the nested cases index B past its end: TVM's parser reads them, and so does tvms's)
+    text = (HERE / f"{case}_InjectSoftwarePipeline.tvms").read_text()
+    assert from_source(text).script(dialect="tvm-0.27") == text
+
+
 def test_pipelined_functions_compute_what_they_computed() -> None:
     for case in sorted(set(CASES) - NOT_RUNNABLE):
         before = _input(case)["main"]

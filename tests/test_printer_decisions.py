@@ -145,3 +145,32 @@ def test_the_tir_import_follows_the_printed_prefix_not_the_text() -> None:
         "        y:", "        n = T.int64()\n        y:").replace(
         "# from tvm.script import relax as R", "# from tvm.script import tir as T\n# from tvm.script import relax as R")
     assert from_source(sized).script() == sized
+
+
+# TVM 0.27's print of a function built in Python (its parser refuses the free variables): each
+# free variable is defined in the innermost frame of TVM's printer around its uses: an if's
+# branch, a while's body; a branch that is a loop keys two frames, and TVM takes the outer one
+FREE_VARIABLES_IN_FRAMES = '''# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def main(c: T.int32):
+        A = T.Buffer((16,))
+        A[0] = T.float32(1.0)
+        if c > 0:
+            n = T.int32()
+            A[n] = T.float32(1.0)
+        else:
+            m = T.int32()
+            for i in range(4):
+                A[i + m] = T.float32(1.0)
+        while c < 4:
+            k = T.int32()
+            A[k] = T.float32(1.0)'''
+
+
+def test_a_free_variable_is_defined_in_the_innermost_frame_around_its_uses() -> None:
+    assert from_source(FREE_VARIABLES_IN_FRAMES).script(dialect="tvm-0.27") == FREE_VARIABLES_IN_FRAMES

@@ -10,7 +10,7 @@ from typing import Any
 from ...ir import arith
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
-from ...ir.expr import PrimExpr, StringImm, const
+from ...ir.expr import PrimExpr, StringImm, Var, const
 from ...ir.index_map import IndexMap
 from ...ir.module import MetadataRef, Target
 from ...ir.node import FrozenDict, Node
@@ -89,7 +89,14 @@ def nest(attrs: list[tuple], body: Stmt, span: Any) -> Stmt:
 
 @parses("call", "attr")
 def _attr_stmt(b: Any, call: S.Call, rest: list) -> Any:
-    return TakesRest(nest(b.attr_args(call), b.rest_body(rest), b.span(call)))
+    attrs = b.attr_args(call)
+    nodes = [node for node, _, _ in attrs if isinstance(node, Var)]
+    b.attr_nodes.extend(nodes)  # (a loop under them may bind a declared node: declared_loop_var)
+    try:
+        body = b.rest_body(rest)
+    finally:
+        del b.attr_nodes[len(b.attr_nodes) - len(nodes):]
+    return TakesRest(nest(attrs, body, b.span(call)))
 
 
 @parses("call", "device_entry")
@@ -118,7 +125,7 @@ class AttrPrinting:
     def st_attr(self, s: AttrStmt, concise: bool, top: bool) -> None:
         if is_launch(s):  # (one frame less on the deep path of concise scopes)
             rhs, define = launch_scope(self, s)
-            self.scope(concise, top, None, rhs, s.body, define, alone_body=True)
+            self.scope(concise, top, None, rhs, s.body, define, alone_body=True, frame=s)
             return
         node, body = s.node, s.body
         if isinstance(node, Buffer) and self.namer.get(node) is None:
@@ -140,10 +147,10 @@ class AttrPrinting:
             rhs = self.tir(f"attr({self.value(node)}, {quote(s.attr_key)}, {self.value(s.value)})")
         if concise:
             self.emit(rhs)
-            self.continue_body(body, top, alone=True)
+            self.continue_body(body, top, alone=True, frame=s)
         else:
             self.emit(f"with {rhs}:")
-            self.nested(body)
+            self.nested(body, frame=s)
 
     def value(self, v: Any) -> str:
         """Attribute values: Python values, dicts, lists, targets and expressions."""

@@ -554,6 +554,8 @@ class FunctionFrame:
     stride_vars: list = field(default_factory=list)  # the new stride variables of the annotation read
     s_tir: bool = False  # decorated s_tir=True: TVM 0.27 gives its allocations no layout
     env_threads: dict = field(default_factory=dict)  # T.env_thread variables -> their thread tags
+    # variables declared ``x = T.int64()`` that no loop binds yet (a later ``for x in`` may)
+    unbound: set = field(default_factory=set)
 
 
 class ScopedEvaluator(ExprEvaluator):

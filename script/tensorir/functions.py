@@ -15,7 +15,6 @@ from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import AllocBuffer, AttrStmt, Block, BlockRealize, Stmt
 from ...ir.visitor import collect
-from ...ir.well_formed import verify_well_formed
 from .. import syntax as S
 from .blocks import implicit_root
 from .evaluator import Builtin, FunctionFrame, _describe
@@ -61,8 +60,8 @@ class FunctionParsing:
                         FrozenDict(attrs), bool(s_tir), span=self.span(fdef),
                         source_dialect=self.dialect.name)
         self.func = None
-        if decorator_kwargs.get("check_well_formed", True):
-            verify_well_formed(func, iteration_kinds=False)  # (those are checked when compiling)
+        # (no well-formedness check here: TVM's parser reads accesses out of bounds, which its own
+        # passes print, and contradicting iteration kinds; the build refuses them, ir/well_formed.py)
         return func
 
     def param(self, p: S.Param, frame: FunctionFrame) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir import arith
+from ...ir.dtype import DataType
 from ...ir.errors import Comments
 from ...ir.expr import THREAD_INDEX, IterVar, Var, const
 from ...ir.node import EMPTY
@@ -47,7 +48,7 @@ class LoopParsing:
             loops = [self.loop_header(names[0], func.path, args, kwargs, it)]
         vars_ = []
         for name, lo, extent, *_ in loops:
-            var = Var(name, extent.dtype)
+            var = self.declared_loop_var(name, extent.dtype) or Var(name, extent.dtype)
             vars_.append(var)
             self.loop_doms[var] = (lo, extent)
         body = self.scoped(lambda: self.body(syn.body), dict(zip(names, vars_)))
@@ -55,6 +56,18 @@ class LoopParsing:
             binding = IterVar(None, Var("", var.dtype), THREAD_INDEX, thread) if thread else None
             body = For(var, lo, extent, kind, body, binding, loop_annotations, step, span=self.span(syn))
         return body
+
+    def declared_loop_var(self, name: str, dtype: DataType) -> Var | None:
+        """The variable ``name = T.int64()`` declared, when this loop is the first to bind it and
+        lies under a ``T.attr`` on it. TVM's printer writes a loop variable used before its loop
+        (``T.attr(v, "pragma_...")`` on the loop) as such a declaration, and the loop under the
+        same name; elsewhere a loop of that name is a variable of its own, as TVM reads it."""
+        var = self.lookup_local(name)
+        if (isinstance(var, Var) and var in self.func.unbound and var.dtype == dtype
+                and any(node is var for node in self.attr_nodes)):
+            self.func.unbound.discard(var)
+            return var
+        return None
 
     def loop_header(self, name: str, kind: str, args: list, kwargs: dict, syn: Any) -> tuple:
         thread = kwargs.pop("thread", None)

@@ -42,6 +42,7 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
         self.loop_doms: dict[Var, tuple[PrimExpr, PrimExpr]] = {}
         self.free_buffers: set = set()  # (ids of the buffers a ``B = T.Buffer(...)`` statement declared)
         self.opening_owner: Any = None  # the owner of the body being read while no statement is made yet
+        self.attr_nodes: list = []  # the variables the T.attr statements around the one read are on
 
     def assigned_span(self, call: Any, target: Any):
         """The span of the call in ``target = call``, with the comments of the statement."""
@@ -157,7 +158,10 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
             if sized is not None and sized.dtype == value.dtype:
                 self.define(name, sized)
                 return Header()  # (printed with the signature's sizes, first in the function)
-            self.define(name, Var(name, value.dtype))
+            var = Var(name, value.dtype)
+            self.define(name, var)
+            if self.func is not None:
+                self.func.unbound.add(var)
             return Declaration()
         if isinstance(value, Buffer):  # an alias, B = A
             self.define(self.target_name(target), value)

@@ -9,7 +9,7 @@ from ...ir.buffer import Buffer
 from ...ir.errors import Comments
 from ...ir.expr import PointerType, PrimType, Var
 from ...ir.node import Node, walk_fields
-from ...ir.stmt import AttrStmt, Block, For, SeqStmt, Stmt
+from ...ir.stmt import AttrStmt, Block, For, IfThenElse, SeqStmt, Stmt, While
 from ..dialect import Dialect
 from ...ir.operators import ATOM
 from .attrs import AttrPrinting
@@ -140,9 +140,10 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
             if self.use_frames is None:
                 self.use_frames = use_frames(self.func_body)
             around = self.use_frames.get(id(v), ())
-            for key, definitions in reversed(self.frames):
+            for key, _ in reversed(self.frames):
                 if key in around:
-                    return definitions
+                    # (a branch that is a loop keys two frames: TVM's printer takes the outer one)
+                    return next(definitions for k, definitions in self.frames if k == key)
         return self.pending
 
     def framed(self, node: Any, print_body: Callable[[], None]) -> None:
@@ -254,12 +255,20 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
             else:
                 self.stmt(stmt, concise, top)
 
-    def nested(self, s: Stmt) -> None:
+    def nested(self, s: Stmt, frame: Stmt | None = None) -> None:
         self.indent += 1
         self.namer.push()
-        self.body(s)
+        self.frame_body(s, frame)
         self.namer.pop()
         self.indent -= 1
+
+    def frame_body(self, s: Stmt, frame: Stmt | None, top: bool = False, alone: bool = True) -> None:
+        """Print a body; under ``frame``, a statement that opens a frame in TVM's printer, as that
+        frame: the free variables used only inside it are defined in it."""
+        if frame is None:
+            self.body(s, top, alone)
+        else:
+            self.framed(frame, lambda: self.body(s, True, alone))
 
     def stmt(self, s: Stmt, concise: bool, top: bool = False) -> None:
         method = PRINT_STMT.get(type(s))
@@ -273,15 +282,17 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
             method(self, s, concise, top)
             self.comments_after(notes, head)
 
-    def continue_body(self, body: Stmt, top: bool, alone: bool = False, flat: bool = False) -> None:
+    def continue_body(self, body: Stmt, top: bool, alone: bool = False, flat: bool = False,
+                      frame: Stmt | None = None) -> None:
         """The body of a concisely printed scope continues at the same indentation.
 
         ``flat``: the scope is a binding, assert or buffer allocation, statements of their own in
         TVM 0.27 (``Bind``, ``AssertStmt``, ``AllocBuffer``, ``DeclBuffer`` have no body): when
-        nothing follows one (a no-op rest), nothing is printed after it."""
+        nothing follows one (a no-op rest), nothing is printed after it. ``frame``: as in
+        ``frame_body``."""
         if flat and self.d.flat_statements and is_nop(body) and not (body.span and body.span.comments):
             return
-        self.body(body, top, alone)
+        self.frame_body(body, frame, top, alone)
 
     @prints(SeqStmt)
     def st_seq(self, s: SeqStmt, concise: bool, top: bool) -> None:
@@ -289,27 +300,29 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
 
     def scope(self, concise: bool, top: bool, lhs: str | None, rhs: str, body: Stmt,
               define: Callable[[], str] | None = None, alone_body: bool = False,
-              flat: bool = False) -> None:
+              flat: bool = False, frame: Stmt | None = None) -> None:
         """A statement with a body: ``lhs = rhs`` then the body at this level when it is the last
-        statement here, else ``with rhs as lhs:`` and the body nested."""
+        statement here, else ``with rhs as lhs:`` and the body nested (``frame``: as in
+        ``frame_body``)."""
         if concise:
             name = define() if define else None
             self.emit(f"{name or lhs} = {rhs}" if (name or lhs) else rhs)
-            self.continue_body(body, top, alone=alone_body, flat=flat)
+            self.continue_body(body, top, alone=alone_body, flat=flat, frame=frame)
         else:
             self.namer.push()
             name = define() if define else lhs
             self.emit(f"with {rhs} as {name}:" if name else f"with {rhs}:")
             self.indent += 1
-            self.body(body)
+            self.frame_body(body, frame)
             self.indent -= 1
             self.namer.pop()
 
 
 def use_frames(body: Any) -> dict[int, tuple]:
-    """For each variable and buffer of ``body`` (by id), the loops and blocks (ids of their ``For``
-    and ``Block`` nodes) around every one of its uses, outermost first. As in TVM's printer, a
-    block's frame is its ``Block``: a use in its realize's bindings or predicate is outside it."""
+    """For each variable and buffer of ``body`` (by id), the frames of TVM's printer around every
+    one of its uses, outermost first: ids of the ``For``, ``Block``, ``AttrStmt`` and ``While``
+    nodes, and of an ``if``'s branches. As in TVM's printer, a block's frame is its ``Block``: a
+    use in its realize's bindings or predicate is outside it."""
     paths: dict[int, tuple] = {}
     stack: list = [(body, ())]
     while stack:
@@ -326,12 +339,14 @@ def use_frames(body: Any) -> dict[int, tuple]:
         if isinstance(node, Var):
             continue
         if isinstance(node, Node):
-            if isinstance(node, (For, Block)):
+            if isinstance(node, (For, Block, AttrStmt, While)):
                 path = path + (id(node),)
+            branches = isinstance(node, IfThenElse)
             for name, _, _ in walk_fields(type(node)):
                 value = getattr(node, name)
                 if value is not None and not isinstance(value, (str, int, float)):
-                    stack.append((value, path))
+                    branch = branches and name != "condition"
+                    stack.append((value, path + (id(value),) if branch else path))
         elif isinstance(node, (tuple, list)):
             stack.extend((item, path) for item in node)
         elif isinstance(node, dict):

@@ -271,15 +271,15 @@ class StatementPrinting:
     @prints(IfThenElse)
     def st_if(self, s: IfThenElse, concise: bool, top: bool) -> None:
         self.emit(f"if {self.expr(s.condition)}:")
-        self.nested(s.then_case)
+        self.nested(s.then_case, frame=s.then_case)
         if s.else_case is not None:
             self.emit("else:")
-            self.nested(s.else_case)
+            self.nested(s.else_case, frame=s.else_case)
 
     @prints(While)
     def st_while(self, s: While, concise: bool, top: bool) -> None:
         self.emit(f"while {self.expr(s.condition)}:")
-        self.nested(s.body)
+        self.nested(s.body, frame=s)
 
     @prints(LetStmt)
     def st_let(self, s: LetStmt, concise: bool, top: bool) -> None:
