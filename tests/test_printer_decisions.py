@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+import tvms
 from tvms.ir.errors import ScriptError
 from tvms.script import from_source
 from tvms.script.formatting import format_python
@@ -174,3 +175,22 @@ class Module:
 
 def test_a_free_variable_is_defined_in_the_innermost_frame_around_its_uses() -> None:
     assert from_source(FREE_VARIABLES_IN_FRAMES).script(dialect="tvm-0.27") == FREE_VARIABLES_IN_FRAMES
+
+
+def test_a_declared_variable_is_the_loop_variable_of_the_first_loop_of_its_name() -> None:
+    """TVM 0.27 prints a loop whose variable is named before the loop (a pragma on it, a block
+    predicate) as ``v = T.int32()``, then ``for v in ...``: one variable, which prints back so.
+    A use of it outside that loop is then an error at build, as the same text is in TVM (where
+    the declared ``v`` is a free variable nothing defines)."""
+    from tvms.ir import stmt as S
+    from tvms.ir.visitor import collect
+
+    pragma = ('# from tvm.script import tir as T\n\n@T.prim_func\ndef main(A: T.Buffer((8,), "int32")):\n'
+              '    i = T.int32()\n    T.attr(i, "pragma_unroll", 1)\n    for i in range(8):\n        A[i] = 1')
+    f = from_source(pragma)
+    (attr,) = collect(f.body, S.AttrStmt)
+    assert attr.node is attr.body.loop_var and f.script() == pragma
+    tvms.build(f, "llvm")
+    used_outside = pragma.replace('    T.attr(i, "pragma_unroll", 1)\n', "    A[0] = i\n")
+    with pytest.raises(tvms.TVMSError, match="variable 'i' is used before it is bound"):
+        tvms.build(from_source(used_outside), "llvm")

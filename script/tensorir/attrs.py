@@ -10,7 +10,7 @@ from typing import Any
 from ...ir import arith
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
-from ...ir.expr import PrimExpr, StringImm, Var, const
+from ...ir.expr import PrimExpr, StringImm, const
 from ...ir.index_map import IndexMap
 from ...ir.module import MetadataRef, Target
 from ...ir.node import FrozenDict, Node
@@ -89,14 +89,7 @@ def nest(attrs: list[tuple], body: Stmt, span: Any) -> Stmt:
 
 @parses("call", "attr")
 def _attr_stmt(b: Any, call: S.Call, rest: list) -> Any:
-    attrs = b.attr_args(call)
-    nodes = [node for node, _, _ in attrs if isinstance(node, Var)]
-    b.attr_nodes.extend(nodes)  # (a loop under them may bind a declared node: declared_loop_var)
-    try:
-        body = b.rest_body(rest)
-    finally:
-        del b.attr_nodes[len(b.attr_nodes) - len(nodes):]
-    return TakesRest(nest(attrs, body, b.span(call)))
+    return TakesRest(nest(b.attr_args(call), b.rest_body(rest), b.span(call)))
 
 
 @parses("call", "device_entry")

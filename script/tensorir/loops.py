@@ -58,13 +58,12 @@ class LoopParsing:
         return body
 
     def declared_loop_var(self, name: str, dtype: DataType) -> Var | None:
-        """The variable ``name = T.int64()`` declared, when this loop is the first to bind it and
-        lies under a ``T.attr`` on it. TVM's printer writes a loop variable used before its loop
-        (``T.attr(v, "pragma_...")`` on the loop) as such a declaration, and the loop under the
-        same name; elsewhere a loop of that name is a variable of its own, as TVM reads it."""
+        """The variable ``name = T.int64()`` declared, when this loop is the first to bind it.
+        TVM's printer writes a loop variable used before its loop (``T.attr(v, "pragma_...")``
+        on the loop, a block predicate naming the loop inside the block) as such a declaration,
+        and the loop under the same name."""
         var = self.lookup_local(name)
-        if (isinstance(var, Var) and var in self.func.unbound and var.dtype == dtype
-                and any(node is var for node in self.attr_nodes)):
+        if isinstance(var, Var) and var in self.func.unbound and var.dtype == dtype:
             self.func.unbound.discard(var)
             return var
         return None

@@ -42,7 +42,6 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
         self.loop_doms: dict[Var, tuple[PrimExpr, PrimExpr]] = {}
         self.free_buffers: set = set()  # (ids of the buffers a ``B = T.Buffer(...)`` statement declared)
         self.opening_owner: Any = None  # the owner of the body being read while no statement is made yet
-        self.attr_nodes: list = []  # the variables the T.attr statements around the one read are on
 
     def assigned_span(self, call: Any, target: Any):
         """The span of the call in ``target = call``, with the comments of the statement."""
