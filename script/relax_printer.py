@@ -401,8 +401,8 @@ class RelaxPrinter(TIRPrinter):
             at = len(self.lines)
             self.emit_aside("")  # the function's header: known once it is printed
             self.lines.append("    " * self.indent)
-            for v in self.nested_typevars(value):
-                self.emit(f'{v} = TypeVar("{v}")')
+            for v in self.nested_typevars(value):  # (aside: the def line is the binding's first line of code)
+                self.emit_aside(f'{v} = TypeVar("{v}")')
             # (the binding prints the comments it shares with the function)
             self.print_function(value, self.namer.define(b.var, b.var.name), nested=True)
             self.lines.append("")
