@@ -32,6 +32,7 @@ import numpy as np
 
 from ..ir.errors import TVMSError
 from ..ir.registry import register_func
+from .cuda_tensor import CudaTensor
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class Operand:
 
 def device_operand(arg: Any) -> Operand:
     """The Operand of a device tensor (``__cuda_array_interface__``, row-major)."""
+    if isinstance(arg, CudaTensor):  # (read on tvms's stream: not lent, so a VM reuses its block)
+        return Operand(arg.ptr, arg.shape, arg.dtype)
     face = getattr(arg, "__cuda_array_interface__", None)
     if face is None:
         raise TVMSError(f"cuBLAS multiplies device tensors; got a {type(arg).__name__} "

@@ -88,6 +88,7 @@ class CudaTensor:
         from .dlpack import to_capsule
 
         cuda_driver.synchronize(self.device.device_id)  # (our work is on the default stream)
+        self._lend()
         return to_capsule(self.ptr, self.shape, self._dtype, (CUDA, self.device.device_id), self)
 
     @property
@@ -95,8 +96,16 @@ class CudaTensor:
         """Numba's CUDA array interface (v3), which cupy, torch and the cuBLAS runtime read:
         the memory, row-major, ordered after the work on the device's current stream."""
         stream = int(cuda_driver.current_stream(self.device.device_id).handle)
+        self._lend()
         return {"shape": self.shape, "typestr": self._dtype.str, "data": (self.ptr, False), "strides": None,
                 "version": 3, "stream": stream or 1}  # (1: the legacy default stream)
+
+    def _lend(self) -> None:
+        """The memory goes to a library that may read it on a stream of its own: a VM's block
+        is then not reused by the VM when this tensor dies (``vm_cuda._Lease``)."""
+        lend = getattr(self._owner, "lend", None)
+        if lend is not None:
+            lend()
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (CUDA, self.device.device_id)

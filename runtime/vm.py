@@ -326,6 +326,7 @@ class VirtualMachine:
         on_gpu = self.device_memory is not None
         values = [_argument(a, k in f.shape_params, p, name, on_gpu) for k, (a, p) in enumerate(zip(args, f.params))]
         if on_gpu:
+            self.device_memory.begin_call()
             values = [self.device_memory.to_device(v) for v in values]
         return _result(self.call(name, values))
 

@@ -8,11 +8,16 @@ Packed functions receive the device tensors themselves (they convert with DLPack
 ``.numpy()``); a Relax operator left to its numpy reference runs on host copies.
 
 A tensor that leaves the VM (an output, an argument's copy) takes a block the VM keeps, and
-gives it back to the VM when it dies, as TVM's pooled allocator does: a call after the first
-allocates nothing and frees nothing (``cuMemFree`` waits for the whole device). The blocks are
-freed with the VM; a tensor that outlives it frees its own when it dies. A block given back
-serves the next call's work, which the stream orders after the work queued on the tensor (work
-queued on it on another stream must be waited for before the tensor is dropped).
+gives it back to the VM when it dies, as TVM's pooled allocator does: with static shapes, a call
+after the first allocates nothing and frees nothing (``cuMemFree`` waits for the whole device;
+``R.vm.alloc_storage`` still allocates at each call). What is kept is bounded: a call that had to
+allocate (new sizes: a symbolic shape) first frees the blocks left idle through the last
+``KEEP_CALLS`` calls. A block serves only later work of the stream its work was queued on, which
+the stream orders after it: when the VM's stream changes (``dev.set_raw_stream``), the idle
+blocks, and those of the old stream that come back later, are freed instead (work queued on a
+tensor on another stream must be waited for before the tensor is dropped). A tensor lent to
+another library (DLPack, ``__cuda_array_interface__``), which may read it on a stream of its own,
+frees its block. The blocks are freed with the VM; a tensor that outlives it frees its own.
 """
 from __future__ import annotations
 
@@ -32,24 +37,76 @@ from .tensor import Tensor
 from .vm_memory import BufferPool
 
 
+class _Block(cuda_driver.DeviceMemory):
+    """A block of a VM: the stream its work is queued on, and the call since which it is idle."""
+
+    __slots__ = ("stream", "idle_since")
+
+
 class VMDeviceMemory(BufferPool):
     """A VM's device memory on ``device``: fresh and pooled tensors (the host pool's logic over
     device buffers), storages, conversions."""
 
+    KEEP_CALLS = 4  # (shapes cycling through this many sizes still reuse their blocks)
+
     def __init__(self, device: Device) -> None:
-        super().__init__(lambda nbytes: cuda_driver.DeviceMemory(device.device_id, nbytes),
-                         lambda raw, shape, dtype: CudaTensor(device, shape, dtype, ptr=raw.ptr, owner=raw))
+        super().__init__(self._block, lambda raw, shape, dtype: CudaTensor(device, shape, dtype, ptr=raw.ptr,
+                                                                            owner=raw))
         self.device = device
         self.returned: dict[int, list] = defaultdict(list)  # byte size -> blocks tensors that died gave back
+        self.stream = cuda_driver.current_stream(device.device_id)
+        self.calls = 0
+        self.allocated = False  # (a block was allocated since the last call began)
         self._itself = weakref.ref(self)  # (a tensor that outlives the VM frees its block)
+
+    def _block(self, nbytes: int) -> _Block:
+        block = _Block(self.device.device_id, nbytes)
+        block.stream, block.idle_since = self.stream, self.calls
+        self.allocated = True
+        return block
+
+    def begin_call(self) -> None:
+        """Before a call: the idle blocks of another stream, or (after a call that allocated)
+        those idle through the last ``KEEP_CALLS`` calls, are freed."""
+        self.calls += 1
+        stream = cuda_driver.current_stream(self.device.device_id)
+        if stream is not self.stream:
+            self.stream = stream
+            self._free_idle(self.calls)
+        elif self.allocated:
+            self._free_idle(self.calls - self.KEEP_CALLS)
+        self.allocated = False
+
+    def _free_idle(self, before: int) -> None:
+        """Free the idle blocks idle since a call before ``before``."""
+        for store in (self.free, self.returned):
+            for nbytes, blocks in list(store.items()):
+                kept = [b for b in blocks if b.idle_since >= before]
+                for block in blocks:
+                    if block.idle_since < before:
+                        self.views.pop(id(block), None)  # (its cached views hold it)
+                if kept:
+                    store[nbytes] = kept
+                else:
+                    del store[nbytes]
+
+    def keep(self, raw: _Block) -> None:
+        raw.idle_since = self.calls
+        self.free[raw.nbytes].append(raw)
+
+    def give_back(self, raw: _Block) -> None:
+        """A block whose tensor died: kept for later work on its stream, else freed."""
+        if raw.stream is self.stream:
+            raw.idle_since = self.calls
+            self.returned[raw.nbytes].append(raw)
 
     def empty(self, shape: tuple, dtype: np.dtype) -> CudaTensor:
         """A tensor that may leave the VM, in a block it gives back to the VM when it dies."""
         nbytes = dtype.itemsize
         for d in shape:
             nbytes *= d
-        free = self.returned[nbytes]
-        raw = free.pop() if free else cuda_driver.DeviceMemory(self.device.device_id, nbytes)
+        free = self.returned.get(nbytes)
+        raw = free.pop() if free else self._block(nbytes)
         return CudaTensor(self.device, shape, dtype, ptr=raw.ptr, owner=_Lease(raw, self._itself))
 
     def storage(self, nbytes: int) -> cuda_driver.DeviceMemory:
@@ -94,18 +151,27 @@ class VMDeviceMemory(BufferPool):
 
 class _Lease:
     """What keeps a VM's block for the tensor holding it: when the tensor dies, the block goes
-    back to the VM, or is freed if the VM is gone (a cheap ``__del__`` rather than a weakref
-    finalizer per call)."""
+    back to the VM, or is freed if the VM is gone or the tensor was lent (a cheap ``__del__``
+    rather than a weakref finalizer per call)."""
 
     __slots__ = ("raw", "memory")
 
-    def __init__(self, raw: cuda_driver.DeviceMemory, memory: weakref.ref) -> None:
+    def __init__(self, raw: _Block, memory: weakref.ref) -> None:
         self.raw, self.memory = raw, memory
+
+    def lend(self) -> None:
+        """The tensor is read by another library, maybe on a stream of its own: its block is
+        freed when the tensor dies (cuMemFree waits for that stream), not reused."""
+        self.memory = _no_memory
 
     def __del__(self) -> None:
         memory = self.memory()
         if memory is not None:
-            memory.returned[self.raw.nbytes].append(self.raw)
+            memory.give_back(self.raw)
+
+
+def _no_memory() -> None:
+    return None
 
 
 __all__ = ["VMDeviceMemory"]

@@ -71,7 +71,11 @@ class BufferPool:
     def release(self, view: Any) -> None:
         raw = self.lent.pop(id(view), None)
         if raw is not None:
-            self.free[raw.nbytes].append(raw)
+            self.keep(raw)
+
+    def keep(self, raw: Any) -> None:
+        """A released buffer, for the next request of its size."""
+        self.free[raw.nbytes].append(raw)
 
 
 __all__ = ["BufferPool", "aligned_bytes", "aligned_empty"]

@@ -416,17 +416,30 @@ def test_the_vm_runs_on_the_device(emulated) -> None:
         tvms.relax.VirtualMachine(cpu_ex, tvms.cpu())["main"](tvms.nd.array(x, device=tvms.cuda(0)), y)
 
 
-def test_vm_calls_after_the_first_reuse_the_vms_device_memory(emulated, driver_as) -> None:
-    """A VM's outputs and arguments' copies take blocks the VM keeps and get back when they die:
-    a call after the first allocates and frees nothing, sets no context (one GPU: its primary
-    context stays current) and launches what the first did; the blocks are freed with the VM,
-    and a tensor that outlives it frees its own."""
+def counted_vm(emulated, driver_as) -> tuple:
+    """A VM of RELAX_ON_GPU on the emulated GPU, its driver, and the counter of its calls."""
     tvms.register_func("test_cuda.negate", lambda x, out: out.copyfrom(-x.numpy()), override=True)
     cpu_ex = tvms.compile(from_source(RELAX_ON_GPU), target="llvm")
     driver, kernels = emulated("add_dyn_SplitHostDevice.tvms", function="add")
     counting = Counting(driver)
     driver_as(counting)
     vm = tvms.relax.VirtualMachine(tvms.runtime.vm.Executable(cpu_ex.program, kernels), tvms.cuda(0))
+    return vm, driver, counting
+
+
+def allocated_and_freed(counting: Counting, run) -> tuple:
+    """(cuMemAlloc, cuMemFree) calls that ``run()`` makes."""
+    counting.counts.clear()
+    run()
+    return counting.counts["cuMemAlloc"], counting.counts["cuMemFree"]
+
+
+def test_vm_calls_after_the_first_reuse_the_vms_device_memory(emulated, driver_as) -> None:
+    """A VM's outputs and arguments' copies take blocks the VM keeps and get back when they die:
+    a call after the first allocates and frees nothing, sets no context (one GPU: its primary
+    context stays current) and launches what the first did; the blocks are freed with the VM,
+    and a tensor that outlives it frees its own."""
+    vm, driver, counting = counted_vm(emulated, driver_as)
     x, y = np.arange(200, dtype="float32"), np.ones(200, "float32")
 
     def call(k):
@@ -451,6 +464,47 @@ def test_vm_calls_after_the_first_reuse_the_vms_device_memory(emulated, driver_a
     del first
     gc.collect()
     assert not driver.memory
+
+
+def test_the_vms_idle_blocks_stay_bounded_over_many_sizes(emulated, driver_as) -> None:
+    """A symbolic shape called with 200 sizes: the blocks of sizes no longer asked for are
+    freed (a server of variable-length inputs keeps a few calls' worth, not every size)."""
+    vm, driver, _ = counted_vm(emulated, driver_as)
+    for n in range(1, 201):
+        x = np.arange(n, dtype="float32")
+        np.testing.assert_array_equal(vm["main"](x, x).numpy(), -(2 * (2 * x + x) + x))
+    # (5 blocks a call: two arguments' copies, two intermediates, the output)
+    assert len(driver.memory) <= 25  # (a few calls' worth)
+
+
+def test_a_block_lent_to_another_library_is_freed_not_reused(emulated, driver_as) -> None:
+    """An output read through DLPack or ``__cuda_array_interface__`` (by torch or cupy, maybe on
+    a stream of their own) frees its block when it dies (cuMemFree waits for that stream)
+    rather than giving it to the next call; one not lent goes back to the VM."""
+    vm, _, counting = counted_vm(emulated, driver_as)
+    x = np.arange(200, dtype="float32")
+    vm["main"](x, x)
+    for counted, lend in [((0, 0), lambda t: None), ((1, 1), lambda t: t.__dlpack__()),
+                          ((1, 1), lambda t: t.__cuda_array_interface__)]:
+        out = [vm["main"](x, x)]
+        lend(out[0])
+        assert allocated_and_freed(counting, lambda: (out.clear(), vm["main"](x, x))) == counted
+
+
+def test_a_block_serves_only_the_stream_its_work_was_queued_on(emulated, driver_as, monkeypatch) -> None:
+    """When the current stream changes between calls, the idle blocks (their work queued on the
+    old stream) are freed, not taken by work on the new one; so is a block of the old stream
+    that comes back later."""
+    vm, _, counting = counted_vm(emulated, driver_as)
+    monkeypatch.setattr(cuda_driver, "_CURRENT_STREAMS", {})
+    dev, x = tvms.cuda(0), np.arange(200, dtype="float32")
+    dev.set_raw_stream(dev.create_raw_stream())
+    held = [vm["main"](x, x)]
+    vm["main"](x, x)  # (its five blocks idle on the first stream)
+    dev.set_raw_stream(dev.create_raw_stream())
+    assert allocated_and_freed(counting, lambda: vm["main"](x, x)) == (5, 5)
+    assert allocated_and_freed(counting, lambda: vm["main"](x, x)) == (0, 0)
+    assert allocated_and_freed(counting, held.clear) == (0, 1)
 
 
 def test_the_vm_places_tensors_in_device_storage(emulated) -> None:
