@@ -14,6 +14,7 @@ how the host side and the argument passing are checked on a machine without a GP
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Callable
 
@@ -103,7 +104,7 @@ class DriverLauncher:
         self.images, self.index = images, index  # id of a kernel -> the artifact holding its binary
         self._loaded: dict[int, cuda_driver.LoadedModule] = {}
         self._kernels: dict[int, tuple] = {}  # id of a kernel -> its loaded module, its parameters' C types
-        self._workspace: list = []
+        self._calls = threading.local()  # .workspace: what the thread's call allocated (threads share self)
 
     @property
     def stream(self) -> cuda_driver.Stream:
@@ -120,7 +121,10 @@ class DriverLauncher:
 
     def allocate(self, dtype: Any, count: int) -> int:
         memory = cuda_driver.DeviceMemory(self.index, count * numpy_dtype(dtype).itemsize)
-        self._workspace.append(memory)  # (held until the call's kernels are done)
+        workspace = getattr(self._calls, "workspace", None)
+        if workspace is None:
+            workspace = self._calls.workspace = []
+        workspace.append(memory)  # (held until the call's kernels are done)
         return memory.ptr
 
     def launch(self, kernel: Any, values: list, dims: Launch) -> None:
@@ -153,9 +157,10 @@ class DriverLauncher:
             return cuda_driver.LoadedModule(self.index, ptx)
 
     def end_call(self) -> None:
-        if self._workspace:  # (device memory the host function allocated: free after its kernels)
+        workspace = getattr(self._calls, "workspace", None)
+        if workspace:  # (device memory the host function allocated: free after its kernels)
             self.stream.synchronize()
-            self._workspace.clear()
+            workspace.clear()
 
     def synchronize(self) -> None:
         self.stream.synchronize()

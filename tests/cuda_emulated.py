@@ -31,7 +31,7 @@ class FakeDriver:
         return (0, self.count)
 
     def cuGetErrorName(self, err):
-        return (0, b"CUDA_ERROR_NO_DEVICE")
+        return (0, {700: b"CUDA_ERROR_ILLEGAL_ADDRESS"}.get(int(err), b"CUDA_ERROR_NO_DEVICE"))
 
 
 class _Names:
@@ -127,7 +127,9 @@ class EmulatedDriver(FakeDriver):
         for param, dtype, slot in zip(kernel.func.params, self._pointees(fn), slots):
             value = cuda_driver.c_type(str(param.dtype)).from_address(slot).value
             if dtype is not None:  # (a pointer into an allocation: the memory from there, as an array)
-                base = self.bases[bisect.bisect_right(self.bases, value) - 1]
+                base = self._base(value)
+                if base is None:  # (memory freed or never allocated: the GPU faults)
+                    return (700,)  # CUDA_ERROR_ILLEGAL_ADDRESS
                 value = np.frombuffer(self.memory[base], dtype, offset=value - base)
             values.append(value)
         self.launches.append((fn, (gx, gy, gz), (bx, by, bz), shared))
@@ -136,6 +138,13 @@ class EmulatedDriver(FakeDriver):
         if self.run_kernels:
             run_prim_func(kernel.func, *values)
         return (0,)
+
+    def _base(self, ptr: int) -> int | None:
+        """The address of the live allocation ``ptr`` points into, if any."""
+        k = bisect.bisect_right(self.bases, ptr) - 1
+        if k < 0 or ptr - self.bases[k] >= len(self.memory[self.bases[k]]):
+            return None
+        return self.bases[k]
 
     def _pointees(self, fn) -> list:
         """The numpy dtype each pointer parameter of kernel ``fn`` points to (None for a scalar),

@@ -256,6 +256,39 @@ def test_the_driver_path_with_a_workspace_and_dynamic_shared_memory(emulated) ->
     assert len(driver.memory) == 2  # (the host's workspace is freed after the call)
 
 
+def test_threads_calling_one_function_keep_their_own_workspaces(emulated) -> None:
+    """Two threads call one function with a host workspace: the second's call, made while the
+    first's is between its allocation and its launch, frees its own workspace at its end, not
+    the first's (whose launch would then fault)."""
+    driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms")
+    x = np.random.default_rng(3).random((5, 70), dtype=np.float32)
+    launch, waiting, done, failed = driver.cuLaunchKernel, threading.Event(), threading.Event(), []
+
+    def launch_after_the_other_call(*args):
+        if threading.current_thread() is not threading.main_thread():
+            waiting.set()
+            done.wait(10)
+        return launch(*args)
+
+    def first_call():
+        try:
+            lib["main"](X, Y, 2.0)
+        except TVMSError as err:
+            failed.append(err)
+
+    driver.cuLaunchKernel = launch_after_the_other_call
+    X, Y, Y2 = (tvms.nd.array(a, device=tvms.cuda(0)) for a in (x, np.zeros(5, "float32"), np.zeros(5, "float32")))
+    thread = threading.Thread(target=first_call)
+    thread.start()
+    waiting.wait(10)
+    lib["main"](X, Y2, 3.0)
+    done.set()
+    thread.join()
+    assert not failed
+    np.testing.assert_allclose(Y.numpy(), 2 * x.sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(Y2.numpy(), 3 * x.sum(axis=1), rtol=1e-5)
+
+
 def test_tvm_split_host_device_workspaces_and_dynamic_shared_memory(emulated) -> None:
     """Two host functions as TVM 0.27 prints them after SplitHostDevice: one passes a workspace
     (``T.alloc_buffer`` in the host, ``A.view(...)``) from a kernel to the next over a symbolic
