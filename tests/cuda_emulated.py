@@ -58,6 +58,11 @@ class EmulatedDriver(FakeDriver):
         super().__init__(1)
         self.run_kernels = run_kernels
         self.kernels, self.memory, self.images = kernels, {}, []
+        # freed blocks stay allocated on the host, so that no later block takes their address
+        # and a second free of one is told from a free of a live block
+        self.freed: dict = {}
+        self.double_frees: list = []
+        self.contexts: dict = {}
         self.bases: list = []  # (the allocations' addresses, sorted: where a pointer points)
         self._dtypes: dict = {}
         self.launches, self.streams, self.arguments = [], [], []
@@ -71,7 +76,7 @@ class EmulatedDriver(FakeDriver):
         return (0, index)
 
     def cuDevicePrimaryCtxRetain(self, device):
-        return (0, "context")
+        return (0, self.contexts.setdefault(device, ("context", device)))  # (one per device)
 
     def cuDeviceGetAttribute(self, attribute, device):
         return (0, self.ATTRIBUTES[attribute])
@@ -83,7 +88,11 @@ class EmulatedDriver(FakeDriver):
         return (0, ctypes.addressof(block))
 
     def cuMemFree(self, ptr):
-        del self.memory[ptr]
+        if ptr not in self.memory:  # (recorded: cuda_driver's finalizer would swallow the error)
+            if ptr in self.freed:
+                self.double_frees.append(ptr)
+            return (1,)  # CUDA_ERROR_INVALID_VALUE
+        self.freed[ptr] = self.memory.pop(ptr)
         self.bases.remove(ptr)
         return (0,)
 

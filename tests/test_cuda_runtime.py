@@ -209,14 +209,21 @@ def test_the_module_shows_its_source_and_times_calls() -> None:
 
 @pytest.fixture
 def emulated(driver_as, monkeypatch):
+    """``use(fixture_name)``: (an emulated GPU made the driver, a CudaModule of the fixture);
+    at the end of the test, no block was freed twice."""
+    drivers = []
+
     def use(name, function="main", run_kernels=True):
         gc.collect()  # (device memory that earlier tests left is freed now, not in this driver's memory)
         art = artifact_of(name, binary=b"\x7fELF a cubin")
         driver = EmulatedDriver({k.name: k for k in art.kernels}, run_kernels)
+        drivers.append(driver)
         driver_as(driver)
         monkeypatch.setattr(cuda_driver, "primary_context", _UNCACHED_CONTEXT)
         return driver, CudaModule({function: art}, "cuda")
-    return use
+    yield use
+    gc.collect()
+    assert [d.double_frees for d in drivers if d.double_frees] == []
 
 
 def test_the_driver_path_allocates_copies_and_launches(emulated) -> None:
@@ -359,6 +366,21 @@ def test_the_context_is_made_current_once_per_thread_on_one_gpu(emulated, driver
     assert in_thread == [1]
     driver.count = 2  # (with two GPUs, users of the CUDA runtime switch contexts: set at each use)
     assert made_current() == 3
+
+
+def test_the_emulated_gpu_tells_double_frees_and_contexts_apart(emulated) -> None:
+    """What the real driver would refuse shows in the emulator: a block freed twice is recorded
+    (cuda_driver's finalizer swallows the error; the fixture asserts none happened), and each
+    device has a context of its own."""
+    driver, _ = emulated("add_dyn_SplitHostDevice.tvms")
+    block = cuda_driver.DeviceMemory(0, 16)
+    ptr = block.ptr
+    cuda_driver._free(0, ptr)
+    del block  # (its finalizer frees it again)
+    assert driver.double_frees == [ptr]
+    driver.double_frees.clear()
+    driver.count = 2
+    assert cuda_driver.primary_context(0) != cuda_driver.primary_context(1)
 
 
 def test_device_attributes_and_the_detected_target(emulated) -> None:
