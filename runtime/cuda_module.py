@@ -94,6 +94,13 @@ class ReferenceLauncher:
         return (time.perf_counter() - start) / number
 
 
+class _Calls(threading.local):
+    """What the call running on a thread holds: the device memory its host function allocated."""
+
+    def __init__(self) -> None:
+        self.workspace: list = []
+
+
 class DriverLauncher:
     """Launches kernels on ``cuda(index)`` with the driver API, on the device's current stream
     (``dev.set_raw_stream``; by default the legacy default stream, which orders them after the
@@ -104,7 +111,7 @@ class DriverLauncher:
         self.images, self.index = images, index  # id of a kernel -> the artifact holding its binary
         self._loaded: dict[int, cuda_driver.LoadedModule] = {}
         self._kernels: dict[int, tuple] = {}  # id of a kernel -> its loaded module, its parameters' C types
-        self._calls = threading.local()  # .workspace: what the thread's call allocated (threads share self)
+        self._calls = _Calls()  # (threads share a launcher: each call's workspace is its thread's)
 
     @property
     def stream(self) -> cuda_driver.Stream:
@@ -121,10 +128,7 @@ class DriverLauncher:
 
     def allocate(self, dtype: Any, count: int) -> int:
         memory = cuda_driver.DeviceMemory(self.index, count * numpy_dtype(dtype).itemsize)
-        workspace = getattr(self._calls, "workspace", None)
-        if workspace is None:
-            workspace = self._calls.workspace = []
-        workspace.append(memory)  # (held until the call's kernels are done)
+        self._calls.workspace.append(memory)  # (held until the call's kernels are done)
         return memory.ptr
 
     def launch(self, kernel: Any, values: list, dims: Launch) -> None:
@@ -157,7 +161,7 @@ class DriverLauncher:
             return cuda_driver.LoadedModule(self.index, ptx)
 
     def end_call(self) -> None:
-        workspace = getattr(self._calls, "workspace", None)
+        workspace = self._calls.workspace
         if workspace:  # (device memory the host function allocated: free after its kernels)
             self.stream.synchronize()
             workspace.clear()
