@@ -136,10 +136,11 @@ class EmulatedDriver(FakeDriver):
         for param, dtype, slot in zip(kernel.func.params, self._pointees(fn), slots):
             value = cuda_driver.c_type(str(param.dtype)).from_address(slot).value
             if dtype is not None:  # (a pointer into an allocation: the memory from there, as an array)
-                base = self._base(value)
-                if base is None:  # (memory freed or never allocated: the GPU faults)
+                base = self.bases[bisect.bisect_right(self.bases, value) - 1]
+                block = self.memory[base]
+                if not 0 <= value - base < len(block):  # (memory freed or never allocated: the GPU faults)
                     return (700,)  # CUDA_ERROR_ILLEGAL_ADDRESS
-                value = np.frombuffer(self.memory[base], dtype, offset=value - base)
+                value = np.frombuffer(block, dtype, offset=value - base)
             values.append(value)
         self.launches.append((fn, (gx, gy, gz), (bx, by, bz), shared))
         self.streams.append(stream)
@@ -147,13 +148,6 @@ class EmulatedDriver(FakeDriver):
         if self.run_kernels:
             run_prim_func(kernel.func, *values)
         return (0,)
-
-    def _base(self, ptr: int) -> int | None:
-        """The address of the live allocation ``ptr`` points into, if any."""
-        k = bisect.bisect_right(self.bases, ptr) - 1
-        if k < 0 or ptr - self.bases[k] >= len(self.memory[self.bases[k]]):
-            return None
-        return self.bases[k]
 
     def _pointees(self, fn) -> list:
         """The numpy dtype each pointer parameter of kernel ``fn`` points to (None for a scalar),
