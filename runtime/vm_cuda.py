@@ -78,16 +78,14 @@ class VMDeviceMemory(BufferPool):
         self.allocated = False
 
     def _free_idle(self, before: int) -> None:
-        """Free the idle blocks idle since a call before ``before``."""
+        """Drop (so free) the blocks idle since a call before ``before``."""
         for store in (self.free, self.returned):
             for nbytes, blocks in list(store.items()):
-                kept = [b for b in blocks if b.idle_since >= before]
                 for block in blocks:
                     if block.idle_since < before:
-                        self.views.pop(id(block), None)  # (its cached views hold it)
-                if kept:
-                    store[nbytes] = kept
-                else:
+                        self.views.pop(id(block), None)  # (the pool's cached views of it hold it)
+                blocks[:] = [b for b in blocks if b.idle_since >= before]
+                if not blocks:
                     del store[nbytes]
 
     def keep(self, raw: _Block) -> None:
