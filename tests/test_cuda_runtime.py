@@ -512,8 +512,12 @@ def test_a_cubin_of_another_architecture_loads_its_ptx(emulated, tmp_path) -> No
         np.testing.assert_allclose(Y.numpy(), 3 * x.sum(axis=1), rtol=1e-5)
     assert driver.images == [b"// ptx\0", b"// ptx\0"]
     X, Y = tvms.nd.array(x, device=tvms.cuda(0)), tvms.nd.empty((4,), "float32", tvms.cuda(0))
-    with pytest.raises(TVMSError, match=r"built for sm_80, which cuda:0 \(compute 8\.0\) cannot run"):
+    with pytest.raises(TVMSError, match=r"built for sm_80, which cuda:0 \(compute 8\.0\) cannot run: build"):
         lib["main"](X, Y, 3.0)
+    driver.cuModuleLoadData = lambda image: (209,)  # (the PTX's target is newer than the GPU too)
+    newer = CudaModule({"main": dataclasses.replace(art, ptx=b"// ptx\0")}, "cuda")
+    with pytest.raises(TVMSError, match=r"cannot run \(nor its PTX: CUDA driver call cuModuleLoadData failed"):
+        newer["main"](X, Y, 3.0)
 
 
 def test_the_tuning_runner_times_a_cuda_library_on_the_gpu(emulated, tmp_path) -> None:
@@ -664,6 +668,9 @@ def test_a_cuda_build_runs_on_the_reference_launcher() -> None:
     lib["main"](a, b, c)
     np.testing.assert_allclose(c, 2 * a + 1)
     assert "__global__" in lib.imported_modules[0].get_source()
+    # the PTX beside the cubin, for newer GPUs; none for sm_90a (its PTX runs on sm_90 alone)
+    assert lib.artifacts["main"].ptx.startswith(b"//") and lib.artifacts["main"].binary.startswith(b"\x7fELF")
+    assert tvms.build(from_source(BOUND_ADD), target="cuda -arch=sm_90a").artifacts["main"].ptx == b""
 
 
 @needs_codegen
