@@ -328,6 +328,21 @@ def test_the_context_is_made_current_once_per_thread_on_one_gpu(emulated, driver
     assert made_current() == 3
 
 
+def test_a_context_another_library_popped_is_made_current_again(emulated) -> None:
+    """tvms makes the context current once per thread; when a library pops it (numba's ``with
+    cuda.gpus[0]:`` around tvms's first call), the next call finds none (CUDA_ERROR_INVALID_
+    CONTEXT): the context is made current again and the call made once more."""
+    driver, _ = emulated("add_dyn_SplitHostDevice.tvms")
+    cuda_driver.use_device(0)
+    current = {"context": None}
+    allocate, make_current = driver.cuMemAlloc, driver.cuCtxSetCurrent
+    driver.cuCtxSetCurrent = lambda context: (current.update(context=context), make_current(context))[1]
+    driver.cuMemAlloc = lambda nbytes: allocate(nbytes) if current["context"] else (201,)
+    A = tvms.nd.array(np.arange(4, dtype="float32"), device=tvms.cuda(0))
+    np.testing.assert_array_equal(A.numpy(), np.arange(4, dtype="float32"))
+    assert current["context"] == "context"
+
+
 def test_device_attributes_and_the_detected_target(emulated) -> None:
     emulated("add_dyn_SplitHostDevice.tvms")
     dev = tvms.cuda(0)
