@@ -24,7 +24,7 @@ import numpy as np
 
 from ...ir.errors import TVMSError
 from .measure import EvaluatorConfig, RunnerInput, RunnerResult, TensorInfo
-from .worker_pool import WorkerError, WorkerPool, failed_future
+from .worker_pool import WorkerError, WorkerPool, WorkerSpoiled, failed_future
 
 
 class RunnerFuture:
@@ -193,10 +193,22 @@ def _run_in_worker(path: str, args_info: list, config: EvaluatorConfig, cooldown
     from ...runtime import load_module
 
     rt_mod = load_module(path)
-    args_lists = _where_it_runs(rt_mod, f_alloc_argument(args_info, alloc_repeat))
-    if cooldown_sec > 0:
-        time.sleep(cooldown_sec)
-    return f_run_evaluator(rt_mod, args_lists, config)
+    try:
+        args_lists = _where_it_runs(rt_mod, f_alloc_argument(args_info, alloc_repeat))
+        if cooldown_sec > 0:
+            time.sleep(cooldown_sec)
+        return f_run_evaluator(rt_mod, args_lists, config)
+    except TVMSError as err:
+        if any(name in str(err) for name in _CONTEXT_LOST):
+            raise WorkerSpoiled(f"{type(err).__name__}: {err} (the worker's CUDA context is lost: a fresh "
+                                f"worker measures the next candidate)") from None
+        raise
+
+
+# the CUDA errors after which a process's context runs nothing more (a kernel's fault)
+_CONTEXT_LOST = ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_MISALIGNED_ADDRESS",
+                 "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_INVALID_PC", "CUDA_ERROR_HARDWARE_STACK_ERROR",
+                 "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_TIMEOUT")
 
 
 def _where_it_runs(rt_mod: Any, args_lists: list[list]) -> list[list]:
