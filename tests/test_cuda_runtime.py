@@ -551,13 +551,19 @@ def test_the_tuning_runner_times_a_cuda_library_on_the_gpu(emulated, tmp_path) -
     assert secs == [pytest.approx(4e-3 / 2)] * 3
     # (two kernels a call: a warm-up call, then 3 x 2; the launcher takes tensors on the GPU only)
     assert len(driver.launches) == 2 * (1 + 3 * 2) and not driver.memory  # (and freed after)
+    # a candidate built for another architecture than GPU 0's (compute 8.0 here) is not timed there
+    other = CudaModule({"main": dataclasses.replace(lib.artifacts["main"], arch="sm_90a")}, "cuda")
+    other.export_library(str(tmp_path / "sm90.so"))
+    with pytest.raises(TVMSError, match="built for sm_90a, and GPU 0 is of compute 8.0"):
+        _run_in_worker(str(tmp_path / "sm90.so"), info, EvaluatorConfig(number=2, repeat=3, min_repeat_ms=0),
+                       0.0, 1, with_scale, default_run_evaluator)
     if not HAS_GPU:
         runner = LocalRunner(timeout_sec=60)
         try:
             (result,) = [f.result() for f in runner.run([RunnerInput(str(tmp_path / "k.so"), "cuda", info)])]
         finally:
             runner.shutdown()
-        assert result.run_secs is None and "cannot place a tensor on cuda:0" in result.error_msg
+        assert result.run_secs is None and "cuda:0: the NVIDIA driver library" in result.error_msg
 
 
 def test_exported_cuda_libraries_run_from_the_cli(emulated, driver_as, tmp_path, capsys) -> None:

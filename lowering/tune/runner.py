@@ -213,11 +213,19 @@ _CONTEXT_LOST = ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "CUDA
 
 def _where_it_runs(rt_mod: Any, args_lists: list[list]) -> list[list]:
     """The host arrays of ``args_lists`` copied to the device ``rt_mod``'s functions run on (GPU 0
-    for a CUDA library); other arguments as they are."""
+    for a CUDA library: ``CUDA_VISIBLE_DEVICES`` chooses it); other arguments as they are. A
+    candidate built for another GPU architecture than GPU 0's is refused: the driver would run
+    its PTX there, and the time would be another GPU's."""
     from ...runtime import Device, tensor
 
     device_type = getattr(rt_mod, "device_type", 1)
     if device_type == 1:  # (DLPack's kDLCPU: the arrays are used in place)
         return args_lists
     dev = Device(device_type, 0)
+    version = dev.compute_version.replace(".", "")
+    for artifact in getattr(rt_mod, "artifacts", {}).values():
+        if artifact.arch.removeprefix("sm_").rstrip("a") != version:
+            raise TVMSError(f"the candidate is built for {artifact.arch}, and GPU 0 is of compute "
+                            f"{dev.compute_version}: tuning measures on the GPU the target names "
+                            f"(choose it with CUDA_VISIBLE_DEVICES)")
     return [[tensor(a, device=dev) if isinstance(a, np.ndarray) else a for a in args] for args in args_lists]
