@@ -176,8 +176,8 @@ def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: b
     if _prim_funcs_only(mod):
         return build(default_schedules(mod, target, row) if schedule else mod, target)
     verify_return_annotations(mod)
-    _check_offloaded(mod)
     mod = run_relax_pipeline(mod, relax_pipeline, schedule)
+    _check_offloaded(mod)  # (after the pipeline, which may run RunCodegen itself, or annotate)
     if schedule:
         mod = prepack_constant_weights(default_schedules(mod, target, row))
     from .relax.lift_transform_params import lift_weights

@@ -21,7 +21,6 @@ buffers), so the plan is checked on machines without a GPU.
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import math
 import os
 import threading
@@ -31,6 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir.errors import TVMSError
+from ..ir.nvidia_wheels import package_folders
 from ..ir.registry import register_func
 from .cuda_tensor import CudaTensor
 
@@ -223,19 +223,11 @@ class _HeuristicResult(ctypes.Structure):
                 ("reserved", ctypes.c_int * 4)]
 
 
-def _package_folders(module: str) -> list[str]:
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        spec = None
-    return list(spec.submodule_search_locations or []) if spec else []
-
-
 def _library_candidates() -> list[str]:
     """Where libcublasLt may be: NVIDIA's CUDA 12 wheel (the ``nvidia.cublas`` package), CUDA 13's
     (``nvidia/cu13``), then the system's loader path (a toolkit's, 12 before 13)."""
-    found = [os.path.join(folder, "lib", "libcublasLt.so.12") for folder in _package_folders("nvidia.cublas")]
-    found += [os.path.join(folder, "lib", "libcublasLt.so.13") for folder in _package_folders("nvidia.cu13")]
+    found = [os.path.join(folder, "lib", "libcublasLt.so.12") for folder in package_folders("nvidia.cublas")]
+    found += [os.path.join(folder, "lib", "libcublasLt.so.13") for folder in package_folders("nvidia.cu13")]
     return [p for p in found if os.path.exists(p)] + ["libcublasLt.so.12", "libcublasLt.so.13", "libcublasLt.so"]
 
 

@@ -86,14 +86,26 @@ def driver() -> Any:
     return module
 
 
+_INVALID_CONTEXT = 201  # CUDA_ERROR_INVALID_CONTEXT
+
+
 def call(name: str, *args: Any) -> Any:
     """``driver.<name>(*args)``, its error checked: the result (one value, a tuple, or None)."""
     d = driver()
-    result = getattr(d, name)(*args)
-    err, rest = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
+    err, rest = _split(getattr(d, name)(*args))
+    context = getattr(_THREAD, "context", None)
+    if int(err) == _INVALID_CONTEXT and context is not None:
+        # another library popped the context tvms had made current on this thread (use_device
+        # sets it once): current again, the call is made once more
+        _split(d.cuCtxSetCurrent(context))
+        err, rest = _split(getattr(d, name)(*args))
     if int(err) != 0:
         raise TVMSError(f"CUDA driver call {name} failed: {_error_name(d, err)}")
     return rest[0] if len(rest) == 1 else (rest or None)
+
+
+def _split(result: Any) -> tuple:
+    return (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
 
 
 # --------------------------------------------------------------------------- devices, contexts

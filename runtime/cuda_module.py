@@ -146,19 +146,21 @@ class DriverLauncher:
 
     def _load(self, artifact: Any) -> cuda_driver.LoadedModule:
         """The artifact's cubin, or where the GPU is of another architecture its PTX, which the
-        driver compiles for it."""
+        driver compiles for it; else an error naming both architectures."""
         try:
             return cuda_driver.LoadedModule(self.index, artifact.binary)
         except TVMSError as err:
             if "CUDA_ERROR_NO_BINARY_FOR_GPU" not in str(err):
                 raise
-            ptx = getattr(artifact, "ptx", b"")
-            if not ptx:
-                version = cuda_driver.attribute(self.index, "compute_version")
-                raise TVMSError(f"the module was built for {artifact.arch}, which cuda:{self.index} (compute "
-                                f"{version}) cannot run: build it for this GPU (target \"cuda\" without -arch "
-                                f"takes the GPU's own)") from None
-            return cuda_driver.LoadedModule(self.index, ptx)
+        ptx, why = getattr(artifact, "ptx", b""), ""
+        if ptx:
+            try:
+                return cuda_driver.LoadedModule(self.index, ptx)
+            except TVMSError as err:  # (a GPU older than the PTX's target, a driver older than NVRTC)
+                why = f" (nor its PTX: {err})"
+        version = cuda_driver.attribute(self.index, "compute_version")
+        raise TVMSError(f"the module was built for {artifact.arch}, which cuda:{self.index} (compute {version}) "
+                        f"cannot run{why}: build it for this GPU (target \"cuda\" without -arch takes the GPU's own)")
 
     def end_call(self) -> None:
         workspace = self._calls.workspace

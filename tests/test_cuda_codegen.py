@@ -178,15 +178,14 @@ def test_missing_nvrtc_or_headers_name_the_package(monkeypatch):
     everywhere = nvrtc._candidates  # (wheels and toolkits: none has libcu++ now)
     monkeypatch.setattr(nvrtc, "_candidates", lambda module, major: [
         d for d in everywhere(module, major) if not (d / "cuda/std/cstdint").is_file()])
-    with pytest.raises(TVMSError, match="pip install nvidia-cuda-cccl-cu12"):
-        nvrtc.include_dirs(12)
-    with pytest.raises(TVMSError, match="pip install nvidia-cuda-cccl$"):  # (CUDA 13's wheel)
-        nvrtc.include_dirs(13)
+    major = nvrtc._nvrtc_major()  # (the wheel named is that of NVRTC's CUDA version)
+    with pytest.raises(TVMSError, match="pip install nvidia-cuda-cccl" + ("$" if major >= 13 else "-cu12$")):
+        nvrtc.include_dirs(major)
     if nvrtc._nvrtc_major() >= 13:  # (CUDA 13's wheels keep mma.h's headers beside cuda_fp16.h)
         return
     monkeypatch.undo()
     real = nvrtc.importlib.util.find_spec
-    monkeypatch.setattr(nvrtc, "_toolkit_includes", lambda: [])  # (no toolkit to fall back on)
+    monkeypatch.setattr(nvrtc, "_toolkit_includes", lambda major: [])  # (no toolkit to fall back on)
     # without the nvcc wheel a tensor-core kernel cannot include mma.h: the error names the wheel
     monkeypatch.setattr(nvrtc.importlib.util, "find_spec",
                         lambda name: None if name == "nvidia.cuda_nvcc" else real(name))
@@ -194,3 +193,23 @@ def test_missing_nvrtc_or_headers_name_the_package(monkeypatch):
         nvrtc.compile_cuda("#include <mma.h>\n", "sm_80", "ptx")
     assert 'mma.h:' in str(err.value) and 'cannot open source file "crt/mma.h"' in str(err.value)
     assert "pip install nvidia-cuda-nvcc-cu12" in str(err.value) and " | " not in str(err.value)
+
+
+def test_headers_come_from_nvrtcs_own_cuda_version(monkeypatch, tmp_path) -> None:
+    """Without NVIDIA's wheels at all (a toolkit-only machine) the search goes on to a toolkit
+    rather than failing in the import system; a toolkit is taken only for NVRTC's own CUDA major
+    version (its cuda.h says which), since headers of another version may not compile."""
+    from tvms.ir.nvidia_wheels import package_folders
+
+    toolkit = tmp_path / "cuda"
+    for header in ("include/cuda.h", "include/cuda_fp16.h", "include/cccl/cuda/std/cstdint"):
+        (toolkit / header).parent.mkdir(parents=True, exist_ok=True)
+        (toolkit / header).write_text("#define CUDA_VERSION 12080\n" if header.endswith("cuda.h") else "")
+    monkeypatch.setitem(sys.modules, "nvidia", None)  # (the namespace package is not installed)
+    monkeypatch.setattr(nvrtc, "_TOOLKIT_DEFAULT", str(toolkit))
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    assert package_folders("nvidia.cuda_runtime") == []
+    assert nvrtc.include_dirs(12) == [str(toolkit / "include"), str(toolkit / "include/cccl")]
+    with pytest.raises(TVMSError, match="needs cuda_fp16.h from the nvidia-cuda-runtime wheel"):
+        nvrtc.include_dirs(13)

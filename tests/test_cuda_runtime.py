@@ -383,6 +383,21 @@ def test_the_emulated_gpu_tells_double_frees_and_contexts_apart(emulated) -> Non
     assert cuda_driver.primary_context(0) != cuda_driver.primary_context(1)
 
 
+def test_a_context_another_library_popped_is_made_current_again(emulated) -> None:
+    """tvms makes the context current once per thread; when a library pops it (numba's ``with
+    cuda.gpus[0]:`` around tvms's first call), the next call finds none (CUDA_ERROR_INVALID_
+    CONTEXT): the context is made current again and the call made once more."""
+    driver, _ = emulated("add_dyn_SplitHostDevice.tvms")
+    cuda_driver.use_device(0)
+    current = {"context": None}
+    allocate, make_current = driver.cuMemAlloc, driver.cuCtxSetCurrent
+    driver.cuCtxSetCurrent = lambda context: (current.update(context=context), make_current(context))[1]
+    driver.cuMemAlloc = lambda nbytes: allocate(nbytes) if current["context"] else (201,)
+    A = tvms.nd.array(np.arange(4, dtype="float32"), device=tvms.cuda(0))
+    np.testing.assert_array_equal(A.numpy(), np.arange(4, dtype="float32"))
+    assert current["context"] == cuda_driver.primary_context(0)
+
+
 def test_device_attributes_and_the_detected_target(emulated) -> None:
     emulated("add_dyn_SplitHostDevice.tvms")
     dev = tvms.cuda(0)
@@ -621,8 +636,12 @@ def test_a_cubin_of_another_architecture_loads_its_ptx(emulated, tmp_path) -> No
         np.testing.assert_allclose(Y.numpy(), 3 * x.sum(axis=1), rtol=1e-5)
     assert driver.images == [b"// ptx\0", b"// ptx\0"]
     X, Y = tvms.nd.array(x, device=tvms.cuda(0)), tvms.nd.empty((4,), "float32", tvms.cuda(0))
-    with pytest.raises(TVMSError, match=r"built for sm_80, which cuda:0 \(compute 8\.0\) cannot run"):
+    with pytest.raises(TVMSError, match=r"built for sm_80, which cuda:0 \(compute 8\.0\) cannot run: build"):
         lib["main"](X, Y, 3.0)
+    driver.cuModuleLoadData = lambda image: (209,)  # (the PTX's target is newer than the GPU too)
+    newer = CudaModule({"main": dataclasses.replace(art, ptx=b"// ptx\0")}, "cuda")
+    with pytest.raises(TVMSError, match=r"cannot run \(nor its PTX: CUDA driver call cuModuleLoadData failed"):
+        newer["main"](X, Y, 3.0)
 
 
 def test_the_tuning_runner_times_a_cuda_library_on_the_gpu(emulated, tmp_path) -> None:
@@ -641,13 +660,19 @@ def test_the_tuning_runner_times_a_cuda_library_on_the_gpu(emulated, tmp_path) -
     assert secs == [pytest.approx(4e-3 / 2)] * 3
     # (two kernels a call: a warm-up call, then 3 x 2; the launcher takes tensors on the GPU only)
     assert len(driver.launches) == 2 * (1 + 3 * 2) and not driver.memory  # (and freed after)
+    # a candidate built for another architecture than GPU 0's (compute 8.0 here) is not timed there
+    other = CudaModule({"main": dataclasses.replace(lib.artifacts["main"], arch="sm_90a")}, "cuda")
+    other.export_library(str(tmp_path / "sm90.so"))
+    with pytest.raises(TVMSError, match="built for sm_90a, and GPU 0 is of compute 8.0"):
+        _run_in_worker(str(tmp_path / "sm90.so"), info, EvaluatorConfig(number=2, repeat=3, min_repeat_ms=0),
+                       0.0, 1, with_scale, default_run_evaluator)
     if not HAS_GPU:
         runner = LocalRunner(timeout_sec=60)
         try:
             (result,) = [f.result() for f in runner.run([RunnerInput(str(tmp_path / "k.so"), "cuda", info)])]
         finally:
             runner.shutdown()
-        assert result.run_secs is None and "cannot place a tensor on cuda:0" in result.error_msg
+        assert result.run_secs is None and "cuda:0: the NVIDIA driver library" in result.error_msg
 
 
 def test_exported_cuda_libraries_run_from_the_cli(emulated, driver_as, tmp_path, capsys) -> None:
@@ -773,6 +798,9 @@ def test_a_cuda_build_runs_on_the_reference_launcher() -> None:
     lib["main"](a, b, c)
     np.testing.assert_allclose(c, 2 * a + 1)
     assert "__global__" in lib.imported_modules[0].get_source()
+    # the PTX beside the cubin, for newer GPUs; none for sm_90a (its PTX runs on sm_90 alone)
+    assert lib.artifacts["main"].ptx.startswith(b"//") and lib.artifacts["main"].binary.startswith(b"\x7fELF")
+    assert tvms.build(from_source(BOUND_ADD), target="cuda -arch=sm_90a").artifacts["main"].ptx == b""
 
 
 @needs_codegen

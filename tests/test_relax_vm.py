@@ -98,6 +98,8 @@ def test_cpu_blas_dispatch_then_vm(corpus_mlp: tuple) -> None:
         tvm.compile(annotated, target="llvm")  # (legalized, it would not run on the library asked for)
     offloaded = relax.transform.RunCodegen()(annotated)
     ex = tvm.compile(offloaded, target="llvm")
+    in_pipeline = tvm.transform.Sequential([relax.transform.RunCodegen(), relax.get_pipeline("zero")])
+    assert tvm.compile(annotated, target="llvm", relax_pipeline=in_pipeline).as_text() == ex.as_text()
     # both matmul + bias (+ relu) chains went to cpu_blas: the VM calls them as packed functions
     assert "fused_matmul_add_relu" not in ex.kernels().functions
     assert "call packed fused_relax_permute_dims_relax_matmul_relax_add_cpu_blas(" in ex.as_text()

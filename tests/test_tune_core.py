@@ -136,6 +136,37 @@ def test_builder_and_runner_turn_failures_into_results() -> None:
         runner.shutdown()
 
 
+def test_a_candidate_that_loses_the_cuda_context_ends_its_worker(tmp_path, monkeypatch) -> None:
+    """A kernel's fault (CUDA_ERROR_ILLEGAL_ADDRESS) leaves its process's CUDA context unusable:
+    that trial fails with the driver's error, and the next candidate is measured by a fresh
+    worker (it was measured by the spoiled one and failed, one after the other)."""
+    from tune_standins import worker_pid_or_lost_context
+
+    flag = tmp_path / "lose_context"
+    monkeypatch.setenv("TVMS_TEST_LOSE_CONTEXT", str(flag))
+    builder = ms.builder.LocalBuilder(max_workers=1)
+    runner = ms.runner.LocalRunner(f_run_evaluator=worker_pid_or_lost_context)
+    try:
+        [built] = builder.build([ms.BuilderInput(matmul64(), TARGET)])
+        args = args_info_of(main_func(matmul64()))
+
+        def measure():
+            [future] = runner.run([ms.RunnerInput(built.artifact_path, "cpu", args)])
+            return future.result()
+
+        first, second = measure(), measure()
+        assert first.run_secs == second.run_secs  # (one worker measures candidate after candidate)
+        flag.write_text("")
+        lost = measure()
+        assert lost.run_secs is None and "CUDA_ERROR_ILLEGAL_ADDRESS" in lost.error_msg
+        assert "a fresh worker measures the next candidate" in lost.error_msg
+        after = measure()
+        assert after.error_msg is None and after.run_secs != first.run_secs
+    finally:
+        builder.shutdown()
+        runner.shutdown()
+
+
 @pytest.mark.slow
 def test_a_crashing_or_hanging_build_and_a_hanging_kernel_are_failed_trials() -> None:
     mod = matmul64()

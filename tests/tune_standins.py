@@ -130,3 +130,17 @@ def parts():
     builder = InProcessBuilder()
     return dict(builder=builder, runner=InProcessRunner(builder), database=MemoryDatabase(),
                 measure_callbacks=[AddToDatabase()], cost_model=None, progress=None)
+
+
+def worker_pid_or_lost_context(rt_mod, args_lists, config):
+    """A runner's evaluator that gives its worker's pid as the time, or, while the file named by
+    TVMS_TEST_LOSE_CONTEXT exists (removed then), fails as a kernel that faulted on a GPU does."""
+    import os
+
+    from tvms.ir.errors import TVMSError
+
+    flag = os.environ.get("TVMS_TEST_LOSE_CONTEXT", "")
+    if flag and os.path.exists(flag):
+        os.remove(flag)
+        raise TVMSError("CUDA driver call cuEventSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS")
+    return [float(os.getpid())]

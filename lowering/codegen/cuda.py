@@ -350,6 +350,8 @@ def codegen_cuda(mod: Any, target: Any, symbol: str) -> CudaArtifact:
     arch = arch or DEFAULT_ARCH
     if fmt == "cubin":
         binary, ptx = compile_cuda_with_ptx(source, arch=arch)
+        if arch.endswith("a"):  # (PTX for sm_90a's own features compiles for that architecture alone)
+            ptx = b""
     else:
         binary = ptx = compile_cuda(source, arch=arch, fmt=fmt)
     launched = tuple(CudaKernel(name, func, tuple(func.attrs.get("tir.kernel_launch_params", ())))

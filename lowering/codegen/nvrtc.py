@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.util
 import os
 import pathlib
 import re
 
 from ...ir.errors import TVMSError
+from ...ir.nvidia_wheels import package_folders
 
 FORMATS = ("ptx", "cubin")
 PROGRAM_NAME = "tvms_kernels.cu"
@@ -62,24 +62,32 @@ def _check(nvrtc, result: tuple, doing: str):
     return result[1:]
 
 
-def _package_folders(module: str) -> list[pathlib.Path]:
-    spec = importlib.util.find_spec(module)
-    return [pathlib.Path(r) for r in (spec.submodule_search_locations or [])] if spec is not None else []
-
-
-def _toolkit_includes() -> list[pathlib.Path]:
+def _toolkit_includes(major: int) -> list[pathlib.Path]:
+    """A CUDA toolkit's include folders (from CUDA 13 on, libcu++ is in include/cccl), of
+    toolkits of CUDA ``major`` or of a version not known."""
     roots = [os.environ[v] for v in _TOOLKIT_VARIABLES if os.environ.get(v)] + [_TOOLKIT_DEFAULT]
-    # (from CUDA 13 on, a toolkit keeps libcu++ in include/cccl)
-    return [pathlib.Path(r) / sub for r in roots for sub in ("include", "include/cccl")]
+    return [pathlib.Path(r) / sub for r in roots if _toolkit_major(pathlib.Path(r)) in (major, None)
+            for sub in ("include", "include/cccl")]
+
+
+def _toolkit_major(root: pathlib.Path) -> int | None:
+    """The CUDA major version of the toolkit at ``root`` (its cuda.h's CUDA_VERSION), None if unknown."""
+    try:
+        found = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", (root / "include" / "cuda.h").read_text(errors="replace"))
+    except OSError:
+        return None
+    return int(found.group(1)) // 1000 if found else None
 
 
 def _candidates(cu12_module: str, major: int) -> list[pathlib.Path]:
-    """Include folders to look in, those of NVRTC's own CUDA version first: CUDA 12's wheels
-    (a package a header set), CUDA 13's (all under nvidia/cu13, libcu++ in include/cccl), then a
-    toolkit."""
-    cu12 = [f / "include" for f in _package_folders(cu12_module)]
-    cu13 = [f / sub for f in _package_folders("nvidia.cu13") for sub in ("include", "include/cccl")]
-    return (cu13 + cu12 if major >= 13 else cu12 + cu13) + _toolkit_includes()
+    """Include folders of NVRTC's own CUDA version, where a header may be: CUDA 12's wheels (a
+    package a header set) or CUDA 13's (all under nvidia/cu13, libcu++ in include/cccl), then a
+    toolkit of that version (headers of another version than NVRTC's may not compile)."""
+    if major >= 13:
+        wheels = [f / sub for f in package_folders("nvidia.cu13") for sub in ("include", "include/cccl")]
+    else:
+        wheels = [f / "include" for f in package_folders(cu12_module)]
+    return wheels + _toolkit_includes(major)
 
 
 def _nvrtc_major() -> int:

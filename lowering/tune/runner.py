@@ -24,7 +24,7 @@ import numpy as np
 
 from ...ir.errors import TVMSError
 from .measure import EvaluatorConfig, RunnerInput, RunnerResult, TensorInfo
-from .worker_pool import WorkerError, WorkerPool, failed_future
+from .worker_pool import WorkerError, WorkerPool, WorkerSpoiled, failed_future
 
 
 class RunnerFuture:
@@ -193,19 +193,39 @@ def _run_in_worker(path: str, args_info: list, config: EvaluatorConfig, cooldown
     from ...runtime import load_module
 
     rt_mod = load_module(path)
-    args_lists = _where_it_runs(rt_mod, f_alloc_argument(args_info, alloc_repeat))
-    if cooldown_sec > 0:
-        time.sleep(cooldown_sec)
-    return f_run_evaluator(rt_mod, args_lists, config)
+    try:
+        args_lists = _where_it_runs(rt_mod, f_alloc_argument(args_info, alloc_repeat))
+        if cooldown_sec > 0:
+            time.sleep(cooldown_sec)
+        return f_run_evaluator(rt_mod, args_lists, config)
+    except TVMSError as err:
+        if any(name in str(err) for name in _CONTEXT_LOST):
+            raise WorkerSpoiled(f"{type(err).__name__}: {err} (the worker's CUDA context is lost: a fresh "
+                                f"worker measures the next candidate)") from None
+        raise
+
+
+# the CUDA errors after which a process's context runs nothing more (a kernel's fault)
+_CONTEXT_LOST = ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_MISALIGNED_ADDRESS",
+                 "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_INVALID_PC", "CUDA_ERROR_HARDWARE_STACK_ERROR",
+                 "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_TIMEOUT")
 
 
 def _where_it_runs(rt_mod: Any, args_lists: list[list]) -> list[list]:
     """The host arrays of ``args_lists`` copied to the device ``rt_mod``'s functions run on (GPU 0
-    for a CUDA library); other arguments as they are."""
+    for a CUDA library: ``CUDA_VISIBLE_DEVICES`` chooses it); other arguments as they are. A
+    candidate built for another GPU architecture than GPU 0's is refused: the driver would run
+    its PTX there, and the time would be another GPU's."""
     from ...runtime import Device, tensor
 
     device_type = getattr(rt_mod, "device_type", 1)
     if device_type == 1:  # (DLPack's kDLCPU: the arrays are used in place)
         return args_lists
     dev = Device(device_type, 0)
+    version = dev.compute_version.replace(".", "")
+    for artifact in getattr(rt_mod, "artifacts", {}).values():
+        if artifact.arch.removeprefix("sm_").rstrip("a") != version:
+            raise TVMSError(f"the candidate is built for {artifact.arch}, and GPU 0 is of compute "
+                            f"{dev.compute_version}: tuning measures on the GPU the target names "
+                            f"(choose it with CUDA_VISIBLE_DEVICES)")
     return [[tensor(a, device=dev) if isinstance(a, np.ndarray) else a for a in args] for args in args_lists]

@@ -34,6 +34,12 @@ class WorkerError(TVMSError):
     """A task that did not return: it raised, its worker died, or it ran past the timeout."""
 
 
+class WorkerSpoiled(TVMSError):
+    """Raised by a task that failed so that its worker cannot run another (a CUDA context lost
+    to a kernel's illegal address): its message is the task's result, and the pool starts a
+    fresh worker for the next task."""
+
+
 class WorkerPool:
     """``WorkerPool(max_workers, timeout_sec, initializer=None, initargs=())``.
 
@@ -209,15 +215,19 @@ class WorkerPool:
         self._idle.append(worker)
 
     def _finished(self, worker: "_Worker", future: Future, deadline: Any) -> None:
+        spoiled = False
         try:
-            ok, value = worker.conn.recv()
+            ok, value, spoiled = worker.conn.recv()
         except (EOFError, OSError) as err:
             self._lose(worker)
             _fail(future, f"the worker process died while running the task ({worker.exit_status() or err})")
             return
         except Exception as err:  # (read whole: the worker can go on)
             ok, value = False, f"the task's result cannot be read here: {describe_error(err)}"
-        self._idle.append(worker)
+        if spoiled:  # (it ends itself; the next task gets a fresh one)
+            self._lose(worker)
+        else:
+            self._idle.append(worker)
         if ok:
             future.set_result(value)
         else:
@@ -336,7 +346,8 @@ class _Duplex:
 
 
 def serve(read_fd: int, write_fd: int) -> None:
-    """A worker's loop: run the initializer, then each task sent, replying ``(ok, value)``."""
+    """A worker's loop: run the initializer, then each task sent, replying ``(ok, value,
+    spoiled)``; a spoiled worker (``WorkerSpoiled``) ends after its reply."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the tuner, which then shuts its workers down
     reader, writer = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     initializer, initargs = reader.recv()
@@ -353,25 +364,31 @@ def serve(read_fd: int, write_fd: int) -> None:
         except EOFError:
             return
         except Exception as err:  # (read whole, so the next message is intact)
-            writer.send((False, f"the worker cannot load the task: {describe_error(err)}"))
+            writer.send((False, f"the worker cannot load the task: {describe_error(err)}", False))
             continue
         if task is None:
             return
         fn, args = task
+        spoiled = False
         try:
             if broken is not None:
                 raise WorkerError(broken)
             reply = (True, fn(*args))
         except BaseException as err:  # (a task's failure is its result; the worker goes on)
+            spoiled = isinstance(err, WorkerSpoiled)
             reply = (False, describe_error(err))
         try:
-            writer.send(reply)
+            writer.send(reply + (spoiled,))
         except Exception as err:
-            writer.send((False, f"the task's result cannot be sent back: {err}"))
+            writer.send((False, f"the task's result cannot be sent back: {err}", spoiled))
+        if spoiled:
+            return
 
 
 def describe_error(err: BaseException) -> str:
     """One line for a TVMSError (it already says what is wrong), else the traceback."""
+    if isinstance(err, WorkerSpoiled):
+        return str(err)
     if isinstance(err, TVMSError):
         return f"{type(err).__name__}: {err}"
     return "".join(traceback.format_exception(type(err), err, err.__traceback__)).rstrip()
