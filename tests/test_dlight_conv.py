@@ -229,8 +229,8 @@ def test_a_conv_is_matched_once(monkeypatch):
     from tvms.lowering.dlight import cpu_conv
 
     calls = []
-    match = cpu_conv._match
-    monkeypatch.setattr(cpu_conv, "_match", lambda func: calls.append(func) or match(func))
+    match = cpu_conv.match_conv
+    monkeypatch.setattr(cpu_conv, "match_conv", lambda func, matcher=None: calls.append(func) or match(func, matcher))
     for groups, matches in ((1, 1), (8, 2)):
         calls.clear()
         kernel = only_kernel(legalized(window_conv_module(8, 8, 9, 3, 1, 1, 1, groups)))

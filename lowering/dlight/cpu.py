@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .base import ScheduleRule
 from .cpu_conv import Conv2D
+from .cpu_conv_blocked import Conv2DBlocked
 from .cpu_elementwise import Elementwise
 from .cpu_fallback import Fallback
 from .cpu_gemv import GEMV
@@ -14,7 +15,8 @@ from .cpu_shuffle import PlaneCopy
 
 def default_rules() -> list[ScheduleRule]:
     """The rules in the order they are tried: the most specific first, Fallback last."""
-    return [Conv2D(), Matmul(), GEMV(), Reduction(), Pool(), PlaneCopy(), Elementwise(), Fallback()]
+    return [Conv2D(), Conv2DBlocked(), Matmul(), GEMV(), Reduction(), Pool(), PlaneCopy(), Elementwise(), Fallback()]
 
 
-__all__ = ["Conv2D", "Elementwise", "Fallback", "GEMV", "Matmul", "PlaneCopy", "Pool", "Reduction", "default_rules"]
+__all__ = ["Conv2D", "Conv2DBlocked", "Elementwise", "Fallback", "GEMV", "Matmul", "PlaneCopy", "Pool", "Reduction",
+           "default_rules"]

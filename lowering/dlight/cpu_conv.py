@@ -54,16 +54,16 @@ class Conv2D(CPURule):
     name = "Conv2D"
 
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
-        matched = _match(func) if isinstance(func, PrimFunc) else None
+        matched = match_conv(func) if isinstance(func, PrimFunc) else None
         if matched is None:
             return None
         padded = _pad_awkward_groups(func, matched, target)
         if padded is not None:
-            sch = _try_plan(padded, target, _channel_vectors)
+            sch = try_conv_plan(padded, target, _channel_vectors)
             if sch is not None:
                 return sch
         for plan in (_channel_vectors, _depthwise):  # (each on a fresh schedule: the first on the match's)
-            sch = _try_plan(func, target, plan, matched)
+            sch = try_conv_plan(func, target, plan, matched)
             if sch is not None:
                 return sch
             matched = None
@@ -87,12 +87,13 @@ def around_reduction(func: PrimFunc) -> tuple | None:
     return sch, infos[:found[0]], infos[found[0]], epilogues
 
 
-def _match(func: PrimFunc) -> tuple | None:
-    """``(schedule, conv, data, weight, prologues, epilogues)`` of ``func`` when it is a conv2d
-    (after the padding of its input or the filling of its weight, before an elementwise
-    epilogue); None otherwise."""
+def match_conv(func: PrimFunc, matcher: Any = None) -> tuple | None:
+    """``(schedule, conv, data, weight, prologues, epilogues)`` of ``func`` when it is a
+    convolution (``matcher(conv)`` finds its data and weight loads: ``match_conv2d`` unless
+    given) after the padding of its input or the filling of its weight, before an elementwise
+    epilogue; None otherwise."""
     found = around_reduction(func)
-    operands = None if found is None else match_conv2d(found[2])
+    operands = None if found is None else (matcher or match_conv2d)(found[2])
     if operands is None:
         return None
     sch, prologues, conv, epilogues = found
@@ -102,12 +103,13 @@ def _match(func: PrimFunc) -> tuple | None:
     return sch, conv, data, weight, prologues, epilogues
 
 
-def _try_plan(func: PrimFunc, target: Any, plan: Any, matched: tuple | None = None) -> Schedule | None:
+def try_conv_plan(func: PrimFunc, target: Any, plan: Any, matched: tuple | None = None,
+                  matcher: Any = None) -> Schedule | None:
     """``plan(sch, conv, data, weight, epilogues, target)`` on a schedule of ``func`` when ``func``
-    is a conv2d (``matched``: its ``_match``, unchanged, else matched here); the schedule, or None
+    is a conv2d (``matched``: its ``match_conv``, unchanged, else matched here with ``matcher``); the schedule, or None
     when the function is not one or the plan does not fit (the plan returns None; else whether
     its loops read the padding in place, inlined)."""
-    matched = matched or _match(func)
+    matched = matched or match_conv(func, matcher)
     if matched is None:
         return None
     sch, conv, data, weight, prologues, epilogues = matched
@@ -131,7 +133,7 @@ def _try_plan(func: PrimFunc, target: Any, plan: Any, matched: tuple | None = No
 
 
 def _pad_awkward_groups(func: PrimFunc, matched: tuple, target: Any) -> PrimFunc | None:
-    """``func`` (``matched``: its ``_match``, left unchanged) with its groups of output channels
+    """``func`` (``matched``: its ``match_conv``, left unchanged) with its groups of output channels
     padded to whole vectors and its epilogue computed in the crop (``cpu_conv_groups``), when a
     group's channels fill vectors badly; None otherwise."""
     _, conv, data, weight, _, epilogues = matched
@@ -146,7 +148,7 @@ def _pad_awkward_groups(func: PrimFunc, matched: tuple, target: Any) -> PrimFunc
     group_out = extents[1] // groups
     padded = padded_group(group_out, lanes, vector_factor(group_out, lanes))
     if padded is None and group_out % lanes == 0:  # (whole vectors, maybe a prime count of them)
-        registers = 32 if vector_lanes(target, 32) >= 16 else 16
+        registers = vector_registers(target)
         speed = lambda f: tile_speed(channel_tile(f, extents[3], lanes, registers)) * group_out / f
         if speed(group_out + lanes) >= 1.2 * speed(group_out):
             padded = group_out + lanes
@@ -176,7 +178,7 @@ def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: B
     if not groups or extents[1] % groups:
         return None
     lanes = vector_lanes(target, conv.write().buffer.dtype)
-    registers = 32 if vector_lanes(target, 32) >= 16 else 16  # (AVX-512 has 32 vector registers)
+    registers = vector_registers(target)
     tile = channel_tile(extents[1] // groups, extents[3], lanes, registers)
     if tile is None:
         return None
@@ -240,26 +242,33 @@ def match_conv2d(info: BlockInfo) -> tuple[BufferLoad, BufferLoad] | None:
     """The data and weight loads of ``Y[n, f, y, x] = Y[n, f, y, x] + D[n, .., .., ..] *
     W[f, c, ry, rx]`` (iterators n f y x c ry rx, casts allowed; D's channel, row and column
     any expressions of them: groups, strides, dilation); None otherwise."""
-    if [it.kind for it in info.iters] != list("SSSSRRR") or len(info.loops) != 7 or not info.trivial:
+    loads = accumulated_product(info, "SSSSRRR")
+    if loads is None:
         return None
     n, f, y, x, c, ry, rx = (it.var for it in info.iters)
-    store = info.block.body
-    if not isinstance(store, BufferStore) or not isinstance(store.value, Add):
-        return None
-    if [id(i) for i in store.indices] != [id(n), id(f), id(y), id(x)]:
-        return None
-    acc, product = store.value.a, store.value.b
-    if not (isinstance(acc, BufferLoad) and acc.buffer is store.buffer) or not isinstance(product, Mul):
-        return None
-    loads = [p.value if isinstance(p, Cast) else p for p in (product.a, product.b)]
-    if not all(isinstance(p, BufferLoad) for p in loads):
-        return None
     for data, weight in (loads, loads[::-1]):
         if [id(i) for i in weight.indices] != [id(f), id(c), id(ry), id(rx)] or len(data.indices) != 4:
             continue
         if data.indices[0] is n and data.buffer is not weight.buffer:
             return data, weight
     return None
+
+
+def accumulated_product(info: BlockInfo, kinds: str) -> list[BufferLoad] | None:
+    """The two loads of ``Y[spatial iterators] = Y[..] + A[..] * B[..]`` (casts allowed) in a
+    trivially bound block of iterators of ``kinds``; None otherwise."""
+    if [it.kind for it in info.iters] != list(kinds) or len(info.loops) != len(kinds) or not info.trivial:
+        return None
+    store = info.block.body
+    if not isinstance(store, BufferStore) or not isinstance(store.value, Add):
+        return None
+    if [id(i) for i in store.indices] != [id(it.var) for it in info.spatial]:
+        return None
+    acc, product = store.value.a, store.value.b
+    if not (isinstance(acc, BufferLoad) and acc.buffer is store.buffer) or not isinstance(product, Mul):
+        return None
+    loads = [p.value if isinstance(p, Cast) else p for p in (product.a, product.b)]
+    return loads if all(isinstance(p, BufferLoad) for p in loads) else None
 
 
 def pack_weight(sch: Schedule, conv: BlockInfo, weight: BufferLoad, rows: int) -> None:
@@ -277,19 +286,28 @@ def pack_weight(sch: Schedule, conv: BlockInfo, weight: BufferLoad, rows: int) -
     mark_weight_packing(sch, packed)
 
 
-def register_tiles(group_channels: int, width: int, lanes: int, registers: int) -> list[tuple[int, int, int]]:
+def vector_registers(target: Any) -> int:
+    """How many vector registers the target has: 32 with AVX-512, else 16."""
+    return 32 if vector_lanes(target, 32) >= 16 else 16
+
+
+def register_tiles(group_channels: int, width: int, lanes: int, registers: int,
+                   per_block: int = 1) -> list[tuple[int, int, int]]:
     """Every (MR pixels, NV vectors, lanes) tile of the channel-vector plan: vectors of the
     widest power of two up to ``lanes`` that divides a group's output channels, MR a divisor of
-    the output row, NV of the group's vectors, and the MR x NV accumulators, MR broadcasts and
-    NV weight vectors within the vector ``registers``; none for one output channel per group."""
+    the output row, NV of the group's vectors (whole blocks of ``per_block`` vectors), and the
+    MR x NV accumulators, MR broadcasts and NV weight vectors within the vector ``registers``;
+    none for one output channel per group."""
     if group_channels < 2:
         return []
     vec = vector_factor(group_channels, lanes)
     return [(mr, nv, vec) for mr in range(1, width + 1) if width % mr == 0
-            for nv in range(1, registers) if (group_channels // vec) % nv == 0 and mr * nv + mr + nv < registers]
+            for nv in range(per_block, registers, per_block)
+            if (group_channels // vec) % nv == 0 and mr * nv + mr + nv < registers]
 
 
-def channel_tile(group_channels: int, width: int, lanes: int, registers: int) -> tuple[int, int, int] | None:
+def channel_tile(group_channels: int, width: int, lanes: int, registers: int,
+                 per_block: int = 1) -> tuple[int, int, int] | None:
     """The register tile (pixels MR, vectors of channels, lanes of a vector) of the channel-vector
     plan, of ``register_tiles``: vectors of the widest power of two up to ``lanes`` that divides
     a group's output channels (groups of 34: 2 lanes, still 1.6x the fallback's speed), MR a
@@ -304,7 +322,7 @@ def channel_tile(group_channels: int, width: int, lanes: int, registers: int) ->
     one store whatever NV (the copy out runs along the row), and on SqueezeNet's first conv
     (k = 27, 64 channels, rows of 111) 3 x 4 measured as fast as 3 x 2 alone (0.56 against
     0.61 ms) and in the model (within 5%, either way). None for one output channel per group."""
-    options = register_tiles(group_channels, width, lanes, registers)
+    options = register_tiles(group_channels, width, lanes, registers, per_block)
     if not options:
         return None
     return max(options, key=lambda t: (tile_speed(t), t[0], t[1]))

@@ -22,7 +22,7 @@ from ...ir.expr import BufferLoad
 from ...ir.stmt import Block, BufferStore
 from ...ir.visitor import collect
 from ..dlight.analysis import const_int, describe_block, describe_blocks, vector_lanes
-from ..dlight.cpu_conv import match_conv2d, register_tiles, schedule_channel_vectors
+from ..dlight.cpu_conv import match_conv2d, register_tiles, schedule_channel_vectors, vector_registers
 from ..dlight.cpu_tactics import schedule_spatial_block
 from ..schedule import ScheduleError
 from .rule_analysis import site
@@ -46,7 +46,7 @@ class ConvRegisterTile(ScheduleRule):
             return [sch]
         conv, extents, groups = plan
         lanes = vector_lanes(self.target, conv.write().buffer.dtype)
-        registers = 32 if vector_lanes(self.target, 32) >= 16 else 16  # (AVX-512 has 32 vector registers)
+        registers = vector_registers(self.target)
         branches = []
         for tile in register_tiles(extents[1] // groups, extents[3], lanes, registers):
             branch = sch.copy()

@@ -1,0 +1,133 @@
+"""The default CPU schedule of a 2-D convolution in a channel-blocked layout, as topi's
+``conv2d_NCHWc`` computes it: ``Y[n, F, y, x, f] += D[n, c // b, y * s + ry * d, x * s + rx * d,
+c % b] * W[F, c // b, ry, rx, c % b, f]`` (NCHW{b}c data, OIHW{b}i{bo}o weights, NCHW{bo}c out:
+the ``bo`` channels of a pixel contiguous), or with a plain NCHW input (a first conv of 3
+channels): ``D[n, c, .., ..] * W[F, c, ry, rx, f]``; D the zero-padded input, and an
+elementwise epilogue on the 5-D output (bias, batch norm, a residual add, relu).
+
+It is ``cpu_conv``'s channel-vector implicit GEMM, on a layout that needs no transposition::
+
+    n F_0 y (parallel) | x_0 | C ry rx cb | x_1 (unrolled, MR) | F_1 f_0 (unrolled) | f_v (vectorized)
+
+with the reduction ``c`` split into ``(c // b, ry, rx, c % b)``: per step the tile's weight
+vectors ``W[F, C, ry, rx, cb, :]`` and its MR broadcasts ``D[n, C, .., x + i * s, cb]`` walk
+memory in order. The vectors run along the output block ``f`` (two vectors per block of 16 on
+AVX2's 8 lanes), the tile is ``channel_tile``'s (whole blocks of channels), and the
+accumulators, laid out ``[x, F, f]``, stay in registers over the whole reduction. The epilogue
+is inlined into their copy out, which stores whole contiguous vectors of ``f``. The weights are
+read as they are (already blocked), the padding is computed first, in parallel, in vectors.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.expr import BufferLoad, FloorDiv, FloorMod, Var
+from ...ir.function import PrimFunc
+from ..schedule import Schedule
+from ..schedule.layout import IndexMap
+from ..schedule.loop_transform import uses_var
+from .analysis import BlockInfo, CPURule, const_int, vector_lanes
+from .cpu_conv import accumulated_product, channel_tile, inline_epilogues, try_conv_plan, vector_registers
+from .cpu_tactics import vector_factor
+
+
+class Conv2DBlocked(CPURule):
+    """Register-tiled implicit-GEMM conv2d in NCHW{b}c (see the module docstring)."""
+
+    name = "Conv2DBlocked"
+
+    def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
+        if not isinstance(func, PrimFunc):
+            return None
+        return try_conv_plan(func, target, _blocked_plan, matcher=match_blocked_conv2d)
+
+
+def match_blocked_conv2d(info: BlockInfo) -> tuple[BufferLoad, BufferLoad] | None:
+    """The data and weight loads of a conv2d with a blocked output (iterators n F y x f c ry rx,
+    see the module docstring; D's row and column any expressions of y, ry and x, rx: strides,
+    dilation): a blocked input with ``c // b``, ``c % b`` (b D's last extent, c all its channels:
+    no groups), or a plain NCHW one; None otherwise."""
+    loads = accumulated_product(info, "SSSSSRRR")
+    if loads is None:
+        return None
+    n, f_outer, y, x, f, c, ry, rx = (it.var for it in info.iters)
+    for data, weight in (loads, loads[::-1]):
+        if data.buffer is weight.buffer or len(data.indices) not in (4, 5) or data.indices[0] is not n:
+            continue
+        channels = [const_int(e) for e in data.buffer.shape[1::3]]  # (chunks, block) or (channels,)
+        if None in channels or const_int(info.iters[5].extent) != channels[0] * (channels[1:] or [1])[0]:
+            continue
+        if len(data.indices) == 5:
+            block = channels[1]
+            chunk, lane = data.indices[1], data.indices[4]
+            if not (_splits(chunk, FloorDiv, c, block) and _splits(lane, FloorMod, c, block)):
+                continue
+            w_channel = [weight.indices[1], weight.indices[4]] if len(weight.indices) == 6 else None
+            if w_channel is None or not (_splits(w_channel[0], FloorDiv, c, block)
+                                         and _splits(w_channel[1], FloorMod, c, block)):
+                continue
+            w_rest = [weight.indices[i] for i in (0, 2, 3, 5)]
+        elif data.indices[1] is c and len(weight.indices) == 5 and weight.indices[1] is c:
+            w_rest = [weight.indices[i] for i in (0, 2, 3, 4)]
+        else:
+            continue
+        if [id(i) for i in w_rest] != [id(f_outer), id(ry), id(rx), id(f)]:
+            continue
+        others = {id(v) for v in (f_outer, f, c)}
+        if (uses_var(data.indices[2], others | {id(x), id(rx)})
+                or uses_var(data.indices[3], others | {id(y), id(ry)})):
+            continue
+        return data, weight
+    return None
+
+
+def _splits(index: Any, kind: type, c: Var, block: int) -> bool:
+    """Whether ``index`` is ``c // block`` (``kind`` FloorDiv) or ``c % block`` (FloorMod)."""
+    return isinstance(index, kind) and index.a is c and const_int(index.b) == block
+
+
+def _blocked_plan(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
+                  target: Any) -> bool | None:
+    """The channel-vector plan on the blocked layout (see the module docstring); False (the
+    padding is its own pass), or None when no register tile fits."""
+    extents = [const_int(it.extent) for it in conv.iters]
+    out_block = extents[4]
+    lanes = vector_factor(out_block, vector_lanes(target, conv.write().buffer.dtype))
+    tile = channel_tile(extents[1] * out_block, extents[3], lanes, vector_registers(target), out_block // lanes)
+    if tile is None:
+        return None
+    mr, nv, vec = tile
+    block = conv.rv
+    n, f_outer, y, x, f, c, ry, rx = conv.loops
+    f_0, f_1 = sch.split(f_outer, [None, nv * vec // out_block])
+    f_v0, f_v = sch.split(f, [None, vec])
+    x_0, x_1 = sch.split(x, [None, mr])
+    reduction = [c, ry, rx]
+    if len(data.indices) == 5:  # (the input's channel blocks walked in order, their lanes innermost)
+        c_0, c_1 = sch.split(c, [None, const_int(data.buffer.shape[4])])
+        reduction = [c_0, ry, rx, c_1]
+    sch.reorder(n, f_0, y, x_0, *reduction, x_1, f_1, f_v0, f_v)
+    sch.parallel(sch.fuse(n, f_0, y))
+    acc = sch.cache_write(block, 0, "local")
+    dtype = conv.write().buffer.shape[0].dtype
+    v = [Var(f"v{d}", dtype) for d in range(5)]
+    sch.transform_layout(block, ("write", 0), IndexMap(v, [v[0], v[2], v[3], v[1], v[4]]))  # ([x, F, f])
+    inline_epilogues(sch, acc, epilogues, target)
+    sch.reverse_compute_at(acc, x_0, preserve_unit_loops=True)
+    init = sch.decompose_reduction(block, reduction[0])
+    for stage in (block, init):
+        inner = sch.get_loops(stage)
+        for loop in inner[-4:-1]:
+            sch.unroll(loop)
+        sch.vectorize(inner[-1])
+    # the copy out: per chunk of F, MR pixels of contiguous whole vectors of f
+    a_f, a_y, a_x, a_c = sch.get_loops(acc)[-4:]
+    sch.reorder(a_y, a_f, a_x, a_c)
+    a_c0, a_cv = sch.split(a_c, [None, vec])
+    for loop in (a_f, a_x, a_c0):
+        sch.unroll(loop)
+    sch.vectorize(a_cv)
+    return False
+
+
+__all__ = ["Conv2DBlocked", "match_blocked_conv2d"]
