@@ -87,3 +87,39 @@ def test_what_it_leaves_plain():
     # its input goes back to NCHW for it (once), and the concat of a plain and a blocked part is blocked
     assert len([c for c in calls(blocked, "layout_transform") if len(c.args[0].struct_info.dims) == 5]) == 2
     assert calls(blocked, "concat")[0].struct_info.ndim == 5
+
+
+PADDED = """# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 32, 5, 5), dtype="float32"), w: R.Tensor((72, 32, 1, 1), dtype="float32"), b: R.Tensor((72, 1, 1), dtype="float32")) -> R.Tensor((1, 72), dtype="float32"):
+        with R.dataflow():
+            c = R.nn.conv2d(x, w)
+            a = R.add(c, b)
+            r = R.nn.relu(a)
+            m = R.mean(r, axis=[2, 3], keepdims=True)
+            gv = R.reshape(m, R.shape([1, 72]))
+            R.output(gv)
+        return gv
+"""
+
+
+def test_output_channels_padded_to_whole_blocks_and_dropped_at_the_end():
+    """72 classes: 8 zero filters fill the fifth block (as SqueezeNet's 1000 to 1008); the
+    per-channel bias is padded along, and the channels added are dropped going back to NCHW."""
+    mod = from_source(PADDED)
+    blocked = BlockChannels(16)(mod)
+    assert calls(blocked, "nn.conv2d")[0].struct_info.dims[1].value == 5
+    assert [d.value for d in calls(blocked, "strided_slice")[0].struct_info.dims] == [1, 72, 1, 1]
+    rng = np.random.default_rng(2)
+    args = [rng.random(s, dtype=np.float32) - 0.5 for s in ((1, 32, 5, 5), (72, 32, 1, 1), (72, 1, 1))]
+    expected = np.asarray(run_relax(mod, "main", *args))
+    with PassContext(config={"relax.BlockChannels.enable": True}):
+        vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    np.testing.assert_allclose(vm["main"](*map(tvms.nd.array, args)).numpy(), expected, rtol=1e-4, atol=1e-5)
+    # 72 -> 80 costs little; 20 -> 32 would not: left NCHW
+    few = BlockChannels(16)(from_source(PADDED.replace("72", "20")))
+    assert calls(few, "nn.conv2d")[0].attrs["out_layout"] == "NCHW"

@@ -75,6 +75,7 @@ class _Blocker(PyExprMutator):
         self.blocked: dict[int, rx.Var] = {}  # id(a plain variable) -> its blocked form
         self.unmade: dict[int, rx.Var] = {}  # id(a plain variable) -> itself, while only blocked
         self.forward: dict[int, rx.Var] = {}  # id(a plain variable) -> its blocked copy
+        self.padded: set[int] = set()  # id(a plain variable) whose blocked form has zero channels added
 
     # -- the two forms of a tensor
     def blocked_form(self, x: Any) -> rx.Var:
@@ -92,6 +93,9 @@ class _Blocker(PyExprMutator):
         if id(var) in self.unmade:
             plain = self.unmade.pop(id(var))
             back = make_call("layout_transform", [self.blocked[id(var)]], {"index_map": _from_blocks(self.block)})
+            if id(var) in self.padded:  # (the channels added to fill the last block dropped)
+                channels = _dims(var)[1]
+                back = make_call("strided_slice", [self.builder_.emit(back), [1], [0], [channels]], {})
             self.builder_.emit_normalized(rx.VarBinding(back, plain))
         return super().visit_var_(var)
 
@@ -111,6 +115,9 @@ class _Blocker(PyExprMutator):
             if made is not None:
                 self.blocked[id(binding.var)] = made
                 self.unmade[id(binding.var)] = binding.var
+                dims = _dims(binding.var)
+                if dims[1] % self.block:
+                    self.padded.add(id(binding.var))
                 return
         super().visit_var_binding_(binding)
 
@@ -118,10 +125,12 @@ class _Blocker(PyExprMutator):
         """The blocked form of ``call``'s result, emitted; None to leave the call as it is."""
         name, args = call.op.name, list(call.args)
         out = _dims(var)
-        if out is None or len(out) != 4 or out[1] % self.block:
+        if out is None or len(out) != 4:
             return None
         if name == "relax.nn.conv2d":
-            return self.conv2d(call, args)
+            return self.conv2d(call, args, out)
+        if out[1] % self.block and not (args and id(args[0]) in self.padded):
+            return None  # (only a padded result's consumers carry its padding on)
         if name in _UNARY and self.is_blocked(args[0]):
             rest = [self.visit_expr(a) for a in args[1:]]
             return self.emit(name[len("relax."):], [self.blocked[id(args[0])]] + rest, dict(call.attrs))
@@ -138,25 +147,31 @@ class _Blocker(PyExprMutator):
         if name == "relax.concat" and isinstance(args[0], rx.Tuple) and int(call.attrs["axis"]) % 4 == 1:
             parts = args[0].fields
             shapes = [_dims(p) for p in parts]
-            if any(self.is_blocked(p) for p in parts) and all(s and len(s) == 4 and s[1] % self.block == 0
-                                                              for s in shapes):
+            if any(self.is_blocked(p) for p in parts) and not any(id(p) in self.padded for p in parts) and \
+                    all(s and len(s) == 4 and s[1] % self.block == 0 for s in shapes):
                 return self.emit("concat", [rx.Tuple([self.blocked_form(p) for p in parts])],
                                  {"axis": 1})
         return None
 
-    def conv2d(self, call: rx.Call, args: list) -> rx.Var | None:
+    def conv2d(self, call: rx.Call, args: list, out: tuple) -> rx.Var | None:
         a = call.attrs
         x, w = args
         shape, kernel = _dims(x), _dims(w)
         if (a["data_layout"], a["kernel_layout"], a["out_layout"] or "NCHW") != ("NCHW", "OIHW", "NCHW") or \
-                a["groups"] != 1 or shape is None or kernel is None or str(call.struct_info.dtype) != "float32":
+                a["groups"] != 1 or shape is None or kernel is None or str(call.struct_info.dtype) != "float32" \
+                or id(x) in self.padded:
             return None
-        channels = shape[1]
+        channels, extra = shape[1], -out[1] % self.block
         if channels % self.block and channels > self.block // 2:
             return None  # (a plain input only for a first layer's few channels)
+        if extra * 8 > out[1]:
+            return None  # (zero filters to fill the last block: only where they cost little, 1000 -> 1008)
         plain_input = channels % self.block != 0
         layout = f"NCHW{self.block}c"
-        w = self.emit("layout_transform", [self.visit_expr(w)], {"index_map": _to_blocks(self.block, 5 if plain_input else 6)})
+        w = self.visit_expr(w)
+        if extra:
+            w = self.emit("nn.pad", [w], {"pad_width": [0, extra, 0, 0, 0, 0, 0, 0]})
+        w = self.emit("layout_transform", [w], {"index_map": _to_blocks(self.block, 5 if plain_input else 6)})
         data = self.visit_expr(x) if plain_input else self.blocked_form(x)
         kernel_layout = f"OIHW{self.block}o" if plain_input else f"OIHW{self.block}i{self.block}o"
         return self.emit("nn.conv2d", [data, w], {**a, "data_layout": "NCHW" if plain_input else layout,
@@ -172,7 +187,7 @@ class _Blocker(PyExprMutator):
         dims = _dims(x)
         if dims in ((), (1,)):
             return "scalar"
-        if dims == out:
+        if dims == out and out[1] % self.block == 0:  # (a plain tensor has no padding to match)
             return "blocked"
         if dims in ((out[1], 1, 1), (1, out[1], 1, 1)):
             return "channel"
@@ -186,6 +201,9 @@ class _Blocker(PyExprMutator):
         if kind == "channel":
             if len(_dims(x)) == 3:
                 x = self.emit("reshape", [x, rx.ShapeExpr([const(d, "int64") for d in (1, out[1], 1, 1)])], {})
+            if out[1] % self.block:  # (the padded channels' values: ones, which no operator turns infinite)
+                x = self.emit("nn.pad", [x], {"pad_width": [0, 0, 0, -out[1] % self.block, 0, 0, 0, 0],
+                                              "pad_value": 1.0})
             x = self.emit("layout_transform", [x], {"index_map": _to_blocks(self.block)})
         return x
 
