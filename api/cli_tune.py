@@ -83,7 +83,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     space = trace_space(space_text, space_name) if space_text else "post-order-apply"
     try:
         if relax:  # (as tvms build lowers it: the tuned kernels are the ones a build compiles)
-            mod = run_relax_pipeline(mod, "zero", schedule=True)
+            mod = run_relax_pipeline(mod, "zero", schedule=True, target=target)
         if space_text:  # a space file that does not fit the module fails here, once, with its position
             for fname in mod:
                 if isinstance(mod[fname], PrimFunc):

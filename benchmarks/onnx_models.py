@@ -124,7 +124,7 @@ def tune_model(name: str, mod, inputs: list, trials: int, work_root: str, ops: l
     from tvms.meta_schedule.model_check import check_in_model, default_is_best
 
     target = tvms.target.Target("llvm")
-    lowered = run_relax_pipeline(mod, "zero", True)
+    lowered = run_relax_pipeline(mod, "zero", True, target)
     start = time.perf_counter()
     db = ms.relax_integration.tune_relax(
         lowered, None, target, os.path.join(work_root, space, name), trials * len(lowered.functions), trials,

@@ -176,7 +176,7 @@ def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: b
     if _prim_funcs_only(mod):
         return build(default_schedules(mod, target, row) if schedule else mod, target)
     verify_return_annotations(mod)
-    mod = run_relax_pipeline(mod, relax_pipeline, schedule)
+    mod = run_relax_pipeline(mod, relax_pipeline, schedule, target)
     _check_offloaded(mod)  # (after the pipeline, which may run RunCodegen itself, or annotate)
     if schedule:
         mod = prepack_constant_weights(default_schedules(mod, target, row))
@@ -229,10 +229,12 @@ def _prim_funcs_only(mod: IRModule) -> bool:
     return len(mod) > 0 and all(isinstance(mod[k], PrimFunc) for k in mod)
 
 
-def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool) -> IRModule:
+def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool, target: Any = None) -> IRModule:
     """The Relax pipeline step: ``relax_pipeline`` (a name or a pass) when Relax operators
     remain; a named pipeline is preceded by the CPU backend's dispatch passes and, with default
-    schedules, by FuseTransposeMatmul (and followed by ConcatInPlace)."""
+    schedules, by FuseTransposeMatmul (and followed by ConcatInPlace); for an llvm ``target``
+    with 8 lanes or more, BlockChannels first (convolutions on NCHW{lanes}c data; the
+    PassContext option ``"relax.BlockChannels.enable": False`` leaves them NCHW)."""
     if relax_pipeline is None or not has_relax_operators(mod):
         return mod
     if isinstance(relax_pipeline, str):
@@ -247,13 +249,31 @@ def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool) -> IR
             from .relax.concat_in_place import ConcatInPlace
             from .relax.fuse_transpose_matmul import FuseTransposeMatmul
 
-            relax_pipeline = Sequential([FuseTransposeMatmul(), relax_pipeline, ConcatInPlace()])
+            relax_pipeline = Sequential([*_block_channels(target), FuseTransposeMatmul(), relax_pipeline,
+                                         ConcatInPlace()])
         relax_pipeline = Sequential([DispatchSampling(), DispatchSortScan(), relax_pipeline])
     # TVM's build keeps every Relax function; the pipeline's dead-code elimination keeps the
     # public ones only, so a private one (IRModule.from_expr(func)) is public while it runs
     private = [k for k in mod if isinstance(mod[k], rx.Function) and "global_symbol" not in mod[k].attrs]
     mod = relax_pipeline(_with_global_symbols(mod, private, True))
     return _with_global_symbols(mod, [k for k in private if k in mod], False)
+
+
+BLOCK_CHANNELS_BY_DEFAULT = False  # (until the blocked kernels' default schedules are in)
+
+
+def _block_channels(target: Any) -> list:
+    """BlockChannels with blocks of the target's fp32 lanes, for an llvm target of 8 lanes or more."""
+    from .transform import PassContext
+
+    if target is None or as_target(target).kind != "llvm" or \
+            not PassContext.current().config.get("relax.BlockChannels.enable", BLOCK_CHANNELS_BY_DEFAULT):
+        return []
+    from .dlight.analysis import vector_lanes
+    from .relax.block_channels import BlockChannels
+
+    lanes = vector_lanes(as_target(target), 32)
+    return [BlockChannels(lanes)] if lanes >= 8 else []
 
 
 def has_relax_operators(mod: IRModule) -> bool:

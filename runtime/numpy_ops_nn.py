@@ -5,6 +5,7 @@ the conventions are TVM's legalizations' (dropout is the identity at inference, 
 ones)."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -174,16 +175,38 @@ def nll_loss(args: tuple, attrs: Any) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- convolutions and pooling
-# Any number of spatial axes; layouts that permute the canonical axes (NWC, NHWC, OHWI, ...).
+# Any number of spatial axes; layouts that permute the canonical axes (NWC, NHWC, OHWI, ...) and
+# layouts with blocked axes (NCHW16c: x[n, c // 16, h, w, c % 16]; OIHW16i16o).
+def _layout_axes(layout: str) -> list[tuple[str, int]]:
+    """(axis letter, block size or 0) per axis of ``layout``: NCHW16c -> N C H W, then c of 16."""
+    return [(m.group(2), int(m.group(1) or 0)) for m in re.finditer(r"(\d*)([A-Za-z])", layout)]
+
+
 def _canonical(x: np.ndarray, layout: str, target: str, op: str) -> np.ndarray:
-    if sorted(layout) != sorted(target):
-        raise TVMSError(f"the numpy reference of {op} supports plain layouts ({target} permuted), "
+    names = [name for name, _ in _layout_axes(layout)]
+    if sorted(n for n in names if n.isupper()) != sorted(target) or len(set(names)) != len(names) or \
+            any(n.islower() and n.upper() not in names for n in names) or len(names) != x.ndim:
+        raise TVMSError(f"the numpy reference of {op} supports layouts that permute or block {target}, "
                         f"got {layout!r}")
-    return np.transpose(x, [layout.index(c) for c in target])
+    order, shape = [], []
+    for axis in target:  # (an axis and its block side by side, then merged)
+        order.append(names.index(axis))
+        size = x.shape[order[-1]]
+        if axis.lower() in names:
+            order.append(names.index(axis.lower()))
+            size *= x.shape[order[-1]]
+        shape.append(size)
+    return np.transpose(x, order).reshape(shape)
 
 
 def _from_canonical(x: np.ndarray, layout: str, target: str) -> np.ndarray:
-    return np.transpose(x, [target.index(c) for c in layout])
+    axes = dict(_layout_axes(layout))
+    split, names = [], []
+    for axis, size in zip(target, x.shape):
+        block = axes.get(axis.lower())
+        split += [size // block, block] if block else [size]
+        names += [axis, axis.lower()] if block else [axis]
+    return np.transpose(x.reshape(split), [names.index(name) for name, _ in _layout_axes(layout)])
 
 
 _SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
@@ -301,7 +324,7 @@ def _pool(kind: str) -> Any:
 def _adaptive_avg_pool(args: tuple, attrs: Any) -> np.ndarray:
     """Output element o of an axis of size L pooled to S averages [floor(o L / S), ceil((o + 1) L / S))."""
     layout = attrs["layout"]
-    target = "NC" + _SPATIAL[len(layout) - 2]
+    target = "NC" + _SPATIAL[sum(c.isupper() for c in layout) - 2]
     x = _canonical(np.asarray(args[0]), layout, target, "nn.adaptive_avg_pool")
     extents = x.shape[2:]
     osz = attrs["output_size"] or extents

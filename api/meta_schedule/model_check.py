@@ -92,7 +92,7 @@ def check_in_model(database: Any, mod: Any, target: Any, inputs: list, calls: in
     the means of the rounds in the model (the tuned schedule is kept when the second is the
     smaller)."""
     target = as_target(target)
-    lowered = run_relax_pipeline(mod, "zero", True)
+    lowered = run_relax_pipeline(mod, "zero", True, target)
     pending = []
     for task in extract_tasks(lowered, target) if tasks is None else tasks:
         top = database.query_tuning_record(task.mod, target)

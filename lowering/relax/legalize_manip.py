@@ -8,6 +8,7 @@ for PrimFuncs, blocks and axes, and the indices in TVM's simplified form (``ir.a
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable
 
 from ...ir import arith
@@ -385,6 +386,13 @@ def _inverse(order: list) -> list:
     return sorted(range(len(order)), key=order.__getitem__)
 
 
+def channel_block(layout: str) -> int | None:
+    """The channels per block of an ``NCHW{b}c`` layout (``x[n, c // b, h, w, c % b]``); None
+    for any other layout."""
+    found = re.fullmatch(r"NCHW(\d+)c", layout or "")
+    return int(found.group(1)) if found else None
+
+
 def _plain_layout(*layouts: str) -> None:
     """Only layouts that permute the axes (NHWC, OHWI, NWC, ...) are covered, not split axes
     (NCHW4c); topi also needs the output in the data's layout."""
@@ -403,6 +411,9 @@ def _conv_legalize(n: int) -> Callable:
     def legalize(bb: Any, call: rx.Call) -> Any:
         a = call.attrs
         data_layout, kernel_layout = a["data_layout"], a["kernel_layout"]
+        if n == 2 and channel_block(a["out_layout"]):
+            from .legalize_blocked import blocked_conv2d  # (it builds on this module's helpers)
+            return blocked_conv2d(bb, call)
         _plain_layout(data_layout, kernel_layout, a["out_layout"])
         data_to, kernel_to = _layout_order(data_layout, "N", "C"), _layout_order(kernel_layout, "O", "I")
         data_from, kernel_from = _inverse(data_to), _inverse(kernel_to)
@@ -458,7 +469,8 @@ def _pool_legalize(kind: str, n: int) -> Callable:
     def legalize(bb: Any, call: rx.Call) -> Any:
         a = call.attrs
         layout = a["layout"]
-        _plain_layout(layout, a["out_layout"])
+        if not channel_block(layout) or a["out_layout"] != layout:  # (NCHW16c: another channel axis)
+            _plain_layout(layout, a["out_layout"])
         axes = [layout.index(c) for c in _POOL_SPATIAL[n]]
         out_shape = _out_dims(call)
         size, strides, dilation, pad = a["pool_size"], a["strides"], a["dilation"], a["padding"]

@@ -186,7 +186,7 @@ def compile_relax(database: Any, mod: IRModule, target: Any, params: dict | None
     if params:
         mod = BindParams("main", params)(mod)
     with database, target:
-        mod = MetaScheduleApplyDatabase()(run_relax_pipeline(mod, "zero", True))
+        mod = MetaScheduleApplyDatabase()(run_relax_pipeline(mod, "zero", True, target))
     return compile_module(mod, target, exec_mode=exec_mode)
 
 
