@@ -13,9 +13,10 @@ from tvms.lowering.dlight import ApplyDefaultSchedule
 from tvms.lowering.dlight.cpu import default_rules
 from tvms.lowering.dlight.cpu_conv_blocked import Conv2DBlocked
 from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
 from tvms.target import Target
 
-from test_dlight_conv import AVX2, conv_module, legalized, only_kernel, window_conv_module
+from test_dlight_conv import AVX2, conv_module, legalized, only_kernel, relax_module, window_conv_module
 
 B = 16  # channels of a block
 
@@ -162,6 +163,28 @@ def test_the_default_rules_pick_it():
     args, expected, built = operands(16, 32, 8, 3, 1, 1, False, ("bias", "relu"))
     assert 'scope="local"' in out["main"].script()
     tvms.build(out["main"], target="llvm")(*args, built)
+    np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", ["3x3-stride2", "7x7-stride2-plain"])
+def test_the_legalized_relax_conv_compiles_with_it(case):
+    """``R.nn.conv2d`` on NCHW16c (OIHW16i16o, or a plain input with OIHW16o), a bias and relu:
+    the rule takes the fused kernel the legalization makes, and tvms.compile's result is right."""
+    c, f, size, k, stride, pad, plain, epilogue = CASES[case]
+    out = (size + 2 * pad - k) // stride + 1
+    x = (1, c, size, size) if plain else (1, c // B, size, size, B)
+    w = (f // B, c, k, k, B) if plain else (f // B, c // B, k, k, B, B)
+    layouts = f'data_layout="{"NCHW" if plain else "NCHW16c"}", kernel_layout="OIHW{"" if plain else "16i"}16o"'
+    body = (f"            y = R.nn.conv2d(x, w, strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}], "
+            f'{layouts}, out_layout="NCHW16c")\n'
+            "            z = R.add(y, b)\n            u = R.nn.relu(z)\n            R.output(u)\n        return u")
+    params = (f'x: R.Tensor({x}, dtype="float32"), w: R.Tensor({w}, dtype="float32"), '
+              f'b: R.Tensor((1, {f // B}, 1, 1, {B}), dtype="float32")')
+    mod = from_source(relax_module(body, params, f'R.Tensor((1, {f // B}, {out}, {out}, {B}), dtype="float32")'))
+    assert Conv2DBlocked().apply(only_kernel(legalized(mod)), Target("llvm"), False) is not None
+    args, expected, _ = operands(c, f, size, k, stride, pad, plain, epilogue)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    built = vm["main"](*(tvms.nd.array(a) for a in args)).numpy()
     np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
 
 
