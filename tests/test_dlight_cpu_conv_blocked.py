@@ -26,17 +26,18 @@ def i64(v: int):
 
 
 def blocked_conv(c: int, f: int, size: int, k: int, stride: int, pad: int, plain: bool = False,
-                 epilogue: tuple = (), groups: int = 1) -> tvms.tirx.PrimFunc:
+                 epilogue: tuple = (), groups: int = 1, block: int = B) -> tvms.tirx.PrimFunc:
     """conv2d_NCHWc as topi writes it (int64 indices, as the legalization gives): a blocked
-    input (or a ``plain`` NCHW one), weights [F / 16, C / 16, k, k, 16i, 16o], ``epilogue`` of
-    "bias", "residual", "relu", in that order, each its own block."""
+    input (or a ``plain`` NCHW one), weights [F / b, C / b, k, k, b i, b o] (b = ``block``),
+    ``epilogue`` of "bias", "residual", "relu", in that order, each its own block."""
     out = (size + 2 * pad - k) // stride + 1
     if plain:
         data = te.placeholder((i64(1), i64(c), i64(size), i64(size)), name="data")
-        kernel = te.placeholder((i64(f // B), i64(c), i64(k), i64(k), i64(B)), name="kernel")
+        kernel = te.placeholder((i64(f // block), i64(c), i64(k), i64(k), i64(block)), name="kernel")
     else:
-        data = te.placeholder((i64(1), i64(c // B), i64(size), i64(size), i64(B)), name="data")
-        kernel = te.placeholder((i64(f // B), i64(c // B // groups), i64(k), i64(k), i64(B), i64(B)), name="kernel")
+        data = te.placeholder((i64(1), i64(c // block), i64(size), i64(size), i64(block)), name="data")
+        kernel = te.placeholder((i64(f // block), i64(c // block // groups), i64(k), i64(k), i64(block), i64(block)),
+                                name="kernel")
     padded = data
     if pad:
         def inside(n, cc, y, x, *lane):
@@ -51,18 +52,18 @@ def blocked_conv(c: int, f: int, size: int, k: int, stride: int, pad: int, plain
             return te.sum(padded[n, ic, y * stride + kh, x * stride + kw] * kernel[fo, ic, kh, kw, fi],
                           axis=[ic, kh, kw])
     else:
-        per_group = f // B // groups
+        per_group = f // block // groups
 
         def body(n, fo, y, x, fi):
-            chunk = fo // per_group * (c // B // groups) + ic // B if groups > 1 else ic // B
-            return te.sum(padded[n, chunk, y * stride + kh, x * stride + kw, ic % B]
-                          * kernel[fo, ic // B, kh, kw, ic % B, fi], axis=[ic, kh, kw])
-    y = te.compute((i64(1), i64(f // B), i64(out), i64(out), i64(B)), body, name="conv2d_NCHWc")
+            chunk = fo // per_group * (c // block // groups) + ic // block if groups > 1 else ic // block
+            return te.sum(padded[n, chunk, y * stride + kh, x * stride + kw, ic % block]
+                          * kernel[fo, ic // block, kh, kw, ic % block, fi], axis=[ic, kh, kw])
+    y = te.compute((i64(1), i64(f // block), i64(out), i64(out), i64(block)), body, name="conv2d_NCHWc")
     args = [data, kernel]
     for name in epilogue:
         prev = y
         if name == "bias":
-            bias = te.placeholder((i64(1), i64(f // B), i64(1), i64(1), i64(B)), name="bias")
+            bias = te.placeholder((i64(1), i64(f // block), i64(1), i64(1), i64(block)), name="bias")
             args.append(bias)
             y = te.compute(y.shape, lambda n, fo, p, q, fi: prev[n, fo, p, q, fi]
                            + bias[i64(0), fo, i64(0), i64(0), fi], name="T_add")
@@ -75,10 +76,10 @@ def blocked_conv(c: int, f: int, size: int, k: int, stride: int, pad: int, plain
     return te.create_prim_func(args + [y])
 
 
-def blocked(a: np.ndarray) -> np.ndarray:
-    """NCHW -> NCHW16c."""
+def blocked(a: np.ndarray, block: int = B) -> np.ndarray:
+    """NCHW -> NCHW{block}c."""
     n, c, h, w = a.shape
-    return np.ascontiguousarray(a.reshape(n, c // B, B, h, w).transpose(0, 1, 3, 4, 2))
+    return np.ascontiguousarray(a.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2))
 
 
 def conv_reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
@@ -88,27 +89,28 @@ def conv_reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.nd
     return np.einsum("ncyxij,fcij->nfyx", windows, w)
 
 
-def operands(c: int, f: int, size: int, k: int, stride: int, pad: int, plain: bool, epilogue: tuple):
+def operands(c: int, f: int, size: int, k: int, stride: int, pad: int, plain: bool, epilogue: tuple,
+             block: int = B):
     """The built function's arguments (blocked) and the expected output, from numpy on NCHW."""
     rng = np.random.default_rng(c * 1000 + f + size)
     out = (size + 2 * pad - k) // stride + 1
     x = rng.standard_normal((1, c, size, size), dtype=np.float32)
     w = rng.standard_normal((f, c, k, k), dtype=np.float32)
-    by_out = w.reshape(f // B, B, c, k, k)  # [F, f, c, ry, rx]
+    by_out = w.reshape(f // block, block, c, k, k)  # [F, f, c, ry, rx]
     if plain:
         args = [x, np.ascontiguousarray(by_out.transpose(0, 2, 3, 4, 1))]
     else:
-        by_in = by_out.reshape(f // B, B, c // B, B, k, k)  # [F, f, C, c, ry, rx]
-        args = [blocked(x), np.ascontiguousarray(by_in.transpose(0, 2, 4, 5, 3, 1))]
+        by_in = by_out.reshape(f // block, block, c // block, block, k, k)  # [F, f, C, c, ry, rx]
+        args = [blocked(x, block), np.ascontiguousarray(by_in.transpose(0, 2, 4, 5, 3, 1))]
     expected = conv_reference(x, w, stride, pad)
     for name in epilogue:
         if name == "relu":
             expected = np.maximum(expected, 0)
             continue
         term = rng.standard_normal((1, f, 1, 1) if name == "bias" else expected.shape, dtype=np.float32)
-        args.append(blocked(term))
+        args.append(blocked(term, block))
         expected = expected + term
-    return args, blocked(expected), np.zeros((1, f // B, out, out, B), np.float32)
+    return args, blocked(expected, block), np.zeros((1, f // block, out, out, block), np.float32)
 
 
 CASES = {  # (C, F, size, k, stride, pad, plain input, epilogue)
@@ -154,6 +156,19 @@ def test_avx2_splits_a_block_into_two_vectors():
     func = blocked_conv(16, 32, 8, 1, 1, 0)
     text = Conv2DBlocked().apply(func, AVX2, False).mod["main"].script()
     assert "T.vectorized(T.int64(8))" in text and "T.vectorized(T.int64(16))" not in text
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["blocked", "plain"])
+def test_blocks_of_8_on_avx2(plain):
+    """NCHW8c, the layout AVX2's 8 lanes get: one vector a block, 4 pixels x 2 blocks."""
+    case = (3, 16, 12, 3, 1, 1, True) if plain else (16, 32, 12, 3, 1, 1, False)
+    epilogue = ("bias", "residual", "relu")
+    sch = Conv2DBlocked().apply(blocked_conv(*case, epilogue, block=8), AVX2, False)
+    text = sch.mod["main"].script()
+    assert "for x_1 in T.unroll(T.int64(4)):" in text and "for fo_1 in T.unroll(T.int64(2)):" in text
+    args, expected, built = operands(*case, epilogue, block=8)
+    tvms.build(sch.mod["main"], target=str(AVX2))(*args, built)
+    np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
 
 
 def test_the_default_rules_pick_it():
