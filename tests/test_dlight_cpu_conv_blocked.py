@@ -204,8 +204,15 @@ def test_the_legalized_relax_conv_compiles_with_it(case):
 
 
 def test_declines_other_convolutions():
-    """A plain NCHW conv (Conv2D's), a grouped blocked conv, a grouped and a depthwise NCHW one."""
+    """A plain NCHW conv (Conv2D's), a grouped blocked conv, one of a symbolic batch, a grouped
+    and a depthwise NCHW one."""
     rule, target = Conv2DBlocked(), Target("llvm")
+    body = ('            y = R.nn.conv2d(x, w, padding=[1, 1, 1, 1], data_layout="NCHW16c", kernel_layout="OIHW16i16o", '
+            'out_layout="NCHW16c")\n            R.output(y)\n        return y')
+    params = 'x: R.Tensor(("n", 2, 9, 9, 16), dtype="float32"), w: R.Tensor((2, 2, 3, 3, 16, 16), dtype="float32")'
+    dynamic = from_source(relax_module(body, params, 'R.Tensor(("n", 2, 9, 9, 16), dtype="float32")'))
+    assert "conv2d_NCHWc" in only_kernel(legalized(dynamic)).script()
+    assert rule.apply(only_kernel(legalized(dynamic)), target, False) is None
     assert rule.apply(only_kernel(legalized(conv_module(1, 16, 8, 32))), target, False) is None
     assert rule.apply(blocked_conv(64, 64, 8, 3, 1, 1, groups=2), target, False) is None
     for groups in (2, 16):
