@@ -51,27 +51,25 @@ def match_blocked_conv2d(info: BlockInfo) -> tuple[BufferLoad, BufferLoad] | Non
     if loads is None:
         return None
     n, f_outer, y, x, f, c, ry, rx = (it.var for it in info.iters)
+    channels = const_int(info.iters[5].extent)
     for data, weight in (loads, loads[::-1]):
-        if data.buffer is weight.buffer or len(data.indices) not in (4, 5) or data.indices[0] is not n:
+        if data.buffer is weight.buffer or data.indices[0] is not n:
             continue
-        channels = [const_int(e) for e in data.buffer.shape[1::3]]  # (chunks, block) or (channels,)
-        if None in channels or const_int(info.iters[5].extent) != channels[0] * (channels[1:] or [1])[0]:
-            continue
-        if len(data.indices) == 5:
-            block = channels[1]
-            chunk, lane = data.indices[1], data.indices[4]
-            if not (_splits(chunk, FloorDiv, c, block) and _splits(lane, FloorMod, c, block)):
+        shape = [const_int(e) for e in data.buffer.shape]
+        if len(data.indices) == 5 and len(weight.indices) == 6:  # NCHW{b}c data, OIHW{b}i{bo}o weights
+            block = shape[4]
+            split = [data.indices[1], data.indices[4], weight.indices[1], weight.indices[4]]
+            if (None in (shape[1], block) or channels != shape[1] * block
+                    or not all(_splits(i, kind, c, block) for i, kind in zip(split, (FloorDiv, FloorMod) * 2))):
                 continue
-            w_channel = [weight.indices[1], weight.indices[4]] if len(weight.indices) == 6 else None
-            if w_channel is None or not (_splits(w_channel[0], FloorDiv, c, block)
-                                         and _splits(w_channel[1], FloorMod, c, block)):
+            rest = [weight.indices[i] for i in (0, 2, 3, 5)]
+        elif len(data.indices) == 4 and len(weight.indices) == 5:  # NCHW data, OIHW{bo}o weights
+            if channels != shape[1] or data.indices[1] is not c or weight.indices[1] is not c:
                 continue
-            w_rest = [weight.indices[i] for i in (0, 2, 3, 5)]
-        elif data.indices[1] is c and len(weight.indices) == 5 and weight.indices[1] is c:
-            w_rest = [weight.indices[i] for i in (0, 2, 3, 4)]
+            rest = [weight.indices[i] for i in (0, 2, 3, 4)]
         else:
             continue
-        if [id(i) for i in w_rest] != [id(f_outer), id(ry), id(rx), id(f)]:
+        if [id(i) for i in rest] != [id(f_outer), id(ry), id(rx), id(f)]:
             continue
         others = {id(v) for v in (f_outer, f, c)}
         if (uses_var(data.indices[2], others | {id(x), id(rx)})
