@@ -84,14 +84,21 @@ def _splits(index: Any, kind: type, c: Var, block: int) -> bool:
     return isinstance(index, kind) and index.a is c and const_int(index.b) == block
 
 
+def blocked_tile(channels: int, width: int, block: int, target: Any, dtype: Any = 32) -> tuple[int, int, int] | None:
+    """The register tile (pixels, vectors, lanes) of ``channels`` output channels in blocks of
+    ``block`` on rows of ``width``: ``channel_tile``'s, of whole blocks (vectors of the target's
+    lanes or of a whole block, whichever is narrower)."""
+    lanes = vector_factor(block, vector_lanes(target, dtype))
+    return channel_tile(channels, width, lanes, vector_registers(target), block // lanes)
+
+
 def _blocked_plan(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
                   target: Any) -> bool | None:
     """The channel-vector plan on the blocked layout (see the module docstring); False (the
     padding is its own pass), or None when no register tile fits."""
     extents = [const_int(it.extent) for it in conv.iters]
     out_block = extents[4]
-    lanes = vector_factor(out_block, vector_lanes(target, conv.write().buffer.dtype))
-    tile = channel_tile(extents[1] * out_block, extents[3], lanes, vector_registers(target), out_block // lanes)
+    tile = blocked_tile(extents[1] * out_block, extents[3], out_block, target, conv.write().buffer.dtype)
     if tile is None:
         return None
     mr, nv, vec = tile
@@ -128,4 +135,4 @@ def _blocked_plan(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: Buff
     return False
 
 
-__all__ = ["Conv2DBlocked", "match_blocked_conv2d"]
+__all__ = ["Conv2DBlocked", "blocked_tile", "match_blocked_conv2d"]
