@@ -15,7 +15,11 @@ memory in order. The vectors run along the output block ``f`` (two vectors per b
 AVX2's 8 lanes), the tile is ``channel_tile``'s (whole blocks of channels), and the
 accumulators, laid out ``[x, F, f]``, stay in registers over the whole reduction. The epilogue
 is inlined into their copy out, which stores whole contiguous vectors of ``f``. The weights are
-read as they are (already blocked), the padding is computed first, in parallel, in vectors.
+read as they are, already blocked (packed per tile as ``cpu_conv`` packs them, at compile time:
+0.924 against 0.926 ms for a 1x1 of 64 -> 256 channels at 56x56, 2.068 against 2.075 ms for a
+3x3 of 64 -> 64: no gain). The padding is computed first, in parallel, in vectors (read in place
+instead: 2.25 against 2.16 ms for the 7x7 stride-2 first layer, 3 -> 64 channels at 224), and the
+loop over a block's input lanes is left to LLVM (unrolled: 1.11 against 0.95 ms for that 1x1).
 """
 from __future__ import annotations
 
