@@ -125,6 +125,16 @@ CASES = {  # (C, F, size, k, stride, pad, plain input, epilogue)
 @pytest.mark.parametrize("target", [Target("llvm"), AVX2], ids=["host", "avx2"])
 @pytest.mark.parametrize("case", CASES)
 def test_blocked_conv_equals_numpy(case, target):
+    check_case(case, target)
+
+
+@pytest.mark.parametrize("case", ["3x3-stride2", "7x7-stride2-plain"])
+def test_generic_x86_64(case):
+    """No AVX: LLVM splits the vectors into SSE registers."""
+    check_case(case, Target("llvm -mcpu=x86-64"))
+
+
+def check_case(case: str, target: Target) -> None:
     c, f, size, k, stride, pad, plain, epilogue = CASES[case]
     sch = Conv2DBlocked().apply(blocked_conv(c, f, size, k, stride, pad, plain, epilogue), target, False)
     assert sch is not None, "the rule declined a blocked conv2d"
