@@ -123,3 +123,13 @@ def test_output_channels_padded_to_whole_blocks_and_dropped_at_the_end():
     # 72 -> 80 costs little; 20 -> 32 would not: left NCHW
     few = BlockChannels(16)(from_source(PADDED.replace("72", "20")))
     assert calls(few, "nn.conv2d")[0].attrs["out_layout"] == "NCHW"
+
+
+def test_compile_caches_each_setting_apart():
+    mod = from_source(PADDED)
+    with PassContext(config={"relax.BlockChannels.enable": True}):
+        blocked = tvms.compile(mod, "llvm")
+    with PassContext(config={"relax.BlockChannels.enable": False}):
+        plain = tvms.compile(mod, "llvm")
+    assert "fused_conv2d_NCHWc_add_relu" in blocked.kernels().functions
+    assert not any("NCHWc" in name for name in plain.kernels().functions)
