@@ -10,6 +10,7 @@ three alternating blocks, each after a 0.2 s warm-up.
     .venv/bin/python benchmarks/onnx_models.py --models squeezenet --repeat 5
     .venv/bin/python benchmarks/onnx_models.py --no-time          # correctness and compile time only
     .venv/bin/python benchmarks/onnx_models.py --models resnet50 --profile 15   # where the time goes
+    .venv/bin/python benchmarks/onnx_models.py --nchw        # and without BlockChannels (NCHW convs)
 
 The "vs ort" column is onnxruntime's latency over tvms's (above 1: tvms is faster).
 """
@@ -174,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
                              "model against the default ones (model_check.check_in_model)")
     parser.add_argument("--population", type=int, default=128,
                         help="the evolutionary search's population (default 128; TVM's 512 costs minutes per batch)")
+    parser.add_argument("--nchw", action="store_true",
+                        help="also time the program compiled without BlockChannels (convolutions on plain NCHW "
+                             "data), beside the others")
     args = parser.parse_args(argv)
 
     import tvms
@@ -185,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         onnxruntime = None
     tuned_head = f"{'tuned ms':>9}{'vs ort':>8}" if args.tune else ""
+    nchw_head = f"{'NCHW ms':>9}{'vs ort':>8}" if args.nchw else ""
     print(f"{'model':<14}{'import s':>9}{'compile s':>10}  {'result':<28}{'tvms ms':>9}{'ort ms':>9}{'vs ort':>8}"
-          + tuned_head)
+          + tuned_head + nchw_head)
     failed = 0
     for name in args.models:
         model, feeds, expected = load(name)
@@ -220,18 +225,25 @@ def main(argv: list[str] | None = None) -> int:
                                f"the model, {sum(t < d for d, t in checked.values())} faster there than the default:"
                                + "".join(f"\n    {task}: default {d:.3f} ms, tuned {t:.3f} ms"
                                          for task, (d, t) in checked.items()))
-        ours = theirs = tuned = None
+        nchw_vm = None
+        if args.nchw:
+            with tvms.transform.PassContext(config={"relax.BlockChannels.enable": False}):
+                nchw_vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+            nchw_out = nchw_vm["main"](*inputs).numpy()
+            failed += not (nchw_out.shape == expected.shape and np.allclose(nchw_out, expected, rtol=rtol, atol=atol))
+        ours = theirs = tuned = nchw = None
         if not args.no_time:
             session = onnxruntime.InferenceSession(model.SerializeToString(),
                                                    providers=["CPUExecutionProvider"]) if onnxruntime else None
-            ours, theirs, tuned = medians_ms([lambda: vm["main"](*inputs),
-                                              session and (lambda: session.run(None, feeds)),
-                                              tuned_vm and (lambda: tuned_vm["main"](*inputs))], args.repeat)
+            ours, theirs, tuned, nchw = medians_ms([lambda: vm["main"](*inputs),
+                                                    session and (lambda: session.run(None, feeds)),
+                                                    tuned_vm and (lambda: tuned_vm["main"](*inputs)),
+                                                    nchw_vm and (lambda: nchw_vm["main"](*inputs))], args.repeat)
         cells = [f"{ours:9.2f}" if ours else f"{'-':>9}", f"{theirs:9.2f}" if theirs else f"{'-':>9}",
                  f"{theirs / ours:8.2f}" if ours and theirs else f"{'-':>8}"]
-        if args.tune:
-            cells += [f"{tuned:9.2f}" if tuned else f"{'-':>9}",
-                      f"{theirs / tuned:8.2f}" if tuned and theirs else f"{'-':>8}"]
+        for wanted, ms in ((args.tune, tuned), (args.nchw, nchw)):
+            if wanted:
+                cells += [f"{ms:9.2f}" if ms else f"{'-':>9}", f"{theirs / ms:8.2f}" if ms and theirs else f"{'-':>8}"]
         print(f"{name:<14}{imported:9.2f}{compiled:10.2f}  {result:<28}{''.join(cells)}", flush=True)
         if tuned_note:
             print(tuned_note, flush=True)

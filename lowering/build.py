@@ -127,7 +127,7 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
     pool_kind = get_global_func("runtime.thread_pool_kind", True) if target.kind == "llvm" else None
     pool = {"thread_pool": pool_kind()} if pool_kind is not None else {}
     key = compile_key(mod, target, relax_pipeline, default_schedule=bool(default_schedule), exec_mode=exec_mode,
-                      **pool)
+                      block_channels=bool(_block_channels(target)), **pool)
     if key is not None:
         with _COMPILED_LOCK:
             hit = _COMPILED.get(key)

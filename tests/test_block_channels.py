@@ -84,6 +84,12 @@ def test_what_it_leaves_plain():
     blocked = BlockChannels(16)(mod)
     layouts = [c.attrs["out_layout"] for c in calls(blocked, "nn.conv2d")]
     assert layouts == ["NCHW16c", "NCHW", "NCHW16c"]  # (a grouped conv stays NCHW)
+    # a conv whose input is plain (not a first layer's few channels) stays NCHW: two relayouts
+    after_plain = BlockChannels(16)(from_source(text.replace(
+        "# from tvm.script import relax as R", "# from tvm.script import relax as R\n# from tvm.script import tir as T")
+        .replace("c2 = R.nn.conv2d(r0, w2, padding=[1, 1, 1, 1])", "c2 = R.nn.conv2d(a0, w2, padding=[1, 1, 1, 1])")
+        .replace("a0 = R.add(c0, b0)", "a0 = R.nn.softmax(c0, axis=1)")))
+    assert [c.attrs["out_layout"] for c in calls(after_plain, "nn.conv2d")][1:] == ["NCHW", "NCHW"]
     # its input goes back to NCHW for it (once), and the concat of a plain and a blocked part is blocked
     assert len([c for c in calls(blocked, "layout_transform") if len(c.args[0].struct_info.dims) == 5]) == 2
     assert calls(blocked, "concat")[0].struct_info.ndim == 5
@@ -95,9 +101,9 @@ PADDED = """# from tvm.script import ir as I
 @I.ir_module
 class Module:
     @R.function
-    def main(x: R.Tensor((1, 32, 5, 5), dtype="float32"), w: R.Tensor((72, 32, 1, 1), dtype="float32"), b: R.Tensor((72, 1, 1), dtype="float32")) -> R.Tensor((1, 72), dtype="float32"):
+    def main(x: R.Tensor((1, 3, 5, 5), dtype="float32"), w: R.Tensor((72, 3, 3, 3), dtype="float32"), b: R.Tensor((72, 1, 1), dtype="float32")) -> R.Tensor((1, 72), dtype="float32"):
         with R.dataflow():
-            c = R.nn.conv2d(x, w)
+            c = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])
             a = R.add(c, b)
             r = R.nn.relu(a)
             m = R.mean(r, axis=[2, 3], keepdims=True)
@@ -115,7 +121,7 @@ def test_output_channels_padded_to_whole_blocks_and_dropped_at_the_end():
     assert calls(blocked, "nn.conv2d")[0].struct_info.dims[1].value == 5
     assert [d.value for d in calls(blocked, "strided_slice")[0].struct_info.dims] == [1, 72, 1, 1]
     rng = np.random.default_rng(2)
-    args = [rng.random(s, dtype=np.float32) - 0.5 for s in ((1, 32, 5, 5), (72, 32, 1, 1), (72, 1, 1))]
+    args = [rng.random(s, dtype=np.float32) - 0.5 for s in ((1, 3, 5, 5), (72, 3, 3, 3), (72, 1, 1))]
     expected = np.asarray(run_relax(mod, "main", *args))
     with PassContext(config={"relax.BlockChannels.enable": True}):
         vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
@@ -123,3 +129,13 @@ def test_output_channels_padded_to_whole_blocks_and_dropped_at_the_end():
     # 72 -> 80 costs little; 20 -> 32 would not: left NCHW
     few = BlockChannels(16)(from_source(PADDED.replace("72", "20")))
     assert calls(few, "nn.conv2d")[0].attrs["out_layout"] == "NCHW"
+
+
+def test_compile_caches_each_setting_apart():
+    mod = from_source(PADDED)
+    with PassContext(config={"relax.BlockChannels.enable": True}):
+        blocked = tvms.compile(mod, "llvm")
+    with PassContext(config={"relax.BlockChannels.enable": False}):
+        plain = tvms.compile(mod, "llvm")
+    assert "fused_conv2d_NCHWc_add_relu" in blocked.kernels().functions
+    assert not any("NCHWc" in name for name in plain.kernels().functions)

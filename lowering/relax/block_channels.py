@@ -9,7 +9,8 @@ its x86 convolutions so (its NCHWc transformer), and so do TVM's x86 schedules.
 
 What changes, in a Relax function before LegalizeOps:
 - ``R.nn.conv2d`` in NCHW/OIHW with groups of one, static shapes and output channels that fill whole
-  blocks becomes ``data_layout="NCHW{b}c", kernel_layout="OIHW{b}i{b}o", out_layout="NCHW{b}c"``
+  blocks (or nearly: zero filters fill the last), whose input is blocked already or has few
+  channels (a first layer), becomes ``data_layout="NCHW{b}c", kernel_layout="OIHW{b}i{b}o", out_layout="NCHW{b}c"``
   (a first layer whose few input channels do not fill a block reads its plain NCHW input, with
   ``OIHW{b}o``); its weight is relaid out by ``R.layout_transform``, which FoldConstant or
   LiftTransformParams runs once.
@@ -167,6 +168,9 @@ class _Blocker(PyExprMutator):
         if extra * 8 > out[1]:
             return None  # (zero filters to fill the last block: only where they cost little, 1000 -> 1008)
         plain_input = channels % self.block != 0
+        if not plain_input and not self.is_blocked(x):
+            return None  # (blocking starts at a first layer: a conv after an operator that needs NCHW
+            # data, AlexNet's after its local response normalization, would pay two relayouts)
         layout = f"NCHW{self.block}c"
         w = self.visit_expr(w)
         if extra:
