@@ -3,6 +3,8 @@
 bound as a constant (so the NCHW side's weight packing runs at compile time, as in an imported
 model) and called through the VM; the two timed in alternating blocks of calls in one process,
 median (and best) GF/s of 9 rounds; the register tile each rule picked; the load average.
+``--cpu-time``: on one thread (TVM_NUM_THREADS=1), the calling thread's CPU time instead of the
+wall clock: the kernels' own work, which holds on a busy machine (not their parallel scaling).
 
     .venv/bin/python benchmarks/conv_blocked.py                  # the ResNet / SqueezeNet shapes below
     .venv/bin/python benchmarks/conv_blocked.py 16,64,55,1,1,0   # C,F,size,k,stride,pad (F: a multiple of 16)
@@ -70,12 +72,12 @@ def tiles(f: int, width: int) -> str:
     return " / ".join("x".join(map(str, tile)) for tile in (blocked_tile(f, width, BLOCK, target), plain))
 
 
-def block_seconds(fn, args: list, calls: int = 20) -> float:
+def block_seconds(fn, args: list, clock=time.perf_counter, calls: int = 20) -> float:
     fn(*args)
-    start = time.perf_counter()
+    start = clock()
     for _ in range(calls):
         fn(*args)
-    return (time.perf_counter() - start) / calls
+    return (clock() - start) / calls
 
 
 def main() -> None:
@@ -83,7 +85,12 @@ def main() -> None:
     parser.add_argument("cases", nargs="*", help="C,F,size,k,stride,pad")
     parser.add_argument("--plain", action="store_true", help="the cases' input is plain NCHW (C not blocked)")
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--cpu-time", action="store_true", help="one thread, timed by its CPU time")
     args = parser.parse_args()
+    clock = time.perf_counter
+    if args.cpu_time:
+        os.environ["TVM_NUM_THREADS"] = "1"
+        clock = time.thread_time
     cases = ([(case, args.plain) for case in args.cases]
              or [(case, False) for case in CASES] + [(case, True) for case in PLAIN_CASES])
     for case, plain in cases:
@@ -92,7 +99,7 @@ def main() -> None:
         times: list = [[], []]
         for _ in range(args.rounds):  # (alternating: a load that comes and goes hits both sides)
             for (fn, fn_args), spent in zip(sides, times):
-                spent.append(block_seconds(fn, fn_args))
+                spent.append(block_seconds(fn, fn_args, clock))
         out = (size + 2 * pad - k) // stride + 1
         flops = 2 * f * out * out * c * k * k
         cells = [f"{statistics.median(t) * 1e3:7.3f} ms {flops / statistics.median(t) / 1e9:4.0f} GF/s "
