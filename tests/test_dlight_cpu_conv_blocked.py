@@ -82,18 +82,18 @@ def blocked(a: np.ndarray, block: int = B) -> np.ndarray:
     return np.ascontiguousarray(a.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2))
 
 
-def conv_reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
-    k = w.shape[2]
+def conv_reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int, dilation: int = 1) -> np.ndarray:
+    span = (w.shape[2] - 1) * dilation + 1
     padded = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    windows = np.lib.stride_tricks.sliding_window_view(padded, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]
-    return np.einsum("ncyxij,fcij->nfyx", windows, w)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (span, span), axis=(2, 3))
+    return np.einsum("ncyxij,fcij->nfyx", windows[:, :, ::stride, ::stride, ::dilation, ::dilation], w)
 
 
 def operands(c: int, f: int, size: int, k: int, stride: int, pad: int, plain: bool, epilogue: tuple,
-             block: int = B):
+             block: int = B, dilation: int = 1):
     """The built function's arguments (blocked) and the expected output, from numpy on NCHW."""
     rng = np.random.default_rng(c * 1000 + f + size)
-    out = (size + 2 * pad - k) // stride + 1
+    out = (size + 2 * pad - (k - 1) * dilation - 1) // stride + 1
     x = rng.standard_normal((1, c, size, size), dtype=np.float32)
     w = rng.standard_normal((f, c, k, k), dtype=np.float32)
     by_out = w.reshape(f // block, block, c, k, k)  # [F, f, c, ry, rx]
@@ -102,7 +102,7 @@ def operands(c: int, f: int, size: int, k: int, stride: int, pad: int, plain: bo
     else:
         by_in = by_out.reshape(f // block, block, c // block, block, k, k)  # [F, f, C, c, ry, rx]
         args = [blocked(x, block), np.ascontiguousarray(by_in.transpose(0, 2, 4, 5, 3, 1))]
-    expected = conv_reference(x, w, stride, pad)
+    expected = conv_reference(x, w, stride, pad, dilation)
     for name in epilogue:
         if name == "relu":
             expected = np.maximum(expected, 0)
@@ -191,23 +191,23 @@ def test_the_default_rules_pick_it():
     np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("case", ["3x3-stride2", "7x7-stride2-plain"])
-def test_the_legalized_relax_conv_compiles_with_it(case):
+@pytest.mark.parametrize("case, dilation", [("3x3-stride2", 1), ("7x7-stride2-plain", 1), ("3x3", 2)])
+def test_the_legalized_relax_conv_compiles_with_it(case, dilation):
     """``R.nn.conv2d`` on NCHW16c (OIHW16i16o, or a plain input with OIHW16o), a bias and relu:
     the rule takes the fused kernel the legalization makes, and tvms.compile's result is right."""
     c, f, size, k, stride, pad, plain, epilogue = CASES[case]
-    out = (size + 2 * pad - k) // stride + 1
+    out = (size + 2 * pad - (k - 1) * dilation - 1) // stride + 1
     x = (1, c, size, size) if plain else (1, c // B, size, size, B)
     w = (f // B, c, k, k, B) if plain else (f // B, c // B, k, k, B, B)
     layouts = f'data_layout="{"NCHW" if plain else "NCHW16c"}", kernel_layout="OIHW{"" if plain else "16i"}16o"'
     body = (f"            y = R.nn.conv2d(x, w, strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}], "
-            f'{layouts}, out_layout="NCHW16c")\n'
+            f'dilation=[{dilation}, {dilation}], {layouts}, out_layout="NCHW16c")\n'
             "            z = R.add(y, b)\n            u = R.nn.relu(z)\n            R.output(u)\n        return u")
     params = (f'x: R.Tensor({x}, dtype="float32"), w: R.Tensor({w}, dtype="float32"), '
               f'b: R.Tensor((1, {f // B}, 1, 1, {B}), dtype="float32")')
     mod = from_source(relax_module(body, params, f'R.Tensor((1, {f // B}, {out}, {out}, {B}), dtype="float32")'))
     assert Conv2DBlocked().apply(only_kernel(legalized(mod)), Target("llvm"), False) is not None
-    args, expected, _ = operands(c, f, size, k, stride, pad, plain, epilogue)
+    args, expected, _ = operands(c, f, size, k, stride, pad, plain, epilogue, dilation=dilation)
     vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
     built = vm["main"](*(tvms.nd.array(a) for a in args)).numpy()
     np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
@@ -217,8 +217,8 @@ def test_declines_other_convolutions():
     """A plain NCHW conv (Conv2D's), a grouped blocked conv, one of a symbolic batch, a grouped
     and a depthwise NCHW one."""
     rule, target = Conv2DBlocked(), Target("llvm")
-    body = ('            y = R.nn.conv2d(x, w, padding=[1, 1, 1, 1], data_layout="NCHW16c", kernel_layout="OIHW16i16o", '
-            'out_layout="NCHW16c")\n            R.output(y)\n        return y')
+    body = ('            y = R.nn.conv2d(x, w, padding=[1, 1, 1, 1], data_layout="NCHW16c", '
+            'kernel_layout="OIHW16i16o", out_layout="NCHW16c")\n            R.output(y)\n        return y')
     params = 'x: R.Tensor(("n", 2, 9, 9, 16), dtype="float32"), w: R.Tensor((2, 2, 3, 3, 16, 16), dtype="float32")'
     dynamic = from_source(relax_module(body, params, 'R.Tensor(("n", 2, 9, 9, 16), dtype="float32")'))
     assert "conv2d_NCHWc" in only_kernel(legalized(dynamic)).script()
