@@ -106,9 +106,9 @@ def match_conv(func: PrimFunc, matcher: Any = None) -> tuple | None:
 def try_conv_plan(func: PrimFunc, target: Any, plan: Any, matched: tuple | None = None,
                   matcher: Any = None) -> Schedule | None:
     """``plan(sch, conv, data, weight, epilogues, target)`` on a schedule of ``func`` when ``func``
-    is a conv2d (``matched``: its ``match_conv``, unchanged, else matched here with ``matcher``); the schedule, or None
-    when the function is not one or the plan does not fit (the plan returns None; else whether
-    its loops read the padding in place, inlined)."""
+    is a convolution (``matched``: its ``match_conv``, unchanged, else matched here with
+    ``matcher``); the schedule, or None when the function is not one or the plan does not fit
+    (the plan returns None; else whether its loops read the padding in place, inlined)."""
     matched = matched or match_conv(func, matcher)
     if matched is None:
         return None
@@ -380,4 +380,5 @@ def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad,
     sch.unroll(a_x)
 
 
-__all__ = ["Conv2D", "around_reduction", "match_conv2d", "unit_stride", "window_rows"]
+__all__ = ["Conv2D", "accumulated_product", "around_reduction", "match_conv", "match_conv2d", "try_conv_plan",
+           "unit_stride", "vector_registers", "window_rows"]
