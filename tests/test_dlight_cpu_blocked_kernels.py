@@ -4,12 +4,15 @@ channel-blocked data (NCHW{b}c: b = 16 on this AVX-512 host, 8 on AVX2): max and
 layout_transform kernels to and from NCHW; compiled by ``tvms.compile`` and equal to numpy."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 import tvms
 from tvms import relax
 from tvms.lowering.dlight.cpu_pool import Pool
+from tvms.lowering.dlight.cpu_shuffle import ChannelBlocks
 from tvms.script import from_source
 from tvms.target import Target
 
@@ -119,3 +122,34 @@ def test_blocked_mean_over_the_plane(target, b, op):
     assert "T.parallel" not in text and f"T.vectorized(T.int64({b}))" in text  # (too little work to share)
     expected = getattr(np, op)(x, axis=(2, 3), keepdims=True)
     np.testing.assert_allclose(from_blocks(run(mod, target, to_blocks(x, b))), expected, rtol=1e-5, atol=1e-6)
+
+
+def relayout_module(c: int, h: int, w: int, b: int, to_blocks_: bool) -> tvms.IRModule:
+    plain, blocked = (1, c, h, w), (1, c // b, h, w, b)
+    index_map = (f"lambda n, c, y, x: (n, c // {b}, y, x, c % {b})" if to_blocks_ else
+                 f"lambda n, cb, y, x, lane: (n, cb * {b} + lane, y, x)")
+    return unary_module(f"R.layout_transform(x, index_map={index_map})", plain if to_blocks_ else blocked,
+                        blocked if to_blocks_ else plain)
+
+
+@pytest.mark.parametrize("target,b", TARGETS)
+@pytest.mark.parametrize("to_blocks_", [True, False], ids=["to_blocks", "from_blocks"])
+@pytest.mark.parametrize("w", [16, 12, 13])
+def test_layout_transform_equals_numpy(target, b, to_blocks_, w):
+    """Rows of (n, block, y) in parallel when large; a tile of a row (the widest power of two up
+    to a vector that divides it) read in vectors into registers and written in vectors the other
+    way; a row that no such tile of 4 or more divides is left to the Elementwise rule."""
+    c, h = 32 * b, 12
+    mod = relayout_module(c, h, w, b, to_blocks_)
+    sch = ChannelBlocks().apply(only_kernel(legalized(mod)), target, False)
+    width = min(w & -w, b)
+    assert (sch is not None) == (width >= 4)
+    if sch is not None:
+        text = sch.mod["main"].script()
+        vectors = sorted(int(v) for v in re.findall(r"T\.vectorized\(T\.int64\((\d+)\)\)", text))
+        assert 'scope="local"' in text and vectors == sorted([width, b]) and "T.parallel" in text
+    x = np.random.default_rng(w).standard_normal((1, c, h, w), dtype=np.float32)
+    if to_blocks_:
+        np.testing.assert_array_equal(run(mod, target, x), to_blocks(x, b))
+    else:
+        np.testing.assert_array_equal(run(mod, target, to_blocks(x, b)), x)
