@@ -44,21 +44,32 @@ def divisor_width(extent: int, lanes: int) -> int:
     return max(d for d in range(1, lanes + 1) if extent % d == 0)
 
 
+def single_copy(func: Any) -> tuple[Schedule, Any] | None:
+    """``(schedule, block)`` when ``func`` is one block that copies an element of its input to
+    each element of its output (one loop per iterator, constant extents); None otherwise."""
+    found = flat_schedule(func) if isinstance(func, PrimFunc) else None
+    if found is None or len(found[1]) != 1:
+        return None
+    sch, (info,) = found
+    store = info.block.body
+    if (not info.is_injective() or not info.trivial or not isinstance(store, BufferStore)
+            or not isinstance(store.value, BufferLoad) or any(it.const_extent is None for it in info.iters)):
+        return None
+    return sch, info
+
+
 class PlaneCopy(CPURule):
     """A single copying block whose trailing indices run whole (see the module docstring)."""
 
     name = "PlaneCopy"
 
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
-        found = flat_schedule(func) if isinstance(func, PrimFunc) else None
-        if found is None or len(found[1]) != 1:
+        found = single_copy(func)
+        if found is None or len(found[1].iters) < 2:
             return None
-        sch, (info,) = found
+        sch, info = found
         store = info.block.body
         extents = [it.const_extent for it in info.iters]
-        if (not info.is_injective() or not info.trivial or not isinstance(store, BufferStore)
-                or not isinstance(store.value, BufferLoad) or None in extents or len(extents) < 2):
-            return None
         iters = [it.var for it in info.iters]
         if [id(i) for i in store.indices] != [id(v) for v in iters]:
             return None
@@ -90,17 +101,15 @@ class ChannelBlocks(CPURule):
     name = "ChannelBlocks"
 
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
-        found = flat_schedule(func) if isinstance(func, PrimFunc) else None
-        if found is None or len(found[1]) != 1:
-            return None
-        sch, (info,) = found
-        blocking = _channel_blocking(info)
+        found = single_copy(func)
+        blocking = None if found is None else _channel_blocking(found[1])
         if blocking is None:
             return None
+        sch, info = found
         lanes, to_blocks = blocking
         extents = [it.const_extent for it in info.iters]
         width = vector_factor(extents[-1 if to_blocks else -2], vector_lanes(target, info.write().buffer.dtype))
-        if width < 4:  # (no tile of whole vectors: a transposition of odd widths, which LLVM does no faster)
+        if width < 4 or to_blocks and extents[-3] % lanes:  # (no tile of whole vectors: see the docstring)
             return None
         loops = list(info.loops)
         if to_blocks:  # (n, c, h, w) -> (n, c // b, h, w, c % b)
@@ -108,7 +117,7 @@ class ChannelBlocks(CPURule):
             blocks, lane = sch.split(c, [None, lanes])
             sch.reorder(blocks, h, w, lane)
             rows += [blocks, h]
-        else:  # (n, cb, h, w, b) -> (n, cb * b + b, h, w)
+        else:  # (n, cb, h, w, lane) -> (n, cb * b + lane, h, w)
             *rows, h, w, lane = loops
             rows.append(h)
         tile, column = sch.split(w, [None, width])
@@ -128,11 +137,8 @@ class ChannelBlocks(CPURule):
 def _channel_blocking(info: Any) -> tuple[int, bool] | None:
     """``(b, True)`` when the block copies ``x[n.., c, h, w]`` to ``y[n.., c // b, h, w, c % b]``,
     ``(b, False)`` when it copies ``x[n.., cb, h, w, lane]`` to ``y[n.., cb * b + lane, h, w]``
-    (constant extents, read at its iterators); None otherwise."""
+    (read at its iterators); None otherwise."""
     store = info.block.body
-    if (not info.trivial or not info.is_injective() or not isinstance(store, BufferStore)
-            or not isinstance(store.value, BufferLoad) or any(it.const_extent is None for it in info.iters)):
-        return None
     iters = [it.var for it in info.iters]
     if len(iters) < 4 or not _same(store.value.indices, iters):
         return None
