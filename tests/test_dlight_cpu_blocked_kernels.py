@@ -102,15 +102,20 @@ def test_squeezenet_pool_in_rows_of_tiles():
     assert "T.vectorized(T.int64(16))" in text
 
 
-def test_blocks_of_two_vectors():
-    """Blocks of 16 lanes on an 8-lane target: two vectors a pixel, unrolled."""
+@pytest.mark.parametrize("target,lanes", [(AVX2, 8), (Target("llvm -mcpu=x86-64 -mattr=+sse2"), 4)],
+                         ids=["avx2", "x86-64"])
+def test_blocks_of_several_vectors(target, lanes):
+    """Blocks of 16 lanes on a target of 8 or 4: whole vectors a pixel, unrolled; and the layout
+    transforms in tiles of such vectors."""
     x = np.random.default_rng(3).standard_normal((1, 32, 9, 9), dtype=np.float32)
     mod = unary_module('R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], '
                        'layout="NCHW16c", out_layout="NCHW16c")', (1, 2, 9, 9, 16), (1, 2, 5, 5, 16))
-    text = Pool().apply(only_kernel(legalized(mod)), AVX2, False).mod["main"].script()
-    assert "T.vectorized(T.int64(8))" in text
-    np.testing.assert_allclose(from_blocks(run(mod, AVX2, to_blocks(x, 16))),
+    text = Pool().apply(only_kernel(legalized(mod)), target, False).mod["main"].script()
+    assert f"T.vectorized(T.int64({lanes}))" in text
+    np.testing.assert_allclose(from_blocks(run(mod, target, to_blocks(x, 16))),
                                pool_reference(x, "max", 3, 2, 1, False, False), rtol=1e-6)
+    np.testing.assert_array_equal(run(relayout_module(32, 9, 8, 16, True), target, x[..., :8].copy()),
+                                  to_blocks(x[..., :8], 16))
 
 
 @pytest.mark.parametrize("target,b", TARGETS)
