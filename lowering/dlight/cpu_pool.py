@@ -97,7 +97,7 @@ def _lane_pixels(sch: Schedule, prologues: list, pool: Any, epilogues: list, tar
         return None
     vectors = const_int(pool.iters[-3].extent) // width
     columns = const_int(pool.iters[-4].extent)
-    tile = max(d for d in range(1, columns + 1) if columns % d == 0 and d * vectors <= PIXEL_ACCUMULATORS)
+    tile = max((d for d in range(1, columns + 1) if columns % d == 0 and d * vectors <= PIXEL_ACCUMULATORS), default=1)
     try:
         x_o, x_i = sch.split(x, [None, tile])
         sch.reorder(*rows, y, x_o, ry, rx, x_i, lane)
