@@ -2,7 +2,9 @@
 against the numpy reference of the plain program, and by what stays plain."""
 from __future__ import annotations
 
+import hypothesis.strategies as st
 import numpy as np
+from hypothesis import HealthCheck, given, settings
 
 import tvms
 from tvms import relax
@@ -139,3 +141,70 @@ def test_compile_caches_each_setting_apart():
         plain = tvms.compile(mod, "llvm")
     assert "fused_conv2d_NCHWc_add_relu" in blocked.kernels().functions
     assert not any("NCHWc" in name for name in plain.kernels().functions)
+
+
+# -- the property: random small conv networks compute the same blocked (16 and 8 lanes) as plain
+@st.composite
+def conv_networks(draw):
+    """(module, inputs): a first conv from 3 channels, then up to five layers drawn from convs
+    (groups of one or two, 1x1 or 3x3, strided or not), relu, a per-channel add or multiply,
+    a residual add, pooling, a concatenation, a softmax over the channels (which needs NCHW),
+    ending with a mean over (H, W) or the last tensor."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    bb = relax.BlockBuilder()
+    size = draw(st.integers(5, 9))
+    x = relax.Var("x", relax.TensorStructInfo((1, 3, size, size), "float32"))
+    args = [rng.random((1, 3, size, size), dtype=np.float32) - 0.5]
+
+    def weight(shape):
+        return relax.const(rng.random(shape, dtype=np.float32) - 0.5)
+
+    def conv(value, channels, filters, groups=1):
+        k, s = draw(st.sampled_from([(1, 1), (3, 1), (3, 2)]))
+        w = weight((filters, channels // groups, k, k))
+        return bb.emit(relax.op.nn.conv2d(value, w, strides=[s, s], padding=[k // 2] * 4, groups=groups))
+
+    layers = []
+    ops = relax.op
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            value = conv(x, 3, draw(st.sampled_from([16, 32, 72, 20])))
+            for _ in range(draw(st.integers(0, 5))):
+                shape = [d.value for d in value.struct_info.dims]
+                c = shape[1]
+                kind = draw(st.sampled_from(["conv", "relu", "channel", "residual", "pool", "concat", "softmax"]))
+                if kind == "conv":
+                    groups = 2 if c % 2 == 0 and draw(st.booleans()) else 1
+                    value = conv(value, c, draw(st.sampled_from([16, 32, 48])), groups)
+                elif kind == "relu":
+                    value = bb.emit(ops.nn.relu(value))
+                elif kind == "channel":
+                    operand = weight(draw(st.sampled_from([(c, 1, 1), (1, c, 1, 1)])))
+                    value = bb.emit(draw(st.sampled_from([ops.add, ops.multiply]))(value, operand))
+                elif kind == "residual":
+                    same = [v for v in layers if [d.value for d in v.struct_info.dims] == shape]
+                    value = bb.emit(ops.add(value, draw(st.sampled_from(same)) if same else value))
+                elif kind == "pool" and shape[2] > 2:
+                    pool = draw(st.sampled_from([ops.nn.max_pool2d, ops.nn.avg_pool2d]))
+                    value = bb.emit(pool(value, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]))
+                elif kind == "concat":
+                    spatial = [v for v in layers if [d.value for d in v.struct_info.dims][2:] == shape[2:]]
+                    other = draw(st.sampled_from(spatial)) if spatial else value
+                    value = bb.emit(ops.concat([value, other], axis=1))
+                elif kind == "softmax":
+                    value = bb.emit(ops.nn.softmax(value, axis=1))
+                layers.append(value)
+            if draw(st.booleans()):
+                value = bb.emit(ops.mean(value, axis=[2, 3], keepdims=True))
+            out = bb.emit_output(value)
+        bb.emit_func_output(out)
+    return bb.get(), args
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conv_networks(), st.sampled_from([16, 8]))
+def test_blocked_networks_compute_as_plain(network, block):
+    mod, args = network
+    expected = np.asarray(run_relax(mod, "main", *args))
+    blocked = BlockChannels(block)(mod)
+    np.testing.assert_allclose(np.asarray(run_relax(blocked, "main", *args)), expected, rtol=1e-4, atol=1e-4)

@@ -487,7 +487,8 @@ def test_dlight_namespace_reads_like_tvm():
 
     assert importlib.import_module("tvms.dlight.cpu") is dl.cpu
     rules = dl.cpu.default_rules()
-    assert [type(r).__name__ for r in rules][-6:] == ["GEMV", "Reduction", "Pool", "PlaneCopy", "Elementwise", "Fallback"]
+    assert [type(r).__name__ for r in rules][-7:] == ["GEMV", "Reduction", "Pool", "ChannelBlocks", "PlaneCopy",
+                                                      "Elementwise", "Fallback"]
     assert all(isinstance(r, dl.ScheduleRule) for r in rules)
 
 

@@ -10,13 +10,14 @@ from .cpu_gemv import GEMV
 from .cpu_matmul import Matmul
 from .cpu_pool import Pool
 from .cpu_reduction import Reduction
-from .cpu_shuffle import PlaneCopy
+from .cpu_shuffle import ChannelBlocks, PlaneCopy
 
 
 def default_rules() -> list[ScheduleRule]:
     """The rules in the order they are tried: the most specific first, Fallback last."""
-    return [Conv2D(), Conv2DBlocked(), Matmul(), GEMV(), Reduction(), Pool(), PlaneCopy(), Elementwise(), Fallback()]
+    return [Conv2D(), Conv2DBlocked(), Matmul(), GEMV(), Reduction(), Pool(), ChannelBlocks(), PlaneCopy(),
+            Elementwise(), Fallback()]
 
 
-__all__ = ["Conv2D", "Conv2DBlocked", "Elementwise", "Fallback", "GEMV", "Matmul", "PlaneCopy", "Pool", "Reduction",
-           "default_rules"]
+__all__ = ["ChannelBlocks", "Conv2D", "Conv2DBlocked", "Elementwise", "Fallback", "GEMV", "Matmul", "PlaneCopy",
+           "Pool", "Reduction", "default_rules"]
