@@ -259,7 +259,7 @@ def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool, targe
     return _with_global_symbols(mod, [k for k in private if k in mod], False)
 
 
-BLOCK_CHANNELS_BY_DEFAULT = False  # (until the blocked kernels' default schedules are in)
+BLOCK_CHANNELS_BY_DEFAULT = True  # (the PassContext option turns it off)
 
 
 def _block_channels(target: Any) -> list:

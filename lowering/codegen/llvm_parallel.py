@@ -118,10 +118,11 @@ def _task_count(bld: ir.IRBuilder, module: ir.Module, extent: ir.Value, per_iter
 
 
 def iteration_work(body: Any) -> int:
-    """Stores one iteration of a loop body executes (inner loops' constant extents multiplied in;
-    ``UNKNOWN_WORK`` when an inner loop's extent is symbolic, or a while loop or a call is inside)."""
-    if isinstance(body, S.BufferStore):
-        return 1
+    """Elements one iteration of a loop body stores (inner loops' constant extents multiplied in, a
+    vector store its lanes; ``UNKNOWN_WORK`` when an inner loop's extent is symbolic, or a while
+    loop or a call is inside)."""
+    if isinstance(body, S.BufferStore):  # (a vector store counts its lanes: the elements it writes)
+        return max(1, getattr(body.value.dtype, "lanes", 1))
     if isinstance(body, S.While) or (isinstance(body, S.Evaluate) and isinstance(body.value, E.Call)):
         return UNKNOWN_WORK  # (a call may be a whole library routine)
     if isinstance(body, S.For):
