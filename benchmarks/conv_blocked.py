@@ -64,12 +64,12 @@ def tiles(f: int, width: int) -> str:
     """The register tiles (pixels x vectors x lanes) the two rules pick on this host: NCHW16c / NCHW."""
     from tvms.lowering.dlight.analysis import vector_lanes
     from tvms.lowering.dlight.cpu_conv import channel_tile, vector_registers
-    from tvms.lowering.dlight.cpu_conv_blocked import blocked_tile
+    from tvms.lowering.dlight.cpu_conv_blocked import blocked_tiles
     from tvms.target import Target
 
     target = Target("llvm")
     plain = channel_tile(f, width, vector_lanes(target, 32), vector_registers(target))
-    return " / ".join("x".join(map(str, tile)) for tile in (blocked_tile(f, width, BLOCK, target), plain))
+    return " / ".join("x".join(map(str, tile)) for tile in (blocked_tiles(f, width, BLOCK, target)[0], plain))
 
 
 def block_seconds(fn, args: list, clock=time.perf_counter, calls: int = 20) -> float:

@@ -228,3 +228,25 @@ def test_declines_other_convolutions():
     for groups in (2, 16):
         grouped = only_kernel(legalized(window_conv_module(16, 16, 8, 3, 1, 1, 1, groups)))
         assert rule.apply(grouped, target, False) is None
+
+
+def test_the_tuning_space_branches_it_at_each_register_tile():
+    """ConvRegisterTile (the conv tuning space) gives one schedule per tile of whole blocks that
+    fits the registers; each computes the conv."""
+    from tvms.lowering.dlight.cpu_conv_blocked import blocked_tiles
+    from tvms.lowering.schedule import Schedule
+    from tvms.lowering.tune.rule_conv_register_tile import ConvRegisterTile
+
+    target = Target("llvm -mcpu=skylake-avx512")
+    func = blocked_conv(16, 32, 8, 3, 1, 1, epilogue=("bias", "relu"))
+    rule = ConvRegisterTile()
+    rule.target = target
+    sch = Schedule(func)
+    branches = rule.apply(sch, sch.get_block("conv2d_NCHWc"))
+    tiles = blocked_tiles(32, 8, B, target)
+    assert len(branches) == len(tiles) >= 3 and len({b.mod.script() for b in branches}) == len(tiles)
+    args, expected, out = operands(16, 32, 8, 3, 1, 1, False, ("bias", "relu"))
+    for branch in branches:
+        out[:] = 0
+        tvms.build(branch.mod["main"], target=str(target))(*args, out)
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)

@@ -31,7 +31,8 @@ from ..schedule import Schedule
 from ..schedule.layout import IndexMap
 from ..schedule.loop_transform import uses_var
 from .analysis import BlockInfo, CPURule, const_int, vector_lanes
-from .cpu_conv import accumulated_product, channel_tile, inline_epilogues, try_conv_plan, vector_registers
+from .cpu_conv import (accumulated_product, channel_tile, inline_epilogues, register_tiles, try_conv_plan,
+                       vector_registers)
 from .cpu_tactics import vector_factor
 
 
@@ -88,24 +89,36 @@ def _splits(index: Any, kind: type, c: Var, block: int) -> bool:
     return isinstance(index, kind) and index.a is c and const_int(index.b) == block
 
 
-def blocked_tile(channels: int, width: int, block: int, target: Any, dtype: Any = 32) -> tuple[int, int, int] | None:
-    """The register tile (pixels, vectors, lanes) of ``channels`` output channels in blocks of
-    ``block`` on rows of ``width``: ``channel_tile``'s, of whole blocks (vectors of the target's
-    lanes or of a whole block, whichever is narrower)."""
+def blocked_tiles(channels: int, width: int, block: int, target: Any, dtype: Any = 32) -> list:
+    """Every register tile (pixels, vectors, lanes) of ``channels`` output channels in blocks of
+    ``block`` on rows of ``width`` (``register_tiles``, of whole blocks: vectors of the target's
+    lanes or of a whole block, whichever is narrower); the first is ``channel_tile``'s choice."""
     lanes = vector_factor(block, vector_lanes(target, dtype))
-    return channel_tile(channels, width, lanes, vector_registers(target), block // lanes)
+    best = channel_tile(channels, width, lanes, vector_registers(target), block // lanes)
+    if best is None:
+        return []
+    return [best] + [t for t in register_tiles(channels, width, lanes, vector_registers(target), block // lanes)
+                     if t != best]
 
 
 def _blocked_plan(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
                   target: Any) -> bool | None:
-    """The channel-vector plan on the blocked layout (see the module docstring); False (the
-    padding is its own pass), or None when no register tile fits."""
+    """The channel-vector plan on the blocked layout (see the module docstring) at
+    ``channel_tile``'s register tile; False (the padding is its own pass), or None when no
+    register tile fits."""
     extents = [const_int(it.extent) for it in conv.iters]
-    out_block = extents[4]
-    tile = blocked_tile(extents[1] * out_block, extents[3], out_block, target, conv.write().buffer.dtype)
-    if tile is None:
+    tiles = blocked_tiles(extents[1] * extents[4], extents[3], extents[4], target, conv.write().buffer.dtype)
+    if not tiles:
         return None
+    schedule_blocked(sch, conv, data, epilogues, target, tiles[0])
+    return False
+
+
+def schedule_blocked(sch: Schedule, conv: BlockInfo, data: BufferLoad, epilogues: list, target: Any,
+                     tile: tuple[int, int, int]) -> None:
+    """The blocked plan at the register ``tile`` (MR pixels, NV vectors, lanes of a vector)."""
     mr, nv, vec = tile
+    out_block = const_int(conv.iters[4].extent)
     block = conv.rv
     n, f_outer, y, x, f, c, ry, rx = conv.loops
     f_0, f_1 = sch.split(f_outer, [None, nv * vec // out_block])
@@ -136,7 +149,6 @@ def _blocked_plan(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: Buff
     for loop in (a_f, a_x, a_c0):
         sch.unroll(loop)
     sch.vectorize(a_cv)
-    return False
 
 
-__all__ = ["Conv2DBlocked", "blocked_tile", "match_blocked_conv2d"]
+__all__ = ["Conv2DBlocked", "blocked_tiles", "match_blocked_conv2d", "schedule_blocked"]
