@@ -31,7 +31,7 @@ def mark_packing(mod, target: str = "llvm"):
     import tvms
     from tvms.lowering.build import default_schedules, run_relax_pipeline
 
-    mod = default_schedules(run_relax_pipeline(mod, "zero", True), target)
+    mod = default_schedules(run_relax_pipeline(mod, "zero", True, target), target)
     for gv, func in list(mod.functions_items()):
         if isinstance(func, tvms.tir.PrimFunc):
             sch = tvms.tir.Schedule(mod)

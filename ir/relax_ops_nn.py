@@ -75,11 +75,12 @@ register("nn.rms_norm", ("data", "weight"), _infer_norm,
 
 
 # ---------------------------------------------------------------- layouts
-def parse_layout(info: CallInfo, layout: str, target: str, what: str) -> list:
-    """A layout such as ``NHWC`` or ``NCHW4c`` as ``[(axis, factor)]``: upper-case letters are
-    the axes of ``target`` (in any order); a lower-case letter with a factor splits that axis."""
+def layout_tokens(layout: str) -> list | None:
+    """A layout such as ``NHWC`` or ``NCHW4c`` as ``[(axis, factor)]``: an upper-case letter is an
+    axis (factor None), a lower-case letter after a factor a split of that axis; None when the
+    text is not of that form."""
     tokens, digits = [], ""
-    for ch in layout:
+    for ch in layout or "":
         if ch.isdigit():
             digits += ch
         elif ch.isupper() and not digits:
@@ -88,12 +89,17 @@ def parse_layout(info: CallInfo, layout: str, target: str, what: str) -> list:
             tokens.append((ch, int(digits)))
             digits = ""
         else:
-            tokens = []
-            break
+            return None
+    return None if digits else tokens
+
+
+def parse_layout(info: CallInfo, layout: str, target: str, what: str) -> list:
+    """``layout_tokens`` of a layout of the axes of ``target`` (in any order, lower-case letters
+    splitting some of them); an error naming the operator otherwise."""
+    tokens = layout_tokens(layout) or []
     primal = [a for a, f in tokens if f is None]
     split = [a.upper() for a, f in tokens if f is not None]
-    if digits or sorted(primal) != sorted(target) or len(set(split)) != len(split) \
-            or not set(split) <= set(target):
+    if sorted(primal) != sorted(target) or len(set(split)) != len(split) or not set(split) <= set(target):
         raise info.fail(f"the {what} layout {layout!r} is not a layout of {target} "
                         f"(an ordering such as {target[0] + target[2:] + target[1]}, optionally with "
                         f"split axes such as {target}4{target[1].lower()})")

@@ -109,7 +109,10 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
     ``tvms.dlight.is_scheduled``) gets the default schedule of its kind from the target's rules
     (``tvms.dlight.cpu`` for llvm: matmul, GEMV, reduction, elementwise, fallback), and a named
     pipeline is preceded by FuseTransposeMatmul, so that a linear layer reads its weight as
-    stored, and followed by ConcatInPlace, so that a concatenation's parts are written into it. False compiles the TensorIR as it is, as TVM does.
+    stored, and followed by ConcatInPlace, so that a concatenation's parts are written into it;
+    on an llvm target of 8 fp32 lanes or more it first runs BlockChannels, so that convolutions
+    run on channel-blocked data (``PassContext(config={"relax.BlockChannels.enable": False})``
+    keeps NCHW). False compiles the TensorIR as it is, as TVM does.
 
     ``exec_mode`` (TVM's): ``"compiled"`` lowers each Relax function the native VM takes to one
     native function (``codegen/llvm_vm.py``; the others, and ``"bytecode"``, are interpreted:
@@ -233,8 +236,8 @@ def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool, targe
     """The Relax pipeline step: ``relax_pipeline`` (a name or a pass) when Relax operators
     remain; a named pipeline is preceded by the CPU backend's dispatch passes and, with default
     schedules, by FuseTransposeMatmul (and followed by ConcatInPlace); for an llvm ``target``
-    with 8 lanes or more, BlockChannels first (convolutions on NCHW{lanes}c data; the
-    PassContext option ``"relax.BlockChannels.enable": False`` leaves them NCHW)."""
+    of 8 lanes or more, BlockChannels first (``_block_channels``: convolutions on NCHW{lanes}c
+    data; the PassContext option ``"relax.BlockChannels.enable": False`` leaves them NCHW)."""
     if relax_pipeline is None or not has_relax_operators(mod):
         return mod
     if isinstance(relax_pipeline, str):
@@ -263,17 +266,24 @@ BLOCK_CHANNELS_BY_DEFAULT = True  # (the PassContext option turns it off)
 
 
 def _block_channels(target: Any) -> list:
-    """BlockChannels with blocks of the target's fp32 lanes, for an llvm target of 8 lanes or more."""
+    """BlockChannels with blocks of the target's fp32 lanes, for an llvm target whose features
+    (its ``-mattr``, or the host's) give 8 lanes or more (not a named CPU without ``-mattr``,
+    whose lanes are a guess)."""
     from .transform import PassContext
 
     if target is None or as_target(target).kind != "llvm" or \
             not PassContext.current().config.get("relax.BlockChannels.enable", BLOCK_CHANNELS_BY_DEFAULT):
         return []
+    from .codegen.llvm_target import parse_llvm_target
     from .dlight.analysis import vector_lanes
     from .relax.block_channels import BlockChannels
 
+    try:
+        known = bool(parse_llvm_target(str(as_target(target))).features)
+    except TVMSError:
+        known = False
     lanes = vector_lanes(as_target(target), 32)
-    return [BlockChannels(lanes)] if lanes >= 8 else []
+    return [BlockChannels(lanes)] if known and lanes >= 8 else []
 
 
 def has_relax_operators(mod: IRModule) -> bool:

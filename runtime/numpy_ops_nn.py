@@ -5,12 +5,12 @@ the conventions are TVM's legalizations' (dropout is the identity at inference, 
 ones)."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
 from ..ir.errors import TVMSError
+from ..ir.relax_ops_nn import layout_tokens
 from .numpy_ops import numpy_op
 from .tir_values import numpy_dtype
 
@@ -177,13 +177,8 @@ def nll_loss(args: tuple, attrs: Any) -> np.ndarray:
 # ---------------------------------------------------------------- convolutions and pooling
 # Any number of spatial axes; layouts that permute the canonical axes (NWC, NHWC, OHWI, ...) and
 # layouts with blocked axes (NCHW16c: x[n, c // 16, h, w, c % 16]; OIHW16i16o).
-def _layout_axes(layout: str) -> list[tuple[str, int]]:
-    """(axis letter, block size or 0) per axis of ``layout``: NCHW16c -> N C H W, then c of 16."""
-    return [(m.group(2), int(m.group(1) or 0)) for m in re.finditer(r"(\d*)([A-Za-z])", layout)]
-
-
 def _canonical(x: np.ndarray, layout: str, target: str, op: str) -> np.ndarray:
-    names = [name for name, _ in _layout_axes(layout)]
+    names = [name for name, _ in layout_tokens(layout) or ()]
     if sorted(n for n in names if n.isupper()) != sorted(target) or len(set(names)) != len(names) or \
             any(n.islower() and n.upper() not in names for n in names) or len(names) != x.ndim:
         raise TVMSError(f"the numpy reference of {op} supports layouts that permute or block {target}, "
@@ -200,13 +195,14 @@ def _canonical(x: np.ndarray, layout: str, target: str, op: str) -> np.ndarray:
 
 
 def _from_canonical(x: np.ndarray, layout: str, target: str) -> np.ndarray:
-    axes = dict(_layout_axes(layout))
+    tokens = layout_tokens(layout)
+    axes = dict(tokens)
     split, names = [], []
     for axis, size in zip(target, x.shape):
         block = axes.get(axis.lower())
         split += [size // block, block] if block else [size]
         names += [axis, axis.lower()] if block else [axis]
-    return np.transpose(x.reshape(split), [names.index(name) for name, _ in _layout_axes(layout)])
+    return np.transpose(x.reshape(split), [names.index(name) for name, _ in tokens])
 
 
 _SPATIAL = {1: "W", 2: "HW", 3: "DHW"}

@@ -78,7 +78,7 @@ def test_the_network_runs_blocked_and_computes_as_plain():
 
 
 def test_what_it_leaves_plain():
-    text = NETWORK.replace("groups=1", "groups=1")
+    text = NETWORK
     mod = from_source(text.replace("# from tvm.script import relax as R",
                                    "# from tvm.script import relax as R\n# from tvm.script import tir as T")
                       .replace("c1 = R.nn.conv2d(r0, w1)", "c1 = R.nn.conv2d(r0, w1, groups=2)")
@@ -152,9 +152,9 @@ def conv_networks(draw):
     ending with a mean over (H, W) or the last tensor."""
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     bb = relax.BlockBuilder()
-    size = draw(st.integers(5, 9))
-    x = relax.Var("x", relax.TensorStructInfo((1, 3, size, size), "float32"))
-    args = [rng.random((1, 3, size, size), dtype=np.float32) - 0.5]
+    size, batch = draw(st.integers(5, 9)), draw(st.sampled_from([1, 1, 2]))
+    x = relax.Var("x", relax.TensorStructInfo((batch, 3, size, size), "float32"))
+    args = [rng.random((batch, 3, size, size), dtype=np.float32) - 0.5]
 
     def weight(shape):
         return relax.const(rng.random(shape, dtype=np.float32) - 0.5)
@@ -208,3 +208,79 @@ def test_blocked_networks_compute_as_plain(network, block):
     expected = np.asarray(run_relax(mod, "main", *args))
     blocked = BlockChannels(block)(mod)
     np.testing.assert_allclose(np.asarray(run_relax(blocked, "main", *args)), expected, rtol=1e-4, atol=1e-4)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conv_networks())
+def test_blocked_networks_compile_to_what_plain_ones_compute(network):
+    """The same networks through tvms.compile (the blocked kernels' default schedules) against the
+    reference executor on the plain program."""
+    mod, args = network
+    expected = np.asarray(run_relax(mod, "main", *args))
+    vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    np.testing.assert_allclose(vm["main"](*map(tvms.nd.array, args)).numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+def conv_add(bb, x, weight, operand):
+    conv = bb.emit(relax.op.nn.conv2d(x, weight, padding=[1, 1, 1, 1]))
+    return bb.emit(relax.op.add(conv, operand))
+
+
+def test_an_operand_relaid_out_in_one_block_is_relaid_out_again_in_the_next():
+    """The relaid-out copy of a plain operand (a parameter, a shared constant) is a variable of its
+    own dataflow block: a second block, or a second function, makes its own."""
+    rng = np.random.default_rng(3)
+    w = relax.const(rng.random((16, 3, 3, 3), dtype=np.float32))
+    k = relax.const(rng.random((1, 16, 6, 6), dtype=np.float32))
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((1, 3, 6, 6), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((1, 16, 6, 6), "float32"))
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            first = bb.emit_output(conv_add(bb, x, w, y))
+        twice = bb.emit(relax.op.multiply(first, first))
+        with bb.dataflow():
+            second = bb.emit_output(relax.op.add(conv_add(bb, x, w, y), twice))
+        bb.emit_func_output(second)
+    for name in ("f1", "f2"):
+        with bb.function(name, [x]):
+            with bb.dataflow():
+                out = bb.emit_output(relax.op.multiply(conv_add(bb, x, w, k), k))
+            bb.emit_func_output(out)
+    mod = bb.get()
+    args = [rng.random((1, 3, 6, 6), dtype=np.float32), rng.random((1, 16, 6, 6), dtype=np.float32)]
+    executable = tvms.compile(mod, "llvm")
+    for name, inputs in (("main", args), ("f1", args[:1]), ("f2", args[:1])):
+        got = relax.VirtualMachine(executable, tvms.cpu())[name](*map(tvms.nd.array, inputs)).numpy()
+        np.testing.assert_allclose(got, np.asarray(run_relax(mod, name, *inputs)), rtol=1e-5, atol=1e-5)
+
+
+def test_a_half_precision_first_layer_accumulating_in_float32():
+    rng = np.random.default_rng(4)
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((1, 3, 6, 6), "float16"))
+    w = relax.const(rng.random((32, 3, 3, 3)).astype(np.float16))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            conv = bb.emit(relax.op.nn.conv2d(x, w, padding=[1, 1, 1, 1], out_dtype="float32"))
+            out = bb.emit_output(relax.op.nn.relu(bb.emit(relax.op.add(conv, conv))))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    assert calls(BlockChannels(16)(mod), "nn.conv2d")[0].attrs["out_layout"] == "NCHW16c"
+    data = rng.random((1, 3, 6, 6)).astype(np.float16)
+    got = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())["main"](tvms.nd.array(data)).numpy()
+    np.testing.assert_allclose(got, np.asarray(run_relax(mod, "main", data)), rtol=1e-4, atol=1e-4)
+
+
+def test_which_targets_block_their_channels():
+    from tvms.lowering.build import _block_channels
+    from tvms.target import Target
+
+    blocks = lambda target: [p.block for p in _block_channels(Target(target))]
+    assert blocks("llvm -mattr=+avx512f,+avx2,+fma") == [16]
+    assert blocks("llvm -mattr=+avx2,+fma") == [8]
+    # lanes unknown (a named CPU without -mattr) or too few: NCHW
+    assert blocks("llvm -mcpu=x86-64") == blocks("llvm -mtriple=aarch64-linux-gnu") == []
+    assert blocks("llvm -mattr=+sse2") == []
+    with PassContext(config={"relax.BlockChannels.enable": False}):
+        assert blocks("llvm -mattr=+avx512f") == []

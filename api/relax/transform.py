@@ -1,4 +1,5 @@
 """tvms.relax.transform: Relax passes, shaped like ``tvm.relax.transform`` (re-exports only)."""
+from ..lowering.relax.block_channels import BlockChannels
 from ..lowering.relax.call_tir_rewrite import CallTIRRewrite
 from ..lowering.relax.fuse_by_pattern import FuseOpsByPattern, FusionPattern, PatternCheckContext
 from ..lowering.relax.fuse_ops import FuseOps
@@ -19,4 +20,4 @@ __all__ = ["BindParams", "CanonicalizeBindings", "ConvertToDataflow", "DeadCodeE
 __all__ += ["AnnotateTIROpPattern", "CallTIRRewrite", "FuseOps", "FuseTIR", "FuseTransposeMatmul"]
 __all__ += ["FuseOpsByPattern", "FusionPattern", "PatternCheckContext", "RemovePurityChecking", "RunCodegen"]
 __all__ += ["MetaScheduleApplyDatabase", "MetaScheduleTuneTIR"]
-__all__ += ["LiftTransformParams", "SplitLayoutRewritePreproc"]
+__all__ += ["BlockChannels", "LiftTransformParams", "SplitLayoutRewritePreproc"]

@@ -106,7 +106,7 @@ def parallel_loop(cg: Any, loop: Any) -> None:
 def _task_count(bld: ir.IRBuilder, module: ir.Module, extent: ir.Value, per_iteration: int,
                 per_thread: int = 1) -> ir.Value:
     """``min(extent, threads * per_thread, extent * per_iteration // MIN_TASK_WORK)`` in
-    ``[1, MAX_THREADS]`` (``extent`` an i64, ``per_iteration`` the stores of an iteration)."""
+    ``[1, MAX_THREADS]`` (``extent`` an i64, ``per_iteration`` the elements an iteration stores)."""
     threads = bld.sext(bld.load(num_threads_global(module), typ=T.I32), T.I64)
     if per_thread > 1:
         threads = bld.mul(threads, ir.Constant(T.I64, per_thread))

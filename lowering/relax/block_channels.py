@@ -35,7 +35,7 @@ from ...ir.relax_op import make_call
 from ...ir.struct_info import TensorStructInfo
 from ..pass_registry import register_pass
 from ..transform import module_pass
-from .expr_functor import PyExprMutator
+from .expr_functor import PyExprMutator, mutate_relax_functions
 from .passes import tvm_print_order
 
 # elementwise operators whose attributes do not name an axis: they compute blocked data as plain
@@ -109,6 +109,10 @@ class _Blocker(PyExprMutator):
         return id(x) in self.blocked
 
     # -- bindings
+    def _rebuild_block(self, block: rx.BindingBlock, dataflow: bool) -> rx.BindingBlock:
+        self.forward.clear()  # (a relaid-out copy is a variable of its own block only)
+        return super()._rebuild_block(block, dataflow)
+
     def visit_var_binding_(self, binding: rx.VarBinding) -> None:
         value = binding.value
         if isinstance(binding.var, rx.DataflowVar) and isinstance(value, rx.Call) and isinstance(value.op, Op):
@@ -220,13 +224,7 @@ class BlockChannels:
         self.block = block
 
     def transform_module(self, mod: IRModule, ctx: Any = None) -> IRModule:
-        mutator = _Blocker(mod, self.block)
-        for gv, func in mod.functions_items():
-            if isinstance(func, rx.Function) and "Composite" not in func.attrs:
-                new = mutator.visit_expr(func)
-                if new is not func:
-                    mutator.builder_.update_func(gv, new)
-        return tvm_print_order(mutator.builder_.get())
+        return tvm_print_order(mutate_relax_functions(_Blocker(mod, self.block), mod))
 
 
 register_pass("BlockChannels", BlockChannels, override=True)

@@ -343,6 +343,17 @@ class PyExprMutator:
     visit_op_ = visit_prim_value_ = visit_string_imm_ = visit_data_type_imm_ = _leaf
 
 
+def mutate_relax_functions(mutator: PyExprMutator, mod: IRModule) -> IRModule:
+    """``mod`` with each of its Relax functions (composites aside) rewritten by ``mutator``
+    (made over ``mod``)."""
+    for gv, func in mod.functions_items():
+        if isinstance(func, rx.Function) and "Composite" not in func.attrs:
+            new = mutator.visit_expr(func)
+            if new is not func:
+                mutator.builder_.update_func(gv, new)
+    return mutator.builder_.get()
+
+
 def visitor(cls: type) -> type:
     """TVM's ``@relax.expr_functor.visitor``: checks that the class is a PyExprVisitor."""
     if not (isinstance(cls, type) and issubclass(cls, PyExprVisitor)):
@@ -357,4 +368,4 @@ def mutator(cls: type) -> type:
     return cls
 
 
-__all__ = ["MutatorBuilder", "PyExprMutator", "PyExprVisitor", "mutator", "visitor"]
+__all__ = ["MutatorBuilder", "PyExprMutator", "PyExprVisitor", "mutate_relax_functions", "mutator", "visitor"]

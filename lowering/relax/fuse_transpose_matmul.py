@@ -16,7 +16,7 @@ from ...ir.module import GlobalVar, IRModule
 from ..pass_registry import register_pass
 from ..transform import module_pass
 from .dpl import is_op, wildcard
-from .expr_functor import PyExprMutator
+from .expr_functor import PyExprMutator, mutate_relax_functions
 from .fuse_by_pattern import FuseOpsByPattern, PatternCheckContext
 from .legalize import call_te, matmul_te
 from .passes import tvm_print_order
@@ -83,13 +83,7 @@ class FuseTransposeMatmul:
         pattern, annotations = _pattern()
         mod = FuseOpsByPattern([(COMPOSITE, pattern, annotations, _applies)],
                                bind_constants=False)(mod)
-        mutator = _CompositeToKernel(mod)
-        for gv, func in mod.functions_items():
-            if isinstance(func, rx.Function) and "Composite" not in func.attrs:
-                new = mutator.visit_expr(func)
-                if new is not func:
-                    mutator.builder_.update_func(gv, new)
-        return tvm_print_order(mutator.builder_.get())
+        return tvm_print_order(mutate_relax_functions(_CompositeToKernel(mod), mod))
 
 
 register_pass("FuseTransposeMatmul", FuseTransposeMatmul, override=True)

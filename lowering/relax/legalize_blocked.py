@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir import relax as rx
-from ...ir.expr import Cast, FloorDiv, FloorMod, PrimExpr
+from ...ir.expr import FloorDiv, FloorMod, PrimExpr
 from ...ir.relax_infer import int_of
 from .. import te
 from .legalize import _NotLegalized, call_te
-from .legalize_manip import _i64 as i64, _pad as pad, _window_index as window_index, channel_block
+from .legalize_manip import _i64 as i64, _pad as pad, _window_index as window_index, cast_to, channel_block
 
 
 def blocked_conv2d(bb: Any, call: rx.Call) -> rx.Call:
@@ -35,9 +35,7 @@ def blocked_conv2d(bb: Any, call: rx.Call) -> rx.Call:
     if out_shape is None:
         raise _NotLegalized
 
-    def cast(v: PrimExpr) -> PrimExpr:
-        return v if str(v.dtype) == out_dtype else Cast(out_dtype, v)
-
+    cast = cast_to(out_dtype)
     def conv(data: te.Tensor, kernel: te.Tensor) -> te.Tensor:
         channels = int_of(data.shape[1])
         if channels is None:

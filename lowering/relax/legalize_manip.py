@@ -8,7 +8,6 @@ for PrimFuncs, blocks and axes, and the indices in TVM's simplified form (``ir.a
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Callable
 
 from ...ir import arith
@@ -16,6 +15,7 @@ from ...ir import relax as rx
 from ...ir.expr import EQ, LE, Add, Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, PrimExpr, Sub
 from ...ir.dtype import DataType
 from ...ir.relax_infer import int_of
+from ...ir.relax_ops_nn import layout_tokens
 from .. import te
 from ...ir.arith import CANONICAL, Analyzer, canonical, canonical_ge_zero, divisible
 from .legalize import _NotLegalized, _broadcast_index, _compute, _tensor_sinfo, call_te, register_legalize
@@ -371,6 +371,11 @@ def _below(v: PrimExpr, bound: PrimExpr) -> PrimExpr:
     return v < bound
 
 
+def cast_to(dtype: str) -> Callable[[PrimExpr], PrimExpr]:
+    """A value in ``dtype`` (as itself when it is one): a conv's products in its ``out_dtype``."""
+    return lambda v: v if str(v.dtype) == dtype else arith.cast(dtype, v)
+
+
 def _window_index(out: Any, stride: int, r: Any, dilation: int) -> PrimExpr:
     return canonical(out * _i64(stride) + r * _i64(dilation))
 
@@ -389,8 +394,8 @@ def _inverse(order: list) -> list:
 def channel_block(layout: str) -> int | None:
     """The channels per block of an ``NCHW{b}c`` layout (``x[n, c // b, h, w, c % b]``); None
     for any other layout."""
-    found = re.fullmatch(r"NCHW(\d+)c", layout or "")
-    return int(found.group(1)) if found else None
+    tokens = layout_tokens(layout)
+    return tokens[4][1] if tokens and [a for a, _ in tokens] == list("NCHWc") else None
 
 
 def _plain_layout(*layouts: str) -> None:
@@ -435,9 +440,7 @@ def _conv_legalize(n: int) -> Callable:
             rc = te.reduce_axis((0, _i64(channels // groups)), name="rc")
             rs = [te.reduce_axis((0, weight.shape[kernel_to[2 + i]]), name=_CONV_REDUCE[i]) for i in range(n)]
 
-            def cast(v: PrimExpr) -> PrimExpr:
-                return v if str(v.dtype) == out_dtype else arith.cast(out_dtype, v)
-
+            cast = cast_to(out_dtype)
             def body(*args: Any) -> Any:
                 nn, ff, *spatial = (args[i] for i in data_to)
                 channel = rc.var if groups == 1 else canonical(

@@ -22,7 +22,7 @@ from ...ir.expr import (EQ, LE, LT, NE, Add, FloatImm, FloorDiv, FloorMod, IntIm
 from ...ir.relax_infer import int_of
 from .. import te
 from .legalize import _NotLegalized, _compute, _tensor_sinfo, call_te, register_legalize, transpose_compute
-from .legalize_manip import _pad, _reshape_compute
+from .legalize_manip import _pad, _reshape_compute, cast_to
 from .legalize_math import (_BINARY, _add, _binary_compute, _cast, _count, _divide, _elemwise, _intrin, _kept,
                             _multiply, _reduce, _softmax, _subtract)
 
@@ -452,9 +452,7 @@ def _conv_transpose_legalize(n: int) -> Any:
         strides, pad, groups = a["strides"], a["padding"], a["groups"]
         out_dtype = str(call.struct_info.dtype)
 
-        def cast(v: PrimExpr) -> PrimExpr:
-            return v if str(v.dtype) == out_dtype else arith.cast(out_dtype, v)
-
+        cast = cast_to(out_dtype)
         def conv_transpose(data: te.Tensor, kernel: te.Tensor) -> te.Tensor:
             if any(d != 1 for d in a["dilation"]):
                 kernel = _dilate(kernel, [1, 1, *a["dilation"]], "kernel_dilate")
