@@ -9,8 +9,7 @@ its x86 convolutions so (its NCHWc transformer), and so do TVM's x86 schedules.
 
 What changes, in a Relax function before LegalizeOps:
 - ``R.nn.conv2d`` in NCHW/OIHW with groups of one, static shapes and output channels that fill whole
-  blocks (or nearly: zero filters fill the last), whose input is blocked already or has few
-  channels (a first layer), becomes ``data_layout="NCHW{b}c", kernel_layout="OIHW{b}i{b}o", out_layout="NCHW{b}c"``
+  blocks (or nearly: zero filters fill the last) becomes ``data_layout="NCHW{b}c", kernel_layout="OIHW{b}i{b}o", out_layout="NCHW{b}c"``
   (a first layer whose few input channels do not fill a block reads its plain NCHW input, with
   ``OIHW{b}o``); its weight is relaid out by ``R.layout_transform``, which FoldConstant or
   LiftTransformParams runs once.
@@ -20,6 +19,10 @@ What changes, in a Relax function before LegalizeOps:
   and a concatenation of channels that fill whole blocks.
 - Anything else that reads a converted tensor reads its NCHW form, made once by a
   ``layout_transform`` back, right before its first such use; the function's outputs stay NCHW.
+- A region of blocked tensors (connected through those operators) that holds one conv only is
+  left NCHW: its relayouts would cost what the conv saves (AlexNet's first layer, whose result
+  goes to a local response normalization). A region starts at a conv whose input is plain:
+  relaid out, or read as it is by a first layer whose few channels do not fill a block.
 """
 from __future__ import annotations
 
@@ -70,9 +73,14 @@ def _from_blocks(block: int) -> IndexMap:
 
 
 class _Blocker(PyExprMutator):
-    def __init__(self, mod: IRModule, block: int):
+    def __init__(self, mod: IRModule, block: int, lone: frozenset = frozenset()):
         super().__init__(mod)
         self.block = block
+        self.lone = lone  # id(the conv variable a region starts at) whose region holds no other conv: left NCHW
+        # regions of blocked variables connected through the operators between them (union-find
+        # over id(variable)), each rooted at the conv it starts at, with its count of convs
+        self.parent: dict[int, int] = {}
+        self.convs: dict[int, int] = {}
         self.blocked: dict[int, rx.Var] = {}  # id(a plain variable) -> its blocked form
         self.unmade: dict[int, rx.Var] = {}  # id(a plain variable) -> itself, while only blocked
         self.forward: dict[int, rx.Var] = {}  # id(a plain variable) -> its blocked copy
@@ -108,6 +116,30 @@ class _Blocker(PyExprMutator):
     def is_blocked(self, x: Any) -> bool:
         return id(x) in self.blocked
 
+    def root(self, key: int) -> int:
+        while self.parent[key] != key:
+            key = self.parent[key]
+        return key
+
+    def join_region(self, var: rx.Var, call: rx.Call) -> None:
+        """Put ``var`` (just blocked) in the region of its blocked inputs (merging theirs), or in a
+        new one (a conv whose input is plain); count it when it is a conv."""
+        inputs = [a for arg in call.args for a in (arg.fields if isinstance(arg, rx.Tuple) else (arg,))]
+        roots = {self.root(id(a)) for a in inputs if id(a) in self.parent}
+        top = min(roots) if roots else id(var)
+        self.convs.setdefault(top, 0)
+        for other in roots - {top}:
+            self.parent[other] = top
+            self.convs[top] += self.convs.pop(other)
+        self.parent[id(var)] = top
+        self.convs[top] += call.op.name == "relax.nn.conv2d"
+
+    def lone_regions(self) -> frozenset:
+        """The regions (the conv variables they start at) with one conv: their blocking costs a
+        relayout and saves only that conv's transpositions (AlexNet's first layer, whose result
+        goes to a local response normalization)."""
+        return frozenset(root for root, count in self.convs.items() if count == 1)
+
     # -- bindings
     def _rebuild_block(self, block: rx.BindingBlock, dataflow: bool) -> rx.BindingBlock:
         self.forward.clear()  # (a relaid-out copy is a variable of its own block only)
@@ -118,6 +150,7 @@ class _Blocker(PyExprMutator):
         if isinstance(binding.var, rx.DataflowVar) and isinstance(value, rx.Call) and isinstance(value.op, Op):
             made = self.rewrite(value, binding.var)
             if made is not None:
+                self.join_region(binding.var, value)
                 self.blocked[id(binding.var)] = made
                 self.unmade[id(binding.var)] = binding.var
                 dims = _dims(binding.var)
@@ -133,7 +166,7 @@ class _Blocker(PyExprMutator):
         if out is None or len(out) != 4:
             return None
         if name == "relax.nn.conv2d":
-            return self.conv2d(call, args, out)
+            return None if id(var) in self.lone else self.conv2d(call, args, out)
         if out[1] % self.block and not (args and id(args[0]) in self.padded):
             return None  # (only a padded result's consumers carry its padding on)
         if name in _UNARY and self.is_blocked(args[0]):
@@ -172,9 +205,6 @@ class _Blocker(PyExprMutator):
         if extra * 8 > out[1]:
             return None  # (zero filters to fill the last block: only where they cost little, 1000 -> 1008)
         plain_input = channels % self.block != 0
-        if not plain_input and not self.is_blocked(x):
-            return None  # (blocking starts at a first layer: a conv after an operator that needs NCHW
-            # data, AlexNet's after its local response normalization, would pay two relayouts)
         layout = f"NCHW{self.block}c"
         w = self.visit_expr(w)
         if extra:
@@ -187,16 +217,16 @@ class _Blocker(PyExprMutator):
 
     def operand_kind(self, x: Any, out: tuple) -> str | None:
         """How an elementwise operand of a result of shape ``out`` is blocked: ``"blocked"`` (a
-        converted variable, or a tensor of the same shape, relaid out), ``"channel"`` (a
-        per-channel (1, C, 1, 1) or (C, 1, 1) one, reshaped and relaid out), ``"scalar"`` (as it
-        is); None for any other broadcast."""
+        converted variable), ``"channel"`` (a per-channel (1, C, 1, 1) or (C, 1, 1) one, reshaped
+        and relaid out), ``"scalar"`` (as it is); None for anything else: a plain tensor of the
+        result's shape stays plain, and the blocked operand goes back to NCHW (one relayout either
+        way, and its NCHW form is often needed anyway: AlexNet's normalization divides its input
+        by a plain tensor computed from it)."""
         if self.is_blocked(x):
             return "blocked"
         dims = _dims(x)
         if dims in ((), (1,)):
             return "scalar"
-        if dims == out and out[1] % self.block == 0:  # (a plain tensor has no padding to match)
-            return "blocked"
         if dims in ((out[1], 1, 1), (1, out[1], 1, 1)):
             return "channel"
         return None
@@ -204,7 +234,7 @@ class _Blocker(PyExprMutator):
     def operand(self, x: Any, out: tuple) -> Any:
         kind = self.operand_kind(x, out)
         if kind == "blocked":
-            return self.blocked_form(x)
+            return self.blocked[id(x)]
         x = self.visit_expr(x)
         if kind == "channel":
             if len(_dims(x)) == 3:
@@ -224,7 +254,12 @@ class BlockChannels:
         self.block = block
 
     def transform_module(self, mod: IRModule, ctx: Any = None) -> IRModule:
-        return tvm_print_order(mutate_relax_functions(_Blocker(mod, self.block), mod))
+        blocker = _Blocker(mod, self.block)
+        out = mutate_relax_functions(blocker, mod)
+        lone = blocker.lone_regions()
+        if lone:  # (again, with the convs those regions start at left NCHW)
+            out = mutate_relax_functions(_Blocker(mod, self.block, lone), mod)
+        return tvm_print_order(out)
 
 
 register_pass("BlockChannels", BlockChannels, override=True)
