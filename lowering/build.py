@@ -271,7 +271,8 @@ def _block_channels(target: Any) -> list:
     whose lanes are a guess)."""
     from .transform import PassContext
 
-    if target is None or as_target(target).kind != "llvm" or \
+    target = as_target(target) if target is not None else None
+    if target is None or target.kind != "llvm" or \
             not PassContext.current().config.get("relax.BlockChannels.enable", BLOCK_CHANNELS_BY_DEFAULT):
         return []
     from .codegen.llvm_target import parse_llvm_target
@@ -279,10 +280,10 @@ def _block_channels(target: Any) -> list:
     from .relax.block_channels import BlockChannels
 
     try:
-        known = bool(parse_llvm_target(str(as_target(target))).features)
+        known = bool(parse_llvm_target(str(target)).features)
     except TVMSError:
         known = False
-    lanes = vector_lanes(as_target(target), 32)
+    lanes = vector_lanes(target, 32)
     return [BlockChannels(lanes)] if known and lanes >= 8 else []
 
 

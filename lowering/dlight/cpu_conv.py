@@ -322,10 +322,12 @@ def channel_tile(group_channels: int, width: int, lanes: int, registers: int,
     one store whatever NV (the copy out runs along the row), and on SqueezeNet's first conv
     (k = 27, 64 channels, rows of 111) 3 x 4 measured as fast as 3 x 2 alone (0.56 against
     0.61 ms) and in the model (within 5%, either way). None for one output channel per group."""
-    options = register_tiles(group_channels, width, lanes, registers, per_block)
-    if not options:
-        return None
-    return max(options, key=lambda t: (tile_speed(t), t[0], t[1]))
+    return best_tile(register_tiles(group_channels, width, lanes, registers, per_block))
+
+
+def best_tile(options: list) -> tuple[int, int, int] | None:
+    """``channel_tile``'s pick among ``options`` (see there); None when there is none."""
+    return max(options, key=lambda t: (tile_speed(t), t[0], t[1]), default=None)
 
 
 def tile_speed(tile: tuple[int, int, int]) -> float:
@@ -380,5 +382,5 @@ def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad,
     sch.unroll(a_x)
 
 
-__all__ = ["Conv2D", "accumulated_product", "around_reduction", "match_conv", "match_conv2d", "try_conv_plan",
+__all__ = ["Conv2D", "accumulated_product", "around_reduction", "best_tile", "match_conv", "match_conv2d", "try_conv_plan",
            "unit_stride", "vector_registers", "window_rows"]

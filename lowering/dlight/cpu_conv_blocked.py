@@ -31,7 +31,7 @@ from ..schedule import Schedule
 from ..schedule.layout import IndexMap
 from ..schedule.loop_transform import uses_var
 from .analysis import BlockInfo, CPURule, const_int, vector_lanes
-from .cpu_conv import (accumulated_product, channel_tile, inline_epilogues, register_tiles, try_conv_plan,
+from .cpu_conv import (accumulated_product, best_tile, inline_epilogues, register_tiles, try_conv_plan,
                        vector_registers)
 from .cpu_tactics import vector_factor
 
@@ -94,11 +94,9 @@ def blocked_tiles(channels: int, width: int, block: int, target: Any, dtype: Any
     ``block`` on rows of ``width`` (``register_tiles``, of whole blocks: vectors of the target's
     lanes or of a whole block, whichever is narrower); the first is ``channel_tile``'s choice."""
     lanes = vector_factor(block, vector_lanes(target, dtype))
-    best = channel_tile(channels, width, lanes, vector_registers(target), block // lanes)
-    if best is None:
-        return []
-    return [best] + [t for t in register_tiles(channels, width, lanes, vector_registers(target), block // lanes)
-                     if t != best]
+    options = register_tiles(channels, width, lanes, vector_registers(target), block // lanes)
+    best = best_tile(options)
+    return [best] + [t for t in options if t != best] if best else []
 
 
 def _blocked_plan(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,

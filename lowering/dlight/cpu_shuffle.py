@@ -71,7 +71,7 @@ class PlaneCopy(CPURule):
         store = info.block.body
         extents = [it.const_extent for it in info.iters]
         iters = [it.var for it in info.iters]
-        if [id(i) for i in store.indices] != [id(v) for v in iters]:
+        if not _same(store.indices, iters):
             return None
         analyzer = Analyzer()
         for v, extent in zip(iters, extents):

@@ -16,7 +16,7 @@ from ...ir.expr import FloorDiv, FloorMod, PrimExpr
 from ...ir.relax_infer import int_of
 from .. import te
 from .legalize import _NotLegalized, call_te
-from .legalize_manip import _i64 as i64, _pad as pad, _window_index as window_index, cast_to, channel_block
+from .legalize_manip import _i64 as i64, _out_dims, _pad as pad, _window_index as window_index, cast_to, channel_block
 
 
 def blocked_conv2d(bb: Any, call: rx.Call) -> rx.Call:
@@ -30,12 +30,9 @@ def blocked_conv2d(bb: Any, call: rx.Call) -> rx.Call:
     if a["kernel_layout"] != kernel_layout:
         raise _NotLegalized
     strides, dilation, padding = a["strides"], a["dilation"], a["padding"]
-    out_dtype = str(call.struct_info.dtype)
-    out_shape = tuple(call.struct_info.shape.values) if call.struct_info.shape is not None else None
-    if out_shape is None:
-        raise _NotLegalized
+    out_shape = _out_dims(call)
+    cast = cast_to(str(call.struct_info.dtype))
 
-    cast = cast_to(out_dtype)
     def conv(data: te.Tensor, kernel: te.Tensor) -> te.Tensor:
         channels = int_of(data.shape[1])
         if channels is None:
