@@ -266,25 +266,20 @@ BLOCK_CHANNELS_BY_DEFAULT = True  # (the PassContext option turns it off)
 
 
 def _block_channels(target: Any) -> list:
-    """BlockChannels with blocks of the target's fp32 lanes, for an llvm target whose features
-    (its ``-mattr``, or the host's) give 8 lanes or more (not a named CPU without ``-mattr``,
-    whose lanes are a guess)."""
+    """BlockChannels with blocks of the target's fp32 lanes, for an llvm target whose vector
+    width is known (its ``-mattr``, the host's features, or LLVM's for a named x86 CPU) and holds
+    8 lanes or more."""
     from .transform import PassContext
 
     target = as_target(target) if target is not None else None
     if target is None or target.kind != "llvm" or \
             not PassContext.current().config.get("relax.BlockChannels.enable", BLOCK_CHANNELS_BY_DEFAULT):
         return []
-    from .codegen.llvm_target import parse_llvm_target
-    from .dlight.analysis import vector_lanes
+    from .dlight.analysis import vector_bits
     from .relax.block_channels import BlockChannels
 
-    try:
-        known = bool(parse_llvm_target(str(target)).features)
-    except TVMSError:
-        known = False
-    lanes = vector_lanes(target, 32)
-    return [BlockChannels(lanes)] if known and lanes >= 8 else []
+    lanes = (vector_bits(target) or 0) // 32
+    return [BlockChannels(lanes)] if lanes >= 8 else []
 
 
 def has_relax_operators(mod: IRModule) -> bool:

@@ -288,7 +288,9 @@ def test_which_targets_block_their_channels():
     blocks = lambda target: [p.block for p in _block_channels(Target(target))]
     assert blocks("llvm -mattr=+avx512f,+avx2,+fma") == [16]
     assert blocks("llvm -mattr=+avx2,+fma") == [8]
-    # lanes unknown (a named CPU without -mattr) or too few: NCHW
+    # a named x86 CPU without -mattr: the lanes LLVM gives it
+    assert blocks("llvm -mcpu=skylake-avx512") == [16] and blocks("llvm -mcpu=haswell") == [8]
+    # lanes unknown (another architecture) or too few: NCHW
     assert blocks("llvm -mcpu=x86-64") == blocks("llvm -mtriple=aarch64-linux-gnu") == []
     assert blocks("llvm -mattr=+sse2") == []
     with PassContext(config={"relax.BlockChannels.enable": False}):

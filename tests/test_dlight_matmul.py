@@ -287,6 +287,9 @@ def test_vector_width_follows_the_target():
     assert vector_lanes(Target("llvm -mattr=+avx512f,+avx2"), 32) == 16
     assert vector_lanes(Target("llvm -mattr=+avx2,-avx512f"), 32) == 8
     assert vector_lanes(Target("llvm -mattr=+sse4.2"), 32) == 4
+    # a named CPU without -mattr: as LLVM compiles for it (a guess of 256 bits before)
+    assert [vector_lanes(Target(f"llvm -mcpu={cpu}"), 32) for cpu in ("sapphirerapids", "znver4")] == [16, 16]
+    assert [vector_lanes(Target(f"llvm -mcpu={cpu}"), 16) for cpu in ("haswell", "x86-64")] == [16, 8]
     text = scheduled(matmul_text(64, 64, 64), Target("llvm -mattr=+avx512f,+avx2")).script()
     assert "T.vectorized(32)" in text  # two 16-lane vectors per row of the register tile
 

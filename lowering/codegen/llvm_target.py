@@ -6,6 +6,7 @@ that CPU (the runtime links the object code into the process: ``runtime/llvm_jit
 """
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 
@@ -111,6 +112,30 @@ def optimize(ir_text: str, target: LLVMTarget):
     builder = binding.create_pass_builder(tm, options)
     builder.getModulePassManager().run(module, builder)
     return module
+
+
+# A 512-bit vector sum: the register names in its code tell the width LLVM computes it at
+_WIDTH_PROBE = """define void @probe(ptr %p, ptr %q) {
+  %a = load <16 x float>, ptr %p
+  %b = load <16 x float>, ptr %q
+  %c = fadd <16 x float> %a, %b
+  store <16 x float> %c, ptr %p
+  ret void
+}"""
+
+
+@functools.lru_cache(maxsize=None)
+def named_cpu_vector_bits(cpu: str, triple: str) -> int | None:
+    """The vector width (bits) LLVM computes a 512-bit vector operation at for the x86 CPU ``cpu``
+    (in zmm, ymm or xmm registers), asked of LLVM itself, which knows each CPU name's features;
+    None for another architecture, or without llvmlite."""
+    if llvm is None or not triple.startswith(("x86_64", "i386", "i686")):
+        return None
+    binding = require_llvm()
+    module = binding.parse_assembly(_WIDTH_PROBE)
+    machine = binding.Target.from_triple(triple).create_target_machine(cpu=cpu, features="", opt=2)
+    code = machine.emit_assembly(module)
+    return 512 if "%zmm" in code else 256 if "%ymm" in code else 128
 
 
 def assembly(module, target: LLVMTarget) -> str:

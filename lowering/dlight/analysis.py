@@ -247,23 +247,27 @@ def vectorizes_well(info: BlockInfo) -> bool:
 
 def vector_lanes(target: Any, dtype: Any) -> int:
     """How many ``dtype`` elements (or elements of that many bits) a vector register of the
-    target holds: 512-bit with avx512f, 256-bit with avx2 (and for a named CPU without
-    ``-mattr``, or without llvmlite), else 128-bit. The features are the target's ``-mattr``, or
-    the host's for a plain ``llvm``."""
-    from ..codegen.llvm_target import parse_llvm_target
-
+    target holds: 512-bit with avx512f, 256-bit with avx2, else 128-bit. The features are the
+    target's ``-mattr``, or the host's for a plain ``llvm``; for a named x86 CPU without
+    ``-mattr``, the width LLVM gives it (``named_cpu_vector_bits``); 256-bit where nothing tells
+    (another architecture's CPU name, or no llvmlite)."""
     bits = int(dtype) if isinstance(dtype, int) else int(getattr(dtype, "bits", 32))
+    return max(1, (vector_bits(target) or 256) // max(8, bits))
+
+
+def vector_bits(target: Any) -> int | None:
+    """The target's vector register width in bits (see ``vector_lanes``), None when unknown."""
+    from ..codegen.llvm_target import named_cpu_vector_bits, parse_llvm_target
+
     try:
         llvm_target = parse_llvm_target(str(target))
         features = llvm_target.features
-    except TVMSError:
-        features = ""
-    if not features:
-        width = 256  # (unknown features: the common vector width)
-    else:
-        enabled = {f.lstrip("+") for f in features.split(",") if not f.startswith("-")}
-        width = 512 if "avx512f" in enabled else 256 if "avx2" in enabled else 128
-    return max(1, width // max(8, bits))
+        if not features:
+            return named_cpu_vector_bits(llvm_target.cpu, llvm_target.triple) if llvm_target.mcpu else None
+    except TVMSError:  # (not an llvm target, or no llvmlite)
+        return None
+    enabled = {f.lstrip("+") for f in features.split(",") if not f.startswith("-")}
+    return 512 if "avx512f" in enabled else 256 if "avx2" in enabled else 128
 
 
 def num_threads(target: Any) -> int:
