@@ -5,7 +5,8 @@ into a serial loop, one loop per thread index of the kernel (z, y, x) and a vect
 ``vector_bytes`` (a bound where the split overshoots), so consecutive threads touch consecutive
 elements. InverseMapping (shared to global): the loops re-made over the written region, in its
 order, so that the global side is the one walked contiguously; the write's indices must be a
-permutation of the loop variables (TVM inverts any bijective affine map; tvms refuses the others).
+permutation of the loop variables (TVM inverts any bijective affine map; tvms refuses the others),
+and the read's those variables in loop order (which TVM assumes without checking).
 """
 from __future__ import annotations
 
@@ -87,6 +88,13 @@ def inverse_mapping(stmt: Stmt, constraints: ConstraintSet, output: OutputSet) -
     if sorted(map(id, pattern)) != sorted(map(id, loop_vars)):
         raise TVMSError(f"LowerAutoCopy (inverse mapping): block {constraints.block!r} writes indices that are not a "
                         "permutation of its loops (tvms inverts no other map)")
+    load = store.value
+    walked = [] if not isinstance(load, BufferLoad) or load.buffer is not read.buffer else \
+        [analyzer.simplify(binary(Sub, index, r.min)) for index, r in zip(load.indices, read.region) if not _is_one(r.extent)]
+    if len(walked) != len(loop_vars) or any(a is not b for a, b in zip(walked, loop_vars)):
+        # (TVM reads the source at the inverse of the loops in their order, assuming so)
+        raise TVMSError(f"LowerAutoCopy (inverse mapping): block {constraints.block!r} must read its source "
+                        "at its loops' variables, in their order")
     inverse = {var: loop_vars[pattern.index(var)] for var in loop_vars}
     write_index, new_vars, renamed = [], [], {}
     j = 0
