@@ -23,7 +23,8 @@ THREAD_TAGS = ("threadIdx.z", "threadIdx.y", "threadIdx.x")  # (the split's orde
 
 def fuse_nest_loops(stmt: Stmt, constraints: ConstraintSet) -> For:
     """The perfect loop nest ``stmt`` as one serial loop ``<outer>_<inner>..._fused``."""
-    loops, body = nest_of(stmt, "coalescing", constraints)
+    loops, _ = nest_of(stmt, "coalescing", constraints, guarded=True)
+    body = loops[-1].body
     fused = with_suffix(loops[0].loop_var, "".join("_" + loop.loop_var.name for loop in loops[1:]) + "_fused")
     mapping, rest = {}, fused
     for loop in reversed(loops):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ....ir.buffer import BufferRegion
 from ....ir.errors import TVMSError
 from ....ir.expr import IntImm, Var
-from ....ir.stmt import BufferStore, For, Stmt
+from ....ir.stmt import BufferStore, For, IfThenElse, Stmt
 from .threads import thread_dim, thread_rank
 
 # TVM's StorageRank of a scope (runtime::StorageScope::Create): the part before the first dot for
@@ -97,10 +97,17 @@ def with_suffix(var: Var, suffix: str) -> Var:
     return Var(var.name + suffix, var.dtype)
 
 
-def nest_of(stmt: Stmt, rule: str, constraints: ConstraintSet, least: int = 1) -> tuple[list, Stmt]:
-    """``loop_nest`` of a copy a rule rewrites, refused unless it is ``least`` loops or more
-    around one store."""
+def nest_of(stmt: Stmt, rule: str, constraints: ConstraintSet, least: int = 1,
+            guarded: bool = False) -> tuple[list, BufferStore]:
+    """``loop_nest`` of a copy a rule rewrites and its store, refused unless it is ``least``
+    loops or more around one store (``guarded``: or around an ``if`` holding one store, for the
+    rules that keep the bound or whose tiles may overshoot it)."""
     loops, body = loop_nest(stmt)
+    if guarded and isinstance(body, IfThenElse) and body.else_case is None:
+        body = body.then_case
+    elif isinstance(body, IfThenElse):
+        raise TVMSError(f"LowerAutoCopy ({rule}): block {constraints.block!r} copies under a bound, which this rule "
+                        "would drop")
     if not isinstance(body, BufferStore) or len(loops) < least:
         raise TVMSError(f"LowerAutoCopy ({rule}): block {constraints.block!r} must be a nest of {least} loops or "
                         "more around one store")

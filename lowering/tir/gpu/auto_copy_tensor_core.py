@@ -38,7 +38,8 @@ def tile_innermost(stmt: Stmt, size: int, constraints: ConstraintSet) -> tuple[S
     """The two innermost loops of the nest ``stmt`` split by ``size`` and reordered (outer i, outer
     j, inner i, inner j); the outer i loop, where the stage of a write goes. ``stmt`` as it is
     (and None) where an extent is no multiple of ``size``."""
-    loops, body = nest_of(stmt, "tensor core", constraints, least=2)
+    loops, _ = nest_of(stmt, "tensor core", constraints, least=2, guarded=True)
+    body = loops[-1].body
     rows, cols = loops[-2], loops[-1]
     if any(not (hasattr(loop.extent, "value") and loop.extent.value % size == 0) for loop in (rows, cols)):
         return stmt, None
@@ -123,7 +124,7 @@ def _accumulator_load(store: BufferStore, scope: str, constraints: ConstraintSet
 
 
 def rewrite_wmma_store(stmt: Stmt, constraints: ConstraintSet) -> Stmt:
-    loops, store = nest_of(stmt, "wmma store", constraints, least=2)
+    loops, store = nest_of(stmt, "wmma store", constraints, least=2, guarded=True)  # (whole tiles of scratch)
     load = _accumulator_load(store, "wmma.accumulator", constraints)
     source, target = load.buffer, store.buffer
     src = _fragment("src", source.scope, source.dtype, 16, strided=False)
@@ -137,7 +138,7 @@ def rewrite_wmma_store(stmt: Stmt, constraints: ConstraintSet) -> Stmt:
 def rewrite_mma_store(stmt: Stmt, constraints: ConstraintSet) -> Stmt:
     """Each 8x8 accumulator tile stored by the warp's lanes, two values each (the m16n8k8
     fragment layout: lane ``tx`` holds row ``tx // 4``, columns ``tx % 4 * 2`` and ``+ 1``)."""
-    loops, store = nest_of(stmt, "mma store", constraints, least=2)
+    loops, store = nest_of(stmt, "mma store", constraints, least=2, guarded=True)  # (whole tiles of scratch)
     load = _accumulator_load(store, "m16n8k8.matrixC", constraints)
     source, target = load.buffer, store.buffer
     src = _fragment("src", source.scope, source.dtype, 8, strided=False)

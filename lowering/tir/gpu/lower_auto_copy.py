@@ -23,14 +23,14 @@ TVMSError naming the block.
 from __future__ import annotations
 
 from ....ir.errors import TVMSError
-from ....ir.expr import IntImm
+from ....ir.expr import IntImm, const, is_const_int
 from ....ir.function import PrimFunc
-from ....ir.stmt import Block, For, Stmt
+from ....ir.stmt import Block, BlockRealize, For, IfThenElse, Stmt
 from ....ir.visitor import Mutator, walk
 from ..tir_pass import define_tir_pass
 from .auto_copy_coalesce import coalesced_access, inverse_mapping
 from .auto_copy_padding import AutoPadder
-from .auto_copy_rule import ConstraintSet, OutputSet
+from .auto_copy_rule import ConstraintSet, OutputSet, loop_nest, wrap
 from .auto_copy_stage import create_local_stage
 from .auto_copy_tensor_core import mma_to_global, shared_to_wmma, wmma_to_global, wmma_to_shared
 
@@ -67,6 +67,16 @@ class _AutoCopy(Mutator):
             return self.generic_visit(loop)
         finally:
             self.outer.pop()
+
+    def visit_BlockRealize(self, realize: BlockRealize) -> Stmt:
+        block = realize.block
+        if _flag(block.annotations.get("auto_copy", 0)) and not is_const_int(realize.predicate, 1):
+            # the bound (a padded result's write-back) is over the copy's loops, which the rules
+            # re-make: it goes inside them (TVM leaves it outside, over variables gone)
+            loops, inner = loop_nest(block.body)
+            guarded = wrap(loops, IfThenElse(realize.predicate, inner))
+            realize = realize.with_changes(predicate=const(True), block=block.with_changes(body=guarded))
+        return self.generic_visit(realize)
 
     def visit_Block(self, block: Block) -> Stmt:
         block = self.generic_visit(block)

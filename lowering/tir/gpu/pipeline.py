@@ -17,9 +17,9 @@ in a commit group becomes ``T.dma_copy``, which no CUDA code generator takes). T
 their features, except these differences: tvms's StorageRewrite does not let allocations share memory; tvms's StmtSimplify simplifies
 buffer indices only, and less than TVM's (``(f * 256 + t) // 128`` stays). A reduction of several
 buffers at once (argmax) bound to threads is refused (tvms's LowerCrossThreadReduction does
-single-buffer sums, products, minima and maxima). Of the skipped passes, LowerAutoCopy matters: the
-``auto_copy`` blocks of an mma.sync tuning candidate need it, so such a candidate lowers from a
-module TVM has taken past it (``split_for_cuda(..., start=inject_permuted_layout)``).
+single-buffer sums, products, minima and maxima). LowerAutoCopy (``lower_auto_copy.py``) makes the
+``auto_copy`` blocks of a tuning candidate (an mma.sync candidate's ``read_at``/``write_at``
+copies) into coalesced, vectorized copies, so such a candidate lowers from its scheduled form.
 """
 from __future__ import annotations
 
