@@ -18,7 +18,7 @@ from ....ir.buffer import decl_buffer
 from ....ir.errors import TVMSError
 from ....ir.expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, Var, const
 from ....ir.stmt import SERIAL, THREAD_BINDING, BufferStore, For, IfThenElse, SeqStmt, Stmt
-from ....ir.visitor import Mutator, walk
+from ....ir.visitor import Mutator, children, walk
 from .auto_copy_rule import GLOBAL, SHARED, ConstraintSet, OutputSet, can_relax_under_thread, copies_between, \
     loop_nest, with_suffix, wrap
 
@@ -65,7 +65,7 @@ class _Piece:
             self.visit(e.b)
             self.ops.pop()
             return
-        for child in e.indices if isinstance(e, BufferLoad) else _operands(e):
+        for child in e.indices if isinstance(e, BufferLoad) else children(e):
             self.visit(child)
 
     def _piece(self, var: Var) -> None:
@@ -100,12 +100,6 @@ class _Piece:
         if extent > 1:
             self.shape.append(extent)
             self.indices.append(binary(FloorDiv, index, largest // extent))
-
-
-def _operands(e):
-    from ....ir.visitor import children
-
-    return children(e)
 
 
 def rank_promoted_shape(indices, ranges: dict) -> tuple[list, list] | None:
