@@ -57,15 +57,16 @@ class ConstraintSet:
 
     @property
     def local_stage(self) -> bool:
-        return _int(self.annotations.get("local_stage", 0)) == 1
+        return annotation_int(self.annotations.get("local_stage", 0)) == 1
 
     @property
     def vector_bytes(self) -> int:
-        return _int(self.annotations.get("vector_bytes", 1))
+        return annotation_int(self.annotations.get("vector_bytes", 1))
 
 
-def _int(value) -> int:
-    return int(value.value if isinstance(value, IntImm) else value)
+def annotation_int(value) -> int:
+    """An annotation's value (``True``, ``16``, ``T.bool(True)``) as an int; 0 for None."""
+    return int(value.value if isinstance(value, IntImm) else value or 0)
 
 
 @dataclass
@@ -114,6 +115,6 @@ def nest_of(stmt: Stmt, rule: str, constraints: ConstraintSet, least: int = 1,
     return loops, body
 
 
-__all__ = ["ConstraintSet", "OutputSet", "storage_rank", "copies_between", "can_relax_under_thread",
+__all__ = ["ConstraintSet", "OutputSet", "annotation_int", "storage_rank", "copies_between", "can_relax_under_thread",
            "loop_nest", "wrap", "with_suffix", "nest_of", "GLOBAL", "SHARED", "WARP", "LOCAL",
            "WMMA_A", "WMMA_B", "WMMA_ACCUMULATOR", "MMA_C"]

@@ -30,7 +30,7 @@ from ....ir.visitor import Mutator, walk
 from ..tir_pass import define_tir_pass
 from .auto_copy_coalesce import coalesced_access, inverse_mapping
 from .auto_copy_padding import AutoPadder
-from .auto_copy_rule import ConstraintSet, OutputSet, loop_nest, wrap
+from .auto_copy_rule import ConstraintSet, OutputSet, annotation_int, loop_nest, wrap
 from .auto_copy_stage import create_local_stage
 from .auto_copy_tensor_core import mma_to_global, shared_to_wmma, wmma_to_global, wmma_to_shared
 
@@ -38,16 +38,12 @@ RULES = (inverse_mapping, coalesced_access, create_local_stage, shared_to_wmma, 
          mma_to_global)
 
 
-def _flag(value) -> int:
-    return int(value.value if isinstance(value, IntImm) else value or 0)
-
-
 def thread_extents(stmt: Stmt) -> dict:
     """The constant extent of each thread tag the function binds (TVM's ThreadExtentCollector;
     a block marked ``warp_execution`` runs threadIdx.x over a warp)."""
     extents = {}
     for node in walk(stmt):
-        if isinstance(node, Block) and _flag(node.annotations.get("warp_execution", 0)):
+        if isinstance(node, Block) and annotation_int(node.annotations.get("warp_execution", 0)):
             extents["threadIdx.x"] = 32
         elif isinstance(node, For) and node.thread_binding is not None and isinstance(node.extent, IntImm) \
                 and node.thread_binding.iter_type == "ThreadIndex":
@@ -70,7 +66,7 @@ class _AutoCopy(Mutator):
 
     def visit_BlockRealize(self, realize: BlockRealize) -> Stmt:
         block = realize.block
-        if _flag(block.annotations.get("auto_copy", 0)) and not is_const_int(realize.predicate, 1):
+        if annotation_int(block.annotations.get("auto_copy", 0)) and not is_const_int(realize.predicate, 1):
             # the bound (a padded result's write-back) is over the copy's loops, which the rules
             # re-make: it goes inside them (TVM leaves it outside, over variables gone)
             loops, inner = loop_nest(block.body)
@@ -80,7 +76,7 @@ class _AutoCopy(Mutator):
 
     def visit_Block(self, block: Block) -> Stmt:
         block = self.generic_visit(block)
-        if not _flag(block.annotations.get("auto_copy", 0)):
+        if not annotation_int(block.annotations.get("auto_copy", 0)):
             allocs = self.padder.pad(block.alloc_buffers)
             changed = any(a is not b for a, b in zip(allocs, block.alloc_buffers))
             return block.with_changes(alloc_buffers=allocs) if changed else block
