@@ -60,6 +60,16 @@ Env = dict
 Fn = Callable[[Env], Any]
 
 
+def _storage_extents(buffer: Buffer) -> tuple:
+    """The extents a block's buffer is allocated with: the span of its strides where it has
+    constant ones (rows padded against bank conflicts), else its shape."""
+    dims = (*buffer.shape, *buffer.strides)
+    if buffer.strides and all(isinstance(d, E.IntImm) for d in dims):
+        span = 1 + sum((d.value - 1) * s.value for d, s in zip(buffer.shape, buffer.strides))
+        return (E.IntImm(buffer.shape[0].dtype, span),)
+    return buffer.shape
+
+
 def compact_strides(shape: tuple) -> tuple:
     """Row-major element strides of ``shape``."""
     strides, acc = [], 1
@@ -478,7 +488,7 @@ class _SerialCodegen(_Compiler):
         for iv, value in zip(block.iter_vars, values):
             self.emit(f"{self.local(iv.var)} = {value}")
         for b in block.alloc_buffers:
-            self.alloc(b.data, b.dtype, b.shape)
+            self.alloc(b.data, b.dtype, _storage_extents(b))
             self.bind_buffer(b)
         for m in block.match_buffers:
             self.match_buffer(m)

@@ -71,8 +71,8 @@ def test_refusals() -> None:
 
 @pytest.mark.slow
 def test_the_lowered_mma_candidate_computes_and_compiles() -> None:
-    """The 128^3 mma.sync candidate as TVM's pipeline has it before InjectPermutedLayout (tvms has
-    no LowerAutoCopy, so the stages before come from TVM), lowered on by tvms's cuda pipeline with
+    """The 128^3 mma.sync candidate as TVM's pipeline has it before InjectPermutedLayout (TVM's
+    stage, so that the passes after it start from TVM's very input), lowered on by tvms's cuda pipeline with
     asynchronous copies -- InjectPermutedLayout, InjectSoftwarePipeline (fragment pointers of each
     version), TransformMmaBufferLayout, ... -- computes the matmul exactly in the reference executor
     (ldmatrix, m16n8k8 mma.sync, cp.async), and its kernel compiles with NVRTC for sm_80 and sm_90."""

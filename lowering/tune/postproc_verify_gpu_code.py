@@ -269,7 +269,8 @@ def _versions(accesses: list, placed: int) -> int:
     write and its stage-t statements read lives in t - s + 1 versions."""
     loop = accesses[0].scopes[placed - 1] if placed else None
     stages = loop.annotations.get(PIPELINE_STAGE) if isinstance(loop, For) else None
-    if stages is None or not isinstance(loop.body, SeqStmt) or len(loop.body.seq) != len(stages):
+    spans = _stage_spans(loop.body, stages) if stages is not None else None
+    if spans is None:
         return 1
     children = [c.block if isinstance(c, BlockRealize) else c for c in loop.body.seq]
     written, read = [], []
@@ -277,8 +278,27 @@ def _versions(accesses: list, placed: int) -> int:
         child = access.scopes[placed] if len(access.scopes) > placed else None
         index = next((i for i, c in enumerate(children) if c is child), None)
         if index is not None:
-            (written if access.writes else read).append(int(stages[index]))
+            (written if access.writes else read).extend(spans[index])
     return max(1, max(read) - min(written) + 1) if written and read else 1
+
+
+def _stage_spans(body: Stmt, stages: Any) -> list | None:
+    """Per statement of a pipelined loop's body, the stages of the statements it becomes: its
+    own, or, where the list is longer than the body, for a nested pipelined loop three, its prologue's, body's and epilogue's
+    (InjectSoftwarePipeline lowers the inner pipeline first: the mma.sync rule's stage list
+    counts them so). None where the list does not fit the body."""
+    if not isinstance(body, SeqStmt):
+        return None
+    widths = [1] * len(body.seq)
+    if len(widths) != len(stages):
+        widths = [3 if isinstance(s, For) and PIPELINE_STAGE in s.annotations else 1 for s in body.seq]
+        if sum(widths) != len(stages):
+            return None
+    spans, at = [], 0
+    for width in widths:
+        spans.append([int(stage) for stage in stages[at:at + width]])
+        at += width
+    return spans
 
 
 class _Limited(Mutator):

@@ -15,7 +15,7 @@ mma.sync (``mma_sync_m16n8k8_*``, tensor_intrin_mma.py): the same tensorization 
 tiles, the spatial tiles sampled partitioned (``sample_partitioned_tile``) so that a warp's tiles
 cover whole ``ldmatrix`` slices; ``write_at``/``read_at`` copy blocks (``auto_copy``) stand for
 the accumulators' write-out and the operands' swizzled (``permuted_layout``) shared-memory copies,
-which TVM's lowering (LowerAutoCopy, which tvms lacks; InjectPermutedLayout) turns into code; with
+which the lowering (LowerAutoCopy, InjectPermutedLayout) turns into code; with
 ``use_software_pipeline`` those copies are asynchronous and two reduction tiles ahead.
 
 Matmuls over loops i, j, k of constant extents are taken, after any batch loops (indexing every

@@ -17,9 +17,9 @@ in a commit group becomes ``T.dma_copy``, which no CUDA code generator takes). T
 their features, except these differences: tvms's StorageRewrite does not let allocations share memory; tvms's StmtSimplify simplifies
 buffer indices only, and less than TVM's (``(f * 256 + t) // 128`` stays). A reduction of several
 buffers at once (argmax) bound to threads is refused (tvms's LowerCrossThreadReduction does
-single-buffer sums, products, minima and maxima). Of the skipped passes, LowerAutoCopy matters: the
-``auto_copy`` blocks of an mma.sync tuning candidate need it, so such a candidate lowers from a
-module TVM has taken past it (``split_for_cuda(..., start=inject_permuted_layout)``).
+single-buffer sums, products, minima and maxima). LowerAutoCopy (``lower_auto_copy.py``) makes the
+``auto_copy`` blocks of a tuning candidate (an mma.sync candidate's ``read_at``/``write_at``
+copies) into coalesced, vectorized copies, so such a candidate lowers from its scheduled form.
 """
 from __future__ import annotations
 
@@ -51,6 +51,7 @@ from .inject_ptx_async_copy import inject_ptx_async_copy
 from .inject_software_pipeline import inject_software_pipeline
 from .inject_virtual_thread import inject_virtual_thread
 from .lower_async_dma import lower_async_dma
+from .lower_auto_copy import lower_auto_copy
 from .lower_cross_thread_reduction import lower_cross_thread_reduction
 from .lower_intrin_cuda import lower_cuda_intrin
 from .lower_thread_allreduce import lower_thread_allreduce
@@ -70,7 +71,8 @@ def _vectorize_with_scalar_guards(func: PrimFunc) -> PrimFunc:
 
 # TVM's s_tir pipeline up to AnnotateEntryFunc, the passes tvms has (per PrimFunc)
 BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
-                lift_thread_binding, manifest_shared_memory_local_stage, compact_buffer_allocation, unify_thread_binding,
+                lift_thread_binding, manifest_shared_memory_local_stage, compact_buffer_allocation, lower_auto_copy,
+                unify_thread_binding,
                 lower_match_buffer, stmt_simplify, inject_permuted_layout, inject_software_pipeline,
                 transform_mma_buffer_layout, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
                 inject_virtual_thread, inject_double_buffer,
@@ -81,7 +83,7 @@ BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "sh
                 lambda f: thread_sync(f, "warp"), infer_fragment, lower_thread_allreduce,
                 merge_shared_memory_allocations)
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
-SKIPPED = ("LowerAutoCopy", "AnnotateIrregularLoop",
+SKIPPED = ("AnnotateIrregularLoop",
            "BF16ComputeLegalize", "LoopPartition",
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
            "FP8ComputeLegalize", "VerifyMemory",

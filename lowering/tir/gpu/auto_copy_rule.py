@@ -1,0 +1,120 @@
+"""What LowerAutoCopy's rewrite rules share (TVM 0.27's memhammer_rewrite_rule.h): the constraints
+of one ``auto_copy`` block, what a rule gives back besides the new body, storage ranks, and the
+helpers that take a perfect loop nest apart and put it back together."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ....ir.buffer import BufferRegion
+from ....ir.errors import TVMSError
+from ....ir.expr import IntImm, Var
+from ....ir.stmt import BufferStore, For, IfThenElse, Stmt
+from .threads import thread_dim, thread_rank
+
+# TVM's StorageRank of a scope (runtime::StorageScope::Create): the part before the first dot for
+# the plain memories (``shared.dyn`` is shared), the whole name for the tensor-core fragments
+GLOBAL, SHARED, WARP, LOCAL = 0, 1, 2, 3
+_RANKS = {"global": GLOBAL, "shared": SHARED, "warp": WARP, "local": LOCAL,
+          "wmma.matrix_a": 4, "wmma.matrix_b": 5, "wmma.accumulator": 6,
+          "m16n8k8.matrixA": 9, "m16n8k8.matrixB": 10, "m16n8k8.matrixC": 11}
+WMMA_A, WMMA_B, WMMA_ACCUMULATOR, MMA_C = 4, 5, 6, 11
+
+
+def storage_rank(scope: str) -> int:
+    rank = _RANKS.get(scope, _RANKS.get(scope.split(".")[0]))
+    if rank is None:
+        raise TVMSError(f"LowerAutoCopy: unknown storage scope {scope!r}")
+    return rank
+
+
+def copies_between(constraints: "ConstraintSet", source: int, target: int) -> bool:
+    return (storage_rank(constraints.read_region.buffer.scope) == source
+            and storage_rank(constraints.write_region.buffer.scope) == target)
+
+
+def can_relax_under_thread(scope: str, tag: str) -> bool:
+    """Whether one allocation of ``scope`` is shared by the threads of ``tag`` (TVM's
+    CanRelaxStorageUnderThread): warp memory across threadIdx.x, else a memory at or above the
+    thread's rank (shared memory across threadIdx, global across both)."""
+    rank = storage_rank(scope)
+    if rank == WARP:
+        return thread_rank(tag) == 1 and thread_dim(tag) == 0
+    return rank <= thread_rank(tag)
+
+
+@dataclass
+class ConstraintSet:
+    """One ``auto_copy`` block's copy: the kernel's thread extents by tag, the loops around the
+    block, its read and write regions, the copied element's bits and its annotations."""
+
+    thread_extent: dict
+    outer_loops: tuple
+    read_region: BufferRegion
+    write_region: BufferRegion
+    data_bits: int
+    annotations: dict
+    block: str = ""  # (its name, for the refusals)
+
+    @property
+    def local_stage(self) -> bool:
+        return annotation_int(self.annotations.get("local_stage", 0)) == 1
+
+    @property
+    def vector_bytes(self) -> int:
+        return annotation_int(self.annotations.get("vector_bytes", 1))
+
+
+def annotation_int(value) -> int:
+    """An annotation's value (``True``, ``16``, ``T.bool(True)``) as an int; 0 for None."""
+    return int(value.value if isinstance(value, IntImm) else value or 0)
+
+
+@dataclass
+class OutputSet:
+    """What a rule adds besides its body: buffers the block allocates, and the least padding
+    (a multiple of which the padder may add) of some shared buffers."""
+
+    alloc_buffers: list = field(default_factory=list)
+    padding_min: dict = field(default_factory=dict)
+
+
+def loop_nest(stmt: Stmt) -> tuple[list, Stmt]:
+    """The loops of the perfect nest ``stmt`` starts (outermost first) and the body inside them."""
+    loops = []
+    while isinstance(stmt, For):
+        loops.append(stmt)
+        stmt = stmt.body
+    return loops, stmt
+
+
+def wrap(loops, body: Stmt) -> Stmt:
+    """``body`` inside copies of ``loops`` (outermost first)."""
+    for loop in reversed(loops):
+        body = loop.with_changes(body=body)
+    return body
+
+
+def with_suffix(var: Var, suffix: str) -> Var:
+    return Var(var.name + suffix, var.dtype)
+
+
+def nest_of(stmt: Stmt, rule: str, constraints: ConstraintSet, least: int = 1,
+            guarded: bool = False) -> tuple[list, BufferStore]:
+    """``loop_nest`` of a copy a rule rewrites and its store, refused unless it is ``least``
+    loops or more around one store (``guarded``: or around an ``if`` holding one store, for the
+    rules that keep the bound or whose tiles may overshoot it)."""
+    loops, body = loop_nest(stmt)
+    if guarded and isinstance(body, IfThenElse) and body.else_case is None:
+        body = body.then_case
+    elif isinstance(body, IfThenElse):
+        raise TVMSError(f"LowerAutoCopy ({rule}): block {constraints.block!r} copies under a bound, which this rule "
+                        "would drop")
+    if not isinstance(body, BufferStore) or len(loops) < least:
+        raise TVMSError(f"LowerAutoCopy ({rule}): block {constraints.block!r} must be a nest of {least} loops or "
+                        "more around one store")
+    return loops, body
+
+
+__all__ = ["ConstraintSet", "OutputSet", "annotation_int", "storage_rank", "copies_between", "can_relax_under_thread",
+           "loop_nest", "wrap", "with_suffix", "nest_of", "GLOBAL", "SHARED", "WARP", "LOCAL",
+           "WMMA_A", "WMMA_B", "WMMA_ACCUMULATOR", "MMA_C"]

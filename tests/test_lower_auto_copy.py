@@ -1,0 +1,138 @@
+"""LowerAutoCopy against Apache TVM 0.27 (fixtures/lower_auto_copy/generate_with_tvm.py): on the
+inputs of TVM's nine tests (coalescing and vectorizing, inverse mapping, the local stage,
+shared <-> wmma, wmma -> global with and without fusion, mma -> global, auto padding) and on the
+mma.sync candidate at the stage TVM's cuda pipeline runs it, tvms's pass prints TVM's output byte
+for byte; small copies of the same shapes compute what they computed before the pass in the
+reference executor."""
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import tvms
+from tvms.ir.errors import TVMSError
+from tvms.ir.stmt import THREAD_BINDING, VECTORIZED, Block, For, IfThenElse
+from tvms.ir.visitor import walk
+from tvms.lowering.pass_registry import get_pass
+from tvms.lowering.tir.gpu import pipeline
+from tvms.lowering.tir.gpu.lower_auto_copy import lower_auto_copy
+from tvms.runtime.reference import run_prim_func
+
+GOLDEN = pathlib.Path(__file__).parent / "fixtures" / "lower_auto_copy"
+DIALECT = "tvm-0.27"
+CASES = sorted(p.name[:-len("_before.tvms")] for p in GOLDEN.glob("*_before.tvms"))
+
+
+def test_all_of_tvms_cases_are_kept() -> None:
+    assert CASES == ["auto_padding", "coalesce_vectorize", "inverse", "local_stage", "mma", "mma_to_global",
+                     "shared_to_wmma", "wmma_to_global", "wmma_to_global_fusion", "wmma_to_shared"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_prints_what_tvm_prints(case: str) -> None:
+    mod = tvms.script.from_source((GOLDEN / f"{case}_before.tvms").read_text())
+    assert get_pass("LowerAutoCopy")(mod).script(dialect=DIALECT) == (GOLDEN / f"{case}_after.tvms").read_text()
+
+
+def test_the_cuda_pipeline_runs_it_where_tvm_does() -> None:
+    steps = pipeline.BEFORE_ENTRY
+    at = steps.index
+    assert at(pipeline.compact_buffer_allocation) + 1 == at(pipeline.lower_auto_copy)
+    assert at(pipeline.lower_auto_copy) + 1 == at(pipeline.unify_thread_binding)
+    assert "LowerAutoCopy" not in pipeline.SKIPPED
+
+
+def copy(load: dict | None, store: dict | None, transposed: bool = False, threads: int = 2) -> tvms.PrimFunc:
+    """A 64 x 64 copy of A into B through a 32 x 32 shared tile per thread block, the copies in and
+    out annotated ``load`` / ``store`` (None: a plain copy); ``transposed``: the tile holds the
+    transpose (written A_shared[j, i], read back so)."""
+    def attrs(a: dict | None) -> str:
+        return f"T.sblock_attr({a or {}!r})"
+    tile = "A_shared[ax1, ax0]" if transposed else "A_shared[ax0, ax1]"
+    text = f"""
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32")):
+    with T.sblock("root"):
+        T.sblock_attr({{"warp_execution": True}})
+        for bx in T.thread_binding(2, thread="blockIdx.x"):
+            for by in T.thread_binding(2, thread="blockIdx.y"):
+                for ty in T.thread_binding({threads}, thread="threadIdx.y"):
+                    with T.sblock():
+                        A_shared = T.sblock_alloc_buffer((32, 32), scope="shared.dyn")
+                        with T.sblock("A_shared"):
+                            {attrs(load)}
+                            for ax0, ax1 in T.grid(32, 32):
+                                {tile} = A[bx * 32 + ax0, by * 32 + ax1]
+                        with T.sblock("B"):
+                            {attrs(store)}
+                            for {"ax1, ax0" if transposed else "ax0, ax1"} in T.grid(32, 32):
+                                B[bx * 32 + ax0, by * 32 + ax1] = {tile}
+"""
+    return tvms.script.from_source(text)
+
+
+def copied(func: tvms.PrimFunc) -> np.ndarray:
+    a = np.arange(64 * 64, dtype="float32").reshape(64, 64)
+    b = np.zeros_like(a)
+    run_prim_func(func, a, b)
+    return b
+
+
+VECTOR = {"auto_copy": True, "vector_bytes": 16}
+
+
+@pytest.mark.parametrize("load, store, transposed, threads", [
+    (VECTOR, None, False, 2),  # coalesced, 4 lanes
+    (None, VECTOR, True, 2),  # inverse mapping, then coalesced
+    ({**VECTOR, "local_stage": True}, None, False, 2),  # through registers
+    ({"auto_copy": True}, {"auto_copy": True}, True, 3),  # a split that overshoots (3 x 32 threads)
+])
+def test_copies_compute_what_they_did(load, store, transposed, threads) -> None:
+    """TVM's coalescing, inverse and local-stage cases at 64 x 64 (and a thread count that does
+    not divide the tile, so the split is bounded): the lowered copies are thread-bound and
+    vectorized, the transposed tile is padded (strides), and B is A before and after."""
+    func = copy(load, store, transposed, threads)
+    lowered = lower_auto_copy(func)
+    loops = [n for n in walk(lowered.body) if isinstance(n, For)]
+    assert any(loop.kind == THREAD_BINDING and loop.thread_binding.thread_tag == "threadIdx.x" for loop in loops)
+    lanes = 4 if "vector_bytes" in (load or store) else 1
+    assert any(loop.kind == VECTORIZED and loop.extent.value == lanes for loop in loops)
+    assert any(isinstance(n, IfThenElse) for n in walk(lowered.body)) == (threads == 3)
+    (shared,) = [b for n in walk(lowered.body) if isinstance(n, Block) for b in n.alloc_buffers
+                 if b.name == "A_shared"]
+    assert (shared.strides[0].value > 32) == transposed  # (a row padded against bank conflicts)
+    expected = np.arange(64 * 64, dtype="float32").reshape(64, 64)
+    np.testing.assert_array_equal(copied(func), expected)
+    np.testing.assert_array_equal(copied(lowered), expected)
+
+
+def test_refusals() -> None:
+    """A copy the rules cannot take is refused with the block's name, never lowered wrongly: a
+    write to global whose indices are no permutation of the loops (TVM inverts any bijective
+    affine map, tvms only permutations), a copy that is not a loop nest around one store."""
+    text = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((4096,), "float32")):
+    with T.sblock("root"):
+        for ty in T.thread_binding(2, thread="threadIdx.y"):
+            with T.sblock():
+                A_shared = T.sblock_alloc_buffer((64, 64), scope="shared")
+                with T.sblock("fill"):
+                    for ax0, ax1 in T.grid(64, 64):
+                        A_shared[ax0, ax1] = A[ax0, ax1]
+                with T.sblock("flat"):
+                    T.sblock_attr({"auto_copy": True})
+                    for ax0, ax1 in T.grid(64, 64):
+                        B[ax0 * 64 + ax1] = A_shared[ax0, ax1]
+"""
+    with pytest.raises(TVMSError, match="'flat' writes indices that are not a permutation"):
+        lower_auto_copy(tvms.script.from_source(text))
+    transposing = copy(None, {"auto_copy": True}, transposed=True).script().replace("for ax1, ax0 in", "for ax0, ax1 in")
+    with pytest.raises(TVMSError, match="'B' must read its source at its loops' variables, in their order"):
+        lower_auto_copy(tvms.script.from_source(transposing))
+    two = text.replace("B[ax0 * 64 + ax1] = A_shared[ax0, ax1]",
+                       "B[ax0 * 64 + ax1] = A_shared[ax0, ax1]\n                    B[0] = A_shared[0, 0]")
+    with pytest.raises(TVMSError, match="'flat' must be a nest of 1 loops or more around one store"):
+        lower_auto_copy(tvms.script.from_source(two))
