@@ -412,3 +412,29 @@ def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
     with pytest.raises(TVMSError, match=r"thread \(threadIdx.x=1\) writes element 1 \(float16, bytes 2 to 3\), which "
                                         r"thread \(threadIdx.x=0\) accessed"):
         run_prim_func(gpu.merge_shared_memory_allocations(racy), a, c)
+
+
+def test_common_subexpr_elim_binds_before_every_use_of_a_sequence() -> None:
+    """An expression first met inside a let (or a buffer declaration) and again after it is bound
+    before the let, not inside it, where the later use would read a variable out of its scope
+    (seen on the 127^3 mma.sync sketch: the write-back read ``blockIdx_y * 64`` bound around the
+    copy before it)."""
+    from tvms.lowering.tir.gpu.common_subexpr_elim import common_subexpr_elim
+
+    func = from_source("""
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((64,), "int32"), n: T.int32):
+    with T.LetStmt(n + 1) as m:
+        A[n * 4 + 1] = m
+        A[n * 4 + 2] = m
+    A[n * 4 + 3] = 7
+""")
+    # (the broken form printed the later use's variable as a free one: ``cse_v1 = T.int32()``)
+    assert common_subexpr_elim(func).script().splitlines()[4:] == [
+        "    cse_v1: T.int32 = n * 4",
+        "    with T.LetStmt(n + 1) as m:",
+        "        A[cse_v1 + 1] = m",
+        "        A[cse_v1 + 2] = m",
+        "    A[cse_v1 + 3] = 7"]

@@ -7,6 +7,9 @@ repeated parent do not count again: a child loses ``(parent count - 1) * multipl
 left with two or more occurrences gets a variable, shallower expressions first (then in the order
 first met): ``cse_vN = expr`` (with the earlier variables in it) is bound before its first use in
 that scope, or before the loop or branch that holds it, and every occurrence reads the variable.
+A binding scopes the statement it is put before and the rest of that statement's sequence; where
+that misses a later occurrence (the first one sits inside a buffer declaration or a let, the
+others after it), it goes before the enclosing statement instead.
 """
 from __future__ import annotations
 
@@ -54,13 +57,14 @@ RECORDED = (BinaryOp, Not, Cast, Select)
 
 
 class _Entry:
-    __slots__ = ("count", "depth", "repr", "lca", "first_scope", "first_stmt", "children", "consumed")
+    __slots__ = ("count", "depth", "repr", "lca", "first_scope", "first_stmt", "children", "consumed", "stmts")
 
     def __init__(self, expr: PrimExpr, scope: int, stmt: Stmt) -> None:
         self.count, self.depth, self.repr, self.consumed = 0, 0, expr, 0
         self.lca = self.first_scope = scope
         self.first_stmt = stmt
         self.children: list = []  # [key, multiplicity]
+        self.stmts: dict = {}  # id -> each statement it occurs in
 
 
 class _Planner:
@@ -70,6 +74,7 @@ class _Planner:
         self.stmt: Stmt | None = None
         self.table: dict = {}
         self.memo: dict = {}
+        self.parent: dict = {}  # id(statement) -> the statement holding it
 
     def lca(self, a: int, b: int) -> int:
         while self.scopes[a][1] > self.scopes[b][1]:
@@ -119,12 +124,15 @@ class _Planner:
         else:
             entry.lca = self.lca(entry.lca, self.scope)
         entry.count += 1
+        entry.stmts[id(self.stmt)] = self.stmt
 
     # -- statements
     def visit(self, s: Stmt) -> None:
         self.stmt = s
+        for child in _sub_statements(s):
+            self.parent[id(child)] = s
         if isinstance(s, SeqStmt):
-            for x in s.seq:
+            for x in _flat(s):
                 self.visit(x)
         elif isinstance(s, BufferStore):
             self.expr(s.value)
@@ -183,11 +191,46 @@ class _Planner:
 
     def _insertion_point(self, entry: _Entry) -> Stmt:
         if entry.first_scope == entry.lca:
-            return entry.first_stmt
-        scope = entry.first_scope
-        while self.scopes[scope][0] != entry.lca:
-            scope = self.scopes[scope][0]
-        return self.scopes[scope][2]
+            point = entry.first_stmt
+        else:
+            scope = entry.first_scope
+            while self.scopes[scope][0] != entry.lca:
+                scope = self.scopes[scope][0]
+            point = self.scopes[scope][2]
+        while not self._covers(point, entry.stmts.values()):
+            point = self.parent[id(point)]
+            if isinstance(point, SeqStmt):  # (its statements are bound one by one, not the whole)
+                point = self.parent[id(point)]
+        return point
+
+    def _covers(self, point: Stmt, stmts) -> bool:
+        """Whether a binding put before ``point`` scopes each of ``stmts``: each inside ``point``
+        or inside a statement after it in its sequence."""
+        holder = self.parent.get(id(point))
+        reach = {id(point)}
+        if isinstance(holder, SeqStmt):
+            items = _flat(holder)
+            reach.update(id(x) for x in items[[id(x) for x in items].index(id(point)):])
+        for s in stmts:
+            while id(s) not in reach:
+                s = self.parent.get(id(s))
+                if s is None:
+                    return False
+        return True
+
+
+def _flat(seq: SeqStmt) -> list:
+    """The statements of a sequence, those of a sequence inside it spliced in (one scope)."""
+    return [x for item in seq.seq for x in (_flat(item) if isinstance(item, SeqStmt) else (item,))]
+
+
+def _sub_statements(s: Stmt) -> list:
+    if isinstance(s, SeqStmt):
+        return _flat(s)
+    if isinstance(s, IfThenElse):
+        return [b for b in (s.then_case, s.else_case) if b is not None]
+    body = getattr(s, "body", None)
+    return [body] if isinstance(body, Stmt) else []
 
 
 def _children(e: PrimExpr) -> list:
@@ -241,7 +284,7 @@ class _Rewriter(Mutator):
     def visit_SeqStmt(self, seq: SeqStmt) -> Stmt:
         # a binding before a statement scopes the rest of the sequence
         tail: list = []
-        for item in reversed(seq.seq):
+        for item in reversed(_flat(seq)):
             visited = Mutator.visit(self, item)
             if id(item) in self.inserts:
                 tail = [self._bind(item, visited if not tail else SeqStmt((visited, *tail)))]
