@@ -14,13 +14,13 @@ shapes, ``F = G * Fg`` filters, becomes (``Fp`` the padded group)::
 
     wp = reshape(nn.pad(reshape(w, (G, Fg, K)), [0, 0, 0, Fp - Fg, 0, 0]), (G * Fp, C / G, kh, kw))
     yp = nn.conv2d(x, wp, groups=G)
-    y = reshape(strided_slice(reshape(yp, (N, G, Fp, H * W)), axes=[2], begin=[0], end=[Fg]), (N, F, H, W))
+    y = reshape(strided_slice(reshape(yp, (N, G, Fp, H, W)), axes=[2], begin=[0], end=[Fg]), (N, F, H, W))
 
 The weight's padding is folded at compile time for a constant weight (FoldConstant), and runs
 once per weight where LiftTransformParams lifts it. The padded conv is a plain conv of whole
 vectors, which its default schedule (and tuning) handles as any other; the crop is injective,
 so FuseOps fuses it with the elementwise epilogue after it (bias, batch norm, relu) into one
-pass over the result. The PassContext option ``"relax.PadConvGroups.enable": False`` turns the
+pass over the result (the PlaneCopy rule's: a parallel task a channel, its plane in vectors). The PassContext option ``"relax.PadConvGroups.enable": False`` turns the
 pass off in ``tvms.compile``.
 """
 from __future__ import annotations
@@ -128,7 +128,7 @@ class _GroupPadder(PyExprMutator):
         w = self.emit("nn.pad", [w], {"pad_width": [0, 0, 0, padded - group_out, 0, 0]})
         w = self.emit("reshape", [w, _shape(groups * padded, *kernel[1:])])
         y = self.emit("nn.conv2d", [x, w], dict(a))
-        y = self.emit("reshape", [y, _shape(n, groups, padded, height * width)])
+        y = self.emit("reshape", [y, _shape(n, groups, padded, height, width)])
         y = self.emit("strided_slice", [y, [2], [0], [group_out]])
         return make_call("reshape", [y, _shape(*out)])
 
