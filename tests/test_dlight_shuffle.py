@@ -77,6 +77,6 @@ def test_a_crop_with_its_epilogue_copies_planes_in_whole_vectors():
     np.testing.assert_allclose(ref, expected, rtol=1e-6)
     body = "            d = R.multiply(x, s)\n            e = R.nn.relu(d)\n            R.output(e)\n        return e"
     tensor = 'R.Tensor((1, 36, 5, 5), dtype="float32")'
-    plain = only_kernel(legalized(from_source(relax_module(body, f'x: {tensor}, s: R.Tensor((36, 1, 1), dtype="float32")',
-                                                           tensor))))
+    params = f'x: {tensor}, s: R.Tensor((36, 1, 1), dtype="float32")'
+    plain = only_kernel(legalized(from_source(relax_module(body, params, tensor))))
     assert PlaneCopy().apply(plain, avx512, False) is None

@@ -59,7 +59,8 @@ def single_copy(func: Any, any_value: bool = False) -> tuple[Schedule, Any] | No
     sch, (info,) = found
     store = info.block.body
     if (not info.is_injective() or not info.trivial or not isinstance(store, BufferStore)
-            or not (any_value or isinstance(store.value, BufferLoad)) or any(it.const_extent is None for it in info.iters)):
+            or not (any_value or isinstance(store.value, BufferLoad))
+            or any(it.const_extent is None for it in info.iters)):
         return None
     return sch, info
 

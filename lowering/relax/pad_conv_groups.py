@@ -20,8 +20,9 @@ The weight's padding is folded at compile time for a constant weight (FoldConsta
 once per weight where LiftTransformParams lifts it. The padded conv is a plain conv of whole
 vectors, which its default schedule (and tuning) handles as any other; the crop is injective,
 so FuseOps fuses it with the elementwise epilogue after it (bias, batch norm, relu) into one
-pass over the result (the PlaneCopy rule's: a parallel task a channel, its plane in vectors). The PassContext option ``"relax.PadConvGroups.enable": False`` turns the
-pass off in ``tvms.compile``.
+pass over the result (the PlaneCopy rule's: a parallel task a channel, its plane in vectors).
+The PassContext option ``"relax.PadConvGroups.enable": False`` turns the pass off in
+``tvms.compile``.
 """
 from __future__ import annotations
 
