@@ -114,8 +114,9 @@ def check_in_model(database: Any, mod: Any, target: Any, inputs: list, calls: in
     default_program = compile_module(lowered, target, exec_mode="bytecode")
     timed: dict = {task.task_name: [] for task, _, _ in pending}  # per candidate: (default's secs, its secs)
     for k in range(CANDIDATES):
-        turn = [(task, cands[k]) for task, _, cands in pending
-                if k < len(cands) and all(statistics.fmean(t) >= statistics.fmean(d) for d, t in timed[task.task_name])]
+        turn = [(task, cands[k]) for task, _, cands in pending  # (those whose k candidates all lost)
+                if k < len(cands) and len(timed[task.task_name]) == k
+                and all(statistics.fmean(t) >= statistics.fmean(d) for d, t in timed[task.task_name])]
         if not turn:
             break
         chosen = database if k == 0 else _with_schedules(database, tasks, target, {id(t): c for t, c in turn})
@@ -125,7 +126,7 @@ def check_in_model(database: Any, mod: Any, target: Any, inputs: list, calls: in
             for ex, spent in zip(programs, sides):
                 spent.append(kernel_seconds(ex, inputs, calls)[1])
         for task, _ in turn:
-            kernels = {k for n in task.names for k in (n, n + "_prepacked")}
+            kernels = {name for n in task.names for name in (n, n + "_prepacked")}
             per_call = [[_task_seconds(spent, kernels, task.weight) for spent in side] for side in sides]
             if None not in per_call[0] + per_call[1]:
                 timed[task.task_name].append(tuple(per_call))
