@@ -110,9 +110,11 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
     (``tvms.dlight.cpu`` for llvm: matmul, GEMV, reduction, elementwise, fallback), and a named
     pipeline is preceded by FuseTransposeMatmul, so that a linear layer reads its weight as
     stored, and followed by ConcatInPlace, so that a concatenation's parts are written into it;
-    on an llvm target of 8 fp32 lanes or more it first runs BlockChannels, so that convolutions
-    run on channel-blocked data (``PassContext(config={"relax.BlockChannels.enable": False})``
-    keeps NCHW). False compiles the TensorIR as it is, as TVM does.
+    on an llvm target it first runs PadConvGroups, so that grouped convolutions compute groups of
+    whole vectors (``"relax.PadConvGroups.enable": False`` leaves them), and, with 8 fp32 lanes or
+    more, BlockChannels, so that convolutions run on channel-blocked data
+    (``PassContext(config={"relax.BlockChannels.enable": False})`` keeps NCHW). False compiles the
+    TensorIR as it is, as TVM does.
 
     ``exec_mode`` (TVM's): ``"compiled"`` lowers each Relax function the native VM takes to one
     native function (``codegen/llvm_vm.py``; the others, and ``"bytecode"``, are interpreted:
@@ -130,7 +132,7 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
     pool_kind = get_global_func("runtime.thread_pool_kind", True) if target.kind == "llvm" else None
     pool = {"thread_pool": pool_kind()} if pool_kind is not None else {}
     key = compile_key(mod, target, relax_pipeline, default_schedule=bool(default_schedule), exec_mode=exec_mode,
-                      block_channels=bool(_block_channels(target)), **pool)
+                      layout_passes=tuple(type(p).__name__ for p in _layout_passes(target)), **pool)
     if key is not None:
         with _COMPILED_LOCK:
             hit = _COMPILED.get(key)
@@ -236,8 +238,7 @@ def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool, targe
     """The Relax pipeline step: ``relax_pipeline`` (a name or a pass) when Relax operators
     remain; a named pipeline is preceded by the CPU backend's dispatch passes and, with default
     schedules, by FuseTransposeMatmul (and followed by ConcatInPlace); for an llvm ``target``
-    of 8 lanes or more, BlockChannels first (``_block_channels``: convolutions on NCHW{lanes}c
-    data; the PassContext option ``"relax.BlockChannels.enable": False`` leaves them NCHW)."""
+    first PadConvGroups and, of 8 lanes or more, BlockChannels (``_layout_passes``)."""
     if relax_pipeline is None or not has_relax_operators(mod):
         return mod
     if isinstance(relax_pipeline, str):
@@ -252,7 +253,7 @@ def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool, targe
             from .relax.concat_in_place import ConcatInPlace
             from .relax.fuse_transpose_matmul import FuseTransposeMatmul
 
-            relax_pipeline = Sequential([*_block_channels(target), FuseTransposeMatmul(), relax_pipeline,
+            relax_pipeline = Sequential([*_layout_passes(target), FuseTransposeMatmul(), relax_pipeline,
                                          ConcatInPlace()])
         relax_pipeline = Sequential([DispatchSampling(), DispatchSortScan(), relax_pipeline])
     # TVM's build keeps every Relax function; the pipeline's dead-code elimination keeps the
@@ -262,24 +263,32 @@ def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool, targe
     return _with_global_symbols(mod, [k for k in private if k in mod], False)
 
 
-BLOCK_CHANNELS_BY_DEFAULT = True  # (the PassContext option turns it off)
+BLOCK_CHANNELS_BY_DEFAULT = True  # (the PassContext options turn these off)
+PAD_CONV_GROUPS_BY_DEFAULT = True
 
 
-def _block_channels(target: Any) -> list:
-    """BlockChannels with blocks of the target's fp32 lanes, for an llvm target whose vector
-    width is known (its ``-mattr``, the host's features, or LLVM's for a named x86 CPU) and holds
-    8 lanes or more."""
+def _layout_passes(target: Any) -> list:
+    """For an llvm target, the passes that lay convolutions out for its vectors: PadConvGroups
+    (grouped convolutions on groups of whole vectors; the PassContext option
+    ``"relax.PadConvGroups.enable": False`` leaves them), then BlockChannels with blocks of the
+    target's fp32 lanes where its vector width is known (its ``-mattr``, the host's features, or
+    LLVM's for a named x86 CPU) and holds 8 lanes or more (``"relax.BlockChannels.enable": False``
+    leaves the convolutions NCHW)."""
     from .transform import PassContext
 
     target = as_target(target) if target is not None else None
-    if target is None or target.kind != "llvm" or \
-            not PassContext.current().config.get("relax.BlockChannels.enable", BLOCK_CHANNELS_BY_DEFAULT):
+    if target is None or target.kind != "llvm":
         return []
     from .dlight.analysis import vector_bits
     from .relax.block_channels import BlockChannels
+    from .relax.pad_conv_groups import PadConvGroups
 
+    config = PassContext.current().config
+    passes = [PadConvGroups(target)] if config.get("relax.PadConvGroups.enable", PAD_CONV_GROUPS_BY_DEFAULT) else []
     lanes = (vector_bits(target) or 0) // 32
-    return [BlockChannels(lanes)] if lanes >= 8 else []
+    if lanes >= 8 and config.get("relax.BlockChannels.enable", BLOCK_CHANNELS_BY_DEFAULT):
+        passes.append(BlockChannels(lanes))
+    return passes
 
 
 def has_relax_operators(mod: IRModule) -> bool:

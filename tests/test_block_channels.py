@@ -282,10 +282,10 @@ def test_a_half_precision_first_layer_accumulating_in_float32():
 
 
 def test_which_targets_block_their_channels():
-    from tvms.lowering.build import _block_channels
+    from tvms.lowering.build import _layout_passes
     from tvms.target import Target
 
-    blocks = lambda target: [p.block for p in _block_channels(Target(target))]
+    blocks = lambda target: [p.block for p in _layout_passes(Target(target)) if hasattr(p, "block")]
     assert blocks("llvm -mattr=+avx512f,+avx2,+fma") == [16]
     assert blocks("llvm -mattr=+avx2,+fma") == [8]
     # a named x86 CPU without -mattr: the lanes LLVM gives it

@@ -184,48 +184,9 @@ def test_depthwise_rows_in_vectors_of_any_width():
             np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
 
 
-def test_groups_are_padded_to_the_vectors_of_full_fma_rate():
-    """On AMD Zen 4 (512-bit FMAs as two 256-bit halves) a group pads to whole 256-bit vectors:
-    groups of 17 output channels to 24 (to 32 on an Intel AVX-512 CPU); both schedules, built for
-    the host, equal numpy and the reference executor. A group of whole vectors that only tile
-    poorly gets one vector more."""
-    from tvms.ir.dtype import DataType
-    from tvms.lowering.dlight.cpu_conv_groups import fma_lanes, padded_group
-
-    zen4 = Target("llvm -mcpu=znver4 -mattr=+avx512f,+avx2,+fma")
-    skylake = Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f,+avx2,+fma")
-    f32 = DataType("float32")
-    assert (fma_lanes(zen4, f32), fma_lanes(skylake, f32), fma_lanes(AVX2, f32)) == (8, 16, 8)
-    assert padded_group(68, 8, 4) == 72 and padded_group(68, 16, 4) == 80 and padded_group(136, 8, 8) is None
-    assert padded_group(24, 16, 8) == 32 and padded_group(28, 16, 4) == 32 and padded_group(8, 16, 8) is None
-    rng = np.random.default_rng(13)
-    x = rng.standard_normal((1, 32, 4, 4), dtype=np.float32)
-    w = rng.standard_normal((34, 16, 1, 1), dtype=np.float32)
-    b = rng.standard_normal((34, 1, 1), dtype=np.float32)
-    expected = window_conv_reference(x, w, 1, 0, 1, 2) + b
-    for target, padded in ((zen4, 24), (skylake, 32)):
-        out = Conv2D().apply(only_kernel(legalized(window_conv_module(32, 34, 4, 1, 1, 0, 1, 2))), target, False)
-        out = out.mod["main"]
-        assert f"T.int64({2 * padded}), T.int64(4), T.int64(4)" in out.script(), (target, padded)
-        built, ref = np.zeros(expected.shape, np.float32), np.zeros(expected.shape, np.float32)
-        tvms.build(out, target="llvm")(x, w, b, built)
-        run_prim_func(out, x, w, b, ref)
-        np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
-    # groups of 56 (7 vectors of 8: along a row of 7 only 7 x 1 tiles) get an 8th vector (7 x 2)
-    x = rng.standard_normal((1, 32, 7, 7), dtype=np.float32)
-    w = rng.standard_normal((112, 16, 1, 1), dtype=np.float32)
-    b = rng.standard_normal((112, 1, 1), dtype=np.float32)
-    out = Conv2D().apply(only_kernel(legalized(window_conv_module(32, 112, 7, 1, 1, 0, 1, 2))), zen4, False)
-    assert "T.int64(128), T.int64(7), T.int64(7)" in out.mod["main"].script()
-    built = np.zeros((1, 112, 7, 7), np.float32)
-    tvms.build(out.mod["main"], target="llvm")(x, w, b, built)
-    np.testing.assert_allclose(built, window_conv_reference(x, w, 1, 0, 1, 2) + b, rtol=1e-4, atol=1e-4)
-
-
 def test_a_conv_is_matched_once(monkeypatch):
-    """The rule matches the function once (the grouped check and the first plan share the match),
-    twice for the depthwise conv (the channel-vector plan declines it on its schedule first)."""
+    """The rule matches the function once (the first plan takes the match), twice for the
+    depthwise conv (the channel-vector plan declines it on its schedule first)."""
     from tvms.lowering.dlight import cpu_conv
 
     calls = []
@@ -281,35 +242,3 @@ def test_constant_weights_are_packed_at_compile_time():
     np.testing.assert_allclose(vm["main"](x).numpy(), expected, rtol=1e-4, atol=1e-4)
     vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())  # (parameters: packed per call)
     np.testing.assert_allclose(vm["main"](x, w, b).numpy(), expected, rtol=1e-4, atol=1e-4)
-
-
-def test_awkward_groups_are_padded_to_whole_vectors():
-    """Groups of 10 output channels (vectors of 2 lanes): the Conv2D rule pads each group's
-    channels with zero filters to whole vectors and crops them off in a pass that computes the
-    epilogue (bias, relu), for batches of one and two, the host and AVX2; equal to numpy and
-    the reference executor. With constant weights the padded packing runs at compile time."""
-    rng = np.random.default_rng(5)
-    w = rng.standard_normal((20, 6, 3, 3), dtype=np.float32)
-    b = rng.standard_normal((20, 1, 1), dtype=np.float32)
-    for n, target in ((1, Target("llvm")), (2, AVX2)):
-        body = ("            y = R.nn.conv2d(x, w, padding=[1, 1, 1, 1], groups=2)\n            z = R.add(y, b)\n"
-                "            r = R.nn.relu(z)\n            R.output(r)\n        return r")
-        params = (f'x: R.Tensor(({n}, 12, 7, 7), dtype="float32"), w: R.Tensor((20, 6, 3, 3), dtype="float32"), '
-                  'b: R.Tensor((20, 1, 1), dtype="float32")')
-        mod = from_source(relax_module(body, params, f'R.Tensor(({n}, 20, 7, 7), dtype="float32")'))
-        sch = Conv2D().apply(only_kernel(legalized(mod)), target, False)
-        out = sch.mod["main"]
-        text = out.script()
-        assert '"conv2d_nchw_intermediate_crop"' in text.replace("group_", "") and text.count(MARK) == 1, text
-        x = rng.standard_normal((n, 12, 7, 7), dtype=np.float32)
-        expected = np.maximum(window_conv_reference(x, w, 1, 1, 1, 2) + b, 0)
-        built, ref = np.zeros(expected.shape, np.float32), np.zeros(expected.shape, np.float32)
-        tvms.build(out, target="llvm")(x, w, b, built)
-        run_prim_func(out, x, w, b, ref)
-        np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
-    bound = tvms.relax.transform.BindParams("main", {"w": w, "b": b})(mod)
-    vm = tvms.relax.VirtualMachine(tvms.compile(bound, target="llvm"), tvms.cpu())
-    (main,) = [f for f in vm.executable.program.functions if f.name == "main"]
-    assert [inst.func for inst in main.code if getattr(inst, "kind", None) == "kernel"][0].endswith("_prepacked")
-    np.testing.assert_allclose(vm["main"](x).numpy(), expected, rtol=1e-4, atol=1e-4)

@@ -44,3 +44,39 @@ def test_channel_shuffle_copies_planes_in_whole_vectors():
 def test_declines_what_moves_no_whole_run():
     """A transpose of the plane's own axes moves no contiguous run: left to the injective rule."""
     assert PlaneCopy().apply(shuffle_kernel(2, 8, 4, "[0, 2, 1, 4, 3]"), Target("llvm"), False) is None
+
+
+def crop_kernel(epilogue: str):
+    """The crop of a conv's groups of 12 channels padded to 16 (3 groups, 5x5; PadConvGroups'), then
+    ``epilogue`` (Relax lines over ``c``, ending in ``e``)."""
+    body = ("            a = R.reshape(x, R.shape([1, 3, 16, 5, 5]))\n"
+            "            b = R.strided_slice(a, axes=[2], begin=[0], end=[12])\n"
+            "            c = R.reshape(b, R.shape([1, 36, 5, 5]))\n"
+            f"{epilogue}            R.output(e)\n        return e")
+    params = 'x: R.Tensor((1, 48, 5, 5), dtype="float32"), s: R.Tensor((36, 1, 1), dtype="float32")'
+    return only_kernel(legalized(from_source(relax_module(body, params, 'R.Tensor((1, 36, 5, 5), dtype="float32")'))))
+
+
+def test_a_crop_with_its_epilogue_copies_planes_in_whole_vectors():
+    """The crop with a per-channel scale and relu fused: a parallel task per channel, its plane of
+    25 in vectors of 5 (the scale one value a plane), equal to numpy and the reference executor.
+    The same scale and relu on a plain tensor move nothing: left to the elementwise rule."""
+    avx512 = Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f")
+    epilogue = "            d = R.multiply(c, s)\n            e = R.nn.relu(d)\n"
+    func = PlaneCopy().apply(crop_kernel(epilogue), avx512, False).mod["main"]
+    text = func.script()
+    assert "T.parallel(T.int64(36))" in text and "T.vectorized(T.int64(5))" in text, text
+    rng = np.random.default_rng(19)
+    x = rng.standard_normal((1, 48, 5, 5), dtype=np.float32)
+    s = rng.standard_normal((36, 1, 1), dtype=np.float32)
+    expected = np.maximum(x.reshape(1, 3, 16, 5, 5)[:, :, :12].reshape(1, 36, 5, 5) * s, 0)
+    built, ref = np.zeros_like(expected), np.zeros_like(expected)
+    tvms.build(func, target="llvm")(x, s, built)
+    run_prim_func(func, x, s, ref)
+    np.testing.assert_allclose(built, expected, rtol=1e-6)
+    np.testing.assert_allclose(ref, expected, rtol=1e-6)
+    body = "            d = R.multiply(x, s)\n            e = R.nn.relu(d)\n            R.output(e)\n        return e"
+    tensor = 'R.Tensor((1, 36, 5, 5), dtype="float32")'
+    params = f'x: {tensor}, s: R.Tensor((36, 1, 1), dtype="float32")'
+    plain = only_kernel(legalized(from_source(relax_module(body, params, tensor))))
+    assert PlaneCopy().apply(plain, avx512, False) is None

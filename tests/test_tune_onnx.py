@@ -222,8 +222,8 @@ def test_a_symbolic_batch_is_refused_until_bound(tmp_path) -> None:
 
 def test_tasks_that_cannot_be_tuned_keep_their_default_schedule_with_a_warning(tmp_path) -> None:
     # beside the conv, a relu of a symbolic batch (a trial measures one shape) and a conv of two
-    # groups of 10 filters, which the default rule pads to whole vectors outside its schedule (its
-    # trace does not replay: no baseline, so a tuned schedule would replace it unmeasured)
+    # groups of 10 filters, which PadConvGroups pads to whole vectors in Relax (lowered for the
+    # target): its default schedule replays from its trace, so it is tuned as the plain conv is
     model = conv_bn_relu_model()
     graph = model.graph
     graph.node.extend([helper.make_node("Relu", ["z"], ["r"]), helper.make_node("Conv", ["g", "gw"], ["gy"], group=2)])
@@ -232,13 +232,18 @@ def test_tasks_that_cannot_be_tuned_keep_their_default_schedule_with_a_warning(t
                         helper.make_tensor_value_info("g", TensorProto.FLOAT, [1, 12, 7, 7])])
     graph.output.extend([helper.make_tensor_value_info("r", TensorProto.FLOAT, ["N", 4]),
                          helper.make_tensor_value_info("gy", TensorProto.FLOAT, [1, 20, 5, 5])])
-    mod = lowered_model(model)
-    with pytest.warns(UserWarning, match=r"not tuned \(they keep the default schedule\): relu\w*: .*symbolic size N.*; "
-                                         r"conv2d\w*: its default schedule rewrites the function outside its trace"):
+    from tvms.relax.frontend.onnx import from_onnx
+
+    mod = run_relax_pipeline(from_onnx(model), "zero", True, "llvm")
+    with pytest.warns(UserWarning, match=r"not tuned \(they keep the default schedule\): relu\w*: .*symbolic size N") \
+            as warned:
         db = tune(mod, tmp_path, 2, op_names=None)
+    assert not any("conv2d" in str(w.message) for w in warned), [str(w.message) for w in warned]
     tuned = {r.workload for r in db.get_all_tuning_records()}
-    (fused,) = [t for t in ms.relax_integration.extract_tasks(mod, "llvm") if t.task_name.startswith("fused_conv2d")]
-    assert len(tuned) == 1 and structural_equal(next(iter(tuned)).mod, fused.mod)
+    convs = [t for t in ms.relax_integration.extract_tasks(mod, "llvm") if "conv2d" in t.task_name]
+    grouped = [t for t in convs if "T.int64(32), T.int64(6), T.int64(3), T.int64(3)" in t.mod.script()]  # (padded)
+    assert len(convs) == len(tuned) == 2 and len(grouped) == 1, [t.task_name for t in convs]
+    assert all(any(structural_equal(w.mod, t.mod) for w in tuned) for t in convs)
 
 
 def register_tile_branches(task):
@@ -291,35 +296,57 @@ def test_a_tuned_schedule_is_timed_again_in_the_model_and_the_database_follows()
                                rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("tuned_in_model, best", [(3e-3, "default"), (2.2e-3, "first")])
+def scripted_model_check(monkeypatch, db, task, tuned_in_model: list) -> tuple:
+    """``check_in_model`` on the conv model with a fake clock: every kernel of the default program
+    runs 2.5 ms in the model, those of the program with the k-th tuned candidate
+    ``tuned_in_model[k]`` (the programs timed in turns, two rounds a candidate). Returns (its
+    result, the programs timed, the task's schedule in each program compiled with the database)."""
+    from tvms.meta_schedule import model_check
+
+    timed, compiled = [], []
+
+    def scripted(executable, inputs, calls):
+        secs = tuned_in_model[len(timed) // 4] if len(timed) % 2 else 2.5e-3
+        timed.append(executable)
+        return [secs] * calls, {name: [secs] * calls for name in executable.kernels().functions}
+
+    def compile_with(database, *args, **kwargs):
+        compiled.append(database.query_tuning_record(task.mod, "llvm").trace)
+        return compile_relax(database, *args, **kwargs)
+
+    compile_relax = model_check.compile_relax
+    monkeypatch.setattr(model_check, "kernel_seconds", scripted)
+    monkeypatch.setattr(model_check, "compile_relax", compile_with)
+    return model_check.check_in_model(db, lowered_model(), "llvm", [], calls=1, rounds=2), timed, compiled
+
+
+@pytest.mark.parametrize("tuned_in_model, best", [([3e-3] * 3, "default"), ([2.2e-3], 0), ([3e-3, 2.2e-3], 1),
+                                                  ([3e-3, 2.6e-3, 2.4e-3], 2)])
 def test_the_check_in_the_model_decides_the_best_above_the_schedules_not_checked(monkeypatch, tuned_in_model,
                                                                                  best) -> None:
+    """The tuned schedules faster than the default in their trials (three) are timed in the model
+    against the default, fastest first, until one wins there: the first, the second, the third,
+    or none (then the default)."""
     from tvms.meta_schedule import model_check
     from tvms.lowering.tune.task_scheduler import replayed_default
 
-    mod = lowered_model()
-    task = conv_task(mod)
-    tiles = register_tile_branches(task)[:3]
-    db = database_with(task, 2e-3, list(zip(tiles, [1.0e-3, 1.1e-3, 1.2e-3])))
-    sides = []
-
-    def scripted(executable, inputs, calls):  # (the default program first, then the tuned one, in turns)
-        secs = tuned_in_model if len(sides) % 2 else 2.5e-3  # (every kernel slower in the model)
-        sides.append(executable)
-        return [secs] * calls, {name: [secs] * calls for name in executable.kernels().functions}
-
-    monkeypatch.setattr(model_check, "kernel_seconds", scripted)
-    checked = model_check.check_in_model(db, mod, "llvm", [], calls=1, rounds=2)
-    assert len(sides) == 4 and checked == {task.task_name: pytest.approx((2.5, tuned_in_model * 1e3))}
-    # the check's verdict ranks first: the default when the tuned schedule lost in the model (the
+    task = conv_task(lowered_model())
+    tiles = register_tile_branches(task)[:4]
+    db = database_with(task, 2e-3, list(zip(tiles, [1.0e-3, 1.1e-3, 1.2e-3, 2.1e-3])))  # (the 4th: behind the default)
+    checked, timed, compiled = scripted_model_check(monkeypatch, db, task, tuned_in_model)
+    winner = min(tuned_in_model)
+    assert len(timed) == 4 * len(tuned_in_model) and len({id(ex) for ex in timed[::2]}) == 1  # (one default program)
+    assert [trace_key(t) for t in compiled] == [trace_key(s.trace) for s in tiles[:len(tuned_in_model)]]
+    assert checked == {task.task_name: pytest.approx((2.5, winner * 1e3 if best != "default" else 3.0))}
+    # the check's verdict ranks first: the default when every tuned schedule lost in the model (the
     # tuned ones never timed there, faster in their trials than the default in the model, below
-    # it), else the tuned one, at its trial's time, ahead of the tuned ones not checked
-    expected = replayed_default(task.mod, tvms.target.Target("llvm"))[1] if best == "default" else tiles[0]
+    # it), else the winner, ahead of the tuned ones not checked (the first at its trial's time)
+    expected = replayed_default(task.mod, tvms.target.Target("llvm"))[1] if best == "default" else tiles[best]
     top = db.query_tuning_record(task.mod, "llvm")
     assert trace_key(top.trace) == trace_key(expected.trace)
     assert model_check.default_is_best(db, task) == (best == "default")
-    if best == "first":
-        assert top.mean_secs() == pytest.approx(1e-3)
+    if best != "default":
+        assert top.mean_secs() == pytest.approx(1e-3 * winner / tuned_in_model[0])
 
 
 def test_timing_the_kernels_of_a_model_leaves_its_executable_as_it_was() -> None:

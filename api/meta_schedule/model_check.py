@@ -9,7 +9,8 @@ program though every tuned schedule had won its check in turns against the defau
 ``check_in_model`` times every tuned task's kernels in the model compiled with the database and
 in the model compiled with the default schedules, in turns, and records both times (on the
 trials' scale, ``record_check``): the database ranks a schedule by its latest record, so a
-tuned schedule slower in the model gives way to the default one.
+tuned schedule slower in the model gives way to the next tuned one, checked the same way, or to
+the default one.
 """
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ from typing import Any, Iterator
 from ..lowering.build import compile as compile_module, run_relax_pipeline
 from ..lowering.dlight.base import apply_rules
 from ..lowering.targets import target_kind
-from ..lowering.tune.database import TuningRecord
+from ..lowering.schedule import Schedule
+from ..lowering.tune.database import MemoryDatabase, TuningRecord
 from ..lowering.tune.measure import args_info_of, main_func
 from ..lowering.tune.relax_integration import compile_relax, extract_tasks
 from ..lowering.tune.task_scheduler import replayed_default
+from ..ir.errors import TVMSError
 from ..ir.structural import structural_equal
 from ..ir.target import as_target
 from ..runtime.device import cpu
@@ -81,46 +84,103 @@ def default_is_best(database: Any, task: Any, default: Any = None) -> bool:
     return default is None or structural_equal(best["main"], default.mod["main"])
 
 
+CANDIDATES = 3  # the tuned schedules of a task timed in the model at most, fastest in trials first
+
+
 def check_in_model(database: Any, mod: Any, target: Any, inputs: list, calls: int = 5, rounds: int = 3,
                    tasks: list | None = None) -> dict:
     """Time the kernels of every task whose best record in ``database`` is a tuned schedule, in
     ``mod`` (a Relax program, lowered here as ``tvms.compile`` lowers it) compiled with the
     database and compiled with the default schedules, run on ``inputs``: ``rounds`` turns of
     ``calls`` calls each, one measurement a round per task and side (its least time per call of
-    its kernel), recorded as ``record_check`` does. ``tasks``: the lowered module's tasks
-    (``extract_tasks``) when the caller has them. Returns {task name: (default ms, tuned ms)},
-    the means of the rounds in the model (the tuned schedule is kept when the second is the
-    smaller)."""
+    its kernel). A task whose tuned schedule loses there has its next one (``_candidates``: up to
+    ``CANDIDATES`` distinct schedules faster than the default in their trials) timed the same way,
+    in a program compiled with it, until one wins; all is recorded as ``record_check`` does.
+    ``tasks``: the lowered module's tasks (``extract_tasks``) when the caller has them. Returns
+    {task name: (default ms, tuned ms)}, the means of the rounds in the model, the tuned one that
+    of the fastest candidate, on the scale of the default's first rounds (the tuned schedule is
+    kept when the second is the smaller)."""
     target = as_target(target)
     lowered = run_relax_pipeline(mod, "zero", True, target)
+    tasks = extract_tasks(lowered, target) if tasks is None else tasks
     pending = []
-    for task in extract_tasks(lowered, target) if tasks is None else tasks:
-        top = database.query_tuning_record(task.mod, target)
-        if top is None:
-            continue
+    for task in tasks:
         default, replay = replayed_default(task.mod, target)
-        if replay is not None and not default_is_best(database, task, default):
-            pending.append((task, top, replay))
+        candidates = _candidates(database, task, target, default) if replay is not None else []
+        if candidates:
+            pending.append((task, replay, candidates))
     if not pending:
         return {}
-    executables = (compile_module(lowered, target, exec_mode="bytecode"),
-                   compile_relax(database, lowered, target, exec_mode="bytecode"))
-    sides: list = [[], []]  # per side, per round: {kernel: its seconds in each call of main}
-    for _ in range(rounds):  # (in turns: a load that comes and goes hits both)
-        for ex, spent in zip(executables, sides):
-            spent.append(kernel_seconds(ex, inputs, calls)[1])
+    default_program = compile_module(lowered, target, exec_mode="bytecode")
+    timed: dict = {task.task_name: [] for task, _, _ in pending}  # per candidate: (default's secs, its secs)
+    for k in range(CANDIDATES):
+        turn = [(task, cands[k]) for task, _, cands in pending  # (those whose k candidates all lost)
+                if k < len(cands) and len(timed[task.task_name]) == k
+                and all(statistics.fmean(t) >= statistics.fmean(d) for d, t in timed[task.task_name])]
+        if not turn:
+            break
+        chosen = database if k == 0 else _with_schedules(database, tasks, target, {id(t): c for t, c in turn})
+        programs = (default_program, compile_relax(chosen, lowered, target, exec_mode="bytecode"))
+        sides: list = [[], []]  # per side, per round: {kernel: its seconds in each call of main}
+        for _ in range(rounds):  # (in turns: a load that comes and goes hits both)
+            for ex, spent in zip(programs, sides):
+                spent.append(kernel_seconds(ex, inputs, calls)[1])
+        for task, _ in turn:
+            kernels = {name for n in task.names for name in (n, n + "_prepacked")}
+            per_call = [[_task_seconds(spent, kernels, task.weight) for spent in side] for side in sides]
+            if None not in per_call[0] + per_call[1]:
+                timed[task.task_name].append(tuple(per_call))
     result: dict = {}
-    for task, top, replay in pending:
-        kernels = {k for n in task.names for k in (n, n + "_prepacked")}
-        per_call = [[_task_seconds(spent, kernels, task.weight) for spent in side] for side in sides]
-        if None not in per_call[0] + per_call[1]:
-            record_check(database, task, top, replay.trace, *per_call)
-            result[task.task_name] = tuple(statistics.fmean(secs) * 1e3 for secs in per_call)
+    for task, replay, cands in pending:
+        checks = timed[task.task_name]
+        if checks:
+            (default_secs, tuned_secs), *later = checks
+            record_check(database, task, cands[0], replay.trace, default_secs, tuned_secs,
+                         [(c, d, t) for c, (d, t) in zip(cands[1:], later)])
+            base = statistics.fmean(default_secs)
+            result[task.task_name] = (base * 1e3, min(statistics.fmean(t) * base / statistics.fmean(d)
+                                                      for d, t in checks) * 1e3)
     return result
 
 
+def _candidates(database: Any, task: Any, target: Any, default: Any) -> list:
+    """The task's records for ``target`` of up to ``CANDIDATES`` distinct tuned schedules ranked
+    ahead of its ``default`` one, fastest first (none when the default ranks first)."""
+    workload = database.commit_workload(task.mod) if database.has_workload(task.mod) else None
+    found, funcs = [], []
+    for record in database.get_top_k(workload, len(database)) if workload is not None else ():
+        if record.target is not None and record.target.kind != target.kind:
+            continue
+        sch = Schedule(task.mod)
+        try:
+            record.trace.apply_to_schedule(sch, remove_postproc=False)
+        except TVMSError:
+            continue
+        func = sch.mod["main"]
+        if default is None or structural_equal(func, default.mod["main"]):
+            break  # (the rest are slower in their trials than the default)
+        if not any(structural_equal(func, f) for f in funcs):
+            found.append(record)
+            funcs.append(func)
+            if len(found) == CANDIDATES:
+                break
+    return found
+
+
+def _with_schedules(database: Any, tasks: list, target: Any, chosen: dict) -> MemoryDatabase:
+    """A database that gives each of ``tasks`` its record in ``chosen`` ({id(task): record}), else
+    its best in ``database``."""
+    picked = MemoryDatabase()
+    for task in tasks:
+        record = chosen.get(id(task)) or database.query_tuning_record(task.mod, target)
+        if record is not None:
+            picked.commit_tuning_record(TuningRecord(record.trace, picked.commit_workload(task.mod), record.run_secs,
+                                                     record.target, record.args_info))
+    return picked
+
+
 def record_check(database: Any, task: Any, top: Any, default_trace: Any, default_secs: list,
-                 tuned_secs: list) -> None:
+                 tuned_secs: list, others: list = ()) -> None:
     """Record a check in the model of ``top`` (the task's best record, a tuned schedule) against
     the default schedule (``default_trace``), each side's seconds a round in the model, so that
     the database ranks as the check decided. A kernel runs slower in the model than in a trial
@@ -128,12 +188,18 @@ def record_check(database: Any, task: Any, top: Any, default_trace: Any, default
     would put every tuned schedule not checked ahead of both. So both are recorded on the
     trial's scale, their times in the model times ``top``'s in its trial over its in the model:
     a tuned schedule that wins keeps its time (the fastest: still the best), and a default one
-    that wins is recorded faster than ``top``, so faster than every record not checked."""
+    that wins is recorded faster than ``top``, so faster than every record not checked.
+    ``others``: the next tuned schedules checked, each ``(record, the default's seconds, its
+    seconds)`` in its own rounds against the default; each is recorded by its time over the
+    default's in those rounds, on the same scale (the default's rounds mapped onto the first)."""
     scale = top.mean_secs() / statistics.fmean(tuned_secs)
     workload = database.commit_workload(task.mod)
     info = args_info_of(main_func(task.mod))
-    for trace, secs in ((default_trace, default_secs), (top.trace, tuned_secs)):
-        database.commit_tuning_record(TuningRecord(trace, workload, [s * scale for s in secs], top.target, info,
+    checked = [(default_trace, default_secs, scale), (top.trace, tuned_secs, scale)]
+    checked += [(record.trace, secs, scale * statistics.fmean(default_secs) / statistics.fmean(base))
+                for record, base, secs in others]
+    for trace, secs, by in checked:
+        database.commit_tuning_record(TuningRecord(trace, workload, [s * by for s in secs], top.target, info,
                                                    confirmation=True))
 
 

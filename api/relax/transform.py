@@ -7,6 +7,7 @@ from ..lowering.relax.fuse_tir import FuseTIR
 from ..lowering.relax.fuse_transpose_matmul import FuseTransposeMatmul
 from ..lowering.relax.legalize import LegalizeOps
 from ..lowering.relax.lift_transform_params import LiftTransformParams
+from ..lowering.relax.pad_conv_groups import PadConvGroups
 from ..lowering.tune.relax_integration import MetaScheduleApplyDatabase, MetaScheduleTuneTIR
 from ..lowering.relax.op_pattern import AnnotateTIROpPattern
 from ..lowering.relax.run_codegen import RunCodegen
@@ -20,4 +21,4 @@ __all__ = ["BindParams", "CanonicalizeBindings", "ConvertToDataflow", "DeadCodeE
 __all__ += ["AnnotateTIROpPattern", "CallTIRRewrite", "FuseOps", "FuseTIR", "FuseTransposeMatmul"]
 __all__ += ["FuseOpsByPattern", "FusionPattern", "PatternCheckContext", "RemovePurityChecking", "RunCodegen"]
 __all__ += ["MetaScheduleApplyDatabase", "MetaScheduleTuneTIR"]
-__all__ += ["BlockChannels", "LiftTransformParams", "SplitLayoutRewritePreproc"]
+__all__ += ["BlockChannels", "LiftTransformParams", "PadConvGroups", "SplitLayoutRewritePreproc"]

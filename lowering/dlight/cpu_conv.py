@@ -25,8 +25,9 @@ row), and the padding of the input is computed first, in parallel, in vectors. (
 pixels instead, as the first version of this rule had for 3x3 stride-1 convolutions only,
 measured as fast at 56 pixels a row and half as fast at 28.)
 
-A group whose output channels fill vectors badly (34 of 16 lanes: vectors of 2) is first padded
-with zero filters to whole vectors, and cropped after (``cpu_conv_groups``). A depthwise
+A group whose output channels fill vectors badly (34 of 16 lanes: vectors of 2) is padded with
+zero filters to whole vectors before this rule sees it, in Relax (``relax/pad_conv_groups.py``),
+so that the padded conv is scheduled, and tuned, as any other. A depthwise
 convolution (one input channel per group) has no vector of channels that share an input: its
 vectors run along an output row instead (``window_rows``, which the Pool rule shares).
 """
@@ -42,7 +43,6 @@ from ...ir.stmt import BufferStore
 from ..schedule import BlockRV, Schedule, ScheduleError
 from ..schedule.layout import IndexMap
 from .analysis import BlockInfo, CPURule, const_int, describe_block, describe_blocks, has_nested_blocks, vector_lanes
-from .cpu_conv_groups import CROP, fma_lanes, pad_groups, padded_group, schedule_crop
 from .cpu_matmul import mark_weight_packing
 from .cpu_shuffle import divisor_width
 from .cpu_tactics import schedule_spatial_block, vector_factor
@@ -57,11 +57,6 @@ class Conv2D(CPURule):
         matched = match_conv(func) if isinstance(func, PrimFunc) else None
         if matched is None:
             return None
-        padded = _pad_awkward_groups(func, matched, target)
-        if padded is not None:
-            sch = try_conv_plan(padded, target, _channel_vectors)
-            if sch is not None:
-                return sch
         for plan in (_channel_vectors, _depthwise):  # (each on a fresh schedule: the first on the match's)
             sch = try_conv_plan(func, target, plan, matched)
             if sch is not None:
@@ -130,44 +125,6 @@ def try_conv_plan(func: PrimFunc, target: Any, plan: Any, matched: tuple | None 
     except ScheduleError:
         return None
     return sch
-
-
-def _pad_awkward_groups(func: PrimFunc, matched: tuple, target: Any) -> PrimFunc | None:
-    """``func`` (``matched``: its ``match_conv``, left unchanged) with its groups of output channels
-    padded to whole vectors and its epilogue computed in the crop (``cpu_conv_groups``), when a
-    group's channels fill vectors badly; None otherwise."""
-    _, conv, data, weight, _, epilogues = matched
-    extents = [const_int(it.extent) for it in conv.iters]
-    channels = const_int(data.buffer.shape[1])
-    if not channels or channels % extents[4] or channels // extents[4] in (1, channels):
-        return None  # (not grouped, or depthwise)
-    groups = channels // extents[4]
-    if extents[1] % groups or extents[4] * extents[5] * extents[6] < 16:
-        return None  # (a short reduction: the crop's pass would cost what the vectors save)
-    lanes = fma_lanes(target, conv.write().buffer.dtype)
-    group_out = extents[1] // groups
-    padded = padded_group(group_out, lanes, vector_factor(group_out, lanes))
-    if padded is None and group_out % lanes == 0:  # (whole vectors, maybe a prime count of them)
-        registers = vector_registers(target)
-        speed = lambda f: tile_speed(channel_tile(f, extents[3], lanes, registers)) * group_out / f
-        if speed(group_out + lanes) >= 1.2 * speed(group_out):
-            padded = group_out + lanes
-    if padded is None:
-        return None
-    sch = Schedule(pad_groups(func, conv, data, weight, groups, padded))
-    try:
-        crop = sch.get_consumers(sch.get_sblock(conv.block.name_hint))[0]
-        by_group = lambda n, f, y, x: (n, f // group_out, f % group_out, y, x)
-        if extents[0] == 1:  # (a batch of one: its unit index would not stay an iterator)
-            by_group = lambda n, f, y, x: (f // group_out, f % group_out, y, x)
-        for epilogue in epilogues:  # into the crop, which runs over (n, group, channel, y, x)
-            block = sch.get_sblock(epilogue.block.name_hint)
-            sch.transform_layout(crop, ("write", 0), by_group)  # (an intermediate: the crop's store plain)
-            sch.transform_block_layout(block, by_group)
-            sch.reverse_compute_inline(block)
-    except ScheduleError:
-        return None
-    return sch.mod["main"]
 
 
 def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
@@ -363,10 +320,7 @@ def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad,
     dtype = conv.write().buffer.shape[0].dtype
     v = [Var(f"v{d}", dtype) for d in range(4)]
     sch.transform_layout(block, ("write", 0), IndexMap(v, [v[0], v[2], v[3], v[1]]))  # (vectors of f)
-    crops = [e for e in epilogues if e.block.name_hint.endswith(CROP)]  # (of padded groups: a pass of its own)
-    inline_epilogues(sch, acc, [e for e in epilogues if e not in crops], target)
-    for crop in crops:
-        schedule_crop(sch, crop, target)
+    inline_epilogues(sch, acc, epilogues, target)
     sch.reverse_compute_at(acc, x_0, preserve_unit_loops=True)
     a_n, a_f, a_y, a_x = sch.get_loops(acc)[-4:]
     init = sch.decompose_reduction(block, c)

@@ -1,6 +1,9 @@
 """``PlaneCopy``: the default CPU schedule of a function that only moves whole runs of its input,
 such as ShuffleNet's channel shuffle (reshape to ``(G, C / G)``, transpose, reshape back: after
-FuseOps one block copying planes from one order of the channels to another).
+FuseOps one block copying planes from one order of the channels to another), maybe computing
+an elementwise function of them on the way (the crop of a conv's padded groups, fused with its
+batch norm and relu: ``relax/pad_conv_groups.py``; other operands read along the same runs or
+one value a run).
 
 Its read indices come out of legalization as chains of ``//`` and ``%`` that the iterators'
 ranges simplify (``x[0, c % 4 * 68 + c // 4, y, x]``); once simplified, the trailing indices the
@@ -29,9 +32,11 @@ from typing import Any
 
 from ...ir.arith import Analyzer
 from ...ir.buffer import BufferRegion
-from ...ir.expr import Add, BufferLoad, FloorDiv, FloorMod, Mul, Range, const
+from ...ir.expr import Add, BufferLoad, FloorDiv, FloorMod, Mul, Range, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore
+from ...ir.structural import structural_equal
+from ...ir.visitor import Mutator, collect
 from ..schedule import Schedule
 from ..schedule.tree import find_block, replace_stmts
 from .analysis import CPURule, const_int, flat_schedule, vector_lanes
@@ -44,16 +49,18 @@ def divisor_width(extent: int, lanes: int) -> int:
     return max(d for d in range(1, lanes + 1) if extent % d == 0)
 
 
-def single_copy(func: Any) -> tuple[Schedule, Any] | None:
+def single_copy(func: Any, any_value: bool = False) -> tuple[Schedule, Any] | None:
     """``(schedule, block)`` when ``func`` is one block that copies an element of its input to
-    each element of its output (one loop per iterator, constant extents); None otherwise."""
+    each element of its output (one loop per iterator, constant extents; ``any_value``: or
+    stores any injective value of its inputs); None otherwise."""
     found = flat_schedule(func) if isinstance(func, PrimFunc) else None
     if found is None or len(found[1]) != 1:
         return None
     sch, (info,) = found
     store = info.block.body
     if (not info.is_injective() or not info.trivial or not isinstance(store, BufferStore)
-            or not isinstance(store.value, BufferLoad) or any(it.const_extent is None for it in info.iters)):
+            or not (any_value or isinstance(store.value, BufferLoad))
+            or any(it.const_extent is None for it in info.iters)):
         return None
     return sch, info
 
@@ -64,7 +71,7 @@ class PlaneCopy(CPURule):
     name = "PlaneCopy"
 
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
-        found = single_copy(func)
+        found = single_copy(func, any_value=True)
         if found is None or len(found[1].iters) < 2:
             return None
         sch, info = found
@@ -76,19 +83,22 @@ class PlaneCopy(CPURule):
         analyzer = Analyzer()
         for v, extent in zip(iters, extents):
             analyzer.bind(v, 0, extent)
-        load = store.value
-        indices = tuple(analyzer.simplify(i) for i in load.indices)
-        run = 0  # trailing dims read at the place written, of the same extent on both sides
-        while (run < min(len(indices), len(iters) - 1) and indices[-1 - run] is iters[-1 - run]
-               and const_int(load.buffer.shape[-1 - run]) == extents[-1 - run]):
-            run += 1
+        value = _SimplifiedLoads(analyzer).visit(store.value)
+        loads = {}  # buffer -> its one load (read at two places, the block's reads would not say it)
+        for load in collect(value, BufferLoad):
+            if loads.setdefault(load.buffer, load) is not load and not structural_equal(loads[load.buffer], load):
+                return None
+        run = _common_run(list(loads.values()), iters, extents)
         lanes = vector_lanes(target, store.buffer.dtype)
         size = prod(extents[len(extents) - run:])
         if run == 0 or size < lanes:
             return None
-        new_load = BufferLoad(load.buffer, indices)
-        region = BufferRegion(load.buffer, tuple(Range(i, const(1, i.dtype)) for i in indices))
-        block = info.block.with_changes(body=store.with_changes(value=new_load), reads=(region,))
+        if not isinstance(value, BufferLoad) and all(_same(load.indices, iters) or _broadcast(load, iters, run)
+                                                      for load in loads.values()):
+            return None  # (computes in place, moving nothing: the elementwise rule's)
+        reads = tuple(BufferRegion(b, tuple(Range(i, const(1, i.dtype)) for i in load.indices))
+                      for b, load in loads.items())
+        block = info.block.with_changes(body=store.with_changes(value=value), reads=reads)
         sch = Schedule(replace_stmts(sch.mod["main"], {id(find_block(sch.mod["main"], block.name_hint)[0].block):
                                                        block}))
         copy_runs(sch, sch.get_loops(sch.get_sblock(block.name_hint)), run, lanes)
@@ -157,6 +167,38 @@ def _channel_blocking(info: Any) -> tuple[int, bool] | None:
                 and _same(out[:-3] + out[-2:], iters[:-4] + [h, w])):
             return const_int(merged.a.b), False
     return None
+
+
+def _common_run(loads: list, iters: list, extents: list) -> int:
+    """How many trailing ``iters`` (of ``extents``) each of ``loads`` reads either at the place
+    written (a contiguous run on both sides) or not at all (``_broadcast``: a batch norm's
+    per-channel scale), at least one load at the place written."""
+    run = 0
+    while run < len(iters) - 1:
+        tail = iters[len(iters) - run - 1:]
+        along = [len(load.indices) >= len(tail) and
+                 all(load.indices[-1 - j] is tail[-1 - j] and const_int(load.buffer.shape[-1 - j]) == extents[-1 - j]
+                     for j in range(len(tail))) for load in loads]
+        if not any(along) or not all(a or _broadcast(load, iters, len(tail)) for a, load in zip(along, loads)):
+            break
+        run += 1
+    return run
+
+
+def _broadcast(load: BufferLoad, iters: list, run: int) -> bool:
+    """Whether ``load`` reads one value along the last ``run`` of ``iters``."""
+    tail = {id(v) for v in iters[len(iters) - run:]}
+    return not any(id(v) in tail for v in collect(load.indices, Var))
+
+
+class _SimplifiedLoads(Mutator):
+    """Each load's indices simplified (the iterators' ranges bound in ``analyzer``)."""
+
+    def __init__(self, analyzer: Analyzer):
+        self.analyzer = analyzer
+
+    def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:
+        return BufferLoad(load.buffer, tuple(self.analyzer.simplify(i) for i in load.indices))
 
 
 def _same(indices: Any, variables: list) -> bool:

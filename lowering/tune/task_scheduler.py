@@ -117,8 +117,8 @@ def replayed_default(mod: IRModule, target: Any, via_json: bool = True) -> tuple
     """``(default schedule, its replay)`` of ``mod``'s function: the schedule the default rules
     give it (None when they give none, or an empty trace) and its trace (``via_json``: written as
     a record and read back) replayed on ``mod``, None when that does not reproduce the schedule
-    (a rule that rewrote the function outside the schedule, as the padding of awkward conv
-    groups does; or, through JSON, what the record's form loses)."""
+    (a rule that rewrote the function outside the schedule; or, through JSON, what the record's
+    form loses)."""
     try:
         sch = apply_rules(main_func(mod), target, target_kind(target).default_rules())
     except TVMSError:
