@@ -31,6 +31,7 @@ from typing import Optional
 from ..dtype import DataType
 from ..expr import (EQ, GE, GT, LE, LT, NE, Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr,
                     Sub, Var, const, wrap_int)
+from .conditions import is_condition, simplify_condition
 from .split_sum import SplitTerm, Sum, expr_key, merge_terms, sum_to_expr, tvm_order
 
 SCHEDULE = "schedule"
@@ -67,9 +68,15 @@ class Analyzer:
 
     # ------------------------------------------------------------ entry points
     def simplify(self, e: PrimExpr) -> PrimExpr:
-        """The canonical form of an integer expression; other expressions come back unchanged."""
-        if isinstance(e, (IntImm, Var)) or not isinstance(e, PrimExpr) or not e.dtype.is_integer:
+        """The canonical form of an integer expression; a condition (comparison, ``and``, ``or``,
+        ``not``, selection) simplified as TVM does (``conditions.py``); other expressions come back
+        unchanged."""
+        if isinstance(e, (IntImm, Var)) or not isinstance(e, PrimExpr):
             return e  # (the common case, first: constants and variables are their own form)
+        if e.dtype.lanes == 1 and is_condition(e):
+            return simplify_condition(self, e)
+        if not e.dtype.is_integer:
+            return e
         if self.mode == AFFINE and isinstance(e, Cast) or self.mode != AFFINE and e.dtype.lanes != 1:
             return e  # the affine fold also folds vector sums of like terms
         s = self.canonical(e)
