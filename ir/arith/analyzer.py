@@ -31,7 +31,7 @@ from typing import Optional
 from ..dtype import DataType
 from ..expr import (EQ, GE, GT, LE, LT, NE, Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr,
                     Sub, Var, const, wrap_int)
-from .conditions import is_condition, simplify_condition
+from .conditions import decide, is_condition, simplify_condition
 from .split_sum import SplitTerm, Sum, expr_key, merge_terms, sum_to_expr, tvm_order
 
 SCHEDULE = "schedule"
@@ -360,16 +360,7 @@ class Analyzer:
         """True or False when the comparison ``cond`` is decided by the ranges, else None."""
         if not isinstance(cond, (LT, LE, GT, GE, EQ, NE)):
             return None
-        diff = self.canonical(Sub(cond.a, cond.b))
-        b = self.sum_bound(diff)
-        if b is None:
-            return None
-        lo, hi = b
-        table = {LT: (hi < 0, lo >= 0), LE: (hi <= 0, lo > 0), GT: (lo > 0, hi <= 0),
-                 GE: (lo >= 0, hi < 0), EQ: (lo == hi == 0, lo > 0 or hi < 0),
-                 NE: (lo > 0 or hi < 0, lo == hi == 0)}
-        yes, no = table[type(cond)]
-        return True if yes else False if no else None
+        return decide(self, type(cond), cond.a, cond.b)
 
 
 def _is_mod_atom(a: Sum, c: int) -> bool:

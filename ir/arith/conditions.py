@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from .analyzer import Analyzer
 
 _COMPARE = {EQ: lambda a, b: a == b, NE: lambda a, b: a != b, LT: lambda a, b: a < b,
-            LE: lambda a, b: a <= b}
+            LE: lambda a, b: a <= b, GT: lambda a, b: a > b, GE: lambda a, b: a >= b}
 _SWAPPED = {GT: LT, GE: LE}
+_AFFINE = "affine"  # (analyzer.AFFINE: the analyzer imports this module)
 
 
 def is_condition(e: PrimExpr) -> bool:
@@ -38,9 +39,7 @@ def is_condition(e: PrimExpr) -> bool:
 
 
 def simplify_condition(an: "Analyzer", e: PrimExpr) -> PrimExpr:
-    if isinstance(e, (GT, GE)):
-        return simplify_condition(an, _SWAPPED[type(e)](e.b, e.a))
-    if isinstance(e, (EQ, NE, LT, LE)):
+    if isinstance(e, (EQ, NE, LT, LE, GT, GE)):
         return compare(an, type(e), an.simplify(e.a), an.simplify(e.b))
     if isinstance(e, (And, Or)):
         return _logical(an, type(e), an.simplify(e.a), an.simplify(e.b))
@@ -51,7 +50,7 @@ def simplify_condition(an: "Analyzer", e: PrimExpr) -> PrimExpr:
         a, b = an.simplify(e.true_value), an.simplify(e.false_value)
         if _is_bool(cond):
             return a if cond.value else b
-        if a is b:
+        if _same(a, b):
             return a  # (TVM folds select(c, y, y); its if_then_else is not folded)
         return Select(cond, a, b)
     cond, *args = (an.simplify(x) for x in e.args)  # T.if_then_else
@@ -61,22 +60,29 @@ def simplify_condition(an: "Analyzer", e: PrimExpr) -> PrimExpr:
 
 
 def compare(an: "Analyzer", op: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    """``op(a, b)`` (one of EQ NE LT LE) of simplified operands, decided or in TVM's normal form."""
+    """``op(a, b)`` (a comparison) of simplified operands, decided or in TVM's normal form."""
     if isinstance(a, (IntImm, FloatImm)) and isinstance(b, (IntImm, FloatImm)):
         return _bool(_COMPARE[op](a.value, b.value))
-    if not _is_index(a) or not _is_index(b):
-        return op(a, b)
-    decided = _decide(an, op, a, b)
+    decided = decide(an, op, a, b) if _is_index(a) and _is_index(b) else None
     if decided is not None:
         return _bool(decided)
-    if an.mode == "affine":
+    if an.mode == _AFFINE:
+        return op(a, b)
+    if op in _SWAPPED:  # a > b is b < a
+        op, a, b = _SWAPPED[op], b, a
+    if not _is_index(a) or not _is_index(b):
         return op(a, b)
     if op is LT:
         return _less(an, a, b)
-    if op is LE:  # a <= b is not (b < a)
-        return negate(an, _less(an, b, a))
+    if op is LE:  # a <= b is not (b < a); at the bounds' edge, a == b (TVM: i <= 0 is i == 0)
+        result = negate(an, _less(an, b, a))
+        if isinstance(result, LE):
+            lo_hi = _difference_bounds(an, result.a, result.b)
+            if lo_hi is not None and lo_hi[0] == 0:
+                return _equal(an, result.a, result.b)
+        return result
     if op is NE:  # (TVM: when the ranges say a >= b, a != b is b < a)
-        lo_hi = an.sum_bound(an.canonical(Sub(a, b)))
+        lo_hi = _difference_bounds(an, a, b)
         if lo_hi is not None and lo_hi[0] >= 0:
             return _less(an, b, a)
         if lo_hi is not None and lo_hi[1] <= 0:
@@ -89,19 +95,24 @@ def negate(an: "Analyzer", e: PrimExpr) -> PrimExpr:
     """``not e`` for a simplified ``e``, moved into a comparison as TVM's rules do."""
     if _is_bool(e):
         return _bool(not e.value)
+    if an.mode == _AFFINE:
+        return Not(e)
     if isinstance(e, Not):
         return e.a
     if isinstance(e, (LT, LE)):  # not (a < b) is b <= a
         return (LE if isinstance(e, LT) else LT)(e.b, e.a)
     if isinstance(e, (EQ, NE)):
         return (NE if isinstance(e, EQ) else EQ)(e.a, e.b)
-    if isinstance(e, (And, Or)) and an.mode != "affine":
+    if isinstance(e, (And, Or)):
         return _logical(an, Or if isinstance(e, And) else And, negate(an, e.a), negate(an, e.b))
     return Not(e)
 
 
-def _decide(an: "Analyzer", op: type, a: PrimExpr, b: PrimExpr) -> Optional[bool]:
-    """The value of ``op(a, b)`` when the bounds of ``a - b`` (or what divides it) decide it."""
+def decide(an: "Analyzer", op: type, a: PrimExpr, b: PrimExpr) -> Optional[bool]:
+    """The value of ``op(a, b)`` (a comparison) when the bounds of ``a - b`` or what divides it
+    decide it, else None."""
+    if op in _SWAPPED:
+        op, a, b = _SWAPPED[op], b, a
     diff = an.canonical(Sub(a, b))
     bounds = an.sum_bound(diff)
     if bounds is not None:
@@ -116,6 +127,10 @@ def _decide(an: "Analyzer", op: type, a: PrimExpr, b: PrimExpr) -> Optional[bool
     return None
 
 
+def _difference_bounds(an: "Analyzer", a: PrimExpr, b: PrimExpr) -> Optional[tuple]:
+    return an.sum_bound(an.canonical(Sub(a, b)))
+
+
 def _factor(s: Sum) -> int:
     """What divides every term of ``s`` (TVM's modular set coefficient, as far as the scales say)."""
     g = 0
@@ -126,7 +141,7 @@ def _factor(s: Sum) -> int:
 
 def _less(an: "Analyzer", a: PrimExpr, b: PrimExpr) -> PrimExpr:
     """``a < b`` of simplified integer operands, as TVM's canonical and rewrite rules write it."""
-    decided = _decide(an, LT, a, b)
+    decided = decide(an, LT, a, b)
     if decided is not None:
         return _bool(decided)
     divided = _divide_difference(an, a, b)
@@ -252,7 +267,7 @@ def _equal(an: "Analyzer", a: PrimExpr, b: PrimExpr) -> PrimExpr:
             return _equal(an, a.a, _k(b, c(b) - c(a.b)))
         if isinstance(a, Mul) and c(b) == 0:  # x * y == 0 is x == 0 or y == 0
             return _logical(an, Or, _equal(an, a.a, b), _equal(an, a.b, b))
-    decided = _decide(an, EQ, a, b)
+    decided = decide(an, EQ, a, b)
     return _bool(decided) if decided is not None else EQ(a, b)
 
 
@@ -262,7 +277,7 @@ def _logical(an: "Analyzer", op: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
     for p, q in ((a, b), (b, a)):
         if _is_bool(p):
             return p if bool(p.value) == absorbing else q
-    if an.mode != "affine":
+    if an.mode != _AFFINE:
         for p, q in ((a, b), (b, a)):
             if isinstance(q, Not) and _same(p, q.a) or _opposite(an, p, q):
                 return _bool(absorbing)  # c and not c, c or not c
