@@ -250,7 +250,7 @@ def _offset(e: PrimExpr) -> tuple:
 def _modular_gcd(an: "Analyzer", e: PrimExpr) -> int:
     """What divides every value of ``e``, as far as its terms' scales say (0 for the constant 0)."""
     s = an.canonical(e)
-    return gcd(s.base, _factor(s)) if all(t.scale != 0 for t in s.terms) else 1
+    return gcd(s.base, _factor(s))
 
 
 def _equal(an: "Analyzer", a: PrimExpr, b: PrimExpr) -> PrimExpr:
