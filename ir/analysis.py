@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .buffer import Buffer, BufferRegion
-from .expr import Add, And, BufferLoad, Call, CmpOp, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, const
-from .arith import simplify
+from .expr import Add, BufferLoad, Call, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, const
+from .arith import Analyzer, simplify
 from .stmt import Block, BlockRealize, BufferStore, For, Stmt
 from .node import walk_fields
 from .visitor import Mutator, Visitor, collect, walk
@@ -163,28 +163,6 @@ class _AccessCollector(Visitor):
                 self.record(table, region.buffer, ranges)
 
 
-def fold_constant(e: PrimExpr) -> PrimExpr:
-    """``e`` with its parts that have no variable evaluated (``T.FloorMod(15, 2) + 1`` is 2,
-    ``i + T.FloorMod(3, 2)`` is ``i + 1``; comparisons, a conjunction of conditions and an
-    ``if_then_else`` of a constant condition too)."""
-    from .arith.operators import binary
-
-    if isinstance(e, Call) and e.op.name == "tir.if_then_else":
-        cond = fold_constant(e.args[0])
-        return fold_constant(e.args[1] if cond.value else e.args[2]) if isinstance(cond, IntImm) else e
-    if isinstance(e, And) or isinstance(e, Call) and e.op.name == "tir.bitwise_and" and e.dtype.is_bool:
-        a, b = (fold_constant(x) for x in ((e.a, e.b) if isinstance(e, And) else e.args))
-        return const(bool(a.value and b.value), "bool") if isinstance(a, IntImm) and isinstance(b, IntImm) else e
-    if not isinstance(e, (Add, Sub, Mul, FloorDiv, FloorMod, CmpOp)):
-        return e
-    a, b = fold_constant(e.a), fold_constant(e.b)
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        folded = binary(type(e), a, b)
-        if isinstance(folded, IntImm):
-            return folded
-    return e if a is e.a and b is e.b else type(e)(a, b)
-
-
 def _union(buffer: Buffer, accesses: list) -> BufferRegion:
     from .structural import structural_equal
 
@@ -192,9 +170,10 @@ def _union(buffer: Buffer, accesses: list) -> BufferRegion:
     if all(structural_equal(first, other) for other in accesses[1:]):
         return BufferRegion(buffer, tuple(first))
     merged = []
+    analyzer = Analyzer()
     for dim, rng in enumerate(first):  # (TVM's union evaluates the bounds: constants fold)
-        los = [fold_constant(a[dim].min) for a in accesses]
-        his = [fold_constant(simplify(Add(a[dim].min, a[dim].extent))) for a in accesses]
+        los = [analyzer.simplify(a[dim].min) for a in accesses]
+        his = [analyzer.simplify(Add(a[dim].min, a[dim].extent)) for a in accesses]
         if all(isinstance(x, IntImm) for x in los + his):
             lo, hi = min(x.value for x in los), max(x.value for x in his)
             merged.append(Range(const(lo, rng.min.dtype), const(hi - lo, rng.min.dtype)))

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 import tvms  # noqa: F401  (registers the printer, for the failure messages)
 from tvms.ir.arith import CANONICAL, SCHEDULE, Analyzer, simplify
 from tvms.ir.dtype import DataType
-from tvms.ir.expr import (Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Sub, Var, const, wrap_int)
+from tvms.ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Not, Or,
+                          Select, Sub, Var, const, wrap_int)
 from tvms.ir.relax_infer import simplify_dim
 
 I32 = DataType("int32")
@@ -31,9 +32,15 @@ def _evaluate(e, env: dict, exact: bool) -> int:
         return e.value
     if isinstance(e, Var):
         return env[e]
+    if isinstance(e, Not):
+        return not _evaluate(e.a, env, exact)
+    if isinstance(e, Select):
+        return _evaluate(e.true_value if _evaluate(e.condition, env, exact) else e.false_value, env, exact)
     a, b = _evaluate(e.a, env, exact), _evaluate(e.b, env, exact)
     value = {Add: lambda: a + b, Sub: lambda: a - b, Mul: lambda: a * b, FloorDiv: lambda: a // b,
-             FloorMod: lambda: a % b, Min: lambda: min(a, b), Max: lambda: max(a, b)}[type(e)]()
+             FloorMod: lambda: a % b, Min: lambda: min(a, b), Max: lambda: max(a, b),
+             EQ: lambda: a == b, NE: lambda: a != b, LT: lambda: a < b, LE: lambda: a <= b,
+             GT: lambda: a > b, GE: lambda: a >= b, And: lambda: a and b, Or: lambda: a or b}[type(e)]()
     if exact and not -LIMIT <= value < LIMIT:
         raise OverflowError
     return value if exact else wrap_int(value, e.dtype)
@@ -159,3 +166,25 @@ def test_exact_division_by_a_symbolic_size_preserves_the_value(e, k, ranges, dat
     _check(FloorDiv(Mul(Mul(e, x), const(k, I32)), x), ranges, data)
     nonzero = Add(Mul(x, const(2, I32)), const(1, I32))  # never 0
     _check(FloorDiv(Mul(nonzero, const(k, I32)), nonzero), ranges, data)
+
+
+COMPARISONS = (EQ, NE, LT, LE, GT, GE)
+
+
+@st.composite
+def _conditions(draw):
+    """Comparisons of two expressions (a constant one side, often), joined by and/or/not, in a
+    Select: the conditions of loop guards and predicates."""
+    side = st.one_of(EXPRS, _index_sums(), st.integers(-20, 40).map(lambda v: const(v, I32)))
+    compare = st.builds(lambda op, a, b: op(a, b), st.sampled_from(COMPARISONS), side, side)
+    cond = draw(st.recursive(compare, lambda inner: st.one_of(
+        st.builds(And, inner, inner), st.builds(Or, inner, inner), st.builds(Not, inner)), max_leaves=3))
+    return Select(cond, VARS[0], VARS[1]) if draw(st.booleans()) else cond
+
+
+@settings(max_examples=300)
+@given(_conditions(), st.lists(RANGES, min_size=3, max_size=3), st.data())
+def test_condition_simplification_preserves_the_value(cond, ranges, data) -> None:
+    """The rewrites of comparisons (constants moved, factors divided out, quotients multiplied out,
+    bounds of one variable met) and of and/or/not keep a condition's truth everywhere in the ranges."""
+    _check(cond, ranges, data)

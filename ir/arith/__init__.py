@@ -6,6 +6,8 @@
 - ``analyzer``: the rules that bring an expression to that form, knowing variable ranges, in the
   modes that reproduce TVM's behaviours (schedule bindings, canonical simplifier, struct-info
   sizes, affine fold);
+- ``conditions``: comparisons, ``and``/``or``/``not`` and selections, decided by the ranges or
+  written in the normal form of TVM's ``Analyzer.simplify`` (the analyzer's ``simplify`` of them);
 - ``iter_map``: whether block bindings are a one-to-one affine map of the loop variables.
 """
 from .analyzer import (AFFINE, CANONICAL, DIMENSION, SCHEDULE, Analyzer, canonical, canonical_ge_zero,

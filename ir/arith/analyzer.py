@@ -31,6 +31,7 @@ from typing import Optional
 from ..dtype import DataType
 from ..expr import (EQ, GE, GT, LE, LT, NE, Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr,
                     Sub, Var, const, wrap_int)
+from .conditions import decide, is_condition, simplify_condition
 from .split_sum import SplitTerm, Sum, expr_key, merge_terms, sum_to_expr, tvm_order
 
 SCHEDULE = "schedule"
@@ -67,9 +68,15 @@ class Analyzer:
 
     # ------------------------------------------------------------ entry points
     def simplify(self, e: PrimExpr) -> PrimExpr:
-        """The canonical form of an integer expression; other expressions come back unchanged."""
-        if isinstance(e, (IntImm, Var)) or not isinstance(e, PrimExpr) or not e.dtype.is_integer:
+        """The canonical form of an integer expression; a condition (comparison, ``and``, ``or``,
+        ``not``, selection) simplified as TVM does (``conditions.py``); other expressions come back
+        unchanged."""
+        if isinstance(e, (IntImm, Var)) or not isinstance(e, PrimExpr):
             return e  # (the common case, first: constants and variables are their own form)
+        if e.dtype.lanes == 1 and is_condition(e):
+            return simplify_condition(self, e)
+        if not e.dtype.is_integer:
+            return e
         if self.mode == AFFINE and isinstance(e, Cast) or self.mode != AFFINE and e.dtype.lanes != 1:
             return e  # the affine fold also folds vector sums of like terms
         s = self.canonical(e)
@@ -353,16 +360,7 @@ class Analyzer:
         """True or False when the comparison ``cond`` is decided by the ranges, else None."""
         if not isinstance(cond, (LT, LE, GT, GE, EQ, NE)):
             return None
-        diff = self.canonical(Sub(cond.a, cond.b))
-        b = self.sum_bound(diff)
-        if b is None:
-            return None
-        lo, hi = b
-        table = {LT: (hi < 0, lo >= 0), LE: (hi <= 0, lo > 0), GT: (lo > 0, hi <= 0),
-                 GE: (lo >= 0, hi < 0), EQ: (lo == hi == 0, lo > 0 or hi < 0),
-                 NE: (lo > 0 or hi < 0, lo == hi == 0)}
-        yes, no = table[type(cond)]
-        return True if yes else False if no else None
+        return decide(self, type(cond), cond.a, cond.b)
 
 
 def _is_mod_atom(a: Sum, c: int) -> bool:

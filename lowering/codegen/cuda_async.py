@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir import expr as E
-from ...ir.analysis import fold_constant
 from ...ir.arith import Analyzer
 from ...ir.buffer import element_bytes, pointer_data
 from ...ir.errors import TVMSError
@@ -46,7 +45,7 @@ class AsyncCopies:
     def wait_group(self, count: Any) -> None:
         # (an unrolled epilogue's ``2 - 0``, a one-iteration pipeline's ``if_then_else(0 < 1 & 0 < 1,
         # 1, 0)``: TVM's StmtSimplify folds them)
-        count = Analyzer().simplify(fold_constant(count))
+        count = Analyzer().simplify(count)
         if not isinstance(count, E.IntImm):
             raise TVMSError(f"cp.async.wait_group needs a constant number of groups in flight, not {count}")
         name = f"tvm_builtin_ptx_cp_async_wait_group_async_wait_group_{count.value}"

@@ -1,11 +1,12 @@
 """StmtSimplify (TVM's ``Simplify``): buffer indices in canonical form, decided ``if``s removed.
 
 Indices are rewritten with the ranges of the enclosing loops (``ax0 * 100 + (h + ax1 + -1) * 10
-+ (ax2 - 1)`` becomes ``ax0 * 100 + h * 10 + ax1 * 10 + ax2 - 11``); an ``if`` whose condition
-the analyzer proves true or false keeps only the branch that runs. The value of an integer
-``let`` is put in place of its variable below it (the ``let`` itself stays, as TVM 0.27 leaves
-a binding statement); ``a > b`` becomes ``b < a`` (and ``>=`` ``<=``), as TVM writes comparisons;
-a product of constants and an added zero fold (what a loop of one iteration left).
++ (ax2 - 1)`` becomes ``ax0 * 100 + h * 10 + ax1 * 10 + ax2 - 11``); an ``if``'s condition is
+simplified as TVM's analyzer does (``i * 4 < 16`` is ``i < 4``), and one decided keeps only the
+branch that runs. The value of an integer ``let`` is put in place of its variable below it (the
+``let`` itself stays, as TVM 0.27 leaves a binding statement); ``a > b`` becomes ``b < a`` (and
+``>=`` ``<=``), as TVM writes comparisons; a product of constants and an added zero fold (what a
+loop of one iteration left).
 Other expressions are kept.
 """
 from __future__ import annotations
@@ -71,12 +72,12 @@ class _StmtSimplifier(LoopRangeMutator):
 
     def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
         s = self.generic_visit(s)
-        decided = self.analyzer.prove(s.condition)
-        if decided is True:
+        cond = self.analyzer.simplify(s.condition)
+        if not isinstance(cond, IntImm):
+            return s.with_changes(condition=cond)
+        if cond.value:
             return s.then_case
-        if decided is False:
-            return s.else_case if s.else_case is not None else Evaluate(const(0, "int32"))
-        return s
+        return s.else_case if s.else_case is not None else Evaluate(const(0, "int32"))
 
 
 def _pure(e: PrimExpr) -> bool:
