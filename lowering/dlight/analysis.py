@@ -8,6 +8,8 @@ whose inlining costs no recomputation, which is how every rule starts.
 """
 from __future__ import annotations
 
+import random
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,13 +202,27 @@ def inline_cheap_blocks(sch: Schedule) -> list[BlockInfo]:
     return describe_blocks(sch)
 
 
+# The last function flat_schedule was asked for, with its result (the rules of one
+# ApplyDefaultSchedule, and a tuner's sketches, ask for the same function in turn)
+_last_flat: tuple = (None, None)
+
+
 def flat_schedule(func: Any) -> tuple[Schedule, list[BlockInfo]] | None:
     """A schedule of ``func`` with its cheap blocks inlined, and the blocks left: where every rule
-    starts. None when a block holds blocks of its own (the rules schedule flat functions)."""
-    sch = Schedule(func)
-    if has_nested_blocks(sch):
+    starts. None when a block holds blocks of its own (the rules schedule flat functions). Each
+    call gets a schedule of its own; the inlining is done once for a function asked for twice in
+    a row (ShuffleNet's crops: 80 inlinings by 6 rules, 4.9 of 6.3 s of its default schedules)."""
+    global _last_flat
+    seen, found = _last_flat
+    if seen is not func:
+        sch = Schedule(func)
+        found = None if has_nested_blocks(sch) else (sch, inline_cheap_blocks(sch))
+        _last_flat = (func, found)
+    if found is None:
         return None
-    return sch, inline_cheap_blocks(sch)
+    sch = found[0].copy()
+    sch.seed(random.randrange(1 << 31))  # (a fresh generator, as a new schedule has)
+    return sch, list(found[1])
 
 
 def _reverse_inline_one(sch: Schedule, infos: list[BlockInfo]) -> bool:
