@@ -7,6 +7,7 @@ reference executor."""
 from __future__ import annotations
 
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.stmt import THREAD_BINDING, VECTORIZED, Block, For, IfThenElse
 from tvms.ir.visitor import walk
 from tvms.lowering.pass_registry import get_pass
+from tvms.lowering.transform import PassError
 from tvms.lowering.tir.gpu import pipeline
 from tvms.lowering.tir.gpu.lower_auto_copy import lower_auto_copy
 from tvms.runtime.reference import run_prim_func
@@ -136,3 +138,74 @@ def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((4096,), "float32")):
                        "B[ax0 * 64 + ax1] = A_shared[ax0, ax1]\n                    B[0] = A_shared[0, 0]")
     with pytest.raises(TVMSError, match="'flat' must be a nest of 1 loops or more around one store"):
         lower_auto_copy(tvms.script.from_source(two))
+
+
+def lowered_computes(text: str, a: np.ndarray, expected: np.ndarray) -> None:
+    """The function ``text`` (of A and B) gives B = ``expected`` before and after the pass."""
+    func = tvms.script.from_source(text)
+    for f in (func, lower_auto_copy(func)):
+        b = np.zeros_like(expected)
+        run_prim_func(f, a, b)
+        np.testing.assert_array_equal(b, expected)
+
+
+def tile_copy(a_type: str, b_type: str, load: str, store: str, shared: str = "(32, 32)", loops: str = "T.grid(32, 32)",
+              attrs: tuple = ({}, {})) -> str:
+    """A copy of A into B through a shared tile ``A_shared`` per block of two warps, the copies in
+    and out ``load`` / ``store`` (statements over ax0, ax1 in ``loops``) annotated ``attrs``."""
+    return f"""
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer({a_type}), B: T.Buffer({b_type})):
+    with T.sblock("root"):
+        T.sblock_attr({{"warp_execution": True}})
+        for bx in T.thread_binding(2, thread="blockIdx.x"):
+            for by in T.thread_binding(2, thread="blockIdx.y"):
+                for ty in T.thread_binding(2, thread="threadIdx.y"):
+                    with T.sblock():
+                        A_shared = T.sblock_alloc_buffer({shared}, scope="shared")
+                        with T.sblock("A_shared"):
+                            T.sblock_attr({attrs[0]!r})
+                            for ax0, ax1 in {loops}:
+                                {load}
+                        with T.sblock("B"):
+                            T.sblock_attr({attrs[1]!r})
+                            for ax0, ax1 in T.grid(32, 32):
+                                {store}
+"""
+
+
+A64 = np.arange(64 * 64, dtype="float32").reshape(64, 64)
+AUTO = {"auto_copy": True}
+
+
+def test_inverse_mapping_walks_the_written_dimensions() -> None:
+    """A write to global with a size-1 dimension first: each new loop walks the extent of the
+    dimension it writes (not the region's i-th: 1 x 32 of the 32 x 32 tile)."""
+    text = tile_copy('(64, 64), "float32"', '(1, 64, 64), "float32"',
+                     "A_shared[ax0, ax1] = A[bx * 32 + ax0, by * 32 + ax1]",
+                     "B[0, bx * 32 + ax0, by * 32 + ax1] = A_shared[ax0, ax1]", attrs=({}, AUTO))
+    lowered_computes(text, A64, A64[None])
+
+
+def test_the_local_stage_is_compact() -> None:
+    """The register stage of a copy from a 3-D global buffer into a strided shared tile has no
+    strides of its own (TVM's takes the shared tile's: two strides for a 1 x 8 x 4 stage)."""
+    text = tile_copy('(1, 64, 64), "float32"', '(64, 64), "float32"',
+                     "A_shared[ax0, ax1] = A[0, bx * 32 + ax0, by * 32 + ax1]",
+                     "B[bx * 32 + ax0, by * 32 + ax1] = A_shared[ax0, ax1]", shared="(32, 32), strides=(40, 1)",
+                     attrs=({**VECTOR, "local_stage": True}, {}))
+    (stage,) = [b for n in walk(lower_auto_copy(tvms.script.from_source(text)).body) if isinstance(n, Block)
+                for b in n.alloc_buffers if b.scope == "local"]
+    assert stage.strides == ()
+    lowered_computes(text, A64[None], A64)
+
+
+@pytest.mark.parametrize("case", ["mma_to_global", "wmma_to_global", "wmma_to_shared"])
+def test_accumulator_read_at_two_indices_is_refused(case: str) -> None:
+    """An accumulator read at two indices (``C[i, j] + C[j, i]``) cannot move tile by tile: it is
+    refused (TVM reads it as ``2 * C[i, j]``)."""
+    text = (GOLDEN / f"{case}_before.tvms").read_text()
+    changed = re.sub(r"= (C_accum\[ax0, ax1\])", r"= \1 + C_accum[ax1, ax0]", text)
+    assert changed != text
+    with pytest.raises(PassError, match="block 'C_\\w+' must read one .* buffer, at one index"):
+        get_pass("LowerAutoCopy")(tvms.script.from_source(changed))

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 
 from ....ir.buffer import BufferRegion
 from ....ir.errors import TVMSError
-from ....ir.expr import IntImm, Var
+from ....ir.expr import BufferLoad, IntImm, Var
 from ....ir.stmt import BufferStore, For, IfThenElse, Stmt
+from ....ir.structural import structural_equal
+from ....ir.visitor import walk
 from .threads import thread_dim, thread_rank
 
 # TVM's StorageRank of a scope (runtime::StorageScope::Create): the part before the first dot for
@@ -115,6 +117,17 @@ def nest_of(stmt: Stmt, rule: str, constraints: ConstraintSet, least: int = 1,
     return loops, body
 
 
+def accumulator_load(stmt, scopes: tuple, block: str) -> BufferLoad:
+    """The accumulator load of the copy ``stmt`` (a load of a scope in ``scopes``): the rules move
+    the accumulator tile by tile, so every such load must read one buffer at the same indices
+    (TVM takes one of them for all, so that ``C[i, j] + C[j, i]`` would read ``2 * C[i, j]``)."""
+    loads = [n for n in walk(stmt) if isinstance(n, BufferLoad) and n.buffer.scope in scopes]
+    if not loads or any(load.buffer is not loads[0].buffer or not structural_equal(load.indices, loads[0].indices)
+                        for load in loads):
+        raise TVMSError(f"LowerAutoCopy: block {block!r} must read one {' or '.join(scopes)} buffer, at one index")
+    return loads[0]
+
+
 __all__ = ["ConstraintSet", "OutputSet", "annotation_int", "storage_rank", "copies_between", "can_relax_under_thread",
-           "loop_nest", "wrap", "with_suffix", "nest_of", "GLOBAL", "SHARED", "WARP", "LOCAL",
+           "accumulator_load", "loop_nest", "wrap", "with_suffix", "nest_of", "GLOBAL", "SHARED", "WARP", "LOCAL",
            "WMMA_A", "WMMA_B", "WMMA_ACCUMULATOR", "MMA_C"]

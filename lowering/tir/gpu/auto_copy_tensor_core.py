@@ -25,10 +25,9 @@ from ....ir.expr import (Add, BufferLoad, Call, FloorDiv, FloorMod, IterVar, Mul
                          Var, const)
 from ....ir.op import get_op
 from ....ir.stmt import SERIAL, VECTORIZED, AttrStmt, Block, BlockRealize, BufferStore, Evaluate, For, SeqStmt, Stmt
-from ....ir.visitor import walk
 from .auto_copy_coalesce import coalesce
 from .auto_copy_rule import (GLOBAL, MMA_C, SHARED, WMMA_A, WMMA_B, WMMA_ACCUMULATOR, ConstraintSet, OutputSet,
-                             copies_between, nest_of, with_suffix, wrap)
+                             accumulator_load, copies_between, nest_of, with_suffix, wrap)
 from .auto_copy_stage import insert_cache_stage
 
 TILE_PADDING = 8  # (the least padding of a shared buffer a tensor-core tile touches)
@@ -116,16 +115,9 @@ def rewrite_wmma_load(stmt: Stmt, constraints: ConstraintSet) -> Stmt:
     return wrap(loops[:-2], block)
 
 
-def _accumulator_load(store: BufferStore, scope: str, constraints: ConstraintSet) -> BufferLoad:
-    loads = [n for n in walk(store.value) if isinstance(n, BufferLoad) and n.buffer.scope == scope]
-    if not loads or any(load.buffer is not loads[0].buffer for load in loads):
-        raise TVMSError(f"LowerAutoCopy: block {constraints.block!r} must read one {scope} buffer")
-    return loads[-1]
-
-
 def rewrite_wmma_store(stmt: Stmt, constraints: ConstraintSet) -> Stmt:
     loops, store = nest_of(stmt, "wmma store", constraints, least=2, guarded=True)  # (whole tiles of scratch)
-    load = _accumulator_load(store, "wmma.accumulator", constraints)
+    load = accumulator_load(store.value, ("wmma.accumulator",), constraints.block)
     source, target = load.buffer, store.buffer
     src = _fragment("src", source.scope, source.dtype, 16, strided=False)
     tgt = _fragment("tgt", target.scope, source.dtype, 16, strided=True)
@@ -139,7 +131,7 @@ def rewrite_mma_store(stmt: Stmt, constraints: ConstraintSet) -> Stmt:
     """Each 8x8 accumulator tile stored by the warp's lanes, two values each (the m16n8k8
     fragment layout: lane ``tx`` holds row ``tx // 4``, columns ``tx % 4 * 2`` and ``+ 1``)."""
     loops, store = nest_of(stmt, "mma store", constraints, least=2, guarded=True)  # (whole tiles of scratch)
-    load = _accumulator_load(store, "m16n8k8.matrixC", constraints)
+    load = accumulator_load(store.value, ("m16n8k8.matrixC",), constraints.block)
     source, target = load.buffer, store.buffer
     src = _fragment("src", source.scope, source.dtype, 8, strided=False)
     tgt = _fragment("tgt", target.scope, source.dtype, 8, strided=True)
