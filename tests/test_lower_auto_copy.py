@@ -209,3 +209,26 @@ def test_accumulator_read_at_two_indices_is_refused(case: str) -> None:
     assert changed != text
     with pytest.raises(PassError, match="block 'C_\\w+' must read one .* buffer, at one index"):
         get_pass("LowerAutoCopy")(tvms.script.from_source(changed))
+
+
+@pytest.mark.parametrize("case, grid, match", [
+    ("shared_to_wmma", "T.grid(128, 24)", "'A_wmma' copies loops whose extents are not multiples of the 16x16 tile"),
+    ("wmma_to_shared", "T.grid(128, 24)", "'C_shared' copies loops whose extents are not multiples of the 16x16"),
+    ("wmma_to_global", "T.grid(128, 24)", "'C_global' copies loops whose extents are not multiples of the 16x16"),
+    ("mma_to_global", "T.grid(128, 12)", "'C_global' copies loops whose extents are not multiples of the 8x8 tile"),
+])
+def test_tensor_core_copies_that_cannot_be_tiled_are_refused(case: str, grid: str, match: str) -> None:
+    """A copy whose tile loops are no multiples of the fragment is refused (TVM leaves the nest
+    as it is and matches its whole region to one fragment)."""
+    text = (GOLDEN / f"{case}_before.tvms").read_text()
+    assert "T.grid(128, 128)" in text
+    with pytest.raises(PassError, match=match):
+        get_pass("LowerAutoCopy")(tvms.script.from_source(text.replace("T.grid(128, 128)", grid)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_wmma_loads_of_another_type_than_float16_are_refused(dtype: str) -> None:
+    """``load_matrix_sync`` is given float16 fragments: a float32 or int8 tile is refused."""
+    text = (GOLDEN / "shared_to_wmma_before.tvms").read_text()
+    with pytest.raises(PassError, match=f"'A_wmma' copies {dtype} to {dtype}; the fragment holds one of float16"):
+        get_pass("LowerAutoCopy")(tvms.script.from_source(text.replace('"float16"', f'"{dtype}"')))
