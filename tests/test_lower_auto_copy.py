@@ -232,3 +232,27 @@ def test_wmma_loads_of_another_type_than_float16_are_refused(dtype: str) -> None
     text = (GOLDEN / "shared_to_wmma_before.tvms").read_text()
     with pytest.raises(PassError, match=f"'A_wmma' copies {dtype} to {dtype}; the fragment holds one of float16"):
         get_pass("LowerAutoCopy")(tvms.script.from_source(text.replace('"float16"', f'"{dtype}"')))
+
+
+@pytest.mark.parametrize("load", [AUTO, {**AUTO, "local_stage": True}])
+def test_a_copy_loop_not_starting_at_zero_is_refused(load: dict) -> None:
+    """A copy over rows 2..33 is refused (TVM re-makes the loop from its extent: rows 0..31)."""
+    text = f"""
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32")):
+    with T.sblock("root"):
+        T.sblock_attr({{"warp_execution": True}})
+        for ty in T.thread_binding(2, thread="threadIdx.y"):
+            with T.sblock():
+                A_shared = T.sblock_alloc_buffer((64, 64), scope="shared")
+                with T.sblock("A_shared"):
+                    T.sblock_attr({load!r})
+                    for ax0 in range(2, 34):
+                        for ax1 in range(64):
+                            A_shared[ax0, ax1] = A[ax0, ax1]
+                with T.sblock("B"):
+                    for ax0, ax1 in T.grid(64, 64):
+                        B[ax0, ax1] = A_shared[ax0, ax1]
+"""
+    with pytest.raises(TVMSError, match="'A_shared' copies under loop 'ax0', which does not start at 0"):
+        lower_auto_copy(tvms.script.from_source(text))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ....ir.buffer import BufferRegion
 from ....ir.errors import TVMSError
-from ....ir.expr import BufferLoad, IntImm, Var
+from ....ir.expr import BufferLoad, IntImm, Var, is_const_int
 from ....ir.stmt import BufferStore, For, IfThenElse, Stmt
 from ....ir.structural import structural_equal
 from ....ir.visitor import walk
@@ -114,7 +114,17 @@ def nest_of(stmt: Stmt, rule: str, constraints: ConstraintSet, least: int = 1,
     if not isinstance(body, BufferStore) or len(loops) < least:
         raise TVMSError(f"LowerAutoCopy ({rule}): block {constraints.block!r} must be a nest of {least} loops or "
                         "more around one store")
+    from_zero(loops, constraints.block)
     return loops, body
+
+
+def from_zero(loops, block: str) -> None:
+    """Refuse ``loops`` unless each starts at 0 (the rules re-make them from their extents; TVM
+    drops a loop's start)."""
+    for loop in loops:
+        if not is_const_int(loop.min, 0):
+            raise TVMSError(f"LowerAutoCopy: block {block!r} copies under loop {loop.loop_var.name!r}, which does not "
+                            "start at 0")
 
 
 def accumulator_load(stmt, scopes: tuple, block: str) -> BufferLoad:
@@ -129,5 +139,5 @@ def accumulator_load(stmt, scopes: tuple, block: str) -> BufferLoad:
 
 
 __all__ = ["ConstraintSet", "OutputSet", "annotation_int", "storage_rank", "copies_between", "can_relax_under_thread",
-           "accumulator_load", "loop_nest", "wrap", "with_suffix", "nest_of", "GLOBAL", "SHARED", "WARP", "LOCAL",
-           "WMMA_A", "WMMA_B", "WMMA_ACCUMULATOR", "MMA_C"]
+           "accumulator_load", "loop_nest", "wrap", "with_suffix", "nest_of", "from_zero", "GLOBAL", "SHARED", "WARP",
+           "LOCAL", "WMMA_A", "WMMA_B", "WMMA_ACCUMULATOR", "MMA_C"]

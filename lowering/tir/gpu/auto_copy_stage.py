@@ -20,7 +20,7 @@ from ....ir.expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, Var, c
 from ....ir.stmt import SERIAL, THREAD_BINDING, BufferStore, For, IfThenElse, SeqStmt, Stmt
 from ....ir.visitor import Mutator, children
 from .auto_copy_rule import GLOBAL, SHARED, ConstraintSet, OutputSet, accumulator_load, can_relax_under_thread, \
-    copies_between, loop_nest, with_suffix, wrap
+    copies_between, from_zero, loop_nest, with_suffix, wrap
 
 ACCUMULATORS = ("wmma.accumulator", "m16n8k8.matrixC")
 
@@ -153,6 +153,7 @@ def insert_cache_stage(stmt: Stmt, is_write: bool, scope: str, compute_at: For |
                 continue  # (a warp writes the accumulator's tile)
             ranges[loop.loop_var] = loop.extent.value
             relaxed.append(loop)
+    from_zero(relaxed + under, block)  # (the stage's shape is their extents)
     if not isinstance(body, BufferStore):
         raise TVMSError(f"LowerAutoCopy: block {block!r} must copy by one store under its loops")
     target = None
