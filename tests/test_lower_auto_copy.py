@@ -256,3 +256,31 @@ def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32")):
 """
     with pytest.raises(TVMSError, match="'A_shared' copies under loop 'ax0', which does not start at 0"):
         lower_auto_copy(tvms.script.from_source(text))
+
+
+def test_a_shared_buffer_of_symbolic_shape_is_not_padded() -> None:
+    """A shared buffer with a dimension of symbolic extent keeps its rows (padding needs their
+    lengths) and the copy into it still computes what it did."""
+    text = """
+@T.prim_func(s_tir=True)
+def main(a: T.handle, B: T.Buffer((4, 64), "float32")):
+    n = T.int32()
+    A = T.match_buffer(a, (2, n, 64), "float32")
+    with T.sblock("root"):
+        T.sblock_attr({"warp_execution": True})
+        for ty in T.thread_binding(2, thread="threadIdx.y"):
+            with T.sblock():
+                A_shared = T.sblock_alloc_buffer((2, n, 64), scope="shared")
+                with T.sblock("A_shared"):
+                    T.sblock_attr({"auto_copy": True})
+                    for ax0, ax1, ax2 in T.grid(2, 4, 64):
+                        A_shared[ax0, ax1, ax2] = A[ax0, ax1, ax2]
+                with T.sblock("B"):
+                    for ax0, ax1 in T.grid(4, 64):
+                        B[ax0, ax1] = A_shared[1, ax0, ax1]
+"""
+    (shared,) = [b for n in walk(lower_auto_copy(tvms.script.from_source(text)).body) if isinstance(n, Block)
+                 for b in n.alloc_buffers if b.name == "A_shared"]
+    assert shared.strides == ()
+    a = np.arange(2 * 4 * 64, dtype="float32").reshape(2, 4, 64)
+    lowered_computes(text, a, a[1].copy())

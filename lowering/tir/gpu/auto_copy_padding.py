@@ -152,7 +152,8 @@ class AutoPadder:
 
     def pad(self, buffers) -> tuple:
         """``buffers`` with the shared ones that were accessed given padded strides."""
-        return tuple(self._padded(b) if storage_rank(b.scope) == SHARED and self.spaces.get(b) else b for b in buffers)
+        return tuple(self._padded(b) if storage_rank(b.scope) == SHARED and self.spaces.get(b)
+                     and all(isinstance(e, IntImm) for e in b.shape) else b for b in buffers)  # (no symbolic rows)
 
     def _padded(self, buffer):
         spaces = self.spaces[buffer]
@@ -202,7 +203,7 @@ class _Accesses(Visitor):
             self.ranges[loop.loop_var] = self.warp.get(loop.thread_binding.thread_tag, 1)
         else:
             self.first[loop.loop_var] = loop.min
-        if loop.kind == VECTORIZED:
+        if loop.kind == VECTORIZED and isinstance(loop.extent, IntImm):
             self.vector = (loop.loop_var, loop.extent.value)
         self.generic_visit(loop)
         if loop.kind == VECTORIZED:
@@ -247,7 +248,8 @@ class _Accesses(Visitor):
             return
         for match in block.match_buffers:
             source = match.source
-            if storage_rank(source.buffer.scope) != SHARED:
+            if storage_rank(source.buffer.scope) != SHARED or not all(isinstance(r.extent, IntImm)
+                                                                     for r in source.region):
                 continue
             indices = []
             for i, r in enumerate(source.region):

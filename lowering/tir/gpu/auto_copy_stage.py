@@ -127,6 +127,14 @@ class _ReplaceLoads(Mutator):
         return self.load if load.buffer is self.buffer else self.generic_visit(load)
 
 
+def _extent(loop: For, block: str) -> int:
+    """The extent of a loop the stage spans (its shape is theirs)."""
+    if not isinstance(loop.extent, IntImm):
+        raise TVMSError(f"LowerAutoCopy: block {block!r} would stage a copy over loop {loop.loop_var.name!r} of "
+                        "symbolic extent")
+    return loop.extent.value
+
+
 def insert_cache_stage(stmt: Stmt, is_write: bool, scope: str, compute_at: For | None, outer_loops,
                        block: str) -> tuple[list, SeqStmt, object]:
     """A stage of ``scope`` in the copy ``stmt`` below ``compute_at`` (see the module): the loops
@@ -137,7 +145,7 @@ def insert_cache_stage(stmt: Stmt, is_write: bool, scope: str, compute_at: For |
     body = stmt
     while isinstance(body, For):
         if relax:
-            ranges[body.loop_var] = body.extent.value
+            ranges[body.loop_var] = _extent(body, block)
             under.append(body)
         else:
             loops.append(body)
@@ -151,7 +159,7 @@ def insert_cache_stage(stmt: Stmt, is_write: bool, scope: str, compute_at: For |
         if loop.kind == THREAD_BINDING and can_relax_under_thread(scope, loop.thread_binding.thread_tag):
             if is_write and loop.thread_binding.thread_tag == "threadIdx.x":
                 continue  # (a warp writes the accumulator's tile)
-            ranges[loop.loop_var] = loop.extent.value
+            ranges[loop.loop_var] = _extent(loop, block)
             relaxed.append(loop)
     from_zero(relaxed + under, block)  # (the stage's shape is their extents)
     if not isinstance(body, BufferStore):
