@@ -16,7 +16,8 @@ from ....ir.errors import TVMSError
 from ....ir.expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, LT, Mul, Sub, THREAD_INDEX, Var, const
 from ....ir.analysis import substitute
 from ....ir.stmt import SERIAL, THREAD_BINDING, VECTORIZED, BufferStore, For, IfThenElse, Stmt
-from .auto_copy_rule import GLOBAL, SHARED, ConstraintSet, OutputSet, copies_between, nest_of, with_suffix
+from ...scopes import GLOBAL, SHARED
+from .auto_copy_rule import ConstraintSet, OutputSet, copies_between, nest_of, with_suffix
 
 THREAD_TAGS = ("threadIdx.z", "threadIdx.y", "threadIdx.x")  # (the split's order, outermost first)
 

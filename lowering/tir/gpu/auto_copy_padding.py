@@ -17,8 +17,9 @@ from ....ir.arith.analyzer import Analyzer
 from ....ir.arith.operators import binary
 from ....ir.expr import Add, BufferLoad, Call, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, const
 from ....ir.stmt import THREAD_BINDING, VECTORIZED, Block, BlockRealize, BufferStore, Evaluate, For, Stmt
-from ....ir.visitor import Mutator, Visitor, children
-from .auto_copy_rule import SHARED, storage_rank
+from ....ir.visitor import Visitor, children
+from ...schedule.cache import BufferSwap
+from ...scopes import SHARED, storage_rank
 
 MAX_PAD_FACTOR = 0.25
 
@@ -138,7 +139,7 @@ class AutoPadder:
     def least(self, buffer, padding: int) -> None:
         self.padding_min[buffer] = max(padding, self.padding_min.get(buffer, 1))
 
-    def analyze(self, stmt: Stmt, outer_loops, data_bits: int, thread_extent: dict) -> None:
+    def analyze(self, stmt: Stmt, outer_loops, thread_extent: dict) -> None:
         """Record the shared accesses of the rewritten copy ``stmt`` as a warp makes them."""
         warp, threads = {}, 1
         for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
@@ -187,7 +188,7 @@ class AutoPadder:
 
     def rewrite(self, stmt: Stmt) -> Stmt:
         """``stmt`` with every use of a padded buffer moved to the padded one."""
-        return _Replace(self.padded).visit(stmt) if self.padded else stmt
+        return BufferSwap(self.padded).visit(stmt) if self.padded else stmt
 
 
 class _Accesses(Visitor):
@@ -261,14 +262,6 @@ class _Accesses(Visitor):
             space = _Patterns(self.ranges).iteration_space(at_first)
             if space:
                 self.padder.spaces.setdefault(source.buffer, []).append(space)
-
-
-class _Replace(Mutator):
-    def __init__(self, padded: dict) -> None:
-        self.padded = padded
-
-    def visit_Buffer(self, buffer):
-        return self.padded.get(buffer, buffer)
 
 
 __all__ = ["AutoPadder"]

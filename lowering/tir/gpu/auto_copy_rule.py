@@ -1,6 +1,6 @@
 """What LowerAutoCopy's rewrite rules share (TVM 0.27's memhammer_rewrite_rule.h): the constraints
-of one ``auto_copy`` block, what a rule gives back besides the new body, storage ranks, and the
-helpers that take a perfect loop nest apart and put it back together."""
+of one ``auto_copy`` block, what a rule gives back besides the new body, and the helpers that take a
+perfect loop nest apart and put it back together."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,37 +11,12 @@ from ....ir.expr import BufferLoad, IntImm, Var, is_const_int
 from ....ir.stmt import BufferStore, For, IfThenElse, Stmt
 from ....ir.structural import structural_equal
 from ....ir.visitor import walk
-from .threads import thread_dim, thread_rank
-
-# TVM's StorageRank of a scope (runtime::StorageScope::Create): the part before the first dot for
-# the plain memories (``shared.dyn`` is shared), the whole name for the tensor-core fragments
-GLOBAL, SHARED, WARP, LOCAL = 0, 1, 2, 3
-_RANKS = {"global": GLOBAL, "shared": SHARED, "warp": WARP, "local": LOCAL,
-          "wmma.matrix_a": 4, "wmma.matrix_b": 5, "wmma.accumulator": 6,
-          "m16n8k8.matrixA": 9, "m16n8k8.matrixB": 10, "m16n8k8.matrixC": 11}
-WMMA_A, WMMA_B, WMMA_ACCUMULATOR, MMA_C = 4, 5, 6, 11
-
-
-def storage_rank(scope: str) -> int:
-    rank = _RANKS.get(scope, _RANKS.get(scope.split(".")[0]))
-    if rank is None:
-        raise TVMSError(f"LowerAutoCopy: unknown storage scope {scope!r}")
-    return rank
+from ...scopes import storage_rank
 
 
 def copies_between(constraints: "ConstraintSet", source: int, target: int) -> bool:
     return (storage_rank(constraints.read_region.buffer.scope) == source
             and storage_rank(constraints.write_region.buffer.scope) == target)
-
-
-def can_relax_under_thread(scope: str, tag: str) -> bool:
-    """Whether one allocation of ``scope`` is shared by the threads of ``tag`` (TVM's
-    CanRelaxStorageUnderThread): warp memory across threadIdx.x, else a memory at or above the
-    thread's rank (shared memory across threadIdx, global across both)."""
-    rank = storage_rank(scope)
-    if rank == WARP:
-        return thread_rank(tag) == 1 and thread_dim(tag) == 0
-    return rank <= thread_rank(tag)
 
 
 @dataclass
@@ -138,6 +113,5 @@ def accumulator_load(stmt, scopes: tuple, block: str) -> BufferLoad:
     return loads[0]
 
 
-__all__ = ["ConstraintSet", "OutputSet", "annotation_int", "storage_rank", "copies_between", "can_relax_under_thread",
-           "accumulator_load", "loop_nest", "wrap", "with_suffix", "nest_of", "from_zero", "GLOBAL", "SHARED", "WARP",
-           "LOCAL", "WMMA_A", "WMMA_B", "WMMA_ACCUMULATOR", "MMA_C"]
+__all__ = ["ConstraintSet", "OutputSet", "annotation_int", "copies_between", "accumulator_load", "loop_nest", "wrap",
+           "with_suffix", "nest_of", "from_zero"]

@@ -19,8 +19,9 @@ from ....ir.errors import TVMSError
 from ....ir.expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, Var, const
 from ....ir.stmt import SERIAL, THREAD_BINDING, BufferStore, For, IfThenElse, SeqStmt, Stmt
 from ....ir.visitor import Mutator, children
-from .auto_copy_rule import GLOBAL, SHARED, ConstraintSet, OutputSet, accumulator_load, can_relax_under_thread, \
-    copies_between, from_zero, loop_nest, with_suffix, wrap
+from ...scopes import GLOBAL, SHARED, can_relax_under_thread
+from .auto_copy_rule import ConstraintSet, OutputSet, accumulator_load, copies_between, from_zero, loop_nest, \
+    with_suffix, wrap
 
 ACCUMULATORS = ("wmma.accumulator", "m16n8k8.matrixC")
 

@@ -27,8 +27,8 @@ from ....ir.expr import (Add, BufferLoad, Call, FloorDiv, FloorMod, IntImm, Iter
 from ....ir.op import get_op
 from ....ir.stmt import SERIAL, VECTORIZED, AttrStmt, Block, BlockRealize, BufferStore, Evaluate, For, SeqStmt, Stmt
 from .auto_copy_coalesce import coalesce
-from .auto_copy_rule import (GLOBAL, MMA_C, SHARED, WMMA_A, WMMA_B, WMMA_ACCUMULATOR, ConstraintSet, OutputSet,
-                             accumulator_load, copies_between, nest_of, with_suffix, wrap)
+from ...scopes import GLOBAL, MMA_C, SHARED, WMMA_A, WMMA_B, WMMA_ACCUMULATOR
+from .auto_copy_rule import ConstraintSet, OutputSet, accumulator_load, copies_between, nest_of, with_suffix, wrap
 from .auto_copy_stage import insert_cache_stage
 
 TILE_PADDING = 8  # (the least padding of a shared buffer a tensor-core tile touches)
