@@ -2,8 +2,10 @@
 inputs of TVM's nine tests (coalescing and vectorizing, inverse mapping, the local stage,
 shared <-> wmma, wmma -> global with and without fusion, mma -> global, auto padding) and on the
 mma.sync candidate at the stage TVM's cuda pipeline runs it, tvms's pass prints TVM's output byte
-for byte; small copies of the same shapes compute what they computed before the pass in the
-reference executor."""
+for byte. In the reference executor, 64 x 64 float32 copies through a 32 x 32 shared tile
+(coalesced, inverse-mapped, through registers, split with a bound) and the cases the reviews found
+compute what they computed before the pass; the copies the rules cannot take are refused with a
+TVMSError naming the block."""
 from __future__ import annotations
 
 import pathlib
