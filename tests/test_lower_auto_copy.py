@@ -52,29 +52,38 @@ def copy(load: dict | None, store: dict | None, transposed: bool = False, thread
     """A 64 x 64 copy of A into B through a 32 x 32 shared tile per thread block, the copies in and
     out annotated ``load`` / ``store`` (None: a plain copy); ``transposed``: the tile holds the
     transpose (written A_shared[j, i], read back so)."""
-    def attrs(a: dict | None) -> str:
-        return f"T.sblock_attr({a or {}!r})"
     tile = "A_shared[ax1, ax0]" if transposed else "A_shared[ax0, ax1]"
-    text = f"""
+    return tvms.script.from_source(tile_copy(
+        '(64, 64), "float32"', '(64, 64), "float32"', f"{tile} = A[bx * 32 + ax0, by * 32 + ax1]",
+        f"B[bx * 32 + ax0, by * 32 + ax1] = {tile}", attrs=(load or {}, store or {}), threads=threads,
+        store_loops="for ax1, ax0 in T.grid(32, 32)" if transposed else "for ax0, ax1 in T.grid(32, 32)"))
+
+
+def tile_copy(a_type: str, b_type: str, load: str, store: str, shared: str = "(32, 32)",
+              loops: str = "for ax0, ax1 in T.grid(32, 32)", attrs: tuple = ({}, {}), threads: int = 2,
+              store_loops: str = "for ax0, ax1 in T.grid(32, 32)") -> str:
+    """A copy of A into B through a shared tile ``A_shared`` per thread block (2 x 2 blocks of
+    ``threads`` warps), the copies in and out the statements ``load`` / ``store`` under ``loops``
+    and ``store_loops``, annotated ``attrs``."""
+    return f"""
 @T.prim_func(s_tir=True)
-def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32")):
+def main(A: T.Buffer({a_type}), B: T.Buffer({b_type})):
     with T.sblock("root"):
         T.sblock_attr({{"warp_execution": True}})
         for bx in T.thread_binding(2, thread="blockIdx.x"):
             for by in T.thread_binding(2, thread="blockIdx.y"):
                 for ty in T.thread_binding({threads}, thread="threadIdx.y"):
                     with T.sblock():
-                        A_shared = T.sblock_alloc_buffer((32, 32), scope="shared.dyn")
+                        A_shared = T.sblock_alloc_buffer({shared}, scope="shared.dyn")
                         with T.sblock("A_shared"):
-                            {attrs(load)}
-                            for ax0, ax1 in T.grid(32, 32):
-                                {tile} = A[bx * 32 + ax0, by * 32 + ax1]
+                            T.sblock_attr({attrs[0]!r})
+                            {loops}:
+                                {load}
                         with T.sblock("B"):
-                            {attrs(store)}
-                            for {"ax1, ax0" if transposed else "ax0, ax1"} in T.grid(32, 32):
-                                B[bx * 32 + ax0, by * 32 + ax1] = {tile}
+                            T.sblock_attr({attrs[1]!r})
+                            {store_loops}:
+                                {store}
 """
-    return tvms.script.from_source(text)
 
 
 def copied(func: tvms.PrimFunc) -> np.ndarray:
@@ -151,31 +160,6 @@ def lowered_computes(text: str, a: np.ndarray, expected: np.ndarray) -> None:
         np.testing.assert_array_equal(b, expected)
 
 
-def tile_copy(a_type: str, b_type: str, load: str, store: str, shared: str = "(32, 32)", loops: str = "T.grid(32, 32)",
-              attrs: tuple = ({}, {})) -> str:
-    """A copy of A into B through a shared tile ``A_shared`` per block of two warps, the copies in
-    and out ``load`` / ``store`` (statements over ax0, ax1 in ``loops``) annotated ``attrs``."""
-    return f"""
-@T.prim_func(s_tir=True)
-def main(A: T.Buffer({a_type}), B: T.Buffer({b_type})):
-    with T.sblock("root"):
-        T.sblock_attr({{"warp_execution": True}})
-        for bx in T.thread_binding(2, thread="blockIdx.x"):
-            for by in T.thread_binding(2, thread="blockIdx.y"):
-                for ty in T.thread_binding(2, thread="threadIdx.y"):
-                    with T.sblock():
-                        A_shared = T.sblock_alloc_buffer({shared}, scope="shared")
-                        with T.sblock("A_shared"):
-                            T.sblock_attr({attrs[0]!r})
-                            for ax0, ax1 in {loops}:
-                                {load}
-                        with T.sblock("B"):
-                            T.sblock_attr({attrs[1]!r})
-                            for ax0, ax1 in T.grid(32, 32):
-                                {store}
-"""
-
-
 A64 = np.arange(64 * 64, dtype="float32").reshape(64, 64)
 AUTO = {"auto_copy": True}
 
@@ -239,23 +223,10 @@ def test_wmma_loads_of_another_type_than_float16_are_refused(dtype: str) -> None
 @pytest.mark.parametrize("load", [AUTO, {**AUTO, "local_stage": True}])
 def test_a_copy_loop_not_starting_at_zero_is_refused(load: dict) -> None:
     """A copy over rows 2..33 is refused (TVM re-makes the loop from its extent: rows 0..31)."""
-    text = f"""
-@T.prim_func(s_tir=True)
-def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32")):
-    with T.sblock("root"):
-        T.sblock_attr({{"warp_execution": True}})
-        for ty in T.thread_binding(2, thread="threadIdx.y"):
-            with T.sblock():
-                A_shared = T.sblock_alloc_buffer((64, 64), scope="shared")
-                with T.sblock("A_shared"):
-                    T.sblock_attr({load!r})
-                    for ax0 in range(2, 34):
-                        for ax1 in range(64):
-                            A_shared[ax0, ax1] = A[ax0, ax1]
-                with T.sblock("B"):
-                    for ax0, ax1 in T.grid(64, 64):
-                        B[ax0, ax1] = A_shared[ax0, ax1]
-"""
+    text = tile_copy('(64, 64), "float32"', '(64, 64), "float32"',
+                     "for ax1 in range(32): A_shared[ax0 - 2, ax1] = A[bx * 32 + ax0, by * 32 + ax1]",
+                     "B[bx * 32 + ax0, by * 32 + ax1] = A_shared[ax0, ax1]", loops="for ax0 in range(2, 34)",
+                     attrs=(load, {}))
     with pytest.raises(TVMSError, match="'A_shared' copies under loop 'ax0', which does not start at 0"):
         lower_auto_copy(tvms.script.from_source(text))
 
