@@ -46,4 +46,5 @@ def can_relax_under_thread(scope: str, tag: str) -> bool:
     return threads >= 0 and rank <= threads
 
 
-__all__ = ["GLOBAL", "SHARED", "WARP", "LOCAL", "WMMA_A", "WMMA_B", "WMMA_ACCUMULATOR", "MMA_C", "storage_rank", "thread_rank", "thread_dim", "can_relax_under_thread"]
+__all__ = ["GLOBAL", "SHARED", "WARP", "LOCAL", "WMMA_A", "WMMA_B", "WMMA_ACCUMULATOR", "MMA_C", "storage_rank",
+           "thread_rank", "thread_dim", "can_relax_under_thread"]

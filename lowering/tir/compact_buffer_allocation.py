@@ -158,7 +158,8 @@ class _Compactor(Mutator):
             by_threads: dict = {}
             allocs = []
             for buf in block.alloc_buffers:
-                threads = tuple(t for t in self.threads if can_relax_under_thread(buf.scope, t.thread_binding.thread_tag))
+                threads = tuple(t for t in self.threads
+                                if can_relax_under_thread(buf.scope, t.thread_binding.thread_tag))
                 if threads not in by_threads:
                     by_threads[threads] = _touched_regions(block, threads)
                 region = _single_region(buf, by_threads[threads].get(buf, []), block, self.ranges())
