@@ -27,17 +27,20 @@ from .tree import blocks_under, parent_block, replace_in, replace_stmts
 
 
 class BufferSwap(Mutator):
-    """Replaces one buffer by another in loads, stores, regions and allocations (and, with
-    ``data=True``, its data pointer where the code passes it, as to an external call)."""
+    """Replaces one buffer ``old`` by another ``new`` (or each key of the dict ``old`` by its value)
+    in loads, stores, regions and allocations (and, with ``data=True``, its data pointer where the
+    code passes it, as to an external call)."""
 
-    def __init__(self, old: Buffer, new: Buffer, data: bool = False):
-        self.old, self.new, self.data = old, new, data
+    def __init__(self, old: Buffer | dict, new: Buffer | None = None, data: bool = False):
+        self.old, self.new = old, new
+        self.swaps = dict(old) if isinstance(old, dict) else {old: new}
+        self.datas = {o.data: n.data for o, n in self.swaps.items()} if data else {}
 
     def visit_Buffer(self, b: Buffer) -> Buffer:
-        return self.new if b is self.old else b
+        return self.swaps.get(b, b)
 
     def visit_Var(self, v: Var) -> Var:
-        return self.new.data if self.data and v is self.old.data else v
+        return self.datas.get(v, v)
 
 
 def _buffer(block: Block, regions: tuple, index: int, what: str) -> Buffer:

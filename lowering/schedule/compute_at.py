@@ -22,6 +22,7 @@ from ...ir.function import PrimFunc
 from ...ir.stmt import Block, BlockRealize, For, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
 from ...ir.visitor import walk
+from ..scopes import GLOBAL, can_relax_under_thread, storage_rank
 from .errors import ScheduleError
 from .tree import (blocks_under, enclosing_loops, find_block, find_loop, parent_block, remove_block,
                    replace_stmts, walk_with_path)
@@ -156,24 +157,15 @@ def _region_under(loop: For, buffer: Buffer, writes: bool, around: list[For]) ->
     return found
 
 
-_STORAGE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
-
-
 def _threads_sharing(around: list[For], scope: str) -> list[For]:
     """The thread-bound loops of ``around`` whose threads all see a buffer of ``scope``, so the
     region computed covers every thread of them (TVM's CanRelaxStorageUnderThread): a shared
     buffer is one per thread block (threadIdx and vthread loops relax); a global buffer relaxes
     none (TVM's LoopDomainOfSRefTreePath adds these loops only for a scope below global)."""
-    rank = _STORAGE_RANK.get(scope.split(".")[0])
-    found = []
-    for n in around:
-        tag = n.thread_binding.thread_tag if n.thread_binding is not None else ""
-        thread_rank = 0 if tag.startswith("blockIdx") else 1 if tag.startswith(("threadIdx", "vthread")) else None
-        if not rank or thread_rank is None:  # (a global buffer relaxes nothing outside the loop)
-            continue
-        if (tag == "threadIdx.x") if rank == 2 else rank <= thread_rank:
-            found.append(n)
-    return found
+    if storage_rank(scope) == GLOBAL:  # (a global buffer relaxes nothing outside the loop)
+        return []
+    return [n for n in around if n.thread_binding is not None
+            and can_relax_under_thread(scope, n.thread_binding.thread_tag)]
 
 
 def _union(a: tuple, b: tuple) -> tuple:

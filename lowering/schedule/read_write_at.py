@@ -18,17 +18,11 @@ from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt, seq
 from ...ir.visitor import walk
+from ..scopes import can_relax_under_thread
 from .cache import BufferSwap, _buffer
 from .compute_at import _symbolic_bounds, _union
 from .errors import ScheduleError
 from .tree import enclosing_loops, parent_block, replace_in, replace_stmts, walk_with_path
-
-_STORAGE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
-
-
-def _thread_rank(tag: str) -> int:
-    return 0 if tag.startswith("blockIdx") else 1 if tag.startswith(("threadIdx", "vthread")) else -1
-
 
 def read_write_at(func: PrimFunc, loop: For, loop_path: tuple, realize: BlockRealize, index: int, scope_name: str,
                   is_read: bool) -> tuple[PrimFunc, Stmt]:
@@ -36,10 +30,9 @@ def read_write_at(func: PrimFunc, loop: For, loop_path: tuple, realize: BlockRea
     block = realize.block
     src = _buffer(block, block.reads if is_read else block.writes, index, "read" if is_read else "write")
     dst = decl_buffer(src.shape, src.dtype, f"{src.name}_{scope_name}", scope=scope_name)
-    rank = _STORAGE_RANK.get(scope_name.split(".")[0], 3)
     outer = enclosing_loops(loop_path)
     relax_above = [lp for lp in outer + [loop] if lp.thread_binding is not None
-                   and rank <= _thread_rank(lp.thread_binding.thread_tag)]
+                   and can_relax_under_thread(scope_name, lp.thread_binding.thread_tag)]
     subtrees = list(loop.body.seq) if isinstance(loop.body, SeqStmt) else [loop.body]
     readers, writers, dims = [], [], None
     for i, tree in enumerate(subtrees):

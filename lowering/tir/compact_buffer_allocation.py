@@ -5,9 +5,10 @@ becomes ``(1, 16)``, and every access subtracts the region's start, unsimplified
 ``B[i - i, j_0 * 16 + ax0 - j_0 * 16]``. Regions are found from the accesses and the inner blocks'
 declared reads/writes, with the block's own loops relaxed over their ranges, and, as on a GPU
 the threads share it, the thread indices launched around the block that share the buffer's
-memory: every thread index for a global buffer, ``threadIdx`` for a shared one, ``threadIdx.x``
-for a warp one, none for a local one. The compact buffer has no strides, unless storage_align
-asked for aligned rows (the ``buffer_dim_align`` annotation): then its strides are padded.
+memory: every thread index for a global buffer, ``threadIdx`` (and vthread) for a shared one,
+``threadIdx.x`` for a warp one, none for a local one. The compact buffer has no strides, unless
+storage_align asked for aligned rows (the ``buffer_dim_align`` annotation): then its strides are
+padded.
 """
 from __future__ import annotations
 
@@ -20,20 +21,8 @@ from ...ir.expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, PrimExpr, Ra
 from ...ir.function import PrimFunc
 from ...ir.stmt import THREAD_BINDING, Block, BlockRealize, BufferStore, For
 from ...ir.visitor import Mutator, Visitor, walk
+from ..scopes import can_relax_under_thread
 from .tir_pass import define_tir_pass
-
-
-
-def _shares(scope: str, tag: str) -> bool:
-    """Whether the threads of index ``tag`` share memory of ``scope`` (TVM's
-    CanRelaxStorageUnderThread)."""
-    thread_rank = 0 if tag.startswith("blockIdx.") else 1 if tag.startswith("threadIdx.") else -1
-    if thread_rank < 0:
-        return False
-    if scope == "warp":
-        return tag == "threadIdx.x"
-    storage_rank = {"global": 0, "shared": 1, "shared.dyn": 1}.get(scope, 3)
-    return storage_rank <= thread_rank
 
 
 class _Accesses(Visitor):
@@ -169,7 +158,8 @@ class _Compactor(Mutator):
             by_threads: dict = {}
             allocs = []
             for buf in block.alloc_buffers:
-                threads = tuple(t for t in self.threads if _shares(buf.scope, t.thread_binding.thread_tag))
+                threads = tuple(t for t in self.threads
+                                if can_relax_under_thread(buf.scope, t.thread_binding.thread_tag))
                 if threads not in by_threads:
                     by_threads[threads] = _touched_regions(block, threads)
                 region = _single_region(buf, by_threads[threads].get(buf, []), block, self.ranges())

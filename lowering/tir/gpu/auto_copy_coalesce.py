@@ -16,7 +16,8 @@ from ....ir.errors import TVMSError
 from ....ir.expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, LT, Mul, Sub, THREAD_INDEX, Var, const
 from ....ir.analysis import substitute
 from ....ir.stmt import SERIAL, THREAD_BINDING, VECTORIZED, BufferStore, For, IfThenElse, Stmt
-from .auto_copy_rule import GLOBAL, SHARED, ConstraintSet, OutputSet, copies_between, nest_of, with_suffix
+from ...scopes import GLOBAL, SHARED
+from .auto_copy_rule import ConstraintSet, OutputSet, copies_between, nest_of, with_suffix
 
 THREAD_TAGS = ("threadIdx.z", "threadIdx.y", "threadIdx.x")  # (the split's order, outermost first)
 
@@ -97,7 +98,7 @@ def inverse_mapping(stmt: Stmt, constraints: ConstraintSet, output: OutputSet) -
         raise TVMSError(f"LowerAutoCopy (inverse mapping): block {constraints.block!r} must read its source "
                         "at its loops' variables, in their order")
     inverse = {var: loop_vars[pattern.index(var)] for var in loop_vars}
-    write_index, new_vars, renamed = [], [], {}
+    write_index, new_vars, extents, renamed = [], [], [], {}
     j = 0
     for r in write.region:
         if _is_one(r.extent):
@@ -105,6 +106,7 @@ def inverse_mapping(stmt: Stmt, constraints: ConstraintSet, output: OutputSet) -
         else:
             var = with_suffix(loop_vars[j], "_inverse")
             new_vars.append(var)
+            extents.append(r.extent)
             renamed[loop_vars[j]] = var
             write_index.append(binary(Add, r.min, var))
             j += 1
@@ -116,8 +118,10 @@ def inverse_mapping(stmt: Stmt, constraints: ConstraintSet, output: OutputSet) -
             read_index.append(binary(Add, r.min, substitute(inverse[loop_vars[j]], renamed)))
             j += 1
     result: Stmt = BufferStore(write.buffer, BufferLoad(read.buffer, tuple(read_index)), tuple(write_index))
-    for i in range(len(new_vars) - 1, -1, -1):  # (TVM takes the i-th extent of the written region)
-        result = For(new_vars[i], const(0), write.region[i].extent, SERIAL, result)
+    # each loop walks the extent of the dimension it writes (TVM takes the region's i-th extent for
+    # the i-th loop, wrong where a size-1 dimension comes first)
+    for var, extent in reversed(list(zip(new_vars, extents))):
+        result = For(var, const(0), extent, SERIAL, result)
     return result
 
 

@@ -17,8 +17,9 @@ from ....ir.arith.analyzer import Analyzer
 from ....ir.arith.operators import binary
 from ....ir.expr import Add, BufferLoad, Call, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, const
 from ....ir.stmt import THREAD_BINDING, VECTORIZED, Block, BlockRealize, BufferStore, Evaluate, For, Stmt
-from ....ir.visitor import Mutator, Visitor, children
-from .auto_copy_rule import SHARED, storage_rank
+from ....ir.visitor import Visitor, children
+from ...schedule.cache import BufferSwap
+from ...scopes import SHARED, storage_rank
 
 MAX_PAD_FACTOR = 0.25
 
@@ -138,7 +139,7 @@ class AutoPadder:
     def least(self, buffer, padding: int) -> None:
         self.padding_min[buffer] = max(padding, self.padding_min.get(buffer, 1))
 
-    def analyze(self, stmt: Stmt, outer_loops, data_bits: int, thread_extent: dict) -> None:
+    def analyze(self, stmt: Stmt, outer_loops, thread_extent: dict) -> None:
         """Record the shared accesses of the rewritten copy ``stmt`` as a warp makes them."""
         warp, threads = {}, 1
         for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
@@ -152,7 +153,8 @@ class AutoPadder:
 
     def pad(self, buffers) -> tuple:
         """``buffers`` with the shared ones that were accessed given padded strides."""
-        return tuple(self._padded(b) if storage_rank(b.scope) == SHARED and self.spaces.get(b) else b for b in buffers)
+        return tuple(self._padded(b) if storage_rank(b.scope) == SHARED and self.spaces.get(b)
+                     and all(isinstance(e, IntImm) for e in b.shape) else b for b in buffers)  # (no symbolic rows)
 
     def _padded(self, buffer):
         spaces = self.spaces[buffer]
@@ -186,7 +188,7 @@ class AutoPadder:
 
     def rewrite(self, stmt: Stmt) -> Stmt:
         """``stmt`` with every use of a padded buffer moved to the padded one."""
-        return _Replace(self.padded).visit(stmt) if self.padded else stmt
+        return BufferSwap(self.padded).visit(stmt) if self.padded else stmt
 
 
 class _Accesses(Visitor):
@@ -202,7 +204,7 @@ class _Accesses(Visitor):
             self.ranges[loop.loop_var] = self.warp.get(loop.thread_binding.thread_tag, 1)
         else:
             self.first[loop.loop_var] = loop.min
-        if loop.kind == VECTORIZED:
+        if loop.kind == VECTORIZED and isinstance(loop.extent, IntImm):
             self.vector = (loop.loop_var, loop.extent.value)
         self.generic_visit(loop)
         if loop.kind == VECTORIZED:
@@ -247,7 +249,8 @@ class _Accesses(Visitor):
             return
         for match in block.match_buffers:
             source = match.source
-            if storage_rank(source.buffer.scope) != SHARED:
+            if storage_rank(source.buffer.scope) != SHARED or not all(isinstance(r.extent, IntImm)
+                                                                     for r in source.region):
                 continue
             indices = []
             for i, r in enumerate(source.region):
@@ -259,14 +262,6 @@ class _Accesses(Visitor):
             space = _Patterns(self.ranges).iteration_space(at_first)
             if space:
                 self.padder.spaces.setdefault(source.buffer, []).append(space)
-
-
-class _Replace(Mutator):
-    def __init__(self, padded: dict) -> None:
-        self.padded = padded
-
-    def visit_Buffer(self, buffer):
-        return self.padded.get(buffer, buffer)
 
 
 __all__ = ["AutoPadder"]

@@ -1,45 +1,22 @@
 """What LowerAutoCopy's rewrite rules share (TVM 0.27's memhammer_rewrite_rule.h): the constraints
-of one ``auto_copy`` block, what a rule gives back besides the new body, storage ranks, and the
-helpers that take a perfect loop nest apart and put it back together."""
+of one ``auto_copy`` block, what a rule gives back besides the new body, and the helpers that take a
+perfect loop nest apart and put it back together."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ....ir.buffer import BufferRegion
 from ....ir.errors import TVMSError
-from ....ir.expr import IntImm, Var
+from ....ir.expr import BufferLoad, IntImm, Var, is_const_int
 from ....ir.stmt import BufferStore, For, IfThenElse, Stmt
-from .threads import thread_dim, thread_rank
-
-# TVM's StorageRank of a scope (runtime::StorageScope::Create): the part before the first dot for
-# the plain memories (``shared.dyn`` is shared), the whole name for the tensor-core fragments
-GLOBAL, SHARED, WARP, LOCAL = 0, 1, 2, 3
-_RANKS = {"global": GLOBAL, "shared": SHARED, "warp": WARP, "local": LOCAL,
-          "wmma.matrix_a": 4, "wmma.matrix_b": 5, "wmma.accumulator": 6,
-          "m16n8k8.matrixA": 9, "m16n8k8.matrixB": 10, "m16n8k8.matrixC": 11}
-WMMA_A, WMMA_B, WMMA_ACCUMULATOR, MMA_C = 4, 5, 6, 11
-
-
-def storage_rank(scope: str) -> int:
-    rank = _RANKS.get(scope, _RANKS.get(scope.split(".")[0]))
-    if rank is None:
-        raise TVMSError(f"LowerAutoCopy: unknown storage scope {scope!r}")
-    return rank
+from ....ir.structural import structural_equal
+from ....ir.visitor import walk
+from ...scopes import storage_rank
 
 
 def copies_between(constraints: "ConstraintSet", source: int, target: int) -> bool:
     return (storage_rank(constraints.read_region.buffer.scope) == source
             and storage_rank(constraints.write_region.buffer.scope) == target)
-
-
-def can_relax_under_thread(scope: str, tag: str) -> bool:
-    """Whether one allocation of ``scope`` is shared by the threads of ``tag`` (TVM's
-    CanRelaxStorageUnderThread): warp memory across threadIdx.x, else a memory at or above the
-    thread's rank (shared memory across threadIdx, global across both)."""
-    rank = storage_rank(scope)
-    if rank == WARP:
-        return thread_rank(tag) == 1 and thread_dim(tag) == 0
-    return rank <= thread_rank(tag)
 
 
 @dataclass
@@ -112,9 +89,29 @@ def nest_of(stmt: Stmt, rule: str, constraints: ConstraintSet, least: int = 1,
     if not isinstance(body, BufferStore) or len(loops) < least:
         raise TVMSError(f"LowerAutoCopy ({rule}): block {constraints.block!r} must be a nest of {least} loops or "
                         "more around one store")
+    from_zero(loops, constraints.block)
     return loops, body
 
 
-__all__ = ["ConstraintSet", "OutputSet", "annotation_int", "storage_rank", "copies_between", "can_relax_under_thread",
-           "loop_nest", "wrap", "with_suffix", "nest_of", "GLOBAL", "SHARED", "WARP", "LOCAL",
-           "WMMA_A", "WMMA_B", "WMMA_ACCUMULATOR", "MMA_C"]
+def from_zero(loops, block: str) -> None:
+    """Refuse ``loops`` unless each starts at 0 (the rules re-make them from their extents; TVM
+    drops a loop's start)."""
+    for loop in loops:
+        if not is_const_int(loop.min, 0):
+            raise TVMSError(f"LowerAutoCopy: block {block!r} copies under loop {loop.loop_var.name!r}, which does not "
+                            "start at 0")
+
+
+def accumulator_load(stmt, scopes: tuple, block: str) -> BufferLoad:
+    """The accumulator load of the copy ``stmt`` (a load of a scope in ``scopes``): the rules move
+    the accumulator tile by tile, so every such load must read one buffer at the same indices
+    (TVM takes one of them for all, so that ``C[i, j] + C[j, i]`` would read ``2 * C[i, j]``)."""
+    loads = [n for n in walk(stmt) if isinstance(n, BufferLoad) and n.buffer.scope in scopes]
+    if not loads or any(load.buffer is not loads[0].buffer or not structural_equal(load.indices, loads[0].indices)
+                        for load in loads):
+        raise TVMSError(f"LowerAutoCopy: block {block!r} must read one {' or '.join(scopes)} buffer, at one index")
+    return loads[0]
+
+
+__all__ = ["ConstraintSet", "OutputSet", "annotation_int", "copies_between", "accumulator_load", "loop_nest", "wrap",
+           "with_suffix", "nest_of", "from_zero"]

@@ -18,9 +18,10 @@ from ....ir.buffer import decl_buffer
 from ....ir.errors import TVMSError
 from ....ir.expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, Var, const
 from ....ir.stmt import SERIAL, THREAD_BINDING, BufferStore, For, IfThenElse, SeqStmt, Stmt
-from ....ir.visitor import Mutator, children, walk
-from .auto_copy_rule import GLOBAL, SHARED, ConstraintSet, OutputSet, can_relax_under_thread, copies_between, \
-    loop_nest, with_suffix, wrap
+from ....ir.visitor import Mutator, children
+from ...scopes import GLOBAL, SHARED, can_relax_under_thread
+from .auto_copy_rule import ConstraintSet, OutputSet, accumulator_load, copies_between, from_zero, loop_nest, \
+    with_suffix, wrap
 
 ACCUMULATORS = ("wmma.accumulator", "m16n8k8.matrixC")
 
@@ -127,6 +128,14 @@ class _ReplaceLoads(Mutator):
         return self.load if load.buffer is self.buffer else self.generic_visit(load)
 
 
+def _extent(loop: For, block: str) -> int:
+    """The extent of a loop the stage spans (its shape is theirs)."""
+    if not isinstance(loop.extent, IntImm):
+        raise TVMSError(f"LowerAutoCopy: block {block!r} would stage a copy over loop {loop.loop_var.name!r} of "
+                        "symbolic extent")
+    return loop.extent.value
+
+
 def insert_cache_stage(stmt: Stmt, is_write: bool, scope: str, compute_at: For | None, outer_loops,
                        block: str) -> tuple[list, SeqStmt, object]:
     """A stage of ``scope`` in the copy ``stmt`` below ``compute_at`` (see the module): the loops
@@ -137,7 +146,7 @@ def insert_cache_stage(stmt: Stmt, is_write: bool, scope: str, compute_at: For |
     body = stmt
     while isinstance(body, For):
         if relax:
-            ranges[body.loop_var] = body.extent.value
+            ranges[body.loop_var] = _extent(body, block)
             under.append(body)
         else:
             loops.append(body)
@@ -151,16 +160,14 @@ def insert_cache_stage(stmt: Stmt, is_write: bool, scope: str, compute_at: For |
         if loop.kind == THREAD_BINDING and can_relax_under_thread(scope, loop.thread_binding.thread_tag):
             if is_write and loop.thread_binding.thread_tag == "threadIdx.x":
                 continue  # (a warp writes the accumulator's tile)
-            ranges[loop.loop_var] = loop.extent.value
+            ranges[loop.loop_var] = _extent(loop, block)
             relaxed.append(loop)
+    from_zero(relaxed + under, block)  # (the stage's shape is their extents)
     if not isinstance(body, BufferStore):
         raise TVMSError(f"LowerAutoCopy: block {block!r} must copy by one store under its loops")
     target = None
     if is_write:
-        loads = [n for n in walk(stmt) if isinstance(n, BufferLoad) and n.buffer.scope in ACCUMULATORS]
-        if not loads or any(load.buffer is not loads[0].buffer for load in loads):
-            raise TVMSError(f"LowerAutoCopy: block {block!r} must read one accumulator buffer")
-        target = loads[0]
+        target = accumulator_load(stmt, ACCUMULATORS, block)
     cache_indices, shape = [], None
     if not is_write and isinstance(body.value, BufferLoad):
         promoted = rank_promoted_shape(body.value.indices, ranges)
@@ -173,8 +180,10 @@ def insert_cache_stage(stmt: Stmt, is_write: bool, scope: str, compute_at: For |
     renamed = {loop.loop_var: with_suffix(loop.loop_var, "_cache") for loop in stage_loops}
     source = target.buffer if is_write else body.buffer
     name = f"{source.name}_{scope}"
+    # compact (TVM gives the stage the strides of the buffer the stage stands for: registers wasted,
+    # and wrong where that buffer has another number of dimensions than the stage)
     stage_buffer = decl_buffer(tuple(const(s) if isinstance(s, int) else s for s in shape), source.dtype, name,
-                               scope=scope, strides=source.strides)
+                               scope=scope)
     at_stage = BufferLoad(stage_buffer, tuple(cache_indices))
     if is_write:
         fill = substitute(_ReplaceLoads(target.buffer, at_stage).visit(body), renamed)

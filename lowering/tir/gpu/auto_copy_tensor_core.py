@@ -1,7 +1,8 @@
 """LowerAutoCopy's tensor-core rules (TVM 0.27's memhammer_tensorcore_rewrite.cc).
 
-The copy's two innermost loops are tiled (16x16 for WMMA, 8x8 for the m16n8k8 accumulator; left
-alone where their extents are not multiples) and each tile becomes one block:
+The copy's two innermost loops are tiled (16x16 for WMMA, 8x8 for the m16n8k8 accumulator;
+refused where their extents are not multiples, or the buffers' type is not the fragment's) and
+each tile becomes one block:
 
 - SharedToWmma: ``tvm_load_matrix_sync`` of a 16x16 float16 tile (row-major for matrix_a,
   column-major for matrix_b);
@@ -21,14 +22,13 @@ from ....ir.arith.operators import binary
 from ....ir.buffer import BufferRegion, MatchBufferRegion, decl_buffer
 from ....ir.dtype import DataType
 from ....ir.errors import TVMSError
-from ....ir.expr import (Add, BufferLoad, Call, FloorDiv, FloorMod, IterVar, Mul, Range, StringImm, Sub, THREAD_INDEX,
-                         Var, const)
+from ....ir.expr import (Add, BufferLoad, Call, FloorDiv, FloorMod, IntImm, IterVar, Mul, Range, StringImm, Sub,
+                         THREAD_INDEX, Var, const)
 from ....ir.op import get_op
 from ....ir.stmt import SERIAL, VECTORIZED, AttrStmt, Block, BlockRealize, BufferStore, Evaluate, For, SeqStmt, Stmt
-from ....ir.visitor import walk
 from .auto_copy_coalesce import coalesce
-from .auto_copy_rule import (GLOBAL, MMA_C, SHARED, WMMA_A, WMMA_B, WMMA_ACCUMULATOR, ConstraintSet, OutputSet,
-                             copies_between, nest_of, with_suffix, wrap)
+from ...scopes import GLOBAL, MMA_C, SHARED, WMMA_A, WMMA_B, WMMA_ACCUMULATOR
+from .auto_copy_rule import ConstraintSet, OutputSet, accumulator_load, copies_between, nest_of, with_suffix, wrap
 from .auto_copy_stage import insert_cache_stage
 
 TILE_PADDING = 8  # (the least padding of a shared buffer a tensor-core tile touches)
@@ -36,13 +36,15 @@ TILE_PADDING = 8  # (the least padding of a shared buffer a tensor-core tile tou
 
 def tile_innermost(stmt: Stmt, size: int, constraints: ConstraintSet) -> tuple[Stmt, For | None]:
     """The two innermost loops of the nest ``stmt`` split by ``size`` and reordered (outer i, outer
-    j, inner i, inner j); the outer i loop, where the stage of a write goes. ``stmt`` as it is
-    (and None) where an extent is no multiple of ``size``."""
+    j, inner i, inner j); the outer i loop, where the stage of a write goes. Refused where an
+    extent is no multiple of ``size`` (TVM leaves the nest alone, and then matches the whole
+    region to one fragment)."""
     loops, _ = nest_of(stmt, "tensor core", constraints, least=2, guarded=True)
     body = loops[-1].body
     rows, cols = loops[-2], loops[-1]
-    if any(not (hasattr(loop.extent, "value") and loop.extent.value % size == 0) for loop in (rows, cols)):
-        return stmt, None
+    if any(not (isinstance(loop.extent, IntImm) and loop.extent.value % size == 0) for loop in (rows, cols)):
+        raise TVMSError(f"LowerAutoCopy (tensor core): block {constraints.block!r} copies loops whose extents are not "
+                        f"multiples of the {size}x{size} tile")
     outer = [with_suffix(rows.loop_var, "_0"), with_suffix(cols.loop_var, "_0")]
     inner = [with_suffix(rows.loop_var, "_1"), with_suffix(cols.loop_var, "_1")]
     body = substitute(body, {loop.loop_var: binary(Add, binary(Mul, o, size), i)
@@ -101,12 +103,20 @@ def _matrix_sync(op: str, fragment, shared, layout: str, mask: int) -> Evaluate:
                          data_of=(fragment, None, None, None, None, None, None, None)))
 
 
+def _check_types(source, target, types: tuple, constraints: ConstraintSet) -> None:
+    """Refuse a tile copy between buffers not both of one of the fragment's ``types``."""
+    if source.dtype != target.dtype or str(source.dtype) not in types:
+        raise TVMSError(f"LowerAutoCopy (tensor core): block {constraints.block!r} copies {source.dtype} to "
+                        f"{target.dtype}; the fragment holds one of {', '.join(types)}")
+
+
 def rewrite_wmma_load(stmt: Stmt, constraints: ConstraintSet) -> Stmt:
     loops, store = nest_of(stmt, "shared to wmma", constraints, least=2)
     load = store.value
     if not isinstance(load, BufferLoad):
         raise TVMSError(f"LowerAutoCopy (shared to wmma): block {constraints.block!r} must copy one load")
     source, target = load.buffer, store.buffer
+    _check_types(source, target, ("float16",), constraints)  # (the fragments below are float16's)
     src = _fragment("src", source.scope, DataType("float16"), 16, strided=True)
     tgt = _fragment("tgt", target.scope, DataType("float16"), 16, strided=False)
     layout = "row_major" if target.scope == "wmma.matrix_a" else "col_major"
@@ -116,17 +126,11 @@ def rewrite_wmma_load(stmt: Stmt, constraints: ConstraintSet) -> Stmt:
     return wrap(loops[:-2], block)
 
 
-def _accumulator_load(store: BufferStore, scope: str, constraints: ConstraintSet) -> BufferLoad:
-    loads = [n for n in walk(store.value) if isinstance(n, BufferLoad) and n.buffer.scope == scope]
-    if not loads or any(load.buffer is not loads[0].buffer for load in loads):
-        raise TVMSError(f"LowerAutoCopy: block {constraints.block!r} must read one {scope} buffer")
-    return loads[-1]
-
-
 def rewrite_wmma_store(stmt: Stmt, constraints: ConstraintSet) -> Stmt:
     loops, store = nest_of(stmt, "wmma store", constraints, least=2, guarded=True)  # (whole tiles of scratch)
-    load = _accumulator_load(store, "wmma.accumulator", constraints)
+    load = accumulator_load(store.value, ("wmma.accumulator",), constraints.block)
     source, target = load.buffer, store.buffer
+    _check_types(source, target, ("float16", "float32", "int32"), constraints)
     src = _fragment("src", source.scope, source.dtype, 16, strided=False)
     tgt = _fragment("tgt", target.scope, source.dtype, 16, strided=True)
     body = _matrix_sync("tir.tvm_store_matrix_sync", src, tgt, "row_major", 2)
@@ -139,8 +143,9 @@ def rewrite_mma_store(stmt: Stmt, constraints: ConstraintSet) -> Stmt:
     """Each 8x8 accumulator tile stored by the warp's lanes, two values each (the m16n8k8
     fragment layout: lane ``tx`` holds row ``tx // 4``, columns ``tx % 4 * 2`` and ``+ 1``)."""
     loops, store = nest_of(stmt, "mma store", constraints, least=2, guarded=True)  # (whole tiles of scratch)
-    load = _accumulator_load(store, "m16n8k8.matrixC", constraints)
+    load = accumulator_load(store.value, ("m16n8k8.matrixC",), constraints.block)
     source, target = load.buffer, store.buffer
+    _check_types(source, target, ("float16", "float32"), constraints)
     src = _fragment("src", source.scope, source.dtype, 8, strided=False)
     tgt = _fragment("tgt", target.scope, source.dtype, 8, strided=True)
     tx, vec = Var("tx"), Var("vec")

@@ -98,7 +98,7 @@ class _AutoCopy(Mutator):
             body = rule(body, constraints, output)
         for buffer, padding in output.padding_min.items():
             self.padder.least(buffer, padding)
-        self.padder.analyze(body, self.outer, bits, self.thread_extent)
+        self.padder.analyze(body, self.outer, self.thread_extent)
         allocs = self.padder.pad(block.alloc_buffers + tuple(output.alloc_buffers))
         return block.with_changes(body=body, alloc_buffers=allocs)
 

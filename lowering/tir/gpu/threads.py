@@ -1,5 +1,5 @@
-"""Thread tags as TVM's ThreadScope reads them: ``blockIdx.x`` is rank 0, ``threadIdx.y`` rank 1
-dimension 1, ``vthread`` rank 1 without a dimension; and helpers the GPU passes share."""
+"""Helpers the GPU passes share (and, from lowering/scopes.py, the thread tags' ranks and
+dimensions as TVM's ThreadScope reads them)."""
 from __future__ import annotations
 
 from ....ir.buffer import Buffer, decl_buffer
@@ -8,22 +8,7 @@ from ....ir.expr import Call, StringImm
 from ....ir.module import Target
 from ....ir.op import get_op
 from ....ir.stmt import AllocBuffer, Evaluate, LetStmt, SeqStmt, Stmt
-
-
-def thread_rank(tag: str) -> int:
-    """0 for a block index, 1 for a thread index (virtual threads included), -1 otherwise."""
-    if tag.startswith("blockIdx."):
-        return 0
-    if tag.startswith(("threadIdx.", "vthread", "cthread")):
-        return 1
-    return -1
-
-
-def thread_dim(tag: str) -> int:
-    """The axis of a block or thread index (x 0, y 1, z 2); -1 for a virtual thread."""
-    if tag.startswith(("blockIdx.", "threadIdx.")):
-        return "xyz".index(tag[-1])
-    return -1
+from ...scopes import thread_dim, thread_rank
 
 
 def target_attr(target: Target | None, key: str, default: int) -> int:
