@@ -363,6 +363,20 @@ def test_elementwise_inlines_and_vectorizes_add_relu(m, n):
     assert len(re.findall(r"^\s+with T.block\(", scheduled.script(), re.M)) == 1  # add inlined into relu
 
 
+def test_rules_asking_in_turn_get_schedules_of_their_own():
+    """flat_schedule inlines a function once for the rules that ask for it in turn: each still
+    gets its own schedule, starting from the inlining (its trace), which the others' steps do not
+    touch."""
+    from tvms.lowering.dlight.analysis import flat_schedule
+
+    func = from_source(add_relu_source(8, 16))["main"]
+    (first, infos), (second, again) = flat_schedule(func), flat_schedule(func)
+    assert first is not second and [i.name for i in infos] == [i.name for i in again] == ["relu"]
+    first.split(first.get_loops(infos[0].rv)[0], [2, 4])
+    assert len(second.trace.insts) == len(flat_schedule(func)[0].trace.insts) < len(first.trace.insts)
+    assert "for i_0, i_1" not in second.mod.script() and "for i_0, i_1" in first.mod.script()
+
+
 INJECTIVE_OPS = {  # name: (parameters, Relax expression, numpy) over an (m, n) input x
     "broadcast_add": ("x: {mn}, y: {n1}", "R.add(x, y)", lambda x, y: x + y),
     "transpose": ("x: {mn}", "R.permute_dims(x)", lambda x: x.T),
