@@ -36,8 +36,9 @@ from ...ir.expr import Add, BufferLoad, FloorDiv, FloorMod, Mul, Range, Var, con
 from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore
 from ...ir.structural import structural_equal
-from ...ir.visitor import Mutator, collect
+from ...ir.visitor import collect
 from ..schedule import Schedule
+from ..schedule.block_layout import IndexSimplifier
 from ..schedule.tree import find_block, replace_stmts
 from .analysis import CPURule, const_int, flat_schedule, vector_lanes
 from .cpu_tactics import parallelize_outer, vector_factor
@@ -83,7 +84,7 @@ class PlaneCopy(CPURule):
         analyzer = Analyzer()
         for v, extent in zip(iters, extents):
             analyzer.bind(v, 0, extent)
-        value = _SimplifiedLoads(analyzer).visit(store.value)
+        value = IndexSimplifier(analyzer).visit(store.value)
         loads = {}  # buffer -> its one load (read at two places, the block's reads would not say it)
         for load in collect(value, BufferLoad):
             if loads.setdefault(load.buffer, load) is not load and not structural_equal(loads[load.buffer], load):
@@ -189,16 +190,6 @@ def _broadcast(load: BufferLoad, iters: list, run: int) -> bool:
     """Whether ``load`` reads one value along the last ``run`` of ``iters``."""
     tail = {id(v) for v in iters[len(iters) - run:]}
     return not any(id(v) in tail for v in collect(load.indices, Var))
-
-
-class _SimplifiedLoads(Mutator):
-    """Each load's indices simplified (the iterators' ranges bound in ``analyzer``)."""
-
-    def __init__(self, analyzer: Analyzer):
-        self.analyzer = analyzer
-
-    def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:
-        return BufferLoad(load.buffer, tuple(self.analyzer.simplify(i) for i in load.indices))
 
 
 def _same(indices: Any, variables: list) -> bool:
