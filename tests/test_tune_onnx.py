@@ -349,6 +349,16 @@ def test_the_check_in_the_model_decides_the_best_above_the_schedules_not_checked
         assert top.mean_secs() == pytest.approx(1e-3 * winner / tuned_in_model[0])
 
 
+def test_the_check_leaves_tasks_without_records_alone(monkeypatch) -> None:
+    """A task the database has no record of is not checked: its default schedule is not even made."""
+    from tvms.meta_schedule import model_check
+
+    made = []
+    monkeypatch.setattr(model_check, "replayed_default", lambda *args, **kw: made.append(args) or (None, None))
+    assert model_check.check_in_model(ms.MemoryDatabase(), lowered_model(), "llvm", []) == {}
+    assert made == []
+
+
 def test_timing_the_kernels_of_a_model_leaves_its_executable_as_it_was() -> None:
     from tvms.meta_schedule.model_check import kernel_seconds
 

@@ -105,6 +105,8 @@ def check_in_model(database: Any, mod: Any, target: Any, inputs: list, calls: in
     tasks = extract_tasks(lowered, target) if tasks is None else tasks
     pending = []
     for task in tasks:
+        if database.query_tuning_record(task.mod, target) is None:
+            continue  # (nothing tuned to check: its default schedule is not needed)
         default, replay = replayed_default(task.mod, target)
         candidates = _candidates(database, task, target, default) if replay is not None else []
         if candidates:
