@@ -132,7 +132,7 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
     pool_kind = get_global_func("runtime.thread_pool_kind", True) if target.kind == "llvm" else None
     pool = {"thread_pool": pool_kind()} if pool_kind is not None else {}
     key = compile_key(mod, target, relax_pipeline, default_schedule=bool(default_schedule), exec_mode=exec_mode,
-                      layout_passes=tuple(type(p).__name__ for p in _layout_passes(target)), **pool)
+                      layout_passes=_enabled_names(_layout_passes(target)), **pool)
     if key is not None:
         with _COMPILED_LOCK:
             hit = _COMPILED.get(key)
@@ -157,7 +157,8 @@ _COMPILED_MAX = 64
 def compile_key(mod: Any, target: Any, relax_pipeline: Any, **options: Any) -> tuple | None:
     """What a compile depends on: the sha256 of the module's text (constants included), the
     target, the pipeline's name, then each further option of ``compile`` as a (name, value) pair
-    (values with a stable ``repr``). None when the result cannot be keyed (a pipeline given as a
+    (values with a stable ``repr``), then the current PassContext's settings (``_context_key``:
+    a pass it disables or a config switch changes what is made). None when the result cannot be keyed (a pipeline given as a
     pass object, an input compile rejects)."""
     if relax_pipeline is not None and not isinstance(relax_pipeline, str):
         return None
@@ -168,7 +169,25 @@ def compile_key(mod: Any, target: Any, relax_pipeline: Any, **options: Any) -> t
     except Exception:  # (a module the printer cannot print yet is compiled, just not cached)
         return None
     extra = tuple((name, repr(value)) for name, value in sorted(options.items()))
-    return (hashlib.sha256(text.encode()).hexdigest(), str(target), relax_pipeline, *extra)
+    return (hashlib.sha256(text.encode()).hexdigest(), str(target), relax_pipeline, *extra, _context_key())
+
+
+def _context_key() -> tuple:
+    """The current PassContext as far as it decides what the pipelines run: its opt_level, the
+    passes it disables and requires, and its config (a pass's options)."""
+    from .transform import PassContext
+
+    ctx = PassContext.current()
+    return ("pass_context", ctx.opt_level, tuple(sorted(ctx.disabled_pass)), tuple(sorted(ctx.required_pass)),
+            repr(sorted(ctx.config.items(), key=lambda item: str(item[0]))))
+
+
+def _enabled_names(passes: list) -> tuple:
+    """The names of those of ``passes`` that the current PassContext runs (``Sequential``'s test)."""
+    from .transform import PassContext
+
+    ctx = PassContext.current()
+    return tuple(p.info.name for p in passes if ctx.pass_enabled(p.info))
 
 
 def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: bool, exec_mode: str) -> Any:

@@ -3,10 +3,15 @@
 whole vectors, equal to numpy and the reference executor; what it declines."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import tvms
+from tvms.ir.module import IRModule
 from tvms.lowering.dlight.cpu_shuffle import PlaneCopy
+from tvms.lowering.tune.relax_integration import ExtractedTask, _tunable
+from tvms.lowering.tune.task_scheduler import replayed_default
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 from tvms.target import Target
@@ -80,3 +85,20 @@ def test_a_crop_with_its_epilogue_copies_planes_in_whole_vectors():
     params = f'x: {tensor}, s: R.Tensor((36, 1, 1), dtype="float32")'
     plain = only_kernel(legalized(from_source(relax_module(body, params, tensor))))
     assert PlaneCopy().apply(plain, avx512, False) is None
+
+
+def test_the_schedule_replays_from_its_trace():
+    """The simplified indices are a step of the trace (not a rewrite beside it): the schedule of a
+    channel shuffle and of a crop with its epilogue, written as a tuning record and replayed on the
+    function, is the same, so tuning keeps them (measured against it), without a warning."""
+    target = Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f")
+    crop = crop_kernel("            d = R.multiply(c, s)\n            e = R.nn.relu(d)\n")
+    for func in (shuffle_kernel(3, 12, 5), crop):
+        mod = IRModule({"main": func})
+        default, replay = replayed_default(mod, target)
+        assert "T.vectorized(T.int64(5))" in default.mod["main"].script()  # (PlaneCopy's)
+        assert replay is not None
+        task = ExtractedTask("copy", mod, target, [mod], 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert _tunable([task], "test") == [task]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hypothesis.strategies as st
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 import tvms
@@ -46,10 +47,11 @@ def test_the_padding_fills_the_vectors_of_full_fma_rate():
 
 
 def grouped_conv(n: int, groups: int, group_in: int, group_out: int, size: int, k: int, epilogue: str,
-                 rng: np.random.Generator, weight_param: bool = False) -> tuple:
-    """(module, its inputs, numpy's result) of a grouped conv (stride 1, same padding) with a
-    constant bias-free weight, then ``epilogue``: "", "bias", "bias relu" or "bn relu" (a scale and
-    a shift per channel); the weight a parameter when ``weight_param``."""
+                 rng: np.random.Generator, weight_param: bool = False, stride: int = 1, shuffle: int = 0) -> tuple:
+    """(module, its inputs, numpy's result) of a grouped conv (same padding) with a constant
+    bias-free weight, then ``epilogue``: "", "bias", "bias relu" or "bn relu" (a scale and a shift
+    per channel), then, with ``shuffle``, ShuffleNet's channel shuffle in that many groups; the
+    weight a parameter when ``weight_param``."""
     c, f = groups * group_in, groups * group_out
     x = rng.standard_normal((n, c, size, size), dtype=np.float32)
     w = rng.standard_normal((f, group_in, k, k), dtype=np.float32)
@@ -58,11 +60,11 @@ def grouped_conv(n: int, groups: int, group_in: int, group_out: int, size: int, 
     xv = relax.Var("x", relax.TensorStructInfo(x.shape, "float32"))
     wv = relax.Var("w", relax.TensorStructInfo(w.shape, "float32"))
     bb, ops = relax.BlockBuilder(), relax.op
-    expected = window_conv_reference(x, w, 1, k // 2, 1, groups)
+    expected = window_conv_reference(x, w, stride, k // 2, 1, groups)
     with bb.function("main", [xv, wv] if weight_param else [xv]):
         with bb.dataflow():
-            value = bb.emit(ops.nn.conv2d(xv, wv if weight_param else relax.const(w), padding=[k // 2] * 4,
-                                          groups=groups))
+            value = bb.emit(ops.nn.conv2d(xv, wv if weight_param else relax.const(w), strides=[stride] * 2,
+                                          padding=[k // 2] * 4, groups=groups))
             if "bias" in epilogue:
                 value = bb.emit(ops.add(value, relax.const(b)))
                 expected = expected + b
@@ -72,6 +74,11 @@ def grouped_conv(n: int, groups: int, group_in: int, group_out: int, size: int, 
             if "relu" in epilogue:
                 value = bb.emit(ops.nn.relu(value))
                 expected = np.maximum(expected, 0)
+            if shuffle:
+                shape = expected.shape
+                value = bb.emit(ops.reshape(value, (n, shuffle, f // shuffle, *shape[2:])))
+                value = bb.emit(ops.reshape(bb.emit(ops.permute_dims(value, [0, 2, 1, 3, 4])), shape))
+                expected = expected.reshape(n, shuffle, f // shuffle, *shape[2:]).swapaxes(1, 2).reshape(shape)
             out = bb.emit_output(value)
         bb.emit_func_output(out)
     return bb.get(), [x, w] if weight_param else [x], expected
@@ -96,22 +103,48 @@ def test_compiled_with_a_constant_and_a_parameter_weight():
     padded weight is folded and packed at compile time (the program calls the conv and the crop,
     which computes the bias and relu); with a weight that is a parameter it is padded at each
     call. Batches of one and two, for the host, equal numpy; the PassContext option turns the pass
-    off (one kernel: the conv with its epilogue)."""
+    off, and so does disabling it (one kernel: the conv with its epilogue)."""
     rng = np.random.default_rng(5)
     for n, weight_param in ((1, False), (2, True)):
         mod, args, expected = grouped_conv(n, 2, 6, 10, 7, 3, "bias relu", rng, weight_param)
-        vm = relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
-        np.testing.assert_allclose(vm["main"](*args).numpy(), expected, rtol=1e-4, atol=1e-4)
-        kernels = [inst.func for f in vm.executable.program.functions if f.name == "main"
-                   for inst in f.code if getattr(inst, "kind", None) == "kernel"]
+        kernels = compiled_kernels(mod, args, expected)
         if not weight_param:
             assert len(kernels) == 2 and kernels[0] == "conv2d_prepacked", kernels
             assert "strided_slice" in kernels[1] and "relu" in kernels[1], kernels
     mod, args, expected = grouped_conv(1, 2, 6, 10, 7, 3, "bias relu", rng)
-    tvms.compile(mod, target="llvm")  # (compiled padded first: the switch is part of the compile's key)
-    with PassContext(config={"relax.PadConvGroups.enable": False}):
-        vm = relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
-        kernels = [inst.func for f in vm.executable.program.functions if f.name == "main"
-                   for inst in f.code if getattr(inst, "kind", None) == "kernel"]
-        assert len(kernels) == 1 and "strided_slice" not in kernels[0], kernels
-        np.testing.assert_allclose(vm["main"](*args).numpy(), expected, rtol=1e-4, atol=1e-4)
+    tvms.compile(mod, target="llvm")  # (compiled padded first: the switches are part of the compile's key)
+    for ctx in (PassContext(config={"relax.PadConvGroups.enable": False}), PassContext(disabled_pass=["PadConvGroups"])):
+        with ctx:
+            kernels = compiled_kernels(mod, args, expected)
+            assert len(kernels) == 1 and "strided_slice" not in kernels[0], kernels
+
+
+@pytest.mark.slow
+def test_compiled_strided_batched_and_shuffled():
+    """The padded conv compiled for the host equals numpy strided, with a batch of three and a
+    batch norm, and with a channel shuffle after the crop (fused with it: one copy after the conv)."""
+    rng = np.random.default_rng(6)
+    for n, stride, epilogue, shuffle in ((1, 2, "bias relu", 0), (3, 1, "bn relu", 0), (2, 2, "bn relu", 2)):
+        kernels = compiled_kernels(*grouped_conv(n, 2, 6, 10, 7, 3, epilogue, rng, False, stride, shuffle))
+        assert len(kernels) == 2 and kernels[0] == "conv2d_prepacked", kernels
+        assert "strided_slice" in kernels[1] and "relu" in kernels[1], kernels
+
+
+def compiled_kernels(mod: tvms.IRModule, args: list, expected: np.ndarray) -> list:
+    """The kernels ``main`` of ``mod`` compiled for the host calls, in order, once its result on
+    ``args`` is checked against ``expected``."""
+    vm = relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    np.testing.assert_allclose(vm["main"](*args).numpy(), expected, rtol=1e-4, atol=1e-4)
+    return [inst.func for f in vm.executable.program.functions if f.name == "main"
+            for inst in f.code if getattr(inst, "kind", None) == "kernel"]
+
+
+def test_other_targets_are_left_alone():
+    """The vector widths are a CPU's: for cuda or c (whose lanes the fallback would guess) the
+    module is unchanged, given or current."""
+    mod = grouped_conv(1, 3, 20, 34, 9, 1, "", np.random.default_rng(0))[0]
+    assert not structural_equal(PadConvGroups(SKYLAKE)(mod), mod)
+    for target in ("cuda", "c"):
+        assert structural_equal(PadConvGroups(target)(mod), mod)
+        with Target(target):
+            assert structural_equal(tvms.relax.transform.PadConvGroups()(mod), mod)

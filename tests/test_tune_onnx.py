@@ -349,6 +349,47 @@ def test_the_check_in_the_model_decides_the_best_above_the_schedules_not_checked
         assert top.mean_secs() == pytest.approx(1e-3 * winner / tuned_in_model[0])
 
 
+def test_a_top_record_whose_trace_fails_is_passed_over_and_what_is_timed_is_recorded(monkeypatch) -> None:
+    """The best record's trace does not apply to the task (a record of another function): the
+    check times the next one, a tuned schedule, in the program it compiles, and records that one."""
+    from tvms.lowering.schedule import Schedule
+    from tvms.lowering.tune.task_scheduler import replayed_default
+    from tvms.script import from_source
+
+    broken = Schedule(tvms.IRModule({"main": from_source(OTHER_FUNCTION)}))
+    broken.get_loops(broken.get_sblock("elsewhere"))
+    task = conv_task(lowered_model())
+    (tuned,) = register_tile_branches(task)[:1]
+    db = database_with(task, 2e-3, [(broken, 0.9e-3), (tuned, 1.0e-3)])
+    checked, timed, compiled = scripted_model_check(monkeypatch, db, task, [2.2e-3])
+    assert [trace_key(t) for t in compiled] == [trace_key(tuned.trace)]
+    assert checked == {task.task_name: pytest.approx((2.5, 2.2))}
+    default = replayed_default(task.mod, tvms.target.Target("llvm"))[1]
+    again = [r for r in db.get_all_tuning_records() if r.confirmation]
+    assert [trace_key(r.trace) for r in again] == [trace_key(default.trace), trace_key(tuned.trace)]
+    assert again[1].mean_secs() == pytest.approx(1.0e-3)  # (the tuned one won: its trial's time)
+
+
+OTHER_FUNCTION = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((4,), "float32")):
+    for i in range(4):
+        with T.sblock("elsewhere"):
+            vi = T.axis.spatial(4, i)
+            A[vi] = T.float32(0)
+"""
+
+
+def test_the_check_leaves_tasks_without_records_alone(monkeypatch) -> None:
+    """A task the database has no record of is not checked: its default schedule is not even made."""
+    from tvms.meta_schedule import model_check
+
+    made = []
+    monkeypatch.setattr(model_check, "replayed_default", lambda *args, **kw: made.append(args) or (None, None))
+    assert model_check.check_in_model(ms.MemoryDatabase(), lowered_model(), "llvm", []) == {}
+    assert made == []
+
+
 def test_timing_the_kernels_of_a_model_leaves_its_executable_as_it_was() -> None:
     from tvms.meta_schedule.model_check import kernel_seconds
 

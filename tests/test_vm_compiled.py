@@ -22,6 +22,7 @@ from tvms.relax import get_pipeline
 from tvms.runtime.reference_relax import run_relax
 from tvms.ir.vm_program import Call, deserialize, serialize
 from tvms.lowering.build import compile_key
+from tvms.lowering.transform import PassContext
 from tvms.runtime.vm import Executable
 from tvms.script import from_source
 
@@ -303,6 +304,14 @@ def test_compile_key_sees_constants_and_options() -> None:
     assert compile_key(one, "llvm", "zero", default_schedule=True) != compile_key(one, "llvm", "zero")
     assert compile_key(one, "llvm", "zero", default_schedule=False) != \
         compile_key(one, "llvm", "zero", default_schedule=True)
+    # and so does the PassContext: what it disables or requires, its opt_level and its config
+    plain = compile_key(one, "llvm", "zero")
+    for ctx in (PassContext(disabled_pass=["FoldConstant"]), PassContext(required_pass=["FoldConstant"]),
+                PassContext(opt_level=3), PassContext(config={"relax.BlockChannels.enable": False})):
+        with ctx:
+            assert compile_key(one, "llvm", "zero") != plain
+    with PassContext():
+        assert compile_key(one, "llvm", "zero") == plain
     vm = relax.VirtualMachine(tvms.compile(two, target="llvm"), tvms.cpu())
     np.testing.assert_array_equal(vm["main"](np.zeros(2, "float32")).numpy(), [2.0, 2.0])
 

@@ -105,6 +105,8 @@ def check_in_model(database: Any, mod: Any, target: Any, inputs: list, calls: in
     tasks = extract_tasks(lowered, target) if tasks is None else tasks
     pending = []
     for task in tasks:
+        if database.query_tuning_record(task.mod, target) is None:
+            continue  # (nothing tuned to check: its default schedule is not needed)
         default, replay = replayed_default(task.mod, target)
         candidates = _candidates(database, task, target, default) if replay is not None else []
         if candidates:
@@ -119,7 +121,8 @@ def check_in_model(database: Any, mod: Any, target: Any, inputs: list, calls: in
                 and all(statistics.fmean(t) >= statistics.fmean(d) for d, t in timed[task.task_name])]
         if not turn:
             break
-        chosen = database if k == 0 else _with_schedules(database, tasks, target, {id(t): c for t, c in turn})
+        # (each task's k-th candidate, the first too: a top record whose trace fails is not one)
+        chosen = _with_schedules(database, tasks, target, {id(t): c for t, c in turn})
         programs = (default_program, compile_relax(chosen, lowered, target, exec_mode="bytecode"))
         sides: list = [[], []]  # per side, per round: {kernel: its seconds in each call of main}
         for _ in range(rounds):  # (in turns: a load that comes and goes hits both)

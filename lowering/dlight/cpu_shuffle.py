@@ -6,8 +6,10 @@ batch norm and relu: ``relax/pad_conv_groups.py``; other operands read along the
 one value a run).
 
 Its read indices come out of legalization as chains of ``//`` and ``%`` that the iterators'
-ranges simplify (``x[0, c % 4 * 68 + c // 4, y, x]``); once simplified, the trailing indices the
-read shares with the write (here ``y, x``: a whole plane) are one contiguous run on both sides.
+ranges simplify (``x[0, c % 4 * 68 + c // 4, y, x]``: the identity ``transform_block_layout``
+simplifies them, a step of the schedule's trace, so that a tuning's baseline replays it); once
+simplified, the trailing indices the read shares with the write (here ``y, x``: a whole plane)
+are one contiguous run on both sides.
 Each parallel task copies one run, fused, in vectors of the largest divisor of the run up to the
 target's lanes (the injective rule's vectors along rows of 14 had 2 lanes: 11 against 5 us per
 shuffle of 272 channels of 14x14, single-threaded).
@@ -30,15 +32,13 @@ from __future__ import annotations
 from math import prod
 from typing import Any
 
-from ...ir.arith import Analyzer
-from ...ir.buffer import BufferRegion
-from ...ir.expr import Add, BufferLoad, FloorDiv, FloorMod, Mul, Range, Var, const
+from ...ir.expr import Add, BufferLoad, FloorDiv, FloorMod, Mul, Var
 from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore
 from ...ir.structural import structural_equal
-from ...ir.visitor import Mutator, collect
+from ...ir.visitor import collect
 from ..schedule import Schedule
-from ..schedule.tree import find_block, replace_stmts
+from ..schedule.layout import IndexMap
 from .analysis import CPURule, const_int, flat_schedule, vector_lanes
 from .cpu_tactics import parallelize_outer, vector_factor
 
@@ -75,17 +75,17 @@ class PlaneCopy(CPURule):
         if found is None or len(found[1].iters) < 2:
             return None
         sch, info = found
-        store = info.block.body
-        extents = [it.const_extent for it in info.iters]
-        iters = [it.var for it in info.iters]
-        if not _same(store.indices, iters):
+        if not _same(info.block.body.indices, [it.var for it in info.iters]):
             return None
-        analyzer = Analyzer()
-        for v, extent in zip(iters, extents):
-            analyzer.bind(v, 0, extent)
-        value = _SimplifiedLoads(analyzer).visit(store.value)
-        loads = {}  # buffer -> its one load (read at two places, the block's reads would not say it)
-        for load in collect(value, BufferLoad):
+        # the identity layout: the block's indices simplified by its iterators' ranges, as a step
+        # of the trace (a tuning's baseline replays it)
+        identity = [Var(f"i{k}", it.var.dtype) for k, it in enumerate(info.iters)]
+        sch.transform_block_layout(info.rv, IndexMap(identity, identity))
+        block = sch.get(info.rv)
+        store, iters = block.body, [iv.var for iv in block.iter_vars]
+        extents = [const_int(iv.dom.extent) for iv in block.iter_vars]
+        loads = {}  # buffer -> its one load (read at two places, a run would not be one)
+        for load in collect(store.value, BufferLoad):
             if loads.setdefault(load.buffer, load) is not load and not structural_equal(loads[load.buffer], load):
                 return None
         run = _common_run(list(loads.values()), iters, extents)
@@ -93,15 +93,10 @@ class PlaneCopy(CPURule):
         size = prod(extents[len(extents) - run:])
         if run == 0 or size < lanes:
             return None
-        if not isinstance(value, BufferLoad) and all(_same(load.indices, iters) or _broadcast(load, iters, run)
-                                                      for load in loads.values()):
+        if not isinstance(store.value, BufferLoad) and all(_same(load.indices, iters) or _broadcast(load, iters, run)
+                                                            for load in loads.values()):
             return None  # (computes in place, moving nothing: the elementwise rule's)
-        reads = tuple(BufferRegion(b, tuple(Range(i, const(1, i.dtype)) for i in load.indices))
-                      for b, load in loads.items())
-        block = info.block.with_changes(body=store.with_changes(value=value), reads=reads)
-        sch = Schedule(replace_stmts(sch.mod["main"], {id(find_block(sch.mod["main"], block.name_hint)[0].block):
-                                                       block}))
-        copy_runs(sch, sch.get_loops(sch.get_sblock(block.name_hint)), run, lanes)
+        copy_runs(sch, sch.get_loops(info.rv), run, lanes)
         return sch
 
 
@@ -189,16 +184,6 @@ def _broadcast(load: BufferLoad, iters: list, run: int) -> bool:
     """Whether ``load`` reads one value along the last ``run`` of ``iters``."""
     tail = {id(v) for v in iters[len(iters) - run:]}
     return not any(id(v) in tail for v in collect(load.indices, Var))
-
-
-class _SimplifiedLoads(Mutator):
-    """Each load's indices simplified (the iterators' ranges bound in ``analyzer``)."""
-
-    def __init__(self, analyzer: Analyzer):
-        self.analyzer = analyzer
-
-    def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:
-        return BufferLoad(load.buffer, tuple(self.analyzer.simplify(i) for i in load.indices))
 
 
 def _same(indices: Any, variables: list) -> bool:

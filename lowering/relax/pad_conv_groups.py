@@ -137,13 +137,16 @@ class _GroupPadder(PyExprMutator):
 @module_pass(opt_level=0, name="PadConvGroups")
 class PadConvGroups:
     """Pads awkward groups of output channels of grouped convs to whole vectors of ``target``
-    (module docstring; unless given, the current target, else the host's)."""
+    (module docstring; unless given, the current target, else the host's); the module unchanged
+    for a target that is not llvm."""
 
     def __init__(self, target: Any = None):
         self.target = target
 
     def transform_module(self, mod: IRModule, ctx: Any = None) -> IRModule:
         target = as_target(self.target if self.target is not None else Target.current() or "llvm")
+        if target.kind != "llvm":  # (the vector widths are a CPU's: a GPU's threads are not lanes)
+            return mod
         return tvm_print_order(mutate_relax_functions(_GroupPadder(mod, target), mod))
 
 
