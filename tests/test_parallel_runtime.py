@@ -301,11 +301,24 @@ def test_own_pool_only_on_linux(own_pool):
     assert thread_pool_kind() == "gomp"
 
 
-def test_by_default_little_loops_run_on_tvms_pool_and_large_ones_on_libgomps(monkeypatch):
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="tvms's pool is Linux's")
+def test_by_default_every_loop_runs_on_tvms_pool(monkeypatch):
+    """Unless TVMS_THREAD_POOL says otherwise, every loop runs on tvms's pool, one larger than
+    the "mixed" pool's POOL_WORK too (outside any OpenMP team: thread 0 of 1 each iteration)."""
+    monkeypatch.delenv("TVMS_THREAD_POOL", raising=False)
+    monkeypatch.setenv("TVM_NUM_THREADS", "2")
+    assert thread_pool_kind() == "tvms"
+    lib = build(TRACED_BY_THREAD, extent="n", work=WORK)
+    n = -(-llvm_parallel.POOL_WORK // (WORK + 3)) * 4
+    tid, nt = run_traced(lib, n, np.zeros(n, np.uint64))
+    assert set(nt.tolist()) == {1} and set(tid.tolist()) == {0}
+
+
+def test_on_the_mixed_pool_little_loops_run_on_tvms_pool_and_large_ones_on_libgomps(monkeypatch):
     """The "mixed" pool: a loop of fewer than POOL_WORK stores runs on tvms's pool (outside any
     OpenMP team: thread 0 of 1 each iteration), a larger one on libgomp's team of 2; both on two
     OS threads (seen in one of up to 20 calls: a worker may wake too late for a call's tasks)."""
-    monkeypatch.delenv("TVMS_THREAD_POOL", raising=False)
+    monkeypatch.setenv("TVMS_THREAD_POOL", "mixed")
     monkeypatch.setenv("TVM_NUM_THREADS", "2")
     assert thread_pool_kind() == "mixed"
     lib = build(TRACED_BY_THREAD, extent="n", work=WORK)

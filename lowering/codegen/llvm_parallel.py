@@ -9,9 +9,9 @@ use it. On tvms's pool it calls ``tvms_parallel_run(task, closure, tasks, thread
 (``runtime/thread_pool_ir.py``: TASKS_PER_THREAD tasks per thread, claimed one by one, the caller
 never waiting for a worker that has not started; its threads wait for the next loop a little
 before they sleep, where libgomp's, passive, sleep at once) and falls back to libgomp where that
-weak symbol is not defined. The default (``"mixed"``) runs loops of less than ``POOL_WORK``
-stores on tvms's pool and larger ones on libgomp's (in a forked child, where libgomp may hang,
-every loop on tvms's pool); ``TVMS_THREAD_POOL=gomp`` or ``tvms`` picks one.
+weak symbol is not defined. The default is tvms's pool for every loop; ``TVMS_THREAD_POOL=gomp``
+picks libgomp's, and ``mixed`` runs loops of less than ``POOL_WORK`` stores on tvms's pool and
+larger ones on libgomp's (in a forked child, where libgomp may hang, every loop on tvms's pool).
 
 Why persistent threads: a parallel region then costs microseconds (threads created per call
 would cost tens), and the whole launch happens in native code: the Python caller has released
@@ -47,9 +47,8 @@ MAX_THREADS = 256
 TASKS_PER_THREAD = 4  # on tvms's pool: shares of a late or preempted thread go to the others
 MIN_TASK_WORK = 1 << 17  # stores per task below which another thread costs more than it saves
 UNKNOWN_WORK = 1 << 40  # a body with loops of symbolic extent: assume it is worth the threads
-# On the "mixed" pool, loops of fewer stores than this run on tvms's pool (up to ~0.2 ms of work
-# on one thread, where waking libgomp's sleeping worker costs a large part: all 34 of ShuffleNet's
-# loops a call, 17 of SqueezeNet's 19, 1 of ResNet-50's 53), larger ones on libgomp's.
+# On the "mixed" pool (not the default), loops of fewer stores than this run on tvms's pool,
+# larger ones on libgomp's.
 POOL_WORK = 1 << 21
 
 
