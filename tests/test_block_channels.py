@@ -290,7 +290,10 @@ def test_which_targets_block_their_channels():
     assert blocks("llvm -mattr=+avx2,+fma") == [8]
     # a named x86 CPU without -mattr: the lanes LLVM gives it
     assert blocks("llvm -mcpu=skylake-avx512") == [16] and blocks("llvm -mcpu=haswell") == [8]
-    # lanes unknown (another architecture) or too few: NCHW
+    # ... with -mattr added to or taken from its features
+    assert blocks("llvm -mcpu=skylake-avx512 -mattr=+fma") == [16]
+    assert blocks("llvm -mcpu=skylake-avx512 -mattr=-avx512f") == [8]
+    # too few lanes, or another architecture (which the llvm target refuses): NCHW
     assert blocks("llvm -mcpu=x86-64") == blocks("llvm -mtriple=aarch64-linux-gnu") == []
     assert blocks("llvm -mattr=+sse2") == []
     with PassContext(config={"relax.BlockChannels.enable": False}):

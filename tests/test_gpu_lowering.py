@@ -438,3 +438,22 @@ def main(A: T.Buffer((64,), "int32"), n: T.int32):
         "        A[cse_v1 + 1] = m",
         "        A[cse_v1 + 2] = m",
         "    A[cse_v1 + 3] = 7"]
+
+
+def test_common_subexpr_elim_binds_nothing_above_the_launch_of_its_thread() -> None:
+    """``tx * 2 + 1`` in two launches of one thread variable: bound in each launch, not above
+    (where ``tx`` is not: it printed as a free ``tx = T.int32()``), so it is left as written."""
+    from tvms.lowering.tir.gpu.common_subexpr_elim import common_subexpr_elim
+
+    func = from_source("""
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((64,), "int32")):
+    tx = T.env_thread("threadIdx.x")
+    with T.launch_thread(tx, 32):
+        A[tx * 2 + 1] = 1
+    with T.launch_thread(tx, 32):
+        A[tx * 2 + 1] = 2
+""")
+    assert common_subexpr_elim(func).script() == func.script()

@@ -4,7 +4,7 @@ any thread count equal numpy. The split into tasks is observed on libgomp's pool
 (``TVMS_THREAD_POOL=gomp``; exported libraries run on it too) from inside the kernel: each
 iteration records ``omp_get_thread_num`` and ``omp_get_num_threads`` of the region running it.
 tvms's own pool (``TVMS_THREAD_POOL=tvms``, ``runtime/thread_pool_ir.py``) is observed through
-``pthread_self``; the default ("mixed") puts a loop on one or the other by its work."""
+``pthread_self``; it is the default; ``mixed`` puts a loop on one or the other by its work."""
 from __future__ import annotations
 
 import ctypes

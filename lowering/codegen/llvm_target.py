@@ -125,15 +125,15 @@ _WIDTH_PROBE = """define void @probe(ptr %p, ptr %q) {
 
 
 @functools.lru_cache(maxsize=None)
-def named_cpu_vector_bits(cpu: str, triple: str) -> int | None:
+def named_cpu_vector_bits(cpu: str, features: str = "") -> int:
     """The vector width (bits) LLVM computes a 512-bit vector operation at for the x86 CPU ``cpu``
-    (in zmm, ymm or xmm registers), asked of LLVM itself, which knows each CPU name's features;
-    None for another architecture, or without llvmlite."""
-    if llvm is None or not triple.startswith(("x86_64", "i386", "i686")):
-        return None
+    with ``features`` (``-mattr``'s, added to or taken from the CPU's): its code's registers, zmm,
+    ymm or xmm, asked of LLVM itself, which knows each CPU name's features. (The llvm target
+    takes the host's architecture only: ``parse_llvm_target`` refuses another triple.)"""
     binding = require_llvm()
     module = binding.parse_assembly(_WIDTH_PROBE)
-    machine = binding.Target.from_triple(triple).create_target_machine(cpu=cpu, features="", opt=2)
+    machine = binding.Target.from_triple(binding.get_process_triple()).create_target_machine(
+        cpu=cpu, features=features, opt=2)
     code = machine.emit_assembly(module)
     return 512 if "%zmm" in code else 256 if "%ymm" in code else 128
 

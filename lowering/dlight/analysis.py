@@ -264,9 +264,9 @@ def vectorizes_well(info: BlockInfo) -> bool:
 def vector_lanes(target: Any, dtype: Any) -> int:
     """How many ``dtype`` elements (or elements of that many bits) a vector register of the
     target holds: 512-bit with avx512f, 256-bit with avx2, else 128-bit. The features are the
-    target's ``-mattr``, or the host's for a plain ``llvm``; for a named x86 CPU without
-    ``-mattr``, the width LLVM gives it (``named_cpu_vector_bits``); 256-bit where nothing tells
-    (another architecture's CPU name, or no llvmlite)."""
+    target's ``-mattr``, or the host's for a plain ``llvm``; for a named CPU, the width LLVM
+    gives it with those features (``named_cpu_vector_bits``); 256-bit for a target that is not
+    an llvm one (or without llvmlite)."""
     bits = int(dtype) if isinstance(dtype, int) else int(getattr(dtype, "bits", 32))
     return max(1, (vector_bits(target) or 256) // max(8, bits))
 
@@ -277,9 +277,9 @@ def vector_bits(target: Any) -> int | None:
 
     try:
         llvm_target = parse_llvm_target(str(target))
+        if llvm_target.mcpu:
+            return named_cpu_vector_bits(llvm_target.mcpu, ",".join(llvm_target.mattr))
         features = llvm_target.features
-        if not features:
-            return named_cpu_vector_bits(llvm_target.cpu, llvm_target.triple) if llvm_target.mcpu else None
     except TVMSError:  # (not an llvm target, or no llvmlite)
         return None
     enabled = {f.lstrip("+") for f in features.split(",") if not f.startswith("-")}

@@ -75,6 +75,7 @@ class _Planner:
         self.table: dict = {}
         self.memo: dict = {}
         self.parent: dict = {}  # id(statement) -> the statement holding it
+        self.bound: set = set()  # ids of the variables a statement binds (loops, lets, launches)
 
     def lca(self, a: int, b: int) -> int:
         while self.scopes[a][1] > self.scopes[b][1]:
@@ -129,6 +130,8 @@ class _Planner:
     # -- statements
     def visit(self, s: Stmt) -> None:
         self.stmt = s
+        if _binding(s) is not None:
+            self.bound.add(id(_binding(s)))
         for child in _sub_statements(s):
             self.parent[id(child)] = s
         if isinstance(s, SeqStmt):
@@ -180,9 +183,12 @@ class _Planner:
         for key, entry in entries:
             if entry.count - entry.consumed < 2:
                 continue
+            point = self._insertion_point(entry)
+            if not self._defined_before(entry.repr, point):
+                continue  # (two launches of one thread variable: it is bound in each, not above)
             counter += 1
             var = Var(f"cse_v{counter}", entry.repr.dtype)
-            inserts.setdefault(id(self._insertion_point(entry)), []).append((var, entry.repr))
+            inserts.setdefault(id(point), []).append((var, entry.repr))
             remap[key] = var
             for _, other in entries:  # deeper values read the new variable
                 if other.depth > entry.depth:
@@ -203,6 +209,15 @@ class _Planner:
                 point = self.parent[id(point)]
         return point
 
+    def _defined_before(self, value: PrimExpr, point: Stmt) -> bool:
+        """Whether the variables of ``value`` bound inside the function are bound around ``point``."""
+        needed = {id(v) for v in walk(value) if isinstance(v, Var) and id(v) in self.bound}
+        holder = self.parent.get(id(point))
+        while needed and holder is not None:
+            needed.discard(id(_binding(holder)))
+            holder = self.parent.get(id(holder))
+        return not needed
+
     def _covers(self, point: Stmt, stmts) -> bool:
         """Whether a binding put before ``point`` scopes each of ``stmts``: each inside ``point``
         or inside a statement after it in its sequence."""
@@ -217,6 +232,17 @@ class _Planner:
                 if s is None:
                     return False
         return True
+
+
+def _binding(s: Stmt) -> Var | None:
+    """The variable a statement binds for its body: a loop's, a let's, a thread launch's."""
+    if isinstance(s, For):
+        return s.loop_var
+    if isinstance(s, LetStmt):
+        return s.var
+    if isinstance(s, AttrStmt) and s.attr_key in ("thread_extent", "virtual_thread"):
+        return getattr(s.node, "var", None)
+    return None
 
 
 def _flat(seq: SeqStmt) -> list:
