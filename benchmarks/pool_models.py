@@ -18,8 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import tvms  # noqa: E402
-from onnx_models import load  # noqa: E402
+from onnx_models import MODELS, load  # noqa: E402
 from tvms.relax.frontend.onnx import from_onnx  # noqa: E402
+from tvms.runtime.thread_pool import POOL_KINDS  # noqa: E402
 
 ROUNDS = 12
 
@@ -53,4 +54,9 @@ def main(name: str, pools: list[str]) -> None:
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
+    if sys.argv[1] not in MODELS:
+        sys.exit(f"pool_models.py: no light model {sys.argv[1]!r}; one of {', '.join(MODELS)}")
+    unknown = [p for p in sys.argv[2:] if p not in POOL_KINDS[1:]]
+    if unknown:
+        sys.exit(f"pool_models.py: no thread pool {unknown[0]!r}; one of {', '.join(POOL_KINDS[1:])}")
     main(sys.argv[1], sys.argv[2:])

@@ -28,10 +28,10 @@ from ....ir.arith.operators import binary
 from ....ir.buffer import Buffer, BufferRegion
 from ....ir.errors import TVMSError
 from ....ir.expr import (EQ, LE, LT, Add, And, BufferLoad, Call, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub,
-                         Var, const)
+                         const)
 from ....ir.function import PrimFunc
 from ....ir.op import get_op
-from ....ir.stmt import (UNROLLED, AttrStmt, Block, BlockRealize, BufferStore, Evaluate, For, LetStmt, SeqStmt, Stmt,
+from ....ir.stmt import (UNROLLED, AttrStmt, Block, BlockRealize, BufferStore, Evaluate, For, SeqStmt, Stmt,
                          seq)
 from ....ir.visitor import Mutator
 from ..fresh_bindings import fresh_bindings
