@@ -228,10 +228,11 @@ def copy_to_host(host_address: int, ptr: int, nbytes: int, index: int) -> None:
         call("cuMemcpyDtoH", host_address, ptr, nbytes)
 
 
-def fill_zero(ptr: int, nbytes: int, index: int) -> None:
+def fill_zero_async(ptr: int, nbytes: int, stream: "Stream") -> None:
+    """Zero ``nbytes`` at ``ptr`` in the order of ``stream``'s work."""
     if nbytes:
-        use_device(index)
-        call("cuMemsetD8", ptr, 0, nbytes)
+        use_device(stream.index)
+        call("cuMemsetD8Async", ptr, 0, nbytes, stream.handle)
 
 
 def copy_on_device(dst: int, src: int, nbytes: int, index: int) -> None:
@@ -367,6 +368,6 @@ def launch(fn: Any, grid: tuple, block: tuple, shared_bytes: int, stream: Stream
 
 __all__ = ["ATTRIBUTE_NAMES", "DeviceMemory", "LoadedModule", "Stream", "attribute",
            "c_type", "call", "check_index", "copy_on_device", "copy_to_device", "copy_to_host",
-           "cuda_device_count", "current_stream", "detected_arch", "driver", "fill_zero", "launch",
+           "cuda_device_count", "current_stream", "detected_arch", "driver", "fill_zero_async", "launch",
            "missing_reason", "primary_context", "set_current_stream", "synchronize",
            "time_on_stream", "use_device"]
