@@ -279,6 +279,17 @@ def set_current_stream(index: int, stream: Stream | None) -> None:
     _CURRENT_STREAMS[index] = stream or Stream(index, default=True)
 
 
+def names_stream(number: Any, stream: Stream) -> bool:
+    """Whether ``number``, a stream as a DLPack consumer names it (1: the legacy default stream;
+    2: the per-thread default stream; another positive number: a stream's handle; None, 0 or
+    -1: no stream), is ``stream``."""
+    if not isinstance(number, int) or number in (-1, 0, 2):
+        return False
+    if stream.handle == 0:
+        return number == 1
+    return number != 1 and number == int(stream.handle)
+
+
 def _destroy(name: str, index: int, handle: Any) -> None:
     try:
         use_device(index)
@@ -369,5 +380,5 @@ def launch(fn: Any, grid: tuple, block: tuple, shared_bytes: int, stream: Stream
 __all__ = ["ATTRIBUTE_NAMES", "DeviceMemory", "LoadedModule", "Stream", "attribute",
            "c_type", "call", "check_index", "copy_on_device", "copy_to_device", "copy_to_host",
            "cuda_device_count", "current_stream", "detected_arch", "driver", "fill_zero_async", "launch",
-           "missing_reason", "primary_context", "set_current_stream", "synchronize",
+           "missing_reason", "names_stream", "primary_context", "set_current_stream", "synchronize",
            "time_on_stream", "use_device"]

@@ -13,7 +13,8 @@ block back when it dies, and a storage of ``R.vm.alloc_storage``, given back whe
 tensors placed in it die. With static shapes, a call after the first allocates nothing and frees
 nothing (``cuMemFree`` waits for the whole device); the pool says which blocks serve which stream
 and how many it keeps. A tensor lent to another library (DLPack, ``__cuda_array_interface__``),
-which may read it on a stream of its own, frees its block. The blocks are freed with the VM; a
+which may read it on a stream of its own, frees its block, unless the library said (DLPack's
+``stream``) it reads it on the stream of the block's work. The blocks are freed with the VM; a
 tensor that outlives it frees its own.
 """
 from __future__ import annotations
@@ -119,10 +120,13 @@ class _Lease:
     def __init__(self, raw: Block, memory: weakref.ref) -> None:
         self.raw, self.memory = raw, memory
 
-    def lend(self) -> None:
-        """The tensor is read by another library, maybe on a stream of its own: its block is
-        freed when the tensor dies (cuMemFree waits for that stream), not reused."""
-        self.memory = _no_memory
+    def lend(self, stream: Any = None) -> None:
+        """The tensor is read by another library on ``stream`` (DLPack's numbering; None: maybe
+        a stream of its own): unless that is the stream of the block's work, which orders the
+        library's reads before the VM's later work, the block is freed when the tensor dies
+        (cuMemFree waits for that stream), not reused."""
+        if not cuda_driver.names_stream(stream, self.raw.stream):
+            self.memory = _no_memory
 
     def __del__(self) -> None:
         memory = self.memory()

@@ -590,10 +590,34 @@ def test_a_block_lent_to_another_library_is_freed_not_reused(emulated, driver_as
     x = np.arange(200, dtype="float32")
     vm["main"](x, x)
     for counted, lend in [((0, 0), lambda t: None), ((1, 1), lambda t: t.__dlpack__()),
-                          ((1, 1), lambda t: t.__cuda_array_interface__)]:
+                          ((1, 1), lambda t: t.__cuda_array_interface__),
+                          ((1, 1), lambda t: t.__dlpack__(stream=-1)),
+                          ((0, 0), lambda t: t.__dlpack__(stream=1))]:  # (the VM's stream, torch's default)
         out = [vm["main"](x, x)]
         lend(out[0])
         assert allocated_and_freed(counting, lambda: (out.clear(), vm["main"](x, x))) == counted
+
+
+@pytest.mark.parametrize("stream, per_call", [(1, (0, 0, 0)), (None, (1, 1, 1))])
+def test_a_packed_function_lending_an_output_on_the_vms_stream(emulated, driver_as, stream, per_call) -> None:
+    """A packed function that hands the VM's output to a library through DLPack during the call
+    (as one wrapping a torch or cupy kernel does): a library reading it on the VM's stream (DLPack's
+    ``stream=1``, the legacy default stream, which torch and cupy name on their default stream)
+    is ordered after the VM's work and before its next, so the block goes back to the VM and
+    nothing is waited for; one that names no stream gets a synchronized device, and the block is
+    freed, not reused."""
+    vm, _, counting = counted_vm(emulated, driver_as)
+    lent = []
+
+    def negate(x, out):
+        lent.append(out.__dlpack__() if stream is None else out.__dlpack__(stream=stream))
+        out.copyfrom(-x.numpy())
+        lent.clear()  # (the library is done with it)
+    tvms.register_func("test_cuda.negate", negate, override=True)
+    x = np.arange(200, dtype="float32")
+    vm["main"](x, x)
+    for _ in range(2):
+        assert driver_calls(counting, lambda: vm["main"](x, x)) == per_call
 
 
 def test_a_block_serves_only_the_stream_its_work_was_queued_on(emulated, driver_as, monkeypatch) -> None:
