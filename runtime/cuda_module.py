@@ -211,6 +211,9 @@ class CudaFunction:
         runner = self._runner
         if runner is None:
             runner = self._runner = HostRunner(self.artifact.host, self._kernels, self.name)
+        if not runner.allocates:
+            runner(launcher, *args)
+            return
         getattr(launcher, "begin_call", _nothing)()
         try:
             runner(launcher, *args)

@@ -47,9 +47,7 @@ class VMDeviceMemory(BufferPool):
         self.views, self.free = views, self.blocks.idle  # (the host pool's released buffers: the idle blocks)
         self.device = device
         self._blocks = weakref.ref(self.blocks)  # (a tensor that outlives the VM frees its block)
-
-    def begin_call(self) -> None:
-        self.blocks.begin_call()
+        self.begin_call = self.blocks.begin_call  # (before each call of the VM)
 
     def keep(self, raw: Block) -> None:
         self.blocks.give_back(raw)
@@ -59,7 +57,8 @@ class VMDeviceMemory(BufferPool):
         nbytes = dtype.itemsize
         for d in shape:
             nbytes *= d
-        raw = self._leased(nbytes)
+        raw = self.blocks.take(nbytes)
+        self.views.pop(id(raw), None)  # (see _leased)
         return CudaTensor(self.device, shape, dtype, ptr=raw.ptr, owner=_Lease(raw, self._blocks))
 
     def storage(self, nbytes: int) -> "_Lease":
