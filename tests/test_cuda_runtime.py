@@ -22,6 +22,7 @@ from tvms.lowering.codegen.cuda_artifact import CudaArtifact, CudaKernel
 from tvms.lowering.targets import check_target, target_kind
 from tvms.runtime import cuda_driver
 from tvms.runtime.cuda_module import CudaModule, ReferenceLauncher
+from tvms.runtime.cuda_pool import BlockPool
 from tvms.runtime.dlpack import read_capsule, to_capsule
 from tvms.script import from_source
 from tvms.target import Target
@@ -294,6 +295,17 @@ def test_a_host_workspace_comes_from_the_modules_pool(emulated, driver_as, monke
     assert driver_calls(counting, lambda: lib["main"](X, Y, 5.0)) == (1, 1, 0)
     assert driver.streams[-1] == "stream" and workspace() != first
     np.testing.assert_allclose(Y.numpy(), 5 * x.sum(axis=1), rtol=1e-5)
+
+
+def test_workspaces_of_many_sizes_stay_bounded(emulated) -> None:
+    """A symbolic shape called with 60 sizes: the module keeps the workspaces of the last few
+    calls' sizes, not one per size."""
+    driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
+    dev = tvms.cuda(0)
+    for n in range(1, 61):
+        X, Y = tvms.nd.empty((2, n), "float32", dev), tvms.nd.empty((2,), "float32", dev)
+        lib["main"](X, Y, 1.0)
+    assert len(driver.memory) <= 2 + 1 + BlockPool.KEEP_CALLS  # (X, Y and a few calls' workspaces)
 
 
 def test_threads_calling_one_function_keep_their_own_workspaces(emulated) -> None:
