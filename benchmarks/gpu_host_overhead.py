@@ -1,6 +1,7 @@
 """The host side of a call on a CUDA GPU, measured without one (issue 16): seed 000's MLP through
-the Relax VM on ``tvms.cuda(0)``, and one of its kernels as a plain ``CudaFunction`` call, with
-the emulated driver of the tests (``tests/cuda_emulated.py``: host memory, launches recorded and
+the Relax VM on ``tvms.cuda(0)``, one of its kernels as a plain ``CudaFunction`` call, a function
+whose host allocates a workspace (the tests' ``scale_rowsum`` fixture) and a VM program placing its
+tensors in ``R.vm.alloc_storage`` (``test_vm_program.STORAGE``), with the emulated driver of the tests (``tests/cuda_emulated.py``: host memory, launches recorded and
 not run) standing in for the GPU. What it prints is Python's time per call (the VM, the host
 functions, argument packing, allocation) and the driver calls one call makes, by name: the
 device's own time is not in it, and is measured on a GPU by ``benchmarks/gpu.py``.
@@ -71,8 +72,10 @@ def main() -> int:
     main_fn = vm["main"]
     hidden = tvms.nd.empty((1, 128), "float32", dev)
     layer = lib["fused_NT_matmul_add_relu"]
-    rows, sums = tvms.nd.array(rng.random((64, 100), dtype=np.float32), device=dev), tvms.nd.empty((64,), "float32", dev)
-    stored_fn, four = tvms.relax.VirtualMachine(stored, dev)["main"], tvms.nd.array(np.arange(4, dtype="float32"), device=dev)
+    rows = tvms.nd.array(rng.random((64, 100), dtype=np.float32), device=dev)
+    sums = tvms.nd.empty((64,), "float32", dev)
+    stored_fn = tvms.relax.VirtualMachine(stored, dev)["main"]
+    four = tvms.nd.array(np.arange(4, dtype="float32"), device=dev)
     calls = {"VM call of the MLP": lambda: main_fn(*inputs),
              "CudaFunction call (first layer)": lambda: layer(*inputs[:3], hidden),
              "CudaFunction call with a workspace": lambda: rowsum["main"](rows, sums, 2.0),
