@@ -1,8 +1,9 @@
 """The host side of a call on a CUDA GPU, measured without one (issue 16): seed 000's MLP through
 the Relax VM on ``tvms.cuda(0)``, one of its kernels as a plain ``CudaFunction`` call, a function
 whose host allocates a workspace (the tests' ``scale_rowsum`` fixture) and a VM program placing its
-tensors in ``R.vm.alloc_storage`` (``test_vm_program.STORAGE``), with the emulated driver of the tests (``tests/cuda_emulated.py``: host memory, launches recorded and
-not run) standing in for the GPU. What it prints is Python's time per call (the VM, the host
+tensors in ``R.vm.alloc_storage`` (``test_vm_program.STORAGE``), with the emulated driver of the
+tests (``tests/cuda_emulated.py``: host memory, launches recorded and not run) standing in for
+the GPU. What it prints is Python's time per call (the VM, the host
 functions, argument packing, allocation) and the driver calls one call makes, by name: the
 device's own time is not in it, and is measured on a GPU by ``benchmarks/gpu.py``.
 
