@@ -57,8 +57,7 @@ class VMDeviceMemory(BufferPool):
         nbytes = dtype.itemsize
         for d in shape:
             nbytes *= d
-        raw = self.blocks.take(nbytes)
-        self.views.pop(id(raw), None)  # (see _leased)
+        raw = self._leased(nbytes)
         return CudaTensor(self.device, shape, dtype, ptr=raw.ptr, owner=_Lease(raw, self._blocks))
 
     def storage(self, nbytes: int) -> "_Lease":

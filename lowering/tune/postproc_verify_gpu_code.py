@@ -109,8 +109,9 @@ def _vars(expr: Any) -> set:
 
 @dataclass
 class _AutoCopied:
-    """What LowerAutoCopy adds to a function's shared memory: the bytes of the stages each copy
-    block (by name) allocates, the padded bytes of each shared buffer (by name) it pads."""
+    """What LowerAutoCopy adds to a function's shared memory: the stages each copy block (by
+    name) allocates, with their bytes (None: not a constant), the padded bytes of each shared
+    buffer (by name) it pads."""
 
     stages: dict = field(default_factory=dict)
     padded: dict = field(default_factory=dict)
@@ -136,7 +137,7 @@ def _auto_copied(func: PrimFunc) -> _AutoCopied | str:
                 continue
             size = _allocated_size(buffer)
             if node.annotations.get(AUTO_COPY):  # (a stage of the copy)
-                added.stages[node.name_hint] = added.stages.get(node.name_hint, 0) + (size or 0)
+                added.stages.setdefault(node.name_hint, []).append((buffer, size))
             elif buffer.strides and size is not None and size > (_size(buffer) or size):
                 added.padded[buffer.name] = size
     return added
@@ -211,9 +212,9 @@ class _Verifier:
     def _enter_block(self, block: Block, kernel: _Kernel | None, scopes: tuple, loops: tuple, binding: dict,
                      threads: dict) -> None:
         self.allocated += [b for b in block.alloc_buffers if b.scope.startswith("shared")]
-        stages = self.auto_copied.stages.get(block.name_hint) if block.annotations.get(AUTO_COPY) else None
-        if stages and kernel is not None:
-            kernel.shared_bytes += stages
+        if block.annotations.get(AUTO_COPY) and kernel is not None:
+            for stage, size in self.auto_copied.stages.get(block.name_hint, ()):
+                self._add_shared(kernel, stage, size)
         if WARP_EXECUTION in block.annotations:
             threads = {**threads, "threadIdx.x": self.warp_size}
         if THREAD_LOW in block.annotations and THREAD_HIGH in block.annotations:
