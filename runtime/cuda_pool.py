@@ -23,9 +23,18 @@ from . import cuda_driver
 
 
 class Block(cuda_driver.DeviceMemory):
-    """A pooled block: the stream its work is queued on, the call since which it is idle."""
+    """A pooled block: the stream its work is queued on (None once lent to a library reading it
+    on another), the call since which it is idle."""
 
     __slots__ = ("stream", "idle_since")
+
+    def lend(self, stream: Any = None) -> None:
+        """A tensor in the block goes to a library that reads it on ``stream`` (DLPack's
+        numbering; None: maybe a stream of its own): unless that is the stream of the block's
+        work, which orders the library's reads before later work, the block is no longer
+        handed out again, and is freed once dropped (cuMemFree waits for that stream)."""
+        if not cuda_driver.names_stream(stream, self.stream):
+            self.stream = None
 
 
 class BlockPool:
@@ -74,7 +83,8 @@ class BlockPool:
         return block
 
     def give_back(self, block: Block) -> None:
-        """``block``'s work is queued: kept for later work of its stream, else dropped."""
+        """``block``'s work is queued: kept for later work of its stream, else (another stream,
+        or lent) dropped."""
         if block.stream is self.stream:
             block.idle_since = self.calls
             self.idle[block.nbytes].append(block)

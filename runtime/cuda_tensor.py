@@ -107,8 +107,8 @@ class CudaTensor:
 
     def _lend(self, stream: Any = None) -> None:
         """The memory goes to a library that reads it on ``stream`` (DLPack's numbering; None:
-        a stream of its own): a VM's block is then not reused by the VM when this tensor dies,
-        unless that is the stream its work is on (``vm_cuda._Lease``)."""
+        a stream of its own): a VM's block is then not reused by the VM, unless that is the
+        stream its work is on (``cuda_pool.Block.lend``)."""
         lend = getattr(self._owner, "lend", None)
         if lend is not None:
             lend(stream)

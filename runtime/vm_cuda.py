@@ -13,9 +13,9 @@ block back when it dies, and a storage of ``R.vm.alloc_storage``, given back whe
 tensors placed in it die. With static shapes, a call after the first allocates nothing and frees
 nothing (``cuMemFree`` waits for the whole device); the pool says which blocks serve which stream
 and how many it keeps. A tensor lent to another library (DLPack, ``__cuda_array_interface__``),
-which may read it on a stream of its own, frees its block, unless the library said (DLPack's
-``stream``) it reads it on the stream of the block's work. The blocks are freed with the VM; a
-tensor that outlives it frees its own.
+an output or an intermediate a packed function hands on, which may read it on a stream of its
+own, frees its block, unless the library said (DLPack's ``stream``) it reads it on the stream of
+the block's work. The blocks are freed with the VM; a tensor that outlives it frees its own.
 """
 from __future__ import annotations
 
@@ -110,8 +110,9 @@ class VMDeviceMemory(BufferPool):
 
 class _Lease:
     """What keeps a VM's block for the tensors holding it (an output, or a storage and the
-    tensors in it): when they die, the block goes back to the VM's pool, or is freed if the VM
-    is gone or a tensor was lent (a cheap ``__del__`` rather than a weakref finalizer per call)."""
+    tensors in it): when they die, the block goes back to the VM's pool, which drops it if it
+    was lent (``Block.lend``); it is freed if the VM is gone (a cheap ``__del__`` rather than a
+    weakref finalizer per call)."""
 
     __slots__ = ("raw", "memory")
 
@@ -119,21 +120,12 @@ class _Lease:
         self.raw, self.memory = raw, memory
 
     def lend(self, stream: Any = None) -> None:
-        """The tensor is read by another library on ``stream`` (DLPack's numbering; None: maybe
-        a stream of its own): unless that is the stream of the block's work, which orders the
-        library's reads before the VM's later work, the block is freed when the tensor dies
-        (cuMemFree waits for that stream), not reused."""
-        if not cuda_driver.names_stream(stream, self.raw.stream):
-            self.memory = _no_memory
+        self.raw.lend(stream)
 
     def __del__(self) -> None:
         memory = self.memory()
         if memory is not None:
             memory.give_back(self.raw)
-
-
-def _no_memory() -> None:
-    return None
 
 
 __all__ = ["VMDeviceMemory"]

@@ -610,19 +610,25 @@ def test_a_block_lent_to_another_library_is_freed_not_reused(emulated, driver_as
         assert allocated_and_freed(counting, lambda: (out.clear(), vm["main"](x, x))) == counted
 
 
-@pytest.mark.parametrize("stream, per_call", [(1, (0, 0, 0)), (None, (1, 1, 1))])
-def test_a_packed_function_lending_an_output_on_the_vms_stream(emulated, driver_as, stream, per_call) -> None:
-    """A packed function that hands the VM's output to a library through DLPack during the call
-    (as one wrapping a torch or cupy kernel does): a library reading it on the VM's stream (DLPack's
-    ``stream=1``, the legacy default stream, which torch and cupy name on their default stream)
-    is ordered after the VM's work and before its next, so the block goes back to the VM and
-    nothing is waited for; one that names no stream gets a synchronized device, and the block is
+@pytest.mark.parametrize("lend, per_call", [
+    (lambda x, out: out.__dlpack__(stream=1), (0, 0, 0)),
+    (lambda x, out: out.__dlpack__(), (1, 1, 1)),
+    (lambda x, out: x.__dlpack__(stream=1), (0, 0, 0)),
+    (lambda x, out: x.__cuda_array_interface__, (1, 1, 0)),
+])
+def test_a_packed_function_lending_a_vm_tensor(emulated, driver_as, lend, per_call) -> None:
+    """A packed function that hands the VM's output, or its input (an intermediate of the VM's
+    pool), to a library during the call (as one wrapping a torch or cupy kernel does): a library
+    reading it on the VM's stream (DLPack's ``stream=1``, the legacy default stream, which torch
+    and cupy name on their default stream) is ordered after the VM's work and before its next,
+    so the block goes back to the VM and nothing is waited for; one that names no stream (it
+    gets a synchronized device through DLPack) may read it later on its own: its block is
     freed, not reused."""
     vm, _, counting = counted_vm(emulated, driver_as)
     lent = []
 
     def negate(x, out):
-        lent.append(out.__dlpack__() if stream is None else out.__dlpack__(stream=stream))
+        lent.append(lend(x, out))
         out.copyfrom(-x.numpy())
         lent.clear()  # (the library is done with it)
     tvms.register_func("test_cuda.negate", negate, override=True)
