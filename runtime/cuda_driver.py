@@ -228,10 +228,11 @@ def copy_to_host(host_address: int, ptr: int, nbytes: int, index: int) -> None:
         call("cuMemcpyDtoH", host_address, ptr, nbytes)
 
 
-def fill_zero(ptr: int, nbytes: int, index: int) -> None:
+def fill_zero_async(ptr: int, nbytes: int, stream: "Stream") -> None:
+    """Zero ``nbytes`` at ``ptr`` in the order of ``stream``'s work."""
     if nbytes:
-        use_device(index)
-        call("cuMemsetD8", ptr, 0, nbytes)
+        use_device(stream.index)
+        call("cuMemsetD8Async", ptr, 0, nbytes, stream.handle)
 
 
 def copy_on_device(dst: int, src: int, nbytes: int, index: int) -> None:
@@ -276,6 +277,17 @@ def set_current_stream(index: int, stream: Stream | None) -> None:
     if stream is not None and stream.index != index:
         raise TVMSError(f"a stream of cuda:{stream.index} cannot run the work of cuda:{index}")
     _CURRENT_STREAMS[index] = stream or Stream(index, default=True)
+
+
+def names_stream(number: Any, stream: Stream) -> bool:
+    """Whether ``number``, a stream as a DLPack consumer names it (1: the legacy default stream;
+    2: the per-thread default stream; another positive number: a stream's handle; None, 0 or
+    -1: no stream), is ``stream``."""
+    if not isinstance(number, int) or number in (-1, 0, 2):
+        return False
+    if stream.handle == 0:
+        return number == 1
+    return number != 1 and number == int(stream.handle)
 
 
 def _destroy(name: str, index: int, handle: Any) -> None:
@@ -367,6 +379,6 @@ def launch(fn: Any, grid: tuple, block: tuple, shared_bytes: int, stream: Stream
 
 __all__ = ["ATTRIBUTE_NAMES", "DeviceMemory", "LoadedModule", "Stream", "attribute",
            "c_type", "call", "check_index", "copy_on_device", "copy_to_device", "copy_to_host",
-           "cuda_device_count", "current_stream", "detected_arch", "driver", "fill_zero", "launch",
-           "missing_reason", "primary_context", "set_current_stream", "synchronize",
+           "cuda_device_count", "current_stream", "detected_arch", "driver", "fill_zero_async", "launch",
+           "missing_reason", "names_stream", "primary_context", "set_current_stream", "synchronize",
            "time_on_stream", "use_device"]

@@ -14,7 +14,9 @@ reference executor on host arrays, so this evaluator is tested without a GPU.
 
 A launcher has ``buffer(arg, where) -> (pointer, shape, numpy dtype)`` (what the kernel gets
 for a buffer argument, and its shape to check), ``allocate(dtype, count) -> pointer`` and
-``launch(kernel, values, dims)`` (``dims`` a ``Launch``).
+``launch(kernel, values, dims)`` (``dims`` a ``Launch``); where it has ``begin_call()`` and
+``end_call()``, a call of a host function that allocates is made between them (the
+workspaces are the call's until it ends).
 """
 from __future__ import annotations
 
@@ -112,6 +114,7 @@ class HostRunner:
 
     def __init__(self, host: PrimFunc, kernels: dict, name: str) -> None:
         self.host, self.kernels, self.name = host, kernels, name
+        self.allocates = False  # (whether it allocates a workspace: a call then begins and ends)
         self.bind = _Binder(host, name)
         self.body = self.stmt(host.body)
 
@@ -195,6 +198,7 @@ class HostRunner:
         return self._allocation(s.buffer.data, s.buffer.dtype, s.buffer.shape, s.body)
 
     def _allocation(self, var: E.Var, dtype: Any, extents: Any, body: Any) -> Any:
+        self.allocates = True
         extents, body = [self.value(e) for e in extents], self.stmt(body)
 
         def allocate(env: dict, launcher: Any) -> None:

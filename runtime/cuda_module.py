@@ -29,6 +29,7 @@ from tvms.ir.visitor import collect
 
 from . import cuda_driver
 from .cuda_host import HostRunner, Launch, bind_arguments
+from .cuda_pool import BlockPool
 from .cuda_tensor import CudaTensor
 from .device import CPU, CUDA, Device, missing_reason
 from .module import Module, TimingResult
@@ -95,27 +96,36 @@ class ReferenceLauncher:
 
 
 class _Calls(threading.local):
-    """What the call running on a thread holds: the device memory its host function allocated."""
+    """What the call running on a thread holds: its stream, the workspace blocks its host
+    function took."""
 
     def __init__(self) -> None:
+        self.stream: cuda_driver.Stream | None = None
         self.workspace: list = []
 
 
 class DriverLauncher:
     """Launches kernels on ``cuda(index)`` with the driver API, on the device's current stream
-    (``dev.set_raw_stream``; by default the legacy default stream, which orders them after the
-    copies tensors make)."""
+    when a call begins (``dev.set_raw_stream``; by default the legacy default stream, which
+    orders them after the copies tensors make). The workspaces host functions allocate come
+    from the module's pool of blocks on the device and go back to it when the call has queued
+    its kernels: a later call on the same stream reuses them, its kernels queued after those."""
 
     def __init__(self, images: dict, index: int) -> None:
         cuda_driver.check_index(index)
         self.images, self.index = images, index  # id of a kernel -> the artifact holding its binary
         self._loaded: dict[int, cuda_driver.LoadedModule] = {}
         self._kernels: dict[int, tuple] = {}  # id of a kernel -> its loaded module, its parameters' C types
-        self._calls = _Calls()  # (threads share a launcher: each call's workspace is its thread's)
+        self.workspaces = BlockPool(index)
+        self._calls = _Calls()  # (threads share a launcher: each call's stream and workspace are its thread's)
 
     @property
     def stream(self) -> cuda_driver.Stream:
-        return cuda_driver.current_stream(self.index)
+        """The stream of the call running on this thread (between calls, the current one)."""
+        return self._calls.stream or cuda_driver.current_stream(self.index)
+
+    def begin_call(self) -> None:
+        self._calls.stream = self.workspaces.begin_call()
 
     def buffer(self, arg: Any, where: str) -> tuple:
         if not isinstance(arg, CudaTensor):
@@ -127,9 +137,10 @@ class DriverLauncher:
         return arg.ptr, arg.shape, arg.numpy_dtype
 
     def allocate(self, dtype: Any, count: int) -> int:
-        memory = cuda_driver.DeviceMemory(self.index, count * numpy_dtype(dtype).itemsize)
-        self._calls.workspace.append(memory)  # (held until the call's kernels are done)
-        return memory.ptr
+        calls = self._calls
+        block = self.workspaces.take(count * numpy_dtype(dtype).itemsize, calls.stream)
+        calls.workspace.append(block)  # (the call's until its kernels are queued)
+        return block.ptr
 
     def launch(self, kernel: Any, values: list, dims: Launch) -> None:
         found = self._kernels.get(id(kernel))
@@ -163,10 +174,11 @@ class DriverLauncher:
                         f"cannot run{why}: build it for this GPU (target \"cuda\" without -arch takes the GPU's own)")
 
     def end_call(self) -> None:
-        workspace = self._calls.workspace
-        if workspace:  # (device memory the host function allocated: free after its kernels)
-            self.stream.synchronize()
-            workspace.clear()
+        calls = self._calls
+        for block in calls.workspace:  # (for later work of the stream its kernels are queued on)
+            self.workspaces.give_back(block)
+        calls.workspace.clear()
+        calls.stream = None
 
     def synchronize(self) -> None:
         self.stream.synchronize()
@@ -199,10 +211,14 @@ class CudaFunction:
         runner = self._runner
         if runner is None:
             runner = self._runner = HostRunner(self.artifact.host, self._kernels, self.name)
+        if not runner.allocates:
+            runner(launcher, *args)
+            return
+        getattr(launcher, "begin_call", _nothing)()
         try:
             runner(launcher, *args)
         finally:
-            getattr(launcher, "end_call", lambda: None)()
+            getattr(launcher, "end_call", _nothing)()
 
     def time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0,
                        f_preproc: Callable | None = None) -> Callable[..., TimingResult]:
@@ -226,6 +242,10 @@ class CudaFunction:
             return TimingResult(tuple(results))
 
         return evaluate
+
+
+def _nothing() -> None:
+    pass
 
 
 def written_arguments(host: Any, kernels: dict) -> tuple:

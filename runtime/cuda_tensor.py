@@ -85,11 +85,16 @@ class CudaTensor:
         return host if dtype is None else host.astype(dtype)
 
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+        """The capsule for a consumer that reads the data on ``stream`` (DLPack's numbering: 1
+        the legacy default stream, else a stream's handle; None or -1 say none): our work is
+        waited for, unless the consumer's stream is the one it is queued on (the current)."""
         from .dlpack import to_capsule
 
-        cuda_driver.synchronize(self.device.device_id)  # (our work is on the default stream)
-        self._lend()
-        return to_capsule(self.ptr, self.shape, self._dtype, (CUDA, self.device.device_id), self)
+        index = self.device.device_id
+        if not cuda_driver.names_stream(stream, cuda_driver.current_stream(index)):
+            cuda_driver.synchronize(index)
+        self._lend(stream)
+        return to_capsule(self.ptr, self.shape, self._dtype, (CUDA, index), self)
 
     @property
     def __cuda_array_interface__(self) -> dict:
@@ -100,12 +105,13 @@ class CudaTensor:
         return {"shape": self.shape, "typestr": self._dtype.str, "data": (self.ptr, False), "strides": None,
                 "version": 3, "stream": stream or 1}  # (1: the legacy default stream)
 
-    def _lend(self) -> None:
-        """The memory goes to a library that may read it on a stream of its own: a VM's block
-        is then not reused by the VM when this tensor dies (``vm_cuda._Lease``)."""
+    def _lend(self, stream: Any = None) -> None:
+        """The memory goes to a library that reads it on ``stream`` (DLPack's numbering; None:
+        a stream of its own): a VM's block is then not reused by the VM, unless that is the
+        stream its work is on (``cuda_pool.Block.lend``)."""
         lend = getattr(self._owner, "lend", None)
         if lend is not None:
-            lend()
+            lend(stream)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (CUDA, self.device.device_id)

@@ -7,22 +7,19 @@ as ``vm_memory.BufferPool`` does on the host), and the kernels are the CUDA modu
 Packed functions receive the device tensors themselves (they convert with DLPack or
 ``.numpy()``); a Relax operator left to its numpy reference runs on host copies.
 
-A tensor that leaves the VM (an output, an argument's copy) takes a block the VM keeps, and
-gives it back to the VM when it dies, as TVM's pooled allocator does: with static shapes, a call
-after the first allocates nothing and frees nothing (``cuMemFree`` waits for the whole device;
-``R.vm.alloc_storage`` still allocates at each call). What is kept is bounded: a call that had to
-allocate (new sizes: a symbolic shape) first frees the blocks left idle through the last
-``KEEP_CALLS`` calls. A block serves only later work of the stream its work was queued on, which
-the stream orders after it: when the VM's stream changes (``dev.set_raw_stream``), the idle
-blocks, and those of the old stream that come back later, are freed instead (work queued on a
-tensor on another stream must be waited for before the tensor is dropped). A tensor lent to
-another library (DLPack, ``__cuda_array_interface__``), which may read it on a stream of its own,
-frees its block. The blocks are freed with the VM; a tensor that outlives it frees its own.
+All of it comes from one block pool (``cuda_pool.BlockPool``), as TVM's pooled allocator: the
+pool's intermediates, a tensor that leaves the VM (an output, an argument's copy), which gives its
+block back when it dies, and a storage of ``R.vm.alloc_storage``, given back when it and the
+tensors placed in it die. With static shapes, a call after the first allocates nothing and frees
+nothing (``cuMemFree`` waits for the whole device); the pool says which blocks serve which stream
+and how many it keeps. A tensor lent to another library (DLPack, ``__cuda_array_interface__``),
+an output or an intermediate a packed function hands on, which may read it on a stream of its
+own, frees its block, unless the library said (DLPack's ``stream``) it reads it on the stream of
+the block's work. The blocks are freed with the VM; a tensor that outlives it frees its own.
 """
 from __future__ import annotations
 
 import weakref
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -30,6 +27,7 @@ import numpy as np
 from tvms.ir.errors import TVMSError
 
 from . import cuda_driver
+from .cuda_pool import Block, BlockPool
 from .cuda_tensor import CudaTensor
 from .device import Device
 from .numpy_ops import Shape
@@ -37,89 +35,52 @@ from .tensor import Tensor
 from .vm_memory import BufferPool
 
 
-class _Block(cuda_driver.DeviceMemory):
-    """A block of a VM: the stream its work is queued on, and the call since which it is idle."""
-
-    __slots__ = ("stream", "idle_since")
-
-
 class VMDeviceMemory(BufferPool):
     """A VM's device memory on ``device``: fresh and pooled tensors (the host pool's logic over
-    device buffers), storages, conversions."""
-
-    KEEP_CALLS = 4  # (shapes cycling through this many sizes still reuse their blocks)
+    the blocks of a device pool), storages, conversions."""
 
     def __init__(self, device: Device) -> None:
-        super().__init__(self._block, lambda raw, shape, dtype: CudaTensor(device, shape, dtype, ptr=raw.ptr,
-                                                                            owner=raw))
+        views: dict = {}  # (the host pool's cached views of a block hold it: dropped with it)
+        self.blocks = BlockPool(device.device_id, forget=lambda block: views.pop(id(block), None))
+        super().__init__(self.blocks.take, lambda raw, shape, dtype: CudaTensor(device, shape, dtype, ptr=raw.ptr,
+                                                                                 owner=raw))
+        self.views, self.free = views, self.blocks.idle  # (the host pool's released buffers: the idle blocks)
         self.device = device
-        self.returned: dict[int, list] = defaultdict(list)  # byte size -> blocks tensors that died gave back
-        self.stream = cuda_driver.current_stream(device.device_id)
-        self.calls = 0
-        self.allocated = False  # (a block was allocated since the last call began)
-        self._itself = weakref.ref(self)  # (a tensor that outlives the VM frees its block)
+        self._blocks = weakref.ref(self.blocks)  # (a tensor that outlives the VM frees its block)
+        self.begin_call = self.blocks.begin_call  # (before each call of the VM)
 
-    def _block(self, nbytes: int) -> _Block:
-        block = _Block(self.device.device_id, nbytes)
-        block.stream, block.idle_since = self.stream, self.calls
-        self.allocated = True
-        return block
-
-    def begin_call(self) -> None:
-        """Before a call: the idle blocks of another stream, or (after a call that allocated)
-        those idle through the last ``KEEP_CALLS`` calls, are freed."""
-        self.calls += 1
-        stream = cuda_driver.current_stream(self.device.device_id)
-        if stream is not self.stream:
-            self.stream = stream
-            self._free_idle(self.calls)
-        elif self.allocated:
-            self._free_idle(self.calls - self.KEEP_CALLS)
-        self.allocated = False
-
-    def _free_idle(self, before: int) -> None:
-        """Drop (so free) the blocks idle since a call before ``before``."""
-        for store in (self.free, self.returned):
-            for nbytes, blocks in list(store.items()):
-                for block in blocks:
-                    if block.idle_since < before:
-                        self.views.pop(id(block), None)  # (the pool's cached views of it hold it)
-                blocks[:] = [b for b in blocks if b.idle_since >= before]
-                if not blocks:
-                    del store[nbytes]
-
-    def keep(self, raw: _Block) -> None:
-        raw.idle_since = self.calls
-        self.free[raw.nbytes].append(raw)
-
-    def give_back(self, raw: _Block) -> None:
-        """A block whose tensor died: kept for later work on its stream, else freed."""
-        if raw.stream is self.stream:
-            raw.idle_since = self.calls
-            self.returned[raw.nbytes].append(raw)
+    def keep(self, raw: Block) -> None:
+        self.blocks.give_back(raw)
 
     def empty(self, shape: tuple, dtype: np.dtype) -> CudaTensor:
         """A tensor that may leave the VM, in a block it gives back to the VM when it dies."""
         nbytes = dtype.itemsize
         for d in shape:
             nbytes *= d
-        free = self.returned.get(nbytes)
-        raw = free.pop() if free else self._block(nbytes)
-        return CudaTensor(self.device, shape, dtype, ptr=raw.ptr, owner=_Lease(raw, self._itself))
+        raw = self._leased(nbytes)
+        return CudaTensor(self.device, shape, dtype, ptr=raw.ptr, owner=_Lease(raw, self._blocks))
 
-    def storage(self, nbytes: int) -> cuda_driver.DeviceMemory:
-        """``R.vm.alloc_storage``: zeroed device bytes (as the host VM's storage)."""
-        memory = cuda_driver.DeviceMemory(self.device.device_id, nbytes)
-        cuda_driver.fill_zero(memory.ptr, nbytes, self.device.device_id)
-        return memory
+    def storage(self, nbytes: int) -> "_Lease":
+        """``R.vm.alloc_storage``: zeroed device bytes (as the host VM's storage), zeroed on the
+        stream whose work used them last."""
+        raw = self._leased(nbytes)
+        cuda_driver.fill_zero_async(raw.ptr, nbytes, raw.stream)
+        return _Lease(raw, self._blocks)
+
+    def _leased(self, nbytes: int) -> Block:
+        """A block for tensors that may leave the VM: the host pool's cached views of it are
+        dropped (they would hold it, lent or not, after it left the pool)."""
+        raw = self.blocks.take(nbytes)
+        self.views.pop(id(raw), None)
+        return raw
 
     def view(self, storage: Any, offset: int, shape: tuple, dtype: np.dtype) -> CudaTensor:
-        """``R.vm.alloc_tensor``: a tensor at ``offset`` bytes into a storage."""
+        """``R.vm.alloc_tensor``: a tensor at ``offset`` bytes into a storage (which it holds)."""
         nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
-        if not isinstance(storage, cuda_driver.DeviceMemory) or offset < 0 or offset + nbytes > storage.nbytes:
+        if not isinstance(storage, _Lease) or offset < 0 or offset + nbytes > storage.raw.nbytes:
             raise TVMSError(f"R.vm.alloc_tensor: a tensor of shape {shape} at offset {offset} does not fit "
                             f"its storage")
-        return CudaTensor(self.device, shape, dtype, ptr=storage.ptr + offset, owner=storage)
+        return CudaTensor(self.device, shape, dtype, ptr=storage.raw.ptr + offset, owner=storage)
 
     def to_device(self, value: Any) -> Any:
         """A VM value with its host arrays copied to the device (tuples field by field)."""
@@ -148,28 +109,23 @@ class VMDeviceMemory(BufferPool):
 
 
 class _Lease:
-    """What keeps a VM's block for the tensor holding it: when the tensor dies, the block goes
-    back to the VM, or is freed if the VM is gone or the tensor was lent (a cheap ``__del__``
-    rather than a weakref finalizer per call)."""
+    """What keeps a VM's block for the tensors holding it (an output, or a storage and the
+    tensors in it): when they die, the block goes back to the VM's pool, which drops it if it
+    was lent (``Block.lend``); it is freed if the VM is gone (a cheap ``__del__`` rather than a
+    weakref finalizer per call)."""
 
     __slots__ = ("raw", "memory")
 
-    def __init__(self, raw: _Block, memory: weakref.ref) -> None:
+    def __init__(self, raw: Block, memory: weakref.ref) -> None:
         self.raw, self.memory = raw, memory
 
-    def lend(self) -> None:
-        """The tensor is read by another library, maybe on a stream of its own: its block is
-        freed when the tensor dies (cuMemFree waits for that stream), not reused."""
-        self.memory = _no_memory
+    def lend(self, stream: Any = None) -> None:
+        self.raw.lend(stream)
 
     def __del__(self) -> None:
         memory = self.memory()
         if memory is not None:
             memory.give_back(self.raw)
-
-
-def _no_memory() -> None:
-    return None
 
 
 __all__ = ["VMDeviceMemory"]

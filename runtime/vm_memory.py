@@ -59,9 +59,10 @@ class BufferPool:
             self.reused += 1
         else:
             raw = self.allocate(nbytes)
-            self.views[id(raw)] = {}  # (the pool keeps every buffer: its id stays its own)
             self.fresh += 1
-        views = self.views[id(raw)]
+        views = self.views.get(id(raw))
+        if views is None:  # (a buffer with cached views is held by them: its id stays its own)
+            views = self.views[id(raw)] = {}
         view = views.get((shape, dtype))
         if view is None:
             view = views[(shape, dtype)] = self.make_view(raw, shape, dtype)

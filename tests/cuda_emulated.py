@@ -2,20 +2,27 @@
 cuda-python's driver module as a machine with some GPUs (or none) shows it; ``EmulatedDriver``
 is one GPU whose memory is host memory and whose launches run on the reference executor;
 ``Counting(driver)`` counts the calls made to a driver by name.
-``install(driver)`` makes ``cuda_driver`` use it (the tests do the same through monkeypatch)."""
+``install(driver)`` makes ``cuda_driver`` use it (the tests do the same through monkeypatch);
+``fixture_artifact(name)`` is a SplitHostDevice module of ``fixtures/cuda_runtime`` as the cuda
+code generator would hand it over."""
 from __future__ import annotations
 
 import bisect
 import collections
 import ctypes
 import functools
+from pathlib import Path
 
 import numpy as np
 
 from tvms.ir import stmt as S
 from tvms.ir.visitor import collect
+from tvms.lowering.codegen.cuda_artifact import CudaArtifact, CudaKernel
 from tvms.runtime import cuda_driver
 from tvms.runtime.reference import numpy_dtype, run_prim_func
+from tvms.script import from_source
+
+FIXTURES = Path(__file__).parent / "fixtures" / "cuda_runtime"
 
 
 class FakeDriver:
@@ -100,7 +107,7 @@ class EmulatedDriver(FakeDriver):
         ctypes.memmove(dst, src, nbytes)
         return (0,)
 
-    def cuMemsetD8(self, ptr, value, nbytes):
+    def cuMemsetD8Async(self, ptr, value, nbytes, stream):
         ctypes.memset(ptr, value, nbytes)
         return (0,)
 
@@ -186,3 +193,12 @@ def install(driver) -> None:
     for name in ("_initialized", "primary_context"):
         fn = getattr(cuda_driver, name)
         setattr(cuda_driver, name, functools.cache(getattr(fn, "__wrapped__", fn)))
+
+
+def fixture_artifact(name: str, source: str = "// CUDA C", binary: bytes = b"") -> CudaArtifact:
+    """The artifact of the SplitHostDevice module ``fixtures/cuda_runtime/<name>`` (its host
+    function ``main``, its kernels the functions of calling convention 2)."""
+    mod = from_source((FIXTURES / name).read_text())
+    kernels = tuple(CudaKernel(k, mod[k], tuple(mod[k].attrs["tir.kernel_launch_params"]))
+                    for k in mod if mod[k].attrs.get("calling_conv") == 2)
+    return CudaArtifact("main", mod["main"], kernels, source, "sm_80", binary, "cubin")

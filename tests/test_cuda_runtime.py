@@ -15,13 +15,14 @@ import pytest
 
 import tvms
 from conftest import CORPUS_COPY
-from cuda_emulated import Counting, EmulatedDriver, FakeDriver
+from cuda_emulated import Counting, EmulatedDriver, FakeDriver, fixture_artifact
 from tvms import TVMSError
 from tvms.ir.registry import get_global_func
 from tvms.lowering.codegen.cuda_artifact import CudaArtifact, CudaKernel
 from tvms.lowering.targets import check_target, target_kind
 from tvms.runtime import cuda_driver
 from tvms.runtime.cuda_module import CudaModule, ReferenceLauncher
+from tvms.runtime.cuda_pool import BlockPool
 from tvms.runtime.dlpack import read_capsule, to_capsule
 from tvms.script import from_source
 from tvms.target import Target
@@ -31,12 +32,7 @@ HAS_GPU = cuda_driver.cuda_device_count() > 0
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU: " + cuda_driver.missing_reason(0))
 
 
-def artifact_of(name: str, source: str = "// CUDA C", binary: bytes = b"") -> CudaArtifact:
-    """The artifact of a SplitHostDevice module of the fixtures (no binary: the reference runs it)."""
-    mod = from_source((FIXTURES / name).read_text())
-    kernels = tuple(CudaKernel(k, mod[k], tuple(mod[k].attrs["tir.kernel_launch_params"]))
-                    for k in mod if mod[k].attrs.get("calling_conv") == 2)
-    return CudaArtifact("main", mod["main"], kernels, source, "sm_80", binary, "cubin")
+artifact_of = fixture_artifact  # (no binary: the reference runs it)
 
 
 def reference_lib(name: str) -> CudaModule:
@@ -260,7 +256,56 @@ def test_the_driver_path_with_a_workspace_and_dynamic_shared_memory(emulated) ->
     assert driver.launches == [("scale_kernel", (3, 5, 1), (32, 1, 1), 0),
                                ("rowsum_kernel", (1, 1, 1), (5, 1, 1), 20)]
     np.testing.assert_allclose(Y.numpy(), 2 * x.sum(axis=1), rtol=1e-5)
-    assert len(driver.memory) == 2  # (the host's workspace is freed after the call)
+    assert len(driver.memory) == 3  # (the host's workspace, kept by the module for the next call)
+
+
+SYNCHRONIZATIONS = ("cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize")
+
+
+def driver_calls(counting: Counting, run) -> tuple:
+    """(cuMemAlloc, cuMemFree, synchronizations) that ``run()`` makes."""
+    counting.counts.clear()
+    run()
+    return (counting.counts["cuMemAlloc"], counting.counts["cuMemFree"],
+            sum(counting.counts[name] for name in SYNCHRONIZATIONS))
+
+
+def test_a_host_workspace_comes_from_the_modules_pool(emulated, driver_as, monkeypatch) -> None:
+    """A host function's workspace is taken from the module's block pool and handed back once
+    the call's kernels are queued, without waiting for them: a later call on the same stream
+    (its kernels queued after) gets the same block, allocating, freeing and synchronizing
+    nothing; after a stream change it gets a new block and the idle one is freed."""
+    driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms")
+    counting = Counting(driver)
+    driver_as(counting)
+    monkeypatch.setattr(cuda_driver, "_CURRENT_STREAMS", {})
+    dev, x = tvms.cuda(0), np.random.default_rng(2).random((5, 70), dtype=np.float32)
+    X, Y = tvms.nd.array(x, device=dev), tvms.nd.empty((5,), "float32", dev)
+
+    def workspace():  # (the pointer the last call gave its kernels for the workspace)
+        return driver.arguments[-1][0].ctypes.data
+
+    assert driver_calls(counting, lambda: lib["main"](X, Y, 2.0)) == (1, 0, 0)
+    first = workspace()
+    for alpha in (3.0, 4.0):
+        assert driver_calls(counting, lambda: lib["main"](X, Y, alpha)) == (0, 0, 0)
+        assert workspace() == first
+        np.testing.assert_allclose(Y.numpy(), alpha * x.sum(axis=1), rtol=1e-5)
+    dev.set_raw_stream(dev.create_raw_stream())
+    assert driver_calls(counting, lambda: lib["main"](X, Y, 5.0)) == (1, 1, 0)
+    assert driver.streams[-1] == "stream" and workspace() != first
+    np.testing.assert_allclose(Y.numpy(), 5 * x.sum(axis=1), rtol=1e-5)
+
+
+def test_workspaces_of_many_sizes_stay_bounded(emulated) -> None:
+    """A symbolic shape called with 60 sizes: the module keeps the workspaces of the last few
+    calls' sizes, not one per size."""
+    driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
+    dev = tvms.cuda(0)
+    for n in range(1, 61):
+        X, Y = tvms.nd.empty((2, n), "float32", dev), tvms.nd.empty((2,), "float32", dev)
+        lib["main"](X, Y, 1.0)
+    assert len(driver.memory) <= 2 + 1 + BlockPool.KEEP_CALLS  # (X, Y and a few calls' workspaces)
 
 
 def test_threads_calling_one_function_keep_their_own_workspaces(emulated) -> None:
@@ -308,7 +353,7 @@ def test_tvm_split_host_device_workspaces_and_dynamic_shared_memory(emulated) ->
     (a, workspace, n), (workspace_again, c, n_again) = driver.arguments
     assert (a.ctypes.data, c.ctypes.data) == (A.ptr, C.ptr) and (n, n_again) == (5, 5)
     assert workspace.nbytes == 5 * 64 * 4 and workspace_again.ctypes.data == workspace.ctypes.data
-    assert len(driver.memory) == 2  # (the workspace is freed once the call is done)
+    assert len(driver.memory) == 3  # (the workspace is kept for the next call)
     x = np.random.default_rng(5).random(200, dtype=np.float32)
     _, lib = emulated("dyn_shared_SplitHostDevice.tvms")
     c = np.zeros(200, "float32")
@@ -521,7 +566,9 @@ def test_vm_calls_after_the_first_reuse_the_vms_device_memory(emulated, driver_a
         return out, counted, driver.launches[start:]
 
     first, counted, launches = call(0)
-    assert counted[:2] == (5, 0)  # (two arguments' copies, two intermediates of the VM's pool, the output)
+    # (two arguments' copies, two intermediates of the VM's pool, the output: in the block the
+    # first intermediate gave back)
+    assert counted[:2] == (4, 0)
     assert launches == [("add_kernel", (2, 1, 1), (128, 1, 1), 0)] * 2
     again = [call(k)[1:] for k in (1, 2)]  # (their outputs dropped at once)
     # (the first output's block is not back; the context is current on this thread already)
@@ -555,10 +602,40 @@ def test_a_block_lent_to_another_library_is_freed_not_reused(emulated, driver_as
     x = np.arange(200, dtype="float32")
     vm["main"](x, x)
     for counted, lend in [((0, 0), lambda t: None), ((1, 1), lambda t: t.__dlpack__()),
-                          ((1, 1), lambda t: t.__cuda_array_interface__)]:
+                          ((1, 1), lambda t: t.__cuda_array_interface__),
+                          ((1, 1), lambda t: t.__dlpack__(stream=-1)),
+                          ((0, 0), lambda t: t.__dlpack__(stream=1))]:  # (the VM's stream, torch's default)
         out = [vm["main"](x, x)]
         lend(out[0])
         assert allocated_and_freed(counting, lambda: (out.clear(), vm["main"](x, x))) == counted
+
+
+@pytest.mark.parametrize("lend, per_call", [
+    (lambda x, out: out.__dlpack__(stream=1), (0, 0, 0)),
+    (lambda x, out: out.__dlpack__(), (1, 1, 1)),
+    (lambda x, out: x.__dlpack__(stream=1), (0, 0, 0)),
+    (lambda x, out: x.__cuda_array_interface__, (1, 1, 0)),
+])
+def test_a_packed_function_lending_a_vm_tensor(emulated, driver_as, lend, per_call) -> None:
+    """A packed function that hands the VM's output, or its input (an intermediate of the VM's
+    pool), to a library during the call (as one wrapping a torch or cupy kernel does): a library
+    reading it on the VM's stream (DLPack's ``stream=1``, the legacy default stream, which torch
+    and cupy name on their default stream) is ordered after the VM's work and before its next,
+    so the block goes back to the VM and nothing is waited for; one that names no stream (it
+    gets a synchronized device through DLPack) may read it later on its own: its block is
+    freed, not reused."""
+    vm, _, counting = counted_vm(emulated, driver_as)
+    lent = []
+
+    def negate(x, out):
+        lent.append(lend(x, out))
+        out.copyfrom(-x.numpy())
+        lent.clear()  # (the library is done with it)
+    tvms.register_func("test_cuda.negate", negate, override=True)
+    x = np.arange(200, dtype="float32")
+    vm["main"](x, x)
+    for _ in range(2):
+        assert driver_calls(counting, lambda: vm["main"](x, x)) == per_call
 
 
 def test_a_block_serves_only_the_stream_its_work_was_queued_on(emulated, driver_as, monkeypatch) -> None:
@@ -570,9 +647,9 @@ def test_a_block_serves_only_the_stream_its_work_was_queued_on(emulated, driver_
     dev, x = tvms.cuda(0), np.arange(200, dtype="float32")
     dev.set_raw_stream(dev.create_raw_stream())
     held = [vm["main"](x, x)]
-    vm["main"](x, x)  # (its five blocks idle on the first stream)
+    vm["main"](x, x)  # (its four blocks idle on the first stream)
     dev.set_raw_stream(dev.create_raw_stream())
-    assert allocated_and_freed(counting, lambda: vm["main"](x, x)) == (5, 5)
+    assert allocated_and_freed(counting, lambda: vm["main"](x, x)) == (4, 4)
     assert allocated_and_freed(counting, lambda: vm["main"](x, x)) == (0, 0)
     assert allocated_and_freed(counting, held.clear) == (0, 1)
 
@@ -593,6 +670,33 @@ def test_the_vm_places_tensors_in_device_storage(emulated) -> None:
         else:
             with pytest.raises(TVMSError, match=r"a tensor of shape \(4,\) at offset 16 does not fit its storage"):
                 vm["main"](x)
+
+
+def test_vm_storage_comes_from_the_vms_pool(emulated, driver_as) -> None:
+    """``R.vm.alloc_storage`` takes a block of the VM's pool, given back when the storage and the
+    tensors placed in it (the output among them) die: the first call allocates the argument's
+    copy and the storage, a later one nothing, freeing and synchronizing nothing either; while
+    an output still holds its storage, the next call takes another block. The storage is zeroed
+    at each call, on the VM's stream."""
+    from test_vm_program import STORAGE
+
+    driver, kernels = emulated("add_one_SplitHostDevice.tvms", function="add_one")
+    counting = Counting(driver)
+    driver_as(counting)
+    program = tvms.compile(from_source(STORAGE), target="llvm", relax_pipeline=None)
+    vm = tvms.relax.VirtualMachine(tvms.runtime.vm.Executable(program.program, kernels), tvms.cuda(0))
+    x = np.arange(4, dtype="float32")
+
+    def call(k):
+        np.testing.assert_array_equal(vm["main"](x + k).numpy(), x + k + 2)
+    assert driver_calls(counting, lambda: call(0)) == (2, 0, 0)
+    assert counting.counts["cuMemsetD8Async"] == 1
+    for k in (1, 2):
+        assert driver_calls(counting, lambda: call(k)) == (0, 0, 0)
+        assert counting.counts["cuMemsetD8Async"] == 1
+    held = vm["main"](x)
+    assert driver_calls(counting, lambda: call(3)) == (1, 0, 0)
+    np.testing.assert_array_equal(held.numpy(), x + 2)
 
 
 def test_a_cuda_executable_without_a_gpu_says_why(driver_as) -> None:
@@ -659,7 +763,8 @@ def test_the_tuning_runner_times_a_cuda_library_on_the_gpu(emulated, tmp_path) -
                           0.0, 1, with_scale, default_run_evaluator)
     assert secs == [pytest.approx(4e-3 / 2)] * 3
     # (two kernels a call: a warm-up call, then 3 x 2; the launcher takes tensors on the GPU only)
-    assert len(driver.launches) == 2 * (1 + 3 * 2) and not driver.memory  # (and freed after)
+    gc.collect()  # (the loaded module, its functions pointing back at it, keeps a workspace block)
+    assert len(driver.launches) == 2 * (1 + 3 * 2) and not driver.memory  # (freed with the module)
     # a candidate built for another architecture than GPU 0's (compute 8.0 here) is not timed there
     other = CudaModule({"main": dataclasses.replace(lib.artifacts["main"], arch="sm_90a")}, "cuda")
     other.export_library(str(tmp_path / "sm90.so"))

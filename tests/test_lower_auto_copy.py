@@ -22,6 +22,7 @@ from tvms.lowering.pass_registry import get_pass
 from tvms.lowering.transform import PassError
 from tvms.lowering.tir.gpu import pipeline
 from tvms.lowering.tir.gpu.lower_auto_copy import lower_auto_copy
+from tvms.lowering.tune.postproc_verify_gpu_code import gpu_code_errors, shared_memory_bytes
 from tvms.runtime.reference import run_prim_func
 
 GOLDEN = pathlib.Path(__file__).parent / "fixtures" / "lower_auto_copy"
@@ -121,6 +122,17 @@ def test_copies_compute_what_they_did(load, store, transposed, threads) -> None:
     np.testing.assert_array_equal(copied(lowered), expected)
 
 
+def test_verify_gpu_code_counts_the_padding() -> None:
+    """VerifyGPUCode counts a shared tile LowerAutoCopy pads at its padded size, as TVM's check
+    counts the lowered allocation: the transposed 32 x 32 tile in rows of 33 (4224 bytes), the
+    plain one in rows of 32."""
+    for transposed, counted in (False, 32 * 32 * 4), (True, 32 * 33 * 4):
+        func = copy(None, {"auto_copy": True}, transposed)
+        (shared,) = [b for n in walk(lower_auto_copy(func).body) if isinstance(n, Block) for b in n.alloc_buffers
+                     if b.name == "A_shared"]
+        assert shared.strides[0].value * 32 * 4 == shared_memory_bytes(func) == counted
+
+
 def test_refusals() -> None:
     """A copy the rules cannot take is refused with the block's name, never lowered wrongly: a
     write to global whose indices are no permutation of the loops (TVM inverts any bijective
@@ -142,6 +154,10 @@ def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((4096,), "float32")):
 """
     with pytest.raises(TVMSError, match="'flat' writes indices that are not a permutation"):
         lower_auto_copy(tvms.script.from_source(text))
+    # (VerifyGPUCode refuses such a candidate, as TVM's check refuses one its passes fail on)
+    (error,) = gpu_code_errors(tvms.script.from_source(text), 1024, 49152)
+    assert error.startswith("LowerAutoCopy, or a pass before it, cannot lower it: LowerAutoCopy (inverse mapping): "
+                            "block 'flat' writes indices that are not a permutation")
     transposing = copy(None, {"auto_copy": True}, transposed=True).script().replace("for ax1, ax0 in", "for ax0, ax1 in")
     with pytest.raises(TVMSError, match="'B' must read its source at its loops' variables, in their order"):
         lower_auto_copy(tvms.script.from_source(transposing))

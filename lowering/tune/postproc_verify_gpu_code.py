@@ -22,16 +22,25 @@ reads the scheduled TensorIR itself (or an already lowered function: ``T.launch_
   (a gather, say a transposed copy) has a vector index too (a ramp of int32 or int64 lanes),
   held to the same limit.
 
-On the candidates of the tests (GMM, convolutions, softmax, norms, pipelines) the shared memory
-counted is TVM's to the byte, except what LowerAutoCopy adds to the copies annotated
-``auto_copy``, which is not counted: the padding of shared rows against bank conflicts and the
-shared stage through which a tensor-core accumulator is written out (on the mma.sync candidate
-this check counts 122880 bytes, TVM 123904 with the 1024-byte write-out stage). Nor is what
-lowering could still take away or fail at: StorageRewrite sharing one allocation between buffers
-whose lifetimes do not overlap (the count is then an upper bound), index bounds TVM's integer
-sets prove tighter than interval arithmetic, and the passes' own failures (a candidate TVM's
-pipeline cannot lower). The whole lowering is not run
-per candidate because the search post-processes thousands of them.
+* where blocks are annotated ``auto_copy`` (the tensor-core rules' ``read_at``/``write_at``
+  copies), TVM's list runs LowerAutoCopy, which adds shared memory: the stage through which a
+  tensor-core accumulator is written out (a new buffer of the copy block), and the padding of
+  shared rows against bank conflicts (wider strides). For those, this check runs tvms's
+  pipeline up to LowerAutoCopy (the passes before it and it; a candidate it cannot lower is
+  refused, as TVM's check refuses one its passes fail on) and counts each copy block's stages
+  in its kernel, and a padded buffer at its padded size (times its versions). That costs: about
+  60 ms on the mma.sync candidate of the tests, against 1 ms for the rest of the check, so the
+  postprocessor runs it only for a candidate the rest lets through (it only adds).
+
+On the candidates of the tests (GMM, convolutions, softmax, norms, pipelines, the mma.sync
+candidate's 123904 bytes: three versions of its operand tiles and the 1024-byte write-out stage)
+the shared memory counted is TVM's to the byte. Not counted is what lowering could still take
+away or fail at: StorageRewrite sharing one allocation between buffers whose lifetimes do not
+overlap (the count is then an upper bound), index bounds TVM's integer sets prove tighter than
+interval arithmetic, and the failures of the passes after LowerAutoCopy (a candidate TVM's
+pipeline cannot lower). The whole lowering is not run per candidate because the search
+post-processes thousands of them; the replay's precheck does not run LowerAutoCopy either (what
+it adds only adds: without it the count is a lower bound).
 """
 from __future__ import annotations
 
@@ -48,6 +57,8 @@ from ...ir.function import PrimFunc
 from ...ir.stmt import VECTORIZED, AllocBuffer, AttrStmt, Block, BlockRealize, BufferStore, For, SeqStmt, Stmt
 from ...ir.visitor import Mutator, children, walk
 from ..schedule.loop_transform import conjuncts
+from ..tir.gpu.lower_auto_copy import lower_auto_copy
+from ..tir.gpu.pipeline import BEFORE_ENTRY
 from .postproc import Postproc
 from .rule_analysis import const_int
 from .rule_auto_bind import target_limit
@@ -57,6 +68,8 @@ THREAD_LOW = "meta_schedule.thread_extent_low_inclusive"
 THREAD_HIGH = "meta_schedule.thread_extent_high_inclusive"
 PIPELINE_STAGE = "software_pipeline_stage"
 WARP_EXECUTION = "warp_execution"
+AUTO_COPY = "auto_copy"
+UP_TO_AUTO_COPY = BEFORE_ENTRY[:BEFORE_ENTRY.index(lower_auto_copy) + 1]
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
@@ -96,9 +109,47 @@ def _vars(expr: Any) -> set:
     return {id(n) for n in walk(expr) if isinstance(n, Var)}
 
 
+@dataclass
+class _AutoCopied:
+    """What LowerAutoCopy adds to a function's shared memory: the stages each copy block (by
+    name) allocates, with their bytes (None: not a constant), the padded bytes of each shared
+    buffer (by name) it pads."""
+
+    stages: dict = field(default_factory=dict)
+    padded: dict = field(default_factory=dict)
+
+
+def _auto_copied(func: PrimFunc) -> _AutoCopied | str:
+    """LowerAutoCopy's additions to ``func`` (nothing without an ``auto_copy`` block), or why
+    tvms's pipeline cannot lower ``func`` up to it."""
+    added = _AutoCopied()
+    if not any(isinstance(n, Block) and n.annotations.get(AUTO_COPY) for n in walk(func.body)):
+        return added
+    lowered = func
+    try:
+        for step in UP_TO_AUTO_COPY:
+            lowered = step(lowered)
+    except TVMSError as err:
+        return f"LowerAutoCopy, or a pass before it, cannot lower it: {err}"
+    for node in walk(lowered.body):
+        if not isinstance(node, Block):
+            continue
+        for buffer in node.alloc_buffers:
+            if not buffer.scope.startswith("shared"):
+                continue
+            size = _allocated_size(buffer)
+            if node.annotations.get(AUTO_COPY):  # (a stage of the copy)
+                added.stages.setdefault(node.name_hint, []).append((buffer, size))
+            elif buffer.strides and size is not None and size > (_size(buffer) or size):
+                added.padded[buffer.name] = size
+    return added
+
+
 class _Verifier:
-    def __init__(self, max_threads: int, max_shared: int, warp_size: int) -> None:
+    def __init__(self, max_threads: int, max_shared: int, warp_size: int,
+                 auto_copied: _AutoCopied | None = None) -> None:
         self.max_threads, self.max_shared, self.warp_size = max_threads, max_shared, warp_size
+        self.auto_copied = auto_copied or _AutoCopied()
         self.errors: list[str] = []
         self.kernels: list[_Kernel] = []
         self.allocated: list[Buffer] = []  # shared buffers blocks allocate, placed after the walk
@@ -163,6 +214,9 @@ class _Verifier:
     def _enter_block(self, block: Block, kernel: _Kernel | None, scopes: tuple, loops: tuple, binding: dict,
                      threads: dict) -> None:
         self.allocated += [b for b in block.alloc_buffers if b.scope.startswith("shared")]
+        if block.annotations.get(AUTO_COPY) and kernel is not None:
+            for stage, size in self.auto_copied.stages.get(block.name_hint, ()):
+                self._add_shared(kernel, stage, size)
         if WARP_EXECUTION in block.annotations:
             threads = {**threads, "threadIdx.x": self.warp_size}
         if THREAD_LOW in block.annotations and THREAD_HIGH in block.annotations:
@@ -234,7 +288,7 @@ class _Verifier:
             if not accesses or len(kernels) != 1 or accesses[0].kernel is None:
                 continue  # (used by no kernel, or by several: allocated outside them)
             placed = _common_prefix([a.scopes for a in accesses])
-            size = _compacted_size(buffer, accesses, placed)
+            size = self.auto_copied.padded.get(buffer.name) or _compacted_size(buffer, accesses, placed)
             self._add_shared(accesses[0].kernel, buffer, None if size is None else size * _versions(accesses, placed))
 
     def _add_shared(self, kernel: "_Kernel", buffer: Buffer, size: int | None) -> None:
@@ -259,6 +313,17 @@ def _size(buffer: Buffer) -> int | None:
     if not all(isinstance(d, IntImm) for d in buffer.shape):
         return None
     return prod(d.value for d in buffer.shape) * _bytes(buffer.dtype)
+
+
+def _allocated_size(buffer: Buffer) -> int | None:
+    """The bytes a buffer of constant shape and strides (a padded row's) takes."""
+    shape = [const_int(d) for d in buffer.shape]
+    strides = [const_int(d) for d in buffer.strides] if buffer.strides else None
+    if None in shape or (strides is not None and None in strides):
+        return None
+    if strides is None or not shape:
+        return _size(buffer)
+    return max(d * s for d, s in zip(shape, strides)) * _bytes(buffer.dtype)
 
 
 def _common_prefix(paths: list) -> int:
@@ -365,8 +430,13 @@ def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int | None:
 
 
 def _verified(func: PrimFunc, max_threads_per_block: int, max_shared_memory_per_block: int,
-              thread_warp_size: int) -> _Verifier:
-    verifier = _Verifier(max_threads_per_block, max_shared_memory_per_block, thread_warp_size)
+              thread_warp_size: int, auto_copy: bool = True) -> _Verifier:
+    """The verifier's walk of ``func``; ``auto_copy`` False leaves out what LowerAutoCopy adds."""
+    added = _auto_copied(func) if auto_copy else None
+    verifier = _Verifier(max_threads_per_block, max_shared_memory_per_block, thread_warp_size,
+                         added if isinstance(added, _AutoCopied) else None)
+    if isinstance(added, str):
+        verifier.errors.append(added)
     verifier.visit(func.body, None, (), (), {}, {})
     verifier.place_shared_buffers()
     verifier.check_memory()
@@ -427,7 +497,8 @@ def _refuse_shared_overflow(sch: Any, max_shared: int) -> None:
     for name in sch.mod:
         func = sch.mod[name]
         if isinstance(func, PrimFunc):
-            used = max((k.shared_bytes for k in _verified(func, 1 << 31, max_shared, 32).kernels), default=0)
+            verifier = _verified(func, 1 << 31, max_shared, 32, auto_copy=False)
+            used = max((k.shared_bytes for k in verifier.kernels), default=0)
             if used > max_shared:
                 raise TVMSError(f"{used} bytes of shared memory per block, more than the target's {max_shared} "
                                 f"(refused before the rest of the replay)")
@@ -450,10 +521,11 @@ class VerifyGPUCode(Postproc):
     def apply(self, sch: Any) -> bool:
         if not self.limits:
             raise TVMSError("VerifyGPUCode is used before it is given a tuning context (a target)")
-        mod = sch.mod
-        return not any(gpu_code_errors(mod[name], self.limits["max_threads_per_block"],
-                                       self.limits["max_shared_memory_per_block"],
-                                       self.limits["thread_warp_size"])
+        mod, limits = sch.mod, (self.limits["max_threads_per_block"], self.limits["max_shared_memory_per_block"],
+                                self.limits["thread_warp_size"])
+        # (LowerAutoCopy only adds: a candidate refused without it is refused with it, and the
+        # pipeline up to it runs only for the others)
+        return not any(_verified(mod[name], *limits, auto_copy=False).errors or _verified(mod[name], *limits).errors
                        for name in mod if isinstance(mod[name], PrimFunc))
 
 

@@ -1,0 +1,108 @@
+"""Device memory kept for reuse: blocks of one GPU by byte size, as TVM's pooled allocator and
+workspace pool keep them, so that a call after the first allocates nothing and frees nothing
+(``cuMemFree`` waits for the whole device).
+
+A block handed back serves only later work of the stream its work was queued on, which the
+stream orders after it. The pool keeps the idle blocks of one stream, the device's current one
+when a call begins: when it changes (``dev.set_raw_stream``), the idle blocks are dropped, and
+so are blocks of the old stream handed back later (dropped: freed once nothing holds them; the
+free waits for their work). What is kept is bounded: a call that had to allocate (new sizes: a
+symbolic shape) first drops the blocks idle through the last ``KEEP_CALLS`` calls.
+
+The Relax VM on a GPU keeps its intermediates, its outputs and its storages in one
+(``vm_cuda.py``); a CUDA module keeps the workspaces its host functions allocate in one per
+device (``cuda_module.DriverLauncher``). Threads may share a pool: a block is one call's from
+``take`` to ``give_back``, and only idle blocks are shared.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Callable
+
+from . import cuda_driver
+
+
+class Block(cuda_driver.DeviceMemory):
+    """A pooled block: the stream its work is queued on (None once lent to a library reading it
+    on another), the call since which it is idle."""
+
+    __slots__ = ("stream", "idle_since")
+
+    def lend(self, stream: Any = None) -> None:
+        """A tensor in the block goes to a library that reads it on ``stream`` (DLPack's
+        numbering; None: maybe a stream of its own): unless that is the stream of the block's
+        work, which orders the library's reads before later work, the block is no longer
+        handed out again, and is freed once dropped (cuMemFree waits for that stream)."""
+        if not cuda_driver.names_stream(stream, self.stream):
+            self.stream = None
+
+
+class BlockPool:
+    """Blocks of ``cuda(index)`` by byte size for work on the current stream. ``forget(block)``
+    is told of each idle block the pool drops (what its owner keeps of the block, it drops too)."""
+
+    KEEP_CALLS = 4  # (shapes cycling through this many sizes still reuse their blocks)
+
+    def __init__(self, index: int, forget: Callable[[Block], Any] | None = None) -> None:
+        self.index, self.forget = index, forget
+        self.idle: dict[int, list[Block]] = defaultdict(list)  # byte size -> idle blocks of ``stream``
+        self.stream = cuda_driver.current_stream(index)
+        self.calls = 0
+        self.allocated = False  # (a block was allocated since the last call began)
+        self.fresh = 0  # blocks allocated
+        self.reused = 0  # requests an idle block served
+
+    def begin_call(self) -> cuda_driver.Stream:
+        """Before a call: the idle blocks of another stream, or (after a call that allocated)
+        those idle through the last ``KEEP_CALLS`` calls, are dropped. The call's stream."""
+        self.calls += 1
+        stream = cuda_driver.current_stream(self.index)
+        if stream is not self.stream:
+            self.stream = stream
+            self._drop_idle(self.calls)
+        elif self.allocated:
+            self._drop_idle(self.calls - self.KEEP_CALLS)
+        self.allocated = False
+        return stream
+
+    def take(self, nbytes: int, stream: cuda_driver.Stream | None = None) -> Block:
+        """A block of ``nbytes`` for work on ``stream`` (the pool's by default): an idle one of
+        that stream, else a new one."""
+        stream = stream or self.stream
+        if stream is self.stream:
+            try:
+                block = self.idle[nbytes].pop()
+                self.reused += 1
+                return block
+            except IndexError:  # (none of that size; or another thread took the last)
+                pass
+        block = Block(self.index, nbytes)
+        block.stream = stream
+        self.allocated = True
+        self.fresh += 1
+        return block
+
+    def give_back(self, block: Block) -> None:
+        """``block``'s work is queued: kept for later work of its stream, else (another stream,
+        or lent) dropped."""
+        if block.stream is self.stream:
+            block.idle_since = self.calls
+            self.idle[block.nbytes].append(block)
+        elif self.forget is not None:
+            self.forget(block)
+
+    def _drop_idle(self, before: int) -> None:
+        """Drop the blocks idle since a call before ``before``."""
+        for nbytes, blocks in list(self.idle.items()):
+            kept = []
+            for block in blocks:
+                if block.idle_since >= before:
+                    kept.append(block)
+                elif self.forget is not None:
+                    self.forget(block)
+            blocks[:] = kept
+            if not blocks:
+                del self.idle[nbytes]
+
+
+__all__ = ["Block", "BlockPool"]
