@@ -262,3 +262,25 @@ def test_a_kernel_compiled_before_under_another_name_keeps_its_symbol(tmp_path):
     tvms.compile(from_source(TWIN_KERNELS.format(first="g", second="h", addend=5.0, factor=3.0)), target="llvm")
     mod = from_source(TWIN_KERNELS.format(first="f", second="g", addend=5.0, factor=2.0))
     np.testing.assert_array_equal(_exported_and_run(mod, tmp_path / "second.so"), (np.arange(8) + 5) * 2)
+
+
+def test_a_kernel_named_like_a_vm_function_leaves_it_native(tmp_path):
+    # a kernel's symbol is tvms_ and its name: vm_main's once was main's native code's too, and
+    # export dropped main's (the loaded executable interpreted it)
+    text = TWIN_KERNELS.format(first="vm_main", second="double", addend=1.0, factor=2.0)
+    np.testing.assert_array_equal(_exported_and_run(from_source(text), tmp_path / "vm.so"), (np.arange(8) + 1) * 2)
+    assert tvms.runtime.load_module(str(tmp_path / "vm.so")).stats()["native"] == ["main"]
+
+
+def test_kernel_names_that_make_one_symbol_link_apart(tmp_path):
+    from tvms.ir.module import IRModule
+
+    # (tvms_ and the name, "." made "_": both tvms_a_b)
+    add, double = (from_source(TWIN_KERNELS.format(first="f", second="g", addend=1.0, factor=2.0))[k] for k in "fg")
+    tvms.build(IRModule({"a.b": add, "a_b": double})).export_library(str(tmp_path / "ab.so"))
+    lib = tvms.runtime.load_module(str(tmp_path / "ab.so"))
+    x, y = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    lib["a.b"](x, y)
+    np.testing.assert_array_equal(y, x + 1)
+    lib["a_b"](x, y)
+    np.testing.assert_array_equal(y, x * 2)
