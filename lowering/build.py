@@ -25,6 +25,7 @@ from ..ir.errors import TVMSError
 from ..ir.expr import Op
 from ..ir.function import PrimFunc
 from ..ir.module import IRModule
+from ..ir.name_supply import NameSupply
 from ..ir.node import FrozenDict
 from ..ir.registry import get_global_func
 from ..ir.relax_op import SPECIAL_OPS
@@ -80,7 +81,8 @@ def lower_prim_func(func: PrimFunc, row: TargetKind, target: Target) -> PrimFunc
 
 def codegen(lowered: dict, row: TargetKind, target: Target) -> dict:
     """The code generation step: one artifact per lowered function, by name."""
-    return {key: row.codegen(func, target, _symbol(key)) for key, func in lowered.items()}
+    symbols = NameSupply("_")  # (``a.b`` and ``a_b`` would both be tvms_a_b: one library links them)
+    return {key: row.codegen(func, target, symbols.fresh(_symbol(key))) for key, func in lowered.items()}
 
 
 def link_kernels(artifacts: dict, row: TargetKind, target: Target) -> Any:

@@ -106,8 +106,6 @@ def export_library(module: Any, path: str, vm_program: bytes | None = None, nati
             "outputs": list(written_params(compiled.func)),
             "params": _describe_params(compiled.func),
         })
-    symbols = {f["symbol"] for f in functions}
-    native = [a for a in native if a.symbol not in symbols]  # (a kernel's name may take the symbol)
     objects += [a.shared_object() for a in native]
     metadata = {"format": FORMAT, "version": VERSION, "target": module.target,
                 "functions": functions, "vm_program": program, "native_vm": [native_json(a) for a in native]}

@@ -209,3 +209,78 @@ def test_relax_executable_ships_its_program_and_kernels(tmp_path):
     assert done.returncode == 0, done.stderr
     expected = run_relax(mod, "forward", *inputs)
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, rtol=1e-4, atol=1e-3)
+
+
+# two private kernels, with one body when factor and addend are 1 (as ConcatInPlace makes for two
+# concatenations alike): a private function prints no name, so its text cannot tell the two apart
+TWIN_KERNELS = """# from tvm.script import ir as I
+# from tvm.script import tir as T
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def {first}(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi] + T.float32({addend})
+
+    @T.prim_func(private=True)
+    def {second}(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi] * T.float32({factor})
+
+    @R.function
+    def main(x: R.Tensor((8,), "float32")) -> R.Tensor((8,), "float32"):
+        cls = Module
+        y = R.call_tir(cls.{first}, (x,), out_sinfo=R.Tensor((8,), "float32"))
+        z = R.call_tir(cls.{second}, (y,), out_sinfo=R.Tensor((8,), "float32"))
+        return z
+"""
+
+
+def _exported_and_run(mod, path: Path) -> np.ndarray:
+    tvms.compile(mod, target="llvm").export_library(str(path))
+    vm = tvms.relax.VirtualMachine(tvms.runtime.load_module(str(path)), tvms.cpu())
+    return vm["main"](np.arange(8, dtype=np.float32)).numpy()
+
+
+def test_two_kernels_with_one_body_link_into_one_library(tmp_path):
+    # (the second body made equal to the first: adds one)
+    text = TWIN_KERNELS.format(first="add_one", second="add_one_again", addend=1.0, factor=1.0)
+    mod = from_source(text.replace("A[vi] * T.float32(1.0)", "A[vi] + T.float32(1.0)"))
+    np.testing.assert_array_equal(_exported_and_run(mod, tmp_path / "twins.so"), np.arange(8) + 2)
+
+
+def test_a_kernel_compiled_before_under_another_name_keeps_its_symbol(tmp_path):
+    # g adds 5 in the first module and doubles in the second, whose f adds 5: f has the body g
+    # had, yet must define its own symbol (g's code is the second module's g); 5: a body no
+    # other test compiles in this process, where the cache would give it another's symbol
+    tvms.compile(from_source(TWIN_KERNELS.format(first="g", second="h", addend=5.0, factor=3.0)), target="llvm")
+    mod = from_source(TWIN_KERNELS.format(first="f", second="g", addend=5.0, factor=2.0))
+    np.testing.assert_array_equal(_exported_and_run(mod, tmp_path / "second.so"), (np.arange(8) + 5) * 2)
+
+
+def test_a_kernel_named_like_a_vm_function_leaves_it_native(tmp_path):
+    # a kernel's symbol is tvms_ and its name: vm_main's once was main's native code's too, and
+    # export dropped main's (the loaded executable interpreted it)
+    text = TWIN_KERNELS.format(first="vm_main", second="double", addend=1.0, factor=2.0)
+    np.testing.assert_array_equal(_exported_and_run(from_source(text), tmp_path / "vm.so"), (np.arange(8) + 1) * 2)
+    assert tvms.runtime.load_module(str(tmp_path / "vm.so")).stats()["native"] == ["main"]
+
+
+def test_kernel_names_that_make_one_symbol_link_apart(tmp_path):
+    from tvms.ir.module import IRModule
+
+    # (tvms_ and the name, "." made "_": both tvms_a_b)
+    add, double = (from_source(TWIN_KERNELS.format(first="f", second="g", addend=1.0, factor=2.0))[k] for k in "fg")
+    tvms.build(IRModule({"a.b": add, "a_b": double})).export_library(str(tmp_path / "ab.so"))
+    lib = tvms.runtime.load_module(str(tmp_path / "ab.so"))
+    x, y = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    lib["a.b"](x, y)
+    np.testing.assert_array_equal(y, x + 1)
+    lib["a_b"](x, y)
+    np.testing.assert_array_equal(y, x * 2)

@@ -4,10 +4,9 @@ by content.
 ``compile_prim_func(func, target)`` takes loop-level code (the build driver has run the TIR
 pipeline), generates LLVM IR, optimizes it at O3 for the target CPU and emits its object code:
 a ``KernelArtifact``, which the runtime loads (``runtime/llvm_jit.py``). The result is cached
-under a hash of the printed function and the target, so building an unchanged function again is
-a dictionary lookup (a function with the same body under another name shares its code);
-the object code is also kept on disk (``object_cache.py``), so a new process loads it instead of
-generating it again.
+under a hash of the printed function, the target and the entry symbol, so building an unchanged
+function again is a dictionary lookup; the object code is also kept on disk (``object_cache.py``),
+so a new process loads it instead of generating it again.
 """
 from __future__ import annotations
 
@@ -78,12 +77,15 @@ def compile_prim_func(func: PrimFunc, target: object = "llvm", name: str = "main
     if not isinstance(func, PrimFunc):
         raise TVMSError(f"compile_prim_func takes a PrimFunc, got {type(func).__name__}")
     llvm_target = target if isinstance(target, LLVMTarget) else parse_llvm_target(target)
-    key = content_key(func, llvm_target)
+    # (the symbol too: the code defines it, and a private function prints no name, so two with
+    # one body, as ConcatInPlace makes for two concatenations alike, would share one symbol and
+    # a shared library linking both would define it twice)
+    key = (content_key(func, llvm_target), name)
     with _LOCK:
         hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    on_disk_key = object_cache.disk_key(key, name)
+    on_disk_key = object_cache.disk_key(*key)
     cached = object_cache.load(on_disk_key)
     if cached is None:
         text = codegen_llvm(func, name)

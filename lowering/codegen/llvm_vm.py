@@ -134,7 +134,9 @@ class _Lowering:
                  lifted: tuple | None = None) -> None:
         self.f, self.program, self.artifacts, self.target = f, program, artifacts, target
         self.lifted = lifted
-        self.symbol = ("tvms_vm_call_" if lifted else "tvms_vm_") + "".join(c if c.isalnum() else "_" for c in f.name)
+        # (not "tvms_vm_...": a kernel's symbol is "tvms_" and its name, so a kernel named vm_main
+        # would define main's, and a library links both)
+        self.symbol = ("tvmsvmcall_" if lifted else "tvmsvm_") + "".join(c if c.isalnum() else "_" for c in f.name)
         self.module = ir.Module(name=self.symbol)
         self.fn = ir.Function(self.module, ir.FunctionType(T.I32, [T.PTR, T.PTR, T.PTR]), self.symbol)
         self.args, self.outs, self.ctx = self.fn.args
