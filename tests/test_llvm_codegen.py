@@ -595,3 +595,29 @@ def test_a_condition_the_same_in_every_lane_is_a_branch_not_masked_loads():
     lib(a, b, c, d)
     np.testing.assert_array_equal(c, np.concatenate([a, b]))
     np.testing.assert_array_equal(d, np.concatenate([a * 2, np.full(16, -1, np.float32)]))
+
+
+LANE_VARYING_BROADCASTS = """
+    @T.prim_func
+    def main(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32"),
+             D: T.Buffer((4,), "float32"), E: T.Buffer((8,), "float32")):
+        for j in T.vectorized(16):
+            C[j] = T.if_then_else(T.Broadcast(j < 5, 16), A[j], B[j])
+        m: T.boolx4 = T.Ramp(0, 1, 4) < T.Broadcast(2, 4)
+        D[0:4] = T.if_then_else(T.Broadcast(m, 4), A[0:4], B[0:4])
+        for i in range(2):
+            E[i * 4:i * 4 + 4] = T.if_then_else(T.Broadcast(i < 1, 4), A[i * 4:i * 4 + 4], T.float32(-1))
+"""
+
+
+def test_a_broadcast_that_differs_by_lane_stays_a_mask_and_a_scalar_side_is_repeated():
+    """Only a broadcast of a scalar that no vectorized loop variable reaches is one branch: of
+    ``j < 5`` in a loop the code generator vectorizes, or of a vector, each lane picks its own
+    side; a branch whose other side is a scalar repeats it in every lane."""
+    lib = tvms.build(prim_func(LANE_VARYING_BROADCASTS))
+    a, b = np.arange(16, dtype=np.float32), np.arange(100, 116, dtype=np.float32)
+    c, d, e = np.zeros(16, np.float32), np.zeros(4, np.float32), np.zeros(8, np.float32)
+    lib(a, b, c, d, e)
+    np.testing.assert_array_equal(c, np.where(np.arange(16) < 5, a, b))
+    np.testing.assert_array_equal(d, [0, 1, 102, 103])
+    np.testing.assert_array_equal(e, [0, 1, 2, 3, -1, -1, -1, -1])

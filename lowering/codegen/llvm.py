@@ -42,18 +42,19 @@ MAX_STACK_BYTES = 64 * 1024  # larger (or dynamic) allocations go to the heap
 ALLOC_ALIGNMENT = 64  # of every buffer a kernel allocates, as of the tensors it is given
 
 
-def lane_uniform(e: Any) -> bool:
-    """Whether a vector condition is the same in every lane by its form (a broadcast, or logic
-    and comparisons of such), so one branch may take its first lane. Why: as a mask, an
-    all-false one, each side's loads are still issued, masked off, at addresses the side would
-    read; past a buffer's start or end those can be unmapped pages, and a masked load there
-    costs a microcode assist: a concatenation's copy ran 20 times slower (DenseNet-121's)."""
+def lane_uniform(e: Any, vector_vars: dict) -> bool:
+    """Whether a vector condition is the same in every lane by its form (a broadcast of a scalar
+    that no variable of a vectorized loop reaches, or logic and comparisons of such), so one
+    branch may take its first lane. Why: as a mask, an all-false one, each side's loads are still
+    issued, masked off, at addresses the side would read; past a buffer's start or end those can
+    be unmapped pages, and a masked load there costs a microcode assist: a concatenation's copy
+    ran about 20 times slower (DenseNet-121's)."""
     if isinstance(e, E.Broadcast):
-        return True
+        return e.value.dtype.lanes == 1 and all(vector_vars.get(v, 0) == 0 for v in collect(e.value, E.Var))
     if isinstance(e, (E.CmpOp, E.And, E.Or)):
-        return lane_uniform(e.a) and lane_uniform(e.b)
+        return lane_uniform(e.a, vector_vars) and lane_uniform(e.b, vector_vars)
     if isinstance(e, E.Not):
-        return lane_uniform(e.a)
+        return lane_uniform(e.a, vector_vars)
     return False
 
 
@@ -336,7 +337,7 @@ class _FunctionCodegen:
     def if_then_else(self, e: E.Call) -> ir.Value:
         """Only the chosen branch runs (it may load out of bounds otherwise, as padding does)."""
         cond = self.expr(e.args[0])
-        if T.lanes_of(cond) > 1 and lane_uniform(e.args[0]):
+        if T.lanes_of(cond) > 1 and lane_uniform(e.args[0], self.vector_vars):
             cond = self.builder.extract_element(cond, ir.Constant(T.I32, 0))  # (a branch: see lane_uniform)
         if T.lanes_of(cond) > 1:  # a vector condition selects lane by lane; each side's loads
             outer = self.mask  # are masked to its lanes, so the others read no memory
@@ -356,11 +357,12 @@ class _FunctionCodegen:
         for bb, arm in ((then_bb, e.args[1]), (else_bb, e.args[2])):
             bld.position_at_end(bb)
             results.append((self.expr(arm), bld.block))
+        lanes = max(T.lanes_of(v) for v, _ in results)
+        for k, (value, block) in enumerate(results):  # (a scalar side of a vector one: repeated)
+            bld.position_at_end(block)
+            results[k] = (T.broadcast(bld, value, lanes), bld.block)
             bld.branch(done)
         bld.position_at_end(done)
-        lanes = max(T.lanes_of(v) for v, _ in results)
-        if lanes > 1 and any(T.lanes_of(v) == 1 for v, _ in results):
-            raise TVMSError("T.if_then_else: the branches have different numbers of lanes")
         phi = bld.phi(results[0][0].type)
         for value, block in results:
             phi.add_incoming(value, block)
@@ -558,7 +560,7 @@ class _FunctionCodegen:
     def s_IfThenElse(self, s: S.IfThenElse) -> None:
         bld = self.builder
         cond = self.expr(s.condition)
-        if T.lanes_of(cond) > 1 and lane_uniform(s.condition):
+        if T.lanes_of(cond) > 1 and lane_uniform(s.condition, self.vector_vars):
             cond = bld.extract_element(cond, ir.Constant(T.I32, 0))
         if T.lanes_of(cond) > 1 and s.else_case is None and self.vector_vars:  # (vectorizable said so)
             outer = self.mask
