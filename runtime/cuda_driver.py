@@ -279,11 +279,11 @@ def set_current_stream(index: int, stream: Stream | None) -> None:
     _CURRENT_STREAMS[index] = stream or Stream(index, default=True)
 
 
-def names_stream(number: Any, stream: Stream) -> bool:
+def names_stream(number: Any, stream: Stream | None) -> bool:
     """Whether ``number``, a stream as a DLPack consumer names it (1: the legacy default stream;
     2: the per-thread default stream; another positive number: a stream's handle; None, 0 or
-    -1: no stream), is ``stream``."""
-    if not isinstance(number, int) or number in (-1, 0, 2):
+    -1: no stream), is ``stream`` (None: a stream not known, which no number names)."""
+    if stream is None or not isinstance(number, int) or number in (-1, 0, 2):
         return False
     if stream.handle == 0:
         return number == 1

@@ -116,7 +116,7 @@ class DriverLauncher:
         self.images, self.index = images, index  # id of a kernel -> the artifact holding its binary
         self._loaded: dict[int, cuda_driver.LoadedModule] = {}
         self._kernels: dict[int, tuple] = {}  # id of a kernel -> its loaded module, its parameters' C types
-        self.workspaces = BlockPool(index)
+        self.workspaces = BlockPool(index, fitting=True)  # (a workspace may be larger than asked)
         self._calls = _Calls()  # (threads share a launcher: each call's stream and workspace are its thread's)
 
     @property
@@ -190,8 +190,8 @@ class DriverLauncher:
 class CudaFunction:
     """One compiled PrimFunc for CUDA, callable with its arguments in parameter order."""
 
-    def __init__(self, name: str, artifact: Any, module: "CudaModule") -> None:
-        self.name, self.artifact, self.module = name, artifact, module
+    def __init__(self, name: str, artifact: Any, launchers: "Launchers") -> None:
+        self.name, self.artifact, self.launchers = name, artifact, launchers
         self._kernels = {k.name: k for k in artifact.kernels}
         self.func = artifact.host  # (its parameters are the function's)
         outputs = getattr(artifact, "outputs", None)  # (a loaded library keeps them)
@@ -207,7 +207,7 @@ class CudaFunction:
         self(*values)
 
     def __call__(self, *args: Any) -> None:
-        launcher = self.module.launcher_for(args)
+        launcher = self.launchers.launcher_for(args)
         runner = self._runner
         if runner is None:
             runner = self._runner = HostRunner(self.artifact.host, self._kernels, self.name)
@@ -227,7 +227,7 @@ class CudaFunction:
             raise TVMSError("time_evaluator: number and repeat must be at least 1")
 
         def evaluate(*args: Any) -> TimingResult:
-            launcher = self.module.launcher_for(args)
+            launcher = self.launchers.launcher_for(args)
             self(*args)  # (warm-up: loads the module, checks the arguments)
             results, count = [], number
             for _ in range(repeat):
@@ -284,17 +284,40 @@ class SourceModule:
         raise TVMSError(f"get_source: unknown format {fmt!r}; a CUDA module shows 'cu' or 'ptx'")
 
 
+class Launchers:
+    """What the functions of a module launch through: ``launcher``, else (None) the driver's
+    launcher of the device of the tensors passed (cuda(0) when none says), made at its first
+    call and holding the module's workspaces on that device. The functions hold this, not the
+    module: a dropped module (and its functions) frees its workspaces at once, not when the
+    cyclic garbage collector runs."""
+
+    def __init__(self, images: dict, launcher: Any = None) -> None:
+        self.images, self.launcher = images, launcher  # id of a kernel -> the artifact holding its binary
+        self._drivers: dict[int, DriverLauncher] = {}
+
+    def launcher_for(self, args: tuple) -> Any:
+        if self.launcher is not None:
+            return self.launcher
+        index = next((a.device.device_id for a in args if isinstance(a, CudaTensor)), 0)
+        driver = self._drivers.get(index)
+        if driver is None:
+            dev = Device(CUDA, index)
+            if not dev.exist:
+                raise TVMSError(f"cannot run a CUDA function on {dev}: {missing_reason(dev)}")
+            driver = self._drivers[index] = DriverLauncher(self.images, index)
+        return driver
+
+
 class CudaModule(Module):
     """The compiled functions of a module for CUDA, by name; ``launcher`` None launches on the
     device of the tensors passed (cuda(0) when none says), with the driver."""
 
     def __init__(self, artifacts: dict, target: str, launcher: Any = None) -> None:
         self.artifacts = artifacts
-        super().__init__({k: CudaFunction(k, a, self) for k, a in artifacts.items()}, target)
+        self.launchers = Launchers({id(k): a for a in artifacts.values() for k in a.kernels}, launcher)
+        super().__init__({k: CudaFunction(k, a, self.launchers) for k, a in artifacts.items()}, target)
         self.launcher = launcher
         self.imported_modules = [SourceModule(artifacts)]
-        self._images = {id(k): a for a in artifacts.values() for k in a.kernels}
-        self._drivers: dict[int, DriverLauncher] = {}
 
     @property
     def device_type(self) -> int:
@@ -306,16 +329,7 @@ class CudaModule(Module):
         return CudaModule(self.artifacts, self.target, launcher)
 
     def launcher_for(self, args: tuple) -> Any:
-        if self.launcher is not None:
-            return self.launcher
-        index = next((a.device.device_id for a in args if isinstance(a, CudaTensor)), 0)
-        driver = self._drivers.get(index)
-        if driver is None:
-            dev = Device(CUDA, index)
-            if not dev.exist:
-                raise TVMSError(f"cannot run a CUDA function on {dev}: {missing_reason(dev)}")
-            driver = self._drivers[index] = DriverLauncher(self._images, index)
-        return driver
+        return self.launchers.launcher_for(args)
 
     def time_evaluator(self, name: str, dev: Any = None, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, f_preproc: Callable | None = None, **_ignored: Any) -> Any:
@@ -343,4 +357,5 @@ def load_cuda(artifacts: dict, target: str) -> CudaModule:
 
 register_func("runtime.module.load_cuda", load_cuda)
 
-__all__ = ["CudaFunction", "CudaModule", "DriverLauncher", "ReferenceLauncher", "SourceModule", "load_cuda"]
+__all__ = ["CudaFunction", "CudaModule", "DriverLauncher", "Launchers", "ReferenceLauncher", "SourceModule",
+           "load_cuda"]

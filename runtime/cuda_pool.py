@@ -10,12 +10,17 @@ free waits for their work). What is kept is bounded: a call that had to allocate
 symbolic shape) first drops the blocks idle through the last ``KEEP_CALLS`` calls.
 
 The Relax VM on a GPU keeps its intermediates, its outputs and its storages in one
-(``vm_cuda.py``); a CUDA module keeps the workspaces its host functions allocate in one per
-device (``cuda_module.DriverLauncher``). Threads may share a pool: a block is one call's from
-``take`` to ``give_back``, and only idle blocks are shared.
+(``vm_cuda.py``), by exact size; a CUDA module keeps the workspaces its host functions allocate
+in one per device (``cuda_module.DriverLauncher``), where a request takes the smallest idle
+block that fits, as TVM's workspace pool does: the calls of a VM, running kernels with
+workspaces of many sizes one after the other, then reuse the largest blocks whatever the number
+of sizes, and allocate nothing once they have run. Threads may share a pool: a block is one
+call's from ``take`` to ``give_back``, only idle blocks are shared, and a lock keeps a stream
+change from slipping between a request's check of its stream and its taking a block.
 """
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -32,19 +37,23 @@ class Block(cuda_driver.DeviceMemory):
         """A tensor in the block goes to a library that reads it on ``stream`` (DLPack's
         numbering; None: maybe a stream of its own): unless that is the stream of the block's
         work, which orders the library's reads before later work, the block is no longer
-        handed out again, and is freed once dropped (cuMemFree waits for that stream)."""
+        handed out again, and is freed once dropped (cuMemFree waits for that stream). Lent
+        once, it stays lent (no stream names a block of none)."""
         if not cuda_driver.names_stream(stream, self.stream):
             self.stream = None
 
 
 class BlockPool:
     """Blocks of ``cuda(index)`` by byte size for work on the current stream. ``forget(block)``
-    is told of each idle block the pool drops (what its owner keeps of the block, it drops too)."""
+    is told of each idle block the pool drops (what its owner keeps of the block, it drops too).
+    ``fitting``: a request may take a larger block (the smallest idle one that fits)."""
 
-    KEEP_CALLS = 4  # (shapes cycling through this many sizes still reuse their blocks)
+    KEEP_CALLS = 4  # (after a call that allocated, the blocks idle through this many calls stay)
 
-    def __init__(self, index: int, forget: Callable[[Block], Any] | None = None) -> None:
-        self.index, self.forget = index, forget
+    def __init__(self, index: int, forget: Callable[[Block], Any] | None = None, fitting: bool = False) -> None:
+        self.index, self.forget, self.fitting = index, forget, fitting
+        # (reentrant: a block's owner collected while the lock is held hands the block back)
+        self._lock = threading.RLock()
         self.idle: dict[int, list[Block]] = defaultdict(list)  # byte size -> idle blocks of ``stream``
         self.stream = cuda_driver.current_stream(index)
         self.calls = 0
@@ -55,40 +64,48 @@ class BlockPool:
     def begin_call(self) -> cuda_driver.Stream:
         """Before a call: the idle blocks of another stream, or (after a call that allocated)
         those idle through the last ``KEEP_CALLS`` calls, are dropped. The call's stream."""
-        self.calls += 1
-        stream = cuda_driver.current_stream(self.index)
-        if stream is not self.stream:
-            self.stream = stream
-            self._drop_idle(self.calls)
-        elif self.allocated:
-            self._drop_idle(self.calls - self.KEEP_CALLS)
-        self.allocated = False
-        return stream
+        with self._lock:
+            self.calls += 1
+            stream = cuda_driver.current_stream(self.index)
+            if stream is not self.stream:
+                self.stream = stream
+                self._drop_idle(self.calls)
+            elif self.allocated:
+                self._drop_idle(self.calls - self.KEEP_CALLS)
+            self.allocated = False
+            return stream
 
     def take(self, nbytes: int, stream: cuda_driver.Stream | None = None) -> Block:
-        """A block of ``nbytes`` for work on ``stream`` (the pool's by default): an idle one of
-        that stream, else a new one."""
-        stream = stream or self.stream
-        if stream is self.stream:
-            try:
-                block = self.idle[nbytes].pop()
-                self.reused += 1
-                return block
-            except IndexError:  # (none of that size; or another thread took the last)
-                pass
+        """A block of ``nbytes`` (or more, when fitting) for work on ``stream`` (the pool's by
+        default): an idle one of that stream, else a new one."""
+        with self._lock:
+            stream = stream or self.stream
+            if stream is self.stream:
+                blocks = self.idle.get(nbytes)
+                if not blocks and self.fitting:
+                    blocks = self.idle.get(self._fit(nbytes))
+                if blocks:
+                    self.reused += 1
+                    return blocks.pop()
+            self.allocated = True
+            self.fresh += 1
         block = Block(self.index, nbytes)
         block.stream = stream
-        self.allocated = True
-        self.fresh += 1
         return block
+
+    def _fit(self, nbytes: int) -> int:
+        """The smallest size of an idle block holding ``nbytes`` (``nbytes`` when none does)."""
+        return min((size for size, blocks in self.idle.items() if size >= nbytes and blocks), default=nbytes)
 
     def give_back(self, block: Block) -> None:
         """``block``'s work is queued: kept for later work of its stream, else (another stream,
         or lent) dropped."""
-        if block.stream is self.stream:
-            block.idle_since = self.calls
-            self.idle[block.nbytes].append(block)
-        elif self.forget is not None:
+        with self._lock:
+            if block.stream is self.stream:
+                block.idle_since = self.calls
+                self.idle[block.nbytes].append(block)
+                return
+        if self.forget is not None:
             self.forget(block)
 
     def _drop_idle(self, before: int) -> None:

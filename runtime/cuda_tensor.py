@@ -85,13 +85,26 @@ class CudaTensor:
         return host if dtype is None else host.astype(dtype)
 
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
-        """The capsule for a consumer that reads the data on ``stream`` (DLPack's numbering: 1
-        the legacy default stream, else a stream's handle; None or -1 say none): our work is
-        waited for, unless the consumer's stream is the one it is queued on (the current)."""
+        """The capsule for a consumer that reads the data on ``stream``, in DLPack's numbering
+        for CUDA: 1 the legacy default stream, 2 the per-thread one, a larger number a stream's
+        handle. The device is synchronized first unless that stream is the one the tensor's
+        work was queued on, which orders the reads after it: a VM's tensor knows its stream (its
+        block's), another tensor's is not known, so it is synchronized for any stream.
+
+        -1 says, as the standard has it, that the consumer orders its reads itself: nothing is
+        waited for. None, which the standard reads as the legacy default stream, is read more
+        carefully, as a stream not known, and synchronized: torch and cupy always name their
+        stream, so None comes from code calling ``__dlpack__()`` by hand, which may read on any
+        stream; one wait is the price of not racing. (0, which the standard forbids, is
+        synchronized as well.) A consumer on another stream than the tensor's makes its block
+        one the VM no longer reuses (``_lend``).
+
+        Work queued on a VM's tensor on another stream than the VM's must be waited for before
+        the tensor is dropped: its block then goes back to the VM, whose pool cannot see it."""
         from .dlpack import to_capsule
 
         index = self.device.device_id
-        if not cuda_driver.names_stream(stream, cuda_driver.current_stream(index)):
+        if stream != -1 and not cuda_driver.names_stream(stream, getattr(self._owner, "stream", None)):
             cuda_driver.synchronize(index)
         self._lend(stream)
         return to_capsule(self.ptr, self.shape, self._dtype, (CUDA, index), self)
@@ -99,8 +112,10 @@ class CudaTensor:
     @property
     def __cuda_array_interface__(self) -> dict:
         """Numba's CUDA array interface (v3), which cupy, torch and the cuBLAS runtime read:
-        the memory, row-major, ordered after the work on the device's current stream."""
-        stream = int(cuda_driver.current_stream(self.device.device_id).handle)
+        the memory, row-major, and the stream a reader waits for: that of a VM's work on the
+        tensor, else the device's current one."""
+        work = getattr(self._owner, "stream", None) or cuda_driver.current_stream(self.device.device_id)
+        stream = int(work.handle)
         self._lend()
         return {"shape": self.shape, "typestr": self._dtype.str, "data": (self.ptr, False), "strides": None,
                 "version": 3, "stream": stream or 1}  # (1: the legacy default stream)

@@ -114,13 +114,16 @@ def read_capsule(obj: Any, stream: Any = None) -> tuple[int, tuple, np.dtype, An
 
 def cuda_from_dlpack(obj: Any, device: Any) -> Any:
     """A ``CudaTensor`` sharing ``obj``'s device memory."""
+    from . import cuda_driver
     from .cuda_tensor import CudaTensor
     from .tensor import ALIGNMENT
     from .device import missing_reason
 
     if not device.exist:
         raise TVMSError(f"from_dlpack: the data is on {device}: {missing_reason(device)}")
-    ptr, shape, dtype, owner = read_capsule(obj, stream=1)  # (1: the legacy default stream, tvms's)
+    # (the stream tvms's work on the data is queued on, the current one; DLPack's 1: the legacy default)
+    stream = int(cuda_driver.current_stream(device.device_id).handle) or 1
+    ptr, shape, dtype, owner = read_capsule(obj, stream=stream)
     if ptr % ALIGNMENT:  # (a view at an offset: vector loads of it would fault on the device)
         raise TVMSError(f"from_dlpack: the device data must start on a {ALIGNMENT}-byte boundary; "
                         f"pass a contiguous copy (e.g. x.clone())")

@@ -16,6 +16,9 @@ and how many it keeps. A tensor lent to another library (DLPack, ``__cuda_array_
 an output or an intermediate a packed function hands on, which may read it on a stream of its
 own, frees its block, unless the library said (DLPack's ``stream``) it reads it on the stream of
 the block's work. The blocks are freed with the VM; a tensor that outlives it frees its own.
+A block given back serves the VM's next work on its stream, which the stream orders after the
+work queued on the tensor there; work on that tensor queued on another stream must be waited
+for before the tensor is dropped: the pool cannot see it.
 """
 from __future__ import annotations
 
@@ -118,6 +121,11 @@ class _Lease:
 
     def __init__(self, raw: Block, memory: weakref.ref) -> None:
         self.raw, self.memory = raw, memory
+
+    @property
+    def stream(self) -> cuda_driver.Stream | None:
+        """The stream of the block's work (None: lent)."""
+        return self.raw.stream
 
     def lend(self, stream: Any = None) -> None:
         self.raw.lend(stream)

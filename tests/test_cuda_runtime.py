@@ -4,9 +4,11 @@ prints it) is evaluated and its launches run on the reference executor against n
 target and its row. The tests at the end need a GPU and skip without one."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 import gc
 import importlib.util
+import itertools
 import threading
 from pathlib import Path
 
@@ -308,6 +310,82 @@ def test_workspaces_of_many_sizes_stay_bounded(emulated) -> None:
     assert len(driver.memory) <= 2 + 1 + BlockPool.KEEP_CALLS  # (X, Y and a few calls' workspaces)
 
 
+@pytest.mark.parametrize("sizes", [range(1, 9), range(8, 0, -1)])
+def test_workspaces_of_sizes_called_in_turn_are_all_reused(emulated, driver_as, sizes) -> None:
+    """A function called with workspaces of 8 sizes in turn (as a VM call running kernels whose
+    workspaces differ, all from the module's one pool): once each size has run, a round
+    allocates, frees and waits for nothing, however many sizes there are, a larger idle block
+    serving a smaller request; the pool stays bounded."""
+    driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
+    counting = Counting(driver)
+    driver_as(counting)
+    dev = tvms.cuda(0)
+    args = [(tvms.nd.empty((2, n), "float32", dev), tvms.nd.empty((2,), "float32", dev)) for n in sizes]
+
+    def one_round():
+        for X, Y in args:
+            lib["main"](X, Y, 1.0)
+    one_round()
+    # (the second round allocates nothing; it may free the smaller blocks the first one's growing sizes left)
+    assert driver_calls(counting, one_round)[::2] == (0, 0)
+    assert [driver_calls(counting, one_round) for _ in range(2)] == [(0, 0, 0)] * 2
+    assert len(driver.memory) <= 2 * len(args) + 1 + BlockPool.KEEP_CALLS
+
+
+def test_a_dropped_module_frees_its_workspaces_at_once(emulated) -> None:
+    """A module's functions do not point back at it: the workspaces it keeps are freed when it
+    and its functions are dropped, without the cyclic garbage collector; a function held alone
+    keeps them, and runs."""
+    driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
+    dev = tvms.cuda(0)
+    X, Y = tvms.nd.empty((64, 1000), "float32", dev), tvms.nd.empty((64,), "float32", dev)
+    gc.disable()
+    try:
+        main = lib["main"]
+        del lib
+        main(X, Y, 1.0)
+        assert len(driver.memory) == 3  # (X, Y, the workspace)
+        del main
+        assert len(driver.memory) == 2
+    finally:
+        gc.enable()
+
+
+def test_a_stream_change_does_not_slip_into_a_request(emulated, monkeypatch) -> None:
+    """A thread changing the stream (and handing a block of the new one back) while another
+    thread's request for the old stream has checked its stream and not yet taken a block: the
+    request still gets a block of its own stream, not one whose work is on the new."""
+    emulated("add_dyn_SplitHostDevice.tvms")
+    monkeypatch.setattr(cuda_driver, "_CURRENT_STREAMS", {})
+    pool = BlockPool(0)
+    pool.begin_call()
+    old = pool.stream
+    pool.give_back(pool.take(64))
+
+    def change_the_stream():
+        cuda_driver.set_current_stream(0, cuda_driver.Stream(0))
+        pool.begin_call()
+        pool.give_back(pool.take(64))
+    other = threading.Thread(target=change_the_stream)
+
+    class Interleaved(collections.defaultdict):  # (the other thread runs inside the request's look-up)
+        def __getitem__(self, nbytes):
+            return self._after_the_other_thread(super().__getitem__, nbytes)
+
+        def get(self, nbytes, default=None):
+            return self._after_the_other_thread(super().get, nbytes, default)
+
+        def _after_the_other_thread(self, look_up, *args):
+            if not other.is_alive() and other.ident is None:
+                other.start()
+                other.join(0.5)  # (it waits for the request, if the pool makes it wait)
+            return look_up(*args)
+    pool.idle = Interleaved(list, pool.idle)
+    block = pool.take(64, old)
+    other.join(10)
+    assert block.stream is old and pool.stream is not old
+
+
 def test_threads_calling_one_function_keep_their_own_workspaces(emulated) -> None:
     """Two threads call one function with a host workspace: the second's call, made while the
     first's is between its allocation and its launch, frees its own workspace at its end, not
@@ -334,9 +412,14 @@ def test_threads_calling_one_function_keep_their_own_workspaces(emulated) -> Non
     thread.start()
     waiting.wait(10)
     lib["main"](X, Y2, 3.0)
+    pool = lib.launcher_for((X,)).workspaces
+    idle = [block.ptr for blocks in pool.idle.values() for block in blocks]  # (the first call still runs)
     done.set()
     thread.join()
     assert not failed
+    # (the launches: the second call's two, then the first's; the workspace is rowsum's first argument)
+    second, first = (driver.arguments[k][0].ctypes.data for k in (1, 3))
+    assert second != first and idle == [second]
     np.testing.assert_allclose(Y.numpy(), 2 * x.sum(axis=1), rtol=1e-5)
     np.testing.assert_allclose(Y2.numpy(), 3 * x.sum(axis=1), rtol=1e-5)
 
@@ -476,6 +559,32 @@ def test_device_memory_borrowed_at_an_unaligned_address_is_refused(emulated) -> 
         cuda_from_dlpack(OffsetView(), dev)
 
 
+def test_from_dlpack_names_the_stream_tvms_works_on(emulated, monkeypatch) -> None:
+    """``tvms.nd.from_dlpack`` of a peer's device tensor asks the peer to order its work before
+    tvms's current stream: 1 (the legacy default stream) by default, else the stream's handle."""
+    from tvms.runtime.vm_memory import aligned_empty
+
+    driver, _ = emulated("add_dyn_SplitHostDevice.tvms")
+    driver.cuStreamCreate = lambda flags: (0, 0x1000)  # (real handles are numbers)
+    monkeypatch.setattr(cuda_driver, "_CURRENT_STREAMS", {})
+
+    dev, data = tvms.cuda(0), aligned_empty((32,), np.dtype("float32"))  # (the peer's memory: never read)
+    asked = []
+
+    class Peer:
+        def __dlpack__(self, stream=None):
+            asked.append(stream)
+            return to_capsule(data.ctypes.data, data.shape, data.dtype, (2, 0), data)
+
+        def __dlpack_device__(self):
+            return (2, 0)
+    tvms.nd.from_dlpack(Peer())
+    stream = dev.create_raw_stream()
+    dev.set_raw_stream(stream)
+    tvms.nd.from_dlpack(Peer())
+    assert asked == [1, 0x1000]
+
+
 RELAX_ON_GPU = """# from tvm.script import ir as I
 # from tvm.script import tir as T
 # from tvm.script import relax as R
@@ -604,10 +713,39 @@ def test_a_block_lent_to_another_library_is_freed_not_reused(emulated, driver_as
     for counted, lend in [((0, 0), lambda t: None), ((1, 1), lambda t: t.__dlpack__()),
                           ((1, 1), lambda t: t.__cuda_array_interface__),
                           ((1, 1), lambda t: t.__dlpack__(stream=-1)),
-                          ((0, 0), lambda t: t.__dlpack__(stream=1))]:  # (the VM's stream, torch's default)
+                          ((0, 0), lambda t: t.__dlpack__(stream=1)),  # (the VM's stream, torch's default)
+                          # (lent twice: a second library on the VM's stream does not make it the VM's again)
+                          ((1, 1), lambda t: (t.__cuda_array_interface__, t.__dlpack__(stream=1)))]:
         out = [vm["main"](x, x)]
         lend(out[0])
         assert allocated_and_freed(counting, lambda: (out.clear(), vm["main"](x, x))) == counted
+
+
+def test_dlpack_waits_unless_the_consumer_reads_on_the_stream_of_the_work(emulated, driver_as, monkeypatch) -> None:
+    """DLPack's ``stream`` is compared with the stream the VM's work on the tensor was queued on,
+    not with the current one: outputs of calls on s1, handed to consumers while s2 is current,
+    are waited for when the consumer reads on s2, not on s1; -1 (the consumer orders its reads
+    itself) never is, None (read as a stream not known) always; a tensor not the VM's, its
+    stream unknown, is waited for but with -1. ``__cuda_array_interface__`` names s1 too."""
+    vm, driver, counting = counted_vm(emulated, driver_as)
+    handles = itertools.count(0x1000)
+    driver.cuStreamCreate = lambda flags: (0, next(handles))  # (real handles are numbers)
+    monkeypatch.setattr(cuda_driver, "_CURRENT_STREAMS", {})
+    dev, x = tvms.cuda(0), np.arange(200, dtype="float32")
+    s1, s2 = dev.create_raw_stream(), dev.create_raw_stream()
+    dev.set_raw_stream(s1)
+    outs = [vm["main"](x, x) for _ in range(5)]
+    dev.set_raw_stream(s2)
+
+    def synchronizations(lend) -> int:
+        counting.counts.clear()
+        lend()
+        return sum(counting.counts[name] for name in SYNCHRONIZATIONS)
+    assert outs[0].__cuda_array_interface__["stream"] == s1.handle
+    streams = (s2.handle, s1.handle, -1, None)
+    assert [synchronizations(lambda: out.__dlpack__(stream=s)) for out, s in zip(outs[1:], streams)] == [1, 0, 0, 1]
+    plain = tvms.nd.empty((4,), "float32", dev)
+    assert [synchronizations(lambda: plain.__dlpack__(stream=s)) for s in (s2.handle, 1, -1)] == [1, 1, 0]
 
 
 @pytest.mark.parametrize("lend, per_call", [
@@ -763,7 +901,6 @@ def test_the_tuning_runner_times_a_cuda_library_on_the_gpu(emulated, tmp_path) -
                           0.0, 1, with_scale, default_run_evaluator)
     assert secs == [pytest.approx(4e-3 / 2)] * 3
     # (two kernels a call: a warm-up call, then 3 x 2; the launcher takes tensors on the GPU only)
-    gc.collect()  # (the loaded module, its functions pointing back at it, keeps a workspace block)
     assert len(driver.launches) == 2 * (1 + 3 * 2) and not driver.memory  # (freed with the module)
     # a candidate built for another architecture than GPU 0's (compute 8.0 here) is not timed there
     other = CudaModule({"main": dataclasses.replace(lib.artifacts["main"], arch="sm_90a")}, "cuda")

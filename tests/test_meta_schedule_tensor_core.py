@@ -289,6 +289,24 @@ def test_mma_sync_sketch_matches_tvm() -> None:
     mma_sketch_matches_tvm("tc_matmul", MMA_DECISIONS, shared_bytes=123904)
 
 
+def test_lower_auto_copys_stage_decides_verify_gpu_codes_verdict() -> None:
+    """The mma.sync candidate as VerifyGPUCode sees it (the postprocessors before it run): its
+    operand tiles alone (122880 bytes) fit a GPU allowing 123000 bytes a block, the 1024-byte
+    stage LowerAutoCopy adds does not, and the candidate is refused there; it is taken where
+    123904 bytes are allowed."""
+    (intrin,) = MMA_DECISIONS
+    found, postprocs = sketches("tc_matmul", mma_rule())
+    sch = replayed("tc_matmul", found[intrin], MMA_DECISIONS[intrin])
+    sch.enter_postproc()
+    for postproc in postprocs[:next(k for k, p in enumerate(postprocs) if isinstance(p, VerifyGPUCode))]:
+        assert postproc.apply(sch)
+    verify = VerifyGPUCode()
+    for max_shared, verdict in (123000, False), (123904, True):
+        verify.limits = {"max_threads_per_block": 1024, "max_shared_memory_per_block": max_shared,
+                         "thread_warp_size": 32}
+        assert verify.apply(sch) is verdict
+
+
 def mma_sketch_matches_tvm(workload: str, decisions: dict, shared_bytes: int | None = None) -> Schedule:
     """The mma.sync rule's one sketch of ``workload`` with TVM's ``decisions`` prints TVM's trace
     and module, and post-processed TVM's module (VerifyGPUCode counting TVM's ``shared_bytes``

@@ -26,11 +26,15 @@ reads the scheduled TensorIR itself (or an already lowered function: ``T.launch_
   copies), TVM's list runs LowerAutoCopy, which adds shared memory: the stage through which a
   tensor-core accumulator is written out (a new buffer of the copy block), and the padding of
   shared rows against bank conflicts (wider strides). For those, this check runs tvms's
-  pipeline up to LowerAutoCopy (the passes before it and it; a candidate it cannot lower is
-  refused, as TVM's check refuses one its passes fail on) and counts each copy block's stages
-  in its kernel, and a padded buffer at its padded size (times its versions). That costs: about
-  60 ms on the mma.sync candidate of the tests, against 1 ms for the rest of the check, so the
-  postprocessor runs it only for a candidate the rest lets through (it only adds).
+  pipeline up to LowerAutoCopy (the passes before it, the Simplify TVM's check runs right
+  before it, and it; a candidate it cannot lower is refused, as TVM's check refuses one its
+  passes fail on) and counts each copy block's stages in its kernel, and a padded buffer at its
+  padded size (times its versions). A stage of no constant size is refused: TVM's check counts
+  such an allocation as 0 bytes (``ConstantAllocationSize``) and lets the candidate through to
+  fail later; here, as for any shared buffer, a size that is not a constant gives no safe
+  verdict. That costs: about 60 ms on the mma.sync candidate of the tests, against 1 ms for the
+  rest of the check, so the postprocessor runs it only for a candidate the rest lets through
+  (it only adds).
 
 On the candidates of the tests (GMM, convolutions, softmax, norms, pipelines, the mma.sync
 candidate's 123904 bytes: three versions of its operand tiles and the 1024-byte write-out stage)
@@ -59,6 +63,7 @@ from ...ir.visitor import Mutator, children, walk
 from ..schedule.loop_transform import conjuncts
 from ..tir.gpu.lower_auto_copy import lower_auto_copy
 from ..tir.gpu.pipeline import BEFORE_ENTRY
+from ..tir.stmt_simplify import stmt_simplify
 from .postproc import Postproc
 from .rule_analysis import const_int
 from .rule_auto_bind import target_limit
@@ -69,7 +74,8 @@ THREAD_HIGH = "meta_schedule.thread_extent_high_inclusive"
 PIPELINE_STAGE = "software_pipeline_stage"
 WARP_EXECUTION = "warp_execution"
 AUTO_COPY = "auto_copy"
-UP_TO_AUTO_COPY = BEFORE_ENTRY[:BEFORE_ENTRY.index(lower_auto_copy) + 1]
+# (the build's passes up to LowerAutoCopy, with the Simplify that TVM's check runs right before it)
+UP_TO_AUTO_COPY = (*BEFORE_ENTRY[:BEFORE_ENTRY.index(lower_auto_copy)], stmt_simplify, lower_auto_copy)
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
