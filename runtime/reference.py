@@ -223,6 +223,8 @@ class _Compiler:
                             f"function {getattr(op, 'name_hint', op)!r}")
         if name == "tir.if_then_else":  # lazy: only the chosen branch is evaluated
             c, t, f = (self.src(a) for a in e.args)
+            if e.args[0].dtype.lanes > 1:  # (lane by lane, both sides only when the lanes disagree)
+                return self._call(select_lanes, c, f"lambda: {t}", f"lambda: {f}")
             return f"({t} if {c} else {f})"
         if name == "tir.clz":  # (the count depends on the argument's width, not the result's)
             return self._call(count_leading_zeros, str(e.args[0].dtype.bits), self.src(e.args[0]))
@@ -436,7 +438,10 @@ class _SerialCodegen(_Compiler):
             self.loops -= 1
 
     def s_IfThenElse(self, s: S.IfThenElse) -> None:
-        self.emit(f"if {self.src(s.condition)}:")
+        condition = self.src(s.condition)
+        if s.condition.dtype.lanes > 1:
+            condition = self._call(lanes_agree, condition)
+        self.emit(f"if {condition}:")
         self.block(s.then_case)
         if s.else_case is not None:
             self.emit("else:")
@@ -559,6 +564,27 @@ class _Codegen(KernelCodegen, _SerialCodegen):
 
 
 _MODULE = object()  # the key of the module being run in a function's env
+
+
+def select_lanes(condition: Any, then: Callable, otherwise: Callable) -> Any:
+    """A vector ``T.if_then_else``: one side when every lane picks it (the other may read out of
+    bounds, as the compiled code's masked-off loads do not), else each lane's pick."""
+    lanes = np.asarray(condition, dtype=bool)
+    if lanes.all():
+        return then()
+    if not lanes.any():
+        return otherwise()
+    return np.where(lanes, then(), otherwise())
+
+
+def lanes_agree(condition: Any) -> bool:
+    """The one truth value of a vector condition of an if statement, whose lanes must agree here
+    (the compiled code guards each lane's stores; the executor runs whole statements)."""
+    lanes = np.asarray(condition, dtype=bool)
+    if lanes.all() or not lanes.any():
+        return bool(lanes.all())
+    raise TVMSError("the reference executor runs an if statement whose vector condition differs "
+                    "between lanes only as a whole: write the guard per element")
 
 
 def _call_kernel(env: Env, tags: tuple, name: str, *args: Any) -> int:

@@ -595,6 +595,10 @@ def test_a_condition_the_same_in_every_lane_is_a_branch_not_masked_loads():
     lib(a, b, c, d)
     np.testing.assert_array_equal(c, np.concatenate([a, b]))
     np.testing.assert_array_equal(d, np.concatenate([a * 2, np.full(16, -1, np.float32)]))
+    # the reference executor takes such conditions too: the chosen side only (B[-32:-16] would
+    # be out of bounds), and an if statement whose lanes agree
+    check_against_reference(prim_func(UNIFORM_CONDITION), a, b, np.zeros(48, np.float32),
+                            np.full(48, -1, np.float32))
 
 
 LANE_VARYING_BROADCASTS = """
@@ -621,3 +625,15 @@ def test_a_broadcast_that_differs_by_lane_stays_a_mask_and_a_scalar_side_is_repe
     np.testing.assert_array_equal(c, np.where(np.arange(16) < 5, a, b))
     np.testing.assert_array_equal(d, [0, 1, 102, 103])
     np.testing.assert_array_equal(e, [0, 1, 2, 3, -1, -1, -1, -1])
+    check_against_reference(prim_func(LANE_VARYING_BROADCASTS), a, b, c, d, e)
+
+
+def test_the_reference_executor_refuses_an_if_statement_whose_lanes_disagree():
+    func = prim_func("""
+    @T.prim_func
+    def main(A: T.Buffer((4,), "float32")):
+        if T.Ramp(0, 1, 4) < T.Broadcast(2, 4):
+            A[0:4] = T.Broadcast(T.float32(1), 4)
+""")
+    with pytest.raises(TVMSError, match="differs between lanes"):
+        run_prim_func(func, np.zeros(4, np.float32))
