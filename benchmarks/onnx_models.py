@@ -57,12 +57,20 @@ def load(name: str):
     return model, feeds, expected
 
 
-def exported(executable, path: str):
-    """``executable`` written to ``path`` as a shared library and loaded back from it."""
+def vm_of(executable, export_dir: str | None, stem: str):
+    """A VM of ``executable``, or with ``--export DIR`` of the shared library it is written to
+    (``DIR/<stem>.so``) and loaded back from; the export's error (a string) when that fails."""
     import tvms
+    from tvms import relax
 
-    executable.export_library(path)
-    return tvms.runtime.load_module(path)
+    if export_dir:
+        path = os.path.join(export_dir, f"{stem}.so")
+        try:
+            executable.export_library(path)
+            executable = tvms.runtime.load_module(path)
+        except tvms.TVMSError as err:
+            return f"EXPORT FAILED: {err}"
+    return relax.VirtualMachine(executable, tvms.cpu())
 
 
 def block_seconds(fn, calls: int) -> list:
@@ -185,9 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--population", type=int, default=128,
                         help="the evolutionary search's population (default 128; TVM's 512 costs minutes per batch)")
     parser.add_argument("--export", metavar="DIR",
-                        help="check and time each model's library instead: the executable written to "
-                             "DIR/light_<model>.so by export_library and loaded back by load_module (they hold the "
-                             "weights: 1.8 GB for the nine, VGG-19's 0.8 GB)")
+                        help="check and time each model's libraries instead: its executable, and the tuned and "
+                             "NCHW ones with --tune and --nchw, written to DIR/light_<model>.so, "
+                             "DIR/light_<model>_tuned.so and DIR/light_<model>_nchw.so by export_library and loaded "
+                             "back by load_module (they hold the weights: 1.8 GB for the nine, VGG-19's 0.8 GB)")
     parser.add_argument("--nchw", action="store_true",
                         help="also time the program compiled without BlockChannels (convolutions on plain NCHW "
                              "data), beside the others")
@@ -196,7 +205,6 @@ def main(argv: list[str] | None = None) -> int:
         os.makedirs(args.export, exist_ok=True)
 
     import tvms
-    from tvms import relax
     from tvms.relax.frontend.onnx import from_onnx
 
     try:
@@ -217,43 +225,50 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         executable = tvms.compile(mod, "llvm")
         compiled = time.perf_counter() - start
-        if args.export:
-            try:
-                executable = exported(executable, os.path.join(args.export, f"light_{name}.so"))
-            except tvms.TVMSError as err:
-                print(f"{name:<14}{imported:9.2f}{compiled:10.2f}  EXPORT FAILED: {err}", flush=True)
-                failed += 1
-                continue
-        vm = relax.VirtualMachine(executable, tvms.cpu())
+        vm = vm_of(executable, args.export, f"light_{name}")
+        if isinstance(vm, str):
+            print(f"{name:<14}{imported:9.2f}{compiled:10.2f}  {vm}", flush=True)
+            failed += 1
+            continue
         inputs = [tvms.nd.array(v) for v in feeds.values()]
         out = vm["main"](*inputs).numpy()
         err = float(np.max(np.abs(out - expected)))
         ok = out.shape == expected.shape and np.allclose(out, expected, rtol=rtol, atol=atol)
         failed += not ok
         result = f"{'match' if ok else 'MISMATCH'} (max err {err:.1e})"
-        tuned_vm, tuned_note = None, ""
+        tuned_vm = nchw_vm = None
+        notes = []
         if args.tune:
             executable, seconds, n_tasks, kept, check_seconds, checked = tune_model(
                 name, mod, inputs, args.tune, args.work_dir, args.tune_ops, args.space, search_strategy(args),
                 not args.no_model_check)
-            tuned_vm = relax.VirtualMachine(executable, tvms.cpu())
-            tuned_out = tuned_vm["main"](*inputs).numpy()
-            tuned_ok = tuned_out.shape == expected.shape and np.allclose(tuned_out, expected, rtol=rtol, atol=atol)
-            failed += not tuned_ok
-            tuned_note = (f"  tuned: {n_tasks} tasks x {args.tune} trials in {seconds:.0f} s, {kept} kept the "
-                          f"default schedule; {'match' if tuned_ok else 'MISMATCH'} "
-                          f"(max err {float(np.max(np.abs(tuned_out - expected))):.1e})")
-            if checked:
-                tuned_note += (f"\n  model check ({check_seconds:.0f} s): {len(checked)} tuned schedules timed in "
-                               f"the model, {sum(t < d for d, t in checked.values())} faster there than the default:"
-                               + "".join(f"\n    {task}: default {d:.3f} ms, tuned {t:.3f} ms"
-                                         for task, (d, t) in checked.items()))
-        nchw_vm = None
+            tuned_vm = vm_of(executable, args.export, f"light_{name}_tuned")
+            if isinstance(tuned_vm, str):
+                notes.append(f"  tuned: {tuned_vm}")
+                tuned_vm, failed = None, failed + 1
+            else:
+                tuned_out = tuned_vm["main"](*inputs).numpy()
+                tuned_ok = tuned_out.shape == expected.shape and np.allclose(tuned_out, expected, rtol=rtol, atol=atol)
+                failed += not tuned_ok
+                notes.append(f"  tuned: {n_tasks} tasks x {args.tune} trials in {seconds:.0f} s, {kept} kept the "
+                             f"default schedule; {'match' if tuned_ok else 'MISMATCH'} "
+                             f"(max err {float(np.max(np.abs(tuned_out - expected))):.1e})")
+                if checked:
+                    notes.append(f"  model check ({check_seconds:.0f} s): {len(checked)} tuned schedules timed in "
+                                 f"the model, {sum(t < d for d, t in checked.values())} faster there than the "
+                                 f"default:" + "".join(f"\n    {task}: default {d:.3f} ms, tuned {t:.3f} ms"
+                                                       for task, (d, t) in checked.items()))
         if args.nchw:
             with tvms.transform.PassContext(config={"relax.BlockChannels.enable": False}):
-                nchw_vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
-            nchw_out = nchw_vm["main"](*inputs).numpy()
-            failed += not (nchw_out.shape == expected.shape and np.allclose(nchw_out, expected, rtol=rtol, atol=atol))
+                nchw_executable = tvms.compile(mod, "llvm")
+            nchw_vm = vm_of(nchw_executable, args.export, f"light_{name}_nchw")
+            if isinstance(nchw_vm, str):
+                notes.append(f"  NCHW: {nchw_vm}")
+                nchw_vm, failed = None, failed + 1
+            else:
+                nchw_out = nchw_vm["main"](*inputs).numpy()
+                failed += not (nchw_out.shape == expected.shape
+                               and np.allclose(nchw_out, expected, rtol=rtol, atol=atol))
         ours = theirs = tuned = nchw = None
         if not args.no_time:
             session = onnxruntime.InferenceSession(model.SerializeToString(),
@@ -268,8 +283,8 @@ def main(argv: list[str] | None = None) -> int:
             if wanted:
                 cells += [f"{ms:9.2f}" if ms else f"{'-':>9}", f"{theirs / ms:8.2f}" if ms and theirs else f"{'-':>8}"]
         print(f"{name:<14}{imported:9.2f}{compiled:10.2f}  {result:<28}{''.join(cells)}", flush=True)
-        if tuned_note:
-            print(tuned_note, flush=True)
+        for note in notes:
+            print(note, flush=True)
         if args.profile:
             profile(mod, inputs, args.profile)
     return 1 if failed else 0

@@ -45,10 +45,11 @@ def signature_of(data: Any, name: str) -> PrimFunc:
     of one name are one variable, as they are in the printed signature."""
     variables: dict = {}
     try:
-        params, buffer_map = [], {}
-        for entry in data["params"]:
-            param = _var(variables, entry["name"], entry["dtype"], fresh=True)
-            params.append(param)
+        # every parameter before any buffer: a scalar parameter may be a buffer's size (main(a, n)
+        # with A = match_buffer(a, (n,))), and A's shape must take that n rather than make its own
+        params = [_var(variables, entry["name"], entry["dtype"], fresh=True) for entry in data["params"]]
+        buffer_map = {}
+        for param, entry in zip(params, data["params"]):
             b = entry.get("buffer")
             if b is not None:
                 buffer_map[param] = decl_buffer(

@@ -83,7 +83,12 @@ class Function:
         for k, (check, arg) in enumerate(zip(self._checks, args)):
             if check is None:
                 param = self._params[k][0]
-                values.append(sizes.setdefault(param, self._scalar(param, arg, k)))
+                value = self._scalar(param, arg, k)
+                bound = sizes.setdefault(param, value)
+                if bound != value:  # (a size an earlier buffer's shape stated: the kernel reads one)
+                    raise TVMSError(f"{self.name} argument {k} ({param.name}): {value} is not the extent "
+                                    f"{bound} the arrays before it give")
+                values.append(value)
             else:
                 values.append(check(arg, sizes, deferred))
         for declared, actual, where in deferred:  # (sizes stated by expressions: all bound now)

@@ -284,3 +284,58 @@ def test_kernel_names_that_make_one_symbol_link_apart(tmp_path):
     np.testing.assert_array_equal(y, x + 1)
     lib["a_b"](x, y)
     np.testing.assert_array_equal(y, x * 2)
+
+
+def test_relax_function_names_that_make_one_symbol_link_apart(tmp_path):
+    from tvms.ir.module import IRModule
+
+    # (tvmsvm_ and the name, "." made "_": both tvmsvm_a_b, and the link failed)
+    add_only = """
+    @R.function
+    def add_only(x: R.Tensor((8,), "float32")) -> R.Tensor((8,), "float32"):
+        cls = Module
+        y = R.call_tir(cls.f, (x,), out_sinfo=R.Tensor((8,), "float32"))
+        return y
+"""
+    mod = from_source(TWIN_KERNELS.format(first="f", second="g", addend=1.0, factor=2.0) + add_only)
+    renamed = IRModule({"f": mod["f"], "g": mod["g"], "a.b": mod["main"], "a_b": mod["add_only"]})
+    tvms.compile(renamed, target="llvm").export_library(str(tmp_path / "ab.so"))
+    ex = tvms.runtime.load_module(str(tmp_path / "ab.so"))
+    assert ex.stats()["native"] == ["a.b", "a_b"]
+    vm, x = tvms.relax.VirtualMachine(ex, tvms.cpu()), np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(vm["a.b"](x).numpy(), (x + 1) * 2)
+    np.testing.assert_array_equal(vm["a_b"](x).numpy(), x + 1)
+
+
+# n is A's and C's size and a parameter after them
+SIZE_PARAMETER = """# from tvm.script import tir as T
+
+@T.prim_func
+def main(a: T.handle, c: T.handle, n: T.int32):
+    A = T.match_buffer(a, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    for i in range(n):
+        with T.block("c"):
+            vi = T.axis.spatial(n, i)
+            C[vi] = A[vi] * T.float32(2) + T.float32(1)
+"""
+
+
+def test_a_scalar_parameter_that_is_a_buffer_size_loads(tmp_path):
+    # loading once made A's n apart from the parameter n ("the signature of main ... does not
+    # match its slots")
+    tvms.build(from_source(SIZE_PARAMETER)).export_library(str(tmp_path / "n.so"))
+    lib = tvms.runtime.load_module(str(tmp_path / "n.so"))
+    for n in (0, 1, 77, 1000):
+        a, c = np.arange(n, dtype=np.float32), np.zeros(n, np.float32)
+        lib(a, c, n)
+        np.testing.assert_array_equal(c, a * 2 + 1)
+
+
+def test_a_size_parameter_other_than_the_arrays_extent_is_an_error(tmp_path):
+    # (the arrays' extent once replaced the n passed, unsaid)
+    built = tvms.build(from_source(SIZE_PARAMETER))
+    built.export_library(str(tmp_path / "n.so"))
+    for module in (built, tvms.runtime.load_module(str(tmp_path / "n.so"))):
+        with pytest.raises(TVMSError, match=r"argument 2 \(n\): 5 is not the extent 3"):
+            module(np.zeros(3, np.float32), np.zeros(3, np.float32), 5)

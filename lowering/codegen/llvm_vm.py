@@ -3,8 +3,8 @@
 symbolic sizes, lays out memory by the static plan (``relax/vm_memory_plan.plan_storage``) and
 calls the kernels' entries directly.
 
-``lower_vm_function(f, program, artifacts, target)`` gives a ``NativeVMFunction`` (object code
-and what the runtime needs to call it, ``runtime/vm_native.py``), or the reason the function
+``lower_vm_function(f, program, artifacts, target, symbol)`` gives a ``NativeVMFunction`` (object
+code and what the runtime needs to call it, ``runtime/vm_native.py``), or the reason the function
 stays interpreted (a string): what the native code takes is a straight-line function of tensor
 parameters, shape checks, allocations, kernel calls and a returned tensor or tuple; packed
 functions, numpy references of operators, closures, branches and calls of other functions stay
@@ -35,6 +35,7 @@ from ...ir.analysis import written_params
 from ...ir.dtype import ML_DTYPES, DataType, ml_dtype
 from ...ir.errors import TVMSError
 from ...ir.expr import IntImm, Var
+from ...ir.name_supply import NameSupply
 from ...ir.vm_program import (ALIGNMENT, CTX_FIELDS, NEED_OUTPUTS, Call, Const, Imm, NativeOutput,
                                NativeVMFunction, Reg, Ret, Size, VMFunction, VMProgram)
 from ..relax.vm_memory_plan import plan_storage
@@ -77,7 +78,9 @@ class _Unsupported(Exception):
 def lower_vm_program(program: VMProgram, artifacts: dict, target: Any) -> dict:
     """Each function of ``program`` that is called by name (closures are reached through the
     interpreter) as a ``NativeVMFunction``, or the reason it stays interpreted."""
-    return {f.name: lower_vm_function(f, program, artifacts, target) for f in program.functions if not f.closure}
+    symbols = NameSupply("_")
+    return {f.name: lower_vm_function(f, program, artifacts, target, _symbol(symbols, "tvmsvm_", f.name))
+            for f in program.functions if not f.closure}
 
 
 def lower_lifted_calls(program: VMProgram, native: dict, artifacts: dict, target: Any, lifted: dict) -> dict:
@@ -88,29 +91,39 @@ def lower_lifted_calls(program: VMProgram, native: dict, artifacts: dict, target
     the cache made read-only was made writable again, and reads the transformed weights from the
     cache's entry (``_Lowering.lifted_prologue``); a reason where ``f_lifted`` has no native code."""
     functions = {f.name: f for f in program.functions}
+    symbols = NameSupply("_")
     out = {}
     for name, (runtime, _, num_input, num_weights) in lifted.items():
         plain = native.get(runtime)
         if not isinstance(plain, NativeVMFunction):
             out[name] = f"{runtime} has no native code"
             continue
-        out[name] = lower_vm_function(functions[runtime], program, artifacts, target,
+        symbol = _symbol(symbols, "tvmsvmcall_", runtime)
+        out[name] = lower_vm_function(functions[runtime], program, artifacts, target, symbol,
                                       (num_input, num_weights, plain.ctx_size))
     return out
 
 
-def lower_vm_function(f: VMFunction, program: VMProgram, artifacts: dict, target: Any,
+def _symbol(symbols: NameSupply, prefix: str, name: str) -> str:
+    """A native symbol for the function ``name``, unique among ``symbols`` (``a.b`` and ``a_b``
+    are functions of one program, and one library links their code). The prefixes tell a VM
+    function's code (``tvmsvm_``) and a lifted call's (``tvmsvmcall_``) from each other and from a
+    kernel's (``tvms_`` and its name: a kernel named vm_main would otherwise define main's)."""
+    return symbols.fresh(prefix + "".join(c if c.isalnum() else "_" for c in name))
+
+
+def lower_vm_function(f: VMFunction, program: VMProgram, artifacts: dict, target: Any, symbol: str,
                       lifted: tuple | None = None) -> NativeVMFunction | str:
-    """``f`` as one native function calling the kernels of ``artifacts`` (name -> the code
-    generator's artifact), or the reason it stays interpreted; ``lifted`` (num_input, number of
-    weights, ``f``'s own ctx size) makes the call of a lifted function (``lower_lifted_calls``)."""
+    """``f`` as one native function ``symbol`` calling the kernels of ``artifacts`` (name -> the
+    code generator's artifact), or the reason it stays interpreted; ``lifted`` (num_input, number
+    of weights, ``f``'s own ctx size) makes the call of a lifted function (``lower_lifted_calls``)."""
     called = {i.func for i in f.code if isinstance(i, Call) and i.kind == "kernel"}
     foreign = sorted(k for k in called if not isinstance(artifacts.get(k), KernelArtifact))
     if foreign:
         return f"the kernel {foreign[0]} is not LLVM code for the host"
     try:
         llvm_target = artifacts[min(called)].target if called else parse_llvm_target(target)
-        return _Lowering(f, program, artifacts, llvm_target, lifted).run()
+        return _Lowering(f, program, artifacts, llvm_target, symbol, lifted).run()
     except _Unsupported as why:
         return str(why)
     except TVMSError as err:  # (a target other than llvm: the VM runs on the device)
@@ -130,13 +143,10 @@ class _Tensor:
 
 
 class _Lowering:
-    def __init__(self, f: VMFunction, program: VMProgram, artifacts: dict, target: LLVMTarget,
+    def __init__(self, f: VMFunction, program: VMProgram, artifacts: dict, target: LLVMTarget, symbol: str,
                  lifted: tuple | None = None) -> None:
         self.f, self.program, self.artifacts, self.target = f, program, artifacts, target
-        self.lifted = lifted
-        # (not "tvms_vm_...": a kernel's symbol is "tvms_" and its name, so a kernel named vm_main
-        # would define main's, and a library links both)
-        self.symbol = ("tvmsvmcall_" if lifted else "tvmsvm_") + "".join(c if c.isalnum() else "_" for c in f.name)
+        self.symbol, self.lifted = symbol, lifted
         self.module = ir.Module(name=self.symbol)
         self.fn = ir.Function(self.module, ir.FunctionType(T.I32, [T.PTR, T.PTR, T.PTR]), self.symbol)
         self.args, self.outs, self.ctx = self.fn.args
