@@ -10,6 +10,9 @@ that scope, or before the loop or branch that holds it, and every occurrence rea
 A binding scopes the statement it is put before and the rest of that statement's sequence; where
 that misses a later occurrence (the first one sits inside a buffer declaration or a let, the
 others after it), it goes before the enclosing statement instead.
+
+Places are known by the identity of their statement, so a statement object met twice (as
+UnrollLoop leaves a body that does not read its loop variable) is copied first.
 """
 from __future__ import annotations
 
@@ -75,6 +78,7 @@ class _Planner:
         self.table: dict = {}
         self.memo: dict = {}
         self.parent: dict = {}  # id(statement) -> the statement holding it
+        self.index: dict = {}  # id(statement) -> its place among the statements of its parent
         self.bound: set = set()  # ids of the variables a statement binds (loops, lets, launches)
 
     def lca(self, a: int, b: int) -> int:
@@ -132,10 +136,12 @@ class _Planner:
         self.stmt = s
         if _binding(s) is not None:
             self.bound.add(id(_binding(s)))
-        for child in _sub_statements(s):
+        children = _sub_statements(s)
+        for n, child in enumerate(children):
             self.parent[id(child)] = s
+            self.index[id(child)] = n
         if isinstance(s, SeqStmt):
-            for x in _flat(s):
+            for x in children:
                 self.visit(x)
         elif isinstance(s, BufferStore):
             self.expr(s.value)
@@ -179,21 +185,29 @@ class _Planner:
                     self.table[ck].consumed += (entry.count - 1) * mult
         inserts: dict = {}  # id(stmt) -> [(var, value)]
         remap: dict = {}  # key -> var
-        counter = 0
+        rank = {key: n for n, (key, _) in enumerate(entries)}  # (the order they are bound in)
         for key, entry in entries:
             if entry.count - entry.consumed < 2:
                 continue
+            value = self._value(entry, remap, rank)
             point = self._insertion_point(entry)
-            if not self._defined_before(entry.repr, point):
+            if not self._defined_before(value, point):
                 continue  # (two launches of one thread variable: it is bound in each, not above)
-            counter += 1
-            var = Var(f"cse_v{counter}", entry.repr.dtype)
-            inserts.setdefault(id(point), []).append((var, entry.repr))
+            var = Var(f"cse_v{len(remap) + 1}", entry.repr.dtype)
+            inserts.setdefault(id(point), []).append((var, value))
             remap[key] = var
-            for _, other in entries:  # deeper values read the new variable
-                if other.depth > entry.depth:
-                    other.repr = _Replace(key, var, self.memo).visit(other.repr)
         return inserts, remap
+
+    def _value(self, entry: _Entry, remap: dict, rank: dict) -> PrimExpr:
+        """The value bound for ``entry``: its expression reading the variables bound before it for
+        shallower expressions, put in one at a time in the order bound (an expression already
+        holding an earlier variable no longer matches a later one). Only the variables of its own
+        subexpressions are tried, so the work is the size of the expression, not of the table."""
+        inside = {_key(node, self.memo) for node in walk(entry.repr) if isinstance(node, PrimExpr)}
+        value = entry.repr
+        for key in sorted((k for k in inside if k in remap and self.table[k].depth < entry.depth), key=rank.get):
+            value = _Replace(key, remap[key], self.memo).visit(value)
+        return value
 
     def _insertion_point(self, entry: _Entry) -> Stmt:
         if entry.first_scope == entry.lca:
@@ -222,12 +236,13 @@ class _Planner:
         """Whether a binding put before ``point`` scopes each of ``stmts``: each inside ``point``
         or inside a statement after it in its sequence."""
         holder = self.parent.get(id(point))
-        reach = {id(point)}
-        if isinstance(holder, SeqStmt):
-            items = _flat(holder)
-            reach.update(id(x) for x in items[[id(x) for x in items].index(id(point)):])
+        first = self.index[id(point)] if isinstance(holder, SeqStmt) else None
+
+        def reached(s: Stmt) -> bool:  # (``point`` or a statement after it in its sequence)
+            return s is point or (first is not None and self.parent.get(id(s)) is holder and self.index[id(s)] >= first)
+
         for s in stmts:
-            while id(s) not in reach:
+            while not reached(s):
                 s = self.parent.get(id(s))
                 if s is None:
                     return False
@@ -285,6 +300,23 @@ class _Replace(Mutator):
         return super().visit(node)
 
 
+class _Distinct(Mutator):
+    """The body with each occurrence of a statement its own object (one object met twice, a copy
+    the second time): the planner and the rewriter know a place by its statement's identity."""
+
+    def __init__(self) -> None:
+        self.seen: set = set()
+
+    def visit(self, node):
+        if not isinstance(node, Stmt):
+            return node  # (expressions are matched by structure, not identity)
+        result = super().visit(node)
+        if id(result) in self.seen:
+            result = dataclasses.replace(result)
+        self.seen.add(id(result))
+        return result
+
+
 class _Rewriter(Mutator):
     def __init__(self, inserts: dict, remap: dict, memo: dict) -> None:
         self.inserts, self.remap, self.memo = inserts, remap, memo
@@ -309,24 +341,25 @@ class _Rewriter(Mutator):
 
     def visit_SeqStmt(self, seq: SeqStmt) -> Stmt:
         # a binding before a statement scopes the rest of the sequence
-        tail: list = []
+        tail: list = []  # (reversed)
         for item in reversed(_flat(seq)):
             visited = Mutator.visit(self, item)
             if id(item) in self.inserts:
-                tail = [self._bind(item, visited if not tail else SeqStmt((visited, *tail)))]
+                tail = [self._bind(item, visited if not tail else SeqStmt((visited, *reversed(tail))))]
             else:
-                tail.insert(0, visited)
-        return tail[0] if len(tail) == 1 else SeqStmt(tuple(tail))
+                tail.append(visited)
+        return tail[0] if len(tail) == 1 else SeqStmt(tuple(reversed(tail)))
 
 
 def common_subexpr_elim(func: PrimFunc) -> PrimFunc:
     """``func`` with its repeated integer expressions bound once."""
+    body = _Distinct().visit(func.body)
     planner = _Planner()
-    planner.visit(func.body)
+    planner.visit(body)
     inserts, remap = planner.plan()
     if not remap:
         return func
-    return func.with_changes(body=_Rewriter(inserts, remap, planner.memo).visit(func.body))
+    return func.with_changes(body=_Rewriter(inserts, remap, planner.memo).visit(body))
 
 
 def CommonSubexprElim():  # noqa: N802 (TVM's name)
