@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from tvms.ir.deep import run_deep
 from tvms.ir.stmt import SeqStmt
 from tvms.lowering.tir.gpu.common_subexpr_elim import _Planner, common_subexpr_elim
 from tvms.lowering.tir.unroll_loop import unroll_loop
@@ -27,6 +28,22 @@ def unrolled(n: int):
 @T.prim_func
 def main(A: T.Buffer(({4 * n},), "int32"), m: T.int32):
     for i in range(4):
+{stores}
+""")
+
+
+def let_chain(n: int):
+    """``n`` stores in a loop, each after a let of its own whose body is the rest (as a sequence of
+    ``x = T.let(...)`` leaves them), so they nest ``n`` deep: store ``k`` reads ``(t + k) * m``
+    twice, and ``m * 7`` and the row ``t * n`` with all."""
+    stores = "\n".join(f"        x{k}: T.int32 = m + {k}\n"
+                       f"        A[t * {n} + {k}] = (t + {k}) * m + (t + {k}) * m + m * 7 + x{k}" for k in range(n))
+    return from_source(f"""
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer(({4 * n},), "int32"), m: T.int32):
+    for t in range(4):
 {stores}
 """)
 
@@ -52,23 +69,27 @@ def work(func) -> tuple[int, int]:
     return counts[0], counts[1]
 
 
-def test_planning_work_grows_linearly_with_the_stores() -> None:
+@pytest.mark.parametrize("make", [unrolled, let_chain], ids=lambda make: make.__name__)
+def test_planning_work_grows_linearly_with_the_stores(make) -> None:
     """Twice the stores, about twice the work, in all and in planning (it was four times: each
     new variable was put into every deeper expression of the table, and each binding scanned its
-    whole sequence; 1,500 stores took 24 s)."""
-    small, large = work(unrolled(100)), work(unrolled(200))
+    whole sequence, or climbed from each occurrence to the statement it goes before; 1,500
+    stores took 24 s). (Room for the let chain's recursion: ``run_deep``.)"""
+    small, large = run_deep(work, make(100)), run_deep(work, make(200))
     assert large[0] < 2.3 * small[0]
     assert large[1] < 2.3 * small[1]
 
 
-def test_unrolled_stores_compute_what_they_computed() -> None:
-    """(The input of the work test, checked for what it binds and computes.)"""
-    func = unrolled(20)
-    bound = common_subexpr_elim(func)
-    assert bound.script().count(": T.int32 = ") == 20 + 10 + 2  # (one per store, per pair, i * m, i * 20)
+@pytest.mark.parametrize("make,bound", [(unrolled, 20 + 10 + 2), (let_chain, 20 + 2)], ids=["unrolled", "let_chain"])
+def test_the_generated_stores_compute_what_they_computed(make, bound) -> None:
+    """(The inputs of the work test, checked for what they bind and compute: a variable per store,
+    per pair, and for the two shared by all.)"""
+    func = make(20)
+    after = run_deep(common_subexpr_elim, func)
+    assert sum(line.lstrip().startswith("cse_v") for line in after.script().splitlines()) == bound
     expected, got = np.zeros(80, np.int32), np.zeros(80, np.int32)
     run_prim_func(func, expected, 3)
-    run_prim_func(bound, got, 3)
+    run_prim_func(after, got, 3)
     np.testing.assert_array_equal(got, expected)
 
 

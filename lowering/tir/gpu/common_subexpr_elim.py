@@ -60,14 +60,14 @@ RECORDED = (BinaryOp, Not, Cast, Select)
 
 
 class _Entry:
-    __slots__ = ("count", "depth", "repr", "lca", "first_scope", "first_stmt", "children", "consumed", "stmts")
+    __slots__ = ("count", "depth", "repr", "lca", "first_scope", "first_stmt", "children", "consumed", "last")
 
     def __init__(self, expr: PrimExpr, scope: int, stmt: Stmt) -> None:
         self.count, self.depth, self.repr, self.consumed = 0, 0, expr, 0
         self.lca = self.first_scope = scope
         self.first_stmt = stmt
         self.children: list = []  # [key, multiplicity]
-        self.stmts: dict = {}  # id -> each statement it occurs in
+        self.last = 0  # the number of the last statement it occurs in (statements numbered as visited)
 
 
 class _Planner:
@@ -78,8 +78,11 @@ class _Planner:
         self.table: dict = {}
         self.memo: dict = {}
         self.parent: dict = {}  # id(statement) -> the statement holding it
-        self.index: dict = {}  # id(statement) -> its place among the statements of its parent
-        self.bound: set = set()  # ids of the variables a statement binds (loops, lets, launches)
+        # id(statement) -> its number in visit order, and one past the last number inside it: what
+        # is inside a statement is numbered in [number, end), so "inside" is two comparisons
+        self.number: dict = {}
+        self.end: dict = {}
+        self.binders: dict = {}  # id(variable) -> the statements binding it (loops, lets, launches)
 
     def lca(self, a: int, b: int) -> int:
         while self.scopes[a][1] > self.scopes[b][1]:
@@ -129,17 +132,17 @@ class _Planner:
         else:
             entry.lca = self.lca(entry.lca, self.scope)
         entry.count += 1
-        entry.stmts[id(self.stmt)] = self.stmt
+        entry.last = self.number[id(self.stmt)]
 
     # -- statements
     def visit(self, s: Stmt) -> None:
         self.stmt = s
         if _binding(s) is not None:
-            self.bound.add(id(_binding(s)))
+            self.binders.setdefault(id(_binding(s)), []).append(s)
+        self.number[id(s)] = len(self.number)
         children = _sub_statements(s)
-        for n, child in enumerate(children):
+        for child in children:
             self.parent[id(child)] = s
-            self.index[id(child)] = n
         if isinstance(s, SeqStmt):
             for x in children:
                 self.visit(x)
@@ -176,6 +179,7 @@ class _Planner:
                     self.scope = self.open(s)
                     self.visit(branch)
             self.scope = outer
+        self.end[id(s)] = len(self.number)
 
     def plan(self) -> tuple[dict, dict]:
         entries = sorted(self.table.items(), key=lambda kv: kv[1].depth)  # (stable: first met first)
@@ -217,36 +221,26 @@ class _Planner:
             while self.scopes[scope][0] != entry.lca:
                 scope = self.scopes[scope][0]
             point = self.scopes[scope][2]
-        while not self._covers(point, entry.stmts.values()):
+        while not self._covers(point, entry.last):
             point = self.parent[id(point)]
             if isinstance(point, SeqStmt):  # (its statements are bound one by one, not the whole)
                 point = self.parent[id(point)]
         return point
 
     def _defined_before(self, value: PrimExpr, point: Stmt) -> bool:
-        """Whether the variables of ``value`` bound inside the function are bound around ``point``."""
-        needed = {id(v) for v in walk(value) if isinstance(v, Var) and id(v) in self.bound}
+        """Whether the variables of ``value`` bound inside the function are bound around ``point``:
+        ``point`` is inside one of the statements binding each."""
+        needed = {id(v) for v in walk(value) if isinstance(v, Var) and id(v) in self.binders}
+        at = self.number[id(point)]
+        return all(any(self.number[id(s)] < at < self.end[id(s)] for s in self.binders[v]) for v in needed)
+
+    def _covers(self, point: Stmt, last: int) -> bool:
+        """Whether a binding put before ``point`` scopes the occurrences, in the statements numbered
+        from the first's up to ``last``: those inside ``point`` or inside a statement after it in
+        its sequence. (The first occurrence is inside ``point``, so each is numbered from
+        ``point``'s up; the statements of a sequence are numbered one after the other.)"""
         holder = self.parent.get(id(point))
-        while needed and holder is not None:
-            needed.discard(id(_binding(holder)))
-            holder = self.parent.get(id(holder))
-        return not needed
-
-    def _covers(self, point: Stmt, stmts) -> bool:
-        """Whether a binding put before ``point`` scopes each of ``stmts``: each inside ``point``
-        or inside a statement after it in its sequence."""
-        holder = self.parent.get(id(point))
-        first = self.index[id(point)] if isinstance(holder, SeqStmt) else None
-
-        def reached(s: Stmt) -> bool:  # (``point`` or a statement after it in its sequence)
-            return s is point or (first is not None and self.parent.get(id(s)) is holder and self.index[id(s)] >= first)
-
-        for s in stmts:
-            while not reached(s):
-                s = self.parent.get(id(s))
-                if s is None:
-                    return False
-        return True
+        return last < self.end[id(holder if isinstance(holder, SeqStmt) else point)]
 
 
 def _binding(s: Stmt) -> Var | None:
