@@ -48,6 +48,18 @@ def main(A: T.Buffer(({4 * n},), "int32"), m: T.int32):
 """)
 
 
+def long_sum(n: int):
+    """One store of a sum of ``n`` products, ``(m + k % 10) * m`` (each of ten met n / 10 times)."""
+    terms = " + ".join(f"(m + {k % 10}) * m" for k in range(n))
+    return from_source(f"""
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((80,), "int32"), m: T.int32):
+    A[0] = {terms}
+""")
+
+
 def work(func) -> tuple[int, int]:
     """The Python function calls (and calls of builtins) the pass makes on ``func``, in all and in
     planning (``_Planner.plan``): its work, counted the same on any machine."""
@@ -69,21 +81,23 @@ def work(func) -> tuple[int, int]:
     return counts[0], counts[1]
 
 
-@pytest.mark.parametrize("make", [unrolled, let_chain], ids=lambda make: make.__name__)
-def test_planning_work_grows_linearly_with_the_stores(make) -> None:
-    """Twice the stores, about twice the work, in all and in planning (it was four times: each
-    new variable was put into every deeper expression of the table, and each binding scanned its
-    whole sequence, or climbed from each occurrence to the statement it goes before; 1,500
-    stores took 24 s). (Room for the let chain's recursion: ``run_deep``.)"""
+@pytest.mark.parametrize("make", [unrolled, let_chain, long_sum], ids=lambda make: make.__name__)
+def test_planning_work_grows_linearly_with_the_function(make) -> None:
+    """Twice the stores (or terms), about twice the work, in all and in planning. It was four
+    times: each new variable was put into every deeper expression of the table, each binding
+    scanned its whole sequence or climbed from each occurrence to the statement it goes before,
+    and each operation walked its whole operand tree for calls; 1,500 stores took 24 s. (Room
+    for the recursion of nested lets and long sums: ``run_deep``.)"""
     small, large = run_deep(work, make(100)), run_deep(work, make(200))
     assert large[0] < 2.3 * small[0]
     assert large[1] < 2.3 * small[1]
 
 
-@pytest.mark.parametrize("make,bound", [(unrolled, 20 + 10 + 2), (let_chain, 20 + 2)], ids=["unrolled", "let_chain"])
-def test_the_generated_stores_compute_what_they_computed(make, bound) -> None:
+@pytest.mark.parametrize("make,bound", [(unrolled, 20 + 10 + 2), (let_chain, 20 + 2), (long_sum, 10)],
+                         ids=["unrolled", "let_chain", "long_sum"])
+def test_the_generated_functions_compute_what_they_computed(make, bound) -> None:
     """(The inputs of the work test, checked for what they bind and compute: a variable per store,
-    per pair, and for the two shared by all.)"""
+    per pair, and for the two shared by all; one per product of the long sum.)"""
     func = make(20)
     after = run_deep(common_subexpr_elim, func)
     assert sum(line.lstrip().startswith("cse_v") for line in after.script().splitlines()) == bound

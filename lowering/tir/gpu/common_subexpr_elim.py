@@ -30,29 +30,29 @@ from ...transform import prim_func_pass
 
 
 def _key(e, memo: dict):
-    """A structural key of an expression (variables by identity, as TVM's ExprDeepEqual). The
-    memo keeps each node with its key: a node dropped by a rewrite can't pass its id on."""
+    """A structural key of an expression (variables by identity, as TVM's ExprDeepEqual): a number
+    per structure, so a key hashes in the time of one node, not of its whole tree. The memo keeps
+    each node with its key (a node dropped by a rewrite can't pass its id on) and each structure,
+    made of its children's keys, with its number."""
     found = memo.get(id(e))
     if found is not None and found[0] is e:
         return found[1]
     if isinstance(e, Var):
-        key = ("var", id(e))
+        structure = ("var", id(e))
     elif isinstance(e, Node):
-        key = (type(e).__name__,) + tuple(_key(getattr(e, f.name), memo) for f in dataclasses.fields(e)
-                                          if f.name not in ("span",))
+        structure = (type(e).__name__,) + tuple(_key(getattr(e, f.name), memo) for f in dataclasses.fields(e)
+                                                if f.name not in ("span",))
     elif isinstance(e, (tuple, list)):
-        key = tuple(_key(x, memo) for x in e)
+        structure = tuple(_key(x, memo) for x in e)
     else:
-        key = repr(e)
+        structure = repr(e)
+    key = memo.setdefault(structure, len(memo))
     memo[id(e)] = (e, key)
     return key
 
 
-def _eligible(e: PrimExpr) -> bool:
-    if isinstance(e, (IntImm, FloatImm, StringImm, Var, Ramp, Broadcast, Call, BufferLoad)):
-        return False
-    if e.dtype.is_bool:
-        return False
+def _pure(e: PrimExpr) -> bool:
+    """Whether ``e`` has no call or buffer load in it (side effects, memory)."""
     return not any(isinstance(n, (Call, BufferLoad)) for n in walk(e))
 
 
@@ -98,17 +98,21 @@ class _Planner:
         return len(self.scopes) - 1
 
     # -- expressions (post-order: children are met first)
-    def expr(self, e) -> None:
+    def expr(self, e) -> bool:
+        """Records the eligible expressions of ``e``; whether ``e`` is pure (``_pure``), which its
+        parent's eligibility takes from its children's, not from a walk of its own."""
         if isinstance(e, Let):
             self.expr(e.value)
-            return  # (nothing inside a let's body is shared out of it)
+            return _pure(e)  # (nothing inside a let's body is shared out of it)
         if not isinstance(e, PrimExpr):
-            return
+            return True
         children = _children(e)
-        for c in children:
-            self.expr(c)
-        if isinstance(e, RECORDED) and _eligible(e):
+        pure = [self.expr(c) for c in children]
+        if not isinstance(e, RECORDED):
+            return not isinstance(e, (Call, BufferLoad)) and _pure(e)
+        if all(pure) and not e.dtype.is_bool:  # (eligible)
             self.record(e, children)
+        return all(pure)
 
     def record(self, e: PrimExpr, children: list) -> None:
         key = _key(e, self.memo)
