@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ....ir.expr import (Broadcast, BufferLoad, Call, Cast, FloatImm, IntImm, Let, Not, PrimExpr, Ramp, Select,
-                         StringImm, Var, BinaryOp)
+from ....ir.expr import BufferLoad, Call, Cast, FloatImm, IntImm, Let, Not, PrimExpr, Select, Var, BinaryOp
 from ....ir.function import PrimFunc
 from ....ir.node import Node
 from ....ir.stmt import (AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
