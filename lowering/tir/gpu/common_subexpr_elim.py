@@ -10,13 +10,15 @@ that scope, or before the loop or branch that holds it, and every occurrence rea
 A binding scopes the statement it is put before and the rest of that statement's sequence; where
 that misses a later occurrence (the first one sits inside a buffer declaration or a let, the
 others after it), it goes before the enclosing statement instead.
+
+Places are known by the identity of their statement, so a statement object met twice (as
+UnrollLoop leaves a body that does not read its loop variable) is copied first.
 """
 from __future__ import annotations
 
 import dataclasses
 
-from ....ir.expr import (Broadcast, BufferLoad, Call, Cast, FloatImm, IntImm, Let, Not, PrimExpr, Ramp, Select,
-                         StringImm, Var, BinaryOp)
+from ....ir.expr import BufferLoad, Call, Cast, FloatImm, IntImm, Let, Not, PrimExpr, Select, Var, BinaryOp
 from ....ir.function import PrimFunc
 from ....ir.node import Node
 from ....ir.stmt import (AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
@@ -27,29 +29,29 @@ from ...transform import prim_func_pass
 
 
 def _key(e, memo: dict):
-    """A structural key of an expression (variables by identity, as TVM's ExprDeepEqual). The
-    memo keeps each node with its key: a node dropped by a rewrite can't pass its id on."""
+    """A structural key of an expression (variables by identity, as TVM's ExprDeepEqual): a number
+    per structure, so a key hashes in the time of one node, not of its whole tree. The memo keeps
+    each node with its key (a node dropped by a rewrite can't pass its id on) and each structure,
+    made of its children's keys, with its number."""
     found = memo.get(id(e))
     if found is not None and found[0] is e:
         return found[1]
     if isinstance(e, Var):
-        key = ("var", id(e))
+        structure = ("var", id(e))
     elif isinstance(e, Node):
-        key = (type(e).__name__,) + tuple(_key(getattr(e, f.name), memo) for f in dataclasses.fields(e)
-                                          if f.name not in ("span",))
+        structure = (type(e).__name__,) + tuple(_key(getattr(e, f.name), memo) for f in dataclasses.fields(e)
+                                                if f.name not in ("span",))
     elif isinstance(e, (tuple, list)):
-        key = tuple(_key(x, memo) for x in e)
+        structure = tuple(_key(x, memo) for x in e)
     else:
-        key = repr(e)
+        structure = repr(e)
+    key = memo.setdefault(structure, len(memo))
     memo[id(e)] = (e, key)
     return key
 
 
-def _eligible(e: PrimExpr) -> bool:
-    if isinstance(e, (IntImm, FloatImm, StringImm, Var, Ramp, Broadcast, Call, BufferLoad)):
-        return False
-    if e.dtype.is_bool:
-        return False
+def _pure(e: PrimExpr) -> bool:
+    """Whether ``e`` has no call or buffer load in it (side effects, memory)."""
     return not any(isinstance(n, (Call, BufferLoad)) for n in walk(e))
 
 
@@ -57,14 +59,14 @@ RECORDED = (BinaryOp, Not, Cast, Select)
 
 
 class _Entry:
-    __slots__ = ("count", "depth", "repr", "lca", "first_scope", "first_stmt", "children", "consumed", "stmts")
+    __slots__ = ("count", "depth", "repr", "lca", "first_scope", "first_stmt", "children", "consumed", "last")
 
     def __init__(self, expr: PrimExpr, scope: int, stmt: Stmt) -> None:
         self.count, self.depth, self.repr, self.consumed = 0, 0, expr, 0
         self.lca = self.first_scope = scope
         self.first_stmt = stmt
         self.children: list = []  # [key, multiplicity]
-        self.stmts: dict = {}  # id -> each statement it occurs in
+        self.last = 0  # the number of the last statement it occurs in (statements numbered as visited)
 
 
 class _Planner:
@@ -75,7 +77,11 @@ class _Planner:
         self.table: dict = {}
         self.memo: dict = {}
         self.parent: dict = {}  # id(statement) -> the statement holding it
-        self.bound: set = set()  # ids of the variables a statement binds (loops, lets, launches)
+        # id(statement) -> its number in visit order, and one past the last number inside it: what
+        # is inside a statement is numbered in [number, end), so "inside" is two comparisons
+        self.number: dict = {}
+        self.end: dict = {}
+        self.binders: dict = {}  # id(variable) -> the statements binding it (loops, lets, launches)
 
     def lca(self, a: int, b: int) -> int:
         while self.scopes[a][1] > self.scopes[b][1]:
@@ -91,17 +97,21 @@ class _Planner:
         return len(self.scopes) - 1
 
     # -- expressions (post-order: children are met first)
-    def expr(self, e) -> None:
+    def expr(self, e) -> bool:
+        """Records the eligible expressions of ``e``; whether ``e`` is pure (``_pure``), which its
+        parent's eligibility takes from its children's, not from a walk of its own."""
         if isinstance(e, Let):
             self.expr(e.value)
-            return  # (nothing inside a let's body is shared out of it)
+            return _pure(e)  # (nothing inside a let's body is shared out of it)
         if not isinstance(e, PrimExpr):
-            return
+            return True
         children = _children(e)
-        for c in children:
-            self.expr(c)
-        if isinstance(e, RECORDED) and _eligible(e):
+        pure = [self.expr(c) for c in children]
+        if not isinstance(e, RECORDED):
+            return not isinstance(e, (Call, BufferLoad)) and _pure(e)
+        if all(pure) and not e.dtype.is_bool:  # (eligible)
             self.record(e, children)
+        return all(pure)
 
     def record(self, e: PrimExpr, children: list) -> None:
         key = _key(e, self.memo)
@@ -125,17 +135,19 @@ class _Planner:
         else:
             entry.lca = self.lca(entry.lca, self.scope)
         entry.count += 1
-        entry.stmts[id(self.stmt)] = self.stmt
+        entry.last = self.number[id(self.stmt)]
 
     # -- statements
     def visit(self, s: Stmt) -> None:
         self.stmt = s
         if _binding(s) is not None:
-            self.bound.add(id(_binding(s)))
-        for child in _sub_statements(s):
+            self.binders.setdefault(id(_binding(s)), []).append(s)
+        self.number[id(s)] = len(self.number)
+        children = _sub_statements(s)
+        for child in children:
             self.parent[id(child)] = s
         if isinstance(s, SeqStmt):
-            for x in _flat(s):
+            for x in children:
                 self.visit(x)
         elif isinstance(s, BufferStore):
             self.expr(s.value)
@@ -170,6 +182,7 @@ class _Planner:
                     self.scope = self.open(s)
                     self.visit(branch)
             self.scope = outer
+        self.end[id(s)] = len(self.number)
 
     def plan(self) -> tuple[dict, dict]:
         entries = sorted(self.table.items(), key=lambda kv: kv[1].depth)  # (stable: first met first)
@@ -179,21 +192,29 @@ class _Planner:
                     self.table[ck].consumed += (entry.count - 1) * mult
         inserts: dict = {}  # id(stmt) -> [(var, value)]
         remap: dict = {}  # key -> var
-        counter = 0
+        rank = {key: n for n, (key, _) in enumerate(entries)}  # (the order they are bound in)
         for key, entry in entries:
             if entry.count - entry.consumed < 2:
                 continue
+            value = self._value(entry, remap, rank)
             point = self._insertion_point(entry)
-            if not self._defined_before(entry.repr, point):
+            if not self._defined_before(value, point):
                 continue  # (two launches of one thread variable: it is bound in each, not above)
-            counter += 1
-            var = Var(f"cse_v{counter}", entry.repr.dtype)
-            inserts.setdefault(id(point), []).append((var, entry.repr))
+            var = Var(f"cse_v{len(remap) + 1}", entry.repr.dtype)
+            inserts.setdefault(id(point), []).append((var, value))
             remap[key] = var
-            for _, other in entries:  # deeper values read the new variable
-                if other.depth > entry.depth:
-                    other.repr = _Replace(key, var, self.memo).visit(other.repr)
         return inserts, remap
+
+    def _value(self, entry: _Entry, remap: dict, rank: dict) -> PrimExpr:
+        """The value bound for ``entry``: its expression reading the variables bound before it for
+        shallower expressions, put in one at a time in the order bound (an expression already
+        holding an earlier variable no longer matches a later one). Only the variables of its own
+        subexpressions are tried, so the work is the size of the expression, not of the table."""
+        inside = {_key(node, self.memo) for node in walk(entry.repr) if isinstance(node, PrimExpr)}
+        value = entry.repr
+        for key in sorted((k for k in inside if k in remap and self.table[k].depth < entry.depth), key=rank.get):
+            value = _Replace(key, remap[key], self.memo).visit(value)
+        return value
 
     def _insertion_point(self, entry: _Entry) -> Stmt:
         if entry.first_scope == entry.lca:
@@ -203,35 +224,26 @@ class _Planner:
             while self.scopes[scope][0] != entry.lca:
                 scope = self.scopes[scope][0]
             point = self.scopes[scope][2]
-        while not self._covers(point, entry.stmts.values()):
+        while not self._covers(point, entry.last):
             point = self.parent[id(point)]
             if isinstance(point, SeqStmt):  # (its statements are bound one by one, not the whole)
                 point = self.parent[id(point)]
         return point
 
     def _defined_before(self, value: PrimExpr, point: Stmt) -> bool:
-        """Whether the variables of ``value`` bound inside the function are bound around ``point``."""
-        needed = {id(v) for v in walk(value) if isinstance(v, Var) and id(v) in self.bound}
-        holder = self.parent.get(id(point))
-        while needed and holder is not None:
-            needed.discard(id(_binding(holder)))
-            holder = self.parent.get(id(holder))
-        return not needed
+        """Whether the variables of ``value`` bound inside the function are bound around ``point``:
+        ``point`` is inside one of the statements binding each."""
+        needed = {id(v) for v in walk(value) if isinstance(v, Var) and id(v) in self.binders}
+        at = self.number[id(point)]
+        return all(any(self.number[id(s)] < at < self.end[id(s)] for s in self.binders[v]) for v in needed)
 
-    def _covers(self, point: Stmt, stmts) -> bool:
-        """Whether a binding put before ``point`` scopes each of ``stmts``: each inside ``point``
-        or inside a statement after it in its sequence."""
+    def _covers(self, point: Stmt, last: int) -> bool:
+        """Whether a binding put before ``point`` scopes the occurrences, in the statements numbered
+        from the first's up to ``last``: those inside ``point`` or inside a statement after it in
+        its sequence. (The first occurrence is inside ``point``, so each is numbered from
+        ``point``'s up; the statements of a sequence are numbered one after the other.)"""
         holder = self.parent.get(id(point))
-        reach = {id(point)}
-        if isinstance(holder, SeqStmt):
-            items = _flat(holder)
-            reach.update(id(x) for x in items[[id(x) for x in items].index(id(point)):])
-        for s in stmts:
-            while id(s) not in reach:
-                s = self.parent.get(id(s))
-                if s is None:
-                    return False
-        return True
+        return last < self.end[id(holder if isinstance(holder, SeqStmt) else point)]
 
 
 def _binding(s: Stmt) -> Var | None:
@@ -285,6 +297,23 @@ class _Replace(Mutator):
         return super().visit(node)
 
 
+class _Distinct(Mutator):
+    """The body with each occurrence of a statement its own object (one object met twice, a copy
+    the second time): the planner and the rewriter know a place by its statement's identity."""
+
+    def __init__(self) -> None:
+        self.seen: set = set()
+
+    def visit(self, node):
+        if not isinstance(node, Stmt):
+            return node  # (expressions are matched by structure, not identity)
+        result = super().visit(node)
+        if id(result) in self.seen:
+            result = dataclasses.replace(result)
+        self.seen.add(id(result))
+        return result
+
+
 class _Rewriter(Mutator):
     def __init__(self, inserts: dict, remap: dict, memo: dict) -> None:
         self.inserts, self.remap, self.memo = inserts, remap, memo
@@ -309,24 +338,25 @@ class _Rewriter(Mutator):
 
     def visit_SeqStmt(self, seq: SeqStmt) -> Stmt:
         # a binding before a statement scopes the rest of the sequence
-        tail: list = []
+        tail: list = []  # (reversed)
         for item in reversed(_flat(seq)):
             visited = Mutator.visit(self, item)
             if id(item) in self.inserts:
-                tail = [self._bind(item, visited if not tail else SeqStmt((visited, *tail)))]
+                tail = [self._bind(item, visited if not tail else SeqStmt((visited, *reversed(tail))))]
             else:
-                tail.insert(0, visited)
-        return tail[0] if len(tail) == 1 else SeqStmt(tuple(tail))
+                tail.append(visited)
+        return tail[0] if len(tail) == 1 else SeqStmt(tuple(reversed(tail)))
 
 
 def common_subexpr_elim(func: PrimFunc) -> PrimFunc:
     """``func`` with its repeated integer expressions bound once."""
+    body = _Distinct().visit(func.body)
     planner = _Planner()
-    planner.visit(func.body)
+    planner.visit(body)
     inserts, remap = planner.plan()
     if not remap:
         return func
-    return func.with_changes(body=_Rewriter(inserts, remap, planner.memo).visit(func.body))
+    return func.with_changes(body=_Rewriter(inserts, remap, planner.memo).visit(body))
 
 
 def CommonSubexprElim():  # noqa: N802 (TVM's name)
