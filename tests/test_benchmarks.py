@@ -92,5 +92,9 @@ def test_numpy_im2col_convolution_of_a_batch() -> None:
 def test_quick_gpu_host_overhead_benchmark_counts_the_driver_calls_of_a_call() -> None:
     done = run_quick("gpu_host_overhead.py")
     rows = {line[:34].strip(): line[34:].split() for line in done.stdout.splitlines()[2:]}
-    assert set(rows) == {"VM call of the MLP", "CudaFunction call (first layer)"}, done.stdout
+    assert set(rows) == {"VM call of the MLP", "CudaFunction call (first layer)", "CudaFunction call with a workspace",
+                         "VM call with alloc_storage"}, done.stdout
     assert rows["VM call of the MLP"][1:] == ["cuLaunchKernel", "2"], done.stdout  # (no allocation, no context)
+    # (pooled: a workspace and a storage allocate nothing after the first call; the storage is zeroed)
+    assert rows["CudaFunction call with a workspace"][1:] == ["cuLaunchKernel", "2"], done.stdout
+    assert rows["VM call with alloc_storage"][1:] == ["cuLaunchKernel", "2,", "cuMemsetD8Async", "1"], done.stdout
