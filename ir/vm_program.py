@@ -489,6 +489,7 @@ NEED_OUTPUTS = 1  # the return code asking for byte arrays of the sizes ctx hold
 CTX_FIELDS = ("ndarray_type", "tensor_type", "tensor_array", "ob_type", "tuple_size", "tuple_items",
               "arr_data", "arr_nd", "arr_dims", "arr_descr", "arr_flags", "descr_type_num",
               "descr_byteorder", "threads", "storage")
+LIFTED_CALL_WORDS = 3  # the ctx words after the fields of a lifted function's call (check_lifted)
 
 
 @dataclass(frozen=True)
@@ -544,7 +545,7 @@ RESULT_KINDS = ("out", "param", "const")  # the leaves of a native function's ``
 
 
 def native_ctx_size(kernels: tuple, constants: tuple, outputs: tuple) -> int:
-    """The words of a native function's ctx (its lifted call's has three more): CTX_FIELDS,
+    """The words of a native function's ctx (its lifted call's has LIFTED_CALL_WORDS more): CTX_FIELDS,
     an entry and a thread-count global per kernel, a data pointer per constant, per output its
     offset, dims and bytes."""
     return len(CTX_FIELDS) + 2 * len(kernels) + len(constants) + sum(2 + len(o.dims) for o in outputs)
@@ -558,13 +559,14 @@ def native_json(a: NativeVMFunction) -> dict:
     return d
 
 
-def native_of(d: dict, address: int, library: Any) -> NativeVMFunction:
-    """The native function ``native_json`` described, its entry at ``address`` in ``library``.
+def native_of(d: dict, address: int, library: Any, lifted_call: bool = False) -> NativeVMFunction:
+    """The native function ``native_json`` described, its entry at ``address`` in ``library``
+    (``lifted_call``: the call of a lifted function, LIFTED_CALL_WORDS more in its ctx).
     A library file is untrusted: every field is checked for its type and range (the runtime
     builds the call's code from ``outputs`` and ``result``), ``ctx_size`` against the size its
     fields give; a TVMSError naming the library otherwise."""
     try:
-        return _native_of(d, address, library)
+        return _native_of(d, address, library, LIFTED_CALL_WORDS if lifted_call else 0)
     except TVMSError as err:
         raise TVMSError(f"load_module: the native code description in {_where(library)} is malformed: "
                         f"{err}") from None
@@ -574,7 +576,7 @@ def _where(library: Any) -> str:
     return getattr(library, "_name", None) or "a library"
 
 
-def _native_of(d: Any, address: int, library: Any) -> NativeVMFunction:
+def _native_of(d: Any, address: int, library: Any, extra_words: int) -> NativeVMFunction:
     if not isinstance(d, dict) or not set(_NATIVE_FIELDS + ("outputs", "result")) <= set(d):
         raise TVMSError("not a native function's fields")
     ints = {k: _count(d[k], k) for k in ("num_params", "storage_bytes", "ctx_size", "num_cores")}
@@ -590,6 +592,7 @@ def _native_of(d: Any, address: int, library: Any) -> NativeVMFunction:
             raise TVMSError(f"an output's offset_at is {out[2]}, its place is {at}")
         outputs.append(NativeOutput(_native_dtype(out[0]), dims, at))
         at += 2 + len(dims)
+    at += extra_words
     if ints["ctx_size"] != at:
         raise TVMSError(f"ctx_size is {ints['ctx_size']}, its fields take {at} words")
     result = _result_of(d["result"], {"out": len(outputs), "param": ints["num_params"], "const": None})
@@ -640,10 +643,65 @@ def _result_of(d: Any, ranges: dict) -> Any:
 def check_native(a: NativeVMFunction, program: VMProgram) -> None:
     """``a`` fits ``program``: a function of that name and arity, constants in its pool."""
     f = next((f for f in program.functions if f.name == a.name and not f.closure), None)
-    consts = list(a.constants) + [k for kind, k in _leaves(a.result) if kind == "const"]
-    if f is None or len(f.params) != a.num_params or any(k >= len(program.constants) for k in consts):
+    if f is None or len(f.params) != a.num_params or not _constants_fit(a, program):
         raise TVMSError(f"the native code of {a.name} in {_where(a.library)} does not fit the program "
                         f"(a function of {a.num_params} parameters, constants in its pool)")
+
+
+def _constants_fit(a: NativeVMFunction, program: VMProgram) -> bool:
+    consts = list(a.constants) + [k for kind, k in _leaves(a.result) if kind == "const"]
+    return all(k < len(program.constants) for k in consts)
+
+
+# ---------------------------------------------------------------- functions whose weights were lifted
+# ``tvms.compile`` lifts what a function ``f`` computes from its weights alone (``lift_weights``):
+# its spec is (``f_lifted``, ``f_transform_params``, num_input, number of weights), and the call
+# of ``f`` with a parameter set the VM's cache holds has native code of its own
+# (``lower_lifted_calls``: ``f_lifted``'s code taking ``f``'s arguments, its ctx
+# LIFTED_CALL_WORDS longer: the cache's entry, filled by ``NativeFunction.reuse``).
+_LIFTED_FIELDS = ("name", "lifted", "transform", "num_input", "num_weights", "native")
+
+
+def lifted_json(name: str, spec: tuple, call: NativeVMFunction | None) -> dict:
+    """What a shared library keeps of the function ``name`` whose weights were lifted: its
+    ``spec`` and what calling the native code of its call with cached weights needs (``call``,
+    written beside the library's other native code; None: the call has none)."""
+    runtime, transform, num_input, num_weights = spec
+    return {"name": name, "lifted": runtime, "transform": transform, "num_input": num_input,
+            "num_weights": num_weights, "native": None if call is None else native_json(call)}
+
+
+def lifted_of(d: Any, library: Any) -> tuple:
+    """``(name, spec)`` as ``lifted_json`` wrote them (its ``native``: ``native_of`` with
+    ``lifted_call``); a TVMSError naming the library when a field is not what it should be."""
+    try:
+        if not isinstance(d, dict) or set(d) != set(_LIFTED_FIELDS):
+            raise TVMSError("not a lifted function's fields")
+        spec = (_str(d["lifted"]), _str(d["transform"]), _count(d["num_input"], "num_input"),
+                _count(d["num_weights"], "num_weights"))
+        return _str(d["name"]), spec
+    except TVMSError as err:
+        raise TVMSError(f"load_module: the lifted function description in {_where(library)} is malformed: "
+                        f"{err}") from None
+
+
+def check_lifted(name: str, spec: tuple, call: Any, program: VMProgram) -> None:
+    """``spec`` fits ``program``: ``name``, its lifted form and its transform are functions of it,
+    ``name`` takes num_input + number of weights arguments; so does ``call`` (the native code
+    of its call with cached weights, when it is a NativeVMFunction), which is the lifted form's
+    code, returns none of the transformed weights and reads constants of the pool."""
+    runtime, transform, num_input, num_weights = spec
+    functions = {f.name: f for f in program.functions if not f.closure}
+    fits = (name in functions and runtime in functions and transform in functions
+            and len(functions[name].params) == num_input + num_weights
+            and len(functions[runtime].params) >= num_input)
+    if fits and isinstance(call, NativeVMFunction):
+        fits = (call.name == runtime and call.num_params == num_input + num_weights and _constants_fit(call, program)
+                and all(k < num_input for kind, k in _leaves(call.result) if kind == "param"))
+    if not fits:
+        where = _where(call.library) if isinstance(call, NativeVMFunction) else "the executable"
+        raise TVMSError(f"the lifted function {name} in {where} does not fit the program (functions {name}, "
+                        f"{runtime} and {transform}; {name} of {num_input} inputs and {num_weights} weights)")
 
 
 def _leaves(tree: Any) -> list:
@@ -652,7 +710,8 @@ def _leaves(tree: Any) -> list:
     return [leaf for t in tree for leaf in _leaves(t)]
 
 
-__all__ = ["ALIGNMENT", "CTX_FIELDS", "Call", "Const", "Goto", "If", "Imm", "KINDS", "MAGIC", "NEED_OUTPUTS",
-           "NativeOutput", "NativeVMFunction", "RESULT_KINDS", "Reg", "check_native", "native_ctx_size",
-           "native_json", "native_of", "Ret", "SIZE_OPS", "Size", "VERSION", "VMFunction",
-           "VMProgram", "decode_value", "deserialize", "encode_value", "prim_expr_of", "serialize", "size_text"]
+__all__ = ["ALIGNMENT", "CTX_FIELDS", "Call", "Const", "Goto", "If", "Imm", "KINDS", "LIFTED_CALL_WORDS", "MAGIC",
+           "NEED_OUTPUTS", "NativeOutput", "NativeVMFunction", "RESULT_KINDS", "Reg", "Ret", "SIZE_OPS", "Size",
+           "VERSION", "VMFunction", "VMProgram", "check_lifted", "check_native", "decode_value", "deserialize",
+           "encode_value", "lifted_json", "lifted_of", "native_ctx_size", "native_json", "native_of", "prim_expr_of",
+           "serialize", "size_text"]

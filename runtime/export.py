@@ -6,7 +6,9 @@
 its signature (parameters and buffers with their symbolic sizes, as data: ``ir/signature.py``),
 the order of its argument slots, the target and the Relax program (a serialized VM program, and
 the functions the compiled VM made native code: their code linked in, what calling them needs in
-the metadata, ``ir/vm_program.native_json``). The library is therefore self-contained:
+the metadata, ``ir/vm_program.native_json``; and the functions whose weights ``tvms.compile``
+lifted, with the native code of their calls with cached weights: ``lifted_json``). The library
+is therefore self-contained:
 ``load_module`` needs only it (and tvms) to call the functions again, with the same argument
 checks and ``time_evaluator`` as a freshly built module. A trailer with the sizes and SHA-256
 hashes of both parts ends the file (``library_file`` documents the layout); ``load_module``
@@ -36,14 +38,17 @@ from tvms.ir.files import write_file
 from tvms.ir.function import PrimFunc
 from tvms.ir.signature import signature_json, signature_of
 from tvms.ir.target import Target
-from tvms.ir.vm_program import native_json, native_of
+from tvms.ir.vm_program import lifted_json, lifted_of, native_json, native_of
 
 from .library_file import append_trailer, verify_library
 from .thread_pool import load_thread_pool, thread_pool_kind
 
 FORMAT = "tvms-library"
 VERSION = 3  # 2: the metadata follows the shared object, checked by the trailer's hashes;
-# 3: an Executable's Relax functions as a serialized VM program, signatures as JSON data (not TVMScript)
+# 3: an Executable's Relax functions as a serialized VM program, signatures as JSON data (not TVMScript).
+# Fields added since ("native_vm", "lifted_vm") are optional: a library without one loads (its
+# functions interpreted, or run as written: weights transformed at each call), and a tvms that
+# does not know one ignores it, so neither changed the version.
 
 
 # --------------------------------------------------------------------------- what a library holds
@@ -71,21 +76,25 @@ class LoadedFunction:
 # --------------------------------------------------------------------------- export
 
 
-def export_library(module: Any, path: str, vm_program: bytes | None = None, native: list = ()) -> None:
+def export_library(module: Any, path: str, vm_program: bytes | None = None, native: list = (),
+                   lifted: list = ()) -> None:
     """Write ``module`` (a runtime Module built for the llvm target, or a CUDA module:
     ``cuda_export.py``) to ``path`` as a shared library (atomically); ``vm_program`` is the
-    serialized VM program of an Executable, kept with it, and ``native`` its functions compiled
-    to native code (``NativeVMFunction``s of the code generator)."""
+    serialized VM program of an Executable, kept with it, ``native`` its functions compiled
+    to native code (``NativeVMFunction``s of the code generator), and ``lifted`` its functions
+    whose weights were lifted: (name, spec, the native code of its call with cached weights or
+    None)."""
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
         raise TVMSError(f"export_library needs a C compiler to link the shared library: "
                         f"{os.environ.get('CC', 'cc')!r} was not found on PATH (install gcc or clang, or set CC)")
     program = None if vm_program is None else base64.b64encode(vm_program).decode("ascii")
+    lifted_vm = [lifted_json(name, spec, call) for name, spec, call in lifted]
     if getattr(module, "device_type", 1) == 2:  # (a CUDA module: no host code, its binary as data)
         from .cuda_export import cuda_functions_json
 
         metadata = {"format": FORMAT, "version": VERSION, "target": module.target, "functions": [],
-                    "cuda_functions": cuda_functions_json(module), "vm_program": program}
+                    "cuda_functions": cuda_functions_json(module), "vm_program": program, "lifted_vm": lifted_vm}
         _link(compiler, [], [], path, json.dumps(metadata, indent=1).encode("utf-8"))
         return
     functions, objects, pools = [], [], set()
@@ -106,9 +115,10 @@ def export_library(module: Any, path: str, vm_program: bytes | None = None, nati
             "outputs": list(written_params(compiled.func)),
             "params": _describe_params(compiled.func),
         })
-    objects += [a.shared_object() for a in native]
-    metadata = {"format": FORMAT, "version": VERSION, "target": module.target,
-                "functions": functions, "vm_program": program, "native_vm": [native_json(a) for a in native]}
+    calls = [call for _, _, call in lifted if call is not None]
+    objects += [a.shared_object() for a in [*native, *calls]]
+    metadata = {"format": FORMAT, "version": VERSION, "target": module.target, "functions": functions,
+                "vm_program": program, "native_vm": [native_json(a) for a in native], "lifted_vm": lifted_vm}
     libs = ["-lm"]
     libs += sorted({"-lpthread" if pool == "pthread" else "-lgomp" for pool in pools})
     _link(compiler, objects, libs, path, json.dumps(metadata, indent=1).encode("utf-8"))
@@ -241,6 +251,15 @@ def _with_program(kernels: Any, metadata: dict, path: str, lib: Any = None) -> A
         program = base64.b64decode(metadata["vm_program"], validate=True)
     except binascii.Error as err:
         raise TVMSError(f"load_module: the VM program in {path} is not base64: {err}") from None
-    native = {d["name"]: native_of(d, ctypes.cast(getattr(lib, d["symbol"]), ctypes.c_void_p).value, lib)
-              for d in metadata.get("native_vm", ())}
-    return Executable(deserialize(program), kernels, native)
+
+    def native(d: dict, lifted_call: bool = False) -> Any:
+        return native_of(d, ctypes.cast(getattr(lib, d["symbol"]), ctypes.c_void_p).value, lib, lifted_call)
+
+    lifted, calls = {}, {}
+    for d in metadata.get("lifted_vm", ()):  # (none in a library of an older tvms: see VERSION)
+        name, spec = lifted_of(d, lib)
+        lifted[name] = spec
+        if d["native"] is not None:
+            calls[name] = native(d["native"], lifted_call=True)
+    return Executable(deserialize(program), kernels, {d["name"]: native(d) for d in metadata.get("native_vm", ())},
+                      lifted, calls)

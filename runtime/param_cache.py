@@ -6,8 +6,9 @@ into ``f_transform_params``, next to ``f_lifted``, which takes the transformed w
 (``lifted_params``: ``f`` -> (``f_lifted``, ``f_transform_params``, num_input, number of weights)).
 ``vm["f"](x, *weights)`` still takes the original arguments: the VM runs the transform on the
 weights the first time, keeps its results for that parameter set, and calls ``f_lifted``, so
-later calls run only what depends on the inputs. (``f`` itself is compiled too: an exported
-library, which does not keep ``lifted_params``, runs it.)
+later calls run only what depends on the inputs. (``f`` itself is compiled too: a library of
+an older tvms, which did not keep ``lifted_params``, runs it; ``export_library`` keeps them now,
+with the native code of the call with cached weights.)
 
 What "the same parameter set" means: the same objects, by identity (numpy arrays and tvms
 Tensors; numbers and shapes by value). To make sure the same object still holds the same values,

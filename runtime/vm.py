@@ -32,7 +32,8 @@ import numpy as np
 from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.registry import register_func
-from tvms.ir.vm_program import Call, Goto, If, NativeVMFunction, Reg, Ret, VMFunction, VMProgram, check_native
+from tvms.ir.vm_program import (Call, Goto, If, NativeVMFunction, Reg, Ret, VMFunction, VMProgram, check_lifted,
+                                check_native)
 
 from .cuda_tensor import CudaTensor
 from .device import CPU, CUDA, cpu, cuda, missing_reason
@@ -70,6 +71,8 @@ class Executable:
         for a in self.native.values():
             if isinstance(a, NativeVMFunction):
                 check_native(a, program)
+        for name, spec in self.lifted_params.items():
+            check_lifted(name, spec, self.lifted_native.get(name), program)
 
     @property
     def function_names(self) -> list[str]:
@@ -85,23 +88,30 @@ class Executable:
     def stats(self) -> dict:
         """How the functions run: ``native`` (each one native call, TVM's compiled mode) and
         ``interpreted`` (name -> why: ``exec_mode="bytecode"`` or what the native lowering does
-        not take), with each native function's static storage plan (``plans``)."""
+        not take), with each native function's static storage plan (``plans``); ``lifted``: per
+        function whose weights were lifted, "native" when its call with cached weights is one
+        native call, else why not."""
         native = {n: a for n, a in self.native.items() if isinstance(a, NativeVMFunction)}
         why = "no native code (an executable loaded from a library or made from its parts)"
+        lifted = {n: self.lifted_native.get(n, why) for n in self.lifted_params}
         return {"native": sorted(native),
                 "interpreted": {n: self.native.get(n, why) for n in self.function_names if n not in native},
-                "plans": {n: a.describe_plan() for n, a in native.items()}}
+                "plans": {n: a.describe_plan() for n, a in native.items()},
+                "lifted": {n: "native" if isinstance(a, NativeVMFunction) else a for n, a in lifted.items()}}
 
     def export_library(self, path: str) -> None:
-        """Write the kernels, the serialized VM program and the native code of the compiled
-        functions as one shared library (``runtime/export.py``); ``tvms.runtime.load_module(path)``
+        """Write the kernels, the serialized VM program, the native code of the compiled
+        functions and the lifted functions (with the native code of their calls with cached
+        weights) as one shared library (``runtime/export.py``); ``tvms.runtime.load_module(path)``
         gives the Executable back."""
         from tvms.ir.vm_program import serialize
 
         from .export import export_library  # (it needs a C compiler: imported when used)
 
         native = [a for a in self.native.values() if hasattr(a, "shared_object")]
-        export_library(self._kernels, path, serialize(self.program), native)
+        calls = {n: a for n, a in self.lifted_native.items() if hasattr(a, "shared_object")}  # (not a reason why none)
+        lifted = [(name, spec, calls.get(name)) for name, spec in self.lifted_params.items()]
+        export_library(self._kernels, path, serialize(self.program), native, lifted)
 
     def __repr__(self) -> str:
         return f"Executable({', '.join(self.function_names)}; kernels {', '.join(self._kernels.functions)})"

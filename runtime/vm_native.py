@@ -21,7 +21,7 @@ import numpy as np
 
 from tvms.ir.errors import TVMSError
 from tvms.ir.target import host_cores
-from tvms.ir.vm_program import ALIGNMENT, CTX_FIELDS, NEED_OUTPUTS, NativeVMFunction
+from tvms.ir.vm_program import ALIGNMENT, CTX_FIELDS, LIFTED_CALL_WORDS, NEED_OUTPUTS, NativeVMFunction
 
 from .llvm_jit import load_kernel
 from .module import _data_address
@@ -124,8 +124,8 @@ class NativeFunction:
         words): the parameter set it runs with while its weights are these objects and none of
         ``arrays`` is writable; ``None``: no set (each call goes through ``fallback``)."""
         parts = (weights, transformed, arrays) if weights is not None else ()
-        at = self.artifact.ctx_size - 3
-        for k in range(3):
+        at = self.artifact.ctx_size - LIFTED_CALL_WORDS
+        for k in range(LIFTED_CALL_WORDS):
             self._ctx[at + k] = id(parts[k]) if parts else 0
         self._entry_parts = parts  # (kept alive: ctx holds their addresses)
 

@@ -339,3 +339,91 @@ def test_a_size_parameter_other_than_the_arrays_extent_is_an_error(tmp_path):
     for module in (built, tvms.runtime.load_module(str(tmp_path / "n.so"))):
         with pytest.raises(TVMSError, match=r"argument 2 \(n\): 5 is not the extent 3"):
             module(np.zeros(3, np.float32), np.zeros(3, np.float32), 5)
+
+
+# --------------------------------------------------------------------------- lifted weights
+
+
+@pytest.fixture(scope="module")
+def lifted_mlp(tmp_path_factory) -> tuple:
+    """The MLP compiled (its weight transposes lifted: ``forward_lifted``), its library, and inputs."""
+    ex = tvms.compile(from_source(MLP.read_text()), target="llvm")
+    path = tmp_path_factory.mktemp("lifted") / "mlp.so"
+    ex.export_library(str(path))
+    rng = np.random.default_rng(7)
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in [(3, 784), (256, 784), (256,), (10, 256), (10,)]]
+    return ex, path, inputs
+
+
+def _calls_of(ex, inputs: list, times: int = 3) -> tuple:
+    """The results of ``times`` calls of forward with the same weights, and the VM that made them."""
+    vm = tvms.relax.VirtualMachine(ex, tvms.cpu())
+    return [vm["forward"](*inputs).numpy() for _ in range(times)], vm
+
+
+def test_a_lifted_functions_call_with_cached_weights_is_native_after_load(lifted_mlp):
+    # the library once kept only forward as written: loaded, each call transposed the weights
+    # again (no lifting, no native code of the call with cached weights)
+    ex, path, inputs = lifted_mlp
+    loaded = tvms.runtime.load_module(str(path))
+    assert loaded.lifted_params == ex.lifted_params == {"forward": ("forward_lifted", "forward_transform_params", 1, 4)}
+    assert loaded.stats()["lifted"] == ex.stats()["lifted"] == {"forward": "native"}
+    assert loaded.lifted_native["forward"].address  # (its code is the library's)
+    want, _ = _calls_of(ex, inputs)
+    got, vm = _calls_of(loaded, inputs)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    assert vm.param_cache.transforms == 1  # the weights transformed once, by the first call ...
+    assert vm._native["forward"].artifact is loaded.lifted_native["forward"]
+    assert vm.native_stats()["forward"]["fallbacks"] == 1  # ... the later ones one native call each
+
+
+def _with_metadata(path: Path, to: Path, change) -> Path:
+    """A copy of the library at ``path`` whose metadata ``change`` (a function of the JSON) rewrote."""
+    import json
+
+    from tvms.runtime.library_file import TRAILER_SIZE, append_trailer, verify_library
+
+    raw = verify_library(str(path))
+    metadata = json.loads(raw)
+    change(metadata)
+    to.write_bytes(path.read_bytes()[:-TRAILER_SIZE - len(raw)])
+    append_trailer(str(to), json.dumps(metadata).encode())
+    return to
+
+
+def test_a_library_without_its_lifted_functions_runs_them_as_written(lifted_mlp, tmp_path):
+    # (as an older tvms wrote it: no "lifted_vm"; forward runs natively, weights transposed at each call)
+    ex, path, inputs = lifted_mlp
+    old = tvms.runtime.load_module(str(_with_metadata(path, tmp_path / "old.so", lambda m: m.pop("lifted_vm"))))
+    assert old.lifted_params == {} and old.stats()["lifted"] == {} and "forward" in old.stats()["native"]
+    want, _ = _calls_of(ex, inputs, 1)
+    got, vm = _calls_of(old, inputs, 1)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    assert vm.param_cache.transforms == 0 and vm._native["forward"].artifact.name == "forward"
+
+
+def _set(field: str, value):
+    def change(metadata: dict) -> None:
+        entry = metadata["lifted_vm"][0]
+        if field in entry:
+            entry[field] = value
+        else:
+            entry["native"][field] = value
+    return change
+
+
+@pytest.mark.parametrize("change, message", [
+    (_set("num_weights", 3), "the lifted function forward in .* does not fit the program"),
+    (_set("transform", "nowhere"), "the lifted function forward in .* does not fit the program"),
+    (_set("num_input", "1"), "lifted function description in .* is malformed: expected an integer"),
+    (lambda m: m["lifted_vm"][0].pop("lifted"), "lifted function description in .* is malformed: not a lifted"),
+    (_set("result", {"tuple": ["param", 2]}), "the lifted function forward in .* does not fit the program"),
+    (lambda m: m["lifted_vm"][0]["native"].update(ctx_size=m["lifted_vm"][0]["native"]["ctx_size"] - 3),
+     "native code description in .* is malformed: ctx_size is .* its fields take"),
+], ids=["weights", "transform", "num_input", "field", "result", "ctx"])
+def test_a_crafted_lifted_function_description_is_refused(lifted_mlp, tmp_path, change, message):
+    # (param 2: a transformed weight, which the call reads from the cache, not from its arguments)
+    crafted = _with_metadata(lifted_mlp[1], tmp_path / "crafted.so", change)
+    with pytest.raises(TVMSError, match=message):
+        tvms.runtime.load_module(str(crafted))

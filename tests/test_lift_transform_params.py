@@ -138,8 +138,9 @@ def test_compile_lifts_the_weight_transposes(mlp_vms) -> None:
     want = _numpy_mlp(*args)
     for vm in mlp_vms:
         np.testing.assert_allclose(vm["main"](*args).numpy(), want, rtol=1e-4, atol=1e-4)
-    # the program read back (as an exported library stores it) knows nothing of the lifting: its
-    # main is the original function, transposes included
+    # an executable made of the program alone (as one from a library of an older tvms, which kept
+    # no lifted functions) knows nothing of the lifting: its main is the original function,
+    # transposes included
     again = Executable(deserialize(serialize(lifted.executable.program)), lifted.executable.kernels())
     reloaded = relax.VirtualMachine(again, tvms.cpu())
     assert reloaded.param_cache.lifted == {}

@@ -36,7 +36,7 @@ from ...ir.dtype import ML_DTYPES, DataType, ml_dtype
 from ...ir.errors import TVMSError
 from ...ir.expr import IntImm, Var
 from ...ir.name_supply import NameSupply
-from ...ir.vm_program import (ALIGNMENT, CTX_FIELDS, NEED_OUTPUTS, Call, Const, Imm, NativeOutput,
+from ...ir.vm_program import (ALIGNMENT, CTX_FIELDS, LIFTED_CALL_WORDS, NEED_OUTPUTS, Call, Const, Imm, NativeOutput,
                                NativeVMFunction, Reg, Ret, Size, VMFunction, VMProgram)
 from ..relax.vm_memory_plan import plan_storage
 from . import llvm_types as T
@@ -213,7 +213,7 @@ class _Lowering:
                 raise _Unsupported(f"its ctx differs from {f.name}'s")
             if _params_in(result, self.lifted[0]):
                 raise _Unsupported("it returns a transformed weight")
-            self.ctx_size += 3
+            self.ctx_size += LIFTED_CALL_WORDS
         for name, values in self.calls:
             self.emit_kernel_call(name, values)
         if self.per_call is not None:
