@@ -28,19 +28,19 @@ from . import cuda_driver
 
 
 class Block(cuda_driver.DeviceMemory):
-    """A pooled block: the stream its work is queued on (None once lent to a library reading it
-    on another), the call since which it is idle."""
+    """A pooled block: the stream its work is queued on, whether it was lent to a library that
+    may read it on another stream, the call since which it is idle."""
 
-    __slots__ = ("stream", "idle_since")
+    __slots__ = ("stream", "lent", "idle_since")
 
     def lend(self, stream: Any = None) -> None:
         """A tensor in the block goes to a library that reads it on ``stream`` (DLPack's
         numbering; None: maybe a stream of its own): unless that is the stream of the block's
         work, which orders the library's reads before later work, the block is no longer
         handed out again, and is freed once dropped (cuMemFree waits for that stream). Lent
-        once, it stays lent (no stream names a block of none)."""
+        once, it stays lent; its ``stream`` stays that of its work, which readers wait for."""
         if not cuda_driver.names_stream(stream, self.stream):
-            self.stream = None
+            self.lent = True
 
 
 class BlockPool:
@@ -90,7 +90,7 @@ class BlockPool:
             self.allocated = True
             self.fresh += 1
         block = Block(self.index, nbytes)
-        block.stream = stream
+        block.stream, block.lent = stream, False
         return block
 
     def _fit(self, nbytes: int) -> int:
@@ -101,7 +101,7 @@ class BlockPool:
         """``block``'s work is queued: kept for later work of its stream, else (another stream,
         or lent) dropped."""
         with self._lock:
-            if block.stream is self.stream:
+            if block.stream is self.stream and not block.lent:
                 block.idle_since = self.calls
                 self.idle[block.nbytes].append(block)
                 return

@@ -721,20 +721,26 @@ def test_a_block_lent_to_another_library_is_freed_not_reused(emulated, driver_as
         assert allocated_and_freed(counting, lambda: (out.clear(), vm["main"](x, x))) == counted
 
 
-def test_dlpack_waits_unless_the_consumer_reads_on_the_stream_of_the_work(emulated, driver_as, monkeypatch) -> None:
-    """DLPack's ``stream`` is compared with the stream the VM's work on the tensor was queued on,
-    not with the current one: outputs of calls on s1, handed to consumers while s2 is current,
-    are waited for when the consumer reads on s2, not on s1; -1 (the consumer orders its reads
-    itself) never is, None (read as a stream not known) always; a tensor not the VM's, its
-    stream unknown, is waited for but with -1. ``__cuda_array_interface__`` names s1 too."""
-    vm, driver, counting = counted_vm(emulated, driver_as)
+def numbered_streams(driver, monkeypatch) -> None:
+    """Streams the emulated driver creates get numbers as handles (as real ones have)."""
     handles = itertools.count(0x1000)
-    driver.cuStreamCreate = lambda flags: (0, next(handles))  # (real handles are numbers)
+    driver.cuStreamCreate = lambda flags: (0, next(handles))
     monkeypatch.setattr(cuda_driver, "_CURRENT_STREAMS", {})
+
+
+def test_dlpack_waits_unless_the_consumer_reads_on_the_stream_of_the_work(emulated, driver_as, monkeypatch) -> None:
+    """DLPack's ``stream`` is compared with the stream the VM's work on the tensor was queued on
+    and with the current one: outputs of calls on s1 are waited for when handed to consumers
+    while s2 is current, on s2 or on s1 (s2 may have queued more work on them), and not when s1
+    is current again and the consumer reads on s1; -1 (the consumer orders its reads itself)
+    never is, None (read as a stream not known) always; a tensor not the VM's, its stream
+    unknown, is waited for but with -1. ``__cuda_array_interface__`` names s1 too."""
+    vm, driver, counting = counted_vm(emulated, driver_as)
+    numbered_streams(driver, monkeypatch)
     dev, x = tvms.cuda(0), np.arange(200, dtype="float32")
     s1, s2 = dev.create_raw_stream(), dev.create_raw_stream()
     dev.set_raw_stream(s1)
-    outs = [vm["main"](x, x) for _ in range(5)]
+    outs = [vm["main"](x, x) for _ in range(6)]
     dev.set_raw_stream(s2)
 
     def synchronizations(lend) -> int:
@@ -743,9 +749,45 @@ def test_dlpack_waits_unless_the_consumer_reads_on_the_stream_of_the_work(emulat
         return sum(counting.counts[name] for name in SYNCHRONIZATIONS)
     assert outs[0].__cuda_array_interface__["stream"] == s1.handle
     streams = (s2.handle, s1.handle, -1, None)
-    assert [synchronizations(lambda: out.__dlpack__(stream=s)) for out, s in zip(outs[1:], streams)] == [1, 0, 0, 1]
+    assert [synchronizations(lambda: out.__dlpack__(stream=s)) for out, s in zip(outs[1:], streams)] == [1, 1, 0, 1]
+    dev.set_raw_stream(s1)
+    assert synchronizations(lambda: outs[5].__dlpack__(stream=s1.handle)) == 0
     plain = tvms.nd.empty((4,), "float32", dev)
     assert [synchronizations(lambda: plain.__dlpack__(stream=s)) for s in (s2.handle, 1, -1)] == [1, 1, 0]
+
+
+def test_dlpack_waits_for_a_kernel_writing_a_vm_tensor_on_another_stream(emulated, driver_as, monkeypatch) -> None:
+    """A VM's output (its work on s1), then written by a module's kernel on s2: a consumer on s1
+    is not ordered after that kernel, so DLPack synchronizes."""
+    vm, driver, counting = counted_vm(emulated, driver_as)
+    numbered_streams(driver, monkeypatch)
+    dev, x = tvms.cuda(0), np.arange(200, dtype="float32")
+    s1, s2 = dev.create_raw_stream(), dev.create_raw_stream()
+    dev.set_raw_stream(s1)
+    out = vm["main"](x, x)
+    dev.set_raw_stream(s2)
+    lib = CudaModule({"main": fixture_artifact("add_dyn_SplitHostDevice.tvms", binary=b"\x7fELF a cubin")}, "cuda")
+    a = tvms.nd.array(x, device=dev)
+    lib["main"](a, a, out)
+    assert driver.streams[-1] == s2.handle
+    assert driver_calls(counting, lambda: out.__dlpack__(stream=s1.handle))[2] == 1
+    np.testing.assert_array_equal(out.numpy(), 3 * x)
+
+
+def test_a_lent_tensor_still_names_the_stream_of_its_work(emulated, driver_as, monkeypatch) -> None:
+    """Lending a VM's tensor (``__cuda_array_interface__``, or DLPack to a consumer on another
+    stream) does not make its stream unknown: a second read of the interface, or one after the
+    DLPack lend, names s1, the stream of the VM's work, not s2, the current one."""
+    vm, driver, _ = counted_vm(emulated, driver_as)
+    numbered_streams(driver, monkeypatch)
+    dev, x = tvms.cuda(0), np.arange(200, dtype="float32")
+    s1, s2 = dev.create_raw_stream(), dev.create_raw_stream()
+    dev.set_raw_stream(s1)
+    read, lent = vm["main"](x, x), vm["main"](x, x)
+    dev.set_raw_stream(s2)
+    assert [read.__cuda_array_interface__["stream"] for _ in range(2)] == [s1.handle] * 2
+    lent.__dlpack__(stream=s2.handle)
+    assert lent.__cuda_array_interface__["stream"] == s1.handle
 
 
 @pytest.mark.parametrize("lend, per_call", [
