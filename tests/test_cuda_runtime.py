@@ -23,7 +23,7 @@ from tvms.ir.registry import get_global_func
 from tvms.lowering.codegen.cuda_artifact import CudaArtifact, CudaKernel
 from tvms.lowering.targets import check_target, target_kind
 from tvms.runtime import cuda_driver
-from tvms.runtime.cuda_module import CudaModule, ReferenceLauncher
+from tvms.runtime.cuda_module import CudaModule, DriverLauncher, ReferenceLauncher
 from tvms.runtime.cuda_pool import BlockPool
 from tvms.runtime.dlpack import read_capsule, to_capsule
 from tvms.script import from_source
@@ -300,22 +300,22 @@ def test_a_host_workspace_comes_from_the_modules_pool(emulated, driver_as, monke
 
 
 def test_workspaces_of_many_sizes_stay_bounded(emulated) -> None:
-    """A symbolic shape called with 60 sizes: the module keeps the workspaces of the last few
-    calls' sizes, not one per size."""
+    """A symbolic shape called with 60 sizes: the module keeps the workspaces of the last
+    ``WORKSPACE_SIZES`` sizes, not one per size."""
     driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
     dev = tvms.cuda(0)
     for n in range(1, 61):
         X, Y = tvms.nd.empty((2, n), "float32", dev), tvms.nd.empty((2,), "float32", dev)
         lib["main"](X, Y, 1.0)
-    assert len(driver.memory) <= 2 + 1 + BlockPool.KEEP_CALLS  # (X, Y and a few calls' workspaces)
+    assert len(driver.memory) <= 2 + 1 + DriverLauncher.WORKSPACE_SIZES  # (X, Y and the last sizes' workspaces)
 
 
-@pytest.mark.parametrize("sizes", [range(1, 9), range(8, 0, -1)])
+@pytest.mark.parametrize("sizes", [range(1, 9), range(8, 0, -1), range(1, DriverLauncher.WORKSPACE_SIZES + 1)])
 def test_workspaces_of_sizes_called_in_turn_are_all_reused(emulated, driver_as, sizes) -> None:
-    """A function called with workspaces of 8 sizes in turn (as a VM call running kernels whose
-    workspaces differ, all from the module's one pool): once each size has run, a round
-    allocates, frees and waits for nothing, however many sizes there are, a larger idle block
-    serving a smaller request; the pool stays bounded."""
+    """A function called with workspaces of several sizes in turn (as a VM call running kernels
+    whose workspaces differ, all from the module's one pool), up to ``WORKSPACE_SIZES``: once
+    each size has run, a round allocates, frees and waits for nothing; the pool keeps one
+    workspace a size."""
     driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
     counting = Counting(driver)
     driver_as(counting)
@@ -326,10 +326,39 @@ def test_workspaces_of_sizes_called_in_turn_are_all_reused(emulated, driver_as, 
         for X, Y in args:
             lib["main"](X, Y, 1.0)
     one_round()
-    # (the second round allocates nothing; it may free the smaller blocks the first one's growing sizes left)
-    assert driver_calls(counting, one_round)[::2] == (0, 0)
-    assert [driver_calls(counting, one_round) for _ in range(2)] == [(0, 0, 0)] * 2
-    assert len(driver.memory) <= 2 * len(args) + 1 + BlockPool.KEEP_CALLS
+    assert [driver_calls(counting, one_round) for _ in range(3)] == [(0, 0, 0)] * 3
+    assert len(driver.memory) == 3 * len(args)
+
+
+def pool_call(pool: BlockPool, *sizes: int) -> None:
+    """A call of ``pool`` taking blocks of ``sizes`` at once, then handing them back."""
+    pool.begin_call()
+    for block in [pool.take(nbytes) for nbytes in sizes]:
+        pool.give_back(block)
+
+
+def test_a_small_workspace_does_not_take_the_large_one(emulated) -> None:
+    """Calls of a module's workspace pool with one 1 MiB workspace, and with a 64-byte one then
+    a 1 MiB one, in turn: the small request takes no large block that the large one would then
+    allocate again, so the pool keeps 1 MiB and 64 bytes, not 2 MiB, and allocates two blocks
+    in all."""
+    emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
+    pool = DriverLauncher({}, 0).workspaces
+    for _ in range(10):
+        pool_call(pool, 1 << 20)
+        pool_call(pool, 64, 1 << 20)
+    assert (sum(nbytes * len(blocks) for nbytes, blocks in pool.idle.items()), pool.fresh) == ((1 << 20) + 64, 2)
+
+
+def test_workspaces_of_a_size_later_calls_did_without_are_dropped(emulated) -> None:
+    """A call with four 64-byte workspaces, then calls with one (and a new size each, so that
+    they allocate): the size stays among those kept, but only its block the later calls used."""
+    emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
+    pool = DriverLauncher({}, 0).workspaces
+    pool_call(pool, 64, 64, 64, 64)
+    for k in range(1, BlockPool.KEEP_CALLS + 3):
+        pool_call(pool, 64, 128 * k)
+    assert len(pool.idle[64]) == 1 and len(pool.idle) == BlockPool.KEEP_CALLS + 3
 
 
 def test_a_dropped_module_frees_its_workspaces_at_once(emulated) -> None:
