@@ -15,9 +15,10 @@ The Relax VM on a GPU keeps its intermediates, its outputs and its storages in o
 worth. A CUDA module keeps the workspaces its host functions allocate in one per device
 (``cuda_module.DriverLauncher``), which also keeps sizes: the calls of a VM run kernels with
 workspaces of several sizes one after the other, each its own call of the pool, and reuse them
-all, allocating nothing once they have run, up to ``keep_sizes`` sizes (beyond, the sizes idle
-longest are allocated again). Sizes are exact: a small request never takes a large block that
-a later request of the same call would then allocate again (two large blocks kept for one).
+all, allocating nothing once they have run, up to ``keep_sizes`` sizes (a cycle through more
+allocates, and frees, a block at every call). Sizes are exact: a small request never takes a
+large block that a later request of the same call would then allocate again (two large blocks
+kept for one).
 
 Threads may share a pool: a block is one call's from ``take`` to ``give_back``, only idle blocks
 are shared, and a lock keeps a stream change from slipping between a request's check of its
