@@ -111,12 +111,14 @@ class DriverLauncher:
     from the module's pool of blocks on the device and go back to it when the call has queued
     its kernels: a later call on the same stream reuses them, its kernels queued after those."""
 
+    WORKSPACE_SIZES = 16  # (calls cycling through this many workspace sizes, a VM's kernels, reuse them all)
+
     def __init__(self, images: dict, index: int) -> None:
         cuda_driver.check_index(index)
         self.images, self.index = images, index  # id of a kernel -> the artifact holding its binary
         self._loaded: dict[int, cuda_driver.LoadedModule] = {}
         self._kernels: dict[int, tuple] = {}  # id of a kernel -> its loaded module, its parameters' C types
-        self.workspaces = BlockPool(index, fitting=True)  # (a workspace may be larger than asked)
+        self.workspaces = BlockPool(index, keep_sizes=self.WORKSPACE_SIZES)
         self._calls = _Calls()  # (threads share a launcher: each call's stream and workspace are its thread's)
 
     @property

@@ -87,9 +87,11 @@ class CudaTensor:
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
         """The capsule for a consumer that reads the data on ``stream``, in DLPack's numbering
         for CUDA: 1 the legacy default stream, 2 the per-thread one, a larger number a stream's
-        handle. The device is synchronized first unless that stream is the one the tensor's
-        work was queued on, which orders the reads after it: a VM's tensor knows its stream (its
-        block's), another tensor's is not known, so it is synchronized for any stream.
+        handle. The device is synchronized first unless that stream is both the one the
+        tensor's work was queued on, which orders the reads after it, and the current one, on
+        which tvms queues its later work on the tensor (a module's kernels): a VM's tensor knows
+        its stream (its block's), another tensor's is not known, so it is synchronized for any
+        stream.
 
         -1 says, as the standard has it, that the consumer orders its reads itself: nothing is
         waited for. None, which the standard reads as the legacy default stream, is read more
@@ -99,12 +101,16 @@ class CudaTensor:
         synchronized as well.) A consumer on another stream than the tensor's makes its block
         one the VM no longer reuses (``_lend``).
 
-        Work queued on a VM's tensor on another stream than the VM's must be waited for before
-        the tensor is dropped: its block then goes back to the VM, whose pool cannot see it."""
+        Work queued on a VM's tensor on another stream than the VM's, once that stream is no
+        longer the current one, is not seen: the caller waits for it before lending the tensor
+        (here or through ``__cuda_array_interface__``) and before dropping it (its block then
+        goes back to the VM, whose pool cannot see that work)."""
         from .dlpack import to_capsule
 
         index = self.device.device_id
-        if stream != -1 and not cuda_driver.names_stream(stream, getattr(self._owner, "stream", None)):
+        work = getattr(self._owner, "stream", None)
+        ordered = work is cuda_driver.current_stream(index) and cuda_driver.names_stream(stream, work)
+        if stream != -1 and not ordered:
             cuda_driver.synchronize(index)
         self._lend(stream)
         return to_capsule(self.ptr, self.shape, self._dtype, (CUDA, index), self)
@@ -113,7 +119,7 @@ class CudaTensor:
     def __cuda_array_interface__(self) -> dict:
         """Numba's CUDA array interface (v3), which cupy, torch and the cuBLAS runtime read:
         the memory, row-major, and the stream a reader waits for: that of a VM's work on the
-        tensor, else the device's current one."""
+        tensor (lent or not), else the device's current one."""
         work = getattr(self._owner, "stream", None) or cuda_driver.current_stream(self.device.device_id)
         stream = int(work.handle)
         self._lend()

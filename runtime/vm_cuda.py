@@ -124,7 +124,7 @@ class _Lease:
 
     @property
     def stream(self) -> cuda_driver.Stream | None:
-        """The stream of the block's work (None: lent)."""
+        """The stream of the block's work (lent or not)."""
         return self.raw.stream
 
     def lend(self, stream: Any = None) -> None:

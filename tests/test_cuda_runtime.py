@@ -23,7 +23,7 @@ from tvms.ir.registry import get_global_func
 from tvms.lowering.codegen.cuda_artifact import CudaArtifact, CudaKernel
 from tvms.lowering.targets import check_target, target_kind
 from tvms.runtime import cuda_driver
-from tvms.runtime.cuda_module import CudaModule, ReferenceLauncher
+from tvms.runtime.cuda_module import CudaModule, DriverLauncher, ReferenceLauncher
 from tvms.runtime.cuda_pool import BlockPool
 from tvms.runtime.dlpack import read_capsule, to_capsule
 from tvms.script import from_source
@@ -300,22 +300,22 @@ def test_a_host_workspace_comes_from_the_modules_pool(emulated, driver_as, monke
 
 
 def test_workspaces_of_many_sizes_stay_bounded(emulated) -> None:
-    """A symbolic shape called with 60 sizes: the module keeps the workspaces of the last few
-    calls' sizes, not one per size."""
+    """A symbolic shape called with 60 sizes: the module keeps the workspaces of the last
+    ``WORKSPACE_SIZES`` sizes, not one per size."""
     driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
     dev = tvms.cuda(0)
     for n in range(1, 61):
         X, Y = tvms.nd.empty((2, n), "float32", dev), tvms.nd.empty((2,), "float32", dev)
         lib["main"](X, Y, 1.0)
-    assert len(driver.memory) <= 2 + 1 + BlockPool.KEEP_CALLS  # (X, Y and a few calls' workspaces)
+    assert len(driver.memory) <= 2 + 1 + DriverLauncher.WORKSPACE_SIZES  # (X, Y and the last sizes' workspaces)
 
 
-@pytest.mark.parametrize("sizes", [range(1, 9), range(8, 0, -1)])
+@pytest.mark.parametrize("sizes", [range(1, 9), range(8, 0, -1), range(1, DriverLauncher.WORKSPACE_SIZES + 1)])
 def test_workspaces_of_sizes_called_in_turn_are_all_reused(emulated, driver_as, sizes) -> None:
-    """A function called with workspaces of 8 sizes in turn (as a VM call running kernels whose
-    workspaces differ, all from the module's one pool): once each size has run, a round
-    allocates, frees and waits for nothing, however many sizes there are, a larger idle block
-    serving a smaller request; the pool stays bounded."""
+    """A function called with workspaces of several sizes in turn (as a VM call running kernels
+    whose workspaces differ, all from the module's one pool), up to ``WORKSPACE_SIZES``: once
+    each size has run, a round allocates, frees and waits for nothing; the pool keeps one
+    workspace a size."""
     driver, lib = emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
     counting = Counting(driver)
     driver_as(counting)
@@ -326,10 +326,39 @@ def test_workspaces_of_sizes_called_in_turn_are_all_reused(emulated, driver_as, 
         for X, Y in args:
             lib["main"](X, Y, 1.0)
     one_round()
-    # (the second round allocates nothing; it may free the smaller blocks the first one's growing sizes left)
-    assert driver_calls(counting, one_round)[::2] == (0, 0)
-    assert [driver_calls(counting, one_round) for _ in range(2)] == [(0, 0, 0)] * 2
-    assert len(driver.memory) <= 2 * len(args) + 1 + BlockPool.KEEP_CALLS
+    assert [driver_calls(counting, one_round) for _ in range(3)] == [(0, 0, 0)] * 3
+    assert len(driver.memory) == 3 * len(args)
+
+
+def pool_call(pool: BlockPool, *sizes: int) -> None:
+    """A call of ``pool`` taking blocks of ``sizes`` at once, then handing them back."""
+    pool.begin_call()
+    for block in [pool.take(nbytes) for nbytes in sizes]:
+        pool.give_back(block)
+
+
+def test_a_small_workspace_does_not_take_the_large_one(emulated) -> None:
+    """Calls of a module's workspace pool with one 1 MiB workspace, and with a 64-byte one then
+    a 1 MiB one, in turn: the small request takes no large block that the large one would then
+    allocate again, so the pool keeps 1 MiB and 64 bytes, not 2 MiB, and allocates two blocks
+    in all."""
+    emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
+    pool = DriverLauncher({}, 0).workspaces
+    for _ in range(10):
+        pool_call(pool, 1 << 20)
+        pool_call(pool, 64, 1 << 20)
+    assert (sum(nbytes * len(blocks) for nbytes, blocks in pool.idle.items()), pool.fresh) == ((1 << 20) + 64, 2)
+
+
+def test_workspaces_of_a_size_later_calls_did_without_are_dropped(emulated) -> None:
+    """A call with four 64-byte workspaces, then calls with one (and a new size each, so that
+    they allocate): the size stays among those kept, but only its block the later calls used."""
+    emulated("scale_rowsum_SplitHostDevice.tvms", run_kernels=False)
+    pool = DriverLauncher({}, 0).workspaces
+    pool_call(pool, 64, 64, 64, 64)
+    for k in range(1, BlockPool.KEEP_CALLS + 3):
+        pool_call(pool, 64, 128 * k)
+    assert len(pool.idle[64]) == 1 and len(pool.idle) == BlockPool.KEEP_CALLS + 3
 
 
 def test_a_dropped_module_frees_its_workspaces_at_once(emulated) -> None:
@@ -721,20 +750,26 @@ def test_a_block_lent_to_another_library_is_freed_not_reused(emulated, driver_as
         assert allocated_and_freed(counting, lambda: (out.clear(), vm["main"](x, x))) == counted
 
 
-def test_dlpack_waits_unless_the_consumer_reads_on_the_stream_of_the_work(emulated, driver_as, monkeypatch) -> None:
-    """DLPack's ``stream`` is compared with the stream the VM's work on the tensor was queued on,
-    not with the current one: outputs of calls on s1, handed to consumers while s2 is current,
-    are waited for when the consumer reads on s2, not on s1; -1 (the consumer orders its reads
-    itself) never is, None (read as a stream not known) always; a tensor not the VM's, its
-    stream unknown, is waited for but with -1. ``__cuda_array_interface__`` names s1 too."""
-    vm, driver, counting = counted_vm(emulated, driver_as)
+def numbered_streams(driver, monkeypatch) -> None:
+    """Streams the emulated driver creates get numbers as handles (as real ones have)."""
     handles = itertools.count(0x1000)
-    driver.cuStreamCreate = lambda flags: (0, next(handles))  # (real handles are numbers)
+    driver.cuStreamCreate = lambda flags: (0, next(handles))
     monkeypatch.setattr(cuda_driver, "_CURRENT_STREAMS", {})
+
+
+def test_dlpack_waits_unless_the_consumer_reads_on_the_stream_of_the_work(emulated, driver_as, monkeypatch) -> None:
+    """DLPack's ``stream`` is compared with the stream the VM's work on the tensor was queued on
+    and with the current one: outputs of calls on s1 are waited for when handed to consumers
+    while s2 is current, on s2 or on s1 (s2 may have queued more work on them), and not when s1
+    is current again and the consumer reads on s1; -1 (the consumer orders its reads itself)
+    never is, None (read as a stream not known) always; a tensor not the VM's, its stream
+    unknown, is waited for but with -1. ``__cuda_array_interface__`` names s1 too."""
+    vm, driver, counting = counted_vm(emulated, driver_as)
+    numbered_streams(driver, monkeypatch)
     dev, x = tvms.cuda(0), np.arange(200, dtype="float32")
     s1, s2 = dev.create_raw_stream(), dev.create_raw_stream()
     dev.set_raw_stream(s1)
-    outs = [vm["main"](x, x) for _ in range(5)]
+    outs = [vm["main"](x, x) for _ in range(6)]
     dev.set_raw_stream(s2)
 
     def synchronizations(lend) -> int:
@@ -743,9 +778,45 @@ def test_dlpack_waits_unless_the_consumer_reads_on_the_stream_of_the_work(emulat
         return sum(counting.counts[name] for name in SYNCHRONIZATIONS)
     assert outs[0].__cuda_array_interface__["stream"] == s1.handle
     streams = (s2.handle, s1.handle, -1, None)
-    assert [synchronizations(lambda: out.__dlpack__(stream=s)) for out, s in zip(outs[1:], streams)] == [1, 0, 0, 1]
+    assert [synchronizations(lambda: out.__dlpack__(stream=s)) for out, s in zip(outs[1:], streams)] == [1, 1, 0, 1]
+    dev.set_raw_stream(s1)
+    assert synchronizations(lambda: outs[5].__dlpack__(stream=s1.handle)) == 0
     plain = tvms.nd.empty((4,), "float32", dev)
     assert [synchronizations(lambda: plain.__dlpack__(stream=s)) for s in (s2.handle, 1, -1)] == [1, 1, 0]
+
+
+def test_dlpack_waits_for_a_kernel_writing_a_vm_tensor_on_another_stream(emulated, driver_as, monkeypatch) -> None:
+    """A VM's output (its work on s1), then written by a module's kernel on s2: a consumer on s1
+    is not ordered after that kernel, so DLPack synchronizes."""
+    vm, driver, counting = counted_vm(emulated, driver_as)
+    numbered_streams(driver, monkeypatch)
+    dev, x = tvms.cuda(0), np.arange(200, dtype="float32")
+    s1, s2 = dev.create_raw_stream(), dev.create_raw_stream()
+    dev.set_raw_stream(s1)
+    out = vm["main"](x, x)
+    dev.set_raw_stream(s2)
+    lib = CudaModule({"main": fixture_artifact("add_dyn_SplitHostDevice.tvms", binary=b"\x7fELF a cubin")}, "cuda")
+    a = tvms.nd.array(x, device=dev)
+    lib["main"](a, a, out)
+    assert driver.streams[-1] == s2.handle
+    assert driver_calls(counting, lambda: out.__dlpack__(stream=s1.handle))[2] == 1
+    np.testing.assert_array_equal(out.numpy(), 3 * x)
+
+
+def test_a_lent_tensor_still_names_the_stream_of_its_work(emulated, driver_as, monkeypatch) -> None:
+    """Lending a VM's tensor (``__cuda_array_interface__``, or DLPack to a consumer on another
+    stream) does not make its stream unknown: a second read of the interface, or one after the
+    DLPack lend, names s1, the stream of the VM's work, not s2, the current one."""
+    vm, driver, _ = counted_vm(emulated, driver_as)
+    numbered_streams(driver, monkeypatch)
+    dev, x = tvms.cuda(0), np.arange(200, dtype="float32")
+    s1, s2 = dev.create_raw_stream(), dev.create_raw_stream()
+    dev.set_raw_stream(s1)
+    read, lent = vm["main"](x, x), vm["main"](x, x)
+    dev.set_raw_stream(s2)
+    assert [read.__cuda_array_interface__["stream"] for _ in range(2)] == [s1.handle] * 2
+    lent.__dlpack__(stream=s2.handle)
+    assert lent.__cuda_array_interface__["stream"] == s1.handle
 
 
 @pytest.mark.parametrize("lend, per_call", [
