@@ -21,8 +21,8 @@ import dataclasses
 from ....ir.expr import BufferLoad, Call, Cast, FloatImm, IntImm, Let, Not, PrimExpr, Select, Var, BinaryOp
 from ....ir.function import PrimFunc
 from ....ir.node import Node
-from ....ir.stmt import (AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
-                         SeqStmt, Stmt, While, AssertStmt)
+from ....ir.stmt import (AllocBuffer, Allocate, AttrStmt, BufferStore, DeclBuffer, Evaluate, For, IfThenElse,
+                         LetStmt, SeqStmt, Stmt, While, AssertStmt)
 from ....ir.visitor import Mutator, walk
 from ...pass_registry import register_pass
 from ...transform import prim_func_pass
@@ -82,6 +82,9 @@ class _Planner:
         self.number: dict = {}
         self.end: dict = {}
         self.binders: dict = {}  # id(variable) -> the statements binding it (loops, lets, launches)
+        # (id(statement), id(expression)) of each occurrence counted: the rewriter replaces those
+        # alone, since one it never counted (a let's body) may lie outside the binding's scope
+        self.counted: set = set()
 
     def lca(self, a: int, b: int) -> int:
         while self.scopes[a][1] > self.scopes[b][1]:
@@ -106,6 +109,9 @@ class _Planner:
         if not isinstance(e, PrimExpr):
             return True
         children = _children(e)
+        # (a call's arguments count as any operand, as in TVM 0.27, though the call may not evaluate
+        # them: ``T.if_then_else(d != 0, n // d + 1, 0)`` twice binds ``n // d + 1`` above it,
+        # which divides by zero where ``d == 0``)
         pure = [self.expr(c) for c in children]
         if not isinstance(e, RECORDED):
             return not isinstance(e, (Call, BufferLoad)) and _pure(e)
@@ -135,6 +141,7 @@ class _Planner:
         else:
             entry.lca = self.lca(entry.lca, self.scope)
         entry.count += 1
+        self.counted.add((id(self.stmt), id(e)))
         entry.last = self.number[id(self.stmt)]
 
     # -- statements
@@ -163,10 +170,15 @@ class _Planner:
         elif isinstance(s, AssertStmt):
             self.expr(s.condition)
             self.visit(s.body)
+        elif isinstance(s, Allocate):
+            for e in (*s.extents, s.condition):
+                self.expr(e)
+            self.visit(s.body)
         elif isinstance(s, (For, While, AttrStmt)):
             if isinstance(s, For):
                 self.expr(s.min)
                 self.expr(s.extent)
+                self.expr(s.step)  # (None where it is 1)
             elif isinstance(s, While):
                 self.expr(s.condition)
             elif isinstance(s.value, PrimExpr):
@@ -315,17 +327,29 @@ class _Distinct(Mutator):
 
 
 class _Rewriter(Mutator):
-    def __init__(self, inserts: dict, remap: dict, memo: dict) -> None:
-        self.inserts, self.remap, self.memo = inserts, remap, memo
+    """The body with the bindings put in and the occurrences the planner counted reading them."""
+
+    def __init__(self, inserts: dict, remap: dict, planner: _Planner) -> None:
+        self.inserts, self.remap, self.memo, self.counted = inserts, remap, planner.memo, planner.counted
+        self.stmt: Stmt | None = None  # the statement whose expressions are being rewritten
 
     def visit(self, node):
-        if isinstance(node, PrimExpr) and not isinstance(node, (Var, IntImm, FloatImm)):
+        if isinstance(node, PrimExpr) and (id(self.stmt), id(node)) in self.counted:
             var = self.remap.get(_key(node, self.memo))
             if var is not None:
                 return var
-        result = super().visit(node)
-        if isinstance(node, Stmt) and id(node) in self.inserts and not isinstance(node, SeqStmt):
+        if not isinstance(node, Stmt):
+            return super().visit(node)
+        result = self._rewrite(node)
+        if id(node) in self.inserts and not isinstance(node, SeqStmt):
             result = self._bind(node, result)
+        return result
+
+    def _rewrite(self, s: Stmt) -> Stmt:
+        """``s`` rewritten, without the bindings planned before it."""
+        outer, self.stmt = self.stmt, s
+        result = Mutator.visit(self, s)
+        self.stmt = outer
         return result
 
     def visit_Buffer(self, buffer):
@@ -340,7 +364,7 @@ class _Rewriter(Mutator):
         # a binding before a statement scopes the rest of the sequence
         tail: list = []  # (reversed)
         for item in reversed(_flat(seq)):
-            visited = Mutator.visit(self, item)
+            visited = self._rewrite(item)
             if id(item) in self.inserts:
                 tail = [self._bind(item, visited if not tail else SeqStmt((visited, *reversed(tail))))]
             else:
@@ -356,7 +380,7 @@ def common_subexpr_elim(func: PrimFunc) -> PrimFunc:
     inserts, remap = planner.plan()
     if not remap:
         return func
-    return func.with_changes(body=_Rewriter(inserts, remap, planner.memo).visit(body))
+    return func.with_changes(body=_Rewriter(inserts, remap, planner).visit(body))
 
 
 def CommonSubexprElim():  # noqa: N802 (TVM's name)
