@@ -18,7 +18,7 @@ from tvms.script import from_source
 
 
 # TVM 0.27's output, written by
-#   .venv/bin/python tools/cse_vs_tvm.py --write tests/fixtures/common_subexpr_elim --only 103,556,727,979,176,285 \
+#   .venv/bin/python tools/cse_vs_tvm.py --write tests/fixtures/common_subexpr_elim --only 103,556,772,176,285,806 \
 #       tests/fixtures/common_subexpr_elim/propagate.input.tvms tests/fixtures/common_subexpr_elim/select_condition.input.tvms
 # (random_0_<N>: the harness's program N of seed 0; the other two inputs are written by hand)
 GOLDEN = FIXTURES / "common_subexpr_elim"

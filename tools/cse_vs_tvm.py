@@ -5,8 +5,9 @@ text compared byte for byte.
     .venv/bin/python tools/cse_vs_tvm.py --write tests/fixtures/common_subexpr_elim --only 3,17 [FILE.tvms ...]
 
 Each program (a function of seed and index alone) is TVMScript in TVM 0.27's dialect: stores,
-loops (some of symbolic extent), branches, lets and while loops over integer expressions drawn
-from a small pool, so subexpressions repeat at several depths and scopes. TVM's Python (the side
+loops (some of symbolic extent), branches, lets, while loops, attributes and thread launches over
+integer expressions drawn from a small pool, so subexpressions repeat at several depths and
+scopes. (No buffer declarations: tvms leaves their shapes alone on purpose, see the pass.) TVM's Python (the side
 virtualenv, or --tvm-python) parses each text, prints it, and prints it after its pass; tvms does
 the same in the same dialect. A program whose input already prints differently is counted apart
 (a parser or printer difference, not the pass's). The report gives the match rate of the pass's
@@ -43,6 +44,7 @@ class _Program:
         self.lines: list = []
         self.names = 0  # loop and let variables made so far (each name is new)
         self.pool: list = []  # (text, the variables it reads): expressions to use again
+        self.threads = ["threadIdx.x", "blockIdx.x"]  # (each launched once at most)
 
     def leaf(self, visible: list) -> str:
         roll = self.rng.random()
@@ -101,10 +103,17 @@ class _Program:
                 if self.rng.random() < 0.5:
                     self.lines.append(f"{pad}else:")
                     self.body(visible, indent + 4, depth + 1)
-            elif roll < 0.95:
+            elif roll < 0.9:
                 var = self.fresh("t")
                 self.lines.append(f"{pad}{var}: T.let[T.int32] = {self.expr(visible, 2)}")
                 visible.append(var)  # (the rest of the sequence reads it)
+            elif roll < 0.93 and self.threads:
+                var = self.fresh("t")
+                self.lines.append(f'{pad}{var} = T.launch_thread("{self.threads.pop()}", {self.rng.choice(CONSTANTS) * 8})')
+                visible.append(var)
+            elif roll < 0.96:
+                self.lines.append(f'{pad}with T.attr(0, "pragma_auto_unroll_max_step", {self.expr(visible, 2)}):')
+                self.body(visible, indent + 4, depth + 1)
             else:
                 self.lines.append(f"{pad}while {self.expr(visible, 1)} < {self.rng.choice(visible)}:")
                 self.body(visible, indent + 4, depth + 1)

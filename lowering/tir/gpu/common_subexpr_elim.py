@@ -14,6 +14,11 @@ others after it), it goes before the enclosing statement instead.
 
 Places are known by the identity of their statement, so a statement object met twice (as
 UnrollLoop leaves a body that does not read its loop variable) is copied first.
+
+One difference from TVM 0.27, on purpose: TVM also counts and rewrites the shape of a buffer
+where an allocation or declaration makes it. Then its SplitHostDevice leaves the host's variable
+free in the kernel (DLight's dynamic softmax: ``cse_v1 = T.int64()``, then ``x =
+T.decl_buffer((cse_v1,), ...)`` in ``main_kernel``), so tvms leaves shapes as they are.
 """
 from __future__ import annotations
 
@@ -170,7 +175,7 @@ class _Planner:
             self.expr(s.value)
             self.visit(s.body)
         elif isinstance(s, (AllocBuffer, DeclBuffer)):
-            self.visit(s.body)  # (a buffer's shape is its own: one object for all its accesses)
+            self.visit(s.body)  # (its shape stays as it is: see the module's docstring)
         elif isinstance(s, AssertStmt):
             self.expr(s.condition)
             self.visit(s.body)
