@@ -238,37 +238,36 @@ def main(argv: list[str] | None = None) -> int:
         result = f"{'match' if ok else 'MISMATCH'} (max err {err:.1e})"
         tuned_vm = nchw_vm = None
         notes = []
+
+        def checked(executable, stem: str, label: str) -> tuple:
+            """(its VM, or None when its library failed: noted; whether it matches; its max error)."""
+            vm = vm_of(executable, args.export, stem)
+            if isinstance(vm, str):
+                notes.append(f"  {label}: {vm}")
+                return None, False, float("nan")
+            out = vm["main"](*inputs).numpy()
+            ok = out.shape == expected.shape and np.allclose(out, expected, rtol=rtol, atol=atol)
+            return vm, ok, float(np.max(np.abs(out - expected)))
+
         if args.tune:
-            executable, seconds, n_tasks, kept, check_seconds, checked = tune_model(
+            executable, seconds, n_tasks, kept, check_seconds, checked_tasks = tune_model(
                 name, mod, inputs, args.tune, args.work_dir, args.tune_ops, args.space, search_strategy(args),
                 not args.no_model_check)
-            tuned_vm = vm_of(executable, args.export, f"light_{name}_tuned")
-            if isinstance(tuned_vm, str):
-                notes.append(f"  tuned: {tuned_vm}")
-                tuned_vm, failed = None, failed + 1
-            else:
-                tuned_out = tuned_vm["main"](*inputs).numpy()
-                tuned_ok = tuned_out.shape == expected.shape and np.allclose(tuned_out, expected, rtol=rtol, atol=atol)
-                failed += not tuned_ok
+            tuned_vm, tuned_ok, tuned_err = checked(executable, f"light_{name}_tuned", "tuned")
+            failed += not tuned_ok
+            if tuned_vm is not None:
                 notes.append(f"  tuned: {n_tasks} tasks x {args.tune} trials in {seconds:.0f} s, {kept} kept the "
-                             f"default schedule; {'match' if tuned_ok else 'MISMATCH'} "
-                             f"(max err {float(np.max(np.abs(tuned_out - expected))):.1e})")
-                if checked:
-                    notes.append(f"  model check ({check_seconds:.0f} s): {len(checked)} tuned schedules timed in "
-                                 f"the model, {sum(t < d for d, t in checked.values())} faster there than the "
-                                 f"default:" + "".join(f"\n    {task}: default {d:.3f} ms, tuned {t:.3f} ms"
-                                                       for task, (d, t) in checked.items()))
+                             f"default schedule; {'match' if tuned_ok else 'MISMATCH'} (max err {tuned_err:.1e})")
+                if checked_tasks:
+                    notes.append(f"  model check ({check_seconds:.0f} s): {len(checked_tasks)} tuned schedules timed "
+                                 f"in the model, {sum(t < d for d, t in checked_tasks.values())} faster there than "
+                                 f"the default:" + "".join(f"\n    {task}: default {d:.3f} ms, tuned {t:.3f} ms"
+                                                           for task, (d, t) in checked_tasks.items()))
         if args.nchw:
             with tvms.transform.PassContext(config={"relax.BlockChannels.enable": False}):
                 nchw_executable = tvms.compile(mod, "llvm")
-            nchw_vm = vm_of(nchw_executable, args.export, f"light_{name}_nchw")
-            if isinstance(nchw_vm, str):
-                notes.append(f"  NCHW: {nchw_vm}")
-                nchw_vm, failed = None, failed + 1
-            else:
-                nchw_out = nchw_vm["main"](*inputs).numpy()
-                failed += not (nchw_out.shape == expected.shape
-                               and np.allclose(nchw_out, expected, rtol=rtol, atol=atol))
+            nchw_vm, nchw_ok, _ = checked(nchw_executable, f"light_{name}_nchw", "NCHW")
+            failed += not nchw_ok
         ours = theirs = tuned = nchw = None
         if not args.no_time:
             session = onnxruntime.InferenceSession(model.SerializeToString(),

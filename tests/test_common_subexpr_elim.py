@@ -1,6 +1,6 @@
-"""CommonSubexprElim beyond TVM's goldens (those are in test_gpu_lowering.py): the work of
-planning grows with the function, not with its square, and a statement object met twice gets
-its binding before the first occurrence."""
+"""CommonSubexprElim: TVM 0.27's output on small programs (those of the GPU pipeline are in
+test_gpu_lowering.py), the work of planning grows with the function, not with its square, and
+a statement object met twice gets its binding before the first occurrence."""
 from __future__ import annotations
 
 import sys
@@ -8,12 +8,29 @@ import sys
 import numpy as np
 import pytest
 
+from conftest import FIXTURES
 from tvms.ir.deep import run_deep
 from tvms.ir.stmt import SeqStmt
-from tvms.lowering.tir.gpu.common_subexpr_elim import _Planner, common_subexpr_elim
+from tvms.lowering.tir.gpu.common_subexpr_elim import CommonSubexprElim, _Planner, common_subexpr_elim
 from tvms.lowering.tir.unroll_loop import unroll_loop
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
+
+
+# TVM 0.27's output, written by
+#   .venv/bin/python tools/cse_vs_tvm.py --write tests/fixtures/common_subexpr_elim --only 103,556,772,176,285,806 \
+#       tests/fixtures/common_subexpr_elim/propagate.input.tvms tests/fixtures/common_subexpr_elim/select_condition.input.tvms
+# (random_0_<N>: the harness's program N of seed 0; the other two inputs are written by hand)
+GOLDEN = FIXTURES / "common_subexpr_elim"
+
+
+@pytest.mark.parametrize("name", sorted(p.name.removesuffix(".input.tvms") for p in GOLDEN.glob("*.input.tvms")))
+def test_output_is_tvm_027s(name: str) -> None:
+    """``propagate``: a bound expression's variable goes into the deeper values already
+    rewritten (``cse_v3 = cse_v2 * 2``, not ``(cse_v1 + 1) * 2``); ``select_condition``: not
+    into one that a variable of the same depth went into first, behind a comparison."""
+    mod = from_source((GOLDEN / f"{name}.input.tvms").read_text())
+    assert CommonSubexprElim()(mod).script(dialect="tvm-0.27") == (GOLDEN / f"{name}.expected.tvms").read_text()
 
 
 def unrolled(n: int):

@@ -5,20 +5,27 @@ loads, not a vector ramp or broadcast, not boolean) is counted where it occurs, 
 innermost scope (loop, branch, attribute body) holding all its occurrences. Occurrences inside a
 repeated parent do not count again: a child loses ``(parent count - 1) * multiplicity``. What is
 left with two or more occurrences gets a variable, shallower expressions first (then in the order
-first met): ``cse_vN = expr`` (with the earlier variables in it) is bound before its first use in
-that scope, or before the loop or branch that holds it, and every occurrence reads the variable.
+first met): ``cse_vN = expr`` (the earlier variables put in as ``_Bound`` says) is bound before
+its first use in that scope, or before the loop or branch that holds it, and every occurrence
+reads the variable.
 A binding scopes the statement it is put before and the rest of that statement's sequence; where
 that misses a later occurrence (the first one sits inside a buffer declaration or a let, the
 others after it), it goes before the enclosing statement instead.
 
 Places are known by the identity of their statement, so a statement object met twice (as
 UnrollLoop leaves a body that does not read its loop variable) is copied first.
+
+One difference from TVM 0.27, on purpose: TVM also counts and rewrites the shape of a buffer
+where an allocation or declaration makes it. Then its SplitHostDevice leaves the host's variable
+free in the kernel (DLight's dynamic softmax: ``cse_v1 = T.int64()``, then ``x =
+T.decl_buffer((cse_v1,), ...)`` in ``main_kernel``), so tvms leaves shapes as they are.
 """
 from __future__ import annotations
 
 import dataclasses
 
-from ....ir.expr import BufferLoad, Call, Cast, FloatImm, IntImm, Let, Not, PrimExpr, Select, Var, BinaryOp
+from ....ir.expr import (BinaryOp, BufferLoad, Call, Cast, FloatImm, IntImm, Let, Not, PrimExpr, Select, StringImm,
+                         Var)
 from ....ir.function import PrimFunc
 from ....ir.node import Node
 from ....ir.stmt import (AllocBuffer, Allocate, AttrStmt, BufferStore, DeclBuffer, Evaluate, For, IfThenElse,
@@ -59,7 +66,8 @@ RECORDED = (BinaryOp, Not, Cast, Select)
 
 
 class _Entry:
-    __slots__ = ("count", "depth", "repr", "lca", "first_scope", "first_stmt", "children", "consumed", "last")
+    __slots__ = ("count", "depth", "repr", "lca", "first_scope", "first_stmt", "children", "consumed", "last",
+                 "hides", "rank", "var", "value")
 
     def __init__(self, expr: PrimExpr, scope: int, stmt: Stmt) -> None:
         self.count, self.depth, self.repr, self.consumed = 0, 0, expr, 0
@@ -67,6 +75,12 @@ class _Entry:
         self.first_stmt = stmt
         self.children: list = []  # [key, multiplicity]
         self.last = 0  # the number of the last statement it occurs in (statements numbered as visited)
+        # whether an operation outside the table (a comparison, a let) lies inside it: the one way
+        # an expression can hold another of its own depth or deeper (``T.Select(a < e, b, c)``)
+        self.hides = False
+        self.rank = 0  # its place in the order bound
+        self.var: Var | None = None  # once bound: its variable and the value bound
+        self.value: PrimExpr | None = None
 
 
 class _Planner:
@@ -128,7 +142,9 @@ class _Planner:
             for c in children:
                 child = self.table.get(_key(c, self.memo))
                 if child is None:
+                    entry.hides |= not isinstance(c, (Var, IntImm, FloatImm, StringImm))
                     continue
+                entry.hides |= child.hides
                 depth = max(depth, child.depth)
                 ck = _key(c, self.memo)
                 for pair in entry.children:
@@ -166,7 +182,7 @@ class _Planner:
             self.expr(s.value)
             self.visit(s.body)
         elif isinstance(s, (AllocBuffer, DeclBuffer)):
-            self.visit(s.body)  # (a buffer's shape is its own: one object for all its accesses)
+            self.visit(s.body)  # (its shape stays as it is: see the module's docstring)
         elif isinstance(s, AssertStmt):
             self.expr(s.condition)
             self.visit(s.body)
@@ -204,29 +220,18 @@ class _Planner:
                     self.table[ck].consumed += (entry.count - 1) * mult
         inserts: dict = {}  # id(stmt) -> [(var, value)]
         remap: dict = {}  # key -> var
-        rank = {key: n for n, (key, _) in enumerate(entries)}  # (the order they are bound in)
-        for key, entry in entries:
+        for rank, (key, entry) in enumerate(entries):
             if entry.count - entry.consumed < 2:
                 continue
-            value = self._value(entry, remap, rank)
+            value = Mutator.visit(_Bound(self, entry.depth), entry.repr)  # (all but the root)
             point = self._insertion_point(entry)
             if not self._defined_before(value, point):
                 continue  # (two launches of one thread variable: it is bound in each, not above)
             var = Var(f"cse_v{len(remap) + 1}", entry.repr.dtype)
             inserts.setdefault(id(point), []).append((var, value))
-            remap[key] = var
+            remap[key] = entry.var = var
+            entry.rank, entry.value = rank, value
         return inserts, remap
-
-    def _value(self, entry: _Entry, remap: dict, rank: dict) -> PrimExpr:
-        """The value bound for ``entry``: its expression reading the variables bound before it for
-        shallower expressions, put in one at a time in the order bound (an expression already
-        holding an earlier variable no longer matches a later one). Only the variables of its own
-        subexpressions are tried, so the work is the size of the expression, not of the table."""
-        inside = {_key(node, self.memo) for node in walk(entry.repr) if isinstance(node, PrimExpr)}
-        value = entry.repr
-        for key in sorted((k for k in inside if k in remap and self.table[k].depth < entry.depth), key=rank.get):
-            value = _Replace(key, remap[key], self.memo).visit(value)
-        return value
 
     def _insertion_point(self, entry: _Entry) -> Stmt:
         if entry.first_scope == entry.lca:
@@ -299,14 +304,32 @@ def _as_list(value) -> list:
     return list(value) if isinstance(value, tuple) else [value]
 
 
-class _Replace(Mutator):
-    def __init__(self, key, var: Var, memo: dict) -> None:
-        self.key, self.var, self.memo = key, var, memo
+class _Bound(Mutator):
+    """An expression as TVM 0.27's planner leaves a binding's value. It puts each new variable's
+    value, as rewritten so far, into the values of the deeper expressions, rewritten so far too:
+    after ``cse_v1 = x + y`` and ``cse_v2 = cse_v1 + 1``, ``(x + y + 1) * 2`` is ``cse_v2 * 2``.
+    So an occurrence of an expression bound before, and shallower than ``depth``, reads its
+    variable, the outermost first; except where, behind a comparison (``_Entry.hides``), it
+    holds an expression of its own depth bound before it: that one went in first (in the deeper
+    value, not in the shallower one), and the two no longer match. The walk stops at a
+    variable, so the work is the size of the expression, not of the table."""
+
+    def __init__(self, planner: _Planner, depth: int, before: float = float("inf")) -> None:
+        self.planner, self.depth, self.before = planner, depth, before  # (before: a rank)
 
     def visit(self, node):
-        if isinstance(node, PrimExpr) and _key(node, self.memo) == self.key:
-            return self.var
+        if isinstance(node, PrimExpr):
+            entry = self.planner.table.get(_key(node, self.planner.memo))
+            if (entry is not None and entry.var is not None and entry.depth < self.depth
+                    and entry.rank < self.before and (not entry.hides or self._matches(node, entry))):
+                return entry.var
         return super().visit(node)
+
+    def _matches(self, node: PrimExpr, entry: _Entry) -> bool:
+        """Whether ``node`` still equals ``entry``'s value when that is put in: rewritten with
+        the variables bound before it."""
+        inner = Mutator.visit(_Bound(self.planner, self.depth, entry.rank), node)
+        return _key(inner, self.planner.memo) == _key(entry.value, self.planner.memo)
 
 
 class _Distinct(Mutator):
