@@ -19,6 +19,10 @@ One difference from TVM 0.27, on purpose: TVM also counts and rewrites the shape
 where an allocation or declaration makes it. Then its SplitHostDevice leaves the host's variable
 free in the kernel (DLight's dynamic softmax: ``cse_v1 = T.int64()``, then ``x =
 T.decl_buffer((cse_v1,), ...)`` in ``main_kernel``), so tvms leaves shapes as they are.
+And two where TVM 0.27 reads a variable out of its binding's scope: it rewrites a loop's step and
+a let expression's body without counting them (after ``if n < 5:`` binds ``cse_v1 = n * m + 1``,
+``for j in range(0, 8, cse_v1)`` follows the branch). tvms counts a loop's step beside its
+bounds, so a step can make a second occurrence, and rewrites only what it counted.
 """
 from __future__ import annotations
 
