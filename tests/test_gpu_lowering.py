@@ -457,3 +457,23 @@ def main(A: T.Buffer((64,), "int32")):
         A[tx * 2 + 1] = 2
 """)
     assert common_subexpr_elim(func).script() == func.script()
+
+
+def test_a_kernels_own_allocation_is_not_one_of_its_parameters() -> None:
+    """SplitHostDevice's free variables: a ``T.allocate`` inside the region defines its pointer,
+    and a buffer over that pointer is the region's own (they were listed as parameters)."""
+    from tvms.lowering.tir.gpu.free_vars import undefined
+
+    func = from_source('''
+@T.prim_func
+def main(A: T.Buffer((16,), "float32")):
+    ptr = T.allocate([16], "float32", "local")
+    B = T.Buffer((16,), data=ptr, scope="local")
+    for i in range(16):
+        B[i] = A[i] + T.float32(1)
+    for i in range(16):
+        A[i] = B[i]
+''')
+    func = func["main"] if isinstance(func, IRModule) else func
+    variables, buffers = undefined(func.body)
+    assert [v.name for v in variables] == ["A"] and [b.name for b in buffers] == ["A"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ....ir.buffer import Buffer
 from ....ir.expr import BufferLoad, CommReducer, IterVar, Let, Var
-from ....ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, For, LetStmt, Stmt
+from ....ir.stmt import AllocBuffer, Allocate, AttrStmt, BufferStore, DeclBuffer, For, LetStmt, Stmt
 from ....ir.visitor import walk
 
 
@@ -23,6 +23,8 @@ def _defined(stmt: Stmt) -> set:
             defined.update((*node.lhs, *node.rhs))
         elif isinstance(node, AttrStmt) and isinstance(node.node, IterVar):
             defined.add(node.node.var)
+        elif isinstance(node, Allocate):  # (T.allocate: its pointer, and any buffer over it, are the region's own)
+            defined.add(node.buffer_var)
         elif isinstance(node, (AllocBuffer, DeclBuffer)):
             defined.add(node.buffer)
             if isinstance(node, AllocBuffer):
@@ -39,7 +41,8 @@ def undefined(stmt: Stmt, declared: dict | None = None) -> tuple[list, list]:
     variables: dict = {}
     buffers: dict = {}
     for node in walk(stmt):
-        if isinstance(node, (BufferLoad, BufferStore)) and node.buffer not in defined:
+        if (isinstance(node, (BufferLoad, BufferStore)) and node.buffer not in defined
+                and node.buffer.data not in defined):
             buffers.setdefault(node.buffer, None)
         elif isinstance(node, Var) and node not in defined:
             variables.setdefault(node, None)
