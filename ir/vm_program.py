@@ -673,9 +673,10 @@ def lifted_json(name: str, spec: tuple, call: NativeVMFunction | None) -> dict:
 
 def lifted_of(d: Any, library: Any) -> tuple:
     """``(name, spec)`` as ``lifted_json`` wrote them (its ``native``: ``native_of`` with
-    ``lifted_call``); a TVMSError naming the library when a field is not what it should be."""
+    ``lifted_call``); a TVMSError naming the library when a field is not what it should be.
+    Fields a newer tvms added are ignored (as ``native_of`` does)."""
     try:
-        if not isinstance(d, dict) or set(d) != set(_LIFTED_FIELDS):
+        if not isinstance(d, dict) or not set(_LIFTED_FIELDS) <= set(d):
             raise TVMSError("not a lifted function's fields")
         spec = (_str(d["lifted"]), _str(d["transform"]), _count(d["num_input"], "num_input"),
                 _count(d["num_weights"], "num_weights"))
@@ -685,23 +686,55 @@ def lifted_of(d: Any, library: Any) -> tuple:
                         f"{err}") from None
 
 
-def check_lifted(name: str, spec: tuple, call: Any, program: VMProgram) -> None:
-    """``spec`` fits ``program``: ``name``, its lifted form and its transform are functions of it,
-    ``name`` takes num_input + number of weights arguments; so does ``call`` (the native code
-    of its call with cached weights, when it is a NativeVMFunction), which is the lifted form's
-    code, returns none of the transformed weights and reads constants of the pool."""
-    runtime, transform, num_input, num_weights = spec
+# what a lifted call shares with its lifted form's native code: the runtime builds the call's ctx,
+# storage and results from these, so a call that differs would read or write past them
+_SHARED_WITH_PLAIN = ("kernels", "constants", "outputs", "heap", "storage_bytes")
+
+
+def check_lifted(lifted: dict, calls: dict, native: dict, program: VMProgram) -> None:
+    """``lifted`` (name -> spec) fits ``program``: per function ``name``, its lifted form and its
+    transform are three functions of it, none of them lifted itself (the VM would follow them in
+    a loop); ``name`` takes num_input + number of weights arguments, the transform one (the
+    tuple of weights), the lifted form at least num_input. ``calls[name]``, when it is a
+    NativeVMFunction (the native code of the call with cached weights), is the lifted form's
+    code: it takes ``name``'s arguments, returns none of the transformed weights, and shares
+    the kernels, constants, outputs, heap and storage of the lifted form's own native code
+    (``native``), its ctx LIFTED_CALL_WORDS longer."""
     functions = {f.name: f for f in program.functions if not f.closure}
-    fits = (name in functions and runtime in functions and transform in functions
-            and len(functions[name].params) == num_input + num_weights
-            and len(functions[runtime].params) >= num_input)
-    if fits and isinstance(call, NativeVMFunction):
-        fits = (call.name == runtime and call.num_params == num_input + num_weights and _constants_fit(call, program)
-                and all(k < num_input for kind, k in _leaves(call.result) if kind == "param"))
-    if not fits:
-        where = _where(call.library) if isinstance(call, NativeVMFunction) else "the executable"
-        raise TVMSError(f"the lifted function {name} in {where} does not fit the program (functions {name}, "
-                        f"{runtime} and {transform}; {name} of {num_input} inputs and {num_weights} weights)")
+    for name, spec in lifted.items():
+        call = calls.get(name)
+        why = _lifted_misfit(name, spec, call, lifted, native, functions, program)
+        if why:
+            runtime, transform, num_input, num_weights = spec
+            where = _where(call.library) if isinstance(call, NativeVMFunction) else "the executable"
+            raise TVMSError(f"the lifted function {name} in {where} does not fit the program (functions {name}, "
+                            f"{runtime} and {transform}; {name} of {num_input} inputs and {num_weights} weights): "
+                            f"{why}")
+
+
+def _lifted_misfit(name: str, spec: tuple, call: Any, lifted: dict, native: dict, functions: dict,
+                   program: VMProgram) -> str:
+    """Why the lifted function ``name`` does not fit (``check_lifted``), or ''."""
+    runtime, transform, num_input, num_weights = spec
+    if len({name, runtime, transform}) != 3 or runtime in lifted or transform in lifted:
+        return "its lifted form and its transform must be two other functions, neither lifted itself"
+    if not (name in functions and runtime in functions and transform in functions):
+        return "one of them is missing"
+    if (len(functions[name].params) != num_input + num_weights or len(functions[transform].params) != 1
+            or len(functions[runtime].params) < num_input):
+        return "their numbers of parameters differ"
+    if not isinstance(call, NativeVMFunction):
+        return ""
+    plain = native.get(runtime)
+    if not isinstance(plain, NativeVMFunction):
+        return f"its call has native code, {runtime} has none"
+    if (call.name != runtime or call.num_params != num_input + num_weights or not _constants_fit(call, program)
+            or any(k >= num_input for kind, k in _leaves(call.result) if kind == "param")):
+        return "its call's native code takes other arguments"
+    if any(getattr(call, k) != getattr(plain, k) for k in _SHARED_WITH_PLAIN) \
+            or call.ctx_size != plain.ctx_size + LIFTED_CALL_WORDS:
+        return f"its call's native code does not share the kernels, constants, outputs and storage of {runtime}'s"
+    return ""
 
 
 def _leaves(tree: Any) -> list:

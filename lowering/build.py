@@ -357,7 +357,7 @@ def link_executable(mod: IRModule, kernels: Any, artifacts: dict | None = None, 
         native = lower_vm_program(program, artifacts or {}, target)
     else:
         native = {f.name: f'exec_mode="{exec_mode}"' for f in program.functions if not f.closure}
-    lifted_native = {}
+    lifted_native = {name: f'exec_mode="{exec_mode}"' for name in lifted or {}}
     if lifted and exec_mode == "compiled":  # (the call with cached weights as one native call too)
         lifted_native = lower_lifted_calls(program, native, artifacts or {}, target, lifted)
     return get_global_func(EXECUTABLE_LOADER)(program, kernels, native, lifted, lifted_native)

@@ -179,6 +179,43 @@ def _describe_params(func: PrimFunc) -> list:
 
 # --------------------------------------------------------------------------- load
 
+# The prefixes of the symbols a library defines: a kernel's (``lowering/build._symbol``), a VM
+# function's native code and a lifted function's call with cached weights (``llvm_vm._symbol``).
+# dlsym looks a name up in the library and in everything it links too: a name from the metadata
+# without the prefix of its kind (``abort``), or with another kind's, is refused, and so is an
+# address that lies outside the library.
+KERNEL_PREFIX, VM_PREFIX, CALL_PREFIX = "tvms_", "tvmsvm_", "tvmsvmcall_"
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def symbol_address(lib: Any, symbol: Any, prefix: str, path: str) -> int:
+    """The address of ``symbol`` (of the kind ``prefix`` names) in the library ``lib`` loaded from ``path``."""
+    if (not isinstance(symbol, str) or not symbol.startswith(prefix)
+            or prefix == KERNEL_PREFIX and symbol.startswith(VM_PREFIX[:-1])):
+        raise TVMSError(f"load_module: {path} names the symbol {symbol!r:.60}, not one of its own "
+                        f"(they begin with {prefix!r})")
+    try:
+        address = ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
+    except AttributeError:
+        raise TVMSError(f"load_module: {path} does not define the symbol {symbol!r:.60}") from None
+    where = _library_of(address)
+    if where not in (None, os.path.realpath(path)):
+        raise TVMSError(f"load_module: the symbol {symbol!r:.60} is not defined in {path} but in {where}")
+    return address
+
+
+def _library_of(address: int) -> str | None:
+    """The file of the shared object holding ``address`` (dladdr), None when that cannot be told."""
+    dladdr = getattr(ctypes.CDLL(None), "dladdr", None)
+    info = _DlInfo()
+    if dladdr is None or not dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
+        return None
+    return os.path.realpath(os.fsdecode(info.dli_fname))
+
 
 def read_metadata(path: str) -> tuple[dict, Any]:
     """The metadata of the library at ``path`` and its ctypes handle; the file's sizes and hashes
@@ -231,9 +268,11 @@ def _llvm_module_of(metadata: dict, lib: Any, path: str) -> Any:
         slots = tuple(entry_vars(func))
         if [v.name for v in slots] != entry["slots"]:
             raise TVMSError(f"load_module: the signature of {name} in {path} does not match its slots")
-        address = ctypes.cast(getattr(lib, entry["symbol"]), ctypes.c_void_p).value
+        address = symbol_address(lib, entry["symbol"], KERNEL_PREFIX, path)
         threads = entry["num_threads_symbol"]
-        threads_address = ctypes.addressof(ctypes.c_int32.in_dll(lib, threads)) if threads else 0
+        if threads is not None and threads != f"{entry['symbol']}__num_threads":
+            raise TVMSError(f"load_module: the thread-count global of {name} in {path} is named {threads!r:.60}")
+        threads_address = symbol_address(lib, threads, KERNEL_PREFIX, path) if threads else 0
         loaded = LoadedFunction(func, target, address, slots, threads_address, tuple(entry["outputs"]), lib)
         functions[name] = Function(name, loaded)
     return Module(functions, metadata["target"])
@@ -253,7 +292,8 @@ def _with_program(kernels: Any, metadata: dict, path: str, lib: Any = None) -> A
         raise TVMSError(f"load_module: the VM program in {path} is not base64: {err}") from None
 
     def native(d: dict, lifted_call: bool = False) -> Any:
-        return native_of(d, ctypes.cast(getattr(lib, d["symbol"]), ctypes.c_void_p).value, lib, lifted_call)
+        prefix = CALL_PREFIX if lifted_call else VM_PREFIX
+        return native_of(d, symbol_address(lib, d.get("symbol"), prefix, path), lib, lifted_call)
 
     lifted, calls = {}, {}
     for d in metadata.get("lifted_vm", ()):  # (none in a library of an older tvms: see VERSION)

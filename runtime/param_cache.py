@@ -184,7 +184,7 @@ class ParamCache:
         spec = self.lifted.get(name)
         if spec is None:
             return name, args
-        runtime, transform, num_input, _ = spec
+        runtime, _, num_input, _ = spec
         last = self.last.get(name)
         if last is not None and last.weights is not None:  # (the same weight objects as the last
             weights = args[num_input:]                      # call, still read-only: a hit)
@@ -194,10 +194,11 @@ class ParamCache:
                         break
                 else:
                     return runtime, args[:num_input] + last.outputs
-        values = self._arguments(name, transform, num_input, args)
+        values = self._arguments(name, spec, args)
         return (name, args) if values is None else (runtime, values)
 
-    def _arguments(self, name: str, transform: str, num_input: int, args: tuple) -> tuple | None:
+    def _arguments(self, name: str, spec: tuple, args: tuple) -> tuple | None:
+        runtime, transform, num_input, _ = spec
         params = self._params(name)
         if len(args) != len(params):
             raise TVMSError(f"{name} takes {len(params)} arguments ({', '.join(params)}), got {len(args)}")
@@ -217,7 +218,12 @@ class ParamCache:
                     return (*inputs, *entry.outputs)
                 entries.pop(i).release(self._all())
                 break
-        entry = _Entry(key, weights, arrays, self._transform(transform, weights, params[num_input:]))
+        outputs = self._transform(transform, weights, params[num_input:])
+        takes = len(self._params(runtime)) - num_input  # (its lifted form's weights: checked once they are known)
+        if len(outputs) != takes:
+            raise TVMSError(f"{transform} returned {len(outputs)} transformed weights; {runtime} takes {takes} "
+                            f"after its {num_input} inputs")
+        entry = _Entry(key, weights, arrays, outputs)
         entries.insert(0, entry)
         self._set_last(name, entry)
         while len(entries) > CAPACITY:
@@ -231,10 +237,13 @@ class ParamCache:
     def _transform(self, transform: str, weights: tuple, names: tuple) -> tuple:
         self.transforms += 1
         try:
-            return tuple(self.vm.invoke(transform, tuple(weights)))
+            outputs = self.vm.invoke(transform, tuple(weights))
         except TVMSError as err:  # (a bad weight, named as the caller knows it, not as a tuple field)
             message = re.sub(r"'model_params'\[(\d+)\]", lambda m: repr(names[int(m.group(1))]), str(err))
             raise TVMSError(message) from None
+        if not isinstance(outputs, tuple):
+            raise TVMSError(f"{transform} returned {type(outputs).__name__}, not a tuple of transformed weights")
+        return outputs
 
     def _all(self) -> list:
         return [e for entries in self.entries.values() for e in entries]

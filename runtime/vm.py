@@ -19,11 +19,12 @@ arrays, as under the reference executor; they support DLPack (``torch.from_dlpac
 An executable compiled for ``cuda`` runs on a GPU (``VirtualMachine(ex, tvms.cuda(0))``): its
 registers hold device tensors (``vm_cuda.py``) and packed functions receive those.
 
-A VirtualMachine, like TVM's, is for one thread at a time; an Executable may be shared by many
-VMs.
+A VirtualMachine, like TVM's, is for one thread at a time (only the first lookup of a function,
+``vm["main"]``, may race: it makes one callable); an Executable may be shared by many VMs.
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Callable
 
@@ -71,8 +72,7 @@ class Executable:
         for a in self.native.values():
             if isinstance(a, NativeVMFunction):
                 check_native(a, program)
-        for name, spec in self.lifted_params.items():
-            check_lifted(name, spec, self.lifted_native.get(name), program)
+        check_lifted(self.lifted_params, self.lifted_native, self.native, program)
 
     @property
     def function_names(self) -> list[str]:
@@ -259,6 +259,9 @@ class VirtualMachine:
         self._functions: dict[str, _Function] = {}
         self._callables: dict[str, Callable] = {}
         self._native: dict[str, NativeFunction] = {}
+        # (made once: two threads' first lookups of a function get one callable, so the parameter
+        # cache's watcher feeds the native code both run; reentrant: a lifted function's makes its lifted form's)
+        self._making = threading.RLock()
         # functions whose weights tvms.compile lifted: transformed once per parameter set
         self.param_cache = ParamCache(self, ex.lifted_params)
 
@@ -279,7 +282,10 @@ class VirtualMachine:
             if name not in self.executable.function_names:
                 raise TVMSError(f"the executable has no Relax function {name!r}; it has "
                                 f"{', '.join(self.executable.function_names) or 'none'}")
-            fn = self._callables[name] = self._callable(name)
+            with self._making:
+                fn = self._callables.get(name)  # (another thread may have made it meanwhile)
+                if fn is None:
+                    fn = self._callables[name] = self._callable(name)
         return fn
 
     def _callable(self, name: str) -> Callable:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import ctypes
 import os
 import subprocess
 import sys
@@ -413,6 +414,10 @@ def _set(field: str, value):
     return change
 
 
+_LOOP = "does not fit the program .*its lifted form and its transform must be two other functions, neither lifted"
+_UNSHARED = "does not fit the program .*does not share the kernels, constants, outputs and storage of forward_lifted's"
+
+
 @pytest.mark.parametrize("change, message", [
     (_set("num_weights", 3), "the lifted function forward in .* does not fit the program"),
     (_set("transform", "nowhere"), "the lifted function forward in .* does not fit the program"),
@@ -421,9 +426,55 @@ def _set(field: str, value):
     (_set("result", {"tuple": ["param", 2]}), "the lifted function forward in .* does not fit the program"),
     (lambda m: m["lifted_vm"][0]["native"].update(ctx_size=m["lifted_vm"][0]["native"]["ctx_size"] - 3),
      "native code description in .* is malformed: ctx_size is .* its fields take"),
-], ids=["weights", "transform", "num_input", "field", "result", "ctx"])
+    # names pointing back (the VM followed them until a RecursionError, or for ever)
+    (lambda m: (_set("lifted", "forward")(m), _set("name", "forward")(m)), _LOOP),
+    (lambda m: m["lifted_vm"].append(dict(m["lifted_vm"][0], name="forward_lifted", lifted="forward", native=None)),
+     _LOOP),
+    (lambda m: m["lifted_vm"].append({"name": "forward_transform_params", "lifted": "forward_lifted", "native": None,
+                                      "transform": "forward_transform_params", "num_input": 0, "num_weights": 1}),
+     _LOOP),
+    # the call's native code and its lifted form's must agree (the call runs in its storage: a crash)
+    (_set("storage_bytes", 1 << 20), _UNSHARED),
+    (lambda m: m["lifted_vm"][0]["native"]["kernels"].reverse(), _UNSHARED),
+    (lambda m: m["lifted_vm"][0]["native"]["outputs"][0][1].__setitem__(0, 3000), _UNSHARED),
+    (lambda m: m.update(native_vm=[d for d in m["native_vm"] if d["name"] != "forward_lifted"]),
+     "its call has native code, forward_lifted has none"),
+    # symbols: dlsym finds any name of the library and of what it links
+    (_set("symbol", "abort"), "names the symbol 'abort', not one of its own"),
+    (lambda m: m["native_vm"][0].update(symbol=m["lifted_vm"][0]["native"]["symbol"]),
+     "names the symbol 'tvmsvmcall_forward_lifted', not one of its own .*'tvmsvm_'"),
+    (lambda m: m["functions"][0].update(symbol="tvmsvm_forward"), "names the symbol 'tvmsvm_forward'"),
+    (lambda m: m["functions"][0].update(num_threads_symbol="abort"), "the thread-count global of .* is named 'abort'"),
+], ids=["weights", "transform", "num_input", "field", "result", "ctx", "self", "mutual", "transform_lifted",
+        "storage", "kernels", "outputs", "no_plain", "abort", "call_as_plain", "kernel_symbol", "threads_symbol"])
 def test_a_crafted_lifted_function_description_is_refused(lifted_mlp, tmp_path, change, message):
     # (param 2: a transformed weight, which the call reads from the cache, not from its arguments)
     crafted = _with_metadata(lifted_mlp[1], tmp_path / "crafted.so", change)
     with pytest.raises(TVMSError, match=message):
         tvms.runtime.load_module(str(crafted))
+
+
+def test_a_lifted_function_description_of_a_newer_tvms_loads(lifted_mlp, tmp_path):
+    # (a field this tvms does not know is ignored, as in a native function's description)
+    ex, path, inputs = lifted_mlp
+    newer = _with_metadata(path, tmp_path / "newer.so", lambda m: m["lifted_vm"][0].update(weights_dtypes=["f4"]))
+    loaded = tvms.runtime.load_module(str(newer))
+    assert loaded.lifted_params == ex.lifted_params and loaded.stats()["lifted"] == {"forward": "native"}
+
+
+def test_a_symbol_of_a_linked_library_is_refused(tmp_path):
+    # dlsym finds tvmsvm_elsewhere through top.so's dependency; its address is not top.so's
+    from tvms.runtime.export import KERNEL_PREFIX, VM_PREFIX, symbol_address
+
+    (tmp_path / "dep.c").write_text("int tvmsvm_elsewhere(void) { return 0; }\n")
+    (tmp_path / "top.c").write_text("int tvms_here(void) { return 1; }\n")
+    cc = os.environ.get("CC", "cc")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(tmp_path / "libdep.so"), str(tmp_path / "dep.c")], check=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(tmp_path / "top.so"), str(tmp_path / "top.c"),
+                    f"-L{tmp_path}", "-Wl,--no-as-needed", "-ldep", f"-Wl,-rpath,{tmp_path}"], check=True)
+    top = str(tmp_path / "top.so")
+    lib = ctypes.CDLL(top)
+    assert symbol_address(lib, "tvms_here", KERNEL_PREFIX, top)
+    assert getattr(lib, "tvmsvm_elsewhere")  # (the lookup itself finds it)
+    with pytest.raises(TVMSError, match="'tvmsvm_elsewhere' is not defined in .*top.so but in .*libdep.so"):
+        symbol_address(lib, "tvmsvm_elsewhere", VM_PREFIX, top)

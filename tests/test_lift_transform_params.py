@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import ast
 import sys
+import threading
+import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,8 +19,8 @@ import tvms
 from tvms import relax
 from tvms.ir.errors import TVMSError
 from tvms.lowering.transform import PassContext, PassError
-from tvms.ir.vm_program import deserialize, serialize
-from tvms.runtime.param_cache import CAPACITY
+from tvms.ir.vm_program import Ret, VMFunction, VMProgram, check_lifted, deserialize, serialize
+from tvms.runtime.param_cache import CAPACITY, ParamCache
 from tvms.runtime.vm import Executable
 from tvms.runtime.reference_relax import run_relax
 from tvms.script import from_source
@@ -145,6 +148,56 @@ def test_compile_lifts_the_weight_transposes(mlp_vms) -> None:
     reloaded = relax.VirtualMachine(again, tvms.cpu())
     assert reloaded.param_cache.lifted == {}
     np.testing.assert_allclose(reloaded["main"](*args).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_bytecode_build_says_why_its_lifted_call_is_not_native() -> None:
+    ex = tvms.compile(_mlp(True), target="llvm", exec_mode="bytecode")
+    assert ex.stats()["lifted"] == {"main": 'exec_mode="bytecode"'}
+
+
+def test_two_threads_first_lookup_of_a_function_get_one_callable(mlp_vms) -> None:
+    # (two callables would each have native code, and the cache feeds its entry to one only:
+    # the other would go on with weights transformed from old values)
+    vm = relax.VirtualMachine(mlp_vms[1].executable, tvms.cpu())
+    make, made = vm._callable, []
+
+    def slow(name):  # (both threads miss the first lookup)
+        made.append(name)
+        time.sleep(0.2)
+        return make(name)
+    vm._callable = slow
+    got = [None, None]
+    threads = [threading.Thread(target=lambda k=k: got.__setitem__(k, vm["main"])) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got[0] is got[1] and made.count("main") == 1
+
+
+def _program(**params) -> VMProgram:
+    """A program of functions with these parameters (their code never runs)."""
+    return VMProgram(tuple(VMFunction(name, tuple(p), len(p), (), (Ret(0),)) for name, p in params.items()))
+
+
+def test_a_transform_takes_one_parameter() -> None:
+    program = _program(f=("x", "w"), f_lifted=("x", "v"), t=("a", "b"))
+    with pytest.raises(TVMSError, match="does not fit the program .*their numbers of parameters differ"):
+        check_lifted({"f": ("f_lifted", "t", 1, 1)}, {}, {}, program)
+    check_lifted({"f": ("f_lifted", "t", 1, 1)}, {}, {}, _program(f=("x", "w"), f_lifted=("x", "v"), t=("ws",)))
+
+
+@pytest.mark.parametrize("returned, message", [
+    ((np.zeros(1), np.zeros(1)), "t returned 2 transformed weights; f_lifted takes 1 after its 1 inputs"),
+    (np.zeros(1), "t returned ndarray, not a tuple of transformed weights"),
+])
+def test_the_lifted_form_takes_what_the_transform_returns(returned, message) -> None:
+    # (an Executable made from its parts: what the transform returns is known only once it ran)
+    program = _program(f=("x", "w"), f_lifted=("x", "v"), t=("ws",))
+    vm = SimpleNamespace(executable=SimpleNamespace(program=program), invoke=lambda name, weights: returned)
+    cache = ParamCache(vm, {"f": ("f_lifted", "t", 1, 1)})
+    with pytest.raises(TVMSError, match=message):
+        cache.arguments("f", (np.zeros(1), np.zeros(1)))
 
 
 def test_cache_reuses_same_weights_and_not_changed_ones(mlp_vms) -> None:
