@@ -194,27 +194,43 @@ class _DlInfo(ctypes.Structure):
 
 def symbol_address(lib: Any, symbol: Any, prefix: str, path: str) -> int:
     """The address of ``symbol`` (of the kind ``prefix`` names) in the library ``lib`` loaded from ``path``."""
-    if (not isinstance(symbol, str) or not symbol.startswith(prefix)
-            or prefix == KERNEL_PREFIX and symbol.startswith(VM_PREFIX[:-1])):
+    if not isinstance(symbol, str) or not symbol.startswith(prefix):
         raise TVMSError(f"load_module: {path} names the symbol {symbol!r:.60}, not one of its own "
                         f"(they begin with {prefix!r})")
     try:
         address = ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
     except AttributeError:
         raise TVMSError(f"load_module: {path} does not define the symbol {symbol!r:.60}") from None
-    where = _library_of(address)
-    if where not in (None, os.path.realpath(path)):
-        raise TVMSError(f"load_module: the symbol {symbol!r:.60} is not defined in {path} but in {where}")
+    where, own = _object_of(address), _name_of(lib)
+    if None not in (where, own) and where != own:
+        raise TVMSError(f"load_module: the symbol {symbol!r:.60} is not defined in {path} but in "
+                        f"{os.fsdecode(where)}")
     return address
 
 
-def _library_of(address: int) -> str | None:
-    """The file of the shared object holding ``address`` (dladdr), None when that cannot be told."""
+def _object_of(address: int) -> bytes | None:
+    """The name the dynamic loader keeps for the object holding ``address`` (dladdr), None when
+    that cannot be told."""
     dladdr = getattr(ctypes.CDLL(None), "dladdr", None)
     info = _DlInfo()
-    if dladdr is None or not dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
+    if dladdr is None or not dladdr(ctypes.c_void_p(address), ctypes.byref(info)):
         return None
-    return os.path.realpath(os.fsdecode(info.dli_fname))
+    return info.dli_fname
+
+
+class _LinkMap(ctypes.Structure):
+    _fields_ = [("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p)]
+
+
+def _name_of(lib: Any) -> bytes | None:
+    """The name the dynamic loader keeps for the library ``lib`` (dlinfo's link map), None when
+    that cannot be told. Why not its path: the loader reuses an object already loaded from another
+    path (renamed since, or a hard link) under its first name."""
+    dlinfo = getattr(ctypes.CDLL(None), "dlinfo", None)
+    link_map = ctypes.POINTER(_LinkMap)()
+    if dlinfo is None or dlinfo(ctypes.c_void_p(lib._handle), 2, ctypes.byref(link_map)) != 0 or not link_map:
+        return None  # (2: RTLD_DI_LINKMAP)
+    return link_map.contents.l_name
 
 
 def read_metadata(path: str) -> tuple[dict, Any]:
@@ -301,5 +317,8 @@ def _with_program(kernels: Any, metadata: dict, path: str, lib: Any = None) -> A
         lifted[name] = spec
         if d["native"] is not None:
             calls[name] = native(d["native"], lifted_call=True)
-    return Executable(deserialize(program), kernels, {d["name"]: native(d) for d in metadata.get("native_vm", ())},
+    # (a VM function's native code before the tvmsvm_ prefix, tvms_vm_<name>: run interpreted, as
+    # a symbol of that form may be a kernel's too)
+    native_vm = [d for d in metadata.get("native_vm", ()) if not str(d.get("symbol")).startswith("tvms_vm_")]
+    return Executable(deserialize(program), kernels, {d["name"]: native(d) for d in native_vm},
                       lifted, calls)

@@ -67,6 +67,29 @@ def test_no_occurrence_reads_a_variable_outside_its_binding(after) -> None:
     np.testing.assert_array_equal(got, expected)
 
 
+def test_a_bound_value_puts_nothing_in_a_lets_body() -> None:
+    """A binding's value (``(T.Let(...) + 1) * (p * q)``, met twice after the branch) had the
+    branch's ``cse_v1`` put into the let's body, where the planner counts nothing: read unbound."""
+    func = from_source("""
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((64,), "int32"), n: T.int32, m: T.int32, p: T.int32, q: T.int32):
+    if n < 5:
+        A[0] = n * m
+        A[1] = n * m
+    x = T.int32()
+    A[2] = (T.Let(n * m + x, where={x: 2}) + 1) * (p * q)
+    A[3] = (T.Let(n * m + x, where={x: 2}) + 1) * (p * q)
+""")
+    bound = common_subexpr_elim(func)
+    assert "cse_v2" in bound.script() and unbound_reads(bound.body) == set()
+    expected, got = np.zeros(64, np.int32), np.zeros(64, np.int32)
+    run_prim_func(func, expected, 7, 5, 2, 3)
+    run_prim_func(bound, got, 7, 5, 2, 3)
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_an_if_then_else_argument_is_bound_above_it_as_in_tvm() -> None:
     """TVM 0.27 counts a call's arguments as any operand, ``T.if_then_else``'s too, and binds
     ``n // d + 1`` above the two calls: evaluated where ``d == 0`` too (a hazard kept for parity)."""

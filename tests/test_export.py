@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 import ctypes
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -478,3 +479,30 @@ def test_a_symbol_of_a_linked_library_is_refused(tmp_path):
     assert getattr(lib, "tvmsvm_elsewhere")  # (the lookup itself finds it)
     with pytest.raises(TVMSError, match="'tvmsvm_elsewhere' is not defined in .*top.so but in .*libdep.so"):
         symbol_address(lib, "tvmsvm_elsewhere", VM_PREFIX, top)
+
+
+def test_a_library_renamed_after_it_was_loaded_loads_again(lifted_mlp, tmp_path):
+    # (the loader reuses the object it loaded under its first path: a symbol's object is named so)
+    ex, path, inputs = lifted_mlp
+    first, second = tmp_path / "first.so", tmp_path / "second.so"
+    shutil.copy(path, first)
+    tvms.runtime.load_module(str(first))
+    os.replace(first, second)
+    loaded = tvms.runtime.load_module(str(second))
+    assert loaded.stats()["lifted"] == {"forward": "native"}
+
+
+def test_a_vm_functions_native_code_of_the_old_symbol_form_runs_interpreted(lifted_mlp, tmp_path):
+    # libraries exported before the tvmsvm_ prefix name it tvms_vm_<name>, a kernel's form too
+    ex, path, inputs = lifted_mlp
+
+    def old_form(metadata: dict) -> None:
+        for d in metadata["native_vm"]:
+            d["symbol"] = "tvms_vm_" + d["symbol"][len("tvmsvm_"):]
+        del metadata["lifted_vm"]
+
+    loaded = tvms.runtime.load_module(str(_with_metadata(path, tmp_path / "old.so", old_form)))
+    assert not loaded.native
+    want = tvms.relax.VirtualMachine(ex, tvms.cpu())["forward"](*inputs).numpy()
+    np.testing.assert_allclose(tvms.relax.VirtualMachine(loaded, tvms.cpu())["forward"](*inputs).numpy(), want,
+                               rtol=1e-6)

@@ -16,7 +16,8 @@ Places are known by the identity of their statement, so a statement object met t
 UnrollLoop leaves a body that does not read its loop variable) is copied first.
 
 One difference from TVM 0.27, on purpose: TVM also counts and rewrites the shape of a buffer
-where an allocation or declaration makes it. Then its SplitHostDevice leaves the host's variable
+where an ``alloc_buffer`` or a declaration makes it (tvms counts a raw ``T.allocate``'s extents,
+which are no buffer's shape). Then its SplitHostDevice leaves the host's variable
 free in the kernel (DLight's dynamic softmax: ``cse_v1 = T.int64()``, then ``x =
 T.decl_buffer((cse_v1,), ...)`` in ``main_kernel``), so tvms leaves shapes as they are.
 And two where TVM 0.27 reads a variable out of its binding's scope: it rewrites a loop's step and
@@ -328,6 +329,12 @@ class _Bound(Mutator):
                     and entry.rank < self.before and (not entry.hides or self._matches(node, entry))):
                 return entry.var
         return super().visit(node)
+
+    def visit_Let(self, let: Let) -> Let:
+        """Only its value: the planner counts nothing in a let's body, so nothing is put there
+        (a variable bound in another branch would be read out of its scope)."""
+        value = self.visit(let.value)
+        return let if value is let.value else dataclasses.replace(let, value=value)
 
     def _matches(self, node: PrimExpr, entry: _Entry) -> bool:
         """Whether ``node`` still equals ``entry``'s value when that is put in: rewritten with
