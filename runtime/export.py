@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,10 +249,33 @@ def read_metadata(path: str) -> tuple[dict, Any]:
     if thread_pool_kind() != "pthread":
         load_thread_pool(own_pool=False)  # (first: so libgomp's workers sleep when idle, as for JIT-built code)
     try:
-        lib = ctypes.CDLL(os.path.abspath(path))
+        lib = _dlopen(os.path.abspath(path))
     except OSError as err:
         raise TVMSError(f"load_module: cannot load {path}: {err}") from None
     return metadata, lib
+
+
+_OPENED: dict = {}  # path -> (device, inode) of the file the dynamic loader opened under that path
+_OPENED_LOCK = threading.Lock()
+
+
+def _dlopen(path: str) -> Any:
+    """``ctypes.CDLL(path)``; where another file was opened under this path before in this process
+    (a library exported again to the same path), from a private copy: the loader would hand back
+    the object it opened first, the old code with the new metadata."""
+    with _OPENED_LOCK:
+        st = os.stat(path)
+        known = _OPENED.get(path)
+        if known is None or known == (st.st_dev, st.st_ino):
+            _OPENED[path] = (st.st_dev, st.st_ino)
+            return ctypes.CDLL(path)
+    fd, copy = tempfile.mkstemp(suffix=".so", prefix="tvms-")
+    try:
+        with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
+            shutil.copyfileobj(src, out)
+        return ctypes.CDLL(copy)
+    finally:
+        os.unlink(copy)  # (the mapping stays)
 
 
 def load_module(path: str) -> Any:

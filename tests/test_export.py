@@ -506,3 +506,25 @@ def test_a_vm_functions_native_code_of_the_old_symbol_form_runs_interpreted(lift
     want = tvms.relax.VirtualMachine(ex, tvms.cpu())["forward"](*inputs).numpy()
     np.testing.assert_allclose(tvms.relax.VirtualMachine(loaded, tvms.cpu())["forward"](*inputs).numpy(), want,
                                rtol=1e-6)
+
+
+ADD_CONSTANT = """
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+    for i in range(4):
+        B[i] = A[i] + T.float32({c})
+"""
+
+
+def test_a_library_exported_again_to_the_same_path_loads_its_new_code(tmp_path):
+    # (the dynamic loader hands back the object it opened first under a path: the old code)
+    path = str(tmp_path / "add.so")
+    results = []
+    for c in (1, 2):
+        tvms.build(from_source(ADD_CONSTANT.format(c=c)), target="llvm").export_library(path)
+        out = np.zeros(4, np.float32)
+        tvms.runtime.load_module(path)["main"](np.zeros(4, np.float32), out)
+        results.append(out[0])
+    assert results == [1, 2]
