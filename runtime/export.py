@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import ctypes
+import functools
 import json
 import os
 import re
@@ -212,11 +213,17 @@ def symbol_address(lib: Any, symbol: Any, prefix: str, path: str) -> int:
 def _object_of(address: int) -> bytes | None:
     """The name the dynamic loader keeps for the object holding ``address`` (dladdr), None when
     that cannot be told."""
-    dladdr = getattr(ctypes.CDLL(None), "dladdr", None)
+    dladdr = getattr(_process(), "dladdr", None)
     info = _DlInfo()
     if dladdr is None or not dladdr(ctypes.c_void_p(address), ctypes.byref(info)):
         return None
     return info.dli_fname
+
+
+@functools.lru_cache(maxsize=None)
+def _process() -> Any:
+    """The process's own symbols (libc's dladdr and dlinfo), opened once, not at each symbol loaded."""
+    return ctypes.CDLL(None)
 
 
 class _LinkMap(ctypes.Structure):
@@ -227,7 +234,7 @@ def _name_of(lib: Any) -> bytes | None:
     """The name the dynamic loader keeps for the library ``lib`` (dlinfo's link map), None when
     that cannot be told. Why not its path: the loader reuses an object already loaded from another
     path (renamed since, or a hard link) under its first name."""
-    dlinfo = getattr(ctypes.CDLL(None), "dlinfo", None)
+    dlinfo = getattr(_process(), "dlinfo", None)
     link_map = ctypes.POINTER(_LinkMap)()
     if dlinfo is None or dlinfo(ctypes.c_void_p(lib._handle), 2, ctypes.byref(link_map)) != 0 or not link_map:
         return None  # (2: RTLD_DI_LINKMAP)

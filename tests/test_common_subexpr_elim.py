@@ -33,20 +33,24 @@ def test_output_is_tvm_027s(name: str) -> None:
     assert CommonSubexprElim()(mod).script(dialect="tvm-0.27") == (GOLDEN / f"{name}.expected.tvms").read_text()
 
 
+def _main(size: int, body: str):
+    """``main(A, m)`` of an int32 buffer of ``size`` and the statements ``body``."""
+    return from_source(f"""
+# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer(({size},), "int32"), m: T.int32):
+{body}
+""")
+
+
 def unrolled(n: int):
     """A loop body of ``n`` stores, as unrolling leaves it: store ``k`` reads ``(i + k + 1) * m``
     twice, shares ``m * (k // 2 + 2)`` with its neighbour, and ``i * m`` and the row ``i * n``
     with all."""
     stores = "\n".join(f"        A[i * {n} + {k}] = (i + {k + 1}) * m + ((i + {k + 1}) * m + 1) * (m * {k // 2 + 2})"
                        " + i * m" for k in range(n))
-    return from_source(f"""
-# from tvm.script import tir as T
-
-@T.prim_func
-def main(A: T.Buffer(({4 * n},), "int32"), m: T.int32):
-    for i in range(4):
-{stores}
-""")
+    return _main(4 * n, "    for i in range(4):\n" + stores)
 
 
 def let_chain(n: int):
@@ -55,26 +59,13 @@ def let_chain(n: int):
     twice, and ``m * 7`` and the row ``t * n`` with all."""
     stores = "\n".join(f"        x{k}: T.int32 = m + {k}\n"
                        f"        A[t * {n} + {k}] = (t + {k}) * m + (t + {k}) * m + m * 7 + x{k}" for k in range(n))
-    return from_source(f"""
-# from tvm.script import tir as T
-
-@T.prim_func
-def main(A: T.Buffer(({4 * n},), "int32"), m: T.int32):
-    for t in range(4):
-{stores}
-""")
+    return _main(4 * n, "    for t in range(4):\n" + stores)
 
 
 def long_sum(n: int):
     """One store of a sum of ``n`` products, ``(m + k % 10) * m`` (each of ten met n / 10 times)."""
     terms = " + ".join(f"(m + {k % 10}) * m" for k in range(n))
-    return from_source(f"""
-# from tvm.script import tir as T
-
-@T.prim_func
-def main(A: T.Buffer((80,), "int32"), m: T.int32):
-    A[0] = {terms}
-""")
+    return _main(80, f"    A[0] = {terms}")
 
 
 def work(func) -> tuple[int, int]:

@@ -357,7 +357,8 @@ class Analyzer:
         return sum_to_expr(s, dtype)
 
     def prove(self, cond: PrimExpr) -> Optional[bool]:
-        """True or False when the comparison ``cond`` is decided by the ranges, else None."""
+        """True or False when the comparison ``cond`` is decided by the ranges or by what divides
+        the difference (``x * 4 == 15``), else None."""
         if not isinstance(cond, (LT, LE, GT, GE, EQ, NE)):
             return None
         return decide(self, type(cond), cond.a, cond.b)

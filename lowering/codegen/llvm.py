@@ -334,11 +334,16 @@ class _FunctionCodegen:
         args = [None if isinstance(a, E.StringImm) else self.expr(a) for a in e.args]
         return emit_intrinsic(self.builder, e, args)
 
+    def condition(self, e: Any) -> ir.Value:
+        """A branch's condition: a vector one the same in every lane (``lane_uniform``) is its first lane."""
+        cond = self.expr(e)
+        if T.lanes_of(cond) > 1 and lane_uniform(e, self.vector_vars):
+            return self.builder.extract_element(cond, ir.Constant(T.I32, 0))
+        return cond
+
     def if_then_else(self, e: E.Call) -> ir.Value:
         """Only the chosen branch runs (it may load out of bounds otherwise, as padding does)."""
-        cond = self.expr(e.args[0])
-        if T.lanes_of(cond) > 1 and lane_uniform(e.args[0], self.vector_vars):
-            cond = self.builder.extract_element(cond, ir.Constant(T.I32, 0))  # (a branch: see lane_uniform)
+        cond = self.condition(e.args[0])
         if T.lanes_of(cond) > 1:  # a vector condition selects lane by lane; each side's loads
             outer = self.mask  # are masked to its lanes, so the others read no memory
             sides = []
@@ -547,21 +552,19 @@ class _FunctionCodegen:
         size = ir.Constant(T.I64, _element_bytes(dtype) * dtype.lanes)
         for x in extents:
             size = bld.mul(size, T.cast(bld, self.expr(x), x.dtype, DataType("int64")))
-        malloc = declare(self.module, "aligned_alloc", T.PTR, [T.I64, T.I64])
-        if "noalias" not in malloc.return_value.attributes:  # (fresh memory: loads and stores of
-            malloc.return_value.add_attribute("noalias")  # other buffers keep their registers)
+        alloc = declare(self.module, "aligned_alloc", T.PTR, [T.I64, T.I64])
+        if "noalias" not in alloc.return_value.attributes:  # (fresh memory: loads and stores of
+            alloc.return_value.add_attribute("noalias")  # other buffers keep their registers)
         free = declare(self.module, "free", ir.VoidType(), [T.PTR])
         align = ir.Constant(T.I64, ALLOC_ALIGNMENT)  # (aligned_alloc wants a multiple of it)
         size = bld.and_(bld.add(size, ir.Constant(T.I64, ALLOC_ALIGNMENT - 1)), ir.Constant(T.I64, -ALLOC_ALIGNMENT))
-        self.env[data] = bld.call(malloc, [align, size])
+        self.env[data] = bld.call(alloc, [align, size])
         self.stmt(body)
         self.builder.call(free, [self.env[data]])
 
     def s_IfThenElse(self, s: S.IfThenElse) -> None:
         bld = self.builder
-        cond = self.expr(s.condition)
-        if T.lanes_of(cond) > 1 and lane_uniform(s.condition, self.vector_vars):
-            cond = bld.extract_element(cond, ir.Constant(T.I32, 0))
+        cond = self.condition(s.condition)
         if T.lanes_of(cond) > 1 and s.else_case is None and self.vector_vars:  # (vectorizable said so)
             outer = self.mask
             self.mask = cond if outer is None else bld.and_(outer, cond)

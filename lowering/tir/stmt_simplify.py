@@ -74,7 +74,7 @@ class _StmtSimplifier(LoopRangeMutator):
         s = self.generic_visit(s)
         cond = self.analyzer.simplify(s.condition)
         if not isinstance(cond, IntImm):
-            return s.with_changes(condition=cond)
+            return s if cond is s.condition else s.with_changes(condition=cond)
         if cond.value:
             return s.then_case
         return s.else_case if s.else_case is not None else Evaluate(const(0, "int32"))

@@ -123,8 +123,7 @@ class _Planner:
         """Records the eligible expressions of ``e``; whether ``e`` is pure (``_pure``), which its
         parent's eligibility takes from its children's, not from a walk of its own."""
         if isinstance(e, Let):
-            self.expr(e.value)
-            return _pure(e)  # (nothing inside a let's body is shared out of it)
+            return self.expr(e.value) and _pure(e.body)  # (nothing inside a let's body is shared out of it)
         if not isinstance(e, PrimExpr):
             return True
         children = _children(e)
@@ -133,7 +132,7 @@ class _Planner:
         # which divides by zero where ``d == 0``)
         pure = [self.expr(c) for c in children]
         if not isinstance(e, RECORDED):
-            return not isinstance(e, (Call, BufferLoad)) and _pure(e)
+            return not isinstance(e, (Call, BufferLoad)) and all(pure)
         if all(pure) and not e.dtype.is_bool:  # (eligible)
             self.record(e, children)
         return all(pure)
@@ -145,13 +144,13 @@ class _Planner:
             entry = self.table[key] = _Entry(e, self.scope, self.stmt)
             depth = 0
             for c in children:
-                child = self.table.get(_key(c, self.memo))
+                ck = _key(c, self.memo)
+                child = self.table.get(ck)
                 if child is None:
                     entry.hides |= not isinstance(c, (Var, IntImm, FloatImm, StringImm))
                     continue
                 entry.hides |= child.hides
                 depth = max(depth, child.depth)
-                ck = _key(c, self.memo)
                 for pair in entry.children:
                     if pair[0] == ck:
                         pair[1] += 1
@@ -168,8 +167,9 @@ class _Planner:
     # -- statements
     def visit(self, s: Stmt) -> None:
         self.stmt = s
-        if _binding(s) is not None:
-            self.binders.setdefault(id(_binding(s)), []).append(s)
+        var = _binding(s)
+        if var is not None:
+            self.binders.setdefault(id(var), []).append(s)
         self.number[id(s)] = len(self.number)
         children = _sub_statements(s)
         for child in children:

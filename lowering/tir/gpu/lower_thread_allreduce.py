@@ -30,7 +30,8 @@ from ....ir.operators import BY_SYMBOL
 from ....ir.stmt import AllocBuffer, AttrStmt, BufferStore, Evaluate, IfThenElse, Stmt
 from ....ir.visitor import Mutator
 from ..tir_pass import define_tir_pass
-from .threads import Bind, local_buffer, sequence, storage_sync, target_attr, thread_dim, thread_rank
+from ...scopes import thread_dim, thread_rank
+from .threads import Bind, local_buffer, sequence, storage_sync, target_attr
 
 VOLATILE = "tir.volatile"
 WARP_TARGETS = ("cuda", "rocm", "metal", "webgpu")

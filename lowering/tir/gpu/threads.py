@@ -1,5 +1,4 @@
-"""Helpers the GPU passes share (and, from lowering/scopes.py, the thread tags' ranks and
-dimensions as TVM's ThreadScope reads them)."""
+"""Helpers the GPU passes share."""
 from __future__ import annotations
 
 from ....ir.buffer import Buffer, decl_buffer
@@ -8,7 +7,6 @@ from ....ir.expr import Call, StringImm
 from ....ir.module import Target
 from ....ir.op import get_op
 from ....ir.stmt import AllocBuffer, Evaluate, LetStmt, SeqStmt, Stmt
-from ...scopes import thread_dim, thread_rank
 
 
 def target_attr(target: Target | None, key: str, default: int) -> int:
@@ -49,4 +47,4 @@ def sequence(items: list) -> Stmt:
     return stmts[0] if len(stmts) == 1 else SeqStmt(tuple(stmts))
 
 
-__all__ = ["Bind", "local_buffer", "sequence", "storage_sync", "target_attr", "thread_dim", "thread_rank"]
+__all__ = ["Bind", "local_buffer", "sequence", "storage_sync", "target_attr"]
