@@ -73,6 +73,13 @@ def vm_of(executable, export_dir: str | None, stem: str):
     return relax.VirtualMachine(executable, tvms.cpu())
 
 
+def compare(vm, inputs: list, expected, rtol: float, atol: float) -> tuple:
+    """(whether ``main``'s output on ``inputs`` matches ``expected`` within the tolerances, its max error)."""
+    out = vm["main"](*inputs).numpy()
+    ok = out.shape == expected.shape and np.allclose(out, expected, rtol=rtol, atol=atol)
+    return ok, float(np.max(np.abs(out - expected)))
+
+
 def block_seconds(fn, calls: int) -> list:
     """The seconds of each of ``calls`` calls of ``fn``, right after a 0.2 s warm-up of it."""
     from cpu_e2e import warm_up
@@ -231,9 +238,7 @@ def main(argv: list[str] | None = None) -> int:
             failed += 1
             continue
         inputs = [tvms.nd.array(v) for v in feeds.values()]
-        out = vm["main"](*inputs).numpy()
-        err = float(np.max(np.abs(out - expected)))
-        ok = out.shape == expected.shape and np.allclose(out, expected, rtol=rtol, atol=atol)
+        ok, err = compare(vm, inputs, expected, rtol, atol)
         failed += not ok
         result = f"{'match' if ok else 'MISMATCH'} (max err {err:.1e})"
         tuned_vm = nchw_vm = None
@@ -245,9 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(vm, str):
                 notes.append(f"  {label}: {vm}")
                 return None, False, float("nan")
-            out = vm["main"](*inputs).numpy()
-            ok = out.shape == expected.shape and np.allclose(out, expected, rtol=rtol, atol=atol)
-            return vm, ok, float(np.max(np.abs(out - expected)))
+            return (vm, *compare(vm, inputs, expected, rtol, atol))
 
         if args.tune:
             executable, seconds, n_tasks, kept, check_seconds, checked_tasks = tune_model(

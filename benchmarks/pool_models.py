@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/pool_models.py resnet50 tvms mixed
 
-Each pool (``TVMS_THREAD_POOL``'s values: ``tvms``, ``mixed``, ``gomp``) gets its own compile of
+Each pool (``TVMS_THREAD_POOL``'s values: ``tvms``, ``mixed``, ``gomp``, ``pthread``) gets its own compile of
 the model (the code generator emits the pool's launch code), then every round times each side,
 onnxruntime's too, as 3 calls after a 0.15 s warm-up (onnxruntime's threads spin for a while after
 a call and took a core from the side timed right after it). Medians of the rounds, in ms.
@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import tvms  # noqa: E402
+from cpu_e2e import warm_up  # noqa: E402
 from onnx_models import MODELS, load  # noqa: E402
 from tvms.relax.frontend.onnx import from_onnx  # noqa: E402
 from tvms.runtime.thread_pool import POOL_KINDS  # noqa: E402
@@ -41,9 +42,7 @@ def main(name: str, pools: list[str]) -> None:
     times: dict = {side: [] for side in sides}
     for _ in range(ROUNDS):
         for side, call in sides.items():
-            end = time.perf_counter() + 0.15
-            while time.perf_counter() < end:
-                call()
+            warm_up(call, 0.15)
             start = time.perf_counter()
             for _ in range(3):
                 call()

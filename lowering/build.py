@@ -134,7 +134,7 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
     pool_kind = get_global_func("runtime.thread_pool_kind", True) if target.kind == "llvm" else None
     pool = {"thread_pool": pool_kind()} if pool_kind is not None else {}
     key = compile_key(mod, target, relax_pipeline, default_schedule=bool(default_schedule), exec_mode=exec_mode,
-                      layout_passes=_enabled_names(_layout_passes(target)), **pool)
+                      **pool)
     if key is not None:
         with _COMPILED_LOCK:
             hit = _COMPILED.get(key)
@@ -182,14 +182,6 @@ def _context_key() -> tuple:
     ctx = PassContext.current()
     return ("pass_context", ctx.opt_level, tuple(sorted(ctx.disabled_pass)), tuple(sorted(ctx.required_pass)),
             repr(sorted(ctx.config.items(), key=lambda item: str(item[0]))))
-
-
-def _enabled_names(passes: list) -> tuple:
-    """The names of those of ``passes`` that the current PassContext runs (``Sequential``'s test)."""
-    from .transform import PassContext
-
-    ctx = PassContext.current()
-    return tuple(p.info.name for p in passes if ctx.pass_enabled(p.info))
 
 
 def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: bool, exec_mode: str) -> Any:

@@ -130,11 +130,8 @@ def named_cpu_vector_bits(cpu: str, features: str = "") -> int:
     with ``features`` (``-mattr``'s, added to or taken from the CPU's): its code's registers, zmm,
     ymm or xmm, asked of LLVM itself, which knows each CPU name's features. (The llvm target
     takes the host's architecture only: ``parse_llvm_target`` refuses another triple.)"""
-    binding = require_llvm()
-    module = binding.parse_assembly(_WIDTH_PROBE)
-    machine = binding.Target.from_triple(binding.get_process_triple()).create_target_machine(
-        cpu=cpu, features=features, opt=2)
-    code = machine.emit_assembly(module)
+    mattr = tuple(f for f in features.split(",") if f)
+    code = assembly(require_llvm().parse_assembly(_WIDTH_PROBE), LLVMTarget(mcpu=cpu, mattr=mattr))
     return 512 if "%zmm" in code else 256 if "%ymm" in code else 128
 
 
