@@ -126,11 +126,9 @@ class _AutoCopied:
 
 
 def _auto_copied(func: PrimFunc) -> _AutoCopied | str:
-    """LowerAutoCopy's additions to ``func`` (nothing without an ``auto_copy`` block), or why
-    tvms's pipeline cannot lower ``func`` up to it."""
+    """LowerAutoCopy's additions to ``func`` (which has an ``auto_copy`` block), or why tvms's
+    pipeline cannot lower ``func`` up to it."""
     added = _AutoCopied()
-    if not any(isinstance(n, Block) and n.annotations.get(AUTO_COPY) for n in walk(func.body)):
-        return added
     lowered = func
     try:
         for step in UP_TO_AUTO_COPY:
@@ -156,6 +154,7 @@ class _Verifier:
                  auto_copied: _AutoCopied | None = None) -> None:
         self.max_threads, self.max_shared, self.warp_size = max_threads, max_shared, warp_size
         self.auto_copied = auto_copied or _AutoCopied()
+        self.saw_auto_copy = False  # (whether a block is marked auto_copy: LowerAutoCopy would add to it)
         self.errors: list[str] = []
         self.kernels: list[_Kernel] = []
         self.allocated: list[Buffer] = []  # shared buffers blocks allocate, placed after the walk
@@ -220,6 +219,7 @@ class _Verifier:
     def _enter_block(self, block: Block, kernel: _Kernel | None, scopes: tuple, loops: tuple, binding: dict,
                      threads: dict) -> None:
         self.allocated += [b for b in block.alloc_buffers if b.scope.startswith("shared")]
+        self.saw_auto_copy |= bool(block.annotations.get(AUTO_COPY))
         if block.annotations.get(AUTO_COPY) and kernel is not None:
             for stage, size in self.auto_copied.stages.get(block.name_hint, ()):
                 self._add_shared(kernel, stage, size)
@@ -436,13 +436,22 @@ def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int | None:
 
 
 def _verified(func: PrimFunc, max_threads_per_block: int, max_shared_memory_per_block: int,
-              thread_warp_size: int, auto_copy: bool = True) -> _Verifier:
-    """The verifier's walk of ``func``; ``auto_copy`` False leaves out what LowerAutoCopy adds."""
-    added = _auto_copied(func) if auto_copy else None
-    verifier = _Verifier(max_threads_per_block, max_shared_memory_per_block, thread_warp_size,
-                         added if isinstance(added, _AutoCopied) else None)
+              thread_warp_size: int, refused_first: bool = True) -> _Verifier:
+    """The verifier's walk of ``func``, with what LowerAutoCopy adds where a block is marked
+    ``auto_copy``. LowerAutoCopy only adds, so a function refused without it is refused with it:
+    with ``refused_first``, the pipeline up to it (~60 ms) runs only for the others."""
+    limits = (max_threads_per_block, max_shared_memory_per_block, thread_warp_size)
+    verifier = _walked(func, _Verifier(*limits))
+    if verifier.errors and refused_first or not verifier.saw_auto_copy:
+        return verifier
+    added = _auto_copied(func)
     if isinstance(added, str):
         verifier.errors.append(added)
+        return verifier
+    return _walked(func, _Verifier(*limits, added))
+
+
+def _walked(func: PrimFunc, verifier: _Verifier) -> _Verifier:
     verifier.visit(func.body, None, (), (), {}, {})
     verifier.place_shared_buffers()
     verifier.check_memory()
@@ -457,7 +466,7 @@ def gpu_code_errors(func: PrimFunc, max_threads_per_block: int, max_shared_memor
 
 def shared_memory_bytes(func: PrimFunc) -> int:
     """The shared memory ``func``'s kernels allocate, all together, as this check counts it."""
-    return sum(kernel.shared_bytes for kernel in _verified(func, 1, 1, 32).kernels)
+    return sum(kernel.shared_bytes for kernel in _verified(func, 1, 1, 32, refused_first=False).kernels)
 
 
 def replay_precheck(sch: Any, max_shared_memory_per_block: int | None = None, thread_warp_size: int = 32) -> Callable:
@@ -503,7 +512,7 @@ def _refuse_shared_overflow(sch: Any, max_shared: int) -> None:
     for name in sch.mod:
         func = sch.mod[name]
         if isinstance(func, PrimFunc):
-            verifier = _verified(func, 1 << 31, max_shared, 32, auto_copy=False)
+            verifier = _walked(func, _Verifier(1 << 31, max_shared, 32))
             used = max((k.shared_bytes for k in verifier.kernels), default=0)
             if used > max_shared:
                 raise TVMSError(f"{used} bytes of shared memory per block, more than the target's {max_shared} "
@@ -529,10 +538,7 @@ class VerifyGPUCode(Postproc):
             raise TVMSError("VerifyGPUCode is used before it is given a tuning context (a target)")
         mod, limits = sch.mod, (self.limits["max_threads_per_block"], self.limits["max_shared_memory_per_block"],
                                 self.limits["thread_warp_size"])
-        # (LowerAutoCopy only adds: a candidate refused without it is refused with it, and the
-        # pipeline up to it runs only for the others)
-        return not any(_verified(mod[name], *limits, auto_copy=False).errors or _verified(mod[name], *limits).errors
-                       for name in mod if isinstance(mod[name], PrimFunc))
+        return not any(gpu_code_errors(mod[name], *limits) for name in mod if isinstance(mod[name], PrimFunc))
 
 
 def postprocs_precheck(postprocs: list, sch: Any) -> Callable | None:
