@@ -1,7 +1,7 @@
 """The host side of a call on a CUDA GPU, measured without one (issue 16): seed 000's MLP through
 the Relax VM on ``tvms.cuda(0)``, one of its kernels as a plain ``CudaFunction`` call, a function
 whose host allocates a workspace (the tests' ``scale_rowsum`` fixture) and a VM program placing its
-tensors in ``R.vm.alloc_storage`` (``test_vm_program.STORAGE``), with the emulated driver of the
+tensors in ``R.vm.alloc_storage`` (``tests/fixtures/runtime/vm_storage.tvms``), with the emulated driver of the
 tests (``tests/cuda_emulated.py``: host memory, launches recorded and not run) standing in for
 the GPU. What it prints is Python's time per call (the VM, the host
 functions, argument packing, allocation) and the driver calls one call makes, by name: the
@@ -26,8 +26,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
 from cuda_emulated import Counting, EmulatedDriver, fixture_artifact, install  # noqa: E402
 from seed_mlp import MLP  # noqa: E402
-from test_vm_program import STORAGE  # noqa: E402
 
+STORAGE = (HERE.parent / "tests" / "fixtures" / "runtime" / "vm_storage.tvms").read_text()
 SHAPES = [(1, 784), (128, 784), (128,), (10, 128), (10,)]
 
 

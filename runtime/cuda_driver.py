@@ -259,6 +259,11 @@ class Stream:
         use_device(self.index)
         call("cuStreamSynchronize", self.handle)
 
+    @property
+    def number(self) -> int:
+        """The stream as DLPack and the CUDA array interface number it (1: the legacy default)."""
+        return int(self.handle) or 1
+
 
 _CURRENT_STREAMS: dict[int, Stream] = {}
 
@@ -283,11 +288,7 @@ def names_stream(number: Any, stream: Stream | None) -> bool:
     """Whether ``number``, a stream as a DLPack consumer names it (1: the legacy default stream;
     2: the per-thread default stream; another positive number: a stream's handle; None, 0 or
     -1: no stream), is ``stream`` (None: a stream not known, which no number names)."""
-    if stream is None or not isinstance(number, int) or number in (-1, 0, 2):
-        return False
-    if stream.handle == 0:
-        return number == 1
-    return number != 1 and number == int(stream.handle)
+    return stream is not None and isinstance(number, int) and number != 2 and number == stream.number
 
 
 def _destroy(name: str, index: int, handle: Any) -> None:

@@ -121,10 +121,9 @@ class CudaTensor:
         the memory, row-major, and the stream a reader waits for: that of a VM's work on the
         tensor (lent or not), else the device's current one."""
         work = getattr(self._owner, "stream", None) or cuda_driver.current_stream(self.device.device_id)
-        stream = int(work.handle)
         self._lend()
         return {"shape": self.shape, "typestr": self._dtype.str, "data": (self.ptr, False), "strides": None,
-                "version": 3, "stream": stream or 1}  # (1: the legacy default stream)
+                "version": 3, "stream": work.number}
 
     def _lend(self, stream: Any = None) -> None:
         """The memory goes to a library that reads it on ``stream`` (DLPack's numbering; None:

@@ -121,8 +121,8 @@ def cuda_from_dlpack(obj: Any, device: Any) -> Any:
 
     if not device.exist:
         raise TVMSError(f"from_dlpack: the data is on {device}: {missing_reason(device)}")
-    # (the stream tvms's work on the data is queued on, the current one; DLPack's 1: the legacy default)
-    stream = int(cuda_driver.current_stream(device.device_id).handle) or 1
+    # (the stream tvms's work on the data is queued on: the current one)
+    stream = cuda_driver.current_stream(device.device_id).number
     ptr, shape, dtype, owner = read_capsule(obj, stream=stream)
     if ptr % ALIGNMENT:  # (a view at an offset: vector loads of it would fault on the device)
         raise TVMSError(f"from_dlpack: the device data must start on a {ALIGNMENT}-byte boundary; "

@@ -10,14 +10,13 @@ import gc
 import importlib.util
 import itertools
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tvms
 from conftest import CORPUS_COPY
-from cuda_emulated import Counting, EmulatedDriver, FakeDriver, fixture_artifact
+from cuda_emulated import FIXTURES, Counting, EmulatedDriver, FakeDriver, fixture_artifact
 from tvms import TVMSError
 from tvms.ir.registry import get_global_func
 from tvms.lowering.codegen.cuda_artifact import CudaArtifact, CudaKernel
@@ -29,16 +28,14 @@ from tvms.runtime.dlpack import read_capsule, to_capsule
 from tvms.script import from_source
 from tvms.target import Target
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cuda_runtime"
+VM_STORAGE = FIXTURES.parent / "runtime" / "vm_storage.tvms"  # (two tensors in one R.vm.alloc_storage)
 HAS_GPU = cuda_driver.cuda_device_count() > 0
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU: " + cuda_driver.missing_reason(0))
 
 
-artifact_of = fixture_artifact  # (no binary: the reference runs it)
-
 
 def reference_lib(name: str) -> CudaModule:
-    return CudaModule({"main": artifact_of(name)}, "cuda").with_launcher(ReferenceLauncher())
+    return CudaModule({"main": fixture_artifact(name)}, "cuda").with_launcher(ReferenceLauncher())
 
 
 # --------------------------------------------------------------------------- what is missing
@@ -148,7 +145,7 @@ def test_a_host_function_of_constant_shapes_checks_its_arguments_as_any() -> Non
     """The host function is compiled once (its arguments of constant shapes checked at a glance);
     what it cannot do is an error only when a call reaches it, and a wrong argument says what
     differs as for symbolic shapes."""
-    art = artifact_of("add_dyn_SplitHostDevice.tvms")
+    art = fixture_artifact("add_dyn_SplitHostDevice.tvms")
     lib = CudaModule({"main": dataclasses.replace(art, host=from_source(STATIC_HOST))}, "cuda")
     main = lib.with_launcher(ReferenceLauncher())["main"]
     a, b, c = np.arange(300, dtype="float32"), np.ones(300, "float32"), np.zeros(300, "float32")
@@ -186,14 +183,14 @@ def test_the_corpus_split_host_device_module_computes_relu_of_a_matmul() -> None
 def test_the_reference_launcher_checks_the_host_extents_against_the_kernel() -> None:
     text = (FIXTURES / "add_dyn_SplitHostDevice.tvms").read_text()
     mod = from_source(text.replace("(n + 127) // 128, 128, launch_params", "(n + 127) // 128, 64, launch_params"))
-    art = artifact_of("add_dyn_SplitHostDevice.tvms")
+    art = fixture_artifact("add_dyn_SplitHostDevice.tvms")
     lib = CudaModule({"main": CudaArtifact("main", mod["main"], art.kernels, "", "sm_80", b"", "cubin")}, "cuda")
     with pytest.raises(TVMSError, match="the host launches threadIdx.x with extent 64, the kernel runs 128"):
         lib.with_launcher(ReferenceLauncher())["main"](*(np.zeros(4, "float32"),) * 3)
 
 
 def test_the_module_shows_its_source_and_times_calls() -> None:
-    art = artifact_of("add_dyn_SplitHostDevice.tvms", source="extern \"C\" __global__ void add_kernel() {}")
+    art = fixture_artifact("add_dyn_SplitHostDevice.tvms", source="extern \"C\" __global__ void add_kernel() {}")
     lib = CudaModule({"main": art}, "cuda -arch=sm_80").with_launcher(ReferenceLauncher())
     assert lib.imported_modules[0].get_source() == lib.get_source() == art.source
     with pytest.raises(TVMSError, match="the module holds cubins"):
@@ -213,7 +210,7 @@ def emulated(driver_as, monkeypatch):
 
     def use(name, function="main", run_kernels=True):
         gc.collect()  # (device memory that earlier tests left is freed now, not in this driver's memory)
-        art = artifact_of(name, binary=b"\x7fELF a cubin")
+        art = fixture_artifact(name, binary=b"\x7fELF a cubin")
         driver = EmulatedDriver({k.name: k for k in art.kernels}, run_kernels)
         drivers.append(driver)
         driver_as(driver)
@@ -482,7 +479,7 @@ def test_more_than_48_kib_of_dynamic_shared_memory_is_asked_for(emulated) -> Non
     """Above 48 KiB a kernel's dynamic shared memory is asked for before its launch (once), up to
     the device's opt-in maximum (163 KiB on this 8.0 GPU); beyond it a clear error."""
     driver, _ = emulated("dyn_shared_SplitHostDevice.tvms")
-    art = artifact_of("dyn_shared_SplitHostDevice.tvms")
+    art = fixture_artifact("dyn_shared_SplitHostDevice.tvms")
     text = (FIXTURES / "dyn_shared_SplitHostDevice.tvms").read_text()
     dev = tvms.cuda(0)
     x = np.random.default_rng(6).random(200, dtype=np.float32)
@@ -864,13 +861,12 @@ def test_a_block_serves_only_the_stream_its_work_was_queued_on(emulated, driver_
 
 
 def test_the_vm_places_tensors_in_device_storage(emulated) -> None:
-    """``R.vm.alloc_storage`` / ``R.vm.alloc_tensor`` on the GPU (test_vm_program's module): two
+    """``R.vm.alloc_storage`` / ``R.vm.alloc_tensor`` on the GPU (``vm_storage.tvms``): two
     tensors at offsets 0 and 16 of one zeroed device storage; one that does not fit is refused."""
-    from test_vm_program import STORAGE
 
     _, kernels = emulated("add_one_SplitHostDevice.tvms", function="add_one")
     for size, fits in (32, True), (24, False):
-        text = STORAGE.replace("R.shape([32])", f"R.shape([{size}])")
+        text = VM_STORAGE.read_text().replace("R.shape([32])", f"R.shape([{size}])")
         program = tvms.compile(from_source(text), target="llvm", relax_pipeline=None)
         vm = tvms.relax.VirtualMachine(tvms.runtime.vm.Executable(program.program, kernels), tvms.cuda(0))
         x = np.arange(4, dtype="float32")
@@ -887,12 +883,11 @@ def test_vm_storage_comes_from_the_vms_pool(emulated, driver_as) -> None:
     copy and the storage, a later one nothing, freeing and synchronizing nothing either; while
     an output still holds its storage, the next call takes another block. The storage is zeroed
     at each call, on the VM's stream."""
-    from test_vm_program import STORAGE
 
     driver, kernels = emulated("add_one_SplitHostDevice.tvms", function="add_one")
     counting = Counting(driver)
     driver_as(counting)
-    program = tvms.compile(from_source(STORAGE), target="llvm", relax_pipeline=None)
+    program = tvms.compile(from_source(VM_STORAGE.read_text()), target="llvm", relax_pipeline=None)
     vm = tvms.relax.VirtualMachine(tvms.runtime.vm.Executable(program.program, kernels), tvms.cuda(0))
     x = np.arange(4, dtype="float32")
 
@@ -911,7 +906,7 @@ def test_vm_storage_comes_from_the_vms_pool(emulated, driver_as) -> None:
 def test_a_cuda_executable_without_a_gpu_says_why(driver_as) -> None:
     driver_as(None)
     cpu_ex = tvms.compile(from_source(RELAX_ON_GPU), target="llvm")
-    kernels = CudaModule({"add": artifact_of("add_dyn_SplitHostDevice.tvms")}, "cuda")
+    kernels = CudaModule({"add": fixture_artifact("add_dyn_SplitHostDevice.tvms")}, "cuda")
     ex = tvms.runtime.vm.Executable(cpu_ex.program, kernels)
     with pytest.raises(TVMSError, match="VirtualMachine: cannot run on cuda:0: cuda-python is not installed"):
         tvms.relax.VirtualMachine(ex, tvms.cuda(0))

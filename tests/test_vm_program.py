@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import tvms
+from conftest import FIXTURES
 from tvms import TVMSError, relax
 from tvms.ir.vm_program import (MAGIC, VERSION, Call, Goto, Imm, Reg, Ret, VMFunction, VMProgram, deserialize,
                                 serialize)
@@ -209,27 +210,7 @@ def test_the_runtime_vm_imports_no_reference_executor_and_no_script_layer() -> N
         assert not [m for m in imported if "reference" in m or m.startswith(("tvms.script", "..script"))], name
 
 
-STORAGE = '''
-@I.ir_module
-class Module:
-    @T.prim_func
-    def add_one(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
-        for i in range(4):
-            b[i] = a[i] + T.float32(1)
-
-    @R.function(pure=False)
-    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
-        cls = Module
-        heap: R.Any = R.null_value()
-        storage: R.Any = R.vm.alloc_storage(R.shape([32]), 0, R.dtype("uint8"), R.str("global"))
-        a: R.Tensor((4,), dtype="float32") = R.vm.alloc_tensor(storage, 0, R.shape([4]), R.dtype("float32"), 0)
-        b: R.Tensor((4,), dtype="float32") = R.vm.alloc_tensor(storage, 16, R.shape([4]), R.dtype("float32"), 0)
-        R.vm.kill_object(storage)
-        cls.add_one(x, a)
-        cls.add_one(a, b)
-        R.vm.kill_object(a)
-        return b
-'''
+STORAGE = (FIXTURES / "runtime" / "vm_storage.tvms").read_text()  # (two tensors in one R.vm.alloc_storage)
 
 
 def test_vm_lowered_storage_operators_are_vm_builtins() -> None:
