@@ -491,6 +491,18 @@ CTX_FIELDS = ("ndarray_type", "tensor_type", "tensor_array", "ob_type", "tuple_s
               "descr_byteorder", "threads", "storage")
 LIFTED_CALL_WORDS = 3  # the ctx words after the fields of a lifted function's call (check_lifted)
 
+# The prefixes of the native symbols a library defines: a kernel's, a VM function's code and a
+# lifted function's call with cached weights. They keep the kinds apart (a kernel named vm_main
+# would otherwise define main's code) and from C library names; load_module refuses a symbol
+# without its kind's prefix.
+KERNEL_PREFIX, VM_PREFIX, CALL_PREFIX = "tvms_", "tvmsvm_", "tvmsvmcall_"
+
+
+def native_symbol(symbols: Any, prefix: str, name: str) -> str:
+    """A native symbol for the function ``name`` of the kind ``prefix``, unique in the NameSupply
+    ``symbols`` (``a.b`` and ``a_b`` are functions of one program, and one library links both)."""
+    return symbols.fresh(prefix + "".join(c if c.isalnum() else "_" for c in name))
+
 
 @dataclass(frozen=True)
 class NativeOutput:

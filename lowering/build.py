@@ -29,6 +29,7 @@ from ..ir.name_supply import NameSupply
 from ..ir.node import FrozenDict
 from ..ir.registry import get_global_func
 from ..ir.relax_op import SPECIAL_OPS
+from ..ir.vm_program import KERNEL_PREFIX, native_symbol
 from ..ir.target import Target, as_target
 from ..ir.visitor import collect
 from ..ir.relax_well_formed import verify_return_annotations
@@ -81,18 +82,14 @@ def lower_prim_func(func: PrimFunc, row: TargetKind, target: Target) -> PrimFunc
 
 def codegen(lowered: dict, row: TargetKind, target: Target) -> dict:
     """The code generation step: one artifact per lowered function, by name."""
-    symbols = NameSupply("_")  # (``a.b`` and ``a_b`` would both be tvms_a_b: one library links them)
-    return {key: row.codegen(func, target, symbols.fresh(_symbol(key))) for key, func in lowered.items()}
+    symbols = NameSupply("_")
+    return {key: row.codegen(func, target, native_symbol(symbols, KERNEL_PREFIX, key))
+            for key, func in lowered.items()}
 
 
 def link_kernels(artifacts: dict, row: TargetKind, target: Target) -> Any:
     """The link step: the runtime Module holding the artifacts (the row's loader)."""
     return row.load(artifacts, target)
-
-
-def _symbol(name: str) -> str:
-    """A native symbol for a function name (it is the name, prefixed to avoid C library names)."""
-    return "tvms_" + "".join(c if c.isalnum() or c == "_" else "_" for c in name)
 
 
 # --------------------------------------------------------------------------- compile (Relax)

@@ -40,7 +40,8 @@ from tvms.ir.files import write_file
 from tvms.ir.function import PrimFunc
 from tvms.ir.signature import signature_json, signature_of
 from tvms.ir.target import Target
-from tvms.ir.vm_program import lifted_json, lifted_of, native_json, native_of
+from tvms.ir.vm_program import (CALL_PREFIX, KERNEL_PREFIX, VM_PREFIX, lifted_json, lifted_of, native_json,
+                                native_of)
 
 from .library_file import append_trailer, verify_library
 from .thread_pool import load_thread_pool, thread_pool_kind
@@ -181,12 +182,9 @@ def _describe_params(func: PrimFunc) -> list:
 
 # --------------------------------------------------------------------------- load
 
-# The prefixes of the symbols a library defines: a kernel's (``lowering/build._symbol``), a VM
-# function's native code and a lifted function's call with cached weights (``llvm_vm._symbol``).
 # dlsym looks a name up in the library and in everything it links too: a name from the metadata
 # without the prefix of its kind (``abort``), or with another kind's, is refused, and so is an
 # address that lies outside the library.
-KERNEL_PREFIX, VM_PREFIX, CALL_PREFIX = "tvms_", "tvmsvm_", "tvmsvmcall_"
 
 
 class _DlInfo(ctypes.Structure):

@@ -36,8 +36,9 @@ from ...ir.dtype import ML_DTYPES, DataType, ml_dtype
 from ...ir.errors import TVMSError
 from ...ir.expr import IntImm, Var
 from ...ir.name_supply import NameSupply
-from ...ir.vm_program import (ALIGNMENT, CTX_FIELDS, LIFTED_CALL_WORDS, NEED_OUTPUTS, Call, Const, Imm, NativeOutput,
-                               NativeVMFunction, Reg, Ret, Size, VMFunction, VMProgram)
+from ...ir.vm_program import (ALIGNMENT, CALL_PREFIX, CTX_FIELDS, LIFTED_CALL_WORDS, NEED_OUTPUTS, VM_PREFIX, Call,
+                               Const, Imm, NativeOutput, NativeVMFunction, Reg, Ret, Size, VMFunction, VMProgram,
+                               native_symbol)
 from ..relax.vm_memory_plan import plan_storage
 from . import llvm_types as T
 from . import object_cache
@@ -79,7 +80,7 @@ def lower_vm_program(program: VMProgram, artifacts: dict, target: Any) -> dict:
     """Each function of ``program`` that is called by name (closures are reached through the
     interpreter) as a ``NativeVMFunction``, or the reason it stays interpreted."""
     symbols = NameSupply("_")
-    return {f.name: lower_vm_function(f, program, artifacts, target, _symbol(symbols, "tvmsvm_", f.name))
+    return {f.name: lower_vm_function(f, program, artifacts, target, native_symbol(symbols, VM_PREFIX, f.name))
             for f in program.functions if not f.closure}
 
 
@@ -98,18 +99,10 @@ def lower_lifted_calls(program: VMProgram, native: dict, artifacts: dict, target
         if not isinstance(plain, NativeVMFunction):
             out[name] = f"{runtime} has no native code"
             continue
-        symbol = _symbol(symbols, "tvmsvmcall_", runtime)
+        symbol = native_symbol(symbols, CALL_PREFIX, runtime)
         out[name] = lower_vm_function(functions[runtime], program, artifacts, target, symbol,
                                       (num_input, num_weights, plain.ctx_size))
     return out
-
-
-def _symbol(symbols: NameSupply, prefix: str, name: str) -> str:
-    """A native symbol for the function ``name``, unique among ``symbols`` (``a.b`` and ``a_b``
-    are functions of one program, and one library links their code). The prefixes tell a VM
-    function's code (``tvmsvm_``) and a lifted call's (``tvmsvmcall_``) from each other and from a
-    kernel's (``tvms_`` and its name: a kernel named vm_main would otherwise define main's)."""
-    return symbols.fresh(prefix + "".join(c if c.isalnum() else "_" for c in name))
 
 
 def lower_vm_function(f: VMFunction, program: VMProgram, artifacts: dict, target: Any, symbol: str,
