@@ -275,6 +275,7 @@ def run_relax_pipeline(mod: IRModule, relax_pipeline: Any, schedule: bool, targe
 
 BLOCK_CHANNELS_BY_DEFAULT = True  # (the PassContext options turn these off)
 PAD_CONV_GROUPS_BY_DEFAULT = True
+WINOGRAD_BY_DEFAULT = True
 
 
 def _layout_passes(target: Any) -> list:
@@ -298,6 +299,10 @@ def _layout_passes(target: Any) -> list:
     lanes = (vector_bits(target) or 0) // 32
     if lanes >= 8 and config.get("relax.BlockChannels.enable", BLOCK_CHANNELS_BY_DEFAULT):
         passes.append(BlockChannels(lanes))
+        if config.get("relax.WinogradConv2d.enable", WINOGRAD_BY_DEFAULT):
+            from .relax.winograd import WinogradConv2d
+
+            passes.append(WinogradConv2d(lanes))
     return passes
 
 

@@ -285,7 +285,7 @@ def test_which_targets_block_their_channels():
     from tvms.lowering.build import _layout_passes
     from tvms.target import Target
 
-    blocks = lambda target: [p.block for p in _layout_passes(Target(target)) if hasattr(p, "block")]
+    blocks = lambda target: [p.block for p in _layout_passes(Target(target)) if isinstance(p, BlockChannels)]
     assert blocks("llvm -mattr=+avx512f,+avx2,+fma") == [16]
     assert blocks("llvm -mattr=+avx2,+fma") == [8]
     # a named x86 CPU without -mattr: the lanes LLVM gives it

@@ -11,13 +11,14 @@ from .cpu_matmul import Matmul
 from .cpu_pool import Pool
 from .cpu_reduction import Reduction
 from .cpu_shuffle import ChannelBlocks, PlaneCopy
+from .cpu_winograd import Winograd
 
 
 def default_rules() -> list[ScheduleRule]:
     """The rules in the order they are tried: the most specific first, Fallback last."""
-    return [Conv2D(), Conv2DBlocked(), Matmul(), GEMV(), Reduction(), Pool(), ChannelBlocks(), PlaneCopy(),
+    return [Winograd(), Conv2D(), Conv2DBlocked(), Matmul(), GEMV(), Reduction(), Pool(), ChannelBlocks(), PlaneCopy(),
             Elementwise(), Fallback()]
 
 
 __all__ = ["ChannelBlocks", "Conv2D", "Conv2DBlocked", "Elementwise", "Fallback", "GEMV", "Matmul", "PlaneCopy",
-           "Pool", "Reduction", "default_rules"]
+           "Pool", "Reduction", "Winograd", "default_rules"]

@@ -22,12 +22,14 @@ class ApplyCustomRule(ScheduleRule):
 
     def __init__(self) -> None:
         self.keys: tuple = ()
+        self.target: Any = None
 
     def _initialize_with_tune_context(self, context: Any) -> None:
         target = getattr(context, "target", None)
         if target is None:
             raise TVMSError("ApplyCustomRule needs a TuneContext with a target")
         self.keys = tuple(target.keys) or _DEFAULT_KEYS.get(target.kind, (target.kind,))
+        self.target = target
 
     def apply(self, sch: Any, block: Any) -> list:
         name = site(sch, block)[1].block.annotations.get(SCHEDULE_RULE)
@@ -36,8 +38,9 @@ class ApplyCustomRule(ScheduleRule):
         names = [f"s_tir.meta_schedule.{key}.{name}" for key in self.keys]
         for full_name in names:
             custom = get_global_func(full_name, allow_missing=True)
-            if custom is not None:
-                return list(custom(sch, block))
+            if custom is not None:  # (under the task's target: a rule may size its tiles by it)
+                with self.target:
+                    return list(custom(sch, block))
         warnings.warn(f"unknown schedule rule {name!r} for target keys {list(self.keys)}; looked for "
                       + ", ".join(names), stacklevel=2)
         sch.unannotate(block, SCHEDULE_RULE)
