@@ -12,6 +12,7 @@ whose ``T.if_then_else`` condition varies by lane stays a loop too: C has no vec
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from ...ir.arith import CANONICAL, Analyzer
 from ...ir.analysis import substitute
@@ -19,7 +20,7 @@ from ...ir.expr import (Add, BinaryOp, Broadcast, BufferLoad, Call, Cast, IntImm
                         Mul, Ramp, Select, StringImm, Sub, Var, const)
 from ...ir.function import PrimFunc
 from ...ir.stmt import VECTORIZED, BufferStore, For, IfThenElse, SeqStmt, Stmt
-from ...ir.visitor import collect
+from ...ir.visitor import children
 from .loop_ranges import LoopRangeMutator
 from .tir_pass import define_tir_pass
 
@@ -28,22 +29,31 @@ class NotVectorizable(Exception):
     """The loop body has a form the vectorizer does not handle."""
 
 
-def _uses(e: PrimExpr, var: Var) -> bool:
-    return any(v is var for v in collect(e, Var))
-
-
 class _LoopVectorizer:
     """Rewrites the body of one vectorized loop over ``var`` with ``lanes`` lanes."""
 
     def __init__(self, var: Var, lanes: int, analyzer: Analyzer, scalar_guards: bool = False) -> None:
         self.var, self.lanes, self.analyzer, self.scalar_guards = var, lanes, analyzer, scalar_guards
+        # id(node) -> (node, answer): a subexpression shared by many statements (a Winograd
+        # tile's loads and sums) is asked about at every level of each; each is worked out once
+        self.seen: dict[int, tuple] = {}
+        self.done: dict[int, tuple] = {}
+
+    def uses(self, e: Any) -> bool:
+        """Whether ``e`` reads the loop variable."""
+        hit = self.seen.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        found = e is self.var or any(self.uses(c) for c in children(e))
+        self.seen[id(e)] = (e, found)
+        return found
 
     def widen(self, e: PrimExpr) -> PrimExpr:
         return e if e.dtype.lanes == self.lanes else Broadcast(e, self.lanes)
 
     def index(self, e: PrimExpr) -> PrimExpr:
         """A Ramp for an index linear in the loop variable (the index itself if it does not use it)."""
-        if not _uses(e, self.var):
+        if not self.uses(e):
             return e
         simplify = self.analyzer.simplify
         base = simplify(substitute(e, {self.var: const(0, e.dtype)}))
@@ -56,7 +66,15 @@ class _LoopVectorizer:
         return base if stride.value == 0 else Ramp(base, stride, self.lanes)
 
     def expr(self, e: PrimExpr) -> PrimExpr:
-        if not _uses(e, self.var):
+        hit = self.done.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = self._expr(e)
+        self.done[id(e)] = (e, out)
+        return out
+
+    def _expr(self, e: PrimExpr) -> PrimExpr:
+        if not self.uses(e):
             return e
         if e is self.var:
             return Ramp(const(0, e.dtype), const(1, e.dtype), self.lanes)
@@ -71,7 +89,7 @@ class _LoopVectorizer:
         if isinstance(e, Select):
             return Select(*(self.widen(self.expr(x)) for x in (e.condition, e.true_value, e.false_value)))
         if isinstance(e, Call) and all(isinstance(a, PrimExpr) for a in e.args):
-            if self.scalar_guards and getattr(e.op, "name", None) == "tir.if_then_else" and _uses(e.args[0], self.var):
+            if self.scalar_guards and getattr(e.op, "name", None) == "tir.if_then_else" and self.uses(e.args[0]):
                 raise NotVectorizable("a guarded load whose condition varies by lane")
             args = tuple(a if isinstance(a, StringImm) else self.widen(self.expr(a)) for a in e.args)
             return dataclasses.replace(e, dtype=e.dtype.with_lanes(self.lanes), args=args)
@@ -85,7 +103,7 @@ class _LoopVectorizer:
             if not any(i.dtype.lanes > 1 for i in indices):
                 raise NotVectorizable("a store to the same element from every lane")
             return BufferStore(s.buffer, self.widen(self.expr(s.value)), indices)
-        if isinstance(s, IfThenElse) and not _uses(s.condition, self.var):
+        if isinstance(s, IfThenElse) and not self.uses(s.condition):
             # a guard the same for every lane (a tail row of a tile) stays one scalar branch
             orelse = None if s.else_case is None else self.stmt(s.else_case)
             return IfThenElse(s.condition, self.stmt(s.then_case), orelse)
