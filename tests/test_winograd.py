@@ -52,6 +52,12 @@ def two_convs(c: int, k: int, h: int, w: int, pad: int = 1) -> tuple:
     return mod, args
 
 
+def assert_close(actual, expected) -> None:
+    """Within Winograd's float32 error: F(4x4, 3x3) sums terms up to ~100x the result (its
+    transforms' coefficients), so the error scales with the output's largest values."""
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4 * float(np.abs(expected).max()))
+
+
 def winograd_funcs(mod: tvms.IRModule) -> list:
     """The Winograd kernels ``main`` calls, by kind, one entry per call (sorted)."""
     names = []
@@ -82,22 +88,22 @@ def test_the_matrices_compute_the_correlation_exactly(m):
 @pytest.mark.parametrize("h, w", [(16, 16), (13, 15)])
 def test_the_kernels_compute_the_convolution(h, w):
     """Tiles that fit the output, and tiles that overhang it (guarded stores, padded input)."""
-    mod, args = two_convs(16, 32, h, w)
+    mod, args = two_convs(32, 64, h, w)
     rewritten = WinogradConv2d(16)(BlockChannels(16)(mod))
     assert winograd_funcs(rewritten) == ["winograd_data", "winograd_data", "winograd_gemm", "winograd_gemm",
                                          "winograd_output", "winograd_output", "winograd_weight", "winograd_weight"]
     expected = np.asarray(run_relax(mod, "main", *args))
-    np.testing.assert_allclose(np.asarray(run_relax(rewritten, "main", *args)), expected, rtol=1e-4, atol=1e-4)
+    assert_close(np.asarray(run_relax(rewritten, "main", *args)), expected)
 
 
 @pytest.mark.parametrize("h, w", [(28, 28), (27, 13)])
 def test_compiled_with_default_schedules_it_computes_as_numpy(h, w):
-    mod, args = two_convs(32, 32, h, w)
+    mod, args = two_convs(32, 64, h, w)
     expected = np.asarray(run_relax(mod, "main", *args))
     ex = tvms.compile(mod, "llvm", exec_mode="bytecode")
     assert [k for k in ex.kernels().functions if "winograd_gemm" in k]  # (one kernel for both: same shapes)
     vm = relax.VirtualMachine(ex, tvms.cpu())
-    np.testing.assert_allclose(vm["main"](*map(tvms.nd.array, args)).numpy(), expected, rtol=1e-4, atol=1e-4)
+    assert_close(vm["main"](*map(tvms.nd.array, args)).numpy(), expected)
 
 
 def test_every_kernel_gets_the_winograd_schedule():
@@ -118,14 +124,14 @@ def test_every_kernel_gets_the_winograd_schedule():
 
 
 def test_weights_given_as_parameters_are_transformed_at_run_time():
-    mod, args = two_convs(16, 32, 16, 16)
+    mod, args = two_convs(32, 64, 16, 16)
     expected = np.asarray(run_relax(mod, "main", *args))
     vm = relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
     got = vm["main"](*map(tvms.nd.array, args)).numpy()
-    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    assert_close(got, expected)
     args[3] = args[3] * -1.5  # (new weights: the transform is not kept from the first call)
-    np.testing.assert_allclose(vm["main"](*map(tvms.nd.array, args)).numpy(),
-                               np.asarray(run_relax(mod, "main", *args)), rtol=1e-4, atol=1e-4)
+    assert_close(vm["main"](*map(tvms.nd.array, args)).numpy(),
+                               np.asarray(run_relax(mod, "main", *args)))
 
 
 def test_what_it_leaves_as_it_is():
@@ -133,18 +139,19 @@ def test_what_it_leaves_as_it_is():
         mod, _ = two_convs(**kwargs)
         return len(winograd_funcs(WinogradConv2d(16)(BlockChannels(16)(mod))))
 
-    assert taken(c=16, k=32, h=16, w=16) == 8
-    assert taken(c=16, k=16, h=16, w=16) == 0  # (one block of output channels: too little to gain)
-    assert taken(c=16, k=32, h=12, w=12) == 0  # (9 tiles: the transformed weights outweigh the work)
-    assert taken(c=16, k=32, h=18, w=18, pad=0) == 8  # (no padding: 16 x 16 outputs)
-    strided = from_source(TWO_CONVS.format(c=16, k=32, h=32, w=32, oh=16, ow=16, pad=1, residual="b")
+    assert taken(c=32, k=64, h=16, w=16) == 8
+    assert taken(c=16, k=16, h=32, w=32) == 0  # (one block of output channels: too little to gain)
+    assert taken(c=32, k=64, h=12, w=12) == 0  # (9 tiles: the transformed weights outweigh the work)
+    assert taken(c=16, k=32, h=16, w=16) == 0  # (channels x channels x tiles under 32K)
+    assert taken(c=32, k=64, h=18, w=18, pad=0) == 8  # (no padding: 16 x 16 outputs)
+    strided = from_source(TWO_CONVS.format(c=32, k=64, h=32, w=32, oh=16, ow=16, pad=1, residual="b")
                           .replace("c1 = R.nn.conv2d(r0, w1, strides=[1, 1]", "c1 = R.nn.conv2d(r0, w1, strides=[2, 2]"))
     assert winograd_funcs(WinogradConv2d(16)(BlockChannels(16)(strided))) == ["winograd_data", "winograd_gemm",
                                                                             "winograd_output", "winograd_weight"]
 
 
 def test_the_option_turns_it_off():
-    mod, args = two_convs(16, 32, 16, 16)
+    mod, args = two_convs(32, 64, 16, 16)
     with PassContext(config={"relax.WinogradConv2d.enable": False}):
         ex = tvms.compile(mod, "llvm", exec_mode="bytecode")
     assert not [k for k in ex.kernels().functions if "winograd" in k]
