@@ -302,11 +302,15 @@ def plan_for(call: rx.Call, block: int) -> WinogradPlan | None:
 def _worth_it(plan: WinogradPlan) -> bool:
     """Whether the transforms and the larger transformed weights (alpha^2 / 9 times the conv's) cost
     less than the multiply-adds saved: two blocks of output channels or more, 16 tiles or more,
-    and channels x channels x tiles of 32K or more. One thread (default schedules, Zen 5), both
+    channels x channels x tiles of 32K or more, and the GEMMs at least 2x fewer multiply-adds than
+    the direct convolution (an output of a few pixels fills a tile's 16 poorly: a 1 x 2 output does
+    twice the direct convolution's). One thread (default schedules, Zen 5), both
     convolutions of conv-relu-conv-relu, direct against Winograd: 64 -> 64 at 56x56 0.94 against
     0.33 ms, 512 -> 512 at 14x14 (16 tiles of which 3 overhang) 3.84 against 2.25, 64 -> 64 at
     14x14 0.059 against 0.043, 32 -> 32 at 14x14 (16K) 0.017 against 0.019."""
-    return plan.kb >= 2 and plan.tiles >= 16 and plan.cb * plan.kb * plan.block ** 2 * plan.tiles >= 32768
+    saved = 9 * plan.out_shape[2] * plan.out_shape[3] / (plan.alpha ** 2 * plan.th * plan.tw)
+    return (plan.kb >= 2 and plan.tiles >= 16 and plan.cb * plan.kb * plan.block ** 2 * plan.tiles >= 32768
+            and saved >= 2)
 
 
 class _Rewriter(PyExprMutator):
