@@ -62,6 +62,10 @@ LIGHT = """
             A[i] = A[i] * T.float32(2.0)
             Nt[i] = T.call_extern("int32", "omp_get_num_threads")
 """
+# The same with a store of 8 float operations (a transform's): it counts as two stores.
+HEAVY = LIGHT.replace("A[i] = A[i] * T.float32(2.0)",
+                      "A[i] = (A[i] * T.float32(2.0) + A[i] * T.float32(3.0)) * (A[i] - T.float32(1.0)) "
+                      "+ A[i] * A[i] + A[i] * T.float32(0.5)")
 # An inner loop of symbolic extent: its work is unknown at compile time, so the threads are used.
 SYMBOLIC_INNER = """
     @T.prim_func
@@ -227,6 +231,15 @@ def test_enough_light_work_is_shared_by_two_threads(no_thread_setting):
     n = WORK + 2  # two stores per iteration: just over two tasks' worth
     a, nt = np.ones(n, np.float32), np.zeros(n, np.int32)
     build(LIGHT)(a, nt)
+    assert set(nt.tolist()) == {2}
+
+
+def test_a_store_of_many_operations_counts_as_several(no_thread_setting):
+    no_thread_setting.setenv("TVM_NUM_THREADS", "2")
+    n = 2 * WORK // 3 + 2  # three stores' worth per iteration (two as stores go): two tasks' worth
+    a, nt = np.ones(n, np.float32), np.zeros(n, np.int32)
+    build(HEAVY)(a, nt)
+    np.testing.assert_allclose(a, np.full(n, 1.5, np.float32))
     assert set(nt.tolist()) == {2}
 
 
