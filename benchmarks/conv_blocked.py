@@ -1,5 +1,8 @@
-"""One convolution (+ bias + relu) on NCHW16c data beside the same one on NCHW, each through
-``tvms.compile`` (default schedules: the Conv2DBlocked rule, the Conv2D rule) with its weight
+"""One convolution (+ bias + relu) on NCHW16c data beside the same one on NCHW, and, for a 3x3 of
+stride 1, beside the same on NCHW16c by Winograd's F(4x4, 3x3) (WinogradConv2d), each through
+``tvms.compile`` (default schedules: the Conv2DBlocked rule, the Conv2D rule, the Winograd
+kernels' rule; GF/s counts the direct convolution's multiply-adds; on a host of 8 lanes the pass
+refuses NCHW16c, and the Winograd column times the direct convolution again) with its weight
 bound as a constant (so the NCHW side's weight packing runs at compile time, as in an imported
 model) and called through the VM; the two timed in alternating blocks of calls in one process,
 median (and best) GF/s of 9 rounds; the register tile each rule picked; the load average.
@@ -20,13 +23,15 @@ import time
 import numpy as np
 
 CASES = ["16,64,55,1,1,0", "64,256,56,1,1,0", "256,1024,14,1,1,0", "64,64,56,3,1,1", "256,256,14,3,1,1",
-         "512,1008,13,1,1,0"]
+         "512,1008,13,1,1,0", "16,64,55,3,1,1", "128,128,28,3,1,1", "512,512,14,3,1,1"]
 PLAIN_CASES = ["3,64,224,7,2,3"]
 BLOCK = 16
 
 
-def program(c: int, f: int, size: int, k: int, stride: int, pad: int, blocked: bool, plain: bool):
-    """The VM function of ``relu(conv2d(x, w) + b)`` with ``w`` a constant, and its arguments."""
+def program(c: int, f: int, size: int, k: int, stride: int, pad: int, blocked: bool, plain: bool,
+            winograd: bool = False):
+    """The VM function of ``relu(conv2d(x, w) + b)`` with ``w`` a constant, and its arguments;
+    ``winograd``: WinogradConv2d on (else off)."""
     import tvms
     from tvms.script import from_source
 
@@ -56,7 +61,8 @@ class Module:
 """
     rng = np.random.default_rng(0)
     mod = tvms.relax.transform.BindParams("main", {"w": rng.standard_normal(w, dtype=np.float32)})(from_source(text))
-    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    with tvms.transform.PassContext(config={"relax.WinogradConv2d.enable": winograd}):
+        vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
     return vm["main"], [tvms.nd.array(rng.standard_normal(shape, dtype=np.float32)) for shape in (x, b)]
 
 
@@ -96,7 +102,9 @@ def main() -> None:
     for case, plain in cases:
         c, f, size, k, stride, pad = map(int, case.split(","))
         sides = [program(c, f, size, k, stride, pad, blocked, plain) for blocked in (True, False)]
-        times: list = [[], []]
+        if k == 3 and stride == 1 and not plain:
+            sides.append(program(c, f, size, k, stride, pad, True, plain, winograd=True))
+        times: list = [[] for _ in sides]
         for _ in range(args.rounds):  # (alternating: a load that comes and goes hits both sides)
             for (fn, fn_args), spent in zip(sides, times):
                 spent.append(block_seconds(fn, fn_args, clock))
@@ -105,8 +113,10 @@ def main() -> None:
         cells = [f"{statistics.median(t) * 1e3:7.3f} ms {flops / statistics.median(t) / 1e9:4.0f} GF/s "
                  f"(best {flops / min(t) / 1e9:4.0f})" for t in times]
         speedup = statistics.median(times[1]) / statistics.median(times[0])
+        winograd = (f" | Winograd {cells[2]} x{statistics.median(times[0]) / statistics.median(times[2]):.2f}"
+                    if len(sides) > 2 else "")
         print(f"{c:>4}->{f:<5}{k}x{k}/{stride} @{size:<4}{'plain ' if plain else ''}NCHW16c {cells[0]} | "
-              f"NCHW {cells[1]} | x{speedup:.2f}  tiles {tiles(f, out)}"
+              f"NCHW {cells[1]} | x{speedup:.2f}{winograd}  tiles {tiles(f, out)}"
               f"  load {os.getloadavg()[0]:.2f}", flush=True)
 
 

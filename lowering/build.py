@@ -284,7 +284,8 @@ def _layout_passes(target: Any) -> list:
     ``"relax.PadConvGroups.enable": False`` leaves them), then BlockChannels with blocks of the
     target's fp32 lanes where its vector width is known (its ``-mattr``, the host's features, or
     LLVM's for a named x86 CPU) and holds 8 lanes or more (``"relax.BlockChannels.enable": False``
-    leaves the convolutions NCHW)."""
+    leaves the convolutions NCHW), then WinogradConv2d on the blocked 3x3 convolutions that gain
+    from it (``"relax.WinogradConv2d.enable": False`` leaves them)."""
     from .transform import PassContext
 
     target = as_target(target) if target is not None else None
@@ -293,6 +294,7 @@ def _layout_passes(target: Any) -> list:
     from .dlight.analysis import vector_bits
     from .relax.block_channels import BlockChannels
     from .relax.pad_conv_groups import PadConvGroups
+    from .relax.winograd import WinogradConv2d
 
     config = PassContext.current().config
     passes = [PadConvGroups(target)] if config.get("relax.PadConvGroups.enable", PAD_CONV_GROUPS_BY_DEFAULT) else []
@@ -300,8 +302,6 @@ def _layout_passes(target: Any) -> list:
     if lanes >= 8 and config.get("relax.BlockChannels.enable", BLOCK_CHANNELS_BY_DEFAULT):
         passes.append(BlockChannels(lanes))
         if config.get("relax.WinogradConv2d.enable", WINOGRAD_BY_DEFAULT):
-            from .relax.winograd import WinogradConv2d
-
             passes.append(WinogradConv2d(lanes))
     return passes
 

@@ -62,7 +62,7 @@ LIGHT = """
             A[i] = A[i] * T.float32(2.0)
             Nt[i] = T.call_extern("int32", "omp_get_num_threads")
 """
-# The same with a store of 8 float operations (a transform's): it counts as two stores.
+# The same with a store of 9 float operations (a transform's): it counts as two stores.
 HEAVY = LIGHT.replace("A[i] = A[i] * T.float32(2.0)",
                       "A[i] = (A[i] * T.float32(2.0) + A[i] * T.float32(3.0)) * (A[i] - T.float32(1.0)) "
                       "+ A[i] * A[i] + A[i] * T.float32(0.5)")

@@ -131,8 +131,9 @@ def test_every_kernel_gets_the_winograd_schedule():
     target = tvms.target.Target("llvm -mcpu=znver4")
     with PassContext(config={"relax.BlockChannels.enable": True}):
         fused = relax.get_pipeline("zero")(WinogradConv2d(16)(BlockChannels(16)(mod)))
-    names = [gv.name_hint for gv, f in fused.functions_items() if isinstance(f, PrimFunc)
-             and gv.name_hint.startswith(("winograd_data", "winograd_gemm", "winograd_output", "fused_winograd_output"))]
+    kinds = ("winograd_data", "winograd_gemm", "winograd_output", "fused_winograd_output")
+    names = [gv.name_hint for gv, f in fused.functions_items()
+             if isinstance(f, PrimFunc) and gv.name_hint.startswith(kinds)]
     assert any(n.startswith("fused_winograd_output") for n in names)  # (the epilogue fused into it)
     with target:
         for name in names:
@@ -168,9 +169,9 @@ def test_what_it_leaves_as_it_is():
     assert taken(c=16, k=32, h=16, w=16) == 0  # (channels x channels x tiles under 32K)
     assert taken(c=32, k=64, h=18, w=18, pad=0) == 8  # (no padding: 16 x 16 outputs)
     assert taken(c=64, k=64, h=3, w=4, pad=0, n=16) == 4  # (1 x 2 outputs: the first conv's 3 x 4 only)
-    strided = from_source(TWO_CONVS.format(c=32, k=64, h=32, w=32, oh=16, ow=16, top=1, left=1, bottom=1, right=1,
-                                           residual="b", n=1)
-                          .replace("c1 = R.nn.conv2d(r0, w1, strides=[1, 1]", "c1 = R.nn.conv2d(r0, w1, strides=[2, 2]"))
+    text = TWO_CONVS.format(c=32, k=64, h=32, w=32, oh=16, ow=16, top=1, left=1, bottom=1, right=1, residual="b", n=1)
+    strided = from_source(text.replace("c1 = R.nn.conv2d(r0, w1, strides=[1, 1]",
+                                       "c1 = R.nn.conv2d(r0, w1, strides=[2, 2]"))
     assert winograd_funcs(WinogradConv2d(16)(BlockChannels(16)(strided))) == ["winograd_data", "winograd_gemm",
                                                                             "winograd_output", "winograd_weight"]
 

@@ -13,6 +13,7 @@ from ..lowering.relax.op_pattern import AnnotateTIROpPattern
 from ..lowering.relax.run_codegen import RunCodegen
 from ..lowering.relax.split_layout_rewrite_preproc import SplitLayoutRewritePreproc
 from ..lowering.relax.remove_purity_checking import RemovePurityChecking
+from ..lowering.relax.winograd import WinogradConv2d
 from ..lowering.relax.passes import (BindParams, CanonicalizeBindings, ConvertToDataflow,
                                      DeadCodeElimination, FoldConstant, ToNonDataflow)
 
@@ -21,4 +22,4 @@ __all__ = ["BindParams", "CanonicalizeBindings", "ConvertToDataflow", "DeadCodeE
 __all__ += ["AnnotateTIROpPattern", "CallTIRRewrite", "FuseOps", "FuseTIR", "FuseTransposeMatmul"]
 __all__ += ["FuseOpsByPattern", "FusionPattern", "PatternCheckContext", "RemovePurityChecking", "RunCodegen"]
 __all__ += ["MetaScheduleApplyDatabase", "MetaScheduleTuneTIR"]
-__all__ += ["BlockChannels", "LiftTransformParams", "PadConvGroups", "SplitLayoutRewritePreproc"]
+__all__ += ["BlockChannels", "LiftTransformParams", "PadConvGroups", "SplitLayoutRewritePreproc", "WinogradConv2d"]

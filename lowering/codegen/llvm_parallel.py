@@ -23,7 +23,8 @@ Where libgomp is missing (or ``TVMS_THREAD_POOL=pthread``), the caller instead s
 The thread count is the global ``__tvms_num_threads``, which the runtime sets before each call
 (from ``TVM_NUM_THREADS`` or the target's ``-num-cores``), clamped to the loop's extent and to the
 loop's work: each task gets at least ``MIN_TASK_WORK`` stores (the body's stores per iteration,
-estimated at compile time, times the extent). Waking a sleeping worker costs 27-60 us here (more
+each weighed by its float operations, estimated at compile time: ``iteration_work``, times the
+extent). Waking a sleeping worker costs 27-60 us here (more
 when the machine is loaded: the woken thread waits for a core, and the caller waits for it), so a
 loop with less work than two tasks' worth calls its task function directly, in the caller's
 thread, without touching the thread pool.
@@ -38,14 +39,14 @@ from ...ir import expr as E
 from ...ir import stmt as S
 from ...ir.dtype import DataType
 from ...ir.registry import get_global_func
-from ...ir.visitor import collect
+from ...ir.visitor import children, collect
 from . import llvm_types as T
 from .llvm_intrinsics import declare as declare_c
 
 NUM_THREADS_SYMBOL = "__tvms_num_threads"
 MAX_THREADS = 256
 TASKS_PER_THREAD = 4  # on tvms's pool: shares of a late or preempted thread go to the others
-MIN_TASK_WORK = 1 << 17  # stores per task below which another thread costs more than it saves
+MIN_TASK_WORK = 1 << 17  # (weighed) stores per task below which another thread costs more than it saves
 UNKNOWN_WORK = 1 << 40  # a body with loops of symbolic extent: assume it is worth the threads
 # On the "mixed" pool (not the default), loops of fewer stores than this run on tvms's pool,
 # larger ones on libgomp's.
@@ -105,7 +106,7 @@ def parallel_loop(cg: Any, loop: Any) -> None:
 def _task_count(bld: ir.IRBuilder, module: ir.Module, extent: ir.Value, per_iteration: int,
                 per_thread: int = 1) -> ir.Value:
     """``min(extent, threads * per_thread, extent * per_iteration // MIN_TASK_WORK)`` in
-    ``[1, MAX_THREADS]`` (``extent`` an i64, ``per_iteration`` the elements an iteration stores)."""
+    ``[1, MAX_THREADS]`` (``extent`` an i64, ``per_iteration`` an iteration's ``iteration_work``)."""
     threads = bld.sext(bld.load(num_threads_global(module), typ=T.I32), T.I64)
     if per_thread > 1:
         threads = bld.mul(threads, ir.Constant(T.I64, per_thread))
@@ -137,11 +138,19 @@ def iteration_work(body: Any) -> int:
 
 
 def store_weight(value: Any) -> int:
-    """How many plain stores one store of ``value`` is worth: one per 4 float operations in it,
-    at least one. A copy, an add and relu, an accumulator update count one; a Winograd
-    transform's store (16-30 operations) counts 4-7: without the weight, ResNet-50's 14 x 14 input
-    transform (64 parallel iterations of 2,304 elements, 0.23 ms) ran on one thread."""
-    ops = sum(1 for n in collect(value, (E.BinaryOp, E.Call)) if getattr(n.dtype, "is_float", False))
+    """How many plain stores one store of ``value`` is worth: one per 4 float operations in its
+    expression tree (loads' indices aside), at least one. A copy, an add and relu, an accumulator
+    update count one; a Winograd transform's store (16-30 operations) counts 4-7: without the
+    weight, ResNet-50's 14 x 14 input transform (64 parallel iterations of 2,304 elements, 0.23 ms)
+    ran on one thread."""
+    ops, stack = 0, [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, E.BufferLoad):
+            continue
+        if isinstance(node, (E.BinaryOp, E.Call)) and node.dtype.is_float:
+            ops += 1
+        stack.extend(c for c in children(node) if isinstance(c, E.PrimExpr))
     return max(1, ops // 4)
 
 

@@ -2,18 +2,21 @@
 their blocks' ``schedule_rule`` annotation; tuning's ApplyCustomRule runs the same schedules
 (``s_tir.meta_schedule.cpu.winograd_*``).
 
-- ``winograd_data``: per (channel block, tile), in parallel, the tile's alpha^2 transformed values,
-  each a vector of the block's channels (the padding is ``R.nn.pad``'s kernel, before it).
+- ``winograd_data``: rows of tiles of each channel block in parallel; per tile, its alpha^2
+  transformed values, each a vector of the block's channels (the padding is ``R.nn.pad``'s
+  kernel, before it).
 - ``winograd_gemm``: ``Conv2DBlocked``'s register tile on a 1x1 convolution: per tile position
   ``t`` and chunk of output blocks (in parallel), MR tiles by NV vectors of output channels
   accumulate in registers over all input channels (their MR broadcasts and NV weight vectors
   per step), then go to memory whole.
-- ``winograd_output``: per output tile, its m x m outputs, vectors of channels; the epilogue (bias,
+- ``winograd_output``: rows of tiles of each output block in parallel; per tile, its m x m
+  outputs, vectors of channels; the epilogue (bias,
   relu, a residual add) as one block computed per tile as the tile is made (in L1). Where the last
   tiles overhang the output, its loops there are of variable extent, which tuning's
   DisallowDynamicLoop refuses: tuning's rule computes the epilogue as a loop nest of its own after
   all the tiles (SqueezeNet's 16 -> 64 at 55 x 55: 0.042 against 0.027 ms per tile).
-- ``winograd_weight`` (weights only, when they are parameters): parallel over tile positions.
+- ``winograd_weight`` (weights only, when they are parameters): tile positions and output
+  blocks in parallel.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from ...ir.errors import TVMSError
 from ...ir.expr import Var
 from ...ir.function import PrimFunc
 from ...ir.registry import register_func
+from ...ir.target import Target
 from ..relax.winograd import DATA_RULE, GEMM_RULE, OUTPUT_RULE, SCHEDULE_RULE, WEIGHT_RULE
 from ..schedule import Schedule
 from ..schedule.errors import ScheduleError
@@ -97,9 +101,10 @@ def _tile_size(sch: Schedule, block: Any) -> int:
 
 
 def schedule_output(sch: Schedule, block: Any, target: Any, static_loops: bool = False) -> None:
-    epilogue = []
-    while sch.get_consumers(epilogue[-1] if epilogue else block):
-        epilogue.append(sch.get_consumers(epilogue[-1] if epilogue else block)[0])
+    epilogue, tail = [], block
+    while consumers := sch.get_consumers(tail):
+        tail = consumers[0]
+        epilogue.append(tail)
     for later in epilogue[1:]:  # (one block: the whole epilogue)
         sch.reverse_compute_inline(later)
     n, ko, ty, tx, lane = sch.get_loops(block)
@@ -136,8 +141,6 @@ SCHEDULES = {DATA_RULE: schedule_data, GEMM_RULE: schedule_gemm, OUTPUT_RULE: sc
 def _custom_rule(schedule: Any, **options: Any) -> Any:
     """The tuning rule of a schedule: ApplyCustomRule's ``f(sch, block) -> [sch]``."""
     def rule(sch: Schedule, block: Any) -> list:
-        from ...ir.target import Target
-
         target = Target.current(allow_none=True)
         if target is None:
             raise TVMSError("the Winograd schedule rules need a current target")

@@ -7,8 +7,9 @@ fewer at m = 4 (``A``, ``B``, ``G`` are exact, from ``winograd_matrices``).
 The call becomes four kernels (alpha = m + 2, t = e * alpha + v one of the alpha^2 tile positions,
 p = (n, ty, tx) a tile, b the channel block)::
 
-    U[t, K // b, C // b, C % b, K % b] = (G g G^T)[e, v]      winograd_weight (weights only: run once
-                                                                by FoldConstant or LiftTransformParams)
+    U[t, K // b, C // b, C % b, K % b] = (G g G^T)[e, v]      winograd_weight (weights only: constant
+                                                                ones folded at compile time, lifted ones
+                                                                run once, parameters at each call)
     V[t, C // b, p, C % b]             = (B^T d_p B)[e, v]     winograd_data   (d_p: of the input padded
                                                                 by R.nn.pad)
     M[t, K // b, p, K % b]             = sum_C V[t, .., p, ..] U[t, .., ..]   winograd_gemm (alpha^2 GEMMs)
@@ -38,20 +39,20 @@ from typing import Any
 
 from ...ir import relax as rx
 from ...ir.buffer import Buffer, BufferRegion, decl_buffer
-from ...ir.dtype import handle
-from ...ir.expr import DATA_PAR, EQ, LT, And, BufferLoad, Min, FloorDiv, FloorMod, IntImm, IterVar, Range, Select, Var, const
+from ...ir.dtype import DataType, handle
+from ...ir.expr import (DATA_PAR, EQ, LT, And, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Min, Range, Select,
+                        Var, const)
 from ...ir.function import PrimFunc
+from ...ir.module import IRModule
 from ...ir.node import FrozenDict
 from ...ir.stmt import SERIAL, Block, BlockRealize, BufferStore, For, IfThenElse, seq
-from ...ir.dtype import DataType
-from ...ir.module import IRModule
-from ...ir.relax_infer import int_of
 from ...ir.relax_op import make_call
-from ...ir.struct_info import TensorStructInfo
+from ...ir.struct_info import TensorStructInfo, static_dims
 from .. import te
 from ..pass_registry import register_pass
 from ..transform import module_pass
 from .expr_functor import PyExprMutator, mutate_relax_functions
+from .ir_kernels import call_kernel
 from .legalize import gen_call_tir_inputs
 from .legalize_manip import channel_block
 from .op_pattern import OPAQUE, OUT_EWISE_FUSABLE
@@ -138,13 +139,13 @@ def _i64(v: int) -> IntImm:
 
 class WinogradPlan:
     """One convolution's Winograd form: output tile ``m``, the blocked shapes, and its four kernels
-    (``weight`` and ``gemm`` TE computations for ``call_te``; ``data`` and ``output`` PrimFuncs
-    made by hand, see ``_tile_kernel``)."""
+    (``weight`` and ``gemm`` TE computations; ``data`` and ``output`` PrimFuncs made by hand, see
+    ``_tile_kernel``)."""
 
     def __init__(self, m: int, data_shape: tuple, weight_shape: tuple, out_shape: tuple, padding: tuple):
         self.m, self.alpha = m, m + 2
         self.a_t, self.g, self.b_t = winograd_matrices(m)
-        self.n, self.cb, self.h, self.w, self.block = data_shape
+        self.n, self.cb, _, _, self.block = data_shape
         self.kb = weight_shape[0]
         self.out_shape = out_shape
         self.padding = padding
@@ -169,18 +170,18 @@ class WinogradPlan:
 
     def data(self, padded: Buffer, out: Buffer) -> PrimFunc:
         """Per (channel block, tile, lane): the tile position ``t``'s value ``(B^T d B)[e, v]``,
-        ``d`` the tile's window of the padded input (``B^T`` applied to the rows first: the
-        same row sums recur across ``v``, and LLVM computes them once)."""
+        ``d`` the tile's window of the padded input (``B^T d`` first: its entries recur across
+        ``v``, and LLVM computes each once)."""
         m, alpha = self.m, self.alpha
 
         def stores(c: Var, n: Var, ty: Var, tx: Var, lane: Var) -> list:
             rows = [ty * _i64(m) + _i64(i) for i in range(alpha)]
             cols = [tx * _i64(m) + _i64(j) for j in range(alpha)]
             d = [[BufferLoad(padded, (n, c, rows[i], cols[j], lane)) for j in range(alpha)] for i in range(alpha)]
-            col_sums = [[_combine(self.b_t[e], [d[i][j] for i in range(alpha)]) for j in range(alpha)]
-                        for e in range(alpha)]
+            left = [[_combine(self.b_t[e], [d[i][j] for i in range(alpha)]) for j in range(alpha)]
+                    for e in range(alpha)]
             tile = self.tile_index(n, ty, tx)
-            return [BufferStore(out, _combine(self.b_t[v], col_sums[e]), (_i64(e * alpha + v), c, tile, lane))
+            return [BufferStore(out, _combine(self.b_t[v], left[e]), (_i64(e * alpha + v), c, tile, lane))
                     for e in range(alpha) for v in range(alpha)]
 
         def regions(c: Var, n: Var, ty: Var, tx: Var, lane: Var) -> tuple:
@@ -216,17 +217,17 @@ class WinogradPlan:
 
     def output(self, gemm: Buffer, out: Buffer) -> PrimFunc:
         """Per (image, output block, tile, lane): the tile's m x m outputs ``(A^T M_p A)[a, b]``
-        (``A^T`` on the columns first, whose sums recur across ``b``)."""
+        (``A^T M_p`` first: its entries recur across ``b``)."""
         m, alpha = self.m, self.alpha
 
         def stores(n: Var, ko: Var, ty: Var, tx: Var, lane: Var) -> list:
             tile = self.tile_index(n, ty, tx)
             s = [[BufferLoad(gemm, (_i64(e * alpha + v), ko, tile, lane)) for v in range(alpha)] for e in range(alpha)]
-            row_sums = [[_combine(self.a_t[a], [s[e][v] for e in range(alpha)]) for v in range(alpha)]
-                        for a in range(m)]
+            left = [[_combine(self.a_t[a], [s[e][v] for e in range(alpha)]) for v in range(alpha)]
+                    for a in range(m)]
             y = [ty * _i64(m) + _i64(a) for a in range(m)]
             x = [tx * _i64(m) + _i64(b) for b in range(m)]
-            return [_guarded(BufferStore(out, _combine(self.a_t[b], row_sums[a]), (n, ko, y[a], x[b], lane)),
+            return [_guarded(BufferStore(out, _combine(self.a_t[b], left[a]), (n, ko, y[a], x[b], lane)),
                              [(y[a], self.out_shape[2]) if a >= self.out_shape[2] % m > 0 else None,
                               (x[b], self.out_shape[3]) if b >= self.out_shape[3] % m > 0 else None])
                     for a in range(m) for b in range(m)]
@@ -276,11 +277,9 @@ def _tile_kernel(name: str, rule: str, buffers: list, names: tuple, extents: tup
 
 
 def _static(expr: Any) -> tuple | None:
+    """The static shape of a float32 tensor expression; None for anything else."""
     sinfo = getattr(expr, "struct_info", None)
-    if not isinstance(sinfo, TensorStructInfo) or sinfo.dims is None or str(sinfo.dtype) != "float32":
-        return None
-    dims = tuple(int_of(d) for d in sinfo.dims)
-    return None if None in dims else dims
+    return static_dims(sinfo) if isinstance(sinfo, TensorStructInfo) and str(sinfo.dtype) == "float32" else None
 
 
 def plan_for(call: rx.Call, block: int) -> WinogradPlan | None:
@@ -290,7 +289,7 @@ def plan_for(call: rx.Call, block: int) -> WinogradPlan | None:
     a = call.attrs
     if (channel_block(a["data_layout"]) != block or a["kernel_layout"] != f"OIHW{block}i{block}o"
             or a["out_layout"] != a["data_layout"] or a["groups"] != 1 or list(a["strides"]) != [1, 1]
-            or list(a["dilation"]) != [1, 1] or str(a.get("out_dtype") or "float32") not in ("float32", "")):
+            or list(a["dilation"]) != [1, 1]):
         return None
     data, weight, out = _static(call.args[0]), _static(call.args[1]), _static(call)
     if None in (data, weight, out) or weight[2:4] != (3, 3):
@@ -336,20 +335,15 @@ class _Rewriter(PyExprMutator):
 
     def _te_call(self, fte: Any, *args: Any) -> rx.Call:
         func, rx_args, outs = gen_call_tir_inputs(fte, *args)
-        return self._call_tir(func.with_attr("op_pattern", OPAQUE), f"winograd_{fte.__name__}", rx_args,
-                              [(tuple(o.shape), str(o.dtype)) for o in outs])
+        return call_kernel(self.builder_, func.with_attr("op_pattern", OPAQUE), f"winograd_{fte.__name__}",
+                           rx_args, outs[0])
 
     def _tir_call(self, make: Any, arg: rx.Expr, out_shape: tuple, dtype: str, pattern: int = OPAQUE) -> rx.Call:
         sinfo = arg.struct_info
         source = decl_buffer(tuple(sinfo.dims), str(sinfo.dtype), "x")
         out = decl_buffer(tuple(map(_i64, out_shape)), dtype, "y")
-        return self._call_tir(make(source, out).with_attr("op_pattern", pattern), f"winograd_{make.__name__}",
-                              [arg], [(out.shape, dtype)])
-
-    def _call_tir(self, func: PrimFunc, name: str, args: list, outs: list) -> rx.Call:
-        gv = self.builder_.add_func(func, name)
-        out_sinfo = tuple(TensorStructInfo(rx.ShapeExpr(tuple(shape)), dtype) for shape, dtype in outs)
-        return make_call("call_tir", [gv, rx.Tuple(tuple(args))], {}, out_sinfo)
+        return call_kernel(self.builder_, make(source, out).with_attr("op_pattern", pattern),
+                           f"winograd_{make.__name__}", [arg], out)
 
 
 @module_pass(opt_level=0, name="WinogradConv2d")
