@@ -329,19 +329,21 @@ class _Rewriter(PyExprMutator):
         right += plan.tw * plan.m - plan.out_shape[3]
         padded = emit(make_call("nn.pad", [call.args[0]], {"pad_width": [0, 0, 0, 0, top, bottom, left, right, 0, 0],
                                                             "pad_value": 0.0}))
-        v = emit(self._tir_call(plan.data, padded, (plan.alpha ** 2, plan.cb, plan.tiles, plan.block), "float32"))
+        v = emit(self._tir_call(plan.data, padded, (plan.alpha ** 2, plan.cb, plan.tiles, plan.block)))
         gemm = emit(self._te_call(plan.gemm, v, u))
-        return self._tir_call(plan.output, gemm, plan.out_shape, "float32", OUT_EWISE_FUSABLE)
+        return self._tir_call(plan.output, gemm, plan.out_shape, OUT_EWISE_FUSABLE)
 
     def _te_call(self, fte: Any, *args: Any) -> rx.Call:
         func, rx_args, outs = gen_call_tir_inputs(fte, *args)
         return call_kernel(self.builder_, func.with_attr("op_pattern", OPAQUE), f"winograd_{fte.__name__}",
                            rx_args, outs[0])
 
-    def _tir_call(self, make: Any, arg: rx.Expr, out_shape: tuple, dtype: str, pattern: int = OPAQUE) -> rx.Call:
+    def _tir_call(self, make: Any, arg: rx.Expr, out_shape: tuple, pattern: int = OPAQUE) -> rx.Call:
+        """The call of the hand-made kernel ``make(source, out)`` on ``arg``, giving ``out_shape``
+        in ``arg``'s dtype."""
         sinfo = arg.struct_info
         source = decl_buffer(tuple(sinfo.dims), str(sinfo.dtype), "x")
-        out = decl_buffer(tuple(map(_i64, out_shape)), dtype, "y")
+        out = decl_buffer(tuple(map(_i64, out_shape)), str(sinfo.dtype), "y")
         return call_kernel(self.builder_, make(source, out).with_attr("op_pattern", pattern),
                            f"winograd_{make.__name__}", [arg], out)
 
