@@ -11,7 +11,7 @@ import pytest
 import tvms
 from tvms.lowering.dlight import ApplyDefaultSchedule
 from tvms.lowering.dlight.cpu import default_rules
-from tvms.lowering.dlight.cpu_conv import Conv2D, channel_tile
+from tvms.lowering.dlight.cpu_conv import Conv2D, channel_tile, pixel_tile
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 from tvms.target import Target
@@ -158,6 +158,36 @@ def test_any_window_equals_numpy_and_the_reference():
         if k < 7:  # (the reference executor is slow on the large windows)
             run_prim_func(out, x, w, b, ref)
             np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+
+
+def test_short_reduction_runs_vectors_along_the_row():
+    """An RGB image's first conv (3x3x3: 27 multiply-adds an output) and two other short
+    reductions: the pixel-vector plan (vectors of output pixels ``xx_2``, at stride 2 too: the
+    strided input loads), with the bias inlined, equals numpy and the reference executor. Rows
+    of 16 pixels: one vector of 16 for the host with AVX-512, two of 8 with AVX2."""
+    rng = np.random.default_rng(12)
+    for c, f, size, stride, pad, target in ((3, 24, 32, 2, 1, Target("llvm")), (3, 24, 32, 2, 1, AVX2),
+                                            (3, 12, 18, 1, 0, AVX2), (2, 10, 16, 1, 1, Target("llvm"))):
+        mod = legalized(window_conv_module(c, f, size, 3, stride, pad, 1, 1))
+        out = Conv2D().apply(only_kernel(mod), target, False).mod["main"]
+        text = out.script()
+        assert "for xx_2 in T.vectorized" in text and text.count(MARK) == 1, text
+        x = rng.standard_normal((1, c, size, size), dtype=np.float32)
+        w = rng.standard_normal((f, c, 3, 3), dtype=np.float32)
+        b = rng.standard_normal((f, 1, 1), dtype=np.float32)
+        expected = window_conv_reference(x, w, stride, pad, 1, 1) + b
+        built, ref = np.zeros(expected.shape, np.float32), np.zeros(expected.shape, np.float32)
+        tvms.build(out, target="llvm")(x, w, b, built)
+        np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
+        run_prim_func(out, x, w, b, ref)
+        np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+
+
+def test_pixel_tile_fills_the_registers():
+    assert pixel_tile(24, 1, 32) == (24, 1)  # ShuffleNet's first conv: all 24 channels per input vector
+    assert pixel_tile(24, 2, 16) == (8, 1)  # AVX2: 8 accumulators (8 x 1 + 1 + 1 within 16 - 4)
+    assert pixel_tile(64, 7, 32) == (16, 1)  # 32 x 1 would spill
+    assert pixel_tile(5, 4, 32) == (5, 4)  # few channels: more vectors of pixels
 
 
 def test_depthwise_rows_in_vectors_of_any_width():

@@ -442,6 +442,23 @@ def test_elementwise_fuses_the_loops_of_a_same_shape_computation():
                      r"for ax0_ax1_fused_1 in T.vectorized\(T.int64\(8\)\):", text), text
 
 
+def test_elementwise_pads_rows_in_whole_vectors_and_a_guarded_last_one():
+    """A padded image's rows of 22 pixels: no vector wider than 2 divides them, so they run in
+    vectors of 8 (AVX2's fp32 lanes), the last guarded (masked loads and stores), and equal
+    numpy's padding; a reshape's row, whose index would not stay contiguous under the guard,
+    keeps the widest vector that divides it."""
+    func = legalized(f"x: {tensor((1, 3, 20, 20))}", "R.nn.pad(x, pad_width=[0, 0, 0, 0, 1, 1, 1, 1])")
+    sch = dl.cpu.Elementwise().apply(func, AVX2, False)
+    text = sch.mod.script()
+    assert "T.vectorized(T.int64(8))" in text and "T.where" in text, text
+    x = floats(np.random.default_rng(5), 1, 3, 20, 20)
+    out = run_compiled(sch.mod["main"], [x, np.zeros((1, 3, 22, 22), np.float32)])[-1]
+    np.testing.assert_array_equal(out, np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))))
+    reshape = legalized(f"x: {tensor((3, 44, 11))}", "R.reshape(x, R.shape([3, 22, 22]))")
+    text = dl.cpu.Elementwise().apply(reshape, AVX2, False).mod.script()
+    assert "T.vectorized(T.int64(2))" in text and "T.where" not in text, text
+
+
 def test_elementwise_tiles_a_transpose():
     """32 rows of the result by one vector of columns per tile; tiles of rows in parallel."""
     func = injective_function("transpose", 1024, 1024)

@@ -329,6 +329,46 @@ def test_tail_with_a_likely_guard_and_strided_loads_is_vector_code():
     np.testing.assert_array_equal(b, a[::2] + 0.5)
 
 
+STRIDED_SPAN = """
+    @T.prim_func
+    def main(A: T.Buffer((46,), "float32"), B: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+        for j in T.vectorized(16):
+            B[j] = A[j * 3]
+            C[j] = A[j * 2 + 15]
+"""
+
+
+def _at_page_end(values: np.ndarray):
+    """``values`` copied to the end of a page whose next page is unreadable (a read past them
+    faults), and the mapping, which must outlive them."""
+    import ctypes
+    import mmap
+
+    page = mmap.PAGESIZE
+    memory = mmap.mmap(-1, 2 * page)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.mprotect(ctypes.c_void_p(start + page), ctypes.c_size_t(page), 0) == 0  # PROT_NONE
+    placed = np.frombuffer(memory, values.dtype, count=values.size, offset=page - values.nbytes)
+    placed[...] = values
+    return placed, memory
+
+
+def test_strided_loads_are_one_span_and_a_shuffle():
+    """Lanes 2 or 3 apart load their span at once (a masked load that stops at the last lane) and
+    pick every 2nd or 3rd element: right up to the last element of A, which ends a page whose
+    next page is unreadable (a load past the last lane would fault)."""
+    lib = tvms.build(prim_func(STRIDED_SPAN))
+    ll = lib.get_source("ll")
+    assert ll.count("shufflevector") >= 2 and "llvm.masked.load.v48f32" in ll and "llvm.masked.load.v32f32" in ll
+    assert "llvm.masked.gather" not in ll
+    a, mapping = _at_page_end(np.arange(46, dtype=np.float32))
+    b, c = np.zeros(16, np.float32), np.zeros(16, np.float32)
+    lib(a, b, c)
+    np.testing.assert_array_equal(b, np.arange(46, dtype=np.float32)[::3])
+    np.testing.assert_array_equal(c, np.arange(46, dtype=np.float32)[15::2])
+
+
 def test_unrolled_loop():
     a = np.arange(20, dtype=np.float32)
     (_, b) = check_against_reference(prim_func(UNROLLED), a, np.zeros(20, np.float32))

@@ -40,6 +40,7 @@ PURE_CALLS = frozenset(f"tir.{name}" for name in ("likely", "bitwise_and", "bitw
                                                   "bitwise_not", "shift_left", "shift_right"))
 MAX_STACK_BYTES = 64 * 1024  # larger (or dynamic) allocations go to the heap
 ALLOC_ALIGNMENT = 64  # of every buffer a kernel allocates, as of the tensors it is given
+MAX_SPAN_STRIDE = 4  # lanes at most this far apart load as one span and a shuffle (span_load)
 
 
 def lane_uniform(e: Any, vector_vars: dict) -> bool:
@@ -402,12 +403,28 @@ class _FunctionCodegen:
                 # (buffers promise element alignment only)
                 vec = bld.load(address, typ=vtype, align=_element_bytes(e.buffer.dtype))
             return T.from_memory(bld, vec, e.buffer.dtype)
+        if stride is not None and 1 < stride <= MAX_SPAN_STRIDE and lanes >= 4:
+            return T.from_memory(bld, self.span_load(e.buffer, index, elem, lanes, stride), e.buffer.dtype)
         out = ir.Constant(ir.VectorType(elem, lanes), ir.Undefined)  # a gather, lane by lane
         for lane in range(lanes):
             k = ir.Constant(T.I32, lane)
             value = bld.load(self.address(e.buffer, bld.extract_element(index, k)), typ=elem)
             out = bld.insert_element(out, value, k)
         return T.from_memory(bld, out, e.buffer.dtype)
+
+    def span_load(self, buffer: Buffer, index: ir.Value, elem: ir.Type, lanes: int, stride: int) -> ir.Value:
+        """Lanes ``stride`` apart (a strided conv's or pooling's inputs): the span from the first
+        to the last, one masked load (the mask stops at the last lane: nothing past it is read,
+        however close the end of the buffer), then a shuffle of every ``stride``-th element. A
+        gather lane by lane is ``lanes`` loads and inserts."""
+        bld = self.builder
+        span = ir.VectorType(elem, lanes * stride)
+        used = (lanes - 1) * stride + 1
+        mask = ir.Constant(ir.VectorType(T.I1, lanes * stride), [ir.Constant(T.I1, int(k < used)) for k in range(lanes * stride)])
+        base = self.address(buffer, bld.extract_element(index, ir.Constant(T.I32, 0)))
+        whole = self.masked("load", span, [base, self.align(buffer), mask, ir.Constant(span, None)], span)
+        picks = ir.Constant(ir.VectorType(T.I32, lanes), [ir.Constant(T.I32, k * stride) for k in range(lanes)])
+        return bld.shuffle_vector(whole, ir.Constant(span, ir.Undefined), picks)
 
     # ------------------------------------------------------------ buffers
     def address(self, buffer: Buffer, index: ir.Value) -> ir.Value:

@@ -23,7 +23,10 @@ tile's weights are reused along the row, the row's input slab along the channel 
 The elementwise epilogue is inlined into the accumulators' copy to Y (unrolled, along the
 row), and the padding of the input is computed first, in parallel, in vectors. (Vectors of
 pixels instead, as the first version of this rule had for 3x3 stride-1 convolutions only,
-measured as fast at 56 pixels a row and half as fast at 28.)
+measured as fast at 56 pixels a row and half as fast at 28.) A short reduction is the exception:
+an RGB image's first conv does 27 multiply-adds an output, so the copy out, one store an element,
+costs as much as they do; there the vectors run along the row (``_pixel_vectors``: ShuffleNet's
+3x3x3 -> 24 channels at stride 2, 0.245 against 0.116 ms).
 
 A group whose output channels fill vectors badly (34 of 16 lanes: vectors of 2) is padded with
 zero filters to whole vectors before this rule sees it, in Relax (``relax/pad_conv_groups.py``),
@@ -57,7 +60,11 @@ class Conv2D(CPURule):
         matched = match_conv(func) if isinstance(func, PrimFunc) else None
         if matched is None:
             return None
-        for plan in (_channel_vectors, _depthwise):  # (each on a fresh schedule: the first on the match's)
+        _, conv, data, _, _, _ = matched
+        plans = (_channel_vectors, _depthwise)
+        if pixel_vector_width(conv, data, target) is not None:
+            plans = (_pixel_vectors, *plans)
+        for plan in plans:  # (each on a fresh schedule: the first on the match's)
             sch = try_conv_plan(func, target, plan, matched)
             if sch is not None:
                 return sch
@@ -125,6 +132,61 @@ def try_conv_plan(func: PrimFunc, target: Any, plan: Any, matched: tuple | None 
     except ScheduleError:
         return None
     return sch
+
+
+SHORT_REDUCTION = 32  # (input channels x window) at most this: the channel-vector plan's copy out
+# costs as much as its FMAs (ShuffleNet's first conv, 3x3x3 -> 24 channels: 0.245 ms that way)
+
+
+def _pixel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
+                   target: Any) -> bool | None:
+    """A short reduction (an RGB image's first conv) with vectors along the output row: per k a
+    tile's MR weights are broadcast and its NV vectors of input pixels loaded (strided by the
+    conv's stride), and each output vector goes to Y in one contiguous store. With vectors of
+    channels each output element is a store of its own, the cost that dominates when a pixel
+    takes a few dozen multiply-adds. For the convs of ``pixel_vector_width``."""
+    extents = [const_int(it.extent) for it in conv.iters]
+    vec = pixel_vector_width(conv, data, target)
+    mr, nv = pixel_tile(extents[1], extents[3] // vec, vector_registers(target))
+    block = conv.rv
+    n, f, y, x, c, ry, rx = conv.loops
+    f_0, f_1 = sch.split(f, [None, mr])
+    x_0, x_1, x_v = sch.split(x, [None, nv, vec])
+    sch.reorder(n, f_0, y, x_0, c, ry, rx, f_1, x_1, x_v)
+    sch.parallel(sch.fuse(n, f_0, y))
+    pack_weight(sch, conv, weight, mr)
+    acc = sch.cache_write(block, 0, "local")
+    inline_epilogues(sch, acc, epilogues, target)
+    sch.reverse_compute_at(acc, x_0, preserve_unit_loops=True)
+    init = sch.decompose_reduction(block, c)
+    for stage in (block, init, acc):
+        inner = sch.get_loops(stage)
+        sch.unroll(inner[-3])
+        sch.unroll(inner[-2])
+        sch.vectorize(inner[-1])
+    return False
+
+
+def pixel_vector_width(conv: BlockInfo, data: BufferLoad, target: Any) -> int | None:
+    """The vector of the pixel-vector plan (the widest power of two dividing an output row) when
+    the plan suits ``conv``: ungrouped, a reduction of SHORT_REDUCTION or less, and vectors of at
+    least half the target's lanes; None otherwise."""
+    extents = [const_int(it.extent) for it in conv.iters]
+    lanes = vector_lanes(target, conv.write().buffer.dtype)
+    vec = vector_factor(extents[3], lanes)
+    if const_int(data.buffer.shape[1]) != extents[4] or extents[4] * extents[5] * extents[6] > SHORT_REDUCTION:
+        return None
+    return vec if 2 * vec >= lanes else None
+
+
+def pixel_tile(channels: int, row_vectors: int, registers: int) -> tuple[int, int]:
+    """The (MR channels, NV vectors of pixels) tile of the pixel-vector plan: MR a divisor of the
+    channels, NV of the row's vectors, the MR x NV accumulators, NV input vectors and a broadcast
+    within the ``registers`` less four (the strided loads' shuffles); the most accumulators (FMAs
+    per k step), then the fewest loads."""
+    options = [(mr, nv) for mr in range(1, channels + 1) if channels % mr == 0
+               for nv in range(1, row_vectors + 1) if row_vectors % nv == 0 and mr * nv + nv + 1 <= registers - 4]
+    return max(options, key=lambda t: (t[0] * t[1], -t[1]))
 
 
 def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
@@ -336,5 +398,5 @@ def schedule_channel_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad,
     sch.unroll(a_x)
 
 
-__all__ = ["Conv2D", "accumulated_product", "around_reduction", "best_tile", "match_conv", "match_conv2d", "try_conv_plan",
-           "unit_stride", "vector_registers", "window_rows"]
+__all__ = ["Conv2D", "accumulated_product", "around_reduction", "best_tile", "match_conv", "match_conv2d", "pixel_tile",
+           "try_conv_plan", "unit_stride", "vector_registers", "window_rows"]

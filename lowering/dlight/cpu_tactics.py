@@ -9,8 +9,11 @@ from __future__ import annotations
 from math import prod
 from typing import Any
 
+from ...ir.expr import Add, BufferLoad, IntImm, Sub
 from ...ir.structural import structural_equal
+from ...ir.visitor import collect
 from ..schedule import BlockRV, LoopRV, Schedule
+from ..schedule.loop_transform import uses_var
 from .analysis import (PARALLEL_MIN_WORK, BlockInfo, buffer_dtype, const_int, describe_block, innermost_index_var,
                        vector_lanes, vectorizes_well)
 
@@ -67,9 +70,13 @@ def schedule_spatial_block(sch: Schedule, info: BlockInfo, target: Any) -> None:
         extents = extents[:start] + [inner_size]
     contiguous = (info.trivial and innermost_index_var(info.write()) is info.iters[-1].var
                   and vectorizes_well(info))
-    # a width that does not divide the innermost loop would guard each lane: the plain loop is
-    # left to LLVM's loop vectorizer then, which handles the remainder itself
-    width = vector_factor(extents[-1], vector_lanes(target, buffer_dtype(info))) if contiguous else 1
+    # a row that no wide vector divides (a padded image's 226 pixels: vectors of 2) is cut into
+    # whole vectors and a guarded last one, whose loads and stores are masked (a 3x224x224
+    # image's padding: 0.010 against 0.047 ms in vectors of 2)
+    lanes = vector_lanes(target, buffer_dtype(info))
+    width = vector_factor(extents[-1], lanes) if contiguous else 1
+    if contiguous and 2 * width < lanes < extents[-1] and _row_offsets_only(info):
+        width = lanes
     innermost = loops[-1]
     if width > 1:
         innermost, vec = sch.split(loops[-1], [None, width])
@@ -84,6 +91,22 @@ def schedule_spatial_block(sch: Schedule, info: BlockInfo, target: Any) -> None:
         parallelize_outer(sch, fused, inner_size)
     elif extents[-1] // width > 1:
         parallelize_outer(sch, innermost, inner_size)
+
+
+def _row_offsets_only(info: BlockInfo) -> bool:
+    """Every load indexes the innermost iterator in its last index only, as the iterator plus or
+    minus a constant (a padding's shifted row): vectors whose last one is guarded keep such loads
+    contiguous, where a reshape's ``(x // 28 + ..)`` would not simplify under the guard and load
+    lane by lane."""
+    x = info.iters[-1].var
+    for load in collect(info.block.body, BufferLoad):
+        *outer, last = load.indices
+        if any(uses_var(i, {id(x)}) for i in outer):
+            return False
+        offset = last.a if isinstance(last, (Add, Sub)) and isinstance(last.b, IntImm) else last
+        if uses_var(last, {id(x)}) and offset is not x:
+            return False
+    return True
 
 
 def _reads_where_it_writes(info: BlockInfo) -> bool:
