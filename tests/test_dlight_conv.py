@@ -11,7 +11,7 @@ import pytest
 import tvms
 from tvms.lowering.dlight import ApplyDefaultSchedule
 from tvms.lowering.dlight.cpu import default_rules
-from tvms.lowering.dlight.cpu_conv import Conv2D, channel_tile, pixel_tile
+from tvms.lowering.dlight.cpu_conv import Conv2D, channel_tile, pixel_tile, plane_tile
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 from tvms.target import Target
@@ -181,6 +181,37 @@ def test_short_reduction_runs_vectors_along_the_row():
         np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
         run_prim_func(out, x, w, b, ref)
         np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_1x1_runs_vectors_of_pixels():
+    """A 1x1 conv of 4 groups of 6 -> 28 channels (vectors of 4 channels at best) on 8x8 planes:
+    the plane-vector plan (tiles of whole rows in vectors of the target's lanes, the epilogue
+    inlined, no padding pass) equals numpy and the reference executor, for AVX-512 and AVX2."""
+    rng = np.random.default_rng(13)
+    for target, lanes in ((Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f"), 16), (AVX2, 8)):
+        mod = legalized(window_conv_module(24, 112, 8, 1, 1, 0, 1, 4))
+        out = Conv2D().apply(only_kernel(mod), target, False).mod["main"]
+        text = out.script()
+        assert f"T.vectorized(T.int64({lanes}))" in text and "yy_1_xx_fused" in text and "pad_temp" not in text, text
+        assert text.count(MARK) == 1
+        x = rng.standard_normal((1, 24, 8, 8), dtype=np.float32)
+        w = rng.standard_normal((112, 6, 1, 1), dtype=np.float32)
+        b = rng.standard_normal((112, 1, 1), dtype=np.float32)
+        expected = window_conv_reference(x, w, 1, 0, 1, 4) + b
+        built, ref = np.zeros(expected.shape, np.float32), np.zeros(expected.shape, np.float32)
+        tvms.build(out, target="llvm")(x, w, b, built)
+        np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
+        run_prim_func(out, x, w, b, ref)
+        np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+
+
+def test_plane_tile_takes_rows_that_fill_vectors():
+    skylake = Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f")
+    assert plane_tile(4, 34, 34, 28, 28, skylake) == (2, 4, 16)  # ShuffleNet: 4 rows, 7 vectors, 2 channels
+    assert plane_tile(4, 6, 28, 56, 56, skylake) == (2, 2, 16)
+    assert plane_tile(4, 68, 68, 14, 14, skylake) is None  # (no count of rows of 14 fills vectors of 16)
+    assert plane_tile(4, 136, 136, 7, 7, skylake) is None
+    assert plane_tile(4, 16, 32, 28, 28, skylake) is None  # (whole vectors of channels: as fast that way)
 
 
 def test_pixel_tile_fills_the_registers():

@@ -40,10 +40,21 @@ def test_the_padding_fills_the_vectors_of_full_fma_rate():
     assert group_padding(1, 20, 34, 1, 28, F32, SKYLAKE) is None  # (not grouped)
     assert group_padding(34, 1, 34, 9, 28, F32, SKYLAKE) is None  # (depthwise)
     assert group_padding(3, 5, 34, 1, 28, F32, SKYLAKE) is None  # (5 products a sum: the crop costs more)
-    mod = grouped_conv(1, 3, 20, 34, 28, 1, "", np.random.default_rng(0))[0]
+    mod = grouped_conv(1, 3, 20, 34, 14, 1, "", np.random.default_rng(0))[0]
     with ZEN4:
         (conv,) = calls(tvms.relax.transform.PadConvGroups()(mod), "nn.conv2d")
-    assert [d.value for d in conv.struct_info.dims] == [1, 120, 28, 28]
+    assert [d.value for d in conv.struct_info.dims] == [1, 120, 14, 14]
+
+
+def test_a_1x1_conv_whose_rows_fill_vectors_is_left_to_the_plane_plan():
+    """On 28x28 planes four rows are 7 vectors of 16 pixels: the Conv2D rule's plane-vector plan
+    computes the 34-channel groups as they are, so they are not padded (nor cropped); on 14x14
+    planes no count of rows fills vectors of 16, and the groups are padded."""
+    assert group_padding(3, 20, 34, 1, 28, F32, SKYLAKE, height=28) is None
+    assert group_padding(3, 20, 34, 1, 14, F32, SKYLAKE, height=14) == 48
+    mod = grouped_conv(1, 3, 20, 34, 28, 1, "", np.random.default_rng(0))[0]
+    with SKYLAKE:
+        assert structural_equal(tvms.relax.transform.PadConvGroups()(mod), mod)
 
 
 def grouped_conv(n: int, groups: int, group_in: int, group_out: int, size: int, k: int, epilogue: str,

@@ -26,7 +26,10 @@ pixels instead, as the first version of this rule had for 3x3 stride-1 convoluti
 measured as fast at 56 pixels a row and half as fast at 28.) A short reduction is the exception:
 an RGB image's first conv does 27 multiply-adds an output, so the copy out, one store an element,
 costs as much as they do; there the vectors run along the row (``_pixel_vectors``: ShuffleNet's
-3x3x3 -> 24 channels at stride 2, 0.245 against 0.116 ms).
+3x3x3 -> 24 channels at stride 2, 0.245 against 0.116 ms). So is a grouped 1x1 conv whose
+groups fill vectors of channels badly while whole rows fill vectors of pixels exactly
+(``_plane_vectors``, a GEMM over the plane: ShuffleNet's 6 -> 28 channels a group at 56x56,
+0.100 against 0.041 ms; 34 a group at 28x28 as fast as on padded groups, without the crop).
 
 A group whose output channels fill vectors badly (34 of 16 lanes: vectors of 2) is padded with
 zero filters to whole vectors before this rule sees it, in Relax (``relax/pad_conv_groups.py``),
@@ -41,6 +44,7 @@ from typing import Any
 from ...ir.analysis import substitute
 from ...ir.arith import Analyzer
 from ...ir.expr import Add, BufferLoad, Cast, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, const
+from ...ir.dtype import DataType
 from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore
 from ..schedule import BlockRV, Schedule, ScheduleError
@@ -64,6 +68,8 @@ class Conv2D(CPURule):
         plans = (_channel_vectors, _depthwise)
         if pixel_vector_width(conv, data, target) is not None:
             plans = (_pixel_vectors, *plans)
+        elif plane_tile_for(conv, data, target) is not None:
+            plans = (_plane_vectors, *plans)
         for plan in plans:  # (each on a fresh schedule: the first on the match's)
             sch = try_conv_plan(func, target, plan, matched)
             if sch is not None:
@@ -165,6 +171,94 @@ def _pixel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: Buf
         sch.unroll(inner[-2])
         sch.vectorize(inner[-1])
     return False
+
+
+def _plane_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
+                   target: Any) -> bool | None:
+    """A 1x1 convolution as a GEMM over the plane: a tile is MR output channels of a group by R
+    whole rows, flattened into NV vectors; per k, MR broadcast weights and NV input vectors feed
+    MR x NV FMAs, and the epilogue goes out in contiguous stores. For the convs of
+    ``plane_tile_for``."""
+    mr, rows, vec = plane_tile_for(conv, data, target)
+    block = conv.rv
+    n, f, y, x, c, ry, rx = conv.loops
+    f_0, f_1 = sch.split(f, [None, mr])
+    y_0, y_1 = sch.split(y, [None, rows])
+    sch.reorder(n, f_0, y_0, c, ry, rx, f_1, y_1, x)
+    sch.split(sch.fuse(y_1, x), [None, vec])
+    outer = sch.fuse(n, f_0, y_0)
+    sch.parallel(outer)
+    pack_weight(sch, conv, weight, mr)
+    acc = sch.cache_write(block, 0, "local")
+    inline_epilogues(sch, acc, epilogues, target)
+    sch.reverse_compute_at(acc, outer, preserve_unit_loops=True)
+    *_, a_f, a_y, a_x = sch.get_loops(acc)
+    a_p, a_v = sch.split(sch.fuse(a_y, a_x), [None, vec])
+    init = sch.decompose_reduction(block, c)
+    for inner in (sch.get_loops(block)[-3:], sch.get_loops(init)[-3:], (a_f, a_p, a_v)):
+        sch.unroll(inner[0])
+        sch.unroll(inner[1])
+        sch.vectorize(inner[2])
+    return False
+
+
+def plane_tile_for(conv: BlockInfo, data: BufferLoad, target: Any) -> tuple[int, int, int] | None:
+    """``plane_tile`` of a 1x1 stride-1 convolution that reads its input in place (no padding
+    pass), when the plane-vector plan beats the channel-vector plan; else None."""
+    extents = [const_int(it.extent) for it in conv.iters]
+    if extents[5] * extents[6] != 1 or not _reads_plane_in_place(conv, data):
+        return None
+    groups = const_int(data.buffer.shape[1]) // extents[4]
+    return plane_tile(groups, extents[4], extents[1] // groups, extents[2], extents[3], target)
+
+
+def _reads_plane_in_place(conv: BlockInfo, data: BufferLoad) -> bool:
+    n, f, y, x, c, ry, rx = (it.var for it in conv.iters)
+    at = {ry: const(0, ry.dtype), rx: const(0, rx.dtype)}
+    row, column = (Analyzer().simplify(substitute(i, at)) for i in data.indices[2:])
+    return row is y and column is x
+
+
+def plane_tile(groups: int, group_in: int, group_out: int, height: int, width: int,
+               target: Any) -> tuple[int, int, int] | None:
+    """(MR channels, R rows, vector lanes) of the plane-vector plan for a 1x1 conv whose groups
+    have ``group_out`` output channels, on planes of ``height`` x ``width``: R rows that fill
+    vectors of the target's lanes exactly (a guarded last vector measured 3.5x slower, its
+    masked accumulators out of the registers; a vector a row of 14 of 16 lanes 1.4x slower); the
+    tile with the largest ``plane_speed``, then the most accumulators, within the vector
+    registers less four. None when the channel-vector plan is as fast (``channel_speed``, on
+    groups padded as PadConvGroups pads them) or no tile fits."""
+    lanes = vector_lanes(target, 32)
+    registers = vector_registers(target)
+    options = [(mr, rows, lanes) for rows in range(1, height + 1) if height % rows == 0 and rows * width % lanes == 0
+               for mr in range(1, group_out + 1)
+               if group_out % mr == 0 and (mr + 1) * rows * width // lanes + 1 <= registers - 4]
+    best = max(options, key=lambda t: (plane_speed(t, width), t[0] * t[1]), default=None)
+    if best is None or plane_speed(best, width) <= channel_speed(groups, group_in, group_out, width, target):
+        return None
+    return best
+
+
+def plane_speed(tile: tuple[int, int, int], width: int) -> float:
+    """The share of the FMA ports an (MR, R, lanes) plane tile keeps busy: its MR broadcasts and
+    NV vectors per k feed MR x NV FMAs, in 8 accumulators or more (its vectors are full)."""
+    mr, rows, lanes = tile
+    product = mr * rows * width // lanes
+    return min(1.0, product / (mr + product // mr)) * min(1.0, product / 8)
+
+
+def channel_speed(groups: int, group_in: int, group_out: int, width: int, target: Any) -> float:
+    """``plane_speed``'s measure of the channel-vector plan: its tile's share of the FMA ports,
+    its vectors' lanes against the target's, and the padding PadConvGroups would add."""
+    from ..relax.pad_conv_groups import group_padding
+
+    lanes = vector_lanes(target, 32)
+    padded = group_padding(groups, group_in, group_out, 1, width, DataType("float32"), target, plane=False)
+    channels = padded or group_out
+    tile = channel_tile(channels, width, lanes, vector_registers(target))
+    if tile is None:
+        return 0.0
+    return tile_speed(tile) * tile[2] / lanes * group_out / channels
 
 
 def pixel_vector_width(conv: BlockInfo, data: BufferLoad, target: Any) -> int | None:

@@ -1,6 +1,8 @@
 """``PadConvGroups(target)``: grouped convolutions whose groups have an awkward number of output
 channels (ShuffleNet's 34 and 68) computed on groups padded with zero filters to whole vectors,
-the padding cropped off after.
+the padding cropped off after. (A 1x1 conv whose rows fill whole vectors of pixels, ShuffleNet's
+34-channel groups at 28x28, is left to the Conv2D rule's plane-vector plan instead: no zero
+filters, no crop pass.)
 
 Why: the Conv2D default schedule (``dlight/cpu_conv.py``) vectorizes along a group's output
 channels and a vector never straddles two groups, so 34 channels a group left it vectors of 2
@@ -75,16 +77,23 @@ def padded_group(group_channels: int, lanes: int, vec: int) -> int | None:
 
 
 def group_padding(groups: int, group_in: int, group_out: int, window: int, width: int, dtype: Any,
-                  target: Any) -> int | None:
+                  target: Any, height: int | None = None, plane: bool = True) -> int | None:
     """The output channels to pad each of a conv's ``groups`` to (``group_in`` input and
     ``group_out`` output channels a group, a ``window`` of kernel pixels, output rows of
     ``width``), or None to leave it: not grouped, depthwise, a short reduction (the crop's pass
-    would cost what the vectors save), or a group that already fills vectors well."""
+    would cost what the vectors save), a group that already fills vectors well, or (``height``
+    given: a 1x1 conv that reads its input in place, unless ``plane`` is False) one the Conv2D
+    rule computes faster in vectors of pixels, with no padding and no crop (``plane_tile``)."""
     from ..dlight.cpu_conv import channel_tile, tile_speed, vector_registers
     from ..dlight.cpu_tactics import vector_factor
 
     if groups == 1 or group_in == 1 or group_in * window < 16:
         return None
+    if plane and window == 1 and height is not None and DataType(str(dtype)).bits == 32:
+        from ..dlight.cpu_conv import plane_tile
+
+        if plane_tile(groups, group_in, group_out, height, width, target) is not None:
+            return None
     lanes = fma_lanes(target, dtype)
     padded = padded_group(group_out, lanes, vector_factor(group_out, lanes))
     if padded is None and group_out % lanes == 0:  # (whole vectors, maybe a prime count of them)
@@ -121,7 +130,9 @@ class _GroupPadder(PyExprMutator):
         groups = a["groups"]
         n, filters, height, width = out
         group_out = filters // groups
-        padded = group_padding(groups, kernel[1], group_out, kernel[2] * kernel[3], width, dtype, self.target)
+        in_place = all(int(v) == 1 for v in (*a["strides"], *a["dilation"])) and not any(int(v) for v in a["padding"])
+        padded = group_padding(groups, kernel[1], group_out, kernel[2] * kernel[3], width, dtype, self.target,
+                               height if in_place else None)
         if padded is None:
             return call
         rest = kernel[1] * kernel[2] * kernel[3]
