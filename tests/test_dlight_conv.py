@@ -5,6 +5,8 @@ that it computes what numpy and the reference executor compute and marks its wei
 the Matmul rule on ``R.matmul`` with batch dimensions."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -172,6 +174,7 @@ def test_short_reduction_runs_vectors_along_the_row():
         out = Conv2D().apply(only_kernel(mod), target, False).mod["main"]
         text = out.script()
         assert "for xx_2 in T.vectorized" in text and text.count(MARK) == 1, text
+        assert max(int(n) for n in re.findall(r"T.vectorized\(T.int64\((\d+)\)\)", text)) <= 16  # (a store a vector)
         x = rng.standard_normal((1, c, size, size), dtype=np.float32)
         w = rng.standard_normal((f, c, 3, 3), dtype=np.float32)
         b = rng.standard_normal((f, 1, 1), dtype=np.float32)
@@ -203,6 +206,34 @@ def test_grouped_1x1_runs_vectors_of_pixels():
         np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
         run_prim_func(out, x, w, b, ref)
         np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+    padded = legalized(window_conv_module(24, 112, 8, 1, 1, 1, 1, 4))  # (a padding pass: not in place)
+    text = Conv2D().apply(only_kernel(padded), Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f"), False).mod.script()
+    assert "yy_1_xx_fused" not in text
+
+
+SYMBOLIC_CHANNELS = """# from tvm.script import tir as T
+
+@T.prim_func(private=True)
+def main(var_x: T.handle, w: T.Buffer((T.int64(112), T.int64(6), T.int64(1), T.int64(1)), "float32"), y: T.Buffer((T.int64(1), T.int64(112), T.int64(8), T.int64(8)), "float32")):
+    T.func_attr({"tir.noalias": True})
+    c = T.int64()
+    x = T.match_buffer(var_x, (T.int64(1), c, T.int64(8), T.int64(8)))
+    for nn, ff, yy, xx, rc, ry, rx in T.grid(T.int64(1), T.int64(112), T.int64(8), T.int64(8), T.int64(6), T.int64(1), T.int64(1)):
+        with T.block("conv"):
+            v_nn, v_ff, v_yy, v_xx, v_rc, v_ry, v_rx = T.axis.remap("SSSSRRR", [nn, ff, yy, xx, rc, ry, rx])
+            T.reads(x[v_nn, v_ff // T.int64(28) * T.int64(6) + v_rc, v_yy + v_ry, v_xx + v_rx], w[v_ff, v_rc, v_ry, v_rx])
+            T.writes(y[v_nn, v_ff, v_yy, v_xx])
+            with T.init():
+                y[v_nn, v_ff, v_yy, v_xx] = T.float32(0.0)
+            y[v_nn, v_ff, v_yy, v_xx] = y[v_nn, v_ff, v_yy, v_xx] + x[v_nn, v_ff // T.int64(28) * T.int64(6) + v_rc, v_yy + v_ry, v_xx + v_rx] * w[v_ff, v_rc, v_ry, v_rx]
+"""
+
+
+def test_symbolic_input_channels_are_declined():
+    """A 1x1 conv whose input has a symbolic channel count (hand-written TIR): the rule declines
+    it (the plane plan's group count asked for a constant and raised TypeError)."""
+    assert Conv2D().apply(from_source(SYMBOLIC_CHANNELS), Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f"),
+                          False) is None
 
 
 def test_plane_tile_takes_rows_that_fill_vectors():

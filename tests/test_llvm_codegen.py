@@ -369,6 +369,29 @@ def test_strided_loads_are_one_span_and_a_shuffle():
     np.testing.assert_array_equal(c, np.arange(46, dtype=np.float32)[15::2])
 
 
+GUARDED_ROW_VALUE = """
+    @T.prim_func
+    def main(A: T.Buffer((32,), "float32"), s: T.Buffer((1,), "float32"), B: T.Buffer((32,), "float32")):
+        for i in range(2):
+            for j in T.vectorized(16):
+                if T.likely(i * 16 + j < 16):
+                    B[i * 16 + j] = A[i * 16 + j] + s[i]
+"""
+
+
+def test_a_guarded_vector_loads_a_value_of_all_lanes_once():
+    """Under a vector guard, ``s[i]`` (the same address in every lane: a bias per row) is one
+    scalar load, broadcast, not a gather of 16 lanes; and with no lane in the guard (``i = 1``)
+    it is not loaded at all: ``s`` ends a page whose next page is unreadable."""
+    lib = tvms.build(prim_func(GUARDED_ROW_VALUE))
+    ll = lib.get_source("ll")
+    assert "llvm.masked.gather" not in ll and "llvm.vector.reduce.or.v16i1" in ll and "llvm.masked.load.v1f32" in ll
+    s, mapping = _at_page_end(np.array([0.5], np.float32))
+    a, b = np.arange(32, dtype=np.float32), np.full(32, -1, np.float32)
+    lib(a, s, b)
+    np.testing.assert_array_equal(b, np.concatenate([a[:16] + 0.5, np.full(16, -1, np.float32)]))
+
+
 def test_unrolled_loop():
     a = np.arange(20, dtype=np.float32)
     (_, b) = check_against_reference(prim_func(UNROLLED), a, np.zeros(20, np.float32))

@@ -379,8 +379,10 @@ class _FunctionCodegen:
         bld = self.builder
         elem = T.memory_type(e.buffer.dtype)
         lanes = T.lanes_of(index)
-        if stride != 1 and self.mask is not None:  # a gather of the guarded lanes only (even of one
-            lanes = T.lanes_of(self.mask)  # address: no lane may want it)
+        if stride == 0 and self.mask is not None and T.lanes_of(self.mask) > 1:
+            return T.from_memory(bld, self.guarded_scalar_load(e.buffer, index, elem), e.buffer.dtype)
+        if stride != 1 and self.mask is not None:  # a gather of the guarded lanes only
+            lanes = T.lanes_of(self.mask)
             vtype = ir.VectorType(elem, lanes)
             index = T.broadcast(bld, index, lanes) if T.lanes_of(index) == 1 else index
             pointers = self.address(e.buffer, index)
@@ -403,7 +405,7 @@ class _FunctionCodegen:
                 # (buffers promise element alignment only)
                 vec = bld.load(address, typ=vtype, align=_element_bytes(e.buffer.dtype))
             return T.from_memory(bld, vec, e.buffer.dtype)
-        if stride is not None and 1 < stride <= MAX_SPAN_STRIDE and lanes >= 4:
+        if stride is not None and 1 < stride <= MAX_SPAN_STRIDE and lanes >= 4 and not e.buffer.dtype.is_handle:
             return T.from_memory(bld, self.span_load(e.buffer, index, elem, lanes, stride), e.buffer.dtype)
         out = ir.Constant(ir.VectorType(elem, lanes), ir.Undefined)  # a gather, lane by lane
         for lane in range(lanes):
@@ -425,6 +427,23 @@ class _FunctionCodegen:
         whole = self.masked("load", span, [base, self.align(buffer), mask, ir.Constant(span, None)], span)
         picks = ir.Constant(ir.VectorType(T.I32, lanes), [ir.Constant(T.I32, k * stride) for k in range(lanes)])
         return bld.shuffle_vector(whole, ir.Constant(span, ir.Undefined), picks)
+
+    def guarded_scalar_load(self, buffer: Buffer, index: ir.Value, elem: ir.Type) -> ir.Value:
+        """One element for every lane of a guarded vector (a bias or a scale per row): a scalar
+        load, masked by whether any lane is in the guard (with none, the address may be past the
+        buffer), broadcast. A gather would load the same address once per lane."""
+        bld = self.builder
+        lanes = T.lanes_of(self.mask)
+        mask_type = ir.VectorType(T.I1, lanes)
+        any_fn = declare(self.module, f"llvm.vector.reduce.or.v{lanes}i1", T.I1, [mask_type])
+        wanted = ir.VectorType(T.I1, 1)
+        one_lane = bld.insert_element(ir.Constant(wanted, None), bld.call(any_fn, [self.mask]), ir.Constant(T.I32, 0))
+        if T.lanes_of(index) > 1:
+            index = bld.extract_element(index, ir.Constant(T.I32, 0))
+        single = ir.VectorType(elem, 1)
+        value = self.masked("load", single, [self.address(buffer, index), self.align(buffer), one_lane,
+                                             ir.Constant(single, None)], single)
+        return T.broadcast(bld, bld.extract_element(value, ir.Constant(T.I32, 0)), lanes)
 
     # ------------------------------------------------------------ buffers
     def address(self, buffer: Buffer, index: ir.Value) -> ir.Value:

@@ -64,11 +64,12 @@ class Conv2D(CPURule):
         matched = match_conv(func) if isinstance(func, PrimFunc) else None
         if matched is None:
             return None
-        _, conv, data, _, _, _ = matched
+        _, conv, data, _, prologues, _ = matched
         plans = (_channel_vectors, _depthwise)
         if pixel_vector_width(conv, data, target) is not None:
             plans = (_pixel_vectors, *plans)
-        elif plane_tile_for(conv, data, target) is not None:
+        elif not any(p.write().buffer is data.buffer and not _is_copy(p) for p in prologues) and \
+                plane_tile_for(conv, data, target):  # (read in place: no padding pass writes the data)
             plans = (_plane_vectors, *plans)
         for plan in plans:  # (each on a fresh schedule: the first on the match's)
             sch = try_conv_plan(func, target, plan, matched)
@@ -130,8 +131,7 @@ def try_conv_plan(func: PrimFunc, target: Any, plan: Any, matched: tuple | None 
                 packed = sch.get_consumers(pro.rv)[0]
                 sch.compute_inline(pro.rv)
                 mark_weight_packing(sch, packed)
-            elif inline_padding or isinstance(pro.block.body, BufferStore) and isinstance(pro.block.body.value,
-                                                                                             BufferLoad):
+            elif inline_padding or _is_copy(pro):
                 sch.compute_inline(pro.rv)  # (or no padding: a copy)
             else:
                 schedule_spatial_block(sch, describe_block(sch, pro.rv), target)
@@ -164,12 +164,13 @@ def _pixel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: Buf
     acc = sch.cache_write(block, 0, "local")
     inline_epilogues(sch, acc, epilogues, target)
     sch.reverse_compute_at(acc, x_0, preserve_unit_loops=True)
+    *_, a_f, _, a_x = sch.get_loops(acc)
+    a_n, a_v = sch.split(a_x, [nv, vec])  # (one store a vector)
     init = sch.decompose_reduction(block, c)
-    for stage in (block, init, acc):
-        inner = sch.get_loops(stage)
-        sch.unroll(inner[-3])
-        sch.unroll(inner[-2])
-        sch.vectorize(inner[-1])
+    for inner in (sch.get_loops(block)[-3:], sch.get_loops(init)[-3:], (a_f, a_n, a_v)):
+        sch.unroll(inner[0])
+        sch.unroll(inner[1])
+        sch.vectorize(inner[2])
     return False
 
 
@@ -203,12 +204,16 @@ def _plane_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: Buf
 
 
 def plane_tile_for(conv: BlockInfo, data: BufferLoad, target: Any) -> tuple[int, int, int] | None:
-    """``plane_tile`` of a 1x1 stride-1 convolution that reads its input in place (no padding
-    pass), when the plane-vector plan beats the channel-vector plan; else None."""
+    """``plane_tile`` of a float32 1x1 stride-1 convolution of a constant number of channels that
+    reads its input plane as it is (the caller checks no padding pass writes it), more than one
+    input channel a group (a depthwise one is ``_depthwise``'s), when the plane-vector plan beats
+    the channel-vector plan; else None."""
     extents = [const_int(it.extent) for it in conv.iters]
-    if extents[5] * extents[6] != 1 or not _reads_plane_in_place(conv, data):
+    channels = const_int(data.buffer.shape[1])
+    if extents[5] * extents[6] != 1 or channels is None or extents[4] < 2 or \
+            conv.write().buffer.dtype != DataType("float32") or not _reads_plane_in_place(conv, data):
         return None
-    groups = const_int(data.buffer.shape[1]) // extents[4]
+    groups = channels // extents[4]
     return plane_tile(groups, extents[4], extents[1] // groups, extents[2], extents[3], target)
 
 
@@ -281,6 +286,11 @@ def pixel_tile(channels: int, row_vectors: int, registers: int) -> tuple[int, in
     options = [(mr, nv) for mr in range(1, channels + 1) if channels % mr == 0
                for nv in range(1, row_vectors + 1) if row_vectors % nv == 0 and mr * nv + nv + 1 <= registers - 4]
     return max(options, key=lambda t: (t[0] * t[1], -t[1]))
+
+
+def _is_copy(block: BlockInfo) -> bool:
+    """Whether the block stores a load as it is (a padding of zero pixels)."""
+    return isinstance(block.block.body, BufferStore) and isinstance(block.block.body.value, BufferLoad)
 
 
 def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,

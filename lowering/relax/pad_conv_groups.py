@@ -130,7 +130,8 @@ class _GroupPadder(PyExprMutator):
         groups = a["groups"]
         n, filters, height, width = out
         group_out = filters // groups
-        in_place = all(int(v) == 1 for v in (*a["strides"], *a["dilation"])) and not any(int(v) for v in a["padding"])
+        in_place = all(int(v) == 1 for v in a["strides"]) and not any(int(v) for v in a["padding"])  # (a 1x1's
+        # dilation changes nothing)
         padded = group_padding(groups, kernel[1], group_out, kernel[2] * kernel[3], width, dtype, self.target,
                                height if in_place else None)
         if padded is None:
