@@ -339,3 +339,39 @@ def main(A: T.Buffer((128,), "float32")):
     assert sch.get(loop).step.value == 2
     with pytest.raises(ScheduleError, match="loop 'i' has a step"):
         sch.split(loop, [None, 4])
+
+
+GUARDED_ROWS = """# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((4, 30), "float32"), B: T.Buffer((4, 30), "float32")):
+    T.func_attr({"tir.noalias": True})
+    with T.block("root"):
+        P = T.alloc_buffer((4, 30))
+        for i, j_0 in T.grid(4, 2):
+            for j_1 in T.vectorized(16):
+                with T.block("pad"):
+                    vi = T.axis.spatial(4, i)
+                    vj = T.axis.spatial(30, j_0 * 16 + j_1)
+                    T.where(j_0 * 16 + j_1 < 30)
+                    P[vi, vj] = A[vi, vj] + T.float32(1)
+        for i, j in T.grid(4, 30):
+            with T.block("copy"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = P[vi, vj] * T.float32(2)
+"""
+
+
+def test_compaction_never_grows_a_buffer_past_its_shape():
+    """A row of 30 written in two vectors of 16, the last guarded: its accesses reach column 31,
+    which the guard never lets it touch; the compacted buffer stays 30 wide (32 changed its row
+    stride, and AlexNet's grouped conv that reads such a padding ran 1.37x slower)."""
+    func = from_source(GUARDED_ROWS)
+    for _, name in STEPS[:4]:  # (through CompactBufferAllocation)
+        func = get_pass(name)(tvms.IRModule({"main": func}))["main"]
+    (pad,) = [b for b in walk(func.body) if isinstance(b, Block) for b in b.alloc_buffers]
+    assert [d.value for d in pad.shape] == [4, 30]
+    a = np.arange(120, dtype=np.float32).reshape(4, 30)
+    b = np.zeros((4, 30), np.float32)
+    tvms.build(from_source(GUARDED_ROWS), target="llvm")(a, b)
+    np.testing.assert_array_equal(b, (a + 1) * 2)

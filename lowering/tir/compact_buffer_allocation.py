@@ -202,8 +202,20 @@ def _single_region(buffer: Buffer, regions: list, block: Block, ranges: dict) ->
     never touched)."""
     if not regions:
         return None
-    return tuple(_hull([r.region[d] for r in regions], extent, ranges)
+    return tuple(_within(_hull([r.region[d] for r in regions], extent, ranges), extent)
                  for d, extent in enumerate(buffer.shape))
+
+
+def _within(span: Range, full_extent: PrimExpr) -> Range:
+    """``span`` cut to the dimension's ``[0, full_extent)`` where both are constant: the accesses
+    of a guarded loop (a row of 30 in vectors of 16, the last one masked) reach past what their
+    guard lets them touch, and the buffer must not grow to that."""
+    if not all(isinstance(e, IntImm) for e in (span.min, span.extent, full_extent)):
+        return span
+    low, high = max(span.min.value, 0), min(span.min.value + span.extent.value, full_extent.value)
+    if (low, high) == (span.min.value, span.min.value + span.extent.value):
+        return span
+    return Range(const(low, span.min.dtype), const(max(high - low, 0), span.min.dtype))
 
 
 def _hull(ranges: list, full_extent: PrimExpr, loops: dict) -> Range:
