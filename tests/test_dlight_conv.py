@@ -229,11 +229,15 @@ def main(var_x: T.handle, w: T.Buffer((T.int64(112), T.int64(6), T.int64(1), T.i
 """
 
 
-def test_symbolic_input_channels_are_declined():
-    """A 1x1 conv whose input has a symbolic channel count (hand-written TIR): the rule declines
-    it (the plane plan's group count asked for a constant and raised TypeError)."""
-    assert Conv2D().apply(from_source(SYMBOLIC_CHANNELS), Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f"),
-                          False) is None
+def test_input_channels_that_make_no_whole_groups_are_declined():
+    """Hand-written TIR the rule cannot group: a symbolic input channel count (the plane plan's
+    group count asked for a constant: TypeError), and 4 input channels against a reduction of 6
+    (no whole group: ZeroDivisionError). The rule declines both."""
+    skylake = Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f")
+    assert Conv2D().apply(from_source(SYMBOLIC_CHANNELS), skylake, False) is None
+    four = SYMBOLIC_CHANNELS.replace("    c = T.int64()\n", "").replace("(T.int64(1), c, T.int64(8)", "(T.int64(1), T.int64(4), T.int64(8)")
+    assert "c = T.int64()" not in four and "T.int64(4), T.int64(8)" in four
+    assert Conv2D().apply(from_source(four), skylake, False) is None
 
 
 def test_plane_tile_takes_rows_that_fill_vectors():

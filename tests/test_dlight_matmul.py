@@ -510,10 +510,10 @@ def test_guarded_vector_loads_read_only_their_lanes():
     are masked to its lanes (the rows outside A are not read at all), a uniform address too (one
     scalar load, made only when some lane is in the guard)."""
     for target in (str(AVX2), "llvm -mattr=+avx512f,+avx2"):
-        ll = tvms.build(from_source(PADDING), target=target).get_source("ll")
+        lib = tvms.build(from_source(PADDING), target=target)
+        ll = lib.get_source("ll")
         assert "llvm.masked.load.v32f32" in ll and "llvm.masked.gather" not in ll
         assert "llvm.masked.load.v1f32" in ll and "llvm.vector.reduce.or.v32i1" in ll
-        lib = tvms.build(from_source(PADDING), target=target)
         a, b = np.arange(60, dtype=np.float32).reshape(3, 20), np.full((5, 32), -1, np.float32)
         lib(a, b)
         expected = np.zeros((5, 32), np.float32)

@@ -379,7 +379,7 @@ class _FunctionCodegen:
         bld = self.builder
         elem = T.memory_type(e.buffer.dtype)
         lanes = T.lanes_of(index)
-        if stride == 0 and self.mask is not None and T.lanes_of(self.mask) > 1:
+        if stride == 0 and self.mask is not None:
             return T.from_memory(bld, self.guarded_scalar_load(e.buffer, index, elem), e.buffer.dtype)
         if stride != 1 and self.mask is not None:  # a gather of the guarded lanes only
             lanes = T.lanes_of(self.mask)
@@ -422,7 +422,8 @@ class _FunctionCodegen:
         bld = self.builder
         span = ir.VectorType(elem, lanes * stride)
         used = (lanes - 1) * stride + 1
-        mask = ir.Constant(ir.VectorType(T.I1, lanes * stride), [ir.Constant(T.I1, int(k < used)) for k in range(lanes * stride)])
+        mask = ir.Constant(ir.VectorType(T.I1, lanes * stride),
+                           [ir.Constant(T.I1, int(k < used)) for k in range(lanes * stride)])
         base = self.address(buffer, bld.extract_element(index, ir.Constant(T.I32, 0)))
         whole = self.masked("load", span, [base, self.align(buffer), mask, ir.Constant(span, None)], span)
         picks = ir.Constant(ir.VectorType(T.I32, lanes), [ir.Constant(T.I32, k * stride) for k in range(lanes)])
@@ -434,8 +435,7 @@ class _FunctionCodegen:
         buffer), broadcast. A gather would load the same address once per lane."""
         bld = self.builder
         lanes = T.lanes_of(self.mask)
-        mask_type = ir.VectorType(T.I1, lanes)
-        any_fn = declare(self.module, f"llvm.vector.reduce.or.v{lanes}i1", T.I1, [mask_type])
+        any_fn = declare(self.module, f"llvm.vector.reduce.or.v{lanes}i1", T.I1, [self.mask.type])
         wanted = ir.VectorType(T.I1, 1)
         one_lane = bld.insert_element(ir.Constant(wanted, None), bld.call(any_fn, [self.mask]), ir.Constant(T.I32, 0))
         if T.lanes_of(index) > 1:

@@ -26,10 +26,10 @@ pixels instead, as the first version of this rule had for 3x3 stride-1 convoluti
 measured as fast at 56 pixels a row and half as fast at 28.) A short reduction is the exception:
 an RGB image's first conv does 27 multiply-adds an output, so the copy out, one store an element,
 costs as much as they do; there the vectors run along the row (``_pixel_vectors``: ShuffleNet's
-3x3x3 -> 24 channels at stride 2, 0.245 against 0.116 ms). So is a grouped 1x1 conv whose
+3x3x3 -> 24 channels at stride 2, 0.116 against 0.245 ms with vectors of channels). So is a grouped 1x1 conv whose
 groups fill vectors of channels badly while whole rows fill vectors of pixels exactly
 (``_plane_vectors``, a GEMM over the plane: ShuffleNet's 6 -> 28 channels a group at 56x56,
-0.100 against 0.041 ms; 34 a group at 28x28 as fast as on padded groups, without the crop).
+0.041 against 0.100 ms; 34 a group at 28x28 as fast as on padded groups, without the crop).
 
 A group whose output channels fill vectors badly (34 of 16 lanes: vectors of 2) is padded with
 zero filters to whole vectors before this rule sees it, in Relax (``relax/pad_conv_groups.py``),
@@ -39,6 +39,7 @@ vectors run along an output row instead (``window_rows``, which the Pool rule sh
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ...ir.analysis import substitute
@@ -65,12 +66,13 @@ class Conv2D(CPURule):
         if matched is None:
             return None
         _, conv, data, _, prologues, _ = matched
-        plans = (_channel_vectors, _depthwise)
-        if pixel_vector_width(conv, data, target) is not None:
-            plans = (_pixel_vectors, *plans)
-        elif not any(p.write().buffer is data.buffer and not _is_copy(p) for p in prologues) and \
-                plane_tile_for(conv, data, target):  # (read in place: no padding pass writes the data)
-            plans = (_plane_vectors, *plans)
+        plans: tuple = (_channel_vectors, _depthwise)
+        width = pixel_vector_width(conv, data, target)
+        tile = None if width is not None else plane_tile_for(conv, data, prologues, target)
+        if width is not None:
+            plans = (partial(_pixel_vectors, vec=width), *plans)
+        elif tile is not None:
+            plans = (partial(_plane_vectors, tile=tile), *plans)
         for plan in plans:  # (each on a fresh schedule: the first on the match's)
             sch = try_conv_plan(func, target, plan, matched)
             if sch is not None:
@@ -145,43 +147,30 @@ SHORT_REDUCTION = 32  # (input channels x window) at most this: the channel-vect
 
 
 def _pixel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
-                   target: Any) -> bool | None:
-    """A short reduction (an RGB image's first conv) with vectors along the output row: per k a
-    tile's MR weights are broadcast and its NV vectors of input pixels loaded (strided by the
-    conv's stride), and each output vector goes to Y in one contiguous store. With vectors of
-    channels each output element is a store of its own, the cost that dominates when a pixel
-    takes a few dozen multiply-adds. For the convs of ``pixel_vector_width``."""
+                   target: Any, vec: int) -> bool:
+    """A short reduction (an RGB image's first conv) with vectors of ``vec`` output pixels along
+    the row: per k a tile's MR weights are broadcast and its NV vectors of input pixels loaded
+    (strided by the conv's stride), and each output vector goes to Y in one contiguous store.
+    With vectors of channels each output element is a store of its own, the cost that dominates
+    when a pixel takes a few dozen multiply-adds. For the convs of ``pixel_vector_width``."""
     extents = [const_int(it.extent) for it in conv.iters]
-    vec = pixel_vector_width(conv, data, target)
     mr, nv = pixel_tile(extents[1], extents[3] // vec, vector_registers(target))
-    block = conv.rv
     n, f, y, x, c, ry, rx = conv.loops
     f_0, f_1 = sch.split(f, [None, mr])
     x_0, x_1, x_v = sch.split(x, [None, nv, vec])
     sch.reorder(n, f_0, y, x_0, c, ry, rx, f_1, x_1, x_v)
     sch.parallel(sch.fuse(n, f_0, y))
-    pack_weight(sch, conv, weight, mr)
-    acc = sch.cache_write(block, 0, "local")
-    inline_epilogues(sch, acc, epilogues, target)
-    sch.reverse_compute_at(acc, x_0, preserve_unit_loops=True)
-    *_, a_f, _, a_x = sch.get_loops(acc)
-    a_n, a_v = sch.split(a_x, [nv, vec])  # (one store a vector)
-    init = sch.decompose_reduction(block, c)
-    for inner in (sch.get_loops(block)[-3:], sch.get_loops(init)[-3:], (a_f, a_n, a_v)):
-        sch.unroll(inner[0])
-        sch.unroll(inner[1])
-        sch.vectorize(inner[2])
+    _accumulate_in_vectors(sch, conv, weight, epilogues, target, mr, x_0, vec)
     return False
 
 
 def _plane_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: BufferLoad, epilogues: list,
-                   target: Any) -> bool | None:
-    """A 1x1 convolution as a GEMM over the plane: a tile is MR output channels of a group by R
-    whole rows, flattened into NV vectors; per k, MR broadcast weights and NV input vectors feed
-    MR x NV FMAs, and the epilogue goes out in contiguous stores. For the convs of
+                   target: Any, tile: tuple[int, int, int]) -> bool:
+    """A 1x1 convolution as a GEMM over the plane: a ``tile`` is MR output channels of a group
+    by R whole rows, flattened into NV vectors; per k, MR broadcast weights and NV input vectors
+    feed MR x NV FMAs, and the epilogue goes out in contiguous stores. For the convs of
     ``plane_tile_for``."""
-    mr, rows, vec = plane_tile_for(conv, data, target)
-    block = conv.rv
+    mr, rows, vec = tile
     n, f, y, x, c, ry, rx = conv.loops
     f_0, f_1 = sch.split(f, [None, mr])
     y_0, y_1 = sch.split(y, [None, rows])
@@ -189,32 +178,51 @@ def _plane_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: Buf
     sch.split(sch.fuse(y_1, x), [None, vec])
     outer = sch.fuse(n, f_0, y_0)
     sch.parallel(outer)
-    pack_weight(sch, conv, weight, mr)
-    acc = sch.cache_write(block, 0, "local")
-    inline_epilogues(sch, acc, epilogues, target)
-    sch.reverse_compute_at(acc, outer, preserve_unit_loops=True)
-    *_, a_f, a_y, a_x = sch.get_loops(acc)
-    a_p, a_v = sch.split(sch.fuse(a_y, a_x), [None, vec])
-    init = sch.decompose_reduction(block, c)
-    for inner in (sch.get_loops(block)[-3:], sch.get_loops(init)[-3:], (a_f, a_p, a_v)):
-        sch.unroll(inner[0])
-        sch.unroll(inner[1])
-        sch.vectorize(inner[2])
+    _accumulate_in_vectors(sch, conv, weight, epilogues, target, mr, outer, vec)
     return False
 
 
-def plane_tile_for(conv: BlockInfo, data: BufferLoad, target: Any) -> tuple[int, int, int] | None:
-    """``plane_tile`` of a float32 1x1 stride-1 convolution of a constant number of channels that
-    reads its input plane as it is (the caller checks no padding pass writes it), more than one
-    input channel a group (a depthwise one is ``_depthwise``'s), when the plane-vector plan beats
-    the channel-vector plan; else None."""
+def _accumulate_in_vectors(sch: Schedule, conv: BlockInfo, weight: BufferLoad, epilogues: list, target: Any,
+                           mr: int, tile_loop: Any, vec: int) -> None:
+    """The pixel-vector plans' common part, their loops split and ordered ``.. tile_loop | c ry
+    rx | MR channels | vectors | lanes``: the weights packed by ``mr`` channels, the tile's
+    accumulators in registers, the epilogue inlined into their copy out after ``tile_loop``, one
+    store a vector of ``vec`` lanes (the copy's pixels flattened), the inner loops unrolled."""
+    pack_weight(sch, conv, weight, mr)
+    acc = sch.cache_write(conv.rv, 0, "local")
+    inline_epilogues(sch, acc, epilogues, target)
+    sch.reverse_compute_at(acc, tile_loop, preserve_unit_loops=True)
+    *_, a_f, a_y, a_x = sch.get_loops(acc)
+    a_p, a_v = sch.split(sch.fuse(a_y, a_x), [None, vec])
+    init = sch.decompose_reduction(conv.rv, conv.loops[4])
+    for inner in (sch.get_loops(conv.rv)[-3:], sch.get_loops(init)[-3:], (a_f, a_p, a_v)):
+        sch.unroll(inner[0])
+        sch.unroll(inner[1])
+        sch.vectorize(inner[2])
+
+
+def plane_tile_for(conv: BlockInfo, data: BufferLoad, prologues: list, target: Any) -> tuple[int, int, int] | None:
+    """``plane_tile`` of a float32 1x1 stride-1 convolution that reads its input plane as it is
+    (no padding pass among the ``prologues`` writes it; a copy inlines), with more than one input
+    channel a group (a depthwise one is ``_depthwise``'s), when the plane-vector plan beats the
+    channel-vector plan; else None."""
     extents = [const_int(it.extent) for it in conv.iters]
-    channels = const_int(data.buffer.shape[1])
-    if extents[5] * extents[6] != 1 or channels is None or extents[4] < 2 or \
-            conv.write().buffer.dtype != DataType("float32") or not _reads_plane_in_place(conv, data):
+    groups = conv_groups(conv, data)
+    if extents[5] * extents[6] != 1 or groups is None or extents[4] < 2 or \
+            conv.write().buffer.dtype != DataType("float32") or not _reads_plane_in_place(conv, data) or \
+            any(p.write().buffer is data.buffer and not _is_copy(p) for p in prologues):
         return None
-    groups = channels // extents[4]
     return plane_tile(groups, extents[4], extents[1] // groups, extents[2], extents[3], target)
+
+
+def conv_groups(conv: BlockInfo, data: BufferLoad) -> int | None:
+    """The conv's groups (input channels over a group's), or None when that is no whole number
+    of groups of whole output channels (symbolic channels, hand-written TIR)."""
+    channels, group_in, filters = const_int(data.buffer.shape[1]), const_int(conv.iters[4].extent), \
+        const_int(conv.iters[1].extent)
+    if channels is None or not group_in or channels % group_in or filters % (channels // group_in):
+        return None
+    return channels // group_in
 
 
 def _reads_plane_in_place(conv: BlockInfo, data: BufferLoad) -> bool:
@@ -248,8 +256,8 @@ def plane_speed(tile: tuple[int, int, int], width: int) -> float:
     """The share of the FMA ports an (MR, R, lanes) plane tile keeps busy: its MR broadcasts and
     NV vectors per k feed MR x NV FMAs, in 8 accumulators or more (its vectors are full)."""
     mr, rows, lanes = tile
-    product = mr * rows * width // lanes
-    return min(1.0, product / (mr + product // mr)) * min(1.0, product / 8)
+    nv = rows * width // lanes
+    return min(1.0, mr * nv / (mr + nv)) * min(1.0, mr * nv / 8)
 
 
 def channel_speed(groups: int, group_in: int, group_out: int, width: int, target: Any) -> float:
@@ -258,7 +266,7 @@ def channel_speed(groups: int, group_in: int, group_out: int, width: int, target
     from ..relax.pad_conv_groups import group_padding
 
     lanes = vector_lanes(target, 32)
-    padded = group_padding(groups, group_in, group_out, 1, width, DataType("float32"), target, plane=False)
+    padded = group_padding(groups, group_in, group_out, 1, width, DataType("float32"), target)
     channels = padded or group_out
     tile = channel_tile(channels, width, lanes, vector_registers(target))
     if tile is None:
@@ -297,8 +305,8 @@ def _channel_vectors(sch: Schedule, conv: BlockInfo, data: BufferLoad, weight: B
                      target: Any) -> bool | None:
     """The implicit GEMM with vectors along the output channels (any window, stride, groups)."""
     extents = [const_int(it.extent) for it in conv.iters]
-    groups = const_int(data.buffer.shape[1]) // extents[4] if const_int(data.buffer.shape[1]) else None
-    if not groups or extents[1] % groups:
+    groups = conv_groups(conv, data)
+    if not groups:
         return None
     lanes = vector_lanes(target, conv.write().buffer.dtype)
     registers = vector_registers(target)

@@ -77,19 +77,19 @@ def padded_group(group_channels: int, lanes: int, vec: int) -> int | None:
 
 
 def group_padding(groups: int, group_in: int, group_out: int, window: int, width: int, dtype: Any,
-                  target: Any, height: int | None = None, plane: bool = True) -> int | None:
+                  target: Any, height: int | None = None) -> int | None:
     """The output channels to pad each of a conv's ``groups`` to (``group_in`` input and
     ``group_out`` output channels a group, a ``window`` of kernel pixels, output rows of
     ``width``), or None to leave it: not grouped, depthwise, a short reduction (the crop's pass
     would cost what the vectors save), a group that already fills vectors well, or (``height``
-    given: a 1x1 conv that reads its input in place, unless ``plane`` is False) one the Conv2D
-    rule computes faster in vectors of pixels, with no padding and no crop (``plane_tile``)."""
+    given: a float32 1x1 conv that reads its input in place) one the Conv2D rule computes faster
+    in vectors of pixels, with no padding and no crop (``plane_tile``)."""
     from ..dlight.cpu_conv import channel_tile, tile_speed, vector_registers
     from ..dlight.cpu_tactics import vector_factor
 
     if groups == 1 or group_in == 1 or group_in * window < 16:
         return None
-    if plane and window == 1 and height is not None and DataType(str(dtype)).bits == 32:
+    if window == 1 and height is not None and DataType(str(dtype)) == DataType("float32"):
         from ..dlight.cpu_conv import plane_tile
 
         if plane_tile(groups, group_in, group_out, height, width, target) is not None:
@@ -130,8 +130,8 @@ class _GroupPadder(PyExprMutator):
         groups = a["groups"]
         n, filters, height, width = out
         group_out = filters // groups
-        in_place = all(int(v) == 1 for v in a["strides"]) and not any(int(v) for v in a["padding"])  # (a 1x1's
-        # dilation changes nothing)
+        # (a 1x1's dilation changes nothing)
+        in_place = all(int(v) == 1 for v in a["strides"]) and not any(int(v) for v in a["padding"])
         padded = group_padding(groups, kernel[1], group_out, kernel[2] * kernel[3], width, dtype, self.target,
                                height if in_place else None)
         if padded is None:

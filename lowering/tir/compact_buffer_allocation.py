@@ -213,9 +213,9 @@ def _within(span: Range, full_extent: PrimExpr) -> Range:
     if not all(isinstance(e, IntImm) for e in (span.min, span.extent, full_extent)):
         return span
     low, high = max(span.min.value, 0), min(span.min.value + span.extent.value, full_extent.value)
-    if (low, high) == (span.min.value, span.min.value + span.extent.value):
+    if (low, high) == (span.min.value, span.min.value + span.extent.value) or low >= high:
         return span
-    return Range(const(low, span.min.dtype), const(max(high - low, 0), span.min.dtype))
+    return Range(const(low, span.min.dtype), const(high - low, span.min.dtype))
 
 
 def _hull(ranges: list, full_extent: PrimExpr, loops: dict) -> Range:
