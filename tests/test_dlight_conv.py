@@ -134,6 +134,22 @@ def window_conv_reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int, d
                            for g in range(groups)], axis=1)
 
 
+def check_window_conv(out, c: int, f: int, size: int, k: int, stride: int, pad: int, groups: int,
+                      rng: np.random.Generator, reference: bool = True) -> None:
+    """The scheduled ``window_conv_module`` ``out``, compiled, equals numpy on random inputs, and
+    (``reference``) the reference executor computes what the compiled kernel does."""
+    x = rng.standard_normal((1, c, size, size), dtype=np.float32)
+    w = rng.standard_normal((f, c // groups, k, k), dtype=np.float32)
+    b = rng.standard_normal((f, 1, 1), dtype=np.float32)
+    expected = window_conv_reference(x, w, stride, pad, 1, groups) + b
+    built, ref = np.zeros(expected.shape, np.float32), np.zeros(expected.shape, np.float32)
+    tvms.build(out, target="llvm")(x, w, b, built)
+    np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
+    if reference:
+        run_prim_func(out, x, w, b, ref)
+        np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+
+
 def test_any_window_equals_numpy_and_the_reference():
     """Strides, 1x1, dilation, groups, a 7x7 and an 11x11 window, a depthwise one: the plans,
     with the bias epilogue inlined, equal numpy, and the reference executor computes what the
@@ -175,15 +191,7 @@ def test_short_reduction_runs_vectors_along_the_row():
         text = out.script()
         assert "for xx_2 in T.vectorized" in text and text.count(MARK) == 1, text
         assert max(int(n) for n in re.findall(r"T.vectorized\(T.int64\((\d+)\)\)", text)) <= 16  # (a store a vector)
-        x = rng.standard_normal((1, c, size, size), dtype=np.float32)
-        w = rng.standard_normal((f, c, 3, 3), dtype=np.float32)
-        b = rng.standard_normal((f, 1, 1), dtype=np.float32)
-        expected = window_conv_reference(x, w, stride, pad, 1, 1) + b
-        built, ref = np.zeros(expected.shape, np.float32), np.zeros(expected.shape, np.float32)
-        tvms.build(out, target="llvm")(x, w, b, built)
-        np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
-        run_prim_func(out, x, w, b, ref)
-        np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+        check_window_conv(out, c, f, size, 3, stride, pad, 1, rng)
 
 
 def test_grouped_1x1_runs_vectors_of_pixels():
@@ -197,15 +205,7 @@ def test_grouped_1x1_runs_vectors_of_pixels():
         text = out.script()
         assert f"T.vectorized(T.int64({lanes}))" in text and "yy_1_xx_fused" in text and "pad_temp" not in text, text
         assert text.count(MARK) == 1
-        x = rng.standard_normal((1, 24, 8, 8), dtype=np.float32)
-        w = rng.standard_normal((112, 6, 1, 1), dtype=np.float32)
-        b = rng.standard_normal((112, 1, 1), dtype=np.float32)
-        expected = window_conv_reference(x, w, 1, 0, 1, 4) + b
-        built, ref = np.zeros(expected.shape, np.float32), np.zeros(expected.shape, np.float32)
-        tvms.build(out, target="llvm")(x, w, b, built)
-        np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
-        run_prim_func(out, x, w, b, ref)
-        np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+        check_window_conv(out, 24, 112, 8, 1, 1, 0, 4, rng)
     padded = legalized(window_conv_module(24, 112, 8, 1, 1, 1, 1, 4))  # (a padding pass: not in place)
     text = Conv2D().apply(only_kernel(padded), Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f"), False).mod.script()
     assert "yy_1_xx_fused" not in text
@@ -268,16 +268,7 @@ def test_depthwise_rows_in_vectors_of_any_width():
         out = Conv2D().apply(only_kernel(mod), target, False).mod["main"]
         text = out.script()
         assert f"T.vectorized(T.int64({width}))" in text and "pad_temp" not in text, (size, width, text)
-        x = rng.standard_normal((1, 4, size, size), dtype=np.float32)
-        w = rng.standard_normal((4, 1, 3, 3), dtype=np.float32)
-        b = rng.standard_normal((4, 1, 1), dtype=np.float32)
-        expected = window_conv_reference(x, w, 1, 1, 1, 4) + b
-        built, ref = np.zeros(expected.shape, np.float32), np.zeros(expected.shape, np.float32)
-        tvms.build(out, target="llvm")(x, w, b, built)
-        np.testing.assert_allclose(built, expected, rtol=1e-4, atol=1e-4)
-        if size == 7:
-            run_prim_func(out, x, w, b, ref)
-            np.testing.assert_allclose(ref, built, rtol=1e-4, atol=1e-4)
+        check_window_conv(out, 4, 4, size, 3, 1, 1, 4, rng, reference=size == 7)
 
 
 def test_a_conv_is_matched_once(monkeypatch):
