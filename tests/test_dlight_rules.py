@@ -454,6 +454,12 @@ def test_elementwise_pads_rows_in_whole_vectors_and_a_guarded_last_one():
     x = floats(np.random.default_rng(5), 1, 3, 20, 20)
     out = run_compiled(sch.mod["main"], [x, np.zeros((1, 3, 22, 22), np.float32)])[-1]
     np.testing.assert_array_equal(out, np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))))
+    scalar = legalized(f"x: {tensor((3, 22))}, s: R.Tensor((), \"float32\")", "R.add(x, s)")  # (a 0-d operand)
+    sch = dl.cpu.Elementwise().apply(scalar, AVX2, False)
+    assert "T.where" in sch.mod.script()
+    s = floats(np.random.default_rng(6), 1).reshape(())
+    out = run_compiled(sch.mod["main"], [x[0, 0, :3, :].repeat(2, axis=1)[:, :22], s, np.zeros((3, 22), np.float32)])[-1]
+    np.testing.assert_allclose(out, x[0, 0, :3, :].repeat(2, axis=1)[:, :22] + s, rtol=1e-6)
     reshape = legalized(f"x: {tensor((3, 44, 11))}", "R.reshape(x, R.shape([3, 22, 22]))")
     text = dl.cpu.Elementwise().apply(reshape, AVX2, False).mod.script()
     assert "T.vectorized(T.int64(2))" in text and "T.where" not in text, text

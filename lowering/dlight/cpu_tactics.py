@@ -100,6 +100,8 @@ def _row_offsets_only(info: BlockInfo) -> bool:
     lane by lane."""
     x = info.iters[-1].var
     for load in collect(info.block.body, BufferLoad):
+        if not load.indices:  # (a scalar: the same in every lane)
+            continue
         *outer, last = load.indices
         if any(uses_var(i, {id(x)}) for i in outer):
             return False
