@@ -235,7 +235,8 @@ def test_input_channels_that_make_no_whole_groups_are_declined():
     (no whole group: ZeroDivisionError). The rule declines both."""
     skylake = Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f")
     assert Conv2D().apply(from_source(SYMBOLIC_CHANNELS), skylake, False) is None
-    four = SYMBOLIC_CHANNELS.replace("    c = T.int64()\n", "").replace("(T.int64(1), c, T.int64(8)", "(T.int64(1), T.int64(4), T.int64(8)")
+    four = SYMBOLIC_CHANNELS.replace("    c = T.int64()\n", "").replace("(T.int64(1), c, T.int64(8)",
+                                                                    "(T.int64(1), T.int64(4), T.int64(8)")
     assert "c = T.int64()" not in four and "T.int64(4), T.int64(8)" in four
     assert Conv2D().apply(from_source(four), skylake, False) is None
 

@@ -26,10 +26,11 @@ pixels instead, as the first version of this rule had for 3x3 stride-1 convoluti
 measured as fast at 56 pixels a row and half as fast at 28.) A short reduction is the exception:
 an RGB image's first conv does 27 multiply-adds an output, so the copy out, one store an element,
 costs as much as they do; there the vectors run along the row (``_pixel_vectors``: ShuffleNet's
-3x3x3 -> 24 channels at stride 2, 0.116 against 0.245 ms with vectors of channels). So is a grouped 1x1 conv whose
-groups fill vectors of channels badly while whole rows fill vectors of pixels exactly
-(``_plane_vectors``, a GEMM over the plane: ShuffleNet's 6 -> 28 channels a group at 56x56,
-0.041 against 0.100 ms; 34 a group at 28x28 as fast as on padded groups, without the crop).
+3x3x3 -> 24 channels at stride 2, 0.116 against 0.245 ms with vectors of channels). So is a
+grouped 1x1 conv whose groups fill vectors of channels badly while whole rows fill vectors of
+pixels exactly (``_plane_vectors``, a GEMM over the plane: ShuffleNet's 6 -> 28 channels a group
+at 56x56, 0.041 against 0.100 ms; 34 a group at 28x28 as fast as on padded groups, without the
+crop).
 
 A group whose output channels fill vectors badly (34 of 16 lanes: vectors of 2) is padded with
 zero filters to whole vectors before this rule sees it, in Relax (``relax/pad_conv_groups.py``),
@@ -67,11 +68,9 @@ class Conv2D(CPURule):
             return None
         _, conv, data, _, prologues, _ = matched
         plans: tuple = (_channel_vectors, _depthwise)
-        width = pixel_vector_width(conv, data, target)
-        tile = None if width is not None else plane_tile_for(conv, data, prologues, target)
-        if width is not None:
+        if (width := pixel_vector_width(conv, data, target)) is not None:
             plans = (partial(_pixel_vectors, vec=width), *plans)
-        elif tile is not None:
+        elif (tile := plane_tile_for(conv, data, prologues, target)) is not None:
             plans = (partial(_plane_vectors, tile=tile), *plans)
         for plan in plans:  # (each on a fresh schedule: the first on the match's)
             sch = try_conv_plan(func, target, plan, matched)
@@ -226,6 +225,8 @@ def conv_groups(conv: BlockInfo, data: BufferLoad) -> int | None:
 
 
 def _reads_plane_in_place(conv: BlockInfo, data: BufferLoad) -> bool:
+    """Whether the conv reads input row ``y`` and column ``x`` for output pixel ``(y, x)`` (its
+    window at zero): no stride, no padding offset."""
     n, f, y, x, c, ry, rx = (it.var for it in conv.iters)
     at = {ry: const(0, ry.dtype), rx: const(0, rx.dtype)}
     row, column = (Analyzer().simplify(substitute(i, at)) for i in data.indices[2:])
@@ -281,7 +282,7 @@ def pixel_vector_width(conv: BlockInfo, data: BufferLoad, target: Any) -> int | 
     extents = [const_int(it.extent) for it in conv.iters]
     lanes = vector_lanes(target, conv.write().buffer.dtype)
     vec = vector_factor(extents[3], lanes)
-    if const_int(data.buffer.shape[1]) != extents[4] or extents[4] * extents[5] * extents[6] > SHORT_REDUCTION:
+    if conv_groups(conv, data) != 1 or extents[4] * extents[5] * extents[6] > SHORT_REDUCTION:
         return None
     return vec if 2 * vec >= lanes else None
 
