@@ -55,8 +55,12 @@ def build(mod_or_func: Any, target: Any = None, name: str = "main") -> Any:
 
 
 def _artifacts(funcs: dict, row: TargetKind, target: Target) -> dict:
-    """The TIR pipeline and code generation steps: one artifact per PrimFunc, by name."""
-    return codegen({key: lower_prim_func(func, row, target) for key, func in funcs.items()}, row, target)
+    """The TIR pipeline and code generation steps: one artifact per PrimFunc, by name. A function
+    without a ``global_symbol`` (a legalized operator) takes its name as one, as TVM's build
+    attaches them: its kernels are ``<name>_kernel``, so a module's kernels have distinct names."""
+    named = {key: func if "global_symbol" in func.attrs else func.with_attr("global_symbol", key)
+             for key, func in funcs.items()}
+    return codegen({key: lower_prim_func(func, row, target) for key, func in named.items()}, row, target)
 
 
 def _prim_funcs(mod_or_func: Any, name: str) -> dict:

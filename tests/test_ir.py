@@ -111,6 +111,19 @@ def test_python_operators_follow_tvm_conversions() -> None:
     assert to_expr(2 ** 40).dtype == DataType("int64")
 
 
+def test_a_scalar_meets_a_vector_broadcast_as_tvm_does() -> None:
+    """A vector index plus a scalar offset (InjectVirtualThread on a vectorized access) is a
+    vector; two vectors of different lanes are still refused."""
+    from tvms.ir.expr import Broadcast, Ramp
+
+    ramp = Ramp(Var("i"), IntImm(I32, 1), 4)
+    offset = binary(Add, ramp, Var("v", DataType("int64")))
+    assert offset.dtype == DataType("int64x4") and isinstance(offset.b, Broadcast)
+    assert binary(Mul, 2, ramp).dtype == DataType("int32x4")
+    with pytest.raises(TVMSError, match="cannot combine vectors of int32x4 and int32x2"):
+        binary(Add, ramp, Ramp(Var("j"), IntImm(I32, 1), 2))
+
+
 def test_simplify_cancels_affine_terms() -> None:
     i = Var("i")
     start = binary(Mul, i, 15)

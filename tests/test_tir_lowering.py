@@ -375,3 +375,30 @@ def test_compaction_never_grows_a_buffer_past_its_shape():
     b = np.zeros((4, 30), np.float32)
     tvms.build(from_source(GUARDED_ROWS), target="llvm")(a, b)
     np.testing.assert_array_equal(b, (a + 1) * 2)
+
+
+def test_a_repeated_statement_allocates_its_own_buffers() -> None:
+    """fresh_bindings (the copies unrolling, virtual threads and software pipelining make) gives
+    a buffer the statement allocates fresh data, and the copy's accesses use it: two copies of a
+    pipelined stage with its own register tile are two allocations, as CUDA C needs them."""
+    from tvms.ir.expr import BufferLoad
+    from tvms.ir.stmt import BufferStore
+    from tvms.lowering.tir.fresh_bindings import fresh_bindings
+
+    func = from_source('''
+@T.prim_func
+def f(a: T.Buffer((4,), "float32")):
+    for i in range(4):
+        with T.block("b"):
+            vi = T.axis.spatial(4, i)
+            t = T.alloc_buffer((1,), scope="local")
+            t[0] = a[vi]
+            a[vi] = t[0] * T.float32(2)
+''')
+    copy = fresh_bindings(func.body)
+    (old,) = [n for n in walk(func.body) if isinstance(n, Block) and n.alloc_buffers]
+    (new,) = [n for n in walk(copy) if isinstance(n, Block) and n.alloc_buffers]
+    (t,), (t2,) = old.alloc_buffers, new.alloc_buffers
+    assert t2 is not t and t2.data is not t.data and t2.data.name == t.data.name
+    used = {id(n.buffer) for n in walk(copy) if isinstance(n, (BufferLoad, BufferStore)) and n.buffer.name == "t"}
+    assert used == {id(t2)}

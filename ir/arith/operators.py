@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from ..dtype import DataType
 from ..errors import TVMSError
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Cast, CmpOp, Div, FloatImm, FloorDiv,
+from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, Cast, CmpOp, Div, FloatImm, FloorDiv,
                    FloorMod, IntImm, Max, Min, Mod, Mul, Not, Or, PrimExpr, Sub, const, wrap_int)
 
 
@@ -42,7 +42,16 @@ def match_types(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
     if ta == tb:
         return a, b
     if ta.lanes != tb.lanes:
-        raise TVMSError(f"cannot combine vectors of {ta} and {tb}")
+        # a scalar meets a vector: the scalar is broadcast, as TVM's operators do
+        if ta.lanes == 1 and not ta.scalable and not tb.scalable:
+            a = Broadcast(a, tb.lanes)
+        elif tb.lanes == 1 and not tb.scalable and not ta.scalable:
+            b = Broadcast(b, ta.lanes)
+        else:
+            raise TVMSError(f"cannot combine vectors of {ta} and {tb}")
+        ta, tb = a.dtype, b.dtype
+        if ta == tb:
+            return a, b
     if ta.is_float != tb.is_float:
         # an integer meets a float: the integer becomes the float type
         return (Cast(tb, a), b) if tb.is_float else (a, Cast(ta, b))

@@ -17,7 +17,8 @@ write-back, after the k loop.
 Other GPU kinds get TVM's generic configuration (8 x 8 threads, no vectors). A cuda target of
 compute capability 7.0 or newer first tries TVM's tensor-core variant for float16 and int8
 matmuls whose constant i, j and k exceed 64 (gpu_matmul_tensorcore.py), and keeps this schedule
-where that gives up.
+where that gives up. A large float32 matmul on cuda gets tvms's own 128 x 128 tiles instead
+(gpu_matmul_large.py; TVM has no such plan).
 """
 from __future__ import annotations
 
@@ -189,9 +190,13 @@ def inline_consumer_chain(sch: Schedule, block: BlockRV) -> None:
 
 
 class Matmul(GPURule):
-    """Shared-memory tiled matmul with register tiles (see the module docstring)."""
+    """Shared-memory tiled matmul with register tiles (see the module docstring).
+    ``large_tiles=False`` keeps TVM's schedules for large float32 matmuls too."""
 
     name = "Matmul"
+
+    def __init__(self, large_tiles: bool = True) -> None:
+        self.large_tiles = large_tiles
 
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
         if not isinstance(func, PrimFunc) or not self.is_target_available(target):
@@ -201,6 +206,8 @@ class Matmul(GPURule):
             main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
             if main is None or index_maps(sch.get(main)) is None:
                 return None
+            from .gpu_matmul_large import large_tiles, schedule_large_tiles  # (it builds on this module)
+            plan = large_tiles(sch.get(main), target) if self.large_tiles else None
             normalize(sch, main)
             in_dtype = self._tensor_core_variant(sch.get(main), target)
             if in_dtype is not None:
@@ -208,7 +215,10 @@ class Matmul(GPURule):
                 tensorized = schedule_tensor_core(func, in_dtype)
                 if tensorized is not None:
                     return tensorized
-            schedule_simt(sch, main, config_for(target))
+            if plan is not None:
+                schedule_large_tiles(sch, main, plan)
+            else:
+                schedule_simt(sch, main, config_for(target))
         except ScheduleError:  # (a function without a root block, a primitive refusing)
             return None
         return sch

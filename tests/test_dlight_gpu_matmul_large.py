@@ -1,0 +1,125 @@
+"""tvms's 128 x 128-tile cuda plan for large float32 matmuls (gpu_matmul_large.py): which
+matmuls take it, that it computes what numpy computes (scheduled and lowered for cuda, in the
+reference executor with GPU semantics), and that its kernels compile with NVRTC."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tvms.ir.target import Target
+from tvms.lowering.dlight.base import ApplyDefaultSchedule
+from tvms.lowering.dlight.gpu_matmul import Matmul, normalize, reduction_block
+from tvms.lowering.dlight.gpu_matmul_large import LargeTiles, large_tiles, schedule_large_tiles
+from tvms.lowering.schedule import Schedule
+from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
+from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
+
+SM90 = "cuda -arch=sm_90"
+
+
+def matmul(m: int, n: int, k: int, b_layout: str = "kn", dtype: str = "float32", batch: int = 0) -> str:
+    """A matmul PrimFunc's text: B stored ``[k, n]`` or ``[n, k]``, a bias and relu epilogue."""
+    s, sv, si = (f"{batch}, ", "vs, ", "s, ") if batch else ("", "", "")
+    b_shape, b_index = ((f"{k}, {n}", "vk, vj") if b_layout == "kn" else (f"{n}, {k}", "vj, vk"))
+    loops = f"T.grid({batch}, {m}, {n}, {k})" if batch else f"T.grid({m}, {n}, {k})"
+    kinds = '"SSSR"' if batch else '"SSR"'
+    epi_loops = f"T.grid({batch}, {m}, {n})" if batch else f"T.grid({m}, {n})"
+    return f'''
+@T.prim_func
+def mm(a: T.Buffer(({s}{m}, {k}), "{dtype}"), b: T.Buffer(({b_shape}), "{dtype}"), bias: T.Buffer(({n},), "{dtype}"), c: T.Buffer(({s}{m}, {n}), "{dtype}")):
+    acc = T.alloc_buffer(({s}{m}, {n}), "{dtype}")
+    for {si}i, j, k in {loops}:
+        with T.block("mm"):
+            {sv}vi, vj, vk = T.axis.remap({kinds}, [{si}i, j, k])
+            with T.init():
+                acc[{sv}vi, vj] = T.{dtype}(0)
+            acc[{sv}vi, vj] = acc[{sv}vi, vj] + a[{sv}vi, vk] * b[{b_index}]
+    for {si}i, j in {epi_loops}:
+        with T.block("epilogue"):
+            {sv}vi, vj = T.axis.remap({'"SSS"' if batch else '"SS"'}, [{si}i, j])
+            c[{sv}vi, vj] = T.max(acc[{sv}vi, vj] + bias[vj], T.{dtype}(0))
+'''
+
+
+def module(text: str):
+    from tvms.ir.module import IRModule
+
+    return IRModule({"mm": from_source(text).with_attr("global_symbol", "mm")})
+
+
+def plan_of(text: str, target: str = SM90) -> LargeTiles | None:
+    sch = Schedule(from_source(text))
+    return large_tiles(sch.get(reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))), Target(target))
+
+
+def test_large_float32_matmuls_take_the_plan():
+    assert plan_of(matmul(2048, 2048, 64)) == LargeTiles(True, False)
+    assert plan_of(matmul(1024, 4096, 8, "nk")) == LargeTiles(True, True)
+    assert plan_of(matmul(1024, 1024, 16, batch=4)) == LargeTiles(True, False)
+
+
+@pytest.mark.parametrize("text, why", [
+    (matmul(1024, 1024, 64), "256 tiles of 128 x 128 at least (TVM's goldens are all below)"),
+    (matmul(2048, 2048 + 64, 64), "columns a multiple of 128"),
+    (matmul(2048, 2048, 60), "a reduction in whole steps of 8"),
+    (matmul(2048, 2048, 64, dtype="float16"), "float32 only"),
+])
+def test_other_matmuls_keep_tvms_tiles(text, why):
+    assert plan_of(text) is None, why
+
+
+def test_only_cuda_takes_the_plan():
+    assert plan_of(matmul(2048, 2048, 64), "rocm") is None
+
+
+def test_the_rule_schedules_a_large_matmul_by_the_plan():
+    with Target(SM90):
+        scheduled = ApplyDefaultSchedule(Matmul())(module(matmul(2048, 2048, 64)))
+    text = scheduled["mm"].script()
+    assert 'T.thread_binding(2, thread="vthread.y")' in text and 'T.thread_binding(16, thread="threadIdx.x")' in text
+    assert '"software_pipeline_stage": [0, 0, 0, 0, 1]' in text
+    assert "epilogue" not in text  # (inlined into the write-back)
+    with Target(SM90):
+        tvm_tiles = ApplyDefaultSchedule(Matmul(large_tiles=False))(module(matmul(2048, 2048, 64)))
+    assert 'T.thread_binding(2, thread="vthread.y")' not in tvm_tiles["mm"].script()
+
+
+@pytest.mark.parametrize("b_layout, batch", [("kn", 0), ("nk", 0), ("kn", 2)])
+def test_the_plan_computes_as_numpy(b_layout, batch):
+    """One or two blocks of 128 x 128 (the plan forced on a small matmul), k = 32: four
+    pipelined steps, as scheduled and as lowered for cuda (virtual threads, the software
+    pipeline, registers per stage), on small integers so that the sums are exact."""
+    m, n, k = 128, 256, 32
+    sch = Schedule(from_source(matmul(m, n, k, b_layout, batch=batch)))
+    main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
+    plan = LargeTiles(True, b_layout == "nk")
+    normalize(sch, main)
+    schedule_large_tiles(sch, main, plan)
+    scheduled = sch.mod["main"]
+    rng = np.random.default_rng(0)
+    lead = (batch,) if batch else ()
+    a = rng.integers(-3, 4, lead + (m, k)).astype(np.float32)
+    b = rng.integers(-3, 4, (k, n) if b_layout == "kn" else (n, k)).astype(np.float32)
+    bias = rng.integers(-3, 4, (n,)).astype(np.float32)
+    want = np.maximum(a @ (b if b_layout == "kn" else b.T) + bias, 0)
+    lowered = lower_for_cuda(scheduled.with_attr("global_symbol", "main"), Target(SM90))
+    for runnable in (scheduled, lowered):
+        c = np.zeros(lead + (m, n), np.float32)
+        run_prim_func(runnable, a, b, bias, c)
+        np.testing.assert_array_equal(c, want)
+
+
+def test_the_plans_kernel_compiles_with_vector_loads_from_shared_memory():
+    """4096^3 through the rule and the cuda build: 256 threads, the k-major tiles read as float4
+    (the point of the plan), and NVRTC compiles it for sm_80 and sm_90."""
+    from cuda_support import assert_compiles
+
+    from tvms.lowering.codegen.cuda import cuda_source, kernels_of
+
+    with Target(SM90):
+        scheduled = ApplyDefaultSchedule(Matmul())(module(matmul(4096, 4096, 4096)))
+    source = cuda_source(kernels_of(lower_for_cuda(scheduled["mm"], Target(SM90))))
+    assert "__launch_bounds__(256)" in source
+    assert source.count("= *(float4*)(a_reindex_shared") + source.count("= *(float4*)(b_reindex_shared") >= 4
+    assert_compiles(source)
