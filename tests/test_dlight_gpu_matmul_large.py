@@ -9,7 +9,7 @@ import pytest
 from tvms.ir.target import Target
 from tvms.lowering.dlight.base import ApplyDefaultSchedule
 from tvms.lowering.dlight.gpu_matmul import Matmul, normalize, reduction_block
-from tvms.lowering.dlight.gpu_matmul_large import LargeTiles, large_tiles, schedule_large_tiles
+from tvms.lowering.dlight.gpu_matmul_large import LargeMatmul, large_matmul, schedule_large_tiles
 from tvms.lowering.schedule import Schedule
 from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
 from tvms.runtime.reference import run_prim_func
@@ -48,29 +48,38 @@ def module(text: str):
     return IRModule({"mm": from_source(text).with_attr("global_symbol", "mm")})
 
 
-def plan_of(text: str, target: str = SM90) -> LargeTiles | None:
+def large_of(text: str, target: str = SM90) -> LargeMatmul | None:
     sch = Schedule(from_source(text))
-    return large_tiles(sch.get(reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))), Target(target))
+    return large_matmul(sch.get(reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))), Target(target))
 
 
-def test_large_float32_matmuls_take_the_plan():
-    assert plan_of(matmul(2048, 2048, 64)) == LargeTiles(True, False)
-    assert plan_of(matmul(1024, 4096, 8, "nk")) == LargeTiles(True, True)
-    assert plan_of(matmul(1024, 1024, 16, batch=4)) == LargeTiles(True, False)
+def test_large_matmuls_and_their_layouts():
+    assert large_of(matmul(2048, 2048, 64)) == LargeMatmul("float32", True, False, 64)
+    assert large_of(matmul(1024, 4096, 8, "nk")) == LargeMatmul("float32", True, True, 8)
+    assert large_of(matmul(1024, 1024, 16, batch=4)) == LargeMatmul("float32", True, False, 16)
+    assert large_of(matmul(2048, 2048, 60)) == LargeMatmul("float32", True, False, 60)
+    assert large_of(matmul(2048, 2048, 128, dtype="float16")) == LargeMatmul("float16", True, False, 128)
 
 
 @pytest.mark.parametrize("text, why", [
     (matmul(1024, 1024, 64), "256 tiles of 128 x 128 at least (TVM's goldens are all below)"),
     (matmul(2048, 2048 + 64, 64), "columns a multiple of 128"),
-    (matmul(2048, 2048, 60), "a reduction in whole steps of 8"),
-    (matmul(2048, 2048, 64, dtype="float16"), "float32 only"),
 ])
-def test_other_matmuls_keep_tvms_tiles(text, why):
-    assert plan_of(text) is None, why
+def test_other_matmuls_are_not_large(text, why):
+    assert large_of(text) is None, why
 
 
-def test_only_cuda_takes_the_plan():
-    assert plan_of(matmul(2048, 2048, 64), "rocm") is None
+def test_which_large_matmuls_take_which_plan():
+    f32, ragged_k = large_of(matmul(2048, 2048, 64)), large_of(matmul(2048, 2048, 60))
+    f16_kn, f16_nk = large_of(matmul(2048, 2048, 128, dtype="float16")), large_of(matmul(2048, 2048, 128, "nk", "float16"))
+    assert f32.takes_simt_plan and not f32.stages_b_row_major
+    assert not ragged_k.takes_simt_plan  # (a reduction in whole steps of 8)
+    assert f16_kn.stages_b_row_major and not f16_kn.takes_simt_plan
+    assert not f16_nk.stages_b_row_major  # (B contiguous along k: TVM's staging reads it in vectors)
+
+
+def test_only_cuda_has_large_matmuls():
+    assert large_of(matmul(2048, 2048, 64), "rocm") is None
 
 
 def test_the_rule_schedules_a_large_matmul_by_the_plan():
@@ -93,7 +102,7 @@ def test_the_plan_computes_as_numpy(b_layout, batch):
     m, n, k = 128, 256, 32
     sch = Schedule(from_source(matmul(m, n, k, b_layout, batch=batch)))
     main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
-    plan = LargeTiles(True, b_layout == "nk")
+    plan = LargeMatmul("float32", True, b_layout == "nk", k)
     normalize(sch, main)
     schedule_large_tiles(sch, main, plan)
     scheduled = sch.mod["main"]
@@ -123,3 +132,59 @@ def test_the_plans_kernel_compiles_with_vector_loads_from_shared_memory():
     assert "__launch_bounds__(256)" in source
     assert source.count("= *(float4*)(a_reindex_shared") + source.count("= *(float4*)(b_reindex_shared") >= 4
     assert_compiles(source)
+
+
+def test_a_large_float16_matmul_stages_b_as_stored():
+    """R.matmul's B is contiguous along j: a large float16 matmul copies it in 16-byte vectors
+    of rows of j into [k][j] tiles and reads them into row-major fragments (TVM's schedule
+    reads it 2 bytes a thread into [j][k] tiles); the kernel compiles with NVRTC."""
+    from cuda_support import assert_compiles
+
+    from tvms.lowering.codegen.cuda import cuda_source, kernels_of
+
+    with Target(SM90):
+        scheduled = ApplyDefaultSchedule(Matmul())(module(matmul(2048, 2048, 128, dtype="float16")))
+    source = cuda_source(kernels_of(lower_for_cuda(scheduled["mm"], Target(SM90))))
+    assert "fragment<nvcuda::wmma::matrix_b, 16, 16, 16, half, nvcuda::wmma::row_major>" in source
+    assert "= *(uint4*)(b_ptr + " in source and "= *(uint4*)(a_ptr + " in source
+    assert_compiles(source)
+    with Target(SM90):
+        tvm_schedule = ApplyDefaultSchedule(Matmul(large_tiles=False))(module(matmul(2048, 2048, 128, dtype="float16")))
+    assert "col_major" in tvm_schedule["mm"].script()
+
+
+F16_INTO_F32 = '''
+@T.prim_func
+def mm(a: T.Buffer((128, 128), "float16"), b: T.Buffer((128, 128), "float16"), c: T.Buffer((128, 128), "float32")):
+    for i, j, k in T.grid(128, 128, 128):
+        with T.block("mm"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                c[vi, vj] = T.float32(0)
+            c[vi, vj] = c[vi, vj] + T.Cast("float32", a[vi, vk]) * T.Cast("float32", b[vk, vj])
+'''
+
+
+@pytest.mark.parametrize("text, out_dtype", [(matmul(128, 128, 128, dtype="float16"), "float16"),
+                                             (F16_INTO_F32, "float32")])
+def test_b_staged_as_stored_computes_as_numpy(text, out_dtype):
+    """The row-major staging forced on one 128 x 128 block (two pipelined k steps), float16
+    accumulating in float16 (with R.matmul's epilogue) and in float32, as scheduled and as
+    lowered for cuda, on small integers (exact sums)."""
+    from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
+
+    scheduled = schedule_tensor_core(from_source(text), "float16", b_row_major=True).mod["main"]
+    assert "col_major" not in scheduled.script()
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(-2, 3, (128, 128)).astype(np.float16) for _ in range(2))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    args = [a, b]
+    if out_dtype == "float16":
+        bias = rng.integers(-2, 3, (128,)).astype(np.float16)
+        args.append(bias)
+        want = np.maximum(want + bias, 0)
+    lowered = lower_for_cuda(scheduled.with_attr("global_symbol", "main"), Target(SM90))
+    for runnable in (scheduled, lowered):
+        c = np.zeros((128, 128), out_dtype)
+        run_prim_func(runnable, *args, c)
+        np.testing.assert_array_equal(c.astype(np.float64), want)

@@ -17,8 +17,9 @@ write-back, after the k loop.
 Other GPU kinds get TVM's generic configuration (8 x 8 threads, no vectors). A cuda target of
 compute capability 7.0 or newer first tries TVM's tensor-core variant for float16 and int8
 matmuls whose constant i, j and k exceed 64 (gpu_matmul_tensorcore.py), and keeps this schedule
-where that gives up. A large float32 matmul on cuda gets tvms's own 128 x 128 tiles instead
-(gpu_matmul_large.py; TVM has no such plan).
+where that gives up. Large matmuls on cuda (gpu_matmul_large.py) get tvms's own plans instead:
+float32 in 128 x 128 tiles of 8 x 8 a thread, float16 with B staged as it is stored (TVM has no
+such plans).
 """
 from __future__ import annotations
 
@@ -191,7 +192,7 @@ def inline_consumer_chain(sch: Schedule, block: BlockRV) -> None:
 
 class Matmul(GPURule):
     """Shared-memory tiled matmul with register tiles (see the module docstring).
-    ``large_tiles=False`` keeps TVM's schedules for large float32 matmuls too."""
+    ``large_tiles=False`` keeps TVM's schedules for large matmuls too."""
 
     name = "Matmul"
 
@@ -206,17 +207,17 @@ class Matmul(GPURule):
             main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
             if main is None or index_maps(sch.get(main)) is None:
                 return None
-            from .gpu_matmul_large import large_tiles, schedule_large_tiles  # (it builds on this module)
-            plan = large_tiles(sch.get(main), target) if self.large_tiles else None
+            from .gpu_matmul_large import large_matmul, schedule_large_tiles  # (it builds on this module)
+            large = large_matmul(sch.get(main), target) if self.large_tiles else None
             normalize(sch, main)
             in_dtype = self._tensor_core_variant(sch.get(main), target)
             if in_dtype is not None:
                 from .gpu_matmul_tensorcore import schedule_tensor_core  # (it builds on this module)
-                tensorized = schedule_tensor_core(func, in_dtype)
+                tensorized = schedule_tensor_core(func, in_dtype, b_row_major=large is not None and large.stages_b_row_major)
                 if tensorized is not None:
                     return tensorized
-            if plan is not None:
-                schedule_large_tiles(sch, main, plan)
+            if large is not None and large.takes_simt_plan:
+                schedule_large_tiles(sch, main, large)
             else:
                 schedule_simt(sch, main, config_for(target))
         except ScheduleError:  # (a function without a root block, a primitive refusing)

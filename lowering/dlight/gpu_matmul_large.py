@@ -1,4 +1,5 @@
-"""tvms's own cuda schedule for large float32 matmuls (TVM's DLight has no such plan).
+"""tvms's own cuda schedule for large float32 matmuls, and which matmuls are large (TVM's DLight
+has no such plans; for float16 see ``LargeMatmul.stages_b_row_major``).
 
 TVM's SIMT tiles (``gpu_matmul.py``: 32 x 64 outputs a block, 4 x 4 a thread) read 8 values
 from shared memory for every 16 FMAs; on an H200 that schedule ran a 4096^3 matmul at 0.37x
@@ -14,9 +15,10 @@ thread 4 x as many outputs for 2 x the shared-memory reads:
   operand's contiguous axis, staged in registers by ManifestSharedMemoryLocalStage) are issued
   before this step's FMAs, and stored into the other half of the double-buffered tiles after them.
 
-The plan takes matmuls of constant sizes whose rows and columns are multiples of 128 and whose
-reduction is a multiple of 8 (no padding), with at least ``MIN_TILES`` tiles; the rest keep TVM's
-tiles (the schedules TVM's goldens pin, all below that size).
+A matmul is large (``large_matmul``) when its sizes are constant, its rows and columns multiples
+of 128 and it has at least ``MIN_TILES`` such tiles; this plan takes the float32 ones whose
+reduction is a multiple of 8 (no padding). The rest keep TVM's tiles (the schedules TVM's
+goldens pin, all below that size).
 """
 from __future__ import annotations
 
@@ -40,42 +42,53 @@ UNROLL = 256
 
 
 @dataclass(frozen=True)
-class LargeTiles:
-    """Whether A's and B's innermost (contiguous) index is the reduction iterator."""
+class LargeMatmul:
+    """What the large-matmul plans need to know of a matmul block: its type (the operands' and
+    the output's, when one), whether A's and B's innermost (contiguous) index is the reduction
+    iterator, and its reduction's extent."""
 
+    dtype: str
     a_reads_k_contiguously: bool
     b_reads_k_contiguously: bool
+    k: int
+
+    @property
+    def takes_simt_plan(self) -> bool:
+        """float32, the reduction in whole steps: this module's schedule."""
+        return self.dtype == "float32" and self.k % K_STEP == 0
+
+    @property
+    def stages_b_row_major(self) -> bool:
+        """float16 whose B is contiguous along j (``R.matmul``'s B): the tensor-core schedule
+        stages B as it is stored (gpu_matmul_tensorcore.py)."""
+        return self.dtype == "float16" and not self.b_reads_k_contiguously
 
 
-def large_tiles(block: Block, target: Any) -> LargeTiles | None:
-    """The plan for a matmul block (before ``normalize``) under ``target``; None where the
-    block is not a large float32 matmul of constant sizes on cuda."""
+def large_matmul(block: Block, target: Any) -> LargeMatmul | None:
+    """A matmul block (before ``normalize``) of constant sizes under a cuda target, with rows
+    and columns in whole 128 x 128 tiles and at least ``MIN_TILES`` of them; else None."""
     if target_kind(target) != "cuda":
         return None
     found = iter_kinds(block)
     if found is None:
         return None
     kinds = found[3]
-    buffers = (block.reads[0].buffer, block.reads[1].buffer, block.writes[0].buffer)
-    if any(str(b.dtype) != "float32" for b in buffers):
-        return None
     extents = {S: 1, I: 1, J: 1, K: 1}
     for kind, iv in zip(kinds, block.iter_vars):
         if not isinstance(iv.dom.extent, IntImm):
             return None
         if kind in extents:
             extents[kind] *= iv.dom.extent.value
-    if extents[I] % TILE or extents[J] % TILE or extents[K] % K_STEP:
+    if extents[I] % TILE or extents[J] % TILE or extents[S] * extents[I] * extents[J] < MIN_TILES * TILE * TILE:
         return None
-    if extents[S] * extents[I] * extents[J] < MIN_TILES * TILE * TILE:
-        return None
+    types = {str(region.buffer.dtype) for region in (*block.reads, *block.writes)}
     kind_of = {id(iv.var): kind for kind, iv in zip(kinds, block.iter_vars)}
     a, b = (kind_of.get(id(read.region[-1].min)) == K for read in block.reads)
-    return LargeTiles(a, b)
+    return LargeMatmul(types.pop() if len(types) == 1 else "", a, b, extents[K])
 
 
-def schedule_large_tiles(sch: Schedule, main: BlockRV, plan: LargeTiles) -> None:
-    """Schedule the normalized matmul ``main`` (iterators ``s, i, j, k``) by ``plan``."""
+def schedule_large_tiles(sch: Schedule, main: BlockRV, plan: LargeMatmul) -> None:
+    """Schedule the normalized float32 matmul ``main`` (iterators ``s, i, j, k``) of ``plan``."""
     batch, i, j, k = sch.get_loops(main)
     bi, vi, ti, mi = sch.split(i, [None, VIRTUAL, THREADS, MICRO])
     bj, vj, tj, mj = sch.split(j, [None, VIRTUAL, THREADS, MICRO])
@@ -126,4 +139,4 @@ def _stage_in_shared(sch: Schedule, main: BlockRV, index: int, ko: Any, k_contig
     return stage
 
 
-__all__ = ["LargeTiles", "large_tiles", "schedule_large_tiles"]
+__all__ = ["LargeMatmul", "large_matmul", "schedule_large_tiles"]

@@ -17,6 +17,11 @@ that last copy. ``pad_einsum`` rounds i and j to 128 and k to the step, so any s
 float16 accumulates in float32 when the output is float32, else in float16; int8 in int32. The
 rule gives up (None) where an intrinsic does not match, as TVM's does; ``dlight.do_not_tensorize``
 on the function turns it off.
+
+tvms departs from TVM for a large float16 matmul whose B is contiguous along j (``R.matmul``'s B;
+gpu_matmul_large.py says which are large): TVM's ``[j][k]`` staging reads such a B 2 bytes a thread
+from rows far apart, so tvms stages B ``[k][j]`` as it is stored (row-major fragments) and copies
+both operands in 16-byte vectors (``b_row_major``).
 """
 from __future__ import annotations
 
@@ -30,23 +35,27 @@ from .gpu_matmul import inline_consumer_chain, inline_producers, normalize, redu
 MICRO = 16  # the WMMA tile (m = n = k)
 WARP_SIZE = 32
 VECTOR_SIZE = 4
+ROW_MAJOR_VECTOR_SIZE = 8  # (16 bytes of float16: one 128-bit load and store)
 I_FACTORS = [None, 1, 4, 2]  # blockIdx.x, blockIdx.y, warps, tiles per warp
 J_FACTORS = [1, None, 4, 2]
 
 
-def schedule_tensor_core(func: PrimFunc, in_dtype: str, scope: str = "shared.dyn") -> Schedule | None:
+def schedule_tensor_core(func: PrimFunc, in_dtype: str, scope: str = "shared.dyn",
+                         b_row_major: bool = False) -> Schedule | None:
     """The WMMA schedule of ``func`` (a matmul ``normalize`` accepts) whose operands are
     ``in_dtype``, staging through ``scope``; None where TVM's rule gives up (or a primitive
-    refuses: the SIMT schedule then takes it)."""
+    refuses: the SIMT schedule then takes it). ``b_row_major`` (tvms's, for a large float16
+    matmul whose B is contiguous along j): B is staged ``[k][j]`` as it is stored, read into
+    row-major fragments, and both operands are copied in 16-byte vectors."""
     if "dlight.do_not_tensorize" in func.attrs:
         return None
     try:
-        return _schedule(func, in_dtype, scope)
+        return _schedule(func, in_dtype, scope, b_row_major)
     except ScheduleError:
         return None
 
 
-def _schedule(func: PrimFunc, in_dtype: str, scope: str) -> Schedule | None:
+def _schedule(func: PrimFunc, in_dtype: str, scope: str, b_row_major: bool) -> Schedule | None:
     int8 = in_dtype == "int8"
     k_inner = 1 if int8 else 4  # tiles along k per shared-memory step
     align = (32, 16) if int8 else (16, 8)  # storage_align's factor and offset
@@ -78,12 +87,17 @@ def _schedule(func: PrimFunc, in_dtype: str, scope: str) -> Schedule | None:
         sch.bind(loop, tag)
 
     warps = I_FACTORS[2] * J_FACTORS[2]
+    vector = ROW_MAJOR_VECTOR_SIZE if b_row_major else VECTOR_SIZE
     stages = []
     for index in (0, 1):  # A and B to shared memory, all threads of the block copying
         stage = sch.cache_read(outer, index, scope)
+        if index == 1 and b_row_major:  # ([j][k] -> [k][j]: the copy reads and writes rows of j)
+            sch.transform_layout(stage, ("write", 0), lambda s, j, k: (s, k, j))
         sch.compute_at(stage, k0)
+        if index == 1 and b_row_major:
+            sch.reorder(*reversed(sch.get_loops(stage)[-2:]))
         fused = sch.fuse(*sch.get_loops(stage)[-2:])
-        _, ty, tx, vec = sch.split(fused, factors=[None, warps, WARP_SIZE, VECTOR_SIZE])
+        _, ty, tx, vec = sch.split(fused, factors=[None, warps, WARP_SIZE, vector])
         sch.bind(tx, "threadIdx.x")
         sch.bind(ty, "threadIdx.y")
         sch.vectorize(vec)
@@ -105,7 +119,7 @@ def _schedule(func: PrimFunc, in_dtype: str, scope: str) -> Schedule | None:
     _tile_2d(sch, store)
     init = sch.get_child_blocks(sch.decompose_reduction(outer, k0))[0]
 
-    group = get_wmma_intrin_group(scope, scope, in_dtype, "int32" if int8 else "float32", trans_b=True)
+    group = get_wmma_intrin_group(scope, scope, in_dtype, "int32" if int8 else "float32", trans_b=not b_row_major)
     for fragment, intrin in zip(fragments, (group["load_a"], group["load_b"])):
         outer_i, outer_j = _tile_2d(sch, fragment)
         sch.unroll(outer_i)
@@ -113,7 +127,7 @@ def _schedule(func: PrimFunc, in_dtype: str, scope: str) -> Schedule | None:
         sch.tensorize(sch.get_loops(fragment)[-2], intrin)
     if not _tensorize_accumulation(sch, init, store, inner, group):
         # (a float16 accumulator: the float32 intrinsics do not match it)
-        group = get_wmma_intrin_group(scope, scope, in_dtype, "float16", trans_b=True)
+        group = get_wmma_intrin_group(scope, scope, in_dtype, "float16", trans_b=not b_row_major)
         if int8 or not _tensorize_accumulation(sch, init, store, inner, group):
             return None
     inline_consumer_chain(sch, write_back)
