@@ -7,9 +7,11 @@ does benchmarks/gpu.py's float16 matmul, on tensor cores through dynamic shared 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
+from cuda_support import assert_compiles
 from test_seed_flows import MLPModel  # (as written in seed 004)
 
 import tvms as tvm
@@ -82,6 +84,11 @@ def test_seed004_mlp_on_cuda(schedule) -> None:
     ex = relax.build(schedule(mod), tvm.target.Target(TARGET))
     source = ex.kernels().imported_modules[0].get_source()
     assert "__global__" in source
+    if schedule is with_dlight_gpu:  # (kernels named after their functions, as TVM names them)
+        names = re.findall(r"__global__ void __launch_bounds__\(\d+\) (\w+)\(", source)
+        assert "fused_matmul_add_relu_kernel" in names and "transpose_kernel" in names
+        assert all(names.count(name) == 2 for name in names)  # (a declaration and the definition)
+        assert_compiles(source)  # (the module's source as one unit, as get_source shows it)
     x, params, expected = mlp_inputs(param_spec)
     out = on_reference(ex)["forward"](x, *params)
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)
