@@ -56,9 +56,14 @@ def build(mod_or_func: Any, target: Any = None, name: str = "main") -> Any:
 
 def _artifacts(funcs: dict, row: TargetKind, target: Target) -> dict:
     """The TIR pipeline and code generation steps: one artifact per PrimFunc, by name. A function
-    without a ``global_symbol`` (a legalized operator) takes its name as one, as TVM's build
-    attaches them: its kernels are ``<name>_kernel``, so a module's kernels have distinct names."""
-    named = {key: func if "global_symbol" in func.attrs else func.with_attr("global_symbol", key)
+    without a ``global_symbol`` (a legalized operator) takes its name as one (numbered where
+    another function's symbol has it), as TVM's build attaches them: its kernels are
+    ``<name>_kernel``, apart from the other functions' kernels."""
+    symbols = NameSupply("_")
+    for func in funcs.values():
+        if "global_symbol" in func.attrs:
+            symbols.reserve(str(func.attrs["global_symbol"]))
+    named = {key: func if "global_symbol" in func.attrs else func.with_attr("global_symbol", symbols.fresh(key))
              for key, func in funcs.items()}
     return codegen({key: lower_prim_func(func, row, target) for key, func in named.items()}, row, target)
 

@@ -213,3 +213,24 @@ def test_headers_come_from_nvrtcs_own_cuda_version(monkeypatch, tmp_path) -> Non
     assert nvrtc.include_dirs(12) == [str(toolkit / "include"), str(toolkit / "include/cccl")]
     with pytest.raises(TVMSError, match="needs cuda_fp16.h from the nvidia-cuda-runtime wheel"):
         nvrtc.include_dirs(13)
+
+
+def test_a_function_without_a_symbol_names_its_kernel_apart_from_the_others():
+    """tvms.build gives a PrimFunc without a ``global_symbol`` its name as one (as TVM's build
+    does for a legalized operator), numbered where another function's symbol already has it, so
+    the module's kernels have distinct names and its source compiles as one unit."""
+    import tvms
+    from tvms.ir.module import IRModule
+
+    func = from_source('''
+@T.prim_func(private=True)
+def f(a: T.Buffer((64,), "float32")):
+    for i in T.thread_binding(64, thread="threadIdx.x"):
+        with T.block("b"):
+            vi = T.axis.spatial(64, i)
+            a[vi] = a[vi] + T.float32(1)
+''')
+    lib = tvms.build(IRModule({"f": func, "g": func.with_attr("global_symbol", "f"), "h": func}), target="cuda -arch=sm_80")
+    names = re.findall(r"__global__ void __launch_bounds__\(\d+\) (\w+)\(", lib.get_source())
+    assert sorted(set(names)) == ["f_1_kernel", "f_kernel", "h_kernel"]
+    assert_compiles(lib.get_source())

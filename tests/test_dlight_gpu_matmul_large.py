@@ -18,23 +18,26 @@ from tvms.script import from_source
 SM90 = "cuda -arch=sm_90"
 
 
-def matmul(m: int, n: int, k: int, b_layout: str = "kn", dtype: str = "float32", batch: int = 0) -> str:
-    """A matmul PrimFunc's text: B stored ``[k, n]`` or ``[n, k]``, a bias and relu epilogue."""
+def matmul(m: int, n: int, k: int, b_layout: str = "kn", dtype: str = "float32", batch: int = 0,
+           a_layout: str = "mk") -> str:
+    """A matmul PrimFunc's text: A stored ``[m, k]`` or ``[k, m]``, B ``[k, n]`` or ``[n, k]``, a
+    bias and relu epilogue."""
     s, sv, si = (f"{batch}, ", "vs, ", "s, ") if batch else ("", "", "")
     b_shape, b_index = ((f"{k}, {n}", "vk, vj") if b_layout == "kn" else (f"{n}, {k}", "vj, vk"))
+    a_shape, a_index = ((f"{s}{m}, {k}", f"{sv}vi, vk") if a_layout == "mk" else (f"{k}, {m}", "vk, vi"))
     loops = f"T.grid({batch}, {m}, {n}, {k})" if batch else f"T.grid({m}, {n}, {k})"
     kinds = '"SSSR"' if batch else '"SSR"'
     epi_loops = f"T.grid({batch}, {m}, {n})" if batch else f"T.grid({m}, {n})"
     return f'''
 @T.prim_func
-def mm(a: T.Buffer(({s}{m}, {k}), "{dtype}"), b: T.Buffer(({b_shape}), "{dtype}"), bias: T.Buffer(({n},), "{dtype}"), c: T.Buffer(({s}{m}, {n}), "{dtype}")):
+def mm(a: T.Buffer(({a_shape}), "{dtype}"), b: T.Buffer(({b_shape}), "{dtype}"), bias: T.Buffer(({n},), "{dtype}"), c: T.Buffer(({s}{m}, {n}), "{dtype}")):
     acc = T.alloc_buffer(({s}{m}, {n}), "{dtype}")
     for {si}i, j, k in {loops}:
         with T.block("mm"):
             {sv}vi, vj, vk = T.axis.remap({kinds}, [{si}i, j, k])
             with T.init():
                 acc[{sv}vi, vj] = T.{dtype}(0)
-            acc[{sv}vi, vj] = acc[{sv}vi, vj] + a[{sv}vi, vk] * b[{b_index}]
+            acc[{sv}vi, vj] = acc[{sv}vi, vj] + a[{a_index}] * b[{b_index}]
     for {si}i, j in {epi_loops}:
         with T.block("epilogue"):
             {sv}vi, vj = T.axis.remap({'"SSS"' if batch else '"SS"'}, [{si}i, j])
@@ -53,12 +56,11 @@ def large_of(text: str, target: str = SM90) -> LargeMatmul | None:
     return large_matmul(sch.get(reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))), Target(target))
 
 
-def test_large_matmuls_and_their_layouts():
-    assert large_of(matmul(2048, 2048, 64)) == LargeMatmul("float32", True, False, 64)
-    assert large_of(matmul(1024, 4096, 8, "nk")) == LargeMatmul("float32", True, True, 8)
-    assert large_of(matmul(1024, 1024, 16, batch=4)) == LargeMatmul("float32", True, False, 16)
-    assert large_of(matmul(2048, 2048, 60)) == LargeMatmul("float32", True, False, 60)
-    assert large_of(matmul(2048, 2048, 128, dtype="float16")) == LargeMatmul("float16", True, False, 128)
+def test_large_matmuls():
+    assert large_of(matmul(2048, 2048, 64)) == LargeMatmul("float32", "float32", 64)
+    assert large_of(matmul(1024, 4096, 8, "nk")) == LargeMatmul("float32", "float32", 8)
+    assert large_of(matmul(1024, 1024, 16, batch=4)) == LargeMatmul("float32", "float32", 16)
+    assert large_of(matmul(2048, 2048, 128, dtype="float16")) == LargeMatmul("float16", "float16", 128)
 
 
 @pytest.mark.parametrize("text, why", [
@@ -71,11 +73,11 @@ def test_other_matmuls_are_not_large(text, why):
 
 def test_which_large_matmuls_take_which_plan():
     f32, ragged_k = large_of(matmul(2048, 2048, 64)), large_of(matmul(2048, 2048, 60))
-    f16_kn, f16_nk = large_of(matmul(2048, 2048, 128, dtype="float16")), large_of(matmul(2048, 2048, 128, "nk", "float16"))
-    assert f32.takes_simt_plan and not f32.stages_b_row_major
+    f16 = large_of(matmul(2048, 2048, 128, dtype="float16"))
+    assert f32.takes_simt_plan and not f32.takes_tensor_core_plan
     assert not ragged_k.takes_simt_plan  # (a reduction in whole steps of 8)
-    assert f16_kn.stages_b_row_major and not f16_kn.takes_simt_plan
-    assert not f16_nk.stages_b_row_major  # (B contiguous along k: TVM's staging reads it in vectors)
+    assert f16.takes_tensor_core_plan and not f16.takes_simt_plan
+    assert not LargeMatmul("float16", "float32", 64).takes_simt_plan
 
 
 def test_only_cuda_has_large_matmuls():
@@ -94,24 +96,23 @@ def test_the_rule_schedules_a_large_matmul_by_the_plan():
     assert 'T.thread_binding(2, thread="vthread.y")' not in tvm_tiles["mm"].script()
 
 
-@pytest.mark.parametrize("b_layout, batch", [("kn", 0), ("nk", 0), ("kn", 2)])
-def test_the_plan_computes_as_numpy(b_layout, batch):
+@pytest.mark.parametrize("b_layout, batch, a_layout", [("kn", 0, "mk"), ("nk", 0, "mk"), ("kn", 2, "mk"), ("kn", 0, "km")])
+def test_the_plan_computes_as_numpy(b_layout, batch, a_layout):
     """One or two blocks of 128 x 128 (the plan forced on a small matmul), k = 32: four
     pipelined steps, as scheduled and as lowered for cuda (virtual threads, the software
     pipeline, registers per stage), on small integers so that the sums are exact."""
     m, n, k = 128, 256, 32
-    sch = Schedule(from_source(matmul(m, n, k, b_layout, batch=batch)))
+    sch = Schedule(from_source(matmul(m, n, k, b_layout, batch=batch, a_layout=a_layout)))
     main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
-    plan = LargeMatmul("float32", True, b_layout == "nk", k)
     normalize(sch, main)
-    schedule_large_tiles(sch, main, plan)
+    schedule_large_tiles(sch, main)
     scheduled = sch.mod["main"]
     rng = np.random.default_rng(0)
     lead = (batch,) if batch else ()
-    a = rng.integers(-3, 4, lead + (m, k)).astype(np.float32)
+    a = rng.integers(-3, 4, lead + (m, k) if a_layout == "mk" else (k, m)).astype(np.float32)
     b = rng.integers(-3, 4, (k, n) if b_layout == "kn" else (n, k)).astype(np.float32)
     bias = rng.integers(-3, 4, (n,)).astype(np.float32)
-    want = np.maximum(a @ (b if b_layout == "kn" else b.T) + bias, 0)
+    want = np.maximum((a if a_layout == "mk" else a.T) @ (b if b_layout == "kn" else b.T) + bias, 0)
     lowered = lower_for_cuda(scheduled.with_attr("global_symbol", "main"), Target(SM90))
     for runnable in (scheduled, lowered):
         c = np.zeros(lead + (m, n), np.float32)
@@ -173,8 +174,10 @@ def test_b_staged_as_stored_computes_as_numpy(text, out_dtype):
     lowered for cuda, on small integers (exact sums)."""
     from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
 
-    scheduled = schedule_tensor_core(from_source(text), "float16", b_row_major=True).mod["main"]
+    scheduled = schedule_tensor_core(from_source(text), "float16", large=True).mod["main"]
     assert "col_major" not in scheduled.script()
+    warps = 4 if out_dtype == "float16" else 16  # (64 x 64 a warp accumulating in float16)
+    assert f'T.thread_binding({warps}, thread="threadIdx.y")' in scheduled.script()
     rng = np.random.default_rng(0)
     a, b = (rng.integers(-2, 3, (128, 128)).astype(np.float16) for _ in range(2))
     want = a.astype(np.float64) @ b.astype(np.float64)
@@ -188,3 +191,34 @@ def test_b_staged_as_stored_computes_as_numpy(text, out_dtype):
         c = np.zeros((128, 128), out_dtype)
         run_prim_func(runnable, *args, c)
         np.testing.assert_array_equal(c.astype(np.float64), want)
+
+
+TRANSPOSE_INTO_MATMUL = '''
+@T.prim_func
+def mm(a: T.Buffer((64, 2048), "float32"), b: T.Buffer((64, 2048), "float32"), c: T.Buffer((2048, 2048), "float32")):
+    at = T.alloc_buffer((2048, 64))
+    for i, k in T.grid(2048, 64):
+        with T.block("transpose"):
+            vi, vk = T.axis.remap("SS", [i, k])
+            at[vi, vk] = a[vk, vi]
+    for i, j, k in T.grid(2048, 2048, 64):
+        with T.block("mm"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                c[vi, vj] = T.float32(0)
+            c[vi, vj] = c[vi, vj] + at[vi, vk] * b[vk, vj]
+'''
+
+
+@pytest.mark.parametrize("text", [matmul(2048, 2048, 64, a_layout="km"), TRANSPOSE_INTO_MATMUL],
+                         ids=["a-stored-k-major", "a-transposed-by-a-producer"])
+def test_the_copies_read_vectors_along_the_axis_the_operand_is_stored_by(text):
+    """A stored [k][m] (or made so by a transpose the rule inlines into the copy): the copy of A
+    reads float4 along m where A is stored, not 4 elements 2048 apart."""
+    from tvms.lowering.codegen.cuda import cuda_source, kernels_of
+
+    with Target(SM90):
+        scheduled = ApplyDefaultSchedule(Matmul())(module(text))
+    source = cuda_source(kernels_of(lower_for_cuda(scheduled["mm"], Target(SM90))))
+    assert "= *(float4*)(a_ptr + " in source and "= *(float4*)(b_ptr + " in source
+    assert "make_float4(a_ptr[" not in source

@@ -744,3 +744,10 @@ def test_a_compound_prim_value_in_a_signature_prints_quoted_and_reads_back() -> 
     text = from_source(src).script()
     assert 'R.Prim(value="n + m")' in text
     assert from_source(text).script() == text
+
+
+@pytest.mark.parametrize("base, stride, which", [("T.Ramp(0, 1, 4)", "1", "base"), ("0", "T.Broadcast(1, 4)", "stride")])
+def test_a_vector_base_or_stride_of_a_ramp_is_refused(base, stride, which) -> None:
+    src = f'@T.prim_func\ndef g(A: T.Buffer((16,), "int32")):\n    A[T.Ramp({base}, {stride}, 4)] = T.Broadcast(1, 4)\n'
+    err = parse_error(src)
+    assert f"the {which} of T.Ramp is a scalar, got int32x4" in str(err) and "bad.tvms:3:" in str(err)

@@ -18,8 +18,8 @@ Other GPU kinds get TVM's generic configuration (8 x 8 threads, no vectors). A c
 compute capability 7.0 or newer first tries TVM's tensor-core variant for float16 and int8
 matmuls whose constant i, j and k exceed 64 (gpu_matmul_tensorcore.py), and keeps this schedule
 where that gives up. Large matmuls on cuda (gpu_matmul_large.py) get tvms's own plans instead:
-float32 in 128 x 128 tiles of 8 x 8 a thread, float16 with B staged as it is stored (TVM has no
-such plans).
+float32 in 128 x 128 tiles of 8 x 8 a thread, float16 in bigger warp tiles, B staged as it is
+stored (TVM has no such plans).
 """
 from __future__ import annotations
 
@@ -213,11 +213,11 @@ class Matmul(GPURule):
             in_dtype = self._tensor_core_variant(sch.get(main), target)
             if in_dtype is not None:
                 from .gpu_matmul_tensorcore import schedule_tensor_core  # (it builds on this module)
-                tensorized = schedule_tensor_core(func, in_dtype, b_row_major=large is not None and large.stages_b_row_major)
+                tensorized = schedule_tensor_core(func, in_dtype, large=large is not None and large.takes_tensor_core_plan)
                 if tensorized is not None:
                     return tensorized
             if large is not None and large.takes_simt_plan:
-                schedule_large_tiles(sch, main, large)
+                schedule_large_tiles(sch, main)
             else:
                 schedule_simt(sch, main, config_for(target))
         except ScheduleError:  # (a function without a root block, a primitive refusing)

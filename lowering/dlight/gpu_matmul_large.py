@@ -1,5 +1,5 @@
 """tvms's own cuda schedule for large float32 matmuls, and which matmuls are large (TVM's DLight
-has no such plans; for float16 see ``LargeMatmul.stages_b_row_major``).
+has no such plans; the float16 one is in gpu_matmul_tensorcore.py).
 
 TVM's SIMT tiles (``gpu_matmul.py``: 32 x 64 outputs a block, 4 x 4 a thread) read 8 values
 from shared memory for every 16 FMAs; on an H200 that schedule ran a 4096^3 matmul at 0.37x
@@ -11,9 +11,10 @@ thread 4 x as many outputs for 2 x the shared-memory reads:
   without bank conflicts;
 * A and B are staged in shared memory k-major (``[k][i]``, ``[k][j]``), so the 4 rows (columns)
   a virtual thread needs at one k are one ``float4`` load: 4 vector loads per 64 FMAs;
-* a step of 8 along k, software-pipelined: the next step's global loads (vectors along the
-  operand's contiguous axis, staged in registers by ManifestSharedMemoryLocalStage) are issued
-  before this step's FMAs, and stored into the other half of the double-buffered tiles after them.
+* a step of 8 along k, software-pipelined: the next step's global loads (vectors along the axis
+  the operand is stored by, found where the copy reads it, its producers inlined:
+  ``reads_along_k``; staged in registers by ManifestSharedMemoryLocalStage) are issued before this
+  step's FMAs, and stored into the other half of the double-buffered tiles after them.
 
 A matmul is large (``large_matmul``) when its sizes are constant, its rows and columns multiples
 of 128 and it has at least ``MIN_TILES`` such tiles; this plan takes the float32 ones whose
@@ -25,9 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...ir.expr import IntImm
+from ...ir.expr import BufferLoad, IntImm
 from ...ir.stmt import Block
+from ...ir.visitor import walk
 from ..schedule import BlockRV, Schedule
+from ..schedule.layout import linear_terms
 from .gpu_matmul import I, J, K, S, inline_consumer_chain, inline_producers, iter_kinds
 from .gpu_utils import target_kind
 
@@ -43,25 +46,22 @@ UNROLL = 256
 
 @dataclass(frozen=True)
 class LargeMatmul:
-    """What the large-matmul plans need to know of a matmul block: its type (the operands' and
-    the output's, when one), whether A's and B's innermost (contiguous) index is the reduction
-    iterator, and its reduction's extent."""
+    """What the large-matmul plans need to know of a matmul block: its operands' and its
+    output's types and its reduction's extent."""
 
-    dtype: str
-    a_reads_k_contiguously: bool
-    b_reads_k_contiguously: bool
+    in_dtype: str
+    out_dtype: str
     k: int
 
     @property
     def takes_simt_plan(self) -> bool:
         """float32, the reduction in whole steps: this module's schedule."""
-        return self.dtype == "float32" and self.k % K_STEP == 0
+        return self.in_dtype == self.out_dtype == "float32" and self.k % K_STEP == 0
 
     @property
-    def stages_b_row_major(self) -> bool:
-        """float16 whose B is contiguous along j (``R.matmul``'s B): the tensor-core schedule
-        stages B as it is stored (gpu_matmul_tensorcore.py)."""
-        return self.dtype == "float16" and not self.b_reads_k_contiguously
+    def takes_tensor_core_plan(self) -> bool:
+        """float16 operands: tvms's variant of the tensor-core schedule (gpu_matmul_tensorcore.py)."""
+        return self.in_dtype == "float16"
 
 
 def large_matmul(block: Block, target: Any) -> LargeMatmul | None:
@@ -81,14 +81,40 @@ def large_matmul(block: Block, target: Any) -> LargeMatmul | None:
             extents[kind] *= iv.dom.extent.value
     if extents[I] % TILE or extents[J] % TILE or extents[S] * extents[I] * extents[J] < MIN_TILES * TILE * TILE:
         return None
-    types = {str(region.buffer.dtype) for region in (*block.reads, *block.writes)}
-    kind_of = {id(iv.var): kind for kind, iv in zip(kinds, block.iter_vars)}
-    a, b = (kind_of.get(id(read.region[-1].min)) == K for read in block.reads)
-    return LargeMatmul(types.pop() if len(types) == 1 else "", a, b, extents[K])
+    operands = {str(read.buffer.dtype) for read in block.reads}
+    if len(operands) != 1:
+        return None
+    return LargeMatmul(operands.pop(), str(block.writes[0].buffer.dtype), extents[K])
 
 
-def schedule_large_tiles(sch: Schedule, main: BlockRV, plan: LargeMatmul) -> None:
-    """Schedule the normalized float32 matmul ``main`` (iterators ``s, i, j, k``) of ``plan``."""
+def reads_along_k(sch: Schedule, stage: BlockRV) -> bool | None:
+    """Whether a copy block of a normalized operand (iterators ``s, x, k``; its producers inlined,
+    so it reads the operand where it is stored) reads consecutive elements along k (True) or
+    along x (False), by the flat row-major index of its first load; None where neither steps by
+    one element (or the index is not a sum of iterators times constants)."""
+    block = sch.get(stage)
+    loads = [node for node in walk(block.body) if isinstance(node, BufferLoad)]
+    if not loads or len(block.iter_vars) != 3:
+        return None
+    load = loads[0]
+    flat: dict = {}
+    stride = 1
+    for index, dim in reversed(list(zip(load.indices, load.buffer.shape))):
+        terms = linear_terms(index) if not isinstance(index, IntImm) else []
+        if terms is None:
+            return None
+        for var, coefficient in terms:
+            flat[var] = flat.get(var, 0) + coefficient * stride
+        if not isinstance(dim, IntImm):
+            break  # (the dimensions above a symbolic one do not step by one element)
+        stride *= dim.value
+    _, x, k = (iv.var for iv in block.iter_vars)
+    return True if flat.get(k) == 1 else False if flat.get(x) == 1 else None
+
+
+def schedule_large_tiles(sch: Schedule, main: BlockRV) -> None:
+    """Schedule the normalized float32 matmul ``main`` (iterators ``s, i, j, k``) of a
+    ``LargeMatmul`` that ``takes_simt_plan``."""
     batch, i, j, k = sch.get_loops(main)
     bi, vi, ti, mi = sch.split(i, [None, VIRTUAL, THREADS, MICRO])
     bj, vj, tj, mj = sch.split(j, [None, VIRTUAL, THREADS, MICRO])
@@ -105,10 +131,8 @@ def schedule_large_tiles(sch: Schedule, main: BlockRV, plan: LargeMatmul) -> Non
     sch.reverse_compute_at(write_back, tj, preserve_unit_loops=True)
     sch.vectorize(sch.get_loops(write_back)[-1])
 
-    stages = [_stage_in_shared(sch, main, index, ko, k_contiguous)
-              for index, k_contiguous in ((0, plan.a_reads_k_contiguously), (1, plan.b_reads_k_contiguously))]
-    for stage in stages:
-        inline_producers(sch, stage)
+    for index in (0, 1):
+        _stage_in_shared(sch, main, index, ko)
     for index in (0, 1):  # a virtual thread's 4 rows (columns) at one k: one vector load
         fragment = sch.cache_read(main, index, "local")
         sch.compute_at(fragment, ki, preserve_unit_loops=True)
@@ -120,14 +144,16 @@ def schedule_large_tiles(sch: Schedule, main: BlockRV, plan: LargeMatmul) -> Non
     sch.annotate(ko, "software_pipeline_order", [0, 3, 1, 4, 2])
 
 
-def _stage_in_shared(sch: Schedule, main: BlockRV, index: int, ko: Any, k_contiguous: bool) -> BlockRV:
+def _stage_in_shared(sch: Schedule, main: BlockRV, index: int, ko: Any) -> BlockRV:
     """A k step of operand ``index`` copied to shared memory k-major, all threads copying vectors
-    along the axis contiguous in global memory."""
+    along the axis contiguous in global memory (along k where neither is)."""
     stage = sch.cache_read(main, index, "shared")
+    inline_producers(sch, stage)
+    along_x = reads_along_k(sch, stage) is False
     sch.transform_layout(stage, ("write", 0), lambda s, x, k: (s, k, x))
     sch.compute_at(stage, ko, preserve_unit_loops=True)
     s, x, k = sch.get_loops(stage)[-3:]
-    if not k_contiguous:
+    if along_x:
         sch.reorder(k, x)
     fused = sch.fuse(*sch.get_loops(stage)[-3:])
     _, ty, tx, vector = sch.split(fused, [None, THREADS, THREADS, VECTOR])
@@ -139,4 +165,4 @@ def _stage_in_shared(sch: Schedule, main: BlockRV, index: int, ko: Any, k_contig
     return stage
 
 
-__all__ = ["LargeMatmul", "large_matmul", "schedule_large_tiles"]
+__all__ = ["LargeMatmul", "large_matmul", "reads_along_k", "schedule_large_tiles"]

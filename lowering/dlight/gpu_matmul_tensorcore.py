@@ -18,10 +18,11 @@ float16 accumulates in float32 when the output is float32, else in float16; int8
 rule gives up (None) where an intrinsic does not match, as TVM's does; ``dlight.do_not_tensorize``
 on the function turns it off.
 
-tvms departs from TVM for a large float16 matmul whose B is contiguous along j (``R.matmul``'s B;
-gpu_matmul_large.py says which are large): TVM's ``[j][k]`` staging reads such a B 2 bytes a thread
-from rows far apart, so tvms stages B ``[k][j]`` as it is stored (row-major fragments) and copies
-both operands in 16-byte vectors (``b_row_major``).
+tvms departs from TVM for a large float16 matmul (gpu_matmul_large.py says which are large):
+the copies move 16-byte vectors; a B contiguous along j (``R.matmul``'s B), which TVM's ``[j][k]``
+staging reads 2 bytes a thread from rows far apart, is staged ``[k][j]`` as it is stored and read
+into row-major fragments; and accumulating in float16, 4 warps of 64 x 64 outputs compute the
+128 x 128 tile (half the fragment loads of TVM's 16 warps of 32 x 32 for each product).
 """
 from __future__ import annotations
 
@@ -31,31 +32,34 @@ from ...ir.function import PrimFunc
 from ..schedule import BlockRV, Schedule, ScheduleError
 from ..schedule.tensor_intrin_cuda import get_wmma_intrin_group
 from .gpu_matmul import inline_consumer_chain, inline_producers, normalize, reduction_block
+from .gpu_matmul_large import reads_along_k
 
 MICRO = 16  # the WMMA tile (m = n = k)
 WARP_SIZE = 32
 VECTOR_SIZE = 4
-ROW_MAJOR_VECTOR_SIZE = 8  # (16 bytes of float16: one 128-bit load and store)
 I_FACTORS = [None, 1, 4, 2]  # blockIdx.x, blockIdx.y, warps, tiles per warp
 J_FACTORS = [1, None, 4, 2]
+# tvms's plan for a large float16 matmul (gpu_matmul_large.py)
+LARGE_VECTOR_SIZE = 8  # (16 bytes of float16: one 128-bit load and store)
+LARGE_I_FACTORS = [None, 1, 2, 4]  # (accumulating in float16: 4 warps of 4 x 4 tiles, half the
+LARGE_J_FACTORS = [1, None, 2, 4]  # fragment loads a product of 2 x 2; in float32 they spill)
 
 
 def schedule_tensor_core(func: PrimFunc, in_dtype: str, scope: str = "shared.dyn",
-                         b_row_major: bool = False) -> Schedule | None:
+                         large: bool = False) -> Schedule | None:
     """The WMMA schedule of ``func`` (a matmul ``normalize`` accepts) whose operands are
     ``in_dtype``, staging through ``scope``; None where TVM's rule gives up (or a primitive
-    refuses: the SIMT schedule then takes it). ``b_row_major`` (tvms's, for a large float16
-    matmul whose B is contiguous along j): B is staged ``[k][j]`` as it is stored, read into
-    row-major fragments, and both operands are copied in 16-byte vectors."""
+    refuses: the SIMT schedule then takes it). ``large``: tvms's plan for a large float16 matmul
+    (the module docstring)."""
     if "dlight.do_not_tensorize" in func.attrs:
         return None
     try:
-        return _schedule(func, in_dtype, scope, b_row_major)
+        return _schedule(func, in_dtype, scope, large)
     except ScheduleError:
         return None
 
 
-def _schedule(func: PrimFunc, in_dtype: str, scope: str, b_row_major: bool) -> Schedule | None:
+def _schedule(func: PrimFunc, in_dtype: str, scope: str, large: bool) -> Schedule | None:
     int8 = in_dtype == "int8"
     k_inner = 1 if int8 else 4  # tiles along k per shared-memory step
     align = (32, 16) if int8 else (16, 8)  # storage_align's factor and offset
@@ -63,8 +67,10 @@ def _schedule(func: PrimFunc, in_dtype: str, scope: str, b_row_major: bool) -> S
     main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
     if main is None:
         return None
+    big_warps = large and str(sch.get(main).writes[0].buffer.dtype) == "float16"
+    i_factors, j_factors = (LARGE_I_FACTORS, LARGE_J_FACTORS) if big_warps else (I_FACTORS, J_FACTORS)
     normalize(sch, main)
-    sch.pad_einsum(main, [1, MICRO * I_FACTORS[2] * I_FACTORS[3], MICRO * J_FACTORS[2] * J_FACTORS[3], MICRO * k_inner])
+    sch.pad_einsum(main, [1, MICRO * i_factors[2] * i_factors[3], MICRO * j_factors[2] * j_factors[3], MICRO * k_inner])
 
     batch, i, j, k = sch.get_loops(main)
     i, i_tile = sch.split(i, factors=[None, MICRO])
@@ -74,8 +80,8 @@ def _schedule(func: PrimFunc, in_dtype: str, scope: str, b_row_major: bool) -> S
     inner = main
     outer = sch.blockize(i_tile)
 
-    i0, i1, i2, i3 = sch.split(i, factors=I_FACTORS)
-    j0, j1, j2, j3 = sch.split(j, factors=J_FACTORS)
+    i0, i1, i2, i3 = sch.split(i, factors=i_factors)
+    j0, j1, j2, j3 = sch.split(j, factors=j_factors)
     k0, k1 = sch.split(k, factors=[None, k_inner])
     sch.annotate(k0, "software_pipeline_order", [0, 3, 1, 4, 5, 2, 6])
     sch.annotate(k0, "software_pipeline_stage", [0, 0, 0, 0, 0, 1, 1])
@@ -86,15 +92,19 @@ def _schedule(func: PrimFunc, in_dtype: str, scope: str, b_row_major: bool) -> S
     for loop, tag in ((batch, "blockIdx.z"), (block_x, "blockIdx.x"), (block_y, "blockIdx.y"), (warp, "threadIdx.y")):
         sch.bind(loop, tag)
 
-    warps = I_FACTORS[2] * J_FACTORS[2]
-    vector = ROW_MAJOR_VECTOR_SIZE if b_row_major else VECTOR_SIZE
+    warps = i_factors[2] * j_factors[2]
+    vector = LARGE_VECTOR_SIZE if large else VECTOR_SIZE
+    b_row_major = False
     stages = []
     for index in (0, 1):  # A and B to shared memory, all threads of the block copying
         stage = sch.cache_read(outer, index, scope)
-        if index == 1 and b_row_major:  # ([j][k] -> [k][j]: the copy reads and writes rows of j)
+        if large:  # (B read along j where it is stored: staged [k][j], rows of j copied)
+            inline_producers(sch, stage)
+            b_row_major = index == 1 and reads_along_k(sch, stage) is False
+        if b_row_major:
             sch.transform_layout(stage, ("write", 0), lambda s, j, k: (s, k, j))
         sch.compute_at(stage, k0)
-        if index == 1 and b_row_major:
+        if b_row_major:
             sch.reorder(*reversed(sch.get_loops(stage)[-2:]))
         fused = sch.fuse(*sch.get_loops(stage)[-2:])
         _, ty, tx, vec = sch.split(fused, factors=[None, warps, WARP_SIZE, vector])

@@ -16,7 +16,7 @@ from ...ir.dtype import DataType
 from ...ir.index_map import IndexMap
 from ...ir.expr import (And, Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
                         FloorMod, IntImm,
-                        IterVar, Let, Max, Min, Mod, Mul, Not, Or, PointerType, PrimType, Ramp, Select,
+                        IterVar, Let, Max, Min, Mod, Mul, Not, Or, PointerType, PrimExpr, PrimType, Ramp, Select,
                         Shuffle, StringImm, Var)
 from ...ir.module import GlobalVar, Target
 from ...ir.operators import ATOM, BINARY, BY_NODE, BY_SYMBOL, CMP, MUL, NOT, UNARY
@@ -59,7 +59,11 @@ def _select(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
 
 
 def _ramp(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
-    base, stride = arith.match_types(ev.call_arg(args[0], syn), ev.call_arg(args[1], syn))
+    base, stride = ev.call_arg(args[0], syn), ev.call_arg(args[1], syn)
+    for name, value in (("base", base), ("stride", stride)):
+        if isinstance(value, PrimExpr) and value.dtype.lanes != 1:
+            raise ev.error(syn, f"the {name} of T.Ramp is a scalar, got {value.dtype}")
+    base, stride = arith.match_types(base, stride)
     return Ramp(base, stride, ev.vector_lanes(args[2], syn))
 
 
