@@ -236,3 +236,37 @@ def test_seed000_flow_with_cublas_on_the_gpu() -> None:
     x, params, expected = mlp_inputs(param_spec)
     out = vm["forward"](tvm.nd.array(x, device=device), *(tvm.nd.array(p, device=device) for p in params))
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+LARGE_MATMULS = """@I.ir_module
+class Module:
+    @R.function
+    def f32(a: R.Tensor((2048, 512), dtype="float32"), b: R.Tensor((512, 2048), dtype="float32")) -> R.Tensor((2048, 2048), dtype="float32"):
+        with R.dataflow():
+            c = R.matmul(a, b)
+            R.output(c)
+        return c
+
+    @R.function
+    def f16(a: R.Tensor((2048, 256), dtype="float16"), b: R.Tensor((256, 2048), dtype="float16")) -> R.Tensor((2048, 2048), dtype="float16"):
+        with R.dataflow():
+            c = R.matmul(a, b)
+            R.output(c)
+        return c
+"""
+
+
+@needs_gpu
+def test_large_matmuls_on_the_gpu() -> None:
+    """tvms's plans for large matmuls (lowering/dlight/gpu_matmul_large.py: float32 in 128 x 128
+    tiles, float16 in 64 x 64 warp tiles with B staged as stored) on the GPU present, against
+    numpy, on small integers (exact sums in both types)."""
+    device = tvm.cuda()
+    vm = relax.VirtualMachine(tvm.compile(tvm.script.from_source(LARGE_MATMULS),
+                                          target=tvm.target.Target.from_device(device)), device)
+    rng = np.random.default_rng(0)
+    for name, dtype, k, high in (("f32", "float32", 512, 4), ("f16", "float16", 256, 3)):
+        a = rng.integers(1 - high, high, (2048, k)).astype(dtype)
+        b = rng.integers(1 - high, high, (k, 2048)).astype(dtype)
+        out = vm[name](tvm.nd.array(a, device=device), tvm.nd.array(b, device=device)).numpy()
+        np.testing.assert_array_equal(out.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), err_msg=name)
