@@ -262,8 +262,12 @@ def test_large_matmuls_on_the_gpu() -> None:
     tiles, float16 in 64 x 64 warp tiles with B staged as stored) on the GPU present, against
     numpy, on small integers (exact sums in both types)."""
     device = tvm.cuda()
-    vm = relax.VirtualMachine(tvm.compile(tvm.script.from_source(LARGE_MATMULS),
-                                          target=tvm.target.Target.from_device(device)), device)
+    ex = tvm.compile(tvm.script.from_source(LARGE_MATMULS), target=tvm.target.Target.from_device(device))
+    source = ex.kernels().imported_modules[0].get_source()
+    if float(device.compute_version) >= 7.0:  # (the plans taken: 256 threads for float32, 4 warps for float16)
+        assert "__launch_bounds__(256)" in source and "__launch_bounds__(128)" in source
+        assert "matrix_b, 16, 16, 16, half, nvcuda::wmma::row_major>" in source
+    vm = relax.VirtualMachine(ex, device)
     rng = np.random.default_rng(0)
     for name, dtype, k, high in (("f32", "float32", 512, 4), ("f16", "float16", 256, 3)):
         a = rng.integers(1 - high, high, (2048, k)).astype(dtype)

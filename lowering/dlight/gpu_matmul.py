@@ -199,6 +199,9 @@ class Matmul(GPURule):
     def __init__(self, large_tiles: bool = True) -> None:
         self.large_tiles = large_tiles
 
+    def __repr__(self) -> str:
+        return "Matmul()" if self.large_tiles else "Matmul(large_tiles=False)"
+
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
         if not isinstance(func, PrimFunc) or not self.is_target_available(target):
             return None

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...ir.expr import BufferLoad, IntImm
+from ...ir.expr import Add, BufferLoad, IntImm
 from ...ir.stmt import Block
 from ...ir.visitor import walk
 from ..schedule import BlockRV, Schedule
@@ -90,26 +90,52 @@ def large_matmul(block: Block, target: Any) -> LargeMatmul | None:
 def reads_along_k(sch: Schedule, stage: BlockRV) -> bool | None:
     """Whether a copy block of a normalized operand (iterators ``s, x, k``; its producers inlined,
     so it reads the operand where it is stored) reads consecutive elements along k (True) or
-    along x (False), by the flat row-major index of its first load; None where neither steps by
-    one element (or the index is not a sum of iterators times constants)."""
+    along x (False), by the flat index of its loads that use both x and k (else of those that use
+    either): None where they disagree, or none steps by one element."""
     block = sch.get(stage)
-    loads = [node for node in walk(block.body) if isinstance(node, BufferLoad)]
-    if not loads or len(block.iter_vars) != 3:
+    if len(block.iter_vars) != 3:
         return None
-    load = loads[0]
+    _, x, k = (iv.var for iv in block.iter_vars)
+    steps = [_flat_steps(load) for load in walk(block.body) if isinstance(load, BufferLoad)]
+    steps = [step for step in steps if step is not None and (x in step or k in step)]
+    both = [step for step in steps if x in step and k in step]
+    verdicts = {True if step.get(k) == 1 else False if step.get(x) == 1 else None for step in both or steps}
+    return verdicts.pop() if len(verdicts) == 1 else None
+
+
+def _flat_steps(load: BufferLoad) -> dict | None:
+    """Each variable's step in the flat index of ``load`` (by its strides, else row-major; none
+    for a variable of a dimension above a symbolic one); None where an index is not a sum of
+    variables times constants and constants."""
+    buffer = load.buffer
+    if buffer.strides:
+        if not all(isinstance(stride, IntImm) for stride in buffer.strides):
+            return None
+        strides = [stride.value for stride in buffer.strides]
+    else:
+        strides, stride = [], 1
+        for dim in reversed(buffer.shape):
+            strides.insert(0, stride)
+            stride = stride * dim.value if isinstance(dim, IntImm) and stride is not None else None
     flat: dict = {}
-    stride = 1
-    for index, dim in reversed(list(zip(load.indices, load.buffer.shape))):
-        terms = linear_terms(index) if not isinstance(index, IntImm) else []
+    for index, stride in zip(load.indices, strides):
+        terms = _affine_terms(index)
         if terms is None:
             return None
         for var, coefficient in terms:
-            flat[var] = flat.get(var, 0) + coefficient * stride
-        if not isinstance(dim, IntImm):
-            break  # (the dimensions above a symbolic one do not step by one element)
-        stride *= dim.value
-    _, x, k = (iv.var for iv in block.iter_vars)
-    return True if flat.get(k) == 1 else False if flat.get(x) == 1 else None
+            if stride is not None:  # (a dimension above a symbolic one: no constant step)
+                flat[var] = flat.get(var, 0) + coefficient * stride
+    return flat
+
+
+def _affine_terms(e: Any) -> list | None:
+    """``linear_terms`` of ``e`` with its constant terms dropped (``vk + 64``)."""
+    if isinstance(e, IntImm):
+        return []
+    if isinstance(e, Add):
+        a, b = _affine_terms(e.a), _affine_terms(e.b)
+        return None if a is None or b is None else a + b
+    return linear_terms(e)
 
 
 def schedule_large_tiles(sch: Schedule, main: BlockRV) -> None:

@@ -19,7 +19,8 @@ rule gives up (None) where an intrinsic does not match, as TVM's does; ``dlight.
 on the function turns it off.
 
 tvms departs from TVM for a large float16 matmul (gpu_matmul_large.py says which are large):
-the copies move 16-byte vectors; a B contiguous along j (``R.matmul``'s B), which TVM's ``[j][k]``
+the copies move 16-byte vectors (where k is in whole steps of 64 and the rows are contiguous;
+a padded k makes them guarded scalar copies, as in TVM's); a B contiguous along j (``R.matmul``'s B), which TVM's ``[j][k]``
 staging reads 2 bytes a thread from rows far apart, is staged ``[k][j]`` as it is stored and read
 into row-major fragments; and accumulating in float16, 4 warps of 64 x 64 outputs compute the
 128 x 128 tile (half the fragment loads of TVM's 16 warps of 32 x 32 for each product).
