@@ -170,7 +170,7 @@ def schedule_large_tiles(sch: Schedule, main: BlockRV) -> None:
     sch.annotate(ko, "software_pipeline_order", [0, 3, 1, 4, 2])
 
 
-def _stage_in_shared(sch: Schedule, main: BlockRV, index: int, ko: Any) -> BlockRV:
+def _stage_in_shared(sch: Schedule, main: BlockRV, index: int, ko: Any) -> None:
     """A k step of operand ``index`` copied to shared memory k-major, all threads copying vectors
     along the axis contiguous in global memory (along k where neither is)."""
     stage = sch.cache_read(main, index, "shared")
@@ -178,7 +178,7 @@ def _stage_in_shared(sch: Schedule, main: BlockRV, index: int, ko: Any) -> Block
     along_x = reads_along_k(sch, stage) is False
     sch.transform_layout(stage, ("write", 0), lambda s, x, k: (s, k, x))
     sch.compute_at(stage, ko, preserve_unit_loops=True)
-    s, x, k = sch.get_loops(stage)[-3:]
+    _, x, k = sch.get_loops(stage)[-3:]
     if along_x:
         sch.reorder(k, x)
     fused = sch.fuse(*sch.get_loops(stage)[-3:])
@@ -188,7 +188,6 @@ def _stage_in_shared(sch: Schedule, main: BlockRV, index: int, ko: Any) -> Block
     sch.bind(tx, "threadIdx.x")
     sch.annotate(stage, "tirx.manifest_shared_memory_local_stage", 1)
     sch.annotate(stage, "double_buffer_scope", 0)
-    return stage
 
 
 __all__ = ["LargeMatmul", "large_matmul", "reads_along_k", "schedule_large_tiles"]

@@ -19,11 +19,12 @@ rule gives up (None) where an intrinsic does not match, as TVM's does; ``dlight.
 on the function turns it off.
 
 tvms departs from TVM for a large float16 matmul (gpu_matmul_large.py says which are large):
-the copies move 16-byte vectors (where k is in whole steps of 64 and the rows are contiguous;
-a padded k makes them guarded scalar copies, as in TVM's); a B contiguous along j (``R.matmul``'s B), which TVM's ``[j][k]``
-staging reads 2 bytes a thread from rows far apart, is staged ``[k][j]`` as it is stored and read
-into row-major fragments; and accumulating in float16, 4 warps of 64 x 64 outputs compute the
-128 x 128 tile (half the fragment loads of TVM's 16 warps of 32 x 32 for each product).
+the copies move 16-byte vectors (where k is in whole steps of 64 and the rows are contiguous; a
+padded k makes them guarded scalar copies, as in TVM's); a B contiguous along j (``R.matmul``'s
+B), which TVM's ``[j][k]`` staging reads 2 bytes a thread from rows far apart, is staged
+``[k][j]`` as it is stored and read into row-major fragments; and accumulating in float16, 4 warps
+of 64 x 64 outputs compute the 128 x 128 tile (half the fragment loads a product of TVM's 16
+warps of 32 x 32).
 """
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ I_FACTORS = [None, 1, 4, 2]  # blockIdx.x, blockIdx.y, warps, tiles per warp
 J_FACTORS = [1, None, 4, 2]
 # tvms's plan for a large float16 matmul (gpu_matmul_large.py)
 LARGE_VECTOR_SIZE = 8  # (16 bytes of float16: one 128-bit load and store)
-LARGE_I_FACTORS = [None, 1, 2, 4]  # (accumulating in float16: 4 warps of 4 x 4 tiles, half the
-LARGE_J_FACTORS = [1, None, 2, 4]  # fragment loads a product of 2 x 2; in float32 they spill)
+LARGE_I_FACTORS = [None, 1, 2, 4]  # (accumulating in float16: 4 warps of 4 x 4 tiles; with
+LARGE_J_FACTORS = [1, None, 2, 4]  # float32 accumulators so many tiles spill registers)
 
 
 def schedule_tensor_core(func: PrimFunc, in_dtype: str, scope: str = "shared.dyn",
