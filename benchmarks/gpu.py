@@ -3,10 +3,11 @@ the cuBLAS dispatch, against cuBLAS as cupy or torch call it, side by side in on
 
 * matmul 4096^3 in fp32 and fp16 (fp16 accumulating in fp16, as the legalized matmul has it): the
   ``R.matmul`` of a Relax function through ``tvms.compile(target=Target.from_device(dev))`` (the
-  zero pipeline, then ``tvms.dlight.gpu``'s Matmul rule: fp32 in tvms's 128 x 128 tiles, and also
-  in TVM's own tiles (``Matmul(large_tiles=False)``) beside it; on compute capability 7.0 and
-  newer, fp16 on tensor cores, WMMA tiles staged in dynamic shared memory), its time per call from
-  the VM's ``time_evaluator`` (CUDA events), in TFLOPS and as a ratio to cuBLAS;
+  zero pipeline, then ``tvms.dlight.gpu``'s Matmul rule: tvms's plans for large matmuls, fp32 in
+  128 x 128 tiles, fp16 (on compute capability 7.0 and newer) on tensor cores, WMMA tiles staged
+  in dynamic shared memory; and beside each, TVM's own schedule, ``Matmul(large_tiles=False)``),
+  its time per call from the VM's ``time_evaluator`` (CUDA events), in TFLOPS and as a ratio to
+  cuBLAS;
 * the same after ``partition_for_cublas`` (tvms's own cuBLAS dispatch; needs ``tvms[cublas]``);
 * with ``--trials N``: the matmul tuned by the meta-schedule under the cuda target;
 * seed 000's MLP (1x784 -> 128 -> 10, fp32) through the VM on the GPU, beside the same model as
@@ -118,11 +119,9 @@ def matmul_rows(n: int, dtype: str, trials: int, dev, peer: Peer) -> list:
         np.testing.assert_allclose(out.astype("float32"), expect, rtol=tol, atol=tol * n)
 
     rows = [(f"tvms DLight ({dtype})", vm_secs(mod, dev, [a, b], check))]
-    if dtype == "float32":  # (tvms's 128 x 128 tiles above; TVM's own schedule here)
-        with tvms.target.Target.from_device(dev):
-            tvm_tiles = dl.ApplyDefaultSchedule(dl.gpu.Matmul(large_tiles=False))(
-                relax.get_pipeline("zero")(mod))
-        rows.append((f"tvms DLight, TVM's tiles ({dtype})", vm_secs(tvm_tiles, dev, [a, b], check)))
+    with tvms.target.Target.from_device(dev):  # (tvms's plan for large matmuls above; TVM's schedule here)
+        tvm_tiles = dl.ApplyDefaultSchedule(dl.gpu.Matmul(large_tiles=False))(relax.get_pipeline("zero")(mod))
+    rows.append((f"tvms DLight, TVM's schedule ({dtype})", vm_secs(tvm_tiles, dev, [a, b], check)))
     try:
         from tvms.relax.backend.cuda.cublas import partition_for_cublas
 
