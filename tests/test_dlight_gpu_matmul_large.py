@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tvms.ir.target import Target
 from tvms.lowering.dlight.base import ApplyDefaultSchedule
@@ -19,9 +21,11 @@ SM90 = "cuda -arch=sm_90"
 
 
 def matmul(m: int, n: int, k: int, b_layout: str = "kn", dtype: str = "float32", batch: int = 0,
-           a_layout: str = "mk") -> str:
-    """A matmul PrimFunc's text: A stored ``[m, k]`` or ``[k, m]``, B ``[k, n]`` or ``[n, k]``, a
-    bias and relu epilogue."""
+           a_layout: str = "mk", out_dtype: str | None = None) -> str:
+    """A matmul PrimFunc's text: A stored ``[m, k]`` or ``[k, m]``, B ``[k, n]`` or ``[n, k]``,
+    accumulating in ``out_dtype`` (default ``dtype``), a bias and relu epilogue."""
+    out = out_dtype or dtype
+    a_read, b_read = ("a[{}]", "b[{}]") if out == dtype else (f'T.Cast("{out}", a[{{}}])', f'T.Cast("{out}", b[{{}}])')
     s, sv, si = (f"{batch}, ", "vs, ", "s, ") if batch else ("", "", "")
     b_shape, b_index = ((f"{k}, {n}", "vk, vj") if b_layout == "kn" else (f"{n}, {k}", "vj, vk"))
     a_shape, a_index = ((f"{s}{m}, {k}", f"{sv}vi, vk") if a_layout == "mk" else (f"{k}, {m}", "vk, vi"))
@@ -30,18 +34,18 @@ def matmul(m: int, n: int, k: int, b_layout: str = "kn", dtype: str = "float32",
     epi_loops = f"T.grid({batch}, {m}, {n})" if batch else f"T.grid({m}, {n})"
     return f'''
 @T.prim_func
-def mm(a: T.Buffer(({a_shape}), "{dtype}"), b: T.Buffer(({b_shape}), "{dtype}"), bias: T.Buffer(({n},), "{dtype}"), c: T.Buffer(({s}{m}, {n}), "{dtype}")):
-    acc = T.alloc_buffer(({s}{m}, {n}), "{dtype}")
+def mm(a: T.Buffer(({a_shape}), "{dtype}"), b: T.Buffer(({b_shape}), "{dtype}"), bias: T.Buffer(({n},), "{out}"), c: T.Buffer(({s}{m}, {n}), "{out}")):
+    acc = T.alloc_buffer(({s}{m}, {n}), "{out}")
     for {si}i, j, k in {loops}:
         with T.block("mm"):
             {sv}vi, vj, vk = T.axis.remap({kinds}, [{si}i, j, k])
             with T.init():
-                acc[{sv}vi, vj] = T.{dtype}(0)
-            acc[{sv}vi, vj] = acc[{sv}vi, vj] + a[{a_index}] * b[{b_index}]
+                acc[{sv}vi, vj] = T.{out}(0)
+            acc[{sv}vi, vj] = acc[{sv}vi, vj] + {a_read.format(a_index)} * {b_read.format(b_index)}
     for {si}i, j in {epi_loops}:
         with T.block("epilogue"):
             {sv}vi, vj = T.axis.remap({'"SSS"' if batch else '"SS"'}, [{si}i, j])
-            c[{sv}vi, vj] = T.max(acc[{sv}vi, vj] + bias[vj], T.{dtype}(0))
+            c[{sv}vi, vj] = T.max(acc[{sv}vi, vj] + bias[vj], T.{out}(0))
 '''
 
 
@@ -260,3 +264,37 @@ def test_b_is_staged_by_the_axis_its_main_load_steps_along(text, row_major):
     if row_major:
         source = cuda_source(kernels_of(lower_for_cuda(scheduled["mm"], Target(SM90))))
         assert "= *(uint4*)(b0_ptr + " in source
+
+
+@settings(max_examples=8, deadline=None)
+@given(plan=st.sampled_from(["float32", "float16", "float16->float32"]), a_layout=st.sampled_from(["mk", "km"]),
+       b_layout=st.sampled_from(["kn", "nk"]), batch=st.sampled_from([0, 2]), n=st.sampled_from([128, 256]),
+       k_steps=st.integers(1, 5), ragged=st.integers(0, 7), seed=st.integers(0, 2**16))
+def test_drawn_large_plans_compute_as_numpy(plan, a_layout, b_layout, batch, n, k_steps, ragged, seed):
+    """Either plan forced on a drawn layout (A, B, a batch of A over a shared B), width, and
+    reduction (float32: steps of 8; float16: any k, padded to steps of 64), lowered for cuda and
+    run in the reference executor (virtual threads, the software pipeline, WMMA, the epilogue)."""
+    from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
+
+    dtype, _, out = plan.partition("->")
+    out = out or dtype
+    k = 8 * k_steps if dtype == "float32" else 16 * k_steps + ragged
+    batch = 0 if a_layout == "km" else batch  # (the helper's batch is A's)
+    text = matmul(128, n, k, b_layout, dtype, batch, a_layout, out)
+    if dtype == "float32":
+        sch = Schedule(from_source(text))
+        main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
+        normalize(sch, main)
+        schedule_large_tiles(sch, main)
+    else:
+        sch = schedule_tensor_core(from_source(text), "float16", large=True)
+    lowered = lower_for_cuda(sch.mod["main"].with_attr("global_symbol", "main"), Target(SM90))
+    rng = np.random.default_rng(seed)
+    lead = (batch,) if batch else ()
+    a = rng.integers(-2, 3, lead + (128, k) if a_layout == "mk" else (k, 128)).astype(dtype)
+    b = rng.integers(-2, 3, (k, n) if b_layout == "kn" else (n, k)).astype(dtype)
+    bias = rng.integers(-2, 3, (n,)).astype(out)
+    want = np.maximum((a if a_layout == "mk" else a.T).astype(np.float64) @ (b if b_layout == "kn" else b.T) + bias, 0)
+    c = np.zeros(lead + (128, n), out)
+    run_prim_func(lowered, a, b, bias, c)
+    np.testing.assert_array_equal(c.astype(np.float64), want)
