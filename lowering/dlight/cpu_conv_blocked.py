@@ -134,19 +134,30 @@ def schedule_blocked(sch: Schedule, conv: BlockInfo, data: BufferLoad, epilogues
     sch.transform_layout(block, ("write", 0), IndexMap(v, [v[0], v[2], v[3], v[1], v[4]]))  # ([x, F, f])
     inline_epilogues(sch, acc, epilogues, target)
     sch.reverse_compute_at(acc, x_0, preserve_unit_loops=True)
-    init = sch.decompose_reduction(block, reduction[0])
+    unroll_register_tile(sch, block, sch.decompose_reduction(block, reduction[0]))
+    # the copy out: per chunk of F, MR pixels of contiguous whole vectors of f
+    a_f, a_y, a_x, a_c = sch.get_loops(acc)[-4:]
+    sch.reorder(a_y, a_f, a_x, a_c)
+    copy_out_in_vectors(sch, [a_f, a_x], a_c, vec)
+
+
+def unroll_register_tile(sch: Schedule, block: Any, init: Any) -> None:
+    """The register tile of an accumulation (``block``) and of its zero fill (``init``): the
+    three loops over pixels, vectors and the vector's chunks unrolled, the lanes vectorized."""
     for stage in (block, init):
         inner = sch.get_loops(stage)
         for loop in inner[-4:-1]:
             sch.unroll(loop)
         sch.vectorize(inner[-1])
-    # the copy out: per chunk of F, MR pixels of contiguous whole vectors of f
-    a_f, a_y, a_x, a_c = sch.get_loops(acc)[-4:]
-    sch.reorder(a_y, a_f, a_x, a_c)
-    a_c0, a_cv = sch.split(a_c, [None, vec])
-    for loop in (a_f, a_x, a_c0):
+
+
+def copy_out_in_vectors(sch: Schedule, outer: list, lanes: Any, vec: int) -> None:
+    """A register tile's copy out: the ``outer`` loops unrolled, ``lanes`` in vectors of ``vec``."""
+    chunks, vector = sch.split(lanes, [None, vec])
+    for loop in (*outer, chunks):
         sch.unroll(loop)
-    sch.vectorize(a_cv)
+    sch.vectorize(vector)
 
 
-__all__ = ["Conv2DBlocked", "blocked_tiles", "match_blocked_conv2d", "schedule_blocked"]
+__all__ = ["Conv2DBlocked", "blocked_tiles", "copy_out_in_vectors", "match_blocked_conv2d", "schedule_blocked",
+           "unroll_register_tile"]

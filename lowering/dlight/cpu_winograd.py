@@ -33,7 +33,7 @@ from ..schedule import Schedule
 from ..schedule.errors import ScheduleError
 from ..schedule.layout import IndexMap
 from .analysis import CPURule, const_int, describe_block, root_blocks, vector_lanes
-from .cpu_conv_blocked import blocked_tiles
+from .cpu_conv_blocked import blocked_tiles, copy_out_in_vectors, unroll_register_tile
 from .cpu_tactics import schedule_spatial_block, vector_factor
 
 
@@ -81,17 +81,9 @@ def schedule_gemm(sch: Schedule, block: Any, target: Any) -> None:
     v = [Var(f"v{d}", out.shape[0].dtype) for d in range(4)]
     sch.transform_layout(block, ("write", 0), IndexMap(v, [v[0], v[2], v[1], v[3]]))  # ([p, ko, ki])
     sch.reverse_compute_at(acc, p_0, preserve_unit_loops=True)
-    init = sch.decompose_reduction(block, c_0)
-    for stage in (block, init):
-        inner = sch.get_loops(stage)
-        for loop in inner[-4:-1]:
-            sch.unroll(loop)
-        sch.vectorize(inner[-1])
+    unroll_register_tile(sch, block, sch.decompose_reduction(block, c_0))
     a_ko, a_p, a_ki = sch.get_loops(acc)[-3:]
-    a_k0, a_kv = sch.split(a_ki, [None, vec])
-    for loop in (a_ko, a_p, a_k0):
-        sch.unroll(loop)
-    sch.vectorize(a_kv)
+    copy_out_in_vectors(sch, [a_ko, a_p], a_ki, vec)
 
 
 def _tile_size(sch: Schedule, block: Any) -> int:
