@@ -700,3 +700,17 @@ def test_the_reference_executor_refuses_an_if_statement_whose_lanes_disagree():
 """)
     with pytest.raises(TVMSError, match="differs between lanes"):
         run_prim_func(func, np.zeros(4, np.float32))
+
+
+def test_a_guarded_vector_copy_of_handles_compiles():
+    """Masked loads and stores of a vector of handles name their intrinsic by the pointer type
+    (``llvm.masked.load.v16p0.p0``); the name had no pointer case (a KeyError traceback)."""
+    func = tvms.script.from_source('''
+@T.prim_func
+def f(a: T.Buffer((10,), "handle"), b: T.Buffer((10,), "handle")):
+    for i in T.vectorized(16):
+        if i < 10:
+            b[i] = a[i]
+''')
+    lib = tvms.build(func, target="llvm")
+    assert "llvm.masked.load.v16p0.p0" in lib.get_source("ll")

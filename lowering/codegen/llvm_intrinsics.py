@@ -35,6 +35,8 @@ def _suffix(t: ir.Type) -> str:
         return f"v{t.count}{_suffix(t.element)}"
     if isinstance(t, ir.IntType):
         return f"i{t.width}"
+    if isinstance(t, ir.PointerType):  # (an opaque pointer: a vector of handles is v4p0)
+        return f"p{t.addrspace}"
     return {ir.HalfType: "f16", ir.FloatType: "f32", ir.DoubleType: "f64"}[type(t)]
 
 
