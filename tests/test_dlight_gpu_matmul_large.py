@@ -1,6 +1,7 @@
-"""tvms's 128 x 128-tile cuda plan for large float32 matmuls (gpu_matmul_large.py): which
-matmuls take it, that it computes what numpy computes (scheduled and lowered for cuda, in the
-reference executor with GPU semantics), and that its kernels compile with NVRTC."""
+"""tvms's cuda plans for large matmuls (gpu_matmul_large.py: float32 in 128 x 128 tiles;
+gpu_matmul_tensorcore.py's ``large``: float16 with B staged as stored): which matmuls take them,
+that they compute what numpy computes (scheduled and lowered for cuda, in the reference executor
+with GPU semantics), and that their kernels compile with NVRTC."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,10 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cuda_support import assert_compiles
+
+from tvms.ir.function import PrimFunc
+from tvms.ir.module import IRModule
 from tvms.ir.target import Target
+from tvms.lowering.codegen.cuda import cuda_source, kernels_of
 from tvms.lowering.dlight.base import ApplyDefaultSchedule
 from tvms.lowering.dlight.gpu_matmul import Matmul, normalize, reduction_block
 from tvms.lowering.dlight.gpu_matmul_large import LargeMatmul, large_matmul, schedule_large_tiles
+from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
 from tvms.lowering.schedule import Schedule
 from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
 from tvms.runtime.reference import run_prim_func
@@ -49,10 +56,47 @@ def mm(a: T.Buffer(({a_shape}), "{dtype}"), b: T.Buffer(({b_shape}), "{dtype}"),
 '''
 
 
-def module(text: str):
-    from tvms.ir.module import IRModule
-
+def module(text: str) -> IRModule:
     return IRModule({"mm": from_source(text).with_attr("global_symbol", "mm")})
+
+
+def by_rule(text: str, rule: Matmul | None = None) -> PrimFunc:
+    """``text``'s function as DLight's Matmul rule schedules it under sm_90."""
+    with Target(SM90):
+        return ApplyDefaultSchedule(rule or Matmul())(module(text))["mm"]
+
+
+def kernel_source(scheduled: PrimFunc) -> str:
+    return cuda_source(kernels_of(lower_for_cuda(scheduled, Target(SM90))))
+
+
+def forced_plan(text: str, dtype: str) -> PrimFunc:
+    """The large plan of ``dtype`` forced on ``text``'s matmul (whatever its size)."""
+    if dtype == "float16":
+        return schedule_tensor_core(from_source(text), "float16", large=True).mod["main"]
+    sch = Schedule(from_source(text))
+    main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
+    normalize(sch, main)
+    schedule_large_tiles(sch, main)
+    return sch.mod["main"]
+
+
+def assert_computes_as_numpy(scheduled: PrimFunc, m: int, n: int, k: int, b_layout: str, dtype: str, batch: int,
+                             a_layout: str, out: str, seed: int, lowered_only: bool = False) -> None:
+    """``matmul(m, n, k, ..)`` as ``scheduled``, and as lowered for cuda, on small integers (exact
+    sums in either type) equals numpy."""
+    rng = np.random.default_rng(seed)
+    lead = (batch,) if batch else ()
+    a = rng.integers(-2, 3, lead + (m, k) if a_layout == "mk" else (k, m)).astype(dtype)
+    b = rng.integers(-2, 3, (k, n) if b_layout == "kn" else (n, k)).astype(dtype)
+    bias = rng.integers(-2, 3, (n,)).astype(out)
+    product = (a if a_layout == "mk" else a.T).astype(np.float64) @ (b if b_layout == "kn" else b.T)
+    want = np.maximum(product + bias, 0)
+    lowered = lower_for_cuda(scheduled.with_attr("global_symbol", "main"), Target(SM90))
+    for runnable in (lowered,) if lowered_only else (scheduled, lowered):
+        c = np.zeros(lead + (m, n), out)
+        run_prim_func(runnable, a, b, bias, c)
+        np.testing.assert_array_equal(c.astype(np.float64), want)
 
 
 def large_of(text: str, target: str = SM90) -> LargeMatmul | None:
@@ -89,15 +133,12 @@ def test_only_cuda_has_large_matmuls():
 
 
 def test_the_rule_schedules_a_large_matmul_by_the_plan():
-    with Target(SM90):
-        scheduled = ApplyDefaultSchedule(Matmul())(module(matmul(2048, 2048, 64)))
-    text = scheduled["mm"].script()
+    text = by_rule(matmul(2048, 2048, 64)).script()
     assert 'T.thread_binding(2, thread="vthread.y")' in text and 'T.thread_binding(16, thread="threadIdx.x")' in text
     assert '"software_pipeline_stage": [0, 0, 0, 0, 1]' in text
     assert "epilogue" not in text  # (inlined into the write-back)
-    with Target(SM90):
-        tvm_tiles = ApplyDefaultSchedule(Matmul(large_tiles=False))(module(matmul(2048, 2048, 64)))
-    assert 'T.thread_binding(2, thread="vthread.y")' not in tvm_tiles["mm"].script()
+    tvm_tiles = by_rule(matmul(2048, 2048, 64), Matmul(large_tiles=False))
+    assert 'T.thread_binding(2, thread="vthread.y")' not in tvm_tiles.script()
     assert repr(Matmul(large_tiles=False)) == "Matmul(large_tiles=False)" and repr(Matmul()) == "Matmul()"
 
 
@@ -107,34 +148,14 @@ def test_the_plan_computes_as_numpy(b_layout, batch, a_layout):
     pipelined steps, as scheduled and as lowered for cuda (virtual threads, the software
     pipeline, registers per stage), on small integers so that the sums are exact."""
     m, n, k = 128, 256, 32
-    sch = Schedule(from_source(matmul(m, n, k, b_layout, batch=batch, a_layout=a_layout)))
-    main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
-    normalize(sch, main)
-    schedule_large_tiles(sch, main)
-    scheduled = sch.mod["main"]
-    rng = np.random.default_rng(0)
-    lead = (batch,) if batch else ()
-    a = rng.integers(-3, 4, lead + (m, k) if a_layout == "mk" else (k, m)).astype(np.float32)
-    b = rng.integers(-3, 4, (k, n) if b_layout == "kn" else (n, k)).astype(np.float32)
-    bias = rng.integers(-3, 4, (n,)).astype(np.float32)
-    want = np.maximum((a if a_layout == "mk" else a.T) @ (b if b_layout == "kn" else b.T) + bias, 0)
-    lowered = lower_for_cuda(scheduled.with_attr("global_symbol", "main"), Target(SM90))
-    for runnable in (scheduled, lowered):
-        c = np.zeros(lead + (m, n), np.float32)
-        run_prim_func(runnable, a, b, bias, c)
-        np.testing.assert_array_equal(c, want)
+    scheduled = forced_plan(matmul(m, n, k, b_layout, batch=batch, a_layout=a_layout), "float32")
+    assert_computes_as_numpy(scheduled, m, n, k, b_layout, "float32", batch, a_layout, "float32", seed=0)
 
 
 def test_the_plans_kernel_compiles_with_vector_loads_from_shared_memory():
     """4096^3 through the rule and the cuda build: 256 threads, the k-major tiles read as float4
     (the point of the plan), and NVRTC compiles it for sm_80 and sm_90."""
-    from cuda_support import assert_compiles
-
-    from tvms.lowering.codegen.cuda import cuda_source, kernels_of
-
-    with Target(SM90):
-        scheduled = ApplyDefaultSchedule(Matmul())(module(matmul(4096, 4096, 4096)))
-    source = cuda_source(kernels_of(lower_for_cuda(scheduled["mm"], Target(SM90))))
+    source = kernel_source(by_rule(matmul(4096, 4096, 4096)))
     assert "__launch_bounds__(256)" in source
     assert source.count("= *(float4*)(a_reindex_shared") + source.count("= *(float4*)(b_reindex_shared") >= 4
     assert_compiles(source)
@@ -144,58 +165,23 @@ def test_a_large_float16_matmul_stages_b_as_stored():
     """R.matmul's B is contiguous along j: a large float16 matmul copies it in 16-byte vectors
     of rows of j into [k][j] tiles and reads them into row-major fragments (TVM's schedule
     reads it 2 bytes a thread into [j][k] tiles); the kernel compiles with NVRTC."""
-    from cuda_support import assert_compiles
-
-    from tvms.lowering.codegen.cuda import cuda_source, kernels_of
-
-    with Target(SM90):
-        scheduled = ApplyDefaultSchedule(Matmul())(module(matmul(2048, 2048, 128, dtype="float16")))
-    source = cuda_source(kernels_of(lower_for_cuda(scheduled["mm"], Target(SM90))))
+    source = kernel_source(by_rule(matmul(2048, 2048, 128, dtype="float16")))
     assert "fragment<nvcuda::wmma::matrix_b, 16, 16, 16, half, nvcuda::wmma::row_major>" in source
     assert "= *(uint4*)(b_ptr + " in source and "= *(uint4*)(a_ptr + " in source
     assert_compiles(source)
-    with Target(SM90):
-        tvm_schedule = ApplyDefaultSchedule(Matmul(large_tiles=False))(module(matmul(2048, 2048, 128, dtype="float16")))
-    assert "col_major" in tvm_schedule["mm"].script()
+    assert "col_major" in by_rule(matmul(2048, 2048, 128, dtype="float16"), Matmul(large_tiles=False)).script()
 
 
-F16_INTO_F32 = '''
-@T.prim_func
-def mm(a: T.Buffer((128, 128), "float16"), b: T.Buffer((128, 128), "float16"), c: T.Buffer((128, 128), "float32")):
-    for i, j, k in T.grid(128, 128, 128):
-        with T.block("mm"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                c[vi, vj] = T.float32(0)
-            c[vi, vj] = c[vi, vj] + T.Cast("float32", a[vi, vk]) * T.Cast("float32", b[vk, vj])
-'''
-
-
-@pytest.mark.parametrize("text, out_dtype", [(matmul(128, 128, 128, dtype="float16"), "float16"),
-                                             (F16_INTO_F32, "float32")])
-def test_b_staged_as_stored_computes_as_numpy(text, out_dtype):
+@pytest.mark.parametrize("out_dtype", ["float16", "float32"])
+def test_b_staged_as_stored_computes_as_numpy(out_dtype):
     """The row-major staging forced on one 128 x 128 block (two pipelined k steps), float16
-    accumulating in float16 (with R.matmul's epilogue) and in float32, as scheduled and as
+    accumulating in float16 and in float32, with R.matmul's epilogue, as scheduled and as
     lowered for cuda, on small integers (exact sums)."""
-    from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
-
-    scheduled = schedule_tensor_core(from_source(text), "float16", large=True).mod["main"]
+    scheduled = forced_plan(matmul(128, 128, 128, dtype="float16", out_dtype=out_dtype), "float16")
     assert "col_major" not in scheduled.script()
     warps = 4 if out_dtype == "float16" else 16  # (64 x 64 a warp accumulating in float16)
     assert f'T.thread_binding({warps}, thread="threadIdx.y")' in scheduled.script()
-    rng = np.random.default_rng(0)
-    a, b = (rng.integers(-2, 3, (128, 128)).astype(np.float16) for _ in range(2))
-    want = a.astype(np.float64) @ b.astype(np.float64)
-    args = [a, b]
-    if out_dtype == "float16":
-        bias = rng.integers(-2, 3, (128,)).astype(np.float16)
-        args.append(bias)
-        want = np.maximum(want + bias, 0)
-    lowered = lower_for_cuda(scheduled.with_attr("global_symbol", "main"), Target(SM90))
-    for runnable in (scheduled, lowered):
-        c = np.zeros((128, 128), out_dtype)
-        run_prim_func(runnable, *args, c)
-        np.testing.assert_array_equal(c.astype(np.float64), want)
+    assert_computes_as_numpy(scheduled, 128, 128, 128, "kn", "float16", 0, "mk", out_dtype, seed=0)
 
 
 TRANSPOSE_INTO_MATMUL = '''
@@ -220,16 +206,12 @@ def mm(a: T.Buffer((64, 2048), "float32"), b: T.Buffer((64, 2048), "float32"), c
 def test_the_copies_read_vectors_along_the_axis_the_operand_is_stored_by(text):
     """A stored [k][m] (or made so by a transpose the rule inlines into the copy): the copy of A
     reads float4 along m where A is stored, not 4 elements 2048 apart."""
-    from tvms.lowering.codegen.cuda import cuda_source, kernels_of
-
-    with Target(SM90):
-        scheduled = ApplyDefaultSchedule(Matmul())(module(text))
-    source = cuda_source(kernels_of(lower_for_cuda(scheduled["mm"], Target(SM90))))
+    source = kernel_source(by_rule(text))
     assert "= *(float4*)(a_ptr + " in source and "= *(float4*)(b_ptr + " in source
     assert "make_float4(a_ptr[" not in source
 
 
-def _f16_b(b_param: str, producer: str, b_read: str) -> str:
+def _f16_b(b_param: str, producer: str) -> str:
     """A large float16 matmul whose B comes from ``producer`` (a block writing ``b1[k, j]``)."""
     return f'''
 @T.prim_func
@@ -244,26 +226,22 @@ def mm(a: T.Buffer((2048, 128), "float16"), {b_param}, c: T.Buffer((2048, 2048),
             vi, vj, vk = T.axis.remap("SSR", [i, j, k])
             with T.init():
                 c[vi, vj] = T.float16(0)
-            c[vi, vj] = c[vi, vj] + a[vi, vk] * b1[{b_read}]
+            c[vi, vj] = c[vi, vj] + a[vi, vk] * b1[vk, vj]
 '''
 
 
 @pytest.mark.parametrize("text, row_major", [
-    (_f16_b('b0: T.Buffer((128, 2048), "float16"), sc: T.Buffer((128,), "float16")', "sc[vk] * b0[vk, vj]", "vk, vj"), True),
-    (_f16_b('b0: T.Buffer((192, 2048), "float16")', "b0[vk + 64, vj]", "vk, vj"), True),
-    (_f16_b('b0: T.Buffer((128, 2048), "float16", strides=(1, 128))', "b0[vk, vj]", "vk, vj"), False),
+    (_f16_b('b0: T.Buffer((128, 2048), "float16"), sc: T.Buffer((128,), "float16")', "sc[vk] * b0[vk, vj]"), True),
+    (_f16_b('b0: T.Buffer((192, 2048), "float16")', "b0[vk + 64, vj]"), True),
+    (_f16_b('b0: T.Buffer((128, 2048), "float16", strides=(1, 128))', "b0[vk, vj]"), False),
 ], ids=["a-scale-read-first", "a-slice", "strides-along-k"])
 def test_b_is_staged_by_the_axis_its_main_load_steps_along(text, row_major):
     """reads_along_k judges by the load that uses both iterators (not a per-row scale read
     first), past constant offsets (a slice), by the buffer's strides where it has them."""
-    from tvms.lowering.codegen.cuda import cuda_source, kernels_of
-
-    with Target(SM90):
-        scheduled = ApplyDefaultSchedule(Matmul())(module(text))
-    assert ("col_major" not in scheduled["mm"].script()) == row_major
+    scheduled = by_rule(text)
+    assert ("col_major" not in scheduled.script()) == row_major
     if row_major:
-        source = cuda_source(kernels_of(lower_for_cuda(scheduled["mm"], Target(SM90))))
-        assert "= *(uint4*)(b0_ptr + " in source
+        assert "= *(uint4*)(b0_ptr + " in kernel_source(scheduled)
 
 
 @settings(max_examples=8, deadline=None)
@@ -274,27 +252,9 @@ def test_drawn_large_plans_compute_as_numpy(plan, a_layout, b_layout, batch, n, 
     """Either plan forced on a drawn layout (A, B, a batch of A over a shared B), width, and
     reduction (float32: steps of 8; float16: any k, padded to steps of 64), lowered for cuda and
     run in the reference executor (virtual threads, the software pipeline, WMMA, the epilogue)."""
-    from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
-
     dtype, _, out = plan.partition("->")
     out = out or dtype
     k = 8 * k_steps if dtype == "float32" else 16 * k_steps + ragged
     batch = 0 if a_layout == "km" else batch  # (the helper's batch is A's)
-    text = matmul(128, n, k, b_layout, dtype, batch, a_layout, out)
-    if dtype == "float32":
-        sch = Schedule(from_source(text))
-        main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
-        normalize(sch, main)
-        schedule_large_tiles(sch, main)
-    else:
-        sch = schedule_tensor_core(from_source(text), "float16", large=True)
-    lowered = lower_for_cuda(sch.mod["main"].with_attr("global_symbol", "main"), Target(SM90))
-    rng = np.random.default_rng(seed)
-    lead = (batch,) if batch else ()
-    a = rng.integers(-2, 3, lead + (128, k) if a_layout == "mk" else (k, 128)).astype(dtype)
-    b = rng.integers(-2, 3, (k, n) if b_layout == "kn" else (n, k)).astype(dtype)
-    bias = rng.integers(-2, 3, (n,)).astype(out)
-    want = np.maximum((a if a_layout == "mk" else a.T).astype(np.float64) @ (b if b_layout == "kn" else b.T) + bias, 0)
-    c = np.zeros(lead + (128, n), out)
-    run_prim_func(lowered, a, b, bias, c)
-    np.testing.assert_array_equal(c.astype(np.float64), want)
+    scheduled = forced_plan(matmul(128, n, k, b_layout, dtype, batch, a_layout, out), dtype)
+    assert_computes_as_numpy(scheduled, 128, n, k, b_layout, dtype, batch, a_layout, out, seed, lowered_only=True)

@@ -39,19 +39,13 @@ def match_types(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
     else:
         b = to_expr(b, a)
     ta, tb = a.dtype, b.dtype
+    if ta.lanes != tb.lanes:  # a scalar meets a vector: the scalar is broadcast, as TVM's operators do
+        if ta.scalable or tb.scalable or 1 not in (ta.lanes, tb.lanes):
+            raise TVMSError(f"cannot combine vectors of {ta} and {tb}")
+        a, b = (Broadcast(a, tb.lanes), b) if ta.lanes == 1 else (a, Broadcast(b, ta.lanes))
+        ta, tb = a.dtype, b.dtype
     if ta == tb:
         return a, b
-    if ta.lanes != tb.lanes:
-        # a scalar meets a vector: the scalar is broadcast, as TVM's operators do
-        if ta.lanes == 1 and not ta.scalable and not tb.scalable:
-            a = Broadcast(a, tb.lanes)
-        elif tb.lanes == 1 and not tb.scalable and not ta.scalable:
-            b = Broadcast(b, ta.lanes)
-        else:
-            raise TVMSError(f"cannot combine vectors of {ta} and {tb}")
-        ta, tb = a.dtype, b.dtype
-        if ta == tb:
-            return a, b
     if ta.is_float != tb.is_float:
         # an integer meets a float: the integer becomes the float type
         return (Cast(tb, a), b) if tb.is_float else (a, Cast(ta, b))
