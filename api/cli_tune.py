@@ -5,6 +5,8 @@ A Relax module is first lowered as ``tvms build`` lowers it (the ``zero`` pipeli
 FuseTransposeMatmul), so that the tasks are the kernels a build compiles: its PrimFuncs (equal ones
 once, weighted by their calls). The database and the logs live in ``--work-dir``; ``--resume``
 continues a run whose database is there (its trials count toward ``--trials``).
+``--space tiles`` adds tvms's tile rule of the target kind to the built-in space (a conv under
+llvm, a large matmul under cuda: one candidate per tile shape of DLight's plan; ``tile_space.py``).
 ``--space FILE.py`` is a schedule written in the trace language (what ``print(sch.trace)`` shows,
 with ``sch.sample_*`` calls left without ``decision=``): it is interpreted for every sample by the
 trace interpreter, never executed as Python. Exit codes: 0 done, 1 tuning failed (a space that does
@@ -21,6 +23,9 @@ import sys
 from .cli import EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, InputError, _error, emit_text, module_command, read_source
 from .ir import TVMSError
 from .ir.deep import run_deep
+
+
+BUILT_IN_SPACES = ("default", "tiles")
 
 
 def _has_database(work_dir: str) -> bool:
@@ -51,6 +56,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .lowering.schedule import Schedule, ScheduleError
     from .lowering.tune.progress import Progress, check_curve_path, check_display, write_curve
     from .lowering.tune.relax_integration import MetaScheduleApplyDatabase, tune_relax
+    from .lowering.tune.tile_space import tile_space
     from .lowering.tune.tune import normalize_mod, tune_tir
     from .script import from_source
 
@@ -64,7 +70,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     try:
         target = as_target(args.target)
         name, text = read_source(args.input)
-        space_name, space_text = read_source(args.space) if args.space != "default" else ("", "")
+        space_name, space_text = read_source(args.space) if args.space not in BUILT_IN_SPACES else ("", "")
+        tiles = tile_space(target) if args.space == "tiles" else None
     except (InputError, TVMSError) as err:
         _error(f"tune: {err}")
         return EXIT_ERROR
@@ -80,7 +87,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     dialect = args.dialect or mod.source_dialect
     relax = has_relax_operators(mod) or any(not isinstance(mod[n], PrimFunc) for n in mod)
-    space = trace_space(space_text, space_name) if space_text else "post-order-apply"
+    space = trace_space(space_text, space_name) if space_text else tiles or "post-order-apply"
     try:
         if relax:  # (as tvms build lowers it: the tuned kernels are the ones a build compiles)
             mod = run_relax_pipeline(mod, "zero", schedule=True, target=target)
@@ -181,8 +188,9 @@ def add_tune_parser(subparsers) -> None:
     p.add_argument("--work-dir", required=True, metavar="DIR", help="where the database and logs are kept")
     p.add_argument("--resume", action="store_true",
                    help="continue the database in --work-dir (its trials count toward --trials)")
-    p.add_argument("--space", default="default", metavar="default|FILE.py",
-                   help="the search space: the built-in one (default), or a trace-language schedule")
+    p.add_argument("--space", default="default", metavar="default|tiles|FILE.py",
+                   help="the search space: the built-in one (default), it with tvms's tile rule of the "
+                        "target (a conv under llvm, a large matmul under cuda), or a trace-language schedule")
     p.add_argument("--strategy", default="evolutionary", choices=["evolutionary", "replay-trace", "replay-func"],
                    help="the search strategy (default: evolutionary)")
     p.add_argument("--cost-model", default="xgb", choices=["xgb", "random"],

@@ -9,7 +9,9 @@ the cuBLAS dispatch, against cuBLAS as cupy or torch call it, side by side in on
   its time per call from the VM's ``time_evaluator`` (CUDA events), in TFLOPS and as a ratio to
   cuBLAS;
 * the same after ``partition_for_cublas`` (tvms's own cuBLAS dispatch; needs ``tvms[cublas]``);
-* with ``--trials N``: the matmul tuned by the meta-schedule under the cuda target;
+* with ``--trials N``: the matmul tuned by the meta-schedule under the cuda target, in TVM's
+  space and in the "tiles" space (``tile_space``: one candidate per shape of the large plans;
+  its target allows the shared memory a kernel may opt in to, which tvms's runtime asks for);
 * seed 000's MLP (1x784 -> 128 -> 10, fp32) through the VM on the GPU, beside the same model as
   torch or cupy expressions.
 
@@ -94,11 +96,13 @@ def median_secs(fn, sync, repeat: int = 5, min_secs: float = 0.2) -> float:
 
 
 def vm_secs(mod, dev, args: list, check) -> float:
-    """Compile ``mod`` for the GPU, check its result, and time ``main`` with CUDA events."""
+    """Compile ``mod`` for the GPU (or take it compiled), check its result, and time ``main``
+    with CUDA events."""
     import tvms
     from tvms import relax
 
-    vm = relax.VirtualMachine(tvms.compile(mod, target=tvms.target.Target.from_device(dev)), dev)
+    compiled = tvms.compile(mod, target=tvms.target.Target.from_device(dev)) if isinstance(mod, tvms.IRModule) else mod
+    vm = relax.VirtualMachine(compiled, dev)
     inputs = [tvms.nd.array(a, device=dev) for a in args]
     check(vm["main"](*inputs).numpy())
     timer = vm.time_evaluator("main", dev, number=10, repeat=5, min_repeat_ms=200)
@@ -139,9 +143,27 @@ def matmul_rows(n: int, dtype: str, trials: int, dev, peer: Peer) -> list:
                 relax.transform.MetaScheduleApplyDatabase(work_dir=work),
             ])(mod)
         rows.append((f"tvms tuned, {trials} trials ({dtype})", vm_secs(tuned, dev, [a, b], check)))
+        rows.append((f"tvms tuned, tiles space ({dtype})", vm_secs(tiles_tuned(mod, dev, trials), dev, [a, b], check)))
     if peer.name:
         rows.append((f"cuBLAS via {peer.name} ({dtype})", peer.matmul(a, b)))
     return rows
+
+
+def tiles_tuned(mod, dev, trials: int):
+    """``mod`` tuned in the tiles space (``trials`` at most; a large matmul's space ends after its
+    shapes) and compiled with the best schedules."""
+    from tvms import meta_schedule as ms
+    from tvms.lowering.build import run_relax_pipeline
+    from tvms.lowering.tune.tile_space import tile_space
+    from tvms.target import Target
+
+    target = Target({"kind": "cuda", **Target.from_device(dev).attrs,
+                     "max_shared_memory_per_block": dev.max_shared_memory_per_block_optin})
+    lowered = run_relax_pipeline(mod, "zero", True, target)
+    with tempfile.TemporaryDirectory() as work:
+        db = ms.relax_integration.tune_relax(lowered, None, target, work, trials, trials, space=tile_space(target),
+                                             strategy="replay-trace", progress="none")
+        return ms.relax_integration.compile_relax(db, lowered, target)
 
 
 def print_mlp(dev, peer: Peer) -> None:

@@ -145,7 +145,7 @@ def tune_model(name: str, mod, inputs: list, trials: int, work_root: str, ops: l
     import tvms
     from tvms import meta_schedule as ms
     from tvms.lowering.build import run_relax_pipeline
-    from tvms.lowering.tune.rule_conv_register_tile import conv_tile_space
+    from tvms.lowering.tune.tile_space import tile_space
     from tvms.meta_schedule.model_check import check_in_model, default_is_best
 
     target = tvms.target.Target("llvm")
@@ -154,7 +154,7 @@ def tune_model(name: str, mod, inputs: list, trials: int, work_root: str, ops: l
     db = ms.relax_integration.tune_relax(
         lowered, None, target, os.path.join(work_root, space, name), trials * len(lowered.functions), trials,
         op_names=ops, num_trials_per_iter=min(trials, 16), task_scheduler="round-robin",
-        space=conv_tile_space() if space == "conv-tiles" else "post-order-apply",
+        space=tile_space(target) if space == "conv-tiles" else "post-order-apply",
         strategy=strategy, progress="none")
     seconds = time.perf_counter() - start
     start = time.perf_counter()

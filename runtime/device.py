@@ -93,6 +93,8 @@ class Device:
     max_threads_per_block = property(lambda self: self._attribute("max_threads_per_block"))
     warp_size = property(lambda self: self._attribute("warp_size"))
     max_shared_memory_per_block = property(lambda self: self._attribute("max_shared_memory_per_block"))
+    # (not TVM's: what a kernel may ask for beyond that; tvms's runtime asks for it when a kernel needs it)
+    max_shared_memory_per_block_optin = property(lambda self: self._attribute("max_shared_memory_per_block_optin"))
     multi_processor_count = property(lambda self: self._attribute("multi_processor_count"))
     compute_version = property(lambda self: self._attribute("compute_version"))
     device_name = property(lambda self: self._attribute("device_name"))

@@ -33,6 +33,8 @@ def test_usage_errors_exit_2(tmp_path, capsys) -> None:
     assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--trials", "0"]) == 2
     assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--target", "nonsense"]) == 2
     assert main(["tune", str(tmp_path / "missing.tvms"), "--work-dir", str(tmp_path / "w")]) == 2
+    assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--space", "tiles", "--target", "rocm"]) == 2
+    assert "the tiles space has no rule for target kind 'rocm'" in capsys.readouterr().err
     capsys.readouterr()
     module = write(tmp_path, "m.tvms", module_text(16))
     assert main(["opt", "--database", str(tmp_path / "none"), "-p", "MetaScheduleApplyDatabase", module]) == 2
@@ -150,3 +152,17 @@ def test_a_relax_module_is_tuned_as_tvms_build_lowers_it(tmp_path, capsys) -> No
     x, w = np.random.rand(1, 16).astype("float32"), np.random.rand(8, 16).astype("float32")
     vm = tvms.relax.VirtualMachine(tvms.compile(tvms.script.from_source(tuned)), tvms.cpu())
     np.testing.assert_allclose(vm["main"](x, w).numpy(), x @ w.T, rtol=1e-5)
+
+
+def test_the_tiles_space_adds_the_targets_tile_rule(tmp_path, capsys, monkeypatch) -> None:
+    """``--space tiles`` tunes in the target's tile space (a matmul under llvm: TVM's sketches,
+    ConvRegisterTile having no conv to branch)."""
+    from tvms.lowering.tune import tile_space as spaces
+
+    made, real = [], spaces.tile_space
+    monkeypatch.setattr(spaces, "tile_space", lambda target: made.append(real(target)) or made[-1])
+    model = write(tmp_path, "mm.tvms", MATMUL.replace("N", "16"))
+    assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--trials", "2", "--space", "tiles",
+                 "--strategy", "replay-trace", "--cost-model", "random", "--progress", "none"]) == 0
+    assert [type(space.sch_rules[1]).__name__ for space in made] == ["ConvRegisterTile"]
+    assert '"tir.is_scheduled": True' in capsys.readouterr().out

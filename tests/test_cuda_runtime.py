@@ -1259,3 +1259,25 @@ def test_tuning_under_cuda_measures_on_the_gpu(tmp_path) -> None:
     args = [tvms.nd.array(v, device=tvms.cuda(0)) for v in (a, b, np.zeros((128, 128), "float32"))]
     tvms.build(sch.mod, target=target)["main"](*args)
     np.testing.assert_allclose(args[2].numpy(), a @ b, rtol=1e-4)
+
+
+@needs_gpu
+def test_tuning_in_the_tiles_space_on_the_gpu(tmp_path) -> None:
+    """The tiles space (one candidate per shape of the large float32 plan) under the GPU's
+    target, every candidate timed on the GPU; the best compiles and computes the matmul."""
+    from tune_standins import matmul
+    from tvms.lowering.tune.tile_space import tile_space
+    from tvms.lowering.tune.tune import compile_tir, tune_tir
+
+    n = 2048
+    mod = matmul(n)
+    target = Target.from_device(tvms.cuda(0))
+    db = tune_tir(mod, target, str(tmp_path), 32, num_trials_per_iter=32, space=tile_space(target),
+                  strategy="replay-trace", seed=0, progress=None)
+    timed = [r for r in db.get_all_tuning_records() if all(0 < s < 0.1 for s in r.run_secs or [1e10])]
+    assert len(timed) >= 20
+    sch = compile_tir(db, mod, target)
+    a, b = (np.random.default_rng(s).random((n, n), dtype=np.float32) for s in (1, 2))
+    args = [tvms.nd.array(v, device=tvms.cuda(0)) for v in (a, b, np.zeros((n, n), "float32"))]
+    tvms.build(sch.mod, target=target)["main"](*args)
+    np.testing.assert_allclose(args[2].numpy(), a @ b, rtol=1e-4)

@@ -187,7 +187,7 @@ def test_a_schedule_sampled_twice_is_still_timed_again_beside_the_default(tmp_pa
 @pytest.mark.slow
 def test_conv_register_tiles_branch_the_space_around_the_default_schedule() -> None:
     from tvms.lowering.dlight.cpu_conv import channel_tile, register_tiles
-    from tvms.lowering.tune.rule_conv_register_tile import conv_tile_space
+    from tvms.lowering.tune.tile_space import tile_space
 
     # a 1x1 conv of 16 output channels over rows of 55 pixels (SqueezeNet's): 16-lane vectors,
     # MR a divisor of 55; the default rule's own pick is one of them
@@ -196,7 +196,7 @@ def test_conv_register_tiles_branch_the_space_around_the_default_schedule() -> N
     assert register_tiles(1, 8, 16, 32) == []
     mod = lowered_model()
     task = conv_task(mod)
-    ctx = ms.TuneContext(task.mod, tvms.target.Target("llvm"), conv_tile_space(), "replay-trace", task.task_name, 1)
+    ctx = ms.TuneContext(task.mod, tvms.target.Target("llvm"), tile_space("llvm"), "replay-trace", task.task_name, 1)
     spaces = ctx.space_generator.generate_design_space(task.mod)
     tiled = [s for s in spaces if "schedule_rule" in s.mod.script()]
     assert len(tiled) == len(register_tiles(8, 8, 8, 32)) == len(spaces) == 4  # (not TVM's sketches)

@@ -205,30 +205,10 @@ class Matmul(GPURule):
     def apply(self, func: PrimFunc, target: Any, tunable: bool) -> Schedule | None:
         if not isinstance(func, PrimFunc) or not self.is_target_available(target):
             return None
-        sch = Schedule(func)
-        try:
-            main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
-            if main is None or index_maps(sch.get(main)) is None:
-                return None
-            from .gpu_matmul_large import large_matmul, schedule_large_tiles  # (it builds on this module)
-            large = large_matmul(sch.get(main), target) if self.large_tiles else None
-            normalize(sch, main)
-            in_dtype = self._tensor_core_variant(sch.get(main), target)
-            if in_dtype is not None:
-                from .gpu_matmul_tensorcore import schedule_tensor_core  # (it builds on this module)
-                tensorized = schedule_tensor_core(func, in_dtype, large=large is not None and large.takes_tensor_core_plan)
-                if tensorized is not None:
-                    return tensorized
-            if large is not None and large.takes_simt_plan:
-                schedule_large_tiles(sch, main)
-            else:
-                schedule_simt(sch, main, config_for(target))
-        except ScheduleError:  # (a function without a root block, a primitive refusing)
-            return None
-        return sch
+        return schedule_matmul(Schedule(func), target, self.large_tiles)
 
     @staticmethod
-    def _tensor_core_variant(block: Block, target: Any) -> str | None:
+    def tensor_core_variant(block: Block, target: Any) -> str | None:
         """The operands' type where TVM tries its tensor-core schedule first: a cuda target of
         compute capability 7.0 or newer, no constant i, j or k of 64 or less, and int8 into int32
         or float16 into float16 or float32."""
@@ -239,6 +219,36 @@ class Matmul(GPURule):
             return None
         types = (str(block.reads[0].buffer.dtype), str(block.writes[0].buffer.dtype))
         return types[0] if types in (("int8", "int32"), ("float16", "float16"), ("float16", "float32")) else None
+
+
+def schedule_matmul(sch: Schedule, target: Any, large_tiles: bool = True, shape: Any = None) -> Schedule | None:
+    """The Matmul rule on ``sch``, a schedule of the function as written (a refusal leaves it
+    half done: give a copy); None where the rule declines. ``shape``: a large plan's shape
+    (a ``SimtTiles`` or ``WarpTiles``) instead of DLight's own."""
+    from .gpu_matmul_large import SimtTiles, large_matmul, schedule_large_tiles  # (they build on this module)
+    from .gpu_matmul_tensorcore import WarpTiles, tensor_core_plan
+
+    as_written = sch.copy()  # (the tensor-core plan starts from the function as written)
+    try:
+        main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
+        if main is None or index_maps(sch.get(main)) is None:
+            return None
+        large = large_matmul(sch.get(main), target) if large_tiles else None
+        normalize(sch, main)
+        in_dtype = Matmul.tensor_core_variant(sch.get(main), target)
+        if in_dtype is not None:
+            tensor_core = large is not None and large.takes_tensor_core_plan
+            tensorized = tensor_core_plan(as_written, in_dtype, large=tensor_core,
+                                          warp_tiles=shape if tensor_core and isinstance(shape, WarpTiles) else None)
+            if tensorized is not None:
+                return tensorized
+        if large is not None and large.takes_simt_plan:
+            schedule_large_tiles(sch, main, shape if isinstance(shape, SimtTiles) else SimtTiles())
+        else:
+            schedule_simt(sch, main, config_for(target))
+    except ScheduleError:  # (a function without a root block, a primitive refusing)
+        return None
+    return sch
 
 
 def normalize(sch: Schedule, main: BlockRV) -> None:
@@ -298,4 +308,4 @@ def schedule_simt(sch: Schedule, main: BlockRV, config: Config) -> None:
     sch.decompose_reduction(main, ko)
 
 
-__all__ = ["Matmul", "index_maps", "iter_kinds"]
+__all__ = ["Matmul", "index_maps", "iter_kinds", "schedule_matmul"]

@@ -20,6 +20,10 @@ A matmul is large (``large_matmul``) when its sizes are constant, its rows and c
 of 128 and it has at least ``MIN_TILES`` such tiles; this plan takes the float32 ones whose
 reduction is a multiple of 8 (no padding). The rest keep TVM's tiles (the schedules TVM's
 goldens pin, all below that size).
+
+The plan's shape is a ``SimtTiles`` (DLight's is ``SimtTiles()``); ``simt_variants`` lists its
+neighbours (64 or 128 rows and columns a block, 128 or 256 threads, steps of 8 or 16), which
+the tuning space "tiles" (tune/tile_space.py) measures side by side.
 """
 from __future__ import annotations
 
@@ -34,14 +38,32 @@ from ..schedule.layout import linear_terms
 from .gpu_matmul import I, J, K, S, inline_consumer_chain, inline_producers, iter_kinds
 from .gpu_utils import target_kind
 
-TILE = 128  # outputs a block computes along i and along j
-THREADS = 16  # threads along i and along j
-VIRTUAL = 2  # virtual threads along i and along j
+TILE = 128  # outputs a block computes along i and along j (of DLight's plan; a large matmul has whole tiles)
 MICRO = 4  # outputs a virtual thread computes along i and along j (one float4)
-K_STEP = 8
 VECTOR = 4
 MIN_TILES = 256  # (two waves of 128 x 128 tiles on a GPU of 128 SMs)
 UNROLL = 256
+
+
+@dataclass(frozen=True)
+class SimtTiles:
+    """The shape of a float32 plan: ``threads`` along i and j a block, ``virtual`` threads along
+    i and j a thread (each ``MICRO`` x ``MICRO`` outputs), steps of ``k_step`` along k."""
+
+    threads: tuple[int, int] = (16, 16)
+    virtual: tuple[int, int] = (2, 2)
+    k_step: int = 8
+
+    @property
+    def tile(self) -> tuple[int, int]:
+        """The outputs a block computes along i and along j."""
+        return tuple(v * t * MICRO for v, t in zip(self.virtual, self.threads))
+
+    @property
+    def copies_evenly(self) -> bool:
+        """Whether each operand's step (``tile x k_step`` values) is whole vectors for every thread."""
+        vectors = self.threads[0] * self.threads[1] * VECTOR
+        return all(x * self.k_step % vectors == 0 for x in self.tile)
 
 
 @dataclass(frozen=True)
@@ -56,7 +78,7 @@ class LargeMatmul:
     @property
     def takes_simt_plan(self) -> bool:
         """float32, the reduction in whole steps: this module's schedule."""
-        return self.in_dtype == self.out_dtype == "float32" and self.k % K_STEP == 0
+        return self.in_dtype == self.out_dtype == "float32" and self.k % SimtTiles().k_step == 0
 
     @property
     def takes_tensor_core_plan(self) -> bool:
@@ -85,6 +107,23 @@ def large_matmul(block: Block, target: Any) -> LargeMatmul | None:
     if len(operands) != 1:
         return None
     return LargeMatmul(operands.pop(), str(block.writes[0].buffer.dtype), extents[K])
+
+
+def simt_variants(large: LargeMatmul) -> list[SimtTiles]:
+    """DLight's plan, then its neighbours that fit ``large`` (a large matmul's rows and columns
+    are whole tiles of any of them): 128 or 256 threads a block, 1 or 2 virtual threads along i
+    and j (not 1 x 1: TVM's 4 x 4 a thread), steps of 8 or 16, each operand's step whole
+    vectors for every thread."""
+    if not large.takes_simt_plan:
+        return []
+    variants = [SimtTiles()]
+    for threads in ((16, 16), (16, 8), (8, 16), (8, 8)):
+        for virtual in ((2, 2), (2, 1), (1, 2)):
+            for k_step in (8, 16):
+                tiles = SimtTiles(threads, virtual, k_step)
+                if tiles not in variants and tiles.copies_evenly and large.k % k_step == 0:
+                    variants.append(tiles)
+    return variants
 
 
 def reads_along_k(sch: Schedule, stage: BlockRV) -> bool | None:
@@ -138,13 +177,13 @@ def _affine_terms(e: Any) -> list | None:
     return linear_terms(e)
 
 
-def schedule_large_tiles(sch: Schedule, main: BlockRV) -> None:
+def schedule_large_tiles(sch: Schedule, main: BlockRV, tiles: SimtTiles = SimtTiles()) -> None:
     """Schedule the normalized float32 matmul ``main`` (iterators ``s, i, j, k``) of a
-    ``LargeMatmul`` that ``takes_simt_plan``."""
+    ``LargeMatmul`` that ``takes_simt_plan``, in the shape ``tiles``."""
     batch, i, j, k = sch.get_loops(main)
-    bi, vi, ti, mi = sch.split(i, [None, VIRTUAL, THREADS, MICRO])
-    bj, vj, tj, mj = sch.split(j, [None, VIRTUAL, THREADS, MICRO])
-    ko, ki = sch.split(k, [None, K_STEP])
+    bi, vi, ti, mi = sch.split(i, [None, tiles.virtual[0], tiles.threads[0], MICRO])
+    bj, vj, tj, mj = sch.split(j, [None, tiles.virtual[1], tiles.threads[1], MICRO])
+    ko, ki = sch.split(k, [None, tiles.k_step])
     sch.reorder(bi, bj, vi, vj, ti, tj, ko, ki, mi, mj)
     bi = sch.fuse(batch, bi)
     for loop, tag in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (vi, "vthread.y"), (vj, "vthread.x"),
@@ -158,7 +197,7 @@ def schedule_large_tiles(sch: Schedule, main: BlockRV) -> None:
     sch.vectorize(sch.get_loops(write_back)[-1])
 
     for index in (0, 1):
-        _stage_in_shared(sch, main, index, ko)
+        _stage_in_shared(sch, main, index, ko, tiles.threads)
     for index in (0, 1):  # a virtual thread's 4 rows (columns) at one k: one vector load
         fragment = sch.cache_read(main, index, "local")
         sch.compute_at(fragment, ki, preserve_unit_loops=True)
@@ -170,7 +209,7 @@ def schedule_large_tiles(sch: Schedule, main: BlockRV) -> None:
     sch.annotate(ko, "software_pipeline_order", [0, 3, 1, 4, 2])
 
 
-def _stage_in_shared(sch: Schedule, main: BlockRV, index: int, ko: Any) -> None:
+def _stage_in_shared(sch: Schedule, main: BlockRV, index: int, ko: Any, threads: tuple[int, int]) -> None:
     """A k step of operand ``index`` copied to shared memory k-major, all threads copying vectors
     along the axis contiguous in global memory (along k where neither is)."""
     stage = sch.cache_read(main, index, "shared")
@@ -182,7 +221,7 @@ def _stage_in_shared(sch: Schedule, main: BlockRV, index: int, ko: Any) -> None:
     if along_x:
         sch.reorder(k, x)
     fused = sch.fuse(*sch.get_loops(stage)[-3:])
-    _, ty, tx, vector = sch.split(fused, [None, THREADS, THREADS, VECTOR])
+    _, ty, tx, vector = sch.split(fused, [None, *threads, VECTOR])
     sch.vectorize(vector)
     sch.bind(ty, "threadIdx.y")
     sch.bind(tx, "threadIdx.x")
@@ -190,4 +229,4 @@ def _stage_in_shared(sch: Schedule, main: BlockRV, index: int, ko: Any) -> None:
     sch.annotate(stage, "double_buffer_scope", 0)
 
 
-__all__ = ["LargeMatmul", "large_matmul", "reads_along_k", "schedule_large_tiles"]
+__all__ = ["LargeMatmul", "SimtTiles", "large_matmul", "reads_along_k", "schedule_large_tiles", "simt_variants"]

@@ -24,10 +24,12 @@ padded k makes them guarded scalar copies, as in TVM's); a B contiguous along j 
 B), which TVM's ``[j][k]`` staging reads 2 bytes a thread from rows far apart, is staged
 ``[k][j]`` as it is stored and read into row-major fragments; and accumulating in float16, 4 warps
 of 64 x 64 outputs compute the 128 x 128 tile (half the fragment loads a product of TVM's 16
-warps of 32 x 32).
+warps of 32 x 32). How the warps divide a block's tile is a ``WarpTiles``; ``warp_variants``
+lists the neighbours of the large plan's, which the tuning space "tiles" (tune/tile_space.py) measures.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ...ir.function import PrimFunc
@@ -39,38 +41,77 @@ from .gpu_matmul_large import reads_along_k
 MICRO = 16  # the WMMA tile (m = n = k)
 WARP_SIZE = 32
 VECTOR_SIZE = 4
-I_FACTORS = [None, 1, 4, 2]  # blockIdx.x, blockIdx.y, warps, tiles per warp
-J_FACTORS = [1, None, 4, 2]
-# tvms's plan for a large float16 matmul (gpu_matmul_large.py)
-LARGE_VECTOR_SIZE = 8  # (16 bytes of float16: one 128-bit load and store)
-LARGE_I_FACTORS = [None, 1, 2, 4]  # (accumulating in float16: 4 warps of 4 x 4 tiles; with
-LARGE_J_FACTORS = [1, None, 2, 4]  # float32 accumulators so many tiles spill registers)
+LARGE_VECTOR_SIZE = 8  # (tvms's plan for a large float16 matmul: 16 bytes, one 128-bit load and store)
 
 
-def schedule_tensor_core(func: PrimFunc, in_dtype: str, scope: str = "shared.dyn",
-                         large: bool = False) -> Schedule | None:
+@dataclass(frozen=True)
+class WarpTiles:
+    """How a block's warps share its tile: ``warps`` along i and j, each ``tiles`` 16 x 16
+    accumulators along i and j."""
+
+    warps: tuple[int, int]
+    tiles: tuple[int, int]
+
+    @property
+    def block_tile(self) -> tuple[int, int]:
+        return tuple(MICRO * w * t for w, t in zip(self.warps, self.tiles))
+
+
+TVM_WARP_TILES = WarpTiles((4, 4), (2, 2))  # (TVM's: 16 warps of 32 x 32)
+# the large plan accumulating in float16: 4 warps of 64 x 64 (with float32 accumulators so
+# many tiles spill registers, so those keep TVM's)
+LARGE_F16_WARP_TILES = WarpTiles((2, 2), (4, 4))
+
+
+def warp_variants(out_dtype: str) -> list[WarpTiles]:
+    """The large float16 plan's warp tiles accumulating in ``out_dtype``, then their neighbours:
+    2 or 4 warps along i and j, 2 or 4 tiles a warp along each (at most 8 accumulators a warp
+    in float32, each twice the registers of float16's), blocks of 64 to 256 along each."""
+    first = LARGE_F16_WARP_TILES if out_dtype == "float16" else TVM_WARP_TILES
+    most = 16 if out_dtype == "float16" else 8
+    variants = [first]
+    for warps in ((2, 2), (4, 2), (2, 4), (4, 4)):
+        for tiles in ((2, 2), (4, 2), (2, 4), (4, 4)):
+            variant = WarpTiles(warps, tiles)
+            if variant not in variants and tiles[0] * tiles[1] <= most and max(variant.block_tile) <= 256:
+                variants.append(variant)
+    return variants
+
+
+def schedule_tensor_core(func: PrimFunc, in_dtype: str, scope: str = "shared.dyn", large: bool = False,
+                         warp_tiles: WarpTiles | None = None) -> Schedule | None:
     """The WMMA schedule of ``func`` (a matmul ``normalize`` accepts) whose operands are
     ``in_dtype``, staging through ``scope``; None where TVM's rule gives up (or a primitive
     refuses: the SIMT schedule then takes it). ``large``: tvms's plan for a large float16 matmul
-    (the module docstring)."""
-    if "dlight.do_not_tensorize" in func.attrs:
+    (the module docstring); ``warp_tiles``: its warps' tiles, instead of the plan's own."""
+    return tensor_core_plan(Schedule(func), in_dtype, scope, large, warp_tiles)
+
+
+def tensor_core_plan(sch: Schedule, in_dtype: str, scope: str = "shared.dyn", large: bool = False,
+                     warp_tiles: WarpTiles | None = None) -> Schedule | None:
+    """``schedule_tensor_core`` on ``sch``, a schedule of the function as it was written (which
+    a refusal leaves half done: give a copy)."""
+    if "dlight.do_not_tensorize" in sch.mod[sch.func_working_on or "main"].attrs:
         return None
     try:
-        return _schedule(func, in_dtype, scope, large)
+        return _schedule(sch, in_dtype, scope, large, warp_tiles)
     except ScheduleError:
         return None
 
 
-def _schedule(func: PrimFunc, in_dtype: str, scope: str, large: bool) -> Schedule | None:
+def _schedule(sch: Schedule, in_dtype: str, scope: str, large: bool, warp_tiles: WarpTiles | None) -> Schedule | None:
     int8 = in_dtype == "int8"
     k_inner = 1 if int8 else 4  # tiles along k per shared-memory step
     align = (32, 16) if int8 else (16, 8)  # storage_align's factor and offset
-    sch = Schedule(func)
     main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
     if main is None:
         return None
-    big_warps = large and str(sch.get(main).writes[0].buffer.dtype) == "float16"
-    i_factors, j_factors = (LARGE_I_FACTORS, LARGE_J_FACTORS) if big_warps else (I_FACTORS, J_FACTORS)
+    if warp_tiles is None:
+        big_warps = large and str(sch.get(main).writes[0].buffer.dtype) == "float16"
+        warp_tiles = LARGE_F16_WARP_TILES if big_warps else TVM_WARP_TILES
+    (warps_i, warps_j), (tiles_i, tiles_j) = warp_tiles.warps, warp_tiles.tiles
+    # blockIdx.x, blockIdx.y, warps, tiles per warp
+    i_factors, j_factors = [None, 1, warps_i, tiles_i], [1, None, warps_j, tiles_j]
     normalize(sch, main)
     sch.pad_einsum(main, [1, MICRO * i_factors[2] * i_factors[3], MICRO * j_factors[2] * j_factors[3], MICRO * k_inner])
 
@@ -172,4 +213,4 @@ def _tensorize_accumulation(sch: Schedule, init: BlockRV, store: BlockRV, comput
     return True
 
 
-__all__ = ["schedule_tensor_core"]
+__all__ = ["TVM_WARP_TILES", "WarpTiles", "schedule_tensor_core", "tensor_core_plan", "warp_variants"]

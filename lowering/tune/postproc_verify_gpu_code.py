@@ -19,8 +19,9 @@ reads the scheduled TensorIR itself (or an already lowered function: ``T.launch_
   such a buffer as InjectSoftwarePipeline would;
 * a vectorized loop makes each access it indexes (and each cast of such a value) a vector of
   its extent's lanes; an access whose flattened index steps by more than 1 along those lanes
-  (a gather, say a transposed copy) has a vector index too (a ramp of int32 or int64 lanes),
-  held to the same limit.
+  (a gather, say a transposed copy) has a vector index too (a ramp of int32 lanes, or of int64
+  lanes where the buffer has more than 2^31 elements: TVM narrows the others), held to the same
+  limit.
 
 * where blocks are annotated ``auto_copy`` (the tensor-core rules' ``read_at``/``write_at``
   copies), TVM's list runs LowerAutoCopy, which adds shared memory: the stage through which a
@@ -274,7 +275,10 @@ class _Verifier:
         if not isinstance(step, IntImm):
             return
         step = step.value
-        if step not in (0, 1) and loop.extent * _bytes(flat.dtype) > MAX_VECTOR_BYTES:
+        # (TVM's lowering narrows an int64 index to int32 where it fits, NarrowDataType(32), before
+        # its check reads the ramp)
+        index_bytes = 4 if prod(shape) <= 2 ** 31 else _bytes(flat.dtype)
+        if step not in (0, 1) and loop.extent * index_bytes > MAX_VECTOR_BYTES:
             self.errors.append(f"a gather from {buffer.name} of {loop.extent} lanes {step} apart has an index "
                                f"vector of more than {MAX_VECTOR_BYTES} bytes")
 

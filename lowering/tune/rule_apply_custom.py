@@ -7,12 +7,21 @@ from typing import Any
 
 from ...ir.errors import TVMSError
 from ...ir.registry import get_global_func
+from ...ir.stmt import Block
+from ...ir.visitor import collect
 from .rule_analysis import site
 from .schedule_rule import ScheduleRule
 
 SCHEDULE_RULE = "schedule_rule"
 # the keys TVM gives a target kind when the target names none
 _DEFAULT_KEYS = {"llvm": ("cpu",), "cuda": ("cuda", "gpu")}
+
+
+def leave_to_no_other_rule(sch: Any) -> None:
+    """Mark every block of the function ``sch`` works on ``schedule_rule="None"``, so that the
+    rules after the one that scheduled it leave it as it is."""
+    for name in {b.name_hint for b in collect(sch.mod[sch.func_working_on].body, Block)}:
+        sch.annotate(sch.get_block(name), SCHEDULE_RULE, "None")
 
 
 class ApplyCustomRule(ScheduleRule):

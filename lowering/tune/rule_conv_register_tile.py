@@ -21,15 +21,14 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.expr import BufferLoad
-from ...ir.stmt import Block, BufferStore
-from ...ir.visitor import collect
+from ...ir.stmt import BufferStore
 from ..dlight.analysis import const_int, describe_block, describe_blocks, vector_lanes
 from ..dlight.cpu_conv import match_conv2d, register_tiles, schedule_channel_vectors, vector_registers
 from ..dlight.cpu_conv_blocked import blocked_tiles, match_blocked_conv2d, schedule_blocked
 from ..dlight.cpu_tactics import schedule_spatial_block
 from ..schedule import ScheduleError
 from .rule_analysis import site
-from .rule_apply_custom import SCHEDULE_RULE
+from .rule_apply_custom import leave_to_no_other_rule
 from .schedule_rule import ScheduleRule
 
 
@@ -106,17 +105,4 @@ class ConvRegisterTile(ScheduleRule):
                 sch.compute_inline(pad.rv)
             else:
                 schedule_spatial_block(sch, describe_block(sch, pad.rv), self.target)
-        for name in {b.name_hint for b in collect(sch.mod["main"].body, Block)}:
-            sch.annotate(sch.get_block(name), SCHEDULE_RULE, "None")
-
-
-def conv_tile_space() -> Any:
-    """The llvm space (TVM's rules, ``default_space.py``) with ConvRegisterTile right after
-    ApplyCustomRule: a conv the default rule's plan takes gets its register tiles, any other
-    function TVM's rules."""
-    from .post_order_apply import PostOrderApply
-    from .space_generator import default_part
-
-    rules = default_part("llvm", "sch_rules")
-    rules.insert(1, ConvRegisterTile())
-    return PostOrderApply(sch_rules=rules)
+        leave_to_no_other_rule(sch)

@@ -40,7 +40,7 @@ def default_part(kind: str, part: str) -> Any:
     return {} if part == "mutator_probs" else []
 
 
-def _space_kind(target: Any) -> str | None:
+def space_kind(target: Any) -> str | None:
     """The default space of a target, as TVM picks it: its kind, "cuda-tensorcore" for a cuda
     target of compute capability 7.5 or more."""
     if target is None:
@@ -66,7 +66,7 @@ class SpaceGenerator:
     def _initialize_with_tune_context(self, context: Any) -> None:
         """Resolve the parts given by name for the task's target, and tell them the task."""
         self.context = context
-        kind = _space_kind(context.target)
+        kind = space_kind(context.target)
         for part in ("sch_rules", "postprocs", "mutator_probs"):
             value = getattr(self, part)
             if isinstance(value, str):

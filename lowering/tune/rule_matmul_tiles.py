@@ -1,0 +1,56 @@
+"""MatmulTiles: the shapes around DLight's plans for large cuda matmuls, as a tuning space.
+
+In three runs on an H200, no candidate of TVM's cuda space (MultiLevelTiling's sampled tiles, up
+to 16 trials) beat DLight's default schedule of a 4096^3 matmul, which the tuner measures first;
+sampled tiles seldom give the vector loads, the k-major staging and the pipeline that the large
+plans write. Those plans fix one shape each (``SimtTiles()`` for float32, the large float16
+plan's ``WarpTiles``), picked without measuring. This rule branches the space into one schedule
+per shape of ``simt_variants`` or ``warp_variants`` (the whole Matmul rule with that shape; DLight's
+own first), so that the measurements choose. As ConvRegisterTile does for convs, a branch's
+blocks are marked ``schedule_rule="None"`` so the rules after this one leave them as they are,
+and a large matmul is not left to those rules as well (a branch has no sampled decision: the
+search measures each once, then the task ends). A function that is not a large matmul under
+cuda is left to the other rules.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.structural import structural_equal
+from ..dlight.gpu_matmul import schedule_matmul
+from ..dlight.gpu_matmul_large import large_matmul, simt_variants
+from ..dlight.gpu_matmul_tensorcore import warp_variants
+from .rule_apply_custom import leave_to_no_other_rule
+from .schedule_rule import ScheduleRule
+
+
+class MatmulTiles(ScheduleRule):
+    """At the matmul block of a large cuda matmul (``large_matmul``): one branch per shape of
+    its plan (distinct schedules only: a shape the plan cannot take falls back to one already
+    there); the block as it was otherwise."""
+
+    def __init__(self) -> None:
+        self.target: Any = None
+
+    def _initialize_with_tune_context(self, context: Any) -> None:
+        self.target = context.target
+
+    def apply(self, sch: Any, block: Any) -> list:
+        large = large_matmul(sch.get(block), self.target)
+        if large is None:
+            return [sch]
+        shapes = simt_variants(large) if large.takes_simt_plan else \
+            warp_variants(large.out_dtype) if large.takes_tensor_core_plan else []
+        branches: list = []
+        for shape in shapes:
+            branch = schedule_matmul(sch.copy(), self.target, shape=shape)
+            if branch is None:
+                continue
+            leave_to_no_other_rule(branch)
+            func = branch.mod[branch.func_working_on]
+            if not any(structural_equal(func, b.mod[b.func_working_on]) for b in branches):
+                branches.append(branch)
+        return branches or [sch]
+
+
+__all__ = ["MatmulTiles"]

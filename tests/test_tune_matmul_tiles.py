@@ -1,0 +1,183 @@
+"""The "tiles" tuning space under cuda (MatmulTiles: one candidate per shape of the large matmul
+plans, ``simt_variants`` and ``warp_variants``): which shapes, that each computes what numpy
+computes (lowered for cuda, in the reference executor), and that the branches replay from their
+traces, pass the cuda postprocessors and compile with NVRTC."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_dlight_gpu_matmul_large import (SM90, assert_computes_as_numpy, by_rule, kernel_source, matmul,
+                                          module)
+
+from cuda_support import assert_compiles
+from tune_standins import Future
+
+from tvms.ir.errors import TVMSError
+from tvms.ir.module import IRModule
+from tvms.ir.structural import structural_equal
+from tvms.ir.target import Target
+from tvms.lowering.dlight.gpu_matmul import normalize, reduction_block
+from tvms.lowering.dlight.gpu_matmul_large import LargeMatmul, SimtTiles, schedule_large_tiles, simt_variants
+from tvms.lowering.dlight.gpu_matmul_tensorcore import (LARGE_F16_WARP_TILES, TVM_WARP_TILES, schedule_tensor_core,
+                                                        warp_variants)
+from tvms.lowering.schedule import Schedule
+from tvms.lowering.schedule.trace import Trace
+from tvms.lowering.tune.measure import BuilderResult, RunnerResult
+from tvms.lowering.tune.rule_conv_register_tile import ConvRegisterTile
+from tvms.lowering.tune.rule_matmul_tiles import MatmulTiles
+from tvms.lowering.tune.tile_space import tile_space
+from tvms.lowering.tune.tune import tune_tir
+from tvms.lowering.tune.tune_context import TuneContext
+from tvms.script import from_source
+
+# (a GPU's limits, as Target.from_device gives them; 48 KiB of shared memory, as TVM reads it)
+GPU = SM90 + " -max_threads_per_block=1024 -max_shared_memory_per_block=49152 -thread_warp_size=32"
+
+
+def test_simt_variants_start_with_dlights_plan_and_copy_whole_vectors():
+    variants = simt_variants(LargeMatmul("float32", "float32", 4096))
+    assert variants[0] == SimtTiles() and SimtTiles().tile == (128, 128) and len(set(variants)) == len(variants) == 20
+    assert all(v.copies_evenly and max(v.tile) <= 128 for v in variants)
+    assert {v.k_step for v in simt_variants(LargeMatmul("float32", "float32", 8))} == {8}
+    assert simt_variants(LargeMatmul("float16", "float16", 4096)) == []
+
+
+def test_warp_variants_start_with_the_large_plans_and_bound_the_accumulators():
+    half, single = warp_variants("float16"), warp_variants("float32")
+    assert half[0] == LARGE_F16_WARP_TILES and single[0] == TVM_WARP_TILES
+    assert len(half) == 16 and len(single) == 12  # (float32: at most 8 accumulators a warp)
+    assert all(v.tiles[0] * v.tiles[1] <= 8 for v in single) and LARGE_F16_WARP_TILES.block_tile == (128, 128)
+
+
+def forced_shape(text: str, shape) -> Schedule:
+    """The large plan forced on ``text``'s matmul (whatever its size) in ``shape``."""
+    if isinstance(shape, SimtTiles):
+        sch = Schedule(from_source(text))
+        main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
+        normalize(sch, main)
+        schedule_large_tiles(sch, main, shape)
+        return sch
+    return schedule_tensor_core(from_source(text), "float16", large=True, warp_tiles=shape)
+
+
+# (each shape with the type it accumulates in)
+SHAPES = [(s, "float32") for s in simt_variants(LargeMatmul("float32", "float32", 64))] \
+    + [(w, out) for out in ("float16", "float32") for w in warp_variants(out)]
+
+
+@settings(max_examples=8, deadline=None)
+@given(shape_out=st.sampled_from(SHAPES), b_layout=st.sampled_from(["kn", "nk"]), k_steps=st.integers(1, 3),
+       seed=st.integers(0, 2**16))
+def test_drawn_shapes_compute_as_numpy(shape_out, b_layout, k_steps, seed):
+    """A shape forced on a matmul of one or two of its blocks (two pipelined steps or more along
+    k), lowered for cuda and run in the reference executor (virtual threads, the pipeline, WMMA)."""
+    shape, out = shape_out
+    if isinstance(shape, SimtTiles):
+        dtype = "float32"
+        (m, n), k = shape.tile, shape.k_step * (k_steps + 1)
+    else:
+        dtype = "float16"
+        (m, n), k = shape.block_tile, 64 * k_steps
+    n *= 2 if max(m, n) <= 128 else 1
+    scheduled = forced_shape(matmul(m, n, k, b_layout, dtype, out_dtype=out), shape)
+    assert scheduled is not None
+    assert_computes_as_numpy(scheduled.mod["main"], m, n, k, b_layout, dtype, 0, "mk", out, seed, lowered_only=True)
+
+
+def replays(ctx: TuneContext, sch: Schedule) -> bool:
+    """Whether ``sch``'s trace, through its JSON form (as a database keeps it), rebuilds it."""
+    trace = Trace.from_json(json.loads(json.dumps(sch.trace.as_json(remove_postproc=False))))
+    replay = Schedule(ctx.mod)
+    trace.apply_to_schedule(replay, remove_postproc=False)
+    return structural_equal(replay.mod["main"], sch.mod["main"])
+
+
+def context(text: str, target: str = GPU) -> TuneContext:
+    return TuneContext(IRModule({"main": module(text)["mm"]}), Target(target), tile_space(target), "replay-trace", "mm", 1)
+
+
+def design_space(text: str) -> tuple[TuneContext, list]:
+    ctx = context(text)
+    return ctx, ctx.space_generator.generate_design_space(ctx.mod)
+
+
+@pytest.mark.parametrize("dtype, branches", [("float32", 20), ("float16", 16)])
+def test_a_large_matmul_gets_one_candidate_per_shape(dtype, branches):
+    """Under cuda the tiles space branches a 4096^3 matmul into its plan's shapes, DLight's own
+    among them, all distinct, left alone by TVM's rules; one replays from its trace's JSON (as the
+    database keeps it; every one: the slow test below). Those whose shared memory fits the target's 48 KiB pass the cuda
+    postprocessors: all float32 ones, the smaller float16 ones (the runtime opts in to more:
+    raise ``-max_shared_memory_per_block`` to let the others through)."""
+    text = matmul(4096, 4096, 4096, dtype=dtype)
+    ctx, spaces = design_space(text)
+    assert len(spaces) == branches
+    scripts = [s.mod["main"].script() for s in spaces]
+    assert all('"schedule_rule": "None"' in s for s in scripts)
+    assert not any(structural_equal(a.mod["main"], b.mod["main"]) for i, a in enumerate(spaces) for b in spaces[:i])
+    assert kernel_source(by_rule(text)) in [kernel_source(s.mod["main"]) for s in spaces]
+    assert replays(ctx, spaces[0])
+    passed = [all(p.apply(s.copy()) for p in ctx.space_generator.postprocs) for s in spaces]
+    assert all(passed) if dtype == "float32" else 8 <= sum(passed) < len(passed)
+    opted_in = context(text, GPU.replace("49152", "232448")).space_generator.postprocs
+    assert all(all(p.apply(s.copy()) for p in opted_in) for s in spaces)
+
+
+def test_other_functions_get_tvms_sketches():
+    """A matmul below the large size gets TVM's cuda sketches, not a branch per shape."""
+    _, spaces = design_space(matmul(1024, 1024, 64))
+    assert spaces and not any('"schedule_rule": "None"' in s.mod["main"].script() for s in spaces)
+
+
+@pytest.mark.slow
+def test_every_candidate_replays_and_compiles():
+    for dtype in ("float32", "float16"):
+        ctx, spaces = design_space(matmul(4096, 4096, 4096, dtype=dtype))
+        for sch in spaces:
+            assert replays(ctx, sch)
+            assert_compiles(kernel_source(sch.mod["main"]))
+
+
+def test_the_tile_rules_by_target_kind():
+    assert isinstance(tile_space("cuda").sch_rules[1], MatmulTiles)
+    assert isinstance(tile_space("llvm").sch_rules[1], ConvRegisterTile)
+    with pytest.raises(TVMSError, match="no rule for target kind 'rocm'; it has for llvm and cuda"):
+        tile_space("rocm")
+
+
+class ByOrder:
+    """A builder and runner in one (no GPU needed): keeps each candidate's module, and times the
+    ``fastest``-th distinct candidate it is given at 1 ms (each time), the others at 2 ms."""
+
+    def __init__(self, fastest: int) -> None:
+        self.mods: list = []
+        self.distinct: list = []
+        self.fastest = fastest
+
+    def build(self, inputs):
+        self.mods.extend(i.mod for i in inputs)
+        for i in inputs:
+            if i.mod["main"].script() not in self.distinct:
+                self.distinct.append(i.mod["main"].script())
+        return [BuilderResult(f"mem://{n}") for n in range(len(self.mods) - len(inputs), len(self.mods))]
+
+    def run(self, inputs):
+        fastest = self.distinct[self.fastest:self.fastest + 1]
+        return [Future(RunnerResult([1e-3 if self.mods[int(i.artifact_path[6:])]["main"].script() in fastest else 2e-3]))
+                for i in inputs]
+
+
+def test_tuning_in_the_tiles_space_measures_each_shape_and_keeps_the_fastest(tmp_path):
+    """tune_tir with the tiles space under cuda: the default schedule and each of the 20 shapes
+    is measured (the space has no sampled decision: then the task ends, but for the best one
+    timed again beside the default); the database's best is the shape measured fastest."""
+    func = module(matmul(2048, 2048, 64))["mm"]
+    target = Target(GPU)
+    measured = ByOrder(fastest=7)
+    db = tune_tir(func, target, str(tmp_path), 64, num_trials_per_iter=8, space=tile_space(target),
+                  strategy="replay-trace", builder=measured, runner=measured, database="memory", progress=None)
+    assert len(measured.distinct) == 21 and len(measured.mods) < 32
+    best = db.query_ir_module(IRModule({"main": func}), target)
+    assert best["main"].script() == measured.distinct[7]
