@@ -22,6 +22,7 @@ that the device figures are not measured, and exits 1.
     .venv/bin/python benchmarks/gpu.py                 # about a minute on a GPU
     .venv/bin/python benchmarks/gpu.py --n 1024        # a smaller matmul
     .venv/bin/python benchmarks/gpu.py --trials 64     # also tune the matmul (minutes)
+    .venv/bin/python benchmarks/gpu.py --trials 24 --spaces tiles    # in the tiles space only
 """
 from __future__ import annotations
 
@@ -109,44 +110,71 @@ def vm_secs(mod, dev, args: list, check) -> float:
     return statistics.median(timer(*inputs).results)
 
 
-def matmul_rows(n: int, dtype: str, trials: int, dev, peer: Peer) -> list:
+class MatmulCase:
+    """One matmul of ``benchmarks/gpu.py``: the Relax module, its inputs, its check against
+    numpy, and cuBLAS's time for it (None without a peer)."""
+
+    def __init__(self, n: int, dtype: str, dev, peer: Peer) -> None:
+        import tvms
+
+        self.n, self.dtype, self.dev = n, dtype, dev
+        self.mod = tvms.script.from_source(MATMUL.replace("N", str(n)).replace("DT", dtype))
+        self.args = [np.random.rand(n, n).astype(dtype) for _ in range(2)]
+        self.expect = self.args[0].astype("float32") @ self.args[1].astype("float32")
+        self.cublas = peer.matmul(*self.args) if peer.name else None
+        self.peer = peer.name
+
+    def check(self, out) -> None:
+        tol = 1e-2 if self.dtype == "float16" else 1e-3
+        np.testing.assert_allclose(out.astype("float32"), self.expect, rtol=tol, atol=tol * self.n)
+
+    def row(self, label: str, compiled) -> None:
+        """Time ``compiled`` (a module or an executable) and print its row."""
+        self.print_row(label, vm_secs(compiled, self.dev, self.args, self.check))
+
+    def print_row(self, label: str, secs: float) -> None:
+        """One row, printed at once (a later step that runs out of time leaves it in the log)."""
+        ratio = f"{self.cublas / secs:9.2f}" if self.cublas else ""
+        print(f"{label + f' ({self.dtype})':48} {secs * 1e3:9.3f} {2 * self.n ** 3 / secs / 1e12:8.2f} {ratio}",
+              flush=True)
+
+
+def default_rows(case: MatmulCase) -> None:
+    """DLight (tvms's plans), TVM's schedule, the cuBLAS dispatch, cuBLAS itself."""
     import tvms
     import tvms.dlight as dl
     from tvms import relax
 
-    mod = tvms.script.from_source(MATMUL.replace("N", str(n)).replace("DT", dtype))
-    a, b = (np.random.rand(n, n).astype(dtype) for _ in range(2))
-    expect = (a.astype("float32") @ b.astype("float32"))
-    tol = 1e-2 if dtype == "float16" else 1e-3
-
-    def check(out):
-        np.testing.assert_allclose(out.astype("float32"), expect, rtol=tol, atol=tol * n)
-
-    rows = [(f"tvms DLight ({dtype})", vm_secs(mod, dev, [a, b], check))]
-    with tvms.target.Target.from_device(dev):  # (tvms's plan for large matmuls above; TVM's schedule here)
-        tvm_tiles = dl.ApplyDefaultSchedule(dl.gpu.Matmul(large_tiles=False))(relax.get_pipeline("zero")(mod))
-    rows.append((f"tvms DLight, TVM's schedule ({dtype})", vm_secs(tvm_tiles, dev, [a, b], check)))
+    case.row("tvms DLight", case.mod)
+    with tvms.target.Target.from_device(case.dev):  # (tvms's plan for large matmuls above; TVM's schedule here)
+        case.row("tvms DLight, TVM's schedule",
+                 dl.ApplyDefaultSchedule(dl.gpu.Matmul(large_tiles=False))(relax.get_pipeline("zero")(case.mod)))
     try:
         from tvms.relax.backend.cuda.cublas import partition_for_cublas
 
         # (as seed 000: the composite functions become calls of cuBLAS only through RunCodegen)
-        dispatched = relax.transform.RunCodegen()(partition_for_cublas(mod))
-        rows.append((f"tvms cuBLAS dispatch ({dtype})", vm_secs(dispatched, dev, [a, b], check)))
+        case.row("tvms cuBLAS dispatch", relax.transform.RunCodegen()(partition_for_cublas(case.mod)))
     except tvms.TVMSError as err:
         print(f"  (tvms cuBLAS dispatch not measured: {err})")
-    if trials:
-        target = tvms.target.Target.from_device(dev)
-        with tempfile.TemporaryDirectory() as work, target:
+    if case.cublas:
+        case.print_row(f"cuBLAS via {case.peer}", case.cublas)
+
+
+def tuned_rows(case: MatmulCase, trials: int, spaces: list) -> None:
+    """The matmul tuned in the tiles space and in TVM's (MetaScheduleTuneTIR), ``trials`` each."""
+    import tvms
+    from tvms import relax
+
+    if "tiles" in spaces:
+        case.row(f"tvms tuned, tiles space, {trials} trials", tiles_tuned(case.mod, case.dev, trials))
+    if "default" in spaces:
+        with tempfile.TemporaryDirectory() as work, tvms.target.Target.from_device(case.dev):
             tuned = tvms.transform.Sequential([
                 relax.get_pipeline("zero"),
                 relax.transform.MetaScheduleTuneTIR(work_dir=work, max_trials_global=trials),
                 relax.transform.MetaScheduleApplyDatabase(work_dir=work),
-            ])(mod)
-        rows.append((f"tvms tuned, {trials} trials ({dtype})", vm_secs(tuned, dev, [a, b], check)))
-        rows.append((f"tvms tuned, tiles space ({dtype})", vm_secs(tiles_tuned(mod, dev, trials), dev, [a, b], check)))
-    if peer.name:
-        rows.append((f"cuBLAS via {peer.name} ({dtype})", peer.matmul(a, b)))
-    return rows
+            ])(case.mod)
+        case.row(f"tvms tuned, TVM's space, {trials} trials", tuned)
 
 
 def tiles_tuned(mod, dev, trials: int):
@@ -187,6 +215,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--trials", type=int, default=0, help="also tune the matmul (trials)")
+    ap.add_argument("--spaces", default="tiles,default",
+                    help="the tuning spaces, in this order (default: tiles,default)")
     args = ap.parse_args()
     import tvms
 
@@ -195,16 +225,15 @@ def main() -> int:
         print(f"no CUDA device ({dev.missing_reason}): the device figures are not measured", file=sys.stderr)
         return 1
     peer = Peer()
-    flop = 2 * args.n ** 3
     print(f"device: {dev.device_name}, compute {dev.compute_version}; cuBLAS peer: {peer.name or 'none installed'}")
-    print_mlp(dev, peer)  # (first: the matmuls' tuning may run out of the time given)
-    print(f"\nmatmul {args.n}^3{'':28} {'ms':>9} {'TFLOPS':>8} {'x cuBLAS':>9}")
-    for dtype in ("float32", "float16"):
-        rows = matmul_rows(args.n, dtype, args.trials, dev, peer)
-        base = rows[-1][1] if peer.name else None
-        for label, secs in rows:
-            ratio = f"{base / secs:9.2f}" if base else ""
-            print(f"{label:40} {secs * 1e3:9.3f} {flop / secs / 1e12:8.2f} {ratio}")
+    print_mlp(dev, peer)
+    print(f"\nmatmul {args.n}^3{'':36} {'ms':>9} {'TFLOPS':>8} {'x cuBLAS':>9}")
+    cases = [MatmulCase(args.n, dtype, dev, peer) for dtype in ("float32", "float16")]
+    for case in cases:  # (every default schedule first: the tuning may run out of the time given)
+        default_rows(case)
+    if args.trials:
+        for case in cases:
+            tuned_rows(case, args.trials, args.spaces.split(","))
     return 0
 
 

@@ -6,7 +6,8 @@
 # The machine's own python3 runs it, with tvms's wheel and lark from .whl/ (build them first:
 #   .venv/bin/pip wheel -q --no-deps -w .whl . && .venv/bin/pip download -q --no-deps -d .whl lark
 # and carry .whl). Each step has a time limit, so that one hang leaves the rest measured:
-# GPU_TEST_SECS, GPU_BENCH_SECS; GPU_TEST_FILTER is a pytest -k expression.
+# GPU_TEST_SECS, GPU_BENCH_SECS; GPU_TEST_FILTER is a pytest -k expression; GPU_BENCH_ARGS go to
+# gpu.py (e.g. "--spaces tiles").
 set -u
 OUT=${OUT:-$PWD/gpu-check-out}
 mkdir -p "$OUT" && rm -f "$OUT/summary.txt"
@@ -39,7 +40,7 @@ GPU_TESTS="tests/test_cuda_runtime.py tests/test_seed_flows_cuda.py tests/test_c
 step tests "${GPU_TEST_SECS:-240}" python3 -m pytest -q -p no:cacheprovider -rfE \
     -n "${GPU_TEST_WORKERS:-6}" --timeout 120 --durations=8 ${GPU_TEST_FILTER:+-k "$GPU_TEST_FILTER"} $GPU_TESTS
 # shellcheck disable=SC2086
-step gpu_bench "${GPU_BENCH_SECS:-240}" python3 benchmarks/gpu.py ${GPU_TRIALS:+--trials $GPU_TRIALS}
+step gpu_bench "${GPU_BENCH_SECS:-240}" python3 benchmarks/gpu.py ${GPU_TRIALS:+--trials $GPU_TRIALS} ${GPU_BENCH_ARGS:-}
 
 echo "---- failures"
 grep -E '^(FAILED|ERROR)' "$OUT/tests.log" | head -40
