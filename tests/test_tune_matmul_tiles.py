@@ -125,10 +125,18 @@ def test_a_large_matmul_gets_one_candidate_per_shape(dtype, branches):
     assert all(all(p.apply(s.copy()) for p in opted_in) for s in spaces)
 
 
-def test_other_functions_get_tvms_sketches():
-    """A matmul below the large size gets TVM's cuda sketches, not a branch per shape."""
-    _, spaces = design_space(matmul(1024, 1024, 64))
+@pytest.mark.parametrize("text, target", [
+    (matmul(1024, 1024, 64), GPU),  # (below the large size)
+    (matmul(4096, 4096, 64, dtype="float16"), GPU),  # (k of 64: TVM's rule leaves it to SIMT)
+    (matmul(4096, 4096, 4096, dtype="float16"), GPU.replace("sm_90", "sm_60")),  # (no tensor cores)
+], ids=["small", "float16-k64", "float16-sm60"])
+def test_other_functions_get_tvms_sketches(text, target):
+    """A matmul that none of the large plans takes gets TVM's cuda sketches (sampled decisions),
+    not a branch per shape of a plan it would not use."""
+    ctx = context(text, target)
+    spaces = ctx.space_generator.generate_design_space(ctx.mod)
     assert spaces and not any('"schedule_rule": "None"' in s.mod["main"].script() for s in spaces)
+    assert all(any(i.kind.startswith("Sample") for i in s.trace.insts) for s in spaces)
 
 
 @pytest.mark.slow

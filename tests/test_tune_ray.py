@@ -87,14 +87,14 @@ def test_candidates_are_built_and_measured_by_ray_actors(executor) -> None:
         ms.RunnerInput(built[5].artifact_path, "cpu", [ms.TensorInfo("float32", (1,))]),
         ms.RunnerInput(built[1].artifact_path, "cpu", args),
         ms.RunnerInput("/nonexistent/x.so", "cpu", args),
-        ms.RunnerInput(built[0].artifact_path, "cuda", args)])
+        ms.RunnerInput(built[0].artifact_path, "rocm", args)])
     *measured, crashed, after_crash, hung, after_hang, missing, wrong_device = [f.result() for f in futures]
     assert all(f.done() for f in futures)
     for result in measured + [after_crash, after_hang]:
         assert result.error_msg is None and len(result.run_secs) == 2 and all(0 < s < 1 for s in result.run_secs)
     assert crashed.run_secs is None and "RayRunner: the Ray actor died while running the task" in crashed.error_msg
     assert hung.error_msg == "RayRunner: timeout: the task ran longer than 2 s and was stopped"
-    assert "the artifact cannot be read" in missing.error_msg and "'cuda'" in wrong_device.error_msg
+    assert "the artifact cannot be read" in missing.error_msg and "'rocm'" in wrong_device.error_msg
 
     # the actors stay between rounds: a second round starts none
     actors = set(builder.pool._idle) | set(runner.pool._idle)
@@ -122,3 +122,36 @@ def test_tune_tir_through_ray(executor, tmp_path) -> None:
     assert len(records) == 6 and all(0 < r.run_secs[0] < 1 for r in records)  # (none failed)
     best = ms.tir_integration.compile_tir(db, mod, "llvm -num-cores=1")
     assert_computes_matmul(best.mod)
+
+
+@pytest.mark.slow
+def test_an_actor_whose_cuda_context_is_lost_is_replaced(executor, tmp_path) -> None:
+    """As with a local worker: the trial whose kernel faulted fails with the driver's error, and
+    the next candidate is measured by a fresh actor (another process), not the spoiled one."""
+    from tune_standins import worker_pid_or_lost_context
+
+    builder, _ = executor
+    flag = tmp_path / "lose_context"
+    # (the actors import the evaluator from the tests' folder, and read the flag's name)
+    env = {"TVMS_TEST_LOSE_CONTEXT": str(flag), "PYTHONPATH": os.path.dirname(os.path.abspath(__file__))}
+    runner = ms.runner.RayRunner(f_run_evaluator=worker_pid_or_lost_context, resources={RESOURCE: 1},
+                                 actor_options={"runtime_env": {"env_vars": env}})
+    try:
+        [built] = builder.build([ms.BuilderInput(matmul64(), TARGET)])
+        args = args_info_of(main_func(matmul64()))
+
+        def measure():
+            [future] = runner.run([ms.RunnerInput(built.artifact_path, "cpu", args)])
+            return future.result()
+
+        first, second = measure(), measure()
+        assert first.run_secs and first.run_secs == second.run_secs  # (one actor measures one after another)
+        flag.write_text("")
+        lost = measure()
+        assert lost.run_secs is None and "CUDA_ERROR_ILLEGAL_ADDRESS" in lost.error_msg
+        assert "a fresh worker measures the next candidate" in lost.error_msg
+        after = measure()
+        assert after.error_msg is None and after.run_secs != first.run_secs
+        remove_build_dir(built.artifact_path)
+    finally:
+        runner.shutdown()

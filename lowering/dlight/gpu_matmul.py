@@ -224,7 +224,8 @@ class Matmul(GPURule):
 def schedule_matmul(sch: Schedule, target: Any, large_tiles: bool = True, shape: Any = None) -> Schedule | None:
     """The Matmul rule on ``sch``, a schedule of the function as written (a refusal leaves it
     half done: give a copy); None where the rule declines. ``shape``: a large plan's shape
-    (a ``SimtTiles`` or ``WarpTiles``) instead of DLight's own."""
+    (a ``SimtTiles`` or ``WarpTiles``) instead of DLight's own; None where the plan the rule
+    takes has no such shape (a float16 matmul left to SIMT, say)."""
     from .gpu_matmul_large import SimtTiles, large_matmul, schedule_large_tiles  # (they build on this module)
     from .gpu_matmul_tensorcore import WarpTiles, tensor_core_plan
 
@@ -236,13 +237,16 @@ def schedule_matmul(sch: Schedule, target: Any, large_tiles: bool = True, shape:
         large = large_matmul(sch.get(main), target) if large_tiles else None
         normalize(sch, main)
         in_dtype = Matmul.tensor_core_variant(sch.get(main), target)
+        tensor_core = in_dtype is not None and large is not None and large.takes_tensor_core_plan
+        simt = large is not None and large.takes_simt_plan
+        if shape is not None and not (isinstance(shape, WarpTiles) and tensor_core or isinstance(shape, SimtTiles) and simt):
+            return None  # (the plan the rule takes has no such shape: a float16 matmul left to SIMT, say)
         if in_dtype is not None:
-            tensor_core = large is not None and large.takes_tensor_core_plan
             tensorized = tensor_core_plan(as_written, in_dtype, large=tensor_core,
-                                          warp_tiles=shape if tensor_core and isinstance(shape, WarpTiles) else None)
-            if tensorized is not None:
+                                          warp_tiles=shape if isinstance(shape, WarpTiles) else None)
+            if tensorized is not None or isinstance(shape, WarpTiles):
                 return tensorized
-        if large is not None and large.takes_simt_plan:
+        if simt:
             schedule_large_tiles(sch, main, shape if isinstance(shape, SimtTiles) else SimtTiles())
         else:
             schedule_simt(sch, main, config_for(target))

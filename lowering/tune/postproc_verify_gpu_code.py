@@ -20,8 +20,8 @@ reads the scheduled TensorIR itself (or an already lowered function: ``T.launch_
 * a vectorized loop makes each access it indexes (and each cast of such a value) a vector of
   its extent's lanes; an access whose flattened index steps by more than 1 along those lanes
   (a gather, say a transposed copy) has a vector index too (a ramp of int32 lanes, or of int64
-  lanes where the buffer has more than 2^31 elements: TVM narrows the others), held to the same
-  limit.
+  lanes where the index ranges beyond int32 over its loops: TVM's NarrowDataType narrows the
+  others), held to the same limit.
 
 * where blocks are annotated ``auto_copy`` (the tensor-core rules' ``read_at``/``write_at``
   copies), TVM's list runs LowerAutoCopy, which adds shared memory: the stage through which a
@@ -110,6 +110,18 @@ class _Access:
 
 def _bytes(dtype: Any) -> int:
     return (dtype.bits * dtype.lanes + 7) // 8
+
+
+def _fits_int32(index: PrimExpr, loops: tuple) -> bool:
+    """Whether TVM's lowering narrows ``index`` to int32 before its check reads it
+    (NarrowDataType(32): where its range over the loops around it fits)."""
+    analyzer = Analyzer()
+    for loop in loops:
+        if not loop.extent:
+            return False
+        analyzer.bind(loop.var, loop.start, loop.extent)
+    bound = analyzer.bound(index)
+    return bound is not None and -2 ** 31 <= bound[0] and bound[1] < 2 ** 31
 
 
 def _vars(expr: Any) -> set:
@@ -262,22 +274,24 @@ class _Verifier:
         if len(vectorized) != 1 or None in shape or vectorized[0].extent < 2:
             return
         (loop,) = vectorized
+        strides = [const_int(st) for st in buffer.strides] if buffer.strides else \
+            [prod(shape[d + 1:]) for d in range(len(shape))]
+        if None in strides:
+            return
         flat: Any = IntImm(indices[0].dtype, 0) if indices else None
-        for d, index in enumerate(indices):
-            flat = flat + index * IntImm(index.dtype, prod(shape[d + 1:]))
+        for index, stride in zip(indices, strides):
+            flat = flat + index * IntImm(index.dtype, stride)
         # (the step from one lane to the next, the other loops at their first iteration; one that
         # is not a constant is no ramp)
         at = {around.var: IntImm(around.var.dtype, around.start) for around in loops if around is not loop}
-        flat = substitute(flat, at)
+        first = substitute(flat, at)
         analyzer = Analyzer()
         analyzer.bind(loop.var, loop.start, loop.extent - 1)  # (a lane with a next one)
-        step = analyzer.simplify(substitute(flat, {loop.var: loop.var + IntImm(loop.var.dtype, 1)}) - flat)
+        step = analyzer.simplify(substitute(first, {loop.var: loop.var + IntImm(loop.var.dtype, 1)}) - first)
         if not isinstance(step, IntImm):
             return
         step = step.value
-        # (TVM's lowering narrows an int64 index to int32 where it fits, NarrowDataType(32), before
-        # its check reads the ramp)
-        index_bytes = 4 if prod(shape) <= 2 ** 31 else _bytes(flat.dtype)
+        index_bytes = 4 if _fits_int32(flat, loops) else _bytes(flat.dtype)
         if step not in (0, 1) and loop.extent * index_bytes > MAX_VECTOR_BYTES:
             self.errors.append(f"a gather from {buffer.name} of {loop.extent} lanes {step} apart has an index "
                                f"vector of more than {MAX_VECTOR_BYTES} bytes")

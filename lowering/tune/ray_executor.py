@@ -3,8 +3,9 @@
 When one machine is not enough, the candidates are built and measured by Ray actors instead of
 local worker processes. The actors start once and serve every round (their imports are paid
 once), one task at a time each; a task that raises is an error result, and an actor that dies
-(a segfault in generated code, its node lost) or runs past ``timeout_sec`` is killed and
-replaced, so only its task fails, as with ``LocalBuilder`` / ``LocalRunner``.
+(a segfault in generated code, its node lost), runs past ``timeout_sec``, or is left unable to
+run another (a CUDA context lost to a kernel's fault) is killed and replaced, so only its task
+fails, as with ``LocalBuilder`` / ``LocalRunner``.
 
 Placement: each actor asks Ray for one CPU and the ``resources`` given, so it runs only on the
 nodes that declare them: start the machines with the target hardware with, for instance,
@@ -36,7 +37,7 @@ from .builder import ARTIFACT_NAME, LocalBuilder, _build_in_worker
 from .measure import EvaluatorConfig, RunnerInput
 from .measure_callback import remove_build_dir
 from .runner import LocalRunner, _run_in_worker
-from .worker_pool import WorkerError, WorkerPool, _fail, describe_error, failed_future
+from .worker_pool import WorkerError, WorkerPool, WorkerSpoiled, _fail, describe_error, failed_future
 
 _POLL_SEC = 0.05  # (how soon the dispatcher sees a task submitted while it waits on Ray)
 
@@ -80,12 +81,14 @@ class _Actor:
         return True
 
     def call(self, fn: Callable, *args: Any) -> tuple:
+        """``(ok, value, spoiled)``, as a local worker replies: a spoiled actor (``WorkerSpoiled``,
+        a CUDA context lost to a kernel's fault) is replaced by the pool."""
         if self.broken is not None:
-            return False, self.broken
+            return False, self.broken, False
         try:
-            return True, fn(*args)
-        except BaseException as err:  # (a task's failure is its result; the actor goes on)
-            return False, describe_error(err)
+            return True, fn(*args), False
+        except BaseException as err:  # (a task's failure is its result; the actor goes on unless spoiled)
+            return False, describe_error(err), isinstance(err, WorkerSpoiled)
 
 
 class _RayWorker:
@@ -163,14 +166,17 @@ class RayPool(WorkerPool):
 
     def _task_done(self, ref: Any, worker: _RayWorker, future: Future, deadline: Any) -> None:
         try:
-            ok, value = self.ray.get(ref)
+            ok, value, spoiled = self.ray.get(ref)
         except self.ray.exceptions.RayActorError as err:
             self._lose(worker)
             _fail(future, f"the Ray actor died while running the task: {_ray_message(err)}")
             return
         except self.ray.exceptions.RayError as err:  # (the task could not run: its arguments, its result)
-            ok, value = False, _ray_message(err)
-        self._idle.append(worker)
+            ok, value, spoiled = False, _ray_message(err), False
+        if spoiled:  # (the next task gets a fresh actor)
+            self._lose(worker)
+        else:
+            self._idle.append(worker)
         if ok:
             future.set_result(value)
         else:
