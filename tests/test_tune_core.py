@@ -140,7 +140,7 @@ def test_a_candidate_that_loses_the_cuda_context_ends_its_worker(tmp_path, monke
     """A kernel's fault (CUDA_ERROR_ILLEGAL_ADDRESS) leaves its process's CUDA context unusable:
     that trial fails with the driver's error, and the next candidate is measured by a fresh
     worker (it was measured by the spoiled one and failed, one after the other)."""
-    from tune_standins import worker_pid_or_lost_context
+    from tune_standins import assert_a_lost_context_ends_its_worker, worker_pid_or_lost_context
 
     flag = tmp_path / "lose_context"
     monkeypatch.setenv("TVMS_TEST_LOSE_CONTEXT", str(flag))
@@ -148,20 +148,7 @@ def test_a_candidate_that_loses_the_cuda_context_ends_its_worker(tmp_path, monke
     runner = ms.runner.LocalRunner(f_run_evaluator=worker_pid_or_lost_context)
     try:
         [built] = builder.build([ms.BuilderInput(matmul64(), TARGET)])
-        args = args_info_of(main_func(matmul64()))
-
-        def measure():
-            [future] = runner.run([ms.RunnerInput(built.artifact_path, "cpu", args)])
-            return future.result()
-
-        first, second = measure(), measure()
-        assert first.run_secs == second.run_secs  # (one worker measures candidate after candidate)
-        flag.write_text("")
-        lost = measure()
-        assert lost.run_secs is None and "CUDA_ERROR_ILLEGAL_ADDRESS" in lost.error_msg
-        assert "a fresh worker measures the next candidate" in lost.error_msg
-        after = measure()
-        assert after.error_msg is None and after.run_secs != first.run_secs
+        assert_a_lost_context_ends_its_worker(runner, built.artifact_path, args_info_of(main_func(matmul64())), flag)
     finally:
         builder.shutdown()
         runner.shutdown()

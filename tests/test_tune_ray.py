@@ -128,7 +128,7 @@ def test_tune_tir_through_ray(executor, tmp_path) -> None:
 def test_an_actor_whose_cuda_context_is_lost_is_replaced(executor, tmp_path) -> None:
     """As with a local worker: the trial whose kernel faulted fails with the driver's error, and
     the next candidate is measured by a fresh actor (another process), not the spoiled one."""
-    from tune_standins import worker_pid_or_lost_context
+    from tune_standins import assert_a_lost_context_ends_its_worker, worker_pid_or_lost_context
 
     builder, _ = executor
     flag = tmp_path / "lose_context"
@@ -138,20 +138,7 @@ def test_an_actor_whose_cuda_context_is_lost_is_replaced(executor, tmp_path) -> 
                                  actor_options={"runtime_env": {"env_vars": env}})
     try:
         [built] = builder.build([ms.BuilderInput(matmul64(), TARGET)])
-        args = args_info_of(main_func(matmul64()))
-
-        def measure():
-            [future] = runner.run([ms.RunnerInput(built.artifact_path, "cpu", args)])
-            return future.result()
-
-        first, second = measure(), measure()
-        assert first.run_secs and first.run_secs == second.run_secs  # (one actor measures one after another)
-        flag.write_text("")
-        lost = measure()
-        assert lost.run_secs is None and "CUDA_ERROR_ILLEGAL_ADDRESS" in lost.error_msg
-        assert "a fresh worker measures the next candidate" in lost.error_msg
-        after = measure()
-        assert after.error_msg is None and after.run_secs != first.run_secs
+        assert_a_lost_context_ends_its_worker(runner, built.artifact_path, args_info_of(main_func(matmul64())), flag)
         remove_build_dir(built.artifact_path)
     finally:
         runner.shutdown()

@@ -132,6 +132,26 @@ def parts():
                 measure_callbacks=[AddToDatabase()], cost_model=None, progress=None)
 
 
+def assert_a_lost_context_ends_its_worker(runner, artifact_path: str, args: list, flag) -> None:
+    """Through ``runner`` (its evaluator ``worker_pid_or_lost_context``, reading ``flag``'s name):
+    one worker measures candidate after candidate; the trial whose kernel faults fails with the
+    driver's error, and the next is measured by a fresh worker."""
+    from tvms.lowering.tune.measure import RunnerInput
+
+    def measure():
+        [future] = runner.run([RunnerInput(artifact_path, "cpu", args)])
+        return future.result()
+
+    first, second = measure(), measure()
+    assert first.run_secs and first.run_secs == second.run_secs
+    flag.write_text("")
+    lost = measure()
+    assert lost.run_secs is None and "CUDA_ERROR_ILLEGAL_ADDRESS" in lost.error_msg
+    assert "a fresh worker measures the next candidate" in lost.error_msg
+    after = measure()
+    assert after.error_msg is None and after.run_secs != first.run_secs
+
+
 def worker_pid_or_lost_context(rt_mod, args_lists, config):
     """A runner's evaluator that gives its worker's pid as the time, or, while the file named by
     TVMS_TEST_LOSE_CONTEXT exists (removed then), fails as a kernel that faulted on a GPU does."""
