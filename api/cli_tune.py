@@ -10,8 +10,9 @@ llvm, a large matmul under cuda: one candidate per tile shape of DLight's plan; 
 ``--space FILE.py`` is a schedule written in the trace language (what ``print(sch.trace)`` shows,
 with ``sch.sample_*`` calls left without ``decision=``): it is interpreted for every sample by the
 trace interpreter, never executed as Python. Exit codes: 0 done, 1 tuning failed (a space that does
-not apply, no candidate that built and ran), 2 a usage or input error, 130 interrupted (the database
-holds every trial measured so far; ``--resume`` continues it).
+not apply, no candidate that built and ran for any function, cuda candidates and no GPU here to
+run them), 2 a usage or input error, 130 interrupted (the database holds every trial measured so
+far; ``--resume`` continues it).
 """
 from __future__ import annotations
 
@@ -134,7 +135,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     finally:
         for executor in executors:  # (tune_tir shuts down only the builders and runners it made)
             executor.shutdown()
-    untuned = [n for n in mod if isinstance(mod[n], PrimFunc) and tuned[n] is mod[n]]
+    funcs = [n for n in mod if isinstance(mod[n], PrimFunc)]
+    untuned = [n for n in funcs if tuned[n] is mod[n]]
+    if untuned and len(untuned) == len(funcs):
+        _error(f"tune: no trial succeeded, for any function ({', '.join(untuned)}); the trials' errors are "
+               f"in {os.path.join(args.work_dir, 'logs')}")
+        return EXIT_FAILED
     if untuned:
         print(f"tvms: warning: no successful trial for {', '.join(untuned)}; left as it was", file=sys.stderr)
     return emit_text(run_deep(tuned.script, dialect=dialect), args.output)

@@ -166,3 +166,24 @@ def test_the_tiles_space_adds_the_targets_tile_rule(tmp_path, capsys, monkeypatc
                  "--strategy", "replay-trace", "--cost-model", "random", "--progress", "none"]) == 0
     assert [type(space.sch_rules[1]).__name__ for space in made] == ["ConvRegisterTile"]
     assert '"tir.is_scheduled": True' in capsys.readouterr().out
+
+
+def test_tuning_that_measures_nothing_fails(tmp_path, capsys, monkeypatch) -> None:
+    """Exit 1, nothing written: cuda candidates with no GPU here to run them (refused before any
+    build), and a run where no function had a successful trial."""
+    from tvms.lowering.tune import tune as tuning
+    from tvms.lowering.tune.database import MemoryDatabase
+    from tvms.runtime import cuda_driver
+
+    model = write(tmp_path, "mm.tvms", MATMUL.replace("N", "16"))
+    out = tmp_path / "out.tvms"
+    if cuda_driver.cuda_device_count() == 0:
+        cuda = "cuda -arch=sm_90 -max_threads_per_block=1024 -max_shared_memory_per_block=49152"
+        assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--target", cuda, "-o", str(out)]) == 1
+        assert "the local runner measures cuda candidates on this machine's GPU, and it has none" \
+            in capsys.readouterr().err
+        assert not out.exists()
+    monkeypatch.setattr(tuning, "tune_tir", lambda *args, **kwargs: MemoryDatabase())
+    assert main(["tune", model, "--work-dir", str(tmp_path / "w2"), "-o", str(out)]) == 1
+    assert "no trial succeeded, for any function (main)" in capsys.readouterr().err
+    assert not out.exists()
