@@ -117,9 +117,8 @@ def _fits_int32(index: PrimExpr, loops: tuple) -> bool:
     (NarrowDataType(32): where its range over the loops around it fits)."""
     analyzer = Analyzer()
     for loop in loops:
-        if not loop.extent:
-            return False
-        analyzer.bind(loop.var, loop.start, loop.extent)
+        if loop.extent:  # (a loop of symbolic extent leaves its variable, and so the bound, unknown)
+            analyzer.bind(loop.var, loop.start, loop.extent)
     bound = analyzer.bound(index)
     return bound is not None and -2 ** 31 <= bound[0] and bound[1] < 2 ** 31
 

@@ -1,16 +1,17 @@
 """MatmulTiles: the shapes around DLight's plans for large cuda matmuls, as a tuning space.
 
-In three runs on an H200, no candidate of TVM's cuda space (MultiLevelTiling's sampled tiles, up
-to 16 trials) beat DLight's default schedule of a 4096^3 matmul, which the tuner measures first;
-sampled tiles seldom give the vector loads, the k-major staging and the pipeline that the large
-plans write. Those plans fix one shape each (``SimtTiles()`` for float32, the large float16
+In the two H200 runs that measured them (8 and 12 trials), no candidate of TVM's cuda space
+(MultiLevelTiling's sampled tiles) beat DLight's default schedule of a 4096^3 matmul, which the
+tuner measures first; sampled tiles seldom give the vector loads, the k-major staging and the
+pipeline that the large plans write. Those plans fix one shape each (``SimtTiles()`` for float32, the large float16
 plan's ``WarpTiles``), picked without measuring. This rule branches the space into one schedule
-per shape of ``simt_variants`` or ``warp_variants`` (the whole Matmul rule with that shape; DLight's
-own first), so that the measurements choose. As ConvRegisterTile does for convs, a branch's
+per shape of ``simt_variants`` or ``warp_variants`` (the whole Matmul rule with that shape, DLight's
+own among them), so that the measurements choose. As ConvRegisterTile does for convs, a branch's
 blocks are marked ``schedule_rule="None"`` so the rules after this one leave them as they are,
 and a large matmul is not left to those rules as well (a branch has no sampled decision: the
 search measures each once, then the task ends). A function that is not a large matmul under
-cuda is left to the other rules.
+cuda, or one whose plan would not be the large one (a float16 matmul the tensor-core plan does not
+take), is left to the other rules.
 """
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ from .schedule_rule import ScheduleRule
 
 class MatmulTiles(ScheduleRule):
     """At the matmul block of a large cuda matmul (``large_matmul``): one branch per shape of
-    its plan (distinct schedules only: a shape the plan cannot take falls back to one already
-    there); the block as it was otherwise."""
+    its plan (``schedule_matmul`` declines a shape the plan it takes has not; equal schedules
+    once); the block as it was where no shape is taken."""
 
     def __init__(self) -> None:
         self.target: Any = None
