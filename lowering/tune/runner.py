@@ -68,6 +68,19 @@ class Runner:
 MEASURED_ON = ("cpu", "llvm", "cuda")  # the device types a LocalRunner times on this machine
 
 
+def check_measurable_here(target_kinds: set) -> None:
+    """Refuse cuda candidates for a LocalRunner on a machine without a CUDA GPU: every trial
+    would fail, after the search's time."""
+    if "cuda" not in target_kinds:
+        return
+    from ...runtime import cuda_driver
+
+    if cuda_driver.cuda_device_count() == 0:
+        raise TVMSError("the local runner measures cuda candidates on this machine's GPU, and it has none ("
+                        f"{cuda_driver.missing_reason(0)}); measure them where there is one (a RayRunner, "
+                        "tvms tune --executor ray://ADDR)")
+
+
 class LocalRunnerFuture(RunnerFuture):
     """A measurement running in a ``LocalRunner``'s worker."""
 

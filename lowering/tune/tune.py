@@ -20,6 +20,7 @@ from ...ir.function import PrimFunc
 from ...ir.module import IRModule
 from ...ir.target import as_target, host_cores
 from .progress import Progress, close_loggers, task_loggers
+from .runner import check_measurable_here
 from .task_scheduler import GradientBased, TaskScheduler
 from .tune_context import TuneContext
 
@@ -102,8 +103,8 @@ def tune_tasks(*, tasks: list, task_weights: list, work_dir: str, max_trials_glo
         if not isinstance(n, int) or n < 1:
             raise TVMSError(f"{what} is a positive integer, got {n!r}")
     max_trials_per_task = max_trials_global if max_trials_per_task is None else max_trials_per_task
-    if runner == "local":
-        _check_measurable_here(tasks)
+    if runner == "local":  # (cuda tasks on a machine without a GPU: refused before anything is built)
+        check_measurable_here({getattr(t.target, "kind", None) for t in tasks})
     os.makedirs(work_dir, exist_ok=True)
     num_cores = tasks[0].num_threads
     made_here = [isinstance(builder, str), isinstance(runner, str)]
@@ -124,19 +125,6 @@ def tune_tasks(*, tasks: list, task_weights: list, work_dir: str, max_trials_glo
             if made:  # the worker processes of a builder or runner made here end with the run
                 part.shutdown()
     return database
-
-
-def _check_measurable_here(tasks: list) -> None:
-    """Refuse, before anything is built, cuda tasks for a local runner on a machine without a
-    CUDA GPU (every trial would fail, after the search's time)."""
-    if not any(getattr(t.target, "kind", None) == "cuda" for t in tasks):
-        return
-    from ...runtime import cuda_driver
-
-    if cuda_driver.cuda_device_count() == 0:
-        raise TVMSError("the local runner measures cuda candidates on this machine's GPU, and it has none ("
-                        f"{cuda_driver.missing_reason(0)}); measure them where there is one (a RayRunner, "
-                        "tvms tune --executor ray://ADDR)")
 
 
 def _prim_funcs(mod: "IRModule | PrimFunc") -> list[tuple[str, PrimFunc]]:
