@@ -104,14 +104,16 @@ def design_space(text: str) -> tuple[TuneContext, list]:
     return ctx, ctx.space_generator.generate_design_space(ctx.mod)
 
 
-@pytest.mark.parametrize("dtype, branches", [("float32", 20), ("float16", 16)])
-def test_a_large_matmul_gets_one_candidate_per_shape(dtype, branches):
+@pytest.mark.parametrize("dtype, out_dtype, branches", [
+    ("float32", "float32", 20), ("float16", "float16", 16), ("float16", "float32", 12)])
+def test_a_large_matmul_gets_one_candidate_per_shape(dtype, out_dtype, branches):
     """Under cuda the tiles space branches a 4096^3 matmul into its plan's shapes, DLight's own
-    among them, all distinct, left alone by TVM's rules; one replays from its trace's JSON (as the
-    database keeps it; every one: the slow test below). Those whose shared memory fits the target's 48 KiB pass the cuda
-    postprocessors: all float32 ones, the smaller float16 ones (the runtime opts in to more:
-    raise ``-max_shared_memory_per_block`` to let the others through)."""
-    text = matmul(4096, 4096, 4096, dtype=dtype)
+    among them, all distinct, left alone by TVM's rules; one replays from its trace's JSON (as
+    the database keeps it; every one: the slow test below). Those whose shared memory fits the
+    target's 48 KiB pass the cuda postprocessors: all float32 ones, the smaller float16 ones
+    (the runtime opts in to more: raise ``-max_shared_memory_per_block`` to let the others
+    through)."""
+    text = matmul(4096, 4096, 4096, dtype=dtype, out_dtype=out_dtype)
     ctx, spaces = design_space(text)
     assert len(spaces) == branches
     scripts = [s.mod["main"].script() for s in spaces]
@@ -120,7 +122,7 @@ def test_a_large_matmul_gets_one_candidate_per_shape(dtype, branches):
     assert kernel_source(by_rule(text)) in [kernel_source(s.mod["main"]) for s in spaces]
     assert replays(ctx, spaces[0])
     passed = [all(p.apply(s.copy()) for p in ctx.space_generator.postprocs) for s in spaces]
-    assert all(passed) if dtype == "float32" else 8 <= sum(passed) < len(passed)
+    assert all(passed) if dtype == "float32" else 0 < sum(passed) < len(passed)
     opted_in = context(text, GPU.replace("49152", "232448")).space_generator.postprocs
     assert all(all(p.apply(s.copy()) for p in opted_in) for s in spaces)
 
