@@ -4,6 +4,8 @@ that they compute what numpy computes (scheduled and lowered for cuda, in the re
 with GPU semantics), and that their kernels compile with NVRTC."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -17,7 +19,7 @@ from tvms.ir.target import Target
 from tvms.lowering.codegen.cuda import cuda_source, kernels_of
 from tvms.lowering.dlight.base import ApplyDefaultSchedule
 from tvms.lowering.dlight.gpu_matmul import Matmul, normalize, reduction_block
-from tvms.lowering.dlight.gpu_matmul_large import LargeMatmul, large_matmul, schedule_large_tiles
+from tvms.lowering.dlight.gpu_matmul_large import LargeMatmul, SimtTiles, large_matmul, schedule_large_tiles
 from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
 from tvms.lowering.schedule import Schedule
 from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
@@ -70,14 +72,15 @@ def kernel_source(scheduled: PrimFunc) -> str:
     return cuda_source(kernels_of(lower_for_cuda(scheduled, Target(SM90))))
 
 
-def forced_plan(text: str, dtype: str) -> PrimFunc:
-    """The large plan of ``dtype`` forced on ``text``'s matmul (whatever its size)."""
+def forced_plan(text: str, dtype: str, shape: Any = None) -> PrimFunc:
+    """The large plan of ``dtype`` forced on ``text``'s matmul (whatever its size), in its own
+    shape or in ``shape`` (a ``SimtTiles`` or ``WarpTiles``)."""
     if dtype == "float16":
-        return schedule_tensor_core(from_source(text), "float16", large=True).mod["main"]
+        return schedule_tensor_core(from_source(text), "float16", large=True, warp_tiles=shape).mod["main"]
     sch = Schedule(from_source(text))
     main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
     normalize(sch, main)
-    schedule_large_tiles(sch, main)
+    schedule_large_tiles(sch, main, shape or SimtTiles())
     return sch.mod["main"]
 
 

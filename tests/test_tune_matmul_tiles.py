@@ -9,8 +9,8 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_dlight_gpu_matmul_large import (SM90, assert_computes_as_numpy, by_rule, kernel_source, matmul,
-                                          module)
+from test_dlight_gpu_matmul_large import (SM90, assert_computes_as_numpy, by_rule, forced_plan, kernel_source,
+                                          matmul, module)
 
 from cuda_support import assert_compiles
 from tune_standins import Future
@@ -19,10 +19,8 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.module import IRModule
 from tvms.ir.structural import structural_equal
 from tvms.ir.target import Target
-from tvms.lowering.dlight.gpu_matmul import normalize, reduction_block
-from tvms.lowering.dlight.gpu_matmul_large import LargeMatmul, SimtTiles, schedule_large_tiles, simt_variants
-from tvms.lowering.dlight.gpu_matmul_tensorcore import (LARGE_F16_WARP_TILES, TVM_WARP_TILES, schedule_tensor_core,
-                                                        warp_variants)
+from tvms.lowering.dlight.gpu_matmul_large import LargeMatmul, SimtTiles, simt_variants
+from tvms.lowering.dlight.gpu_matmul_tensorcore import LARGE_F16_WARP_TILES, TVM_WARP_TILES, warp_variants
 from tvms.lowering.schedule import Schedule
 from tvms.lowering.schedule.trace import Trace
 from tvms.lowering.tune.measure import BuilderResult, RunnerResult
@@ -31,7 +29,6 @@ from tvms.lowering.tune.rule_matmul_tiles import MatmulTiles
 from tvms.lowering.tune.tile_space import tile_space
 from tvms.lowering.tune.tune import tune_tir
 from tvms.lowering.tune.tune_context import TuneContext
-from tvms.script import from_source
 
 # (a GPU's limits, as Target.from_device gives them; 48 KiB of shared memory, as TVM reads it)
 GPU = SM90 + " -max_threads_per_block=1024 -max_shared_memory_per_block=49152 -thread_warp_size=32"
@@ -50,17 +47,6 @@ def test_warp_variants_start_with_the_large_plans_and_bound_the_accumulators():
     assert half[0] == LARGE_F16_WARP_TILES and single[0] == TVM_WARP_TILES
     assert len(half) == 16 and len(single) == 12  # (float32: at most 8 accumulators a warp)
     assert all(v.tiles[0] * v.tiles[1] <= 8 for v in single) and LARGE_F16_WARP_TILES.block_tile == (128, 128)
-
-
-def forced_shape(text: str, shape) -> Schedule:
-    """The large plan forced on ``text``'s matmul (whatever its size) in ``shape``."""
-    if isinstance(shape, SimtTiles):
-        sch = Schedule(from_source(text))
-        main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
-        normalize(sch, main)
-        schedule_large_tiles(sch, main, shape)
-        return sch
-    return schedule_tensor_core(from_source(text), "float16", large=True, warp_tiles=shape)
 
 
 # (each shape with the type it accumulates in)
@@ -82,9 +68,8 @@ def test_drawn_shapes_compute_as_numpy(shape_out, b_layout, k_steps, seed):
         dtype = "float16"
         (m, n), k = shape.block_tile, 64 * k_steps
     n *= 2 if max(m, n) <= 128 else 1
-    scheduled = forced_shape(matmul(m, n, k, b_layout, dtype, out_dtype=out), shape)
-    assert scheduled is not None
-    assert_computes_as_numpy(scheduled.mod["main"], m, n, k, b_layout, dtype, 0, "mk", out, seed, lowered_only=True)
+    scheduled = forced_plan(matmul(m, n, k, b_layout, dtype, out_dtype=out), dtype, shape)
+    assert_computes_as_numpy(scheduled, m, n, k, b_layout, dtype, 0, "mk", out, seed, lowered_only=True)
 
 
 def replays(ctx: TuneContext, sch: Schedule) -> bool:
