@@ -16,7 +16,8 @@ the cuBLAS dispatch, against cuBLAS as cupy or torch call it, side by side in on
   torch or cupy expressions.
 
 cuBLAS's figure comes from cupy (``cupy.matmul``) or torch (``torch.matmul``), whichever is
-installed; neither is a dependency. Without a CUDA device the script says what is missing and
+installed; neither is a dependency. A step that fails is printed with its reason and the others
+are still measured; the exit status is then 1. Without a CUDA device the script says what is missing and
 that the device figures are not measured, and exits 1.
 
     .venv/bin/python benchmarks/gpu.py                 # about a minute on a GPU
@@ -123,14 +124,23 @@ class MatmulCase:
         self.expect = self.args[0].astype("float32") @ self.args[1].astype("float32")
         self.cublas = peer.matmul(*self.args) if peer.name else None
         self.peer = peer.name
+        self.failures: list[str] = []
 
     def check(self, out) -> None:
         tol = 1e-2 if self.dtype == "float16" else 1e-3
         np.testing.assert_allclose(out.astype("float32"), self.expect, rtol=tol, atol=tol * self.n)
 
-    def row(self, label: str, compiled) -> None:
-        """Time ``compiled`` (a module or an executable) and print its row."""
-        self.print_row(label, vm_secs(compiled, self.dev, self.args, self.check))
+    def row(self, label: str, make) -> None:
+        """Time what ``make()`` gives (a module or an executable) and print its row; a step that
+        fails (a wrong result included) is printed and counted in ``failures``, and the rows
+        after it are still measured."""
+        try:
+            secs = vm_secs(make(), self.dev, self.args, self.check)
+        except Exception as err:  # noqa: BLE001 - a benchmark reports every failure and goes on
+            self.failures.append(label)
+            print(f"{label + f' ({self.dtype})':48} FAILED: {type(err).__name__}: {str(err)[:300]}", flush=True)
+            return
+        self.print_row(label, secs)
 
     def print_row(self, label: str, secs: float) -> None:
         """One row, printed at once (a later step that runs out of time leaves it in the log)."""
@@ -145,17 +155,18 @@ def default_rows(case: MatmulCase) -> None:
     import tvms.dlight as dl
     from tvms import relax
 
-    case.row("tvms DLight", case.mod)
-    with tvms.target.Target.from_device(case.dev):  # (tvms's plan for large matmuls above; TVM's schedule here)
-        case.row("tvms DLight, TVM's schedule",
-                 dl.ApplyDefaultSchedule(dl.gpu.Matmul(large_tiles=False))(relax.get_pipeline("zero")(case.mod)))
-    try:
+    def tvm_schedule():  # (tvms's plan for large matmuls above; TVM's schedule here)
+        with tvms.target.Target.from_device(case.dev):
+            return dl.ApplyDefaultSchedule(dl.gpu.Matmul(large_tiles=False))(relax.get_pipeline("zero")(case.mod))
+
+    def cublas_dispatch():  # (as seed 000: the composite functions become calls of cuBLAS only through RunCodegen)
         from tvms.relax.backend.cuda.cublas import partition_for_cublas
 
-        # (as seed 000: the composite functions become calls of cuBLAS only through RunCodegen)
-        case.row("tvms cuBLAS dispatch", relax.transform.RunCodegen()(partition_for_cublas(case.mod)))
-    except tvms.TVMSError as err:
-        print(f"  (tvms cuBLAS dispatch not measured: {err})")
+        return relax.transform.RunCodegen()(partition_for_cublas(case.mod))
+
+    case.row("tvms DLight", lambda: case.mod)
+    case.row("tvms DLight, TVM's schedule", tvm_schedule)
+    case.row("tvms cuBLAS dispatch", cublas_dispatch)
     if case.cublas:
         case.print_row(f"cuBLAS via {case.peer}", case.cublas)
 
@@ -165,16 +176,18 @@ def tuned_rows(case: MatmulCase, trials: int, spaces: list) -> None:
     import tvms
     from tvms import relax
 
-    if "tiles" in spaces:
-        case.row(f"tvms tuned, tiles space, {trials} trials", tiles_tuned(case.mod, case.dev, trials))
-    if "default" in spaces:
+    def in_tvms_space():
         with tempfile.TemporaryDirectory() as work, tvms.target.Target.from_device(case.dev):
-            tuned = tvms.transform.Sequential([
+            return tvms.transform.Sequential([
                 relax.get_pipeline("zero"),
                 relax.transform.MetaScheduleTuneTIR(work_dir=work, max_trials_global=trials),
                 relax.transform.MetaScheduleApplyDatabase(work_dir=work),
             ])(case.mod)
-        case.row(f"tvms tuned, TVM's space, {trials} trials", tuned)
+
+    if "tiles" in spaces:
+        case.row(f"tvms tuned, tiles space, {trials} trials", lambda: tiles_tuned(case.mod, case.dev, trials))
+    if "default" in spaces:
+        case.row(f"tvms tuned, TVM's space, {trials} trials", in_tvms_space)
 
 
 def tiles_tuned(mod, dev, trials: int):
@@ -226,7 +239,12 @@ def main() -> int:
         return 1
     peer = Peer()
     print(f"device: {dev.device_name}, compute {dev.compute_version}; cuBLAS peer: {peer.name or 'none installed'}")
-    print_mlp(dev, peer)
+    failed = []
+    try:
+        print_mlp(dev, peer)
+    except Exception as err:  # noqa: BLE001 - reported, and the matmuls are still measured
+        print(f"\nseed MLP: FAILED: {type(err).__name__}: {str(err)[:300]}", file=sys.stderr)
+        failed.append("seed MLP")
     print(f"\nmatmul {args.n}^3{'':36} {'ms':>9} {'TFLOPS':>8} {'x cuBLAS':>9}")
     cases = [MatmulCase(args.n, dtype, dev, peer) for dtype in ("float32", "float16")]
     for case in cases:  # (every default schedule first: the tuning may run out of the time given)
@@ -234,7 +252,10 @@ def main() -> int:
     if args.trials:
         for case in cases:
             tuned_rows(case, args.trials, args.spaces.split(","))
-    return 0
+    failed += [f"{label} ({case.dtype})" for case in cases for label in case.failures]
+    if failed:
+        print(f"\nnot measured: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
