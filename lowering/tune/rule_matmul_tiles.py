@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir.structural import structural_equal
 from ..dlight.gpu_matmul import schedule_matmul
 from ..dlight.gpu_matmul_large import large_matmul, simt_variants
 from ..dlight.gpu_matmul_tensorcore import warp_variants
@@ -27,8 +26,8 @@ from .schedule_rule import ScheduleRule
 
 class MatmulTiles(ScheduleRule):
     """At the matmul block of a large cuda matmul (``large_matmul``): one branch per shape of
-    its plan (``schedule_matmul`` declines a shape the plan it takes has not; equal schedules
-    once); the block as it was where no shape is taken."""
+    its plan (``schedule_matmul`` declines a shape the plan it takes has not); the block as it
+    was where no shape is taken."""
 
     def __init__(self) -> None:
         self.target: Any = None
@@ -42,15 +41,10 @@ class MatmulTiles(ScheduleRule):
             return [sch]
         shapes = simt_variants(large) if large.takes_simt_plan else \
             warp_variants(large.out_dtype) if large.takes_tensor_core_plan else []
-        branches: list = []
-        for shape in shapes:
-            branch = schedule_matmul(sch.copy(), self.target, shape=shape)
-            if branch is None:
-                continue
+        branches = [schedule_matmul(sch.copy(), self.target, shape=shape) for shape in shapes]
+        branches = [branch for branch in branches if branch is not None]
+        for branch in branches:
             leave_to_no_other_rule(branch)
-            func = branch.mod[branch.func_working_on]
-            if not any(structural_equal(func, b.mod[b.func_working_on]) for b in branches):
-                branches.append(branch)
         return branches or [sch]
 
 

@@ -20,7 +20,6 @@ from ...ir.function import PrimFunc
 from ...ir.module import IRModule
 from ...ir.target import as_target, host_cores
 from .progress import Progress, close_loggers, task_loggers
-from .runner import check_measurable_here
 from .task_scheduler import GradientBased, TaskScheduler
 from .tune_context import TuneContext
 
@@ -104,6 +103,8 @@ def tune_tasks(*, tasks: list, task_weights: list, work_dir: str, max_trials_glo
             raise TVMSError(f"{what} is a positive integer, got {n!r}")
     max_trials_per_task = max_trials_global if max_trials_per_task is None else max_trials_per_task
     if runner == "local":  # (cuda tasks on a machine without a GPU: refused before anything is built)
+        from .runner import check_measurable_here  # (the runner loads when tuning starts, as make_part does)
+
         check_measurable_here({getattr(t.target, "kind", None) for t in tasks})
     os.makedirs(work_dir, exist_ok=True)
     num_cores = tasks[0].num_threads
