@@ -259,7 +259,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
         _error(f"opt: {err}")
         return EXIT_ERROR
     try:
-        with PassContext(opt_level=args.opt_level, instruments=instruments), database:
+        with PassContext(opt_level=args.opt_level, instruments=instruments, config=args.pass_config), database:
             for p in passes:  # passes named on the command line run whatever their opt_level
                 mod = p(mod)
         out = mod.script(dialect=dialect)
@@ -350,6 +350,7 @@ def _add_opt_parser(subparsers) -> None:
                    help="opt_level of the pass context the passes see (default 2)")
     p.add_argument("--dialect", choices=sorted(DIALECTS),
                    help="dialect of the output (default: the dialect the input is written in)")
+    add_pass_config_flag(p)
     p.set_defaults(func=cmd_opt)
 
 
@@ -373,6 +374,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_pass_config_flag(parser: argparse.ArgumentParser) -> None:
+    """``--pass-config KEY=VALUE`` (tvmc's flag): the command runs under a PassContext with it."""
+    parser.add_argument("--pass-config", action="append", metavar="KEY=VALUE",
+                        help="a PassContext option for the passes and the compiler (repeatable), e.g. "
+                             "tirx.use_async_copy=1 for cp.async copies on the GPU; "
+                             "tvms.transform.PassContext.list_configs() lists them")
+
+
+def _pass_context(args: argparse.Namespace) -> Any:
+    """The PassContext a command runs under: one with its ``--pass-config`` options (their dict
+    replaces the flag's list in ``args``), or a context that does nothing."""
+    if not hasattr(args, "pass_config"):
+        return contextlib.nullcontext()
+    from .lowering.pass_config import parse_pass_configs
+    from .lowering.transform import PassContext
+
+    args.pass_config = parse_pass_configs(args.pass_config)
+    return PassContext(config=args.pass_config) if args.pass_config else contextlib.nullcontext()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (``--help``/usage errors included)."""
     parser = build_parser()
@@ -383,10 +404,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version and usage errors
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else EXIT_ERROR)
+    try:
+        context = _pass_context(args)
+    except TVMSError as err:
+        _error(str(err))
+        return EXIT_ERROR
     try:  # (on a thread with room for deep input: every subcommand's walks follow its nesting)
-        if getattr(args, "main_thread", False):  # tvms tune: Ctrl-C must reach the tuning loop
-            return args.func(args)
-        return run_deep(args.func, args)
+        with context:
+            if getattr(args, "main_thread", False):  # tvms tune: Ctrl-C must reach the tuning loop
+                return args.func(args)
+            return run_deep(args.func, args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except TVMSError as err:  # (subcommands report input errors themselves, before the operation)

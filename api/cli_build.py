@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .cli import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError, _error, read_source
+from .cli import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError, _error, add_pass_config_flag, read_source
 from .ir import TVMSError
 from .ir.files import WriteError
 from .runtime.numpy_ops import memory_bytes as _memory_bytes  # (no input is made bigger than that)
@@ -480,6 +480,7 @@ def add_build_parsers(subparsers) -> None:
     p.add_argument("-o", "--output", metavar="FILE.so", help="the library to write (required)")
     p.add_argument("--target", default="llvm", help="the target (default: llvm, the host CPU; cuda: a GPU)")
     _add_schedule_flag(p)
+    add_pass_config_flag(p)
     p.set_defaults(func=cmd_build)
 
     r = subparsers.add_parser(
@@ -503,6 +504,7 @@ def add_build_parsers(subparsers) -> None:
     r.add_argument("--repeat", type=_positive, default=3, help="timed repeats (default 3)")
     r.add_argument("--target", default="llvm", help="the target to compile a .tvms module for")
     _add_schedule_flag(r)
+    add_pass_config_flag(r)
     r.set_defaults(func=cmd_run)
 
 

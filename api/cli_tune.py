@@ -21,7 +21,7 @@ import json
 import os
 import sys
 
-from .cli import EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, InputError, _error, emit_text, module_command, read_source
+from .cli import EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, InputError, _error, add_pass_config_flag, emit_text, module_command, read_source
 from .ir import TVMSError
 from .ir.deep import run_deep
 
@@ -214,4 +214,5 @@ def add_tune_parser(subparsers) -> None:
                    help="the live display on standard error (default: auto)")
     p.add_argument("--dialect", choices=sorted(DIALECTS),
                    help="dialect of the output (default: the dialect of the input)")
+    add_pass_config_flag(p)
     p.set_defaults(func=cmd_tune, main_thread=True)

@@ -93,6 +93,18 @@ class PassContext:
         for inst in self.instruments:
             _call(inst, "exit_pass_ctx")
 
+    @staticmethod
+    def list_configs() -> dict[str, dict[str, str]]:
+        """The config options tvms's passes read: ``{name: {"type": kind}}``, as TVM lists its own."""
+        from .pass_config import PASS_CONFIGS
+
+        return {name: {"type": kind} for name, (kind, _) in sorted(PASS_CONFIGS.items())}
+
+    def portable(self) -> "PassContext":
+        """This context's settings without its instruments (which belong to this process): what a
+        build in a worker process runs under."""
+        return PassContext(self.opt_level, self.required_pass, self.disabled_pass, config=self.config)
+
     def pass_enabled(self, info: PassInfo) -> bool:
         """Whether ``Sequential`` runs a pass with this info under this context."""
         if info.name in self.disabled_pass:

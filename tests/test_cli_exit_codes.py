@@ -122,6 +122,13 @@ CASES = [
      'parameter x of main is R.Tensor(dtype="float32", ndim=2): tvms run passes tensors whose shape'),
     (["run", "k.tvms", "--random-inputs", "--number", "0"], 2, "expected a positive integer"),
     (["run", "k.tvms", "--random-inputs", "--shape", "n=3", "--seed", "-1"], 2, "expected an integer >= 0"),
+    # --pass-config, on every command that compiles or runs passes
+    (["run", "k.tvms", "--random-inputs", "--shape", "n=3", "--pass-config", "tirx.disable_cse_tir=1"], 0, None),
+    (["build", "k.tvms", "-o", "k.so", "--pass-config", "tirx.async_copy=1"], 2,
+     "unknown option 'tirx.async_copy'; did you mean 'tirx.use_async_copy'?"),
+    (["tune", "k.tvms", "--work-dir", "w", "--pass-config", "tirx.use_async_copy=on"], 2,
+     "tirx.use_async_copy=on: expected a bool"),
+    (["opt", "-p", "LegalizeOps", "r.tvms", "--pass-config", "tirx.UnrollLoop=1"], 2, "expected a JSON object"),
 ]
 
 

@@ -185,3 +185,23 @@ def test_the_installed_command(model):
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "unknown pass 'Nope'" in proc.stderr
+
+
+def test_pass_config_sets_the_options_passes_read(capsys):
+    """``--pass-config KEY=VALUE`` runs the passes under a PassContext with that option (here
+    FuseOps's depth, giving TVM 0.27's depth-2 fusion); an option no pass reads, or a value of
+    the wrong kind, is a usage error that names the option and what was expected."""
+    fusion = FIXTURES / "fusion"
+    argv = ["opt", str(fusion / "mlp.AnnotateTIROpPattern.tvms"), "-p", "FuseOps", "--dialect", "tvm-0.27"]
+    assert main(argv + ["--pass-config", "relax.FuseOps.max_depth=2"]) == 0
+    assert capsys.readouterr().out.rstrip("\n") == (fusion / "mlp.FuseOps_depth2.tvms").read_text().rstrip("\n")
+    assert main(argv) == 0
+    assert capsys.readouterr().out.rstrip("\n") == (fusion / "mlp.FuseOps.tvms").read_text().rstrip("\n")
+    assert main(argv + ["--pass-config", "relax.FuseOps.maxdepth=2"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown option 'relax.FuseOps.maxdepth'; did you mean 'relax.FuseOps.max_depth'?" in err
+    assert "tirx.use_async_copy" in err  # (the options are listed)
+    assert main(argv + ["--pass-config", "relax.FuseOps.max_depth=two"]) == 2
+    assert "--pass-config relax.FuseOps.max_depth=two: expected an integer" in capsys.readouterr().err
+    assert main(argv + ["--pass-config", "relax.FuseOps.max_depth"]) == 2
+    assert "--pass-config 'relax.FuseOps.max_depth': expected KEY=VALUE" in capsys.readouterr().err

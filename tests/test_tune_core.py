@@ -64,6 +64,12 @@ def failing_build(mod, target, params):
     raise TVMSError("this build fails on purpose")
 
 
+def build_naming_its_context(mod, target, params):
+    ctx = tvms.transform.PassContext.current()
+    raise TVMSError(f"built under opt_level={ctx.opt_level} disabled={list(ctx.disabled_pass)} "
+                    f"config={sorted(ctx.config.items())} instruments={len(ctx.instruments)}")
+
+
 def crashing_build(mod, target, params):
     ctypes.string_at(0)  # SIGSEGV in the worker
 
@@ -134,6 +140,23 @@ def test_builder_and_runner_turn_failures_into_results() -> None:
     finally:
         builder.shutdown()
         runner.shutdown()
+
+
+def test_a_worker_builds_under_the_callers_pass_context() -> None:
+    """A candidate is built with the options it will be built with after tuning (say,
+    ``tirx.use_async_copy``): the worker enters the PassContext current at ``build``, less its
+    instruments, which stay in this process."""
+    builder = ms.builder.LocalBuilder(max_workers=1, f_build=build_naming_its_context)
+    try:
+        [plain] = builder.build([ms.BuilderInput(matmul64(), TARGET)])
+        assert "built under opt_level=2 disabled=[] config=[] instruments=0" in plain.error_msg
+        with tvms.transform.PassContext(opt_level=3, disabled_pass=["UnrollLoop"], config={"tirx.use_async_copy": True},
+                                        instruments=[tvms.instrument.PassTimingInstrument()]):
+            [under] = builder.build([ms.BuilderInput(matmul64(), TARGET)])
+        assert ("built under opt_level=3 disabled=['UnrollLoop'] config=[('tirx.use_async_copy', True)] "
+                "instruments=0") in under.error_msg
+    finally:
+        builder.shutdown()
 
 
 def test_a_candidate_that_loses_the_cuda_context_ends_its_worker(tmp_path, monkeypatch) -> None:

@@ -5,6 +5,10 @@ round of tuning pays for compiling only (TVM's starts its workers again every ro
 travels to a worker as its TVMScript text; the worker builds it with the build driver and writes
 the shared library (``export_library``) into a fresh temporary directory, whose path is the
 result. A build that fails, crashes or hangs is a ``BuilderResult`` with ``error_msg``.
+
+A worker builds under the PassContext settings current where ``build`` is called (its opt_level,
+passes and config, not its instruments): a candidate tuned under ``tirx.use_async_copy`` is
+measured with the copies it will be built with. (TVM's workers build under a default context.)
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from ...ir.function import PrimFunc
 from ...ir.module import IRModule
 from ...ir.target import as_target, host_cores
 from ...script.module_parser import from_source
+from ..transform import PassContext
 from .measure import BuilderInput, BuilderResult
 from .worker_pool import WorkerError, WorkerPool, failed_future
 
@@ -80,9 +85,10 @@ class LocalBuilder(Builder):
 
     def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
         futures = []
+        settings = PassContext.current().portable()
         for inp in build_inputs:
             try:
-                futures.append(self._submit(_module_text(inp.mod), as_target(inp.target), inp.params))
+                futures.append(self._submit(_module_text(inp.mod), as_target(inp.target), inp.params, settings))
             except TVMSError as err:  # (a module that cannot be sent: its build fails)
                 futures.append(failed_future(str(err)))
         results = []
@@ -93,9 +99,10 @@ class LocalBuilder(Builder):
                 results.append(BuilderResult(None, f"{type(self).__name__}: {err}"))
         return results
 
-    def _submit(self, text: str, target: Any, params: dict | None) -> Any:
-        """Start building a module (its text) in a worker; a future of the worker's result."""
-        return self.pool.submit(_build_in_worker, text, target, params, self.f_build, self.f_export)
+    def _submit(self, text: str, target: Any, params: dict | None, settings: PassContext) -> Any:
+        """Start building a module (its text) in a worker under ``settings``; a future of the
+        worker's result."""
+        return self.pool.submit(_build_in_worker, text, target, params, self.f_build, self.f_export, settings)
 
     def _artifact_path(self, built: Any) -> str:
         """The artifact's path here, from what the worker returned (its path: the same machine)."""
@@ -117,5 +124,7 @@ def _module_text(mod: Any) -> str:
         raise TVMSError(f"the module cannot be printed to send it to a worker: {err}") from None
 
 
-def _build_in_worker(text: str, target: Any, params: dict | None, f_build: Callable, f_export: Callable) -> str:
-    return f_export(f_build(from_source(text), target, params))
+def _build_in_worker(text: str, target: Any, params: dict | None, f_build: Callable, f_export: Callable,
+                     settings: PassContext) -> str:
+    with settings:
+        return f_export(f_build(from_source(text), target, params))

@@ -33,6 +33,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from ...ir.errors import TVMSError
+from ..transform import PassContext
 from .builder import ARTIFACT_NAME, LocalBuilder, _build_in_worker
 from .measure import EvaluatorConfig, RunnerInput
 from .measure_callback import remove_build_dir
@@ -210,8 +211,9 @@ def _write_artifact(data: bytes) -> str:
     return path
 
 
-def _build_to_bytes(text: str, target: Any, params: dict | None, f_build: Callable, f_export: Callable) -> bytes:
-    path = _build_in_worker(text, target, params, f_build, f_export)
+def _build_to_bytes(text: str, target: Any, params: dict | None, f_build: Callable, f_export: Callable,
+                    settings: PassContext) -> bytes:
+    path = _build_in_worker(text, target, params, f_build, f_export, settings)
     try:
         with open(path, "rb") as f:
             return f.read()
@@ -244,8 +246,8 @@ class RayBuilder(LocalBuilder):
         super().__init__(max_workers, timeout_sec, f_build, f_export)
         self.pool = RayPool(ray, max_workers, timeout_sec, initializer, resources, actor_options)
 
-    def _submit(self, text: str, target: Any, params: dict | None) -> Future:
-        return self.pool.submit(_build_to_bytes, text, target, params, self.f_build, self.f_export)
+    def _submit(self, text: str, target: Any, params: dict | None, settings: PassContext) -> Future:
+        return self.pool.submit(_build_to_bytes, text, target, params, self.f_build, self.f_export, settings)
 
     def _artifact_path(self, built: bytes) -> str:
         try:
