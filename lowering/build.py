@@ -60,9 +60,15 @@ def _artifacts(funcs: dict, row: TargetKind, target: Target) -> dict:
     another function's symbol has it), as TVM's build attaches them: its kernels are
     ``<name>_kernel``, apart from the other functions' kernels."""
     symbols = NameSupply("_")
-    for func in funcs.values():
+    owners: dict[str, str] = {}
+    for key, func in funcs.items():
         if "global_symbol" in func.attrs:
-            symbols.reserve(str(func.attrs["global_symbol"]))
+            symbol = str(func.attrs["global_symbol"])
+            if symbol in owners:  # (TVM 0.27 refuses them too: one symbol, two functions)
+                raise TVMSError(f"duplicate PrimFunc global_symbol {symbol!r}: the functions {owners[symbol]!r} and "
+                                f"{key!r} would both be exported as {symbol!r}; give each its own global_symbol")
+            owners[symbol] = key
+            symbols.reserve(symbol)
     named = {key: func if "global_symbol" in func.attrs else func.with_attr("global_symbol", symbols.fresh(key))
              for key, func in funcs.items()}
     return codegen({key: lower_prim_func(func, row, target) for key, func in named.items()}, row, target)

@@ -234,3 +234,21 @@ def f(a: T.Buffer((64,), "float32")):
     names = re.findall(r"__global__ void __launch_bounds__\(\d+\) (\w+)\(", lib.get_source())
     assert sorted(set(names)) == ["f_1_kernel", "f_kernel", "h_kernel"]
     assert_compiles(lib.get_source())
+
+
+def test_two_functions_with_one_symbol_are_refused_as_tvm_refuses_them():
+    """Two PrimFuncs whose ``global_symbol`` is the same would export one symbol twice: TVM
+    0.27's build refuses them ("Duplicate PrimFunc global_symbol"), and so does tvms's, naming
+    both functions (for llvm as for cuda, before anything is compiled)."""
+    import tvms
+    from tvms.ir.module import IRModule
+
+    func = from_source('''
+@T.prim_func
+def f(a: T.Buffer((4,), "float32")):
+    a[0] = T.float32(1)
+''')
+    mod = IRModule({"a": func.with_attr("global_symbol", "main"), "b": func.with_attr("global_symbol", "main")})
+    for target in ("llvm", "cuda -arch=sm_80"):
+        with pytest.raises(TVMSError, match="duplicate PrimFunc global_symbol 'main': the functions 'a' and 'b'"):
+            tvms.build(mod, target=target)
