@@ -11,7 +11,9 @@ the cuBLAS dispatch, against cuBLAS as cupy or torch call it, side by side in on
 * the same after ``partition_for_cublas`` (tvms's own cuBLAS dispatch; needs ``tvms[cublas]``);
 * with ``--trials N``: the matmul tuned by the meta-schedule under the cuda target, in TVM's
   space and in the "tiles" space (``tile_space``: one candidate per shape of the large plans;
-  its target allows the shared memory a kernel may opt in to, which tvms's runtime asks for);
+  its target allows the shared memory a kernel may opt in to, which tvms's runtime asks for; fp16
+  on compute capability 8.0 and newer under ``tirx.use_async_copy``, each shape also with
+  cp.async copies);
 * seed 000's MLP (1x784 -> 128 -> 10, fp32) through the VM on the GPU, beside the same model as
   torch or cupy expressions.
 
@@ -185,14 +187,18 @@ def tuned_rows(case: MatmulCase, trials: int, spaces: list) -> None:
             ])(case.mod)
 
     if "tiles" in spaces:
-        case.row(f"tvms tuned, tiles space, {trials} trials", lambda: tiles_tuned(case.mod, case.dev, trials))
+        async_copy = case.dtype == "float16" and float(case.dev.compute_version) >= 8.0
+        case.row(f"tvms tuned, tiles space{' + cp.async' if async_copy else ''}, {trials} trials",
+                 lambda: tiles_tuned(case.mod, case.dev, trials, async_copy))
     if "default" in spaces:
         case.row(f"tvms tuned, TVM's space, {trials} trials", in_tvms_space)
 
 
-def tiles_tuned(mod, dev, trials: int):
+def tiles_tuned(mod, dev, trials: int, async_copy: bool = False):
     """``mod`` tuned in the tiles space (``trials`` at most; a large matmul's space ends after its
-    shapes) and compiled with the best schedules."""
+    shapes) and compiled with the best schedules; ``async_copy``: both under
+    ``tirx.use_async_copy`` (float16 shapes with cp.async copies as well)."""
+    import tvms
     from tvms import meta_schedule as ms
     from tvms.lowering.build import run_relax_pipeline
     from tvms.lowering.tune.tile_space import tile_space
@@ -201,7 +207,8 @@ def tiles_tuned(mod, dev, trials: int):
     target = Target({"kind": "cuda", **Target.from_device(dev).attrs,
                      "max_shared_memory_per_block": dev.max_shared_memory_per_block_optin})
     lowered = run_relax_pipeline(mod, "zero", True, target)
-    with tempfile.TemporaryDirectory() as work:
+    config = {"tirx.use_async_copy": True} if async_copy else {}
+    with tempfile.TemporaryDirectory() as work, tvms.transform.PassContext(config=config):
         db = ms.relax_integration.tune_relax(lowered, None, target, work, trials, trials, space=tile_space(target),
                                              strategy="replay-trace", progress="none")
         return ms.relax_integration.compile_relax(db, lowered, target)

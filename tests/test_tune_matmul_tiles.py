@@ -5,6 +5,8 @@ traces, pass the cuda postprocessors and compile with NVRTC."""
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -29,6 +31,7 @@ from tvms.lowering.tune.rule_matmul_tiles import MatmulTiles
 from tvms.lowering.tune.tile_space import tile_space
 from tvms.lowering.tune.tune import tune_tir
 from tvms.lowering.tune.tune_context import TuneContext
+from tvms.lowering.transform import PassContext
 
 # (a GPU's limits, as Target.from_device gives them; 48 KiB of shared memory, as TVM reads it)
 GPU = SM90 + " -max_threads_per_block=1024 -max_shared_memory_per_block=49152 -thread_warp_size=32"
@@ -47,11 +50,15 @@ def test_warp_variants_start_with_the_large_plans_and_bound_the_accumulators():
     assert half[0] == LARGE_F16_WARP_TILES and single[0] == TVM_WARP_TILES
     assert len(half) == 16 and len(single) == 12  # (float32: at most 8 accumulators a warp)
     assert all(v.tiles[0] * v.tiles[1] <= 8 for v in single) and LARGE_F16_WARP_TILES.block_tile == (128, 128)
+    assert not any(v.async_copy for v in half + single)
+    both = warp_variants("float16", async_copy=True)
+    assert both[::2] == half and both[1::2] == [replace(v, async_copy=True) for v in half]
 
 
 # (each shape with the type it accumulates in)
 SHAPES = [(s, "float32") for s in simt_variants(LargeMatmul("float32", "float32", 64))] \
-    + [(w, out) for out in ("float16", "float32") for w in warp_variants(out)]
+    + [(w, out) for out in ("float16", "float32") for w in warp_variants(out, async_copy=True)]
+ASYNC_COPY = {"tirx.use_async_copy": True}
 
 
 @settings(max_examples=8, deadline=None)
@@ -69,7 +76,36 @@ def test_drawn_shapes_compute_as_numpy(shape_out, b_layout, k_steps, seed):
         (m, n), k = shape.block_tile, 64 * k_steps
     n *= 2 if max(m, n) <= 128 else 1
     scheduled = forced_plan(matmul(m, n, k, b_layout, dtype, out_dtype=out), dtype, shape)
-    assert_computes_as_numpy(scheduled, m, n, k, b_layout, dtype, 0, "mk", out, seed, lowered_only=True)
+    with PassContext(config=ASYNC_COPY if getattr(shape, "async_copy", False) else {}):
+        assert_computes_as_numpy(scheduled, m, n, k, b_layout, dtype, 0, "mk", out, seed, lowered_only=True)
+
+
+# the commit groups, waits and barriers of the async plan's 128 x 256 x 192 kernel, as TVM 0.27
+# lowers the same scheduled function for sm_90 under tirx.use_async_copy (its CUDA source, in
+# order): two steps ahead, then one wait a step; no wait is left for the last step's negative count
+TVM_ASYNC_SEQUENCE = ("commit commit wait_1 sync sync commit wait_1 sync wait_0 sync sync sync")
+
+
+@pytest.mark.parametrize("b_layout", ["kn", "nk"])
+def test_the_async_plan_copies_with_cp_async_as_tvm_pipelines_it(b_layout):
+    """Under ``tirx.use_async_copy`` the plan's copies of A and B are 16-byte ``cp.async``,
+    committed and waited for where TVM does; NVRTC compiles the kernel for sm_80 and sm_90 and
+    the lowered kernel computes what numpy computes. Without the option the copies are ordinary
+    loads and stores (in the same commit groups, which then wait for nothing, as in TVM)."""
+    shape = replace(LARGE_F16_WARP_TILES, async_copy=True)
+    scheduled = forced_plan(matmul(128, 256, 192, b_layout, "float16"), "float16", shape)
+    with PassContext(config=ASYNC_COPY):
+        source = kernel_source(scheduled)
+        assert_computes_as_numpy(scheduled, 128, 256, 192, b_layout, "float16", 0, "mk", "float16", 3,
+                                 lowered_only=True)
+    kernel = source[source.index("__global__"):]
+    calls = re.findall(r"(ptx_cp_async_legacy_cg_16_2_2|async_commit_group|async_wait_group_-?\d+|__syncthreads)\(", kernel)
+    words = {"async_commit_group": "commit", "__syncthreads": "sync", "ptx_cp_async_legacy_cg_16_2_2": "copy"}
+    sequence = [words.get(c, c.replace("async_wait_group_", "wait_")) for c in calls]
+    assert sequence.count("copy") == 3 * 2  # (A and B: the two steps ahead, then the loop's)
+    assert " ".join(c for c in sequence if c != "copy") == TVM_ASYNC_SEQUENCE
+    assert_compiles(source)
+    assert "ptx_cp_async_legacy" not in kernel_source(scheduled)
 
 
 def replays(ctx: TuneContext, sch: Schedule) -> bool:
@@ -112,6 +148,22 @@ def test_a_large_matmul_gets_one_candidate_per_shape(dtype, out_dtype, branches)
     assert all(all(p.apply(s.copy()) for p in opted_in) for s in spaces)
 
 
+def test_async_copies_double_the_float16_shapes_where_asked_for_and_possible():
+    """Under ``tirx.use_async_copy`` and on sm_80 or later, each float16 shape comes with
+    asynchronous copies as well; those replay, and pass the cuda postprocessors within an H200's
+    opted-in shared memory (three buffers of a 128 x 128 block's steps: 105 KiB)."""
+    text = matmul(4096, 4096, 4096, dtype="float16")
+    with PassContext(config=ASYNC_COPY):
+        ctx, spaces = design_space(text)
+        assert len(spaces) == 32 and sum('"software_pipeline_async_stages"' in s.mod["main"].script() for s in spaces) == 16
+        assert replays(ctx, spaces[1])
+        opted_in = context(text, GPU.replace("49152", "232448")).space_generator.postprocs
+        assert all(p.apply(spaces[1].copy()) for p in opted_in)
+        turing = context(text, GPU.replace("sm_90", "sm_75"))
+        assert len(turing.space_generator.generate_design_space(turing.mod)) == 16
+        assert len(design_space(matmul(4096, 4096, 4096))[1]) == 20  # (float32: its copies go through registers)
+
+
 @pytest.mark.parametrize("text, target", [
     (matmul(1024, 1024, 64), GPU),  # (below the large size)
     (matmul(4096, 4096, 64, dtype="float16"), GPU),  # (k of 64: TVM's rule leaves it to SIMT)
@@ -128,11 +180,12 @@ def test_other_functions_get_tvms_sketches(text, target):
 
 @pytest.mark.slow
 def test_every_candidate_replays_and_compiles():
-    for dtype in ("float32", "float16"):
-        ctx, spaces = design_space(matmul(4096, 4096, 4096, dtype=dtype))
-        for sch in spaces:
-            assert replays(ctx, sch)
-            assert_compiles(kernel_source(sch.mod["main"]))
+    with PassContext(config=ASYNC_COPY):  # (float16's shapes with asynchronous copies too)
+        for dtype in ("float32", "float16"):
+            ctx, spaces = design_space(matmul(4096, 4096, 4096, dtype=dtype))
+            for sch in spaces:
+                assert replays(ctx, sch)
+                assert_compiles(kernel_source(sch.mod["main"]))
 
 
 def test_the_tile_rules_by_target_kind():

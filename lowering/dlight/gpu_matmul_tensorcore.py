@@ -29,7 +29,7 @@ lists the neighbours of the large plan's, which the tuning space "tiles" (tune/t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...ir.function import PrimFunc
@@ -47,10 +47,14 @@ LARGE_VECTOR_SIZE = 8  # (tvms's plan for a large float16 matmul: 16 bytes, one 
 @dataclass(frozen=True)
 class WarpTiles:
     """How a block's warps share its tile: ``warps`` along i and j, each ``tiles`` 16 x 16
-    accumulators along i and j."""
+    accumulators along i and j. ``async_copy``: the operands go to shared memory in
+    asynchronous copies (``cp.async`` where the PassContext sets ``tirx.use_async_copy``), two k
+    steps ahead in three buffers, as TVM's mma.sync sketch pipelines them, instead of through
+    registers into two."""
 
     warps: tuple[int, int]
     tiles: tuple[int, int]
+    async_copy: bool = False
 
     @property
     def block_tile(self) -> tuple[int, int]:
@@ -63,10 +67,12 @@ TVM_WARP_TILES = WarpTiles((4, 4), (2, 2))  # (TVM's: 16 warps of 32 x 32)
 LARGE_F16_WARP_TILES = WarpTiles((2, 2), (4, 4))
 
 
-def warp_variants(out_dtype: str) -> list[WarpTiles]:
+def warp_variants(out_dtype: str, async_copy: bool = False) -> list[WarpTiles]:
     """The large float16 plan's warp tiles accumulating in ``out_dtype``, then their neighbours:
     2 or 4 warps along i and j, 2 or 4 tiles a warp along each (at most 8 accumulators a warp
-    in float32, each twice the registers of float16's), blocks of 64 to 256 along each."""
+    in float32, each twice the registers of float16's), blocks of 64 to 256 along each.
+    ``async_copy``: each followed by itself with asynchronous copies (so that a search cut short
+    measures both kinds of copy)."""
     first = LARGE_F16_WARP_TILES if out_dtype == "float16" else TVM_WARP_TILES
     most = 16 if out_dtype == "float16" else 8
     variants = [first]
@@ -75,6 +81,8 @@ def warp_variants(out_dtype: str) -> list[WarpTiles]:
             variant = WarpTiles(warps, tiles)
             if variant not in variants and tiles[0] * tiles[1] <= most and max(variant.block_tile) <= 256:
                 variants.append(variant)
+    if async_copy:
+        variants = [shape for variant in variants for shape in (variant, replace(variant, async_copy=True))]
     return variants
 
 
@@ -126,8 +134,13 @@ def _schedule(sch: Schedule, in_dtype: str, scope: str, large: bool, warp_tiles:
     i0, i1, i2, i3 = sch.split(i, factors=i_factors)
     j0, j1, j2, j3 = sch.split(j, factors=j_factors)
     k0, k1 = sch.split(k, factors=[None, k_inner])
-    sch.annotate(k0, "software_pipeline_order", [0, 3, 1, 4, 5, 2, 6])
-    sch.annotate(k0, "software_pipeline_stage", [0, 0, 0, 0, 0, 1, 1])
+    if warp_tiles.async_copy:  # (the copies of A and B, then the inner pipeline's prologue, body and epilogue)
+        sch.annotate(k0, "software_pipeline_async_stages", [0])
+        sch.annotate(k0, "software_pipeline_stage", [0, 0, 1, 2, 2])
+        sch.annotate(k0, "software_pipeline_order", [0, 1, 3, 2, 4])
+    else:  # (each copy twice: to registers, then to shared memory)
+        sch.annotate(k0, "software_pipeline_order", [0, 3, 1, 4, 5, 2, 6])
+        sch.annotate(k0, "software_pipeline_stage", [0, 0, 0, 0, 0, 1, 1])
     sch.annotate(k1, "software_pipeline_order", [0, 1, 2])
     sch.annotate(k1, "software_pipeline_stage", [0, 0, 1])
     sch.reorder(i0, j0, i1, j1, j2, i2, k0, k1, i3, j3)
@@ -155,8 +168,9 @@ def _schedule(sch: Schedule, in_dtype: str, scope: str, large: bool, warp_tiles:
         sch.bind(ty, "threadIdx.y")
         sch.vectorize(vec)
         sch.storage_align(stage, 0, axis=-2, factor=align[0], offset=align[1])
-        sch.annotate(stage, "tirx.manifest_shared_memory_local_stage", 1)
-        sch.annotate(stage, "double_buffer_scope", 0)
+        if not warp_tiles.async_copy:
+            sch.annotate(stage, "tirx.manifest_shared_memory_local_stage", 1)
+            sch.annotate(stage, "double_buffer_scope", 0)
         stages.append(stage)
     for stage in stages:
         inline_producers(sch, stage)

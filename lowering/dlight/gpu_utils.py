@@ -57,8 +57,9 @@ def max_shared_memory_per_block(target: Any) -> int:
 
 
 def sm_version(target: Any) -> int:
-    """The compute capability of ``-arch=sm_XY`` as XY, -1 without one."""
-    digits = str(_attr(target, "arch") or "").replace("sm_", "")
+    """The compute capability of ``-arch=sm_XY`` (or ``sm_XYa``, its arch-specific features) as
+    XY, -1 without one."""
+    digits = str(_attr(target, "arch") or "").replace("sm_", "").rstrip("af")
     return int(digits) if digits.isdigit() else -1
 
 

@@ -12,6 +12,11 @@ and a large matmul is not left to those rules as well (a branch has no sampled d
 search measures each once, then the task ends). A function that is not a large matmul under
 cuda, or one whose plan would not be the large one (a float16 matmul the tensor-core plan does not
 take), is left to the other rules.
+
+Where the PassContext sets ``tirx.use_async_copy`` (as for the tuning call and for the build
+after it: the builder's workers build under the caller's context) and the GPU has ``cp.async``
+(sm_80 and later), each float16 shape is offered with asynchronous copies as well, right after
+it (``WarpTiles.async_copy``: three buffers, two k steps ahead).
 """
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ from typing import Any
 from ..dlight.gpu_matmul import schedule_matmul
 from ..dlight.gpu_matmul_large import large_matmul, simt_variants
 from ..dlight.gpu_matmul_tensorcore import warp_variants
+from ..dlight.gpu_utils import sm_version
+from ..transform import PassContext
 from .rule_apply_custom import leave_to_no_other_rule
 from .schedule_rule import ScheduleRule
 
@@ -39,8 +46,9 @@ class MatmulTiles(ScheduleRule):
         large = large_matmul(sch.get(block), self.target)
         if large is None:
             return [sch]
+        async_copy = bool(PassContext.current().config.get("tirx.use_async_copy")) and sm_version(self.target) >= 80
         shapes = simt_variants(large) if large.takes_simt_plan else \
-            warp_variants(large.out_dtype) if large.takes_tensor_core_plan else []
+            warp_variants(large.out_dtype, async_copy) if large.takes_tensor_core_plan else []
         branches = [schedule_matmul(sch.copy(), self.target, shape=shape) for shape in shapes]
         branches = [branch for branch in branches if branch is not None]
         for branch in branches:

@@ -59,6 +59,7 @@ from .lower_warp_memory import lower_warp_memory
 from .manifest_shared_memory_local_stage import manifest_shared_memory_local_stage
 from .merge_shared_memory_allocations import merge_shared_memory_allocations
 from .narrow_data_type import narrow_data_type
+from .remove_negative_waits import remove_negative_waits
 from .split_host_device import split_host_device
 from .storage_rewrite import storage_rewrite
 from .thread_binding import lift_thread_binding, unify_thread_binding
@@ -76,7 +77,7 @@ BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_bloc
                 lower_match_buffer, stmt_simplify, inject_permuted_layout, inject_software_pipeline,
                 transform_mma_buffer_layout, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
                 inject_virtual_thread, inject_double_buffer,
-                storage_rewrite, unroll_loop, stmt_simplify)
+                storage_rewrite, unroll_loop, stmt_simplify, remove_negative_waits)
 # after it, per PrimFunc: the barriers for each memory scope, the fragments' shapes, the
 # cross-thread reductions, then each kernel's dynamic shared memory as one allocation
 BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "shared.dyn"),
@@ -85,7 +86,7 @@ BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "sh
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
 SKIPPED = ("AnnotateIrregularLoop",
            "BF16ComputeLegalize", "LoopPartition",
-           "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
+           "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",  # (RemoveNoOp: its negative waits are removed)
            "FP8ComputeLegalize", "VerifyMemory",
            "MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize")
 
