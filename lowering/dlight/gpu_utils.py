@@ -57,9 +57,9 @@ def max_shared_memory_per_block(target: Any) -> int:
 
 
 def sm_version(target: Any) -> int:
-    """The compute capability of ``-arch=sm_XY`` (or ``sm_XYa``, its arch-specific features) as
-    XY, -1 without one."""
-    digits = str(_attr(target, "arch") or "").replace("sm_", "").rstrip("af")
+    """The compute capability of ``-arch=sm_XY`` as XY, -1 without one (``sm_90a`` too: TVM
+    0.27's rules read none there, so they use no tensor cores, and tvms's rules do as TVM's)."""
+    digits = str(_attr(target, "arch") or "").replace("sm_", "")
     return int(digits) if digits.isdigit() else -1
 
 
