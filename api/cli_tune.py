@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 
 from .cli import EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, InputError, _error, add_pass_config_flag, emit_text, module_command, read_source
@@ -143,6 +144,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if untuned:
         print(f"tvms: warning: no successful trial for {', '.join(untuned)}; left as it was", file=sys.stderr)
+    if args.pass_config:  # (the schedules were measured as built under them)
+        options = " ".join("--pass-config " + shlex.quote(f"{key}={json.dumps(value, separators=(',', ':'))}")
+                           for key, value in args.pass_config.items())
+        print(f"tvms: note: the candidates were built under {options}; build the result with the same", file=sys.stderr)
     return emit_text(run_deep(tuned.script, dialect=dialect), args.output)
 
 

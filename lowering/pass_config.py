@@ -20,7 +20,7 @@ PASS_CONFIGS: dict[str, tuple[str, str]] = {
     "tirx.disable_cse_tir": ("bool", "skip common subexpression elimination in the cuda pipeline"),
     "tirx.merge_static_smem": ("bool", "merge static shared memory allocations too, not only dynamic ones"),
     "tirx.UnrollLoop": ("object", "UnrollLoop's thresholds (auto_max_step, auto_max_depth, ...)"),
-    "s_tir.InjectDoubleBuffer": ("object", "InjectDoubleBuffer's options (split_loop)"),
+    "s_tir.InjectDoubleBuffer": ("object", "InjectDoubleBuffer's options (split_loop: 0, 1 or an even number)"),
     "relax.FuseOps.max_depth": ("int", "the most operators FuseOps puts in one function"),
     "relax.lift_transform_params.consume_params": ("bool", "LiftTransformParams frees the weights it transformed"),
     "relax.PadConvGroups.enable": ("bool", "tvms: pad grouped convolutions to whole vectors (CPU build)"),
@@ -64,7 +64,19 @@ def _value(key: str, kind: str, text: str) -> Any:
         value = None
     if not isinstance(value, dict):
         raise TVMSError(f"--pass-config {key}={text}: expected a JSON object, e.g. {key}='{{\"name\": 1}}'")
+    try:  # (the pass reads it as this does: a wrong field is a usage error here, not a failed build)
+        _object_checks()[key](value)
+    except TVMSError as err:
+        raise TVMSError(f"--pass-config {key}={text}: {str(err).removeprefix(key + ': ')}") from None
     return value
+
+
+def _object_checks() -> dict:
+    """How each object option's pass reads its value (raising TVMSError on what it refuses)."""
+    from .tir.gpu.inject_double_buffer import split_loop_of
+    from .tir.unroll_loop import config_of
+
+    return {"tirx.UnrollLoop": config_of, "s_tir.InjectDoubleBuffer": split_loop_of}
 
 
 __all__ = ["PASS_CONFIGS", "parse_pass_configs"]

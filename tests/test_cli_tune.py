@@ -163,9 +163,14 @@ def test_the_tiles_space_adds_the_targets_tile_rule(tmp_path, capsys, monkeypatc
     monkeypatch.setattr(spaces, "tile_space", lambda target: made.append(real(target)) or made[-1])
     model = write(tmp_path, "mm.tvms", MATMUL.replace("N", "16"))
     assert main(["tune", model, "--work-dir", str(tmp_path / "w"), "--trials", "2", "--space", "tiles",
-                 "--strategy", "replay-trace", "--cost-model", "random", "--progress", "none"]) == 0
+                 "--strategy", "replay-trace", "--cost-model", "random", "--progress", "none",
+                 "--pass-config", "tirx.disable_cse_tir=1", "--pass-config", 'tirx.UnrollLoop={"auto_max_step": 8}']) == 0
     assert [type(space.sch_rules[1]).__name__ for space in made] == ["ConvRegisterTile"]
-    assert '"tir.is_scheduled": True' in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert '"tir.is_scheduled": True' in out
+    # (the builder's workers built under these options: test_tune_core's pass-context test)
+    assert ("tvms: note: the candidates were built under --pass-config tirx.disable_cse_tir=true "
+            "--pass-config 'tirx.UnrollLoop={\"auto_max_step\":8}'; build the result with the same") in err
 
 
 def test_tuning_that_measures_nothing_fails(tmp_path, capsys, monkeypatch) -> None:

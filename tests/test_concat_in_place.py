@@ -138,3 +138,42 @@ def test_numbers(axis: int, mode: str) -> None:
     vm = relax.VirtualMachine(tvms.compile(mod, "llvm", exec_mode=mode), tvms.cpu())
     for _ in range(2):  # (the second call on storage the first used)
         np.testing.assert_allclose(vm["main"](*args).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_public_kernel_written_in_place_twice_builds_and_computes() -> None:
+    """A public PrimFunc whose two calls a concatenation joins: each slice's copy of it is public
+    under its own name (its global_symbol had been copied too, and the build refused two
+    functions with one symbol)."""
+    mod = from_source('''
+@I.ir_module
+class Module:
+    @T.prim_func
+    def rsum(a: T.Buffer((4, 4), "float32"), b: T.Buffer((4,), "float32")):
+        tmp = T.alloc_buffer((4,), "float32")
+        for i, k in T.grid(4, 4):
+            with T.block("r"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    tmp[vi] = T.float32(0)
+                tmp[vi] = tmp[vi] + a[vi, vk]
+        for i in range(4):
+            with T.block("b"):
+                vi = T.axis.spatial(4, i)
+                b[vi] = tmp[vi] + T.float32(1)
+
+    @R.function
+    def main(x: R.Tensor((4, 4), "float32"), y: R.Tensor((4, 4), "float32")) -> R.Tensor((8,), "float32"):
+        cls = Module
+        with R.dataflow():
+            u = R.call_tir(cls.rsum, (x,), out_sinfo=R.Tensor((4,), "float32"))
+            v = R.call_tir(cls.rsum, (y,), out_sinfo=R.Tensor((4,), "float32"))
+            w = R.concat((u, v), axis=0)
+            R.output(w)
+        return w
+''')
+    rewritten = concat_in_place(LegalizeOps()(mod))
+    copies = [name for name in rewritten if name.startswith("rsum_in_")]
+    assert len(copies) == 2 and all(rewritten[name].attrs["global_symbol"] == name for name in copies)
+    x, y = (np.random.default_rng(seed).standard_normal((4, 4)).astype("float32") for seed in (1, 2))
+    vm = relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    np.testing.assert_allclose(vm["main"](x, y).numpy(), np.concatenate([x.sum(1), y.sum(1)]) + 1, rtol=1e-5)

@@ -18,6 +18,7 @@ from conftest import FIXTURES, ROOT
 import tvms
 from tvms import relax
 from tvms.ir.errors import TVMSError
+from tvms.lowering.pass_registry import get_pass
 from tvms.lowering.transform import PassContext, PassError
 from tvms.ir.vm_program import Ret, VMFunction, VMProgram, check_lifted, deserialize, serialize
 from tvms.runtime.param_cache import CAPACITY, ParamCache
@@ -467,6 +468,20 @@ def test_compile_splits_and_lifts_marked_packing() -> None:
     for _ in range(2):
         np.testing.assert_allclose(vm["main"](x, w).numpy(), x + 2 * w, rtol=1e-6)
     assert vm.param_cache.transforms == 1
+
+
+def test_a_public_kernels_parts_are_public_under_their_own_names() -> None:
+    """SplitLayoutRewritePreproc of a public kernel gives its two parts their own global_symbol,
+    as TVM 0.27 does (add_packed_weight_prepack, add_packed_prepacked), so the module builds (a
+    copied symbol made two functions export one) and computes as before."""
+    public = from_source(PACKED.replace("@T.prim_func(private=True)", "@T.prim_func"))
+    split = get_pass("SplitLayoutRewritePreproc")(public)
+    assert {name: split[name].attrs.get("global_symbol") for name in split if name != "main"} == {
+        "add_packed": "add_packed", "add_packed_weight_prepack": "add_packed_weight_prepack",
+        "add_packed_prepacked": "add_packed_prepacked"}
+    vm = relax.VirtualMachine(tvms.compile(public, target="llvm"), tvms.cpu())
+    x, w = np.ones((8, 8), "float32"), np.full((8, 8), 3, "float32")
+    np.testing.assert_allclose(vm["main"](x, w).numpy(), x + 2 * w, rtol=1e-6)
 
 
 OWN_NAMES = PACKED.replace("""    @R.function

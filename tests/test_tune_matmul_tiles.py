@@ -130,10 +130,9 @@ def design_space(text: str) -> tuple[TuneContext, list]:
 def test_a_large_matmul_gets_one_candidate_per_shape(dtype, out_dtype, branches):
     """Under cuda the tiles space branches a 4096^3 matmul into its plan's shapes, DLight's own
     among them, all distinct, left alone by TVM's rules; one replays from its trace's JSON (as
-    the database keeps it; every one: the slow test below). Those whose shared memory fits the
-    target's 48 KiB pass the cuda postprocessors: all float32 ones, the smaller float16 ones
-    (the runtime opts in to more: raise ``-max_shared_memory_per_block`` to let the others
-    through)."""
+    the database keeps it; every one: the slow test below). Under the target's 48 KiB the cuda
+    postprocessors pass every float32 one and only some float16 ones (whose shared memory
+    VerifyGPUCode counts short: benchmarks/README); under an H200's opted-in limit, all."""
     text = matmul(4096, 4096, 4096, dtype=dtype, out_dtype=out_dtype)
     ctx, spaces = design_space(text)
     assert len(spaces) == branches
@@ -150,15 +149,16 @@ def test_a_large_matmul_gets_one_candidate_per_shape(dtype, out_dtype, branches)
 
 def test_async_copies_double_the_float16_shapes_where_asked_for_and_possible():
     """Under ``tirx.use_async_copy`` and on sm_80 or later, each float16 shape comes with
-    asynchronous copies as well; those replay, and pass the cuda postprocessors within an H200's
-    opted-in shared memory (three buffers of a 128 x 128 block's steps: 105 KiB)."""
+    asynchronous copies as well; those replay, and pass the cuda postprocessors under an H200's
+    opted-in shared memory."""
     text = matmul(4096, 4096, 4096, dtype="float16")
     with PassContext(config=ASYNC_COPY):
         ctx, spaces = design_space(text)
-        assert len(spaces) == 32 and sum('"software_pipeline_async_stages"' in s.mod["main"].script() for s in spaces) == 16
-        assert replays(ctx, spaces[1])
+        asynchronous = [s for s in spaces if '"software_pipeline_async_stages"' in s.mod["main"].script()]
+        assert len(spaces) == 32 and len(asynchronous) == 16
+        assert all(replays(ctx, s) for s in asynchronous[:2])
         opted_in = context(text, GPU.replace("49152", "232448")).space_generator.postprocs
-        assert all(p.apply(spaces[1].copy()) for p in opted_in)
+        assert all(all(p.apply(s.copy()) for p in opted_in) for s in asynchronous)
         turing = context(text, GPU.replace("sm_90", "sm_75"))
         assert len(turing.space_generator.generate_design_space(turing.mod)) == 16
         assert len(design_space(matmul(4096, 4096, 4096))[1]) == 20  # (float32: its copies go through registers)

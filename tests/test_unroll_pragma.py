@@ -96,6 +96,13 @@ def test_pass_context_config_sets_the_thresholds() -> None:
     with pytest.raises(TVMSError, match="unknown option"):
         with PassContext(config={"tirx.UnrollLoop": {"max_step": 64}}):
             UnrollLoop()(plain)
+    with pytest.raises(TVMSError, match="auto_max_step takes an integer, not '64'"):
+        with PassContext(config={"tirx.UnrollLoop": {"auto_max_step": "64"}}):
+            UnrollLoop()(plain)
+    # the build pipeline's UnrollLoop reads it too (as TVM's does)
+    with PassContext(config={"tirx.UnrollLoop": {"auto_max_step": 64}}):
+        built = lower_for_codegen(tuned_matmul(None, 0).mod["main"])
+    assert [f.loop_var.name for f in loops(built)] == ["i_0", "j_0", "k_0"]
 
 
 def test_unroll_loop_alone_matches_tvm() -> None:

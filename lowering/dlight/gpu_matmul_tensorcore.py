@@ -71,8 +71,7 @@ def warp_variants(out_dtype: str, async_copy: bool = False) -> list[WarpTiles]:
     """The large float16 plan's warp tiles accumulating in ``out_dtype``, then their neighbours:
     2 or 4 warps along i and j, 2 or 4 tiles a warp along each (at most 8 accumulators a warp
     in float32, each twice the registers of float16's), blocks of 64 to 256 along each.
-    ``async_copy``: each followed by itself with asynchronous copies (so that a search cut short
-    measures both kinds of copy)."""
+    ``async_copy``: each followed by itself with asynchronous copies."""
     first = LARGE_F16_WARP_TILES if out_dtype == "float16" else TVM_WARP_TILES
     most = 16 if out_dtype == "float16" else 8
     variants = [first]

@@ -261,6 +261,8 @@ class _Rewriter:
 
     def _add(self, name: str, func: PrimFunc) -> GlobalVar:
         gv = GlobalVar(self.names.fresh(name))
+        if "global_symbol" in func.attrs:  # (a public callee's copy is public under its own name)
+            func = func.with_attr("global_symbol", gv.name_hint)
         self.mod[gv] = func
         return gv
 

@@ -174,6 +174,8 @@ class _SplitCalls:
     def _global(self, name: str, func: PrimFunc) -> GlobalVar:
         if name not in self.added:
             self.added[name] = GlobalVar(self.functions.fresh(name))
+            if "global_symbol" in func.attrs:  # (a public callee's parts are public under their own names, as in TVM)
+                func = func.with_attr("global_symbol", self.added[name].name_hint)
             self.mod[self.added[name]] = func
         return self.added[name]
 

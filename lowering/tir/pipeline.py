@@ -48,13 +48,13 @@ from .lower_match_buffer import lower_match_buffer
 from .lower_opaque_block import lower_opaque_block
 from .plan_buffer_allocation import plan_buffer_allocation
 from .stmt_simplify import stmt_simplify
-from .unroll_loop import unroll_loop
+from .unroll_loop import unroll_loop_in_context
 from .unswitch_guards import unswitch_guards
 from .vectorize_loop import vectorize_loop
 
 CPU_PIPELINE = (canonicalize_loop, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
                 compact_buffer_allocation, lower_match_buffer, lower_opaque_block, flatten_buffer,
-                stmt_simplify, vectorize_loop, unroll_loop, unswitch_guards, legalize_narrow, lower_intrin)
+                stmt_simplify, vectorize_loop, unroll_loop_in_context, unswitch_guards, legalize_narrow, lower_intrin)
 
 ALLOWED_STMTS = (For, BufferStore, DeclBuffer, AllocBuffer, LetStmt, IfThenElse, While, Evaluate, AttrStmt,
                  AssertStmt, SeqStmt)

@@ -21,6 +21,7 @@ A loop whose body breaks or continues, or whose extent is not a constant, stays 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from ...ir.analysis import controls_loop, substitute
 from .fresh_bindings import fresh_bindings
@@ -31,7 +32,7 @@ from ...ir.stmt import (SERIAL, THREAD_BINDING, UNROLLED, AttrStmt, BufferStore,
                         Stmt, seq)
 from ...ir.visitor import Mutator, collect
 from ..pass_registry import register_pass
-from ..transform import Pass, prim_func_pass
+from ..transform import Pass, PassContext, prim_func_pass
 
 MAX_STEP, EXPLICIT = "pragma_auto_unroll_max_step", "pragma_unroll_explicit"
 
@@ -139,13 +140,32 @@ def unroll_loop(func: PrimFunc, config: UnrollLoopConfig | None = None) -> PrimF
     return func.with_changes(body=_Unroller(config or UnrollLoopConfig()).visit(func.body))
 
 
-def config_of(options: dict) -> UnrollLoopConfig:
-    """The config a ``{"tirx.UnrollLoop": {...}}`` pass-context entry asks for."""
-    known = {f.name for f in fields(UnrollLoopConfig)}
-    unknown = set(options) - known
+def config_of(options: Any) -> UnrollLoopConfig:
+    """The config a ``{"tirx.UnrollLoop": {...}}`` pass-context entry asks for: its fields by
+    name, ints as ints and bools as bools (or 0 and 1); anything else is refused by name."""
+    if isinstance(options, UnrollLoopConfig):
+        return options
+    if not isinstance(options, dict):
+        raise TVMSError(f"tirx.UnrollLoop: expected an object of options, got {type(options).__name__}")
+    known = {f.name: f.type for f in fields(UnrollLoopConfig)}
+    unknown = set(options) - set(known)
     if unknown:
         raise TVMSError(f"tirx.UnrollLoop: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
-    return UnrollLoopConfig(**{k: type(getattr(UnrollLoopConfig, k))(v) for k, v in options.items()})
+    values = {}
+    for name, value in options.items():
+        if known[name] == "bool" and (isinstance(value, bool) or value in (0, 1) and isinstance(value, int)):
+            values[name] = bool(value)
+        elif known[name] == "int" and isinstance(value, int) and not isinstance(value, bool):
+            values[name] = value
+        else:
+            raise TVMSError(f"tirx.UnrollLoop: {name} takes {'a bool' if known[name] == 'bool' else 'an integer'}, "
+                            f"not {value!r}")
+    return UnrollLoopConfig(**values)
+
+
+def unroll_loop_in_context(func: PrimFunc) -> PrimFunc:
+    """``unroll_loop`` with the thresholds of the current PassContext (as a build pipeline runs it)."""
+    return unroll_loop(func, config_of(PassContext.current().config.get("tirx.UnrollLoop", {})))
 
 
 def UnrollLoop() -> Pass:
@@ -157,4 +177,4 @@ def UnrollLoop() -> Pass:
 
 register_pass("UnrollLoop", UnrollLoop)
 
-__all__ = ["UnrollLoop", "UnrollLoopConfig", "unroll_loop"]
+__all__ = ["UnrollLoop", "UnrollLoopConfig", "config_of", "unroll_loop", "unroll_loop_in_context"]

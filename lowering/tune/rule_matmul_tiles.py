@@ -15,8 +15,8 @@ take), is left to the other rules.
 
 Where the PassContext sets ``tirx.use_async_copy`` (as for the tuning call and for the build
 after it: the builder's workers build under the caller's context) and the GPU has ``cp.async``
-(sm_80 and later), each float16 shape is offered with asynchronous copies as well, right after
-it (``WarpTiles.async_copy``: three buffers, two k steps ahead).
+(sm_80 and later), each float16 shape is offered with asynchronous copies as well
+(``WarpTiles.async_copy``: three buffers, two k steps ahead).
 """
 from __future__ import annotations
 

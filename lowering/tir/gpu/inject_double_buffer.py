@@ -6,11 +6,13 @@ The loop ``for i in range(n)`` becomes: the fill for ``i = 0`` (a prologue), the
 range((n - 1) // s)`` whose body is ``s`` copies (``s`` is the PassContext option
 ``s_tir.InjectDoubleBuffer`` ``{"split_loop": s}``, 1 by default) of the loop's body with the fill
 guarded by ``i + 1 < n`` and marked ``double_buffer_write``, then the last iterations, each
-guarded by ``i < n``, without the mark. The buffer (flat: FlattenBuffer has run) is allocated
+guarded by ``i < n``, without the mark (``s`` of 0: the loop stays whole, its fill guarded). The buffer (flat: FlattenBuffer has run) is allocated
 twice as large around all of it. A buffer whose data pointer is used other than by loads and
 stores is left alone.
 """
 from __future__ import annotations
+
+from typing import Any
 
 from ....ir.analysis import substitute
 from ....ir.arith.operators import binary
@@ -99,7 +101,7 @@ class _Injector(Mutator):
                 self.allocs.setdefault(id(entry.loop), []).append((entry, alloc))
                 self.pending.remove((entry, alloc))
         if id(loop) in self.before:
-            stmt = seq(self.before[id(loop)] + [self.split_loop(stmt)])
+            stmt = seq(self.before[id(loop)] + [self.split_loop(stmt) if self.split else stmt])
         for entry, alloc in reversed(self.allocs.get(id(loop), [])):
             stmt = AllocBuffer(self.doubled(alloc.buffer, entry), stmt, alloc.annotations)
         self.loops.pop()
@@ -180,14 +182,25 @@ def inject_double_buffer(func: PrimFunc) -> PrimFunc:
     detector.visit(func.body)
     if not detector.marked:
         return func
-    options = PassContext.current().config.get(CONFIG) or {}
-    split = int(options.get("split_loop", 1))
-    if split != 1 and split % 2:
-        raise TVMSError(f"InjectDoubleBuffer: split_loop {split} should be 1 or a multiple of 2")
+    split = split_loop_of(PassContext.current().config.get(CONFIG) or {})
     body = _Injector(detector.marked, split).visit(func.body)
     return func.with_changes(body=body)
 
 
+def split_loop_of(options: Any) -> int:
+    """The ``split_loop`` a ``{"s_tir.InjectDoubleBuffer": {...}}`` pass-context entry asks for:
+    0 (the loop is not split), 1 (TVM's default) or a positive even number."""
+    if not isinstance(options, dict):
+        raise TVMSError(f"{CONFIG}: expected an object of options, got {type(options).__name__}")
+    unknown = sorted(set(options) - {"split_loop"})
+    if unknown:
+        raise TVMSError(f"{CONFIG}: unknown option(s) {unknown}; known: ['split_loop']")
+    split = options.get("split_loop", 1)
+    if not isinstance(split, int) or isinstance(split, bool) or split < 0 or split > 1 and split % 2:
+        raise TVMSError(f"{CONFIG}: split_loop takes 0 (no split), 1 or a positive even number, not {split!r}")
+    return split
+
+
 InjectDoubleBuffer = define_tir_pass("InjectDoubleBuffer", inject_double_buffer)
 
-__all__ = ["InjectDoubleBuffer", "inject_double_buffer"]
+__all__ = ["InjectDoubleBuffer", "inject_double_buffer", "split_loop_of"]

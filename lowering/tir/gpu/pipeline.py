@@ -39,7 +39,7 @@ from ..lower_match_buffer import lower_match_buffer
 from ..lower_opaque_block import lower_opaque_block
 from ..plan_buffer_allocation import plan_buffer_allocation
 from ..stmt_simplify import stmt_simplify
-from ..unroll_loop import unroll_loop
+from ..unroll_loop import unroll_loop_in_context
 from ..vectorize_loop import vectorize_loop
 from ...transform import PassContext
 from .annotate_entry_func import annotate_entry_func
@@ -77,7 +77,7 @@ BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_bloc
                 lower_match_buffer, stmt_simplify, inject_permuted_layout, inject_software_pipeline,
                 transform_mma_buffer_layout, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
                 inject_virtual_thread, inject_double_buffer,
-                storage_rewrite, unroll_loop, stmt_simplify, remove_negative_waits)
+                storage_rewrite, unroll_loop_in_context, stmt_simplify, remove_negative_waits)
 # after it, per PrimFunc: the barriers for each memory scope, the fragments' shapes, the
 # cross-thread reductions, then each kernel's dynamic shared memory as one allocation
 BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "shared.dyn"),

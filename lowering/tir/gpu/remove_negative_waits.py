@@ -1,5 +1,5 @@
 """The part of TVM's RemoveNoOp that a software pipeline needs: a wait for async copies whose
-in-flight count simplifies to a negative constant is no wait at all, and goes (its body stays).
+in-flight count is provably negative is no wait at all, and goes (its body stays).
 
 Such counts come from a pipeline's epilogue: ``n - i`` groups may be in flight at its i-th
 step, and once UnrollLoop and StmtSimplify make the steps constants, the last ones are below
@@ -10,7 +10,6 @@ after them.
 from __future__ import annotations
 
 from ....ir.arith import Analyzer
-from ....ir.expr import IntImm
 from ....ir.function import PrimFunc
 from ....ir.stmt import AttrStmt, Stmt, async_wait
 from ....ir.visitor import Mutator
@@ -22,8 +21,7 @@ class _Remover(Mutator):
         if s.attr_key != "async_wait_queue_scope":
             return s
         count, body = async_wait(s, "RemoveNoOp", cuda=False)
-        count = Analyzer().simplify(count)  # (unrolled, an epilogue's count reads 0 - 1)
-        return body if isinstance(count, IntImm) and count.value < 0 else s
+        return body if Analyzer().can_prove_less(count, 0) else s  # (unrolled, an epilogue's count reads 0 - 1)
 
 
 def remove_negative_waits(func: PrimFunc) -> PrimFunc:
