@@ -6,9 +6,9 @@ The loop ``for i in range(n)`` becomes: the fill for ``i = 0`` (a prologue), the
 range((n - 1) // s)`` whose body is ``s`` copies (``s`` is the PassContext option
 ``s_tir.InjectDoubleBuffer`` ``{"split_loop": s}``, 1 by default) of the loop's body with the fill
 guarded by ``i + 1 < n`` and marked ``double_buffer_write``, then the last iterations, each
-guarded by ``i < n``, without the mark (``s`` of 0: the loop stays whole, its fill guarded). The buffer (flat: FlattenBuffer has run) is allocated
-twice as large around all of it. A buffer whose data pointer is used other than by loads and
-stores is left alone.
+guarded by ``i < n``, without the mark (``s`` of 0: the loop stays whole, its fill guarded).
+The buffer (flat: FlattenBuffer has run) is allocated twice as large around all of it. A buffer
+whose data pointer is used other than by loads and stores is left alone.
 """
 from __future__ import annotations
 
