@@ -83,7 +83,7 @@ def test_drawn_shapes_compute_as_numpy(shape_out, b_layout, k_steps, seed):
 # the commit groups, waits and barriers of the async plan's 128 x 256 x 192 kernel, as TVM 0.27
 # lowers the same scheduled function for sm_90 under tirx.use_async_copy (its CUDA source, in
 # order): two steps ahead, then one wait a step; no wait is left for the last step's negative count
-TVM_ASYNC_SEQUENCE = ("commit commit wait_1 sync sync commit wait_1 sync wait_0 sync sync sync")
+TVM_ASYNC_SEQUENCE = "commit commit wait_1 sync sync commit wait_1 sync wait_0 sync sync sync"
 
 
 @pytest.mark.parametrize("b_layout", ["kn", "nk"])

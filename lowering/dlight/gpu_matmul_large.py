@@ -22,7 +22,7 @@ reduction is a multiple of 8 (no padding). The rest keep TVM's tiles (the schedu
 goldens pin, all below that size).
 
 The plan's shape is a ``SimtTiles`` (DLight's is ``SimtTiles()``); ``simt_variants`` lists its
-neighbours (64 or 128 rows and columns a block, 128 or 256 threads, steps of 8 or 16), which
+neighbours (blocks of 32 to 128 rows and columns, 64 to 256 threads, steps of 8 or 16), which
 the tuning space "tiles" (tune/tile_space.py) measures side by side.
 """
 from __future__ import annotations
@@ -111,7 +111,7 @@ def large_matmul(block: Block, target: Any) -> LargeMatmul | None:
 
 def simt_variants(large: LargeMatmul) -> list[SimtTiles]:
     """DLight's plan, then its neighbours that fit ``large`` (a large matmul's rows and columns
-    are whole tiles of any of them): 128 or 256 threads a block, 1 or 2 virtual threads along i
+    are whole tiles of any of them): 64 to 256 threads a block, 1 or 2 virtual threads along i
     and j (not 1 x 1: TVM's 4 x 4 a thread), steps of 8 or 16, each operand's step whole
     vectors for every thread."""
     if not large.takes_simt_plan:
