@@ -93,15 +93,25 @@ def _is_library(path: str) -> bool:
         return False
 
 
-def _load_program(path: str, target: str, default_schedule: bool = True) -> Any:
+# the options of ``tvms run`` that only compiling a module reads (a library was compiled already)
+_COMPILE_OPTIONS = (("target", "--target"), ("no_default_schedule", "--no-default-schedule"),
+                    ("pass_config", "--pass-config"))
+
+
+def _load_program(path: str, args: argparse.Namespace) -> Any:
     if path != "-" and _is_library(path):
         from .runtime import load_module
+
+        given = [flag for name, flag in _COMPILE_OPTIONS if getattr(args, name)]
+        if given:  # (they would be silently ignored: the library's were fixed by 'tvms build')
+            raise _Failure(f"{path} is a library, already compiled: {', '.join(given)} applies only to "
+                           f"a .tvms module (give it to 'tvms build' instead)", EXIT_ERROR)
 
         try:
             return load_module(path)
         except TVMSError as err:
             raise _Failure(str(err), EXIT_ERROR) from None
-    return _compile(_parse(path), target, path, default_schedule)
+    return _compile(_parse(path), args.target or "llvm", path, not args.no_default_schedule)
 
 
 # --------------------------------------------------------------------------- build
@@ -437,7 +447,7 @@ def _on_device(value: Any, device: Any) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     try:
-        program = _load_program(args.input, args.target, not args.no_default_schedule)
+        program = _load_program(args.input, args)
         call, values, timer = _prepare(program, args.entry, args)
         try:  # a failure inside the program (the arguments were checked)
             outputs = call()
@@ -502,7 +512,7 @@ def add_build_parsers(subparsers) -> None:
     r.add_argument("--time", action="store_true", help="print latency statistics")
     r.add_argument("--number", type=_positive, default=10, help="runs per repeat when timing (default 10)")
     r.add_argument("--repeat", type=_positive, default=3, help="timed repeats (default 3)")
-    r.add_argument("--target", default="llvm", help="the target to compile a .tvms module for")
+    r.add_argument("--target", help="the target to compile a .tvms module for (default: llvm)")
     _add_schedule_flag(r)
     add_pass_config_flag(r)
     r.set_defaults(func=cmd_run)

@@ -65,6 +65,18 @@ def test_run_library_with_inputs_prints_the_output(matmul_lib, tmp_path, capsys)
     assert capsys.readouterr().out == describe_array("C", a @ b) + "\n"
 
 
+@pytest.mark.parametrize("flags, named", [
+    (["--pass-config", "tirx.UnrollLoop={}"], "--pass-config"),
+    (["--target", "cuda"], "--target"),
+    (["--no-default-schedule", "--target", "llvm"], "--target, --no-default-schedule"),
+])
+def test_run_library_refuses_options_only_compiling_reads(matmul_lib, flags, named, capsys):
+    # a library was compiled by 'tvms build': these would be silently ignored
+    assert main(["run", str(matmul_lib), "--random-inputs", *flags]) == 2
+    assert capsys.readouterr().err == (f"tvms: error: {matmul_lib} is a library, already compiled: {named} "
+                                       f"applies only to a .tvms module (give it to 'tvms build' instead)\n")
+
+
 def test_run_prints_small_outputs_in_full(relu_file, tmp_path, capsys):
     x = np.array([[-1.5, 2.0], [3.25, -4.0], [0.5, -0.25]], np.float32)
     np.save(tmp_path / "x.npy", x)
