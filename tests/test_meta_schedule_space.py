@@ -202,6 +202,22 @@ def test_cuda_space_matches_tvm(stem: str) -> None:
             assert_prints(sch, f"{stem}_sketch{k}_post")
 
 
+@pytest.mark.parametrize("arch, kind, stages", [("sm_70", "cuda", []), ("sm_75", "cuda-tensorcore", []),
+                                                ("sm_80", "cuda-tensorcore", [4, 5]),
+                                                ("sm_90a", "cuda-tensorcore", [4, 5]), ("sm_x", "cuda", [])])
+def test_cuda_space_kind_and_pipelines_follow_the_arch(arch: str, kind: str, stages: list) -> None:
+    """The default space has tensor cores from sm_75, and MultiLevelTiling tries software
+    pipelines (4 or 5 stages) from sm_80, the GPUs with async copies: as TVM, both read the
+    number that starts the arch, so sm_90a counts as 90."""
+    from tvms.lowering.tune.space_generator import space_kind
+
+    target = cuda_target(arch)
+    assert space_kind(target) == kind
+    rule = ms.schedule_rule.MultiLevelTiling("SSSRRSRS")
+    rule._initialize_with_tune_context(TuneContext(base("row_sum"), target, PostOrderApply(mutator_probs={})))
+    assert rule.stages == stages
+
+
 def test_verify_gpu_code_agrees_with_tvm() -> None:
     """The modules of TVM's own VerifyGPUCode tests (generate_verify_gpu_with_tvm.py), scheduled
     TensorIR and lowered kernels, and a copy vectorized by 4 and by 8 float32 lanes: accepted or

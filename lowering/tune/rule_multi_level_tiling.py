@@ -11,6 +11,7 @@ from ...ir.expr import COMM_REDUCE, DATA_PAR
 from ...ir.stmt import For, SeqStmt
 from .rule_analysis import TILING_STRUCTURE, const_int, is_write_cache, needs_multi_level_tiling, site
 from .schedule_rule import ScheduleRule
+from .space_generator import sm_number
 
 
 class ReuseType(NamedTuple):
@@ -94,8 +95,8 @@ class MultiLevelTiling(ScheduleRule):
         if "max_threads_per_block" in target.attrs:
             self.max_threads_per_block = target.attrs["max_threads_per_block"]
             self.thread_warp_size = target.attrs.get("thread_warp_size", -1)
-        arch = str(target.attrs.get("arch", ""))
-        if arch.startswith("sm_") and arch[3:].isdigit() and int(arch[3:]) >= 80:
+        sm = sm_number(target)
+        if sm is not None and sm >= 80:  # (GPUs with async copies)
             self.stages = [4, 5]
 
     def apply(self, sch: Any, block: Any) -> list:

@@ -10,6 +10,7 @@ defaults each target's space registers with ``register_defaults``.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any, Callable
 
 from ...ir.errors import TVMSError
@@ -45,10 +46,18 @@ def space_kind(target: Any) -> str | None:
     target of compute capability 7.5 or more."""
     if target is None:
         return None
-    arch = str(target.attrs.get("arch", ""))
-    if target.kind == "cuda" and arch.startswith("sm_") and arch[3:].isdigit() and int(arch[3:]) >= 75:
+    sm = sm_number(target)
+    if target.kind == "cuda" and sm is not None and sm >= 75:
         return "cuda-tensorcore"
     return target.kind
+
+
+def sm_number(target: Any) -> int | None:
+    """The compute capability of a target's ``arch`` as the meta-schedule reads it: the number
+    that starts what follows ``sm_`` (``sm_90a`` is 90; DLight reads no number there); None
+    without one."""
+    sm = re.match(r"sm_(\d+)", str(target.attrs.get("arch", "")))
+    return None if sm is None else int(sm.group(1))
 
 
 class SpaceGenerator:
