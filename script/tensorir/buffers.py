@@ -454,11 +454,12 @@ class BufferPrinting:
                 self.namer.define(v, v.name)
             defined.add(id(v))
         # a size no parameter or TypeVar names: the quote defines it, and TVM declares it again
-        # at the top of the body (n = T.int32(), one line per buffer)
+        # at the top of the body (``n, m = T.int32(), T.int32()``, one line per buffer; a size
+        # met in a dimension that is an expression, ``"x * 8"``, on a line of its own before)
         fresh = [v for v in dict.fromkeys(found) if id(v) not in self.scalar_params
                  and id(v) not in self.typevars and self.namer.get(v) is None]
         for v in fresh:
-            self.signature_sizes[-1].append((self.namer.define(v, v.name, self.func_frame), v))
+            self.signature_sizes[-1].append((self.namer.define(v, v.name, self.func_frame), v, dim is v))
         text = self.expr(dim)
         if early or fresh or (not isinstance(dim, Var) and any(id(v) in self.typevars for v in found)):
             return quote(text)

@@ -312,7 +312,8 @@ class FunctionPrinting:
         self.emit_aside("@T.prim_func" + (f"({', '.join(dec_args)})" if dec_args else ""))
         params = []
         defined: set = set()
-        self.signature_sizes = []  # per inlined buffer: the sizes its quoted dimensions define
+        # per inlined buffer: the sizes its quoted dimensions define, (name, var, a whole dimension?)
+        self.signature_sizes = []
         for p in f.params:
             if p in inlined:
                 buf = f.buffer_map[p]
@@ -328,8 +329,12 @@ class FunctionPrinting:
             ret = f" -> {self.type_doc(f.ret_type)}"
         self.emit(f"def {name}({', '.join(params)}){ret}:")
         self.indent += 1
-        for sizes in filter(None, self.signature_sizes):
-            self.emit(f"{', '.join(n for n, _ in sizes)} = {', '.join(self.var_creation(v) for _, v in sizes)}")
+        for sizes in self.signature_sizes:
+            for n, v, _ in (size for size in sizes if not size[2]):
+                self.emit(f"{n} = {self.var_creation(v)}")
+            dims = [(n, v) for n, v, whole in sizes if whole]
+            if dims:
+                self.emit(f"{', '.join(n for n, _ in dims)} = {', '.join(self.var_creation(v) for _, v in dims)}")
         attrs = {k: v for k, v in f.attrs.items() if not (k == "global_symbol" and v == name)}
         if attrs:
             self.emit(f"T.func_attr({self.attr_dict(attrs)})")
