@@ -37,7 +37,15 @@ import sys
 import time
 import traceback
 
-GROUPS = ("tvmscript", "relax", "s_tir", "tirx-transform")
+GROUPS = ("tvmscript", "relax", "s_tir", "tirx-transform")  # (the folders of the figures in benchmarks/README.md)
+
+
+def text_folders(out: pathlib.Path) -> list[str]:
+    """The folders of texts under ``out``: GROUPS first (a text found in several folders counts in
+    the first), then any other test folder collected, by name."""
+    others = sorted(p.name for p in out.iterdir() if p.is_dir() and p.name != "sources" and p.name not in GROUPS) \
+        if out.is_dir() else []
+    return [*GROUPS, *others]
 
 
 # --- collect (runs under TVM 0.27) ---------------------------------------------------------------
@@ -112,7 +120,7 @@ def collect(out: pathlib.Path, folders: list[pathlib.Path], extra_path: str | No
             verdict = f"exit {os.WEXITSTATUS(status)}: {(tail or ['?'])[-1][:160]}"
             problems.append(f"{rel}: {verdict}")
         print(f"{took:6.1f} s  {rel}  {verdict}", flush=True)
-    texts = sum(1 for group in GROUPS for _ in (out / group).glob("*.tvms"))
+    texts = sum(1 for group in text_folders(out) for _ in (out / group).glob("*.tvms"))
     report = [f"{len(files)} test files in {time.time() - start:.0f} s; {texts} texts in {out}",
               f"{len(problems)} runs did not finish normally (what they found before is kept):"]
     (out / "COLLECT.txt").write_text("\n".join(report + ["  " + line for line in problems]) + "\n")
@@ -161,7 +169,7 @@ def collect_file(out: pathlib.Path, group: str, path: pathlib.Path, started: pat
             key = hashlib.sha1(text.encode()).hexdigest()[:16]
             if key in found:
                 return
-            known = any((out / g / f"{key}.tvms").exists() for g in GROUPS)
+            known = any((out / g / f"{key}.tvms").exists() for g in text_folders(out))
             if known or equal(parse(text), obj):  # (only what TVM reads back as it was)
                 if not known:
                     (out / group / f"{key}.tvms").write_text(text + "\n")
@@ -269,7 +277,7 @@ def measure(folder: pathlib.Path, show: int, examples: int) -> None:
     from tvms.script.formatting import format_script
 
     texts: dict[str, pathlib.Path] = {}
-    for group in GROUPS:
+    for group in text_folders(folder):
         for path in sorted((folder / group).glob("*.tvms")):
             texts.setdefault(path.stem, path)
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)

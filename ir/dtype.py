@@ -110,6 +110,14 @@ class DataType:
     def is_string(self) -> bool:
         return self.code == "string"
 
+    def holds_int(self, value: int) -> bool:
+        """Whether an integer type (or bool: 0 and 1) has the value ``value``."""
+        if self.is_bool:
+            return value in (0, 1)
+        if self.is_uint:
+            return 0 <= value < 1 << self.bits
+        return -(1 << (self.bits - 1)) <= value < 1 << (self.bits - 1)
+
 
 def _parse(name: str) -> tuple[str, int, int, bool, str]:
     if not isinstance(name, str):

@@ -125,14 +125,33 @@ def main(A: T.Buffer((4,), "float33")):
     assert_error(src, 2, 13, r"unknown data type 'float33'")
 
 
-def test_storing_a_value_of_the_wrong_dtype():
+def test_storing_a_vector_into_one_element():
     src = '''\
 @T.prim_func
 def main(B: T.Buffer((4,), "float32")):
     for i in range(4):
-        B[i] = T.int32(1)
+        B[i] = T.Broadcast(T.int32(1), 4)
 '''
-    assert_error(src, 4, 16, r"cannot store an? int32 value into buffer 'B' of float32")
+    assert_error(src, 4, 16, r"cannot store an int32x4 value into buffer 'B' of float32")
+
+
+def test_a_constant_out_of_its_types_range():
+    # (TVM 0.27 refuses both: "Literal value 300 exceeds range of int8")
+    src = '''\
+@T.prim_func
+def main(B: T.Buffer((4,), "int8")):
+    B[0] = T.int8(300)
+'''
+    assert_error(src, 3, 12, r"300 is out of the range of int8")
+    assert_error(src.replace("T.int8(300)", "T.int64(-129)"), 3, 12,
+                 r"cannot store into buffer 'B' of int8: -129 is out of the range of int8")
+    assert_error(src.replace("T.int8(300)", "B[1] + 200"), 3, 12, r"200 is out of the range of int8")
+    huge = '''\
+@T.prim_func
+def main(B: T.Buffer((99999999999999999999, 4), "float32")):
+    T.evaluate(0)
+'''
+    assert_error(huge, 2, 13, r"99999999999999999999 is out of the range of int64")
 
 
 def test_match_buffer_on_a_non_parameter_at_function_level():

@@ -14,6 +14,7 @@ from tvms.script import from_source
 from tvms.script.formatting import format_script
 
 GOLDENS = sorted((FIXTURES / "tvm027_printing").glob("*.tvms"))
+SOURCES = sorted((FIXTURES / "tvm027_printing" / "sources").glob("*.tvms"))
 
 
 @pytest.mark.parametrize("path", GOLDENS, ids=lambda p: p.stem)
@@ -23,6 +24,16 @@ def test_a_text_tvm_printed_prints_back_byte_for_byte(path) -> None:
     out = format_script(text, path.name)
     assert out == text
     assert structural_equal(from_source(out, path.name), node)
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_a_source_reads_as_tvm_reads_it(source) -> None:
+    """What TVM 0.27 makes of these sources, as it prints it (the text of the same name):
+    operations on constants fold as TVM's operators fold them (a modulo only of int32 and int64,
+    float arithmetic only in 32 and 64 bits, float32 rounded as float32), and a value stored into
+    a buffer of another type is cast to it."""
+    node = from_source(source.read_text(), source.name)
+    assert node.script(dialect="tvm-0.27") + "\n" == (source.parent.parent / source.name).read_text()
 
 
 def test_an_iterator_bound_to_a_value_of_another_type_keeps_both_and_builds() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
+import numpy as np
+
 from ..dtype import DataType
 from ..errors import TVMSError
 from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, Cast, CmpOp, Div, FloatImm, FloorDiv,
@@ -22,9 +24,11 @@ def to_expr(value: Any, like: PrimExpr | None = None) -> PrimExpr:
     if isinstance(value, bool):
         return const(value, "bool")
     if isinstance(value, int):
-        if like is not None and (like.dtype.is_integer or like.dtype.is_float):
-            return const(value, like.dtype.element_of)
-        return const(value, "int32" if -2**31 <= value < 2**31 else "int64")
+        dtype = like.dtype.element_of if like is not None and (like.dtype.is_integer or like.dtype.is_float) \
+            else DataType("int32" if -2**31 <= value < 2**31 else "int64")
+        if dtype.is_integer and not dtype.holds_int(value):  # (as TVM: no literal wraps around)
+            raise TVMSError(f"{value} is out of the range of {dtype}")
+        return const(value, dtype)
     if isinstance(value, float):
         if like is not None and like.dtype.is_float:
             return const(value, like.dtype.element_of)
@@ -59,7 +63,7 @@ def match_types(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
 _FOLD: dict[type, Callable] = {
     Add: operator.add, Sub: operator.sub, Mul: operator.mul,
     FloorDiv: lambda x, y: x // y if y else None, FloorMod: lambda x, y: x % y if y else None,
-    Min: min, Max: max, Div: lambda x, y: _truncdiv(x, y) if y else None,
+    Min: min, Max: max, Div: lambda x, y: (x / y if isinstance(x, float) else _truncdiv(x, y)) if y else None,
     Mod: lambda x, y: x - y * _truncdiv(x, y) if y else None,
 }
 
@@ -79,18 +83,66 @@ def binary(cls: type, a: Any, b: Any) -> Any:
         if fold is not None:
             return fold(a, b)
     a, b = match_types(a, b)
-    if isinstance(a, (IntImm, FloatImm)) and isinstance(b, (IntImm, FloatImm)):
-        if cls in _FOLD_CMP:
-            return const(_FOLD_CMP[cls](a.value, b.value), "bool")
-        fold = _FOLD.get(cls)
-        if fold is not None and (isinstance(a, IntImm) or cls in (Add, Sub, Mul, Min, Max)):
-            value = fold(a.value, b.value)
-            if value is not None:
-                return const(wrap_int(value, a.dtype) if isinstance(value, int) else value, a.dtype)
     if cls in (And, Or) and not (a.dtype.is_bool and b.dtype.is_bool):
         raise TVMSError(f"'and'/'or' need boolean operands, got {a.dtype} and {b.dtype}")
-    folded = fold_identity(cls, a, b)
+    _check_operands(cls, a, b)
+    folded = fold_constants(cls, a, b)
+    if folded is None:
+        folded = fold_identity(cls, a, b)
     return folded if folded is not None else cls(a, b)
+
+
+def _check_operands(cls: type, a: PrimExpr, b: PrimExpr) -> None:
+    """What TVM's operator functions refuse: floor division and modulo of floats, and a divisor
+    that is the constant 0 (for a modulo, where TVM folds it: of int32 and int64)."""
+    if cls in (FloorDiv, FloorMod) and not (a.dtype.is_integer or a.dtype.is_bool):
+        raise TVMSError(f"{'floor division (//, T.floordiv)' if cls is FloorDiv else 'floor modulo (%, T.floormod)'} "
+                        f"takes integers, not {a.dtype} (divide floats with / and T.floor)")
+    if _is_value(b, 0) and (cls in (Div, FloorDiv) or cls in (Mod, FloorMod) and _folds_modulo(cls, a)):
+        raise TVMSError("division by zero")
+
+
+def _index_typed(e: PrimExpr) -> bool:
+    """int32 and int64 scalars, the types of shapes and indices, which TVM folds most eagerly."""
+    return e.dtype.is_int and e.dtype.bits in (32, 64) and e.dtype.lanes == 1
+
+
+def _folds_modulo(cls: type, a: PrimExpr) -> bool:
+    """Whether TVM folds a modulo of this type at all: on index types only (and a floor modulo of
+    two unsigned constants); ``T.int8(7) % T.int8(2)`` stays as written."""
+    return _index_typed(a) or cls is FloorMod and a.dtype.is_uint
+
+
+def fold_constants(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
+    """TVM's folding of an operation on two constants of one type, or None where it keeps the
+    operation: integer modulo only of index types, float arithmetic only in 32 and 64 bits
+    (``min``/``max`` and comparisons in any)."""
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        values = (a.value, b.value)
+        if cls in (Mod, FloorMod) and not _folds_modulo(cls, a):
+            return None
+    elif isinstance(a, FloatImm) and isinstance(b, FloatImm):
+        values = (a.value, b.value)
+        if cls not in _FOLD_CMP and cls not in (Min, Max) and not (cls in (Add, Sub, Mul, Div) and
+                                                                   a.dtype.bits in (32, 64)):
+            return None
+    else:
+        return None
+    if cls in _FOLD_CMP:
+        return const(_FOLD_CMP[cls](*values), "bool")
+    single = a.dtype.is_float and a.dtype.bits == 32 and cls not in (Min, Max)
+    if single:  # (TVM computes in float: one operation on float32 values, rounded to float32)
+        values = tuple(_float32(v) for v in values)
+    fold = _FOLD.get(cls)
+    value = fold(*values) if fold is not None else None
+    if value is None:
+        return None
+    return const(wrap_int(value, a.dtype) if isinstance(a, IntImm) else _float32(value) if single else value, a.dtype)
+
+
+def _float32(value: float) -> float:
+    with np.errstate(over="ignore"):
+        return float(np.float32(value))
 
 
 def _is_value(e: Any, value: int) -> bool:
@@ -99,8 +151,8 @@ def _is_value(e: Any, value: int) -> bool:
 
 def fold_identity(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
     """What TVM's operators make of an operation with a neutral or absorbing constant: ``x + 0``,
-    ``x - 0``, ``x * 1``, ``x // 1`` are ``x``, ``x * 0``, ``0 // x`` and ``x % 1`` are ``0``,
-    ``min(x, x)`` is ``x``; else None.
+    ``x - 0``, ``x * 1``, ``x // 1`` are ``x``, ``x * 0``, ``0 // x`` and ``x % 1`` are ``0``
+    (a modulo only of int32 and int64), ``min(x, x)`` is ``x``; else None.
     (The printer writes such a node that was built directly as ``T.Add(x, 0)``, so that it reads
     back as itself.)"""
     if cls is Add:
@@ -111,7 +163,9 @@ def fold_identity(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
         if _is_value(b, 1) or _is_value(a, 0):
             return a
         return b if _is_value(a, 1) or _is_value(b, 0) else None
-    if cls in (FloorDiv, Div, FloorMod, Mod) and _is_value(a, 0) and a.dtype.is_integer:
+    if cls in (Mod, FloorMod) and not _index_typed(a):
+        return None
+    if cls in (FloorDiv, Div, FloorMod, Mod) and _is_value(a, 0):
         return a  # 0 divided by anything
     if cls in (FloorDiv, Div):
         return a if _is_value(b, 1) else None
@@ -123,13 +177,26 @@ def fold_identity(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
 
 
 def truediv(a: Any, b: Any) -> Any:
+    """``a / b``: a float division (TVM's script refuses ``/`` between integers, whose division
+    has several meanings)."""
     if _is_number(a) and _is_number(b) and not isinstance(a, PrimExpr):
         return a / b
     a, b = match_types(a, b)
-    if isinstance(a, FloatImm) and isinstance(b, FloatImm) and b.value != 0:
-        return const(a.value / b.value, a.dtype)
-    folded = fold_identity(Div, a, b)
-    return folded if folded is not None else Div(a, b)
+    if not a.dtype.is_float:
+        raise TVMSError(f"/ divides floats, not {a.dtype}: for integers, say which division "
+                        f"(// or T.floordiv rounds down, T.truncdiv towards zero)")
+    return binary(Div, a, b)
+
+
+def builds_as_written(cls: type, a: PrimExpr, b: PrimExpr) -> bool:
+    """Whether the operator of ``cls`` (``binary``; ``truediv`` for a float Div) keeps ``cls(a,
+    b)`` as it is: neither folds it nor refuses it. The printer writes the others as the node
+    (``T.Add(x, 0)``, ``T.FloorDiv(x, 0)``), which reads back as itself."""
+    try:
+        _check_operands(cls, a, b)
+    except TVMSError:
+        return False
+    return fold_constants(cls, a, b) is None and fold_identity(cls, a, b) is None
 
 
 def negate(a: Any) -> Any:
@@ -154,5 +221,5 @@ def cast(dtype: "str | DataType", value: Any) -> PrimExpr:
     return Cast(dt, value)
 
 
-__all__ = ["binary", "truediv", "negate", "logical_not", "cast", "to_expr", "match_types",
-           "CmpOp", "Mod"]
+__all__ = ["binary", "builds_as_written", "fold_constants", "truediv", "negate", "logical_not", "cast",
+           "to_expr", "match_types", "CmpOp", "Mod"]

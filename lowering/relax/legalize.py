@@ -15,7 +15,7 @@ from ...ir import arith
 from ...ir import relax as rx
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
-from ...ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, FloatImm, FloorDiv, FloorMod, IntImm,
+from ...ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, Div, FloatImm, FloorDiv, FloorMod, IntImm,
                         IterVar, Mod, Mul, Op, Or, Range, Sub, Var)
 from ...ir.expr import Call as PrimCall
 from ...ir.op import get_op
@@ -295,7 +295,7 @@ _BINARY = {
     "add": lambda x, y: x + y,
     "subtract": lambda x, y: x - y,
     "multiply": lambda x, y: x * y,
-    "divide": lambda x, y: x / y,
+    "divide": lambda x, y: arith.binary(Div, x, y),  # (TVM's div: of integers too, rounding towards zero)
     "maximum": lambda x, y: te.max(x, y),
     "minimum": lambda x, y: te.min(x, y),
     "floor_divide": _floor_divide,

@@ -23,19 +23,22 @@ from ...ir.operators import ATOM, BINARY, BY_NODE, BY_SYMBOL, CMP, MUL, NOT, UNA
 from .evaluator import _describe
 from .attrs import freeze_value
 from .rules import EXPR_BUILTINS, PRINT_EXPR
-from .text import display_add, format_float, is_number, quote
+from .text import display_add, format_float, quote
 
 
 # ---------------------------------------------------------------- reading: the T.* builtins
-def _binary_builtin(cls: type, fold: bool = False) -> Callable:
+def _binary_builtin(cls: type, fold: bool = False, name: str | None = None) -> Callable:
     """``T.Add(a, b)`` builds the node as written; ``fold``: ``T.floordiv(a, b)`` folds
-    constants and neutral operands as TVM's operator functions do."""
+    constants and neutral operands as TVM's operator functions do. ``name``: a function of
+    integers only (``T.truncdiv``: of floats, Div is ``/``)."""
     def build(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
         if len(args) != 2:
-            raise ev.error(syn, f"T.{cls.__name__} takes two arguments")
+            raise ev.error(syn, f"T.{name or cls.__name__} takes two arguments")
         a, b = (x if isinstance(x, (int, float)) and not isinstance(x, bool) else ev.call_arg(x, syn)
                 for x in args)  # a Python literal takes the other operand's type, not a Cast
         a, b = arith.match_types(a, b)
+        if name is not None and not a.dtype.is_integer:
+            raise ev.error(syn, f"T.{name} takes integers, not {a.dtype} (divide floats with /)")
         return arith.binary(cls, a, b) if fold else cls(a, b)
     return build
 
@@ -148,7 +151,7 @@ EXPR_BUILTINS.update({
     "Let": _let_expr,
     "Shuffle": _fixed(2, "Shuffle", _shuffle),
     "min": _binary_builtin(Min, fold=True), "max": _binary_builtin(Max, fold=True),
-    "truncdiv": _binary_builtin(Div, fold=True), "truncmod": _binary_builtin(Mod, fold=True),
+    "truncdiv": _binary_builtin(Div, fold=True, name="truncdiv"), "truncmod": _binary_builtin(Mod, fold=True),
     "floordiv": _binary_builtin(FloorDiv, fold=True), "floormod": _binary_builtin(FloorMod, fold=True),
     **{cls.__name__: _binary_builtin(cls) for cls in _NODE_BUILTINS},  # T.Add, T.FloorDiv, T.LT ...
     "Not": _fixed(1, "Not", lambda ev, a, k, s: Not(ev.call_arg(a[0], s))),
@@ -162,12 +165,13 @@ EXPR_BUILTINS.update({
 
 # ---------------------------------------------------------------- printing
 def _would_fold(e: Any) -> bool:
-    """Whether building ``e``'s operation from its operands would fold it (two numbers, ``x + 0``);
-    for ``and`` / ``or``, whether TVM's logical_and / logical_or would (a constant operand: TVM
-    prints ``T.And(T.bool(True), x)``, though its parser keeps ``T.bool(True) and x`` as written)."""
+    """Whether building ``e``'s operation from its operands would fold it (two numbers, ``x + 0``)
+    or refuse it (``x // 0``); for ``and`` / ``or``, whether TVM's logical_and / logical_or would
+    (a constant operand: TVM prints ``T.And(T.bool(True), x)``, though its parser keeps
+    ``T.bool(True) and x`` as written)."""
     if isinstance(e, (And, Or)):
         return isinstance(e.a, IntImm) or isinstance(e.b, IntImm)
-    return is_number(e.a) and is_number(e.b) or arith.fold_identity(type(e), e.a, e.b) is not None
+    return not arith.builds_as_written(type(e), e.a, e.b)
 
 
 # the TIR intrinsics that TVM prints as Python's bitwise operators
@@ -213,8 +217,7 @@ class ExprPrinting:
         return f"{left} {symbol} {right}", prec
 
     def ex_div(self, e: Div) -> tuple[str, int]:
-        if e.a.dtype.is_float and not (is_number(e.a) and is_number(e.b)) \
-                and arith.fold_identity(Div, e.a, e.b) is None:
+        if e.a.dtype.is_float and arith.builds_as_written(Div, e.a, e.b):
             return f"{self.child(e.a, MUL)} / {self.child(e.b, MUL, True)}", MUL
         return self.tir(f"Div({self.expr(e.a)}, {self.expr(e.b)})"), ATOM
 

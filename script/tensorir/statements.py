@@ -12,7 +12,7 @@ from typing import Any
 from ...ir import arith
 from ...ir.buffer import Buffer, decl_buffer
 from ...ir.dtype import DataType, handle, is_dtype_name
-from ...ir.expr import BufferLoad, Call, IntImm, PointerType, PrimExpr, Var, const
+from ...ir.expr import BufferLoad, Call, FloatImm, IntImm, PointerType, PrimExpr, Var, const
 from ...ir.op import get_op
 from ...ir.stmt import (AllocBuffer, AssertStmt, BufferStore, DeclBuffer, Evaluate, IfThenElse, LetStmt, Stmt,
                          While, seq)
@@ -23,6 +23,18 @@ from .evaluator import Builtin, BufferSlice, LetAnnotation, _describe
 from .rules import Header, TakesRest, call_args, parses, prints
 from .text import quote
 
+
+
+def _converted(value: PrimExpr, dtype: DataType) -> PrimExpr | str:
+    """A value stored into a buffer of another type, as TVM 0.27's parser stores it: cast to the
+    buffer's type, a constant converted (``T.float32(1.5)`` into int32 is 1, as C truncates); or
+    why a constant cannot be (out of the type's range)."""
+    if not isinstance(value, (IntImm, FloatImm)):
+        return arith.cast(dtype, value)
+    if dtype.is_float:
+        return const(float(value.value), dtype)
+    number = int(value.value)
+    return const(number, dtype) if dtype.holds_int(number) else f"{number} is out of the range of {dtype}"
 
 class StatementParsing:
     """Reading plain statements (mixed into the TIRBuilder)."""
@@ -112,9 +124,13 @@ class StatementParsing:
                 value = const(value.value, dest.dtype.element_of)
         if not isinstance(value, PrimExpr):
             raise self.error(value_syn, f"expected an expression, got {_describe(value)}")
-        if value.dtype != dest.dtype and value.dtype.element_of != dest.dtype.element_of:
-            raise self.error(value_syn, f"cannot store {_article(str(value.dtype))} {value.dtype} value into buffer "
-                             f"{dest.buffer.name!r} of {dest.buffer.dtype}")
+        if value.dtype.element_of != dest.dtype.element_of:
+            if value.dtype.lanes != dest.dtype.lanes:
+                raise self.error(value_syn, f"cannot store {_article(str(value.dtype))} {value.dtype} value into "
+                                 f"buffer {dest.buffer.name!r} of {dest.buffer.dtype}")
+            value = _converted(value, dest.dtype)
+            if isinstance(value, str):
+                raise self.error(value_syn, f"cannot store into buffer {dest.buffer.name!r} of {dest.buffer.dtype}: {value}")
         return BufferStore(dest.buffer, value, dest.indices, span=self.span(target))
 
     def stmt_If(self, syn: S.If, rest: list) -> Stmt:
