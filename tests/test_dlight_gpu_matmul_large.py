@@ -108,10 +108,11 @@ def large_of(text: str, target: str = SM90) -> LargeMatmul | None:
 
 
 def test_large_matmuls():
-    assert large_of(matmul(2048, 2048, 64)) == LargeMatmul("float32", "float32", 64)
-    assert large_of(matmul(1024, 4096, 8, "nk")) == LargeMatmul("float32", "float32", 8)
-    assert large_of(matmul(1024, 1024, 16, batch=4)) == LargeMatmul("float32", "float32", 16)
-    assert large_of(matmul(2048, 2048, 128, dtype="float16")) == LargeMatmul("float16", "float16", 128)
+    assert large_of(matmul(2048, 2048, 64)) == LargeMatmul("float32", "float32", 64, 2048, 2048)
+    assert large_of(matmul(1024, 4096, 8, "nk")) == LargeMatmul("float32", "float32", 8, 1024, 4096)
+    # (a batch only A has is rows: the normalized matmul fuses it into i)
+    assert large_of(matmul(1024, 1024, 16, batch=4)) == LargeMatmul("float32", "float32", 16, 4096, 1024)
+    assert large_of(matmul(2048, 2048, 128, dtype="float16")) == LargeMatmul("float16", "float16", 128, 2048, 2048)
 
 
 @pytest.mark.parametrize("text, why", [

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from test_dlight_gpu_matmul_large import (SM90, assert_computes_as_numpy, by_rule, forced_plan, kernel_source,
                                           matmul, module)
 
-from cuda_support import assert_compiles
+from cuda_support import assert_compiles, ptxas_usage
 from tune_standins import Future
 
 from tvms.ir.errors import TVMSError
@@ -22,7 +22,7 @@ from tvms.ir.module import IRModule
 from tvms.ir.structural import structural_equal
 from tvms.ir.target import Target
 from tvms.lowering.dlight.gpu_matmul_large import LargeMatmul, SimtTiles, simt_variants
-from tvms.lowering.dlight.gpu_matmul_tensorcore import LARGE_F16_WARP_TILES, TVM_WARP_TILES, warp_variants
+from tvms.lowering.dlight.gpu_matmul_tensorcore import LARGE_F16_WARP_TILES, TVM_WARP_TILES, WarpTiles, warp_variants
 from tvms.lowering.schedule import Schedule
 from tvms.lowering.schedule.trace import Trace
 from tvms.lowering.tune.measure import BuilderResult, RunnerResult
@@ -38,9 +38,12 @@ GPU = SM90 + " -max_threads_per_block=1024 -max_shared_memory_per_block=49152 -t
 
 
 def test_simt_variants_start_with_dlights_plan_and_copy_whole_vectors():
-    variants = simt_variants(LargeMatmul("float32", "float32", 4096))
-    assert variants[0] == SimtTiles() and SimtTiles().tile == (128, 128) and len(set(variants)) == len(variants) == 20
-    assert all(v.copies_evenly and max(v.tile) <= 128 for v in variants)
+    variants = simt_variants(LargeMatmul("float32", "float32", 4096, 4096, 4096))
+    assert variants[0] == SimtTiles() and SimtTiles().tile == (128, 128) and len(set(variants)) == len(variants) == 36
+    assert all(v.copies_evenly and max(v.tile) <= 256 for v in variants)
+    assert max(v.virtual[0] * v.virtual[1] for v in variants) == 8  # (8 x 16 outputs a thread at most)
+    # rows and columns in whole tiles: 17 tiles of 128 rows take none of 256
+    assert all(v.tile[0] <= 128 for v in simt_variants(LargeMatmul("float32", "float32", 4096, 2176, 4096)))
     assert {v.k_step for v in simt_variants(LargeMatmul("float32", "float32", 8))} == {8}
     assert simt_variants(LargeMatmul("float16", "float16", 4096)) == []
 
@@ -48,15 +51,33 @@ def test_simt_variants_start_with_dlights_plan_and_copy_whole_vectors():
 def test_warp_variants_start_with_the_large_plans_and_bound_the_accumulators():
     half, single = warp_variants("float16"), warp_variants("float32")
     assert half[0] == LARGE_F16_WARP_TILES and single[0] == TVM_WARP_TILES
-    assert len(half) == 16 and len(single) == 12  # (float32: at most 8 accumulators a warp)
+    assert len(half) == 15 and len(single) == 10  # (float32: at most 8 accumulators a warp)
+    # (16 warps may have 128 registers a thread: 4 x 4 float16 tiles, or 4 x 2 float32 ones, would spill)
+    assert WarpTiles((4, 4), (4, 2)) in half and WarpTiles((4, 4), (4, 4)) not in half
+    assert WarpTiles((4, 4), (2, 2)) in single and WarpTiles((4, 4), (4, 2)) not in single
     assert all(v.tiles[0] * v.tiles[1] <= 8 for v in single) and LARGE_F16_WARP_TILES.block_tile == (128, 128)
     assert not any(v.async_copy for v in half + single)
     both = warp_variants("float16", async_copy=True)
     assert both[::2] == half and both[1::2] == [replace(v, async_copy=True) for v in half]
 
 
+@pytest.mark.parametrize("shape, out", [
+    (SimtTiles(), "float32"), (SimtTiles((16, 16), (2, 4), 16), "float32"), (SimtTiles((8, 16), (4, 2)), "float32"),
+    (LARGE_F16_WARP_TILES, "float16"), (WarpTiles((4, 4), (4, 2)), "float16"), (WarpTiles((2, 2), (4, 2)), "float32"),
+], ids=str)
+def test_the_largest_shapes_keep_their_accumulators_in_registers(shape, out):
+    """DLight's plans and the largest of their neighbours (8 x 16 outputs a thread; 16 warps of 4 x
+    2 float16 tiles, at the 128 registers a thread of 512 may have) compile for sm_90 without
+    spilling to local memory, as ptxas assembles the 4096^3 kernels: a spill would cost a memory
+    round trip inside the loop of multiply-adds."""
+    dtype = "float32" if isinstance(shape, SimtTiles) else "float16"
+    scheduled = forced_plan(matmul(4096, 4096, 4096, dtype=dtype, out_dtype=out), dtype, shape)
+    (registers, spilled), = ptxas_usage(kernel_source(scheduled)).values()
+    assert spilled == 0 and registers <= 255
+
+
 # (each shape with the type it accumulates in)
-SHAPES = [(s, "float32") for s in simt_variants(LargeMatmul("float32", "float32", 64))] \
+SHAPES = [(s, "float32") for s in simt_variants(LargeMatmul("float32", "float32", 64, 256, 256))] \
     + [(w, out) for out in ("float16", "float32") for w in warp_variants(out, async_copy=True)]
 ASYNC_COPY = {"tirx.use_async_copy": True}
 
@@ -78,6 +99,17 @@ def test_drawn_shapes_compute_as_numpy(shape_out, b_layout, k_steps, seed):
     scheduled = forced_plan(matmul(m, n, k, b_layout, dtype, out_dtype=out), dtype, shape)
     with PassContext(config=ASYNC_COPY if getattr(shape, "async_copy", False) else {}):
         assert_computes_as_numpy(scheduled, m, n, k, b_layout, dtype, 0, "mk", out, seed, lowered_only=True)
+
+
+@pytest.mark.parametrize("shape", [SimtTiles((16, 16), (2, 4), 16), SimtTiles((8, 16), (4, 2))],
+                         ids=lambda s: f"{s.tile}_{s.threads}_k{s.k_step}")
+@pytest.mark.parametrize("b_layout", ["kn", "nk"])
+def test_shapes_of_8_by_16_outputs_a_thread_compute_as_numpy(shape, b_layout):
+    """The float32 shapes with 4 x 2 (2 x 4) virtual threads of 4 x 4 outputs, lowered for cuda
+    and run in the reference executor, two pipelined steps along k."""
+    (m, n), k = shape.tile, 2 * shape.k_step
+    scheduled = forced_plan(matmul(m, n, k, b_layout), "float32", shape)
+    assert_computes_as_numpy(scheduled, m, n, k, b_layout, "float32", 0, "mk", "float32", 5, lowered_only=True)
 
 
 # the commit groups, waits and barriers of the async plan's 128 x 256 x 192 kernel, as TVM 0.27
@@ -126,7 +158,7 @@ def design_space(text: str) -> tuple[TuneContext, list]:
 
 
 @pytest.mark.parametrize("dtype, out_dtype, branches", [
-    ("float32", "float32", 20), ("float16", "float16", 16), ("float16", "float32", 12)])
+    ("float32", "float32", 36), ("float16", "float16", 15), ("float16", "float32", 10)])
 def test_a_large_matmul_gets_one_candidate_per_shape(dtype, out_dtype, branches):
     """Under cuda the tiles space branches a 4096^3 matmul into its plan's shapes, DLight's own
     among them, all distinct, left alone by TVM's rules; one replays from its trace's JSON (as
@@ -155,13 +187,13 @@ def test_async_copies_double_the_float16_shapes_where_asked_for_and_possible():
     with PassContext(config=ASYNC_COPY):
         ctx, spaces = design_space(text)
         asynchronous = [s for s in spaces if '"software_pipeline_async_stages"' in s.mod["main"].script()]
-        assert len(spaces) == 32 and len(asynchronous) == 16
+        assert len(spaces) == 30 and len(asynchronous) == 15
         assert all(replays(ctx, s) for s in asynchronous[:2])
         opted_in = context(text, GPU.replace("49152", "232448")).space_generator.postprocs
         assert all(all(p.apply(s.copy()) for p in opted_in) for s in asynchronous)
         turing = context(text, GPU.replace("sm_90", "sm_75"))
-        assert len(turing.space_generator.generate_design_space(turing.mod)) == 16
-        assert len(design_space(matmul(4096, 4096, 4096))[1]) == 20  # (float32: its copies go through registers)
+        assert len(turing.space_generator.generate_design_space(turing.mod)) == 15
+        assert len(design_space(matmul(4096, 4096, 4096))[1]) == 36  # (float32: its copies go through registers)
 
 
 @pytest.mark.parametrize("text, target", [
@@ -218,7 +250,7 @@ class ByOrder:
 
 
 def test_tuning_in_the_tiles_space_measures_each_shape_and_keeps_the_fastest(tmp_path):
-    """tune_tir with the tiles space under cuda: the default schedule and each of the 20 shapes
+    """tune_tir with the tiles space under cuda: the default schedule and each of the 36 shapes
     is measured (the space has no sampled decision: then the task ends, but for the best one
     timed again beside the default); the database's best is the shape measured fastest."""
     func = module(matmul(2048, 2048, 64))["mm"]
@@ -226,6 +258,6 @@ def test_tuning_in_the_tiles_space_measures_each_shape_and_keeps_the_fastest(tmp
     measured = ByOrder(fastest=7)
     db = tune_tir(func, target, str(tmp_path), 64, num_trials_per_iter=8, space=tile_space(target),
                   strategy="replay-trace", builder=measured, runner=measured, database="memory", progress=None)
-    assert len(measured.distinct) == 21 and len(measured.mods) < 32
+    assert len(measured.distinct) == 37 and len(measured.mods) < 48
     best = db.query_ir_module(IRModule({"main": func}), target)
     assert best["main"].script() == measured.distinct[7]

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...ir.dtype import DataType
 from ...ir.function import PrimFunc
 from ..schedule import BlockRV, Schedule, ScheduleError
 from ..schedule.tensor_intrin_cuda import get_wmma_intrin_group
@@ -42,6 +43,7 @@ MICRO = 16  # the WMMA tile (m = n = k)
 WARP_SIZE = 32
 VECTOR_SIZE = 4
 LARGE_VECTOR_SIZE = 8  # (tvms's plan for a large float16 matmul: 16 bytes, one 128-bit load and store)
+REGISTERS_PER_BLOCK = 65536  # (32-bit, on compute capability 7.0 and newer)
 
 
 @dataclass(frozen=True)
@@ -69,20 +71,28 @@ LARGE_F16_WARP_TILES = WarpTiles((2, 2), (4, 4))
 
 def warp_variants(out_dtype: str, async_copy: bool = False) -> list[WarpTiles]:
     """The large float16 plan's warp tiles accumulating in ``out_dtype``, then their neighbours:
-    2 or 4 warps along i and j, 2 or 4 tiles a warp along each (at most 8 accumulators a warp
-    in float32, each twice the registers of float16's), blocks of 64 to 256 along each.
+    2 or 4 warps along i and j, 2 or 4 tiles a warp along each, blocks of 64 to 256 along each,
+    whose accumulators take less than half the registers a thread may have (else they spill:
+    ptxas for sm_90 spills 16 warps of 4 x 4 float16 tiles, or of 4 x 2 float32 ones).
     ``async_copy``: each followed by itself with asynchronous copies."""
     first = LARGE_F16_WARP_TILES if out_dtype == "float16" else TVM_WARP_TILES
-    most = 16 if out_dtype == "float16" else 8
     variants = [first]
     for warps in ((2, 2), (4, 2), (2, 4), (4, 4)):
         for tiles in ((2, 2), (4, 2), (2, 4), (4, 4)):
             variant = WarpTiles(warps, tiles)
-            if variant not in variants and tiles[0] * tiles[1] <= most and max(variant.block_tile) <= 256:
+            if variant not in variants and _accumulators_fit(variant, out_dtype) and max(variant.block_tile) <= 256:
                 variants.append(variant)
     if async_copy:
         variants = [shape for variant in variants for shape in (variant, replace(variant, async_copy=True))]
     return variants
+
+
+def _accumulators_fit(variant: WarpTiles, out_dtype: str) -> bool:
+    """Whether a thread's share of the accumulators (a 16 x 16 tile is 8 values a lane) is less
+    than half the registers it may have (a block's 64K, at most 255 a thread)."""
+    threads = WARP_SIZE * variant.warps[0] * variant.warps[1]
+    registers = variant.tiles[0] * variant.tiles[1] * 8 * DataType(out_dtype).bits // 32
+    return 2 * registers < min(255, REGISTERS_PER_BLOCK // threads)
 
 
 def schedule_tensor_core(func: PrimFunc, in_dtype: str, scope: str = "shared.dyn", large: bool = False,
