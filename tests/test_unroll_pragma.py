@@ -116,3 +116,16 @@ def test_unroll_loop_alone_matches_tvm() -> None:
             after = UnrollLoop()(before)
         assert after.script(dialect="tvm-0.27") == \
             (FIXTURES / "tir_lowering" / f"{name}_UnrollLoop.tvms").read_text()
+
+
+@pytest.mark.parametrize("body", [
+    "for i in T.unroll(n):\n        A[i] = A[i] + T.float32(1)",  # (loop-level code: straight to LLVM)
+    "for i in T.unroll(n):\n        with T.block('b'):\n            vi = T.axis.spatial(n, i)\n"
+    "            A[vi] = A[vi] + T.float32(1)",  # (through the pipeline's UnrollLoop)
+])
+def test_an_unroll_of_unknown_extent_is_refused_as_tvm_refuses_it(body):
+    """TVM's UnrollLoop refuses it ("Cannot unroll non-constant loop"); before, LLVM printed three
+    "loop not unrolled" warnings at <unknown>:0:0 and built a plain loop."""
+    func = from_source(f"@T.prim_func\ndef main(A: T.Buffer((64,), \"float32\"), n: T.int32):\n    {body}\n")
+    with pytest.raises(TVMSError, match="cannot unroll the loop over i: its extent is not a constant"):
+        tvms.build(func, target="llvm")

@@ -9,9 +9,8 @@ Loops: ``T.vectorized`` loops with a constant extent become vector instructions 
 is a vector ``min + <0, 1, ...>``; unit-stride accesses are vector loads/stores, others gather
 lane by lane), falling back to a scalar loop LLVM may vectorize when the body does not fit;
 ``T.unroll`` loops (those UnrollLoop left: the pragma ``pragma_unroll_explicit`` 0 asked for LLVM's
-unroller, or the extent is not a constant) carry ``llvm.loop`` metadata asking LLVM to unroll them
-(``llvm.loop.unroll.full`` for a constant extent, else ``llvm.loop.unroll.enable``; TVM's codegen
-ignores the hint); ``T.parallel`` loops are outlined into a task function run by the thread pool
+unroller) carry ``llvm.loop.unroll.full`` metadata asking LLVM to unroll them (TVM's codegen
+ignores the hint; one of unknown extent is refused, as TVM's UnrollLoop refuses it); ``T.parallel`` loops are outlined into a task function run by the thread pool
 (``llvm_parallel``).
 """
 from __future__ import annotations
@@ -34,6 +33,7 @@ from . import llvm_types as T
 from .llvm_intrinsics import _suffix, call_llvm_intrinsic, declare, emit_intrinsic
 from .vector_stride import lane_stride
 from ..tir.legalize_fixed_point import LEGALIZE as FIXED_POINT
+from ..tir.unroll_loop import refuse_unknown_unroll
 
 # calls a vector guard may hold: no memory, no side effect, lane by lane (``if T.likely(j < n)``)
 PURE_CALLS = frozenset(f"tir.{name}" for name in ("likely", "bitwise_and", "bitwise_or", "bitwise_xor",
@@ -654,7 +654,8 @@ class _FunctionCodegen:
             raise TVMSError("the llvm target runs on the CPU: thread-bound loops need a GPU target")
         lo = self.loop_start(s)
         hi = self.builder.add(lo, T.cast(self.builder, self.expr(s.extent), s.extent.dtype, s.loop_var.dtype))
-        unroll = None if s.kind != S.UNROLLED else "full" if extent is not None else "enable"
+        refuse_unknown_unroll(s)  # (loop-level input skips UnrollLoop)
+        unroll = "full" if s.kind == S.UNROLLED else None
         self.serial_loop(s.loop_var, lo, hi, s.body, unroll)
         return None
 
@@ -663,8 +664,8 @@ class _FunctionCodegen:
 
     def serial_loop(self, var: E.Var, lo: ir.Value, hi: ir.Value, body: Any,
                     unroll: str | None = None) -> None:
-        """``for var in [lo, hi): body`` with a phi for ``var``; ``unroll`` ("full" or "enable")
-        marks the loop for LLVM's unroller."""
+        """``for var in [lo, hi): body`` with a phi for ``var``; ``unroll`` ("full") marks the loop
+        for LLVM's unroller."""
         bld = self.builder
         pre = bld.block
         head, loop, latch, done = (bld.append_basic_block(self.fresh(n))

@@ -109,8 +109,9 @@ def schedule_output(sch: Schedule, block: Any, target: Any, static_loops: bool =
     elif epilogue:  # (per tile, as its outputs are made: the tile's outputs stay in L1)
         sch.reverse_compute_at(epilogue[0], tx, preserve_unit_loops=True)
         a, b, e_lane = sch.get_loops(epilogue[0])[-3:]
-        sch.unroll(a)
-        sch.unroll(b)
+        for loop in (a, b):  # (a ragged last tile's loops stay loops: T.unroll needs a constant extent)
+            if const_int(sch.get(loop).extent) is not None:
+                sch.unroll(loop)
         _vectorize(sch, e_lane, target)
 
 

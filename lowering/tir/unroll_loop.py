@@ -16,7 +16,8 @@ generator asks LLVM to unroll them) instead of copying. Both pragmas are removed
 TVM's (``tirx.UnrollLoop`` in the pass context's config may change them): max step 0, max depth
 8, max extent 0, explicit, no local access rule.
 
-A loop whose body breaks or continues, or whose extent is not a constant, stays a loop.
+A loop whose body breaks or continues stays a loop. A ``T.unroll`` loop whose extent is not a
+constant is refused, as TVM refuses it ("Cannot unroll non-constant loop").
 """
 from __future__ import annotations
 
@@ -103,6 +104,7 @@ class _Unroller(Mutator):
     def visit_For(self, loop: For) -> Stmt:
         loop = self.generic_visit(loop)
         extent = loop.extent.value if isinstance(loop.extent, IntImm) else None
+        refuse_unknown_unroll(loop)
         # (a loop with a step: CanonicalizeLoop first; copies of a body that breaks or continues
         # would leave the wrong loop)
         copyable = extent is not None and loop.has_trivial_step and not controls_loop(loop.body)
@@ -121,6 +123,15 @@ class _Unroller(Mutator):
         if (unroll and self.explicit) or (copyable and extent <= 1 and self.max_extent == 1):
             return _copies(loop, extent)
         return replace(loop, kind=UNROLLED) if unroll and loop.kind != UNROLLED else loop
+
+
+def refuse_unknown_unroll(loop: For) -> None:
+    """Refuse a ``T.unroll`` loop whose extent is not a constant, as TVM's UnrollLoop does
+    ("Cannot unroll non-constant loop"): its body cannot be copied a known number of times (and
+    LLVM, asked to unroll it, only warns that it could not)."""
+    if loop.kind == UNROLLED and not isinstance(loop.extent, IntImm):
+        raise TVMSError(f"cannot unroll the loop over {loop.loop_var.name}: its extent is not a constant "
+                        f"(T.unroll needs a known number of iterations; write range(...) for a plain loop)")
 
 
 def _copies(loop: For, extent: int) -> Stmt:
@@ -177,4 +188,5 @@ def UnrollLoop() -> Pass:
 
 register_pass("UnrollLoop", UnrollLoop)
 
-__all__ = ["UnrollLoop", "UnrollLoopConfig", "config_of", "unroll_loop", "unroll_loop_in_context"]
+__all__ = ["UnrollLoop", "UnrollLoopConfig", "config_of", "refuse_unknown_unroll", "unroll_loop",
+           "unroll_loop_in_context"]
