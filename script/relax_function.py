@@ -279,7 +279,8 @@ class RelaxFunctionBuilder(RelaxBuilder):
     def match_cast(self, stmt: Any, name: str, call: S.Call, annotation: Any, out: list) -> None:
         if len(call.args) != 2:
             raise self.error(call, "R.match_cast takes a value and struct info")
-        value = self.bind_operand(self.to_relax(self.ev(call.args[0]), call.args[0]), out)
+        # (TVM keeps a call as the value it matches: R.match_cast(R.nonzero(c), ...); its operands normalized)
+        value = self.normalize(self.to_relax(self.ev(call.args[0]), call.args[0]), out)
         sinfo = self.as_struct_info(self.ev(call.args[1]), call.args[1])
         if annotation is not None:
             declared = self.as_struct_info(self.ev(annotation), annotation)

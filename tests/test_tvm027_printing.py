@@ -36,6 +36,17 @@ def test_a_source_reads_as_tvm_reads_it(source) -> None:
     assert node.script(dialect="tvm-0.27") + "\n" == (source.parent.parent / source.name).read_text()
 
 
+def test_a_match_cast_of_a_call_keeps_the_call_and_runs() -> None:
+    """``R.match_cast(R.nonzero(c), ...)`` matches the call's result as TVM keeps it (tvms had
+    bound the call to a variable of its own first, printing two bindings)."""
+    mod = from_source((FIXTURES / "tvm027_printing" / "match_cast_of_a_call.tvms").read_text())
+    rng = np.random.default_rng(0)
+    tensor, condition = rng.standard_normal((32, 32)).astype("float32"), rng.random(8) < 0.5
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    out = vm["main"](tvms.nd.array(tensor), tvms.nd.array(condition)).numpy()
+    np.testing.assert_array_equal(out, tensor[np.nonzero(condition)[0]])
+
+
 def test_an_iterator_bound_to_a_value_of_another_type_keeps_both_and_builds() -> None:
     func = from_source((FIXTURES / "tvm027_printing" / "axis_binding_type.tvms").read_text())
     realize = func.body.block.body  # (under the implicit root block)
