@@ -154,6 +154,15 @@ def test_bug_assert_before_another_statement_roundtrips(dialect: str) -> None:
     _assert_roundtrips(_func(body), dialect)
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_bug_a_no_op_of_another_type_after_an_assert_roundtrips(dialect: str) -> None:
+    """Fixed: ``T.evaluate(T.bool(False))`` as the rest after an assert printed as nothing (a
+    no-op), which reads back as ``T.evaluate(0)`` of int32; only that one prints as nothing."""
+    # assert T.bool(True), "msg"
+    # T.evaluate(T.bool(False))
+    _assert_roundtrips(_func(AssertStmt(TRUE, ("msg",), Evaluate(IntImm(BOOL, 0)))), dialect)
+
+
 def test_bug_buffer_map_keeps_parameter_order() -> None:
     """Fixed: the parser added T.match_buffer'ed parameters to the buffer map after the ones
     inline in the signature, and structural equality compares buffer maps in order."""

@@ -24,7 +24,7 @@ from ..dialect import CLASSIC
 from .evaluator import BufferMethod, _describe
 from .attrs import norm_attrs
 from .rules import EXPR_BUILTINS, PARSE, Header, TakesRest, call_args, parses, prints
-from .text import display_add, is_nop, quote
+from .text import display_add, is_filler, quote
 
 
 class BufferParsing:
@@ -563,7 +563,7 @@ class BufferPrinting:
             body = seq(body.seq[1:]) if isinstance(body, SeqStmt) else None
         else:
             self.emit(decl)
-        if body is not None and not is_nop(body):
+        if body is not None and not is_filler(body):
             self.continue_body(body, top)
 
     @prints(Allocate)

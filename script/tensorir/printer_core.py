@@ -20,7 +20,7 @@ from .functions import FunctionPrinting
 from .loops import LoopPrinting
 from .rules import PRINT_EXPR, PRINT_STMT, prints
 from .statements import StatementPrinting
-from .text import Namer, ParamUsed, comments_of, is_nop, quote
+from .text import Namer, ParamUsed, comments_of, is_filler, is_nop, quote
 
 
 class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting, BlockPrinting,
@@ -290,7 +290,7 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         TVM 0.27 (``Bind``, ``AssertStmt``, ``AllocBuffer``, ``DeclBuffer`` have no body): when
         nothing follows one (a no-op rest), nothing is printed after it. ``frame``: as in
         ``frame_body``."""
-        if flat and self.d.flat_statements and is_nop(body) and not (body.span and body.span.comments):
+        if flat and self.d.flat_statements and is_filler(body) and not (body.span and body.span.comments):
             return
         self.frame_body(body, frame, top, alone)
 

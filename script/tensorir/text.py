@@ -120,6 +120,13 @@ def is_nop(s: Stmt) -> bool:
     return isinstance(s, Evaluate) and isinstance(s.value, IntImm) and s.value.value == 0
 
 
+def is_filler(s: Stmt) -> bool:
+    """The ``T.evaluate(0)`` (int32) that the parser makes the body of a flat statement (an
+    assert, a binding, an allocation) that nothing follows: printed as nothing, it reads back so
+    (a ``T.evaluate(T.bool(False))`` there does not: it prints)."""
+    return is_nop(s) and s.value.dtype.name == "int32"
+
+
 def is_zero(e: Any) -> bool:
     return isinstance(e, IntImm) and e.value == 0
 
