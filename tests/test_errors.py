@@ -145,7 +145,12 @@ def main(B: T.Buffer((4,), "int8")):
     assert_error(src, 3, 12, r"300 is out of the range of int8")
     assert_error(src.replace("T.int8(300)", "T.int64(-129)"), 3, 12,
                  r"cannot store into buffer 'B' of int8: -129 is out of the range of int8")
-    assert_error(src.replace("T.int8(300)", "B[1] + 200"), 3, 12, r"200 is out of the range of int8")
+    assert_error(src.replace("T.int8(300)", "T.bool(2)"), 3, 12, r"2 is out of the range of bool")
+    assert_error(src.replace("T.int8(300)", 'T.float32("inf")'), 3, 12,
+                 r"cannot store into buffer 'B' of int8: inf has no value in int8")
+    assert_error(src.replace("T.int8(300)", "5 % 0"), 3, 12, r"division by zero")
+    assert_error(src.replace("T.int8(300)", "T.bool(True) % T.bool(True)"), 3, 12,
+                 r"floor modulo \(%, T.floormod\) takes integers, not bool")
     huge = '''\
 @T.prim_func
 def main(B: T.Buffer((99999999999999999999, 4), "float32")):

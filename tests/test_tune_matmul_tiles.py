@@ -72,8 +72,8 @@ def test_the_largest_shapes_keep_their_accumulators_in_registers(shape, out):
     round trip inside the loop of multiply-adds."""
     dtype = "float32" if isinstance(shape, SimtTiles) else "float16"
     scheduled = forced_plan(matmul(4096, 4096, 4096, dtype=dtype, out_dtype=out), dtype, shape)
-    (registers, spilled), = ptxas_usage(kernel_source(scheduled)).values()
-    assert spilled == 0 and registers <= 255
+    (_, spilled), = ptxas_usage(kernel_source(scheduled)).values()
+    assert spilled == 0
 
 
 # (each shape with the type it accumulates in)

@@ -18,17 +18,19 @@ def _is_number(v: Any) -> bool:
 
 
 def to_expr(value: Any, like: PrimExpr | None = None) -> PrimExpr:
-    """A PrimExpr for ``value``; a Python number takes the type of ``like`` when it fits."""
+    """A PrimExpr for ``value``; a Python number takes the type of ``like`` when it fits (one
+    that does not, ``int8_value + 300``, keeps its own type, int32 or int64, which the other
+    operand is then widened to, as in TVM; none wraps around)."""
     if isinstance(value, PrimExpr):
         return value
     if isinstance(value, bool):
         return const(value, "bool")
     if isinstance(value, int):
-        dtype = like.dtype.element_of if like is not None and (like.dtype.is_integer or like.dtype.is_float) \
-            else DataType("int32" if -2**31 <= value < 2**31 else "int64")
-        if dtype.is_integer and not dtype.holds_int(value):  # (as TVM: no literal wraps around)
-            raise TVMSError(f"{value} is out of the range of {dtype}")
-        return const(value, dtype)
+        if like is not None and (like.dtype.is_float or like.dtype.is_integer and like.dtype.holds_int(value)):
+            return const(value, like.dtype.element_of)
+        if not -2**63 <= value < 2**63:
+            raise TVMSError(f"{value} is out of the range of int64")
+        return const(value, "int32" if -2**31 <= value < 2**31 else "int64")
     if isinstance(value, float):
         if like is not None and like.dtype.is_float:
             return const(value, like.dtype.element_of)
@@ -81,7 +83,10 @@ def binary(cls: type, a: Any, b: Any) -> Any:
     if _is_number(a) and _is_number(b) and not isinstance(a, PrimExpr):
         fold = _FOLD.get(cls) or _FOLD_CMP.get(cls)
         if fold is not None:
-            return fold(a, b)
+            value = fold(a, b)
+            if value is None:  # (the divisions fold to None for a divisor of 0)
+                raise TVMSError("division by zero")
+            return value
     a, b = match_types(a, b)
     if cls in (And, Or) and not (a.dtype.is_bool and b.dtype.is_bool):
         raise TVMSError(f"'and'/'or' need boolean operands, got {a.dtype} and {b.dtype}")
@@ -93,12 +98,12 @@ def binary(cls: type, a: Any, b: Any) -> Any:
 
 
 def _check_operands(cls: type, a: PrimExpr, b: PrimExpr) -> None:
-    """What TVM's operator functions refuse: floor division and modulo of floats, and a divisor
-    that is the constant 0 (for a modulo, where TVM folds it: of int32 and int64)."""
-    if cls in (FloorDiv, FloorMod) and not (a.dtype.is_integer or a.dtype.is_bool):
+    """What TVM's operator functions refuse: floor division and modulo of other than integers,
+    and a divisor that is the constant 0 (for a modulo, where TVM folds it)."""
+    if cls in (FloorDiv, FloorMod) and not a.dtype.is_integer:
         raise TVMSError(f"{'floor division (//, T.floordiv)' if cls is FloorDiv else 'floor modulo (%, T.floormod)'} "
                         f"takes integers, not {a.dtype} (divide floats with / and T.floor)")
-    if _is_value(b, 0) and (cls in (Div, FloorDiv) or cls in (Mod, FloorMod) and _folds_modulo(cls, a)):
+    if _is_value(b, 0) and (cls in (Div, FloorDiv) or cls in (Mod, FloorMod) and _folds_modulo(cls, a, b)):
         raise TVMSError("division by zero")
 
 
@@ -107,10 +112,11 @@ def _index_typed(e: PrimExpr) -> bool:
     return e.dtype.is_int and e.dtype.bits in (32, 64) and e.dtype.lanes == 1
 
 
-def _folds_modulo(cls: type, a: PrimExpr) -> bool:
-    """Whether TVM folds a modulo of this type at all: on index types only (and a floor modulo of
-    two unsigned constants); ``T.int8(7) % T.int8(2)`` stays as written."""
-    return _index_typed(a) or cls is FloorMod and a.dtype.is_uint
+def _folds_modulo(cls: type, a: PrimExpr, b: PrimExpr) -> bool:
+    """Whether TVM folds a modulo of these operands at all: of index types only (and a floor
+    modulo of two unsigned constants); ``T.int8(7) % T.int8(2)`` stays as written."""
+    return _index_typed(a) or (cls is FloorMod and a.dtype.is_uint and isinstance(a, IntImm)
+                               and isinstance(b, IntImm))
 
 
 def fold_constants(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
@@ -119,7 +125,7 @@ def fold_constants(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
     (``min``/``max`` and comparisons in any)."""
     if isinstance(a, IntImm) and isinstance(b, IntImm):
         values = (a.value, b.value)
-        if cls in (Mod, FloorMod) and not _folds_modulo(cls, a):
+        if cls in (Mod, FloorMod) and not _folds_modulo(cls, a, b):
             return None
     elif isinstance(a, FloatImm) and isinstance(b, FloatImm):
         values = (a.value, b.value)

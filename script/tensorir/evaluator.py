@@ -464,11 +464,11 @@ class ExprEvaluator:
             raise self.error(syn, f"T.{dtype}(...) takes one value")
         value = args[0]
         if isinstance(value, bool) or isinstance(value, (int, float)):
-            if dtype.is_float:
+            if dtype.is_float:  # (beyond its range: infinity, as the code generators round it; TVM refuses it)
                 return FloatImm(dtype, float(value))
             if isinstance(value, float) and not value.is_integer():
                 raise self.error(syn, f"{value!r} is not a value of type {dtype}")
-            if not isinstance(value, bool) and dtype.is_integer and not dtype.holds_int(int(value)):
+            if not isinstance(value, bool) and (dtype.is_integer or dtype.is_bool) and not dtype.holds_int(int(value)):
                 raise self.error(syn, f"{int(value)} is out of the range of {dtype}")
             return const(int(value) if not isinstance(value, bool) else value, dtype)
         if isinstance(value, str) and dtype.is_float and value in ("inf", "-inf", "nan"):

@@ -6,6 +6,7 @@ A binding and an assert printed without a nested body take the rest of the enclo
 their own, as TVM reads them."""
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -33,6 +34,8 @@ def _converted(value: PrimExpr, dtype: DataType) -> PrimExpr | str:
         return arith.cast(dtype, value)
     if dtype.is_float:
         return const(float(value.value), dtype)
+    if not math.isfinite(value.value):
+        return f"{value.value} has no value in {dtype}"
     number = int(value.value)
     return const(number, dtype) if dtype.holds_int(number) else f"{number} is out of the range of {dtype}"
 
