@@ -22,7 +22,8 @@ import os
 import shlex
 import sys
 
-from .cli import EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, InputError, _error, add_pass_config_flag, emit_text, module_command, read_source
+from .cli import (EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, InputError, _error, add_pass_config_flag, emit_text,
+                  module_command, read_source)
 from .ir import TVMSError
 from .ir.deep import run_deep
 

@@ -28,7 +28,7 @@ def to_expr(value: Any, like: PrimExpr | None = None) -> PrimExpr:
     if isinstance(value, int):
         if like is not None and (like.dtype.is_float or like.dtype.is_integer and like.dtype.holds_int(value)):
             return const(value, like.dtype.element_of)
-        if not -2**63 <= value < 2**63:
+        if not DataType("int64").holds_int(value):
             raise TVMSError(f"{value} is out of the range of int64")
         return const(value, "int32" if -2**31 <= value < 2**31 else "int64")
     if isinstance(value, float):

@@ -10,8 +10,8 @@ is a vector ``min + <0, 1, ...>``; unit-stride accesses are vector loads/stores,
 lane by lane), falling back to a scalar loop LLVM may vectorize when the body does not fit;
 ``T.unroll`` loops (those UnrollLoop left: the pragma ``pragma_unroll_explicit`` 0 asked for LLVM's
 unroller) carry ``llvm.loop.unroll.full`` metadata asking LLVM to unroll them (TVM's codegen
-ignores the hint; one of unknown extent is refused, as TVM's UnrollLoop refuses it); ``T.parallel`` loops are outlined into a task function run by the thread pool
-(``llvm_parallel``).
+ignores the hint; one of unknown extent is refused, as TVM's UnrollLoop refuses it);
+``T.parallel`` loops are outlined into a task function run by the thread pool (``llvm_parallel``).
 """
 from __future__ import annotations
 

@@ -174,15 +174,17 @@ def config_of(options: Any) -> UnrollLoopConfig:
     return UnrollLoopConfig(**values)
 
 
-def unroll_loop_in_context(func: PrimFunc) -> PrimFunc:
-    """``unroll_loop`` with the thresholds of the current PassContext (as a build pipeline runs it)."""
-    return unroll_loop(func, config_of(PassContext.current().config.get("tirx.UnrollLoop", {})))
+def unroll_loop_in_context(func: PrimFunc, ctx: PassContext | None = None) -> PrimFunc:
+    """``unroll_loop`` with the thresholds of ``ctx`` (default: the current PassContext, as a
+    build pipeline runs it)."""
+    ctx = ctx or PassContext.current()
+    return unroll_loop(func, config_of(ctx.config.get("tirx.UnrollLoop", {})))
 
 
 def UnrollLoop() -> Pass:
     """The UnrollLoop pass; the pass context's ``tirx.UnrollLoop`` config sets its thresholds."""
     return prim_func_pass(
-        lambda func, mod, ctx: unroll_loop(func, config_of(ctx.config.get("tirx.UnrollLoop", {}))),
+        lambda func, mod, ctx: unroll_loop_in_context(func, ctx),
         opt_level=0, name="UnrollLoop")
 
 

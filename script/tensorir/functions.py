@@ -330,8 +330,9 @@ class FunctionPrinting:
         self.emit(f"def {name}({', '.join(params)}){ret}:")
         self.indent += 1
         for sizes in self.signature_sizes:
-            for n, v, _ in (size for size in sizes if not size[2]):
-                self.emit(f"{n} = {self.var_creation(v)}")
+            for n, v, whole in sizes:
+                if not whole:
+                    self.emit(f"{n} = {self.var_creation(v)}")
             dims = [(n, v) for n, v, whole in sizes if whole]
             if dims:
                 self.emit(f"{', '.join(n for n, _ in dims)} = {', '.join(self.var_creation(v) for _, v in dims)}")

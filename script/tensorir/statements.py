@@ -13,6 +13,7 @@ from typing import Any
 from ...ir import arith
 from ...ir.buffer import Buffer, decl_buffer
 from ...ir.dtype import DataType, handle, is_dtype_name
+from ...ir.errors import TVMSError
 from ...ir.expr import BufferLoad, Call, FloatImm, IntImm, PointerType, PrimExpr, Var, const
 from ...ir.op import get_op
 from ...ir.stmt import (AllocBuffer, AssertStmt, BufferStore, DeclBuffer, Evaluate, IfThenElse, LetStmt, Stmt,
@@ -25,19 +26,21 @@ from .rules import Header, TakesRest, call_args, parses, prints
 from .text import quote
 
 
-
-def _converted(value: PrimExpr, dtype: DataType) -> PrimExpr | str:
+def _converted(value: PrimExpr, dtype: DataType) -> PrimExpr:
     """A value stored into a buffer of another type, as TVM 0.27's parser stores it: cast to the
-    buffer's type, a constant converted (``T.float32(1.5)`` into int32 is 1, as C truncates); or
-    why a constant cannot be (out of the type's range)."""
+    buffer's type, a constant converted (``T.float32(1.5)`` into int32 is 1, as C truncates); a
+    TVMSError where a constant has no value of the type."""
     if not isinstance(value, (IntImm, FloatImm)):
         return arith.cast(dtype, value)
     if dtype.is_float:
         return const(float(value.value), dtype)
     if not math.isfinite(value.value):
-        return f"{value.value} has no value in {dtype}"
+        raise TVMSError(f"{value.value} has no value in {dtype}")
     number = int(value.value)
-    return const(number, dtype) if dtype.holds_int(number) else f"{number} is out of the range of {dtype}"
+    if not dtype.holds_int(number):
+        raise TVMSError(f"{number} is out of the range of {dtype}")
+    return const(number, dtype)
+
 
 class StatementParsing:
     """Reading plain statements (mixed into the TIRBuilder)."""
@@ -131,9 +134,11 @@ class StatementParsing:
             if value.dtype.lanes != dest.dtype.lanes:
                 raise self.error(value_syn, f"cannot store {_article(str(value.dtype))} {value.dtype} value into "
                                  f"buffer {dest.buffer.name!r} of {dest.buffer.dtype}")
-            value = _converted(value, dest.dtype)
-            if isinstance(value, str):
-                raise self.error(value_syn, f"cannot store into buffer {dest.buffer.name!r} of {dest.buffer.dtype}: {value}")
+            try:
+                value = _converted(value, dest.dtype)
+            except TVMSError as err:
+                raise self.error(value_syn, f"cannot store into buffer {dest.buffer.name!r} of "
+                                 f"{dest.buffer.dtype}: {err}") from None
         return BufferStore(dest.buffer, value, dest.indices, span=self.span(target))
 
     def stmt_If(self, syn: S.If, rest: list) -> Stmt:

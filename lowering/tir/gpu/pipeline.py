@@ -86,7 +86,8 @@ BEFORE_SPLIT = (lambda f: thread_sync(f, "shared"), lambda f: thread_sync(f, "sh
 DEVICE = (lower_warp_memory, stmt_simplify, lower_cuda_intrin)  # (LowerIntrin on a cuda kernel)
 SKIPPED = ("AnnotateIrregularLoop",
            "BF16ComputeLegalize", "LoopPartition",
-           "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",  # (RemoveNoOp: its negative waits are removed)
+           # (RemoveNoOp: the part a pipeline needs, its negative waits, is remove_negative_waits)
+           "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
            "FP8ComputeLegalize", "VerifyMemory",
            "MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize")
 
