@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .cli import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError, _error, add_pass_config_flag, read_source
-from .ir import TVMSError
+from .ir import ScriptError, TVMSError
 from .ir.files import WriteError
 from .runtime.numpy_ops import memory_bytes as _memory_bytes  # (no input is made bigger than that)
 
@@ -68,6 +68,8 @@ def _compile(node: Any, target: str, path: str, default_schedule: bool = True) -
     try:  # (compile gives build's Module for TensorIR alone, an Executable with Relax functions)
         return tvms.compile(node, target, default_schedule=default_schedule)
     except TVMSError as err:
+        if isinstance(err, ScriptError) and err.span is not None:  # (a statement of the file: shown)
+            raise _Failure(str(err), EXIT_BUILD_FAILED, rendered=True) from None
         raise _Failure(f"cannot compile {path}: {err}", EXIT_BUILD_FAILED) from None
 
 

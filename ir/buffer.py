@@ -33,6 +33,9 @@ class Buffer(Node):
     # bare name (``x = x + 1``). Other buffers have no layout. A hint: the classic dialect has no
     # spelling for it, and the values are those of any one-element buffer.
     scalar: bool = hint(default=False)
+    # TVM 0.27's ``layout=None``: a buffer of a (non-s_tir) PrimFunc declared without TVM's default
+    # tile layout. tvms lays out no buffer by tiles, so it only travels to the printed text.
+    no_layout: bool = hint(default=False)
 
     @property
     def one_element(self) -> bool:
@@ -81,7 +84,7 @@ def _index_dtype(shape: tuple) -> DataType:
 
 def decl_buffer(shape, dtype="float32", name="buffer", *, data: Var | None = None, scope="global",
                 strides=(), elem_offset=None, data_alignment=DEFAULT_ALIGN, offset_factor=0,
-                buffer_type="default", axis_separators=(), span=None) -> Buffer:
+                buffer_type="default", axis_separators=(), no_layout=False, span=None) -> Buffer:
     """Make a Buffer, creating its data pointer when none is given. An offset of zero in the
     buffer's index type is the default, None. ``offset_factor=0`` means none was given, which
     TVM stores as 1 (unlike TVM's decl_buffer, this one makes no offset variable for a factor:
@@ -95,7 +98,7 @@ def decl_buffer(shape, dtype="float32", name="buffer", *, data: Var | None = Non
     if isinstance(elem_offset, IntImm) and elem_offset.value == 0 and elem_offset.dtype == _index_dtype(shape):
         elem_offset = None  # (the default; TVM prints a zero of another dtype)
     return Buffer(data, dt, shape, tuple(strides), elem_offset, name, data_alignment, offset_factor or 1,
-                  buffer_type, tuple(axis_separators), span=span)
+                  buffer_type, tuple(axis_separators), no_layout=no_layout, span=span)
 
 
 def element_bytes(dtype: DataType) -> int:

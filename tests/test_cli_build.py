@@ -153,6 +153,16 @@ def test_build_for_a_target_it_cannot_compile_for_exits_1(relu_file, tmp_path, c
     assert not (tmp_path / "x.so").exists()
 
 
+def test_a_build_error_in_a_statement_shows_its_line(tmp_path, capsys):
+    src = tmp_path / "unroll.tvms"
+    src.write_text('@T.prim_func\ndef f(A: T.Buffer((16,), "float32"), n: T.int32):\n'
+                   '    for i in T.unroll(n):\n        A[i] = A[i] + T.float32(1)\n')
+    assert main(["build", str(src), "-o", str(tmp_path / "u.so")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{src}:3:9: error: cannot unroll the loop over i")
+    assert "3 |     for i in T.unroll(n):" in err and not (tmp_path / "u.so").exists()
+
+
 def test_run_the_corpus_mlp_from_source_and_from_its_library(tmp_path, capsys):
     from tvms.runtime.reference_relax import run_relax
     from tvms.script import from_source

@@ -775,3 +775,19 @@ def test_a_vector_base_or_stride_of_a_ramp_is_refused(base, stride, which) -> No
     src = f'@T.prim_func\ndef g(A: T.Buffer((16,), "int32")):\n    A[T.Ramp({base}, {stride}, 4)] = T.Broadcast(1, 4)\n'
     err = parse_error(src)
     assert f"the {which} of T.Ramp is a scalar, got int32x4" in str(err) and "bad.tvms:3:" in str(err)
+
+
+@pytest.mark.parametrize("statement, col, message", [
+    ("B[i] = T.Select(A[i] > 0, A[i], 3)", 16, "the values of T.Select have one type, got int8 and int32"),
+    ("B[i] = T.Add(A[i], 3)", 16, "the operands of T.Add have one type, got int8 and int32"),
+    ("B[i] = T.Cast(\"int8\", A[i] == 300)", 31, "300 is out of the range of int8"),
+    ("B[i] = A[i] & 300", 16, "300 is out of the range of int8"),
+    ("G[i] = G[i] + (-1)", 16, "-1 is out of the range of uint32"),
+])
+def test_operands_of_two_types_where_tvm_refuses_them(statement: str, col: int, message: str):
+    """TVM 0.27's ``==`` and bitwise operators give a Python number the other operand's type (so
+    300 does not fit an int8); its node constructors and T.Select match no types; a negative
+    number meeting a uint32 cannot take its type."""
+    src = ('@T.prim_func\ndef main(A: T.Buffer((8,), "int8"), B: T.Buffer((8,), "int8"), '
+           f'G: T.Buffer((8,), "uint32")):\n    for i in range(8):\n        {statement}\n')
+    assert_error(src, 4, col, re.escape(message))

@@ -127,3 +127,28 @@ def main(n: T.int64, x: R.Tensor((n,), dtype="float32")) -> R.Tensor((n,), dtype
     np.testing.assert_allclose(vm["main"](4, tvms.nd.array(x)).numpy(), 2 * x)
     with pytest.raises(tvms.TVMSError, match="dimension 0 should be n = 5, got 4"):
         vm["main"](5, tvms.nd.array(x))
+
+
+def test_python_numbers_in_operations_compute_as_the_compiled_code_does() -> None:
+    """``sources/literal_operands.tvms`` (TVM 0.27 widens an int8 operand of ``+ 3`` to int32, a
+    float16 one of ``+ 1.5`` to float32, and casts back at the store): the compiled function and
+    the reference executor agree, and int8 arithmetic wraps at the store as numpy's does."""
+    from tvms.runtime.reference import run_prim_func
+
+    func = from_source((FIXTURES / "tvm027_printing" / "sources" / "literal_operands.tvms").read_text())
+    rng = np.random.default_rng(0)
+    dtypes = ["int8", "float16", "uint8", "int64", "uint32", "float64", "int32"]
+    inputs = [rng.integers(-100, 100, 8).astype(dt) if dt != "uint32" else rng.integers(0, 1000, 8).astype(dt)
+              for dt in dtypes]
+    inputs[0][:2] = [127, -128]
+    compiled = [tvms.nd.array(x) for x in inputs]
+    tvms.build(func, target="llvm")(*compiled)
+    reference = [x.copy() for x in inputs]
+    run_prim_func(func, *reference)
+    for got, want in zip(compiled, reference):
+        np.testing.assert_array_equal(got.numpy(), want)
+    wrap = from_source('@T.prim_func\ndef f(A: T.Buffer((4,), "int8")):\n    for i in range(4):\n'
+                       '        A[i] = A[i] + 3\n')
+    a = tvms.nd.array(np.array([127, 126, -128, 0], "int8"))
+    tvms.build(wrap, target="llvm")(a)
+    np.testing.assert_array_equal(a.numpy(), (np.array([127, 126, -128, 0]) + 3).astype("int8"))

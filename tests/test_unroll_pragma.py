@@ -125,7 +125,11 @@ def test_unroll_loop_alone_matches_tvm() -> None:
 ])
 def test_an_unroll_of_unknown_extent_is_refused_as_tvm_refuses_it(body):
     """TVM's UnrollLoop refuses it ("Cannot unroll non-constant loop"); before, LLVM printed three
-    "loop not unrolled" warnings at <unknown>:0:0 and built a plain loop."""
-    func = from_source(f"@T.prim_func\ndef main(A: T.Buffer((64,), \"float32\"), n: T.int32):\n    {body}\n")
-    with pytest.raises(TVMSError, match="cannot unroll the loop over i: its extent is not a constant"):
+    "loop not unrolled" warnings at <unknown>:0:0 and built a plain loop. The error shows the
+    loop's line, with a caret."""
+    func = from_source(f"@T.prim_func\ndef main(A: T.Buffer((64,), \"float32\"), n: T.int32):\n    {body}\n",
+                       "unroll.tvms")
+    with pytest.raises(TVMSError, match="cannot unroll the loop over i: its extent is not a constant") as err:
         tvms.build(func, target="llvm")
+    assert str(err.value).startswith("unroll.tvms:3:9: error:")
+    assert "\n3 |     for i in T.unroll(n):\n" in str(err.value)

@@ -46,7 +46,7 @@ def bitwise_binary(symbol: str, a: Any, b: Any) -> Any:
         if isinstance(a, float) or isinstance(b, float):
             raise TVMSError(f"the operator {symbol!r} needs integer operands, got {a!r} and {b!r}")
         return fold(a, b)
-    a, b = match_types(a, b)
+    a, b = match_types(a, b, adopt=True)
     for e in (a, b):
         _check_operand(e, symbol, allow_bool)
     if symbol in ("<<", ">>") and _is_index_constant(a) and _is_index_constant(b):

@@ -1,5 +1,6 @@
-"""Building expressions the way TVM's Python operators do: Python numbers take the other
-operand's type, narrower integers widen, and operations on two constants fold."""
+"""Building expressions the way TVM's Python operators do: Python numbers read as int32 or float32
+(or take the other operand's type, in ``==``, ``!=`` and the bitwise operators), narrower operands
+widen, and operations on two constants fold."""
 from __future__ import annotations
 
 import operator
@@ -38,12 +39,19 @@ def to_expr(value: Any, like: PrimExpr | None = None) -> PrimExpr:
     raise TVMSError(f"expected an expression, got {type(value).__name__} {value!r}")
 
 
-def match_types(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
-    if not isinstance(a, PrimExpr):
-        b = to_expr(b)
-        a = to_expr(a, b)
-    else:
-        b = to_expr(b, a)
+# The operators whose Python-number operand takes the other operand's type, as in TVM 0.27 (``==``,
+# ``!=``; the bitwise ones too): ``int8_value == 3`` compares int8s. In the others (arithmetic,
+# ordering, min/max) a Python int is an int32 (int64 beyond) and a float a float32, and the
+# narrower operand widens: ``int8_value + 3`` is ``T.Cast("int32", int8_value) + 3``.
+ADOPTING = (EQ, NE)
+
+
+def match_types(a: Any, b: Any, adopt: bool = False) -> tuple[PrimExpr, PrimExpr]:
+    """The operands of a binary operation, of one type, as TVM 0.27's operators make them: Python
+    numbers read as ``ADOPTING`` says (``adopt``), a scalar meeting a vector broadcast, an integer
+    meeting a float converted to it, and of two integers or two floats the narrower widened (of
+    two of one width, the signed one made unsigned); a constant converted folds."""
+    a, b = _operands(a, b, adopt)
     ta, tb = a.dtype, b.dtype
     if ta.lanes != tb.lanes:  # a scalar meets a vector: the scalar is broadcast, as TVM's operators do
         if ta.scalable or tb.scalable or 1 not in (ta.lanes, tb.lanes):
@@ -54,12 +62,51 @@ def match_types(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
         return a, b
     if ta.is_float != tb.is_float:
         # an integer meets a float: the integer becomes the float type
-        return (Cast(tb, a), b) if tb.is_float else (a, Cast(ta, b))
+        return (convert(tb, a), b) if tb.is_float else (a, convert(ta, b))
     if (ta.is_integer or ta.is_bool) and (tb.is_integer or tb.is_bool) or (ta.is_float and tb.is_float):
-        if ta.bits >= tb.bits:
-            return a, Cast(ta, b)
-        return Cast(tb, a), b
+        if ta.bits > tb.bits or ta.bits == tb.bits and not tb.is_uint:
+            return a, convert(ta, b)
+        return convert(tb, a), b
     raise TVMSError(f"type mismatch: {ta} and {tb}")
+
+
+def _operands(a: Any, b: Any, adopt: bool) -> tuple[PrimExpr, PrimExpr]:
+    """``a`` and ``b`` as expressions; a Python number among them reads as ``match_types`` says
+    (a bool always takes the other operand's type)."""
+    if isinstance(a, PrimExpr) and isinstance(b, PrimExpr):
+        return a, b
+    if not isinstance(a, PrimExpr) and not isinstance(b, PrimExpr):
+        b = to_expr(b)
+        return _literal(a, b, adopt), b
+    if isinstance(a, PrimExpr):
+        return a, _literal(b, a, adopt)
+    return _literal(a, b, adopt), b
+
+
+def _literal(value: Any, other: PrimExpr, adopt: bool) -> PrimExpr:
+    if isinstance(value, PrimExpr):
+        return value
+    if isinstance(value, bool) and not other.dtype.is_bool:
+        return const(float(value) if other.dtype.is_float else int(value), other.dtype.element_of)
+    if not adopt:
+        return to_expr(value)
+    if isinstance(value, int) and other.dtype.is_integer and not other.dtype.holds_int(value):
+        raise TVMSError(f"{value} is out of the range of {other.dtype.element_of}")
+    return to_expr(value, other)
+
+
+def convert(dtype: DataType, e: PrimExpr) -> PrimExpr:
+    """``e`` as ``dtype``, as TVM's cast makes it: a Cast, or for a constant, the constant of that
+    type (an integer that does not fit it refused)."""
+    if isinstance(e, IntImm) and e.dtype.lanes == 1 and dtype.lanes == 1:
+        if dtype.is_float:
+            return const(float(e.value), dtype)
+        if not dtype.holds_int(e.value):
+            raise TVMSError(f"{e.value} is out of the range of {dtype}")
+        return const(e.value, dtype)
+    if isinstance(e, FloatImm) and dtype.is_float and dtype.lanes == 1:
+        return const(e.value, dtype)
+    return Cast(dtype, e)
 
 
 _FOLD: dict[type, Callable] = {
@@ -87,7 +134,7 @@ def binary(cls: type, a: Any, b: Any) -> Any:
             if value is None:  # (the divisions fold to None for a divisor of 0)
                 raise TVMSError("division by zero")
             return value
-    a, b = match_types(a, b)
+    a, b = match_types(a, b, adopt=cls in ADOPTING)
     if cls in (And, Or) and not (a.dtype.is_bool and b.dtype.is_bool):
         raise TVMSError(f"'and'/'or' need boolean operands, got {a.dtype} and {b.dtype}")
     _check_operands(cls, a, b)
@@ -228,4 +275,4 @@ def cast(dtype: "str | DataType", value: Any) -> PrimExpr:
 
 
 __all__ = ["binary", "builds_as_written", "fold_constants", "truediv", "negate", "logical_not", "cast",
-           "to_expr", "match_types", "CmpOp", "Mod"]
+           "to_expr", "match_types", "convert", "CmpOp", "Mod"]

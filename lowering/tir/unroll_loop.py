@@ -26,7 +26,7 @@ from typing import Any
 
 from ...ir.analysis import controls_loop, substitute
 from .fresh_bindings import fresh_bindings
-from ...ir.errors import TVMSError
+from ...ir.errors import ScriptError, TVMSError
 from ...ir.expr import Add, BufferLoad, IntImm, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import (SERIAL, THREAD_BINDING, UNROLLED, AttrStmt, BufferStore, Evaluate, For, SeqStmt,
@@ -130,8 +130,9 @@ def refuse_unknown_unroll(loop: For) -> None:
     ("Cannot unroll non-constant loop"): its body cannot be copied a known number of times (and
     LLVM, asked to unroll it, only warns that it could not)."""
     if loop.kind == UNROLLED and not isinstance(loop.extent, IntImm):
-        raise TVMSError(f"cannot unroll the loop over {loop.loop_var.name}: its extent is not a constant "
-                        f"(T.unroll needs a known number of iterations; write range(...) for a plain loop)")
+        raise ScriptError(f"cannot unroll the loop over {loop.loop_var.name}: its extent is not a constant "
+                          f"(T.unroll needs a known number of iterations; write range(...) for a plain loop)",
+                          loop.span)  # (where the loop was read from a script: its position)
 
 
 def _copies(loop: For, extent: int) -> Stmt:

@@ -78,6 +78,10 @@ class BufferParsing:
         if buffer_type == "auto":  # how buffer_type="auto_broadcast" is written
             buffer_type = "auto_broadcast"
         axis_separators = tuple(kwargs.pop("axis_separators", None) or ())
+        no_layout = "layout" in kwargs and kwargs["layout"] is None
+        if "layout" in kwargs and not no_layout:
+            raise self.error(syn, "tvms reads a buffer's layout=None only, not a tile layout")
+        kwargs.pop("layout", None)
         if kwargs:
             raise self.error(syn, f"unexpected buffer argument {next(iter(kwargs))!r}")
         if data is None:
@@ -86,7 +90,7 @@ class BufferParsing:
             data = Var(data.name, handle, PointerType(dt, scope))
         return decl_buffer(dims, dt, name, data=data, strides=strides, elem_offset=elem_offset,
                            data_alignment=align, offset_factor=offset_factor,
-                           buffer_type=buffer_type, axis_separators=axis_separators,
+                           buffer_type=buffer_type, axis_separators=axis_separators, no_layout=no_layout,
                            span=self.span(syn))
 
     def quoted_stride(self, text: str, dtype: DataType, syn: Any) -> PrimExpr:
@@ -415,6 +419,8 @@ class BufferPrinting:
             args.append(f"align={b.data_alignment}")
         if b.offset_factor != 1 or (isinstance(b.elem_offset, Var) and (own_offset or b.elem_offset in fresh)):
             args.append(f"offset_factor={b.offset_factor}")
+        if b.no_layout and not self.in_s_tir and self.d is not CLASSIC:
+            args.append("layout=None")
         if b.buffer_type != "default":
             args.append('buffer_type="auto"')
         if b.axis_separators:

@@ -28,18 +28,24 @@ from .text import display_add, format_float, quote
 
 # ---------------------------------------------------------------- reading: the T.* builtins
 def _binary_builtin(cls: type, fold: bool = False, name: str | None = None) -> Callable:
-    """``T.Add(a, b)`` builds the node as written; ``fold``: ``T.floordiv(a, b)`` folds
-    constants and neutral operands as TVM's operator functions do. ``name``: a function of
-    integers only (``T.truncdiv``: of floats, Div is ``/``)."""
+    """``T.Add(a, b)`` builds the node as written, of operands of one type; ``fold``:
+    ``T.floordiv(a, b)`` matches the types, folds constants and neutral operands as TVM's
+    operator functions do. ``name``: a function of integers only (``T.truncdiv``: of floats,
+    Div is ``/``)."""
     def build(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
         if len(args) != 2:
             raise ev.error(syn, f"T.{name or cls.__name__} takes two arguments")
         a, b = (x if isinstance(x, (int, float)) and not isinstance(x, bool) else ev.call_arg(x, syn)
-                for x in args)  # a Python literal takes the other operand's type, not a Cast
+                for x in args)
+        if not fold:
+            a, b = arith.to_expr(a), arith.to_expr(b)
+            if a.dtype != b.dtype:
+                raise ev.error(syn, f"the operands of T.{cls.__name__} have one type, got {a.dtype} and {b.dtype}")
+            return cls(a, b)
         a, b = arith.match_types(a, b)
         if name is not None and not a.dtype.is_integer:
             raise ev.error(syn, f"T.{name} takes integers, not {a.dtype} (divide floats with /)")
-        return arith.binary(cls, a, b) if fold else cls(a, b)
+        return arith.binary(cls, a, b)
     return build
 
 
@@ -56,9 +62,18 @@ def _cast(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
 
 
 def _select(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    """``T.Select(c, t, f)``: the node, whose values have one type (TVM matches none)."""
+    c, t, f = (ev.call_arg(a, syn) for a in args)
+    if t.dtype != f.dtype:
+        raise ev.error(syn, f"the values of T.Select have one type, got {t.dtype} and {f.dtype}")
+    return Select(c, t, f)
+
+
+def _if_then_else(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    """``T.if_then_else(c, t, f)``: its values' types matched as an operator's operands are."""
     c, t, f = (ev.call_arg(a, syn) for a in args)
     t, f = arith.match_types(t, f)
-    return Select(c, t, f)
+    return ev.intrinsic(op_registry.info_of(op_registry.get_op("tir.if_then_else")), [c, t, f], kwargs, syn)
 
 
 def _ramp(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
@@ -146,6 +161,7 @@ _NODE_BUILTINS = [op.node for op in BINARY if op.node is not None] + [Mod, Min, 
 EXPR_BUILTINS.update({
     "Cast": _fixed(2, "Cast", _cast),
     "Select": _fixed(3, "Select", _select),
+    "if_then_else": _fixed(3, "if_then_else", _if_then_else),
     "Ramp": _fixed(3, "Ramp", _ramp),
     "Broadcast": _fixed(2, "Broadcast", _broadcast),
     "Let": _let_expr,

@@ -304,6 +304,7 @@ class FunctionPrinting:
         namer.push()
         self.func_frame = len(namer.frames) - 1
         self.relaunched, self.laid_out = _shared_threads_and_scalars(f)
+        self.in_s_tir = f.s_tir
         dec_args = []
         if f.is_private:
             dec_args.append("private=True")

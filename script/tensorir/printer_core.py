@@ -42,6 +42,7 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         self.loop_doms: dict[int, tuple] = {}  # loop var id -> (min, extent), for T.axis.remap
         self.inlined: set = set()  # parameters printed as their buffers
         self.func_frame = -1  # the namer frame of the function being printed
+        self.in_s_tir = False  # printing an s_tir PrimFunc (its buffers have no layout by default)
         self.scalar_params: set = set()  # ids of the PrimFunc's scalar parameters (TVM 0.27)
         self.signature_sizes: list = []  # per signature buffer, the sizes it defines (TVM 0.27)
         self.relaunched: set = set()  # ids of thread variables several launches share
