@@ -42,7 +42,7 @@ class Buffer(Node):
         """One element in a plain layout: what TVM 0.27 writes as a scalar once it is laid out.
         TVM compares the layout with the default one of an int32 extent, so an int64 one is not."""
         return (len(self.shape) == 1 and isinstance(self.shape[0], IntImm) and self.shape[0].value == 1
-                and self.shape[0].dtype == int32
+                and self.shape[0].dtype == int32 and not self.no_layout
                 and not self.strides and self.data_alignment == DEFAULT_ALIGN and self.offset_factor == 1)
 
     @property

@@ -161,6 +161,29 @@ class BlockRealize(Stmt):
     block: Block
 
 
+# TVM 0.27's scope ids (its tirx kernels), by script name: (the enclosing scope, the scope counted)
+SCOPE_ID_KINDS: dict[str, tuple[str, str]] = {
+    "cluster_id": ("kernel", "cluster"), "cta_id": ("kernel", "cta"), "cta_id_in_cluster": ("cluster", "cta"),
+    "warpgroup_id": ("cta", "warpgroup"), "warp_id": ("cta", "warp"), "warp_id_in_wg": ("warpgroup", "warp"),
+    "lane_id": ("warp", "thread"), "thread_id": ("cta", "thread"), "thread_id_in_wg": ("warpgroup", "thread"),
+    "cta_id_in_pair": ("cluster", "cta_pair"),
+}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ScopeIdDef(Stmt):
+    """``bx, by = T.cta_id([2, 3])``: which block, warp or thread of its scope (``kind``, a key of
+    SCOPE_ID_KINDS) runs, one variable a dimension over ``extents`` (None: ``T.cta_id()``, the
+    other ids decide it), for ``body``; printed flat. ``preferred``: a cluster's preferred shape.
+    LowerTIRx (``ir/scope_ids.py``) makes a device region's ids its thread launches."""
+
+    ids: tuple = binds()
+    kind: str = field()
+    extents: tuple | None = field()
+    body: Stmt = field()
+    preferred: tuple | None = None
+
+
 def seq(stmts: list | tuple) -> Stmt:
     """One statement for a list of them: the statement itself when there is just one."""
     flat: list = []

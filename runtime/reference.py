@@ -46,6 +46,7 @@ from tvms.ir.analysis import collect_statements, entry_vars
 from tvms.ir.function import PrimFunc
 from tvms.ir.module import IRModule
 from tvms.ir.narrow_float import legalize_narrow
+from tvms.ir.scope_ids import resolve_scope_ids
 from tvms.ir.expr import PrimType
 from tvms.ir.op import loop_control
 
@@ -693,6 +694,7 @@ def run_prim_func(func: PrimFunc | IRModule, *args: Any, **scalars: Any) -> Any:
     if not isinstance(func, PrimFunc):
         raise TVMSError(f"run_prim_func takes a PrimFunc or an IRModule with a PrimFunc 'main', "
                         f"got {type(func).__name__}")
+    func = resolve_scope_ids(func)  # (a tirx kernel's scope ids: its thread launches)
     params = list(func.params)
     if len(args) > len(params):
         raise TVMSError(f"{len(params)} parameters, got {len(args)} arguments")

@@ -50,21 +50,10 @@ T.TileLayout
 T.alloc_cast_frag
 T.alloc_tcgen05_ldst_frag
 T.call_kernel
-T.cluster_id
-T.cta_id
-T.cta_id_in_cluster
-T.cta_id_in_pair
-T.lane_id
 T.nki
-T.scope_id
 T.smem
 T.tensormap_encode_tiled
-T.thread_id
-T.thread_id_in_wg
 T.tmem
-T.warp_id
-T.warp_id_in_wg
-T.warpgroup_id
 T.wg_reg_tile
 """)
 

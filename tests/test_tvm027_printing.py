@@ -152,3 +152,17 @@ def test_python_numbers_in_operations_compute_as_the_compiled_code_does() -> Non
     a = tvms.nd.array(np.array([127, 126, -128, 0], "int8"))
     tvms.build(wrap, target="llvm")(a)
     np.testing.assert_array_equal(a.numpy(), (np.array([127, 126, -128, 0]) + 3).astype("int8"))
+
+
+def test_a_one_element_parameter_is_a_scalar_outside_s_tir() -> None:
+    """TVM 0.27 lays out the parameters of a function not declared s_tir, so it writes a
+    one-element one as a scalar, loads and stores (what it printed for this source; TVM itself
+    cannot read the load back, tvms can). Found by the fresh-example round-trip property."""
+    source = ('# from tvm.script import tirx as T\n\n@T.prim_func\ndef main(A: T.Buffer((1,), "float32"), '
+              'B: T.Buffer((4,), "float32")):\n    B[1] = A[0]\n    A[0] = B[2]\n')
+    func = from_source(source)
+    printed = func.script(dialect="tvm-0.27")
+    assert printed.endswith("    B[1] = A\n    A = B[2]")
+    assert structural_equal(from_source(printed), func)
+    declared = from_source(source.replace("@T.prim_func", "@T.prim_func(s_tir=True)"))
+    assert declared.script(dialect="tvm-0.27").endswith("    B[1] = A[0]\n    A[0] = B[2]")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir import arith
-from ...ir.buffer import Buffer
+from ...ir.buffer import Buffer, BufferRegion
 from ...ir.dtype import DataType
 from ...ir.expr import PrimExpr, StringImm, const
 from ...ir.index_map import IndexMap
@@ -74,7 +74,12 @@ class AttrParsing:
         args = [self.ev(a) for a in call.args]
         if len(args) != 1 or not isinstance(args[0], str):
             raise self.error(call, "T.hint takes a message string and keyword attributes")
-        node = {"message": args[0], **{k: self.ev(v) for k, v in call.kwargs}}
+        from .evaluator import BufferSlice  # (evaluator imports this module)
+
+        node = {"message": args[0]}
+        for k, v in call.kwargs:
+            value = self.ev(v)  # (a buffer slice, ``access=A[0:64]``, is the region it names)
+            node[k] = self.to_region(value, v) if isinstance(value, BufferSlice) else value
         return FrozenDict({k: freeze_value(v) for k, v in node.items()}), HINT, const(1)
 
 
@@ -170,6 +175,8 @@ class AttrPrinting:
             return self.tir(f"target({self.attr_dict(v.config, sort=False)})")
         if isinstance(v, Buffer):
             return self.buffer(v)
+        if isinstance(v, BufferRegion):
+            return self.region(v)
         if isinstance(v, Node) and type(v) in self.expr_printers or isinstance(v, PrimExpr):
             return self.expr(v)
         if isinstance(v, DataType):

@@ -132,9 +132,16 @@ class ExprEvaluator:
 
     def ev_Name(self, syn: S.Name) -> Any:
         value = self.lookup(syn.id, syn)
-        if isinstance(value, Buffer) and value.scalar:  # TVM 0.27's mutable scalar reads as a value
+        if isinstance(value, Buffer) and self.reads_as_scalar(value):  # TVM 0.27's mutable scalar: a value
             return BufferLoad(value, (const(0),), span=self.span(syn))
         return value
+
+    def reads_as_scalar(self, buffer: Buffer) -> bool:
+        """A mutable scalar (TVM 0.27), or a one-element parameter of a function not declared
+        s_tir, which TVM 0.27 lays out and so writes as one too (``A = A + 1``)."""
+        func = getattr(self, "func", None)  # (a function being read: the scoped evaluator's)
+        return buffer.scalar or (func is not None and self.dialect is not CLASSIC and not func.s_tir
+                                 and buffer.one_element and buffer in func.buffer_map.values())
 
     def ev_buffer_base(self, syn: Any) -> Any:
         """The value of ``x`` in ``x[...]`` / ``x.attr``: a mutable scalar as its buffer."""
@@ -199,7 +206,7 @@ class ExprEvaluator:
                 return str(base.dtype)
             if syn.attr in ("view", "access_ptr"):
                 return BufferMethod(base, syn.attr)
-            if syn.attr == "source" and base.scalar:  # TVM 0.27's region of a scalar: x.source[0]
+            if syn.attr == "source" and self.reads_as_scalar(base):  # TVM 0.27's region of a scalar: x.source[0]
                 return base
         raise self.error(syn, f"{_describe(base)} has no attribute {syn.attr!r}")
 
@@ -455,7 +462,14 @@ class ExprEvaluator:
         info = op_registry.lookup_script_name(path)
         if info is not None:
             return self.intrinsic(info, args, kwargs, syn)
-        raise self.error(syn, f"T.{path}(...) cannot be used in an expression")
+        if path in statement_builtin_names():
+            raise self.error(syn, f"T.{path}(...) cannot be used in an expression")
+        namespace = path.split(".")[0]
+        if namespace == "ptx":
+            raise self.error(syn, f"unknown builtin 'T.{path}': of TVM 0.27's PTX dialect (T.ptx.*), tvms "
+                                  f"reads only the cp.async groups of T.ptx.cp")
+        known = ["T." + n for n in all_builtin_names() if n.startswith(namespace + ".")]
+        raise self.error(syn, f"unknown builtin 'T.{path}'{did_you_mean('T.' + path, known)}")
 
     def dtype_constructor(self, dtype: DataType, args: list, kwargs: dict, syn: Any) -> Any:
         if not args:

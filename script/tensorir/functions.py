@@ -184,10 +184,11 @@ class FunctionParsing:
 def _shared_threads_and_scalars(f: PrimFunc) -> tuple[set, set]:
     """One walk of the body: the ids of the thread variables several launches share (TVM
     declares them with ``T.env_thread``) and, in a function without blocks, of the one-element
-    allocations that TVM 0.27 lays out and so writes as scalars (``x: T.int32``)."""
+    allocations that TVM 0.27 lays out and so writes as scalars (``x: T.int32``); its one-element
+    parameters too (``A = v`` stores into ``A: T.Buffer((1,), ...)``)."""
     seen: set = set()
     shared: set = set()
-    laid_out: set = set()
+    laid_out: set = {id(b) for b in f.buffer_map.values() if not f.s_tir and b.one_element}
     for node in collect_statements(f.body, (AttrStmt, AllocBuffer)):
         if is_launch(node):
             key = id(node.node.var)

@@ -8,8 +8,8 @@ from typing import Any
 from ...ir import arith
 from ...ir.dtype import DataType
 from ...ir.errors import Comments
-from ...ir.expr import THREAD_INDEX, IterVar, Var, const
-from ...ir.node import EMPTY
+from ...ir.expr import THREAD_INDEX, IntImm, IterVar, Var, const
+from ...ir.node import EMPTY, FrozenDict
 from ...ir.stmt import PARALLEL, SERIAL, THREAD_BINDING, UNROLLED, VECTORIZED, For, Stmt
 from ...ir.visitor import walk
 from .. import syntax as S
@@ -72,6 +72,8 @@ class LoopParsing:
         thread = kwargs.pop("thread", None)
         annotations = norm_attrs(kwargs.pop("annotations", None) or {})
         step = kwargs.pop("step", None) if kind != "thread_binding" else None
+        if kind == "serial" and "unroll" in kwargs:
+            annotations = FrozenDict({**annotations, **_unroll_annotation(self, kwargs.pop("unroll"), syn)})
         if kind == "serial" and isinstance(syn.func, S.Name) and len(args) == 3:  # range(a, b, step)
             step = args.pop()
         if kwargs:
@@ -91,6 +93,30 @@ class LoopParsing:
         if step is not None:
             lo, step = arith.match_types(lo, self.int_expr(step, syn))
         return (name, lo, extent, _LOOP_KINDS[kind], thread, annotations, step)
+
+
+def _unroll_annotation(b: Any, unroll: Any, syn: Any) -> dict:
+    """``T.serial(n, unroll=...)``, TVM 0.27's spelling of the unroll annotations the CUDA code
+    generator reads: True (``#pragma unroll``), a count, or False (``#pragma unroll 1``)."""
+    if isinstance(unroll, IntImm):
+        unroll = bool(unroll.value) if unroll.dtype.is_bool else unroll.value
+    if unroll is False:
+        return {"disable_unroll": True}
+    if unroll is True or isinstance(unroll, int) and unroll > 0:
+        return {"pragma_unroll": unroll}
+    raise b.error(syn, f"unroll= is True, False or a positive count, got {unroll!r}")
+
+
+def _unroll_sugar(annotations: FrozenDict) -> str | None:
+    """The ``unroll=`` that reads as exactly these annotations, or None."""
+    if len(annotations) != 1:
+        return None
+    (key, value), = annotations.items()
+    if key == "disable_unroll" and value is True:
+        return "False"
+    if key == "pragma_unroll" and (value is True or type(value) is int and value > 0):
+        return str(value)
+    return None
 
 
 class LoopPrinting:
@@ -129,7 +155,10 @@ class LoopPrinting:
                 head = f"T.{s.kind}"
             if s.kind == THREAD_BINDING and s.thread_binding is not None:
                 args.append(f"thread={quote(s.thread_binding.thread_tag)}")
-            if s.annotations:
+            sugar = _unroll_sugar(s.annotations) if s.kind == SERIAL and self.d.name != "classic" else None
+            if sugar is not None:
+                args.append(f"unroll={sugar}")
+            elif s.annotations:
                 args.append(f"annotations={self.attr_dict(s.annotations)}")
             if not s.has_trivial_step:
                 args.append(f"{'' if head == 'range' else 'step='}{self.expr(s.step)}")

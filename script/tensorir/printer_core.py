@@ -19,12 +19,13 @@ from .exprs import ExprPrinting
 from .functions import FunctionPrinting
 from .loops import LoopPrinting
 from .rules import PRINT_EXPR, PRINT_STMT, prints
+from .scope_ids import ScopeIdPrinting
 from .statements import StatementPrinting
 from .text import Namer, ParamUsed, comments_of, is_filler, is_nop, quote
 
 
 class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting, BlockPrinting,
-                 BufferPrinting, AttrPrinting):
+                 BufferPrinting, AttrPrinting, ScopeIdPrinting):
     """Prints one PrimFunc (or a fragment) in a dialect."""
 
     expr_printers = PRINT_EXPR  # by node class; a subclass may replace entries

@@ -14,6 +14,7 @@ from .lower_async_dma import LowerAsyncDMA, lower_async_dma
 from .lower_auto_copy import LowerAutoCopy, lower_auto_copy
 from .lower_cross_thread_reduction import LowerCrossThreadReduction, lower_cross_thread_reduction
 from .lower_thread_allreduce import LowerThreadAllreduce, lower_thread_allreduce
+from .lower_tirx import LowerTIRx, lower_tirx
 from .lower_warp_memory import LowerWarpMemory, lower_warp_memory
 from .manifest_shared_memory_local_stage import ManifestSharedMemoryLocalStage, manifest_shared_memory_local_stage
 from .merge_shared_memory_allocations import MergeSharedMemoryAllocations, merge_shared_memory_allocations
@@ -27,8 +28,8 @@ from .transform_mma_buffer_layout import TransformMmaBufferLayout, transform_mma
 
 __all__ = [
     "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectPTXAsyncCopy", "InjectPermutedLayout", "InjectSoftwarePipeline", "InjectVirtualThread", "LiftThreadBinding", "LowerAsyncDMA", "LowerAutoCopy", "LowerCrossThreadReduction",
-    "LowerThreadAllreduce", "LowerWarpMemory", "ManifestSharedMemoryLocalStage", "MergeSharedMemoryAllocations", "NarrowDataType",
+    "LowerThreadAllreduce", "LowerTIRx", "LowerWarpMemory", "ManifestSharedMemoryLocalStage", "MergeSharedMemoryAllocations", "NarrowDataType",
     "SplitHostDevice", "StorageRewrite", "ThreadSync", "TransformMmaBufferLayout", "UnifyThreadBinding", "annotate_entry_func", "common_subexpr_elim", "cuda_target_attr",
-    "finalize_kernels", "inject_double_buffer", "inject_permuted_layout", "inject_ptx_async_copy", "inject_software_pipeline", "inject_virtual_thread", "lift_thread_binding", "lower_async_dma", "lower_auto_copy", "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce",
+    "finalize_kernels", "inject_double_buffer", "inject_permuted_layout", "inject_ptx_async_copy", "inject_software_pipeline", "inject_virtual_thread", "lift_thread_binding", "lower_async_dma", "lower_auto_copy", "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce", "lower_tirx",
     "lower_warp_memory", "manifest_shared_memory_local_stage", "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device", "storage_rewrite", "thread_sync", "transform_mma_buffer_layout", "unify_thread_binding",
 ]

@@ -55,6 +55,7 @@ from .lower_auto_copy import lower_auto_copy
 from .lower_cross_thread_reduction import lower_cross_thread_reduction
 from .lower_intrin_cuda import lower_cuda_intrin
 from .lower_thread_allreduce import lower_thread_allreduce
+from .lower_tirx import lower_tirx
 from .lower_warp_memory import lower_warp_memory
 from .manifest_shared_memory_local_stage import manifest_shared_memory_local_stage
 from .merge_shared_memory_allocations import merge_shared_memory_allocations
@@ -71,7 +72,7 @@ def _vectorize_with_scalar_guards(func: PrimFunc) -> PrimFunc:
 
 
 # TVM's s_tir pipeline up to AnnotateEntryFunc, the passes tvms has (per PrimFunc)
-BEFORE_ENTRY = (canonicalize_loop, lower_cross_thread_reduction, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
+BEFORE_ENTRY = (lower_tirx, canonicalize_loop, lower_cross_thread_reduction, lower_init_block, plan_buffer_allocation, convert_blocks_to_opaque,
                 lift_thread_binding, manifest_shared_memory_local_stage, compact_buffer_allocation, lower_auto_copy,
                 unify_thread_binding,
                 lower_match_buffer, stmt_simplify, inject_permuted_layout, inject_software_pipeline,
