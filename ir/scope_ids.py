@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import arith
+from .dtype import int32
 from .errors import ScriptError, TVMSError
 from .expr import THREAD_INDEX, Add, Cast, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
 from .function import PrimFunc
@@ -89,10 +91,10 @@ def _launch(region: AttrStmt) -> Stmt:
             var = Var(f"{tag}_{axis}", extent.dtype)
             launches.append(IterVar(Range(const(0, extent.dtype), extent), var, THREAD_INDEX, f"{tag}.{axis}"))
             out.append(var)
-    tid, stride = tids[0], None
+    tid, stride = tids[0], 1
     for k in range(1, len(tids)):  # (threadIdx.x + threadIdx.y * Dx + threadIdx.z * Dx * Dy)
-        stride = _int_expr(block[k - 1]) if stride is None else Mul(stride, _int_expr(block[k - 1]))
-        tid = Add(tid, Mul(tids[k], stride))
+        stride = _times(stride, block[k - 1])
+        tid = Add(tid, Mul(tids[k], _int_expr(stride)))
     values = {"cta_id": blocks, "thread_id": tids, "warp_id": [FloorDiv(tid, const(32))],
               "warpgroup_id": [FloorDiv(tid, const(128))],
               "warp_id_in_wg": [FloorMod(FloorDiv(tid, const(32)), const(4))],
@@ -128,6 +130,10 @@ def _extents(region: AttrStmt, defs: list) -> dict:
     for d in defs:
         if d.extents is None:
             continue
+        wide = next((e for e in d.extents if e.dtype != int32), None)
+        if wide is not None:
+            raise _error(d, f"the extents of T.{d.kind} are int32, as the thread indices it is made of; got "
+                            f"{wide.dtype}")
         if d.kind in shapes and len(shapes[d.kind]) != len(d.extents):
             raise _error(d, f"T.{d.kind} is declared with {len(d.extents)} dimensions here and "
                             f"{len(shapes[d.kind])} before")
@@ -174,9 +180,10 @@ def _product(extents: tuple) -> Any:
 
 
 def _times(a: Any, b: Any) -> Any:
+    """``a * b`` of two extents (Python ints, or int32 expressions), folded."""
     if isinstance(a, int) and isinstance(b, int):
         return a * b
-    return Mul(_int_expr(a), _int_expr(b))
+    return arith.binary(Mul, _int_expr(a), _int_expr(b))
 
 
 def _same(a: Any, b: Any) -> bool:

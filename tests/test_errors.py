@@ -783,11 +783,14 @@ def test_a_vector_base_or_stride_of_a_ramp_is_refused(base, stride, which) -> No
     ("B[i] = T.Cast(\"int8\", A[i] == 300)", 31, "300 is out of the range of int8"),
     ("B[i] = A[i] & 300", 16, "300 is out of the range of int8"),
     ("G[i] = G[i] + (-1)", 16, "-1 is out of the range of uint32"),
+    ("B[i] = T.Cast(\"int8\", 300 < A[i])", 31, "300 is out of the range of int8"),
+    ("B[i] = T.Cast(\"int8\", 1.5 < A[i])", 31, "1.5 is not a value of int8"),
+    ("B[i] = T.Cast(\"int8\", A[i] == 1.5)", 31, "1.5 is not a value of int8"),
 ])
 def test_operands_of_two_types_where_tvm_refuses_them(statement: str, col: int, message: str):
-    """TVM 0.27's ``==`` and bitwise operators give a Python number the other operand's type (so
-    300 does not fit an int8); its node constructors and T.Select match no types; a negative
-    number meeting a uint32 cannot take its type."""
+    """TVM 0.27's ``==``, bitwise operators and orderings with the number on the left give a Python
+    number the other operand's type (so 300 does not fit an int8, nor 1.5); its node constructors
+    and T.Select match no types; a negative number meeting a uint32 cannot take its type."""
     src = ('@T.prim_func\ndef main(A: T.Buffer((8,), "int8"), B: T.Buffer((8,), "int8"), '
            f'G: T.Buffer((8,), "uint32")):\n    for i in range(8):\n        {statement}\n')
     assert_error(src, 4, col, re.escape(message))

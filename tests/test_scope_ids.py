@@ -154,3 +154,15 @@ def test_the_generic_scope_id_reads_as_its_kind() -> None:
     assert func.script(dialect="tvm-0.27").count("w = T.warp_id([4])") == 1
     with pytest.raises(ScriptError, match="T.scope_id takes extents, the enclosing scope and the scope counted"):
         from_source(kernel('w = T.scope_id([4], "warp", "cta")'))
+
+
+def test_symbolic_extents_multiply_folded_and_int32_only() -> None:
+    params = 'A: T.Buffer((512,), "int32"), n: T.int32'
+    printed = lower_tirx(from_source(kernel("w = T.warp_id([n])\nl = T.lane_id([32])\nA[w * 32 + l] = w",
+                                            params))).script(dialect="tvm-0.27")
+    assert 'T.launch_thread("threadIdx.x", n * 32)' in printed
+    grid = lower_tirx(from_source(kernel("tx, ty, tz = T.thread_id([16, 8, 2])\nw = T.warp_id([8])\nA[tx] = tz + w"))).script(dialect="tvm-0.27")
+    assert "w: T.let[T.int32] = (threadIdx_x + threadIdx_y * 16 + threadIdx_z * 128) // 32" in grid
+    wide = from_source(kernel("b = T.cta_id([m])\nt = T.thread_id([32])\nA[t] = 1", params.replace("n: T.int32", "m: T.int64")))
+    with pytest.raises(TVMSError, match="the extents of T.cta_id are int32, as the thread indices it is made of; got int64"):
+        lower_tirx(wide)

@@ -166,3 +166,7 @@ def test_a_one_element_parameter_is_a_scalar_outside_s_tir() -> None:
     assert structural_equal(from_source(printed), func)
     declared = from_source(source.replace("@T.prim_func", "@T.prim_func(s_tir=True)"))
     assert declared.script(dialect="tvm-0.27").endswith("    B[1] = A[0]\n    A[0] = B[2]")
+    pointer = from_source(source + '    T.evaluate(T.call_extern("int32", "f", A.data, T.address_of(A[0])))\n')
+    printed = pointer.script(dialect="tvm-0.27")  # (its pointer, as TVM writes a scalar's)
+    assert printed.endswith('    T.call_extern("int32", "f", A.source.data, T.address_of(A))')
+    assert structural_equal(from_source(printed), pointer)

@@ -46,6 +46,10 @@ def bitwise_binary(symbol: str, a: Any, b: Any) -> Any:
         if isinstance(a, float) or isinstance(b, float):
             raise TVMSError(f"the operator {symbol!r} needs integer operands, got {a!r} and {b!r}")
         return fold(a, b)
+    for e in (a, b):
+        if isinstance(e, float):
+            kinds = "integer or boolean" if allow_bool else "integer"
+            raise TVMSError(f"the operator {symbol!r} needs {kinds} operands, got {e!r}")
     a, b = match_types(a, b, adopt=True)
     for e in (a, b):
         _check_operand(e, symbol, allow_bool)

@@ -40,10 +40,12 @@ def to_expr(value: Any, like: PrimExpr | None = None) -> PrimExpr:
 
 
 # The operators whose Python-number operand takes the other operand's type, as in TVM 0.27 (``==``,
-# ``!=``; the bitwise ones too): ``int8_value == 3`` compares int8s. In the others (arithmetic,
-# ordering, min/max) a Python int is an int32 (int64 beyond) and a float a float32, and the
+# ``!=``; the bitwise ones too; an ordering whose left operand is the number): ``int8_value == 3``
+# and ``3 < int8_value`` compare int8s. In the others (arithmetic, min/max, an ordering with the
+# number on the right) a Python int is an int32 (int64 beyond) and a float a float32, and the
 # narrower operand widens: ``int8_value + 3`` is ``T.Cast("int32", int8_value) + 3``.
 ADOPTING = (EQ, NE)
+ORDERING = (LT, LE, GT, GE)
 
 
 def match_types(a: Any, b: Any, adopt: bool = False) -> tuple[PrimExpr, PrimExpr]:
@@ -92,6 +94,8 @@ def _literal(value: Any, other: PrimExpr, adopt: bool) -> PrimExpr:
         return to_expr(value)
     if isinstance(value, int) and other.dtype.is_integer and not other.dtype.holds_int(value):
         raise TVMSError(f"{value} is out of the range of {other.dtype.element_of}")
+    if isinstance(value, float) and not other.dtype.is_float:
+        raise TVMSError(f"{value!r} is not a value of {other.dtype.element_of}")
     return to_expr(value, other)
 
 
@@ -134,7 +138,7 @@ def binary(cls: type, a: Any, b: Any) -> Any:
             if value is None:  # (the divisions fold to None for a divisor of 0)
                 raise TVMSError("division by zero")
             return value
-    a, b = match_types(a, b, adopt=cls in ADOPTING)
+    a, b = match_types(a, b, adopt=cls in ADOPTING or cls in ORDERING and _is_number(a) and isinstance(b, PrimExpr))
     if cls in (And, Or) and not (a.dtype.is_bool and b.dtype.is_bool):
         raise TVMSError(f"'and'/'or' need boolean operands, got {a.dtype} and {b.dtype}")
     _check_operands(cls, a, b)

@@ -535,7 +535,7 @@ class BufferPrinting:
             return f"{self.namer.get(owner)}.view({', '.join(self.expr(x) for x in b.shape)})"
         if self.d.name != "classic" and _retypes(owner, b):
             return f"{self.namer.get(owner)}.view({quote(str(b.dtype))})"
-        return self.buffer_decl(b, "decl_buffer", [], data=f"{self.namer.get(owner)}.data")
+        return self.buffer_decl(b, "decl_buffer", [], data=self.data_of(owner))
 
     @prints(AllocBuffer)
     def st_alloc_buffer(self, s: AllocBuffer, concise: bool, top: bool) -> None:

@@ -270,6 +270,11 @@ class ExprPrinting:
         # (a vector load keeps T.Ramp, as TVM prints it; a store's ramp is a slice)
         return f"{self.buffer(e.buffer)}[{self.indices(e.indices, slices=False)}]", ATOM
 
+    def data_of(self, buffer: Buffer) -> str:
+        """``A.data``; of a mutable scalar, whose name alone is its value, ``A.source.data``."""
+        scalar = self.d.name != "classic" and (buffer.is_scalar or id(buffer) in self.laid_out)
+        return f"{self.namer.get(buffer)}{'.source' if scalar else ''}.data"
+
     def prints_as_scalar(self, buffer: Buffer, indices: tuple) -> bool:
         """TVM 0.27 writes a mutable scalar's element as its bare name (``x = x + 1``)."""
         return (self.d.name != "classic" and (buffer.is_scalar or id(buffer) in self.laid_out)
@@ -318,7 +323,7 @@ class ExprPrinting:
     def call_arg(self, a: Any, data_of: Buffer | None) -> str:
         """An argument written as the data of ``data_of`` prints so while that buffer is in scope."""
         if data_of is not None and data_of.data is a and self.namer.get(data_of) is not None:
-            return f"{self.namer.get(data_of)}.data"
+            return self.data_of(data_of)
         return self.expr(a)
 
     def dtype_arg(self, dtype: DataType) -> str:

@@ -98,25 +98,29 @@ class LoopParsing:
 def _unroll_annotation(b: Any, unroll: Any, syn: Any) -> dict:
     """``T.serial(n, unroll=...)``, TVM 0.27's spelling of the unroll annotations the CUDA code
     generator reads: True (``#pragma unroll``), a count, or False (``#pragma unroll 1``)."""
-    if isinstance(unroll, IntImm):
-        unroll = bool(unroll.value) if unroll.dtype.is_bool else unroll.value
     if unroll is False:
         return {"disable_unroll": True}
-    if unroll is True or isinstance(unroll, int) and unroll > 0:
-        return {"pragma_unroll": unroll}
+    if _unrolls(unroll):
+        return {"pragma_unroll": unroll}  # (as written: T.bool(True) stays a TIR constant)
     raise b.error(syn, f"unroll= is True, False or a positive count, got {unroll!r}")
 
 
-def _unroll_sugar(annotations: FrozenDict) -> str | None:
-    """The ``unroll=`` that reads as exactly these annotations, or None."""
+def _unrolls(value: Any) -> bool:
+    """True, a positive count, or such a TIR constant."""
+    if isinstance(value, IntImm):
+        value = value.value
+    return value is True or type(value) is int and value > 0
+
+
+def _unroll_sugar(annotations: FrozenDict) -> Any:
+    """The ``unroll=`` value that reads as exactly these annotations (False: ``disable_unroll``),
+    or None."""
     if len(annotations) != 1:
         return None
     (key, value), = annotations.items()
     if key == "disable_unroll" and value is True:
-        return "False"
-    if key == "pragma_unroll" and (value is True or type(value) is int and value > 0):
-        return str(value)
-    return None
+        return False
+    return value if key == "pragma_unroll" and _unrolls(value) else None
 
 
 class LoopPrinting:
@@ -157,7 +161,7 @@ class LoopPrinting:
                 args.append(f"thread={quote(s.thread_binding.thread_tag)}")
             sugar = _unroll_sugar(s.annotations) if s.kind == SERIAL and self.d.name != "classic" else None
             if sugar is not None:
-                args.append(f"unroll={sugar}")
+                args.append(f"unroll={self.value(sugar)}")
             elif s.annotations:
                 args.append(f"annotations={self.attr_dict(s.annotations)}")
             if not s.has_trivial_step:

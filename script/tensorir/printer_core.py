@@ -127,7 +127,7 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
             return field
         owner = self.data_owner(v)
         if owner is not None:
-            return f"{self.namer.get(owner)}.data"
+            return self.data_of(owner)
         # a free variable: define it before the statement that uses it, in the innermost loop or
         # block around all its uses (at the function level when none is), and keep its name taken
         # for the whole function

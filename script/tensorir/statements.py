@@ -98,13 +98,12 @@ class StatementParsing:
                        syn: Any, scope: str = "local", target: Any = None) -> Any:
         """TVM 0.27's mutable scalar (``x: T.int32 = v``, or ``x = v`` for a new name): a
         one-element local buffer that later ``x = ...`` store into and ``x`` loads from.
-        ``target``: the name of ``x = T.local_scalar(...)``, where the statement's comments are."""
-        if value is not None and value.dtype != dtype:
-            raise self.error(syn, f"{name!r} is declared {dtype} but the value is {value.dtype}")
+        ``target``: the name of ``x = T.local_scalar(...)``, where the statement's comments are.
+        The value is stored as into a buffer (``y: T.int8 = x + 1``: cast to int8)."""
         buf = replace(decl_buffer((1,), dtype, name, scope=self.scope_name(scope, syn)), scalar=True)
+        store = self.store_into(BufferLoad(buf, (const(0),)), value, syn, syn) if value is not None else None
         body = self.rest_body(rest, {name: buf}) if rest else None
-        if value is not None:
-            store = BufferStore(buf, value, (const(0),), span=self.span(syn))
+        if store is not None:
             body = seq([store, body]) if body is not None else store
         span = self.assigned_span(syn, target) if target is not None else self.span(syn)
         return TakesRest(AllocBuffer(buf, body if body is not None else Evaluate(const(0)), span=span))
