@@ -268,3 +268,21 @@ def test_math_manip2_compiled_equals_reference() -> None:
         assert len(got) == len(want) == count
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g.numpy(), np.asarray(w))
+
+
+def test_argmax_and_argmin_of_bool_find_the_first_as_numpy() -> None:
+    """TVM 0.27 refuses them (no minimum value for bool); tvms compares bools as int8s, so no
+    element ties with the reduction's identity (all False gave -1). Found by the fresh-example
+    compile property."""
+    import tvms
+    from tvms.script import from_source
+
+    func = from_source('# from tvm.script import relax as R\n@R.function\n'
+                       'def main(x: R.Tensor((3, 4), "bool")):\n'
+                       '    a = R.argmax(x, axis=1, keepdims=False)\n    b = R.argmin(x, axis=None, keepdims=False)\n'
+                       '    return (a, b)\n')
+    vm = tvms.relax.VirtualMachine(tvms.compile(IRModule({"main": func}), "llvm"), tvms.cpu())
+    for x in (np.zeros((3, 4), bool), np.ones((3, 4), bool), np.eye(3, 4, 1, dtype=bool)):
+        a, b = (t.numpy() for t in vm["main"](tvms.nd.array(x)))
+        np.testing.assert_array_equal(a, np.argmax(x, axis=1))
+        assert b == np.argmin(x)

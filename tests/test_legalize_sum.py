@@ -52,3 +52,34 @@ def f(x: R.Tensor((2, 4), "float32"), y: R.Tensor(("n",), "float32")):
     a = {body}
     return a
 """)
+
+
+def test_a_reduction_over_no_elements_is_its_identity() -> None:
+    """A reduction over a zero-size axis, as R.split's empty sections make: its value is the
+    reducer's identity in the compiled code too (the init of TVM's reduction block, inside a loop
+    of no iterations, never ran and left the output unwritten). Found by the fresh-example
+    compile property."""
+    import tvms
+    from tvms.runtime.reference_relax import run_relax
+
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((5,), dtype="float32")):
+        with R.dataflow():
+            parts = R.split(x, indices_or_sections=[0], axis=0)
+            empty: R.Tensor((0,), dtype="float32") = parts[0]
+            a = R.max(empty, axis=None, keepdims=False)
+            b = R.min(empty, axis=None, keepdims=False)
+            c = R.sum(empty, axis=None, keepdims=False)
+            R.output(a, b, c)
+        return (a, b, c)
+''')
+    x = np.arange(5, dtype="float32") + 0.5
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    got = [t.numpy() for t in vm["main"](tvms.nd.array(x))]
+    want = run_relax(mod, "main", x)
+    big = np.finfo("float32").max
+    assert [float(g) for g in got] == [float(w) for w in want] == [-big, big, 0.0]

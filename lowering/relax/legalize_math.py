@@ -487,7 +487,9 @@ def _arg_legalize(name: str, better: type) -> Callable:
             reduced = tuple(x.shape[a] for a in axes)
 
             def pair(v: PrimExpr, ks: list, idx: tuple) -> tuple:
-                return _flat_index(ks, reduced), v
+                # a bool (TVM 0.27 refuses it: no minimum value) compares as an int8, so that no
+                # element ties with the identity's -128 (all False is index 0, as numpy's)
+                return _flat_index(ks, reduced), Cast(DataType("int8"), v) if v.dtype.is_bool else v
 
             idx, _ = _reduce(x, axes, keepdims, reducer, pair, f"{x.name}_red_temp")
             return _elemwise(idx, lambda v: v, f"{x.name}_red", "ax")

@@ -15,7 +15,7 @@ from ...ir.buffer import Buffer
 from ...ir.dtype import handle
 from ...ir.errors import TVMSError
 from ...ir.expr import (COMM_REDUCE, DATA_PAR, GE, GT, LE, LT, Add, BufferLoad, IntImm, IterVar, Mul,
-                        PrimExpr, Range, Sub, Var, const)
+                        PrimExpr, Range, Sub, Var, const, is_const_int)
 from ...ir.function import PrimFunc
 from ...ir.node import FrozenDict
 from ...ir.arith import simplify as _fold_affine
@@ -102,6 +102,12 @@ def _block(op: ComputeOp, outs: tuple, block_name: str, index_dtype: str = "int3
         body = BufferStore(out, op.body.combine(BufferLoad(out, indices), rhs), indices)
     else:
         body = BufferStore(out, simplify(substitute(op.body, var_map)), indices)
+    axes = op.axis + op.reduce_axis
+    if init is not None and any(is_const_int(simplify(a.dom.extent), 0) for a in op.reduce_axis):
+        # a reduction over nothing is its identity (TVM keeps the reduction, whose init never
+        # runs in a loop of no iterations, and leaves the output unwritten)
+        body, init, axes = init, None, op.axis
+        iter_vars, loop_vars = iter_vars[:len(axes)], loop_vars[:len(axes)]
     bindings = list(loop_vars)
     if not iter_vars:  # a scalar output: TVM gives the block one unit iterator
         iter_vars.append(IterVar(Range(const(0, index_dtype), const(1, index_dtype)),
@@ -111,7 +117,7 @@ def _block(op: ComputeOp, outs: tuple, block_name: str, index_dtype: str = "int3
     block = Block(tuple(iter_vars), (), (), (), (), block_name, init, body, annotations)
     reads, writes = infer_block_regions(block)
     stmt: Any = BlockRealize(tuple(bindings), const(True), block.with_changes(reads=reads, writes=writes))
-    for axis, lv in reversed(list(zip(op.axis + op.reduce_axis, loop_vars))):
+    for axis, lv in reversed(list(zip(axes, loop_vars))):
         lo = axis.dom.min  # TVM's For gives a constant start the loop variable's type
         lo = IntImm(lv.dtype, lo.value) if isinstance(lo, IntImm) else lo
         stmt = For(lv, lo, simplify(axis.dom.extent), SERIAL, stmt)  # TVM simplifies extents too
