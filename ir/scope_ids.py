@@ -138,9 +138,7 @@ def _extents(region: AttrStmt, defs: list) -> dict:
             raise _error(d, f"T.{d.kind} is declared with {len(d.extents)} dimensions here and "
                             f"{len(shapes[d.kind])} before")
         shapes.setdefault(d.kind, d.extents)
-        if d.kind in ("warpgroup_id", "warp_id", "warp_id_in_wg") and len(d.extents) != 1:
-            raise _error(d, f"T.{d.kind} has one dimension, got {len(d.extents)}")
-        if d.kind in ("lane_id", "thread_id_in_wg") and len(d.extents) != 1:
+        if d.kind in WARP_KINDS and len(d.extents) != 1:  # (made of the linear thread index)
             raise _error(d, f"T.{d.kind} has one dimension, got {len(d.extents)}")
         size = _product(d.extents)
         if d.kind in known and not _same(known[d.kind], size):

@@ -1,6 +1,6 @@
 """Building expressions the way TVM's Python operators do: Python numbers read as int32 or float32
-(or take the other operand's type, in ``==``, ``!=`` and the bitwise operators), narrower operands
-widen, and operations on two constants fold."""
+(or take the other operand's type: in ``==``, ``!=``, the bitwise operators, and an ordering whose
+left operand is the number), narrower operands widen, and operations on two constants fold."""
 from __future__ import annotations
 
 import operator
