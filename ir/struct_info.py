@@ -228,6 +228,28 @@ def simplified_sizes(sinfo: StructInfo) -> StructInfo:
     return sinfo
 
 
+def join_struct_info(a: StructInfo, b: StructInfo) -> StructInfo:
+    """What both branches of an if are known to give (TVM's least common ancestor): equal struct
+    info stays; tensors keep what they share (shape, dtype, rank), scalars their dtype, shapes their
+    rank, tuples of one length join field by field; anything else is an object."""
+    from .structural import structural_equal  # (structural imports this module)
+
+    if structural_equal(a, b, map_free_vars=False):
+        return a
+    if isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo):
+        dtype = a.dtype if a.dtype == b.dtype else VOID
+        if a.shape is not None and b.shape is not None and structural_equal(a.shape, b.shape, map_free_vars=False):
+            return TensorStructInfo(a.shape, dtype)
+        return TensorStructInfo(None, dtype, a.ndim if a.ndim == b.ndim else -1)
+    if isinstance(a, PrimStructInfo) and isinstance(b, PrimStructInfo) and a.dtype == b.dtype:
+        return PrimStructInfo(a.dtype)
+    if isinstance(a, ShapeStructInfo) and isinstance(b, ShapeStructInfo):
+        return ShapeStructInfo(ndim=a.ndim if a.ndim == b.ndim else -1)
+    if isinstance(a, TupleStructInfo) and isinstance(b, TupleStructInfo) and len(a.fields) == len(b.fields):
+        return TupleStructInfo(tuple(join_struct_info(x, y) for x, y in zip(a.fields, b.fields)))
+    return ObjectStructInfo()
+
+
 def is_base_of(base: StructInfo, derived: StructInfo) -> bool:
     """Whether every value ``derived`` describes is also described by ``base`` (TVM's IsBaseOf):
     ``R.Tensor(ndim=2)`` is a base of ``R.Tensor((n, 4))``; sizes are compared once simplified,

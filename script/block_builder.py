@@ -34,8 +34,8 @@ from ..ir.expr import Op
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import FrozenDict
 from ..ir.relax import make_constant, merge_blocks
-from ..ir.struct_info import (FuncStructInfo, ObjectStructInfo, StructInfo, TensorStructInfo,
-                              TupleStructInfo, call_result)
+from ..ir.struct_info import (FuncStructInfo, ObjectStructInfo, StructInfo,
+                              TupleStructInfo, call_result, join_struct_info)
 from ..ir.structural import structural_equal, structural_hash
 from ..ir.visitor import Mutator
 from .dialect import canonical_attr_key
@@ -383,7 +383,7 @@ class BlockBuilder:
         other = self._normalize_scope(e.false_branch)
         if cond is e.cond and then is e.true_branch and other is e.false_branch and _known(e.struct_info):
             return e
-        return rx.If(cond, then, other, _join(_sinfo(then), _sinfo(other)), span=e.span)
+        return rx.If(cond, then, other, join_struct_info(_sinfo(then), _sinfo(other)), span=e.span)
 
     def _normalize_scope(self, expr: Any) -> Any:
         """A branch or a function body: normalized in blocks of its own, as a SeqExpr."""
@@ -483,18 +483,6 @@ def _sinfo(e: Any) -> StructInfo:
 
 def _known(sinfo: Any) -> bool:
     return sinfo is not None and type(sinfo) is not ObjectStructInfo
-
-
-def _join(a: StructInfo, b: StructInfo) -> StructInfo:
-    """The struct info both branches of an if satisfy (a simple least upper bound)."""
-    if structural_equal(a, b, map_free_vars=False):
-        return a
-    if isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo):
-        dtype = a.dtype if a.dtype == b.dtype else DataType("void")
-        return TensorStructInfo(None, dtype, a.ndim if a.ndim == b.ndim else -1)
-    if isinstance(a, TupleStructInfo) and isinstance(b, TupleStructInfo) and len(a.fields) == len(b.fields):
-        return TupleStructInfo(tuple(_join(x, y) for x, y in zip(a.fields, b.fields)))
-    return ObjectStructInfo()
 
 
 __all__ = ["BlockBuilder", "FunctionScope", "DataflowScope", "NameSupply", "const"]

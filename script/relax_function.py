@@ -11,9 +11,9 @@ from ..ir.errors import TVMSError
 from ..ir.expr import Op, Var as TirVar
 from ..ir.module import GlobalVar
 from ..ir.node import EMPTY, FrozenDict
-from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
+from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo,
                               StructInfo, TensorStructInfo, TupleStructInfo)
-from ..ir.struct_info import own_sizes
+from ..ir.struct_info import join_struct_info, own_sizes
 from ..ir.structural import structural_equal
 from ..ir.visitor import collect
 from . import syntax as S
@@ -413,26 +413,6 @@ def _decorator_kwargs(b: RelaxFunctionBuilder, fdef: S.FunctionDef) -> dict:
         if isinstance(dec, S.Call):
             kwargs.update((k, b.ev(v)) for k, v in dec.kwargs)
     return kwargs
-
-
-def join_struct_info(a: StructInfo, b: StructInfo) -> StructInfo:
-    """What both branches of an if are known to give (TVM's least common ancestor): equal struct
-    info stays; tensors keep what they share (shape, dtype, rank), scalars their dtype, shapes their
-    rank, tuples of one length join field by field; anything else is an object."""
-    if structural_equal(a, b, map_free_vars=False):
-        return a
-    if isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo):
-        dtype = a.dtype if a.dtype == b.dtype else VOID
-        if a.shape is not None and b.shape is not None and structural_equal(a.shape, b.shape, map_free_vars=False):
-            return TensorStructInfo(a.shape, dtype)
-        return TensorStructInfo(None, dtype, a.ndim if a.ndim == b.ndim else -1)
-    if isinstance(a, PrimStructInfo) and isinstance(b, PrimStructInfo) and a.dtype == b.dtype:
-        return PrimStructInfo(a.dtype)
-    if isinstance(a, ShapeStructInfo) and isinstance(b, ShapeStructInfo):
-        return ShapeStructInfo(ndim=a.ndim if a.ndim == b.ndim else -1)
-    if isinstance(a, TupleStructInfo) and isinstance(b, TupleStructInfo) and len(a.fields) == len(b.fields):
-        return TupleStructInfo(tuple(join_struct_info(x, y) for x, y in zip(a.fields, b.fields)))
-    return ObjectStructInfo()
 
 
 def _is_dataflow(stmt: S.With) -> bool:

@@ -401,3 +401,25 @@ def test_struct_info_from_python_lists() -> None:
     assert relax.TupleStructInfo([s, s]).fields == (s, s)
     assert relax.Tuple([relax.Var("a", s)]).struct_info.fields == (s,)
     assert relax.PrimValue(3).struct_info.dtype == DataType("int64")
+
+
+def test_an_if_gets_what_the_parser_gives_it() -> None:
+    """The builder's struct info of an if is the parser's (TVM's least common ancestor): branches
+    of one shape and two dtypes keep the shape. The builder kept only the rank, so a module it
+    made did not read back as itself (found by the fresh-example Relax round-trip property)."""
+    from tvms.ir.struct_info import TensorStructInfo
+
+    x = relax.Var("x", relax.TensorStructInfo((1,), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((1,), "float16"))
+    cond = relax.Var("cond", relax.TensorStructInfo((), "bool"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y, cond]):
+        then = relax.SeqExpr([], x)
+        other = relax.SeqExpr([], y)
+        z = bb.emit(relax.If(cond, then, other), "z")
+        bb.emit_func_output(z)
+    mod = bb.get()
+    sinfo = mod["main"].body.blocks[0].bindings[0].value.struct_info
+    assert isinstance(sinfo, TensorStructInfo) and sinfo.ndim == 1 and sinfo.shape is not None
+    assert str(sinfo.dtype) == "void"
+    assert first_mismatch(mod, from_source(mod.script(dialect="classic"))) is None
