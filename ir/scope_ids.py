@@ -25,7 +25,7 @@ from .dtype import int32
 from .errors import ScriptError, TVMSError
 from .expr import THREAD_INDEX, Add, Cast, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
 from .function import PrimFunc
-from .stmt import SCOPE_ID_KINDS, AttrStmt, LetStmt, ScopeIdDef, Stmt
+from .stmt import AttrStmt, LetStmt, ScopeIdDef, Stmt
 from .visitor import Mutator, collect
 
 DEVICE_ENTRY = "tirx.device_entry"
@@ -87,7 +87,7 @@ def _launch(region: AttrStmt) -> Stmt:
     launches, blocks, tids = [], [], []
     for dims, tag, out in ((grid, "blockIdx", blocks), (block, "threadIdx", tids)):
         for axis, extent in zip("xyz", dims):
-            extent = const(extent) if isinstance(extent, int) else extent
+            extent = _int_expr(extent)
             var = Var(f"{tag}_{axis}", extent.dtype)
             launches.append(IterVar(Range(const(0, extent.dtype), extent), var, THREAD_INDEX, f"{tag}.{axis}"))
             out.append(var)

@@ -20,8 +20,8 @@ def _is_number(v: Any) -> bool:
 
 def to_expr(value: Any, like: PrimExpr | None = None) -> PrimExpr:
     """A PrimExpr for ``value``; a Python number takes the type of ``like`` when it fits (one
-    that does not, ``int8_value + 300``, keeps its own type, int32 or int64, which the other
-    operand is then widened to, as in TVM; none wraps around)."""
+    that does not keeps its own type, int32 or int64; none wraps around). Operations read their
+    numbers with ``match_types`` instead."""
     if isinstance(value, PrimExpr):
         return value
     if isinstance(value, bool):

@@ -78,10 +78,9 @@ class BufferParsing:
         if buffer_type == "auto":  # how buffer_type="auto_broadcast" is written
             buffer_type = "auto_broadcast"
         axis_separators = tuple(kwargs.pop("axis_separators", None) or ())
-        no_layout = "layout" in kwargs and kwargs["layout"] is None
-        if "layout" in kwargs and not no_layout:
+        no_layout = "layout" in kwargs
+        if no_layout and kwargs.pop("layout") is not None:
             raise self.error(syn, "tvms reads a buffer's layout=None only, not a tile layout")
-        kwargs.pop("layout", None)
         if kwargs:
             raise self.error(syn, f"unexpected buffer argument {next(iter(kwargs))!r}")
         if data is None:
