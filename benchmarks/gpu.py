@@ -4,7 +4,7 @@ the cuBLAS dispatch, against cuBLAS as cupy or torch call it, side by side in on
 * matmul 4096^3 in fp32 and fp16 (fp16 accumulating in fp16, as the legalized matmul has it): the
   ``R.matmul`` of a Relax function through ``tvms.compile(target=Target.from_device(dev))`` (the
   zero pipeline, then ``tvms.dlight.gpu``'s Matmul rule: tvms's plans for large matmuls, fp32 in
-  128 x 128 tiles, fp16 (on compute capability 7.0 and newer) on tensor cores, WMMA tiles staged
+  64 x 128 tiles, fp16 (on compute capability 7.0 and newer) on tensor cores, WMMA tiles staged
   in dynamic shared memory; and beside each, TVM's own schedule, ``Matmul(large_tiles=False)``),
   its time per call from the VM's ``time_evaluator`` (CUDA events), in TFLOPS and as a ratio to
   cuBLAS;
@@ -13,7 +13,7 @@ the cuBLAS dispatch, against cuBLAS as cupy or torch call it, side by side in on
   space and in the "tiles" space (``tile_space``: one candidate per shape of the large plans;
   its target allows the shared memory a kernel may opt in to, which tvms's runtime asks for; fp16
   on compute capability 8.0 and newer under ``tirx.use_async_copy``, each shape also with
-  cp.async copies);
+  cp.async copies; every candidate's time is printed, fastest first);
 * seed 000's MLP (1x784 -> 128 -> 10, fp32) through the VM on the GPU, beside the same model as
   torch or cupy expressions.
 
@@ -26,6 +26,7 @@ that the device figures are not measured, and exits 1.
     .venv/bin/python benchmarks/gpu.py --n 1024        # a smaller matmul
     .venv/bin/python benchmarks/gpu.py --trials 64     # also tune the matmul (minutes)
     .venv/bin/python benchmarks/gpu.py --trials 24 --spaces tiles    # in the tiles space only
+    .venv/bin/python benchmarks/gpu.py --dtypes float16              # one type
 """
 from __future__ import annotations
 
@@ -211,7 +212,33 @@ def tiles_tuned(mod, dev, trials: int, async_copy: bool = False):
     with tempfile.TemporaryDirectory() as work, tvms.transform.PassContext(config=config):
         db = ms.relax_integration.tune_relax(lowered, None, target, work, trials, trials, space=tile_space(target),
                                              strategy="replay-trace", progress="none")
+        print_candidates(db)
         return ms.relax_integration.compile_relax(db, lowered, target)
+
+
+def shape_of(trace) -> str:
+    """A candidate told apart by its trace's constant split factors (its tiles), loop by loop, and
+    ", async" where its pipeline copies asynchronously (``WarpTiles.async_copy``)."""
+    splits = [inst.inputs[1:] for inst in trace.insts if inst.kind == "Split"]
+    asynchronous = any(inst.kind == "Annotate" and "software_pipeline_async_stages" in inst.attrs
+                       for inst in trace.insts)
+    return " ".join("x".join("?" if f is None else str(f) for f in factors) for factors in splits) \
+        + (", async" if asynchronous else "")
+
+
+def print_candidates(db) -> None:
+    """Every candidate the tuning measured, fastest first: which shapes win is the next step's guide."""
+    from tvms.lowering.tune.database import ranked
+
+    records = db.get_all_tuning_records()
+    valid = ranked(records)
+    print(f"    {len(records)} measurements of {len(valid)} valid schedules (a schedule measured again counts by"
+          " its last), fastest first (ms: splits):", flush=True)
+    for record in valid:
+        print(f"    {record.mean_secs() * 1e3:8.3f}: {shape_of(record.trace)}", flush=True)
+    for record in records:
+        if not record.is_valid():
+            print(f"    failed: {shape_of(record.trace)}", flush=True)
 
 
 def print_mlp(dev, peer: Peer) -> None:
@@ -237,6 +264,7 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=0, help="also tune the matmul (trials)")
     ap.add_argument("--spaces", default="tiles,default",
                     help="the tuning spaces, in this order (default: tiles,default)")
+    ap.add_argument("--dtypes", default="float32,float16", help="the matmuls' types (default: float32,float16)")
     args = ap.parse_args()
     import tvms
 
@@ -253,7 +281,7 @@ def main() -> int:
         print(f"\nseed MLP: FAILED: {type(err).__name__}: {str(err)[:300]}", file=sys.stderr)
         failed.append("seed MLP")
     print(f"\nmatmul {args.n}^3{'':36} {'ms':>9} {'TFLOPS':>8} {'x cuBLAS':>9}")
-    cases = [MatmulCase(args.n, dtype, dev, peer) for dtype in ("float32", "float16")]
+    cases = [MatmulCase(args.n, dtype, dev, peer) for dtype in args.dtypes.split(",")]
     for case in cases:  # (every default schedule first: the tuning may run out of the time given)
         default_rows(case)
     if args.trials:

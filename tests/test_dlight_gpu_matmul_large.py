@@ -1,4 +1,4 @@
-"""tvms's cuda plans for large matmuls (gpu_matmul_large.py: float32 in 128 x 128 tiles;
+"""tvms's cuda plans for large matmuls (gpu_matmul_large.py: float32 in 64 x 128 tiles;
 gpu_matmul_tensorcore.py's ``large``: float16 with B staged as stored): which matmuls take them,
 that they compute what numpy computes (scheduled and lowered for cuda, in the reference executor
 with GPU semantics), and that their kernels compile with NVRTC."""
@@ -23,6 +23,7 @@ from tvms.lowering.dlight.gpu_matmul_large import LargeMatmul, SimtTiles, large_
 from tvms.lowering.dlight.gpu_matmul_tensorcore import schedule_tensor_core
 from tvms.lowering.schedule import Schedule
 from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
+from tvms.lowering.transform import PassContext
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 
@@ -157,10 +158,10 @@ def test_the_plan_computes_as_numpy(b_layout, batch, a_layout):
 
 
 def test_the_plans_kernel_compiles_with_vector_loads_from_shared_memory():
-    """4096^3 through the rule and the cuda build: 256 threads, the k-major tiles read as float4
-    (the point of the plan), and NVRTC compiles it for sm_80 and sm_90."""
+    """4096^3 through the rule and the cuda build: 8 x 16 threads, the k-major tiles read as
+    float4 (the point of the plan), and NVRTC compiles it for sm_80 and sm_90."""
     source = kernel_source(by_rule(matmul(4096, 4096, 4096)))
-    assert "__launch_bounds__(256)" in source
+    assert "__launch_bounds__(128)" in source
     assert source.count("= *(float4*)(a_reindex_shared") + source.count("= *(float4*)(b_reindex_shared") >= 4
     assert_compiles(source)
 
@@ -174,6 +175,24 @@ def test_a_large_float16_matmul_stages_b_as_stored():
     assert "= *(uint4*)(b_ptr + " in source and "= *(uint4*)(a_ptr + " in source
     assert_compiles(source)
     assert "col_major" in by_rule(matmul(2048, 2048, 128, dtype="float16"), Matmul(large_tiles=False)).script()
+
+
+@pytest.mark.parametrize("n, warps", [(2048, 8), (2176, 4)])
+def test_the_large_float16_plan_takes_8_warps_where_the_columns_are_whole_256s(n, warps):
+    """Accumulating in float16, 8 warps of 64 x 64 (128 x 256 a block: the fastest tiling
+    measured at 4096^3 on an H200) where the columns are whole 256s, else 4 (128 x 128); its
+    copies stay synchronous under ``tirx.use_async_copy`` (there the slower, measured)."""
+    text = matmul(2048, n, 128, dtype="float16")
+    assert f'T.thread_binding({warps}, thread="threadIdx.y")' in by_rule(text).script()
+    with PassContext(config={"tirx.use_async_copy": True}):
+        assert "software_pipeline_async_stages" not in by_rule(text).script()
+
+
+def test_the_8_warp_float16_plan_computes_as_numpy():
+    """The 8-warp plan on one 128 x 256 block, two pipelined k steps, lowered for cuda."""
+    scheduled = forced_plan(matmul(128, 256, 128, dtype="float16"), "float16")
+    assert 'T.thread_binding(8, thread="threadIdx.y")' in scheduled.script()
+    assert_computes_as_numpy(scheduled, 128, 256, 128, "kn", "float16", 0, "mk", "float16", seed=1, lowered_only=True)
 
 
 @pytest.mark.parametrize("out_dtype", ["float16", "float32"])

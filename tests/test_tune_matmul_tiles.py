@@ -22,7 +22,8 @@ from tvms.ir.module import IRModule
 from tvms.ir.structural import structural_equal
 from tvms.ir.target import Target
 from tvms.lowering.dlight.gpu_matmul_large import LargeMatmul, SimtTiles, simt_variants
-from tvms.lowering.dlight.gpu_matmul_tensorcore import LARGE_F16_WARP_TILES, TVM_WARP_TILES, WarpTiles, warp_variants
+from tvms.lowering.dlight.gpu_matmul_tensorcore import (LARGE_F16_WARP_TILES, TVM_WARP_TILES, WIDE_F16_WARP_TILES, WarpTiles,
+                                                        warp_variants)
 from tvms.lowering.schedule import Schedule
 from tvms.lowering.schedule.trace import Trace
 from tvms.lowering.tune.measure import BuilderResult, RunnerResult
@@ -39,7 +40,7 @@ GPU = SM90 + " -max_threads_per_block=1024 -max_shared_memory_per_block=49152 -t
 
 def test_simt_variants_start_with_dlights_plan_and_copy_whole_vectors():
     variants = simt_variants(LargeMatmul("float32", "float32", 4096, 4096, 4096))
-    assert variants[0] == SimtTiles() and SimtTiles().tile == (128, 128) and len(set(variants)) == len(variants) == 36
+    assert variants[0] == SimtTiles() and SimtTiles().tile == (64, 128) and len(set(variants)) == len(variants) == 36
     assert all(v.copies_evenly and max(v.tile) <= 256 for v in variants)
     assert max(v.virtual[0] * v.virtual[1] for v in variants) == 8  # (8 x 16 outputs a thread at most)
     # rows and columns in whole tiles: 17 tiles of 128 rows take none of 256
@@ -50,7 +51,9 @@ def test_simt_variants_start_with_dlights_plan_and_copy_whole_vectors():
 
 def test_warp_variants_start_with_the_large_plans_and_bound_the_accumulators():
     half, single = warp_variants("float16"), warp_variants("float32")
-    assert half[0] == LARGE_F16_WARP_TILES and single[0] == TVM_WARP_TILES
+    assert half[0] == WIDE_F16_WARP_TILES and single[0] == TVM_WARP_TILES and WIDE_F16_WARP_TILES.block_tile == (128, 256)
+    narrow = warp_variants("float16", cols=384)  # (columns not in whole 256s: 4 warps of 64 x 64 first)
+    assert narrow[0] == LARGE_F16_WARP_TILES and sorted(map(repr, narrow)) == sorted(map(repr, half))
     assert len(half) == 15 and len(single) == 10  # (float32: at most 8 accumulators a warp)
     # (16 warps may have 128 registers a thread: 4 x 4 float16 tiles, or 4 x 2 float32 ones, would spill)
     assert WarpTiles((4, 4), (4, 2)) in half and WarpTiles((4, 4), (4, 4)) not in half
@@ -63,7 +66,8 @@ def test_warp_variants_start_with_the_large_plans_and_bound_the_accumulators():
 
 @pytest.mark.parametrize("shape, out", [
     (SimtTiles(), "float32"), (SimtTiles((16, 16), (2, 4), 16), "float32"), (SimtTiles((8, 16), (4, 2)), "float32"),
-    (LARGE_F16_WARP_TILES, "float16"), (WarpTiles((4, 4), (4, 2)), "float16"), (WarpTiles((2, 2), (4, 2)), "float32"),
+    (WIDE_F16_WARP_TILES, "float16"), (LARGE_F16_WARP_TILES, "float16"), (WarpTiles((4, 4), (4, 2)), "float16"),
+    (WarpTiles((2, 2), (4, 2)), "float32"),
 ], ids=str)
 def test_the_largest_shapes_keep_their_accumulators_in_registers(shape, out):
     """DLight's plans and the largest of their neighbours (8 x 16 outputs a thread; 16 warps of 4 x

@@ -18,7 +18,7 @@ Other GPU kinds get TVM's generic configuration (8 x 8 threads, no vectors). A c
 compute capability 7.0 or newer first tries TVM's tensor-core variant for float16 and int8
 matmuls whose constant i, j and k exceed 64 (gpu_matmul_tensorcore.py), and keeps this schedule
 where that gives up. Large matmuls on cuda (gpu_matmul_large.py) get tvms's own plans instead:
-float32 in 128 x 128 tiles of 8 x 8 a thread, float16 in bigger warp tiles, B staged as it is
+float32 in 64 x 128 tiles of 8 x 8 a thread, float16 in bigger warp tiles, B staged as it is
 stored (TVM has no such plans).
 """
 from __future__ import annotations
@@ -227,7 +227,7 @@ def schedule_matmul(sch: Schedule, target: Any, large_tiles: bool = True, shape:
     (a ``SimtTiles`` or ``WarpTiles``) instead of DLight's own; None where the plan the rule
     takes has no such shape (a float16 matmul left to SIMT, say)."""
     from .gpu_matmul_large import SimtTiles, large_matmul, schedule_large_tiles  # (they build on this module)
-    from .gpu_matmul_tensorcore import WarpTiles, tensor_core_plan
+    from .gpu_matmul_tensorcore import WarpTiles, large_warp_tiles, tensor_core_plan
 
     as_written = sch.copy()  # (the tensor-core plan starts from the function as written)
     try:
@@ -242,8 +242,9 @@ def schedule_matmul(sch: Schedule, target: Any, large_tiles: bool = True, shape:
         if shape is not None and not (isinstance(shape, WarpTiles) and tensor_core or isinstance(shape, SimtTiles) and simt):
             return None  # (the plan the rule takes has no such shape: a float16 matmul left to SIMT, say)
         if in_dtype is not None:
-            tensorized = tensor_core_plan(as_written, in_dtype, large=tensor_core,
-                                          warp_tiles=shape if isinstance(shape, WarpTiles) else None)
+            warp_tiles = shape if isinstance(shape, WarpTiles) else \
+                large_warp_tiles(large.out_dtype, large.cols) if tensor_core else None
+            tensorized = tensor_core_plan(as_written, in_dtype, large=tensor_core, warp_tiles=warp_tiles)
             if tensorized is not None or isinstance(shape, WarpTiles):
                 return tensorized
         if simt:

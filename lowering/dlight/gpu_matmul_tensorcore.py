@@ -22,10 +22,14 @@ tvms departs from TVM for a large float16 matmul (gpu_matmul_large.py says which
 the copies move 16-byte vectors (where k is in whole steps of 64 and the rows are contiguous; a
 padded k makes them guarded scalar copies, as in TVM's); a B contiguous along j (``R.matmul``'s
 B), which TVM's ``[j][k]`` staging reads 2 bytes a thread from rows far apart, is staged
-``[k][j]`` as it is stored and read into row-major fragments; and accumulating in float16, 4 warps
-of 64 x 64 outputs compute the 128 x 128 tile (half the fragment loads a product of TVM's 16
-warps of 32 x 32). How the warps divide a block's tile is a ``WarpTiles``; ``warp_variants``
-lists the neighbours of the large plan's, which the tuning space "tiles" (tune/tile_space.py) measures.
+``[k][j]`` as it is stored and read into row-major fragments; and accumulating in float16, warps
+of 64 x 64 outputs (half the fragment loads a product of TVM's 16 warps of 32 x 32), 8 of them
+computing a 128 x 256 tile where the columns are whole 256s, else 4 a 128 x 128 one. How the
+warps divide a block's tile is a ``WarpTiles``; ``warp_variants`` lists the neighbours of the
+large plan's, which the tuning space "tiles" (tune/tile_space.py) measures, also with ``cp.async``
+copies (``WarpTiles.async_copy``). DLight's plan keeps its synchronous copies under
+``tirx.use_async_copy``: at 4096^3 on an H200 the asynchronous pipeline was the slower in 11 of
+the 15 tilings, the 5 fastest among them (the best: 0.376 ms against 0.335).
 """
 from __future__ import annotations
 
@@ -33,11 +37,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...ir.dtype import DataType
+from ...ir.expr import IntImm
 from ...ir.function import PrimFunc
 from ..schedule import BlockRV, Schedule, ScheduleError
 from ..schedule.tensor_intrin_cuda import get_wmma_intrin_group
+from ..transform import PassContext
 from .gpu_matmul import inline_consumer_chain, inline_producers, normalize, reduction_block
 from .gpu_matmul_large import reads_along_k
+from .gpu_utils import sm_version
 
 MICRO = 16  # the WMMA tile (m = n = k)
 WARP_SIZE = 32
@@ -64,19 +71,34 @@ class WarpTiles:
 
 
 TVM_WARP_TILES = WarpTiles((4, 4), (2, 2))  # (TVM's: 16 warps of 32 x 32)
-# the large plan accumulating in float16: 4 warps of 64 x 64 (with float32 accumulators so
-# many tiles spill registers, so those keep TVM's)
+# the large plan accumulating in float16: warps of 64 x 64, 4 of them where the columns are not
+# whole 256s (with float32 accumulators so many tiles spill registers, so those keep TVM's)
 LARGE_F16_WARP_TILES = WarpTiles((2, 2), (4, 4))
+# 8 such warps: at 4096^3 on an H200 0.335 ms against the 4 warps' 0.371, the best of the 30
+# tilings measured, in two runs (benchmarks/README.md)
+WIDE_F16_WARP_TILES = WarpTiles((2, 4), (4, 4))
 
 
-def warp_variants(out_dtype: str, async_copy: bool = False) -> list[WarpTiles]:
-    """The large float16 plan's warp tiles accumulating in ``out_dtype``, then their neighbours:
-    2 or 4 warps along i and j, 2 or 4 tiles a warp along each, blocks of 64 to 256 along each,
-    whose accumulators take less than half the registers a thread may have (else they spill:
-    ptxas for sm_90 spills 16 warps of 4 x 4 float16 tiles, or of 4 x 2 float32 ones).
-    ``async_copy``: each followed by itself with asynchronous copies."""
-    first = LARGE_F16_WARP_TILES if out_dtype == "float16" else TVM_WARP_TILES
-    variants = [first]
+def large_warp_tiles(out_dtype: str, cols: int) -> WarpTiles:
+    """The large plan's warp tiles for a matmul accumulating in ``out_dtype`` with ``cols`` columns."""
+    if out_dtype != "float16":
+        return TVM_WARP_TILES
+    return WIDE_F16_WARP_TILES if cols % 256 == 0 else LARGE_F16_WARP_TILES
+
+
+def async_copy_wanted(target: Any) -> bool:
+    """Whether the PassContext asks for ``cp.async`` copies (``tirx.use_async_copy``) and
+    ``target`` has them (sm_80 and later)."""
+    return bool(PassContext.current().config.get("tirx.use_async_copy")) and sm_version(target) >= 80
+
+
+def warp_variants(out_dtype: str, async_copy: bool = False, cols: int = 256) -> list[WarpTiles]:
+    """The large float16 plan's warp tiles accumulating in ``out_dtype`` (for ``cols`` columns),
+    then their neighbours: 2 or 4 warps along i and j, 2 or 4 tiles a warp along each, blocks
+    of 64 to 256 along each, whose accumulators take less than half the registers a thread may
+    have (else they spill: ptxas for sm_90 spills 16 warps of 4 x 4 float16 tiles, or of 4 x 2
+    float32 ones). ``async_copy``: each followed by itself with asynchronous copies."""
+    variants = [large_warp_tiles(out_dtype, cols)]
     for warps in ((2, 2), (4, 2), (2, 4), (4, 4)):
         for tiles in ((2, 2), (4, 2), (2, 4), (4, 4)):
             variant = WarpTiles(warps, tiles)
@@ -123,9 +145,10 @@ def _schedule(sch: Schedule, in_dtype: str, scope: str, large: bool, warp_tiles:
     main = reduction_block(sch, sch.get_child_blocks(sch.get_block("root")))
     if main is None:
         return None
-    if warp_tiles is None:
-        big_warps = large and str(sch.get(main).writes[0].buffer.dtype) == "float16"
-        warp_tiles = LARGE_F16_WARP_TILES if big_warps else TVM_WARP_TILES
+    if warp_tiles is None:  # (the large plan's for the output's columns, else TVM's)
+        out = sch.get(main).writes[0].buffer
+        cols = out.shape[-1].value if isinstance(out.shape[-1], IntImm) else 0
+        warp_tiles = large_warp_tiles(str(out.dtype), cols) if large else TVM_WARP_TILES
     (warps_i, warps_j), (tiles_i, tiles_j) = warp_tiles.warps, warp_tiles.tiles
     # blockIdx.x, blockIdx.y, warps, tiles per warp
     i_factors, j_factors = [None, 1, warps_i, tiles_i], [1, None, warps_j, tiles_j]
@@ -236,4 +259,5 @@ def _tensorize_accumulation(sch: Schedule, init: BlockRV, store: BlockRV, comput
     return True
 
 
-__all__ = ["TVM_WARP_TILES", "WarpTiles", "schedule_tensor_core", "tensor_core_plan", "warp_variants"]
+__all__ = ["TVM_WARP_TILES", "WarpTiles", "async_copy_wanted", "large_warp_tiles", "schedule_tensor_core",
+           "tensor_core_plan", "warp_variants"]

@@ -24,9 +24,7 @@ from typing import Any
 
 from ..dlight.gpu_matmul import schedule_matmul
 from ..dlight.gpu_matmul_large import large_matmul, simt_variants
-from ..dlight.gpu_matmul_tensorcore import warp_variants
-from ..dlight.gpu_utils import sm_version
-from ..transform import PassContext
+from ..dlight.gpu_matmul_tensorcore import async_copy_wanted, warp_variants
 from .rule_apply_custom import leave_to_no_other_rule
 from .schedule_rule import ScheduleRule
 
@@ -46,9 +44,9 @@ class MatmulTiles(ScheduleRule):
         large = large_matmul(sch.get(block), self.target)
         if large is None:
             return [sch]
-        async_copy = bool(PassContext.current().config.get("tirx.use_async_copy")) and sm_version(self.target) >= 80
         shapes = simt_variants(large) if large.takes_simt_plan else \
-            warp_variants(large.out_dtype, async_copy) if large.takes_tensor_core_plan else []
+            warp_variants(large.out_dtype, async_copy_wanted(self.target), large.cols) \
+            if large.takes_tensor_core_plan else []
         branches = [schedule_matmul(sch.copy(), self.target, shape=shape) for shape in shapes]
         branches = [branch for branch in branches if branch is not None]
         for branch in branches:
