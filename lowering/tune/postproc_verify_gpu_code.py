@@ -14,9 +14,12 @@ reads the scheduled TensorIR itself (or an already lowered function: ``T.launch_
   puts it (the lowest loop or block around all its accesses) and compacted as
   CompactBufferAllocation compacts it: the loops inside that place and the kernel's
   ``threadIdx``/``vthread`` loops range over their extents, the others stay fixed, and a block's
-  predicate ``e < c`` bounds the indices divided from ``e``;
+  predicate ``e < c`` bounds the indices divided from ``e``; a tensorized block (one with
+  ``match_buffer`` regions, a WMMA fragment load say) accesses its regions' corners; rows are
+  padded as storage_align asks (but in buffers LowerAutoCopy writes: it pads them itself);
 * a software pipeline (a loop marked ``software_pipeline_stage``) keeps as many versions of
-  such a buffer as InjectSoftwarePipeline would;
+  such a buffer as InjectSoftwarePipeline would (a copy staged through registers by
+  ManifestSharedMemoryLocalStage counting as the two statements it becomes);
 * a vectorized loop makes each access it indexes (and each cast of such a value) a vector of
   its extent's lanes; an access whose flattened index steps by more than 1 along those lanes
   (a gather, say a transposed copy) has a vector index too (a ramp of int32 lanes, or of int64
@@ -39,7 +42,8 @@ reads the scheduled TensorIR itself (or an already lowered function: ``T.launch_
 
 On the candidates of the tests (GMM, convolutions, softmax, norms, pipelines, the mma.sync
 candidate's 123904 bytes: three versions of its operand tiles and the 1024-byte write-out stage)
-the shared memory counted is TVM's to the byte. Not counted is what lowering could still take
+the shared memory counted is TVM's to the byte; on DLight's float16 plans it is what tvms's
+lowering places in dynamic shared memory, buffer by buffer. Not counted is what lowering could still take
 away or fail at: StorageRewrite sharing one allocation between buffers whose lifetimes do not
 overlap (the count is then an upper bound), index bounds TVM's integer sets prove tighter than
 interval arithmetic, and the failures of the passes after LowerAutoCopy (a candidate TVM's
@@ -57,11 +61,12 @@ from ...ir.arith.analyzer import Analyzer
 from ...ir.analysis import substitute
 from ...ir.buffer import Buffer
 from ...ir.errors import TVMSError
-from ...ir.expr import LT, BufferLoad, Cast, FloorDiv, FloorMod, IntImm, PrimExpr, Sub, Var, is_const_int
+from ...ir.expr import LT, BufferLoad, Cast, FloorDiv, FloorMod, IntImm, PrimExpr, Sub, Var, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import VECTORIZED, AllocBuffer, AttrStmt, Block, BlockRealize, BufferStore, For, SeqStmt, Stmt
 from ...ir.visitor import Mutator, children, walk
 from ..schedule.loop_transform import conjuncts
+from ..tir.compact_buffer_allocation import _aligned_strides, storage_aligns
 from ..tir.gpu.lower_auto_copy import lower_auto_copy
 from ..tir.gpu.pipeline import BEFORE_ENTRY
 from ..tir.stmt_simplify import stmt_simplify
@@ -75,6 +80,7 @@ THREAD_HIGH = "meta_schedule.thread_extent_high_inclusive"
 PIPELINE_STAGE = "software_pipeline_stage"
 WARP_EXECUTION = "warp_execution"
 AUTO_COPY = "auto_copy"
+LOCAL_STAGE = "tirx.manifest_shared_memory_local_stage"
 # (the build's passes up to LowerAutoCopy, with the Simplify that TVM's check runs right before it)
 UP_TO_AUTO_COPY = (*BEFORE_ENTRY[:BEFORE_ENTRY.index(lower_auto_copy)], stmt_simplify, lower_auto_copy)
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -172,6 +178,7 @@ class _Verifier:
         self.allocated: list[Buffer] = []  # shared buffers blocks allocate, placed after the walk
         self.accesses: dict[Buffer, list[_Access]] = {}
         self.limits: dict[int, list] = {}  # id(block) -> its predicate's parts e < c
+        self.aligns: dict = {}  # buffer -> {dimension: (factor, offset)}: storage_align's padded rows
 
     # ------------------------------------------------------------ the walk
     def visit(self, stmt: Any, kernel: _Kernel | None, scopes: tuple, loops: tuple, binding: dict,
@@ -243,6 +250,15 @@ class _Verifier:
             if not low <= count <= high:
                 self.errors.append(f"block {block.name_hint!r} runs on {count} threads, outside [{low}, {high}]")
         scopes = scopes + (block,)
+        if block.match_buffers:  # (a tensorized block reads and writes through its regions: their corners)
+            written = {id(region.buffer) for region in block.writes}
+            for match in block.match_buffers:
+                source = match.source
+                if source.buffer.scope.startswith("shared"):
+                    for corner in (tuple(r.min for r in source.region),
+                                   tuple(r.min + r.extent - 1 for r in source.region)):
+                        self._record(source.buffer, corner, kernel, scopes, loops, binding,
+                                     id(source.buffer) in written)
         for part in (block.init, block.body):
             if part is not None:
                 self.visit(part, kernel, scopes, loops, binding, threads)
@@ -256,11 +272,17 @@ class _Verifier:
 
     def _access(self, buffer: Buffer, indices: tuple, dtype: Any, kernel: _Kernel | None, scopes: tuple,
                 loops: tuple, binding: dict, writes: bool) -> None:
+        indices = self._record(buffer, indices, kernel, scopes, loops, binding, writes)
+        self._vector_bytes(dtype, indices, loops, f"access to {buffer.name}")
+        self._strided_index(buffer, indices, loops)
+
+    def _record(self, buffer: Buffer, indices: tuple, kernel: _Kernel | None, scopes: tuple, loops: tuple,
+                binding: dict, writes: bool) -> tuple:
+        """Note an access of ``buffer`` for the compaction; its indices over the loop variables."""
         indices = tuple(substitute(i, binding) for i in indices)
         limits = tuple(limit for s in scopes if isinstance(s, Block) for limit in self.limits.get(id(s), ()))
         self.accesses.setdefault(buffer, []).append(_Access(kernel, scopes, loops, indices, writes, limits))
-        self._vector_bytes(dtype, indices, loops, f"access to {buffer.name}")
-        self._strided_index(buffer, indices, loops)
+        return indices
 
     def _strided_index(self, buffer: Buffer, indices: tuple, loops: tuple) -> None:
         """A vector access whose flattened index steps by a constant other than 1 along its
@@ -311,7 +333,8 @@ class _Verifier:
             if not accesses or len(kernels) != 1 or accesses[0].kernel is None:
                 continue  # (used by no kernel, or by several: allocated outside them)
             placed = _common_prefix([a.scopes for a in accesses])
-            size = self.auto_copied.padded.get(buffer.name) or _compacted_size(buffer, accesses, placed)
+            size = self.auto_copied.padded.get(buffer.name) \
+                or _compacted_size(buffer, accesses, placed, self.aligns.get(buffer, {}))
             self._add_shared(accesses[0].kernel, buffer, None if size is None else size * _versions(accesses, placed))
 
     def _add_shared(self, kernel: "_Kernel", buffer: Buffer, size: int | None) -> None:
@@ -376,14 +399,16 @@ def _versions(accesses: list, placed: int) -> int:
 
 def _stage_spans(body: Stmt, stages: Any) -> list | None:
     """Per statement of a pipelined loop's body, the stages of the statements it becomes: its
-    own, or, where the list is longer than the body, for a nested pipelined loop three, its prologue's, body's and epilogue's
-    (InjectSoftwarePipeline lowers the inner pipeline first: the mma.sync rule's stage list
-    counts them so). None where the list does not fit the body."""
+    own, or, where the list is longer than the body, for a nested pipelined loop three, its
+    prologue's, body's and epilogue's (InjectSoftwarePipeline lowers the inner pipeline first: the
+    mma.sync rule's stage list counts them so), and for a copy staged through registers two.
+    None where the list does not fit the body."""
     if not isinstance(body, SeqStmt):
         return None
     widths = [1] * len(body.seq)
     if len(widths) != len(stages):
-        widths = [3 if isinstance(s, For) and PIPELINE_STAGE in s.annotations else 1 for s in body.seq]
+        widths = [3 if isinstance(s, For) and PIPELINE_STAGE in s.annotations else 2 if _manifests_local_stage(s) else 1
+                  for s in body.seq]
         if sum(widths) != len(stages):
             return None
     spans, at = [], 0
@@ -391,6 +416,12 @@ def _stage_spans(body: Stmt, stages: Any) -> list | None:
         spans.append([int(stage) for stage in stages[at:at + width]])
         at += width
     return spans
+
+
+def _manifests_local_stage(stmt: Stmt) -> bool:
+    """Whether ``stmt`` holds a copy that ManifestSharedMemoryLocalStage splits in two (global to
+    registers, registers to shared memory): two statements of the pipeline."""
+    return any(isinstance(n, Block) and n.annotations.get(LOCAL_STAGE) for n in walk(stmt))
 
 
 class _Limited(Mutator):
@@ -417,11 +448,12 @@ class _Limited(Mutator):
         return FloorMod(self._limited(self.visit(e.a)), e.b)
 
 
-def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int | None:
+def _compacted_size(buffer: Buffer, accesses: list, placed: int, aligns: dict) -> int | None:
     """The bytes of ``buffer`` allocated inside the first ``placed`` scopes of its accesses: each
     dimension the hull of the indices, with the loops inside that place and the thread loops a
-    shared buffer spans (threadIdx, vthread) over their ranges and the other loops fixed; None
-    for a symbolic dimension the indices do not bound."""
+    shared buffer spans (threadIdx, vthread) over their ranges and the other loops fixed, its
+    rows padded as storage_align asks (``aligns``: dimension -> (factor, offset)); None for a
+    symbolic dimension the indices do not bound."""
     lows = [None] * len(buffer.shape)
     highs = [None] * len(buffer.shape)
     for access in accesses:
@@ -442,14 +474,15 @@ def _compacted_size(buffer: Buffer, accesses: list, placed: int) -> int | None:
             if lows[d] is None or highs[d] is not None:
                 lows[d] = bound[0] if lows[d] is None else min(lows[d], bound[0])
                 highs[d] = bound[1] if highs[d] is None else max(highs[d], bound[1])
-    total = _bytes(buffer.dtype)
+    shape = []
     for d, dim in enumerate(buffer.shape):
         full = dim.value if isinstance(dim, IntImm) else None
         hull = None if highs[d] is None else highs[d] - lows[d] + 1
         if full is None and hull is None:
             return None
-        total *= hull if full is None else full if hull is None else min(full, hull)
-    return total
+        shape.append(hull if full is None else full if hull is None else min(full, hull))
+    strides = [const_int(st) for st in _aligned_strides(tuple(const(n, "int64") for n in shape), aligns)]
+    return (max(n * st for n, st in zip(shape, strides)) if strides else prod(shape)) * _bytes(buffer.dtype)
 
 
 def _verified(func: PrimFunc, max_threads_per_block: int, max_shared_memory_per_block: int,
@@ -468,7 +501,17 @@ def _verified(func: PrimFunc, max_threads_per_block: int, max_shared_memory_per_
     return _walked(func, _Verifier(*limits, added))
 
 
+def _padded_rows(func: PrimFunc) -> dict:
+    """storage_align's padded rows (buffer -> {dimension: (factor, offset)}), but for buffers an
+    ``auto_copy`` block writes: LowerAutoCopy replaces that block, its annotation with it, and
+    pads as it decides (``_AutoCopied.padded``)."""
+    auto_copied = {id(region.buffer) for block in walk(func.body)
+                   if isinstance(block, Block) and block.annotations.get(AUTO_COPY) for region in block.writes}
+    return {buffer: aligns for buffer, aligns in storage_aligns(func).items() if id(buffer) not in auto_copied}
+
+
 def _walked(func: PrimFunc, verifier: _Verifier) -> _Verifier:
+    verifier.aligns = _padded_rows(func)
     verifier.visit(func.body, None, (), (), {}, {})
     verifier.place_shared_buffers()
     verifier.check_memory()
