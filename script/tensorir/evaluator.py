@@ -218,6 +218,9 @@ class ExprEvaluator:
             if base.path == "Buffer":  # the older T.Buffer[(128, 128), "float32"]
                 args = [self.ev(i) for i in syn.indices]
                 return self.call_builtin(base, args, {}, syn)
+            if base.path == "ptx":  # T.ptx["ld.global.b32"]
+                raise self.error(syn, "T.ptx[\"...\"]: tvms reads TVM's PTX instructions in the form TVM "
+                                      "prints them, T.ptx.<family>(operands..., modifier tokens..., marker)")
             if base.path == "let":
                 ann = self.ev(syn.indices[0])
                 if isinstance(ann, PointerType):
@@ -465,9 +468,10 @@ class ExprEvaluator:
         if path in statement_builtin_names():
             raise self.error(syn, f"T.{path}(...) cannot be used in an expression")
         namespace = path.split(".")[0]
-        if namespace == "ptx":
-            raise self.error(syn, f"unknown builtin 'T.{path}': of TVM 0.27's PTX dialect (T.ptx.*), tvms "
-                                  f"reads only the cp.async groups of T.ptx.cp")
+        family = ".".join(path.split(".")[:2])
+        if namespace == "ptx" and family in EXPR_BUILTINS:  # T.ptx.ld.global_.b32(...)
+            raise self.error(syn, f"T.{path}(...): tvms reads TVM's PTX instructions in the form TVM prints "
+                                  f"them, T.{family}(operands..., modifier tokens..., marker)")
         known = ["T." + n for n in all_builtin_names() if n.startswith(namespace + ".")]
         raise self.error(syn, f"unknown builtin 'T.{path}'{did_you_mean('T.' + path, known)}")
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...ir import arith, op as op_registry
+from ...ir import arith, op as op_registry, ptx
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
+from ...ir.errors import TVMSError
 from ...ir.index_map import IndexMap
 from ...ir.expr import (And, Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
                         FloorMod, IntImm,
@@ -113,13 +114,36 @@ def _let_expr(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
     return Let(var, ev.call_arg(value, syn), ev.call_arg(args[0], syn))
 
 
-def _ptx_cp(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
-    """``T.ptx.cp(...)``: the modifiers (its string arguments) name the instruction."""
-    name = op_registry.PTX_CP.get(tuple(a for a in args if isinstance(a, str)))
-    if name is None or kwargs:
-        raise ev.error(syn, 'tvms reads the cp.async groups of T.ptx.cp only: T.ptx.cp("async", '
-                       '"commit_group", "") and T.ptx.cp(n, "async", "wait_group", "")')
-    return ev.intrinsic(op_registry.info_of(op_registry.get_op(name)), args, {}, syn)
+def _ptx_instruction(family: str) -> Callable:
+    """``T.ptx.<family>(operands..., tokens..., marker)`` as TVM 0.27 prints it: a void call of the
+    entry its tokens and operands choose (ir/ptx.py), or of its family where TVM would choose by
+    the operands' dtypes. The cp.async groups read as the instructions tvms compiles."""
+    def read(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+        if kwargs:
+            raise ev.error(syn, f"T.ptx.{family}(...) takes no keyword arguments in the form TVM prints "
+                           f"(the predicate is the last operand, marked \"pred\")")
+        n = len(args)
+        while n and isinstance(args[n - 1], str):
+            n -= 1
+        if any(isinstance(a, str) for a in args[:n]):
+            raise ev.error(syn, f"the operands of T.ptx.{family} come before its modifier tokens")
+        strings = tuple(args[n:])
+        name = op_registry.PTX_CP.get(strings) if family == "cp" else None
+        if name is None:
+            try:
+                entries = ptx.resolve(family, n, strings)
+            except TVMSError as e:
+                raise ev.error(syn, str(e)) from None
+            name = entries[0].op_name if len(entries) == 1 else ptx.family_op_name(family)
+        return ev.intrinsic(op_registry.info_of(op_registry.get_op(name)), args, {}, syn)
+    return read
+
+
+def _ptx_addr(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    """``T.ptx.addr(base, byte_offset)``: the address ``[base+byte_offset]`` of a PTX operand."""
+    if len(args) != 2 or kwargs or any(isinstance(a, str) for a in args):
+        raise ev.error(syn, "T.ptx.addr takes a base address and a byte offset")
+    return ev.intrinsic(op_registry.info_of(op_registry.get_op(ptx.ADDR_OP)), args, {}, syn)
 
 
 def _int_value(ev: Any, value: Any, syn: Any) -> int:
@@ -173,7 +197,8 @@ EXPR_BUILTINS.update({
     "Not": _fixed(1, "Not", lambda ev, a, k, s: Not(ev.call_arg(a[0], s))),
     "target": _target,
     "handle": _handle,
-    "ptx.cp": _ptx_cp,
+    **{f"ptx.{family}": _ptx_instruction(family) for family in ptx.FAMILIES},
+    "ptx.addr": _ptx_addr,
     **{name: _fixed(1 if symbol == "~" else 2, name, _bitwise_builtin(symbol))
        for name, symbol in _BITWISE_BUILTINS.items()},
 })
