@@ -7,9 +7,14 @@ destination keeps its value when the predicate is false), ``p<i>`` (operand ``i`
 register), ``s<i>`` (operand ``i`` is the sink ``_`` and has no argument). A family holds several
 entries (one per syntax shape: ``mov`` packs or unpacks); TVM picks the one that takes the tokens
 and the operands. ``resolve`` does the same from the facts of TVM's table (ptx_table.json, written
-by tools/gen_ptx_table.py): by the tokens, the operand count and the ``.pred`` markers. Where TVM
-also looks at the operands' dtypes (``mov(lo, hi, packed)`` unpacks, ``mov(packed, lo, hi)``
-packs: the same count) every entry left is returned, and the call records its family only.
+by tools/gen_ptx_table.py): by the tokens (in their slots, and passing the entry's cross-slot
+check), the operand count and the ``.pred`` markers, then, among the entries left, by the dtypes
+of the register operands (``mov(lo, hi, packed)`` unpacks, ``mov(packed, lo, hi)`` packs). Where
+that leaves several (an operand whose dtypes the table does not give: cvt's destination), the call
+records its family only.
+
+What tvms does not check: the operands' dtypes beyond that choice, the address spaces of pointer
+operands, the modifiers of the entries whose checks are too large to write (ld, st's vectors, cvt).
 """
 from __future__ import annotations
 
@@ -31,29 +36,58 @@ class Slot:
     choices: tuple[str, ...]
     optional: bool
 
+    @property
+    def domain(self) -> tuple[str, ...]:
+        return ("", *self.choices) if self.optional else self.choices
+
+
+@dataclass(frozen=True)
+class Operand:
+    """Each a value, or a lookup by modifiers ({"by": slots, "at": {"tok|tok": value}})."""
+    lanes: object  # registers (call arguments) it takes
+    pred: object  # 1 where it is a .pred input (the marker's p<i>)
+    dtypes: object  # the dtypes TVM accepts for it, or None where it looks at none
+
 
 @dataclass(frozen=True)
 class Entry:
     name: str  # TVM's table key; its op is tirx.ptx.<name>
     family: str  # as printed after "T.ptx.": the mnemonic, dots as "_", a Python keyword with "_"
     slots: tuple[Slot, ...]
-    operands: tuple[tuple, ...]  # (registers, is a .pred input): a value, or {"by": slots, "at": ...}
+    operands: tuple[Operand, ...]
     has_dst: bool
+    check: tuple[tuple[str, ...], int] | None  # (slots, bit per combination of their tokens: passes)
 
     @property
     def op_name(self) -> str:
         return f"tirx.ptx.{self.name}"
 
-    def layout(self, tokens: tuple[str, ...]) -> list[tuple[int, bool]] | None:
-        """(registers, is a .pred input) per operand under these tokens; None where TVM's table
-        has no legal call with them."""
+    def spells(self, tokens: tuple[str, ...]) -> bool:
+        """Whether each token is one of its slot's choices ("" where it may be omitted)."""
+        return len(tokens) == len(self.slots) and all(t in s.domain for s, t in zip(self.slots, tokens))
+
+    def passes_check(self, tokens: tuple[str, ...]) -> bool:
+        if self.check is None:
+            return True
+        names, bits = self.check
+        slots = {s.name: (s, t) for s, t in zip(self.slots, tokens)}
+        index = 0
+        for name in names:  # (the combination's place in itertools.product order)
+            slot, token = slots[name]
+            index = index * len(slot.domain) + slot.domain.index(token)
+        return bool(bits >> index & 1)
+
+    def layout(self, tokens: tuple[str, ...]) -> list[tuple[int, bool, tuple | None]] | None:
+        """(registers, is a .pred input, dtypes) per operand under these tokens; None where TVM's
+        table has no legal call with them."""
         mods = {slot.name: token for slot, token in zip(self.slots, tokens)}
         out = []
-        for lanes, pred in self.operands:
-            lanes, pred = _at(lanes, mods), _at(pred, mods)
+        for o in self.operands:
+            lanes, pred = _at(o.lanes, mods), _at(o.pred, mods)
             if lanes is None or pred is None:
                 return None
-            out.append((lanes, bool(pred)))
+            dtypes = _at(o.dtypes, mods)
+            out.append((lanes, bool(pred), tuple(dtypes) if dtypes is not None else None))
         return out
 
 
@@ -63,16 +97,20 @@ def _at(spec, mods: dict):
     return spec["at"].get("|".join(mods[name] for name in spec["by"]))
 
 
-def _load() -> dict[str, tuple[Entry, ...]]:
-    data = json.loads((pathlib.Path(__file__).parent / "ptx_table.json").read_text())
+_DATA = json.loads((pathlib.Path(__file__).parent / "ptx_table.json").read_text())
+
+
+def _load(data: dict) -> dict[str, tuple[Entry, ...]]:
     slots = [Slot(name, tuple(choices), bool(optional)) for name, choices, optional in data["slots"]]
-    operands = [tuple(o) for o in data["operands"]]
+    operands = [Operand(*o) for o in data["operands"]]
     return {family: tuple(Entry(name, family, tuple(slots[i] for i in s), tuple(operands[i] for i in o),
-                                bool(dst)) for name, s, o, dst in entries)
+                                bool(dst), (tuple(check["by"]), int(check["ok"], 16)) if check else None)
+                          for name, s, o, dst, check in entries)
             for family, entries in data["families"].items()}
 
 
-FAMILIES: dict[str, tuple[Entry, ...]] = _load()
+FAMILIES: dict[str, tuple[Entry, ...]] = _load(_DATA)
+MNEMONICS: dict[str, str] = _DATA["mnemonics"]
 ENTRIES: dict[str, Entry] = {e.op_name: e for entries in FAMILIES.values() for e in entries}
 
 
@@ -88,6 +126,22 @@ def family_of(op_name: str) -> str | None:
     if entry is not None:
         return entry.family
     return op_name.removeprefix("tirx.ptx.family.") if op_name.startswith("tirx.ptx.family.") else None
+
+
+def not_compiled(call: object, who: str) -> TVMSError | None:
+    """The error that ``who`` ("the cuda code generator does not compile", "the reference
+    executor does not run") gives for a call of the PTX dialect, which tvms reads and prints but
+    does not compile; None for any other call."""
+    name = getattr(getattr(call, "op", None), "name", "")
+    if name == ADDR_OP:
+        return TVMSError(f"{who} T.ptx.addr (outside a PTX instruction)")
+    family = family_of(name)
+    if family is None:
+        return None
+    tokens = [a.value for a in getattr(call, "args", ()) if isinstance(getattr(a, "value", None), str)][:-1]
+    text = ".".join([MNEMONICS[family], *(t for t in tokens if t)])
+    return TVMSError(f"{who} TVM 0.27's PTX instruction T.ptx.{family} ({text}): tvms "
+                     f"reads and prints the T.ptx dialect, and compiles only its cp.async groups")
 
 
 # every instruction is a void statement printed T.ptx.<family>(...); the arguments are checked by
@@ -117,10 +171,11 @@ def parse_marker(marker: str) -> Marker:
                   frozenset(int(f[1:]) for f in flags if f[0] == "s"))
 
 
-def resolve(family: str, n_args: int, strings: tuple[str, ...]) -> tuple[Entry, ...]:
-    """The entries of ``family`` that a printed call takes: ``n_args`` expression arguments
-    (operands and predicate), then ``strings`` (the tokens and the marker). One entry when the
-    call decides it; several where TVM would look at the operands' dtypes. TVMSError otherwise."""
+def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...]) -> tuple[Entry, ...]:
+    """The entries of ``family`` that a printed call takes: expression arguments (operands and
+    predicate) of ``dtypes`` (None: a literal number, which names none), then ``strings`` (the
+    tokens and the marker). One entry when the call decides it; several where it does not (see
+    the module's docstring). TVMSError otherwise."""
     entries = FAMILIES.get(family)
     if entries is None:
         raise TVMSError(f"'T.ptx.{family}' is not a PTX instruction family of TVM 0.27")
@@ -128,39 +183,58 @@ def resolve(family: str, n_args: int, strings: tuple[str, ...]) -> tuple[Entry, 
         raise TVMSError(f"T.ptx.{family}(...) ends with its modifier tokens and marker as TVM prints it, "
                         f"e.g. T.ptx.{family}(..., \"\"): tvms reads that form only")
     *tokens, marker = strings
+    tokens = tuple(tokens)
     flags = parse_marker(marker)
     counts = sorted({len(e.slots) for e in entries})
-    shaped = [e for e in entries if len(e.slots) == len(tokens)]
-    if not shaped:
+    if len(tokens) not in counts:
         raise TVMSError(f"T.ptx.{family} takes {_or(counts)} modifier token{'s' if counts != [1] else ''} "
                         f"before its marker, got {len(tokens)}")
     known = {t for e in entries for s in e.slots for t in s.choices}
     for token in tokens:
         if token and token not in known:
             raise TVMSError(f"{token!r} is a modifier of no slot of T.ptx.{family}")
-    spelled = [e for e in shaped if all(t in s.choices or (t == "" and s.optional)
-                                        for s, t in zip(e.slots, tokens))]
+    spelled = [e for e in entries if e.spells(tokens)]
     if not spelled:
-        e = shaped[0]
-        raise TVMSError(f"T.ptx.{family} takes no modifiers {tuple(tokens)} in this order; its slots: "
+        e = next(e for e in entries if len(e.slots) == len(tokens))
+        raise TVMSError(f"T.ptx.{family} takes no modifiers {tokens} in this order; its slots: "
                         + "; ".join(f"{s.name}{'?' if s.optional else ''}={{{','.join(s.choices)}}}"
                                     for s in e.slots))
-    n_operands = n_args - flags.pred + len(flags.sunk)
-    hits = []
-    for e in spelled:
-        layout = e.layout(tuple(tokens))
-        if layout is None or sum(n for n, _ in layout) != n_operands:
-            continue
-        starts = [sum(n for n, _ in layout[:i]) for i in range(len(layout))]
-        preds = {start for start, (n, pred) in zip(starts, layout) if n and pred}
-        if preds == flags.pred_operands and (not flags.keep or (flags.pred and e.has_dst)):
-            hits.append(e)
+    legal = [e for e in spelled if e.passes_check(tokens)]
+    if not legal:
+        raise TVMSError(f"TVM's PTX table refuses the modifiers {tokens} of T.ptx.{family} together")
+    operands = list(dtypes[:len(dtypes) - flags.pred])
+    for i in sorted(flags.sunk):  # (a sunk lane has no argument: put its place back, as TVM does)
+        operands.insert(min(i, len(operands)), None)
+    hits = [(e, layout) for e in legal if (layout := e.layout(tokens)) is not None
+            and _takes(e, layout, len(operands), flags)]
     if not hits:
-        takes = sorted({sum(n for n, _ in lay) for e in spelled if (lay := e.layout(tuple(tokens)))})
-        raise TVMSError(f"no instruction of T.ptx.{family} takes {n_operands} operand"
-                        f"{'s' if n_operands != 1 else ''} with the marker {marker!r} and these modifiers"
-                        + (f" (it takes {_or(takes)})" if takes else ""))
-    return tuple(hits)
+        takes = sorted({sum(n for n, _, _ in layout) for e in legal if (layout := e.layout(tokens))})
+        n = len(operands)
+        raise TVMSError(f"no instruction of T.ptx.{family} takes {n} operand{'s' if n != 1 else ''} with "
+                        f"the marker {marker!r} and these modifiers" + (f" (it takes {_or(takes)})" if takes else ""))
+    typed = [e for e, layout in hits if _typed(layout, operands, flags.sunk)]
+    return (typed[0],) if len(hits) > 1 and len(typed) == 1 else tuple(e for e, _ in hits)
+
+
+def _takes(entry: Entry, layout: list, n_operands: int, flags: Marker) -> bool:
+    """The operand count and the marker's .pred inputs and ``keep`` fit the entry."""
+    if sum(n for n, _, _ in layout) != n_operands:
+        return False
+    starts = [sum(n for n, _, _ in layout[:i]) for i in range(len(layout))]
+    preds = {start for start, (n, pred, _) in zip(starts, layout) if n and pred}
+    return preds == flags.pred_operands and (not flags.keep or (flags.pred and entry.has_dst))
+
+
+def _typed(layout: list, operands: list, sunk: frozenset[int]) -> bool:
+    """The operands' dtypes are what TVM's coercion takes: one dtype per register group (a literal
+    has no say), one of those the operand accepts."""
+    start = 0
+    for lanes, _, accepted in layout:
+        named = {operands[i] for i in range(start, start + lanes) if i not in sunk and operands[i] is not None}
+        start += lanes
+        if accepted is not None and (len(named) > 1 or (named and not named <= set(accepted))):
+            return False
+    return True
 
 
 def _or(numbers: list[int]) -> str:

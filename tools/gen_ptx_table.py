@@ -4,28 +4,33 @@ that reading and printing a call need, taken from TVM's own table.
     /work/tvm-venv/bin/python tools/gen_ptx_table.py [OUT]     # default: ir/ptx_table.json
 
 Per family (as printed: ``and_``, ``ld``, ``cp``), its entries in TVM's order; per entry
-``[name, slots, operands, has_dst]``: its name (the op is ``tirx.ptx.<name>``), its modifier slots
-(``[name, token choices, may be omitted]``) and its operands as the caller passes them (literal
-immediates take no argument: ``[registers, is a .pred input]``), both as indices into the shared
-lists ``slots`` and ``operands`` (entries of one family share most of them), and whether it writes a
-destination (what ``"keep"`` needs). An operand's
-register count and whether it is a ``.pred`` input may depend on the modifiers; those are written
-as a lookup: the slots the value depends on and the value per combination of their tokens
-("" = omitted), found by watching which slots TVM's function reads. Each combination TVM's
-function refuses is left out (no legal call has it).
+``[name, slots, operands, has_dst, check]``:
 
-The entry's cross-slot checks and the operands' dtypes are not written: tvms decides an entry by
-its tokens, its operand count and its ``.pred`` markers (tvms/ir/ptx.py).
+- its name (the op is ``tirx.ptx.<name>``);
+- its modifier slots, ``[name, token choices, may be omitted]``, and its operands as the caller
+  passes them (literal immediates take no argument), ``[registers, is a .pred input, dtypes]``,
+  both as indices into the shared lists ``slots`` and ``operands`` (entries share most of them);
+  ``dtypes``: those TVM's coercion accepts where it looks at one (a register, a tmem address),
+  else null;
+- whether it writes a destination (what the marker's ``keep`` needs);
+- TVM's cross-slot check of its modifiers, ``{"by": slots, "ok": hex}``: bit i says whether the i-th
+  combination of those slots' tokens (``itertools.product`` order, "" first where a slot may be
+  omitted) passes; null where the entry has none, or has too many combinations to write.
+
+A value that depends on the modifiers is a lookup, ``{"by": slots, "at": {"tok|tok": value}}``: the
+slots found by watching which ones TVM's function reads, a combination it refuses left out.
+``mnemonics``: each family's PTX spelling (``multimem.ld_reduce``), for messages.
 """
 from __future__ import annotations
 
 import itertools
 import json
 import keyword
+import math
 import pathlib
 import sys
 
-from tvm.backend.cuda.ptx.table import TABLE, escape_token, operand_type
+from tvm.backend.cuda.ptx.table import TABLE, escape_token, operand_dtypes, operand_space, operand_type
 
 
 class _Reads(dict):
@@ -47,38 +52,74 @@ class _Reads(dict):
         self.read.add(key)
         return super().__contains__(key)
 
+    def _all(self):
+        self.read |= set(self)
 
-def _lookup(entry, fn):
-    """``fn(mod_map)`` as a constant, or as {"by": slots, "at": {"tok|tok": value}}."""
+    def items(self):
+        self._all()
+        return super().items()
+
+    def values(self):
+        self._all()
+        return super().values()
+
+
+_FAILED = object()
+
+
+def _watch(entry, fn, limit: int | None = None):
+    """``(by, table)``: the slots ``fn(mod_map)`` depends on and its value for each combination of
+    their tokens in ``itertools.product`` order (_FAILED where it raises: outside what TVM's
+    function is total on, no legal call); None past ``limit`` combinations."""
     domains = {s.name: ("", *s.choices) if s.optional else s.choices for s in entry.slots}
     base = {s.name: domains[s.name][0] for s in entry.slots}
     by: list[str] = []
     while True:  # widen the slots watched until no combination reads another
+        if limit is not None and math.prod(len(domains[n]) for n in by) > limit:
+            return None
         table, read = {}, set()
         for combo in itertools.product(*(domains[n] for n in by)):
             mod_map = _Reads({**base, **dict(zip(by, combo))})
             try:
-                table["|".join(combo)] = fn(mod_map)
-            except Exception:  # (outside what TVM's function is total on: no legal call)
-                pass
+                table[combo] = fn(mod_map)
+            except Exception:
+                table[combo] = _FAILED
             read |= mod_map.read
         wider = [n for n in domains if n in read and n not in by]
         if not wider:
-            break
+            return by, table
         by += wider
-    if not by:
-        return table[""]
+
+
+def _lookup(entry, fn, limit: int | None = None):
+    """``fn(mod_map)`` as a constant, or as {"by": slots, "at": {"tok|tok": value}}; None past
+    ``limit`` combinations."""
+    watched = _watch(entry, fn, limit)
+    if watched is None:
+        return None
+    by, table = watched
     values = set(table.values())
-    if len(values) == 1 and len(table) == _count(domains, by):
+    if len(values) == 1 and _FAILED not in values:
         return values.pop()
-    return {"by": by, "at": table}
+    return {"by": by, "at": {"|".join(combo): v for combo, v in table.items() if v is not _FAILED}}
 
 
-def _count(domains, by):
-    n = 1
-    for name in by:
-        n *= len(domains[name])
-    return n
+def _check(entry):
+    """TVM's cross-slot check of the entry as {"by": slots, "ok": bits}: bit i (of the hex number)
+    says whether the i-th combination of their tokens (in product order, "" first where a slot may
+    be omitted) passes; None where the entry has no check or too many combinations to write."""
+    if entry.check is None:
+        return None
+    watched = _watch(entry, lambda m: not entry.check(m), limit=_CHECK_LIMIT)
+    if watched is None:
+        return None
+    by, table = watched
+    bits = sum(1 << i for i, ok in enumerate(table.values()) if ok is True)
+    return {"by": by, "ok": format(bits, "x")}
+
+
+_DTYPES_LIMIT = 1000  # (cvt's destination: tvms does not choose by its dtype)
+_CHECK_LIMIT = 20000  # (ld, st's vectors and cvt have more: tvms does not check their modifiers)
 
 
 def _operand(entry, slot):
@@ -88,7 +129,16 @@ def _operand(entry, slot):
     def read_pred(m):
         return int(slot.kind == "reg" and slot.rw == "r" and operand_type(slot, m) == "pred")
 
-    return [_lookup(entry, lanes), _lookup(entry, read_pred)]
+    def dtypes(m):  # what TVM's coercion takes, where it looks at a dtype (ptx.py uses it to choose)
+        if slot.kind == "reg" and operand_type(slot, m) == "pred":
+            return None if slot.rw == "r" else ("uint32",)  # (an input: its marker says it)
+        if slot.kind == "reg":
+            return tuple(operand_dtypes(slot, m))
+        if slot.kind == "addr" and operand_space(slot, m) == "tmem":
+            return ("uint32",)
+        return None
+
+    return [_lookup(entry, lanes), _lookup(entry, read_pred), _lookup(entry, dtypes, limit=_DTYPES_LIMIT)]
 
 
 class _Pool(list):
@@ -109,16 +159,19 @@ class _Pool(list):
 def main(out: pathlib.Path) -> None:
     slots, operands = _Pool(), _Pool()
     families: dict[str, list] = {}
+    mnemonics: dict[str, str] = {}  # how PTX spells the family (multimem_ld_reduce: multimem.ld_reduce)
     for entry in TABLE.values():
+        assert mnemonics.setdefault(escape_token(entry.family), entry.ptx_name) == entry.ptx_name
         families.setdefault(escape_token(entry.family), []).append([
             entry.name,
             [slots.add([s.name, list(s.choices), int(s.optional)]) for s in entry.slots],
             [operands.add(_operand(entry, s)) for s in entry.operands
              if not (s.kind == "imm" and s.literal is not None)],
             int(entry.has_dst),
+            _check(entry),
         ])
     assert all(not keyword.iskeyword(f) for f in families)
-    data = {"slots": slots, "operands": operands, "families": families}
+    data = {"slots": slots, "operands": operands, "mnemonics": mnemonics, "families": families}
     text = json.dumps(data, separators=(",", ":"))
     out.write_text(text + "\n")
     print(f"{out}: {len(families)} families, {len(TABLE)} entries, {len(text)} bytes")

@@ -130,8 +130,11 @@ def _ptx_instruction(family: str) -> Callable:
         strings = tuple(args[n:])
         name = op_registry.PTX_CP.get(strings) if family == "cp" else None
         if name is None:
+            # (a literal number names no dtype: TVM types it by its operand)
+            dtypes = [None if isinstance(a, (int, float)) and not isinstance(a, bool)
+                      else str(ev.call_arg(a, syn).dtype) for a in args[:n]]
             try:
-                entries = ptx.resolve(family, n, strings)
+                entries = ptx.resolve(family, dtypes, strings)
             except TVMSError as e:
                 raise ev.error(syn, str(e)) from None
             name = entries[0].op_name if len(entries) == 1 else ptx.family_op_name(family)
