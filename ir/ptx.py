@@ -13,12 +13,16 @@ of the register operands (``mov(lo, hi, packed)`` unpacks, ``mov(packed, lo, hi)
 that leaves several (an operand whose dtypes the table does not give: cvt's destination), the call
 records its family only.
 
+``resolve_chain`` reads the spellings users type, ``T.ptx.ld.global_.b32(d, p, pred=c)`` and
+``T.ptx["ld.global.b32"](d, p)``, into the same printed form, as TVM does.
+
 What tvms does not check: the operands' dtypes beyond that choice, the address spaces of pointer
 operands, the modifiers of the entries whose checks are too large to write (ld, st's vectors, cvt).
 """
 from __future__ import annotations
 
 import json
+import keyword
 import pathlib
 import re
 from dataclasses import dataclass
@@ -180,8 +184,9 @@ def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...]) -> 
     if entries is None:
         raise TVMSError(f"'T.ptx.{family}' is not a PTX instruction family of TVM 0.27")
     if not strings:
-        raise TVMSError(f"T.ptx.{family}(...) ends with its modifier tokens and marker as TVM prints it, "
-                        f"e.g. T.ptx.{family}(..., \"\"): tvms reads that form only")
+        raise TVMSError(f"T.ptx.{family}(...) names no modifiers: write them after the operands, with the "
+                        f"marker, as TVM prints them (T.ptx.{family}(..., \"\")), or in the name "
+                        f"(T.ptx.{family}.<token>...(...))")
     *tokens, marker = strings
     tokens = tuple(tokens)
     flags = parse_marker(marker)
@@ -235,6 +240,85 @@ def _typed(layout: list, operands: list, sunk: frozenset[int]) -> bool:
         if accepted is not None and (len(named) > 1 or (named and not named <= set(accepted))):
             return False
     return True
+
+
+# ---------------------------------------------------------------- the spellings users type
+def escape(token: str) -> str:
+    """A PTX token as a Python attribute: ``::`` as ``__``, a lone ``:`` as ``__colon__``, a
+    Python keyword with a trailing ``_`` (``shared::cta``: ``shared__cta``, ``global``: ``global_``)."""
+    name = token.replace("::", "__").replace(":", "__colon__")
+    return name + "_" if keyword.iskeyword(name) else name
+
+
+def unescape(name: str) -> str:
+    return name.replace("__colon__", "\0").replace("__", "::").replace("\0", ":").removesuffix("_")
+
+
+@dataclass(frozen=True)
+class Chained:
+    """An operand of the attribute-chain form: its dtype (None: a literal number), whether it is
+    tagged ``T.ptx.pred(x)`` (a .pred register whatever its dtype)."""
+    dtype: str | None
+    tagged: bool = False
+
+
+def resolve_chain(family: str, words: tuple[str, ...], operands: list[Chained], pred: bool,
+                  keep: bool) -> tuple[Entry | None, tuple[str, ...], str, list[str]]:
+    """TVM's attribute-chain spelling, ``T.ptx.<family>.<token>...(operands..., pred=p,
+    preserve_dst=k)`` (and the string one, ``T.ptx["family.token..."]``): each token fills the
+    first open slot that lists it, in each entry of the family; the entry is the one that takes
+    the operands. Its printed form: (the entry, or None for the family where two entries print
+    alike, the tokens in slot order, the marker), and the dtype each operand that is a literal
+    number takes (TVM's coercion: a .pred register's uint32 carrier, its register group's dtype,
+    else the operand's first; an immediate's int32)."""
+    entries = FAMILIES.get(family)
+    if entries is None:
+        raise TVMSError(f"'T.ptx.{family}' is not a PTX instruction family of TVM 0.27")
+    cands = [(e, (None,) * len(e.slots)) for e in entries]
+    for word in words:
+        filled = [(e, f[:i] + (word,) + f[i + 1:]) for e, f in cands
+                  if (i := next((i for i, s in enumerate(e.slots) if f[i] is None and word in s.choices), None)) is not None]
+        if not filled:
+            e, f = cands[0]
+            open_slots = "; ".join(f"{s.name}={{{','.join(s.choices)}}}" for s, t in zip(e.slots, f) if t is None)
+            raise TVMSError(f"{word!r} is not a modifier of T.ptx.{family} here; open slots: {open_slots or '(none)'}")
+        cands = filled
+    hits, why = [], []
+    for e, f in cands:
+        missing = [s.name for s, t in zip(e.slots, f) if t is None and not s.optional]
+        tokens = tuple(t or "" for t in f)
+        layout = None if missing or not e.passes_check(tokens) else e.layout(tokens)
+        if layout is None:
+            why.append(f"{e.name}: " + (f"missing modifier(s) {', '.join(missing)}" if missing
+                                         else "TVM's table refuses these modifiers together"))
+            continue
+        starts = [sum(n for n, _, _ in layout[:i]) for i in range(len(layout))]
+        preds = {start for start, (n, p, _) in zip(starts, layout) if n and p}
+        if sum(n for n, _, _ in layout) != len(operands):
+            why.append(f"{e.name}: takes {sum(n for n, _, _ in layout)} operands, got {len(operands)}")
+        elif any(o.tagged != (i in preds) and not (i in preds and o.dtype == "bool") for i, o in enumerate(operands)):
+            why.append(f"{e.name}: its .pred operands are {sorted(preds) or 'none'} (a bool, or T.ptx.pred(x))")
+        elif keep and not (pred and e.has_dst):
+            why.append(f"{e.name}: preserve_dst=True needs pred= and a destination")
+        else:
+            flags = ["pred"] * pred + ["keep"] * keep + [f"p{i}" for i in sorted(preds)]
+            hits.append((e, tokens, layout, ",".join(flags)))
+    if len(hits) > 1:
+        dtypes = [None if o.tagged else o.dtype for o in operands]
+        hits = [h for h in hits if _typed(h[2], dtypes, frozenset())] or hits
+    if not hits:
+        raise TVMSError(f"no instruction of T.ptx.{family} takes these operands: " + "; ".join(why))
+    if len({(t, m) for _, t, _, m in hits}) > 1:
+        raise TVMSError(f"T.ptx.{family}: the entries {', '.join(e.name for e, *_ in hits)} take this call "
+                        f"and print otherwise; write the printed form")
+    entry, tokens, layout, marker = hits[0]
+    literal = []
+    for n, is_pred, accepted in layout:
+        group = operands[len(literal):len(literal) + n]
+        named = [o.dtype for o in group if o.dtype is not None and not o.tagged]
+        dtype = "uint32" if is_pred else (named[0] if named else accepted[0]) if accepted else "int32"
+        literal += [dtype] * n
+    return (entry if len(hits) == 1 else None), tokens, marker, literal
 
 
 def _or(numbers: list[int]) -> str:

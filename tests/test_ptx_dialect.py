@@ -72,6 +72,15 @@ def test_tokens_marker_and_addr_are_kept_and_compared() -> None:
     assert [str(a.dtype) for a in addr] == ["handle", "handle"] and [a.args[1].value for a in addr] == [-16, 16]
 
 
+def test_the_attribute_chain_and_string_spellings_read_as_tvm_reads_them() -> None:
+    """They print in the flat form (the golden's source is fixtures/tvm027_printing/sources/, which
+    TVM prints as the golden): the tokens fill their slots in any order, ``pred=`` and
+    ``preserve_dst=`` become the marker, ``T.ptx.pred(x)`` a ``p<i>``, a literal takes its
+    operand's dtype (``T.uint32(1)``); the entries are those TVM 0.27's IR records."""
+    assert ptx_ops("sources/ptx_chain_and_string_spellings.tvms") == [f"tirx.ptx.{n}" for n in (
+        "ld", "st", "red", "mov_pack_b32x2", "mov_unpack_b32x2", "not", "ex2", "ld")]
+
+
 def test_the_cp_async_groups_still_read_as_the_instructions_tvms_compiles() -> None:
     src = _kernel('T.ptx.cp("async", "commit_group", "")\n    T.ptx.cp(0, "async", "wait_group", "")\n'
                   '    T.ptx.cp("async", "bulk", "commit_group", "")')
@@ -93,11 +102,18 @@ def _kernel(body: str) -> str:
     ('T.ptx.mov(d, "b32", "")', 5, "no instruction of T.ptx.mov takes 1 operand with the marker '' and these "
                                    "modifiers (it takes 2 or 3)"),
     ('T.ptx.mov(d, A[0], "b32", "p1")', 5, "no instruction of T.ptx.mov takes 2 operands with the marker 'p1'"),
-    ('T.ptx.mov(d, A[0])', 5, "T.ptx.mov(...) ends with its modifier tokens and marker as TVM prints it"),
+    ('T.ptx.mov(d, A[0])', 5, "T.ptx.mov(...) names no modifiers: write them after the operands"),
     ('T.ptx.mov(d, "b32", A[0], "")', 5, "the operands of T.ptx.mov come before its modifier tokens"),
     ('T.ptx.mov(d, A[0], "b32", "", pred=True)', 5, "T.ptx.mov(...) takes no keyword arguments"),
-    ('T.ptx.mov.b32(d, A[0])', 5, "T.ptx.mov.b32(...): tvms reads TVM's PTX instructions in the form TVM prints"),
-    ('T.ptx["mov.b32"](d, A[0])', 5, "T.ptx[\"...\"]: tvms reads TVM's PTX instructions in the form TVM prints"),
+    # the attribute-chain and string spellings
+    ('T.ptx.mov.b33(d, A[0])', 5, "'b33' is not a modifier of T.ptx.mov here; open slots: type={b32}"),
+    ('T.ptx.ld.global_.global_.b32(d, T.address_of(A[0]))', 5, "'global' is not a modifier of T.ptx.ld here"),
+    ('T.ptx.mov.b32(d, A[0], "x")', 5, "T.ptx.mov.b32(...) takes operands only; its modifiers are in its name"),
+    ('T.ptx.mov.b32(d, A[0], foo=1)', 5, "T.ptx.mov.b32(...) takes the operands, pred= and preserve_dst=True|False"),
+    ('T.ptx[1](d)', 5, "T.ptx[...] takes an instruction's PTX text"),
+    ('T.ptx["st.global.b32"](T.address_of(A[0]))', 5,
+     "no instruction of T.ptx.st takes these operands: st: takes 2 operands, got 1; st_vec: missing modifier(s) vec"),
+    ('T.ptx.not_.b32(d, T.ptx.pred(d))', 5, "not: its .pred operands are none (a bool, or T.ptx.pred(x))"),
     ('T.ptx.cp("async", "bulk_group", "")', 5, "T.ptx.cp takes no modifiers ('async', 'bulk_group') in this order"),
     ('T.ptx.set(d, d, d, "lo", "", "u32", "f32", "")', 5,
      "TVM's PTX table refuses the modifiers ('lo', '', 'u32', 'f32') of T.ptx.set together"),

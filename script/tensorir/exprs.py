@@ -8,6 +8,7 @@ operator would fold when read back (two numbers, ``x + 0``) prints as its node, 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ...ir import arith, op as op_registry, ptx
@@ -18,7 +19,7 @@ from ...ir.index_map import IndexMap
 from ...ir.expr import (And, Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
                         FloorMod, IntImm,
                         IterVar, Let, Max, Min, Mod, Mul, Not, Or, PointerType, PrimExpr, PrimType, Ramp, Select,
-                        Shuffle, StringImm, Var)
+                        Shuffle, StringImm, Var, const)
 from ...ir.module import GlobalVar, Target
 from ...ir.operators import ATOM, BINARY, BY_NODE, BY_SYMBOL, CMP, MUL, NOT, UNARY
 from .evaluator import _describe
@@ -142,6 +143,39 @@ def _ptx_instruction(family: str) -> Callable:
     return read
 
 
+@dataclass(frozen=True)
+class PtxPred:
+    """``T.ptx.pred(x)``: the operand ``x`` of an attribute-chain PTX call is a .pred register."""
+    value: Any
+
+
+def read_ptx_chain(ev: Any, path: str, args: list, kwargs: dict, syn: Any) -> Any:
+    """TVM's other spellings, ``T.ptx.ld.global_.b32(d, p, pred=c, preserve_dst=True)`` and
+    ``T.ptx["ld.global.b32"](d, p)`` (``path``: ``ptx.ld.global_.b32``): the same call as the
+    printed form (ir/ptx.py resolve_chain), and printed so."""
+    family, *words = path.split(".")[1:]
+    if set(kwargs) - {"pred", "preserve_dst"} or not isinstance(kwargs.get("preserve_dst", False), bool):
+        raise ev.error(syn, f"T.{path}(...) takes the operands, pred= and preserve_dst=True|False")
+    if any(isinstance(a, str) for a in args):
+        raise ev.error(syn, f"T.{path}(...) takes operands only; its modifiers are in its name")
+    values = [a.value if isinstance(a, PtxPred) else a for a in args]
+    operands = [ptx.Chained("bool" if isinstance(v, bool) else None if isinstance(v, (int, float))
+                            else str(ev.call_arg(v, syn).dtype), isinstance(a, PtxPred))
+                for a, v in zip(args, values)]
+    pred = kwargs.get("pred")
+    try:
+        entry, tokens, marker, literal = ptx.resolve_chain(
+            family, tuple(ptx.unescape(w) for w in words), operands, pred is not None,
+            kwargs.get("preserve_dst", False))
+    except TVMSError as e:
+        raise ev.error(syn, str(e)) from None
+    # (a literal number, or a Python bool, takes the dtype TVM's coercion gives it)
+    values = [const(v, literal[i]) if isinstance(v, (int, float)) else v for i, v in enumerate(values)]
+    name = entry.op_name if entry is not None else ptx.family_op_name(family)
+    return ev.intrinsic(op_registry.info_of(op_registry.get_op(name)),
+                        [*values, *([pred] if pred is not None else []), *tokens, marker], {}, syn)
+
+
 def _ptx_addr(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
     """``T.ptx.addr(base, byte_offset)``: the address ``[base+byte_offset]`` of a PTX operand."""
     if len(args) != 2 or kwargs or any(isinstance(a, str) for a in args):
@@ -202,6 +236,7 @@ EXPR_BUILTINS.update({
     "handle": _handle,
     **{f"ptx.{family}": _ptx_instruction(family) for family in ptx.FAMILIES},
     "ptx.addr": _ptx_addr,
+    "ptx.pred": _fixed(1, "ptx.pred", lambda ev, a, k, s: PtxPred(a[0])),
     **{name: _fixed(1 if symbol == "~" else 2, name, _bitwise_builtin(symbol))
        for name, symbol in _BITWISE_BUILTINS.items()},
 })
