@@ -119,8 +119,8 @@ ENTRIES: dict[str, Entry] = {e.op_name: e for entries in FAMILIES.values() for e
 
 
 def family_op_name(family: str) -> str:
-    """The op of a call whose entry TVM would choose by its operands' dtypes: its family only
-    (no entry of TVM's table is named "family")."""
+    """The op of a call that its tokens, operands and dtypes leave between entries (resolve): its
+    family only (no entry of TVM's table is named "family")."""
     return f"tirx.ptx.family.{family}"
 
 

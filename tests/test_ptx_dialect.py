@@ -83,9 +83,12 @@ def test_the_attribute_chain_and_string_spellings_read_as_tvm_reads_them() -> No
 
 def test_the_cp_async_groups_still_read_as_the_instructions_tvms_compiles() -> None:
     src = _kernel('T.ptx.cp("async", "commit_group", "")\n    T.ptx.cp(0, "async", "wait_group", "")\n'
-                  '    T.ptx.cp("async", "bulk", "commit_group", "")')
-    assert [c.op.name for c in collect(from_source(src), Call)] == [
-        "tir.ptx.cp_async_commit_group", "tir.ptx.cp_async_wait_group", "tirx.ptx.cp_async_bulk_commit_group"]
+                  '    T.ptx.cp("async", "bulk", "commit_group", "")\n    T.ptx.cp.async_.wait_group(1)')
+    func = from_source(src)
+    assert [c.op.name for c in collect(func, Call)] == [
+        "tir.ptx.cp_async_commit_group", "tir.ptx.cp_async_wait_group", "tirx.ptx.cp_async_bulk_commit_group",
+        "tir.ptx.cp_async_wait_group"]
+    assert func.script(dialect="tvm-0.27").endswith('    T.ptx.cp(1, "async", "wait_group", "")')
 
 
 def _kernel(body: str) -> str:

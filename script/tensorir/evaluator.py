@@ -471,7 +471,7 @@ class ExprEvaluator:
             raise self.error(syn, f"T.{path}(...) cannot be used in an expression")
         namespace = path.split(".")[0]
         if namespace == "ptx" and ".".join(path.split(".")[:2]) in EXPR_BUILTINS:  # T.ptx.ld.global_.b32(...)
-            from .exprs import read_ptx_chain  # (the construct modules import this one)
+            from .ptx_calls import read_ptx_chain  # (the construct modules import this one)
             return read_ptx_chain(self, path, args, kwargs, syn)
         known = ["T." + n for n in all_builtin_names() if n.startswith(namespace + ".")]
         raise self.error(syn, f"unknown builtin 'T.{path}'{did_you_mean('T.' + path, known)}")

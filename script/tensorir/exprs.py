@@ -8,18 +8,16 @@ operator would fold when read back (two numbers, ``x + 0``) prints as its node, 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
-from ...ir import arith, op as op_registry, ptx
+from ...ir import arith, op as op_registry
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
-from ...ir.errors import TVMSError
 from ...ir.index_map import IndexMap
 from ...ir.expr import (And, Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
                         FloorMod, IntImm,
                         IterVar, Let, Max, Min, Mod, Mul, Not, Or, PointerType, PrimExpr, PrimType, Ramp, Select,
-                        Shuffle, StringImm, Var, const)
+                        Shuffle, StringImm, Var)
 from ...ir.module import GlobalVar, Target
 from ...ir.operators import ATOM, BINARY, BY_NODE, BY_SYMBOL, CMP, MUL, NOT, UNARY
 from .evaluator import _describe
@@ -115,74 +113,6 @@ def _let_expr(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
     return Let(var, ev.call_arg(value, syn), ev.call_arg(args[0], syn))
 
 
-def _ptx_instruction(family: str) -> Callable:
-    """``T.ptx.<family>(operands..., tokens..., marker)`` as TVM 0.27 prints it: a void call of the
-    entry its tokens and operands choose (ir/ptx.py), or of its family where TVM would choose by
-    the operands' dtypes. The cp.async groups read as the instructions tvms compiles."""
-    def read(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
-        if kwargs:
-            raise ev.error(syn, f"T.ptx.{family}(...) takes no keyword arguments in the form TVM prints "
-                           f"(the predicate is the last operand, marked \"pred\")")
-        n = len(args)
-        while n and isinstance(args[n - 1], str):
-            n -= 1
-        if any(isinstance(a, str) for a in args[:n]):
-            raise ev.error(syn, f"the operands of T.ptx.{family} come before its modifier tokens")
-        strings = tuple(args[n:])
-        name = op_registry.PTX_CP.get(strings) if family == "cp" else None
-        if name is None:
-            # (a literal number names no dtype: TVM types it by its operand)
-            dtypes = [None if isinstance(a, (int, float)) and not isinstance(a, bool)
-                      else str(ev.call_arg(a, syn).dtype) for a in args[:n]]
-            try:
-                entries = ptx.resolve(family, dtypes, strings)
-            except TVMSError as e:
-                raise ev.error(syn, str(e)) from None
-            name = entries[0].op_name if len(entries) == 1 else ptx.family_op_name(family)
-        return ev.intrinsic(op_registry.info_of(op_registry.get_op(name)), args, {}, syn)
-    return read
-
-
-@dataclass(frozen=True)
-class PtxPred:
-    """``T.ptx.pred(x)``: the operand ``x`` of an attribute-chain PTX call is a .pred register."""
-    value: Any
-
-
-def read_ptx_chain(ev: Any, path: str, args: list, kwargs: dict, syn: Any) -> Any:
-    """TVM's other spellings, ``T.ptx.ld.global_.b32(d, p, pred=c, preserve_dst=True)`` and
-    ``T.ptx["ld.global.b32"](d, p)`` (``path``: ``ptx.ld.global_.b32``): the same call as the
-    printed form (ir/ptx.py resolve_chain), and printed so."""
-    family, *words = path.split(".")[1:]
-    if set(kwargs) - {"pred", "preserve_dst"} or not isinstance(kwargs.get("preserve_dst", False), bool):
-        raise ev.error(syn, f"T.{path}(...) takes the operands, pred= and preserve_dst=True|False")
-    if any(isinstance(a, str) for a in args):
-        raise ev.error(syn, f"T.{path}(...) takes operands only; its modifiers are in its name")
-    values = [a.value if isinstance(a, PtxPred) else a for a in args]
-    operands = [ptx.Chained("bool" if isinstance(v, bool) else None if isinstance(v, (int, float))
-                            else str(ev.call_arg(v, syn).dtype), isinstance(a, PtxPred))
-                for a, v in zip(args, values)]
-    pred = kwargs.get("pred")
-    try:
-        entry, tokens, marker, literal = ptx.resolve_chain(
-            family, tuple(ptx.unescape(w) for w in words), operands, pred is not None,
-            kwargs.get("preserve_dst", False))
-    except TVMSError as e:
-        raise ev.error(syn, str(e)) from None
-    # (a literal number, or a Python bool, takes the dtype TVM's coercion gives it)
-    values = [const(v, literal[i]) if isinstance(v, (int, float)) else v for i, v in enumerate(values)]
-    name = entry.op_name if entry is not None else ptx.family_op_name(family)
-    return ev.intrinsic(op_registry.info_of(op_registry.get_op(name)),
-                        [*values, *([pred] if pred is not None else []), *tokens, marker], {}, syn)
-
-
-def _ptx_addr(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
-    """``T.ptx.addr(base, byte_offset)``: the address ``[base+byte_offset]`` of a PTX operand."""
-    if len(args) != 2 or kwargs or any(isinstance(a, str) for a in args):
-        raise ev.error(syn, "T.ptx.addr takes a base address and a byte offset")
-    return ev.intrinsic(op_registry.info_of(op_registry.get_op(ptx.ADDR_OP)), args, {}, syn)
-
-
 def _int_value(ev: Any, value: Any, syn: Any) -> int:
     if isinstance(value, IntImm):
         return value.value
@@ -234,9 +164,6 @@ EXPR_BUILTINS.update({
     "Not": _fixed(1, "Not", lambda ev, a, k, s: Not(ev.call_arg(a[0], s))),
     "target": _target,
     "handle": _handle,
-    **{f"ptx.{family}": _ptx_instruction(family) for family in ptx.FAMILIES},
-    "ptx.addr": _ptx_addr,
-    "ptx.pred": _fixed(1, "ptx.pred", lambda ev, a, k, s: PtxPred(a[0])),
     **{name: _fixed(1 if symbol == "~" else 2, name, _bitwise_builtin(symbol))
        for name, symbol in _BITWISE_BUILTINS.items()},
 })
