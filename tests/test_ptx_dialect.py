@@ -117,6 +117,7 @@ def _kernel(body: str) -> str:
     ('T.ptx["st.global.b32"](T.address_of(A[0]))', 5,
      "no instruction of T.ptx.st takes these operands: st: takes 2 operands, got 1; st_vec: missing modifier(s) vec"),
     ('T.ptx.not_.b32(d, T.ptx.pred(d))', 5, "not: its .pred operands are none (a bool, or T.ptx.pred(x))"),
+    ('T.ptx.mov.b64(d, T.ptx.SINK, A[0])', 5, "tvms reads the sink T.ptx.SINK in the printed form only"),
     ('T.ptx.cp("async", "bulk_group", "")', 5, "T.ptx.cp takes no modifiers ('async', 'bulk_group') in this order"),
     ('T.ptx.set(d, d, d, "lo", "", "u32", "f32", "")', 5,
      "TVM's PTX table refuses the modifiers ('lo', '', 'u32', 'f32') of T.ptx.set together"),

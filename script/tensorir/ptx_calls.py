@@ -11,6 +11,7 @@ from typing import Any, Callable
 from ...ir import op as op_registry, ptx
 from ...ir.errors import TVMSError
 from ...ir.expr import const
+from .evaluator import Builtin
 from .rules import EXPR_BUILTINS
 
 
@@ -53,6 +54,9 @@ def read_ptx_chain(ev: Any, path: str, args: list, kwargs: dict, syn: Any) -> An
         raise ev.error(syn, f"T.{path}(...) takes the operands, pred= and preserve_dst=True|False")
     if any(isinstance(a, str) for a in args):
         raise ev.error(syn, f"T.{path}(...) takes operands only; its modifiers are in its name")
+    if any(isinstance(a, Builtin) and a.path == "ptx.SINK" for a in args):  # (which lanes may sink: not in the table's facts)
+        raise ev.error(syn, "tvms reads the sink T.ptx.SINK in the printed form only: the operand left out, "
+                            "its place in the marker (\"s<i>\")")
     values = [a.value if isinstance(a, PtxPred) else a for a in args]
     operands = [ptx.Chained("bool" if isinstance(v, bool) else None if isinstance(v, (int, float))
                             else str(ev.call_arg(v, syn).dtype), isinstance(a, PtxPred))
