@@ -78,7 +78,7 @@ def test_the_attribute_chain_and_string_spellings_read_as_tvm_reads_them() -> No
     ``preserve_dst=`` become the marker, ``T.ptx.pred(x)`` a ``p<i>``, a literal takes its
     operand's dtype (``T.uint32(1)``); the entries are those TVM 0.27's IR records."""
     assert ptx_ops("sources/ptx_chain_and_string_spellings.tvms") == [f"tirx.ptx.{n}" for n in (
-        "ld", "st", "red", "mov_pack_b32x2", "mov_unpack_b32x2", "not", "ex2", "ld")]
+        "ld", "st", "red", "mov_pack_b32x2", "mov_unpack_b32x2", "not", "ex2", "ld", "not", "not", "st")]
 
 
 def test_the_cp_async_groups_still_read_as_the_instructions_tvms_compiles() -> None:
