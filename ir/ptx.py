@@ -277,7 +277,7 @@ def resolve_chain(family: str, words: tuple[str, ...], operands: list[Chained], 
     cands = [(e, (None,) * len(e.slots)) for e in entries]
     for word in words:
         filled = [(e, f[:i] + (word,) + f[i + 1:]) for e, f in cands
-                  if (i := next((i for i, s in enumerate(e.slots) if f[i] is None and word in s.choices), None)) is not None]
+                  if (i := _first_open(e, f, word)) is not None]
         if not filled:
             e, f = cands[0]
             open_slots = "; ".join(f"{s.name}={{{','.join(s.choices)}}}" for s, t in zip(e.slots, f) if t is None)
@@ -319,6 +319,11 @@ def resolve_chain(family: str, words: tuple[str, ...], operands: list[Chained], 
         dtype = "uint32" if is_pred else (named[0] if named else accepted[0]) if accepted else "int32"
         literal += [dtype] * n
     return (entry if len(hits) == 1 else None), tokens, marker, literal
+
+
+def _first_open(entry: Entry, filled: tuple, word: str) -> int | None:
+    """The first slot still open that lists ``word`` (TVM's order-free filling)."""
+    return next((i for i, s in enumerate(entry.slots) if filled[i] is None and word in s.choices), None)
 
 
 def _or(numbers: list[int]) -> str:

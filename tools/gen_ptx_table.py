@@ -178,4 +178,5 @@ def main(out: pathlib.Path) -> None:
 
 
 if __name__ == "__main__":
-    main(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent.parent / "ir" / "ptx_table.json"))
+    default = pathlib.Path(__file__).parent.parent / "ir" / "ptx_table.json"
+    main(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else default)

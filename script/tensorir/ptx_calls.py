@@ -54,7 +54,8 @@ def read_ptx_chain(ev: Any, path: str, args: list, kwargs: dict, syn: Any) -> An
         raise ev.error(syn, f"T.{path}(...) takes the operands, pred= and preserve_dst=True|False")
     if any(isinstance(a, str) for a in args):
         raise ev.error(syn, f"T.{path}(...) takes operands only; its modifiers are in its name")
-    if any(isinstance(a, Builtin) and a.path == "ptx.SINK" for a in args):  # (which lanes may sink: not in the table's facts)
+    # (which lanes may sink is not among the table's facts tvms keeps)
+    if any(isinstance(a, Builtin) and a.path == "ptx.SINK" for a in args):
         raise ev.error(syn, "tvms reads the sink T.ptx.SINK in the printed form only: the operand left out, "
                             "its place in the marker (\"s<i>\")")
     values = [a.value if isinstance(a, PtxPred) else a for a in args]
