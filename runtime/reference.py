@@ -37,7 +37,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tvms.ir import expr as E
-from tvms.ir import stmt as S
+from tvms.ir import ptx, stmt as S
 from tvms.ir.buffer import Buffer
 from tvms.ir.dtype import DataType
 from tvms.ir.deep import deep_recursion
@@ -222,6 +222,9 @@ class _Compiler:
         if not isinstance(op, E.Op):  # Module.f(...): the executor runs one PrimFunc at a time
             raise TVMSError(f"the reference executor runs one PrimFunc and cannot call the module's "
                             f"function {getattr(op, 'name_hint', op)!r}")
+        refused = ptx.not_compiled(e, "the reference executor does not run")
+        if refused is not None:
+            raise refused
         if name == "tir.if_then_else":  # lazy: only the chosen branch is evaluated
             c, t, f = (self.src(a) for a in e.args)
             if e.args[0].dtype.lanes > 1:  # (lane by lane, both sides only when the lanes disagree)

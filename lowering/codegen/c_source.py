@@ -18,7 +18,7 @@ import math
 from typing import Any
 
 from ...ir import expr as E
-from ...ir import stmt as S
+from ...ir import ptx, stmt as S
 from ...ir.arith.analyzer import Analyzer
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
@@ -377,6 +377,9 @@ class CSource:
 
     def e_Call(self, e: E.Call) -> str:
         name = e.op.name if isinstance(e.op, E.Op) else None
+        refused = ptx.not_compiled(e, f"the {self.target_name} code generator does not compile")
+        if refused is not None:
+            raise refused
         if name in ("tir.call_extern", "tir.call_pure_extern"):
             return self.call_extern(e.dtype, e.args[0].value, e.args[1:])
         if name in _BITWISE:

@@ -24,8 +24,9 @@ from ...ir import stmt as S
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
+from ...ir.ptx import not_compiled
 from ...ir.registry import get_global_func
-from ...ir.visitor import walk
+from ...ir.visitor import collect, walk
 from .c_source import CSource
 from .cuda_artifact import CudaArtifact, CudaKernel
 from .cuda_async import CP_ASYNC, AsyncCopies
@@ -344,6 +345,10 @@ def codegen_cuda(mod: Any, target: Any, symbol: str) -> CudaArtifact:
     if len(hosts) != 1:
         names = ", ".join(gv.name_hint for gv, _ in hosts) or "none"
         raise TVMSError(f"the cuda code generator expects one host function beside the kernels, found {names}")
+    for call in collect(hosts[0][1].body, E.Call):  # (the host runner would fail at the first call)
+        refused = not_compiled(call, "the cuda code generator does not compile (in the host function)")
+        if refused is not None:
+            raise refused
     source = cuda_source(kernels)
     arch = target_arch(target)
     fmt = "cubin" if arch else "ptx"

@@ -20,7 +20,7 @@ from typing import Any
 from llvmlite import ir
 
 from ...ir import expr as E
-from ...ir import stmt as S
+from ...ir import ptx, stmt as S
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
@@ -328,6 +328,9 @@ class _FunctionCodegen:
         if not isinstance(e.op, E.Op):
             raise TVMSError(f"the llvm target compiles each PrimFunc on its own and cannot call the "
                             f"module's function {getattr(e.op, 'name_hint', e.op)!r}")
+        refused = ptx.not_compiled(e, "the llvm code generator does not compile")
+        if refused is not None:
+            raise refused
         if e.op.name == "tir.if_then_else":
             return self.if_then_else(e)
         if e.op.name in FIXED_POINT:  # T.q_multiply_shift: integer arithmetic

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ...ir import arith, op as op_registry
+from ...ir import arith, op as op_registry, ptx
 from ...ir.buffer import Buffer, BufferRegion
 from ...ir.dtype import SHORTHANDS as DTYPE_SHORTHANDS, DataType, is_dtype_name
 from ...ir.errors import ScriptError, Source, TVMSError
@@ -218,6 +218,11 @@ class ExprEvaluator:
             if base.path == "Buffer":  # the older T.Buffer[(128, 128), "float32"]
                 args = [self.ev(i) for i in syn.indices]
                 return self.call_builtin(base, args, {}, syn)
+            if base.path == "ptx":  # T.ptx["ld.global.b32"]: T.ptx.ld.global_.b32
+                text = self.ev(syn.indices[0]) if len(syn.indices) == 1 else None
+                if not isinstance(text, str) or not text:
+                    raise self.error(syn, "T.ptx[...] takes an instruction's PTX text, e.g. T.ptx[\"ld.global.b32\"]")
+                return Builtin(".".join(["ptx", *(ptx.escape(t) for t in text.split("."))]))
             if base.path == "let":
                 ann = self.ev(syn.indices[0])
                 if isinstance(ann, PointerType):
@@ -465,9 +470,9 @@ class ExprEvaluator:
         if path in statement_builtin_names():
             raise self.error(syn, f"T.{path}(...) cannot be used in an expression")
         namespace = path.split(".")[0]
-        if namespace == "ptx":
-            raise self.error(syn, f"unknown builtin 'T.{path}': of TVM 0.27's PTX dialect (T.ptx.*), tvms "
-                                  f"reads only the cp.async groups of T.ptx.cp")
+        if namespace == "ptx" and ".".join(path.split(".")[:2]) in EXPR_BUILTINS:  # T.ptx.ld.global_.b32(...)
+            from .ptx_calls import read_ptx_chain  # (the construct modules import this one)
+            return read_ptx_chain(self, path, args, kwargs, syn)
         known = ["T." + n for n in all_builtin_names() if n.startswith(namespace + ".")]
         raise self.error(syn, f"unknown builtin 'T.{path}'{did_you_mean('T.' + path, known)}")
 

@@ -113,15 +113,6 @@ def _let_expr(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
     return Let(var, ev.call_arg(value, syn), ev.call_arg(args[0], syn))
 
 
-def _ptx_cp(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
-    """``T.ptx.cp(...)``: the modifiers (its string arguments) name the instruction."""
-    name = op_registry.PTX_CP.get(tuple(a for a in args if isinstance(a, str)))
-    if name is None or kwargs:
-        raise ev.error(syn, 'tvms reads the cp.async groups of T.ptx.cp only: T.ptx.cp("async", '
-                       '"commit_group", "") and T.ptx.cp(n, "async", "wait_group", "")')
-    return ev.intrinsic(op_registry.info_of(op_registry.get_op(name)), args, {}, syn)
-
-
 def _int_value(ev: Any, value: Any, syn: Any) -> int:
     if isinstance(value, IntImm):
         return value.value
@@ -173,7 +164,6 @@ EXPR_BUILTINS.update({
     "Not": _fixed(1, "Not", lambda ev, a, k, s: Not(ev.call_arg(a[0], s))),
     "target": _target,
     "handle": _handle,
-    "ptx.cp": _ptx_cp,
     **{name: _fixed(1 if symbol == "~" else 2, name, _bitwise_builtin(symbol))
        for name, symbol in _BITWISE_BUILTINS.items()},
 })

@@ -1,0 +1,146 @@
+"""TVM 0.27's table-driven PTX dialect (``T.ptx.<family>(operands..., tokens..., marker)``, ir/ptx.py):
+read as TVM reads it (the entry its tokens, operand count and marker choose, the family where TVM
+looks at dtypes too), printed back byte for byte (the goldens are fixtures/tvm027_printing/ptx_*.tvms,
+which TVM 0.27 prints so: test_tvm027_printing.py), refused with a located error when malformed,
+and refused by every code generator and the reference executor, which do not compile it."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from conftest import FIXTURES
+from test_errors import assert_error
+
+import tvms
+from tvms.ir import ptx, structural_equal
+from tvms.ir.errors import TVMSError
+from tvms.ir.expr import Call
+from tvms.ir.visitor import collect
+from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
+
+GOLDENS = FIXTURES / "tvm027_printing"
+
+
+def ptx_ops(name: str) -> list[str]:
+    func = from_source((GOLDENS / name).read_text())
+    return [c.op.name for c in collect(func, Call) if c.op.name.startswith("tirx.ptx.") and c.op.name != ptx.ADDR_OP]
+
+
+def test_a_call_records_the_entry_tvm_chooses() -> None:
+    """The entries TVM 0.27 records for these calls (its IR, read in the side virtualenv): by the
+    tokens (``vote.sync.ballot``), the operand count (``match.all.sync`` with a predicate
+    destination) and the ``.pred`` markers (``bar.red.popc`` against ``bar.red.and``)."""
+    assert ptx_ops("ptx_warp_atomics_barriers.tvms") == [f"tirx.ptx.{n}" for n in (
+        "vote_sync", "vote_sync_ballot", "match_any_sync", "match_all_sync_p", "activemask", "elect_sync",
+        "redux_sync", "redux_sync_bitwise", "atom", "atom_cas", "atom_exch", "atom_half", "bar_red_popc",
+        "bar_red_pred")]
+    assert ptx_ops("ptx_compare_select.tvms") == [f"tirx.ptx.{n}" for n in (
+        "setp", "setp_pq", "setp_bool", "setp_bool_pq", "set", "selp", "slct")]  # (set: by its check)
+    assert ptx_ops("ptx_logic_keyword_families.tvms") == [f"tirx.ptx.{n}" for n in (
+        "and", "or", "xor", "and", "not", "not", "cnot", "lop3", "lop3_bool", "shf", "shl", "shr")]
+
+
+def test_the_dtypes_choose_where_the_tokens_and_the_count_do_not() -> None:
+    """``mov(packed, lo, hi)`` packs and ``mov(lo, hi, packed)`` unpacks (one count, one set of
+    tokens): TVM, and tvms, tell them by the operands' dtypes (a b64 destination or a b32 pair);
+    so a tcgen05.mma whose A is a uint64 shared-memory descriptor, not a uint32 tmem address."""
+    assert ptx_ops("ptx_mov_pack_unpack.tvms") == ["tirx.ptx.mov_pack_b32x2", "tirx.ptx.mov_unpack_b32x2"]
+    assert ptx_ops("ptx_tcgen05_mma.tvms") == ["tirx.ptx.tcgen05_mma_block_scale_block_ss"]
+
+
+def test_a_call_nothing_decides_records_its_family_and_prints_back() -> None:
+    """Two entries of TVM's table take ``tensormap.replace.tile.swizzle_mode.b1024.b32`` with
+    the same operands (TVM refuses the call as ambiguous): tvms records the family."""
+    src = _kernel('T.ptx.tensormap_replace(T.address_of(A[0]), d, "tile", "swizzle_mode", "", "b1024", "b32", "")')
+    func = from_source(src)
+    assert [c.op.name for c in collect(func, Call) if c.op.name.startswith("tirx.ptx")] == [
+        "tirx.ptx.family.tensormap_replace"]
+    assert func.script(dialect="tvm-0.27").endswith(src.split("\n", 4)[-1].rstrip("\n"))
+
+
+def test_tokens_marker_and_addr_are_kept_and_compared() -> None:
+    func = from_source((GOLDENS / "ptx_predicate_keep.tvms").read_text())
+    ld = next(c for c in collect(func, Call) if c.op.name == "tirx.ptx.ld")
+    assert [a.value for a in ld.args[-3:]] == ["", "f32", "pred,keep"]
+    other = from_source((GOLDENS / "ptx_predicate_keep.tvms").read_text().replace('"pred,keep")\n    T.ptx.ex2',
+                                                                                     '"pred")\n    T.ptx.ex2'))
+    assert not structural_equal(func, other)
+    addr = [c for c in collect(from_source((GOLDENS / "ptx_address_offsets.tvms").read_text()), Call)
+            if c.op.name == ptx.ADDR_OP]
+    assert [str(a.dtype) for a in addr] == ["handle", "handle"] and [a.args[1].value for a in addr] == [-16, 16]
+
+
+def test_the_attribute_chain_and_string_spellings_read_as_tvm_reads_them() -> None:
+    """They print in the flat form (the golden's source is fixtures/tvm027_printing/sources/, which
+    TVM prints as the golden): the tokens fill their slots in any order, ``pred=`` and
+    ``preserve_dst=`` become the marker, ``T.ptx.pred(x)`` a ``p<i>``, a literal takes its
+    operand's dtype (``T.uint32(1)``); the entries are those TVM 0.27's IR records."""
+    assert ptx_ops("sources/ptx_chain_and_string_spellings.tvms") == [f"tirx.ptx.{n}" for n in (
+        "ld", "st", "red", "mov_pack_b32x2", "mov_unpack_b32x2", "not", "ex2", "ld", "not", "not", "st")]
+
+
+def test_the_cp_async_groups_still_read_as_the_instructions_tvms_compiles() -> None:
+    src = _kernel('T.ptx.cp("async", "commit_group", "")\n    T.ptx.cp(0, "async", "wait_group", "")\n'
+                  '    T.ptx.cp("async", "bulk", "commit_group", "")\n    T.ptx.cp.async_.wait_group(1)')
+    func = from_source(src)
+    assert [c.op.name for c in collect(func, Call)] == [
+        "tir.ptx.cp_async_commit_group", "tir.ptx.cp_async_wait_group", "tirx.ptx.cp_async_bulk_commit_group",
+        "tir.ptx.cp_async_wait_group"]
+    assert func.script(dialect="tvm-0.27").endswith('    T.ptx.cp(1, "async", "wait_group", "")')
+
+
+def _kernel(body: str) -> str:
+    return ('# from tvm.script import tirx as T\n\n@T.prim_func\ndef f(A: T.Buffer((8,), "uint32")):\n'
+            f'    d: T.uint32\n    {body}\n')
+
+
+@pytest.mark.parametrize("call, col, message", [
+    ('T.ptx.lld(d, A[0], "b32", "")', 5, "unknown builtin 'T.ptx.lld'; did you mean 'T.ptx.ld'?"),
+    ('T.ptx.mov(d, A[0], "b33", "")', 5, "'b33' is a modifier of no slot of T.ptx.mov"),
+    ('T.ptx.mov(d, A[0], "", "b32", "")', 5, "T.ptx.mov takes 1 modifier token before its marker, got 2"),
+    ('T.ptx.mov(d, A[0], "b32", "pred;p1")', 5, "malformed T.ptx marker 'pred;p1'"),
+    ('T.ptx.mov(d, A[0], "b32", "p1,p1")', 5, "malformed T.ptx marker 'p1,p1'"),
+    ('T.ptx.mov(d, "b32", "")', 5, "no instruction of T.ptx.mov takes 1 operand with the marker '' and these "
+                                   "modifiers (it takes 2 or 3)"),
+    ('T.ptx.mov(d, A[0], "b32", "p1")', 5, "no instruction of T.ptx.mov takes 2 operands with the marker 'p1'"),
+    ('T.ptx.mov(d, A[0])', 5, "T.ptx.mov(...) names no modifiers: write them after the operands"),
+    ('T.ptx.mov(d, "b32", A[0], "")', 5, "the operands of T.ptx.mov come before its modifier tokens"),
+    ('T.ptx.mov(d, A[0], "b32", "", pred=True)', 5, "T.ptx.mov(...) takes no keyword arguments"),
+    # the attribute-chain and string spellings
+    ('T.ptx.mov.b33(d, A[0])', 5, "'b33' is not a modifier of T.ptx.mov here; open slots: type={b32}"),
+    ('T.ptx.ld.global_.global_.b32(d, T.address_of(A[0]))', 5, "'global' is not a modifier of T.ptx.ld here"),
+    ('T.ptx.mov.b32(d, A[0], "x")', 5, "T.ptx.mov.b32(...) takes operands only; its modifiers are in its name"),
+    ('T.ptx.mov.b32(d, A[0], foo=1)', 5, "T.ptx.mov.b32(...) takes the operands, pred= and preserve_dst=True|False"),
+    ('T.ptx[1](d)', 5, "T.ptx[...] takes an instruction's PTX text"),
+    ('T.ptx["st.global.b32"](T.address_of(A[0]))', 5,
+     "no instruction of T.ptx.st takes these operands: st: takes 2 operands, got 1; st_vec: missing modifier(s) vec"),
+    ('T.ptx.not_.b32(d, T.ptx.pred(d))', 5, "not: its .pred operands are none (a bool, or T.ptx.pred(x))"),
+    ('T.ptx.mov.b64(d, T.ptx.SINK, A[0])', 5, "tvms reads the sink T.ptx.SINK in the printed form only"),
+    ('T.ptx.cp("async", "bulk_group", "")', 5, "T.ptx.cp takes no modifiers ('async', 'bulk_group') in this order"),
+    ('T.ptx.set(d, d, d, "lo", "", "u32", "f32", "")', 5,
+     "TVM's PTX table refuses the modifiers ('lo', '', 'u32', 'f32') of T.ptx.set together"),
+    ('d = T.ptx.addr(A.data)', 9, "T.ptx.addr takes a base address and a byte offset"),
+])
+def test_a_malformed_call_is_a_located_error(call: str, col: int, message: str) -> None:
+    assert_error(_kernel(call), 6, col, re.escape(message))
+
+
+@pytest.mark.parametrize("golden, family, text", [
+    ("ptx_address_offsets.tvms", "ld", "ld.global.b32"),  # (no thread launched: in the host function)
+    ("ptx_warp_atomics_barriers.tvms", "vote_sync", "vote.sync.all.pred"),  # (in a kernel)
+])
+def test_no_code_generator_and_not_the_reference_executor_compile_it(golden: str, family: str, text: str) -> None:
+    """Not a crash, not wrong code: each names the instruction as PTX spells it."""
+    func = from_source((GOLDENS / golden).read_text())
+    what = re.escape(f"TVM 0.27's PTX instruction T.ptx.{family} ({text})")
+    cuda = r"the cuda code generator does not compile( \(in the host function\))? "
+    with pytest.raises(TVMSError, match=cuda + what):
+        tvms.build(func, target="cuda")
+    if family == "ld":  # (the llvm target takes no kernel)
+        with pytest.raises(TVMSError, match=re.escape("the llvm code generator does not compile ") + what):
+            tvms.build(func, target="llvm")
+    args = [np.zeros([n.value for n in b.shape], str(b.dtype)) for b in func.buffer_map.values()]
+    with pytest.raises(TVMSError, match=re.escape("the reference executor does not run ") + what):
+        run_prim_func(func, *args)
