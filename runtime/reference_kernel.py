@@ -10,7 +10,7 @@ thread binding only reads the thread's index from ``_ix``. In that function:
 * ``shared`` allocations come from the block (``_blk.shared``), ``warp`` ones from the warp;
   ``local`` ones are the thread's own, and so are non-global buffers allocated outside the launch
   (scheduled TensorIR allocates them at the root block; lowering moves them in);
-* ``T.tvm_storage_sync``, the warp shuffles, ``T.tvm_warp_activemask``,
+* ``T.tvm_storage_sync`` (and ``T.cuda.cta_sync`` / ``warp_sync``), the warp shuffles, ``T.tvm_warp_activemask``,
   ``T.tvm_thread_allreduce`` and the warp-wide PTX instructions (``T.ptx_legacy.mma`` and
   ``ldmatrix``) become ``yield``s of requests to the block's scheduler; the PTX intrinsics each
   thread runs alone (``T.cuda.mma_fill_legacy``, ``mma_store_legacy``, a transposed 8-bit
@@ -76,9 +76,12 @@ def _shared_accesses(stmt: Any) -> tuple[set, set]:
 
 
 def _has_sync(stmt: Any) -> bool:
-    """Whether ``stmt`` has a ``T.tvm_storage_sync`` (then ThreadSync has placed its barriers)."""
-    return any(isinstance(n, E.Call) and getattr(n.op, "name", None) == "tir.tvm_storage_sync"
-               for n in walk(stmt))
+    """Whether ``stmt`` has a ``T.tvm_storage_sync`` or a ``T.cuda.cta_sync`` (then ThreadSync, or
+    whoever wrote the kernel, has placed its barriers)."""
+    return any(isinstance(n, E.Call) and getattr(n.op, "name", None) in _BARRIERS for n in walk(stmt))
+
+
+_BARRIERS = ("tir.tvm_storage_sync", "tir.cuda.cta_sync")
 
 
 def _sync_stmt() -> S.Evaluate:
@@ -371,6 +374,8 @@ class KernelCodegen:
                 return self.wait(gpu.WARP_SYNC, stmt)
             raise TVMSError(f"the reference executor runs one GPU block at a time and cannot "
                             f"synchronise {scope!r} memory across blocks")
+        if name in ("tir.cuda.cta_sync", "tir.cuda.warp_sync") and k is not None:  # (__syncthreads, __syncwarp)
+            return self.wait(gpu.BARRIER if name == "tir.cuda.cta_sync" else gpu.WARP_SYNC, k.current)
         if name in reference_wmma.CALLS:
             if k is None:
                 raise TVMSError(f"{name[4:]} outside a GPU kernel (no thread launch encloses it)")
