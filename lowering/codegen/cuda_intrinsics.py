@@ -62,6 +62,7 @@ HELPERS: dict[str, Helper] = dict([
          "return __reduce_min_sync(mask, value);", "tvm_builtin_reduce_min_sync_u32"),
     _row("elect_sync", "()", "uint32_t", "return tvm_builtin_elect_one_sync();", "tvm_builtin_elect_one_sync_op",
          tag="elect_one_sync"),
+    _row("cluster_sync", "()", "void", 'asm("barrier.cluster.arrive.aligned;");\n    asm("barrier.cluster.wait.aligned;");'),
     _row("warpgroup_sync", "(int name_bar_id)", "void", 'asm volatile("bar.sync %0, 128;" : : "r"(name_bar_id));'),
     _row("clock64", "()", "unsigned long long", "return clock64();", "tvm_builtin_clock64"),
     _row("nano_sleep", "(uint64_t time)", "void", "__nanosleep(time);"),

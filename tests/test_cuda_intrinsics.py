@@ -1,0 +1,106 @@
+"""TVM 0.27's CUDA device intrinsics (``T.cuda.*``): read and printed as TVM prints them (the
+texts fixtures/tvm027_printing/cuda_intrinsics_*.tvms, checked by test_tvm027_printing), rendered
+as TVM's CUDA code generator renders them (fixtures/cuda_intrinsics: kernels and the CUDA C TVM
+wrote for them, generate_with_tvm.py) and compiled by NVRTC, run on the reference executor, and
+refused by name where tvms has no form for them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvms
+from tvms.ir.errors import TVMSError
+from tvms.lowering.codegen.cuda import cuda_source, kernels_of
+from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
+
+from conftest import FIXTURES
+from cuda_support import assert_compiles
+
+GOLDEN = FIXTURES / "cuda_intrinsics"
+
+
+def rendered(case: str) -> str:
+    return cuda_source(kernels_of(from_source((GOLDEN / f"{case}.tvms").read_text(), f"{case}.tvms")))
+
+
+def helpers_and_kernels(source: str) -> tuple[str, set[str], str]:
+    """The preamble, the helper definitions (TVM writes them in the order of a hash table: compared
+    as a set) and the kernels of a CUDA source."""
+    kernels = source.index('extern "C"')
+    first = source.index("\n__", source.index("#define ushort"))
+    return source[:first], set(source[first:kernels].strip("\n").split("\n\n")), source[kernels:]
+
+
+@pytest.mark.parametrize("case", ["sm80", "sm90"])
+def test_cuda_source_is_tvms(case: str) -> None:
+    assert helpers_and_kernels(rendered(case)) == helpers_and_kernels((GOLDEN / f"{case}.cu").read_text())
+
+
+def test_nvrtc_compiles_them() -> None:
+    assert_compiles(rendered("sm80"))
+    assert_compiles(rendered("sm90"), archs=("sm_90",))
+
+
+def test_a_uint64_constant_is_written_with_its_suffix() -> None:
+    # (TVM writes (uint64_t)1ULL; without the suffix a constant above 2**63 is out of range)
+    assert "tvm_builtin_cuda_nano_sleep((uint64_t)1ULL);" in rendered("sm80")
+
+
+REFERENCE = """
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "uint64"), C: T.Buffer((64,), "float32")):
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 32)
+    smem = T.alloc_shared((32,))
+    smem[tx] = A[bx * 32 + tx]
+    T.cuda.cta_sync()
+    T.cuda.thread_fence()
+    B[bx * 32 + tx] = T.cuda.make_float2(smem[31 - tx], smem[tx])
+    C[bx * 32 + tx] = T.cuda.float2_x(B[bx * 32 + tx]) - T.cuda.uint_as_float(T.cuda.float_as_uint(T.cuda.float2_y(B[bx * 32 + tx])))
+"""
+
+
+def test_the_reference_executor_runs_them_as_a_gpu_does() -> None:
+    a = np.random.default_rng(0).standard_normal(64).astype("float32")
+    b, c = np.zeros(64, "uint64"), np.zeros(64, "float32")
+    run_prim_func(from_source(REFERENCE), a, b, c)
+    reversed_a = a.reshape(2, 32)[:, ::-1].reshape(64)
+    np.testing.assert_array_equal(b.view("float32").reshape(64, 2), np.stack([reversed_a, a], axis=1))
+    np.testing.assert_array_equal(c, reversed_a - a)
+
+
+def test_a_kernel_with_cta_sync_gets_no_other_barrier() -> None:
+    """A kernel that places its own barriers (T.cuda.cta_sync) gets none from the executor: one
+    that writes the shared array again while other threads may still read it has a race (as it
+    has on a GPU), which the executor names."""
+    racy = REFERENCE.replace("    C[bx", "    smem[tx] = T.float32(0)\n    C[bx")
+    with pytest.raises(TVMSError, match="since the last barrier"):
+        run_prim_func(from_source(racy), np.zeros(64, "float32"), np.zeros(64, "uint64"), np.zeros(64, "float32"))
+
+
+KERNEL = """
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(out: T.Buffer((32,), "int32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    {}
+"""
+
+
+def test_intrinsics_without_a_form_are_refused_by_name() -> None:
+    func = from_source(KERNEL.format('T.cuda.iket.mark("start")'))
+    with pytest.raises(TVMSError, match=r"T\.cuda\.iket\.mark"):
+        run_prim_func(func, np.zeros(32, "int32"))
+    with pytest.raises(TVMSError, match=r"the cuda code generator does not compile T\.cuda\.iket\.mark"):
+        tvms.build(func, target="cuda -arch=sm_80")
+
+
+def test_result_types_follow_tvm() -> None:
+    func = from_source(KERNEL.format('out[tx] = T.Cast("int32", T.cuda.mov_sreg(64, "globaltimer") + '
+                                     'T.cuda.func_call("f", tx, source_code="", return_type="int64"))'))
+    value = func.body.body.value.value  # (the store's cast's operand)
+    assert str(value.dtype) == "int64" and str(value.a.dtype) == "int64" and str(value.b.dtype) == "int64"
