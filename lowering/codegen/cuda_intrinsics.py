@@ -47,6 +47,7 @@ def _row(op: str, params: str, returns: str, body: str, name: str | None = None,
 
 
 _PACK2 = "    return *reinterpret_cast<unsigned long long*>(&result);"
+_UNPACK_BF2 = "    return *reinterpret_cast<unsigned int*>(&{});"
 HELPERS: dict[str, Helper] = dict([
     _row("cta_sync", "()", "void", "__syncthreads();"),
     _row("warp_sync", "()", "void", "__syncwarp();"),
@@ -91,6 +92,19 @@ HELPERS: dict[str, Helper] = dict([
     _row("fadd2_rn", "(unsigned long long a, unsigned long long b)", "unsigned long long",
          "float2 lhs = *reinterpret_cast<float2*>(&a);\n    float2 rhs = *reinterpret_cast<float2*>(&b);\n"
          "    float2 result = __fadd2_rn(lhs, rhs);\n" + _PACK2, "tvm_builtin_fadd2_rn"),
+    _row("float22bfloat162_rn", "(float x, float y)", "unsigned int",
+         "__nv_bfloat162 value = __float22bfloat162_rn(make_float2(x, y));\n" + _UNPACK_BF2.format("value"),
+         "tvm_builtin_float22bfloat162_rn", tag="bf16"),
+    _row("float22bfloat162_rn_from_float2", "(unsigned long long packed)", "unsigned int",
+         "float2 value = *reinterpret_cast<float2*>(&packed);\n    __nv_bfloat162 result = __float22bfloat162_rn(value);\n"
+         + _UNPACK_BF2.format("result"), "tvm_builtin_float22bfloat162_rn_from_float2", tag="bf16"),
+    _row("bfloat1622float2", "(unsigned int packed)", "unsigned long long",
+         "__nv_bfloat162 value;\n    *reinterpret_cast<unsigned int*>(&value) = packed;\n"
+         "    float2 result = __bfloat1622float2(value);\n" + _PACK2, "tvm_builtin_bfloat1622float2", tag="bf16"),
+    *(_row(f"h{which}2", "(unsigned int a, unsigned int b)", "unsigned int",
+           "__nv_bfloat162 lhs;\n    __nv_bfloat162 rhs;\n    *reinterpret_cast<unsigned int*>(&lhs) = a;\n"
+           f"    *reinterpret_cast<unsigned int*>(&rhs) = b;\n    __nv_bfloat162 result = __h{which}2(lhs, rhs);\n"
+           + _UNPACK_BF2.format("result"), f"tvm_builtin_h{which}2", tag="bf16") for which in ("min", "max")),
     _row("half2float", "(half src)", "float", "return __half2float(src);", tag="fp16"),
     _row("bfloat162float", "(nv_bfloat16 src)", "float", "return __bfloat162float(src);", tag="bf16"),
     _row("float22half2", "(void* dst, void* src)", "void",
@@ -103,6 +117,47 @@ HELPERS: dict[str, Helper] = dict([
          "float2* source = (float2*) src_addr;\n    half2* dest = (half2*) dst_addr;\n"
          "    for (int i = 0; i < 4; i++) {\n        dest[i] = __float22half2_rn(source[i]);\n    }", tag="fp16"),
 ])
+
+# warp_reduce / cta_reduce: how a partial result takes in another, and the identity that pads the
+# partial results of the warps beyond the block's
+_REDUCTIONS = {"sum": ("val += shuffled;", "T(0)"), "max": ("val = max(val, shuffled);", "-INFINITY"),
+               "min": ("val = min(val, shuffled);", "INFINITY")}
+
+# T.cuda.ldg's C types (a scalar load through the read-only cache), and their suffixes in its name
+_LDG_TYPES = {"int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short",
+              "int32": "int", "uint32": "unsigned int", "int64": "long long", "uint64": "unsigned long long",
+              "float16": "half", "bfloat16": "nv_bfloat16", "float32": "float", "float64": "double"}
+
+
+def _warp_reduce(name: str, width: int, step: str) -> str:
+    """A butterfly of XOR shuffles over ``width`` lanes (every lane ends with the whole result)."""
+    return (f"\ntemplate <typename T>\n__forceinline__ __device__ T {name}(T val) {{\n    #pragma unroll\n"
+            f"    for (int mask = {width} >> 1; mask > 0; mask >>= 1) {{\n"
+            "        T shuffled = __shfl_xor_sync(0xFFFFFFFF, val, mask);\n"
+            f"        {step}\n    }}\n    return val;\n}}\n")
+
+
+def _cta_reduce(name: str, warp: str, num_warps: int, identity: str) -> str:
+    """Each warp reduces, lane 0 of each writes to ``scratch``, warp 0 reduces those; all read it."""
+    return ("template <typename T>\n"
+            f"__forceinline__ __device__ T {name}(T val, void* scratch_raw) {{\n"
+            "    T* scratch = reinterpret_cast<T*>(scratch_raw);\n"
+            f"    val = {warp}(val);\n"
+            "    int tid = threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;\n"
+            "    int warp_id = tid / 32;\n    int lane_id = tid % 32;\n"
+            "    if (lane_id == 0) scratch[warp_id] = val;\n    __syncthreads();\n    if (warp_id == 0) {\n"
+            f"        T partial = (lane_id < {num_warps}) ? scratch[lane_id] : {identity};\n"
+            f"        partial = {warp}(partial);\n"
+            "        if (lane_id == 0) scratch[0] = partial;\n    }\n    __syncthreads();\n    return scratch[0];\n}\n")
+
+
+def _power_of_two(call: E.Call, i: int, what: str, low: int, high: int) -> int:
+    value = getattr(call.args[i], "value", None)
+    if not isinstance(value, int) or not low <= value <= high or value & (value - 1):
+        raise TVMSError(f"T.{op_registry.info_of(call.op).script_name}'s {what} is a constant power of two "
+                        f"from {low} to {high}, not {call.args[i]}")
+    return value
+
 
 # the C types of printf's arguments, by data type (narrow integers and bools promote to int)
 _PRINTF_TYPES = {"float32": "float", "float64": "double", "int8": "int", "int16": "int", "int32": "int",
@@ -131,6 +186,10 @@ class CudaIntrinsics:
             helper, args = self._printf(call), call.args[1:]
         elif name == "tir.cuda.func_call":
             return self._func_call(call)
+        elif name in ("tir.cuda.warp_reduce", "tir.cuda.cta_reduce", "tir.cuda.ldg"):
+            function, args = {"tir.cuda.warp_reduce": self._warp_reduce, "tir.cuda.cta_reduce": self._cta_reduce,
+                              "tir.cuda.ldg": self._ldg}[name](call)
+            return f"{function}({', '.join(self.expr(a) for a in args)})"
         if helper is None:
             raise TVMSError(f"the cuda code generator does not compile T.{op_registry.info_of(call.op).script_name}")
         if helper.tag:
@@ -161,6 +220,41 @@ class CudaIntrinsics:
         body = f"    printf({json.dumps(fmt)}{passed});"
         # (not inlined, as TVM writes it: printf's stack frame stays out of the kernel)
         return Helper(name, f"({params})", "void", body, inline=False)
+
+    def _reduction(self, call: E.Call) -> tuple[str, str]:
+        op = _string(call, 1, "its reduction (sum, max or min)")
+        if op not in _REDUCTIONS:
+            raise TVMSError(f"T.{op_registry.info_of(call.op).script_name} reduces by sum, max or min, not {op!r}")
+        return op, *_REDUCTIONS[op]
+
+    def _warp_reduce(self, call: E.Call) -> tuple[str, tuple]:
+        op, step, _ = self._reduction(call)
+        width = _power_of_two(call, 2, "width", 2, 32)
+        name = f"tvm_builtin_cuda_warp_reduce_{op}_{width}"
+        self.helpers.setdefault(name, _warp_reduce(name, width, step))
+        return name, call.args[:1]
+
+    def _cta_reduce(self, call: E.Call) -> tuple[str, tuple]:
+        op, step, identity = self._reduction(call)
+        num_warps = _power_of_two(call, 2, "number of warps", 1, 32)
+        warp, name = f"tvm_builtin_cuda_warp_reduce_{op}_32", f"tvm_builtin_cuda_cta_reduce_{op}_{num_warps}"
+        # (TVM writes the warp's reduction into the block's helper, without a line between them)
+        self.helpers.setdefault(name, _warp_reduce(warp, 32, step) + _cta_reduce(name, warp, num_warps, identity))
+        return name, (call.args[0], call.args[3])
+
+    def _ldg(self, call: E.Call) -> tuple[str, tuple]:
+        if len(call.args) != 2:
+            raise TVMSError("the cuda code generator does not compile T.cuda.ldg's vector form")
+        dtype = _string(call, 1, "the loaded data type")
+        if dtype not in _LDG_TYPES:
+            raise TVMSError(f"T.cuda.ldg cannot load a {dtype}")
+        suffix = dtype.replace("float", "f").replace("uint", "u").replace("int", "i")
+        name = f"tvm_builtin_cuda_ldg_{suffix}"
+        self.helpers.setdefault(name, Helper(name, "(void* src)", _LDG_TYPES[dtype],
+                                             f"    return __ldg(reinterpret_cast<const {_LDG_TYPES[dtype]}*>(src));").definition())
+        if dtype in ("float16", "bfloat16"):
+            self.tags.add("fp16" if dtype == "float16" else "bf16")
+        return name, call.args[:1]
 
     def _func_call(self, call: E.Call) -> str:
         name = _string(call, 0, "the function's name")
