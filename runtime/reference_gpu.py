@@ -21,7 +21,9 @@ scheduler, ``(kind, site, *payload)``:
 * ``WMMA``: a tensor-core call, run once when every running lane of the warp has reached it
   (``reference_wmma``);
 * ``PTX``: ``mma.sync`` or ``ldmatrix`` (``T.ptx_legacy.*``), run once when every lane of the
-  warp has reached it, each lane with its own fragment registers and addresses (``reference_ptx``).
+  warp has reached it, each lane with its own fragment registers and addresses (``reference_ptx``);
+* ``WARP_VOTE``: CUDA's warp votes and reductions (``T.cuda.ballot_sync``, ``any_sync``,
+  ``reduce_add_sync_u32``, ``reduce_min_sync_u32``, ``warp_reduce``), answered as the shuffles.
 
 A kernel without any such point is a plain function, run thread after thread (the fast path).
 Otherwise ``run_block`` runs the threads of a block round-robin: each runs until it waits, and
@@ -47,8 +49,8 @@ from tvms.ir.errors import TVMSError
 
 from . import reference_ptx, reference_wmma
 
-BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA, PTX = range(9)
-_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, WMMA, PTX)
+BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA, PTX, WARP_VOTE = range(10)
+_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, WMMA, PTX, WARP_VOTE)
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 CLOCK_STEP = 1 << 24  # more than the threads of any block
@@ -388,9 +390,47 @@ def _answer_warps(block: Block, waits: list, replies: list) -> list:
             for t in members:
                 replies[t] = None
             released += members
+        elif kind == WARP_VOTE:
+            released += _vote(lanes, running[warp], waits, replies)
         else:
             released += _shuffle(kind, lanes, running[warp], waits, replies)
     return sorted(released)
+
+
+_BUTTERFLY = {"sum": lambda a, b: a + b, "max": max, "min": min}
+
+
+def _vote(lanes: dict, running: set, waits: list, replies: list) -> list:
+    """Answer the lanes of one warp at one vote, ``(op, mask, value, width)``, once the mask's
+    running lanes are all there: a ballot of the lanes (of the mask) whose value is not zero,
+    whether any is, the sum or minimum of their unsigned values, or (``sum``/``max``/``min``)
+    the butterfly of XOR shuffles over ``width`` lanes that T.cuda.warp_reduce is, in its order."""
+    done = []
+    for lane, t in lanes.items():
+        _, _, op, mask, value, width = waits[t]
+        mask, width = int(mask), int(width)
+        if any(mask >> other & 1 and other not in lanes for other in running):
+            continue
+        voters = {other: waits[u][4] for other, u in lanes.items() if mask >> other & 1}
+        if op == "ballot":
+            replies[t] = np.uint32(sum(1 << other for other, v in voters.items() if v))
+        elif op == "any":
+            replies[t] = np.int32(any(voters.values()))
+        elif op == "add":
+            replies[t] = np.uint32(sum(int(v) for v in voters.values()) & 0xFFFFFFFF)
+        elif op == "min":
+            replies[t] = np.uint32(min(int(v) for v in voters.values()))
+        else:
+            base = lane - lane % width
+            values = {i: voters.get(base + i, value * np.nan if isinstance(value, (np.floating, float)) else value)
+                      for i in range(width)}
+            step = width >> 1
+            while step:
+                values = {i: _BUTTERFLY[op](values[i], values[i ^ step]) for i in values}
+                step >>= 1
+            replies[t] = values[lane - base]
+        done.append(t)
+    return done
 
 
 def _shuffle(kind: int, lanes: dict, running: set, waits: list, replies: list) -> list:

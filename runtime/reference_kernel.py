@@ -49,6 +49,9 @@ from .tir_values import cast_value, numpy_dtype
 _SHUFFLES = {"tir.tvm_warp_shuffle": gpu.SHUFFLE, "tir.tvm_warp_shuffle_up": gpu.SHUFFLE_UP,
              "tir.tvm_warp_shuffle_down": gpu.SHUFFLE_DOWN}
 _SHARED = ("shared", "shared.dyn")
+# T.cuda.*'s warp votes and reductions: (the vote, the positions of its mask and its value)
+_VOTES = {"tir.cuda.ballot_sync": ("ballot", 0, 1), "tir.cuda.any_sync": ("any", 0, 1),
+          "tir.cuda.reduce_add_sync_u32": ("add", 0, 1), "tir.cuda.reduce_min_sync_u32": ("min", 0, 1)}
 
 
 def _scope(data: E.Var) -> str:
@@ -376,6 +379,15 @@ class KernelCodegen:
                             f"synchronise {scope!r} memory across blocks")
         if name in ("tir.cuda.cta_sync", "tir.cuda.warp_sync") and k is not None:  # (__syncthreads, __syncwarp)
             return self.wait(gpu.BARRIER if name == "tir.cuda.cta_sync" else gpu.WARP_SYNC, k.current)
+        if name in _VOTES or name == "tir.cuda.warp_reduce":
+            if k is None:
+                raise TVMSError(f"T.{name[4:]} outside a GPU kernel (no thread launch encloses it)")
+            if name == "tir.cuda.warp_reduce":  # (value, "sum"/"max"/"min", width): all 32 lanes take part
+                payload = (repr(e.args[1].value), "0xFFFFFFFF", self.src(e.args[0]), self.src(e.args[2]))
+            else:
+                vote, mask, value = _VOTES[name]
+                payload = (repr(vote), self.src(e.args[mask]), self.src(e.args[value]), "32")
+            return self.wait(gpu.WARP_VOTE, k.current, payload)
         if name in reference_wmma.CALLS:
             if k is None:
                 raise TVMSError(f"{name[4:]} outside a GPU kernel (no thread launch encloses it)")

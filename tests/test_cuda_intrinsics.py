@@ -75,6 +75,31 @@ def test_the_reference_executor_runs_them_as_a_gpu_does() -> None:
     np.testing.assert_array_equal(c, reversed_a - a)
 
 
+VOTES = """
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), V: T.Buffer((64,), "uint32"), B: T.Buffer((64,), "float32"), C: T.Buffer((64,), "uint32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    B[tx] = T.cuda.warp_reduce(A[tx], "sum", 32) + T.cuda.warp_reduce(A[tx], "max", 8)
+    C[tx] = T.cuda.ballot_sync(T.uint32(4294967295), T.Cast("int32", V[tx] % T.uint32(3) == T.uint32(0))) + T.Cast("uint32", T.cuda.any_sync(T.uint32(4294967295), T.Cast("int32", V[tx] == T.uint32(100)))) + T.cuda.reduce_add_sync_u32(T.uint32(4294967295), V[tx]) + T.cuda.reduce_min_sync_u32(T.uint32(65535), V[tx])
+"""
+
+
+def test_warp_votes_and_reductions_on_the_reference_executor() -> None:
+    rng = np.random.default_rng(1)
+    a, v = rng.integers(-8, 8, 64).astype("float32"), rng.integers(0, 1000, 64).astype("uint32")
+    v[5] = 100  # (warp 0 has a lane that votes yes to any_sync; warp 1 none)
+    b, c = np.zeros(64, "float32"), np.zeros(64, "uint32")
+    run_prim_func(from_source(VOTES), a, v, b, c)
+    np.testing.assert_array_equal(b, np.repeat(a.reshape(2, 32).sum(1), 32) + np.repeat(a.reshape(8, 8).max(1), 8))
+    warps = v.reshape(2, 32).astype("uint64")
+    ballot = [sum(1 << i for i in range(32) if w[i] % 3 == 0) for w in warps]
+    expected = [(ballot[g] + int((w == 100).any()) + int(w.sum()) + int(w[:16].min())) & 0xFFFFFFFF  # (mask: lanes 0-15)
+                for g, w in enumerate(warps)]
+    np.testing.assert_array_equal(c, np.repeat(np.array(expected, "uint32"), 32))
+
+
 def test_a_kernel_with_cta_sync_gets_no_other_barrier() -> None:
     """A kernel that places its own barriers (T.cuda.cta_sync) gets none from the executor: one
     that writes the shared array again while other threads may still read it has a race (as it
