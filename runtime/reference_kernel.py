@@ -379,6 +379,11 @@ class KernelCodegen:
                             f"synchronise {scope!r} memory across blocks")
         if name in ("tir.cuda.cta_sync", "tir.cuda.warp_sync") and k is not None:  # (__syncthreads, __syncwarp)
             return self.wait(gpu.BARRIER if name == "tir.cuda.cta_sync" else gpu.WARP_SYNC, k.current)
+        if name == "tir.cuda.thread_rank" and k is not None:  # (the thread's number in its block)
+            return "np.int32(_me)"
+        if name == "tir.cuda.grid_sync" and k is not None:
+            raise TVMSError("the reference executor runs one GPU block at a time and cannot wait for the "
+                            "grid (T.cuda.grid_sync)")
         if name in _VOTES or name == "tir.cuda.warp_reduce":
             if k is None:
                 raise TVMSError(f"T.{name[4:]} outside a GPU kernel (no thread launch encloses it)")

@@ -100,6 +100,22 @@ def test_warp_votes_and_reductions_on_the_reference_executor() -> None:
     np.testing.assert_array_equal(c, np.repeat(np.array(expected, "uint32"), 32))
 
 
+def test_thread_rank_is_the_threads_number_in_its_block() -> None:
+    func = from_source("""
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(out: T.Buffer((2, 32), "int32")):
+    bx = T.launch_thread("blockIdx.x", 2)
+    ty = T.launch_thread("threadIdx.y", 2)
+    tx = T.launch_thread("threadIdx.x", 16)
+    out[bx, tx * 2 + ty] = T.cuda.thread_rank()
+""")
+    out = np.zeros((2, 32), "int32")
+    run_prim_func(func, out)  # (threadIdx.x runs fastest: thread (x, y) is y * 16 + x)
+    np.testing.assert_array_equal(out, np.tile(np.arange(32).reshape(2, 16).T.reshape(32), (2, 1)))
+
+
 def test_a_kernel_with_cta_sync_gets_no_other_barrier() -> None:
     """A kernel that places its own barriers (T.cuda.cta_sync) gets none from the executor: one
     that writes the shared array again while other threads may still read it has a race (as it

@@ -10,8 +10,7 @@ defined after the preamble, with the cp.async ones (``cuda_async``).
 * ``T.cuda.func_call(name, args..., source_code=...)`` calls ``name``, defined by ``source_code``.
 
 The intrinsics without a direct CUDA form here (the IKET annotations, the profiler's timers, the
-tensor-core descriptors, the mbarrier waits, those needing cooperative groups or fp8 headers, ...)
-are refused by name.
+tensor-core descriptors, the mbarrier waits, those needing fp8 headers, ...) are refused by name.
 """
 from __future__ import annotations
 
@@ -65,6 +64,10 @@ HELPERS: dict[str, Helper] = dict([
          tag="elect_one_sync"),
     _row("cluster_sync", "()", "void", 'asm("barrier.cluster.arrive.aligned;");\n    asm("barrier.cluster.wait.aligned;");'),
     _row("warpgroup_sync", "(int name_bar_id)", "void", 'asm volatile("bar.sync %0, 128;" : : "r"(name_bar_id));'),
+    _row("thread_rank", "()", "int", "namespace cg = cooperative_groups;\n    return cg::this_thread_block().thread_rank();",
+         tag="cooperative_groups"),
+    _row("grid_sync", "()", "void", "namespace cg = cooperative_groups;\n    cg::this_grid().sync();",
+         tag="cooperative_groups"),
     _row("clock64", "()", "unsigned long long", "return clock64();", "tvm_builtin_clock64"),
     _row("nano_sleep", "(uint64_t time)", "void", "__nanosleep(time);"),
     _row("trap_when_assert_failed", "(bool cond)", "void",
