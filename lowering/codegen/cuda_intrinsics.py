@@ -62,9 +62,11 @@ HELPERS: dict[str, Helper] = dict([
          "return __reduce_min_sync(mask, value);", "tvm_builtin_reduce_min_sync_u32"),
     _row("elect_sync", "()", "uint32_t", "return tvm_builtin_elect_one_sync();", "tvm_builtin_elect_one_sync_op",
          tag="elect_one_sync"),
-    _row("cluster_sync", "()", "void", 'asm("barrier.cluster.arrive.aligned;");\n    asm("barrier.cluster.wait.aligned;");'),
+    _row("cluster_sync", "()", "void",
+         'asm("barrier.cluster.arrive.aligned;");\n    asm("barrier.cluster.wait.aligned;");'),
     _row("warpgroup_sync", "(int name_bar_id)", "void", 'asm volatile("bar.sync %0, 128;" : : "r"(name_bar_id));'),
-    _row("thread_rank", "()", "int", "namespace cg = cooperative_groups;\n    return cg::this_thread_block().thread_rank();",
+    _row("thread_rank", "()", "int",
+         "namespace cg = cooperative_groups;\n    return cg::this_thread_block().thread_rank();",
          tag="cooperative_groups"),
     _row("grid_sync", "()", "void", "namespace cg = cooperative_groups;\n    cg::this_grid().sync();",
          tag="cooperative_groups"),
@@ -99,7 +101,8 @@ HELPERS: dict[str, Helper] = dict([
          "__nv_bfloat162 value = __float22bfloat162_rn(make_float2(x, y));\n" + _UNPACK_BF2.format("value"),
          "tvm_builtin_float22bfloat162_rn", tag="bf16"),
     _row("float22bfloat162_rn_from_float2", "(unsigned long long packed)", "unsigned int",
-         "float2 value = *reinterpret_cast<float2*>(&packed);\n    __nv_bfloat162 result = __float22bfloat162_rn(value);\n"
+         "float2 value = *reinterpret_cast<float2*>(&packed);\n"
+         "    __nv_bfloat162 result = __float22bfloat162_rn(value);\n"
          + _UNPACK_BF2.format("result"), "tvm_builtin_float22bfloat162_rn_from_float2", tag="bf16"),
     _row("bfloat1622float2", "(unsigned int packed)", "unsigned long long",
          "__nv_bfloat162 value;\n    *reinterpret_cast<unsigned int*>(&value) = packed;\n"
@@ -179,39 +182,32 @@ class CudaIntrinsics:
     """The ``T.cuda.*`` side of ``CudaSource``: a call becomes a call of its helper."""
 
     def cuda_intrinsic(self, call: E.Call) -> str:
-        name = call.op.name
-        helper = HELPERS.get(name)
-        args = call.args
-        if name == "tir.cuda.mov_sreg":
-            helper = self._mov_sreg(call)
-            args = ()
-        elif name == "tir.cuda.printf":
-            helper, args = self._printf(call), call.args[1:]
-        elif name == "tir.cuda.func_call":
-            return self._func_call(call)
-        elif name in ("tir.cuda.warp_reduce", "tir.cuda.cta_reduce", "tir.cuda.ldg"):
-            function, args = {"tir.cuda.warp_reduce": self._warp_reduce, "tir.cuda.cta_reduce": self._cta_reduce,
-                              "tir.cuda.ldg": self._ldg}[name](call)
-            return f"{function}({', '.join(self.expr(a) for a in args)})"
-        if helper is None:
+        written = _WRITTEN.get(call.op.name)
+        if written is not None:  # (the ones whose helper depends on their arguments)
+            function, args = written(self, call)
+        elif call.op.name in HELPERS:
+            function, args = self.use_helper(HELPERS[call.op.name]), call.args
+        else:
             raise TVMSError(f"the cuda code generator does not compile T.{op_registry.info_of(call.op).script_name}")
+        return f"{function}({', '.join(self.expr(a) for a in args)})"
+
+    def use_helper(self, helper: Helper) -> str:
+        """The helper's name, its definition and preamble section noted for the source."""
         if helper.tag:
             self.tags.add(helper.tag)
         self.helpers.setdefault(helper.name, helper.definition())
-        return f"{helper.name}({', '.join(self.expr(a) for a in args)})"
+        return helper.name
 
-    @staticmethod
-    def _mov_sreg(call: E.Call) -> Helper:
+    def _mov_sreg(self, call: E.Call) -> tuple[str, tuple]:
         bits, register = call.dtype.bits, _string(call, 1, "the special register's name")
         constraint = "l" if bits == 64 else "r"
         body = (f"    uint{bits}_t x;\n"
                 f'    asm volatile("mov.u{bits} %0, %{register};" : "={constraint}"(x));\n'
                 f"    return (int{bits}_t)x;")
         name = "tvm_builtin_ptx_fetch_register_" + register.replace("::", "_").replace(".", "_")
-        return Helper(name, "()", f"int{bits}_t", body)
+        return self.use_helper(Helper(name, "()", f"int{bits}_t", body)), ()
 
-    @staticmethod
-    def _printf(call: E.Call) -> Helper:
+    def _printf(self, call: E.Call) -> tuple[str, tuple]:
         fmt = _string(call, 0, "its format")
         types = [str(a.dtype) for a in call.args[1:]]
         unknown = [t for t in types if t not in _PRINTF_TYPES]
@@ -222,7 +218,7 @@ class CudaIntrinsics:
         passed = "".join(f", arg{i}" for i in range(len(types)))
         body = f"    printf({json.dumps(fmt)}{passed});"
         # (not inlined, as TVM writes it: printf's stack frame stays out of the kernel)
-        return Helper(name, f"({params})", "void", body, inline=False)
+        return self.use_helper(Helper(name, f"({params})", "void", body, inline=False)), call.args[1:]
 
     def _reduction(self, call: E.Call) -> tuple[str, str]:
         op = _string(call, 1, "its reduction (sum, max or min)")
@@ -252,18 +248,22 @@ class CudaIntrinsics:
         if dtype not in _LDG_TYPES:
             raise TVMSError(f"T.cuda.ldg cannot load a {dtype}")
         suffix = dtype.replace("float", "f").replace("uint", "u").replace("int", "i")
-        name = f"tvm_builtin_cuda_ldg_{suffix}"
-        self.helpers.setdefault(name, Helper(name, "(void* src)", _LDG_TYPES[dtype],
-                                             f"    return __ldg(reinterpret_cast<const {_LDG_TYPES[dtype]}*>(src));").definition())
-        if dtype in ("float16", "bfloat16"):
-            self.tags.add("fp16" if dtype == "float16" else "bf16")
-        return name, call.args[:1]
+        c_type = _LDG_TYPES[dtype]
+        tag = {"float16": "fp16", "bfloat16": "bf16"}.get(dtype)
+        body = f"    return __ldg(reinterpret_cast<const {c_type}*>(src));"
+        helper = Helper(f"tvm_builtin_cuda_ldg_{suffix}", "(void* src)", c_type, body, tag=tag)
+        return self.use_helper(helper), call.args[:1]
 
-    def _func_call(self, call: E.Call) -> str:
+    def _func_call(self, call: E.Call) -> tuple[str, tuple]:
         name = _string(call, 0, "the function's name")
         source = call.attrs.get("source_code")
         if not isinstance(source, (str, E.StringImm)):
             raise TVMSError(f"T.cuda.func_call({name!r}, ...) needs its source_code= as a string")
         self.helpers.setdefault(name, getattr(source, "value", source))
-        return f"{name}({', '.join(self.expr(a) for a in call.args[1:])})"
+        return name, call.args[1:]
+
+
+_WRITTEN = {"tir.cuda.mov_sreg": CudaIntrinsics._mov_sreg, "tir.cuda.printf": CudaIntrinsics._printf,
+            "tir.cuda.func_call": CudaIntrinsics._func_call, "tir.cuda.warp_reduce": CudaIntrinsics._warp_reduce,
+            "tir.cuda.cta_reduce": CudaIntrinsics._cta_reduce, "tir.cuda.ldg": CudaIntrinsics._ldg}
 

@@ -295,7 +295,8 @@ def preamble(tags: "set[str] | frozenset[str]") -> str:
     assert not unknown, unknown  # (the code generator only adds tags of TAGS)
     half = "fp16" in tags
     bf16 = "bf16" in tags
-    parts = [COOPERATIVE_GROUPS if "cooperative_groups" in tags else "", PRELUDE, FP16 if half else "", BF16 if bf16 else "",
+    parts = [COOPERATIVE_GROUPS if "cooperative_groups" in tags else "",
+             PRELUDE, FP16 if half else "", BF16 if bf16 else "",
              HALF_VECTOR4 if half or bf16 else "", HALF4 if half else "", BFLOAT164 if bf16 else "",
              INT8 if "int8" in tags else "", MATH_CONSTANTS if "math_constants" in tags else "",
              MMA if "mma" in tags else "",

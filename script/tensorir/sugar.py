@@ -114,7 +114,8 @@ def _reduction(kind: str, op: str) -> Callable:
             raise ev.error(syn, f"T.cuda.{kind}_{op} takes ({', '.join(names)}), without "
                                 f"{', '.join(n for n in names if n not in given)}")
         values = [given[n] for n in names]
-        return ev.intrinsic(op_registry.lookup_script_name(f"cuda.{kind}_reduce"), [values[0], op, *values[1:]], {}, syn)
+        info = op_registry.lookup_script_name(f"cuda.{kind}_reduce")
+        return ev.intrinsic(info, [values[0], op, *values[1:]], {}, syn)
     return read
 
 
