@@ -400,6 +400,20 @@ def _answer_warps(block: Block, waits: list, replies: list) -> list:
 _BUTTERFLY = {"sum": lambda a, b: a + b, "max": max, "min": min}
 
 
+def atomic(pointer: tuple, op: str, *values: Any) -> Any:
+    """``T.cuda.atomic_add(ptr, v)`` / ``atomic_cas(ptr, compare, v)`` on (memory, element): the
+    old value. Threads run one at a time between their waits, so the update is whole; in shared
+    memory it is no data race (nor a write the race checks remember)."""
+    memory, index = pointer
+    data = getattr(memory, "data", memory)
+    old = data[index]
+    if op == "add":
+        data[index] = old + values[0]
+    elif old == values[0]:
+        data[index] = values[1]
+    return old
+
+
 def _vote(lanes: dict, running: set, waits: list, replies: list) -> list:
     """Answer the lanes of one warp at one vote, ``(op, mask, value, width)``, once the mask's
     running lanes are all there: a ballot of the lanes (of the mask) whose value is not zero,

@@ -384,6 +384,9 @@ class KernelCodegen:
         if name == "tir.cuda.grid_sync" and k is not None:
             raise TVMSError("the reference executor runs one GPU block at a time and cannot wait for the "
                             "grid (T.cuda.grid_sync)")
+        if name in ("tir.cuda.atomic_add", "tir.cuda.atomic_cas"):
+            op = repr(name[len("tir.cuda.atomic_"):])
+            return self._call(gpu.atomic, self._ptx_pointer(e.args[0]), op, *(self.src(a) for a in e.args[1:]))
         if name in _VOTES or name == "tir.cuda.warp_reduce":
             if k is None:
                 raise TVMSError(f"T.{name[4:]} outside a GPU kernel (no thread launch encloses it)")

@@ -116,6 +116,42 @@ def main(out: T.Buffer((2, 32), "int32")):
     np.testing.assert_array_equal(out, np.tile(np.arange(32).reshape(2, 16).T.reshape(32), (2, 1)))
 
 
+ATOMICS = """# from tvm.script import tirx as T
+
+@T.prim_func
+def main(C: T.Buffer((4,), "int32"), won: T.Buffer((64,), "int32")):
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 32)
+    count = T.alloc_shared((1,), "int32")
+    if tx == 0:
+        count[0] = 0
+    T.cuda.cta_sync()
+    T.evaluate(T.cuda.atomic_add(T.address_of(count[0]), 1))
+    T.evaluate(T.cuda.atomic_add(T.address_of(C[0]), tx))
+    won[bx * 32 + tx] = T.cuda.atomic_cas(T.address_of(C[1]), 0, bx * 32 + tx + 1)
+    T.cuda.cta_sync()
+    if tx == 0:
+        C[2 + bx] = count[0]
+"""
+
+
+def test_atomics_on_the_reference_executor_and_through_the_build() -> None:
+    """Each thread adds to a shared counter and to a global sum; one thread of the grid wins the
+    compare-and-swap (in the reference's thread order, the first: a GPU picks any)."""
+    func = from_source(ATOMICS)
+    c, won = np.zeros(4, "int32"), np.zeros(64, "int32")
+    run_prim_func(func, c, won)
+    assert list(c) == [2 * sum(range(32)), 1, 32, 32] and list(won[:2]) == [0, 1] and (won == 0).sum() == 1
+    source = tvms.build(func, target="cuda -arch=sm_80").get_source()
+    assert "tvm_builtin_cuda_atomic_cas((&(C_ptr[1])), 0, (((((int)blockIdx.x) * 32) + ((int)threadIdx.x)) + 1))" in source
+    # ThreadSync, as TVM's, sees no access in T.address_of(count[0]) (nor a barrier in T.cuda.cta_sync):
+    # its one barrier goes before the read of count[0] that follows its write by thread 0
+    assert ("  tvm_builtin_cuda_cta_sync();\n  tvm_builtin_cuda_atomic_add((&(count_ptr[0])), 1);\n" in source
+            and "  tvm_builtin_cuda_cta_sync();\n  __syncthreads();\n  if (((int)threadIdx.x) == 0) {\n    C_ptr[" in source
+            and source.count("__syncthreads();") == 2)  # (the other: in the helper)
+    assert_compiles(source)
+
+
 def test_a_kernel_with_cta_sync_gets_no_other_barrier() -> None:
     """A kernel that places its own barriers (T.cuda.cta_sync) gets none from the executor: one
     that writes the shared array again while other threads may still read it has a race (as it
