@@ -10,7 +10,8 @@ in (its shared memory). Where threads meet, that function ``yield``s a request t
 scheduler, ``(kind, site, *payload)``:
 
 * ``BARRIER``: ``T.tvm_storage_sync("shared")``, or the barrier TVM's ThreadSync will place in
-  scheduled TensorIR; every thread of the block must reach the same one;
+  scheduled TensorIR; every thread of the block must reach the same one (``T.cuda.syncthreads_and``
+  / ``_or``: with the thread's vote, and the barrier answers with the block's);
 * ``WARP_SYNC``: ``T.tvm_storage_sync("warp")``, for the lanes of a warp that reach it together
   (TVM's CUDA code generator emits nothing for it: the lanes of a warp run in lock-step, and
   LowerThreadAllreduce puts it in code only some lanes run);
@@ -489,6 +490,11 @@ def _answer_block(block: Block, waits: list, replies: list) -> list:
                         f"{block.thread(finished[0])}) never reach")
     if site.kind == ALLREDUCE:
         _allreduce(block, site, here, waits, replies)
+    elif len(waits[first]) > 2:  # (T.cuda.syncthreads_and / _or: a barrier that answers with a vote)
+        votes = [bool(waits[t][3]) for t in here]
+        answer = np.int64(all(votes) if waits[first][2] == "and" else any(votes))
+        for t in here:
+            replies[t] = answer
     else:
         for t in here:
             replies[t] = None

@@ -84,7 +84,7 @@ def _has_sync(stmt: Any) -> bool:
     return any(isinstance(n, E.Call) and getattr(n.op, "name", None) in _BARRIERS for n in walk(stmt))
 
 
-_BARRIERS = ("tir.tvm_storage_sync", "tir.cuda.cta_sync")
+_BARRIERS = ("tir.tvm_storage_sync", "tir.cuda.cta_sync", "tir.cuda.syncthreads_and", "tir.cuda.syncthreads_or")
 
 
 def _sync_stmt() -> S.Evaluate:
@@ -379,6 +379,8 @@ class KernelCodegen:
                             f"synchronise {scope!r} memory across blocks")
         if name in ("tir.cuda.cta_sync", "tir.cuda.warp_sync") and k is not None:  # (__syncthreads, __syncwarp)
             return self.wait(gpu.BARRIER if name == "tir.cuda.cta_sync" else gpu.WARP_SYNC, k.current)
+        if name in ("tir.cuda.syncthreads_and", "tir.cuda.syncthreads_or") and k is not None:
+            return self.wait(gpu.BARRIER, k.current, (repr("and" if name.endswith("and") else "or"), self.src(e.args[0])))
         if name == "tir.cuda.thread_rank" and k is not None:  # (the thread's number in its block)
             return "np.int32(_me)"
         if name == "tir.cuda.grid_sync" and k is not None:

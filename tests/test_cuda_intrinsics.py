@@ -100,6 +100,22 @@ def test_warp_votes_and_reductions_on_the_reference_executor() -> None:
     np.testing.assert_array_equal(c, np.repeat(np.array(expected, "uint32"), 32))
 
 
+def test_syncthreads_and_or_are_barriers_that_vote() -> None:
+    func = from_source("""
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((64,), "int32"), C: T.Buffer((64,), "int64")):
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 32)
+    C[bx * 32 + tx] = T.cuda.syncthreads_and(A[bx * 32 + tx]) * T.int64(2) + T.cuda.syncthreads_or(A[bx * 32 + tx] - 1)
+""")
+    a, c = np.ones(64, "int32"), np.zeros(64, "int64")
+    a[40] = 0  # (block 1: not all non-zero, and one A - 1 is)
+    run_prim_func(func, a, c)
+    np.testing.assert_array_equal(c, np.repeat([2, 1], 32))
+
+
 def test_thread_rank_is_the_threads_number_in_its_block() -> None:
     func = from_source("""
 # from tvm.script import tirx as T
