@@ -20,6 +20,7 @@ class OpInfo:
     #              "dtype_last": as last argument; otherwise a fixed data type ("bool", "int32")
     arity: tuple[int, int | None]  # (min, max) number of arguments, the dtype excluded
     defaults: tuple = ()  # the values of the last arguments when a call leaves them out
+    strings: tuple[int, ...] = ()  # the positions of the arguments that must be string literals
 
 
 _OPS: dict[str, OpInfo] = {}
@@ -28,9 +29,9 @@ _INTERNED: dict[str, Op] = {}
 
 
 def register(script_name: str, result: str, arity: tuple[int, int | None], name: str | None = None,
-             aliases: tuple = (), defaults: tuple = ()) -> None:
+             aliases: tuple = (), defaults: tuple = (), strings: tuple = ()) -> None:
     """``aliases``: other names the script reads as this operator (it prints ``script_name``)."""
-    info = OpInfo(name or f"tir.{script_name}", script_name, result, arity, defaults)
+    info = OpInfo(name or f"tir.{script_name}", script_name, result, arity, defaults, strings)
     _OPS[info.name] = info
     for spelling in (script_name, *aliases):
         _BY_SCRIPT_NAME[spelling] = info
@@ -66,7 +67,9 @@ register("call_cpacked_lowered", "int32", (4, 5), name="tir.tvm_call_cpacked_low
          aliases=("tvm_call_cpacked_lowered",))
 
 # TVM 0.27's builtins and intrinsics: script name, result, fewest and most arguments (- for any),
-# then the values of the last arguments a call may leave out (TVM's function fills them in)
+# then the values of the last arguments a call may leave out (TVM's function fills them in; "" is
+# the empty string); ``strings=1,2``: the arguments that must be string literals; ``name=``: TVM's
+# operator name where it is not "tir." and the script name
 _BUILTINS = """
 fma                            arg0       3 3
 # fixed-point multiplication of TFLite-style quantized kernels (see runtime/tir_values.py)
@@ -162,14 +165,102 @@ cooperative_tensor_fill        void       5 5
 cooperative_tensor_load        void       11 11  False 0 0 0 0
 cooperative_tensor_store       void       11 11  False 0 0 0 0
 cooperative_tensor_multiply_accumulate void 13 13  False False
+# TVM 0.27's CUDA device intrinsics (T.cuda.*, its tvm/backend/cuda/op.py), as it prints them: the
+# IKET annotations (a name, then an optional payload); a call of CUDA source given as text
+# (func_call(name, args..., source_code=..., return_type=...)); warp and block collectives
+cuda.iket.mark                 void       1 2  strings=0 name=tir.cuda.iket_mark
+cuda.iket.range_start          uint32     1 2  strings=0 name=tir.cuda.iket_range_start
+cuda.iket.range_end            void       1 2  name=tir.cuda.iket_range_end
+cuda.iket.range_push           void       1 2  strings=0 name=tir.cuda.iket_range_push
+cuda.iket.range_pop            void       0 0  name=tir.cuda.iket_range_pop
+cuda.iket.sentinel_token       uint32     1 1  strings=0 name=tir.cuda.iket_sentinel_token
+cuda.iket.official_event       uint32     2 3  strings=1 name=tir.cuda.iket_official_event
+cuda.func_call                 return_type 1 -  strings=0
+cuda.warp_reduce               arg0       3 3  strings=1  # (value, "sum"/"max"/"min", width)
+cuda.cta_reduce                arg0       4 4  strings=1  # (value, op, num_warps, scratch)
+cuda.warp_sync                 void       0 0
+cuda.cta_sync                  void       0 0
+cuda.grid_sync                 void       0 0
+cuda.cluster_sync              void       0 0
+cuda.warpgroup_sync            void       1 1
+cuda.thread_fence              void       0 0
+cuda.syncthreads_and           int64      1 1
+cuda.syncthreads_or            int64      1 1
+cuda.any_sync                  int32      2 2
+cuda.ballot_sync               uint32     2 2
+cuda.reduce_add_sync_u32       uint32     2 2
+cuda.reduce_min_sync_u32       uint32     2 2
+cuda.elect_sync                uint32     0 0
+cuda.thread_rank               int32      0 0
+cuda.mov_sreg                  int_arg0   2 2  strings=1  # (32 or 64 bits, "clusterid.x")
+cuda.clock64                   uint64     0 0
+cuda.nano_sleep                void       1 1
+cuda.printf                    void       1 -  strings=0
+cuda.trap_when_assert_failed   void       1 1
+# waits: wait_until(dst, ptr, predicate, scope, space, ptx_type, backoff_ns); on an mbarrier (bar, phase)
+cuda.wait_until                void       3 7  gpu global "" 0  strings=3,4,5
+cuda.mbarrier_wait             void       2 2
+cuda.mbarrier_wait_acquire_cluster void   2 2
+# memory: atomics (pointer, values...), __ldg (addr, "dtype") or (dsts..., addr, dtype, "v2"/"v4", count)
+cuda.atomic_add                arg1       2 2
+cuda.atomic_cas                arg1       3 3
+cuda.ldg                       arg1_names 2 -
+cuda.cvta_generic_to_shared    uint32     1 1
+cuda.smem_addr_from_uint64     uint32     1 1
+cuda.sm100_2sm_leader_smem_addr uint32    1 1
+cuda.get_tmem_addr             uint32     3 3
+# conversions and packed float2 / bfloat162 / fp8 arithmetic (packed values travel as integers)
+cuda.half2float                float32    1 1
+cuda.bfloat162float            float32    1 1
+cuda.float22half2              void       2 2
+cuda.half8tofloat8             void       2 2
+cuda.float8tohalf8             void       2 2
+cuda.fdividef                  float32    2 2
+cuda.uint_as_float             float32    1 1
+cuda.float_as_uint             uint32     1 1
+cuda.ffs_u32                   int32      1 1
+cuda.make_float2               uint64     2 2
+cuda.float2_x                  float32    1 1
+cuda.float2_y                  float32    1 1
+cuda.fmul2_rn                  uint64     2 2
+cuda.fadd2_rn                  uint64     2 2
+cuda.float22bfloat162_rn       uint32     2 2
+cuda.float22bfloat162_rn_from_float2 uint32 1 1
+cuda.bfloat1622float2          uint64     1 1
+cuda.hmin2                     uint32     2 2
+cuda.hmax2                     uint32     2 2
+cuda.fp8x4_e4m3_from_float4    uint32     4 4
+# tensor-core descriptors (as TVM prints them: its functions take most of these by keyword)
+cuda.runtime_instr_desc        void       2 2
+cuda.wgmma.noop_barrier        void       1 1  name=tir.cuda.wgmma_noop_barrier
+cuda.wgmma.encode_matrix_descriptor void  5 5  name=tir.cuda.wgmma_encode_matrix_descriptor
+cuda.tcgen05.encode_matrix_descriptor void 5 5  name=tir.cuda.tcgen05_encode_matrix_descriptor
+cuda.tcgen05.encode_instr_descriptor void 14 14  strings=1,2,3 name=tir.cuda.tcgen05_encode_instr_descriptor
+cuda.tcgen05.encode_instr_descriptor_block_scaled void 17 17  strings=1,2,3,4,5 name=tir.cuda.tcgen05_encode_instr_descriptor_block_scaled
+cuda.mma_fill                  dtype      3 3  name=tir.mma_fill  # (local_size, local_ptr, offset)
+# the profiler's timers: init(buffer, tag, write_offset, num_groups, group_id), start/end(event,
+# buffer, tag, write_offset, write_stride, leader_cond), finalize(buffer, tag, offset, stride, leader)
+cuda.timer_init                void       5 5  name=tir.timer_init_cuda
+cuda.timer_start               void       6 6  name=tir.timer_start_cuda
+cuda.timer_end                 void       6 6  name=tir.timer_end_cuda
+cuda.timer_finalize            void       5 5  name=tir.timer_finalize_cuda
 """
+
+
+def _table_value(field: str) -> object:
+    if field in ("True", "False"):
+        return field == "True"
+    return int(field) if field.isdigit() else "" if field == '""' else field
+
+
 for _row in _BUILTINS.splitlines():
     _fields = _row.split("#")[0].split()
     if _fields:
-        _n, _result, _lo, _hi, *_defaults = _fields
-        register(_n, _result, (int(_lo), None if _hi == "-" else int(_hi)),
-                 defaults=tuple(_d == "True" if _d in ("True", "False") else int(_d) if _d.isdigit() else _d
-                                for _d in _defaults))
+        _n, _result, _lo, _hi, *_rest = _fields
+        _keys = dict(_f.split("=", 1) for _f in _rest if "=" in _f)
+        register(_n, _result, (int(_lo), None if _hi == "-" else int(_hi)), name=_keys.get("name"),
+                 defaults=tuple(_table_value(_f) for _f in _rest if "=" not in _f),
+                 strings=tuple(int(i) for i in _keys["strings"].split(",")) if "strings" in _keys else ())
 
 register("call_ffi_kernel", "int32", (1, None))
 register("tvm_storage_sync", "int32", (1, 3))
@@ -262,6 +353,16 @@ def result_dtype(info: OpInfo, args: tuple, explicit: DataType | None) -> DataTy
         return explicit
     if rule in ("arg0", "arg1"):
         return args[int(rule[3])].dtype
+    if rule == "return_type":  # (T.cuda.func_call's return_type=, else void)
+        return explicit or DataType("void")
+    if rule == "int_arg0":  # T.cuda.mov_sreg(64, ...) is an int64
+        bits = getattr(args[0], "value", None)
+        if bits not in (32, 64):
+            raise TVMSError(f"T.{info.script_name} reads a 32- or 64-bit register, not {bits}")
+        return DataType(f"int{bits}")
+    if rule == "arg1_names":  # T.cuda.ldg(addr, "float32") loads a float32; its vector form stores
+        name = getattr(args[1], "value", None) if len(args) == 2 else None
+        return DataType(name) if isinstance(name, str) else DataType("void")
     return DataType(rule)
 
 

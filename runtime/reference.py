@@ -48,6 +48,7 @@ from tvms.ir.module import IRModule
 from tvms.ir.narrow_float import legalize_narrow
 from tvms.ir.scope_ids import resolve_scope_ids
 from tvms.ir.expr import PrimType
+from tvms.ir import op as op_registry
 from tvms.ir.op import loop_control
 
 from . import reference_dma
@@ -234,7 +235,8 @@ class _Compiler:
             return self._call(count_leading_zeros, str(e.args[0].dtype.bits), self.src(e.args[0]))
         fn = INTRINSICS.get(name)
         if fn is None:
-            raise TVMSError(f"the reference executor does not implement the intrinsic {name!r}")
+            shown = f" (T.{op_registry.info_of(op).script_name})" if isinstance(op, E.Op) else ""
+            raise TVMSError(f"the reference executor does not implement the intrinsic {name!r}{shown}")
         return self._call(fn, self.name(e.dtype, "_t"), *(self.src(a) for a in e.args))
 
 

@@ -10,7 +10,8 @@ in (its shared memory). Where threads meet, that function ``yield``s a request t
 scheduler, ``(kind, site, *payload)``:
 
 * ``BARRIER``: ``T.tvm_storage_sync("shared")``, or the barrier TVM's ThreadSync will place in
-  scheduled TensorIR; every thread of the block must reach the same one;
+  scheduled TensorIR; every thread of the block must reach the same one (``T.cuda.syncthreads_and``
+  / ``_or``: with the thread's vote, and the barrier answers with the block's);
 * ``WARP_SYNC``: ``T.tvm_storage_sync("warp")``, for the lanes of a warp that reach it together
   (TVM's CUDA code generator emits nothing for it: the lanes of a warp run in lock-step, and
   LowerThreadAllreduce puts it in code only some lanes run);
@@ -21,7 +22,9 @@ scheduler, ``(kind, site, *payload)``:
 * ``WMMA``: a tensor-core call, run once when every running lane of the warp has reached it
   (``reference_wmma``);
 * ``PTX``: ``mma.sync`` or ``ldmatrix`` (``T.ptx_legacy.*``), run once when every lane of the
-  warp has reached it, each lane with its own fragment registers and addresses (``reference_ptx``).
+  warp has reached it, each lane with its own fragment registers and addresses (``reference_ptx``);
+* ``WARP_VOTE``: CUDA's warp votes and reductions (``T.cuda.ballot_sync``, ``any_sync``,
+  ``reduce_add_sync_u32``, ``reduce_min_sync_u32``, ``warp_reduce``), answered as the shuffles.
 
 A kernel without any such point is a plain function, run thread after thread (the fast path).
 Otherwise ``run_block`` runs the threads of a block round-robin: each runs until it waits, and
@@ -47,8 +50,8 @@ from tvms.ir.errors import TVMSError
 
 from . import reference_ptx, reference_wmma
 
-BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA, PTX = range(9)
-_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, WMMA, PTX)
+BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA, PTX, WARP_VOTE = range(10)
+_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, WMMA, PTX, WARP_VOTE)
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 CLOCK_STEP = 1 << 24  # more than the threads of any block
@@ -388,9 +391,61 @@ def _answer_warps(block: Block, waits: list, replies: list) -> list:
             for t in members:
                 replies[t] = None
             released += members
+        elif kind == WARP_VOTE:
+            released += _vote(lanes, running[warp], waits, replies)
         else:
             released += _shuffle(kind, lanes, running[warp], waits, replies)
     return sorted(released)
+
+
+_BUTTERFLY = {"sum": lambda a, b: a + b, "max": max, "min": min}
+
+
+def atomic(pointer: tuple, op: str, *values: Any) -> Any:
+    """``T.cuda.atomic_add(ptr, v)`` / ``atomic_cas(ptr, compare, v)`` on (memory, element): the
+    old value. Threads run one at a time between their waits, so the update is whole; in shared
+    memory it is no data race (nor a write the race checks remember)."""
+    memory, index = pointer
+    data = getattr(memory, "data", memory)
+    old = data[index]
+    if op == "add":
+        data[index] = old + values[0]
+    elif old == values[0]:
+        data[index] = values[1]
+    return old
+
+
+def _vote(lanes: dict, running: set, waits: list, replies: list) -> list:
+    """Answer the lanes of one warp at one vote, ``(op, mask, value, width)``, once the mask's
+    running lanes are all there: a ballot of the lanes (of the mask) whose value is not zero,
+    whether any is, the sum or minimum of their unsigned values, or (``sum``/``max``/``min``)
+    the butterfly of XOR shuffles over ``width`` lanes that T.cuda.warp_reduce is, in its order."""
+    done = []
+    for lane, t in lanes.items():
+        _, _, op, mask, value, width = waits[t]
+        mask, width = int(mask), int(width)
+        if any(mask >> other & 1 and other not in lanes for other in running):
+            continue
+        voters = {other: waits[u][4] for other, u in lanes.items() if mask >> other & 1}
+        if op == "ballot":
+            replies[t] = np.uint32(sum(1 << other for other, v in voters.items() if v))
+        elif op == "any":
+            replies[t] = np.int32(any(voters.values()))
+        elif op == "add":
+            replies[t] = np.uint32(sum(int(v) for v in voters.values()) & 0xFFFFFFFF)
+        elif op == "min":
+            replies[t] = np.uint32(min(int(v) for v in voters.values()))
+        else:
+            base = lane - lane % width
+            values = {i: voters.get(base + i, value * np.nan if isinstance(value, (np.floating, float)) else value)
+                      for i in range(width)}
+            step = width >> 1
+            while step:
+                values = {i: _BUTTERFLY[op](values[i], values[i ^ step]) for i in values}
+                step >>= 1
+            replies[t] = values[lane - base]
+        done.append(t)
+    return done
 
 
 def _shuffle(kind: int, lanes: dict, running: set, waits: list, replies: list) -> list:
@@ -435,6 +490,11 @@ def _answer_block(block: Block, waits: list, replies: list) -> list:
                         f"{block.thread(finished[0])}) never reach")
     if site.kind == ALLREDUCE:
         _allreduce(block, site, here, waits, replies)
+    elif len(waits[first]) > 2:  # (T.cuda.syncthreads_and / _or: a barrier that answers with a vote)
+        votes = [bool(waits[t][3]) for t in here]
+        answer = np.int64(all(votes) if waits[first][2] == "and" else any(votes))
+        for t in here:
+            replies[t] = answer
     else:
         for t in here:
             replies[t] = None

@@ -10,7 +10,7 @@ thread binding only reads the thread's index from ``_ix``. In that function:
 * ``shared`` allocations come from the block (``_blk.shared``), ``warp`` ones from the warp;
   ``local`` ones are the thread's own, and so are non-global buffers allocated outside the launch
   (scheduled TensorIR allocates them at the root block; lowering moves them in);
-* ``T.tvm_storage_sync``, the warp shuffles, ``T.tvm_warp_activemask``,
+* ``T.tvm_storage_sync`` (and ``T.cuda.cta_sync`` / ``warp_sync``), the warp shuffles, ``T.tvm_warp_activemask``,
   ``T.tvm_thread_allreduce`` and the warp-wide PTX instructions (``T.ptx_legacy.mma`` and
   ``ldmatrix``) become ``yield``s of requests to the block's scheduler; the PTX intrinsics each
   thread runs alone (``T.cuda.mma_fill_legacy``, ``mma_store_legacy``, a transposed 8-bit
@@ -49,6 +49,9 @@ from .tir_values import cast_value, numpy_dtype
 _SHUFFLES = {"tir.tvm_warp_shuffle": gpu.SHUFFLE, "tir.tvm_warp_shuffle_up": gpu.SHUFFLE_UP,
              "tir.tvm_warp_shuffle_down": gpu.SHUFFLE_DOWN}
 _SHARED = ("shared", "shared.dyn")
+# T.cuda.*'s warp votes and reductions: (the vote, the positions of its mask and its value)
+_VOTES = {"tir.cuda.ballot_sync": ("ballot", 0, 1), "tir.cuda.any_sync": ("any", 0, 1),
+          "tir.cuda.reduce_add_sync_u32": ("add", 0, 1), "tir.cuda.reduce_min_sync_u32": ("min", 0, 1)}
 
 
 def _scope(data: E.Var) -> str:
@@ -76,9 +79,12 @@ def _shared_accesses(stmt: Any) -> tuple[set, set]:
 
 
 def _has_sync(stmt: Any) -> bool:
-    """Whether ``stmt`` has a ``T.tvm_storage_sync`` (then ThreadSync has placed its barriers)."""
-    return any(isinstance(n, E.Call) and getattr(n.op, "name", None) == "tir.tvm_storage_sync"
-               for n in walk(stmt))
+    """Whether ``stmt`` has a ``T.tvm_storage_sync`` or a ``T.cuda.cta_sync`` (then ThreadSync, or
+    whoever wrote the kernel, has placed its barriers)."""
+    return any(isinstance(n, E.Call) and getattr(n.op, "name", None) in _BARRIERS for n in walk(stmt))
+
+
+_BARRIERS = ("tir.tvm_storage_sync", "tir.cuda.cta_sync", "tir.cuda.syncthreads_and", "tir.cuda.syncthreads_or")
 
 
 def _sync_stmt() -> S.Evaluate:
@@ -371,6 +377,27 @@ class KernelCodegen:
                 return self.wait(gpu.WARP_SYNC, stmt)
             raise TVMSError(f"the reference executor runs one GPU block at a time and cannot "
                             f"synchronise {scope!r} memory across blocks")
+        if name in ("tir.cuda.cta_sync", "tir.cuda.warp_sync") and k is not None:  # (__syncthreads, __syncwarp)
+            return self.wait(gpu.BARRIER if name == "tir.cuda.cta_sync" else gpu.WARP_SYNC, k.current)
+        if name in ("tir.cuda.syncthreads_and", "tir.cuda.syncthreads_or") and k is not None:
+            return self.wait(gpu.BARRIER, k.current, (repr("and" if name.endswith("and") else "or"), self.src(e.args[0])))
+        if name == "tir.cuda.thread_rank" and k is not None:  # (the thread's number in its block)
+            return "np.int32(_me)"
+        if name == "tir.cuda.grid_sync" and k is not None:
+            raise TVMSError("the reference executor runs one GPU block at a time and cannot wait for the "
+                            "grid (T.cuda.grid_sync)")
+        if name in ("tir.cuda.atomic_add", "tir.cuda.atomic_cas"):
+            op = repr(name[len("tir.cuda.atomic_"):])
+            return self._call(gpu.atomic, self._ptx_pointer(e.args[0]), op, *(self.src(a) for a in e.args[1:]))
+        if name in _VOTES or name == "tir.cuda.warp_reduce":
+            if k is None:
+                raise TVMSError(f"T.{name[4:]} outside a GPU kernel (no thread launch encloses it)")
+            if name == "tir.cuda.warp_reduce":  # (value, "sum"/"max"/"min", width): all 32 lanes take part
+                payload = (repr(e.args[1].value), "0xFFFFFFFF", self.src(e.args[0]), self.src(e.args[2]))
+            else:
+                vote, mask, value = _VOTES[name]
+                payload = (repr(vote), self.src(e.args[mask]), self.src(e.args[value]), "32")
+            return self.wait(gpu.WARP_VOTE, k.current, payload)
         if name in reference_wmma.CALLS:
             if k is None:
                 raise TVMSError(f"{name[4:]} outside a GPU kernel (no thread launch encloses it)")

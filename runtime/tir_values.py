@@ -213,6 +213,30 @@ INTRINSICS: dict[str, Callable] = {
 }
 
 
+def _float_bits(x: Any) -> int:
+    return int(np.float32(x).view(np.uint32))
+
+
+def _bits_float(bits: Any) -> np.float32:
+    return np.uint32(int(bits) & 0xFFFFFFFF).view(np.float32)
+
+
+# T.cuda.*'s intrinsics of plain values: a float2 travels as a uint64, x in its low half (as CUDA
+# lays it out); the fence and the sleep change nothing a single-stream executor can observe
+INTRINSICS.update({
+    "tir.cuda.make_float2": lambda dt, x, y: np.uint64(_float_bits(x) | _float_bits(y) << 32),
+    "tir.cuda.float2_x": lambda dt, packed: _bits_float(int(packed)),
+    "tir.cuda.float2_y": lambda dt, packed: _bits_float(int(packed) >> 32),
+    "tir.cuda.float_as_uint": lambda dt, x: np.uint32(_float_bits(x)),
+    "tir.cuda.uint_as_float": lambda dt, bits: _bits_float(bits),
+    "tir.cuda.fdividef": lambda dt, x, y: cast_value(np.float32(x) / np.float32(y), dt),
+    "tir.cuda.ffs_u32": lambda dt, x: np.int32((int(x) & -int(x)).bit_length()),  # (1 + lowest set bit, 0 for 0)
+    "tir.cuda.half2float": lambda dt, x: np.float32(x), "tir.cuda.bfloat162float": lambda dt, x: np.float32(x),
+    "tir.cuda.thread_fence": _no_op, "tir.cuda.nano_sleep": _no_op,
+    "tir.cuda.cta_sync": _no_op, "tir.cuda.warp_sync": _no_op,  # (outside a GPU launch: one thread)
+})
+
+
 def _llvm_intrin(dtype: DataType, name: str, *args: Any) -> Any:
     """``T.call_llvm_pure_intrin(dtype, "llvm.exp", x)``, as LowerIntrin produces it."""
     if name == "llvm.fmuladd":

@@ -803,3 +803,19 @@ def test_an_unknown_dotted_builtin_is_named_unknown():
     assert_error(src, 3, 5, re.escape("unknown builtin 'T.ptx.lld'; did you mean 'T.ptx.ld'?"))
     assert_error(src.replace("T.ptx.lld(A[0], T.address_of(A[1]), \"b32\")", "A[0] = T.evaluate(0)"), 3, 12,
                  re.escape("T.evaluate(...) cannot be used in an expression"))
+
+
+@pytest.mark.parametrize("call, col, message", [
+    ("T.cuda.cta_sync(1)", 5, "T.cuda.cta_sync takes 0 arguments, got 1"),
+    ("T.cuda.make_float2(A[0])", 5, "T.cuda.make_float2 takes 2 arguments, got 1"),
+    ("T.cuda.iket.mark(i)", 5, "T.cuda.iket.mark's argument 1 must be a string literal, got"),
+    ("T.cuda.mov_sreg(32, 5)", 5, "T.cuda.mov_sreg's argument 2 must be a string literal, got"),
+    ("T.cuda.mov_sreg(16, \"laneid\")", 5, "T.cuda.mov_sreg reads a 32- or 64-bit register, not 16"),
+    ("T.cuda.cta_sum(A[i], 2)", 5, "T.cuda.cta_sum takes (value, num_warps, scratch), without scratch"),
+    ("T.cuda.warp_sum(A[i], depth=2)", 5, "T.cuda.warp_sum takes (value, width)"),
+])
+def test_a_cuda_intrinsic_with_wrong_arguments(call: str, col: int, message: str):
+    """TVM 0.27's T.cuda.* intrinsics check their arguments' number, strings and register width
+    (and its reductions by name, their arguments)."""
+    src = f'@T.prim_func\ndef f(A: T.Buffer((4,), "float32")):\n    for i in range(4):\n        {call}\n'
+    assert_error(src, 4, col + 4, re.escape(message))

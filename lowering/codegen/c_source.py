@@ -148,7 +148,8 @@ class CSource:
         if e.dtype == INT32:
             self.mark_const(str(e.value))
             return str(e.value)
-        return f"({self.c_type(e.dtype)}){e.value}"
+        suffix = "ULL" if e.dtype.is_uint and e.dtype.bits == 64 and e.dtype.lanes == 1 else ""  # (as TVM writes it)
+        return f"({self.c_type(e.dtype)}){e.value}{suffix}"
 
     def float_constant(self, e: E.FloatImm) -> str:
         raise NotImplementedError

@@ -13,13 +13,14 @@ A floor division or an intrinsic that LowerIntrin did not lower is refused. The 
 with TVM's preamble for the features it uses (``cuda_preamble``). CUDA's type names are in
 ``cuda_types``, the tensor-core (WMMA) fragments and calls in ``cuda_wmma``, the PTX tensor-core
 instructions (``mma.sync``, ``ldmatrix``) in ``cuda_ptx``, the asynchronous copies (``cp.async``) in
-``cuda_async``.
+``cuda_async``, the ``T.cuda.*`` device intrinsics in ``cuda_intrinsics``.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from ...ir import expr as E
+from ...ir import op as op_registry
 from ...ir import stmt as S
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
@@ -30,6 +31,7 @@ from ...ir.visitor import collect, walk
 from .c_source import CSource
 from .cuda_artifact import CudaArtifact, CudaKernel
 from .cuda_async import CP_ASYNC, AsyncCopies
+from .cuda_intrinsics import CudaIntrinsics
 from .cuda_preamble import preamble
 from .cuda_ptx import PTX_CALLS, PtxTensorCore
 from .cuda_types import CudaTypes
@@ -42,7 +44,7 @@ UINT32 = DataType("uint32")
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
-class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, CSource):
+class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, CudaIntrinsics, CSource):
     """Renders kernels into one CUDA source; ``tags`` collects the preamble sections it needs."""
 
     restrict = "__restrict__"
@@ -51,7 +53,7 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, CSo
     def __init__(self) -> None:
         super().__init__()
         self.tags: set[str] = set()
-        self.helpers: dict[str, str] = {}  # (cp.async's, by name: cuda_async)
+        self.helpers: dict[str, str] = {}  # (cp.async's and T.cuda.*'s, by name: cuda_async)
 
     def storage_scope(self, scope: str) -> str:
         if scope == "global":
@@ -170,6 +172,8 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, CSo
             return self.cp_async(e)
         if name in PTX_CALLS:
             return PTX_CALLS[name](self, e.args)
+        if op_registry.info_of(e.op).script_name.startswith("cuda."):
+            return self.cuda_intrinsic(e)
         return None
 
     def storage_sync(self, call: E.Call) -> None:

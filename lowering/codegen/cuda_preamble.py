@@ -263,7 +263,30 @@ MMA = r"""
 #include <mma.h>
 """
 
-TAGS = ("fp16", "bf16", "int8", "math_constants", "mma", "warp_shuffle")
+# T.cuda.thread_rank / grid_sync's cooperative groups, before everything else (as TVM 0.27 puts them)
+COOPERATIVE_GROUPS = """
+#include <cuda/barrier>
+#include <cooperative_groups.h>
+
+"""
+
+# T.cuda.elect_sync's warp-wide election (sm_90), as TVM 0.27 writes it (its doubled braces too)
+ELECT_ONE_SYNC = r"""
+__forceinline__ __device__ uint32_t tvm_builtin_elect_one_sync() {{
+  uint32_t pred = 0;
+  asm volatile(
+    "{\n"
+    ".reg .pred %%px;\n"
+    "     elect.sync _|%%px, %1;\n"
+    "@%%px mov.s32 %0, 1;\n"
+    "}\n"
+    : "+r"(pred)
+    : "r"(0xFFFFFFFF));
+  return pred;
+}}
+"""
+
+TAGS = ("fp16", "bf16", "int8", "math_constants", "mma", "warp_shuffle", "elect_one_sync", "cooperative_groups")
 
 
 def preamble(tags: "set[str] | frozenset[str]") -> str:
@@ -272,9 +295,11 @@ def preamble(tags: "set[str] | frozenset[str]") -> str:
     assert not unknown, unknown  # (the code generator only adds tags of TAGS)
     half = "fp16" in tags
     bf16 = "bf16" in tags
-    parts = [PRELUDE, FP16 if half else "", BF16 if bf16 else "",
+    parts = [COOPERATIVE_GROUPS if "cooperative_groups" in tags else "",
+             PRELUDE, FP16 if half else "", BF16 if bf16 else "",
              HALF_VECTOR4 if half or bf16 else "", HALF4 if half else "", BFLOAT164 if bf16 else "",
              INT8 if "int8" in tags else "", MATH_CONSTANTS if "math_constants" in tags else "",
              MMA if "mma" in tags else "",
-             WARP_SHUFFLE if "warp_shuffle" in tags else "", TRAILER]
+             WARP_SHUFFLE if "warp_shuffle" in tags else "", TRAILER,
+             ELECT_ONE_SYNC if "elect_one_sync" in tags else ""]
     return "".join(parts)

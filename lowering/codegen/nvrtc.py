@@ -145,6 +145,8 @@ def _compiled(source: str, number: str, real: bool, options: tuple) -> dict[str,
     gpu = f"--gpu-architecture={'sm' if real else 'compute'}_{number}"
     major = _nvrtc_major()
     flags = [gpu, "-default-device", "--std=c++17", *(f"-I{d}" for d in include_dirs(major)), *options]
+    if "INFINITY" in source:  # (C's math.h, which nvcc includes and NVRTC has not: T.cuda.cta_reduce's max/min)
+        flags.append("-DINFINITY=__int_as_float(0x7f800000)")
     (program,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), PROGRAM_NAME.encode(), 0, [], []),
                         "creating a program")
     out = {}

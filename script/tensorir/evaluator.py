@@ -521,8 +521,17 @@ class ExprEvaluator:
             want = str(lo) if lo == hi else f"{lo} to {hi}" if hi is not None else f"at least {lo}"
             raise self.error(syn, f"T.{info.script_name} takes {want} argument{'s' if want != '1' else ''}, "
                              f"got {len(args)}")
+        for i in info.strings:
+            if i < len(args) and not isinstance(args[i], str):
+                raise self.error(syn, f"T.{info.script_name}'s argument {i + 1} must be a string literal, "
+                                      f"got {_describe(args[i])}")
+        if info.result == "return_type" and "return_type" in kwargs:  # (T.cuda.func_call's result type)
+            explicit = self.dtype_of(kwargs["return_type"], syn)
         call_args = tuple(self.call_arg(a, syn) for a in args)
-        dtype = explicit if explicit is not None else op_registry.result_dtype(info, call_args, None)
+        try:
+            dtype = explicit if explicit is not None else op_registry.result_dtype(info, call_args, None)
+        except TVMSError as e:
+            raise self.error(syn, str(e)) from None
         attrs = freeze_value(kwargs) if kwargs else EMPTY
         data_of = tuple(b if isinstance(a, Var) and b is not None and b.data is a else None
                         for a, b in zip(call_args, written)) if any(written) else ()

@@ -307,8 +307,14 @@ class ExprPrinting:
                 args.insert(0, result)
             elif info.result == "dtype_last":
                 args.append(result)
-        args += [f"{k}={self.value(v)}" for k, v in e.attrs.items()]
+        args += [f"{k}={self.call_attr(e, v)}" for k, v in e.attrs.items()]
         return f"{head}({', '.join(args)})", ATOM
+
+    def call_attr(self, e: Call, value: Any) -> str:
+        if getattr(e.op, "name", None) == "tir.cuda.func_call" and isinstance(value, tuple):
+            # (its lazy_args, the argument indices: TVM 0.27 prints them as a Python tuple)
+            return f"({', '.join(self.value(v) for v in value)}{',' if len(value) == 1 else ''})"
+        return self.value(value)
 
     def call_arg(self, a: Any, data_of: Buffer | None) -> str:
         """An argument written as the data of ``data_of`` prints so while that buffer is in scope."""

@@ -8,7 +8,7 @@ TVM prints it: ``T.abs(x)`` on an int is ``T.Select(x >= 0, x, 0 - x)``, ``T.cei
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...ir import arith, op as op_registry
 from ...ir.dtype import DataType
@@ -96,6 +96,32 @@ def _dp4a(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
 
 
 EXPR_BUILTINS["dp4a"] = _dp4a
+
+
+def _reduction(kind: str, op: str) -> Callable:
+    """TVM's ``T.cuda.warp_sum(v, width=32)`` / ``T.cuda.cta_max(v, num_warps, scratch)``: the warp
+    and block reductions by name, which it builds (and prints) as ``T.cuda.warp_reduce(v, "sum", 32)``
+    / ``T.cuda.cta_reduce(v, "max", num_warps, scratch)``."""
+    names = ("value", "width") if kind == "warp" else ("value", "num_warps", "scratch")
+    defaults = {"width": 32} if kind == "warp" else {}
+
+    def read(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+        unknown = sorted(set(kwargs) - set(names[len(args):]))
+        if unknown or len(args) > len(names):
+            raise ev.error(syn, f"T.cuda.{kind}_{op} takes ({', '.join(names)})")
+        given = {**defaults, **dict(zip(names, args)), **kwargs}
+        if len(given) != len(names):
+            raise ev.error(syn, f"T.cuda.{kind}_{op} takes ({', '.join(names)}), without "
+                                f"{', '.join(n for n in names if n not in given)}")
+        values = [given[n] for n in names]
+        info = op_registry.lookup_script_name(f"cuda.{kind}_reduce")
+        return ev.intrinsic(info, [values[0], op, *values[1:]], {}, syn)
+    return read
+
+
+for _kind in ("warp", "cta"):
+    for _op in ("sum", "max", "min"):
+        EXPR_BUILTINS[f"cuda.{_kind}_{_op}"] = _reduction(_kind, _op)
 
 
 EXPR_BUILTINS["buffer"] = EXPR_BUILTINS["buffer_decl"] = EXPR_BUILTINS["Buffer"]  # (older spellings)

@@ -88,8 +88,12 @@ class _Planner:
 
     def _expr_accesses(self, expr) -> list:
         found = []
+        # (TVM's planner sees no access in ``T.address_of(buf[i])``, only in its indices: a pointer
+        # handed to a call, ``T.cuda.atomic_add(T.address_of(count[0]), 1)``, is the call's affair)
+        addressed = {id(node.args[0]) for node in walk(expr)
+                     if isinstance(node, Call) and getattr(node.op, "name", "") == "tir.address_of"}
         for node in walk(expr):
-            if isinstance(node, BufferLoad) and self._enabled(node.buffer):
+            if isinstance(node, BufferLoad) and self._enabled(node.buffer) and id(node) not in addressed:
                 found.append(_Access(READ, self._memory(node.buffer.data), node.buffer.data,
                                      tuple(map(_point, node.indices)), tuple(self.threads)))
             elif (isinstance(node, Call) and getattr(node.op, "name", "") == "tir.tvm_storage_sync"
