@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .dtype import DataType, handle, int32
 from .expr import IntImm, PointerType, PrimExpr, Range, Var
@@ -36,13 +37,19 @@ class Buffer(Node):
     # TVM 0.27's ``layout=None``: a buffer of a (non-s_tir) PrimFunc declared without TVM's default
     # tile layout. tvms lays out no buffer by tiles, so it only travels to the printed text.
     no_layout: bool = hint(default=False)
+    # TVM 0.27's tile layout (ir/tile_layout.py), None for the default one (row-major, which TVM
+    # prints not). It is part of the buffer's meaning: lowering refuses the ones it cannot honour.
+    layout: Any = None
+    # TVM 0.27's ``allocated_addr=``: where a pooled scope (tensor memory, a Trainium SBUF) put
+    # the buffer, one address per level of the pool.
+    allocated_addr: tuple = ()
 
     @property
     def one_element(self) -> bool:
         """One element in a plain layout: what TVM 0.27 writes as a scalar once it is laid out.
         TVM compares the layout with the default one of an int32 extent, so an int64 one is not."""
         return (len(self.shape) == 1 and isinstance(self.shape[0], IntImm) and self.shape[0].value == 1
-                and self.shape[0].dtype == int32 and not self.no_layout
+                and self.shape[0].dtype == int32 and not self.no_layout and self.layout is None
                 and not self.strides and self.data_alignment == DEFAULT_ALIGN and self.offset_factor == 1)
 
     @property
@@ -84,11 +91,15 @@ def _index_dtype(shape: tuple) -> DataType:
 
 def decl_buffer(shape, dtype="float32", name="buffer", *, data: Var | None = None, scope="global",
                 strides=(), elem_offset=None, data_alignment=DEFAULT_ALIGN, offset_factor=0,
-                buffer_type="default", axis_separators=(), no_layout=False, span=None) -> Buffer:
+                buffer_type="default", axis_separators=(), no_layout=False, layout=None, allocated_addr=(),
+                span=None) -> Buffer:
     """Make a Buffer, creating its data pointer when none is given. An offset of zero in the
     buffer's index type is the default, None. ``offset_factor=0`` means none was given, which
     TVM stores as 1 (unlike TVM's decl_buffer, this one makes no offset variable for a factor:
-    passes copy buffers through it, and the parser makes that variable)."""
+    passes copy buffers through it, and the parser makes that variable). A tile ``layout`` equal
+    to the default one of the shape is the default, None."""
+    from .tile_layout import is_default
+
     from .expr import const
 
     dt = DataType(dtype)
@@ -98,7 +109,9 @@ def decl_buffer(shape, dtype="float32", name="buffer", *, data: Var | None = Non
     if isinstance(elem_offset, IntImm) and elem_offset.value == 0 and elem_offset.dtype == _index_dtype(shape):
         elem_offset = None  # (the default; TVM prints a zero of another dtype)
     return Buffer(data, dt, shape, tuple(strides), elem_offset, name, data_alignment, offset_factor or 1,
-                  buffer_type, tuple(axis_separators), no_layout=no_layout, span=span)
+                  buffer_type, tuple(axis_separators), no_layout=no_layout,
+                  layout=None if layout is not None and is_default(layout, shape) else layout,
+                  allocated_addr=tuple(allocated_addr), span=span)
 
 
 def element_bytes(dtype: DataType) -> int:

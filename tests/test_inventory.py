@@ -36,17 +36,13 @@ MISSING_R_NAMES = _lines("""
 
 # `T.*` names of TVM's TensorIR script namespace (tir.txt) the TensorIR parser does not accept
 MISSING_TIR_NAMES = _lines("""
-T.ComposeLayout
 T.ExecScope
 T.Iter
 T.Layout
-T.R
-T.S
 T.SMEMPool
 T.ScopeIdDef
 T.TMEMPool
 T.TensorMap
-T.TileLayout
 T.alloc_cast_frag
 T.alloc_tcgen05_ldst_frag
 T.call_kernel

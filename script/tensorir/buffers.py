@@ -17,11 +17,13 @@ from ...ir.dtype import DataType, handle
 from ...ir.expr import BufferLoad, FloorDiv, IntImm, PointerType, PrimExpr, Var
 from ...ir.node import EMPTY
 from ...ir.structural import structural_equal
+from ...ir.tile_layout import ComposeLayout, TileLayout, layout_of, same_placement
 from ...ir.stmt import Allocate, AllocBuffer, BufferStore, DeclBuffer, LetStmt, SeqStmt, Stmt, seq
 from ...ir.visitor import walk
 from .. import syntax as S
 from ..dialect import CLASSIC
 from .evaluator import BufferMethod, _describe
+from .layouts import allocated_addr_text, layout_text
 from .attrs import norm_attrs
 from .rules import EXPR_BUILTINS, PARSE, Header, TakesRest, call_args, parses, prints
 from .text import display_add, is_filler, quote
@@ -78,9 +80,11 @@ class BufferParsing:
         if buffer_type == "auto":  # how buffer_type="auto_broadcast" is written
             buffer_type = "auto_broadcast"
         axis_separators = tuple(kwargs.pop("axis_separators", None) or ())
-        no_layout = "layout" in kwargs
-        if no_layout and kwargs.pop("layout") is not None:
-            raise self.error(syn, "tvms reads a buffer's layout=None only, not a tile layout")
+        layout_syn = dict(syn.kwargs).get("layout", syn) if isinstance(syn, S.Call) else syn
+        layout, no_layout = self.tile_layout(kwargs.pop("layout", "default"), scope, layout_syn)
+        allocated_addr = kwargs.pop("allocated_addr", None)
+        allocated_addr = () if allocated_addr is None else tuple(
+            self.int_expr(a, syn) for a in (allocated_addr if isinstance(allocated_addr, (tuple, list)) else [allocated_addr]))
         if kwargs:
             raise self.error(syn, f"unexpected buffer argument {next(iter(kwargs))!r}")
         if data is None:
@@ -90,7 +94,22 @@ class BufferParsing:
         return decl_buffer(dims, dt, name, data=data, strides=strides, elem_offset=elem_offset,
                            data_alignment=align, offset_factor=offset_factor,
                            buffer_type=buffer_type, axis_separators=axis_separators, no_layout=no_layout,
-                           span=self.span(syn))
+                           layout=layout, allocated_addr=allocated_addr, span=self.span(syn))
+
+    def tile_layout(self, layout: Any, scope: str, syn: Any) -> tuple:
+        """(tile layout, no layout) of a declaration's ``layout=``: a T.TileLayout or
+        T.ComposeLayout, None (TVM 0.27's "no layout"), or "default" (TVM's default: none in a
+        Trainium scope)."""
+        if layout is None or (layout == "default" and scope in ("trn.sbuf", "trn.psum")):
+            return None, True
+        if isinstance(layout, str) and layout == "default":
+            return None, False
+        if not isinstance(layout, (TileLayout, ComposeLayout)):
+            raise self.error(syn, f"a buffer's layout= is a T.TileLayout, a T.ComposeLayout or None, "
+                                  f"got {_describe(layout)}")
+        if self.func is not None and self.func.s_tir:
+            raise self.error(syn, "a buffer of an s_tir PrimFunc takes no tile layout (TVM 0.27 drops it)")
+        return layout, False
 
     def quoted_stride(self, text: str, dtype: DataType, syn: Any) -> PrimExpr:
         """A quoted stride: the name of a new variable the buffer defines (the body reads it as
@@ -122,8 +141,10 @@ class BufferParsing:
                                         span=self.assigned_span(call, target)))
         shape = tuple(args) if args and not isinstance(args[0], (tuple, list)) else (args[0] if args else ())
         # a view keeps the layout of the buffer it views: its strides, offset and alignment
+        # (and, without layout=, its tile layout: TVM's view places the elements as the buffer does)
         layout = {"data": base.data, "strides": base.strides, "elem_offset": base.offset,
-                  "align": base.data_alignment, "offset_factor": base.offset_factor}
+                  "align": base.data_alignment, "offset_factor": base.offset_factor,
+                  "layout": None if base.no_layout else base.layout or "default"}
         buf = self.buffer_decl(name, [shape], {"dtype": kwargs.pop("dtype", str(base.dtype)),
                                                **layout, **kwargs}, call)
         return TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), base,
@@ -132,6 +153,8 @@ class BufferParsing:
     def retyped_view(self, name: str, base: Buffer, dtype: DataType, call: S.Call) -> Buffer:
         """``base.view(dtype)``: the same bytes as elements of another type (the last dimension
         and the offset scaled by the ratio of the sizes, as TVM's ``Buffer.view`` does)."""
+        if base.layout is not None:
+            raise self.error(call, f"{base.name}.view({str(dtype)!r}): tvms retypes no buffer with a tile layout")
         bits, base_bits = dtype.bits * dtype.lanes, base.dtype.bits * base.dtype.lanes
         big, small = max(bits, base_bits), min(bits, base_bits)
         last = base.shape[-1] if base.shape else None
@@ -259,7 +282,14 @@ def _decl_buffer(b: Any, target: Any, call: S.Call, rest: list) -> Any:
     name = b.target_name(target)
     args, kwargs = call_args(b, call)
     data = kwargs.get("data", args[2] if len(args) > 2 else None)
-    if data is None:
+    if data is None and kwargs.get("scope") == "tmem":
+        # tensor memory is not allocated by a declaration: TVM 0.27 declares a buffer there at
+        # the address given, and the declaration stays one
+        if kwargs.get("allocated_addr") is None:
+            raise b.error(call, 'a T.decl_buffer in scope "tmem" needs its allocated_addr=')
+        if isinstance(kwargs["allocated_addr"], (tuple, list)):
+            raise b.error(call, "a T.decl_buffer's allocated_addr= is one address")
+    elif data is None:
         return _alloc_stmt("global")(b, target, call, rest)
     if isinstance(data, PrimExpr) and not isinstance(data, Var) and data.dtype == handle:
         # ``data=T.tvm_stack_alloca(...)``: the buffer's data pointer is bound to that value
@@ -420,6 +450,10 @@ class BufferPrinting:
             args.append(f"offset_factor={b.offset_factor}")
         if b.no_layout and not self.in_s_tir and self.d is not CLASSIC:
             args.append("layout=None")
+        if b.layout is not None:
+            args.append("layout=" + layout_text(self, b.layout))
+        if b.allocated_addr:
+            args.append("allocated_addr=" + allocated_addr_text(self, b.allocated_addr))
         if b.buffer_type != "default":
             args.append('buffer_type="auto"')
         if b.axis_separators:
@@ -531,7 +565,13 @@ class BufferPrinting:
         if owner is None or self.namer.get(b.data) is not None:
             return self.buffer_decl(b, "decl_buffer", [])
         if self.d.name != "classic" and _reshapes(owner, b):
-            return f"{self.namer.get(owner)}.view({', '.join(self.expr(x) for x in b.shape)})"
+            # (a layout= placing the elements as the viewed buffer does is what view gives anyway)
+            if b.no_layout or owner.no_layout:
+                same = b.no_layout == owner.no_layout
+            else:
+                same = same_placement(layout_of(b), layout_of(owner))
+            layout = [] if same else [f"layout={'None' if b.no_layout else layout_text(self, layout_of(b))}"]
+            return f"{self.namer.get(owner)}.view({', '.join([*(self.expr(x) for x in b.shape), *layout])})"
         if self.d.name != "classic" and _retypes(owner, b):
             return f"{self.namer.get(owner)}.view({quote(str(b.dtype))})"
         return self.buffer_decl(b, "decl_buffer", [], data=self.data_of(owner))

@@ -21,7 +21,7 @@ from ..dialect import CLASSIC, Dialect
 from ..diagnostics import did_you_mean, error, span_of
 from ...ir.operators import BY_SYMBOL, CMP
 from .attrs import freeze_value
-from .rules import EXPR_BUILTINS, statement_builtin_names
+from .rules import EXPR_BUILTINS, GLOBAL_NAMES, OPERATOR_HOOKS, SUBSCRIPT_BUILTINS, Namespace, statement_builtin_names
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,8 @@ class ExprEvaluator:
                 return scope[name]
         if name in T_NAMES:
             return Builtin("")
+        if name in GLOBAL_NAMES:
+            return GLOBAL_NAMES[name]
         if name == "range":
             return Builtin("serial")
         known = [n for scope in self.scopes for n in scope]
@@ -186,6 +188,8 @@ class ExprEvaluator:
                 raise self.error(syn, f"unknown builtin 'T.{path}'"
                                  f"{did_you_mean('T.' + path, ['T.' + n for n in all_builtin_names()])}")
             return Builtin(path)
+        if isinstance(base, Namespace):
+            return base.attribute(self, syn.attr, syn)
         if isinstance(base, (PrimType, PointerType)) and syn.attr == "ty":  # (T.handle().ty)
             return base
         if isinstance(base, ModuleFunctions):
@@ -215,6 +219,8 @@ class ExprEvaluator:
         if isinstance(base, Buffer):
             return self.subscript_buffer(base, syn)
         if isinstance(base, Builtin):
+            if base.path in SUBSCRIPT_BUILTINS:
+                return SUBSCRIPT_BUILTINS[base.path](self, syn)
             if base.path == "Buffer":  # the older T.Buffer[(128, 128), "float32"]
                 args = [self.ev(i) for i in syn.indices]
                 return self.call_builtin(base, args, {}, syn)
@@ -331,6 +337,11 @@ class ExprEvaluator:
         return self.binary(syn, self.ev(syn.left), self.ev(syn.right))
 
     def binary(self, syn: S.BinOp, left: Any, right: Any) -> Any:
+        if not (isinstance(left, (PrimExpr, int, float)) and isinstance(right, (PrimExpr, int, float))):
+            for hook in OPERATOR_HOOKS:  # (operands of another kind: a layout's 4 @ Axis.laneid)
+                result = hook(self, syn, left, right)
+                if result is not NotImplemented:
+                    return result
         a, b = self.as_operand(left, syn.left), self.as_operand(right, syn.right)
         op = BY_SYMBOL.get(syn.op)
         if op is None or op.build is None or op.precedence == CMP:

@@ -20,7 +20,7 @@ from .. import syntax as S
 from ..comments import add_below, carry, take
 from ..dialect import CLASSIC, Dialect
 from .attrs import AttrParsing
-from . import exprs, ptx_calls, sugar  # noqa: F401  (register the T.* expression builtins)
+from . import exprs, layouts, ptx_calls, sugar  # noqa: F401  (register the T.* expression builtins)
 from .blocks import BlockFrame, BlockParsing
 from .buffers import BufferParsing
 from .evaluator import Builtin, BufferMethod, BufferSlice, NewVar, ScopedEvaluator, _describe

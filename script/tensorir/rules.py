@@ -8,15 +8,23 @@ core and the printer core only look rules up:
   expression statement ``T.where(...)``), ``"assign"`` (``x = T.axis.spatial(...)``),
   ``"with"`` (``with T.block(...):``), ``"for"`` (``for i in T.serial(...)``);
 - ``EXPR_BUILTINS[name]``: ``T.<name>(...)`` inside an expression (``T.Cast``, ``T.max``, ...);
+- ``SUBSCRIPT_BUILTINS[name]``: ``T.<name>[...]`` inside an expression (``T.S[8:1]``);
+- ``OPERATOR_HOOKS``: how a binary operator reads operands that are not expressions (a layout's
+  ``4 @ Axis.laneid``): each returns NotImplemented for operands it does not know;
+- ``GLOBAL_NAMES[name]``: names a script uses without defining them (``Axis``, imported by the
+  header), each a ``Namespace`` whose attributes are read by its ``attribute``;
 - ``PRINT_STMT[node class]`` and ``PRINT_EXPR[node class]``: how a node prints.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 FORMS = ("call", "assign", "with", "for")
 PARSE: dict[str, dict[str, Callable]] = {form: {} for form in FORMS}
 EXPR_BUILTINS: dict[str, Callable] = {}
+SUBSCRIPT_BUILTINS: dict[str, Callable] = {}
+OPERATOR_HOOKS: list[Callable] = []
+GLOBAL_NAMES: dict[str, "Namespace"] = {}
 PRINT_STMT: dict[type, Callable] = {}
 PRINT_EXPR: dict[type, Callable] = {}
 
@@ -24,6 +32,13 @@ PRINT_EXPR: dict[type, Callable] = {}
 # alone: the decorator, ``T.axis`` before its kind, ``T.let[...]``, ``T.comm_reducer`` and
 # ``T.index_map`` (read by the evaluator itself), ``T.Then`` / ``T.Else`` (read by ``with T.If(...)``).
 _OTHER_NAMES = frozenset("prim_func axis let comm_reducer index_map bool Then Else".split())
+
+
+class Namespace:
+    """A name such as ``Axis``: ``attribute(ev, name, syn)`` reads ``Axis.<name>``."""
+
+    def attribute(self, ev: Any, name: str, syn: Any) -> Any:
+        raise NotImplementedError
 
 
 def parses(form: str, *names: str) -> Callable:

@@ -1,0 +1,194 @@
+"""TVM 0.27's tile layouts: where each element of a buffer lives, on memory and on named axes of
+the machine (lanes, warps, Trainium partitions, tensor-memory columns, ...).
+
+``T.TileLayout(T.S[(2, 4):(1 @ Axis.laneid, 1)] + T.R[2:1 @ Axis.warpid] + 3)`` reads: the
+buffer's elements, in row-major order, are split by the *shard* extents ``(2, 4)``; each piece
+steps by its stride along its axis (``m``, memory, when none is named). The *replica* repeats the
+whole on other axes, and the *offset* shifts it, per axis. ``T.ComposeLayout(3, 3, 3, tile)``
+applies a swizzle (``per_element``, ``swizzle_len``, ``atom_len``) to a tile layout's addresses.
+
+tvms reads and prints these layouts; it lowers only those that place elements as the plain
+row-major layout does (``means_row_major``), and refuses the others (``refuse_tile_layouts``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .dtype import DataType
+from .errors import TVMSError
+from .expr import IntImm, Mul, PrimExpr
+from .node import Node
+
+# The axes TVM 0.27 registers (``tvm.tirx.layout._AXIS_NAMES``); ``m`` is memory.
+AXIS_NAMES = ("bx", "by", "bz", "cbx", "cby", "cbz", "tx", "warpid", "laneid", "wgid", "tid_in_wg",
+              "wid_in_wg", "m", "P", "F", "Bank", "TCol", "TLane")
+MEMORY = "m"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Iter(Node):
+    """One piece of a shard or replica: ``extent`` steps of ``stride`` along ``axis``."""
+
+    extent: PrimExpr
+    stride: PrimExpr
+    axis: str = MEMORY
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AxisOffset(Node):
+    """One term of a layout's offset: ``value @ Axis.<axis>``."""
+
+    axis: str
+    value: PrimExpr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TileLayout(Node):
+    """``T.TileLayout(T.S[shard] + T.R[replica] + offset)``. The offset's terms are kept in the
+    order of their axis names, one per axis, as TVM keeps them (and prints them)."""
+
+    shard: tuple = ()  # of Iter
+    replica: tuple = ()  # of Iter
+    offset: tuple = ()  # of AxisOffset
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ComposeLayout(Node):
+    """``T.ComposeLayout(per_element, swizzle_len, atom_len, tile_layout)``: a swizzle of the
+    tile layout's addresses (``swizzle_inner=False``: of its outer bits)."""
+
+    per_element: int
+    swizzle_len: int
+    atom_len: int
+    tile_layout: TileLayout
+    swizzle_inner: bool = True
+
+
+Layout = TileLayout | ComposeLayout
+
+
+def compact_strides(extents: tuple) -> tuple:
+    """Row-major strides of ``extents`` (the last 1), as TVM's default layout computes them: in
+    the type of the first extent that is not int32, int32 otherwise."""
+    dtype = next((e.dtype for e in extents if e.dtype != DataType("int32")), DataType("int32"))
+    strides, stride = [], IntImm(dtype, 1)
+    for extent in reversed(extents):
+        strides.append(stride)
+        stride = _times(stride, extent)
+    return tuple(reversed(strides))
+
+
+def default_layout(shape: tuple) -> TileLayout:
+    """TVM 0.27's layout of a buffer declared without one: ``T.S[shape]``, row-major in memory."""
+    return TileLayout(tuple(Iter(e, s) for e, s in zip(shape, compact_strides(shape))))
+
+
+def is_default(layout: Layout, shape: tuple) -> bool:
+    """Whether ``layout`` is the one TVM gives a buffer of ``shape`` anyway (and prints not)."""
+    from .structural import structural_equal  # (structural imports the buffers, which use this)
+
+    return structural_equal(layout, default_layout(shape))
+
+
+def canonical(layout: Layout) -> Layout:
+    """``layout`` with its pieces of one element dropped and each run of pieces that step as one
+    fused (``T.S[(8, 8):(8, 1)]`` is ``T.S[64:1]``), as TVM's ``Layout.canonicalize`` does for
+    constant pieces: two layouts equal so place the same elements at the same places."""
+    if isinstance(layout, ComposeLayout):
+        return ComposeLayout(layout.per_element, layout.swizzle_len, layout.atom_len,
+                             canonical(layout.tile_layout), layout.swizzle_inner)
+    return TileLayout(_fused(layout.shard), _fused(layout.replica), layout.offset)
+
+
+def _fused(iters: tuple) -> tuple:
+    out: list = []
+    for it in iters:
+        if _const(it.extent) == 1:
+            continue
+        last = out[-1] if out else None
+        if (last is not None and last.axis == it.axis and None not in (_const(last.stride), _const(it.stride), _const(it.extent))
+                and _const(last.stride) == _const(it.extent) * _const(it.stride) and _const(last.extent) is not None):
+            out[-1] = Iter(IntImm(it.extent.dtype, _const(last.extent) * _const(it.extent)), it.stride, it.axis)
+        else:
+            out.append(it)
+    return tuple(out)
+
+
+def _const(e: PrimExpr) -> int | None:
+    return e.value if isinstance(e, IntImm) else None
+
+
+def same_placement(a: Layout, b: Layout) -> bool:
+    """Whether two layouts place every element at the same place (equal once canonical)."""
+    from .structural import structural_equal
+
+    return structural_equal(canonical(a), canonical(b))
+
+
+def layout_of(buffer) -> Layout:
+    """A buffer's tile layout, its default one where it has none of its own."""
+    return buffer.layout if buffer.layout is not None else default_layout(buffer.shape)
+
+
+def means_row_major(layout: Layout, shape: tuple) -> bool:
+    """Whether ``layout`` places every element where the plain row-major layout of ``shape``
+    does: all in memory, compact row-major pieces covering the buffer, no replica, no offset
+    (``T.S[32:1]`` of a (8, 4) buffer)."""
+    if not isinstance(layout, TileLayout) or layout.replica or layout.offset:
+        return False
+    extents = tuple(it.extent for it in layout.shard)
+    if any(it.axis != MEMORY for it in layout.shard) or not all(isinstance(e, IntImm) for e in extents):
+        return False
+    if not all(isinstance(e, IntImm) for e in shape) or _product(extents) != _product(shape):
+        return False
+    return [getattr(it.stride, "value", None) for it in layout.shard] == [s.value for s in compact_strides(extents)]
+
+
+def refuse_tile_layouts(node: Node, where: str) -> None:
+    """A TVMSError naming the first buffer of ``node`` (a function) whose tile layout would
+    change where its elements are: tvms lowers and runs only buffers laid out row-major."""
+    from .buffer import Buffer
+    from .visitor import collect
+
+    for b in collect(node, Buffer):
+        if b.layout is not None and not means_row_major(b.layout, b.shape):
+            raise TVMSError(f"{where}: buffer {b.name!r} has the tile layout {describe(b.layout)}, which "
+                            f"places its elements otherwise than row-major: tvms reads and prints tile "
+                            f"layouts but does not lower them")
+
+
+def describe(layout: Layout) -> str:
+    """A layout as the script writes it, for messages (a symbolic value as ``...``)."""
+    if isinstance(layout, ComposeLayout):
+        return f"T.ComposeLayout({layout.per_element}, {layout.swizzle_len}, {layout.atom_len}, " \
+               f"{describe(layout.tile_layout)})"
+    parts = [f"T.{kind}{_spec_text(iters)}" for kind, iters in (("S", layout.shard), ("R", layout.replica)) if iters]
+    parts += [_on_axis(t.value, t.axis) for t in layout.offset]
+    return f"T.TileLayout({' + '.join(parts)})"
+
+
+def _spec_text(iters: tuple) -> str:
+    extents = [_text(it.extent) for it in iters]
+    strides = [_on_axis(it.stride, it.axis) for it in iters]
+    return f"[{extents[0]}:{strides[0]}]" if len(iters) == 1 else f"[({', '.join(extents)}):({', '.join(strides)})]"
+
+
+def _on_axis(value: PrimExpr, axis: str) -> str:
+    return _text(value) + ("" if axis == MEMORY else f" @ Axis.{axis}")
+
+
+def _text(e: PrimExpr) -> str:
+    return str(e.value) if isinstance(e, IntImm) else "..."
+
+
+def _times(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    from .arith.operators import binary  # (constants folded, a 1 dropped; arith imports buffers)
+
+    return binary(Mul, a, b)
+
+
+def _product(extents: tuple) -> int:
+    count = 1
+    for e in extents:
+        count *= e.value
+    return count

@@ -1,0 +1,118 @@
+"""TVM 0.27's tile layouts (``layout=T.TileLayout(...)``, ``T.ComposeLayout``, ``allocated_addr=``):
+read into the IR, part of a buffer's meaning (structural equality), refused where malformed, and
+refused by lowering where they would move elements (the goldens TVM printed are in
+fixtures/tvm027_printing/tile_layouts*.tvms)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_errors import assert_error
+
+import tvms
+from tvms.ir import structural_equal, structural_hash
+from tvms.ir.tile_layout import TileLayout, same_placement
+from tvms.runtime.reference import run_prim_func
+from tvms.script import from_source
+
+HEADER = "# from tvm.script import tirx as T\n# from tvm.tirx.layout import Axis\n\n"
+
+
+def doubling(layout: str) -> str:
+    return HEADER + f'''@T.prim_func
+def main(A: T.Buffer((8, 4), "float32", layout={layout}), B: T.Buffer((8, 4), "float32")):
+    for i, j in T.grid(8, 4):
+        B[i, j] = A[i, j] * T.float32(2.0)
+'''
+
+
+def param_layout(text: str):
+    func = from_source(text)
+    return func.buffer_map[func.params[0]].layout
+
+
+def test_a_layout_is_read_into_the_ir() -> None:
+    layout = param_layout(doubling("T.TileLayout(T.S[(8, 4):(4 @ Axis.laneid, 1)] + T.R[2:1 @ Axis.warpid] "
+                                   "+ 3 + 1 @ Axis.laneid)"))
+    assert isinstance(layout, TileLayout)
+    assert [(it.extent.value, it.stride.value, it.axis) for it in layout.shard] == [(8, 4, "laneid"), (4, 1, "m")]
+    assert [(it.extent.value, it.stride.value, it.axis) for it in layout.replica] == [(2, 1, "warpid")]
+    assert [(t.axis, t.value.value) for t in layout.offset] == [("laneid", 1), ("m", 3)]
+
+
+def test_the_default_layout_is_none_and_other_layouts_differ_structurally() -> None:
+    assert param_layout(doubling("T.TileLayout(T.S[(8, 4)])")) is None
+    plain = from_source(doubling("T.TileLayout(T.S[(8, 4):(4, 1)])"))
+    transposed = from_source(doubling("T.TileLayout(T.S[(8, 4):(1, 8)])"))
+    again = from_source(doubling("T.TileLayout(T.S[(8, 4):(1, 8)])"))
+    assert structural_equal(transposed, again) and structural_hash(transposed) == structural_hash(again)
+    assert not structural_equal(plain, transposed)
+    assert not structural_equal(transposed, from_source(doubling("T.TileLayout(T.S[(8, 4):(1, 8)] + 1)")))
+
+
+def test_a_view_without_layout_places_its_elements_as_the_viewed_buffer() -> None:
+    func = from_source(HEADER + '''@T.prim_func
+def main(C: T.Buffer((8, 8), "float32", layout=T.TileLayout(T.S[(8, 8):(1, 8)]))):
+    D = C.view(64)
+    T.evaluate(D[0])
+''')
+    view = func.body.buffer
+    assert view.layout is not None and same_placement(view.layout, func.buffer_map[func.params[0]].layout)
+    assert "D = C.view(64)\n" in func.script(dialect="tvm-0.27")
+
+
+@pytest.mark.parametrize("layout", ["T.TileLayout(T.S[32:1])", "T.TileLayout(T.S[(2, 4, 4):(16, 4, 1)])"])
+def test_a_layout_that_keeps_rows_in_place_is_run_and_built(layout: str) -> None:
+    func = from_source(doubling(layout))
+    assert param_layout(doubling(layout)) is not None  # (TVM prints it: it is not the default one)
+    a = np.arange(32, dtype="float32").reshape(8, 4)
+    b = np.zeros_like(a)
+    run_prim_func(func, a, b)
+    np.testing.assert_array_equal(b, 2 * a)
+    built, out = tvms.build(func, "llvm"), tvms.nd.array(np.zeros_like(a))
+    built(tvms.nd.array(a), out)
+    np.testing.assert_array_equal(out.numpy(), 2 * a)
+
+
+@pytest.mark.parametrize("layout", ["T.TileLayout(T.S[(8, 4):(1, 8)])",
+                                    "T.TileLayout(T.S[(8, 4):(4 @ Axis.laneid, 1)])",
+                                    "T.TileLayout(T.S[32:1] + 4)",
+                                    "T.ComposeLayout(3, 3, 3, T.TileLayout(T.S[(8, 4):(4, 1)]))"])
+def test_a_layout_that_moves_elements_is_refused_by_lowering_and_the_executor(layout: str) -> None:
+    func = from_source(doubling(layout))
+    a = np.zeros((8, 4), "float32")
+    with pytest.raises(tvms.TVMSError, match=r"the reference executor: buffer 'A' has the tile layout T\.(Tile|Compose)Layout"):
+        run_prim_func(func, a, a.copy())
+    with pytest.raises(tvms.TVMSError, match=r"build: buffer 'A' has the tile layout .* does not lower them"):
+        tvms.build(func, "llvm")
+
+
+LAYOUT_ERRORS = [
+    ("T.TileLayout(T.S[(8, 4):(4, 1, 1)])", 66, r"T\.S\[\.\.\.\] has 2 extent\(s\) and 3 stride\(s\)"),
+    ("T.TileLayout(T.S[(8, 4):(4 @ Axis.lanied, 1)])", 77, r"unknown layout axis 'Axis\.lanied'; did you mean 'laneid'\?"),
+    ("T.TileLayout(5)", 48, r"T\.TileLayout takes one spec .* got 5"),
+    ("T.TileLayout(T.S[8:1] + T.S[4:1])", 61, r"a tile layout has one T\.S\[\.\.\.\]"),
+    ("T.ComposeLayout(3, 3, 3, T.S[32:1])", 48, r"T\.ComposeLayout swizzles a T\.TileLayout, got a bare spec"),
+    ("T.TileLayout(T.S(32, 1))", 61, r"T\.S is written with brackets"),
+    ('"row_major"', 48, r"a buffer's layout= is a T\.TileLayout, a T\.ComposeLayout or None, got the string 'row_major'"),
+]
+
+
+@pytest.mark.parametrize("layout, col, message", LAYOUT_ERRORS, ids=[m[:20] for _, _, m in LAYOUT_ERRORS])
+def test_a_malformed_layout_is_located(layout: str, col: int, message: str) -> None:
+    assert_error(doubling(layout), 5, col, message)
+
+
+def test_a_layout_in_an_s_tir_function_is_refused() -> None:
+    src = doubling("T.TileLayout(T.S[(8, 4):(1, 8)])").replace("@T.prim_func", "@T.prim_func(s_tir=True)")
+    assert_error(src, 5, 48, r"s_tir PrimFunc takes no tile layout")
+
+
+def test_tensor_memory_is_declared_at_an_address() -> None:
+    body = HEADER + '''@T.prim_func
+def main():
+    C = T.decl_buffer((128, 128), scope="tmem"{})
+    T.evaluate(C[0, 0])
+'''
+    assert_error(body.format(""), 6, 9, r'a T\.decl_buffer in scope "tmem" needs its allocated_addr=')
+    func = from_source(body.format(", allocated_addr=64"))
+    assert [a.value for a in func.body.buffer.allocated_addr] == [64]
