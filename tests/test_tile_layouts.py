@@ -93,6 +93,9 @@ LAYOUT_ERRORS = [
     ("T.TileLayout(T.S[8:1] + T.S[4:1])", 61, r"a tile layout has one T\.S\[\.\.\.\]"),
     ("T.ComposeLayout(3, 3, 3, T.S[32:1])", 48, r"T\.ComposeLayout swizzles a T\.TileLayout, got a bare spec"),
     ("T.TileLayout(T.S(32, 1))", 61, r"T\.S is written with brackets"),
+    ("T.TileLayout(T.S[8:1] + Axis.laneid @ 4)", 72, r"an axis stands after a value: write 1 @ Axis\.laneid"),
+    ("T.TileLayout(T.S[8:1] - 1)", 61, r"a layout is built with \+ alone"),
+    ("T.TileLayout(T.S[8:1.5])", 61, r"a stride of a layout is an integer, got 1\.5"),
     ('"row_major"', 48, r"a buffer's layout= is a T\.TileLayout, a T\.ComposeLayout or None, got the string 'row_major'"),
 ]
 

@@ -65,7 +65,14 @@ class Spec:
 def _as_offset(ev: Any, value: Any, syn: Any) -> Offset:
     if isinstance(value, Offset):
         return value
-    return Offset(((MEMORY, ev.int_expr(value, syn)),))
+    return Offset(((MEMORY, _integer(ev, value, "an offset", syn)),))
+
+
+def _integer(ev: Any, value: Any, what: str, syn: Any) -> PrimExpr:
+    """An integer value of a layout (an extent, a stride, an offset)."""
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, PrimExpr) and value.dtype.is_integer)):
+        raise ev.error(syn, f"{what} of a layout is an integer, got {_describe(value)}")
+    return ev.int_expr(value, syn)
 
 
 def _is_term(value: Any) -> bool:
@@ -75,12 +82,15 @@ def _is_term(value: Any) -> bool:
 def combine(ev: Any, syn: S.BinOp, left: Any, right: Any) -> Any:
     """``value @ Axis.x`` and the sums that build a layout spec; NotImplemented for other operands."""
     if syn.op == "@" and isinstance(right, AxisName):
-        return Offset(((right.name, ev.int_expr(left, syn.left)),))
-    if syn.op != "+" or not (_is_term(left) or _is_term(right)):
+        return Offset(((right.name, _integer(ev, left, "a value on an axis", syn.left)),))
+    if not (_is_term(left) or _is_term(right)):
         return NotImplemented
     for value, side in ((left, syn.left), (right, syn.right)):
         if isinstance(value, AxisName):
             raise ev.error(side, f"an axis stands after a value: write 1 @ Axis.{value.name}")
+    if syn.op != "+":
+        raise ev.error(syn, f"a layout is built with + alone (T.S[...] + T.R[...] + 1 @ Axis.laneid), "
+                            f"not with {syn.op!r}")
     if isinstance(left, Spec) and isinstance(right, Spec):
         for part in ("shard", "replica"):
             if getattr(left, part) is not None and getattr(right, part) is not None:
@@ -110,7 +120,7 @@ def _spec(kind: str) -> Any:
         else:
             extents = _items(ev.ev(syn.indices[0])) if len(syn.indices) == 1 else [ev.ev(i) for i in syn.indices]
             strides = None
-        extents = [ev.int_expr(e, syn) for e in extents]
+        extents = [_integer(ev, e, "an extent", syn) for e in extents]
         if not extents:
             raise ev.error(syn, f"T.{kind}[...] needs at least one extent")
         if strides is None:
@@ -135,7 +145,7 @@ def _iter(ev: Any, extent: PrimExpr, stride: Any, syn: Any) -> Iter:
         return Iter(extent, value, axis)
     if isinstance(stride, AxisName):
         raise ev.error(syn, f"a stride on an axis is written 1 @ Axis.{stride.name}")
-    return Iter(extent, ev.int_expr(stride, syn), MEMORY)
+    return Iter(extent, _integer(ev, stride, "a stride", syn), MEMORY)
 
 
 def _tile_layout(ev: Any, args: list, kwargs: dict, syn: Any) -> TileLayout:
