@@ -23,6 +23,10 @@ from .node import Node
 AXIS_NAMES = ("bx", "by", "bz", "cbx", "cby", "cbz", "tx", "warpid", "laneid", "wgid", "tid_in_wg",
               "wid_in_wg", "m", "P", "F", "Bank", "TCol", "TLane")
 MEMORY = "m"
+# the axes that are no memory but threads of the machine (a layout on them spreads a buffer across
+# threads; ``B.local()`` views what one thread holds)
+THREAD_AXES = frozenset(("bx", "by", "bz", "cbx", "cby", "cbz", "tx", "warpid", "laneid", "wgid", "tid_in_wg",
+                         "wid_in_wg"))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -130,6 +134,40 @@ def layout_of(buffer) -> Layout:
     return buffer.layout if buffer.layout is not None else default_layout(buffer.shape)
 
 
+def on_threads(layout: Layout) -> bool:
+    """Whether a layout spreads its elements across threads (a piece or offset on a thread axis)."""
+    tile = layout.tile_layout if isinstance(layout, ComposeLayout) else layout
+    return any(x.axis in THREAD_AXES for x in (*tile.shard, *tile.replica, *tile.offset))
+
+
+def storage(layout: TileLayout) -> TileLayout:
+    """What one thread holds of a layout: its pieces and offsets on memory axes alone."""
+    keep = lambda items: tuple(x for x in items if x.axis not in THREAD_AXES)  # noqa: E731
+    return TileLayout(keep(layout.shard), keep(layout.replica), keep(layout.offset))
+
+
+def storage_span(layout: TileLayout) -> int | None:
+    """The elements one thread's storage reaches: its last address plus one (TVM's ``span``)."""
+    values = [(_const(it.extent), _const(it.stride)) for it in (*layout.shard, *layout.replica)]
+    offsets = [_const(t.value) for t in layout.offset]
+    if any(None in v for v in values) or None in offsets:
+        return None
+    return sum((e - 1) * s for e, s in values) + sum(offsets) + 1
+
+
+def storage_size(layout: TileLayout) -> int | None:
+    """How many elements one thread's storage holds (TVM's ``size``: the shard's extents)."""
+    extents = [_const(it.extent) for it in layout.shard]
+    return None if None in extents else _product_of(extents)
+
+
+def _product_of(values: list) -> int:
+    count = 1
+    for v in values:
+        count *= v
+    return count
+
+
 def means_row_major(layout: Layout, shape: tuple) -> bool:
     """Whether ``layout`` places every element where the plain row-major layout of ``shape``
     does: all in memory, compact row-major pieces covering the buffer, no replica, no offset
@@ -139,7 +177,8 @@ def means_row_major(layout: Layout, shape: tuple) -> bool:
     extents = tuple(it.extent for it in layout.shard)
     if any(it.axis != MEMORY for it in layout.shard) or not all(isinstance(e, IntImm) for e in extents):
         return False
-    if not all(isinstance(e, IntImm) for e in shape) or _product(extents) != _product(shape):
+    if not all(isinstance(e, IntImm) for e in shape) or _product_of([e.value for e in extents]) != \
+            _product_of([e.value for e in shape]):
         return False
     return [getattr(it.stride, "value", None) for it in layout.shard] == [s.value for s in compact_strides(extents)]
 
@@ -186,9 +225,3 @@ def _times(a: PrimExpr, b: PrimExpr) -> PrimExpr:
 
     return binary(Mul, a, b)
 
-
-def _product(extents: tuple) -> int:
-    count = 1
-    for e in extents:
-        count *= e.value
-    return count

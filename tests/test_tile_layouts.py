@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import FIXTURES
 from test_errors import assert_error
 
 import tvms
@@ -119,3 +120,29 @@ def main():
     assert_error(body.format(""), 6, 9, r'a T\.decl_buffer in scope "tmem" needs its allocated_addr=')
     func = from_source(body.format(", allocated_addr=64"))
     assert [a.value for a in func.body.buffer.allocated_addr] == [64]
+
+
+def test_a_local_view_holds_what_one_thread_holds() -> None:
+    func = from_source((FIXTURES / "tvm027_printing" / "tile_layout_local_views.tvms").read_text())
+    whole = func.body.body.body  # C = B.local()
+    assert [e.value for e in whole.buffer.shape] == [32] and whole.buffer.layout is None
+    assert whole.buffer.data is func.body.buffer.data
+
+
+LOCAL = HEADER + '''@T.prim_func
+def main():
+    A = T.alloc_local((32,))
+    B = A.view(64, 64, layout=T.TileLayout(T.S[(4, 2, 8, 8, 4, 2):(1 @ Axis.wid_in_wg, 2, 4 @ Axis.laneid, 4, 1 @ Axis.laneid, 1)]))
+    C = {}
+    T.evaluate(C[0])
+'''
+
+
+@pytest.mark.parametrize("call, col, message", [
+    ("A.local()", 9, r"A\.local\(\.\.\.\) views what one thread holds of a buffer laid out across threads; "
+                     r"A has no such T\.TileLayout"),
+    ("B.local(4, 4)", 9, r"B\.local\(4, 4\): the shape must cover the 32 element\(s\) one thread holds"),
+    ("B.local(32, scope=\"shared\")", 9, r"B\.local\(\.\.\.\) takes a shape and layout=, not scope="),
+])
+def test_a_local_view_that_does_not_fit_is_located(call: str, col: int, message: str) -> None:
+    assert_error(LOCAL.format(call), 8, col, message)

@@ -17,7 +17,8 @@ from ...ir.dtype import DataType, handle
 from ...ir.expr import BufferLoad, FloorDiv, IntImm, PointerType, PrimExpr, Var
 from ...ir.node import EMPTY
 from ...ir.structural import structural_equal
-from ...ir.tile_layout import ComposeLayout, TileLayout, layout_of, same_placement
+from ...ir.tile_layout import (ComposeLayout, TileLayout, layout_of, on_threads, same_placement, storage,
+                               storage_size, storage_span)
 from ...ir.stmt import Allocate, AllocBuffer, BufferStore, DeclBuffer, LetStmt, SeqStmt, Stmt, seq
 from ...ir.visitor import walk
 from .. import syntax as S
@@ -140,15 +141,44 @@ class BufferParsing:
             return TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), base,
                                         span=self.assigned_span(call, target)))
         shape = tuple(args) if args and not isinstance(args[0], (tuple, list)) else (args[0] if args else ())
-        # a view keeps the layout of the buffer it views: its strides, offset and alignment
-        # (and, without layout=, its tile layout: TVM's view places the elements as the buffer does)
-        layout = {"data": base.data, "strides": base.strides, "elem_offset": base.offset,
-                  "align": base.data_alignment, "offset_factor": base.offset_factor,
-                  "layout": None if base.no_layout else base.layout or "default"}
+        # (without layout=, a view places the elements as the buffer it views does)
+        kwargs.setdefault("layout", None if base.no_layout else base.layout or "default")
+        return self.derived_buffer(target, base, shape, kwargs, call, rest)
+
+    def derived_buffer(self, target: Any, base: Buffer, shape: tuple, kwargs: dict, call: S.Call,
+                       rest: list) -> TakesRest:
+        """A view of ``base``'s memory: its strides, offset and alignment, another shape."""
+        memory = {"data": base.data, "strides": base.strides, "elem_offset": base.offset,
+                  "align": base.data_alignment, "offset_factor": base.offset_factor}
+        name = self.target_name(target)
         buf = self.buffer_decl(name, [shape], {"dtype": kwargs.pop("dtype", str(base.dtype)),
-                                               **layout, **kwargs}, call)
+                                               **memory, **kwargs}, call)
         return TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), base,
                                     span=self.assigned_span(call, target)))
+
+    def buffer_local(self, target: Any, method: BufferMethod, call: S.Call, rest: list) -> Any:
+        """``B.local(*shape, layout=...)``: what one thread holds of a buffer laid out across
+        threads, as a buffer of its own (by default the whole reach of its storage, row-major;
+        with a layout, as many elements as the storage holds)."""
+        base = method.buffer
+        args = [self.ev(a) for a in call.args]
+        kwargs = {k: self.ev(v) for k, v in call.kwargs}
+        layout = kwargs.pop("layout", None)
+        if kwargs:
+            raise self.error(call, f"{base.name}.local(...) takes a shape and layout=, not {next(iter(kwargs))}=")
+        if not isinstance(base.layout, TileLayout) or not on_threads(base.layout):
+            raise self.error(call, f"{base.name}.local(...) views what one thread holds of a buffer laid out "
+                                   f"across threads; {base.name} has no such T.TileLayout")
+        held = storage(base.layout)
+        extent = storage_span(held) if layout is None else storage_size(held)
+        if extent is None:
+            raise self.error(call, f"{base.name}.local(...): tvms needs the constant extents and strides of "
+                                   f"{base.name}'s layout")
+        shape = tuple(args) if args else (extent,)
+        if layout is None and args and not _holds(shape, extent):
+            raise self.error(call, f"{base.name}.local{tuple(args)}: the shape must cover the {extent} "
+                                   f"element(s) one thread holds")
+        return self.derived_buffer(target, base, shape, {"layout": layout or "default"}, call, rest)
 
     def retyped_view(self, name: str, base: Buffer, dtype: DataType, call: S.Call) -> Buffer:
         """``base.view(dtype)``: the same bytes as elements of another type (the last dimension
@@ -225,6 +255,26 @@ def _alloc_stmt(scope: str) -> Callable:
 def _same_memory(a: Buffer, b: Buffer) -> bool:
     return (a.dtype == b.dtype and a.scope == b.scope and len(a.shape) == len(b.shape) and not a.strides
             and not b.strides and all(structural_equal(x, y) for x, y in zip(a.shape, b.shape)))
+
+
+def _holds(shape: tuple, count: int) -> bool:
+    """Whether a shape of constants has ``count`` elements."""
+    total = 1
+    for extent in shape:
+        if not isinstance(extent, (int, IntImm)) or isinstance(extent, bool):
+            return False
+        total *= int(getattr(extent, "value", extent))
+    return total == count
+
+
+def _localizes(parent: Buffer, b: Buffer) -> bool:
+    """Whether ``b`` is ``parent.local(...)``, as TVM prints it: a view of the memory of a buffer
+    laid out across threads, laid out on memory alone."""
+    return (isinstance(parent.layout, TileLayout) and on_threads(parent.layout) and not b.no_layout
+            and not on_threads(layout_of(b)) and parent.dtype == b.dtype and parent.scope == b.scope
+            and len(parent.strides) == len(b.strides) == 0 and structural_equal(parent.offset, b.offset)
+            and parent.data_alignment == b.data_alignment and parent.offset_factor == b.offset_factor
+            and b.buffer_type == "default" and not b.axis_separators)
 
 
 def _reshapes(parent: Buffer, b: Buffer) -> bool:
@@ -564,6 +614,8 @@ class BufferPrinting:
         owner = data_of if named else self.data_owner(b.data, exclude=b)
         if owner is None or self.namer.get(b.data) is not None:
             return self.buffer_decl(b, "decl_buffer", [])
+        if self.d.name != "classic" and _localizes(owner, b):
+            return self.local_view(owner, b)
         if self.d.name != "classic" and _reshapes(owner, b):
             # (a layout= placing the elements as the viewed buffer does is what view gives anyway)
             if b.no_layout or owner.no_layout:
@@ -575,6 +627,19 @@ class BufferPrinting:
         if self.d.name != "classic" and _retypes(owner, b):
             return f"{self.namer.get(owner)}.view({quote(str(b.dtype))})"
         return self.buffer_decl(b, "decl_buffer", [], data=self.data_of(owner))
+
+    def local_view(self, parent: Buffer, b: Buffer) -> str:
+        """``parent.local(...)``: the shape where it is not the one ``local`` gives, the layout
+        where it is not the default one (or the shape would not cover the storage's reach)."""
+        held = storage(parent.layout)
+        span, size = storage_span(held), storage_size(held)
+        explicit = b.layout is not None or not _holds(b.shape, span if span is not None else -1)
+        implicit = size if explicit else span
+        args = [] if len(b.shape) == 1 and _holds(b.shape, implicit) and implicit is not None else \
+            [self.expr(x) for x in b.shape]
+        if explicit:
+            args.append(f"layout={layout_text(self, layout_of(b))}")
+        return f"{self.namer.get(parent)}.local({', '.join(args)})"
 
     @prints(AllocBuffer)
     def st_alloc_buffer(self, s: AllocBuffer, concise: bool, top: bool) -> None:
