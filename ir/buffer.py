@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .dtype import DataType, handle, int32
 from .expr import IntImm, PointerType, PrimExpr, Range, Var
 from .node import Node, binds, hint
+
+if TYPE_CHECKING:
+    from .tile_layout import ComposeLayout, TileLayout
 
 DEFAULT_ALIGN = 64  # bytes; TVM's kAllocAlignment
 
@@ -35,11 +38,11 @@ class Buffer(Node):
     # spelling for it, and the values are those of any one-element buffer.
     scalar: bool = hint(default=False)
     # TVM 0.27's ``layout=None``: a buffer of a (non-s_tir) PrimFunc declared without TVM's default
-    # tile layout. tvms lays out no buffer by tiles, so it only travels to the printed text.
+    # tile layout. Its elements sit row-major all the same, so it only travels to the printed text.
     no_layout: bool = hint(default=False)
     # TVM 0.27's tile layout (ir/tile_layout.py), None for the default one (row-major, which TVM
     # prints not). It is part of the buffer's meaning: lowering refuses the ones it cannot honour.
-    layout: Any = None
+    layout: TileLayout | ComposeLayout | None = None
     # TVM 0.27's ``allocated_addr=``: where a pooled scope (tensor memory, a Trainium SBUF) put
     # the buffer, one address per level of the pool.
     allocated_addr: tuple = ()
@@ -98,9 +101,8 @@ def decl_buffer(shape, dtype="float32", name="buffer", *, data: Var | None = Non
     TVM stores as 1 (unlike TVM's decl_buffer, this one makes no offset variable for a factor:
     passes copy buffers through it, and the parser makes that variable). A tile ``layout`` equal
     to the default one of the shape is the default, None."""
-    from .tile_layout import is_default
-
     from .expr import const
+    from .tile_layout import is_default  # (it compares structurally, which imports this module)
 
     dt = DataType(dtype)
     shape = tuple(const(s, "int32") if isinstance(s, int) else s for s in shape)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...ir import arith
 from ...ir.expr import Add, IntImm, PrimExpr, Var
-from ...ir.tile_layout import AXIS_NAMES, MEMORY, AxisOffset, ComposeLayout, Iter, TileLayout
+from ...ir.tile_layout import AXIS_NAMES, MEMORY, AxisOffset, ComposeLayout, Iter, TileLayout, compact_strides
 from ...ir.operators import ATOM
 from .. import syntax as S
 from ..diagnostics import did_you_mean
@@ -124,8 +124,6 @@ def _spec(kind: str) -> Any:
         if not extents:
             raise ev.error(syn, f"T.{kind}[...] needs at least one extent")
         if strides is None:
-            from ...ir.tile_layout import compact_strides
-
             iters = tuple(Iter(e, s) for e, s in zip(extents, compact_strides(tuple(extents))))
         else:
             iters = tuple(_iter(ev, e, s, syn) for e, s in zip(extents, strides))
