@@ -620,8 +620,8 @@ class BufferPrinting:
             # (a layout= placing the elements as the viewed buffer does is what view gives anyway)
             if b.no_layout or owner.no_layout:
                 same = b.no_layout == owner.no_layout
-            else:
-                same = same_placement(layout_of(b), layout_of(owner))
+            else:  # (both row-major by default: a reshape of contiguous memory places as it was)
+                same = b.layout is None and owner.layout is None or same_placement(layout_of(b), layout_of(owner))
             layout = [] if same else [f"layout={'None' if b.no_layout else layout_text(self, layout_of(b))}"]
             return f"{self.namer.get(owner)}.view({', '.join([*(self.expr(x) for x in b.shape), *layout])})"
         if self.d.name != "classic" and _retypes(owner, b):
