@@ -606,9 +606,9 @@ class BufferPrinting:
 
     def view_or_decl(self, b: Buffer, data_of: Buffer | None) -> str:
         if self.d.name != "classic" and b.is_scalar:
-            offset = f", elem_offset={self.expr(b.elem_offset)}" if b.elem_offset is not None else ""
-            return (f"{self.tir('decl_scalar')}({self.tir(str(b.dtype))}, data={self.var(b.data)}"
-                    f"{offset}, scope={quote(b.scope)})")
+            offset = self.expr(b.elem_offset) if b.elem_offset is not None else "0"  # (TVM writes it always)
+            return (f"{self.tir('decl_scalar')}({self.tir(str(b.dtype))}, data={self.var(b.data)}, "
+                    f"elem_offset={offset}, scope={quote(b.scope)})")
         # the buffer the source named as the data's, while it is in scope; else the innermost
         named = data_of is not None and data_of.data is b.data and self.namer.get(data_of) is not None
         owner = data_of if named else self.data_owner(b.data, exclude=b)
