@@ -392,13 +392,13 @@ def _answer_warps(block: Block, waits: list, replies: list) -> list:
                 replies[t] = None
             released += members
         elif kind == WARP_VOTE:
-            released += _vote(lanes, running[warp], waits, replies)
+            released += _vote(lanes, running[warp], waits, replies, block.kernel.sites[waits[members[0]][1]])
         else:
             released += _shuffle(kind, lanes, running[warp], waits, replies)
     return sorted(released)
 
 
-_BUTTERFLY = {"sum": lambda a, b: a + b, "max": max, "min": min}
+_BUTTERFLY = {"warp_sum": lambda a, b: a + b, "warp_max": max, "warp_min": min}
 
 
 def atomic(pointer: tuple, op: str, *values: Any) -> Any:
@@ -415,11 +415,12 @@ def atomic(pointer: tuple, op: str, *values: Any) -> Any:
     return old
 
 
-def _vote(lanes: dict, running: set, waits: list, replies: list) -> list:
+def _vote(lanes: dict, running: set, waits: list, replies: list, site: Site) -> list:
     """Answer the lanes of one warp at one vote, ``(op, mask, value, width)``, once the mask's
-    running lanes are all there: a ballot of the lanes (of the mask) whose value is not zero,
-    whether any is, the sum or minimum of their unsigned values, or (``sum``/``max``/``min``)
-    the butterfly of XOR shuffles over ``width`` lanes that T.cuda.warp_reduce is, in its order."""
+    running lanes are all there: a ballot of the lanes (of the mask) whose value is not zero
+    (``ballot``), whether any is (``any``), the sum or minimum of their unsigned values
+    (``add_u32``, ``min_u32``), or (``warp_sum``/``warp_max``/``warp_min``) the butterfly of XOR
+    shuffles over ``width`` lanes that T.cuda.warp_reduce is, in its order."""
     done = []
     for lane, t in lanes.items():
         _, _, op, mask, value, width = waits[t]
@@ -427,13 +428,16 @@ def _vote(lanes: dict, running: set, waits: list, replies: list) -> list:
         if any(mask >> other & 1 and other not in lanes for other in running):
             continue
         voters = {other: waits[u][4] for other, u in lanes.items() if mask >> other & 1}
+        if not voters:  # (CUDA's votes need the calling lane in the mask: an empty one is undefined)
+            raise TVMSError(f"lane {lane} votes at {site} with the mask {mask:#x}, which names no lane that "
+                            f"votes there")
         if op == "ballot":
             replies[t] = np.uint32(sum(1 << other for other, v in voters.items() if v))
         elif op == "any":
             replies[t] = np.int32(any(voters.values()))
-        elif op == "add":
+        elif op == "add_u32":
             replies[t] = np.uint32(sum(int(v) for v in voters.values()) & 0xFFFFFFFF)
-        elif op == "min":
+        elif op == "min_u32":
             replies[t] = np.uint32(min(int(v) for v in voters.values()))
         else:
             base = lane - lane % width

@@ -36,6 +36,7 @@ from typing import Any
 from tvms.ir import expr as E
 from tvms.ir import stmt as S
 from tvms.ir.buffer import pointer_data
+from tvms.ir.cuda_args import power_of_two, reduction
 from tvms.ir.dtype import DataType
 from tvms.ir.errors import TVMSError
 from tvms.ir.op import get_op
@@ -49,9 +50,9 @@ from .tir_values import cast_value, numpy_dtype
 _SHUFFLES = {"tir.tvm_warp_shuffle": gpu.SHUFFLE, "tir.tvm_warp_shuffle_up": gpu.SHUFFLE_UP,
              "tir.tvm_warp_shuffle_down": gpu.SHUFFLE_DOWN}
 _SHARED = ("shared", "shared.dyn")
-# T.cuda.*'s warp votes and reductions: (the vote, the positions of its mask and its value)
-_VOTES = {"tir.cuda.ballot_sync": ("ballot", 0, 1), "tir.cuda.any_sync": ("any", 0, 1),
-          "tir.cuda.reduce_add_sync_u32": ("add", 0, 1), "tir.cuda.reduce_min_sync_u32": ("min", 0, 1)}
+# T.cuda.*'s warp votes: the vote (reference_gpu._vote's tag; T.cuda.warp_reduce's are warp_sum, ...)
+_VOTES = {"tir.cuda.ballot_sync": "ballot", "tir.cuda.any_sync": "any",
+          "tir.cuda.reduce_add_sync_u32": "add_u32", "tir.cuda.reduce_min_sync_u32": "min_u32"}
 
 
 def _scope(data: E.Var) -> str:
@@ -79,12 +80,10 @@ def _shared_accesses(stmt: Any) -> tuple[set, set]:
 
 
 def _has_sync(stmt: Any) -> bool:
-    """Whether ``stmt`` has a ``T.tvm_storage_sync`` or a ``T.cuda.cta_sync`` (then ThreadSync, or
-    whoever wrote the kernel, has placed its barriers)."""
-    return any(isinstance(n, E.Call) and getattr(n.op, "name", None) in _BARRIERS for n in walk(stmt))
-
-
-_BARRIERS = ("tir.tvm_storage_sync", "tir.cuda.cta_sync", "tir.cuda.syncthreads_and", "tir.cuda.syncthreads_or")
+    """Whether ``stmt`` has a ``T.tvm_storage_sync`` (then ThreadSync has placed its barriers). A
+    ``T.cuda.cta_sync`` (or ``syncthreads_and`` / ``_or``) says nothing of it: TVM's ThreadSync
+    does not see them and still adds its own."""
+    return any(isinstance(n, E.Call) and getattr(n.op, "name", None) == "tir.tvm_storage_sync" for n in walk(stmt))
 
 
 def _sync_stmt() -> S.Evaluate:
@@ -387,16 +386,19 @@ class KernelCodegen:
             raise TVMSError("the reference executor runs one GPU block at a time and cannot wait for the "
                             "grid (T.cuda.grid_sync)")
         if name in ("tir.cuda.atomic_add", "tir.cuda.atomic_cas"):
+            if not _is_pointer(e.args[0]):
+                raise TVMSError(f"the reference executor follows a pointer of T.{name[4:]} only as a buffer's data, "
+                                f"T.address_of(...) or T.tvm_access_ptr(...), not {e.args[0].script()}")
             op = repr(name[len("tir.cuda.atomic_"):])
             return self._call(gpu.atomic, self._ptx_pointer(e.args[0]), op, *(self.src(a) for a in e.args[1:]))
         if name in _VOTES or name == "tir.cuda.warp_reduce":
             if k is None:
                 raise TVMSError(f"T.{name[4:]} outside a GPU kernel (no thread launch encloses it)")
             if name == "tir.cuda.warp_reduce":  # (value, "sum"/"max"/"min", width): all 32 lanes take part
-                payload = (repr(e.args[1].value), "0xFFFFFFFF", self.src(e.args[0]), self.src(e.args[2]))
-            else:
-                vote, mask, value = _VOTES[name]
-                payload = (repr(vote), self.src(e.args[mask]), self.src(e.args[value]), "32")
+                op, width = reduction(e), power_of_two(e, 2, "width", 2, 32)  # (as the CUDA code generator)
+                payload = (repr(f"warp_{op}"), "0xFFFFFFFF", self.src(e.args[0]), str(width))
+            else:  # (mask, value)
+                payload = (repr(_VOTES[name]), self.src(e.args[0]), self.src(e.args[1]), "32")
             return self.wait(gpu.WARP_VOTE, k.current, payload)
         if name in reference_wmma.CALLS:
             if k is None:

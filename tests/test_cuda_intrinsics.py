@@ -168,13 +168,94 @@ def test_atomics_on_the_reference_executor_and_through_the_build() -> None:
     assert_compiles(source)
 
 
-def test_a_kernel_with_cta_sync_gets_no_other_barrier() -> None:
-    """A kernel that places its own barriers (T.cuda.cta_sync) gets none from the executor: one
-    that writes the shared array again while other threads may still read it has a race (as it
-    has on a GPU), which the executor names."""
-    racy = REFERENCE.replace("    C[bx", "    smem[tx] = T.float32(0)\n    C[bx")
-    with pytest.raises(TVMSError, match="since the last barrier"):
-        run_prim_func(from_source(racy), np.zeros(64, "float32"), np.zeros(64, "uint64"), np.zeros(64, "float32"))
+def test_a_kernel_with_cta_sync_still_gets_threadsyncs_barriers() -> None:
+    """TVM's ThreadSync does not see T.cuda.cta_sync and adds its own barriers all the same: the
+    executor adds them too (a kernel that writes the shared array again after others read it
+    is race-free once built), and the build writes them where TVM 0.27 writes them."""
+    racy = from_source(REFERENCE.replace("    C[bx", "    smem[tx] = T.float32(0)\n    C[bx"))
+    a = np.random.default_rng(0).standard_normal(64).astype("float32")
+    b, c = np.zeros(64, "uint64"), np.zeros(64, "float32")
+    run_prim_func(racy, a, b, c)
+    np.testing.assert_array_equal(c, a.reshape(2, 32)[:, ::-1].reshape(64) - a)
+    source = tvms.build(racy, target="cuda -arch=sm_80").get_source()
+    kernel = source[source.index("  smem_ptr[((int)threadIdx.x)] = A_ptr"):]
+    assert kernel.startswith(  # (TVM 0.27's, less the kernel's head)
+        "  smem_ptr[((int)threadIdx.x)] = A_ptr[((((int)blockIdx.x) * 32) + ((int)threadIdx.x))];\n"
+        "  tvm_builtin_cuda_cta_sync();\n  tvm_builtin_cuda_thread_fence();\n  __syncthreads();\n"
+        "  B_ptr[((((int)blockIdx.x) * 32) + ((int)threadIdx.x))] = tvm_builtin_make_float2(smem_ptr[(31 - "
+        "((int)threadIdx.x))], smem_ptr[((int)threadIdx.x)]);\n  __syncthreads();\n"
+        "  smem_ptr[((int)threadIdx.x)] = 0x0p+0f/*0.000000e+00*/;\n")
+
+
+WARP_REDUCTIONS = """
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((64,), "{dtype}"), B: T.Buffer((3, 64), "{dtype}"), V: T.Buffer((64,), "uint32"), C: T.Buffer((64,), "uint32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    B[0, tx] = T.cuda.warp_sum(A[tx], 4)
+    B[1, tx] = T.cuda.warp_max(A[tx], 8)
+    B[2, tx] = T.cuda.warp_min(A[tx], 16)
+    C[tx] = T.cuda.reduce_min_sync_u32(T.uint32(4294967295), V[tx])
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_warp_reductions_over_fewer_lanes_than_a_warp(dtype: str) -> None:
+    """Each reduction over its own width, of negative values too (T.cuda.warp_min and the vote
+    reduce_min_sync_u32 are not the same reduction)."""
+    rng = np.random.default_rng(2)
+    a = (rng.standard_normal(64) * 100).astype(dtype)
+    v = rng.integers(5, 2**32, 64, dtype="uint64").astype("uint32")
+    b, c = np.zeros((3, 64), dtype), np.zeros(64, "uint32")
+    run_prim_func(from_source(WARP_REDUCTIONS.format(dtype=dtype)), a, b, v, c)
+    np.testing.assert_allclose(b[0], np.repeat(a.reshape(16, 4).sum(1), 4), rtol=1e-6)
+    np.testing.assert_array_equal(b[1], np.repeat(a.reshape(8, 8).max(1), 8))
+    np.testing.assert_array_equal(b[2], np.repeat(a.reshape(4, 16).min(1), 16))
+    np.testing.assert_array_equal(c, np.repeat(v.reshape(2, 32).min(1), 32))
+
+
+@pytest.mark.parametrize("call, message", [
+    ('A[tx] = T.cuda.warp_reduce(A[tx], "avg", 32)', "reduces by sum, max or min, not 'avg'"),
+    ('A[tx] = T.cuda.warp_reduce(A[tx], "sum", 3)', "width is a constant power of two from 2 to 32, not 3"),
+    ('A[tx] = T.cuda.warp_reduce(A[tx], "sum", 64)', "width is a constant power of two from 2 to 32, not 64"),
+    ('A[tx] = T.cuda.warp_reduce(A[tx], "sum", 0)', "width is a constant power of two from 2 to 32, not 0"),
+    # (the build's lowering names the thread's variable after its thread)
+    ("A[tx] = T.cuda.warp_sum(A[tx], width=tx)", "width is a constant power of two from 2 to 32, not (tx|threadIdx_x)"),
+])
+def test_a_warp_reduction_the_code_generator_refuses_the_executor_refuses_so(call: str, message: str) -> None:
+    func = from_source(KERNEL_64.format(call))
+    with pytest.raises(TVMSError, match=message):
+        tvms.build(func, target="cuda -arch=sm_80")
+    with pytest.raises(TVMSError, match=message):
+        run_prim_func(func, np.zeros(64, "float32"), np.zeros(64, "int32"))
+
+
+KERNEL_64 = """
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "int32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    {}
+"""
+
+
+@pytest.mark.parametrize("call, message", [
+    ("C[tx] = T.Cast(\"int32\", T.cuda.reduce_min_sync_u32(T.uint32(0), T.uint32(tx)))",
+     r"lane 0 votes at `.*reduce_min_sync_u32.*` \(.*\) with the mask 0x0, which names no lane"),
+    ("C[tx] = T.cuda.atomic_add(T.if_then_else(tx < 3, T.address_of(C[0]), T.address_of(C[1])), 1)",
+     r"pointer of T.cuda.atomic_add only as a buffer's data, T.address_of\(...\) or T.tvm_access_ptr\(...\), "
+     r"not T.if_then_else"),
+])
+def test_what_the_executor_cannot_run_is_refused_by_name(call: str, message: str) -> None:
+    with pytest.raises(TVMSError, match=message):
+        run_prim_func(from_source(KERNEL_64.format(call)), np.zeros(64, "float32"), np.zeros(64, "int32"))
+
+
+def test_func_calls_lazy_args_out_of_range_is_refused_as_tvm_refuses_it() -> None:
+    with pytest.raises(TVMSError, match=r"lazy_args index 1 is out of range \(it passes 1 argument\)"):
+        from_source(KERNEL.format('T.cuda.func_call("f", tx, source_code="", lazy_args=(0, 1))'))
 
 
 KERNEL = """

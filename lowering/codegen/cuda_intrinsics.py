@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ...ir import expr as E
 from ...ir import op as op_registry
+from ...ir.cuda_args import power_of_two, reduction, string_arg
 from ...ir.errors import TVMSError
 
 
@@ -157,25 +158,10 @@ def _cta_reduce(name: str, warp: str, num_warps: int, identity: str) -> str:
             "        if (lane_id == 0) scratch[0] = partial;\n    }\n    __syncthreads();\n    return scratch[0];\n}\n")
 
 
-def _power_of_two(call: E.Call, i: int, what: str, low: int, high: int) -> int:
-    value = getattr(call.args[i], "value", None)
-    if not isinstance(value, int) or not low <= value <= high or value & (value - 1):
-        raise TVMSError(f"T.{op_registry.info_of(call.op).script_name}'s {what} is a constant power of two "
-                        f"from {low} to {high}, not {call.args[i]}")
-    return value
-
-
 # the C types of printf's arguments, by data type (narrow integers and bools promote to int)
 _PRINTF_TYPES = {"float32": "float", "float64": "double", "int8": "int", "int16": "int", "int32": "int",
                  "int64": "long long", "uint8": "unsigned int", "uint16": "unsigned int",
                  "uint32": "unsigned int", "uint64": "unsigned long long", "bool": "int", "handle": "void*"}
-
-
-def _string(call: E.Call, i: int, what: str) -> str:
-    arg = call.args[i] if i < len(call.args) else None
-    if not isinstance(arg, E.StringImm):
-        raise TVMSError(f"T.{op_registry.info_of(call.op).script_name} needs {what} as a string literal")
-    return arg.value
 
 
 class CudaIntrinsics:
@@ -199,7 +185,7 @@ class CudaIntrinsics:
         return helper.name
 
     def _mov_sreg(self, call: E.Call) -> tuple[str, tuple]:
-        bits, register = call.dtype.bits, _string(call, 1, "the special register's name")
+        bits, register = call.dtype.bits, string_arg(call, 1, "the special register's name")
         constraint = "l" if bits == 64 else "r"
         body = (f"    uint{bits}_t x;\n"
                 f'    asm volatile("mov.u{bits} %0, %{register};" : "={constraint}"(x));\n'
@@ -208,7 +194,7 @@ class CudaIntrinsics:
         return self.use_helper(Helper(name, "()", f"int{bits}_t", body)), ()
 
     def _printf(self, call: E.Call) -> tuple[str, tuple]:
-        fmt = _string(call, 0, "its format")
+        fmt = string_arg(call, 0, "its format")
         types = [str(a.dtype) for a in call.args[1:]]
         unknown = [t for t in types if t not in _PRINTF_TYPES]
         if unknown:
@@ -220,22 +206,20 @@ class CudaIntrinsics:
         # (not inlined, as TVM writes it: printf's stack frame stays out of the kernel)
         return self.use_helper(Helper(name, f"({params})", "void", body, inline=False)), call.args[1:]
 
-    def _reduction(self, call: E.Call) -> tuple[str, str]:
-        op = _string(call, 1, "its reduction (sum, max or min)")
-        if op not in _REDUCTIONS:
-            raise TVMSError(f"T.{op_registry.info_of(call.op).script_name} reduces by sum, max or min, not {op!r}")
+    def _reduction(self, call: E.Call) -> tuple[str, str, str]:
+        op = reduction(call)
         return op, *_REDUCTIONS[op]
 
     def _warp_reduce(self, call: E.Call) -> tuple[str, tuple]:
         op, step, _ = self._reduction(call)
-        width = _power_of_two(call, 2, "width", 2, 32)
+        width = power_of_two(call, 2, "width", 2, 32)
         name = f"tvm_builtin_cuda_warp_reduce_{op}_{width}"
         self.helpers.setdefault(name, _warp_reduce(name, width, step))
         return name, call.args[:1]
 
     def _cta_reduce(self, call: E.Call) -> tuple[str, tuple]:
         op, step, identity = self._reduction(call)
-        num_warps = _power_of_two(call, 2, "number of warps", 1, 32)
+        num_warps = power_of_two(call, 2, "number of warps", 1, 32)
         warp, name = f"tvm_builtin_cuda_warp_reduce_{op}_32", f"tvm_builtin_cuda_cta_reduce_{op}_{num_warps}"
         # (TVM writes the warp's reduction into the block's helper, without a line between them)
         self.helpers.setdefault(name, _warp_reduce(warp, 32, step) + _cta_reduce(name, warp, num_warps, identity))
@@ -244,7 +228,7 @@ class CudaIntrinsics:
     def _ldg(self, call: E.Call) -> tuple[str, tuple]:
         if len(call.args) != 2:
             raise TVMSError("the cuda code generator does not compile T.cuda.ldg's vector form")
-        dtype = _string(call, 1, "the loaded data type")
+        dtype = string_arg(call, 1, "the loaded data type")
         if dtype not in _LDG_TYPES:
             raise TVMSError(f"T.cuda.ldg cannot load a {dtype}")
         suffix = dtype.replace("float", "f").replace("uint", "u").replace("int", "i")
@@ -255,7 +239,7 @@ class CudaIntrinsics:
         return self.use_helper(helper), call.args[:1]
 
     def _func_call(self, call: E.Call) -> tuple[str, tuple]:
-        name = _string(call, 0, "the function's name")
+        name = string_arg(call, 0, "the function's name")
         source = call.attrs.get("source_code")
         if not isinstance(source, (str, E.StringImm)):
             raise TVMSError(f"T.cuda.func_call({name!r}, ...) needs its source_code= as a string")

@@ -126,3 +126,29 @@ for _kind in ("warp", "cta"):
 
 EXPR_BUILTINS["buffer"] = EXPR_BUILTINS["buffer_decl"] = EXPR_BUILTINS["Buffer"]  # (older spellings)
 EXPR_BUILTINS["var"] = _fixed(1, "var", lambda ev, args, kwargs, syn: NewVar(ev.dtype_of(args[0], syn)))
+
+
+def _func_call(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+    """``T.cuda.func_call(name, args..., source_code=..., return_type=..., lazy_args=...)`` with
+    the attributes TVM's function keeps, in its order: the lazy arguments' indices sorted, once
+    each, and no empty ``lazy_args`` nor ``return_type="void"`` (its default)."""
+    unknown = sorted(set(kwargs) - {"source_code", "return_type", "lazy_args"})
+    if unknown:
+        raise ev.error(syn, f"T.cuda.func_call takes source_code=, return_type= and lazy_args=, not {unknown[0]}=")
+    lazy = kwargs.get("lazy_args", ())
+    if not isinstance(lazy, (tuple, list)) or any(isinstance(i, bool) or not isinstance(i, int) for i in lazy):
+        raise ev.error(syn, "T.cuda.func_call's lazy_args are the indices of its arguments (integers)")
+    count = len(args) - 1  # (the function's arguments, after its name)
+    outside = [i for i in lazy if not 0 <= i < count]
+    if outside:
+        raise ev.error(syn, f"T.cuda.func_call's lazy_args index {outside[0]} is out of range "
+                            f"(it passes {count} argument{'s' if count != 1 else ''})")
+    attrs = {"source_code": kwargs["source_code"]} if "source_code" in kwargs else {}
+    if lazy:
+        attrs["lazy_args"] = tuple(sorted(set(lazy)))
+    if "return_type" in kwargs and not ev.dtype_of(kwargs["return_type"], syn).is_void:
+        attrs["return_type"] = kwargs["return_type"]
+    return ev.intrinsic(op_registry.lookup_script_name("cuda.func_call"), args, attrs, syn)
+
+
+EXPR_BUILTINS["cuda.func_call"] = _func_call
