@@ -14,9 +14,10 @@ that leaves several (an operand whose dtypes the table does not give: cvt's dest
 records its family only.
 
 ``resolve_chain`` reads the spellings users type, ``T.ptx.ld.global_.b32(d, p, pred=c)`` and
-``T.ptx["ld.global.b32"](d, p)``, into the same printed form, as TVM does.
+``T.ptx["ld.global.b32"](d, p)``, into the same printed form, as TVM does (``address`` converts a
+pointer into a shared state space, a uint64 into a handle elsewhere).
 
-What tvms does not check: the operands' dtypes beyond that choice, the address spaces of pointer
+What tvms does not check: the operands' dtypes beyond that choice, the storage scope of pointer
 operands, the modifiers of the entries whose checks are too large to write (ld, st's vectors, cvt).
 """
 from __future__ import annotations
@@ -29,6 +30,8 @@ from dataclasses import dataclass
 
 from . import op as op_registry
 from .errors import TVMSError
+from .dtype import DataType, handle
+from .expr import Call, PrimExpr
 
 ADDR_OP = "tirx.ptx.addr"  # T.ptx.addr(base, byte_offset): a pure address expression
 _FLAG = re.compile(r"pred|keep|[ps]\d+")
@@ -51,6 +54,7 @@ class Operand:
     lanes: object  # registers (call arguments) it takes
     pred: object  # 1 where it is a .pred input (the marker's p<i>)
     dtypes: object  # the dtypes TVM accepts for it, or None where it looks at none
+    space: object  # an address's: "shared" (a shared state space), "generic" (another but tmem), or None
 
 
 @dataclass(frozen=True)
@@ -262,15 +266,23 @@ class Chained:
     tagged: bool = False
 
 
+@dataclass(frozen=True)
+class ChainReading:
+    """The printed form of an attribute-chain call, and how its operands are coerced."""
+    entry: Entry | None  # None: the family, where two entries print alike
+    tokens: tuple[str, ...]  # in slot order
+    marker: str
+    literal: list[str]  # per operand, the dtype it takes where it is a literal number
+    spaces: list[str | None]  # per operand, its address space for ``address`` (Operand.space)
+
+
 def resolve_chain(family: str, words: tuple[str, ...], operands: list[Chained], pred: bool,
-                  keep: bool) -> tuple[Entry | None, tuple[str, ...], str, list[str]]:
+                  keep: bool) -> ChainReading:
     """TVM's attribute-chain spelling, ``T.ptx.<family>.<token>...(operands..., pred=p,
     preserve_dst=k)`` (and the string one, ``T.ptx["family.token..."]``): each token fills the
     first open slot that lists it, in each entry of the family; the entry is the one that takes
-    the operands. Its printed form: (the entry, or None for the family where two entries print
-    alike, the tokens in slot order, the marker), and the dtype each operand that is a literal
-    number takes (TVM's coercion: a .pred register's uint32 carrier, its register group's dtype,
-    else the operand's first; an immediate's int32)."""
+    the operands. A literal number takes TVM's coercion's dtype: a .pred register's uint32
+    carrier, its register group's dtype, else the operand's first; an immediate's int32."""
     entries = FAMILIES.get(family)
     if entries is None:
         raise TVMSError(f"'T.ptx.{family}' is not a PTX instruction family of TVM 0.27")
@@ -312,13 +324,39 @@ def resolve_chain(family: str, words: tuple[str, ...], operands: list[Chained], 
         raise TVMSError(f"T.ptx.{family}: the entries {', '.join(e.name for e, *_ in hits)} take this call "
                         f"and print otherwise; write the printed form")
     entry, tokens, layout, marker = hits[0]
-    literal = []
-    for n, is_pred, accepted in layout:
+    literal, spaces = [], []
+    mods = {slot.name: token for slot, token in zip(entry.slots, tokens)}
+    for (n, is_pred, accepted), operand in zip(layout, entry.operands):
         group = operands[len(literal):len(literal) + n]
         named = [o.dtype for o in group if o.dtype is not None and not o.tagged]
         dtype = "uint32" if is_pred else (named[0] if named else accepted[0]) if accepted else "int32"
         literal += [dtype] * n
-    return (entry if len(hits) == 1 else None), tokens, marker, literal
+        spaces += [_at(operand.space, mods)] * n
+    return ChainReading(entry if len(hits) == 1 else None, tokens, marker, literal, spaces)
+
+
+def address(space: str, value: PrimExpr, what: str) -> PrimExpr:
+    """An address operand as TVM's coercion of the attribute-chain form passes it (``what`` names
+    the operand in errors): in a shared state space, a pointer converted to its 32-bit shared
+    window address (a uint32 is one already); elsewhere a pointer as it is, a uint64 handle
+    reinterpreted as one. ``T.ptx.addr``'s base likewise."""
+    if isinstance(value, Call) and getattr(value.op, "name", "") == ADDR_OP:
+        base = address(space, value.args[0], what)
+        return Call(base.dtype, value.op, (base, *value.args[1:]))
+    dtype = str(value.dtype)
+    if space == "shared":
+        if dtype == "handle":
+            return Call(DataType("uint32"), op_registry.get_op("tir.cuda.cvta_generic_to_shared"), (value,))
+        if dtype == "uint32":
+            return value
+        raise TVMSError(f"{what} is a shared-memory address: a pointer or a uint32 shared address, not {dtype}")
+    if dtype == "handle":
+        return value
+    if dtype == "uint64":
+        return Call(handle, op_registry.get_op("tir.reinterpret"), (value,))
+    if dtype == "uint32":
+        raise TVMSError(f"{what} is a uint32, an address of the shared state space only")
+    raise TVMSError(f"{what} is an address: a pointer or a uint64 handle, not {dtype}")
 
 
 def _first_open(entry: Entry, filled: tuple, word: str) -> int | None:

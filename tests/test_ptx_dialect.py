@@ -78,7 +78,8 @@ def test_the_attribute_chain_and_string_spellings_read_as_tvm_reads_them() -> No
     ``preserve_dst=`` become the marker, ``T.ptx.pred(x)`` a ``p<i>``, a literal takes its
     operand's dtype (``T.uint32(1)``); the entries are those TVM 0.27's IR records."""
     assert ptx_ops("sources/ptx_chain_and_string_spellings.tvms") == [f"tirx.ptx.{n}" for n in (
-        "ld", "st", "red", "mov_pack_b32x2", "mov_unpack_b32x2", "not", "ex2", "ld", "not", "not", "st")]
+        "ld", "st", "red", "mov_pack_b32x2", "mov_unpack_b32x2", "not", "ex2", "ld", "not", "not", "st", "ld", "st",
+        "ld", "ld")]
 
 
 def test_the_cp_async_groups_still_read_as_the_instructions_tvms_compiles() -> None:
@@ -117,6 +118,9 @@ def _kernel(body: str) -> str:
     ('T.ptx["st.global.b32"](T.address_of(A[0]))', 5,
      "no instruction of T.ptx.st takes these operands: st: takes 2 operands, got 1; st_vec: missing modifier(s) vec"),
     ('T.ptx.not_.b32(d, T.ptx.pred(d))', 5, "not: its .pred operands are none (a bool, or T.ptx.pred(x))"),
+    ('T.ptx.ld.global_.b32(d, d)', 5, "T.ptx.ld.global_.b32's operand 2 is a uint32, an address of the shared state space only"),
+    ('T.ptx.ld.shared.b32(d, A[0] + T.float32(1))', 5,
+     "T.ptx.ld.shared.b32's operand 2 is a shared-memory address: a pointer or a uint32 shared address, not float32"),
     ('T.ptx.mov.b64(d, T.ptx.SINK, A[0])', 5, "tvms reads the sink T.ptx.SINK in the printed form only"),
     ('T.ptx.cp("async", "bulk_group", "")', 5, "T.ptx.cp takes no modifiers ('async', 'bulk_group') in this order"),
     ('T.ptx.set(d, d, d, "lo", "", "u32", "f32", "")', 5,

@@ -11,7 +11,9 @@ Per family (as printed: ``and_``, ``ld``, ``cp``), its entries in TVM's order; p
   passes them (literal immediates take no argument), ``[registers, is a .pred input, dtypes]``,
   both as indices into the shared lists ``slots`` and ``operands`` (entries share most of them);
   ``dtypes``: those TVM's coercion accepts where it looks at one (a register, a tmem address),
-  else null;
+  else null; ``space``: ``shared`` for an address in a shared state space (TVM converts a pointer
+  there with ``T.cuda.cvta_generic_to_shared``), ``generic`` for another address but tmem (TVM
+  reinterprets a uint64 there as a handle), else null;
 - whether it writes a destination (what the marker's ``keep`` needs);
 - TVM's cross-slot check of its modifiers, ``{"by": slots, "ok": hex}``: bit i says whether the i-th
   combination of those slots' tokens (``itertools.product`` order, "" first where a slot may be
@@ -138,7 +140,13 @@ def _operand(entry, slot):
             return ("uint32",)
         return None
 
-    return [_lookup(entry, lanes), _lookup(entry, read_pred), _lookup(entry, dtypes, limit=_DTYPES_LIMIT)]
+    def address(m):  # how TVM's coercion rewrites a pointer or a uint64 passed for it (_coerce_address)
+        if slot.kind != "addr" or operand_space(slot, m) == "tmem":
+            return None
+        return "shared" if operand_space(slot, m).startswith("shared") else "generic"
+
+    return [_lookup(entry, lanes), _lookup(entry, read_pred), _lookup(entry, dtypes, limit=_DTYPES_LIMIT),
+            _lookup(entry, address)]
 
 
 class _Pool(list):

@@ -64,14 +64,17 @@ def read_ptx_chain(ev: Any, path: str, args: list, kwargs: dict, syn: Any) -> An
                 for a, v in zip(args, values)]
     pred = kwargs.get("pred")
     try:
-        entry, tokens, marker, literal = ptx.resolve_chain(
-            family, tuple(ptx.unescape(w) for w in words), operands, pred is not None,
-            kwargs.get("preserve_dst", False))
+        reading = ptx.resolve_chain(family, tuple(ptx.unescape(w) for w in words), operands,
+                                    pred is not None, kwargs.get("preserve_dst", False))
+        # (a literal number, or a Python bool, takes the dtype TVM's coercion gives it; an address
+        # the form TVM's coercion passes)
+        values = [const(v, reading.literal[i]) if isinstance(v, (int, float)) else v for i, v in enumerate(values)]
+        values = [ptx.address(space, ev.call_arg(v, syn), f"T.{path}'s operand {i + 1}") if space else v
+                  for i, (v, space) in enumerate(zip(values, reading.spaces))]
     except TVMSError as e:
         raise ev.error(syn, str(e)) from None
-    # (a literal number, or a Python bool, takes the dtype TVM's coercion gives it)
-    values = [const(v, literal[i]) if isinstance(v, (int, float)) else v for i, v in enumerate(values)]
-    return _call(ev, family, entry, [*values, *([pred] if pred is not None else []), *tokens, marker], syn)
+    return _call(ev, family, reading.entry,
+                 [*values, *([pred] if pred is not None else []), *reading.tokens, reading.marker], syn)
 
 
 def _call(ev: Any, family: str, entry: ptx.Entry | None, args: list, syn: Any) -> Any:
