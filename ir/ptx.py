@@ -182,15 +182,11 @@ def parse_marker(marker: str) -> Marker:
 def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...]) -> tuple[Entry, ...]:
     """The entries of ``family`` that a printed call takes: expression arguments (operands and
     predicate) of ``dtypes`` (None: a literal number, which names none), then ``strings`` (the
-    tokens and the marker). One entry when the call decides it; several where it does not (see
+    tokens and the marker, at least the marker). One entry when the call decides it; several where it does not (see
     the module's docstring). TVMSError otherwise."""
     entries = FAMILIES.get(family)
     if entries is None:
         raise TVMSError(f"'T.ptx.{family}' is not a PTX instruction family of TVM 0.27")
-    if not strings:
-        raise TVMSError(f"T.ptx.{family}(...) names no modifiers: write them after the operands, with the "
-                        f"marker, as TVM prints them (T.ptx.{family}(..., \"\")), or in the name "
-                        f"(T.ptx.{family}.<token>...(...))")
     *tokens, marker = strings
     tokens = tuple(tokens)
     flags = parse_marker(marker)

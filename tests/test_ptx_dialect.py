@@ -76,10 +76,12 @@ def test_the_attribute_chain_and_string_spellings_read_as_tvm_reads_them() -> No
     """They print in the flat form (the golden's source is fixtures/tvm027_printing/sources/, which
     TVM prints as the golden): the tokens fill their slots in any order, ``pred=`` and
     ``preserve_dst=`` become the marker, ``T.ptx.pred(x)`` a ``p<i>``, a literal takes its
-    operand's dtype (``T.uint32(1)``); the entries are those TVM 0.27's IR records."""
+    operand's dtype (``T.uint32(1)``), a pointer into shared memory its 32-bit window address, a
+    uint64 address a handle; a call with no tokens (``T.ptx.elect_sync(...)``, no marker) or with
+    ``pred=`` is the form with none; the entries are those TVM 0.27's IR records."""
     assert ptx_ops("sources/ptx_chain_and_string_spellings.tvms") == [f"tirx.ptx.{n}" for n in (
         "ld", "st", "red", "mov_pack_b32x2", "mov_unpack_b32x2", "not", "ex2", "ld", "not", "not", "st", "ld", "st",
-        "ld", "ld")]
+        "ld", "ld", "elect_sync", "st_bulk", "st_bulk")]
 
 
 def test_the_cp_async_groups_still_read_as_the_instructions_tvms_compiles() -> None:
@@ -106,7 +108,8 @@ def _kernel(body: str) -> str:
     ('T.ptx.mov(d, "b32", "")', 5, "no instruction of T.ptx.mov takes 1 operand with the marker '' and these "
                                    "modifiers (it takes 2 or 3)"),
     ('T.ptx.mov(d, A[0], "b32", "p1")', 5, "no instruction of T.ptx.mov takes 2 operands with the marker 'p1'"),
-    ('T.ptx.mov(d, A[0])', 5, "T.ptx.mov(...) names no modifiers: write them after the operands"),
+    ('T.ptx.mov(d, A[0])', 5,
+     "no instruction of T.ptx.mov takes these operands: mov_pack_b16x2: missing modifier(s) type"),
     ('T.ptx.mov(d, "b32", A[0], "")', 5, "the operands of T.ptx.mov come before its modifier tokens"),
     ('T.ptx.mov(d, A[0], "b32", "", pred=True)', 5, "T.ptx.mov(...) takes no keyword arguments"),
     # the attribute-chain and string spellings
@@ -118,7 +121,8 @@ def _kernel(body: str) -> str:
     ('T.ptx["st.global.b32"](T.address_of(A[0]))', 5,
      "no instruction of T.ptx.st takes these operands: st: takes 2 operands, got 1; st_vec: missing modifier(s) vec"),
     ('T.ptx.not_.b32(d, T.ptx.pred(d))', 5, "not: its .pred operands are none (a bool, or T.ptx.pred(x))"),
-    ('T.ptx.ld.global_.b32(d, d)', 5, "T.ptx.ld.global_.b32's operand 2 is a uint32, an address of the shared state space only"),
+    ('T.ptx.ld.global_.b32(d, d)', 5,
+     "T.ptx.ld.global_.b32's operand 2 is a uint32, an address of the shared state space only"),
     ('T.ptx.ld.shared.b32(d, A[0] + T.float32(1))', 5,
      "T.ptx.ld.shared.b32's operand 2 is a shared-memory address: a pointer or a uint32 shared address, not float32"),
     ('T.ptx.mov.b64(d, T.ptx.SINK, A[0])', 5, "tvms reads the sink T.ptx.SINK in the printed form only"),

@@ -19,12 +19,15 @@ def _ptx_instruction(family: str) -> Callable:
     """``T.ptx.<family>(operands..., tokens..., marker)`` as TVM 0.27 prints it: a void call of the
     entry its tokens and operands choose (ir/ptx.py), or of its family where they do not."""
     def read(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
-        if kwargs:
-            raise ev.error(syn, f"T.ptx.{family}(...) takes no keyword arguments in the form TVM prints "
-                           f"(the predicate is the last operand, marked \"pred\")")
         n = len(args)
         while n and isinstance(args[n - 1], str):
             n -= 1
+        # no marker, or pred=: TVM reads the attribute-chain form with no tokens (elect_sync, st_bulk)
+        if n == len(args) or kwargs:
+            if n < len(args):
+                raise ev.error(syn, f"T.ptx.{family}(...) takes no keyword arguments in the form TVM prints "
+                               f"(the predicate is the last operand, marked \"pred\")")
+            return read_ptx_chain(ev, f"ptx.{family}", args, kwargs, syn)
         if any(isinstance(a, str) for a in args[:n]):
             raise ev.error(syn, f"the operands of T.ptx.{family} come before its modifier tokens")
         strings = tuple(args[n:])
