@@ -139,7 +139,8 @@ def family_of(op_name: str) -> str | None:
 def not_compiled(call: object, who: str) -> TVMSError | None:
     """The error that ``who`` ("the cuda code generator does not compile", "the reference
     executor does not run") gives for a call of the PTX dialect, which tvms reads and prints but
-    does not compile; None for any other call."""
+    does not compile (a code generator asks only for what it does not render: the cuda one renders
+    the cp.async group operations); None for any other call."""
     name = getattr(getattr(call, "op", None), "name", "")
     if name == ADDR_OP:
         return TVMSError(f"{who} T.ptx.addr (outside a PTX instruction)")
@@ -149,7 +150,7 @@ def not_compiled(call: object, who: str) -> TVMSError | None:
     tokens = [a.value for a in getattr(call, "args", ()) if isinstance(getattr(a, "value", None), str)][:-1]
     text = ".".join([MNEMONICS[family], *(t for t in tokens if t)])
     return TVMSError(f"{who} TVM 0.27's PTX instruction T.ptx.{family} ({text}): tvms "
-                     f"reads and prints the T.ptx dialect, and compiles only its cp.async groups")
+                     f"reads and prints the T.ptx dialect, and compiles (for cuda) only its cp.async group operations")
 
 
 # every instruction is a void statement printed T.ptx.<family>(...); the arguments are checked by
