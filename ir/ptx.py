@@ -18,7 +18,8 @@ records its family only.
 pointer into a shared state space, a uint64 into a handle elsewhere).
 
 What tvms does not check: the operands' dtypes beyond that choice, the storage scope of pointer
-operands, the modifiers of the entries whose checks are too large to write (ld, st's vectors, cvt).
+operands, the modifiers of the entries whose checks are too large to write (ld, st's vectors, cvt)
+beyond what TVM's check says of each pair of them (enough to tell ld_vec from ld_vec256).
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ class Operand:
     pred: object  # 1 where it is a .pred input (the marker's p<i>)
     dtypes: object  # the dtypes TVM accepts for it, or None where it looks at none
     space: object  # an address's: "shared" (a shared state space), "generic" (another but tmem), or None
+    choices: list[int] | None  # the values an immediate takes, where TVM lists them
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,8 @@ class Entry:
     slots: tuple[Slot, ...]
     operands: tuple[Operand, ...]
     has_dst: bool
-    check: tuple[tuple[str, ...], int] | None  # (slots, bit per combination of their tokens: passes)
+    # TVM's check of its modifiers, in parts that all pass: (slots, bit per combination of their tokens)
+    check: tuple[tuple[tuple[str, ...], int], ...]
 
     @property
     def op_name(self) -> str:
@@ -75,15 +78,15 @@ class Entry:
         return len(tokens) == len(self.slots) and all(t in s.domain for s, t in zip(self.slots, tokens))
 
     def passes_check(self, tokens: tuple[str, ...]) -> bool:
-        if self.check is None:
-            return True
-        names, bits = self.check
         slots = {s.name: (s, t) for s, t in zip(self.slots, tokens)}
-        index = 0
-        for name in names:  # (the combination's place in itertools.product order)
-            slot, token = slots[name]
-            index = index * len(slot.domain) + slot.domain.index(token)
-        return bool(bits >> index & 1)
+        for names, bits in self.check:
+            index = 0
+            for name in names:  # (the combination's place in itertools.product order)
+                slot, token = slots[name]
+                index = index * len(slot.domain) + slot.domain.index(token)
+            if not bits >> index & 1:
+                return False
+        return True
 
     def layout(self, tokens: tuple[str, ...]) -> list[tuple[int, bool, tuple | None]] | None:
         """(registers, is a .pred input, dtypes) per operand under these tokens; None where TVM's
@@ -112,7 +115,7 @@ def _load(data: dict) -> dict[str, tuple[Entry, ...]]:
     slots = [Slot(name, tuple(choices), bool(optional)) for name, choices, optional in data["slots"]]
     operands = [Operand(*o) for o in data["operands"]]
     return {family: tuple(Entry(name, family, tuple(slots[i] for i in s), tuple(operands[i] for i in o),
-                                bool(dst), (tuple(check["by"]), int(check["ok"], 16)) if check else None)
+                                bool(dst), tuple((tuple(part["by"]), int(part["ok"], 16)) for part in check or ()))
                           for name, s, o, dst, check in entries)
             for family, entries in data["families"].items()}
 
@@ -180,11 +183,13 @@ def parse_marker(marker: str) -> Marker:
                   frozenset(int(f[1:]) for f in flags if f[0] == "s"))
 
 
-def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...]) -> tuple[Entry, ...]:
+def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...],
+            values: list[int | None]) -> tuple[Entry, ...]:
     """The entries of ``family`` that a printed call takes: expression arguments (operands and
-    predicate) of ``dtypes`` (None: a literal number, which names none), then ``strings`` (the
-    tokens and the marker, at least the marker). One entry when the call decides it; several where it does not (see
-    the module's docstring). TVMSError otherwise."""
+    predicate) of ``dtypes`` (None: a literal number, which names none) and integer ``values``
+    (None: not a constant integer), then ``strings`` (the tokens and the marker, at least the
+    marker). One entry when the call decides it; several where it does not (see the module's
+    docstring). TVMSError otherwise."""
     entries = FAMILIES.get(family)
     if entries is None:
         raise TVMSError(f"'T.ptx.{family}' is not a PTX instruction family of TVM 0.27")
@@ -209,8 +214,10 @@ def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...]) -> 
     if not legal:
         raise TVMSError(f"TVM's PTX table refuses the modifiers {tokens} of T.ptx.{family} together")
     operands = list(dtypes[:len(dtypes) - flags.pred])
+    values = list(values[:len(operands)])
     for i in sorted(flags.sunk):  # (a sunk lane has no argument: put its place back, as TVM does)
         operands.insert(min(i, len(operands)), None)
+        values.insert(min(i, len(values)), None)
     hits = [(e, layout) for e in legal if (layout := e.layout(tokens)) is not None
             and _takes(e, layout, len(operands), flags)]
     if not hits:
@@ -218,6 +225,10 @@ def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...]) -> 
         n = len(operands)
         raise TVMSError(f"no instruction of T.ptx.{family} takes {n} operand{'s' if n != 1 else ''} with "
                         f"the marker {marker!r} and these modifiers" + (f" (it takes {_or(takes)})" if takes else ""))
+    misfits = [_misfit(e, layout, values) for e, layout in hits]
+    if all(misfits):
+        raise TVMSError(f"T.ptx.{family}: {misfits[0]}")
+    hits = [hit for hit, misfit in zip(hits, misfits) if not misfit]
     typed = [e for e, layout in hits if _typed(layout, operands, flags.sunk)]
     return (typed[0],) if len(hits) > 1 and len(typed) == 1 else tuple(e for e, _ in hits)
 
@@ -229,6 +240,19 @@ def _takes(entry: Entry, layout: list, n_operands: int, flags: Marker) -> bool:
     starts = [sum(n for n, _, _ in layout[:i]) for i in range(len(layout))]
     preds = {start for start, (n, pred, _) in zip(starts, layout) if n and pred}
     return preds == flags.pred_operands and (not flags.keep or (flags.pred and entry.has_dst))
+
+
+def _misfit(entry: Entry, layout: list, values: list[int | None]) -> str | None:
+    """Why the immediates do not fit the entry (each one of the values TVM lists for it, which is
+    how it tells swizzle_mode 4 from 0 to 3); None where they do."""
+    start = 0
+    for i, ((lanes, _, _), operand) in enumerate(zip(layout, entry.operands)):
+        given = values[start:start + lanes]
+        start += lanes
+        if operand.choices is not None and any(v not in operand.choices for v in given):
+            got = ", ".join("a non-constant" if v is None else str(v) for v in given)
+            return f"its operand {i + 1} is an immediate, one of {_or([str(c) for c in operand.choices])}, not {got}"
+    return None
 
 
 def _typed(layout: list, operands: list, sunk: frozenset[int]) -> bool:
@@ -261,6 +285,7 @@ class Chained:
     tagged ``T.ptx.pred(x)`` (a .pred register whatever its dtype)."""
     dtype: str | None
     tagged: bool = False
+    value: int | None = None  # a constant integer's
 
 
 @dataclass(frozen=True)
@@ -309,6 +334,8 @@ def resolve_chain(family: str, words: tuple[str, ...], operands: list[Chained], 
             why.append(f"{e.name}: its .pred operands are {sorted(preds) or 'none'} (a bool, or T.ptx.pred(x))")
         elif keep and not (pred and e.has_dst):
             why.append(f"{e.name}: preserve_dst=True needs pred= and a destination")
+        elif misfit := _misfit(e, layout, [o.value for o in operands]):
+            why.append(f"{e.name}: {misfit}")
         else:
             flags = ["pred"] * pred + ["keep"] * keep + [f"p{i}" for i in sorted(preds)]
             hits.append((e, tokens, layout, ",".join(flags)))

@@ -50,14 +50,29 @@ def test_the_dtypes_choose_where_the_tokens_and_the_count_do_not() -> None:
     assert ptx_ops("ptx_tcgen05_mma.tvms") == ["tirx.ptx.tcgen05_mma_block_scale_block_ss"]
 
 
-def test_a_call_nothing_decides_records_its_family_and_prints_back() -> None:
-    """Two entries of TVM's table take ``tensormap.replace.tile.swizzle_mode.b1024.b32`` with
-    the same operands (TVM refuses the call as ambiguous): tvms records the family."""
-    src = _kernel('T.ptx.tensormap_replace(T.address_of(A[0]), d, "tile", "swizzle_mode", "", "b1024", "b32", "")')
-    func = from_source(src)
-    assert [c.op.name for c in collect(func, Call) if c.op.name.startswith("tirx.ptx")] == [
-        "tirx.ptx.family.tensormap_replace"]
-    assert func.script(dialect="tvm-0.27").endswith(src.split("\n", 4)[-1].rstrip("\n"))
+@pytest.mark.parametrize("form", [
+    'T.ptx.tensormap_replace(T.address_of(A[0]), {}, "tile", "swizzle_mode", "", "b1024", "b32", "")',
+    'T.ptx["tensormap_replace.tile.swizzle_mode.b1024.b32"](T.address_of(A[0]), {})'])
+def test_an_immediates_value_chooses_the_entry(form: str) -> None:
+    """TVM's table has two entries for ``tensormap.replace.tile.swizzle_mode.b1024.b32``, one for
+    the values 0 to 3 and one (sm_103a) for 4: TVM, and tvms, choose by the value."""
+    for value, entry in (("0", "tensormap_replace_swizzle_mode"),
+                         ("T.int32(4)", "tensormap_replace_swizzle_mode_sm103a")):
+        func = from_source(_kernel(form.format(value)))
+        assert [c.op.name for c in collect(func, Call) if c.op.name.startswith("tirx.ptx.t")] == [f"tirx.ptx.{entry}"]
+    assert_error(_kernel(form.format("d")), 6, 5, re.escape("is an immediate, one of 0, 1, 2 or 3, not a non-constant"))
+
+
+def test_the_pairs_of_modifiers_tell_the_vector_entries_apart() -> None:
+    """``ld...v4.u64`` and ``st...v4.s64`` are 256-bit accesses: TVM's check refuses them to the
+    128-bit entries (ld_vec, st_vec) whatever the other modifiers, so TVM, and tvms, pick the
+    256-bit ones; ``mapa.u64`` on a uint64 is the raw entry (the generic one takes a pointer)."""
+    src = _kernel('T.ptx["ld.weak.global.ca.L2::cache_hint.L2::64B.v4.u64"](q, q, q, q, T.address_of(A[1]), q)\n'
+                  '    T.ptx["st.release.cta.v4.s64"](T.address_of(A[1]), s, s, s, s)\n'
+                  '    T.ptx["mapa.u64"](q, q, d)')
+    src = src.replace("    d: T.uint32\n", "    d: T.uint32\n    q: T.uint64\n    s: T.int64\n")
+    assert [c.op.name for c in collect(from_source(src), Call) if c.op.name.startswith("tirx.ptx.")] == [
+        "tirx.ptx.ld_vec256", "tirx.ptx.st_vec256", "tirx.ptx.mapa_u64_raw"]
 
 
 def test_tokens_marker_and_addr_are_kept_and_compared() -> None:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from ...ir import op as op_registry, ptx
 from ...ir.errors import TVMSError
-from ...ir.expr import const
+from ...ir.expr import IntImm, const
 from .evaluator import Builtin
 from .rules import EXPR_BUILTINS
 
@@ -35,7 +35,7 @@ def _ptx_instruction(family: str) -> Callable:
         dtypes = [None if isinstance(a, (int, float)) and not isinstance(a, bool)
                   else str(ev.call_arg(a, syn).dtype) for a in args[:n]]
         try:
-            entries = ptx.resolve(family, dtypes, strings)
+            entries = ptx.resolve(family, dtypes, strings, [_integer(a) for a in args[:n]])
         except TVMSError as e:
             raise ev.error(syn, str(e)) from None
         return _call(ev, family, entries[0] if len(entries) == 1 else None, args, syn)
@@ -63,7 +63,7 @@ def read_ptx_chain(ev: Any, path: str, args: list, kwargs: dict, syn: Any) -> An
                             "its place in the marker (\"s<i>\")")
     values = [a.value if isinstance(a, PtxPred) else a for a in args]
     operands = [ptx.Chained("bool" if isinstance(v, bool) else None if isinstance(v, (int, float))
-                            else str(ev.call_arg(v, syn).dtype), isinstance(a, PtxPred))
+                            else str(ev.call_arg(v, syn).dtype), isinstance(a, PtxPred), _integer(v))
                 for a, v in zip(args, values)]
     pred = kwargs.get("pred")
     try:
@@ -78,6 +78,13 @@ def read_ptx_chain(ev: Any, path: str, args: list, kwargs: dict, syn: Any) -> An
         raise ev.error(syn, str(e)) from None
     return _call(ev, family, reading.entry,
                  [*values, *([pred] if pred is not None else []), *reading.tokens, reading.marker], syn)
+
+
+def _integer(value: Any) -> int | None:
+    """The value of a constant integer argument (a literal, or ``T.int32(4)``), else None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return value.value if isinstance(value, IntImm) and not value.dtype.is_bool else None
 
 
 def _call(ev: Any, family: str, entry: ptx.Entry | None, args: list, syn: Any) -> Any:
