@@ -2,7 +2,8 @@
 read as TVM reads it (the entry its tokens, operand count and marker choose, the family where TVM
 looks at dtypes too), printed back byte for byte (the goldens are fixtures/tvm027_printing/ptx_*.tvms,
 which TVM 0.27 prints so: test_tvm027_printing.py), refused with a located error when malformed,
-and refused by every code generator and the reference executor, which do not compile it."""
+and refused by every code generator and the reference executor, which do not compile it (but
+for the cp.async group operations: test_cuda_async_copy.py)."""
 from __future__ import annotations
 
 import re
@@ -73,6 +74,17 @@ def test_the_pairs_of_modifiers_tell_the_vector_entries_apart() -> None:
     src = src.replace("    d: T.uint32\n", "    d: T.uint32\n    q: T.uint64\n    s: T.int64\n")
     assert [c.op.name for c in collect(from_source(src), Call) if c.op.name.startswith("tirx.ptx.")] == [
         "tirx.ptx.ld_vec256", "tirx.ptx.st_vec256", "tirx.ptx.mapa_u64_raw"]
+
+
+def test_an_address_operand_takes_what_tvm_takes_for_it() -> None:
+    """In the printed form, ``mbarrier.arrive.release.cta.shared.b64`` on (a uint64, a shared
+    address) is the entry that returns the state: an address in shared memory is a pointer or a
+    uint32, not a uint64, so the entry whose address comes first does not take it (TVM 0.27 reads
+    its printed form so)."""
+    src = _kernel('T.ptx.mbarrier(q, T.cuda.cvta_generic_to_shared(T.address_of(A[0])), "arrive", "release", '
+                  '"cta", "shared", "b64", "")').replace("    d: T.uint32\n", "    q: T.uint64\n")
+    assert [c.op.name for c in collect(from_source(src), Call) if c.op.name.startswith("tirx.ptx.m")] == [
+        "tirx.ptx.mbarrier_arrive_state"]
 
 
 def test_tokens_marker_and_addr_are_kept_and_compared() -> None:

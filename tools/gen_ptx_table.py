@@ -10,11 +10,11 @@ Per family (as printed: ``and_``, ``ld``, ``cp``), its entries in TVM's order; p
 - its modifier slots, ``[name, token choices, may be omitted]``, and its operands as the caller
   passes them (literal immediates take no argument), ``[registers, is a .pred input, dtypes, space,
   choices]``, both as indices into the shared lists ``slots`` and ``operands`` (entries share most of them);
-  ``dtypes``: those TVM's coercion accepts where it looks at one (a register, a tmem address),
-  else null; ``space``: ``shared`` for an address in a shared state space (TVM converts a pointer
-  there with ``T.cuda.cvta_generic_to_shared``), ``generic`` for another address but tmem (TVM
-  reinterprets a uint64 there as a handle), else null; ``choices``: the values an immediate takes
-  where TVM lists them, else null;
+  ``dtypes``: those TVM's coercion accepts where it looks at one (a register, an address, a
+  pointer), else null; ``space``: ``shared`` for an address in a shared state space (TVM converts
+  a pointer there with ``T.cuda.cvta_generic_to_shared``), ``generic`` for another address but
+  tmem (TVM reinterprets a uint64 there as a handle), else null; ``choices``: the values an
+  immediate takes where TVM lists them, else null;
 - whether it writes a destination (what the marker's ``keep`` needs);
 - TVM's cross-slot check of its modifiers, a list of parts ``{"by": slots, "ok": hex}`` that all
   pass: bit i says whether the i-th combination of those slots' tokens (``itertools.product``
@@ -155,8 +155,10 @@ def _operand(entry, slot):
             return None if slot.rw == "r" else ("uint32",)  # (an input: its marker says it)
         if slot.kind == "reg":
             return tuple(operand_dtypes(slot, m))
-        if slot.kind == "addr" and operand_space(slot, m) == "tmem":
-            return ("uint32",)
+        if slot.kind == "addr":  # (what _coerce_address takes: a shared window's uint32, a generic uint64)
+            space = operand_space(slot, m)
+            return ("uint32",) if space == "tmem" else ("handle", "uint32") if space.startswith("shared") \
+                else ("handle", "uint64")
         if slot.kind == "ptr":  # (a pointer only: mapa's generic form against its u64 one)
             return ("handle",)
         return None
