@@ -57,6 +57,7 @@ class Operand:
     dtypes: object  # the dtypes TVM accepts for it, or None where it looks at none
     space: object  # an address's: "shared" (a shared state space), "generic" (another but tmem), or None
     choices: list[int] | None  # the values an immediate takes, where TVM lists them
+    writes: bool  # a destination register
 
 
 @dataclass(frozen=True)
@@ -183,11 +184,19 @@ def parse_marker(marker: str) -> Marker:
                   frozenset(int(f[1:]) for f in flags if f[0] == "s"))
 
 
-def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...],
-            values: list[int | None]) -> tuple[Entry, ...]:
+@dataclass(frozen=True)
+class Chained:
+    """An argument of a call: its dtype (None: a literal number), whether it is tagged
+    ``T.ptx.pred(x)`` in the attribute-chain form (a .pred register whatever its dtype)."""
+    dtype: str | None
+    tagged: bool = False
+    value: int | None = None  # a constant integer's
+    writable: bool = False  # a scalar or a buffer element, which a destination must be
+
+
+def resolve(family: str, args: list[Chained], strings: tuple[str, ...]) -> tuple[Entry, ...]:
     """The entries of ``family`` that a printed call takes: expression arguments (operands and
-    predicate) of ``dtypes`` (None: a literal number, which names none) and integer ``values``
-    (None: not a constant integer), then ``strings`` (the tokens and the marker, at least the
+    predicate; ``tagged`` unused), then ``strings`` (the tokens and the marker, at least the
     marker). One entry when the call decides it; several where it does not (see the module's
     docstring). TVMSError otherwise."""
     entries = FAMILIES.get(family)
@@ -213,11 +222,10 @@ def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...],
     legal = [e for e in spelled if e.passes_check(tokens)]
     if not legal:
         raise TVMSError(f"TVM's PTX table refuses the modifiers {tokens} of T.ptx.{family} together")
-    operands = list(dtypes[:len(dtypes) - flags.pred])
-    values = list(values[:len(operands)])
+    given = list(args[:len(args) - flags.pred])
     for i in sorted(flags.sunk):  # (a sunk lane has no argument: put its place back, as TVM does)
-        operands.insert(min(i, len(operands)), None)
-        values.insert(min(i, len(values)), None)
+        given.insert(min(i, len(given)), Chained(None, writable=True))
+    operands = [a.dtype for a in given]
     hits = [(e, layout) for e in legal if (layout := e.layout(tokens)) is not None
             and _takes(e, layout, len(operands), flags)]
     if not hits:
@@ -225,7 +233,7 @@ def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...],
         n = len(operands)
         raise TVMSError(f"no instruction of T.ptx.{family} takes {n} operand{'s' if n != 1 else ''} with "
                         f"the marker {marker!r} and these modifiers" + (f" (it takes {_or(takes)})" if takes else ""))
-    misfits = [_misfit(e, layout, values) for e, layout in hits]
+    misfits = [_misfit(e, layout, given) for e, layout in hits]
     if all(misfits):
         raise TVMSError(f"T.ptx.{family}: {misfits[0]}")
     hits = [hit for hit, misfit in zip(hits, misfits) if not misfit]
@@ -242,16 +250,19 @@ def _takes(entry: Entry, layout: list, n_operands: int, flags: Marker) -> bool:
     return preds == flags.pred_operands and (not flags.keep or (flags.pred and entry.has_dst))
 
 
-def _misfit(entry: Entry, layout: list, values: list[int | None]) -> str | None:
-    """Why the immediates do not fit the entry (each one of the values TVM lists for it, which is
-    how it tells swizzle_mode 4 from 0 to 3); None where they do."""
+def _misfit(entry: Entry, layout: list, args: list[Chained]) -> str | None:
+    """Why the arguments do not fit the entry's immediates (each one of the values TVM lists for
+    it, which is how it tells swizzle_mode 4 from 0 to 3) or destinations (each a scalar or a
+    buffer element, as TVM requires); None where they do."""
     start = 0
     for i, ((lanes, _, _), operand) in enumerate(zip(layout, entry.operands)):
-        given = values[start:start + lanes]
+        group = args[start:start + lanes]
         start += lanes
-        if operand.choices is not None and any(v not in operand.choices for v in given):
-            got = ", ".join("a non-constant" if v is None else str(v) for v in given)
+        if operand.choices is not None and any(a.value not in operand.choices for a in group):
+            got = ", ".join("a non-constant" if a.value is None else str(a.value) for a in group)
             return f"its operand {i + 1} is an immediate, one of {_or([str(c) for c in operand.choices])}, not {got}"
+        if operand.writes and not all(a.writable for a in group):
+            return f"its operand {i + 1} is a destination: a scalar or a buffer element"
     return None
 
 
@@ -277,15 +288,6 @@ def escape(token: str) -> str:
 
 def unescape(name: str) -> str:
     return name.replace("__colon__", "\0").replace("__", "::").replace("\0", ":").removesuffix("_")
-
-
-@dataclass(frozen=True)
-class Chained:
-    """An operand of the attribute-chain form: its dtype (None: a literal number), whether it is
-    tagged ``T.ptx.pred(x)`` (a .pred register whatever its dtype)."""
-    dtype: str | None
-    tagged: bool = False
-    value: int | None = None  # a constant integer's
 
 
 @dataclass(frozen=True)
@@ -334,7 +336,7 @@ def resolve_chain(family: str, words: tuple[str, ...], operands: list[Chained], 
             why.append(f"{e.name}: its .pred operands are {sorted(preds) or 'none'} (a bool, or T.ptx.pred(x))")
         elif keep and not (pred and e.has_dst):
             why.append(f"{e.name}: preserve_dst=True needs pred= and a destination")
-        elif misfit := _misfit(e, layout, [o.value for o in operands]):
+        elif misfit := _misfit(e, layout, operands):
             why.append(f"{e.name}: {misfit}")
         else:
             flags = ["pred"] * pred + ["keep"] * keep + [f"p{i}" for i in sorted(preds)]

@@ -87,6 +87,17 @@ def test_an_address_operand_takes_what_tvm_takes_for_it() -> None:
         "tirx.ptx.mbarrier_arrive_state"]
 
 
+def test_a_destination_is_a_scalar_or_a_buffer_element() -> None:
+    """``mbarrier.try_wait.parity`` on (d, a shared address, d, d): the entry whose second operand
+    is a destination does not take the address there (TVM 0.27 reads its printed form so)."""
+    src = _kernel('T.ptx.mbarrier(d, T.cuda.cvta_generic_to_shared(T.address_of(A[0])), d, d, "try_wait", "parity", '
+                  '"phase_type::primary", "acquire", "cta", "shared", "b64", "")')
+    assert [c.op.name for c in collect(from_source(src), Call) if c.op.name.startswith("tirx.ptx.m")] == [
+        "tirx.ptx.mbarrier_try_wait_parity"]
+    assert_error(_kernel("T.ptx.mov.b32(T.uint32(1), d)"), 6, 5,
+                 re.escape("mov: its operand 1 is a destination: a scalar or a buffer element"))
+
+
 def test_tokens_marker_and_addr_are_kept_and_compared() -> None:
     func = from_source((GOLDENS / "ptx_predicate_keep.tvms").read_text())
     ld = next(c for c in collect(func, Call) if c.op.name == "tirx.ptx.ld")

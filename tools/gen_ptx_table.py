@@ -9,12 +9,12 @@ Per family (as printed: ``and_``, ``ld``, ``cp``), its entries in TVM's order; p
 - its name (the op is ``tirx.ptx.<name>``);
 - its modifier slots, ``[name, token choices, may be omitted]``, and its operands as the caller
   passes them (literal immediates take no argument), ``[registers, is a .pred input, dtypes, space,
-  choices]``, both as indices into the shared lists ``slots`` and ``operands`` (entries share most of them);
+  choices, writes]``, both as indices into the shared lists ``slots`` and ``operands`` (entries share most of them);
   ``dtypes``: those TVM's coercion accepts where it looks at one (a register, an address, a
   pointer), else null; ``space``: ``shared`` for an address in a shared state space (TVM converts
   a pointer there with ``T.cuda.cvta_generic_to_shared``), ``generic`` for another address but
   tmem (TVM reinterprets a uint64 there as a handle), else null; ``choices``: the values an
-  immediate takes where TVM lists them, else null;
+  immediate takes where TVM lists them, else null; ``writes``: whether it is a destination;
 - whether it writes a destination (what the marker's ``keep`` needs);
 - TVM's cross-slot check of its modifiers, a list of parts ``{"by": slots, "ok": hex}`` that all
   pass: bit i says whether the i-th combination of those slots' tokens (``itertools.product``
@@ -170,8 +170,9 @@ def _operand(entry, slot):
 
     # (the values an immediate takes: TVM picks swizzle_mode's entry by them)
     choices = [int(c) for c in slot.choices] if slot.kind == "imm" and slot.choices is not None else None
+    writes = int(slot.kind == "reg" and slot.rw in ("w", "rw"))  # (TVM wants a scalar or a buffer element)
     return [_lookup(entry, lanes), _lookup(entry, read_pred), _lookup(entry, dtypes, limit=_DTYPES_LIMIT),
-            _lookup(entry, address), choices]
+            _lookup(entry, address), choices, writes]
 
 
 class _Pool(list):

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from ...ir import op as op_registry, ptx
 from ...ir.errors import TVMSError
-from ...ir.expr import IntImm, const
+from ...ir.expr import BufferLoad, IntImm, const
 from .evaluator import Builtin
 from .rules import EXPR_BUILTINS
 
@@ -31,11 +31,8 @@ def _ptx_instruction(family: str) -> Callable:
         if any(isinstance(a, str) for a in args[:n]):
             raise ev.error(syn, f"the operands of T.ptx.{family} come before its modifier tokens")
         strings = tuple(args[n:])
-        # (a literal number names no dtype: TVM types it by its operand)
-        dtypes = [None if isinstance(a, (int, float)) and not isinstance(a, bool)
-                  else str(ev.call_arg(a, syn).dtype) for a in args[:n]]
         try:
-            entries = ptx.resolve(family, dtypes, strings, [_integer(a) for a in args[:n]])
+            entries = ptx.resolve(family, [_chained(ev, a, False, syn) for a in args[:n]], strings)
         except TVMSError as e:
             raise ev.error(syn, str(e)) from None
         return _call(ev, family, entries[0] if len(entries) == 1 else None, args, syn)
@@ -62,9 +59,7 @@ def read_ptx_chain(ev: Any, path: str, args: list, kwargs: dict, syn: Any) -> An
         raise ev.error(syn, "tvms reads the sink T.ptx.SINK in the printed form only: the operand left out, "
                             "its place in the marker (\"s<i>\")")
     values = [a.value if isinstance(a, PtxPred) else a for a in args]
-    operands = [ptx.Chained("bool" if isinstance(v, bool) else None if isinstance(v, (int, float))
-                            else str(ev.call_arg(v, syn).dtype), isinstance(a, PtxPred), _integer(v))
-                for a, v in zip(args, values)]
+    operands = [_chained(ev, v, isinstance(a, PtxPred), syn) for a, v in zip(args, values)]
     pred = kwargs.get("pred")
     try:
         reading = ptx.resolve_chain(family, tuple(ptx.unescape(w) for w in words), operands,
@@ -80,11 +75,15 @@ def read_ptx_chain(ev: Any, path: str, args: list, kwargs: dict, syn: Any) -> An
                  [*values, *([pred] if pred is not None else []), *reading.tokens, reading.marker], syn)
 
 
-def _integer(value: Any) -> int | None:
-    """The value of a constant integer argument (a literal, or ``T.int32(4)``), else None."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return value.value if isinstance(value, IntImm) and not value.dtype.is_bool else None
+def _chained(ev: Any, value: Any, tagged: bool, syn: Any) -> ptx.Chained:
+    """What ir/ptx.py chooses an entry by, of an argument: its dtype (a literal number names none,
+    TVM types it by its operand; a Python bool is a bool), its value where it is a constant integer
+    (a literal, or ``T.int32(4)``), whether it can be written."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return ptx.Chained(None, tagged, value if isinstance(value, int) else None)
+    expr = ev.call_arg(value, syn)
+    integer = expr.value if isinstance(expr, IntImm) and not expr.dtype.is_bool else None
+    return ptx.Chained(str(expr.dtype), tagged, integer, isinstance(expr, BufferLoad))
 
 
 def _call(ev: Any, family: str, entry: ptx.Entry | None, args: list, syn: Any) -> Any:
