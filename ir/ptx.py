@@ -8,10 +8,11 @@ register), ``s<i>`` (operand ``i`` is the sink ``_`` and has no argument). A fam
 entries (one per syntax shape: ``mov`` packs or unpacks); TVM picks the one that takes the tokens
 and the operands. ``resolve`` does the same from the facts of TVM's table (ptx_table.json, written
 by tools/gen_ptx_table.py): by the tokens (in their slots, and passing the entry's cross-slot
-check), the operand count and the ``.pred`` markers, then, among the entries left, by the dtypes
-of the register operands (``mov(lo, hi, packed)`` unpacks, ``mov(packed, lo, hi)`` packs). Where
-that leaves several (an operand whose dtypes the table does not give: cvt's destination), the call
-records its family only.
+check), the operand count and the ``.pred`` markers, the immediates' values and the destinations
+(a scalar or a buffer element), then, among the entries left, by the dtypes of the register and
+address operands (``mov(lo, hi, packed)`` unpacks, ``mov(packed, lo, hi)`` packs). Where that
+leaves several (an operand whose dtypes the table does not give: cvt's destination; a call TVM
+refuses as ambiguous), the call records its family only.
 
 ``resolve_chain`` reads the spellings users type, ``T.ptx.ld.global_.b32(d, p, pred=c)`` and
 ``T.ptx["ld.global.b32"](d, p)``, into the same printed form, as TVM does (``address`` converts a
