@@ -8,16 +8,19 @@ register), ``s<i>`` (operand ``i`` is the sink ``_`` and has no argument). A fam
 entries (one per syntax shape: ``mov`` packs or unpacks); TVM picks the one that takes the tokens
 and the operands. ``resolve`` does the same from the facts of TVM's table (ptx_table.json, written
 by tools/gen_ptx_table.py): by the tokens (in their slots, and passing the entry's cross-slot
-check), the operand count and the ``.pred`` markers, then, among the entries left, by the dtypes
-of the register operands (``mov(lo, hi, packed)`` unpacks, ``mov(packed, lo, hi)`` packs). Where
-that leaves several (an operand whose dtypes the table does not give: cvt's destination), the call
-records its family only.
+check), the operand count and the ``.pred`` markers, the immediates' values and the destinations
+(a scalar or a buffer element), then, among the entries left, by the dtypes of the register and
+address operands (``mov(lo, hi, packed)`` unpacks, ``mov(packed, lo, hi)`` packs). Where that
+leaves several (an operand whose dtypes the table does not give: cvt's destination; a call TVM
+refuses as ambiguous), the call records its family only.
 
 ``resolve_chain`` reads the spellings users type, ``T.ptx.ld.global_.b32(d, p, pred=c)`` and
-``T.ptx["ld.global.b32"](d, p)``, into the same printed form, as TVM does.
+``T.ptx["ld.global.b32"](d, p)``, into the same printed form, as TVM does (``address`` converts a
+pointer into a shared state space, a uint64 into a handle elsewhere).
 
-What tvms does not check: the operands' dtypes beyond that choice, the address spaces of pointer
-operands, the modifiers of the entries whose checks are too large to write (ld, st's vectors, cvt).
+What tvms does not check: the operands' dtypes beyond that choice, the storage scope of pointer
+operands, the modifiers of the entries whose checks are too large to write (ld, st's vectors, cvt)
+beyond what TVM's check says of each pair of them (enough to tell ld_vec from ld_vec256).
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ from dataclasses import dataclass
 
 from . import op as op_registry
 from .errors import TVMSError
+from .dtype import DataType, handle
+from .expr import Call, PrimExpr
 
 ADDR_OP = "tirx.ptx.addr"  # T.ptx.addr(base, byte_offset): a pure address expression
 _FLAG = re.compile(r"pred|keep|[ps]\d+")
@@ -51,6 +56,9 @@ class Operand:
     lanes: object  # registers (call arguments) it takes
     pred: object  # 1 where it is a .pred input (the marker's p<i>)
     dtypes: object  # the dtypes TVM accepts for it, or None where it looks at none
+    space: object  # an address's: "shared" (a shared state space), "generic" (another but tmem), or None
+    choices: list[int] | None  # the values an immediate takes, where TVM lists them
+    writes: bool  # a destination register
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,8 @@ class Entry:
     slots: tuple[Slot, ...]
     operands: tuple[Operand, ...]
     has_dst: bool
-    check: tuple[tuple[str, ...], int] | None  # (slots, bit per combination of their tokens: passes)
+    # TVM's check of its modifiers, in parts that all pass: (slots, bit per combination of their tokens)
+    check: tuple[tuple[tuple[str, ...], int], ...]
 
     @property
     def op_name(self) -> str:
@@ -71,15 +80,15 @@ class Entry:
         return len(tokens) == len(self.slots) and all(t in s.domain for s, t in zip(self.slots, tokens))
 
     def passes_check(self, tokens: tuple[str, ...]) -> bool:
-        if self.check is None:
-            return True
-        names, bits = self.check
         slots = {s.name: (s, t) for s, t in zip(self.slots, tokens)}
-        index = 0
-        for name in names:  # (the combination's place in itertools.product order)
-            slot, token = slots[name]
-            index = index * len(slot.domain) + slot.domain.index(token)
-        return bool(bits >> index & 1)
+        for names, bits in self.check:
+            index = 0
+            for name in names:  # (the combination's place in itertools.product order)
+                slot, token = slots[name]
+                index = index * len(slot.domain) + slot.domain.index(token)
+            if not bits >> index & 1:
+                return False
+        return True
 
     def layout(self, tokens: tuple[str, ...]) -> list[tuple[int, bool, tuple | None]] | None:
         """(registers, is a .pred input, dtypes) per operand under these tokens; None where TVM's
@@ -108,7 +117,7 @@ def _load(data: dict) -> dict[str, tuple[Entry, ...]]:
     slots = [Slot(name, tuple(choices), bool(optional)) for name, choices, optional in data["slots"]]
     operands = [Operand(*o) for o in data["operands"]]
     return {family: tuple(Entry(name, family, tuple(slots[i] for i in s), tuple(operands[i] for i in o),
-                                bool(dst), (tuple(check["by"]), int(check["ok"], 16)) if check else None)
+                                bool(dst), tuple((tuple(part["by"]), int(part["ok"], 16)) for part in check or ()))
                           for name, s, o, dst, check in entries)
             for family, entries in data["families"].items()}
 
@@ -135,7 +144,8 @@ def family_of(op_name: str) -> str | None:
 def not_compiled(call: object, who: str) -> TVMSError | None:
     """The error that ``who`` ("the cuda code generator does not compile", "the reference
     executor does not run") gives for a call of the PTX dialect, which tvms reads and prints but
-    does not compile; None for any other call."""
+    does not compile (a code generator asks only for what it does not render: the cuda one renders
+    the cp.async group operations); None for any other call."""
     name = getattr(getattr(call, "op", None), "name", "")
     if name == ADDR_OP:
         return TVMSError(f"{who} T.ptx.addr (outside a PTX instruction)")
@@ -145,7 +155,7 @@ def not_compiled(call: object, who: str) -> TVMSError | None:
     tokens = [a.value for a in getattr(call, "args", ()) if isinstance(getattr(a, "value", None), str)][:-1]
     text = ".".join([MNEMONICS[family], *(t for t in tokens if t)])
     return TVMSError(f"{who} TVM 0.27's PTX instruction T.ptx.{family} ({text}): tvms "
-                     f"reads and prints the T.ptx dialect, and compiles only its cp.async groups")
+                     f"reads and prints the T.ptx dialect, and compiles (for cuda) only its cp.async group operations")
 
 
 # every instruction is a void statement printed T.ptx.<family>(...); the arguments are checked by
@@ -175,18 +185,24 @@ def parse_marker(marker: str) -> Marker:
                   frozenset(int(f[1:]) for f in flags if f[0] == "s"))
 
 
-def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...]) -> tuple[Entry, ...]:
+@dataclass(frozen=True)
+class Chained:
+    """An argument of a call: its dtype (None: a literal number), whether it is tagged
+    ``T.ptx.pred(x)`` in the attribute-chain form (a .pred register whatever its dtype)."""
+    dtype: str | None
+    tagged: bool = False
+    value: int | None = None  # a constant integer's
+    writable: bool = False  # a scalar or a buffer element, which a destination must be
+
+
+def resolve(family: str, args: list[Chained], strings: tuple[str, ...]) -> tuple[Entry, ...]:
     """The entries of ``family`` that a printed call takes: expression arguments (operands and
-    predicate) of ``dtypes`` (None: a literal number, which names none), then ``strings`` (the
-    tokens and the marker). One entry when the call decides it; several where it does not (see
-    the module's docstring). TVMSError otherwise."""
+    predicate; ``tagged`` unused), then ``strings`` (the tokens and the marker, at least the
+    marker). One entry when the call decides it; several where it does not (see the module's
+    docstring). TVMSError otherwise."""
     entries = FAMILIES.get(family)
     if entries is None:
         raise TVMSError(f"'T.ptx.{family}' is not a PTX instruction family of TVM 0.27")
-    if not strings:
-        raise TVMSError(f"T.ptx.{family}(...) names no modifiers: write them after the operands, with the "
-                        f"marker, as TVM prints them (T.ptx.{family}(..., \"\")), or in the name "
-                        f"(T.ptx.{family}.<token>...(...))")
     *tokens, marker = strings
     tokens = tuple(tokens)
     flags = parse_marker(marker)
@@ -207,9 +223,10 @@ def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...]) -> 
     legal = [e for e in spelled if e.passes_check(tokens)]
     if not legal:
         raise TVMSError(f"TVM's PTX table refuses the modifiers {tokens} of T.ptx.{family} together")
-    operands = list(dtypes[:len(dtypes) - flags.pred])
+    given = list(args[:len(args) - flags.pred])
     for i in sorted(flags.sunk):  # (a sunk lane has no argument: put its place back, as TVM does)
-        operands.insert(min(i, len(operands)), None)
+        given.insert(min(i, len(given)), Chained(None, writable=True))
+    operands = [a.dtype for a in given]
     hits = [(e, layout) for e in legal if (layout := e.layout(tokens)) is not None
             and _takes(e, layout, len(operands), flags)]
     if not hits:
@@ -217,6 +234,10 @@ def resolve(family: str, dtypes: list[str | None], strings: tuple[str, ...]) -> 
         n = len(operands)
         raise TVMSError(f"no instruction of T.ptx.{family} takes {n} operand{'s' if n != 1 else ''} with "
                         f"the marker {marker!r} and these modifiers" + (f" (it takes {_or(takes)})" if takes else ""))
+    misfits = [_misfit(e, layout, given) for e, layout in hits]
+    if all(misfits):
+        raise TVMSError(f"T.ptx.{family}: {misfits[0]}")
+    hits = [hit for hit, misfit in zip(hits, misfits) if not misfit]
     typed = [e for e, layout in hits if _typed(layout, operands, flags.sunk)]
     return (typed[0],) if len(hits) > 1 and len(typed) == 1 else tuple(e for e, _ in hits)
 
@@ -228,6 +249,22 @@ def _takes(entry: Entry, layout: list, n_operands: int, flags: Marker) -> bool:
     starts = [sum(n for n, _, _ in layout[:i]) for i in range(len(layout))]
     preds = {start for start, (n, pred, _) in zip(starts, layout) if n and pred}
     return preds == flags.pred_operands and (not flags.keep or (flags.pred and entry.has_dst))
+
+
+def _misfit(entry: Entry, layout: list, args: list[Chained]) -> str | None:
+    """Why the arguments do not fit the entry's immediates (each one of the values TVM lists for
+    it, which is how it tells swizzle_mode 4 from 0 to 3) or destinations (each a scalar or a
+    buffer element, as TVM requires); None where they do."""
+    start = 0
+    for i, ((lanes, _, _), operand) in enumerate(zip(layout, entry.operands)):
+        group = args[start:start + lanes]
+        start += lanes
+        if operand.choices is not None and any(a.value not in operand.choices for a in group):
+            got = ", ".join("a non-constant" if a.value is None else str(a.value) for a in group)
+            return f"its operand {i + 1} is an immediate, one of {_or([str(c) for c in operand.choices])}, not {got}"
+        if operand.writes and not all(a.writable for a in group):
+            return f"its operand {i + 1} is a destination: a scalar or a buffer element"
+    return None
 
 
 def _typed(layout: list, operands: list, sunk: frozenset[int]) -> bool:
@@ -255,22 +292,22 @@ def unescape(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class Chained:
-    """An operand of the attribute-chain form: its dtype (None: a literal number), whether it is
-    tagged ``T.ptx.pred(x)`` (a .pred register whatever its dtype)."""
-    dtype: str | None
-    tagged: bool = False
+class ChainReading:
+    """The printed form of an attribute-chain call, and how its operands are coerced."""
+    entry: Entry | None  # None: the family, where two entries print alike
+    tokens: tuple[str, ...]  # in slot order
+    marker: str
+    literal: list[str]  # per operand, the dtype it takes where it is a literal number
+    spaces: list[str | None]  # per operand, its address space for ``address`` (Operand.space)
 
 
 def resolve_chain(family: str, words: tuple[str, ...], operands: list[Chained], pred: bool,
-                  keep: bool) -> tuple[Entry | None, tuple[str, ...], str, list[str]]:
+                  keep: bool) -> ChainReading:
     """TVM's attribute-chain spelling, ``T.ptx.<family>.<token>...(operands..., pred=p,
     preserve_dst=k)`` (and the string one, ``T.ptx["family.token..."]``): each token fills the
     first open slot that lists it, in each entry of the family; the entry is the one that takes
-    the operands. Its printed form: (the entry, or None for the family where two entries print
-    alike, the tokens in slot order, the marker), and the dtype each operand that is a literal
-    number takes (TVM's coercion: a .pred register's uint32 carrier, its register group's dtype,
-    else the operand's first; an immediate's int32)."""
+    the operands. A literal number takes TVM's coercion's dtype: a .pred register's uint32
+    carrier, its register group's dtype, else the operand's first; an immediate's int32."""
     entries = FAMILIES.get(family)
     if entries is None:
         raise TVMSError(f"'T.ptx.{family}' is not a PTX instruction family of TVM 0.27")
@@ -300,6 +337,8 @@ def resolve_chain(family: str, words: tuple[str, ...], operands: list[Chained], 
             why.append(f"{e.name}: its .pred operands are {sorted(preds) or 'none'} (a bool, or T.ptx.pred(x))")
         elif keep and not (pred and e.has_dst):
             why.append(f"{e.name}: preserve_dst=True needs pred= and a destination")
+        elif misfit := _misfit(e, layout, operands):
+            why.append(f"{e.name}: {misfit}")
         else:
             flags = ["pred"] * pred + ["keep"] * keep + [f"p{i}" for i in sorted(preds)]
             hits.append((e, tokens, layout, ",".join(flags)))
@@ -312,13 +351,39 @@ def resolve_chain(family: str, words: tuple[str, ...], operands: list[Chained], 
         raise TVMSError(f"T.ptx.{family}: the entries {', '.join(e.name for e, *_ in hits)} take this call "
                         f"and print otherwise; write the printed form")
     entry, tokens, layout, marker = hits[0]
-    literal = []
-    for n, is_pred, accepted in layout:
+    literal, spaces = [], []
+    mods = {slot.name: token for slot, token in zip(entry.slots, tokens)}
+    for (n, is_pred, accepted), operand in zip(layout, entry.operands):
         group = operands[len(literal):len(literal) + n]
         named = [o.dtype for o in group if o.dtype is not None and not o.tagged]
         dtype = "uint32" if is_pred else (named[0] if named else accepted[0]) if accepted else "int32"
         literal += [dtype] * n
-    return (entry if len(hits) == 1 else None), tokens, marker, literal
+        spaces += [_at(operand.space, mods)] * n
+    return ChainReading(entry if len(hits) == 1 else None, tokens, marker, literal, spaces)
+
+
+def address(space: str, value: PrimExpr, what: str) -> PrimExpr:
+    """An address operand as TVM's coercion of the attribute-chain form passes it (``what`` names
+    the operand in errors): in a shared state space, a pointer converted to its 32-bit shared
+    window address (a uint32 is one already); elsewhere a pointer as it is, a uint64 handle
+    reinterpreted as one. ``T.ptx.addr``'s base likewise."""
+    if isinstance(value, Call) and getattr(value.op, "name", "") == ADDR_OP:
+        base = address(space, value.args[0], what)
+        return Call(base.dtype, value.op, (base, *value.args[1:]))
+    dtype = str(value.dtype)
+    if space == "shared":
+        if dtype == "handle":
+            return Call(DataType("uint32"), op_registry.get_op("tir.cuda.cvta_generic_to_shared"), (value,))
+        if dtype == "uint32":
+            return value
+        raise TVMSError(f"{what} is a shared-memory address: a pointer or a uint32 shared address, not {dtype}")
+    if dtype == "handle":
+        return value
+    if dtype == "uint64":
+        return Call(handle, op_registry.get_op("tir.reinterpret"), (value,))
+    if dtype == "uint32":
+        raise TVMSError(f"{what} is a uint32, an address of the shared state space only")
+    raise TVMSError(f"{what} is an address: a pointer or a uint64 handle, not {dtype}")
 
 
 def _first_open(entry: Entry, filled: tuple, word: str) -> int | None:

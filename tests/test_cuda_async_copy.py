@@ -84,6 +84,16 @@ def test_cuda_source_is_tvms_byte_for_byte():
         assert got == (HERE / f"{case}.cu").read_text(), case
 
 
+def test_the_groups_written_in_the_ptx_dialect_render_as_tvm_renders_them():
+    """``T.ptx.cp("async", "commit_group", "")``, ``T.ptx.cp(2, "async", "wait_group", "")`` and the
+    bulk commit, written by hand: the same helpers, byte for byte, which compile (for sm_90: the
+    bulk commit needs it)."""
+    func = fixture("ptx_groups", "input")
+    got = cuda_source(kernels_of(lower_for_cuda(func, Target("cuda -arch=sm_80"))))
+    assert got == (HERE / "ptx_groups.cu").read_text()
+    assert_compiles(got, archs=("sm_90",))
+
+
 def test_tvms_stages_read_back_as_printed():
     """TVM's SplitHostDevice and device stages print back byte for byte: each ``B.data``
     argument names the buffer it was written with (the kernel's ``A``, not its ``A_ptr``

@@ -2,7 +2,8 @@
 read as TVM reads it (the entry its tokens, operand count and marker choose, the family where TVM
 looks at dtypes too), printed back byte for byte (the goldens are fixtures/tvm027_printing/ptx_*.tvms,
 which TVM 0.27 prints so: test_tvm027_printing.py), refused with a located error when malformed,
-and refused by every code generator and the reference executor, which do not compile it."""
+and refused by every code generator and the reference executor, which do not compile it (but
+for the cp.async group operations: test_cuda_async_copy.py)."""
 from __future__ import annotations
 
 import re
@@ -50,14 +51,51 @@ def test_the_dtypes_choose_where_the_tokens_and_the_count_do_not() -> None:
     assert ptx_ops("ptx_tcgen05_mma.tvms") == ["tirx.ptx.tcgen05_mma_block_scale_block_ss"]
 
 
-def test_a_call_nothing_decides_records_its_family_and_prints_back() -> None:
-    """Two entries of TVM's table take ``tensormap.replace.tile.swizzle_mode.b1024.b32`` with
-    the same operands (TVM refuses the call as ambiguous): tvms records the family."""
-    src = _kernel('T.ptx.tensormap_replace(T.address_of(A[0]), d, "tile", "swizzle_mode", "", "b1024", "b32", "")')
-    func = from_source(src)
-    assert [c.op.name for c in collect(func, Call) if c.op.name.startswith("tirx.ptx")] == [
-        "tirx.ptx.family.tensormap_replace"]
-    assert func.script(dialect="tvm-0.27").endswith(src.split("\n", 4)[-1].rstrip("\n"))
+@pytest.mark.parametrize("form", [
+    'T.ptx.tensormap_replace(T.address_of(A[0]), {}, "tile", "swizzle_mode", "", "b1024", "b32", "")',
+    'T.ptx["tensormap_replace.tile.swizzle_mode.b1024.b32"](T.address_of(A[0]), {})'])
+def test_an_immediates_value_chooses_the_entry(form: str) -> None:
+    """TVM's table has two entries for ``tensormap.replace.tile.swizzle_mode.b1024.b32``, one for
+    the values 0 to 3 and one (sm_103a) for 4: TVM, and tvms, choose by the value."""
+    for value, entry in (("0", "tensormap_replace_swizzle_mode"),
+                         ("T.int32(4)", "tensormap_replace_swizzle_mode_sm103a")):
+        func = from_source(_kernel(form.format(value)))
+        assert [c.op.name for c in collect(func, Call) if c.op.name.startswith("tirx.ptx.t")] == [f"tirx.ptx.{entry}"]
+    assert_error(_kernel(form.format("d")), 6, 5, re.escape("is an immediate, one of 0, 1, 2 or 3, not a non-constant"))
+
+
+def test_the_pairs_of_modifiers_tell_the_vector_entries_apart() -> None:
+    """``ld...v4.u64`` and ``st...v4.s64`` are 256-bit accesses: TVM's check refuses them to the
+    128-bit entries (ld_vec, st_vec) whatever the other modifiers, so TVM, and tvms, pick the
+    256-bit ones; ``mapa.u64`` on a uint64 is the raw entry (the generic one takes a pointer)."""
+    src = _kernel('T.ptx["ld.weak.global.ca.L2::cache_hint.L2::64B.v4.u64"](q, q, q, q, T.address_of(A[1]), q)\n'
+                  '    T.ptx["st.release.cta.v4.s64"](T.address_of(A[1]), s, s, s, s)\n'
+                  '    T.ptx["mapa.u64"](q, q, d)')
+    src = src.replace("    d: T.uint32\n", "    d: T.uint32\n    q: T.uint64\n    s: T.int64\n")
+    assert [c.op.name for c in collect(from_source(src), Call) if c.op.name.startswith("tirx.ptx.")] == [
+        "tirx.ptx.ld_vec256", "tirx.ptx.st_vec256", "tirx.ptx.mapa_u64_raw"]
+
+
+def test_an_address_operand_takes_what_tvm_takes_for_it() -> None:
+    """In the printed form, ``mbarrier.arrive.release.cta.shared.b64`` on (a uint64, a shared
+    address) is the entry that returns the state: an address in shared memory is a pointer or a
+    uint32, not a uint64, so the entry whose address comes first does not take it (TVM 0.27 reads
+    its printed form so)."""
+    src = _kernel('T.ptx.mbarrier(q, T.cuda.cvta_generic_to_shared(T.address_of(A[0])), "arrive", "release", '
+                  '"cta", "shared", "b64", "")').replace("    d: T.uint32\n", "    q: T.uint64\n")
+    assert [c.op.name for c in collect(from_source(src), Call) if c.op.name.startswith("tirx.ptx.m")] == [
+        "tirx.ptx.mbarrier_arrive_state"]
+
+
+def test_a_destination_is_a_scalar_or_a_buffer_element() -> None:
+    """``mbarrier.try_wait.parity`` on (d, a shared address, d, d): the entry whose second operand
+    is a destination does not take the address there (TVM 0.27 reads its printed form so)."""
+    src = _kernel('T.ptx.mbarrier(d, T.cuda.cvta_generic_to_shared(T.address_of(A[0])), d, d, "try_wait", "parity", '
+                  '"phase_type::primary", "acquire", "cta", "shared", "b64", "")')
+    assert [c.op.name for c in collect(from_source(src), Call) if c.op.name.startswith("tirx.ptx.m")] == [
+        "tirx.ptx.mbarrier_try_wait_parity"]
+    assert_error(_kernel("T.ptx.mov.b32(T.uint32(1), d)"), 6, 5,
+                 re.escape("mov: its operand 1 is a destination: a scalar or a buffer element"))
 
 
 def test_tokens_marker_and_addr_are_kept_and_compared() -> None:
@@ -76,9 +114,12 @@ def test_the_attribute_chain_and_string_spellings_read_as_tvm_reads_them() -> No
     """They print in the flat form (the golden's source is fixtures/tvm027_printing/sources/, which
     TVM prints as the golden): the tokens fill their slots in any order, ``pred=`` and
     ``preserve_dst=`` become the marker, ``T.ptx.pred(x)`` a ``p<i>``, a literal takes its
-    operand's dtype (``T.uint32(1)``); the entries are those TVM 0.27's IR records."""
+    operand's dtype (``T.uint32(1)``), a pointer into shared memory its 32-bit window address, a
+    uint64 address a handle; a call with no tokens (``T.ptx.elect_sync(...)``, no marker) or with
+    ``pred=`` is the form with none; the entries are those TVM 0.27's IR records."""
     assert ptx_ops("sources/ptx_chain_and_string_spellings.tvms") == [f"tirx.ptx.{n}" for n in (
-        "ld", "st", "red", "mov_pack_b32x2", "mov_unpack_b32x2", "not", "ex2", "ld", "not", "not", "st")]
+        "ld", "st", "red", "mov_pack_b32x2", "mov_unpack_b32x2", "not", "ex2", "ld", "not", "not", "st", "ld", "st",
+        "ld", "ld", "elect_sync", "st_bulk", "st_bulk")]
 
 
 def test_the_cp_async_groups_still_read_as_the_instructions_tvms_compiles() -> None:
@@ -105,7 +146,8 @@ def _kernel(body: str) -> str:
     ('T.ptx.mov(d, "b32", "")', 5, "no instruction of T.ptx.mov takes 1 operand with the marker '' and these "
                                    "modifiers (it takes 2 or 3)"),
     ('T.ptx.mov(d, A[0], "b32", "p1")', 5, "no instruction of T.ptx.mov takes 2 operands with the marker 'p1'"),
-    ('T.ptx.mov(d, A[0])', 5, "T.ptx.mov(...) names no modifiers: write them after the operands"),
+    ('T.ptx.mov(d, A[0])', 5,
+     "no instruction of T.ptx.mov takes these operands: mov_pack_b16x2: missing modifier(s) type"),
     ('T.ptx.mov(d, "b32", A[0], "")', 5, "the operands of T.ptx.mov come before its modifier tokens"),
     ('T.ptx.mov(d, A[0], "b32", "", pred=True)', 5, "T.ptx.mov(...) takes no keyword arguments"),
     # the attribute-chain and string spellings
@@ -117,6 +159,10 @@ def _kernel(body: str) -> str:
     ('T.ptx["st.global.b32"](T.address_of(A[0]))', 5,
      "no instruction of T.ptx.st takes these operands: st: takes 2 operands, got 1; st_vec: missing modifier(s) vec"),
     ('T.ptx.not_.b32(d, T.ptx.pred(d))', 5, "not: its .pred operands are none (a bool, or T.ptx.pred(x))"),
+    ('T.ptx.ld.global_.b32(d, d)', 5,
+     "T.ptx.ld.global_.b32's operand 2 is a uint32, an address of the shared state space only"),
+    ('T.ptx.ld.shared.b32(d, A[0] + T.float32(1))', 5,
+     "T.ptx.ld.shared.b32's operand 2 is a shared-memory address: a pointer or a uint32 shared address, not float32"),
     ('T.ptx.mov.b64(d, T.ptx.SINK, A[0])', 5, "tvms reads the sink T.ptx.SINK in the printed form only"),
     ('T.ptx.cp("async", "bulk_group", "")', 5, "T.ptx.cp takes no modifiers ('async', 'bulk_group') in this order"),
     ('T.ptx.set(d, d, d, "lo", "", "u32", "f32", "")', 5,

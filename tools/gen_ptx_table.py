@@ -8,14 +8,19 @@ Per family (as printed: ``and_``, ``ld``, ``cp``), its entries in TVM's order; p
 
 - its name (the op is ``tirx.ptx.<name>``);
 - its modifier slots, ``[name, token choices, may be omitted]``, and its operands as the caller
-  passes them (literal immediates take no argument), ``[registers, is a .pred input, dtypes]``,
-  both as indices into the shared lists ``slots`` and ``operands`` (entries share most of them);
-  ``dtypes``: those TVM's coercion accepts where it looks at one (a register, a tmem address),
-  else null;
+  passes them (literal immediates take no argument), ``[registers, is a .pred input, dtypes, space,
+  choices, writes]``, both as indices into the shared lists ``slots`` and ``operands`` (entries share most of them);
+  ``dtypes``: those TVM's coercion accepts where it looks at one (a register, an address, a
+  pointer), else null; ``space``: ``shared`` for an address in a shared state space (TVM converts
+  a pointer there with ``T.cuda.cvta_generic_to_shared``), ``generic`` for another address but
+  tmem (TVM reinterprets a uint64 there as a handle), else null; ``choices``: the values an
+  immediate takes where TVM lists them, else null; ``writes``: whether it is a destination;
 - whether it writes a destination (what the marker's ``keep`` needs);
-- TVM's cross-slot check of its modifiers, ``{"by": slots, "ok": hex}``: bit i says whether the i-th
-  combination of those slots' tokens (``itertools.product`` order, "" first where a slot may be
-  omitted) passes; null where the entry has none, or has too many combinations to write.
+- TVM's cross-slot check of its modifiers, a list of parts ``{"by": slots, "ok": hex}`` that all
+  pass: bit i says whether the i-th combination of those slots' tokens (``itertools.product``
+  order, "" first where a slot may be omitted) passes; exact in one part where the entry has few
+  enough combinations to write, else what the check says of each pair of slots (``_check``);
+  null where the entry has none.
 
 A value that depends on the modifiers is a lookup, ``{"by": slots, "at": {"tok|tok": value}}``: the
 slots found by watching which ones TVM's function reads, a combination it refuses left out.
@@ -105,21 +110,37 @@ def _lookup(entry, fn, limit: int | None = None):
 
 
 def _check(entry):
-    """TVM's cross-slot check of the entry as {"by": slots, "ok": bits}: bit i (of the hex number)
-    says whether the i-th combination of their tokens (in product order, "" first where a slot may
-    be omitted) passes; None where the entry has no check or too many combinations to write."""
+    """TVM's cross-slot check of the entry as a list of parts, each {"by": slots, "ok": bits}: bit i
+    (of the hex number) says whether the i-th combination of their tokens (in product order, ""
+    first where a slot may be omitted) passes. One exact part where the combinations are few
+    enough to write; else one part per pair of slots that some pairs of tokens never pass, whatever
+    the other slots hold (a necessary condition: what tells ld's 128-bit vectors from its 256-bit
+    ones). None where the entry has no check."""
     if entry.check is None:
         return None
     watched = _watch(entry, lambda m: not entry.check(m), limit=_CHECK_LIMIT)
-    if watched is None:
-        return None
-    by, table = watched
-    bits = sum(1 << i for i, ok in enumerate(table.values()) if ok is True)
-    return {"by": by, "ok": format(bits, "x")}
+    if watched is not None:
+        by, table = watched
+        return [{"by": by, "ok": format(sum(1 << i for i, ok in enumerate(table.values()) if ok is True), "x")}]
+    return _pair_parts(entry)
+
+
+def _pair_parts(entry):
+    domains = [("", *s.choices) if s.optional else s.choices for s in entry.slots]
+    names = [s.name for s in entry.slots]
+    passing = [tuple(d.index(t) for d, t in zip(domains, combo)) for combo in itertools.product(*domains)
+               if not entry.check(dict(zip(names, combo)))]
+    parts = []
+    for i, j in itertools.combinations(range(len(names)), 2):
+        seen = {(c[i], c[j]) for c in passing}
+        if len(seen) < len(domains[i]) * len(domains[j]):
+            bits = sum(1 << (a * len(domains[j]) + b) for a, b in seen)
+            parts.append({"by": [names[i], names[j]], "ok": format(bits, "x")})
+    return parts
 
 
 _DTYPES_LIMIT = 1000  # (cvt's destination: tvms does not choose by its dtype)
-_CHECK_LIMIT = 20000  # (ld, st's vectors and cvt have more: tvms does not check their modifiers)
+_CHECK_LIMIT = 20000  # (ld, st's vectors and cvt have more: their pairs of modifiers only)
 
 
 def _operand(entry, slot):
@@ -134,11 +155,24 @@ def _operand(entry, slot):
             return None if slot.rw == "r" else ("uint32",)  # (an input: its marker says it)
         if slot.kind == "reg":
             return tuple(operand_dtypes(slot, m))
-        if slot.kind == "addr" and operand_space(slot, m) == "tmem":
-            return ("uint32",)
+        if slot.kind == "addr":  # (what _coerce_address takes: a shared window's uint32, a generic uint64)
+            space = operand_space(slot, m)
+            return ("uint32",) if space == "tmem" else ("handle", "uint32") if space.startswith("shared") \
+                else ("handle", "uint64")
+        if slot.kind == "ptr":  # (a pointer only: mapa's generic form against its u64 one)
+            return ("handle",)
         return None
 
-    return [_lookup(entry, lanes), _lookup(entry, read_pred), _lookup(entry, dtypes, limit=_DTYPES_LIMIT)]
+    def address(m):  # how TVM's coercion rewrites a pointer or a uint64 passed for it (_coerce_address)
+        if slot.kind != "addr" or operand_space(slot, m) == "tmem":
+            return None
+        return "shared" if operand_space(slot, m).startswith("shared") else "generic"
+
+    # (the values an immediate takes: TVM picks swizzle_mode's entry by them)
+    choices = [int(c) for c in slot.choices] if slot.kind == "imm" and slot.choices is not None else None
+    writes = int(slot.kind == "reg" and slot.rw in ("w", "rw"))  # (TVM wants a scalar or a buffer element)
+    return [_lookup(entry, lanes), _lookup(entry, read_pred), _lookup(entry, dtypes, limit=_DTYPES_LIMIT),
+            _lookup(entry, address), choices, writes]
 
 
 class _Pool(list):

@@ -170,6 +170,9 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, Cud
             return self.wmma(short, e.args)
         if name == CP_ASYNC:
             return self.cp_async(e)
+        group = self.group_call(e)
+        if group is not None:
+            return group
         if name in PTX_CALLS:
             return PTX_CALLS[name](self, e.args)
         if op_registry.info_of(e.op).script_name.startswith("cuda."):
@@ -194,10 +197,10 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, Cud
         elif s.attr_key == "async_commit_queue_scope":
             S.async_queue(s, "the cuda code generator")
             self.stmt(s.body)
-            return self.commit_group()
+            return self.line(self.commit_group() + ";")
         elif s.attr_key == "async_wait_queue_scope":
             count, body = S.async_wait(s, "the cuda code generator")
-            self.wait_group(count)
+            self.line(self.wait_group(count) + ";")
             return self.stmt(body)
         elif s.attr_key in ("pragma_unroll", "disable_unroll"):
             count = s.value.value if isinstance(s.value, E.IntImm) else 1

@@ -9,7 +9,9 @@ asm, and the helpers are defined after the preamble, in the reverse order of the
   predicated form stores zeros where the predicate is false;
 * ``T.attr(0, "async_commit_queue_scope", 0)`` is its body, then ``cp.async.commit_group``;
 * ``T.attr(0, "async_wait_queue_scope", 0)`` around ``async_wait_inflight_count`` ``n``: first
-  ``cp.async.wait_group n`` (at most ``n`` groups still in flight), then the body.
+  ``cp.async.wait_group n`` (at most ``n`` groups still in flight), then the body;
+* the same group operations written in TVM 0.27's PTX dialect, and ``cp.async.bulk.commit_group``,
+  as the same helpers.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from ...ir.buffer import element_bytes, pointer_data
 from ...ir.errors import TVMSError
 
 CP_ASYNC = "tir.s_tir.cp_async_raw"
+GROUP_OPS = {"commit": "tir.ptx.cp_async_commit_group", "wait": "tir.ptx.cp_async_wait_group",
+             "bulk_commit": "tirx.ptx.cp_async_bulk_commit_group"}  # (ir/op.py PTX_CP, TVM's table)
 _ZERO_FILL = {4: "st.shared.u32 [%0], {%4}", 8: "st.shared.v2.u32 [%0], {%4, %4}",
               16: "st.shared.v4.u32 [%0], {%4, %4, %4, %4}"}
 
@@ -38,11 +42,15 @@ class AsyncCopies:
         self.helpers.setdefault(name, definition)
         return name
 
-    def commit_group(self) -> None:
-        name = "tvm_builtin_ptx_cp_async_commit_group_async_commit_group"
-        self.line(self.async_helper(name, _group_helper(name, "cp.async.commit_group", "")) + "();")
+    def commit_group(self, bulk: bool = False) -> str:
+        """The call of ``cp.async[.bulk].commit_group``'s helper."""
+        kind = "async_bulk" if bulk else "async"
+        name = f"tvm_builtin_ptx_cp_{kind}_commit_group_{kind}_commit_group"
+        ptx = f"cp.{kind.replace('_', '.')}.commit_group"
+        return self.async_helper(name, _group_helper(name, ptx, "")) + "()"
 
-    def wait_group(self, count: Any) -> None:
+    def wait_group(self, count: Any) -> str:
+        """The call of ``cp.async.wait_group count``'s helper."""
         # (an unrolled epilogue's ``2 - 0``, a one-iteration pipeline's ``if_then_else(0 < 1 & 0 < 1,
         # 1, 0)``: TVM's StmtSimplify folds them)
         count = Analyzer().simplify(count)
@@ -50,7 +58,20 @@ class AsyncCopies:
             raise TVMSError(f"cp.async.wait_group needs a constant number of groups in flight, not {count}")
         name = f"tvm_builtin_ptx_cp_async_wait_group_async_wait_group_{count.value}"
         ptx = f"cp.async.wait_group {count.value}"
-        self.line(self.async_helper(name, _group_helper(name, ptx, ' : "memory"')) + "();")
+        return self.async_helper(name, _group_helper(name, ptx, ' : "memory"')) + "()"
+
+    def group_call(self, call: E.Call) -> str | None:
+        """A cp.async group operation written in the T.ptx dialect (``T.ptx.cp("async",
+        "commit_group", "")``, ``T.ptx.cp(n, "async", "wait_group", "")``, the bulk commit), rendered
+        as TVM renders it; None for any other call."""
+        name = call.op.name if isinstance(call.op, E.Op) else ""
+        if name == GROUP_OPS["commit"]:
+            return self.commit_group()
+        if name == GROUP_OPS["bulk_commit"]:
+            return self.commit_group(bulk=True)
+        if name == GROUP_OPS["wait"]:
+            return self.wait_group(call.args[0])
+        return None
 
     def cp_async(self, call: E.Call) -> str:
         if len(call.args) not in (5, 6):

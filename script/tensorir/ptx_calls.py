@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from ...ir import op as op_registry, ptx
 from ...ir.errors import TVMSError
-from ...ir.expr import const
+from ...ir.expr import BufferLoad, IntImm, const
 from .evaluator import Builtin
 from .rules import EXPR_BUILTINS
 
@@ -19,20 +19,20 @@ def _ptx_instruction(family: str) -> Callable:
     """``T.ptx.<family>(operands..., tokens..., marker)`` as TVM 0.27 prints it: a void call of the
     entry its tokens and operands choose (ir/ptx.py), or of its family where they do not."""
     def read(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
-        if kwargs:
-            raise ev.error(syn, f"T.ptx.{family}(...) takes no keyword arguments in the form TVM prints "
-                           f"(the predicate is the last operand, marked \"pred\")")
         n = len(args)
         while n and isinstance(args[n - 1], str):
             n -= 1
+        # no marker, or pred=: TVM reads the attribute-chain form with no tokens (elect_sync, st_bulk)
+        if n == len(args) or kwargs:
+            if n < len(args):
+                raise ev.error(syn, f"T.ptx.{family}(...) takes no keyword arguments in the form TVM prints "
+                               f"(the predicate is the last operand, marked \"pred\")")
+            return read_ptx_chain(ev, f"ptx.{family}", args, kwargs, syn)
         if any(isinstance(a, str) for a in args[:n]):
             raise ev.error(syn, f"the operands of T.ptx.{family} come before its modifier tokens")
         strings = tuple(args[n:])
-        # (a literal number names no dtype: TVM types it by its operand)
-        dtypes = [None if isinstance(a, (int, float)) and not isinstance(a, bool)
-                  else str(ev.call_arg(a, syn).dtype) for a in args[:n]]
         try:
-            entries = ptx.resolve(family, dtypes, strings)
+            entries = ptx.resolve(family, [_chained(ev, a, False, syn) for a in args[:n]], strings)
         except TVMSError as e:
             raise ev.error(syn, str(e)) from None
         return _call(ev, family, entries[0] if len(entries) == 1 else None, args, syn)
@@ -59,19 +59,31 @@ def read_ptx_chain(ev: Any, path: str, args: list, kwargs: dict, syn: Any) -> An
         raise ev.error(syn, "tvms reads the sink T.ptx.SINK in the printed form only: the operand left out, "
                             "its place in the marker (\"s<i>\")")
     values = [a.value if isinstance(a, PtxPred) else a for a in args]
-    operands = [ptx.Chained("bool" if isinstance(v, bool) else None if isinstance(v, (int, float))
-                            else str(ev.call_arg(v, syn).dtype), isinstance(a, PtxPred))
-                for a, v in zip(args, values)]
+    operands = [_chained(ev, v, isinstance(a, PtxPred), syn) for a, v in zip(args, values)]
     pred = kwargs.get("pred")
     try:
-        entry, tokens, marker, literal = ptx.resolve_chain(
-            family, tuple(ptx.unescape(w) for w in words), operands, pred is not None,
-            kwargs.get("preserve_dst", False))
+        reading = ptx.resolve_chain(family, tuple(ptx.unescape(w) for w in words), operands,
+                                    pred is not None, kwargs.get("preserve_dst", False))
+        # (a literal number, or a Python bool, takes the dtype TVM's coercion gives it; an address
+        # the form TVM's coercion passes)
+        values = [const(v, reading.literal[i]) if isinstance(v, (int, float)) else v for i, v in enumerate(values)]
+        values = [ptx.address(space, ev.call_arg(v, syn), f"T.{path}'s operand {i + 1}") if space else v
+                  for i, (v, space) in enumerate(zip(values, reading.spaces))]
     except TVMSError as e:
         raise ev.error(syn, str(e)) from None
-    # (a literal number, or a Python bool, takes the dtype TVM's coercion gives it)
-    values = [const(v, literal[i]) if isinstance(v, (int, float)) else v for i, v in enumerate(values)]
-    return _call(ev, family, entry, [*values, *([pred] if pred is not None else []), *tokens, marker], syn)
+    return _call(ev, family, reading.entry,
+                 [*values, *([pred] if pred is not None else []), *reading.tokens, reading.marker], syn)
+
+
+def _chained(ev: Any, value: Any, tagged: bool, syn: Any) -> ptx.Chained:
+    """What ir/ptx.py chooses an entry by, of an argument: its dtype (a literal number names none,
+    TVM types it by its operand; a Python bool is a bool), its value where it is a constant integer
+    (a literal, or ``T.int32(4)``), whether it can be written."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return ptx.Chained(None, tagged, value if isinstance(value, int) else None)
+    expr = ev.call_arg(value, syn)
+    integer = expr.value if isinstance(expr, IntImm) and not expr.dtype.is_bool else None
+    return ptx.Chained(str(expr.dtype), tagged, integer, isinstance(expr, BufferLoad))
 
 
 def _call(ev: Any, family: str, entry: ptx.Entry | None, args: list, syn: Any) -> Any:
