@@ -87,6 +87,16 @@ def test_a_layout_that_moves_elements_is_refused_by_lowering_and_the_executor(la
         tvms.build(func, "llvm")
 
 
+@pytest.mark.parametrize("pass_name", ["FlattenBuffer", "LowerMatchBuffer", "CompactBufferAllocation"])
+def test_a_lowering_pass_run_by_hand_refuses_a_layout_it_would_drop(pass_name: str) -> None:
+    func = from_source(doubling("T.TileLayout(T.S[(8, 4):(1, 8)])"))
+    lowering = getattr(tvms.tirx.transform, pass_name)()
+    with pytest.raises(tvms.TVMSError, match=rf"{pass_name}: buffer 'A' has the tile layout T\.TileLayout"):
+        lowering(tvms.IRModule({"main": func}))
+    row_major = from_source(doubling("T.TileLayout(T.S[32:1])"))  # (placed as without a layout: lowered)
+    lowering(tvms.IRModule({"main": row_major}))
+
+
 LAYOUT_ERRORS = [
     ("T.TileLayout(T.S[(8, 4):(4, 1, 1)])", 66, r"T\.S\[\.\.\.\] has 2 extent\(s\) and 3 stride\(s\)"),
     ("T.TileLayout(T.S[(8, 4):(4 @ Axis.lanied, 1)])", 77, r"unknown layout axis 'Axis\.lanied'; did you mean 'laneid'\?"),
