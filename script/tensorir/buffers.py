@@ -157,23 +157,28 @@ class BufferParsing:
                                     span=self.assigned_span(call, target)))
 
     def buffer_local(self, target: Any, method: BufferMethod, call: S.Call, rest: list) -> Any:
-        """``B.local(*shape, layout=...)``: what one thread holds of a buffer laid out across
-        threads, as a buffer of its own (by default the whole reach of its storage, row-major;
-        with a layout, as many elements as the storage holds)."""
+        """``B.local(*shape, layout=...)``: what one thread holds of ``B``'s storage, as a buffer of
+        its own (by default the whole reach of its storage, row-major; with a layout, as many
+        elements as the storage holds). A shape with a layout needs nothing of ``B``'s layout."""
         base = method.buffer
         args = [self.ev(a) for a in call.args]
         kwargs = {k: self.ev(v) for k, v in call.kwargs}
         layout = kwargs.pop("layout", None)
         if kwargs:
             raise self.error(call, f"{base.name}.local(...) takes a shape and layout=, not {next(iter(kwargs))}=")
-        if not isinstance(base.layout, TileLayout) or not on_threads(base.layout):
-            raise self.error(call, f"{base.name}.local(...) views what one thread holds of a buffer laid out "
-                                   f"across threads; {base.name} has no such T.TileLayout")
-        held = storage(base.layout)
-        extent = storage_span(held) if layout is None else storage_size(held)
+        if args and layout is not None:
+            return self.derived_buffer(target, base, tuple(args), {"layout": layout}, call, rest)
+        if base.no_layout:
+            raise self.error(call, f"{base.name}.local(...) reads what one thread holds from {base.name}'s layout, "
+                                   f"and {base.name} has layout=None: give a shape and layout=")
+        parent = layout_of(base)
+        extent = None
+        if isinstance(parent, TileLayout):  # (the default layout of a buffer that has none of its own too)
+            held = storage(parent)
+            extent = storage_span(held) if layout is None else storage_size(held)
         if extent is None:
             raise self.error(call, f"{base.name}.local(...): tvms needs the constant extents and strides of "
-                                   f"{base.name}'s layout")
+                                   f"{base.name}'s T.TileLayout")
         shape = tuple(args) if args else (extent,)
         if layout is None and args and not _holds(shape, extent):
             raise self.error(call, f"{base.name}.local{tuple(args)}: the shape must cover the {extent} "
