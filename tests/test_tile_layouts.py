@@ -50,15 +50,27 @@ def test_the_default_layout_is_none_and_other_layouts_differ_structurally() -> N
     assert not structural_equal(transposed, from_source(doubling("T.TileLayout(T.S[(8, 4):(1, 8)] + 1)")))
 
 
-def test_a_view_without_layout_places_its_elements_as_the_viewed_buffer() -> None:
-    func = from_source(HEADER + '''@T.prim_func
+@pytest.mark.parametrize("view", ["C.view(64)", "C.view(64, layout=None)"])  # (None: TVM keeps C's)
+def test_a_view_without_layout_places_its_elements_as_the_viewed_buffer(view: str) -> None:
+    func = from_source(HEADER + f'''@T.prim_func
 def main(C: T.Buffer((8, 8), "float32", layout=T.TileLayout(T.S[(8, 8):(1, 8)]))):
-    D = C.view(64)
+    D = {view}
     T.evaluate(D[0])
 ''')
     view = func.body.buffer
     assert view.layout is not None and same_placement(view.layout, func.buffer_map[func.params[0]].layout)
     assert "D = C.view(64)\n" in func.script(dialect="tvm-0.27")
+
+
+def test_a_buffer_without_layout_over_a_laid_out_buffer_is_declared_not_viewed() -> None:
+    # (C.view(64, layout=None) would keep C's layout: TVM 0.27 prints this text as it is)
+    text = HEADER + '''@T.prim_func(private=True)
+def main():
+    C = T.alloc_local((8, 8), layout=T.TileLayout(T.S[(8, 8):(1, 8)]))
+    D = T.decl_buffer((64,), data=C.data, scope="local", layout=None)
+    E = T.alloc_local((8, 8))
+    F = T.decl_buffer((64,), data=E.data, scope="local", layout=None)'''
+    assert from_source(text + "\n    T.evaluate(0)\n").script(dialect="tvm-0.27") == text
 
 
 @pytest.mark.parametrize("layout", ["T.TileLayout(T.S[32:1])", "T.TileLayout(T.S[(2, 4, 4):(16, 4, 1)])"])

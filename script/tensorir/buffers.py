@@ -141,8 +141,10 @@ class BufferParsing:
             return TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), base,
                                         span=self.assigned_span(call, target)))
         shape = tuple(args) if args and not isinstance(args[0], (tuple, list)) else (args[0] if args else ())
-        # (without layout=, a view places the elements as the buffer it views does)
-        kwargs.setdefault("layout", None if base.no_layout else base.layout or "default")
+        # (without layout=, or with layout=None as in TVM, a view places the elements as the buffer
+        # it views does)
+        if kwargs.get("layout") is None:
+            kwargs["layout"] = None if base.no_layout else base.layout or "default"
         return self.derived_buffer(target, base, shape, kwargs, call, rest)
 
     def derived_buffer(self, target: Any, base: Buffer, shape: tuple, kwargs: dict, call: S.Call,
@@ -621,13 +623,15 @@ class BufferPrinting:
             return self.buffer_decl(b, "decl_buffer", [])
         if self.d.name != "classic" and _localizes(owner, b):
             return self.local_view(owner, b)
-        if self.d.name != "classic" and _reshapes(owner, b):
+        # (view's layout=None keeps the viewed buffer's layout: a buffer without one over the
+        # memory of a buffer with one is no view, and TVM declares it)
+        if self.d.name != "classic" and _reshapes(owner, b) and (owner.no_layout or not b.no_layout):
             # (a layout= placing the elements as the viewed buffer does is what view gives anyway)
             if b.no_layout or owner.no_layout:
                 same = b.no_layout == owner.no_layout
             else:  # (both row-major by default: a reshape of contiguous memory places as it was)
                 same = b.layout is None and owner.layout is None or same_placement(layout_of(b), layout_of(owner))
-            layout = [] if same else [f"layout={'None' if b.no_layout else layout_text(self, layout_of(b))}"]
+            layout = [] if same else [f"layout={layout_text(self, layout_of(b))}"]
             return f"{self.namer.get(owner)}.view({', '.join([*(self.expr(x) for x in b.shape), *layout])})"
         if self.d.name != "classic" and _retypes(owner, b):
             return f"{self.namer.get(owner)}.view({quote(str(b.dtype))})"
