@@ -109,6 +109,16 @@ def test_a_lowering_pass_run_by_hand_refuses_a_layout_it_would_drop(pass_name: s
     lowering(tvms.IRModule({"main": row_major}))
 
 
+@pytest.mark.parametrize("spec", ["T.S[n * 2:n + 1] + T.R[n - 1:1 @ Axis.laneid]",
+                                  "T.S[(n * 2, 4):(1, n * 2)] + (n + 1) @ Axis.laneid"])
+def test_a_symbolic_spec_prints_parentheses_only_before_an_axis(spec: str) -> None:
+    # (as TVM 0.27 prints these texts)
+    text = HEADER + f'''@T.prim_func(private=True)
+def main(A: T.Buffer(("n * 2", 4), "float32", layout=T.TileLayout({spec})), n: T.int32):
+    T.evaluate(0)'''
+    assert from_source(text).script(dialect="tvm-0.27") == text
+
+
 LAYOUT_ERRORS = [
     ("T.TileLayout(T.S[(8, 4):(4, 1, 1)])", 66, r"T\.S\[\.\.\.\] has 2 extent\(s\) and 3 stride\(s\)"),
     ("T.TileLayout(T.S[(8, 4):(4 @ Axis.lanied, 1)])", 77, r"unknown layout axis 'Axis\.lanied'; did you mean 'laneid'\?"),

@@ -211,8 +211,9 @@ def layout_text(p: Any, layout: TileLayout | ComposeLayout) -> str:
 
 
 def _iters_text(p: Any, iters: tuple) -> str:
-    extents = [_operand(p, it.extent) for it in iters]
-    strides = [_on_axis(p, it.stride, it.axis) for it in iters]
+    # (a slice bound or a tuple item needs no parentheses: only an operand of @ does)
+    extents = [p.expr(it.extent) for it in iters]
+    strides = [p.expr(it.stride) if it.axis == MEMORY else _on_axis(p, it.stride, it.axis) for it in iters]
     if len(iters) == 1:
         return f"[{extents[0]}:{strides[0]}]"
     return f"[({', '.join(extents)}):({', '.join(strides)})]"
