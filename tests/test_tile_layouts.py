@@ -154,6 +154,16 @@ def main():
     assert [a.value for a in func.body.buffer.allocated_addr] == [64]
 
 
+def test_a_view_of_tensor_memory_is_a_buffer_of_its_own_at_the_same_address() -> None:
+    tmem = '''J = T.decl_buffer((128, 4), scope="tmem", layout=T.TileLayout(T.S[(128, 4):(1 @ Axis.TLane, 1 @ Axis.TCol)]), allocated_addr=2)'''
+    func = from_source(HEADER + f"@T.prim_func(private=True)\ndef main():\n    {tmem}\n    K = J.view(512)\n    T.evaluate(0)\n")
+    view = func.body.body.buffer
+    assert view.data is not func.body.buffer.data and [a.value for a in view.allocated_addr] == [2]
+    # (as TVM 0.27 prints it)
+    assert func.script(dialect="tvm-0.27").endswith(
+        "\n    " + tmem.replace("J = T.decl_buffer((128, 4)", "K = T.decl_buffer((512,)"))
+
+
 def test_a_local_view_holds_what_one_thread_holds() -> None:
     func = from_source((FIXTURES / "tvm027_printing" / "tile_layout_local_views.tvms").read_text())
     whole = func.body.body.body  # C = B.local()

@@ -152,6 +152,10 @@ class BufferParsing:
         """A view of ``base``'s memory: its strides, offset and alignment, another shape."""
         memory = {"data": base.data, "strides": base.strides, "elem_offset": base.offset,
                   "align": base.data_alignment, "offset_factor": base.offset_factor}
+        if base.scope == "tmem" and base.allocated_addr:
+            # (tensor memory is reached by its column address, not a pointer: as TVM does, the
+            # view is a buffer of its own at the same address)
+            memory = {"scope": "tmem", "align": base.data_alignment, "allocated_addr": base.allocated_addr[0]}
         name = self.target_name(target)
         buf = self.buffer_decl(name, [shape], {"dtype": kwargs.pop("dtype", str(base.dtype)),
                                                **memory, **kwargs}, call)
