@@ -164,6 +164,18 @@ def test_a_view_of_tensor_memory_is_a_buffer_of_its_own_at_the_same_address() ->
         "\n    " + tmem.replace("J = T.decl_buffer((128, 4)", "K = T.decl_buffer((512,)"))
 
 
+def test_a_local_view_of_a_symbolic_layout_across_threads_round_trips() -> None:
+    tvm_text = HEADER + '''@T.prim_func(private=True)
+def main(n: T.int32):
+    B = T.alloc_local((n * 32,), layout=T.TileLayout(T.S[(n, 32):(1, 1 @ Axis.laneid)]))
+    C = B.local()'''  # (as TVM 0.27 prints C = T.decl_buffer((n,), data=B.data, scope="local"))
+    declared = tvm_text.replace("B.local()", 'T.decl_buffer((n,), data=B.data, scope="local")')
+    for text in (tvm_text, declared):
+        func = from_source(text + "\n    T.evaluate(0)\n")
+        assert func.body.body.buffer.shape == (func.params[0],)
+        assert func.script(dialect="tvm-0.27") == tvm_text
+
+
 def test_a_local_view_holds_what_one_thread_holds() -> None:
     func = from_source((FIXTURES / "tvm027_printing" / "tile_layout_local_views.tvms").read_text())
     whole = func.body.body.body  # C = B.local()

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ...ir import arith
 from ...ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from ...ir.dtype import DataType, handle
-from ...ir.expr import BufferLoad, FloorDiv, IntImm, PointerType, PrimExpr, Var
+from ...ir.expr import BufferLoad, FloorDiv, IntImm, Mul, PointerType, PrimExpr, Sub, Var
 from ...ir.node import EMPTY
 from ...ir.structural import structural_equal
 from ...ir.tile_layout import (ComposeLayout, TileLayout, layout_of, on_threads, same_placement, storage,
@@ -177,14 +177,12 @@ class BufferParsing:
         if base.no_layout:
             raise self.error(call, f"{base.name}.local(...) reads what one thread holds from {base.name}'s layout, "
                                    f"and {base.name} has layout=None: give a shape and layout=")
-        parent = layout_of(base)
-        extent = None
-        if isinstance(parent, TileLayout):  # (the default layout of a buffer that has none of its own too)
-            held = storage(parent)
-            extent = storage_span(held) if layout is None else storage_size(held)
-        if extent is None:
-            raise self.error(call, f"{base.name}.local(...): tvms needs the constant extents and strides of "
-                                   f"{base.name}'s T.TileLayout")
+        parent = layout_of(base)  # (the default layout of a buffer that has none of its own too)
+        if not isinstance(parent, TileLayout):
+            raise self.error(call, f"{base.name}.local(...): tvms reads what one thread holds of a "
+                                   f"T.TileLayout, and {base.name} has a T.ComposeLayout")
+        held = storage(parent)
+        extent = storage_span(held) if layout is None else storage_size(held)
         shape = tuple(args) if args else (extent,)
         if layout is None and args and not _holds(shape, extent):
             raise self.error(call, f"{base.name}.local{tuple(args)}: the shape must cover the {extent} "
@@ -268,14 +266,15 @@ def _same_memory(a: Buffer, b: Buffer) -> bool:
             and not b.strides and all(structural_equal(x, y) for x, y in zip(a.shape, b.shape)))
 
 
-def _holds(shape: tuple, count: int) -> bool:
-    """Whether a shape of constants has ``count`` elements."""
-    total = 1
+def _holds(shape: tuple, count: int | PrimExpr) -> bool:
+    """Whether a shape has ``count`` elements (an expression: provably, for every value)."""
+    total = arith.to_expr(1)
     for extent in shape:
-        if not isinstance(extent, (int, IntImm)) or isinstance(extent, bool):
+        if isinstance(extent, bool) or not isinstance(extent, (int, PrimExpr)):
             return False
-        total *= int(getattr(extent, "value", extent))
-    return total == count
+        total = arith.binary(Mul, total, extent)
+    difference = arith.simplify(arith.binary(Sub, total, count))
+    return isinstance(difference, IntImm) and difference.value == 0
 
 
 def _localizes(parent: Buffer, b: Buffer) -> bool:
@@ -646,10 +645,9 @@ class BufferPrinting:
         where it is not the default one (or the shape would not cover the storage's reach)."""
         held = storage(parent.layout)
         span, size = storage_span(held), storage_size(held)
-        explicit = b.layout is not None or not _holds(b.shape, span if span is not None else -1)
+        explicit = b.layout is not None or not _holds(b.shape, span)
         implicit = size if explicit else span
-        args = [] if len(b.shape) == 1 and _holds(b.shape, implicit) and implicit is not None else \
-            [self.expr(x) for x in b.shape]
+        args = [] if len(b.shape) == 1 and _holds(b.shape, implicit) else [self.expr(x) for x in b.shape]
         if explicit:
             args.append(f"layout={layout_text(self, layout_of(b))}")
         return f"{self.namer.get(parent)}.local({', '.join(args)})"
