@@ -129,6 +129,12 @@ LAYOUT_ERRORS = [
     ("T.TileLayout(T.S[8:1] + Axis.laneid @ 4)", 72, r"an axis stands after a value: write 1 @ Axis\.laneid"),
     ("T.TileLayout(T.S[8:1] - 1)", 61, r"a layout is built with \+ alone"),
     ("T.TileLayout(T.S[8:1.5])", 61, r"a stride of a layout is an integer, got 1\.5"),
+    ("T.TileLayout(1 @ Axis.laneid)", 48, r"got a layout offset \(a value @ Axis\.name\)"),
+    ("Axis", 48, r"got the namespace Axis"),
+    ("T.TileLayout(T.S[8:1] + None)", 72, r"an offset of a layout is an integer, got None$"),
+    ("T.TileLayout(T.S[(8, 0):(1, 8)])", 61, r"an extent of a layout is positive, got 0"),
+    ("T.ComposeLayout(3, 3, 3, T.TileLayout(T.S[32:1]), True, swizzle_inner=False)", 48,
+     r"T\.ComposeLayout's swizzle_inner is given twice"),
     ('"row_major"', 48, r"a buffer's layout= is a T\.TileLayout, a T\.ComposeLayout or None, got the string 'row_major'"),
 ]
 
