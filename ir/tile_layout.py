@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .dtype import DataType
 from .errors import TVMSError
-from .expr import IntImm, Mul, PrimExpr
+from .expr import Add, IntImm, Mul, PrimExpr, Sub
 from .node import Node
 
 # The axes TVM 0.27 registers (``tvm.tirx.layout._AXIS_NAMES``); ``m`` is memory.
@@ -146,19 +146,39 @@ def storage(layout: TileLayout) -> TileLayout:
     return TileLayout(keep(layout.shard), keep(layout.replica), keep(layout.offset))
 
 
-def storage_span(layout: TileLayout) -> int | None:
-    """The elements one thread's storage reaches: its last address plus one (TVM's ``span``)."""
+def storage_span(layout: TileLayout) -> int | PrimExpr:
+    """The elements one thread's storage reaches: its last address plus one (TVM's ``span``); an
+    expression where an extent, a stride or an offset is one."""
     values = [(_const(it.extent), _const(it.stride)) for it in (*layout.shard, *layout.replica)]
     offsets = [_const(t.value) for t in layout.offset]
-    if any(None in v for v in values) or None in offsets:
-        return None
-    return sum((e - 1) * s for e, s in values) + sum(offsets) + 1
+    if not any(None in v for v in values) and None not in offsets:
+        return sum((e - 1) * s for e, s in values) + sum(offsets) + 1
+    from .arith import binary, simplify
+
+    reach = [_times(binary(Sub, it.extent, 1), it.stride) for it in (*layout.shard, *layout.replica)]
+    return simplify(_sum([*reach, *(t.value for t in layout.offset)], 1))
 
 
-def storage_size(layout: TileLayout) -> int | None:
+def storage_size(layout: TileLayout) -> int | PrimExpr:
     """How many elements one thread's storage holds (TVM's ``size``: the shard's extents)."""
     extents = [_const(it.extent) for it in layout.shard]
-    return None if None in extents else _product_of(extents)
+    if None not in extents:
+        return _product_of(extents)
+    from .arith import simplify
+
+    product = layout.shard[0].extent
+    for it in layout.shard[1:]:
+        product = _times(product, it.extent)
+    return simplify(product)
+
+
+def _sum(terms: list, last: int) -> PrimExpr:
+    from .arith import binary
+
+    total = terms[0]
+    for term in [*terms[1:], last]:
+        total = binary(Add, total, term)
+    return total
 
 
 def _product_of(values: list) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ...ir.function import PrimFunc
+from ...ir.tile_layout import refuse_tile_layouts
 from ..pass_registry import register_pass
 from ..transform import Pass, prim_func_pass
 
@@ -18,8 +19,15 @@ PrimFuncTransform = Callable[[PrimFunc], PrimFunc]
 def define_tir_pass(name: str, transform: PrimFuncTransform) -> Callable[[], Pass]:
     """A factory of the pass that applies ``transform`` to every PrimFunc, registered as ``name``."""
 
+    def lower(func: PrimFunc, mod: object, ctx: object) -> PrimFunc:
+        # A user running a lowering pass by hand skips build's refusal, and the passes that
+        # rewrite indexing would drop the layouts silently. (The build pipelines call the
+        # transforms themselves, after build has checked once.)
+        refuse_tile_layouts(func, name)
+        return transform(func)
+
     def factory() -> Pass:
-        return prim_func_pass(lambda func, mod, ctx: transform(func), opt_level=0, name=name)
+        return prim_func_pass(lower, opt_level=0, name=name)
 
     factory.__name__ = factory.__qualname__ = name
     factory.__doc__ = transform.__doc__

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ...ir import arith
 from ...ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from ...ir.dtype import DataType, handle
-from ...ir.expr import BufferLoad, FloorDiv, IntImm, PointerType, PrimExpr, Var
+from ...ir.expr import BufferLoad, FloorDiv, IntImm, Mul, PointerType, PrimExpr, Sub, Var
 from ...ir.node import EMPTY
 from ...ir.structural import structural_equal
 from ...ir.tile_layout import (ComposeLayout, TileLayout, layout_of, on_threads, same_placement, storage,
@@ -141,8 +141,10 @@ class BufferParsing:
             return TakesRest(DeclBuffer(buf, self.rest_body(rest, {name: buf}), base,
                                         span=self.assigned_span(call, target)))
         shape = tuple(args) if args and not isinstance(args[0], (tuple, list)) else (args[0] if args else ())
-        # (without layout=, a view places the elements as the buffer it views does)
-        kwargs.setdefault("layout", None if base.no_layout else base.layout or "default")
+        # (without layout=, or with layout=None as in TVM, a view places the elements as the buffer
+        # it views does)
+        if kwargs.get("layout") is None:
+            kwargs["layout"] = None if base.no_layout else base.layout or "default"
         return self.derived_buffer(target, base, shape, kwargs, call, rest)
 
     def derived_buffer(self, target: Any, base: Buffer, shape: tuple, kwargs: dict, call: S.Call,
@@ -150,6 +152,10 @@ class BufferParsing:
         """A view of ``base``'s memory: its strides, offset and alignment, another shape."""
         memory = {"data": base.data, "strides": base.strides, "elem_offset": base.offset,
                   "align": base.data_alignment, "offset_factor": base.offset_factor}
+        if base.scope == "tmem" and base.allocated_addr:
+            # (tensor memory is reached by its column address, not a pointer: as TVM does, the
+            # view is a buffer of its own at the same address)
+            memory = {"scope": "tmem", "align": base.data_alignment, "allocated_addr": base.allocated_addr[0]}
         name = self.target_name(target)
         buf = self.buffer_decl(name, [shape], {"dtype": kwargs.pop("dtype", str(base.dtype)),
                                                **memory, **kwargs}, call)
@@ -157,23 +163,26 @@ class BufferParsing:
                                     span=self.assigned_span(call, target)))
 
     def buffer_local(self, target: Any, method: BufferMethod, call: S.Call, rest: list) -> Any:
-        """``B.local(*shape, layout=...)``: what one thread holds of a buffer laid out across
-        threads, as a buffer of its own (by default the whole reach of its storage, row-major;
-        with a layout, as many elements as the storage holds)."""
+        """``B.local(*shape, layout=...)``: what one thread holds of ``B``'s storage, as a buffer of
+        its own (by default the whole reach of its storage, row-major; with a layout, as many
+        elements as the storage holds). A shape with a layout needs nothing of ``B``'s layout."""
         base = method.buffer
         args = [self.ev(a) for a in call.args]
         kwargs = {k: self.ev(v) for k, v in call.kwargs}
         layout = kwargs.pop("layout", None)
         if kwargs:
             raise self.error(call, f"{base.name}.local(...) takes a shape and layout=, not {next(iter(kwargs))}=")
-        if not isinstance(base.layout, TileLayout) or not on_threads(base.layout):
-            raise self.error(call, f"{base.name}.local(...) views what one thread holds of a buffer laid out "
-                                   f"across threads; {base.name} has no such T.TileLayout")
-        held = storage(base.layout)
+        if args and layout is not None:
+            return self.derived_buffer(target, base, tuple(args), {"layout": layout}, call, rest)
+        if base.no_layout:
+            raise self.error(call, f"{base.name}.local(...) reads what one thread holds from {base.name}'s layout, "
+                                   f"and {base.name} has layout=None: give a shape and layout=")
+        parent = layout_of(base)  # (the default layout of a buffer that has none of its own too)
+        if not isinstance(parent, TileLayout):
+            raise self.error(call, f"{base.name}.local(...): tvms reads what one thread holds of a "
+                                   f"T.TileLayout, and {base.name} has a T.ComposeLayout")
+        held = storage(parent)
         extent = storage_span(held) if layout is None else storage_size(held)
-        if extent is None:
-            raise self.error(call, f"{base.name}.local(...): tvms needs the constant extents and strides of "
-                                   f"{base.name}'s layout")
         shape = tuple(args) if args else (extent,)
         if layout is None and args and not _holds(shape, extent):
             raise self.error(call, f"{base.name}.local{tuple(args)}: the shape must cover the {extent} "
@@ -257,14 +266,15 @@ def _same_memory(a: Buffer, b: Buffer) -> bool:
             and not b.strides and all(structural_equal(x, y) for x, y in zip(a.shape, b.shape)))
 
 
-def _holds(shape: tuple, count: int) -> bool:
-    """Whether a shape of constants has ``count`` elements."""
-    total = 1
+def _holds(shape: tuple, count: int | PrimExpr) -> bool:
+    """Whether a shape has ``count`` elements (an expression: provably, for every value)."""
+    total = arith.to_expr(1)
     for extent in shape:
-        if not isinstance(extent, (int, IntImm)) or isinstance(extent, bool):
+        if isinstance(extent, bool) or not isinstance(extent, (int, PrimExpr)):
             return False
-        total *= int(getattr(extent, "value", extent))
-    return total == count
+        total = arith.binary(Mul, total, extent)
+    difference = arith.simplify(arith.binary(Sub, total, count))
+    return isinstance(difference, IntImm) and difference.value == 0
 
 
 def _localizes(parent: Buffer, b: Buffer) -> bool:
@@ -616,13 +626,15 @@ class BufferPrinting:
             return self.buffer_decl(b, "decl_buffer", [])
         if self.d.name != "classic" and _localizes(owner, b):
             return self.local_view(owner, b)
-        if self.d.name != "classic" and _reshapes(owner, b):
+        # (view's layout=None keeps the viewed buffer's layout: a buffer without one over the
+        # memory of a buffer with one is no view, and TVM declares it)
+        if self.d.name != "classic" and _reshapes(owner, b) and (owner.no_layout or not b.no_layout):
             # (a layout= placing the elements as the viewed buffer does is what view gives anyway)
             if b.no_layout or owner.no_layout:
                 same = b.no_layout == owner.no_layout
             else:  # (both row-major by default: a reshape of contiguous memory places as it was)
                 same = b.layout is None and owner.layout is None or same_placement(layout_of(b), layout_of(owner))
-            layout = [] if same else [f"layout={'None' if b.no_layout else layout_text(self, layout_of(b))}"]
+            layout = [] if same else [f"layout={layout_text(self, layout_of(b))}"]
             return f"{self.namer.get(owner)}.view({', '.join([*(self.expr(x) for x in b.shape), *layout])})"
         if self.d.name != "classic" and _retypes(owner, b):
             return f"{self.namer.get(owner)}.view({quote(str(b.dtype))})"
@@ -633,10 +645,9 @@ class BufferPrinting:
         where it is not the default one (or the shape would not cover the storage's reach)."""
         held = storage(parent.layout)
         span, size = storage_span(held), storage_size(held)
-        explicit = b.layout is not None or not _holds(b.shape, span if span is not None else -1)
+        explicit = b.layout is not None or not _holds(b.shape, span)
         implicit = size if explicit else span
-        args = [] if len(b.shape) == 1 and _holds(b.shape, implicit) and implicit is not None else \
-            [self.expr(x) for x in b.shape]
+        args = [] if len(b.shape) == 1 and _holds(b.shape, implicit) else [self.expr(x) for x in b.shape]
         if explicit:
             args.append(f"layout={layout_text(self, layout_of(b))}")
         return f"{self.namer.get(parent)}.local({', '.join(args)})"

@@ -709,6 +709,10 @@ def _describe(value: Any) -> str:
         return f"a new T.{value.dtype} variable (T.{value.dtype}() declares one: n = T.{value.dtype}())"
     if isinstance(value, (int, float)):
         return repr(value)
+    if value is None:
+        return "None"
+    if isinstance(getattr(value, "description", None), str):  # (script values that say what they are)
+        return value.description
     return {dict: "a dict", list: "a list", tuple: "a tuple"}.get(type(value), type(value).__name__)
 
 

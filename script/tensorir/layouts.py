@@ -25,6 +25,8 @@ from .rules import EXPR_BUILTINS, GLOBAL_NAMES, OPERATOR_HOOKS, SUBSCRIPT_BUILTI
 class AxisNames(Namespace):
     """``Axis`` (imported by the header of TVM 0.27's texts): ``Axis.laneid`` names an axis."""
 
+    description = "the namespace Axis"
+
     def attribute(self, ev: Any, name: str, syn: Any) -> "AxisName":
         if name not in AXIS_NAMES:
             raise ev.error(syn, f"unknown layout axis 'Axis.{name}'"
@@ -39,12 +41,17 @@ GLOBAL_NAMES["Axis"] = AxisNames()
 class AxisName:
     name: str
 
+    @property
+    def description(self) -> str:
+        return f"the axis Axis.{self.name}"
+
 
 @dataclass(frozen=True)
 class Offset:
     """``4 @ Axis.laneid``, and sums of such terms and plain numbers (memory's): axis -> value."""
 
     terms: tuple  # of (axis, PrimExpr)
+    description = "a layout offset (a value @ Axis.name)"
 
     def plus(self, other: "Offset") -> "Offset":
         terms = dict(self.terms)
@@ -60,6 +67,7 @@ class Spec:
     shard: tuple | None = None  # of Iter
     replica: tuple | None = None
     offset: Offset | None = None
+    description = "a layout spec (T.S[...] + T.R[...] + offset)"
 
 
 def _as_offset(ev: Any, value: Any, syn: Any) -> Offset:
@@ -121,6 +129,9 @@ def _spec(kind: str) -> Any:
             extents = _items(ev.ev(syn.indices[0])) if len(syn.indices) == 1 else [ev.ev(i) for i in syn.indices]
             strides = None
         extents = [_integer(ev, e, "an extent", syn) for e in extents]
+        for e in extents:
+            if isinstance(e, IntImm) and e.value < 1:
+                raise ev.error(syn, f"an extent of a layout is positive, got {e.value}")
         if not extents:
             raise ev.error(syn, f"T.{kind}[...] needs at least one extent")
         if strides is None:
@@ -161,6 +172,8 @@ def _tile_layout(ev: Any, args: list, kwargs: dict, syn: Any) -> TileLayout:
 
 def _compose_layout(ev: Any, args: list, kwargs: dict, syn: Any) -> ComposeLayout:
     kwargs = dict(kwargs)
+    if len(args) > 4 and "swizzle_inner" in kwargs:
+        raise ev.error(syn, "T.ComposeLayout's swizzle_inner is given twice (as its fifth argument and by name)")
     inner = kwargs.pop("swizzle_inner", args[4] if len(args) > 4 else True)
     if len(args) not in (4, 5) or kwargs:
         raise ev.error(syn, "T.ComposeLayout takes per_element, swizzle_len, atom_len, a T.TileLayout "
@@ -211,8 +224,9 @@ def layout_text(p: Any, layout: TileLayout | ComposeLayout) -> str:
 
 
 def _iters_text(p: Any, iters: tuple) -> str:
-    extents = [_operand(p, it.extent) for it in iters]
-    strides = [_on_axis(p, it.stride, it.axis) for it in iters]
+    # (a slice bound or a tuple item needs no parentheses: only an operand of @ does)
+    extents = [p.expr(it.extent) for it in iters]
+    strides = [p.expr(it.stride) if it.axis == MEMORY else _on_axis(p, it.stride, it.axis) for it in iters]
     if len(iters) == 1:
         return f"[{extents[0]}:{strides[0]}]"
     return f"[({', '.join(extents)}):({', '.join(strides)})]"
