@@ -166,3 +166,11 @@ def test_symbolic_extents_multiply_folded_and_int32_only() -> None:
     wide = from_source(kernel("b = T.cta_id([m])\nt = T.thread_id([32])\nA[t] = 1", params.replace("n: T.int32", "m: T.int64")))
     with pytest.raises(TVMSError, match="the extents of T.cta_id are int32, as the thread indices it is made of; got int64"):
         lower_tirx(wide)
+
+
+def test_a_kernel_with_scope_ids_built_for_llvm_is_told_to_build_for_cuda() -> None:
+    """No CPU lowering makes code of scope ids: the llvm build says the kernel is GPU code."""
+    with pytest.raises(TVMSError, match=re.escape("the llvm target cannot run T.cta_id(...): a kernel with "
+                                                  "scope ids is GPU code (TVM 0.27's tirx language); build "
+                                                  "it for a cuda target")):
+        tvms.build(from_source(GRID), target="llvm")

@@ -479,6 +479,9 @@ class _FunctionCodegen:
     # ------------------------------------------------------------ statements
     def stmt(self, s: Any) -> None:
         method = getattr(self, "s_" + type(s).__name__, None)
+        if method is None and isinstance(s, S.ScopeIdDef):  # (no lowering makes CPU code of it)
+            raise TVMSError(f"the llvm target cannot run T.{s.kind}(...): a kernel with scope ids is GPU "
+                            f"code (TVM 0.27's tirx language); build it for a cuda target")
         if method is None:
             raise TVMSError(f"the llvm target cannot generate code for {type(s).__name__}; "
                             f"lower the function first (tvms.lowering.tir.lower_for_codegen)")
