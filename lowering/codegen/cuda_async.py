@@ -21,10 +21,11 @@ from ...ir import expr as E
 from ...ir.arith import Analyzer
 from ...ir.buffer import element_bytes, pointer_data
 from ...ir.errors import TVMSError
+from ...ir.op import PTX_CP
 
 CP_ASYNC = "tir.s_tir.cp_async_raw"
-GROUP_OPS = {"commit": "tir.ptx.cp_async_commit_group", "wait": "tir.ptx.cp_async_wait_group",
-             "bulk_commit": "tirx.ptx.cp_async_bulk_commit_group"}  # (ir/op.py PTX_CP, TVM's table)
+GROUP_OPS = {"commit": PTX_CP["async", "commit_group", ""], "wait": PTX_CP["async", "wait_group", ""],
+             "bulk_commit": "tirx.ptx.cp_async_bulk_commit_group"}  # (the last: TVM's table, ir/ptx_table.json)
 _ZERO_FILL = {4: "st.shared.u32 [%0], {%4}", 8: "st.shared.v2.u32 [%0], {%4, %4}",
               16: "st.shared.v4.u32 [%0], {%4, %4, %4, %4}"}
 

@@ -105,7 +105,7 @@ def storage_aligns(func: PrimFunc) -> dict:
     return aligns
 
 
-def _aligned_strides(shape: tuple, aligns: dict) -> tuple:
+def aligned_strides(shape: tuple, aligns: dict) -> tuple:
     """Row-major strides with each aligned dimension's stride padded to ``offset`` modulo
     ``factor`` (TVM's CalcStrides); no strides for a buffer without alignment."""
     if not aligns:
@@ -167,7 +167,7 @@ class _Compactor(Mutator):
                     allocs.append(buf)
                     continue
                 shape = tuple(r.extent for r in region)
-                new = dataclasses.replace(buf, shape=shape, strides=_aligned_strides(shape, self.aligns.get(buf, {})))
+                new = dataclasses.replace(buf, shape=shape, strides=aligned_strides(shape, self.aligns.get(buf, {})))
                 self.shifts[buf] = (new, tuple(self.start(r.min) for r in region))
                 allocs.append(new)
             block = dataclasses.replace(block, alloc_buffers=tuple(allocs))
@@ -247,4 +247,4 @@ def compact_buffer_allocation(func: PrimFunc) -> PrimFunc:
 
 CompactBufferAllocation = define_tir_pass("CompactBufferAllocation", compact_buffer_allocation)
 
-__all__ = ["CompactBufferAllocation", "compact_buffer_allocation", "storage_aligns"]
+__all__ = ["CompactBufferAllocation", "aligned_strides", "compact_buffer_allocation", "storage_aligns"]

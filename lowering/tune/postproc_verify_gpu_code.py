@@ -66,7 +66,7 @@ from ...ir.function import PrimFunc
 from ...ir.stmt import VECTORIZED, AllocBuffer, AttrStmt, Block, BlockRealize, BufferStore, For, SeqStmt, Stmt
 from ...ir.visitor import Mutator, children, walk
 from ..schedule.loop_transform import conjuncts
-from ..tir.compact_buffer_allocation import _aligned_strides, storage_aligns
+from ..tir.compact_buffer_allocation import aligned_strides, storage_aligns
 from ..tir.gpu.lower_auto_copy import lower_auto_copy
 from ..tir.gpu.pipeline import BEFORE_ENTRY
 from ..tir.stmt_simplify import stmt_simplify
@@ -481,7 +481,7 @@ def _compacted_size(buffer: Buffer, accesses: list, placed: int, aligns: dict) -
         if full is None and hull is None:
             return None
         shape.append(hull if full is None else full if hull is None else min(full, hull))
-    strides = [const_int(st) for st in _aligned_strides(tuple(const(n, "int64") for n in shape), aligns)]
+    strides = [const_int(st) for st in aligned_strides(tuple(const(n, "int64") for n in shape), aligns)]
     return (max(n * st for n, st in zip(shape, strides)) if strides else prod(shape)) * _bytes(buffer.dtype)
 
 
