@@ -18,6 +18,9 @@ refuses as ambiguous), the call records its family only.
 ``T.ptx["ld.global.b32"](d, p)``, into the same printed form, as TVM does (``address`` converts a
 pointer into a shared state space, a uint64 into a handle elsewhere).
 
+The table also holds how TVM's code generator writes each entry (``Entry.rendering``), which
+lowering/codegen/cuda_ptx_dialect.py follows.
+
 What tvms does not check: the operands' dtypes beyond that choice, the storage scope of pointer
 operands, the modifiers of the entries whose checks are too large to write (ld, st's vectors, cvt)
 beyond what TVM's check says of each pair of them (enough to tell ld_vec from ld_vec256).
@@ -62,6 +65,32 @@ class Operand:
 
 
 @dataclass(frozen=True)
+class RenderOperand:
+    """An operand as TVM's code generator writes it (every one, a literal immediate too); the
+    values that depend on the modifiers are lookups (``_at``)."""
+    name: str
+    kind: str  # reg, addr, ptr or imm
+    rw: str  # r, w or rw
+    literal: str | None  # an immediate the table fixes
+    group: bool  # written as a brace-enclosed group of registers
+    bracket: str | None  # adjacent operands of one bracket are one memory operand
+    pipe: str | None  # adjacent operands of one pipe are one operand written p|q
+    takes_addr: bool  # may be T.ptx.addr(base, byte_offset)
+    lanes: object
+    dtypes: object  # a register's dtypes, canonical first
+    bridge: object  # the register class a register is reached through (``.pred``), else None
+    space: object  # an address's: shared, tmem or other
+
+
+@dataclass(frozen=True)
+class Rendering:
+    mnemonic: str
+    volatile: bool  # asm volatile
+    orders_memory: bool  # a "memory" clobber without an address (fences, barriers)
+    operands: tuple[RenderOperand, ...]
+
+
+@dataclass(frozen=True)
 class Entry:
     name: str  # TVM's table key; its op is tirx.ptx.<name>
     family: str  # as printed after "T.ptx.": the mnemonic, dots as "_", a Python keyword with "_"
@@ -70,6 +99,7 @@ class Entry:
     has_dst: bool
     # TVM's check of its modifiers, in parts that all pass: (slots, bit per combination of their tokens)
     check: tuple[tuple[tuple[str, ...], int], ...]
+    rendering: Rendering
 
     @property
     def op_name(self) -> str:
@@ -110,20 +140,32 @@ def _at(spec, mods: dict):
     return spec["at"].get("|".join(mods[name] for name in spec["by"]))
 
 
+def at_modifiers(spec, mods: dict):
+    """A table value under these modifiers (``{slot: token}``): itself, or its lookup's."""
+    return _at(spec, mods)
+
+
 _DATA = json.loads((pathlib.Path(__file__).parent / "ptx_table.json").read_text())
 
 
 def _load(data: dict) -> dict[str, tuple[Entry, ...]]:
     slots = [Slot(name, tuple(choices), bool(optional)) for name, choices, optional in data["slots"]]
     operands = [Operand(*o) for o in data["operands"]]
+    rendered = [RenderOperand(*r) for r in data["render"]]
+
+    def rendering(mnemonic, volatile, orders_memory, indices):
+        return Rendering(mnemonic, bool(volatile), bool(orders_memory), tuple(rendered[i] for i in indices))
+
     return {family: tuple(Entry(name, family, tuple(slots[i] for i in s), tuple(operands[i] for i in o),
-                                bool(dst), tuple((tuple(part["by"]), int(part["ok"], 16)) for part in check or ()))
-                          for name, s, o, dst, check in entries)
+                                bool(dst), tuple((tuple(part["by"]), int(part["ok"], 16)) for part in check or ()),
+                                rendering(*render))
+                          for name, s, o, dst, check, render in entries)
             for family, entries in data["families"].items()}
 
 
 FAMILIES: dict[str, tuple[Entry, ...]] = _load(_DATA)
 MNEMONICS: dict[str, str] = _DATA["mnemonics"]
+DTYPE_SETS: list[tuple[str, ...]] = [tuple(d) for d in _DATA["dtype_sets"]]  # (RenderOperand.dtypes' values)
 ENTRIES: dict[str, Entry] = {e.op_name: e for entries in FAMILIES.values() for e in entries}
 
 
@@ -141,11 +183,12 @@ def family_of(op_name: str) -> str | None:
     return op_name.removeprefix("tirx.ptx.family.") if op_name.startswith("tirx.ptx.family.") else None
 
 
-def not_compiled(call: object, who: str) -> TVMSError | None:
-    """The error that ``who`` ("the cuda code generator does not compile", "the reference
-    executor does not run") gives for a call of the PTX dialect, which tvms reads and prints but
-    does not compile (a code generator asks only for what it does not render: the cuda one renders
-    the cp.async group operations); None for any other call."""
+def not_compiled(call: object, who: str, why: str = "tvms compiles the T.ptx dialect in CUDA kernels only") \
+        -> TVMSError | None:
+    """The error that ``who`` ("the llvm code generator does not compile", "the reference
+    executor does not run") gives for a call of the PTX dialect, which ``why`` explains (a code
+    generator asks only for what it does not render: the cuda one renders every instruction in a
+    kernel, none in the host function); None for any other call."""
     name = getattr(getattr(call, "op", None), "name", "")
     if name == ADDR_OP:
         return TVMSError(f"{who} T.ptx.addr (outside a PTX instruction)")
@@ -154,8 +197,7 @@ def not_compiled(call: object, who: str) -> TVMSError | None:
         return None
     tokens = [a.value for a in getattr(call, "args", ()) if isinstance(getattr(a, "value", None), str)][:-1]
     text = ".".join([MNEMONICS[family], *(t for t in tokens if t)])
-    return TVMSError(f"{who} TVM 0.27's PTX instruction T.ptx.{family} ({text}): tvms "
-                     f"reads and prints the T.ptx dialect, and compiles (for cuda) only its cp.async group operations")
+    return TVMSError(f"{who} TVM 0.27's PTX instruction T.ptx.{family} ({text}): {why}")
 
 
 # every instruction is a void statement printed T.ptx.<family>(...); the arguments are checked by

@@ -171,9 +171,10 @@ def test_nvrtc_errors_show_the_source_line_and_cache_by_content():
 
 
 def test_missing_nvrtc_or_headers_name_the_package(monkeypatch):
+    # (compile_here: the NVRTC worker's work, in this process, where the monkeypatches are)
     monkeypatch.setitem(sys.modules, "cuda.bindings.nvrtc", None)
     with pytest.raises(TVMSError, match="nvidia-cuda-nvrtc-cu12"):
-        nvrtc.compile_cuda(BAD + "// new\n", "sm_80", "ptx")
+        nvrtc.compile_here(BAD + "// new\n", "80", False, ())
     monkeypatch.undo()
     everywhere = nvrtc._candidates  # (wheels and toolkits: none has libcu++ now)
     monkeypatch.setattr(nvrtc, "_candidates", lambda module, major: [
@@ -190,9 +191,33 @@ def test_missing_nvrtc_or_headers_name_the_package(monkeypatch):
     monkeypatch.setattr(nvrtc.importlib.util, "find_spec",
                         lambda name: None if name == "nvidia.cuda_nvcc" else real(name))
     with pytest.raises(TVMSError) as err:
-        nvrtc.compile_cuda("#include <mma.h>\n", "sm_80", "ptx")
+        nvrtc.compile_here("#include <mma.h>\n", "80", False, ())
     assert 'mma.h:' in str(err.value) and 'cannot open source file "crt/mma.h"' in str(err.value)
     assert "pip install nvidia-cuda-nvcc-cu12" in str(err.value) and " | " not in str(err.value)
+
+
+# wgmma with constant zero descriptors: NVRTC 12.9's PTX assembler dies on it (a segmentation fault)
+WGMMA = """
+extern "C" __global__ void k(float* out) {
+  float d[4] = {0.f, 0.f, 0.f, 0.f};
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, 1, 1, 1, 0, 0;"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "l"(0ULL), "l"(0ULL));
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  for (int i = 0; i < 4; ++i) out[threadIdx.x * 4 + i] = d[i];
+}
+"""
+
+
+def test_a_crash_of_nvrtc_is_an_error_and_the_next_compile_works():
+    """NVRTC runs in a worker process: where it dies (as NVRTC 12.9 does on WGMMA), this process
+    gets a TVMSError saying so, and the next compile starts a new worker."""
+    try:
+        nvrtc.compile_cuda(WGMMA, "sm_90a", "cubin")
+    except TVMSError as err:
+        assert re.match(r"NVRTC crashed compiling the CUDA source for sm_90a \(signal SIG[A-Z]+\)", str(err))
+    assert nvrtc.compile_cuda(WGMMA.replace("0ULL", "7ULL"), "sm_90a", "cubin")
 
 
 def test_headers_come_from_nvrtcs_own_cuda_version(monkeypatch, tmp_path) -> None:

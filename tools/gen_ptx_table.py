@@ -4,7 +4,7 @@ that reading and printing a call need, taken from TVM's own table.
     /work/tvm-venv/bin/python tools/gen_ptx_table.py [OUT]     # default: ir/ptx_table.json
 
 Per family (as printed: ``and_``, ``ld``, ``cp``), its entries in TVM's order; per entry
-``[name, slots, operands, has_dst, check]``:
+``[name, slots, operands, has_dst, check, rendering]``:
 
 - its name (the op is ``tirx.ptx.<name>``);
 - its modifier slots, ``[name, token choices, may be omitted]``, and its operands as the caller
@@ -22,6 +22,13 @@ Per family (as printed: ``and_``, ``ld``, ``cp``), its entries in TVM's order; p
   enough combinations to write, else what the check says of each pair of slots (``_check``);
   null where the entry has none.
 
+- how TVM's code generator renders it (``lowering/codegen/cuda_ptx_dialect.py``): ``[mnemonic,
+  asm volatile, orders memory, operands]``, every operand this time (a literal immediate too), as
+  indices into the list ``render``: ``[name, kind, rw, literal, group (written in braces), bracket, pipe, takes T.ptx.addr,
+  registers, dtypes, bridge, space]``; ``dtypes``: a register's, canonical first (an index into ``dtype_sets``); ``bridge``: the
+  register class inline asm cannot bind that a register is reached through (render.BRIDGE's key),
+  else null; ``space``: an address's, ``shared``, ``tmem`` or ``other``.
+
 A value that depends on the modifiers is a lookup, ``{"by": slots, "at": {"tok|tok": value}}``: the
 slots found by watching which ones TVM's function reads, a combination it refuses left out.
 ``mnemonics``: each family's PTX spelling (``multimem.ld_reduce``), for messages.
@@ -35,6 +42,7 @@ import math
 import pathlib
 import sys
 
+from tvm.backend.cuda.ptx.render import BRIDGE
 from tvm.backend.cuda.ptx.table import TABLE, escape_token, operand_dtypes, operand_space, operand_type
 
 
@@ -175,6 +183,27 @@ def _operand(entry, slot):
             _lookup(entry, address), choices, writes]
 
 
+def _render_operand(entry, slot, dtype_sets):
+    def lanes(m):
+        return slot.lanes(m) if callable(slot.lanes) else slot.lanes
+
+    def dtypes(m):
+        return dtype_sets.add(list(operand_dtypes(slot, m))) if slot.kind == "reg" else None
+
+    def bridge(m):
+        return operand_type(slot, m) if slot.kind == "reg" and operand_type(slot, m) in BRIDGE else None
+
+    def space(m):
+        if slot.kind != "addr":
+            return None
+        where = operand_space(slot, m)
+        return "tmem" if where == "tmem" else "shared" if where.startswith(("shared", "tmem")) else "other"
+
+    group = slot.vector if slot.vector is not None else callable(slot.lanes) or slot.lanes > 1
+    return [slot.name, slot.kind, slot.rw, slot.literal, int(group), slot.bracket, slot.pipe, int(slot.allow_imm_offset),
+            _lookup(entry, lanes), _lookup(entry, dtypes), _lookup(entry, bridge), _lookup(entry, space)]
+
+
 class _Pool(list):
     """Each distinct value once; an entry names it by its index (many entries share slots)."""
 
@@ -191,7 +220,7 @@ class _Pool(list):
 
 
 def main(out: pathlib.Path) -> None:
-    slots, operands = _Pool(), _Pool()
+    slots, operands, render, dtype_sets = _Pool(), _Pool(), _Pool(), _Pool()
     families: dict[str, list] = {}
     mnemonics: dict[str, str] = {}  # how PTX spells the family (multimem_ld_reduce: multimem.ld_reduce)
     for entry in TABLE.values():
@@ -203,9 +232,11 @@ def main(out: pathlib.Path) -> None:
              if not (s.kind == "imm" and s.literal is not None)],
             int(entry.has_dst),
             _check(entry),
+            [entry.ptx_name, int(entry.asm_volatile), int(entry.orders_memory),
+             [render.add(_render_operand(entry, s, dtype_sets)) for s in entry.operands]],
         ])
     assert all(not keyword.iskeyword(f) for f in families)
-    data = {"slots": slots, "operands": operands, "mnemonics": mnemonics, "families": families}
+    data = {"slots": slots, "operands": operands, "render": render, "dtype_sets": dtype_sets, "mnemonics": mnemonics, "families": families}
     text = json.dumps(data, separators=(",", ":"))
     out.write_text(text + "\n")
     print(f"{out}: {len(families)} families, {len(TABLE)} entries, {len(text)} bytes")

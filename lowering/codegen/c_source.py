@@ -439,6 +439,11 @@ class CSource:
         scope = self.begin_scope()
         rhs = self.ssa_id(self.expr(src), src.dtype)
         self.end_scope(scope)
+        # (a pointer is not an lvalue one can take the address of in general: TVM casts it)
+        if e.dtype.is_handle:
+            return f"((void*){rhs})"
+        if src.dtype.is_handle:
+            return f"reinterpret_cast<{self.c_type(e.dtype)}>({rhs})"
         return f"(*({self.c_type(e.dtype)} *)(&({rhs})))"
 
     # ------------------------------------------------------------ statements

@@ -12,7 +12,8 @@ __shared__``/register arrays; vectors use CUDA's vector types (``float4``, ``hal
 A floor division or an intrinsic that LowerIntrin did not lower is refused. The source starts
 with TVM's preamble for the features it uses (``cuda_preamble``). CUDA's type names are in
 ``cuda_types``, the tensor-core (WMMA) fragments and calls in ``cuda_wmma``, the PTX tensor-core
-instructions (``mma.sync``, ``ldmatrix``) in ``cuda_ptx``, the asynchronous copies (``cp.async``) in
+instructions (``mma.sync``, ``ldmatrix``) in ``cuda_ptx``, TVM 0.27's PTX dialect (``T.ptx.*``) in
+``cuda_ptx_dialect``, the asynchronous copies (``cp.async``) in
 ``cuda_async``, the ``T.cuda.*`` device intrinsics in ``cuda_intrinsics``.
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ...ir import stmt as S
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
+from ...ir import ptx
 from ...ir.ptx import not_compiled
 from ...ir.registry import get_global_func
 from ...ir.visitor import collect, walk
@@ -34,6 +36,7 @@ from .cuda_async import CP_ASYNC, AsyncCopies
 from .cuda_intrinsics import CudaIntrinsics
 from .cuda_preamble import preamble
 from .cuda_ptx import PTX_CALLS, PtxTensorCore
+from .cuda_ptx_dialect import PtxDialect
 from .cuda_types import CudaTypes
 from .cuda_wmma import WMMA_CALLS, TensorCoreFragments
 
@@ -44,7 +47,7 @@ UINT32 = DataType("uint32")
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
-class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, CudaIntrinsics, CSource):
+class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, PtxDialect, AsyncCopies, CudaIntrinsics, CSource):
     """Renders kernels into one CUDA source; ``tags`` collects the preamble sections it needs."""
 
     restrict = "__restrict__"
@@ -175,6 +178,8 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, AsyncCopies, Cud
             return group
         if name in PTX_CALLS:
             return PTX_CALLS[name](self, e.args)
+        if ptx.family_of(name) is not None:
+            return self.ptx_instruction(e)
         if op_registry.info_of(e.op).script_name.startswith("cuda."):
             return self.cuda_intrinsic(e)
         return None

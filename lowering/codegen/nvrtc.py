@@ -3,7 +3,8 @@
 ``compile_cuda(source, arch="sm_80", fmt="cubin")`` compiles for one architecture: ``"ptx"`` for
 the virtual architecture (``compute_80``: text the driver compiles for the GPU it runs on),
 ``"cubin"`` for the real one (``sm_80``, which also assembles the PTX: the check ptxas makes).
-Results are cached in the process by source, architecture and format. The headers the kernels
+Results are cached in the process by source, architecture and format. NVRTC runs in a worker
+process (``nvrtc_worker``): a crash of it is an error, not the end of this process. The headers the kernels
 include come from NVIDIA's wheels: ``cuda_fp16.h``/``cuda_bf16.h`` from
 ``nvidia-cuda-runtime-cu12``, libcu++'s ``cuda/std/*`` (which NVRTC's programs include for the
 fixed-width integers) from ``nvidia-cuda-cccl-cu12``, and for tensor-core kernels the ``crt/``
@@ -25,6 +26,7 @@ import re
 
 from ...ir.errors import TVMSError
 from ...ir.nvidia_wheels import package_folders
+from . import nvrtc_worker
 
 FORMATS = ("ptx", "cubin")
 PROGRAM_NAME = "tvms_kernels.cu"
@@ -136,11 +138,18 @@ def compile_cuda_with_ptx(source: str, arch: str = "sm_80", options: tuple = ())
 
 def _compiled(source: str, number: str, real: bool, options: tuple) -> dict[str, bytes]:
     """NVRTC's output by format: PTX for ``compute_<number>``, or (``real``) the cubin for
-    ``sm_<number>`` and its PTX; cached in the process."""
+    ``sm_<number>`` and its PTX; compiled by the NVRTC worker (nvrtc_worker), cached in the process."""
     key = (hashlib.sha256(source.encode()).hexdigest(), number, real, options)
     hit = _cache.get(key)
-    if hit is not None:
-        return hit
+    if hit is None:
+        arch = f"{'sm' if real else 'compute'}_{number}"
+        hit = _cache[key] = nvrtc_worker.run("compile_here", source, number, real, options,
+                                             doing=f"compiling the CUDA source for {arch}")
+    return hit
+
+
+def compile_here(source: str, number: str, real: bool, options: tuple) -> dict[str, bytes]:
+    """``_compiled``'s work, in this process (the NVRTC worker's)."""
     nvrtc = _nvrtc()
     gpu = f"--gpu-architecture={'sm' if real else 'compute'}_{number}"
     major = _nvrtc_major()
@@ -170,7 +179,6 @@ def _compiled(source: str, number: str, real: bool, options: tuple) -> dict[str,
             out[fmt] = buffer.rstrip(b"\0") + b"\0" if fmt == "ptx" else buffer  # (PTX is NUL-terminated text)
     finally:
         nvrtc.nvrtcDestroyProgram(program)
-    _cache[key] = out
     return out
 
 
