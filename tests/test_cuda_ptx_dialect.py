@@ -89,10 +89,20 @@ def built() -> dict[str, str]:
     return sources
 
 
+# (TVM fills a wgmma descriptor through a bitfield union it writes before its helpers; tvms's helper of
+# the same name and signature computes the same bits with shifts)
+DESCRIPTOR = "ptx_wgmma_encode_matrix_descriptor("
+
+
+def _own_text(helpers: set[str]) -> set[str]:
+    return {h for h in helpers if DESCRIPTOR not in h and "union GmmaDescriptor" not in h}
+
+
 @pytest.mark.parametrize("case", KERNELS)
 def test_kernels_call_tvms_helpers_as_tvm_does(case: str, built: dict[str, str]) -> None:
     ours, theirs = helpers_and_calls(built[case]), helpers_and_calls((GOLDEN / f"{case}.cu").read_text())
-    assert ours[0] == theirs[0]
+    assert _own_text(ours[0]) == _own_text(theirs[0])
+    assert any(DESCRIPTOR in h for h in ours[0]) == any(DESCRIPTOR in h for h in theirs[0])
     if case not in UNSIMPLIFIED:
         assert ours[1] == theirs[1]
     else:

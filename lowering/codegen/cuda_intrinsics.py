@@ -10,7 +10,7 @@ defined after the preamble, with the cp.async ones (``cuda_async``).
 * ``T.cuda.func_call(name, args..., source_code=...)`` calls ``name``, defined by ``source_code``.
 
 The intrinsics without a direct CUDA form here (the IKET annotations, the profiler's timers, the
-tensor-core descriptors, the mbarrier waits, those needing fp8 headers, ...) are refused by name.
+tcgen05 descriptors, the mbarrier waits, those needing fp8 headers, ...) are refused by name.
 """
 from __future__ import annotations
 
@@ -123,6 +123,15 @@ HELPERS: dict[str, Helper] = dict([
     _row("float8tohalf8", "(void* src_addr, void* dst_addr)", "void",
          "float2* source = (float2*) src_addr;\n    half2* dest = (half2*) dst_addr;\n"
          "    for (int i = 0; i < 4; i++) {\n        dest[i] = __float22half2_rn(source[i]);\n    }", tag="fp16"),
+    # (a wgmma shared-memory matrix descriptor: the 14-bit fields (each in 16-byte units) start
+    # address at bit 0, leading byte offset at 16, stride byte offset at 32, base offset 0 at 49, and
+    # the layout type at 62 of swizzle 0-3 (none, 32B, 64B, 128B); TVM fills the same bits through a
+    # bitfield union, tvms with shifts)
+    _row("wgmma_encode_matrix_descriptor", "(uint64_t* desc, void* addr, int ldo, int sdo, int swizzle)", "void",
+         "const uint64_t layout_type = swizzle == 1 ? 3 : swizzle == 2 ? 2 : swizzle == 3 ? 1 : 0;\n"
+         "    const uint64_t start = (__cvta_generic_to_shared(addr) >> 4) & 0x3FFF;\n"
+         "    *desc = start | (uint64_t)(ldo & 0x3FFF) << 16 | (uint64_t)(sdo & 0x3FFF) << 32 | layout_type << 62;",
+         "ptx_wgmma_encode_matrix_descriptor"),
 ])
 
 # warp_reduce / cta_reduce: how a partial result takes in another, and the identity that pads the
