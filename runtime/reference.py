@@ -54,6 +54,7 @@ from tvms.ir.op import loop_control
 
 from . import reference_dma
 from .reference_kernel import KernelCodegen
+from .reference_ptx_dialect import PtxDialectCodegen
 from .tir_values import INTRINSICS, cast_value, count_leading_zeros, numpy_dtype, trunc_div, trunc_mod
 
 __all__ = ["run_prim_func", "compile_prim_func", "prim_func_source", "compile_expr", "numpy_dtype",
@@ -566,8 +567,9 @@ class _SerialCodegen(_Compiler):
         return scope["_prim_func"], source
 
 
-class _Codegen(KernelCodegen, _SerialCodegen):
-    """The code generator: serial code with GPU kernels (``reference_kernel``)."""
+class _Codegen(PtxDialectCodegen, KernelCodegen, _SerialCodegen):
+    """The code generator: serial code with GPU kernels (``reference_kernel``) and their PTX
+    instructions (``reference_ptx_dialect``)."""
 
 
 _MODULE = object()  # the key of the module being run in a function's env

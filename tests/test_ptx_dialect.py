@@ -175,7 +175,7 @@ def test_a_malformed_call_is_a_located_error(call: str, col: int, message: str) 
 
 @pytest.mark.parametrize("golden, family, text", [
     ("ptx_address_offsets.tvms", "ld", "ld.global.b32"),  # (no thread launched: in the host function)
-    ("ptx_warp_atomics_barriers.tvms", "vote_sync", "vote.sync.all.pred"),  # (in a kernel)
+    ("ptx_tcgen05_mma.tvms", "tcgen05", "tcgen05.mma.cta_group::1.kind::mxf4.block_scale.block32"),  # (in a kernel)
 ])
 def test_no_code_generator_and_not_the_reference_executor_compile_it(golden: str, family: str, text: str) -> None:
     """Not a crash, not wrong code: each names the instruction as PTX spells it."""
