@@ -22,7 +22,7 @@ import numpy as np
 from tvms.ir.errors import TVMSError
 
 from .ptx_values import (FLOATS, as_float, as_int, element, exact, float_bits, flush, is_float, is_signed,
-                         lanewise, rounded, split, width)
+                         join, lanewise, rounded, split, width)
 
 
 def _clamp(x: int, ptx_type: str) -> int:
@@ -402,6 +402,13 @@ def cvt(m: dict, a: int) -> int:
     return r
 
 
+def _cvt_pair(m: dict, a: int, b: int) -> int:
+    """cvt.rn.f16x2.f32 d, a, b: a converted into the upper half of d, b into the lower."""
+    e = element(m["dtype"])[0]
+    one = {**m, "dtype": e}
+    return join([cvt(one, b), cvt(one, a)], m["dtype"])
+
+
 def _integral(q: Fraction, rnd: str) -> int:
     if rnd == "rzi":
         return math.trunc(q)
@@ -499,7 +506,7 @@ ARITHMETIC: dict[str, Callable] = {
     "setp_half_pq": _setp_packed, "setp_half_bool_pq": _setp_packed,
     "set": _set, "set_bool": _set, "set_half": _set, "set_half_bool": _set,
     "selp": lambda m, a, b, c: a if c else b, "slct": _slct,
-    "cvt": cvt, "cvt_pack": _cvt_pack, "cvt_pack_c": _cvt_pack,
+    "cvt": cvt, "cvt_f16x2_f32": _cvt_pair, "cvt_bf16x2_f32": _cvt_pair, "cvt_pack": _cvt_pack, "cvt_pack_c": _cvt_pack,
     "mov": _mov,
     "mov_pack_b16x2": _mov_pack(2), "mov_pack_b32x2": _mov_pack(2), "mov_pack_b16x4": _mov_pack(4),
     "mov_unpack_b16x2": _mov_unpack(2), "mov_unpack_b32x2": _mov_unpack(2), "mov_unpack_b16x4": _mov_unpack(4),
