@@ -21,7 +21,7 @@ import numpy as np
 
 from tvms.ir.errors import TVMSError
 
-from .ptx_values import (FLOATS, as_float, as_int, element, exact, float_bits, flush, is_float, is_signed,
+from .ptx_values import (as_float, as_int, element, exact, float_bits, float_dtype, flush, is_float, is_signed,
                          join, lanewise, rounded, split, width)
 
 
@@ -82,9 +82,9 @@ def _finish(m: dict, t: str, q: Fraction | float, rnd: str) -> int:
     if m.get("ftz"):
         v = flush(v, t)
     if m.get("sat"):
-        v = FLOATS[t].type(0.0 if math.isnan(float(v)) else min(max(float(v), 0.0), 1.0))
+        v = float_dtype(t).type(0.0 if math.isnan(float(v)) else min(max(float(v), 0.0), 1.0))
     if m.get("relu") and (float(v) < 0 or math.isnan(float(v))):
-        v = FLOATS[t].type(0.0) if float(v) < 0 else v
+        v = float_dtype(t).type(0.0) if float(v) < 0 else v
     return float_bits(v, t)
 
 
@@ -159,8 +159,8 @@ def _min_max(pick: Callable) -> Callable:
             r = pick(numbers)
             if r == 0 and len({math.copysign(1, v) for v in numbers if v == 0}) > 1:  # (-0 < +0)
                 r = math.copysign(0.0, -1 if pick is min else 1)
-            v = flush(FLOATS[e].type(r), e) if m.get("ftz") else FLOATS[e].type(r)
-            return float_bits(FLOATS[e].type(0.0) if m.get("relu") and r < 0 else v, e)
+            v = flush(float_dtype(e).type(r), e) if m.get("ftz") else float_dtype(e).type(r)
+            return float_bits(float_dtype(e).type(0.0) if m.get("relu") and r < 0 else v, e)
         return lanewise(m["type"], one, *xs)
     return run
 

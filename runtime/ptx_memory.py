@@ -25,8 +25,8 @@ import numpy as np
 from tvms.ir.errors import TVMSError
 
 from . import ptx_arithmetic
-from .ptx_values import FLOATS, as_float, as_int, is_float, lanewise, rounded, width, exact
-from .reference_gpu import Shared, describe
+from .ptx_values import as_float, as_int, exact, is_float, lanewise, rounded, width
+from .reference_gpu import Shared
 
 
 @dataclass(frozen=True)

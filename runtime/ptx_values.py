@@ -22,10 +22,15 @@ import numpy as np
 from tvms.ir.dtype import DataType, ml_dtype
 from tvms.ir.errors import TVMSError
 
-from .tir_values import cast_value
+from .tir_values import cast_value, numpy_dtype
 
-FLOATS = {"f16": np.dtype(np.float16), "bf16": ml_dtype(DataType("bfloat16")),
-          "f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+_FLOAT_TYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
+
+
+def float_dtype(ptx_type: str) -> np.dtype:
+    """The numpy dtype of a PTX float type (bf16's from ml_dtypes, loaded only when used)."""
+    name = _FLOAT_TYPES[ptx_type]
+    return ml_dtype(DataType(name)) if name == "bfloat16" else np.dtype(name)
 _SCALAR = re.compile(r"(pred)|([subf]|bf)(\d+)$")
 _PACKED = re.compile(r"([subf]|bf)(\d+)x(\d+)$")
 
@@ -46,7 +51,7 @@ def width(ptx_type: str) -> int:
 
 
 def is_float(ptx_type: str) -> bool:
-    return element(ptx_type)[0] in FLOATS
+    return element(ptx_type)[0] in _FLOAT_TYPES
 
 
 def is_signed(ptx_type: str) -> bool:
@@ -62,14 +67,14 @@ def as_int(x: int, ptx_type: str) -> int:
 
 def as_float(x: int, ptx_type: str) -> np.floating:
     w = width(ptx_type)
-    return np.array(int(x) & ((1 << w) - 1), f"uint{w}").view(FLOATS[ptx_type])[()]
+    return np.array(int(x) & ((1 << w) - 1), f"uint{w}").view(float_dtype(ptx_type))[()]
 
 
 def float_bits(value: Any, ptx_type: str) -> int:
     """The bits of ``value`` (already of the type, or rounded to it to nearest)."""
     w = width(ptx_type)
     with np.errstate(over="ignore", invalid="ignore"):
-        return int(np.array(value, FLOATS[ptx_type]).view(f"uint{w}")[()])
+        return int(np.array(value, float_dtype(ptx_type)).view(f"uint{w}")[()])
 
 
 def split(x: int, ptx_type: str) -> list[int]:
@@ -99,18 +104,14 @@ def bits_of(value: Any, dtype: str) -> int:
     if dt.lanes > 1:
         raise TVMSError(f"a PTX register is a scalar, not a {dtype} vector")
     if dt.is_float:
-        return int(np.array(value, FLOATS_BY_BITS[dt.name]).view(f"uint{dt.bits}")[()])
+        return int(np.array(value, numpy_dtype(dt)).view(f"uint{dt.bits}")[()])
     return int(value)
-
-
-FLOATS_BY_BITS = {"float16": np.dtype(np.float16), "bfloat16": FLOATS["bf16"], "float32": np.dtype(np.float32),
-                  "float64": np.dtype(np.float64)}
 
 
 def register_value(x: int, dtype: DataType) -> Any:
     """A register's value ``x`` (an int: module docstring) as a value of the destination's dtype."""
     if dtype.is_float:
-        return np.array(int(x) & ((1 << dtype.bits) - 1), f"uint{dtype.bits}").view(FLOATS_BY_BITS[dtype.name])[()]
+        return np.array(int(x) & ((1 << dtype.bits) - 1), f"uint{dtype.bits}").view(numpy_dtype(dtype))[()]
     if dtype.is_bool:
         return bool(x & 1)
     return cast_value(int(x), dtype)
@@ -134,7 +135,7 @@ def exact(x: np.floating) -> Fraction | None:
 def rounded(q: Fraction | float, ptx_type: str, rnd: str = "rn") -> int:
     """The bits of ``q`` rounded to ``ptx_type`` by the rounding mode (rn, rz, rm, rp; the
     integer ones rni, ... are the caller's); a float ``q`` is an infinity or NaN."""
-    ft = FLOATS[ptx_type]
+    ft = float_dtype(ptx_type)
     if not isinstance(q, Fraction):
         return float_bits(q, ptx_type)
     with np.errstate(over="ignore"):
@@ -167,4 +168,4 @@ _SMALLEST_NORMAL = {"f16": 0x0400, "bf16": 0x0080, "f32": 0x00800000, "f64": 0x0
 def flush(x: np.floating, ptx_type: str) -> np.floating:
     """``.ftz``: a subnormal is a zero of its sign."""
     tiny = float(as_float(_SMALLEST_NORMAL[ptx_type], ptx_type))
-    return FLOATS[ptx_type].type(math.copysign(0.0, float(x))) if 0 < abs(float(x)) < tiny else x
+    return float_dtype(ptx_type).type(math.copysign(0.0, float(x))) if 0 < abs(float(x)) < tiny else x

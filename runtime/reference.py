@@ -19,7 +19,7 @@ Semantics follow TVM:
   semantics: block after block, the threads of a block concurrently up to their barriers, warp
   shuffles lane by lane in lock-step, ``shared`` memory per block and ``local`` per thread, data
   races on shared memory and divergent barriers reported (``reference_kernel`` compiles a kernel,
-  ``reference_gpu`` runs it); outside a launch ``tvm_storage_sync`` has nothing to wait for. An
+  ``reference_gpu`` runs it, ``reference_ptx_dialect`` its ``T.ptx.*`` instructions); outside a launch ``tvm_storage_sync`` has nothing to wait for. An
   IRModule runs its ``main``, whose ``T.call_ffi_kernel`` (SplitHostDevice) runs its kernels;
 * storage is flat: each data pointer owns a 1-D numpy array and every buffer is a view onto it
   (``T.decl_buffer(data=A.data)``, ``A.view(...)``, ``match_buffer`` alias the same memory; a

@@ -513,3 +513,26 @@ d: T.uint32
 T.ptx.div(d, A[0], A[1], "u32", "")
 A[0] = d
 """, np.zeros(4, "uint32"))
+
+
+def test_bfloat16_registers_are_read_as_their_bits() -> None:
+    """A bfloat16 operand is a 16-bit register (the executor's float32 computation of bfloat16
+    arithmetic, LegalizeNarrowFloat's, does not reach into a PTX instruction)."""
+    b = np.array([1.0, 2.0078125, 3.0, 0.0], "bfloat16")
+    out = np.zeros(5, "float32")
+    run('B: T.Buffer((4,), "bfloat16"), O: T.Buffer((5,), "float32")', """
+r: T.bfloat16
+f: T.float32
+T.ptx.add(r, B[0], B[1], "rn", "", "", "bf16", "")
+O[0] = T.Cast("float32", r)
+T.ptx.cvt(r, T.float32(3.0078125), "rn", "", "", "", "", "bf16", "f32", "")
+O[1] = T.Cast("float32", r)
+T.ptx.cvt(r, T.float32(3.0078125), "rp", "", "", "", "", "bf16", "f32", "")
+O[2] = T.Cast("float32", r)
+T.ptx.fma(f, B[0], B[2], T.float32(0.5), "rn", "", "", "f32", "bf16", "")
+O[3] = f
+T.ptx.add(f, B[2], T.float32(0.25), "", "", "", "f32", "bf16", "")
+O[4] = f
+""", b, out)
+    # (3.0078125 is half-way between the bfloat16 values 3 and 3.015625: to the even one)
+    assert out.tolist() == [3.0, 3.0, 3.015625, 3.5, 3.25]
