@@ -518,7 +518,8 @@ A[0] = d
 def test_bfloat16_registers_are_read_as_their_bits() -> None:
     """A bfloat16 operand is a 16-bit register (the executor's float32 computation of bfloat16
     arithmetic, LegalizeNarrowFloat's, does not reach into a PTX instruction)."""
-    b = np.array([1.0, 2.0078125, 3.0, 0.0], "bfloat16")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    b = np.array([1.0, 2.0078125, 3.0, 0.0], ml_dtypes.bfloat16)
     out = np.zeros(5, "float32")
     run('B: T.Buffer((4,), "bfloat16"), O: T.Buffer((5,), "float32")', """
 r: T.bfloat16
@@ -536,3 +537,42 @@ O[4] = f
 """, b, out)
     # (3.0078125 is half-way between the bfloat16 values 3 and 3.015625: to the even one)
     assert out.tolist() == [3.0, 3.0, 3.015625, 3.5, 3.25]
+
+
+def test_a_call_recorded_by_its_family_only_is_refused() -> None:
+    """Where TVM's table leaves a call between entries, ir/ptx.py records the family (op
+    tirx.ptx.family.*): the executor cannot tell which instruction it is."""
+    import dataclasses
+
+    from tvms.ir import ptx
+    from tvms.ir.expr import Call
+    from tvms.ir.op import get_op
+    from tvms.ir.visitor import Mutator
+
+    class FamilyOnly(Mutator):
+        def visit_Call(self, e: Call) -> Call:
+            if ptx.family_of(e.op.name) == "mov":
+                return dataclasses.replace(e, op=get_op(ptx.family_op_name("mov")))
+            return self.generic_visit(e)
+
+    func = from_source(kernel('A: T.Buffer((4,), "uint32")', """
+d: T.uint32
+T.ptx.mov(d, A[1], "b32", "")
+A[0] = d
+"""))
+    func = func.with_changes(body=FamilyOnly().visit(func.body))
+    with pytest.raises(TVMSError, match=re.escape("T.ptx.mov (mov.b32): its call leaves TVM's table between entries")):
+        run_prim_func(func, np.zeros(4, "uint32"))
+
+
+def test_warp_sync_and_a_vector_store_aligned_to_its_whole_size() -> None:
+    out = np.zeros(4, "uint32")
+    run('O: T.Buffer((4,), "uint32")', """
+T.ptx.bar(T.uint32(4294967295), "warp", "sync", "")
+T.ptx.st(T.ptx.addr(O.data, 8), T.uint32(5), T.uint32(6), "", "", "global", "", "", "", "v2", "b32", "")
+""", out, threads=32)
+    assert out.tolist() == [0, 0, 5, 6]
+    with pytest.raises(TVMSError, match=re.escape("st.global.v2.b32 of 8 bytes at byte 4 is not aligned to 8 bytes")):
+        run('O: T.Buffer((4,), "uint32")', """
+T.ptx.st(T.ptx.addr(O.data, 4), T.uint32(5), T.uint32(6), "", "", "global", "", "", "", "v2", "b32", "")
+""", out)
