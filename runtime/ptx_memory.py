@@ -108,8 +108,6 @@ def integer_address(block: Any, number: int, space: str) -> Address:
 # ---------------------------------------------------------------- accesses
 def _check(address: Address, space: str, size: int, what: str) -> None:
     memory = address.memory
-    if not isinstance(address, Address):
-        raise TVMSError(f"{what}: its address is not a pointer")
     if space.startswith("shared") and not isinstance(memory, Shared):
         raise TVMSError(f"{what} at an address that is not in shared memory")
     if space == "global" and isinstance(memory, Shared):
@@ -126,10 +124,16 @@ def _raw(memory: Any) -> np.ndarray:
     return (memory.data if isinstance(memory, Shared) else memory).reshape(-1).view(np.uint8)
 
 
+def _unit(bits: int, what: str) -> int:
+    if bits not in (8, 16, 32, 64):
+        raise TVMSError(f"the reference executor does not run {what}: it has no {bits}-bit registers")
+    return bits // 8
+
+
 def read(ctx: tuple, address: Address, bits: int, count: int, space: str, what: str) -> list[int]:
     """``count`` elements of ``bits`` bits from ``address`` (unsigned)."""
     block, me, stmt = ctx
-    size = bits // 8
+    size = _unit(bits, what)
     _check(address, space, size * count, what)
     dtype = np.dtype(f"uint{bits}")
     memory = address.memory
@@ -143,7 +147,7 @@ def read(ctx: tuple, address: Address, bits: int, count: int, space: str, what: 
 
 def write(ctx: tuple, address: Address, bits: int, values: list[int], space: str, what: str) -> None:
     block, me, stmt = ctx
-    size = bits // 8
+    size = _unit(bits, what)
     _check(address, space, size * len(values), what)
     dtype = np.dtype(f"uint{bits}")
     array = np.array([v & ((1 << bits) - 1) for v in values], dtype)
@@ -205,7 +209,7 @@ def atom(ctx: tuple, m: dict, address: Address, b: Any, c: Any = None, *_: Any) 
     t = m["type"]
     bits = width(t)
     what = _name(m, "atom")
-    _check(address, m.get("space", ""), bits // 8, what)
+    _check(address, m.get("space", ""), _unit(bits, what), what)
     raw = _raw(address.memory)[address.byte:address.byte + bits // 8]
     cell = raw.view(np.dtype(f"uint{bits}"))
     old = int(cell[0])
@@ -214,21 +218,27 @@ def atom(ctx: tuple, m: dict, address: Address, b: Any, c: Any = None, *_: Any) 
     return (_extend(old, t),)
 
 
+def generic_address(block: Any, address: Address) -> int:
+    """A pointer as a number in a register (mov.b64 d, ptr): its generic address."""
+    return _generic_window(block).address(address)
+
+
 def cvta(ctx: tuple, m: dict, a: Any) -> tuple:
-    """``cvta.to.shared`` (a pointer's shared-window address), ``cvta.to.global``/``local`` (its
-    generic one), ``cvta.shared`` (a shared-window address's generic one)."""
+    """``cvta.to.<space>``: a generic address (a pointer, or a number) as the space's (a shared
+    one's in the block's window; global and local ones are generic addresses in the executor);
+    ``cvta.<space>``: an address of the space as a generic one."""
     block = ctx[0]
     space = m["space"]
-    if not isinstance(a, Address):  # (cvta.<space>: from an address of the space to a generic one)
-        a = integer_address(block, a, "shared" if space.startswith("shared") else "generic")
-        return (_generic_window(block).address(a),)
-    if space in ("shared", "shared::cta"):
-        if not isinstance(a.memory, Shared):
-            raise TVMSError(f"cvta.to.{space} of a pointer that is not into shared memory")
-        return (_shared_window(block).address(a),)
-    if space in ("global", "local"):
-        return (_generic_window(block).address(a),)
-    raise TVMSError(f"the reference executor does not run cvta for the state space .{space}")
+    shared = space in ("shared", "shared::cta")
+    if not (shared or space in ("global", "local")):
+        raise TVMSError(f"the reference executor does not run {_name(m, 'cvta')}: it has no .{space} state space")
+    if m.get("dir") == "to":
+        address = a if isinstance(a, Address) else integer_address(block, a, "generic")
+        if shared and not isinstance(address.memory, Shared):
+            raise TVMSError(f"{_name(m, 'cvta')} of an address that is not in shared memory")
+        return ((_shared_window(block) if shared else _generic_window(block)).address(address),)
+    address = a if isinstance(a, Address) else integer_address(block, a, "shared" if shared else "generic")
+    return (_generic_window(block).address(address),)
 
 
 def no_op(ctx: tuple, m: dict, *_: Any) -> tuple:

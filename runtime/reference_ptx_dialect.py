@@ -143,12 +143,20 @@ def _results(value: Any) -> tuple:
     return value if isinstance(value, tuple) else (value,)
 
 
-def arithmetic(fn: Callable, mods: dict, *reads: Any) -> tuple:
-    return _results(fn(mods, *reads))
+def arithmetic(fn: Callable, name: str, mods: dict, *reads: Any) -> tuple:
+    """A per-thread instruction (``name`` as PTX spells it, for errors)."""
+    try:
+        return _results(fn(mods, *reads))
+    except (ArithmeticError, TypeError, ValueError) as e:  # (operands it cannot take: an error, no traceback)
+        raise TVMSError(f"the reference executor cannot run {name} on these operands: {e}") from None
 
 
 def memory(fn: Callable, mods: dict, block: Any, me: int, stmt: Any, *reads: Any) -> tuple:
-    return _results(fn((block, me, stmt), mods, *reads))
+    """A memory instruction; its errors say which statement of the kernel ran it."""
+    try:
+        return _results(fn((block, me, stmt), mods, *reads))
+    except TVMSError as e:
+        raise TVMSError(f"{e} (by {block.who(me)} at {gpu.describe(stmt)})") from None
 
 
 def warp_answer(fn: Callable, mods: dict) -> Callable:
@@ -219,8 +227,10 @@ class PtxDialectCodegen:
                     reads.append("None")
                 elif is_pred:
                     reads.append(f"bool({self.src(e)})")
-                elif space is not None or e.dtype.is_handle or _is_addr(e):
+                elif space is not None or _is_addr(e) or e.dtype.is_handle and entry.name in ptx_memory.MEMORY:
                     reads.append(self._address_source(e, space or "generic"))
+                elif e.dtype.is_handle:  # (a pointer in a register: its generic address)
+                    reads.append(self._call(ptx_memory.generic_address, "_blk", self._address_source(e, "generic")))
                 else:
                     reads.append(self._call(bits_of, self.src(e), self.name(str(e.dtype), "_s")))
             start += lanes
@@ -230,7 +240,8 @@ class PtxDialectCodegen:
         k = self.kernel
         name, mods_src = entry.name, self.name(mods, "_m")
         if name in ARITHMETIC:
-            return self._call(arithmetic, self.name(ARITHMETIC[name], "_f"), mods_src, *reads)
+            return self._call(arithmetic, self.name(ARITHMETIC[name], "_f"), self.name(spelled(family, tokens), "_s"),
+                              mods_src, *reads)
         if name in ptx_memory.MEMORY:
             return self._call(memory, self.name(ptx_memory.MEMORY[name], "_f"), mods_src, "_blk", "_me",
                               k.stmt_ref, *reads)

@@ -576,3 +576,38 @@ T.ptx.st(T.ptx.addr(O.data, 8), T.uint32(5), T.uint32(6), "", "", "global", "", 
         run('O: T.Buffer((4,), "uint32")', """
 T.ptx.st(T.ptx.addr(O.data, 4), T.uint32(5), T.uint32(6), "", "", "global", "", "", "", "v2", "b32", "")
 """, out)
+
+
+def test_addresses_as_numbers_round_trip() -> None:
+    """cvta and a pointer in a register give numbers in the executor's windows (generic from
+    2**40, shared from 1024) that address operands follow back."""
+    a = np.arange(8, dtype="uint32") * 11
+    out = np.zeros(6, "uint64")
+    run('A: T.Buffer((8,), "uint32"), O: T.Buffer((6,), "uint64")', """
+smem = T.alloc_shared((4,), "uint32")
+g: T.uint64
+s: T.uint64
+w: T.uint32
+d: T.uint32
+T.ptx.cvta(g, T.address_of(A[2]), "to", "global", "u64", "")
+O[0] = g
+T.ptx.ld(d, g, "", "", "", "global", "", "", "", "", "", "b32", "")
+O[1] = T.Cast("uint64", d)
+smem[1] = T.uint32(77)
+w = T.cuda.cvta_generic_to_shared(T.address_of(smem[1]))
+O[2] = T.Cast("uint64", w)
+T.ptx.cvta(s, T.Cast("uint64", w), "shared", "u64", "")
+T.ptx.ld(d, s, "", "", "", "", "", "", "", "", "", "b32", "")
+O[3] = T.Cast("uint64", d)
+T.ptx.mov(s, A.data, "b64", "")
+O[4] = s
+T.ptx.ld(d, T.ptx.addr(T.reinterpret("handle", s), 28), "", "", "", "global", "", "", "", "", "", "b32", "")
+O[5] = T.Cast("uint64", d)
+""", a, out)
+    assert out.tolist() == [2**40 + 8, 22, 1024 + 4, 77, 2**40, 77]
+    with pytest.raises(TVMSError, match=re.escape("cvta.to.shared.u64 of an address that is not in shared memory (by "
+                                                  "thread (threadIdx.x=0) of block (blockIdx.x=0) at `T.ptx.cvta(")):
+        run('A: T.Buffer((8,), "uint32")', """
+s: T.uint64
+T.ptx.cvta(s, A.data, "to", "shared", "u64", "")
+""", a)
