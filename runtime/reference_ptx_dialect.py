@@ -124,13 +124,14 @@ WARP: dict[str, Callable] = {
 }
 _BARRIERS = ("bar_sync", "barrier_sync")
 _BARRIER_VOTES = ("bar_red_popc", "bar_red_pred", "barrier_red_popc", "barrier_red_pred")
-
-
-def _runs(entry: ptx.Entry, mods: dict) -> bool:
-    if entry.name == "fence":
-        return True
-    return entry.name in ARITHMETIC or entry.name in ptx_memory.MEMORY or entry.name in WARP or \
-        entry.name in (*_BARRIERS, *_BARRIER_VOTES, "bar_warp_sync", "activemask")
+# the entries the executor runs (the waits besides WARP: the code generator's)
+RUNS = frozenset({*ARITHMETIC, *ptx_memory.MEMORY, *WARP, *_BARRIERS, *_BARRIER_VOTES, "bar_warp_sync",
+                  "activemask"})
+_COUNTED = ": its barriers take every thread of the block (no thread count, no arrive without a wait)"
+# why some neighbours of what it runs are refused
+_WHY = {**dict.fromkeys([f"{b}_{k}" for b in ("bar", "barrier") for k in
+                         ("sync_count", "arrive", "red_popc_count", "red_pred_count")], _COUNTED),
+        "isspacep": ": it does not tell global from local memory"}
 
 
 def _at(spec: Any, mods: dict) -> Any:
@@ -190,10 +191,10 @@ class PtxDialectCodegen:
         entry = ptx.ENTRIES.get(call.op.name)
         if self.kernel is None:
             raise refusal(family, tokens, " outside a GPU kernel (no thread launch encloses it)")
-        mods = {slot.name: token for slot, token in zip(entry.slots, tokens)} if entry is not None else {}
-        if entry is None or not _runs(entry, mods):
-            raise refusal(family, tokens, "" if entry is not None else
+        if entry is None or entry.name not in RUNS:
+            raise refusal(family, tokens, _WHY.get(entry.name, "") if entry is not None else
                           ": its call leaves TVM's table between entries (it records the family only)")
+        mods = {slot.name: token for slot, token in zip(entry.slots, tokens)}
         exprs: list = list(call.args[:len(call.args) - len(strings)])
         guard = exprs.pop() if marker.pred else None
         for i in sorted(marker.sunk):  # (a sunk lane has no argument: its place back)
@@ -253,16 +254,12 @@ class PtxDialectCodegen:
             return f"({self.wait(gpu.ACTIVEMASK, k.current)},)"
         if name == "bar_warp_sync":
             return f"({self.wait(gpu.WARP_SYNC, k.current)},)[:0]"
-        if name in _BARRIERS or name in _BARRIER_VOTES:  # (the barrier's index first; a vote's predicate last)
-            if len(reads) != (1 if name in _BARRIERS else 2):
-                raise refusal(family, tokens, ": a barrier with a thread count (the executor's barriers take "
-                                              "every thread of the block)")
-            check = self._call(_barrier_zero, reads[0], self.name(spelled(family, tokens), "_s"))
-            if name in _BARRIERS:
-                return f"({check}, {self.wait(gpu.BARRIER, k.current)})[:0]"
-            op = repr("popc" if "popc" in name else mods["op"])
-            return f"({check}, {self.wait(gpu.BARRIER, k.current, (op, reads[-1]))})[1:]"
-        return "()"  # (a fence: nothing to see in one stream of threads)
+        # bar/barrier .sync and .red: the barrier's index first, a vote's predicate last
+        check = self._call(_barrier_zero, reads[0], self.name(spelled(family, tokens), "_s"))
+        if name in _BARRIERS:
+            return f"({check}, {self.wait(gpu.BARRIER, k.current)})[:0]"
+        op = repr("popc" if "popc" in name else mods["op"])
+        return f"({check}, {self.wait(gpu.BARRIER, k.current, (op, reads[-1]))})[1:]"
 
     def _address_source(self, e: Any, space: str) -> str:
         """An address operand's code: a pointer, ``T.ptx.addr(base, bytes)``, or a number in the

@@ -495,9 +495,10 @@ def test_warp_golden_runs_as_computed_by_hand() -> None:
 @pytest.mark.parametrize("call, text", [
     ('T.ptx.mbarrier(T.cuda.cvta_generic_to_shared(S.data), T.uint32(1), "init", "", "shared", "b64", "")',
      "T.ptx.mbarrier (mbarrier.init.shared.b64)"),
-    ('T.ptx.isspacep(d, T.address_of(A[0]), "global", "")', "T.ptx.isspacep (isspacep.global)"),
+    ('T.ptx.isspacep(d, T.address_of(A[0]), "global", "")',
+     "T.ptx.isspacep (isspacep.global): it does not tell global from local memory"),
     ('T.ptx.fence("proxy", "async", "shared::cta", "")', "T.ptx.fence (fence.proxy.async.shared::cta)"),
-    ('T.ptx.bar(T.uint32(0), T.uint32(64), "", "sync", "")', "T.ptx.bar (bar.sync)"),
+    ('T.ptx.bar(T.uint32(0), T.uint32(64), "", "sync", "")', "T.ptx.bar (bar.sync): its barriers take every thread"),
 ])
 def test_what_it_cannot_run_is_refused_by_name(call: str, text: str) -> None:
     body = f'S = T.alloc_shared((2,), "uint64")\nd: T.uint32\n{call}\nA[0] = d\n'
@@ -611,3 +612,14 @@ O[5] = T.Cast("uint64", d)
 s: T.uint64
 T.ptx.cvta(s, A.data, "to", "shared", "u64", "")
 """, a)
+
+
+def test_bar_sync_is_the_blocks_barrier() -> None:
+    """Threads that skip it leave the others waiting: the divergent barrier reported as
+    T.cuda.cta_sync's is."""
+    with pytest.raises(TVMSError, match="divergent barrier"):
+        run('O: T.Buffer((64,), "uint32")', """
+if tx < 32:
+    T.ptx.bar(T.uint32(0), "", "sync", "")
+O[tx] = T.uint32(1)
+""", np.zeros(64, "uint32"), threads=64)
