@@ -152,12 +152,15 @@ def arithmetic(fn: Callable, name: str, mods: dict, *reads: Any) -> tuple:
         raise TVMSError(f"the reference executor cannot run {name} on these operands: {e}") from None
 
 
-def memory(fn: Callable, mods: dict, block: Any, me: int, stmt: Any, *reads: Any) -> tuple:
-    """A memory instruction; its errors say which statement of the kernel ran it."""
+def memory(fn: Callable, name: str, mods: dict, block: Any, me: int, stmt: Any, *reads: Any) -> tuple:
+    """A memory instruction; its errors say which thread ran which statement."""
     try:
         return _results(fn((block, me, stmt), mods, *reads))
     except TVMSError as e:
         raise TVMSError(f"{e} (by {block.who(me)} at {gpu.describe(stmt)})") from None
+    except (ArithmeticError, TypeError, ValueError) as e:  # (a memory it cannot view so: an error)
+        raise TVMSError(f"the reference executor cannot run {name} on these operands ({e}), by {block.who(me)} "
+                        f"at {gpu.describe(stmt)}") from None
 
 
 def warp_answer(fn: Callable, mods: dict) -> Callable:
@@ -244,8 +247,8 @@ class PtxDialectCodegen:
             return self._call(arithmetic, self.name(ARITHMETIC[name], "_f"), self.name(spelled(family, tokens), "_s"),
                               mods_src, *reads)
         if name in ptx_memory.MEMORY:
-            return self._call(memory, self.name(ptx_memory.MEMORY[name], "_f"), mods_src, "_blk", "_me",
-                              k.stmt_ref, *reads)
+            return self._call(memory, self.name(ptx_memory.MEMORY[name], "_f"), self.name(spelled(family, tokens), "_s"),
+                              mods_src, "_blk", "_me", k.stmt_ref, *reads)
         if name in WARP:  # (the membermask last; the lane's other sources travel with its vote)
             answer = self.name(warp_answer(WARP[name], mods), "_f")
             values = "(" + "".join(r + ", " for r in reads[:-1]) + ")"
