@@ -4,6 +4,7 @@ manual's definitions."""
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -623,3 +624,44 @@ if tx < 32:
     T.ptx.bar(T.uint32(0), "", "sync", "")
 O[tx] = T.uint32(1)
 """, np.zeros(64, "uint32"), threads=64)
+
+
+def test_rounding_agrees_with_numpy_and_brackets_the_exact_value() -> None:
+    """numpy's float32 +, *, / and sqrt round to nearest, as PTX's .rn: equal on values of every
+    magnitude; .rz and .rp are the neighbours below and above the exact quotient."""
+    rng = np.random.default_rng(7)
+    n = 64
+    a = (rng.standard_normal(n) * 10.0 ** rng.integers(-40, 38, n)).astype("float32")
+    b = (rng.standard_normal(n) * 10.0 ** rng.integers(-40, 38, n)).astype("float32")
+    out = np.zeros((7, n), "float32")
+    run('A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32"), O: T.Buffer((7, 64), "float32")', """
+f: T.float32
+T.ptx.add(f, A[tx], B[tx], "rn", "", "", "f32", "", "")
+O[0, tx] = f
+T.ptx.mul(f, A[tx], B[tx], "rn", "", "", "f32", "")
+O[1, tx] = f
+T.ptx.div(f, A[tx], B[tx], "rn", "", "f32", "")
+O[2, tx] = f
+T.ptx.sqrt(f, T.fabs(A[tx]), "rn", "", "f32", "")
+O[3, tx] = f
+T.ptx.sub(f, A[tx], B[tx], "rn", "", "", "f32", "", "")
+O[4, tx] = f
+T.ptx.div(f, A[tx], B[tx], "rz", "", "f32", "")
+O[5, tx] = f
+T.ptx.div(f, A[tx], B[tx], "rp", "", "f32", "")
+O[6, tx] = f
+""", a, b, out, threads=n)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(out[:5], [a + b, a * b, a / b, np.sqrt(np.abs(a)), a - b])
+    checked = 0
+    for x, y, rz, rp in zip(a, b, out[5], out[6]):
+        q = Fraction(float(x)) / Fraction(float(y))
+        if not (np.isfinite(rz) and np.isfinite(rp)):
+            continue
+        checked += 1
+        if q > 0:  # (toward zero is down, toward plus infinity up: the two neighbours of q, or q)
+            assert Fraction(float(rz)) <= q <= Fraction(float(rp))
+            assert rp == rz or rp == np.nextafter(rz, np.float32(np.inf))
+        else:  # (both toward zero)
+            assert rz == rp and Fraction(float(rp)) >= q
+    assert checked > n // 2
