@@ -48,8 +48,7 @@ def _float_op(fn: Callable, arity: int = 2) -> Callable:
     """A float instruction: ``fn`` of the exact operands (Fractions) is the exact result, rounded
     by ``rnd`` (rn where omitted); ``srctype`` (add.f32.bf16: operands of another type) read."""
     def run(m: dict, *xs: int) -> int:
-        t = m.get("type") or m.get("dtype")
-        src = m.get("srctype") or m.get("atype") or ""
+        t, src = m["type"], m.get("srctype", "")
 
         def one(e: str, *parts: int) -> int:  # (srctype: the operands but the last, add.f32.bf16's a)
             types = [src or e] * (arity - 1) + [e]
@@ -62,11 +61,14 @@ def _float_op(fn: Callable, arity: int = 2) -> Callable:
 
 
 def _compute(fn: Callable, values: list) -> Fraction | float:
-    """The exact result, or (an operand not finite, or no exact value) float64's."""
+    """The exact result; float64's where an operand is not finite, there is no exact value
+    (x / 0) or it is zero (whose sign IEEE arithmetic decides: -1 * 0 is -0)."""
     exacts = [exact(v) for v in values]
     if all(q is not None for q in exacts):
         try:
-            return fn(*exacts)
+            q = fn(*exacts)
+            if q != 0:
+                return q
         except ZeroDivisionError:
             pass
     with np.errstate(all="ignore"):
@@ -74,8 +76,9 @@ def _compute(fn: Callable, values: list) -> Fraction | float:
 
 
 def _finish(m: dict, t: str, q: Fraction | float, rnd: str) -> int:
-    """Round ``q`` to ``t``, then .ftz, .sat, .relu."""
-    if isinstance(q, float) and math.isfinite(q):
+    """Round ``q`` to ``t``, then .ftz, .sat, .relu (a float ``q``: an infinity, NaN or signed zero,
+    or an .approx value)."""
+    if isinstance(q, float) and math.isfinite(q) and q != 0:
         q = Fraction(q)
     bits = rounded(q, t, rnd)
     v = as_float(bits, t)
@@ -83,8 +86,8 @@ def _finish(m: dict, t: str, q: Fraction | float, rnd: str) -> int:
         v = flush(v, t)
     if m.get("sat"):
         v = float_dtype(t).type(0.0 if math.isnan(float(v)) else min(max(float(v), 0.0), 1.0))
-    if m.get("relu") and (float(v) < 0 or math.isnan(float(v))):
-        v = float_dtype(t).type(0.0) if float(v) < 0 else v
+    if m.get("relu") and float(v) < 0:  # (NaN stays NaN)
+        v = float_dtype(t).type(0.0)
     return float_bits(v, t)
 
 

@@ -665,3 +665,17 @@ O[6, tx] = f
         else:  # (both toward zero)
             assert rz == rp and Fraction(float(rp)) >= q
     assert checked > n // 2
+
+
+def test_a_zero_result_has_ieee_sign() -> None:
+    out = np.zeros(3, "float32")
+    run('O: T.Buffer((3,), "float32")', """
+f: T.float32
+T.ptx.mul(f, T.float32(-1.0), T.float32(0.0), "rn", "", "", "f32", "")
+O[0] = T.float32(1) / f
+T.ptx.add(f, T.float32(-0.0), T.float32(-0.0), "rn", "", "", "f32", "", "")
+O[1] = T.float32(1) / f
+T.ptx.fma(f, T.float32(2.0), T.float32(3.0), T.float32(-6.0), "rn", "", "", "f32", "", "")
+O[2] = T.float32(1) / f
+""", out)
+    assert out.tolist() == [-np.inf, -np.inf, np.inf]
