@@ -188,6 +188,12 @@ def _wide(t: str) -> str:
     return f"{t[0]}{2 * width(t)}"
 
 
+def _mad_wide(m: dict, a: int, b: int, c: int = 0) -> int:
+    """mul.wide and mad.wide: the whole product (plus c, of twice the width)."""
+    t = m["type"]
+    return as_int(as_int(a, t) * as_int(b, t) + as_int(c, _wide(t)), _wide(t))
+
+
 def _mad_int(m: dict, a: int, b: int, c: int) -> int:
     t = m["type"]
     p = as_int(a, t) * as_int(b, t)
@@ -460,6 +466,14 @@ def _logic(fn: Callable) -> Callable:
     return run
 
 
+def _copysign(m: dict, a: int, b: int) -> int:
+    """copysign d, a, b: b with the sign of a."""
+    def one(e: str, x: int, y: int) -> int:
+        sign = 1 << (width(e) - 1)
+        return y & ~sign | x & sign
+    return lanewise(m["type"], one, a, b)
+
+
 def _neg(m: dict, a: int) -> int:
     return lanewise(m["type"], lambda e, x: x ^ (1 << (width(e) - 1)), a)  # (the sign bit: NaN too)
 
@@ -478,10 +492,7 @@ ARITHMETIC: dict[str, Callable] = {
     "mul": _float_op(operator.mul), "mul_half": _float_op(operator.mul),
     "fma": _float_op(lambda a, b, c: a * b + c, 3), "fma_half": _float_op(lambda a, b, c: a * b + c, 3),
     "mad_f": _float_op(lambda a, b, c: a * b + c, 3),
-    "mul_int": _mul_int, "mul_wide": lambda m, a, b: as_int(as_int(a, m["type"]) * as_int(b, m["type"]), _wide(m["type"])),
-    "mad_int": _mad_int,
-    "mad_wide": lambda m, a, b, c: as_int(as_int(a, m["type"]) * as_int(b, m["type"]) + as_int(c, _wide(m["type"])),
-                                          _wide(m["type"])),
+    "mul_int": _mul_int, "mul_wide": _mad_wide, "mad_int": _mad_int, "mad_wide": _mad_wide,
     "div": _div_int(lambda x, y, q: q), "rem": _div_int(lambda x, y, q: x - q * y), "div_f": _div_f,
     "abs": _int_op(abs), "neg_int": _int_op(operator.neg), "abs_f": _abs_f, "abs_half": _abs_f,
     "neg": _neg, "neg_half": _neg,
@@ -497,7 +508,7 @@ ARITHMETIC: dict[str, Callable] = {
     "lop3": lambda m, *xs: _lop3(*xs), "lop3_bool": _lop3_bool,
     "lop3_bool_sink": lambda m, *xs: _lop3_bool(m, *xs, sunk=True),
     "dp4a": lambda m, a, b, c: _dp(m, a, b, c, 4), "dp2a": lambda m, a, b, c: _dp(m, a, b, c, 2),
-    "copysign": lambda m, a, b: lanewise(m["type"], lambda e, x, y: y & ~(1 << (width(e) - 1)) | x & (1 << (width(e) - 1)), a, b),
+    "copysign": _copysign,
     "rcp": lambda m, a: (_approx(lambda x: 1 / x) if m["mode"] == "approx"
                          else _float_op(lambda x: 1 / x, 1))({**m, "rnd": m["mode"]}, a),
     "sqrt": _sqrt, "rsqrt": _approx(lambda x: 1 / np.sqrt(x)),

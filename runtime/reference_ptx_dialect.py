@@ -243,12 +243,12 @@ class PtxDialectCodegen:
     def _instruction_source(self, entry: ptx.Entry, family: str, tokens: tuple, mods: dict, reads: list) -> str:
         k = self.kernel
         name, mods_src = entry.name, self.name(mods, "_m")
+        text = self.name(spelled(family, tokens), "_s")
         if name in ARITHMETIC:
-            return self._call(arithmetic, self.name(ARITHMETIC[name], "_f"), self.name(spelled(family, tokens), "_s"),
-                              mods_src, *reads)
+            return self._call(arithmetic, self.name(ARITHMETIC[name], "_f"), text, mods_src, *reads)
         if name in ptx_memory.MEMORY:
-            return self._call(memory, self.name(ptx_memory.MEMORY[name], "_f"), self.name(spelled(family, tokens), "_s"),
-                              mods_src, "_blk", "_me", k.stmt_ref, *reads)
+            return self._call(memory, self.name(ptx_memory.MEMORY[name], "_f"), text, mods_src, "_blk", "_me",
+                              k.stmt_ref, *reads)
         if name in WARP:  # (the membermask last; the lane's other sources travel with its vote)
             answer = self.name(warp_answer(WARP[name], mods), "_f")
             values = "(" + "".join(r + ", " for r in reads[:-1]) + ")"

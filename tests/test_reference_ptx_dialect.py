@@ -276,7 +276,8 @@ H[1] = h
 """, f, out, half)
     assert out.tolist() == [2, -3, 2**31 - 1, 0, 0, -(1 << 16), 44]  # (0xFFFF0000: 70000 clamped above -2 clamped)
     nearest = np.float16(np.float32(0.1))
-    assert half[1] == nearest and half[0] == (nearest if nearest < np.float32(0.1) else np.nextafter(nearest, np.float16(0)))
+    toward_zero = nearest if nearest < np.float32(0.1) else np.nextafter(nearest, np.float16(0))
+    assert half[1] == nearest and half[0] == toward_zero
 
 
 # ---------------------------------------------------------------- memory
@@ -504,7 +505,8 @@ def test_warp_golden_runs_as_computed_by_hand() -> None:
 def test_what_it_cannot_run_is_refused_by_name(call: str, text: str) -> None:
     body = f'S = T.alloc_shared((2,), "uint64")\nd: T.uint32\n{call}\nA[0] = d\n'
     func = from_source(kernel('A: T.Buffer((4,), "uint32")', body))
-    with pytest.raises(TVMSError, match=re.escape(f"the reference executor does not run TVM 0.27's PTX instruction {text}")):
+    refused = f"the reference executor does not run TVM 0.27's PTX instruction {text}"
+    with pytest.raises(TVMSError, match=re.escape(refused)):
         run_prim_func(func, np.zeros(4, "uint32"))
 
 
@@ -679,3 +681,31 @@ T.ptx.fma(f, T.float32(2.0), T.float32(3.0), T.float32(-6.0), "rn", "", "", "f32
 O[2] = T.float32(1) / f
 """, out)
     assert out.tolist() == [-np.inf, -np.inf, np.inf]
+
+
+def test_more_bit_and_sign_instructions() -> None:
+    out = np.zeros(8, "uint32")
+    run('O: T.Buffer((8,), "uint32")', """
+d: T.uint32
+f: T.float32
+s: T.int32
+T.ptx.copysign(f, T.float32(-1.0), T.float32(2.5), "f32", "")
+O[0] = T.reinterpret("uint32", f)
+T.ptx.bfind(d, T.uint32(0x00F00000), "", "u32", "")
+O[1] = d
+T.ptx.bfind(d, T.uint32(0x00F00000), "shiftamt", "u32", "")
+O[2] = d
+T.ptx.bfind(d, T.int32(-1), "", "s32", "")
+O[3] = d
+T.ptx.dp2a(s, T.int32(0x0003FFFE), T.int32(0x04030201), T.int32(100), "hi", "s32", "s32", "")
+O[4] = T.Cast("uint32", s)
+T.ptx.cvt_pack(d, 300, -5, T.uint32(0xABCD), "sat", "u8", "s32", "b32", "")
+O[5] = d
+T.ptx.testp(d, T.float32(1e-40), "subnormal", "f32", "")
+O[6] = d
+T.ptx.mov(s, T.int32(-1), "s32", "")
+O[7] = T.Cast("uint32", s)
+""", out)
+    # dp2a.hi: a's halves (-2, 3) times b's bytes 2 and 3 (3, 4), plus 100
+    assert out.tolist() == [f32_bits(-2.5), 23, 8, 0xFFFFFFFF, 100 - 2 * 3 + 3 * 4,
+                            0xABCD << 16 | 255 << 8 | 0, 1, 0xFFFFFFFF]
