@@ -709,3 +709,27 @@ O[7] = T.Cast("uint32", s)
     # dp2a.hi: a's halves (-2, 3) times b's bytes 2 and 3 (3, 4), plus 100
     assert out.tolist() == [f32_bits(-2.5), 23, 8, 0xFFFFFFFF, 100 - 2 * 3 + 3 * 4,
                             0xABCD << 16 | 255 << 8 | 0, 1, 0xFFFFFFFF]
+
+
+def test_every_atomic_operation_and_local_memory() -> None:
+    a = np.array([12, 12, 12, 5, 7, 0, 0, 0], "uint32")
+    f = np.zeros(2, "float32")
+    out = np.zeros(8, "uint32")
+    run('A: T.Buffer((8,), "uint32"), F: T.Buffer((2,), "float32"), O: T.Buffer((8,), "uint32")', """
+local = T.alloc_local((2,), "uint32")
+d: T.uint32
+x: T.float32
+T.ptx.atom(d, T.address_of(A[0]), T.uint32(10), "", "", "global", "and", "", "b32", "")
+T.ptx.atom(d, T.address_of(A[1]), T.uint32(10), "", "", "global", "or", "", "b32", "")
+T.ptx.atom(d, T.address_of(A[2]), T.uint32(10), "", "", "global", "xor", "", "b32", "")
+T.ptx.atom(d, T.address_of(A[3]), T.uint32(9), "", "", "global", "dec", "", "u32", "")
+T.ptx.atom(d, T.address_of(A[4]), T.int32(-3), "", "", "global", "min", "", "s32", "")
+T.ptx.atom(d, T.address_of(A[5]), T.uint32(42), "", "", "global", "exch", "", "b32", "")
+T.ptx.atom(x, T.address_of(F[0]), T.float32(0.25), "", "", "global", "add", "", "f32", "")
+T.ptx.st(T.address_of(local[1]), T.uint32(99), "", "", "", "local", "", "", "", "b32", "")
+T.ptx.ld(d, T.address_of(local[1]), "", "", "", "local", "", "", "", "", "", "b32", "")
+O[tx] = d
+""", a, f, out, threads=3)
+    # (three threads: xor twice more is xor once; dec 5 to 2; min with -3 as signed)
+    assert a.tolist() == [12 & 10, 12 | 10, 12 ^ 10, 2, u32(-3), 42, 0, 0]
+    assert f[0] == 0.75 and out.tolist() == [99, 99, 99, 0, 0, 0, 0, 0]
