@@ -122,15 +122,15 @@ WARP: dict[str, Callable] = {
     "redux_sync": _redux, "redux_sync_bitwise": _redux, "redux_sync_f32": _redux,
     "elect_sync": _elect,
 }
-_BARRIERS = ("bar_sync", "barrier_sync")
-_BARRIER_VOTES = ("bar_red_popc", "bar_red_pred", "barrier_red_popc", "barrier_red_pred")
+# bar/barrier .sync and .red, with or without a thread count
+_BARRIERS = tuple(f"{b}_sync{c}" for b in ("bar", "barrier") for c in ("", "_count"))
+_BARRIER_VOTES = tuple(f"{b}_red_{k}{c}" for b in ("bar", "barrier") for k in ("popc", "pred") for c in ("", "_count"))
 # the entries the executor runs (the waits besides WARP: the code generator's)
 RUNS = frozenset({*ARITHMETIC, *ptx_memory.MEMORY, *WARP, *_BARRIERS, *_BARRIER_VOTES, "bar_warp_sync",
                   "activemask"})
-_COUNTED = ": its barriers take every thread of the block (no thread count, no arrive without a wait)"
 # why some neighbours of what it runs are refused
-_WHY = {**dict.fromkeys([f"{b}_{k}" for b in ("bar", "barrier") for k in
-                         ("sync_count", "arrive", "red_popc_count", "red_pred_count")], _COUNTED),
+_WHY = {"bar_arrive": ": its barriers take every thread of the block, each waiting",
+        "barrier_arrive": ": its barriers take every thread of the block, each waiting",
         "isspacep": ": it does not tell global from local memory"}
 
 
@@ -257,8 +257,9 @@ class PtxDialectCodegen:
             return f"({self.wait(gpu.ACTIVEMASK, k.current)},)"
         if name == "bar_warp_sync":
             return f"({self.wait(gpu.WARP_SYNC, k.current)},)[:0]"
-        # bar/barrier .sync and .red: the barrier's index first, a vote's predicate last
-        check = self._call(_barrier_zero, reads[0], self.name(spelled(family, tokens), "_s"))
+        # bar/barrier .sync and .red: the barrier's index first, then the thread count; a vote's predicate last
+        count = reads[1] if name.endswith("_count") else "None"
+        check = self._call(_whole_block, reads[0], count, "len(_blk.threads)", text)
         if name in _BARRIERS:
             return f"({check}, {self.wait(gpu.BARRIER, k.current)})[:0]"
         op = repr("popc" if "popc" in name else mods["op"])
@@ -287,7 +288,11 @@ def _is_addr(e: Any) -> bool:
     return isinstance(e, E.Call) and getattr(e.op, "name", None) == ptx.ADDR_OP
 
 
-def _barrier_zero(index: Any, name: str) -> None:
+def _whole_block(index: Any, count: Any, threads: int, name: str) -> None:
+    """The executor's barrier is the block's, barrier 0 of all its threads (__syncthreads)."""
     if int(index) != 0:
         raise TVMSError(f"{name} {int(index)}: the reference executor runs barrier 0 only (the block's "
                         f"__syncthreads), not a named barrier")
+    if count is not None and int(count) != threads:
+        raise TVMSError(f"{name} 0, {int(count)}: the reference executor's barrier takes every thread of the "
+                        f"block ({threads}), not {int(count)}")

@@ -453,12 +453,27 @@ O[tx] = smem[63 - tx] * T.uint32(100) + d
     np.testing.assert_array_equal(out, (63 - np.arange(64)) * 100 + 4)
 
 
-def test_a_named_barrier_is_refused() -> None:
-    with pytest.raises(TVMSError, match=re.escape("bar.sync 1: the reference executor runs barrier 0 only")):
-        run('O: T.Buffer((4,), "uint32")', """
-T.ptx.bar(T.uint32(1), "", "sync", "")
+@pytest.mark.parametrize("operands, message", [
+    ("T.uint32(1)", "bar.sync 1: the reference executor runs barrier 0 only"),
+    ("T.uint32(0), T.uint32(64)", "bar.sync 0, 64: the reference executor's barrier takes every thread of the block (32)"),
+])
+def test_a_named_or_partial_barrier_is_refused(operands: str, message: str) -> None:
+    with pytest.raises(TVMSError, match=re.escape(message)):
+        run('O: T.Buffer((32,), "uint32")', f"""
+T.ptx.bar({operands}, "", "sync", "")
 O[tx] = T.uint32(1)
-""", np.zeros(4, "uint32"), threads=4)
+""", np.zeros(32, "uint32"), threads=32)
+
+
+def test_a_barrier_counting_every_thread_is_the_blocks() -> None:
+    out = np.zeros(32, "uint32")
+    run('O: T.Buffer((32,), "uint32")', """
+d: T.uint32
+T.ptx.bar(T.uint32(0), T.uint32(32), "", "sync", "")
+T.ptx.barrier(d, T.uint32(0), T.uint32(32), T.Cast("uint32", tx < 5), "", "red", "popc", "", "u32", "p3")
+O[tx] = d
+""", out, threads=32)
+    np.testing.assert_array_equal(out, 5)
 
 
 # ---------------------------------------------------------------- predication and sinks
@@ -500,7 +515,7 @@ def test_warp_golden_runs_as_computed_by_hand() -> None:
     ('T.ptx.isspacep(d, T.address_of(A[0]), "global", "")',
      "T.ptx.isspacep (isspacep.global): it does not tell global from local memory"),
     ('T.ptx.fence("proxy", "async", "shared::cta", "")', "T.ptx.fence (fence.proxy.async.shared::cta)"),
-    ('T.ptx.bar(T.uint32(0), T.uint32(64), "", "sync", "")', "T.ptx.bar (bar.sync): its barriers take every thread"),
+    ('T.ptx.bar(T.uint32(0), T.uint32(64), "", "arrive", "")', "T.ptx.bar (bar.arrive): its barriers take every thread"),
 ])
 def test_what_it_cannot_run_is_refused_by_name(call: str, text: str) -> None:
     body = f'S = T.alloc_shared((2,), "uint64")\nd: T.uint32\n{call}\nA[0] = d\n'
