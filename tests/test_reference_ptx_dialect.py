@@ -455,7 +455,8 @@ O[tx] = smem[63 - tx] * T.uint32(100) + d
 
 @pytest.mark.parametrize("operands, message", [
     ("T.uint32(1)", "bar.sync 1: the reference executor runs barrier 0 only"),
-    ("T.uint32(0), T.uint32(64)", "bar.sync 0, 64: the reference executor's barrier takes every thread of the block (32)"),
+    ("T.uint32(0), T.uint32(64)",
+     "bar.sync 0, 64: the reference executor's barrier takes every thread of the block (32)"),
 ])
 def test_a_named_or_partial_barrier_is_refused(operands: str, message: str) -> None:
     with pytest.raises(TVMSError, match=re.escape(message)):
@@ -515,7 +516,8 @@ def test_warp_golden_runs_as_computed_by_hand() -> None:
     ('T.ptx.isspacep(d, T.address_of(A[0]), "global", "")',
      "T.ptx.isspacep (isspacep.global): it does not tell global from local memory"),
     ('T.ptx.fence("proxy", "async", "shared::cta", "")', "T.ptx.fence (fence.proxy.async.shared::cta)"),
-    ('T.ptx.bar(T.uint32(0), T.uint32(64), "", "arrive", "")', "T.ptx.bar (bar.arrive): its barriers take every thread"),
+    ('T.ptx.bar(T.uint32(0), T.uint32(64), "", "arrive", "")',
+     "T.ptx.bar (bar.arrive): its barriers take every thread"),
 ])
 def test_what_it_cannot_run_is_refused_by_name(call: str, text: str) -> None:
     body = f'S = T.alloc_shared((2,), "uint64")\nd: T.uint32\n{call}\nA[0] = d\n'
