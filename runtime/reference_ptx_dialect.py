@@ -10,8 +10,9 @@ generated code, as one statement:
 * then what the entry computes: ``ptx_arithmetic.ARITHMETIC`` (per thread), ``ptx_memory.MEMORY``
   (ld, st, atom, red, cvta; prefetches and plain fences do nothing), ``WARP`` (shfl.sync,
   vote.sync, match.sync, redux.sync, elect.sync: answered in lock-step once every lane of the
-  membermask is there, as the T.cuda votes are), activemask, bar/barrier.sync (CTA barrier 0, as
-  ``T.cuda.cta_sync``; bar.red.popc/and/or answer with the block's vote), bar.warp.sync;
+  membermask is there, as the T.cuda votes are), activemask, bar/barrier.sync (barrier 0 of
+  the whole block, as ``T.cuda.cta_sync``: a thread count, if given, must be the block's;
+  bar.red.popc/and/or answer with the block's vote), bar.warp.sync;
 * then its destinations are written (each a scalar or a buffer element, ``register_value``).
 
 Predication: where the marker says ``pred``, the last argument guards the whole instruction: a
@@ -20,8 +21,8 @@ keeps its value whether the marker says ``keep`` or not (without it, TVM binds t
 write-only and leaves it undefined: keeping the old value is one of the values it may have).
 
 Everything else -- a call its family only names (where the table leaves entries open), tcgen05,
-wgmma, mbarrier, TMA and bulk copies, multimem, proxy fences, named barriers -- is refused by the
-name PTX spells it (``refusal``).
+wgmma, mbarrier, cp.async and its bulk and TMA forms, multimem, proxy fences, named barriers,
+isspacep -- is refused by the name PTX spells it (``refusal``).
 """
 from __future__ import annotations
 
