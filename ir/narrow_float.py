@@ -15,9 +15,14 @@ from .function import PrimFunc
 from .visitor import Mutator, walk
 
 _ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Min, E.Max)
-# calls that do not compute on their narrow operand's value (its bits, or nothing)
+# calls that do not compute on their narrow operand's value (its bits, or nothing); and the PTX
+# dialect's instructions (tirx.ptx.*), whose operands are registers, read and written as bits
 _MOVES = frozenset({"tir.reinterpret", "tir.undef", "tir.likely", "tir.vectorcombine",
                     "tir.max_value", "tir.min_value"})
+
+
+def _moves(op: E.Op) -> bool:
+    return op.name in _MOVES or op.name.startswith("tirx.ptx.")
 
 
 def _narrow(e: E.PrimExpr) -> bool:
@@ -34,7 +39,7 @@ def _computes(e: E.PrimExpr) -> bool:
         return True
     if isinstance(e, E.Select):
         return _computes(e.true_value) or _computes(e.false_value)
-    return isinstance(e, E.Call) and isinstance(e.op, E.Op) and e.op.name not in _MOVES
+    return isinstance(e, E.Call) and isinstance(e.op, E.Op) and not _moves(e.op)
 
 
 class _Legalizer(Mutator):
@@ -63,7 +68,7 @@ class _Legalizer(Mutator):
             return type(e)(self.wide(e.a), self.wide(e.b))
         if isinstance(e, E.Cast) and _narrow(e.value) and _computes(e.value):
             return E.Cast(e.dtype, self.wide(e.value))
-        if isinstance(e, E.Call) and isinstance(e.op, E.Op) and e.op.name not in _MOVES \
+        if isinstance(e, E.Call) and isinstance(e.op, E.Op) and not _moves(e.op) \
                 and any(_narrow(a) for a in e.args):  # (T.isnan(x) of a bfloat16 x)
             return E.Call(e.dtype, e.op, tuple(self.operand(a) for a in e.args), e.attrs, e.type_annotation)
         return self.generic_visit(e)

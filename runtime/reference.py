@@ -19,7 +19,7 @@ Semantics follow TVM:
   semantics: block after block, the threads of a block concurrently up to their barriers, warp
   shuffles lane by lane in lock-step, ``shared`` memory per block and ``local`` per thread, data
   races on shared memory and divergent barriers reported (``reference_kernel`` compiles a kernel,
-  ``reference_gpu`` runs it); outside a launch ``tvm_storage_sync`` has nothing to wait for. An
+  ``reference_gpu`` runs it, ``reference_ptx_dialect`` its ``T.ptx.*`` instructions); outside a launch ``tvm_storage_sync`` has nothing to wait for. An
   IRModule runs its ``main``, whose ``T.call_ffi_kernel`` (SplitHostDevice) runs its kernels;
 * storage is flat: each data pointer owns a 1-D numpy array and every buffer is a view onto it
   (``T.decl_buffer(data=A.data)``, ``A.view(...)``, ``match_buffer`` alias the same memory; a
@@ -54,6 +54,7 @@ from tvms.ir.op import loop_control
 
 from . import reference_dma
 from .reference_kernel import KernelCodegen
+from .reference_ptx_dialect import PtxDialectCodegen
 from .tir_values import INTRINSICS, cast_value, count_leading_zeros, numpy_dtype, trunc_div, trunc_mod
 
 __all__ = ["run_prim_func", "compile_prim_func", "prim_func_source", "compile_expr", "numpy_dtype",
@@ -224,7 +225,8 @@ class _Compiler:
         if not isinstance(op, E.Op):  # Module.f(...): the executor runs one PrimFunc at a time
             raise TVMSError(f"the reference executor runs one PrimFunc and cannot call the module's "
                             f"function {getattr(op, 'name_hint', op)!r}")
-        refused = ptx.not_compiled(e, "the reference executor does not run")
+        refused = ptx.not_compiled(e, "the reference executor does not run",
+                                   "the reference executor runs PTX instructions in GPU kernels only")
         if refused is not None:
             raise refused
         if name == "tir.if_then_else":  # lazy: only the chosen branch is evaluated
@@ -566,8 +568,9 @@ class _SerialCodegen(_Compiler):
         return scope["_prim_func"], source
 
 
-class _Codegen(KernelCodegen, _SerialCodegen):
-    """The code generator: serial code with GPU kernels (``reference_kernel``)."""
+class _Codegen(PtxDialectCodegen, KernelCodegen, _SerialCodegen):
+    """The code generator: serial code with GPU kernels (``reference_kernel``) and their PTX
+    instructions (``reference_ptx_dialect``)."""
 
 
 _MODULE = object()  # the key of the module being run in a function's env

@@ -24,7 +24,9 @@ scheduler, ``(kind, site, *payload)``:
 * ``PTX``: ``mma.sync`` or ``ldmatrix`` (``T.ptx_legacy.*``), run once when every lane of the
   warp has reached it, each lane with its own fragment registers and addresses (``reference_ptx``);
 * ``WARP_VOTE``: CUDA's warp votes and reductions (``T.cuda.ballot_sync``, ``any_sync``,
-  ``reduce_add_sync_u32``, ``reduce_min_sync_u32``, ``warp_reduce``), answered as the shuffles.
+  ``reduce_add_sync_u32``, ``reduce_min_sync_u32``, ``warp_reduce``) and the PTX dialect's
+  (``T.ptx.shfl_sync``, ``vote_sync``, ...: a function of the lanes' values, reference_ptx_dialect),
+  answered as the shuffles.
 
 A kernel without any such point is a plain function, run thread after thread (the fast path).
 Otherwise ``run_block`` runs the threads of a block round-robin: each runs until it waits, and
@@ -431,7 +433,9 @@ def _vote(lanes: dict, running: set, waits: list, replies: list, site: Site) -> 
         if not voters:  # (CUDA's votes need the calling lane in the mask: an empty one is undefined)
             raise TVMSError(f"lane {lane} votes at {site} with the mask {mask:#x}, which names no lane that "
                             f"votes there")
-        if op == "ballot":
+        if callable(op):  # (a PTX instruction's: reference_ptx_dialect.WARP)
+            replies[t] = op(lane, voters)
+        elif op == "ballot":
             replies[t] = np.uint32(sum(1 << other for other, v in voters.items() if v))
         elif op == "any":
             replies[t] = np.int32(any(voters.values()))
@@ -494,9 +498,10 @@ def _answer_block(block: Block, waits: list, replies: list) -> list:
                         f"{block.thread(finished[0])}) never reach")
     if site.kind == ALLREDUCE:
         _allreduce(block, site, here, waits, replies)
-    elif len(waits[first]) > 2:  # (T.cuda.syncthreads_and / _or: a barrier that answers with a vote)
+    elif len(waits[first]) > 2:  # (syncthreads_and / _or, bar.red.popc: a barrier that answers with a vote)
         votes = [bool(waits[t][3]) for t in here]
-        answer = np.int64(all(votes) if waits[first][2] == "and" else any(votes))
+        how = waits[first][2]
+        answer = np.int64(all(votes) if how == "and" else any(votes) if how == "or" else sum(votes))
         for t in here:
             replies[t] = answer
     else:
