@@ -24,7 +24,7 @@ import numpy as np
 
 from tvms.ir.errors import TVMSError
 
-from . import ptx_arithmetic
+from . import ptx_arithmetic, reference_async
 from .ptx_values import as_float, as_int, exact, is_float, lanewise, rounded, width
 from .reference_gpu import Shared
 
@@ -241,6 +241,29 @@ def cvta(ctx: tuple, m: dict, a: Any) -> tuple:
     return (_generic_window(block).address(address),)
 
 
+def cp_async(ctx: tuple, m: dict, dst: Address, src: Address, size: int, *_: Any) -> tuple:
+    """``cp.async.ca``/``.cg`` of ``size`` bytes into shared memory, in the thread's open group
+    (reference_async: it lands at the ``wait_group`` that completes its group)."""
+    return cp_async_src_size(ctx, m, dst, src, size, size)
+
+
+def cp_async_src_size(ctx: tuple, m: dict, dst: Address, src: Address, size: int, read: int, *_: Any) -> tuple:
+    """The ``src_size`` form: ``read`` bytes of the source, the rest of the ``size`` zeros."""
+    block, me, stmt = ctx
+    what = _name(m, "cp.async")
+    size, read = int(size), int(read)
+    if not isinstance(dst.memory, Shared) or isinstance(src.memory, Shared):
+        raise TVMSError(f"{what}: it copies from global into shared memory")
+    source = _raw(src.memory)
+    if read < size:  # (the bytes past src-size are zeros)
+        padded = np.zeros(src.byte + size, np.uint8)
+        padded[:src.byte + read] = source[:src.byte + read]
+        source = padded
+    reference_async.cp_async(block, me, dst.memory.view(np.dtype(np.uint8)), dst.byte, source, src.byte, size, True,
+                             stmt)
+    return ()
+
+
 def no_op(ctx: tuple, m: dict, *_: Any) -> tuple:
     """prefetch, prefetchu, applypriority, a plain fence: nothing a single-stream executor can see."""
     return ()
@@ -255,4 +278,8 @@ MEMORY = {
     "red": atom, "red_half": atom, "red_f32_noftz": atom,
     "cvta": cvta, "cvta_generic": cvta,
     "prefetch": no_op, "prefetchu": no_op, "prefetch_valid_addr": no_op, "applypriority": no_op, "fence": no_op,
+    # (one proxy in the executor: fence.proxy.async orders nothing it could see)
+    "fence_proxy": no_op,
+    "cp_async_ca": cp_async, "cp_async_cg": cp_async, "cp_async_ca_src_size": cp_async_src_size,
+    "cp_async_cg_src_size": cp_async_src_size,
 }

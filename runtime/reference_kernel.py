@@ -506,7 +506,11 @@ class KernelCodegen:
 
 
 def _is_cp_async(e: Any) -> bool:
-    return isinstance(e, E.Call) and getattr(e.op, "name", None) == "tir.s_tir.cp_async_raw"
+    """A cp.async copy: TVM's builtin, or an instruction of the PTX dialect."""
+    return isinstance(e, E.Call) and getattr(e.op, "name", None) in _CP_ASYNC
+
+
+_CP_ASYNC = ("tir.s_tir.cp_async_raw", *(f"tirx.ptx.cp_async_{kind}" for kind in ("ca", "cg", "ca_src_size", "cg_src_size")))
 
 
 _PTX_CALLS = ("tir.ptx_legacy.mma", "tir.ptx_legacy.ldmatrix", "tir.mma_fill_legacy", "tir.mma_store_legacy")

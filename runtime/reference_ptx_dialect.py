@@ -20,9 +20,16 @@ false one reads nothing, writes nothing and takes no part in a collective. So th
 keeps its value whether the marker says ``keep`` or not (without it, TVM binds the destination
 write-only and leaves it undefined: keeping the old value is one of the values it may have).
 
+cp.async (``.ca``/``.cg``, with or without src-size) goes into the thread's queue of copies, as
+TVM's cp.async builtin does (reference_async: it lands at the ``cp.async.wait_group`` or
+``wait_all`` that completes its group, and a read of it before is an error); the group operations
+are that queue's. wgmma's matrix multiply of two shared-memory operands, its fence, commit and
+wait, and ``T.cuda.wgmma.encode_matrix_descriptor`` are reference_wgmma's; fence.proxy orders
+nothing the executor could see (it has one proxy).
+
 Everything else -- a call its family only names (where the table leaves entries open), tcgen05,
-wgmma, mbarrier, cp.async and its bulk and TMA forms, multimem, proxy fences, named barriers,
-isspacep -- is refused by the name PTX spells it (``refusal``).
+wgmma's other forms, mbarrier, the bulk and TMA copies, multimem, named barriers, isspacep -- is
+refused by the name PTX spells it (``refusal``).
 """
 from __future__ import annotations
 
@@ -33,7 +40,7 @@ from tvms.ir import ptx
 from tvms.ir import stmt as S
 from tvms.ir.errors import TVMSError
 
-from . import ptx_memory
+from . import ptx_memory, reference_async, reference_wgmma
 from . import reference_gpu as gpu
 from .ptx_arithmetic import ARITHMETIC
 from .ptx_values import as_float, as_int, bits_of, float_bits, register_value
@@ -128,7 +135,9 @@ _BARRIERS = tuple(f"{b}_sync{c}" for b in ("bar", "barrier") for c in ("", "_cou
 _BARRIER_VOTES = tuple(f"{b}_red_{k}{c}" for b in ("bar", "barrier") for k in ("popc", "pred") for c in ("", "_count"))
 # the entries the executor runs (the waits besides WARP: the code generator's)
 RUNS = frozenset({*ARITHMETIC, *ptx_memory.MEMORY, *WARP, *_BARRIERS, *_BARRIER_VOTES, "bar_warp_sync",
-                  "activemask"})
+                  "activemask", "cp_async_wait_all", *reference_wgmma.MMA, *reference_wgmma.ORDERING})
+# the cp.async group operations (read as their own ops, ir/op.py PTX_CP): the thread's queue of copies
+_GROUPS = {"tir.ptx.cp_async_commit_group": "commit", "tir.ptx.cp_async_wait_group": "wait"}
 # why some neighbours of what it runs are refused
 _WHY = {"bar_arrive": ": its barriers take every thread of the block, each waiting",
         "barrier_arrive": ": its barriers take every thread of the block, each waiting",
@@ -180,8 +189,17 @@ class PtxDialectCodegen:
         super().s_Evaluate(s)
 
     def e_Call(self, e: E.Call) -> str:
-        if getattr(e.op, "name", None) == "tir.cuda.cvta_generic_to_shared" and self.kernel is not None:
+        name = getattr(e.op, "name", None)
+        if name == "tir.cuda.cvta_generic_to_shared" and self.kernel is not None:
             return self._call(ptx_memory.shared_address, "_blk", self._pointer_source(e.args[0]))
+        if name in _GROUPS and self.kernel is not None:
+            if _GROUPS[name] == "commit":
+                return self._call(reference_async.commit_group, "_blk", "_me", "0")
+            return self._call(reference_async.wait_group, "_blk", "_me", self.src(e.args[0]))
+        if name == "tir.cuda.wgmma_encode_matrix_descriptor" and self.kernel is not None:
+            desc, addr, *fields = e.args
+            return self._call(reference_wgmma.encode_descriptor, "_blk", self._pointer_source(desc),
+                              self._pointer_source(addr), *(self.src(f) for f in fields))
         return super().e_Call(e)
 
     def ptx_instruction(self, call: E.Call) -> None:
@@ -220,7 +238,8 @@ class PtxDialectCodegen:
     def _operands(self, entry: ptx.Entry, mods: dict, tokens: tuple, exprs: list) -> tuple[list, list]:
         """(the sources' code, the destinations: buffer elements, None where sunk)."""
         reads, writes, start = [], [], 0
-        for (lanes, is_pred, _), operand in zip(entry.layout(tokens), entry.operands):
+        rendered = [o for o in entry.rendering.operands if not (o.kind == "imm" and o.literal is not None)]
+        for (lanes, is_pred, _), operand, render in zip(entry.layout(tokens), entry.operands, rendered):
             space = _at(operand.space, mods)
             for e in exprs[start:start + lanes]:
                 if operand.writes:
@@ -228,6 +247,8 @@ class PtxDialectCodegen:
                         raise TVMSError(f"T.ptx.{entry.family}'s destination {e.script()} is not a scalar or "
                                         f"a buffer element")
                     writes.append(e)
+                    if render.rw == "rw":  # (an accumulator: read too)
+                        reads.append(self._call(bits_of, self.src(e), self.name(str(e.dtype), "_s")))
                 elif e is None:
                     reads.append("None")
                 elif is_pred:
@@ -256,6 +277,13 @@ class PtxDialectCodegen:
             return self.wait(gpu.WARP_VOTE, k.current, (answer, reads[-1], values, "32"))
         if name == "activemask":
             return f"({self.wait(gpu.ACTIVEMASK, k.current)},)"
+        if name in reference_wgmma.MMA:
+            return self._call(reference_wgmma.mma_async, f"(_blk, _me, {k.stmt_ref})", repr(name), mods_src, "_me",
+                              *reads)
+        if name in reference_wgmma.ORDERING:  # (mma_async computes when issued: reference_wgmma)
+            return "()"
+        if name == "cp_async_wait_all":
+            return f"({self._call(reference_async.wait_group, '_blk', '_me', '0')},)[:0]"
         if name == "bar_warp_sync":
             return f"({self.wait(gpu.WARP_SYNC, k.current)},)[:0]"
         # bar/barrier .sync and .red: the barrier's index first, then the thread count; a vote's predicate last
