@@ -27,7 +27,7 @@ from .evaluator import Builtin, BufferMethod, BufferSlice, NewVar, ScopedEvaluat
 from .functions import FunctionParsing
 from .loops import LoopParsing
 from .rules import PARSE, Declaration, Header, TakesRest
-from . import scope_ids  # noqa: F401  (its parse rules)
+from . import scope_ids, tile_primitives  # noqa: F401  (their parse rules)
 from .statements import StatementParsing
 from .threads import ThreadParsing
 
