@@ -186,8 +186,9 @@ class ExprEvaluator:
         if isinstance(base, Builtin):
             path = f"{base.path}.{syn.attr}" if base.path else DTYPE_SHORTHANDS.get(syn.attr, syn.attr)
             if not base.path and not is_builtin_name(path):
+                heads = {n.split(".")[0] for n in all_builtin_names()}  # (T.ctaa: T.cta, not T.cta.max)
                 raise self.error(syn, f"unknown builtin 'T.{path}'"
-                                 f"{did_you_mean('T.' + path, ['T.' + n for n in all_builtin_names()])}")
+                                 f"{did_you_mean('T.' + path, ['T.' + n for n in sorted(heads)])}")
             return Builtin(path)
         if isinstance(base, Namespace):
             return base.attribute(self, syn.attr, syn)

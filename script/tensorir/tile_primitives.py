@@ -54,7 +54,7 @@ def _read(prefix: str, op: str):
                 bound[p.name] = options.pop(p.name)
         stored = {}
         for p in params:
-            if p.name in bound:
+            if p.name in bound and not (bound[p.name] is None and p.default == "dst"):
                 value = bound[p.name]
             elif p.default is REQUIRED:
                 raise b.error(call, f"{name} needs its argument {p.name!r} "
@@ -62,10 +62,10 @@ def _read(prefix: str, op: str):
             else:
                 value = stored[params[0].name] if p.default == "dst" else p.default
             stored[p.name] = _convert(b, call, name, p, value)
-        if op == "gemm_async" and (stored["SFA"] is None) != (stored["SFB"] is None):
+        if op == "gemm_async" and (stored.get("SFA") is None) != (stored.get("SFB") is None):
             raise b.error(call, f"{name}'s scale factors SFA and SFB are given together (a block-scaled MMA) or not at all")
         order = STORED_ORDER.get(op, [p.name for p in params])
-        args = tuple(stored[n] for n in order if not (op == "gemm_async" and n in ("SFA", "SFB") and stored[n] is None))
+        args = tuple(stored[n] for n in order if not (op == "gemm_async" and n in ("SFA", "SFB") and stored.get(n) is None))
         workspace = options.pop("workspace", None) or EMPTY
         if not isinstance(workspace, dict) or not all(isinstance(k, str) and isinstance(v, Buffer)
                                                        for k, v in workspace.items()):
@@ -73,12 +73,14 @@ def _read(prefix: str, op: str):
         dispatch = options.pop("dispatch", None)
         if dispatch is not None and not isinstance(dispatch, str):
             raise b.error(call, f"{name}'s dispatch= names a variant (a string), not {_describe(dispatch)}")
+        config = {}
         for key, value in options.items():
             if isinstance(value, LambdaExpr):
                 raise b.error(call, f"{name}'s option {key}= cannot be a lambda (TVM prints it as metadata)")
+            value = _option(b, value, call)
             b.check_data(value, call)
-        config = FrozenDict({k: freeze_value(_option(b, v, call)) for k, v in options.items()})
-        return TilePrimitiveCall(op, args, scope, FrozenDict(workspace), dispatch, config, span=b.span(call))
+            config[key] = freeze_value(value)
+        return TilePrimitiveCall(op, args, scope, FrozenDict(workspace), dispatch, FrozenDict(config), span=b.span(call))
     return read
 
 
