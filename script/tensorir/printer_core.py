@@ -222,6 +222,8 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         if isinstance(t, PrimType):
             return self.tir(f"{t.dtype}")
         if isinstance(t, PointerType):
+            if t.is_tensor_map:
+                return self.tir("TensorMap()")
             if t.element.is_void:  # (an untyped pointer in another scope)
                 return self.tir(f"handle(storage_scope={quote(t.storage_scope)})")
             return self.tir(f"handle({quote(str(t.element))}, {quote(t.storage_scope)})")
