@@ -14,11 +14,12 @@ from typing import Any, Callable
 from ...ir import arith
 from ...ir.buffer import DEFAULT_ALIGN, Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from ...ir.dtype import DataType, handle
+from ...ir.errors import TVMSError
 from ...ir.expr import BufferLoad, FloorDiv, IntImm, Mul, PointerType, PrimExpr, Sub, Var
 from ...ir.node import EMPTY
 from ...ir.structural import structural_equal
-from ...ir.tile_layout import (ComposeLayout, TileLayout, layout_of, on_threads, same_placement, storage,
-                               storage_size, storage_span)
+from ...ir.tile_layout import (ComposeLayout, TileLayout, layout_of, on_threads, permutation, permute, same_placement,
+                               storage, storage_size, storage_span)
 from ...ir.stmt import Allocate, AllocBuffer, BufferStore, DeclBuffer, LetStmt, SeqStmt, Stmt, seq
 from ...ir.visitor import walk
 from .. import syntax as S
@@ -189,6 +190,24 @@ class BufferParsing:
                                    f"element(s) one thread holds")
         return self.derived_buffer(target, base, shape, {"layout": layout or "default"}, call, rest)
 
+    def buffer_permute(self, target: Any, method: BufferMethod, call: S.Call, rest: list) -> Any:
+        """``B.permute(1, 0)``: ``B``'s memory with its dimensions reordered (TVM 0.27), the
+        layout's pieces with them."""
+        base = method.buffer
+        dims = [self.ev(a) for a in call.args]
+        dims = [d.value if isinstance(d, IntImm) else d for d in dims]
+        if call.kwargs or sorted(dims) != list(range(len(base.shape))):
+            raise self.error(call, f"{base.name}.permute(...) takes an order of its {len(base.shape)} "
+                                   f"dimension{'s' if len(base.shape) != 1 else ''}, such as "
+                                   f"{base.name}.permute({', '.join(map(str, reversed(range(len(base.shape)))))})")
+        if base.no_layout:
+            raise self.error(call, f"{base.name}.permute(...) reorders {base.name}'s layout, and {base.name} has layout=None")
+        try:
+            layout = permute(layout_of(base), base.shape, tuple(dims))
+        except TVMSError as e:
+            raise self.error(call, f"{base.name}.permute(...): {e}") from None
+        return self.derived_buffer(target, base, tuple(base.shape[d] for d in dims), {"layout": layout}, call, rest)
+
     def retyped_view(self, name: str, base: Buffer, dtype: DataType, call: S.Call) -> Buffer:
         """``base.view(dtype)``: the same bytes as elements of another type (the last dimension
         and the offset scaled by the ratio of the sizes, as TVM's ``Buffer.view`` does)."""
@@ -287,16 +306,30 @@ def _localizes(parent: Buffer, b: Buffer) -> bool:
             and b.buffer_type == "default" and not b.axis_separators)
 
 
-def _reshapes(parent: Buffer, b: Buffer) -> bool:
-    """Whether ``b`` is ``parent.view(*shape)``, as TVM prints it: another shape over the same
-    elements (dtype, offset, strides, scope, alignment and offset factor equal)."""
-    def same(xs: tuple, ys: tuple) -> bool:
-        return len(xs) == len(ys) and all(structural_equal(x, y) for x, y in zip(xs, ys))
+def _same(xs: tuple, ys: tuple) -> bool:
+    return len(xs) == len(ys) and all(structural_equal(x, y) for x, y in zip(xs, ys))
 
-    return (parent.dtype == b.dtype and not same(parent.shape, b.shape) and same(parent.strides, b.strides)
+
+def _same_storage(parent: Buffer, b: Buffer) -> bool:
+    """Whether ``b`` reaches ``parent``'s elements as ``parent`` does (dtype, offset, strides,
+    scope, alignment and offset factor equal): a view of it, whatever its shape."""
+    return (parent.dtype == b.dtype and _same(parent.strides, b.strides)
             and structural_equal(parent.offset, b.offset) and parent.scope == b.scope
             and parent.data_alignment == b.data_alignment and parent.offset_factor == b.offset_factor
             and b.buffer_type == "default" and not b.axis_separators)
+
+
+def _reshapes(parent: Buffer, b: Buffer) -> bool:
+    """Whether ``b`` is ``parent.view(*shape)``, as TVM prints it: another shape over the same
+    elements."""
+    return _same_storage(parent, b) and not _same(parent.shape, b.shape)
+
+
+def _permutes(parent: Buffer, b: Buffer) -> tuple | None:
+    """The dimensions of ``b`` as ``parent.permute(*dims)``, where TVM prints it so."""
+    if parent.no_layout or b.no_layout or not _same_storage(parent, b):
+        return None
+    return permutation(layout_of(parent), parent.shape, layout_of(b), b.shape)
 
 
 def _retypes(parent: Buffer, b: Buffer) -> bool:
@@ -624,8 +657,14 @@ class BufferPrinting:
         owner = data_of if named else self.data_owner(b.data, exclude=b)
         if owner is None or self.namer.get(b.data) is not None:
             return self.buffer_decl(b, "decl_buffer", [])
+        if owner.allocated_addr and owner.scope != "tmem":
+            # (a view does not carry a pooled buffer's address: TVM declares a buffer over its data)
+            return self.buffer_decl(b, "decl_buffer", [], data=self.data_of(owner))
         if self.d.name != "classic" and _localizes(owner, b):
             return self.local_view(owner, b)
+        dims = _permutes(owner, b) if self.d.name != "classic" else None
+        if dims is not None:
+            return f"{self.namer.get(owner)}.permute({', '.join(map(str, dims))})"
         # (view's layout=None keeps the viewed buffer's layout: a buffer without one over the
         # memory of a buffer with one is no view, and TVM declares it)
         if self.d.name != "classic" and _reshapes(owner, b) and (owner.no_layout or not b.no_layout):

@@ -210,7 +210,7 @@ class ExprEvaluator:
                 return base.offset
             if syn.attr == "dtype":
                 return str(base.dtype)
-            if syn.attr in ("view", "local", "access_ptr"):
+            if syn.attr in ("view", "local", "permute", "access_ptr"):
                 return BufferMethod(base, syn.attr)
             if syn.attr == "source" and self.reads_as_scalar(base):  # TVM 0.27's region of a scalar: x.source[0]
                 return base

@@ -152,6 +152,8 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
                 return self.buffer_view(target, func, value_syn, rest)
             if isinstance(func, BufferMethod) and func.name == "local":
                 return self.buffer_local(target, func, value_syn, rest)
+            if isinstance(func, BufferMethod) and func.name == "permute":
+                return self.buffer_permute(target, func, value_syn, rest)
         value = self.ev(value_syn)
         if isinstance(value, NewVar):
             name = self.target_name(target)
