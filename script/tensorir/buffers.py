@@ -143,9 +143,10 @@ class BufferParsing:
                                         span=self.assigned_span(call, target)))
         shape = tuple(args) if args and not isinstance(args[0], (tuple, list)) else (args[0] if args else ())
         # (without layout=, or with layout=None as in TVM, a view places the elements as the buffer
-        # it views does)
+        # it views does: it keeps that buffer's layout, as TVM keeps it, which TVM's printer compares)
         if kwargs.get("layout") is None:
-            kwargs["layout"] = None if base.no_layout else base.layout or "default"
+            s_tir = self.func is not None and self.func.s_tir  # (whose buffers have no layout)
+            kwargs["layout"] = None if base.no_layout else base.layout or ("default" if s_tir else layout_of(base))
         return self.derived_buffer(target, base, shape, kwargs, call, rest)
 
     def derived_buffer(self, target: Any, base: Buffer, shape: tuple, kwargs: dict, call: S.Call,
