@@ -125,7 +125,8 @@ def _convert(b: Any, call: Any, name: str, p: Param, value: Any) -> Any:
     what = f"{name}'s {p.name}"
     if value is None and p.default is None:
         return None
-    if p.kind in ("region", "operand") and isinstance(value, _REGION_LIKE):
+    if p.kind in ("region", "operand") and isinstance(value, _REGION_LIKE) or p.kind == "region" and \
+            isinstance(value, BufferLoad):  # (TVM prints a region of one element A[0:1] as A[0])
         return value if isinstance(value, BufferRegion) else b.to_region(value, call)
     if p.kind == "region":
         raise b.error(call, f"{what} is a buffer region such as A[0:16], not {_describe(value)}")
