@@ -30,10 +30,11 @@ from .rules import PARSE, Declaration, Header, TakesRest
 from . import scope_ids, tile_primitives  # noqa: F401  (their parse rules)
 from .statements import StatementParsing
 from .threads import ThreadParsing
+from .views import ViewParsing
 
 
 class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing, BlockParsing,
-                 BufferParsing, ThreadParsing, AttrParsing):
+                 BufferParsing, ViewParsing, ThreadParsing, AttrParsing):
     """Builds one PrimFunc from a ``def`` decorated with ``@T.prim_func``."""
 
     def __init__(self, source: Source, dialect: Dialect = CLASSIC, globals_: dict | None = None,

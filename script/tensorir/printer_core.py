@@ -22,11 +22,12 @@ from .rules import PRINT_EXPR, PRINT_STMT, prints
 from .scope_ids import ScopeIdPrinting
 from .statements import StatementPrinting
 from .tile_primitives import TilePrimitivePrinting
+from .views import ViewPrinting
 from .text import Namer, ParamUsed, comments_of, is_filler, is_nop, quote
 
 
 class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting, BlockPrinting,
-                 BufferPrinting, AttrPrinting, ScopeIdPrinting, TilePrimitivePrinting):
+                 BufferPrinting, ViewPrinting, AttrPrinting, ScopeIdPrinting, TilePrimitivePrinting):
     """Prints one PrimFunc (or a fragment) in a dialect."""
 
     expr_printers = PRINT_EXPR  # by node class; a subclass may replace entries
