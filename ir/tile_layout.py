@@ -177,7 +177,8 @@ def permutation(parent: Layout, parent_shape: tuple, layout: Layout, shape: tupl
             or not len(parent.shard) == len(layout.shard) == len(parent_shape) == len(shape) \
             or not structural_equal((parent.replica, parent.offset), (layout.replica, layout.offset)):
         return None
-    if not all(structural_equal(it.extent, e) for it, e in (*zip(parent.shard, parent_shape), *zip(layout.shard, shape))):
+    pieces = (*zip(parent.shard, parent_shape), *zip(layout.shard, shape))
+    if not all(structural_equal(it.extent, e) for it, e in pieces):
         return None
     dims: list = []
     for it in layout.shard:

@@ -32,23 +32,28 @@ OP_PREFIX = "tirx.tile."  # TVM's operator names, tirx.tile.<op>
 # axis or a list of them; stored as a list), op (the name of a tile op), lambda (a predicate over
 # the destination's indices). ``src=dst``: the source is the destination (in place); TVM's printer
 # leaves such a source out of every call, so each op whose second argument is a region reads so.
+# A row goes on on the next lines, indented to its parameters.
 _TABLE = """
 zero reciprocal silu cast copy copy_async permute_layout   dst:region src:region=dst
 sqrt exp exp2 log2          dst:region src:region=dst bias:operand=None scale:scalar=None
 add sub mul fdiv maximum minimum   dst:region src1:operand src2:operand
 fma                         dst:region src:region scale:operand bias:operand
 fill memset                 dst:region value:scalar
-gemm                        D:region A:region B:region C:region transpose_A:flag=False transpose_B:flag=False alpha:scalar=1.0 beta:scalar=0.0
-gemm_async                  C:region A:region B:region SFA:region=None SFB:region=None transA:flag=False transB:flag=False accum:flag=False
+gemm                        D:region A:region B:region C:region
+                            transpose_A:flag=False transpose_B:flag=False alpha:scalar=1.0 beta:scalar=0.0
+gemm_async                  C:region A:region B:region SFA:region=None SFB:region=None
+                            transA:flag=False transB:flag=False accum:flag=False
 sum max min                 dst:region src:region axes:axes=-1 accum:flag=False
-binary_reduce               binary_output:region reduce_output:region binary_input1:operand binary_input2:operand binary_op:op reduce_op:op reduce_axes:axes=-1
-unary_reduce                unary_output:region reduce_output:region unary_input:region unary_op:op reduce_op:op bias:operand=None scale:scalar=None reduce_axes:axes=-1
-binary_chain                output:region data:region operand0:operand operand1:operand op0:op op1:op reverse1:flag=False
+binary_reduce               binary_output:region reduce_output:region binary_input1:operand
+                            binary_input2:operand binary_op:op reduce_op:op reduce_axes:axes=-1
+unary_reduce                unary_output:region reduce_output:region unary_input:region unary_op:op
+                            reduce_op:op bias:operand=None scale:scalar=None reduce_axes:axes=-1
+binary_chain                output:region data:region operand0:operand operand1:operand op0:op op1:op
+                            reverse1:flag=False
 reduce_negate               output:region input:region reduce_op:op reduce_axes:axes=-1 accum:flag=False
 select                      dst:region true_value:operand false_value:operand pred:lambda
 """
 REQUIRED = object()
-KINDS = ("region", "operand", "scalar", "flag", "axes", "op", "lambda")
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ def _default(text: str) -> object:
 
 def _load(table: str) -> dict[str, tuple[Param, ...]]:
     ops = {}
-    for row in table.strip().splitlines():
+    for row in table.strip().replace("\n" + " " * 28, " ").splitlines():  # (a row goes on indented)
         words = row.split()
         names = [w for w in words if ":" not in w]
         params = []

@@ -40,48 +40,61 @@ def _read(prefix: str, op: str):
             raise b.error(call, "star arguments are not supported in TVMScript")
         values = [_evaluate(b, a, name) for a in call.args]
         options = {k: _evaluate(b, v, name) for k, v in call.kwargs}
-        params = _layout(op, values)
-        if len(values) > len(params):
-            raise b.error(call, f"{name} takes at most {len(params)} arguments "
-                                f"({', '.join(p.name for p in params)}), got {len(values)}")
         if "scope" in options:
             raise b.error(call, f"{name} runs at the scope its prefix names ({scope}); it takes no scope=")
-        bound = dict(zip((p.name for p in params), values))
-        for p in params:
-            if p.name in options:
-                if p.name in bound:
-                    raise b.error(call, f"{name} got {p.name!r} twice, by position and by name")
-                bound[p.name] = options.pop(p.name)
-        stored = {}
-        for p in params:
-            if p.name in bound and not (bound[p.name] is None and p.default == "dst"):
-                value = bound[p.name]
-            elif p.default is REQUIRED:
-                raise b.error(call, f"{name} needs its argument {p.name!r} "
-                                    f"({', '.join(q.name for q in params if q.default is REQUIRED)} are required)")
-            else:
-                value = stored[params[0].name] if p.default == "dst" else p.default
-            stored[p.name] = _convert(b, call, name, p, value)
-        if op == "gemm_async" and (stored.get("SFA") is None) != (stored.get("SFB") is None):
-            raise b.error(call, f"{name}'s scale factors SFA and SFB are given together (a block-scaled MMA) or not at all")
-        order = STORED_ORDER.get(op, [p.name for p in params])
-        args = tuple(stored[n] for n in order if not (op == "gemm_async" and n in ("SFA", "SFB") and stored.get(n) is None))
-        workspace = options.pop("workspace", None) or EMPTY
-        if not isinstance(workspace, dict) or not all(isinstance(k, str) and isinstance(v, Buffer)
-                                                       for k, v in workspace.items()):
-            raise b.error(call, f"{name}'s workspace= is a dict of names to buffers, not {_describe(workspace)}")
-        dispatch = options.pop("dispatch", None)
-        if dispatch is not None and not isinstance(dispatch, str):
-            raise b.error(call, f"{name}'s dispatch= names a variant (a string), not {_describe(dispatch)}")
-        config = {}
-        for key, value in options.items():
-            if isinstance(value, LambdaExpr):
-                raise b.error(call, f"{name}'s option {key}= cannot be a lambda (TVM prints it as metadata)")
-            value = _option(b, value, call)
-            b.check_data(value, call)
-            config[key] = freeze_value(value)
-        return TilePrimitiveCall(op, args, scope, FrozenDict(workspace), dispatch, FrozenDict(config), span=b.span(call))
+        args = _bind(b, call, name, op, values, options)
+        workspace, dispatch, config = _options(b, call, name, options)
+        return TilePrimitiveCall(op, args, scope, workspace, dispatch, config, span=b.span(call))
     return read
+
+
+def _bind(b: Any, call: Any, name: str, op: str, values: list, options: dict) -> tuple:
+    """The arguments as TVM stores them, from the positional ``values`` and the ``options``
+    that name a parameter (taken out of ``options``), the defaults filled in."""
+    params = _layout(op, values)
+    if len(values) > len(params):
+        raise b.error(call, f"{name} takes at most {len(params)} arguments "
+                            f"({', '.join(p.name for p in params)}), got {len(values)}")
+    bound = dict(zip((p.name for p in params), values))
+    for p in params:
+        if p.name in options:
+            if p.name in bound:
+                raise b.error(call, f"{name} got {p.name!r} twice, by position and by name")
+            bound[p.name] = options.pop(p.name)
+    stored = {}
+    for p in params:
+        if p.name in bound and not (bound[p.name] is None and p.default == "dst"):
+            value = bound[p.name]
+        elif p.default is REQUIRED:
+            raise b.error(call, f"{name} needs its argument {p.name!r} "
+                                f"({', '.join(q.name for q in params if q.default is REQUIRED)} are required)")
+        else:
+            value = stored[params[0].name] if p.default == "dst" else p.default
+        stored[p.name] = _convert(b, call, name, p, value)
+    if op == "gemm_async" and (stored.get("SFA") is None) != (stored.get("SFB") is None):
+        raise b.error(call, f"{name}'s scale factors SFA and SFB are given together (a block-scaled MMA) or not at all")
+    if op == "gemm_async" and stored.get("SFA") is None:  # (stored without them: 6 arguments)
+        stored.pop("SFA", None), stored.pop("SFB", None)
+    return tuple(stored[n] for n in STORED_ORDER.get(op, stored))
+
+
+def _options(b: Any, call: Any, name: str, options: dict) -> tuple:
+    """(workspace, dispatch, the other options) of a call's keywords."""
+    workspace = options.pop("workspace", None) or EMPTY
+    if not isinstance(workspace, dict) or not all(isinstance(k, str) and isinstance(v, Buffer)
+                                                   for k, v in workspace.items()):
+        raise b.error(call, f"{name}'s workspace= is a dict of names to buffers, not {_describe(workspace)}")
+    dispatch = options.pop("dispatch", None)
+    if dispatch is not None and not isinstance(dispatch, str):
+        raise b.error(call, f"{name}'s dispatch= names a variant (a string), not {_describe(dispatch)}")
+    config = {}
+    for key, value in options.items():
+        if isinstance(value, LambdaExpr):
+            raise b.error(call, f"{name}'s option {key}= cannot be a lambda (TVM prints it as metadata)")
+        value = _option(b, value, call)
+        b.check_data(value, call)
+        config[key] = freeze_value(value)
+    return FrozenDict(workspace), dispatch, FrozenDict(config)
 
 
 def _layout(op: str, values: list) -> tuple[Param, ...]:

@@ -97,7 +97,8 @@ class ViewParsing:
                                    f"dimension{'s' if len(base.shape) != 1 else ''}, such as "
                                    f"{base.name}.permute({', '.join(map(str, reversed(range(len(base.shape)))))})")
         if base.no_layout:
-            raise self.error(call, f"{base.name}.permute(...) reorders {base.name}'s layout, and {base.name} has layout=None")
+            raise self.error(call, f"{base.name}.permute(...) reorders {base.name}'s layout, and {base.name} "
+                                   f"has layout=None")
         try:
             layout = permute(layout_of(base), base.shape, tuple(dims))
         except TVMSError as e:
