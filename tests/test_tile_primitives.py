@@ -74,6 +74,8 @@ COMPOSED = [  # what TVM 0.27 prints for these calls (its parser cannot read I.O
     # a source that is the destination is left out, for every op (TVM's parser reads it back for
     # the in-place ops only)
     ('T.cta.copy(A, A)', 'T.cta.copy(A[0:16, 0:16])'),
+    # a region of one element prints as its element (TVM's parser reads that as a value)
+    ('T.tile.zero(C[0:1], C)', 'T.tile.zero(C[0], C[0:16])'),
 ]
 
 
