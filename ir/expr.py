@@ -18,11 +18,21 @@ class PrimType(Node):
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class TensorMapType(Node):
+    """What ``T.TensorMap()`` points at: a CUDA tensor-map descriptor (TMA), TVM 0.27's
+    ``PointerType(TensorMapType())``."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class PointerType(Node):
     """The type of a handle variable that points at ``element`` data in ``storage_scope``."""
 
-    element: DataType
+    element: DataType | TensorMapType
     storage_scope: str = "global"
+
+    @property
+    def is_tensor_map(self) -> bool:
+        return isinstance(self.element, TensorMapType)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -244,13 +244,33 @@ cuda.timer_init                void       5 5  name=tir.timer_init_cuda
 cuda.timer_start               void       6 6  name=tir.timer_start_cuda
 cuda.timer_end                 void       6 6  name=tir.timer_end_cuda
 cuda.timer_finalize            void       5 5  name=tir.timer_finalize_cuda
+# TVM 0.27's Trainium (NKI) instructions (tvm/backend/trn/op.py), on buffer elements: an instruction's
+# result and operands, its opcodes as strings ("add"), its flags (accumulate, reverse the operands)
+nki.load                       void       2 2  name=tirx.nki.load
+nki.store                      void       2 2  name=tirx.nki.store
+nki.tensor_copy                void       2 2  name=tirx.nki.tensor_copy
+nki.matmul                     void       3 4  True name=tirx.nki.matmul
+nki.activation                 void       3 5  0.0 1.0 name=tirx.nki.activation
+nki.activation_reduce          void       5 7  0.0 1.0 name=tirx.nki.activation_reduce
+nki.reciprocal                 void       2 2  name=tirx.nki.reciprocal
+nki.tensorreduce               void       4 -  name=tirx.nki.tensorreduce  # (result, data, opcode, negate, axes...)
+nki.tensortensor               void       4 4  name=tirx.nki.tensortensor
+nki.tensorscalar               void       4 5  False name=tirx.nki.tensorscalar
+nki.tensorscalar_reduce        void       6 7  False name=tirx.nki.tensorscalar_reduce
+nki.scalar_tensor_tensor       void       6 8  False False name=tirx.nki.scalar_tensor_tensor
+nki.scalar_tensor_scalar       void       6 8  False False name=tirx.nki.scalar_tensor_scalar
+nki.memset                     void       2 2  name=tirx.nki.memset
+nki.identity                   void       2 2  name=tirx.nki.identity
+nki.affine_select              void       4 4  name=tirx.nki.affine_select
 """
 
 
 def _table_value(field: str) -> object:
     if field in ("True", "False"):
         return field == "True"
-    return int(field) if field.isdigit() else "" if field == '""' else field
+    if field.replace(".", "", 1).isdigit():
+        return float(field) if "." in field else int(field)
+    return "" if field == '""' else field
 
 
 for _row in _BUILTINS.splitlines():

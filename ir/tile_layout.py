@@ -134,6 +134,61 @@ def layout_of(buffer) -> Layout:
     return buffer.layout if buffer.layout is not None else default_layout(buffer.shape)
 
 
+def permute(layout: Layout, shape: tuple, dims: tuple) -> TileLayout:
+    """The layout of ``B.permute(*dims)`` for ``B`` of ``shape`` laid out by ``layout``: the pieces
+    of the shard that make up each dimension move with it (as TVM groups the layout by the shape,
+    then reorders the groups). A TVMSError where a piece would have to be split between two
+    dimensions (TVM splits it; tvms does not) or the layout is a swizzle."""
+    if not isinstance(layout, TileLayout):
+        raise TVMSError(f"tvms permutes the dimensions of a buffer laid out by a T.TileLayout, not {describe(layout)}")
+    groups = _groups(layout.shard, shape)
+    if groups is None:
+        raise TVMSError(f"tvms permutes a layout whose pieces each fall within one dimension of the buffer; "
+                        f"{describe(layout)} does not so for the shape ({', '.join(_text(e) for e in shape)})")
+    return TileLayout(tuple(it for d in dims for it in groups[d]), layout.replica, layout.offset)
+
+
+def _groups(shard: tuple, shape: tuple) -> list | None:
+    """The consecutive pieces of ``shard`` whose extents multiply to each dimension, or None."""
+    groups, i = [], 0
+    for dim in shape:
+        want, group, size = _const(dim), [], 1
+        while i < len(shard) and want is not None and (size < want or want == 1 and not group
+                                                       and _const(shard[i].extent) == 1):
+            extent = _const(shard[i].extent)
+            if extent is None:
+                return None
+            group.append(shard[i])
+            size, i = size * extent, i + 1
+        if want is None or size != want:
+            return None
+        groups.append(tuple(group))
+    return groups if i == len(shard) else None
+
+
+def permutation(parent: Layout, parent_shape: tuple, layout: Layout, shape: tuple) -> tuple | None:
+    """The dimensions ``dims`` for which a buffer of ``shape`` laid out by ``layout`` is
+    ``parent.permute(*dims)``, as TVM's printer recognizes one: each layout one piece a dimension,
+    the same replica and offset, the pieces (with their dimensions) reordered, not all in place.
+    None where it is no such permutation."""
+    from .structural import structural_equal
+
+    if not (isinstance(parent, TileLayout) and isinstance(layout, TileLayout)) \
+            or not len(parent.shard) == len(layout.shard) == len(parent_shape) == len(shape) \
+            or not structural_equal((parent.replica, parent.offset), (layout.replica, layout.offset)):
+        return None
+    pieces = (*zip(parent.shard, parent_shape), *zip(layout.shard, shape))
+    if not all(structural_equal(it.extent, e) for it, e in pieces):
+        return None
+    dims: list = []
+    for it in layout.shard:
+        d = next((j for j, p in enumerate(parent.shard) if j not in dims and structural_equal(p, it)), None)
+        if d is None:
+            return None
+        dims.append(d)
+    return tuple(dims) if dims != sorted(dims) else None
+
+
 def on_threads(layout: Layout) -> bool:
     """Whether a layout spreads its elements across threads (a piece or offset on a thread axis)."""
     tile = layout.tile_layout if isinstance(layout, ComposeLayout) else layout

@@ -34,6 +34,7 @@ from ..ir.target import Target, as_target
 from ..ir.visitor import collect
 from ..ir.relax_well_formed import verify_return_annotations
 from ..ir.tile_layout import refuse_tile_layouts
+from ..ir.tile_primitive import refuse_tile_primitives
 from ..ir.well_formed import verify_well_formed
 from .targets import TargetKind, target_kind
 
@@ -92,6 +93,7 @@ def _prim_funcs(mod_or_func: Any, name: str) -> dict:
 
 def lower_prim_func(func: PrimFunc, row: TargetKind, target: Target) -> PrimFunc:
     """The TIR pipeline step: ``func`` checked and lowered by the target's pipeline."""
+    refuse_tile_primitives(func, "build")
     verify_well_formed(func)  # (the parser reads what TVM's reads: this is where it is checked)
     refuse_tile_layouts(func, "build")
     return row.lower(func, target)

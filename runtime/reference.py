@@ -48,6 +48,7 @@ from tvms.ir.module import IRModule
 from tvms.ir.narrow_float import legalize_narrow
 from tvms.ir.scope_ids import resolve_scope_ids
 from tvms.ir.tile_layout import refuse_tile_layouts
+from tvms.ir.tile_primitive import refuse_tile_primitives
 from tvms.ir.expr import PrimType
 from tvms.ir import op as op_registry
 from tvms.ir.op import loop_control
@@ -663,6 +664,7 @@ def compile_prim_func(func: PrimFunc) -> Fn:
     if hit is not None and hit[0] is func:
         return hit[1]
     refuse_tile_layouts(func, "the reference executor")
+    refuse_tile_primitives(func, "the reference executor")
     # (narrow floats computed in float32, as compiled code computes them: numpy would round
     # each operation's result to the narrow type)
     fn, source = _Codegen().function(legalize_narrow(func))

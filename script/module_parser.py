@@ -263,7 +263,7 @@ class ModuleParser:
             name, kwargs = _decorator(dec)
             if name in _PRIM_FUNC_DECORATORS:
                 for key in kwargs:
-                    if key not in ("private", "s_tir", "check_well_formed"):
+                    if key not in ("private", "s_tir", "persistent", "check_well_formed"):
                         raise self.error(dec, f"unknown @T.prim_func argument {key!r}")
                 module = self.module_functions
                 builder = TIRBuilder(self.source, self.dialect, typevars=frozenset(self.typevars),

@@ -324,7 +324,8 @@ def _bare_function(f: "PrimFunc | rx.Function", d: Dialect, name: str | None) ->
         p = TIRPrinter(d, namer, typevar_ids)
         p.prim_func(f, name, decorate_s_tir=d.name != "classic")
     lines = [line for entry in p.lines for line in entry.split("\n")]
-    return PrintedDefinition(_header(d, typevars, p.uses_tir, relax=relax, with_ir=False), lines, _head(f), [],
+    with_ir = getattr(p, "uses_ir_namespace", False)  # (a tile primitive's I.Op)
+    return PrintedDefinition(_header(d, typevars, p.uses_tir, relax=relax, with_ir=with_ir), lines, _head(f), [],
                              _declarations(typevars))
 
 

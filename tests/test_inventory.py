@@ -42,11 +42,9 @@ T.Layout
 T.SMEMPool
 T.ScopeIdDef
 T.TMEMPool
-T.TensorMap
 T.alloc_cast_frag
 T.alloc_tcgen05_ldst_frag
 T.call_kernel
-T.nki
 T.smem
 T.tensormap_encode_tiled
 T.tmem

@@ -11,7 +11,9 @@ from test_errors import assert_error
 
 import tvms
 from tvms.ir import structural_equal, structural_hash
-from tvms.ir.tile_layout import TileLayout, same_placement
+from tvms.ir.stmt import DeclBuffer
+from tvms.ir.tile_layout import TileLayout, layout_of, same_placement
+from tvms.ir.visitor import collect
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 
@@ -208,7 +210,12 @@ def main():
         "N.local(", "N.view(").replace("\n    T.evaluate(0)\n", "")
     func = from_source(src)
     assert func.script(dialect="tvm-0.27") == tvm_text
-    assert structural_equal(from_source(tvm_text), func)
+    # (TVM's A.view(4, 8) keeps A's layout where A.local(4, 8) has the default one of its shape:
+    # the two place the elements alike, as tvms reads them)
+    again = from_source(tvm_text)
+    assert again.script(dialect="tvm-0.27") == tvm_text
+    placed = [[layout_of(s.buffer) for s in collect(f, DeclBuffer)] for f in (func, again)]
+    assert all(same_placement(a, b) for a, b in zip(*placed)) and len(placed[0]) == 4
 
 
 LOCAL = HEADER + '''@T.prim_func
@@ -229,3 +236,33 @@ def main():
 ])
 def test_a_local_view_that_does_not_fit_is_located(call: str, col: int, message: str) -> None:
     assert_error(LOCAL.format(call), 8, col, message)
+
+
+PERMUTE = HEADER + '''@T.prim_func
+def main():
+    A = T.alloc_local((8, 4), "float16")
+    N = T.alloc_local((8, 4), "float16", layout=None)
+    W = T.alloc_shared((8, 4), "float16", layout=T.ComposeLayout(3, 3, 3, T.TileLayout(T.S[(8, 4):(4, 1)])))
+    V = T.alloc_local((8, 4), "float16", layout=T.TileLayout(T.S[(4, 8):(8, 1)]))
+    B = {}
+    B[0, 0] = T.float16(0.0)
+'''
+
+
+def test_a_permuted_view_reorders_the_layouts_pieces() -> None:
+    func = from_source(PERMUTE.format("A.permute(1, 0)"))
+    (permuted,) = [s.buffer for s in collect(func, DeclBuffer) if s.buffer.name == "B"]
+    assert [e.value for e in permuted.shape] == [4, 8]
+    assert structural_equal(permuted.layout, param_layout(HEADER + '@T.prim_func\ndef main(A: T.Buffer((4, 8), "float16", '
+                                                          'layout=T.TileLayout(T.S[(4, 8):(1, 4)]))):\n    T.evaluate(0)\n'))
+
+
+@pytest.mark.parametrize("call, col, message", [
+    ("A.permute(1)", 9, r"A\.permute\(\.\.\.\) takes an order of its 2 dimensions, such as A\.permute\(1, 0\)"),
+    ("A.permute(0, 0)", 9, r"takes an order of its 2 dimensions"),
+    ("N.permute(1, 0)", 9, r"N\.permute\(\.\.\.\) reorders N's layout, and N has layout=None"),
+    ("W.permute(1, 0)", 9, r"tvms permutes the dimensions of a buffer laid out by a T\.TileLayout, not T\.ComposeLayout"),
+    ("V.permute(1, 0)", 9, r"whose pieces each fall within one dimension .* for the shape \(8, 4\)"),
+])
+def test_a_permute_tvms_cannot_make_is_located(call: str, col: int, message: str) -> None:
+    assert_error(PERMUTE.format(call), 10, col, message)

@@ -185,3 +185,19 @@ def test_an_int64_scalar_parameter_is_a_size_in_tvm027() -> None:
     assert 'def main(x: T.int64, y: R.Tensor((n,), dtype="float32")) -> T.int64:' in printed
     again = from_source(printed)
     assert again.params[0].struct_info.value is not None and again.script(dialect="tvm-0.27") == printed
+
+
+def test_a_tensor_map_is_a_pointer_to_a_descriptor_which_the_cuda_code_generator_refuses() -> None:
+    func = from_source((FIXTURES / "tvm027_printing" / "tensor_map.tvms").read_text())
+    assert func.params[1].type_annotation.is_tensor_map
+    kernel = from_source('''# from tvm.script import tirx as T
+
+@T.prim_func
+def main():
+    A_map: T.let[T.TensorMap()] = T.tvm_stack_alloca("tensormap", 1)
+    with T.launch_thread("blockIdx.x", 1) as v:
+        T.address_of(A_map)
+''')
+    with pytest.raises(tvms.TVMSError, match=r"A_map is a T\.TensorMap\(\): tvms reads and prints TVM 0\.27's CUDA "
+                                             r"tensor maps but does not compile them"):
+        tvms.build(kernel, "cuda")

@@ -136,6 +136,9 @@ class CSource:
 
     def pointer_type(self, var: E.Var) -> str:
         ann = var.type_annotation
+        if isinstance(ann, E.PointerType) and ann.is_tensor_map:
+            raise TVMSError(f"the {self.target_name} code generator: {var.name} is a T.TensorMap(): tvms reads and "
+                            f"prints TVM 0.27's CUDA tensor maps but does not compile them")
         if isinstance(ann, E.PointerType):
             return self.c_type(ann.element) + "*"
         return self.c_type(var.dtype)

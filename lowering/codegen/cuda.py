@@ -28,6 +28,7 @@ from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir import ptx
 from ...ir.ptx import not_compiled
+from ...ir.tile_primitive import refuse_tile_primitives
 from ...ir.registry import get_global_func
 from ...ir.visitor import collect, walk
 from .c_source import CSource
@@ -350,6 +351,8 @@ def codegen_cuda(mod: Any, target: Any, symbol: str) -> CudaArtifact:
     from .nvrtc import compile_cuda, compile_cuda_with_ptx  # (imports cuda-python only when code is generated)
 
     kernels = kernels_of(mod)
+    for _, func in kernels:
+        refuse_tile_primitives(func, "the cuda code generator")
     hosts = [(gv, f) for gv, f in mod.functions.items()
              if isinstance(f, PrimFunc) and f.attrs.get("calling_conv") != KERNEL_LAUNCH]
     if len(hosts) > 1:

@@ -27,6 +27,7 @@ from ...ir.errors import TVMSError
 from ...ir.analysis import controls_loop, entry_vars
 from ...ir.function import PrimFunc
 from ...ir.op import loop_control
+from ...ir.tile_primitive import refuse_tile_primitives
 from ...ir.visitor import collect
 from . import llvm_parallel
 from . import llvm_types as T
@@ -65,6 +66,7 @@ entry_slots = entry_vars
 
 def codegen_llvm(func: PrimFunc, name: str = "main") -> str:
     """The LLVM IR (text) of ``func`` as a module with the entry function ``name``."""
+    refuse_tile_primitives(func, "the llvm code generator")
     return _FunctionCodegen(ir.Module(name=name)).function(func, name)
 
 

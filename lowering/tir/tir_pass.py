@@ -10,6 +10,7 @@ from typing import Callable
 
 from ...ir.function import PrimFunc
 from ...ir.tile_layout import refuse_tile_layouts
+from ...ir.tile_primitive import refuse_tile_primitives
 from ..pass_registry import register_pass
 from ..transform import Pass, prim_func_pass
 
@@ -21,9 +22,10 @@ def define_tir_pass(name: str, transform: PrimFuncTransform) -> Callable[[], Pas
 
     def lower(func: PrimFunc, mod: object, ctx: object) -> PrimFunc:
         # A user running a lowering pass by hand skips build's refusal, and the passes that
-        # rewrite indexing would drop the layouts silently. (The build pipelines call the
+        # rewrite indexing would drop the layouts silently, and none knows a tile primitive. (The build pipelines call the
         # transforms themselves, after build has checked once.)
         refuse_tile_layouts(func, name)
+        refuse_tile_primitives(func, name)
         return transform(func)
 
     def factory() -> Pass:

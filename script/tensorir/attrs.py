@@ -70,13 +70,14 @@ class AttrParsing:
         return value
 
     def hint_args(self, call: S.Call) -> tuple:
-        """``T.hint("message", key=value, ...)``: an attribute ``tirx_hint`` over the dict."""
+        """``T.hint("message", key=value, ...)``: an attribute ``tirx_hint`` over the dict (the
+        message may be left out: it is then empty)."""
         args = [self.ev(a) for a in call.args]
-        if len(args) != 1 or not isinstance(args[0], str):
+        if len(args) > 1 or args and not isinstance(args[0], str):
             raise self.error(call, "T.hint takes a message string and keyword attributes")
         from .evaluator import BufferSlice  # (evaluator imports this module)
 
-        node = {"message": args[0]}
+        node = {"message": args[0] if args else ""}
         for k, v in call.kwargs:
             value = self.ev(v)  # (a buffer slice, ``access=A[0:64]``, is the region it names)
             node[k] = self.to_region(value, v) if isinstance(value, BufferSlice) else value
@@ -132,8 +133,9 @@ class AttrPrinting:
             self.emit(f"{self.define_buffer(node)} = {self.buffer_decl(node, 'Buffer', [], define_line=self.emit)}")
             concise = False  # (the attribute no longer has its frame alone)
         if s.attr_key == HINT and isinstance(node, dict) and isinstance(node.get("message"), str):
-            extra = "".join(f", {k}={self.value(v)}" for k, v in node.items() if k != "message")
-            rhs = self.tir(f"hint({quote(node['message'])}{extra})")
+            parts = [quote(node["message"])] if node["message"] else []  # (an empty one is left out)
+            parts += [f"{k}={self.value(v)}" for k, v in node.items() if k != "message"]
+            rhs = self.tir(f"hint({', '.join(parts)})")
         elif self.d.name != "classic" and _is_dict_attr(s):
             items = [(s.attr_key, s.value)]
             # (an attribute of a statement of its own, with comments, keeps its own line)

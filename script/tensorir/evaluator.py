@@ -21,7 +21,8 @@ from ..dialect import CLASSIC, Dialect
 from ..diagnostics import did_you_mean, error, span_of
 from ...ir.operators import BY_SYMBOL, CMP
 from .attrs import freeze_value
-from .rules import EXPR_BUILTINS, GLOBAL_NAMES, OPERATOR_HOOKS, SUBSCRIPT_BUILTINS, Namespace, statement_builtin_names
+from .rules import (EXPR_BUILTINS, GLOBAL_NAMES, OPERATOR_HOOKS, SUBSCRIPT_BUILTINS, Namespace, ScriptFunction,
+                    statement_builtin_names)
 
 
 @dataclass(frozen=True)
@@ -185,8 +186,9 @@ class ExprEvaluator:
         if isinstance(base, Builtin):
             path = f"{base.path}.{syn.attr}" if base.path else DTYPE_SHORTHANDS.get(syn.attr, syn.attr)
             if not base.path and not is_builtin_name(path):
+                heads = {n.split(".")[0] for n in all_builtin_names()}  # (T.ctaa: T.cta, not T.cta.max)
                 raise self.error(syn, f"unknown builtin 'T.{path}'"
-                                 f"{did_you_mean('T.' + path, ['T.' + n for n in all_builtin_names()])}")
+                                 f"{did_you_mean('T.' + path, ['T.' + n for n in sorted(heads)])}")
             return Builtin(path)
         if isinstance(base, Namespace):
             return base.attribute(self, syn.attr, syn)
@@ -208,7 +210,7 @@ class ExprEvaluator:
                 return base.offset
             if syn.attr == "dtype":
                 return str(base.dtype)
-            if syn.attr in ("view", "local", "access_ptr"):
+            if syn.attr in ("view", "local", "permute", "access_ptr"):
                 return BufferMethod(base, syn.attr)
             if syn.attr == "source" and self.reads_as_scalar(base):  # TVM 0.27's region of a scalar: x.source[0]
                 return base
@@ -412,6 +414,8 @@ class ExprEvaluator:
             return self.buffer_method(func, args, kwargs, syn)
         if isinstance(func, FunctionRef):
             return self.call_function(func, args, kwargs, syn)
+        if isinstance(func, ScriptFunction):
+            return func.call(self, args, kwargs, syn)
         raise self.error(syn.func, f"{_describe(func)} is not callable")
 
     def call_function(self, func: FunctionRef, args: list, kwargs: dict, syn: Any) -> Call:
@@ -727,4 +731,5 @@ def is_builtin_name(path: str) -> bool:
     a TensorIR operator); what the parser accepts and the inventory test counts."""
     return (path in EXPR_BUILTINS or path in statement_builtin_names() or is_dtype_name(path)
             or path in DTYPE_SHORTHANDS or op_registry.lookup_script_name(path) is not None
-            or op_registry.is_namespace(path))
+            or op_registry.is_namespace(path)
+            or any(name.startswith(path + ".") for name in statement_builtin_names()))  # (T.cta of T.cta.copy)

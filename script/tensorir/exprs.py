@@ -17,7 +17,7 @@ from ...ir.index_map import IndexMap
 from ...ir.expr import (And, Broadcast, BufferLoad, Call, Cast, CommReducer, Div, FloatImm, FloorDiv,
                         FloorMod, IntImm,
                         IterVar, Let, Max, Min, Mod, Mul, Not, Or, PointerType, PrimExpr, PrimType, Ramp, Select,
-                        Shuffle, StringImm, Var)
+                        Shuffle, StringImm, TensorMapType, Var)
 from ...ir.module import GlobalVar, Target
 from ...ir.operators import ATOM, BINARY, BY_NODE, BY_SYMBOL, CMP, MUL, NOT, UNARY
 from .evaluator import _describe
@@ -131,11 +131,23 @@ def _target(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
 def _handle(ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
     """``T.handle`` / ``T.handle("float32", "global")`` as a parameter type."""
     given = args[0] if args else kwargs.get("dtype")
+    if given in _TENSOR_MAP_NAMES:  # (as TVM's T.handle reads them)
+        return _tensor_map(ev, [], {}, syn)
     dtype = ev.dtype_of(given, syn) if given is not None else DataType("void")
     scope = args[1] if len(args) > 1 else kwargs.get("storage_scope", "global")
     if dtype.is_void and scope == "global":  # (an untyped pointer: T.handle, as TVM prints it)
         return PrimType(DataType("handle"))
     return PointerType(dtype, scope)
+
+
+_TENSOR_MAP_NAMES = ("TensorMap", "tensormap", "CUtensorMap", "cuTensorMap")
+
+
+def _tensor_map(ev: Any, args: list, kwargs: dict, syn: Any) -> PointerType:
+    """``T.TensorMap()``: the type of a handle to a CUDA tensor-map descriptor."""
+    if args or kwargs:
+        raise ev.error(syn, "T.TensorMap() takes no arguments")
+    return PointerType(TensorMapType())
 
 
 def _bitwise_builtin(symbol: str) -> Callable:
@@ -164,6 +176,7 @@ EXPR_BUILTINS.update({
     "Not": _fixed(1, "Not", lambda ev, a, k, s: Not(ev.call_arg(a[0], s))),
     "target": _target,
     "handle": _handle,
+    "TensorMap": _tensor_map,
     **{name: _fixed(1 if symbol == "~" else 2, name, _bitwise_builtin(symbol))
        for name, symbol in _BITWISE_BUILTINS.items()},
 })

@@ -25,6 +25,15 @@ from .buffers import laid_out_scalar
 from .threads import is_launch
 
 
+PERSISTENT = "tir.persistent_kernel"  # (``tirx.persistent_kernel`` in TVM 0.27's text)
+
+
+def _is_persistent(f: PrimFunc) -> bool:
+    """Whether TVM 0.27 decorates ``f`` ``persistent=True``: its attribute holds a true value."""
+    value = f.attrs.get(PERSISTENT, False)
+    return bool(getattr(value, "value", value))
+
+
 class FunctionParsing:
     """Reading ``@T.prim_func`` (mixed into the TIRBuilder)."""
 
@@ -52,6 +61,8 @@ class FunctionParsing:
         private = decorator_kwargs.get("private", False)
         if not private and "global_symbol" not in attrs:
             attrs["global_symbol"] = fdef.name
+        if decorator_kwargs.get("persistent"):  # (TVM 0.27's persistent kernel: an attribute)
+            attrs[PERSISTENT] = True
         s_tir = decorator_kwargs.get("s_tir")
         if s_tir is None:
             s_tir = contains_block(body)
@@ -311,6 +322,9 @@ class FunctionPrinting:
             dec_args.append("private=True")
         if decorate_s_tir and f.s_tir:
             dec_args.append("s_tir=True")
+        persistent = self.d.name != "classic" and _is_persistent(f)
+        if persistent:
+            dec_args.append("persistent=True")
         self.emit_aside("@T.prim_func" + (f"({', '.join(dec_args)})" if dec_args else ""))
         params = []
         defined: set = set()
@@ -338,7 +352,8 @@ class FunctionPrinting:
             dims = [(n, v) for n, v, whole in sizes if whole]
             if dims:
                 self.emit(f"{', '.join(n for n, _ in dims)} = {', '.join(self.var_creation(v) for _, v in dims)}")
-        attrs = {k: v for k, v in f.attrs.items() if not (k == "global_symbol" and v == name)}
+        attrs = {k: v for k, v in f.attrs.items()
+                 if not (k == "global_symbol" and v == name) and not (k == PERSISTENT and persistent)}
         if attrs:
             self.emit(f"T.func_attr({self.attr_dict(attrs)})")
         for p in f.params:

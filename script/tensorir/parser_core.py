@@ -27,13 +27,14 @@ from .evaluator import Builtin, BufferMethod, BufferSlice, NewVar, ScopedEvaluat
 from .functions import FunctionParsing
 from .loops import LoopParsing
 from .rules import PARSE, Declaration, Header, TakesRest
-from . import scope_ids  # noqa: F401  (its parse rules)
+from . import scope_ids, tile_primitives  # noqa: F401  (their parse rules)
 from .statements import StatementParsing
 from .threads import ThreadParsing
+from .views import ViewParsing
 
 
 class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing, BlockParsing,
-                 BufferParsing, ThreadParsing, AttrParsing):
+                 BufferParsing, ViewParsing, ThreadParsing, AttrParsing):
     """Builds one PrimFunc from a ``def`` decorated with ``@T.prim_func``."""
 
     def __init__(self, source: Source, dialect: Dialect = CLASSIC, globals_: dict | None = None,
@@ -152,6 +153,8 @@ class TIRBuilder(ScopedEvaluator, FunctionParsing, StatementParsing, LoopParsing
                 return self.buffer_view(target, func, value_syn, rest)
             if isinstance(func, BufferMethod) and func.name == "local":
                 return self.buffer_local(target, func, value_syn, rest)
+            if isinstance(func, BufferMethod) and func.name == "permute":
+                return self.buffer_permute(target, func, value_syn, rest)
         value = self.ev(value_syn)
         if isinstance(value, NewVar):
             name = self.target_name(target)

@@ -21,11 +21,13 @@ from .loops import LoopPrinting
 from .rules import PRINT_EXPR, PRINT_STMT, prints
 from .scope_ids import ScopeIdPrinting
 from .statements import StatementPrinting
+from .tile_primitives import TilePrimitivePrinting
+from .views import ViewPrinting
 from .text import Namer, ParamUsed, comments_of, is_filler, is_nop, quote
 
 
 class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting, BlockPrinting,
-                 BufferPrinting, AttrPrinting, ScopeIdPrinting):
+                 BufferPrinting, ViewPrinting, AttrPrinting, ScopeIdPrinting, TilePrimitivePrinting):
     """Prints one PrimFunc (or a fragment) in a dialect."""
 
     expr_printers = PRINT_EXPR  # by node class; a subclass may replace entries
@@ -51,6 +53,7 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         self.root_comment_at: int | None = None  # the line of `# with T.block("root"):`
         self.absent_metadata = False  # printed metadata[...][i] for an entry the IR does not hold
         self.uses_tir = False  # printed a T.<name> (the header then imports tir as T)
+        self.uses_ir_namespace = False  # printed I.Op(...) (a function alone then imports ir as I)
         self.awaiting: list[list] = []  # marks of commented nodes waiting for their first code line
         self.module_name: str | None = None  # the class of the module being printed (Module.f calls)
         # loops and blocks being printed, each with the definitions of free variables it takes
@@ -220,6 +223,8 @@ class TIRPrinter(ExprPrinting, FunctionPrinting, StatementPrinting, LoopPrinting
         if isinstance(t, PrimType):
             return self.tir(f"{t.dtype}")
         if isinstance(t, PointerType):
+            if t.is_tensor_map:
+                return self.tir("TensorMap()")
             if t.element.is_void:  # (an untyped pointer in another scope)
                 return self.tir(f"handle(storage_scope={quote(t.storage_scope)})")
             return self.tir(f"handle({quote(str(t.element))}, {quote(t.storage_scope)})")

@@ -34,6 +34,13 @@ PRINT_EXPR: dict[type, Callable] = {}
 _OTHER_NAMES = frozenset("prim_func axis let comm_reducer index_map bool Then Else".split())
 
 
+class ScriptFunction:
+    """A value the script calls that is no ``T.<name>`` (``I.Op("tirx.tile.add")``)."""
+
+    def call(self, ev: Any, args: list, kwargs: dict, syn: Any) -> Any:
+        raise NotImplementedError
+
+
 class Namespace:
     """A name such as ``Axis``: ``attribute(ev, name, syn)`` reads ``Axis.<name>``."""
 
