@@ -9,6 +9,8 @@ the cuBLAS dispatch, against cuBLAS as cupy or torch call it, side by side in on
   its time per call from the VM's ``time_evaluator`` (CUDA events), in TFLOPS and as a ratio to
   cuBLAS;
 * the same after ``partition_for_cublas`` (tvms's own cuBLAS dispatch; needs ``tvms[cublas]``);
+* fp16 on a Hopper GPU (compute capability 9.0): ``benchmarks/wgmma_gemm.py``'s kernel (wgmma from
+  swizzled shared memory fed by cp.async; B given transposed);
 * with ``--trials N``: the matmul tuned by the meta-schedule under the cuda target, in TVM's
   space and in the "tiles" space (``tile_space``: one candidate per shape of the large plans;
   its target allows the shared memory a kernel may opt in to, which tvms's runtime asks for; fp16
@@ -38,6 +40,7 @@ import time
 
 import numpy as np
 from seed_mlp import MLP
+from wgmma_gemm import kernel_text
 
 MATMUL = """@I.ir_module
 class Module:
@@ -170,8 +173,33 @@ def default_rows(case: MatmulCase) -> None:
     case.row("tvms DLight", lambda: case.mod)
     case.row("tvms DLight, TVM's schedule", tvm_schedule)
     case.row("tvms cuBLAS dispatch", cublas_dispatch)
+    if case.dtype == "float16" and case.dev.compute_version == "9.0":
+        wgmma_row(case)
     if case.cublas:
         case.print_row(f"cuBLAS via {case.peer}", case.cublas)
+
+
+def wgmma_row(case: MatmulCase) -> None:
+    """benchmarks/wgmma_gemm.py's Hopper kernel (C = A @ B.T: B is given transposed, as a linear
+    layer's weight is; its time excludes the transposition), checked against numpy."""
+    import tvms
+
+    label = "tvms wgmma kernel (B given transposed)"
+    try:
+        n = case.n
+        lib = tvms.build(tvms.script.from_source(kernel_text(n, n, n)), target={"kind": "cuda", "arch": "sm_90a"})
+        args = [tvms.nd.array(case.args[0], device=case.dev),
+                tvms.nd.array(np.ascontiguousarray(case.args[1].T), device=case.dev),
+                tvms.nd.array(np.zeros((n, n), case.dtype), device=case.dev)]
+        lib(*args)
+        case.check(args[2].numpy())
+        timer = lib.time_evaluator("wgmma_gemm", case.dev, number=10, repeat=5, min_repeat_ms=200)
+        secs = statistics.median(timer(*args).results)
+    except Exception as err:  # noqa: BLE001 - a benchmark reports every failure and goes on
+        case.failures.append(label)
+        print(f"{label + f' ({case.dtype})':48} FAILED: {type(err).__name__}: {str(err)[:300]}", flush=True)
+        return
+    case.print_row(label, secs)
 
 
 def tuned_rows(case: MatmulCase, trials: int, spaces: list) -> None:
