@@ -10,7 +10,8 @@ the cuBLAS dispatch, against cuBLAS as cupy or torch call it, side by side in on
   cuBLAS;
 * the same after ``partition_for_cublas`` (tvms's own cuBLAS dispatch; needs ``tvms[cublas]``);
 * fp16 on a Hopper GPU (compute capability 9.0): ``benchmarks/wgmma_gemm.py``'s kernel (wgmma from
-  swizzled shared memory fed by cp.async; B given transposed);
+  swizzled shared memory fed by cp.async; B given transposed), each tile's wgmmas waited for before
+  the next copies, and overlapped with them;
 * with ``--trials N``: the matmul tuned by the meta-schedule under the cuda target, in TVM's
   space and in the "tiles" space (``tile_space``: one candidate per shape of the large plans;
   its target allows the shared memory a kernel may opt in to, which tvms's runtime asks for; fp16
@@ -174,20 +175,22 @@ def default_rows(case: MatmulCase) -> None:
     case.row("tvms DLight, TVM's schedule", tvm_schedule)
     case.row("tvms cuBLAS dispatch", cublas_dispatch)
     if case.dtype == "float16" and case.dev.compute_version == "9.0":
-        wgmma_row(case)
+        wgmma_row(case, overlap=False)
+        wgmma_row(case, overlap=True)
     if case.cublas:
         case.print_row(f"cuBLAS via {case.peer}", case.cublas)
 
 
-def wgmma_row(case: MatmulCase) -> None:
+def wgmma_row(case: MatmulCase, overlap: bool) -> None:
     """benchmarks/wgmma_gemm.py's Hopper kernel (C = A @ B.T: B is given transposed, as a linear
     layer's weight is; its time excludes the transposition), checked against numpy."""
     import tvms
 
-    label = "tvms wgmma kernel (B given transposed)"
+    label = f"tvms wgmma{' overlapped' if overlap else ''} (B.T given)"
     try:
         n = case.n
-        lib = tvms.build(tvms.script.from_source(kernel_text(n, n, n)), target={"kind": "cuda", "arch": "sm_90a"})
+        text = kernel_text(n, n, n, overlap)
+        lib = tvms.build(tvms.script.from_source(text), target={"kind": "cuda", "arch": "sm_90a"})
         args = [tvms.nd.array(case.args[0], device=case.dev),
                 tvms.nd.array(np.ascontiguousarray(case.args[1].T), device=case.dev),
                 tvms.nd.array(np.zeros((n, n), case.dtype), device=case.dev)]

@@ -1,6 +1,6 @@
 """A Hopper (sm_90a) float16 matmul written in TVMScript with TVM 0.27's PTX dialect: ``wgmma``.
 
-    .venv/bin/python benchmarks/wgmma_gemm.py [M N K]     # prints the kernel's TVMScript
+    .venv/bin/python benchmarks/wgmma_gemm.py [M N K] [--overlap]    # prints the kernel's TVMScript
 
 ``C = A @ B.T`` (A: M x K, B: N x K, both K-contiguous; C: M x N float16, accumulated in float32),
 each block a 128 x 256 tile of C computed by two warpgroups (256 threads), each warpgroup 64 rows
@@ -37,8 +37,10 @@ def _copy_tile(lines: list, src: str, rows: int, tile_base: str, row0: str, dept
                  f'T.address_of({src}[{row0} + r, kt_load * {BK} + j * 8]), 16, "async", "cg", "shared", "global", "", "", "")')
 
 
-def kernel_text(m: int, n: int, k: int) -> str:
-    """The TVMScript of the kernel for C (m x n) = A (m x k) @ B (n x k).T."""
+def kernel_text(m: int, n: int, k: int, overlap: bool = False) -> str:
+    """The TVMScript of the kernel for C (m x n) = A (m x k) @ B (n x k).T; ``overlap``: a tile's
+    wgmmas still run while the next copies are issued (wgmma.wait_group 1), else each tile's
+    wgmmas are waited for before the copies."""
     if m % BM or n % BN or k % BK or k // BK < STAGES - 1:
         raise ValueError(f"the wgmma kernel takes m % {BM} == 0, n % {BN} == 0, k % {BK} == 0, k >= {(STAGES - 1) * BK}")
     a_halves, b_halves = BM * BK, BN * BK
@@ -80,15 +82,11 @@ def kernel_text(m: int, n: int, k: int) -> str:
     lines.append('        T.ptx.cp("async", "commit_group", "")')
     lines += [
         f"    for kt in range({k_tiles}):",
-        f'        T.ptx.cp({STAGES - 2}, "async", "wait_group", "")',
-        '        T.ptx.fence("proxy", "async", "shared::cta", "")',
-        "        T.cuda.cta_sync()",
-        f"        kt_load: T.int32 = kt + {STAGES - 1}",
-        f"        if kt_load < {k_tiles}:",
+        f'        T.ptx.cp({STAGES - 2}, "async", "wait_group", "")',  # (tile kt has landed, this thread's copies)
+        '        T.ptx.fence("proxy", "async", "shared::cta", "")',  # (... visible to wgmma's reads)
+        "        T.cuda.cta_sync()",  # (... everyone's)
     ]
-    load("            ")
-    lines += [
-        '        T.ptx.cp("async", "commit_group", "")',
+    issue = [
         '        T.ptx.wgmma("fence", "sync", "aligned", "")',
         f"        for ks in T.unroll({BK // 16}):",
         f"            tile: T.int32 = base + kt % {STAGES} * {stage_halves}",
@@ -97,7 +95,19 @@ def kernel_text(m: int, n: int, k: int) -> str:
         f'            T.ptx.wgmma({acc}, desc_a, desc_b, T.uint32(1), 1, 1, 0, 0, "mma_async", "sync", "aligned", '
         f'"m64n{BN}k16", "f32", "f16", "f16", "p{accumulators + 2}")',
         '        T.ptx.wgmma("commit_group", "sync", "aligned", "")',
-        '        T.ptx.wgmma(0, "wait_group", "sync", "aligned", "")',
+    ]
+    if overlap:
+        # (tile kt's wgmmas run while the copies of tile kt + STAGES - 1 are issued: into the stage of
+        # tile kt - 1, once both warpgroups' wgmmas of it are done)
+        lines += issue + ['        T.ptx.wgmma(1, "wait_group", "sync", "aligned", "")', "        T.cuda.cta_sync()"]
+    lines += [f"        kt_load: T.int32 = kt + {STAGES - 1}", f"        if kt_load < {k_tiles}:"]
+    load("            ")
+    lines.append('        T.ptx.cp("async", "commit_group", "")')
+    if not overlap:
+        lines += issue + ['        T.ptx.wgmma(0, "wait_group", "sync", "aligned", "")']
+    else:
+        lines.append('    T.ptx.wgmma(0, "wait_group", "sync", "aligned", "")')
+    lines += [
         # (the accumulators as wgmma leaves them: warp w of a warpgroup holds rows 16 w .. 16 w + 15; of
         # the 8 columns j, a lane holds rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4) and the next)
         f"    for j in T.unroll({BN // 8}):",
@@ -111,4 +121,4 @@ def kernel_text(m: int, n: int, k: int) -> str:
 
 if __name__ == "__main__":
     sizes = [int(a) for a in sys.argv[1:4]] if len(sys.argv) >= 4 else [4096, 4096, 4096]
-    print(kernel_text(*sizes), end="")
+    print(kernel_text(*sizes, overlap="--overlap" in sys.argv), end="")

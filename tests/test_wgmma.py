@@ -32,23 +32,26 @@ def _inputs(m: int, n: int, k: int) -> tuple:
     return a, b, a.astype("float32") @ b.astype("float32").T
 
 
-def test_the_wgmma_matmul_computes_as_numpy_on_the_reference_executor() -> None:
+@pytest.mark.parametrize("overlap", [False, True])
+def test_the_wgmma_matmul_computes_as_numpy_on_the_reference_executor(overlap: bool) -> None:
     a, b, want = _inputs(M, N, K)
     c = np.zeros((M, N), "float16")
-    run_prim_func(from_source(kernel_text(M, N, K)), a, b, c)
+    run_prim_func(from_source(kernel_text(M, N, K, overlap)), a, b, c)
     np.testing.assert_allclose(c.astype("float32"), want, rtol=2e-3, atol=2e-2)
 
 
-def test_reading_a_stage_before_its_copies_land_is_caught() -> None:
+@pytest.mark.parametrize("overlap", [False, True])
+def test_reading_a_stage_before_its_copies_land_is_caught(overlap: bool) -> None:
     """Waiting for one group fewer than the pipeline needs: wgmma reads a stage still in flight."""
-    text = kernel_text(M, N, K).replace('T.ptx.cp(2, "async", "wait_group", "")', 'T.ptx.cp(3, "async", "wait_group", "")')
+    text = kernel_text(M, N, K, overlap).replace('T.ptx.cp(2, "async", "wait_group", "")', 'T.ptx.cp(3, "async", "wait_group", "")')
     a, b, _ = _inputs(M, N, K)
     with pytest.raises(TVMSError, match="while a cp.async copy into it is in flight"):
         run_prim_func(from_source(text), a, b, np.zeros((M, N), "float16"))
 
 
-def test_it_compiles_for_sm_90a_without_spilling() -> None:
-    source = tvms.build(from_source(kernel_text(M, N, K)), target=SM90A).imported_modules[0].get_source()
+@pytest.mark.parametrize("overlap", [False, True])
+def test_it_compiles_for_sm_90a_without_spilling(overlap: bool) -> None:
+    source = tvms.build(from_source(kernel_text(M, N, K, overlap)), target=SM90A).imported_modules[0].get_source()
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in source
     assert "cp.async.cg.shared.global" in source
     registers, spilled = ptxas_usage(source, arch="sm_90a")["wgmma_gemm_kernel"]
@@ -148,10 +151,11 @@ def _hopper() -> bool:
 
 
 @pytest.mark.skipif(not _hopper(), reason="needs a Hopper GPU (sm_90)")
-def test_on_a_hopper_gpu_it_computes_as_numpy() -> None:
+@pytest.mark.parametrize("overlap", [False, True])
+def test_on_a_hopper_gpu_it_computes_as_numpy(overlap: bool) -> None:
     m, n, k = 256, 512, 512
     a, b, want = _inputs(m, n, k)
-    lib = tvms.build(from_source(kernel_text(m, n, k)), target=SM90A)
+    lib = tvms.build(from_source(kernel_text(m, n, k, overlap)), target=SM90A)
     dev = tvms.cuda(0)
     c = tvms.nd.array(np.zeros((m, n), "float16"), device=dev)
     lib(tvms.nd.array(a, device=dev), tvms.nd.array(b, device=dev), c)
