@@ -515,7 +515,8 @@ def test_warp_golden_runs_as_computed_by_hand() -> None:
      "T.ptx.mbarrier (mbarrier.init.shared.b64)"),
     ('T.ptx.isspacep(d, T.address_of(A[0]), "global", "")',
      "T.ptx.isspacep (isspacep.global): it does not tell global from local memory"),
-    ('T.ptx.fence("proxy", "async", "shared::cta", "")', "T.ptx.fence (fence.proxy.async.shared::cta)"),
+    ('T.ptx.fence("proxy", "tensormap::generic", "release", "cta", "")',
+     "T.ptx.fence (fence.proxy.tensormap::generic.release.cta)"),
     ('T.ptx.bar(T.uint32(0), T.uint32(64), "", "arrive", "")',
      "T.ptx.bar (bar.arrive): its barriers take every thread"),
 ])
