@@ -15,10 +15,10 @@ from .function import PrimFunc
 from .visitor import Mutator, walk
 
 _ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Min, E.Max)
-# calls that do not compute on their narrow operand's value (its bits, or nothing); and the PTX
-# dialect's instructions (tirx.ptx.*), whose operands are registers, read and written as bits
+# calls that do not compute on their narrow operand's value (its bits, its address, or nothing); and
+# the PTX dialect's instructions (tirx.ptx.*), whose operands are registers, read and written as bits
 _MOVES = frozenset({"tir.reinterpret", "tir.undef", "tir.likely", "tir.vectorcombine",
-                    "tir.max_value", "tir.min_value"})
+                    "tir.max_value", "tir.min_value", "tir.address_of"})
 
 
 def _moves(op: E.Op) -> bool:

@@ -254,7 +254,12 @@ def cp_async_src_size(ctx: tuple, m: dict, dst: Address, src: Address, size: int
     size, read = int(size), int(read)
     if not isinstance(dst.memory, Shared) or isinstance(src.memory, Shared):
         raise TVMSError(f"{what}: it copies from global into shared memory")
+    if not 0 <= read <= size:
+        raise TVMSError(f"{what}: its src-size {read} is not within its cp-size {size} (PTX leaves that undefined)")
     source = _raw(src.memory)
+    if not 0 <= src.byte <= len(source) - read:
+        raise TVMSError(f"{what} reads bytes {src.byte} to {src.byte + read - 1} of a source of {len(source)} bytes: "
+                        f"out of its bounds")
     if read < size:  # (the bytes past src-size are zeros)
         padded = np.zeros(src.byte + size, np.uint8)
         padded[:src.byte + read] = source[:src.byte + read]

@@ -460,6 +460,8 @@ class KernelCodegen:
         if _is_access_ptr(e):
             return f"({self._pointer(e.args[1], e.args[0].dtype)}, {self.src(e.args[2])})"
         load = e.args[0]
+        if not isinstance(load, E.BufferLoad):
+            raise TVMSError(f"the reference executor takes T.address_of of a buffer element, not of {load.script()}")
         flat, index = self.flat_index(load.buffer, load.indices)
         return f"({flat}, {index})"
 

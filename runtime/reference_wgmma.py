@@ -10,7 +10,8 @@ the descriptor, the canonical layouts, the accumulator fragments).
   or bfloat16 inputs, float32 or float16 accumulators, K-major operands (``imm-trans`` 0): each
   thread of the warpgroup (its number ``t`` = thread % 128) updates its own accumulators: with
   warp ``w = t / 32`` and lane ``l``, its register ``i`` (``j = i / 4``, ``e = i % 4``) is D[16 w +
-  l / 4 + 8 (e / 2)][8 j + 2 (l % 4) + e % 2], and D = A B^T (+ D where ``scale-d`` is true),
+  l / 4 + 8 (e / 2)][8 j + 2 (l % 4) + e % 2] (float16 accumulators: element ``i`` so, two of
+  them a 32-bit register, the even one in its low half), and D = A B^T (+ D where ``scale-d`` is true),
   ``imm-scale-a``/``-b`` of -1 negating A or B. A is 64 x 16, B is N x 16, both read through their
   descriptors: row ``r``, element ``k`` of a K-major operand is at the logical byte ``start + (r /
   8) SBO + (r % 8) S + 2 k`` for a swizzle of S bytes (32, 64, 128; its 16-byte chunks then XORed
@@ -111,15 +112,18 @@ def mma_async(ctx: tuple, entry: str, m: dict, thread: int, *reads: Any) -> tupl
     b = _operand(block, me, stmt, b_desc, n, dtype, what) * int(scale_b)
     t = thread % WARPGROUP
     warp, lane = t // 32, t % 32
-    i = np.arange(len(old))
+    packed = accumulator == "f16"  # (two float16 accumulators a 32-bit register, the first in its low half)
+    i = np.arange(len(old) * (2 if packed else 1))
     rows = 16 * warp + lane // 4 + 8 * (i % 4 // 2)
     cols = 8 * (i // 4) + 2 * (lane % 4) + i % 2
     totals = np.einsum("ik,ik->i", a[rows], b[cols])
     bits, dtype = f"uint{width(accumulator)}", float_dtype(accumulator)
+    registers = np.array(old, np.uint64).astype(np.uint32 if packed else bits)
     if scale_d:
-        totals += np.array(old, bits).view(dtype)
+        totals += registers.view(dtype)
     with np.errstate(over="ignore"):  # (rounded once to the accumulator's type; beyond its range: inf)
-        return tuple(int(x) for x in totals.astype(dtype).view(bits))
+        results = np.ascontiguousarray(totals.astype(dtype))
+    return tuple(int(x) for x in results.view(np.uint32 if packed else bits))
 
 
 def check_warpgroups(threads: int, what: str) -> None:

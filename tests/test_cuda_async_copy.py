@@ -272,3 +272,53 @@ def test_a_copy_of_no_constant_size_is_refused():
                                                                    "threadIdx_x * 14, threadIdx_x)", 1)
     with pytest.raises(TVMSError, match="cp.async copies a constant 4, 8 or 16 bytes, not threadIdx_x"):
         cuda_source(kernels_of(from_source(kernel)))
+
+
+# cp.async written in TVM 0.27's PTX dialect, on the reference executor: the same queue of copies
+DIALECT = """
+# from tvm.script import tirx as T
+
+@T.prim_func
+def copies(A: T.Buffer((16,), "float32"), B: T.Buffer((32,), "float32")):
+    T.attr({{"tirx.device_entry": T.bool(True)}})
+    v = T.cta_id([1])
+    tx = T.thread_id([4])
+    S = T.alloc_shared((32,))
+    {copy}
+    T.ptx.cp("async", "commit_group", "")
+    {between}
+    T.ptx.cp(0, "async", "wait_group", "")
+    T.cuda.cta_sync()
+    for i in range(8):
+        B[tx * 8 + i] = S[tx * 8 + i]
+"""
+_COPY = ('T.ptx.cp(T.cuda.cvta_generic_to_shared(T.address_of(S[tx * 8])), T.address_of(A[{src}]), 16, {size}'
+         '"async", "cg", "shared", "global", "", "", "")')
+
+
+def _dialect(src: str = "tx * 4", size: str = "", between: str = "") -> tuple:
+    text = DIALECT.format(copy=_COPY.format(src=src, size=size), between=between or "T.evaluate(0)")
+    b = np.full(32, -1, "float32")
+    a = np.arange(16, dtype="float32")
+    run_prim_func(from_source(text), a, b)
+    return a, b
+
+
+def test_dialect_copies_land_at_their_wait():
+    a, b = _dialect()
+    assert b.reshape(4, 8)[:, :4].tolist() == a.reshape(4, 4).tolist()
+
+
+def test_dialect_src_size_fills_the_rest_with_zeros():
+    _, b = _dialect(size="T.uint32(8), ")  # (2 of the 4 floats read, 2 zeros)
+    assert b.reshape(4, 8)[:, :4].tolist() == [[4 * t, 4 * t + 1, 0, 0] for t in range(4)]
+
+
+@pytest.mark.parametrize("src, size, between, message", [
+    ("tx * 4", "", "S[tx] = S[tx]", "while a cp.async copy into it is in flight"),
+    ("16", "T.uint32(8), ", "", "reads bytes 64 to 71 of a source of 64 bytes: out of its bounds"),
+    ("tx * 4", "T.uint32(32), ", "", "its src-size 32 is not within its cp-size 16"),
+])
+def test_dialect_copies_refuse_what_ptx_leaves_undefined(src: str, size: str, between: str, message: str):
+    with pytest.raises(TVMSError, match=message):
+        _dialect(src, size, between)

@@ -12,14 +12,16 @@ arrays, fragments, barriers and shuffles are compared, and every kernel is compi
 from __future__ import annotations
 
 import functools
+import os
 import re
+import signal
 import sys
 
 import pytest
 
 from tvms.ir.errors import TVMSError
 from tvms.ir.target import Target
-from tvms.lowering.codegen import nvrtc
+from tvms.lowering.codegen import nvrtc, nvrtc_worker
 from tvms.lowering.codegen.cuda import codegen_cuda, cuda_source, kernels_of
 from tvms.lowering.tir.gpu.lower_intrin_cuda import lower_cuda_intrin
 from tvms.lowering.tir.gpu.pipeline import finalize_kernels
@@ -216,8 +218,55 @@ def test_a_crash_of_nvrtc_is_an_error_and_the_next_compile_works():
     try:
         nvrtc.compile_cuda(WGMMA, "sm_90a", "cubin")
     except TVMSError as err:
-        assert re.match(r"NVRTC crashed compiling the CUDA source for sm_90a \(signal SIG[A-Z]+\)", str(err))
+        assert re.match(r"the process running NVRTC died compiling the CUDA source for sm_90a \(signal SIG[A-Z]+\)",
+                        str(err))
     assert nvrtc.compile_cuda(WGMMA.replace("0ULL", "7ULL"), "sm_90a", "cubin")
+
+
+def test_a_worker_that_dies_mid_compile_is_an_error_and_then_replaced(monkeypatch):
+    """The crash path on any NVRTC: the worker killed once it has the request."""
+    sent = nvrtc_worker._send
+
+    def send_then_kill(stream, value):
+        sent(stream, value)
+        if value[0] == "compile_here":
+            os.kill(nvrtc_worker._worker.pid, signal.SIGKILL)
+
+    nvrtc.compile_cuda(BAD.replace("undefined_name", "2.0f"), "sm_80", "ptx")  # (a worker running)
+    monkeypatch.setattr(nvrtc_worker, "_send", send_then_kill)
+    with pytest.raises(TVMSError, match=re.escape("the process running NVRTC died compiling the CUDA source for "
+                                                  "compute_80 (signal SIGKILL)")):
+        nvrtc.compile_cuda(BAD.replace("undefined_name", "3.0f"), "sm_80", "ptx")
+    monkeypatch.undo()
+    assert nvrtc.compile_cuda(BAD.replace("undefined_name", "4.0f"), "sm_80", "ptx").startswith(b"//")
+
+
+def test_a_worker_that_cannot_start_says_why(monkeypatch, tmp_path):
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho this interpreter is broken >&2\nexit 3\n")
+    broken.chmod(0o755)
+    monkeypatch.setattr(nvrtc_worker, "_worker", None)
+    monkeypatch.setattr(sys, "executable", str(broken))
+    with pytest.raises(TVMSError, match="the process that runs NVRTC did not start: this interpreter is broken"):
+        nvrtc.compile_cuda(BAD.replace("undefined_name", "5.0f"), "sm_80", "ptx")
+
+
+def test_an_interrupted_compile_does_not_answer_the_next_one(monkeypatch):
+    """An interrupt while the worker works (Jupyter's stop button) ends that worker: its late
+    answer cannot be taken for the next compile's."""
+    received = nvrtc_worker._receive
+
+    def interrupted(stream):
+        received(stream)  # (the answer arrives, and is dropped as an interrupt drops it)
+        raise KeyboardInterrupt
+
+    nvrtc.compile_cuda(BAD.replace("undefined_name", "6.0f"), "sm_80", "ptx")
+    monkeypatch.setattr(nvrtc_worker, "_receive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        nvrtc.compile_cuda('extern "C" __global__ void slow(float* a) { a[0] = 7.0f; }\n', "sm_80", "ptx")
+    monkeypatch.undo()
+    fast = nvrtc.compile_cuda('extern "C" __global__ void fast(float* a) { a[0] = 8.0f; }\n', "sm_80", "ptx")
+    assert b".entry fast(" in fast and b"slow" not in fast
 
 
 def test_headers_come_from_nvrtcs_own_cuda_version(monkeypatch, tmp_path) -> None:

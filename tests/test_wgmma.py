@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from wgmma_gemm import kernel_text  # noqa: E402
 
 SM90A = {"kind": "cuda", "arch": "sm_90a"}
-M, N, K = 128, 256, 192  # (one block, three tiles of K: the pipeline's prologue and its steady state)
+M, N, K = 128, 256, 384  # (one block, six tiles of K: the prologue's three, then stages used again)
 
 
 def _inputs(m: int, n: int, k: int) -> tuple:
@@ -113,6 +113,41 @@ def test_one_wgmma_reads_its_operands_through_their_descriptors(layout: str, sca
     run_prim_func(func, a, b, d)
     want = scale_b * (a.astype("float64") @ b.astype("float64").T) + scale_d
     np.testing.assert_allclose(d, want, rtol=1e-5, atol=1e-5)
+
+
+def test_float16_accumulators_are_packed_two_a_register() -> None:
+    """wgmma's f16 accumulators: N / 4 registers of two halves, element 2 r in register r's low half."""
+    text = ONE.format(**LAYOUTS["no swizzle"], scale_d=1, scale_b=1)
+    text = text.replace('D: T.Buffer((64, 8), "float32")', 'D: T.Buffer((64, 4), "uint32")')
+    text = text.replace("    acc = T.alloc_local((4,))", '    acc = T.alloc_local((2,), "uint32")')
+    text = text.replace("    for i in range(4):\n        acc[i] = T.float32(1.0)",
+                        "    for i in range(2):\n        acc[i] = T.uint32(0x3C003C00)")  # (1.0 in both halves)
+    text = text.replace('T.ptx.wgmma(acc[0], acc[1], acc[2], acc[3], desc_a', "T.ptx.wgmma(acc[0], acc[1], desc_a")
+    text = text.replace('"f32", "f16", "f16", "p6")', '"f16", "f16", "f16", "p4")')
+    text = text.replace("""    for i in range(4):
+        D[tx // 32 * 16 + tx % 32 // 4 + i // 2 * 8, tx % 4 * 2 + i % 2] = acc[i]""", """    for r in range(2):
+        D[tx // 32 * 16 + tx % 32 // 4 + r * 8, tx % 4] = acc[r]""")
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((64, 16)).astype("float16")
+    b = rng.standard_normal((8, 16)).astype("float16")
+    d = np.zeros((64, 4), "uint32")
+    run_prim_func(from_source(text), a, b, d)
+    want = a.astype("float64") @ b.astype("float64").T + 1
+    np.testing.assert_allclose(d.view("float16").astype("float64"), want, rtol=2e-3, atol=2e-3)
+
+
+def test_bfloat16_operands() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    text = ONE.format(**LAYOUTS["no swizzle"], scale_d=0, scale_b=1).replace('"float16"), B', '"bfloat16"), B')
+    text = text.replace('B: T.Buffer((8, 16), "float16")', 'B: T.Buffer((8, 16), "bfloat16")')
+    text = text.replace('S = T.alloc_buffer((4096,), "float16"', 'S = T.alloc_buffer((4096,), "bfloat16"')
+    text = text.replace('"f32", "f16", "f16", "p6")', '"f32", "bf16", "bf16", "p6")')
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((64, 16)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((8, 16)).astype(ml_dtypes.bfloat16)
+    d = np.zeros((64, 8), "float32")
+    run_prim_func(from_source(text), a, b, d)
+    np.testing.assert_allclose(d, a.astype("float64") @ b.astype("float64").T, rtol=1e-5, atol=1e-5)
 
 
 def test_the_descriptor_holds_its_fields_where_the_isa_puts_them() -> None:

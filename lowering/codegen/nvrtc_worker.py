@@ -3,28 +3,35 @@ kernel's inline asm reaches the assembler as the user wrote it, and the assemble
 12.9's dies on a ``wgmma.mma_async`` whose descriptors are constant zeros) is a TVMSError here, not
 the end of this process.
 
-The worker is started on the first compile (``python -m tvms.lowering.codegen.nvrtc_worker``) and
-kept: each request is a length-prefixed pickle ``(function, arguments)`` on its stdin, each answer
-``("ok", value)`` or ``("error", message)`` on its stdout. A worker that dies is started again on
-the next compile; a forked child starts its own; the worker ends when this process does.
+The worker is started on the first compile and kept. It imports tvms from this process's
+``sys.path`` (not from its working directory), says it is ready, then answers requests: each a
+length-prefixed pickle ``(function, arguments)`` on its stdin (``function`` one of ``SERVED``),
+each answer ``("ok", value)`` or ``("error", message)`` on the pipe that was its stdout (anything
+printed goes to its stderr, kept in a file for the message if it dies). A worker that dies, or
+whose answer was not read (an interrupt while waiting for it), is ended and started again on the
+next compile; a forked child starts its own; the worker ends when this process does.
 """
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import pickle
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 from typing import Any, BinaryIO
 
 from ...ir.errors import TVMSError
 
+SERVED = ("compile_here",)  # (the nvrtc module's functions the worker runs)
 _LENGTH = struct.Struct("<Q")
 _lock = threading.Lock()
 _worker: subprocess.Popen | None = None
+_STDERR_TAIL = 2000  # (characters of a dead worker's stderr its error shows)
 
 
 def _send(stream: BinaryIO, value: Any) -> None:
@@ -44,12 +51,27 @@ def _receive(stream: BinaryIO) -> Any:
     return pickle.loads(data)
 
 
+def _end(worker: subprocess.Popen, kill: bool) -> int:
+    """End ``worker`` (killed, or left to finish) and close its pipes and log; its exit status."""
+    if kill and worker.poll() is None:
+        worker.kill()
+    for pipe in (worker.stdin, worker.stdout):
+        try:
+            pipe.close()
+        except OSError:  # (a write the dead worker did not read)
+            pass
+    code = worker.wait()
+    worker.log.close()
+    return code
+
+
 def _forget() -> None:
     """In a forked child: the parent's worker and its pipes are the parent's; start one's own."""
     global _lock, _worker
     if _worker is not None:
         _worker.stdin.close()  # (this child's copies of the pipes; the parent's stay open)
         _worker.stdout.close()
+        _worker.log.close()
         _worker.returncode = 0  # (the parent's process, not this child's to wait for)
     _lock, _worker = threading.Lock(), None
 
@@ -60,8 +82,8 @@ def _stop() -> None:
         try:
             _worker.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            _worker.kill()
-        _worker.stdout.close()
+            pass
+        _end(_worker, kill=True)
 
 
 os.register_at_fork(after_in_child=_forget)
@@ -69,11 +91,46 @@ atexit.register(_stop)
 
 
 def _start() -> subprocess.Popen:
+    path = [os.fspath(p) for p in sys.path if isinstance(p, (str, os.PathLike))]
+    program = f"import sys, json; sys.path[:] = json.loads(sys.argv[1]); from {__name__} import serve; serve()"
+    log = tempfile.TemporaryFile()
     try:
-        return subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        worker = subprocess.Popen([sys.executable, "-c", program, json.dumps(path)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=log)
     except OSError as err:
+        log.close()
         raise TVMSError(f"could not start the process that runs NVRTC: {err}") from None
+    worker.log = log
+    try:
+        ready = _receive(worker.stdout)
+    except (EOFError, OSError, pickle.UnpicklingError):
+        ready = None
+    if ready != ("ready", None):
+        if worker.poll() is None:  # (alive but saying something else: ended)
+            worker.kill()
+        worker.wait()  # (its output complete)
+        output = _tail(worker.log)
+        _end(worker, kill=True)
+        raise TVMSError(f"the process that runs NVRTC did not start: {output}")
+    return worker
+
+
+def _tail(log: Any) -> str:
+    try:
+        log.seek(0)
+        text = log.read().decode(errors="replace").strip()
+    except (OSError, ValueError):
+        return "(its output is lost)"
+    return text[-_STDERR_TAIL:] or "(it printed nothing)"
+
+
+def _death(code: int) -> str:
+    if code >= 0:
+        return f"exit status {code}"
+    try:
+        return f"signal {signal.Signals(-code).name}"
+    except ValueError:
+        return f"signal {-code}"
 
 
 def run(function: str, *args: Any, doing: str) -> Any:
@@ -82,45 +139,50 @@ def run(function: str, *args: Any, doing: str) -> Any:
     global _worker
     with _lock:
         if _worker is None or _worker.poll() is not None:
+            if _worker is not None:
+                _end(_worker, kill=True)
             _worker = _start()
+        worker = _worker
         try:
-            _send(_worker.stdin, (function, args))
-            status, value = _receive(_worker.stdout)
-        except (EOFError, BrokenPipeError, OSError):
-            code = _worker.wait()
-            for pipe in (_worker.stdin, _worker.stdout):
-                try:
-                    pipe.close()
-                except OSError:  # (a write the dead worker did not read)
-                    pass
+            _send(worker.stdin, (function, args))
+            status, value = _receive(worker.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError):
             _worker = None
-            how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-            raise TVMSError(f"NVRTC crashed {doing} ({how}): a bug of NVRTC or of the PTX assembler in it, "
-                            f"which this kernel's code reaches; NVRTC ran in a process of its own, so "
-                            f"nothing else was lost") from None
+            output = _tail(worker.log)
+            how = _death(_end(worker, kill=True))
+            raise TVMSError(f"the process running NVRTC died {doing} ({how}): NVRTC or the PTX assembler in it "
+                            f"crashed on this kernel, or the process was killed (out of memory?); nothing else "
+                            f"was lost. Its last output: {output}") from None
+        except BaseException:  # (an interrupt while it works: its answer would be taken for the next one's)
+            _worker = None
+            _end(worker, kill=True)
+            raise
     if status == "error":
         raise TVMSError(value)
     return value
 
 
 def serve() -> None:
-    """The worker's loop: requests from stdin, answers to stdout, until stdin closes."""
+    """The worker's loop: requests from stdin, answers on what was its stdout, until stdin closes."""
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # (whatever prints, Python or C, goes to stderr, not into the answers)
+    sys.stdout = sys.stderr
     from . import nvrtc
 
-    requests, answers = sys.stdin.buffer, sys.stdout.buffer
+    requests = sys.stdin.buffer
+    _send(answers, ("ready", None))
     while True:
         try:
             function, args = _receive(requests)
         except EOFError:
             return
-        try:
-            answer = ("ok", getattr(nvrtc, function)(*args))
-        except TVMSError as err:
-            answer = ("error", str(err))
-        except Exception as err:  # (cuda-python's own failures: reported, the worker goes on)
-            answer = ("error", f"NVRTC failed: {type(err).__name__}: {err}")
+        if function not in SERVED:
+            answer = ("error", f"the NVRTC worker runs {', '.join(SERVED)}, not {function!r}")
+        else:
+            try:
+                answer = ("ok", getattr(nvrtc, function)(*args))
+            except TVMSError as err:
+                answer = ("error", str(err))
+            except Exception as err:  # (cuda-python's own failures: reported, the worker goes on)
+                answer = ("error", f"NVRTC failed: {type(err).__name__}: {err}")
         _send(answers, answer)
-
-
-if __name__ == "__main__":
-    serve()
