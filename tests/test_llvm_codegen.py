@@ -714,3 +714,19 @@ def f(a: T.Buffer((10,), "handle"), b: T.Buffer((10,), "handle")):
 ''')
     lib = tvms.build(func, target="llvm")
     assert "llvm.masked.load.v16p0.p0" in lib.get_source("ll")
+
+
+def test_a_zero_dimensional_buffer_is_its_one_element():
+    """``B[()]`` reached the llvm code generator with no index (a crash: IndexError)."""
+    text = """
+# from tvm.script import tirx as T
+
+@T.prim_func(private=True)
+def main(A: T.Buffer((1024,), "int32"), B: T.Buffer((), "int32")):
+    for x_value in range(10):
+        B[()] = A[128] + x_value
+"""
+    lib = tvms.build(from_source(text), target="llvm")
+    b = tvms.nd.array(np.zeros((), "int32"))
+    lib(tvms.nd.array(np.arange(1024, dtype="int32")), b)
+    assert int(b.numpy()) == 137

@@ -471,6 +471,8 @@ class _FunctionCodegen:
             strides.reverse()
         terms = [idx if E.is_const_int(st, 1) else E.Mul(idx, _as_type(st, idx.dtype))
                  for idx, st in zip(indices, strides)] if len(indices) > 1 else list(indices)
+        if not terms:  # (a zero-dimensional buffer, B[()]: its one element)
+            terms = [E.IntImm(DataType("int32"), 0)]
         if buffer.elem_offset is not None and not E.is_const_int(buffer.elem_offset, 0):
             terms.append(_as_type(buffer.elem_offset, terms[0].dtype))
         flat = terms[0]
