@@ -12,9 +12,10 @@ of its memory's bounds or not aligned to its size (a vector's: the whole vector'
 requires.
 
 Each thread runs alone between its waits (reference_gpu), so an atom or red is whole: it is the
-old value and the update, in the order the executor runs the threads; a float add rounds to
-nearest, and ``.add.f32`` in global memory (not ``.noftz``) flushes subnormals, as PTX's does. Accesses to shared memory
-are race-checked as buffer accesses are, but for atomics (no race, as T.cuda.atomic_add).
+old value and the update, in the order the executor runs the threads. A float add rounds to
+nearest; ``.add.f32`` in global memory (without ``.noftz``) flushes subnormal inputs and results
+to zero, as PTX's does, and in shared memory keeps them. Accesses to shared memory are
+race-checked as buffer accesses are, but for atomics (no race, as T.cuda.atomic_add).
 """
 from __future__ import annotations
 
@@ -210,7 +211,7 @@ def _atomic_value(m: dict, old: int, b: int, c: int | None) -> int:
         return 0 if old >= as_int(b, "u32") else old + 1
     if op == "dec":
         return as_int(b, "u32") if old == 0 or old > as_int(b, "u32") else old - 1
-    if op == "add" and is_float(t):  # (add.rn; .f32 in global memory without .noftz flushes: atom)
+    if op == "add" and is_float(t):  # (add.rn, .ftz where atom says: module docstring)
         return ptx_arithmetic.ARITHMETIC["add"]({"type": t, "ftz": m.get("ftz", "")}, old, b)
     if op == "add":
         return as_int(old + as_int(b, t), t)
@@ -228,7 +229,7 @@ def atom(ctx: tuple, m: dict, address: Address, b: Any, c: Any = None, *_: Any) 
     raw = _raw(address.memory)[address.byte:address.byte + bits // 8]
     cell = raw.view(np.dtype(f"uint{bits}"))
     old = int(cell[0])
-    # (PTX: atom/red.add.f32 flushes subnormal inputs and results to zero in global memory, not in shared)
+    # (.add.f32 in global memory flushes subnormals: module docstring)
     flushes = t == "f32" and m["op"] == "add" and not m.get("noftz") and not isinstance(address.memory, Shared)
     new = _atomic_value({**m, "ftz": "ftz" if flushes else ""}, old, b, c if m["op"] == "cas" else None)
     cell[0] = new & ((1 << bits) - 1)
