@@ -22,7 +22,7 @@ import numpy as np
 from tvms.ir.errors import TVMSError
 
 from .ptx_values import (as_float, as_int, element, exact, float_bits, float_dtype, flush, is_float, is_signed,
-                         join, lanewise, rounded, split, width)
+                         join, lanewise, largest, rounded, split, width)
 
 
 def _clamp(x: int, ptx_type: str) -> int:
@@ -44,25 +44,34 @@ def _int_op(fn: Callable) -> Callable:
 
 
 # ---------------------------------------------------------------- floats
-def _float_op(fn: Callable, arity: int = 2) -> Callable:
+def _float_op(fn: Callable, arity: int = 2, terms: Callable | None = None) -> Callable:
     """A float instruction: ``fn`` of the exact operands (Fractions) is the exact result, rounded
-    by ``rnd`` (rn where omitted); ``srctype`` (add.f32.bf16: operands of another type) read."""
+    by ``rnd`` (rn where omitted); ``srctype`` (add.f32.bf16: operands of another type) read.
+    ``terms``: a sum's two terms of the operands (a zero sum's sign is theirs: ``_compute``)."""
     def run(m: dict, *xs: int) -> int:
         t, src = m["type"], m.get("srctype", "")
+        rnd = m.get("rnd") or "rn"
 
         def one(e: str, *parts: int) -> int:  # (srctype: the operands but the last, add.f32.bf16's a)
             types = [src or e] * (arity - 1) + [e]
             values = [as_float(p, pt) for p, pt in zip(parts[:arity], types)]
             if m.get("ftz"):
                 values = [flush(v, pt) for v, pt in zip(values, types)]
-            return _finish(m, e, _compute(fn, values), m.get("rnd") or "rn")
+            return _finish(m, e, _compute(fn, values, rnd, terms), rnd)
         return lanewise(t, one, *xs) if not src else one(t, *xs)
     return run
 
 
-def _compute(fn: Callable, values: list) -> Fraction | float:
+def _sum(terms: Callable, arity: int = 2) -> Callable:
+    """add, sub, fma, mad: the sum of the two ``terms`` of the operands."""
+    return _float_op(lambda *xs: operator.add(*terms(*xs)), arity, terms)
+
+
+def _compute(fn: Callable, values: list, rnd: str, terms: Callable | None) -> Fraction | float:
     """The exact result; float64's where an operand is not finite, there is no exact value
-    (x / 0) or it is zero (whose sign IEEE arithmetic decides: -1 * 0 is -0)."""
+    (x / 0) or it is zero, whose sign IEEE 754 gives: a product's or quotient's by the operands'
+    signs (-1 * 0 is -0), float64's round-to-nearest sum's (+0 but for -0 + -0), and toward
+    minus infinity (rm) a sum's -0 unless both its terms are +0."""
     exacts = [exact(v) for v in values]
     if all(q is not None for q in exacts):
         try:
@@ -72,12 +81,17 @@ def _compute(fn: Callable, values: list) -> Fraction | float:
         except ZeroDivisionError:
             pass
     with np.errstate(all="ignore"):
-        return float(fn(*(np.float64(v) for v in values)))
+        floats = [np.float64(v) for v in values]
+        r = float(fn(*floats))
+        if r == 0 and rnd == "rm" and terms is not None:
+            both_plus = all(x == 0 and not np.signbit(x) for x in terms(*floats))
+            r = 0.0 if both_plus else -0.0
+    return r
 
 
 def _finish(m: dict, t: str, q: Fraction | float, rnd: str) -> int:
-    """Round ``q`` to ``t``, then .ftz, .sat, .relu (a float ``q``: an infinity, NaN or signed zero,
-    or an .approx value)."""
+    """Round ``q`` to ``t``, then .ftz, .sat, .relu, .satfinite (a float ``q``: an infinity, NaN or
+    signed zero, or an .approx value)."""
     if isinstance(q, float) and math.isfinite(q) and q != 0:
         q = Fraction(q)
     bits = rounded(q, t, rnd)
@@ -88,6 +102,8 @@ def _finish(m: dict, t: str, q: Fraction | float, rnd: str) -> int:
         v = float_dtype(t).type(0.0 if math.isnan(float(v)) else min(max(float(v), 0.0), 1.0))
     if m.get("relu") and float(v) < 0:  # (NaN stays NaN)
         v = float_dtype(t).type(0.0)
+    if m.get("satfinite") and math.isinf(float(v)):  # (the largest finite value of its sign; NaN stays NaN)
+        return largest(t, float(v) < 0)
     return float_bits(v, t)
 
 
@@ -151,8 +167,9 @@ def _min_max(pick: Callable) -> Callable:
             raise TVMSError("the reference executor does not run min/max .xorsign")
 
         def one(e: str, *parts: int) -> int:
-            if not is_float(e):
-                return as_int(pick(as_int(p, e) for p in parts), e)
+            if not is_float(e):  # (.relu: a negative result is 0, element by element)
+                r = pick(as_int(p, e) for p in parts)
+                return as_int(max(r, 0) if m.get("relu") else r, e)
             values = [float(as_float(p, e)) for p in parts]
             if m.get("abs"):
                 values = [abs(v) for v in values]
@@ -165,15 +182,6 @@ def _min_max(pick: Callable) -> Callable:
             v = flush(float_dtype(e).type(r), e) if m.get("ftz") else float_dtype(e).type(r)
             return float_bits(float_dtype(e).type(0.0) if m.get("relu") and r < 0 else v, e)
         return lanewise(m["type"], one, *xs)
-    return run
-
-
-def _float_unary(fn: Callable) -> Callable:
-    def run(m: dict, a: int) -> int:
-        def one(e: str, x: int) -> int:
-            v = as_float(x, e)
-            return float_bits(flush(fn(v), e) if m.get("ftz") else fn(v), e)
-        return lanewise(m["type"], one, a)
     return run
 
 
@@ -356,23 +364,29 @@ def _setp_packed(m: dict, a: int, b: int, c: bool | None = None) -> tuple:
 
 
 def _set(m: dict, a: int, b: int, c: bool | None = None) -> int:
-    """set: all ones (1.0 for a float destination) where the comparison holds."""
+    """set: all ones (1.0 for a float destination) where the comparison holds; of a packed
+    source (set.u32.f16x2), each element's comparison into its own half of d."""
     st, dt = m.get("stype"), m["dtype"]
+    e, count = element(st)
 
     def one(d: str, x: int, y: int) -> int:
-        r = compare(m["cmp"], element(st)[0], x, y, bool(m.get("ftz")))
+        r = compare(m["cmp"], e, x, y, bool(m.get("ftz")))
         if c is not None:
             r = _BOOL[m["boolop"]](r, bool(c))
         return float_bits(1.0 if r else 0.0, d) if is_float(d) else (1 << width(d)) - 1 if r else 0
-    if element(dt)[1] > 1:  # (set.f16x2.f16x2: element by element)
-        return lanewise(dt, one, a, b)
+    if count > 1:
+        half = element(dt)[0] if is_float(dt) else f"b{width(e)}"
+        return join([one(half, x, y) for x, y in zip(split(a, st), split(b, st))], st)
     return one(dt, a, b)
 
 
 def _slct(m: dict, a: int, b: int, c: int) -> int:
-    ct = m["ctype"]
-    take_a = float(as_float(c, "f32")) >= 0 if ct == "f32" else as_int(c, "s32") >= 0  # (-0.0 too; NaN: b)
-    return a if take_a else b
+    if m["ctype"] != "f32":
+        return a if as_int(c, "s32") >= 0 else b
+    v = as_float(c, "f32")
+    if m.get("ftz"):  # (a subnormal c is a zero of its sign: -1e-45 picks a)
+        v = flush(v, "f32")
+    return a if float(v) >= 0 else b  # (-0.0 too; NaN: b)
 
 
 def _testp(m: dict, a: int) -> int:
@@ -403,12 +417,12 @@ def cvt(m: dict, a: int) -> int:
             return _clamp(int(math.copysign(1 << 200, f)), dt)
         return _clamp(_integral(Fraction(f), rnd), dt)
     q = exact(v)
-    if rnd.endswith("i"):  # (float to float of the same size: to an integral value)
-        return _finish(m, dt, Fraction(_integral(q, rnd)) if q is not None else float(v), "rn")
-    r = _finish(m, dt, q if q is not None else float(v), rnd or "rn")
-    if m.get("satfinite") and math.isinf(float(as_float(r, dt))):  # (the largest finite value of its sign)
-        r = rounded(Fraction(float(as_float(r, dt)) > 0 and 1 or -1) * 2 ** 2000, dt, "rz")
-    return r
+    integral = rnd.endswith("i")  # (float to float of the same size: to an integral value)
+    if q is not None and integral:
+        q = Fraction(_integral(q, rnd))
+    if q is None or q == 0:  # (an infinity, NaN, or a zero of the operand's sign, as IEEE 754 says)
+        q = math.copysign(0.0, float(v)) if q == 0 else float(v)
+    return _finish(m, dt, q, "rn" if integral else rnd or "rn")
 
 
 def _cvt_pair(m: dict, a: int, b: int) -> int:
@@ -474,24 +488,31 @@ def _copysign(m: dict, a: int, b: int) -> int:
     return lanewise(m["type"], one, a, b)
 
 
+def _flushed(x: int, e: str) -> int:
+    """.ftz of a register: a subnormal's bits become its sign's zero's."""
+    return float_bits(flush(as_float(x, e), e), e)
+
+
 def _neg(m: dict, a: int) -> int:
-    return lanewise(m["type"], lambda e, x: x ^ (1 << (width(e) - 1)), a)  # (the sign bit: NaN too)
+    def one(e: str, x: int) -> int:  # (the sign bit: NaN too)
+        return (_flushed(x, e) if m.get("ftz") else x) ^ (1 << (width(e) - 1))
+    return lanewise(m["type"], one, a)
 
 
 def _abs_f(m: dict, a: int) -> int:
     def one(e: str, x: int) -> int:
         r = x & ((1 << (width(e) - 1)) - 1)
-        return float_bits(flush(as_float(r, e), e), e) if m.get("ftz") else r
+        return _flushed(r, e) if m.get("ftz") else r
     return lanewise(m["type"], one, a)
 
 
 ARITHMETIC: dict[str, Callable] = {
     "add_int": _int_op(operator.add), "sub_int": _int_op(operator.sub),
-    "add": _float_op(operator.add), "add_half": _float_op(operator.add),
-    "sub": _float_op(operator.sub), "sub_half": _float_op(operator.sub),
+    "add": _sum(lambda a, b: (a, b)), "add_half": _sum(lambda a, b: (a, b)),
+    "sub": _sum(lambda a, b: (a, -b)), "sub_half": _sum(lambda a, b: (a, -b)),
     "mul": _float_op(operator.mul), "mul_half": _float_op(operator.mul),
-    "fma": _float_op(lambda a, b, c: a * b + c, 3), "fma_half": _float_op(lambda a, b, c: a * b + c, 3),
-    "mad_f": _float_op(lambda a, b, c: a * b + c, 3),
+    "fma": _sum(lambda a, b, c: (a * b, c), 3), "fma_half": _sum(lambda a, b, c: (a * b, c), 3),
+    "mad_f": _sum(lambda a, b, c: (a * b, c), 3),
     "mul_int": _mul_int, "mul_wide": _mad_wide, "mad_int": _mad_int, "mad_wide": _mad_wide,
     "div": _div_int(lambda x, y, q: q), "rem": _div_int(lambda x, y, q: x - q * y), "div_f": _div_f,
     "abs": _int_op(abs), "neg_int": _int_op(operator.neg), "abs_f": _abs_f, "abs_half": _abs_f,

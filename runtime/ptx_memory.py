@@ -12,8 +12,10 @@ of its memory's bounds or not aligned to its size (a vector's: the whole vector'
 requires.
 
 Each thread runs alone between its waits (reference_gpu), so an atom or red is whole: it is the
-old value and the update, in the order the executor runs the threads. Accesses to shared memory
-are race-checked as buffer accesses are, but for atomics (no race, as T.cuda.atomic_add).
+old value and the update, in the order the executor runs the threads. A float add rounds to
+nearest; ``.add.f32`` in global memory (without ``.noftz``) flushes subnormal inputs and results
+to zero, as PTX's does, and in shared memory keeps them. Accesses to shared memory are
+race-checked as buffer accesses are, but for atomics (no race, as T.cuda.atomic_add).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import numpy as np
 from tvms.ir.errors import TVMSError
 
 from . import ptx_arithmetic, reference_async
-from .ptx_values import as_float, as_int, exact, is_float, lanewise, rounded, width
+from .ptx_values import as_int, is_float, width
 from .reference_gpu import Shared
 
 
@@ -46,7 +48,7 @@ def pointer_address(pointer: tuple) -> Address:
     return Address(memory, int(offset) * memory.dtype.itemsize)
 
 
-def offset_address(base: Address, nbytes: int) -> Address:
+def offset_address(base: Address | NumberAddress, nbytes: int) -> Address | NumberAddress:
     """``T.ptx.addr(base, bytes)``."""
     return base + nbytes
 
@@ -92,6 +94,22 @@ def shared_address(block: Any, pointer: tuple) -> int:
     if not isinstance(address.memory, Shared):
         raise TVMSError("T.cuda.cvta_generic_to_shared of a pointer that is not into shared memory")
     return _shared_window(block).address(address)
+
+
+@dataclass(frozen=True)
+class NumberAddress:
+    """An address operand given as a number (and ``T.ptx.addr``'s bytes past it): found in its
+    window as the instruction runs, so that a number in no allocation is an error of the
+    instruction's (reference_ptx_dialect.memory: by which thread, at which statement)."""
+    number: int
+    space: str
+    byte: int = 0
+
+    def __add__(self, nbytes: int) -> "NumberAddress":
+        return NumberAddress(self.number, self.space, self.byte + int(nbytes))
+
+    def found(self, block: Any) -> Address:
+        return integer_address(block, self.number, self.space) + self.byte
 
 
 def integer_address(block: Any, number: int, space: str) -> Address:
@@ -193,10 +211,8 @@ def _atomic_value(m: dict, old: int, b: int, c: int | None) -> int:
         return 0 if old >= as_int(b, "u32") else old + 1
     if op == "dec":
         return as_int(b, "u32") if old == 0 or old > as_int(b, "u32") else old - 1
-    if op == "add" and is_float(t.split("x")[0]):
-        return lanewise(t, lambda e, x, y: rounded(exact(as_float(x, e)) + exact(as_float(y, e)), e)
-                        if exact(as_float(x, e)) is not None and exact(as_float(y, e)) is not None
-                        else rounded(float(as_float(x, e)) + float(as_float(y, e)), e), old, b)
+    if op == "add" and is_float(t):  # (add.rn, .ftz where atom says: module docstring)
+        return ptx_arithmetic.ARITHMETIC["add"]({"type": t, "ftz": m.get("ftz", "")}, old, b)
     if op == "add":
         return as_int(old + as_int(b, t), t)
     pick = min if op == "min" else max
@@ -213,7 +229,9 @@ def atom(ctx: tuple, m: dict, address: Address, b: Any, c: Any = None, *_: Any) 
     raw = _raw(address.memory)[address.byte:address.byte + bits // 8]
     cell = raw.view(np.dtype(f"uint{bits}"))
     old = int(cell[0])
-    new = _atomic_value(m, old, b if m["op"] != "cas" else b, c if m["op"] == "cas" else None)
+    # (.add.f32 in global memory flushes subnormals: module docstring)
+    flushes = t == "f32" and m["op"] == "add" and not m.get("noftz") and not isinstance(address.memory, Shared)
+    new = _atomic_value({**m, "ftz": "ftz" if flushes else ""}, old, b, c if m["op"] == "cas" else None)
     cell[0] = new & ((1 << bits) - 1)
     return (_extend(old, t),)
 

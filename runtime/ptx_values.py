@@ -8,7 +8,7 @@ integer register sign-extends a signed result, as PTX's ld.s8 into a .s32 regist
 
 Floats are rounded as PTX says (``rounded``): the exact result (a Fraction) to the nearest value
 of the type (ties to even) with ``rn``, toward zero, minus or plus infinity with ``rz``, ``rm``,
-``rp``.
+``rp``; beyond the largest finite value, to it or to an infinity as IEEE 754 says.
 """
 from __future__ import annotations
 
@@ -134,16 +134,16 @@ def exact(x: np.floating) -> Fraction | None:
 
 def rounded(q: Fraction | float, ptx_type: str, rnd: str = "rn") -> int:
     """The bits of ``q`` rounded to ``ptx_type`` by the rounding mode (rn, rz, rm, rp; the
-    integer ones rni, ... are the caller's); a float ``q`` is an infinity or NaN."""
+    integer ones rni, ... are the caller's); a float ``q`` is an infinity, NaN or signed zero."""
     ft = float_dtype(ptx_type)
     if not isinstance(q, Fraction):
         return float_bits(q, ptx_type)
-    with np.errstate(over="ignore"):
-        c = ft.type(float(q)) if abs(q) < 2 ** 1100 else ft.type(math.copysign(math.inf, q))
-    if not math.isfinite(float(c)):  # (beyond the largest finite value)
-        toward_inf = rnd == "rn" or rnd == ("rp" if q > 0 else "rm")
-        big = _LARGEST[ptx_type] | (1 << (width(ptx_type) - 1) if q < 0 else 0)
-        return float_bits(c, ptx_type) if toward_inf else big
+    top = Fraction(float(as_float(_LARGEST[ptx_type], ptx_type)))
+    if abs(q) > top:  # (IEEE 754's overflow: an infinity where the mode rounds away from the largest finite value)
+        beyond = 2 ** math.frexp(float(top))[1]  # (the next value, were the exponent unbounded: rn's tie is to it)
+        away = rnd == ("rp" if q > 0 else "rm") or rnd == "rn" and 2 * abs(q) >= top + beyond
+        return float_bits(math.inf if q > 0 else -math.inf, ptx_type) if away else largest(ptx_type, q < 0)
+    c = ft.type(float(q))  # (one of q's two neighbours of the type: float64's, then the type's, nearest)
     fc = Fraction(float(c))
     if fc == q:
         return float_bits(c, ptx_type)
@@ -152,8 +152,6 @@ def rounded(q: Fraction | float, ptx_type: str, rnd: str = "rn") -> int:
         pick = lo
     elif rnd == "rp" or rnd == "rz":
         pick = hi
-    elif not math.isfinite(float(hi)) or not math.isfinite(float(lo)):
-        pick = c
     else:
         d_lo, d_hi = q - Fraction(float(lo)), Fraction(float(hi)) - q
         pick = lo if d_lo < d_hi or d_lo == d_hi and float_bits(lo, ptx_type) % 2 == 0 else hi
@@ -163,6 +161,11 @@ def rounded(q: Fraction | float, ptx_type: str, rnd: str = "rn") -> int:
 # the bits of each type's largest finite value and of its smallest normal one
 _LARGEST = {"f16": 0x7BFF, "bf16": 0x7F7F, "f32": 0x7F7FFFFF, "f64": 0x7FEFFFFFFFFFFFFF}
 _SMALLEST_NORMAL = {"f16": 0x0400, "bf16": 0x0080, "f32": 0x00800000, "f64": 0x0010000000000000}
+
+
+def largest(ptx_type: str, negative: bool = False) -> int:
+    """The bits of the type's largest finite value, or of its negation."""
+    return _LARGEST[ptx_type] | (1 << (width(ptx_type) - 1) if negative else 0)
 
 
 def flush(x: np.floating, ptx_type: str) -> np.floating:

@@ -163,8 +163,10 @@ def arithmetic(fn: Callable, name: str, mods: dict, *reads: Any) -> tuple:
 
 
 def memory(fn: Callable, name: str, mods: dict, block: Any, me: int, stmt: Any, *reads: Any) -> tuple:
-    """A memory instruction; its errors say which thread ran which statement."""
+    """A memory instruction (its addresses given as numbers found first); its errors say which
+    thread ran which statement."""
     try:
+        reads = tuple(r.found(block) if isinstance(r, ptx_memory.NumberAddress) else r for r in reads)
         return _results(fn((block, me, stmt), mods, *reads))
     except TVMSError as e:
         raise TVMSError(f"{e} (by {block.who(me)} at {gpu.describe(stmt)})") from None
@@ -303,7 +305,7 @@ class PtxDialectCodegen:
             return self._address_source(e.args[0], space)
         if e.dtype.is_handle:
             return self._call(ptx_memory.pointer_address, self._pointer_source(e))
-        return self._call(ptx_memory.integer_address, "_blk", self.src(e),
+        return self._call(ptx_memory.NumberAddress, self.src(e),
                           self.name("shared" if space == "shared" else "generic", "_s"))
 
     def _pointer_source(self, e: Any) -> str:

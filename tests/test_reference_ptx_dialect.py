@@ -751,3 +751,210 @@ O[tx] = d
     # (three threads: xor twice more is xor once; dec 5 to 2; min with -3 as signed)
     assert a.tolist() == [12 & 10, 12 | 10, 12 ^ 10, 2, u32(-3), 42, 0, 0]
     assert f[0] == 0.75 and out.tolist() == [99, 99, 99, 0, 0, 0, 0, 0]
+
+
+# ---------------------------------------------------------------- the edges of IEEE 754 and PTX's modifiers
+def test_overflow_is_an_infinity_or_the_largest_finite_value_by_the_rounding_mode() -> None:
+    """Beyond the largest finite value (also beyond float64's, as 1e300 * 1e300), rn and the mode
+    rounding away from zero give an infinity, the others the largest finite value."""
+    out = np.zeros(8, "float64")
+    run('O: T.Buffer((8,), "float64")', """
+f: T.float64
+T.ptx.mul(f, T.float64(1e300), T.float64(1e300), "rn", "", "", "f64", "")
+O[0] = f
+T.ptx.mul(f, T.float64(1e300), T.float64(-1e300), "rz", "", "", "f64", "")
+O[1] = f
+T.ptx.fma(f, T.float64(1e300), T.float64(1e300), T.float64(1.0), "rn", "", "", "f64", "", "")
+O[2] = f
+T.ptx.add(f, T.float64(1.7e308), T.float64(1.7e308), "rn", "", "", "f64", "", "")
+O[3] = f
+T.ptx.add(f, T.float64(1.7e308), T.float64(1.7e308), "rz", "", "", "f64", "", "")
+O[4] = f
+T.ptx.add(f, T.float64(1.7e308), T.float64(1.7e308), "rm", "", "", "f64", "", "")
+O[5] = f
+T.ptx.add(f, T.float64(-1.7e308), T.float64(-1.7e308), "rm", "", "", "f64", "", "")
+O[6] = f
+T.ptx.add(f, T.float64(-1.7e308), T.float64(-1.7e308), "rp", "", "", "f64", "", "")
+O[7] = f
+""", out)
+    big = np.finfo(np.float64).max
+    assert out.tolist() == [np.inf, -big, np.inf, np.inf, big, big, -np.inf, -big]
+
+
+def test_satfinite_saturates_to_the_largest_finite_value_and_keeps_nan() -> None:
+    f = np.array([1e6, -np.inf, np.nan, 65520.0, np.nextafter(np.float32(65520), np.float32(0))], "float32")
+    half = np.zeros(5, "float16")
+    out = np.zeros(2, "uint32")
+    run('F: T.Buffer((5,), "float32"), H: T.Buffer((5,), "float16"), O: T.Buffer((2,), "uint32")', """
+h: T.float16
+d: T.uint32
+b: T.uint16
+T.ptx.cvt(h, F[0], "rn", "", "satfinite", "", "", "f16", "f32", "")
+H[0] = h
+T.ptx.cvt(h, F[1], "rn", "", "satfinite", "", "", "f16", "f32", "")
+H[1] = h
+T.ptx.cvt(h, F[2], "rn", "", "satfinite", "", "", "f16", "f32", "")
+H[2] = h
+T.ptx.cvt(h, F[3], "rn", "", "", "", "", "f16", "f32", "")
+H[3] = h
+T.ptx.cvt(h, F[4], "rn", "", "", "", "", "f16", "f32", "")
+H[4] = h
+T.ptx.cvt(d, F[0], F[1], "rz", "", "satfinite", "f16x2", "f32", "")
+O[0] = d
+T.ptx.cvt(b, F[1], "rn", "", "satfinite", "", "", "bf16", "f32", "")
+O[1] = T.Cast("uint32", b)
+""", f, half, out)
+    # (65520 is halfway between float16's largest, 65504, and 2**16: rn's tie goes to the infinity)
+    assert half[:2].tolist() == [65504.0, -65504.0] and np.isnan(half[2])
+    assert half[3] == np.inf and half[4] == 65504.0
+    assert out.tolist() == [0x7BFF << 16 | 0xFBFF, 0xFF7F]  # (a's in the high half; bfloat16's -largest)
+
+
+def test_set_of_a_packed_source_compares_each_half_into_its_own() -> None:
+    one, two, five = (int(np.float16(x).view(np.uint16)) for x in (1.0, 2.0, 5.0))
+    a, b = five << 16 | one, two << 16 | one  # (the low halves equal, the high ones not)
+    out = np.zeros(4, "uint32")
+    run('O: T.Buffer((4,), "uint32")', f"""
+d: T.uint32
+s: T.int32
+T.ptx.set(d, T.uint32({a}), T.uint32({b}), "eq", "", "u32", "f16x2", "")
+O[0] = d
+T.ptx.set(s, T.uint32({a}), T.uint32({b}), "ge", "", "s32", "f16x2", "")
+O[1] = T.Cast("uint32", s)
+T.ptx.set(d, T.uint32({a}), T.uint32({b}), "eq", "", "f16x2", "f16x2", "")
+O[2] = d
+T.ptx.set(d, T.uint32({a}), T.uint32({b}), T.bool(True), "ne", "and", "", "u32", "f16x2", "p3")
+O[3] = d
+""", out)
+    assert out.tolist() == [0x0000FFFF, 0xFFFFFFFF, one, 0xFFFF0000]
+
+
+def test_integer_min_and_max_relu_clamp_each_element_at_zero() -> None:
+    out = np.zeros(4, "uint32")
+    run('O: T.Buffer((4,), "uint32")', """
+s: T.int32
+d: T.uint32
+T.ptx.max(s, T.int32(-5), T.int32(-3), "", "", "", "", "relu", "s32", "")
+O[0] = T.Cast("uint32", s)
+T.ptx.min(s, T.int32(4), T.int32(7), "", "", "", "", "relu", "s32", "")
+O[1] = T.Cast("uint32", s)
+T.ptx.max(d, T.uint32(0xFFFBFFFB), T.uint32(0xFFFD0002), "", "", "", "", "relu", "s16x2", "")
+O[2] = d
+T.ptx.max(d, T.uint32(0xFFFBFFFB), T.uint32(0xFFFD0002), "", "", "", "", "", "s16x2", "")
+O[3] = d
+""", out)
+    assert out.tolist() == [0, 4, 0x00000002, 0xFFFD0002]
+
+
+def test_ftz_flushes_the_operand_of_neg_and_the_selector_of_slct() -> None:
+    tiny = np.array([1, 0x80000001], "uint32").view("float32")  # (the smallest subnormals, + and -)
+    half = np.array([1], "uint16").view("float16")
+    out = np.zeros(6, "uint32")
+    run('F: T.Buffer((2,), "float32"), H: T.Buffer((1,), "float16"), O: T.Buffer((6,), "uint32")', """
+d: T.uint32
+f: T.float32
+h: T.float16
+T.ptx.neg(f, F[0], "ftz", "f32", "")
+O[0] = T.reinterpret("uint32", f)
+T.ptx.neg(f, F[0], "", "f32", "")
+O[1] = T.reinterpret("uint32", f)
+T.ptx.neg(h, H[0], "ftz", "f16", "")
+O[2] = T.Cast("uint32", T.reinterpret("uint16", h))
+T.ptx.slct(d, T.uint32(1), T.uint32(2), F[1], "ftz", "u32", "f32", "")
+O[3] = d
+T.ptx.slct(d, T.uint32(1), T.uint32(2), F[1], "", "u32", "f32", "")
+O[4] = d
+T.ptx.slct(d, T.uint32(1), T.uint32(2), T.float32(-0.0), "", "u32", "f32", "")
+O[5] = d
+""", tiny, half, out)
+    # (neg.ftz of the smallest subnormal: +0 negated; slct.ftz of -1e-45: -0 >= 0 picks a)
+    assert out.tolist() == [0x80000000, 0x80000001, 0x8000, 1, 2, 1]
+
+
+def test_an_exact_zero_sum_toward_minus_infinity_is_negative() -> None:
+    """IEEE 754: an exact zero sum is +0 in every rounding mode but rm's, where it is -0 unless
+    both terms are +0 (products and quotients take their operands' signs in every mode)."""
+    out = np.zeros(9, "uint32")
+    run('O: T.Buffer((9,), "uint32")', """
+f: T.float32
+g: T.float64
+T.ptx.add(f, T.float32(1.0), T.float32(-1.0), "rm", "", "", "f32", "", "")
+O[0] = T.reinterpret("uint32", f)
+T.ptx.add(f, T.float32(1.0), T.float32(-1.0), "rz", "", "", "f32", "", "")
+O[1] = T.reinterpret("uint32", f)
+T.ptx.add(f, T.float32(1.0), T.float32(-1.0), "rp", "", "", "f32", "", "")
+O[2] = T.reinterpret("uint32", f)
+T.ptx.sub(f, T.float32(2.0), T.float32(2.0), "rm", "", "", "f32", "", "")
+O[3] = T.reinterpret("uint32", f)
+T.ptx.fma(f, T.float32(2.0), T.float32(3.0), T.float32(-6.0), "rm", "", "", "f32", "", "")
+O[4] = T.reinterpret("uint32", f)
+T.ptx.add(f, T.float32(0.0), T.float32(0.0), "rm", "", "", "f32", "", "")
+O[5] = T.reinterpret("uint32", f)
+T.ptx.add(f, T.float32(0.0), T.float32(-0.0), "rm", "", "", "f32", "", "")
+O[6] = T.reinterpret("uint32", f)
+T.ptx.mul(f, T.float32(-1.0), T.float32(-0.0), "rm", "", "", "f32", "")
+O[7] = T.reinterpret("uint32", f)
+T.ptx.add(g, T.float64(0.5), T.float64(-0.5), "rm", "", "", "f64", "", "")
+O[8] = T.Cast("uint32", T.reinterpret("uint64", g) >> T.uint64(32))
+""", out)
+    minus = 0x80000000
+    assert out.tolist() == [minus, 0, 0, minus, minus, 0, minus, 0, minus]
+
+
+def test_a_conversion_keeps_the_sign_of_a_zero() -> None:
+    """IEEE 754: converting a zero, or rounding to an integral value that is zero, keeps the
+    operand's sign."""
+    f = np.array([-0.0, -0.5, -0.3], "float32")
+    out = np.zeros(4, "uint32")
+    run('F: T.Buffer((3,), "float32"), O: T.Buffer((4,), "uint32")', """
+f: T.float32
+h: T.float16
+g: T.float64
+T.ptx.cvt(h, F[0], "rn", "", "", "", "", "f16", "f32", "")
+O[0] = T.Cast("uint32", T.reinterpret("uint16", h))
+T.ptx.cvt(g, F[0], "", "", "", "", "", "f64", "f32", "")
+O[1] = T.Cast("uint32", T.reinterpret("uint64", g) >> T.uint64(32))
+T.ptx.cvt(f, F[1], "rzi", "", "", "", "", "f32", "f32", "")
+O[2] = T.reinterpret("uint32", f)
+T.ptx.cvt(f, F[2], "rpi", "", "", "", "", "f32", "f32", "")
+O[3] = T.reinterpret("uint32", f)
+""", f, out)
+    assert out.tolist() == [0x8000, 0x80000000, 0x80000000, 0x80000000]
+
+
+@pytest.mark.parametrize("call", [
+    'T.ptx.ld(d, T.uint64(12345), "", "", "", "global", "", "", "", "", "", "b32", "")',
+    'T.ptx.ld(d, T.ptx.addr(T.uint64(12345), 4), "", "", "", "global", "", "", "", "", "", "b32", "")',
+    'T.ptx.st(T.uint32(5000), T.uint32(1), "", "", "", "shared", "", "", "", "b32", "")',
+])
+def test_an_address_number_in_no_allocation_names_the_thread_and_statement(call: str) -> None:
+    with pytest.raises(TVMSError, match=r"address 0x[0-9a-f]+ is in no allocation .* \(by thread \(threadIdx.x=0\) "
+                                        r"of block \(blockIdx.x=0\) at `T\.ptx\.(ld|st)\("):
+        run('A: T.Buffer((4,), "uint32")', f"""
+d: T.uint32
+{call}
+A[0] = d
+""", np.zeros(4, "uint32"), threads=2)
+
+
+def test_a_float32_atomic_add_flushes_subnormals_in_global_memory_only() -> None:
+    """PTX: atom/red .add.f32 on global memory flush subnormal inputs and results to zero of
+    their sign; on shared memory, with .noftz, and at .f16 they keep them."""
+    tiny = np.float32(1e-40)
+    f = np.array([tiny, -tiny, tiny], "float32")
+    h = np.array([6e-8], "float16")
+    out = np.zeros(1, "float32")
+    run('F: T.Buffer((3,), "float32"), H: T.Buffer((1,), "float16"), O: T.Buffer((1,), "float32")', """
+smem = T.alloc_shared((1,), "float32")
+x: T.float32
+y: T.float16
+smem[0] = T.float32(1e-40)
+T.ptx.atom(x, T.address_of(F[0]), T.float32(1e-40), "", "", "global", "add", "", "f32", "")
+T.ptx.red(T.address_of(F[1]), T.float32(-1e-40), "", "", "global", "add", "", "f32", "")
+T.ptx.atom(x, T.address_of(F[2]), T.float32(1e-40), "", "", "global", "add", "noftz", "", "f32", "")
+T.ptx.atom(x, T.address_of(smem[0]), T.float32(1e-40), "", "", "shared", "add", "", "f32", "")
+T.ptx.atom(y, T.address_of(H[0]), T.float16(6e-8), "", "", "global", "add", "noftz", "", "f16", "")
+O[0] = smem[0]
+""", f, h, out)
+    assert f.view("uint32").tolist()[:2] == [0, 0x80000000]  # (flushed: zeros of their signs)
+    assert f[2] == 2 * tiny and out[0] == 2 * tiny and h[0] == np.float16(6e-8) * 2
