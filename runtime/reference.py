@@ -56,7 +56,7 @@ from tvms.ir.op import loop_control
 from . import reference_dma
 from .reference_kernel import KernelCodegen
 from .reference_ptx_dialect import PtxDialectCodegen
-from .tir_values import INTRINSICS, cast_value, count_leading_zeros, numpy_dtype, trunc_div, trunc_mod
+from .tir_values import INTRINSICS, cast_value, count_leading_zeros, numpy_dtype, reinterpret_bits, trunc_div, trunc_mod
 
 __all__ = ["run_prim_func", "compile_prim_func", "prim_func_source", "compile_expr", "numpy_dtype",
            "cast_value", "INTRINSICS"]
@@ -237,6 +237,10 @@ class _Compiler:
             return f"({t} if {c} else {f})"
         if name == "tir.clz":  # (the count depends on the argument's width, not the result's)
             return self._call(count_leading_zeros, str(e.args[0].dtype.bits), self.src(e.args[0]))
+        if name == "tir.reinterpret" and not (e.dtype.is_handle or e.args[0].dtype.is_handle):
+            # (the bits of the argument's own type: a constant arrives as a plain Python number)
+            return self._call(reinterpret_bits, self.name(e.dtype, "_t"), self.name(e.args[0].dtype, "_t"),
+                              self.src(e.args[0]))
         fn = INTRINSICS.get(name)
         if fn is None:
             shown = f" (T.{op_registry.info_of(op).script_name})" if isinstance(op, E.Op) else ""

@@ -36,7 +36,7 @@ from tvms.ir.errors import TVMSError
 
 from . import ptx_memory
 from .ptx_values import as_int, float_dtype, width
-from .reference_gpu import Shared
+from .reference_gpu import describe
 
 # the descriptor's layout type of TVM's encoder's swizzle argument (0: none, 1: 32B, 2: 64B, 3: 128B)
 _LAYOUT_TYPE = {0: 0, 1: 3, 2: 2, 3: 1}
@@ -82,14 +82,16 @@ def _read_operand(block: Any, me: int, stmt: Any, desc: int, rows: int, dtype: n
         address = logical ^ ((logical >> 7 & bits) << 4)
     else:
         address = start + r // 8 * sbo + 2 * k // 16 * lbo + 16 * (r % 8) + 2 * k % 16
-    found = ptx_memory.integer_address(block, int(address.min()), "shared")
+    where = f"(by {block.who(me)} at {describe(stmt)})"
+    try:
+        found = ptx_memory.integer_address(block, int(address.min()), "shared")
+    except TVMSError as e:
+        raise TVMSError(f"{what}: its descriptor's start: {e} {where}") from None
     memory = found.memory
-    if not isinstance(memory, Shared):
-        raise TVMSError(f"{what}: its descriptor names no shared memory")
     offsets = address - (int(address.min()) - found.byte)  # (bytes into the memory)
     if offsets.max() + 2 > memory.data.nbytes:
         raise TVMSError(f"{what}: its descriptor reaches byte {int(offsets.max())} of {memory.name!r}, "
-                        f"which has {memory.data.nbytes}")
+                        f"which has {memory.data.nbytes} {where}")
     values = memory.view(dtype).load((offsets // 2).reshape(-1), me, stmt)
     return np.asarray(values, dtype=np.float64).reshape(rows, 16)
 

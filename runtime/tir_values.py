@@ -116,6 +116,14 @@ def _reinterpret(dtype: DataType, x: Any) -> Any:
         int(np.asarray(x).view(numpy_dtype(dtype))[()])
 
 
+def reinterpret_bits(dtype: DataType, source: DataType, x: Any) -> Any:
+    """``T.reinterpret(dtype, x)`` of an ``x`` of type ``source``: its bits as ``dtype``."""
+    if source.bits * source.lanes != dtype.bits * dtype.lanes:
+        raise TVMSError(f"T.reinterpret from {source} to {dtype} changes the number of bits")
+    value = np.asarray(x).astype(numpy_dtype(source)).view(numpy_dtype(dtype))
+    return value if dtype.lanes > 1 else value.reshape(())[()] if dtype.is_float else int(value.reshape(())[()])
+
+
 def count_leading_zeros(bits: int, x: Any) -> Any:
     """``T.clz``: the zero bits above the highest one of ``x`` as a ``bits``-wide integer."""
     if isinstance(x, np.ndarray):

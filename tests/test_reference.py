@@ -415,3 +415,20 @@ def test_let_expression_and_likely() -> None:
     run_prim_func(func, out)
     np.testing.assert_array_equal(out, [0, 6, -1, -1])
     assert compile_expr(value)({i: 5}) == 30
+
+
+def test_reinterpret_reads_the_bits_of_its_arguments_own_type():
+    """A constant argument arrives as a plain number (its width was lost: a raw numpy ValueError)."""
+    func = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((2,), "float32"), B: T.Buffer((3,), "int32")):
+    A[0] = T.reinterpret("float32", T.uint32(1065353216))
+    A[1] = T.reinterpret("float32", B[0])
+    B[1] = T.reinterpret("int32", A[0])
+    B[2] = T.reinterpret("int32", T.float32(-0.0))
+''')
+    a, b = np.zeros(2, "float32"), np.array([1073741824, 0, 0], "int32")
+    run_prim_func(func, a, b)
+    assert a.tolist() == [1.0, 2.0] and b.tolist() == [1073741824, 1065353216, -2147483648]

@@ -195,3 +195,12 @@ def test_on_a_hopper_gpu_it_computes_as_numpy(overlap: bool) -> None:
     c = tvms.nd.array(np.zeros((m, n), "float16"), device=dev)
     lib(tvms.nd.array(a, device=dev), tvms.nd.array(b, device=dev), c)
     np.testing.assert_allclose(c.numpy().astype("float32"), want, rtol=2e-3, atol=5e-2)
+
+
+def test_a_descriptor_into_no_shared_memory_names_the_thread() -> None:
+    text = ONE.format(**LAYOUTS["no swizzle"], scale_d=1, scale_b=1).replace(
+        "    T.cuda.wgmma.encode_matrix_descriptor(T.address_of(desc_a), T.address_of(S[0]), 16, 32, 0)\n", "")
+    with pytest.raises(TVMSError, match=r"its descriptor's start: the shared address 0x0 is in no allocation .*"
+                                        r"\(by thread \(threadIdx.x=0\)"):
+        run_prim_func(from_source(text), np.zeros((64, 16), "float16"), np.zeros((8, 16), "float16"),
+                      np.zeros((64, 8), "float32"))
