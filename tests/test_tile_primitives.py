@@ -137,6 +137,26 @@ def test_lowering_refuses_a_tile_primitive_by_name() -> None:
         codegen_llvm(func)
 
 
+@pytest.mark.parametrize("make_pass, name", [
+    (lambda: tvms.tirx.transform.LowerTIRx(), "tirx.LowerTIRx"),
+    (lambda: tvms.tirx.transform.ThreadSync("shared"), "ThreadSync"),
+    (lambda: tvms.tirx.transform.CommonSubexprElim(), "CommonSubexprElim"),
+    (lambda: tvms.tirx.transform.NarrowDataType(32), "NarrowDataType"),
+    (lambda: tvms.tirx.transform.UnrollLoop(), "UnrollLoop"),
+    (lambda: tvms.tirx.transform.SplitHostDevice(), "SplitHostDevice"),
+])
+def test_a_pass_with_arguments_or_over_the_module_refuses_a_tile_primitive(make_pass, name: str) -> None:
+    # (these passes are not made by define_tir_pass: ThreadSync used to put no barrier after the copy)
+    func = from_source(HEADER + '@T.prim_func\ndef main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):\n'
+                       '    T.func_attr({"target": T.target("cuda"), "tirx.noalias": True})\n'
+                       '    tx = T.launch_thread("threadIdx.x", 64)\n'
+                       '    S = T.alloc_buffer((64,), scope="shared")\n'
+                       '    T.cta.copy(S[0:64], A[0:64])\n'
+                       '    B[tx] = S[63 - tx]\n')
+    with pytest.raises(tvms.TVMSError, match=name + r": T\.cta\.copy: tvms reads and prints"):
+        make_pass()(tvms.IRModule({"main": func}))
+
+
 # ---------------------------------------------------------------- drawn calls round trip
 _I32, _F32 = DataType("int32"), DataType("float32")
 
