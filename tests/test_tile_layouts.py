@@ -260,6 +260,7 @@ def test_a_permuted_view_reorders_the_layouts_pieces() -> None:
 @pytest.mark.parametrize("call, col, message", [
     ("A.permute(1)", 9, r"A\.permute\(\.\.\.\) takes an order of its 2 dimensions, such as A\.permute\(1, 0\)"),
     ("A.permute(0, 0)", 9, r"takes an order of its 2 dimensions"),
+    ("A.permute(1.0, 0)", 9, r"takes an order of its 2 dimensions"),
     ("N.permute(1, 0)", 9, r"N\.permute\(\.\.\.\) reorders N's layout, and N has layout=None"),
     ("W.permute(1, 0)", 9, r"tvms permutes the dimensions of a buffer laid out by a T\.TileLayout, not T\.ComposeLayout"),
     ("V.permute(1, 0)", 9, r"whose pieces each fall within one dimension .* for the shape \(8, 4\)"),

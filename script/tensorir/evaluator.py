@@ -162,10 +162,13 @@ class ExprEvaluator:
 
     def ev_DictExpr(self, syn: S.DictExpr) -> dict:
         """Dicts are attribute values: keys are hashable, values are data the IR can hold (not
-        a builtin or a declaration, which nothing could print back)."""
+        a builtin or a declaration, which nothing could print back; a slice is the region it
+        names, as in TVM)."""
         out = {}
         for k, v in zip(syn.keys, syn.values):
             key, value = self.ev(k), self.ev(v)
+            if isinstance(value, BufferSlice):
+                value = self.to_region(value, v)
             try:
                 hash(key)
             except TypeError:  # a list, a dict

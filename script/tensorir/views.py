@@ -92,7 +92,8 @@ class ViewParsing:
         base = method.buffer
         dims = [self.ev(a) for a in call.args]
         dims = [d.value if isinstance(d, IntImm) else d for d in dims]
-        if call.kwargs or sorted(dims) != list(range(len(base.shape))):
+        if (call.kwargs or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims)
+                or sorted(dims) != list(range(len(base.shape)))):
             raise self.error(call, f"{base.name}.permute(...) takes an order of its {len(base.shape)} "
                                    f"dimension{'s' if len(base.shape) != 1 else ''}, such as "
                                    f"{base.name}.permute({', '.join(map(str, reversed(range(len(base.shape)))))})")
