@@ -116,6 +116,8 @@ def test_a_lambda_names_its_indices_apart_from_the_function() -> None:
     ("T.tile.select(A, B, A, 1)", 5, r"pred is a lambda of the destination's indices, not 1"),
     ("T.tile.copy(A, B, f=lambda i: i)", 5, r"option f= cannot be a lambda"),
     ("x = T.tile.copy(A, B)", 9, r"T\.tile\.copy\(\.\.\.\) cannot be used in an expression"),
+    ("C[0] = T.tile.exp(A)", 12, r"T\.tile\.exp\(\.\.\.\) cannot be used in an expression"),
+    ("C[0] = T.cta.max(A[0, 0], A[0, 1])", 12, r"T\.cta\.max\(\.\.\.\) cannot be used in an expression"),
     ("T.nki.matmul(A[0, 0], A[0, 0], B[0, 0], acum=False)", 5,
      r"T\.nki\.matmul has no parameter 'acum'; its parameters are res, lhs, rhs, accum"),
     ("T.nki.matmul(A[0, 0], A[0, 0], B[0, 0], res=C[0])", 5, r"T\.nki\.matmul got 'res' twice"),
