@@ -26,6 +26,7 @@ from .rules import (EXPR_BUILTINS, GLOBAL_NAMES, OPERATOR_HOOKS, SUBSCRIPT_BUILT
 
 _UNSET = object()  # a parameter no argument was bound to yet
 
+
 @dataclass(frozen=True)
 class Builtin:
     """A reference to ``T.<path>`` not yet called."""
