@@ -21,6 +21,7 @@ class OpInfo:
     arity: tuple[int, int | None]  # (min, max) number of arguments, the dtype excluded
     defaults: tuple = ()  # the values of the last arguments when a call leaves them out
     strings: tuple[int, ...] = ()  # the positions of the arguments that must be string literals
+    params: tuple[str, ...] = ()  # the names of TVM's function's parameters, to bind keywords by
 
 
 _OPS: dict[str, OpInfo] = {}
@@ -29,9 +30,9 @@ _INTERNED: dict[str, Op] = {}
 
 
 def register(script_name: str, result: str, arity: tuple[int, int | None], name: str | None = None,
-             aliases: tuple = (), defaults: tuple = (), strings: tuple = ()) -> None:
+             aliases: tuple = (), defaults: tuple = (), strings: tuple = (), params: tuple = ()) -> None:
     """``aliases``: other names the script reads as this operator (it prints ``script_name``)."""
-    info = OpInfo(name or f"tir.{script_name}", script_name, result, arity, defaults, strings)
+    info = OpInfo(name or f"tir.{script_name}", script_name, result, arity, defaults, strings, params)
     _OPS[info.name] = info
     for spelling in (script_name, *aliases):
         _BY_SCRIPT_NAME[spelling] = info
@@ -245,23 +246,24 @@ cuda.timer_start               void       6 6  name=tir.timer_start_cuda
 cuda.timer_end                 void       6 6  name=tir.timer_end_cuda
 cuda.timer_finalize            void       5 5  name=tir.timer_finalize_cuda
 # TVM 0.27's Trainium (NKI) instructions (tvm/backend/trn/op.py), on buffer elements: an instruction's
-# result and operands, its opcodes as strings ("add"), its flags (accumulate, reverse the operands)
-nki.load                       void       2 2  name=tirx.nki.load
-nki.store                      void       2 2  name=tirx.nki.store
-nki.tensor_copy                void       2 2  name=tirx.nki.tensor_copy
-nki.matmul                     void       3 4  True name=tirx.nki.matmul
-nki.activation                 void       3 5  0.0 1.0 name=tirx.nki.activation
-nki.activation_reduce          void       5 7  0.0 1.0 name=tirx.nki.activation_reduce
-nki.reciprocal                 void       2 2  name=tirx.nki.reciprocal
-nki.tensorreduce               void       4 -  name=tirx.nki.tensorreduce  # (result, data, opcode, negate, axes...)
-nki.tensortensor               void       4 4  name=tirx.nki.tensortensor
-nki.tensorscalar               void       4 5  False name=tirx.nki.tensorscalar
-nki.tensorscalar_reduce        void       6 7  False name=tirx.nki.tensorscalar_reduce
-nki.scalar_tensor_tensor       void       6 8  False False name=tirx.nki.scalar_tensor_tensor
-nki.scalar_tensor_scalar       void       6 8  False False name=tirx.nki.scalar_tensor_scalar
-nki.memset                     void       2 2  name=tirx.nki.memset
-nki.identity                   void       2 2  name=tirx.nki.identity
-nki.affine_select              void       4 4  name=tirx.nki.affine_select
+# result and operands, its opcodes as strings ("add"), its flags (accumulate, reverse the operands);
+# params= names the parameters of TVM's functions (a keyword argument goes where its name is)
+nki.load                       void       2 2  name=tirx.nki.load params=res,data
+nki.store                      void       2 2  name=tirx.nki.store params=res,data
+nki.tensor_copy                void       2 2  name=tirx.nki.tensor_copy params=res,data
+nki.matmul                     void       3 4  True name=tirx.nki.matmul params=res,lhs,rhs,accum
+nki.activation                 void       3 5  0.0 1.0 name=tirx.nki.activation params=result,data,opcode,bias,scale
+nki.activation_reduce          void       5 7  0.0 1.0 name=tirx.nki.activation_reduce params=reduce_res,act_res,data,opcode,reduce_opcode,bias,scale
+nki.reciprocal                 void       2 2  name=tirx.nki.reciprocal params=result,data
+nki.tensorreduce               void       4 -  name=tirx.nki.tensorreduce params=result,data,opcode,negate  # (..., axes...)
+nki.tensortensor               void       4 4  name=tirx.nki.tensortensor params=result,operand0,operand1,opcode
+nki.tensorscalar               void       4 5  False name=tirx.nki.tensorscalar params=result,operand0,operand1,opcode,reverse
+nki.tensorscalar_reduce        void       6 7  False name=tirx.nki.tensorscalar_reduce params=reduce_res,tensorscalar_res,operand0,operand1,opcode,reduce_opcode,reverse
+nki.scalar_tensor_tensor       void       6 8  False False name=tirx.nki.scalar_tensor_tensor params=result,data,operand0,operand1,opcode0,opcode1,reverse0,reverse1
+nki.scalar_tensor_scalar       void       6 8  False False name=tirx.nki.scalar_tensor_scalar params=result,data,operand0,operand1,opcode0,opcode1,reverse0,reverse1
+nki.memset                     void       2 2  name=tirx.nki.memset params=result,value
+nki.identity                   void       2 2  name=tirx.nki.identity params=result,size
+nki.affine_select              void       4 4  name=tirx.nki.affine_select params=result,pred,true_value,false_value
 """
 
 
@@ -280,7 +282,8 @@ for _row in _BUILTINS.splitlines():
         _keys = dict(_f.split("=", 1) for _f in _rest if "=" in _f)
         register(_n, _result, (int(_lo), None if _hi == "-" else int(_hi)), name=_keys.get("name"),
                  defaults=tuple(_table_value(_f) for _f in _rest if "=" not in _f),
-                 strings=tuple(int(i) for i in _keys["strings"].split(",")) if "strings" in _keys else ())
+                 strings=tuple(int(i) for i in _keys["strings"].split(",")) if "strings" in _keys else (),
+                 params=tuple(_keys["params"].split(",")) if "params" in _keys else ())
 
 register("call_ffi_kernel", "int32", (1, None))
 register("tvm_storage_sync", "int32", (1, 3))

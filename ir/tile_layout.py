@@ -137,56 +137,68 @@ def layout_of(buffer) -> Layout:
 def permute(layout: Layout, shape: tuple, dims: tuple) -> TileLayout:
     """The layout of ``B.permute(*dims)`` for ``B`` of ``shape`` laid out by ``layout``: the pieces
     of the shard that make up each dimension move with it (as TVM groups the layout by the shape,
-    then reorders the groups). A TVMSError where a piece would have to be split between two
-    dimensions (TVM splits it; tvms does not) or the layout is a swizzle."""
+    splitting a piece a dimension ends in, then reorders the groups). A TVMSError where the pieces
+    cannot be so grouped (a symbolic extent, a dimension ending on no divisor of a piece) or the
+    layout is a swizzle."""
     if not isinstance(layout, TileLayout):
         raise TVMSError(f"tvms permutes the dimensions of a buffer laid out by a T.TileLayout, not {describe(layout)}")
     groups = _groups(layout.shard, shape)
     if groups is None:
-        raise TVMSError(f"tvms permutes a layout whose pieces each fall within one dimension of the buffer; "
-                        f"{describe(layout)} does not so for the shape ({', '.join(_text(e) for e in shape)})")
+        raise TVMSError(f"tvms permutes a layout whose pieces can be grouped by the dimensions of the buffer; "
+                        f"{describe(layout)} cannot for the shape ({', '.join(_text(e) for e in shape)})")
     return TileLayout(tuple(it for d in dims for it in groups[d]), layout.replica, layout.offset)
 
 
 def _groups(shard: tuple, shape: tuple) -> list | None:
-    """The consecutive pieces of ``shard`` whose extents multiply to each dimension, or None."""
-    groups, i = [], 0
+    """The consecutive pieces of ``shard`` whose extents multiply to each dimension in turn, a piece
+    that a dimension ends inside split in two (its outer part, the larger stride, stays with that
+    dimension), or None."""
+    pieces, groups = list(shard), []
     for dim in shape:
         want, group, size = _const(dim), [], 1
-        while i < len(shard) and want is not None and (size < want or want == 1 and not group
-                                                       and _const(shard[i].extent) == 1):
-            extent = _const(shard[i].extent)
-            if extent is None:
+        if want is None or want < 1:
+            return None
+        while pieces and (size < want or want == 1 and not group and _const(pieces[0].extent) == 1):
+            it = pieces.pop(0)
+            extent = _const(it.extent)
+            if extent is None or want % size:
                 return None
-            group.append(shard[i])
-            size, i = size * extent, i + 1
-        if want is None or size != want:
+            need = want // size
+            if extent > need:
+                if extent % need:
+                    return None
+                pieces.insert(0, Iter(IntImm(it.extent.dtype, extent // need), it.stride, it.axis))
+                it, extent = Iter(IntImm(it.extent.dtype, need), _times(it.stride, extent // need), it.axis), need
+            group.append(it)
+            size *= extent
+        if size != want:
             return None
         groups.append(tuple(group))
-    return groups if i == len(shard) else None
+    return groups if not pieces else None
 
 
 def permutation(parent: Layout, parent_shape: tuple, layout: Layout, shape: tuple) -> tuple | None:
     """The dimensions ``dims`` for which a buffer of ``shape`` laid out by ``layout`` is
-    ``parent.permute(*dims)``, as TVM's printer recognizes one: each layout one piece a dimension,
-    the same replica and offset, the pieces (with their dimensions) reordered, not all in place.
-    None where it is no such permutation."""
+    ``parent.permute(*dims)``, as TVM 0.27's printer recognizes one: ``dims`` inferred from the
+    shapes (for each dimension the first unused one of the parent of the same extent), not all
+    in place; the parent's layout one piece a dimension, and ``layout`` those pieces so reordered
+    (the same replica and offset). None where it is no such permutation."""
     from .structural import structural_equal
 
     if not (isinstance(parent, TileLayout) and isinstance(layout, TileLayout)) \
-            or not len(parent.shard) == len(layout.shard) == len(parent_shape) == len(shape) \
-            or not structural_equal((parent.replica, parent.offset), (layout.replica, layout.offset)):
-        return None
-    pieces = (*zip(parent.shard, parent_shape), *zip(layout.shard, shape))
-    if not all(structural_equal(it.extent, e) for it, e in pieces):
+            or not len(parent.shard) == len(parent_shape) == len(shape) \
+            or not all(structural_equal(it.extent, e) for it, e in zip(parent.shard, parent_shape)):
         return None
     dims: list = []
-    for it in layout.shard:
-        d = next((j for j, p in enumerate(parent.shard) if j not in dims and structural_equal(p, it)), None)
+    for extent in shape:
+        d = next((j for j, e in enumerate(parent_shape) if j not in dims and structural_equal(e, extent)), None)
         if d is None:
             return None
         dims.append(d)
-    return tuple(dims) if dims != sorted(dims) else None
+    if dims == sorted(dims):
+        return None
+    reordered = TileLayout(tuple(parent.shard[d] for d in dims), parent.replica, parent.offset)
+    return tuple(dims) if structural_equal(reordered, layout) else None
 
 
 def on_threads(layout: Layout) -> bool:

@@ -754,6 +754,12 @@ def test_a_parameter_named_like_a_size_of_the_signature_is_refused(src, line, co
     assert_error(src, line, col, re.escape(message))
 
 
+def test_a_hint_holding_what_no_attribute_holds_is_located() -> None:
+    src = ('@T.prim_func\ndef main(A: T.Buffer((4,), "float32")):\n'
+           '    with T.hint(x=T.hint):\n        A[0] = T.float32(1.0)\n')
+    assert_error(src, 3, 19, r"T\.hint is not a value an attribute can hold")
+
+
 def test_a_negative_slice_length_and_a_bad_offset_factor_are_located() -> None:
     err = parse_error('@T.prim_func\ndef g(A: T.Buffer((16,), "int32")):\n    A[0:8:-1] = T.Broadcast(1, 8)\n')
     assert "a vector slice needs a positive length and a positive step" in str(err) and "bad.tvms:3:" in str(err)

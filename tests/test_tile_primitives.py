@@ -116,6 +116,12 @@ def test_a_lambda_names_its_indices_apart_from_the_function() -> None:
     ("T.tile.select(A, B, A, 1)", 5, r"pred is a lambda of the destination's indices, not 1"),
     ("T.tile.copy(A, B, f=lambda i: i)", 5, r"option f= cannot be a lambda"),
     ("x = T.tile.copy(A, B)", 9, r"T\.tile\.copy\(\.\.\.\) cannot be used in an expression"),
+    ("C[0] = T.tile.exp(A)", 12, r"T\.tile\.exp\(\.\.\.\) cannot be used in an expression"),
+    ("C[0] = T.cta.max(A[0, 0], A[0, 1])", 12, r"T\.cta\.max\(\.\.\.\) cannot be used in an expression"),
+    ("T.nki.matmul(A[0, 0], A[0, 0], B[0, 0], acum=False)", 5,
+     r"T\.nki\.matmul has no parameter 'acum'; its parameters are res, lhs, rhs, accum"),
+    ("T.nki.matmul(A[0, 0], A[0, 0], B[0, 0], res=C[0])", 5, r"T\.nki\.matmul got 'res' twice"),
+    ("T.nki.matmul(A[0, 0], A[0, 0], accum=False)", 5, r"T\.nki\.matmul needs its argument 'rhs'"),
 ])
 def test_a_malformed_call_is_located(line: str, col: int, message: str) -> None:
     assert_error(function(line), 6, col, message)
@@ -135,6 +141,26 @@ def test_lowering_refuses_a_tile_primitive_by_name() -> None:
         tvms.tirx.transform.FlattenBuffer()(tvms.IRModule({"main": func}))
     with pytest.raises(tvms.TVMSError, match="the llvm code generator: " + refusal):
         codegen_llvm(func)
+
+
+@pytest.mark.parametrize("make_pass, name", [
+    (lambda: tvms.tirx.transform.LowerTIRx(), "tirx.LowerTIRx"),
+    (lambda: tvms.tirx.transform.ThreadSync("shared"), "ThreadSync"),
+    (lambda: tvms.tirx.transform.CommonSubexprElim(), "CommonSubexprElim"),
+    (lambda: tvms.tirx.transform.NarrowDataType(32), "NarrowDataType"),
+    (lambda: tvms.tirx.transform.UnrollLoop(), "UnrollLoop"),
+    (lambda: tvms.tirx.transform.SplitHostDevice(), "SplitHostDevice"),
+])
+def test_a_pass_with_arguments_or_over_the_module_refuses_a_tile_primitive(make_pass, name: str) -> None:
+    # (these passes are not made by define_tir_pass: ThreadSync used to put no barrier after the copy)
+    func = from_source(HEADER + '@T.prim_func\ndef main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):\n'
+                       '    T.func_attr({"target": T.target("cuda"), "tirx.noalias": True})\n'
+                       '    tx = T.launch_thread("threadIdx.x", 64)\n'
+                       '    S = T.alloc_buffer((64,), scope="shared")\n'
+                       '    T.cta.copy(S[0:64], A[0:64])\n'
+                       '    B[tx] = S[63 - tx]\n')
+    with pytest.raises(tvms.TVMSError, match=name + r": T\.cta\.copy: tvms reads and prints"):
+        make_pass()(tvms.IRModule({"main": func}))
 
 
 # ---------------------------------------------------------------- drawn calls round trip

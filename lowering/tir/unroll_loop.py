@@ -33,7 +33,8 @@ from ...ir.stmt import (SERIAL, THREAD_BINDING, UNROLLED, AttrStmt, BufferStore,
                         Stmt, seq)
 from ...ir.visitor import Mutator, collect
 from ..pass_registry import register_pass
-from ..transform import Pass, PassContext, prim_func_pass
+from ..transform import Pass, PassContext
+from .tir_pass import checked_prim_func_pass
 
 MAX_STEP, EXPLICIT = "pragma_auto_unroll_max_step", "pragma_unroll_explicit"
 
@@ -184,9 +185,7 @@ def unroll_loop_in_context(func: PrimFunc, ctx: PassContext | None = None) -> Pr
 
 def UnrollLoop() -> Pass:
     """The UnrollLoop pass; the pass context's ``tirx.UnrollLoop`` config sets its thresholds."""
-    return prim_func_pass(
-        lambda func, mod, ctx: unroll_loop_in_context(func, ctx),
-        opt_level=0, name="UnrollLoop")
+    return checked_prim_func_pass(lambda func, mod, ctx: unroll_loop_in_context(func, ctx), "UnrollLoop")
 
 
 register_pass("UnrollLoop", UnrollLoop)

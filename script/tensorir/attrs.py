@@ -80,7 +80,8 @@ class AttrParsing:
         node = {"message": args[0] if args else ""}
         for k, v in call.kwargs:
             value = self.ev(v)  # (a buffer slice, ``access=A[0:64]``, is the region it names)
-            node[k] = self.to_region(value, v) if isinstance(value, BufferSlice) else value
+            node[k] = value = self.to_region(value, v) if isinstance(value, BufferSlice) else value
+            self.check_data(value, v)
         return FrozenDict({k: freeze_value(v) for k, v in node.items()}), HINT, const(1)
 
 

@@ -24,6 +24,8 @@ from .attrs import freeze_value
 from .rules import (EXPR_BUILTINS, GLOBAL_NAMES, OPERATOR_HOOKS, SUBSCRIPT_BUILTINS, Namespace, ScriptFunction,
                     statement_builtin_names)
 
+_UNSET = object()  # a parameter no argument was bound to yet
+
 
 @dataclass(frozen=True)
 class Builtin:
@@ -161,10 +163,13 @@ class ExprEvaluator:
 
     def ev_DictExpr(self, syn: S.DictExpr) -> dict:
         """Dicts are attribute values: keys are hashable, values are data the IR can hold (not
-        a builtin or a declaration, which nothing could print back)."""
+        a builtin or a declaration, which nothing could print back; a slice is the region it
+        names, as in TVM)."""
         out = {}
         for k, v in zip(syn.keys, syn.values):
             key, value = self.ev(k), self.ev(v)
+            if isinstance(value, BufferSlice):
+                value = self.to_region(value, v)
             try:
                 hash(key)
             except TypeError:  # a list, a dict
@@ -529,6 +534,8 @@ class ExprEvaluator:
                 explicit = self.dtype_of(given, syn)
             args = args[1:] if first else args[:-1]
             written = written[1:] if first else written[:-1]
+        if info.params and kwargs:
+            args, kwargs = self.bind_keywords(info, args, kwargs, syn), {}
         lo, hi = info.arity
         if info.defaults and hi - len(info.defaults) <= len(args) < hi:
             args = [*args, *info.defaults[len(args) - hi:]]  # what TVM's function fills in
@@ -551,6 +558,26 @@ class ExprEvaluator:
         data_of = tuple(b if isinstance(a, Var) and b is not None and b.data is a else None
                         for a, b in zip(call_args, written)) if any(written) else ()
         return Call(dtype, op_registry.get_op(info.name), call_args, attrs, pointer, data_of)
+
+    def bind_keywords(self, info: op_registry.OpInfo, args: list, kwargs: dict, syn: Any) -> list:
+        """The arguments in order, the keywords placed where TVM's function names its parameters
+        (``T.nki.matmul(r, a, b, accum=False)``); a parameter left out before a given one takes
+        its default, as in the function."""
+        params, name = info.params, f"T.{info.script_name}"
+        bound: list = [*args[:len(params)], *[_UNSET] * (len(params) - len(args))]
+        for key, value in kwargs.items():
+            if key not in params:
+                raise self.error(syn, f"{name} has no parameter {key!r}; its parameters are {', '.join(params)}")
+            if bound[params.index(key)] is not _UNSET:
+                raise self.error(syn, f"{name} got {key!r} twice (by position and by keyword)")
+            bound[params.index(key)] = value
+        defaults = dict(zip(params[len(params) - len(info.defaults):], info.defaults))
+        for i, value in enumerate(bound):
+            if value is _UNSET:
+                if params[i] not in defaults:
+                    raise self.error(syn, f"{name} needs its argument {params[i]!r}")
+                bound[i] = defaults[params[i]]
+        return [*bound, *args[len(params):]]
 
     def named_data(self, syn: Any) -> Buffer | None:
         """The buffer ``B`` of an argument written ``B.data`` (TVM prints the buffer named)."""

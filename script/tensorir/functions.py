@@ -29,9 +29,9 @@ PERSISTENT = "tir.persistent_kernel"  # (``tirx.persistent_kernel`` in TVM 0.27'
 
 
 def _is_persistent(f: PrimFunc) -> bool:
-    """Whether TVM 0.27 decorates ``f`` ``persistent=True``: its attribute holds a true value."""
-    value = f.attrs.get(PERSISTENT, False)
-    return bool(getattr(value, "value", value))
+    """Whether TVM 0.27 decorates ``f`` ``persistent=True``: whenever the attribute is present,
+    whatever its value (``{"tirx.persistent_kernel": False}`` prints so too, and reads back true)."""
+    return PERSISTENT in f.attrs
 
 
 class FunctionParsing:

@@ -7,7 +7,14 @@ builder functions: positional or by name, the defaults filled in) and stores the
 ``workspace=`` and ``dispatch=`` are fields of their own, every other keyword an option. Printing
 writes what TVM 0.27 prints: the stored arguments (less trailing Nones, less a source that is the
 destination), the workspace, the dispatch, then the options by name. The ops a composed primitive
-applies print as TVM prints them, ``I.Op("tirx.tile.add")``, and read back so."""
+applies print as TVM prints them, ``I.Op("tirx.tile.add")``, and read back so.
+
+A region of one element prints as TVM prints it, as that element (``C[0:1]`` as ``C[0]``). Read
+back, an element where a parameter takes only a region is that region again; where it takes a
+region or a scalar (an operand such as ``add``'s ``src1``), it stays the scalar, the element's
+value: such a call does not read back as it was (nor does it in TVM). ``T.tile.exp(x)``,
+``T.tile.max(x, y)``, ``T.tile.cast(x, "float16")`` and the like on expressions are those
+expressions, as TVM's builder makes them (``_expression_form``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,14 +25,15 @@ from ...ir.buffer import Buffer, BufferRegion
 from ...ir.dtype import DataType
 from ...ir.expr import BufferLoad, FloatImm, Op, PrimExpr, Var
 from ...ir.node import EMPTY, FrozenDict
+from ...ir.stmt import Evaluate
 from ...ir.op import get_op
 from ...ir.tile_primitive import (OP_PREFIX, OPS, PREFIX_OF_SCOPE, REQUIRED, SCOPE_OF_PREFIX, STORED_ORDER,
                                   LambdaExpr, Param, TilePrimitiveCall, printed_args)
 from .. import syntax as S
 from ..diagnostics import did_you_mean
 from .attrs import freeze_value
-from .evaluator import BufferSlice, _describe
-from .rules import GLOBAL_NAMES, Namespace, ScriptFunction, parses, prints
+from .evaluator import Builtin, BufferSlice, _describe
+from .rules import EXPR_BUILTINS, GLOBAL_NAMES, Namespace, ScriptFunction, parses, prints
 from .text import quote
 
 _REGION_LIKE = (Buffer, BufferSlice, BufferRegion)
@@ -40,11 +48,45 @@ def _read(prefix: str, op: str):
             raise b.error(call, "star arguments are not supported in TVMScript")
         values = [_evaluate(b, a, name) for a in call.args]
         options = {k: _evaluate(b, v, name) for k, v in call.kwargs}
+        expression = _expression_form(b, call, prefix, op, values, options)
+        if expression is not None:  # (a statement of it is T.evaluate of it, as in TVM)
+            return Evaluate(expression, span=b.span(call))
         if "scope" in options:
             raise b.error(call, f"{name} runs at the scope its prefix names ({scope}); it takes no scope=")
         args = _bind(b, call, name, op, values, options)
         workspace, dispatch, config = _options(b, call, name, options)
         return TilePrimitiveCall(op, args, scope, workspace, dispatch, config, span=b.span(call))
+    return read
+
+
+def _expression_form(b: Any, call: Any, prefix: str, op: str, values: list, options: dict) -> PrimExpr | None:
+    """What TVM's builder makes of ``T.tile.exp(x)``, ``T.tile.max(x, y)``, ``T.tile.cast(x,
+    "float16")`` (or ``dtype="float16"``) on expressions, not buffers: the expression ``T.exp(x)``,
+    ``T.max(x, y)``, ``T.Cast("float16", x)``; None for a tile primitive. (TVM's other scopes,
+    ``T.cta.max(x, y)``, refuse expressions. TVM takes the expression wherever the first operand
+    is one, dropping the arguments after it; tvms only for these exact forms, and reads
+    ``T.tile.exp(C[0], C[0])``, a one-element region as TVM prints it, as the tile primitive.)"""
+    is_expr = lambda v: isinstance(v, (PrimExpr, int, float)) and not isinstance(v, bool)  # noqa: E731
+    if prefix != "tile" or not values or not all(is_expr(v) for v in values[:1 if op == "cast" else 2]):
+        return None
+    if op in ("exp", "exp2", "log2", "sqrt") and len(values) == 1 and not options \
+            or op in ("max", "min") and len(values) == 2 and not options:
+        return b.call_builtin(Builtin(op), values, {}, call)
+    dtype = (values[1] if len(values) == 2 and not options else
+             options["dtype"] if len(values) == 1 and set(options) == {"dtype"} else None)
+    if op == "cast" and isinstance(dtype, str):
+        return b.call_builtin(Builtin("Cast"), [dtype, values[0]], {}, call)
+    return None
+
+
+def _tile_expression(op: str) -> Any:
+    """The reading of ``T.tile.<op>(...)`` inside an expression: its expression form, or an error."""
+
+    def read(b: Any, args: list, kwargs: dict, syn: Any) -> PrimExpr:
+        expression = _expression_form(b, syn, "tile", op, args, kwargs)
+        if expression is None:
+            raise b.error(syn, f"T.tile.{op}(...) cannot be used in an expression")
+        return expression
     return read
 
 
@@ -181,6 +223,8 @@ def _option(b: Any, value: Any, call: Any) -> Any:
 for _prefix in SCOPE_OF_PREFIX:
     for _op in OPS:
         parses("call", f"{_prefix}.{_op}")(_read(_prefix, _op))
+for _op in ("exp", "exp2", "log2", "sqrt", "max", "min", "cast"):
+    EXPR_BUILTINS[f"tile.{_op}"] = _tile_expression(_op)
 
 
 @dataclass(frozen=True)

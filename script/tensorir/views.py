@@ -12,7 +12,7 @@ from ...ir import arith
 from ...ir.buffer import Buffer
 from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
-from ...ir.expr import IntImm, Mul, PrimExpr, Sub
+from ...ir.expr import IntImm, Mul, PointerType, PrimExpr, Sub, Var
 from ...ir.stmt import DeclBuffer
 from ...ir.structural import structural_equal
 from ...ir.tile_layout import (TileLayout, layout_of, on_threads, permutation, permute, same_placement, storage,
@@ -92,7 +92,8 @@ class ViewParsing:
         base = method.buffer
         dims = [self.ev(a) for a in call.args]
         dims = [d.value if isinstance(d, IntImm) else d for d in dims]
-        if call.kwargs or sorted(dims) != list(range(len(base.shape))):
+        if (call.kwargs or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims)
+                or sorted(dims) != list(range(len(base.shape)))):
             raise self.error(call, f"{base.name}.permute(...) takes an order of its {len(base.shape)} "
                                    f"dimension{'s' if len(base.shape) != 1 else ''}, such as "
                                    f"{base.name}.permute({', '.join(map(str, reversed(range(len(base.shape)))))})")
@@ -119,9 +120,14 @@ class ViewParsing:
             raise self.error(call, f"{base.name}.view({str(dtype)!r}): the last dimension and offset of a "
                              f"{base.dtype} buffer must be constants that {dtype} elements cover exactly")
         scale = (lambda n: n // (big // small)) if bits > base_bits else (lambda n: n * (big // small))
-        return replace(base, dtype=dtype, name=name, shape=(*base.shape[:-1], IntImm(last.dtype, scale(last.value))),
+        # (the view carries no pooled buffer's address, as in TVM; but tensor memory is reached by
+        # its column address, not a pointer: there the view is a buffer of its own at that address)
+        tmem = base.scope == "tmem" and bool(base.allocated_addr)
+        data = Var(name, base.data.dtype, PointerType(dtype, "tmem")) if tmem else base.data
+        return replace(base, data=data, dtype=dtype, name=name,
+                       shape=(*base.shape[:-1], IntImm(last.dtype, scale(last.value))),
                        elem_offset=None if base.elem_offset is None else IntImm(offset.dtype, scale(offset.value)),
-                       scalar=False)
+                       scalar=False, allocated_addr=base.allocated_addr if tmem else ())
 
 
 class ViewPrinting:

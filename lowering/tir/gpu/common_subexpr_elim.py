@@ -37,7 +37,7 @@ from ....ir.stmt import (AllocBuffer, Allocate, AttrStmt, BufferStore, DeclBuffe
                          LetStmt, SeqStmt, Stmt, While, AssertStmt)
 from ....ir.visitor import Mutator, walk
 from ...pass_registry import register_pass
-from ...transform import prim_func_pass
+from ..tir_pass import checked_prim_func_pass
 
 
 def _key(e, memo: dict):
@@ -419,7 +419,7 @@ def common_subexpr_elim(func: PrimFunc) -> PrimFunc:
 
 def CommonSubexprElim():  # noqa: N802 (TVM's name)
     """The pass: ``tvm.tirx.transform.CommonSubexprElim()``."""
-    return prim_func_pass(lambda func, mod, ctx: common_subexpr_elim(func), opt_level=0, name="CommonSubexprElim")
+    return checked_prim_func_pass(lambda func, mod, ctx: common_subexpr_elim(func), "CommonSubexprElim")
 
 
 register_pass("CommonSubexprElim", CommonSubexprElim)

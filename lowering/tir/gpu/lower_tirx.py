@@ -2,13 +2,13 @@
 scope ids (``T.cta_id``, ``T.thread_id``, ``T.warp_id`` ...) becomes thread launches over
 ``T.let`` bindings of the ids, as TVM 0.27's ``tirx.LowerTIRx`` (TilePrimitiveDispatch) makes it
 (``ir/scope_ids.py``; the reference executor runs the same). Its tile primitives (``T.tile.*``,
-``T.warp.*``) are not in tvms."""
+``T.warp.*``) are not in tvms: the pass refuses them."""
 from __future__ import annotations
 
 from ....ir.function import PrimFunc
 from ....ir.scope_ids import resolve_scope_ids
 from ...pass_registry import register_pass
-from ...transform import prim_func_pass
+from ..tir_pass import checked_prim_func_pass
 
 
 def lower_tirx(func: PrimFunc) -> PrimFunc:
@@ -17,7 +17,7 @@ def lower_tirx(func: PrimFunc) -> PrimFunc:
 
 def LowerTIRx():  # noqa: N802 (TVM's name)
     """The pass: ``tvm.tirx.transform.LowerTIRx()``."""
-    return prim_func_pass(lambda f, mod, ctx: lower_tirx(f), opt_level=0, name="tirx.LowerTIRx")
+    return checked_prim_func_pass(lambda f, mod, ctx: lower_tirx(f), "tirx.LowerTIRx")
 
 
 register_pass("tirx.LowerTIRx", LowerTIRx)

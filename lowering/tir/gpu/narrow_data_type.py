@@ -18,7 +18,7 @@ from ....ir.function import PrimFunc
 from ....ir.stmt import AttrStmt, BufferStore, DeclBuffer, For, Stmt
 from ....ir.visitor import Mutator, walk
 from ...pass_registry import register_pass
-from ...transform import prim_func_pass
+from ..tir_pass import checked_prim_func_pass
 
 INT64, INT32 = DataType("int64"), DataType("int32")
 LIMIT = 2 ** 31
@@ -110,7 +110,7 @@ def NarrowDataType(target_bits: int = 32):  # noqa: N802 (TVM's name)
     """The pass: ``tvm.tirx.transform.NarrowDataType(32)`` (only 32 bits, as TVM's pipeline)."""
     if target_bits != 32:
         raise TVMSError(f"NarrowDataType: only 32 target bits are supported, not {target_bits}")
-    return prim_func_pass(lambda func, mod, ctx: narrow_data_type(func), opt_level=0, name="NarrowDataType")
+    return checked_prim_func_pass(lambda func, mod, ctx: narrow_data_type(func), "NarrowDataType")
 
 
 register_pass("NarrowDataType", NarrowDataType)

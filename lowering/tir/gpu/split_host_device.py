@@ -25,7 +25,7 @@ from ....ir.node import FrozenDict
 from ....ir.op import get_op
 from ....ir.stmt import AllocBuffer, AttrStmt, DeclBuffer, Evaluate, LetStmt, Stmt
 from ....ir.visitor import Mutator, walk
-from ...transform import module_pass
+from ..tir_pass import checked_module_pass
 from ...pass_registry import register_pass
 from .free_vars import undefined
 
@@ -196,7 +196,7 @@ def split_host_device(mod: IRModule) -> IRModule:
 
 def SplitHostDevice():  # noqa: N802 (TVM's name)
     """The pass: ``tvm.tirx.transform.SplitHostDevice()``."""
-    return module_pass(lambda mod, ctx: split_host_device(mod), opt_level=0, name="SplitHostDevice")
+    return checked_module_pass(lambda mod, ctx: split_host_device(mod), "SplitHostDevice")
 
 
 register_pass("SplitHostDevice", SplitHostDevice)

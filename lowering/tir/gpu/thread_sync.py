@@ -26,7 +26,7 @@ from ....ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuf
 from ....ir.structural import structural_equal
 from ....ir.visitor import Mutator, walk
 from ...pass_registry import register_pass
-from ...transform import prim_func_pass
+from ..tir_pass import checked_prim_func_pass
 from .merge_shared_memory_allocations import merges_static
 from .threads import storage_sync
 
@@ -261,8 +261,7 @@ def thread_sync(func: PrimFunc, storage_scope: str = "shared") -> PrimFunc:
 
 def ThreadSync(storage_scope: str = "shared"):  # noqa: N802 (TVM's name)
     """The pass: ``tvm.s_tir.transform.ThreadSync(storage_scope)``."""
-    return prim_func_pass(lambda func, mod, ctx: thread_sync(func, storage_scope), opt_level=0,
-                          name="ThreadSync")
+    return checked_prim_func_pass(lambda func, mod, ctx: thread_sync(func, storage_scope), "ThreadSync")
 
 
 register_pass("ThreadSync", ThreadSync)
