@@ -33,7 +33,8 @@ step() {  # step NAME SECONDS COMMAND...: run, log to $OUT/NAME.log, note the ex
 cat "$OUT/environment.txt"
 
 GPU_TESTS="tests/test_cuda_runtime.py tests/test_seed_flows_cuda.py tests/test_cublas.py tests/test_runtime_tensor.py
-           tests/test_cuda_ptx_mma.py tests/test_reference_wmma.py tests/test_tvm_api.py tests/test_scope_ids.py"
+           tests/test_cuda_ptx_mma.py tests/test_reference_wmma.py tests/test_tvm_api.py tests/test_scope_ids.py
+           tests/test_wgmma.py"
 # shellcheck disable=SC2086
 # (launches stay asynchronous, so that an ordering bug can show; CUDA_LAUNCH_BLOCKING=1 in the
 # environment makes each synchronous, to find which kernel faulted)
