@@ -18,7 +18,8 @@ _ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Min, E.Ma
 # calls that do not compute on their narrow operand's value (its bits, its address, or nothing); and
 # the PTX dialect's instructions (tirx.ptx.*), whose operands are registers, read and written as bits
 _MOVES = frozenset({"tir.reinterpret", "tir.undef", "tir.likely", "tir.vectorcombine",
-                    "tir.max_value", "tir.min_value", "tir.address_of"})
+                    "tir.max_value", "tir.min_value", "tir.address_of", "tir.type_annotation",
+                    "tir.tvm_access_ptr", "tir.tvm_stack_make_array"})
 
 
 def _moves(op: E.Op) -> bool:

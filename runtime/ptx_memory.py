@@ -236,8 +236,10 @@ def atom(ctx: tuple, m: dict, address: Address, b: Any, c: Any = None, *_: Any) 
     return (_extend(old, t),)
 
 
-def generic_address(block: Any, address: Address) -> int:
+def generic_address(block: Any, address: Any) -> int:
     """A pointer as a number in a register (mov.b64 d, ptr): its generic address."""
+    if isinstance(address, NumberAddress):  # (a number made a pointer: found in its window first)
+        address = address.found(block)
     return _generic_window(block).address(address)
 
 
@@ -268,22 +270,22 @@ def cp_async(ctx: tuple, m: dict, dst: Address, src: Address, size: int, *_: Any
 def cp_async_src_size(ctx: tuple, m: dict, dst: Address, src: Address, size: int, read: int, *_: Any) -> tuple:
     """The ``src_size`` form: ``read`` bytes of the source, the rest of the ``size`` zeros."""
     block, me, stmt = ctx
-    what = _name(m, "cp.async")
+    what = _name(m, "cp")
     size, read = int(size), int(read)
     if not isinstance(dst.memory, Shared) or isinstance(src.memory, Shared):
         raise TVMSError(f"{what}: it copies from global into shared memory")
     if not 0 <= read <= size:
         raise TVMSError(f"{what}: its src-size {read} is not within its cp-size {size} (PTX leaves that undefined)")
     source = _raw(src.memory)
-    if not 0 <= src.byte <= len(source) - read:
+    if read and not 0 <= src.byte <= len(source) - read:  # (src-size 0 reads nothing: a tile edge's zeros)
         raise TVMSError(f"{what} reads bytes {src.byte} to {src.byte + read - 1} of a source of {len(source)} bytes: "
                         f"out of its bounds")
-    if read < size:  # (the bytes past src-size are zeros)
-        padded = np.zeros(src.byte + size, np.uint8)
-        padded[:src.byte + read] = source[:src.byte + read]
-        source = padded
-    reference_async.cp_async(block, me, dst.memory.view(np.dtype(np.uint8)), dst.byte, source, src.byte, size, True,
-                             stmt)
+    if read and src.byte % size:
+        raise TVMSError(f"{what} of {size} bytes from byte {src.byte} of its source: PTX needs the address aligned "
+                        f"to the copy size")
+    chunk = np.zeros(size, np.uint8)  # (the bytes past src-size are zeros)
+    chunk[:read] = source[src.byte:src.byte + read]
+    reference_async.cp_async(block, me, dst.memory.view(np.dtype(np.uint8)), dst.byte, chunk, 0, size, True, stmt)
     return ()
 
 

@@ -117,11 +117,20 @@ def _reinterpret(dtype: DataType, x: Any) -> Any:
 
 
 def reinterpret_bits(dtype: DataType, source: DataType, x: Any) -> Any:
-    """``T.reinterpret(dtype, x)`` of an ``x`` of type ``source``: its bits as ``dtype``."""
+    """``T.reinterpret(dtype, x)`` of an ``x`` of type ``source``: its bits as ``dtype`` (an
+    integer arrives as a Python number of any size: its bits are the type's, wrapped)."""
     if source.bits * source.lanes != dtype.bits * dtype.lanes:
         raise TVMSError(f"T.reinterpret from {source} to {dtype} changes the number of bits")
-    value = np.asarray(x).astype(numpy_dtype(source)).view(numpy_dtype(dtype))
-    return value if dtype.lanes > 1 else value.reshape(())[()] if dtype.is_float else int(value.reshape(())[()])
+    element = source.element_of
+    values = np.asarray(x).reshape(-1)
+    if element.is_float:
+        raw = values.astype(numpy_dtype(element))
+    else:
+        raw = np.array([int(v) & ((1 << element.bits) - 1) for v in values], f"uint{max(element.bits, 8)}")
+    value = raw.view(numpy_dtype(dtype.element_of))
+    if dtype.lanes > 1:
+        return value
+    return value[0] if dtype.is_float else int(value[0])
 
 
 def count_leading_zeros(bits: int, x: Any) -> Any:

@@ -314,6 +314,12 @@ def test_dialect_src_size_fills_the_rest_with_zeros():
     assert b.reshape(4, 8)[:, :4].tolist() == [[4 * t, 4 * t + 1, 0, 0] for t in range(4)]
 
 
+def test_dialect_src_size_zero_reads_nothing_past_the_end():
+    """A tile's edge: src-size 0 from an address past the source, 16 bytes of zeros."""
+    _, b = _dialect(src="16 + tx * 4", size="T.uint32(0), ")
+    assert b.reshape(4, 8)[:, :4].tolist() == [[0, 0, 0, 0]] * 4
+
+
 @pytest.mark.parametrize("src, size, between, message", [
     ("tx * 4", "", "S[tx] = S[tx]", "while a cp.async copy into it is in flight"),
     ("16", "T.uint32(8), ", "", "reads bytes 64 to 71 of a source of 64 bytes: out of its bounds"),

@@ -245,7 +245,7 @@ def test_a_worker_that_cannot_start_says_why(monkeypatch, tmp_path):
     broken = tmp_path / "python"
     broken.write_text("#!/bin/sh\necho this interpreter is broken >&2\nexit 3\n")
     broken.chmod(0o755)
-    monkeypatch.setattr(nvrtc_worker, "_worker", None)
+    nvrtc_worker._stop()  # (a worker of its own)
     monkeypatch.setattr(sys, "executable", str(broken))
     with pytest.raises(TVMSError, match="the process that runs NVRTC did not start: this interpreter is broken"):
         nvrtc.compile_cuda(BAD.replace("undefined_name", "5.0f"), "sm_80", "ptx")
@@ -254,10 +254,7 @@ def test_a_worker_that_cannot_start_says_why(monkeypatch, tmp_path):
 def test_an_interrupted_compile_does_not_answer_the_next_one(monkeypatch):
     """An interrupt while the worker works (Jupyter's stop button) ends that worker: its late
     answer cannot be taken for the next compile's."""
-    received = nvrtc_worker._receive
-
-    def interrupted(stream):
-        received(stream)  # (the answer arrives, and is dropped as an interrupt drops it)
+    def interrupted(stream):  # (while the worker works: its answer is still to come, in the pipe)
         raise KeyboardInterrupt
 
     nvrtc.compile_cuda(BAD.replace("undefined_name", "6.0f"), "sm_80", "ptx")
@@ -267,6 +264,41 @@ def test_an_interrupted_compile_does_not_answer_the_next_one(monkeypatch):
     monkeypatch.undo()
     fast = nvrtc.compile_cuda('extern "C" __global__ void fast(float* a) { a[0] = 8.0f; }\n', "sm_80", "ptx")
     assert b".entry fast(" in fast and b"slow" not in fast
+
+
+def test_the_worker_leaves_ctrl_c_to_this_process_and_prints_aside(monkeypatch, tmp_path):
+    """Ctrl-C reaches the terminal's whole process group: an idle worker lives on. Whatever prints
+    at its start (a sitecustomize) goes to its log, not into its answers."""
+    (tmp_path / "sitecustomize.py").write_text("print('a stray line at startup')\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    nvrtc_worker._stop()  # (a worker of its own)
+    nvrtc.compile_cuda(BAD.replace("undefined_name", "9.0f"), "sm_80", "ptx")
+    worker = nvrtc_worker._worker
+    os.kill(worker.pid, signal.SIGINT)
+    assert nvrtc.compile_cuda(BAD.replace("undefined_name", "10.0f"), "sm_80", "ptx").startswith(b"//")
+    assert nvrtc_worker._worker is worker and worker.poll() is None
+    nvrtc_worker._end(worker, kill=True)
+
+
+def test_an_interrupt_while_the_worker_starts_ends_it(monkeypatch):
+    ended = []
+    real_end = nvrtc_worker._end
+
+    def end(worker, kill):
+        ended.append(worker)
+        return real_end(worker, kill)
+
+    def interrupted(stream):
+        raise KeyboardInterrupt
+
+    nvrtc_worker._stop()  # (a worker of its own)
+    old = nvrtc_worker._worker
+    monkeypatch.setattr(nvrtc_worker, "_end", end)
+    monkeypatch.setattr(nvrtc_worker, "_receive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        nvrtc.compile_cuda(BAD.replace("undefined_name", "11.0f"), "sm_80", "ptx")
+    started = [w for w in ended if w is not old]
+    assert len(started) == 1 and started[0].poll() is not None
 
 
 def test_headers_come_from_nvrtcs_own_cuda_version(monkeypatch, tmp_path) -> None:

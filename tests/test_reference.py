@@ -432,3 +432,20 @@ def main(A: T.Buffer((2,), "float32"), B: T.Buffer((3,), "int32")):
     a, b = np.zeros(2, "float32"), np.array([1073741824, 0, 0], "int32")
     run_prim_func(func, a, b)
     assert a.tolist() == [1.0, 2.0] and b.tolist() == [1073741824, 1065353216, -2147483648]
+
+
+def test_reinterpret_into_lanes_and_of_a_wrapped_integer():
+    """A scalar into two lanes; a uint64 product beyond 2**64 (a Python number until stored)."""
+    func = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((2,), "int32"), B: T.Buffer((1,), "float64"), C: T.Buffer((1,), "uint64"), D: T.Buffer((1,), "float64")):
+    A[0:2] = T.reinterpret("int32x2", B[0])
+    D[0] = T.reinterpret("float64", C[0] * T.uint64(3))
+''')
+    a, d = np.zeros(2, "int32"), np.zeros(1)
+    c = np.array([2 ** 63 + 5], "uint64")
+    run_prim_func(func, a, np.array([1.0]), c, d)
+    assert a.tolist() == np.array([1.0]).view("int32").tolist()
+    assert d.view("uint64")[0] == (2 ** 63 + 5) * 3 % 2 ** 64

@@ -958,3 +958,34 @@ O[0] = smem[0]
 """, f, h, out)
     assert f.view("uint32").tolist()[:2] == [0, 0x80000000]  # (flushed: zeros of their signs)
     assert f[2] == 2 * tiny and out[0] == 2 * tiny and h[0] == np.float16(6e-8) * 2
+
+
+def test_a_number_made_a_pointer_is_found_in_its_window() -> None:
+    """``T.reinterpret("handle", g)`` of a generic address, as a register operand (it crashed:
+    the number was not looked up before being given a number again)."""
+    a = np.arange(8, dtype="uint32") * 11
+    out = np.zeros(2, "uint64")
+    run('A: T.Buffer((8,), "uint32"), O: T.Buffer((2,), "uint64")', """
+g: T.uint64
+s: T.uint64
+T.ptx.cvta(g, T.address_of(A[2]), "to", "global", "u64", "")
+O[0] = g
+T.ptx.mov(s, T.reinterpret("handle", g), "b64", "")
+O[1] = s
+""", a, out)
+    assert out[0] == out[1] and out[0] >= 1 << 40
+
+
+def test_an_access_pointer_to_bfloat16_counts_in_its_elements() -> None:
+    """``T.type_annotation("bfloat16")`` stays bfloat16 (it was widened to float32: 4-byte elements)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    a = np.arange(8, dtype="float32").astype(ml_dtypes.bfloat16)
+    out = np.zeros(2, "uint32")
+    run('A: T.Buffer((8,), "bfloat16"), O: T.Buffer((2,), "uint32")', """
+d: T.uint16
+T.ptx.ld(d, T.tvm_access_ptr(T.type_annotation("bfloat16"), A.data, 3, 1, 1), "", "", "", "global", "", "", "", "", "", "b16", "")
+O[0] = T.Cast("uint32", d)
+T.ptx.ld(d, T.address_of(A[3]), "", "", "", "global", "", "", "", "", "", "b16", "")
+O[1] = T.Cast("uint32", d)
+""", a, out)
+    assert out.tolist() == [int(a.view("uint16")[3])] * 2

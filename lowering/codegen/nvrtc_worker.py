@@ -6,8 +6,8 @@ the end of this process.
 The worker is started on the first compile and kept. It imports tvms from this process's
 ``sys.path`` (not from its working directory), says it is ready, then answers requests: each a
 length-prefixed pickle ``(function, arguments)`` on its stdin (``function`` one of ``SERVED``),
-each answer ``("ok", value)`` or ``("error", message)`` on the pipe that was its stdout (anything
-printed goes to its stderr, kept in a file for the message if it dies). A worker that dies, or
+each answer ``("ok", value)`` or ``("error", message)`` on a pipe of its own (its stdout and stderr
+go to a file, shown in the message if it dies; Ctrl-C is left to this process). A worker that dies, or
 whose answer was not read (an interrupt while waiting for it), is ended and started again on the
 next compile; a forked child starts its own; the worker ends when this process does.
 """
@@ -32,6 +32,7 @@ _LENGTH = struct.Struct("<Q")
 _lock = threading.Lock()
 _worker: subprocess.Popen | None = None
 _STDERR_TAIL = 2000  # (characters of a dead worker's stderr its error shows)
+_LARGEST = 1 << 32  # (bytes of an answer: a cubin is far smaller)
 
 
 def _send(stream: BinaryIO, value: Any) -> None:
@@ -45,6 +46,8 @@ def _receive(stream: BinaryIO) -> Any:
     if len(header) < _LENGTH.size:
         raise EOFError
     (size,) = _LENGTH.unpack(header)
+    if size > _LARGEST:
+        raise EOFError  # (not an answer: the stream is not the worker's protocol)
     data = stream.read(size)
     if len(data) < size:
         raise EOFError
@@ -55,7 +58,7 @@ def _end(worker: subprocess.Popen, kill: bool) -> int:
     """End ``worker`` (killed, or left to finish) and close its pipes and log; its exit status."""
     if kill and worker.poll() is None:
         worker.kill()
-    for pipe in (worker.stdin, worker.stdout):
+    for pipe in (worker.stdin, worker.answers):
         try:
             pipe.close()
         except OSError:  # (a write the dead worker did not read)
@@ -70,7 +73,7 @@ def _forget() -> None:
     global _lock, _worker
     if _worker is not None:
         _worker.stdin.close()  # (this child's copies of the pipes; the parent's stay open)
-        _worker.stdout.close()
+        _worker.answers.close()
         _worker.log.close()
         _worker.returncode = 0  # (the parent's process, not this child's to wait for)
     _lock, _worker = threading.Lock(), None
@@ -92,18 +95,28 @@ atexit.register(_stop)
 
 def _start() -> subprocess.Popen:
     path = [os.fspath(p) for p in sys.path if isinstance(p, (str, os.PathLike))]
-    program = f"import sys, json; sys.path[:] = json.loads(sys.argv[1]); from {__name__} import serve; serve()"
+    # (Ctrl-C is the parent's to handle: it ends the worker if it was waiting for it)
+    program = ("import json, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+               "sys.path[:] = json.loads(sys.argv[1]); "
+               f"from {__name__} import serve; serve(int(sys.argv[2]))")
     log = tempfile.TemporaryFile()
+    reader, writer = os.pipe()  # (the answers' own pipe: whatever prints, from startup on, goes to the log)
     try:
-        worker = subprocess.Popen([sys.executable, "-c", program, json.dumps(path)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=log)
+        worker = subprocess.Popen([sys.executable, "-c", program, json.dumps(path), str(writer)],
+                                  stdin=subprocess.PIPE, stdout=log, stderr=log, pass_fds=(writer,))
     except OSError as err:
+        os.close(reader)
         log.close()
         raise TVMSError(f"could not start the process that runs NVRTC: {err}") from None
-    worker.log = log
+    finally:
+        os.close(writer)
+    worker.log, worker.answers = log, os.fdopen(reader, "rb")
     try:
-        ready = _receive(worker.stdout)
-    except (EOFError, OSError, pickle.UnpicklingError):
+        ready = _receive(worker.answers)
+    except BaseException as err:  # (an interrupt while it starts: ended too)
+        if not isinstance(err, Exception):
+            _end(worker, kill=True)
+            raise
         ready = None
     if ready != ("ready", None):
         if worker.poll() is None:  # (alive but saying something else: ended)
@@ -145,8 +158,8 @@ def run(function: str, *args: Any, doing: str) -> Any:
         worker = _worker
         try:
             _send(worker.stdin, (function, args))
-            status, value = _receive(worker.stdout)
-        except (EOFError, OSError, pickle.UnpicklingError):
+            status, value = _receive(worker.answers)
+        except Exception:  # (EOF, a broken pipe, a garbled answer: the worker is gone or lost)
             _worker = None
             output = _tail(worker.log)
             how = _death(_end(worker, kill=True))
@@ -162,11 +175,10 @@ def run(function: str, *args: Any, doing: str) -> Any:
     return value
 
 
-def serve() -> None:
-    """The worker's loop: requests from stdin, answers on what was its stdout, until stdin closes."""
-    answers = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # (whatever prints, Python or C, goes to stderr, not into the answers)
-    sys.stdout = sys.stderr
+def serve(answers_fd: int) -> None:
+    """The worker's loop: requests from stdin, answers on the pipe ``answers_fd``, until stdin
+    closes."""
+    answers = os.fdopen(answers_fd, "wb")
     from . import nvrtc
 
     requests = sys.stdin.buffer
