@@ -43,6 +43,7 @@ from tvms.ir.dtype import DataType
 from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.analysis import collect_statements, entry_vars
+from tvms.ir.visitor import collect
 from tvms.ir.function import PrimFunc
 from tvms.ir.module import IRModule
 from tvms.ir.narrow_float import legalize_narrow
@@ -688,6 +689,10 @@ def _bind_dim(env: Env, declared: Any, actual: int, what: str) -> None:
     if isinstance(declared, E.Var) and declared not in env:
         env[declared] = actual
         return
+    unknown = [v.name for v in dict.fromkeys(collect(declared, E.Var)) if v not in env]
+    if unknown:  # (an extent like n * 32 - 1: n is not read from it)
+        raise TVMSError(f"{what} is {declared.script()}: the reference executor binds a size from a dimension "
+                        f"that is the size itself, and {', '.join(unknown)} is bound by none")
     expected = compile_expr(declared)(env)
     if expected != actual:
         raise TVMSError(f"{what}: expected {expected}, got {actual}")

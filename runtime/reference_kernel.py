@@ -214,6 +214,12 @@ class KernelCodegen:
                                                   else f"_blk.shared({args})"))
             self.kernel.tracked.add(data)
 
+    def match_buffer(self, m: Any) -> None:
+        """A match_buffer of shared memory is shared memory (race-checked: the same Shared)."""
+        super().match_buffer(m)
+        if self.kernel is not None and m.source.buffer.data in self.kernel.tracked:
+            self.kernel.tracked.add(m.buffer.data)
+
     def tracked(self, buffer: Any) -> bool:
         """Whether ``buffer`` is shared memory of the kernel being compiled (race-checked)."""
         return self.kernel is not None and buffer.data in self.kernel.tracked

@@ -133,6 +133,13 @@ def reinterpret_bits(dtype: DataType, source: DataType, x: Any) -> Any:
     return value[0] if dtype.is_float else int(value[0])
 
 
+def _shift_count(b: Any) -> Any:
+    """A shift's count: a negative one is undefined (C's rule, which the compiled code follows)."""
+    if np.any(np.asarray(b) < 0):
+        raise TVMSError(f"a shift by a negative count ({np.min(np.asarray(b))}): undefined, as in C")
+    return b
+
+
 def count_leading_zeros(bits: int, x: Any) -> Any:
     """``T.clz``: the zero bits above the highest one of ``x`` as a ``bits``-wide integer."""
     if isinstance(x, np.ndarray):
@@ -212,7 +219,8 @@ INTRINSICS: dict[str, Callable] = {
     "tir.reinterpret": _reinterpret,
     "tir.bitwise_and": lambda dt, a, b: a & b, "tir.bitwise_or": lambda dt, a, b: a | b,
     "tir.bitwise_xor": lambda dt, a, b: a ^ b, "tir.bitwise_not": lambda dt, a: cast_value(~a, dt),
-    "tir.shift_left": lambda dt, a, b: cast_value(a << b, dt), "tir.shift_right": lambda dt, a, b: a >> b,
+    "tir.shift_left": lambda dt, a, b: cast_value(a << _shift_count(b), dt),
+    "tir.shift_right": lambda dt, a, b: a >> _shift_count(b),
     "tir.undef": lambda dt: cast_value(0, dt),  # (any value is right: the reference picks 0)
     "tir.isnullptr": lambda dt, x: x is None or isinstance(x, int) and x == 0,  # (a handle's value)
     "tir.popcount": lambda dt, a: bin(wrap_int(a, DataType(f"uint{dt.bits}"))).count("1"),

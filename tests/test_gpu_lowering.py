@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import CORPUS_COPY, FIXTURES
+import tvms
 from tvms.ir.expr import BufferLoad, Call, Var
 from tvms.ir.stmt import Block, BlockRealize, BufferStore
 from tvms.ir.errors import TVMSError
@@ -477,3 +478,28 @@ def main(A: T.Buffer((16,), "float32")):
     func = func["main"] if isinstance(func, IRModule) else func
     variables, buffers = undefined(func.body)
     assert [v.name for v in variables] == ["A"] and [b.name for b in buffers] == ["A"]
+
+
+def test_a_malformed_buffer_dim_align_is_named():
+    """TVM's test of an invalid annotation (``[0]``, not [buffer, dim, factor, offset]): it was a
+    TypeError in CompactBufferAllocation."""
+    text = '''
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32")):
+    B = T.sblock_alloc_buffer((128, 128))
+    for i0 in range(128):
+        for ax1 in range(128):
+            with T.sblock("B"):
+                vi, vj = T.axis.remap("SS", [i0, ax1])
+                T.sblock_attr({"buffer_dim_align": [0]})
+                B[vi, vj] = A[vi, vj] * T.float32(2.0)
+        for i1 in range(128):
+            with T.sblock("C"):
+                vi_1, vj_1 = T.axis.remap("SS", [i0, i1])
+                C[vi_1, vj_1] = B[vi_1, vj_1] + T.float32(1.0)
+'''
+    with pytest.raises(TVMSError, match=re.escape("block 'B': the annotation buffer_dim_align is a list of [buffer "
+                                                  "index, dim, factor, offset]")):
+        tvms.build(from_source(text), target="llvm")

@@ -449,3 +449,30 @@ def main(A: T.Buffer((2,), "int32"), B: T.Buffer((1,), "float64"), C: T.Buffer((
     run_prim_func(func, a, np.array([1.0]), c, d)
     assert a.tolist() == np.array([1.0]).view("int32").tolist()
     assert d.view("uint64")[0] == (2 ** 63 + 5) * 3 % 2 ** 64
+
+
+def test_a_size_no_dimension_gives_is_asked_for():
+    """``A: T.Buffer((n * 32 - 1,))``: n is not read from the array (it was a KeyError)."""
+    func = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer(("n * 32 - 1",), "float32")):
+    n = T.int32()
+    A[0] = T.float32(1.0)
+''')
+    with pytest.raises(TVMSError, match=r"dimension 0 is n \* 32 - 1: .* and n is bound by none"):
+        run_prim_func(func, np.zeros(31, "float32"))
+
+
+def test_a_shift_by_a_negative_count_is_refused():
+    func = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((4,), "int32")):
+    for i in range(4):
+        A[i] = T.shift_left(16, 1 - i)
+''')
+    with pytest.raises(TVMSError, match=r"a shift by a negative count \(-1\): undefined, as in C"):
+        run_prim_func(func, np.zeros(4, "int32"))

@@ -428,3 +428,34 @@ def f(A: T.Buffer((32,), "float32")):
                                         r"\(8 at `.*` \(<string>:6:9\); 24 at `T.tvm_storage_sync\(\"shared\"\)` "
                                         r"\(<string>:8:9\)\)"):
         run_prim_func(func, np.zeros(32, "float32"))
+
+
+MATCHED_SHARED = """
+# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for bx in T.thread_binding(1, thread="blockIdx.x"):
+        with T.sblock(""):
+            S = T.sblock_alloc_buffer((64,), scope="shared")
+            for tx in T.thread_binding(64, thread="threadIdx.x"):
+                with T.sblock("store"):
+                    T.reads(A[tx])
+                    T.writes(S[tx])
+                    view = T.match_buffer(S[tx], (1,), scope="shared")
+                    view[0] = A[tx] * T.float32(2.0)
+            for tx in T.thread_binding(64, thread="threadIdx.x"):
+                with T.sblock("load"):
+                    T.reads(S[63 - tx])
+                    T.writes(B[tx])
+                    {sync}B[tx] = S[63 - tx]
+"""
+
+
+def test_a_match_buffer_of_shared_memory_is_shared_memory() -> None:
+    """Its stores go to the block's shared memory (they were a TypeError: a plain array store into
+    the Shared memory), which the other threads read after the barrier."""
+    func = from_source(MATCHED_SHARED.format(sync='T.tvm_storage_sync("shared")\n                    '))
+    a, b = np.arange(64, dtype="float32"), np.zeros(64, "float32")
+    run_prim_func(func, a, b)
+    assert b.tolist() == (a[::-1] * 2).tolist()

@@ -17,6 +17,7 @@ import dataclasses
 from ...ir.analysis import index_bounds, substitute
 from ...ir.buffer import Buffer, BufferRegion
 from ...ir.arith import simplify_index
+from ...ir.errors import TVMSError
 from ...ir.expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, PrimExpr, Range, Sub, const, is_const_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import THREAD_BINDING, Block, BlockRealize, BufferStore, For
@@ -100,9 +101,24 @@ def storage_aligns(func: PrimFunc) -> dict:
     aligns: dict = {}
     for block in walk(func.body):
         if isinstance(block, Block):
-            for index, dim, factor, offset in block.annotations.get("buffer_dim_align", ()):
-                aligns.setdefault(block.writes[int(index)].buffer, {})[int(dim)] = (int(factor), int(offset))
+            for entry in _dim_aligns(block):
+                index, dim, factor, offset = (int(getattr(v, "value", v)) for v in entry)
+                if not 0 <= index < len(block.writes):
+                    raise TVMSError(f"block {block.name_hint!r}: buffer_dim_align names its written buffer {index}, "
+                                    f"and it writes {len(block.writes)}")
+                aligns.setdefault(block.writes[index].buffer, {})[dim] = (factor, offset)
     return aligns
+
+
+def _dim_aligns(block: Block) -> list:
+    """The block's ``buffer_dim_align`` entries, each [buffer index, dim, factor, offset] (storage_align's)."""
+    entries = block.annotations.get("buffer_dim_align", ())
+    if not isinstance(entries, (list, tuple)) or not all(
+            isinstance(e, (list, tuple)) and len(e) == 4 and all(isinstance(getattr(v, "value", v), int) for v in e)
+            for e in entries):
+        raise TVMSError(f"block {block.name_hint!r}: the annotation buffer_dim_align is a list of [buffer index, "
+                        f"dim, factor, offset] (as storage_align writes it), not {entries!r}")
+    return list(entries)
 
 
 def aligned_strides(shape: tuple, aligns: dict) -> tuple:
