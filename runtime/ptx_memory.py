@@ -238,7 +238,9 @@ def atom(ctx: tuple, m: dict, address: Address, b: Any, c: Any = None, *_: Any) 
 
 def generic_address(block: Any, address: Any) -> int:
     """A pointer as a number in a register (mov.b64 d, ptr): its generic address."""
-    if isinstance(address, NumberAddress):  # (a number made a pointer: found in its window first)
+    if isinstance(address, NumberAddress):
+        if address.space != "shared":  # (a generic number is its own generic address, in an allocation or not)
+            return (address.number + address.byte) & (1 << 64) - 1
         address = address.found(block)
     return _generic_window(block).address(address)
 

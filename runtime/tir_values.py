@@ -121,12 +121,15 @@ def reinterpret_bits(dtype: DataType, source: DataType, x: Any) -> Any:
     integer arrives as a Python number of any size: its bits are the type's, wrapped)."""
     if source.bits * source.lanes != dtype.bits * dtype.lanes:
         raise TVMSError(f"T.reinterpret from {source} to {dtype} changes the number of bits")
+    if source.bits < 8 or dtype.bits < 8:
+        raise TVMSError(f"T.reinterpret from {source} to {dtype}: the reference executor does not reinterpret "
+                        f"elements narrower than a byte")
     element = source.element_of
     values = np.asarray(x).reshape(-1)
     if element.is_float:
         raw = values.astype(numpy_dtype(element))
     else:
-        raw = np.array([int(v) & ((1 << element.bits) - 1) for v in values], f"uint{max(element.bits, 8)}")
+        raw = np.array([int(v) & ((1 << element.bits) - 1) for v in values], f"uint{element.bits}")
     value = raw.view(numpy_dtype(dtype.element_of))
     if dtype.lanes > 1:
         return value
@@ -134,9 +137,13 @@ def reinterpret_bits(dtype: DataType, source: DataType, x: Any) -> Any:
 
 
 def _shift_count(b: Any) -> Any:
-    """A shift's count: a negative one is undefined (C's rule, which the compiled code follows)."""
-    if np.any(np.asarray(b) < 0):
-        raise TVMSError(f"a shift by a negative count ({np.min(np.asarray(b))}): undefined, as in C")
+    """A shift's count. A negative one is undefined (C's rule, which the compiled code follows): a
+    scalar's is refused; in a vector the lane is given a value (0) and goes on, as the compiled
+    code's does, since the executor computes both sides of a lane-wise select."""
+    if isinstance(b, np.ndarray) and b.ndim:
+        return np.where(b < 0, 0, b)
+    if b < 0:
+        raise TVMSError(f"a shift by a negative count ({b}): undefined, as in C")
     return b
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import pickle
 import re
 import signal
 import sys
@@ -224,16 +225,17 @@ def test_a_crash_of_nvrtc_is_an_error_and_the_next_compile_works():
 
 
 def test_a_worker_that_dies_mid_compile_is_an_error_and_then_replaced(monkeypatch):
-    """The crash path on any NVRTC: the worker killed once it has the request."""
-    sent = nvrtc_worker._send
+    """The crash path on any NVRTC: the worker killed as the request is sent."""
+    framed = nvrtc_worker._framed
 
-    def send_then_kill(stream, value):
-        sent(stream, value)
+    def kill_then_frame(value):
         if value[0] == "compile_here":
             os.kill(nvrtc_worker._worker.pid, signal.SIGKILL)
+            nvrtc_worker._worker.wait()
+        return framed(value)
 
     nvrtc.compile_cuda(BAD.replace("undefined_name", "2.0f"), "sm_80", "ptx")  # (a worker running)
-    monkeypatch.setattr(nvrtc_worker, "_send", send_then_kill)
+    monkeypatch.setattr(nvrtc_worker, "_framed", kill_then_frame)
     with pytest.raises(TVMSError, match=re.escape("the process running NVRTC died compiling the CUDA source for "
                                                   "compute_80 (signal SIGKILL)")):
         nvrtc.compile_cuda(BAD.replace("undefined_name", "3.0f"), "sm_80", "ptx")
@@ -299,6 +301,23 @@ def test_an_interrupt_while_the_worker_starts_ends_it(monkeypatch):
         nvrtc.compile_cuda(BAD.replace("undefined_name", "11.0f"), "sm_80", "ptx")
     started = [w for w in ended if w is not old]
     assert len(started) == 1 and started[0].poll() is not None
+
+
+def test_an_unreadable_answer_or_request_is_told_apart_from_a_crash(monkeypatch):
+    nvrtc.compile_cuda(BAD.replace("undefined_name", "12.0f"), "sm_80", "ptx")
+    worker = nvrtc_worker._worker
+    with pytest.raises(Exception) as err:  # (a request that does not pickle: the worker is left as it was)
+        nvrtc_worker.run("compile_here", lambda: 0, doing="compiling")
+    assert not isinstance(err.value, TVMSError) and nvrtc_worker._worker is worker and worker.poll() is None
+
+    def garbled(stream):
+        raise pickle.UnpicklingError("garbled")
+
+    monkeypatch.setattr(nvrtc_worker, "_receive", garbled)
+    with pytest.raises(TVMSError, match="the process running NVRTC gave an unreadable answer compiling the CUDA "
+                                        "source for compute_80; it was ended"):
+        nvrtc.compile_cuda(BAD.replace("undefined_name", "13.0f"), "sm_80", "ptx")
+    assert worker.poll() is not None
 
 
 def test_headers_come_from_nvrtcs_own_cuda_version(monkeypatch, tmp_path) -> None:

@@ -503,3 +503,9 @@ def main(A: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32"))
     with pytest.raises(TVMSError, match=re.escape("block 'B': the annotation buffer_dim_align is a list of [buffer "
                                                   "index, dim, factor, offset]")):
         tvms.build(from_source(text), target="llvm")
+    # (a factor of 0 built code that crashed when called; a dimension past the rank was ignored)
+    for entry in ("[[0, 1, 0, 0]]", "[[0, 5, 16, 8]]", "[[0, 1, 16, 16]]"):
+        with pytest.raises(TVMSError, match=re.escape("storage_align needs a dimension of the buffer, a factor "
+                                                      "above 0 and an offset in [0, factor)")):
+            tvms.build(from_source(text.replace('"buffer_dim_align": [0]', f'"buffer_dim_align": {entry}')),
+                       target="llvm")

@@ -476,3 +476,30 @@ def main(A: T.Buffer((4,), "int32")):
 ''')
     with pytest.raises(TVMSError, match=r"a shift by a negative count \(-1\): undefined, as in C"):
         run_prim_func(func, np.zeros(4, "int32"))
+
+
+def test_a_negative_shift_in_a_lane_a_select_drops_is_no_error():
+    """The executor computes both sides of a lane-wise select: the lanes it drops take a value
+    (as the compiled code's do), and only a scalar shift by a negative count is refused."""
+    func = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((4,), "int32"), K: T.Buffer((4,), "int32"), B: T.Buffer((4,), "int32")):
+    B[0:4] = T.if_then_else(K[0:4] > 0, T.shift_left(A[0:4], K[0:4] - 1), T.Broadcast(0, 4))
+''')
+    b = np.zeros(4, "int32")
+    run_prim_func(func, np.full(4, 16, "int32"), np.arange(4, dtype="int32"), b)
+    assert b.tolist() == [0, 16, 32, 64]
+
+
+def test_reinterpret_of_elements_narrower_than_a_byte_is_refused():
+    func = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((1,), "int8"), B: T.Buffer((2,), "int8")):
+    B[0:2] = T.Cast("int8x2", T.reinterpret("int4x2", A[0]))
+''')
+    with pytest.raises(TVMSError, match="does not reinterpret elements narrower than a byte"):
+        run_prim_func(func, np.array([0x12], "int8"), np.zeros(2, "int8"))

@@ -976,6 +976,20 @@ O[1] = s
     assert out[0] == out[1] and out[0] >= 1 << 40
 
 
+
+def test_a_number_in_no_allocation_moves_into_a_register_as_it_is() -> None:
+    """A generic address is a number: one in no allocation (a null pointer) moves as it is."""
+    out = np.zeros(2, "uint64")
+    run('O: T.Buffer((2,), "uint64")', """
+s: T.uint64
+T.ptx.mov(s, T.reinterpret("handle", T.uint64(0)), "b64", "")
+O[0] = s
+T.ptx.mov(s, T.reinterpret("handle", T.uint64(12345)), "b64", "")
+O[1] = s
+""", out)
+    assert out.tolist() == [0, 12345]
+
+
 def test_an_access_pointer_to_bfloat16_counts_in_its_elements() -> None:
     """``T.type_annotation("bfloat16")`` stays bfloat16 (it was widened to float32: 4-byte elements)."""
     ml_dtypes = pytest.importorskip("ml_dtypes")

@@ -35,9 +35,13 @@ _STDERR_TAIL = 2000  # (characters of a dead worker's stderr its error shows)
 _LARGEST = 1 << 32  # (bytes of an answer: a cubin is far smaller)
 
 
-def _send(stream: BinaryIO, value: Any) -> None:
+def _framed(value: Any) -> bytes:
     data = pickle.dumps(value)
-    stream.write(_LENGTH.pack(len(data)) + data)
+    return _LENGTH.pack(len(data)) + data
+
+
+def _send(stream: BinaryIO, value: Any) -> None:
+    stream.write(_framed(value))
     stream.flush()
 
 
@@ -54,8 +58,9 @@ def _receive(stream: BinaryIO) -> Any:
     return pickle.loads(data)
 
 
-def _end(worker: subprocess.Popen, kill: bool) -> int:
-    """End ``worker`` (killed, or left to finish) and close its pipes and log; its exit status."""
+def _end(worker: subprocess.Popen, kill: bool) -> tuple[int, str]:
+    """End ``worker`` (killed, or left to finish) and close its pipes and log: its exit status and
+    the end of its output."""
     if kill and worker.poll() is None:
         worker.kill()
     for pipe in (worker.stdin, worker.answers):
@@ -64,8 +69,9 @@ def _end(worker: subprocess.Popen, kill: bool) -> int:
         except OSError:  # (a write the dead worker did not read)
             pass
     code = worker.wait()
+    output = _tail(worker.log)
     worker.log.close()
-    return code
+    return code, output
 
 
 def _forget() -> None:
@@ -102,7 +108,7 @@ def _start() -> subprocess.Popen:
     log = tempfile.TemporaryFile()
     reader, writer = os.pipe()  # (the answers' own pipe: whatever prints, from startup on, goes to the log)
     try:
-        worker = subprocess.Popen([sys.executable, "-c", program, json.dumps(path), str(writer)],
+        worker = subprocess.Popen([sys.executable, "-u", "-c", program, json.dumps(path), str(writer)],
                                   stdin=subprocess.PIPE, stdout=log, stderr=log, pass_fds=(writer,))
     except OSError as err:
         os.close(reader)
@@ -118,13 +124,8 @@ def _start() -> subprocess.Popen:
             _end(worker, kill=True)
             raise
         ready = None
-    if ready != ("ready", None):
-        if worker.poll() is None:  # (alive but saying something else: ended)
-            worker.kill()
-        worker.wait()  # (its output complete)
-        output = _tail(worker.log)
-        _end(worker, kill=True)
-        raise TVMSError(f"the process that runs NVRTC did not start: {output}")
+    if ready != ("ready", None):  # (dead, or alive but saying something else: ended)
+        raise TVMSError(f"the process that runs NVRTC did not start: {_end(worker, kill=True)[1]}")
     return worker
 
 
@@ -156,16 +157,21 @@ def run(function: str, *args: Any, doing: str) -> Any:
                 _end(_worker, kill=True)
             _worker = _start()
         worker = _worker
+        request = _framed((function, args))  # (a request that does not pickle leaves the worker as it was)
         try:
-            _send(worker.stdin, (function, args))
+            worker.stdin.write(request)
+            worker.stdin.flush()
             status, value = _receive(worker.answers)
         except Exception:  # (EOF, a broken pipe, a garbled answer: the worker is gone or lost)
             _worker = None
-            output = _tail(worker.log)
-            how = _death(_end(worker, kill=True))
-            raise TVMSError(f"the process running NVRTC died {doing} ({how}): NVRTC or the PTX assembler in it "
-                            f"crashed on this kernel, or the process was killed (out of memory?); nothing else "
-                            f"was lost. Its last output: {output}") from None
+            alive = worker.poll() is None
+            code, output = _end(worker, kill=True)
+            if alive:
+                raise TVMSError(f"the process running NVRTC gave an unreadable answer {doing}; it was ended. Its "
+                                f"last output: {output}") from None
+            raise TVMSError(f"the process running NVRTC died {doing} ({_death(code)}): NVRTC or the PTX assembler "
+                            f"in it crashed on this kernel, or the process was killed (out of memory?); nothing "
+                            f"else was lost. Its last output: {output}") from None
         except BaseException:  # (an interrupt while it works: its answer would be taken for the next one's)
             _worker = None
             _end(worker, kill=True)

@@ -106,7 +106,12 @@ def storage_aligns(func: PrimFunc) -> dict:
                 if not 0 <= index < len(block.writes):
                     raise TVMSError(f"block {block.name_hint!r}: buffer_dim_align names its written buffer {index}, "
                                     f"and it writes {len(block.writes)}")
-                aligns.setdefault(block.writes[index].buffer, {})[dim] = (factor, offset)
+                buffer = block.writes[index].buffer
+                if not 0 <= dim < len(buffer.shape) or factor <= 0 or not 0 <= offset < factor:
+                    raise TVMSError(f"block {block.name_hint!r}: buffer_dim_align [{index}, {dim}, {factor}, {offset}] "
+                                    f"of {buffer.name!r} (rank {len(buffer.shape)}): storage_align needs a dimension "
+                                    f"of the buffer, a factor above 0 and an offset in [0, factor)")
+                aligns.setdefault(buffer, {})[dim] = (factor, offset)
     return aligns
 
 
