@@ -32,6 +32,8 @@ Semantics follow TVM:
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any, Callable
 
 import numpy as np
@@ -323,6 +325,10 @@ class _SerialCodegen(_Compiler):
         flat = self.array(buffer, flat)
         if any(i.dtype.lanes > 1 for i in indices):
             return f"{flat}[{index}]"
+        lanes = buffer.dtype.lanes
+        if lanes > 1:  # (a buffer of vectors, `v: T.uint8x4`: element i is the lanes from i * lanes)
+            i = self.fresh("i")
+            return f"{flat}[({i} := ({index}) * {lanes}):{i} + {lanes}]"
         # numpy would wrap a negative index around silently; past the end it raises IndexError
         i = self.fresh("i")
         return (f"{flat}[{i} if ({i} := {index}) >= 0 else "
@@ -398,7 +404,7 @@ class _SerialCodegen(_Compiler):
                   f"dtype={self.name(numpy_dtype(dtype))})")
 
     def alloc_size(self, dtype: DataType, extents: tuple) -> str:
-        return " * ".join([self.src(x) for x in extents] + [str(dtype.lanes)])
+        return self._call(_elements, *(self.src(x) for x in extents), str(dtype.lanes))
 
     # ---- statements
     def stmt(self, s: Any) -> None:
@@ -683,6 +689,13 @@ def prim_func_source(func: PrimFunc) -> str:
     """The Python source the executor runs for ``func`` (for debugging)."""
     compile_prim_func(func)
     return _CACHE[id(func)][2]
+
+
+def _elements(*extents: int) -> int:
+    """An allocation's elements: the product of its extents (and lanes), none of them negative."""
+    if any(int(x) < 0 for x in extents):
+        raise TVMSError(f"an allocation of extents {', '.join(str(int(x)) for x in extents[:-1])}: a negative extent")
+    return math.prod(int(x) for x in extents)
 
 
 def _bind_dim(env: Env, declared: Any, actual: int, what: str) -> None:

@@ -503,3 +503,34 @@ def main(A: T.Buffer((1,), "int8"), B: T.Buffer((2,), "int8")):
 ''')
     with pytest.raises(TVMSError, match="does not reinterpret elements narrower than a byte"):
         run_prim_func(func, np.array([0x12], "int8"), np.zeros(2, "int8"))
+
+
+def test_a_scalar_of_a_vector_type_holds_its_lanes():
+    """``v: T.uint8x4 = A[T.Ramp(0, 1, 4)]`` (TVM's VNNI tensor intrinsics): its one element is
+    four lanes (storing them into one array element was a raw numpy error)."""
+    func = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((4,), "uint8"), B: T.Buffer((1,), "int32")):
+    A_u8x4: T.uint8x4 = A[T.Ramp(0, 1, 4)]
+    A_i32: T.int32 = T.reinterpret("int32", A_u8x4)
+    B[0] = A_i32
+''')
+    a, b = np.array([1, 2, 3, 4], "uint8"), np.zeros(1, "int32")
+    run_prim_func(func, a, b)
+    assert b[0] == a.view("int32")[0]
+
+
+def test_an_allocation_of_a_negative_extent_is_refused():
+    """TVM's webgpu codegen test allocates ``T.alloc_local((-1,))`` (a raw numpy error here before)."""
+    func = from_source('''
+# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer((1,), "float32")):
+    scratch = T.alloc_local((-1,))
+    A[0] = T.float32(1.0)
+''')
+    with pytest.raises(TVMSError, match="an allocation of extents -1: a negative extent"):
+        run_prim_func(func, np.zeros(1, "float32"))
