@@ -33,6 +33,7 @@ _lock = threading.Lock()
 _worker: subprocess.Popen | None = None
 _STDERR_TAIL = 2000  # (characters of a dead worker's stderr its error shows)
 _LARGEST = 1 << 32  # (bytes of an answer: a cubin is far smaller)
+_DYING_SECS = 5  # (how long a worker whose pipe closed is given to be seen dead)
 
 
 def _framed(value: Any) -> bytes:
@@ -162,8 +163,13 @@ def run(function: str, *args: Any, doing: str) -> Any:
             worker.stdin.write(request)
             worker.stdin.flush()
             status, value = _receive(worker.answers)
-        except Exception:  # (EOF, a broken pipe, a garbled answer: the worker is gone or lost)
+        except Exception as err:  # (EOF, a broken pipe, a garbled answer: the worker is gone or lost)
             _worker = None
+            if isinstance(err, (EOFError, OSError)):  # (its end of a pipe closed: it is dying, if not yet dead)
+                try:
+                    worker.wait(timeout=_DYING_SECS)
+                except subprocess.TimeoutExpired:
+                    pass
             alive = worker.poll() is None
             code, output = _end(worker, kill=True)
             if alive:
