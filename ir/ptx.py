@@ -105,6 +105,16 @@ class Entry:
     def op_name(self) -> str:
         return f"tirx.ptx.{self.name}"
 
+    @property
+    def argument_operands(self) -> tuple[RenderOperand, ...]:
+        """The rendered operands a call passes (a literal immediate is the table's: it takes none),
+        in the order of ``operands``."""
+        return tuple(o for o in self.rendering.operands if not (o.kind == "imm" and o.literal is not None))
+
+    def modifiers(self, tokens: tuple[str, ...]) -> dict[str, str]:
+        """{slot: token} of these tokens ("" where omitted)."""
+        return {slot.name: token for slot, token in zip(self.slots, tokens)}
+
     def spells(self, tokens: tuple[str, ...]) -> bool:
         """Whether each token is one of its slot's choices ("" where it may be omitted)."""
         return len(tokens) == len(self.slots) and all(t in s.domain for s, t in zip(self.slots, tokens))
@@ -123,26 +133,23 @@ class Entry:
     def layout(self, tokens: tuple[str, ...]) -> list[tuple[int, bool, tuple | None]] | None:
         """(registers, is a .pred input, dtypes) per operand under these tokens; None where TVM's
         table has no legal call with them."""
-        mods = {slot.name: token for slot, token in zip(self.slots, tokens)}
+        mods = self.modifiers(tokens)
         out = []
         for o in self.operands:
-            lanes, pred = _at(o.lanes, mods), _at(o.pred, mods)
+            lanes, pred = at_modifiers(o.lanes, mods), at_modifiers(o.pred, mods)
             if lanes is None or pred is None:
                 return None
-            dtypes = _at(o.dtypes, mods)
+            dtypes = at_modifiers(o.dtypes, mods)
             out.append((lanes, bool(pred), tuple(dtypes) if dtypes is not None else None))
         return out
 
 
-def _at(spec, mods: dict):
+def at_modifiers(spec, mods: dict):
+    """A table value under these modifiers (``{slot: token}``): itself, or its lookup's (None where
+    the lookup has no value for them)."""
     if not isinstance(spec, dict):
         return spec
     return spec["at"].get("|".join(mods[name] for name in spec["by"]))
-
-
-def at_modifiers(spec, mods: dict):
-    """A table value under these modifiers (``{slot: token}``): itself, or its lookup's."""
-    return _at(spec, mods)
 
 
 _DATA = json.loads((pathlib.Path(__file__).parent / "ptx_table.json").read_text())
@@ -183,6 +190,11 @@ def family_of(op_name: str) -> str | None:
     return op_name.removeprefix("tirx.ptx.family.") if op_name.startswith("tirx.ptx.family.") else None
 
 
+def spelled(family: str, tokens) -> str:
+    """An instruction as PTX spells it: ``ld.global.b32``."""
+    return ".".join([MNEMONICS[family], *(t for t in tokens if t)])
+
+
 def not_compiled(call: object, who: str, why: str = "tvms compiles the T.ptx dialect in CUDA kernels only") \
         -> TVMSError | None:
     """The error that ``who`` ("the llvm code generator does not compile", "the reference
@@ -196,7 +208,7 @@ def not_compiled(call: object, who: str, why: str = "tvms compiles the T.ptx dia
     if family is None:
         return None
     tokens = [a.value for a in getattr(call, "args", ()) if isinstance(getattr(a, "value", None), str)][:-1]
-    text = ".".join([MNEMONICS[family], *(t for t in tokens if t)])
+    text = spelled(family, tokens)
     return TVMSError(f"{who} TVM 0.27's PTX instruction T.ptx.{family} ({text}): {why}")
 
 
@@ -256,13 +268,13 @@ def resolve(family: str, args: list[Chained], strings: tuple[str, ...]) -> tuple
     for token in tokens:
         if token and token not in known:
             raise TVMSError(f"{token!r} is a modifier of no slot of T.ptx.{family}")
-    spelled = [e for e in entries if e.spells(tokens)]
-    if not spelled:
+    spelling = [e for e in entries if e.spells(tokens)]
+    if not spelling:
         e = next(e for e in entries if len(e.slots) == len(tokens))
         raise TVMSError(f"T.ptx.{family} takes no modifiers {tokens} in this order; its slots: "
                         + "; ".join(f"{s.name}{'?' if s.optional else ''}={{{','.join(s.choices)}}}"
                                     for s in e.slots))
-    legal = [e for e in spelled if e.passes_check(tokens)]
+    legal = [e for e in spelling if e.passes_check(tokens)]
     if not legal:
         raise TVMSError(f"TVM's PTX table refuses the modifiers {tokens} of T.ptx.{family} together")
     given = list(args[:len(args) - flags.pred])
@@ -394,13 +406,13 @@ def resolve_chain(family: str, words: tuple[str, ...], operands: list[Chained], 
                         f"and print otherwise; write the printed form")
     entry, tokens, layout, marker = hits[0]
     literal, spaces = [], []
-    mods = {slot.name: token for slot, token in zip(entry.slots, tokens)}
+    mods = entry.modifiers(tokens)
     for (n, is_pred, accepted), operand in zip(layout, entry.operands):
         group = operands[len(literal):len(literal) + n]
         named = [o.dtype for o in group if o.dtype is not None and not o.tagged]
         dtype = "uint32" if is_pred else (named[0] if named else accepted[0]) if accepted else "int32"
         literal += [dtype] * n
-        spaces += [_at(operand.space, mods)] * n
+        spaces += [at_modifiers(operand.space, mods)] * n
     return ChainReading(entry if len(hits) == 1 else None, tokens, marker, literal, spaces)
 
 

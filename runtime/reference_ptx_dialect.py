@@ -47,14 +47,9 @@ from .ptx_values import as_float, as_int, bits_of, float_bits, register_value
 from .reference_kernel import _is_pointer as is_pointer
 
 
-def spelled(family: str, tokens: tuple) -> str:
-    """The instruction as PTX spells it: ``ld.global.b32``."""
-    return ".".join([ptx.MNEMONICS[family], *(t for t in tokens if t)])
-
-
 def refusal(family: str, tokens: tuple, why: str = "") -> TVMSError:
     return TVMSError(f"the reference executor does not run TVM 0.27's PTX instruction T.ptx.{family} "
-                     f"({spelled(family, tokens)}){why}")
+                     f"({ptx.spelled(family, tokens)}){why}")
 
 
 # ---------------------------------------------------------------- warp collectives
@@ -144,12 +139,6 @@ _WHY = {"bar_arrive": ": its barriers take every thread of the block, each waiti
         "isspacep": ": it does not tell global from local memory"}
 
 
-def _at(spec: Any, mods: dict) -> Any:
-    if not isinstance(spec, dict):
-        return spec
-    return spec["at"].get("|".join(mods[name] for name in spec["by"]))
-
-
 def _results(value: Any) -> tuple:
     return value if isinstance(value, tuple) else (value,)
 
@@ -218,7 +207,7 @@ class PtxDialectCodegen:
         if entry is None or entry.name not in RUNS:
             raise refusal(family, tokens, _WHY.get(entry.name, "") if entry is not None else
                           ": its call leaves TVM's table between entries (it records the family only)")
-        mods = {slot.name: token for slot, token in zip(entry.slots, tokens)}
+        mods = entry.modifiers(tokens)
         exprs: list = list(call.args[:len(call.args) - len(strings)])
         guard = exprs.pop() if marker.pred else None
         for i in sorted(marker.sunk):  # (a sunk lane has no argument: its place back)
@@ -240,9 +229,9 @@ class PtxDialectCodegen:
     def _operands(self, entry: ptx.Entry, mods: dict, tokens: tuple, exprs: list) -> tuple[list, list]:
         """(the sources' code, the destinations: buffer elements, None where sunk)."""
         reads, writes, start = [], [], 0
-        rendered = [o for o in entry.rendering.operands if not (o.kind == "imm" and o.literal is not None)]
-        for (lanes, is_pred, _), operand, render in zip(entry.layout(tokens), entry.operands, rendered):
-            space = _at(operand.space, mods)
+        for (lanes, is_pred, _), operand, render in zip(entry.layout(tokens), entry.operands,
+                                                        entry.argument_operands):
+            space = ptx.at_modifiers(operand.space, mods)
             for e in exprs[start:start + lanes]:
                 if operand.writes:
                     if e is not None and not isinstance(e, E.BufferLoad):
@@ -267,7 +256,7 @@ class PtxDialectCodegen:
     def _instruction_source(self, entry: ptx.Entry, family: str, tokens: tuple, mods: dict, reads: list) -> str:
         k = self.kernel
         name, mods_src = entry.name, self.name(mods, "_m")
-        text = self.name(spelled(family, tokens), "_s")
+        text = self.name(ptx.spelled(family, tokens), "_s")
         if name in ARITHMETIC:
             return self._call(arithmetic, self.name(ARITHMETIC[name], "_f"), text, mods_src, *reads)
         if name in ptx_memory.MEMORY:

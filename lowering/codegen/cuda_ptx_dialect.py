@@ -86,10 +86,6 @@ class Variant(NamedTuple):
     addr_offsets: tuple[tuple[int, int], ...] = ()  # (address operand's number, byte offset), nonzero
 
 
-def _mods(entry: ptx.Entry, tokens: tuple[str, ...]) -> dict[str, str]:
-    return {slot.name: token for slot, token in zip(entry.slots, tokens)}
-
-
 def _value(entry: ptx.Entry, spec: object, mods: dict, what: str | None) -> object:
     """A table value under these modifiers; ``what`` names it where it cannot be missing."""
     value = ptx.at_modifiers(spec, mods)
@@ -104,7 +100,7 @@ def accepted(entry: ptx.Entry, operand: ptx.RenderOperand, mods: dict) -> tuple[
 
 
 def helper_name(entry: ptx.Entry, variant: Variant) -> str:
-    mods = _mods(entry, variant.tokens)
+    mods = entry.modifiers(variant.tokens)
     registers = [o for o in entry.rendering.operands if o.kind == "reg"]
     present = [(dtype, accepted(entry, o, mods)[0]) for o, dtype in zip(registers, variant.dtypes)
                if _value(entry, o.lanes, mods, "lanes")]
@@ -121,85 +117,61 @@ def helper_name(entry: ptx.Entry, variant: Variant) -> str:
     return name + ("_pred_keep" if variant.keep else "_pred_undef" if entry.has_dst else "_pred")
 
 
-def render(entry: ptx.Entry, variant: Variant) -> tuple[str, str]:
-    """(helper name, helper source) of one variant, as TVM writes it."""
-    mods = _mods(entry, variant.tokens)
-    rendering = entry.rendering
-    name = helper_name(entry, variant)
-    dtype_of = dict(zip((o.name for o in rendering.operands if o.kind == "reg"), variant.dtypes))
-    imm_of = dict(zip((o.name for o in rendering.operands if o.kind == "imm" and o.literal is None), variant.imms))
-    offset_of = dict(variant.addr_offsets)
-    params, inputs, outputs, written = [], [], [], []
-    before, after = [], []  # (C statements around the asm: carriers)
-    declared, asm_before, asm_after = [], [], []  # (inside the asm block: bridged registers)
-    bridged: dict[str, int] = {}
-    index = address_number = 0
-    for operand in rendering.operands:
-        if operand.kind == "imm":
-            written.append((operand, operand.literal if operand.literal is not None else imm_of[operand.name]))
-            continue
-        lanes = _value(entry, operand.lanes, mods, "lanes")
-        if not lanes:
-            continue
-        group = operand.group
-        registers = []
-        for lane in range(lanes):
-            param = f"__{operand.name}{lane}" if group else f"__{operand.name}"
-            if (operand.name, lane) in variant.sinks:
-                registers.append("_")
-                continue
-            if operand.kind == "addr":
-                if _value(entry, operand.space, mods, "state space") in ("shared", "tmem"):
-                    params.append(f"uint32_t {param}")
-                    inputs.append(f'"r"({param})')
-                else:
-                    params.append(f"const void* {param}")
-                    inputs.append(f'"l"({param})')
-            elif operand.kind == "ptr":
-                params.append(f"const void* {param}")
-                inputs.append(f'"l"({param})')
+class _Helper:
+    """A helper's pieces as its operands are written: C parameters, asm outputs and inputs, C
+    statements around the asm (carriers), and inside the asm block the bridged registers'
+    declarations and conversions."""
+
+    def __init__(self) -> None:
+        self.params, self.inputs, self.outputs = [], [], []
+        self.before, self.after = [], []
+        self.declared, self.asm_before, self.asm_after = [], [], []
+        self.bridged: dict[str, int] = {}
+
+    def address(self, param: str, window: bool) -> None:
+        """An address: a 32-bit window address (shared or tensor memory) or a pointer."""
+        self.params.append(f"uint32_t {param}" if window else f"const void* {param}")
+        self.inputs.append(f'"r"({param})' if window else f'"l"({param})')
+
+    def register(self, entry: ptx.Entry, operand: ptx.RenderOperand, dtype: str, param: str, keep: bool) -> None:
+        """A register operand's parameter and constraint: read-write ("+"), written ("=", through a
+        carrier where its C type binds none), or read."""
+        binding = BINDINGS[dtype]
+        if operand.rw == "rw" or (keep and operand.rw == "w"):
+            if binding.carrier != binding.c_type:
+                raise TVMSError(f"tirx.ptx.{entry.name}: its read-write operand {operand.name!r} cannot "
+                                f"be a {dtype} (it rides a carrier register)")
+            self.params.append(f"{binding.c_type}& {param}")
+            self.outputs.append(f'"+{binding.constraint}"({param})')
+        elif operand.rw == "w":
+            self.params.append(f"{binding.c_type}& {param}")
+            if binding.carrier == binding.c_type:
+                self.outputs.append(f'"={binding.constraint}"({param})')
             else:
-                binding = BINDINGS[dtype_of[operand.name]]
-                if operand.rw == "rw" or (variant.keep and operand.rw == "w"):
-                    if binding.carrier != binding.c_type:
-                        raise TVMSError(f"tirx.ptx.{entry.name}: its read-write operand {operand.name!r} cannot "
-                                        f"be a {dtype_of[operand.name]} (it rides a carrier register)")
-                    params.append(f"{binding.c_type}& {param}")
-                    outputs.append(f'"+{binding.constraint}"({param})')
-                elif operand.rw == "w":
-                    params.append(f"{binding.c_type}& {param}")
-                    if binding.carrier == binding.c_type:
-                        outputs.append(f'"={binding.constraint}"({param})')
-                    else:
-                        before.append(f"{binding.carrier} {param}_reg;")
-                        outputs.append(f'"={binding.constraint}"({param}_reg)')
-                        after.append(f"{param} = {binding.out_of.format(param + '_reg')};")
-                else:
-                    params.append(f"{binding.c_type} {param}")
-                    inputs.append(f'"{binding.constraint}"({binding.into.format(param)})')
-            bridge_key = _value(entry, operand.bridge, mods, None) if operand.kind == "reg" else None
-            if bridge_key is None:
-                if operand.kind == "addr" and operand.bracket is None:
-                    offset = offset_of.get(address_number)
-                    registers.append(f"[%{index}{f'+{offset}' if offset is not None else ''}]")
-                else:
-                    registers.append(f"%{index}")
-            else:
-                bridge = BRIDGES[bridge_key]
-                template = bridge.read if operand.rw == "r" else bridge.write
-                register = template.format(slot=operand.name, n=bridged.get(template, 0))
-                bridged[template] = bridged.get(template, 0) + 1
-                declared.append(f".reg {bridge.reg_class} {register};")
-                if operand.rw in ("r", "rw") or (variant.keep and operand.rw == "w"):
-                    asm_before.append(bridge.into.format(reg=register, idx=index))
-                if operand.rw in ("w", "rw"):
-                    asm_after.append(bridge.out_of.format(reg=register, idx=index))
-                registers.append(register)
-            index += 1
-        written.append((operand, "{" + ", ".join(registers) + "}" if group else registers[0]))
-        if operand.kind == "addr":
-            address_number += 1
-    # (adjacent operands of one pipe are one operand p|q; then those of one bracket one [a, b])
+                self.before.append(f"{binding.carrier} {param}_reg;")
+                self.outputs.append(f'"={binding.constraint}"({param}_reg)')
+                self.after.append(f"{param} = {binding.out_of.format(param + '_reg')};")
+        else:
+            self.params.append(f"{binding.c_type} {param}")
+            self.inputs.append(f'"{binding.constraint}"({binding.into.format(param)})')
+
+    def bridge(self, bridge: Bridge, operand: ptx.RenderOperand, index: int, keep: bool) -> str:
+        """The block-local register of the class the instruction names, converted from and to the
+        bound carrier ``%index``."""
+        template = bridge.read if operand.rw == "r" else bridge.write
+        register = template.format(slot=operand.name, n=self.bridged.get(template, 0))
+        self.bridged[template] = self.bridged.get(template, 0) + 1
+        self.declared.append(f".reg {bridge.reg_class} {register};")
+        if operand.rw in ("r", "rw") or (keep and operand.rw == "w"):
+            self.asm_before.append(bridge.into.format(reg=register, idx=index))
+        if operand.rw in ("w", "rw"):
+            self.asm_after.append(bridge.out_of.format(reg=register, idx=index))
+        return register
+
+
+def _operand_texts(written: list) -> list[str]:
+    """The PTX operands: adjacent operands of one pipe are one ``p|q``, then those of one bracket
+    one ``[a, b]``."""
     piped = []
     for pipe, members in itertools.groupby(written, key=lambda pair: pair[0].pipe):
         members = list(members)
@@ -211,22 +183,64 @@ def render(entry: ptx.Entry, variant: Variant) -> tuple[str, str]:
     for bracket, members in itertools.groupby(piped, key=lambda pair: pair[0]):
         members = [text for _, text in members]
         texts += members if bracket is None else [f"[{', '.join(members)}]"]
-    opcode = ".".join([rendering.mnemonic, *(t for t in variant.tokens if t)])
+    return texts
+
+
+def render(entry: ptx.Entry, variant: Variant) -> tuple[str, str]:
+    """(helper name, helper source) of one variant, as TVM writes it."""
+    mods = entry.modifiers(variant.tokens)
+    rendering = entry.rendering
+    name = helper_name(entry, variant)
+    dtype_of = dict(zip((o.name for o in rendering.operands if o.kind == "reg"), variant.dtypes))
+    imm_of = dict(zip((o.name for o in rendering.operands if o.kind == "imm" and o.literal is None), variant.imms))
+    offset_of = dict(variant.addr_offsets)
+    helper, written = _Helper(), []
+    index = address_number = 0
+    for operand in rendering.operands:
+        if operand.kind == "imm":
+            written.append((operand, operand.literal if operand.literal is not None else imm_of[operand.name]))
+            continue
+        lanes = _value(entry, operand.lanes, mods, "lanes")
+        registers = []
+        for lane in range(lanes):
+            param = f"__{operand.name}{lane}" if operand.group else f"__{operand.name}"
+            if (operand.name, lane) in variant.sinks:
+                registers.append("_")
+                continue
+            if operand.kind == "reg":
+                helper.register(entry, operand, dtype_of[operand.name], param, variant.keep)
+                bridge = BRIDGES.get(_value(entry, operand.bridge, mods, None))
+                registers.append(f"%{index}" if bridge is None else helper.bridge(bridge, operand, index, variant.keep))
+            elif operand.kind == "addr":
+                helper.address(param, _value(entry, operand.space, mods, "state space") in ("shared", "tmem"))
+                offset = offset_of.get(address_number)
+                registers.append(f"%{index}" if operand.bracket is not None
+                                 else f"[%{index}{f'+{offset}' if offset is not None else ''}]")
+            else:  # (a pointer)
+                helper.address(param, window=False)
+                registers.append(f"%{index}")
+            index += 1
+        if lanes:
+            written.append((operand, "{" + ", ".join(registers) + "}" if operand.group else registers[0]))
+        address_number += operand.kind == "addr" and lanes > 0
+    texts = _operand_texts(written)
+    opcode = ptx.spelled(entry.family, variant.tokens)
     instruction = f"{opcode} {', '.join(texts)};" if texts else f"{opcode};"
     if variant.predicated:
-        params.append("uint32_t __pred")
-        inputs.append('"r"(__pred)')
-        declared.append(".reg .pred p;")
-        asm_before.append(f"setp.ne.b32 p, %{index}, 0;")
+        helper.params.append("uint32_t __pred")
+        helper.inputs.append('"r"(__pred)')
+        helper.declared.append(".reg .pred p;")
+        helper.asm_before.append(f"setp.ne.b32 p, %{index}, 0;")
         instruction = f"@p {instruction}"
-    asm = "{ " + " ".join([*declared, *asm_before, instruction, *asm_after]) + " }" if declared else instruction
+    asm = " ".join([*helper.declared, *helper.asm_before, instruction, *helper.asm_after])
+    asm = "{ " + asm + " }" if helper.declared else instruction
     touches_memory = rendering.orders_memory or any(
         o.kind == "addr" and _value(entry, o.space, mods, "state space") != "tmem" for o in rendering.operands)
     volatile = " volatile" if rendering.volatile else ""
     clobber = ' : "memory"' if touches_memory else ""
-    statement = f'asm{volatile}("{asm}" : {", ".join(outputs)} : {", ".join(inputs)}{clobber});'
-    body = "\n".join(f"  {line}" for line in [*before, statement, *after])
-    return name, f"__forceinline__ __device__ void {name}({', '.join(params)}) {{\n{body}\n}}\n"
+    statement = f'asm{volatile}("{asm}" : {", ".join(helper.outputs)} : {", ".join(helper.inputs)}{clobber});'
+    body = "\n".join(f"  {line}" for line in [*helper.before, statement, *helper.after])
+    return name, f"__forceinline__ __device__ void {name}({', '.join(helper.params)}) {{\n{body}\n}}\n"
 
 
 def _constant(value: object, what: str, entry: ptx.Entry) -> int:
@@ -242,44 +256,39 @@ def call_of(call: E.Call) -> tuple[str, str, list]:
     if entry is None:
         raise TVMSError(f"the cuda code generator cannot tell which instruction of T.ptx.{ptx.family_of(call.op.name)} "
                         f"this call is (TVM's table leaves several): give its operands the dtypes of one")
-    args = list(call.args)
-    *token_args, marker_arg = args[len(args) - len(entry.slots) - 1:]
+    strings = len(entry.slots) + 1
+    *token_args, marker_arg = call.args[len(call.args) - strings:]
     tokens = tuple(t.value for t in token_args)
     flags = ptx.parse_marker(marker_arg.value)
-    rest = args[:len(args) - len(entry.slots) - 1]
-    mods = _mods(entry, tokens)
-    # the operands the caller passes (a literal immediate takes no argument), with their registers
-    layout, start = [], 0
-    for operand in entry.rendering.operands:
-        if operand.kind == "imm" and operand.literal is not None:
-            continue
-        lanes = _value(entry, operand.lanes, mods, "lanes")
-        layout.append((operand, start, lanes))
-        start += lanes
-    at, position = {}, 0  # (register number -> argument position: a sunk lane has no argument)
-    for i in range(start):
-        if i not in flags.sunk:
-            at[i] = position
-            position += 1
-    if len(rest) != position + flags.pred:
-        raise TVMSError(f"T.ptx.{entry.family}: {entry.name} takes {position + flags.pred} operands here, "
-                        f"the call has {len(rest)}")
-    sinks = frozenset((o.name, lane) for o, first, lanes in layout for lane in range(lanes) if first + lane in flags.sunk)
-    dtypes, imms, offsets, skipped = [], [], [], set()
-    address_number = 0
-    for operand, first, lanes in layout:
-        live = [at[first + lane] for lane in range(lanes) if first + lane not in flags.sunk]
+    layout = entry.layout(tokens)
+    lanes = [n for n, _, _ in layout] if layout is not None else []
+    operands = list(call.args[:len(call.args) - strings])
+    expected = sum(lanes) - len(flags.sunk) + flags.pred
+    if layout is None or len(operands) != expected:
+        raise TVMSError(f"T.ptx.{entry.family}: {entry.name} takes {expected} operands here, the call has "
+                        f"{len(operands)}")
+    guard = [operands.pop()] if flags.pred else []
+    for i in sorted(flags.sunk):  # (a sunk lane has no argument: its place back, empty)
+        operands.insert(i, None)
+    mods = entry.modifiers(tokens)
+    dtypes, imms, offsets, sinks = [], [], [], set()
+    start = address_number = 0
+    for operand, count in zip(entry.argument_operands, lanes):
+        places = range(start, start + count)
+        start += count
+        sinks |= {(operand.name, i - places.start) for i in places if operands[i] is None}
+        live = [operands[i] for i in places if operands[i] is not None]
         if operand.kind == "reg":
             choices = accepted(entry, operand, mods)
-            dtype = str(rest[live[0]].dtype) if live and len(choices) > 1 else choices[0]
+            dtype = str(live[0].dtype) if live and len(choices) > 1 else choices[0]
             if dtype not in BINDINGS:
                 raise TVMSError(f"T.ptx.{entry.family}: its operand {operand.name!r} cannot be a {dtype}")
             dtypes.append(dtype)
-        elif operand.kind == "imm":
-            imms.append(str(_constant(rest[live[0]], f"its immediate {operand.name!r}", entry)))
-            skipped.add(live[0])
-        elif operand.kind == "addr":
-            value = rest[live[0]]
+        elif operand.kind == "imm":  # (in the instruction's text, not passed)
+            imms.append(str(_constant(operands[places.start], f"its immediate {operand.name!r}", entry)))
+            operands[places.start] = None
+        elif operand.kind == "addr" and count:
+            value = operands[places.start]
             if isinstance(value, E.Call) and getattr(value.op, "name", "") == ptx.ADDR_OP:
                 if not operand.takes_addr:
                     raise TVMSError(f"T.ptx.{entry.family}: its operand {operand.name!r} takes no T.ptx.addr")
@@ -287,14 +296,13 @@ def call_of(call: E.Call) -> tuple[str, str, list]:
                 offset = _constant(offset, "T.ptx.addr's byte offset", entry)
                 if not _INT32[0] <= offset <= _INT32[1]:
                     raise TVMSError(f"T.ptx.{entry.family}: T.ptx.addr's byte offset {offset} is not an int32")
-                rest[live[0]] = base
+                operands[places.start] = base
                 if offset:
                     offsets.append((address_number, offset))
             address_number += 1
-    variant = Variant(tokens, tuple(dtypes), tuple(imms), flags.pred, flags.keep, sinks, tuple(offsets))
+    variant = Variant(tokens, tuple(dtypes), tuple(imms), flags.pred, flags.keep, frozenset(sinks), tuple(offsets))
     name, source = render(entry, variant)
-    passed = [a for i, a in enumerate(rest) if i not in skipped]
-    return name, source, passed
+    return name, source, [a for a in operands if a is not None] + guard
 
 
 class PtxDialect:
