@@ -190,6 +190,11 @@ def family_of(op_name: str) -> str | None:
     return op_name.removeprefix("tirx.ptx.family.") if op_name.startswith("tirx.ptx.family.") else None
 
 
+def is_address(e: object) -> bool:
+    """Whether ``e`` is ``T.ptx.addr(base, byte_offset)``."""
+    return isinstance(e, Call) and getattr(e.op, "name", "") == ADDR_OP
+
+
 def spelled(family: str, tokens) -> str:
     """An instruction as PTX spells it: ``ld.global.b32``."""
     return ".".join([MNEMONICS[family], *(t for t in tokens if t)])
@@ -421,7 +426,7 @@ def address(space: str, value: PrimExpr, what: str) -> PrimExpr:
     the operand in errors): in a shared state space, a pointer converted to its 32-bit shared
     window address (a uint32 is one already); elsewhere a pointer as it is, a uint64 handle
     reinterpreted as one. ``T.ptx.addr``'s base likewise."""
-    if isinstance(value, Call) and getattr(value.op, "name", "") == ADDR_OP:
+    if is_address(value):
         base = address(space, value.args[0], what)
         return Call(base.dtype, value.op, (base, *value.args[1:]))
     dtype = str(value.dtype)

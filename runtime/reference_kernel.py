@@ -392,7 +392,7 @@ class KernelCodegen:
             raise TVMSError("the reference executor runs one GPU block at a time and cannot wait for the "
                             "grid (T.cuda.grid_sync)")
         if name in ("tir.cuda.atomic_add", "tir.cuda.atomic_cas"):
-            if not _is_pointer(e.args[0]):
+            if not is_pointer(e.args[0]):
                 raise TVMSError(f"the reference executor follows a pointer of T.{name[4:]} only as a buffer's data, "
                                 f"T.address_of(...) or T.tvm_access_ptr(...), not {e.args[0].script()}")
             op = repr(name[len("tir.cuda.atomic_"):])
@@ -437,7 +437,7 @@ class KernelCodegen:
     def ptx_call(self, name: str, e: E.Call) -> str:
         """A PTX tensor-core intrinsic (``reference_ptx``), its pointers as (memory, offset)."""
         k = self.kernel
-        args = [self._ptx_pointer(a) if _is_pointer(a) else repr(a.value) if isinstance(a, E.StringImm)
+        args = [self._ptx_pointer(a) if is_pointer(a) else repr(a.value) if isinstance(a, E.StringImm)
                 else self.src(a) for a in e.args]
         lane = f"_ix[{k.kernel.tags.index('threadIdx.x')}]" if "threadIdx.x" in k.kernel.tags else "0"
         if name == "tir.mma_fill_legacy":
@@ -524,7 +524,7 @@ _CP_ASYNC = ("tir.s_tir.cp_async_raw", *(f"tirx.ptx.cp_async_{kind}" for kind in
 _PTX_CALLS = ("tir.ptx_legacy.mma", "tir.ptx_legacy.ldmatrix", "tir.mma_fill_legacy", "tir.mma_store_legacy")
 
 
-def _is_pointer(e: Any) -> bool:
+def is_pointer(e: Any) -> bool:
     """A PTX call's pointer argument: a data Var, ``T.address_of(buf[i])`` or ``T.tvm_access_ptr``."""
     return (isinstance(e, E.Var) and e.dtype.is_handle or _is_access_ptr(e)
             or isinstance(e, E.Call) and getattr(e.op, "name", None) == "tir.address_of")

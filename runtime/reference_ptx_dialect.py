@@ -44,7 +44,7 @@ from . import ptx_memory, reference_async, reference_wgmma
 from . import reference_gpu as gpu
 from .ptx_arithmetic import ARITHMETIC
 from .ptx_values import as_float, as_int, bits_of, float_bits, register_value
-from .reference_kernel import _is_pointer as is_pointer
+from .reference_kernel import is_pointer
 
 
 def refusal(family: str, tokens: tuple, why: str = "") -> TVMSError:
@@ -244,7 +244,7 @@ class PtxDialectCodegen:
                     reads.append("None")
                 elif is_pred:
                     reads.append(f"bool({self.src(e)})")
-                elif space is not None or _is_addr(e) or e.dtype.is_handle and entry.name in ptx_memory.MEMORY:
+                elif space is not None or ptx.is_address(e) or e.dtype.is_handle and entry.name in ptx_memory.MEMORY:
                     reads.append(self._address_source(e, space or "generic"))
                 elif e.dtype.is_handle:  # (a pointer in a register: its generic address)
                     reads.append(self._call(ptx_memory.generic_address, "_blk", self._address_source(e, "generic")))
@@ -288,7 +288,7 @@ class PtxDialectCodegen:
     def _address_source(self, e: Any, space: str) -> str:
         """An address operand's code: a pointer, ``T.ptx.addr(base, bytes)``, or a number in the
         shared window (a uint32 of a shared state space) or the generic one (ptx_memory)."""
-        if _is_addr(e):
+        if ptx.is_address(e):
             return self._call(ptx_memory.offset_address, self._address_source(e.args[0], space), self.src(e.args[1]))
         if isinstance(e, E.Call) and getattr(e.op, "name", None) == "tir.reinterpret" and e.dtype.is_handle:
             return self._address_source(e.args[0], space)
@@ -302,10 +302,6 @@ class PtxDialectCodegen:
             raise TVMSError(f"the reference executor follows a pointer only as a buffer's data, T.address_of(...) "
                             f"or T.tvm_access_ptr(...), not {e.script()}")
         return self._ptx_pointer(e)
-
-
-def _is_addr(e: Any) -> bool:
-    return isinstance(e, E.Call) and getattr(e.op, "name", None) == ptx.ADDR_OP
 
 
 def _whole_block(index: Any, count: Any, threads: int, name: str) -> None:

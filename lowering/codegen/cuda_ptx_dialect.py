@@ -289,7 +289,7 @@ def call_of(call: E.Call) -> tuple[str, str, list]:
             operands[places.start] = None
         elif operand.kind == "addr" and count:
             value = operands[places.start]
-            if isinstance(value, E.Call) and getattr(value.op, "name", "") == ptx.ADDR_OP:
+            if ptx.is_address(value):
                 if not operand.takes_addr:
                     raise TVMSError(f"T.ptx.{entry.family}: its operand {operand.name!r} takes no T.ptx.addr")
                 base, offset = value.args
