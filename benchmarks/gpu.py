@@ -138,11 +138,14 @@ class MatmulCase:
         np.testing.assert_allclose(out.astype("float32"), self.expect, rtol=tol, atol=tol * self.n)
 
     def row(self, label: str, make) -> None:
-        """Time what ``make()`` gives (a module or an executable) and print its row; a step that
-        fails (a wrong result included) is printed and counted in ``failures``, and the rows
-        after it are still measured."""
+        """Time what ``make()`` gives (a module or an executable) through the VM and print its row."""
+        self.timed_row(label, lambda: vm_secs(make(), self.dev, self.args, self.check))
+
+    def timed_row(self, label: str, measure) -> None:
+        """Print the row of ``measure()``'s seconds; a step that fails (a wrong result included) is
+        printed and counted in ``failures``, and the rows after it are still measured."""
         try:
-            secs = vm_secs(make(), self.dev, self.args, self.check)
+            secs = measure()
         except Exception as err:  # noqa: BLE001 - a benchmark reports every failure and goes on
             self.failures.append(label)
             print(f"{label + f' ({self.dtype})':48} FAILED: {type(err).__name__}: {str(err)[:300]}", flush=True)
@@ -186,23 +189,19 @@ def wgmma_row(case: MatmulCase, overlap: bool) -> None:
     layer's weight is; its time excludes the transposition), checked against numpy."""
     import tvms
 
-    label = f"tvms wgmma{' overlapped' if overlap else ''} (B.T given)"
-    try:
+    def measure() -> float:
         n = case.n
-        text = kernel_text(n, n, n, overlap)
-        lib = tvms.build(tvms.script.from_source(text), target={"kind": "cuda", "arch": "sm_90a"})
+        lib = tvms.build(tvms.script.from_source(kernel_text(n, n, n, overlap)),
+                         target={"kind": "cuda", "arch": "sm_90a"})
         args = [tvms.nd.array(case.args[0], device=case.dev),
                 tvms.nd.array(np.ascontiguousarray(case.args[1].T), device=case.dev),
                 tvms.nd.array(np.zeros((n, n), case.dtype), device=case.dev)]
         lib(*args)
         case.check(args[2].numpy())
         timer = lib.time_evaluator("wgmma_gemm", case.dev, number=10, repeat=5, min_repeat_ms=200)
-        secs = statistics.median(timer(*args).results)
-    except Exception as err:  # noqa: BLE001 - a benchmark reports every failure and goes on
-        case.failures.append(label)
-        print(f"{label + f' ({case.dtype})':48} FAILED: {type(err).__name__}: {str(err)[:300]}", flush=True)
-        return
-    case.print_row(label, secs)
+        return statistics.median(timer(*args).results)
+
+    case.timed_row(f"tvms wgmma{' overlapped' if overlap else ''} (B.T given)", measure)
 
 
 def tuned_rows(case: MatmulCase, trials: int, spaces: list) -> None:
