@@ -33,8 +33,17 @@ def _copy_tile(lines: list, src: str, rows: int, tile_base: str, row0: str, dept
     lines.append(f"{inner}chunk: T.int32 = c * {THREADS} + tx")
     lines.append(f"{inner}r: T.int32 = chunk // 8")
     lines.append(f"{inner}j: T.int32 = chunk % 8")
-    lines.append(f'{inner}T.ptx.cp(T.cuda.cvta_generic_to_shared(T.address_of(S[{tile_base} + r * {BK} + T.bitwise_xor(j, r % 8) * 8])), '
-                 f'T.address_of({src}[{row0} + r, kt_load * {BK} + j * 8]), 16, "async", "cg", "shared", "global", "", "", "")')
+    dst = f"S[{tile_base} + r * {BK} + T.bitwise_xor(j, r % 8) * 8]"
+    lines.append(f'{inner}T.ptx.cp(T.cuda.cvta_generic_to_shared(T.address_of({dst})), '
+                 f'T.address_of({src}[{row0} + r, kt_load * {BK} + j * 8]), 16, "async", "cg", "shared", "global", '
+                 f'"", "", "")')
+
+
+def _descriptor(name: str, first: str) -> str:
+    """The statement encoding ``name``: K-major, 128-byte swizzle (3), its 8-row atoms 1024 bytes
+    apart (the stride offset, in 16-byte units; the leading one is unused: 1)."""
+    return (f"T.cuda.wgmma.encode_matrix_descriptor(T.address_of({name}), T.address_of(S[{first}]), 1, "
+            f"{ATOM_BYTES // 16}, 3)")
 
 
 def kernel_text(m: int, n: int, k: int, overlap: bool = False) -> str:
@@ -42,7 +51,8 @@ def kernel_text(m: int, n: int, k: int, overlap: bool = False) -> str:
     wgmmas still run while the next copies are issued (wgmma.wait_group 1), else each tile's
     wgmmas are waited for before the copies."""
     if m % BM or n % BN or k % BK or k // BK < STAGES - 1:
-        raise ValueError(f"the wgmma kernel takes m % {BM} == 0, n % {BN} == 0, k % {BK} == 0, k >= {(STAGES - 1) * BK}")
+        raise ValueError(f"the wgmma kernel takes m % {BM} == 0, n % {BN} == 0, k % {BK} == 0, "
+                         f"k >= {(STAGES - 1) * BK}")
     a_halves, b_halves = BM * BK, BN * BK
     stage_halves = a_halves + b_halves
     pad = ATOM_BYTES // 2  # (room to align the first tile on 1024 bytes)
@@ -90,8 +100,8 @@ def kernel_text(m: int, n: int, k: int, overlap: bool = False) -> str:
         '        T.ptx.wgmma("fence", "sync", "aligned", "")',
         f"        for ks in T.unroll({BK // 16}):",
         f"            tile: T.int32 = base + kt % {STAGES} * {stage_halves}",
-        f"            T.cuda.wgmma.encode_matrix_descriptor(T.address_of(desc_a), T.address_of(S[tile + wg * {64 * BK} + ks * 16]), 1, {ATOM_BYTES // 16}, 3)",
-        f"            T.cuda.wgmma.encode_matrix_descriptor(T.address_of(desc_b), T.address_of(S[tile + {a_halves} + ks * 16]), 1, {ATOM_BYTES // 16}, 3)",
+        "            " + _descriptor("desc_a", f"tile + wg * {64 * BK} + ks * 16"),
+        "            " + _descriptor("desc_b", f"tile + {a_halves} + ks * 16"),
         f'            T.ptx.wgmma({acc}, desc_a, desc_b, T.uint32(1), 1, 1, 0, 0, "mma_async", "sync", "aligned", '
         f'"m64n{BN}k16", "f32", "f16", "f16", "p{accumulators + 2}")',
         '        T.ptx.wgmma("commit_group", "sync", "aligned", "")',

@@ -20,8 +20,7 @@ Per family (as printed: ``and_``, ``ld``, ``cp``), its entries in TVM's order; p
   pass: bit i says whether the i-th combination of those slots' tokens (``itertools.product``
   order, "" first where a slot may be omitted) passes; exact in one part where the entry has few
   enough combinations to write, else what the check says of each pair of slots (``_check``);
-  null where the entry has none.
-
+  null where the entry has none;
 - how TVM's code generator renders it (``lowering/codegen/cuda_ptx_dialect.py``): ``[mnemonic,
   asm volatile, orders memory, operands]``, every operand this time (a literal immediate too), as
   indices into the list ``render``: ``[name, kind, rw, literal, group (written in braces), bracket, pipe, takes T.ptx.addr,
@@ -35,6 +34,7 @@ slots found by watching which ones TVM's function reads, a combination it refuse
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import keyword
@@ -43,7 +43,7 @@ import pathlib
 import sys
 
 from tvm.backend.cuda.ptx.render import BRIDGE
-from tvm.backend.cuda.ptx.table import TABLE, escape_token, operand_dtypes, operand_space, operand_type
+from tvm.backend.cuda.ptx.table import TABLE, escape_token, lanes_of, operand_dtypes, operand_space, operand_type
 
 
 class _Reads(dict):
@@ -152,9 +152,6 @@ _CHECK_LIMIT = 20000  # (ld, st's vectors and cvt have more: their pairs of modi
 
 
 def _operand(entry, slot):
-    def lanes(m):
-        return slot.lanes(m) if callable(slot.lanes) else slot.lanes
-
     def read_pred(m):
         return int(slot.kind == "reg" and slot.rw == "r" and operand_type(slot, m) == "pred")
 
@@ -179,14 +176,11 @@ def _operand(entry, slot):
     # (the values an immediate takes: TVM picks swizzle_mode's entry by them)
     choices = [int(c) for c in slot.choices] if slot.kind == "imm" and slot.choices is not None else None
     writes = int(slot.kind == "reg" and slot.rw in ("w", "rw"))  # (TVM wants a scalar or a buffer element)
-    return [_lookup(entry, lanes), _lookup(entry, read_pred), _lookup(entry, dtypes, limit=_DTYPES_LIMIT),
+    return [_lookup(entry, functools.partial(lanes_of, slot)), _lookup(entry, read_pred), _lookup(entry, dtypes, limit=_DTYPES_LIMIT),
             _lookup(entry, address), choices, writes]
 
 
 def _render_operand(entry, slot, dtype_sets):
-    def lanes(m):
-        return slot.lanes(m) if callable(slot.lanes) else slot.lanes
-
     def dtypes(m):
         return dtype_sets.add(list(operand_dtypes(slot, m))) if slot.kind == "reg" else None
 
@@ -201,7 +195,7 @@ def _render_operand(entry, slot, dtype_sets):
 
     group = slot.vector if slot.vector is not None else callable(slot.lanes) or slot.lanes > 1
     return [slot.name, slot.kind, slot.rw, slot.literal, int(group), slot.bracket, slot.pipe, int(slot.allow_imm_offset),
-            _lookup(entry, lanes), _lookup(entry, dtypes), _lookup(entry, bridge), _lookup(entry, space)]
+            _lookup(entry, functools.partial(lanes_of, slot)), _lookup(entry, dtypes), _lookup(entry, bridge), _lookup(entry, space)]
 
 
 class _Pool(list):
