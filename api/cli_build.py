@@ -70,7 +70,8 @@ def _compile(node: Any, target: str, path: str, default_schedule: bool = True) -
     except TVMSError as err:
         if isinstance(err, ScriptError) and err.span is not None:  # (a statement of the file: shown)
             raise _Failure(str(err), EXIT_BUILD_FAILED, rendered=True) from None
-        raise _Failure(f"cannot compile {path}: {err}", EXIT_BUILD_FAILED) from None
+        message = str(err).removeprefix("error: ")  # (a ScriptError without a position)
+        raise _Failure(f"cannot compile {path}: {message}", EXIT_BUILD_FAILED) from None
 
 
 def _check_target(target: str) -> None:
@@ -208,8 +209,8 @@ def _tir_params(fn: Any) -> list:
     params = []
     for k, p in enumerate(func.params):
         buf = func.buffer_map.get(p)
-        params.append(_Param(p.name, str(p.dtype), None, p) if buf is None
-                      else _Param(buf.name, str(buf.dtype), tuple(buf.shape), output=k in outputs))
+        params.append(_Param(p.name, str(p.dtype), None, p) if buf is None  # (a vector's lanes: one more dimension)
+                      else _Param(buf.name, str(buf.dtype.element_of), buf.array_shape, output=k in outputs))
     return params
 
 

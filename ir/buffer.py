@@ -73,6 +73,15 @@ class Buffer(Node):
         return IntImm(self.index_dtype, 0) if self.elem_offset is None else self.elem_offset
 
     @property
+    def array_shape(self) -> tuple:
+        """The shape of the array that holds the buffer: a buffer of L-lane vectors
+        (``float32x2``) has one more, last dimension of L, as TVM's NDArray shows it (scalable
+        vectors have no fixed L: no array holds them)."""
+        dtype = self.dtype
+        return (*self.shape, IntImm(self.index_dtype, dtype.lanes)) if dtype.lanes > 1 and not dtype.scalable \
+            else self.shape
+
+    @property
     def scope(self) -> str:
         ann = self.data.type_annotation
         return ann.storage_scope if isinstance(ann, PointerType) else "global"

@@ -79,17 +79,17 @@ def bind_arguments(func: PrimFunc, args: tuple, launcher: Any, name: str) -> dic
         pointer, shape, dtype = launcher.buffer(arg, where)
         if dtype != numpy_dtype(buf.dtype):
             raise TVMSError(f"{where}: expected dtype {buf.dtype}, got {dtype}")
-        if len(shape) != len(buf.shape):
-            raise TVMSError(f"{where}: expected {len(buf.shape)} dimensions, got shape {tuple(shape)}")
+        if len(shape) != len(buf.array_shape):
+            raise TVMSError(f"{where}: expected {len(buf.array_shape)} dimensions, got shape {tuple(shape)}")
         env[param] = env[buf.data] = pointer
         shapes.append((where, buf, tuple(shape)))
         for declared, actual in zip(buf.shape, shape):  # (plain sizes first: checks may use any)
             if isinstance(declared, E.Var):
                 env.setdefault(declared, actual)
     for where, buf, shape in shapes:
-        for axis, (declared, actual) in enumerate(zip(buf.shape, shape)):
+        for axis, (declared, actual) in enumerate(zip(buf.array_shape, shape)):
             _bind_dim(env, declared, actual, f"{where}: dimension {axis}")
-        for declared, actual in zip(buf.strides, compact_strides(shape)):
+        for declared, actual in zip(buf.strides, compact_strides(shape[:len(buf.shape)])):
             _bind_dim(env, declared, actual, f"{where}: strides")
         if isinstance(buf.elem_offset, E.Var):
             env.setdefault(buf.elem_offset, 0)

@@ -153,8 +153,8 @@ class _BufferCheck:
     def __init__(self, where: str, buf: Any) -> None:
         self.where, self.buf = where, buf
         self.dtype = numpy_dtype(buf.dtype)
-        self.ndim = len(buf.shape)
-        self.axes = tuple((axis, d.value if isinstance(d, E.IntImm) else d) for axis, d in enumerate(buf.shape))
+        self.ndim = len(buf.array_shape)
+        self.axes = tuple((axis, d.value if isinstance(d, E.IntImm) else d) for axis, d in enumerate(buf.array_shape))
         # sizes only strides and offsets state (an expression of a later extent may use them)
         self.stride_vars = tuple((axis, d) for axis, d in enumerate(buf.strides) if isinstance(d, E.Var))
         self.offset_var = buf.elem_offset if isinstance(buf.elem_offset, E.Var) else None

@@ -327,8 +327,8 @@ class _SerialCodegen(_Compiler):
             return f"{flat}[{index}]"
         lanes = buffer.dtype.lanes
         if lanes > 1:  # (a buffer of vectors, `v: T.uint8x4`: element i is the lanes from i * lanes)
-            i = self.fresh("i")
-            return f"{flat}[({i} := ({index}) * {lanes}):{i} + {lanes}]"
+            return (f"{flat}[{self.name(_vector_element, '_f')}({index}, {lanes}, len({flat}), "
+                    f"{self.name(buffer.name, '_s')})]")
         # numpy would wrap a negative index around silently; past the end it raises IndexError
         i = self.fresh("i")
         return (f"{flat}[{i} if ({i} := {index}) >= 0 else "
@@ -644,8 +644,25 @@ def _loop_step(step: int) -> int:
     return step
 
 
+def _check_array(buf: Buffer, arr: np.ndarray) -> None:
+    """``arr`` has as many dimensions as ``buf``'s array (``Buffer.array_shape``) and its element type."""
+    shape = buf.array_shape
+    if arr.ndim != len(shape):
+        raise TVMSError(f"buffer {buf.name!r}: expected {len(shape)} dimensions, got shape {arr.shape}")
+    if arr.dtype != numpy_dtype(buf.dtype):
+        raise TVMSError(f"buffer {buf.name!r}: expected {buf.dtype}, got {arr.dtype}")
+
+
 def _negative_index(index: int, name: str) -> None:
     raise TVMSError(f"out-of-bounds access: element {index} of buffer {name!r}")
+
+
+def _vector_element(index: int, lanes: int, size: int, name: str) -> slice:
+    """Where element ``index`` of a buffer of ``lanes``-lane vectors lies in its flat array (a
+    slice past either end would be cut short silently)."""
+    if not 0 <= index * lanes <= size - lanes:
+        raise TVMSError(f"out-of-bounds access: element {index} of buffer {name!r}")
+    return slice(index * lanes, index * lanes + lanes)
 
 
 _EXPR_CACHE: dict[int, tuple[E.PrimExpr, Fn]] = {}
@@ -751,10 +768,7 @@ def run_prim_func(func: PrimFunc | IRModule, *args: Any, **scalars: Any) -> Any:
         arr = values[p]
         if not isinstance(arr, np.ndarray):
             raise TVMSError(f"parameter {p.name!r} ({buf.name}) needs a numpy array")
-        if arr.ndim != len(buf.shape):
-            raise TVMSError(f"buffer {buf.name!r}: expected {len(buf.shape)} dimensions, got shape {arr.shape}")
-        if arr.dtype != numpy_dtype(buf.dtype):
-            raise TVMSError(f"buffer {buf.name!r}: expected {buf.dtype}, got {arr.dtype}")
+        _check_array(buf, arr)
         for declared, actual in zip(buf.shape, arr.shape):
             if isinstance(declared, E.Var) and declared not in env:
                 env[declared] = actual
@@ -763,7 +777,7 @@ def run_prim_func(func: PrimFunc | IRModule, *args: Any, **scalars: Any) -> Any:
         if buf is None:
             continue
         arr = values[p]
-        for axis, (declared, actual) in enumerate(zip(buf.shape, arr.shape)):
+        for axis, (declared, actual) in enumerate(zip(buf.array_shape, arr.shape)):
             _bind_dim(env, declared, actual, f"buffer {buf.name!r} dimension {axis}")
         flat = arr.reshape(-1) if arr.flags.c_contiguous else None
         if flat is None or not np.shares_memory(flat, arr):
@@ -771,7 +785,7 @@ def run_prim_func(func: PrimFunc | IRModule, *args: Any, **scalars: Any) -> Any:
             copy_back.append((arr, flat))
         env[p] = flat
         env[buf.data] = flat
-        strides = compact_strides(arr.shape)
+        strides = compact_strides(arr.shape[:len(buf.shape)])
         for declared, actual in zip(buf.strides, strides):
             _bind_dim(env, declared, actual, f"buffer {buf.name!r} strides")
         if isinstance(buf.elem_offset, E.Var):

@@ -509,3 +509,30 @@ def main(A: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32"))
                                                       "above 0 and an offset in [0, factor)")):
             tvms.build(from_source(text.replace('"buffer_dim_align": [0]', f'"buffer_dim_align": {entry}')),
                        target="llvm")
+
+
+UNBOUND = '''
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32"), n: T.int32):
+    for i in T.thread_binding(64, thread="threadIdx.x"):
+        B[i] = A[i] * T.float32(2)
+    for i in range(n):
+        B[i] = B[i] + T.float32(1)
+'''
+
+
+def test_verify_memory_refuses_a_host_access_of_a_device_buffer() -> None:
+    """A loop left unbound to threads would run on the host, through device pointers (a crash
+    where a GPU runs it): refused at the loop, as TVM's VerifyMemory refuses it."""
+    func = from_source(UNBOUND, name="unbound.tvms")
+    with pytest.raises(TVMSError, match=r"unbound.tvms:6:9: error: the host function writes 'B', a buffer "
+                                        r"argument in device memory, outside any kernel: bind the loops"):
+        gpu.lower_for_cuda(func, Target("cuda"))
+    bound = UNBOUND.replace("for i in range(n):", 'for i in T.thread_binding(64, thread="threadIdx.x"):')
+    assert "main_kernel" in [gv.name_hint for gv in gpu.lower_for_cuda(from_source(bound), Target("cuda")).get_global_vars()]
+    # the registered pass checks a function bound to a GPU target only
+    on_gpu = IRModule({"main": func.with_attr("target", gpu.cuda_target_attr(Target("cuda")))})
+    with pytest.raises(TVMSError, match="the host function writes 'B'"):
+        get_pass("VerifyMemory")(on_gpu)
+    on_cpu = IRModule({"main": func})
+    assert get_pass("VerifyMemory")(on_cpu)["main"] is func

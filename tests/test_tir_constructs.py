@@ -320,6 +320,28 @@ def test_calls_between_prim_funcs_are_typed_and_refused_where_not_run() -> None:
         from_source(load_text("calls").replace("Module.square(A[0])", "Module.squar(A[0])"))
 
 
+def test_a_kernel_calling_another_prim_func_is_refused_by_the_cuda_target() -> None:
+    """(It had crashed in the CUDA renderer: a GlobalVar has no operator name.)"""
+    import tvms
+
+    with pytest.raises(TVMSError, match="the cuda target compiles each PrimFunc on its own and cannot "
+                                        "call the module's function 'add'"):
+        tvms.build(from_source(CALLS_IN_A_KERNEL), "cuda")
+
+
+CALLS_IN_A_KERNEL = """
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def add(a: T.float32, b: T.float32) -> T.float32:
+        T.ret(a + b)
+
+    @T.prim_func
+    def main(A: T.Buffer((128,), "float32"), B: T.Buffer((128,), "float32")):
+        for i in T.thread_binding(128, thread="threadIdx.x"):
+            B[i] = Module.add(A[i], T.float32(1.0))
+"""
+
 CALLS_RELAX = """
 @I.ir_module
 class Module:

@@ -399,6 +399,30 @@ def test_replay_trace_skips_what_the_database_already_holds() -> None:
     assert split_decision(only.sch) == [64, 1]
 
 
+def fixed_splits(sch: Schedule) -> list[Schedule]:
+    """Six design spaces without a sampled decision: the first loop split by a fixed factor."""
+    spaces = []
+    for inner in (1, 2, 4, 8, 16, 32):
+        copy = sch.copy()
+        copy.split(copy.get_loops(copy.get_block("C"))[0], [None, inner])
+        spaces.append(copy)
+    return spaces
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_replay_trace_draws_each_space_without_decisions_once(seed) -> None:
+    """A space with nothing to sample replays to one candidate: once drawn it leaves the pool, so
+    even a strict max_fail_count gets each of them (drawn at random, the last ones were missed)."""
+    ctx = ms.TuneContext(matmul64(), "llvm", ms.space_generator.ScheduleFn(fixed_splits),
+                         ms.search_strategy.ReplayTrace(max_fail_count=1), rand_state=seed)
+    ctx.pre_tuning(max_trials=10, num_trials_per_iter=10, design_spaces=ctx.generate_design_space())
+    candidates = ctx.generate_measure_candidates()
+    inner = [collect(main_func(c.sch.mod).body, For)[1].extent.value for c in candidates]
+    assert sorted(inner) == [1, 2, 4, 8, 16, 32]
+    ctx.notify_runner_results(candidates, [ms.RunnerResult([1e-3]) for _ in candidates])
+    assert ctx.generate_measure_candidates() is None
+
+
 def test_replay_func_runs_the_schedule_function_again() -> None:
     ctx = tune_context(ms.search_strategy.ReplayFunc())
     ctx.pre_tuning(max_trials=4, num_trials_per_iter=4)

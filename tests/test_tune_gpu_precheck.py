@@ -103,5 +103,5 @@ def test_the_searches_check_where_verify_gpu_code_would(monkeypatch) -> None:
     with pytest.raises(_Prechecked):
         evolutionary.replay(trace)
     with pytest.raises(_Prechecked):
-        replay._sample({"spaces": [trace]})
+        replay._sample({"spaces": [trace], "live": [0]})
     assert asked == [postprocs, postprocs]

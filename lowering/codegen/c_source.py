@@ -24,6 +24,7 @@ from ...ir.dtype import DataType
 from ...ir.errors import TVMSError
 from ...ir.name_supply import NameSupply
 from ...ir.structural import structural_equal
+from .module_calls import refuse_module_call
 
 _KEYWORDS = ("_", "extern", "void", "int", "float", "double", "char", "unsigned", "short", "long",
              "if", "else", "switch", "case", "default", "for", "do", "while", "goto", "register",
@@ -380,7 +381,8 @@ class CSource:
         return f"{self.vector_constructor(e.dtype)}({', '.join(picked)})"
 
     def e_Call(self, e: E.Call) -> str:
-        name = e.op.name if isinstance(e.op, E.Op) else None
+        refuse_module_call(e, self.target_name)
+        name = e.op.name
         if name in ("tir.call_extern", "tir.call_pure_extern"):
             return self.call_extern(e.dtype, e.args[0].value, e.args[1:])
         if name in _BITWISE:

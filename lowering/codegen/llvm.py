@@ -30,6 +30,7 @@ from ...ir.op import loop_control
 from ...ir.tile_primitive import refuse_tile_primitives
 from ...ir.visitor import collect
 from . import llvm_parallel
+from .module_calls import refuse_module_call
 from . import llvm_types as T
 from .llvm_intrinsics import _suffix, call_llvm_intrinsic, declare, emit_intrinsic
 from .vector_stride import lane_stride
@@ -327,9 +328,7 @@ class _FunctionCodegen:
         return self.expr(e.body)
 
     def e_Call(self, e: E.Call) -> ir.Value:
-        if not isinstance(e.op, E.Op):
-            raise TVMSError(f"the llvm target compiles each PrimFunc on its own and cannot call the "
-                            f"module's function {getattr(e.op, 'name_hint', e.op)!r}")
+        refuse_module_call(e, "llvm")
         refused = ptx.not_compiled(e, "the llvm code generator does not compile")
         if refused is not None:
             raise refused
@@ -380,6 +379,11 @@ class _FunctionCodegen:
         return phi
 
     def e_BufferLoad(self, e: E.BufferLoad) -> ir.Value:
+        if e.buffer.dtype.lanes > 1:
+            vtype = T.with_lanes(T.memory_type(e.buffer.dtype), e.buffer.dtype.lanes)
+            value = self.builder.load(self.vector_element(e.buffer, e.indices), typ=vtype,
+                                      align=_element_bytes(e.buffer.dtype))
+            return T.from_memory(self.builder, value, e.buffer.dtype)
         index, stride = self.flat_index(e.buffer, e.indices)
         bld = self.builder
         elem = T.memory_type(e.buffer.dtype)
@@ -458,6 +462,16 @@ class _FunctionCodegen:
                             f"(its data {buffer.data.name!r} is not allocated)")
         return self.builder.gep(data, [index], source_etype=T.memory_type(buffer.dtype))
 
+    def vector_element(self, buffer: Buffer, indices: tuple) -> ir.Value:
+        """The address of element ``indices`` of a buffer of K-lane vectors (``float32x2``): its
+        K lanes lie from element K * index of the scalars in memory."""
+        index, _ = self.flat_index(buffer, indices)
+        if T.lanes_of(index) > 1 or self.mask is not None:
+            raise TVMSError(f"the llvm target does not compile a vector access of {buffer.name!r}, a buffer "
+                            f"of {buffer.dtype} vectors; index it by one element at a time")
+        lanes = ir.Constant(index.type, buffer.dtype.lanes)
+        return self.address(buffer, self.builder.mul(index, lanes))
+
     def flat_index(self, buffer: Buffer, indices: tuple) -> tuple:
         """The element offset of ``buffer[indices]`` (row-major unless the buffer has strides),
         and its lane stride (None: not affine in the vector lanes)."""
@@ -520,8 +534,12 @@ class _FunctionCodegen:
             self.loop_targets.pop()
 
     def s_BufferStore(self, s: S.BufferStore) -> None:
-        index, stride = self.flat_index(s.buffer, s.indices)
         bld = self.builder
+        if s.buffer.dtype.lanes > 1:
+            value = T.to_memory(bld, T.cast(bld, self.expr(s.value), s.value.dtype, s.buffer.dtype), s.buffer.dtype)
+            bld.store(value, self.vector_element(s.buffer, s.indices), align=_element_bytes(s.buffer.dtype))
+            return
+        index, stride = self.flat_index(s.buffer, s.indices)
         value = T.cast(bld, self.expr(s.value), s.value.dtype, s.buffer.dtype)
         value, index = T.unify(bld, value, index)
         value = T.to_memory(bld, value, s.buffer.dtype)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...ir.errors import TVMSError
 from ..schedule.schedule import Schedule
-from ..schedule.trace import Trace
+from ..schedule.trace import SAMPLING_KINDS, Trace
 from .measure import MeasureCandidate, args_info_of, main_func
 from .postproc_verify_gpu_code import postprocs_precheck
 
@@ -99,7 +99,8 @@ class _Replay(SearchStrategy):
             workload = database.commit_workload(self.context.mod)
             seen = {decisions_key(r.trace) for r in database.get_all_tuning_records() if r.workload == workload}
         self._state = {"spaces": [s.trace for s in design_spaces], "max_trials": max_trials,
-                       "per_iter": num_trials_per_iter, "done": 0, "seen": seen}
+                       "per_iter": num_trials_per_iter, "done": 0, "seen": seen,
+                       "live": list(range(len(design_spaces)))}
 
     def post_tuning(self) -> None:
         self._state = None
@@ -164,8 +165,13 @@ class ReplayTrace(_Replay):
 
     def _sample(self, state: dict) -> Schedule | None:
         ctx = self.context
-        spaces = state["spaces"]
-        trace = spaces[ctx.rng.randrange(len(spaces))]
+        live = state["live"]  # (the spaces that may still replay to something new)
+        if not live:
+            return None
+        index = live[ctx.rng.randrange(len(live))]
+        trace = state["spaces"][index]
+        if not any(inst.kind in SAMPLING_KINDS for inst in trace.insts):
+            live.remove(index)  # (no decision to draw afresh: it replays to one candidate, this one)
         fresh = Trace(_without_postproc(trace.insts), {}, trace.dialect)
         sch = Schedule(ctx.mod, seed=ctx.fork_seed())
         # (VerifyGPUCode's checks as soon as the trace binds the threads and places the caches)

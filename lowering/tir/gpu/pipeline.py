@@ -66,6 +66,7 @@ from .storage_rewrite import storage_rewrite
 from .thread_binding import lift_thread_binding, unify_thread_binding
 from .thread_sync import thread_sync
 from .transform_mma_buffer_layout import transform_mma_buffer_layout
+from .verify_memory import verify_memory
 
 def _vectorize_with_scalar_guards(func: PrimFunc) -> PrimFunc:
     return vectorize_loop(func, scalar_guards=True)  # (C has no vector condition for a guarded load)
@@ -89,7 +90,7 @@ SKIPPED = ("AnnotateIrregularLoop",
            "BF16ComputeLegalize", "LoopPartition",
            # (RemoveNoOp: the part a pipeline needs, its negative waits, is remove_negative_waits)
            "HoistIfThenElse", "RenormalizeSplitPattern", "RemoveNoOp", "RewriteUnsafeSelect",
-           "FP8ComputeLegalize", "VerifyMemory",
+           "FP8ComputeLegalize",
            "MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize")
 
 DEFAULT_HOST = {"keys": ("cpu",), "kind": "llvm", "mtriple": "x86_64-pc-linux-gnu", "tag": ""}
@@ -143,7 +144,7 @@ def split_for_cuda(func: PrimFunc, target: Target, start: Callable | None = None
             raise TVMSError(f"split_for_cuda: start={getattr(start, '__name__', repr(start))} is none of the "
                             f"pipeline's passes before SplitHostDevice: {', '.join(names)}")
         steps = steps[steps.index(start):]
-    mod = _each_prim_func(IRModule({symbol: func}), steps)
+    mod = _each_prim_func(IRModule({symbol: func}), (*steps, verify_memory))
     late = BEFORE_SPLIT
     if config.get("tirx.use_async_copy", False):
         merge = late.index(merge_shared_memory_allocations)  # (the copies go in before the merge)
