@@ -21,7 +21,7 @@ _MASTER = re.compile(r"""
 |(?P<nl>(?:\r?\n[\t ]*|\#[^\n]*)+)
 |(?P<cont>\\[ \t\f]*\r?\n)
 |(?P<float>(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)
-|(?P<hex>0[xX][0-9a-fA-F]+)
+|(?P<radix>0(?:[xX](?:_?[0-9a-fA-F])+|[oO](?:_?[0-7])+|[bB](?:_?[01])+))
 |(?P<dec>0|[1-9](?:_?\d)*)
 |(?P<long_string>[ubfUBF]?[rR]?(?:\"\"\"[\s\S]*?(?<!\\)(?:\\\\)*?\"\"\"|'''[\s\S]*?(?<!\\)(?:\\\\)*?'''))
 |(?P<string>[ubfUBF]?[rR]?(?:"(?!"").*?(?<!\\)(?:\\\\)*?"|'(?!'').*?(?<!\\)(?:\\\\)*?'))
@@ -34,7 +34,7 @@ _BINARY = frozenset("/ // % < > <= >= == != & | ^ << >>".split())
 # not support it refuses with a position (a token the grammar does not know would escape it).
 _AUGMENTED = frozenset("+= -= *= /= //= %= **= @= &= |= ^= <<= >>=".split())
 # After these token types an operator is binary: they end an operand.
-_OPERAND_END = frozenset({"NAME", "DEC_NUMBER", "HEX_NUMBER", "FLOAT_NUMBER", "STRING", "LONG_STRING",
+_OPERAND_END = frozenset({"NAME", "DEC_NUMBER", "RADIX_NUMBER", "FLOAT_NUMBER", "STRING", "LONG_STRING",
                           "RPAR", "RSQB", "RBRACE", "NONE", "TRUE", "FALSE"})
 
 
@@ -113,7 +113,7 @@ class TVMScriptLexer(Lexer):
 
 
 _BRACKETS = {"LPAR": 1, "LSQB": 1, "LBRACE": 1, "RPAR": -1, "RSQB": -1, "RBRACE": -1}
-_KIND_TYPES = {"dec": "DEC_NUMBER", "float": "FLOAT_NUMBER", "hex": "HEX_NUMBER", "string": "STRING",
+_KIND_TYPES = {"dec": "DEC_NUMBER", "float": "FLOAT_NUMBER", "radix": "RADIX_NUMBER", "string": "STRING",
                "long_string": "LONG_STRING"}
 _OP_TYPES = {"(": "LPAR", "[": "LSQB", "{": "LBRACE", ")": "RPAR", "]": "RSQB", "}": "RBRACE",
              "~": "PREFIX", **{op: "BINOP" for op in _BINARY}, **{op: "AUGOP" for op in _AUGMENTED}}

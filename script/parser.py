@@ -209,7 +209,7 @@ def parse_syntax(text: str, source: Source) -> syntax.Syn:
 
 # ---------------------------------------------------------------- describing what was expected
 # Terminals that can start an expression, and the statement keywords.
-_EXPR_START = {"NAME", "DEC_NUMBER", "HEX_NUMBER", "FLOAT_NUMBER", "STRING", "LONG_STRING", "LPAR",
+_EXPR_START = {"NAME", "DEC_NUMBER", "RADIX_NUMBER", "FLOAT_NUMBER", "STRING", "LONG_STRING", "LPAR",
                "LSQB", "LBRACE", "NONE", "TRUE", "FALSE", "PREFIX", "NOT", "LAMBDA"}
 _STMT_START = {"FOR", "IF", "WHILE", "WITH", "DEF", "CLASS", "AT", "RETURN", "PASS", "ASSERT",
                "IMPORT", "FROM"}
@@ -219,7 +219,7 @@ _CONTINUE = {"BINOP", "AND", "OR", "IF", "DOT", "LPAR", "LSQB", "STAR", "__ANON_
 _NAMES = {
     "_NL": "the end of the line", "$END": "the end of the text", "_INDENT": "an indented block",
     "_DEDENT": "the end of the block", "NAME": "a name", "DEC_NUMBER": "a number",
-    "HEX_NUMBER": "a number", "FLOAT_NUMBER": "a number", "STRING": "a string",
+    "RADIX_NUMBER": "a number", "FLOAT_NUMBER": "a number", "STRING": "a string",
     "LONG_STRING": "a string", "COLON": "':'", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['",
     "RSQB": "']'", "LBRACE": "'{'", "RBRACE": "'}'", "COMMA": "','", "EQUAL": "'='", "DOT": "'.'",
     "AUGOP": "an assignment operator such as '+='", "__ANON_0": "'->'", "__ANON_1": "'**'",
@@ -229,7 +229,7 @@ _NAMES = {
 }
 
 # Token types as they are named when they are the unexpected thing.
-_FOUND = {"NAME": "name", "DEC_NUMBER": "number", "HEX_NUMBER": "number", "FLOAT_NUMBER": "number",
+_FOUND = {"NAME": "name", "DEC_NUMBER": "number", "RADIX_NUMBER": "number", "FLOAT_NUMBER": "number",
           "STRING": "string", "LONG_STRING": "string"}
 
 

@@ -111,8 +111,8 @@ class SyntaxBuilder(Transformer):
         except ValueError:  # over Python's limit on decimal digits (sys.get_int_max_str_digits)
             raise _syntax_error(tok, f"integer literal too long ({len(tok)} digits)") from None
 
-    def hex_integer(self, tok: Token) -> Syn:
-        return Constant(int(tok, 16)).at(tok)
+    def radix_integer(self, tok: Token) -> Syn:  # (0x1F, 0o17, 0b101, as Python reads them)
+        return Constant(int(tok, 0)).at(tok)
 
     def floating(self, tok: Token) -> Syn:
         return Constant(float(tok)).at(tok)

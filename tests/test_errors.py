@@ -159,6 +159,22 @@ def main(B: T.Buffer((99999999999999999999, 4), "float32")):
     assert_error(huge, 2, 13, r"99999999999999999999 is out of the range of int64")
 
 
+def test_integer_literals_in_every_radix_python_writes():
+    """0x/0o/0b literals and underscores read as Python reads them (TVM's parser is Python's);
+    a digit the radix lacks ends the literal, and what follows is refused where it stands."""
+    src = '''\
+@T.prim_func
+def main(B: T.Buffer((5,), "int32")):
+    B[0] = 0b101
+    B[1] = 0O1_7
+    B[2] = 0x1_F
+    B[3] = 1_000
+    B[4] = T.int32(0B11)
+'''
+    assert [s.value.value for s in from_source(src).body.seq] == [5, 15, 31, 1000, 3]
+    assert_error(src.replace("0b101", "0b102"), 3, 16, r"unexpected number '2'")
+
+
 def test_match_buffer_on_a_non_parameter_at_function_level():
     src = '''\
 @T.prim_func
