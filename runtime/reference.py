@@ -57,6 +57,7 @@ from tvms.ir import op as op_registry
 from tvms.ir.op import loop_control
 
 from . import reference_dma
+from .reference_positions import negative_index, vector_element, vector_positions
 from .reference_kernel import KernelCodegen
 from .reference_ptx_dialect import PtxDialectCodegen
 from .tir_values import INTRINSICS, cast_value, count_leading_zeros, numpy_dtype, reinterpret_bits, trunc_div, trunc_mod
@@ -323,16 +324,22 @@ class _SerialCodegen(_Compiler):
         """The source of ``buffer[indices]`` (an element or, with vector indices, a slice)."""
         flat, index = self.flat_index(buffer, indices)
         flat = self.array(buffer, flat)
-        if any(i.dtype.lanes > 1 for i in indices):
-            return f"{flat}[{index}]"
         lanes = buffer.dtype.lanes
+        if any(i.dtype.lanes > 1 for i in indices):
+            positions = f"{self.name(vector_positions, '_f')}(%s, {lanes}, len({flat}), {self.name(buffer.name, '_s')})"
+            if lanes > 1:
+                return f"{flat}[{positions % index}]"
+            # (numpy would wrap a negative lane around silently; the ends of a ramp are its extremes,
+            # so two lanes are checked in the common case, every lane when one end is negative)
+            ix = self.fresh("ix")
+            return f"{flat}[{ix} if ({ix} := {index})[0] >= 0 <= {ix}[-1] else {positions % ix}]"
         if lanes > 1:  # (a buffer of vectors, `v: T.uint8x4`: element i is the lanes from i * lanes)
-            return (f"{flat}[{self.name(_vector_element, '_f')}({index}, {lanes}, len({flat}), "
+            return (f"{flat}[{self.name(vector_element, '_f')}({index}, {lanes}, len({flat}), "
                     f"{self.name(buffer.name, '_s')})]")
         # numpy would wrap a negative index around silently; past the end it raises IndexError
         i = self.fresh("i")
         return (f"{flat}[{i} if ({i} := {index}) >= 0 else "
-                f"{self.name(_negative_index, '_f')}({i}, {self.name(buffer.name, '_s')})]")
+                f"{self.name(negative_index, '_f')}({i}, {self.name(buffer.name, '_s')})]")
 
     def array(self, buffer: Buffer, flat: str) -> str:
         """The source of the numpy array behind ``buffer`` (bound to the local ``flat``)."""
@@ -651,18 +658,6 @@ def _check_array(buf: Buffer, arr: np.ndarray) -> None:
         raise TVMSError(f"buffer {buf.name!r}: expected {len(shape)} dimensions, got shape {arr.shape}")
     if arr.dtype != numpy_dtype(buf.dtype):
         raise TVMSError(f"buffer {buf.name!r}: expected {buf.dtype}, got {arr.dtype}")
-
-
-def _negative_index(index: int, name: str) -> None:
-    raise TVMSError(f"out-of-bounds access: element {index} of buffer {name!r}")
-
-
-def _vector_element(index: int, lanes: int, size: int, name: str) -> slice:
-    """Where element ``index`` of a buffer of ``lanes``-lane vectors lies in its flat array (a
-    slice past either end would be cut short silently)."""
-    if not 0 <= index * lanes <= size - lanes:
-        raise TVMSError(f"out-of-bounds access: element {index} of buffer {name!r}")
-    return slice(index * lanes, index * lanes + lanes)
 
 
 _EXPR_CACHE: dict[int, tuple[E.PrimExpr, Fn]] = {}

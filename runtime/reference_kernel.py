@@ -45,6 +45,7 @@ from tvms.ir.visitor import walk
 from . import reference_async, reference_ptx
 from . import reference_gpu as gpu
 from . import reference_wmma
+from .reference_positions import vector_positions
 from .tir_values import cast_value, numpy_dtype
 
 _SHUFFLES = {"tir.tvm_warp_shuffle": gpu.SHUFFLE, "tir.tvm_warp_shuffle_up": gpu.SHUFFLE_UP,
@@ -233,14 +234,21 @@ class KernelCodegen:
         if not self.tracked(e.buffer) or self.kernel.atomic:
             return super().load(e)
         flat, index = self.flat_index(e.buffer, e.indices)
-        return f"{flat}.load({index}, _me, {self.kernel.stmt_ref})"
+        return f"{flat}.load({self.positions(e.buffer, flat, index)}, _me, {self.kernel.stmt_ref})"
 
     def store(self, s: S.BufferStore, value: str) -> str:
         _element_wise(s.buffer)
         if not self.tracked(s.buffer) or self.kernel.atomic:
             return super().store(s, value)
         flat, index = self.flat_index(s.buffer, s.indices)
-        return f"{flat}.store({index}, {value}, _me, {self.kernel.stmt_ref})"
+        return f"{flat}.store({self.positions(s.buffer, flat, index)}, {value}, _me, {self.kernel.stmt_ref})"
+
+    def positions(self, buffer: Any, flat: str, index: str) -> str:
+        """A shared array's positions of ``buffer[index]``: the index, or for a buffer of vectors
+        (``float32x2``) its element's lanes."""
+        if buffer.dtype.lanes == 1:
+            return index
+        return f"{self.name(vector_positions, '_f')}({index}, {buffer.dtype.lanes}, {flat}.size, {self.name(buffer.name, '_s')})"
 
     # ---- statements
     def stmt(self, s: Any) -> None:

@@ -81,6 +81,48 @@ def test_an_element_past_the_end_is_an_out_of_bounds_access() -> None:
         run_prim_func(past, *arrays())
 
 
+def test_a_vector_index_into_a_buffer_of_vectors_reads_each_elements_lanes() -> None:
+    """``A[i:i + 2]`` of a float32x2 buffer is four lanes: elements i and i + 1, two lanes each
+    (it had been a raw numpy broadcast error)."""
+    two = from_source(VECTORS.replace("        C[i * 2:i * 2 + 2] = A[i]\n", "        C[i * 2:i * 2 + 4] = A[i:i + 2]\n")
+                      .replace("range(4)", "range(2)").replace("A[3 - i]", "A[1 - i]"))
+    args = arrays()
+    run_prim_func(two, *args)
+    np.testing.assert_array_equal(args[2], [0, 1, 2, 3, 4, 5, 0, 0])
+
+
+def test_a_negative_lane_of_a_vector_access_is_out_of_bounds() -> None:
+    """(numpy wraps a negative position around: C[-1] had read the last element silently)"""
+    shifted = from_source(VECTORS.replace("        C[i * 2:i * 2 + 2] = A[i]\n",
+                                          "        C[i * 2 - 1:i * 2 + 1] = A[i]\n"))
+    with pytest.raises(TVMSError, match="out-of-bounds access: element -1 of buffer 'C'"):
+        run_prim_func(shifted, *arrays())
+    gathered = from_source(VECTORS.replace("        C[i * 2:i * 2 + 2] = A[i]\n",
+                                           "        C[i * 2:i * 2 + 2] = C[T.Ramp(1 - i * 2, -1, 2)]\n"))
+    with pytest.raises(TVMSError, match="out-of-bounds access: element -1 of buffer 'C'"):
+        run_prim_func(gathered, *arrays())
+
+
+SHARED = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32x2"), B: T.Buffer((64,), "float32x2")):
+    for i in T.thread_binding(64, thread="threadIdx.x"):
+        S = T.decl_buffer((64,), "float32x2", scope="shared")
+        S[i] = A[i]
+        T.tvm_storage_sync("shared")
+        B[i] = S[63 - i]
+"""
+
+
+def test_shared_memory_of_vectors_holds_each_elements_lanes() -> None:
+    """(a shared float32x2 buffer had been a raw numpy error in the GPU executor)"""
+    a, b = np.arange(128, dtype="float32").reshape(64, 2), np.zeros((64, 2), "float32")
+    run_prim_func(from_source(SHARED), a, b)
+    np.testing.assert_array_equal(b, a[::-1])
+    with pytest.raises(TVMSError, match="out-of-bounds access: element 64 of buffer 'S'"):
+        run_prim_func(from_source(SHARED.replace("S[63 - i]", "S[64 - i]")), a, b)
+
+
 def test_the_llvm_target_refuses_a_vector_index_into_a_buffer_of_vectors() -> None:
     pytest.importorskip("llvmlite")
     import tvms
@@ -132,3 +174,6 @@ def test_a_cuda_kernel_takes_vector_pointers_and_compiles() -> None:
     assert ("(float2* __restrict__ A_ptr, float2* __restrict__ B_ptr, float* __restrict__ C_ptr, "
             "int* __restrict__ D_ptr)") in source  # (TVM spells int8x4 int)
     assert_compiles(source)
+    shared = tvms.build(from_source(SHARED), "cuda").imported_modules[0].get_source()
+    assert "__shared__ alignas(64) float2 S_ptr[64];" in shared
+    assert_compiles(shared)
