@@ -240,10 +240,10 @@ def cmd_opt(args: argparse.Namespace) -> int:
     except TVMSError as err:  # renders itself: file:line:col, the line, a caret
         print(str(err), file=sys.stderr)
         return EXIT_ERROR
-    if not isinstance(mod, IRModule):
-        _error(f"opt: {name} holds a bare function; passes need an @I.ir_module")
-        return EXIT_ERROR
     dialect = args.dialect or mod.source_dialect  # (a parsed module knows its dialect)
+    bare = not isinstance(mod, IRModule)
+    if bare:  # (a lone function: in a module of its own, as IRModule.from_expr puts it)
+        mod = IRModule({str(mod.attrs.get("global_symbol", "main")): mod})
 
     instruments: list = []
     timing = PassTimingInstrument() if args.timing else None
@@ -262,7 +262,9 @@ def cmd_opt(args: argparse.Namespace) -> int:
         with PassContext(opt_level=args.opt_level, instruments=instruments, config=args.pass_config), database:
             for p in passes:  # passes named on the command line run whatever their opt_level
                 mod = p(mod)
-        out = mod.script(dialect=dialect)
+        functions = list(mod.functions.values())
+        # (a lone function comes back alone while the passes leave it alone in its module)
+        out = (functions[0] if bare and len(functions) == 1 else mod).script(dialect=dialect)
     except PassError as err:
         _error(str(err))
         return EXIT_PASS_FAILED

@@ -117,6 +117,44 @@ def test_zero_pipeline_by_name(capsys):
     assert "unknown pipeline 'one'; the known pipelines are 'zero'" in capsys.readouterr().err
 
 
+LONE_PRIM_FUNC = """\
+# from tvm.script import tir as T
+
+@T.prim_func
+def scale(A: T.Buffer((4,), "float32")):
+    for i in range(4):
+        with T.block("s"):
+            vi = T.axis.spatial(4, i)
+            with T.init():
+                A[vi] = T.float32(0.0)
+            A[vi] = A[vi] * T.float32(2.0)
+"""
+
+LONE_RELAX = """\
+# from tvm.script import relax as R
+
+@R.function
+def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+    y = R.add(x, x)
+    return y
+"""
+
+
+def test_a_lone_function_runs_in_a_module_of_its_own(tmp_path, capsys):
+    """A file holding one function (no @I.ir_module) is that function's module, as
+    IRModule.from_expr makes it; it prints back alone while it is alone in the module."""
+    tir, relax = tmp_path / "scale.tvms", tmp_path / "add.tvms"
+    tir.write_text(LONE_PRIM_FUNC)
+    relax.write_text(LONE_RELAX)
+    assert main(["opt", "-p", "LowerInitBlock", str(tir)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# from tvm.script import tir as T\n\n@T.prim_func\ndef scale(")
+    assert "T.init()" not in out and "A[vi] = T.float32(0.0)\n            A[vi] = A[vi] * T.float32(2.0)" in out
+    assert main(["opt", "-p", "LegalizeOps", str(relax)]) == 0  # (it adds a PrimFunc: a module)
+    out = capsys.readouterr().out
+    assert "class Module:" in out and "def add(" in out and "R.call_tir(cls.add, (x, x)" in out
+
+
 def test_list_passes(failing, capsys):
     assert main(["opt", "--load", EXAMPLE, "--load", failing, "--list-passes"]) == 0
     names = capsys.readouterr().out.split()
