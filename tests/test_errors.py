@@ -159,7 +159,7 @@ def main(B: T.Buffer((99999999999999999999, 4), "float32")):
     assert_error(huge, 2, 13, r"99999999999999999999 is out of the range of int64")
 
 
-def test_integer_literals_in_every_radix_python_writes():
+def test_number_literals_in_every_form_python_writes():
     """0x/0o/0b literals and underscores read as Python reads them (TVM's parser is Python's);
     a digit the radix lacks ends the literal, and what follows is refused where it stands."""
     src = '''\
@@ -173,6 +173,15 @@ def main(B: T.Buffer((5,), "int32")):
 '''
     assert [s.value.value for s in from_source(src).body.seq] == [5, 15, 31, 1000, 3]
     assert_error(src.replace("0b101", "0b102"), 3, 16, r"unexpected number '2'")
+    floats = '''\
+@T.prim_func
+def main(B: T.Buffer((4,), "float32")):
+    B[0] = T.float32(1_000.5)
+    B[1] = T.float32(1e1_0)
+    B[2] = T.float32(.2_5)
+    B[3] = T.float32(3.)
+'''
+    assert [s.value.value for s in from_source(floats).body.seq] == [1000.5, 1e10, 0.25, 3.0]
 
 
 def test_match_buffer_on_a_non_parameter_at_function_level():
