@@ -20,11 +20,10 @@ from .. import syntax as S
 from ..dialect import CLASSIC, Dialect
 from ..diagnostics import did_you_mean, error, span_of
 from ...ir.operators import BY_SYMBOL, CMP
+from .arguments import bind_arguments
 from .attrs import freeze_value
 from .rules import (EXPR_BUILTINS, GLOBAL_NAMES, OPERATOR_HOOKS, SUBSCRIPT_BUILTINS, Namespace, ScriptFunction,
                     statement_builtin_names)
-
-_UNSET = object()  # a parameter no argument was bound to yet
 
 
 @dataclass(frozen=True)
@@ -564,20 +563,17 @@ class ExprEvaluator:
         (``T.nki.matmul(r, a, b, accum=False)``); a parameter left out before a given one takes
         its default, as in the function."""
         params, name = info.params, f"T.{info.script_name}"
-        bound: list = [*args[:len(params)], *[_UNSET] * (len(params) - len(args))]
-        for key, value in kwargs.items():
-            if key not in params:
-                raise self.error(syn, f"{name} has no parameter {key!r}; its parameters are {', '.join(params)}")
-            if bound[params.index(key)] is not _UNSET:
-                raise self.error(syn, f"{name} got {key!r} twice (by position and by keyword)")
-            bound[params.index(key)] = value
+        named = dict(kwargs)
+        bound = bind_arguments(name, params, args, named, lambda message: self.error(syn, message))
+        if named:
+            raise self.error(syn, f"{name} has no parameter {next(iter(named))!r}; its parameters are {', '.join(params)}")
         defaults = dict(zip(params[len(params) - len(info.defaults):], info.defaults))
-        for i, value in enumerate(bound):
-            if value is _UNSET:
-                if params[i] not in defaults:
-                    raise self.error(syn, f"{name} needs its argument {params[i]!r}")
-                bound[i] = defaults[params[i]]
-        return [*bound, *args[len(params):]]
+        for param in params:
+            if param not in bound:
+                if param not in defaults:
+                    raise self.error(syn, f"{name} needs its argument {param!r}")
+                bound[param] = defaults[param]
+        return [*(bound[p] for p in params), *args[len(params):]]
 
     def named_data(self, syn: Any) -> Buffer | None:
         """The buffer ``B`` of an argument written ``B.data`` (TVM prints the buffer named)."""

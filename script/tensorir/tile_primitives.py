@@ -31,6 +31,7 @@ from ...ir.tile_primitive import (OP_PREFIX, OPS, PREFIX_OF_SCOPE, REQUIRED, SCO
                                   LambdaExpr, Param, TilePrimitiveCall, printed_args)
 from .. import syntax as S
 from ..diagnostics import did_you_mean
+from .arguments import bind_arguments
 from .attrs import freeze_value
 from .evaluator import Builtin, BufferSlice, _describe
 from .rules import EXPR_BUILTINS, GLOBAL_NAMES, Namespace, ScriptFunction, parses, prints
@@ -97,12 +98,7 @@ def _bind(b: Any, call: Any, name: str, op: str, values: list, options: dict) ->
     if len(values) > len(params):
         raise b.error(call, f"{name} takes at most {len(params)} arguments "
                             f"({', '.join(p.name for p in params)}), got {len(values)}")
-    bound = dict(zip((p.name for p in params), values))
-    for p in params:
-        if p.name in options:
-            if p.name in bound:
-                raise b.error(call, f"{name} got {p.name!r} twice, by position and by name")
-            bound[p.name] = options.pop(p.name)
+    bound = bind_arguments(name, [p.name for p in params], values, options, lambda message: b.error(call, message))
     stored = {}
     for p in params:
         if p.name in bound and not (bound[p.name] is None and p.default == "dst"):
