@@ -75,7 +75,7 @@ class Buffer(Node):
     @property
     def array_shape(self) -> tuple:
         """The shape of the array that holds the buffer: a buffer of L-lane vectors
-        (``float32x2``) has one more, last dimension of L, as TVM's NDArray shows it (scalable
+        (``float32x2``) has one more, last dimension of L, as TVM's ``.numpy()`` shows it (scalable
         vectors have no fixed L: no array holds them)."""
         dtype = self.dtype
         return (*self.shape, IntImm(self.index_dtype, dtype.lanes)) if dtype.lanes > 1 and not dtype.scalable \

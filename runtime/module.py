@@ -190,8 +190,8 @@ class _BufferCheck:
                 continue
             if expected != actual:
                 raise TVMSError(f"{where}: dimension {axis}: expected extent {expected}, got {actual}")
-        for axis, var in self.stride_vars:
-            sizes.setdefault(var, int(np.prod(shape[axis + 1:], dtype=np.int64)))
+        for axis, var in self.stride_vars:  # (in elements: a vector's lanes are one element)
+            sizes.setdefault(var, int(np.prod(shape[axis + 1:len(self.buf.shape)], dtype=np.int64)))
         if self.offset_var is not None:
             sizes.setdefault(self.offset_var, 0)
         return arr
@@ -258,14 +258,16 @@ def _slot_source(var: E.Var, params: list) -> str | None:
                 return f"values[{k}].shape[{axis}] & M"
         for axis, d in enumerate(buf.strides):
             if d is var:
-                return f"stride(values[{k}], {axis})"
+                return f"stride(values[{k}], {axis}, {len(buf.shape)})"
         if buf.elem_offset is var:
             return "0"
     return None
 
 
-def _contiguous_stride(arr: np.ndarray, axis: int) -> int:
-    return int(np.prod(arr.shape[axis + 1:], dtype=np.int64)) & _MASK64
+def _contiguous_stride(arr: np.ndarray, axis: int, rank: int) -> int:
+    """The stride of ``axis`` of a C-contiguous array holding a buffer of ``rank`` dimensions, in
+    the buffer's elements (an array of vectors has one more, last dimension: its lanes)."""
+    return int(np.prod(arr.shape[axis + 1:rank], dtype=np.int64)) & _MASK64
 
 
 _MASK64 = 0xFFFFFFFFFFFFFFFF

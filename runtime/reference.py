@@ -327,10 +327,10 @@ class _SerialCodegen(_Compiler):
         lanes = buffer.dtype.lanes
         if any(i.dtype.lanes > 1 for i in indices):
             positions = f"{self.name(vector_positions, '_f')}(%s, {lanes}, len({flat}), {self.name(buffer.name, '_s')})"
-            if lanes > 1:
+            if lanes > 1 or not all(isinstance(i, (E.Ramp, E.Broadcast)) or i.dtype.lanes == 1 for i in indices):
                 return f"{flat}[{positions % index}]"
-            # (numpy would wrap a negative lane around silently; the ends of a ramp are its extremes,
-            # so two lanes are checked in the common case, every lane when one end is negative)
+            # (numpy would wrap a negative lane around silently; an index of ramps is affine in the
+            # lane, its ends are its extremes: two lanes are checked, every lane when one end is negative)
             ix = self.fresh("ix")
             return f"{flat}[{ix} if ({ix} := {index})[0] >= 0 <= {ix}[-1] else {positions % ix}]"
         if lanes > 1:  # (a buffer of vectors, `v: T.uint8x4`: element i is the lanes from i * lanes)

@@ -173,6 +173,9 @@ def main(B: T.Buffer((5,), "int32")):
 '''
     assert [s.value.value for s in from_source(src).body.seq] == [5, 15, 31, 1000, 3]
     assert_error(src.replace("0b101", "0b102"), 3, 16, r"unexpected number '2'")
+    zeros = src.replace("0b101", "00").replace("0O1_7", "0_0")
+    assert [s.value.value for s in from_source(zeros).body.seq][:2] == [0, 0]
+    assert_error(src.replace("0b101", "01"), 3, 13, r"unexpected number '1'")  # (Python refuses 01 too)
     floats = '''\
 @T.prim_func
 def main(B: T.Buffer((4,), "float32")):

@@ -1,5 +1,5 @@
 """Buffers of vectors (``T.Buffer((4,), "float32x2")``): element i is L lanes, and the array that
-holds such a buffer has its lanes as one more, last dimension of L, as TVM's NDArray shows it.
+holds such a buffer has its lanes as one more, last dimension of L, as TVM's .numpy() shows it.
 The reference executor, the llvm target and ``tvms run`` agree on that, and refuse the arrays
 that lack it (the llvm target had read and written scalars; the executor had cut accesses past
 the end short silently)."""
@@ -123,6 +123,81 @@ def test_shared_memory_of_vectors_holds_each_elements_lanes() -> None:
         run_prim_func(from_source(SHARED.replace("S[63 - i]", "S[64 - i]")), a, b)
 
 
+STRIDED = """
+@T.prim_func
+def main(a: T.handle, b: T.handle):
+    s = T.int32()
+    t = T.int32()
+    A = T.match_buffer(a, (3, 4), "float32x2", strides=(s, t))
+    B = T.match_buffer(b, (3, 4), "float32x2")
+    for i, j in T.grid(3, 4):
+        B[i, j] = A[i, j] + T.Broadcast(T.float32(100.0), 2)
+"""
+
+
+def test_symbolic_strides_count_vectors_not_lanes() -> None:
+    """(the llvm module had bound a stride lanes times too large: it read past the array)"""
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    func = from_source(STRIDED)
+    a = np.arange(24, dtype="float32").reshape(3, 4, 2)
+    expected, got = np.zeros((3, 4, 2), "float32"), np.zeros((3, 4, 2), "float32")
+    run_prim_func(func, a, expected)
+    tvms.build(func, "llvm")["main"](a, got)
+    np.testing.assert_array_equal(expected, a + 100)
+    np.testing.assert_array_equal(got, a + 100)
+
+
+def test_a_gather_with_a_negative_lane_is_out_of_bounds() -> None:
+    """(only a ramp's ends are its extremes: a gather's middle lane had wrapped around)"""
+    gather = from_source("""
+@T.prim_func
+def main(C: T.Buffer((4,), "float32"), I: T.Buffer((4,), "int32"), B: T.Buffer((4,), "float32")):
+    B[0:4] = C[I[0:4]]
+""")
+    c, b = np.arange(4, dtype="float32"), np.zeros(4, "float32")
+    with pytest.raises(TVMSError, match="out-of-bounds access: element -1 of buffer 'C'"):
+        run_prim_func(gather, c, np.array([0, -1, 2, 0], "int32"), b)
+    run_prim_func(gather, c, np.array([3, 1, 2, 0], "int32"), b)
+    np.testing.assert_array_equal(b, [3, 1, 2, 0])
+
+
+def test_reinterpret_between_a_vector_and_a_scalar_of_its_bits() -> None:
+    """int8x4 <-> int32 (the llvm target had made invalid IR of it)"""
+    pytest.importorskip("llvmlite")
+    import tvms
+
+    func = from_source("""
+@T.prim_func
+def main(A: T.Buffer((4,), "int8x4"), B: T.Buffer((4,), "int32"), C: T.Buffer((4,), "int8x4")):
+    for i in range(4):
+        B[i] = T.reinterpret("int32", A[i])
+        C[i] = T.reinterpret("int8x4", B[i] + 1)
+""")
+    a = np.arange(16, dtype="int8").reshape(4, 4)
+    for run in (lambda *args: run_prim_func(func, *args), tvms.build(func, "llvm")["main"]):
+        b, c = np.zeros(4, "int32"), np.zeros((4, 4), "int8")
+        run(a, b, c)
+        np.testing.assert_array_equal(b, a.view("int32").reshape(-1))
+        np.testing.assert_array_equal(c, (b + 1).view("int8").reshape(4, 4))
+
+
+@pytest.mark.parametrize("store, message", [
+    ("A[0] = T.float32(0.0)", "cannot store a float32 value into buffer 'A' of float32x2"),
+    ("C[0] = A[0]", "cannot store a float32x2 value into buffer 'C' of float32"),
+    ("C[0:4] = T.float32(0.0)", "cannot store a float32 value into 4 lanes of buffer 'C' of float32"),
+    ("C[0:4] = A[0]", "cannot store a float32x2 value into 4 lanes of buffer 'C' of float32"),
+])
+def test_a_store_of_other_lanes_is_refused_where_it_stands(store: str, message: str) -> None:
+    """As TVM 0.27 refuses it ("Incompatible types in BufferStore"): no broadcast, no narrowing."""
+    from tvms import ScriptError
+
+    with pytest.raises(ScriptError, match=message) as err:
+        from_source(VECTORS.replace("    for j in range(2):", f"    {store}\n    for j in range(2):"))
+    assert (err.value.span.line, err.value.span.col) == (9, 5 + store.index("= ") + 2)
+
+
 def test_the_llvm_target_refuses_a_vector_index_into_a_buffer_of_vectors() -> None:
     pytest.importorskip("llvmlite")
     import tvms
@@ -131,6 +206,9 @@ def test_the_llvm_target_refuses_a_vector_index_into_a_buffer_of_vectors() -> No
                                        "        C[i * 2:i * 2 + 4] = A[i:i + 2]\n"))
     with pytest.raises(TVMSError, match="does not compile a vector access of 'A', a buffer of float32x2 vectors"):
         tvms.build(ramp, "llvm")
+    kernel = KERNEL.replace("        C[i * 2:i * 2 + 2] = A[i]\n", "        C[i * 2:i * 2 + 4] = A[i:i + 2]\n")
+    with pytest.raises(TVMSError, match="the cuda target does not compile a vector access of 'A'"):
+        tvms.build(from_source(kernel), "cuda")  # (it had written CUDA that NVRTC refused)
 
 
 def test_tvms_run_makes_and_prints_arrays_with_the_lanes(tmp_path, capsys) -> None:

@@ -240,6 +240,13 @@ class CSource:
             return index.base
         return None
 
+    def refuse_vector_access(self, buffer: Any) -> None:
+        """A vector index into a buffer of vectors (``A[i:i + 2]`` of float32x2) has lanes of lanes,
+        which the element-wise forms here do not write."""
+        if buffer.dtype.lanes > 1:
+            raise TVMSError(f"the {self.target_name} target does not compile a vector access of {buffer.name!r}, a "
+                            f"buffer of {buffer.dtype} vectors; index it by one element at a time")
+
     def element_pointer(self, data: E.Var, elem: DataType) -> str:
         vid = self.var_id(data)
         if self.handle_type.get(data) == elem:
@@ -251,6 +258,7 @@ class CSource:
         index, dtype, buffer = self.flat_index(e), e.dtype, e.buffer
         if dtype.lanes == buffer.dtype.lanes:
             return self.volatile_load(self.buffer_ref(dtype, buffer, index), e)
+        self.refuse_vector_access(buffer)
         base = self.unit_ramp_base(index, dtype.lanes)
         if base is not None:
             coeff, rest = modular_set(base)
@@ -270,6 +278,7 @@ class CSource:
             value = self.expr(s.value)
             self.line(f"{self.buffer_ref(dtype, buffer, index)} = {value};")
             return
+        self.refuse_vector_access(buffer)
         base = self.unit_ramp_base(index, dtype.lanes)
         if base is not None:
             value = self.expr(s.value)

@@ -173,7 +173,7 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
     if name == "infinity":
         return T.constant(dtype, math.inf)
     if name == "reinterpret":
-        return builder.bitcast(args[0], T.with_lanes(T.scalar_type(dtype), T.lanes_of(args[0])))
+        return _reinterpret(builder, dtype, arg_types[0], args[0])
     if name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         op = {"bitwise_and": builder.and_, "bitwise_or": builder.or_, "bitwise_xor": builder.xor}[name]
         return op(*T.unify(builder, *args))
@@ -240,3 +240,14 @@ def _call_llvm_intrin(builder: ir.IRBuilder, call, args: list) -> ir.Value:
     overloaded = not any(symbol.startswith(f"llvm.{arch}.") for arch in ("x86", "aarch64", "arm", "nvvm", "amdgcn"))
     name = f"{symbol}.{_suffix(ret)}" if overloaded else symbol
     return builder.call(declare(builder.module, name, ret, [v.type for v in values]), values)
+
+
+def _reinterpret(builder: ir.IRBuilder, dtype: DataType, arg_type: DataType, arg: ir.Value) -> ir.Value:
+    """The bits of ``arg`` as ``dtype``: as many lanes as the call's type says (int8x4 -> int32),
+    or, where a vectorized loop left the call's type scalar, the argument's lanes."""
+    bits = arg_type.bits * T.lanes_of(arg)
+    for lanes in (dtype.lanes, T.lanes_of(arg)):
+        if dtype.bits * lanes == bits:
+            return builder.bitcast(arg, T.with_lanes(T.scalar_type(dtype), lanes))
+    raise TVMSError(f"T.reinterpret to {dtype} of a {arg_type.element_of.with_lanes(T.lanes_of(arg))} value: "
+                    f"{dtype.bits * dtype.lanes} bits from {bits}")

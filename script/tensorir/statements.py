@@ -129,10 +129,12 @@ class StatementParsing:
                 value = const(value.value, dest.dtype.element_of)
         if not isinstance(value, PrimExpr):
             raise self.error(value_syn, f"expected an expression, got {_describe(value)}")
+        if value.dtype.lanes != dest.dtype.lanes:  # (TVM refuses it too: no broadcast, no narrowing)
+            where = f"buffer {dest.buffer.name!r} of {dest.buffer.dtype}"
+            if dest.dtype != dest.buffer.dtype:
+                where = f"{dest.dtype.lanes} lanes of {where}"
+            raise self.error(value_syn, f"cannot store {_article(str(value.dtype))} {value.dtype} value into {where}")
         if value.dtype.element_of != dest.dtype.element_of:
-            if value.dtype.lanes != dest.dtype.lanes:
-                raise self.error(value_syn, f"cannot store {_article(str(value.dtype))} {value.dtype} value into "
-                                 f"buffer {dest.buffer.name!r} of {dest.buffer.dtype}")
             try:
                 value = _converted(value, dest.dtype)
             except TVMSError as err:

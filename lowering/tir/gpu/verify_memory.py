@@ -1,8 +1,10 @@
 """VerifyMemory: a function for a GPU target reads and writes its buffer arguments only inside a
 kernel (under a thread launch). Those buffers live in device memory, which the host function
-cannot touch: a loop left unbound to GPU threads would run on the host and read or write through a
-device pointer. TVM refuses such a function at this point of its pipeline ("Memory verification
-failed ... Did you forget to bind?"); so does tvms, naming the buffer and where it is accessed.
+cannot touch: code left outside the kernels (a loop not bound to GPU threads, a store at the top
+level) would run on the host and read or write through a device pointer, a crash on a GPU. tvms
+refuses such a function, naming the buffer and where it is accessed. (TVM's pass of this name
+means the same, but in TVM 0.27's pipelines it runs where it no longer matches the buffers: TVM
+builds these functions, and they crash when run.)
 """
 from __future__ import annotations
 
@@ -15,18 +17,18 @@ from ...pass_registry import register_pass
 from ..tir_pass import checked_prim_func_pass
 
 _KERNEL_SCOPES = ("thread_extent", "virtual_thread")
-_HOST_KINDS = ("llvm", "c")
+_DEVICE_KINDS = ("cuda", "rocm", "opencl", "vulkan", "metal")  # (the GPU kinds TVM checks; not webgpu)
 
 
 def verify_memory(func: PrimFunc) -> PrimFunc:
     """``func`` unchanged, or a ScriptError at its first host access of a buffer argument; a
     function for the CPU (or for no target) is not checked."""
     target = func.attrs.get("target")
-    if getattr(target, "kind", "llvm") in _HOST_KINDS:
+    if getattr(target, "kind", None) not in _DEVICE_KINDS:
         return func
     arguments = {buf.data for buf in func.buffer_map.values()}
     arguments |= {p for p in func.params if p.dtype.is_handle}
-    _HostAccesses(arguments).run(func.body)
+    _HostAccesses(arguments, func.span).run(func.body)
     return func
 
 
@@ -34,9 +36,10 @@ class _HostAccesses(Visitor):
     """Walks the host part of a body (stopping at each kernel's launch) for loads and stores
     of the arguments' data, also through a variable let-bound to it."""
 
-    def __init__(self, arguments: set) -> None:
+    def __init__(self, arguments: set, span) -> None:
         self.arguments = arguments
-        self.where = None  # (the span of the innermost statement read from a script)
+        # (the span of the innermost statement read from a script that kept one, else the function's)
+        self.where = span
 
     def visit(self, node):
         span = getattr(node, "span", None) if isinstance(node, S.Stmt) else None
@@ -78,8 +81,8 @@ class _HostAccesses(Visitor):
     def check(self, buffer, verb: str) -> None:
         if buffer.data in self.arguments:
             raise ScriptError(f"the host function {verb} {buffer.name!r}, a buffer argument in device memory, "
-                              f"outside any kernel: bind the loops around the access to GPU threads (TVM's "
-                              f"VerifyMemory: \"Did you forget to bind?\")", self.where)
+                              f"outside any kernel: the access must run under a loop bound to GPU threads "
+                              f"(T.thread_binding), as the host cannot touch device memory", self.where)
 
 
 def VerifyMemory():  # noqa: N802 (TVM's name)
