@@ -214,7 +214,8 @@ class _Compiler:
         return f"np.full({int(e.lanes)}, {self.src(e.value)}, dtype={self.name(numpy_dtype(e.dtype))})"
 
     def e_Shuffle(self, e: E.Shuffle) -> str:
-        lanes = self.name(np.array([i.value for i in e.indices], dtype=np.int64))
+        picked = [i.value for i in e.indices]  # (one lane: a scalar, as the Shuffle's type says)
+        lanes = self.name(np.array(picked, dtype=np.int64)) if len(picked) != 1 else str(picked[0])
         parts = ", ".join(f"np.atleast_1d({self.src(v)})" for v in e.vectors)
         return f"np.concatenate(({parts},))[{lanes}]"
 

@@ -270,6 +270,18 @@ def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
     np.testing.assert_array_equal(b, a + 1)
 
 
+def test_a_shuffle_of_one_lane_is_a_scalar() -> None:
+    """(``T.Shuffle([...], [1])`` had been a one-element array: a raw numpy error where stored)"""
+    a, b = np.arange(8, dtype="float32"), np.zeros(4, "float32")
+    run1("""
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), B: T.Buffer((4,), "float32")):
+    for i in range(4):
+        B[i] = T.Shuffle([A[i * 2:i * 2 + 2]], [1])
+""", a, b)
+    np.testing.assert_array_equal(b, [1, 3, 5, 7])
+
+
 def test_block_predicate_init_and_alloc() -> None:
     a = RNG.standard_normal((10, 6)).astype("float32")
     b = np.full(10, np.nan, "float32")
