@@ -67,6 +67,12 @@ def modular_set(e: Any) -> tuple[int, int]:
     return coeff, base % coeff if coeff else base
 
 
+def is_tensor_map(e: Any) -> bool:
+    """Whether ``e`` is a variable of type ``T.TensorMap()`` (a CUDA tensor-map descriptor)."""
+    ann = getattr(e, "type_annotation", None) if isinstance(e, E.Var) else None
+    return isinstance(ann, E.PointerType) and ann.is_tensor_map
+
+
 class CSource:
     """Writes the functions of one source file; ``restrict`` marks non-aliasing pointers."""
 
@@ -137,12 +143,16 @@ class CSource:
 
     def pointer_type(self, var: E.Var) -> str:
         ann = var.type_annotation
-        if isinstance(ann, E.PointerType) and ann.is_tensor_map:
-            raise TVMSError(f"the {self.target_name} code generator: {var.name} is a T.TensorMap(): tvms reads and "
-                            f"prints TVM 0.27's CUDA tensor maps but does not compile them")
+        if is_tensor_map(var):
+            return self.tensor_map_parameter(var)
         if isinstance(ann, E.PointerType):
             return self.c_type(ann.element) + "*"
         return self.c_type(var.dtype)
+
+    def tensor_map_parameter(self, var: E.Var) -> str:
+        """The parameter type of a ``T.TensorMap()`` (a CUDA tensor-map descriptor passed by value)."""
+        raise TVMSError(f"the {self.target_name} code generator: {var.name} is a T.TensorMap(), a CUDA tensor map "
+                        "that only the cuda target compiles")
 
     def storage_scope(self, scope: str) -> str:
         """The qualifier of an allocation in ``scope`` (``__shared__ ``), with its space."""
@@ -430,6 +440,8 @@ class CSource:
         return result
 
     def address_of(self, arg: Any) -> str:
+        if is_tensor_map(arg):  # (a descriptor parameter: its generic address, as a 64-bit integer)
+            return f"((unsigned long long)(&({self.expr(arg)})))"
         if isinstance(arg, E.BufferLoad):
             index = self.flat_index(arg)
             if isinstance(index, E.Ramp):
@@ -441,12 +453,11 @@ class CSource:
         src = e.args[0]
         if src.dtype.bits * src.dtype.lanes != e.dtype.bits * e.dtype.lanes:
             raise TVMSError(f"T.reinterpret from {src.dtype} to {e.dtype} changes the number of bits")
+        if e.dtype.is_handle:  # (a pointer is not an lvalue one can take the address of in general: TVM casts it)
+            return f"((void*){self.expr(src)})"
         scope = self.begin_scope()
         rhs = self.ssa_id(self.expr(src), src.dtype)
         self.end_scope(scope)
-        # (a pointer is not an lvalue one can take the address of in general: TVM casts it)
-        if e.dtype.is_handle:
-            return f"((void*){rhs})"
         if src.dtype.is_handle:
             return f"reinterpret_cast<{self.c_type(e.dtype)}>({rhs})"
         return f"(*({self.c_type(e.dtype)} *)(&({rhs})))"

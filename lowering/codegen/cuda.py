@@ -31,7 +31,7 @@ from ...ir.ptx import not_compiled
 from ...ir.tile_primitive import refuse_tile_primitives
 from ...ir.registry import get_global_func
 from ...ir.visitor import collect, walk
-from .c_source import CSource
+from .c_source import CSource, is_tensor_map
 from .cuda_artifact import CudaArtifact, CudaKernel
 from .cuda_async import CP_ASYNC, AsyncCopies
 from .cuda_intrinsics import CudaIntrinsics
@@ -279,15 +279,21 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, PtxDialect, Asyn
         params = []
         noalias = bool(func.attrs.get("tir.noalias"))
         for var in func.params:
-            pointer = var.dtype.is_handle
+            ann = var.type_annotation
+            tensor_map = is_tensor_map(var)  # (passed by value, not a pointer)
+            pointer = var.dtype.is_handle and not tensor_map
             text = self.pointer_type(var) + (f" {self.restrict}" if noalias and pointer else "")
             params.append(f"{text} {self.new_id(var)}")
-            ann = var.type_annotation
-            if isinstance(ann, E.PointerType):
+            if isinstance(ann, E.PointerType) and not tensor_map:
                 self.handle_type[var] = ann.element
         bounds = launch_bounds(func)
         attrs = f" __launch_bounds__({bounds})" if bounds is not None and bounds != 1 else ""
         return f'extern "C" __global__ void{attrs} {name}({", ".join(params)})'
+
+    def tensor_map_parameter(self, var: E.Var) -> str:
+        # (the host encodes the 128-byte descriptor; the kernel takes it by value in its parameter space,
+        # where cp.async.bulk.tensor reads it through a generic address)
+        return "const __grid_constant__ CUtensorMap"
 
     def function(self, name: str, func: PrimFunc) -> None:
         self.forward.append(self.signature(name, func) + ";\n")
