@@ -7,12 +7,15 @@ the same helpers, and NVRTC compiles them for sm_90a.
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tvms
 from tvms.ir import expr as E
 from tvms.ir.errors import TVMSError
 from tvms.lowering.codegen.c_source import CSource
+from tvms.runtime.cuda_module import ReferenceLauncher
+from tvms.runtime.cuda_tensor_map import tiled_encoding
 from tvms.script import from_source
 
 from conftest import FIXTURES
@@ -59,3 +62,104 @@ def test_a_c_target_refuses_a_tensor_map_parameter() -> None:
     var = E.Var("A_map", "handle", E.PointerType(E.TensorMapType()))
     with pytest.raises(TVMSError, match=r"A_map is a T\.TensorMap\(\), a CUDA tensor map that only the cuda target"):
         CSource().pointer_type(var)
+
+
+# ---------------------------------------------------------------- the host: runtime.cuTensorMapEncodeTiled
+
+# (TVM's test_tensormap_encode_tiled_runtime_validation: shape, dtype, encode arguments, its message)
+INVALID = [
+    ((16, 16), "float16", [0, 16, 32, 16, 16, 1, 1, 0, 0, 0, 0], r"globalDim\[0\] must be non-zero"),
+    ((16, 16), "float16", [(1 << 32) + 1, 16, 32, 16, 16, 1, 1, 0, 0, 0, 0],
+     r"globalDim\[0\] must be less than or equal to 2\^32"),
+    ((16, 16), "float16", [16, 16, 1 << 40, 16, 16, 1, 1, 0, 0, 0, 0], r"globalStrides\[0\] must be less than 2\^40"),
+    ((16, 16), "float16", [16, 16, 32, 0, 16, 1, 1, 0, 0, 0, 0], r"boxDim\[0\] must be non-zero"),
+    ((16, 16), "float16", [16, 16, 32, 7, 16, 1, 1, 0, 0, 0, 0],
+     r"boxDim\[0\] \* elementSizeInBytes\(tensorDataType\) must be a multiple of 16 bytes"),
+    ((16, 16), "float16", [16, 16, 32, 16, 16, 0, 1, 0, 0, 0, 0], r"elementStrides\[0\] must be non-zero"),
+    ((16, 16), "float16", [16, 16, 32, 16, 16, 9, 1, 0, 0, 0, 0], r"elementStrides\[0\] must be less than or equal to 8"),
+    ((16, 16), "float16", [16, 16, 32, 16, 16, 2, 1, 0, 0, 0, 0], r"elementStrides\[0\] must be one"),
+    ((16, 16), "float16", [16, 16, 32, 16, 16, 1, 1, 2, 0, 0, 0],
+     r"tensorRank must be greater than or equal to 3 when interleave is not NONE"),
+    ((8, 8, 8), "float16", [8, 8, 8, 16, 128, 8, 8, 8, 1, 1, 1, 2, 1, 0, 0], r"globalStrides\[0\] must be a multiple of 32"),
+    ((8, 8, 8), "float16", [8, 8, 8, 32, 256, 8, 8, 8, 1, 1, 1, 2, 2, 0, 0],
+     r"CU_TENSOR_MAP_INTERLEAVE_32B requires CU_TENSOR_MAP_SWIZZLE_32B"),
+    ((16, 16), "int32", [16, 16, 64, 4, 16, 1, 1, 0, 0, 0, 1],
+     r"CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA requires a floating-point tensorDataType"),
+    ((16, 16), "float32", [16, 16, 64, 4, 16, 1, 1, 0, 0, 0, 0, 7],
+     r"force_cu_dtype only supports CU_TENSOR_MAP_DATA_TYPE_TFLOAT32"),
+    ((16, 16), "float16", [16, 16, 32, 8, 16, 1, 1, 0, 0, 0, 0, 11],
+     r"CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 requires a scalar float32"),
+    # (and what TVM checks that its test does not)
+    ((16,), "float16", [16, 16, 1, 0, 0], r"cuTensorMapEncodeTiled expects 11 \(or \+1 force_cu_dtype\) arguments"),
+    ((16, 16), "float16", [16, 16, 24, 16, 16, 1, 1, 0, 0, 0, 0], r"global strides must be multiple of 16"),
+    ((16, 16), "float16", [16, 16, 32, 257, 16, 1, 1, 0, 0, 0, 0], r"boxDim\[0\] must be less than or equal to 256"),
+    ((16, 16), "float16", [64, 16, 128, 32, 16, 1, 1, 0, 1, 0, 0],
+     r"CU_TENSOR_MAP_SWIZZLE_32B implies the bounding box inner dimension will be <= 32\."),
+    ((16, 16), "float16", [64, 16, 128, 64, 16, 1, 1, 0, 2, 0, 0],
+     r"CU_TENSOR_MAP_SWIZZLE_64B implies the bounding box inner dimension will be <= 64\."),
+    ((16, 16), "float16", [128, 16, 256, 128, 16, 1, 1, 0, 3, 0, 0],
+     r"CU_TENSOR_MAP_SWIZZLE_128B implies the bounding box inner dimension will be <= 128\."),
+    ((16, 16), "float16", [16, 16, 32, 16, 16, 1, 1, 0, 7, 0, 0], r"Unsupported swizzle enum value: 7"),
+    ((16, 16), "float16", [16, 16, 32, 16, 16, 1, 1, 3, 0, 0, 0], r"Unsupported interleave enum value: 3"),
+    ((16, 16), "float16", [16, 16, 32, 16, 16, 1, 1, 0, 0, 4, 0], r"Unsupported l2Promotion enum value: 4"),
+    ((16, 16), "float16", [16, 16, 32, 16, 16, 1, 1, 0, 0, 0, 2], r"Unsupported oobFill enum value: 2"),
+    ((16, 16), "int16", [16, 16, 32, 16, 16, 1, 1, 0, 0, 0, 0], r"Unsupported data type int16"),
+    ((16, 16), "float16x2", [16, 16, 64, 16, 16, 1, 1, 0, 0, 0, 0], r"Expect tensor_dtype to have lanes=1"),
+    ((16, 16, 16, 16, 16, 16), "float16", [], r"cuTensorMapEncodeTiled only supports up to 5D tensors"),
+]
+
+
+@pytest.mark.parametrize("shape, dtype, args, message", INVALID)
+def test_the_encoders_arguments_are_checked_as_tvms_runtime_checks_them(shape, dtype, args, message) -> None:
+    with pytest.raises(TVMSError, match=r"runtime\.cuTensorMapEncodeTiled: " + message):
+        tiled_encoding(dtype, len(shape), 0, args)
+
+
+def test_an_encoding_holds_the_fields_innermost_first() -> None:
+    enc = tiled_encoding("float16", 2, 256, [64, 16, 128, 64, 8, 1, 1, 0, 3, 2, 1])
+    assert (enc.dims, enc.strides, enc.box, enc.element_strides) == ((64, 16), (128,), (64, 8), (1, 1))
+    assert (enc.data_type, enc.interleave, enc.swizzle, enc.l2_promotion, enc.oob_fill) == (6, 0, 3, 2, 1)
+    assert enc.box_bytes == 64 * 8 * 2
+    assert tiled_encoding("float32", 1, 0, [128, 32, 1, 0, 0, 0, 0, 11]).data_type == 11  # (TFLOAT32, forced)
+    assert tiled_encoding("float8_e4m3fn", 1, 0, [128, 32, 1, 0, 0, 0, 0]).data_type == 0  # (as bytes)
+    with pytest.raises(TVMSError, match="globalAddress must be 16-byte aligned"):
+        tiled_encoding("float16", 2, 8, [64, 16, 128, 64, 8, 1, 1, 0, 0, 0, 0])
+    with pytest.raises(TVMSError, match=r"argument 4 must be an integer, got 1\.5"):
+        tiled_encoding("float16", 1, 0, [1.5, 16, 1, 0, 0, 0, 0])
+
+
+def test_the_encoder_is_a_registered_global_function() -> None:
+    from tvms.runtime.cuda_tensor_map import encode_tiled
+    assert tvms.get_global_func("runtime.cuTensorMapEncodeTiled") is encode_tiled
+    with pytest.raises(TVMSError, match="the first argument must be a tensor-map slot"):
+        encode_tiled(None, "float16", 1, 0, 128, 128, 1, 0, 0, 0, 0)
+
+
+ENCODE_ONLY = '''# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer({shape}, "{dtype}", align=16), B: T.Buffer((1,), "int32")):
+    A_map: T.let[T.TensorMap()] = T.tvm_stack_alloca("tensormap", 1)
+    T.call_packed("runtime.cuTensorMapEncodeTiled", A_map, "{dtype}", {rank}, A.data, {args})
+    with T.attr({{"tirx.device_entry": T.bool(True)}}):
+        for blockIdx in T.thread_binding(1, thread="blockIdx.x"):
+            for threadIdx in T.thread_binding(1, thread="threadIdx.x"):
+                B[0] = 1
+'''
+
+
+def _encode_only(shape, dtype, args):
+    text = ENCODE_ONLY.format(shape=tuple(shape), dtype=dtype, rank=len(shape), args=", ".join(map(str, args)))
+    return tvms.build(from_source(text), target="cuda").with_launcher(ReferenceLauncher())["main"]
+
+
+@pytest.mark.parametrize("shape, dtype, args, message", [INVALID[0], INVALID[7], INVALID[11]])
+def test_the_host_function_encodes_its_maps_before_the_launch(shape, dtype, args, message) -> None:
+    """The host makes the slot, calls the encoder by name (its checks are the call's errors) and
+    launches nothing when it refuses."""
+    a, b = np.zeros(shape, dtype), np.zeros(1, "int32")
+    with pytest.raises(TVMSError, match=message):
+        _encode_only(shape, dtype, args)(a, b)
+    assert b[0] == 0
+    _encode_only((16, 16), "float16", [16, 16, 32, 16, 16, 1, 1, 0, 0, 0, 0])(np.zeros((16, 16), "float16"), b)
+    assert b[0] == 1

@@ -67,12 +67,6 @@ def modular_set(e: Any) -> tuple[int, int]:
     return coeff, base % coeff if coeff else base
 
 
-def is_tensor_map(e: Any) -> bool:
-    """Whether ``e`` is a variable of type ``T.TensorMap()`` (a CUDA tensor-map descriptor)."""
-    ann = getattr(e, "type_annotation", None) if isinstance(e, E.Var) else None
-    return isinstance(ann, E.PointerType) and ann.is_tensor_map
-
-
 class CSource:
     """Writes the functions of one source file; ``restrict`` marks non-aliasing pointers."""
 
@@ -143,7 +137,7 @@ class CSource:
 
     def pointer_type(self, var: E.Var) -> str:
         ann = var.type_annotation
-        if is_tensor_map(var):
+        if E.is_tensor_map(var):
             return self.tensor_map_parameter(var)
         if isinstance(ann, E.PointerType):
             return self.c_type(ann.element) + "*"
@@ -440,7 +434,7 @@ class CSource:
         return result
 
     def address_of(self, arg: Any) -> str:
-        if is_tensor_map(arg):  # (a descriptor parameter: its generic address, as a 64-bit integer)
+        if E.is_tensor_map(arg):  # (a descriptor parameter: its generic address, as a 64-bit integer)
             return f"((unsigned long long)(&({self.expr(arg)})))"
         if isinstance(arg, E.BufferLoad):
             index = self.flat_index(arg)

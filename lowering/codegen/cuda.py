@@ -31,7 +31,7 @@ from ...ir.ptx import not_compiled
 from ...ir.tile_primitive import refuse_tile_primitives
 from ...ir.registry import get_global_func
 from ...ir.visitor import collect, walk
-from .c_source import CSource, is_tensor_map
+from .c_source import CSource
 from .cuda_artifact import CudaArtifact, CudaKernel
 from .cuda_async import CP_ASYNC, AsyncCopies
 from .cuda_intrinsics import CudaIntrinsics
@@ -280,7 +280,7 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, PtxDialect, Asyn
         noalias = bool(func.attrs.get("tir.noalias"))
         for var in func.params:
             ann = var.type_annotation
-            tensor_map = is_tensor_map(var)  # (passed by value, not a pointer)
+            tensor_map = E.is_tensor_map(var)  # (passed by value, not a pointer)
             pointer = var.dtype.is_handle and not tensor_map
             text = self.pointer_type(var) + (f" {self.restrict}" if noalias and pointer else "")
             params.append(f"{text} {self.new_id(var)}")
