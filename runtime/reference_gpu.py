@@ -26,7 +26,9 @@ scheduler, ``(kind, site, *payload)``:
 * ``WARP_VOTE``: CUDA's warp votes and reductions (``T.cuda.ballot_sync``, ``any_sync``,
   ``reduce_add_sync_u32``, ``reduce_min_sync_u32``, ``warp_reduce``) and the PTX dialect's
   (``T.ptx.shfl_sync``, ``vote_sync``, ...: a function of the lanes' values, reference_ptx_dialect),
-  answered as the shuffles.
+  answered as the shuffles;
+* ``MBARRIER``: ``T.cuda.mbarrier_wait``, with a function that tells whether the phase it waits
+  for has completed (reference_tma): answered as soon as it has, whatever the other threads do.
 
 A kernel without any such point is a plain function, run thread after thread (the fast path).
 Otherwise ``run_block`` runs the threads of a block round-robin: each runs until it waits, and
@@ -52,7 +54,7 @@ from tvms.ir.errors import TVMSError
 
 from . import reference_ptx, reference_wmma
 
-BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA, PTX, WARP_VOTE = range(10)
+BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA, PTX, WARP_VOTE, MBARRIER = range(11)
 _WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, WMMA, PTX, WARP_VOTE)
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -356,11 +358,25 @@ def run_block(block: Block, gens: list) -> None:
                 waits[t] = gens[t].send(replies[t])
             except StopIteration:
                 waits[t] = None
-        ready = _answer_warps(block, waits, replies)
+        ready = _answer_warps(block, waits, replies) or _answer_mbarriers(block, waits, replies)
         if not ready:
             if all(w is None for w in waits):
                 return
             ready = _answer_block(block, waits, replies)
+
+
+def _answer_mbarriers(block: Block, waits: list, replies: list) -> list:
+    """Release the threads whose mbarrier phase has completed; an error when no thread can move
+    and some wait for a phase that can no longer complete."""
+    released = [t for t, w in enumerate(waits) if w is not None and w[0] == MBARRIER and w[2]()]
+    for t in released:
+        replies[t] = None
+    stuck = [t for t, w in enumerate(waits) if w is not None and w[0] == MBARRIER]
+    if not released and stuck and all(w is None or w[0] == MBARRIER for w in waits):
+        raise TVMSError(f"{block.who(stuck[0])} waits at {block.kernel.sites[waits[stuck[0]][1]]} for an mbarrier "
+                        f"phase that never completes (its arrivals or transaction bytes are missing), and so "
+                        f"do {len(stuck) - 1} other threads; no thread runs that could complete it")
+    return released
 
 
 def _answer_warps(block: Block, waits: list, replies: list) -> list:

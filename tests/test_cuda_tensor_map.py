@@ -163,3 +163,117 @@ def test_the_host_function_encodes_its_maps_before_the_launch(shape, dtype, args
     assert b[0] == 0
     _encode_only((16, 16), "float16", [16, 16, 32, 16, 16, 1, 1, 0, 0, 0, 0])(np.zeros((16, 16), "float16"), b)
     assert b[0] == 1
+
+
+# ---------------------------------------------------------------- the reference executor
+def _reference(case: str):
+    func = from_source((GOLDEN / f"{case}.tvms").read_text(), f"{case}.tvms")
+    return tvms.build(func, target=SM90A).with_launcher(ReferenceLauncher())["main"]
+
+
+def _swizzled_elements(count: int, elem_bytes: int, width: int) -> np.ndarray:
+    """Where a swizzle of ``width`` bytes puts each element of a buffer (its 16-byte chunks XORed
+    with the 128-byte row): TVM's ComposeLayout(log2(16 / elem_bytes), log2(width / 16), 3) of its test."""
+    byte = np.arange(count) * elem_bytes
+    return (byte ^ ((byte >> 7 & (width // 16 - 1)) << 4)) // elem_bytes
+
+
+@pytest.mark.parametrize("case, dtype", [("hopper_tma_unicast_1d", "float32"), ("hopper_tma_unicast_2d", "float16")])
+def test_a_tma_load_and_store_copy_the_tensor_on_the_reference_executor(case: str, dtype: str) -> None:
+    """test_cp_async_bulk_tensor_global_to_shared_unicast: the box lands in shared memory when the
+    mbarrier's phase completes (the copy's bytes and the expect_tx arrival), the store writes it
+    back at its bulk group's wait."""
+    shape = (128,) if case.endswith("1d") else (16, 64)
+    a = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    b = np.zeros(shape, dtype)
+    _reference(case)(a, b)
+    np.testing.assert_array_equal(b, a)
+
+
+def test_a_128_byte_swizzle_moves_16_byte_chunks_as_the_hardware_does() -> None:
+    """test_cp_async_bulk_tensor_global_to_shared_swizzle (128B, float16): loaded swizzled, stored
+    plainly, B holds A's elements where the swizzle put them."""
+    a = np.arange(4096).astype("float16")
+    b = np.zeros(4096, "float16")
+    _reference("hopper_tma_swizzle_128b")(a, b)
+    np.testing.assert_array_equal(b[_swizzled_elements(4096, 2, 128)], a)
+    assert not np.array_equal(b, a)
+
+
+def test_a_tma_store_writes_a_3d_box_from_shared_memory() -> None:
+    """test_cp_async_bulk_tensor_shared_to_global ((16, 16, 4) float32)."""
+    a = np.zeros((16, 16, 4), "float32")
+    _reference("hopper_tma_store_3d")(a)
+    np.testing.assert_array_equal(a, np.arange(1024, dtype="float32").reshape(16, 16, 4))
+
+
+BOX = '''# from tvm.script import tirx as T
+
+@T.prim_func
+def main(A: T.Buffer(({dy}, {dx}), "float32", align=16), B: T.Buffer(({by}, 8), "float32")):
+    A_map: T.let[T.TensorMap()] = T.tvm_stack_alloca("tensormap", 1)
+    T.call_packed("runtime.cuTensorMapEncodeTiled", A_map, "float32", 2, A.data, {dx}, {dy}, {stride}, 8, {by}, 1, 1, 0, {swizzle}, 0, {fill})
+    with T.attr({{"tirx.device_entry": T.bool(True)}}):
+        for blockIdx in T.thread_binding(1, thread="blockIdx.x"):
+            for threadIdx in T.thread_binding({by} * 8, thread="threadIdx.x"):
+                bar = T.alloc_shared((1,), "uint64", align=8)
+                S = T.alloc_shared(({by} * 8,), align=128)
+                if threadIdx == 0:
+                    T.ptx.mbarrier(T.cuda.cvta_generic_to_shared(T.address_of(bar[0])), T.uint32(1), "init", "", "shared", "b64", "")
+                    T.ptx.cp(T.cuda.cvta_generic_to_shared(S.data), T.reinterpret(T.handle().ty, T.address_of(A_map)), {cx}, {cy}, T.cuda.cvta_generic_to_shared(T.address_of(bar[0])), "async", "bulk", "tensor", "2d", "shared::cluster", "global", "", "mbarrier::complete_tx::bytes", "", "", "", "")
+                    {arrive}
+                T.cuda.mbarrier_wait(T.address_of(bar[0]), 0)
+                B[threadIdx // 8, threadIdx % 8] = S[threadIdx]
+'''
+ARRIVE = ('T.ptx.mbarrier(T.cuda.cvta_generic_to_shared(T.address_of(bar[0])), T.uint32({tx}), "arrive", "expect_tx", '
+          '"", "", "shared", "b64", "")')
+
+
+def _box_kernel(dx=8, dy=4, cx=0, cy=0, swizzle=0, fill=0, tx=128, by=4):
+    text = BOX.format(dx=dx, dy=dy, by=by, stride=dx * 4, cx=cx, cy=cy, swizzle=swizzle, fill=fill,
+                      arrive=ARRIVE.format(tx=tx) if tx is not None else "T.evaluate(0)")
+    return tvms.build(from_source(text), target=SM90A).with_launcher(ReferenceLauncher())["main"]
+
+
+@pytest.mark.parametrize("cx, cy, fill", [(4, 0, 0), (-4, 2, 0), (4, 2, 1)])
+def test_a_box_past_the_tensors_edge_is_clipped_and_filled(cx: int, cy: int, fill: int) -> None:
+    """The box (8 x 4 at (cx, cy)) reads what is inside the tensor; the rest is zero, or NaN
+    under CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA."""
+    a = np.arange(1, 33, dtype="float32").reshape(4, 8)
+    b = np.full((4, 8), -1, "float32")
+    _box_kernel(cx=cx, cy=cy, fill=fill)(a, b)
+    expected = np.full((4, 8), np.nan if fill else 0, "float32")
+    for r in range(4):
+        for c in range(8):
+            if 0 <= cy + r < 4 and 0 <= cx + c < 8:
+                expected[r, c] = a[cy + r, cx + c]
+    np.testing.assert_array_equal(b, expected)
+
+
+def test_a_32_byte_swizzle_of_box_rows() -> None:
+    """Rows of 32 bytes: from the fifth on (address bit 7), their two 16-byte chunks swap."""
+    a = np.arange(64, dtype="float32").reshape(8, 8)
+    b = np.zeros((8, 8), "float32")
+    _box_kernel(dy=8, by=8, swizzle=1, tx=256)(a, b)
+    np.testing.assert_array_equal(b.reshape(-1)[_swizzled_elements(64, 4, 32)], a.reshape(-1))
+    assert not np.array_equal(b, a)
+
+
+def test_a_wait_for_a_phase_that_cannot_complete_is_an_error() -> None:
+    """Without the arrival that expects the copy's bytes the phase never completes: every thread
+    waits, and the executor says so (a GPU would hang)."""
+    with pytest.raises(TVMSError, match=r"waits at .* for an mbarrier phase that never completes"):
+        _box_kernel(tx=None)(np.zeros((4, 8), "float32"), np.zeros((4, 8), "float32"))
+    with pytest.raises(TVMSError, match=r"waits at .* for an mbarrier phase that never completes"):
+        _box_kernel(tx=64)(np.zeros((4, 8), "float32"), np.zeros((4, 8), "float32"))  # (128 bytes come)
+
+
+def test_multicast_is_refused_clearly() -> None:
+    text = BOX.format(dx=8, dy=4, by=4, stride=32, cx=0, cy=0, swizzle=0, fill=0, arrive=ARRIVE.format(tx=128)).replace(
+        '"mbarrier::complete_tx::bytes", "", "", "", "")',
+        '"mbarrier::complete_tx::bytes", "multicast::cluster", "", "", "")').replace(
+        "T.cuda.cvta_generic_to_shared(T.address_of(bar[0])), \"async\"",
+        "T.cuda.cvta_generic_to_shared(T.address_of(bar[0])), T.uint16(15), \"async\"")
+    run = tvms.build(from_source(text), target=SM90A).with_launcher(ReferenceLauncher())["main"]
+    with pytest.raises(TVMSError, match=r"multicast::cluster: the reference executor runs one block, not a cluster"):
+        run(np.zeros((4, 8), "float32"), np.zeros((4, 8), "float32"))

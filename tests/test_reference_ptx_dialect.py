@@ -511,8 +511,8 @@ def test_warp_golden_runs_as_computed_by_hand() -> None:
 
 # ---------------------------------------------------------------- refusals
 @pytest.mark.parametrize("call, text", [
-    ('T.ptx.mbarrier(T.cuda.cvta_generic_to_shared(S.data), T.uint32(1), "init", "", "shared", "b64", "")',
-     "T.ptx.mbarrier (mbarrier.init.shared.b64)"),
+    ('T.ptx.mbarrier(T.cuda.cvta_generic_to_shared(S.data), "inval", "shared", "b64", "")',
+     "T.ptx.mbarrier (mbarrier.inval.shared.b64)"),
     ('T.ptx.isspacep(d, T.address_of(A[0]), "global", "")',
      "T.ptx.isspacep (isspacep.global): it does not tell global from local memory"),
     ('T.ptx.fence("proxy", "tensormap::generic", "release", "cta", "")',
