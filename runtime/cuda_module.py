@@ -22,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tvms.ir import expr as E
+from tvms.ir import ptx
 from tvms.ir import stmt as S
 from tvms.ir.buffer import element_bytes
 from tvms.ir.errors import TVMSError
@@ -270,25 +271,39 @@ def _nothing() -> None:
 
 
 def written_arguments(host: Any, kernels: dict) -> tuple:
-    """Indices of the host's buffer parameters that a kernel it launches stores into (through a
-    tensor map the host encodes for it too: a TMA copy to global memory may write its buffer)."""
+    """Indices of the host's buffer parameters that a kernel it launches stores into (or copies
+    into with a TMA store, through a tensor map the host encoded for that buffer)."""
     data = {buf.data: k for k, p in enumerate(host.params) if (buf := host.buffer_map.get(p)) is not None}
     written = set()
-    for call in collect(host.body, E.Call):
-        if (getattr(call.op, "name", "") == "tir.tvm_call_packed" and isinstance(call.args[0], E.StringImm)
-                and call.args[0].value == ENCODE_TENSOR_MAP and len(call.args) > 4 and call.args[4] in data):
-            written.add(data[call.args[4]])
+    maps = {call.args[1]: data[call.args[4]] for call in collect(host.body, E.Call)  # (map -> its buffer)
+            if getattr(call.op, "name", "") == "tir.tvm_call_packed" and isinstance(call.args[0], E.StringImm)
+            and call.args[0].value == ENCODE_TENSOR_MAP and len(call.args) > 4 and call.args[4] in data}
     for call in collect(host.body, E.Call):
         if getattr(call.op, "name", "") != "tir.call_ffi_kernel":
             continue
         kernel = kernels.get(str(call.args[0].value))
         if kernel is None:
             continue
-        stored = {s.buffer.data for s in collect(kernel.func.body, S.BufferStore)}
+        stored = {s.buffer.data for s in collect(kernel.func.body, S.BufferStore)} | stored_tensor_maps(kernel.func)
         for param, arg in zip(kernel.func.params, call.args[1:]):
             if param in stored and arg in data:
                 written.add(data[arg])
+            elif param in stored and arg in maps:
+                written.add(maps[arg])
     return tuple(sorted(written))
+
+
+def stored_tensor_maps(func: Any) -> set:
+    """The tensor-map parameters of ``func`` that a TMA copy to global memory goes through."""
+    found = set()
+    for call in collect(func.body, E.Call):
+        entry = ptx.ENTRIES.get(getattr(call.op, "name", None))
+        if entry is not None and entry.name.startswith(_TMA_STORES):
+            found |= {v for v in collect(call, E.Var) if E.is_tensor_map(v)}
+    return found
+
+
+_TMA_STORES = ("cp_async_bulk_tensor_s2g", "cp_reduce_async_bulk_tensor")
 
 
 class SourceModule:

@@ -217,15 +217,15 @@ class DeviceTensorMap:
         from . import cuda_driver  # (cuda-python only when a GPU runs it)
 
         driver = cuda_driver.driver()
-        rank = encoding.rank
-        err, descriptor = driver.cuTensorMapEncodeTiled(
-            driver.CUtensorMapDataType(encoding.data_type), rank, address_of(pointer), list(encoding.dims),
-            list(encoding.strides) or [0], list(encoding.box), list(encoding.element_strides),
-            driver.CUtensorMapInterleave(encoding.interleave), driver.CUtensorMapSwizzle(encoding.swizzle),
-            driver.CUtensorMapL2promotion(encoding.l2_promotion),
-            driver.CUtensorMapFloatOOBfill(encoding.oob_fill))
-        if err != driver.CUresult.CUDA_SUCCESS:
-            raise TVMSError(f"{NAME}: the driver refused the tensor map ({err.name}): {encoding}")
+        try:
+            descriptor = cuda_driver.call(
+                "cuTensorMapEncodeTiled", driver.CUtensorMapDataType(encoding.data_type), encoding.rank,
+                address_of(pointer), list(encoding.dims), list(encoding.strides), list(encoding.box),
+                list(encoding.element_strides), driver.CUtensorMapInterleave(encoding.interleave),
+                driver.CUtensorMapSwizzle(encoding.swizzle), driver.CUtensorMapL2promotion(encoding.l2_promotion),
+                driver.CUtensorMapFloatOOBfill(encoding.oob_fill))
+        except TVMSError as err:
+            raise TVMSError(f"{NAME}: the driver refused the tensor map {encoding}: {err}") from None
         self.encoding, self.words = encoding, tuple(int(w) for w in descriptor.opaque)
 
     def __repr__(self) -> str:

@@ -7,6 +7,9 @@ the same helpers, and NVRTC compiles them for sm_90a.
 """
 from __future__ import annotations
 
+import ctypes
+import gc
+
 import numpy as np
 import pytest
 
@@ -14,7 +17,8 @@ import tvms
 from tvms.ir import expr as E
 from tvms.ir.errors import TVMSError
 from tvms.lowering.codegen.c_source import CSource
-from tvms.runtime.cuda_module import ReferenceLauncher
+from tvms.runtime import cuda_driver
+from tvms.runtime.cuda_module import ReferenceLauncher, TensorMapParameter
 from tvms.runtime.cuda_tensor_map import tiled_encoding
 from tvms.script import from_source
 
@@ -277,3 +281,59 @@ def test_multicast_is_refused_clearly() -> None:
     run = tvms.build(from_source(text), target=SM90A).with_launcher(ReferenceLauncher())["main"]
     with pytest.raises(TVMSError, match=r"multicast::cluster: the reference executor runs one block, not a cluster"):
         run(np.zeros((4, 8), "float32"), np.zeros((4, 8), "float32"))
+
+
+# ---------------------------------------------------------------- the driver path
+@pytest.fixture
+def emulated_gpu(monkeypatch):
+    """``use(case)``: the golden kernel built for sm_90a, run by the driver launcher on an emulated GPU
+    (tests/cuda_emulated.py: its memory host memory, its launches the reference executor's)."""
+    from cuda_emulated import EmulatedDriver
+
+    def use(case: str):
+        gc.collect()  # (device memory earlier tests left is freed now, not in this driver's memory)
+        lib = tvms.build(from_source((GOLDEN / f"{case}.tvms").read_text(), f"{case}.tvms"), target=SM90A)
+        driver = EmulatedDriver({k.name: k for k in lib["main"].artifact.kernels})
+        monkeypatch.setattr(cuda_driver, "_driver_module", lambda: driver)
+        monkeypatch.setattr(cuda_driver, "_initialized", cuda_driver._initialized.__wrapped__)
+        monkeypatch.setattr(cuda_driver, "primary_context", cuda_driver.primary_context.__wrapped__)
+        return driver, lib
+    return use
+
+
+def test_the_driver_launcher_encodes_each_map_and_passes_its_128_bytes_by_value(emulated_gpu) -> None:
+    driver, lib = emulated_gpu("hopper_tma_unicast_2d")
+    a = np.random.default_rng(1).standard_normal((16, 64)).astype("float16")
+    A, B = tvms.nd.array(a, device=tvms.cuda(0)), tvms.nd.array(np.zeros((16, 64), "float16"), device=tvms.cuda(0))
+    lib["main"](A, B)
+    np.testing.assert_array_equal(B.numpy(), a)
+    (encoding_a, address_a), (encoding_b, address_b) = driver.tensor_maps
+    assert (address_a, address_b) == (A.ptr, B.ptr)
+    assert (encoding_a.dims, encoding_a.strides, encoding_a.box, encoding_a.data_type) == ((64, 16), (128,), (64, 16), 6)
+    assert ctypes.sizeof(TensorMapParameter) == 128
+    assert lib["main"].outputs == (1,)  # (B: written through its map)
+
+
+# ---------------------------------------------------------------- on a Hopper GPU
+HAS_HOPPER = cuda_driver.cuda_device_count() > 0 and float(cuda_driver.attribute(0, "compute_version")) >= 9.0
+
+
+@pytest.mark.skipif(not HAS_HOPPER, reason="needs a CUDA GPU of compute capability 9.0 or higher (TMA): "
+                    + (cuda_driver.missing_reason(0) or "this GPU is older"))
+@pytest.mark.parametrize("case, shape, dtype", [("hopper_tma_unicast_1d", (128,), "float32"),
+                                                ("hopper_tma_unicast_2d", (16, 64), "float16"),
+                                                ("hopper_tma_swizzle_128b", (4096,), "float16")])
+def test_tma_kernels_on_the_gpu(case: str, shape: tuple, dtype: str) -> None:
+    """test_codegen_hopper.py's unicast and swizzle kernels, built by tvms and run on the device:
+    B == A (where the 128-byte swizzle put A's elements)."""
+    lib = tvms.build(from_source((GOLDEN / f"{case}.tvms").read_text(), f"{case}.tvms"), target=SM90A)
+    a = np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
+    A = tvms.nd.array(a, device=tvms.cuda(0))
+    B = tvms.nd.array(np.zeros(shape, dtype), device=tvms.cuda(0))
+    lib["main"](A, B)
+    tvms.cuda(0).sync()
+    b = B.numpy()
+    if "swizzle" in case:
+        np.testing.assert_array_equal(b[_swizzled_elements(4096, 2, 128)], a)
+    else:
+        np.testing.assert_array_equal(b, a)
