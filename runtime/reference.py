@@ -56,7 +56,7 @@ from tvms.ir.expr import PrimType
 from tvms.ir import op as op_registry
 from tvms.ir.op import loop_control
 
-from . import reference_dma
+from . import reference_dma, reference_tma
 from .reference_kernel import KernelCodegen
 from .reference_ptx_dialect import PtxDialectCodegen
 from .tir_values import INTRINSICS, cast_value, count_leading_zeros, numpy_dtype, reinterpret_bits, trunc_div, trunc_mod
@@ -244,7 +244,7 @@ class _Compiler:
             # (the bits of the argument's own type: a constant arrives as a plain Python number)
             return self._call(reinterpret_bits, self.name(e.dtype, "_t"), self.name(e.args[0].dtype, "_t"),
                               self.src(e.args[0]))
-        fn = INTRINSICS.get(name)
+        fn = INTRINSICS.get(name) or reference_tma.HOST_INTRINSICS.get(name)
         if fn is None:
             shown = f" (T.{op_registry.info_of(op).script_name})" if isinstance(op, E.Op) else ""
             raise TVMSError(f"the reference executor does not implement the intrinsic {name!r}{shown}")

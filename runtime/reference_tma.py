@@ -22,6 +22,9 @@ the host array it views).
   the ``cp.async.bulk.wait_group`` that completes its group (``commit_group`` closes the open one;
   a thread that ends with copies not waited for is an error).
 * ``cp.async.bulk.prefetch.tensor`` only checks its map; ``fence.mbarrier_init`` orders nothing.
+* A function run whole (``run_prim_func`` of a PrimFunc with its host part, before SplitHostDevice)
+  makes its map slots (``T.tvm_stack_alloca("tensormap", 1)``) and calls the encoder
+  (``T.call_packed``) itself (``HOST_INTRINSICS``).
 
 Refused clearly: multicast (the executor runs one block, no cluster), gather4/scatter4 and
 im2col, element strides other than 1, interleaved maps, the 128-byte swizzles with atoms, packed
@@ -36,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from tvms.ir.errors import TVMSError
+from tvms.ir.registry import get_global_func
 
 from . import reference_async
 from .cuda_tensor_map import (INTERLEAVE_NONE, OOB_FILL_NAN, SWIZZLE_BYTES, ReferenceTensorMap, TiledEncoding)
@@ -272,6 +276,24 @@ def finish(block: Any, me: int) -> None:
                         f"waited for (cp.async.bulk.wait_group), the first issued at {describe(pending[0][3])}"
                         + ("" if len(queue) > 1 else ", nor committed (cp.async.bulk.commit_group)"))
 
+
+# ---------------------------------------------------------------- the host's part
+def stack_alloca(dtype: Any, kind: str, count: int) -> ReferenceTensorMap:
+    """``T.tvm_stack_alloca("tensormap", 1)`` in a function the executor runs whole (its host part
+    and its kernels): a slot the host's ``T.call_packed("runtime.cuTensorMapEncodeTiled", ...)`` encodes."""
+    if kind != "tensormap" or int(count) != 1:
+        raise TVMSError(f"the reference executor makes T.tvm_stack_alloca(\"tensormap\", 1) only (a slot for a "
+                        f"CUDA tensor map), not T.tvm_stack_alloca({kind!r}, {int(count)})")
+    return ReferenceTensorMap()
+
+
+def call_packed(dtype: Any, name: str, *args: Any) -> Any:
+    """``T.call_packed(name, args...)``: the registered global function, on the arguments' values
+    (a buffer's data is its flat array)."""
+    return get_global_func(name)(*args)
+
+
+HOST_INTRINSICS = {"tir.tvm_stack_alloca": stack_alloca, "tir.tvm_call_packed": call_packed}
 
 # the entries the executor runs, as ptx_memory.MEMORY's: (block, thread, statement), modifiers, operands
 ASYNC = {

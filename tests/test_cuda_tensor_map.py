@@ -20,6 +20,7 @@ from tvms.lowering.codegen.c_source import CSource
 from tvms.runtime import cuda_driver
 from tvms.runtime.cuda_module import ReferenceLauncher, TensorMapParameter
 from tvms.runtime.cuda_tensor_map import tiled_encoding
+from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 
 from conftest import FIXTURES
@@ -337,3 +338,31 @@ def test_tma_kernels_on_the_gpu(case: str, shape: tuple, dtype: str) -> None:
         np.testing.assert_array_equal(b[_swizzled_elements(4096, 2, 128)], a)
     else:
         np.testing.assert_array_equal(b, a)
+
+
+def test_the_function_runs_whole_on_the_reference_executor_before_it_is_split() -> None:
+    """run_prim_func of the PrimFunc itself: its host part makes and encodes the maps
+    (T.tvm_stack_alloca, T.call_packed), its kernel copies through them."""
+    func = from_source((GOLDEN / "hopper_tma_swizzle_128b.tvms").read_text())
+    a, b = np.arange(4096).astype("float16"), np.zeros(4096, "float16")
+    run_prim_func(func, a, b)
+    np.testing.assert_array_equal(b[_swizzled_elements(4096, 2, 128)], a)
+    other = from_source('''# from tvm.script import tirx as T
+
+@T.prim_func
+def main():
+    s: T.let[T.handle] = T.tvm_stack_alloca("shape", 2)
+    T.evaluate(0)
+''')
+    with pytest.raises(TVMSError, match=r'makes T.tvm_stack_alloca\("tensormap", 1\) only .* not '
+                                         r"T.tvm_stack_alloca\('shape', 2\)"):
+        run_prim_func(other)
+
+
+def test_a_multicast_kernel_of_a_thread_block_cluster_is_refused_clearly() -> None:
+    """test_cp_async_bulk_tensor_global_to_shared_multicast1 (fixtures/tensor_map/multicast.tvms):
+    tvms's CUDA runtime launches no clusters, and the executor runs one block."""
+    func = from_source((FIXTURES / "tensor_map" / "multicast.tvms").read_text())
+    with pytest.raises(TVMSError, match=r"the cuda code generator launches grids of blocks of threads .*, not "
+                                         r"clusterCtaIdx\.x \(thread block clusters"):
+        tvms.build(func, target=SM90A)
