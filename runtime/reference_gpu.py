@@ -274,7 +274,8 @@ class Shared:
             if pending[j * self.itemsize:(j + 1) * self.itemsize].any():
                 raise TVMSError(f"{self.block.who(me)} {what} element {j} of the shared buffer {self.name!r} at "
                                 f"{describe(stmt)} while a cp.async copy into it is in flight (no "
-                                f"cp.async.wait_group has completed it)")
+                                f"cp.async.wait_group has completed it, nor, for a bulk tensor copy, its "
+                                f"mbarrier's phase)")
 
     def _pieces(self, i: int) -> range:
         """The tracked pieces of element ``i``."""

@@ -217,7 +217,7 @@ BOX = '''# from tvm.script import tirx as T
 @T.prim_func
 def main(A: T.Buffer(({dy}, {dx}), "float32", align=16), B: T.Buffer(({by}, 8), "float32")):
     A_map: T.let[T.TensorMap()] = T.tvm_stack_alloca("tensormap", 1)
-    T.call_packed("runtime.cuTensorMapEncodeTiled", A_map, "float32", 2, A.data, {dx}, {dy}, {stride}, 8, {by}, 1, 1, 0, {swizzle}, 0, {fill})
+    T.call_packed("runtime.cuTensorMapEncodeTiled", A_map, "float32", 2, A.data, {dx}, {dy}, {stride}, 8, {by}, {element_strides}, 0, {swizzle}, 0, {fill})
     with T.attr({{"tirx.device_entry": T.bool(True)}}):
         for blockIdx in T.thread_binding(1, thread="blockIdx.x"):
             for threadIdx in T.thread_binding({by} * 8, thread="threadIdx.x"):
@@ -227,15 +227,19 @@ def main(A: T.Buffer(({dy}, {dx}), "float32", align=16), B: T.Buffer(({by}, 8), 
                     T.ptx.mbarrier(T.cuda.cvta_generic_to_shared(T.address_of(bar[0])), T.uint32(1), "init", "", "shared", "b64", "")
                     T.ptx.cp(T.cuda.cvta_generic_to_shared(S.data), T.reinterpret(T.handle().ty, T.address_of(A_map)), {cx}, {cy}, T.cuda.cvta_generic_to_shared(T.address_of(bar[0])), "async", "bulk", "tensor", "2d", "shared::cluster", "global", "", "mbarrier::complete_tx::bytes", "", "", "", "")
                     {arrive}
-                T.cuda.mbarrier_wait(T.address_of(bar[0]), 0)
+                {wait}
                 B[threadIdx // 8, threadIdx % 8] = S[threadIdx]
 '''
 ARRIVE = ('T.ptx.mbarrier(T.cuda.cvta_generic_to_shared(T.address_of(bar[0])), T.uint32({tx}), "arrive", "expect_tx", '
           '"", "", "shared", "b64", "")')
 
 
-def _box_kernel(dx=8, dy=4, cx=0, cy=0, swizzle=0, fill=0, tx=128, by=4):
-    text = BOX.format(dx=dx, dy=dy, by=by, stride=dx * 4, cx=cx, cy=cy, swizzle=swizzle, fill=fill,
+WAIT = "T.cuda.mbarrier_wait(T.address_of(bar[0]), 0)"
+
+
+def _box_kernel(dx=8, dy=4, cx=0, cy=0, swizzle=0, fill=0, tx=128, by=4, wait=WAIT, element_strides="1, 1"):
+    text = BOX.format(dx=dx, dy=dy, by=by, stride=dx * 4, cx=cx, cy=cy, swizzle=swizzle, fill=fill, wait=wait,
+                      element_strides=element_strides,
                       arrive=ARRIVE.format(tx=tx) if tx is not None else "T.evaluate(0)")
     return tvms.build(from_source(text), target=SM90A).with_launcher(ReferenceLauncher())["main"]
 
@@ -273,8 +277,20 @@ def test_a_wait_for_a_phase_that_cannot_complete_is_an_error() -> None:
         _box_kernel(tx=64)(np.zeros((4, 8), "float32"), np.zeros((4, 8), "float32"))  # (128 bytes come)
 
 
+def test_a_read_of_the_box_before_its_mbarrier_completes_is_an_error() -> None:
+    with pytest.raises(TVMSError, match=r"reads element 0 of the shared buffer 'S' .* while a cp\.async copy into "
+                                         r"it is in flight .* its mbarrier's phase"):
+        _box_kernel(tx=None, wait="T.evaluate(0)")(np.zeros((4, 8), "float32"), np.zeros((4, 8), "float32"))
+
+
+def test_element_strides_other_than_one_are_refused_by_the_executor() -> None:
+    with pytest.raises(TVMSError, match=r"does not copy boxes of a tensor map with element strides other than 1"):
+        _box_kernel(element_strides="1, 2")(np.zeros((4, 8), "float32"), np.zeros((4, 8), "float32"))
+
+
 def test_multicast_is_refused_clearly() -> None:
-    text = BOX.format(dx=8, dy=4, by=4, stride=32, cx=0, cy=0, swizzle=0, fill=0, arrive=ARRIVE.format(tx=128)).replace(
+    text = BOX.format(dx=8, dy=4, by=4, stride=32, cx=0, cy=0, swizzle=0, fill=0, wait=WAIT, element_strides="1, 1",
+                      arrive=ARRIVE.format(tx=128)).replace(
         '"mbarrier::complete_tx::bytes", "", "", "", "")',
         '"mbarrier::complete_tx::bytes", "multicast::cluster", "", "", "")').replace(
         "T.cuda.cvta_generic_to_shared(T.address_of(bar[0])), \"async\"",
