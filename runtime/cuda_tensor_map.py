@@ -198,7 +198,8 @@ class ReferenceTensorMap:
 
     def encode(self, encoding: TiledEncoding, pointer: Any) -> None:
         if not isinstance(pointer, np.ndarray):
-            raise TVMSError(f"{NAME}: the reference launcher encodes a map of a host array, not {type(pointer).__name__}")
+            raise TVMSError(f"{NAME}: the reference launcher encodes a map of a host array, "
+                            f"not {type(pointer).__name__}")
         self.encoding, self.array = encoding, pointer
 
     def __repr__(self) -> str:

@@ -132,10 +132,12 @@ WARP: dict[str, Callable] = {
 _BARRIERS = tuple(f"{b}_sync{c}" for b in ("bar", "barrier") for c in ("", "_count"))
 _BARRIER_VOTES = tuple(f"{b}_red_{k}{c}" for b in ("bar", "barrier") for k in ("popc", "pred") for c in ("", "_count"))
 # the entries the executor runs (the waits besides WARP: the code generator's)
-RUNS = frozenset({*ARITHMETIC, *ptx_memory.MEMORY, *reference_tma.ASYNC, *WARP, *_BARRIERS, *_BARRIER_VOTES, "bar_warp_sync",
-                  "activemask", "cp_async_wait_all", *reference_wgmma.MMA, *reference_wgmma.ORDERING})
+RUNS = frozenset({*ARITHMETIC, *ptx_memory.MEMORY, *reference_tma.ASYNC, *WARP, *_BARRIERS, *_BARRIER_VOTES,
+                  "bar_warp_sync", "activemask", "cp_async_wait_all", *reference_wgmma.MMA, *reference_wgmma.ORDERING})
 # the cp.async group operations (read as their own ops, ir/op.py PTX_CP): the thread's queue of copies
 _GROUPS = {"tir.ptx.cp_async_commit_group": "commit", "tir.ptx.cp_async_wait_group": "wait"}
+# T.cuda's waits for an mbarrier phase (the acquire at cluster scope: the executor's one block is the cluster)
+_MBARRIER_WAITS = ("tir.cuda.mbarrier_wait", "tir.cuda.mbarrier_wait_acquire_cluster")
 # why some neighbours of what it runs are refused
 _WHY = {"bar_arrive": ": its barriers take every thread of the block, each waiting",
         "barrier_arrive": ": its barriers take every thread of the block, each waiting",
@@ -190,7 +192,7 @@ class PtxDialectCodegen:
             if _GROUPS[name] == "commit":
                 return self._call(reference_async.commit_group, "_blk", "_me", "0")
             return self._call(reference_async.wait_group, "_blk", "_me", self.src(e.args[0]))
-        if name == "tir.cuda.mbarrier_wait" and self.kernel is not None:  # (blocks until the phase completes)
+        if name in _MBARRIER_WAITS and self.kernel is not None:  # (blocks until the phase completes)
             ready = self._call(reference_tma.waiter, "_blk", self._address_source(e.args[0], "shared"),
                                self.src(e.args[1]))
             return self.wait(gpu.MBARRIER, self.kernel.current, (ready,))

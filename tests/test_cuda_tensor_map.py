@@ -1,9 +1,12 @@
 """TMA (CUDA tensor maps) in tvms's CUDA code generator: a kernel takes each map the host encodes as
 a ``const __grid_constant__ CUtensorMap`` parameter (by value) and hands ``T.address_of(map)`` to
 ``cp.async.bulk.tensor``. The kernels are those of TVM's test_codegen_hopper.py (unicast 1-D and
-2-D, a 128-byte swizzle, a 3-D store), written by fixtures/ptx_dialect/write_tma_kernels_with_tvm.py
-and compiled by TVM 0.27 (generate_with_tvm.py): tvms writes the same kernels, byte for byte, with
-the same helpers, and NVRTC compiles them for sm_90a.
+2-D, a 128-byte swizzle, a 3-D store) and one with the forms of ``T.cuda.mbarrier_wait``, written
+by fixtures/ptx_dialect/write_tma_kernels_with_tvm.py and compiled by TVM 0.27
+(generate_with_tvm.py): tvms writes the same kernels, byte for byte, with the same helpers, and
+NVRTC compiles them for sm_90a. The host encodes the maps (``runtime.cuTensorMapEncodeTiled``:
+its checks are TVM's), the reference executor copies through them (reference_tma), the driver path
+runs on an emulated GPU, and on a Hopper GPU where there is one.
 """
 from __future__ import annotations
 
@@ -39,8 +42,8 @@ def sources() -> dict[str, str]:
 
 
 def test_the_tma_kernels_of_tvms_hopper_tests_are_all_here() -> None:
-    assert TMA_KERNELS == ["hopper_tma_store_3d", "hopper_tma_swizzle_128b", "hopper_tma_unicast_1d",
-                           "hopper_tma_unicast_2d"]
+    assert TMA_KERNELS == ["hopper_tma_mbarrier_waits", "hopper_tma_store_3d", "hopper_tma_swizzle_128b",
+                           "hopper_tma_unicast_1d", "hopper_tma_unicast_2d"]
 
 
 @pytest.mark.parametrize("case", TMA_KERNELS)
@@ -81,11 +84,13 @@ INVALID = [
     ((16, 16), "float16", [16, 16, 32, 7, 16, 1, 1, 0, 0, 0, 0],
      r"boxDim\[0\] \* elementSizeInBytes\(tensorDataType\) must be a multiple of 16 bytes"),
     ((16, 16), "float16", [16, 16, 32, 16, 16, 0, 1, 0, 0, 0, 0], r"elementStrides\[0\] must be non-zero"),
-    ((16, 16), "float16", [16, 16, 32, 16, 16, 9, 1, 0, 0, 0, 0], r"elementStrides\[0\] must be less than or equal to 8"),
+    ((16, 16), "float16", [16, 16, 32, 16, 16, 9, 1, 0, 0, 0, 0],
+     r"elementStrides\[0\] must be less than or equal to 8"),
     ((16, 16), "float16", [16, 16, 32, 16, 16, 2, 1, 0, 0, 0, 0], r"elementStrides\[0\] must be one"),
     ((16, 16), "float16", [16, 16, 32, 16, 16, 1, 1, 2, 0, 0, 0],
      r"tensorRank must be greater than or equal to 3 when interleave is not NONE"),
-    ((8, 8, 8), "float16", [8, 8, 8, 16, 128, 8, 8, 8, 1, 1, 1, 2, 1, 0, 0], r"globalStrides\[0\] must be a multiple of 32"),
+    ((8, 8, 8), "float16", [8, 8, 8, 16, 128, 8, 8, 8, 1, 1, 1, 2, 1, 0, 0],
+     r"globalStrides\[0\] must be a multiple of 32"),
     ((8, 8, 8), "float16", [8, 8, 8, 32, 256, 8, 8, 8, 1, 1, 1, 2, 2, 0, 0],
      r"CU_TENSOR_MAP_INTERLEAVE_32B requires CU_TENSOR_MAP_SWIZZLE_32B"),
     ((16, 16), "int32", [16, 16, 64, 4, 16, 1, 1, 0, 0, 0, 1],
@@ -326,7 +331,8 @@ def test_the_driver_launcher_encodes_each_map_and_passes_its_128_bytes_by_value(
     np.testing.assert_array_equal(B.numpy(), a)
     (encoding_a, address_a), (encoding_b, address_b) = driver.tensor_maps
     assert (address_a, address_b) == (A.ptr, B.ptr)
-    assert (encoding_a.dims, encoding_a.strides, encoding_a.box, encoding_a.data_type) == ((64, 16), (128,), (64, 16), 6)
+    assert (encoding_a.dims, encoding_a.strides, encoding_a.box, encoding_a.data_type) == ((64, 16), (128,),
+                                                                                          (64, 16), 6)
     assert ctypes.sizeof(TensorMapParameter) == 128
     assert lib["main"].outputs == (1,)  # (B: written through its map)
 
@@ -382,3 +388,12 @@ def test_a_multicast_kernel_of_a_thread_block_cluster_is_refused_clearly() -> No
     with pytest.raises(TVMSError, match=r"the cuda code generator launches grids of blocks of threads .*, not "
                                          r"clusterCtaIdx\.x \(thread block clusters"):
         tvms.build(func, target=SM90A)
+
+
+@pytest.mark.parametrize("wait", ["T.cuda.mbarrier_wait(T.cuda.cvta_generic_to_shared(T.address_of(bar[0])), 0)",
+                                  "T.cuda.mbarrier_wait_acquire_cluster(T.address_of(bar[0]), 0)"])
+def test_the_other_forms_of_the_wait_block_as_well(wait: str) -> None:
+    a = np.arange(32, dtype="float32").reshape(4, 8)
+    b = np.zeros((4, 8), "float32")
+    _box_kernel(wait=wait)(a, b)
+    np.testing.assert_array_equal(b, a)
