@@ -218,11 +218,14 @@ class DeviceTensorMap:
         from . import cuda_driver  # (cuda-python only when a GPU runs it)
 
         driver = cuda_driver.driver()
+        # (cuda-python takes the sizes as its cuuint64_t / cuuint32_t objects, not as ints)
+        sizes64, sizes32 = driver.cuuint64_t, driver.cuuint32_t
         try:
             descriptor = cuda_driver.call(
                 "cuTensorMapEncodeTiled", driver.CUtensorMapDataType(encoding.data_type), encoding.rank,
-                address_of(pointer), list(encoding.dims), list(encoding.strides), list(encoding.box),
-                list(encoding.element_strides), driver.CUtensorMapInterleave(encoding.interleave),
+                address_of(pointer), [sizes64(d) for d in encoding.dims], [sizes64(s) for s in encoding.strides],
+                [sizes32(b) for b in encoding.box], [sizes32(e) for e in encoding.element_strides],
+                driver.CUtensorMapInterleave(encoding.interleave),
                 driver.CUtensorMapSwizzle(encoding.swizzle), driver.CUtensorMapL2promotion(encoding.l2_promotion),
                 driver.CUtensorMapFloatOOBfill(encoding.oob_fill))
         except TVMSError as err:

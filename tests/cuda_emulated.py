@@ -30,6 +30,23 @@ from tvms.script import from_source
 FIXTURES = Path(__file__).parent / "fixtures" / "cuda_runtime"
 
 
+def _size_types() -> tuple:
+    """cuda-python's cuuint64_t and cuuint32_t (stand-ins where it is not installed)."""
+    try:
+        from cuda.bindings import driver
+        return driver.cuuint64_t, driver.cuuint32_t
+    except ImportError:
+        class cuuint64_t(int):
+            pass
+
+        class cuuint32_t(int):
+            pass
+        return cuuint64_t, cuuint32_t
+
+
+_SIZE_TYPES = _size_types()
+
+
 class FakeDriver:
     """cuda-python's driver module as a machine with ``count`` GPUs (or a failing cuInit) shows it."""
 
@@ -142,14 +159,23 @@ class EmulatedDriver(FakeDriver):
     def cuEventElapsedTime(self, start, end):
         return (0, 4.0)  # milliseconds
 
-    # (cuTensorMapEncodeTiled's enums are taken as their values; a map's first word names its encoding)
+    # (cuTensorMapEncodeTiled's enums are taken as their values, its sizes only as cuda-python's
+    # cuuint64_t / cuuint32_t objects, as the real binding takes them; a map's first word names its encoding)
     CUtensorMapDataType = CUtensorMapInterleave = CUtensorMapSwizzle = staticmethod(int)
     CUtensorMapL2promotion = CUtensorMapFloatOOBfill = staticmethod(int)
+    cuuint64_t, cuuint32_t = _SIZE_TYPES
     _MAP_DTYPES = {0: "uint8", 1: "uint16", 2: "uint32", 3: "int32", 4: "uint64", 5: "int64", 6: "float16",
                    7: "float32", 8: "float64"}
 
     def cuTensorMapEncodeTiled(self, data_type, rank, address, dims, strides, box, element_strides,
                                interleave, swizzle, l2_promotion, oob_fill):
+        for sizes, kind in ((dims, self.cuuint64_t), (strides, self.cuuint64_t), (box, self.cuuint32_t),
+                            (element_strides, self.cuuint32_t)):
+            for size in sizes:
+                if not isinstance(size, kind):
+                    raise TypeError(f"Cannot convert {type(size).__name__} to {kind.__module__}.{kind.__name__}")
+        dims, strides, box, element_strides = ([int(v) for v in sizes] for sizes in (dims, strides, box,
+                                                                                     element_strides))
         encoding = TiledEncoding(self._MAP_DTYPES[data_type], data_type, tuple(dims), tuple(strides), tuple(box),
                                  tuple(element_strides), interleave, swizzle, l2_promotion, oob_fill)
         if rank != len(dims) or len(strides) != rank - 1:
