@@ -33,7 +33,7 @@ from tvms.ir.host_program import DYNAMIC_SHARED
 
 from tvms.ir.registry import get_global_func
 
-from . import cuda_tensor_map  # noqa: F401 (registers runtime.cuTensorMapEncodeTiled)
+from .cuda_tensor_map import check_slot  # (and runtime.cuTensorMapEncodeTiled registered)
 from .reference import _bind_dim, cast_value, compact_strides, compile_expr, numpy_dtype
 
 _AXES = ("x", "y", "z")
@@ -154,6 +154,8 @@ class HostRunner:
 
     def s_LetStmt(self, s: S.LetStmt) -> Any:
         if is_tensor_map_slot(s.value):
+            count = s.value.args[1]
+            check_slot("tensormap", count.value if isinstance(count, E.IntImm) else count)
             return self._tensor_map(s.var, self.stmt(s.body))
         var, value, body = s.var, self.value(s.value), self.stmt(s.body)
 

@@ -236,9 +236,21 @@ class DeviceTensorMap:
         return f"DeviceTensorMap({self.encoding})"
 
 
-def encode_tiled(tensor_map: Any, dtype: Any, rank: Any, pointer: Any, *args: Any) -> None:
-    """``runtime.cuTensorMapEncodeTiled``: checks the arguments and encodes the slot ``tensor_map``
-    (one a launcher's ``tensor_map()`` made) for the tensor at ``pointer``."""
+def check_slot(kind: Any, count: Any) -> None:
+    """``T.tvm_stack_alloca(kind, count)`` as a host function makes it: one slot for one CUDA
+    tensor map (the map is one value; a slot of several maps is not addressable as a map)."""
+    if kind != "tensormap" or count != 1:
+        raise TVMSError(f"a tensor-map slot is T.tvm_stack_alloca(\"tensormap\", 1) (one CUDA tensor map), "
+                        f"not T.tvm_stack_alloca({kind!r}, {count})")
+
+
+def encode_tiled(*args: Any) -> None:
+    """``runtime.cuTensorMapEncodeTiled(tensor_map, dtype, rank, pointer, ...)``: checks the arguments
+    and encodes the slot ``tensor_map`` (one a launcher's ``tensor_map()`` made) for the tensor at
+    ``pointer``."""
+    _check(len(args) >= 4, f"cuTensorMapEncodeTiled expects at least 4 arguments (tensor_map, tensor_dtype, "
+                           f"tensor_rank, tensor_ptr, ...), got {len(args)}")
+    tensor_map, dtype, rank, pointer, *args = args
     if not hasattr(tensor_map, "encode"):
         raise TVMSError(f"{NAME}: the first argument must be a tensor-map slot "
                         f"(T.tvm_stack_alloca(\"tensormap\", 1)), not {type(tensor_map).__name__}")
@@ -247,4 +259,4 @@ def encode_tiled(tensor_map: Any, dtype: Any, rank: Any, pointer: Any, *args: An
 
 register_func(NAME, encode_tiled, override=True)
 
-__all__ = ["DeviceTensorMap", "ReferenceTensorMap", "TiledEncoding", "address_of", "encode_tiled", "tiled_encoding"]
+__all__ = ["DeviceTensorMap", "ReferenceTensorMap", "TiledEncoding", "address_of", "check_slot", "encode_tiled", "tiled_encoding"]

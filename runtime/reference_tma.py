@@ -42,7 +42,8 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.registry import get_global_func
 
 from . import reference_async
-from .cuda_tensor_map import (INTERLEAVE_NONE, OOB_FILL_NAN, SWIZZLE_BYTES, ReferenceTensorMap, TiledEncoding)
+from .cuda_tensor_map import (INTERLEAVE_NONE, OOB_FILL_NAN, SWIZZLE_BYTES, ReferenceTensorMap, TiledEncoding,
+                           check_slot)
 from .ptx_memory import Address, shared_window_address, swizzled
 from .reference_gpu import Shared, describe
 
@@ -281,9 +282,7 @@ def finish(block: Any, me: int) -> None:
 def stack_alloca(dtype: Any, kind: str, count: int) -> ReferenceTensorMap:
     """``T.tvm_stack_alloca("tensormap", 1)`` in a function the executor runs whole (its host part
     and its kernels): a slot the host's ``T.call_packed("runtime.cuTensorMapEncodeTiled", ...)`` encodes."""
-    if kind != "tensormap" or int(count) != 1:
-        raise TVMSError(f"the reference executor makes T.tvm_stack_alloca(\"tensormap\", 1) only (a slot for a "
-                        f"CUDA tensor map), not T.tvm_stack_alloca({kind!r}, {int(count)})")
+    check_slot(kind, int(count))
     return ReferenceTensorMap()
 
 

@@ -175,6 +175,34 @@ def test_the_host_function_encodes_its_maps_before_the_launch(shape, dtype, args
     assert b[0] == 1
 
 
+ONE_MAP = ENCODE_ONLY.format(shape=(16, 16), dtype="float16", rank=2, args="16, 16, 32, 16, 16, 1, 1, 0, 0, 0, 0")
+
+
+def _run_both_ways(text: str, message: str) -> None:
+    """Built and run by the CUDA host function (reference launcher), and run whole by the executor:
+    the same TVMSError, nothing launched."""
+    a, b = np.zeros((16, 16), "float16"), np.zeros(1, "int32")
+    with pytest.raises(TVMSError, match=message):
+        tvms.build(from_source(text), target="cuda").with_launcher(ReferenceLauncher())["main"](a, b)
+    with pytest.raises(TVMSError, match=message):
+        run_prim_func(from_source(text), a, b)
+    assert b[0] == 0
+
+
+def test_an_encoder_call_with_too_few_arguments_is_refused_as_tvm_refuses_it() -> None:
+    text = ONE_MAP.replace('A_map, "float16", 2, A.data, 16, 16, 32, 16, 16, 1, 1, 0, 0, 0, 0)', "A_map)")
+    assert text != ONE_MAP
+    _run_both_ways(text, r"runtime\.cuTensorMapEncodeTiled: cuTensorMapEncodeTiled expects at least 4 arguments "
+                         r"\(tensor_map, tensor_dtype, tensor_rank, tensor_ptr, \.\.\.\), got 1")
+
+
+def test_a_slot_of_two_tensor_maps_is_refused_by_the_build_and_the_executor_alike() -> None:
+    text = ONE_MAP.replace('T.tvm_stack_alloca("tensormap", 1)', 'T.tvm_stack_alloca("tensormap", 2)')
+    assert text != ONE_MAP
+    _run_both_ways(text, r'a tensor-map slot is T.tvm_stack_alloca\("tensormap", 1\) \(one CUDA tensor map\), '
+                         r"not T.tvm_stack_alloca\('tensormap', 2\)")
+
+
 # ---------------------------------------------------------------- the reference executor
 def _reference(case: str):
     func = from_source((GOLDEN / f"{case}.tvms").read_text(), f"{case}.tvms")
@@ -376,7 +404,7 @@ def main():
     s: T.let[T.handle] = T.tvm_stack_alloca("shape", 2)
     T.evaluate(0)
 ''')
-    with pytest.raises(TVMSError, match=r'makes T.tvm_stack_alloca\("tensormap", 1\) only .* not '
+    with pytest.raises(TVMSError, match=r'a tensor-map slot is T.tvm_stack_alloca\("tensormap", 1\) .* not '
                                          r"T.tvm_stack_alloca\('shape', 2\)"):
         run_prim_func(other)
 
