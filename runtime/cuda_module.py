@@ -49,6 +49,14 @@ class TensorMapParameter(ctypes.Structure):
         super().__init__((ctypes.c_uint64 * 16)(*words))
 
 
+def _by_value(tmap: DeviceTensorMap, kernel: str) -> tuple:
+    """The 128 bytes of an encoded map, as a kernel takes them."""
+    if tmap.words is None:
+        raise TVMSError(f"kernel {kernel} is launched with a tensor map that was never encoded "
+                        f"(runtime.cuTensorMapEncodeTiled before the launch)")
+    return tmap.words
+
+
 class ReferenceLauncher:
     """Runs kernels with the reference executor on host arrays (numpy arrays or CPU tensors),
     after checking that the host's grid and block are the extents the kernel launches."""
@@ -174,7 +182,7 @@ class DriverLauncher:
             found = self._kernels[id(kernel)] = (module, types)
         module, types = found
         fn = module.function(kernel.name, dims.shared_bytes)
-        values = [v.words if isinstance(v, DeviceTensorMap) else v for v in values]  # (a map goes by value)
+        values = [_by_value(v, kernel.name) if isinstance(v, DeviceTensorMap) else v for v in values]
         cuda_driver.launch(fn, dims.grid, dims.block, dims.shared_bytes, self.stream, zip(types, values))
 
     def _load(self, artifact: Any) -> cuda_driver.LoadedModule:

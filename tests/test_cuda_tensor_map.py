@@ -340,9 +340,9 @@ def emulated_gpu(monkeypatch):
     (tests/cuda_emulated.py: its memory host memory, its launches the reference executor's)."""
     from cuda_emulated import EmulatedDriver
 
-    def use(case: str):
+    def use(case: str, edit=lambda text: text):
         gc.collect()  # (device memory earlier tests left is freed now, not in this driver's memory)
-        lib = tvms.build(from_source((GOLDEN / f"{case}.tvms").read_text(), f"{case}.tvms"), target=SM90A)
+        lib = tvms.build(from_source(edit((GOLDEN / f"{case}.tvms").read_text()), f"{case}.tvms"), target=SM90A)
         driver = EmulatedDriver({k.name: k for k in lib["main"].artifact.kernels})
         monkeypatch.setattr(cuda_driver, "_driver_module", lambda: driver)
         monkeypatch.setattr(cuda_driver, "_initialized", cuda_driver._initialized.__wrapped__)
@@ -363,6 +363,22 @@ def test_the_driver_launcher_encodes_each_map_and_passes_its_128_bytes_by_value(
                                                                                           (64, 16), 6)
     assert ctypes.sizeof(TensorMapParameter) == 128
     assert lib["main"].outputs == (1,)  # (B: written through its map)
+
+
+def test_a_launch_with_a_map_never_encoded_is_refused(emulated_gpu) -> None:
+    """A host function that makes a slot but never encodes it: the launch is refused, nothing runs."""
+    call = ('    T.call_packed("runtime.cuTensorMapEncodeTiled", A_map, "float16", 2, A.data, 64, 16, 128, 64, 16, '
+            '1, 1, 0, 0, 0, 0)\n')
+
+    def without_encoding(text: str) -> str:
+        assert call in text
+        return text.replace(call, "")
+    driver, lib = emulated_gpu("hopper_tma_unicast_2d", without_encoding)
+    A = tvms.nd.array(np.ones((16, 64), "float16"), device=tvms.cuda(0))
+    B = tvms.nd.array(np.zeros((16, 64), "float16"), device=tvms.cuda(0))
+    with pytest.raises(TVMSError, match=r"kernel \w+ is launched with a tensor map that was never encoded"):
+        lib["main"](A, B)
+    assert driver.launches == []
 
 
 # ---------------------------------------------------------------- on a Hopper GPU
