@@ -38,8 +38,9 @@ FLOAT32_FTZ, TFLOAT32, TFLOAT32_FTZ, U4_ALIGN8, U4_ALIGN16, U6_ALIGN16 = range(1
 _DATA_TYPES = {"int8": UINT8, "int32": INT32, "int64": INT64, "uint8": UINT8, "uint16": UINT16,
                "uint32": UINT32, "uint64": UINT64, "float16": FLOAT16, "float32": FLOAT32, "float64": FLOAT64,
                "bfloat16": BFLOAT16, "float8_e4m3fn": UINT8, "float8_e5m2": UINT8, "float4_e2m1fn": U4_ALIGN16}
-_FLOATING = (FLOAT16, FLOAT32, FLOAT64, BFLOAT16, FLOAT32_FTZ, TFLOAT32, TFLOAT32_FTZ)
+FLOATING = (FLOAT16, FLOAT32, FLOAT64, BFLOAT16, FLOAT32_FTZ, TFLOAT32, TFLOAT32_FTZ)
 _PACKED_ALIGN16 = (U4_ALIGN16, U6_ALIGN16)
+PACKED = (U4_ALIGN8, *_PACKED_ALIGN16)  # (4- and 6-bit values packed 16 to a chunk)
 
 INTERLEAVE_NONE, INTERLEAVE_16B, INTERLEAVE_32B = range(3)
 SWIZZLE_NONE, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B = range(4)
@@ -144,7 +145,7 @@ def tiled_encoding(dtype: Any, rank: Any, address: int, args: tuple | list) -> T
     _check(l2_promotion in L2_PROMOTIONS, f"Unsupported l2Promotion enum value: {l2_promotion}")
     _check(oob_fill in (OOB_FILL_NONE, OOB_FILL_NAN), f"Unsupported oobFill enum value: {oob_fill}")
     packed_align16 = data_type in _PACKED_ALIGN16
-    packed = packed_align16 or data_type == U4_ALIGN8
+    packed = data_type in PACKED
     element_bytes = (DataType(dtype).bits + 7) // 8
     _check(address % 16 == 0, f"globalAddress must be 16-byte aligned (it is {address:#x})")
     if interleave != INTERLEAVE_NONE:
@@ -167,7 +168,7 @@ def tiled_encoding(dtype: Any, rank: Any, address: int, args: tuple | list) -> T
         _check(box[0] * element_bytes % 16 == 0,
                "boxDim[0] * elementSizeInBytes(tensorDataType) must be a multiple of 16 bytes")
     if oob_fill == OOB_FILL_NAN:
-        _check(data_type in _FLOATING, "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA requires a "
+        _check(data_type in FLOATING, "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA requires a "
                                        "floating-point tensorDataType")
         _check(not packed, "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA is not supported for packed "
                            "tensorDataType")

@@ -28,8 +28,10 @@ the host array it views).
 
 Refused clearly: multicast (the executor runs one block, no cluster), gather4/scatter4 and
 im2col, element strides other than 1, interleaved maps, the 128-byte swizzles with atoms, packed
-4-bit and 6-bit types, and a map whose box is copied to a shared address not aligned as the
-swizzle needs.
+4-bit and 6-bit types, the float32 types the hardware rounds or flushes as it copies (TFLOAT32,
+forced by the encoder's last argument, and the FTZ ones), and a map whose box is copied to a shared
+address not aligned as the swizzle needs. A map reads its array's bytes as elements of its own
+dtype (a float16 map over a float32 buffer is a byte reinterpretation, as on the GPU).
 """
 from __future__ import annotations
 
@@ -42,10 +44,11 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.registry import get_global_func
 
 from . import reference_async
-from .cuda_tensor_map import (INTERLEAVE_NONE, OOB_FILL_NAN, SWIZZLE_BYTES, ReferenceTensorMap, TiledEncoding,
-                           check_slot)
+from .cuda_tensor_map import (FLOATING, INTERLEAVE_NONE, OOB_FILL_NAN, PACKED, SWIZZLE_BYTES, TFLOAT32,
+                              TFLOAT32_FTZ, FLOAT32_FTZ, ReferenceTensorMap, TiledEncoding, check_slot)
 from .ptx_memory import Address, shared_window_address, swizzled
 from .reference_gpu import Shared, describe
+from .tir_values import numpy_dtype
 
 ALIGN = 128  # (PTX: a bulk tensor copy's shared address is 128-byte aligned)
 
@@ -137,10 +140,28 @@ def _encoding(tmap: Any, rank: int, what: str) -> TiledEncoding:
     why = ("element strides other than 1" if any(s != 1 for s in enc.element_strides) else
            "an interleaved layout" if enc.interleave != INTERLEAVE_NONE else
            f"the swizzle {enc.swizzle} (a 128-byte swizzle with atoms)" if enc.swizzle not in SWIZZLE_BYTES else
-           f"the packed type {enc.dtype}" if np.dtype(tmap.array.dtype).itemsize != enc.element_bytes else None)
+           f"the packed type {enc.dtype} (CUtensorMapDataType {enc.data_type}: 4- or 6-bit values in 16-value "
+           f"chunks)" if enc.data_type in PACKED else
+           f"the data type {_ROUNDING[enc.data_type]} (the hardware rounds or flushes float32 values as it copies "
+           f"them)" if enc.data_type in _ROUNDING else None)
     if why:
         raise TVMSError(f"{what}: the reference executor does not copy boxes of a tensor map with {why}")
     return enc
+
+
+_ROUNDING = {TFLOAT32: "TFLOAT32", TFLOAT32_FTZ: "TFLOAT32_FTZ", FLOAT32_FTZ: "FLOAT32_FTZ"}
+
+
+def _elements(tmap: ReferenceTensorMap, what: str) -> np.ndarray:
+    """The map's array as elements of the map's dtype: a map reads the global bytes as its own type,
+    whatever the buffer's (a float16 map over a float32 buffer sees two halves in each)."""
+    array, dtype = tmap.array, numpy_dtype(tmap.encoding.dtype)
+    if array.dtype == dtype:
+        return array
+    if array.ndim != 1 or not array.flags.c_contiguous or array.nbytes % dtype.itemsize:
+        raise TVMSError(f"{what}: a {tmap.encoding.dtype} tensor map over a {array.dtype} array of {array.nbytes} "
+                        f"bytes that are not whole {tmap.encoding.dtype} elements in a row")
+    return array.view(dtype)
 
 
 def _box(enc: TiledEncoding, array: np.ndarray, coords: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -210,10 +231,11 @@ def tensor_load(ctx: tuple, m: dict, dst: Address, tmap: Any, *rest: Any) -> tup
         raise TVMSError(f"{what} with {m['multicast']}: the reference executor runs one block, not a cluster")
     rank, coords, rest = _coords(m, rest, what)
     enc = _encoding(tmap, rank, what)
-    offset, inside = _box(enc, tmap.array, coords)
-    fill = np.nan if enc.oob_fill == OOB_FILL_NAN and tmap.array.dtype.kind == "f" else 0
-    values = np.full(offset.shape, fill, tmap.array.dtype)
-    values[inside] = tmap.array[offset[inside]]
+    array = _elements(tmap, what)
+    offset, inside = _box(enc, array, coords)
+    fill = np.nan if enc.oob_fill == OOB_FILL_NAN and enc.data_type in FLOATING else 0
+    values = np.full(offset.shape, fill, array.dtype)
+    values[inside] = array[offset[inside]]
     raw = np.ascontiguousarray(values).reshape(-1).view(np.uint8)
     where = _placement(block, dst, raw.size, enc.swizzle, what)
     barrier = barrier_at(block, rest[0], what)
@@ -236,14 +258,15 @@ def tensor_store(ctx: tuple, m: dict, tmap: Any, *rest: Any) -> tuple:
     what = "cp.async.bulk.tensor (shared to global)"
     rank, coords, rest = _coords(m, rest, what)
     enc = _encoding(tmap, rank, what)
-    offset, inside = _box(enc, tmap.array, coords)
+    array = _elements(tmap, what)
+    offset, inside = _box(enc, array, coords)
     src = rest[0]
     nbytes = offset.size * enc.element_bytes
     where = _placement(block, src, nbytes, enc.swizzle, what)
     root = src.memory.root
     raw = root.view(np.dtype(np.uint8)).load(where, me, stmt)  # (race- and in-flight-checked, as the thread's read)
-    values = np.asarray(raw, np.uint8).view(tmap.array.dtype).reshape(offset.shape)
-    _queue(block, me)[-1].append((tmap.array, offset[inside], values[inside], stmt))
+    values = np.asarray(raw, np.uint8).view(array.dtype).reshape(offset.shape)
+    _queue(block, me)[-1].append((array, offset[inside], values[inside], stmt))
     return ()
 
 
@@ -251,6 +274,7 @@ def prefetch(ctx: tuple, m: dict, tmap: Any, *rest: Any) -> tuple:
     what = "cp.async.bulk.prefetch.tensor"
     rank, coords, _ = _coords(m, rest, what)
     _encoding(tmap, rank, what)  # (a prefetch changes nothing a kernel sees)
+    _elements(tmap, what)
     return ()
 
 

@@ -165,7 +165,7 @@ class EmulatedDriver(FakeDriver):
     CUtensorMapL2promotion = CUtensorMapFloatOOBfill = staticmethod(int)
     cuuint64_t, cuuint32_t = _SIZE_TYPES
     _MAP_DTYPES = {0: "uint8", 1: "uint16", 2: "uint32", 3: "int32", 4: "uint64", 5: "int64", 6: "float16",
-                   7: "float32", 8: "float64"}
+                   7: "float32", 8: "float64", 9: "bfloat16"}
 
     def cuTensorMapEncodeTiled(self, data_type, rank, address, dims, strides, box, element_strides,
                                interleave, swizzle, l2_promotion, oob_fill):
