@@ -320,7 +320,8 @@ HOST_INTRINSICS = {"tir.tvm_stack_alloca": stack_alloca, "tir.tvm_call_packed": 
 
 # the entries the executor runs, as ptx_memory.MEMORY's: (block, thread, statement), modifiers, operands
 ASYNC = {
-    "mbarrier_init": init, "mbarrier_arrive": arrive, "mbarrier_arrive_expect_tx": arrive_expect_tx,
+    "mbarrier_init": init, "mbarrier_arrive": arrive, "mbarrier_arrive_nocount": arrive,  # (no count: one)
+    "mbarrier_arrive_expect_tx": arrive_expect_tx,
     "mbarrier_expect_tx": expect_tx,
     "cp_async_bulk_tensor_g2s_cluster": tensor_load, "cp_async_bulk_tensor_g2s_cta": tensor_load,
     "cp_async_bulk_tensor_g2s_cluster_multicast16": tensor_load,

@@ -316,6 +316,24 @@ def test_a_read_of_the_box_before_its_mbarrier_completes_is_an_error() -> None:
         _box_kernel(tx=None, wait="T.evaluate(0)")(np.zeros((4, 8), "float32"), np.zeros((4, 8), "float32"))
 
 
+@pytest.mark.parametrize("count, completes", [(33, True), (34, False)])
+def test_an_arrive_without_a_count_is_one_arrival(count: int, completes: bool) -> None:
+    """mbarrier.arrive.shared.b64 [bar] (no count operand) by each of the 32 threads and thread 0's
+    arrive.expect_tx: 33 arrivals complete a phase of 33 and not one of 34."""
+    plain = 'T.ptx.mbarrier(T.cuda.cvta_generic_to_shared(T.address_of(bar[0])), "arrive", "", "", "shared", "b64", "")'
+    text = BOX.format(dx=8, dy=4, by=4, stride=32, cx=0, cy=0, swizzle=0, fill=0, element_strides="1, 1",
+                      wait=plain + "\n                " + WAIT, arrive=ARRIVE.format(tx=128))
+    text = text.replace('T.uint32(1), "init"', f'T.uint32({count}), "init"')
+    run = tvms.build(from_source(text), target=SM90A).with_launcher(ReferenceLauncher())["main"]
+    a, b = np.arange(32, dtype="float32").reshape(4, 8), np.zeros((4, 8), "float32")
+    if completes:
+        run(a, b)
+        np.testing.assert_array_equal(b, a)
+    else:
+        with pytest.raises(TVMSError, match=r"waits at .* for an mbarrier phase that never completes"):
+            run(a, b)
+
+
 def test_element_strides_other_than_one_are_refused_by_the_executor() -> None:
     with pytest.raises(TVMSError, match=r"does not copy boxes of a tensor map with element strides other than 1"):
         _box_kernel(element_strides="1, 2")(np.zeros((4, 8), "float32"), np.zeros((4, 8), "float32"))
