@@ -116,6 +116,12 @@ class Kernel:
         return len(self.sites) - 1
 
 
+def bulk_reads_key(root: Any) -> tuple:
+    """The key of ``Block.in_flight`` under which the bytes of the shared allocation ``root`` that
+    bulk copies to global memory are still reading are counted."""
+    return ("bulk reads", root)
+
+
 class Block:
     """One GPU block: its shared memory and the clock its barriers advance."""
 
@@ -129,7 +135,9 @@ class Block:
         self.warps = warps  # per thread: (warp, lane)
         self.clock = 0  # advanced by every barrier (in steps of CLOCK_STEP, above any thread number)
         self.memory: dict = {}
-        self.in_flight: dict = {}  # root Shared -> per byte, the cp.async copies writing it not yet waited for
+        # root Shared -> per byte, the cp.async copies writing it not yet waited for (and under
+        # bulk_reads_key(root): the bulk copies to global still reading it)
+        self.in_flight: dict = {}
 
     def shared(self, key: int, name: str, size: int, dtype: np.dtype) -> "Shared":
         """The block's one ``shared`` allocation of a site (allocated by the first thread)."""
@@ -266,16 +274,23 @@ class Shared:
             self._wrote(j, _changed(old, new), me, stmt)
 
     def _landed(self, i: Any, me: int, stmt: Any, what: str) -> None:
-        """An access to bytes a cp.async copy is still writing (reference_async) is an error."""
+        """An access to bytes a cp.async copy is still writing (reference_async), or a write to bytes
+        a bulk copy to global memory is still reading (reference_tma), is an error."""
         pending = self.block.in_flight.get(self.root)
-        if pending is None:
+        reading = self.block.in_flight.get(bulk_reads_key(self.root)) if what == "writes" else None
+        if pending is None and reading is None:
             return
         for j in (i,) if type(i) is int else self._indices(i):
-            if pending[j * self.itemsize:(j + 1) * self.itemsize].any():
+            span = slice(j * self.itemsize, (j + 1) * self.itemsize)
+            if pending is not None and pending[span].any():
                 raise TVMSError(f"{self.block.who(me)} {what} element {j} of the shared buffer {self.name!r} at "
                                 f"{describe(stmt)} while a cp.async copy into it is in flight (no "
                                 f"cp.async.wait_group has completed it, nor, for a bulk tensor copy, its "
                                 f"mbarrier's phase)")
+            if reading is not None and reading[span].any():
+                raise TVMSError(f"{self.block.who(me)} writes element {j} of the shared buffer {self.name!r} at "
+                                f"{describe(stmt)} while a bulk copy to global memory (cp.async.bulk.tensor, shared "
+                                f"to global) is reading it (no cp.async.bulk.wait_group has completed its group)")
 
     def _pieces(self, i: int) -> range:
         """The tracked pieces of element ``i``."""

@@ -20,7 +20,8 @@ the host array it views).
 * ``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group`` reads the box from shared memory
   (unswizzling it) when issued and writes the elements inside the tensor into the map's array at
   the ``cp.async.bulk.wait_group`` that completes its group (``commit_group`` closes the open one;
-  a thread that ends with copies not waited for is an error).
+  a thread that ends with copies not waited for is an error). Until then the hardware may still be
+  reading the box: a write to its shared bytes is an error.
 * ``cp.async.bulk.prefetch.tensor`` only checks its map; ``fence.mbarrier_init`` orders nothing.
 * A function run whole (``run_prim_func`` of a PrimFunc with its host part, before SplitHostDevice)
   makes its map slots (``T.tvm_stack_alloca("tensormap", 1)``) and calls the encoder
@@ -47,7 +48,7 @@ from . import reference_async
 from .cuda_tensor_map import (FLOATING, INTERLEAVE_NONE, OOB_FILL_NAN, PACKED, SWIZZLE_BYTES, TFLOAT32,
                               TFLOAT32_FTZ, FLOAT32_FTZ, ReferenceTensorMap, TiledEncoding, check_slot)
 from .ptx_memory import Address, shared_window_address, swizzled
-from .reference_gpu import Shared, describe
+from .reference_gpu import Shared, bulk_reads_key, describe
 from .tir_values import numpy_dtype
 
 ALIGN = 128  # (PTX: a bulk tensor copy's shared address is 128-byte aligned)
@@ -266,7 +267,9 @@ def tensor_store(ctx: tuple, m: dict, tmap: Any, *rest: Any) -> tuple:
     root = src.memory.root
     raw = root.view(np.dtype(np.uint8)).load(where, me, stmt)  # (race- and in-flight-checked, as the thread's read)
     values = np.asarray(raw, np.uint8).view(array.dtype).reshape(offset.shape)
-    _queue(block, me)[-1].append((array, offset[inside], values[inside], stmt))
+    reading = block.in_flight.setdefault(bulk_reads_key(root), np.zeros(root.data.nbytes, np.int32))
+    reading[where] += 1  # (until its group's wait: a write there before it is an error)
+    _queue(block, me)[-1].append((array, offset[inside], values[inside], stmt, root, where))
     return ()
 
 
@@ -287,8 +290,14 @@ def wait_group(ctx: tuple, m: dict, in_flight: int, *_: Any) -> tuple:
     """Complete the thread's committed bulk groups but the ``in_flight`` newest: their global writes."""
     block, me, _ = ctx
     queue = _queue(block, me)
-    for array, offsets, values, _stmt in reference_async.complete_oldest(queue, len(queue) - 1, int(in_flight)):
+    for array, offsets, values, _stmt, root, where in reference_async.complete_oldest(queue, len(queue) - 1,
+                                                                                      int(in_flight)):
         array[offsets] = values
+        key = bulk_reads_key(root)
+        reading = block.in_flight[key]
+        reading[where] -= 1
+        if not reading.any():
+            del block.in_flight[key]
     return ()
 
 

@@ -422,6 +422,44 @@ def test_a_tfloat32_map_is_refused_by_name() -> None:
         run(np.ones(4, "float32"), np.zeros(4, "float32"))
 
 
+STORE = '''# from tvm.script import tirx as T
+
+@T.prim_func
+def main(C: T.Buffer((4, 8), "float32", align=16)):
+    C_map: T.let[T.TensorMap()] = T.tvm_stack_alloca("tensormap", 1)
+    T.call_packed("runtime.cuTensorMapEncodeTiled", C_map, "float32", 2, C.data, 8, 4, 32, 8, 4, 1, 1, 0, 0, 0, 0)
+    with T.attr({{"tirx.device_entry": T.bool(True)}}):
+        for blockIdx in T.thread_binding(1, thread="blockIdx.x"):
+            for threadIdx in T.thread_binding(1, thread="threadIdx.x"):
+                S = T.alloc_shared((32,), align=128)
+                for i in range(32):
+                    S[i] = T.Cast("float32", i)
+                T.ptx.fence("proxy", "async", "shared::cta", "")
+                T.ptx.cp(T.reinterpret(T.handle().ty, T.address_of(C_map)), 0, 0, T.cuda.cvta_generic_to_shared(S.data), "async", "bulk", "tensor", "2d", "global", "shared::cta", "tile", "bulk_group", "", "")
+                T.ptx.cp("async", "bulk", "commit_group", "")
+                {before}
+                T.ptx.cp(0, "async", "bulk", "wait_group", "{read}", "")
+                {after}
+'''
+OVERWRITE = "S[5] = T.float32(-1)"
+
+
+@pytest.mark.parametrize("read", ["", "read"])
+def test_a_write_to_the_box_a_bulk_store_still_reads_is_an_error(read: str) -> None:
+    """The store reads shared memory asynchronously until its group's wait: overwriting the box
+    before it would race with the hardware's read (the value stored is either)."""
+    run = tvms.build(from_source(STORE.format(before=OVERWRITE, read=read, after="T.evaluate(0)")),
+                     target=SM90A).with_launcher(ReferenceLauncher())["main"]
+    with pytest.raises(TVMSError, match=r"writes element 5 of the shared buffer 'S' at .* while a bulk copy to "
+                                         r"global memory \(cp\.async\.bulk\.tensor, shared to global\) is reading "
+                                         r"it \(no cp\.async\.bulk\.wait_group has completed its group\)"):
+        run(np.zeros((4, 8), "float32"))
+    c = np.zeros((4, 8), "float32")  # (after the wait the box is the thread's again)
+    tvms.build(from_source(STORE.format(before="T.evaluate(0)", read=read, after=OVERWRITE)),
+               target=SM90A).with_launcher(ReferenceLauncher())["main"](c)
+    np.testing.assert_array_equal(c, np.arange(32, dtype="float32").reshape(4, 8))
+
+
 # ---------------------------------------------------------------- the driver path
 @pytest.fixture
 def emulated_gpu(monkeypatch):
