@@ -66,6 +66,39 @@ def test_nvrtc_compiles_the_tma_kernels_for_sm_90a(sources: dict[str, str]) -> N
         assert assert_compiles(sources[case], archs=("sm_90a",))["sm_90a"]
 
 
+BARE = FIXTURES / "tensor_map" / "bare_operands.tvms"
+
+
+def test_bare_address_operands_read_as_tvm_reads_them() -> None:
+    """fixtures/tensor_map/bare_operands.tvms writes the PTX operands bare (``T.address_of(A_map)``,
+    shared pointers); TVM 0.27's reading coerces them (print_with_tvm.py): the map's uint64 address
+    reinterpreted as a handle, a shared pointer converted to its shared window address. tvms reads
+    the same function."""
+    func = from_source(BARE.read_text(), BARE.name)
+    assert func.script(dialect="tvm-0.27") + "\n" == (BARE.parent / "bare_operands.tvm.tvms").read_text()
+
+
+def test_bare_address_operands_compile_and_run() -> None:
+    """The kernel of the bare operands compiles for sm_90a (the map's address reaches the helper's
+    ``const void*`` as TVM passes it) and copies A to C and B on the reference executor."""
+    lib = tvms.build(from_source(BARE.read_text(), BARE.name), target=SM90A)
+    assert_compiles(lib.imported_modules[0].get_source(), archs=("sm_90a",))
+    a = np.arange(128, dtype="float32")
+    b, c = np.zeros(128, "float32"), np.zeros(128, "float32")
+    lib.with_launcher(ReferenceLauncher())["main"](a, b, c, 0)
+    np.testing.assert_array_equal(b, a)
+    np.testing.assert_array_equal(c, a)
+
+
+def test_a_reinterpret_to_a_pointer_is_written_as_tvm_writes_it() -> None:
+    """fixtures/tensor_map/reinterpret_handles.tvms (compile_with_tvm.py): a typed pointer's let is
+    declared and cast to its element type, a constant address goes through reinterpret_cast."""
+    case = FIXTURES / "tensor_map" / "reinterpret_handles"
+    source = tvms.build(from_source(case.with_suffix(".tvms").read_text()), target=SM90A).imported_modules[0].get_source()
+    assert source[source.index('extern "C" __global__'):] == case.with_suffix(".cu").read_text()
+    assert_compiles(source, archs=("sm_90a",))
+
+
 def test_a_c_target_refuses_a_tensor_map_parameter() -> None:
     var = E.Var("A_map", "handle", E.PointerType(E.TensorMapType()))
     with pytest.raises(TVMSError, match=r"A_map is a T\.TensorMap\(\), a CUDA tensor map that only the cuda target"):

@@ -443,12 +443,21 @@ class CSource:
             return f"(&({self.buffer_ref(arg.dtype, arg.buffer, index)}))"
         return f"(&({self.expr(arg)}))"
 
+    def pointee(self, e: E.Call) -> str:
+        """The C type a handle-valued call points at: its typed pointer's element
+        (``T.handle("float16").ty``), else void."""
+        ann = e.type_annotation
+        return self.c_type(ann.element) if isinstance(ann, E.PointerType) and not ann.is_tensor_map else "void"
+
     def reinterpret(self, e: E.Call) -> str:
         src = e.args[0]
         if src.dtype.bits * src.dtype.lanes != e.dtype.bits * e.dtype.lanes:
             raise TVMSError(f"T.reinterpret from {src.dtype} to {e.dtype} changes the number of bits")
         if e.dtype.is_handle:  # (a pointer is not an lvalue one can take the address of in general: TVM casts it)
-            return f"((void*){self.expr(src)})"
+            t = self.pointee(e)
+            if isinstance(src, E.IntImm):  # (a constant address, as TVM's CUDA generator writes it)
+                return f"reinterpret_cast<{t}*>({self.expr(src)})"
+            return f"(({t}*){self.expr(src)})"
         scope = self.begin_scope()
         rhs = self.ssa_id(self.expr(src), src.dtype)
         self.end_scope(scope)
@@ -481,6 +490,15 @@ class CSource:
     def s_LetStmt(self, s: S.LetStmt) -> None:
         if s.var.dtype.is_handle and isinstance(s.value, E.Var) and s.value in self.handle_type:
             self.handle_type[s.var] = self.handle_type[s.value]
+        if s.var.dtype.is_handle and _is_reinterpret(s.value):  # (TVM types the variable as what it points at)
+            ann = s.value.type_annotation
+            if isinstance(ann, E.PointerType) and not ann.is_tensor_map:
+                self.handle_type[s.var] = ann.element
+            else:
+                t = "void"
+                self.line(f"{t}* {self.new_id(s.var)} = ({t}*){self.expr(s.value)};")
+                self.stmt(s.body)
+                return
         self.declare(s.var, self.expr(s.value))
         self.stmt(s.body)
 
@@ -529,3 +547,7 @@ class CSource:
         data = s.buffer.data
         self.var_id(data)  # (its pointer is a parameter or an allocation made before)
         self.stmt(s.body)
+
+
+def _is_reinterpret(e: Any) -> bool:
+    return isinstance(e, E.Call) and getattr(e.op, "name", "") == "tir.reinterpret"
