@@ -244,6 +244,8 @@ class _Compiler:
             # (the bits of the argument's own type: a constant arrives as a plain Python number)
             return self._call(reinterpret_bits, self.name(e.dtype, "_t"), self.name(e.args[0].dtype, "_t"),
                               self.src(e.args[0]))
+        if name == "tir.tvm_stack_alloca" and all(isinstance(a, (E.StringImm, E.IntImm)) for a in e.args[:2]):
+            reference_tma.check_slot(e.args[0].value, e.args[1].value)  # (refused before the function runs)
         fn = INTRINSICS.get(name) or reference_tma.HOST_INTRINSICS.get(name)
         if fn is None:
             shown = f" (T.{op_registry.info_of(op).script_name})" if isinstance(op, E.Op) else ""
