@@ -231,6 +231,9 @@ class DeviceTensorMap:
                 driver.CUtensorMapFloatOOBfill(encoding.oob_fill))
         except TVMSError as err:
             raise TVMSError(f"{NAME}: the driver refused the tensor map {encoding}: {err}") from None
+        except (TypeError, ValueError) as err:  # (a cuda-python whose binding takes other argument types)
+            raise TVMSError(f"{NAME}: cuda-python's cuTensorMapEncodeTiled does not take the arguments tvms "
+                            f"passes ({err})") from None
         self.encoding, self.words = encoding, tuple(int(w) for w in descriptor.opaque)
 
     def __repr__(self) -> str:
@@ -260,4 +263,5 @@ def encode_tiled(*args: Any) -> None:
 
 register_func(NAME, encode_tiled, override=True)
 
-__all__ = ["DeviceTensorMap", "ReferenceTensorMap", "TiledEncoding", "address_of", "check_slot", "encode_tiled", "tiled_encoding"]
+__all__ = ["DeviceTensorMap", "ReferenceTensorMap", "TiledEncoding", "address_of", "check_slot", "encode_tiled",
+           "tiled_encoding"]

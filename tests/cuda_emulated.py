@@ -169,8 +169,8 @@ class EmulatedDriver(FakeDriver):
 
     def cuTensorMapEncodeTiled(self, data_type, rank, address, dims, strides, box, element_strides,
                                interleave, swizzle, l2_promotion, oob_fill):
-        for sizes, kind in ((dims, self.cuuint64_t), (strides, self.cuuint64_t), (box, self.cuuint32_t),
-                            (element_strides, self.cuuint32_t)):
+        sizes64, sizes32 = _SIZE_TYPES
+        for sizes, kind in ((dims, sizes64), (strides, sizes64), (box, sizes32), (element_strides, sizes32)):
             for size in sizes:
                 if not isinstance(size, kind):
                     raise TypeError(f"Cannot convert {type(size).__name__} to {kind.__module__}.{kind.__name__}")

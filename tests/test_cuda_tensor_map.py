@@ -94,7 +94,8 @@ def test_a_reinterpret_to_a_pointer_is_written_as_tvm_writes_it() -> None:
     """fixtures/tensor_map/reinterpret_handles.tvms (compile_with_tvm.py): a typed pointer's let is
     declared and cast to its element type, a constant address goes through reinterpret_cast."""
     case = FIXTURES / "tensor_map" / "reinterpret_handles"
-    source = tvms.build(from_source(case.with_suffix(".tvms").read_text()), target=SM90A).imported_modules[0].get_source()
+    lib = tvms.build(from_source(case.with_suffix(".tvms").read_text()), target=SM90A)
+    source = lib.imported_modules[0].get_source()
     assert source[source.index('extern "C" __global__'):] == case.with_suffix(".cu").read_text()
     assert_compiles(source, archs=("sm_90a",))
 
@@ -523,6 +524,19 @@ def test_the_driver_launcher_encodes_each_map_and_passes_its_128_bytes_by_value(
                                                                                           (64, 16), 6)
     assert ctypes.sizeof(TensorMapParameter) == 128
     assert lib["main"].outputs == (1,)  # (B: written through its map)
+
+
+def test_a_binding_that_refuses_the_argument_types_is_a_clear_error(emulated_gpu, monkeypatch) -> None:
+    """A cuda-python whose cuTensorMapEncodeTiled takes other types than the sizes tvms passes (as
+    12.9 refused plain ints): a TVMSError naming the call, not the binding's TypeError."""
+    driver, lib = emulated_gpu("hopper_tma_unicast_2d")
+    monkeypatch.setattr(driver, "cuuint64_t", int)
+    A = tvms.nd.array(np.ones((16, 64), "float16"), device=tvms.cuda(0))
+    B = tvms.nd.array(np.zeros((16, 64), "float16"), device=tvms.cuda(0))
+    with pytest.raises(TVMSError, match=r"runtime\.cuTensorMapEncodeTiled: cuda-python's cuTensorMapEncodeTiled "
+                                         r"does not take the arguments tvms passes \(Cannot convert int"):
+        lib["main"](A, B)
+    assert driver.launches == []
 
 
 def test_a_launch_with_a_map_never_encoded_is_refused(emulated_gpu) -> None:
